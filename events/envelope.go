@@ -1,0 +1,183 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// Aggregate kinds. Each names a subject family lb.ev.<kind>.<id>.
+const (
+	KindSession   = "session"
+	KindWorkspace = "workspace"
+	KindProject   = "project"
+	KindCommand   = "command"
+)
+
+// Subject prefixes of the LOGBOOK stream.
+const (
+	// SubjectEvents prefixes every aggregate's subject: lb.ev.<kind>.<id>.
+	SubjectEvents = "lb.ev"
+	// SubjectOutput prefixes bulk command output: lb.out.<command-id>.
+	SubjectOutput = "lb.out"
+)
+
+// MaxIDLen is the longest aggregate id accepted, in bytes.
+const MaxIDLen = 128
+
+// Aggregate names one consistency boundary: every event of an aggregate
+// shares one subject, so optimistic concurrency works per aggregate.
+type Aggregate struct {
+	Kind string `json:"kind"` // one of the Kind constants
+	ID   string `json:"id"`   // [A-Za-z0-9_-], 1..MaxIDLen bytes
+}
+
+// String returns "kind/id".
+func (a Aggregate) String() string { return a.Kind + "/" + a.ID }
+
+// Subject returns the aggregate's subject, lb.ev.<kind>.<id>. It does not
+// validate; call Validate first for input from outside.
+func (a Aggregate) Subject() string { return SubjectEvents + "." + a.Kind + "." + a.ID }
+
+// Validate reports, wrapping ErrMalformed, a kind outside the catalogue or
+// an id that is empty, too long, or holds a byte outside [A-Za-z0-9_-]
+// (a dot or wildcard would break the one-subject-per-aggregate rule).
+func (a Aggregate) Validate() error {
+	switch a.Kind {
+	case KindSession, KindWorkspace, KindProject, KindCommand:
+	default:
+		return fmt.Errorf("%w: aggregate kind %q", ErrMalformed, a.Kind)
+	}
+	if err := ValidID(a.ID); err != nil {
+		return fmt.Errorf("aggregate %s: %w", a.Kind, err)
+	}
+	return nil
+}
+
+// ValidID reports, wrapping ErrMalformed, an id that cannot be one subject
+// token: empty, longer than MaxIDLen, or with a byte outside [A-Za-z0-9_-].
+func ValidID(id string) error {
+	if id == "" || len(id) > MaxIDLen {
+		return fmt.Errorf("%w: id %q: want 1..%d bytes", ErrMalformed, id, MaxIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("%w: id %q: byte %q at %d is not [A-Za-z0-9_-]", ErrMalformed, id, c, i)
+		}
+	}
+	return nil
+}
+
+// ParseSubject returns the aggregate of an lb.ev.<kind>.<id> subject.
+func ParseSubject(subject string) (Aggregate, error) {
+	rest, ok := strings.CutPrefix(subject, SubjectEvents+".")
+	if !ok {
+		return Aggregate{}, fmt.Errorf("%w: subject %q is not under %s", ErrMalformed, subject, SubjectEvents)
+	}
+	kind, id, ok := strings.Cut(rest, ".")
+	if !ok {
+		return Aggregate{}, fmt.Errorf("%w: subject %q: want %s.<kind>.<id>", ErrMalformed, subject, SubjectEvents)
+	}
+	a := Aggregate{Kind: kind, ID: id}
+	return a, a.Validate()
+}
+
+// Cause says why an event was decided: what was seen (an observation, a
+// CLI request, a worker report) and a reference to it. Transitions,
+// verdicts and abandonment marks must carry a complete cause: Kind, Event
+// and Ref all set.
+type Cause struct {
+	Kind   string `json:"kind"`             // "hook", "transcript", "cli", "worker", "system", …
+	Event  string `json:"event"`            // what happened, e.g. "PreToolUse", "assistant"
+	Detail string `json:"detail,omitempty"` // e.g. the tool name
+	Ref    string `json:"ref"`              // id of the observation or request that caused it
+}
+
+// complete reports whether every required part is set.
+func (c *Cause) complete() bool {
+	return c != nil && c.Kind != "" && c.Event != "" && c.Ref != ""
+}
+
+// Payload is the typed data of one event type. Implementations are plain
+// structs with JSON tags; their field names are part of the wire contract.
+type Payload interface {
+	// EventType returns the wire name, e.g. "session.transitioned".
+	EventType() string
+}
+
+// Envelope is one event as it travels on the log. Data holds the typed
+// payload; its JSON is the "data" member of the wire form.
+type Envelope struct {
+	ID    ulid.ULID // unique; also the message's Nats-Msg-Id
+	Type  string    // wire name of Data's type
+	V     int       // schema version of Data, ≥ 1
+	Agg   Aggregate // the aggregate the event belongs to
+	Ver   uint64    // 1-based, dense position within Agg
+	At    time.Time // time of the fact, UTC, microsecond precision
+	Cause *Cause    // why; required for transitions, verdicts and abandonment marks
+	Corr  string    // correlation id (a turn, a request), optional
+	Host  string    // host that decided it, optional
+	Actor string    // who acted: "claude-code", "logbook", a user name, optional
+	Data  Payload   // typed payload; never nil in a valid envelope
+}
+
+// wire is the JSON shape of an Envelope.
+type wire struct {
+	ID    ulid.ULID       `json:"id"`
+	Type  string          `json:"type"`
+	V     int             `json:"v"`
+	Agg   Aggregate       `json:"agg"`
+	Ver   uint64          `json:"ver"`
+	At    string          `json:"at"`
+	Cause *Cause          `json:"cause,omitempty"`
+	Corr  string          `json:"corr,omitempty"`
+	Host  string          `json:"host,omitempty"`
+	Actor string          `json:"actor,omitempty"`
+	Data  json.RawMessage `json:"data"`
+}
+
+// TimeFormat is the layout of the envelope's "at": RFC 3339, UTC, always
+// six fractional digits, so equal instants have equal bytes.
+const TimeFormat = "2006-01-02T15:04:05.000000Z"
+
+// MarshalJSON returns the envelope's wire form. It fails if Data is nil.
+func (e Envelope) MarshalJSON() ([]byte, error) {
+	if e.Data == nil {
+		return nil, fmt.Errorf("%w: %s %s: no data", ErrMalformed, e.Type, e.ID)
+	}
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return nil, fmt.Errorf("marshal %s data: %w", e.Type, err)
+	}
+	return json.Marshal(wire{
+		ID: e.ID, Type: e.Type, V: e.V, Agg: e.Agg, Ver: e.Ver,
+		At:    e.At.UTC().Format(TimeFormat),
+		Cause: e.Cause, Corr: e.Corr, Host: e.Host, Actor: e.Actor,
+		Data: data,
+	})
+}
+
+// Record is an Envelope as stored: with its position in the whole log.
+type Record struct {
+	Seq     uint64 // stream sequence: the global order and the checkpoint unit
+	Subject string // the message's subject
+	Envelope
+}
+
+// decodeStrict unmarshals b into v, refusing unknown fields and trailing data.
+func decodeStrict(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return fmt.Errorf("trailing data after JSON value")
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package events
+
+import (
+	"context"
+	"iter"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// Batch is one decision: the events it caused for one aggregate, appended
+// all or none as one atomic batch.
+type Batch struct {
+	Agg Aggregate
+	// Expect is the stream sequence of Agg's last event when the decision
+	// was made; 0 means Agg must have no events yet. It is the optimistic
+	// concurrency check.
+	Expect uint64
+	// Events holds 1..MaxBatch envelopes, all of Agg, with Ver dense and
+	// continuing Agg's last Ver.
+	Events []Envelope
+}
+
+// MaxBatch is the most events one decision may append (the server's
+// atomic batch limit).
+const MaxBatch = 1000
+
+// Appended says where a batch landed.
+type Appended struct {
+	First, Last uint64 // stream sequences of the batch's first and last event
+	Duplicate   bool   // the batch had been committed before (same event ids)
+}
+
+// Log is the append-only, totally ordered event log. Implementations are
+// safe for concurrent use.
+type Log interface {
+	// Append stores b all or none. It returns an error wrapping
+	// ErrConflict if Agg's last stream sequence is no longer b.Expect, and
+	// ErrMalformed (or another events sentinel) if an envelope is invalid;
+	// nothing is stored then. Re-appending a batch that was committed
+	// (same event ids) succeeds with Duplicate set and stores nothing.
+	Append(ctx context.Context, b Batch) (Appended, error)
+	// Load returns every event of agg in order and the stream sequence of
+	// the last one (0 and no records if agg has none).
+	Load(ctx context.Context, agg Aggregate) ([]Record, uint64, error)
+	// Read yields the events with from ≤ Seq ≤ the log's end at the time
+	// of the call, in order, then stops. A record that does not decode is
+	// yielded as an error naming its sequence; the caller decides whether
+	// to stop. Non-event messages (command output) are skipped.
+	Read(ctx context.Context, from uint64) iter.Seq2[Record, error]
+	// Follow is Read that does not stop at the end: it waits for new
+	// events until ctx is done.
+	Follow(ctx context.Context, from uint64) iter.Seq2[Record, error]
+	// LastSeq returns the stream sequence of the last message in the log
+	// (0 when empty).
+	LastSeq(ctx context.Context) (uint64, error)
+}
+
+// Clock returns the current time. Production uses time.Now; tests inject
+// a fixed or stepping clock. Only callers outside reducers read it.
+type Clock func() time.Time
+
+// IDSource returns a fresh, unique event id. Production uses ulid.Make
+// (safe for concurrent use); tests use a seeded monotonic source.
+type IDSource func() ulid.ULID

@@ -1,0 +1,110 @@
+package events
+
+// Observation is what an adapter saw, normalized and agent-neutral: the
+// input of a session decision. The adapter that parsed it fills Signals;
+// the reducer decides only from Signals and Meta, so re-running today's
+// reducer over stored observations (rederive) needs no adapter.
+//
+// Raw keeps the redacted original text; when it was longer than the
+// adapter's size cap, Raw holds its first Cut.Kept bytes and Cut says how
+// long the original was and what its SHA-256 was.
+type Observation struct {
+	Key        string   `json:"key"`                   // idempotency key, unique per aggregate
+	Parser     string   `json:"parser"`                // parser and version, e.g. "claude-transcript/1"
+	Path       string   `json:"path,omitempty"`        // transcript path, for lines
+	Line       int      `json:"line,omitempty"`        // 1-based line number in Path, for lines
+	Kind       string   `json:"kind"`                  // transcript line type or hook event name
+	UUID       string   `json:"uuid,omitempty"`        // the agent's id of the line
+	ParentUUID string   `json:"parent_uuid,omitempty"` // the agent's parent link
+	AgentTime  string   `json:"agent_time,omitempty"`  // the agent's own timestamp, verbatim
+	Meta       Meta     `json:"meta,omitzero"`
+	Signals    []Sig    `json:"signals,omitempty"`
+	Raw        string   `json:"raw,omitempty"`      // redacted text as seen, cut to the cap
+	Cut        *Cut     `json:"cut,omitempty"`      // set when Raw was cut
+	Problems   []string `json:"problems,omitempty"` // what the parser could not use, e.g. "parentUuid x points nowhere"
+}
+
+// Meta is session metadata carried by an observation; empty fields are
+// unknown, not cleared.
+type Meta struct {
+	SessionID string `json:"session_id,omitempty"` // the agent's session id
+	AgentID   string `json:"agent_id,omitempty"`   // subagent id
+	AgentType string `json:"agent_type,omitempty"` // subagent type
+	Cwd       string `json:"cwd,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Version   string `json:"version,omitempty"`
+	GitBranch string `json:"git_branch,omitempty"`
+	AgentMode string `json:"agent_mode,omitempty"` // the agent's permission mode name
+	Title     string `json:"title,omitempty"`
+}
+
+// Cut records input that was longer than the cap.
+type Cut struct {
+	Size   int64  `json:"size"`   // original length in bytes
+	SHA256 string `json:"sha256"` // hex SHA-256 of the original (before redaction)
+	Kept   int    `json:"kept"`   // bytes kept in Raw (0: none)
+}
+
+// Signal kinds: the agent-neutral facts a reducer decides from.
+const (
+	SigSessionStart   = "session_start"   // Name: source (startup, resume, …)
+	SigPrompt         = "prompt"          // a user prompt: a turn starts; ID: prompt id
+	SigThinking       = "thinking"        // the model is thinking
+	SigText           = "text"            // the model wrote text
+	SigToolUse        = "tool_use"        // ID: tool use id, Name: tool; Background: run_in_background
+	SigToolResult     = "tool_result"     // ID: tool use id, Status: ok|error|rejected|interrupted|backgrounded; Task: background task id
+	SigTurnEnd        = "turn_end"        // the model finished its turn
+	SigInterrupt      = "interrupt"       // the user interrupted the turn
+	SigPermission     = "permission"      // a permission prompt waits; ID: tool use id if known, Name: tool
+	SigQuestion       = "question"        // the agent asked the user and waits; ID: tool use id
+	SigIdle           = "idle"            // the agent waits for input (idle prompt)
+	SigCompactStart   = "compact_start"   // context compaction began
+	SigCompactEnd     = "compact_end"     // context compaction finished
+	SigBackgroundDone = "background_done" // Task: background task id, Status: completed|failed|killed
+	SigSubagentStart  = "subagent_start"  // ID: agent id, Name: agent type
+	SigSubagentStop   = "subagent_stop"   // ID: agent id
+	SigMode           = "mode"            // Name: the agent's permission mode
+	SigSessionEnd     = "session_end"     // Text: reason
+	SigAPIError       = "api_error"       // Text: short error
+)
+
+// Sig is one signal. Text is short (≤ 200 bytes) and redacted.
+type Sig struct {
+	Kind       string `json:"kind"`
+	ID         string `json:"id,omitempty"`
+	Name       string `json:"name,omitempty"`
+	Task       string `json:"task,omitempty"`
+	Status     string `json:"status,omitempty"`
+	Text       string `json:"text,omitempty"`
+	Background bool   `json:"background,omitempty"`
+}
+
+// ClaudeLineObserved is one line of a Claude Code transcript (.jsonl),
+// parsed by adapters/claude.
+type ClaudeLineObserved struct{ Observation }
+
+// EventType implements Payload.
+func (ClaudeLineObserved) EventType() string { return "obs.claude.line" }
+
+// ClaudeHookObserved is one Claude Code hook payload, parsed by
+// adapters/claude.
+type ClaudeHookObserved struct{ Observation }
+
+// EventType implements Payload.
+func (ClaudeHookObserved) EventType() string { return "obs.claude.hook" }
+
+// Observed returns the observation inside p and true when p is an
+// observation payload.
+func Observed(p Payload) (*Observation, bool) {
+	switch o := p.(type) {
+	case ClaudeLineObserved:
+		return &o.Observation, true
+	case *ClaudeLineObserved:
+		return &o.Observation, true
+	case ClaudeHookObserved:
+		return &o.Observation, true
+	case *ClaudeHookObserved:
+		return &o.Observation, true
+	}
+	return nil, false
+}

@@ -1,0 +1,202 @@
+package events
+
+// Session phases: what a fleet board shows.
+const (
+	PhaseReady   = "ready"   // idle, waiting for the next prompt
+	PhaseWorking = "working" // a turn or a background process is running
+	PhaseWaiting = "waiting" // blocked on a person: a permission prompt or a question
+	PhaseEnded   = "ended"   // terminal
+)
+
+// Lanes of an open entry.
+const (
+	LaneMain       = "main"       // the agent's own tool calls and steps
+	LaneSubagent   = "subagent"   // a spawned subagent
+	LaneBackground = "background" // a process that outlives its tool call
+)
+
+// Permission modes of a session, agent-neutral. An agent's own mode name is
+// kept beside it (SessionModeChanged.AgentMode).
+const (
+	ModeReadOnly       = "read_only"
+	ModeWorkspaceWrite = "workspace_write"
+	ModeAuto           = "auto"
+	ModeFullAccess     = "full_access"
+)
+
+// SessionStarted opens a session aggregate in phase ready. It is a
+// transition from nothing, so it needs a complete cause.
+type SessionStarted struct {
+	Agent          string `json:"agent"`                      // "claude-code", "codex", "cli"
+	AgentSessionID string `json:"agent_session_id,omitempty"` // the agent's own session id
+	Parent         string `json:"parent,omitempty"`           // parent session aggregate id (subagents)
+	AgentID        string `json:"agent_id,omitempty"`         // subagent id within the parent
+	AgentType      string `json:"agent_type,omitempty"`       // subagent type, e.g. "Explore"
+	Cwd            string `json:"cwd,omitempty"`
+	Model          string `json:"model,omitempty"`
+	Mode           string `json:"mode,omitempty"`       // Mode constant, "" if unknown
+	AgentMode      string `json:"agent_mode,omitempty"` // the agent's own mode name
+	Transcript     string `json:"transcript,omitempty"` // transcript path as the agent reported it
+}
+
+// EventType implements Payload.
+func (SessionStarted) EventType() string { return "session.started" }
+
+// SessionTransitioned moves a session from one phase to another.
+type SessionTransitioned struct {
+	From     string `json:"from"`               // Phase constant
+	To       string `json:"to"`                 // Phase constant, ≠ From
+	Activity string `json:"activity,omitempty"` // activity after the move
+	EntryID  string `json:"entry_id,omitempty"` // the entry that caused it, if any
+}
+
+// EventType implements Payload.
+func (SessionTransitioned) EventType() string { return "session.transitioned" }
+
+// SessionActivityChanged records what the session is doing within its
+// phase: "thinking", "responding", "tool:Bash", "review", "question",
+// "compacting", "subagent:Explore", "background", or "" when idle.
+type SessionActivityChanged struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// EventType implements Payload.
+func (SessionActivityChanged) EventType() string { return "session.activity_changed" }
+
+// SessionEntryOpened opens an entry: a tool call, a subagent, a background
+// process. Its opening time is the envelope's At.
+type SessionEntryOpened struct {
+	EntryID  string `json:"entry_id"` // the agent's id, e.g. a tool_use id
+	Activity string `json:"activity"` // e.g. "tool:Bash"
+	Lane     string `json:"lane"`     // Lane constant
+}
+
+// EventType implements Payload.
+func (SessionEntryOpened) EventType() string { return "session.entry_opened" }
+
+// Entry outcomes.
+const (
+	OutcomeOK          = "ok"
+	OutcomeError       = "error"
+	OutcomeRejected    = "rejected"
+	OutcomeInterrupted = "interrupted"
+	OutcomeBackground  = "backgrounded" // the call returned; its process lives on in lane background
+)
+
+// SessionEntryClosed closes an open entry.
+type SessionEntryClosed struct {
+	EntryID string `json:"entry_id"`
+	Outcome string `json:"outcome"` // Outcome constant
+}
+
+// EventType implements Payload.
+func (SessionEntryClosed) EventType() string { return "session.entry_closed" }
+
+// SessionEntryAbandoned marks an open entry that will never close: its
+// turn was interrupted or superseded, or the session ended. It is a new
+// event, never an edit; it needs a complete cause.
+type SessionEntryAbandoned struct {
+	EntryID string `json:"entry_id"`
+	Reason  string `json:"reason"` // "interrupted", "superseded", "session_ended", …
+}
+
+// EventType implements Payload.
+func (SessionEntryAbandoned) EventType() string { return "session.entry_abandoned" }
+
+// SessionModeChanged records a permission-mode change. Revision counts
+// changes from 1.
+type SessionModeChanged struct {
+	From      string `json:"from"`
+	To        string `json:"to"`
+	AgentMode string `json:"agent_mode,omitempty"`
+	Revision  int    `json:"revision"`
+}
+
+// EventType implements Payload.
+func (SessionModeChanged) EventType() string { return "session.mode_changed" }
+
+// SessionDescribed records changed session metadata; empty fields are
+// unchanged.
+type SessionDescribed struct {
+	Cwd       string `json:"cwd,omitempty"`
+	Model     string `json:"model,omitempty"`
+	GitBranch string `json:"git_branch,omitempty"`
+	Version   string `json:"version,omitempty"` // the agent's version
+	Title     string `json:"title,omitempty"`
+}
+
+// EventType implements Payload.
+func (SessionDescribed) EventType() string { return "session.described" }
+
+// SessionTurnStarted opens turn number Turn (1-based) on a user prompt.
+type SessionTurnStarted struct {
+	Turn     int    `json:"turn"`
+	PromptID string `json:"prompt_id,omitempty"`
+}
+
+// EventType implements Payload.
+func (SessionTurnStarted) EventType() string { return "session.turn_started" }
+
+// SessionTurnEnded closes turn Turn.
+type SessionTurnEnded struct {
+	Turn    int    `json:"turn"`
+	Outcome string `json:"outcome"` // "completed", "interrupted", "error"
+}
+
+// EventType implements Payload.
+func (SessionTurnEnded) EventType() string { return "session.turn_ended" }
+
+// SessionEnded moves a session to ended for good. It needs a complete cause.
+type SessionEnded struct {
+	From   string `json:"from"`   // phase before the end
+	Reason string `json:"reason"` // e.g. "prompt_input_exit", "cli"
+}
+
+// EventType implements Payload.
+func (SessionEnded) EventType() string { return "session.ended" }
+
+// Review verdicts, outcomes, risks and user-authorization levels.
+const (
+	VerdictAllow = "allow"
+	VerdictDeny  = "deny"
+
+	ReviewApproved    = "approved"
+	ReviewRejected    = "rejected"
+	ReviewTimedOut    = "timed_out"
+	ReviewUnavailable = "unavailable"
+)
+
+// ReviewRequested records that a risky action waits for a verdict.
+type ReviewRequested struct {
+	ReviewID string `json:"review_id"` // e.g. the tool_use id
+	Tool     string `json:"tool"`
+	Action   string `json:"action,omitempty"` // short, redacted description, e.g. the command
+}
+
+// EventType implements Payload.
+func (ReviewRequested) EventType() string { return "review.requested" }
+
+// ReviewDecided records a verdict on a review. It needs a complete cause.
+type ReviewDecided struct {
+	ReviewID          string `json:"review_id"`
+	Verdict           string `json:"verdict"`                      // allow | deny
+	Outcome           string `json:"outcome"`                      // approved | rejected | timed_out | unavailable
+	Risk              string `json:"risk,omitempty"`               // low | medium | high | critical
+	UserAuthorization string `json:"user_authorization,omitempty"` // none | low | medium | high
+	EvidenceDropped   bool   `json:"evidence_dropped,omitempty"`
+	Reason            string `json:"reason,omitempty"`
+}
+
+// EventType implements Payload.
+func (ReviewDecided) EventType() string { return "review.decided" }
+
+// ReviewBreakerTripped records that too many refusals stopped automatic
+// review: Refusals of the last Window decisions were denials.
+type ReviewBreakerTripped struct {
+	Refusals int `json:"refusals"`
+	Window   int `json:"window"`
+}
+
+// EventType implements Payload.
+func (ReviewBreakerTripped) EventType() string { return "review.breaker_tripped" }
