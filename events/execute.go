@@ -1,0 +1,168 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+)
+
+// Executor runs decisions against one kind of aggregate: it loads the
+// aggregate's state (from its cache or by folding the log), asks a decide
+// function for events, stamps them (id, ver, host, actor), appends them as
+// one batch with optimistic concurrency, and on ErrConflict reloads and
+// decides again, up to Attempts times.
+//
+// An Executor is safe for concurrent use. Decisions for one aggregate are
+// serialized within the process; across processes the log's optimistic
+// concurrency check keeps them consistent.
+type Executor[S any] struct {
+	Log    Log
+	Reg    *Registry
+	Init   func(Aggregate) S   // the state before the aggregate's first event
+	Evolve func(S, Envelope) S // the aggregate's pure fold
+	IDs    IDSource            // fresh ids for events whose ID is zero
+	Host   string              // stamped on events that have none
+	Actor  string              // stamped on events that have none
+	// Attempts bounds reload-and-decide rounds after conflicts; 0 means 8.
+	Attempts int
+	// MaxCached bounds the states kept in memory; 0 means 4096. When full,
+	// the cache is emptied (states are reloaded from the log on demand).
+	MaxCached int
+
+	once  sync.Once
+	seed  maphash.Seed
+	locks [64]sync.Mutex
+	mu    sync.Mutex
+	cache map[Aggregate]cached[S]
+}
+
+type cached[S any] struct {
+	s    S
+	ver  uint64 // Ver of the last event
+	last uint64 // stream sequence of the last event
+}
+
+// Decision is what a decide function returns: the events to append (with
+// Type, V, Data, At and Cause set; ID may be preset, as for an observation
+// that decisions refer to), or none.
+type Decision = []Envelope
+
+// Execute decides against agg's current state and appends the result. It
+// returns where the batch landed and the state after it; with no events
+// to append it returns a zero Appended and the current state. decide may
+// run several times (once per attempt) and must be pure. Errors: decide's
+// own (returned as is), a validation error (ErrMalformed,
+// ErrMissingCause, …) with nothing appended, ErrConflict after Attempts
+// rounds, or the log's error.
+func (x *Executor[S]) Execute(ctx context.Context, agg Aggregate, decide func(S) (Decision, error)) (Appended, S, error) {
+	x.once.Do(func() {
+		x.seed = maphash.MakeSeed()
+		x.cache = make(map[Aggregate]cached[S])
+	})
+	l := &x.locks[maphash.String(x.seed, agg.String())%uint64(len(x.locks))]
+	l.Lock()
+	defer l.Unlock()
+	attempts := x.Attempts
+	if attempts <= 0 {
+		attempts = 8
+	}
+	var zero S
+	for range attempts {
+		c, err := x.load(ctx, agg)
+		if err != nil {
+			return Appended{}, zero, err
+		}
+		evs, err := decide(c.s)
+		if err != nil {
+			return Appended{}, c.s, err
+		}
+		if len(evs) == 0 {
+			return Appended{}, c.s, nil
+		}
+		s := c.s
+		for i := range evs {
+			e := &evs[i]
+			if e.ID.IsZero() {
+				e.ID = x.IDs()
+			}
+			e.Agg = agg
+			e.Ver = c.ver + uint64(i) + 1
+			if e.Host == "" {
+				e.Host = x.Host
+			}
+			if e.Actor == "" {
+				e.Actor = x.Actor
+			}
+			if err := x.Reg.Validate(*e); err != nil {
+				return Appended{}, c.s, fmt.Errorf("decide %s: %w", agg, err)
+			}
+			s = x.Evolve(s, *e)
+		}
+		ap, err := x.Log.Append(ctx, Batch{Agg: agg, Expect: c.last, Events: evs})
+		switch {
+		case errors.Is(err, ErrConflict), err == nil && ap.Duplicate:
+			x.forget(agg)
+			if err == nil {
+				return ap, s, nil
+			}
+			continue
+		case err != nil:
+			x.forget(agg)
+			return Appended{}, c.s, err
+		}
+		x.remember(agg, cached[S]{s: s, ver: c.ver + uint64(len(evs)), last: ap.Last})
+		return ap, s, nil
+	}
+	return Appended{}, zero, fmt.Errorf("decide %s: %w after %d attempts", agg, ErrConflict, attempts)
+}
+
+// State returns agg's current state as the log has it (through the cache).
+func (x *Executor[S]) State(ctx context.Context, agg Aggregate) (S, error) {
+	x.once.Do(func() {
+		x.seed = maphash.MakeSeed()
+		x.cache = make(map[Aggregate]cached[S])
+	})
+	c, err := x.load(ctx, agg)
+	return c.s, err
+}
+
+func (x *Executor[S]) load(ctx context.Context, agg Aggregate) (cached[S], error) {
+	x.mu.Lock()
+	c, ok := x.cache[agg]
+	x.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	recs, last, err := x.Log.Load(ctx, agg)
+	if err != nil {
+		return cached[S]{}, fmt.Errorf("load %s: %w", agg, err)
+	}
+	c = cached[S]{s: x.Init(agg), last: last}
+	for _, r := range recs {
+		c.s = x.Evolve(c.s, r.Envelope)
+		c.ver = r.Ver
+	}
+	x.remember(agg, c)
+	return c, nil
+}
+
+func (x *Executor[S]) remember(agg Aggregate, c cached[S]) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	max := x.MaxCached
+	if max <= 0 {
+		max = 4096
+	}
+	if len(x.cache) >= max {
+		clear(x.cache)
+	}
+	x.cache[agg] = c
+}
+
+func (x *Executor[S]) forget(agg Aggregate) {
+	x.mu.Lock()
+	delete(x.cache, agg)
+	x.mu.Unlock()
+}

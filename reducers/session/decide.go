@@ -1,0 +1,478 @@
+package session
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// Command is an input to Decide: an observation, or a request made
+// directly to Logbook (end a session, change its mode, abandon an entry).
+type Command interface{ command() }
+
+// Observe asks Decide what an observation means. Obs is the observation's
+// envelope with ID, Type, Agg and At set (Ver is assigned on append); the
+// decisions' causes refer to Obs.ID, and their At is Obs.At.
+type Observe struct {
+	Obs events.Envelope
+}
+
+// End ends the session on request.
+type End struct {
+	Reason string
+	At     time.Time
+	Cause  events.Cause // complete: kind, event, ref
+}
+
+// ChangeMode sets the permission mode on request.
+type ChangeMode struct {
+	Mode  string // a Mode constant
+	At    time.Time
+	Cause events.Cause
+}
+
+// Abandon marks one open entry as never to close.
+type Abandon struct {
+	EntryID string
+	Reason  string
+	At      time.Time
+	Cause   events.Cause
+}
+
+func (Observe) command()    {}
+func (End) command()        {}
+func (ChangeMode) command() {}
+func (Abandon) command()    {}
+
+// AskUserQuestion is Claude Code's tool for a question that blocks on the
+// user.
+const askUserQuestion = "AskUserQuestion"
+
+// Decide returns the events cmd causes in state s, in order, or an error
+// wrapping events.ErrRejected that says why cmd is refused. The returned
+// envelopes have Type, V, Data, At, Cause and Agg set; the caller assigns
+// ID and Ver. An observation that s has already seen (State.Seen) yields no
+// events and no error. s is not modified.
+func Decide(s State, cmd Command) ([]events.Envelope, error) {
+	switch c := cmd.(type) {
+	case Observe:
+		return decideObserve(s, c)
+	case End:
+		d := newDecider(s, c.At, c.Cause)
+		if !s.Exists() {
+			return nil, fmt.Errorf("end session: %w: no such session", events.ErrRejected)
+		}
+		if s.Phase == events.PhaseEnded {
+			return nil, fmt.Errorf("end session %s: %w: already ended", s.ID, events.ErrRejected)
+		}
+		d.end(or(c.Reason, "requested"))
+		return d.out, nil
+	case ChangeMode:
+		switch c.Mode {
+		case events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeAuto, events.ModeFullAccess:
+		default:
+			return nil, fmt.Errorf("change mode: %w: unknown mode %q", events.ErrRejected, c.Mode)
+		}
+		if !s.Exists() {
+			return nil, fmt.Errorf("change mode: %w: no such session", events.ErrRejected)
+		}
+		d := newDecider(s, c.At, c.Cause)
+		d.mode(c.Mode, "")
+		return d.out, nil
+	case Abandon:
+		if s.entry(c.EntryID) < 0 {
+			return nil, fmt.Errorf("abandon %s: %w: no open entry %q", s.ID, events.ErrRejected, c.EntryID)
+		}
+		d := newDecider(s, c.At, c.Cause)
+		d.abandon(c.EntryID, or(c.Reason, "requested"))
+		d.settle()
+		return d.out, nil
+	default:
+		return nil, fmt.Errorf("%w: unknown command %T", events.ErrRejected, cmd)
+	}
+}
+
+func decideObserve(s State, c Observe) ([]events.Envelope, error) {
+	o, ok := events.Observed(c.Obs.Data)
+	if !ok {
+		return nil, fmt.Errorf("observe: %w: %s is not an observation", events.ErrRejected, c.Obs.Type)
+	}
+	if s.Seen(o) {
+		return nil, nil
+	}
+	if o.Line > 0 && o.Line != s.Lines+1 {
+		return nil, fmt.Errorf("observe line %d of %s: %w: next line is %d", o.Line, c.Obs.Agg.ID, events.ErrRejected, s.Lines+1)
+	}
+	kind := "hook"
+	if o.Line > 0 {
+		kind = "transcript"
+	}
+	d := newDecider(s, c.Obs.At, events.Cause{Kind: kind, Event: o.Kind, Ref: c.Obs.ID.String()})
+	d.s.ID = c.Obs.Agg.ID
+	d.agg = c.Obs.Agg
+	d.corr = c.Obs.Corr
+	if !s.Exists() {
+		d.start(o)
+	} else {
+		d.describe(o.Meta)
+	}
+	if o.Meta.AgentMode != "" && o.Meta.AgentMode != d.s.AgentMode {
+		d.mode(agentMode(o.Meta.AgentMode), o.Meta.AgentMode)
+	}
+	for _, sig := range o.Signals {
+		d.cause.Detail = sig.Name
+		d.signal(sig)
+	}
+	return d.out, nil
+}
+
+// decider accumulates the events of one decision, folding each into its
+// working copy of the state so later signals see earlier ones.
+type decider struct {
+	s     State
+	agg   events.Aggregate
+	at    time.Time
+	cause events.Cause
+	corr  string
+	reg   *events.Registry
+	out   []events.Envelope
+	// lastText is the model's latest text in this decision, for the
+	// question cue at the end of a turn.
+	lastText string
+}
+
+func newDecider(s State, at time.Time, cause events.Cause) *decider {
+	return &decider{s: s, agg: events.Aggregate{Kind: events.KindSession, ID: s.ID}, at: at, cause: cause}
+}
+
+func (d *decider) emit(p events.Payload) {
+	c := d.cause
+	e := events.Envelope{Type: p.EventType(), V: 1, Agg: d.agg, At: d.at, Cause: &c, Corr: d.corr, Data: p}
+	d.out = append(d.out, e)
+	e.Ver = d.s.Ver + 1
+	d.s = Evolve(d.s, e)
+}
+
+func (d *decider) start(o *events.Observation) {
+	m := o.Meta
+	st := events.SessionStarted{
+		Agent: "claude-code", AgentSessionID: m.SessionID, AgentID: m.AgentID, AgentType: m.AgentType,
+		Cwd: m.Cwd, Model: m.Model, Mode: agentMode(m.AgentMode), AgentMode: m.AgentMode, Transcript: o.Path,
+	}
+	if m.AgentID != "" && m.SessionID != "" && m.SessionID != d.agg.ID {
+		st.Parent = m.SessionID
+	}
+	d.emit(st)
+	d.describe(m)
+}
+
+func (d *decider) describe(m events.Meta) {
+	var p events.SessionDescribed
+	if m.Cwd != d.s.Cwd {
+		p.Cwd = m.Cwd
+	}
+	if m.Model != d.s.Model && !strings.HasPrefix(m.Model, "<") {
+		p.Model = m.Model
+	}
+	if m.GitBranch != d.s.GitBranch {
+		p.GitBranch = m.GitBranch
+	}
+	if m.Version != d.s.Version {
+		p.Version = m.Version
+	}
+	if m.Title != d.s.Title {
+		p.Title = m.Title
+	}
+	if p != (events.SessionDescribed{}) {
+		d.emit(p)
+	}
+}
+
+func (d *decider) mode(mode, agent string) {
+	if mode == d.s.Mode && agent == d.s.AgentMode {
+		return
+	}
+	d.emit(events.SessionModeChanged{From: d.s.Mode, To: mode, AgentMode: agent, Revision: d.s.ModeRevision + 1})
+}
+
+// agentMode maps a Claude Code permission mode onto Logbook's modes.
+func agentMode(m string) string {
+	switch m {
+	case "plan":
+		return events.ModeReadOnly
+	case "default", "acceptEdits":
+		return events.ModeWorkspaceWrite
+	case "auto", "dontAsk":
+		return events.ModeAuto
+	case "bypassPermissions":
+		return events.ModeFullAccess
+	}
+	return ""
+}
+
+// phase moves to phase with activity, emitting a transition or, within
+// the same phase, an activity change.
+func (d *decider) phase(phase, activity, entry string) {
+	switch {
+	case d.s.Phase != phase:
+		d.emit(events.SessionTransitioned{From: d.s.Phase, To: phase, Activity: activity, EntryID: entry})
+	case d.s.Activity != activity:
+		d.emit(events.SessionActivityChanged{From: d.s.Activity, To: activity})
+	}
+}
+
+// working moves to working unless the session waits on a person, in which
+// case only progress on the awaited entry releases it (see toolResult).
+func (d *decider) working(activity, entry string) {
+	if d.s.Phase == events.PhaseWaiting {
+		return
+	}
+	d.phase(events.PhaseWorking, activity, entry)
+}
+
+// settle picks the phase when the agent stops: working while a background
+// process or subagent lives, else ready.
+func (d *decider) settle() {
+	if d.s.Phase == events.PhaseEnded {
+		return
+	}
+	switch {
+	case d.s.lane(events.LaneBackground):
+		d.phase(events.PhaseWorking, "background", "")
+	case d.s.lane(events.LaneSubagent):
+		d.phase(events.PhaseWorking, d.s.Entries[d.firstLane(events.LaneSubagent)].Activity, "")
+	case d.s.lane(events.LaneMain) || d.s.TurnOpen:
+		// Still busy.
+	default:
+		d.phase(events.PhaseReady, "", "")
+	}
+}
+
+func (d *decider) firstLane(lane string) int {
+	for i, e := range d.s.Entries {
+		if e.Lane == lane {
+			return i
+		}
+	}
+	return -1
+}
+
+func (d *decider) abandon(id, reason string) {
+	d.emit(events.SessionEntryAbandoned{EntryID: id, Reason: reason})
+}
+
+// abandonLane abandons every open entry of lane (all lanes if lane is "").
+func (d *decider) abandonLane(lane, reason string) {
+	for _, e := range d.s.Entries {
+		if lane == "" || e.Lane == lane {
+			d.abandon(e.EntryID, reason)
+		}
+	}
+}
+
+func (d *decider) closeReviews(outcome, reason string) {
+	for _, id := range d.s.OpenReviews {
+		d.decideReview(id, outcome, reason)
+	}
+}
+
+func (d *decider) decideReview(id, outcome, reason string) {
+	verdict := events.VerdictAllow
+	if outcome != events.ReviewApproved {
+		verdict = events.VerdictDeny
+	}
+	d.emit(events.ReviewDecided{ReviewID: id, Verdict: verdict, Outcome: outcome, UserAuthorization: "high", Reason: reason})
+	d.breaker()
+}
+
+// breaker trips after 3 refusals in a row or 10 in the review window.
+func (d *decider) breaker() {
+	if d.s.BreakerTripped {
+		return
+	}
+	v := d.s.Verdicts
+	denied, run := 0, 0
+	for _, deny := range v {
+		if deny {
+			denied++
+			run++
+		} else {
+			run = 0
+		}
+	}
+	if run >= 3 || denied >= 10 {
+		d.emit(events.ReviewBreakerTripped{Refusals: denied, Window: len(v)})
+	}
+}
+
+func (d *decider) end(reason string) {
+	d.abandonLane("", "session_ended")
+	d.closeReviews(events.ReviewUnavailable, "session ended")
+	if d.s.TurnOpen {
+		d.emit(events.SessionTurnEnded{Turn: d.s.Turns, Outcome: "ended"})
+	}
+	d.emit(events.SessionEnded{From: d.s.Phase, Reason: reason})
+}
+
+func (d *decider) endTurn(outcome string) {
+	if d.s.TurnOpen {
+		d.emit(events.SessionTurnEnded{Turn: d.s.Turns, Outcome: outcome})
+	}
+}
+
+func (d *decider) signal(sig events.Sig) {
+	if d.s.Phase == events.PhaseEnded {
+		switch sig.Kind {
+		case events.SigSessionStart, events.SigPrompt:
+			d.phase(events.PhaseReady, "", "") // resumed
+		default:
+			return
+		}
+	}
+	switch sig.Kind {
+	case events.SigSessionStart:
+		// Started (or resumed) above; nothing else to decide.
+	case events.SigPrompt:
+		d.abandonLane(events.LaneMain, "superseded")
+		d.closeReviews(events.ReviewRejected, "superseded by a new prompt")
+		d.endTurn("superseded")
+		d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID})
+		d.phase(events.PhaseWorking, "thinking", "")
+	case events.SigThinking:
+		d.working("thinking", "")
+	case events.SigText:
+		d.lastText = sig.Text
+		d.working("responding", "")
+	case events.SigToolUse:
+		d.toolUse(sig)
+	case events.SigToolResult:
+		d.toolResult(sig)
+	case events.SigQuestion:
+		d.phase(events.PhaseWaiting, "question", sig.ID)
+	case events.SigPermission:
+		id := sig.ID
+		if id == "" {
+			id = "permission-" + d.cause.Ref
+		}
+		if !contains(d.s.OpenReviews, id) && !contains(d.s.RecentClosed, id) {
+			d.emit(events.ReviewRequested{ReviewID: id, Tool: sig.Name, Action: sig.Text})
+		}
+		d.phase(events.PhaseWaiting, "review", sig.ID)
+	case events.SigTurnEnd:
+		d.endTurn("completed")
+		d.closeReviews(events.ReviewUnavailable, "turn ended")
+		if d.s.lane(events.LaneMain) {
+			d.abandonLane(events.LaneMain, "turn_ended")
+		}
+		if q := strings.TrimSpace(d.lastText); strings.HasSuffix(q, "?") && d.s.Phase != events.PhaseWaiting {
+			d.phase(events.PhaseWaiting, "question", "")
+			return
+		}
+		if d.s.Phase != events.PhaseWaiting {
+			d.settle()
+		}
+	case events.SigInterrupt:
+		d.abandonLane(events.LaneMain, "interrupted")
+		d.closeReviews(events.ReviewRejected, "interrupted by the user")
+		d.endTurn("interrupted")
+		if d.s.Phase == events.PhaseWaiting {
+			d.phase(events.PhaseWorking, "", "")
+		}
+		d.settle()
+	case events.SigIdle:
+		if d.s.Phase == events.PhaseWaiting && d.s.Activity == "question" {
+			return
+		}
+		d.endTurn("completed")
+		d.settle()
+	case events.SigCompactStart:
+		d.phase(events.PhaseWorking, "compacting", "")
+	case events.SigCompactEnd:
+		if d.s.Activity == "compacting" {
+			if d.s.TurnOpen {
+				d.phase(events.PhaseWorking, "thinking", "")
+			} else {
+				d.settle()
+			}
+		}
+	case events.SigBackgroundDone:
+		id := backgroundID(sig.Task)
+		if d.s.entry(id) >= 0 {
+			d.emit(events.SessionEntryClosed{EntryID: id, Outcome: or(sig.Status, events.OutcomeOK)})
+			if !d.s.TurnOpen && d.s.Phase == events.PhaseWorking {
+				d.settle()
+			}
+		}
+	case events.SigSubagentStart:
+		id := subagentID(sig.ID)
+		if d.s.entry(id) < 0 && !contains(d.s.RecentClosed, id) {
+			d.emit(events.SessionEntryOpened{EntryID: id, Activity: "subagent:" + or(sig.Name, "agent"), Lane: events.LaneSubagent})
+		}
+		d.working("subagent:"+or(sig.Name, "agent"), id)
+	case events.SigSubagentStop:
+		id := subagentID(sig.ID)
+		if d.s.entry(id) >= 0 {
+			d.emit(events.SessionEntryClosed{EntryID: id, Outcome: events.OutcomeOK})
+		}
+	case events.SigMode:
+		if sig.Name != d.s.AgentMode {
+			d.mode(agentMode(sig.Name), sig.Name)
+		}
+	case events.SigSessionEnd:
+		d.end(or(sig.Text, "session_end"))
+	case events.SigAPIError:
+		// Recorded in the observation; the agent retries on its own.
+	}
+}
+
+func (d *decider) toolUse(sig events.Sig) {
+	if sig.ID == "" {
+		d.working("tool:"+sig.Name, "")
+		return
+	}
+	activity, lane := "tool:"+sig.Name, events.LaneMain
+	if d.s.entry(sig.ID) < 0 && !contains(d.s.RecentClosed, sig.ID) {
+		d.emit(events.SessionEntryOpened{EntryID: sig.ID, Activity: activity, Lane: lane})
+	}
+	if sig.Name == askUserQuestion {
+		d.phase(events.PhaseWaiting, "question", sig.ID)
+		return
+	}
+	d.working(activity, sig.ID)
+}
+
+func (d *decider) toolResult(sig events.Sig) {
+	if contains(d.s.OpenReviews, sig.ID) {
+		if sig.Status == events.OutcomeRejected {
+			d.decideReview(sig.ID, events.ReviewRejected, "rejected by the user")
+		} else {
+			d.decideReview(sig.ID, events.ReviewApproved, "approved by the user")
+		}
+	}
+	if i := d.s.entry(sig.ID); i >= 0 {
+		tool := d.s.Entries[i].Activity
+		switch sig.Status {
+		case events.OutcomeBackground:
+			d.emit(events.SessionEntryClosed{EntryID: sig.ID, Outcome: events.OutcomeBackground})
+			if sig.Task != "" && d.s.entry(backgroundID(sig.Task)) < 0 {
+				d.emit(events.SessionEntryOpened{EntryID: backgroundID(sig.Task), Activity: strings.Replace(tool, "tool:", "background:", 1), Lane: events.LaneBackground})
+			}
+		case "":
+			d.emit(events.SessionEntryClosed{EntryID: sig.ID, Outcome: events.OutcomeOK})
+		default:
+			d.emit(events.SessionEntryClosed{EntryID: sig.ID, Outcome: sig.Status})
+		}
+	}
+	if d.s.Phase == events.PhaseWaiting {
+		d.phase(events.PhaseWorking, "thinking", sig.ID)
+		return
+	}
+	if d.s.TurnOpen || d.s.lane(events.LaneMain) {
+		d.working("thinking", "")
+	}
+}
+
+func backgroundID(task string) string { return "bg-" + task }
+func subagentID(id string) string     { return "agent-" + id }

@@ -1,0 +1,343 @@
+package session_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+var agg = events.Aggregate{Kind: events.KindSession, ID: "s1"}
+
+var t0 = time.Date(2026, 4, 24, 19, 19, 0, 0, time.UTC)
+
+// history drives Decide and Evolve over inputs the way the executor does
+// and returns the state and every event decided, observations included.
+type history struct {
+	t     *testing.T
+	s     session.State
+	evs   []events.Envelope
+	n     int
+	lines int
+}
+
+func newHistory(t *testing.T) *history { return &history{t: t, s: session.Init(agg)} }
+
+func (h *history) stamp(e events.Envelope) events.Envelope {
+	h.n++
+	if e.ID.IsZero() {
+		e.ID = ulid.ULID{15: byte(h.n), 14: byte(h.n >> 8)}
+	}
+	e.Agg = agg
+	e.Ver = h.s.Ver + 1
+	return e
+}
+
+// line observes one transcript line carrying sigs.
+func (h *history) line(meta events.Meta, sigs ...events.Sig) []events.Envelope {
+	h.lines++
+	o := events.Observation{Key: fmt.Sprintf("line:%d", h.lines), Parser: "test/1", Line: h.lines, Kind: "assistant", Meta: meta, Signals: sigs}
+	return h.observe(events.ClaudeLineObserved{Observation: o})
+}
+
+// hook observes one hook payload with key.
+func (h *history) hook(key string, sigs ...events.Sig) []events.Envelope {
+	o := events.Observation{Key: key, Parser: "test/1", Kind: "hook", Signals: sigs}
+	return h.observe(events.ClaudeHookObserved{Observation: o})
+}
+
+func (h *history) observe(p events.Payload) []events.Envelope {
+	h.t.Helper()
+	reg := events.NewRegistry()
+	obs := reg.New(p)
+	obs.At = t0.Add(time.Duration(h.n) * time.Second)
+	obs = h.stamp(obs)
+	decs, err := session.Decide(h.s, session.Observe{Obs: obs})
+	if err != nil {
+		h.t.Fatalf("decide: %v", err)
+	}
+	if len(decs) == 0 && h.s.Seen(mustObs(obs)) {
+		return nil
+	}
+	h.apply(obs)
+	for _, d := range decs {
+		if err := validate(reg, h.stamp(d)); err != nil {
+			h.t.Fatalf("decided invalid event: %v", err)
+		}
+		h.apply(h.stamp(d))
+	}
+	return decs
+}
+
+func (h *history) apply(e events.Envelope) {
+	e.Ver = h.s.Ver + 1
+	h.s = session.Evolve(h.s, e)
+	h.evs = append(h.evs, e)
+}
+
+func validate(reg *events.Registry, e events.Envelope) error { return reg.Validate(e) }
+
+func mustObs(e events.Envelope) *events.Observation {
+	o, _ := events.Observed(e.Data)
+	return o
+}
+
+// arc returns the phases the session went through.
+func (h *history) arc() string {
+	var ph []string
+	for _, e := range h.evs {
+		switch d := e.Data.(type) {
+		case events.SessionStarted:
+			ph = append(ph, events.PhaseReady)
+		case events.SessionTransitioned:
+			ph = append(ph, d.To)
+		case events.SessionEnded:
+			ph = append(ph, events.PhaseEnded)
+		}
+	}
+	return strings.Join(ph, ">")
+}
+
+func types(evs []events.Envelope) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+func sig(kind string, kv ...string) events.Sig {
+	s := events.Sig{Kind: kind}
+	for i := 0; i+1 < len(kv); i += 2 {
+		switch kv[i] {
+		case "id":
+			s.ID = kv[i+1]
+		case "name":
+			s.Name = kv[i+1]
+		case "task":
+			s.Task = kv[i+1]
+		case "status":
+			s.Status = kv[i+1]
+		case "text":
+			s.Text = kv[i+1]
+		}
+	}
+	return s
+}
+
+func TestDecide_Arcs(t *testing.T) {
+	meta := events.Meta{SessionID: "s1", Cwd: "/w", Model: "m", AgentMode: "default"}
+	tests := []struct {
+		name string
+		run  func(h *history)
+		arc  string
+		then func(t *testing.T, s session.State)
+	}{
+		{"basic turn", func(h *history) {
+			h.line(meta, sig(events.SigPrompt, "id", "p1"))
+			h.line(meta, sig(events.SigText, "text", "ok"), sig(events.SigTurnEnd))
+		}, "ready>working>ready", func(t *testing.T, s session.State) {
+			if s.Turns != 1 || s.TurnOpen || len(s.Entries) != 0 {
+				t.Errorf("turns=%d open=%v entries=%v", s.Turns, s.TurnOpen, s.Entries)
+			}
+		}},
+		{"tool call", func(h *history) {
+			h.line(meta, sig(events.SigPrompt))
+			h.line(meta, sig(events.SigToolUse, "id", "t1", "name", "Bash"))
+			h.line(meta, sig(events.SigToolResult, "id", "t1", "status", "ok"))
+			h.line(meta, sig(events.SigText, "text", "done"), sig(events.SigTurnEnd))
+		}, "ready>working>ready", func(t *testing.T, s session.State) {
+			if s.ToolCalls != 1 || s.Activity != "" {
+				t.Errorf("tool calls=%d activity=%q", s.ToolCalls, s.Activity)
+			}
+		}},
+		{"background process keeps working", func(h *history) {
+			h.line(meta, sig(events.SigPrompt))
+			h.line(meta, events.Sig{Kind: events.SigToolUse, ID: "t1", Name: "Bash", Background: true})
+			h.line(meta, sig(events.SigToolResult, "id", "t1", "status", "backgrounded", "task", "b1"))
+			h.line(meta, sig(events.SigText, "text", "started"), sig(events.SigTurnEnd))
+		}, "ready>working", func(t *testing.T, s session.State) {
+			if len(s.Entries) != 1 || s.Entries[0].Lane != events.LaneBackground || s.Activity != "background" {
+				t.Errorf("entries=%+v activity=%q", s.Entries, s.Activity)
+			}
+		}},
+		{"background done releases", func(h *history) {
+			h.line(meta, sig(events.SigPrompt))
+			h.line(meta, sig(events.SigToolUse, "id", "t1", "name", "Bash"))
+			h.line(meta, sig(events.SigToolResult, "id", "t1", "status", "backgrounded", "task", "b1"))
+			h.line(meta, sig(events.SigTurnEnd))
+			h.line(meta, sig(events.SigBackgroundDone, "task", "b1", "status", "completed"))
+		}, "ready>working>ready", nil},
+		{"permission prompt waits", func(h *history) {
+			h.line(meta, sig(events.SigPrompt))
+			h.line(meta, sig(events.SigToolUse, "id", "t1", "name", "Bash"))
+			h.hook("perm:t1", sig(events.SigPermission, "id", "t1", "name", "Bash"))
+			h.line(meta, sig(events.SigToolResult, "id", "t1", "status", "rejected"))
+			h.line(meta, sig(events.SigTurnEnd))
+		}, "ready>working>waiting>working>ready", func(t *testing.T, s session.State) {
+			if len(s.OpenReviews) != 0 || len(s.Verdicts) != 1 || !s.Verdicts[0] {
+				t.Errorf("reviews=%v verdicts=%v", s.OpenReviews, s.Verdicts)
+			}
+		}},
+		{"question at turn end waits", func(h *history) {
+			h.line(meta, sig(events.SigPrompt))
+			h.line(meta, sig(events.SigText, "text", "Which file?"), sig(events.SigTurnEnd))
+		}, "ready>working>waiting", nil},
+		{"interrupt abandons open entries", func(h *history) {
+			h.line(meta, sig(events.SigPrompt))
+			h.line(meta, sig(events.SigToolUse, "id", "t1", "name", "Bash"))
+			h.line(meta, sig(events.SigInterrupt))
+		}, "ready>working>ready", func(t *testing.T, s session.State) {
+			if s.Abandoned != 1 || len(s.Entries) != 0 {
+				t.Errorf("abandoned=%d entries=%v", s.Abandoned, s.Entries)
+			}
+		}},
+		{"hook and transcript report one call once", func(h *history) {
+			h.line(meta, sig(events.SigPrompt))
+			h.hook("pre:t1", sig(events.SigToolUse, "id", "t1", "name", "Read"))
+			h.line(meta, sig(events.SigToolUse, "id", "t1", "name", "Read"))
+			h.hook("post:t1", sig(events.SigToolResult, "id", "t1", "status", "ok"))
+			h.line(meta, sig(events.SigToolResult, "id", "t1", "status", "ok"))
+			h.line(meta, sig(events.SigToolUse, "id", "t1", "name", "Read"))
+		}, "ready>working", func(t *testing.T, s session.State) {
+			if s.ToolCalls != 1 || len(s.Entries) != 0 {
+				t.Errorf("tool calls=%d entries=%v", s.ToolCalls, s.Entries)
+			}
+		}},
+		{"redelivered hook is dropped", func(h *history) {
+			h.hook("k1", sig(events.SigPrompt))
+			h.hook("k1", sig(events.SigPrompt))
+		}, "ready>working", func(t *testing.T, s session.State) {
+			if s.Turns != 1 || s.Observations != 1 {
+				t.Errorf("turns=%d observations=%d", s.Turns, s.Observations)
+			}
+		}},
+		{"subagent lane keeps working", func(h *history) {
+			h.line(meta, sig(events.SigPrompt))
+			h.hook("sa", sig(events.SigSubagentStart, "id", "a1", "name", "Explore"))
+			h.line(meta, sig(events.SigTurnEnd))
+			h.hook("sb", sig(events.SigSubagentStop, "id", "a1"))
+			h.hook("st", sig(events.SigIdle))
+		}, "ready>working>ready", nil},
+		{"session end abandons and ends", func(h *history) {
+			h.line(meta, sig(events.SigPrompt))
+			h.line(meta, sig(events.SigToolUse, "id", "t1", "name", "Bash"))
+			h.hook("end", sig(events.SigSessionEnd, "text", "prompt_input_exit"))
+		}, "ready>working>ended", func(t *testing.T, s session.State) {
+			if s.Abandoned != 1 || s.EndReason != "prompt_input_exit" {
+				t.Errorf("abandoned=%d reason=%q", s.Abandoned, s.EndReason)
+			}
+		}},
+		{"mode change", func(h *history) {
+			h.line(meta, sig(events.SigMode, "name", "bypassPermissions"))
+		}, "ready", func(t *testing.T, s session.State) {
+			if s.Mode != events.ModeFullAccess || s.ModeRevision != 1 {
+				t.Errorf("mode=%q rev=%d", s.Mode, s.ModeRevision)
+			}
+		}},
+		{"compaction", func(h *history) {
+			h.hook("c1", sig(events.SigCompactStart))
+			h.line(meta, sig(events.SigCompactEnd))
+		}, "ready>working>ready", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHistory(t)
+			tt.run(h)
+			if got := h.arc(); got != tt.arc {
+				t.Errorf("arc = %s, want %s\nevents: %v", got, tt.arc, types(h.evs))
+			}
+			if tt.then != nil {
+				tt.then(t, h.s)
+			}
+		})
+	}
+}
+
+func TestDecide_LineCursor(t *testing.T) {
+	h := newHistory(t)
+	h.line(events.Meta{}, sig(events.SigPrompt))
+	reg := events.NewRegistry()
+	// A line already imported is seen and decides nothing.
+	old := reg.New(events.ClaudeLineObserved{Observation: events.Observation{Key: "line:1", Line: 1, Kind: "user"}})
+	old.ID, old.Agg, old.At = ulid.Make(), agg, t0
+	if got, err := session.Decide(h.s, session.Observe{Obs: old}); err != nil || got != nil {
+		t.Errorf("seen line: got %v, %v; want nothing", types(got), err)
+	}
+	// A gap is refused.
+	gap := reg.New(events.ClaudeLineObserved{Observation: events.Observation{Key: "line:5", Line: 5, Kind: "user"}})
+	gap.ID, gap.Agg, gap.At = ulid.Make(), agg, t0
+	if _, err := session.Decide(h.s, session.Observe{Obs: gap}); !errors.Is(err, events.ErrRejected) {
+		t.Errorf("gap: err = %v, want ErrRejected", err)
+	}
+}
+
+func TestDecide_Requests(t *testing.T) {
+	cause := events.Cause{Kind: "cli", Event: "end", Ref: "r1"}
+	if _, err := session.Decide(session.Init(agg), session.End{At: t0, Cause: cause}); !errors.Is(err, events.ErrRejected) {
+		t.Errorf("end of missing session: %v", err)
+	}
+	h := newHistory(t)
+	h.line(events.Meta{}, sig(events.SigPrompt))
+	h.line(events.Meta{}, sig(events.SigToolUse, "id", "t1", "name", "Bash"))
+	got, err := session.Decide(h.s, session.Abandon{EntryID: "t1", Reason: "stuck", At: t0, Cause: cause})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"session.entry_abandoned"}, types(got)); diff != "" {
+		t.Errorf("abandon (-want +got):\n%s", diff)
+	}
+	if _, err := session.Decide(h.s, session.Abandon{EntryID: "nope", At: t0, Cause: cause}); !errors.Is(err, events.ErrRejected) {
+		t.Errorf("abandon unknown entry: %v", err)
+	}
+	if _, err := session.Decide(h.s, session.ChangeMode{Mode: "root", At: t0, Cause: cause}); !errors.Is(err, events.ErrRejected) {
+		t.Errorf("bad mode: %v", err)
+	}
+	got, err = session.Decide(h.s, session.End{Reason: "done", At: t0, Cause: cause})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"session.entry_abandoned", "session.turn_ended", "session.ended"}
+	if diff := cmp.Diff(want, types(got)); diff != "" {
+		t.Errorf("end (-want +got):\n%s", diff)
+	}
+}
+
+func TestDecide_BreakerTrips(t *testing.T) {
+	h := newHistory(t)
+	h.line(events.Meta{}, sig(events.SigPrompt))
+	for i := range 3 {
+		id := fmt.Sprintf("t%d", i)
+		h.line(events.Meta{}, sig(events.SigToolUse, "id", id, "name", "Bash"))
+		h.hook("perm:"+id, sig(events.SigPermission, "id", id, "name", "Bash"))
+		h.line(events.Meta{}, sig(events.SigToolResult, "id", id, "status", "rejected"))
+	}
+	if !h.s.BreakerTripped {
+		t.Errorf("breaker not tripped after 3 refusals: verdicts %v", h.s.Verdicts)
+	}
+}
+
+func ExampleDecide() {
+	reg := events.NewRegistry()
+	obs := reg.New(events.ClaudeHookObserved{Observation: events.Observation{
+		Key: "k1", Kind: "UserPromptSubmit", Signals: []events.Sig{{Kind: events.SigPrompt}},
+	}})
+	obs.ID = ulid.MustParse("01JDQ0000000000000000000AA")
+	obs.Agg = agg
+	obs.At = t0
+	decs, _ := session.Decide(session.Init(agg), session.Observe{Obs: obs})
+	for _, d := range decs {
+		fmt.Println(d.Type, d.Cause.Kind, d.Cause.Ref)
+	}
+	// Output:
+	// session.started hook 01JDQ0000000000000000000AA
+	// session.turn_started hook 01JDQ0000000000000000000AA
+	// session.transitioned hook 01JDQ0000000000000000000AA
+}

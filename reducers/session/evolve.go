@@ -1,0 +1,109 @@
+package session
+
+import (
+	"slices"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// Evolve returns s after e. It only applies facts and never fails: events
+// of other aggregates or kinds it does not know leave s unchanged apart
+// from Ver. s is not modified; slices in the result are fresh.
+func Evolve(s State, e events.Envelope) State {
+	if e.Agg.Kind != events.KindSession {
+		return s
+	}
+	s.ID = e.Agg.ID
+	s.Ver = e.Ver
+	s.UpdatedAt = e.At
+	if o, ok := events.Observed(e.Data); ok {
+		s.Observations++
+		if o.Line > s.Lines {
+			s.Lines = o.Line
+		}
+		if o.Line == 0 && o.Key != "" {
+			s.RecentKeys = pushBounded(s.RecentKeys, o.Key, RecentKeys)
+		}
+		return s
+	}
+	switch d := e.Data.(type) {
+	case events.SessionStarted:
+		s.Phase = events.PhaseReady
+		s.Agent, s.AgentSessionID, s.Parent = d.Agent, d.AgentSessionID, d.Parent
+		s.AgentID, s.AgentType = d.AgentID, d.AgentType
+		s.Cwd, s.Model = d.Cwd, d.Model
+		s.Mode, s.AgentMode = d.Mode, d.AgentMode
+		s.StartedAt = e.At
+	case events.SessionTransitioned:
+		s.Phase = d.To
+		s.Activity = d.Activity
+	case events.SessionActivityChanged:
+		s.Activity = d.To
+	case events.SessionEntryOpened:
+		s.Entries = append(slices.Clip(s.Entries), Entry{
+			EntryID: d.EntryID, Activity: d.Activity, Lane: d.Lane, OpenedAt: e.At, Cause: causeOf(e),
+		})
+		if d.Lane == events.LaneMain {
+			s.ToolCalls++
+		}
+	case events.SessionEntryClosed:
+		s.Entries = without(s.Entries, d.EntryID)
+		s.RecentClosed = pushBounded(s.RecentClosed, d.EntryID, RecentClosed)
+	case events.SessionEntryAbandoned:
+		s.Entries = without(s.Entries, d.EntryID)
+		s.RecentClosed = pushBounded(s.RecentClosed, d.EntryID, RecentClosed)
+		s.Abandoned++
+	case events.SessionModeChanged:
+		s.Mode, s.AgentMode, s.ModeRevision = d.To, d.AgentMode, d.Revision
+	case events.SessionDescribed:
+		s.Cwd = or(d.Cwd, s.Cwd)
+		s.Model = or(d.Model, s.Model)
+		s.GitBranch = or(d.GitBranch, s.GitBranch)
+		s.Version = or(d.Version, s.Version)
+		s.Title = or(d.Title, s.Title)
+	case events.SessionTurnStarted:
+		s.Turns = d.Turn
+		s.TurnOpen = true
+	case events.SessionTurnEnded:
+		s.TurnOpen = false
+	case events.SessionEnded:
+		s.Phase = events.PhaseEnded
+		s.Activity = ""
+		s.EndReason = d.Reason
+		s.TurnOpen = false
+	case events.ReviewRequested:
+		s.OpenReviews = append(slices.Clip(s.OpenReviews), d.ReviewID)
+	case events.ReviewDecided:
+		s.OpenReviews = slices.DeleteFunc(slices.Clone(s.OpenReviews), func(id string) bool { return id == d.ReviewID })
+		s.Verdicts = pushBounded(s.Verdicts, d.Verdict == events.VerdictDeny, ReviewWindow)
+	case events.ReviewBreakerTripped:
+		s.BreakerTripped = true
+	}
+	return s
+}
+
+// Fold folds records into init, in order.
+func Fold(init State, recs []events.Record) State {
+	for _, r := range recs {
+		init = Evolve(init, r.Envelope)
+	}
+	return init
+}
+
+func causeOf(e events.Envelope) events.Cause {
+	if e.Cause == nil {
+		return events.Cause{}
+	}
+	return *e.Cause
+}
+
+func without(es []Entry, id string) []Entry {
+	return slices.DeleteFunc(slices.Clone(es), func(e Entry) bool { return e.EntryID == id })
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,135 @@
+// Package session decides and folds the lifecycle of one agent session: its
+// phase (ready, working, waiting, ended), activity, open entries and their
+// lanes, permission mode, turns and reviews.
+//
+// Decide and Evolve are pure: time, ids and every input arrive inside
+// commands and envelopes; nothing here reads a clock, draws randomness or
+// does I/O. Folding the same events always yields the same State, on every
+// host, which is what makes replay and rederive trustworthy.
+package session
+
+import (
+	"time"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// Bounds on what a State remembers. They keep a long session's state small.
+const (
+	// RecentKeys is how many hook observation keys a State remembers to
+	// drop redelivered hooks.
+	RecentKeys = 256
+	// RecentClosed is how many closed entry ids a State remembers, so a
+	// hook and a transcript line reporting the same tool call count once.
+	RecentClosed = 256
+	// ReviewWindow is how many recent review verdicts the breaker counts.
+	ReviewWindow = 50
+)
+
+// Entry is one open entry: a tool call, a subagent or a background process.
+type Entry struct {
+	EntryID  string       `json:"entry_id"`
+	Activity string       `json:"activity"`
+	Lane     string       `json:"lane"`
+	OpenedAt time.Time    `json:"opened_at"`
+	Cause    events.Cause `json:"cause"`
+}
+
+// State is everything the session reducer knows of one session. Its JSON
+// form is the session projection's row, so field names are a stored format:
+// change them with the projection's schema version.
+type State struct {
+	ID             string    `json:"id"`
+	Ver            uint64    `json:"ver"` // Ver of the last event folded; 0: no session
+	Phase          string    `json:"phase"`
+	Activity       string    `json:"activity"`
+	Entries        []Entry   `json:"entries"` // open entries, oldest first
+	Agent          string    `json:"agent,omitempty"`
+	AgentSessionID string    `json:"agent_session_id,omitempty"`
+	Parent         string    `json:"parent,omitempty"`
+	AgentID        string    `json:"agent_id,omitempty"`
+	AgentType      string    `json:"agent_type,omitempty"`
+	Cwd            string    `json:"cwd,omitempty"`
+	Model          string    `json:"model,omitempty"`
+	GitBranch      string    `json:"git_branch,omitempty"`
+	Version        string    `json:"version,omitempty"`
+	Title          string    `json:"title,omitempty"`
+	Mode           string    `json:"mode,omitempty"`
+	AgentMode      string    `json:"agent_mode,omitempty"`
+	ModeRevision   int       `json:"mode_revision"`
+	Turns          int       `json:"turns"`
+	TurnOpen       bool      `json:"turn_open"`
+	ToolCalls      int       `json:"tool_calls"`
+	Abandoned      int       `json:"abandoned"`
+	Observations   int       `json:"observations"`
+	Lines          int       `json:"lines"` // transcript lines observed, the import cursor
+	StartedAt      time.Time `json:"started_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+	EndReason      string    `json:"end_reason,omitempty"`
+	RecentKeys     []string  `json:"recent_keys,omitempty"`   // hook keys, newest last
+	RecentClosed   []string  `json:"recent_closed,omitempty"` // closed entry ids, newest last
+	OpenReviews    []string  `json:"open_reviews,omitempty"`
+	Verdicts       []bool    `json:"verdicts,omitempty"` // last ReviewWindow verdicts, true = deny
+	BreakerTripped bool      `json:"breaker_tripped,omitempty"`
+}
+
+// Exists reports whether the session has started.
+func (s State) Exists() bool { return s.Phase != "" }
+
+// entry returns the index of the open entry id, or -1.
+func (s State) entry(id string) int {
+	for i, e := range s.Entries {
+		if e.EntryID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// lane reports whether an entry of lane is open.
+func (s State) lane(lane string) bool {
+	for _, e := range s.Entries {
+		if e.Lane == lane {
+			return true
+		}
+	}
+	return false
+}
+
+// Seen reports whether an observation with o's line or key was already
+// folded into s: a transcript line at or before the cursor, or a hook key
+// among the recent ones.
+func (s State) Seen(o *events.Observation) bool {
+	if o.Line > 0 {
+		return o.Line <= s.Lines
+	}
+	for _, k := range s.RecentKeys {
+		if k == o.Key {
+			return true
+		}
+	}
+	return false
+}
+
+// pushBounded appends v to xs, keeping at most n newest elements. It never
+// modifies xs's backing array, so states stay independent values.
+func pushBounded[T any](xs []T, v T, n int) []T {
+	out := make([]T, 0, min(len(xs)+1, n))
+	if len(xs)+1 > n {
+		xs = xs[len(xs)+1-n:]
+	}
+	out = append(out, xs...)
+	return append(out, v)
+}
+
+func contains(xs []string, v string) bool {
+	for _, x := range xs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Init returns the state of agg before its first event.
+func Init(agg events.Aggregate) State { return State{ID: agg.ID} }
