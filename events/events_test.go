@@ -1,0 +1,190 @@
+package events_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var (
+	id0 = ulid.MustParse("01JDQ7Z8V6T8Q2W3E4R5T6Y7Z8")
+	at0 = time.Date(2026, 11, 30, 10, 0, 0, 123456000, time.UTC)
+)
+
+// samples has one filled-in payload per registered type.
+func samples() []events.Payload {
+	obs := events.Observation{
+		Key: "line:7", Parser: "claude-transcript/1", Path: "/home/user/.claude/projects/p/s1.jsonl", Line: 7,
+		Kind: "assistant", UUID: "u7", ParentUUID: "u6", AgentTime: "2026-04-24T19:19:02.584Z",
+		Meta:    events.Meta{SessionID: "s1", Cwd: "/home/user/project", Model: "claude-opus-4-7", Version: "2.1.119"},
+		Signals: []events.Sig{{Kind: events.SigToolUse, ID: "toolu_1", Name: "Bash"}},
+		Raw:     `{"type":"assistant"}`,
+		Cut:     &events.Cut{Size: 70000, SHA256: strings.Repeat("ab", 32), Kept: 65536},
+	}
+	hook := obs
+	hook.Line, hook.Path, hook.Key, hook.Kind, hook.Parser, hook.Cut = 0, "", "PreToolUse:toolu_1", "PreToolUse", "claude-hook/1", nil
+	return []events.Payload{
+		events.SessionStarted{Agent: "claude-code", AgentSessionID: "s1", Cwd: "/home/user/project", Model: "claude-opus-4-7", Mode: events.ModeWorkspaceWrite, AgentMode: "default", Transcript: "/home/user/.claude/projects/p/s1.jsonl"},
+		events.SessionTransitioned{From: events.PhaseReady, To: events.PhaseWorking, Activity: "thinking", EntryID: "toolu_1"},
+		events.SessionActivityChanged{From: "thinking", To: "tool:Bash"},
+		events.SessionEntryOpened{EntryID: "toolu_1", Activity: "tool:Bash", Lane: events.LaneMain},
+		events.SessionEntryClosed{EntryID: "toolu_1", Outcome: events.OutcomeOK},
+		events.SessionEntryAbandoned{EntryID: "toolu_2", Reason: "interrupted"},
+		events.SessionModeChanged{From: events.ModeWorkspaceWrite, To: events.ModeFullAccess, AgentMode: "bypassPermissions", Revision: 2},
+		events.SessionDescribed{Cwd: "/home/user/project", Model: "claude-opus-4-7", GitBranch: "main", Version: "2.1.119", Title: "Fix the tests"},
+		events.SessionTurnStarted{Turn: 3, PromptID: "p3"},
+		events.SessionTurnEnded{Turn: 3, Outcome: "completed"},
+		events.SessionEnded{From: events.PhaseReady, Reason: "prompt_input_exit"},
+		events.ReviewRequested{ReviewID: "toolu_1", Tool: "Bash", Action: "rm -rf build"},
+		events.ReviewDecided{ReviewID: "toolu_1", Verdict: events.VerdictDeny, Outcome: events.ReviewRejected, Risk: "high", UserAuthorization: "none", EvidenceDropped: true, Reason: "writes outside workspace"},
+		events.ReviewBreakerTripped{Refusals: 3, Window: 3},
+		events.ClaudeLineObserved{Observation: obs},
+		events.ClaudeHookObserved{Observation: hook},
+	}
+}
+
+func envelope(reg *events.Registry, p events.Payload) events.Envelope {
+	e := reg.New(p)
+	e.ID, e.Agg, e.Ver, e.At = id0, events.Aggregate{Kind: events.KindSession, ID: "s1"}, 12, at0
+	e.Cause = &events.Cause{Kind: "hook", Event: "PreToolUse", Detail: "Bash", Ref: "01JDQ7Z8V6T8Q2W3E4R5T6Y7Z7"}
+	e.Corr, e.Host, e.Actor = "turn-7", "build-3", "claude-code"
+	return e
+}
+
+func TestGolden(t *testing.T) {
+	reg := events.NewRegistry()
+	seen := map[string]bool{}
+	for _, p := range samples() {
+		seen[p.EventType()] = true
+		t.Run(p.EventType(), func(t *testing.T) {
+			e := envelope(reg, p)
+			got, err := json.MarshalIndent(e, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			path := filepath.Join("..", "testdata", "events", p.EventType()+".json")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./events -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("wire form changed (-want +got):\n%s", diff)
+			}
+			back, err := reg.Decode(want)
+			if err != nil {
+				t.Fatalf("decode golden: %v", err)
+			}
+			if diff := cmp.Diff(e, back); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, typ := range reg.Types() {
+		if !seen[typ] {
+			t.Errorf("type %s has no golden sample", typ)
+		}
+	}
+}
+
+func TestDecode_Refuses(t *testing.T) {
+	reg := events.NewRegistry()
+	good, err := json.Marshal(envelope(reg, events.SessionTransitioned{From: "ready", To: "working"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(f func(m map[string]any)) []byte {
+		var m map[string]any
+		if err := json.Unmarshal(good, &m); err != nil {
+			t.Fatal(err)
+		}
+		f(m)
+		b, _ := json.Marshal(m)
+		return b
+	}
+	tests := []struct {
+		name string
+		in   []byte
+		want error
+		says string
+	}{
+		{"not json", []byte(`{"id":`), events.ErrMalformed, "envelope"},
+		{"unknown type", edit(func(m map[string]any) { m["type"] = "session.teleported" }), events.ErrUnknownType, "session.teleported"},
+		{"unknown version", edit(func(m map[string]any) { m["v"] = 7 }), events.ErrUnknownVersion, "v7"},
+		{"cause lost ref", edit(func(m map[string]any) { delete(m["cause"].(map[string]any), "ref") }), events.ErrMissingCause, "cause"},
+		{"cause lost", edit(func(m map[string]any) { delete(m, "cause") }), events.ErrMissingCause, "cause"},
+		{"unknown field", edit(func(m map[string]any) { m["extra"] = 1 }), events.ErrMalformed, "extra"},
+		{"unknown data field", edit(func(m map[string]any) { m["data"].(map[string]any)["zzz"] = 1 }), events.ErrMalformed, "zzz"},
+		{"ver zero", edit(func(m map[string]any) { m["ver"] = 0 }), events.ErrMalformed, "ver 0"},
+		{"bad aggregate id", edit(func(m map[string]any) { m["agg"].(map[string]any)["id"] = "a.b" }), events.ErrMalformed, "a.b"},
+		{"bad kind", edit(func(m map[string]any) { m["agg"].(map[string]any)["kind"] = "planet" }), events.ErrMalformed, "planet"},
+		{"bad time", edit(func(m map[string]any) { m["at"] = "yesterday" }), events.ErrMalformed, "at"},
+		{"no data", edit(func(m map[string]any) { delete(m, "data") }), events.ErrMalformed, "data"},
+		{"trailing", append(bytes.Clone(good), []byte(` {}`)...), events.ErrMalformed, "trailing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := reg.Decode(tt.in)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("err %q does not say %q", err, tt.says)
+			}
+		})
+	}
+}
+
+func TestUpcast(t *testing.T) {
+	reg := events.NewRegistry()
+	// Pretend session.turn_started v1 was stored as {"n":3} at v0: an
+	// upcaster renames the field.
+	b := []byte(`{"id":"01JDQ7Z8V6T8Q2W3E4R5T6Y7Z8","type":"session.turn_started","v":0,"agg":{"kind":"session","id":"s1"},"ver":1,"at":"2026-11-30T10:00:00.000000Z","data":{"n":3}}`)
+	if _, err := reg.Decode(b); !errors.Is(err, events.ErrUnknownVersion) {
+		t.Fatalf("without upcaster: %v", err)
+	}
+	reg.Upcast("session.turn_started", 0, func(data json.RawMessage) (json.RawMessage, error) {
+		var old struct{ N int }
+		if err := json.Unmarshal(data, &old); err != nil {
+			return nil, err
+		}
+		return json.Marshal(events.SessionTurnStarted{Turn: old.N})
+	})
+	e, err := reg.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Data.(events.SessionTurnStarted).Turn; got != 3 || e.V != 1 {
+		t.Errorf("upcast: turn %d v%d, want 3 v1", got, e.V)
+	}
+}
+
+func TestParseSubject(t *testing.T) {
+	a, err := events.ParseSubject("lb.ev.session.abc-1")
+	if err != nil || a != (events.Aggregate{Kind: "session", ID: "abc-1"}) {
+		t.Errorf("got %v, %v", a, err)
+	}
+	for _, s := range []string{"lb.out.x", "lb.ev.session", "lb.ev.session.a.b", "lb.ev.nope.x"} {
+		if _, err := events.ParseSubject(s); !errors.Is(err, events.ErrMalformed) {
+			t.Errorf("%s: err = %v", s, err)
+		}
+	}
+}
