@@ -1,4 +1,165 @@
 package events
 
-// registerCommand adds the command aggregate's types.
-func registerCommand(r *Registry) {}
+// The command aggregate: one shell command run for a session by a sandbox
+// worker, on subject lb.ev.command.<id> (aggregate kind KindCommand). The
+// id is a ULID string chosen by the requester, so a retried request names
+// the same command. Its lifecycle is
+//
+//	requested → started → exited | abandoned
+//	requested → refused | evicted
+//
+// with command.backgrounded, command.stdin_written and
+// command.stop_requested along the way, and command.evicted also on a
+// started command (which then gets a stop request). Bulk output is not an
+// event: it goes on lb.out.<id>.
+//
+// Durations are in milliseconds and sizes in bytes; field names carry the
+// unit (_ms, _bytes).
+
+// CommandRequested asks for a command to run. It opens the command
+// aggregate; a sandbox worker that follows lb.ev.command.* picks it up.
+// The spec mirrors what the sandbox runs: Argv in Workspace (or Cwd) under
+// Mode, with exactly Env.
+type CommandRequested struct {
+	Session string   `json:"session"` // the session aggregate id the command belongs to
+	Argv    []string `json:"argv"`    // the command and its arguments; Argv[0] non-empty
+	// Cwd is the working directory: absolute, or relative to Workspace;
+	// "" means Workspace.
+	Cwd string `json:"cwd"`
+	// Workspace is the absolute path of the directory the command works
+	// on: read-only in read_only mode, writable in workspace_write mode.
+	Workspace string `json:"workspace"`
+	Mode      string `json:"mode"` // ModeReadOnly, ModeWorkspaceWrite or ModeFullAccess (never ModeAuto)
+	TTY       bool   `json:"tty"`  // run on a pseudo-terminal (80×24) instead of pipes
+	// Env is the whole environment of the command, as "KEY=VALUE"; the
+	// worker's own environment is never inherited. The requester redacts
+	// secret values before the request reaches the log.
+	Env []string `json:"env,omitempty"`
+	// WaitMS is how long the requester waits for the exit, in ms, before
+	// the command moves to the background (CommandBackgrounded); 0 means
+	// it does not wait.
+	WaitMS int64 `json:"wait_ms,omitempty"`
+	// RequestedBy names who asked: an agent ("claude-code"), a user name,
+	// or "logbook".
+	RequestedBy string `json:"requested_by"`
+}
+
+// EventType implements Payload.
+func (CommandRequested) EventType() string { return "command.requested" }
+
+// CommandStarted records that a worker started the process of a requested
+// command. It is appended with optimistic concurrency on the command's
+// subject, so when several workers race for one request exactly one
+// start lands; the others' appends conflict and they drop the command.
+// It is a transition and needs a complete cause.
+type CommandStarted struct {
+	Worker string `json:"worker"` // the worker's id, unique among live workers
+	Host   string `json:"host"`   // the host the worker runs on
+	Pid    int    `json:"pid"`    // process id on Host of the started process (bubblewrap in restricted modes); it leads the command's process group
+}
+
+// EventType implements Payload.
+func (CommandStarted) EventType() string { return "command.started" }
+
+// CommandBackgrounded records that the requester's wait expired before the
+// command exited. The command goes on; only the requester stopped waiting.
+type CommandBackgrounded struct {
+	AfterMS int64 `json:"after_ms"` // how long the requester waited, in ms
+}
+
+// EventType implements Payload.
+func (CommandBackgrounded) EventType() string { return "command.backgrounded" }
+
+// CommandStdinWritten records that bytes were written to a started
+// command's standard input. The bytes themselves are never stored: what is
+// typed into a running command is often a secret (a password at a prompt,
+// a token piped in), and the log is append-only, kept for years and
+// replicated to every subscriber host, so a secret written there could
+// never be taken back. The length and hash let an auditor check a
+// suspected input against the record. A hash of a short or guessable input
+// reveals it to whoever guesses, so a writer that knows the input is a
+// secret leaves SHA256 empty.
+type CommandStdinWritten struct {
+	Bytes  int    `json:"bytes"`  // how many bytes were written, ≥ 1
+	SHA256 string `json:"sha256"` // lowercase hex SHA-256 of the bytes, or "" when withheld
+}
+
+// EventType implements Payload.
+func (CommandStdinWritten) EventType() string { return "command.stdin_written" }
+
+// CommandStopRequested asks the command's worker to stop it: SIGTERM to
+// the process group, SIGKILL after the grace period. The command is still
+// running until CommandExited says otherwise. It needs a complete cause.
+type CommandStopRequested struct {
+	By     string `json:"by"`               // who asked: a user, an agent, or the id of the command that evicted it
+	Reason string `json:"reason,omitempty"` // e.g. "user", "evicted", "session_ended"
+}
+
+// EventType implements Payload.
+func (CommandStopRequested) EventType() string { return "command.stop_requested" }
+
+// CommandExited records that a started command's process ended. Terminal;
+// it needs a complete cause (the worker's report).
+type CommandExited struct {
+	// Code is the exit status, or -1 when a signal killed the process.
+	Code int `json:"code"`
+	// Signal names the signal that killed the process ("SIGKILL"), or "".
+	Signal string `json:"signal,omitempty"`
+	// Stopped is set when the process ended because a stop was requested.
+	Stopped     bool  `json:"stopped"`
+	DurationMS  int64 `json:"duration_ms"`  // from start to exit, in ms
+	OutputBytes int64 `json:"output_bytes"` // bytes of output published on lb.out.<id>
+}
+
+// EventType implements Payload.
+func (CommandExited) EventType() string { return "command.exited" }
+
+// CommandAbandoned marks a started command whose worker died before it
+// reported an exit: the command's fate is unknown and will never be
+// reported. It is appended once the worker is known dead, as a new event,
+// never an edit. Terminal; it needs a complete cause.
+type CommandAbandoned struct {
+	Reason string `json:"reason"` // e.g. "worker_lost", "host_restarted"
+	Worker string `json:"worker"` // the dead worker: the one that started the command
+}
+
+// EventType implements Payload.
+func (CommandAbandoned) EventType() string { return "command.abandoned" }
+
+// CommandEvicted records that a newer request pushed the command out of
+// its session's active set (at most 64 active commands per session; the
+// oldest goes). A requested command never starts after it; a started one
+// also gets a CommandStopRequested. The command stays readable. It needs a
+// complete cause.
+type CommandEvicted struct {
+	By string `json:"by"` // the id of the newer command whose request evicted this one
+}
+
+// EventType implements Payload.
+func (CommandEvicted) EventType() string { return "command.evicted" }
+
+// CommandRefused records that a requested command will never run: a
+// restricted mode without bubblewrap, a spec the worker cannot run (a
+// missing workspace, a cwd outside it, an argv[0] not found), or a stop
+// before it started. Terminal; it needs a complete cause.
+type CommandRefused struct {
+	Reason string `json:"reason"` // readable: what is wrong and what to do about it
+}
+
+// EventType implements Payload.
+func (CommandRefused) EventType() string { return "command.refused" }
+
+// registerCommand adds the command aggregate's types. Lifecycle moves
+// (started, stop_requested, exited, abandoned, evicted, refused) need a
+// complete cause; the request and the reports along the way do not.
+func registerCommand(r *Registry) {
+	r.Register(CommandRequested{}, 1, false)
+	r.Register(CommandStarted{}, 1, true)
+	r.Register(CommandBackgrounded{}, 1, false)
+	r.Register(CommandStdinWritten{}, 1, false)
+	r.Register(CommandStopRequested{}, 1, true)
+	r.Register(CommandExited{}, 1, true)
+	r.Register(CommandAbandoned{}, 1, true)
+	r.Register(CommandEvicted{}, 1, true)
+	r.Register(CommandRefused{}, 1, true)
+}

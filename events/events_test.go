@@ -53,12 +53,24 @@ func samples() []events.Payload {
 		events.ReviewBreakerTripped{Refusals: 3, Window: 3},
 		events.ClaudeLineObserved{Observation: obs},
 		events.ClaudeHookObserved{Observation: hook},
+		events.CommandRequested{Session: "s1", Argv: []string{"go", "test", "./..."}, Cwd: "internal", Workspace: "/home/user/project", Mode: events.ModeWorkspaceWrite, TTY: true, Env: []string{"PATH=/usr/bin:/bin", "GITHUB_TOKEN=[REDACTED]"}, WaitMS: 30000, RequestedBy: "claude-code"},
+		events.CommandStarted{Worker: "w1", Host: "build-3", Pid: 4242},
+		events.CommandBackgrounded{AfterMS: 30000},
+		events.CommandStdinWritten{Bytes: 6, SHA256: strings.Repeat("cd", 32)},
+		events.CommandStopRequested{By: "alice", Reason: "user"},
+		events.CommandExited{Code: -1, Signal: "SIGTERM", Stopped: true, DurationMS: 2100, OutputBytes: 65536},
+		events.CommandAbandoned{Reason: "worker_lost", Worker: "w1"},
+		events.CommandEvicted{By: "01JDQ7Z8V6T8Q2W3E4R5T6Y7Z9"},
+		events.CommandRefused{Reason: "bubblewrap is missing: install bubblewrap or run in full_access"},
 	}
 }
 
 func envelope(reg *events.Registry, p events.Payload) events.Envelope {
 	e := reg.New(p)
 	e.ID, e.Agg, e.Ver, e.At = id0, events.Aggregate{Kind: events.KindSession, ID: "s1"}, 12, at0
+	if strings.HasPrefix(e.Type, "command.") {
+		e.Agg = events.Aggregate{Kind: events.KindCommand, ID: "01JDQ7Z8V6T8Q2W3E4R5T6Y7C1"}
+	}
 	e.Cause = &events.Cause{Kind: "hook", Event: "PreToolUse", Detail: "Bash", Ref: "01JDQ7Z8V6T8Q2W3E4R5T6Y7Z7"}
 	e.Corr, e.Host, e.Actor = "turn-7", "build-3", "claude-code"
 	return e
