@@ -250,6 +250,18 @@ func (d *decider) settle() {
 	}
 }
 
+// newestEntry returns the id of the newest open entry of lane with
+// activity (any activity if it is "tool:"), or "".
+func (d *decider) newestEntry(lane, activity string) string {
+	for i := len(d.s.Entries) - 1; i >= 0; i-- {
+		e := d.s.Entries[i]
+		if e.Lane == lane && (e.Activity == activity || activity == "tool:") {
+			return e.EntryID
+		}
+	}
+	return ""
+}
+
 func (d *decider) firstLane(lane string) int {
 	for i, e := range d.s.Entries {
 		if e.Lane == lane {
@@ -354,7 +366,12 @@ func (d *decider) signal(sig events.Sig) {
 	case events.SigPermission:
 		id := sig.ID
 		if id == "" {
-			id = "permission-" + d.cause.Ref
+			// Permission dialogs carry no tool_use_id: they are about the
+			// newest open call of that tool, else about the turn itself.
+			id = d.newestEntry(events.LaneMain, "tool:"+sig.Name)
+		}
+		if id == "" {
+			id = fmt.Sprintf("permission-turn-%d", d.s.Turns)
 		}
 		if !contains(d.s.OpenReviews, id) && !contains(d.s.RecentClosed, id) {
 			d.emit(events.ReviewRequested{ReviewID: id, Tool: sig.Name, Action: sig.Text})

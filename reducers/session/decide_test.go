@@ -341,3 +341,18 @@ func ExampleDecide() {
 	// session.turn_started hook 01JDQ0000000000000000000AA
 	// session.transitioned hook 01JDQ0000000000000000000AA
 }
+
+func TestDecide_PermissionWithoutToolUseID(t *testing.T) {
+	h := newHistory(t)
+	h.line(events.Meta{}, sig(events.SigPrompt))
+	h.line(events.Meta{}, sig(events.SigToolUse, "id", "t1", "name", "Bash"))
+	h.hook("perm", sig(events.SigPermission, "name", "Bash"))
+	h.hook("note", sig(events.SigPermission, "name", "Bash"))
+	if diff := cmp.Diff([]string{"t1"}, h.s.OpenReviews); diff != "" {
+		t.Errorf("one dialog, one review (-want +got):\n%s", diff)
+	}
+	h.line(events.Meta{}, sig(events.SigToolResult, "id", "t1", "status", "ok"))
+	if len(h.s.OpenReviews) != 0 || h.s.Phase != events.PhaseWorking {
+		t.Errorf("after the call ran: reviews %v phase %s", h.s.OpenReviews, h.s.Phase)
+	}
+}

@@ -1,0 +1,347 @@
+package claude
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// MaxLineBytes is the longest transcript line ReadLines yields: 64 MiB.
+// Claude Code lines holding images or large tool results run to a few MiB.
+const MaxLineBytes = 64 << 20
+
+// Line is one line of a transcript file.
+type Line struct {
+	N      int    // 1-based line number
+	Offset int64  // byte offset of the line's first byte
+	End    int64  // byte offset just after the line's newline
+	Bytes  []byte // the line without its "\n" (or "\r\n"); nil when Torn or too long. Owned by the caller.
+	// Torn reports that the file ends inside this line: it has no newline
+	// yet because Claude Code is still writing it. Bytes is nil and End is
+	// 0; Size says how much of it was there. Import it when it is complete.
+	Torn bool
+	Size int // length of the line in bytes, without its terminator
+}
+
+// Cursor is where an import stopped: the last line imported (0: none) and
+// the byte offset just after it (that line's Line.End).
+type Cursor struct {
+	Line   int
+	Offset int64
+}
+
+// ReadLines yields the complete lines of the transcript at path after
+// line from (0: from the start), in order, with 1-based numbers. It reads
+// the file from its start; ReadFrom resumes at a byte offset instead.
+//
+// A last line without its newline is yielded once as a Line with Torn set
+// (and no Bytes), then the sequence ends. A line longer than MaxLineBytes
+// yields a *LineError wrapping ErrLineTooLong and reading goes on with the
+// next line. An open or read error is yielded once, naming path, and ends
+// the sequence. Lines need not be valid JSON here: ParseLine judges them.
+// Each Line's Bytes is a fresh slice the caller may keep. Every range over
+// the sequence opens the file anew, so sequences may be used concurrently.
+func ReadLines(path string, from int) iter.Seq2[Line, error] {
+	return readLines(path, Cursor{}, from, MaxLineBytes)
+}
+
+// ReadFrom yields the complete lines of the transcript at path after c,
+// like ReadLines, but starts reading at c.Offset. It yields an error, and
+// nothing else, if c.Offset is past the end of the file or is not just
+// after a newline: the file was truncated or replaced since c was taken.
+func ReadFrom(path string, c Cursor) iter.Seq2[Line, error] {
+	return readLines(path, c, c.Line, MaxLineBytes)
+}
+
+func readLines(path string, c Cursor, from, maxLine int) iter.Seq2[Line, error] {
+	return func(yield func(Line, error) bool) {
+		f, err := os.Open(path)
+		if err != nil {
+			yield(Line{}, fmt.Errorf("read transcript: %w", err))
+			return
+		}
+		defer f.Close()
+		if c.Offset > 0 {
+			var b [1]byte
+			if _, err := f.ReadAt(b[:], c.Offset-1); err != nil || b[0] != '\n' {
+				yield(Line{}, fmt.Errorf("read transcript %s: cursor line %d offset %d is not at a line start; the file was truncated or replaced", path, c.Line, c.Offset))
+				return
+			}
+			if _, err := f.Seek(c.Offset, io.SeekStart); err != nil {
+				yield(Line{}, fmt.Errorf("read transcript: %w", err))
+				return
+			}
+		}
+		r := bufio.NewReaderSize(f, 64<<10)
+		n, off := c.Line, c.Offset
+		var buf []byte
+		size, long := 0, false
+		for {
+			chunk, err := r.ReadSlice('\n')
+			size += len(chunk)
+			if !long && n+1 > from {
+				buf = append(buf, chunk...)
+				if len(trimEOL(buf)) > maxLine {
+					long, buf = true, buf[:0]
+				}
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			if err == io.EOF {
+				if size > 0 && n+1 > from {
+					yield(Line{N: n + 1, Offset: off, Torn: true, Size: size}, nil)
+				}
+				return
+			}
+			if err != nil {
+				yield(Line{}, fmt.Errorf("read transcript %s after line %d: %w", path, n, err))
+				return
+			}
+			n++
+			end := off + int64(size)
+			if n > from {
+				var l Line
+				var lerr error
+				if long {
+					l = Line{N: n, Offset: off, End: end, Size: size - 1}
+					lerr = &LineError{Path: path, Line: n, Err: fmt.Errorf("%w: %d bytes, the limit is %d", ErrLineTooLong, size-1, maxLine)}
+				} else {
+					b := trimEOL(buf)
+					l = Line{N: n, Offset: off, End: end, Bytes: bytes.Clone(b), Size: len(b)}
+				}
+				if !yield(l, lerr) {
+					return
+				}
+			}
+			off, buf, size, long = end, buf[:0], 0, false
+		}
+	}
+}
+
+// Transcript is one session transcript and its subagents' transcripts.
+type Transcript struct {
+	// Path is the transcript file, "" when only its subagents' files were
+	// found (the parent file is missing or was not among the inputs).
+	Path string
+	// SessionID is the transcript file's base name without ".jsonl",
+	// which Claude Code names after the session id.
+	SessionID string
+	Subagents []Subagent // sorted by Path
+}
+
+// Subagent is one subagent transcript, subagents/agent-<id>.jsonl.
+type Subagent struct {
+	Path string
+	// AgentID is <id> from the file name agent-<id>.jsonl, or, for a file
+	// named otherwise, the agentId of its first line that has one.
+	AgentID string
+	// SessionID is the parent transcript's session id.
+	SessionID string
+}
+
+// Discover finds Claude Code transcripts under paths: each path is a
+// .jsonl file or a directory walked recursively (such as
+// ~/.claude/projects). Files not ending in ".jsonl" are skipped.
+//
+// A file in a directory named "subagents" is a subagent transcript. It
+// belongs to the session whose directory holds that subagents directory:
+// <dir>/<session-id>/subagents/agent-<id>.jsonl belongs to
+// <dir>/<session-id>.jsonl, Claude Code's layout; failing that, to the
+// only transcript in the directory holding subagents/ (a copied session
+// whose transcript sits beside its subagents directory). The subagents of
+// a transcript given as a file are found the same way even when not listed.
+//
+// The result is sorted by Path, then SessionID; it has no duplicates.
+// Errors name the path that failed (a missing input, an unreadable
+// directory).
+func Discover(paths ...string) ([]Transcript, error) {
+	files := map[string]bool{}
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("discover transcripts: %w", err)
+		}
+		if !st.IsDir() {
+			if strings.HasSuffix(p, ".jsonl") {
+				files[p] = true
+			}
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.Type().IsRegular() && strings.HasSuffix(path, ".jsonl") {
+				files[path] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("discover transcripts: %w", err)
+		}
+	}
+	d := discovery{byPath: map[string]*Transcript{}, only: map[string]string{}}
+	for p := range files {
+		if !isSubagentFile(p) {
+			d.byPath[p] = &Transcript{Path: p, SessionID: sessionID(p)}
+		}
+	}
+	// Subagents of transcripts given as files, which no walk listed.
+	for p := range d.byPath {
+		for _, dir := range []string{strings.TrimSuffix(p, ".jsonl"), filepath.Dir(p)} {
+			sub := filepath.Join(dir, "subagents")
+			ents, err := os.ReadDir(sub)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("discover transcripts: %w", err)
+			}
+			for _, e := range ents {
+				if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".jsonl") {
+					files[filepath.Join(sub, e.Name())] = true
+				}
+			}
+		}
+	}
+	for p := range files {
+		if !isSubagentFile(p) {
+			continue
+		}
+		parent, err := d.parent(p)
+		if err != nil {
+			return nil, err
+		}
+		id, err := agentID(p)
+		if err != nil {
+			return nil, err
+		}
+		parent.Subagents = append(parent.Subagents, Subagent{Path: p, AgentID: id, SessionID: parent.SessionID})
+	}
+	out := make([]Transcript, 0, len(d.byPath)+len(d.orphans))
+	for _, t := range d.byPath {
+		out = append(out, *t)
+	}
+	for _, t := range d.orphans {
+		out = append(out, *t)
+	}
+	for i := range out {
+		sort.Slice(out[i].Subagents, func(a, b int) bool { return out[i].Subagents[a].Path < out[i].Subagents[b].Path })
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Path != out[b].Path {
+			return out[a].Path < out[b].Path
+		}
+		return out[a].SessionID < out[b].SessionID
+	})
+	return out, nil
+}
+
+// discovery links subagent files to their transcripts.
+type discovery struct {
+	byPath  map[string]*Transcript // transcripts by file path
+	orphans map[string]*Transcript // subagents without a transcript, by session directory
+	only    map[string]string      // directory → its only transcript ("" if none or several)
+}
+
+// parent returns the transcript a subagent file belongs to, creating an
+// entry without Path when its transcript is missing or not an input.
+func (d *discovery) parent(p string) (*Transcript, error) {
+	dir := filepath.Dir(filepath.Dir(p)) // <dir>/<session-id> or the copied session's directory
+	if t, ok := d.byPath[dir+".jsonl"]; ok {
+		return t, nil
+	}
+	if _, err := os.Stat(dir + ".jsonl"); err == nil {
+		// The transcript exists but was not among the inputs: keep the
+		// subagent linked to its session id all the same.
+		return d.orphan(dir, sessionID(dir+".jsonl")), nil
+	}
+	only, err := d.onlyTranscript(dir)
+	if err != nil {
+		return nil, err
+	}
+	if only != "" {
+		if t, ok := d.byPath[only]; ok {
+			return t, nil
+		}
+		return d.orphan(dir, sessionID(only)), nil
+	}
+	return d.orphan(dir, filepath.Base(dir)), nil
+}
+
+func (d *discovery) orphan(dir, session string) *Transcript {
+	if d.orphans == nil {
+		d.orphans = map[string]*Transcript{}
+	}
+	t, ok := d.orphans[dir]
+	if !ok {
+		t = &Transcript{SessionID: session}
+		d.orphans[dir] = t
+	}
+	return t
+}
+
+// onlyTranscript returns the only .jsonl file directly in dir, or "".
+func (d *discovery) onlyTranscript(dir string) (string, error) {
+	if p, ok := d.only[dir]; ok {
+		return p, nil
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("discover transcripts: %w", err)
+	}
+	only := ""
+	for _, e := range ents {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".jsonl") {
+			if only != "" {
+				only = ""
+				break
+			}
+			only = filepath.Join(dir, e.Name())
+		}
+	}
+	d.only[dir] = only
+	return only, nil
+}
+
+func isSubagentFile(p string) bool { return filepath.Base(filepath.Dir(p)) == "subagents" }
+
+func sessionID(p string) string { return strings.TrimSuffix(filepath.Base(p), ".jsonl") }
+
+// agentID returns the subagent id of the file at p: from its name
+// agent-<id>.jsonl, else from the agentId of its first lines.
+func agentID(p string) (string, error) {
+	base := strings.TrimSuffix(filepath.Base(p), ".jsonl")
+	if id, ok := strings.CutPrefix(base, "agent-"); ok && id != "" {
+		return id, nil
+	}
+	for l, err := range ReadLines(p, 0) {
+		if err != nil {
+			if _, ok := errors.AsType[*LineError](err); ok {
+				continue
+			}
+			return "", fmt.Errorf("discover transcripts: %w", err)
+		}
+		if l.Torn || l.N > 16 {
+			break
+		}
+		var v struct {
+			AgentID string `json:"agentId"`
+		}
+		if json.Unmarshal(l.Bytes, &v) == nil && v.AgentID != "" {
+			return v.AgentID, nil
+		}
+	}
+	return "", nil
+}

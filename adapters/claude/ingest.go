@@ -1,0 +1,231 @@
+package claude
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// Ingester turns Claude Code observations into session decisions on the
+// log: each observation and the decisions it causes are appended to the
+// session's aggregate as one atomic batch, so the log never holds one
+// without the other. It is safe for concurrent use.
+type Ingester struct {
+	parser *Parser
+	reg    *events.Registry
+	x      *events.Executor[session.State]
+	clock  events.Clock
+}
+
+// IngestConfig configures an Ingester.
+type IngestConfig struct {
+	Log    events.Log
+	Parser *Parser          // nil: NewParser(Config{})
+	Reg    *events.Registry // nil: events.NewRegistry()
+	IDs    events.IDSource  // nil: ulid.Make
+	Clock  events.Clock     // nil: time.Now; used only for lines without a timestamp in a new session
+	Host   string           // stamped on decided events
+}
+
+// NewIngester returns an Ingester appending to cfg.Log.
+func NewIngester(cfg IngestConfig) (*Ingester, error) {
+	if cfg.Log == nil {
+		return nil, errors.New("claude ingester: no log")
+	}
+	if cfg.Parser == nil {
+		p, err := NewParser(Config{})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Parser = p
+	}
+	if cfg.Reg == nil {
+		cfg.Reg = events.NewRegistry()
+	}
+	if cfg.IDs == nil {
+		cfg.IDs = ulid.Make
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	return &Ingester{
+		parser: cfg.Parser,
+		reg:    cfg.Reg,
+		clock:  cfg.Clock,
+		x: &events.Executor[session.State]{
+			Log: cfg.Log, Reg: cfg.Reg, Init: session.Init, Evolve: session.Evolve,
+			IDs: cfg.IDs, Host: cfg.Host, Actor: "claude-code",
+		},
+	}, nil
+}
+
+// SessionAggregate returns the session aggregate of a Claude Code session
+// id, or of a subagent ("agent-<agentID>") when agentID is set.
+func SessionAggregate(sessionID, agentID string) (events.Aggregate, error) {
+	id := sessionID
+	if agentID != "" {
+		id = "agent-" + agentID
+	}
+	a := events.Aggregate{Kind: events.KindSession, ID: id}
+	if err := a.Validate(); err != nil {
+		return a, fmt.Errorf("session id: %w", err)
+	}
+	return a, nil
+}
+
+// Observe appends the observation p, with event id id and time at, and
+// the decisions it causes, to agg as one batch. An observation the session
+// has already seen appends nothing (Appended is zero). Errors: the
+// reducer's refusal (events.ErrRejected), validation errors, the log's.
+func (in *Ingester) Observe(ctx context.Context, agg events.Aggregate, id ulid.ULID, at time.Time, p events.Payload) (events.Appended, session.State, error) {
+	obs := in.reg.New(p)
+	obs.ID, obs.Agg, obs.At = id, agg, at.UTC().Truncate(time.Microsecond)
+	o, _ := events.Observed(p)
+	return in.x.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+		if s.Seen(o) {
+			return nil, nil
+		}
+		decs, err := session.Decide(s, session.Observe{Obs: obs})
+		if err != nil {
+			return nil, err
+		}
+		return append([]events.Envelope{obs}, decs...), nil
+	})
+}
+
+// Hook ingests one spooled hook payload. The observation's event id is the
+// spool entry's ULID, so redelivering an entry appends nothing twice.
+func (in *Ingester) Hook(ctx context.Context, e Entry) (events.Appended, error) {
+	o, err := in.parser.SpooledHook(e)
+	if err != nil {
+		return events.Appended{}, err
+	}
+	agentID := o.Meta.AgentID
+	if o.Kind == "SubagentStart" || o.Kind == "SubagentStop" {
+		agentID = "" // about the subagent, told to its parent
+	}
+	agg, err := SessionAggregate(o.Meta.SessionID, agentID)
+	if err != nil {
+		return events.Appended{}, fmt.Errorf("hook %s: %w", e.ID, err)
+	}
+	id, err := ulid.ParseStrict(e.ID)
+	if err != nil {
+		return events.Appended{}, fmt.Errorf("hook %s: entry id: %w", e.ID, err)
+	}
+	ap, _, err := in.Observe(ctx, agg, id, e.Time, events.ClaudeHookObserved{Observation: o})
+	return ap, err
+}
+
+// FileResult reports one transcript file's import.
+type FileResult struct {
+	Path     string
+	Session  string // aggregate id
+	Appended int    // lines appended now
+	Skipped  int    // lines already in the log
+	Lines    int    // the session's line cursor after the import
+	Torn     bool   // the last line is incomplete and waits for the next import
+	Warnings []string
+}
+
+// ImportFile imports the transcript at path into agg from the line after
+// the session's cursor: one atomic batch per line (the observation and its
+// decisions). It stops at a torn last line (reported, not an error) and at
+// the first line that does not parse, returning a *LineError naming path
+// and line: the lines before it stay imported, nothing of it is appended.
+// progress, if not nil, is called after each appended line.
+func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggregate, progress func(line int)) (FileResult, error) {
+	res := FileResult{Path: path, Session: agg.ID}
+	s, err := in.x.State(ctx, agg)
+	if err != nil {
+		return res, err
+	}
+	res.Lines = s.Lines
+	res.Skipped = s.Lines
+	last := s.UpdatedAt
+	uuids := map[string]bool{}
+	for l, err := range ReadLines(path, s.Lines) {
+		if err != nil {
+			return res, err
+		}
+		if l.Torn {
+			res.Torn = true
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: incomplete last line (%d bytes, no newline yet); it will be imported once complete", path, l.N, l.Size))
+			break
+		}
+		o, err := in.parser.Line(path, l.N, l.Bytes)
+		if err != nil {
+			return res, err
+		}
+		if o.UUID != "" {
+			uuids[o.UUID] = true
+		}
+		if o.ParentUUID != "" && s.Lines == 0 && !uuids[o.ParentUUID] {
+			p := fmt.Sprintf("parentUuid %s points to no earlier line", o.ParentUUID)
+			o.Problems = append(o.Problems, p)
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: %s", path, l.N, p))
+		}
+		at := last
+		if t, err := time.Parse(time.RFC3339Nano, o.AgentTime); err == nil {
+			at = t
+		}
+		if at.IsZero() {
+			at = in.clock()
+		}
+		last = at
+		ap, st, err := in.Observe(ctx, agg, in.x.IDs(), at, events.ClaudeLineObserved{Observation: o})
+		if err != nil {
+			return res, fmt.Errorf("%s:%d: %w", path, l.N, err)
+		}
+		if ap.Last != 0 {
+			res.Appended++
+		} else {
+			res.Skipped++
+		}
+		res.Lines = st.Lines
+		if progress != nil {
+			progress(l.N)
+		}
+	}
+	return res, nil
+}
+
+// ImportTranscript imports t and its subagents' transcripts.
+func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress func(path string, line int)) ([]FileResult, error) {
+	var out []FileResult
+	step := func(path string) func(int) {
+		if progress == nil {
+			return nil
+		}
+		return func(n int) { progress(path, n) }
+	}
+	if t.Path != "" {
+		agg, err := SessionAggregate(t.SessionID, "")
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", t.Path, err)
+		}
+		r, err := in.ImportFile(ctx, t.Path, agg, step(t.Path))
+		out = append(out, r)
+		if err != nil {
+			return out, err
+		}
+	}
+	for _, sa := range t.Subagents {
+		agg, err := SessionAggregate(sa.SessionID, strings.TrimPrefix(sa.AgentID, "agent-"))
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", sa.Path, err)
+		}
+		r, err := in.ImportFile(ctx, sa.Path, agg, step(sa.Path))
+		out = append(out, r)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}

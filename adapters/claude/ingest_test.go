@@ -1,0 +1,266 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// openLog starts an embedded JetStream server in a temporary directory
+// and opens the log on it.
+func openLog(t *testing.T) *natslog.Log {
+	t.Helper()
+	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown() })
+	l, err := natslog.Open(t.Context(), srv.Conn(), natslog.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func newTestIngester(t *testing.T, l events.Log) *Ingester {
+	t.Helper()
+	in, err := NewIngester(IngestConfig{Log: l, Host: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// arcOf returns the phases session id went through, from the log.
+func arcOf(t *testing.T, l events.Log, id string) []string {
+	t.Helper()
+	recs, _, err := l.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var arc []string
+	for _, r := range recs {
+		switch d := r.Data.(type) {
+		case events.SessionStarted:
+			arc = append(arc, events.PhaseReady)
+		case events.SessionTransitioned:
+			arc = append(arc, d.To)
+		case events.SessionEnded:
+			arc = append(arc, events.PhaseEnded)
+		}
+	}
+	return arc
+}
+
+// peerArc reads the phases of a peer's golden replay file.
+func peerArc(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Transitions []struct {
+			NewState string `json:"new_state"`
+		} `json:"transitions"`
+	}
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	var arc []string
+	for _, tr := range g.Transitions {
+		arc = append(arc, tr.NewState)
+	}
+	return arc
+}
+
+// TestIngest_Corpus imports every recorded Claude Code session and
+// compares each session's phase arc with the peer's golden arc.
+func TestIngest_Corpus(t *testing.T) {
+	dir := corpusDir(t)
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	ts, err := Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) == 0 {
+		t.Fatal("no transcripts in corpus")
+	}
+	ts = slices.DeleteFunc(ts, func(tr Transcript) bool { return filepath.Base(tr.Path) != "transcript.jsonl" })
+	for i := range ts {
+		// Every recording is named transcript.jsonl: give each its own session.
+		ts[i].SessionID = filepath.Base(filepath.Dir(ts[i].Path))
+		for j := range ts[i].Subagents {
+			ts[i].Subagents[j].SessionID = ts[i].SessionID
+		}
+	}
+	for _, tr := range ts {
+		if _, err := in.ImportTranscript(t.Context(), tr, nil); err != nil {
+			t.Fatalf("import %s: %v", tr.Path, err)
+		}
+		ours := arcOf(t, l, tr.SessionID)
+		peer := peerArc(t, tr.Path+".replay.json.golden")
+		scenario := filepath.Base(filepath.Dir(tr.Path))
+		final := "agree"
+		if ours[len(ours)-1] != peer[len(peer)-1] {
+			final = "DIFFER"
+		}
+		seq := "agree"
+		if strings.Join(ours, ">") != strings.Join(peer, ">") {
+			seq = "DIFFER"
+		}
+		t.Logf("%-32s final %-6s seq %-6s ours %s | peer %s", scenario, final, seq, strings.Join(ours, ">"), strings.Join(peer, ">"))
+		if final != "agree" || seq != "agree" {
+			t.Errorf("%s: phase arc differs from the peer's", scenario)
+		}
+		for _, sa := range tr.Subagents {
+			t.Logf("%-32s   subagent %s: %s", "", sa.AgentID, strings.Join(arcOf(t, l, "agent-"+strings.TrimPrefix(sa.AgentID, "agent-")), ">"))
+		}
+	}
+	// A second import appends nothing.
+	before, _ := l.LastSeq(t.Context())
+	for _, tr := range ts {
+		rs, err := in.ImportTranscript(t.Context(), tr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			if r.Appended != 0 {
+				t.Errorf("re-import of %s appended %d lines", r.Path, r.Appended)
+			}
+		}
+	}
+	if after, _ := l.LastSeq(t.Context()); after != before {
+		t.Errorf("re-import moved the log from %d to %d", before, after)
+	}
+}
+
+func writeLines(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, l := range lines {
+		if _, err := f.WriteString(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func fxUser(uuid, parent, text string) string {
+	p := "null"
+	if parent != "" {
+		p = fmt.Sprintf("%q", parent)
+	}
+	return fmt.Sprintf(`{"type":"user","uuid":%q,"parentUuid":%s,"sessionId":"s-1","cwd":"/home/user/p","timestamp":"2026-04-24T19:19:00.393Z","message":{"role":"user","content":%q}}`+"\n", uuid, p, text)
+}
+
+func fxAssistant(uuid, parent, text string) string {
+	return fmt.Sprintf(`{"type":"assistant","uuid":%q,"parentUuid":%q,"sessionId":"s-1","timestamp":"2026-04-24T19:19:02.584Z","message":{"model":"claude-opus-4-7","role":"assistant","content":[{"type":"text","text":%q}],"stop_reason":"end_turn"}}`+"\n", uuid, parent, text)
+}
+
+func TestImportFile_GrowsTornAndBad(t *testing.T) {
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	path := filepath.Join(t.TempDir(), "s-1.jsonl")
+	agg, _ := SessionAggregate("s-1", "")
+	ctx := t.Context()
+
+	writeLines(t, path, fxUser("u1", "", "hi"), `{"type":"assistant","uuid":"a1"`) // torn last line
+	r, err := in.ImportFile(ctx, path, agg, nil)
+	if err != nil || r.Appended != 1 || !r.Torn {
+		t.Fatalf("first import: %+v, %v; want 1 line and a torn one", r, err)
+	}
+	// The writer finishes the line (rewrite the file whole) and adds one.
+	os.WriteFile(path, []byte(fxUser("u1", "", "hi")+fxAssistant("a1", "u1", "ok")), 0o644)
+	r, err = in.ImportFile(ctx, path, agg, nil)
+	if err != nil || r.Appended != 1 || r.Skipped != 1 || r.Torn {
+		t.Fatalf("grown import: %+v, %v", r, err)
+	}
+	// A malformed line stops the file with its position; nothing of it is appended.
+	before, _ := l.LastSeq(ctx)
+	writeLines(t, path, "{not json}\n", fxUser("u3", "a1", "later"))
+	r, err = in.ImportFile(ctx, path, agg, nil)
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 3 || !strings.Contains(err.Error(), "s-1.jsonl:3") {
+		t.Fatalf("bad line: err = %v, want a LineError at line 3", err)
+	}
+	if after, _ := l.LastSeq(ctx); after != before {
+		t.Errorf("a bad line appended %d messages", after-before)
+	}
+	// Invalid UTF-8 is refused the same way.
+	p2 := filepath.Join(t.TempDir(), "s-2.jsonl")
+	writeLines(t, p2, "{\"type\":\"user\",\"message\":\"\xff\xfe\"}\n")
+	agg2, _ := SessionAggregate("s-2", "")
+	if _, err := in.ImportFile(ctx, p2, agg2, nil); !errors.As(err, &le) {
+		t.Errorf("invalid UTF-8: err = %v", err)
+	}
+	// A parentUuid that points nowhere is recorded and warned about, not fatal.
+	p3 := filepath.Join(t.TempDir(), "s-3.jsonl")
+	writeLines(t, p3, fxUser("u1", "ghost", "hi"))
+	agg3, _ := SessionAggregate("s-3", "")
+	r, err = in.ImportFile(ctx, p3, agg3, nil)
+	if err != nil || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "ghost") {
+		t.Errorf("dangling parent: %+v, %v", r, err)
+	}
+}
+
+func TestImportFile_Concurrent(t *testing.T) {
+	l := openLog(t)
+	path := filepath.Join(t.TempDir(), "s-1.jsonl")
+	var lines []string
+	prev := ""
+	for i := range 40 {
+		u := fmt.Sprintf("u%d", i)
+		if i%2 == 0 {
+			lines = append(lines, fxUser(u, prev, "go"))
+		} else {
+			lines = append(lines, fxAssistant(u, prev, "ok"))
+		}
+		prev = u
+	}
+	writeLines(t, path, lines...)
+	agg, _ := SessionAggregate("s-1", "")
+	// Two importers, as two processes would be: separate state caches.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range 2 {
+		in := newTestIngester(t, l)
+		wg.Go(func() { _, errs[i] = in.ImportFile(context.Background(), path, agg, nil) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, _, err := l.Load(t.Context(), agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]int{}
+	for _, r := range recs {
+		if o, ok := events.Observed(r.Data); ok {
+			seen[o.Line]++
+		}
+	}
+	for n := 1; n <= 40; n++ {
+		if seen[n] != 1 {
+			t.Errorf("line %d appended %d times", n, seen[n])
+		}
+	}
+}

@@ -1,0 +1,248 @@
+package claude
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// Parser names and versions stamped on Observation.Parser. A change in
+// what a parser emits for the same input bumps its version.
+const (
+	ParserLine = "claude-transcript/1"
+	ParserHook = "claude-hook/1"
+)
+
+// DefaultMaxRaw is the cap on Observation.Raw when Config.MaxRaw is 0:
+// 64 KiB.
+const DefaultMaxRaw = 64 << 10
+
+// MaxSigText is the longest Sig.Text, in bytes.
+const MaxSigText = 200
+
+// Config configures parsing. The zero value is valid: default redaction
+// rules and a DefaultMaxRaw cap.
+type Config struct {
+	// RedactPatterns are extra Go regular expressions (RE2 syntax, package
+	// regexp) applied after the default rules; the i-th pattern's matches
+	// (1-based) become "[REDACTED:custom-<i>]".
+	RedactPatterns []string
+	// MaxRaw caps Observation.Raw in bytes, measured after redaction.
+	// 0 means DefaultMaxRaw; a negative value is an error.
+	MaxRaw int
+}
+
+// Parser parses transcript lines and hook payloads with one compiled
+// Config. Build it once with NewParser and reuse it: it is immutable and
+// safe for concurrent use.
+type Parser struct {
+	red    *Redactor
+	maxRaw int
+}
+
+// NewParser compiles cfg. It returns a *PatternError naming the first
+// pattern of cfg.RedactPatterns that does not compile, or an error if
+// cfg.MaxRaw is negative.
+func NewParser(cfg Config) (*Parser, error) {
+	if cfg.MaxRaw < 0 {
+		return nil, fmt.Errorf("claude parser: MaxRaw %d is negative", cfg.MaxRaw)
+	}
+	red, err := NewRedactor(cfg.RedactPatterns)
+	if err != nil {
+		return nil, err
+	}
+	maxRaw := cfg.MaxRaw
+	if maxRaw == 0 {
+		maxRaw = DefaultMaxRaw
+	}
+	return &Parser{red: red, maxRaw: maxRaw}, nil
+}
+
+// MaxRaw returns the cap on Observation.Raw in bytes.
+func (p *Parser) MaxRaw() int { return p.maxRaw }
+
+// Errors a parse wraps; test with errors.Is.
+var (
+	// ErrSyntax reports input that is not well-formed JSON.
+	ErrSyntax = errors.New("malformed JSON")
+	// ErrInvalidUTF8 reports input that is not valid UTF-8.
+	ErrInvalidUTF8 = errors.New("invalid UTF-8")
+	// ErrNotObject reports well-formed JSON that is not an object.
+	ErrNotObject = errors.New("not a JSON object")
+	// ErrMissingField reports a hook payload without a required field.
+	ErrMissingField = errors.New("missing field")
+	// ErrFieldType reports a hook payload field of the wrong JSON type.
+	ErrFieldType = errors.New("wrong JSON type")
+	// ErrLineTooLong reports a transcript line longer than MaxLineBytes.
+	ErrLineTooLong = errors.New("line too long")
+)
+
+// LineError reports a transcript line that could not be parsed, or read.
+// It wraps ErrSyntax, ErrInvalidUTF8, ErrNotObject or ErrLineTooLong.
+type LineError struct {
+	Path string // transcript path as given
+	Line int    // 1-based line number
+	Col  int    // 1-based byte column where the problem was found; 0 if unknown
+	Err  error
+}
+
+// Error returns "path:line: what" or "path:line:col: what".
+func (e *LineError) Error() string {
+	if e.Col > 0 {
+		return fmt.Sprintf("%s:%d:%d: %v", e.Path, e.Line, e.Col, e.Err)
+	}
+	return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *LineError) Unwrap() error { return e.Err }
+
+// HookError reports a hook payload that could not be used. It wraps
+// ErrSyntax, ErrInvalidUTF8, ErrNotObject, ErrMissingField or
+// ErrFieldType.
+type HookError struct {
+	Event string // hook_event_name, if it could be read
+	Field string // the offending top-level field, if any
+	Err   error
+}
+
+// Error returns "claude hook [event]: [field "f": ]what".
+func (e *HookError) Error() string {
+	var b strings.Builder
+	b.WriteString("claude hook")
+	if e.Event != "" {
+		b.WriteString(" " + e.Event)
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		fmt.Fprintf(&b, "field %q: ", e.Field)
+	}
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *HookError) Unwrap() error { return e.Err }
+
+// decodeObject checks that b is valid UTF-8 holding one JSON object and
+// returns its members. On failure it returns the 1-based byte column of
+// the problem (0 if none applies) and an error wrapping ErrInvalidUTF8,
+// ErrSyntax or ErrNotObject.
+func decodeObject(b []byte) (map[string]json.RawMessage, int, error) {
+	if i := invalidUTF8(b); i >= 0 {
+		return nil, i + 1, fmt.Errorf("%w at byte %d", ErrInvalidUTF8, i)
+	}
+	var m map[string]json.RawMessage
+	err := json.Unmarshal(b, &m)
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return nil, int(se.Offset), fmt.Errorf("%w at byte %d: %v", ErrSyntax, se.Offset, se)
+	}
+	if err != nil || m == nil {
+		return nil, 1, fmt.Errorf("%w: got %s", ErrNotObject, jsonKind(bytes.TrimSpace(b)))
+	}
+	return m, 0, nil
+}
+
+// invalidUTF8 returns the offset of the first byte of b that is not part
+// of a valid UTF-8 sequence, or -1.
+func invalidUTF8(b []byte) int {
+	if utf8.Valid(b) {
+		return -1
+	}
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// trimEOL removes one trailing "\n" or "\r\n".
+func trimEOL(b []byte) []byte {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	return bytes.TrimSuffix(b, []byte("\r"))
+}
+
+// finish redacts o's text fields, sets Raw from orig (redacted, cut to the
+// cap, Cut set when cut) and returns o.
+func (p *Parser) finish(o events.Observation, orig []byte) events.Observation {
+	r := p.red
+	for i := range o.Signals {
+		s := &o.Signals[i]
+		s.Text = shorten(r.Redact(s.Text), MaxSigText)
+		s.Name = r.Redact(s.Name)
+		s.ID = r.Redact(s.ID)
+		s.Task = r.Redact(s.Task)
+	}
+	m := &o.Meta
+	for _, f := range []*string{&m.SessionID, &m.AgentID, &m.AgentType, &m.Cwd, &m.Model, &m.Version, &m.GitBranch, &m.AgentMode, &m.Title} {
+		*f = r.Redact(*f)
+	}
+	o.Kind = r.Redact(o.Kind)
+	o.UUID = r.Redact(o.UUID)
+	o.ParentUUID = r.Redact(o.ParentUUID)
+	o.AgentTime = r.Redact(o.AgentTime)
+	for i := range o.Problems {
+		o.Problems[i] = r.Redact(o.Problems[i])
+	}
+	raw := r.Redact(strings.ToValidUTF8(string(orig), "\uFFFD"))
+	if len(raw) > p.maxRaw {
+		kept := cutUTF8(raw, p.maxRaw)
+		sum := sha256.Sum256(orig)
+		o.Cut = &events.Cut{Size: int64(len(orig)), SHA256: hex.EncodeToString(sum[:]), Kept: len(kept)}
+		raw = kept
+	}
+	o.Raw = raw
+	return o
+}
+
+// cutUTF8 returns the longest prefix of s that is at most n bytes and ends
+// on a rune boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// tailUTF8 returns the longest suffix of s that is at most n bytes and
+// starts on a rune boundary.
+func tailUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
+}
+
+// ellipsis joins the head and tail of a shortened text.
+const ellipsis = " … "
+
+// shorten returns s if it fits in n bytes, else its head and its tail
+// joined by " … ", n bytes at most. Keeping the tail keeps how a text
+// ends (a question mark, an exit code) visible in a short signal.
+func shorten(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	room := n - len(ellipsis)
+	head := cutUTF8(s, room*2/3)
+	tail := tailUTF8(s, room-len(head))
+	return strings.TrimSpace(head) + ellipsis + strings.TrimSpace(tail)
+}

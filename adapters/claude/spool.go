@@ -1,0 +1,230 @@
+package claude
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// Spool is a durable local queue of hook payloads: one file per payload
+// in one directory, named <ULID>.json so names sort in arrival order. A
+// hook process Puts its payload and exits; a deliverer takes the Lock,
+// reads Pending entries, delivers them and Removes each.
+//
+// Several processes may use one spool directory at once: every Put writes
+// its own file (a temporary file, fsynced, renamed into place, then the
+// directory fsynced), so a crash leaves either the whole entry or only an
+// ignored temporary file. Arrival order holds within a process (ULIDs
+// from one process are monotonic); entries that different processes put
+// within the same millisecond sort in an arbitrary but fixed order. A
+// Spool value is immutable and safe for concurrent use.
+type Spool struct {
+	dir string
+}
+
+// Entry is one spooled payload.
+type Entry struct {
+	ID      string    // the entry's ULID, e.g. "01JDQ…"; its file is <ID>.json
+	Time    time.Time // when it was put, from the ULID (ms)
+	Payload []byte
+}
+
+// ErrLocked reports that another holder has the spool's delivery lock.
+var ErrLocked = errors.New("spool: delivery lock held elsewhere")
+
+const (
+	spoolExt  = ".json"
+	tmpPrefix = ".tmp-"
+	lockName  = ".lock"
+)
+
+// Open returns the spool in dir, creating dir (mode 0700) if needed.
+func Open(dir string) (*Spool, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open spool: %w", err)
+	}
+	return &Spool{dir: dir}, nil
+}
+
+// Dir returns the spool's directory.
+func (s *Spool) Dir() string { return s.dir }
+
+// Put stores payload durably and returns its entry id. When Put returns
+// nil the entry survives a crash; on error nothing is left but possibly a
+// temporary file, which Pending ignores and Sweep removes.
+func (s *Spool) Put(payload []byte) (string, error) {
+	id := ulid.Make().String()
+	tmp := filepath.Join(s.dir, tmpPrefix+id)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("spool put: %w", err)
+	}
+	_, err = f.Write(payload)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(s.dir, id+spoolExt))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return "", fmt.Errorf("spool put %s: %w", id, err)
+	}
+	if err := s.syncDir(); err != nil {
+		return "", fmt.Errorf("spool put %s: %w", id, err)
+	}
+	return id, nil
+}
+
+// Pending returns the spooled entries in id order (arrival order, see
+// Spool). Temporary files and foreign names are ignored, and so is an
+// entry removed while Pending runs.
+func (s *Spool) Pending() ([]Entry, error) {
+	ents, err := os.ReadDir(s.dir) // sorted by name
+	if err != nil {
+		return nil, fmt.Errorf("spool pending: %w", err)
+	}
+	var out []Entry
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), spoolExt)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		u, err := ulid.ParseStrict(id)
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.dir, e.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("spool pending: %w", err)
+		}
+		out = append(out, Entry{ID: id, Time: ulid.Time(u.Time()), Payload: b})
+	}
+	return out, nil
+}
+
+// Remove deletes entry id. Removing an entry that is gone is not an
+// error; an id that is not a ULID is.
+func (s *Spool) Remove(id string) error {
+	if _, err := ulid.ParseStrict(id); err != nil {
+		return fmt.Errorf("spool remove %q: not an entry id: %w", id, err)
+	}
+	err := os.Remove(filepath.Join(s.dir, id+spoolExt))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		err = s.syncDir()
+	}
+	if err != nil {
+		return fmt.Errorf("spool remove %s: %w", id, err)
+	}
+	return nil
+}
+
+// Sweep removes temporary files left by Puts that crashed, if they are
+// older than age at now, and returns how many it removed. Call it while
+// holding the Lock; a Put in progress is younger than any sensible age.
+func (s *Spool) Sweep(now time.Time, age time.Duration) (int, error) {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return 0, fmt.Errorf("spool sweep: %w", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), tmpPrefix) {
+			continue
+		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return n, fmt.Errorf("spool sweep: %w", err)
+		}
+		if now.Sub(info.ModTime()) < age {
+			continue
+		}
+		if err := os.Remove(filepath.Join(s.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return n, fmt.Errorf("spool sweep: %w", err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (s *Spool) syncDir() error {
+	d, err := os.Open(s.dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Lock is the spool's delivery lock: an exclusive flock(2) on <dir>/.lock.
+// The kernel drops it when its holder exits, so a crashed deliverer never
+// leaves the spool locked. A Lock belongs to the goroutine that took it.
+type Lock struct {
+	f *os.File
+}
+
+// Lock blocks until it holds the delivery lock. Only one Lock is held per
+// spool directory at a time, across processes and within one process.
+func (s *Spool) Lock() (*Lock, error) { return s.lock(0) }
+
+// TryLock takes the delivery lock if it is free, or returns ErrLocked.
+func (s *Spool) TryLock() (*Lock, error) { return s.lock(syscall.LOCK_NB) }
+
+func (s *Spool) lock(flags int) (*Lock, error) {
+	f, err := os.OpenFile(filepath.Join(s.dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("spool lock: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|flags)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrLocked
+		}
+		return nil, fmt.Errorf("spool lock: %w", err)
+	}
+	return &Lock{f: f}, nil
+}
+
+// Unlock releases the lock. Calling it twice is an error.
+func (l *Lock) Unlock() error {
+	if l.f == nil {
+		return errors.New("spool unlock: not locked")
+	}
+	err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	l.f = nil
+	if err != nil {
+		return fmt.Errorf("spool unlock: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,412 @@
+package claude
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// ParseLine parses line number line (1-based) of the transcript at path,
+// b, following the Claude Code transcript JSON Lines format of v2.1.x (see
+// the package doc). It compiles cfg on every call; to parse many lines,
+// build a Parser once with NewParser and call Parser.Line.
+//
+// Errors: a *PatternError or a config error for a bad cfg, else those of
+// Parser.Line.
+func ParseLine(path string, line int, b []byte, cfg Config) (events.Observation, error) {
+	p, err := NewParser(cfg)
+	if err != nil {
+		return events.Observation{}, err
+	}
+	return p.Line(path, line, b)
+}
+
+// Line parses line number n (1-based) of the transcript at path, b, with
+// or without its trailing newline, following the Claude Code transcript
+// JSON Lines format of v2.1.x.
+//
+// The observation has Key "line:<n>" (stable: a line number names one line
+// of one transcript, and one transcript feeds one session aggregate),
+// Parser ParserLine, Path, Line, Kind (the line's "type", with the subtype
+// for system and attachment lines: "system/compact_boundary",
+// "attachment/queued_command"), UUID, ParentUUID (parentUuid, else
+// logicalParentUuid), AgentTime (timestamp, verbatim), Meta (sessionId,
+// agentId, cwd, version, gitBranch; permissionMode as AgentMode; the
+// assistant's model unless it is "<synthetic>"; ai-title and custom-title as
+// Title) and Signals:
+//
+//	user, isCompactSummary           compact_end
+//	user, isMeta                     none
+//	user, "[Request interrupted by user…"  interrupt (Name "tool_use" for the
+//	                                 "… for tool use" form)
+//	user, <task-notification> text   background_done per notification
+//	user, slash command or local command record (<command-name>,
+//	      <local-command-stdout>, <bash-input>, …)  none
+//	user, other text or images       prompt (ID promptId, Text the prompt)
+//	user, tool_result blocks         tool_result per block (ID tool_use_id,
+//	                                 Status ok|error|rejected|interrupted|
+//	                                 backgrounded, Task: background task id, or
+//	                                 the subagent id of an Agent/Task result),
+//	                                 then background_done when a TaskOutput or
+//	                                 BashOutput result reports an ended task;
+//	                                 an interrupt marker in the same message
+//	                                 adds interrupt
+//	assistant, isApiErrorMessage     api_error (Status "failed"), turn_end
+//	                                 (Name "api_error")
+//	assistant, per content block     thinking|redacted_thinking: thinking;
+//	                                 text: text (Text: head … tail);
+//	                                 tool_use: tool_use (ID, Name, Background =
+//	                                 input.run_in_background, Text: command,
+//	                                 path or query), and question too for
+//	                                 AskUserQuestion; server-side tool blocks:
+//	                                 none
+//	assistant, stop_reason end_turn  turn_end (Name "end_turn") after the
+//	                                 blocks, unless the line's last block is
+//	                                 thinking: Claude Code repeats the
+//	                                 message's stop_reason on every line of a
+//	                                 streamed message, and a thinking block is
+//	                                 never a turn's last
+//	system/compact_boundary          compact_end (Name: trigger)
+//	system/turn_duration             turn_end (Name "turn_duration")
+//	system/api_error                 api_error (Status "retrying")
+//	permission-mode                  mode (Name permissionMode)
+//	queue-operation enqueue, attachment/queued_command with
+//	      <task-notification>        background_done (Task, Status
+//	                                 completed|failed|killed)
+//	other known types                none
+//	unknown type                     none, and a Problems entry
+//
+// A member of an unexpected JSON type yields a Problems entry, not an
+// error. Raw, Sig texts and Meta are redacted; Raw is then cut to the cap
+// (Config.MaxRaw) on a rune boundary, with Cut holding the original
+// line's length and SHA-256 (before redaction, without its newline);
+// signals always come from the whole line.
+//
+// Errors are *LineError values naming path and n: ErrInvalidUTF8 (Col is
+// the first bad byte), ErrSyntax (Col is where the JSON parser stopped) or
+// ErrNotObject. With an error the observation is still returned, with Kind
+// "invalid", no signals, Raw (invalid bytes replaced by U+FFFD) and the
+// error in Problems, so an importer can record the line and keep its line
+// cursor dense.
+func (p *Parser) Line(path string, n int, b []byte) (events.Observation, error) {
+	b = trimEOL(b)
+	o := events.Observation{Key: "line:" + strconv.Itoa(n), Parser: ParserLine, Path: path, Line: n}
+	top, col, err := decodeObject(b)
+	if err != nil {
+		lerr := &LineError{Path: path, Line: n, Col: col, Err: err}
+		o.Kind = "invalid"
+		o.Problems = []string{fmt.Sprintf("line %d:%d: %v", n, col, err)}
+		return p.finish(o, b), lerr
+	}
+	var probs []string
+	t := object{m: top, probs: &probs}
+	typ := t.str("type")
+	o.Kind = typ
+	o.UUID = t.str("uuid")
+	o.ParentUUID = t.str("parentUuid")
+	if o.ParentUUID == "" {
+		o.ParentUUID = t.str("logicalParentUuid")
+	}
+	o.AgentTime = t.str("timestamp")
+	o.Meta = events.Meta{
+		SessionID: t.str("sessionId"),
+		AgentID:   t.str("agentId"),
+		Cwd:       t.str("cwd"),
+		Version:   t.str("version"),
+		GitBranch: t.str("gitBranch"),
+		AgentMode: t.str("permissionMode"),
+	}
+	var sigs []events.Sig
+	switch typ {
+	case "user":
+		sigs = userLine(t)
+	case "assistant":
+		sigs = assistantLine(t, &o.Meta)
+	case "system":
+		sub := t.str("subtype")
+		if sub != "" {
+			o.Kind = "system/" + sub
+		}
+		sigs = systemLine(t, sub)
+	case "attachment":
+		if a, ok := t.obj("attachment"); ok {
+			at := a.str("type")
+			if at != "" {
+				o.Kind = "attachment/" + at
+			}
+			if at == "queued_command" {
+				text := a.str("prompt")
+				if text == "" {
+					text = textOf(a.raw("content"))
+				}
+				sigs = notifications(text)
+			}
+		}
+	case "queue-operation":
+		if t.str("operation") == "enqueue" {
+			sigs = notifications(textOf(t.raw("content")))
+		}
+	case "permission-mode":
+		if m := t.str("permissionMode"); m != "" {
+			sigs = []events.Sig{{Kind: events.SigMode, Name: m}}
+		}
+	case "ai-title":
+		o.Meta.Title = t.str("aiTitle")
+	case "custom-title":
+		o.Meta.Title = t.str("customTitle")
+	case "summary", "file-history-snapshot", "last-prompt", "progress", "mode",
+		"agent-name", "pr-link", "worktree-state", "tag":
+		// Recorded, no signal.
+	case "":
+		o.Kind = "untyped"
+		probs = append(probs, `line has no "type"`)
+	default:
+		probs = append(probs, fmt.Sprintf("unknown line type %q", typ))
+	}
+	o.Signals = sigs
+	o.Problems = probs
+	return p.finish(o, b), nil
+}
+
+// localPrefixes start user lines that record a slash command or a local
+// command and its output rather than a prompt to the model.
+func localPrefixes() []string {
+	return []string{
+		"<command-name>", "<command-message>", "<command-args>",
+		"<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>",
+		"<bash-input>", "<bash-stdout>", "<bash-stderr>", "<user-memory-input>",
+	}
+}
+
+func userLine(t object) []events.Sig {
+	if t.boolean("isCompactSummary") {
+		return []events.Sig{{Kind: events.SigCompactEnd, Name: "summary"}}
+	}
+	if t.boolean("isMeta") {
+		return nil
+	}
+	msg, ok := t.obj("message")
+	if !ok {
+		return nil
+	}
+	promptID := t.str("promptId")
+	content := msg.raw("content")
+	switch k := jsonKind(content); k {
+	case "string":
+		return userText(msg.str("content"), promptID, false)
+	case "array":
+	case "null", "nothing":
+		return nil
+	default:
+		msg.problem("content", "string or array", k)
+		return nil
+	}
+	var (
+		sigs    []events.Sig
+		results []result
+		texts   []string
+		media   bool
+	)
+	for i, raw := range msg.arr("content") {
+		b, ok := newObject(raw, fmt.Sprintf("message.content[%d]", i), t.probs)
+		if !ok {
+			continue
+		}
+		switch b.str("type") {
+		case "tool_result":
+			results = append(results, result{
+				id:      b.str("tool_use_id"),
+				isError: b.boolean("is_error"),
+				content: textOf(b.raw("content")),
+			})
+		case "text":
+			texts = append(texts, b.str("text"))
+		case "image", "document":
+			media = true
+		}
+	}
+	if len(results) == 1 {
+		// toolUseResult describes the line's tool result; with several
+		// results in one line it cannot be told whose it is.
+		results[0].detail = t.raw("toolUseResult")
+	}
+	for _, r := range results {
+		sigs = append(sigs, r.signals()...)
+	}
+	text := strings.Join(texts, "\n")
+	if len(results) > 0 {
+		for _, s := range texts {
+			sigs = append(sigs, userText(s, "", true)...)
+		}
+		return sigs
+	}
+	sigs = userText(text, promptID, false)
+	if sigs == nil && media {
+		sigs = []events.Sig{{Kind: events.SigPrompt, ID: promptID}}
+	}
+	return sigs
+}
+
+// userText returns the signals of a user's text: an interrupt, task
+// notifications, nothing for a local command record, else a prompt. With
+// onlyInterrupt (text beside tool results) only an interrupt counts.
+func userText(s, promptID string, onlyInterrupt bool) []events.Sig {
+	trimmed := strings.TrimSpace(s)
+	if strings.HasPrefix(trimmed, interruptMarker) {
+		sig := events.Sig{Kind: events.SigInterrupt, Text: trimmed}
+		if strings.Contains(trimmed, "for tool use") {
+			sig.Name = "tool_use"
+		}
+		return []events.Sig{sig}
+	}
+	if onlyInterrupt || trimmed == "" {
+		return nil
+	}
+	if strings.Contains(trimmed, "<task-notification>") {
+		return notifications(trimmed)
+	}
+	for _, p := range localPrefixes() {
+		if strings.HasPrefix(trimmed, p) {
+			return nil
+		}
+	}
+	return []events.Sig{{Kind: events.SigPrompt, ID: promptID, Text: trimmed}}
+}
+
+func assistantLine(t object, meta *events.Meta) []events.Sig {
+	msg, _ := t.obj("message")
+	if m := msg.str("model"); !strings.HasPrefix(m, "<") {
+		meta.Model = m
+	}
+	if t.boolean("isApiErrorMessage") {
+		text := textOf(msg.raw("content"))
+		if text == "" {
+			text = t.str("error")
+		}
+		return []events.Sig{
+			{Kind: events.SigAPIError, Status: APIErrorFailed, Text: text},
+			{Kind: events.SigTurnEnd, Name: "api_error"},
+		}
+	}
+	var sigs []events.Sig
+	last := ""
+	content := msg.raw("content")
+	switch k := jsonKind(content); k {
+	case "string":
+		if s := msg.str("content"); strings.TrimSpace(s) != "" {
+			sigs = append(sigs, events.Sig{Kind: events.SigText, Text: s})
+		}
+		last = "text"
+	case "array":
+		for i, raw := range msg.arr("content") {
+			b, ok := newObject(raw, fmt.Sprintf("message.content[%d]", i), t.probs)
+			if !ok {
+				continue
+			}
+			bt := b.str("type")
+			last = bt
+			switch bt {
+			case "thinking", "redacted_thinking":
+				sigs = append(sigs, events.Sig{Kind: events.SigThinking})
+			case "text":
+				if s := b.str("text"); strings.TrimSpace(s) != "" {
+					sigs = append(sigs, events.Sig{Kind: events.SigText, Text: s})
+				}
+			case "tool_use":
+				sigs = append(sigs, toolUse(b.str("id"), b.str("name"), b, "input")...)
+			case "server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
+				"mcp_tool_use", "mcp_tool_result", "code_execution_tool_result",
+				"bash_code_execution_tool_result", "text_editor_code_execution_tool_result",
+				"tool_search_tool_result", "container_upload", "image", "document":
+				// Run and answered within the API call: no entry to open.
+			default:
+				*t.probs = append(*t.probs, fmt.Sprintf("unknown content block type %q", bt))
+			}
+		}
+	case "null", "nothing":
+	default:
+		msg.problem("content", "array", k)
+	}
+	if msg.str("stop_reason") == "end_turn" && last != "thinking" && last != "redacted_thinking" {
+		sigs = append(sigs, events.Sig{Kind: events.SigTurnEnd, Name: "end_turn"})
+	}
+	return sigs
+}
+
+// toolUse returns the tool_use signal of a call to name with id, whose
+// input is member inKey of o, and a question signal for AskUserQuestion.
+func toolUse(id, name string, o object, inKey string) []events.Sig {
+	in, _ := o.obj(inKey)
+	sig := events.Sig{Kind: events.SigToolUse, ID: id, Name: name, Text: toolSummary(name, in)}
+	if r := in.raw("run_in_background"); r != nil {
+		sig.Background = in.boolean("run_in_background")
+	}
+	sigs := []events.Sig{sig}
+	if name == "AskUserQuestion" {
+		sigs = append(sigs, events.Sig{Kind: events.SigQuestion, ID: id, Name: name, Text: sig.Text})
+	}
+	return sigs
+}
+
+func systemLine(t object, sub string) []events.Sig {
+	switch sub {
+	case "compact_boundary":
+		trigger := ""
+		if m, ok := t.obj("compactMetadata"); ok {
+			trigger = m.str("trigger")
+		}
+		return []events.Sig{{Kind: events.SigCompactEnd, Name: trigger}}
+	case "turn_duration":
+		return []events.Sig{{Kind: events.SigTurnEnd, Name: "turn_duration"}}
+	case "api_error":
+		return []events.Sig{{Kind: events.SigAPIError, Status: APIErrorRetrying, Text: apiErrorText(t)}}
+	}
+	return nil
+}
+
+// apiErrorText summarizes a system/api_error line: "status 529:
+// Overloaded (retry 1/10)".
+func apiErrorText(t object) string {
+	q := t.quiet()
+	var status, msg string
+	if e, ok := q.obj("error"); ok {
+		status = e.number("status")
+		// The API's error nests: {status, error: {type, error: {type, message}}}.
+		for range 4 {
+			if m := e.str("message"); m != "" {
+				msg = m
+				break
+			}
+			next, ok := e.obj("error")
+			if !ok {
+				break
+			}
+			e = next
+		}
+	} else {
+		msg = q.str("error")
+	}
+	var b strings.Builder
+	if status != "" {
+		b.WriteString("status " + status)
+	}
+	if msg != "" {
+		if b.Len() > 0 {
+			b.WriteString(": ")
+		}
+		b.WriteString(msg)
+	}
+	if a, m := q.number("retryAttempt"), q.number("maxRetries"); a != "" {
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString("(retry " + a)
+		if m != "" {
+			b.WriteString("/" + m)
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
