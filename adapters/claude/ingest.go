@@ -2,6 +2,7 @@ package claude
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -149,6 +150,11 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 	res.Lines = s.Lines
 	res.Skipped = s.Lines
 	last := s.UpdatedAt
+	if last.IsZero() {
+		// Lines before the first timestamped one take its time, so an
+		// import decides the same events on every host.
+		last = firstTime(path)
+	}
 	uuids := map[string]bool{}
 	for l, err := range ReadLines(path, s.Lines) {
 		if err != nil {
@@ -196,7 +202,51 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 	return res, nil
 }
 
-// ImportTranscript imports t and its subagents' transcripts.
+// firstTime returns the first timestamp among the transcript's first 64
+// lines, or the zero time.
+func firstTime(path string) time.Time {
+	n := 0
+	for l, err := range ReadLines(path, 0) {
+		if err != nil || l.Torn || n >= 64 {
+			break
+		}
+		n++
+		var v struct {
+			Timestamp string `json:"timestamp"`
+		}
+		if json.Unmarshal(l.Bytes, &v) == nil {
+			if t, err := time.Parse(time.RFC3339Nano, v.Timestamp); err == nil {
+				return t
+			}
+		}
+	}
+	return time.Time{}
+}
+
+// sessionIDOf returns the sessionId the transcript's lines carry (the
+// first one among its first 64 lines), or "" if none does. Claude Code
+// names a transcript after its session, but a copied or renamed file
+// keeps its identity this way.
+func sessionIDOf(path string) string {
+	n := 0
+	for l, err := range ReadLines(path, 0) {
+		if err != nil || l.Torn || n >= 64 {
+			break
+		}
+		n++
+		var v struct {
+			SessionID string `json:"sessionId"`
+		}
+		if json.Unmarshal(l.Bytes, &v) == nil && v.SessionID != "" && events.ValidID(v.SessionID) == nil {
+			return v.SessionID
+		}
+	}
+	return ""
+}
+
+// ImportTranscript imports t and its subagents' transcripts. The session
+// is the one the transcript's lines name (sessionId), else t.SessionID;
+// each subagent is its own session, agent-<id>, whose parent it names.
 func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress func(path string, line int)) ([]FileResult, error) {
 	var out []FileResult
 	step := func(path string) func(int) {
@@ -205,8 +255,12 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 		}
 		return func(n int) { progress(path, n) }
 	}
+	sid := t.SessionID
 	if t.Path != "" {
-		agg, err := SessionAggregate(t.SessionID, "")
+		if id := sessionIDOf(t.Path); id != "" {
+			sid = id
+		}
+		agg, err := SessionAggregate(sid, "")
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", t.Path, err)
 		}
@@ -217,7 +271,7 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 		}
 	}
 	for _, sa := range t.Subagents {
-		agg, err := SessionAggregate(sa.SessionID, strings.TrimPrefix(sa.AgentID, "agent-"))
+		agg, err := SessionAggregate(sid, strings.TrimPrefix(sa.AgentID, "agent-"))
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", sa.Path, err)
 		}
@@ -228,4 +282,30 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 		}
 	}
 	return out, nil
+}
+
+// LooksLikeTranscript reports whether the file at path reads as a Claude
+// Code transcript: its first line is a JSON object with a string "type".
+// An empty file qualifies (a session just created). When it does not, the
+// reason says why, for a message that names the file.
+func LooksLikeTranscript(path string) (bool, string) {
+	for l, err := range ReadLines(path, 0) {
+		if err != nil {
+			return false, err.Error()
+		}
+		if l.Torn {
+			return true, ""
+		}
+		var v struct {
+			Type *string `json:"type"`
+		}
+		if err := json.Unmarshal(l.Bytes, &v); err != nil {
+			return true, "" // the import reports the bad line with its position
+		}
+		if v.Type == nil {
+			return false, "its first line has no \"type\" field"
+		}
+		return true, ""
+	}
+	return true, ""
 }

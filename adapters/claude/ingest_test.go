@@ -99,18 +99,12 @@ func TestIngest_Corpus(t *testing.T) {
 		t.Fatal("no transcripts in corpus")
 	}
 	ts = slices.DeleteFunc(ts, func(tr Transcript) bool { return filepath.Base(tr.Path) != "transcript.jsonl" })
-	for i := range ts {
-		// Every recording is named transcript.jsonl: give each its own session.
-		ts[i].SessionID = filepath.Base(filepath.Dir(ts[i].Path))
-		for j := range ts[i].Subagents {
-			ts[i].Subagents[j].SessionID = ts[i].SessionID
-		}
-	}
 	for _, tr := range ts {
-		if _, err := in.ImportTranscript(t.Context(), tr, nil); err != nil {
+		rs, err := in.ImportTranscript(t.Context(), tr, nil)
+		if err != nil {
 			t.Fatalf("import %s: %v", tr.Path, err)
 		}
-		ours := arcOf(t, l, tr.SessionID)
+		ours := arcOf(t, l, rs[0].Session)
 		peer := peerArc(t, tr.Path+".replay.json.golden")
 		scenario := filepath.Base(filepath.Dir(tr.Path))
 		final := "agree"
@@ -125,8 +119,8 @@ func TestIngest_Corpus(t *testing.T) {
 		if final != "agree" || seq != "agree" {
 			t.Errorf("%s: phase arc differs from the peer's", scenario)
 		}
-		for _, sa := range tr.Subagents {
-			t.Logf("%-32s   subagent %s: %s", "", sa.AgentID, strings.Join(arcOf(t, l, "agent-"+strings.TrimPrefix(sa.AgentID, "agent-")), ">"))
+		for _, r := range rs[1:] {
+			t.Logf("%-32s   subagent %s: %s", "", r.Session, strings.Join(arcOf(t, l, r.Session), ">"))
 		}
 	}
 	// A second import appends nothing.

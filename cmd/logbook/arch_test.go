@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestArchitecture enforces DESIGN.md's import rules: the folders are the
+// architecture, and imports point inward only.
+func TestArchitecture(t *testing.T) {
+	const mod = "github.com/logbook-dev/logbook"
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", mod+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	// allowed[prefix] lists the module packages (by prefix) a folder may import.
+	allowed := map[string][]string{
+		"events":      {},
+		"reducers":    {"events"},
+		"projections": {"events", "reducers"},
+		"sandbox":     {},
+		"replay":      {"events", "reducers", "projections"},
+		"adapters":    {"events", "reducers", "projections", "sandbox", "adapters"},
+		"cmd":         {""},
+	}
+	// external[prefix] lists the outside modules a core folder may import;
+	// a folder not named here may import any.
+	external := map[string][]string{
+		"events":   {"github.com/oklog/ulid"},
+		"reducers": {},
+		"sandbox":  {"github.com/creack/pty", "golang.org/x/sys"},
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, mod), "/")
+		folder, _, _ := strings.Cut(rel, "/")
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, mod+"/") {
+				target := strings.TrimPrefix(imp, mod+"/")
+				if strings.HasPrefix(target, "cmd") {
+					t.Errorf("%s imports %s: nothing imports cmd", p.ImportPath, imp)
+				}
+				ok := false
+				for _, a := range allowed[folder] {
+					if a == "" || target == a || strings.HasPrefix(target, a+"/") {
+						ok = true
+					}
+				}
+				if !ok && !strings.HasPrefix(target, folder+"/") && target != folder {
+					t.Errorf("%s imports %s: %s/ may import only %v", p.ImportPath, imp, folder, allowed[folder])
+				}
+				continue
+			}
+			first, _, _ := strings.Cut(imp, "/")
+			if !strings.Contains(first, ".") {
+				continue // standard library
+			}
+			ext, limited := external[folder]
+			if !limited {
+				continue
+			}
+			ok := false
+			for _, e := range ext {
+				if strings.HasPrefix(imp, e) {
+					ok = true
+				}
+			}
+			if !ok {
+				t.Errorf("%s imports %s: %s/ may import only the standard library and %v", p.ImportPath, imp, folder, ext)
+			}
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/replay"
+)
+
+func auditCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "audit SESSION",
+		Short: "Print a session's audit timeline: every transition, entry, verdict and abandonment, with its cause",
+		Long: `audit reads one session's events from the log and prints every transition
+(from → to, activity), every entry opened, closed or abandoned, every mode
+change, review request and verdict, and the end — each with its stream
+sequence, time, cause, and the observation it came from.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := openBackend(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			items, err := replay.Timeline(cmd.Context(), b.log, args[0])
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return writeJSON(g.stdout, items)
+			}
+			return replay.WriteText(g.stdout, items)
+		},
+	}
+}

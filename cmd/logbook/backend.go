@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// backend is how a command reaches the log: through a running server
+// (remote: its loopback listener, or an external NATS URL) or, when none
+// runs, directly on the data dir with an embedded server of its own
+// (local), holding the data dir's lock while it works.
+type backend struct {
+	dd     dataDir
+	reg    *events.Registry
+	nc     *nats.Conn
+	log    *natslog.Log
+	remote bool
+	srv    *natslog.Server // local only
+	lock   *os.File        // local only
+}
+
+// openBackend connects to the server named by serve.json (or natsURL),
+// and falls back to opening the data dir directly when no server answers.
+func openBackend(ctx context.Context, g *globals) (*backend, error) {
+	dd, err := resolveDataDir(g.data)
+	if err != nil {
+		return nil, err
+	}
+	b := &backend{dd: dd, reg: events.NewRegistry()}
+	if url, opts, ok := g.serverURL(dd); ok {
+		nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(3), nats.ReconnectWait(200*time.Millisecond))...)
+		if err == nil {
+			b.nc, b.remote = nc, true
+		} else if g.natsURL != "" {
+			return nil, err
+		}
+	}
+	if !b.remote {
+		lock, err := dd.lock("logbook " + g.cmdName)
+		if errors.Is(err, errBusy) {
+			return nil, fmt.Errorf("%w; is `logbook serve` running but not answering? (%s)", err, dd.path("serve.json"))
+		}
+		if err != nil {
+			return nil, err
+		}
+		b.lock = lock
+		srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{StoreDir: dd.path("jetstream")})
+		if err != nil {
+			lock.Close()
+			return nil, fmt.Errorf("open log in %s: %w", dd, err)
+		}
+		b.srv, b.nc = srv, srv.Conn()
+	}
+	l, err := natslog.Open(ctx, b.nc, natslog.Config{Registry: b.reg})
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	b.log = l
+	return b, nil
+}
+
+// Close releases everything the backend holds, in reverse order.
+func (b *backend) Close() error {
+	if b.log != nil {
+		b.log.Close()
+	}
+	if b.srv != nil {
+		b.srv.Shutdown()
+	} else if b.nc != nil {
+		b.nc.Drain()
+	}
+	if b.lock != nil {
+		b.lock.Close()
+	}
+	return nil
+}
+
+// serverURL returns the URL and options to reach a server: --nats-url if
+// given, else the running serve's loopback listener with the data dir's
+// credentials.
+func (g *globals) serverURL(dd dataDir) (string, []nats.Option, bool) {
+	if g.natsURL != "" {
+		return g.natsURL, nil, true
+	}
+	si, ok := dd.readServeInfo()
+	if !ok {
+		return "", nil, false
+	}
+	c, err := dd.credentials()
+	if err != nil {
+		return "", nil, false
+	}
+	return si.URL, []nats.Option{nats.UserInfo(c.User, c.Password)}, true
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// dataDir is Logbook's data directory:
+//
+//	lock         flock held by the process that owns the store (serve, or a command working directly)
+//	jetstream/   the embedded JetStream store: the log
+//	views/       Pebble projections
+//	spool/       hook payloads waiting for a server
+//	creds.json   generated NATS credentials (0600)
+//	serve.json   where the running server listens (0600), removed on clean exit
+type dataDir string
+
+func (d dataDir) path(elem ...string) string {
+	return filepath.Join(append([]string{string(d)}, elem...)...)
+}
+
+// resolveDataDir picks the data directory: the flag, then $LOGBOOK_DATA,
+// then $XDG_DATA_HOME/logbook, then ~/.local/share/logbook.
+func resolveDataDir(flag string) (dataDir, error) {
+	dir := flag
+	if dir == "" {
+		dir = os.Getenv("LOGBOOK_DATA")
+	}
+	if dir == "" {
+		if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+			dir = filepath.Join(x, "logbook")
+		}
+	}
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("data dir: %w (set --data or LOGBOOK_DATA)", err)
+		}
+		dir = filepath.Join(home, ".local", "share", "logbook")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("data dir %s: %w", dir, err)
+	}
+	return dataDir(abs), nil
+}
+
+func (d dataDir) ensure() error {
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	return nil
+}
+
+// errBusy reports a data dir locked by another process.
+var errBusy = errors.New("data dir in use")
+
+// lock takes the data dir's exclusive lock without waiting. The lock file
+// holds the owner's pid for error messages. Closing the file releases it.
+func (d dataDir) lock(role string) (*os.File, error) {
+	if err := d.ensure(); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(d.path("lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", d.path("lock"), err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		owner, _ := os.ReadFile(d.path("lock"))
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is held by %s", errBusy, d, strings.TrimSpace(string(owner)))
+	}
+	f.Truncate(0)
+	fmt.Fprintf(f, "%s pid %d\n", role, os.Getpid())
+	return f, nil
+}
+
+// creds are the NATS user and password that protect the server's
+// loopback listener.
+type creds struct {
+	User     string `json:"user"`
+	Password string `json:"password"`
+}
+
+// credentials loads creds.json, creating it (0600) with a fresh random
+// password if absent.
+func (d dataDir) credentials() (creds, error) {
+	var c creds
+	b, err := os.ReadFile(d.path("creds.json"))
+	if err == nil {
+		if err := json.Unmarshal(b, &c); err != nil || c.User == "" || c.Password == "" {
+			return c, fmt.Errorf("credentials %s: malformed; remove it to generate new ones", d.path("creds.json"))
+		}
+		return c, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return c, fmt.Errorf("credentials: %w", err)
+	}
+	var p [24]byte
+	if _, err := rand.Read(p[:]); err != nil {
+		return c, fmt.Errorf("credentials: %w", err)
+	}
+	c = creds{User: "logbook", Password: hex.EncodeToString(p[:])}
+	b, _ = json.MarshalIndent(c, "", "  ")
+	if err := writeFileAtomic(d.path("creds.json"), b, 0o600); err != nil {
+		return c, fmt.Errorf("credentials: %w", err)
+	}
+	return c, nil
+}
+
+// serveInfo says where a running server listens.
+type serveInfo struct {
+	URL     string    `json:"url"`
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+}
+
+func (d dataDir) readServeInfo() (serveInfo, bool) {
+	var si serveInfo
+	b, err := os.ReadFile(d.path("serve.json"))
+	if err != nil || json.Unmarshal(b, &si) != nil || si.URL == "" {
+		return si, false
+	}
+	return si, true
+}
+
+func (d dataDir) writeServeInfo(si serveInfo) error {
+	b, _ := json.MarshalIndent(si, "", "  ")
+	return writeFileAtomic(d.path("serve.json"), b, 0o600)
+}
+
+// writeFileAtomic writes b to path through a synced temporary file and a
+// rename, so readers see the old or the new content, never a part.
+func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
+	tmp := path + ".tmp-" + strconv.Itoa(os.Getpid())
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+)
+
+// maxHookPayload caps what `logbook hook claude` reads from stdin, in
+// bytes. Larger payloads are refused (the observation's own cap keeps
+// far less of it anyway).
+const maxHookPayload = 32 << 20
+
+// hookTimeout bounds how long a hook waits for the server before it
+// leaves the payload in the spool.
+const hookTimeout = 2 * time.Second
+
+func hookCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "hook", Short: "Receive agent hooks"}
+	claudeHook := &cobra.Command{
+		Use:   "claude",
+		Short: "Record one Claude Code hook payload read from stdin",
+		Long: `hook claude reads one Claude Code hook payload on stdin, keeps it in the
+data dir's spool (durably, before answering), and delivers the spool, in
+order, to the running server. When no server runs, the payload waits in the
+spool and the server delivers it when it starts. It never blocks the agent:
+it exits 0 whether or not the server took the payload, and 1 (a
+non-blocking error for Claude Code) only for a payload it cannot read.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return hookClaude(cmd.Context(), g)
+		},
+	}
+	cmd.AddCommand(claudeHook)
+	return cmd
+}
+
+func hookClaude(ctx context.Context, g *globals) error {
+	payload, err := io.ReadAll(io.LimitReader(g.stdin, maxHookPayload+1))
+	if err != nil {
+		return fmt.Errorf("hook claude: read stdin: %w", err)
+	}
+	if len(payload) > maxHookPayload {
+		return fmt.Errorf("hook claude: payload over %d MiB refused", maxHookPayload>>20)
+	}
+	payload = bytes.TrimSpace(payload)
+	if _, err := claude.ParseHook(payload, claude.Config{}); err != nil {
+		return fmt.Errorf("hook claude: %w", err)
+	}
+	dd, err := resolveDataDir(g.data)
+	if err != nil {
+		return err
+	}
+	sp, err := claude.Open(dd.path("spool"))
+	if err != nil {
+		return err
+	}
+	if _, err := sp.Put(payload); err != nil {
+		return fmt.Errorf("hook claude: spool: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, hookTimeout)
+	defer cancel()
+	if err := deliverSpool(ctx, g, dd, sp); err != nil {
+		// The payload is safe in the spool; the server delivers it later.
+		fmt.Fprintf(g.stderr, "logbook hook: kept in spool: %v\n", err)
+	}
+	return nil
+}
+
+// deliverSpool sends every spooled payload, oldest first, to the running
+// server, removing each one the server has made durable. It stops at the
+// first failure, so order holds. Another process already delivering is
+// not an error.
+func deliverSpool(ctx context.Context, g *globals, dd dataDir, sp *claude.Spool) error {
+	url, opts, ok := g.serverURL(dd)
+	if !ok {
+		return fmt.Errorf("no server running (no %s)", dd.path("serve.json"))
+	}
+	nc, err := natslog.Connect(url, append(opts, nats.Timeout(500*time.Millisecond), nats.MaxReconnects(0), nats.NoReconnect())...)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	lock, err := sp.TryLock()
+	if err != nil {
+		return nil // someone else delivers
+	}
+	defer lock.Unlock()
+	pending, err := sp.Pending()
+	if err != nil {
+		return err
+	}
+	for _, e := range pending {
+		var r hookReply
+		err := callAPI(ctx, nc, verbHook, hookRequest{ID: e.ID, Payload: e.Payload}, &r)
+		if err != nil && isInputError(err) {
+			if err := rejectSpooled(sp.Dir(), e.ID, err); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stderr, "logbook hook: spooled payload %s refused: %v\n", e.ID, err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := sp.Remove(e.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+)
+
+func importCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "import", Short: "Import agent transcripts"}
+	var workers int
+	claudeImport := &cobra.Command{
+		Use:   "claude PATH...",
+		Short: "Import Claude Code transcripts (files or directories such as ~/.claude/projects)",
+		Long: `import claude reads Claude Code session transcripts (.jsonl) and their
+subagents' transcripts and appends each line, with the decisions it causes,
+as one atomic batch to the session's aggregate. Importing again appends
+only lines that are new; a last line still being written waits for the next
+import; a line that does not parse stops that file with its path and line.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return importClaude(cmd.Context(), g, args, workers)
+		},
+	}
+	claudeImport.Flags().IntVar(&workers, "workers", 4, "transcripts imported at once")
+	cmd.AddCommand(claudeImport)
+	return cmd
+}
+
+// importSummary is what `import claude --json` prints.
+type importSummary struct {
+	Files          []claude.FileResult `json:"files"`
+	Appended       int                 `json:"appended"`
+	Skipped        int                 `json:"skipped"`
+	Errors         []string            `json:"errors,omitempty"`
+	NotTranscripts []string            `json:"skipped_files,omitempty"` // files that are not transcripts
+}
+
+func importClaude(ctx context.Context, g *globals, paths []string, workers int) error {
+	ts, err := claude.Discover(paths...)
+	if err != nil {
+		return err
+	}
+	var skipped []string
+	ts = slices.DeleteFunc(ts, func(t claude.Transcript) bool {
+		if t.Path == "" {
+			return false
+		}
+		ok, why := claude.LooksLikeTranscript(t.Path)
+		if !ok {
+			skipped = append(skipped, fmt.Sprintf("%s: not a Claude Code transcript: %s", t.Path, why))
+		}
+		return !ok
+	})
+	b, err := openBackend(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	host, _ := os.Hostname()
+	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Host: host})
+	if err != nil {
+		return err
+	}
+	if workers < 1 {
+		workers = 1
+	}
+	prog := newProgress(g.stderr, len(ts))
+	var (
+		mu  sync.Mutex
+		sum importSummary
+		wg  sync.WaitGroup
+	)
+	work := make(chan claude.Transcript)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range work {
+				rs, err := ing.ImportTranscript(ctx, t, func(string, int) { prog.line() })
+				mu.Lock()
+				sum.Files = append(sum.Files, rs...)
+				for _, r := range rs {
+					sum.Appended += r.Appended
+					sum.Skipped += r.Skipped
+				}
+				if err != nil {
+					sum.Errors = append(sum.Errors, err.Error())
+				}
+				mu.Unlock()
+				prog.file()
+			}
+		}()
+	}
+	for _, t := range ts {
+		select {
+		case work <- t:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	prog.done()
+	sum.NotTranscripts = skipped
+	if g.json {
+		if err := writeJSON(g.stdout, sum); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range sum.Files {
+			for _, w := range f.Warnings {
+				fmt.Fprintf(g.stderr, "warning: %s\n", w)
+			}
+		}
+		for _, s := range sum.NotTranscripts {
+			fmt.Fprintf(g.stderr, "skipped: %s\n", s)
+		}
+		for _, e := range sum.Errors {
+			fmt.Fprintf(g.stderr, "error: %s\n", e)
+		}
+		fmt.Fprintf(g.stdout, "imported %d transcripts: %d lines appended, %d already in the log\n", len(sum.Files), sum.Appended, sum.Skipped)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if len(sum.Errors) > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d transcripts stopped at a bad line (see above); the lines before it are imported", len(sum.Errors))}
+	}
+	return nil
+}
+
+// progress prints a one-line counter on a terminal, at most every 100 ms.
+type progress struct {
+	mu           sync.Mutex
+	w            io.Writer
+	tty          bool
+	total, files int
+	lines        int
+	last         time.Time
+}
+
+func newProgress(w io.Writer, total int) *progress {
+	p := &progress{w: w, total: total}
+	if f, ok := w.(*os.File); ok {
+		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+		p.tty = err == nil
+	}
+	return p
+}
+
+func (p *progress) line() { p.mu.Lock(); p.lines++; p.showLocked(false); p.mu.Unlock() }
+func (p *progress) file() { p.mu.Lock(); p.files++; p.showLocked(false); p.mu.Unlock() }
+func (p *progress) done() { p.mu.Lock(); p.showLocked(true); p.mu.Unlock() }
+
+func (p *progress) showLocked(final bool) {
+	if !p.tty || (!final && time.Since(p.last) < 100*time.Millisecond) {
+		return
+	}
+	p.last = time.Now()
+	fmt.Fprintf(p.w, "\rimporting: %d/%d transcripts, %d lines", p.files, p.total, p.lines)
+	if final {
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,108 @@
+// Command logbook records coding-agent sessions as events on an embedded
+// NATS JetStream log, projects them into Pebble, and replays them.
+//
+// Run `logbook --help` for the commands. main only maps errors to exit
+// codes; every command is a function that takes its streams, so tests
+// drive it in-process.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// globals are the flags every command shares.
+type globals struct {
+	data    string // --data
+	natsURL string // --nats-url
+	json    bool   // --json
+	cmdName string
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
+}
+
+// exitError carries a specific exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := runCLI(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "logbook: %v\n", err)
+		if ee, ok := errors.AsType[*exitError](err); ok {
+			os.Exit(ee.code)
+		}
+		os.Exit(1)
+	}
+}
+
+// run executes one logbook command line.
+func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "logbook",
+		Short: "An event-sourced log of coding-agent sessions",
+		Long: `Logbook records every state change of a coding-agent session (Claude Code,
+Codex, home-grown harnesses) as an immutable event on an embedded NATS
+JetStream stream, folds the events into session projections kept in Pebble,
+and replays any history deterministically.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			g.cmdName = cmd.Name()
+		},
+	}
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.data, "data", "", "data directory (default $LOGBOOK_DATA, else $XDG_DATA_HOME/logbook, else ~/.local/share/logbook)")
+	pf.StringVar(&g.natsURL, "nats-url", "", "use this NATS server or cluster instead of the data dir's (e.g. nats://user:pass@host:4222)")
+	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON")
+	root.AddCommand(
+		serveCmd(g),
+		importCmd(g),
+		hookCmd(g),
+		sessionsCmd(g),
+		sessionCmd(g),
+		auditCmd(g),
+		replayCmd(g),
+		eventsCmd(g),
+		versionCmd(g),
+	)
+	return root.ExecuteContext(ctx)
+}
+
+func versionCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if g.json {
+				return writeJSON(g.stdout, map[string]string{"version": version})
+			}
+			_, err := fmt.Fprintf(g.stdout, "logbook %s\n", version)
+			return err
+		},
+	}
+}

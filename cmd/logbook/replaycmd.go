@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+	"github.com/logbook-dev/logbook/replay"
+)
+
+func replayCmd(g *globals) *cobra.Command {
+	var (
+		seq      uint64
+		at       string
+		sess     string
+		verify   bool
+		rederive bool
+		dump     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Rebuild state from the log at any point; verify the live projection; re-derive decisions",
+		Long: `replay folds the log into a fresh, in-memory projection and prints its state
+hash and sessions: as of the end, or of a stream sequence (--seq) or a time
+(--at), for the whole log or one session (--session).
+
+--verify compares the live projection's state hash with a fresh replay's up
+to the live checkpoint and prints both (exit 1 when they differ).
+--rederive runs today's session reducer over a session's stored
+observations and reports the first one whose decisions differ from those
+recorded (exit 1 when any do).
+--dump prints one line per record of the selected history.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if verify {
+				return replayVerify(ctx, g)
+			}
+			p := replay.Point{Seq: seq}
+			if at != "" {
+				t, err := time.Parse(time.RFC3339Nano, at)
+				if err != nil {
+					return fmt.Errorf("--at %q: want an RFC 3339 time such as 2026-11-30T10:00:00Z", at)
+				}
+				p.Time = t
+			}
+			if sess != "" {
+				p.Agg = events.Aggregate{Kind: events.KindSession, ID: sess}
+				if err := p.Agg.Validate(); err != nil {
+					return fmt.Errorf("--session: %w", err)
+				}
+			}
+			b, err := openBackend(ctx, g)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			switch {
+			case rederive:
+				if sess == "" {
+					return fmt.Errorf("--rederive needs --session")
+				}
+				r, err := replay.Rederive(ctx, b.log, sess)
+				if err != nil {
+					return err
+				}
+				if g.json {
+					if err := writeJSON(g.stdout, r); err != nil {
+						return err
+					}
+				} else if r.Agree() {
+					fmt.Fprintf(g.stdout, "session %s: %d observations decided again, all agree with the log\n", sess, r.Observations)
+				} else {
+					fmt.Fprintf(g.stdout, "session %s: %d of %d observations decide differently today; first at seq %d (%s), event %d:\n",
+						sess, r.Diverged, r.Observations, r.First.ObsSeq, r.First.Obs.Type, r.First.Index)
+					for _, e := range r.First.Recorded {
+						fmt.Fprintf(g.stdout, "  recorded:  %s %s\n", e.Type, summary(e))
+					}
+					for _, e := range r.First.Rederived {
+						fmt.Fprintf(g.stdout, "  rederived: %s %s\n", e.Type, summary(e))
+					}
+					if r.First.Refused != "" {
+						fmt.Fprintf(g.stdout, "  refused today: %s\n", r.First.Refused)
+					}
+				}
+				if !r.Agree() {
+					return &exitError{code: 1, err: fmt.Errorf("decisions diverge")}
+				}
+				return nil
+			case dump:
+				return replay.Dump(g.stdout, replay.Records(ctx, b.log, p))
+			}
+			store, err := replay.At(ctx, b.log, p, "")
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			hash, cp, err := store.Hash()
+			if err != nil {
+				return err
+			}
+			var ss []session.State
+			if sess != "" {
+				st, err := store.Session(sess)
+				if err != nil {
+					return err
+				}
+				ss = []session.State{st}
+			} else if ss, err = store.Sessions(""); err != nil {
+				return err
+			}
+			if g.json {
+				return writeJSON(g.stdout, struct {
+					Point    string          `json:"point"`
+					Seq      uint64          `json:"seq"`
+					Hash     string          `json:"hash"`
+					Sessions []session.State `json:"sessions"`
+				}{p.String(), cp, hash, ss})
+			}
+			fmt.Fprintf(g.stdout, "replayed %s: seq %d, state hash %s\n\n", p, cp, hash)
+			return printSessions(g.stdout, ss)
+		},
+	}
+	f := cmd.Flags()
+	f.Uint64Var(&seq, "seq", 0, "replay up to and including this stream sequence")
+	f.StringVar(&at, "at", "", "replay the events decided up to this time (RFC 3339)")
+	f.StringVar(&sess, "session", "", "replay only this session")
+	f.BoolVar(&verify, "verify", false, "compare the live projection with a fresh replay")
+	f.BoolVar(&rederive, "rederive", false, "decide a session's observations again with today's reducer (needs --session)")
+	f.BoolVar(&dump, "dump", false, "print one line per record instead")
+	return cmd
+}
+
+func replayVerify(ctx context.Context, g *globals) error {
+	return withAPI(ctx, g, func(_ *backend, call caller) error {
+		var r replay.Report
+		if err := call(ctx, verbVerify, struct{}{}, &r); err != nil {
+			return err
+		}
+		if g.json {
+			if err := writeJSON(g.stdout, r); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(g.stdout, "live projection at seq %d: %s\nfresh replay to seq %d: %s\n", r.Seq, r.LiveHash, r.Seq, r.ReplayHash)
+			if r.Equal {
+				fmt.Fprintln(g.stdout, "equal")
+			} else {
+				fmt.Fprintf(g.stdout, "DIFFERENT: %s\n", r)
+			}
+		}
+		if !r.Equal {
+			return &exitError{code: 1, err: fmt.Errorf("live projection differs from the log")}
+		}
+		return nil
+	})
+}

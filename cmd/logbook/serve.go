@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/oklog/run"
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+func serveCmd(g *globals) *cobra.Command {
+	var (
+		listen string
+		fsync  string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the log, the projector and the API on the data dir",
+		Long: `serve runs an embedded NATS JetStream server on the data dir (or uses
+--nats-url), keeps the Pebble projections in step with the log, answers the
+other commands on a loopback listener protected by generated credentials
+(creds.json in the data dir), and delivers hook payloads spooled while it
+was down.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), g, listen, fsync)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback host:port for clients (port 0 picks one; it is written to serve.json)")
+	cmd.Flags().StringVar(&fsync, "fsync", "always", "when the log reaches the disk: always (before every acknowledgement) or interval (every second; faster, can lose the last second on an OS crash)")
+	return cmd
+}
+
+func serve(ctx context.Context, g *globals, listen, fsync string) error {
+	dd, err := resolveDataDir(g.data)
+	if err != nil {
+		return err
+	}
+	var mode natslog.Fsync
+	switch fsync {
+	case "always":
+		mode = natslog.FsyncAlways
+	case "interval":
+		mode = natslog.FsyncInterval
+	default:
+		return fmt.Errorf("--fsync %q: want always or interval", fsync)
+	}
+	lock, err := dd.lock("logbook serve")
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	b := &backend{dd: dd, reg: events.NewRegistry(), lock: nil}
+	durability := "external NATS at " + g.natsURL
+	if g.natsURL != "" {
+		nc, err := natslog.Connect(g.natsURL, nats.Timeout(5*time.Second))
+		if err != nil {
+			return err
+		}
+		b.nc = nc
+	} else {
+		c, err := dd.credentials()
+		if err != nil {
+			return err
+		}
+		srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{
+			StoreDir: dd.path("jetstream"), Fsync: mode, Listen: listen, User: c.User, Password: c.Password,
+		})
+		if err != nil {
+			return fmt.Errorf("start log in %s: %w", dd, err)
+		}
+		b.srv, b.nc = srv, srv.Conn()
+		durability = srv.Durability()
+	}
+	defer b.Close()
+	if b.log, err = natslog.Open(ctx, b.nc, natslog.Config{Registry: b.reg}); err != nil {
+		return err
+	}
+	store, err := projections.Open(dd.path("views"), projections.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	svc, err := newService(b, store)
+	if err != nil {
+		return err
+	}
+	for verb, h := range map[string]func(context.Context, []byte) (any, error){
+		verbHook: svc.hook, verbSessions: svc.sessions, verbSession: svc.session, verbVerify: svc.verify,
+		verbStatus: func(ctx context.Context, _ []byte) (any, error) {
+			last, err := b.log.LastSeq(ctx)
+			return statusReply{Checkpoint: store.Checkpoint(), LastSeq: last, Durability: durability}, err
+		},
+	} {
+		sub, err := serveAPI(b.nc, verb, h)
+		if err != nil {
+			return fmt.Errorf("serve %s: %w", verb, err)
+		}
+		defer sub.Unsubscribe()
+	}
+	if b.srv != nil {
+		if err := dd.writeServeInfo(serveInfo{URL: b.srv.ClientURL(), PID: os.Getpid(), Started: time.Now().UTC()}); err != nil {
+			return fmt.Errorf("write %s: %w", dd.path("serve.json"), err)
+		}
+		defer os.Remove(dd.path("serve.json"))
+	}
+	fmt.Fprintf(g.stderr, "logbook serve: data %s\n", dd)
+	if b.srv != nil {
+		fmt.Fprintf(g.stderr, "logbook serve: listening on %s (credentials in %s)\n", b.srv.ClientURL(), dd.path("creds.json"))
+	}
+	fmt.Fprintf(g.stderr, "logbook serve: durability: %s\n", durability)
+
+	var grp run.Group
+	{
+		ctx, cancel := context.WithCancel(ctx)
+		grp.Add(func() error {
+			<-ctx.Done()
+			return nil
+		}, func(error) { cancel() })
+	}
+	{
+		ctx, cancel := context.WithCancel(ctx)
+		grp.Add(func() error {
+			err := svc.runner.Run(ctx)
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("projector: %w", err)
+		}, func(error) { cancel() })
+	}
+	{
+		ctx, cancel := context.WithCancel(ctx)
+		grp.Add(func() error {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				if n, err := svc.drainSpool(ctx); err != nil && ctx.Err() == nil {
+					fmt.Fprintf(g.stderr, "logbook serve: spool: %v\n", err)
+				} else if n > 0 {
+					fmt.Fprintf(g.stderr, "logbook serve: delivered %d spooled hook payloads\n", n)
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-t.C:
+				}
+			}
+		}, func(error) { cancel() })
+	}
+	err = grp.Run()
+	fmt.Fprintf(g.stderr, "logbook serve: stopped\n")
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

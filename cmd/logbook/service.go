@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/reducers/session"
+	"github.com/logbook-dev/logbook/replay"
+)
+
+// service is what a server does for its clients, and what a command does
+// for itself when no server runs: ingest hooks, answer queries from the
+// projection, verify it against a replay.
+type service struct {
+	log    events.Log
+	store  *projections.Store
+	runner *projections.Runner
+	ing    *claude.Ingester
+	spool  *claude.Spool
+}
+
+func newService(b *backend, store *projections.Store) (*service, error) {
+	host, _ := os.Hostname()
+	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Host: host})
+	if err != nil {
+		return nil, err
+	}
+	sp, err := claude.Open(b.dd.path("spool"))
+	if err != nil {
+		return nil, err
+	}
+	return &service{
+		log: b.log, store: store, ing: ing, spool: sp,
+		runner: &projections.Runner{Log: b.log, Store: store},
+	}, nil
+}
+
+// hookRequest carries one spooled hook payload.
+type hookRequest struct {
+	ID      string          `json:"id"` // spool entry ULID
+	Payload json.RawMessage `json:"payload"`
+}
+
+// hookReply says where the hook's batch landed (Seq 0: already seen).
+type hookReply struct {
+	Seq uint64 `json:"seq"`
+}
+
+func (s *service) hook(ctx context.Context, data []byte) (any, error) {
+	var req hookRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, fmt.Errorf("hook request: %w: %v", events.ErrMalformed, err)
+	}
+	id, err := ulid.ParseStrict(req.ID)
+	if err != nil {
+		return nil, fmt.Errorf("hook request: %w: id %q: %v", events.ErrMalformed, req.ID, err)
+	}
+	ap, err := s.ing.Hook(ctx, claude.Entry{ID: req.ID, Time: ulid.Time(id.Time()), Payload: req.Payload})
+	if err != nil {
+		return nil, err
+	}
+	return hookReply{Seq: ap.Last}, nil
+}
+
+// drainSpool delivers every spooled hook payload in order, removing each
+// once its batch is durable. A payload the server refuses as malformed is
+// moved aside (spool/rejected/) so it cannot block the ones after it.
+func (s *service) drainSpool(ctx context.Context) (int, error) {
+	lock, err := s.spool.TryLock()
+	if err != nil {
+		return 0, nil // another process is draining
+	}
+	defer lock.Unlock()
+	pending, err := s.spool.Pending()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range pending {
+		if _, err := s.ing.Hook(ctx, e); err != nil {
+			if isInputError(err) {
+				if err := rejectSpooled(s.spool.Dir(), e.ID, err); err != nil {
+					return n, err
+				}
+				continue
+			}
+			return n, fmt.Errorf("deliver spooled hook %s: %w", e.ID, err)
+		}
+		if err := s.spool.Remove(e.ID); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// sessionsRequest filters the session list.
+type sessionsRequest struct {
+	Phase string `json:"phase,omitempty"`
+}
+
+func (s *service) sessions(_ context.Context, data []byte) (any, error) {
+	var req sessionsRequest
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &req); err != nil {
+			return nil, fmt.Errorf("sessions request: %w: %v", events.ErrMalformed, err)
+		}
+	}
+	switch req.Phase {
+	case "", events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded:
+	default:
+		return nil, fmt.Errorf("sessions: %w: unknown phase %q (want ready, working, waiting or ended)", events.ErrRejected, req.Phase)
+	}
+	out, err := s.store.Sessions(req.Phase)
+	if out == nil {
+		out = []session.State{}
+	}
+	return out, err
+}
+
+// sessionRequest names one session.
+type sessionRequest struct {
+	ID string `json:"id"`
+}
+
+// sessionReply is one session's row, its subagents and the projection's
+// checkpoint.
+type sessionReply struct {
+	Session    session.State   `json:"session"`
+	Children   []session.State `json:"children"`
+	Checkpoint uint64          `json:"checkpoint"`
+}
+
+func (s *service) session(_ context.Context, data []byte) (any, error) {
+	var req sessionRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, fmt.Errorf("session request: %w: %v", events.ErrMalformed, err)
+	}
+	st, err := s.store.Session(req.ID)
+	if err != nil {
+		return nil, err
+	}
+	kids, err := s.store.Children(req.ID)
+	if err != nil {
+		return nil, err
+	}
+	if kids == nil {
+		kids = []session.State{}
+	}
+	return sessionReply{Session: st, Children: kids, Checkpoint: s.store.Checkpoint()}, nil
+}
+
+func (s *service) verify(ctx context.Context, _ []byte) (any, error) {
+	return replay.Verify(ctx, s.log, s.store)
+}
+
+// statusReply describes a running server.
+type statusReply struct {
+	Checkpoint uint64    `json:"checkpoint"`
+	LastSeq    uint64    `json:"last_seq"`
+	Durability string    `json:"durability"`
+	Started    time.Time `json:"started"`
+}
+
+// isInputError reports an error about the input itself, which no retry
+// can fix: a malformed payload or a decision the reducer refuses.
+func isInputError(err error) bool {
+	_, hookErr := errors.AsType[*claude.HookError](err)
+	return hookErr || errors.Is(err, events.ErrMalformed) || errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrMissingCause)
+}
+
+// rejectSpooled moves spool entry id aside into dir/rejected/, with a
+// note saying why, so it no longer blocks delivery of later entries.
+func rejectSpooled(dir, id string, why error) error {
+	rej := filepath.Join(dir, "rejected")
+	if err := os.MkdirAll(rej, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(rej, id+".why"), []byte(why.Error()+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(filepath.Join(dir, id+".json"), filepath.Join(rej, id+".json"))
+}

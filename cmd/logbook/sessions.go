@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+func sessionsCmd(g *globals) *cobra.Command {
+	var phase string
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "List sessions, optionally in one phase",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAPI(cmd.Context(), g, func(_ *backend, call caller) error {
+				var out []session.State
+				if err := call(cmd.Context(), verbSessions, sessionsRequest{Phase: phase}, &out); err != nil {
+					return err
+				}
+				if g.json {
+					return writeJSON(g.stdout, out)
+				}
+				return printSessions(g.stdout, out)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&phase, "phase", "", "only sessions in this phase: ready, working, waiting or ended")
+	return cmd
+}
+
+func printSessions(w io.Writer, ss []session.State) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tOPEN\tTURNS\tTOOLS\tMODEL\tUPDATED\tCWD")
+	for _, s := range ss {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Phase, dash(s.Activity), len(s.Entries), s.Turns, s.ToolCalls, dash(s.Model), s.UpdatedAt.Format(time.RFC3339), dash(s.Cwd))
+	}
+	return tw.Flush()
+}
+
+func sessionCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "session", Short: "Inspect one session"}
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a session's state, open entries with their age, and subagents",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAPI(cmd.Context(), g, func(_ *backend, call caller) error {
+				var out sessionReply
+				if err := call(cmd.Context(), verbSession, sessionRequest{ID: args[0]}, &out); err != nil {
+					return err
+				}
+				if g.json {
+					return writeJSON(g.stdout, out)
+				}
+				return printSession(g.stdout, out, time.Now())
+			})
+		},
+	}
+	cmd.AddCommand(show)
+	return cmd
+}
+
+func printSession(w io.Writer, r sessionReply, now time.Time) error {
+	s := r.Session
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("session", s.ID)
+	row("phase", s.Phase)
+	row("activity", dash(s.Activity))
+	row("agent", dash(s.Agent))
+	if s.Parent != "" {
+		row("parent", s.Parent)
+	}
+	if s.AgentType != "" {
+		row("agent type", s.AgentType)
+	}
+	row("model", dash(s.Model))
+	row("cwd", dash(s.Cwd))
+	row("branch", dash(s.GitBranch))
+	row("title", dash(s.Title))
+	row("mode", fmt.Sprintf("%s (agent: %s, revision %d)", dash(s.Mode), dash(s.AgentMode), s.ModeRevision))
+	row("turns", fmt.Sprint(s.Turns))
+	row("tool calls", fmt.Sprint(s.ToolCalls))
+	row("abandoned", fmt.Sprint(s.Abandoned))
+	row("observations", fmt.Sprint(s.Observations))
+	row("started", s.StartedAt.Format(time.RFC3339Nano))
+	row("updated", s.UpdatedAt.Format(time.RFC3339Nano))
+	if s.EndReason != "" {
+		row("ended", s.EndReason)
+	}
+	row("checkpoint", fmt.Sprint(r.Checkpoint))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nopen entries: %d\n", len(s.Entries))
+	for _, e := range s.Entries {
+		fmt.Fprintf(w, "  %-40s %-24s %-10s opened %s (%s ago)\n", e.EntryID, e.Activity, e.Lane, e.OpenedAt.Format(time.RFC3339), now.Sub(e.OpenedAt).Round(time.Second))
+	}
+	if len(r.Children) > 0 {
+		fmt.Fprintf(w, "\nsubagents: %d\n", len(r.Children))
+		for _, c := range r.Children {
+			fmt.Fprintf(w, "  %-40s %-8s %s\n", c.ID, c.Phase, dash(c.AgentType))
+		}
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}
