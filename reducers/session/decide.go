@@ -41,6 +41,27 @@ type Abandon struct {
 	Cause   events.Cause
 }
 
+// Attach opens a background-lane entry for work the session started
+// outside the agent's own turn, such as a sandboxed command: while it
+// lives the session stays working.
+type Attach struct {
+	EntryID  string // e.g. "cmd-<command id>"
+	Activity string // e.g. "command:go"
+	At       time.Time
+	Cause    events.Cause
+}
+
+// Detach closes an entry opened by Attach with outcome (an Outcome
+// constant or an exit description).
+type Detach struct {
+	EntryID string
+	Outcome string
+	At      time.Time
+	Cause   events.Cause
+}
+
+func (Attach) command()     {}
+func (Detach) command()     {}
 func (Observe) command()    {}
 func (End) command()        {}
 func (ChangeMode) command() {}
@@ -88,6 +109,32 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		d := newDecider(s, c.At, c.Cause)
 		d.abandon(c.EntryID, or(c.Reason, "requested"))
 		d.settle()
+		return d.out, nil
+	case Attach:
+		if !s.Exists() {
+			return nil, fmt.Errorf("attach %s: %w: no such session", c.EntryID, events.ErrNotFound)
+		}
+		if s.Phase == events.PhaseEnded {
+			return nil, fmt.Errorf("attach %s to session %s: %w: session ended", c.EntryID, s.ID, events.ErrRejected)
+		}
+		if s.entry(c.EntryID) >= 0 || contains(s.RecentClosed, c.EntryID) {
+			return nil, nil // attached already: retries are harmless
+		}
+		d := newDecider(s, c.At, c.Cause)
+		d.emit(events.SessionEntryOpened{EntryID: c.EntryID, Activity: c.Activity, Lane: events.LaneBackground})
+		if d.s.Phase == events.PhaseReady {
+			d.phase(events.PhaseWorking, "background", c.EntryID)
+		}
+		return d.out, nil
+	case Detach:
+		if s.entry(c.EntryID) < 0 {
+			return nil, nil // never attached, or detached already
+		}
+		d := newDecider(s, c.At, c.Cause)
+		d.emit(events.SessionEntryClosed{EntryID: c.EntryID, Outcome: or(c.Outcome, events.OutcomeOK)})
+		if !d.s.TurnOpen && d.s.Phase == events.PhaseWorking {
+			d.settle()
+		}
 		return d.out, nil
 	default:
 		return nil, fmt.Errorf("%w: unknown command %T", events.ErrRejected, cmd)

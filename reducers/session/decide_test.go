@@ -356,3 +356,37 @@ func TestDecide_PermissionWithoutToolUseID(t *testing.T) {
 		t.Errorf("after the call ran: reviews %v phase %s", h.s.OpenReviews, h.s.Phase)
 	}
 }
+
+func TestDecide_AttachKeepsWorking(t *testing.T) {
+	cause := events.Cause{Kind: "worker", Event: "command.started", Ref: "c1"}
+	h := newHistory(t)
+	h.line(events.Meta{}, sig(events.SigPrompt))
+	h.line(events.Meta{}, sig(events.SigTurnEnd))
+	apply := func(cmd session.Command) {
+		t.Helper()
+		evs, err := session.Decide(h.s, cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			h.apply(h.stamp(e))
+		}
+	}
+	apply(session.Attach{EntryID: "cmd-1", Activity: "command:sleep", At: t0, Cause: cause})
+	apply(session.Attach{EntryID: "cmd-1", Activity: "command:sleep", At: t0, Cause: cause})
+	if h.s.Phase != events.PhaseWorking || len(h.s.Entries) != 1 {
+		t.Fatalf("attached: phase %s entries %v", h.s.Phase, h.s.Entries)
+	}
+	h.line(events.Meta{}, sig(events.SigPrompt))
+	h.line(events.Meta{}, sig(events.SigTurnEnd))
+	if h.s.Phase != events.PhaseWorking {
+		t.Errorf("a live command must keep the session working after its turn; phase %s", h.s.Phase)
+	}
+	apply(session.Detach{EntryID: "cmd-1", Outcome: "exit 0", At: t0, Cause: cause})
+	if h.s.Phase != events.PhaseReady {
+		t.Errorf("detached: phase %s, want ready", h.s.Phase)
+	}
+	if got := h.arc(); got != "ready>working>ready>working>ready" {
+		t.Errorf("arc %s", got)
+	}
+}
