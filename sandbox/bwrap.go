@@ -1,0 +1,67 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+)
+
+// Available reports whether restricted commands can run with the bubblewrap
+// at bwrapPath ("" means "bwrap" in the worker's PATH): it resolves the path
+// and runs bubblewrap once with the namespaces and mounts every restricted
+// command uses. It returns nil, or an error wrapping ErrRefused whose message
+// says what to do. It blocks for one bubblewrap start (a few ms) and stops
+// early when ctx is done. Safe for concurrent use.
+func Available(ctx context.Context, bwrapPath string) error {
+	bw, err := findBwrap(bwrapPath)
+	if err != nil {
+		return err
+	}
+	return probe(ctx, bw)
+}
+
+// findBwrap returns the absolute path of the bubblewrap executable named by
+// p ("" means "bwrap" in PATH). Errors wrap ErrRefused.
+func findBwrap(p string) (string, error) {
+	const advice = "install the bubblewrap package, or run with mode full_access"
+	if p == "" {
+		found, err := exec.LookPath("bwrap")
+		if err != nil {
+			return "", fmt.Errorf("%w: bubblewrap not found in PATH: %s", ErrRefused, advice)
+		}
+		p = found
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("%w: bubblewrap %s: %v: %s", ErrRefused, p, err, advice)
+	}
+	if err := executable(abs); err != nil {
+		return "", fmt.Errorf("%w: bubblewrap %s: %v: %s", ErrRefused, p, err, advice)
+	}
+	return abs, nil
+}
+
+// probe runs bubblewrap bw with the boundary options of every restricted
+// command around "bw --version", which exists inside the boundary since /
+// is bound read-only. Errors wrap ErrRefused and carry bwrap's own message.
+func probe(ctx context.Context, bw string) error {
+	args := append(boundaryBase(), "--", bw, "--version")
+	cmd := exec.CommandContext(ctx, bw, args...)
+	cmd.Env = []string{} // not the worker's
+	cmd.Dir = "/"
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("probe bubblewrap %s: %w", bw, ctx.Err())
+		}
+		msg := string(bytes.TrimSpace(out))
+		if len(msg) > 512 {
+			msg = msg[:512] + "…"
+		}
+		return fmt.Errorf("%w: bubblewrap %s cannot build the boundary (%v: %s): allow it to create namespaces (user namespaces, or root), or run with mode full_access",
+			ErrRefused, bw, err, msg)
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// waitExited blocks until process pid has exited, without reaping it: the
+// zombie keeps pid, and so the process group pid, from being reused until
+// exec.Cmd.Wait reaps it. Signals sent to the group before then cannot reach
+// a stranger.
+func waitExited(pid int) error {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("waitid %d: %w", pid, err)
+		}
+		return nil
+	}
+}
+
+// signalMembers sends sig to every process of process group pgid except the
+// leader pgid itself. It finds them in /proc; each is signalled through a
+// pidfd taken before its group is checked a second time, so a pid reused in
+// between is never signalled. It returns an error only if /proc cannot be
+// listed.
+func signalMembers(pgid int, sig unix.Signal) error {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return fmt.Errorf("signal group %d: %w", pgid, err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("signal group %d: %w", pgid, err)
+	}
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid == pgid {
+			continue
+		}
+		if g, err := processGroup(pid); err != nil || g != pgid {
+			continue
+		}
+		fd, err := unix.PidfdOpen(pid, 0)
+		if errors.Is(err, unix.ENOSYS) {
+			_ = unix.Kill(pid, sig) // kernel < 5.3: no pidfd; the race window is tiny
+			continue
+		}
+		if err != nil {
+			continue // gone already
+		}
+		if g, err := processGroup(pid); err == nil && g == pgid {
+			_ = unix.PidfdSendSignal(fd, sig, nil, 0)
+		}
+		unix.Close(fd)
+	}
+	return nil
+}
+
+// processGroup returns the process group of pid, read from /proc/<pid>/stat.
+func processGroup(pid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// "pid (comm) state ppid pgrp …"; comm may contain spaces and parens.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 3 {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	return strconv.Atoi(string(f[2]))
+}

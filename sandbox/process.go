@@ -1,0 +1,648 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+)
+
+// Stream names one output stream of a command.
+type Stream string
+
+// Output streams: a TTY command has only PTY, a pipe command has Stdout and
+// Stderr.
+const (
+	PTY    Stream = "pty"
+	Stdout Stream = "stdout"
+	Stderr Stream = "stderr"
+)
+
+// Output coalescing.
+const (
+	// MaxChunk is the largest Chunk.Data, in bytes (32 KiB).
+	MaxChunk = 32 << 10
+	// FlushInterval is the longest time output read from the command waits
+	// for more before it is emitted (50 ms).
+	FlushInterval = 50 * time.Millisecond
+)
+
+// Bounds on reading output after the group leader has exited. Output written
+// before the exit is always delivered; these only stop waiting for writers
+// that escaped the process group (FullAccess only) and still hold the
+// terminal or a pipe.
+const (
+	drainIdle  = 500 * time.Millisecond // no output for this long: stop
+	drainWait  = 2 * time.Second        // total time spent waiting for output
+	drainBytes = 4 << 20                // bytes read, per stream
+)
+
+// Reading buffers: each read fills a buffer of readSize bytes, and up to
+// inFlight of them per stream wait for emitLoop before the reader waits too.
+// The reader never waits for emitLoop to hand a buffer back: it allocates a
+// new one, and emitLoop passes full ones on to emit anyway.
+const (
+	readSize = MaxChunk
+	inFlight = 4
+)
+
+// Chunk is a piece of one output stream. Chunks of a stream are emitted in
+// order and contiguously: the first has Offset 0 and each next one starts
+// where the previous ended.
+type Chunk struct {
+	Stream Stream
+	Offset int64  // bytes of Stream emitted before Data[0]
+	Data   []byte // 1 to MaxChunk bytes, exactly as read; owned by the receiver
+}
+
+// Result is how a command ended.
+type Result struct {
+	// ExitCode is the exit status; if the process was killed by a signal it
+	// is 128 + the signal number, as in a shell. In restricted modes the
+	// process is bubblewrap, which reports a command killed by signal N as
+	// exit status 128+N with Signal "", while Signal is set when bubblewrap
+	// itself was killed (by Stop's SIGKILL, for one).
+	ExitCode int
+	// Signal is the name of the signal that killed the process, e.g.
+	// "SIGKILL", or "" if it exited.
+	Signal string
+	// Stopped is true if Stop was called (or ctx was done) before the
+	// process exited.
+	Stopped bool
+	// Lingering is true if, after the process exited and its group was
+	// killed, something outside the group still held its output open and
+	// reading was given up: output written after that point is lost, and
+	// that process may still be running. Only in FullAccess: a descendant
+	// that left the group (setsid, or a job-control shell's own groups).
+	Lingering bool
+	// Duration is the time from start to the exit of the process.
+	Duration time.Duration
+}
+
+// output is one stream the Process reads.
+type output struct {
+	stream Stream
+	f      *os.File // our end: a pipe's read end or the pty master; pollable
+}
+
+// Process is a started command. Its methods are safe for concurrent use.
+// It owns one goroutine per output stream, one that calls emit and one that
+// waits for the exit; they end on their own once the command has exited and
+// its output is emitted, which is when Wait returns. Stop makes sure the
+// command exits.
+type Process struct {
+	name       string // argv[0], for messages
+	pid        int
+	grace      time.Duration
+	restricted bool
+	tty        bool
+	cmd        *exec.Cmd
+	start      time.Time
+	stdin      *os.File // pipe write end, or the pty master (also in outputs)
+	outputs    []output
+	status     *os.File // read end of bwrap's JSON status; nil in FullAccess
+
+	stdinClosed atomic.Bool // CloseStdin was called
+
+	mu         sync.Mutex
+	stopping   bool        // Stop was called
+	leaderGone bool        // the leader exited: no more signals to its group
+	killTimer  *time.Timer // SIGKILL after grace; nil until Stop
+
+	exited chan struct{} // closed once the leader has been reaped
+	done   chan struct{} // closed once res and err are final
+	res    Result
+	err    error
+}
+
+// Start validates spec and starts its command. Output reaches emit in order,
+// called from one goroutine owned by the Process, never concurrently; emit
+// owns each Chunk's Data. While emit runs no more output is read, so a slow
+// emit slows the command down rather than buffering without bound. emit may
+// call Stop, but must not call Wait or WriteStdin, which can wait for the
+// command while the command waits for emit. emit may be nil to discard
+// output.
+//
+// Start returns an error, and nothing has run, if spec is invalid
+// (ErrInvalidSpec), argv[0] is not found (ErrNotFound), a restricted mode
+// cannot get its boundary (ErrRefused), ctx is already done, or the
+// process cannot be started. A restricted start first runs bubblewrap once
+// as a probe, which costs about as much as the boundary itself.
+//
+// When ctx is done the Process is stopped as by Stop. The caller must call
+// Wait to learn the result. In restricted modes bubblewrap's
+// --die-with-parent watches the OS thread that called Start: do not call it
+// from a goroutine locked to a thread (runtime.LockOSThread) that may exit
+// while the command runs.
+func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
+	pl, err := validate(spec)
+	if err != nil {
+		return nil, err
+	}
+	if pl.restricted {
+		bw, err := findBwrap(spec.Bwrap)
+		if err == nil {
+			err = probe(ctx, bw)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("start %q in mode %s: %w", pl.name, spec.Mode, err)
+		}
+		pl.path = bw
+		pl.args = append([]string{bw}, pl.args...)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("start %q: %w", pl.name, err)
+	}
+	if emit == nil {
+		emit = func(Chunk) {}
+	}
+
+	cmd := &exec.Cmd{Path: pl.path, Args: pl.args, Env: pl.env, Dir: pl.dir}
+	p := &Process{
+		name:       pl.name,
+		grace:      pl.grace,
+		restricted: pl.restricted,
+		tty:        pl.tty,
+		cmd:        cmd,
+		exited:     make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	// A new session makes the command the leader of its own process group,
+	// so the group can be signalled as a whole, and detaches it from any
+	// terminal of the worker. Setpgid must not be added: with Setsid it
+	// fails with EPERM.
+	var child []*os.File // the command's ends, closed here once it has them
+	if pl.tty {
+		master, slave, err := openPTY()
+		if err != nil {
+			return nil, fmt.Errorf("start %q: %w", pl.name, err)
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true} // Ctty 0: stdin
+		child = []*os.File{slave}
+		p.stdin = master
+		p.outputs = []output{{PTY, master}}
+	} else {
+		var f [6]*os.File // stdin r, w; stdout r, w; stderr r, w
+		for i := 0; i < len(f); i += 2 {
+			if f[i], f[i+1], err = os.Pipe(); err != nil {
+				closeAll(f[:i]...)
+				return nil, fmt.Errorf("start %q: pipe: %w", pl.name, err)
+			}
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = f[0], f[3], f[5]
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		child = []*os.File{f[0], f[3], f[5]}
+		p.stdin = f[1]
+		p.outputs = []output{{Stdout, f[2]}, {Stderr, f[4]}}
+	}
+
+	if pl.restricted {
+		r, w, err := os.Pipe()
+		if err != nil {
+			p.closeFiles()
+			closeAll(child...)
+			return nil, fmt.Errorf("start %q: pipe: %w", pl.name, err)
+		}
+		cmd.ExtraFiles = []*os.File{w} // statusFD
+		child = append(child, w)
+		p.status = r
+	}
+
+	p.start = time.Now()
+	err = cmd.Start()
+	closeAll(child...)
+	if err != nil {
+		p.closeFiles()
+		return nil, fmt.Errorf("start %q: %w", pl.name, err)
+	}
+	p.pid = cmd.Process.Pid
+
+	in := make(chan readMsg, inFlight*len(p.outputs))
+	drained := make(chan drainResult, 1)
+	go func() { drained <- p.emitLoop(in, emit) }()
+	for i, o := range p.outputs {
+		go p.read(i, o.f, in)
+	}
+	stopCtx := context.AfterFunc(ctx, p.Stop)
+	go p.wait(stopCtx, drained)
+	return p, nil
+}
+
+// openPTY returns a pseudo-terminal of TermCols × TermRows. The master is
+// non-blocking and pollable, so deadlines and Close interrupt its Read and
+// Write: creack/pty leaves its own master in blocking mode (it calls Fd for
+// its ioctls), where neither works, so it is replaced by a duplicate.
+func openPTY() (master, slave *os.File, err error) {
+	m, s, err := pty.Open()
+	if err != nil {
+		return nil, nil, fmt.Errorf("open pty: %w", err)
+	}
+	defer m.Close()
+	if err := pty.Setsize(m, &pty.Winsize{Rows: TermRows, Cols: TermCols}); err != nil {
+		s.Close()
+		return nil, nil, fmt.Errorf("set pty size: %w", err)
+	}
+	fd, err := unix.FcntlInt(m.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		s.Close()
+		return nil, nil, fmt.Errorf("dup pty master: %w", err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		s.Close()
+		return nil, nil, fmt.Errorf("pty master non-blocking: %w", err)
+	}
+	return os.NewFile(uintptr(fd), m.Name()), s, nil
+}
+
+// Pid returns the host process id of the process group leader: the command
+// in FullAccess, bubblewrap in the restricted modes (the command has other
+// ids inside its PID namespace).
+func (p *Process) Pid() int { return p.pid }
+
+// WriteStdin writes b to the command's standard input and returns how many
+// bytes were written. It blocks while the pipe or terminal buffer is full.
+// Under a TTY the terminal echoes the input into the PTY stream, and a lone
+// line is limited to the terminal's line buffer (4095 bytes). After the
+// process has exited it returns an error wrapping ErrExited; after
+// CloseStdin, one wrapping os.ErrClosed.
+func (p *Process) WriteStdin(b []byte) (int, error) {
+	if p.hasExited() {
+		return 0, fmt.Errorf("write stdin of %q: %w", p.name, ErrExited)
+	}
+	if p.stdinClosed.Load() {
+		return 0, fmt.Errorf("write stdin of %q: %w", p.name, os.ErrClosed)
+	}
+	n, err := p.stdin.Write(b)
+	if err != nil && p.hasExited() {
+		err = ErrExited
+	}
+	if err != nil {
+		return n, fmt.Errorf("write stdin of %q: %w", p.name, err)
+	}
+	return n, nil
+}
+
+// CloseStdin ends the command's standard input: it closes the pipe, or under
+// a TTY writes the terminal's end-of-file character (Ctrl-D), which a program
+// reading the terminal line by line sees as end of input; that write may
+// block like WriteStdin. Idempotent; after the process has exited it
+// returns nil.
+func (p *Process) CloseStdin() error {
+	if !p.stdinClosed.CompareAndSwap(false, true) || p.hasExited() {
+		return nil
+	}
+	var err error
+	if p.tty {
+		_, err = p.stdin.Write([]byte{4})
+	} else {
+		err = p.stdin.Close()
+	}
+	if err != nil && !p.hasExited() {
+		return fmt.Errorf("close stdin of %q: %w", p.name, err)
+	}
+	return nil
+}
+
+// Stop asks the command to end: SIGTERM to its process group now (in the
+// restricted modes to every member but bubblewrap), SIGKILL to the whole
+// group Grace later if the leader has not exited by then. It returns at once
+// and is idempotent; after the process has exited it does nothing. Wait
+// reports the outcome.
+func (p *Process) Stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopping || p.leaderGone {
+		return
+	}
+	p.stopping = true
+	if p.restricted {
+		// bwrap does not forward SIGTERM: it would die of it and take the
+		// namespace with it at once, so spare it until the SIGKILL.
+		if err := signalMembers(p.pid, unix.SIGTERM); err != nil {
+			_ = unix.Kill(-p.pid, unix.SIGTERM)
+		}
+	} else {
+		_ = unix.Kill(-p.pid, unix.SIGTERM)
+	}
+	p.killTimer = time.AfterFunc(p.grace, p.kill)
+}
+
+// kill sends SIGKILL to the process group unless the leader is gone.
+func (p *Process) kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.leaderGone {
+		_ = unix.Kill(-p.pid, unix.SIGKILL)
+	}
+}
+
+// Wait blocks until the process has exited and all its output has been
+// emitted, then returns how it ended. A non-zero exit or a signal is a
+// Result, not an error. The error wraps ErrRefused if bubblewrap exited
+// without running the command (its setup or its exec of argv[0] failed
+// after Start's probe passed), or reports a failure to wait for the process
+// or to read its output; the Result is then as complete as it could be
+// made. Wait may be called any number of times, from any goroutine, and
+// returns the same values.
+func (p *Process) Wait() (Result, error) {
+	<-p.done
+	return p.res, p.err
+}
+
+func (p *Process) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait is the goroutine that sees the leader exit, cleans up its group,
+// reaps it, waits for the output to be drained and emitted, and publishes
+// the result.
+func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult) {
+	werr := waitExited(p.pid)
+	duration := time.Since(p.start)
+	p.mu.Lock()
+	if werr == nil {
+		// The leader is a zombie, so its group id cannot be in use by
+		// anyone else: kill what is left of the group.
+		_ = unix.Kill(-p.pid, unix.SIGKILL)
+	}
+	p.leaderGone = true
+	res := Result{Stopped: p.stopping, Duration: duration}
+	if p.killTimer != nil {
+		p.killTimer.Stop()
+	}
+	p.mu.Unlock()
+	stopCtx()
+
+	err := p.cmd.Wait()
+	if _, ok := errors.AsType[*exec.ExitError](err); ok {
+		err = nil
+	}
+	if err != nil {
+		err = fmt.Errorf("wait %q: %w", p.name, err)
+	}
+	if ps := p.cmd.ProcessState; ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
+			switch {
+			case ws.Signaled():
+				res.Signal = unix.SignalName(ws.Signal())
+				res.ExitCode = 128 + int(ws.Signal())
+			case ws.Exited():
+				res.ExitCode = ws.ExitStatus()
+			}
+		}
+	}
+	close(p.exited)
+	// Interrupt reads blocked since before the exit; from now on each read
+	// bounds itself (see read).
+	deadline := time.Now().Add(drainIdle)
+	for _, o := range p.outputs {
+		_ = o.f.SetReadDeadline(deadline)
+	}
+	if p.status != nil && res.Signal == "" {
+		err = errors.Join(err, p.checkStatus(deadline, res.ExitCode))
+	}
+	d := <-drained
+	p.closeFiles()
+	res.Lingering = d.lingering
+	p.res = res
+	p.err = errors.Join(err, d.err)
+	close(p.done)
+}
+
+// checkStatus reads the JSON status bwrap wrote and returns an error
+// wrapping ErrRefused if bwrap exited (with status code) without having run
+// the command: its setup, or its exec of the command, failed, and its own
+// message is in the output.
+func (p *Process) checkStatus(deadline time.Time, code int) error {
+	_ = p.status.SetReadDeadline(deadline)
+	b, err := io.ReadAll(io.LimitReader(p.status, 64<<10))
+	if err != nil {
+		return fmt.Errorf("wait %q: read bubblewrap status: %w", p.name, err)
+	}
+	if bytes.Contains(b, []byte(`"exit-code"`)) {
+		return nil
+	}
+	return fmt.Errorf("wait %q: %w: bubblewrap exited with status %d before running the command; its message is in the output",
+		p.name, ErrRefused, code)
+}
+
+// closeFiles closes the worker's ends of stdin, the outputs and the status.
+func (p *Process) closeFiles() {
+	closeAll(p.stdin, p.status)
+	for _, o := range p.outputs {
+		closeAll(o.f)
+	}
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+// readMsg carries what a reader read to emitLoop: data, whose buffer goes
+// back to free once copied, or the end of its stream.
+type readMsg struct {
+	idx       int // index in Process.outputs
+	data      []byte
+	free      chan<- []byte
+	end       bool
+	lingering bool  // end: reading was given up after the leader's exit
+	err       error // end: a read failed
+}
+
+// drainResult is what emitLoop learned from the ends of all streams.
+type drainResult struct {
+	lingering bool
+	err       error
+}
+
+// read is the goroutine that reads output i from f and sends it to in, until
+// end of file (EIO on a pty master whose terminal was closed by everyone), a
+// read error, or, once the leader has exited, the drain bounds. It puts all
+// that is ready into a buffer before handing it over, so a command writing
+// in small pieces costs few hand-overs.
+func (p *Process) read(i int, f *os.File, in chan<- readMsg) {
+	rc, rcErr := f.SyscallConn()
+	free := make(chan []byte, 2) // buffers emitLoop has copied from
+	var buf []byte
+	waitLeft, bytesLeft := drainWait, drainBytes
+	for {
+		if buf == nil {
+			select {
+			case buf = <-free:
+			default:
+				buf = make([]byte, readSize)
+			}
+		}
+		draining := p.hasExited()
+		var began time.Time
+		if draining {
+			_ = f.SetReadDeadline(time.Now().Add(min(drainIdle, waitLeft)))
+			began = time.Now()
+		}
+		var n int
+		var err error
+		if rcErr == nil {
+			n, err = fill(rc, buf)
+		} else {
+			n, err = f.Read(buf)
+		}
+		if draining {
+			waitLeft -= time.Since(began)
+			bytesLeft -= n
+			if err == nil && (waitLeft <= 0 || bytesLeft <= 0) {
+				err = os.ErrDeadlineExceeded
+			}
+		}
+		if n > 0 {
+			in <- readMsg{idx: i, data: buf[:n], free: free}
+			buf = nil
+		}
+		if err != nil {
+			end := readMsg{idx: i, end: true}
+			switch {
+			case err == io.EOF, p.tty && errors.Is(err, syscall.EIO):
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				end.lingering = true
+			default:
+				end.err = fmt.Errorf("read %s of %q: %w", p.outputs[i].stream, p.name, err)
+			}
+			in <- end
+			return
+		}
+	}
+}
+
+// emitLoop is the goroutine that calls emit. It coalesces what the readers
+// send into chunks of up to MaxChunk bytes, emitting a chunk when it is full,
+// when output of another stream arrives (so chunks keep the order in which
+// output was read), when it has waited FlushInterval, and at the end. It
+// returns once every stream has ended.
+func (p *Process) emitLoop(in <-chan readMsg, emit func(Chunk)) drainResult {
+	offsets := make([]int64, len(p.outputs))
+	send := func(i int, data []byte) {
+		emit(Chunk{Stream: p.outputs[i].stream, Offset: offsets[i], Data: data})
+		offsets[i] += int64(len(data))
+	}
+	pending := make([]byte, 0, MaxChunk)
+	cur := 0 // stream of pending
+	timer := time.NewTimer(FlushInterval)
+	timer.Stop()
+	armed := false
+	flush := func() {
+		if armed {
+			timer.Stop()
+			armed = false
+		}
+		switch {
+		case len(pending) == 0:
+		case len(pending) == MaxChunk:
+			send(cur, pending)
+			pending = make([]byte, 0, MaxChunk)
+		default:
+			send(cur, bytes.Clone(pending))
+			pending = pending[:0]
+		}
+	}
+
+	var d drainResult
+	for open := len(p.outputs); open > 0; {
+		select {
+		case m := <-in:
+			if m.end {
+				open--
+				d.lingering = d.lingering || m.lingering
+				d.err = errors.Join(d.err, m.err)
+				continue
+			}
+			if m.idx != cur {
+				flush()
+				cur = m.idx
+			}
+			data, given := m.data, false
+			if len(pending) == 0 && len(data) >= MaxChunk {
+				// Hand whole chunks of the buffer itself over, capped so
+				// that no chunk can grow into the next.
+				given = true
+				for len(data) >= MaxChunk {
+					send(cur, data[:MaxChunk:MaxChunk])
+					data = data[MaxChunk:]
+				}
+			}
+			for len(data) > 0 {
+				k := copy(pending[len(pending):MaxChunk], data)
+				pending = pending[:len(pending)+k]
+				data = data[k:]
+				if len(pending) == MaxChunk {
+					flush()
+				}
+			}
+			if !given {
+				select {
+				case m.free <- m.data[:cap(m.data)]:
+				default: // the reader has enough
+				}
+			}
+			if len(pending) > 0 && !armed {
+				timer.Reset(FlushInterval)
+				armed = true
+			}
+		case <-timer.C:
+			armed = false
+			flush()
+		}
+	}
+	flush()
+	return d
+}
+
+// fill reads into buf as long as data is available without waiting, and
+// waits only while it has read nothing. So one hand-over to emitLoop carries
+// up to a whole buffer even when the command writes in small pieces.
+func fill(rc syscall.RawConn, buf []byte) (int, error) {
+	n := 0
+	var rerr error
+	err := rc.Read(func(fd uintptr) bool {
+		for n < len(buf) {
+			k, err := unix.Read(int(fd), buf[n:])
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err == unix.EAGAIN:
+				return n > 0
+			case err != nil:
+				rerr = err
+				return true
+			case k == 0:
+				rerr = io.EOF
+				return true
+			}
+			n += k
+		}
+		return true
+	})
+	if err != nil {
+		return n, err
+	}
+	return n, rerr
+}

@@ -1,0 +1,411 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Errors reported by Start, Available and the Process methods. Each is
+// wrapped with the operation and the command it concerns; test with errors.Is.
+var (
+	// ErrInvalidSpec means the Spec itself is wrong (empty argv, unknown mode,
+	// relative workspace, working directory outside the workspace, …).
+	// Nothing was started.
+	ErrInvalidSpec = errors.New("sandbox: invalid spec")
+	// ErrNotFound means argv[0] names no executable file, looked up the way
+	// the command's own exec would do it. Nothing was started.
+	ErrNotFound = errors.New("sandbox: command not found")
+	// ErrRefused means a restricted command did not run because bubblewrap
+	// is missing or could not build the boundary (from Start, which then
+	// started nothing), or, rarely, because bubblewrap started but failed
+	// before it executed the command (from Wait, with bubblewrap's own
+	// message in the output). Nothing ever runs unconfined.
+	ErrRefused = errors.New("sandbox: refused")
+	// ErrExited means the process has already exited.
+	ErrExited = errors.New("sandbox: process has exited")
+)
+
+// Mode is how far a command is confined. The values are the words the
+// session aggregate stores, so they are frozen. The zero Mode is invalid.
+type Mode string
+
+// Modes, from most to least confined. See the package documentation for
+// what each one contains.
+const (
+	// ReadOnly: the file system, the workspace included, is read-only,
+	// /tmp and /run are private and writable, there is no network.
+	ReadOnly Mode = "read_only"
+	// WorkspaceWrite: as ReadOnly, but the workspace is writable except for
+	// protected paths.
+	WorkspaceWrite Mode = "workspace_write"
+	// FullAccess: no boundary at all; the command runs directly.
+	FullAccess Mode = "full_access"
+)
+
+// ParseMode returns the Mode spelled s ("read_only", "workspace_write" or
+// "full_access"), or an error wrapping ErrInvalidSpec.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ReadOnly, WorkspaceWrite, FullAccess:
+		return m, nil
+	}
+	return "", fmt.Errorf("parse mode %q: %w: want read_only, workspace_write or full_access", s, ErrInvalidSpec)
+}
+
+// restricted reports whether m runs inside bubblewrap.
+func (m Mode) restricted() bool { return m == ReadOnly || m == WorkspaceWrite }
+
+// Terminal size and defaults.
+const (
+	// TermCols and TermRows are the size of the pseudo-terminal a TTY
+	// command runs on.
+	TermCols = 80
+	TermRows = 24
+	// DefaultGrace is the time between SIGTERM and SIGKILL when Spec.Grace
+	// is 0.
+	DefaultGrace = 2 * time.Second
+	// DefaultPath is the search path for argv[0] when Spec.Env sets no
+	// PATH. It is what execvp uses; the command's environment still has no
+	// PATH.
+	DefaultPath = "/bin:/usr/bin"
+)
+
+// TTYEnv returns the variables a TTY command gets on top of Spec.Env, as
+// "KEY=value" strings: a dumb terminal without colours or pagers, so output
+// is plain text. The caller owns the returned slice.
+func TTYEnv() []string {
+	return []string{"TERM=dumb", "NO_COLOR=1", "COLORTERM=", "PAGER=cat", "GIT_PAGER=cat", "GH_PAGER=cat"}
+}
+
+// Spec describes one command to run. The zero value is not valid: Argv,
+// Workspace and Mode are required.
+type Spec struct {
+	// Argv is the command and its arguments. Argv[0] without a slash is
+	// looked up in the PATH of Env (DefaultPath if Env has none); with a
+	// slash it is a path, relative ones taken from Dir.
+	Argv []string
+	// Env is the whole environment of the command, as "KEY=value". The
+	// worker's environment is never inherited; nil means empty. For a
+	// duplicated key the last one wins. PWD is always set to the working
+	// directory, and TTY adds TTYEnv.
+	Env []string
+	// Workspace is the absolute path of the directory the command works on;
+	// it must exist. Symbolic links are resolved, and the boundary uses the
+	// resolved path.
+	Workspace string
+	// Dir is the working directory: "" means Workspace, a relative path is
+	// taken from Workspace. In restricted modes it must resolve to a
+	// directory inside Workspace.
+	Dir string
+	// Mode is how far the command is confined.
+	Mode Mode
+	// TTY runs the command on a pseudo-terminal of TermCols × TermRows
+	// instead of pipes, and adds TTYEnv to the environment.
+	TTY bool
+	// Protected lists paths (absolute, or relative to Workspace) that stay
+	// read-only in restricted modes even when the workspace is writable; the
+	// workspace's .git is always protected. Paths that do not exist, or that
+	// resolve outside the workspace (already read-only or hidden there), are
+	// skipped. A symbolic link protects its target. Ignored in FullAccess.
+	Protected []string
+	// Grace is how long Stop waits after SIGTERM before SIGKILL; 0 means
+	// DefaultGrace. Negative is invalid.
+	Grace time.Duration
+	// Bwrap is the path of the bubblewrap executable; "" means "bwrap" looked
+	// up in the worker's PATH. Unused in FullAccess.
+	Bwrap string
+}
+
+// plan is a validated Spec, ready to be started.
+type plan struct {
+	name       string   // argv[0] as given, for messages
+	path       string   // file to execute: the command, or bwrap
+	args       []string // its argv
+	env        []string
+	dir        string // resolved working directory
+	grace      time.Duration
+	tty        bool
+	restricted bool
+}
+
+// validate checks s without starting anything and resolves its paths. Its
+// errors wrap ErrInvalidSpec or ErrNotFound.
+func validate(s Spec) (plan, error) {
+	if len(s.Argv) == 0 {
+		return plan{}, fmt.Errorf("start: %w: empty argv", ErrInvalidSpec)
+	}
+	name := s.Argv[0]
+	fail := func(format string, a ...any) (plan, error) {
+		return plan{}, fmt.Errorf("start %q: %w: %s", name, ErrInvalidSpec, fmt.Sprintf(format, a...))
+	}
+	if name == "" {
+		return fail("empty argv[0]")
+	}
+	if _, err := ParseMode(string(s.Mode)); err != nil {
+		return fail("unknown mode %q: want read_only, workspace_write or full_access", s.Mode)
+	}
+	if s.Grace < 0 {
+		return fail("negative grace %v", s.Grace)
+	}
+	if !filepath.IsAbs(s.Workspace) {
+		return fail("workspace %q is not an absolute path", s.Workspace)
+	}
+	ws, err := filepath.EvalSymlinks(filepath.Clean(s.Workspace))
+	if err != nil {
+		return fail("workspace: %v", err)
+	}
+	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+		return fail("workspace %s is not a directory", s.Workspace)
+	}
+	restricted := s.Mode.restricted()
+	if restricted && ws == "/" {
+		return fail("workspace is /: a restricted mode needs a narrower workspace")
+	}
+	dir := s.Dir
+	if dir == "" {
+		dir = ws
+	} else if !filepath.IsAbs(dir) {
+		dir = filepath.Join(ws, dir)
+	}
+	dir, err = filepath.EvalSymlinks(filepath.Clean(dir))
+	if err != nil {
+		return fail("dir: %v", err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fail("dir %s is not a directory", s.Dir)
+	}
+	if restricted && !within(ws, dir) {
+		return fail("dir %s is outside workspace %s", dir, ws)
+	}
+
+	env := make([]string, 0, len(s.Env)+8)
+	drop := []string{"PWD"}
+	if s.TTY {
+		for _, kv := range TTYEnv() {
+			drop = append(drop, kv[:strings.IndexByte(kv, '=')])
+		}
+	}
+	for _, kv := range s.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(drop, k) {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PWD="+dir)
+	if s.TTY {
+		env = append(env, TTYEnv()...)
+	}
+
+	// Look argv[0] up now, the way execvp will, so that a missing command is
+	// an error naming it rather than an exit status 127 (or 1 from bwrap).
+	visible := func(string) bool { return true }
+	if restricted {
+		visible = func(p string) bool { return !hidden(ws, p) }
+	}
+	path, err := lookPath(name, env, dir, visible)
+	if err != nil {
+		return plan{}, fmt.Errorf("start %q: %w", name, err)
+	}
+
+	grace := s.Grace
+	if grace == 0 {
+		grace = DefaultGrace
+	}
+	p := plan{
+		name:       name,
+		path:       path,
+		args:       slices.Clone(s.Argv),
+		env:        env,
+		dir:        dir,
+		grace:      grace,
+		tty:        s.TTY,
+		restricted: restricted,
+	}
+	if restricted {
+		// bwrap is resolved and checked by Start; here only the arguments.
+		p.args = boundaryArgs(s.Mode, ws, dir, protectedPaths(ws, s.Protected), s.Argv)
+	}
+	return p, nil
+}
+
+// within reports whether path p is root or lies below it. Both are clean.
+func within(root, p string) bool {
+	if root == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return p == root || strings.HasPrefix(p, root+"/")
+}
+
+// hiddenRoots are the directories a restricted command sees as fresh, empty
+// tmpfs mounts.
+func hiddenRoots() []string { return []string{"/tmp", "/run"} }
+
+// hidden reports whether host path p is invisible inside the boundary of
+// workspace ws: under a private tmpfs and not in the workspace.
+func hidden(ws, p string) bool {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		p = real
+	}
+	if within(ws, p) {
+		return false
+	}
+	for _, r := range hiddenRoots() {
+		if within(r, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// lookPath returns the absolute path of the executable name, searched the
+// way execvp searches: a name with a slash is a path (relative to dir),
+// anything else is looked up in the PATH of env, or DefaultPath, where an
+// empty entry means dir. Only files for which visible is true count. Errors
+// wrap ErrNotFound.
+func lookPath(name string, env []string, dir string, visible func(string) bool) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if err := executable(p); err != nil || !visible(p) {
+			return "", fmt.Errorf("%w: no executable file %s", ErrNotFound, p)
+		}
+		return p, nil
+	}
+	pathList, ok := envValue(env, "PATH")
+	if !ok {
+		pathList = DefaultPath
+	}
+	for _, d := range filepath.SplitList(pathList) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		p := filepath.Join(d, name)
+		if executable(p) == nil && visible(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s is not in PATH %q", ErrNotFound, name, pathList)
+}
+
+// executable returns nil if p is a regular file with an execute bit set.
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", p)
+	}
+	return nil
+}
+
+// envValue returns the value of the last key=value pair in env, as exec
+// keeps the last one.
+func envValue(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// protectedPaths returns the resolved, existing paths inside workspace ws
+// that must stay read-only: extra (absolute or relative to ws) and the
+// workspace's .git, with the git directory a .git file points to. The result
+// is sorted and has no duplicates.
+func protectedPaths(ws string, extra []string) []string {
+	cand := []string{filepath.Join(ws, ".git")}
+	if gitdir, ok := gitFileTarget(filepath.Join(ws, ".git")); ok {
+		cand = append(cand, gitdir)
+	}
+	for _, p := range extra {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(ws, p)
+		}
+		cand = append(cand, filepath.Clean(p))
+	}
+	var out []string
+	for _, p := range cand {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil || !within(ws, real) {
+			continue
+		}
+		out = append(out, real)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// gitFileTarget returns the directory named by a ".git" file of the form
+// "gitdir: <path>" (linked worktrees, submodules), relative paths resolved
+// from the file's directory.
+func gitFileTarget(gitFile string) (string, bool) {
+	fi, err := os.Lstat(gitFile)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 4096 {
+		return "", false
+	}
+	b, err := os.ReadFile(gitFile)
+	if err != nil {
+		return "", false
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	dir, ok := strings.CutPrefix(string(bytes.TrimSpace(line)), "gitdir:")
+	if !ok {
+		return "", false
+	}
+	dir = strings.TrimSpace(dir)
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(filepath.Dir(gitFile), dir)
+	}
+	return filepath.Clean(dir), true
+}
+
+// statusFD is the descriptor bwrap writes its JSON status to: ExtraFiles[0].
+const statusFD = 3
+
+// boundaryArgs returns bwrap's arguments (without argv[0]) to run argv in
+// mode m. Order matters: a mount hides what an earlier one put below it, so
+// the tmpfs mounts come before the workspace, and protected paths last.
+// bwrap reports on statusFD; it writes an "exit-code" there only if the
+// command was actually executed.
+func boundaryArgs(m Mode, ws, dir string, protected, argv []string) []string {
+	a := append(boundaryBase(), "--json-status-fd", strconv.Itoa(statusFD))
+	bind := "--ro-bind"
+	if m == WorkspaceWrite {
+		bind = "--bind"
+	}
+	a = append(a, bind, ws, ws)
+	for _, p := range protected {
+		a = append(a, "--ro-bind", p, p)
+	}
+	a = append(a, "--chdir", dir, "--")
+	return append(a, argv...)
+}
+
+// boundaryBase returns the bwrap options shared by every restricted command
+// and the availability probe.
+func boundaryBase() []string {
+	a := []string{
+		"--die-with-parent", "--unshare-net", "--unshare-pid",
+		"--ro-bind", "/", "/",
+		"--dev", "/dev",
+		"--proc", "/proc",
+	}
+	for _, r := range hiddenRoots() {
+		a = append(a, "--tmpfs", r)
+	}
+	return a
+}
