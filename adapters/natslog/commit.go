@@ -1,0 +1,236 @@
+package natslog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// run is the committer: it takes decisions from l.reqs, merges those that
+// are queued together into one atomic batch, commits it and answers each
+// caller. It returns when l.quit is closed, after answering every request
+// it holds, and then closes l.done.
+func (l *Log) run() {
+	defer close(l.done)
+	var pending []*request
+	for {
+		if len(pending) == 0 {
+			select {
+			case r := <-l.reqs:
+				pending = append(pending, r)
+			case <-l.quit:
+				return
+			}
+		}
+		pending = l.gather(pending)
+		var batch []*request
+		batch, pending = pick(pending)
+		if len(batch) > 0 {
+			l.commit(batch)
+		}
+		select {
+		case <-l.quit:
+			for _, r := range pending {
+				if r.state.CompareAndSwap(queued, taken) {
+					r.answer(outcome{err: fmt.Errorf("append %s: %w", r.agg, ErrClosed)})
+				}
+			}
+			return
+		default:
+		}
+	}
+}
+
+// maxYields bounds how often one gather yields while waiting for
+// callers that are inside Append but have not queued yet.
+const maxYields = 256
+
+// gather appends to pending every request already waiting on l.reqs,
+// without blocking, until pending holds at least events.MaxBatch messages.
+// When l.reqs is empty it yields the processor and looks again: once, so
+// that writers just woken by the previous batch's answers can queue
+// their next decision, and again (up to maxYields times) while some
+// caller is inside Append, validating or encoding. No timer is involved:
+// on an idle process a lone decision goes out after one yield, which
+// returns at once.
+func (l *Log) gather(pending []*request) []*request {
+	n := 0
+	for _, r := range pending {
+		n += len(r.msgs)
+	}
+	for yields := 0; n < events.MaxBatch; {
+		select {
+		case r := <-l.reqs:
+			pending = append(pending, r)
+			n += len(r.msgs)
+		default:
+			if yields >= maxYields || yields > 0 && l.entering.Load() == 0 {
+				return pending
+			}
+			runtime.Gosched()
+			yields++
+		}
+	}
+	return pending
+}
+
+// pick splits pending, in arrival order, into the next batch and the
+// rest. A batch holds at most events.MaxBatch messages and at most one
+// decision per aggregate; a later decision for an aggregate already in
+// the batch waits for the next round, and so does everything after the
+// first decision that does not fit (no overtaking). Cancelled requests
+// are dropped; picked ones are marked taken.
+func pick(pending []*request) (batch, rest []*request) {
+	seen := make(map[string]struct{}, len(pending))
+	n := 0
+	full := false
+	for _, r := range pending {
+		if r.state.Load() == cancelled {
+			continue
+		}
+		if _, busy := seen[r.subject]; busy || full {
+			rest = append(rest, r)
+			continue
+		}
+		if n+len(r.msgs) > events.MaxBatch {
+			full = true
+			rest = append(rest, r)
+			continue
+		}
+		if !r.state.CompareAndSwap(queued, taken) {
+			continue // cancelled meanwhile
+		}
+		seen[r.subject] = struct{}{}
+		n += len(r.msgs)
+		batch = append(batch, r)
+	}
+	return batch, rest
+}
+
+// commit sends batch as one atomic batch and answers its members. If the
+// server refuses a merged batch (one member conflicts, was committed
+// before, …), nothing of it was stored, and each member is sent alone so
+// that only the offending one fails.
+func (l *Log) commit(batch []*request) {
+	l.decisions.Add(uint64(len(batch)))
+	if len(batch) == 1 {
+		batch[0].answer(l.commitOne(batch[0]))
+		return
+	}
+	l.merged.Add(1)
+	var msgs []*nats.Msg
+	for _, r := range batch {
+		msgs = append(msgs, r.msgs...)
+	}
+	ack, err := l.send(msgs)
+	if err == nil {
+		seq := ack.Sequence - uint64(len(msgs)) + 1 // the batch's first sequence
+		for _, r := range batch {
+			n := uint64(len(r.msgs))
+			r.answer(outcome{app: events.Appended{First: seq, Last: seq + n - 1}})
+			seq += n
+		}
+		return
+	}
+	if _, ok := errors.AsType[*jetstream.APIError](err); !ok {
+		for _, r := range batch {
+			r.answer(l.outcome(r, nil, err))
+		}
+		return
+	}
+	l.split.Add(1)
+	for _, r := range batch {
+		r.answer(l.commitOne(r))
+	}
+}
+
+// commitOne stores r alone. A one-message decision goes out as a plain
+// publish with the same headers: one message is atomic by itself, and on
+// a single server a plain publish costs one fsync while an atomic batch
+// also stages its messages in a store of its own (several more).
+func (l *Log) commitOne(r *request) outcome {
+	if len(r.msgs) > 1 {
+		ack, err := l.send(r.msgs)
+		return l.outcome(r, ack, err)
+	}
+	l.batches.Add(1)
+	m := r.msgs[0]
+	m.Reply = ""
+	// Drop what a merged batch that was refused left on the message.
+	delete(m.Header, jetstreamext.BatchIDHeader)
+	delete(m.Header, jetstreamext.BatchSeqHeader)
+	delete(m.Header, jetstreamext.BatchCommitHeader)
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
+	defer cancel()
+	ack, err := l.js.PublishMsg(ctx, m)
+	if err != nil {
+		return l.outcome(r, nil, err)
+	}
+	return outcome{app: events.Appended{First: ack.Sequence, Last: ack.Sequence, Duplicate: ack.Duplicate}}
+}
+
+// send publishes msgs as one atomic batch, bounded by Config.Timeout.
+func (l *Log) send(msgs []*nats.Msg) (*jetstreamext.BatchAck, error) {
+	l.batches.Add(1)
+	for _, m := range msgs {
+		m.Reply = "" // a retry may reuse a message that carried an ack inbox
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
+	defer cancel()
+	return jetstreamext.PublishMsgBatch(ctx, l.js, msgs)
+}
+
+// outcome maps the answer to r's own batch onto what Append returns.
+func (l *Log) outcome(r *request, ack *jetstreamext.BatchAck, err error) outcome {
+	if err == nil {
+		n := uint64(len(r.msgs))
+		return outcome{app: events.Appended{First: ack.Sequence - n + 1, Last: ack.Sequence}}
+	}
+	apiErr, ok := errors.AsType[*jetstream.APIError](err)
+	switch {
+	case !ok:
+		return outcome{err: fmt.Errorf("append %s: %w: %w", r.agg, ErrUnknownOutcome, err)}
+	case apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence,
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant:
+		// A plain publish checks the expected sequence before Msg-Id
+		// dedup, so a re-sent committed event lands here: look for it.
+		if app := l.duplicate(r); app.Last != 0 {
+			return outcome{app: app}
+		}
+		return outcome{err: fmt.Errorf("append %s expect %d: %w: %w", r.agg, r.expect, events.ErrConflict, err)}
+	case apiErr.ErrorCode == jetstreamext.JSErrCodeBatchPublishDuplicateMsgID:
+		return outcome{app: l.duplicate(r)}
+	default:
+		return outcome{err: fmt.Errorf("append %s: %w", r.agg, err)}
+	}
+}
+
+// duplicate locates the stored copy of r, a batch the server says was
+// committed before: its first message should be the first one on r's
+// subject after r.expect. Both ends are checked by Nats-Msg-Id; on any
+// mismatch or lookup error First and Last stay 0.
+func (l *Log) duplicate(r *request) events.Appended {
+	app := events.Appended{Duplicate: true}
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
+	defer cancel()
+	m, err := l.stream.GetMsg(ctx, r.expect+1, jetstream.WithGetMsgSubject(r.subject))
+	if err != nil || m.Header.Get(jetstream.MsgIDHeader) != r.firstID {
+		return app
+	}
+	last := m.Sequence + uint64(len(r.msgs)) - 1
+	if last != m.Sequence {
+		lm, err := l.stream.GetMsg(ctx, last)
+		if err != nil || lm.Subject != r.subject || lm.Header.Get(jetstream.MsgIDHeader) != r.lastID {
+			return app
+		}
+	}
+	app.First, app.Last = m.Sequence, last
+	return app
+}

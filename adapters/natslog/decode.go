@@ -1,0 +1,95 @@
+package natslog
+
+import (
+	"context"
+	"runtime"
+	"sync"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// decodeChunk is how many messages one decoding goroutine takes at once.
+const decodeChunk = 256
+
+// chunk is a run of consecutive messages and their decoded records.
+type chunk struct {
+	msgs []Msg
+	recs []events.Record
+	errs []error
+	err  error         // from the source, after msgs; ends the sequence
+	done chan struct{} // closed when recs and errs are filled
+}
+
+// decodeParallel yields, in order, the records of the messages src
+// produces, decoding them on up to GOMAXPROCS goroutines: strict JSON
+// decoding costs more than reading. src runs on a goroutine of its own
+// and must return soon after its ctx is done; an error it yields ends
+// the sequence after the messages before it. Every goroutine started
+// here has returned when decodeParallel returns. It reports false if the
+// sequence ended early (yield returned false or src failed).
+func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func(Msg, error) bool), yield func(events.Record, error) bool) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	workers := runtime.GOMAXPROCS(0)
+	work := make(chan *chunk, workers)
+	ordered := make(chan *chunk, 2*workers)
+	for range workers {
+		wg.Go(func() {
+			for c := range work {
+				c.recs = make([]events.Record, len(c.msgs))
+				c.errs = make([]error, len(c.msgs))
+				for i, m := range c.msgs {
+					c.recs[i], c.errs[i] = l.decode(m.Seq, m.Subject, m.Data)
+				}
+				close(c.done)
+			}
+		})
+	}
+	wg.Go(func() {
+		defer close(ordered)
+		defer close(work)
+		c := &chunk{done: make(chan struct{})}
+		send := func() bool {
+			select {
+			case work <- c:
+			case <-ctx.Done():
+				return false
+			}
+			select {
+			case ordered <- c:
+			case <-ctx.Done():
+				return false
+			}
+			c = &chunk{done: make(chan struct{})}
+			return true
+		}
+		src(ctx, func(m Msg, err error) bool {
+			if err != nil {
+				c.err = err
+				return false
+			}
+			c.msgs = append(c.msgs, m)
+			return len(c.msgs) < decodeChunk || send()
+		})
+		if len(c.msgs) > 0 || c.err != nil {
+			send()
+		}
+	})
+
+	for c := range ordered {
+		<-c.done
+		for i := range c.msgs {
+			if !yield(c.recs[i], c.errs[i]) {
+				return false
+			}
+		}
+		if c.err != nil {
+			yield(events.Record{}, c.err)
+			return false
+		}
+	}
+	return ctx.Err() == nil
+}

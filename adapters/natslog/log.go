@@ -1,0 +1,299 @@
+package natslog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// HeaderType is the header holding the event type of an lb.ev message,
+// so consumers can filter without decoding the body.
+const HeaderType = "Lb-Type"
+
+// Log errors.
+var (
+	// ErrClosed reports a call on a Log after Close; nothing was sent.
+	ErrClosed = errors.New("natslog: log closed")
+	// ErrUnknownOutcome reports an append whose batch was sent but whose
+	// answer was lost (the caller's ctx ended, a timeout, a broken
+	// connection): the batch may or may not be stored. Appending the same
+	// batch again (same event ids) is safe: within the stream's dedup
+	// window a stored copy makes it succeed with Duplicate set.
+	ErrUnknownOutcome = errors.New("natslog: append outcome unknown; retry with the same event ids")
+)
+
+// Log is events.Log on a JetStream stream named LOGBOOK. It is safe for
+// concurrent use. Appends for different aggregates that arrive together
+// share one atomic batch (group commit): one commit, and its fixed fsync
+// cost, for all of them.
+//
+// A Log owns one goroutine, the committer, started by Open and stopped by
+// Close. It does not own the *nats.Conn it was opened on: close the Log
+// first, then the connection (or Server.Shutdown).
+type Log struct {
+	cfg    Config
+	reg    *events.Registry
+	js     jetstream.JetStream
+	stream jetstream.Stream
+
+	reqs      chan *request // to the committer; unbuffered
+	quit      chan struct{} // closed by Close
+	done      chan struct{} // closed when the committer has returned
+	closeOnce sync.Once
+
+	decisions, batches, merged, split atomic.Uint64
+
+	// entering counts Append calls between entry and handing their
+	// request to the committer, which waits for them while gathering.
+	entering atomic.Int64
+}
+
+var _ events.Log = (*Log)(nil)
+
+// Open returns a Log on nc's JetStream. It creates the LOGBOOK stream
+// with cfg.StreamConfig() if absent; if present, it refuses with a
+// *StreamConfigError a stream whose settings break the log's guarantees
+// (deny flags lost, async persistence, discard old, a max age, wrong
+// subjects, no atomic batches, …). It starts the committer goroutine;
+// call Close to stop it.
+func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.EnsureDefaults()
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(cfg.Timeout))
+	if err != nil {
+		return nil, fmt.Errorf("natslog: open: %w", err)
+	}
+	st, err := js.Stream(ctx, StreamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		st, err = js.CreateStream(ctx, cfg.StreamConfig())
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // created meanwhile
+			st, err = js.Stream(ctx, StreamName)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("natslog: open stream %s: %w", StreamName, err)
+	}
+	if err := checkStream(st.CachedInfo().Config); err != nil {
+		return nil, err
+	}
+	l := &Log{
+		cfg:    cfg,
+		reg:    cfg.Registry,
+		js:     js,
+		stream: st,
+		reqs:   make(chan *request),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	go l.run()
+	return l, nil
+}
+
+// Close stops the committer: an append already sent to the server gets
+// its outcome, queued ones fail with ErrClosed, later calls to Append
+// fail with ErrClosed. Reads in progress end with their own ctx. Close
+// blocks until the committer has finished the batch in flight (each send
+// is bounded by Config.Timeout) and is idempotent; it does not close the
+// connection.
+func (l *Log) Close() error {
+	l.closeOnce.Do(func() { close(l.quit) })
+	<-l.done
+	return nil
+}
+
+// Stats counts the committer's work since Open.
+type Stats struct {
+	Decisions uint64 // decisions the committer sent (alone or merged)
+	Batches   uint64 // commits sent: atomic batches and one-message publishes, retries included
+	Merged    uint64 // batches that carried more than one decision
+	Split     uint64 // merged batches refused whole and retried member by member
+}
+
+// Stats returns the committer's counters. Safe for concurrent use.
+func (l *Log) Stats() Stats {
+	return Stats{
+		Decisions: l.decisions.Load(),
+		Batches:   l.batches.Load(),
+		Merged:    l.merged.Load(),
+		Split:     l.split.Load(),
+	}
+}
+
+// Append implements events.Log. It validates b against the registry and
+// the batch shape (1..events.MaxBatch events, all of b.Agg, Ver dense,
+// Ver 1 exactly when b.Expect is 0, no repeated id) and refuses a bad
+// batch with an error wrapping the events sentinel (ErrMalformed,
+// ErrUnknownType, ErrUnknownVersion, ErrMissingCause) before sending
+// anything. It then hands b to the committer, which stores it as one
+// atomic batch, possibly merged with other aggregates' decisions (a lone
+// one-event decision goes out as a plain publish with the same headers).
+// It blocks until the server answers or ctx ends.
+//
+// Errors: one wrapping events.ErrConflict if b.Agg's last stream sequence
+// is not b.Expect; ErrClosed after Close; ctx's error alone if ctx ended
+// before the batch was sent (nothing stored); one wrapping
+// ErrUnknownOutcome if the batch was sent and its answer was lost.
+//
+// A batch committed before (same event ids) succeeds with Duplicate set
+// and stores nothing. First and Last then point at the stored copy, found
+// from b.Expect with up to two direct gets. Within the stream's dedup
+// window the server reports the repeat; outside it a repeat is still
+// recognised when it is where b.Expect says, else it is a conflict. First
+// and Last are 0 when the server reports a repeat that is not where
+// b.Expect says (the batch was changed since).
+func (l *Log) Append(ctx context.Context, b events.Batch) (events.Appended, error) {
+	l.entering.Add(1)
+	r, err := l.prepare(b)
+	sent := false
+	if err == nil {
+		select {
+		case l.reqs <- r:
+			sent = true
+		case <-ctx.Done():
+			err = fmt.Errorf("not sent: %w", ctx.Err())
+		case <-l.done:
+			err = ErrClosed
+		}
+	}
+	l.entering.Add(-1)
+	if !sent {
+		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, err)
+	}
+	select {
+	case o := <-r.done:
+		return o.app, o.err
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(queued, cancelled) {
+			return events.Appended{}, fmt.Errorf("append %s: not sent: %w", b.Agg, ctx.Err())
+		}
+		select {
+		case o := <-r.done:
+			return o.app, o.err
+		default:
+			return events.Appended{}, fmt.Errorf("append %s: %w: %w", b.Agg, ErrUnknownOutcome, ctx.Err())
+		}
+	}
+}
+
+// prepare validates b and encodes it into a request for the committer.
+func (l *Log) prepare(b events.Batch) (*request, error) {
+	if err := l.validate(b); err != nil {
+		return nil, err
+	}
+	return newRequest(b)
+}
+
+// validate checks b's envelopes and shape; errors wrap events sentinels.
+func (l *Log) validate(b events.Batch) error {
+	n := len(b.Events)
+	if n == 0 {
+		return fmt.Errorf("%w: no events", events.ErrMalformed)
+	}
+	if n > events.MaxBatch {
+		return fmt.Errorf("%w: %d events, at most %d per decision", events.ErrMalformed, n, events.MaxBatch)
+	}
+	if err := b.Agg.Validate(); err != nil {
+		return err
+	}
+	first := b.Events[0].Ver
+	var ids map[ulid.ULID]int
+	if n > 1 {
+		ids = make(map[ulid.ULID]int, n)
+	}
+	for i := range b.Events {
+		e := &b.Events[i]
+		if err := l.reg.Validate(*e); err != nil {
+			return fmt.Errorf("event %d: %w", i, err)
+		}
+		if e.Agg != b.Agg {
+			return fmt.Errorf("%w: event %d (%s) belongs to %s", events.ErrMalformed, i, e.ID, e.Agg)
+		}
+		if want := first + uint64(i); e.Ver != want {
+			return fmt.Errorf("%w: ver not dense: event %d (%s) has ver %d, want %d", events.ErrMalformed, i, e.ID, e.Ver, want)
+		}
+		if ids != nil {
+			if j, dup := ids[e.ID]; dup {
+				return fmt.Errorf("%w: events %d and %d share id %s", events.ErrMalformed, j, i, e.ID)
+			}
+			ids[e.ID] = i
+		}
+	}
+	switch {
+	case b.Expect == 0 && first != 1:
+		return fmt.Errorf("%w: expect 0 (new aggregate) needs ver 1 first, got ver %d", events.ErrMalformed, first)
+	case b.Expect != 0 && first == 1:
+		return fmt.Errorf("%w: ver 1 needs expect 0 (new aggregate), got expect %d", events.ErrMalformed, b.Expect)
+	}
+	return nil
+}
+
+// Request states; a request moves from queued to taken (the committer
+// put it in a batch) or to cancelled (its caller gave up first).
+const (
+	queued int32 = iota
+	taken
+	cancelled
+)
+
+// request is one decision on its way to the committer.
+type request struct {
+	agg     events.Aggregate
+	subject string
+	expect  uint64
+	firstID string // Nats-Msg-Id of the first and last message
+	lastID  string
+	msgs    []*nats.Msg
+	state   atomic.Int32
+	done    chan outcome // capacity 1; written once by the committer
+}
+
+// outcome answers a request.
+type outcome struct {
+	app events.Appended
+	err error
+}
+
+// newRequest encodes b's envelopes into messages: subject b.Agg.Subject(),
+// body the envelope's JSON, headers Nats-Msg-Id and Lb-Type, and on the
+// first message Nats-Expected-Last-Subject-Sequence = b.Expect.
+func newRequest(b events.Batch) (*request, error) {
+	subject := b.Agg.Subject()
+	msgs := make([]*nats.Msg, len(b.Events))
+	for i := range b.Events {
+		e := &b.Events[i]
+		data, err := e.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", i, err)
+		}
+		h := make(nats.Header, 6) // room for the batch headers
+		h[jetstream.MsgIDHeader] = []string{e.ID.String()}
+		h[HeaderType] = []string{e.Type}
+		if i == 0 {
+			h[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(b.Expect, 10)}
+		}
+		msgs[i] = &nats.Msg{Subject: subject, Header: h, Data: data}
+	}
+	return &request{
+		agg:     b.Agg,
+		subject: subject,
+		expect:  b.Expect,
+		firstID: b.Events[0].ID.String(),
+		lastID:  b.Events[len(b.Events)-1].ID.String(),
+		msgs:    msgs,
+		done:    make(chan outcome, 1),
+	}, nil
+}
+
+// answer delivers o to the request's caller; called once per request.
+func (r *request) answer(o outcome) { r.done <- o }

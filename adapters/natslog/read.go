@@ -1,0 +1,294 @@
+package natslog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// Read tuning.
+const (
+	// readPull is how many messages an ordered consumer asks for per pull.
+	readPull = 1000
+	// loadPage is how many messages one batched direct get of Load asks for.
+	loadPage = 1000
+	// resetAttempts bounds how often an ordered consumer is recreated in a
+	// row (after a lost connection or a gap) before the read fails: the
+	// waits between attempts grow from 1 s to 10 s, about 25 s in all.
+	resetAttempts = 5
+)
+
+// Msg is one stored message of the stream, event or not.
+type Msg struct {
+	Seq     uint64      // stream sequence
+	Subject string      // e.g. lb.ev.session.s1 or lb.out.c7
+	Header  nats.Header // as stored (Nats-Msg-Id, Lb-Type, …); may be nil
+	Data    []byte      // the body; owned by the receiver
+	Time    time.Time   // when the server stored it
+}
+
+// DecodeError reports a stored event that does not decode: unknown type
+// or version, malformed JSON, a missing cause, or an envelope stored on
+// another aggregate's subject. Err wraps the events sentinel.
+type DecodeError struct {
+	Seq     uint64 // stream sequence of the message
+	Subject string // its subject
+	Err     error  // from events.Registry.Decode or the subject check
+}
+
+// Error returns e.g. `seq 42 (lb.ev.session.x): events: unknown event
+// type: "foo" (event 01J…)`.
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("seq %d (%s): %v", e.Seq, e.Subject, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// decode turns a stored message into a Record; errors are *DecodeError.
+func (l *Log) decode(seq uint64, subject string, data []byte) (events.Record, error) {
+	e, err := l.reg.Decode(data)
+	if err == nil && e.Agg.Subject() != subject {
+		err = fmt.Errorf("%w: event %s of %s stored on another subject", events.ErrMalformed, e.ID, e.Agg)
+	}
+	if err != nil {
+		return events.Record{}, &DecodeError{Seq: seq, Subject: subject, Err: err}
+	}
+	return events.Record{Seq: seq, Subject: subject, Envelope: e}, nil
+}
+
+// withTimeout bounds ctx by Config.Timeout unless it has a deadline.
+func (l *Log) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, l.cfg.Timeout)
+}
+
+// Load implements events.Log: every event of agg in stream order and the
+// stream sequence of the last one (0 and no records if agg has none). It
+// reads with batched direct gets (one request per 1000 events), each a
+// consistent snapshot. Errors wrap events.ErrMalformed for an invalid agg
+// and a *DecodeError for a stored event that does not decode.
+func (l *Log) Load(ctx context.Context, agg events.Aggregate) ([]events.Record, uint64, error) {
+	if err := agg.Validate(); err != nil {
+		return nil, 0, fmt.Errorf("load %s: %w", agg, err)
+	}
+	subject := agg.Subject()
+	var recs []events.Record
+	var last uint64
+	for from := uint64(1); ; from = last + 1 {
+		got, more, err := l.loadPage(ctx, subject, from, &recs)
+		if err != nil {
+			return nil, 0, fmt.Errorf("load %s: %w", agg, err)
+		}
+		if got == 0 {
+			break
+		}
+		last = recs[len(recs)-1].Seq
+		if !more {
+			break
+		}
+	}
+	return recs, last, nil
+}
+
+// loadPage appends to recs up to loadPage events of subject from stream
+// sequence from on. It reports how many it got and whether more follow.
+func (l *Log) loadPage(ctx context.Context, subject string, from uint64, recs *[]events.Record) (got int, more bool, err error) {
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	msgs, err := jetstreamext.GetBatch(ctx, l.js, StreamName, loadPage,
+		jetstreamext.GetBatchSeq(from), jetstreamext.GetBatchSubject(subject))
+	if err != nil {
+		return 0, false, err
+	}
+	for m, err := range msgs {
+		if errors.Is(err, jetstreamext.ErrNoMessages) {
+			break
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		rec, err := l.decode(m.Sequence, m.Subject, m.Data)
+		if err != nil {
+			return 0, false, err
+		}
+		*recs = append(*recs, rec)
+		got++
+		more = m.Header.Get("Nats-Num-Pending") != "0"
+	}
+	return got, more, nil
+}
+
+// LastSeq implements events.Log: the stream sequence of the last message
+// of any subject (0 when empty).
+func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("last seq of %s: %w", StreamName, err)
+	}
+	return info.State.LastSeq, nil
+}
+
+// Read implements events.Log: the events with from ≤ Seq ≤ LastSeq at the
+// time of the call, in order (from 0 reads from the start). Command
+// output (lb.out.*) is skipped. A stored event that does not decode is
+// yielded as a *DecodeError naming its sequence, and reading goes on if
+// the loop does. Other errors (ctx, the server) are yielded once and end
+// the sequence. The iterator reads through an ordered consumer pulling
+// 1000 messages at a time and decodes on up to GOMAXPROCS goroutines of
+// its own, all stopped when it returns. It is single-use and not safe for
+// concurrent iteration.
+func (l *Log) Read(ctx context.Context, from uint64) iter.Seq2[events.Record, error] {
+	return func(yield func(events.Record, error) bool) {
+		l.readRecords(ctx, from, yield)
+	}
+}
+
+// Follow implements events.Log: Read that does not stop at the end but
+// waits for new events. It catches up as Read does, then decodes each
+// new event as it arrives. It ends, without yielding an error, when ctx
+// is done or the loop stops.
+func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, error] {
+	return func(yield func(events.Record, error) bool) {
+		quiet := func(r events.Record, err error) bool {
+			if err != nil && ctx.Err() != nil {
+				return false
+			}
+			return yield(r, err)
+		}
+		end, ok := l.readRecords(ctx, from, quiet)
+		if !ok {
+			return
+		}
+		for m, err := range l.FollowRaw(ctx, eventFilter, max(from, end+1)) {
+			if err != nil {
+				quiet(events.Record{}, err)
+				return
+			}
+			if !yield(l.decode(m.Seq, m.Subject, m.Data)) {
+				return
+			}
+		}
+	}
+}
+
+// eventFilter matches every event subject and no command output.
+const eventFilter = events.SubjectEvents + ".>"
+
+// readRecords yields the decoded events from from up to the log's last
+// sequence now, and returns that sequence and whether the sequence ran
+// to its end (no error, loop not stopped).
+func (l *Log) readRecords(ctx context.Context, from uint64, yield func(events.Record, error) bool) (uint64, bool) {
+	end, err := l.LastSeq(ctx)
+	if err != nil {
+		yield(events.Record{}, fmt.Errorf("read %s from %d: %w", eventFilter, from, err))
+		return 0, false
+	}
+	if end == 0 || from > end {
+		return end, true
+	}
+	src := func(ctx context.Context, y func(Msg, error) bool) { l.consume(ctx, eventFilter, from, end, y) }
+	return end, l.decodeParallel(ctx, src, yield)
+}
+
+// ReadRaw yields the stored messages matching filter (a subject with
+// optional wildcards, e.g. "lb.out.c7" or "lb.>") with from ≤ Seq ≤ the
+// stream's last sequence at the time of the call, in order, undecoded.
+// An error is yielded once and ends the sequence; it wraps ctx's error if
+// ctx ended first. Single-use; not safe for concurrent iteration.
+func (l *Log) ReadRaw(ctx context.Context, filter string, from uint64) iter.Seq2[Msg, error] {
+	return func(yield func(Msg, error) bool) {
+		end, err := l.LastSeq(ctx)
+		if err != nil {
+			yield(Msg{}, fmt.Errorf("read %s from %d: %w", filter, from, err))
+			return
+		}
+		if end == 0 || from > end {
+			return
+		}
+		l.consume(ctx, filter, from, end, yield)
+	}
+}
+
+// FollowRaw is ReadRaw that does not stop at the end: it waits for new
+// messages until ctx is done, then ends without yielding an error.
+func (l *Log) FollowRaw(ctx context.Context, filter string, from uint64) iter.Seq2[Msg, error] {
+	return func(yield func(Msg, error) bool) {
+		l.consume(ctx, filter, from, 0, yield)
+	}
+}
+
+// consume runs an ordered consumer on filter from sequence from and
+// yields its messages. With end > 0 it stops after the last message at
+// or before end; with end 0 it runs until ctx is done.
+func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yield func(Msg, error) bool) {
+	fail := func(err error) { yield(Msg{}, fmt.Errorf("read %s from %d: %w", filter, from, err)) }
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, MaxResetAttempts: resetAttempts}
+	if from > 1 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = from
+	}
+	cons, err := l.js.OrderedConsumer(ctx, StreamName, cfg)
+	if err != nil {
+		fail(err)
+		return
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(readPull))
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer l.stopConsumer(ctx, cons, it)
+	if info := cons.CachedInfo(); end > 0 && info != nil && info.NumPending == 0 {
+		return
+	}
+	for {
+		jm, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if end == 0 && ctx.Err() != nil {
+				return
+			}
+			fail(err)
+			return
+		}
+		md, err := jm.Metadata()
+		if err != nil {
+			fail(err)
+			return
+		}
+		seq := md.Sequence.Stream
+		if end > 0 && seq > end {
+			return
+		}
+		m := Msg{Seq: seq, Subject: jm.Subject(), Header: jm.Headers(), Data: jm.Data(), Time: md.Timestamp}
+		if !yield(m, nil) {
+			return
+		}
+		if end > 0 && (seq >= end || md.NumPending == 0) {
+			return
+		}
+	}
+}
+
+// stopConsumer stops the iterator and deletes the server-side consumer
+// (best effort; the server drops it after 5 min of inactivity anyway).
+func (l *Log) stopConsumer(ctx context.Context, cons jetstream.Consumer, it jetstream.MessagesContext) {
+	it.Stop()
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_ = l.js.DeleteConsumer(ctx, StreamName, info.Name)
+}

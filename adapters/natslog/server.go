@@ -1,0 +1,318 @@
+package natslog
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// Fsync says when the embedded server flushes stream files to disk.
+type Fsync int
+
+const (
+	// FsyncAlways flushes and fsyncs before every acknowledgement
+	// (sync_interval: always). An acknowledged append survives an OS crash
+	// or power loss. It is the zero value and the default.
+	FsyncAlways Fsync = iota
+	// FsyncInterval fsyncs every EmbeddedConfig.SyncInterval. Appends
+	// acknowledged within the last interval can be lost on an OS crash or
+	// power loss (not on a process crash). It is an explicit opt-in.
+	FsyncInterval
+)
+
+// String returns "always" or "interval".
+func (f Fsync) String() string {
+	switch f {
+	case FsyncAlways:
+		return "always"
+	case FsyncInterval:
+		return "interval"
+	default:
+		return "Fsync(" + strconv.Itoa(int(f)) + ")"
+	}
+}
+
+// DefaultSyncInterval is the flush period of FsyncInterval when
+// EmbeddedConfig.SyncInterval is 0.
+const DefaultSyncInterval = time.Second
+
+// DefaultReadyTimeout bounds how long StartEmbedded waits for the server
+// when ctx has no deadline.
+const DefaultReadyTimeout = 10 * time.Second
+
+// EmbeddedConfig configures an in-process NATS server with JetStream.
+type EmbeddedConfig struct {
+	// StoreDir is the JetStream directory. Required: an empty StoreDir is
+	// refused (the server would silently use a shared temp directory).
+	// The server name is derived from its absolute path, so it is stable
+	// across restarts on the same directory.
+	StoreDir string
+	// Fsync selects the durability mode; the zero value is FsyncAlways.
+	Fsync Fsync
+	// SyncInterval is the flush period under FsyncInterval; 0 means
+	// DefaultSyncInterval. It must be 0 under FsyncAlways.
+	SyncInterval time.Duration
+	// Listen is a loopback host:port for a client TCP listener, e.g.
+	// "127.0.0.1:0" (port 0 picks a free port; see Server.ClientURL).
+	// Empty (the default) means no listener: in-process clients only.
+	// A non-loopback host is refused.
+	Listen string
+	// User and Password protect every connection, in-process ones
+	// included. Both are required when Listen is set (see NewPassword)
+	// and optional otherwise.
+	User, Password string
+	// MaxStore and MaxMemory cap JetStream file and memory storage in
+	// bytes; 0 lets the server pick (the free disk, 75% of RAM).
+	MaxStore, MaxMemory int64
+	// Logger receives the server's notices, warnings and errors; nil
+	// (the default) turns server logging off.
+	Logger *slog.Logger
+}
+
+// Validate reports a config StartEmbedded would refuse: empty StoreDir,
+// an unknown Fsync, a SyncInterval without FsyncInterval or below 0, a
+// Listen that is not a loopback host:port, or a Listen without User and
+// Password.
+func (c EmbeddedConfig) Validate() error {
+	if c.StoreDir == "" {
+		return errors.New("natslog: embedded: empty StoreDir")
+	}
+	switch c.Fsync {
+	case FsyncAlways:
+		if c.SyncInterval != 0 {
+			return fmt.Errorf("natslog: embedded: SyncInterval %s needs Fsync interval", c.SyncInterval)
+		}
+	case FsyncInterval:
+		if c.SyncInterval < 0 {
+			return fmt.Errorf("natslog: embedded: SyncInterval %s < 0", c.SyncInterval)
+		}
+	default:
+		return fmt.Errorf("natslog: embedded: unknown %s", c.Fsync)
+	}
+	if c.Listen != "" {
+		if _, _, err := loopback(c.Listen); err != nil {
+			return fmt.Errorf("natslog: embedded: listen %q: %w", c.Listen, err)
+		}
+		if c.User == "" || c.Password == "" {
+			return fmt.Errorf("natslog: embedded: listen %q: User and Password are required", c.Listen)
+		}
+	}
+	if (c.User == "") != (c.Password == "") {
+		return errors.New("natslog: embedded: set both User and Password or neither")
+	}
+	return nil
+}
+
+// loopback splits hostport and refuses a host that is not loopback.
+// Port 0 becomes server.RANDOM_PORT.
+func loopback(hostport string) (string, int, error) {
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bad port %q", p)
+	}
+	if host != "localhost" {
+		ip := net.ParseIP(host)
+		if ip == nil || !ip.IsLoopback() {
+			return "", 0, fmt.Errorf("host %q is not loopback", host)
+		}
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	return host, port, nil
+}
+
+// Durability describes the fsync mode in one line for the operator, e.g.
+// "fsync always: every acknowledged append is on disk".
+func (c EmbeddedConfig) Durability() string {
+	if c.Fsync == FsyncInterval {
+		d := c.SyncInterval
+		if d == 0 {
+			d = DefaultSyncInterval
+		}
+		return fmt.Sprintf("fsync every %s: appends acknowledged in the last %s can be lost on an OS crash or power loss", d, d)
+	}
+	return "fsync always: every acknowledged append is on disk"
+}
+
+// Server is an embedded NATS server with JetStream and an in-process
+// client connection it owns. Its methods are safe for concurrent use.
+// Call Shutdown when done, after closing every Log opened on Conn.
+type Server struct {
+	cfg  EmbeddedConfig
+	ns   *server.Server
+	nc   *nats.Conn
+	once sync.Once
+	err  error
+}
+
+// StartEmbedded starts a JetStream server storing under cfg.StoreDir and
+// connects to it in process. It waits until the server is ready, at most
+// until ctx's deadline or DefaultReadyTimeout. It returns an error if cfg
+// is invalid (see EmbeddedConfig.Validate), the listener cannot bind, or
+// the server does not become ready; nothing is left running then.
+func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(cfg.StoreDir)
+	if err != nil {
+		return nil, fmt.Errorf("natslog: embedded: store dir %q: %w", cfg.StoreDir, err)
+	}
+	sum := sha256.Sum256([]byte(dir))
+	opts := &server.Options{
+		ServerName: "logbook-" + hex.EncodeToString(sum[:6]),
+		JetStream:  true,
+		StoreDir:   dir,
+		SyncAlways: cfg.Fsync == FsyncAlways,
+		NoSigs:     true,
+		NoLog:      cfg.Logger == nil,
+		DontListen: cfg.Listen == "",
+		Username:   cfg.User,
+		Password:   cfg.Password,
+
+		JetStreamMaxStore:  cfg.MaxStore,
+		JetStreamMaxMemory: cfg.MaxMemory,
+	}
+	if cfg.Fsync == FsyncInterval {
+		opts.SyncInterval = cfg.SyncInterval
+		if opts.SyncInterval == 0 {
+			opts.SyncInterval = DefaultSyncInterval
+		}
+	}
+	if cfg.Listen != "" {
+		opts.Host, opts.Port, _ = loopback(cfg.Listen) // checked by Validate
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("natslog: embedded %s: %w", dir, err)
+	}
+	if cfg.Logger != nil {
+		ns.SetLoggerV2(slogAdapter{cfg.Logger}, false, false, false)
+	}
+	ns.Start()
+	wait := DefaultReadyTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		wait = time.Until(dl)
+	}
+	if !ns.ReadyForConnections(wait) {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		return nil, fmt.Errorf("natslog: embedded %s: not ready after %s", dir, wait)
+	}
+	s := &Server{cfg: cfg, ns: ns}
+	nc, err := s.Connect(nats.Name("logbook-embedded"))
+	if err != nil {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		return nil, err
+	}
+	s.nc = nc
+	return s, nil
+}
+
+// Conn returns the server's in-process connection. It is owned by the
+// Server and closed by Shutdown; do not close it yourself.
+func (s *Server) Conn() *nats.Conn { return s.nc }
+
+// Connect opens a new in-process connection with the server's
+// credentials and opts. The caller owns it and closes it before Shutdown.
+func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
+	all := []nats.Option{nats.InProcessServer(s.ns)}
+	if s.cfg.User != "" {
+		all = append(all, nats.UserInfo(s.cfg.User, s.cfg.Password))
+	}
+	nc, err := nats.Connect("", append(all, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("natslog: connect in process: %w", err)
+	}
+	return nc, nil
+}
+
+// ClientURL returns the TCP URL of the loopback listener, e.g.
+// "nats://127.0.0.1:41234", or "" when EmbeddedConfig.Listen is empty.
+// The URL holds no credentials.
+func (s *Server) ClientURL() string {
+	if s.cfg.Listen == "" {
+		return ""
+	}
+	return s.ns.ClientURL()
+}
+
+// Durability describes the server's fsync mode in one line; print it at
+// start so an operator sees an opt-in to FsyncInterval.
+func (s *Server) Durability() string { return s.cfg.Durability() }
+
+// Name returns the server name, derived from the absolute StoreDir.
+func (s *Server) Name() string { return s.ns.Name() }
+
+// Shutdown drains the in-process connection, then stops the server and
+// waits until it has flushed its state. Close every Log on Conn first.
+// It is idempotent; later calls return the first call's error.
+func (s *Server) Shutdown() error {
+	s.once.Do(func() {
+		if s.nc != nil {
+			closed := make(chan struct{})
+			s.nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+			switch err := s.nc.Drain(); {
+			case err == nil:
+				<-closed
+			case errors.Is(err, nats.ErrConnectionClosed):
+			default:
+				s.nc.Close()
+				s.err = fmt.Errorf("natslog: shutdown: drain: %w", err)
+			}
+		}
+		s.ns.Shutdown()
+		s.ns.WaitForShutdown()
+	})
+	return s.err
+}
+
+// Connect dials a NATS server or cluster at url (comma-separated URLs
+// allowed) for use with Open. opts follow the defaults (a client name and
+// unlimited reconnects) and may override them. The caller owns the
+// connection and closes it after closing every Log opened on it.
+func Connect(url string, opts ...nats.Option) (*nats.Conn, error) {
+	all := append([]nats.Option{nats.Name("logbook"), nats.MaxReconnects(-1)}, opts...)
+	nc, err := nats.Connect(url, all...)
+	if err != nil {
+		return nil, fmt.Errorf("natslog: connect %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+// NewPassword returns 32 random bytes from crypto/rand, base64url
+// encoded: a credential for EmbeddedConfig.Password.
+func NewPassword() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// slogAdapter routes server log lines to a slog.Logger.
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Noticef(format string, v ...any) { a.l.Info(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Warnf(format string, v ...any)   { a.l.Warn(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Fatalf(format string, v ...any)  { a.l.Error(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Errorf(format string, v ...any)  { a.l.Error(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Debugf(format string, v ...any)  { a.l.Debug(fmt.Sprintf(format, v...)) }
+func (a slogAdapter) Tracef(format string, v ...any)  { a.l.Debug(fmt.Sprintf(format, v...)) }
