@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -115,6 +116,60 @@ func (r *Registry) New(p Payload) Envelope {
 // and lacks one. Old versions are upcast before decoding, so the returned
 // envelope always has the current V.
 func (r *Registry) Decode(b []byte) (Envelope, error) {
+	if e, ok, err := r.decodeFast(b); ok {
+		return e, err
+	}
+	return r.decodeSlow(b)
+}
+
+// fastPrefix is how every envelope this package writes begins: the id
+// (26 characters) and then the type.
+const fastPrefix = `{"id":"`
+
+// decodeFast decodes an envelope in its canonical field order in one
+// strict pass, decoding data straight into the registered payload type.
+// ok is false when b is not in that form or its version needs upcasting;
+// the caller then takes the general path.
+func (r *Registry) decodeFast(b []byte) (Envelope, bool, error) {
+	const typeAt = len(fastPrefix) + 26 + len(`","type":"`)
+	if len(b) < typeAt || string(b[:len(fastPrefix)]) != fastPrefix || string(b[typeAt-len(`","type":"`):typeAt]) != `","type":"` {
+		return Envelope{}, false, nil
+	}
+	end := bytes.IndexByte(b[typeAt:], '"')
+	if end < 0 {
+		return Envelope{}, false, nil
+	}
+	ti, ok := r.types[string(b[typeAt:typeAt+end])]
+	if !ok {
+		return Envelope{}, false, nil
+	}
+	pv := reflect.New(ti.typ)
+	var w struct {
+		wire
+		Data any `json:"data"`
+	}
+	w.Data = pv.Interface()
+	if err := decodeStrict(b, &w); err != nil || w.V != ti.version || r.types[w.Type] != ti {
+		return Envelope{}, false, nil
+	}
+	at, err := time.Parse(time.RFC3339Nano, w.At)
+	if err != nil {
+		return Envelope{}, false, nil
+	}
+	e := Envelope{
+		ID: w.ID, Type: w.Type, V: w.V, Agg: w.Agg, Ver: w.Ver, At: at.UTC(),
+		Cause: w.Cause, Corr: w.Corr, Host: w.Host, Actor: w.Actor,
+		Data: pv.Elem().Interface().(Payload),
+	}
+	if err := r.Validate(e); err != nil {
+		return Envelope{}, true, err
+	}
+	return e, true, nil
+}
+
+// decodeSlow decodes any envelope: the envelope first, then its data,
+// upcast to the current version.
+func (r *Registry) decodeSlow(b []byte) (Envelope, error) {
 	var w wire
 	if err := decodeStrict(b, &w); err != nil {
 		return Envelope{}, fmt.Errorf("%w: envelope: %v", ErrMalformed, err)
