@@ -1,0 +1,227 @@
+package projections
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// Keys of the session view.
+const (
+	// SessionPrefix prefixes session rows: sessions/<id> = JSON of
+	// session.State after folding the session's events.
+	SessionPrefix = "sessions/"
+	// PhasePrefix prefixes the phase index: sessions-by-phase/<phase>/<id>,
+	// empty value, for every session whose phase is set.
+	PhasePrefix = "sessions-by-phase/"
+	// ParentPrefix prefixes the parent index:
+	// sessions-by-parent/<parent>/<child>, empty value, for every session
+	// with a parent.
+	ParentPrefix = "sessions-by-parent/"
+)
+
+// SessionView is the "sessions" view, schema version 1: one row per
+// session aggregate holding the JSON of its reducers/session.State, kept
+// by loading the row, folding the record with session.Evolve and storing
+// it, plus the phase and parent indexes in step with the rows. Events of
+// other aggregate kinds are ignored; session events the reducer does not
+// know only advance the row's ver and updated_at.
+//
+// Rows hold the times of facts only (started_at, updated_at, each open
+// entry's opened_at, all from envelopes); ages are computed at query time
+// by the reader, e.g. now.Sub(entry.OpenedAt), so no projection time
+// reaches a row.
+//
+// It implements Flusher: within a batch it keeps each touched session's
+// State decoded in Tx.Memo and writes each row once at the end. This
+// relies on session.State's JSON round trip being exact, which the batch
+// size tests check.
+type SessionView struct{}
+
+var _ Flusher = SessionView{}
+
+// Name implements View: "sessions".
+func (SessionView) Name() string { return "sessions" }
+
+// Version implements View. Bump it when session.State's JSON or the
+// view's keys change.
+func (SessionView) Version() int { return 1 }
+
+// sessionRow is one session being folded in a batch.
+type sessionRow struct {
+	state         session.State
+	phase, parent string // as the stored row (and its index keys) have them
+}
+
+// Apply implements View.
+func (SessionView) Apply(tx *Tx, r events.Record) error {
+	if r.Agg.Kind != events.KindSession {
+		return nil
+	}
+	memo := tx.Memo()
+	row, ok := memo[r.Agg.ID].(*sessionRow)
+	if !ok {
+		row = &sessionRow{}
+		v, found, err := tx.Get(SessionPrefix + r.Agg.ID)
+		if err != nil {
+			return err
+		}
+		if found {
+			if err := json.Unmarshal(v, &row.state); err != nil {
+				return fmt.Errorf("decode session row %s: %w", r.Agg.ID, err)
+			}
+			row.phase, row.parent = row.state.Phase, row.state.Parent
+		}
+		memo[r.Agg.ID] = row
+	}
+	row.state = session.Evolve(row.state, r.Envelope)
+	return nil
+}
+
+// Flush implements Flusher: it writes the batch's session rows in id
+// order and moves their index keys.
+func (SessionView) Flush(tx *Tx) error {
+	memo := tx.Memo()
+	for _, id := range slices.Sorted(maps.Keys(memo)) {
+		row := memo[id].(*sessionRow)
+		b, err := json.Marshal(row.state)
+		if err != nil {
+			return fmt.Errorf("encode session row %s: %w", id, err)
+		}
+		if err := tx.Set(SessionPrefix+id, b); err != nil {
+			return err
+		}
+		if err := moveIndex(tx, PhasePrefix, row.phase, row.state.Phase, id); err != nil {
+			return err
+		}
+		if err := moveIndex(tx, ParentPrefix, row.parent, row.state.Parent, id); err != nil {
+			return err
+		}
+		row.phase, row.parent = row.state.Phase, row.state.Parent
+	}
+	return nil
+}
+
+// moveIndex replaces index key prefix<from>/<id> with prefix<to>/<id>;
+// an empty from or to means no key.
+func moveIndex(tx *Tx, prefix, from, to, id string) error {
+	if from == to {
+		return nil
+	}
+	if from != "" {
+		if err := tx.Delete(prefix + from + "/" + id); err != nil {
+			return err
+		}
+	}
+	if to != "" {
+		return tx.Set(prefix+to+"/"+id, nil)
+	}
+	return nil
+}
+
+// Session returns the committed row of session id. The error wraps
+// events.ErrNotFound if the store has no row for id, ErrClosed if the
+// store is closed.
+func (s *Store) Session(id string) (session.State, error) {
+	v, ok, err := s.get(SessionPrefix + id)
+	if err != nil {
+		return session.State{}, fmt.Errorf("session %s: %w", id, err)
+	}
+	if !ok {
+		return session.State{}, fmt.Errorf("session %s: %w", id, events.ErrNotFound)
+	}
+	var st session.State
+	if err := json.Unmarshal(v, &st); err != nil {
+		return session.State{}, fmt.Errorf("session %s: decode row: %w", id, err)
+	}
+	return st, nil
+}
+
+// Sessions returns the started sessions in phase (an events.Phase
+// constant), or every started session when phase is "", ordered by id,
+// from one snapshot.
+func (s *Store) Sessions(phase string) ([]session.State, error) {
+	if phase == "" {
+		var out []session.State
+		err := s.scanRows(SessionPrefix, func(_ string, st session.State) {
+			if st.Exists() {
+				out = append(out, st)
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sessions: %w", err)
+		}
+		return out, nil
+	}
+	out, err := s.indexed(PhasePrefix + phase + "/")
+	if err != nil {
+		return nil, fmt.Errorf("sessions in phase %s: %w", phase, err)
+	}
+	return out, nil
+}
+
+// Children returns the sessions whose parent is session id (subagents),
+// ordered by id, from one snapshot; none is not an error.
+func (s *Store) Children(id string) ([]session.State, error) {
+	out, err := s.indexed(ParentPrefix + id + "/")
+	if err != nil {
+		return nil, fmt.Errorf("children of session %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// scanRows decodes every session row under prefix.
+func (s *Store) scanRows(prefix string, fn func(id string, st session.State)) error {
+	sn, err := s.Snapshot()
+	if err != nil {
+		return err
+	}
+	defer sn.Close()
+	return sn.scan(prefix, func(key string, v []byte) error {
+		var st session.State
+		if err := json.Unmarshal(v, &st); err != nil {
+			return fmt.Errorf("decode %s: %w", key, err)
+		}
+		fn(strings.TrimPrefix(key, prefix), st)
+		return nil
+	})
+}
+
+// indexed returns the session rows named by the index keys under prefix
+// (<prefix><id>), from one snapshot.
+func (s *Store) indexed(prefix string) ([]session.State, error) {
+	sn, err := s.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	defer sn.Close()
+	var ids []string
+	err = sn.scan(prefix, func(key string, _ []byte) error {
+		ids = append(ids, strings.TrimPrefix(key, prefix))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]session.State, 0, len(ids))
+	for _, id := range ids {
+		v, ok, err := sn.Get(SessionPrefix + id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("index key %s%s has no row", prefix, id)
+		}
+		var st session.State
+		if err := json.Unmarshal(v, &st); err != nil {
+			return nil, fmt.Errorf("decode %s%s: %w", SessionPrefix, id, err)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}

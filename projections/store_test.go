@@ -1,0 +1,462 @@
+package projections_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/projections/projectionstest"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// history returns a fixed random history of about steps inputs.
+func history(t testing.TB, seed uint64, steps, sessions int) *projectionstest.History {
+	t.Helper()
+	h, err := projectionstest.Generate(rand.New(rand.NewPCG(seed, 7)), steps, sessions)
+	if err != nil {
+		t.Fatalf("generate history: %v", err)
+	}
+	return h
+}
+
+// open opens a store in dir and closes it at the end of the test.
+func open(t testing.TB, dir string, opts projections.Options) *projections.Store {
+	t.Helper()
+	s, err := projections.Open(dir, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil && !errors.Is(err, projections.ErrClosed) {
+			t.Errorf("Close(%s): %v", dir, err)
+		}
+	})
+	return s
+}
+
+// apply applies recs in batches of size and fails the test on error.
+func apply(t testing.TB, s *projections.Store, recs []events.Record, size int) {
+	t.Helper()
+	if _, err := s.Apply(context.Background(), projectionstest.Seq(recs), size); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+}
+
+// hash returns s's hash and checks its checkpoint.
+func hash(t testing.TB, s *projections.Store, wantCP uint64) string {
+	t.Helper()
+	h, cp, err := s.Hash()
+	if err != nil {
+		t.Fatalf("Hash: %v", err)
+	}
+	if cp != wantCP {
+		t.Fatalf("Hash checkpoint = %d, want %d", cp, wantCP)
+	}
+	return h
+}
+
+// tb is what the helpers need of *testing.T and *rapid.T.
+type tb interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Fatal(args ...any)
+}
+
+// checkRows compares s's session rows and indexes with a plain fold of
+// the history's records by the reducer.
+func checkRows(t tb, s *projections.Store, h *projectionstest.History) {
+	t.Helper()
+	snap, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	byPhase := map[string][]string{}
+	children := map[string][]string{}
+	for _, id := range h.Sessions {
+		want, _ := json.Marshal(h.States[id])
+		got, ok, err := snap.Get(projections.SessionPrefix + id)
+		if err != nil || !ok {
+			t.Fatalf("row %s: ok=%v err=%v", id, ok, err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Fatalf("row %s differs from session.Fold (-fold +row):\n%s", id, diff)
+		}
+		st := h.States[id]
+		if st.Exists() {
+			byPhase[st.Phase] = append(byPhase[st.Phase], id)
+		}
+		if st.Parent != "" {
+			children[st.Parent] = append(children[st.Parent], id)
+		}
+	}
+	ids := func(states []session.State) []string {
+		var out []string
+		for _, st := range states {
+			out = append(out, st.ID)
+		}
+		return out
+	}
+	for _, phase := range []string{events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded} {
+		got, err := s.Sessions(phase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := byPhase[phase]
+		slices.Sort(want)
+		if diff := cmp.Diff(want, ids(got)); diff != "" {
+			t.Errorf("Sessions(%q) ids (-want +got):\n%s", phase, diff)
+		}
+	}
+	for _, parent := range h.Sessions {
+		got, err := s.Children(parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := children[parent]
+		slices.Sort(want)
+		if diff := cmp.Diff(want, ids(got)); diff != "" {
+			t.Errorf("Children(%q) ids (-want +got):\n%s", parent, diff)
+		}
+	}
+}
+
+func lastSeq(recs []events.Record) uint64 {
+	if len(recs) == 0 {
+		return 0
+	}
+	return recs[len(recs)-1].Seq
+}
+
+// TestStore_Apply_BatchSizes is the metamorphic test: one history applied
+// in batches of 1, 7 and all gives identical projections, equal to a
+// plain fold by the reducer.
+func TestStore_Apply_BatchSizes(t *testing.T) {
+	h := history(t, 1, 400, 6)
+	recs := h.Records
+	var hashes []string
+	for _, size := range []int{1, 7, len(recs)} {
+		t.Run(fmt.Sprintf("batch=%d", size), func(t *testing.T) {
+			s := open(t, t.TempDir(), projections.Options{})
+			n, err := s.Apply(t.Context(), projectionstest.Seq(recs), size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != len(recs) {
+				t.Errorf("Apply = %d records, want %d", n, len(recs))
+			}
+			hashes = append(hashes, hash(t, s, lastSeq(recs)))
+			checkRows(t, s, h)
+		})
+	}
+	for i := 1; i < len(hashes); i++ {
+		if hashes[i] != hashes[0] {
+			t.Errorf("hash %d = %s, want %s (batch size 1)", i, hashes[i], hashes[0])
+		}
+	}
+}
+
+// TestStore_Apply_Resume stops after a prefix, reopens the store and
+// applies the whole log again: what was applied is skipped, and the result
+// equals a clean projection.
+func TestStore_Apply_Resume(t *testing.T) {
+	h := history(t, 2, 300, 4)
+	recs := h.Records
+	clean := open(t, t.TempDir(), projections.Options{})
+	apply(t, clean, recs, 0)
+	want := hash(t, clean, lastSeq(recs))
+
+	dir := filepath.Join(t.TempDir(), "p")
+	s, err := projections.Open(dir, projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := len(recs) / 3
+	apply(t, s, recs[:k], 7)
+	if got := s.Checkpoint(); got != recs[k-1].Seq {
+		t.Fatalf("Checkpoint = %d, want %d", got, recs[k-1].Seq)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir, projections.Options{})
+	if got := s.Checkpoint(); got != recs[k-1].Seq {
+		t.Fatalf("Checkpoint after reopen = %d, want %d", got, recs[k-1].Seq)
+	}
+	n, err := s.Apply(t.Context(), projectionstest.Seq(recs), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(recs)-k {
+		t.Errorf("resumed Apply = %d records, want %d", n, len(recs)-k)
+	}
+	if got := hash(t, s, lastSeq(recs)); got != want {
+		t.Errorf("resumed hash = %s, want %s", got, want)
+	}
+	n, err = s.Apply(t.Context(), projectionstest.Seq(recs), 7)
+	if err != nil || n != 0 {
+		t.Errorf("Apply of applied records = %d, %v; want 0, nil", n, err)
+	}
+	if got := hash(t, s, lastSeq(recs)); got != want {
+		t.Errorf("hash after re-delivery = %s, want %s", got, want)
+	}
+	checkRows(t, s, h)
+}
+
+// failAt is the session view that refuses one record.
+type failAt struct {
+	projections.SessionView
+	seq uint64
+}
+
+var errRefused = errors.New("refused")
+
+func (v failAt) Apply(tx *projections.Tx, r events.Record) error {
+	if r.Seq == v.seq {
+		return errRefused
+	}
+	return v.SessionView.Apply(tx, r)
+}
+
+// TestStore_Apply_ViewError: a view error aborts its whole batch; the
+// batches before it stay, rows and checkpoint together.
+func TestStore_Apply_ViewError(t *testing.T) {
+	h := history(t, 3, 200, 3)
+	recs := h.Records
+	bad := recs[len(recs)/2].Seq
+	s := open(t, t.TempDir(), projections.Options{Views: []projections.View{failAt{seq: bad}}})
+	n, err := s.Apply(t.Context(), projectionstest.Seq(recs), 7)
+	if !errors.Is(err, errRefused) {
+		t.Fatalf("Apply error = %v, want %v", err, errRefused)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("record %d ", bad)) {
+		t.Errorf("error %q does not name record %d", err, bad)
+	}
+	committed := (int(bad) - 1) / 7 * 7 // whole batches before the failing one
+	if n != committed || s.Checkpoint() != uint64(committed) {
+		t.Fatalf("Apply = %d, checkpoint %d; want %d, %d", n, s.Checkpoint(), committed, committed)
+	}
+	ref := open(t, t.TempDir(), projections.Options{})
+	apply(t, ref, recs[:committed], 0)
+	if got, want := hash(t, s, uint64(committed)), hash(t, ref, uint64(committed)); got != want {
+		t.Errorf("hash after aborted batch = %s, want %s", got, want)
+	}
+}
+
+// TestStore_Apply_DecodeError: a record the log cannot decode stops Apply
+// with its sequence in the error; nothing after it is applied, and a
+// retry stops at the same record.
+func TestStore_Apply_DecodeError(t *testing.T) {
+	h := history(t, 4, 100, 2)
+	recs := h.Records
+	bad := recs[len(recs)/2].Seq
+	decode := fmt.Errorf("%w: bad json", events.ErrMalformed)
+	s := open(t, t.TempDir(), projections.Options{})
+	for attempt := range 2 {
+		n, err := s.Apply(t.Context(), projectionstest.SeqFailing(recs, bad, decode), 10)
+		if !errors.Is(err, events.ErrMalformed) {
+			t.Fatalf("attempt %d: error = %v, want ErrMalformed", attempt, err)
+		}
+		if !strings.Contains(err.Error(), fmt.Sprintf("record %d:", bad)) {
+			t.Errorf("attempt %d: error %q does not name record %d", attempt, err, bad)
+		}
+		if s.Checkpoint() != bad-1 {
+			t.Errorf("attempt %d: checkpoint = %d, want %d", attempt, s.Checkpoint(), bad-1)
+		}
+		if want := int(bad - 1); attempt == 0 && n != want {
+			t.Errorf("Apply = %d, want %d", n, want)
+		}
+	}
+}
+
+// TestStore_Apply_Refuses covers records and stores Apply refuses.
+func TestStore_Apply_Refuses(t *testing.T) {
+	h := history(t, 5, 10, 1)
+	s := open(t, t.TempDir(), projections.Options{})
+	noSeq := h.Records[0]
+	noSeq.Seq = 0
+	if _, err := s.Apply(t.Context(), projectionstest.Seq([]events.Record{noSeq}), 1); err == nil {
+		t.Error("Apply of a record without sequence: no error")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s.Apply(ctx, projectionstest.Seq(h.Records), 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("Apply with a done context = %v, want context.Canceled", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(t.Context(), projectionstest.Seq(h.Records), 1); !errors.Is(err, projections.ErrClosed) {
+		t.Errorf("Apply on a closed store = %v, want ErrClosed", err)
+	}
+	if _, err := s.Session("s1"); !errors.Is(err, projections.ErrClosed) {
+		t.Errorf("Session on a closed store = %v, want ErrClosed", err)
+	}
+}
+
+// outside is a view that writes outside its key space.
+type outside struct{}
+
+func (outside) Name() string { return "rogue" }
+func (outside) Version() int { return 1 }
+func (outside) Apply(tx *projections.Tx, r events.Record) error {
+	return tx.Set("sessions/"+r.Agg.ID, []byte("{}"))
+}
+
+func TestTx_KeyOutsideView(t *testing.T) {
+	h := history(t, 6, 5, 1)
+	s := open(t, t.TempDir(), projections.Options{Views: []projections.View{outside{}}})
+	_, err := s.Apply(t.Context(), projectionstest.Seq(h.Records), 1)
+	if err == nil || !strings.Contains(err.Error(), "outside the view") {
+		t.Errorf("Apply = %v, want a key-space error", err)
+	}
+}
+
+func TestOpen_BadViews(t *testing.T) {
+	for name, views := range map[string][]projections.View{
+		"duplicate": {projections.SessionView{}, projections.SessionView{}},
+		"meta":      {named{"meta"}},
+		"dash":      {named{"a-b"}},
+		"empty":     {named{""}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if s, err := projections.Open(t.TempDir(), projections.Options{Views: views}); err == nil {
+				s.Close()
+				t.Error("Open: no error")
+			}
+		})
+	}
+}
+
+type named struct{ name string }
+
+func (n named) Name() string                             { return n.name }
+func (named) Version() int                               { return 1 }
+func (named) Apply(*projections.Tx, events.Record) error { return nil }
+
+func TestStore_Queries(t *testing.T) {
+	h := projectionstest.NewHistory(projectionstest.Epoch())
+	line := func(id string, n int, meta events.Meta, sigs ...events.Sig) {
+		t.Helper()
+		o := events.Observation{Key: fmt.Sprint("l", n), Parser: "test/1", Line: n, Kind: "assistant", Meta: meta, Signals: sigs}
+		if recs, err := h.Observe(id, events.ClaudeLineObserved{Observation: o}, ""); err != nil || recs == nil {
+			t.Fatalf("observe %s line %d: %v (rejected %d)", id, n, err, h.Rejected)
+		}
+		h.Tick(1000)
+	}
+	line("main", 1, events.Meta{SessionID: "agent-main"}, events.Sig{Kind: events.SigPrompt})
+	line("main", 2, events.Meta{SessionID: "agent-main"}, events.Sig{Kind: events.SigToolUse, ID: "t1", Name: "Bash"})
+	line("sub1", 1, events.Meta{SessionID: "main", AgentID: "a1"}, events.Sig{Kind: events.SigSessionStart})
+	line("sub2", 1, events.Meta{SessionID: "main", AgentID: "a2"}, events.Sig{Kind: events.SigSessionEnd})
+	line("other", 1, events.Meta{SessionID: "agent-other"})
+
+	s := open(t, t.TempDir(), projections.Options{})
+	apply(t, s, h.Records, 3)
+
+	got, err := s.Session("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Phase != events.PhaseWorking || got.Activity != "tool:Bash" || len(got.Entries) != 1 {
+		t.Errorf("Session(main) = phase %q activity %q entries %d; want working tool:Bash 1", got.Phase, got.Activity, len(got.Entries))
+	}
+	if want := projectionstest.Epoch().Add(1000); !got.Entries[0].OpenedAt.Equal(want) {
+		t.Errorf("entry opened_at = %v, want the envelope's %v", got.Entries[0].OpenedAt, want)
+	}
+	if _, err := s.Session("nope"); !errors.Is(err, events.ErrNotFound) {
+		t.Errorf("Session(nope) = %v, want ErrNotFound", err)
+	}
+	names := func(states []session.State, err error) []string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []string{}
+		for _, st := range states {
+			out = append(out, st.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		got  []string
+		want []string
+	}{
+		{"all", names(s.Sessions("")), []string{"main", "other", "sub1", "sub2"}},
+		{"ready", names(s.Sessions(events.PhaseReady)), []string{"other", "sub1"}},
+		{"working", names(s.Sessions(events.PhaseWorking)), []string{"main"}},
+		{"ended", names(s.Sessions(events.PhaseEnded)), []string{"sub2"}},
+		{"waiting", names(s.Sessions(events.PhaseWaiting)), []string{}},
+		{"children", names(s.Children("main")), []string{"sub1", "sub2"}},
+		{"no children", names(s.Children("sub1")), []string{}},
+	} {
+		if diff := cmp.Diff(tc.want, tc.got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+// TestOpenMem: the in-memory store behaves like the one on disk.
+func TestOpenMem(t *testing.T) {
+	h := history(t, 8, 150, 3)
+	mem, err := projections.OpenMem(projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	disk := open(t, t.TempDir(), projections.Options{})
+	apply(t, mem, h.Records, 7)
+	apply(t, disk, h.Records, 0)
+	if got, want := hash(t, mem, lastSeq(h.Records)), hash(t, disk, lastSeq(h.Records)); got != want {
+		t.Errorf("in-memory hash %s, on disk %s", got, want)
+	}
+}
+
+// TestStore_WaitFor: a reader waiting for its own append's sequence
+// wakes when the batch holding it commits.
+func TestStore_WaitFor(t *testing.T) {
+	h := history(t, 10, 60, 2)
+	recs := h.Records
+	s := open(t, t.TempDir(), projections.Options{})
+	target := recs[len(recs)-1].Seq
+	woke := make(chan error, 1)
+	go func() { woke <- s.WaitFor(t.Context(), target) }()
+	apply(t, s, recs[:len(recs)/2], 0)
+	select {
+	case err := <-woke:
+		t.Fatalf("WaitFor(%d) returned at checkpoint %d: %v", target, s.Checkpoint(), err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	apply(t, s, recs, 5)
+	if err := <-woke; err != nil {
+		t.Fatalf("WaitFor = %v", err)
+	}
+	if err := s.WaitFor(t.Context(), 1); err != nil {
+		t.Errorf("WaitFor of a committed seq = %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+	defer cancel()
+	if err := s.WaitFor(ctx, target+1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitFor past the end = %v, want DeadlineExceeded", err)
+	}
+	go func() { woke <- s.WaitFor(t.Context(), target+1) }()
+	time.Sleep(10 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-woke; !errors.Is(err, projections.ErrClosed) {
+		t.Errorf("WaitFor on a closing store = %v, want ErrClosed", err)
+	}
+}

@@ -1,0 +1,242 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// Item is one decision in a session's audit timeline: what changed, when,
+// why, and the observation that caused it. Its JSON field names are a
+// stable format:
+//
+//	seq, ver   stream sequence and position in the session
+//	at         decision time (RFC 3339, UTC)
+//	type       event type, e.g. "session.transitioned"
+//	from, to   phases, activities or modes before and after, if any
+//	activity   activity after a transition or of an opened entry
+//	entry      entry, review or turn the event is about
+//	detail     the rest of the payload as "key=value" pairs, stable order
+//	cause      the envelope's cause (kind, event, detail, ref)
+//	obs        the observation cause.ref names, when it is in the session
+type Item struct {
+	Seq      uint64        `json:"seq"`
+	Ver      uint64        `json:"ver"`
+	At       time.Time     `json:"at"`
+	Type     string        `json:"type"`
+	From     string        `json:"from,omitempty"`
+	To       string        `json:"to,omitempty"`
+	Activity string        `json:"activity,omitempty"`
+	Entry    string        `json:"entry,omitempty"`
+	Detail   string        `json:"detail,omitempty"`
+	Cause    *events.Cause `json:"cause,omitempty"`
+	Obs      *ObsRef       `json:"obs,omitempty"`
+}
+
+// ObsRef summarizes the observation behind an Item. JSON names: id, seq,
+// type ("obs.claude.line" …), kind (line type or hook event), line (for
+// transcript lines), key (idempotency key) and signals (each "kind",
+// "kind:name" or "kind:name=status").
+type ObsRef struct {
+	ID      string   `json:"id"`
+	Seq     uint64   `json:"seq"`
+	Type    string   `json:"type"`
+	Kind    string   `json:"kind"`
+	Line    int      `json:"line,omitempty"`
+	Key     string   `json:"key,omitempty"`
+	Signals []string `json:"signals"`
+}
+
+// Timeline returns the audit timeline of session id, read with Log.Load:
+// one Item per decision (every event but observations), in stream order,
+// each with its cause resolved to the observation it came from when that
+// observation is in the session. The error wraps events.ErrNotFound for a
+// session with no events.
+func Timeline(ctx context.Context, log events.Log, id string) ([]Item, error) {
+	agg := events.Aggregate{Kind: events.KindSession, ID: id}
+	recs, _, err := log.Load(ctx, agg)
+	if err != nil {
+		return nil, fmt.Errorf("timeline %s: %w", agg, err)
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("timeline %s: %w", agg, events.ErrNotFound)
+	}
+	return TimelineOf(recs), nil
+}
+
+// TimelineOf returns the timeline of recs, the records of one aggregate
+// in stream order (see Timeline).
+func TimelineOf(recs []events.Record) []Item {
+	obs := map[string]events.Record{}
+	for _, r := range recs {
+		if _, ok := events.Observed(r.Data); ok {
+			obs[r.ID.String()] = r
+		}
+	}
+	var items []Item
+	for _, r := range recs {
+		if _, ok := events.Observed(r.Data); ok {
+			continue
+		}
+		it := Item{Seq: r.Seq, Ver: r.Ver, At: r.At.UTC(), Type: r.Type, Cause: r.Cause}
+		describe(&it, r.Data)
+		if r.Cause != nil {
+			if o, ok := obs[r.Cause.Ref]; ok {
+				it.Obs = obsRef(o)
+			}
+		}
+		items = append(items, it)
+	}
+	return items
+}
+
+// describe fills it's payload fields from p.
+func describe(it *Item, p events.Payload) {
+	var kv kvs
+	switch d := p.(type) {
+	case events.SessionStarted:
+		kv.add("agent", d.Agent)
+		kv.add("parent", d.Parent)
+		kv.add("agent_type", d.AgentType)
+		kv.add("mode", d.Mode)
+		kv.add("cwd", d.Cwd)
+		kv.add("model", d.Model)
+	case events.SessionTransitioned:
+		it.From, it.To, it.Activity, it.Entry = d.From, d.To, d.Activity, d.EntryID
+	case events.SessionActivityChanged:
+		it.From, it.To = d.From, d.To
+	case events.SessionEntryOpened:
+		it.Entry, it.Activity = d.EntryID, d.Activity
+		kv.add("lane", d.Lane)
+	case events.SessionEntryClosed:
+		it.Entry = d.EntryID
+		kv.add("outcome", d.Outcome)
+	case events.SessionEntryAbandoned:
+		it.Entry = d.EntryID
+		kv.add("reason", d.Reason)
+	case events.SessionModeChanged:
+		it.From, it.To = d.From, d.To
+		kv.add("revision", strconv.Itoa(d.Revision))
+		kv.add("agent_mode", d.AgentMode)
+	case events.SessionDescribed:
+		kv.add("cwd", d.Cwd)
+		kv.add("model", d.Model)
+		kv.add("git_branch", d.GitBranch)
+		kv.add("version", d.Version)
+		kv.add("title", d.Title)
+	case events.SessionTurnStarted:
+		it.Entry = "turn-" + strconv.Itoa(d.Turn)
+		kv.add("prompt", d.PromptID)
+	case events.SessionTurnEnded:
+		it.Entry = "turn-" + strconv.Itoa(d.Turn)
+		kv.add("outcome", d.Outcome)
+	case events.SessionEnded:
+		it.From = d.From
+		it.To = events.PhaseEnded
+		kv.add("reason", d.Reason)
+	case events.ReviewRequested:
+		it.Entry = d.ReviewID
+		kv.add("tool", d.Tool)
+		kv.add("action", d.Action)
+	case events.ReviewDecided:
+		it.Entry = d.ReviewID
+		kv.add("verdict", d.Verdict)
+		kv.add("outcome", d.Outcome)
+		kv.add("risk", d.Risk)
+		kv.add("user_authorization", d.UserAuthorization)
+		if d.EvidenceDropped {
+			kv.add("evidence_dropped", "true")
+		}
+		kv.add("reason", d.Reason)
+	case events.ReviewBreakerTripped:
+		kv.add("refusals", strconv.Itoa(d.Refusals))
+		kv.add("window", strconv.Itoa(d.Window))
+	}
+	it.Detail = kv.String()
+}
+
+// kvs renders "key=value" pairs in the order added, skipping empty
+// values and quoting values that hold spaces, quotes or '='.
+type kvs []string
+
+func (kv *kvs) add(k, v string) {
+	if v == "" {
+		return
+	}
+	if strings.ContainsAny(v, " \t\n\"=") {
+		v = strconv.Quote(v)
+	}
+	*kv = append(*kv, k+"="+v)
+}
+
+func (kv kvs) String() string { return strings.Join(kv, " ") }
+
+func obsRef(r events.Record) *ObsRef {
+	o, _ := events.Observed(r.Data)
+	ref := &ObsRef{ID: r.ID.String(), Seq: r.Seq, Type: r.Type, Kind: o.Kind, Line: o.Line, Key: o.Key, Signals: []string{}}
+	for _, s := range o.Signals {
+		sig := s.Kind
+		if s.Name != "" {
+			sig += ":" + s.Name
+		}
+		if s.Status != "" {
+			sig += "=" + s.Status
+		}
+		ref.Signals = append(ref.Signals, sig)
+	}
+	return ref
+}
+
+// WriteText writes items one line each, in a stable format:
+//
+//	#<seq> <at> <type> [<from>→<to>] [activity=<a>] [entry=<e>] [<detail>]  cause=<kind>/<event>[/<detail>] ref=<ref>  obs=<line N|key K> <kind> [<signals>]
+//
+// e.g.
+//
+//	#42 2026-04-24T19:19:00.393000Z session.transitioned working→ready activity=  cause=transcript/assistant ref=01J…  obs=line 7 assistant [text turn_end]
+//
+// Transitions always show activity=, even when empty. It returns the
+// first write error.
+func WriteText(w io.Writer, items []Item) error {
+	var b strings.Builder
+	for _, it := range items {
+		b.Reset()
+		fmt.Fprintf(&b, "#%d %s %s", it.Seq, it.At.UTC().Format(events.TimeFormat), it.Type)
+		if it.From != "" || it.To != "" {
+			fmt.Fprintf(&b, " %s→%s", it.From, it.To)
+		}
+		if it.Activity != "" || it.Type == "session.transitioned" {
+			fmt.Fprintf(&b, " activity=%s", it.Activity)
+		}
+		if it.Entry != "" {
+			fmt.Fprintf(&b, " entry=%s", it.Entry)
+		}
+		if it.Detail != "" {
+			b.WriteString(" " + it.Detail)
+		}
+		if c := it.Cause; c != nil {
+			fmt.Fprintf(&b, "  cause=%s/%s", c.Kind, c.Event)
+			if c.Detail != "" {
+				b.WriteString("/" + c.Detail)
+			}
+			b.WriteString(" ref=" + c.Ref)
+		}
+		if o := it.Obs; o != nil {
+			where := "key " + o.Key
+			if o.Line > 0 {
+				where = "line " + strconv.Itoa(o.Line)
+			}
+			fmt.Fprintf(&b, "  obs=%s %s [%s]", where, o.Kind, strings.Join(o.Signals, " "))
+		}
+		b.WriteByte('\n')
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return fmt.Errorf("write timeline: %w", err)
+		}
+	}
+	return nil
+}
