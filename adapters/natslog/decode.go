@@ -52,15 +52,18 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 		defer close(ordered)
 		defer close(work)
 		c := &chunk{done: make(chan struct{})}
+		stopped := false // a send gave up: c may be queued already, never send it again
 		send := func() bool {
 			select {
 			case work <- c:
 			case <-ctx.Done():
+				stopped = true
 				return false
 			}
 			select {
 			case ordered <- c:
 			case <-ctx.Done():
+				stopped = true
 				return false
 			}
 			c = &chunk{done: make(chan struct{})}
@@ -74,7 +77,7 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 			c.msgs = append(c.msgs, m)
 			return len(c.msgs) < decodeChunk || send()
 		})
-		if len(c.msgs) > 0 || c.err != nil {
+		if !stopped && (len(c.msgs) > 0 || c.err != nil) {
 			send()
 		}
 	})

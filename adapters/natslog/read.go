@@ -60,7 +60,7 @@ func (l *Log) decode(seq uint64, subject string, data []byte) (events.Record, er
 		err = fmt.Errorf("%w: event %s of %s stored on another subject", events.ErrMalformed, e.ID, e.Agg)
 	}
 	if err != nil {
-		return events.Record{}, &DecodeError{Seq: seq, Subject: subject, Err: err}
+		return events.Record{Seq: seq, Subject: subject}, &DecodeError{Seq: seq, Subject: subject, Err: err}
 	}
 	return events.Record{Seq: seq, Subject: subject, Envelope: e}, nil
 }
