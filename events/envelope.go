@@ -181,3 +181,14 @@ func decodeStrict(b []byte, v any) error {
 	}
 	return nil
 }
+
+// MarshalJSON returns {"seq":…,"subject":…,"event":<envelope>}. Without
+// it, the embedded Envelope's MarshalJSON would be promoted and drop Seq
+// and Subject.
+func (r Record) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Seq     uint64   `json:"seq"`
+		Subject string   `json:"subject"`
+		Event   Envelope `json:"event"`
+	}{r.Seq, r.Subject, r.Envelope})
+}

@@ -72,7 +72,8 @@ func (Abandon) command()    {}
 const askUserQuestion = "AskUserQuestion"
 
 // Decide returns the events cmd causes in state s, in order, or an error
-// wrapping events.ErrRejected that says why cmd is refused. The returned
+// wrapping events.ErrRejected (events.ErrNotFound for Attach to a session
+// that does not exist) that says why cmd is refused. The returned
 // envelopes have Type, V, Data, At, Cause and Agg set; the caller assigns
 // ID and Ver. An observation that s has already seen (State.Seen) yields no
 // events and no error. s is not modified.
@@ -183,7 +184,6 @@ type decider struct {
 	at    time.Time
 	cause events.Cause
 	corr  string
-	reg   *events.Registry
 	out   []events.Envelope
 	// lastText is the model's latest text in this decision, for the
 	// question cue at the end of a turn.
@@ -194,6 +194,9 @@ func newDecider(s State, at time.Time, cause events.Cause) *decider {
 	return &decider{s: s, agg: events.Aggregate{Kind: events.KindSession, ID: s.ID}, at: at, cause: cause}
 }
 
+// emit appends p's event and folds it. Every session payload is at schema
+// version 1; a payload whose version goes up must be emitted at its new
+// version here, or the log refuses it (events.ErrUnknownVersion).
 func (d *decider) emit(p events.Payload) {
 	c := d.cause
 	e := events.Envelope{Type: p.EventType(), V: 1, Agg: d.agg, At: d.at, Cause: &c, Corr: d.corr, Data: p}

@@ -2,17 +2,22 @@ package session
 
 import (
 	"slices"
+	"time"
 
 	"github.com/logbook-dev/logbook/events"
 )
 
 // Evolve returns s after e. It only applies facts and never fails: events
-// of other aggregates or kinds it does not know leave s unchanged apart
-// from Ver. s is not modified; slices in the result are fresh.
+// of other aggregates leave s unchanged, and so does an event whose Ver is
+// not past s.Ver (folding an event twice is harmless); kinds it does not
+// know change only Ver. s is not modified; slices in the result are fresh.
 func Evolve(s State, e events.Envelope) State {
-	if e.Agg.Kind != events.KindSession {
-		return s
+	if e.Agg.Kind != events.KindSession || e.Ver != 0 && e.Ver <= s.Ver {
+		return s // another aggregate's, or folded already
 	}
+	// Times as the log stores them, so an in-process fold and a replay
+	// of the log give byte-identical rows.
+	e.At = e.At.UTC().Truncate(time.Microsecond)
 	s.ID = e.Agg.ID
 	s.Ver = e.Ver
 	s.UpdatedAt = e.At
