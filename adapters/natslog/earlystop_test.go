@@ -31,3 +31,18 @@ func TestLog_ReadStopsEarly(t *testing.T) {
 		}
 	}
 }
+
+func TestLog_LastEventSeq(t *testing.T) {
+	l, _ := newLog(t)
+	if got, err := l.LastEventSeq(t.Context()); err != nil || got != 0 {
+		t.Fatalf("empty log: %d, %v", got, err)
+	}
+	ap := mustAppend(t, l, decision(events.NewRegistry(), session("s1"), 0, 1, 3))
+	if _, err := l.PublishOutput(t.Context(), "c1", "c1:stdout:0", []byte("out")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.LastEventSeq(t.Context())
+	if err != nil || got != ap.Last {
+		t.Errorf("LastEventSeq = %d, %v; want %d (the output after it does not count)", got, err, ap.Last)
+	}
+}

@@ -292,3 +292,19 @@ func (l *Log) stopConsumer(ctx context.Context, cons jetstream.Consumer, it jets
 	defer cancel()
 	_ = l.js.DeleteConsumer(ctx, StreamName, info.Name)
 }
+
+// LastEventSeq returns the stream sequence of the last event (a message on
+// lb.ev.>), ignoring command output after it; 0 when there is none. A
+// projection whose checkpoint has reached it has seen every event.
+func (l *Log) LastEventSeq(ctx context.Context) (uint64, error) {
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	m, err := l.stream.GetLastMsgForSubject(ctx, events.SubjectEvents+".>")
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last event seq of %s: %w", StreamName, err)
+	}
+	return m.Sequence, nil
+}

@@ -109,7 +109,29 @@ type sessionsRequest struct {
 	Phase string `json:"phase,omitempty"`
 }
 
-func (s *service) sessions(_ context.Context, data []byte) (any, error) {
+// caughtUp waits until the projection has applied every event in the log
+// at the time of the call (at most 5 s), so a query answers with what was
+// appended before it: read-your-writes for the command line.
+func (s *service) caughtUp(ctx context.Context) error {
+	le, ok := s.log.(interface {
+		LastEventSeq(context.Context) (uint64, error)
+	})
+	if !ok {
+		return nil
+	}
+	last, err := le.LastEventSeq(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.store.WaitFor(ctx, last); err != nil {
+		return fmt.Errorf("projection is behind the log: %w", err)
+	}
+	return nil
+}
+
+func (s *service) sessions(ctx context.Context, data []byte) (any, error) {
 	var req sessionsRequest
 	if len(data) > 0 {
 		if err := json.Unmarshal(data, &req); err != nil {
@@ -120,6 +142,9 @@ func (s *service) sessions(_ context.Context, data []byte) (any, error) {
 	case "", events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded:
 	default:
 		return nil, fmt.Errorf("sessions: %w: unknown phase %q (want ready, working, waiting or ended)", events.ErrRejected, req.Phase)
+	}
+	if err := s.caughtUp(ctx); err != nil {
+		return nil, err
 	}
 	out, err := s.store.Sessions(req.Phase)
 	if out == nil {
@@ -141,10 +166,13 @@ type sessionReply struct {
 	Checkpoint uint64          `json:"checkpoint"`
 }
 
-func (s *service) session(_ context.Context, data []byte) (any, error) {
+func (s *service) session(ctx context.Context, data []byte) (any, error) {
 	var req sessionRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, fmt.Errorf("session request: %w: %v", events.ErrMalformed, err)
+	}
+	if err := s.caughtUp(ctx); err != nil {
+		return nil, err
 	}
 	st, err := s.store.Session(req.ID)
 	if err != nil {
