@@ -12,8 +12,10 @@ func auditCmd(g *globals) *cobra.Command {
 		Short: "Print a session's audit timeline: every transition, entry, verdict and abandonment, with its cause",
 		Long: `audit reads one session's events from the log and prints every transition
 (from → to, activity), every entry opened, closed or abandoned, every mode
-change, review request and verdict, and the end — each with its stream
-sequence, time, cause, and the observation it came from.`,
+change, review request and verdict, the end, and every event of the
+commands run for it (requested, started, stdin, stop, exited, abandoned …)
+— each with its stream sequence, time, cause, and the observation it came
+from.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := openBackend(cmd.Context(), g)
@@ -21,7 +23,11 @@ sequence, time, cause, and the observation it came from.`,
 				return err
 			}
 			defer b.Close()
-			items, err := replay.Timeline(cmd.Context(), b.log, args[0])
+			ids, err := sessionCommands(cmd.Context(), b.log, args[0])
+			if err != nil {
+				return err
+			}
+			items, err := replay.SessionTimeline(cmd.Context(), b.log, args[0], ids)
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -40,6 +41,7 @@ func withAPI(ctx context.Context, g *globals, fn func(b *backend, call caller) e
 	handlers := map[string]func(context.Context, []byte) (any, error){
 		verbHook: svc.hook, verbSessions: svc.sessions, verbSession: svc.session, verbVerify: svc.verify,
 	}
+	maps.Copy(handlers, svc.commandHandlers())
 	return fn(b, func(ctx context.Context, verb string, req, resp any) error {
 		h, ok := handlers[verb]
 		if !ok {

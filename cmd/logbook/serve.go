@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"time"
 
@@ -18,8 +19,10 @@ import (
 
 func serveCmd(g *globals) *cobra.Command {
 	var (
-		listen string
-		fsync  string
+		listen  string
+		fsync   string
+		workers int
+		wf      workerFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -31,18 +34,35 @@ other commands on a loopback listener protected by generated credentials
 was down.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serve(cmd.Context(), g, listen, fsync)
+			return serve(cmd.Context(), g, listen, fsync, workerPool{n: workers, flags: wf})
 		},
 	}
+	cmd.Flags().IntVar(&workers, "workers", 2, "sandbox workers to run in this process (0: none; run `logbook worker` elsewhere)")
+	wf.register(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback host:port for clients (port 0 picks one; it is written to serve.json)")
 	cmd.Flags().StringVar(&fsync, "fsync", "always", "when the log reaches the disk: always (before every acknowledgement) or interval (every second; faster, can lose the last second on an OS crash)")
 	return cmd
 }
 
-func serve(ctx context.Context, g *globals, listen, fsync string) error {
+// workerPool is how many sandbox workers serve runs, and their settings.
+type workerPool struct {
+	n     int
+	flags workerFlags
+}
+
+// serve runs the server until ctx is done. With no pool it runs no
+// sandbox workers (in-process callers: tests and benchmarks).
+func serve(ctx context.Context, g *globals, listen, fsync string, pool ...workerPool) error {
+	var wp workerPool
+	for _, p := range pool {
+		wp = p
+	}
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
 		return err
+	}
+	if wp.n < 0 {
+		return fmt.Errorf("--workers %d: want 0 or more", wp.n)
 	}
 	var mode natslog.Fsync
 	switch fsync {
@@ -93,13 +113,15 @@ func serve(ctx context.Context, g *globals, listen, fsync string) error {
 	if err != nil {
 		return err
 	}
-	for verb, h := range map[string]func(context.Context, []byte) (any, error){
+	verbs := map[string]func(context.Context, []byte) (any, error){
 		verbHook: svc.hook, verbSessions: svc.sessions, verbSession: svc.session, verbVerify: svc.verify,
 		verbStatus: func(ctx context.Context, _ []byte) (any, error) {
 			last, err := b.log.LastSeq(ctx)
 			return statusReply{Checkpoint: store.Checkpoint(), LastSeq: last, Durability: durability}, err
 		},
-	} {
+	}
+	maps.Copy(verbs, svc.commandHandlers())
+	for verb, h := range verbs {
 		sub, err := serveAPI(b.nc, verb, h)
 		if err != nil {
 			return fmt.Errorf("serve %s: %w", verb, err)
@@ -117,6 +139,13 @@ func serve(ctx context.Context, g *globals, listen, fsync string) error {
 		fmt.Fprintf(g.stderr, "logbook serve: listening on %s (credentials in %s)\n", b.srv.ClientURL(), dd.path("creds.json"))
 	}
 	fmt.Fprintf(g.stderr, "logbook serve: durability: %s\n", durability)
+	workers, err := newWorkers(wp.n, b, wp.flags, g.stderr)
+	if err != nil {
+		return err
+	}
+	if wp.n > 0 {
+		fmt.Fprintf(g.stderr, "logbook serve: %d sandbox workers\n", wp.n)
+	}
 
 	var grp run.Group
 	{
@@ -153,6 +182,16 @@ func serve(ctx context.Context, g *globals, listen, fsync string) error {
 				case <-t.C:
 				}
 			}
+		}, func(error) { cancel() })
+	}
+	for _, w := range workers {
+		ctx, cancel := context.WithCancel(ctx)
+		grp.Add(func() error {
+			err := w.Run(ctx)
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("worker %s: %w", w.Identity().ID, err)
 		}, func(error) { cancel() })
 	}
 	err = grp.Run()

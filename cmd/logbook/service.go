@@ -14,6 +14,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/reducers/command"
 	"github.com/logbook-dev/logbook/reducers/session"
 	"github.com/logbook-dev/logbook/replay"
 )
@@ -158,11 +159,12 @@ type sessionRequest struct {
 	ID string `json:"id"`
 }
 
-// sessionReply is one session's row, its subagents and the projection's
-// checkpoint.
+// sessionReply is one session's row, its subagents, its commands (oldest
+// first) and the projection's checkpoint.
 type sessionReply struct {
 	Session    session.State   `json:"session"`
 	Children   []session.State `json:"children"`
+	Commands   []command.State `json:"commands"`
 	Checkpoint uint64          `json:"checkpoint"`
 }
 
@@ -185,7 +187,14 @@ func (s *service) session(ctx context.Context, data []byte) (any, error) {
 	if kids == nil {
 		kids = []session.State{}
 	}
-	return sessionReply{Session: st, Children: kids, Checkpoint: s.store.Checkpoint()}, nil
+	cmds, err := s.store.Commands(req.ID, false)
+	if err != nil {
+		return nil, err
+	}
+	if cmds == nil {
+		cmds = []command.State{}
+	}
+	return sessionReply{Session: st, Children: kids, Commands: cmds, Checkpoint: s.store.Checkpoint()}, nil
 }
 
 func (s *service) verify(ctx context.Context, _ []byte) (any, error) {

@@ -103,6 +103,22 @@ func printSession(w io.Writer, r sessionReply, now time.Time) error {
 	for _, e := range s.Entries {
 		fmt.Fprintf(w, "  %-40s %-24s %-10s opened %s (%s ago)\n", e.EntryID, e.Activity, e.Lane, e.OpenedAt.Format(time.RFC3339), now.Sub(e.OpenedAt).Round(time.Second))
 	}
+	if len(r.Commands) > 0 {
+		active := 0
+		for _, c := range r.Commands {
+			if c.Active() {
+				active++
+			}
+		}
+		fmt.Fprintf(w, "\ncommands: %d (%d active)\n", len(r.Commands), active)
+		var tab strings.Builder
+		if err := printCommands(&tab, r.Commands, false); err != nil {
+			return err
+		}
+		for line := range strings.Lines(tab.String()) {
+			fmt.Fprint(w, "  "+line)
+		}
+	}
 	if len(r.Children) > 0 {
 		fmt.Fprintf(w, "\nsubagents: %d\n", len(r.Children))
 		for _, c := range r.Children {

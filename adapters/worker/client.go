@@ -1,0 +1,420 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+)
+
+// Headers of an output message on lb.out.<command-id>.
+const (
+	// HeaderStream names the output stream: "pty", "stdout" or "stderr".
+	HeaderStream = "Lb-Stream"
+	// HeaderOffset is the byte offset of the chunk in its stream, decimal.
+	HeaderOffset = "Lb-Offset"
+	// HeaderPos is the byte offset of the chunk in the command's whole
+	// output (all streams, in the order stored), decimal.
+	HeaderPos = "Lb-Pos"
+)
+
+// ClientConfig configures a Client. Conn and Log are required.
+type ClientConfig struct {
+	// Conn reaches the log's NATS server (and its workers). Not owned.
+	Conn *nats.Conn
+	// Log is the event log on Conn. Not owned.
+	Log events.Log
+	// Reg decodes events; nil means events.NewRegistry().
+	Reg *events.Registry
+	// Host and Actor are stamped on the events the Client appends; ""
+	// means os.Hostname() and "logbook".
+	Host, Actor string
+	// Clock stamps events; nil means time.Now.
+	Clock events.Clock
+	// IDs makes event ids; nil means ulid.Make.
+	IDs events.IDSource
+}
+
+// Client asks workers to run, stop and feed commands, and reads what
+// they did. It is safe for concurrent use.
+type Client struct {
+	cfg  ClientConfig
+	js   jetstream.JetStream
+	cmds *events.Executor[command.State]
+}
+
+// NewClient returns a Client for cfg.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if cfg.Conn == nil || cfg.Log == nil {
+		return nil, errors.New("worker client: ClientConfig.Conn and ClientConfig.Log are required")
+	}
+	if cfg.Reg == nil {
+		cfg.Reg = events.NewRegistry()
+	}
+	if cfg.Host == "" {
+		cfg.Host, _ = os.Hostname()
+	}
+	if cfg.Actor == "" {
+		cfg.Actor = "logbook"
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.IDs == nil {
+		cfg.IDs = ulid.Make
+	}
+	js, err := jetstream.New(cfg.Conn)
+	if err != nil {
+		return nil, fmt.Errorf("worker client: jetstream: %w", err)
+	}
+	return &Client{
+		cfg: cfg,
+		js:  js,
+		cmds: &events.Executor[command.State]{
+			Log: cfg.Log, Reg: cfg.Reg, Init: command.Init, Evolve: command.Evolve,
+			IDs: cfg.IDs, Host: cfg.Host, Actor: cfg.Actor,
+		},
+	}, nil
+}
+
+func (c *Client) now() time.Time { return c.cfg.Clock().UTC().Truncate(time.Microsecond) }
+
+// CheckRequest reports, wrapping events.ErrRejected, what is wrong with a
+// request before it is appended, in words a person can act on: an empty
+// argv, an unknown mode, a workspace that is not an absolute path, or a
+// cwd outside the workspace (compared as cleaned paths; the worker
+// checks again with symbolic links resolved). The reducer's own checks
+// (command.Decide) still apply.
+func CheckRequest(req command.Request) error {
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return fmt.Errorf("request: %w: empty argv: name the command to run", events.ErrRejected)
+	}
+	switch req.Mode {
+	case events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeFullAccess:
+	default:
+		return fmt.Errorf("request: %w: unknown mode %q: want %s, %s or %s", events.ErrRejected, req.Mode,
+			events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeFullAccess)
+	}
+	if err := checkCwd(req.Workspace, req.Cwd, false); err != nil {
+		return fmt.Errorf("request: %w: %v", events.ErrRejected, err)
+	}
+	return nil
+}
+
+// Request appends the request for a new command id (an id the caller
+// chose, e.g. a ULID string; a retried identical request appends nothing)
+// and then the evictions that keep its session within
+// command.MaxActive. active lists the session's active commands, oldest
+// first (command.ActiveIDs over the command projection's rows). A zero
+// req.At means now; a zero req.Cause means {cli, exec, ref: id}. It
+// returns the ids of the evicted commands.
+//
+// Errors: CheckRequest's, then command.Decide's for the request (wrapping
+// events.ErrRejected), or the log's. An eviction that finds its command
+// ended meanwhile is skipped; one that fails otherwise is returned after
+// the request has been appended.
+func (c *Client) Request(ctx context.Context, id string, req command.Request, active []string) ([]string, error) {
+	if err := CheckRequest(req); err != nil {
+		return nil, err
+	}
+	if req.At.IsZero() {
+		req.At = c.now()
+	}
+	if req.Cause == (events.Cause{}) {
+		req.Cause = events.Cause{Kind: "cli", Event: "exec", Ref: id}
+	}
+	if err := events.ValidID(id); err != nil {
+		return nil, fmt.Errorf("request: command id: %w", err)
+	}
+	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
+	var adm command.Admission
+	decide := func(s command.State) (events.Decision, error) {
+		a, err := command.DecideRequest(s, active, req)
+		adm = a
+		return a.Events, err
+	}
+	// A new id has no events: append without reading first, and fall back
+	// to a read only if the id is taken (a retry, or a clash).
+	evs, err := decide(command.Init(agg))
+	if err == nil {
+		_, err = appendAt(ctx, c.cfg.Log, c.cfg.Reg, c.cfg.IDs, c.cfg.Host, c.cfg.Actor, 0, 0, evs)
+	}
+	if errors.Is(err, events.ErrConflict) {
+		_, _, err = c.cmds.Execute(ctx, agg, decide)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("request %s: %w", id, err)
+	}
+	var evicted []string
+	for _, ev := range adm.Evictions {
+		eagg := events.Aggregate{Kind: events.KindCommand, ID: ev.Command}
+		_, _, err := c.cmds.Execute(ctx, eagg, func(s command.State) (events.Decision, error) {
+			return command.Decide(s, ev.Evict)
+		})
+		if errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return evicted, fmt.Errorf("request %s: evict %s: %w", id, ev.Command, err)
+		}
+		evicted = append(evicted, ev.Command)
+	}
+	return evicted, nil
+}
+
+// Command returns command id's state as the log has it now. The error
+// wraps events.ErrNotFound for a command never requested.
+func (c *Client) Command(ctx context.Context, id string) (command.State, error) {
+	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
+	if err := agg.Validate(); err != nil {
+		return command.State{}, fmt.Errorf("command %s: %w", id, err)
+	}
+	recs, _, err := c.cfg.Log.Load(ctx, agg)
+	if err != nil {
+		return command.State{}, fmt.Errorf("command %s: %w", id, err)
+	}
+	st := command.Fold(command.Init(agg), recs)
+	if !st.Exists() {
+		return st, fmt.Errorf("command %s: %w", id, events.ErrNotFound)
+	}
+	return st, nil
+}
+
+// Stop appends a stop request for command id, by (a user or agent name;
+// "" means the Client's Actor) for reason. The command's worker then
+// stops it (SIGTERM, SIGKILL after the grace); a command still waiting
+// for a worker is refused instead. Errors wrap events.ErrNotFound for an
+// unknown id, an *EndedError for a command that has ended, and
+// events.ErrRejected for a second stop.
+func (c *Client) Stop(ctx context.Context, id, by, reason string) error {
+	st, err := c.Command(ctx, id)
+	if err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	if st.Ended() {
+		return &EndedError{Op: "stop", ID: id, Status: st.Status}
+	}
+	if by == "" {
+		by = c.cfg.Actor
+	}
+	cause := events.Cause{Kind: "cli", Event: "command stop", Detail: by, Ref: id}
+	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
+	_, _, err = c.cmds.Execute(ctx, agg, func(s command.State) (events.Decision, error) {
+		if s.Ended() {
+			return nil, &EndedError{Op: "stop", ID: id, Status: s.Status}
+		}
+		return command.Decide(s, command.Stop{By: by, Reason: reason, At: c.now(), Cause: cause})
+	})
+	return err
+}
+
+// Background appends command.backgrounded for command id: its requester
+// stopped waiting after after. The command goes on. Errors: an
+// *EndedError if it ended meanwhile, command.Decide's (wrapping
+// events.ErrRejected or events.ErrNotFound), or the log's.
+func (c *Client) Background(ctx context.Context, id string, after time.Duration) error {
+	cause := events.Cause{Kind: "cli", Event: "wait expired", Ref: id}
+	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
+	_, _, err := c.cmds.Execute(ctx, agg, func(s command.State) (events.Decision, error) {
+		if s.Ended() {
+			return nil, &EndedError{Op: "background", ID: id, Status: s.Status}
+		}
+		return command.Decide(s, command.Background{AfterMS: after.Milliseconds(), At: c.now(), Cause: cause})
+	})
+	return err
+}
+
+// StdinOptions modify a stdin write.
+type StdinOptions struct {
+	// Withhold records no SHA-256 of the bytes (for a secret).
+	Withhold bool
+	// EOF closes the command's stdin after writing (Ctrl-D under a TTY).
+	EOF bool
+}
+
+// Stdin writes data to the stdin of running command id, through the
+// worker that started it (never through the log), and returns how many
+// bytes were written. It blocks while the command does not read, until
+// ctx is done. Errors: events.ErrNotFound for an unknown id; an
+// *EndedError for a command that has ended ("stdin: command X has
+// exited"); events.ErrRejected for one that has not started yet; and a
+// worker that does not answer.
+func (c *Client) Stdin(ctx context.Context, id string, data []byte, opts StdinOptions) (int, error) {
+	st, err := c.Command(ctx, id)
+	if err != nil {
+		return 0, fmt.Errorf("stdin: %w", err)
+	}
+	switch {
+	case st.Ended():
+		return 0, &EndedError{Op: "stdin", ID: id, Status: st.Status}
+	case st.Status != command.StatusStarted:
+		return 0, fmt.Errorf("stdin: %w: command %s has not started yet (status %s)", events.ErrRejected, id, st.Status)
+	}
+	body, err := json.Marshal(stdinRequest{Data: data, Withhold: opts.Withhold, EOF: opts.EOF})
+	if err != nil {
+		return 0, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
+	m, err := c.cfg.Conn.RequestWithContext(ctx, StdinSubject(st.Worker, id), body)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return 0, fmt.Errorf("stdin: command %s: its worker %s does not answer (is it running?)", id, st.Worker)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stdin: command %s: worker %s: %w", id, st.Worker, err)
+	}
+	var r stdinReply
+	if err := json.Unmarshal(m.Data, &r); err != nil {
+		return 0, fmt.Errorf("stdin: command %s: worker answer: %w", id, err)
+	}
+	if r.Status != "" {
+		return r.Bytes, &EndedError{Op: "stdin", ID: id, Status: r.Status}
+	}
+	if r.Error != "" {
+		return r.Bytes, errors.New(r.Error)
+	}
+	return r.Bytes, nil
+}
+
+// Workers returns the live workers: the identities in HeartbeatBucket,
+// ordered by id. None is not an error.
+func (c *Client) Workers(ctx context.Context) ([]Identity, error) {
+	kv, err := c.js.KeyValue(ctx, HeartbeatBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workers: %w", err)
+	}
+	lister, err := kv.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("workers: %w", err)
+	}
+	var out []Identity
+	for k := range lister.Keys() {
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			continue // expired or removed meanwhile
+		}
+		var id Identity
+		if json.Unmarshal(e.Value(), &id) == nil {
+			out = append(out, id)
+		}
+	}
+	slices.SortFunc(out, func(a, b Identity) int { return strings.Compare(a.ID, b.ID) })
+	return out, ctx.Err()
+}
+
+// Chunk is one stored piece of a command's output.
+type Chunk struct {
+	Seq    uint64 // stream sequence of the message
+	Stream string // "pty", "stdout" or "stderr"
+	Offset int64  // byte offset of Data in its stream
+	Pos    int64  // byte offset of Data in the command's whole output
+	Data   []byte // the bytes; owned by the receiver
+}
+
+// WatchOptions select what Watch reads.
+type WatchOptions struct {
+	// After skips output before this position in the whole output (Pos),
+	// in bytes; a chunk that straddles it is cut.
+	After int64
+	// Follow keeps reading until the command has ended (exited,
+	// abandoned, refused, or evicted before it started) instead of
+	// stopping at the current end of the log.
+	Follow bool
+}
+
+// Watch reads command id's events and output in stream order, calls fn
+// with each output chunk (on Watch's goroutine; a chunk's Data is fn's),
+// and returns the command's state after the last event read. Without
+// Follow it stops at the current end of the log; with Follow it stops once
+// the command has ended, by which time all of its output has been read
+// (a worker stores output before it reports the exit).
+//
+// Errors: events.ErrNotFound for an unknown id; ctx's error when ctx ends
+// first (the state so far is returned with it, which is how a caller
+// waits with a deadline); fn's error; a read or decode error.
+func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions, fn func(Chunk) error) (command.State, error) {
+	st, err := c.Command(ctx, id)
+	if err != nil {
+		return st, fmt.Errorf("watch: %w", err)
+	}
+	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
+	cons, err := c.js.OrderedConsumer(ctx, natslog.StreamName, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{agg.Subject(), natslog.OutputSubject(id)},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return st, fmt.Errorf("watch %s: %w", id, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(500))
+	if err != nil {
+		return st, fmt.Errorf("watch %s: %w", id, err)
+	}
+	defer it.Stop()
+	st = command.Init(agg)
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return st, ctx.Err()
+			}
+			return st, fmt.Errorf("watch %s: %w", id, err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return st, fmt.Errorf("watch %s: %w", id, err)
+		}
+		if msg.Subject() == agg.Subject() {
+			e, err := c.cfg.Reg.Decode(msg.Data())
+			if err != nil {
+				return st, fmt.Errorf("watch %s: seq %d: %w", id, md.Sequence.Stream, err)
+			}
+			st = command.Evolve(st, e)
+		} else if ch, ok := chunkOf(msg, md.Sequence.Stream, opts.After); ok {
+			if err := fn(ch); err != nil {
+				return st, err
+			}
+		}
+		if opts.Follow && st.Ended() || !opts.Follow && md.NumPending == 0 {
+			return st, nil
+		}
+	}
+}
+
+// chunkOf returns the output chunk msg holds, cut to start at after, and
+// whether anything is left of it.
+func chunkOf(msg jetstream.Msg, seq uint64, after int64) (Chunk, bool) {
+	h := msg.Headers()
+	off, err1 := strconv.ParseInt(h.Get(HeaderOffset), 10, 64)
+	pos, err2 := strconv.ParseInt(h.Get(HeaderPos), 10, 64)
+	if err1 != nil || err2 != nil {
+		return Chunk{}, false
+	}
+	data := msg.Data()
+	if end := pos + int64(len(data)); end <= after {
+		return Chunk{}, false
+	}
+	if pos < after {
+		cut := after - pos
+		data, off, pos = data[cut:], off+cut, after
+	}
+	return Chunk{Seq: seq, Stream: h.Get(HeaderStream), Offset: off, Pos: pos, Data: data}, true
+}

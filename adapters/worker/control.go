@@ -1,0 +1,328 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+)
+
+// Reasons of command.abandoned appended by workers.
+const (
+	// ReasonLost: the worker's heartbeat lapsed.
+	ReasonLost = "worker_lost"
+	// ReasonGone: the worker ran on this host and its process is gone
+	// (it crashed or was killed, and maybe restarted).
+	ReasonGone = "worker_gone"
+	// ReasonRebooted: the worker ran on this host, which has booted since.
+	ReasonRebooted = "host_restarted"
+)
+
+// newIdentity returns the identity of a new worker in this process.
+func newIdentity(host string) Identity {
+	pid := os.Getpid()
+	start := ulid.Make()
+	id := Identity{
+		ID:      fmt.Sprintf("%s-%d-%s", token(host), pid, start),
+		Host:    host,
+		Pid:     pid,
+		Started: start.String(),
+		Boot:    bootID(),
+	}
+	id.ProcStart, _ = procStart(pid)
+	return id
+}
+
+// token returns s with every byte outside [A-Za-z0-9_-] replaced by '_'.
+func token(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		return "host"
+	}
+	return string(b)
+}
+
+// bootID returns this host's boot id, "" when unknown.
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// procStart returns the start time of process pid in clock ticks after
+// boot (field 22 of /proc/<pid>/stat). It fails if there is no such
+// process.
+func procStart(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	const field = 22 - 3 // fields after the name start at field 3
+	if len(f) <= field {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+	}
+	return strconv.ParseUint(f[field], 10, 64)
+}
+
+// putBeat stores the worker's heartbeat.
+func (w *Worker) putBeat(ctx context.Context) error {
+	b, err := json.Marshal(w.id)
+	if err != nil {
+		return err
+	}
+	if _, err := w.beats.Put(ctx, w.id.ID, b); err != nil {
+		return fmt.Errorf("put heartbeat %s: %w", w.id.ID, err)
+	}
+	w.lastBeat.Store(time.Now().UnixNano())
+	return nil
+}
+
+// beat puts the heartbeat every quarter of the bucket's TTL and, once the
+// control feed has caught up, checks the workers of open commands.
+func (w *Worker) beat(ctx context.Context) error {
+	every := max(w.lapse/4, 10*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if w.caughtUp.Load() {
+			w.reap(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.kick:
+			continue // the control feed just caught up: check at once
+		case <-t.C:
+		}
+		if err := w.putBeat(ctx); err != nil && ctx.Err() == nil {
+			w.log.Warn("heartbeat", "err", err)
+		}
+	}
+}
+
+// control follows every command event from the start of the log: it
+// keeps the set of commands that have not ended (for reap) and stops the
+// commands this worker runs when they get a stop request or are
+// abandoned.
+func (w *Worker) control(ctx context.Context) error {
+	cons, err := w.js.OrderedConsumer(ctx, natslog.StreamName, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{CommandFilter},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("worker %s: control feed: %w", w.id.ID, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
+	if err != nil {
+		return fmt.Errorf("worker %s: control feed: %w", w.id.ID, err)
+	}
+	defer it.Stop()
+	for {
+		nctx, cancel := ctx, context.CancelFunc(func() {})
+		if !w.caughtUp.Load() {
+			// With no command event at all nothing arrives: a quiet
+			// feed is a caught-up one.
+			nctx, cancel = context.WithTimeout(ctx, 300*time.Millisecond)
+		}
+		msg, err := it.Next(jetstream.NextContext(nctx))
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				w.setCaughtUp()
+				continue
+			}
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return fmt.Errorf("worker %s: control feed closed: %w", w.id.ID, err)
+			}
+			w.log.Warn("control feed", "err", err)
+			continue
+		}
+		e, err := w.cfg.Reg.Decode(msg.Data())
+		if err != nil {
+			w.log.Warn("control feed: undecodable event", "subject", msg.Subject(), "err", err)
+		} else {
+			w.observe(e)
+		}
+		if md, err := msg.Metadata(); err == nil && md.NumPending == 0 {
+			w.setCaughtUp()
+		}
+	}
+}
+
+// setCaughtUp records that the control feed has read the log's command
+// events once, and has the liveness check run at once the first time.
+func (w *Worker) setCaughtUp() {
+	if w.caughtUp.CompareAndSwap(false, true) {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// observe folds one command event into the open set and acts on the
+// commands this worker runs.
+func (w *Worker) observe(e events.Envelope) {
+	id := e.Agg.ID
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := w.open[id]
+	switch d := e.Data.(type) {
+	case events.CommandRequested:
+		w.open[id] = &tracked{session: d.Session}
+	case events.CommandStarted:
+		if t != nil {
+			t.started, t.worker = true, d.Worker
+		}
+	case events.CommandEvicted:
+		if t != nil && !t.started {
+			delete(w.open, id)
+		}
+	case events.CommandExited, events.CommandRefused:
+		delete(w.open, id)
+	case events.CommandAbandoned:
+		delete(w.open, id)
+		if j := w.running[id]; j != nil {
+			j.abandoned.Store(true)
+			j.stop()
+			w.log.Warn("abandoned by another worker; stopping it", "command", id, "reason", d.Reason)
+		}
+	case events.CommandStopRequested:
+		if j := w.running[id]; j != nil {
+			j.stop()
+			w.log.Info("stop requested", "command", id, "by", d.By, "reason", d.Reason)
+		}
+	}
+}
+
+// reap abandons the open commands whose worker is known dead. It does
+// nothing while this worker's own heartbeat is late (then this worker may
+// be the one cut off).
+func (w *Worker) reap(ctx context.Context) {
+	if time.Since(time.Unix(0, w.lastBeat.Load())) > w.lapse/2 {
+		return
+	}
+	type victim struct{ id, session, worker string }
+	var cands []victim
+	w.mu.Lock()
+	for id, t := range w.open {
+		if t.started && t.worker != w.id.ID {
+			cands = append(cands, victim{id, t.session, t.worker})
+		}
+	}
+	w.mu.Unlock()
+	verdicts := map[string]string{} // worker → reason it is dead, "" alive
+	for _, v := range cands {
+		reason, ok := verdicts[v.worker]
+		if !ok {
+			dead, why := w.judge(ctx, v.worker, false)
+			if dead {
+				reason = why
+			}
+			verdicts[v.worker] = reason
+		}
+		if reason != "" {
+			w.abandon(ctx, v.id, v.session, v.worker, reason)
+		}
+	}
+	// Forget the lapses of workers no open command names any more.
+	w.mu.Lock()
+	for worker := range w.missing {
+		if _, ok := verdicts[worker]; !ok {
+			delete(w.missing, worker)
+		}
+	}
+	w.mu.Unlock()
+}
+
+// judge reports whether worker is dead, and why. A worker whose key is
+// missing is dead once it has been missing for half the TTL as seen by
+// this worker (so a server restart that lost or expired every key does
+// not kill live workers), or at once with now set. A worker on this host
+// is dead as soon as its process is.
+func (w *Worker) judge(ctx context.Context, worker string, now bool) (bool, string) {
+	e, err := w.beats.Get(ctx, worker)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		since, seen := w.missing[worker]
+		if !seen {
+			since = time.Now()
+			w.missing[worker] = since
+		}
+		if now || time.Since(since) >= w.lapse/2 {
+			return true, ReasonLost
+		}
+		return false, ""
+	}
+	if err != nil {
+		return false, "" // cannot tell: assume alive
+	}
+	w.mu.Lock()
+	delete(w.missing, worker)
+	w.mu.Unlock()
+	var id Identity
+	if json.Unmarshal(e.Value(), &id) != nil || id.Host != w.id.Host {
+		return false, ""
+	}
+	if id.Boot != "" && w.id.Boot != "" && id.Boot != w.id.Boot {
+		return true, ReasonRebooted
+	}
+	ps, err := procStart(id.Pid)
+	if err != nil || id.ProcStart != 0 && ps != id.ProcStart {
+		return true, ReasonGone
+	}
+	return false, ""
+}
+
+// abandon appends command.abandoned for command id, started by the dead
+// worker, and detaches it from its session.
+func (w *Worker) abandon(ctx context.Context, id, sessionID, worker, reason string) {
+	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
+	cause := events.Cause{Kind: "worker", Event: "worker.dead", Detail: reason + ", judged by " + w.id.ID, Ref: worker}
+	abandonID := w.cfg.IDs()
+	_, _, err := w.cmds.Execute(ctx, agg, func(s command.State) (events.Decision, error) {
+		evs, err := command.Decide(s, command.Abandon{Reason: reason, Worker: worker, At: w.now(), Cause: cause})
+		if err == nil {
+			evs[0].ID = abandonID
+		}
+		return evs, err
+	})
+	if errors.Is(err, events.ErrRejected) {
+		return // it ended, or another worker abandoned it first
+	}
+	if err != nil {
+		w.log.Warn("abandon", "command", id, "err", err)
+		return
+	}
+	w.log.Warn("abandoned", "command", id, "worker", worker, "reason", reason)
+	w.detach(ctx, id, sessionID, "abandoned: "+reason, events.Cause{Kind: "worker", Event: "command.abandoned", Detail: id, Ref: abandonID.String()})
+}

@@ -1,0 +1,139 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/sandbox"
+)
+
+// Environment of the helper worker process.
+const (
+	helperURL  = "LOGBOOK_TEST_WORKER_URL"
+	helperUser = "LOGBOOK_TEST_WORKER_USER"
+	helperPass = "LOGBOOK_TEST_WORKER_PASSWORD"
+)
+
+// TestHelperWorker is not a test: run as a child process by
+// TestWorker_KilledWorker, it is a worker of its own connected to the
+// parent's server over TCP, and runs until it is killed.
+func TestHelperWorker(t *testing.T) {
+	url := os.Getenv(helperURL)
+	if url == "" {
+		t.Skip("helper process for TestWorker_KilledWorker")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	nc, err := natslog.Connect(url, nats.UserInfo(os.Getenv(helperUser), os.Getenv(helperPass)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	l, err := natslog.Open(ctx, nc, natslog.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	w, err := New(Config{Conn: nc, Log: l, Lapse: time.Second, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(ctx); err != nil && ctx.Err() == nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWorker_KilledWorker(t *testing.T) {
+	// A worker process is killed with SIGKILL while its command writes
+	// output; a worker started afterwards on the same host finds the
+	// command orphaned at once (the process is gone), abandons it, and the
+	// output stored up to the kill stays, each byte once.
+	e := newEnv(t, true)
+	mode := events.ModeWorkspaceWrite
+	if sandbox.Available(t.Context(), "") != nil {
+		t.Log("no bubblewrap: the command runs in full_access")
+		mode = events.ModeFullAccess
+	}
+	var logs bytes.Buffer
+	child := exec.Command(os.Args[0], "-test.run=^TestHelperWorker$", "-test.v")
+	child.Env = append(os.Environ(), helperURL+"="+e.srv.ClientURL(), helperUser+"="+e.user, helperPass+"="+e.pw)
+	child.Stdout, child.Stderr = &logs, &logs
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		child.Process.Kill()
+		child.Wait()
+		if t.Failed() {
+			t.Logf("helper worker:\n%s", logs.String())
+		}
+	}()
+	var victim Identity
+	e.waitFor("helper worker registered", func() bool {
+		ws, _ := e.client.Workers(t.Context())
+		for _, w := range ws {
+			if w.Pid == child.Process.Pid {
+				victim = w
+				return true
+			}
+		}
+		return false
+	})
+
+	id := e.submit(e.request(mode, "sh", "-c", `i=0; while :; do i=$((i+1)); echo "line $i"; sleep 0.005; done`))
+	e.waitFor("output", func() bool { _, o := e.read(id); return strings.Count(o.all.String(), "\n") >= 50 })
+	if st, _ := e.client.Command(t.Context(), id); st.Worker != victim.ID {
+		t.Fatalf("command started by %s, want the helper %s", st.Worker, victim.ID)
+	}
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+	_, before := e.read(id)
+
+	e.startWorker(e.workerConfig())
+	st, after := e.follow(id, 10*time.Second)
+	if st.Status != command.StatusAbandoned || st.EndReason != ReasonGone || st.Worker != victim.ID {
+		t.Fatalf("status %s reason %q worker %s; want abandoned, %s, %s", st.Status, st.EndReason, st.Worker, ReasonGone, victim.ID)
+	}
+	if !bytes.Equal(after.all.Bytes(), before.all.Bytes()) {
+		t.Errorf("output changed after the kill: %d bytes, then %d", before.all.Len(), after.all.Len())
+	}
+	checkContiguous(t, after)
+	var want strings.Builder
+	for i := 1; want.Len() < after.all.Len(); i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	if got := after.all.String(); !strings.HasPrefix(want.String(), got) {
+		t.Errorf("output is not the command's lines in order: %q", tail(got))
+	}
+	msgIDs := map[string]bool{}
+	for m, err := range e.log.ReadRaw(t.Context(), natslog.OutputSubject(id), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		mid := m.Header.Get("Nats-Msg-Id")
+		if msgIDs[mid] {
+			t.Errorf("output %s stored twice", mid)
+		}
+		msgIDs[mid] = true
+	}
+	e.waitFor("detach", func() bool { return len(e.sessionState().Entries) == 0 })
+	want2 := []string{"command.requested", "command.started", "command.abandoned"}
+	if got := e.types(id); strings.Join(got, " ") != strings.Join(want2, " ") {
+		t.Errorf("events %v, want %v", got, want2)
+	}
+}

@@ -1,0 +1,524 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/reducers/session"
+	"github.com/logbook-dev/logbook/sandbox"
+)
+
+// verdict is what becomes of a delivered request.
+type verdict int
+
+const (
+	verdictDone    verdict = iota // nothing more to do: ack
+	verdictStarted                // this worker started it: ack
+	verdictLater                  // another live worker holds it: deliver again after the ack wait
+	verdictRetry                  // a transient failure: deliver again soon
+)
+
+// job is one command this worker starts or runs.
+type job struct {
+	id      string
+	session string
+	entry   string // the session entry, "cmd-<id>"
+	started ulid.ULID
+
+	gate    chan struct{} // closed once the start is decided; output waits for it
+	out     chan outChunk // output waiting for the publisher; closed after the exit
+	pubDone chan struct{} // closed when the publisher has stored all of out
+	discard atomic.Bool   // the start was refused: drop output
+	live    atomic.Bool   // command.started is stored: stdin may be written
+	stored  atomic.Int64  // bytes of output stored on lb.out
+	pos     int64         // bytes emitted so far, all streams; emit's goroutine only
+	lost    atomic.Int64  // bytes that could not be stored
+
+	mu        sync.Mutex
+	p         *sandbox.Process
+	stopWant  bool // a stop arrived before the process was known
+	abandoned atomic.Bool
+	stdin     sync.Mutex // serializes writes to the process's stdin
+}
+
+// setProcess records p, stopping it at once if a stop came first.
+func (j *job) setProcess(p *sandbox.Process) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.p = p
+	if j.stopWant {
+		p.Stop()
+	}
+}
+
+// stop stops the process, now or as soon as it is known.
+func (j *job) stop() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.stopWant = true
+	if j.p != nil {
+		j.p.Stop()
+	}
+}
+
+// process returns the process, nil before it started.
+func (j *job) process() *sandbox.Process {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.p
+}
+
+// load returns command id's current state read from the log (not a
+// cache): what a decision to start must look at.
+func (w *Worker) load(ctx context.Context, id string) (command.State, error) {
+	st, _, err := w.loadAt(ctx, id)
+	return st, err
+}
+
+// loadAt is load that also returns the stream sequence of the command's
+// last event, the expectation of an append decided on the state.
+func (w *Worker) loadAt(ctx context.Context, id string) (command.State, uint64, error) {
+	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
+	recs, last, err := w.cfg.Log.Load(ctx, agg)
+	if err != nil {
+		return command.State{}, 0, fmt.Errorf("load %s: %w", agg, err)
+	}
+	return command.Fold(command.Init(agg), recs), last, nil
+}
+
+// appendAt stamps evs as the events of agg following version ver (ids
+// where missing, aggregate, versions, host, actor), validates them and
+// appends them with the expectation last. It is events.Executor's append
+// without its load, for a caller that has just read the state; on
+// events.ErrConflict the caller decides again on a fresh state.
+func appendAt(ctx context.Context, log events.Log, reg *events.Registry, ids events.IDSource, host, actor string, ver, last uint64, evs []events.Envelope) (events.Appended, error) {
+	for i := range evs {
+		e := &evs[i]
+		if e.ID.IsZero() {
+			e.ID = ids()
+		}
+		e.Ver = ver + uint64(i) + 1
+		if e.Host == "" {
+			e.Host = host
+		}
+		if e.Actor == "" {
+			e.Actor = actor
+		}
+		if err := reg.Validate(*e); err != nil {
+			return events.Appended{}, fmt.Errorf("append %s: %w", e.Agg, err)
+		}
+	}
+	return log.Append(ctx, events.Batch{Agg: evs[0].Agg, Expect: last, Events: evs})
+}
+
+// take decides what to do with the request for command id and, when this
+// worker wins it, starts the command. procCtx bounds the process's life.
+func (w *Worker) take(ctx, procCtx context.Context, id string) (verdict, error) {
+	// Claim first, then look: a state read before the claim could be
+	// overtaken by another worker's start in between.
+	v, err := w.claim(ctx, id)
+	if v == verdictLater {
+		// Another live worker holds it: drop it for good once it has
+		// moved on, else look again later in case that worker dies.
+		if st, err := w.load(ctx, id); err == nil && st.Status != command.StatusRequested {
+			return verdictDone, nil
+		}
+		return v, err
+	}
+	if v != verdictStarted {
+		return v, err
+	}
+	st, last, err := w.loadAt(ctx, id)
+	if err != nil {
+		return verdictRetry, err
+	}
+	if st.Status != command.StatusRequested {
+		return verdictDone, nil
+	}
+	spec, reason := w.spec(st)
+	if reason != "" {
+		return verdictDone, w.refuse(ctx, id, reason, "spec")
+	}
+	return w.start(ctx, procCtx, st, last, spec)
+}
+
+// claim makes this worker the one allowed to start command id. It
+// returns verdictStarted when the claim is this worker's.
+func (w *Worker) claim(ctx context.Context, id string) (verdict, error) {
+	_, err := w.claims.Create(ctx, id, []byte(w.id.ID))
+	if err == nil {
+		return verdictStarted, nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return verdictRetry, fmt.Errorf("claim %s: %w", id, err)
+	}
+	e, err := w.claims.Get(ctx, id)
+	if err != nil {
+		return verdictRetry, fmt.Errorf("claim %s: read holder: %w", id, err)
+	}
+	holder := string(e.Value())
+	if holder == w.id.ID {
+		return verdictStarted, nil // ours from an earlier delivery
+	}
+	if dead, _ := w.judge(ctx, holder, true); !dead {
+		return verdictLater, nil
+	}
+	if _, err := w.claims.Update(ctx, id, []byte(w.id.ID), e.Revision()); err != nil {
+		return verdictLater, nil // someone else took it over first
+	}
+	w.log.Info("took over claim", "command", id, "from", holder)
+	return verdictStarted, nil
+}
+
+// spec turns a requested command into what the sandbox runs, or returns
+// why it cannot run: a readable reason for command.refused.
+func (w *Worker) spec(st command.State) (sandbox.Spec, string) {
+	mode, err := sandbox.ParseMode(st.Mode)
+	if err != nil {
+		return sandbox.Spec{}, fmt.Sprintf("invalid: unknown mode %q: want read_only, workspace_write or full_access", st.Mode)
+	}
+	if err := checkCwd(st.Workspace, st.Cwd, true); err != nil {
+		return sandbox.Spec{}, "invalid: " + err.Error()
+	}
+	return sandbox.Spec{
+		Argv: st.Argv, Env: st.Env, Workspace: st.Workspace, Dir: st.Cwd, Mode: mode, TTY: st.TTY,
+		Protected: w.cfg.Protected, Grace: w.cfg.Grace, Bwrap: w.cfg.Bwrap,
+	}, ""
+}
+
+// refuse appends command.refused for id with reason; the cause names the
+// worker's check (event) that refused it.
+func (w *Worker) refuse(ctx context.Context, id, reason, event string) error {
+	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
+	cause := events.Cause{Kind: "worker", Event: event, Detail: w.id.ID, Ref: id}
+	_, _, err := w.cmds.Execute(ctx, agg, func(s command.State) (events.Decision, error) {
+		return command.Decide(s, command.Refuse{Reason: reason, At: w.now(), Cause: cause})
+	})
+	if errors.Is(err, events.ErrRejected) {
+		return nil // it moved on meanwhile (stopped, evicted, started elsewhere)
+	}
+	if err != nil {
+		return fmt.Errorf("refuse %s: %w", id, err)
+	}
+	w.log.Info("refused", "command", id, "reason", reason)
+	return nil
+}
+
+// refusal turns a sandbox.Start error into a readable reason.
+func refusal(err error) string {
+	switch {
+	case errors.Is(err, sandbox.ErrNotFound):
+		return "not found: " + err.Error()
+	case errors.Is(err, sandbox.ErrRefused):
+		return "no boundary: " + err.Error()
+	case errors.Is(err, sandbox.ErrInvalidSpec):
+		return "invalid: " + err.Error()
+	}
+	return "cannot start: " + err.Error()
+}
+
+// start starts st's process and appends command.started; see the package
+// documentation for the race it settles.
+func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint64, spec sandbox.Spec) (verdict, error) {
+	j := &job{
+		id: st.ID, session: st.Session, entry: EntryID(st.ID), started: w.cfg.IDs(),
+		gate: make(chan struct{}), out: make(chan outChunk, outQueue), pubDone: make(chan struct{}),
+	}
+	w.mu.Lock()
+	w.running[j.id] = j
+	w.mu.Unlock()
+	forget := func() {
+		w.mu.Lock()
+		delete(w.running, j.id)
+		w.mu.Unlock()
+	}
+
+	p, err := sandbox.Start(procCtx, spec, func(c sandbox.Chunk) { w.emit(j, c) })
+	if err != nil {
+		forget()
+		return verdictDone, w.refuse(ctx, st.ID, refusal(err), "sandbox.start")
+	}
+	j.setProcess(p)
+
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultAppendTimeout)
+	defer cancel()
+	agg := events.Aggregate{Kind: events.KindCommand, ID: st.ID}
+	cause := events.Cause{Kind: "worker", Event: "command.requested", Detail: w.id.ID, Ref: st.ID}
+	at := w.now()
+	decide := func(s command.State) (events.Decision, error) {
+		evs, err := command.Decide(s, command.Start{Worker: w.id.ID, Host: w.id.Host, Pid: p.Pid(), At: at, Cause: cause})
+		if err == nil {
+			evs[0].ID = j.started
+		}
+		return evs, err
+	}
+	// Decide on the state just loaded; only a conflict costs a reload.
+	evs, err := decide(st)
+	if err == nil {
+		_, err = appendAt(actx, w.cfg.Log, w.cfg.Reg, w.cfg.IDs, w.cfg.Host, "logbook-worker", st.Ver, last, evs)
+	}
+	if errors.Is(err, events.ErrConflict) {
+		_, _, err = w.cmds.Execute(actx, agg, decide)
+	}
+	if err != nil {
+		// The start may have landed with its answer lost: the log decides.
+		if now, lerr := w.load(actx, st.ID); lerr == nil && now.Status == command.StatusStarted && now.Worker == w.id.ID && now.Pid == p.Pid() {
+			err = nil
+		}
+	}
+	if err != nil {
+		j.discard.Store(true)
+		close(j.gate)
+		p.Stop()
+		_, _ = p.Wait()
+		forget()
+		if errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrNotFound) {
+			w.log.Info("lost the start", "command", st.ID, "why", err)
+			return verdictDone, nil
+		}
+		return verdictRetry, fmt.Errorf("start %s: %w", st.ID, err)
+	}
+	j.live.Store(true)
+	go w.publish(j) // owned by the supervisor, which waits for it
+	close(j.gate)
+	w.log.Info("started", "command", st.ID, "session", st.Session, "pid", p.Pid(), "mode", st.Mode, "argv", st.Argv)
+	w.attach(actx, j, st)
+	go w.supervise(j, st)
+	return verdictStarted, nil
+}
+
+// EntryID returns the session entry a started command keeps open:
+// "cmd-<command id>".
+func EntryID(commandID string) string { return "cmd-" + commandID }
+
+// attach opens the command's entry on its session. A session that does
+// not exist or has ended gets none; the command runs anyway.
+func (w *Worker) attach(ctx context.Context, j *job, st command.State) {
+	agg := events.Aggregate{Kind: events.KindSession, ID: st.Session}
+	cause := events.Cause{Kind: "worker", Event: "command.started", Detail: st.ID, Ref: j.started.String()}
+	activity := "command:" + path.Base(st.Argv[0])
+	_, _, err := w.sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+		return session.Decide(s, session.Attach{EntryID: j.entry, Activity: activity, At: w.now(), Cause: cause})
+	})
+	if err != nil {
+		w.log.Info("not attached to its session", "command", st.ID, "session", st.Session, "why", err)
+	}
+}
+
+// detach closes the command's entry on its session with outcome.
+func (w *Worker) detach(ctx context.Context, commandID, sessionID, outcome string, cause events.Cause) {
+	if sessionID == "" {
+		return
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: sessionID}
+	_, _, err := w.sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+		return session.Decide(s, session.Detach{EntryID: EntryID(commandID), Outcome: outcome, At: w.now(), Cause: cause})
+	})
+	if err != nil {
+		w.log.Warn("detach from session", "command", commandID, "session", sessionID, "err", err)
+	}
+}
+
+// supervise waits for j's process, reports its exit and detaches it.
+func (w *Worker) supervise(j *job, st command.State) {
+	defer func() { <-w.slots }()
+	defer func() {
+		w.mu.Lock()
+		delete(w.running, j.id)
+		w.mu.Unlock()
+	}()
+	p := j.process()
+	res, werr := p.Wait()
+	if werr != nil {
+		w.log.Warn("wait", "command", j.id, "err", werr)
+	}
+	// Wait returns once every chunk was emitted: store them all before
+	// the exit, so a reader that sees the exit has seen the output.
+	close(j.out)
+	<-j.pubDone
+	if j.abandoned.Load() {
+		return // another worker declared this one dead; the command's end is recorded
+	}
+	exit := command.Exit{Code: res.ExitCode, Stopped: res.Stopped, DurationMS: res.Duration.Milliseconds(), OutputBytes: j.stored.Load()}
+	detail := "exit " + strconv.Itoa(res.ExitCode)
+	if res.Signal != "" {
+		exit.Code, exit.Signal = -1, res.Signal
+		detail = "signal " + res.Signal
+	}
+	exitID := w.cfg.IDs()
+	exit.Cause = events.Cause{Kind: "worker", Event: "process.exited", Detail: detail, Ref: j.started.String()}
+	agg := events.Aggregate{Kind: events.KindCommand, ID: j.id}
+	var err error
+	for attempt := range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultAppendTimeout)
+		exit.At = w.now()
+		_, _, err = w.cmds.Execute(ctx, agg, func(s command.State) (events.Decision, error) {
+			evs, err := command.Decide(s, exit)
+			if err == nil {
+				evs[0].ID = exitID
+			}
+			return evs, err
+		})
+		cancel()
+		if err == nil || errors.Is(err, events.ErrRejected) {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+	}
+	if err != nil {
+		w.log.Warn("report exit", "command", j.id, "err", err)
+	}
+	if lost := j.lost.Load(); lost > 0 {
+		w.log.Warn("output lost", "command", j.id, "bytes", lost)
+	}
+	w.log.Info("exited", "command", j.id, "code", exit.Code, "signal", exit.Signal, "stopped", exit.Stopped, "output_bytes", exit.OutputBytes)
+	outcome := events.OutcomeOK
+	switch {
+	case res.Stopped:
+		outcome = "stopped"
+	case exit.Signal != "":
+		outcome = "killed by " + exit.Signal
+	case exit.Code != 0:
+		outcome = "exit " + strconv.Itoa(exit.Code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultAppendTimeout)
+	defer cancel()
+	w.detach(ctx, j.id, j.session, outcome, events.Cause{Kind: "worker", Event: "command.exited", Detail: j.id, Ref: exitID.String()})
+}
+
+// Output batching: what the publisher stores in one go.
+const (
+	maxOutBatch      = 128     // chunks
+	maxOutBatchBytes = 4 << 20 // bytes
+	outQueue         = 128     // chunks waiting for the publisher before emit blocks
+)
+
+// outChunk is a chunk queued for the publisher, with its position in the
+// whole output.
+type outChunk struct {
+	sandbox.Chunk
+	pos int64
+}
+
+// emit queues one chunk of j's output for its publisher. It runs on the
+// sandbox's emit goroutine, so chunks are queued in order, and it blocks
+// while the queue is full: a command that writes faster than the log
+// stores is slowed down rather than buffered without bound.
+func (w *Worker) emit(j *job, c sandbox.Chunk) {
+	<-j.gate
+	if j.discard.Load() {
+		return
+	}
+	j.out <- outChunk{Chunk: c, pos: j.pos}
+	j.pos += int64(len(c.Data))
+}
+
+// publish stores j's queued output on lb.out.<id> until the queue is
+// closed: whatever has queued up while the previous store was in flight
+// goes out as one atomic batch (one fsync for all of it), a lone chunk
+// as a plain publish. It closes j.pubDone when done.
+func (w *Worker) publish(j *job) {
+	defer close(j.pubDone)
+	var batch []outChunk
+	for first := range j.out {
+		batch = append(batch[:0], first)
+		size := len(first.Data)
+	more:
+		for len(batch) < maxOutBatch && size < maxOutBatchBytes {
+			select {
+			case c, ok := <-j.out:
+				if !ok {
+					break more
+				}
+				batch = append(batch, c)
+				size += len(c.Data)
+			default:
+				break more
+			}
+		}
+		w.store(j, batch)
+	}
+}
+
+// store publishes batch, retrying with the same message ids (so nothing
+// is stored twice) a few times before it counts the bytes as lost.
+func (w *Worker) store(j *job, batch []outChunk) {
+	msgs := make([]*nats.Msg, len(batch))
+	size := 0
+	for i, c := range batch {
+		m := nats.NewMsg(natslog.OutputSubject(j.id))
+		m.Data = c.Data
+		m.Header.Set(HeaderStream, string(c.Stream))
+		m.Header.Set(HeaderOffset, strconv.FormatInt(c.Offset, 10))
+		m.Header.Set(HeaderPos, strconv.FormatInt(c.pos, 10))
+		m.Header.Set(jetstream.MsgIDHeader, j.id+":"+string(c.Stream)+":"+strconv.FormatInt(c.Offset, 10))
+		msgs[i] = m
+		size += len(c.Data)
+	}
+	var err error
+	for attempt := range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if len(msgs) == 1 {
+			_, err = w.js.PublishMsg(ctx, msgs[0], jetstream.WithExpectStream(natslog.StreamName))
+		} else {
+			_, err = jetstreamext.PublishMsgBatch(ctx, w.js, msgs)
+			if apiErr, ok := errors.AsType[*jetstream.APIError](err); ok && apiErr.ErrorCode == jetstreamext.JSErrCodeBatchPublishDuplicateMsgID {
+				err = nil // committed by an attempt whose answer was lost
+			}
+		}
+		cancel()
+		if err == nil {
+			j.stored.Add(int64(size))
+			return
+		}
+		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
+	}
+	j.lost.Add(int64(size))
+	w.log.Warn("store output", "command", j.id, "chunks", len(batch), "bytes", size, "err", err)
+}
+
+// checkCwd reports a working directory that is not inside workspace.
+// With resolve, symbolic links are followed (the worker's check, on the
+// host that runs the command); without, the check is on the cleaned
+// paths alone (a requester's check, which may run on another host).
+func checkCwd(workspace, cwd string, resolve bool) error {
+	if !filepath.IsAbs(workspace) {
+		return fmt.Errorf("workspace %q is not an absolute path", workspace)
+	}
+	ws := filepath.Clean(workspace)
+	dir := cwd
+	if dir == "" {
+		return nil
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(ws, dir)
+	}
+	dir = filepath.Clean(dir)
+	if resolve {
+		if r, err := filepath.EvalSymlinks(ws); err == nil {
+			ws = r
+		}
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = r
+		}
+	}
+	if dir != ws && !(ws == "/" || len(dir) > len(ws) && dir[:len(ws)] == ws && dir[len(ws)] == '/') {
+		return fmt.Errorf("cwd %s is outside the workspace %s", cwd, workspace)
+	}
+	return nil
+}

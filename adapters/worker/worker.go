@@ -1,0 +1,440 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// Names shared by every worker of a log. They are part of the deployment:
+// workers of one log must agree on them.
+const (
+	// DurableName is the durable pull consumer all workers share on
+	// CommandFilter: each request is delivered to one of them at a time.
+	DurableName = "workers"
+	// CommandFilter is the subject filter of command events.
+	CommandFilter = events.SubjectEvents + "." + events.KindCommand + ".>"
+	// HeartbeatBucket is the KV bucket of live workers: key = worker id,
+	// value = its Identity as JSON, expiring after the bucket's TTL.
+	HeartbeatBucket = "logbook-workers"
+	// ClaimBucket is the KV bucket of claims: key = command id, value =
+	// the id of the worker allowed to start it.
+	ClaimBucket = "logbook-claims"
+	// ClaimTTL is how long a claim is kept (the bucket's TTL): far longer
+	// than any start takes; a claim only matters until the command is
+	// started or refused.
+	ClaimTTL = 24 * time.Hour
+)
+
+// Defaults of Config.
+const (
+	// DefaultLapse is the heartbeat bucket's TTL when a worker creates it:
+	// a worker that has not put its heartbeat for this long is dead.
+	DefaultLapse = 10 * time.Second
+	// DefaultAckWait is how long a taken request stays with its worker
+	// without an ack or a progress report before it is delivered again.
+	DefaultAckWait = 30 * time.Second
+	// DefaultMaxRunning bounds the commands one worker runs at once.
+	DefaultMaxRunning = 256
+	// DefaultAppendTimeout bounds each append a worker makes when its own
+	// context is gone (reporting an exit during shutdown).
+	DefaultAppendTimeout = 10 * time.Second
+)
+
+// maxAckPending bounds the requests delivered and not yet acked across
+// all workers of the durable.
+const maxAckPending = 256
+
+// Config configures a Worker. Conn and Log are required; the rest has
+// defaults.
+type Config struct {
+	// Conn is the connection to the log's NATS server. Not owned: the
+	// caller closes it after Run has returned.
+	Conn *nats.Conn
+	// Log is the event log on Conn (a *natslog.Log). Not owned.
+	Log events.Log
+	// Reg decodes events; nil means events.NewRegistry().
+	Reg *events.Registry
+	// Host names this host in the worker's identity and in
+	// command.started; "" means os.Hostname().
+	Host string
+	// Grace is the time between SIGTERM and SIGKILL when a command is
+	// stopped; 0 means sandbox.DefaultGrace (2 s).
+	Grace time.Duration
+	// Bwrap is the bubblewrap executable; "" means bwrap in PATH.
+	Bwrap string
+	// Protected lists paths that stay read-only in restricted modes even
+	// inside a writable workspace (e.g. the Logbook data dir), as
+	// sandbox.Spec.Protected.
+	Protected []string
+	// Lapse is the heartbeat TTL used when this worker creates
+	// HeartbeatBucket; 0 means DefaultLapse. An existing bucket keeps its
+	// own TTL, and the worker beats every quarter of it.
+	Lapse time.Duration
+	// AckWait is the durable consumer's ack wait; 0 means DefaultAckWait.
+	// The consumer is created or updated with it.
+	AckWait time.Duration
+	// MaxRunning bounds the commands this worker runs at once; 0 means
+	// DefaultMaxRunning. A worker at the bound takes no new request.
+	MaxRunning int
+	// Clock stamps events; nil means time.Now.
+	Clock events.Clock
+	// IDs makes event ids; nil means ulid.Make.
+	IDs events.IDSource
+	// Logger receives what happens to commands and what goes wrong in the
+	// background; nil discards it.
+	Logger *slog.Logger
+}
+
+// Identity names one worker: a worker process on a host, started at a
+// time. Its JSON is the value of the worker's heartbeat key.
+type Identity struct {
+	// ID is "<host>-<pid>-<start ULID>" with bytes outside [A-Za-z0-9_-]
+	// of the host replaced by '_': unique, and one NATS subject token.
+	ID      string `json:"id"`
+	Host    string `json:"host"`
+	Pid     int    `json:"pid"`
+	Started string `json:"started"` // the start ULID; its time part is the start time (ms)
+	// Boot is the host's boot id (/proc/sys/kernel/random/boot_id), ""
+	// when unknown.
+	Boot string `json:"boot,omitempty"`
+	// ProcStart is the process's start time in clock ticks after boot
+	// (/proc/<pid>/stat), 0 when unknown. With Boot it tells a process
+	// from a later one that got the same pid.
+	ProcStart uint64 `json:"proc_start,omitempty"`
+}
+
+// Worker runs the commands it takes off the log. Create it with New and
+// run it with Run, once. Its methods are safe for concurrent use.
+type Worker struct {
+	cfg      Config
+	id       Identity
+	js       jetstream.JetStream
+	log      *slog.Logger
+	cmds     *events.Executor[command.State]
+	sessions *events.Executor[session.State]
+
+	beats  jetstream.KeyValue
+	claims jetstream.KeyValue
+	lapse  time.Duration // the heartbeat bucket's TTL
+
+	slots chan struct{}  // one per running or starting command
+	bg    sync.WaitGroup // stdin writers
+
+	mu      sync.Mutex
+	running map[string]*job     // commands this worker started or is starting
+	open    map[string]*tracked // commands not ended, from the control feed
+	missing map[string]time.Time
+
+	caughtUp atomic.Bool   // the control feed has read the log's command events once
+	kick     chan struct{} // caughtUp was just set
+	lastBeat atomic.Int64  // unix ns of the last stored heartbeat
+	started  atomic.Bool
+}
+
+// tracked is what the control feed knows of a command that has not ended.
+type tracked struct {
+	session string
+	started bool
+	worker  string
+}
+
+// New returns a worker for cfg with a fresh identity. It connects
+// nothing yet; Run does.
+func New(cfg Config) (*Worker, error) {
+	if cfg.Conn == nil || cfg.Log == nil {
+		return nil, errors.New("worker: Config.Conn and Config.Log are required")
+	}
+	if cfg.Reg == nil {
+		cfg.Reg = events.NewRegistry()
+	}
+	if cfg.Host == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("worker: hostname: %w", err)
+		}
+		cfg.Host = h
+	}
+	if cfg.Grace < 0 || cfg.Lapse < 0 || cfg.AckWait < 0 || cfg.MaxRunning < 0 {
+		return nil, fmt.Errorf("worker: negative Grace %v, Lapse %v, AckWait %v or MaxRunning %d", cfg.Grace, cfg.Lapse, cfg.AckWait, cfg.MaxRunning)
+	}
+	if cfg.Lapse == 0 {
+		cfg.Lapse = DefaultLapse
+	}
+	if cfg.AckWait == 0 {
+		cfg.AckWait = DefaultAckWait
+	}
+	if cfg.MaxRunning == 0 {
+		cfg.MaxRunning = DefaultMaxRunning
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.IDs == nil {
+		cfg.IDs = ulid.Make
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	js, err := jetstream.New(cfg.Conn)
+	if err != nil {
+		return nil, fmt.Errorf("worker: jetstream: %w", err)
+	}
+	id := newIdentity(cfg.Host)
+	w := &Worker{
+		cfg: cfg,
+		id:  id,
+		js:  js,
+		log: logger.With("worker", id.ID),
+		cmds: &events.Executor[command.State]{
+			Log: cfg.Log, Reg: cfg.Reg, Init: command.Init, Evolve: command.Evolve,
+			IDs: cfg.IDs, Host: cfg.Host, Actor: "logbook-worker",
+		},
+		sessions: &events.Executor[session.State]{
+			Log: cfg.Log, Reg: cfg.Reg, Init: session.Init, Evolve: session.Evolve,
+			IDs: cfg.IDs, Host: cfg.Host, Actor: "logbook-worker",
+		},
+		slots:   make(chan struct{}, cfg.MaxRunning),
+		running: make(map[string]*job),
+		open:    make(map[string]*tracked),
+		missing: make(map[string]time.Time),
+		kick:    make(chan struct{}, 1),
+	}
+	return w, nil
+}
+
+// Identity returns the worker's identity.
+func (w *Worker) Identity() Identity { return w.id }
+
+// Run registers the worker's heartbeat, then takes requests, runs their
+// commands, follows the control feed and checks other workers' liveness
+// until ctx is done. It then stops the commands it runs (SIGTERM, SIGKILL
+// after the grace), reports their exits (each append bounded by
+// DefaultAppendTimeout), removes its heartbeat and returns ctx's error.
+// It returns earlier with an error if the buckets, the consumer or the
+// stdin subscription cannot be set up, or if the request feed fails for
+// good. Run owns every goroutine it starts; all have ended when it
+// returns. Run may be called once.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.started.CompareAndSwap(false, true) {
+		return errors.New("worker: Run called twice")
+	}
+	if err := w.setup(ctx); err != nil {
+		return err
+	}
+	// procCtx outlives the intake: commands are stopped only after no new
+	// one can start.
+	procCtx, stopProcs := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopProcs()
+
+	sub, err := w.cfg.Conn.Subscribe(StdinSubject(w.id.ID, "*"), w.onStdin)
+	if err != nil {
+		return fmt.Errorf("worker %s: subscribe stdin: %w", w.id.ID, err)
+	}
+	defer sub.Unsubscribe() // on early return; done explicitly below
+
+	var loops sync.WaitGroup
+	errc := make(chan error, 3)
+	loopCtx, stopLoops := context.WithCancel(ctx)
+	defer stopLoops()
+	for _, loop := range []func(context.Context) error{
+		w.beat,
+		w.control,
+		func(ctx context.Context) error { return w.intake(ctx, procCtx) },
+	} {
+		loops.Go(func() {
+			if err := loop(loopCtx); err != nil && loopCtx.Err() == nil {
+				errc <- err
+			}
+		})
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+		runErr = ctx.Err()
+	case runErr = <-errc:
+	}
+	stopLoops()
+	loops.Wait()
+	// Stop what still runs; each job's supervisor reports its exit.
+	w.mu.Lock()
+	for _, j := range w.running {
+		j.stop()
+	}
+	w.mu.Unlock()
+	stopProcs()
+	w.waitJobs()
+	_ = sub.Unsubscribe()
+	w.bg.Wait()
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultAppendTimeout)
+	defer cancel()
+	if err := w.beats.Delete(dctx, w.id.ID); err != nil {
+		w.log.Warn("remove heartbeat", "err", err)
+	}
+	return runErr
+}
+
+// waitJobs waits until no command runs or starts.
+func (w *Worker) waitJobs() {
+	for range cap(w.slots) {
+		w.slots <- struct{}{}
+	}
+	for range cap(w.slots) {
+		<-w.slots
+	}
+}
+
+// setup binds the KV buckets, stores the first heartbeat and ensures the
+// durable consumer.
+func (w *Worker) setup(ctx context.Context) error {
+	var err error
+	w.beats, err = bucket(ctx, w.js, jetstream.KeyValueConfig{
+		Bucket: HeartbeatBucket, Description: "live Logbook workers", History: 1, TTL: w.cfg.Lapse,
+		Storage: jetstream.MemoryStorage,
+	})
+	if err != nil {
+		return fmt.Errorf("worker %s: %w", w.id.ID, err)
+	}
+	st, err := w.beats.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("worker %s: heartbeat bucket status: %w", w.id.ID, err)
+	}
+	w.lapse = st.TTL()
+	if w.lapse <= 0 {
+		return fmt.Errorf("worker %s: heartbeat bucket %s has no TTL; recreate it", w.id.ID, HeartbeatBucket)
+	}
+	w.claims, err = bucket(ctx, w.js, jetstream.KeyValueConfig{
+		Bucket: ClaimBucket, Description: "which worker may start a command", History: 1, TTL: ClaimTTL,
+		Storage: jetstream.MemoryStorage,
+	})
+	if err != nil {
+		return fmt.Errorf("worker %s: %w", w.id.ID, err)
+	}
+	if err := w.putBeat(ctx); err != nil {
+		return fmt.Errorf("worker %s: first heartbeat: %w", w.id.ID, err)
+	}
+	return nil
+}
+
+// bucket creates the KV bucket of cfg, or binds it if it exists.
+func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.CreateKeyValue(ctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = js.KeyValue(ctx, cfg.Bucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+// now returns the decision time: the clock, UTC, microsecond precision
+// (what the envelope stores).
+func (w *Worker) now() time.Time { return w.cfg.Clock().UTC().Truncate(time.Microsecond) }
+
+// intake takes requests off the durable consumer until ctx is done.
+func (w *Worker) intake(ctx, procCtx context.Context) error {
+	cons, err := w.js.CreateOrUpdateConsumer(ctx, natslog.StreamName, jetstream.ConsumerConfig{
+		Durable:       DurableName,
+		Description:   "Logbook workers: command requests",
+		FilterSubject: CommandFilter,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       w.cfg.AckWait,
+		MaxAckPending: maxAckPending,
+		MaxDeliver:    -1,
+	})
+	if err != nil {
+		return fmt.Errorf("worker %s: consumer %s: %w", w.id.ID, DurableName, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1))
+	if err != nil {
+		return fmt.Errorf("worker %s: consume %s: %w", w.id.ID, DurableName, err)
+	}
+	defer it.Stop()
+	var handlers sync.WaitGroup
+	defer handlers.Wait()
+	for {
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			<-w.slots
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return fmt.Errorf("worker %s: request feed closed: %w", w.id.ID, err)
+			}
+			w.log.Warn("next request", "err", err)
+			continue
+		}
+		if msg.Headers().Get(natslog.HeaderType) != (events.CommandRequested{}).EventType() {
+			<-w.slots
+			_ = msg.Ack()
+			continue
+		}
+		handlers.Go(func() {
+			if !w.handle(ctx, procCtx, msg) {
+				<-w.slots
+			}
+		})
+	}
+}
+
+// handle takes one delivered request and acks it, or puts it back. It
+// reports whether a command was started (its slot then belongs to the
+// command's supervisor).
+func (w *Worker) handle(ctx, procCtx context.Context, msg jetstream.Msg) bool {
+	agg, err := events.ParseSubject(msg.Subject())
+	if err != nil || agg.Kind != events.KindCommand {
+		_ = msg.Term()
+		return false
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() { // keep the request ours while we work on it
+		t := time.NewTicker(w.cfg.AckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = msg.InProgress()
+			}
+		}
+	}()
+	v, err := w.take(ctx, procCtx, agg.ID)
+	if err != nil {
+		w.log.Warn("take command", "command", agg.ID, "err", err)
+	}
+	switch v {
+	case verdictStarted, verdictDone:
+		_ = msg.Ack()
+	case verdictLater:
+		_ = msg.NakWithDelay(w.cfg.AckWait)
+	case verdictRetry:
+		_ = msg.NakWithDelay(time.Second)
+	}
+	return v == verdictStarted
+}

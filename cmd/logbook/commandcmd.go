@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/worker"
+	"github.com/logbook-dev/logbook/reducers/command"
+)
+
+func commandCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "command", Short: "Read, feed or stop one command run by a worker"}
+	var (
+		after  int64
+		follow bool
+	)
+	output := &cobra.Command{
+		Use:   "output ID",
+		Short: "Print a command's output so far, and with --follow until it ends",
+		Long: `output prints command ID's output as stored on the log: stdout (and the
+terminal of a --tty command) on stdout, stderr on stderr, then the
+command's status on stderr. --after skips the first OFFSET bytes of the
+whole output; --follow waits for more until the command ends.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			b, err := openBackend(ctx, g)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			cl, err := newCommandClient(b)
+			if err != nil {
+				return err
+			}
+			print := (&outputPrinter{stdout: g.stdout, stderr: g.stderr}).print
+			if g.json {
+				enc := json.NewEncoder(g.stdout)
+				print = func(c worker.Chunk) error { return enc.Encode(c) }
+			}
+			st, err := cl.Watch(ctx, args[0], worker.WatchOptions{After: after, Follow: follow}, print)
+			if err != nil {
+				if errors.Is(err, context.Canceled) {
+					return nil
+				}
+				return err
+			}
+			if g.json {
+				return json.NewEncoder(g.stdout).Encode(map[string]any{"command": st})
+			}
+			fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, describeStatus(st))
+			return nil
+		},
+	}
+	output.Flags().Int64Var(&after, "after", 0, "skip the first OFFSET bytes of the output")
+	output.Flags().BoolVarP(&follow, "follow", "f", false, "wait for more output until the command ends")
+
+	var (
+		noNewline bool
+		eof       bool
+		secret    bool
+	)
+	stdin := &cobra.Command{
+		Use:   "stdin ID [TEXT]",
+		Short: "Write TEXT and a newline to a running command's standard input",
+		Long: `stdin sends TEXT (and a newline, unless -n) to the worker running command
+ID, which writes it to the command's standard input. The bytes never enter
+the log: only their count and, unless --secret, their SHA-256 do. --eof
+closes the input afterwards (Ctrl-D on a terminal).`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var data []byte
+			if len(args) == 2 {
+				data = []byte(args[1])
+				if !noNewline {
+					data = append(data, '\n')
+				}
+			} else if !eof {
+				return errors.New("command stdin: give TEXT, or --eof to close the input")
+			}
+			return withClient(cmd.Context(), g, func(cl *worker.Client) error {
+				n, err := cl.Stdin(cmd.Context(), args[0], data, worker.StdinOptions{Withhold: secret, EOF: eof})
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return writeJSON(g.stdout, map[string]any{"id": args[0], "bytes": n, "eof": eof})
+				}
+				_, err = fmt.Fprintf(g.stdout, "wrote %d bytes to command %s\n", n, args[0])
+				return err
+			})
+		},
+	}
+	stdin.Flags().BoolVarP(&noNewline, "no-newline", "n", false, "do not add a newline to TEXT")
+	stdin.Flags().BoolVar(&eof, "eof", false, "close the command's standard input after writing")
+	stdin.Flags().BoolVar(&secret, "secret", false, "do not record the SHA-256 of TEXT (for a password or a token)")
+
+	var reason string
+	stop := &cobra.Command{
+		Use:   "stop ID",
+		Short: "Stop a command: SIGTERM to its process group, SIGKILL after the grace",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withClient(cmd.Context(), g, func(cl *worker.Client) error {
+				if err := cl.Stop(cmd.Context(), args[0], requester(), reason); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(g.stdout, "stop requested for command %s\n", args[0])
+				return err
+			})
+		},
+	}
+	stop.Flags().StringVar(&reason, "reason", "user", "why, as recorded on the log")
+	cmd.AddCommand(output, stdin, stop)
+	return cmd
+}
+
+// withClient runs fn with a worker client on the data dir's log.
+func withClient(ctx context.Context, g *globals, fn func(*worker.Client) error) error {
+	b, err := openBackend(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	cl, err := newCommandClient(b)
+	if err != nil {
+		return err
+	}
+	return fn(cl)
+}
+
+// describeStatus says how a command stands, e.g. "exited with code 0".
+func describeStatus(st command.State) string {
+	switch st.Status {
+	case command.StatusExited:
+		s := "exited with code " + fmt.Sprint(*st.ExitCode)
+		if st.Signal != "" {
+			s = "was killed by " + st.Signal
+		}
+		if st.Stopped {
+			s += " (stopped)"
+		}
+		return s
+	case command.StatusStarted:
+		return fmt.Sprintf("is running on %s (worker %s)", st.Host, st.Worker)
+	case command.StatusRequested:
+		return "is waiting for a worker"
+	case command.StatusAbandoned:
+		return "was abandoned: " + st.EndReason
+	case command.StatusRefused:
+		return "was refused: " + st.EndReason
+	case command.StatusEvicted:
+		return "was evicted by " + st.EvictedBy
+	}
+	return st.Status
+}
+
+func commandsCmd(g *globals) *cobra.Command {
+	var (
+		sess   string
+		active bool
+	)
+	cmd := &cobra.Command{
+		Use:   "commands",
+		Short: "List commands, of one session or all, optionally only the active ones",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAPI(cmd.Context(), g, func(_ *backend, call caller) error {
+				var out []command.State
+				if err := call(cmd.Context(), verbCommands, commandsRequest{Session: sess, Active: active}, &out); err != nil {
+					return err
+				}
+				if g.json {
+					return writeJSON(g.stdout, out)
+				}
+				return printCommands(g.stdout, out, true)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&sess, "session", "", "only the commands of this session")
+	cmd.Flags().BoolVar(&active, "active", false, "only active commands (waiting for a worker or running)")
+	return cmd
+}
+
+// printCommands writes one line per command; withSession adds its
+// session.
+func printCommands(w io.Writer, cs []command.State, withSession bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	head := "COMMAND\tSTATUS\tCODE\tMODE\tREQUESTED\tDURATION\tOUTPUT\tARGV"
+	if withSession {
+		head = "COMMAND\tSESSION\tSTATUS\tCODE\tMODE\tREQUESTED\tDURATION\tOUTPUT\tARGV"
+	}
+	fmt.Fprintln(tw, head)
+	for _, c := range cs {
+		code := "-"
+		if c.ExitCode != nil {
+			code = fmt.Sprint(*c.ExitCode)
+			if c.Signal != "" {
+				code = c.Signal
+			}
+		}
+		status := c.Status
+		if c.Background && !c.Ended() {
+			status += " (bg)"
+		}
+		if c.Evicted && c.Status != command.StatusEvicted {
+			status += " (evicted)"
+		}
+		dur := "-"
+		if c.Status == command.StatusExited {
+			dur = (time.Duration(c.DurationMS) * time.Millisecond).String()
+		}
+		argv := strings.Join(c.Argv, " ")
+		if len(c.Argv) > 0 {
+			argv = strings.Join(append([]string{path.Base(c.Argv[0])}, c.Argv[1:]...), " ")
+		}
+		if r := []rune(argv); len(r) > 60 {
+			argv = string(r[:57]) + "..."
+		}
+		if withSession {
+			fmt.Fprintf(tw, "%s\t%s\t", c.ID, c.Session)
+		} else {
+			fmt.Fprintf(tw, "%s\t", c.ID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", status, code, c.Mode, c.RequestedAt.Format(time.RFC3339), dur, c.OutputBytes, argv)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,355 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/worker"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+)
+
+// inheritedEnv are the variables exec passes on from its own environment
+// unless --no-env is given. Everything else must be named with --env.
+var inheritedEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TZ"}
+
+// execFlags are exec's options.
+type execFlags struct {
+	session   string
+	mode      string
+	cwd       string
+	workspace string
+	tty       bool
+	wait      time.Duration
+	id        string
+	env       []string
+	noEnv     bool
+}
+
+func execCmd(g *globals) *cobra.Command {
+	var f execFlags
+	cmd := &cobra.Command{
+		Use:   "exec --session S [flags] -- CMD [ARG...]",
+		Short: "Run a command for a session on a sandbox worker, and wait for it a while",
+		Long: `exec asks the running server's workers to run CMD for session S, in the
+boundary of --mode (read_only, workspace_write or full_access; default: the
+session's own mode, else workspace_write), in --workspace (default: the
+current directory) or --cwd inside it, with an explicit environment (PATH,
+HOME, USER, LANG, LC_ALL and TZ from here, plus --env; --no-env for none).
+
+It prints the command's output as it comes and, if the command exits within
+--wait, exits with its exit status. When the wait expires the command goes
+on in the background (it is not killed): exec prints its id and how to come
+back to it, and exits 0. Every step is an event on the log: see
+'logbook audit S'.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExec(cmd.Context(), g, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.session, "session", "", "the session the command runs for (required)")
+	fl.StringVar(&f.mode, "mode", "", "read_only, workspace_write or full_access (default: the session's mode, else workspace_write)")
+	fl.StringVar(&f.cwd, "cwd", "", "working directory: absolute, or relative to the workspace; must lie inside it")
+	fl.StringVar(&f.workspace, "workspace", "", "directory the command works on (default: the current directory)")
+	fl.BoolVar(&f.tty, "tty", false, "run on a pseudo-terminal (80x24, TERM=dumb) instead of pipes")
+	fl.DurationVar(&f.wait, "wait", 10*time.Second, "how long to wait for the exit before leaving the command in the background")
+	fl.StringVar(&f.id, "id", "", "command id to use (default: a new ULID); repeating a request with the same id runs it once")
+	fl.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command's environment (repeatable; stored in the log, so no secrets)")
+	fl.BoolVar(&f.noEnv, "no-env", false, "pass on nothing from this environment; only --env")
+	return cmd
+}
+
+func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error {
+	if f.session == "" {
+		return errors.New("exec: --session is required")
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return errors.New("exec: empty argv: give the command after --, e.g. logbook exec --session S -- make test")
+	}
+	if f.wait < 0 {
+		return fmt.Errorf("exec: --wait %v: want 0 or more", f.wait)
+	}
+	if f.id == "" {
+		f.id = ulid.Make().String()
+	}
+	if err := events.ValidID(f.id); err != nil {
+		return fmt.Errorf("exec: --id: %w", err)
+	}
+	if f.mode != "" {
+		switch f.mode {
+		case events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeFullAccess:
+		default:
+			return fmt.Errorf("exec: unknown mode %q: want %s, %s or %s", f.mode, events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeFullAccess)
+		}
+	}
+	ws := f.workspace
+	if ws == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return fmt.Errorf("exec: workspace: %w", err)
+		}
+		ws = wd
+	}
+	ws, err := filepath.Abs(ws)
+	if err != nil {
+		return fmt.Errorf("exec: workspace: %w", err)
+	}
+	env, err := commandEnv(f)
+	if err != nil {
+		return err
+	}
+
+	b, err := openBackend(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if !b.remote {
+		return errors.New("exec needs a running server with workers: start `logbook serve`")
+	}
+	call := func(ctx context.Context, verb string, req, resp any) error {
+		return callAPI(ctx, b.nc, verb, req, resp)
+	}
+	var sr sessionReply
+	if err := call(ctx, verbSession, sessionRequest{ID: f.session}, &sr); err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	if sr.Session.Phase == events.PhaseEnded {
+		return fmt.Errorf("exec: %w: session %s has ended", events.ErrRejected, f.session)
+	}
+	mode := f.mode
+	if mode == "" {
+		mode = events.ModeWorkspaceWrite
+		switch sr.Session.Mode {
+		case events.ModeReadOnly, events.ModeFullAccess:
+			mode = sr.Session.Mode
+		}
+	}
+	req := command.Request{
+		Session: f.session, Argv: argv, Cwd: f.cwd, Workspace: ws, Mode: mode, TTY: f.tty,
+		Env: env, WaitMS: f.wait.Milliseconds(), RequestedBy: requester(),
+	}
+	if err := worker.CheckRequest(req); err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	cl, err := newCommandClient(b)
+	if err != nil {
+		return err
+	}
+	if err := awaitWorker(ctx, cl); err != nil {
+		return err
+	}
+	var rows []command.State
+	if err := call(ctx, verbCommands, commandsRequest{Session: f.session, Active: true}, &rows); err != nil {
+		return fmt.Errorf("exec: active commands of session %s: %w", f.session, err)
+	}
+	evicted, err := cl.Request(ctx, f.id, req, command.ActiveIDs(rows))
+	for _, id := range evicted {
+		fmt.Fprintf(g.stderr, "logbook: evicted command %s: session %s is over %d active commands\n", id, f.session, command.MaxActive)
+	}
+	if err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+
+	p := &outputPrinter{stdout: g.stdout, stderr: g.stderr, json: g.json}
+	wctx, cancel := context.WithTimeout(ctx, f.wait)
+	st, err := cl.Watch(wctx, f.id, worker.WatchOptions{Follow: true}, p.print)
+	cancel()
+	if ctx.Err() != nil {
+		// Interrupted: the command goes on, as when the wait expires.
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if berr := cl.Background(bctx, f.id, f.wait); berr == nil {
+			fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.id)
+		}
+		return ctx.Err()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		berr := cl.Background(ctx, f.id, f.wait)
+		if !errors.As(berr, new(*worker.EndedError)) {
+			if berr != nil {
+				return fmt.Errorf("exec: %w", berr)
+			}
+			if g.json {
+				return writeJSON(g.stdout, p.result(f.id, st, true))
+			}
+			fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background after %s\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.wait, f.id)
+			return nil
+		}
+		// It ended just now: read the rest.
+		st, err = cl.Watch(ctx, f.id, worker.WatchOptions{Follow: true, After: p.pos}, p.print)
+	}
+	if err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	if g.json {
+		if err := writeJSON(g.stdout, p.result(f.id, st, false)); err != nil {
+			return err
+		}
+	}
+	return exitOf(st)
+}
+
+// workerGrace is how long exec waits for a live worker (one starting
+// with the server, say) before it gives up.
+const workerGrace = 5 * time.Second
+
+// awaitWorker returns once some worker is alive, or fails after
+// workerGrace: a request nobody takes would only be waited on.
+func awaitWorker(ctx context.Context, cl *worker.Client) error {
+	deadline := time.Now().Add(workerGrace)
+	for {
+		ws, err := cl.Workers(ctx)
+		if err != nil {
+			return fmt.Errorf("exec: %w", err)
+		}
+		if len(ws) > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("exec: no live worker: run `logbook serve` (--workers 2 by default) or `logbook worker`")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// commandEnv builds the command's environment from exec's flags. A value
+// that the redaction rules take for a secret is refused: the request is
+// stored in the log for good.
+func commandEnv(f execFlags) ([]string, error) {
+	var env []string
+	if !f.noEnv {
+		for _, k := range inheritedEnv {
+			if v, ok := os.LookupEnv(k); ok {
+				env = append(env, k+"="+v)
+			}
+		}
+	}
+	red, err := claude.NewRedactor(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("exec: --env %q: want KEY=VALUE", kv)
+		}
+		if red.Redact(kv) != kv || red.Redact(v) != v {
+			return nil, fmt.Errorf("exec: --env %s looks like a secret; the request is kept in the log for good, so pass it another way (a file in the workspace, or stdin)", k)
+		}
+		env = append(env, kv)
+	}
+	return env, nil
+}
+
+// requester names who asks: the user, else "logbook".
+func requester() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "logbook"
+}
+
+// newCommandClient returns a worker client on b.
+func newCommandClient(b *backend) (*worker.Client, error) {
+	host, _ := os.Hostname()
+	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: requester()})
+}
+
+// outputPrinter writes a command's output chunks: stdout and pty to
+// stdout, stderr to stderr, or keeps them for a JSON result.
+type outputPrinter struct {
+	stdout, stderr io.Writer
+	json           bool
+	pos            int64 // end of the output printed so far
+	out, errOut    strings.Builder
+}
+
+func (p *outputPrinter) print(c worker.Chunk) error {
+	p.pos = c.Pos + int64(len(c.Data))
+	if p.json {
+		if c.Stream == "stderr" {
+			p.errOut.Write(c.Data)
+		} else {
+			p.out.Write(c.Data)
+		}
+		return nil
+	}
+	w := p.stdout
+	if c.Stream == "stderr" {
+		w = p.stderr
+	}
+	_, err := w.Write(c.Data)
+	return err
+}
+
+// execResult is exec's --json answer.
+type execResult struct {
+	ID         string `json:"id"`
+	Status     string `json:"status"`
+	Background bool   `json:"background"`
+	ExitCode   *int   `json:"exit_code,omitempty"`
+	Signal     string `json:"signal,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	OutputPos  int64  `json:"output_pos"` // where `command output --after` resumes
+}
+
+func (p *outputPrinter) result(id string, st command.State, background bool) execResult {
+	return execResult{
+		ID: id, Status: st.Status, Background: background, ExitCode: st.ExitCode, Signal: st.Signal,
+		Reason: st.EndReason, Stdout: p.out.String(), Stderr: p.errOut.String(), OutputPos: p.pos,
+	}
+}
+
+// exitOf maps an ended command to exec's exit: its own exit status (128 +
+// the signal number when a signal killed it), 127 for a command not
+// found, 126 for another refusal, 1 for an abandoned or evicted one.
+func exitOf(st command.State) error {
+	switch st.Status {
+	case command.StatusExited:
+		code := 0
+		if st.ExitCode != nil {
+			code = *st.ExitCode
+		}
+		if st.Signal != "" {
+			code = 128 + int(unix.SignalNum(st.Signal))
+		}
+		if code == 0 {
+			return nil
+		}
+		what := fmt.Sprintf("exit status %d", code)
+		if st.Signal != "" {
+			what = "killed by " + st.Signal
+		}
+		return &exitError{code: code, err: fmt.Errorf("command %s: %s", st.ID, what)}
+	case command.StatusRefused:
+		code := 126
+		if strings.HasPrefix(st.EndReason, "not found") {
+			code = 127
+		}
+		return &exitError{code: code, err: fmt.Errorf("command %s refused: %s", st.ID, st.EndReason)}
+	case command.StatusAbandoned:
+		return &exitError{code: 1, err: fmt.Errorf("command %s abandoned: %s (worker %s)", st.ID, st.EndReason, st.Worker)}
+	case command.StatusEvicted:
+		return &exitError{code: 1, err: fmt.Errorf("command %s was evicted by %s before it started", st.ID, st.EvictedBy)}
+	}
+	return fmt.Errorf("command %s: status %s", st.ID, st.Status)
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/worker"
+)
+
+// workerFlags are the settings of the workers serve and worker run.
+type workerFlags struct {
+	grace time.Duration
+	bwrap string
+	lapse time.Duration
+}
+
+func (f *workerFlags) register(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&f.grace, "grace", 0, "time between SIGTERM and SIGKILL when a command is stopped (0: 2s)")
+	cmd.Flags().StringVar(&f.bwrap, "bwrap", "", "bubblewrap executable for restricted modes (default: bwrap in PATH)")
+	cmd.Flags().DurationVar(&f.lapse, "heartbeat-ttl", 0, "how long a silent worker counts as alive, when the first worker creates the bucket (0: 10s)")
+}
+
+// newWorkers returns n workers on b, each with an identity of its own.
+// The data dir stays read-only to restricted commands.
+func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Worker, error) {
+	var ws []*worker.Worker
+	for range n {
+		w, err := worker.New(worker.Config{
+			Conn: b.nc, Log: b.log, Reg: b.reg,
+			Grace: f.grace, Bwrap: f.bwrap, Lapse: f.lapse,
+			Protected: []string{string(b.dd)},
+			Logger:    slog.New(slog.NewTextHandler(logw, nil)),
+		})
+		if err != nil {
+			return nil, err
+		}
+		ws = append(ws, w)
+	}
+	return ws, nil
+}
+
+func workerCmd(g *globals) *cobra.Command {
+	var f workerFlags
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run one sandbox worker against a running server",
+		Long: `worker takes command requests off the log of a running server (the data
+dir's serve, or --nats-url) and runs them, next to the workers serve runs
+itself (serve --workers). It runs until interrupted; then it stops the
+commands it runs and records their exits.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			b, err := openBackend(ctx, g)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			if !b.remote {
+				return errors.New("worker needs a running server: start `logbook serve` or pass --nats-url")
+			}
+			ws, err := newWorkers(1, b, f, g.stderr)
+			if err != nil {
+				return err
+			}
+			id := ws[0].Identity()
+			fmt.Fprintf(g.stderr, "logbook worker: %s on %s\n", id.ID, id.Host)
+			err = ws[0].Run(ctx)
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
