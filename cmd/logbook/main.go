@@ -87,6 +87,11 @@ and replays any history deterministically.`,
 		auditCmd(g),
 		replayCmd(g),
 		eventsCmd(g),
+		benchCmd(g),
+		execCmd(g),
+		commandCmd(g),
+		commandsCmd(g),
+		workerCmd(g),
 		versionCmd(g),
 	)
 	return root.ExecuteContext(ctx)

@@ -1,0 +1,796 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/projections/projectionstest"
+	"github.com/logbook-dev/logbook/reducers/session"
+	"github.com/logbook-dev/logbook/replay"
+)
+
+// benchEnv holds what the workloads share: the servers they run on,
+// started when a workload first needs them, and the working directory.
+// Its methods run on the bench's goroutine, one workload at a time.
+type benchEnv struct {
+	dir  string
+	cfg  benchConfig
+	reg  *events.Registry
+	note func(string) // progress
+	runs atomic.Int64 // numbers runs, so each writes subjects of its own
+
+	appendLogs map[natslog.Fsync]*benchLog
+
+	read     *benchLog // holds exactly the read rows' log
+	readLast uint64    // its last sequence
+	readHash string    // the state hash every replay of it must give
+
+	notes []string // what the report should say about the workloads' data
+
+	srv     *benchServe
+	imports [][][][]byte // the import's decisions: per session, per line, message bodies
+}
+
+func newBenchEnv(dir string, cfg benchConfig) *benchEnv {
+	return &benchEnv{dir: dir, cfg: cfg, reg: events.NewRegistry(), note: func(string) {}, appendLogs: map[natslog.Fsync]*benchLog{}}
+}
+
+// workloads is the table `logbook bench` runs, in order.
+func (e *benchEnv) workloads() []benchWorkload {
+	var ws []benchWorkload
+	for _, mode := range e.cfg.fsync {
+		for _, per := range []int{1, 10} {
+			for _, writers := range []int{1, 8, 64} {
+				a := benchAppend{env: e, mode: mode, writers: writers, per: per}
+				w := benchWorkload{
+					group: "append", name: a.name(), unit: "ev", logbook: a.logbook,
+					baselines: []benchBaseline{{name: a.rawName(), run: a.raw}},
+				}
+				if writers == 64 {
+					floor := 0.0
+					if per == 1 && mode == natslog.FsyncAlways {
+						floor = 0.40
+					}
+					w.baselines = append(w.baselines, benchBaseline{name: "atomic batch ×500, 1 publisher", run: a.ceiling, floor: floor})
+				}
+				ws = append(ws, w)
+			}
+		}
+	}
+	ordered := func(floor float64) []benchBaseline {
+		return []benchBaseline{{name: "ordered consumer read", run: e.orderedRead, floor: floor}}
+	}
+	ws = append(ws,
+		benchWorkload{group: "read", name: "projection catch-up into Pebble on disk", unit: "ev", logbook: e.catchUp, baselines: ordered(0.30)},
+		benchWorkload{group: "read", name: "replay fold into memory", unit: "ev", logbook: e.replayFold, baselines: ordered(0.60)},
+		benchWorkload{group: "read", name: "replay into Pebble in memory", unit: "ev", logbook: e.replayMem, baselines: ordered(0.60)},
+		benchWorkload{group: "read", name: "replay into Pebble on disk", unit: "ev", logbook: e.replayDisk, baselines: ordered(0)},
+		benchWorkload{
+			group: "import", name: fmt.Sprintf("import claude %d×%d lines → serve", e.cfg.sessions, e.cfg.lines), unit: "line",
+			logbook: e.importRun, baselines: []benchBaseline{{name: "same batches, publish/atomic batch, 4 writers", run: e.importRaw}},
+		},
+		benchWorkload{
+			group: "hook", name: "hook claude → serve, fsync always", unit: "hook",
+			logbook: e.hookRun, baselines: []benchBaseline{{name: "logbook version (process start)", run: e.versionRun}},
+		},
+	)
+	return ws
+}
+
+// close stops every server the runs started.
+func (e *benchEnv) close() {
+	if e.srv != nil {
+		e.srv.close()
+	}
+	if e.read != nil {
+		e.read.close()
+	}
+	for _, l := range e.appendLogs {
+		l.close()
+	}
+}
+
+// benchLog is an embedded server with a log and a bare JetStream handle on
+// the same in-process connection.
+type benchLog struct {
+	srv *natslog.Server
+	log *natslog.Log
+	js  jetstream.JetStream
+}
+
+func (e *benchEnv) startLog(ctx context.Context, name string, mode natslog.Fsync) (*benchLog, error) {
+	srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{StoreDir: filepath.Join(e.dir, name), Fsync: mode})
+	if err != nil {
+		return nil, err
+	}
+	l := &benchLog{srv: srv}
+	if l.log, err = natslog.Open(ctx, srv.Conn(), natslog.Config{Registry: e.reg}); err == nil {
+		l.js, err = jetstream.New(srv.Conn())
+	}
+	if err != nil {
+		l.close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *benchLog) close() {
+	if l.log != nil {
+		l.log.Close()
+	}
+	l.srv.Shutdown()
+}
+
+// appendLog returns the append rows' server for mode.
+func (e *benchEnv) appendLog(ctx context.Context, mode natslog.Fsync) (*benchLog, error) {
+	if l, ok := e.appendLogs[mode]; ok {
+		return l, nil
+	}
+	l, err := e.startLog(ctx, "append-"+mode.String(), mode)
+	if err != nil {
+		return nil, err
+	}
+	e.appendLogs[mode] = l
+	return l, nil
+}
+
+// benchAppend is one append row: writers goroutines, each deciding for a
+// session of its own, per events per decision, cfg.appends events in all.
+type benchAppend struct {
+	env          *benchEnv
+	mode         natslog.Fsync
+	writers, per int
+}
+
+func (a benchAppend) name() string {
+	s := "s"
+	if a.writers == 1 {
+		s = ""
+	}
+	return fmt.Sprintf("append %d writer%s × %d ev/decision, fsync %s", a.writers, s, a.per, a.mode)
+}
+
+func (a benchAppend) rawName() string {
+	s := "s"
+	if a.writers == 1 {
+		s = ""
+	}
+	if a.per == 1 {
+		return fmt.Sprintf("publish, %d writer%s", a.writers, s)
+	}
+	return fmt.Sprintf("atomic batch ×%d, %d writer%s", a.per, a.writers, s)
+}
+
+func (a benchAppend) decisions() int { return max(a.env.cfg.appends/a.per, a.writers) }
+
+// logbook appends decisions through Log.Append, each chained to the
+// writer's previous one by its expected sequence.
+func (a benchAppend) logbook(ctx context.Context) (benchSample, error) {
+	l, err := a.env.appendLog(ctx, a.mode)
+	if err != nil {
+		return benchSample{}, err
+	}
+	run := a.env.runs.Add(1)
+	return benchWriters(a.writers, a.decisions(), a.per, func(w int) func() error {
+		agg := events.Aggregate{Kind: events.KindSession, ID: fmt.Sprintf("bench-%d-w%d", run, w)}
+		var last, ver uint64
+		return func() error {
+			ap, err := l.log.Append(ctx, a.env.decision(agg, last, ver+1, a.per))
+			last, ver = ap.Last, ver+uint64(a.per)
+			return err
+		}
+	})
+}
+
+// raw publishes the same messages from the same writers: one plain
+// publish, or one atomic batch, per decision; no expected sequence, no
+// Nats-Msg-Id, no validation, at most benchAtomicInflight at once. Subjects are under lb.out, which no reader
+// of the log decodes.
+func (a benchAppend) raw(ctx context.Context) (benchSample, error) {
+	l, err := a.env.appendLog(ctx, a.mode)
+	if err != nil {
+		return benchSample{}, err
+	}
+	run := a.env.runs.Add(1)
+	body := a.env.body()
+	slots := make(chan struct{}, benchAtomicInflight)
+	return benchWriters(a.writers, a.decisions(), a.per, func(w int) func() error {
+		subject := fmt.Sprintf("%s.bench-%d-w%d", events.SubjectOutput, run, w)
+		return func() error {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			return benchPublish(ctx, l.js, subject, benchRepeat(body, a.per))
+		}
+	})
+}
+
+// benchAtomicInflight is how many atomic batches the server lets a stream
+// have open at once (nats-server's default); more fail with err 10210, so
+// raw writers beyond it wait for a slot. Logbook's one committer per log
+// never has more than one open.
+const benchAtomicInflight = 50
+
+// ceiling publishes the row's number of messages in atomic batches of
+// 500 from one publisher: the most the server stores durably, and the
+// baseline of issue #2's append floor.
+func (a benchAppend) ceiling(ctx context.Context) (benchSample, error) {
+	l, err := a.env.appendLog(ctx, a.mode)
+	if err != nil {
+		return benchSample{}, err
+	}
+	run := a.env.runs.Add(1)
+	body := a.env.body()
+	const size = 500
+	batches := (a.decisions()*a.per + size - 1) / size
+	s, err := benchWriters(1, batches, size, func(int) func() error {
+		subject := fmt.Sprintf("%s.bench-%d", events.SubjectOutput, run)
+		return func() error { return benchPublish(ctx, l.js, subject, benchRepeat(body, size)) }
+	})
+	s.lat = nil // per batch of 500, not per event: not comparable
+	return s, err
+}
+
+// benchWriters runs decisions operations on writers goroutines, each
+// calling its own op (made by mk) until the shared count is done, and
+// times each call. Every operation counts as per ops.
+func benchWriters(writers, decisions, per int, mk func(w int) func() error) (benchSample, error) {
+	ops := make([]func() error, writers)
+	for w := range ops {
+		ops[w] = mk(w)
+	}
+	var (
+		next atomic.Int64
+		mu   sync.Mutex
+		lat  = make([]time.Duration, 0, decisions)
+		errs = make([]error, writers)
+		wg   sync.WaitGroup
+	)
+	start := time.Now()
+	for w, op := range ops {
+		wg.Go(func() {
+			mine := make([]time.Duration, 0, decisions/writers+1)
+			for next.Add(1) <= int64(decisions) {
+				t := time.Now()
+				if err := op(); err != nil {
+					errs[w] = fmt.Errorf("writer %d: %w", w, err)
+					next.Store(int64(decisions)) // stop the others
+					break
+				}
+				mine = append(mine, time.Since(t))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return benchSample{}, err
+	}
+	return benchSample{ops: decisions * per, elapsed: elapsed, lat: lat}, nil
+}
+
+// decision returns a decision of n events for agg, the first at ver,
+// made after expect: activity changes caused by a hook, ~330 bytes each.
+func (e *benchEnv) decision(agg events.Aggregate, expect, ver uint64, n int) events.Batch {
+	b := events.Batch{Agg: agg, Expect: expect, Events: make([]events.Envelope, n)}
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	cause := &events.Cause{Kind: "hook", Event: "PreToolUse", Detail: "Bash", Ref: ulid.Make().String()}
+	for i := range b.Events {
+		ev := e.reg.New(events.SessionActivityChanged{From: "thinking", To: "tool:Bash"})
+		ev.ID, ev.Agg, ev.Ver, ev.At, ev.Cause = ulid.Make(), agg, ver+uint64(i), at, cause
+		ev.Corr, ev.Host, ev.Actor = "turn-1", "bench", "claude-code"
+		b.Events[i] = ev
+	}
+	return b
+}
+
+// body returns the stored form of one event of decision: what raw
+// baselines publish.
+func (e *benchEnv) body() []byte {
+	b, _ := e.decision(events.Aggregate{Kind: events.KindSession, ID: "bench-0-w0"}, 7, 2, 1).Events[0].MarshalJSON()
+	return b
+}
+
+func benchRepeat(body []byte, n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = body
+	}
+	return out
+}
+
+// benchPublish stores bodies on subject: one body as a plain publish, several
+// as one atomic batch.
+func benchPublish(ctx context.Context, js jetstream.JetStream, subject string, bodies [][]byte) error {
+	msgs := make([]*nats.Msg, len(bodies))
+	for i, b := range bodies {
+		msgs[i] = nats.NewMsg(subject)
+		msgs[i].Data = b
+	}
+	if len(msgs) == 1 {
+		_, err := js.PublishMsg(ctx, msgs[0])
+		return err
+	}
+	_, err := jetstreamext.PublishMsgBatch(ctx, js, msgs)
+	return err
+}
+
+// readLog returns the read rows' server, whose log holds about
+// cfg.events session events (observations and the decisions they
+// caused, over 100 sessions), writing it on first use.
+func (e *benchEnv) readLog(ctx context.Context) (*benchLog, error) {
+	if e.read != nil {
+		return e.read, nil
+	}
+	l, err := e.startLog(ctx, "read", natslog.FsyncInterval)
+	if err != nil {
+		return nil, err
+	}
+	e.read = l
+	e.note(fmt.Sprintf("writing a log of %d session events for the read rows", e.cfg.events))
+	h := projectionstest.NewHistory(projectionstest.Epoch())
+	rng := rand.New(rand.NewPCG(4, 2))
+	expect := map[events.Aggregate]uint64{}
+	for written := 0; written < e.cfg.events; {
+		for len(h.Records) < min(10_000, e.cfg.events-written) {
+			if err := h.Step(rng, 100); err != nil {
+				return nil, err
+			}
+		}
+		written += len(h.Records)
+		batches := h.Batches
+		h.Records, h.Batches = nil, nil // the history keeps its sessions' states, not their events
+		if err := benchAppendBatches(ctx, l.log, batches, expect, 32); err != nil {
+			return nil, err
+		}
+	}
+	if e.readLast, err = l.log.LastSeq(ctx); err != nil {
+		return nil, err
+	}
+	e.notes = append(e.notes, fmt.Sprintf("read rows: a log of %s events (observations and the decisions they caused) in %d sessions",
+		benchThousands(int64(e.readLast)), len(h.Sessions)))
+	return l, nil
+}
+
+// benchAppendBatches appends batches to log from workers goroutines, each
+// aggregate's batches in order by one of them, so the log's group commit
+// merges decisions of different aggregates. expect holds each
+// aggregate's last sequence and is updated.
+func benchAppendBatches(ctx context.Context, log events.Log, batches []events.Batch, expect map[events.Aggregate]uint64, workers int) error {
+	byAgg := map[events.Aggregate][]events.Batch{}
+	todo := make(chan events.Aggregate, len(batches))
+	for _, b := range batches {
+		if _, ok := byAgg[b.Agg]; !ok {
+			todo <- b.Agg
+		}
+		byAgg[b.Agg] = append(byAgg[b.Agg], b)
+	}
+	close(todo)
+	var (
+		mu   sync.Mutex
+		errs = make([]error, workers)
+		wg   sync.WaitGroup
+	)
+	for w := range workers {
+		wg.Go(func() {
+			for agg := range todo {
+				mu.Lock()
+				last := expect[agg]
+				mu.Unlock()
+				for _, b := range byAgg[agg] {
+					b.Expect = last
+					ap, err := log.Append(ctx, b)
+					if err != nil {
+						errs[w] = err
+						return
+					}
+					last = ap.Last
+				}
+				mu.Lock()
+				expect[agg] = last
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// orderedRead reads every message of the read log with an ordered
+// consumer pulling 1000 at a time, as the log's own reader does, but
+// without decoding: the raw baseline of every read row.
+func (e *benchEnv) orderedRead(ctx context.Context) (benchSample, error) {
+	l, err := e.readLog(ctx)
+	if err != nil {
+		return benchSample{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	cons, err := l.js.OrderedConsumer(ctx, natslog.StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: []string{events.SubjectEvents + ".>"}})
+	if err != nil {
+		return benchSample{}, err
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
+	if err != nil {
+		return benchSample{}, err
+	}
+	defer it.Stop()
+	n := 0
+	for {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return benchSample{}, err
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return benchSample{}, err
+		}
+		n++
+		if md.Sequence.Stream >= e.readLast {
+			break
+		}
+	}
+	return benchSample{ops: n, elapsed: time.Since(start)}, nil
+}
+
+// checkStore fails unless s holds the whole read log and hashes like
+// every other replay of it.
+func (e *benchEnv) checkStore(s *projections.Store) error {
+	h, cp, err := s.Hash()
+	if err != nil {
+		return err
+	}
+	if cp != e.readLast {
+		return fmt.Errorf("projection at seq %d, the log ends at %d", cp, e.readLast)
+	}
+	if e.readHash == "" {
+		e.readHash = h
+	} else if h != e.readHash {
+		return fmt.Errorf("state hash %s, an earlier replay of the same log gave %s", h, e.readHash)
+	}
+	return nil
+}
+
+// catchUp projects the read log into a new Pebble store on disk (synced
+// commits of 1000 records) with a Runner, as serve does after a restart.
+func (e *benchEnv) catchUp(ctx context.Context) (benchSample, error) {
+	l, err := e.readLog(ctx)
+	if err != nil {
+		return benchSample{}, err
+	}
+	dir := filepath.Join(e.dir, "catchup-"+strconv.FormatInt(e.runs.Add(1), 10))
+	defer os.RemoveAll(dir)
+	s, err := projections.Open(dir, projections.Options{})
+	if err != nil {
+		return benchSample{}, err
+	}
+	defer s.Close()
+	start := time.Now()
+	n, err := (&projections.Runner{Log: l.log, Store: s}).RunToEnd(ctx)
+	elapsed := time.Since(start)
+	if err != nil {
+		return benchSample{}, err
+	}
+	return benchSample{ops: n, elapsed: elapsed}, e.checkStore(s)
+}
+
+// replayFold folds the read log into every session's state in memory
+// with the session reducer: what replay and rederive do before any store.
+func (e *benchEnv) replayFold(ctx context.Context) (benchSample, error) {
+	l, err := e.readLog(ctx)
+	if err != nil {
+		return benchSample{}, err
+	}
+	n := 0
+	start := time.Now()
+	states, _, err := replay.Fold(l.log.Read(ctx, 1), map[string]session.State{},
+		func(m map[string]session.State, ev events.Envelope) map[string]session.State {
+			s, ok := m[ev.Agg.ID]
+			if !ok {
+				s = session.Init(ev.Agg)
+			}
+			m[ev.Agg.ID] = session.Evolve(s, ev)
+			n++
+			return m
+		})
+	elapsed := time.Since(start)
+	if err == nil && len(states) == 0 {
+		err = errors.New("the fold found no sessions")
+	}
+	return benchSample{ops: n, elapsed: elapsed}, err
+}
+
+// replayMem is replay.At into an in-memory Pebble store: `logbook replay`.
+func (e *benchEnv) replayMem(ctx context.Context) (benchSample, error) { return e.replayAt(ctx, "") }
+
+// replayDisk is replay.At into a fresh Pebble store on disk.
+func (e *benchEnv) replayDisk(ctx context.Context) (benchSample, error) {
+	dir := filepath.Join(e.dir, "replay-"+strconv.FormatInt(e.runs.Add(1), 10))
+	defer os.RemoveAll(dir)
+	return e.replayAt(ctx, dir)
+}
+
+func (e *benchEnv) replayAt(ctx context.Context, dir string) (benchSample, error) {
+	l, err := e.readLog(ctx)
+	if err != nil {
+		return benchSample{}, err
+	}
+	start := time.Now()
+	s, err := replay.At(ctx, l.log, replay.Point{}, dir)
+	elapsed := time.Since(start)
+	if err != nil {
+		return benchSample{}, err
+	}
+	defer s.Close()
+	return benchSample{ops: int(s.Checkpoint()), elapsed: elapsed}, e.checkStore(s)
+}
+
+// benchServe is `logbook serve` running in this process on a data dir of
+// its own (fsync always), with a client connection over its loopback
+// listener, as other commands connect.
+type benchServe struct {
+	data   string
+	cancel context.CancelFunc
+	done   chan error
+	nc     *nats.Conn
+	log    *natslog.Log
+	js     jetstream.JetStream
+}
+
+// serve returns the running serve, starting it on first use.
+func (e *benchEnv) serve(ctx context.Context) (*benchServe, error) {
+	if e.srv != nil {
+		return e.srv, nil
+	}
+	e.note("starting serve")
+	s := &benchServe{data: filepath.Join(e.dir, "serve"), done: make(chan error, 1)}
+	sctx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	go func() {
+		s.done <- runCLI(sctx, []string{"serve", "--data", s.data, "--listen", "127.0.0.1:0", "--fsync", "always"},
+			bytes.NewReader(nil), io.Discard, io.Discard)
+	}()
+	g := &globals{data: s.data}
+	dd := dataDir(s.data)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		select {
+		case err := <-s.done:
+			cancel()
+			return nil, fmt.Errorf("serve: %w", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-s.done
+			return nil, errors.New("serve did not come up in 30s")
+		}
+		url, opts, ok := g.serverURL(dd)
+		if !ok {
+			continue
+		}
+		nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second))...)
+		if err != nil {
+			continue
+		}
+		if err := callAPI(ctx, nc, verbStatus, struct{}{}, &statusReply{}); err != nil {
+			nc.Close()
+			continue
+		}
+		s.nc = nc
+		break
+	}
+	var err error
+	if s.log, err = natslog.Open(ctx, s.nc, natslog.Config{Registry: e.reg}); err == nil {
+		s.js, err = jetstream.New(s.nc)
+	}
+	e.srv = s
+	return s, err
+}
+
+func (s *benchServe) close() {
+	if s.log != nil {
+		s.log.Close()
+	}
+	s.nc.Close()
+	s.cancel()
+	<-s.done
+}
+
+// importRun writes cfg.sessions transcripts of cfg.lines lines and runs
+// `logbook import claude` on them, in this process, against the running
+// serve (its projector following the log meanwhile). It keeps the
+// decisions the import appended for importRaw.
+func (e *benchEnv) importRun(ctx context.Context) (benchSample, error) {
+	s, err := e.serve(ctx)
+	if err != nil {
+		return benchSample{}, err
+	}
+	dir := filepath.Join(e.dir, "transcripts-"+strconv.FormatInt(e.runs.Add(1), 10))
+	defer os.RemoveAll(dir)
+	ts, err := newSynthTranscripts(dir, e.cfg.sessions, false)
+	if err != nil {
+		return benchSample{}, err
+	}
+	for _, t := range ts {
+		if err := t.Grow(e.cfg.lines, false); err != nil {
+			return benchSample{}, err
+		}
+	}
+	from, err := s.log.LastSeq(ctx)
+	if err != nil {
+		return benchSample{}, err
+	}
+	var out bytes.Buffer
+	start := time.Now()
+	err = runCLI(ctx, []string{"import", "claude", "--data", s.data, "--json", "--workers", "4", dir}, bytes.NewReader(nil), &out, io.Discard)
+	elapsed := time.Since(start)
+	if err != nil {
+		return benchSample{}, err
+	}
+	var sum importSummary
+	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+		return benchSample{}, err
+	}
+	if want := e.cfg.sessions * e.cfg.lines; sum.Appended != want {
+		return benchSample{}, fmt.Errorf("imported %d lines, want %d", sum.Appended, want)
+	}
+	e.imports, err = benchDecisionsFrom(ctx, s.log, from+1)
+	msgs := 0
+	for _, ds := range e.imports {
+		for _, d := range ds {
+			msgs += len(d)
+		}
+	}
+	e.notes = append(e.notes, fmt.Sprintf("import: %d transcripts of %d lines became %s events, %.1f per line",
+		e.cfg.sessions, e.cfg.lines, benchThousands(int64(msgs)), float64(msgs)/float64(sum.Appended)))
+	return benchSample{ops: sum.Appended, elapsed: elapsed}, err
+}
+
+// benchDecisionsFrom reads the log from seq from and returns each session's
+// decisions in order (an observation and the events after it in its
+// session), as the stored bodies of their events.
+func benchDecisionsFrom(ctx context.Context, log events.Log, from uint64) ([][][][]byte, error) {
+	index := map[events.Aggregate]int{}
+	var out [][][][]byte
+	for r, err := range log.Read(ctx, from) {
+		if err != nil {
+			return nil, err
+		}
+		i, ok := index[r.Agg]
+		if !ok {
+			i = len(out)
+			index[r.Agg] = i
+			out = append(out, nil)
+		}
+		body, err := r.Envelope.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		if _, obs := events.Observed(r.Data); obs || len(out[i]) == 0 {
+			out[i] = append(out[i], nil)
+		}
+		d := len(out[i]) - 1
+		out[i][d] = append(out[i][d], body)
+	}
+	return out, nil
+}
+
+// importRaw publishes the import's decisions again, raw, over the same
+// kind of connection: 4 writers (the import's workers), each taking a
+// session and publishing its decisions in order, one plain publish or one
+// atomic batch each.
+func (e *benchEnv) importRaw(ctx context.Context) (benchSample, error) {
+	s, err := e.serve(ctx)
+	if err != nil {
+		return benchSample{}, err
+	}
+	if len(e.imports) == 0 {
+		return benchSample{}, errors.New("no import to repeat")
+	}
+	run := e.runs.Add(1)
+	todo := make(chan int, len(e.imports))
+	for i := range e.imports {
+		todo <- i
+	}
+	close(todo)
+	var (
+		done atomic.Int64
+		errs = make([]error, 4)
+		wg   sync.WaitGroup
+	)
+	start := time.Now()
+	for w := range errs {
+		wg.Go(func() {
+			for i := range todo {
+				subject := fmt.Sprintf("%s.bench-%d-s%d", events.SubjectOutput, run, i)
+				for _, d := range e.imports[i] {
+					if err := benchPublish(ctx, s.js, subject, d); err != nil {
+						errs[w] = err
+						return
+					}
+					done.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return benchSample{ops: int(done.Load()), elapsed: time.Since(start)}, errors.Join(errs...)
+}
+
+// hookRun starts this binary as `logbook hook claude` once per payload,
+// one after another, against the running serve, and times each from start
+// to exit. Every payload must have left the spool by the end.
+func (e *benchEnv) hookRun(ctx context.Context) (benchSample, error) {
+	s, err := e.serve(ctx)
+	if err != nil {
+		return benchSample{}, err
+	}
+	run := e.runs.Add(1)
+	smp, err := e.processes(ctx, s, []string{"hook", "claude"}, func(i int) []byte {
+		return fmt.Appendf(nil, `{"session_id":"bench-hook-%d","transcript_path":"/home/user/.claude/projects/p/bench-hook-%d.jsonl","cwd":"/home/user/project","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"go test ./..."},"tool_use_id":"toolu_bench_%d_%d"}`,
+			i%8, i%8, run, i)
+	})
+	if err != nil {
+		return smp, err
+	}
+	if left, _ := filepath.Glob(dataDir(s.data).path("spool", "*.json")); len(left) > 0 {
+		return smp, fmt.Errorf("%d hook payloads still in the spool: the server did not take them", len(left))
+	}
+	return smp, nil
+}
+
+// versionRun starts this binary as `logbook version` as often as hookRun
+// starts hooks: the cost of starting the process at all.
+func (e *benchEnv) versionRun(ctx context.Context) (benchSample, error) {
+	s, err := e.serve(ctx)
+	if err != nil {
+		return benchSample{}, err
+	}
+	return e.processes(ctx, s, []string{"version"}, func(int) []byte { return nil })
+}
+
+// processes runs this binary with args cfg.hooks times in a row, stdin(i)
+// on its standard input, on the serve's data dir, and times each run.
+func (e *benchEnv) processes(ctx context.Context, s *benchServe, args []string, stdin func(i int) []byte) (benchSample, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return benchSample{}, err
+	}
+	lat := make([]time.Duration, 0, e.cfg.hooks)
+	start := time.Now()
+	for i := range e.cfg.hooks {
+		c := exec.CommandContext(ctx, exe, append([]string{"--data", s.data}, args...)...)
+		c.Args[0] = "logbook" // the name a test binary dispatches on
+		c.Env = append(os.Environ(), "LOGBOOK_DATA="+s.data)
+		c.Stdin = bytes.NewReader(stdin(i))
+		t := time.Now()
+		if out, err := c.CombinedOutput(); err != nil {
+			return benchSample{}, fmt.Errorf("logbook %v: %w\n%s", args, err, out)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	return benchSample{ops: e.cfg.hooks, elapsed: time.Since(start), lat: lat}, nil
+}
