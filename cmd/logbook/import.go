@@ -67,7 +67,11 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int) 
 	}
 	defer b.Close()
 	host, _ := os.Hostname()
-	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Host: host})
+	parser, err := b.dd.parser()
+	if err != nil {
+		return err
+	}
+	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Parser: parser, Host: host})
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,11 @@ type service struct {
 
 func newService(b *backend, store *projections.Store) (*service, error) {
 	host, _ := os.Hostname()
-	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Host: host})
+	parser, err := b.dd.parser()
+	if err != nil {
+		return nil, err
+	}
+	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Parser: parser, Host: host})
 	if err != nil {
 		return nil, err
 	}
