@@ -1,0 +1,609 @@
+package main
+
+// TestSoak is the crash soak: it runs `logbook serve` as a child process,
+// drives imports of growing transcripts and hook invocations against it,
+// SIGKILLs it at random moments (every other cycle while an import is in
+// flight), restarts it, and repeats. Then it checks what the log holds:
+//
+//   - every complete transcript line exactly once: each session's line
+//     observations are numbered 1..N, densely, without repeats;
+//   - every hook payload that `logbook hook claude` acknowledged (exit 0)
+//     exactly once, and the spool empty;
+//   - no half decision: in every aggregate, versions are dense, each
+//     decision directly follows the observation that caused it (its
+//     cause.ref), and today's reducer re-derives every observation's
+//     decisions as recorded;
+//   - the live projection's state hash equals a fresh replay's
+//     (`logbook replay --verify --json` against the running server).
+//
+// The normal suite runs 3 cycles; `go test -tags soak -run Soak
+// ./cmd/logbook/` (or .ci/soak) runs 20, and LOGBOOK_SOAK_CYCLES sets any
+// number. LOGBOOK_SOAK_SEED repeats a run's random choices (not its
+// timing). Every child runs in a process group of its own and is killed
+// when the test ends; the server listens on 127.0.0.1 only.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/replay"
+)
+
+func TestSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the crash soak does not run with -short")
+	}
+	cycles := soakDefaultCycles
+	if v := os.Getenv("LOGBOOK_SOAK_CYCLES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("LOGBOOK_SOAK_CYCLES=%q: want a number ≥ 1", v)
+		}
+		cycles = n
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("LOGBOOK_SOAK_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("LOGBOOK_SOAK_SEED=%q: %v", v, err)
+		}
+		seed = n
+	}
+	t.Logf("soak: %d cycles, seed %d (LOGBOOK_SOAK_SEED=%d repeats the random choices)", cycles, seed, seed)
+
+	s := newSoak(t, soakBuild(t), seed)
+	ctx := t.Context()
+
+	load, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() { s.importLoop(load, i == 0) })
+		wg.Go(func() { s.hookLoop(load) })
+	}
+	for c := 1; c <= cycles; c++ {
+		srv, wait := s.startServe(ctx)
+		time.Sleep(time.Duration(200+s.intN(1000)) * time.Millisecond)
+		if c%2 == 0 {
+			// Kill while an import is in flight, at a random moment of it.
+			for deadline := time.Now().Add(3 * time.Second); s.importing.Load() == 0 && time.Now().Before(deadline); {
+				time.Sleep(2 * time.Millisecond)
+			}
+			time.Sleep(time.Duration(s.intN(40)) * time.Millisecond)
+		}
+		last, _ := s.status(ctx)
+		mid := s.importing.Load() > 0
+		srv.kill()
+		if mid {
+			s.midImport++
+		}
+		t.Logf("cycle %2d: up after %4d ms (%d starts so far refused: data dir busy), killed after %4d ms at seq ≥ %d, mid-import %t; so far %d imports (%d failed), %d hooks acknowledged",
+			c, wait.Milliseconds(), s.refused, time.Since(s.upAt).Milliseconds(), last.LastSeq, mid,
+			s.imports.Load(), s.importFails.Load(), s.acked.Load())
+		time.Sleep(time.Duration(s.intN(300)) * time.Millisecond) // the load goes on with no server
+	}
+	stopLoad()
+	wg.Wait()
+
+	s.settle(ctx)
+	s.verify(ctx, cycles)
+}
+
+// soak is one crash soak: the binary, its data dir, the transcripts it
+// grows, and what the load was told.
+type soak struct {
+	t     *testing.T
+	bin   string
+	data  string
+	dir   string // the transcripts' root, as passed to import
+	procs soakProcs
+
+	mu   sync.Mutex // guards rng, ts growth and keys
+	rng  *rand.Rand
+	ts   []*synthTranscript
+	keys map[string]bool // hook observation keys acknowledged (exit 0)
+	why  map[string]int  // why imports failed: their last line of output
+
+	hookN       atomic.Int64
+	acked       atomic.Int64
+	hookFails   atomic.Int64
+	imports     atomic.Int64
+	importFails atomic.Int64
+	importing   atomic.Int32 // import processes running now
+	// starting holds new imports back while a server starts: without a
+	// server, imports work on the data dir directly, holding its lock,
+	// and back to back they would keep the server out.
+	starting atomic.Bool
+
+	upAt      time.Time // when the current server answered
+	refused   int       // serve starts refused because the data dir was busy
+	midImport int       // kills while an import was running
+}
+
+func newSoak(t *testing.T, bin string, seed uint64) *soak {
+	dir := t.TempDir()
+	s := &soak{
+		t: t, bin: bin,
+		data: filepath.Join(dir, "data"),
+		dir:  filepath.Join(dir, "projects"),
+		rng:  rand.New(rand.NewPCG(seed, seed>>1)),
+		keys: map[string]bool{},
+		why:  map[string]int{},
+	}
+	ts, err := newSynthTranscripts(s.dir, 4, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ts = ts
+	t.Cleanup(s.procs.killAll)
+	return s
+}
+
+func (s *soak) intN(n int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rng.IntN(n)
+}
+
+// soakBuild builds the logbook binary into a temporary directory.
+func soakBuild(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "logbook")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// command returns the binary with args on the soak's data dir, in a
+// process group of its own that ctx's end kills.
+func (s *soak) command(ctx context.Context, stdin []byte, args ...string) *exec.Cmd {
+	c := exec.CommandContext(ctx, s.bin, append([]string{"--data", s.data}, args...)...)
+	c.Env = append(os.Environ(), "LOGBOOK_DATA="+s.data)
+	c.Stdin = bytes.NewReader(stdin)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	c.WaitDelay = 5 * time.Second
+	return c
+}
+
+// run runs the binary with args to its end and returns its output.
+func (s *soak) run(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
+	c := s.command(ctx, stdin, args...)
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	ch, err := s.procs.start(c)
+	if err != nil {
+		return nil, err
+	}
+	<-ch.gone
+	return out.Bytes(), ch.err
+}
+
+// startServe starts `logbook serve` and waits until it answers. A start
+// that finds the data dir busy (an import working on it directly because
+// no server ran) is retried. It returns the running server and how long
+// it took to come up.
+func (s *soak) startServe(ctx context.Context) (*soakChild, time.Duration) {
+	s.t.Helper()
+	s.starting.Store(true)
+	defer s.starting.Store(false)
+	start := time.Now()
+	logf, err := os.OpenFile(filepath.Join(filepath.Dir(s.data), "serve.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer logf.Close()
+	for time.Since(start) < time.Minute {
+		c := s.command(ctx, nil, "serve", "--listen", "127.0.0.1:0")
+		c.Stdout, c.Stderr = logf, logf
+		srv, err := s.procs.start(c)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		for {
+			select {
+			case <-srv.gone:
+			case <-time.After(20 * time.Millisecond):
+				if _, err := s.statusOf(ctx, c.Process.Pid); err != nil {
+					continue
+				}
+				s.upAt = time.Now()
+				return srv, time.Since(start)
+			}
+			break
+		}
+		s.refused++
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.t.Fatalf("serve did not come up in a minute; see %s", logf.Name())
+	return nil, 0
+}
+
+// status asks the running server for its checkpoint and last sequence.
+func (s *soak) status(ctx context.Context) (statusReply, error) { return s.statusOf(ctx, 0) }
+
+// statusOf is status, from the server with process id pid if pid > 0.
+func (s *soak) statusOf(ctx context.Context, pid int) (statusReply, error) {
+	var r statusReply
+	err := s.withServer(ctx, pid, func(nc *nats.Conn) error {
+		return callAPI(ctx, nc, verbStatus, struct{}{}, &r)
+	})
+	return r, err
+}
+
+// withServer calls fn with a connection to the server that serve.json
+// names (and that has process id pid, if pid > 0), as other commands
+// connect: over its loopback listener with the data dir's credentials.
+func (s *soak) withServer(ctx context.Context, pid int, fn func(*nats.Conn) error) error {
+	dd := dataDir(s.data)
+	si, ok := dd.readServeInfo()
+	if !ok || pid > 0 && si.PID != pid {
+		return errors.New("no server")
+	}
+	c, err := dd.credentials()
+	if err != nil {
+		return err
+	}
+	nc, err := natslog.Connect(si.URL, nats.UserInfo(c.User, c.Password), nats.Timeout(time.Second), nats.NoReconnect())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return fn(nc)
+}
+
+// importLoop imports the transcripts again and again until ctx ends.
+// The grower also appends lines to some of them before each import,
+// sometimes leaving a last line half written.
+func (s *soak) importLoop(ctx context.Context, grower bool) {
+	for ctx.Err() == nil {
+		for s.starting.Load() && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if grower {
+			s.grow()
+		}
+		s.importing.Add(1)
+		out, err := s.run(ctx, nil, "import", "claude", s.dir)
+		s.importing.Add(-1)
+		if ctx.Err() != nil {
+			return
+		}
+		s.imports.Add(1)
+		if err != nil {
+			s.importFails.Add(1)
+			s.mu.Lock()
+			s.why[s.reason(out, err)]++
+			s.mu.Unlock()
+		}
+		time.Sleep(time.Duration(s.intN(50)) * time.Millisecond)
+	}
+}
+
+// reason returns why a command failed: the first "error:" line it
+// printed, else its last line, else its exit error; without file names,
+// session ids and process ids, so equal failures read the same, and cut
+// to 160 bytes.
+func (s *soak) reason(out []byte, err error) string {
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	why := string(lines[len(lines)-1])
+	for _, l := range lines {
+		if bytes.HasPrefix(l, []byte("error: ")) {
+			why = string(l)
+			break
+		}
+	}
+	if why == "" {
+		why = err.Error()
+	}
+	why = strings.ReplaceAll(why, s.data, "$DATA")
+	why = soakFile.ReplaceAllString(why, "")
+	why = soakDetail.ReplaceAllString(why, "${1}N")
+	if len(why) > 160 {
+		why = why[:160] + "…"
+	}
+	return why
+}
+
+// Parts of failure messages that differ between otherwise equal failures.
+var (
+	soakFile   = regexp.MustCompile(`\S*\.jsonl:\d+: `)
+	soakDetail = regexp.MustCompile(`(session/|pid |after line |seq )[A-Za-z0-9_-]+`)
+)
+
+// grow appends 5 to 40 lines to one to three transcripts, leaving the
+// last one torn a quarter of the time.
+func (s *soak) grow() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range 1 + s.rng.IntN(3) {
+		t := s.ts[s.rng.IntN(len(s.ts))]
+		if err := t.Grow(5+s.rng.IntN(36), s.rng.IntN(4) == 0); err != nil {
+			s.t.Error(err)
+		}
+	}
+}
+
+// hookLoop runs `logbook hook claude` with a fresh payload again and
+// again until ctx ends, and records the payloads acknowledged.
+func (s *soak) hookLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		n := s.hookN.Add(1)
+		event := "PreToolUse"
+		if n%2 == 0 {
+			event = "PostToolUse"
+		}
+		tool := fmt.Sprintf("toolu_soak_%d", (n+1)/2)
+		sess := s.ts[int(n)%len(s.ts)].Session
+		payload := fmt.Appendf(nil, `{"session_id":%q,"transcript_path":"/home/user/.claude/projects/p/%s.jsonl","cwd":"/home/user/project","permission_mode":"default","hook_event_name":%q,"tool_name":"Bash","tool_input":{"command":"go vet ./..."},"tool_use_id":%q}`,
+			sess, sess, event, tool)
+		out, err := s.run(ctx, payload, "hook", "claude")
+		if ctx.Err() != nil {
+			return // killed by the test, not acknowledged
+		}
+		if err != nil {
+			s.hookFails.Add(1)
+			s.t.Logf("hook %d not acknowledged: %v\n%s", n, err, out)
+			continue
+		}
+		s.acked.Add(1)
+		s.mu.Lock()
+		s.keys["hook:"+event+":"+tool] = true
+		s.mu.Unlock()
+		time.Sleep(time.Duration(s.intN(20)) * time.Millisecond)
+	}
+}
+
+// settle completes every transcript, starts the server a last time,
+// waits for the spool to drain, imports until an import succeeds, and
+// waits for the projection to reach the end of the log.
+func (s *soak) settle(ctx context.Context) {
+	t := s.t
+	for _, tr := range s.ts {
+		if err := tr.Grow(1, false); err != nil { // completes a torn line
+			t.Fatal(err)
+		}
+	}
+	s.startServe(ctx)
+	spool := dataDir(s.data).path("spool")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		left, _ := filepath.Glob(filepath.Join(spool, "*.json"))
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d hook payloads still in the spool after a minute", len(left))
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		out, err := s.run(ctx, nil, "import", "claude", s.dir)
+		if err == nil {
+			break
+		}
+		if attempt == 5 {
+			t.Fatalf("final import: %v\n%s", err, out)
+		}
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		st, err := s.status(ctx)
+		if err == nil && st.Checkpoint == st.LastSeq {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("projection not caught up after a minute: %+v, %v", st, err)
+		}
+	}
+}
+
+// verify reads the whole log from the running server and checks it.
+func (s *soak) verify(ctx context.Context, cycles int) {
+	t := s.t
+	byAgg := map[string][]events.Record{}
+	var total int
+	err := s.withServer(ctx, 0, func(nc *nats.Conn) error {
+		l, err := natslog.Open(ctx, nc, natslog.Config{})
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		for r, err := range l.Read(ctx, 1) {
+			if err != nil {
+				return err
+			}
+			byAgg[r.Agg.ID] = append(byAgg[r.Agg.ID], r)
+			total++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read the log: %v", err)
+	}
+
+	var lost, dup, lines int
+	// Every complete transcript line exactly once.
+	for _, tr := range s.ts {
+		lines += tr.Lines
+		seen := map[int]int{}
+		for _, r := range byAgg[tr.Aggregate()] {
+			if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.line" {
+				seen[o.Line]++
+			}
+		}
+		for n := 1; n <= tr.Lines; n++ {
+			switch c := seen[n]; {
+			case c == 0:
+				lost++
+				t.Errorf("%s: line %d is not in the log", tr.Aggregate(), n)
+			case c > 1:
+				dup += c - 1
+				t.Errorf("%s: line %d is in the log %d times", tr.Aggregate(), n, c)
+			}
+		}
+		for n, c := range seen {
+			if n < 1 || n > tr.Lines {
+				dup += c
+				t.Errorf("%s: line %d is in the log but the file has %d lines", tr.Aggregate(), n, tr.Lines)
+			}
+		}
+	}
+	// Every acknowledged hook payload exactly once; others at most once.
+	hooks := map[string]int{}
+	for _, recs := range byAgg {
+		for _, r := range recs {
+			if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.hook" {
+				hooks[o.Key]++
+			}
+		}
+	}
+	for k := range s.keys {
+		if hooks[k] == 0 {
+			lost++
+			t.Errorf("acknowledged hook %s is not in the log", k)
+		}
+	}
+	for k, c := range hooks {
+		if c > 1 {
+			dup += c - 1
+			t.Errorf("hook %s is in the log %d times", k, c)
+		}
+	}
+	dd := dataDir(s.data)
+	if left, _ := filepath.Glob(dd.path("spool", "*.json")); len(left) > 0 {
+		t.Errorf("%d payloads left in the spool", len(left))
+	}
+	if rej, _ := filepath.Glob(dd.path("spool", "rejected", "*.json")); len(rej) > 0 {
+		t.Errorf("%d spooled payloads were rejected", len(rej))
+	}
+	// No half decision.
+	halves := 0
+	for id, recs := range byAgg {
+		halves += halfDecisions(t, id, recs)
+	}
+	// The live projection equals a fresh replay.
+	out, err := s.run(ctx, nil, "replay", "--verify", "--json")
+	if err != nil {
+		t.Fatalf("replay --verify: %v\n%s", err, out)
+	}
+	var rep replay.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("replay --verify --json: %v\n%s", err, out)
+	}
+	if !rep.Equal {
+		t.Errorf("live projection differs from a fresh replay: %s", rep)
+	}
+	var last uint64
+	for _, recs := range byAgg {
+		last = max(last, recs[len(recs)-1].Seq)
+	}
+	if rep.Seq != last {
+		t.Errorf("verified at seq %d, the log ends at %d", rep.Seq, last)
+	}
+	for why, n := range s.why {
+		t.Logf("soak: %d imports stopped: %s", n, why)
+	}
+	t.Logf("soak: cycles %d, kills mid-import %d, transcript lines %d, hooks acknowledged %d, not acknowledged %d, imports %d (%d stopped), events %d in %d sessions, half decisions %d, lost %d, duplicated %d, hashes equal %t (%s at seq %d)",
+		cycles, s.midImport, lines, len(s.keys), s.hookFails.Load(), s.imports.Load(), s.importFails.Load(),
+		total, len(byAgg), halves, lost, dup, rep.Equal, rep.LiveHash, rep.Seq)
+}
+
+// halfDecisions checks one aggregate's records and returns how many
+// problems it found: versions not dense from 1, a decision that does not
+// directly follow the observation its cause names, or an observation
+// whose recorded decisions today's reducer does not re-derive.
+func halfDecisions(t *testing.T, id string, recs []events.Record) int {
+	bad := 0
+	var obs string // id of the last observation
+	for i, r := range recs {
+		if r.Ver != uint64(i+1) {
+			bad++
+			t.Errorf("%s: event %d has ver %d", id, i+1, r.Ver)
+		}
+		if _, ok := events.Observed(r.Data); ok {
+			obs = r.ID.String()
+			continue
+		}
+		if r.Cause == nil || r.Cause.Ref != obs {
+			bad++
+			t.Errorf("%s: %s at seq %d does not follow the observation it names (cause %+v, last observation %s)", id, r.Type, r.Seq, r.Cause, obs)
+		}
+	}
+	if rd := replay.RederiveRecords(recs); !rd.Agree() {
+		bad += rd.Diverged
+		t.Errorf("%s: %d observations re-derive differently; first at seq %d", id, rd.Diverged, rd.First.ObsSeq)
+	}
+	return bad
+}
+
+// soakChild is a child process and its reaping.
+type soakChild struct {
+	cmd  *exec.Cmd
+	gone chan struct{} // closed once the child has exited and been reaped
+	err  error         // what Wait returned; set before gone is closed
+}
+
+// kill SIGKILLs the child's process group and waits until it is gone.
+func (ch *soakChild) kill() {
+	_ = syscall.Kill(-ch.cmd.Process.Pid, syscall.SIGKILL)
+	<-ch.gone
+}
+
+// soakProcs tracks the children a soak started, so that none outlives it.
+type soakProcs struct {
+	mu   sync.Mutex
+	live map[*soakChild]bool
+}
+
+// start starts c and reaps it on a goroutine of its own.
+func (p *soakProcs) start(c *exec.Cmd) (*soakChild, error) {
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	ch := &soakChild{cmd: c, gone: make(chan struct{})}
+	p.mu.Lock()
+	if p.live == nil {
+		p.live = map[*soakChild]bool{}
+	}
+	p.live[ch] = true
+	p.mu.Unlock()
+	go func() {
+		ch.err = c.Wait()
+		p.mu.Lock()
+		delete(p.live, ch)
+		p.mu.Unlock()
+		close(ch.gone)
+	}()
+	return ch, nil
+}
+
+// killAll kills every child still running and waits until they are gone.
+func (p *soakProcs) killAll() {
+	p.mu.Lock()
+	live := maps.Clone(p.live)
+	p.mu.Unlock()
+	for ch := range live {
+		ch.kill()
+	}
+}
