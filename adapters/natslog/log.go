@@ -50,7 +50,7 @@ type Log struct {
 	done      chan struct{} // closed when the committer has returned
 	closeOnce sync.Once
 
-	decisions, batches, merged, split atomic.Uint64
+	decisions, batches, merged, split, pipes atomic.Uint64
 
 	// entering counts Append calls between entry and handing their
 	// request to the committer, which waits for them while gathering.
@@ -118,6 +118,7 @@ type Stats struct {
 	Batches   uint64 // commits sent: atomic batches and one-message publishes, retries included
 	Merged    uint64 // batches that carried more than one decision
 	Split     uint64 // merged batches refused whole and retried member by member
+	Pipelined uint64 // merged one-event decisions sent as back-to-back plain publishes
 }
 
 // Stats returns the committer's counters. Safe for concurrent use.
@@ -126,6 +127,7 @@ func (l *Log) Stats() Stats {
 		Decisions: l.decisions.Load(),
 		Batches:   l.batches.Load(),
 		Merged:    l.merged.Load(),
+		Pipelined: l.pipes.Load(),
 		Split:     l.split.Load(),
 	}
 }

@@ -124,7 +124,11 @@ func (e *benchEnv) startLog(ctx context.Context, name string, mode natslog.Fsync
 		return nil, err
 	}
 	l := &benchLog{srv: srv}
-	if l.log, err = natslog.Open(ctx, srv.Conn(), natslog.Config{Registry: e.reg}); err == nil {
+	cfg := natslog.Config{Registry: e.reg}
+	if mode == natslog.FsyncInterval {
+		cfg.MergeMin = events.MaxBatch + 1 // as serve does
+	}
+	if l.log, err = natslog.Open(ctx, srv.Conn(), cfg); err == nil {
 		l.js, err = jetstream.New(srv.Conn())
 	}
 	if err != nil {

@@ -101,7 +101,11 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		durability = srv.Durability()
 	}
 	defer b.Close()
-	if b.log, err = natslog.Open(ctx, b.nc, natslog.Config{Registry: b.reg}); err != nil {
+	cfg := natslog.Config{Registry: b.reg}
+	if mode == natslog.FsyncInterval && g.natsURL == "" {
+		cfg.MergeMin = events.MaxBatch + 1 // no fsync per publish: batches would only add cost
+	}
+	if b.log, err = natslog.Open(ctx, b.nc, cfg); err != nil {
 		return err
 	}
 	store, err := projections.Open(dd.path("views"), projections.Options{})
