@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -147,8 +148,8 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 	if err != nil {
 		return res, err
 	}
-	res.Lines = s.Lines
-	res.Skipped = s.Lines
+	res.Lines = s.Cursor(path)
+	res.Skipped = s.Cursor(path)
 	last := s.UpdatedAt
 	if last.IsZero() {
 		// Lines before the first timestamped one take its time, so an
@@ -156,7 +157,7 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 		last = firstTime(path)
 	}
 	uuids := map[string]bool{}
-	for l, err := range ReadLines(path, s.Lines) {
+	for l, err := range ReadLines(path, s.Cursor(path)) {
 		if err != nil {
 			return res, err
 		}
@@ -172,7 +173,7 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 		if o.UUID != "" {
 			uuids[o.UUID] = true
 		}
-		if o.ParentUUID != "" && s.Lines == 0 && !uuids[o.ParentUUID] {
+		if o.ParentUUID != "" && s.Cursor(path) == 0 && !uuids[o.ParentUUID] {
 			p := fmt.Sprintf("parentUuid %s points to no earlier line", o.ParentUUID)
 			o.Problems = append(o.Problems, p)
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: %s", path, l.N, p))
@@ -194,7 +195,7 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 		} else {
 			res.Skipped++
 		}
-		res.Lines = st.Lines
+		res.Lines = st.Cursor(path)
 		if progress != nil {
 			progress(l.N)
 		}
@@ -257,7 +258,10 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 	}
 	sid := t.SessionID
 	if t.Path != "" {
-		if id := sessionIDOf(t.Path); id != "" {
+		// Claude Code names a transcript after its session (a UUID); a
+		// file named otherwise (a copy, a recording) is identified by
+		// the sessionId its lines carry.
+		if id := sessionIDOf(t.Path); id != "" && !looksLikeUUID(t.SessionID) {
 			sid = id
 		}
 		agg, err := SessionAggregate(sid, "")
@@ -271,7 +275,12 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 		}
 	}
 	for _, sa := range t.Subagents {
-		agg, err := SessionAggregate(sid, strings.TrimPrefix(sa.AgentID, "agent-"))
+		agentID := strings.TrimPrefix(sa.AgentID, "agent-")
+		if agentID == "" {
+			// No agent id in its name or lines: the file itself names it.
+			agentID = sanitizeID(strings.TrimSuffix(filepath.Base(sa.Path), ".jsonl"))
+		}
+		agg, err := SessionAggregate(sid, agentID)
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", sa.Path, err)
 		}
@@ -308,4 +317,45 @@ func LooksLikeTranscript(path string) (bool, string) {
 		return true, ""
 	}
 	return true, ""
+}
+
+// looksLikeUUID reports whether s has the 8-4-4-4-12 hex shape of the
+// session ids Claude Code names transcripts after.
+func looksLikeUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sanitizeID maps s onto the characters an aggregate id may hold
+// ([A-Za-z0-9_-]), replacing the others with '_' and keeping at most 100
+// bytes.
+func sanitizeID(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 100 {
+		b = b[:100]
+	}
+	if len(b) == 0 {
+		return "unnamed"
+	}
+	return string(b)
 }

@@ -258,3 +258,51 @@ func TestImportFile_Concurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestImportTranscript_SharedSession imports two files whose lines name
+// one session, and a subagent file that names no agent: every line of
+// each lands once, in its own file's order.
+func TestImportTranscript_SharedSession(t *testing.T) {
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "copy-a.jsonl"), filepath.Join(dir, "copy-b.jsonl")
+	writeLines(t, a, fxUser("u1", "", "one"), fxUser("u2", "u1", "two"), fxUser("u3", "u2", "three"))
+	writeLines(t, b, fxUser("v1", "", "uno"), fxUser("v2", "v1", "dos"), fxUser("v3", "v2", "tres"), fxUser("v4", "v3", "cuatro"))
+	os.MkdirAll(filepath.Join(dir, "copy-a", "subagents"), 0o755)
+	weird := filepath.Join(dir, "copy-a", "subagents", "weird.jsonl")
+	writeLines(t, weird, fxUser("w1", "", "sub"))
+	ts, err := Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, tr := range ts {
+		wg.Go(func() {
+			if _, err := in.ImportTranscript(context.Background(), tr, nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	count := func(id string) map[string][]int {
+		recs, _, err := l.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]int{}
+		for _, r := range recs {
+			if o, ok := events.Observed(r.Data); ok {
+				out[filepath.Base(o.Path)] = append(out[filepath.Base(o.Path)], o.Line)
+			}
+		}
+		return out
+	}
+	got := count("s-1")
+	if fmt.Sprint(got["copy-a.jsonl"]) != "[1 2 3]" || fmt.Sprint(got["copy-b.jsonl"]) != "[1 2 3 4]" {
+		t.Errorf("session s-1 lines per file: %v", got)
+	}
+	if sub := count("agent-weird"); fmt.Sprint(sub["weird.jsonl"]) != "[1]" {
+		t.Errorf("subagent without an agent id: %v", sub)
+	}
+}

@@ -150,8 +150,8 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 	if s.Seen(o) {
 		return nil, nil
 	}
-	if o.Line > 0 && o.Line != s.Lines+1 {
-		return nil, fmt.Errorf("observe line %d of %s: %w: next line is %d", o.Line, c.Obs.Agg.ID, events.ErrRejected, s.Lines+1)
+	if next := s.Cursor(o.Path) + 1; o.Line > 0 && o.Line != next {
+		return nil, fmt.Errorf("observe line %d of %s in session %s: %w: next line is %d", o.Line, o.Path, c.Obs.Agg.ID, events.ErrRejected, next)
 	}
 	kind := "hook"
 	if o.Line > 0 {
@@ -397,6 +397,11 @@ func (d *decider) signal(sig events.Sig) {
 	case events.SigSessionStart:
 		// Started (or resumed) above; nothing else to decide.
 	case events.SigPrompt:
+		if sig.ID != "" && sig.ID == d.s.PromptID && d.s.TurnOpen {
+			// The same prompt seen twice (a hook, then its transcript line).
+			d.working("thinking", "")
+			return
+		}
 		d.abandonLane(events.LaneMain, "superseded")
 		d.closeReviews(events.ReviewRejected, "superseded by a new prompt")
 		d.endTurn("superseded")
@@ -533,6 +538,9 @@ func (d *decider) toolResult(sig events.Sig) {
 		}
 	}
 	if d.s.Phase == events.PhaseWaiting {
+		if len(d.s.OpenReviews) > 0 {
+			return // another call still waits for the person
+		}
 		d.phase(events.PhaseWorking, "thinking", sig.ID)
 		return
 	}

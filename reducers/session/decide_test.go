@@ -390,3 +390,68 @@ func TestDecide_AttachKeepsWorking(t *testing.T) {
 		t.Errorf("arc %s", got)
 	}
 }
+
+func TestDecide_ParallelCallsKeepWaiting(t *testing.T) {
+	h := newHistory(t)
+	h.hook("p", sig(events.SigPrompt, "id", "P1"))
+	h.hook("a", sig(events.SigToolUse, "id", "tA", "name", "Bash"))
+	h.hook("b", sig(events.SigToolUse, "id", "tB", "name", "Read"))
+	h.hook("perm", sig(events.SigPermission, "id", "tA", "name", "Bash"))
+	h.hook("rb", sig(events.SigToolResult, "id", "tB", "status", "ok"))
+	if h.s.Phase != events.PhaseWaiting {
+		t.Errorf("tA still waits for approval; phase %s", h.s.Phase)
+	}
+	h.hook("ra", sig(events.SigToolResult, "id", "tA", "status", "ok"))
+	if h.s.Phase != events.PhaseWorking {
+		t.Errorf("approved and ran; phase %s", h.s.Phase)
+	}
+}
+
+func TestDecide_SamePromptFromHookAndTranscript(t *testing.T) {
+	h := newHistory(t)
+	h.hook("p", sig(events.SigPrompt, "id", "P1"))
+	h.line(events.Meta{}, sig(events.SigPrompt, "id", "P1"))
+	if h.s.Turns != 1 || h.s.Abandoned != 0 {
+		t.Errorf("one prompt, two reports: turns %d abandoned %d", h.s.Turns, h.s.Abandoned)
+	}
+	h.line(events.Meta{}, sig(events.SigPrompt, "id", "P2"))
+	if h.s.Turns != 2 {
+		t.Errorf("a new prompt: turns %d", h.s.Turns)
+	}
+}
+
+func TestDecide_CursorPerTranscript(t *testing.T) {
+	reg := events.NewRegistry()
+	s := session.Init(agg)
+	observe := func(path string, line int) error {
+		o := reg.New(events.ClaudeLineObserved{Observation: events.Observation{Key: fmt.Sprintf("line:%d", line), Path: path, Line: line, Kind: "user"}})
+		o.ID, o.Agg, o.At, o.Ver = ulid.Make(), agg, t0, s.Ver+1
+		if s.Seen(mustObs(o)) {
+			return nil
+		}
+		decs, err := session.Decide(s, session.Observe{Obs: o})
+		if err != nil {
+			return err
+		}
+		s = session.Evolve(s, o)
+		for _, d := range decs {
+			d.Ver = s.Ver + 1
+			s = session.Evolve(s, d)
+		}
+		return nil
+	}
+	for _, step := range []struct {
+		path string
+		line int
+	}{{"/a/x.jsonl", 1}, {"/a/y.jsonl", 1}, {"/a/x.jsonl", 2}, {"/a/y.jsonl", 2}, {"/a/y.jsonl", 1}} {
+		if err := observe(step.path, step.line); err != nil {
+			t.Fatalf("%s:%d: %v", step.path, step.line, err)
+		}
+	}
+	if s.Cursor("/a/x.jsonl") != 2 || s.Cursor("/b/y.jsonl") != 2 || s.Lines != 4 {
+		t.Errorf("cursors %v lines %d", s.Cursors, s.Lines)
+	}
+	if err := observe("/a/x.jsonl", 4); !errors.Is(err, events.ErrRejected) {
+		t.Errorf("gap in x: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -23,8 +24,13 @@ func Evolve(s State, e events.Envelope) State {
 	s.UpdatedAt = e.At
 	if o, ok := events.Observed(e.Data); ok {
 		s.Observations++
-		if o.Line > s.Lines {
-			s.Lines = o.Line
+		if o.Line > 0 && o.Line > s.Cursor(o.Path) {
+			s.Lines++
+			s.Cursors = maps.Clone(s.Cursors)
+			if s.Cursors == nil {
+				s.Cursors = map[string]int{}
+			}
+			s.Cursors[source(o.Path)] = o.Line
 		}
 		if o.Line == 0 && o.Key != "" {
 			s.RecentKeys = pushBounded(s.RecentKeys, o.Key, RecentKeys)
@@ -69,6 +75,7 @@ func Evolve(s State, e events.Envelope) State {
 	case events.SessionTurnStarted:
 		s.Turns = d.Turn
 		s.TurnOpen = true
+		s.PromptID = d.PromptID
 	case events.SessionTurnEnded:
 		s.TurnOpen = false
 	case events.SessionEnded:

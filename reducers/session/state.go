@@ -9,6 +9,7 @@
 package session
 
 import (
+	pathpkg "path"
 	"time"
 
 	"github.com/logbook-dev/logbook/events"
@@ -39,38 +40,40 @@ type Entry struct {
 // form is the session projection's row, so field names are a stored format:
 // change them with the projection's schema version.
 type State struct {
-	ID             string    `json:"id"`
-	Ver            uint64    `json:"ver"` // Ver of the last event folded; 0: no session
-	Phase          string    `json:"phase"`
-	Activity       string    `json:"activity"`
-	Entries        []Entry   `json:"entries,omitempty"` // open entries, oldest first
-	Agent          string    `json:"agent,omitempty"`
-	AgentSessionID string    `json:"agent_session_id,omitempty"`
-	Parent         string    `json:"parent,omitempty"`
-	AgentID        string    `json:"agent_id,omitempty"`
-	AgentType      string    `json:"agent_type,omitempty"`
-	Cwd            string    `json:"cwd,omitempty"`
-	Model          string    `json:"model,omitempty"`
-	GitBranch      string    `json:"git_branch,omitempty"`
-	Version        string    `json:"version,omitempty"`
-	Title          string    `json:"title,omitempty"`
-	Mode           string    `json:"mode,omitempty"`
-	AgentMode      string    `json:"agent_mode,omitempty"`
-	ModeRevision   int       `json:"mode_revision"`
-	Turns          int       `json:"turns"`
-	TurnOpen       bool      `json:"turn_open"`
-	ToolCalls      int       `json:"tool_calls"`
-	Abandoned      int       `json:"abandoned"`
-	Observations   int       `json:"observations"`
-	Lines          int       `json:"lines"` // transcript lines observed, the import cursor
-	StartedAt      time.Time `json:"started_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
-	EndReason      string    `json:"end_reason,omitempty"`
-	RecentKeys     []string  `json:"recent_keys,omitempty"`   // hook keys, newest last
-	RecentClosed   []string  `json:"recent_closed,omitempty"` // closed entry ids, newest last
-	OpenReviews    []string  `json:"open_reviews,omitempty"`
-	Verdicts       []bool    `json:"verdicts,omitempty"` // last ReviewWindow verdicts, true = deny
-	BreakerTripped bool      `json:"breaker_tripped,omitempty"`
+	ID             string         `json:"id"`
+	Ver            uint64         `json:"ver"` // Ver of the last event folded; 0: no session
+	Phase          string         `json:"phase"`
+	Activity       string         `json:"activity"`
+	Entries        []Entry        `json:"entries,omitempty"` // open entries, oldest first
+	Agent          string         `json:"agent,omitempty"`
+	AgentSessionID string         `json:"agent_session_id,omitempty"`
+	Parent         string         `json:"parent,omitempty"`
+	AgentID        string         `json:"agent_id,omitempty"`
+	AgentType      string         `json:"agent_type,omitempty"`
+	Cwd            string         `json:"cwd,omitempty"`
+	Model          string         `json:"model,omitempty"`
+	GitBranch      string         `json:"git_branch,omitempty"`
+	Version        string         `json:"version,omitempty"`
+	Title          string         `json:"title,omitempty"`
+	Mode           string         `json:"mode,omitempty"`
+	AgentMode      string         `json:"agent_mode,omitempty"`
+	ModeRevision   int            `json:"mode_revision"`
+	Turns          int            `json:"turns"`
+	TurnOpen       bool           `json:"turn_open"`
+	ToolCalls      int            `json:"tool_calls"`
+	Abandoned      int            `json:"abandoned"`
+	Observations   int            `json:"observations"`
+	Lines          int            `json:"lines"`               // transcript lines observed, all sources
+	Cursors        map[string]int `json:"cursors,omitempty"`   // last line observed per transcript file name: the import cursors
+	PromptID       string         `json:"prompt_id,omitempty"` // the open turn's prompt id, if the agent gave one
+	StartedAt      time.Time      `json:"started_at"`
+	UpdatedAt      time.Time      `json:"updated_at"`
+	EndReason      string         `json:"end_reason,omitempty"`
+	RecentKeys     []string       `json:"recent_keys,omitempty"`   // hook keys, newest last
+	RecentClosed   []string       `json:"recent_closed,omitempty"` // closed entry ids, newest last
+	OpenReviews    []string       `json:"open_reviews,omitempty"`
+	Verdicts       []bool         `json:"verdicts,omitempty"` // last ReviewWindow verdicts, true = deny
+	BreakerTripped bool           `json:"breaker_tripped,omitempty"`
 }
 
 // Exists reports whether the session has started.
@@ -101,7 +104,7 @@ func (s State) lane(lane string) bool {
 // among the recent ones.
 func (s State) Seen(o *events.Observation) bool {
 	if o.Line > 0 {
-		return o.Line <= s.Lines
+		return o.Line <= s.Cursor(o.Path)
 	}
 	for _, k := range s.RecentKeys {
 		if k == o.Key {
@@ -110,6 +113,14 @@ func (s State) Seen(o *events.Observation) bool {
 	}
 	return false
 }
+
+// Cursor returns the last line observed of the transcript at path: lines
+// are counted per file name, so a session fed by several files (a resumed
+// session, a copy) keeps one cursor for each.
+func (s State) Cursor(path string) int { return s.Cursors[source(path)] }
+
+// source names the transcript a line came from: its file name.
+func source(p string) string { return pathpkg.Base(p) }
 
 // pushBounded appends v to xs, keeping at most n newest elements. It never
 // modifies xs's backing array, so states stay independent values.
