@@ -137,7 +137,7 @@ func (x *Executor[S]) load(ctx context.Context, agg Aggregate) (cached[S], error
 	}
 	recs, last, err := x.Log.Load(ctx, agg)
 	if err != nil {
-		return cached[S]{}, fmt.Errorf("load %s: %w", agg, err)
+		return cached[S]{}, err // the log names the aggregate
 	}
 	c = cached[S]{s: x.Init(agg), last: last}
 	for _, r := range recs {

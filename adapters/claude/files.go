@@ -178,12 +178,25 @@ func Discover(paths ...string) ([]Transcript, error) {
 			}
 			continue
 		}
+		// A symlinked root (a linked ~/.claude, say) is walked where it
+		// points; links inside the tree are followed to files only, so a
+		// loop of linked directories cannot trap the walk.
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
-			if d.Type().IsRegular() && strings.HasSuffix(path, ".jsonl") {
+			if !strings.HasSuffix(path, ".jsonl") {
+				return nil
+			}
+			if d.Type().IsRegular() {
 				files[path] = true
+			} else if d.Type()&fs.ModeSymlink != 0 {
+				if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+					files[path] = true
+				}
 			}
 			return nil
 		})

@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -166,8 +167,14 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: incomplete last line (%d bytes, no newline yet); it will be imported once complete", path, l.N, l.Size))
 			break
 		}
-		o, err := in.parser.Line(path, l.N, l.Bytes)
-		if err != nil {
+		if l.N == 1 {
+			l.Bytes = bytes.TrimPrefix(l.Bytes, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
+		}
+		var o events.Observation
+		if len(bytes.TrimSpace(l.Bytes)) == 0 {
+			// A blank line carries nothing, but it keeps its number.
+			o = events.Observation{Key: fmt.Sprintf("line:%d", l.N), Parser: ParserLine, Path: path, Line: l.N, Kind: "blank", Problems: []string{"blank line"}}
+		} else if o, err = in.parser.Line(path, l.N, l.Bytes); err != nil {
 			return res, err
 		}
 		if o.UUID != "" {

@@ -306,3 +306,33 @@ func TestImportTranscript_SharedSession(t *testing.T) {
 		t.Errorf("subagent without an agent id: %v", sub)
 	}
 }
+
+func TestDiscover_SymlinkedRoot(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	os.MkdirAll(real, 0o755)
+	writeLines(t, filepath.Join(real, "s-1.jsonl"), fxUser("u1", "", "hi"))
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(filepath.Join(real, "s-1.jsonl"), filepath.Join(real, "s-2.jsonl"))
+	for _, root := range []string{link, link + "/"} {
+		ts, err := Discover(root)
+		if err != nil || len(ts) != 2 {
+			t.Errorf("Discover(%s) = %d transcripts, %v; want 2", root, len(ts), err)
+		}
+	}
+}
+
+func TestImportFile_BOMAndBlankLines(t *testing.T) {
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	path := filepath.Join(t.TempDir(), "s-1.jsonl")
+	writeLines(t, path, "\xef\xbb\xbf"+fxUser("u1", "", "hi"), "\n", "   \n", fxAssistant("a1", "u1", "ok"))
+	agg, _ := SessionAggregate("s-1", "")
+	r, err := in.ImportFile(t.Context(), path, agg, nil)
+	if err != nil || r.Appended != 4 || r.Lines != 4 {
+		t.Fatalf("import: %+v, %v; want 4 lines", r, err)
+	}
+}

@@ -131,13 +131,13 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int) 
 		for _, e := range sum.Errors {
 			fmt.Fprintf(g.stderr, "error: %s\n", e)
 		}
-		fmt.Fprintf(g.stdout, "imported %d transcripts: %d lines appended, %d already in the log\n", len(sum.Files), sum.Appended, sum.Skipped)
+		fmt.Fprintf(g.stdout, "imported %d transcript files: %d lines appended, %d already in the log\n", len(sum.Files), sum.Appended, sum.Skipped)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if len(sum.Errors) > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d transcripts stopped at a bad line (see above); the lines before it are imported", len(sum.Errors))}
+		return &exitError{code: 1, err: fmt.Errorf("%d transcripts stopped early (errors above); their lines before the error are imported, and importing again resumes there", len(sum.Errors))}
 	}
 	return nil
 }
