@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-
-	"github.com/logbook-dev/logbook/projections"
 )
 
 // caller sends one API request and decodes the answer into resp.
@@ -26,7 +24,7 @@ func withAPI(ctx context.Context, g *globals, fn func(b *backend, call caller) e
 			return callAPI(ctx, b.nc, verb, req, resp)
 		})
 	}
-	store, err := projections.Open(b.dd.path("views"), projections.Options{})
+	store, err := openViews(ctx, g, b.dd, b.log)
 	if err != nil {
 		return err
 	}

@@ -73,6 +73,9 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	default:
 		return fmt.Errorf("--fsync %q: want always or interval", fsync)
 	}
+	if listen == "" && g.natsURL == "" {
+		return fmt.Errorf("--listen: want a loopback host:port such as 127.0.0.1:0")
+	}
 	lock, err := dd.lock("logbook serve")
 	if err != nil {
 		return err
@@ -108,7 +111,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if b.log, err = natslog.Open(ctx, b.nc, cfg); err != nil {
 		return err
 	}
-	store, err := projections.Open(dd.path("views"), projections.Options{})
+	store, err := openViews(ctx, g, dd, b.log)
 	if err != nil {
 		return err
 	}
@@ -204,4 +207,31 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return nil
 	}
 	return err
+}
+
+// openViews opens the projections in the data dir. A projection whose
+// checkpoint is past the log's end was made from events the log no longer
+// has (its tail was lost to an OS crash under --fsync=interval, or the
+// store was replaced): the log is the truth, so the projection is set
+// aside (views.ahead-<time>) and rebuilt from the log.
+func openViews(ctx context.Context, g *globals, dd dataDir, log *natslog.Log) (*projections.Store, error) {
+	store, err := projections.Open(dd.path("views"), projections.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("open projections in %s: %w (remove it to rebuild from the log)", dd.path("views"), err)
+	}
+	last, err := log.LastSeq(ctx)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	if cp := store.Checkpoint(); cp > last {
+		store.Close()
+		aside := dd.path(fmt.Sprintf("views.ahead-%d", time.Now().Unix()))
+		if err := os.Rename(dd.path("views"), aside); err != nil {
+			return nil, fmt.Errorf("set aside projections ahead of the log: %w", err)
+		}
+		fmt.Fprintf(g.stderr, "logbook: projection at seq %d is past the log's end (%d); set aside in %s and rebuilt from the log\n", cp, last, aside)
+		return projections.Open(dd.path("views"), projections.Options{})
+	}
+	return store, nil
 }

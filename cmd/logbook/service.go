@@ -86,6 +86,10 @@ func (s *service) drainSpool(ctx context.Context) (int, error) {
 		return 0, nil // another process is draining
 	}
 	defer lock.Unlock()
+	// Temporary files of hook processes killed mid-write.
+	if _, err := s.spool.Sweep(time.Now(), time.Hour); err != nil {
+		return 0, err
+	}
 	pending, err := s.spool.Pending()
 	if err != nil {
 		return 0, err
