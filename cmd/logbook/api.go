@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,7 +17,19 @@ import (
 
 // The request/reply API a running server answers on its NATS connection.
 // Subjects sit outside the stream's lb.> so requests are never stored.
-const apiPrefix = "logbook.api."
+// Each server answers on a prefix of its own, logbook.api.<server id>.,
+// written to serve.json, so that several hosts on one NATS cluster each
+// answer for their own projection; all of them also answer, as one queue
+// group, on anyAPI, for a client that knows no server.
+const anyAPI = "logbook.api.any."
+
+// apiPrefixFor returns the API prefix of the server for data dir dd on
+// this host.
+func apiPrefixFor(dd dataDir) string {
+	host, _ := os.Hostname()
+	sum := sha256.Sum256([]byte(host + "\x00" + string(dd)))
+	return "logbook.api." + hex.EncodeToString(sum[:6]) + "."
+}
 
 // API verbs.
 const (
@@ -45,9 +60,10 @@ func errCode(err error) string {
 	return ""
 }
 
-// serveAPI answers verb on nc with handle until the subscription ends.
-func serveAPI(nc *nats.Conn, verb string, handle func(ctx context.Context, data []byte) (any, error)) (*nats.Subscription, error) {
-	return nc.QueueSubscribe(apiPrefix+verb, "logbook-api", func(m *nats.Msg) {
+// serveAPI answers subject (a prefix and a verb) on nc with handle until
+// the subscription ends.
+func serveAPI(nc *nats.Conn, subject string, handle func(ctx context.Context, data []byte) (any, error)) (*nats.Subscription, error) {
+	return nc.QueueSubscribe(subject, "logbook-api", func(m *nats.Msg) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		var r apiReply
@@ -63,8 +79,9 @@ func serveAPI(nc *nats.Conn, verb string, handle func(ctx context.Context, data 
 	})
 }
 
-// callAPI sends req to a running server and decodes its answer into resp.
-func callAPI(ctx context.Context, nc *nats.Conn, verb string, req, resp any) error {
+// callAPI sends req to the server answering on prefix and decodes its
+// answer into resp.
+func callAPI(ctx context.Context, nc *nats.Conn, prefix, verb string, req, resp any) error {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -74,7 +91,7 @@ func callAPI(ctx context.Context, nc *nats.Conn, verb string, req, resp any) err
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 	}
-	m, err := nc.RequestWithContext(ctx, apiPrefix+verb, b)
+	m, err := nc.RequestWithContext(ctx, prefix+verb, b)
 	if err != nil {
 		return fmt.Errorf("ask server (%s): %w", verb, err)
 	}

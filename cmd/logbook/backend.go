@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,6 +24,7 @@ type backend struct {
 	nc     *nats.Conn
 	log    *natslog.Log
 	remote bool
+	api    string          // the API prefix of the server, remote only
 	srv    *natslog.Server // local only
 	lock   *os.File        // local only
 }
@@ -35,6 +37,10 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		return nil, err
 	}
 	b := &backend{dd: dd, reg: events.NewRegistry()}
+	b.api = anyAPI
+	if si, ok := dd.readServeInfo(); ok && si.API != "" {
+		b.api = si.API
+	}
 	if url, opts, ok := g.serverURL(dd); ok {
 		nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(3), nats.ReconnectWait(200*time.Millisecond))...)
 		if err == nil {
@@ -98,6 +104,9 @@ func (g *globals) serverURL(dd dataDir) (string, []nats.Option, bool) {
 	c, err := dd.credentials()
 	if err != nil {
 		return "", nil, false
+	}
+	if strings.Contains(si.URL, "@") {
+		return si.URL, nil, true // a cluster URL with its own credentials
 	}
 	return si.URL, []nats.Option{nats.UserInfo(c.User, c.Password)}, true
 }

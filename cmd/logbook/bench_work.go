@@ -599,7 +599,7 @@ func (e *benchEnv) serve(ctx context.Context) (*benchServe, error) {
 		if err != nil {
 			continue
 		}
-		if err := callAPI(ctx, nc, verbStatus, struct{}{}, &statusReply{}); err != nil {
+		if err := callAPI(ctx, nc, anyAPI, verbStatus, struct{}{}, &statusReply{}); err != nil {
 			nc.Close()
 			continue
 		}

@@ -120,6 +120,7 @@ func (d dataDir) credentials() (creds, error) {
 // serveInfo says where a running server listens.
 type serveInfo struct {
 	URL     string    `json:"url"`
+	API     string    `json:"api"` // the server's API prefix
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
 }

@@ -120,7 +120,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error 
 		return errors.New("exec needs a running server with workers: start `logbook serve`")
 	}
 	call := func(ctx context.Context, verb string, req, resp any) error {
-		return callAPI(ctx, b.nc, verb, req, resp)
+		return callAPI(ctx, b.nc, b.api, verb, req, resp)
 	}
 	var sr sessionReply
 	if err := call(ctx, verbSession, sessionRequest{ID: f.session}, &sr); err != nil {

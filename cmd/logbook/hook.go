@@ -98,9 +98,13 @@ func deliverSpool(ctx context.Context, g *globals, dd dataDir, sp *claude.Spool)
 	if err != nil {
 		return err
 	}
+	api := anyAPI
+	if si, ok := dd.readServeInfo(); ok && si.API != "" {
+		api = si.API
+	}
 	for _, e := range pending {
 		var r hookReply
-		err := callAPI(ctx, nc, verbHook, hookRequest{ID: e.ID, Payload: e.Payload}, &r)
+		err := callAPI(ctx, nc, api, verbHook, hookRequest{ID: e.ID, Payload: e.Payload}, &r)
 		if err != nil && isInputError(err) {
 			if err := rejectSpooled(sp.Dir(), e.ID, err); err != nil {
 				return err

@@ -21,7 +21,7 @@ func withAPI(ctx context.Context, g *globals, fn func(b *backend, call caller) e
 	defer b.Close()
 	if b.remote {
 		return fn(b, func(ctx context.Context, verb string, req, resp any) error {
-			return callAPI(ctx, b.nc, verb, req, resp)
+			return callAPI(ctx, b.nc, b.api, verb, req, resp)
 		})
 	}
 	store, err := openViews(ctx, g, b.dd, b.log)

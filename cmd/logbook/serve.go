@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -82,7 +84,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	}
 	defer lock.Close()
 	b := &backend{dd: dd, reg: events.NewRegistry(), lock: nil}
-	durability := "external NATS at " + g.natsURL
+	durability := "external NATS at " + redactURL(g.natsURL)
 	if g.natsURL != "" {
 		nc, err := natslog.Connect(g.natsURL, nats.Timeout(5*time.Second))
 		if err != nil {
@@ -128,15 +130,22 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		},
 	}
 	maps.Copy(verbs, svc.commandHandlers())
+	api := apiPrefixFor(dd)
 	for verb, h := range verbs {
-		sub, err := serveAPI(b.nc, verb, h)
-		if err != nil {
-			return fmt.Errorf("serve %s: %w", verb, err)
+		for _, subject := range []string{api + verb, anyAPI + verb} {
+			sub, err := serveAPI(b.nc, subject, h)
+			if err != nil {
+				return fmt.Errorf("serve %s: %w", subject, err)
+			}
+			defer sub.Unsubscribe()
 		}
-		defer sub.Unsubscribe()
 	}
-	if b.srv != nil {
-		if err := dd.writeServeInfo(serveInfo{URL: b.srv.ClientURL(), PID: os.Getpid(), Started: time.Now().UTC()}); err != nil {
+	{
+		url := g.natsURL
+		if b.srv != nil {
+			url = b.srv.ClientURL()
+		}
+		if err := dd.writeServeInfo(serveInfo{URL: url, API: api, PID: os.Getpid(), Started: time.Now().UTC()}); err != nil {
 			return fmt.Errorf("write %s: %w", dd.path("serve.json"), err)
 		}
 		defer os.Remove(dd.path("serve.json"))
@@ -234,4 +243,15 @@ func openViews(ctx context.Context, g *globals, dd dataDir, log *natslog.Log) (*
 		return projections.Open(dd.path("views"), projections.Options{})
 	}
 	return store, nil
+}
+
+// redactURL hides the password of each comma-separated NATS URL in s.
+func redactURL(s string) string {
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
 }

@@ -247,7 +247,7 @@ func (s *soak) status(ctx context.Context) (statusReply, error) { return s.statu
 func (s *soak) statusOf(ctx context.Context, pid int) (statusReply, error) {
 	var r statusReply
 	err := s.withServer(ctx, pid, func(nc *nats.Conn) error {
-		return callAPI(ctx, nc, verbStatus, struct{}{}, &r)
+		return callAPI(ctx, nc, anyAPI, verbStatus, struct{}{}, &r)
 	})
 	return r, err
 }
