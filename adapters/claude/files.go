@@ -181,12 +181,16 @@ func Discover(paths ...string) ([]Transcript, error) {
 		// A symlinked root (a linked ~/.claude, say) is walked where it
 		// points; links inside the tree are followed to files only, so a
 		// loop of linked directories cannot trap the walk.
+		root := p
 		if r, err := filepath.EvalSymlinks(p); err == nil {
-			p = r
+			root = r
 		}
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
+			}
+			if rel, err := filepath.Rel(root, path); err == nil {
+				path = filepath.Join(p, rel) // named as the caller named the root
 			}
 			if !strings.HasSuffix(path, ".jsonl") {
 				return nil
