@@ -52,7 +52,7 @@ measured on the same server in the same run, and their ratio:
 
 ratio = Logbook's rate ÷ the baseline's rate; 1.00 means as fast as raw
 JetStream. Absolute numbers move between runs on a shared machine; the
-ratios are steadier. Where issue #2 of the project sets a floor for a ratio,
+ratios are steadier. Where Logbook holds itself to a floor for a ratio,
 the FLOOR column says whether this run meets it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,8 +60,8 @@ the FLOOR column says whether this run meets it.`,
 				return errors.New("bench runs embedded servers of its own; --nats-url does not apply")
 			}
 			for _, o := range cfg.only {
-				if !slices.Contains([]string{"append", "read", "import", "hook"}, o) {
-					return fmt.Errorf("--only %q: no such group (want append, read, import or hook)", o)
+				if !slices.Contains([]string{"append", "read", "import", "hook", "command"}, o) {
+					return fmt.Errorf("--only %q: no such group (want append, read, import, hook or command)", o)
 				}
 			}
 			cfg = cfg.orDefaults(benchPreset(quick))
@@ -157,7 +157,7 @@ type benchWorkload struct {
 type benchBaseline struct {
 	name  string
 	run   benchRun
-	floor float64 // the least ratio issue #2 accepts; 0: none
+	floor float64 // the least ratio Logbook accepts; 0: none
 }
 
 // benchReport is the result of a run; its JSON is what --json prints.

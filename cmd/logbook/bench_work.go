@@ -93,6 +93,10 @@ func (e *benchEnv) workloads() []benchWorkload {
 			group: "hook", name: "hook claude → serve, fsync always", unit: "hook",
 			logbook: e.hookRun, baselines: []benchBaseline{{name: "logbook version (process start)", run: e.versionRun}},
 		},
+		benchWorkload{
+			group: "command", name: "exec full_access true → exited, via workers", unit: "cmd",
+			logbook: e.commandRun, baselines: []benchBaseline{{name: "fork/exec of true", run: e.trueRun}},
+		},
 	)
 	return ws
 }
@@ -236,7 +240,7 @@ const benchAtomicInflight = 50
 
 // ceiling publishes the row's number of messages in atomic batches of
 // 500 from one publisher: the most the server stores durably, and the
-// baseline of issue #2's append floor.
+// baseline of the append floor Logbook holds itself to.
 func (a benchAppend) ceiling(ctx context.Context) (benchSample, error) {
 	l, err := a.env.appendLog(ctx, a.mode)
 	if err != nil {
@@ -793,6 +797,41 @@ func (e *benchEnv) processes(ctx context.Context, s *benchServe, args []string, 
 		t := time.Now()
 		if out, err := c.CombinedOutput(); err != nil {
 			return benchSample{}, fmt.Errorf("logbook %v: %w\n%s", args, err, out)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	return benchSample{ops: e.cfg.hooks, elapsed: time.Since(start), lat: lat}, nil
+}
+
+// commandRun starts this binary as `logbook exec` of `true` in full_access
+// for one session, cfg.hooks times in a row: request appended, picked up
+// by a worker, started, exited, and the exit read back by exec.
+func (e *benchEnv) commandRun(ctx context.Context) (benchSample, error) {
+	s, err := e.serve(ctx)
+	if err != nil {
+		return benchSample{}, err
+	}
+	const sid = "bench-command"
+	if _, err := e.processes(ctx, s, []string{"hook", "claude"}, func(int) []byte {
+		return []byte(`{"session_id":"` + sid + `","cwd":"/home/user/project","hook_event_name":"SessionStart","source":"startup"}`)
+	}); err != nil {
+		return benchSample{}, err
+	}
+	ws := filepath.Join(e.dir, "workspace")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return benchSample{}, err
+	}
+	return e.processes(ctx, s, []string{"exec", "--session", sid, "--mode", "full_access", "--workspace", ws, "--", "true"}, func(int) []byte { return nil })
+}
+
+// trueRun runs `true` directly as often: the cost of a process at all.
+func (e *benchEnv) trueRun(ctx context.Context) (benchSample, error) {
+	lat := make([]time.Duration, 0, e.cfg.hooks)
+	start := time.Now()
+	for range e.cfg.hooks {
+		t := time.Now()
+		if err := exec.CommandContext(ctx, "true").Run(); err != nil {
+			return benchSample{}, fmt.Errorf("true: %w", err)
 		}
 		lat = append(lat, time.Since(t))
 	}
