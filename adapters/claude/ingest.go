@@ -210,46 +210,51 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 	return res, nil
 }
 
-// firstTime returns the first timestamp among the transcript's first 64
-// lines, or the zero time.
-func firstTime(path string) time.Time {
+// headLines is how many leading lines firstTime and sessionIDOf look at.
+const headLines = 64
+
+// firstOf decodes each of the transcript's first headLines complete lines
+// into a fresh V and returns the first for which ok reports true.
+func firstOf[V any](path string, ok func(V) bool) (V, bool) {
 	n := 0
 	for l, err := range ReadLines(path, 0) {
-		if err != nil || l.Torn || n >= 64 {
+		if err != nil || l.Torn || n >= headLines {
 			break
 		}
 		n++
-		var v struct {
-			Timestamp string `json:"timestamp"`
-		}
-		if json.Unmarshal(l.Bytes, &v) == nil {
-			if t, err := time.Parse(time.RFC3339Nano, v.Timestamp); err == nil {
-				return t
-			}
+		var v V
+		if json.Unmarshal(l.Bytes, &v) == nil && ok(v) {
+			return v, true
 		}
 	}
-	return time.Time{}
+	var zero V
+	return zero, false
+}
+
+// firstTime returns the first timestamp among the transcript's first
+// lines, or the zero time.
+func firstTime(path string) time.Time {
+	type line struct {
+		Timestamp string `json:"timestamp"`
+	}
+	v, _ := firstOf(path, func(v line) bool {
+		_, err := time.Parse(time.RFC3339Nano, v.Timestamp)
+		return err == nil
+	})
+	t, _ := time.Parse(time.RFC3339Nano, v.Timestamp)
+	return t
 }
 
 // sessionIDOf returns the sessionId the transcript's lines carry (the
-// first one among its first 64 lines), or "" if none does. Claude Code
+// first one among its first lines), or "" if none does. Claude Code
 // names a transcript after its session, but a copied or renamed file
 // keeps its identity this way.
 func sessionIDOf(path string) string {
-	n := 0
-	for l, err := range ReadLines(path, 0) {
-		if err != nil || l.Torn || n >= 64 {
-			break
-		}
-		n++
-		var v struct {
-			SessionID string `json:"sessionId"`
-		}
-		if json.Unmarshal(l.Bytes, &v) == nil && v.SessionID != "" && events.ValidID(v.SessionID) == nil {
-			return v.SessionID
-		}
+	type line struct {
+		SessionID string `json:"sessionId"`
 	}
-	return ""
+	v, _ := firstOf(path, func(v line) bool { return v.SessionID != "" && events.ValidID(v.SessionID) == nil })
+	return v.SessionID
 }
 
 // ImportTranscript imports t and its subagents' transcripts. The session

@@ -50,9 +50,12 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		}
 	}
 	if !b.remote {
-		lock, err := dd.lock("logbook " + g.cmdName)
+		lock, err := dd.lock(g.cmdName)
 		if errors.Is(err, errBusy) {
-			return nil, fmt.Errorf("%w; is `logbook serve` running but not answering? (%s)", err, dd.path("serve.json"))
+			if _, ok := dd.readServeInfo(); ok {
+				return nil, fmt.Errorf("%w; `logbook serve` holds it but does not answer (%s)", err, dd.path("serve.json"))
+			}
+			return nil, fmt.Errorf("%w; another command works on it directly: try again when it ends, or run `logbook serve` so commands can share it", err)
 		}
 		if err != nil {
 			return nil, err

@@ -67,7 +67,7 @@ and replays any history deterministically.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
-			g.cmdName = cmd.Name()
+			g.cmdName = cmd.CommandPath()
 		},
 	}
 	root.SetArgs(args)
