@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -77,6 +78,15 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	}
 	if listen == "" && g.natsURL == "" {
 		return fmt.Errorf("--listen: want a loopback host:port such as 127.0.0.1:0")
+	}
+	if g.natsURL == "" {
+		// Say so at once when the port is taken, rather than when the
+		// server gives up waiting to be ready.
+		l, err := net.Listen("tcp", listen)
+		if err != nil {
+			return fmt.Errorf("--listen %s: %w", listen, err)
+		}
+		l.Close()
 	}
 	lock, err := dd.lock("logbook serve")
 	if err != nil {
