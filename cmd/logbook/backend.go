@@ -49,10 +49,13 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 			return nil, err
 		}
 	}
+	if !b.remote && g.requireServer {
+		return nil, fmt.Errorf("%s needs a running server: start `logbook serve`", g.cmdName)
+	}
 	if !b.remote {
 		lock, err := dd.lock(g.cmdName)
 		if errors.Is(err, errBusy) {
-			if _, ok := dd.readServeInfo(); ok {
+			if strings.Contains(err.Error(), "logbook serve") {
 				return nil, fmt.Errorf("%w; `logbook serve` holds it but does not answer (%s)", err, dd.path("serve.json"))
 			}
 			return nil, fmt.Errorf("%w; another command works on it directly: try again when it ends, or run `logbook serve` so commands can share it", err)

@@ -111,6 +111,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error 
 		return err
 	}
 
+	g.requireServer = true
 	b, err := openBackend(ctx, g)
 	if err != nil {
 		return err

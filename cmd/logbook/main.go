@@ -27,9 +27,13 @@ type globals struct {
 	natsURL string // --nats-url
 	json    bool   // --json
 	cmdName string
-	stdin   io.Reader
-	stdout  io.Writer
-	stderr  io.Writer
+	// requireServer makes openBackend fail, rather than open the data dir
+	// directly, when no server answers: for commands only a server can
+	// serve (exec needs its workers), so they never hold the data dir.
+	requireServer bool
+	stdin         io.Reader
+	stdout        io.Writer
+	stderr        io.Writer
 }
 
 // exitError carries a specific exit code.

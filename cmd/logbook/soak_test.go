@@ -80,6 +80,7 @@ func TestSoak(t *testing.T) {
 		wg.Go(func() { s.importLoop(load, i == 0) })
 		wg.Go(func() { s.hookLoop(load) })
 	}
+	wg.Go(func() { s.commandLoop(load) })
 	for c := 1; c <= cycles; c++ {
 		srv, wait := s.startServe(ctx)
 		time.Sleep(time.Duration(200+s.intN(1000)) * time.Millisecond)
@@ -121,6 +122,7 @@ type soak struct {
 	rng  *rand.Rand
 	ts   []*synthTranscript
 	keys map[string]bool // hook observation keys acknowledged (exit 0)
+	cmds map[string]bool // command ids whose exec reported their exit 0 and output
 	why  map[string]int  // why imports failed: their last line of output
 
 	hookN       atomic.Int64
@@ -147,6 +149,7 @@ func newSoak(t *testing.T, bin string, seed uint64) *soak {
 		dir:  filepath.Join(dir, "projects"),
 		rng:  rand.New(rand.NewPCG(seed, seed>>1)),
 		keys: map[string]bool{},
+		cmds: map[string]bool{},
 		why:  map[string]int{},
 	}
 	ts, err := newSynthTranscripts(s.dir, 4, true)
@@ -349,6 +352,28 @@ func (s *soak) grow() {
 
 // hookLoop runs `logbook hook claude` with a fresh payload again and
 // again until ctx ends, and records the payloads acknowledged.
+// commandLoop asks for short commands through `logbook exec` for the
+// transcripts' sessions. One whose exec exits 0 having printed the
+// command's output is acknowledged: it must be in the log, started once
+// and ended once.
+func (s *soak) commandLoop(ctx context.Context) {
+	ws := s.t.TempDir()
+	for n := 1; ctx.Err() == nil; n++ {
+		time.Sleep(time.Duration(50+s.intN(200)) * time.Millisecond)
+		id := fmt.Sprintf("soakcmd-%d", n)
+		sess := s.ts[n%len(s.ts)].Session
+		out, err := s.run(ctx, nil, "exec", "--session", sess, "--mode", "full_access", "--workspace", ws, "--id", id, "--wait", "20s", "--", "echo", "out-"+id)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil && bytes.Contains(out, []byte("out-"+id)) {
+			s.mu.Lock()
+			s.cmds[id] = true
+			s.mu.Unlock()
+		}
+	}
+}
+
 func (s *soak) hookLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		n := s.hookN.Add(1)
@@ -497,6 +522,39 @@ func (s *soak) verify(ctx context.Context, cycles int) {
 	if rej, _ := filepath.Glob(dd.path("spool", "rejected", "*.json")); len(rej) > 0 {
 		t.Errorf("%d spooled payloads were rejected", len(rej))
 	}
+	// Every command started at most once and ended at most once; every
+	// command whose exec saw it exit exactly once, with its output.
+	cmdRuns := 0
+	for _, recs := range byAgg {
+		if len(recs) == 0 || recs[0].Agg.Kind != events.KindCommand {
+			continue
+		}
+		id := recs[0].Agg.ID
+		started, ended := 0, 0
+		for _, r := range recs {
+			switch r.Type {
+			case "command.started":
+				started++
+			case "command.exited", "command.abandoned", "command.refused":
+				ended++
+			}
+		}
+		cmdRuns++
+		if started > 1 || ended > 1 {
+			dup++
+			t.Errorf("command %s: started %d times, ended %d times", id, started, ended)
+		}
+		if s.cmds[id] && (started != 1 || ended != 1) {
+			lost++
+			t.Errorf("acknowledged command %s: started %d, ended %d", id, started, ended)
+		}
+	}
+	for id := range s.cmds {
+		if len(byAgg[id]) == 0 {
+			lost++
+			t.Errorf("acknowledged command %s is not in the log", id)
+		}
+	}
 	// No half decision.
 	halves := 0
 	for id, recs := range byAgg {
@@ -524,6 +582,7 @@ func (s *soak) verify(ctx context.Context, cycles int) {
 	for why, n := range s.why {
 		t.Logf("soak: %d imports stopped: %s", n, why)
 	}
+	t.Logf("soak: commands requested %d, acknowledged %d (exec saw their exit)", cmdRuns, len(s.cmds))
 	t.Logf("soak: cycles %d, kills mid-import %d, transcript lines %d, hooks acknowledged %d, not acknowledged %d, imports %d (%d stopped), events %d in %d sessions, half decisions %d, lost %d, duplicated %d, hashes equal %t (%s at seq %d)",
 		cycles, s.midImport, lines, len(s.keys), s.hookFails.Load(), s.imports.Load(), s.importFails.Load(),
 		total, len(byAgg), halves, lost, dup, rep.Equal, rep.LiveHash, rep.Seq)
@@ -544,6 +603,9 @@ func halfDecisions(t *testing.T, id string, recs []events.Record) int {
 		if _, ok := events.Observed(r.Data); ok {
 			obs = r.ID.String()
 			continue
+		}
+		if r.Cause != nil && r.Cause.Kind != "hook" && r.Cause.Kind != "transcript" {
+			continue // decided on a request (a worker's, the CLI's), not on an observation
 		}
 		if r.Cause == nil || r.Cause.Ref != obs {
 			bad++
