@@ -91,6 +91,16 @@ recorded (exit 1 when any do).
 					return &exitError{code: 1, err: fmt.Errorf("decisions diverge")}
 				}
 				return nil
+			case dump && g.json:
+				for r, err := range replay.Records(ctx, b.log, p) {
+					if err != nil {
+						return err
+					}
+					if err := printRecord(g.stdout, r, true); err != nil {
+						return err
+					}
+				}
+				return nil
 			case dump:
 				return replay.Dump(g.stdout, replay.Records(ctx, b.log, p))
 			}
