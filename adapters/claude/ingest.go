@@ -25,6 +25,7 @@ type Ingester struct {
 	reg    *events.Registry
 	x      *events.Executor[session.State]
 	clock  events.Clock
+	skip   bool
 }
 
 // IngestConfig configures an Ingester.
@@ -35,6 +36,11 @@ type IngestConfig struct {
 	IDs    events.IDSource  // nil: ulid.Make
 	Clock  events.Clock     // nil: time.Now; used only for lines without a timestamp in a new session
 	Host   string           // stamped on decided events
+	// SkipInvalid records a transcript line that does not parse as an
+	// observation with no signals (kind "invalid", the error in its
+	// problems, the text redacted and capped) and goes on, instead of
+	// stopping the file there.
+	SkipInvalid bool
 }
 
 // NewIngester returns an Ingester appending to cfg.Log.
@@ -62,6 +68,7 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 		parser: cfg.Parser,
 		reg:    cfg.Reg,
 		clock:  cfg.Clock,
+		skip:   cfg.SkipInvalid,
 		x: &events.Executor[session.State]{
 			Log: cfg.Log, Reg: cfg.Reg, Init: session.Init, Evolve: session.Evolve,
 			IDs: cfg.IDs, Host: cfg.Host, Actor: "claude-code",
@@ -175,7 +182,10 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 			// A blank line carries nothing, but it keeps its number.
 			o = events.Observation{Key: fmt.Sprintf("line:%d", l.N), Parser: ParserLine, Path: path, Line: l.N, Kind: "blank", Problems: []string{"blank line"}}
 		} else if o, err = in.parser.Line(path, l.N, l.Bytes); err != nil {
-			return res, err
+			if !in.skip || o.Kind != "invalid" {
+				return res, err
+			}
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%v (recorded without signals)", err))
 		}
 		if o.UUID != "" {
 			uuids[o.UUID] = true

@@ -17,7 +17,10 @@ import (
 
 func importCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "import", Short: "Import agent transcripts"}
-	var workers int
+	var (
+		workers     int
+		skipInvalid bool
+	)
 	claudeImport := &cobra.Command{
 		Use:   "claude PATH...",
 		Short: "Import Claude Code transcripts (files or directories such as ~/.claude/projects)",
@@ -28,10 +31,11 @@ only lines that are new; a last line still being written waits for the next
 import; a line that does not parse stops that file with its path and line.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return importClaude(cmd.Context(), g, args, workers)
+			return importClaude(cmd.Context(), g, args, workers, skipInvalid)
 		},
 	}
 	claudeImport.Flags().IntVar(&workers, "workers", 4, "transcripts imported at once")
+	claudeImport.Flags().BoolVar(&skipInvalid, "skip-invalid", false, "record a line that does not parse (without signals) and go on, instead of stopping that file there")
 	cmd.AddCommand(claudeImport)
 	return cmd
 }
@@ -45,7 +49,7 @@ type importSummary struct {
 	NotTranscripts []string            `json:"skipped_files,omitempty"` // files that are not transcripts
 }
 
-func importClaude(ctx context.Context, g *globals, paths []string, workers int) error {
+func importClaude(ctx context.Context, g *globals, paths []string, workers int, skipInvalid bool) error {
 	ts, err := claude.Discover(paths...)
 	if err != nil {
 		return err
@@ -71,7 +75,7 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int) 
 	if err != nil {
 		return err
 	}
-	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Parser: parser, Host: host})
+	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Parser: parser, Host: host, SkipInvalid: skipInvalid})
 	if err != nil {
 		return err
 	}
