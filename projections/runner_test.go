@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/projections/projectionstest"
@@ -23,22 +24,7 @@ import (
 // time.
 func newLog(t testing.TB, fsync natslog.Fsync) (*natslog.Log, *natslog.Server) {
 	t.Helper()
-	srv, err := natslog.StartEmbedded(context.Background(), natslog.EmbeddedConfig{StoreDir: t.TempDir(), Fsync: fsync})
-	if err != nil {
-		t.Fatalf("StartEmbedded: %v", err)
-	}
-	log, err := natslog.Open(context.Background(), srv.Conn(), natslog.Config{})
-	if err != nil {
-		srv.Shutdown()
-		t.Fatalf("natslog.Open: %v", err)
-	}
-	t.Cleanup(func() {
-		log.Close()
-		if err := srv.Shutdown(); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
-	return log, srv
+	return natslogtest.Start(t, fsync)
 }
 
 // logWith returns a log holding h's batches.

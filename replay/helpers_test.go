@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/projections/projectionstest"
@@ -56,21 +57,7 @@ func history(t testing.TB, seed uint64, steps, sessions int) *projectionstest.Hi
 // depend on the log's durability, and it saves time.
 func newLog(t testing.TB) *natslog.Log {
 	t.Helper()
-	srv, err := natslog.StartEmbedded(context.Background(), natslog.EmbeddedConfig{StoreDir: t.TempDir(), Fsync: natslog.FsyncInterval})
-	if err != nil {
-		t.Fatalf("StartEmbedded: %v", err)
-	}
-	log, err := natslog.Open(context.Background(), srv.Conn(), natslog.Config{})
-	if err != nil {
-		srv.Shutdown()
-		t.Fatalf("natslog.Open: %v", err)
-	}
-	t.Cleanup(func() {
-		log.Close()
-		if err := srv.Shutdown(); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
+	log, _ := natslogtest.Start(t, natslog.FsyncInterval)
 	return log
 }
 

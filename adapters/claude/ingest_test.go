@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -20,17 +21,8 @@ import (
 // and opens the log on it.
 func openLog(t *testing.T) *natslog.Log {
 	t.Helper()
-	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown() })
-	l, err := natslog.Open(t.Context(), srv.Conn(), natslog.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
+	return log
 }
 
 func newTestIngester(t *testing.T, l events.Log) *Ingester {

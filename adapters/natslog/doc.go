@@ -29,7 +29,7 @@
 // one-event decision as a plain publish with the same headers, which is
 // just as atomic and cheaper. If the server refuses a merged batch, each
 // member is retried alone so that only the offending decision fails.
-// AppendWithRetry is the reload-and-decide loop callers run on top.
+// events.Executor is the reload-and-decide loop callers run on top.
 //
 // # Reading
 //
