@@ -20,11 +20,16 @@ const (
 	readPull = 1000
 	// loadPage is how many messages one batched direct get of Load asks for.
 	loadPage = 1000
-	// resetAttempts bounds how often an ordered consumer is recreated in a
-	// row (after a lost connection or a gap) before the read fails: the
-	// waits between attempts grow from 1 s to 10 s, about 25 s in all.
-	resetAttempts = 5
 )
+
+// ResetAttempts bounds how often an ordered consumer is recreated in a row
+// (after a lost connection, a gap or a deleted consumer) before its
+// iterator fails: one retry, 1 s after the first attempt. Every ordered
+// consumer on the stream sets it (jetstream.OrderedConsumerConfig
+// MaxResetAttempts): the client holds the iterator's lock while it retries,
+// so neither ctx nor Stop ends a Next during a reset, and with the
+// client's default (retry forever) a deleted stream blocks Next for good.
+const ResetAttempts = 2
 
 // Msg is one stored message of the stream, event or not.
 type Msg struct {
@@ -233,7 +238,7 @@ func (l *Log) FollowRaw(ctx context.Context, filter string, from uint64) iter.Se
 // or before end; with end 0 it runs until ctx is done.
 func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yield func(Msg, error) bool) {
 	fail := func(err error) { yield(Msg{}, fmt.Errorf("read %s from %d: %w", filter, from, err)) }
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, MaxResetAttempts: resetAttempts}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, MaxResetAttempts: ResetAttempts}
 	if from > 1 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = from
@@ -249,6 +254,9 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 		return
 	}
 	defer l.stopConsumer(ctx, cons, it)
+	// Next watches ctx only between resets; Stop ends a reset's waits too.
+	unwatch := context.AfterFunc(ctx, it.Stop)
+	defer unwatch()
 	if info := cons.CachedInfo(); end > 0 && info != nil && info.NumPending == 0 {
 		return
 	}

@@ -358,8 +358,9 @@ func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions, fn fun
 	}
 	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
 	cons, err := c.js.OrderedConsumer(ctx, natslog.StreamName, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{agg.Subject(), natslog.OutputSubject(id)},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		FilterSubjects:   []string{agg.Subject(), natslog.OutputSubject(id)},
+		DeliverPolicy:    jetstream.DeliverAllPolicy,
+		MaxResetAttempts: natslog.ResetAttempts,
 	})
 	if err != nil {
 		return st, fmt.Errorf("watch %s: %w", id, err)
@@ -369,6 +370,8 @@ func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions, fn fun
 		return st, fmt.Errorf("watch %s: %w", id, err)
 	}
 	defer it.Stop()
+	unwatch := context.AfterFunc(ctx, it.Stop) // Next misses ctx during a reset
+	defer unwatch()
 	st = command.Init(agg)
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))

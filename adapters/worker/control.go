@@ -131,8 +131,9 @@ func (w *Worker) beat(ctx context.Context) error {
 // abandoned.
 func (w *Worker) control(ctx context.Context) error {
 	cons, err := w.js.OrderedConsumer(ctx, natslog.StreamName, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{CommandFilter},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		FilterSubjects:   []string{CommandFilter},
+		DeliverPolicy:    jetstream.DeliverAllPolicy,
+		MaxResetAttempts: natslog.ResetAttempts,
 	})
 	if err != nil {
 		return fmt.Errorf("worker %s: control feed: %w", w.id.ID, err)
@@ -142,6 +143,8 @@ func (w *Worker) control(ctx context.Context) error {
 		return fmt.Errorf("worker %s: control feed: %w", w.id.ID, err)
 	}
 	defer it.Stop()
+	unwatch := context.AfterFunc(ctx, it.Stop) // Next misses ctx during a reset
+	defer unwatch()
 	for {
 		nctx, cancel := ctx, context.CancelFunc(func() {})
 		if !w.caughtUp.Load() {

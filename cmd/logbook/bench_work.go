@@ -437,7 +437,7 @@ func (e *benchEnv) orderedRead(ctx context.Context) (benchSample, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	start := time.Now()
-	cons, err := l.js.OrderedConsumer(ctx, natslog.StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: []string{events.SubjectEvents + ".>"}})
+	cons, err := l.js.OrderedConsumer(ctx, natslog.StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: []string{events.SubjectEvents + ".>"}, MaxResetAttempts: natslog.ResetAttempts})
 	if err != nil {
 		return benchSample{}, err
 	}

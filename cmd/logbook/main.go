@@ -27,6 +27,9 @@ type globals struct {
 	natsURL string // --nats-url
 	json    bool   // --json
 	cmdName string
+	// acceptLoss lets openViews rebuild a projection the log lost events
+	// of, rather than refuse (serve --accept-stream-loss).
+	acceptLoss bool
 	// requireServer makes openBackend fail, rather than open the data dir
 	// directly, when no server answers: for commands only a server can
 	// serve (exec needs its workers), so they never hold the data dir.

@@ -25,6 +25,7 @@ func serveCmd(g *globals) *cobra.Command {
 		listen  string
 		fsync   string
 		workers int
+		accept  bool
 		wf      workerFlags
 	)
 	cmd := &cobra.Command{
@@ -37,12 +38,14 @@ other commands on a loopback listener protected by generated credentials
 was down.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			g.acceptLoss = accept
 			return serve(cmd.Context(), g, listen, fsync, workerPool{n: workers, flags: wf})
 		},
 	}
 	cmd.Flags().IntVar(&workers, "workers", 2, "sandbox workers to run in this process (0: none; run `logbook worker` elsewhere)")
 	wf.register(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback host:port for clients (port 0 picks one; it is written to serve.json)")
+	cmd.Flags().BoolVar(&accept, "accept-stream-loss", false, "start even when the log lost events the projection has seen (the stream was deleted, re-created or cut): set the projection aside and rebuild it from the log")
 	cmd.Flags().StringVar(&fsync, "fsync", "always", "when the log reaches the disk: always (before every acknowledgement) or interval (every second; faster, can lose the last second on an OS crash)")
 	return cmd
 }
@@ -181,6 +184,16 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			return nil
 		}, func(error) { cancel() })
 	}
+	if sid, err := b.log.Identity(ctx); err == nil {
+		ctx, cancel := context.WithCancel(ctx)
+		grp.Add(func() error {
+			err := b.log.WatchStream(ctx, sid, time.Second)
+			if err != nil {
+				fmt.Fprintf(g.stderr, "logbook serve: %v: the log is gone; stopping\n", err)
+			}
+			return err
+		}, func(error) { cancel() })
+	}
 	{
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {
@@ -228,29 +241,47 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	return err
 }
 
-// openViews opens the projections in the data dir. A projection whose
-// checkpoint is past the log's end was made from events the log no longer
-// has (its tail was lost to an OS crash under --fsync=interval, or the
-// store was replaced): the log is the truth, so the projection is set
-// aside (views.ahead-<time>) and rebuilt from the log.
+// openViews opens the projections in the data dir, after checking that
+// the log still holds every event they were made from (see streamLoss and
+// stream.json). When it does not, it refuses with an error naming both
+// sequences; with --accept-stream-loss (g.acceptLoss) it sets the
+// projection aside (views.lost-<time>), says so, and rebuilds it from
+// the log, which is the truth.
 func openViews(ctx context.Context, g *globals, dd dataDir, log *natslog.Log) (*projections.Store, error) {
 	store, err := projections.Open(dd.path("views"), projections.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("open projections in %s: %w (remove it to rebuild from the log)", dd.path("views"), err)
 	}
-	last, err := log.LastSeq(ctx)
+	id, err := log.Identity(ctx)
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
-	if cp := store.Checkpoint(); cp > last {
+	rec, have, err := dd.readStreamRecord()
+	if err != nil {
 		store.Close()
-		aside := dd.path(fmt.Sprintf("views.ahead-%d", time.Now().Unix()))
-		if err := os.Rename(dd.path("views"), aside); err != nil {
-			return nil, fmt.Errorf("set aside projections ahead of the log: %w", err)
+		return nil, err
+	}
+	if loss := streamLoss(dd, id, rec, have, store.Checkpoint()); loss != "" {
+		store.Close()
+		if !g.acceptLoss {
+			return nil, fmt.Errorf("%w: %s; restore the stream, or run `logbook serve --accept-stream-loss` to set the projection aside and rebuild it from the log as it is", errStreamLoss, loss)
 		}
-		fmt.Fprintf(g.stderr, "logbook: projection at seq %d is past the log's end (%d); set aside in %s and rebuilt from the log\n", cp, last, aside)
-		return projections.Open(dd.path("views"), projections.Options{})
+		aside := dd.path(fmt.Sprintf("views.lost-%d", time.Now().Unix()))
+		if err := os.Rename(dd.path("views"), aside); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("set aside projections: %w", err)
+		}
+		fmt.Fprintf(g.stderr, "logbook: %s; --accept-stream-loss: projection set aside in %s and rebuilt from the log\n", loss, aside)
+		if store, err = projections.Open(dd.path("views"), projections.Options{}); err != nil {
+			return nil, err
+		}
+		have = false
+	}
+	if !have {
+		if err := dd.writeStreamRecord(id); err != nil {
+			store.Close()
+			return nil, fmt.Errorf("write %s: %w", dd.path("stream.json"), err)
+		}
 	}
 	return store, nil
 }

@@ -1,0 +1,91 @@
+package natslog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Identity names one incarnation of the LOGBOOK stream and where it
+// stands. A stream deleted and created again under the same name has a
+// new Created time; an append-only stream (DenyDelete, DenyPurge) keeps
+// FirstSeq at 1 once it holds a message.
+type Identity struct {
+	Created  time.Time // when the server created the stream (UTC)
+	FirstSeq uint64    // sequence of the oldest message kept; 0 when empty
+	LastSeq  uint64    // sequence of the newest message; 0 when empty
+}
+
+// Identity asks the server for the stream's creation time and sequence
+// range (one STREAM.INFO request, bounded by Config.Timeout when ctx has
+// no deadline). A stream that no longer exists gives an error wrapping
+// ErrStreamLost.
+func (l *Log) Identity(ctx context.Context) (Identity, error) {
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	info, err := l.stream.Info(ctx)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return Identity{}, fmt.Errorf("%w: %s: %v", ErrStreamLost, StreamName, err)
+	}
+	if err != nil {
+		return Identity{}, fmt.Errorf("stream info %s: %w", StreamName, err)
+	}
+	return Identity{Created: info.Created.UTC(), FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq}, nil
+}
+
+// ErrStreamLost reports that the LOGBOOK stream a Log was opened on is
+// gone: deleted, or deleted and created again.
+var ErrStreamLost = errors.New("natslog: stream lost")
+
+// StreamLostError reports the stream a Log was opened on as deleted
+// (Now is the zero Identity) or replaced by another of the same name
+// (Now.Created differs from Was.Created). It wraps ErrStreamLost.
+type StreamLostError struct {
+	Was, Now Identity
+}
+
+// Error names both incarnations and the sequence the old one had reached.
+func (e *StreamLostError) Error() string {
+	if e.Now.Created.IsZero() {
+		return fmt.Sprintf("natslog: stream %s (created %s, last seq %d) was deleted", StreamName, e.Was.Created.Format(time.RFC3339Nano), e.Was.LastSeq)
+	}
+	return fmt.Sprintf("natslog: stream %s (created %s, last seq %d) was deleted and created again at %s (first seq %d, last seq %d)",
+		StreamName, e.Was.Created.Format(time.RFC3339Nano), e.Was.LastSeq, e.Now.Created.Format(time.RFC3339Nano), e.Now.FirstSeq, e.Now.LastSeq)
+}
+
+// Unwrap returns ErrStreamLost.
+func (e *StreamLostError) Unwrap() error { return ErrStreamLost }
+
+// WatchStream checks the stream every interval (0 means 1 s) until ctx is
+// done, and returns a *StreamLostError as soon as the stream is gone or
+// has a creation time other than was's. It returns nil when ctx ends.
+// Failed checks for other reasons (a timeout, a lost connection) are
+// retried at the next tick: only the server's answer that the stream is
+// gone or new counts.
+func (l *Log) WatchStream(ctx context.Context, was Identity, interval time.Duration) error {
+	if interval <= 0 {
+		interval = time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		now, err := l.Identity(ctx)
+		switch {
+		case errors.Is(err, ErrStreamLost):
+			return &StreamLostError{Was: was}
+		case err != nil:
+			continue
+		case !now.Created.Equal(was.Created):
+			return &StreamLostError{Was: was, Now: now}
+		}
+		was.LastSeq = now.LastSeq
+	}
+}
