@@ -47,7 +47,7 @@ func findBwrap(p string) (string, error) {
 // command around "bw --version", which exists inside the boundary since /
 // is bound read-only. Errors wrap ErrRefused and carry bwrap's own message.
 func probe(ctx context.Context, bw string) error {
-	args := append(boundaryBase(), "--", bw, "--version")
+	args := append(boundaryBase(DefaultTmpBytes), "--", bw, "--version")
 	cmd := exec.CommandContext(ctx, bw, args...)
 	cmd.Env = []string{} // not the worker's
 	cmd.Dir = "/"

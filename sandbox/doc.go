@@ -15,52 +15,83 @@
 //   - FullAccess: the command runs directly, with no boundary at all.
 //
 // ReadOnly and WorkspaceWrite are the restricted modes. They run the command
-// under bubblewrap (bwrap) with --unshare-net, --unshare-pid,
-// --die-with-parent, --chdir to the working directory, and these mounts, in
-// this order: --ro-bind / /, --dev /dev, --proc /proc, --tmpfs /tmp,
-// --tmpfs /run, the workspace bound onto itself (--bind or --ro-bind), and
-// every protected path --ro-bind'ed onto itself. Because the tmpfs mounts
-// come first, a workspace under /tmp stays visible. /run is hidden because a
-// read-only mount does not stop connect(2) on the Unix sockets there
-// (databases, D-Bus, container engines). If bubblewrap is missing or cannot
-// build that boundary, a restricted command is refused with an error
-// wrapping ErrRefused; it is never run unconfined.
+// under bubblewrap (bwrap) in new user, mount, PID, network, IPC, UTS and
+// (where the kernel has them) cgroup namespaces, with every capability
+// dropped (--cap-drop ALL, as root too), no further user namespaces
+// (--disable-userns), --die-with-parent and --chdir to the working
+// directory. The mounts, in this order: / read-only; a fresh /dev, read-only,
+// with a private /dev/shm; a fresh /proc whose /proc/sys is read-only
+// (bwrap leaves it writable, and root without capabilities still holds an
+// owner's rights on sysctls such as kernel.core_pattern); private /tmp and
+// /run; the workspace bound onto itself (--bind or --ro-bind); the protected
+// paths, read-only; and the hidden paths, covered. /tmp, /run and /dev/shm
+// are RAM-backed tmpfs of bounded size (Limits.TmpBytes, DefaultRunBytes,
+// DefaultShmBytes). Because they come first, a workspace under /tmp stays
+// visible. /run is hidden because a read-only mount does not stop connect(2)
+// on the Unix sockets there (databases, D-Bus, container engines). If
+// bubblewrap is missing or cannot build that boundary, a restricted command
+// is refused with an error wrapping ErrRefused; it is never run unconfined.
 //
-// # Protected paths
+// # Protected and hidden paths
 //
-// In the restricted modes these stay read-only even inside a writable
-// workspace: the paths listed in Spec.Protected and the workspace's
-// top-level .git (the whole directory, or a .git file together with the git
-// directory it names if that lies in the workspace). All of .git is protected,
-// not just .git/config and .git/hooks: git also follows files such as
-// .git/commondir that a command could create to point git at a config of its
-// own, and a writable .git could be renamed away and replaced. So git commands
-// that only read (status, diff, log) work, and commands that write the
-// repository (add, commit, fetch) fail; run them in FullAccess. Paths that do
-// not exist when the command starts are not protected, nor are repositories
-// nested deeper in the workspace.
+// In WorkspaceWrite these stay read-only inside the writable workspace:
+// every file or directory named like one of ProtectedNames (.git, .claude,
+// .codex, .agents, .logbook, .mcp.json, .envrc) at any depth, nested
+// repositories included, the git directory a .git file names inside the
+// workspace, and the paths listed in Spec.Protected. A protected path is a
+// mount point inside the boundary, so it can be neither written, renamed
+// nor removed (EROFS, EBUSY), and a hard link to a file in it cannot be
+// made from the writable part (EXDEV). A top-level protected name that does
+// not exist when the command starts is kept missing: an empty read-only
+// directory (or empty file) stands there while the command runs, and is
+// removed afterwards. Git commands that only read (status, diff, log) work;
+// commands that write a repository (add, commit, fetch) fail; run them in
+// FullAccess. Start refuses WorkspaceWrite (ErrRefused, with the reason)
+// for a workspace where a protected name is a symbolic link (the link could
+// be replaced), where a file in a protected directory has other hard links
+// (the other name could write it; git's object stores excepted), or with
+// more than 400,000 entries to search; ReadOnly runs there.
+//
+// Spec.Hidden paths (the data dir, CredentialPaths) are covered in both
+// restricted modes: a directory by an empty, inaccessible, read-only tmpfs,
+// a file by an empty read-only file.
 //
 // # What is contained
 //
 // In the restricted modes, the command and everything it starts:
 //   - cannot write outside the workspace, except to its own /tmp, /run and
-//     /dev/shm, which are private and discarded at exit;
+//     /dev/shm, which are private, bounded and discarded at exit;
 //   - cannot open network connections, loopback included, nor reach abstract
 //     Unix sockets (they live in the network namespace);
-//   - cannot see host processes, and die together: when the command exits, or
-//     is killed, bubblewrap's PID 1 ends and the kernel kills every process left
-//     in the namespace, including ones that called setsid or daemonized.
+//   - cannot see host processes, their memory or environment, nor the
+//     host's SysV IPC objects;
+//   - holds no capability, so cannot mount, unmount, enter namespaces or
+//     change the hostname, even when the worker is root;
+//   - inherits no file descriptor but its standard input, output and error:
+//     descriptors the worker itself inherited are closed on exec;
+//   - die together: when the command exits, or is killed, bubblewrap's PID 1
+//     ends and the kernel kills every process left in the namespace,
+//     including ones that called setsid or daemonized.
 //
 // What is not contained:
-//   - reading: every file the worker can read outside /tmp and /run is
-//     readable, secrets in $HOME included;
+//   - reading: every file the worker can read outside /tmp, /run and the
+//     hidden paths is readable;
 //   - Unix sockets in the file system outside /tmp and /run accept
 //     connections; a read-only mount does not stop connect(2);
-//   - CPU, memory, disk and process-count limits; there are none;
+//   - a repository created during the command below the top level (a new
+//     sub/.git) is writable; only names that exist at the start, and
+//     missing top-level ones, are protected;
 //   - in FullAccess, nothing: in particular a descendant that leaves the
 //     process group (setsid, a daemon, a job-control shell's jobs) survives
 //     Stop and the command's exit. Wait does not hang on it (see
 //     Result.Lingering), but it keeps running.
+//
+// bwrap's --new-session is not used: it would take the pseudo-terminal
+// away as the controlling terminal (no job control, no /dev/tty). The
+// TIOCSTI injection it guards against needs a terminal shared with
+// something outside; a command's terminal is its own fresh pseudo-terminal
+// (or none, with pipes), the boundary's /dev/pts is a new instance, and
+// TIOCSTI on any other terminal needs CAP_SYS_ADMIN, which is dropped.
 //
 // # Terminal and environment
 //

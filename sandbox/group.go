@@ -84,3 +84,29 @@ func processGroup(pid int) (int, error) {
 	}
 	return strconv.Atoi(string(f[2]))
 }
+
+// closeInheritedOnExec marks every descriptor of this process above 2
+// close-on-exec, so that no command inherits one the worker itself
+// inherited (Go opens its own descriptors close-on-exec, and passes a
+// command only the ones it is given, which it duplicates first). It uses
+// close_range(2) (Linux 5.11), else it walks /proc/self/fd.
+func closeInheritedOnExec() error {
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return nil
+	}
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("mark inherited descriptors close-on-exec: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("mark inherited descriptors close-on-exec: %w", err)
+	}
+	for _, name := range names {
+		if fd, err := strconv.Atoi(name); err == nil && fd > 2 {
+			_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
+		}
+	}
+	return nil
+}

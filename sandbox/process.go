@@ -111,6 +111,7 @@ type Process struct {
 	stdin      *os.File // pipe write end, or the pty master (also in outputs)
 	outputs    []output
 	status     *os.File // read end of bwrap's JSON status; nil in FullAccess
+	layout     layout   // restricted modes: what to clean up after the exit
 
 	stdinClosed atomic.Bool // CloseStdin was called
 
@@ -173,6 +174,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 		grace:      pl.grace,
 		restricted: pl.restricted,
 		tty:        pl.tty,
+		layout:     pl.layout,
 		cmd:        cmd,
 		exited:     make(chan struct{}),
 		done:       make(chan struct{}),
@@ -219,6 +221,13 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 		p.status = r
 	}
 
+	// Descriptors the worker inherited (serve 7>>file) are not close-on-exec;
+	// the command must get none of them.
+	if err := closeInheritedOnExec(); err != nil {
+		p.closeFiles()
+		closeAll(child...)
+		return nil, fmt.Errorf("start %q: %w", pl.name, err)
+	}
 	p.start = time.Now()
 	err = cmd.Start()
 	closeAll(child...)
@@ -391,6 +400,9 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult) {
 	stopCtx()
 
 	err := p.cmd.Wait()
+	if p.restricted {
+		p.layout.cleanup()
+	}
 	if _, ok := errors.AsType[*exec.ExitError](err); ok {
 		err = nil
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -115,12 +114,30 @@ type Spec struct {
 	// resolve outside the workspace (already read-only or hidden there), are
 	// skipped. A symbolic link protects its target. Ignored in FullAccess.
 	Protected []string
+	// Hidden lists absolute paths a restricted command must not see, such
+	// as the Logbook data dir and credential files: a directory is covered
+	// by an empty read-only one, a file by an empty read-only file. Paths
+	// that do not exist, or are already out of sight (under the private
+	// /tmp or /run), are skipped. Ignored in FullAccess.
+	Hidden []string
+	// Limits bound what a restricted command may use; the zero value means
+	// the defaults. Ignored in FullAccess.
+	Limits Limits
 	// Grace is how long Stop waits after SIGTERM before SIGKILL; 0 means
 	// DefaultGrace. Negative is invalid.
 	Grace time.Duration
 	// Bwrap is the path of the bubblewrap executable; "" means "bwrap" looked
 	// up in the worker's PATH. Unused in FullAccess.
 	Bwrap string
+}
+
+// Limits bound the resources of a restricted command. A zero field means
+// its default.
+type Limits struct {
+	// TmpBytes is the size of the private /tmp, in bytes; 0 means
+	// DefaultTmpBytes. /run and /dev/shm have the fixed sizes
+	// DefaultRunBytes and DefaultShmBytes.
+	TmpBytes int64
 }
 
 // plan is a validated Spec, ready to be started.
@@ -133,6 +150,7 @@ type plan struct {
 	grace      time.Duration
 	tty        bool
 	restricted bool
+	layout     layout // restricted modes only
 }
 
 // validate checks s without starting anything and resolves its paths. Its
@@ -150,6 +168,9 @@ func validate(s Spec) (plan, error) {
 	}
 	if _, err := ParseMode(string(s.Mode)); err != nil {
 		return fail("unknown mode %q: want read_only, workspace_write or full_access", s.Mode)
+	}
+	if s.Limits.TmpBytes < 0 {
+		return fail("negative tmp size %d", s.Limits.TmpBytes)
 	}
 	if s.Grace < 0 {
 		return fail("negative grace %v", s.Grace)
@@ -230,7 +251,15 @@ func validate(s Spec) (plan, error) {
 	}
 	if restricted {
 		// bwrap is resolved and checked by Start; here only the arguments.
-		p.args = boundaryArgs(s.Mode, ws, dir, protectedPaths(ws, s.Protected), s.Argv)
+		l, err := newLayout(s.Mode, ws, dir, s.Protected, s.Hidden)
+		if err != nil {
+			return plan{}, fmt.Errorf("start %q in mode %s: %w", name, s.Mode, err)
+		}
+		if s.Limits.TmpBytes > 0 {
+			l.tmpBytes = s.Limits.TmpBytes
+		}
+		p.layout = l
+		p.args = l.args(s.Argv)
 	}
 	return p, nil
 }
@@ -242,10 +271,6 @@ func within(root, p string) bool {
 	}
 	return p == root || strings.HasPrefix(p, root+"/")
 }
-
-// hiddenRoots are the directories a restricted command sees as fresh, empty
-// tmpfs mounts.
-func hiddenRoots() []string { return []string{"/tmp", "/run"} }
 
 // hidden reports whether host path p is invisible inside the boundary of
 // workspace ws: under a private tmpfs and not in the workspace.
@@ -375,37 +400,3 @@ func gitFileTarget(gitFile string) (string, bool) {
 
 // statusFD is the descriptor bwrap writes its JSON status to: ExtraFiles[0].
 const statusFD = 3
-
-// boundaryArgs returns bwrap's arguments (without argv[0]) to run argv in
-// mode m. Order matters: a mount hides what an earlier one put below it, so
-// the tmpfs mounts come before the workspace, and protected paths last.
-// bwrap reports on statusFD; it writes an "exit-code" there only if the
-// command was actually executed.
-func boundaryArgs(m Mode, ws, dir string, protected, argv []string) []string {
-	a := append(boundaryBase(), "--json-status-fd", strconv.Itoa(statusFD))
-	bind := "--ro-bind"
-	if m == WorkspaceWrite {
-		bind = "--bind"
-	}
-	a = append(a, bind, ws, ws)
-	for _, p := range protected {
-		a = append(a, "--ro-bind", p, p)
-	}
-	a = append(a, "--chdir", dir, "--")
-	return append(a, argv...)
-}
-
-// boundaryBase returns the bwrap options shared by every restricted command
-// and the availability probe.
-func boundaryBase() []string {
-	a := []string{
-		"--die-with-parent", "--unshare-net", "--unshare-pid",
-		"--ro-bind", "/", "/",
-		"--dev", "/dev",
-		"--proc", "/proc",
-	}
-	for _, r := range hiddenRoots() {
-		a = append(a, "--tmpfs", r)
-	}
-	return a
-}

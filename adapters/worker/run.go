@@ -197,7 +197,7 @@ func (w *Worker) spec(st command.State) (sandbox.Spec, string) {
 	}
 	return sandbox.Spec{
 		Argv: st.Argv, Env: st.Env, Workspace: st.Workspace, Dir: st.Cwd, Mode: mode, TTY: st.TTY,
-		Protected: w.cfg.Protected, Grace: w.cfg.Grace, Bwrap: w.cfg.Bwrap,
+		Protected: w.cfg.Protected, Hidden: w.cfg.Hidden, Grace: w.cfg.Grace, Bwrap: w.cfg.Bwrap,
 	}, ""
 }
 

@@ -82,6 +82,10 @@ type Config struct {
 	// inside a writable workspace (e.g. the Logbook data dir), as
 	// sandbox.Spec.Protected.
 	Protected []string
+	// Hidden lists paths restricted commands must not see at all: the
+	// Logbook data dir (credentials, spool, views) and credential files,
+	// as sandbox.Spec.Hidden.
+	Hidden []string
 	// Lapse is the heartbeat TTL used when this worker creates
 	// HeartbeatBucket; 0 means DefaultLapse. An existing bucket keeps its
 	// own TTL, and the worker beats every quarter of it.

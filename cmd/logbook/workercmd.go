@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/worker"
+	"github.com/logbook-dev/logbook/sandbox"
 )
 
 // workerFlags are the settings of the workers serve and worker run.
@@ -27,15 +29,16 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 }
 
 // newWorkers returns n workers on b, each with an identity of its own.
-// The data dir stays read-only to restricted commands.
+// Restricted commands see neither the data dir nor the credential files
+// in the worker's home.
 func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Worker, error) {
 	var ws []*worker.Worker
 	for range n {
 		w, err := worker.New(worker.Config{
 			Conn: b.nc, Log: b.log, Reg: b.reg,
 			Grace: f.grace, Bwrap: f.bwrap, Lapse: f.lapse,
-			Protected: []string{string(b.dd)},
-			Logger:    slog.New(slog.NewTextHandler(logw, nil)),
+			Hidden: hiddenPaths(string(b.dd)),
+			Logger: slog.New(slog.NewTextHandler(logw, nil)),
 		})
 		if err != nil {
 			return nil, err
@@ -43,6 +46,16 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 		ws = append(ws, w)
 	}
 	return ws, nil
+}
+
+// hiddenPaths returns what restricted commands must not see: the data dir
+// dd and the credential paths in the worker's home.
+func hiddenPaths(dd string) []string {
+	hide := []string{dd}
+	if home, err := os.UserHomeDir(); err == nil {
+		hide = append(hide, sandbox.CredentialPaths(home)...)
+	}
+	return hide
 }
 
 func workerCmd(g *globals) *cobra.Command {

@@ -1,0 +1,366 @@
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The attack battery: each attack is a bash script run as a hostile
+// command in read_only and workspace_write, where it must fail, and in
+// full_access, the control, where it must succeed (unless the attack
+// needs root and the test does not run as root, or the boundary holds in
+// every mode). A script prints ESCAPED when its attempt worked; some
+// attacks also leave a trace on the host that escaped checks.
+//
+// The battery runs as whatever user runs the tests; .ci/run runs it as
+// root and as an unprivileged user. Set LOGBOOK_ATTACK_TABLE to a file
+// name to get the results as a Markdown table, one line per attempt ×
+// mode × user.
+
+// control says what the full_access control run of an attack must show.
+type control int
+
+const (
+	controlEscapes control = iota // the attempt works without a boundary
+	controlRoot                   // it works without a boundary, as root only
+	controlBlocked                // the protection holds in every mode
+	controlSkip                   // not run in full_access: it would harm the host
+)
+
+// attackEnv is what every attack may use.
+type attackEnv struct {
+	ws      string // the workspace (inside the boundary, writable in workspace_write)
+	out     string // a host directory outside the workspace, writable by the test's user
+	data    string // a stand-in for the data dir, with a credentials file; Spec.Hidden
+	hostPid int    // a host process with attackSecret in its environment
+	port    int    // a TCP listener on 127.0.0.1 standing in for the log
+	fd      int    // a descriptor this process holds without close-on-exec
+	fdFile  string // the file fd writes to
+	ipcKey  string // a SysV message queue key of the host
+}
+
+const attackSecret = "LB_ATTACK_SECRET=s3cr3t-7f1a"
+
+type attack struct {
+	name    string
+	control control
+	setup   func(t *testing.T, e *attackEnv) // optional: prepare the workspace
+	script  string                           // bash; prints ESCAPED on success
+	escaped func(e *attackEnv) bool          // optional: a trace on the host
+	tty     bool
+}
+
+func attacks() []attack {
+	gitInit := func(t *testing.T, dir string) {
+		t.Helper()
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+			t.Fatalf("git init %s: %v: %s", dir, err, out)
+		}
+	}
+	contains := func(p, s string) bool {
+		b, err := os.ReadFile(p)
+		return err == nil && bytes.Contains(b, []byte(s))
+	}
+	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
+	return []attack{
+		{name: "capabilities", control: controlRoot,
+			script: `grep -q '^CapEff:.*[1-9a-f]' /proc/self/status && echo ESCAPED`},
+		{name: "remount / rw", control: controlRoot,
+			script: `mount -o remount,rw,bind / 2>/dev/null && echo ESCAPED`},
+		{name: "umount /proc", control: controlSkip,
+			script: `umount /proc 2>/dev/null && echo ESCAPED; umount -l /proc 2>/dev/null && echo ESCAPED`},
+		{name: "nsenter host net ns", control: controlRoot,
+			script: `nsenter --net=/proc/$HOST_PID/ns/net true 2>/dev/null && echo ESCAPED`},
+		{name: "open host /proc/pid/mem", control: controlEscapes,
+			script: `exec 3</proc/$HOST_PID/mem 2>/dev/null && echo ESCAPED`},
+		{name: "read host environ", control: controlEscapes,
+			script: `grep -qa LB_ATTACK_SECRET /proc/$HOST_PID/environ 2>/dev/null && echo ESCAPED`},
+		{name: "see host processes", control: controlEscapes,
+			script: `[ -d /proc/$HOST_PID ] && echo ESCAPED`},
+		{name: "new user namespace", control: controlEscapes,
+			script: `unshare -U true 2>/dev/null && echo ESCAPED`},
+		{name: "open /proc/sys/kernel/core_pattern for writing", control: controlRoot,
+			script: `(exec 3>>/proc/sys/kernel/core_pattern) 2>/dev/null && echo ESCAPED`},
+		{name: "open /sys for writing", control: controlRoot,
+			script: `(exec 3>>/sys/kernel/mm/transparent_hugepage/enabled) 2>/dev/null && echo ESCAPED`},
+		{name: "write /dev", control: controlRoot,
+			script: `echo x > /dev/lb-attack 2>/dev/null && rm -f /dev/lb-attack && echo ESCAPED`},
+		{name: "host SysV IPC", control: controlEscapes,
+			script: `ipcs -q | grep -q "$IPC_KEY" && echo ESCAPED`},
+		{name: "sethostname", control: controlRoot,
+			script: `hostname "$(hostname)" 2>/dev/null && echo ESCAPED`},
+		{name: "write outside directly", control: controlEscapes,
+			script:  `echo x > "$OUT/direct" 2>/dev/null`,
+			escaped: func(e *attackEnv) bool { return exists(filepath.Join(e.out, "direct")) }},
+		{name: "write outside via ..", control: controlEscapes,
+			script:  `echo x > "$WS/../$(basename "$OUT")/dotdot" 2>/dev/null; echo x > "$OUT/../$(basename "$OUT")/dotdot" 2>/dev/null`,
+			escaped: func(e *attackEnv) bool { return exists(filepath.Join(e.out, "dotdot")) }},
+		{name: "write outside via planted symlink", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				if err := os.Symlink(e.out, filepath.Join(e.ws, "link")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			script:  `echo x > link/symlink 2>/dev/null`,
+			escaped: func(e *attackEnv) bool { return exists(filepath.Join(e.out, "symlink")) }},
+		{name: "write outside via /proc/self/root", control: controlEscapes,
+			script:  `echo x > "/proc/self/root$OUT/procroot" 2>/dev/null; echo x > "/proc/1/root$OUT/procroot" 2>/dev/null`,
+			escaped: func(e *attackEnv) bool { return exists(filepath.Join(e.out, "procroot")) }},
+		{name: "move a file out of the workspace", control: controlEscapes,
+			script:  `echo x > f 2>/dev/null; mv f "$OUT/moved" 2>/dev/null`,
+			escaped: func(e *attackEnv) bool { return exists(filepath.Join(e.out, "moved")) }},
+		{name: "hard link into the outside", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				if err := os.WriteFile(filepath.Join(e.out, "target"), []byte("orig\n"), 0o666); err != nil {
+					t.Fatal(err)
+				}
+			},
+			script:  `ln "$OUT/target" hl 2>/dev/null && echo pwned >> hl 2>/dev/null; echo pwned >> "$OUT/target" 2>/dev/null`,
+			escaped: func(e *attackEnv) bool { return contains(filepath.Join(e.out, "target"), "pwned") }},
+		{name: "write host /tmp", control: controlEscapes,
+			script:  `echo x > "/tmp/$(basename "$OUT")-tmp" 2>/dev/null`,
+			escaped: func(e *attackEnv) bool { return exists("/tmp/" + filepath.Base(e.out) + "-tmp") }},
+		{name: "write host /dev/shm", control: controlEscapes,
+			script:  `echo x > "/dev/shm/$(basename "$OUT")-shm" 2>/dev/null`,
+			escaped: func(e *attackEnv) bool { return exists("/dev/shm/" + filepath.Base(e.out) + "-shm") }},
+		{name: "inherited fd", control: controlBlocked,
+			script:  `echo leaked >&$FD 2>/dev/null; echo leaked >> /proc/self/fd/$FD 2>/dev/null; ls /proc/self/fd | grep -qx "$FD" && echo ESCAPED`,
+			escaped: func(e *attackEnv) bool { return contains(e.fdFile, "leaked") }},
+		{name: "inherited fd (tty)", control: controlBlocked, tty: true,
+			script:  `echo leaked >&$FD 2>/dev/null; ls /proc/self/fd | grep -qx "$FD" && echo ESCAPED`,
+			escaped: func(e *attackEnv) bool { return contains(e.fdFile, "leaked") }},
+		{name: "read the data dir", control: controlEscapes,
+			script: `cat "$DATA/creds.json" 2>/dev/null | grep -q password && echo ESCAPED; ls -A "$DATA" 2>/dev/null | grep -q . && echo ESCAPED`},
+		{name: "connect to the log on 127.0.0.1", control: controlEscapes,
+			script: `(exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && echo ESCAPED`},
+		{name: "nested repo core.fsmonitor", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) { gitInit(t, filepath.Join(e.ws, "sub")) },
+			script: `git -C sub config core.fsmonitor 'touch /tmp/pwned' 2>/dev/null;
+				printf '[core]\n\tfsmonitor = touch /tmp/pwned\n' >> sub/.git/config 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool { return contains(filepath.Join(e.ws, "sub/.git/config"), "fsmonitor") }},
+		{name: "nested repo .git replaced", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) { gitInit(t, filepath.Join(e.ws, "sub")) },
+			script: `cp -r sub/.git x 2>/dev/null; printf '[core]\n\tfsmonitor = touch /tmp/pwned\n' >> x/config;
+				rm -rf sub/.git 2>/dev/null; mv sub/.git sub/.git-old 2>/dev/null; cp -r x/. sub/.git/ 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool {
+				return contains(filepath.Join(e.ws, "sub/.git/config"), "fsmonitor") || !exists(filepath.Join(e.ws, "sub/.git/HEAD"))
+			}},
+		{name: "top-level .git created", control: controlEscapes,
+			script:  `mkdir -p .git 2>/dev/null; printf '[core]\n\tfsmonitor = touch /tmp/pwned\n' > .git/config 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool { return exists(filepath.Join(e.ws, ".git/config")) }},
+		{name: ".claude/settings.json created", control: controlEscapes,
+			script:  `mkdir -p .claude 2>/dev/null; echo '{"hooks":{}}' > .claude/settings.json 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool { return exists(filepath.Join(e.ws, ".claude/settings.json")) }},
+		{name: ".claude/settings.json rewritten", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				if err := os.MkdirAll(filepath.Join(e.ws, ".claude"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(e.ws, ".claude/settings.json"), []byte("{}\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			script: `echo '{"hooks":{}}' > .claude/settings.json 2>/dev/null; rm -rf .claude 2>/dev/null;
+				mv .claude .claude-old 2>/dev/null; mkdir -p .claude; echo '{"hooks":{}}' > .claude/settings.json 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool { return contains(filepath.Join(e.ws, ".claude/settings.json"), "hooks") }},
+		{name: ".mcp.json and .envrc created", control: controlEscapes,
+			script: `echo '{}' > .mcp.json 2>/dev/null; echo 'curl evil' > .envrc 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool {
+				return contains(filepath.Join(e.ws, ".mcp.json"), "{}") || contains(filepath.Join(e.ws, ".envrc"), "evil")
+			}},
+		{name: "fill /tmp", control: controlSkip,
+			script: `head -c $((32<<20)) /dev/zero > /tmp/fill 2>/dev/null; [ "$(stat -c %s /tmp/fill)" -ge $((32<<20)) ] && echo ESCAPED`},
+		{name: "fill /dev/shm", control: controlSkip,
+			script: `head -c $((128<<20)) /dev/zero > /dev/shm/fill 2>/dev/null; [ "$(stat -c %s /dev/shm/fill)" -ge $((128<<20)) ] && echo ESCAPED`},
+	}
+}
+
+// attackFixtures starts what the attacks aim at on the host and returns
+// the parts of attackEnv shared by all of them.
+func attackFixtures(t *testing.T) attackEnv {
+	t.Helper()
+	var e attackEnv
+	// A host process with a secret in its environment.
+	host := exec.Command("sleep", uniqueSleep())
+	host.Env = []string{attackSecret}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
+	e.hostPid = host.Process.Pid
+
+	// The log stand-in.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	e.port = ln.Addr().(*net.TCPAddr).Port
+
+	// A descriptor inherited without close-on-exec, as `serve 7>>file` has.
+	e.fdFile = filepath.Join(t.TempDir(), "fd-target")
+	f, err := os.OpenFile(e.fdFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fd = 97
+	if err := unix.Dup3(int(f.Fd()), e.fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	t.Cleanup(func() { unix.Close(e.fd) })
+
+	// A host SysV message queue.
+	out, err := exec.Command("ipcmk", "-Q").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ipcmk -Q: %v: %s", err, out)
+	}
+	id := strings.TrimSpace(string(out[bytes.LastIndexByte(out, ' ')+1:]))
+	t.Cleanup(func() { exec.Command("ipcrm", "-q", id).Run() })
+	keys, _ := exec.Command("ipcs", "-q").Output()
+	for _, line := range strings.Split(string(keys), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[1] == id {
+			e.ipcKey = f[0]
+		}
+	}
+	if e.ipcKey == "" {
+		t.Fatalf("message queue %s not in ipcs -q:\n%s", id, keys)
+	}
+	return e
+}
+
+// outsideDir returns a fresh directory outside the workspace and outside
+// the boundary's private /tmp, writable by anyone (so the control works
+// for an unprivileged user too).
+func outsideDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/var/tmp", "lb-attack-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(d, 0o777)
+	t.Cleanup(func() {
+		os.RemoveAll(d)
+		os.Remove("/tmp/" + filepath.Base(d) + "-tmp")
+		os.Remove("/dev/shm/" + filepath.Base(d) + "-shm")
+	})
+	return d
+}
+
+// attackTable collects results for LOGBOOK_ATTACK_TABLE.
+var attackTable struct {
+	sync.Mutex
+	rows []string
+}
+
+func TestAttack(t *testing.T) {
+	requireBwrap(t)
+	shared := attackFixtures(t)
+	user := "unprivileged"
+	if os.Geteuid() == 0 {
+		user = "root"
+	}
+	t.Cleanup(func() {
+		path := os.Getenv("LOGBOOK_ATTACK_TABLE")
+		if path == "" {
+			return
+		}
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		attackTable.Lock()
+		defer attackTable.Unlock()
+		for _, r := range attackTable.rows {
+			fmt.Fprintln(f, r)
+		}
+	})
+	for _, a := range attacks() {
+		for _, m := range allModes {
+			t.Run(a.name+"/"+string(m), func(t *testing.T) {
+				t.Parallel()
+				want := "blocked"
+				switch {
+				case m.restricted(), a.control == controlBlocked:
+				case a.control == controlSkip:
+					t.Skip("not run without a boundary: it would harm the host")
+				case a.control == controlRoot && user != "root":
+					want = "blocked" // needs privileges the user lacks anyway
+				default:
+					want = "escaped"
+				}
+				e := shared
+				s := newSpec(t, m, a.tty, "bash", "-c", a.script)
+				e.ws, s.Workspace = s.Workspace, ""
+				if ws, err := filepath.EvalSymlinks(e.ws); err == nil {
+					e.ws = ws
+				}
+				s.Workspace = e.ws
+				e.out = outsideDir(t)
+				e.data = filepath.Join(e.out, "data")
+				if err := os.Mkdir(e.data, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(e.data, "creds.json"), []byte(`{"user":"x","password":"y"}`), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				s.Hidden = []string{e.data}
+				s.Limits.TmpBytes = 16 << 20
+				if a.setup != nil {
+					a.setup(t, &e)
+				}
+				s.Env = append(s.Env, "WS="+e.ws, "OUT="+e.out, "DATA="+e.data, "HOME="+e.ws,
+					"HOST_PID="+strconv.Itoa(e.hostPid), "PORT="+strconv.Itoa(e.port),
+					"FD="+strconv.Itoa(e.fd), "IPC_KEY="+e.ipcKey, "GIT_CONFIG_NOSYSTEM=1")
+				r := newRecorder("")
+				p, err := Start(t.Context(), s, r.emit)
+				if err != nil {
+					t.Fatalf("Start: %v", err)
+				}
+				timer := time.AfterFunc(20*time.Second, p.Stop)
+				res, err := p.Wait()
+				timer.Stop()
+				if err != nil {
+					t.Fatalf("Wait: %v", err)
+				}
+				got := "blocked"
+				outText := r.text(Stdout) + r.text(PTY)
+				if strings.Contains(outText, "ESCAPED") || (a.escaped != nil && a.escaped(&e)) {
+					got = "escaped"
+				}
+				attackTable.Lock()
+				attackTable.rows = append(attackTable.rows, fmt.Sprintf("| %s | %s | %s | %s |", a.name, m, user, got))
+				attackTable.Unlock()
+				if got != want {
+					t.Errorf("%s in %s as %s: %s, want %s (exit %d, output %q, stderr %q)",
+						a.name, m, user, got, want, res.ExitCode, outText, r.text(Stderr))
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A workspace_write command leaves no trace of the missing protected names
+// it was kept from creating: the mount points are removed after the exit.
+func TestBoundary_AbsentStaysAbsent(t *testing.T) {
+	t.Parallel()
+	s := newSpec(t, WorkspaceWrite, false, "sh", "-c", `mkdir .claude/x 2>/dev/null && echo created; true`)
+	res, r := run(t, s)
+	if res.ExitCode != 0 || strings.Contains(r.text(Stdout), "created") {
+		t.Errorf("exit %d, stdout %q, stderr %q", res.ExitCode, r.text(Stdout), r.text(Stderr))
+	}
+	des, err := os.ReadDir(s.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, de := range des {
+		t.Errorf("workspace has %s after the command", de.Name())
+	}
+}
+
+// What cannot be protected is refused, with the reason, for
+// workspace_write; read_only runs it.
+func TestBoundary_Unprotectable(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		setup  func(t *testing.T, ws string)
+		reason string
+	}{
+		{"SymlinkedGit", func(t *testing.T, ws string) {
+			mustRun(t, "git", "init", "-q", filepath.Join(ws, "real"))
+			must(t, os.Symlink("real/.git", filepath.Join(ws, ".git")))
+		}, "symbolic link"},
+		{"NestedSymlinkedClaude", func(t *testing.T, ws string) {
+			must(t, os.MkdirAll(filepath.Join(ws, "a/b"), 0o755))
+			must(t, os.Symlink("/nonexistent", filepath.Join(ws, "a/b/.claude")))
+		}, "symbolic link"},
+		{"HardLinkedGitConfig", func(t *testing.T, ws string) {
+			mustRun(t, "git", "init", "-q", filepath.Join(ws, "sub"))
+			must(t, os.Link(filepath.Join(ws, "sub/.git/config"), filepath.Join(ws, "cfg")))
+		}, "hard links"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSpec(t, WorkspaceWrite, false, "true")
+			tt.setup(t, s.Workspace)
+			_, err := Start(t.Context(), s, nil)
+			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), tt.reason) {
+				t.Fatalf("Start in workspace_write = %v, want ErrRefused naming %q", err, tt.reason)
+			}
+			s.Mode = ReadOnly
+			if res, _ := run(t, s); res.ExitCode != 0 {
+				t.Errorf("read_only: exit %d", res.ExitCode)
+			}
+		})
+	}
+	// git's object store hard-links objects of local clones: not refused.
+	t.Run("HardLinkedObjects", func(t *testing.T) {
+		t.Parallel()
+		s := newSpec(t, WorkspaceWrite, false, "true")
+		src := filepath.Join(s.Workspace, "src")
+		mustRun(t, "git", "init", "-q", src)
+		must(t, os.WriteFile(filepath.Join(src, "f"), []byte("x\n"), 0o644))
+		mustRun(t, "git", "-C", src, "-c", "user.name=t", "-c", "user.email=t@t", "add", "f")
+		mustRun(t, "git", "-C", src, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+		mustRun(t, "git", "clone", "-q", "--local", src, filepath.Join(s.Workspace, "clone"))
+		if res, r := run(t, s); res.ExitCode != 0 {
+			t.Errorf("exit %d, stderr %q", res.ExitCode, r.text(Stderr))
+		}
+	})
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustRun(t *testing.T, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v: %s", name, args, err, out)
+	}
+}
