@@ -194,7 +194,10 @@ func (p *Parser) finish(o events.Observation, orig []byte) events.Observation {
 	for i := range o.Problems {
 		o.Problems[i] = r.Redact(o.Problems[i])
 	}
-	raw := r.Redact(strings.ToValidUTF8(string(orig), "\uFFFD"))
+	o.Key = r.Redact(o.Key)
+	// Raw is redacted over the decoded text of its JSON strings, and
+	// stays JSON (see redact.Redactor.JSON).
+	raw := r.JSON(strings.ToValidUTF8(string(orig), "\uFFFD"))
 	if len(raw) > p.maxRaw {
 		kept := cutUTF8(raw, p.maxRaw)
 		sum := sha256.Sum256(orig)

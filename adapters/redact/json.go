@@ -1,0 +1,179 @@
+package redact
+
+import (
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+)
+
+// JSON redacts a JSON text (RFC 8259) string by string, over the decoded
+// text of each string: a token after an escaped newline or tab, or one
+// spelled with \u escapes, is seen as a reader of the JSON sees it. A
+// string's value is redacted whole (as the assignment rule would) when
+// it is the value of a member whose name is a secret key (SecretKey).
+//
+// Only strings that change are re-encoded, canonically: '"', '\\' and
+// control characters escaped (\n, \r, \t, \b, \f, else \u00XX), every
+// other character as itself (no HTML escaping). Every other byte of s is
+// kept as it was, so the result is valid JSON whenever s is, and the same
+// s always gives the same result.
+//
+// A text that is not well-formed JSON (a cut line, say) is redacted as
+// plain text by Redact.
+func (r *Redactor) JSON(s string) string {
+	toks, ok := scanStrings(s)
+	if !ok {
+		return r.Redact(s)
+	}
+	if len(toks) == 0 {
+		return s
+	}
+	// One keyword scan over all the decoded text picks the rules that
+	// can match anywhere; each string then runs only those.
+	var all strings.Builder
+	for _, t := range toks {
+		all.WriteString(t.text)
+		all.WriteByte('\n')
+	}
+	cands := r.candidates(asciiLower(all.String()))
+	var b strings.Builder
+	last := 0
+	for i, t := range toks {
+		red := t.text
+		if t.secretValue && len(t.text) > 0 && !strings.HasPrefix(t.text, "[REDACTED:") {
+			red = "[REDACTED:assignment]"
+		} else {
+			red = r.apply(t.text, cands)
+		}
+		if red == t.text {
+			continue
+		}
+		b.WriteString(s[last:t.from])
+		writeJSONString(&b, red)
+		last = t.to
+		toks[i].text = red
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// jsonString is one string token of a JSON text: its span s[from:to]
+// including the quotes, its decoded text, and whether it is the value of
+// a member whose name is a secret key.
+type jsonString struct {
+	from, to    int
+	text        string
+	secretValue bool
+}
+
+// scanStrings returns the string tokens of s in order, or false when s is
+// not well-formed JSON.
+func scanStrings(s string) ([]jsonString, bool) {
+	if !json.Valid([]byte(s)) {
+		return nil, false
+	}
+	var toks []jsonString
+	// prev is the last significant byte outside strings; key is the
+	// decoded name of the member whose value comes next, after a ':'.
+	var prev byte
+	key, keyPending := "", false
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '"' {
+			switch c {
+			case ' ', '\t', '\r', '\n':
+			default:
+				prev = c
+				if c != ':' {
+					keyPending = false
+				}
+			}
+			i++
+			continue
+		}
+		j := i + 1
+		escaped := false
+		for s[j] != '"' {
+			if s[j] == '\\' {
+				escaped = true
+				j++
+			}
+			j++
+		}
+		j++ // past the closing quote
+		text := s[i+1 : j-1]
+		if escaped {
+			var d string
+			if err := json.Unmarshal([]byte(s[i:j]), &d); err != nil {
+				return nil, false
+			}
+			text = d
+		}
+		t := jsonString{from: i, to: j, text: text}
+		if prev == ':' && keyPending {
+			t.secretValue = SecretKey(key)
+			keyPending = false
+		} else {
+			// A member name when a ':' follows.
+			k := j
+			for k < len(s) && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r' || s[k] == '\n') {
+				k++
+			}
+			if k < len(s) && s[k] == ':' {
+				key, keyPending = text, true
+			}
+		}
+		toks = append(toks, t)
+		prev = '"'
+		i = j
+	}
+	return toks, true
+}
+
+// writeJSONString writes s as a JSON string, canonically (see JSON).
+func writeJSONString(b *strings.Builder, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				b.WriteString(`\ufffd`)
+			} else {
+				b.WriteString(s[i : i+n])
+			}
+			i += n
+			continue
+		}
+		switch c {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		default:
+			if c < 0x20 {
+				b.WriteString(`\u00`)
+				b.WriteByte(hex[c>>4])
+				b.WriteByte(hex[c&0xf])
+			} else {
+				b.WriteByte(c)
+			}
+		}
+		i++
+	}
+	b.WriteByte('"')
+}

@@ -1,0 +1,170 @@
+package redact_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/adapters/redact"
+	"github.com/logbook-dev/logbook/adapters/redact/redacttest"
+)
+
+// TestRules_Compile checks that every rule, gitleaks' included, compiles
+// with Go's RE2 regexp package, and that gitleaks' set is there.
+func TestRules_Compile(t *testing.T) {
+	r, err := redact.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := r.Rules()
+	if len(names) < 150 {
+		t.Errorf("%d rules, want gitleaks' set (over 150) with the built-ins", len(names))
+	}
+	for name, err := range r.Check() {
+		t.Errorf("rule %s does not compile: %v", name, err)
+	}
+	t.Logf("%d rules", len(names))
+}
+
+// positions returns text placed as it appears in practice: on its own
+// line, after a tab, inside a sentence, as a URL query value.
+func positions(text string, multi bool) map[string]string {
+	p := map[string]string{
+		"own_line":  "first line\n" + text + "\nlast line",
+		"after_tab": "col1\t" + text + "\tcol3",
+		"sentence":  "the value is " + text + " here",
+	}
+	if !multi && !strings.ContainsAny(text, " \n") {
+		p["url_query"] = "see https://example.invalid/cb?state=1&code=" + text + "&x=2"
+	}
+	return p
+}
+
+// TestRedact_Shapes: every shape, in every position, as plain text and
+// inside a JSON string (where newlines and tabs are escapes), loses its
+// secret.
+func TestRedact_Shapes(t *testing.T) {
+	r := redact.Default()
+	shapes := redacttest.Shapes()
+	if len(shapes) < 40 {
+		t.Fatalf("%d shapes, want at least 40", len(shapes))
+	}
+	for _, sh := range shapes {
+		for pos, text := range positions(sh.Text, sh.MultiLine) {
+			if got := r.Redact(text); strings.Contains(got, sh.Secret) {
+				t.Errorf("%s %s plain: secret kept in %q", sh.Name, pos, got)
+			}
+			enc, _ := json.Marshal(map[string]any{"type": "tool_result", "content": text})
+			got := r.JSON(string(enc))
+			if strings.Contains(got, sh.Secret) {
+				t.Errorf("%s %s json: secret kept in %s", sh.Name, pos, got)
+			}
+			var back map[string]any
+			if err := json.Unmarshal([]byte(got), &back); err != nil {
+				t.Errorf("%s %s json: result is not JSON: %v", sh.Name, pos, err)
+			} else if c, _ := back["content"].(string); strings.Contains(c, sh.Secret) {
+				t.Errorf("%s %s json: decoded secret kept", sh.Name, pos)
+			}
+		}
+	}
+}
+
+// TestJSON_Exact: a JSON text without secrets comes back byte for byte,
+// escapes and spacing included; a changed string is re-encoded
+// canonically and the rest kept.
+func TestJSON_Exact(t *testing.T) {
+	r := redact.Default()
+	for _, s := range []string{
+		`{"a": "x<y>&z",  "b":[1,2,{"c":"\u00e9\n"}]}`,
+		`{"cwd":"/home/u/p","max_tokens":4096,"token_type":"bearer"}`,
+		`"just a string"`, `[]`, `{}`,
+	} {
+		if got := r.JSON(s); got != s {
+			t.Errorf("JSON(%s) = %s, want it unchanged", s, got)
+		}
+	}
+	in := `{"x": "<a>", "out": "ok\n` + redactTestAWS() + `\tend", "password" : "p w d"}`
+	want := `{"x": "<a>", "out": "ok\n[REDACTED:aws_access_key]\tend", "password" : "[REDACTED:assignment]"}`
+	if got := r.JSON(in); got != want {
+		t.Errorf("JSON\n got %s\nwant %s", got, want)
+	}
+	// Not JSON: redacted as text.
+	if got := r.JSON(`{"cut": "` + redactTestAWS()); strings.Contains(got, redactTestAWS()) {
+		t.Errorf("cut JSON kept the secret: %s", got)
+	}
+}
+
+func redactTestAWS() string { return "AK" + "IA" + "ABCDEFGHIJKLMNOP" }
+
+// TestStream_Splits: a secret split across two pieces anywhere is still
+// redacted, and text without secrets passes byte for byte.
+func TestStream_Splits(t *testing.T) {
+	r := redact.Default()
+	for _, sh := range redacttest.Shapes() {
+		text := "before\n" + sh.Text + "\nafter\n"
+		for cut := 1; cut < len(text); cut += 1 + len(text)/17 {
+			s := r.NewStream()
+			out := string(s.Write([]byte(text[:cut]))) + string(s.Write([]byte(text[cut:]))) + string(s.Flush())
+			if strings.Contains(out, sh.Secret) {
+				t.Errorf("%s cut at %d: secret kept: %q", sh.Name, cut, out)
+			}
+		}
+	}
+	s := r.NewStream()
+	in := "plain \x00\xff binary\nline two\npartial"
+	out := string(s.Write([]byte(in[:10]))) + string(s.Write([]byte(in[10:]))) + string(s.Flush())
+	if out != in {
+		t.Errorf("stream changed clean text: %q", out)
+	}
+}
+
+// TestNew_Lazy: building a Redactor compiles nothing, and redacting a
+// short text compiles only the rules its keywords call for.
+func TestNew_Custom(t *testing.T) {
+	r, err := redact.New([]string{`internal-[0-9]+`, `x*`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Redact("id internal-42 ok"); got != "id [REDACTED:custom-1] ok" {
+		t.Errorf("custom: %q", got)
+	}
+	if _, err := redact.New([]string{`(`}); err == nil {
+		t.Error("bad pattern accepted")
+	}
+}
+
+func BenchmarkNew(b *testing.B) {
+	for b.Loop() {
+		if _, err := redact.New(nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRedact_FirstUse measures a process's first redaction of a
+// short text: rule set loading plus the few rules its keywords call for.
+func BenchmarkRedact_ColdSmall(b *testing.B) {
+	for b.Loop() {
+		r, _ := redact.New([]string{"fresh"}) // own rule list, shared compiled rules
+		_ = r.Redact("a short line with a token=" + strings.Repeat("x", 5))
+	}
+}
+
+func BenchmarkRedact_64KiB(b *testing.B) {
+	r := redact.Default()
+	text := strings.Repeat("an ordinary line of tool output with some words 12345\n", 64<<10/55)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		_ = r.Redact(text)
+	}
+}
+
+func BenchmarkJSON_64KiB(b *testing.B) {
+	r := redact.Default()
+	lines := strings.Repeat("an ordinary line of tool output with some words 12345\n", 64<<10/55)
+	enc, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"content": []any{map[string]any{"type": "tool_result", "content": lines}}}})
+	b.SetBytes(int64(len(enc)))
+	for b.Loop() {
+		_ = r.JSON(string(enc))
+	}
+}
