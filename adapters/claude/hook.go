@@ -6,7 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/logbook-dev/logbook/adapters/redact"
 
 	"github.com/logbook-dev/logbook/events"
 )
@@ -93,6 +96,47 @@ func hookFieldKind(name string) string {
 // response are read leniently: a wrong type there is a Problems entry.
 func (p *Parser) Hook(b []byte) (events.Observation, error) {
 	b = bytes.TrimRight(b, " \t\r\n")
+	o, err := parseHook(b)
+	if err != nil {
+		return o, err
+	}
+	return p.finish(o, b), nil
+}
+
+// Caps on a hook payload's fields, in bytes. A payload over one of them
+// is refused with ErrFieldTooLong.
+const (
+	// MaxHookID caps ids, names and modes: session_id, tool_use_id,
+	// tool_name, hook_event_name, prompt_id, agent_id, agent_type,
+	// permission_mode, model, source, notification_type, trigger.
+	MaxHookID = 256
+	// MaxHookPath caps paths: transcript_path, cwd, agent_transcript_path.
+	MaxHookPath = 4096
+)
+
+// hookFieldCap returns the cap on a top-level string field, or 0.
+func hookFieldCap(name string) int {
+	switch name {
+	case "session_id", "tool_use_id", "tool_name", "hook_event_name", "prompt_id", "agent_id", "agent_type",
+		"permission_mode", "model", "source", "notification_type", "trigger":
+		return MaxHookID
+	case "transcript_path", "cwd", "agent_transcript_path":
+		return MaxHookPath
+	}
+	return 0
+}
+
+// CheckHook reports whether b is a hook payload Parser.Hook accepts,
+// with the same errors, without redacting or building an observation's
+// raw text: what a hook process checks before it spools b.
+func CheckHook(b []byte) error {
+	_, err := parseHook(bytes.TrimRight(b, " \t\r\n"))
+	return err
+}
+
+// parseHook parses b (trailing whitespace removed) into an observation
+// without redaction or Raw.
+func parseHook(b []byte) (events.Observation, error) {
 	top, _, err := decodeObject(b)
 	if err != nil {
 		return events.Observation{}, &HookError{Err: err}
@@ -108,10 +152,18 @@ func (p *Parser) Hook(b []byte) (events.Observation, error) {
 	if jsonKind(top["hook_event_name"]) == "string" {
 		event = t.str("hook_event_name")
 	}
+	if len(event) > MaxHookID {
+		return events.Observation{}, &HookError{Field: "hook_event_name", Err: fmt.Errorf("%w: %d bytes, at most %d", ErrFieldTooLong, len(event), MaxHookID)}
+	}
 	for _, k := range keys {
 		want, got := hookFieldKind(k), jsonKind(top[k])
 		if want != "" && got != "null" && got != want {
 			return events.Observation{}, &HookError{Event: event, Field: k, Err: fmt.Errorf("%w: want %s, got %s", ErrFieldType, want, got)}
+		}
+		if c := hookFieldCap(k); c > 0 && got == "string" {
+			if n := len(t.str(k)); n > c {
+				return events.Observation{}, &HookError{Event: event, Field: k, Err: fmt.Errorf("%w: %d bytes, at most %d", ErrFieldTooLong, n, c)}
+			}
 		}
 	}
 	if event == "" {
@@ -181,7 +233,60 @@ func (p *Parser) Hook(b []byte) (events.Observation, error) {
 		o.Key = "hook:" + event + ":sha256:" + hex.EncodeToString(sum[:])
 	}
 	o.Problems = probs
-	return p.finish(o, b), nil
+	if c, ok := t.quiet().obj(CutMember); ok {
+		size, _ := strconv.ParseInt(c.number("size"), 10, 64)
+		o.Cut = &events.Cut{Size: size, SHA256: c.str("sha256")}
+	}
+	return o, nil
+}
+
+// Hook payload caps applied by PrepareHook.
+const (
+	// MaxHookSend is the most a hook sends and spools of one payload, in
+	// bytes: 256 KiB.
+	MaxHookSend = 256 << 10
+	// MaxHookString is what each string of an over-cap payload is cut
+	// to, in bytes.
+	MaxHookString = 4 << 10
+	// CutMember is the top-level member PrepareHook adds to a payload it
+	// cut: {"size": original bytes, "sha256": hex SHA-256 of the original}.
+	CutMember = "logbook_cut"
+)
+
+// PrepareHook returns what a hook process spools for payload b: b itself
+// (trailing whitespace removed) when it is at most MaxHookSend bytes;
+// else b with every string cut to MaxHookString bytes (see
+// redact.CutStrings) and a CutMember naming the original's size and
+// SHA-256, which the parser turns into the observation's Cut. It checks
+// the result as Parser.Hook would (CheckHook's errors), and refuses a
+// payload that is still over MaxHookSend after cutting (ErrTooLarge).
+func PrepareHook(b []byte) ([]byte, error) {
+	b = bytes.TrimRight(b, " \t\r\n")
+	if len(b) > MaxHookSend {
+		if err := CheckHook(b); err != nil {
+			return nil, err
+		}
+		cut, ok := redact.CutStrings(string(b), MaxHookString)
+		sum := sha256.Sum256(b)
+		i := strings.IndexByte(cut, '{')
+		if !ok || i < 0 {
+			return nil, &HookError{Err: ErrNotObject}
+		}
+		member := fmt.Sprintf(`{%q:{"size":%d,"sha256":%q}`, CutMember, len(b), hex.EncodeToString(sum[:]))
+		rest := strings.TrimLeft(cut[i+1:], " \t\r\n")
+		if !strings.HasPrefix(rest, "}") {
+			member += ","
+		}
+		out := cut[:i] + member + cut[i+1:]
+		if len(out) > MaxHookSend {
+			return nil, &HookError{Err: fmt.Errorf("%w: %d bytes, %d after cutting each string to %d bytes, at most %d", ErrTooLarge, len(b), len(out), MaxHookString, MaxHookSend)}
+		}
+		b = []byte(out)
+	}
+	if err := CheckHook(b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // SpooledHook parses a spooled hook payload like Hook, but keys a payload

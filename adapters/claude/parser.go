@@ -65,6 +65,9 @@ func NewParser(cfg Config) (*Parser, error) {
 	return &Parser{red: red, maxRaw: maxRaw}, nil
 }
 
+// Redactor returns the parser's redaction rules.
+func (p *Parser) Redactor() *Redactor { return p.red }
+
 // MaxRaw returns the cap on Observation.Raw in bytes.
 func (p *Parser) MaxRaw() int { return p.maxRaw }
 
@@ -80,6 +83,11 @@ var (
 	ErrMissingField = errors.New("missing field")
 	// ErrFieldType reports a hook payload field of the wrong JSON type.
 	ErrFieldType = errors.New("wrong JSON type")
+	// ErrTooLarge reports a hook payload over MaxHookSend even after
+	// cutting its strings.
+	ErrTooLarge = errors.New("payload too large")
+	// ErrFieldTooLong reports a hook payload field over its cap.
+	ErrFieldTooLong = errors.New("field too long")
 	// ErrLineTooLong reports a transcript line longer than MaxLineBytes.
 	ErrLineTooLong = errors.New("line too long")
 )
@@ -105,8 +113,8 @@ func (e *LineError) Error() string {
 func (e *LineError) Unwrap() error { return e.Err }
 
 // HookError reports a hook payload that could not be used. It wraps
-// ErrSyntax, ErrInvalidUTF8, ErrNotObject, ErrMissingField or
-// ErrFieldType.
+// ErrSyntax, ErrInvalidUTF8, ErrNotObject, ErrMissingField,
+// ErrFieldType or ErrFieldTooLong.
 type HookError struct {
 	Event string // hook_event_name, if it could be read
 	Field string // the offending top-level field, if any
@@ -198,7 +206,12 @@ func (p *Parser) finish(o events.Observation, orig []byte) events.Observation {
 	// Raw is redacted over the decoded text of its JSON strings, and
 	// stays JSON (see redact.Redactor.JSON).
 	raw := r.JSON(strings.ToValidUTF8(string(orig), "\uFFFD"))
-	if len(raw) > p.maxRaw {
+	if o.Cut != nil {
+		// The payload was cut before it was sent (PrepareHook); the Cut
+		// it carries names the original.
+		raw = cutUTF8(raw, p.maxRaw)
+		o.Cut.Kept = len(raw)
+	} else if len(raw) > p.maxRaw {
 		kept := cutUTF8(raw, p.maxRaw)
 		sum := sha256.Sum256(orig)
 		o.Cut = &events.Cut{Size: int64(len(orig)), SHA256: hex.EncodeToString(sum[:]), Kept: len(kept)}

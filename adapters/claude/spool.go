@@ -228,3 +228,101 @@ func (l *Lock) Unlock() error {
 	}
 	return nil
 }
+
+// RejectedDir is the spool's subdirectory for entries kept aside: payloads
+// refused as bad input, each as <ID>.json (redacted) with <ID>.why (the
+// reason, redacted).
+const RejectedDir = "rejected"
+
+// DefaultRejectedRetention is how long Sweep keeps rejected entries:
+// 7 days.
+const DefaultRejectedRetention = 7 * 24 * time.Hour
+
+// Reject moves entry id aside into rejected/, redacted by red (over its
+// decoded JSON strings when it is JSON), with why, so it no longer blocks
+// the entries behind it. A missing entry is not an error.
+func (s *Spool) Reject(id string, payload []byte, why error, red *Redactor) error {
+	if _, err := ulid.ParseStrict(id); err != nil {
+		return fmt.Errorf("spool reject %q: not an entry id: %w", id, err)
+	}
+	if err := s.keepAside(id, payload, why, red); err != nil {
+		return err
+	}
+	return s.Remove(id)
+}
+
+// KeepAside stores payload, which never entered the spool (it was
+// refused before), in rejected/ under a new entry id, redacted by red,
+// with why. It returns the id.
+func (s *Spool) KeepAside(payload []byte, why error, red *Redactor) (string, error) {
+	id := ulid.Make().String()
+	return id, s.keepAside(id, payload, why, red)
+}
+
+func (s *Spool) keepAside(id string, payload []byte, why error, red *Redactor) error {
+	dir := filepath.Join(s.dir, RejectedDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("spool reject %s: %w", id, err)
+	}
+	const keep = 1 << 20 // what a rejected entry keeps of its payload
+	text := strings.ToValidUTF8(string(payload), "\uFFFD")
+	if len(text) > keep {
+		text = red.Redact(cutUTF8(text, keep)) // cut JSON is text
+	} else {
+		text = red.JSON(text)
+	}
+	if err := writeFileSync(filepath.Join(dir, id+".why"), []byte(red.Redact(why.Error())+"\n")); err != nil {
+		return fmt.Errorf("spool reject %s: %w", id, err)
+	}
+	if err := writeFileSync(filepath.Join(dir, id+spoolExt), []byte(text)); err != nil {
+		return fmt.Errorf("spool reject %s: %w", id, err)
+	}
+	return nil
+}
+
+// writeFileSync writes b to path (mode 0600) and fsyncs it.
+func writeFileSync(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// SweepRejected removes rejected entries (both files) whose entry id is
+// older than age at now, and returns how many entries it removed.
+func (s *Spool) SweepRejected(now time.Time, age time.Duration) (int, error) {
+	dir := filepath.Join(s.dir, RejectedDir)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("spool sweep rejected: %w", err)
+	}
+	n := 0
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), spoolExt)
+		if !ok {
+			id, ok = strings.CutSuffix(e.Name(), ".why")
+		}
+		u, err := ulid.ParseStrict(id)
+		if !ok || err != nil || now.Sub(ulid.Time(u.Time())) < age {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return n, fmt.Errorf("spool sweep rejected: %w", err)
+		}
+		if strings.HasSuffix(e.Name(), spoolExt) {
+			n++
+		}
+	}
+	return n, nil
+}

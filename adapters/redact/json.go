@@ -177,3 +177,37 @@ func writeJSONString(b *strings.Builder, s string) {
 	}
 	b.WriteByte('"')
 }
+
+// CutStrings returns the JSON text s with every string longer than max
+// bytes (decoded) cut to at most max bytes: at the last space, newline or
+// punctuation in its final quarter, so no token is left half, else on a
+// rune boundary. Other bytes are kept. It returns false when s is not
+// well-formed JSON.
+func CutStrings(s string, max int) (string, bool) {
+	toks, ok := scanStrings(s)
+	if !ok {
+		return s, false
+	}
+	var b strings.Builder
+	last := 0
+	for _, t := range toks {
+		if len(t.text) <= max {
+			continue
+		}
+		cut := max
+		for cut > 0 && !utf8.RuneStart(t.text[cut]) {
+			cut--
+		}
+		if i := strings.LastIndexAny(t.text[:cut], " \t\r\n,;:()[]{}<>\"'"); i >= max*3/4 {
+			cut = i
+		}
+		b.WriteString(s[last:t.from])
+		writeJSONString(&b, t.text[:cut])
+		last = t.to
+	}
+	if last == 0 {
+		return s, true
+	}
+	b.WriteString(s[last:])
+	return b.String(), true
+}

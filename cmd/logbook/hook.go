@@ -1,10 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -33,7 +33,11 @@ data dir's spool (durably, before answering), and delivers the spool, in
 order, to the running server. When no server runs, the payload waits in the
 spool and the server delivers it when it starts. It never blocks the agent:
 it exits 0 whether or not the server took the payload, and 1 (a
-non-blocking error for Claude Code) only for a payload it cannot read.`,
+non-blocking error for Claude Code) only for a payload it cannot use,
+which it keeps aside, redacted, in the spool's rejected/ folder with the
+reason. A payload over 256 KiB has each of its strings cut to 4 KiB
+(its original size and SHA-256 are recorded); an id or name over 256
+bytes, or a path over 4096, is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return hookClaude(cmd.Context(), g)
@@ -48,13 +52,6 @@ func hookClaude(ctx context.Context, g *globals) error {
 	if err != nil {
 		return fmt.Errorf("hook claude: read stdin: %w", err)
 	}
-	if len(payload) > maxHookPayload {
-		return fmt.Errorf("hook claude: payload over %d MiB refused", maxHookPayload>>20)
-	}
-	payload = bytes.TrimSpace(payload)
-	if _, err := claude.ParseHook(payload, claude.Config{}); err != nil {
-		return fmt.Errorf("hook claude: %w", err)
-	}
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
 		return err
@@ -63,7 +60,26 @@ func hookClaude(ctx context.Context, g *globals) error {
 	if err != nil {
 		return err
 	}
-	if _, err := sp.Put(payload); err != nil {
+	var prepared []byte
+	if len(payload) > maxHookPayload {
+		err = fmt.Errorf("payload over %d MiB refused", maxHookPayload>>20)
+	} else {
+		prepared, err = claude.PrepareHook(payload)
+	}
+	if err != nil {
+		// Bad input: exit 1, and keep it (redacted) where a person can
+		// look, out of the spool so it blocks nothing.
+		p, perr := dd.parser()
+		if perr != nil {
+			return fmt.Errorf("hook claude: %w (not kept: %v)", err, perr)
+		}
+		id, kerr := sp.KeepAside(payload, err, p.Redactor())
+		if kerr != nil {
+			return fmt.Errorf("hook claude: %w (not kept: %v)", err, kerr)
+		}
+		return fmt.Errorf("hook claude: %w (kept aside as %s)", err, filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"))
+	}
+	if _, err := sp.Put(prepared); err != nil {
 		return fmt.Errorf("hook claude: spool: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, hookTimeout)
@@ -104,9 +120,13 @@ func deliverSpool(ctx context.Context, g *globals, dd dataDir, sp *claude.Spool)
 	}
 	for _, e := range pending {
 		var r hookReply
-		err := callAPI(ctx, nc, api, verbHook, hookRequest{ID: e.ID, Payload: e.Payload}, &r)
+		err := callAPI(ctx, nc, api, verbHook, hookRequest{ID: e.ID, Text: string(e.Payload)}, &r)
 		if err != nil && isInputError(err) {
-			if err := rejectSpooled(sp.Dir(), e.ID, err); err != nil {
+			p, perr := dd.parser()
+			if perr != nil {
+				return perr
+			}
+			if err := sp.Reject(e.ID, e.Payload, err, p.Redactor()); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stderr, "logbook hook: spooled payload %s refused: %v\n", e.ID, err)

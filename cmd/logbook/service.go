@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
@@ -28,6 +29,7 @@ type service struct {
 	runner *projections.Runner
 	ing    *claude.Ingester
 	spool  *claude.Spool
+	red    *claude.Redactor // the data dir's rules, for rejected spool entries
 }
 
 func newService(b *backend, store *projections.Store) (*service, error) {
@@ -45,15 +47,19 @@ func newService(b *backend, store *projections.Store) (*service, error) {
 		return nil, err
 	}
 	return &service{
-		log: b.log, store: store, ing: ing, spool: sp,
+		log: b.log, store: store, ing: ing, spool: sp, red: parser.Redactor(),
 		runner: &projections.Runner{Log: b.log, Store: store},
 	}, nil
 }
 
-// hookRequest carries one spooled hook payload.
+// hookRequest carries one spooled hook payload. Text holds the payload's
+// exact bytes (a JSON string, so nothing re-encodes them on the way), and
+// the server stores what a server draining the spool would: the same
+// raw text, cut length and SHA-256. Payload is what older hooks sent.
 type hookRequest struct {
 	ID      string          `json:"id"` // spool entry ULID
-	Payload json.RawMessage `json:"payload"`
+	Text    string          `json:"text,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
 // hookReply says where the hook's batch landed (Seq 0: already seen).
@@ -70,7 +76,16 @@ func (s *service) hook(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hook request: %w: id %q: %v", events.ErrMalformed, req.ID, err)
 	}
-	ap, err := s.ing.Hook(ctx, claude.Entry{ID: req.ID, Time: ulid.Time(id.Time()), Payload: req.Payload})
+	payload := []byte(req.Text)
+	if req.Text == "" {
+		payload = req.Payload
+	}
+	ap, err := s.ing.Hook(ctx, claude.Entry{ID: req.ID, Time: ulid.Time(id.Time()), Payload: payload})
+	if err != nil && isInputError(err) && !errors.Is(err, events.ErrRejected) && !errors.Is(err, events.ErrMalformed) {
+		// Bad input the hook must set aside, not retry: say so in the
+		// code the client reads.
+		err = fmt.Errorf("%w: %w", events.ErrMalformed, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +93,11 @@ func (s *service) hook(ctx context.Context, data []byte) (any, error) {
 }
 
 // drainSpool delivers every spooled hook payload in order, removing each
-// once its batch is durable. A payload the server refuses as malformed is
-// moved aside (spool/rejected/) so it cannot block the ones after it.
+// once its batch is durable. A payload refused as bad input (malformed,
+// over a cap, refused by the reducer, too large for the log) is moved
+// aside, redacted, into spool/rejected/ so it cannot block the ones after
+// it; any other error stops the drain, to be retried, so order holds.
+// Rejected entries older than claude.DefaultRejectedRetention are removed.
 func (s *service) drainSpool(ctx context.Context) (int, error) {
 	lock, err := s.spool.TryLock()
 	if err != nil {
@@ -90,6 +108,9 @@ func (s *service) drainSpool(ctx context.Context) (int, error) {
 	if _, err := s.spool.Sweep(time.Now(), time.Hour); err != nil {
 		return 0, err
 	}
+	if _, err := s.spool.SweepRejected(time.Now(), claude.DefaultRejectedRetention); err != nil {
+		return 0, err
+	}
 	pending, err := s.spool.Pending()
 	if err != nil {
 		return 0, err
@@ -98,7 +119,7 @@ func (s *service) drainSpool(ctx context.Context) (int, error) {
 	for _, e := range pending {
 		if _, err := s.ing.Hook(ctx, e); err != nil {
 			if isInputError(err) {
-				if err := rejectSpooled(s.spool.Dir(), e.ID, err); err != nil {
+				if err := s.spool.Reject(e.ID, e.Payload, err, s.red); err != nil {
 					return n, err
 				}
 				continue
@@ -218,21 +239,10 @@ type statusReply struct {
 }
 
 // isInputError reports an error about the input itself, which no retry
-// can fix: a malformed payload or a decision the reducer refuses.
+// can fix: a malformed payload, a decision the reducer refuses, a message
+// over the log's or the connection's maximum payload.
 func isInputError(err error) bool {
 	_, hookErr := errors.AsType[*claude.HookError](err)
-	return hookErr || errors.Is(err, events.ErrMalformed) || errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrMissingCause)
-}
-
-// rejectSpooled moves spool entry id aside into dir/rejected/, with a
-// note saying why, so it no longer blocks delivery of later entries.
-func rejectSpooled(dir, id string, why error) error {
-	rej := filepath.Join(dir, "rejected")
-	if err := os.MkdirAll(rej, 0o700); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(rej, id+".why"), []byte(why.Error()+"\n"), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(filepath.Join(dir, id+".json"), filepath.Join(rej, id+".json"))
+	return hookErr || errors.Is(err, events.ErrMalformed) || errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrMissingCause) ||
+		errors.Is(err, nats.ErrMaxPayload) || strings.Contains(err.Error(), "maximum payload exceeded")
 }

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// TestSpool_PoisonThenHundred: a spooled entry that can never be stored
+// (a 2 MB tool_use_id, as an older hook would have spooled it) is set
+// aside, redacted, with its reason, and the 100 good hooks behind it are
+// delivered, in order.
+func TestSpool_PoisonThenHundred(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	data := t.TempDir()
+	sp, err := claude.Open(filepath.Join(data, "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sid = "5e551011-0000-4000-8000-00000000b00c"
+	aws := "AK" + "IA" + "QWERTYUIOPASDFGH"
+	poison := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"%s","tool_input":{"command":"echo %s"}}`,
+		sid, strings.Repeat("x", 2<<20), aws)
+	if _, err := sp.Put([]byte(poison)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		p := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"UserPromptSubmit","prompt_id":"p-%03d","prompt":"prompt %03d"}`, sid, i, i)
+		if _, err := sp.Put([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := &globals{data: data, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
+	b, err := openBackend(ctx, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	store, err := openViews(ctx, g, b.dd, b.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	svc, err := newService(b, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := svc.drainSpool(ctx)
+	if err != nil || n != 100 {
+		t.Fatalf("drainSpool = %d, %v; want 100 delivered", n, err)
+	}
+	agg, _ := claude.SessionAggregate(sid, "")
+	recs, _, err := b.log.Load(ctx, agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		if o, ok := events.Observed(r.Data); ok {
+			got = append(got, o.Signals[0].ID)
+		}
+	}
+	if len(got) != 100 {
+		t.Fatalf("%d observations stored, want 100", len(got))
+	}
+	for i, id := range got {
+		if want := fmt.Sprintf("p-%03d", i); id != want {
+			t.Fatalf("observation %d is %s, want %s: order lost", i, id, want)
+		}
+	}
+	left, _ := sp.Pending()
+	if len(left) != 0 {
+		t.Errorf("%d entries left in the spool", len(left))
+	}
+	rej, _ := filepath.Glob(filepath.Join(sp.Dir(), claude.RejectedDir, "*"))
+	if len(rej) != 2 {
+		t.Fatalf("rejected/ holds %v, want the poison entry and its reason", rej)
+	}
+	for _, f := range rej {
+		b, _ := os.ReadFile(f)
+		if strings.Contains(string(b), aws) {
+			t.Errorf("%s holds the secret in clear", f)
+		}
+		if strings.HasSuffix(f, ".why") && !strings.Contains(string(b), "tool_use_id") {
+			t.Errorf("reason %q does not name the field", b)
+		}
+	}
+	// Rejected entries go after the retention period.
+	if n, err := sp.SweepRejected(time.Now().Add(claude.DefaultRejectedRetention+time.Minute), claude.DefaultRejectedRetention); err != nil || n != 1 {
+		t.Errorf("SweepRejected = %d, %v; want 1", n, err)
+	}
+}
+
+// TestHook_Caps: the hook command refuses an over-long id with exit 1
+// and keeps it aside, and cuts an over-size payload's strings to its cap
+// so it still goes through.
+func TestHook_Caps(t *testing.T) {
+	data := t.TempDir()
+	const sid = "5e551011-0000-4000-8000-00000000cafe"
+	run := func(payload string) error {
+		var out strings.Builder
+		return runCLI(context.Background(), []string{"--data", data, "hook", "claude"}, strings.NewReader(payload), &out, &out)
+	}
+	long := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"PreToolUse","tool_use_id":"%s"}`, sid, strings.Repeat("y", 2<<20))
+	if err := run(long); err == nil || !strings.Contains(err.Error(), "tool_use_id") {
+		t.Fatalf("2 MB tool_use_id: err %v, want a refusal naming tool_use_id", err)
+	}
+	if rej, _ := filepath.Glob(filepath.Join(data, "spool", claude.RejectedDir, "*.why")); len(rej) != 1 {
+		t.Errorf("rejected reasons %v, want 1", rej)
+	}
+	big := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"PostToolUse","tool_use_id":"t1","tool_name":"Bash","tool_response":{"stdout":"%s"}}`, sid, strings.Repeat("z ", 1<<20))
+	if err := run(big); err != nil {
+		t.Fatalf("2 MB tool_response: %v", err)
+	}
+	sp, _ := claude.Open(filepath.Join(data, "spool"))
+	es, _ := sp.Pending()
+	if len(es) != 1 || len(es[0].Payload) > claude.MaxHookSend || !strings.Contains(string(es[0].Payload), claude.CutMember) {
+		t.Fatalf("spooled %d entries; want one cut payload under %d bytes", len(es), claude.MaxHookSend)
+	}
+	o, err := claude.ParseHook(es[0].Payload, claude.Config{})
+	if err != nil || o.Cut == nil || o.Cut.Size != int64(len(big)) {
+		t.Errorf("cut payload parses to %+v, %v; want Cut.Size %d", o.Cut, err, len(big))
+	}
+}
