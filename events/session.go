@@ -124,6 +124,9 @@ type SessionDescribed struct {
 	GitBranch string `json:"git_branch,omitempty"`
 	Version   string `json:"version,omitempty"` // the agent's version
 	Title     string `json:"title,omitempty"`
+	// AgentSessionID is the agent's session id when a transcript's lines
+	// changed to a new one (a resumed session continued in the file).
+	AgentSessionID string `json:"agent_session_id,omitempty"`
 }
 
 // EventType implements Payload.
@@ -141,7 +144,7 @@ func (SessionTurnStarted) EventType() string { return "session.turn_started" }
 // SessionTurnEnded closes turn Turn.
 type SessionTurnEnded struct {
 	Turn    int    `json:"turn"`
-	Outcome string `json:"outcome"` // "completed", "interrupted", "error"
+	Outcome string `json:"outcome"` // "completed", "interrupted", "failed" (an API error), "superseded", "abandoned", "ended"
 }
 
 // EventType implements Payload.

@@ -67,10 +67,6 @@ func (End) command()        {}
 func (ChangeMode) command() {}
 func (Abandon) command()    {}
 
-// AskUserQuestion is Claude Code's tool for a question that blocks on the
-// user.
-const askUserQuestion = "AskUserQuestion"
-
 // Decide returns the events cmd causes in state s, in order, or an error
 // wrapping events.ErrRejected (events.ErrNotFound for Attach to a session
 // that does not exist) that says why cmd is refused. The returned
@@ -157,13 +153,36 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 	if o.Line > 0 {
 		kind = "transcript"
 	}
+	if o.Line == 0 && len(o.Signals) == 0 {
+		// A hook that says nothing the reducer knows (an event newer
+		// than this parser, a notification of another kind) is kept as
+		// an observation for rederive; it neither starts a session nor
+		// moves one.
+		return nil, nil
+	}
 	d := newDecider(s, c.Obs.At, events.Cause{Kind: kind, Event: o.Kind, Ref: c.Obs.ID.String()})
 	d.s.ID = c.Obs.Agg.ID
 	d.agg = c.Obs.Agg
 	d.corr = c.Obs.Corr
+	for _, sig := range o.Signals {
+		if sig.Kind == events.SigQuestion && sig.ID != "" {
+			d.blocking = append(d.blocking, sig.ID)
+		}
+		if sig.Kind == events.SigAPIError && sig.Status == apiErrorFailed {
+			d.failed = true
+		}
+	}
 	if !s.Exists() {
 		d.start(o)
 	} else {
+		if o.Line > 0 && o.Meta.SessionID != "" && s.AgentSessionID != "" && o.Meta.SessionID != s.AgentSessionID && s.AgentID == "" {
+			// A transcript whose lines change sessionId was continued by
+			// another agent process (a resume that copied the history):
+			// what the earlier process left open is gone with it.
+			d.cause.Detail = "session_id_changed"
+			d.restart()
+			d.emit(events.SessionDescribed{AgentSessionID: o.Meta.SessionID})
+		}
 		d.describe(o.Meta)
 	}
 	if o.Meta.AgentMode != "" && o.Meta.AgentMode != d.s.AgentMode {
@@ -175,6 +194,16 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 	}
 	return d.out, nil
 }
+
+// apiErrorFailed is the Status of an api_error signal whose request
+// failed for good (see events.SigAPIError).
+const apiErrorFailed = "failed"
+
+// Turn outcomes (events.SessionTurnEnded.Outcome) decided here.
+const (
+	turnCompleted = "completed"
+	turnFailed    = "failed" // ended by a request that failed for good
+)
 
 // decider accumulates the events of one decision, folding each into its
 // working copy of the state so later signals see earlier ones.
@@ -188,6 +217,13 @@ type decider struct {
 	// lastText is the model's latest text in this decision, for the
 	// question cue at the end of a turn.
 	lastText string
+	// blocking holds the ids of tool calls this observation says wait on
+	// the user (a question signal with the call's id): opening them goes
+	// straight to waiting.
+	blocking []string
+	// failed is set when this observation reports a request that failed
+	// for good: a turn it ends ends with outcome failed.
+	failed bool
 }
 
 func newDecider(s State, at time.Time, cause events.Cause) *decider {
@@ -380,7 +416,23 @@ func (d *decider) end(reason string) {
 
 func (d *decider) endTurn(outcome string) {
 	if d.s.TurnOpen {
+		if d.failed {
+			outcome = turnFailed
+		}
 		d.emit(events.SessionTurnEnded{Turn: d.s.Turns, Outcome: outcome})
+	}
+}
+
+// restart closes what an earlier agent process left open when a new
+// process takes the session over (a resume after a crash, a transcript
+// continued under a new session id): every entry is abandoned, open
+// reviews are closed unanswered, the turn ends, and the session is ready.
+func (d *decider) restart() {
+	d.abandonLane("", "agent_restarted")
+	d.closeReviews(events.ReviewUnavailable, "agent restarted")
+	d.endTurn("abandoned")
+	if d.s.Phase != events.PhaseReady {
+		d.phase(events.PhaseReady, "", "")
 	}
 }
 
@@ -389,13 +441,19 @@ func (d *decider) signal(sig events.Sig) {
 		switch sig.Kind {
 		case events.SigSessionStart, events.SigPrompt:
 			d.phase(events.PhaseReady, "", "") // resumed
+			if sig.Kind == events.SigSessionStart {
+				return
+			}
 		default:
 			return
 		}
 	}
 	switch sig.Kind {
 	case events.SigSessionStart:
-		// Started (or resumed) above; nothing else to decide.
+		// A new agent process for a session that exists: whatever the
+		// last one left open ended with it (a session just started has
+		// nothing open, so this is a no-op there).
+		d.restart()
 	case events.SigPrompt:
 		if sig.ID != "" && sig.ID == d.s.PromptID && d.s.TurnOpen {
 			// The same prompt seen twice (a hook, then its transcript line).
@@ -433,31 +491,39 @@ func (d *decider) signal(sig events.Sig) {
 		}
 		d.phase(events.PhaseWaiting, "review", sig.ID)
 	case events.SigTurnEnd:
-		d.endTurn("completed")
+		wasOpen := d.s.TurnOpen
+		d.endTurn(turnCompleted)
+		// The agent stopped: nothing of this turn can still be answered.
 		d.closeReviews(events.ReviewUnavailable, "turn ended")
-		if d.s.lane(events.LaneMain) {
-			d.abandonLane(events.LaneMain, "turn_ended")
-		}
-		if q := strings.TrimSpace(d.lastText); strings.HasSuffix(q, "?") && d.s.Phase != events.PhaseWaiting {
+		d.abandonLane(events.LaneMain, "turn_ended")
+		if q := strings.TrimSpace(d.lastText); strings.HasSuffix(q, "?") {
 			d.phase(events.PhaseWaiting, "question", "")
 			return
 		}
-		if d.s.Phase != events.PhaseWaiting {
-			d.settle()
+		if !wasOpen && d.s.Phase == events.PhaseWaiting && d.s.Activity == "question" {
+			return // the turn already ended on a question; a second end repeats it
 		}
+		d.settle()
 	case events.SigInterrupt:
 		d.abandonLane(events.LaneMain, "interrupted")
 		d.closeReviews(events.ReviewRejected, "interrupted by the user")
 		d.endTurn("interrupted")
-		if d.s.Phase == events.PhaseWaiting {
-			d.phase(events.PhaseWorking, "", "")
-		}
 		d.settle()
 	case events.SigIdle:
+		// The agent sits at its prompt. A question asked is still open;
+		// anything else of the turn is over: a dialog dismissed (Esc on a
+		// permission prompt fires no hook), or a turn whose end was not
+		// reported.
 		if d.s.Phase == events.PhaseWaiting && d.s.Activity == "question" {
 			return
 		}
-		d.endTurn("completed")
+		outcome := turnCompleted
+		if d.s.lane(events.LaneMain) || len(d.s.OpenReviews) > 0 {
+			outcome = "interrupted"
+		}
+		d.abandonLane(events.LaneMain, "dismissed")
+		d.closeReviews(events.ReviewRejected, "dismissed: the agent went back to its prompt")
+		d.endTurn(outcome)
 		d.settle()
 	case events.SigCompactStart:
 		d.phase(events.PhaseWorking, "compacting", "")
@@ -470,24 +536,15 @@ func (d *decider) signal(sig events.Sig) {
 			}
 		}
 	case events.SigBackgroundDone:
-		id := backgroundID(sig.Task)
-		if d.s.entry(id) >= 0 {
-			d.emit(events.SessionEntryClosed{EntryID: id, Outcome: or(sig.Status, events.OutcomeOK)})
-			if !d.s.TurnOpen && d.s.Phase == events.PhaseWorking {
-				d.settle()
-			}
-		}
+		d.closeWork(sig.Task, or(sig.Status, events.OutcomeOK))
 	case events.SigSubagentStart:
 		id := subagentID(sig.ID)
-		if d.s.entry(id) < 0 && !contains(d.s.RecentClosed, id) {
+		if d.s.entry(id) < 0 && d.s.entry(backgroundID(sig.ID)) < 0 && !contains(d.s.RecentClosed, id) {
 			d.emit(events.SessionEntryOpened{EntryID: id, Activity: "subagent:" + or(sig.Name, "agent"), Lane: events.LaneSubagent})
 		}
 		d.working("subagent:"+or(sig.Name, "agent"), id)
 	case events.SigSubagentStop:
-		id := subagentID(sig.ID)
-		if d.s.entry(id) >= 0 {
-			d.emit(events.SessionEntryClosed{EntryID: id, Outcome: events.OutcomeOK})
-		}
+		d.closeWork(sig.ID, events.OutcomeOK)
 	case events.SigMode:
 		if sig.Name != d.s.AgentMode {
 			d.mode(agentMode(sig.Name), sig.Name)
@@ -495,58 +552,105 @@ func (d *decider) signal(sig events.Sig) {
 	case events.SigSessionEnd:
 		d.end(or(sig.Text, "session_end"))
 	case events.SigAPIError:
-		// Recorded in the observation; the agent retries on its own.
+		// A request failed. A final failure comes with a turn end (whose
+		// outcome it makes failed); a retry keeps the turn going.
+		if sig.Status != apiErrorFailed && d.s.TurnOpen && d.s.Phase == events.PhaseWorking {
+			d.phase(events.PhaseWorking, "api_retry", "")
+		}
+	}
+}
+
+// closeWork closes the background work named id, a background task or a
+// subagent, whichever entry holds it, and lets the session settle when
+// its turn is over.
+func (d *decider) closeWork(id, outcome string) {
+	closed := false
+	for _, e := range []string{backgroundID(id), subagentID(id)} {
+		if d.s.entry(e) >= 0 {
+			d.emit(events.SessionEntryClosed{EntryID: e, Outcome: outcome})
+			closed = true
+		}
+	}
+	if closed && !d.s.TurnOpen && d.s.Phase == events.PhaseWorking {
+		d.settle()
 	}
 }
 
 func (d *decider) toolUse(sig events.Sig) {
-	if sig.ID == "" {
-		d.working("tool:"+sig.Name, "")
-		return
-	}
 	activity, lane := "tool:"+sig.Name, events.LaneMain
-	if d.s.entry(sig.ID) < 0 && !contains(d.s.RecentClosed, sig.ID) {
-		d.emit(events.SessionEntryOpened{EntryID: sig.ID, Activity: activity, Lane: lane})
+	id := sig.ID
+	if id == "" {
+		// Old hook payloads carry no tool_use_id: the call still gets an
+		// entry, so its result (matched by tool) closes it.
+		id = fmt.Sprintf("call-%d", d.s.ToolCalls+1)
 	}
-	if sig.Name == askUserQuestion {
-		d.phase(events.PhaseWaiting, "question", sig.ID)
-		return
+	if d.s.entry(id) < 0 && !contains(d.s.RecentClosed, id) {
+		d.emit(events.SessionEntryOpened{EntryID: id, Activity: activity, Lane: lane})
+	}
+	if sig.ID != "" && contains(d.blocking, sig.ID) {
+		return // the question signal that follows moves to waiting
 	}
 	d.working(activity, sig.ID)
 }
 
 func (d *decider) toolResult(sig events.Sig) {
-	if contains(d.s.OpenReviews, sig.ID) {
+	id := sig.ID
+	if id == "" && sig.Name != "" {
+		id = d.newestEntry(events.LaneMain, "tool:"+sig.Name)
+	}
+	if contains(d.s.OpenReviews, id) {
 		if sig.Status == events.OutcomeRejected {
-			d.decideReview(sig.ID, events.ReviewRejected, "rejected by the user")
+			d.decideReview(id, events.ReviewRejected, "rejected by the user")
 		} else {
-			d.decideReview(sig.ID, events.ReviewApproved, "approved by the user")
+			d.decideReview(id, events.ReviewApproved, "approved by the user")
 		}
 	}
-	if i := d.s.entry(sig.ID); i >= 0 {
+	if i := d.s.entry(id); i >= 0 {
 		tool := d.s.Entries[i].Activity
 		switch sig.Status {
 		case events.OutcomeBackground:
-			d.emit(events.SessionEntryClosed{EntryID: sig.ID, Outcome: events.OutcomeBackground})
-			if sig.Task != "" && d.s.entry(backgroundID(sig.Task)) < 0 {
+			d.emit(events.SessionEntryClosed{EntryID: id, Outcome: events.OutcomeBackground})
+			// A backgrounded subagent already has its entry when its
+			// start was seen; one piece of work is one entry.
+			if sig.Task != "" && d.s.entry(backgroundID(sig.Task)) < 0 && d.s.entry(subagentID(sig.Task)) < 0 {
 				d.emit(events.SessionEntryOpened{EntryID: backgroundID(sig.Task), Activity: strings.Replace(tool, "tool:", "background:", 1), Lane: events.LaneBackground})
 			}
 		case "":
-			d.emit(events.SessionEntryClosed{EntryID: sig.ID, Outcome: events.OutcomeOK})
+			d.emit(events.SessionEntryClosed{EntryID: id, Outcome: events.OutcomeOK})
 		default:
-			d.emit(events.SessionEntryClosed{EntryID: sig.ID, Outcome: sig.Status})
+			d.emit(events.SessionEntryClosed{EntryID: id, Outcome: sig.Status})
 		}
 	}
+	if sig.Status != events.OutcomeBackground && sig.Task != "" {
+		// The result of a subagent the session ran: its work is over.
+		d.closeWork(sig.Task, events.OutcomeOK)
+	}
 	if d.s.Phase == events.PhaseWaiting {
-		if len(d.s.OpenReviews) > 0 {
+		if len(d.s.OpenReviews) > 0 || d.waitsOnQuestion() {
 			return // another call still waits for the person
 		}
 		d.phase(events.PhaseWorking, "thinking", sig.ID)
 		return
 	}
-	if d.s.TurnOpen || d.s.lane(events.LaneMain) {
-		d.working("thinking", "")
+	if d.s.Phase == events.PhaseWorking {
+		// The model reads the result next; outside a known turn too, the
+		// activity no longer names a call that has ended.
+		d.phase(events.PhaseWorking, "thinking", "")
 	}
+}
+
+// waitsOnQuestion reports whether a call that blocks on the user is still
+// open: the waiting entry's id is the phase's cause.
+func (d *decider) waitsOnQuestion() bool {
+	if d.s.Activity != "question" {
+		return false
+	}
+	for _, e := range d.s.Entries {
+		if e.Lane == events.LaneMain && e.EntryID == d.s.WaitingOn {
+			return true
+		}
+	}
+	return false
 }
 
 func backgroundID(task string) string { return "bg-" + task }

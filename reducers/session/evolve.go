@@ -21,7 +21,15 @@ func Evolve(s State, e events.Envelope) State {
 	e.At = e.At.UTC().Truncate(time.Microsecond)
 	s.ID = e.Agg.ID
 	s.Ver = e.Ver
-	s.UpdatedAt = e.At
+	// Sources disagree on time (a hook's arrival, a transcript line's own
+	// timestamp): updated is the latest time seen, started the earliest,
+	// so updated is never before started.
+	if e.At.After(s.UpdatedAt) {
+		s.UpdatedAt = e.At
+	}
+	if !s.StartedAt.IsZero() && e.At.Before(s.StartedAt) {
+		s.StartedAt = e.At
+	}
 	if o, ok := events.Observed(e.Data); ok {
 		s.Observations++
 		if o.Line > 0 && o.Line > s.Cursor(o.Path) {
@@ -44,10 +52,19 @@ func Evolve(s State, e events.Envelope) State {
 		s.AgentID, s.AgentType = d.AgentID, d.AgentType
 		s.Cwd, s.Model = d.Cwd, d.Model
 		s.Mode, s.AgentMode = d.Mode, d.AgentMode
-		s.StartedAt = e.At
+		if s.StartedAt.IsZero() || e.At.Before(s.StartedAt) {
+			s.StartedAt = e.At
+		}
+		if s.UpdatedAt.Before(s.StartedAt) {
+			s.UpdatedAt = s.StartedAt
+		}
 	case events.SessionTransitioned:
 		s.Phase = d.To
 		s.Activity = d.Activity
+		s.WaitingOn = ""
+		if d.To == events.PhaseWaiting {
+			s.WaitingOn = d.EntryID
+		}
 	case events.SessionActivityChanged:
 		s.Activity = d.To
 	case events.SessionEntryOpened:
@@ -72,6 +89,7 @@ func Evolve(s State, e events.Envelope) State {
 		s.GitBranch = or(d.GitBranch, s.GitBranch)
 		s.Version = or(d.Version, s.Version)
 		s.Title = or(d.Title, s.Title)
+		s.AgentSessionID = or(d.AgentSessionID, s.AgentSessionID)
 	case events.SessionTurnStarted:
 		s.Turns = d.Turn
 		s.TurnOpen = true
@@ -81,6 +99,7 @@ func Evolve(s State, e events.Envelope) State {
 	case events.SessionEnded:
 		s.Phase = events.PhaseEnded
 		s.Activity = ""
+		s.WaitingOn = ""
 		s.EndReason = d.Reason
 		s.TurnOpen = false
 	case events.ReviewRequested:

@@ -44,7 +44,8 @@ type State struct {
 	Ver            uint64         `json:"ver"` // Ver of the last event folded; 0: no session
 	Phase          string         `json:"phase"`
 	Activity       string         `json:"activity"`
-	Entries        []Entry        `json:"entries,omitempty"` // open entries, oldest first
+	WaitingOn      string         `json:"waiting_on,omitempty"` // the entry a waiting phase waits on, if one
+	Entries        []Entry        `json:"entries,omitempty"`    // open entries, oldest first
 	Agent          string         `json:"agent,omitempty"`
 	AgentSessionID string         `json:"agent_session_id,omitempty"`
 	Parent         string         `json:"parent,omitempty"`
