@@ -61,19 +61,23 @@ func hookFieldKind(name string) string {
 // agent_type except for SubagentStart and SubagentStop, where they name
 // the subagent, not the session the hook runs in. Signals:
 //
-//	SessionStart        session_start (Name source)
+//	SessionStart        session_start (Name source: startup, resume, clear);
+//	                    source compact: compact_end (Name "compact")
 //	UserPromptSubmit    prompt (ID prompt_id, Text prompt)
 //	PreToolUse          tool_use (ID tool_use_id, Name tool_name, Background
 //	                    tool_input.run_in_background, Text: command, path …),
-//	                    and question for AskUserQuestion
+//	                    and question for a tool that BlocksOnUser
 //	PermissionRequest   permission (ID tool_use_id if present, Name tool_name,
 //	                    Text: command, path …)
-//	PermissionDenied    tool_result rejected (ID tool_use_id)
-//	PostToolUse         tool_result as for a transcript tool result, from
-//	                    tool_response: ok, backgrounded (Task
+//	PermissionDenied    tool_result rejected (ID tool_use_id, Name tool_name)
+//	PostToolUse         tool_result (Name tool_name) as for a transcript tool
+//	                    result, from tool_response: ok, backgrounded (Task
 //	                    backgroundTaskId), interrupted …; then background_done
-//	                    when a TaskOutput/BashOutput response reports an end
+//	                    when a TaskOutput/BashOutput response reports an end,
+//	                    or killed for KillShell/TaskStop (Task: the input's
+//	                    shell_id or task_id)
 //	PostToolUseFailure  tool_result error, or interrupted when is_interrupt
+//	                    (Name tool_name)
 //	Notification        by notification_type (or, when absent, by message):
 //	                    permission_prompt: permission (Name: the tool the
 //	                    message names); idle_prompt: idle;
@@ -185,7 +189,13 @@ func parseHook(b []byte) (events.Observation, error) {
 	toolID, tool := t.str("tool_use_id"), t.str("tool_name")
 	switch event {
 	case "SessionStart":
-		o.Signals = []events.Sig{{Kind: events.SigSessionStart, Name: t.str("source")}}
+		if src := t.str("source"); src == "compact" {
+			// Fired when a compaction is done (the only end of one before
+			// PostCompact, 2.1.76): the same process goes on.
+			o.Signals = []events.Sig{{Kind: events.SigCompactEnd, Name: "compact"}}
+		} else {
+			o.Signals = []events.Sig{{Kind: events.SigSessionStart, Name: src}}
+		}
 	case "UserPromptSubmit":
 		o.Signals = []events.Sig{{Kind: events.SigPrompt, ID: t.str("prompt_id"), Text: t.str("prompt")}}
 	case "PreToolUse":
@@ -194,12 +204,25 @@ func parseHook(b []byte) (events.Observation, error) {
 		in, _ := t.obj("tool_input")
 		o.Signals = []events.Sig{{Kind: events.SigPermission, ID: toolID, Name: tool, Text: toolSummary(tool, in)}}
 	case "PermissionDenied":
-		o.Signals = []events.Sig{{Kind: events.SigToolResult, ID: toolID, Status: StatusRejected, Text: lenientText(t, "reason")}}
+		o.Signals = []events.Sig{{Kind: events.SigToolResult, ID: toolID, Name: tool, Status: StatusRejected, Text: lenientText(t, "reason")}}
 	case "PostToolUse":
 		resp := t.raw("tool_response")
 		o.Signals = result{id: toolID, content: textOf(resp), detail: resp}.signals()
+		o.Signals[0].Name = tool
+		if tool == "KillShell" || tool == "TaskStop" {
+			// The stopping call returned without error: the task it names
+			// has ended, whatever the response's wording.
+			in, _ := t.obj("tool_input")
+			in = in.quiet()
+			for _, k := range []string{"task_id", "shell_id", "bash_id"} {
+				if id := in.str(k); id != "" && !hasDone(o.Signals, id) {
+					o.Signals = append(o.Signals, events.Sig{Kind: events.SigBackgroundDone, Task: id, Status: DoneKilled})
+					break
+				}
+			}
+		}
 	case "PostToolUseFailure":
-		sig := events.Sig{Kind: events.SigToolResult, ID: toolID, Status: StatusError, Text: lenientText(t, "error")}
+		sig := events.Sig{Kind: events.SigToolResult, ID: toolID, Name: tool, Status: StatusError, Text: lenientText(t, "error")}
 		if t.boolean("is_interrupt") {
 			sig.Status = StatusInterrupted
 		}
@@ -326,6 +349,16 @@ func lenientText(t object, key string) string {
 		}
 	}
 	return ""
+}
+
+// hasDone reports whether sigs already report task's end.
+func hasDone(sigs []events.Sig, task string) bool {
+	for _, s := range sigs {
+		if s.Kind == events.SigBackgroundDone && s.Task == task {
+			return true
+		}
+	}
+	return false
 }
 
 // notification maps a Notification hook by its type or, for versions

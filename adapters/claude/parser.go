@@ -16,8 +16,8 @@ import (
 // Parser names and versions stamped on Observation.Parser. A change in
 // what a parser emits for the same input bumps its version.
 const (
-	ParserLine = "claude-transcript/1"
-	ParserHook = "claude-hook/1"
+	ParserLine = "claude-transcript/2"
+	ParserHook = "claude-hook/2"
 )
 
 // DefaultMaxRaw is the cap on Observation.Raw when Config.MaxRaw is 0:

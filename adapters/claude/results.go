@@ -102,6 +102,13 @@ func (r result) signals() []events.Sig {
 		}
 	}
 	sigs := []events.Sig{sig}
+	if !isObj && strings.HasPrefix(content, "{") {
+		// Several results in one line leave no toolUseResult to read; a
+		// JSON content (TaskStop, KillShell) says the same.
+		if c, ok := newObject(json.RawMessage(content), "", new([]string)); ok {
+			d, isObj = c.quiet(), true
+		}
+	}
 	if task, status := taskEnded(d, isObj, content); task != "" {
 		sigs = append(sigs, events.Sig{Kind: events.SigBackgroundDone, Task: task, Status: status})
 	}
@@ -122,11 +129,14 @@ func isIDByte(c byte) bool {
 }
 
 // taskEnded reports a background task that a polling tool (TaskOutput,
-// BashOutput) found ended: its id and normalized status, or "" when the
+// BashOutput) found ended, or that a stopping tool (TaskStop in 2.1.x,
+// KillShell in 2.0.x) ended: its id and normalized status, or "" when the
 // result says nothing of the kind. It reads, in order, toolUseResult.task
-// {task_id, status}, toolUseResult {task_id|shellId|bash_id, status}, and
-// a content that starts with a <retrieval_status>, <task_id> or <status>
-// tag and holds <task_id>X</task_id> and <status>S</status>.
+// {task_id, status}, toolUseResult {task_id|taskId|shell_id|shellId|
+// bash_id, status} (no status, with a message "Successfully stopped
+// task…" or "Successfully killed shell…": killed), and a content that
+// starts with a <retrieval_status>, <task_id> or <status> tag and holds
+// <task_id>X</task_id> and <status>S</status>.
 func taskEnded(d object, isObj bool, content string) (task, status string) {
 	if isObj {
 		if t, ok := d.obj("task"); ok {
@@ -137,10 +147,13 @@ func taskEnded(d object, isObj bool, content string) (task, status string) {
 				return "", ""
 			}
 		}
-		for _, k := range []string{"task_id", "shellId", "bash_id"} {
+		for _, k := range []string{"task_id", "taskId", "shell_id", "shellId", "bash_id"} {
 			if id := d.str(k); id != "" {
 				if s := doneStatus(d.str("status")); s != "" {
 					return id, s
+				}
+				if stopped(d.str("message")) {
+					return id, DoneKilled
 				}
 				return "", ""
 			}
@@ -156,6 +169,13 @@ func taskEnded(d object, isObj bool, content string) (task, status string) {
 		}
 	}
 	return "", ""
+}
+
+// stopped reports whether a TaskStop or KillShell result message says the
+// task was ended: "Successfully stopped task: X (cmd)" (2.1.x),
+// "Successfully killed shell: X (cmd)" (2.0.x).
+func stopped(msg string) bool {
+	return strings.HasPrefix(msg, "Successfully stopped task") || strings.HasPrefix(msg, "Successfully killed shell")
 }
 
 // doneStatus maps a task status onto DoneCompleted, DoneFailed or

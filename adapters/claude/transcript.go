@@ -59,8 +59,8 @@ func ParseLine(path string, line int, b []byte, cfg Config) (events.Observation,
 //	                                 text: text (Text: head … tail);
 //	                                 tool_use: tool_use (ID, Name, Background =
 //	                                 input.run_in_background, Text: command,
-//	                                 path or query), and question too for
-//	                                 AskUserQuestion; server-side tool blocks:
+//	                                 path or query), and question too for a
+//	                                 tool that BlocksOnUser; server-side tool blocks:
 //	                                 none
 //	assistant, stop_reason end_turn  turn_end (Name "end_turn") after the
 //	                                 blocks, unless the line's last block is
@@ -231,6 +231,9 @@ func userLine(t object) []events.Sig {
 		// toolUseResult describes the line's tool result; with several
 		// results in one line it cannot be told whose it is.
 		results[0].detail = t.raw("toolUseResult")
+		if results[0].detail == nil {
+			results[0].detail = t.raw("tool_use_result")
+		}
 	}
 	for _, r := range results {
 		sigs = append(sigs, r.signals()...)
@@ -344,10 +347,24 @@ func toolUse(id, name string, o object, inKey string) []events.Sig {
 		sig.Background = in.boolean("run_in_background")
 	}
 	sigs := []events.Sig{sig}
-	if name == "AskUserQuestion" {
+	if BlocksOnUser(name) {
 		sigs = append(sigs, events.Sig{Kind: events.SigQuestion, ID: id, Name: name, Text: sig.Text})
 	}
 	return sigs
+}
+
+// BlocksOnUser reports whether Claude Code's tool name, once called, shows
+// a dialog and waits for the user's answer before it returns:
+// AskUserQuestion (the model's multiple-choice question, 2.0.x and 2.1.x)
+// and ExitPlanMode (the plan-approval dialog in plan mode). A call to one
+// of them yields a question signal beside its tool_use, so the session
+// waits while the call is open.
+func BlocksOnUser(name string) bool {
+	switch name {
+	case "AskUserQuestion", "ExitPlanMode":
+		return true
+	}
+	return false
 }
 
 func systemLine(t object, sub string) []events.Sig {

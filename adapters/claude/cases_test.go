@@ -1,0 +1,425 @@
+package claude
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// The phase cases: situations reported in public by people who run
+// Claude Code, kept under testdata/claude/cases/<case>/ as hook payloads
+// (hooks.jsonl, one payload a line, sent in order) or transcripts
+// (projects/). docs/phases.md says which exit-table row each one checks.
+
+const casesDir = "../../testdata/claude/cases"
+
+// feeder sends hook payloads and transcripts to one log through one
+// Ingester, as `logbook hook claude` and `logbook import claude` do.
+type feeder struct {
+	t  *testing.T
+	in *Ingester
+	n  int
+}
+
+func newFeeder(t *testing.T) *feeder {
+	return &feeder{t: t, in: newTestIngester(t, openLog(t))}
+}
+
+// hooks sends each payload as one spool entry, in order.
+func (f *feeder) hooks(payloads ...string) {
+	f.t.Helper()
+	for _, p := range payloads {
+		f.n++
+		at := time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC).Add(time.Duration(f.n) * time.Second)
+		id := ulid.MustNew(ulid.Timestamp(at), bytes.NewReader(bytes.Repeat([]byte{byte(f.n)}, 16)))
+		if _, err := f.in.Hook(context.Background(), Entry{ID: id.String(), Time: at, Payload: []byte(p)}); err != nil {
+			f.t.Fatalf("hook %d: %v\n%s", f.n, err, p)
+		}
+	}
+}
+
+// hookFile sends the non-empty lines of path from line from (1-based) to
+// line to (0: the last).
+func (f *feeder) hookFile(path string, from, to int) {
+	f.t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var ps []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		if n < from || to > 0 && n > to || strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		ps = append(ps, sc.Text())
+	}
+	f.hooks(ps...)
+}
+
+// importDir imports every transcript under dir.
+func (f *feeder) importDir(dir string) {
+	f.t.Helper()
+	ts, err := Discover(dir)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, tr := range ts {
+		if _, err := f.in.ImportTranscript(context.Background(), tr, nil); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// transcript writes lines as the transcript of session id under a fresh
+// projects dir and imports it.
+func (f *feeder) transcript(id string, lines ...string) {
+	f.t.Helper()
+	dir := filepath.Join(f.t.TempDir(), "-home-user-app")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	writeLines(f.t, filepath.Join(dir, id+".jsonl"), strings.Join(lines, "\n")+"\n")
+	f.importDir(dir)
+}
+
+func (f *feeder) state(id string) session.State {
+	f.t.Helper()
+	s, err := f.in.x.State(context.Background(), events.Aggregate{Kind: events.KindSession, ID: id})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return s
+}
+
+// want checks a session's phase, activity ("-": none), open entries and
+// open reviews.
+func (f *feeder) want(id, phase, activity string, entries []string, reviews int) {
+	f.t.Helper()
+	s := f.state(id)
+	var open []string
+	for _, e := range s.Entries {
+		open = append(open, e.EntryID)
+	}
+	act := s.Activity
+	if act == "" {
+		act = "-"
+	}
+	if s.Phase != phase || activity != "" && act != activity || !slices.Equal(open, entries) || len(s.OpenReviews) != reviews {
+		f.t.Errorf("session %s: phase %s/%s entries %v reviews %v; want %s/%s entries %v reviews %d",
+			id, s.Phase, act, open, s.OpenReviews, phase, activity, entries, reviews)
+	}
+}
+
+// hk renders a hook payload of session sid for event with the common
+// fields and kv.
+func hk(sid, event string, kv ...any) string {
+	m := map[string]any{
+		"session_id": sid, "hook_event_name": event, "cwd": "/home/user/app",
+		"transcript_path": "/home/user/.claude/projects/-home-user-app/" + sid + ".jsonl",
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// tl renders a transcript line of session sid: typ with the fields kv.
+func tl(sid, typ string, kv ...any) string {
+	m := map[string]any{"type": typ, "sessionId": sid, "cwd": "/home/user/app", "version": "2.1.150", "timestamp": "2026-06-01T10:00:00.000Z"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+func tUser(sid, text string) string {
+	return tl(sid, "user", "message", map[string]any{"role": "user", "content": text})
+}
+
+func tAssistant(sid, stop string, blocks ...map[string]any) string {
+	return tl(sid, "assistant", "message", map[string]any{"role": "assistant", "model": "claude-sonnet-4-5", "content": blocks, "stop_reason": stop})
+}
+
+func toolUseBlock(id, name string, input map[string]any) map[string]any {
+	return map[string]any{"type": "tool_use", "id": id, "name": name, "input": input}
+}
+
+func textBlock(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+
+func tResult(sid, id, content string, detail any) string {
+	return tl(sid, "user", "message", map[string]any{"role": "user", "content": []any{
+		map[string]any{"type": "tool_result", "tool_use_id": id, "content": content},
+	}}, "toolUseResult", detail)
+}
+
+func caseDir(name string) string { return filepath.Join(casesDir, name) }
+
+// TestCase24_EscOnPermissionThenIdle: Esc on a permission dialog fires no
+// hook; the idle_prompt that follows ends the turn.
+func TestCase24_EscOnPermissionThenIdle(t *testing.T) {
+	const s = "5e551011-0000-4000-8000-000000000024"
+	f := newFeeder(t)
+	f.hookFile(filepath.Join(caseDir("24-esc-permission-idle"), "hooks.jsonl"), 1, 0)
+	f.want(s, events.PhaseReady, "-", nil, 0)
+	st := f.state(s)
+	if st.TurnOpen || st.Abandoned != 1 || len(st.Verdicts) != 1 || !st.Verdicts[0] {
+		t.Errorf("turn open %v, abandoned %d, verdicts %v: want the call abandoned and the prompt refused", st.TurnOpen, st.Abandoned, st.Verdicts)
+	}
+
+	t.Run("PermissionRequest hook", func(t *testing.T) {
+		const s = "s24b"
+		f := newFeeder(t)
+		f.hooks(hk(s, "SessionStart", "source", "startup"), hk(s, "UserPromptSubmit", "prompt", "x"),
+			hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "rm -rf b"}),
+			hk(s, "PermissionRequest", "tool_name", "Bash", "tool_input", map[string]any{"command": "rm -rf b"}))
+		f.want(s, events.PhaseWaiting, "review", []string{"t1"}, 1)
+		f.hooks(hk(s, "Notification", "notification_type", "idle_prompt", "message", "Claude is waiting for your input"))
+		f.want(s, events.PhaseReady, "-", nil, 0)
+	})
+	t.Run("idle keeps an open question", func(t *testing.T) {
+		const s = "s24c"
+		f := newFeeder(t)
+		f.hooks(hk(s, "SessionStart", "source", "startup"), hk(s, "UserPromptSubmit", "prompt", "x"),
+			hk(s, "PreToolUse", "tool_name", "AskUserQuestion", "tool_use_id", "q1", "tool_input", map[string]any{"questions": []any{map[string]any{"question": "Which?"}}}),
+			hk(s, "Notification", "notification_type", "idle_prompt", "message", "Claude is waiting for your input"))
+		f.want(s, events.PhaseWaiting, "question", []string{"q1"}, 0)
+	})
+}
+
+// TestCase25_CompactBracket: /compact is bracketed by PreCompact and, before
+// PostCompact existed, SessionStart(source=compact).
+func TestCase25_CompactBracket(t *testing.T) {
+	const s = "5e551011-0000-4000-8000-000000000025"
+	f := newFeeder(t)
+	f.hookFile(filepath.Join(caseDir("25-compact-hook-bracket"), "hooks.jsonl"), 1, 4)
+	f.want(s, events.PhaseWorking, "compacting", nil, 0)
+	f.hookFile(filepath.Join(caseDir("25-compact-hook-bracket"), "hooks.jsonl"), 5, 0)
+	f.want(s, events.PhaseReady, "-", nil, 0)
+
+	t.Run("PostCompact", func(t *testing.T) {
+		const s = "s25b"
+		f := newFeeder(t)
+		f.hooks(hk(s, "SessionStart", "source", "startup"), hk(s, "PreCompact", "trigger", "manual"), hk(s, "PostCompact", "trigger", "manual"))
+		f.want(s, events.PhaseReady, "-", nil, 0)
+	})
+	t.Run("auto compaction inside a turn", func(t *testing.T) {
+		const s = "s25c"
+		f := newFeeder(t)
+		f.hooks(hk(s, "SessionStart", "source", "startup"), hk(s, "UserPromptSubmit", "prompt", "x"),
+			hk(s, "PreCompact", "trigger", "auto"), hk(s, "SessionStart", "source", "compact"))
+		f.want(s, events.PhaseWorking, "thinking", nil, 0)
+		if st := f.state(s); !st.TurnOpen {
+			t.Error("compaction ended the turn")
+		}
+	})
+	t.Run("transcript compact_boundary", func(t *testing.T) {
+		const s = "s25d"
+		f := newFeeder(t)
+		f.hooks(hk(s, "SessionStart", "source", "startup"), hk(s, "PreCompact", "trigger", "manual"))
+		f.transcript(s, tUser(s, "<command-name>/compact</command-name>"),
+			tl(s, "system", "subtype", "compact_boundary", "compactMetadata", map[string]any{"trigger": "manual"}))
+		f.want(s, events.PhaseReady, "-", nil, 0)
+	})
+}
+
+// TestCase27_BlockingTools: a call that shows a dialog (ExitPlanMode,
+// AskUserQuestion) waits on the user while it is open.
+func TestCase27_BlockingTools(t *testing.T) {
+	const s = "5e551011-0000-4000-8000-000000000027"
+	f := newFeeder(t)
+	f.importDir(filepath.Join(caseDir("27-exitplanmode-waiting"), "projects"))
+	f.want(s, events.PhaseWaiting, "question", []string{"toolu_27a"}, 0)
+
+	for _, tool := range []string{"ExitPlanMode", "AskUserQuestion"} {
+		t.Run(tool+" hooks, answered", func(t *testing.T) {
+			s := "s27-" + tool
+			f := newFeeder(t)
+			f.hooks(hk(s, "SessionStart", "source", "startup"), hk(s, "UserPromptSubmit", "prompt", "x"),
+				hk(s, "PreToolUse", "tool_name", tool, "tool_use_id", "q1", "tool_input", map[string]any{"plan": "p"}))
+			f.want(s, events.PhaseWaiting, "question", []string{"q1"}, 0)
+			f.hooks(hk(s, "PostToolUse", "tool_name", tool, "tool_use_id", "q1", "tool_response", map[string]any{"plan": "p"}))
+			f.want(s, events.PhaseWorking, "thinking", nil, 0)
+		})
+	}
+	t.Run("parallel call result does not end the wait", func(t *testing.T) {
+		const s = "s27p"
+		f := newFeeder(t)
+		f.transcript(s, tUser(s, "go"),
+			tAssistant(s, "tool_use", toolUseBlock("r1", "Read", map[string]any{"file_path": "/a"}), toolUseBlock("q1", "AskUserQuestion", map[string]any{})),
+			tResult(s, "r1", "contents", map[string]any{"type": "text"}))
+		f.want(s, events.PhaseWaiting, "question", []string{"q1"}, 0)
+	})
+}
+
+// TestCase28_StoppedBackgroundTask: a background task the agent stops
+// (KillShell in 2.0.x, TaskStop in 2.1.x) is over.
+func TestCase28_StoppedBackgroundTask(t *testing.T) {
+	f := newFeeder(t)
+	f.importDir(filepath.Join(caseDir("28-killshell-taskstop"), "projects"))
+	for _, s := range []string{"5e551011-0000-4000-8000-000000000281", "5e551011-0000-4000-8000-000000000282"} {
+		f.want(s, events.PhaseReady, "-", nil, 0)
+	}
+
+	for _, v := range []struct{ tool, key, msg string }{
+		{"KillShell", "shell_id", "Successfully killed shell: bk1 (npm run dev)"},
+		{"TaskStop", "task_id", "Successfully stopped task: bk1 (npm run dev)"},
+	} {
+		t.Run(v.tool+" hooks", func(t *testing.T) {
+			s := "s28-" + v.tool
+			f := newFeeder(t)
+			f.hooks(hk(s, "SessionStart", "source", "startup"), hk(s, "UserPromptSubmit", "prompt", "x"),
+				hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "npm run dev", "run_in_background": true}),
+				hk(s, "PostToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_response", map[string]any{"backgroundTaskId": "bk1"}),
+				hk(s, "Stop"))
+			f.want(s, events.PhaseWorking, "background", []string{"bg-bk1"}, 0)
+			f.hooks(hk(s, "UserPromptSubmit", "prompt", "stop it"),
+				hk(s, "PreToolUse", "tool_name", v.tool, "tool_use_id", "t2", "tool_input", map[string]any{v.key: "bk1"}),
+				// The response's wording changes; the input names the task.
+				hk(s, "PostToolUse", "tool_name", v.tool, "tool_use_id", "t2", "tool_input", map[string]any{v.key: "bk1"}, "tool_response", map[string]any{"message": "ok"}),
+				hk(s, "Stop"))
+			f.want(s, events.PhaseReady, "-", nil, 0)
+		})
+	}
+	t.Run("task-notification and BashOutput status", func(t *testing.T) {
+		const s = "s28n"
+		f := newFeeder(t)
+		f.transcript(s, tUser(s, "go"),
+			tAssistant(s, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "make", "run_in_background": true})),
+			tResult(s, "t1", "Command running in background with ID: bk1", map[string]any{"backgroundTaskId": "bk1"}),
+			tAssistant(s, "tool_use", toolUseBlock("t2", "Bash", map[string]any{"command": "sleep 9", "run_in_background": true})),
+			tResult(s, "t2", "Command running in background with ID: bk2", map[string]any{"backgroundTaskId": "bk2"}),
+			tAssistant(s, "end_turn", textBlock("Started.")))
+		f.want(s, events.PhaseWorking, "background", []string{"bg-bk1", "bg-bk2"}, 0)
+		f.transcript(s, tUser(s, "go"),
+			tAssistant(s, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "make", "run_in_background": true})),
+			tResult(s, "t1", "Command running in background with ID: bk1", map[string]any{"backgroundTaskId": "bk1"}),
+			tAssistant(s, "tool_use", toolUseBlock("t2", "Bash", map[string]any{"command": "sleep 9", "run_in_background": true})),
+			tResult(s, "t2", "Command running in background with ID: bk2", map[string]any{"backgroundTaskId": "bk2"}),
+			tAssistant(s, "end_turn", textBlock("Started.")),
+			tUser(s, "is make done?"),
+			tAssistant(s, "tool_use", toolUseBlock("t3", "BashOutput", map[string]any{"bash_id": "bk1"})),
+			tResult(s, "t3", "<status>completed</status>", map[string]any{"shellId": "bk1", "status": "completed", "exitCode": 0}),
+			tAssistant(s, "end_turn", textBlock("Yes.")))
+		f.want(s, events.PhaseWorking, "background", []string{"bg-bk2"}, 0)
+		f.transcript(s, tUser(s, "go"),
+			tAssistant(s, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "make", "run_in_background": true})),
+			tResult(s, "t1", "Command running in background with ID: bk1", map[string]any{"backgroundTaskId": "bk1"}),
+			tAssistant(s, "tool_use", toolUseBlock("t2", "Bash", map[string]any{"command": "sleep 9", "run_in_background": true})),
+			tResult(s, "t2", "Command running in background with ID: bk2", map[string]any{"backgroundTaskId": "bk2"}),
+			tAssistant(s, "end_turn", textBlock("Started.")),
+			tUser(s, "is make done?"),
+			tAssistant(s, "tool_use", toolUseBlock("t3", "BashOutput", map[string]any{"bash_id": "bk1"})),
+			tResult(s, "t3", "<status>completed</status>", map[string]any{"shellId": "bk1", "status": "completed", "exitCode": 0}),
+			tAssistant(s, "end_turn", textBlock("Yes.")),
+			tUser(s, "<task-notification><task-id>bk2</task-id><status>killed</status></task-notification>"))
+		f.want(s, events.PhaseReady, "-", nil, 0)
+	})
+}
+
+// TestCase29_BackgroundSubagent: a background subagent keeps the session
+// working after the main turn stops, and its SubagentStop (or its
+// notification) ends it.
+func TestCase29_BackgroundSubagent(t *testing.T) {
+	const s = "5e551011-0000-4000-8000-000000000029"
+	hooks := filepath.Join(caseDir("29-background-subagent-stop"), "hooks.jsonl")
+	f := newFeeder(t)
+	f.hookFile(hooks, 1, 6)
+	f.want(s, events.PhaseWorking, "", []string{"agent-a29b29c29d29e29f"}, 0)
+	f.hookFile(hooks, 7, 0)
+	f.want(s, events.PhaseReady, "-", nil, 0)
+
+	t.Run("SubagentStart after the launch result", func(t *testing.T) {
+		f := newFeeder(t)
+		f.hookFile(hooks, 1, 3)
+		f.hookFile(hooks, 5, 5)
+		f.hookFile(hooks, 4, 4)
+		f.hookFile(hooks, 6, 0)
+		f.want(s, events.PhaseReady, "-", nil, 0)
+	})
+	t.Run("transcript task-notification", func(t *testing.T) {
+		const s = "s29t"
+		f := newFeeder(t)
+		f.transcript(s, tUser(s, "review in the background"),
+			tAssistant(s, "tool_use", toolUseBlock("t1", "Agent", map[string]any{"prompt": "review", "run_in_background": true})),
+			tResult(s, "t1", "Async agent launched", map[string]any{"isAsync": true, "status": "async_launched", "agentId": "a29"}),
+			tAssistant(s, "end_turn", textBlock("Launched.")))
+		f.want(s, events.PhaseWorking, "background", []string{"bg-a29"}, 0)
+		f.transcript(s, tUser(s, "review in the background"),
+			tAssistant(s, "tool_use", toolUseBlock("t1", "Agent", map[string]any{"prompt": "review", "run_in_background": true})),
+			tResult(s, "t1", "Async agent launched", map[string]any{"isAsync": true, "status": "async_launched", "agentId": "a29"}),
+			tAssistant(s, "end_turn", textBlock("Launched.")),
+			tl(s, "queue-operation", "operation", "enqueue", "content", "<task-notification><task-id>a29</task-id><status>completed</status><summary>done</summary></task-notification>"))
+		f.want(s, events.PhaseReady, "-", nil, 0)
+	})
+}
+
+// TestCase31_ResumeAfterCrash: a new agent process for a session closes
+// what the dead one left open.
+func TestCase31_ResumeAfterCrash(t *testing.T) {
+	const s = "5e551011-0000-4000-8000-000000000031"
+	f := newFeeder(t)
+	f.hookFile(filepath.Join(caseDir("31-resume-after-crash"), "hooks.jsonl"), 1, 0)
+	f.want(s, events.PhaseReady, "-", nil, 0)
+	if st := f.state(s); st.TurnOpen || st.Abandoned != 2 {
+		t.Errorf("turn open %v, abandoned %d", st.TurnOpen, st.Abandoned)
+	}
+
+	for _, src := range []string{"resume", "startup", "clear"} {
+		t.Run("SessionStart "+src, func(t *testing.T) {
+			s := "s31-" + src
+			f := newFeeder(t)
+			f.hooks(hk(s, "SessionStart", "source", "startup"), hk(s, "UserPromptSubmit", "prompt", "x"),
+				hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "make"}),
+				hk(s, "PermissionRequest", "tool_name", "Bash"),
+				hk(s, "SessionStart", "source", src))
+			f.want(s, events.PhaseReady, "-", nil, 0)
+		})
+	}
+	t.Run("transcript continued under a new sessionId", func(t *testing.T) {
+		const s, old = "5e551011-0000-4000-8000-0000000031aa", "5e551011-0000-4000-8000-0000000031bb"
+		f := newFeeder(t)
+		f.transcript(s, tUser(old, "build"),
+			tAssistant(old, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "make"})),
+			tUser(s, "go on"))
+		f.want(s, events.PhaseWorking, "thinking", nil, 0)
+		st := f.state(s)
+		if st.AgentSessionID != s || st.Abandoned != 1 || st.Turns != 2 {
+			t.Errorf("agent session %q, abandoned %d, turns %d", st.AgentSessionID, st.Abandoned, st.Turns)
+		}
+	})
+}
+
+// TestCase40_StopWithUnansweredPermission: the turn's end closes a
+// permission prompt nobody answered.
+func TestCase40_StopWithUnansweredPermission(t *testing.T) {
+	const s = "5e551011-0000-4000-8000-000000000040"
+	f := newFeeder(t)
+	f.hookFile(filepath.Join(caseDir("40-permission-unanswered-stop"), "hooks.jsonl"), 1, 0)
+	f.want(s, events.PhaseReady, "-", nil, 0)
+
+	t.Run("Notification permission_prompt then end_turn line", func(t *testing.T) {
+		const s = "s40b"
+		f := newFeeder(t)
+		f.hooks(hk(s, "SessionStart", "source", "startup"), hk(s, "UserPromptSubmit", "prompt", "x"),
+			hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "make"}),
+			hk(s, "Notification", "notification_type", "permission_prompt", "message", "Claude needs your permission to use Bash"),
+			hk(s, "StopFailure", "error", "rate_limit"))
+		f.want(s, events.PhaseReady, "-", nil, 0)
+	})
+}
