@@ -50,7 +50,7 @@ func (SessionView) Name() string { return "sessions" }
 
 // Version implements View. Bump it when session.State's JSON or the
 // view's keys change.
-func (SessionView) Version() int { return 1 }
+func (SessionView) Version() int { return 2 }
 
 // sessionRow is one session being folded in a batch.
 type sessionRow struct {
