@@ -29,15 +29,16 @@ func samples() []events.Payload {
 	obs := events.Observation{
 		Key: "line:7", Parser: "claude-transcript/1", Path: "/home/user/.claude/projects/p/s1.jsonl", Line: 7,
 		Kind: "assistant", UUID: "u7", ParentUUID: "u6", AgentTime: "2026-04-24T19:19:02.584Z",
-		Meta:    events.Meta{SessionID: "s1", Cwd: "/home/user/project", Model: "claude-opus-4-7", Version: "2.1.119"},
-		Signals: []events.Sig{{Kind: events.SigToolUse, ID: "toolu_1", Name: "Bash"}},
-		Raw:     `{"type":"assistant"}`,
-		Cut:     &events.Cut{Size: 70000, SHA256: strings.Repeat("ab", 32), Kept: 65536},
+		Meta:        events.Meta{SessionID: "s1", Cwd: "/home/user/project", Model: "claude-opus-4-7", Version: "2.1.119"},
+		Signals:     []events.Sig{{Kind: events.SigToolUse, ID: "toolu_1", Name: "Bash"}},
+		Raw:         `{"type":"assistant"}`,
+		Cut:         &events.Cut{Size: 70000, SHA256: strings.Repeat("ab", 32), Kept: 65536},
+		Fingerprint: &events.Fingerprint{Line: 7, Offset: 5120, End: 75121, SHA256: strings.Repeat("ab", 32)},
 	}
 	hook := obs
-	hook.Line, hook.Path, hook.Key, hook.Kind, hook.Parser, hook.Cut = 0, "", "PreToolUse:toolu_1", "PreToolUse", "claude-hook/1", nil
+	hook.Line, hook.Path, hook.Key, hook.Kind, hook.Parser, hook.Cut, hook.Fingerprint = 0, "", "PreToolUse:toolu_1", "PreToolUse", "claude-hook/1", nil, nil
 	return []events.Payload{
-		events.SessionStarted{Agent: "claude-code", AgentSessionID: "s1", Cwd: "/home/user/project", Model: "claude-opus-4-7", Mode: events.ModeWorkspaceWrite, AgentMode: "default", Transcript: "/home/user/.claude/projects/p/s1.jsonl"},
+		events.SessionStarted{Agent: "claude-code", AgentSessionID: "s1", RewrittenFrom: "s0", Cwd: "/home/user/project", Model: "claude-opus-4-7", Mode: events.ModeWorkspaceWrite, AgentMode: "default", Transcript: "/home/user/.claude/projects/p/s1.jsonl"},
 		events.SessionTransitioned{From: events.PhaseReady, To: events.PhaseWorking, Activity: "thinking", EntryID: "toolu_1"},
 		events.SessionActivityChanged{From: "thinking", To: "tool:Bash"},
 		events.SessionEntryOpened{EntryID: "toolu_1", Activity: "tool:Bash", Lane: events.LaneMain},
@@ -51,6 +52,9 @@ func samples() []events.Payload {
 		events.ReviewRequested{ReviewID: "toolu_1", Tool: "Bash", Action: "rm -rf build"},
 		events.ReviewDecided{ReviewID: "toolu_1", Verdict: events.VerdictDeny, Outcome: events.ReviewRejected, Risk: "high", UserAuthorization: "none", EvidenceDropped: true, Reason: "writes outside workspace"},
 		events.ReviewBreakerTripped{Refusals: 3, Window: 3},
+		events.SessionEntryLateResult{EntryID: "toolu_2", Outcome: events.OutcomeOK},
+		events.SessionForked{Turn: 4, PromptID: "p4", Open: []string{"toolu_1"}},
+		events.SessionTranscriptDiverged{Path: "/home/user/.claude/projects/p/s1.jsonl", Imported: events.Fingerprint{Line: 4, Offset: 900, End: 1210, SHA256: strings.Repeat("ab", 32)}, Found: events.Fingerprint{Line: 3, Offset: 900, End: 1100, SHA256: strings.Repeat("cd", 32)}, Size: 1100, NewSession: "s1-r1"},
 		events.ClaudeLineObserved{Observation: obs},
 		events.ClaudeHookObserved{Observation: hook},
 		events.CommandRequested{Session: "s1", Argv: []string{"go", "test", "./..."}, Cwd: "internal", Workspace: "/home/user/project", Mode: events.ModeWorkspaceWrite, TTY: true, Env: []string{"PATH=/usr/bin:/bin", "GITHUB_TOKEN=[REDACTED]"}, WaitMS: 30000, RequestedBy: "claude-code"},

@@ -22,6 +22,11 @@ type Observation struct {
 	Raw        string   `json:"raw,omitempty"`      // redacted text as seen, cut to the cap
 	Cut        *Cut     `json:"cut,omitempty"`      // set when Raw was cut
 	Problems   []string `json:"problems,omitempty"` // what the parser could not use, e.g. "parentUuid x points nowhere"
+	// Fingerprint is where a transcript line lay in its file and the
+	// SHA-256 of its bytes, so a later import can tell that the file
+	// still holds what was imported; nil for hooks (and lines imported
+	// before it was kept).
+	Fingerprint *Fingerprint `json:"fingerprint,omitempty"`
 }
 
 // Meta is session metadata carried by an observation; empty fields are

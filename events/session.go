@@ -37,6 +37,10 @@ type SessionStarted struct {
 	Mode           string `json:"mode,omitempty"`       // Mode constant, "" if unknown
 	AgentMode      string `json:"agent_mode,omitempty"` // the agent's own mode name
 	Transcript     string `json:"transcript,omitempty"` // transcript path as the agent reported it
+	// RewrittenFrom is the session whose transcript file was rewritten
+	// under it: this session holds the rewritten file as a new history
+	// (import claude --as-new); see SessionTranscriptDiverged.
+	RewrittenFrom string `json:"rewritten_from,omitempty"`
 }
 
 // EventType implements Payload.
@@ -203,3 +207,56 @@ type ReviewBreakerTripped struct {
 
 // EventType implements Payload.
 func (ReviewBreakerTripped) EventType() string { return "review.breaker_tripped" }
+
+// SessionEntryLateResult records the result of an entry that had already
+// been abandoned (its turn ended, or the session's, before the result
+// came): the call did run, and this is how it ended. The entry stays
+// closed; it needs a complete cause.
+type SessionEntryLateResult struct {
+	EntryID string `json:"entry_id"`
+	Outcome string `json:"outcome"` // Outcome constant
+}
+
+// EventType implements Payload.
+func (SessionEntryLateResult) EventType() string { return "session.entry_late_result" }
+
+// SessionForked records that a prompt began turn Turn while turn Turn-1
+// still had open calls Open (oldest first): two writers on one session
+// (two terminals resuming one session id), or calls whose results never
+// came. The open calls stay open: their results close them, or the next
+// turn's end abandons them. It needs a complete cause.
+type SessionForked struct {
+	Turn     int      `json:"turn"`                // the turn the prompt began
+	PromptID string   `json:"prompt_id,omitempty"` // its prompt id, if the agent gave one
+	Open     []string `json:"open"`                // entry ids of the earlier turn still open
+}
+
+// EventType implements Payload.
+func (SessionForked) EventType() string { return "session.forked" }
+
+// Fingerprint identifies what an import read of a transcript file: the
+// last line imported, where it lay, and the SHA-256 of its bytes.
+type Fingerprint struct {
+	Line   int    `json:"line"`             // 1-based number of the last line imported
+	Offset int64  `json:"offset"`           // byte offset of that line's first byte
+	End    int64  `json:"end"`              // byte offset just after its newline
+	SHA256 string `json:"sha256,omitempty"` // hex SHA-256 of the line's bytes without the newline; "" when the file has no such line
+}
+
+// SessionTranscriptDiverged records that a transcript file no longer
+// holds what was imported from it: it was truncated or rewritten. What
+// was imported stays in the log; the file's import stops there. Imported
+// is the fingerprint of the last line imported, Found what the file holds
+// at that place now (Found.Line 0 and SHA256 "": the file ends before).
+// NewSession is the aggregate a rewritten file is imported into as a new
+// linked history (import --as-new).
+type SessionTranscriptDiverged struct {
+	Path       string      `json:"path"`
+	Imported   Fingerprint `json:"imported"`
+	Found      Fingerprint `json:"found"`
+	Size       int64       `json:"size"` // the file's size in bytes when found
+	NewSession string      `json:"new_session"`
+}
+
+// EventType implements Payload.
+func (SessionTranscriptDiverged) EventType() string { return "session.transcript_diverged" }

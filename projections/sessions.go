@@ -25,7 +25,7 @@ const (
 	ParentPrefix = "sessions-by-parent/"
 )
 
-// SessionView is the "sessions" view, schema version 1: one row per
+// SessionView is the "sessions" view, schema version 2: one row per
 // session aggregate holding the JSON of its reducers/session.State, kept
 // by loading the row, folding the record with session.Evolve and storing
 // it, plus the phase and parent indexes in step with the rows. Events of

@@ -106,6 +106,7 @@ func describe(it *Item, p events.Payload) {
 		kv.add("mode", d.Mode)
 		kv.add("cwd", d.Cwd)
 		kv.add("model", d.Model)
+		kv.add("rewritten_from", d.RewrittenFrom)
 	case events.SessionTransitioned:
 		it.From, it.To, it.Activity, it.Entry = d.From, d.To, d.Activity, d.EntryID
 	case events.SessionActivityChanged:
@@ -156,8 +157,31 @@ func describe(it *Item, p events.Payload) {
 	case events.ReviewBreakerTripped:
 		kv.add("refusals", strconv.Itoa(d.Refusals))
 		kv.add("window", strconv.Itoa(d.Window))
+	case events.SessionEntryLateResult:
+		it.Entry = d.EntryID
+		kv.add("outcome", d.Outcome)
+		kv.add("late", "true")
+	case events.SessionForked:
+		it.Entry = "turn-" + strconv.Itoa(d.Turn)
+		kv.add("prompt", d.PromptID)
+		kv.add("open", strings.Join(d.Open, ","))
+	case events.SessionTranscriptDiverged:
+		kv.add("path", d.Path)
+		kv.add("imported", fingerprint(d.Imported))
+		kv.add("found", fingerprint(d.Found))
+		kv.add("size", strconv.FormatInt(d.Size, 10))
+		kv.add("new_session", d.NewSession)
 	}
 	it.Detail = kv.String()
+}
+
+// fingerprint renders f as "line:<n>@<offset>-<end>:<first 12 hex of sha256>",
+// or "none" for a line the file does not have.
+func fingerprint(f events.Fingerprint) string {
+	if f.SHA256 == "" {
+		return fmt.Sprintf("none(line:%d@%d)", f.Line, f.Offset)
+	}
+	return fmt.Sprintf("line:%d@%d-%d:%.12s", f.Line, f.Offset, f.End, f.SHA256)
 }
 
 // kvs renders "key=value" pairs in the order added, skipping empty

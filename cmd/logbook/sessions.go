@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -89,6 +91,18 @@ func printSession(w io.Writer, r sessionReply, now time.Time) error {
 	row("turns", fmt.Sprint(s.Turns))
 	row("tool calls", fmt.Sprint(s.ToolCalls))
 	row("abandoned", fmt.Sprint(s.Abandoned))
+	if s.LateResults > 0 {
+		row("late results", fmt.Sprintf("%d (results of abandoned calls: they ran)", s.LateResults))
+	}
+	if s.Forks > 0 {
+		row("forks", fmt.Sprintf("%d (a prompt came while another turn's calls were open: two writers on this session?)", s.Forks))
+	}
+	if s.RewrittenFrom != "" {
+		row("rewritten from", s.RewrittenFrom)
+	}
+	for _, src := range slices.Sorted(maps.Keys(s.Diverged)) {
+		row("diverged", fmt.Sprintf("%s no longer holds what was imported; its rewritten form goes to %s (import claude --as-new)", src, s.Diverged[src]))
+	}
 	row("observations", fmt.Sprint(s.Observations))
 	row("started", s.StartedAt.Format(time.RFC3339Nano))
 	row("updated", s.UpdatedAt.Format(time.RFC3339Nano))

@@ -17,6 +17,23 @@ type Command interface{ command() }
 // decisions' causes refer to Obs.ID, and their At is Obs.At.
 type Observe struct {
 	Obs events.Envelope
+	// RewrittenFrom, for an observation that starts the session, links
+	// it to the session whose transcript was rewritten (import --as-new).
+	RewrittenFrom string
+}
+
+// Diverge records that the transcript file at Path no longer holds what
+// was imported from it (events.SessionTranscriptDiverged). The new
+// session its rewritten form goes to is "<session>-r<n>", n counting the
+// session's diverged files from 1, so every host names it alike. A file
+// already recorded as diverged decides nothing.
+type Diverge struct {
+	Path     string
+	Imported events.Fingerprint // what the session's cursor holds
+	Found    events.Fingerprint // what the file holds there now
+	Size     int64              // the file's size when found
+	At       time.Time
+	Cause    events.Cause
 }
 
 // End ends the session on request.
@@ -66,6 +83,7 @@ func (Observe) command()    {}
 func (End) command()        {}
 func (ChangeMode) command() {}
 func (Abandon) command()    {}
+func (Diverge) command()    {}
 
 // Decide returns the events cmd causes in state s, in order, or an error
 // wrapping events.ErrRejected (events.ErrNotFound for Attach to a session
@@ -106,6 +124,19 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		d := newDecider(s, c.At, c.Cause)
 		d.abandon(c.EntryID, or(c.Reason, "requested"))
 		d.settle()
+		return d.out, nil
+	case Diverge:
+		if !s.Exists() {
+			return nil, fmt.Errorf("diverge %s: %w: no such session", c.Path, events.ErrNotFound)
+		}
+		if s.DivergedTo(c.Path) != "" {
+			return nil, nil
+		}
+		d := newDecider(s, c.At, c.Cause)
+		d.emit(events.SessionTranscriptDiverged{
+			Path: c.Path, Imported: c.Imported, Found: c.Found, Size: c.Size,
+			NewSession: fmt.Sprintf("%s-r%d", s.ID, len(s.Diverged)+1),
+		})
 		return d.out, nil
 	case Attach:
 		if !s.Exists() {
@@ -173,7 +204,7 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 		}
 	}
 	if !s.Exists() {
-		d.start(o)
+		d.start(o, c.RewrittenFrom)
 	} else {
 		if o.Line > 0 && o.Meta.SessionID != "" && s.AgentSessionID != "" && o.Meta.SessionID != s.AgentSessionID && s.AgentID == "" {
 			// A transcript whose lines change sessionId was continued by
@@ -241,11 +272,12 @@ func (d *decider) emit(p events.Payload) {
 	d.s = Evolve(d.s, e)
 }
 
-func (d *decider) start(o *events.Observation) {
+func (d *decider) start(o *events.Observation, rewrittenFrom string) {
 	m := o.Meta
 	st := events.SessionStarted{
 		Agent: "claude-code", AgentSessionID: m.SessionID, AgentID: m.AgentID, AgentType: m.AgentType,
 		Cwd: m.Cwd, Model: m.Model, Mode: agentMode(m.AgentMode), AgentMode: m.AgentMode, Transcript: o.Path,
+		RewrittenFrom: rewrittenFrom,
 	}
 	if m.AgentID != "" && m.SessionID != "" && m.SessionID != d.agg.ID {
 		st.Parent = m.SessionID
@@ -346,6 +378,17 @@ func (d *decider) newestEntry(lane, activity string) string {
 		}
 	}
 	return ""
+}
+
+// openCalls returns the ids of the open main-lane entries, oldest first.
+func (s State) openCalls() []string {
+	var ids []string
+	for _, e := range s.Entries {
+		if e.Lane == events.LaneMain {
+			ids = append(ids, e.EntryID)
+		}
+	}
+	return ids
 }
 
 func (d *decider) firstLane(lane string) int {
@@ -458,6 +501,18 @@ func (d *decider) signal(sig events.Sig) {
 		if sig.ID != "" && sig.ID == d.s.PromptID && d.s.TurnOpen {
 			// The same prompt seen twice (a hook, then its transcript line).
 			d.working("thinking", "")
+			return
+		}
+		if open := d.s.openCalls(); d.s.TurnOpen && len(open) > 0 {
+			// A prompt while the turn's calls are still open: a second
+			// writer on this session (two terminals on one session id),
+			// or results that never came. Nothing is closed on a guess:
+			// the calls keep waiting for their results, and the overlap
+			// is recorded.
+			d.endTurn("forked")
+			d.emit(events.SessionForked{Turn: d.s.Turns + 1, PromptID: sig.ID, Open: open})
+			d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID})
+			d.phase(events.PhaseWorking, "thinking", "")
 			return
 		}
 		d.abandonLane(events.LaneMain, "superseded")
@@ -584,6 +639,9 @@ func (d *decider) toolUse(sig events.Sig) {
 		// entry, so its result (matched by tool) closes it.
 		id = fmt.Sprintf("call-%d", d.s.ToolCalls+1)
 	}
+	if d.s.entry(id) < 0 && d.s.closedCall(sig.ID) {
+		return // a late copy of a call that is over: it decides nothing
+	}
 	if d.s.entry(id) < 0 && !contains(d.s.RecentClosed, id) {
 		d.emit(events.SessionEntryOpened{EntryID: id, Activity: activity, Lane: lane})
 	}
@@ -620,6 +678,16 @@ func (d *decider) toolResult(sig events.Sig) {
 		default:
 			d.emit(events.SessionEntryClosed{EntryID: id, Outcome: sig.Status})
 		}
+	} else if d.s.awaitsResult(sig.ID) {
+		// The call was abandoned (its turn or the session ended first),
+		// yet it ran: record how it ended, and decide nothing else.
+		d.emit(events.SessionEntryLateResult{EntryID: sig.ID, Outcome: or(sig.Status, events.OutcomeOK)})
+		if sig.Status != events.OutcomeBackground && sig.Task != "" {
+			d.closeWork(sig.Task, events.OutcomeOK)
+		}
+		return
+	} else if d.s.Calls.Has(sig.ID) {
+		return // a late copy of a result already recorded
 	}
 	if sig.Status != events.OutcomeBackground && sig.Task != "" {
 		// The result of a subagent the session ran: its work is over.

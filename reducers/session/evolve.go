@@ -39,6 +39,17 @@ func Evolve(s State, e events.Envelope) State {
 				s.Cursors = map[string]int{}
 			}
 			s.Cursors[source(o.Path)] = o.Line
+			if o.Fingerprint != nil || s.Fingerprints[source(o.Path)] != (events.Fingerprint{}) {
+				s.Fingerprints = maps.Clone(s.Fingerprints)
+				if s.Fingerprints == nil {
+					s.Fingerprints = map[string]events.Fingerprint{}
+				}
+				if o.Fingerprint != nil {
+					s.Fingerprints[source(o.Path)] = *o.Fingerprint
+				} else {
+					delete(s.Fingerprints, source(o.Path))
+				}
+			}
 		}
 		if o.Line == 0 && o.Key != "" {
 			s.RecentKeys = pushBounded(s.RecentKeys, o.Key, RecentKeys)
@@ -58,6 +69,7 @@ func Evolve(s State, e events.Envelope) State {
 		if s.UpdatedAt.Before(s.StartedAt) {
 			s.UpdatedAt = s.StartedAt
 		}
+		s.RewrittenFrom = d.RewrittenFrom
 	case events.SessionTransitioned:
 		s.Phase = d.To
 		s.Activity = d.Activity
@@ -77,10 +89,23 @@ func Evolve(s State, e events.Envelope) State {
 	case events.SessionEntryClosed:
 		s.Entries = without(s.Entries, d.EntryID)
 		s.RecentClosed = pushBounded(s.RecentClosed, d.EntryID, RecentClosed)
+		s.Calls = s.Calls.Add(d.EntryID)
 	case events.SessionEntryAbandoned:
 		s.Entries = without(s.Entries, d.EntryID)
 		s.RecentClosed = pushBounded(s.RecentClosed, d.EntryID, RecentClosed)
+		s.Unfinished = s.Unfinished.Add(d.EntryID)
 		s.Abandoned++
+	case events.SessionEntryLateResult:
+		s.Calls = s.Calls.Add(d.EntryID)
+		s.LateResults++
+	case events.SessionForked:
+		s.Forks++
+	case events.SessionTranscriptDiverged:
+		s.Diverged = maps.Clone(s.Diverged)
+		if s.Diverged == nil {
+			s.Diverged = map[string]string{}
+		}
+		s.Diverged[source(d.Path)] = d.NewSession
 	case events.SessionModeChanged:
 		s.Mode, s.AgentMode, s.ModeRevision = d.To, d.AgentMode, d.Revision
 	case events.SessionDescribed:

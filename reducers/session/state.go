@@ -72,9 +72,25 @@ type State struct {
 	EndReason      string         `json:"end_reason,omitempty"`
 	RecentKeys     []string       `json:"recent_keys,omitempty"`   // hook keys, newest last
 	RecentClosed   []string       `json:"recent_closed,omitempty"` // closed entry ids, newest last
-	OpenReviews    []string       `json:"open_reviews,omitempty"`
-	Verdicts       []bool         `json:"verdicts,omitempty"` // last ReviewWindow verdicts, true = deny
-	BreakerTripped bool           `json:"breaker_tripped,omitempty"`
+	// Calls holds every entry that closed with its result, for the
+	// session's life (bounded by MaxIDs): a late duplicate of such a call
+	// decides nothing.
+	Calls IDSet `json:"calls,omitzero"`
+	// Unfinished holds every abandoned entry: its result, if it comes
+	// later, is recorded as a late result (session.entry_late_result).
+	Unfinished  IDSet `json:"unfinished,omitzero"`
+	LateResults int   `json:"late_results,omitempty"` // results that came for abandoned entries
+	Forks       int   `json:"forks,omitempty"`        // turns that began while another turn's calls were open (session.forked)
+	// Fingerprints holds, per transcript file name, the fingerprint of
+	// the last line imported (absent for lines imported without one).
+	Fingerprints map[string]events.Fingerprint `json:"fingerprints,omitempty"`
+	// Diverged maps a transcript file name that no longer holds what was
+	// imported to the session its rewritten form is imported into.
+	Diverged       map[string]string `json:"diverged,omitempty"`
+	RewrittenFrom  string            `json:"rewritten_from,omitempty"` // the session whose rewritten transcript this one holds
+	OpenReviews    []string          `json:"open_reviews,omitempty"`
+	Verdicts       []bool            `json:"verdicts,omitempty"` // last ReviewWindow verdicts, true = deny
+	BreakerTripped bool              `json:"breaker_tripped,omitempty"`
 }
 
 // Exists reports whether the session has started.
@@ -101,8 +117,9 @@ func (s State) lane(lane string) bool {
 }
 
 // Seen reports whether an observation with o's line or key was already
-// folded into s: a transcript line at or before the cursor, or a hook key
-// among the recent ones.
+// folded into s: a transcript line at or before the cursor, a hook key
+// among the recent ones, or a hook that only repeats calls s knows closed
+// (LateDuplicate).
 func (s State) Seen(o *events.Observation) bool {
 	if o.Line > 0 {
 		return o.Line <= s.Cursor(o.Path)
@@ -112,13 +129,61 @@ func (s State) Seen(o *events.Observation) bool {
 			return true
 		}
 	}
-	return false
+	return s.LateDuplicate(o)
+}
+
+// LateDuplicate reports whether every signal of o is about a tool call s
+// knows closed and adds nothing: the call or its permission for a call
+// closed or abandoned, its result for a call that had its result. Such a
+// hook is a re-sent or redelivered copy, however many hooks came between
+// (the recent-key window alone forgets after RecentKeys). A result for an
+// abandoned call is not a duplicate: it is that call's late result.
+func (s State) LateDuplicate(o *events.Observation) bool {
+	if len(o.Signals) == 0 {
+		return false
+	}
+	for _, sig := range o.Signals {
+		switch sig.Kind {
+		case events.SigToolUse, events.SigPermission, events.SigQuestion:
+			if !s.closedCall(sig.ID) {
+				return false
+			}
+		case events.SigToolResult:
+			if sig.ID == "" || !s.Calls.Has(sig.ID) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// closedCall reports whether entry id was closed or abandoned.
+func (s State) closedCall(id string) bool {
+	return id != "" && (s.Calls.Has(id) || s.Unfinished.Has(id) || contains(s.RecentClosed, id))
+}
+
+// awaitsResult reports whether entry id was abandoned before its result.
+func (s State) awaitsResult(id string) bool {
+	return id != "" && s.Unfinished.Has(id) && !s.Calls.Has(id)
 }
 
 // Cursor returns the last line observed of the transcript at path: lines
 // are counted per file name, so a session fed by several files (a resumed
 // session, a copy) keeps one cursor for each.
 func (s State) Cursor(path string) int { return s.Cursors[source(path)] }
+
+// Fingerprint returns the fingerprint of the last line imported from the
+// transcript at path, and false if none was kept.
+func (s State) Fingerprint(path string) (events.Fingerprint, bool) {
+	f, ok := s.Fingerprints[source(path)]
+	return f, ok && f.Line == s.Cursor(path)
+}
+
+// DivergedTo returns the session the rewritten form of the transcript at
+// path goes to, or "" if the file never diverged.
+func (s State) DivergedTo(path string) string { return s.Diverged[source(path)] }
 
 // source names the transcript a line came from: its file name.
 func source(p string) string { return pathpkg.Base(p) }

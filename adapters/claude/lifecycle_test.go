@@ -1,0 +1,256 @@
+package claude
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// hookFeeder delivers hook payloads to an Ingester as the spool does: each
+// payload is a spool entry of its own with a fresh ULID.
+type hookFeeder struct {
+	t  *testing.T
+	in *Ingester
+	at time.Time
+}
+
+func (f *hookFeeder) send(payload string) events.Appended {
+	f.t.Helper()
+	f.at = f.at.Add(10 * time.Millisecond)
+	id := ulid.MustNew(ulid.Timestamp(f.at), ulid.DefaultEntropy())
+	ap, err := f.in.Hook(f.t.Context(), Entry{ID: id.String(), Time: f.at, Payload: []byte(payload)})
+	if err != nil {
+		f.t.Fatalf("hook %s: %v", payload, err)
+	}
+	return ap
+}
+
+func (f *hookFeeder) sendFile(path string) {
+	f.t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) != "" {
+			f.send(sc.Text())
+		}
+	}
+}
+
+func stateOf(t *testing.T, in *Ingester, id string) session.State {
+	t.Helper()
+	s, err := in.x.State(t.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// typesOf returns "type entry" of each decision of session id that names
+// entry (all decisions when entry is "").
+func typesOf(t *testing.T, l events.Log, id, entry string) []string {
+	t.Helper()
+	recs, _, err := l.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range recs {
+		e := ""
+		switch d := r.Data.(type) {
+		case events.SessionEntryOpened:
+			e = d.EntryID
+		case events.SessionEntryClosed:
+			e = d.EntryID + " " + d.Outcome
+		case events.SessionEntryAbandoned:
+			e = d.EntryID + " " + d.Reason
+		case events.SessionEntryLateResult:
+			e = d.EntryID + " " + d.Outcome
+		case events.SessionForked:
+			e = strings.Join(d.Open, ",")
+		}
+		if entry == "" || strings.HasPrefix(e, entry) {
+			out = append(out, strings.TrimSpace(r.Type+" "+e))
+		}
+	}
+	return out
+}
+
+// TestHooks_TwoTerminals: two terminals resume one session id and
+// interleave (T1 prompt, T1 Edit A, T2 prompt, T2 Edit B, A done, B done,
+// Stop, Stop). Edit A ran, so it is closed ok, never abandoned, and the
+// overlap is recorded as session.forked.
+func TestHooks_TwoTerminals(t *testing.T) {
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	f := &hookFeeder{t: t, in: in, at: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	f.sendFile(filepath.Join("testdata", "lifecycle", "two-terminals.hooks.jsonl"))
+	const id = "5e551011-0000-4000-8000-000000000018"
+	s := stateOf(t, in, id)
+	if s.Observations != 10 || s.Phase != events.PhaseReady || len(s.Entries) != 0 {
+		t.Errorf("observations %d phase %s entries %v, want 10 ready none", s.Observations, s.Phase, s.Entries)
+	}
+	if s.Forks != 1 || s.Abandoned != 0 {
+		t.Errorf("forks %d abandoned %d, want 1 and 0", s.Forks, s.Abandoned)
+	}
+	got := strings.Join(typesOf(t, l, id, "toolu_18"), "\n")
+	want := strings.Join([]string{
+		"session.entry_opened toolu_18a",
+		"session.forked toolu_18a",
+		"session.entry_opened toolu_18b",
+		"session.entry_closed toolu_18a ok",
+		"session.entry_closed toolu_18b ok",
+	}, "\n")
+	if got != want {
+		t.Errorf("decisions about the two edits:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestHooks_LateResultOfAbandonedCall: a call abandoned when its turn
+// ended (Stop came before its PostToolUse) still ran; its result is
+// recorded as a late result, and decides nothing else. The same result
+// sent again appends nothing.
+func TestHooks_LateResultOfAbandonedCall(t *testing.T) {
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	f := &hookFeeder{t: t, in: in, at: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	const id = "late-result-1"
+	hook := func(event, extra string) string {
+		return fmt.Sprintf(`{"session_id":%q,"cwd":"/w","hook_event_name":%q%s}`, id, event, extra)
+	}
+	f.send(hook("UserPromptSubmit", `,"prompt":"go"`))
+	f.send(hook("PreToolUse", `,"tool_name":"Bash","tool_input":{"command":"make"},"tool_use_id":"toolu_L"`))
+	f.send(hook("Stop", ``))
+	post := hook("PostToolUse", `,"tool_name":"Bash","tool_input":{"command":"make"},"tool_response":{"stdout":"ok"},"tool_use_id":"toolu_L"`)
+	if ap := f.send(post); ap.Last == 0 {
+		t.Fatal("the late result was not recorded")
+	}
+	s := stateOf(t, in, id)
+	if s.Phase != events.PhaseReady || s.LateResults != 1 {
+		t.Errorf("phase %s late results %d, want ready and 1", s.Phase, s.LateResults)
+	}
+	got := strings.Join(typesOf(t, l, id, "toolu_L"), "\n")
+	want := "session.entry_opened toolu_L\nsession.entry_abandoned toolu_L turn_ended\nsession.entry_late_result toolu_L ok"
+	if got != want {
+		t.Errorf("decisions:\n%s\nwant:\n%s", got, want)
+	}
+	obs := s.Observations
+	if ap := f.send(post); ap.Last != 0 {
+		t.Error("a second copy of the late result was appended")
+	}
+	if s := stateOf(t, in, id); s.Observations != obs {
+		t.Errorf("observations %d, want %d", s.Observations, obs)
+	}
+}
+
+// TestHooks_LateDuplicate: the same PreToolUse re-sent after its call
+// closed and the turn ended appends nothing and leaves a ready session
+// ready; so does a late copy of its PostToolUse. (The windows the session
+// keeps are exceeded in reducers/session's TestDecide_LateDuplicateBeyondWindows.)
+func TestHooks_LateDuplicate(t *testing.T) {
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	f := &hookFeeder{t: t, in: in, at: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	const id = "5e551011-0000-4000-8000-000000000021"
+	hook := func(event, extra string) string {
+		return fmt.Sprintf(`{"session_id":%q,"cwd":"/home/user/app","permission_mode":"default","hook_event_name":%q%s}`, id, event, extra)
+	}
+	pre := hook("PreToolUse", `,"tool_name":"Bash","tool_input":{"command":"cat config.yaml"},"tool_use_id":"toolu_21x"`)
+	post := hook("PostToolUse", `,"tool_name":"Bash","tool_input":{"command":"cat config.yaml"},"tool_response":{"stdout":"port: 8080"},"tool_use_id":"toolu_21x"`)
+	f.send(hook("SessionStart", `,"source":"startup"`))
+	f.send(hook("UserPromptSubmit", `,"prompt":"check the config and read the sources"`))
+	f.send(pre)
+	f.send(post)
+	for i := range 3 {
+		f.send(hook("PreToolUse", fmt.Sprintf(`,"tool_name":"Read","tool_input":{"file_path":"/w/%d"},"tool_use_id":"toolu_r%d"`, i, i)))
+		f.send(hook("PostToolUse", fmt.Sprintf(`,"tool_name":"Read","tool_input":{"file_path":"/w/%d"},"tool_response":{},"tool_use_id":"toolu_r%d"`, i, i)))
+	}
+	f.send(hook("Stop", ``))
+	before := stateOf(t, in, id)
+	if before.Phase != events.PhaseReady {
+		t.Fatalf("phase %s before the re-send, want ready", before.Phase)
+	}
+	for _, p := range []string{pre, post} {
+		if ap := f.send(p); ap.Last != 0 {
+			t.Errorf("late copy appended at %d: %s", ap.Last, p)
+		}
+	}
+	after := stateOf(t, in, id)
+	if after.Phase != events.PhaseReady || after.Observations != before.Observations || len(after.Entries) != 0 || after.TurnOpen {
+		t.Errorf("after the late copies: phase %s observations %d (was %d) entries %v turn open %v",
+			after.Phase, after.Observations, before.Observations, after.Entries, after.TurnOpen)
+	}
+	// A fresh call is still a call.
+	f.send(hook("UserPromptSubmit", `,"prompt":"again"`))
+	f.send(hook("PreToolUse", `,"tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_new"`))
+	if s := stateOf(t, in, id); len(s.Entries) != 1 || s.Entries[0].EntryID != "toolu_new" {
+		t.Errorf("a new call after the late copies: entries %v", s.Entries)
+	}
+}
+
+// TestHooks_LateAfterTranscript: a PreToolUse hook that arrives after the
+// transcript's lines closed its call (another source, another key) is a
+// late copy too: it appends nothing and the session stays ready.
+func TestHooks_LateAfterTranscript(t *testing.T) {
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	const id = "5e551011-0000-4000-8000-000000000014"
+	path := filepath.Join(t.TempDir(), id+".jsonl")
+	b, err := os.ReadFile(filepath.Join("testdata", "lifecycle", "rewritten.full.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: id}
+	if _, err := in.ImportFile(t.Context(), path, agg, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := stateOf(t, in, id)
+	f := &hookFeeder{t: t, in: in, at: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	ap := f.send(fmt.Sprintf(`{"session_id":%q,"cwd":"/home/user/app","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_14a"}`, id))
+	after := stateOf(t, in, id)
+	if ap.Last != 0 || after.Phase != events.PhaseReady || after.Observations != before.Observations {
+		t.Errorf("late hook: appended at %d, phase %s, observations %d (was %d)", ap.Last, after.Phase, after.Observations, before.Observations)
+	}
+}
+
+// TestImportFile_DuplicatedToolUseLine: a transcript that repeats a tool
+// call's line after the call closed (and the turn ended) decides nothing
+// with the copy: the session stays ready.
+func TestImportFile_DuplicatedToolUseLine(t *testing.T) {
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	lines, err := os.ReadFile(filepath.Join("testdata", "lifecycle", "rewritten.full.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := strings.Split(strings.TrimSpace(string(lines)), "\n")
+	path := filepath.Join(t.TempDir(), "5e551011-0000-4000-8000-000000000014.jsonl")
+	// prompt, tool_use, tool_result, end_turn, then the tool_use again.
+	for _, l := range append(ls, ls[1]) {
+		writeLines(t, path, l+"\n")
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: "dup-line"}
+	res, err := in.ImportFile(t.Context(), path, agg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := stateOf(t, in, agg.ID)
+	if res.Appended != 5 || s.Phase != events.PhaseReady || len(s.Entries) != 0 {
+		t.Errorf("appended %d, phase %s, entries %v; want 5, ready, none", res.Appended, s.Phase, s.Entries)
+	}
+}

@@ -1,0 +1,153 @@
+package session_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// A tool call's hook re-sent after more calls than any window holds (the
+// recent hook keys, the recent closed entries) decides nothing: the
+// closed calls are remembered for the session's life.
+func TestDecide_LateDuplicateBeyondWindows(t *testing.T) {
+	h := newHistory(t)
+	meta := events.Meta{SessionID: "s1"}
+	h.hook("start", sig(events.SigSessionStart, "name", "startup"))
+	h.hook("p1", sig(events.SigPrompt))
+	h.hook("pre:x", sig(events.SigToolUse, "id", "toolu_x", "name", "Bash"))
+	h.hook("post:x", sig(events.SigToolResult, "id", "toolu_x"))
+	n := max(session.RecentKeys, session.RecentClosed) + 10
+	for i := range n {
+		id := fmt.Sprintf("toolu_r%d", i)
+		h.hook("pre:"+id, sig(events.SigToolUse, "id", id, "name", "Read"))
+		h.hook("post:"+id, sig(events.SigToolResult, "id", id))
+	}
+	h.line(meta, sig(events.SigTurnEnd))
+	if h.s.Phase != events.PhaseReady {
+		t.Fatalf("phase %s, want ready", h.s.Phase)
+	}
+	obs := h.s.Observations
+	for _, o := range [][]events.Sig{
+		{sig(events.SigToolUse, "id", "toolu_x", "name", "Bash")},
+		{sig(events.SigToolResult, "id", "toolu_x")},
+		{sig(events.SigPermission, "id", "toolu_x", "name", "Bash")},
+	} {
+		if decs := h.hook(fmt.Sprintf("late:%s", o[0].Kind), o...); len(decs) != 0 {
+			t.Errorf("late %s decided %v", o[0].Kind, types(decs))
+		}
+	}
+	if h.s.Observations != obs || h.s.Phase != events.PhaseReady {
+		t.Errorf("observations %d (was %d), phase %s", h.s.Observations, obs, h.s.Phase)
+	}
+	// The same tool_use in a transcript line (a duplicated line) is
+	// stored, as every line is, and decides nothing.
+	if decs := h.line(meta, sig(events.SigToolUse, "id", "toolu_x", "name", "Bash")); len(decs) != 0 {
+		t.Errorf("duplicated line decided %v", types(decs))
+	}
+	if h.s.Phase != events.PhaseReady || len(h.s.Entries) != 0 {
+		t.Errorf("phase %s entries %v after a duplicated line", h.s.Phase, h.s.Entries)
+	}
+}
+
+// A prompt while the turn's calls are open records session.forked and
+// keeps the calls open; their results close them ok.
+func TestDecide_ForkKeepsCallsOpen(t *testing.T) {
+	h := newHistory(t)
+	h.hook("p1", sig(events.SigPrompt))
+	h.hook("pre:a", sig(events.SigToolUse, "id", "a", "name", "Edit"))
+	decs := h.hook("p2", sig(events.SigPrompt))
+	if got := strings.Join(types(decs), " "); !strings.HasPrefix(got, "session.turn_ended session.forked session.turn_started") {
+		t.Errorf("second prompt decided %s", got)
+	}
+	h.hook("pre:b", sig(events.SigToolUse, "id", "b", "name", "Edit"))
+	h.hook("post:a", sig(events.SigToolResult, "id", "a"))
+	h.hook("post:b", sig(events.SigToolResult, "id", "b"))
+	h.hook("stop1", sig(events.SigTurnEnd))
+	h.hook("stop2", sig(events.SigTurnEnd))
+	if h.s.Forks != 1 || h.s.Abandoned != 0 || h.s.Phase != events.PhaseReady {
+		t.Errorf("forks %d abandoned %d phase %s", h.s.Forks, h.s.Abandoned, h.s.Phase)
+	}
+	for _, e := range h.evs {
+		if d, ok := e.Data.(events.SessionForked); ok && (d.Turn != 2 || strings.Join(d.Open, ",") != "a") {
+			t.Errorf("forked %+v, want turn 2 open [a]", d)
+		}
+	}
+	// A prompt after the turn's calls closed is a plain new turn.
+	if got := types(h.hook("p3", sig(events.SigPrompt))); strings.Contains(strings.Join(got, " "), "forked") {
+		t.Errorf("prompt with nothing open decided %v", got)
+	}
+}
+
+// The result of an abandoned call is its late result; it decides nothing
+// else, and a copy of it decides nothing at all.
+func TestDecide_LateResult(t *testing.T) {
+	h := newHistory(t)
+	h.hook("p1", sig(events.SigPrompt))
+	h.hook("pre:a", sig(events.SigToolUse, "id", "a", "name", "Bash"))
+	h.hook("stop", sig(events.SigTurnEnd))
+	decs := h.hook("post:a", sig(events.SigToolResult, "id", "a", "status", events.OutcomeError))
+	if len(decs) != 1 || decs[0].Data != (events.SessionEntryLateResult{EntryID: "a", Outcome: events.OutcomeError}) {
+		t.Fatalf("late result decided %v", types(decs))
+	}
+	if h.s.LateResults != 1 || h.s.Phase != events.PhaseReady {
+		t.Errorf("late results %d phase %s", h.s.LateResults, h.s.Phase)
+	}
+	if decs := h.line(events.Meta{}, sig(events.SigToolResult, "id", "a")); len(decs) != 0 {
+		t.Errorf("second copy decided %v", types(decs))
+	}
+}
+
+// An IDSet is a value: Add never changes the set it was called on, and
+// the JSON form round-trips exactly.
+func TestIDSet(t *testing.T) {
+	var a session.IDSet
+	for i := range 1500 {
+		a = a.Add(fmt.Sprintf("toolu_%d", i))
+	}
+	b := a.Add("extra")
+	if a.Has("extra") || !b.Has("extra") || a.Len() != 1500 || b.Len() != 1501 {
+		t.Fatalf("Add changed its receiver: a.Len %d b.Len %d", a.Len(), b.Len())
+	}
+	if !b.Has("toolu_0") || b.Has("toolu_1500") {
+		t.Error("set membership wrong")
+	}
+	j, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back session.IDSet
+	if err := json.Unmarshal(j, &back); err != nil {
+		t.Fatal(err)
+	}
+	j2, _ := json.Marshal(back.Add("more"))
+	j3, _ := json.Marshal(b.Add("more"))
+	if string(j2) != string(j3) || back.Len() != b.Len() || !back.Has("toolu_777") {
+		t.Error("JSON round trip changed the set")
+	}
+	for _, bad := range []string{`"!!"`, `"AAAA"`, `7`} {
+		if err := json.Unmarshal([]byte(bad), &back); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// The set keeps at most MaxIDs ids, dropping the oldest.
+func TestIDSet_Bound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("adds MaxIDs ids")
+	}
+	var s session.IDSet
+	start := time.Now()
+	for i := range session.MaxIDs + 600 {
+		s = s.Add(fmt.Sprint(i))
+	}
+	if s.Len() > session.MaxIDs || s.Has("0") || !s.Has(fmt.Sprint(session.MaxIDs+599)) {
+		t.Errorf("len %d, has oldest %v", s.Len(), s.Has("0"))
+	}
+	t.Logf("%d adds in %s", session.MaxIDs+600, time.Since(start))
+}
