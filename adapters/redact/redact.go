@@ -265,6 +265,7 @@ func (r *Redactor) apply(s string, rules []*rule) string {
 		return s
 	}
 	lower, lowered := "", false
+	view, viewed := "", false
 	for _, ru := range rules {
 		if ru.fold && !lowered {
 			lower, lowered = asciiLower(s), true
@@ -276,22 +277,56 @@ func (r *Redactor) apply(s string, rules []*rule) string {
 		if ru.assign {
 			out = redactAssignments(s, lower, "[REDACTED:assignment]")
 		} else {
-			out = ru.replace(s)
+			if !viewed {
+				view, viewed = escapeView(s), true
+			}
+			out = ru.replace(s, view)
 		}
 		if out != s {
-			s, lowered = out, false
+			s, lowered, viewed = out, false, false
 		}
 	}
 	return s
 }
 
-// replace replaces the secret of every match of ru in s.
-func (ru *rule) replace(s string) string {
+// escapeView returns s with the two-byte escapes of JSON and C-like
+// strings (\n, \r, \t, \b, \f, \", \/) turned into spaces (the quote
+// kept), byte offsets unchanged: JSON printed as text ("{\"content\":
+// \"a\ntoken\"}") is matched as a reader sees it, with a token after an
+// escaped newline at a word boundary. Rules match on the view; their
+// replacements apply to s.
+func escapeView(s string) string {
+	i := strings.IndexByte(s, '\\')
+	if i < 0 {
+		return s
+	}
+	b := []byte(s)
+	for ; i+1 < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		switch b[i+1] {
+		case 'n', 'r', 't', 'b', 'f', '/':
+			b[i], b[i+1] = ' ', ' '
+			i++
+		case '"':
+			b[i] = ' '
+			i++
+		case '\\':
+			i++ // an escaped backslash: the next byte is text
+		}
+	}
+	return string(b)
+}
+
+// replace replaces the secret of every match of ru in view (s, or s
+// with escapes blanked, of the same length) in s.
+func (ru *rule) replace(s, view string) string {
 	re, err := ru.compiled()
 	if err != nil {
 		return s
 	}
-	ms := re.FindAllStringSubmatchIndex(s, -1)
+	ms := re.FindAllStringSubmatchIndex(view, -1)
 	if len(ms) == 0 {
 		return s
 	}
@@ -303,10 +338,10 @@ func (ru *rule) replace(s string) string {
 		if from < 0 || to <= from || from < last {
 			continue
 		}
-		if ru.entropy > 0 && entropy(s[from:to]) < ru.entropy {
+		if ru.entropy > 0 && entropy(view[from:to]) < ru.entropy {
 			continue
 		}
-		if ru.allowed(s, m, from, to) {
+		if ru.allowed(view, m, from, to) {
 			continue
 		}
 		b.WriteString(s[last:from])

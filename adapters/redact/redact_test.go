@@ -34,6 +34,8 @@ func positions(text string, multi bool) map[string]string {
 		"after_tab": "col1\t" + text + "\tcol3",
 		"sentence":  "the value is " + text + " here",
 	}
+	js, _ := json.Marshal(map[string]string{"content": "x\n" + text + "\ty"})
+	p["json_as_text"] = "printed: " + string(js)
 	if !multi && !strings.ContainsAny(text, " \n") {
 		p["url_query"] = "see https://example.invalid/cb?state=1&code=" + text + "&x=2"
 	}

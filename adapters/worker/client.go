@@ -96,7 +96,8 @@ func (c *Client) now() time.Time { return c.cfg.Clock().UTC().Truncate(time.Micr
 // request before it is appended, in words a person can act on: an empty
 // argv, an unknown mode, a workspace that is not an absolute path, or a
 // cwd outside the workspace (compared as cleaned paths; the worker
-// checks again with symbolic links resolved). The reducer's own checks
+// checks again with symbolic links resolved), an argv element or env
+// value that looks like a secret (CheckSecrets). The reducer's own checks
 // (command.Decide) still apply.
 func CheckRequest(req command.Request) error {
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
@@ -111,7 +112,7 @@ func CheckRequest(req command.Request) error {
 	if err := checkCwd(req.Workspace, req.Cwd, false); err != nil {
 		return fmt.Errorf("request: %w: %v", events.ErrRejected, err)
 	}
-	return nil
+	return CheckSecrets(req, nil)
 }
 
 // Request appends the request for a new command id (an id the caller

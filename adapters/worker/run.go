@@ -46,7 +46,8 @@ type job struct {
 	discard atomic.Bool   // the start was refused: drop output
 	live    atomic.Bool   // command.started is stored: stdin may be written
 	stored  atomic.Int64  // bytes of output stored on lb.out
-	pos     int64         // bytes emitted so far, all streams; emit's goroutine only
+	pos     int64         // bytes queued so far, all streams; under red's lock
+	red     *outRedactor  // redacts output before it is queued
 	lost    atomic.Int64  // bytes that could not be stored
 
 	mu        sync.Mutex
@@ -239,6 +240,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 		id: st.ID, session: st.Session, entry: EntryID(st.ID), started: w.cfg.IDs(),
 		gate: make(chan struct{}), out: make(chan outChunk, outQueue), pubDone: make(chan struct{}),
 	}
+	j.red = newOutRedactor(j.queue)
 	w.mu.Lock()
 	w.running[j.id] = j
 	w.mu.Unlock()
@@ -296,7 +298,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	j.live.Store(true)
 	go w.publish(j) // owned by the supervisor, which waits for it
 	close(j.gate)
-	w.log.Info("started", "command", st.ID, "session", st.Session, "pid", p.Pid(), "mode", st.Mode, "argv", st.Argv)
+	w.log.Info("started", "command", st.ID, "session", st.Session, "pid", p.Pid(), "mode", st.Mode, "argv", redactArgv(st.Argv))
 	w.attach(actx, j, st)
 	go w.supervise(j, st)
 	return verdictStarted, nil
@@ -349,6 +351,7 @@ func (w *Worker) supervise(j *job, st command.State) {
 	}
 	// Wait returns once every chunk was emitted: store them all before
 	// the exit, so a reader that sees the exit has seen the output.
+	j.red.close()
 	close(j.out)
 	<-j.pubDone
 	if j.abandoned.Load() {
@@ -424,6 +427,11 @@ func (w *Worker) emit(j *job, c sandbox.Chunk) {
 	if j.discard.Load() {
 		return
 	}
+	j.red.write(c)
+}
+
+// queue hands one redacted chunk to j's publisher (under j.red's lock).
+func (j *job) queue(c sandbox.Chunk) {
 	j.out <- outChunk{Chunk: c, pos: j.pos}
 	j.pos += int64(len(c.Data))
 }

@@ -145,6 +145,12 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error 
 	if err := worker.CheckRequest(req); err != nil {
 		return fmt.Errorf("exec: %w", err)
 	}
+	if p, err := b.dd.parser(); err == nil {
+		// The data dir's own rules too (redact.txt).
+		if err := worker.CheckSecrets(req, p.Redactor()); err != nil {
+			return fmt.Errorf("exec: %w", err)
+		}
+	}
 	cl, err := newCommandClient(b)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/events"
@@ -129,5 +132,77 @@ func TestHook_Caps(t *testing.T) {
 	o, err := claude.ParseHook(es[0].Payload, claude.Config{})
 	if err != nil || o.Cut == nil || o.Cut.Size != int64(len(big)) {
 		t.Errorf("cut payload parses to %+v, %v; want Cut.Size %d", o.Cut, err, len(big))
+	}
+}
+
+// TestHook_SameBytesBothPaths: a payload delivered at once by the hook
+// (a request to the server) and one drained from the spool store the
+// same raw text: exact bytes, spacing and "<", ">", "&" kept, redacted
+// the same way.
+func TestHook_SameBytesBothPaths(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	data := t.TempDir()
+	sp, err := claude.Open(filepath.Join(data, "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sid = "5e551011-0000-4000-8000-00000000b17e"
+	aws := "AK" + "IA" + "ZXCVBNMASDFGHJKL"
+	payload := fmt.Sprintf("{\"session_id\" : %q,\n  \"hook_event_name\":\"Stop\", \"note\":\"<b>&amp; aws=<%s>\", \"x\":\"\\u00e9\"}", sid, aws)
+	g := &globals{data: data, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
+	b, err := openBackend(ctx, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	store, err := openViews(ctx, g, b.dd, b.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	svc, err := newService(b, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Direct: the request as deliverSpool encodes it.
+	prepared, err := claude.PrepareHook([]byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := json.Marshal(hookRequest{ID: ulid.Make().String(), Text: string(prepared)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.hook(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	// Spool: drained by the server.
+	if _, err := sp.Put(prepared); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := svc.drainSpool(ctx); err != nil || n != 1 {
+		t.Fatalf("drainSpool = %d, %v", n, err)
+	}
+	agg, _ := claude.SessionAggregate(sid, "")
+	recs, _, err := b.log.Load(ctx, agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raws []string
+	for _, r := range recs {
+		if o, ok := events.Observed(r.Data); ok {
+			raws = append(raws, o.Raw)
+		}
+	}
+	if len(raws) != 2 {
+		t.Fatalf("%d observations, want 2", len(raws))
+	}
+	if raws[0] != raws[1] {
+		t.Errorf("direct and spooled raw differ:\n%s\n%s", raws[0], raws[1])
+	}
+	want := strings.Replace(payload, aws, "[REDACTED:aws_access_key]", 1)
+	if raws[0] != want {
+		t.Errorf("raw\n %s\nwant the exact payload, redacted:\n %s", raws[0], want)
 	}
 }

@@ -1,0 +1,131 @@
+package worker
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/redact"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/sandbox"
+)
+
+// CheckSecrets reports, wrapping events.ErrRejected, an argv element or
+// environment value that red (nil: redact.Default()) takes for a secret:
+// a request is kept in the log for good, and what it says is what runs,
+// so a secret cannot be redacted out of it, only kept out. The error
+// names the position (argv[2], --env NAME), never the value.
+func CheckSecrets(req command.Request, red *redact.Redactor) error {
+	if red == nil {
+		red = redact.Default()
+	}
+	for i, a := range req.Argv {
+		if red.Redact(a) != a {
+			return fmt.Errorf("request: %w: argv[%d] looks like a secret; the request is kept in the log for good, so pass it another way (a file in the workspace, or stdin)", events.ErrRejected, i)
+		}
+	}
+	for _, kv := range req.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		if red.Redact(kv) != kv || red.Redact(v) != v || v != "" && redact.SecretKey(k) {
+			return fmt.Errorf("request: %w: environment variable %s looks like a secret; the request is kept in the log for good, so pass it another way (a file in the workspace, or stdin)", events.ErrRejected, k)
+		}
+	}
+	return nil
+}
+
+// redactArgv returns argv redacted, for the worker's own log lines.
+func redactArgv(argv []string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = redact.Default().Redact(a)
+	}
+	return out
+}
+
+// outIdle is how long a partial line of output waits for the rest of its
+// line before it is redacted and stored as it is (a prompt without a
+// newline must show).
+const outIdle = 150 * time.Millisecond
+
+// outRedactor redacts a command's output, one redact.Stream per stream
+// (see redact.Stream for what holds across chunk boundaries), before the
+// publisher stores it. Stored chunks carry offsets of the redacted
+// stream, so the headers stay consistent with the bytes stored.
+type outRedactor struct {
+	mu      sync.Mutex
+	streams map[sandbox.Stream]*redact.Stream
+	offsets map[sandbox.Stream]int64 // stored bytes per stream
+	timer   *time.Timer
+	closed  bool
+	queue   func(sandbox.Chunk) // hands a redacted chunk to the publisher
+}
+
+func newOutRedactor(queue func(sandbox.Chunk)) *outRedactor {
+	return &outRedactor{streams: map[sandbox.Stream]*redact.Stream{}, offsets: map[sandbox.Stream]int64{}, queue: queue}
+}
+
+// write takes one raw chunk, queues what is ready, redacted, and arms the
+// idle flush for what is held.
+func (o *outRedactor) write(c sandbox.Chunk) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return
+	}
+	s := o.streams[c.Stream]
+	if s == nil {
+		s = redact.Default().NewStream()
+		o.streams[c.Stream] = s
+	}
+	o.send(c.Stream, s.Write(c.Data))
+	if s.Held() > 0 {
+		if o.timer == nil {
+			o.timer = time.AfterFunc(outIdle, o.idle)
+		} else {
+			o.timer.Reset(outIdle)
+		}
+	}
+}
+
+// idle flushes what every stream holds.
+func (o *outRedactor) idle() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.closed {
+		o.flushLocked()
+	}
+}
+
+// close flushes everything held; later writes and idle flushes do nothing.
+func (o *outRedactor) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return
+	}
+	if o.timer != nil {
+		o.timer.Stop()
+	}
+	o.flushLocked()
+	o.closed = true
+}
+
+func (o *outRedactor) flushLocked() {
+	for _, st := range []sandbox.Stream{sandbox.PTY, sandbox.Stdout, sandbox.Stderr} {
+		if s := o.streams[st]; s != nil {
+			o.send(st, s.Flush())
+		}
+	}
+}
+
+// send queues b in pieces of at most sandbox.MaxChunk bytes.
+func (o *outRedactor) send(st sandbox.Stream, b []byte) {
+	for len(b) > 0 {
+		n := min(len(b), sandbox.MaxChunk)
+		o.queue(sandbox.Chunk{Stream: st, Offset: o.offsets[st], Data: b[:n:n]})
+		o.offsets[st] += int64(n)
+		b = b[n:]
+	}
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/redact/redacttest"
+)
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a server
+// and its workers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// placed returns text in every position the table covers: on its own
+// line, after a tab, inside a JSON document printed as text, inside a
+// URL, and (for key blocks) as the multi-line block itself.
+func placed(sh redacttest.Shape) string {
+	js, _ := json.Marshal(map[string]string{"content": "x\n" + sh.Text + "\ty"})
+	parts := []string{
+		"own line:\n" + sh.Text + "\n",
+		"tab:\t" + sh.Text + "\tend",
+		"json: " + string(js),
+	}
+	if !sh.MultiLine && !strings.ContainsAny(sh.Text, " \n") {
+		parts = append(parts, "url: https://example.invalid/cb?state=1&code="+sh.Text+"&x=2")
+	}
+	return strings.Join(parts, "\n----\n")
+}
+
+// TestSecrets_Table: at least 40 fake secret shapes, each in every
+// position (own line, after a tab, inside a JSON string, inside a URL,
+// multi-line key blocks), through every path (transcript line, hook
+// payload, command argv, command output on pipes and on a PTY, command
+// environment) leave zero occurrences in the stream's files on disk, the
+// views' files, the spool, what the server and its workers log, and
+// what the CLI shows.
+func TestSecrets_Table(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("commands need bubblewrap")
+	}
+	shapes := redacttest.Shapes()
+	if len(shapes) < 40 {
+		t.Fatalf("%d shapes, want at least 40", len(shapes))
+	}
+	data := t.TempDir()
+	ws := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	logs := &syncBuffer{}
+	cli := func(stdin string, args ...string) (string, error) {
+		var out syncBuffer
+		err := runCLI(ctx, append([]string{"--data", data}, args...), strings.NewReader(stdin), &out, &out)
+		logs.Write([]byte(out.String()))
+		return out.String(), err
+	}
+
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() {
+		served <- runCLI(sctx, []string{"--data", data, "serve", "--grace", "300ms"}, strings.NewReader(""), logs, logs)
+	}()
+	defer func() {
+		stop()
+		<-served
+	}()
+	waitServer(t, dataDir(data))
+
+	const sid = "5e551011-0000-4000-8000-000000005ec7"
+	// Transcript lines: one user message per shape.
+	var tr strings.Builder
+	for i, sh := range shapes {
+		line, _ := json.Marshal(map[string]any{
+			"type": "user", "uuid": fmt.Sprintf("u-%03d", i), "sessionId": sid,
+			"timestamp": "2026-04-24T19:19:00.393Z",
+			"message":   map[string]any{"role": "user", "content": placed(sh)},
+		})
+		tr.Write(line)
+		tr.WriteByte('\n')
+	}
+	tpath := filepath.Join(t.TempDir(), sid+".jsonl")
+	if err := os.WriteFile(tpath, []byte(tr.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cli("", "import", "claude", tpath); err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	// Hook payloads: a prompt and a tool result per shape.
+	for i, sh := range shapes {
+		p, _ := json.Marshal(map[string]any{"session_id": sid, "hook_event_name": "UserPromptSubmit", "prompt_id": fmt.Sprintf("p-%03d", i), "prompt": placed(sh), "cwd": ws})
+		if out, err := cli(string(p), "hook", "claude"); err != nil {
+			t.Fatalf("hook: %v\n%s", err, out)
+		}
+		p, _ = json.Marshal(map[string]any{"session_id": sid, "hook_event_name": "PostToolUse", "tool_use_id": fmt.Sprintf("t-%03d", i), "tool_name": "Bash",
+			"tool_input": map[string]any{"command": "cat notes"}, "tool_response": map[string]any{"stdout": placed(sh), "stderr": "", "interrupted": false}})
+		if out, err := cli(string(p), "hook", "claude"); err != nil {
+			t.Fatalf("hook: %v\n%s", err, out)
+		}
+	}
+	// Argv and environment: refused, naming the position, not the value.
+	for _, sh := range shapes {
+		out, err := cli("", "exec", "--session", sid, "--workspace", ws, "--", "echo", placed(sh))
+		if err == nil || !strings.Contains(err.Error(), "argv[1] looks like a secret") {
+			t.Errorf("%s in argv: err %v, want a refusal\n%s", sh.Name, err, out)
+		}
+		out, err = cli("", "exec", "--session", sid, "--workspace", ws, "--env", "NOTE="+placed(sh), "--", "true")
+		if err == nil || !strings.Contains(err.Error(), "looks like a secret") {
+			t.Errorf("%s in env: err %v, want a refusal\n%s", sh.Name, err, out)
+		}
+	}
+	// Output, on pipes and on a PTY: the secrets come from a file.
+	var all strings.Builder
+	for _, sh := range shapes {
+		all.WriteString(placed(sh) + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(ws, "notes"), []byte(all.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"out-pipe", "out-pty"} {
+		args := []string{"exec", "--session", sid, "--workspace", ws, "--mode", "read_only", "--id", id, "--wait", "30s"}
+		if id == "out-pty" {
+			args = append(args, "--tty")
+		}
+		out, err := cli("", append(args, "--", "sh", "-c", "cat notes; cat notes >&2")...)
+		if err != nil {
+			t.Fatalf("exec %s: %v\n%s", id, err, out)
+		}
+		if !strings.Contains(out, "[REDACTED:") {
+			t.Errorf("exec %s printed no redaction marker:\n%.2000s", id, out)
+		}
+	}
+
+	// What the CLI shows.
+	var shown strings.Builder
+	for _, args := range [][]string{
+		{"--json", "events", "tail", "-n", "100000"}, {"session", "show", sid}, {"audit", sid},
+		{"command", "output", "out-pipe"}, {"command", "output", "out-pty"}, {"--json", "commands", "--session", sid},
+	} {
+		out, err := cli("", args...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		shown.WriteString(out)
+	}
+	stop()
+	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+		t.Logf("serve: %v", err)
+	}
+	served <- nil // for the deferred wait
+
+	// Every file of the data dir: the stream's message blocks, the views'
+	// WAL and tables, the spool and its rejected entries.
+	files := map[string][]byte{}
+	err := filepath.WalkDir(data, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err == nil {
+			files[p] = b
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["(server and CLI logs)"] = []byte(logs.String())
+	files["(what the CLI shows)"] = []byte(shown.String())
+	var stream int
+	for p, b := range files {
+		if strings.Contains(p, "jetstream") && bytes.Contains(b, []byte("[REDACTED:")) {
+			stream++
+		}
+	}
+	if stream == 0 {
+		t.Fatal("no redaction marker in the stream's files: nothing was stored?")
+	}
+	for _, sh := range shapes {
+		for p, b := range files {
+			if bytes.Contains(b, []byte(sh.Secret)) {
+				i := bytes.Index(b, []byte(sh.Secret))
+				t.Errorf("%s: secret found in %s: %q", sh.Name, p, b[max(0, i-300):i])
+			}
+		}
+	}
+}
+
+// waitServer waits until the data dir's server answers.
+func waitServer(t *testing.T, dd dataDir) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if si, ok := dd.readServeInfo(); ok && si.PID > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			b, err := openBackend(ctx, &globals{data: string(dd)})
+			cancel()
+			if err == nil {
+				remote := b.remote
+				b.Close()
+				if remote {
+					return
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("server did not come up in %s", dd)
+}
