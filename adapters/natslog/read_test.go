@@ -328,8 +328,13 @@ func TestEmbeddedConfig_Validate(t *testing.T) {
 		{"no store dir", EmbeddedConfig{}, "empty StoreDir"},
 		{"interval without mode", EmbeddedConfig{StoreDir: "d", SyncInterval: time.Second}, "needs Fsync interval"},
 		{"public listener", EmbeddedConfig{StoreDir: "d", Listen: "0.0.0.0:4222", User: "u", Password: "p"}, "not loopback"},
-		{"listener without password", EmbeddedConfig{StoreDir: "d", Listen: "127.0.0.1:0"}, "User and Password are required"},
+		{"listener without password", EmbeddedConfig{StoreDir: "d", Listen: "127.0.0.1:0"}, "User and Password, or Users, are required"},
 		{"user without password", EmbeddedConfig{StoreDir: "d", User: "u"}, "both User and Password"},
+		{"roles", EmbeddedConfig{StoreDir: "d", Listen: "127.0.0.1:0", Users: []User{{Name: "r", Password: "p", Role: RoleReader}}}, ""},
+		{"user and roles", EmbeddedConfig{StoreDir: "d", User: "u", Password: "p", Users: []User{{Name: "r", Password: "p", Role: RoleReader}}}, "not both"},
+		{"role user twice", EmbeddedConfig{StoreDir: "d", Users: []User{{Name: "r", Password: "p", Role: RoleReader}, {Name: "r", Password: "q", Role: RoleWriter}}}, `user "r" twice`},
+		{"unknown role", EmbeddedConfig{StoreDir: "d", Users: []User{{Name: "r", Password: "p", Role: "root"}}}, `role "root"`},
+		{"role user without password", EmbeddedConfig{StoreDir: "d", Users: []User{{Name: "r", Role: RoleReader}}}, "empty name or password"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -71,9 +71,18 @@ type EmbeddedConfig struct {
 	// A non-loopback host is refused.
 	Listen string
 	// User and Password protect every connection, in-process ones
-	// included. Both are required when Listen is set (see NewPassword)
-	// and optional otherwise.
+	// included, with one user who may do anything. Listen needs them or
+	// Users (see NewPassword); set neither for an in-process-only server.
 	User, Password string
+	// Users are NATS users with a Role each, instead of User and
+	// Password: each gets Permissions(Role, Grants), and the server
+	// refuses what a role may not do. Names must be unique and passwords
+	// non-empty. The server's own connection (Conn) is Users[0]'s;
+	// ConnectAs connects as another.
+	Users []User
+	// Grants names the workers' and the API's subjects for Users'
+	// permissions.
+	Grants Grants
 	// MaxStore and MaxMemory cap JetStream file and memory storage in
 	// bytes; 0 lets the server pick (the free disk, 75% of RAM).
 	MaxStore, MaxMemory int64
@@ -106,14 +115,36 @@ func (c EmbeddedConfig) Validate() error {
 		if _, _, err := loopback(c.Listen); err != nil {
 			return fmt.Errorf("natslog: embedded: listen %q: %w", c.Listen, err)
 		}
-		if c.User == "" || c.Password == "" {
-			return fmt.Errorf("natslog: embedded: listen %q: User and Password are required", c.Listen)
+		if (c.User == "" || c.Password == "") && len(c.Users) == 0 {
+			return fmt.Errorf("natslog: embedded: listen %q: User and Password, or Users, are required", c.Listen)
 		}
 	}
 	if (c.User == "") != (c.Password == "") {
 		return errors.New("natslog: embedded: set both User and Password or neither")
 	}
+	if c.User != "" && len(c.Users) > 0 {
+		return errors.New("natslog: embedded: set User and Password or Users, not both")
+	}
+	seen := map[string]bool{}
+	for i, u := range c.Users {
+		if u.Name == "" || u.Password == "" {
+			return fmt.Errorf("natslog: embedded: user %d (%q): empty name or password", i, u.Name)
+		}
+		if seen[u.Name] {
+			return fmt.Errorf("natslog: embedded: user %q twice", u.Name)
+		}
+		seen[u.Name] = true
+		if _, err := ParseRole(string(u.Role)); err != nil {
+			return fmt.Errorf("natslog: embedded: user %q: %w", u.Name, err)
+		}
+	}
 	return nil
+}
+
+// User is a NATS user of the embedded server and its role.
+type User struct {
+	Name, Password string
+	Role           Role
 }
 
 // loopback splits hostport and refuses a host that is not loopback.
@@ -200,6 +231,9 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Server, error) {
 	if cfg.Listen != "" {
 		opts.Host, opts.Port, _ = loopback(cfg.Listen) // checked by Validate
 	}
+	for _, u := range cfg.Users {
+		opts.Users = append(opts.Users, &server.User{Username: u.Name, Password: u.Password, Permissions: Permissions(u.Role, cfg.Grants)})
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("natslog: embedded %s: %w", dir, err)
@@ -233,17 +267,37 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Server, error) {
 func (s *Server) Conn() *nats.Conn { return s.nc }
 
 // Connect opens a new in-process connection with the server's
-// credentials and opts. The caller owns it and closes it before Shutdown.
+// credentials (User, or Users[0]) and opts. The caller owns it and closes
+// it before Shutdown.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	all := []nats.Option{nats.InProcessServer(s.ns)}
 	if s.cfg.User != "" {
 		all = append(all, nats.UserInfo(s.cfg.User, s.cfg.Password))
+	} else if len(s.cfg.Users) > 0 {
+		all = append(all, nats.UserInfo(s.cfg.Users[0].Name, s.cfg.Users[0].Password))
 	}
 	nc, err := nats.Connect("", append(all, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("natslog: connect in process: %w", err)
 	}
 	return nc, nil
+}
+
+// ConnectAs opens a new in-process connection as the first of Users with
+// role, with opts. It fails when no user has role. The caller owns the
+// connection and closes it before Shutdown.
+func (s *Server) ConnectAs(role Role, opts ...nats.Option) (*nats.Conn, error) {
+	for _, u := range s.cfg.Users {
+		if u.Role == role {
+			all := []nats.Option{nats.InProcessServer(s.ns), nats.UserInfo(u.Name, u.Password)}
+			nc, err := nats.Connect("", append(all, opts...)...)
+			if err != nil {
+				return nil, fmt.Errorf("natslog: connect in process as %s: %w", role, err)
+			}
+			return nc, nil
+		}
+	}
+	return nil, fmt.Errorf("natslog: connect in process: no user with role %s", role)
 }
 
 // ClientURL returns the TCP URL of the loopback listener, e.g.

@@ -41,11 +41,14 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	if si, ok := dd.readServeInfo(); ok && si.API != "" {
 		b.api = si.API
 	}
+	if _, _, err := g.credsOptions(); err != nil {
+		return nil, err
+	}
 	if url, opts, ok := g.serverURL(dd); ok {
 		nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(3), nats.ReconnectWait(200*time.Millisecond))...)
 		if err == nil {
 			b.nc, b.remote = nc, true
-		} else if g.natsURL != "" {
+		} else if g.natsURL != "" || g.credsPath != "" {
 			return nil, err
 		}
 	}
@@ -96,23 +99,38 @@ func (b *backend) Close() error {
 	return nil
 }
 
-// serverURL returns the URL and options to reach a server: --nats-url if
-// given, else the running serve's loopback listener with the data dir's
-// credentials.
+// serverURL returns the URL and options to reach a server: --nats-url
+// (or the --creds file's URL, or the running serve's loopback listener)
+// with the --creds file's user, else the data dir's credentials of
+// g.role (writer unless a command asks for another).
 func (g *globals) serverURL(dd dataDir) (string, []nats.Option, bool) {
-	if g.natsURL != "" {
-		return g.natsURL, nil, true
-	}
-	si, ok := dd.readServeInfo()
-	if !ok {
-		return "", nil, false
-	}
-	c, err := dd.credentials()
+	opts, credsURL, err := g.credsOptions()
 	if err != nil {
 		return "", nil, false
 	}
+	if g.natsURL != "" {
+		return g.natsURL, opts, true
+	}
+	si, ok := dd.readServeInfo()
+	if !ok {
+		if credsURL != "" {
+			return credsURL, opts, true
+		}
+		return "", nil, false
+	}
+	if opts != nil {
+		return si.URL, opts, true
+	}
 	if strings.Contains(si.URL, "@") {
 		return si.URL, nil, true // a cluster URL with its own credentials
+	}
+	role := g.role
+	if role == "" {
+		role = natslog.RoleWriter
+	}
+	c, err := dd.roleCredentials(role)
+	if err != nil {
+		return "", nil, false
 	}
 	return si.URL, []nats.Option{nats.UserInfo(c.User, c.Password)}, true
 }

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,7 +19,13 @@ import (
 //	jetstream/   the embedded JetStream store: the log
 //	views/       Pebble projections
 //	spool/       hook payloads waiting for a server
-//	creds.json   generated NATS credentials (0600)
+//	creds.json   the writer's NATS credentials (serve, hook, CLI)
+//	creds-reader.json, creds-worker.json  the reader's and worker's
+//	stream.json  which stream the projection was made from (see streamLoss)
+//
+// Every file is 0600 and every directory 0700: lock tightens an existing
+// data dir to that (tighten). No file here holds admin credentials.
+//
 //	serve.json   where the running server listens (0600), removed on clean exit
 type dataDir string
 
@@ -61,6 +66,34 @@ func (d dataDir) ensure() error {
 	return nil
 }
 
+// tighten takes group and other permissions away from the data dir and
+// everything in it: directories 0700, files 0600 at most (an owner's x
+// bit stays). Symbolic links are left alone and not followed. It reports
+// the first entry it cannot change.
+func (d dataDir) tighten() error {
+	return filepath.WalkDir(string(d), func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed meanwhile
+			}
+			return fmt.Errorf("data dir permissions: %w", err)
+		}
+		if e.Type()&fs.ModeSymlink != 0 || (!e.IsDir() && !e.Type().IsRegular()) {
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil // removed meanwhile
+		}
+		if m := info.Mode().Perm(); m&0o077 != 0 {
+			if err := os.Chmod(path, m&0o700); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("data dir permissions: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
 // errBusy reports a data dir locked by another process.
 var errBusy = errors.New("data dir in use")
 
@@ -68,6 +101,9 @@ var errBusy = errors.New("data dir in use")
 // holds the owner's pid for error messages. Closing the file releases it.
 func (d dataDir) lock(role string) (*os.File, error) {
 	if err := d.ensure(); err != nil {
+		return nil, err
+	}
+	if err := d.tighten(); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(d.path("lock"), os.O_RDWR|os.O_CREATE, 0o600)
@@ -82,39 +118,6 @@ func (d dataDir) lock(role string) (*os.File, error) {
 	f.Truncate(0)
 	fmt.Fprintf(f, "%s pid %d\n", role, os.Getpid())
 	return f, nil
-}
-
-// creds are the NATS user and password that protect the server's
-// loopback listener.
-type creds struct {
-	User     string `json:"user"`
-	Password string `json:"password"`
-}
-
-// credentials loads creds.json, creating it (0600) with a fresh random
-// password if absent.
-func (d dataDir) credentials() (creds, error) {
-	var c creds
-	b, err := os.ReadFile(d.path("creds.json"))
-	if err == nil {
-		if err := json.Unmarshal(b, &c); err != nil || c.User == "" || c.Password == "" {
-			return c, fmt.Errorf("credentials %s: malformed; remove it to generate new ones", d.path("creds.json"))
-		}
-		return c, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return c, fmt.Errorf("credentials: %w", err)
-	}
-	var p [24]byte
-	if _, err := rand.Read(p[:]); err != nil {
-		return c, fmt.Errorf("credentials: %w", err)
-	}
-	c = creds{User: "logbook", Password: hex.EncodeToString(p[:])}
-	b, _ = json.MarshalIndent(c, "", "  ")
-	if err := writeFileAtomic(d.path("creds.json"), b, 0o600); err != nil {
-		return c, fmt.Errorf("credentials: %w", err)
-	}
-	return c, nil
 }
 
 // serveInfo says where a running server listens.

@@ -16,6 +16,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -24,12 +26,20 @@ var version = "dev"
 // globals are the flags every command shares.
 type globals struct {
 	data    string // --data
-	natsURL string // --nats-url
-	json    bool   // --json
+	natsURL string // --nats-url, else $LOGBOOK_NATS_URL
+	// credsPath is --creds, else $LOGBOOK_CREDS: the credentials file to
+	// connect with instead of the data dir's.
+	credsPath string
+	// role is the data dir credential a command connects with: writer
+	// unless the command says otherwise (worker).
+	role    natslog.Role
+	json    bool // --json
 	cmdName string
 	// acceptLoss lets openViews rebuild a projection the log lost events
 	// of, rather than refuse (serve --accept-stream-loss).
 	acceptLoss bool
+	// adminCreds is serve --admin-creds.
+	adminCreds string
 	// requireServer makes openBackend fail, rather than open the data dir
 	// directly, when no server answers: for commands only a server can
 	// serve (exec needs its workers), so they never hold the data dir.
@@ -83,7 +93,8 @@ and replays any history deterministically.`,
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.data, "data", "", "data directory (default $LOGBOOK_DATA, else $XDG_DATA_HOME/logbook, else ~/.local/share/logbook)")
-	pf.StringVar(&g.natsURL, "nats-url", "", "use this NATS server or cluster instead of the data dir's (e.g. nats://user:pass@host:4222)")
+	pf.StringVar(&g.natsURL, "nats-url", os.Getenv("LOGBOOK_NATS_URL"), "use this NATS server or cluster instead of the data dir's, e.g. nats://host:4222 (default $LOGBOOK_NATS_URL; put credentials in --creds, not here: a command line is visible to every user)")
+	pf.StringVar(&g.credsPath, "creds", os.Getenv("LOGBOOK_CREDS"), "credentials file to connect with, as `logbook creds issue` writes it (default $LOGBOOK_CREDS)")
 	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON")
 	root.AddCommand(
 		serveCmd(g),
@@ -99,6 +110,7 @@ and replays any history deterministically.`,
 		commandCmd(g),
 		commandsCmd(g),
 		workerCmd(g),
+		credsCmd(g),
 		versionCmd(g),
 	)
 	return root.ExecuteContext(ctx)

@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
 func TestMain(m *testing.M) {
@@ -71,6 +77,56 @@ func TestScripts(t *testing.T) {
 					time.Sleep(50 * time.Millisecond)
 				}
 				ts.Fatalf("serve.json still there")
+			},
+			// jsdelete CREDS deletes the LOGBOOK stream of the running
+			// serve with the credentials file CREDS; with !, it checks
+			// that the server refuses with a permissions violation.
+			"jsdelete": func(ts *testscript.TestScript, neg bool, args []string) {
+				dd := dataDir(ts.Getenv("LOGBOOK_DATA"))
+				si, ok := dd.readServeInfo()
+				if !ok {
+					ts.Fatalf("no serve.json")
+				}
+				c, err := readCreds(ts.MkAbs(args[0]))
+				ts.Check(err)
+				var denied atomic.Value
+				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+					if errors.Is(err, nats.ErrPermissionViolation) {
+						denied.Store(err)
+					}
+				}))
+				ts.Check(err)
+				defer nc.Close()
+				js, _ := jetstream.New(nc)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				err = js.DeleteStream(ctx, natslog.StreamName)
+				switch {
+				case !neg && err != nil:
+					ts.Fatalf("delete stream as %s: %v", c.Role, err)
+				case neg && err == nil:
+					ts.Fatalf("delete stream as %s succeeded", c.Role)
+				case neg && denied.Load() == nil:
+					ts.Fatalf("delete stream as %s failed (%v) without a permissions violation from the server", c.Role, err)
+				case neg:
+					ts.Logf("%v", denied.Load())
+				}
+			},
+			// perm PATH MODE checks a file's permission bits (octal).
+			"perm": func(ts *testscript.TestScript, neg bool, args []string) {
+				info, err := os.Stat(ts.MkAbs(args[0]))
+				ts.Check(err)
+				want, err := strconv.ParseUint(args[1], 8, 32)
+				ts.Check(err)
+				if got := info.Mode().Perm(); (uint64(got) == want) == neg {
+					ts.Fatalf("%s has mode %o, want %s%o", args[0], got, map[bool]string{true: "not ", false: ""}[neg], want)
+				}
+			},
+			// chmod MODE PATH sets a file's permission bits (octal).
+			"chmod": func(ts *testscript.TestScript, neg bool, args []string) {
+				m, err := strconv.ParseUint(args[0], 8, 32)
+				ts.Check(err)
+				ts.Check(os.Chmod(ts.MkAbs(args[1]), os.FileMode(m)))
 			},
 			// spooled N checks how many hook payloads wait in the spool.
 			"spooled": func(ts *testscript.TestScript, neg bool, args []string) {

@@ -26,6 +26,7 @@ func serveCmd(g *globals) *cobra.Command {
 		fsync   string
 		workers int
 		accept  bool
+		admin   string
 		wf      workerFlags
 	)
 	cmd := &cobra.Command{
@@ -38,7 +39,7 @@ other commands on a loopback listener protected by generated credentials
 was down.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			g.acceptLoss = accept
+			g.acceptLoss, g.adminCreds = accept, admin
 			return serve(cmd.Context(), g, listen, fsync, workerPool{n: workers, flags: wf})
 		},
 	}
@@ -46,6 +47,7 @@ was down.`,
 	wf.register(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback host:port for clients (port 0 picks one; it is written to serve.json)")
 	cmd.Flags().BoolVar(&accept, "accept-stream-loss", false, "start even when the log lost events the projection has seen (the stream was deleted, re-created or cut): set the projection aside and rebuild it from the log")
+	cmd.Flags().StringVar(&admin, "admin-creds", "", "admin credentials file (`logbook creds issue --role admin`) the embedded server also accepts; by default admin's password lives only in this process, to create or check the stream at start")
 	cmd.Flags().StringVar(&fsync, "fsync", "always", "when the log reaches the disk: always (before every acknowledgement) or interval (every second; faster, can lose the last second on an OS crash)")
 	return cmd
 }
@@ -96,33 +98,35 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	defer lock.Close()
+	admin, err := adminCredentials(g.adminCreds)
+	if err != nil {
+		return err
+	}
 	b := &backend{dd: dd, reg: events.NewRegistry(), lock: nil}
 	durability := "external NATS at " + redactURL(g.natsURL)
+	cfg := natslog.Config{Registry: b.reg}
+	if mode == natslog.FsyncInterval && g.natsURL == "" {
+		cfg.MergeMin = events.MaxBatch + 1 // no fsync per publish: batches would only add cost
+	}
 	if g.natsURL != "" {
-		nc, err := natslog.Connect(g.natsURL, nats.Timeout(5*time.Second))
+		opts, _, err := g.credsOptions()
+		if err != nil {
+			return err
+		}
+		nc, err := natslog.Connect(g.natsURL, append(opts, nats.Timeout(5*time.Second))...)
 		if err != nil {
 			return err
 		}
 		b.nc = nc
 	} else {
-		c, err := dd.credentials()
+		srv, err := startRoles(ctx, dd, mode, listen, admin, cfg)
 		if err != nil {
 			return err
-		}
-		srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{
-			StoreDir: dd.path("jetstream"), Fsync: mode, Listen: listen, User: c.User, Password: c.Password,
-		})
-		if err != nil {
-			return fmt.Errorf("start log in %s: %w", dd, err)
 		}
 		b.srv, b.nc = srv, srv.Conn()
 		durability = srv.Durability()
 	}
 	defer b.Close()
-	cfg := natslog.Config{Registry: b.reg}
-	if mode == natslog.FsyncInterval && g.natsURL == "" {
-		cfg.MergeMin = events.MaxBatch + 1 // no fsync per publish: batches would only add cost
-	}
 	if b.log, err = natslog.Open(ctx, b.nc, cfg); err != nil {
 		return err
 	}
@@ -168,7 +172,14 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		fmt.Fprintf(g.stderr, "logbook serve: listening on %s (credentials in %s)\n", b.srv.ClientURL(), dd.path("creds.json"))
 	}
 	fmt.Fprintf(g.stderr, "logbook serve: durability: %s\n", durability)
-	workers, err := newWorkers(wp.n, b, wp.flags, g.stderr)
+	wb := b
+	if b.srv != nil && wp.n > 0 {
+		if wb, err = b.as(ctx, natslog.RoleWorker, cfg); err != nil {
+			return err
+		}
+		defer wb.Close()
+	}
+	workers, err := newWorkers(wp.n, wb, wp.flags, g.stderr)
 	if err != nil {
 		return err
 	}
@@ -184,14 +195,14 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			return nil
 		}, func(error) { cancel() })
 	}
-	if sid, err := b.log.Identity(ctx); err == nil {
+	sid, err := b.log.Identity(ctx)
+	if err != nil {
+		return err
+	}
+	{
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {
-			err := b.log.WatchStream(ctx, sid, time.Second)
-			if err != nil {
-				fmt.Fprintf(g.stderr, "logbook serve: %v: the log is gone; stopping\n", err)
-			}
-			return err
+			return b.log.WatchStream(ctx, sid, time.Second)
 		}, func(error) { cancel() })
 	}
 	{
@@ -233,7 +244,10 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			return fmt.Errorf("worker %s: %w", w.Identity().ID, err)
 		}, func(error) { cancel() })
 	}
-	err = grp.Run()
+	err = streamLost(b.log, sid, grp.Run())
+	if errors.Is(err, natslog.ErrStreamLost) {
+		fmt.Fprintf(g.stderr, "logbook serve: %v: the log is gone; stopping\n", err)
+	}
 	fmt.Fprintf(g.stderr, "logbook serve: stopped\n")
 	if errors.Is(err, context.Canceled) {
 		return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,4 +59,24 @@ func streamLoss(dd dataDir, id natslog.Identity, rec streamRecord, have bool, cp
 			cp, natslog.StreamName, id.LastSeq)
 	}
 	return ""
+}
+
+// streamLost returns err, or, when err is a failure (not a cancellation)
+// and the stream l was opened on is gone or replaced, the
+// *natslog.StreamLostError that explains it: a feed that fails because
+// its stream was deleted should say so.
+func streamLost(l *natslog.Log, was natslog.Identity, err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, natslog.ErrStreamLost) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	now, ierr := l.Identity(ctx)
+	switch {
+	case errors.Is(ierr, natslog.ErrStreamLost):
+		return &natslog.StreamLostError{Was: was}
+	case ierr == nil && !now.Created.Equal(was.Created):
+		return &natslog.StreamLostError{Was: was, Now: now}
+	}
+	return err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/sandbox"
 )
@@ -70,6 +71,7 @@ commands it runs and records their exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			g.role = natslog.RoleWorker
 			b, err := openBackend(ctx, g)
 			if err != nil {
 				return err
@@ -84,7 +86,24 @@ commands it runs and records their exits.`,
 			}
 			id := ws[0].Identity()
 			fmt.Fprintf(g.stderr, "logbook worker: %s on %s\n", id.ID, id.Host)
-			err = ws[0].Run(ctx)
+			sid, err := b.log.Identity(ctx)
+			if err != nil {
+				return err
+			}
+			wctx, cancel := context.WithCancelCause(ctx)
+			defer cancel(nil)
+			go func() {
+				if err := b.log.WatchStream(wctx, sid, time.Second); err != nil {
+					cancel(err)
+				}
+			}()
+			err = ws[0].Run(wctx)
+			if cause := context.Cause(wctx); errors.Is(cause, natslog.ErrStreamLost) {
+				err = cause
+			}
+			if err = streamLost(b.log, sid, err); errors.Is(err, natslog.ErrStreamLost) {
+				return fmt.Errorf("%w: the log is gone; stopping", err)
+			}
 			if errors.Is(err, context.Canceled) {
 				return nil
 			}

@@ -1,0 +1,184 @@
+package natslog
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Role is what a NATS user of the embedded server may do with the log.
+// Only RoleAdmin may create, update, delete or purge the LOGBOOK stream
+// or remove a message from it; every other role is held to the subjects
+// Permissions lists, and the server refuses anything else with a
+// permissions violation.
+type Role string
+
+// The roles, narrowest first.
+const (
+	// RoleReader reads the stream: stream info, direct and stored-message
+	// gets, and consumers of its own (ordered consumers). It publishes
+	// nothing on lb.> and calls no stream API that changes anything.
+	RoleReader Role = "reader"
+	// RoleWorker is RoleReader plus what a sandbox worker does: append
+	// command and session events and command output, take requests off
+	// the workers' durable consumer (and ack them), keep its KV buckets,
+	// and answer on its core subjects (stdin).
+	RoleWorker Role = "worker"
+	// RoleWriter is RoleReader plus what serve, hook and the CLI do:
+	// append any event, answer and call the request/reply API, read the
+	// workers' heartbeats, and send stdin to a worker.
+	RoleWriter Role = "writer"
+	// RoleAdmin may do anything, the stream's create, update and delete
+	// included. No running process holds it by default.
+	RoleAdmin Role = "admin"
+)
+
+// Roles lists every role, narrowest first.
+var Roles = []Role{RoleReader, RoleWorker, RoleWriter, RoleAdmin}
+
+// ParseRole returns the Role named s, or an error naming the roles.
+func ParseRole(s string) (Role, error) {
+	if r := Role(s); slices.Contains(Roles, r) {
+		return r, nil
+	}
+	return "", fmt.Errorf("role %q: want reader, worker, writer or admin", s)
+}
+
+// Grants names what lies outside the LOGBOOK stream that the roles use:
+// the workers' durable consumer and KV buckets, and the core subjects of
+// the request/reply API and of worker control. The log does not know
+// them; the program that runs the workers does.
+type Grants struct {
+	// WorkerDurable is the durable consumer on LOGBOOK that workers take
+	// requests from (e.g. "workers"). Only RoleWorker may create it,
+	// pull from it and ack its messages; no one but admin may delete it.
+	WorkerDurable string
+	// WorkerBuckets are KV buckets workers create and write (heartbeats,
+	// claims).
+	WorkerBuckets []string
+	// WriterReadBuckets are buckets of WorkerBuckets that RoleWriter
+	// reads (the live workers).
+	WriterReadBuckets []string
+	// API is the request/reply API's subject filter (e.g.
+	// "logbook.api.>"): RoleWriter calls and answers it.
+	API string
+	// WorkerControl is the core subject filter workers answer on (e.g.
+	// "logbook.worker.>"): RoleWorker subscribes, RoleWriter sends.
+	WorkerControl string
+}
+
+// replyWindow is how long a writer or worker may answer a request it
+// received (any number of messages to its reply subject, for answers
+// sent in parts); it may publish to no other reply subject.
+const replyWindow = 10 * time.Minute
+
+// inbox is the client's reply subjects: every request's answer, and the
+// deliveries of pull consumers, arrive there.
+const inbox = "_INBOX.>"
+
+// jsAPI returns the JetStream API subject for op (e.g. "STREAM.INFO")
+// with the tokens after it.
+func jsAPI(op string, tokens ...string) string {
+	s := "$JS.API." + op
+	for _, t := range tokens {
+		s += "." + t
+	}
+	return s
+}
+
+// readStream returns the API subjects that read stream: its info, stored
+// and direct gets, and consumers of the caller's own (create, info,
+// delete, pull).
+func readStream(stream string) []string {
+	return []string{
+		jsAPI("STREAM.INFO", stream),
+		jsAPI("STREAM.MSG.GET", stream),
+		jsAPI("DIRECT.GET", stream),
+		jsAPI("DIRECT.GET", stream, ">"),
+		jsAPI("CONSUMER.CREATE", stream),
+		jsAPI("CONSUMER.CREATE", stream, ">"),
+		jsAPI("CONSUMER.INFO", stream, ">"),
+		jsAPI("CONSUMER.DELETE", stream, ">"),
+		jsAPI("CONSUMER.MSG.NEXT", stream, ">"),
+	}
+}
+
+// kvStream is the stream that holds KV bucket b.
+func kvStream(b string) string { return "KV_" + b }
+
+// Permissions returns the subject permissions of role on a server where g
+// names the workers' and the API's subjects; nil (everything) for
+// RoleAdmin. Every role but admin gets an allow list (anything else is
+// refused), and an explicit deny of the stream's create, update, delete,
+// purge, message delete, snapshot and restore, which holds even if an
+// allow above is widened one day.
+func Permissions(role Role, g Grants) *server.Permissions {
+	if role == RoleAdmin {
+		return nil
+	}
+	pub := []string{jsAPI("INFO")}
+	pub = append(pub, readStream(StreamName)...)
+	sub := []string{inbox}
+	denyPub := []string{
+		jsAPI("STREAM.CREATE", StreamName),
+		jsAPI("STREAM.UPDATE", StreamName),
+		jsAPI("STREAM.DELETE", StreamName),
+		jsAPI("STREAM.PURGE", StreamName),
+		jsAPI("STREAM.MSG.DELETE", StreamName),
+		jsAPI("STREAM.SNAPSHOT", StreamName),
+		jsAPI("STREAM.RESTORE", StreamName),
+	}
+	if g.WorkerDurable != "" && role != RoleWorker {
+		// Consumers of one's own, not the workers' queue of requests.
+		denyPub = append(denyPub,
+			jsAPI("CONSUMER.CREATE", StreamName, g.WorkerDurable),
+			jsAPI("CONSUMER.CREATE", StreamName, g.WorkerDurable, ">"),
+			jsAPI("CONSUMER.DURABLE.CREATE", StreamName, g.WorkerDurable),
+			jsAPI("CONSUMER.MSG.NEXT", StreamName, g.WorkerDurable),
+		)
+	}
+	if g.WorkerDurable != "" {
+		denyPub = append(denyPub, jsAPI("CONSUMER.DELETE", StreamName, g.WorkerDurable))
+	}
+	var resp *server.ResponsePermission
+	switch role {
+	case RoleWriter:
+		pub = append(pub, StreamSubjects)
+		for _, b := range g.WriterReadBuckets {
+			pub = append(pub, jsAPI("STREAM.INFO", kvStream(b)))
+			pub = append(pub, readStream(kvStream(b))...)
+		}
+		if g.API != "" {
+			pub = append(pub, g.API)
+			sub = append(sub, g.API)
+		}
+		if g.WorkerControl != "" {
+			pub = append(pub, g.WorkerControl)
+		}
+		resp = &server.ResponsePermission{MaxMsgs: -1, Expires: replyWindow}
+	case RoleWorker:
+		pub = append(pub, "lb.ev.command.>", "lb.ev.session.>", "lb.out.>")
+		if g.WorkerDurable != "" {
+			pub = append(pub,
+				jsAPI("CONSUMER.DURABLE.CREATE", StreamName, g.WorkerDurable),
+				"$JS.ACK."+StreamName+"."+g.WorkerDurable+".>",
+			)
+		}
+		for _, b := range g.WorkerBuckets {
+			s := kvStream(b)
+			pub = append(pub, jsAPI("STREAM.CREATE", s), "$KV."+b+".>")
+			pub = append(pub, readStream(s)...)
+		}
+		if g.WorkerControl != "" {
+			sub = append(sub, g.WorkerControl)
+		}
+		resp = &server.ResponsePermission{MaxMsgs: -1, Expires: replyWindow}
+	}
+	return &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: pub, Deny: denyPub},
+		Subscribe: &server.SubjectPermission{Allow: sub},
+		Response:  resp,
+	}
+}

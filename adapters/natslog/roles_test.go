@@ -1,0 +1,229 @@
+package natslog
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+var testGrants = Grants{
+	WorkerDurable:     "workers",
+	WorkerBuckets:     []string{"logbook-workers", "logbook-claims"},
+	WriterReadBuckets: []string{"logbook-workers"},
+	API:               "logbook.api.>",
+	WorkerControl:     "logbook.worker.>",
+}
+
+// rolesServer starts an embedded server with one user per role, creates
+// the stream as admin and appends one event, and returns the server.
+func rolesServer(t *testing.T) *Server {
+	t.Helper()
+	var users []User
+	for _, r := range []Role{RoleWriter, RoleReader, RoleWorker, RoleAdmin} {
+		users = append(users, User{Name: string(r), Password: NewPassword(), Role: r})
+	}
+	s, err := StartEmbedded(t.Context(), EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", Users: users, Grants: testGrants})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown() })
+	admin, err := s.ConnectAs(RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	l, err := Open(t.Context(), admin, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, decision(events.NewRegistry(), session("s1"), 0, 1, 2))
+	l.Close()
+	return s
+}
+
+// violations connects as role over TCP (as another host would) and
+// collects the permission violations the server reports to it.
+type violations struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (v *violations) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.errs = append(v.errs, err)
+}
+
+// wait returns the server's permission violation naming subject, or
+// fails the test after 5 s.
+func (v *violations) wait(t *testing.T, subject string) error {
+	t.Helper()
+	for range 500 {
+		v.mu.Lock()
+		for _, err := range v.errs {
+			if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), `"`+subject+`"`) {
+				v.mu.Unlock()
+				return err
+			}
+		}
+		v.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no permissions violation from the server for %s; got %v", subject, v.errs)
+	return nil
+}
+
+func connectRole(t *testing.T, s *Server, role Role) (*nats.Conn, *violations) {
+	t.Helper()
+	var pass string
+	for _, u := range s.cfg.Users {
+		if u.Role == role {
+			pass = u.Password
+		}
+	}
+	v := &violations{}
+	nc, err := nats.Connect(s.ClientURL(), nats.UserInfo(string(role), pass), nats.ErrorHandler(v.handler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc, v
+}
+
+// Readers, workers and writers cannot delete, purge or update the stream,
+// remove a message, or (readers) publish on lb.>: each attempt fails, and
+// the failure is the server's permissions violation for that subject.
+func TestRoles_RefusedByServer(t *testing.T) {
+	s := rolesServer(t)
+	stream := StreamName
+	cfg := Config{}.StreamConfig()
+	cfg.Description = "changed"
+	attempts := []attempt{
+		{"delete", "$JS.API.STREAM.DELETE." + stream, func(ctx context.Context, js jetstream.JetStream) error { return js.DeleteStream(ctx, stream) }},
+		{"purge", "$JS.API.STREAM.PURGE." + stream, func(ctx context.Context, js jetstream.JetStream) error {
+			st, err := js.Stream(ctx, stream)
+			if err != nil {
+				return err
+			}
+			return st.Purge(ctx)
+		}},
+		{"update", "$JS.API.STREAM.UPDATE." + stream, func(ctx context.Context, js jetstream.JetStream) error {
+			_, err := js.UpdateStream(ctx, cfg)
+			return err
+		}},
+		{"delete message", "$JS.API.STREAM.MSG.DELETE." + stream, func(ctx context.Context, js jetstream.JetStream) error {
+			st, err := js.Stream(ctx, stream)
+			if err != nil {
+				return err
+			}
+			return st.DeleteMsg(ctx, 1)
+		}},
+		{"delete workers' consumer", "$JS.API.CONSUMER.DELETE." + stream + ".workers", func(ctx context.Context, js jetstream.JetStream) error {
+			return js.DeleteConsumer(ctx, stream, "workers")
+		}},
+	}
+	publish := attempt{"publish an event", "lb.ev.session.forged", func(ctx context.Context, js jetstream.JetStream) error {
+		_, err := js.Publish(ctx, "lb.ev.session.forged", []byte("{}"))
+		return err
+	}}
+	t.Run("attempts", func(t *testing.T) { tryAll(t, s, attempts, publish) })
+	// The stream is intact: every message is still there.
+	admin, _ := s.ConnectAs(RoleAdmin)
+	defer admin.Close()
+	js, _ := jetstream.New(admin)
+	st, err := js.Stream(t.Context(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := st.CachedInfo(); info.State.Msgs != 2 || info.Config.Description == "changed" {
+		t.Fatalf("stream after the attempts: %d messages, description %q", info.State.Msgs, info.Config.Description)
+	}
+	// Admin may: the refusals above were not the stream's own settings.
+	if err := js.DeleteStream(t.Context(), stream); err != nil {
+		t.Fatalf("delete as admin: %v", err)
+	}
+}
+
+// Each role can do its work through the Log: a reader reads (Read,
+// Follow, Load, LastEventSeq), a writer appends any event, a worker
+// appends command events and output, each on a stream that exists.
+func TestRoles_DoTheirWork(t *testing.T) {
+	s := rolesServer(t)
+	reg := events.NewRegistry()
+	for _, role := range []Role{RoleReader, RoleWorker, RoleWriter} {
+		t.Run(string(role), func(t *testing.T) {
+			nc, v := connectRole(t, s, role)
+			l, err := Open(t.Context(), nc, Config{Timeout: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if got := readAll(t, l, 0); len(got) < 2 {
+				t.Fatalf("Read: %d records", len(got))
+			}
+			if _, _, err := l.Load(t.Context(), session("s1")); err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if _, err := l.LastEventSeq(t.Context()); err != nil {
+				t.Fatalf("LastEventSeq: %v", err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			for _, err := range l.Follow(ctx, 1) {
+				if err != nil {
+					t.Fatalf("Follow: %v", err)
+				}
+			}
+			cancel()
+			switch role {
+			case RoleWriter:
+				mustAppend(t, l, decision(reg, session("w-"+string(role)), 0, 1, 1))
+			case RoleWorker:
+				if _, err := l.PublishOutput(t.Context(), "c1", "m1", []byte("out")); err != nil {
+					t.Fatalf("PublishOutput: %v", err)
+				}
+			}
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			if len(v.errs) > 0 {
+				t.Fatalf("server refused: %v", v.errs)
+			}
+		})
+	}
+}
+
+type attempt struct {
+	name, subject string
+	do            func(ctx context.Context, js jetstream.JetStream) error
+}
+
+// tryAll makes every attempt as every role but admin (and publish as a
+// reader), in parallel, each on a connection of its own.
+func tryAll(t *testing.T, s *Server, attempts []attempt, publish attempt) {
+	for _, role := range []Role{RoleReader, RoleWorker, RoleWriter} {
+		as := attempts
+		if role == RoleReader {
+			as = append(as, publish)
+		}
+		for _, a := range as {
+			t.Run(string(role)+"/"+a.name, func(t *testing.T) {
+				t.Parallel()
+				nc, v := connectRole(t, s, role)
+				js, _ := jetstream.New(nc)
+				ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+				defer cancel()
+				if err := a.do(ctx, js); err == nil {
+					t.Fatalf("%s as %s succeeded", a.name, role)
+				}
+				t.Log(v.wait(t, a.subject))
+			})
+		}
+	}
+}

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/worker"
+)
+
+// A credentials file (creds.json and creds-<role>.json in the data dir,
+// and what `creds issue` writes) is one JSON object:
+//
+//	{"user": "reader", "password": "…", "role": "reader", "url": "nats://127.0.0.1:4222"}
+//
+// role is reader, worker, writer or admin (absent: writer, as creds.json
+// was before roles); url is optional (where the issuing server listened).
+// Files are written 0600.
+type creds struct {
+	User     string `json:"user"`
+	Password string `json:"password"`
+	Role     string `json:"role,omitempty"`
+	URL      string `json:"url,omitempty"`
+}
+
+// credsFile is the data dir's file of role's credentials.
+func (d dataDir) credsFile(role natslog.Role) string {
+	if role == natslog.RoleWriter {
+		return d.path("creds.json")
+	}
+	return d.path("creds-" + string(role) + ".json")
+}
+
+// readCreds loads a credentials file and checks it has a user, a
+// password and a known role.
+func readCreds(path string) (creds, error) {
+	var c creds
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("credentials: %w", err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil || c.User == "" || c.Password == "" {
+		return c, fmt.Errorf("credentials %s: malformed: want {\"user\", \"password\", \"role\"}", path)
+	}
+	if c.Role == "" {
+		c.Role = string(natslog.RoleWriter)
+	}
+	if _, err := natslog.ParseRole(c.Role); err != nil {
+		return c, fmt.Errorf("credentials %s: %w", path, err)
+	}
+	return c, nil
+}
+
+func writeCreds(path string, c creds) error {
+	b, _ := json.MarshalIndent(c, "", "  ")
+	return writeFileAtomic(path, append(b, '\n'), 0o600)
+}
+
+// roleCredentials loads the data dir's credentials of role (reader,
+// worker or writer), creating them (0600, a fresh random password) if
+// absent. The data dir never holds admin credentials.
+func (d dataDir) roleCredentials(role natslog.Role) (creds, error) {
+	if role == natslog.RoleAdmin {
+		return creds{}, errors.New("credentials: the data dir holds no admin credentials (see `logbook creds issue --role admin`)")
+	}
+	path := d.credsFile(role)
+	c, err := readCreds(path)
+	if err == nil {
+		if c.Role != string(role) {
+			return c, fmt.Errorf("credentials %s: role %s, want %s; remove it to generate new ones", path, c.Role, role)
+		}
+		return c, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return c, fmt.Errorf("%w; remove it to generate new ones", err)
+	}
+	if err := d.ensure(); err != nil {
+		return c, err
+	}
+	c = creds{User: string(role), Password: natslog.NewPassword(), Role: string(role)}
+	if err := writeCreds(path, c); err != nil {
+		return c, fmt.Errorf("credentials: %w", err)
+	}
+	return c, nil
+}
+
+// credentials returns the writer's credentials (creds.json): what serve,
+// hook and the CLI connect with.
+func (d dataDir) credentials() (creds, error) { return d.roleCredentials(natslog.RoleWriter) }
+
+// grants names the subjects of the workers and the API for the roles.
+func grants() natslog.Grants {
+	return natslog.Grants{
+		WorkerDurable:     worker.DurableName,
+		WorkerBuckets:     []string{worker.HeartbeatBucket, worker.ClaimBucket},
+		WriterReadBuckets: []string{worker.HeartbeatBucket},
+		API:               "logbook.api.>",
+		WorkerControl:     "logbook.worker.>",
+	}
+}
+
+// embeddedUsers returns the users of the data dir's embedded server: the
+// writer first (the server's own connection), reader, worker, and admin
+// with admin's credentials.
+func (d dataDir) embeddedUsers(admin creds) ([]natslog.User, error) {
+	var us []natslog.User
+	for _, r := range []natslog.Role{natslog.RoleWriter, natslog.RoleReader, natslog.RoleWorker} {
+		c, err := d.roleCredentials(r)
+		if err != nil {
+			return nil, err
+		}
+		us = append(us, natslog.User{Name: c.User, Password: c.Password, Role: r})
+	}
+	return append(us, natslog.User{Name: admin.User, Password: admin.Password, Role: natslog.RoleAdmin}), nil
+}
+
+// adminCredentials returns the admin credentials serve starts its
+// embedded server with: those in file (--admin-creds), or a user with a
+// fresh random password that only this process knows, used to create or
+// check the stream at start and then dropped.
+func adminCredentials(file string) (creds, error) {
+	if file == "" {
+		return creds{User: "admin", Password: natslog.NewPassword(), Role: string(natslog.RoleAdmin)}, nil
+	}
+	c, err := readCreds(file)
+	if err != nil {
+		return c, fmt.Errorf("--admin-creds: %w", err)
+	}
+	if c.Role != string(natslog.RoleAdmin) {
+		return c, fmt.Errorf("--admin-creds %s: role %s, want admin", file, c.Role)
+	}
+	return c, nil
+}
+
+// credsOptions returns the connection options of --creds (or
+// LOGBOOK_CREDS) and the URL the file names, if any.
+func (g *globals) credsOptions() ([]nats.Option, string, error) {
+	if g.credsPath == "" {
+		return nil, "", nil
+	}
+	c, err := readCreds(g.credsPath)
+	if err != nil {
+		return nil, "", fmt.Errorf("--creds: %w", err)
+	}
+	return []nats.Option{nats.UserInfo(c.User, c.Password)}, c.URL, nil
+}
+
+// inside reports whether path is dir or lies under it.
+func inside(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+func credsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "creds",
+		Short: "Credentials of the data dir's server, one per role",
+	}
+	var role, out string
+	issue := &cobra.Command{
+		Use:   "issue --role reader|worker|writer|admin [--out FILE]",
+		Short: "Write a credentials file for another tool or host",
+		Long: `issue writes the credentials of a role on the data dir's server to FILE
+(0600; default: standard output), with the URL of the running server if
+one runs. Pass it with --creds FILE or LOGBOOK_CREDS=FILE, so no password
+appears in a command line.
+
+  reader  reads the stream (consumers, gets); appends nothing
+  worker  runs commands: command and session events, output, its buckets
+  writer  what serve, hook and the CLI do: any event, the API
+  admin   may also create, update, delete and purge the stream
+
+Only admin may delete, purge or update the stream. admin credentials are
+never kept in the data dir: issue --role admin makes a new one that a
+server accepts only when started with serve --admin-creds FILE.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := natslog.ParseRole(role)
+			if err != nil {
+				return fmt.Errorf("--role: %w", err)
+			}
+			dd, err := resolveDataDir(g.data)
+			if err != nil {
+				return err
+			}
+			var c creds
+			if r == natslog.RoleAdmin {
+				if out != "" {
+					abs, _ := filepath.Abs(out)
+					if inside(abs, string(dd)) {
+						return fmt.Errorf("--out %s: admin credentials stay out of the data dir %s", out, dd)
+					}
+				}
+				c, _ = adminCredentials("")
+			} else if c, err = dd.roleCredentials(r); err != nil {
+				return err
+			}
+			if si, ok := dd.readServeInfo(); ok {
+				c.URL = si.URL
+			}
+			if out == "" {
+				return writeJSON(g.stdout, c)
+			}
+			if err := writeCreds(out, c); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			fmt.Fprintf(g.stderr, "logbook creds: %s credentials in %s\n", r, out)
+			return nil
+		},
+	}
+	issue.Flags().StringVar(&role, "role", "", "reader, worker, writer or admin")
+	issue.Flags().StringVar(&out, "out", "", "file to write (0600); default standard output")
+	_ = issue.MarkFlagRequired("role")
+	cmd.AddCommand(issue)
+	return cmd
+}
+
+// startRoles starts the data dir's embedded server with a user per role
+// (embeddedUsers) and, as admin, creates the stream or checks its
+// settings (natslog.Open); then it drops the admin connection. The
+// server's own connection is the writer's.
+func startRoles(ctx context.Context, dd dataDir, mode natslog.Fsync, listen string, admin creds, cfg natslog.Config) (*natslog.Server, error) {
+	users, err := dd.embeddedUsers(admin)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{
+		StoreDir: dd.path("jetstream"), Fsync: mode, Listen: listen, Users: users, Grants: grants(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start log in %s: %w", dd, err)
+	}
+	anc, err := srv.ConnectAs(natslog.RoleAdmin)
+	if err == nil {
+		var l *natslog.Log
+		if l, err = natslog.Open(ctx, anc, cfg); err == nil {
+			l.Close()
+		}
+		anc.Close()
+	}
+	if err != nil {
+		srv.Shutdown()
+		return nil, err
+	}
+	return srv, nil
+}
+
+// as returns a backend on b's embedded server that connects in process
+// as role, with a Log of its own opened with cfg. Close it before b.
+func (b *backend) as(ctx context.Context, role natslog.Role, cfg natslog.Config) (*backend, error) {
+	nc, err := b.srv.ConnectAs(role)
+	if err != nil {
+		return nil, err
+	}
+	l, err := natslog.Open(ctx, nc, cfg)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &backend{dd: b.dd, reg: b.reg, nc: nc, log: l, remote: true}, nil
+}
