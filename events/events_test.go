@@ -37,13 +37,21 @@ func samples() []events.Payload {
 	}
 	hook := obs
 	hook.Line, hook.Path, hook.Key, hook.Kind, hook.Parser, hook.Cut, hook.Fingerprint = 0, "", "PreToolUse:toolu_1", "PreToolUse", "claude-hook/1", nil, nil
+	hook.Process = &events.Process{PID: 4242, Start: 991234, Host: "build-3", Boot: "6f1c2d3e-0000-4000-8000-000000000001", Comm: "claude"}
+	tick := events.Observation{
+		Key: "tick:01JDQ7Z8V6T8Q2W3E4R5T6Y7Z8", Parser: "logbook-reconciler/1", Kind: "tick",
+		Tick: &events.Tick{
+			Now: at0, LastObserved: at0.Add(-45 * time.Minute), AbandonAfter: 30 * 60 * 1000,
+			Check: &events.ProcessCheck{Process: *hook.Process, Result: events.ProcessGone, Detail: "no /proc/4242"},
+		},
+	}
 	return []events.Payload{
 		events.SessionStarted{Agent: "claude-code", AgentSessionID: "s1", RewrittenFrom: "s0", Cwd: "/home/user/project", Model: "claude-opus-4-7", Mode: events.ModeWorkspaceWrite, AgentMode: "default", Transcript: "/home/user/.claude/projects/p/s1.jsonl"},
 		events.SessionTransitioned{From: events.PhaseReady, To: events.PhaseWorking, Activity: "thinking", EntryID: "toolu_1"},
 		events.SessionActivityChanged{From: "thinking", To: "tool:Bash"},
 		events.SessionEntryOpened{EntryID: "toolu_1", Activity: "tool:Bash", Lane: events.LaneMain},
 		events.SessionEntryClosed{EntryID: "toolu_1", Outcome: events.OutcomeOK},
-		events.SessionEntryAbandoned{EntryID: "toolu_2", Reason: "interrupted"},
+		events.SessionEntryAbandoned{EntryID: "toolu_2", Reason: "agent_gone", Evidence: "pid 4242 (claude) on build-3 is gone: no /proc/4242"},
 		events.SessionModeChanged{From: events.ModeWorkspaceWrite, To: events.ModeFullAccess, AgentMode: "bypassPermissions", Revision: 2},
 		events.SessionDescribed{Cwd: "/home/user/project", Model: "claude-opus-4-7", GitBranch: "main", Version: "2.1.119", Title: "Fix the tests"},
 		events.SessionTurnStarted{Turn: 3, PromptID: "p3"},
@@ -57,6 +65,7 @@ func samples() []events.Payload {
 		events.SessionTranscriptDiverged{Path: "/home/user/.claude/projects/p/s1.jsonl", Imported: events.Fingerprint{Line: 4, Offset: 900, End: 1210, SHA256: strings.Repeat("ab", 32)}, Found: events.Fingerprint{Line: 3, Offset: 900, End: 1100, SHA256: strings.Repeat("cd", 32)}, Size: 1100, NewSession: "s1-r1"},
 		events.ClaudeLineObserved{Observation: obs},
 		events.ClaudeHookObserved{Observation: hook},
+		events.TickObserved{Observation: tick},
 		events.CommandRequested{Session: "s1", Argv: []string{"go", "test", "./..."}, Cwd: "internal", Workspace: "/home/user/project", Mode: events.ModeWorkspaceWrite, TTY: true, Env: []string{"PATH=/usr/bin:/bin", "GITHUB_TOKEN=[REDACTED]"}, WaitMS: 30000, RequestedBy: "claude-code"},
 		events.CommandStarted{Worker: "w1", Host: "build-3", Pid: 4242},
 		events.CommandBackgrounded{AfterMS: 30000},

@@ -27,6 +27,8 @@ type Observation struct {
 	// still holds what was imported; nil for hooks (and lines imported
 	// before it was kept).
 	Fingerprint *Fingerprint `json:"fingerprint,omitempty"`
+	Process     *Process     `json:"process,omitempty"` // the agent process a hook ran under, when found
+	Tick        *Tick        `json:"tick,omitempty"`    // set in a TickObserved only
 }
 
 // Meta is session metadata carried by an observation; empty fields are
@@ -109,6 +111,10 @@ func Observed(p Payload) (*Observation, bool) {
 	case ClaudeHookObserved:
 		return &o.Observation, true
 	case *ClaudeHookObserved:
+		return &o.Observation, true
+	case TickObserved:
+		return &o.Observation, true
+	case *TickObserved:
 		return &o.Observation, true
 	}
 	return nil, false

@@ -52,6 +52,7 @@ func NewRegistry() *Registry {
 	// Observations.
 	r.Register(ClaudeLineObserved{}, 1, false)
 	r.Register(ClaudeHookObserved{}, 1, false)
+	r.Register(TickObserved{}, 1, false)
 	registerCommand(r)
 	return r
 }

@@ -102,7 +102,10 @@ func (SessionEntryClosed) EventType() string { return "session.entry_closed" }
 // event, never an edit; it needs a complete cause.
 type SessionEntryAbandoned struct {
 	EntryID string `json:"entry_id"`
-	Reason  string `json:"reason"` // "interrupted", "superseded", "session_ended", …
+	Reason  string `json:"reason"` // "interrupted", "superseded", "session_ended", "stale", "agent_gone", …
+	// Evidence says what the mark rests on, for a person: e.g. the
+	// agent process found gone, or how long nothing was observed.
+	Evidence string `json:"evidence,omitempty"`
 }
 
 // EventType implements Payload.
@@ -157,7 +160,10 @@ func (SessionTurnEnded) EventType() string { return "session.turn_ended" }
 // SessionEnded moves a session to ended for good. It needs a complete cause.
 type SessionEnded struct {
 	From   string `json:"from"`   // phase before the end
-	Reason string `json:"reason"` // e.g. "prompt_input_exit", "cli"
+	Reason string `json:"reason"` // e.g. "prompt_input_exit", "cli", "agent_gone"
+	// Evidence says what the end rests on, e.g. the agent process found
+	// gone; "" when the agent said so itself.
+	Evidence string `json:"evidence,omitempty"`
 }
 
 // EventType implements Payload.

@@ -1,0 +1,69 @@
+package events
+
+import (
+	"fmt"
+	"time"
+)
+
+// Process identifies one operating-system process instance: a pid is
+// reused, so the process's start time and the host's boot id go with it.
+// Hooks record the agent process they run under (Observation.Process);
+// the reconciler checks whether it still lives.
+type Process struct {
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start"`          // start time in clock ticks after boot: field 22 of /proc/<pid>/stat
+	Host  string `json:"host"`           // host name
+	Boot  string `json:"boot_id"`        // /proc/sys/kernel/random/boot_id of the host, "" if unknown
+	Comm  string `json:"comm,omitempty"` // the process's command name, e.g. "claude", for people
+}
+
+// Same reports whether p and q name the same process instance: same pid,
+// start time, host and boot.
+func (p Process) Same(q Process) bool {
+	return p.PID == q.PID && p.Start == q.Start && p.Host == q.Host && p.Boot == q.Boot
+}
+
+// String describes p, e.g. "pid 4242 (claude) on build-3".
+func (p Process) String() string {
+	s := fmt.Sprintf("pid %d", p.PID)
+	if p.Comm != "" {
+		s += " (" + p.Comm + ")"
+	}
+	return s + " on " + p.Host
+}
+
+// Process check results.
+const (
+	ProcessAlive   = "alive"   // the same process instance runs
+	ProcessGone    = "gone"    // no such process instance: it exited, its pid was reused, or the host booted since
+	ProcessUnknown = "unknown" // could not be checked here: another host, or /proc unreadable
+)
+
+// ProcessCheck is what checking a process found.
+type ProcessCheck struct {
+	Process Process `json:"process"`
+	Result  string  `json:"result"`           // ProcessAlive, ProcessGone or ProcessUnknown
+	Detail  string  `json:"detail,omitempty"` // the evidence, e.g. "no /proc/4242"
+}
+
+// Tick is what the reconciler saw of one session at one moment: the
+// evidence its decision rests on, stored in a TickObserved so that
+// re-deciding the log (replay --rederive) reproduces its marks. The
+// session reducer decides from these fields and its own state alone.
+type Tick struct {
+	Now          time.Time     `json:"now"`              // the reconciler's clock when it looked
+	LastObserved time.Time     `json:"last_observed"`    // the session's last observation of the agent, as read
+	AbandonAfter int64         `json:"abandon_after_ms"` // idle time after which open entries are stale, ms; 0: never
+	Check        *ProcessCheck `json:"check,omitempty"`  // the agent process and its check; nil: none known
+}
+
+// Idle returns how long nothing had been observed at t.Now.
+func (t Tick) Idle() time.Duration { return t.Now.Sub(t.LastObserved) }
+
+// TickObserved is one reconciler tick about a session, stored only when
+// it causes decisions. Its Observation has Kind "tick", Parser
+// "logbook-reconciler/1", Key "tick:<event id>" and Tick set.
+type TickObserved struct{ Observation }
+
+// EventType implements Payload.
+func (TickObserved) EventType() string { return "obs.reconciler.tick" }
