@@ -211,10 +211,11 @@ func TestRunner_Run(t *testing.T) {
 	}
 }
 
-// sessionsV2 is the session view at schema version 2.
+// sessionsV2 is the session view at the schema version after the current
+// one.
 type sessionsV2 struct{ projections.SessionView }
 
-func (sessionsV2) Version() int { return 2 }
+func (sessionsV2) Version() int { return projections.SessionView{}.Version() + 1 }
 
 // TestRunner_SchemaChange: a store built by an older view version is
 // rebuilt from the log and swapped in by RunToEnd.

@@ -25,7 +25,7 @@ const (
 	ParentPrefix = "sessions-by-parent/"
 )
 
-// SessionView is the "sessions" view, schema version 3: one row per
+// SessionView is the "sessions" view, schema version 4: one row per
 // session aggregate holding the JSON of its reducers/session.State, kept
 // by loading the row, folding the record with session.Evolve and storing
 // it, plus the phase and parent indexes in step with the rows. Events of
@@ -50,7 +50,7 @@ func (SessionView) Name() string { return "sessions" }
 
 // Version implements View. Bump it when session.State's JSON or the
 // view's keys change.
-func (SessionView) Version() int { return 3 }
+func (SessionView) Version() int { return 4 }
 
 // sessionRow is one session being folded in a batch.
 type sessionRow struct {

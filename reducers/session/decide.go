@@ -184,6 +184,12 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 	if o.Line > 0 {
 		kind = "transcript"
 	}
+	if o.Tick != nil {
+		d := newDecider(s, c.Obs.At, events.Cause{Kind: "reconciler", Event: o.Kind, Ref: c.Obs.ID.String()})
+		d.corr = c.Obs.Corr
+		d.tick(*o.Tick)
+		return d.out, nil
+	}
 	if o.Line == 0 && len(o.Signals) == 0 {
 		// A hook that says nothing the reducer knows (an event newer
 		// than this parser, a notification of another kind) is kept as
@@ -402,6 +408,63 @@ func (d *decider) firstLane(lane string) int {
 
 func (d *decider) abandon(id, reason string) {
 	d.emit(events.SessionEntryAbandoned{EntryID: id, Reason: reason})
+}
+
+// Reasons the reconciler gives.
+const (
+	ReasonAgentGone = "agent_gone" // the agent's process is gone
+	ReasonStale     = "stale"      // nothing observed for the abandon-after time
+)
+
+// tick decides what a reconciler tick means, from the evidence it carries
+// and s alone. When the session's known agent process was found gone,
+// every open entry is abandoned and the session ends (agent_gone). When
+// no process is known and the session is working or waiting with nothing
+// observed for at least the tick's abandon-after time, every entry only
+// the agent could close (one an observation opened) gets a stale mark,
+// the turn ends, and the phase follows. Anything else decides nothing.
+func (d *decider) tick(t events.Tick) {
+	s := d.s
+	if !s.Exists() || s.Phase == events.PhaseEnded {
+		return
+	}
+	if s.AgentProcess != nil {
+		c := t.Check
+		if c == nil || !c.Process.Same(*s.AgentProcess) || c.Result != events.ProcessGone {
+			return // alive, unknown here, or about another process
+		}
+		ev := c.Process.String() + " is gone"
+		if c.Detail != "" {
+			ev += ": " + c.Detail
+		}
+		d.cause.Detail = ReasonAgentGone
+		for _, e := range s.Entries {
+			d.emit(events.SessionEntryAbandoned{EntryID: e.EntryID, Reason: ReasonAgentGone, Evidence: ev})
+		}
+		d.closeReviews(events.ReviewUnavailable, "agent gone")
+		d.endTurn(ReasonAgentGone)
+		d.emit(events.SessionEnded{From: d.s.Phase, Reason: ReasonAgentGone, Evidence: ev})
+		return
+	}
+	if s.Phase != events.PhaseWorking && s.Phase != events.PhaseWaiting {
+		return
+	}
+	after := time.Duration(t.AbandonAfter) * time.Millisecond
+	idle := t.Now.Sub(s.ObservedAt)
+	if after <= 0 || idle < after {
+		return
+	}
+	ev := fmt.Sprintf("nothing observed for %s (since %s; abandon after %s)",
+		idle.Round(time.Second), s.ObservedAt.UTC().Format(time.RFC3339), after)
+	d.cause.Detail = ReasonStale
+	for _, e := range s.Entries {
+		if k := e.Cause.Kind; k == "hook" || k == "transcript" {
+			d.emit(events.SessionEntryAbandoned{EntryID: e.EntryID, Reason: ReasonStale, Evidence: ev})
+		}
+	}
+	d.closeReviews(events.ReviewUnavailable, "stale")
+	d.endTurn(ReasonStale)
+	d.settle()
 }
 
 // abandonLane abandons every open entry of lane (all lanes if lane is "").

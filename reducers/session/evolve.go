@@ -51,6 +51,14 @@ func Evolve(s State, e events.Envelope) State {
 				}
 			}
 		}
+		if o.Tick != nil {
+			return s // the reconciler's, not the agent's
+		}
+		s.ObservedAt = e.At
+		if o.Process != nil {
+			p := *o.Process
+			s.AgentProcess = &p
+		}
 		if o.Line == 0 && o.Key != "" {
 			s.RecentKeys = pushBounded(s.RecentKeys, o.Key, RecentKeys)
 		}
@@ -70,15 +78,18 @@ func Evolve(s State, e events.Envelope) State {
 			s.UpdatedAt = s.StartedAt
 		}
 		s.RewrittenFrom = d.RewrittenFrom
+		s.Since = e.At
 	case events.SessionTransitioned:
 		s.Phase = d.To
 		s.Activity = d.Activity
+		s.Since = e.At
 		s.WaitingOn = ""
 		if d.To == events.PhaseWaiting {
 			s.WaitingOn = d.EntryID
 		}
 	case events.SessionActivityChanged:
 		s.Activity = d.To
+		s.Since = e.At
 	case events.SessionEntryOpened:
 		s.Entries = append(slices.Clip(s.Entries), Entry{
 			EntryID: d.EntryID, Activity: d.Activity, Lane: d.Lane, OpenedAt: e.At, Cause: causeOf(e),
@@ -124,6 +135,7 @@ func Evolve(s State, e events.Envelope) State {
 	case events.SessionEnded:
 		s.Phase = events.PhaseEnded
 		s.Activity = ""
+		s.Since = e.At
 		s.WaitingOn = ""
 		s.EndReason = d.Reason
 		s.TurnOpen = false

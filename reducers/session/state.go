@@ -69,9 +69,18 @@ type State struct {
 	PromptID       string         `json:"prompt_id,omitempty"` // the open turn's prompt id, if the agent gave one
 	StartedAt      time.Time      `json:"started_at"`
 	UpdatedAt      time.Time      `json:"updated_at"`
-	EndReason      string         `json:"end_reason,omitempty"`
-	RecentKeys     []string       `json:"recent_keys,omitempty"`   // hook keys, newest last
-	RecentClosed   []string       `json:"recent_closed,omitempty"` // closed entry ids, newest last
+	// Since is when the session entered its current phase and activity.
+	Since time.Time `json:"since"`
+	// ObservedAt is the time of the last observation of the agent (a
+	// transcript line or a hook; reconciler ticks do not count): what
+	// staleness is measured from.
+	ObservedAt time.Time `json:"observed_at"`
+	// AgentProcess is the agent process the newest hook that found one
+	// ran under; nil when none is known (transcripts only).
+	AgentProcess *events.Process `json:"agent_process,omitempty"`
+	EndReason    string          `json:"end_reason,omitempty"`
+	RecentKeys   []string        `json:"recent_keys,omitempty"`   // hook keys, newest last
+	RecentClosed []string        `json:"recent_closed,omitempty"` // closed entry ids, newest last
 	// Calls holds every entry that closed with its result, for the
 	// session's life (bounded by MaxIDs): a late duplicate of such a call
 	// decides nothing.

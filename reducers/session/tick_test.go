@@ -1,0 +1,191 @@
+package session_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// tick observes one reconciler tick at now: its clock is the tick's own
+// recorded time, so the decision is the same on every re-derivation.
+func (h *history) tick(now time.Time, after time.Duration, check *events.ProcessCheck) []events.Envelope {
+	h.t.Helper()
+	reg := events.NewRegistry()
+	h.n++
+	key := fmt.Sprintf("tick:%d", h.n)
+	o := events.Observation{Key: key, Parser: "logbook-reconciler/1", Kind: "tick", Tick: &events.Tick{
+		Now: now, LastObserved: h.s.ObservedAt, AbandonAfter: after.Milliseconds(), Check: check,
+	}}
+	obs := reg.New(events.TickObserved{Observation: o})
+	obs.At = now
+	obs = h.stamp(obs)
+	decs, err := session.Decide(h.s, session.Observe{Obs: obs})
+	if err != nil {
+		h.t.Fatalf("decide tick: %v", err)
+	}
+	if len(decs) == 0 {
+		return nil // a tick that decides nothing is not stored
+	}
+	h.apply(obs)
+	for _, d := range decs {
+		if err := validate(reg, h.stamp(d)); err != nil {
+			h.t.Fatalf("decided invalid event: %v", err)
+		}
+		h.apply(h.stamp(d))
+	}
+	return decs
+}
+
+// hookFrom observes a hook payload that ran under process p.
+func (h *history) hookFrom(p events.Process, key string, sigs ...events.Sig) []events.Envelope {
+	o := events.Observation{Key: key, Parser: "test/1", Kind: "hook", Signals: sigs, Process: &p}
+	return h.observe(events.ClaudeHookObserved{Observation: o})
+}
+
+func TestDecide_TickStale(t *testing.T) {
+	meta := events.Meta{SessionID: "s1"}
+	const after = 30 * time.Minute
+	open := func(t *testing.T) *history {
+		h := newHistory(t)
+		h.line(meta, sig(events.SigPrompt, "id", "p1"))
+		h.line(meta, sig(events.SigToolUse, "id", "toolu_1", "name", "Bash"))
+		return h
+	}
+	t.Run("BeforeAbandonAfter", func(t *testing.T) {
+		h := open(t)
+		if got := h.tick(h.s.ObservedAt.Add(after-time.Second), after, nil); got != nil {
+			t.Fatalf("decided %v before the abandon-after time", types(got))
+		}
+	})
+	t.Run("NeverWithZeroAbandonAfter", func(t *testing.T) {
+		h := open(t)
+		if got := h.tick(h.s.ObservedAt.Add(1000*time.Hour), 0, nil); got != nil {
+			t.Fatalf("decided %v with abandon-after 0", types(got))
+		}
+	})
+	t.Run("MarksOpenEntryAndSettles", func(t *testing.T) {
+		h := open(t)
+		seen := h.s.ObservedAt
+		now := seen.Add(72 * time.Hour)
+		got := h.tick(now, after, nil)
+		want := []string{"session.entry_abandoned", "session.turn_ended", "session.transitioned"}
+		if diff := cmp.Diff(want, types(got)); diff != "" {
+			t.Fatalf("events (-want +got):\n%s", diff)
+		}
+		mark := got[0].Data.(events.SessionEntryAbandoned)
+		if mark.EntryID != "toolu_1" || mark.Reason != session.ReasonStale || mark.Evidence == "" {
+			t.Errorf("mark = %+v", mark)
+		}
+		for _, e := range got {
+			if e.Cause == nil || e.Cause.Kind != "reconciler" || !e.At.Equal(now) {
+				t.Errorf("%s: cause %+v at %s; want the tick's, at its time", e.Type, e.Cause, e.At)
+			}
+		}
+		if h.s.Phase != events.PhaseReady || len(h.s.Entries) != 0 || h.s.Abandoned != 1 {
+			t.Errorf("after: phase %s, %d open, %d abandoned", h.s.Phase, len(h.s.Entries), h.s.Abandoned)
+		}
+		if !h.s.ObservedAt.Equal(seen) {
+			t.Errorf("a tick moved observed_at to %s", h.s.ObservedAt)
+		}
+		// Marks are new events; a second tick finds nothing left to mark.
+		if got := h.tick(now.Add(time.Hour), after, nil); got != nil {
+			t.Errorf("second tick decided %v", types(got))
+		}
+		// The agent was alive after all: its next line is taken as usual.
+		h.line(meta, sig(events.SigText, "text", "done"))
+		if h.s.Phase != events.PhaseWorking {
+			t.Errorf("phase after a later line = %s, want working", h.s.Phase)
+		}
+	})
+	t.Run("WaitingOnPermission", func(t *testing.T) {
+		h := open(t)
+		h.hook("perm-1", sig(events.SigPermission, "id", "toolu_1", "name", "Bash"))
+		if h.s.Phase != events.PhaseWaiting {
+			t.Fatalf("phase %s, want waiting", h.s.Phase)
+		}
+		h.tick(h.s.ObservedAt.Add(time.Hour), after, nil)
+		if h.s.Phase != events.PhaseReady || len(h.s.OpenReviews) != 0 {
+			t.Errorf("after: phase %s, open reviews %v", h.s.Phase, h.s.OpenReviews)
+		}
+	})
+	t.Run("KeepsWorkersEntries", func(t *testing.T) {
+		h := open(t)
+		evs, err := session.Decide(h.s, session.Attach{EntryID: "cmd-1", Activity: "command:go", At: h.s.ObservedAt,
+			Cause: events.Cause{Kind: "worker", Event: "command.started", Ref: "c1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			h.apply(h.stamp(e))
+		}
+		h.tick(h.s.ObservedAt.Add(time.Hour), after, nil)
+		if len(h.s.Entries) != 1 || h.s.Entries[0].EntryID != "cmd-1" || h.s.Phase != events.PhaseWorking {
+			t.Errorf("after: phase %s, entries %+v; want the command's entry kept, working", h.s.Phase, h.s.Entries)
+		}
+	})
+	t.Run("ReadyIsLeftAlone", func(t *testing.T) {
+		h := newHistory(t)
+		h.line(meta, sig(events.SigPrompt, "id", "p1"))
+		h.line(meta, sig(events.SigTurnEnd))
+		if got := h.tick(h.s.ObservedAt.Add(1000*time.Hour), after, nil); got != nil {
+			t.Errorf("decided %v for a ready session", types(got))
+		}
+	})
+}
+
+func TestDecide_TickAgentGone(t *testing.T) {
+	meta := events.Meta{SessionID: "s1"}
+	agent := events.Process{PID: 4242, Start: 99, Host: "h", Boot: "b", Comm: "claude"}
+	open := func(t *testing.T) *history {
+		h := newHistory(t)
+		h.hookFrom(agent, "hook:1", sig(events.SigPrompt, "id", "p1"))
+		h.hookFrom(agent, "hook:2", sig(events.SigToolUse, "id", "toolu_1", "name", "Bash"))
+		h.line(meta, sig(events.SigToolUse, "id", "toolu_2", "name", "Read"))
+		return h
+	}
+	t.Run("Gone", func(t *testing.T) {
+		h := open(t)
+		if h.s.AgentProcess == nil || !h.s.AgentProcess.Same(agent) {
+			t.Fatalf("agent process = %+v", h.s.AgentProcess)
+		}
+		got := h.tick(h.s.ObservedAt.Add(time.Second), 30*time.Minute, &events.ProcessCheck{Process: agent, Result: events.ProcessGone, Detail: "no /proc/4242"})
+		want := []string{"session.entry_abandoned", "session.entry_abandoned", "session.turn_ended", "session.ended"}
+		if diff := cmp.Diff(want, types(got)); diff != "" {
+			t.Fatalf("events (-want +got):\n%s", diff)
+		}
+		end := got[3].Data.(events.SessionEnded)
+		if end.Reason != session.ReasonAgentGone || end.Evidence != "pid 4242 (claude) on h is gone: no /proc/4242" {
+			t.Errorf("end = %+v", end)
+		}
+		if h.s.Phase != events.PhaseEnded || len(h.s.Entries) != 0 {
+			t.Errorf("after: phase %s, entries %v", h.s.Phase, h.s.Entries)
+		}
+	})
+	for name, check := range map[string]*events.ProcessCheck{
+		"Alive":        {Process: agent, Result: events.ProcessAlive},
+		"Unknown":      {Process: agent, Result: events.ProcessUnknown},
+		"OtherProcess": {Process: events.Process{PID: 4242, Start: 100, Host: "h", Boot: "b"}, Result: events.ProcessGone},
+		"NoCheck":      nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := open(t)
+			// Long idle: a known, live agent is never marked stale.
+			if got := h.tick(h.s.ObservedAt.Add(100*time.Hour), 30*time.Minute, check); got != nil {
+				t.Errorf("decided %v", types(got))
+			}
+		})
+	}
+	t.Run("NewerProcessWins", func(t *testing.T) {
+		h := open(t)
+		resumed := events.Process{PID: 5000, Start: 7, Host: "h", Boot: "b"}
+		h.hookFrom(resumed, "hook:3", sig(events.SigSessionStart, "name", "resume"))
+		if got := h.tick(h.s.ObservedAt, 0, &events.ProcessCheck{Process: agent, Result: events.ProcessGone}); got != nil {
+			t.Errorf("the old process's end decided %v", types(got))
+		}
+	})
+}
