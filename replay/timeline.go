@@ -120,6 +120,7 @@ func describe(it *Item, p events.Payload) {
 	case events.SessionEntryAbandoned:
 		it.Entry = d.EntryID
 		kv.add("reason", d.Reason)
+		kv.add("evidence", d.Evidence)
 	case events.SessionModeChanged:
 		it.From, it.To = d.From, d.To
 		kv.add("revision", strconv.Itoa(d.Revision))
@@ -140,6 +141,7 @@ func describe(it *Item, p events.Payload) {
 		it.From = d.From
 		it.To = events.PhaseEnded
 		kv.add("reason", d.Reason)
+		kv.add("evidence", d.Evidence)
 	case events.ReviewRequested:
 		it.Entry = d.ReviewID
 		kv.add("tool", d.Tool)
