@@ -117,6 +117,10 @@ func (in *Ingester) Hook(ctx context.Context, e Entry) (events.Appended, error) 
 	if err != nil {
 		return events.Appended{}, err
 	}
+	if e.Process != nil {
+		p := *e.Process
+		o.Process = &p
+	}
 	agentID := o.Meta.AgentID
 	if o.Kind == "SubagentStart" || o.Kind == "SubagentStop" {
 		agentID = "" // about the subagent, told to its parent

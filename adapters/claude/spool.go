@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
 )
 
 // Spool is a durable local queue of hook payloads: one file per payload
@@ -34,15 +37,20 @@ type Entry struct {
 	ID      string    // the entry's ULID, e.g. "01JDQ…"; its file is <ID>.json
 	Time    time.Time // when it was put, from the ULID (ms)
 	Payload []byte
+	// Process is the agent process the hook ran under, nil when none was
+	// found. It is kept beside the payload (<ID>.process), so the
+	// payload's bytes stay exactly as the agent sent them.
+	Process *events.Process
 }
 
 // ErrLocked reports that another holder has the spool's delivery lock.
 var ErrLocked = errors.New("spool: delivery lock held elsewhere")
 
 const (
-	spoolExt  = ".json"
-	tmpPrefix = ".tmp-"
-	lockName  = ".lock"
+	processExt = ".process"
+	spoolExt   = ".json"
+	tmpPrefix  = ".tmp-"
+	lockName   = ".lock"
 )
 
 // Open returns the spool in dir, creating dir (mode 0700) if needed.
@@ -59,12 +67,37 @@ func (s *Spool) Dir() string { return s.dir }
 // Put stores payload durably and returns its entry id. When Put returns
 // nil the entry survives a crash; on error nothing is left but possibly a
 // temporary file, which Pending ignores and Sweep removes.
-func (s *Spool) Put(payload []byte) (string, error) {
+func (s *Spool) Put(payload []byte) (string, error) { return s.PutFrom(payload, nil) }
+
+// PutFrom is Put for a payload that came from agent process p (nil: not
+// known). The process is stored in its own file, durable before the
+// payload's file appears, so an entry never lacks the process it had.
+func (s *Spool) PutFrom(payload []byte, p *events.Process) (string, error) {
 	id := ulid.Make().String()
-	tmp := filepath.Join(s.dir, tmpPrefix+id)
+	if p != nil {
+		b, err := json.Marshal(p)
+		if err == nil {
+			err = s.write(id, processExt, b)
+		}
+		if err != nil {
+			return "", fmt.Errorf("spool put %s: %w", id, err)
+		}
+	}
+	if err := s.write(id, spoolExt, payload); err != nil {
+		return "", fmt.Errorf("spool put %s: %w", id, err)
+	}
+	if err := s.syncDir(); err != nil {
+		return "", fmt.Errorf("spool put %s: %w", id, err)
+	}
+	return id, nil
+}
+
+// write stores payload as <id><ext> through a fsynced temporary file.
+func (s *Spool) write(id, ext string, payload []byte) error {
+	tmp := filepath.Join(s.dir, tmpPrefix+id+ext)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("spool put: %w", err)
+		return err
 	}
 	_, err = f.Write(payload)
 	if err == nil {
@@ -74,16 +107,12 @@ func (s *Spool) Put(payload []byte) (string, error) {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(s.dir, id+spoolExt))
+		err = os.Rename(tmp, filepath.Join(s.dir, id+ext))
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
-		return "", fmt.Errorf("spool put %s: %w", id, err)
 	}
-	if err := s.syncDir(); err != nil {
-		return "", fmt.Errorf("spool put %s: %w", id, err)
-	}
-	return id, nil
+	return err
 }
 
 // Pending returns the spooled entries in id order (arrival order, see
@@ -111,7 +140,14 @@ func (s *Spool) Pending() ([]Entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("spool pending: %w", err)
 		}
-		out = append(out, Entry{ID: id, Time: ulid.Time(u.Time()), Payload: b})
+		ent := Entry{ID: id, Time: ulid.Time(u.Time()), Payload: b}
+		if pb, err := os.ReadFile(filepath.Join(s.dir, id+processExt)); err == nil {
+			var p events.Process
+			if json.Unmarshal(pb, &p) == nil {
+				ent.Process = &p
+			}
+		}
+		out = append(out, ent)
 	}
 	return out, nil
 }
@@ -124,7 +160,11 @@ func (s *Spool) Remove(id string) error {
 	}
 	err := os.Remove(filepath.Join(s.dir, id+spoolExt))
 	if errors.Is(err, fs.ErrNotExist) {
+		_ = os.Remove(filepath.Join(s.dir, id+processExt))
 		return nil
+	}
+	if err == nil {
+		_ = os.Remove(filepath.Join(s.dir, id+processExt))
 	}
 	if err == nil {
 		err = s.syncDir()
@@ -145,7 +185,13 @@ func (s *Spool) Sweep(now time.Time, age time.Duration) (int, error) {
 	}
 	n := 0
 	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), tmpPrefix) {
+		orphan := false
+		if id, ok := strings.CutSuffix(e.Name(), processExt); ok {
+			// A process file whose payload never landed or was moved aside.
+			_, err := os.Stat(filepath.Join(s.dir, id+spoolExt))
+			orphan = errors.Is(err, fs.ErrNotExist)
+		}
+		if !orphan && !strings.HasPrefix(e.Name(), tmpPrefix) {
 			continue
 		}
 		info, err := e.Info()

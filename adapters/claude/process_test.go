@@ -1,0 +1,93 @@
+package claude
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// startTree runs sh -c script under this test process; script prints a
+// pid on its first line, which startTree returns.
+func startTree(t *testing.T, script string) int {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	buf := make([]byte, 32)
+	n, _ := out.Read(buf)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	if err != nil {
+		t.Fatalf("child pid: %q: %v", buf[:n], err)
+	}
+	return pid
+}
+
+func TestAgentProcess_SkipsShells(t *testing.T) {
+	// this test process → sh → sh → sleep: the agent of sleep is this
+	// test process, the nearest ancestor that is not a shell.
+	pid := startTree(t, `sh -c 'echo $$; exec sleep 30'`)
+	p, err := AgentProcess(pid, "h", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p == nil || p.PID != os.Getpid() || p.Host != "h" || p.Boot != "b" || p.Start == 0 {
+		t.Fatalf("agent = %+v, want this test process (%d)", p, os.Getpid())
+	}
+	if c := CheckProcess(*p, "h", "b"); c.Result != events.ProcessAlive {
+		t.Errorf("check of this live process = %+v", c)
+	}
+}
+
+func TestCheckProcess(t *testing.T) {
+	boot := BootID()
+	if boot == "" {
+		t.Skip("no /proc/sys/kernel/random/boot_id")
+	}
+	sleep := exec.Command("sleep", "30")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := readStat(sleep.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := events.Process{PID: sleep.Process.Pid, Start: st.start, Host: "h", Boot: boot, Comm: st.comm}
+	if c := CheckProcess(p, "h", boot); c.Result != events.ProcessAlive {
+		t.Fatalf("live: %+v", c)
+	}
+	reused := p
+	reused.Start++
+	if c := CheckProcess(reused, "h", boot); c.Result != events.ProcessGone {
+		t.Errorf("another start time: %+v, want gone", c)
+	}
+	if c := CheckProcess(p, "other", boot); c.Result != events.ProcessUnknown {
+		t.Errorf("another host: %+v, want unknown", c)
+	}
+	if c := CheckProcess(p, "h", "another-boot"); c.Result != events.ProcessGone {
+		t.Errorf("rebooted: %+v, want gone", c)
+	}
+	sleep.Process.Kill()
+	sleep.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c := CheckProcess(p, "h", boot)
+		if c.Result == events.ProcessGone && c.Detail != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("killed: %+v, want gone", c)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
