@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -79,7 +80,12 @@ func hookClaude(ctx context.Context, g *globals) error {
 		}
 		return fmt.Errorf("hook claude: %w (kept aside as %s)", err, filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"))
 	}
-	if _, err := sp.Put(prepared); err != nil {
+	// The agent process this hook runs under, for the reconciler to
+	// watch; a hook that finds none (run by hand, /proc unreadable) is
+	// recorded without one.
+	host, _ := os.Hostname()
+	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
+	if _, err := sp.PutFrom(prepared, agent); err != nil {
 		return fmt.Errorf("hook claude: spool: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, hookTimeout)
@@ -120,7 +126,7 @@ func deliverSpool(ctx context.Context, g *globals, dd dataDir, sp *claude.Spool)
 	}
 	for _, e := range pending {
 		var r hookReply
-		err := callAPI(ctx, nc, api, verbHook, hookRequest{ID: e.ID, Text: string(e.Payload)}, &r)
+		err := callAPI(ctx, nc, api, verbHook, hookRequest{ID: e.ID, Text: string(e.Payload), Process: e.Process}, &r)
 		if err != nil && isInputError(err) {
 			p, perr := dd.parser()
 			if perr != nil {

@@ -40,6 +40,7 @@ func withAPI(ctx context.Context, g *globals, fn func(b *backend, call caller) e
 		verbHook: svc.hook, verbSessions: svc.sessions, verbSession: svc.session, verbVerify: svc.verify,
 	}
 	maps.Copy(handlers, svc.commandHandlers())
+	maps.Copy(handlers, svc.sessionHandlers())
 	return fn(b, func(ctx context.Context, verb string, req, resp any) error {
 		h, ok := handlers[verb]
 		if !ok {

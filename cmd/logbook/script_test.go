@@ -20,7 +20,8 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"logbook": func() { main() },
+		"logbook":   func() { main() },
+		"fakeagent": fakeAgent,
 	})
 }
 
@@ -142,6 +143,8 @@ func TestScripts(t *testing.T) {
 				es, _ := filepath.Glob(dd.path("spool", "*.json"))
 				ts.Fatalf("spool holds %d payloads, want %d", len(es), want)
 			},
+			"waitout":  waitOut,
+			"waitfile": waitFile,
 		},
 	})
 }

@@ -28,6 +28,7 @@ func serveCmd(g *globals) *cobra.Command {
 		accept  bool
 		admin   string
 		wf      workerFlags
+		live    liveFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -40,11 +41,12 @@ was down.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			g.acceptLoss, g.adminCreds = accept, admin
-			return serve(cmd.Context(), g, listen, fsync, workerPool{n: workers, flags: wf})
+			return serve(cmd.Context(), g, listen, fsync, workerPool{n: workers, flags: wf, live: live})
 		},
 	}
 	cmd.Flags().IntVar(&workers, "workers", 2, "sandbox workers to run in this process (0: none; run `logbook worker` elsewhere)")
 	wf.register(cmd)
+	live.register(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback host:port for clients (port 0 picks one; it is written to serve.json)")
 	cmd.Flags().BoolVar(&accept, "accept-stream-loss", false, "start even when the log lost events the projection has seen (the stream was deleted, re-created or cut): set the projection aside and rebuild it from the log")
 	cmd.Flags().StringVar(&admin, "admin-creds", "", "admin credentials file (`logbook creds issue --role admin`) the embedded server also accepts; by default admin's password lives only in this process, to create or check the stream at start")
@@ -52,10 +54,13 @@ was down.`,
 	return cmd
 }
 
-// workerPool is how many sandbox workers serve runs, and their settings.
+// workerPool is how many sandbox workers serve runs, and their settings,
+// with the settings of the other loops that run beside them (the
+// reconciler, transcript watching).
 type workerPool struct {
 	n     int
 	flags workerFlags
+	live  liveFlags
 }
 
 // serve runs the server until ctx is done. With no pool it runs no
@@ -147,6 +152,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		},
 	}
 	maps.Copy(verbs, svc.commandHandlers())
+	maps.Copy(verbs, svc.sessionHandlers())
 	api := apiPrefixFor(dd)
 	for verb, h := range verbs {
 		for _, subject := range []string{api + verb, anyAPI + verb} {
@@ -233,6 +239,10 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 				}
 			}
 		}, func(error) { cancel() })
+	}
+	if rc := wp.live.reconciler(svc, g.stderr); rc != nil {
+		ctx, cancel := context.WithCancel(ctx)
+		grp.Add(func() error { return rc.Run(ctx) }, func(error) { cancel() })
 	}
 	for _, w := range workers {
 		ctx, cancel := context.WithCancel(ctx)

@@ -29,7 +29,8 @@ type service struct {
 	runner *projections.Runner
 	ing    *claude.Ingester
 	spool  *claude.Spool
-	red    *claude.Redactor // the data dir's rules, for rejected spool entries
+	red    *claude.Redactor                // the data dir's rules, for rejected spool entries
+	sx     *events.Executor[session.State] // requests a person makes of a session
 }
 
 func newService(b *backend, store *projections.Store) (*service, error) {
@@ -49,6 +50,9 @@ func newService(b *backend, store *projections.Store) (*service, error) {
 	return &service{
 		log: b.log, store: store, ing: ing, spool: sp, red: parser.Redactor(),
 		runner: &projections.Runner{Log: b.log, Store: store},
+		sx: &events.Executor[session.State]{
+			Log: b.log, Reg: b.reg, Init: session.Init, Evolve: session.Evolve, IDs: ulid.Make, Host: host,
+		},
 	}, nil
 }
 
@@ -60,6 +64,7 @@ type hookRequest struct {
 	ID      string          `json:"id"` // spool entry ULID
 	Text    string          `json:"text,omitempty"`
 	Payload json.RawMessage `json:"payload,omitempty"`
+	Process *events.Process `json:"process,omitempty"` // the agent process the hook ran under
 }
 
 // hookReply says where the hook's batch landed (Seq 0: already seen).
@@ -80,7 +85,7 @@ func (s *service) hook(ctx context.Context, data []byte) (any, error) {
 	if req.Text == "" {
 		payload = req.Payload
 	}
-	ap, err := s.ing.Hook(ctx, claude.Entry{ID: req.ID, Time: ulid.Time(id.Time()), Payload: payload})
+	ap, err := s.ing.Hook(ctx, claude.Entry{ID: req.ID, Time: ulid.Time(id.Time()), Payload: payload, Process: req.Process})
 	if err != nil && isInputError(err) && !errors.Is(err, events.ErrRejected) && !errors.Is(err, events.ErrMalformed) {
 		// Bad input the hook must set aside, not retry: say so in the
 		// code the client reads.
@@ -137,6 +142,10 @@ func (s *service) drainSpool(ctx context.Context) (int, error) {
 // sessionsRequest filters the session list.
 type sessionsRequest struct {
 	Phase string `json:"phase,omitempty"`
+	// StaleMS, when above 0, keeps only sessions working or waiting with
+	// nothing observed of the agent for at least this long (ms), by the
+	// server's clock.
+	StaleMS int64 `json:"stale_ms,omitempty"`
 }
 
 // caughtUp waits until the projection has applied every event in the log
@@ -177,6 +186,9 @@ func (s *service) sessions(ctx context.Context, data []byte) (any, error) {
 		return nil, err
 	}
 	out, err := s.store.Sessions(req.Phase)
+	if req.StaleMS > 0 {
+		out = staleSessions(out, time.Now(), time.Duration(req.StaleMS)*time.Millisecond)
+	}
 	if out == nil {
 		out = []session.State{}
 	}

@@ -15,39 +15,58 @@ import (
 )
 
 func sessionsCmd(g *globals) *cobra.Command {
-	var phase string
+	var (
+		phase string
+		stale bool
+		older time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "sessions",
-		Short: "List sessions, optionally in one phase",
-		Args:  cobra.NoArgs,
+		Short: "List sessions, optionally in one phase, or the stale ones",
+		Long: `sessions lists sessions with their phase, activity, and SINCE: how long
+they have been in that phase and activity. --stale lists only sessions
+working or waiting with nothing observed of the agent for --older.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			req := sessionsRequest{Phase: phase}
+			if cmd.Flags().Changed("older") && !stale {
+				return fmt.Errorf("--older goes with --stale")
+			}
+			if stale {
+				if older <= 0 {
+					return fmt.Errorf("--older %s: want a positive duration such as 30m", older)
+				}
+				req.StaleMS = max(older.Milliseconds(), 1)
+			}
 			return withAPI(cmd.Context(), g, func(_ *backend, call caller) error {
 				var out []session.State
-				if err := call(cmd.Context(), verbSessions, sessionsRequest{Phase: phase}, &out); err != nil {
+				if err := call(cmd.Context(), verbSessions, req, &out); err != nil {
 					return err
 				}
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				return printSessions(g.stdout, out)
+				return printSessions(g.stdout, out, time.Now())
 			})
 		},
 	}
 	cmd.Flags().StringVar(&phase, "phase", "", "only sessions in this phase: ready, working, waiting or ended")
+	cmd.Flags().BoolVar(&stale, "stale", false, "only sessions working or waiting with nothing observed for --older")
+	cmd.Flags().DurationVar(&older, "older", 30*time.Minute, "with --stale: how long nothing has been observed")
 	return cmd
 }
 
-func printSessions(w io.Writer, ss []session.State) error {
+func printSessions(w io.Writer, ss []session.State, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tOPEN\tTURNS\tTOOLS\tMODEL\tUPDATED\tCWD")
+	fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tSINCE\tOPEN\tTURNS\tTOOLS\tMODEL\tUPDATED\tCWD")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Phase, dash(s.Activity), len(s.Entries), s.Turns, s.ToolCalls, dash(s.Model), s.UpdatedAt.Format(time.RFC3339), dash(s.Cwd))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Phase, dash(s.Activity), age(now, s.Since), len(s.Entries), s.Turns, s.ToolCalls, dash(s.Model), s.UpdatedAt.Format(time.RFC3339), dash(s.Cwd))
 	}
 	return tw.Flush()
 }
 
 func sessionCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "session", Short: "Inspect one session"}
+	cmd := &cobra.Command{Use: "session", Short: "Inspect one session, end it, or abandon one of its entries"}
 	show := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show a session's state, open entries with their age, and subagents",
@@ -65,7 +84,7 @@ func sessionCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(show)
+	cmd.AddCommand(show, sessionEndCmd(g), sessionAbandonCmd(g))
 	return cmd
 }
 
@@ -106,6 +125,11 @@ func printSession(w io.Writer, r sessionReply, now time.Time) error {
 	row("observations", fmt.Sprint(s.Observations))
 	row("started", s.StartedAt.Format(time.RFC3339Nano))
 	row("updated", s.UpdatedAt.Format(time.RFC3339Nano))
+	row("since", fmt.Sprintf("%s (%s in %s %s)", s.Since.Format(time.RFC3339Nano), age(now, s.Since), s.Phase, dash(s.Activity)))
+	row("last observed", fmt.Sprintf("%s (%s ago)", lastSeen(s).Format(time.RFC3339Nano), age(now, lastSeen(s))))
+	if p := s.AgentProcess; p != nil {
+		row("agent process", fmt.Sprintf("%s, started at tick %d, boot %s", p, p.Start, dash(p.Boot)))
+	}
 	if s.EndReason != "" {
 		row("ended", s.EndReason)
 	}

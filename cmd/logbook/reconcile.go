@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// API verbs a person uses to end a session or abandon an entry.
+const (
+	verbSessionEnd     = "session.end"     // sessionEndRequest → sessionEndReply
+	verbSessionAbandon = "session.abandon" // sessionEndRequest (with Entry) → sessionEndReply
+)
+
+// sessionEndRequest asks to end session ID, or, with Entry set, to
+// abandon one of its open entries. Ref is the request's id (a ULID, the
+// cause's ref); Actor names the person, e.g. "person:alice@build-3".
+type sessionEndRequest struct {
+	ID     string `json:"id"`
+	Entry  string `json:"entry,omitempty"`
+	Reason string `json:"reason"`
+	Actor  string `json:"actor"`
+	Ref    string `json:"ref"`
+}
+
+// sessionEndReply says where the decision landed and the session after it.
+type sessionEndReply struct {
+	Seq     uint64        `json:"seq"`
+	Session session.State `json:"session"`
+}
+
+// sessionHandlers returns the API handlers of the session requests.
+func (s *service) sessionHandlers() map[string]func(context.Context, []byte) (any, error) {
+	return map[string]func(context.Context, []byte) (any, error){
+		verbSessionEnd:     s.endSession,
+		verbSessionAbandon: s.endSession,
+	}
+}
+
+func (s *service) endSession(ctx context.Context, data []byte) (any, error) {
+	var req sessionEndRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, fmt.Errorf("session request: %w: %v", events.ErrMalformed, err)
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: req.ID}
+	if err := agg.Validate(); err != nil {
+		return nil, fmt.Errorf("session %q: %w", req.ID, err)
+	}
+	if _, err := ulid.ParseStrict(req.Ref); err != nil {
+		return nil, fmt.Errorf("session request: %w: ref %q: %v", events.ErrMalformed, req.Ref, err)
+	}
+	if req.Reason == "" || len(req.Reason) > 200 {
+		return nil, fmt.Errorf("session request: %w: want a reason of 1..200 bytes", events.ErrMalformed)
+	}
+	if req.Actor == "" || len(req.Actor) > 200 {
+		return nil, fmt.Errorf("session request: %w: want an actor of 1..200 bytes", events.ErrMalformed)
+	}
+	now := time.Now().UTC()
+	ap, st, err := s.sx.Execute(ctx, agg, func(st session.State) (events.Decision, error) {
+		if !st.Exists() {
+			return nil, fmt.Errorf("session %s: %w", req.ID, events.ErrNotFound)
+		}
+		var cmd session.Command
+		if req.Entry == "" {
+			cmd = session.End{Reason: req.Reason, At: now, Cause: events.Cause{Kind: "cli", Event: "session.end", Ref: req.Ref}}
+		} else {
+			cmd = session.Abandon{EntryID: req.Entry, Reason: req.Reason, At: now, Cause: events.Cause{Kind: "cli", Event: "session.abandon", Ref: req.Ref}}
+		}
+		decs, err := session.Decide(st, cmd)
+		for i := range decs {
+			decs[i].Actor = req.Actor
+		}
+		return decs, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sessionEndReply{Seq: ap.Last, Session: st}, nil
+}
+
+// personActor names the person running this command, for the actor of
+// what they decide: "person:<user>@<host>".
+func personActor() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return "person:" + name + "@" + host
+}
+
+func sessionEndCmd(g *globals) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "end ID",
+		Short: "End a session on a person's word: its open entries are abandoned, then it ends",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return sessionRequestCmd(cmd.Context(), g, verbSessionEnd, sessionEndRequest{ID: args[0], Reason: reason})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, in a few words (required)")
+	cmd.MarkFlagRequired("reason")
+	return cmd
+}
+
+func sessionAbandonCmd(g *globals) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "abandon ID ENTRY",
+		Short: "Mark an open entry of a session as never to close, on a person's word",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return sessionRequestCmd(cmd.Context(), g, verbSessionAbandon, sessionEndRequest{ID: args[0], Entry: args[1], Reason: reason})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, in a few words (required)")
+	cmd.MarkFlagRequired("reason")
+	return cmd
+}
+
+func sessionRequestCmd(ctx context.Context, g *globals, verb string, req sessionEndRequest) error {
+	req.Actor, req.Ref = personActor(), ulid.Make().String()
+	return withAPI(ctx, g, func(_ *backend, call caller) error {
+		var out sessionEndReply
+		if err := call(ctx, verb, req, &out); err != nil {
+			return err
+		}
+		if g.json {
+			return writeJSON(g.stdout, out)
+		}
+		s := out.Session
+		_, err := fmt.Fprintf(g.stdout, "session %s: %s, %d open entries, %d abandoned (seq %d)\n", s.ID, s.Phase, len(s.Entries), s.Abandoned, out.Seq)
+		return err
+	})
+}
+
+// reconciler runs the reconciler in serve: every interval it looks at
+// the sessions that may need a mark (those with a known agent process,
+// and those working or waiting with nothing observed for abandonAfter)
+// and lets claude.Ingester.Reconcile decide from what it sees.
+type reconciler struct {
+	svc          *service
+	abandonAfter time.Duration // 0: no stale marks
+	interval     time.Duration
+	host, boot   string
+	stderr       io.Writer
+}
+
+// Run reconciles once the projection has caught up with the log, then
+// every interval, until ctx is done.
+func (r *reconciler) Run(ctx context.Context) error {
+	if err := r.svc.caughtUp(ctx); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(r.stderr, "logbook serve: reconciler: %v\n", err)
+	}
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		if n, err := r.pass(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(r.stderr, "logbook serve: reconciler: %v\n", err)
+		} else if n > 0 {
+			fmt.Fprintf(r.stderr, "logbook serve: reconciler marked %d sessions\n", n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// pass reconciles every candidate session at now and returns how many
+// got marks.
+func (r *reconciler) pass(ctx context.Context, now time.Time) (int, error) {
+	check := func(p events.Process) events.ProcessCheck { return claude.CheckProcess(p, r.host, r.boot) }
+	n := 0
+	for _, phase := range []string{events.PhaseWorking, events.PhaseWaiting, events.PhaseReady} {
+		ss, err := r.svc.store.Sessions(phase)
+		if err != nil {
+			return n, err
+		}
+		for _, s := range ss {
+			busy := phase != events.PhaseReady
+			stale := busy && r.abandonAfter > 0 && now.Sub(s.ObservedAt) >= r.abandonAfter
+			if s.AgentProcess == nil && !stale {
+				continue
+			}
+			agg := events.Aggregate{Kind: events.KindSession, ID: s.ID}
+			ap, _, err := r.svc.ing.Reconcile(ctx, agg, now, r.abandonAfter, check)
+			if err != nil {
+				if ctx.Err() != nil {
+					return n, err
+				}
+				fmt.Fprintf(r.stderr, "logbook serve: reconciler: %s: %v\n", s.ID, err)
+				continue
+			}
+			if ap.Last != 0 {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// liveFlags are serve's settings for following sessions live: the
+// reconciler's abandon-after time and interval.
+type liveFlags struct {
+	abandonAfter   time.Duration
+	reconcileEvery time.Duration
+}
+
+func (f *liveFlags) register(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&f.abandonAfter, "abandon-after", 30*time.Minute, "mark the open entries of a session with no known agent process stale after this long with nothing observed (0: never)")
+	cmd.Flags().DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Second, "how often the reconciler checks agent processes and idle sessions (0: never)")
+}
+
+// reconciler returns serve's reconciler, nil when it is off (in-process
+// callers that set no flags, or --reconcile-every 0).
+func (f liveFlags) reconciler(svc *service, stderr io.Writer) *reconciler {
+	if f.reconcileEvery <= 0 {
+		return nil
+	}
+	host, _ := os.Hostname()
+	return &reconciler{svc: svc, abandonAfter: max(f.abandonAfter, 0), interval: f.reconcileEvery, host: host, boot: claude.BootID(), stderr: stderr}
+}
+
+// staleSessions keeps the sessions of ss working or waiting with nothing
+// observed of the agent for at least older at now.
+func staleSessions(ss []session.State, now time.Time, older time.Duration) []session.State {
+	var out []session.State
+	for _, s := range ss {
+		if (s.Phase == events.PhaseWorking || s.Phase == events.PhaseWaiting) && now.Sub(lastSeen(s)) >= older {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// lastSeen is when the agent of s was last observed (its last event's
+// time for a session that has no observation).
+func lastSeen(s session.State) time.Time {
+	if s.ObservedAt.IsZero() {
+		return s.UpdatedAt
+	}
+	return s.ObservedAt
+}
+
+// age prints how long ago t was at now, compactly: "12s", "40m",
+// "3h05m", "2d4h"; "-" for the zero time.
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := max(now.Sub(t), 0)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
