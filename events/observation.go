@@ -29,6 +29,10 @@ type Observation struct {
 	Fingerprint *Fingerprint `json:"fingerprint,omitempty"`
 	Process     *Process     `json:"process,omitempty"` // the agent process a hook ran under, when found
 	Tick        *Tick        `json:"tick,omitempty"`    // set in a TickObserved only
+	// RewrittenFrom is set on the first line imported into a session that
+	// holds a rewritten transcript as a new history (import --as-new): the
+	// session the file diverged from. The session's start links to it.
+	RewrittenFrom string `json:"rewritten_from,omitempty"`
 }
 
 // Meta is session metadata carried by an observation; empty fields are

@@ -26,6 +26,7 @@ type Ingester struct {
 	x      *events.Executor[session.State]
 	clock  events.Clock
 	skip   bool
+	asNew  bool
 }
 
 // IngestConfig configures an Ingester.
@@ -41,6 +42,11 @@ type IngestConfig struct {
 	// problems, the text redacted and capped) and goes on, instead of
 	// stopping the file there.
 	SkipInvalid bool
+	// AsNew imports a transcript that no longer holds what was imported
+	// from it (a *DivergedError otherwise) as a new history: from its
+	// first line into the session named in its divergence record,
+	// "<session>-r<n>", whose start links to the old session.
+	AsNew bool
 }
 
 // NewIngester returns an Ingester appending to cfg.Log.
@@ -69,6 +75,7 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 		reg:    cfg.Reg,
 		clock:  cfg.Clock,
 		skip:   cfg.SkipInvalid,
+		asNew:  cfg.AsNew,
 		x: &events.Executor[session.State]{
 			Log: cfg.Log, Reg: cfg.Reg, Init: session.Init, Evolve: session.Evolve,
 			IDs: cfg.IDs, Host: cfg.Host, Actor: "claude-code",
@@ -154,11 +161,61 @@ type FileResult struct {
 // the first line that does not parse, returning a *LineError naming path
 // and line: the lines before it stay imported, nothing of it is appended.
 // progress, if not nil, is called after each appended line.
+//
+// Each line's observation keeps its fingerprint (events.Fingerprint), and
+// the session keeps the last one per file. Before reading on, ImportFile
+// checks that the file still holds that line (CheckFingerprint); when it
+// does not (the file was truncated or rewritten) it records
+// session.transcript_diverged once and returns a *DivergedError, unless
+// the rewritten form was already imported as a new history (it goes on
+// there, with a warning) or the Ingester imports AsNew (it starts it).
+// The lines already imported are never touched.
 func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggregate, progress func(line int)) (FileResult, error) {
 	res := FileResult{Path: path, Session: agg.ID}
 	s, err := in.x.State(ctx, agg)
 	if err != nil {
 		return res, err
+	}
+	rewrittenFrom := ""
+	for hops := 0; ; hops++ {
+		fp, ok := s.Fingerprint(path)
+		if !ok || s.Cursor(path) == 0 || hops >= 16 {
+			break
+		}
+		found, size, same, err := CheckFingerprint(path, fp)
+		if err != nil {
+			return res, err
+		}
+		if same {
+			break
+		}
+		if f, err := in.firstDifference(ctx, agg, path); err != nil {
+			return res, err
+		} else if f != nil {
+			found = *f
+		}
+		next, err := in.diverge(ctx, agg, path, fp, found, size)
+		if err != nil {
+			return res, err
+		}
+		// Read from the log, not the cache: another process may have
+		// started the new history (import --as-new) since.
+		recs, _, err := in.x.Log.Load(ctx, next)
+		if err != nil {
+			return res, err
+		}
+		ns := session.Fold(session.Init(next), recs)
+		if !in.asNew && ns.Cursor(path) == 0 {
+			return res, &DivergedError{Path: path, Session: agg.ID, NewSession: next.ID, Imported: fp, Found: found, Size: size}
+		}
+		if !in.asNew {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s: changed under Logbook after line %d of session %s; its rewritten form goes on in session %s", path, fp.Line, agg.ID, next.ID))
+		}
+		if !ns.Exists() {
+			rewrittenFrom = agg.ID
+		}
+		agg, s = next, ns
+		res.Session = agg.ID
 	}
 	res.Lines = s.Cursor(path)
 	res.Skipped = s.Cursor(path)
@@ -178,6 +235,7 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: incomplete last line (%d bytes, no newline yet); it will be imported once complete", path, l.N, l.Size))
 			break
 		}
+		fp := LineFingerprint(l)
 		if l.N == 1 {
 			l.Bytes = bytes.TrimPrefix(l.Bytes, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
 		}
@@ -198,6 +256,10 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 			p := fmt.Sprintf("parentUuid %s points to no earlier line", o.ParentUUID)
 			o.Problems = append(o.Problems, p)
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: %s", path, l.N, p))
+		}
+		o.Fingerprint = &fp
+		if rewrittenFrom != "" {
+			o.RewrittenFrom, rewrittenFrom = rewrittenFrom, ""
 		}
 		at := last
 		if t, err := time.Parse(time.RFC3339Nano, o.AgentTime); err == nil {
@@ -222,6 +284,74 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 		}
 	}
 	return res, nil
+}
+
+// diverge records on agg that the transcript at path no longer holds its
+// imported line fp (session.transcript_diverged, once per file) and
+// returns the session its rewritten form goes to.
+func (in *Ingester) diverge(ctx context.Context, agg events.Aggregate, path string, fp, found events.Fingerprint, size int64) (events.Aggregate, error) {
+	cmd := session.Diverge{
+		Path: path, Imported: fp, Found: found, Size: size, At: in.clock().UTC().Truncate(time.Microsecond),
+		Cause: events.Cause{Kind: "transcript", Event: "diverged", Detail: filepath.Base(path), Ref: fmt.Sprintf("%s:%d", path, fp.Line)},
+	}
+	_, st, err := in.x.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+		return session.Decide(s, cmd)
+	})
+	if err != nil {
+		return agg, fmt.Errorf("%s: record divergence: %w", path, err)
+	}
+	next := events.Aggregate{Kind: events.KindSession, ID: st.DivergedTo(path)}
+	if err := next.Validate(); err != nil {
+		return agg, fmt.Errorf("%s: new session: %w", path, err)
+	}
+	return next, nil
+}
+
+// firstDifference compares the transcript at path, line by line, with the
+// fingerprints agg's stored observations of it hold, and returns the
+// fingerprint of the first line that differs, or, for a file that is a
+// shorter prefix of what was imported, its end (Line: its complete lines,
+// no SHA256). It returns nil when no stored line has a fingerprint to
+// compare with, or every one matches.
+func (in *Ingester) firstDifference(ctx context.Context, agg events.Aggregate, path string) (*events.Fingerprint, error) {
+	recs, _, err := in.x.Log.Load(ctx, agg)
+	if err != nil {
+		return nil, err
+	}
+	imported := map[int]string{}
+	last := 0
+	for _, r := range recs {
+		o, ok := events.Observed(r.Data)
+		if ok && o.Line > 0 && o.Fingerprint != nil && filepath.Base(o.Path) == filepath.Base(path) {
+			imported[o.Line] = o.Fingerprint.SHA256
+			last = max(last, o.Line)
+		}
+	}
+	if len(imported) == 0 {
+		return nil, nil
+	}
+	n := 0
+	var end int64
+	for l, err := range ReadLines(path, 0) {
+		if err != nil {
+			if _, ok := errors.AsType[*LineError](err); ok {
+				continue
+			}
+			return nil, err
+		}
+		if l.Torn || l.N > last {
+			break
+		}
+		fp := LineFingerprint(l)
+		if sum, ok := imported[l.N]; ok && sum != fp.SHA256 {
+			return &fp, nil
+		}
+		n, end = l.N, l.End
+	}
+	if n < last {
+		return &events.Fingerprint{Line: n, Offset: end, End: end}, nil
+	}
+	return nil, nil
 }
 
 // headLines is how many leading lines firstTime and sessionIDOf look at.

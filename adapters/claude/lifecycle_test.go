@@ -3,6 +3,7 @@ package claude
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -51,11 +52,12 @@ func (f *hookFeeder) sendFile(path string) {
 
 func stateOf(t *testing.T, in *Ingester, id string) session.State {
 	t.Helper()
-	s, err := in.x.State(t.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
+	agg := events.Aggregate{Kind: events.KindSession, ID: id}
+	recs, _, err := in.x.Log.Load(t.Context(), agg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return session.Fold(session.Init(agg), recs)
 }
 
 // typesOf returns "type entry" of each decision of session id that names
@@ -252,5 +254,127 @@ func TestImportFile_DuplicatedToolUseLine(t *testing.T) {
 	s := stateOf(t, in, agg.ID)
 	if res.Appended != 5 || s.Phase != events.PhaseReady || len(s.Entries) != 0 {
 		t.Errorf("appended %d, phase %s, entries %v; want 5, ready, none", res.Appended, s.Phase, s.Entries)
+	}
+}
+
+// TestCheckFingerprint: a file that only grew still holds its imported
+// line; one truncated or rewritten (in place, or with lines of other
+// lengths before it) does not, and found says what is there now.
+func TestCheckFingerprint(t *testing.T) {
+	l1, l2, l3 := `{"type":"user","n":1}`, `{"type":"assistant","n":2}`, `{"type":"user","n":3}`
+	tests := []struct {
+		name  string
+		eol   string
+		after string // the file's content when checked
+		same  bool
+		found int // found.Line
+		sum   bool
+	}{
+		{"unchanged", "\n", l1 + "\n" + l2 + "\n", true, 2, true},
+		{"grown", "\n", l1 + "\n" + l2 + "\n" + l3 + "\n", true, 2, true},
+		{"grown with a torn line", "\n", l1 + "\n" + l2 + "\n" + `{"type":`, true, 2, true},
+		{"crlf grown", "\r\n", l1 + "\r\n" + l2 + "\r\n" + l3 + "\r\n", true, 2, true},
+		{"truncated", "\n", l1 + "\n", false, 1, false},
+		{"emptied", "\n", "", false, 0, false},
+		{"torn in its last line", "\n", l1 + "\n" + l2[:5], false, 1, false},
+		{"rewritten in place", "\n", l1 + "\n" + strings.Replace(l2, "2", "9", 1) + "\n", false, 2, true},
+		{"shifted by an earlier line", "\n", l1 + " \n" + l2 + "\n", false, 2, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.jsonl")
+			if err := os.WriteFile(path, []byte(l1+tc.eol+l2+tc.eol), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var fp events.Fingerprint
+			for l, err := range ReadLines(path, 0) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				fp = LineFingerprint(l)
+			}
+			if err := os.WriteFile(path, []byte(tc.after), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			found, size, same, err := CheckFingerprint(path, fp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if same != tc.same || found.Line != tc.found || (found.SHA256 != "") != tc.sum || size != int64(len(tc.after)) {
+				t.Errorf("same %v found %+v size %d; want same %v line %d sha %v size %d", same, found, size, tc.same, tc.found, tc.sum, len(tc.after))
+			}
+			if !same && tc.sum && found.SHA256 == fp.SHA256 && found.Offset == fp.Offset {
+				t.Errorf("found %+v is what was imported", found)
+			}
+		})
+	}
+	if _, _, _, err := CheckFingerprint(filepath.Join(t.TempDir(), "gone.jsonl"), events.Fingerprint{Line: 1, End: 3}); err == nil {
+		t.Error("a missing file is not an error")
+	}
+}
+
+// TestImportFile_Rewritten: a transcript truncated and rewritten under
+// Logbook stops with a *DivergedError naming the file and line, appends
+// nothing and records the divergence once; AsNew imports it as a new
+// session linked to the old one, and later lines go on there.
+func TestImportFile_Rewritten(t *testing.T) {
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	const id = "5e551011-0000-4000-8000-000000000014"
+	dir := filepath.Join(t.TempDir(), "p")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, id+".jsonl")
+	put := func(name string) {
+		b, err := os.ReadFile(filepath.Join("testdata", "lifecycle", "rewritten."+name+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: id}
+	put("full")
+	if res, err := in.ImportFile(t.Context(), path, agg, nil); err != nil || res.Appended != 4 {
+		t.Fatalf("first import: %+v %v", res, err)
+	}
+	before, _ := l.LastSeq(t.Context())
+	put("rewritten")
+	for range 2 {
+		_, err := in.ImportFile(t.Context(), path, agg, nil)
+		de, ok := errors.AsType[*DivergedError](err)
+		if !ok {
+			t.Fatalf("rewritten file: %v, want a *DivergedError", err)
+		}
+		if de.Found.Line != 3 || de.Imported.Line != 4 || de.NewSession != id+"-r1" || !strings.HasPrefix(err.Error(), path+":3: ") {
+			t.Errorf("divergence %+v: %v", de, err)
+		}
+	}
+	after, _ := l.LastSeq(t.Context())
+	if after != before+1 {
+		t.Errorf("the divergence appended %d events, want 1 (recorded once)", after-before)
+	}
+	if s := stateOf(t, in, id); s.Observations != 4 || s.DivergedTo(path) != id+"-r1" {
+		t.Errorf("old session: observations %d diverged to %q", s.Observations, s.DivergedTo(path))
+	}
+	asNew, err := NewIngester(IngestConfig{Log: l, Host: "test", AsNew: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := asNew.ImportFile(t.Context(), path, agg, nil)
+	if err != nil || res.Appended != 3 || res.Session != id+"-r1" {
+		t.Fatalf("--as-new: %+v %v", res, err)
+	}
+	ns := stateOf(t, in, id+"-r1")
+	if ns.RewrittenFrom != id || ns.Observations != 3 || ns.Phase != events.PhaseWorking {
+		t.Errorf("new session: from %q observations %d phase %s", ns.RewrittenFrom, ns.Observations, ns.Phase)
+	}
+	// Appended after the rewrite: a plain import goes on in the new session.
+	writeLines(t, path, fxAssistant("e6", "e5", "Done.")+"")
+	res, err = in.ImportFile(t.Context(), path, agg, nil)
+	if err != nil || res.Appended != 1 || res.Session != id+"-r1" || len(res.Warnings) != 1 {
+		t.Errorf("after an append: %+v %v", res, err)
 	}
 }

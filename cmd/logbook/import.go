@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +21,7 @@ func importCmd(g *globals) *cobra.Command {
 	var (
 		workers     int
 		skipInvalid bool
+		asNew       bool
 	)
 	claudeImport := &cobra.Command{
 		Use:   "claude PATH...",
@@ -28,14 +30,22 @@ func importCmd(g *globals) *cobra.Command {
 subagents' transcripts and appends each line, with the decisions it causes,
 as one atomic batch to the session's aggregate. Importing again appends
 only lines that are new; a last line still being written waits for the next
-import; a line that does not parse stops that file with its path and line.`,
+import; a line that does not parse stops that file with its path and line.
+
+A file that no longer holds what was imported from it (truncated, or
+rewritten with other lines) is reported and stopped: the log keeps what it
+imported, the divergence is recorded on the session, and the command exits
+non-zero naming the file and line. --as-new then imports the file as it is
+now as a new history, session <id>-r<n>, linked to the old one; later
+imports of the file go on there.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return importClaude(cmd.Context(), g, args, workers, skipInvalid)
+			return importClaude(cmd.Context(), g, args, workers, skipInvalid, asNew)
 		},
 	}
 	claudeImport.Flags().IntVar(&workers, "workers", 4, "transcripts imported at once")
 	claudeImport.Flags().BoolVar(&skipInvalid, "skip-invalid", false, "record a line that does not parse (without signals) and go on, instead of stopping that file there")
+	claudeImport.Flags().BoolVar(&asNew, "as-new", false, "import a transcript that changed under Logbook (truncated or rewritten) as a new session linked to the one that imported it")
 	cmd.AddCommand(claudeImport)
 	return cmd
 }
@@ -49,7 +59,7 @@ type importSummary struct {
 	NotTranscripts []string            `json:"skipped_files,omitempty"` // files that are not transcripts
 }
 
-func importClaude(ctx context.Context, g *globals, paths []string, workers int, skipInvalid bool) error {
+func importClaude(ctx context.Context, g *globals, paths []string, workers int, skipInvalid, asNew bool) error {
 	ts, err := claude.Discover(paths...)
 	if err != nil {
 		return err
@@ -75,7 +85,7 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 	if err != nil {
 		return err
 	}
-	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Parser: parser, Host: host, SkipInvalid: skipInvalid})
+	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Parser: parser, Host: host, SkipInvalid: skipInvalid, AsNew: asNew})
 	if err != nil {
 		return err
 	}
@@ -84,9 +94,10 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 	}
 	prog := newProgress(g.stderr, len(ts))
 	var (
-		mu  sync.Mutex
-		sum importSummary
-		wg  sync.WaitGroup
+		mu       sync.Mutex
+		sum      importSummary
+		diverged int // files that changed under Logbook
+		wg       sync.WaitGroup
 	)
 	work := make(chan claude.Transcript)
 	for range workers {
@@ -103,6 +114,9 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 				}
 				if err != nil {
 					sum.Errors = append(sum.Errors, err.Error())
+					if _, ok := errors.AsType[*claude.DivergedError](err); ok {
+						diverged++
+					}
 				}
 				mu.Unlock()
 				prog.file()
@@ -139,6 +153,9 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if diverged > 0 && diverged == len(sum.Errors) {
+		return &exitError{code: 1, err: fmt.Errorf("%d transcripts changed under Logbook (errors above); the log keeps what was imported; import them with --as-new to record them as new histories", diverged)}
 	}
 	if len(sum.Errors) > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%d transcripts stopped early (errors above); their lines before the error are imported, and importing again resumes there", len(sum.Errors))}

@@ -17,9 +17,6 @@ type Command interface{ command() }
 // decisions' causes refer to Obs.ID, and their At is Obs.At.
 type Observe struct {
 	Obs events.Envelope
-	// RewrittenFrom, for an observation that starts the session, links
-	// it to the session whose transcript was rewritten (import --as-new).
-	RewrittenFrom string
 }
 
 // Diverge records that the transcript file at Path no longer holds what
@@ -210,7 +207,7 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 		}
 	}
 	if !s.Exists() {
-		d.start(o, c.RewrittenFrom)
+		d.start(o)
 	} else {
 		if o.Line > 0 && o.Meta.SessionID != "" && s.AgentSessionID != "" && o.Meta.SessionID != s.AgentSessionID && s.AgentID == "" {
 			// A transcript whose lines change sessionId was continued by
@@ -278,12 +275,12 @@ func (d *decider) emit(p events.Payload) {
 	d.s = Evolve(d.s, e)
 }
 
-func (d *decider) start(o *events.Observation, rewrittenFrom string) {
+func (d *decider) start(o *events.Observation) {
 	m := o.Meta
 	st := events.SessionStarted{
 		Agent: "claude-code", AgentSessionID: m.SessionID, AgentID: m.AgentID, AgentType: m.AgentType,
 		Cwd: m.Cwd, Model: m.Model, Mode: agentMode(m.AgentMode), AgentMode: m.AgentMode, Transcript: o.Path,
-		RewrittenFrom: rewrittenFrom,
+		RewrittenFrom: o.RewrittenFrom,
 	}
 	if m.AgentID != "" && m.SessionID != "" && m.SessionID != d.agg.ID {
 		st.Parent = m.SessionID

@@ -1,0 +1,132 @@
+package claude
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// LineFingerprint returns the fingerprint of a complete transcript line as
+// ReadLines or ReadFrom yield it: its number, offsets, and the SHA-256 of
+// its bytes without the newline (a "\r" before it excluded, a UTF-8 byte
+// order mark included). A torn line has no fingerprint (zero value).
+func LineFingerprint(l Line) events.Fingerprint {
+	if l.Torn || l.End == 0 {
+		return events.Fingerprint{}
+	}
+	sum := sha256.Sum256(l.Bytes)
+	return events.Fingerprint{Line: l.N, Offset: l.Offset, End: l.End, SHA256: hex.EncodeToString(sum[:])}
+}
+
+// CheckFingerprint reports whether the transcript at path still holds the
+// line fp describes: the bytes [fp.Offset, fp.End) are that line and its
+// newline, with the same SHA-256, and a newline (or the file's start) is
+// just before them. It reads that one line, so it is cheap enough to run
+// on every change of a watched file.
+//
+// When the file no longer holds it (truncated or rewritten), same is
+// false and found describes what the file holds now at that place: line
+// fp.Line of the file as it is (scanned from the start), or, for a file
+// with fewer lines, Line = how many complete lines it has and no SHA256.
+// size is the file's size in bytes. err is set only when the file cannot
+// be read (it names path); a missing file is an error, not a divergence.
+func CheckFingerprint(path string, fp events.Fingerprint) (found events.Fingerprint, size int64, same bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return found, 0, false, fmt.Errorf("check transcript: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return found, 0, false, fmt.Errorf("check transcript: %w", err)
+	}
+	size = st.Size()
+	if fp.Line <= 0 || fp.End <= fp.Offset || fp.Offset < 0 {
+		return found, size, false, fmt.Errorf("check transcript %s: bad fingerprint %+v", path, fp)
+	}
+	if size >= fp.End && fp.End-fp.Offset <= MaxLineBytes+2 {
+		start := fp.Offset
+		if start > 0 {
+			start-- // the newline before the line
+		}
+		b := make([]byte, fp.End-start)
+		if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
+			return found, size, false, fmt.Errorf("check transcript %s: %w", path, err)
+		}
+		if fp.Offset > 0 {
+			if b[0] != '\n' {
+				return lineAt(path, fp.Line, size)
+			}
+			b = b[1:]
+		}
+		if b[len(b)-1] == '\n' {
+			l := Line{N: fp.Line, Offset: fp.Offset, End: fp.End, Bytes: trimEOL(b)}
+			if LineFingerprint(l) == fp {
+				return fp, size, true, nil
+			}
+		}
+	}
+	return lineAt(path, fp.Line, size)
+}
+
+// lineAt returns the fingerprint of line n of the file at path as it is
+// now, or of nothing past its last complete line; same is always false.
+func lineAt(path string, n int, size int64) (events.Fingerprint, int64, bool, error) {
+	var found events.Fingerprint
+	for l, err := range ReadLines(path, n-1) {
+		if err != nil {
+			if _, ok := errors.AsType[*LineError](err); ok && l.N == n {
+				// Too long to hold: its place is all we can say.
+				return events.Fingerprint{Line: n, Offset: l.Offset, End: l.End}, size, false, nil
+			}
+			if _, ok := errors.AsType[*LineError](err); ok {
+				continue
+			}
+			return found, size, false, err
+		}
+		if l.Torn {
+			break
+		}
+		return LineFingerprint(l), size, false, nil
+	}
+	// Fewer than n complete lines.
+	lines := 0
+	var end int64
+	for l, err := range ReadLines(path, 0) {
+		if err != nil || l.Torn {
+			break
+		}
+		lines, end = l.N, l.End
+	}
+	return events.Fingerprint{Line: lines, Offset: end, End: end}, size, false, nil
+}
+
+// DivergedError reports a transcript file that no longer holds what was
+// imported from it: truncated or rewritten since. Nothing of it was
+// appended; the divergence itself was recorded on Session
+// (session.transcript_diverged). Importing with IngestConfig.AsNew
+// imports the file as it is now into NewSession, linked to Session.
+type DivergedError struct {
+	Path       string
+	Session    string             // the session that imported the file
+	NewSession string             // where its rewritten form goes
+	Imported   events.Fingerprint // the last line imported
+	Found      events.Fingerprint // what the file holds there now
+	Size       int64              // the file's size now
+}
+
+func (e *DivergedError) Error() string {
+	line := e.Found.Line
+	what := fmt.Sprintf("line %d differs from the line imported (sha256 %.12s now)", line, e.Found.SHA256)
+	if e.Found.SHA256 == "" {
+		line++
+		what = fmt.Sprintf("it is shorter than what was imported, truncated after line %d (%d bytes now; %d lines, %d bytes imported)", e.Found.Line, e.Size, e.Imported.Line, e.Imported.End)
+	}
+	return fmt.Sprintf("%s:%d: the transcript changed under Logbook: %s; session %s keeps the %d lines it imported, and importing this file stops here (recorded as session.transcript_diverged); to import the file as it is now as a new history linked to it, run: logbook import claude --as-new %s (it goes to session %s)",
+		e.Path, line, what, e.Session, e.Imported.Line, e.Path, e.NewSession)
+}
