@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -163,6 +164,73 @@ func (s *Store) Sessions(phase string) ([]session.State, error) {
 		return nil, fmt.Errorf("sessions in phase %s: %w", phase, err)
 	}
 	return out, nil
+}
+
+// SessionRows calls fn with the id and the stored row (the JSON of its
+// session.State, the caller's to keep) of each started session in phase
+// (an events.Phase constant; "" for every phase) whose id sorts after
+// after ("": from the first), in id order, from one snapshot, until fn
+// returns false or an error, which SessionRows returns. With a phase it
+// walks the phase index, so its cost follows the rows fn takes, not the
+// number of sessions.
+func (s *Store) SessionRows(phase, after string, fn func(id string, row []byte) (bool, error)) error {
+	sn, err := s.Snapshot()
+	if err != nil {
+		return fmt.Errorf("sessions: %w", err)
+	}
+	defer sn.Close()
+	if phase == "" {
+		err = sn.scanAfter(SessionPrefix, after, func(key string, v []byte) (bool, error) {
+			phase, err := rowPhase(v)
+			if err != nil {
+				return false, fmt.Errorf("decode %s: %w", key, err)
+			}
+			if phase == "" {
+				return true, nil // not started
+			}
+			return fn(strings.TrimPrefix(key, SessionPrefix), v)
+		})
+		if err != nil {
+			return fmt.Errorf("sessions: %w", err)
+		}
+		return nil
+	}
+	prefix := PhasePrefix + phase + "/"
+	err = sn.scanAfter(prefix, after, func(key string, _ []byte) (bool, error) {
+		id := strings.TrimPrefix(key, prefix)
+		v, ok, err := sn.Get(SessionPrefix + id)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			return false, fmt.Errorf("index key %s has no row", key)
+		}
+		return fn(id, v)
+	})
+	if err != nil {
+		return fmt.Errorf("sessions in phase %s: %w", phase, err)
+	}
+	return nil
+}
+
+// rowPhase returns the phase of a stored session row. Rows are the JSON
+// of session.State, whose third field is the phase: a JSON string of
+// plain letters, first found as the top-level key it is (a quote after a
+// comma outside a string is never inside one), so the row need not be
+// decoded. A row not shaped so is decoded.
+func rowPhase(row []byte) (string, error) {
+	const key = `,"phase":"`
+	if i := bytes.Index(row, []byte(key)); i > 0 {
+		rest := row[i+len(key):]
+		if j := bytes.IndexByte(rest, '"'); j >= 0 && bytes.IndexByte(rest[:j], '\\') < 0 {
+			return string(rest[:j]), nil
+		}
+	}
+	var head struct {
+		Phase string `json:"phase"`
+	}
+	err := json.Unmarshal(row, &head)
+	return head.Phase, err
 }
 
 // Children returns the sessions whose parent is session id (subagents),

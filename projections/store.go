@@ -366,6 +366,38 @@ func (sn *Snapshot) scan(prefix string, fn func(key string, value []byte) error)
 	return nil
 }
 
+// scanAfter calls fn with each key under prefix that sorts after
+// prefix+after ("" after: from the first), in key order, and a copy of its
+// value, until fn returns false or an error.
+func (sn *Snapshot) scanAfter(prefix, after string, fn func(key string, value []byte) (bool, error)) error {
+	opts := prefixBounds(prefix)
+	if after != "" {
+		opts.LowerBound = []byte(prefix + after + "\x00")
+	}
+	it, err := sn.snap.NewIter(opts)
+	if err != nil {
+		return fmt.Errorf("scan %s: %w", prefix, err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		v, err := it.ValueAndErr()
+		more := false
+		if err == nil {
+			more, err = fn(string(it.Key()), bytes.Clone(v))
+		}
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("scan %s: %w", prefix, err)
+		}
+		if !more {
+			break
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("scan %s: %w", prefix, err)
+	}
+	return nil
+}
+
 // Row is one key and value of a projection. Both are the caller's.
 type Row struct {
 	Key   []byte // e.g. "sessions/s1"

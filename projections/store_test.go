@@ -460,3 +460,74 @@ func TestStore_WaitFor(t *testing.T) {
 		t.Errorf("WaitFor on a closing store = %v, want ErrClosed", err)
 	}
 }
+
+// TestStore_SessionRows pages through the sessions of a random history,
+// of every phase and of all, with pages of several sizes: the pages joined
+// are what Sessions returns, and fn's false stops the walk.
+func TestStore_SessionRows(t *testing.T) {
+	h := history(t, 19, 600, 40)
+	s := open(t, t.TempDir(), projections.Options{})
+	apply(t, s, h.Records, 50)
+	for _, phase := range []string{"", events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded} {
+		all, err := s.Sessions(phase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{}
+		for _, st := range all {
+			want = append(want, st.ID)
+		}
+		for _, size := range []int{1, 3, 1000} {
+			got, after := []string{}, ""
+			for pages := 0; ; pages++ {
+				if pages > len(want)+1 {
+					t.Fatalf("phase %q size %d: pages do not end", phase, size)
+				}
+				n := 0
+				err := s.SessionRows(phase, after, func(id string, row []byte) (bool, error) {
+					var st session.State
+					if err := json.Unmarshal(row, &st); err != nil || st.ID != id || (phase != "" && st.Phase != phase) || !st.Exists() {
+						return false, fmt.Errorf("row %s = %s (%v)", id, row, err)
+					}
+					got = append(got, id)
+					after = id
+					n++
+					return n < size, nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n < size {
+					break
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("SessionRows(%q) in pages of %d (-want +got):\n%s", phase, size, diff)
+			}
+		}
+	}
+}
+
+// TestRowPhase reads the phase of stored rows without decoding them, and
+// is not fooled by ids, titles or cursors that spell a phase key.
+func TestRowPhase(t *testing.T) {
+	for _, st := range []session.State{
+		{ID: "s1", Phase: events.PhaseWorking},
+		{ID: "s2"},
+		{ID: `a",\"phase\":\"ended`, Phase: events.PhaseReady, Title: `,"phase":"x"`},
+		{ID: `x\`, Phase: events.PhaseWaiting, Cursors: map[string]int{"phase": 3}},
+		{ID: "s5", Cursors: map[string]int{`,"phase":"ended`: 3}},
+	} {
+		row, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := projections.RowPhase(row)
+		if err != nil || got != st.Phase {
+			t.Errorf("RowPhase(%s) = %q, %v; want %q", row, got, err, st.Phase)
+		}
+	}
+	if _, err := projections.RowPhase([]byte(`{"id":`)); err == nil {
+		t.Errorf("RowPhase of a torn row: no error")
+	}
+}

@@ -1,0 +1,4 @@
+package projections
+
+// RowPhase exports rowPhase to the tests.
+var RowPhase = rowPhase
