@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -34,7 +37,7 @@ func apiPrefixFor(dd dataDir) string {
 // API verbs.
 const (
 	verbHook     = "hook"     // hookRequest → hookReply
-	verbSessions = "sessions" // sessionsRequest → []session.State
+	verbSessions = "sessions" // sessionsRequest → sessionsPage
 	verbSession  = "session"  // sessionRequest → sessionReply
 	verbVerify   = "verify"   // {} → verifyReply
 	verbStatus   = "status"   // {} → statusReply
@@ -43,8 +46,36 @@ const (
 // apiReply wraps every answer: Error set means the request failed.
 type apiReply struct {
 	Error string          `json:"error,omitempty"`
-	Code  string          `json:"code,omitempty"` // "not_found", "rejected", "malformed"
+	Code  string          `json:"code,omitempty"` // "not_found", "rejected", "malformed", "too_large"
 	Data  json.RawMessage `json:"data,omitempty"`
+}
+
+// dataPrefix begins the wire form of every answer that succeeded.
+const dataPrefix = `{"data":`
+
+// wire returns r as sent: an answer that succeeded is written by hand as
+// {"data":<Data>} (Data is valid JSON, and the client reads it without
+// decoding the wrapper); an error is r's JSON.
+func (r apiReply) wire() []byte {
+	if r.Error == "" && len(r.Data) > 0 {
+		b := make([]byte, 0, len(dataPrefix)+len(r.Data)+1)
+		return append(append(append(b, dataPrefix...), r.Data...), '}')
+	}
+	b, _ := json.Marshal(r)
+	return b
+}
+
+// encoded is an answer already in its JSON form, which a handler returns
+// to spare encoding it again: its bytes are sent as they are and must be
+// valid JSON.
+type encoded []byte
+
+// encode returns the JSON of a handler's answer v.
+func encode(v any) ([]byte, error) {
+	if e, ok := v.(encoded); ok {
+		return e, nil
+	}
+	return json.Marshal(v)
 }
 
 // errCode names the events sentinel err wraps, for the client to rebuild.
@@ -56,31 +87,96 @@ func errCode(err error) string {
 		return "rejected"
 	case errors.Is(err, events.ErrMalformed):
 		return "malformed"
+	case errors.Is(err, errTooLarge):
+		return "too_large"
 	}
 	return ""
 }
 
+// Framing of answers. An answer that fits the connection's maximum
+// payload travels as one message without headers. A larger one travels as
+// parts: consecutive messages to the request's reply subject, each with
+// header Logbook-Part "i/n" (1-based), whose data joined in order is the
+// answer. An answer over maxReply bytes is not sent: the client gets an
+// error answer with code "too_large" saying how big it was, and the
+// server logs it. Listing verbs page their answers (a cursor and a limit)
+// so that each page fits one message.
+const (
+	headerPart = "Logbook-Part"
+	// maxReply is the largest answer sent, in bytes, well under the
+	// pending limits of the server (64 MiB per client) and of a client's
+	// subscription (64 MiB).
+	maxReply = 32 << 20
+	// replyHeadroom is the room kept in a part's message for its headers,
+	// in bytes.
+	replyHeadroom = 256
+)
+
+// errTooLarge is wrapped by the error of an answer over maxReply bytes.
+var errTooLarge = errors.New("answer too large")
+
+// partSize returns the most answer bytes one message on nc carries.
+func partSize(nc *nats.Conn) int {
+	return max(int(nc.MaxPayload())-replyHeadroom, 1024)
+}
+
 // serveAPI answers subject (a prefix and a verb) on nc with handle until
-// the subscription ends.
-func serveAPI(nc *nats.Conn, subject string, handle func(ctx context.Context, data []byte) (any, error)) (*nats.Subscription, error) {
+// the subscription ends. Failures to answer — an answer too large to send,
+// a publish refused — and handler errors that are not about the request
+// itself are written to logf as well as, when possible, to the client.
+func serveAPI(nc *nats.Conn, subject string, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any)) (*nats.Subscription, error) {
+	verb := subject[strings.LastIndexByte(subject, '.')+1:]
 	return nc.QueueSubscribe(subject, "logbook-api", func(m *nats.Msg) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		var r apiReply
 		v, err := handle(ctx, m.Data)
 		if err == nil {
-			r.Data, err = json.Marshal(v)
+			r.Data, err = encode(v)
+		}
+		if err == nil && len(r.Data) > maxReply {
+			err = fmt.Errorf("%s: %w: %d bytes, over the limit of %d", verb, errTooLarge, len(r.Data), maxReply)
 		}
 		if err != nil {
+			if !isInputError(err) && !errors.Is(err, events.ErrNotFound) {
+				logf("api %s: %v", verb, err)
+			}
 			r = apiReply{Error: err.Error(), Code: errCode(err)}
 		}
-		b, _ := json.Marshal(r)
-		_ = m.Respond(b)
+		b := r.wire()
+		if err := respond(nc, m, b); err != nil {
+			logf("api %s: answer of %d bytes not sent: %v", verb, len(b), err)
+			b, _ = json.Marshal(apiReply{Error: fmt.Sprintf("%s: answer of %d bytes not sent: %v", verb, len(b), err)})
+			_ = m.Respond(b)
+		}
 	})
 }
 
+// respond sends answer b to request m on nc: one message when it fits,
+// else consecutive parts (see headerPart).
+func respond(nc *nats.Conn, m *nats.Msg, b []byte) error {
+	if m.Reply == "" {
+		return errors.New("request has no reply subject")
+	}
+	size := partSize(nc)
+	if len(b) <= size {
+		return nc.Publish(m.Reply, b)
+	}
+	n := (len(b) + size - 1) / size
+	for i := range n {
+		part := b[i*size : min((i+1)*size, len(b))]
+		msg := &nats.Msg{Subject: m.Reply, Data: part, Header: nats.Header{headerPart: []string{fmt.Sprintf("%d/%d", i+1, n)}}}
+		if err := nc.PublishMsg(msg); err != nil {
+			return fmt.Errorf("part %d of %d: %w", i+1, n, err)
+		}
+	}
+	return nil
+}
+
 // callAPI sends req to the server answering on prefix and decodes its
-// answer into resp.
+// answer into resp; a resp of type *[]byte gets the answer's JSON as it
+// came, not decoded (nor checked). It waits at most 30 s unless ctx has a
+// deadline.
 func callAPI(ctx context.Context, nc *nats.Conn, prefix, verb string, req, resp any) error {
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -91,12 +187,25 @@ func callAPI(ctx context.Context, nc *nats.Conn, prefix, verb string, req, resp 
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 	}
-	m, err := nc.RequestWithContext(ctx, prefix+verb, b)
+	data, err := request(ctx, nc, prefix+verb, b)
 	if err != nil {
 		return fmt.Errorf("ask server (%s): %w", verb, err)
 	}
+	if d, ok := bytes.CutPrefix(data, []byte(dataPrefix)); ok && bytes.HasSuffix(d, []byte("}")) {
+		switch resp := resp.(type) {
+		case nil:
+			return nil
+		case *[]byte:
+			*resp = d[:len(d)-1]
+			return nil
+		}
+		if err := json.Unmarshal(d[:len(d)-1], resp); err != nil {
+			return fmt.Errorf("server answer (%s): %w", verb, err)
+		}
+		return nil
+	}
 	var r apiReply
-	if err := json.Unmarshal(m.Data, &r); err != nil {
+	if err := json.Unmarshal(data, &r); err != nil {
 		return fmt.Errorf("server answer (%s): %w", verb, err)
 	}
 	if r.Error != "" {
@@ -108,6 +217,8 @@ func callAPI(ctx context.Context, nc *nats.Conn, prefix, verb string, req, resp 
 			re.is = events.ErrRejected
 		case "malformed":
 			re.is = events.ErrMalformed
+		case "too_large":
+			re.is = errTooLarge
 		}
 		return re
 	}
@@ -115,6 +226,66 @@ func callAPI(ctx context.Context, nc *nats.Conn, prefix, verb string, req, resp 
 		return nil
 	}
 	return json.Unmarshal(r.Data, resp)
+}
+
+// request publishes b to subject on nc with a reply subject of its own
+// and returns the answer, joined from its parts when it came in several.
+func request(ctx context.Context, nc *nats.Conn, subject string, b []byte) ([]byte, error) {
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	if err := sub.SetPendingLimits(-1, maxReply+(maxReply/partSize(nc)+1)*replyHeadroom); err != nil {
+		return nil, err
+	}
+	if err := nc.PublishRequest(subject, inbox, b); err != nil {
+		return nil, err
+	}
+	m, err := sub.NextMsgWithContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h := m.Header.Get(headerPart)
+	if h == "" {
+		return m.Data, nil
+	}
+	i, n, ok := parsePart(h)
+	if !ok || i != 1 || n > maxReply/1024+1 {
+		return nil, fmt.Errorf("answer begins with part %q, want 1/n", h)
+	}
+	out := make([]byte, 0, n*len(m.Data))
+	out = append(out, m.Data...)
+	for want := 2; want <= n; want++ {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("answer part %d of %d: %w", want, n, err)
+		}
+		h := m.Header.Get(headerPart)
+		if h == "" {
+			return m.Data, nil // the server gave up part way: its error answer
+		}
+		if i, nn, ok := parsePart(h); !ok || i != want || nn != n {
+			return nil, fmt.Errorf("answer part %q, want %d/%d", h, want, n)
+		}
+		if len(out)+len(m.Data) > maxReply+replyHeadroom {
+			return nil, fmt.Errorf("answer over %d bytes: %w", maxReply, errTooLarge)
+		}
+		out = append(out, m.Data...)
+	}
+	return out, nil
+}
+
+// parsePart parses a Logbook-Part header value "i/n".
+func parsePart(h string) (i, n int, ok bool) {
+	a, b, found := strings.Cut(h, "/")
+	if !found {
+		return 0, 0, false
+	}
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	return i, n, err1 == nil && err2 == nil && i >= 1 && i <= n
 }
 
 // remoteError is an error the server answered with: its message as the

@@ -175,8 +175,8 @@ func commandsCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withAPI(cmd.Context(), g, func(_ *backend, call caller) error {
-				var out []command.State
-				if err := call(cmd.Context(), verbCommands, commandsRequest{Session: sess, Active: active}, &out); err != nil {
+				out, err := listCommands(cmd.Context(), call, commandsRequest{Session: sess, Active: active}, 0)
+				if err != nil {
 					return err
 				}
 				if g.json {

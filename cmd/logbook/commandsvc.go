@@ -13,14 +13,34 @@ import (
 
 // API verbs of the command view.
 const (
-	verbCommands = "commands" // commandsRequest → []command.State
+	verbCommands = "commands" // commandsRequest → commandsPage
 	verbCommand  = "command"  // commandRequest → command.State
 )
 
-// commandsRequest filters the command list.
+// commandsRequest asks for a page of the command list: the commands of
+// Session ("" every session), only the active ones when Active is set,
+// oldest first (by request time, then id), after the command whose cursor
+// is After ("": from the first), at most Limit of them (0: as many as fit
+// one message).
 type commandsRequest struct {
-	Session string `json:"session,omitempty"` // "" means every session
-	Active  bool   `json:"active,omitempty"`  // only requested or started, not evicted
+	Session string `json:"session,omitempty"`
+	Active  bool   `json:"active,omitempty"`
+	After   string `json:"after,omitempty"`
+	Limit   int    `json:"limit,omitempty"`
+}
+
+// commandsPage is one page of the command list. Next, when set, is the
+// After of the next page; "" means the list ends with this page.
+type commandsPage struct {
+	Commands []command.State `json:"commands"`
+	Next     string          `json:"next,omitempty"`
+}
+
+// commandCursor returns the place of c in the command list's order: its
+// request time (nanoseconds since 1970, zero-padded to sort as text) and
+// its id.
+func commandCursor(c command.State) string {
+	return fmt.Sprintf("%020d/%s", c.RequestedAt.UnixNano(), c.ID)
 }
 
 func (s *service) commands(ctx context.Context, data []byte) (any, error) {
@@ -30,14 +50,34 @@ func (s *service) commands(ctx context.Context, data []byte) (any, error) {
 			return nil, fmt.Errorf("commands request: %w: %v", events.ErrMalformed, err)
 		}
 	}
+	if req.Limit < 0 {
+		return nil, fmt.Errorf("commands: %w: limit %d (want 0 or more)", events.ErrRejected, req.Limit)
+	}
 	if err := s.caughtUp(ctx); err != nil {
 		return nil, err
 	}
-	out, err := s.store.Commands(req.Session, req.Active)
-	if out == nil {
-		out = []command.State{}
+	all, err := s.store.Commands(req.Session, req.Active)
+	if err != nil {
+		return nil, err
 	}
-	return out, err
+	page := commandsPage{Commands: []command.State{}}
+	size := 0
+	for _, c := range all {
+		if req.After != "" && commandCursor(c) <= req.After {
+			continue
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		if len(page.Commands) > 0 && (size+len(b)+1 > s.pageBytes || len(page.Commands) == req.Limit) {
+			page.Next = commandCursor(page.Commands[len(page.Commands)-1])
+			break
+		}
+		page.Commands = append(page.Commands, c)
+		size += len(b) + 1
+	}
+	return page, nil
 }
 
 // commandRequest names one command.

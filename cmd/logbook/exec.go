@@ -158,8 +158,8 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error 
 	if err := awaitWorker(ctx, cl); err != nil {
 		return err
 	}
-	var rows []command.State
-	if err := call(ctx, verbCommands, commandsRequest{Session: f.session, Active: true}, &rows); err != nil {
+	rows, err := listCommands(ctx, call, commandsRequest{Session: f.session, Active: true}, 0)
+	if err != nil {
 		return fmt.Errorf("exec: active commands of session %s: %w", f.session, err)
 	}
 	evicted, err := cl.Request(ctx, f.id, req, command.ActiveIDs(rows))

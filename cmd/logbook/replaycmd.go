@@ -132,7 +132,7 @@ recorded (exit 1 when any do).
 				}{p.String(), cp, hash, ss})
 			}
 			fmt.Fprintf(g.stdout, "replayed %s: seq %d, state hash %s\n\n", p, cp, hash)
-			return printSessions(g.stdout, ss, time.Now())
+			return printSessions(g.stdout, sessionRows(ss), time.Now())
 		},
 	}
 	f := cmd.Flags()

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -154,14 +155,23 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	maps.Copy(verbs, svc.commandHandlers())
 	maps.Copy(verbs, svc.sessionHandlers())
 	api := apiPrefixFor(dd)
+	var logMu sync.Mutex
+	logAPI := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
+	}
 	for verb, h := range verbs {
 		for _, subject := range []string{api + verb, anyAPI + verb} {
-			sub, err := serveAPI(b.nc, subject, h)
+			sub, err := serveAPI(b.nc, subject, h, logAPI)
 			if err != nil {
 				return fmt.Errorf("serve %s: %w", subject, err)
 			}
 			defer sub.Unsubscribe()
 		}
+	}
+	if err := b.nc.Flush(); err != nil { // the server has the subscriptions before serve.json names it
+		return fmt.Errorf("serve the API: %w", err)
 	}
 	{
 		url := g.natsURL

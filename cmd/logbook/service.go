@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,9 @@ type service struct {
 	spool  *claude.Spool
 	red    *claude.Redactor                // the data dir's rules, for rejected spool entries
 	sx     *events.Executor[session.State] // requests a person makes of a session
+	// pageBytes is the most bytes of rows a page of a listing holds, so
+	// that it fits one message of the connection.
+	pageBytes int
 }
 
 func newService(b *backend, store *projections.Store) (*service, error) {
@@ -49,7 +53,8 @@ func newService(b *backend, store *projections.Store) (*service, error) {
 	}
 	return &service{
 		log: b.log, store: store, ing: ing, spool: sp, red: parser.Redactor(),
-		runner: &projections.Runner{Log: b.log, Store: store},
+		runner:    &projections.Runner{Log: b.log, Store: store},
+		pageBytes: partSize(b.nc) - pageHeadroom,
 		sx: &events.Executor[session.State]{
 			Log: b.log, Reg: b.reg, Init: session.Init, Evolve: session.Evolve, IDs: ulid.Make, Host: host,
 		},
@@ -139,14 +144,32 @@ func (s *service) drainSpool(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// sessionsRequest filters the session list.
+// sessionsRequest asks for a page of the session list: the started
+// sessions in Phase ("" any), only stale ones when StaleMS is set, in id
+// order, after the session After ("": from the first), at most Limit of
+// them (0: as many as fit one message).
 type sessionsRequest struct {
 	Phase string `json:"phase,omitempty"`
 	// StaleMS, when above 0, keeps only sessions working or waiting with
 	// nothing observed of the agent for at least this long (ms), by the
 	// server's clock.
-	StaleMS int64 `json:"stale_ms,omitempty"`
+	StaleMS int64  `json:"stale_ms,omitempty"`
+	After   string `json:"after,omitempty"`
+	Limit   int    `json:"limit,omitempty"`
 }
+
+// sessionsPage is one page of the session list, its fields in this
+// order on the wire. Next, when set, is the After of the next page; ""
+// means the list ends with this page. Rows counts Sessions. Each page is
+// read from a snapshot of its own.
+type sessionsPage struct {
+	Next     string          `json:"next"`
+	Rows     int             `json:"rows"`
+	Sessions []session.State `json:"sessions"`
+}
+
+// pageHeadroom is the room a page keeps for what wraps its rows, in bytes.
+const pageHeadroom = 1024
 
 // caughtUp waits until the projection has applied every event in the log
 // at the time of the call (at most 5 s), so a query answers with what was
@@ -182,17 +205,62 @@ func (s *service) sessions(ctx context.Context, data []byte) (any, error) {
 	default:
 		return nil, fmt.Errorf("sessions: %w: unknown phase %q (want ready, working, waiting or ended)", events.ErrRejected, req.Phase)
 	}
-	if err := s.caughtUp(ctx); err != nil {
+	if req.Limit < 0 {
+		return nil, fmt.Errorf("sessions: %w: limit %d (want 0 or more)", events.ErrRejected, req.Limit)
+	}
+	if req.After == "" {
+		// Read-your-writes for the list as of its first page; the
+		// pages after it follow the projection as it is.
+		if err := s.caughtUp(ctx); err != nil {
+			return nil, err
+		}
+	}
+	// The page is written by hand around the stored rows: they are
+	// session.State JSON already, and at 10,000s of sessions decoding
+	// and encoding them again is most of an answer's cost. Next and the
+	// row count come first, so a client can read them without the rows.
+	var rows bytes.Buffer
+	n, last, next := 0, "", ""
+	const room = 300 // for the head: next, rows
+	now := time.Now()
+	err := s.store.SessionRows(req.Phase, req.After, func(id string, row []byte) (bool, error) {
+		if req.StaleMS > 0 {
+			var st session.State
+			if err := json.Unmarshal(row, &st); err != nil {
+				return false, fmt.Errorf("session %s: decode row: %w", id, err)
+			}
+			if len(staleSessions([]session.State{st}, now, time.Duration(req.StaleMS)*time.Millisecond)) == 0 {
+				return true, nil
+			}
+		}
+		if n > 0 && (rows.Len()+len(row)+1+room > s.pageBytes || n == req.Limit) {
+			next = last // there is more
+			return false, nil
+		}
+		if n > 0 {
+			rows.WriteByte(',')
+		}
+		rows.Write(row)
+		n++
+		last = id
+		return true, nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	out, err := s.store.Sessions(req.Phase)
-	if req.StaleMS > 0 {
-		out = staleSessions(out, time.Now(), time.Duration(req.StaleMS)*time.Millisecond)
+	head, err := json.Marshal(struct {
+		Next string `json:"next"`
+		Rows int    `json:"rows"`
+	}{next, n})
+	if err != nil {
+		return nil, err
 	}
-	if out == nil {
-		out = []session.State{}
-	}
-	return out, err
+	page := make([]byte, 0, len(head)+rows.Len()+20)
+	page = append(page, head[:len(head)-1]...)
+	page = append(page, `,"sessions":[`...)
+	page = append(page, rows.Bytes()...)
+	page = append(page, "]}"...)
+	return encoded(page), nil
 }
 
 // sessionRequest names one session.

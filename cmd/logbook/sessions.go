@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -19,6 +20,7 @@ func sessionsCmd(g *globals) *cobra.Command {
 		phase string
 		stale bool
 		older time.Duration
+		limit int
 	)
 	cmd := &cobra.Command{
 		Use:   "sessions",
@@ -28,6 +30,9 @@ they have been in that phase and activity. --stale lists only sessions
 working or waiting with nothing observed of the agent for --older.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return fmt.Errorf("--limit %d: want 0 or more", limit)
+			}
 			req := sessionsRequest{Phase: phase}
 			if cmd.Flags().Changed("older") && !stale {
 				return fmt.Errorf("--older goes with --stale")
@@ -39,12 +44,17 @@ working or waiting with nothing observed of the agent for --older.`,
 				req.StaleMS = max(older.Milliseconds(), 1)
 			}
 			return withAPI(cmd.Context(), g, func(_ *backend, call caller) error {
-				var out []session.State
-				if err := call(cmd.Context(), verbSessions, req, &out); err != nil {
-					return err
-				}
 				if g.json {
+					// The rows as stored: the JSON of session.State.
+					out, err := listSessions[json.RawMessage](cmd.Context(), call, req, limit)
+					if err != nil {
+						return err
+					}
 					return writeJSON(g.stdout, out)
+				}
+				out, err := listSessions[sessionRow](cmd.Context(), call, req, limit)
+				if err != nil {
+					return err
 				}
 				return printSessions(g.stdout, out, time.Now())
 			})
@@ -53,10 +63,38 @@ working or waiting with nothing observed of the agent for --older.`,
 	cmd.Flags().StringVar(&phase, "phase", "", "only sessions in this phase: ready, working, waiting or ended")
 	cmd.Flags().BoolVar(&stale, "stale", false, "only sessions working or waiting with nothing observed for --older")
 	cmd.Flags().DurationVar(&older, "older", 30*time.Minute, "with --stale: how long nothing has been observed")
+	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many sessions, the first in id order (0: all)")
 	return cmd
 }
 
-func printSessions(w io.Writer, ss []session.State, now time.Time) error {
+// sessionRow is what the session table shows of a session.State, with
+// its JSON names: a table of 10,000s of sessions decodes only these.
+type sessionRow struct {
+	ID        string     `json:"id"`
+	Phase     string     `json:"phase"`
+	Activity  string     `json:"activity"`
+	Entries   []struct{} `json:"entries"` // the open entries, counted
+	Turns     int        `json:"turns"`
+	ToolCalls int        `json:"tool_calls"`
+	Model     string     `json:"model"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	Since     time.Time  `json:"since"`
+	Cwd       string     `json:"cwd"`
+}
+
+// sessionRows returns the table rows of ss.
+func sessionRows(ss []session.State) []sessionRow {
+	out := make([]sessionRow, len(ss))
+	for i, s := range ss {
+		out[i] = sessionRow{
+			ID: s.ID, Phase: s.Phase, Activity: s.Activity, Entries: make([]struct{}, len(s.Entries)),
+			Turns: s.Turns, ToolCalls: s.ToolCalls, Model: s.Model, UpdatedAt: s.UpdatedAt, Since: s.Since, Cwd: s.Cwd,
+		}
+	}
+	return out
+}
+
+func printSessions(w io.Writer, ss []sessionRow, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tSINCE\tOPEN\tTURNS\tTOOLS\tMODEL\tUPDATED\tCWD")
 	for _, s := range ss {

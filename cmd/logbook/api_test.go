@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// TestAPI_AnswerSizes sends answers of every size class through the
+// API's framing over a loopback connection: small ones in one message,
+// ones over the connection's maximum payload in parts, joined again
+// byte for byte; one over maxReply is refused at once with the reason on
+// both sides, never left to time out. A verb nobody answers fails at once
+// too.
+func TestAPI_AnswerSizes(t *testing.T) {
+	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", User: "u", Password: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown() })
+	nc, err := natslog.Connect(srv.ClientURL(), nats.UserInfo("u", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	if nc.MaxPayload() != 1<<20 {
+		t.Fatalf("max payload %d, the sizes below assume 1 MiB", nc.MaxPayload())
+	}
+	var logged syncBuffer
+	logf := func(format string, args ...any) { fmt.Fprintf(&logged, format+"\n", args...) }
+	sub, err := serveAPI(srv.Conn(), "test.api.big", func(_ context.Context, data []byte) (any, error) {
+		var n int
+		if err := json.Unmarshal(data, &n); err != nil {
+			return nil, err
+		}
+		return strings.Repeat("x", n), nil
+	}, logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	if err := srv.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{0, 10, 1<<20 - 300, 1<<20 + 1, 5 << 20, maxReply - 100} {
+		var got string
+		if err := callAPI(t.Context(), nc, "test.api.", "big", n, &got); err != nil {
+			t.Fatalf("answer of %d bytes: %v", n, err)
+		}
+		if len(got) != n || strings.Trim(got, "x") != "" {
+			t.Errorf("answer of %d bytes came back as %d bytes", n, len(got))
+		}
+	}
+	if logged.String() != "" {
+		t.Errorf("server logged for answers it sent:\n%s", logged.String())
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	err = callAPI(ctx, nc, "test.api.", "big", maxReply+1, nil)
+	if !errors.Is(err, errTooLarge) || !strings.Contains(err.Error(), fmt.Sprint(maxReply+len(`""`)+1)) {
+		t.Errorf("answer over maxReply: error %v, want errTooLarge naming its size", err)
+	}
+	if !strings.Contains(logged.String(), "api big:") || !strings.Contains(logged.String(), "answer too large") {
+		t.Errorf("server log %q, want a line about the answer it did not send", logged.String())
+	}
+
+	err = callAPI(ctx, nc, "test.api.", "nobody", 1, nil)
+	if !errors.Is(err, nats.ErrNoResponders) {
+		t.Errorf("verb nobody serves: %v, want no responders", err)
+	}
+}
+
+// apiServe runs `logbook serve` (no workers, fsync interval) on a data
+// dir of its own until the test ends, and returns the data dir, a
+// backend connected to it as other commands connect, and serve's log.
+func apiServe(t *testing.T) (string, *backend, *syncBuffer) {
+	t.Helper()
+	data := filepath.Join(t.TempDir(), "data")
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runCLI(ctx, []string{"--data", data, "serve", "--workers", "0", "--fsync", "interval"}, bytes.NewReader(nil), io.Discard, &stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not come up:\n%s", stderr.String())
+		}
+		if _, err := os.Stat(filepath.Join(data, "serve.json")); err != nil {
+			continue
+		}
+		b, err := openBackend(t.Context(), &globals{data: data, cmdName: "test"})
+		if err != nil {
+			continue
+		}
+		if !b.remote {
+			b.Close()
+			continue
+		}
+		t.Cleanup(func() { b.Close() })
+		return data, b, &stderr
+	}
+}
+
+// cli runs logbook with args on data and returns its standard output.
+func cli(t *testing.T, data string, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if err := runCLI(t.Context(), append([]string{"--data", data}, args...), bytes.NewReader(nil), &out, &errb); err != nil {
+		t.Fatalf("logbook %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String()
+}
+
+// rows counts the lines of out that begin with prefix.
+func rows(out, prefix string) int {
+	n := 0
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestAPI_LargeAnswers asks every verb of the API, through the command
+// line and a running server, for an answer well over the connection's
+// maximum payload (1 MiB): lists come page after page and print whole,
+// single objects come in parts; the server logs nothing.
+func TestAPI_LargeAnswers(t *testing.T) {
+	data, b, serveLog := apiServe(t)
+	ctx := t.Context()
+	h := newScaleHistory(b.reg)
+	start := time.Now()
+	const (
+		sessions = 2500 // ~600 bytes each: ~1.5 MiB
+		working  = 10
+		children = 1500 // of parent, ~1 KiB each: ~1.5 MiB
+		commands = 500  // of parent, ~3 KiB each: ~1.5 MiB
+	)
+	parent := scaleSessionID(0)
+	batches := h.sessions(1, sessions, working)
+	batches = append(batches, h.session(parent, "", events.PhaseReady, 10))
+	for i := range children {
+		batches = append(batches, h.session(fmt.Sprintf("5ca1ec41-0000-4000-8000-%012d", i), parent, events.PhaseEnded, 800))
+	}
+	for i := range commands {
+		batches = append(batches, h.command(fmt.Sprintf("cmd-%04d", i), parent, 3000))
+	}
+	huge := h.command("cmd-huge", parent, 1_000_000) // one event as large as the log takes
+	batches = append(batches, huge)
+	if err := benchAppendBatches(ctx, b.log, batches, map[events.Aggregate]uint64{}, 256); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("history written in %s", time.Since(start))
+	total := sessions + 1 + children
+
+	t.Run("sessions", func(t *testing.T) {
+		out := cli(t, data, "sessions")
+		if got := rows(out, "5ca1e"); got != total {
+			t.Errorf("sessions printed %d rows, want %d", got, total)
+		}
+		js := cli(t, data, "sessions", "--json")
+		if len(js) < 2<<20 {
+			t.Errorf("sessions --json printed %d bytes; the test wants over 2 MiB", len(js))
+		}
+		var ss []session.State
+		if err := json.Unmarshal([]byte(js), &ss); err != nil || len(ss) != total {
+			t.Errorf("sessions --json: %d sessions (%v), want %d", len(ss), err, total)
+		}
+		for i := 1; i < len(ss); i++ {
+			if ss[i-1].ID >= ss[i].ID {
+				t.Fatalf("sessions --json not in id order at %d: %s then %s", i, ss[i-1].ID, ss[i].ID)
+			}
+		}
+		if got := rows(cli(t, data, "sessions", "--limit", "7"), "5ca1e"); got != 7 {
+			t.Errorf("sessions --limit 7 printed %d rows", got)
+		}
+		if got := rows(cli(t, data, "sessions", "--phase", "working"), "5ca1e"); got != working {
+			t.Errorf("sessions --phase working printed %d rows, want %d", got, working)
+		}
+		if got := rows(cli(t, data, "sessions", "--phase", "ended", "--limit", "2000"), "5ca1e"); got != 2000 {
+			t.Errorf("sessions --phase ended --limit 2000 printed %d rows", got)
+		}
+	})
+	t.Run("session", func(t *testing.T) {
+		var r sessionReply
+		if err := json.Unmarshal([]byte(cli(t, data, "session", "show", parent, "--json")), &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Children) != children || len(r.Commands) != commands+1 {
+			t.Errorf("session show: %d children, %d commands; want %d, %d", len(r.Children), len(r.Commands), children, commands+1)
+		}
+	})
+	t.Run("commands", func(t *testing.T) {
+		out := cli(t, data, "commands")
+		if got := rows(out, "cmd-"); got != commands+1 {
+			t.Errorf("commands printed %d rows, want %d", got, commands+1)
+		}
+		var cs []command.State
+		if err := json.Unmarshal([]byte(cli(t, data, "commands", "--session", parent, "--json")), &cs); err != nil || len(cs) != commands+1 {
+			t.Fatalf("commands --json: %d commands (%v), want %d", len(cs), err, commands+1)
+		}
+		if n := len(cs[len(cs)-1].Argv[1]) + len(cs[0].Argv[1])*commands; n < 2<<20 {
+			t.Errorf("commands --json carried %d bytes of argv; the test wants over 2 MiB", n)
+		}
+	})
+	t.Run("command", func(t *testing.T) {
+		var st command.State
+		if err := callAPI(ctx, b.nc, b.api, verbCommand, commandRequest{ID: "cmd-huge"}, &st); err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Argv) != 2 || len(st.Argv[1]) != 1_000_000 {
+			t.Errorf("command: argv of %d elements", len(st.Argv))
+		}
+	})
+	t.Run("verify", func(t *testing.T) {
+		if out := cli(t, data, "replay", "--verify"); !strings.Contains(out, "equal") {
+			t.Errorf("replay --verify:\n%s", out)
+		}
+	})
+	t.Run("status", func(t *testing.T) {
+		var st statusReply
+		if err := callAPI(ctx, b.nc, b.api, verbStatus, struct{}{}, &st); err != nil || st.LastSeq == 0 {
+			t.Errorf("status: %+v, %v", st, err)
+		}
+	})
+	for line := range strings.Lines(serveLog.String()) {
+		if strings.Contains(line, "api ") {
+			t.Errorf("serve logged: %s", line)
+		}
+	}
+}
