@@ -49,19 +49,28 @@ measured on the same server in the same run, and their ratio:
             baseline: the same messages published the same way
   hook      hook claude, this binary started once per payload, against a
             running serve (fsync always); baseline: logbook version
+  scale     queries of a generated history answered by a running serve,
+            this binary started once per query and timed to its exit:
+            sessions (all, --limit 100, --phase working with 10 working) at
+            each --scale-sessions size, session show and audit of one
+            session of --scale-events events; baselines: logbook version,
+            and for audit an ordered consumer reading the session's subject
 
 ratio = Logbook's rate ÷ the baseline's rate; 1.00 means as fast as raw
 JetStream. Absolute numbers move between runs on a shared machine; the
 ratios are steadier. Where Logbook holds itself to a floor for a ratio,
-the FLOOR column says whether this run meets it.`,
+the FLOOR column says whether this run meets it; for the scale rows it
+holds the sessions p50 at 10,000 sessions to 300 ms, its growth between
+sizes to at most the growth of the rows printed, and the --limit and
+--phase p50s to 1.5 times (+5 ms) those at the first size.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if g.natsURL != "" {
 				return errors.New("bench runs embedded servers of its own; --nats-url does not apply")
 			}
 			for _, o := range cfg.only {
-				if !slices.Contains([]string{"append", "read", "import", "hook", "command"}, o) {
-					return fmt.Errorf("--only %q: no such group (want append, read, import, hook or command)", o)
+				if !slices.Contains([]string{"append", "read", "import", "hook", "command", "scale"}, o) {
+					return fmt.Errorf("--only %q: no such group (want append, read, import, hook, command or scale)", o)
 				}
 			}
 			cfg = cfg.orDefaults(benchPreset(quick))
@@ -82,12 +91,15 @@ the FLOOR column says whether this run meets it.`,
 	f := cmd.Flags()
 	f.BoolVar(&quick, "quick", false, "smaller workloads: the whole run takes under a minute on 2 cores")
 	f.StringSliceVar(&fsync, "fsync", []string{"always", "interval"}, "durability modes of the append rows: always, interval, or both (always,interval)")
-	f.StringSliceVar(&cfg.only, "only", nil, "run only these groups: append, read, import, hook")
+	f.StringSliceVar(&cfg.only, "only", nil, "run only these groups: append, read, import, hook, command, scale")
 	f.IntVar(&cfg.appends, "appends", 0, "events per append row (default 10000, --quick 2000)")
 	f.IntVar(&cfg.events, "events", 0, "events in the log that read rows replay (default 200000, --quick 20000)")
 	f.IntVar(&cfg.sessions, "sessions", 0, "transcripts the import row imports (default 20, --quick 10)")
 	f.IntVar(&cfg.lines, "lines", 0, "lines per transcript (default 250, --quick 60)")
 	f.IntVar(&cfg.hooks, "hooks", 0, "hook payloads the hook row sends (default 200, --quick 30)")
+	f.IntSliceVar(&cfg.scaleSessions, "scale-sessions", nil, "history sizes of the scale rows, in sessions, ascending (default 1000,10000,50000, --quick 1000,10000)")
+	f.IntVar(&cfg.scaleEvents, "scale-events", 0, "events of the long session of the scale rows (default 100000, --quick 20000)")
+	f.IntVar(&cfg.queries, "queries", 0, "runs of each scale row (default 20, --quick 10)")
 	f.BoolVar(&keep, "keep", false, "keep the working directory")
 	return cmd
 }
@@ -102,15 +114,21 @@ type benchConfig struct {
 	sessions int // transcripts imported
 	lines    int // lines per transcript
 	hooks    int // hook payloads sent
+
+	scaleSessions []int // history sizes of the scale rows, ascending
+	scaleEvents   int   // events of the scale rows' long session
+	queries       int   // runs of each scale row
 }
 
 // benchPreset returns the sizes of a full run (a few minutes on 2 cores)
 // or of a quick one (under a minute).
 func benchPreset(quick bool) benchConfig {
 	if quick {
-		return benchConfig{appends: 2_000, events: 20_000, sessions: 10, lines: 60, hooks: 30}
+		return benchConfig{appends: 2_000, events: 20_000, sessions: 10, lines: 60, hooks: 30,
+			scaleSessions: []int{1_000, 10_000}, scaleEvents: 20_000, queries: 10}
 	}
-	return benchConfig{appends: 10_000, events: 200_000, sessions: 20, lines: 250, hooks: 200}
+	return benchConfig{appends: 10_000, events: 200_000, sessions: 20, lines: 250, hooks: 200,
+		scaleSessions: []int{1_000, 10_000, 50_000}, scaleEvents: 100_000, queries: 20}
 }
 
 func (c benchConfig) orDefaults(d benchConfig) benchConfig {
@@ -125,6 +143,11 @@ func (c benchConfig) orDefaults(d benchConfig) benchConfig {
 	c.sessions = pick(c.sessions, d.sessions)
 	c.lines = pick(c.lines, d.lines)
 	c.hooks = pick(c.hooks, d.hooks)
+	c.scaleEvents = pick(c.scaleEvents, d.scaleEvents)
+	c.queries = pick(c.queries, d.queries)
+	if len(c.scaleSessions) == 0 {
+		c.scaleSessions = d.scaleSessions
+	}
 	return c
 }
 
@@ -151,6 +174,15 @@ type benchWorkload struct {
 	unit      string // what one operation is, e.g. "ev"
 	logbook   benchRun
 	baselines []benchBaseline
+	// check, when set, holds Logbook's figures to a floor of their own
+	// (a latency, a growth); nil from it: nothing to hold them to.
+	check func(benchFigures) *benchCheck
+}
+
+// benchCheck is a workload's own floor and whether this run meets it.
+type benchCheck struct {
+	Text string `json:"text"` // e.g. "p50 ≤300ms"
+	OK   bool   `json:"ok"`
 }
 
 // benchBaseline is the raw JetStream (or bare process) doing the same work.
@@ -179,6 +211,7 @@ type benchRow struct {
 	Unit      string         `json:"unit"`
 	Logbook   benchFigures   `json:"logbook"`
 	Baselines []benchCompare `json:"baselines"`
+	Check     *benchCheck    `json:"check,omitempty"`
 }
 
 // benchFigures summarizes a sample.
@@ -250,6 +283,9 @@ func bench(ctx context.Context, g *globals, cfg benchConfig, keep bool) error {
 			return fmt.Errorf("bench %s: %w", w.name, err)
 		}
 		row := benchRow{Group: w.group, Workload: w.name, Unit: w.unit, Logbook: benchFiguresOf(s)}
+		if w.check != nil {
+			row.Check = w.check(row.Logbook)
+		}
 		for _, b := range w.baselines {
 			prog.note(step + ": " + b.name)
 			bs, err := b.run(ctx)
@@ -321,6 +357,12 @@ func (r benchReport) writeText(w io.Writer, kept bool) error {
 				cells[7] = fmt.Sprintf("≥%.2f ok", b.Floor)
 				if !*b.Meets {
 					cells[7] = fmt.Sprintf("≥%.2f LOW", b.Floor)
+				}
+			}
+			if i == 0 && row.Check != nil {
+				cells[7] = strings.TrimSpace(cells[7] + " " + row.Check.Text + " ok")
+				if !row.Check.OK {
+					cells[7] = strings.TrimSuffix(cells[7], " ok") + " MISSED"
 				}
 			}
 			t = append(t, cells)

@@ -49,6 +49,8 @@ type benchEnv struct {
 
 	srv     *benchServe
 	imports [][][][]byte // the import's decisions: per session, per line, message bodies
+
+	scale *scaleState // the scale rows' serve and history
 }
 
 func newBenchEnv(dir string, cfg benchConfig) *benchEnv {
@@ -98,13 +100,16 @@ func (e *benchEnv) workloads() []benchWorkload {
 			logbook: e.commandRun, baselines: []benchBaseline{{name: "fork/exec of true", run: e.trueRun}},
 		},
 	)
-	return ws
+	return append(ws, e.scaleRows()...)
 }
 
 // close stops every server the runs started.
 func (e *benchEnv) close() {
 	if e.srv != nil {
 		e.srv.close()
+	}
+	if e.scale != nil {
+		e.scale.srv.close()
 	}
 	if e.read != nil {
 		e.read.close()
@@ -573,12 +578,23 @@ func (e *benchEnv) serve(ctx context.Context) (*benchServe, error) {
 	if e.srv != nil {
 		return e.srv, nil
 	}
+	s, err := e.startServe(ctx, filepath.Join(e.dir, "serve"), "always")
+	if err != nil {
+		return nil, err
+	}
+	e.srv = s
+	return s, nil
+}
+
+// startServe runs serve in this process on data dir data with fsync mode
+// fsync, and connects to it as other commands do.
+func (e *benchEnv) startServe(ctx context.Context, data, fsync string) (*benchServe, error) {
 	e.note("starting serve")
-	s := &benchServe{data: filepath.Join(e.dir, "serve"), done: make(chan error, 1)}
+	s := &benchServe{data: data, done: make(chan error, 1)}
 	sctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
 	go func() {
-		s.done <- runCLI(sctx, []string{"serve", "--data", s.data, "--listen", "127.0.0.1:0", "--fsync", "always"},
+		s.done <- runCLI(sctx, []string{"serve", "--data", s.data, "--listen", "127.0.0.1:0", "--fsync", fsync},
 			bytes.NewReader(nil), io.Discard, io.Discard)
 	}()
 	g := &globals{data: s.data}
@@ -614,8 +630,11 @@ func (e *benchEnv) serve(ctx context.Context) (*benchServe, error) {
 	if s.log, err = natslog.Open(ctx, s.nc, natslog.Config{Registry: e.reg}); err == nil {
 		s.js, err = jetstream.New(s.nc)
 	}
-	e.srv = s
-	return s, err
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
 }
 
 func (s *benchServe) close() {
