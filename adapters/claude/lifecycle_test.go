@@ -378,3 +378,43 @@ func TestImportFile_Rewritten(t *testing.T) {
 		t.Errorf("after an append: %+v %v", res, err)
 	}
 }
+
+// TestImportFile_RewrittenConcurrent: imports racing on a rewritten file
+// each report it, and the divergence is recorded once.
+func TestImportFile_RewrittenConcurrent(t *testing.T) {
+	l := openLog(t)
+	const id = "5e551011-0000-4000-8000-000000000014"
+	path := filepath.Join(t.TempDir(), id+".jsonl")
+	copyFile := func(name string) {
+		b, err := os.ReadFile(filepath.Join("testdata", "lifecycle", "rewritten."+name+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: id}
+	copyFile("full")
+	if _, err := newTestIngester(t, l).ImportFile(t.Context(), path, agg, nil); err != nil {
+		t.Fatal(err)
+	}
+	copyFile("truncated")
+	before, _ := l.LastSeq(t.Context())
+	errs := make(chan error, 4)
+	for range 4 {
+		in := newTestIngester(t, l) // each its own process, as it were
+		go func() {
+			_, err := in.ImportFile(t.Context(), path, agg, nil)
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if _, ok := errors.AsType[*DivergedError](<-errs); !ok {
+			t.Error("an import did not report the divergence")
+		}
+	}
+	if after, _ := l.LastSeq(t.Context()); after != before+1 {
+		t.Errorf("%d events appended, want 1", after-before)
+	}
+}

@@ -10,10 +10,11 @@ import (
 	"slices"
 )
 
-// MaxIDs bounds an IDSet: 131072 ids, 1 MiB of hashes. A session with more
-// tool calls than that forgets its oldest ones (a late duplicate of such a
-// call is then judged by the open entries alone).
-const MaxIDs = 1 << 17
+// MaxIDs bounds an IDSet: 16384 ids, 128 KiB of hashes (about 175 KB in
+// the session row's JSON), so a row stays well under a message's maximum
+// payload. A session with more entries than that forgets its oldest ones:
+// a late copy of such a call is then taken for a new call.
+const MaxIDs = 1 << 14
 
 // idChunk is how many hashes one chunk of an IDSet holds. Full chunks are
 // never written again, so states derived from one another share them and
