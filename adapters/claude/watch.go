@@ -1,0 +1,301 @@
+package claude
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// WatchConfig configures Ingester.Watch.
+type WatchConfig struct {
+	// Roots are the directories to follow, such as ~/.claude/projects,
+	// each walked recursively: transcripts in new project directories and
+	// new subagents/ directories are followed too.
+	Roots []string
+	// Rescan is how often every root is walked again, so that a change
+	// the file system did not notify (an overflowed event queue, a file
+	// system without inotify support) is only delayed. 0 means 2 s.
+	Rescan time.Duration
+	// Report receives what a person should hear about, one sentence each:
+	// a file truncated or replaced (never imported again as new lines), a
+	// file that is not a transcript, a line that does not parse. Called
+	// from Watch's goroutine; nil discards.
+	Report func(msg string)
+	// Imported, if set, is called after each file import that appended
+	// lines, from Watch's goroutine.
+	Imported func(FileResult)
+}
+
+// watched is what Watch remembers of one transcript file.
+type watched struct {
+	dev, ino uint64
+	size     int64 // the file's size when last imported
+	diverged bool  // truncated or replaced: followed no more
+	skip     bool  // not a transcript
+	failed   string
+}
+
+// watcher is one run of Ingester.Watch.
+type watcher struct {
+	in    *Ingester
+	cfg   WatchConfig
+	fsw   *fsnotify.Watcher
+	roots map[string]string // resolved root → the root as the caller named it
+	files map[string]*watched
+	dirty map[string]bool
+}
+
+// Watch follows the Claude Code transcripts under cfg.Roots as they are
+// written, until ctx is done: new files, lines appended to them, and a
+// torn last line once it is complete are imported with the same per-file
+// cursor as ImportTranscript (so an import and Watch never append a line
+// twice). It learns of changes through inotify (github.com/fsnotify/
+// fsnotify) and walks every root again every cfg.Rescan. A file that
+// shrinks or is replaced by another (a new inode under its name) is
+// reported and followed no more while Watch runs: its lines are never
+// imported again as new ones. It returns nil when ctx is done, and an
+// error only when it cannot start: a root that is missing or not a
+// directory, or no inotify instance.
+func (in *Ingester) Watch(ctx context.Context, cfg WatchConfig) error {
+	if len(cfg.Roots) == 0 {
+		return errors.New("watch transcripts: no directory")
+	}
+	if cfg.Rescan <= 0 {
+		cfg.Rescan = 2 * time.Second
+	}
+	if cfg.Report == nil {
+		cfg.Report = func(string) {}
+	}
+	w := &watcher{in: in, cfg: cfg, roots: map[string]string{}, files: map[string]*watched{}, dirty: map[string]bool{}}
+	for _, r := range cfg.Roots {
+		st, err := os.Stat(r)
+		if err != nil {
+			return fmt.Errorf("watch transcripts: %w", err)
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("watch transcripts: %s is not a directory", r)
+		}
+		real, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			return fmt.Errorf("watch transcripts: %w", err)
+		}
+		w.roots[filepath.Clean(real)] = filepath.Clean(r)
+	}
+	fsw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch transcripts: %w", err)
+	}
+	defer fsw.Close()
+	w.fsw = fsw
+	for real := range w.roots {
+		w.addTree(real)
+	}
+	w.rescan()
+	w.process(ctx)
+	t := time.NewTicker(cfg.Rescan)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-fsw.Events:
+			if !ok {
+				return nil
+			}
+			w.handle(ev)
+			// Take what else is queued, so a burst of writes to one file
+			// costs one import.
+			for more := true; more; {
+				select {
+				case ev, ok := <-fsw.Events:
+					if !ok {
+						return nil
+					}
+					w.handle(ev)
+				default:
+					more = false
+				}
+			}
+		case err, ok := <-fsw.Errors:
+			if !ok {
+				return nil
+			}
+			w.cfg.Report(fmt.Sprintf("watch transcripts: %v (walking every directory again)", err))
+			w.rescan()
+		case <-t.C:
+			w.rescan()
+		}
+		w.process(ctx)
+	}
+}
+
+// name returns path, found under a resolved root, as the caller named
+// that root.
+func (w *watcher) name(path string) string {
+	for real, named := range w.roots {
+		if rel, err := filepath.Rel(real, path); err == nil && !strings.HasPrefix(rel, "..") {
+			return filepath.Join(named, rel)
+		}
+	}
+	return path
+}
+
+// addTree watches dir and every directory below it, and marks the
+// transcripts found there dirty. Errors (a directory removed meanwhile,
+// the inotify watch limit) are reported; the rescan covers what they hide.
+func (w *watcher) addTree(dir string) {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			if err := w.fsw.Add(p); err != nil {
+				w.cfg.Report(fmt.Sprintf("watch %s: %v (found by rescans only)", w.name(p), err))
+			}
+			return nil
+		}
+		if strings.HasSuffix(p, ".jsonl") {
+			w.dirty[w.name(p)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		w.cfg.Report(fmt.Sprintf("watch transcripts: %v", err))
+	}
+}
+
+// handle notes what one event means.
+func (w *watcher) handle(ev fsnotify.Event) {
+	name := w.name(ev.Name)
+	if ev.Has(fsnotify.Create) {
+		if st, err := os.Lstat(ev.Name); err == nil && st.IsDir() {
+			w.addTree(ev.Name)
+			return
+		}
+	}
+	if !strings.HasSuffix(ev.Name, ".jsonl") {
+		return
+	}
+	switch {
+	case ev.Has(fsnotify.Create), ev.Has(fsnotify.Write):
+		w.dirty[name] = true
+	case ev.Has(fsnotify.Remove), ev.Has(fsnotify.Rename):
+		// A file that comes back under this name is checked against
+		// what was imported (process).
+		w.dirty[name] = true
+	}
+}
+
+// rescan walks every root and marks dirty each transcript whose size or
+// identity changed since it was last imported.
+func (w *watcher) rescan() {
+	for real := range w.roots {
+		_ = filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") {
+				return nil
+			}
+			name := w.name(p)
+			f, ok := w.files[name]
+			if !ok {
+				w.dirty[name] = true
+				return nil
+			}
+			if f.diverged || f.skip {
+				return nil
+			}
+			if dev, ino, size, err := identity(p); err == nil && (dev != f.dev || ino != f.ino || size != f.size) {
+				w.dirty[name] = true
+			}
+			return nil
+		})
+	}
+}
+
+// identity returns the device, inode and size of the file at p.
+func identity(p string) (dev, ino uint64, size int64, err error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, st.Size(), nil
+	}
+	return uint64(sys.Dev), sys.Ino, st.Size(), nil
+}
+
+// process imports every dirty file.
+func (w *watcher) process(ctx context.Context) {
+	for name := range w.dirty {
+		delete(w.dirty, name)
+		if ctx.Err() != nil {
+			return
+		}
+		w.importFile(ctx, name)
+	}
+}
+
+func (w *watcher) importFile(ctx context.Context, name string) {
+	dev, ino, size, err := identity(name)
+	if err != nil {
+		return // gone; if it comes back, its events bring it here again
+	}
+	f, seen := w.files[name]
+	switch {
+	case !seen:
+		f = &watched{}
+		w.files[name] = f
+		if ok, why := LooksLikeTranscript(name); !ok {
+			f.skip = true
+			w.cfg.Report(fmt.Sprintf("%s: not a Claude Code transcript: %s", name, why))
+			return
+		}
+	case f.skip || f.diverged:
+		return
+	case dev != f.dev || ino != f.ino:
+		f.diverged = true
+		w.cfg.Report(fmt.Sprintf("%s was replaced by another file; its lines are not imported again as new ones", name))
+		return
+	case size < f.size:
+		f.diverged = true
+		w.cfg.Report(fmt.Sprintf("%s was truncated from %d to %d bytes; its lines are not imported again as new ones", name, f.size, size))
+		return
+	}
+	var t Transcript
+	if isSubagentFile(name) {
+		ts, err := Discover(name)
+		if err != nil || len(ts) != 1 {
+			w.cfg.Report(fmt.Sprintf("%s: no session for this subagent transcript: %v", name, err))
+			return
+		}
+		t = ts[0]
+	} else {
+		t = Transcript{Path: name, SessionID: sessionID(name)}
+	}
+	res, err := w.in.ImportTranscript(ctx, t, nil)
+	f.dev, f.ino, f.size = dev, ino, size
+	if err != nil {
+		if ctx.Err() == nil && err.Error() != f.failed {
+			f.failed = err.Error()
+			w.cfg.Report(err.Error())
+		}
+		return
+	}
+	f.failed = ""
+	for _, r := range res {
+		if r.Appended > 0 && w.cfg.Imported != nil {
+			w.cfg.Imported(r)
+		}
+	}
+}

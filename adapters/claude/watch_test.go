@@ -1,0 +1,229 @@
+package claude
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// reports collects what a watcher reports.
+type reports struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *reports) add(m string) { r.mu.Lock(); r.msgs = append(r.msgs, m); r.mu.Unlock() }
+
+func (r *reports) has(sub string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.msgs {
+		if strings.Contains(m, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// startWatch runs in.Watch over root until the test ends.
+func startWatch(t *testing.T, in *Ingester, rescan time.Duration, root string) *reports {
+	t.Helper()
+	rep := &reports{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Watch(ctx, WatchConfig{Roots: []string{root}, Rescan: rescan, Report: rep.add}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("watch: %v", err)
+		}
+	})
+	return rep
+}
+
+// loggedState folds session id from the log.
+func loggedState(t *testing.T, l events.Log, id string) session.State {
+	t.Helper()
+	recs, _, err := l.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return session.Fold(session.Init(events.Aggregate{Kind: events.KindSession, ID: id}), recs)
+}
+
+// eventually waits (at most 20 s) until ok holds.
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 20s for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func appendFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWatch_FollowsTranscript writes a recorded transcript line by line
+// (a torn last line among them) into a new project directory under a
+// running watcher, then a subagent's transcript: the session follows each
+// line, and ends as an import of the whole file leaves it.
+func TestWatch_FollowsTranscript(t *testing.T) {
+	const sid = "5e551011-0000-4000-8000-000000000001"
+	fixture, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", "projects", "-home-user-project", sid+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(fixture, []byte("\n"))
+	if len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	log := openLog(t)
+	in := newTestIngester(t, log)
+	root := t.TempDir()
+	// Events only: a rescan an hour away proves inotify drives it.
+	rep := startWatch(t, in, time.Hour, root)
+
+	dir := filepath.Join(root, "-home-user-project")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, sid+".jsonl")
+	sawWorking := false
+	for i, l := range lines {
+		if i == 5 {
+			// A torn line: half now, waiting; the rest later.
+			half := len(l) / 2
+			appendFile(t, path, l[:half])
+			time.Sleep(50 * time.Millisecond)
+			if got := loggedState(t, log, sid).Lines; got != i {
+				t.Fatalf("a torn line was imported: %d lines, want %d", got, i)
+			}
+			appendFile(t, path, l[half:])
+		} else {
+			appendFile(t, path, l)
+		}
+		eventually(t, fmt.Sprintf("line %d", i+1), func() bool { return loggedState(t, log, sid).Lines == i+1 })
+		if loggedState(t, log, sid).Phase == events.PhaseWorking {
+			sawWorking = true
+		}
+	}
+	if !sawWorking {
+		t.Errorf("the session never read as working while its lines came in")
+	}
+
+	// The same file imported in one go leaves the same session.
+	ref := openLog(t)
+	if _, err := newTestIngester(t, ref).ImportFile(t.Context(), path, events.Aggregate{Kind: events.KindSession, ID: sid}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, want := loggedState(t, log, sid), loggedState(t, ref, sid)
+	if got.Phase != want.Phase || got.Activity != want.Activity || got.Lines != want.Lines || got.Turns != want.Turns || got.ToolCalls != want.ToolCalls {
+		t.Errorf("watched: %s/%s %d lines %d turns %d calls; imported: %s/%s %d lines %d turns %d calls",
+			got.Phase, got.Activity, got.Lines, got.Turns, got.ToolCalls, want.Phase, want.Activity, want.Lines, want.Turns, want.ToolCalls)
+	}
+
+	// A subagent in a new subagents/ directory becomes its own session.
+	sub := filepath.Join(dir, sid, "subagents")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	agentLine := `{"type":"user","uuid":"a1","parentUuid":null,"isSidechain":true,"agentId":"w1","sessionId":"` + sid + `","timestamp":"2026-05-01T10:05:00.000Z","message":{"role":"user","content":"look around"}}` + "\n"
+	appendFile(t, filepath.Join(sub, "agent-w1.jsonl"), []byte(agentLine))
+	eventually(t, "the subagent's session", func() bool { return loggedState(t, log, "agent-w1").Lines == 1 })
+	if p := loggedState(t, log, "agent-w1").Parent; p != sid {
+		t.Errorf("subagent's parent = %q, want %s", p, sid)
+	}
+
+	// Truncated: reported, and what is written after is not imported.
+	if err := os.Truncate(path, 10); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a truncation report", func() bool { return rep.has("was truncated") })
+	appendFile(t, path, bytes.Join(lines[:3], nil))
+	time.Sleep(100 * time.Millisecond)
+	if got := loggedState(t, log, sid).Lines; got != len(lines) {
+		t.Errorf("after truncation: %d lines, want %d (nothing imported again)", got, len(lines))
+	}
+
+	// Replaced by another file under the same name: reported, not imported.
+	other := filepath.Join(t.TempDir(), "x.jsonl")
+	if err := os.WriteFile(other, []byte(agentLine+agentLine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, filepath.Join(sub, "agent-w1.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a replacement report", func() bool { return rep.has("was replaced") })
+	if got := loggedState(t, log, "agent-w1").Lines; got != 1 {
+		t.Errorf("after replacement: %d lines, want 1", got)
+	}
+}
+
+// TestWatch_ImportBeside: lines written before the watcher started and
+// after it, with a rescan every 20 ms beside the events, all arrive, and
+// an import running beside the watcher never doubles or loses a line.
+func TestWatch_ImportBeside(t *testing.T) {
+	const sid = "5e551011-0000-4000-8000-000000000001"
+	fixture, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", "projects", "-home-user-project", sid+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := openLog(t)
+	in := newTestIngester(t, log)
+	root := t.TempDir()
+	dir := filepath.Join(root, "p")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, sid+".jsonl")
+	lines := bytes.SplitAfter(fixture, []byte("\n"))
+	appendFile(t, path, bytes.Join(lines[:10], nil))
+	startWatch(t, in, 20*time.Millisecond, root)
+	other := newTestIngester(t, log) // an `import` of its own
+	for i := 10; i < len(lines); i++ {
+		appendFile(t, path, lines[i])
+		if i%7 == 0 {
+			if _, err := other.ImportTranscript(t.Context(), Transcript{Path: path, SessionID: sid}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := bytes.Count(fixture, []byte("\n"))
+	eventually(t, "every line", func() bool { return loggedState(t, log, sid).Lines == want })
+	recs, _, err := log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range recs {
+		if _, ok := r.Data.(events.ClaudeLineObserved); ok {
+			n++
+		}
+	}
+	if n != want {
+		t.Errorf("%d line observations in the log, want %d: a line was doubled or lost", n, want)
+	}
+}
