@@ -214,15 +214,41 @@ func (r *reconciler) pass(ctx context.Context, now time.Time) (int, error) {
 }
 
 // liveFlags are serve's settings for following sessions live: the
-// reconciler's abandon-after time and interval.
+// reconciler's abandon-after time and interval, and the transcript
+// directories to watch.
 type liveFlags struct {
 	abandonAfter   time.Duration
 	reconcileEvery time.Duration
+	watch          []string
 }
 
 func (f *liveFlags) register(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.abandonAfter, "abandon-after", 30*time.Minute, "mark the open entries of a session with no known agent process stale after this long with nothing observed (0: never)")
 	cmd.Flags().DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Second, "how often the reconciler checks agent processes and idle sessions (0: never)")
+	cmd.Flags().StringArrayVar(&f.watch, "watch", nil, "follow the Claude Code transcripts under this directory as they are written, such as ~/.claude/projects (repeatable)")
+}
+
+// watcher returns the loop that follows the --watch directories, nil
+// when there are none. It checks them first, so serve refuses a missing
+// one at start.
+func (f liveFlags) watcher(svc *service, stderr io.Writer) (func(context.Context) error, error) {
+	if len(f.watch) == 0 {
+		return nil, nil
+	}
+	for _, d := range f.watch {
+		st, err := os.Stat(d)
+		if err != nil {
+			return nil, fmt.Errorf("--watch: %w", err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("--watch %s: not a directory", d)
+		}
+	}
+	cfg := claude.WatchConfig{
+		Roots:  f.watch,
+		Report: func(msg string) { fmt.Fprintf(stderr, "logbook serve: watch: %s\n", msg) },
+	}
+	return func(ctx context.Context) error { return svc.ing.Watch(ctx, cfg) }, nil
 }
 
 // reconciler returns serve's reconciler, nil when it is off (in-process

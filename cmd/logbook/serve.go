@@ -250,6 +250,15 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			}
 		}, func(error) { cancel() })
 	}
+	watch, err := wp.live.watcher(svc, g.stderr)
+	if err != nil {
+		return err
+	}
+	if watch != nil {
+		fmt.Fprintf(g.stderr, "logbook serve: following transcripts under %s\n", strings.Join(wp.live.watch, ", "))
+		ctx, cancel := context.WithCancel(ctx)
+		grp.Add(func() error { return watch(ctx) }, func(error) { cancel() })
+	}
 	if rc := wp.live.reconciler(svc, g.stderr); rc != nil {
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error { return rc.Run(ctx) }, func(error) { cancel() })
