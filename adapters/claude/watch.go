@@ -58,10 +58,11 @@ type watcher struct {
 // torn last line once it is complete are imported with the same per-file
 // cursor as ImportTranscript (so an import and Watch never append a line
 // twice). It learns of changes through inotify (github.com/fsnotify/
-// fsnotify) and walks every root again every cfg.Rescan. A file that
-// shrinks or is replaced by another (a new inode under its name) is
-// reported and followed no more while Watch runs: its lines are never
-// imported again as new ones. It returns nil when ctx is done, and an
+// fsnotify) and walks every root again every cfg.Rescan. A file that no
+// longer holds what was imported (ImportFile's fingerprint check: it
+// shrank, or another file with other lines took its name) is reported and
+// followed no more while Watch runs; its lines are never imported again as
+// new ones, and the session records session.transcript_diverged. It returns nil when ctx is done, and an
 // error only when it cannot start: a root that is missing or not a
 // directory, or no inotify instance.
 func (in *Ingester) Watch(ctx context.Context, cfg WatchConfig) error {
@@ -252,6 +253,7 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 		return // gone; if it comes back, its events bring it here again
 	}
 	f, seen := w.files[name]
+	changed := "" // what makes the file suspect, for the report
 	switch {
 	case !seen:
 		f = &watched{}
@@ -264,13 +266,9 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 	case f.skip || f.diverged:
 		return
 	case dev != f.dev || ino != f.ino:
-		f.diverged = true
-		w.cfg.Report(fmt.Sprintf("%s was replaced by another file; its lines are not imported again as new ones", name))
-		return
+		changed = "was replaced by another file"
 	case size < f.size:
-		f.diverged = true
-		w.cfg.Report(fmt.Sprintf("%s was truncated from %d to %d bytes; its lines are not imported again as new ones", name, f.size, size))
-		return
+		changed = fmt.Sprintf("was truncated from %d to %d bytes", f.size, size)
 	}
 	var t Transcript
 	if isSubagentFile(name) {
@@ -283,8 +281,19 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 	} else {
 		t = Transcript{Path: name, SessionID: sessionID(name)}
 	}
+	// A suspect file is still handed to the import: it checks the file
+	// against the fingerprint of the last line imported and, if they
+	// differ, records session.transcript_diverged and appends nothing.
 	res, err := w.in.ImportTranscript(ctx, t, nil)
 	f.dev, f.ino, f.size = dev, ino, size
+	if d, ok := errors.AsType[*DivergedError](err); ok {
+		f.diverged = true
+		if changed == "" {
+			changed = "changed"
+		}
+		w.cfg.Report(fmt.Sprintf("%s %s; its lines are not imported again as new ones, and it is followed no more: %v", name, changed, d))
+		return
+	}
 	if err != nil {
 		if ctx.Err() == nil && err.Error() != f.failed {
 			f.failed = err.Error()

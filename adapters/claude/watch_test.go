@@ -164,13 +164,19 @@ func TestWatch_FollowsTranscript(t *testing.T) {
 	eventually(t, "a truncation report", func() bool { return rep.has("was truncated") })
 	appendFile(t, path, bytes.Join(lines[:3], nil))
 	time.Sleep(100 * time.Millisecond)
-	if got := loggedState(t, log, sid).Lines; got != len(lines) {
-		t.Errorf("after truncation: %d lines, want %d (nothing imported again)", got, len(lines))
+	st := loggedState(t, log, sid)
+	if st.Lines != len(lines) {
+		t.Errorf("after truncation: %d lines, want %d (nothing imported again)", st.Lines, len(lines))
+	}
+	if len(st.Diverged) == 0 {
+		t.Errorf("the truncation is not recorded on the session (session.transcript_diverged)")
 	}
 
-	// Replaced by another file under the same name: reported, not imported.
+	// Replaced by another file under the same name, with other lines:
+	// reported, not imported.
 	other := filepath.Join(t.TempDir(), "x.jsonl")
-	if err := os.WriteFile(other, []byte(agentLine+agentLine), 0o644); err != nil {
+	otherLine := strings.Replace(agentLine, "look around", "something else", 1)
+	if err := os.WriteFile(other, []byte(otherLine+otherLine), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(other, filepath.Join(sub, "agent-w1.jsonl")); err != nil {
