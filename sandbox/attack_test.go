@@ -36,6 +36,7 @@ const (
 	controlRoot                   // it works without a boundary, as root only
 	controlBlocked                // the protection holds in every mode
 	controlSkip                   // not run in full_access: it would harm the host
+	controlLimits                 // blocked in full_access too where Result.Limits says it is bounded
 )
 
 // attackEnv is what every attack may use.
@@ -182,6 +183,9 @@ func attacks() []attack {
 			escaped: func(e *attackEnv) bool {
 				return contains(filepath.Join(e.ws, ".mcp.json"), "{}") || contains(filepath.Join(e.ws, ".envrc"), "evil")
 			}},
+		{name: "fork loop", control: controlLimits,
+			script: `sh -c 'i=0; while [ $i -lt 200 ]; do sleep 3.$$ & i=$((i+1)); done 2>/dev/null
+				n=$(pgrep -fc "^sleep 3.$$"); pkill -f "^sleep 3.$$"; [ "$n" -ge 200 ] && echo ESCAPED; true' 2>/dev/null`},
 		{name: "fill /tmp", control: controlSkip,
 			script: `head -c $((32<<20)) /dev/zero > /tmp/fill 2>/dev/null; [ "$(stat -c %s /tmp/fill)" -ge $((32<<20)) ] && echo ESCAPED`},
 		{name: "fill /dev/shm", control: controlSkip,
@@ -299,6 +303,7 @@ func TestAttack(t *testing.T) {
 		for _, r := range attackTable.rows {
 			fmt.Fprintln(f, r)
 		}
+		attackTable.rows = nil
 	})
 	for _, a := range attacks() {
 		for _, m := range allModes {
@@ -331,6 +336,7 @@ func TestAttack(t *testing.T) {
 				}
 				s.Hidden = []string{e.data}
 				s.Limits.TmpBytes = 16 << 20
+				s.Limits.Procs = 64
 				if a.setup != nil {
 					a.setup(t, &e)
 				}
@@ -348,6 +354,9 @@ func TestAttack(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Wait: %v", err)
 				}
+				if a.control == controlLimits && !m.restricted() && res.Limits.Procs > 0 {
+					want = "blocked"
+				}
 				got := "blocked"
 				outText := r.text(Stdout) + r.text(PTY)
 				if strings.Contains(outText, "ESCAPED") || (a.escaped != nil && a.escaped(&e)) {
@@ -357,8 +366,8 @@ func TestAttack(t *testing.T) {
 				attackTable.rows = append(attackTable.rows, fmt.Sprintf("| %s | %s | %s | %s |", a.name, m, user, got))
 				attackTable.Unlock()
 				if got != want {
-					t.Errorf("%s in %s as %s: %s, want %s (exit %d, output %q, stderr %q)",
-						a.name, m, user, got, want, res.ExitCode, outText, r.text(Stderr))
+					t.Errorf("%s in %s as %s: %s, want %s (exit %d, output %q, stderr %q, limits %v)",
+						a.name, m, user, got, want, res.ExitCode, outText, r.text(Stderr), res.Limits)
 				}
 			})
 		}

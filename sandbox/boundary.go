@@ -104,9 +104,11 @@ func newLayout(m Mode, ws, dir string, extra, hide []string) (layout, error) {
 // matters: a mount hides what an earlier one put below it, so the private
 // tmpfs mounts come before the workspace, protected paths after it, and
 // hidden paths last. bwrap reports on statusFD; it writes an "exit-code"
-// there only if the command was actually executed.
+// there only if the command was actually executed, and its first line
+// names the sandbox's first process, which then waits on blockFD until its
+// limits are in place.
 func (l layout) args(argv []string) []string {
-	a := append(boundaryBase(l.tmpBytes), "--json-status-fd", strconv.Itoa(statusFD))
+	a := append(boundaryBase(l.tmpBytes), "--json-status-fd", strconv.Itoa(statusFD), "--block-fd", strconv.Itoa(blockFD))
 	bind := "--ro-bind"
 	if l.mode == WorkspaceWrite {
 		bind = "--bind"

@@ -95,3 +95,45 @@ func mustRun(t *testing.T, name string, args ...string) {
 		t.Fatalf("%s %v: %v: %s", name, args, err, out)
 	}
 }
+
+// Where a memory cgroup can be made, a command that allocates past
+// Limits.MemoryBytes is killed; elsewhere Result.Limits says there is no
+// memory limit.
+func TestLimits_Memory(t *testing.T) {
+	t.Parallel()
+	for _, m := range allModes {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			s := newSpec(t, m, false, "perl", "-e", `my $x = "x" x (256<<20); print "allocated\n"`)
+			s.Limits.MemoryBytes = 64 << 20
+			res, r := run(t, s)
+			t.Logf("limits: %v", res.Limits)
+			if res.Limits.MemoryBytes == 0 {
+				if m.restricted() && os.Geteuid() == 0 && res.Limits.Procs == 0 {
+					t.Errorf("a root worker got no cgroup: %v", res.Limits)
+				}
+				return
+			}
+			if strings.Contains(r.text(Stdout), "allocated") || res.ExitCode == 0 {
+				t.Errorf("allocated 256 MiB under a 64 MiB limit: %+v", res)
+			}
+		})
+	}
+}
+
+// The worker's own process count does not count against a command's
+// limit, and a command's limit is its own.
+func TestLimits_Procs(t *testing.T) {
+	t.Parallel()
+	for _, m := range []Mode{ReadOnly, WorkspaceWrite} {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			s := newSpec(t, m, false, "sh", "-c", `for i in 1 2 3 4 5 6 7 8; do sleep 0.2 & done; wait; echo ok`)
+			s.Limits.Procs = 16
+			res, r := run(t, s)
+			if r.text(Stdout) != "ok\n" || res.Limits.Procs != 16 {
+				t.Errorf("stdout %q, stderr %q, limits %v", r.text(Stdout), r.text(Stderr), res.Limits)
+			}
+		})
+	}
+}

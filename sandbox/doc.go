@@ -73,6 +73,23 @@
 //     ends and the kernel kills every process left in the namespace,
 //     including ones that called setsid or daemonized.
 //
+// # Limits
+//
+// Each command gets a process-count limit (Limits.Procs, DefaultProcs) and,
+// where a memory cgroup can be made, a memory limit (Limits.MemoryBytes,
+// DefaultMemoryBytes); Result.Limits says which held and by what. A cgroup
+// v2 with the pids controller delegated holds the whole command from its
+// first instruction (clone3 CLONE_INTO_CGROUP) in every mode, and is killed
+// as a whole when the command ends, so in FullAccess too nothing it started
+// outlives it. Without one, on cgroup v1 with writable pids and memory
+// hierarchies (root), the restricted modes use those: bwrap's sandbox waits
+// on --block-fd until its first process is inside. An unprivileged worker
+// without a delegated cgroup bounds restricted commands with RLIMIT_NPROC,
+// which counts in the command's own user namespace, and has no memory limit.
+// RLIMIT_NPROC never binds root, so a root worker without any cgroup has no
+// process limit, and FullAccess on cgroup v1 has no limits. The private /tmp,
+// /run and /dev/shm are bounded by their tmpfs sizes in every case.
+//
 // What is not contained:
 //   - reading: every file the worker can read outside /tmp, /run and the
 //     hidden paths is readable;

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -87,6 +88,8 @@ type Result struct {
 	Lingering bool
 	// Duration is the time from start to the exit of the process.
 	Duration time.Duration
+	// Limits are the limits that bound the command, and by what.
+	Limits Applied
 }
 
 // output is one stream the Process reads.
@@ -111,6 +114,10 @@ type Process struct {
 	stdin      *os.File // pipe write end, or the pty master (also in outputs)
 	outputs    []output
 	status     *os.File // read end of bwrap's JSON status; nil in FullAccess
+	statusR    *bufio.Reader
+	cg         *cgroup // the command's cgroup; nil if none could be made
+	limits     Applied
+	setupErr   error // the limits could not be put in place: bwrap was killed
 	layout     layout   // restricted modes: what to clean up after the exit
 
 	stdinClosed atomic.Bool // CloseStdin was called
@@ -209,16 +216,24 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 		p.outputs = []output{{Stdout, f[2]}, {Stderr, f[4]}}
 	}
 
+	var block *os.File // write end of bwrap's --block-fd
 	if pl.restricted {
-		r, w, err := os.Pipe()
-		if err != nil {
-			p.closeFiles()
-			closeAll(child...)
-			return nil, fmt.Errorf("start %q: pipe: %w", pl.name, err)
+		var f [4]*os.File // status r, w; block r, w
+		for i := 0; i < len(f); i += 2 {
+			if f[i], f[i+1], err = os.Pipe(); err != nil {
+				closeAll(f[:i]...)
+				p.closeFiles()
+				closeAll(child...)
+				return nil, fmt.Errorf("start %q: pipe: %w", pl.name, err)
+			}
 		}
-		cmd.ExtraFiles = []*os.File{w} // statusFD
-		child = append(child, w)
-		p.status = r
+		cmd.ExtraFiles = []*os.File{f[1], f[2]} // statusFD, blockFD
+		child = append(child, f[1], f[2])
+		p.status, p.statusR, block = f[0], bufio.NewReader(f[0]), f[3]
+	}
+	p.setLimits(pl)
+	if p.cg != nil && p.cg.v2 {
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, p.cg.fd
 	}
 
 	// Descriptors the worker inherited (serve 7>>file) are not close-on-exec;
@@ -233,9 +248,22 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 	closeAll(child...)
 	if err != nil {
 		p.closeFiles()
+		closeAll(block)
+		if p.cg != nil {
+			p.cg.remove()
+		}
 		return nil, fmt.Errorf("start %q: %w", pl.name, err)
 	}
 	p.pid = cmd.Process.Pid
+	if pl.restricted {
+		if err := p.release(block, pl.procs); err != nil {
+			// Never run without the limits: bwrap and its sandbox die
+			// before the sandbox is released.
+			_ = unix.Kill(-p.pid, unix.SIGKILL)
+			p.setupErr = fmt.Errorf("wait %q: %w: limits: %v", pl.name, ErrRefused, err)
+		}
+		closeAll(block)
+	}
 
 	in := make(chan readMsg, inFlight*len(p.outputs))
 	drained := make(chan drainResult, 1)
@@ -247,6 +275,55 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 	go p.wait(stopCtx, drained)
 	return p, nil
 }
+
+// setLimits decides the command's limits: a cgroup where one can be made,
+// else RLIMIT_NPROC for an unprivileged worker's restricted command.
+func (p *Process) setLimits(pl plan) {
+	// In v1 a process can only be moved in once it runs: bwrap's sandbox
+	// waits for that, a FullAccess command would not.
+	cg, a, note := newCgroup(pl.procs, pl.memory, pl.restricted)
+	if cg == nil {
+		a.Note = "no cgroup (" + note + ")"
+		if pl.restricted && os.Geteuid() != 0 {
+			a.Procs, a.ProcsBy = pl.procs, ByRlimit
+		}
+	}
+	if pl.restricted {
+		a.TmpBytes = pl.layout.tmpBytes
+	}
+	p.cg, p.limits = cg, a
+}
+
+// release puts the limits on bwrap's sandbox, whose first process waits on
+// block, and lets it go on. Errors mean it must not go on.
+func (p *Process) release(block *os.File, procs int) error {
+	_ = p.status.SetReadDeadline(time.Now().Add(releaseWait))
+	pid, err := readChildPid(p.statusR)
+	_ = p.status.SetReadDeadline(time.Time{})
+	if errors.Is(err, io.EOF) {
+		return nil // bwrap failed before its sandbox: Wait reports it
+	}
+	if err != nil {
+		return err
+	}
+	if p.cg != nil && !p.cg.v2 {
+		if err := p.cg.add(pid); err != nil {
+			return err
+		}
+	}
+	if p.limits.ProcsBy == ByRlimit {
+		if err := setNproc(pid, procs); err != nil {
+			return err
+		}
+	}
+	if _, err := block.Write([]byte{1}); err != nil {
+		return fmt.Errorf("release the sandbox: %w", err)
+	}
+	return nil
+}
+
+// releaseWait bounds the wait for bwrap to report its sandbox's process.
+const releaseWait = 10 * time.Second
 
 // openPTY returns a pseudo-terminal of TermCols × TermRows. The master is
 // non-blocking and pollable, so deadlines and Close interrupt its Read and
@@ -391,6 +468,10 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult) {
 		// anyone else: kill what is left of the group.
 		_ = unix.Kill(-p.pid, unix.SIGKILL)
 	}
+	if p.cg != nil {
+		// And what left the group, where a cgroup holds the whole tree.
+		p.cg.kill()
+	}
 	p.leaderGone = true
 	res := Result{Stopped: p.stopping, Duration: duration}
 	if p.killTimer != nil {
@@ -403,6 +484,10 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult) {
 	if p.restricted {
 		p.layout.cleanup()
 	}
+	if p.cg != nil {
+		p.cg.remove()
+	}
+	res.Limits = p.limits
 	if _, ok := errors.AsType[*exec.ExitError](err); ok {
 		err = nil
 	}
@@ -427,7 +512,9 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult) {
 	for _, o := range p.outputs {
 		_ = o.f.SetReadDeadline(deadline)
 	}
-	if p.status != nil && res.Signal == "" {
+	if p.setupErr != nil {
+		err = errors.Join(err, p.setupErr)
+	} else if p.status != nil && res.Signal == "" {
 		err = errors.Join(err, p.checkStatus(deadline, res.ExitCode))
 	}
 	d := <-drained
@@ -444,7 +531,7 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult) {
 // message is in the output.
 func (p *Process) checkStatus(deadline time.Time, code int) error {
 	_ = p.status.SetReadDeadline(deadline)
-	b, err := io.ReadAll(io.LimitReader(p.status, 64<<10))
+	b, err := io.ReadAll(io.LimitReader(p.statusR, 64<<10))
 	if err != nil {
 		return fmt.Errorf("wait %q: read bubblewrap status: %w", p.name, err)
 	}

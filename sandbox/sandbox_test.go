@@ -744,8 +744,9 @@ func TestExit_SetsidGrandchildDies(t *testing.T) {
 	waitFor(t, "the setsid grandchild to die", func() bool { return len(processesWith("sleep "+token)) == 0 })
 }
 
-// In FullAccess a setsid grandchild that keeps the terminal open escapes;
-// Wait must still return, and say so.
+// In FullAccess a setsid grandchild that keeps the terminal open escapes
+// the process group; Wait must still return, and say so. Where a cgroup
+// holds the command's tree, the grandchild is killed with the rest.
 func TestWait_LingeringHolder(t *testing.T) {
 	t.Parallel()
 	for _, tty := range []bool{false, true} {
@@ -759,7 +760,13 @@ func TestWait_LingeringHolder(t *testing.T) {
 			})
 			// The fifo makes sh wait until the grandchild has left the group.
 			res, r := run(t, newSpec(t, FullAccess, tty, "sh", "-c", `mkfifo f; setsid sh -c 'echo >f; exec sleep "$0"' "$0" & read x <f; echo started`, token))
-			if !res.Lingering || res.ExitCode != 0 {
+			if res.Limits.Killable {
+				// A cgroup holds the whole tree: the escaped grandchild dies.
+				if res.Lingering || res.ExitCode != 0 {
+					t.Errorf("result = %+v, want exit 0, not Lingering", res)
+				}
+				waitFor(t, "the escaped grandchild to die", func() bool { return len(processesWith("sleep "+token)) == 0 })
+			} else if !res.Lingering || res.ExitCode != 0 {
 				t.Errorf("result = %+v, want exit 0 and Lingering", res)
 			}
 			if out := r.text(Stdout) + r.text(PTY); !strings.Contains(out, "started") {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -138,6 +139,14 @@ type Limits struct {
 	// DefaultTmpBytes. /run and /dev/shm have the fixed sizes
 	// DefaultRunBytes and DefaultShmBytes.
 	TmpBytes int64
+	// Procs bounds the tasks (processes and threads) of the command; 0
+	// means DefaultProcs. Enforced by a cgroup where one can be made (v2
+	// with the pids controller delegated, else v1's pids hierarchy), else,
+	// in the restricted modes of an unprivileged worker, by RLIMIT_NPROC.
+	Procs int
+	// MemoryBytes bounds the command's memory where a memory cgroup can be
+	// made; 0 means DefaultMemoryBytes.
+	MemoryBytes int64
 }
 
 // plan is a validated Spec, ready to be started.
@@ -151,6 +160,8 @@ type plan struct {
 	tty        bool
 	restricted bool
 	layout     layout // restricted modes only
+	procs      int    // Limits.Procs or its default
+	memory     int64  // Limits.MemoryBytes or its default
 }
 
 // validate checks s without starting anything and resolves its paths. Its
@@ -169,8 +180,8 @@ func validate(s Spec) (plan, error) {
 	if _, err := ParseMode(string(s.Mode)); err != nil {
 		return fail("unknown mode %q: want read_only, workspace_write or full_access", s.Mode)
 	}
-	if s.Limits.TmpBytes < 0 {
-		return fail("negative tmp size %d", s.Limits.TmpBytes)
+	if s.Limits.TmpBytes < 0 || s.Limits.Procs < 0 || s.Limits.MemoryBytes < 0 {
+		return fail("negative limit in %+v", s.Limits)
 	}
 	if s.Grace < 0 {
 		return fail("negative grace %v", s.Grace)
@@ -248,6 +259,8 @@ func validate(s Spec) (plan, error) {
 		grace:      grace,
 		tty:        s.TTY,
 		restricted: restricted,
+		procs:      cmp.Or(s.Limits.Procs, DefaultProcs),
+		memory:     cmp.Or(s.Limits.MemoryBytes, DefaultMemoryBytes),
 	}
 	if restricted {
 		// bwrap is resolved and checked by Start; here only the arguments.
@@ -398,5 +411,9 @@ func gitFileTarget(gitFile string) (string, bool) {
 	return filepath.Clean(dir), true
 }
 
-// statusFD is the descriptor bwrap writes its JSON status to: ExtraFiles[0].
-const statusFD = 3
+// statusFD is the descriptor bwrap writes its JSON status to:
+// ExtraFiles[0]; blockFD the one it waits on: ExtraFiles[1].
+const (
+	statusFD = 3
+	blockFD  = 4
+)

@@ -1,0 +1,314 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Defaults of Limits.
+const (
+	// DefaultProcs bounds the tasks (processes and threads) of one command.
+	DefaultProcs = 1024
+	// DefaultMemoryBytes bounds the memory of one command where a memory
+	// cgroup is available, page cache and its tmpfs files included.
+	DefaultMemoryBytes = 4 << 30
+)
+
+// How a limit is enforced, in Applied.
+const (
+	ByCgroup2 = "cgroup2"       // a cgroup v2 of the command's own
+	ByCgroup1 = "cgroup1"       // cgroup v1 hierarchies (pids, memory)
+	ByRlimit  = "rlimit_nproc"  // RLIMIT_NPROC, counted in the command's own user namespace
+	ByTmpfs   = "tmpfs_size"    // the size of a tmpfs mount
+	ByNone    = ""              // not enforced; Applied.Note says why
+	cgPrefix  = "logbook-cmd-"  // name of the cgroups made for commands
+	cgRetries = 100             // kill rounds before a cgroup is given up
+	cgRound   = 10 * time.Millisecond
+)
+
+// Applied reports which limits bound a command, and by what. A zero
+// count means "no limit".
+type Applied struct {
+	Procs       int    `json:"procs,omitempty"`
+	ProcsBy     string `json:"procs_by,omitempty"`
+	MemoryBytes int64  `json:"memory_bytes,omitempty"`
+	MemoryBy    string `json:"memory_by,omitempty"`
+	TmpBytes    int64  `json:"tmp_bytes,omitempty"` // the private /tmp (restricted modes)
+	// Killable is true when every process of the command, including ones
+	// that left its process group, is in a cgroup killed at its exit.
+	Killable bool   `json:"killable,omitempty"`
+	Note     string `json:"note,omitempty"` // why a limit is missing
+}
+
+// String returns a one-line summary such as
+// "procs 1024 (cgroup1), memory 4294967296 B (cgroup1), /tmp 1073741824 B".
+func (a Applied) String() string {
+	var parts []string
+	if a.Procs > 0 {
+		parts = append(parts, fmt.Sprintf("procs %d (%s)", a.Procs, a.ProcsBy))
+	}
+	if a.MemoryBytes > 0 {
+		parts = append(parts, fmt.Sprintf("memory %d B (%s)", a.MemoryBytes, a.MemoryBy))
+	}
+	if a.TmpBytes > 0 {
+		parts = append(parts, fmt.Sprintf("/tmp %d B", a.TmpBytes))
+	}
+	if a.Note != "" {
+		parts = append(parts, a.Note)
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+var cgSeq atomic.Int64
+
+// cgroup is the cgroup (v2) or the cgroups (v1: one per hierarchy) of one
+// command.
+type cgroup struct {
+	v2   bool
+	dirs []string // dirs[0] lists the processes
+	fd   int      // v2: the directory, open for clone3's CLONE_INTO_CGROUP; -1 otherwise
+}
+
+// selfCgroups returns this process's cgroup paths from /proc/self/cgroup:
+// "" for the v2 hierarchy, the controller name for v1 ones.
+func selfCgroups() map[string]string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(f[1], ",") {
+			m[c] = f[2]
+		}
+	}
+	return m
+}
+
+// newCgroup makes a cgroup for one command with the given limits (0: no
+// memory limit), v2 where its pids controller can be used, else (only
+// with v1ok) the v1 pids and memory hierarchies. It reports what it could
+// apply; a nil cgroup with the note says why none could be made.
+func newCgroup(procs int, mem int64, v1ok bool) (*cgroup, Applied, string) {
+	self := selfCgroups()
+	name := fmt.Sprintf("%s%d-%d", cgPrefix, os.Getpid(), cgSeq.Add(1))
+	var notes []string
+	if p, ok := self[""]; ok {
+		for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+			if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err != nil {
+				continue
+			}
+			cg, a, err := newCgroup2(filepath.Join(root, p), name, procs, mem)
+			if err == nil {
+				return cg, a, ""
+			}
+			notes = append(notes, err.Error())
+			break
+		}
+	}
+	if !v1ok {
+		notes = append(notes, "cgroup v1 cannot hold a process from its first instruction")
+		return nil, Applied{}, strings.Join(notes, "; ")
+	}
+	cg, a, err := newCgroup1(self, name, procs, mem)
+	if err == nil {
+		return cg, a, ""
+	}
+	notes = append(notes, err.Error())
+	return nil, Applied{}, strings.Join(notes, "; ")
+}
+
+func newCgroup2(parent, name string, procs int, mem int64) (*cgroup, Applied, error) {
+	ctl, err := os.ReadFile(filepath.Join(parent, "cgroup.subtree_control"))
+	if err != nil {
+		return nil, Applied{}, fmt.Errorf("cgroup v2: %w", err)
+	}
+	has := func(c string) bool { return slices.Contains(strings.Fields(string(ctl)), c) }
+	for _, c := range []string{"pids", "memory"} {
+		if !has(c) {
+			// Fails (EBUSY) when this process sits in parent itself: the
+			// controllers must then be delegated by whoever started it.
+			_ = os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+"+c), 0)
+		}
+	}
+	ctl, _ = os.ReadFile(filepath.Join(parent, "cgroup.subtree_control"))
+	if !has("pids") {
+		return nil, Applied{}, fmt.Errorf("cgroup v2: the pids controller is not delegated to %s", parent)
+	}
+	dir := filepath.Join(parent, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, Applied{}, fmt.Errorf("cgroup v2: %w", err)
+	}
+	cg := &cgroup{v2: true, dirs: []string{dir}, fd: -1}
+	a := Applied{Procs: procs, ProcsBy: ByCgroup2, Killable: true}
+	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(procs)), 0); err != nil {
+		cg.remove()
+		return nil, Applied{}, fmt.Errorf("cgroup v2: %w", err)
+	}
+	if mem > 0 && has("memory") {
+		if err := os.WriteFile(filepath.Join(dir, "memory.max"), []byte(strconv.FormatInt(mem, 10)), 0); err == nil {
+			a.MemoryBytes, a.MemoryBy = mem, ByCgroup2
+			_ = os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0)
+		}
+	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		cg.remove()
+		return nil, Applied{}, fmt.Errorf("cgroup v2: %w", err)
+	}
+	cg.fd = fd
+	return cg, a, nil
+}
+
+func newCgroup1(self map[string]string, name string, procs int, mem int64) (*cgroup, Applied, error) {
+	p, ok := self["pids"]
+	if !ok {
+		return nil, Applied{}, errors.New("cgroup v1: no pids hierarchy")
+	}
+	dir := filepath.Join("/sys/fs/cgroup/pids", p, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, Applied{}, fmt.Errorf("cgroup v1: %w", err)
+	}
+	cg := &cgroup{dirs: []string{dir}, fd: -1}
+	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(procs)), 0); err != nil {
+		cg.remove()
+		return nil, Applied{}, fmt.Errorf("cgroup v1: %w", err)
+	}
+	a := Applied{Procs: procs, ProcsBy: ByCgroup1, Killable: true}
+	if mp, ok := self["memory"]; ok && mem > 0 {
+		md := filepath.Join("/sys/fs/cgroup/memory", mp, name)
+		if err := os.Mkdir(md, 0o755); err == nil {
+			if err := os.WriteFile(filepath.Join(md, "memory.limit_in_bytes"), []byte(strconv.FormatInt(mem, 10)), 0); err == nil {
+				cg.dirs = append(cg.dirs, md)
+				a.MemoryBytes, a.MemoryBy = mem, ByCgroup1
+			} else {
+				_ = unix.Rmdir(md)
+			}
+		}
+	}
+	return cg, a, nil
+}
+
+// add moves process pid, and so its future children, into the cgroup.
+func (c *cgroup) add(pid int) error {
+	for _, d := range c.dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("join cgroup %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// procs returns the processes in the cgroup.
+func (c *cgroup) procs() []int {
+	b, err := os.ReadFile(filepath.Join(c.dirs[0], "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// kill kills every process in the cgroup, those that left the command's
+// process group or session included, and waits (briefly) until it is
+// empty. It reports whether it is.
+func (c *cgroup) kill() bool {
+	if c.v2 {
+		_ = os.WriteFile(filepath.Join(c.dirs[0], "cgroup.kill"), []byte("1"), 0)
+	}
+	for range cgRetries {
+		pids := c.procs()
+		if len(pids) == 0 {
+			return true
+		}
+		for _, pid := range pids {
+			fd, err := unix.PidfdOpen(pid, 0)
+			if err != nil {
+				continue
+			}
+			// Only while it is still ours: a pid could have been reused.
+			if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup"); err == nil && bytes.Contains(b, []byte("/"+filepath.Base(c.dirs[0])+"\n")) {
+				_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+			}
+			unix.Close(fd)
+		}
+		time.Sleep(cgRound)
+	}
+	return len(c.procs()) == 0
+}
+
+// remove kills what is left and removes the cgroup.
+func (c *cgroup) remove() {
+	if c.fd >= 0 {
+		unix.Close(c.fd)
+		c.fd = -1
+	}
+	c.kill()
+	for _, d := range c.dirs {
+		for range cgRetries {
+			if err := unix.Rmdir(d); err == nil || errors.Is(err, unix.ENOENT) {
+				break
+			}
+			time.Sleep(cgRound)
+		}
+	}
+}
+
+// setNproc sets RLIMIT_NPROC of process pid to n. Used for an unprivileged
+// worker's restricted commands, whose user namespace makes the count their
+// own; the kernel never applies it to root.
+func setNproc(pid, n int) error {
+	lim := unix.Rlimit{Cur: uint64(n), Max: uint64(n)}
+	if err := unix.Prlimit(pid, unix.RLIMIT_NPROC, &lim, nil); err != nil {
+		return fmt.Errorf("set RLIMIT_NPROC of %d: %w", pid, err)
+	}
+	return nil
+}
+
+// readChildPid reads bwrap's first JSON status line, {"child-pid": N, …},
+// from r and returns N: the host pid of the sandbox's first process, which
+// waits on --block-fd before it starts anything.
+func readChildPid(r *bufio.Reader) (int, error) {
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return 0, fmt.Errorf("read bubblewrap status: %w", err)
+	}
+	const key = `"child-pid":`
+	i := bytes.Index(line, []byte(key))
+	if i < 0 {
+		return 0, fmt.Errorf("bubblewrap status %q has no child-pid", line)
+	}
+	rest := bytes.TrimLeft(line[i+len(key):], " ")
+	j := bytes.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+	if j < 0 {
+		j = len(rest)
+	}
+	pid, err := strconv.Atoi(string(rest[:j]))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("bubblewrap status %q: bad child-pid", line)
+	}
+	return pid, nil
+}
