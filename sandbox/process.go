@@ -117,8 +117,8 @@ type Process struct {
 	statusR    *bufio.Reader
 	cg         *cgroup // the command's cgroup; nil if none could be made
 	limits     Applied
-	setupErr   error // the limits could not be put in place: bwrap was killed
-	layout     layout   // restricted modes: what to clean up after the exit
+	setupErr   error  // the limits could not be put in place: bwrap was killed
+	layout     layout // restricted modes: what to clean up after the exit
 
 	stdinClosed atomic.Bool // CloseStdin was called
 
