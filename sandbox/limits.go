@@ -30,7 +30,6 @@ const (
 	ByCgroup2 = "cgroup2"      // a cgroup v2 of the command's own
 	ByCgroup1 = "cgroup1"      // cgroup v1 hierarchies (pids, memory)
 	ByRlimit  = "rlimit_nproc" // RLIMIT_NPROC, counted in the command's own user namespace
-	ByTmpfs   = "tmpfs_size"   // the size of a tmpfs mount
 	ByNone    = ""             // not enforced; Applied.Note says why
 	cgPrefix  = "logbook-cmd-" // name of the cgroups made for commands
 	cgRetries = 100            // kill rounds before a cgroup is given up
