@@ -109,6 +109,14 @@ type CommandExited struct {
 	Stopped     bool  `json:"stopped"`
 	DurationMS  int64 `json:"duration_ms"`  // from start to exit, in ms
 	OutputBytes int64 `json:"output_bytes"` // bytes of output published on lb.out.<id>
+	// OutputDropped counts the bytes of output past the worker's cap on
+	// stored output: read from the command, counted, never stored.
+	OutputDropped int64 `json:"output_dropped,omitempty"`
+	// Limits says which limits bound the command and by what, as
+	// sandbox.Applied's String, e.g. "procs 1024 (cgroup1), memory
+	// 4294967296 B (cgroup1), /tmp 1073741824 B"; "" in events from
+	// before it was recorded.
+	Limits string `json:"limits,omitempty"`
 }
 
 // EventType implements Payload.

@@ -49,6 +49,8 @@ type job struct {
 	pos     int64         // bytes queued so far, all streams; under red's lock
 	red     *outRedactor  // redacts output before it is queued
 	lost    atomic.Int64  // bytes that could not be stored
+	dropped atomic.Int64  // bytes past maxOut: counted, not stored
+	maxOut  int64         // cap on stored output, bytes
 
 	mu        sync.Mutex
 	p         *sandbox.Process
@@ -240,6 +242,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 		id: st.ID, session: st.Session, entry: EntryID(st.ID), started: w.cfg.IDs(),
 		gate: make(chan struct{}), out: make(chan outChunk, outQueue), pubDone: make(chan struct{}),
 	}
+	j.maxOut = w.maxOutput()
 	j.red = newOutRedactor(j.queue)
 	w.mu.Lock()
 	w.running[j.id] = j
@@ -357,7 +360,8 @@ func (w *Worker) supervise(j *job, st command.State) {
 	if j.abandoned.Load() {
 		return // another worker declared this one dead; the command's end is recorded
 	}
-	exit := command.Exit{Code: res.ExitCode, Stopped: res.Stopped, DurationMS: res.Duration.Milliseconds(), OutputBytes: j.stored.Load()}
+	exit := command.Exit{Code: res.ExitCode, Stopped: res.Stopped, DurationMS: res.Duration.Milliseconds(), OutputBytes: j.stored.Load(),
+		OutputDropped: j.dropped.Load(), Limits: res.Limits.String()}
 	detail := "exit " + strconv.Itoa(res.ExitCode)
 	if res.Signal != "" {
 		exit.Code, exit.Signal = -1, res.Signal
@@ -431,9 +435,27 @@ func (w *Worker) emit(j *job, c sandbox.Chunk) {
 }
 
 // queue hands one redacted chunk to j's publisher (under j.red's lock).
+// Past the cap on stored output the output is still read, so the command
+// is not blocked, but only counted.
 func (j *job) queue(c sandbox.Chunk) {
+	if room := j.maxOut - j.pos; int64(len(c.Data)) > room {
+		room = max(room, 0)
+		j.dropped.Add(int64(len(c.Data)) - room)
+		if room == 0 {
+			return
+		}
+		c.Data = c.Data[:room]
+	}
 	j.out <- outChunk{Chunk: c, pos: j.pos}
 	j.pos += int64(len(c.Data))
+}
+
+// maxOutput returns the cap on a command's stored output, in bytes.
+func (w *Worker) maxOutput() int64 {
+	if w.cfg.MaxOutputBytes > 0 {
+		return w.cfg.MaxOutputBytes
+	}
+	return DefaultMaxOutputBytes
 }
 
 // publish stores j's queued output on lb.out.<id> until the queue is

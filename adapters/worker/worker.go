@@ -51,6 +51,10 @@ const (
 	DefaultAckWait = 30 * time.Second
 	// DefaultMaxRunning bounds the commands one worker runs at once.
 	DefaultMaxRunning = 256
+	// DefaultMaxOutputBytes caps the output stored for one command (64
+	// MiB, all streams); past it output is counted in command.exited's
+	// output_dropped, not stored.
+	DefaultMaxOutputBytes = 64 << 20
 	// DefaultAppendTimeout bounds each append a worker makes when its own
 	// context is gone (reporting an exit during shutdown).
 	DefaultAppendTimeout = 10 * time.Second
@@ -82,6 +86,9 @@ type Config struct {
 	// inside a writable workspace (e.g. the Logbook data dir), as
 	// sandbox.Spec.Protected.
 	Protected []string
+	// MaxOutputBytes caps the output stored for one command, all streams
+	// together; 0 means DefaultMaxOutputBytes.
+	MaxOutputBytes int64
 	// Hidden lists paths restricted commands must not see at all: the
 	// Logbook data dir (credentials, spool, views) and credential files,
 	// as sandbox.Spec.Hidden.

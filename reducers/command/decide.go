@@ -78,8 +78,11 @@ type Exit struct {
 	Stopped     bool
 	DurationMS  int64
 	OutputBytes int64
-	At          time.Time
-	Cause       events.Cause
+	// OutputDropped and Limits are as in events.CommandExited.
+	OutputDropped int64
+	Limits        string
+	At            time.Time
+	Cause         events.Cause
 }
 
 // Abandon marks a started command whose worker is known dead. Worker is
@@ -196,14 +199,15 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		}
 		return d.out, nil
 	case Exit:
-		if c.DurationMS < 0 || c.OutputBytes < 0 {
-			return nil, invalid("exit", s, "negative duration %d ms or output %d bytes", c.DurationMS, c.OutputBytes)
+		if c.DurationMS < 0 || c.OutputBytes < 0 || c.OutputDropped < 0 {
+			return nil, invalid("exit", s, "negative duration %d ms or output %d/%d bytes", c.DurationMS, c.OutputBytes, c.OutputDropped)
 		}
 		if s.Status != StatusStarted {
 			return nil, refuse("exit", s)
 		}
 		d := newDecider(s, c.At, c.Cause)
-		d.emit(events.CommandExited{Code: c.Code, Signal: c.Signal, Stopped: c.Stopped, DurationMS: c.DurationMS, OutputBytes: c.OutputBytes})
+		d.emit(events.CommandExited{Code: c.Code, Signal: c.Signal, Stopped: c.Stopped, DurationMS: c.DurationMS, OutputBytes: c.OutputBytes,
+			OutputDropped: c.OutputDropped, Limits: c.Limits})
 		return d.out, nil
 	case Abandon:
 		if c.Reason == "" {

@@ -42,6 +42,7 @@ func Evolve(s State, e events.Envelope) State {
 		s.ExitCode = &code
 		s.Signal, s.Stopped = d.Signal, d.Stopped
 		s.DurationMS, s.OutputBytes = d.DurationMS, d.OutputBytes
+		s.OutputDropped, s.Limits = d.OutputDropped, d.Limits
 		s.EndedAt = e.At
 	case events.CommandAbandoned:
 		s.Status = StatusAbandoned

@@ -62,6 +62,9 @@ type State struct {
 	Stopped     bool   `json:"stopped"`
 	DurationMS  int64  `json:"duration_ms,omitempty"`
 	OutputBytes int64  `json:"output_bytes"`
+	// OutputDropped and Limits are as in events.CommandExited.
+	OutputDropped int64  `json:"output_dropped,omitempty"`
+	Limits        string `json:"limits,omitempty"`
 	// EndReason is the reason of a refusal or an abandonment.
 	EndReason string `json:"end_reason,omitempty"`
 
