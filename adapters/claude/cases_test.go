@@ -423,3 +423,65 @@ func TestCase40_StopWithUnansweredPermission(t *testing.T) {
 		f.want(s, events.PhaseReady, "-", nil, 0)
 	})
 }
+
+// TestSubagentReleasedByParent: once the parent has a subagent's result,
+// the subagent's own row is done too, whatever its transcript last said,
+// and the parent's entries agree with it.
+func TestSubagentReleasedByParent(t *testing.T) {
+	const s, a = "5e551011-0000-4000-8000-0000000000a1", "a0a1"
+	child := "agent-" + a
+	t.Run("transcripts", func(t *testing.T) {
+		f := newFeeder(t)
+		proj := filepath.Join(t.TempDir(), "-home-user-app")
+		sub := filepath.Join(proj, s, "subagents")
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cl := func(typ string, kv ...any) string {
+			return tl(s, typ, append([]any{"agentId", a, "isSidechain", true}, kv...)...)
+		}
+		writeLines(t, filepath.Join(sub, "agent-"+a+".jsonl"), strings.Join([]string{
+			cl("user", "message", map[string]any{"role": "user", "content": "look"}),
+			cl("assistant", "message", map[string]any{"role": "assistant", "model": "m", "content": []any{toolUseBlock("c1", "Glob", map[string]any{"pattern": "*"})}, "stop_reason": nil}),
+			cl("user", "message", map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "c1", "content": "a.go"}}}),
+			// The last line streams text with no stop reason: nothing in
+			// the file ends the turn.
+			cl("assistant", "message", map[string]any{"role": "assistant", "model": "m", "content": []any{textBlock("Found a.go")}, "stop_reason": nil}),
+		}, "\n")+"\n")
+		writeLines(t, filepath.Join(proj, s+".jsonl"), strings.Join([]string{
+			tUser(s, "explore"),
+			tAssistant(s, "tool_use", toolUseBlock("t1", "Agent", map[string]any{"prompt": "look"})),
+			tResult(s, "t1", "Found a.go", map[string]any{"agentId": a, "status": "completed"}),
+			tAssistant(s, "end_turn", textBlock("Done.")),
+		}, "\n")+"\n")
+		f.importDir(proj)
+		f.want(s, events.PhaseReady, "-", nil, 0)
+		f.want(child, events.PhaseReady, "-", nil, 0)
+		if st := f.state(child); !st.Released || st.TurnOpen || st.Parent != s {
+			t.Errorf("child released %v turn open %v parent %q", st.Released, st.TurnOpen, st.Parent)
+		}
+		// A late line of the released work is recorded and moves nothing.
+		writeLines(t, filepath.Join(sub, "agent-"+a+".jsonl"),
+			cl("assistant", "message", map[string]any{"role": "assistant", "model": "m", "content": []any{toolUseBlock("c2", "Read", map[string]any{"file_path": "a.go"})}, "stop_reason": nil})+"\n")
+		f.importDir(proj)
+		f.want(child, events.PhaseReady, "-", nil, 0)
+		if st := f.state(child); st.Lines != 5 {
+			t.Errorf("late line not recorded: %d lines", st.Lines)
+		}
+	})
+	t.Run("hooks", func(t *testing.T) {
+		f := newFeeder(t)
+		f.hooks(hk(s, "SessionStart", "source", "startup"), hk(s, "UserPromptSubmit", "prompt", "explore"),
+			hk(s, "PreToolUse", "tool_name", "Agent", "tool_use_id", "t1", "tool_input", map[string]any{"prompt": "look"}),
+			hk(s, "SubagentStart", "agent_id", a, "agent_type", "Explore"),
+			hk(s, "PreToolUse", "agent_id", a, "agent_type", "Explore", "tool_name", "Glob", "tool_use_id", "c1", "tool_input", map[string]any{"pattern": "*"}))
+		f.want(child, events.PhaseWorking, "tool:Glob", []string{"c1"}, 0)
+		f.want(s, events.PhaseWorking, "subagent:Explore", []string{"t1", child}, 0)
+		f.hooks(hk(s, "SubagentStop", "agent_id", a, "agent_type", "Explore"))
+		f.want(child, events.PhaseReady, "-", nil, 0)
+		f.want(s, events.PhaseWorking, "", []string{"t1"}, 0)
+		f.hooks(hk(s, "PostToolUse", "tool_name", "Agent", "tool_use_id", "t1", "tool_response", map[string]any{"agentId": a, "status": "completed"}),
+			hk(s, "Stop"))
+		f.want(s, events.PhaseReady, "-", nil, 0)
+	})
+}

@@ -105,7 +105,7 @@ func (in *Ingester) Observe(ctx context.Context, agg events.Aggregate, id ulid.U
 	obs := in.reg.New(p)
 	obs.ID, obs.Agg, obs.At = id, agg, at.UTC().Truncate(time.Microsecond)
 	o, _ := events.Observed(p)
-	return in.x.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+	ap, st, err := in.x.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
 		if s.Seen(o) {
 			return nil, nil
 		}
@@ -115,6 +115,51 @@ func (in *Ingester) Observe(ctx context.Context, agg events.Aggregate, id ulid.U
 		}
 		return append([]events.Envelope{obs}, decs...), nil
 	})
+	if err != nil || ap.Last == 0 {
+		return ap, st, err
+	}
+	return ap, st, in.release(ctx, agg, obs, o)
+}
+
+// release tells each subagent whose work the observation o of session agg
+// reports over (its result reached the parent, its SubagentStop, its task
+// notification) that it is done (session.Release), so the subagent's own
+// row agrees with its parent's entries. A subagent without a session of
+// its own is left alone. It runs after the parent's batch is appended; an
+// error here leaves that batch in place.
+func (in *Ingester) release(ctx context.Context, agg events.Aggregate, obs events.Envelope, o *events.Observation) error {
+	kind := "hook"
+	if o.Line > 0 {
+		kind = "transcript"
+	}
+	for _, sig := range o.Signals {
+		id := ""
+		switch sig.Kind {
+		case events.SigToolResult:
+			if sig.Status != StatusBackgrounded {
+				id = sig.Task
+			}
+		case events.SigSubagentStop:
+			id = sig.ID
+		case events.SigBackgroundDone:
+			id = sig.Task
+		}
+		if id == "" {
+			continue
+		}
+		child, err := SessionAggregate(agg.ID, id)
+		if err != nil || child == agg {
+			continue
+		}
+		cause := events.Cause{Kind: kind, Event: o.Kind, Ref: obs.ID.String(), Detail: "parent " + agg.ID}
+		_, _, err = in.x.Execute(ctx, child, func(s session.State) (events.Decision, error) {
+			return session.Decide(s, session.Release{At: obs.At, Cause: cause})
+		})
+		if err != nil {
+			return fmt.Errorf("release subagent %s of %s: %w", id, agg.ID, err)
+		}
+	}
+	return nil
 }
 
 // Hook ingests one spooled hook payload. The observation's event id is the
@@ -420,16 +465,9 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 		if id := sessionIDOf(t.Path); id != "" && !looksLikeUUID(t.SessionID) {
 			sid = id
 		}
-		agg, err := SessionAggregate(sid, "")
-		if err != nil {
-			return out, fmt.Errorf("%s: %w", t.Path, err)
-		}
-		r, err := in.ImportFile(ctx, t.Path, agg, step(t.Path))
-		out = append(out, r)
-		if err != nil {
-			return out, err
-		}
 	}
+	// Subagents first: a subagent's lines were written before its parent
+	// read its result, and the parent's result releases the subagent.
 	for _, sa := range t.Subagents {
 		agentID := strings.TrimPrefix(sa.AgentID, "agent-")
 		if agentID == "" {
@@ -441,6 +479,17 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 			return out, fmt.Errorf("%s: %w", sa.Path, err)
 		}
 		r, err := in.ImportFile(ctx, sa.Path, agg, step(sa.Path))
+		out = append(out, r)
+		if err != nil {
+			return out, err
+		}
+	}
+	if t.Path != "" {
+		agg, err := SessionAggregate(sid, "")
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", t.Path, err)
+		}
+		r, err := in.ImportFile(ctx, t.Path, agg, step(t.Path))
 		out = append(out, r)
 		if err != nil {
 			return out, err

@@ -74,6 +74,18 @@ type Detach struct {
 	Cause   events.Cause
 }
 
+// Release tells a subagent's session that its parent has its result:
+// the work it was started for is over, whatever its own transcript last
+// said. Its open calls are abandoned ("released"), its turn ends with
+// outcome "released" and it settles. Observations of the same turn that
+// arrive later are recorded without moving it; a new prompt starts a new
+// turn. Cause refers to the parent's observation.
+type Release struct {
+	At    time.Time
+	Cause events.Cause
+}
+
+func (Release) command()    {}
 func (Attach) command()     {}
 func (Detach) command()     {}
 func (Observe) command()    {}
@@ -135,6 +147,21 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 			NewSession: fmt.Sprintf("%s-r%d", s.ID, len(s.Diverged)+1),
 		})
 		return d.out, nil
+	case Release:
+		if !s.Exists() || s.Phase == events.PhaseEnded || s.Released {
+			return nil, nil // nothing to release, or released already
+		}
+		d := newDecider(s, c.At, c.Cause)
+		d.abandonLane(events.LaneMain, "released")
+		d.closeReviews(events.ReviewUnavailable, "released by the parent")
+		if d.s.TurnOpen {
+			d.emit(events.SessionTurnEnded{Turn: d.s.Turns, Outcome: TurnReleased})
+		}
+		if d.s.Phase == events.PhaseWaiting {
+			d.phase(events.PhaseWorking, "", "")
+		}
+		d.settle()
+		return d.out, nil
 	case Attach:
 		if !s.Exists() {
 			return nil, fmt.Errorf("attach %s: %w: no such session", c.EntryID, events.ErrNotFound)
@@ -176,6 +203,10 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 	}
 	if next := s.Cursor(o.Path) + 1; o.Line > 0 && o.Line != next {
 		return nil, fmt.Errorf("observe line %d of %s in session %s: %w: next line is %d", o.Line, o.Path, c.Obs.Agg.ID, events.ErrRejected, next)
+	}
+	if s.Released && !startsAgain(o.Signals) {
+		// A late report of work the parent already took the result of.
+		return nil, nil
 	}
 	kind := "hook"
 	if o.Line > 0 {
@@ -229,9 +260,24 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 	return d.out, nil
 }
 
+// startsAgain reports whether sigs hold a signal that starts new work in
+// a released subagent: a prompt, a new process, an end.
+func startsAgain(sigs []events.Sig) bool {
+	for _, g := range sigs {
+		switch g.Kind {
+		case events.SigPrompt, events.SigSessionStart, events.SigSessionEnd:
+			return true
+		}
+	}
+	return false
+}
+
 // apiErrorFailed is the Status of an api_error signal whose request
 // failed for good (see events.SigAPIError).
 const apiErrorFailed = "failed"
+
+// TurnReleased is the outcome of a subagent's turn ended by Release.
+const TurnReleased = "released"
 
 // Turn outcomes (events.SessionTurnEnded.Outcome) decided here.
 const (

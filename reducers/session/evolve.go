@@ -130,8 +130,12 @@ func Evolve(s State, e events.Envelope) State {
 		s.Turns = d.Turn
 		s.TurnOpen = true
 		s.PromptID = d.PromptID
+		s.Released = false
 	case events.SessionTurnEnded:
 		s.TurnOpen = false
+		if d.Outcome == TurnReleased {
+			s.Released = true
+		}
 	case events.SessionEnded:
 		s.Phase = events.PhaseEnded
 		s.Activity = ""

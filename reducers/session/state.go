@@ -61,6 +61,7 @@ type State struct {
 	ModeRevision   int            `json:"mode_revision"`
 	Turns          int            `json:"turns"`
 	TurnOpen       bool           `json:"turn_open"`
+	Released       bool           `json:"released,omitempty"` // a subagent whose parent took its result; cleared by its next turn
 	ToolCalls      int            `json:"tool_calls"`
 	Abandoned      int            `json:"abandoned"`
 	Observations   int            `json:"observations"`
