@@ -446,9 +446,11 @@ func sessionIDOf(path string) string {
 	return v.SessionID
 }
 
-// ImportTranscript imports t and its subagents' transcripts. The session
-// is the one the transcript's lines name (sessionId), else t.SessionID;
-// each subagent is its own session, agent-<id>, whose parent it names.
+// ImportTranscript imports t and its subagents' transcripts (the
+// subagents' first) and returns t's result first, then its subagents'.
+// The session is the one the transcript's lines name (sessionId), else
+// t.SessionID; each subagent is its own session, agent-<id>, whose parent
+// it names.
 func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress func(path string, line int)) ([]FileResult, error) {
 	var out []FileResult
 	step := func(path string) func(int) {
@@ -490,7 +492,7 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 			return out, fmt.Errorf("%s: %w", t.Path, err)
 		}
 		r, err := in.ImportFile(ctx, t.Path, agg, step(t.Path))
-		out = append(out, r)
+		out = append([]FileResult{r}, out...) // the main transcript's result first
 		if err != nil {
 			return out, err
 		}

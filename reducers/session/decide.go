@@ -229,6 +229,10 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 	d.s.ID = c.Obs.Agg.ID
 	d.agg = c.Obs.Agg
 	d.corr = c.Obs.Corr
+	// Hooks arrive in the order they ran, transcript lines in file order,
+	// but the two sources reach Logbook in any order: a report from one
+	// source made before the other source ended the turn is late.
+	d.late = s.TurnEndedBy != "" && s.TurnEndedBy != kind && !s.TurnOpen && !c.Obs.At.After(s.TurnEndedAt)
 	for _, sig := range o.Signals {
 		if sig.Kind == events.SigQuestion && sig.ID != "" {
 			d.blocking = append(d.blocking, sig.ID)
@@ -304,6 +308,11 @@ type decider struct {
 	// failed is set when this observation reports a request that failed
 	// for good: a turn it ends ends with outcome failed.
 	failed bool
+	// late is set for a transcript line written before the turn it
+	// belongs to was ended by another source (a Stop hook delivered
+	// before the line was read): it closes what it reports closed, and
+	// keeps the question cue, but reopens nothing.
+	late bool
 }
 
 func newDecider(s State, at time.Time, cause events.Cause) *decider {
@@ -393,7 +402,7 @@ func (d *decider) phase(phase, activity, entry string) {
 // working moves to working unless the session waits on a person, in which
 // case only progress on the awaited entry releases it (see toolResult).
 func (d *decider) working(activity, entry string) {
-	if d.s.Phase == events.PhaseWaiting {
+	if d.s.Phase == events.PhaseWaiting || d.late {
 		return
 	}
 	d.phase(events.PhaseWorking, activity, entry)
@@ -597,16 +606,41 @@ func (d *decider) signal(sig events.Sig) {
 			return
 		}
 	}
+	if d.late {
+		switch sig.Kind {
+		case events.SigText:
+			d.lastText = sig.Text
+		case events.SigTurnEnd:
+			if q := strings.TrimSpace(d.lastText); strings.HasSuffix(q, "?") && d.s.Phase == events.PhaseReady {
+				d.phase(events.PhaseWaiting, "question", "")
+			}
+		case events.SigToolResult, events.SigBackgroundDone, events.SigSubagentStop, events.SigMode,
+			events.SigSessionStart, events.SigSessionEnd:
+			d.signalNow(sig)
+		}
+		return // a late prompt is the prompt of the turn already ended
+	}
+	d.signalNow(sig)
+}
+
+// signalNow decides sig for a session that is not ended.
+func (d *decider) signalNow(sig events.Sig) {
 	switch sig.Kind {
 	case events.SigSessionStart:
 		// A new agent process for a session that exists: whatever the
 		// last one left open ended with it (a session just started has
-		// nothing open, so this is a no-op there).
+		// nothing open, so this is a no-op there). A start reported after
+		// a turn that began later is that turn's own process.
+		if d.s.TurnOpen && !d.at.After(d.s.TurnStartedAt) {
+			return
+		}
 		d.restart()
 	case events.SigPrompt:
-		if sig.ID != "" && sig.ID == d.s.PromptID && d.s.TurnOpen {
+		if sig.ID != "" && sig.ID == d.s.PromptID {
 			// The same prompt seen twice (a hook, then its transcript line).
-			d.working("thinking", "")
+			if d.s.TurnOpen {
+				d.working("thinking", "")
+			}
 			return
 		}
 		if open := d.s.openCalls(); d.s.TurnOpen && len(open) > 0 {
@@ -636,6 +670,9 @@ func (d *decider) signal(sig events.Sig) {
 	case events.SigToolResult:
 		d.toolResult(sig)
 	case events.SigQuestion:
+		if sig.ID != "" && d.s.entry(sig.ID) < 0 && contains(d.s.RecentClosed, sig.ID) {
+			return // the question was answered already
+		}
 		d.phase(events.PhaseWaiting, "question", sig.ID)
 	case events.SigPermission:
 		id := sig.ID
@@ -745,10 +782,10 @@ func (d *decider) toolUse(sig events.Sig) {
 		// entry, so its result (matched by tool) closes it.
 		id = fmt.Sprintf("call-%d", d.s.ToolCalls+1)
 	}
-	if d.s.entry(id) < 0 && d.s.closedCall(sig.ID) {
+	if d.s.entry(id) < 0 && (d.s.closedCall(sig.ID) || contains(d.s.RecentClosed, id)) {
 		return // a late copy of a call that is over: it decides nothing
 	}
-	if d.s.entry(id) < 0 && !contains(d.s.RecentClosed, id) {
+	if d.s.entry(id) < 0 {
 		d.emit(events.SessionEntryOpened{EntryID: id, Activity: activity, Lane: lane})
 	}
 	if sig.ID != "" && contains(d.blocking, sig.ID) {
@@ -769,6 +806,7 @@ func (d *decider) toolResult(sig events.Sig) {
 			d.decideReview(id, events.ReviewApproved, "approved by the user")
 		}
 	}
+	closed := d.s.entry(id) >= 0
 	if i := d.s.entry(id); i >= 0 {
 		tool := d.s.Entries[i].Activity
 		switch sig.Status {
@@ -798,6 +836,9 @@ func (d *decider) toolResult(sig events.Sig) {
 	if sig.Status != events.OutcomeBackground && sig.Task != "" {
 		// The result of a subagent the session ran: its work is over.
 		d.closeWork(sig.Task, events.OutcomeOK)
+	}
+	if d.late || !closed && !d.s.TurnOpen {
+		return // a result of a call already settled
 	}
 	if d.s.Phase == events.PhaseWaiting {
 		if len(d.s.OpenReviews) > 0 || d.waitsOnQuestion() {

@@ -129,10 +129,12 @@ func Evolve(s State, e events.Envelope) State {
 	case events.SessionTurnStarted:
 		s.Turns = d.Turn
 		s.TurnOpen = true
+		s.TurnStartedAt = e.At
 		s.PromptID = d.PromptID
 		s.Released = false
 	case events.SessionTurnEnded:
 		s.TurnOpen = false
+		s.TurnEndedAt, s.TurnEndedBy = e.At, causeOf(e).Kind
 		if d.Outcome == TurnReleased {
 			s.Released = true
 		}
@@ -142,6 +144,9 @@ func Evolve(s State, e events.Envelope) State {
 		s.Since = e.At
 		s.WaitingOn = ""
 		s.EndReason = d.Reason
+		if s.TurnOpen {
+			s.TurnEndedAt, s.TurnEndedBy = e.At, causeOf(e).Kind
+		}
 		s.TurnOpen = false
 	case events.ReviewRequested:
 		s.OpenReviews = append(slices.Clip(s.OpenReviews), d.ReviewID)

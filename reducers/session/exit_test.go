@@ -1,8 +1,12 @@
 package session_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -241,3 +245,61 @@ func TestEvolve_UpdatedNotBeforeStarted(t *testing.T) {
 }
 
 func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
+
+// TestDecide_LateReports: a transcript read after the Stop hook of its
+// turn reopens nothing but keeps the question cue; a prompt hook read
+// after the transcript ended its turn starts no turn.
+func TestDecide_LateReports(t *testing.T) {
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	run := func(steps []lateStep) session.State {
+		reg := events.NewRegistry()
+		s := session.Init(agg)
+		for i, st := range steps {
+			o := events.Observation{Key: fmt.Sprintf("h%d", i), Parser: "test/1", Kind: "hook", Signals: st.sigs}
+			var p events.Payload = events.ClaudeHookObserved{Observation: o}
+			if st.line > 0 {
+				o.Key, o.Line, o.Path = fmt.Sprintf("line:%d", st.line), st.line, "/p/s1.jsonl"
+				p = events.ClaudeLineObserved{Observation: o}
+			}
+			e := reg.New(p)
+			e.ID, e.Agg, e.At = ulid.MustNew(ulid.Timestamp(at(st.ms)), strings.NewReader(fmt.Sprintf("%016d", i))), agg, at(st.ms)
+			decs, err := session.Decide(s, session.Observe{Obs: e})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Ver = s.Ver + 1
+			s = session.Evolve(s, e)
+			for _, d := range decs {
+				d.Ver = s.Ver + 1
+				s = session.Evolve(s, d)
+			}
+		}
+		return s
+	}
+	prompt := events.Sig{Kind: events.SigPrompt, ID: "p1"}
+	stop := events.Sig{Kind: events.SigTurnEnd, Name: "Stop"}
+	s := run([]lateStep{
+		{ms: 1, sigs: []events.Sig{prompt}},
+		{ms: 9, sigs: []events.Sig{stop}},
+		{ms: 0, line: 1, sigs: []events.Sig{prompt}},
+		{ms: 3, line: 2, sigs: []events.Sig{{Kind: events.SigToolUse, ID: "t1", Name: "Bash"}}},
+		{ms: 8, line: 3, sigs: []events.Sig{{Kind: events.SigText, Text: "Shall I?"}, {Kind: events.SigTurnEnd, Name: "end_turn"}}},
+	})
+	if s.Phase != events.PhaseWaiting || s.Activity != "question" || len(s.Entries) != 0 || s.Turns != 1 {
+		t.Errorf("late transcript: %s/%s entries %v turns %d; want waiting/question, none, 1", s.Phase, s.Activity, s.Entries, s.Turns)
+	}
+	s = run([]lateStep{
+		{ms: 0, line: 1, sigs: []events.Sig{{Kind: events.SigPrompt}}},
+		{ms: 5, line: 2, sigs: []events.Sig{{Kind: events.SigInterrupt}}},
+		{ms: 1, sigs: []events.Sig{{Kind: events.SigPrompt}}},
+	})
+	if s.Phase != events.PhaseReady || s.Turns != 1 {
+		t.Errorf("late prompt hook: %s turns %d; want ready, 1", s.Phase, s.Turns)
+	}
+}
+
+type lateStep struct {
+	ms   int
+	line int
+	sigs []events.Sig
+}

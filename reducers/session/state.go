@@ -61,7 +61,10 @@ type State struct {
 	ModeRevision   int            `json:"mode_revision"`
 	Turns          int            `json:"turns"`
 	TurnOpen       bool           `json:"turn_open"`
-	Released       bool           `json:"released,omitempty"` // a subagent whose parent took its result; cleared by its next turn
+	TurnStartedAt  time.Time      `json:"turn_started_at,omitzero"` // when the last turn started
+	TurnEndedAt    time.Time      `json:"turn_ended_at,omitzero"`   // when the last turn ended
+	TurnEndedBy    string         `json:"turn_ended_by,omitempty"`  // the kind of source that ended it: "hook", "transcript", …
+	Released       bool           `json:"released,omitempty"`       // a subagent whose parent took its result; cleared by its next turn
 	ToolCalls      int            `json:"tool_calls"`
 	Abandoned      int            `json:"abandoned"`
 	Observations   int            `json:"observations"`
