@@ -232,7 +232,10 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 	// Hooks arrive in the order they ran, transcript lines in file order,
 	// but the two sources reach Logbook in any order: a report from one
 	// source made before the other source ended the turn is late.
-	d.late = s.TurnEndedBy != "" && s.TurnEndedBy != kind && !s.TurnOpen && !c.Obs.At.After(s.TurnEndedAt)
+	// Only the agent's own sources count: a turn ended by Logbook (a
+	// stale mark, a request) is not a report the agent made.
+	d.late = (s.TurnEndedBy == "hook" || s.TurnEndedBy == "transcript") && s.TurnEndedBy != kind &&
+		!s.TurnOpen && !c.Obs.At.After(s.TurnEndedAt)
 	for _, sig := range o.Signals {
 		if sig.Kind == events.SigQuestion && sig.ID != "" {
 			d.blocking = append(d.blocking, sig.ID)

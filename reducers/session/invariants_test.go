@@ -161,7 +161,7 @@ type folder struct {
 	n     int
 	lines int
 	obs   map[string]bool // ids of stored observations
-	keys  []string        // hook keys delivered, for redelivery
+	sent  []report        // hooks delivered, for redelivery
 }
 
 func (f *folder) deliver(r report) {
@@ -172,7 +172,7 @@ func (f *folder) deliver(r report) {
 		o.Key, o.Line, o.Path, o.Kind = "line:"+strconv.Itoa(f.lines), f.lines, "/p/s1.jsonl", "assistant"
 		p = events.ClaudeLineObserved{Observation: o}
 	} else {
-		f.keys = append(f.keys, r.key)
+		f.sent = append(f.sent, r)
 	}
 	f.observe(p, r.at)
 }
@@ -283,10 +283,10 @@ func TestInvariants(t *testing.T) {
 				}
 				switch rapid.IntRange(0, 9).Draw(t, "dup") {
 				case 0: // a hook delivered again
-					if len(f.keys) > 0 {
-						key := rapid.SampledFrom(f.keys).Draw(t, "dupKey")
-						o := events.Observation{Key: key, Parser: "test/1", Kind: "hook", Signals: []events.Sig{{Kind: events.SigTurnEnd}}}
-						f.observe(events.ClaudeHookObserved{Observation: o}, ts.hooks[max(hi-1, 0)].at)
+					if len(f.sent) > 0 {
+						r := f.sent[rapid.IntRange(0, len(f.sent)-1).Draw(t, "dupHook")]
+						o := events.Observation{Key: r.key, Parser: "test/1", Kind: "hook", Signals: r.sigs, Meta: events.Meta{SessionID: "s1"}}
+						f.observe(events.ClaudeHookObserved{Observation: o}, r.at)
 					}
 				case 1: // a transcript line read again
 					if f.lines > 0 {
