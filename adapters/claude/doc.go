@@ -25,9 +25,11 @@
 // returned, without signals from that part, and says what it could not use
 // in Observation.Problems.
 //
-// Before an observation leaves the package, Raw, every Sig.Text and every
-// Meta string pass through a Redactor (secret shapes are replaced with
-// [REDACTED:<rule>]) and Raw is cut to Config.MaxRaw bytes.
+// Before an observation leaves the package, Raw, its Key, every Sig text,
+// id and name and every Meta string pass through a Redactor (package
+// redact: secret shapes are replaced with [REDACTED:<rule>]; Raw, being
+// JSON, over the decoded text of its strings) and Raw is cut to
+// Config.MaxRaw bytes.
 //
 // The signals each input yields are listed in the doc comments of
 // ParseLine and ParseHook.
