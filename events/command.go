@@ -5,8 +5,9 @@ package events
 // id is a ULID string chosen by the requester, so a retried request names
 // the same command. Its lifecycle is
 //
-//	requested → started → exited | abandoned
+//	requested → started → running → exited | abandoned
 //	requested → refused | evicted
+//	started → refused | abandoned (the process never started, or its worker died first)
 //
 // with command.backgrounded, command.stdin_written and
 // command.stop_requested along the way, and command.evicted also on a
@@ -47,19 +48,49 @@ type CommandRequested struct {
 // EventType implements Payload.
 func (CommandRequested) EventType() string { return "command.requested" }
 
-// CommandStarted records that a worker started the process of a requested
-// command. It is appended with optimistic concurrency on the command's
-// subject, so when several workers race for one request exactly one
-// start lands; the others' appends conflict and they drop the command.
-// It is a transition and needs a complete cause.
+// CommandStarted records that a worker took a requested command and is
+// about to start its process. It is appended with optimistic concurrency
+// on the command's subject before the process exists, so when several
+// workers race for one request exactly one start lands and only that
+// worker starts a process; the others' appends conflict and they drop
+// the command. The process's id follows in CommandRunning. It is a
+// transition and needs a complete cause.
 type CommandStarted struct {
 	Worker string `json:"worker"` // the worker's id, unique among live workers
 	Host   string `json:"host"`   // the host the worker runs on
-	Pid    int    `json:"pid"`    // process id on Host of the started process (bubblewrap in restricted modes); it leads the command's process group
+	// Pid is set only in logs written before CommandRunning existed, when
+	// the process was started before this event was appended: the process
+	// id on Host (bubblewrap in restricted modes), leading the command's
+	// process group. Now 0 and left out.
+	Pid int `json:"pid,omitempty"`
 }
 
 // EventType implements Payload.
 func (CommandStarted) EventType() string { return "command.started" }
+
+// CommandRunning records that the worker whose CommandStarted landed has
+// started the command's process, and how to find that process again on
+// Host: its pid, which leads the command's process group and session,
+// its start time and the host's boot id, which together tell it from a
+// later process that got the same pid, and the cgroup that holds the
+// whole tree where the worker placed it in one. A worker that finds the
+// command's worker dead on the same host kills the tree these name
+// before it records the abandonment. It needs a complete cause.
+type CommandRunning struct {
+	Pid int `json:"pid"` // process id on the worker's host (bubblewrap in restricted modes), > 0
+	// ProcStart is the process's start time in clock ticks after boot
+	// (field 22 of /proc/<pid>/stat); 0 when unknown.
+	ProcStart uint64 `json:"proc_start,omitempty"`
+	// Boot is the host's boot id (/proc/sys/kernel/random/boot_id); ""
+	// when unknown.
+	Boot string `json:"boot,omitempty"`
+	// Cgroup is the path of the cgroup v2 directory that holds the
+	// command's whole tree, "" when it runs in none.
+	Cgroup string `json:"cgroup,omitempty"`
+}
+
+// EventType implements Payload.
+func (CommandRunning) EventType() string { return "command.running" }
 
 // CommandBackgrounded records that the requester's wait expired before the
 // command exited. The command goes on; only the requester stopped waiting.
@@ -117,6 +148,11 @@ type CommandExited struct {
 	// 4294967296 B (cgroup1), /tmp 1073741824 B"; "" in events from
 	// before it was recorded.
 	Limits string `json:"limits,omitempty"`
+	// Lingering is set when, after the process exited and its group was
+	// killed, a descendant outside the group still held its output open:
+	// output after that point was not read, and the worker killed every
+	// descendant it could still find (see the worker's stop).
+	Lingering bool `json:"lingering,omitempty"`
 }
 
 // EventType implements Payload.
@@ -148,8 +184,10 @@ func (CommandEvicted) EventType() string { return "command.evicted" }
 
 // CommandRefused records that a requested command will never run: a
 // restricted mode without bubblewrap, a spec the worker cannot run (a
-// missing workspace, a cwd outside it, an argv[0] not found), or a stop
-// before it started. Terminal; it needs a complete cause.
+// missing workspace, a cwd outside it, an argv[0] not found), a session
+// that has ended, or a stop before it started. It also ends a started
+// command whose process could not be started (no CommandRunning).
+// Terminal; it needs a complete cause.
 type CommandRefused struct {
 	Reason string `json:"reason"` // readable: what is wrong and what to do about it
 }
@@ -158,11 +196,12 @@ type CommandRefused struct {
 func (CommandRefused) EventType() string { return "command.refused" }
 
 // registerCommand adds the command aggregate's types. Lifecycle moves
-// (started, stop_requested, exited, abandoned, evicted, refused) need a
+// (started, running, stop_requested, exited, abandoned, evicted, refused) need a
 // complete cause; the request and the reports along the way do not.
 func registerCommand(r *Registry) {
 	r.Register(CommandRequested{}, 1, false)
 	r.Register(CommandStarted{}, 1, true)
+	r.Register(CommandRunning{}, 1, true)
 	r.Register(CommandBackgrounded{}, 1, false)
 	r.Register(CommandStdinWritten{}, 1, false)
 	r.Register(CommandStopRequested{}, 1, true)

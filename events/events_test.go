@@ -68,6 +68,7 @@ func samples() []events.Payload {
 		events.TickObserved{Observation: tick},
 		events.CommandRequested{Session: "s1", Argv: []string{"go", "test", "./..."}, Cwd: "internal", Workspace: "/home/user/project", Mode: events.ModeWorkspaceWrite, TTY: true, Env: []string{"PATH=/usr/bin:/bin", "GITHUB_TOKEN=[REDACTED]"}, WaitMS: 30000, RequestedBy: "claude-code"},
 		events.CommandStarted{Worker: "w1", Host: "build-3", Pid: 4242},
+		events.CommandRunning{Pid: 4242, ProcStart: 123456789, Boot: "0f4c9a2e-6b1d-4c3e-9a8b-7d6e5f4a3b2c", Cgroup: "/sys/fs/cgroup/logbook/01JDQ7Z8V6T8Q2W3E4R5T6Y7C1"},
 		events.CommandBackgrounded{AfterMS: 30000},
 		events.CommandStdinWritten{Bytes: 6, SHA256: strings.Repeat("cd", 32)},
 		events.CommandStopRequested{By: "alice", Reason: "user"},

@@ -22,7 +22,7 @@ const (
 	CommandSessionPrefix = "commands-by-session/"
 )
 
-// CommandView is the "commands" view, schema version 1: one row per
+// CommandView is the "commands" view, schema version 2: one row per
 // command aggregate holding the JSON of its reducers/command.State, kept
 // by loading the row, folding the record with command.Evolve and storing
 // it, plus the session index. Events of other aggregate kinds are ignored;
@@ -41,7 +41,7 @@ func (CommandView) Name() string { return "commands" }
 
 // Version implements View. Bump it when command.State's JSON or the
 // view's keys change.
-func (CommandView) Version() int { return 1 }
+func (CommandView) Version() int { return 2 } // 2: the process fields of command.running, lingering
 
 // Apply implements View.
 func (CommandView) Apply(tx *Tx, r events.Record) error {

@@ -99,7 +99,12 @@ func describeCommand(it *Item, p events.Payload) {
 	case events.CommandStarted:
 		kv.add("worker", d.Worker)
 		kv.add("host", d.Host)
+		if d.Pid > 0 {
+			kv.add("pid", strconv.Itoa(d.Pid))
+		}
+	case events.CommandRunning:
 		kv.add("pid", strconv.Itoa(d.Pid))
+		kv.add("cgroup", d.Cgroup)
 	case events.CommandBackgrounded:
 		kv.add("after_ms", strconv.FormatInt(d.AfterMS, 10))
 	case events.CommandStdinWritten:
@@ -116,6 +121,9 @@ func describeCommand(it *Item, p events.Payload) {
 		}
 		kv.add("duration_ms", strconv.FormatInt(d.DurationMS, 10))
 		kv.add("output_bytes", strconv.FormatInt(d.OutputBytes, 10))
+		if d.Lingering {
+			kv.add("lingering", "true")
+		}
 	case events.CommandAbandoned:
 		kv.add("reason", d.Reason)
 		kv.add("worker", d.Worker)

@@ -98,9 +98,10 @@
 //   - a repository created during the command below the top level (a new
 //     sub/.git) is writable; only names that exist at the start, and
 //     missing top-level ones, are protected;
-//   - in FullAccess, nothing: in particular a descendant that leaves the
-//     process group (setsid, a daemon, a job-control shell's jobs) survives
-//     Stop and the command's exit. Wait does not hang on it (see
+//   - in FullAccess, nothing: a descendant that leaves the process group
+//     and the session (setsid, a daemon) is stopped by Stop only if it is
+//     still a descendant of the leader when Stop is called, and survives
+//     the command's own exit. Wait does not hang on it (see
 //     Result.Lingering), but it keeps running.
 //
 // bwrap's --new-session is not used: it would take the pseudo-terminal
@@ -125,6 +126,17 @@
 // sends SIGTERM to the group, then SIGKILL to the group Grace later. In the
 // restricted modes SIGTERM goes to every member but bubblewrap itself, which
 // would otherwise die at once and take the command with it, so the command
-// gets its full Grace. When the group leader exits on its own, whatever is
-// left of its group is killed.
+// gets its full Grace. In FullAccess Stop also takes hold of the leader's
+// whole tree first (every descendant by parent links, and the session's
+// members), each by a pidfd, and signals it with the group, so a
+// descendant that called setsid goes too. When the group leader exits on
+// its own, whatever is left of its group and session is killed.
+//
+// Every command's leader gets SIGKILL as its parent-death signal: when the
+// worker's process dies (SIGKILL included), the leader dies with it (and
+// bubblewrap's --die-with-parent takes a restricted command's namespace).
+// What the leader started in its group and session may outlive it; a
+// worker that later finds the dead worker's command on the same host kills
+// that rest with KillTree, from the pid, start time and boot id recorded
+// when the command started.
 package sandbox

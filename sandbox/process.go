@@ -106,6 +106,7 @@ type output struct {
 type Process struct {
 	name       string // argv[0], for messages
 	pid        int
+	procStart  uint64 // the leader's start time, clock ticks after boot; 0 if unknown
 	grace      time.Duration
 	restricted bool
 	tty        bool
@@ -126,6 +127,7 @@ type Process struct {
 	stopping   bool        // Stop was called
 	leaderGone bool        // the leader exited: no more signals to its group
 	killTimer  *time.Timer // SIGKILL after grace; nil until Stop
+	tree       []member    // FullAccess: the tree held by Stop, killed with the group
 
 	exited chan struct{} // closed once the leader has been reaped
 	done   chan struct{} // closed once res and err are final
@@ -197,7 +199,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 			return nil, fmt.Errorf("start %q: %w", pl.name, err)
 		}
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true} // Ctty 0: stdin
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Pdeathsig: syscall.SIGKILL} // Ctty 0: stdin
 		child = []*os.File{slave}
 		p.stdin = master
 		p.outputs = []output{{PTY, master}}
@@ -210,7 +212,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 			}
 		}
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = f[0], f[3], f[5]
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 		child = []*os.File{f[0], f[3], f[5]}
 		p.stdin = f[1]
 		p.outputs = []output{{Stdout, f[2]}, {Stderr, f[4]}}
@@ -244,7 +246,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 		return nil, fmt.Errorf("start %q: %w", pl.name, err)
 	}
 	p.start = time.Now()
-	err = cmd.Start()
+	err = startUnlocked(cmd)
 	closeAll(child...)
 	if err != nil {
 		p.closeFiles()
@@ -255,6 +257,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 		return nil, fmt.Errorf("start %q: %w", pl.name, err)
 	}
 	p.pid = cmd.Process.Pid
+	p.procStart, _ = ProcStart(p.pid)
 	if pl.restricted {
 		if err := p.release(block, pl.procs); err != nil {
 			// Never run without the limits: bwrap and its sandbox die
@@ -357,6 +360,25 @@ func openPTY() (master, slave *os.File, err error) {
 // ids inside its PID namespace).
 func (p *Process) Pid() int { return p.pid }
 
+// ProcStart returns the leader's start time in clock ticks after boot, as
+// the package function ProcStart reads it right after the start; 0 if it
+// could not be read. With Pid and BootID it names the process for
+// KillTree.
+func (p *Process) ProcStart() uint64 { return p.procStart }
+
+// startUnlocked starts cmd from a goroutine of its own. The parent-death
+// signal (and bubblewrap's --die-with-parent) fire when the OS thread that
+// forked the command exits, not the process; Go ends a thread only when a
+// goroutine locked to it (runtime.LockOSThread) exits, and a fresh
+// goroutine never runs on a thread locked by another. So the command dies
+// with the worker's process and never earlier, whatever the caller's
+// thread does.
+func startUnlocked(cmd *exec.Cmd) error {
+	errc := make(chan error, 1)
+	go func() { errc <- cmd.Start() }()
+	return <-errc
+}
+
 // WriteStdin writes b to the command's standard input and returns how many
 // bytes were written. It blocks while the pipe or terminal buffer is full.
 // Under a TTY the terminal echoes the input into the PTY stream, and a lone
@@ -420,18 +442,38 @@ func (p *Process) Stop() {
 			_ = unix.Kill(-p.pid, unix.SIGTERM)
 		}
 	} else {
+		// The whole tree, taken while the leader lives: a descendant that
+		// left the group (setsid) is found by its parent link, which the
+		// leader's exit would cut.
+		p.tree = holdTree(p.pid, p.procStart)
 		_ = unix.Kill(-p.pid, unix.SIGTERM)
+		signalTree(p.tree, unix.SIGTERM)
 	}
 	p.killTimer = time.AfterFunc(p.grace, p.kill)
 }
 
-// kill sends SIGKILL to the process group unless the leader is gone.
+// kill sends SIGKILL to the process group and the tree Stop held unless
+// the leader is gone.
 func (p *Process) kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.leaderGone {
-		_ = unix.Kill(-p.pid, unix.SIGKILL)
+		p.killTreeLocked()
 	}
+}
+
+// killTreeLocked sends SIGKILL to the process group, to the tree Stop
+// held, and in FullAccess to the tree as it is now (members forked since
+// Stop). p.mu is held.
+func (p *Process) killTreeLocked() {
+	_ = unix.Kill(-p.pid, unix.SIGKILL)
+	if p.restricted {
+		return
+	}
+	signalTree(p.tree, unix.SIGKILL)
+	now := holdTree(p.pid, p.procStart)
+	signalTree(now, unix.SIGKILL)
+	releaseTree(now)
 }
 
 // Wait blocks until the process has exited and all its output has been
@@ -464,14 +506,17 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult) {
 	duration := time.Since(p.start)
 	p.mu.Lock()
 	if werr == nil {
-		// The leader is a zombie, so its group id cannot be in use by
-		// anyone else: kill what is left of the group.
-		_ = unix.Kill(-p.pid, unix.SIGKILL)
+		// The leader is a zombie, so its group and session ids cannot be
+		// in use by anyone else: kill what is left of the group, of the
+		// session, and of the tree Stop held.
+		p.killTreeLocked()
 	}
 	if p.cg != nil {
 		// And what left the group, where a cgroup holds the whole tree.
 		p.cg.kill()
 	}
+	releaseTree(p.tree)
+	p.tree = nil
 	p.leaderGone = true
 	res := Result{Stopped: p.stopping, Duration: duration}
 	if p.killTimer != nil {

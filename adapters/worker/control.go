@@ -17,6 +17,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/sandbox"
 )
 
 // Reasons of command.abandoned appended by workers.
@@ -131,7 +132,7 @@ func (w *Worker) beat(ctx context.Context) error {
 // abandoned.
 func (w *Worker) control(ctx context.Context) error {
 	cons, err := w.js.OrderedConsumer(ctx, natslog.StreamName, jetstream.OrderedConsumerConfig{
-		FilterSubjects:   []string{CommandFilter},
+		FilterSubjects:   []string{CommandFilter, SessionFilter},
 		DeliverPolicy:    jetstream.DeliverAllPolicy,
 		MaxResetAttempts: natslog.ResetAttempts,
 	})
@@ -168,9 +169,12 @@ func (w *Worker) control(ctx context.Context) error {
 			w.log.Warn("control feed", "err", err)
 			continue
 		}
-		e, err := w.cfg.Reg.Decode(msg.Data())
-		if err != nil {
+		if strings.HasPrefix(msg.Subject(), sessionPrefix) && msg.Headers().Get(natslog.HeaderType) != sessionEnded {
+			// Of a session's events only its end matters here.
+		} else if e, err := w.cfg.Reg.Decode(msg.Data()); err != nil {
 			w.log.Warn("control feed: undecodable event", "subject", msg.Subject(), "err", err)
+		} else if e.Agg.Kind == events.KindSession {
+			w.sessionEnded(ctx, e)
 		} else {
 			w.observe(e)
 		}
@@ -191,6 +195,47 @@ func (w *Worker) setCaughtUp() {
 	}
 }
 
+// Session events on the control feed.
+const (
+	// SessionFilter is the subject filter of session events, which the
+	// control feed follows for session.ended.
+	SessionFilter = events.SubjectEvents + "." + events.KindSession + ".>"
+	sessionPrefix = events.SubjectEvents + "." + events.KindSession + "."
+	sessionEnded  = "session.ended"
+)
+
+// sessionEnded appends the stop that the end of a session asks of each of
+// its commands that has not ended (command.StopForSessionEnd), with the
+// end as its cause; the worker running each then stops it (the stop comes
+// back on the control feed). Every worker does this for every end it
+// reads, from the start of the log: the first stop of a command lands and
+// the others are rejected, and after a crash between the end and the
+// stops the next worker to read the log appends them. Commands requested
+// after the end are refused when a worker takes them (see start).
+func (w *Worker) sessionEnded(ctx context.Context, end events.Envelope) {
+	w.mu.Lock()
+	var ids []string
+	for id, t := range w.open {
+		if t.session == end.Agg.ID {
+			ids = append(ids, id)
+		}
+	}
+	w.mu.Unlock()
+	for _, id := range ids {
+		agg := events.Aggregate{Kind: events.KindCommand, ID: id}
+		_, _, err := w.cmds.Execute(ctx, agg, func(s command.State) (events.Decision, error) {
+			stop, due := command.StopForSessionEnd(s, end)
+			if !due {
+				return nil, nil
+			}
+			return command.Decide(s, stop)
+		})
+		if err != nil && !errors.Is(err, events.ErrRejected) && ctx.Err() == nil {
+			w.log.Warn("stop for the session's end", "command", id, "session", end.Agg.ID, "err", err)
+		}
+	}
+}
+
 // observe folds one command event into the open set and acts on the
 // commands this worker runs.
 func (w *Worker) observe(e events.Envelope) {
@@ -203,7 +248,11 @@ func (w *Worker) observe(e events.Envelope) {
 		w.open[id] = &tracked{session: d.Session}
 	case events.CommandStarted:
 		if t != nil {
-			t.started, t.worker = true, d.Worker
+			t.started, t.worker, t.host, t.pid = true, d.Worker, d.Host, d.Pid
+		}
+	case events.CommandRunning:
+		if t != nil {
+			t.pid, t.procStart, t.boot, t.cgroup = d.Pid, d.ProcStart, d.Boot, d.Cgroup
 		}
 	case events.CommandEvicted:
 		if t != nil && !t.started {
@@ -233,27 +282,30 @@ func (w *Worker) reap(ctx context.Context) {
 	if time.Since(time.Unix(0, w.lastBeat.Load())) > w.lapse/2 {
 		return
 	}
-	type victim struct{ id, session, worker string }
+	type victim struct {
+		id string
+		t  tracked
+	}
 	var cands []victim
 	w.mu.Lock()
 	for id, t := range w.open {
 		if t.started && t.worker != w.id.ID {
-			cands = append(cands, victim{id, t.session, t.worker})
+			cands = append(cands, victim{id, *t})
 		}
 	}
 	w.mu.Unlock()
 	verdicts := map[string]string{} // worker → reason it is dead, "" alive
 	for _, v := range cands {
-		reason, ok := verdicts[v.worker]
+		reason, ok := verdicts[v.t.worker]
 		if !ok {
-			dead, why := w.judge(ctx, v.worker, false)
+			dead, why := w.judge(ctx, v.t.worker, false)
 			if dead {
 				reason = why
 			}
-			verdicts[v.worker] = reason
+			verdicts[v.t.worker] = reason
 		}
 		if reason != "" {
-			w.abandon(ctx, v.id, v.session, v.worker, reason)
+			w.abandon(ctx, v.id, v.t, reason)
 		}
 	}
 	// Forget the lapses of workers no open command names any more.
@@ -306,9 +358,22 @@ func (w *Worker) judge(ctx context.Context, worker string, now bool) (bool, stri
 	return false, ""
 }
 
-// abandon appends command.abandoned for command id, started by the dead
-// worker, and detaches it from its session.
-func (w *Worker) abandon(ctx context.Context, id, sessionID, worker, reason string) {
+// abandon kills what is left of command id's tree when it ran on this
+// host, then appends command.abandoned for it, started by the dead worker
+// t.worker, and detaches it from its session. The kill comes first, so
+// the log never says abandoned while a tree this worker could have
+// killed still runs.
+func (w *Worker) abandon(ctx context.Context, id string, t tracked, reason string) {
+	sessionID, worker := t.session, t.worker
+	if t.host == w.id.Host && t.pid > 0 {
+		killed, err := killTree(t)
+		switch {
+		case err != nil:
+			w.log.Warn("kill the dead worker's command", "command", id, "pid", t.pid, "err", err)
+		case killed > 0:
+			w.log.Warn("killed the dead worker's command", "command", id, "pid", t.pid, "processes", killed)
+		}
+	}
 	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
 	cause := events.Cause{Kind: "worker", Event: "worker.dead", Detail: reason + ", judged by " + w.id.ID, Ref: worker}
 	abandonID := w.cfg.IDs()
@@ -328,4 +393,22 @@ func (w *Worker) abandon(ctx context.Context, id, sessionID, worker, reason stri
 	}
 	w.log.Warn("abandoned", "command", id, "worker", worker, "reason", reason)
 	w.detach(ctx, id, sessionID, "abandoned: "+reason, events.Cause{Kind: "worker", Event: "command.abandoned", Detail: id, Ref: abandonID.String()})
+}
+
+// killTree kills the process tree of a command that a dead worker ran on
+// this host: the cgroup recorded for it when it has one (the whole tree,
+// whatever it did), else the tree sandbox.KillTree finds from the
+// recorded pid, start time and boot id (nothing if the pid was
+// recycled or the host has booted since). It returns how many processes
+// it signalled.
+func killTree(t tracked) (int, error) {
+	if t.cgroup != "" {
+		if n, err := sandbox.KillCgroup(t.cgroup); err == nil {
+			return n, nil
+		}
+	}
+	if t.procStart == 0 {
+		return 0, nil // an old record without a start time: the pid alone proves nothing
+	}
+	return sandbox.KillTree(t.pid, t.procStart, t.boot)
 }

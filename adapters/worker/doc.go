@@ -20,29 +20,37 @@
 //     with a compare-and-set on the key's revision;
 //  2. loads the command and drops the request unless it is still
 //     requested (a redelivery, a stop, an eviction);
-//  3. starts the process (sandbox.Start) and appends command.started with
-//     the process id, decided on the state it loaded and appended with
-//     that state's last sequence as the expected one (a conflict reloads
-//     and decides again, as events.Executor does);
-//  4. acks the request once command.started or command.refused is stored.
+//  3. appends command.started, decided on the state it loaded and
+//     appended with that state's last sequence as the expected one (a
+//     conflict reloads and decides again, as events.Executor does); a
+//     worker whose start is rejected drops the request, having started
+//     nothing;
+//  4. attaches the command to its session, then starts the process
+//     (sandbox.Start) and appends command.running with the process id,
+//     its start time, the boot id and its cgroup;
+//  5. acks the request once command.started or command.refused is stored.
 //
 // Claims and heartbeats live in memory storage: each is worth only its
-// TTL, and a server restart that loses them is harmless (a claim matters
-// only while its worker starts the command, and the liveness check waits
-// out a missing heartbeat).
+// TTL, and a server restart that loses them is harmless.
 //
-// The claim is what keeps a second worker from starting a process at all:
-// command.started must carry the process id, which exists only once the
-// process does, so the optimistic check alone would let two racing
-// workers both start one and kill the loser's afterwards. The check still
+// The claim is a hint that spares a second worker the work of racing; it
+// is not the guarantee. Heartbeats come late under load, so two workers
+// may each judge the other's claim dead and both take it over. What
+// guarantees one process is the order of step 3 and 4: a process starts
+// only after its worker's command.started has won the optimistic check on
+// the command's subject, so the loser has nothing to stop. The same check
 // orders the start against a stop, an eviction or a refusal appended
-// meanwhile: then the start is rejected, the process is stopped before any
-// of its output is stored, and the request is dropped.
+// meanwhile. A winner that cannot start the process (no boundary, no such
+// program, a stop that came first, a session that has ended) refuses its
+// own command (command.refused after command.started, allowed until
+// command.running); a winner that dies before command.running is
+// abandoned like any other, and its process, if it had one, died with it
+// (see below).
 //
-// On start the worker also attaches the command to its session
-// (reducers/session Attach, entry "cmd-<id>", activity
-// "command:<base of argv[0]>"), so a live background command keeps the
-// session working; on the end it detaches it. A restricted command that
+// Before the process starts the worker attaches the command to its
+// session (reducers/session Attach, entry "cmd-<id>", activity
+// "command:<base of argv[0]>"), so the session is working whenever the
+// process runs; after the exit is recorded it detaches it. A restricted command that
 // cannot get its boundary (no bubblewrap) is refused with the sandbox's
 // reason; it never runs unconfined.
 //
@@ -71,6 +79,21 @@
 // a command it runs gets command.stop_requested (which an eviction of a
 // started command also appends) or command.abandoned.
 //
+// # A session's end
+//
+// The control feed also reads every session.ended (the Lb-Type header
+// picks them out; other session events are not decoded). For each of the
+// session's commands that has not ended the worker appends the stop
+// command.StopForSessionEnd decides: command.stop_requested by "session
+// <id>", reason "session_ended", its cause a reference to the end event.
+// The running worker then stops the whole tree like any stop. Every
+// worker does this for every end, from the start of the log, so the
+// decision is replayed rather than remembered: the first stop lands and
+// the others are rejected, and after a crash between the end and the
+// stops, the next worker to start appends them. A command requested after
+// the end is refused when a worker takes it. Cancelling a turn is not an
+// end and stops nothing.
+//
 // # Stdin
 //
 // Bytes for a command's stdin never enter the log (see
@@ -97,6 +120,20 @@
 // when it got the same pid. Several workers may notice one death; the
 // first abandonment lands and the others are rejected. Output stored
 // before the death stays on lb.out; nothing is published again.
+//
+// A dead worker's processes die too. Every command's leader gets SIGKILL
+// as its parent-death signal, so it dies with its worker's process (and
+// bubblewrap takes a restricted command's namespace with it). What the
+// leader started may outlive it; so a worker that abandons a command that
+// ran on its own host first kills what is left of its tree — the cgroup
+// recorded in command.running if there is one, else the leader's session
+// and group and their descendants, found by the recorded pid and checked
+// against the recorded start time and boot id, so a recycled pid is never
+// signalled (sandbox.KillTree) — and only then appends command.abandoned.
+// A process that left the session and the group (setsid) before its
+// leader died is beyond that reach without a cgroup. A worker on another
+// host cannot kill anything: when it abandons a command, only the
+// parent-death signal has acted on the command's own host.
 //
 // Package worker is Linux-only in practice: the boundary is bubblewrap
 // and liveness reads /proc.

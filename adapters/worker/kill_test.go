@@ -132,7 +132,7 @@ func TestWorker_KilledWorker(t *testing.T) {
 		msgIDs[mid] = true
 	}
 	e.waitFor("detach", func() bool { return len(e.sessionState().Entries) == 0 })
-	want2 := []string{"command.requested", "command.started", "command.abandoned"}
+	want2 := []string{"command.requested", "command.started", "command.running", "command.abandoned"}
 	if got := e.types(id); strings.Join(got, " ") != strings.Join(want2, " ") {
 		t.Errorf("events %v, want %v", got, want2)
 	}

@@ -69,6 +69,13 @@ func (j *job) setProcess(p *sandbox.Process) {
 	}
 }
 
+// stopWanted reports whether a stop arrived before the process started.
+func (j *job) stopWanted() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stopWant
+}
+
 // stop stops the process, now or as soon as it is known.
 func (j *job) stop() {
 	j.mu.Lock()
@@ -235,8 +242,9 @@ func refusal(err error) string {
 	return "cannot start: " + err.Error()
 }
 
-// start starts st's process and appends command.started; see the package
-// documentation for the race it settles.
+// start appends command.started for st and, once it has landed, starts
+// the process and appends command.running; see the package documentation
+// for the race it settles.
 func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint64, spec sandbox.Spec) (verdict, error) {
 	j := &job{
 		id: st.ID, session: st.Session, entry: EntryID(st.ID), started: w.cfg.IDs(),
@@ -245,6 +253,10 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	j.maxOut = w.maxOutput()
 	j.red = newOutRedactor(j.queue)
 	w.mu.Lock()
+	if w.running[j.id] != nil {
+		w.mu.Unlock()
+		return verdictLater, nil // a second delivery while the first is being started
+	}
 	w.running[j.id] = j
 	w.mu.Unlock()
 	forget := func() {
@@ -253,20 +265,13 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 		w.mu.Unlock()
 	}
 
-	p, err := sandbox.Start(procCtx, spec, func(c sandbox.Chunk) { w.emit(j, c) })
-	if err != nil {
-		forget()
-		return verdictDone, w.refuse(ctx, st.ID, refusal(err), "sandbox.start")
-	}
-	j.setProcess(p)
-
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultAppendTimeout)
 	defer cancel()
 	agg := events.Aggregate{Kind: events.KindCommand, ID: st.ID}
 	cause := events.Cause{Kind: "worker", Event: "command.requested", Detail: w.id.ID, Ref: st.ID}
 	at := w.now()
 	decide := func(s command.State) (events.Decision, error) {
-		evs, err := command.Decide(s, command.Start{Worker: w.id.ID, Host: w.id.Host, Pid: p.Pid(), At: at, Cause: cause})
+		evs, err := command.Decide(s, command.Start{Worker: w.id.ID, Host: w.id.Host, At: at, Cause: cause})
 		if err == nil {
 			evs[0].ID = j.started
 		}
@@ -280,17 +285,13 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	if errors.Is(err, events.ErrConflict) {
 		_, _, err = w.cmds.Execute(actx, agg, decide)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, events.ErrRejected) && !errors.Is(err, events.ErrNotFound) {
 		// The start may have landed with its answer lost: the log decides.
-		if now, lerr := w.load(actx, st.ID); lerr == nil && now.Status == command.StatusStarted && now.Worker == w.id.ID && now.Pid == p.Pid() {
+		if now, lerr := w.load(actx, st.ID); lerr == nil && now.Status == command.StatusStarted && now.Worker == w.id.ID {
 			err = nil
 		}
 	}
 	if err != nil {
-		j.discard.Store(true)
-		close(j.gate)
-		p.Stop()
-		_, _ = p.Wait()
 		forget()
 		if errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrNotFound) {
 			w.log.Info("lost the start", "command", st.ID, "why", err)
@@ -298,31 +299,110 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 		}
 		return verdictRetry, fmt.Errorf("start %s: %w", st.ID, err)
 	}
-	j.live.Store(true)
-	go w.publish(j) // owned by the supervisor, which waits for it
+	// command.started is this worker's: from here on only this worker may
+	// start a process for the command, and every way out records an end.
+	refuseOwn := func(reason, event string) (verdict, error) {
+		forget()
+		err := w.refuseStarted(actx, st.ID, reason, event)
+		w.detach(actx, st.ID, st.Session, "refused", events.Cause{Kind: "worker", Event: event, Detail: reason, Ref: j.started.String()})
+		return verdictDone, err
+	}
+	// The session first, so it is working before the process runs; a
+	// session that has ended gets no new process.
+	if ended := w.attach(actx, j, st); ended {
+		return refuseOwn("session "+st.Session+" has ended", "session.ended")
+	}
+	if j.stopWanted() {
+		return refuseOwn("stopped before its process started", "command.stop_requested")
+	}
+
 	close(j.gate)
+	go w.publish(j) // owned by the supervisor, which waits for it
+	p, err := sandbox.Start(procCtx, spec, func(c sandbox.Chunk) { w.emit(j, c) })
+	if err != nil {
+		j.red.close()
+		close(j.out)
+		<-j.pubDone
+		return refuseOwn(refusal(err), "sandbox.start")
+	}
+	j.setProcess(p)
+	j.live.Store(true)
 	w.log.Info("started", "command", st.ID, "session", st.Session, "pid", p.Pid(), "mode", st.Mode, "argv", redactArgv(st.Argv))
-	w.attach(actx, j, st)
+	w.recordRunning(actx, j, p)
 	go w.supervise(j, st)
 	return verdictStarted, nil
+}
+
+// recordRunning appends command.running for j's process p: its pid, start
+// time, the boot id and its cgroup, which a worker on this host needs to
+// kill the tree if this worker dies. A rejection means the command was
+// abandoned meanwhile (this worker was judged dead): the process is
+// stopped.
+func (w *Worker) recordRunning(ctx context.Context, j *job, p *sandbox.Process) {
+	agg := events.Aggregate{Kind: events.KindCommand, ID: j.id}
+	cause := events.Cause{Kind: "worker", Event: "process.started", Detail: "pid " + strconv.Itoa(p.Pid()), Ref: j.started.String()}
+	run := command.Run{Worker: w.id.ID, Pid: p.Pid(), ProcStart: p.ProcStart(), Boot: w.id.Boot, At: w.now(), Cause: cause}
+	var err error
+	for attempt := range 5 {
+		_, _, err = w.cmds.Execute(ctx, agg, func(s command.State) (events.Decision, error) {
+			return command.Decide(s, run)
+		})
+		if err == nil || errors.Is(err, events.ErrRejected) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
+	}
+	if errors.Is(err, events.ErrRejected) {
+		w.log.Warn("process not recorded; stopping it", "command", j.id, "why", err)
+		j.stop()
+		return
+	}
+	if err != nil {
+		w.log.Warn("record the process", "command", j.id, "err", err)
+	}
+}
+
+// refuseStarted appends command.refused for command id that this worker
+// started but whose process it did not start, for reason; event names the
+// check that refused it.
+func (w *Worker) refuseStarted(ctx context.Context, id, reason, event string) error {
+	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
+	cause := events.Cause{Kind: "worker", Event: event, Detail: w.id.ID, Ref: id}
+	_, _, err := w.cmds.Execute(ctx, agg, func(s command.State) (events.Decision, error) {
+		return command.Decide(s, command.Refuse{Reason: reason, Worker: w.id.ID, At: w.now(), Cause: cause})
+	})
+	if errors.Is(err, events.ErrRejected) {
+		return nil // abandoned meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("refuse %s: %w", id, err)
+	}
+	w.log.Info("refused", "command", id, "reason", reason)
+	return nil
 }
 
 // EntryID returns the session entry a started command keeps open:
 // "cmd-<command id>".
 func EntryID(commandID string) string { return "cmd-" + commandID }
 
-// attach opens the command's entry on its session. A session that does
-// not exist or has ended gets none; the command runs anyway.
-func (w *Worker) attach(ctx context.Context, j *job, st command.State) {
+// attach opens the command's entry on its session and reports whether
+// the session has ended (then no process may start). A session that does
+// not exist gets no entry; its command runs anyway.
+func (w *Worker) attach(ctx context.Context, j *job, st command.State) (ended bool) {
 	agg := events.Aggregate{Kind: events.KindSession, ID: st.Session}
 	cause := events.Cause{Kind: "worker", Event: "command.started", Detail: st.ID, Ref: j.started.String()}
 	activity := "command:" + path.Base(st.Argv[0])
 	_, _, err := w.sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+		if s.Phase == events.PhaseEnded {
+			ended = true
+			return nil, nil
+		}
 		return session.Decide(s, session.Attach{EntryID: j.entry, Activity: activity, At: w.now(), Cause: cause})
 	})
 	if err != nil {
 		w.log.Info("not attached to its session", "command", st.ID, "session", st.Session, "why", err)
 	}
+	return ended
 }
 
 // detach closes the command's entry on its session with outcome.
@@ -361,7 +441,7 @@ func (w *Worker) supervise(j *job, st command.State) {
 		return // another worker declared this one dead; the command's end is recorded
 	}
 	exit := command.Exit{Code: res.ExitCode, Stopped: res.Stopped, DurationMS: res.Duration.Milliseconds(), OutputBytes: j.stored.Load(),
-		OutputDropped: j.dropped.Load(), Limits: res.Limits.String()}
+		OutputDropped: j.dropped.Load(), Limits: res.Limits.String(), Lingering: res.Lingering}
 	detail := "exit " + strconv.Itoa(res.ExitCode)
 	if res.Signal != "" {
 		exit.Code, exit.Signal = -1, res.Signal

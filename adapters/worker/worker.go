@@ -163,6 +163,13 @@ type tracked struct {
 	session string
 	started bool
 	worker  string
+	// Where its process runs (command.started, command.running); pid 0
+	// until known.
+	host      string
+	pid       int
+	procStart uint64
+	boot      string
+	cgroup    string
 }
 
 // New returns a worker for cfg with a fresh identity. It connects

@@ -41,7 +41,7 @@ func TestWorker_RunsACommand(t *testing.T) {
 	if st.Worker != w.Identity().ID || st.OutputBytes != 8 {
 		t.Errorf("worker %s, output %d bytes; want %s and 8", st.Worker, st.OutputBytes, w.Identity().ID)
 	}
-	want := []string{"command.requested", "command.started", "command.exited"}
+	want := []string{"command.requested", "command.started", "command.running", "command.exited"}
 	if got := e.types(id); !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
 	}
@@ -389,8 +389,11 @@ func TestWorker_RefusedWithoutBwrap(t *testing.T) {
 
 func TestWorker_RaceForOneRequest(t *testing.T) {
 	// Two workers take the same request at the same moment, bypassing the
-	// durable consumer that normally hands it to one: exactly one starts
-	// a process and records command.started.
+	// durable consumer that normally hands it to one, and each finds the
+	// other's heartbeat gone (as under load, when a beat comes late), so
+	// each judges the other's claim dead and takes it over: the claim
+	// decides nothing. Exactly one process runs, because a process starts
+	// only after its worker's command.started has landed.
 	e := newEnv(t, false)
 	var ws [2]*Worker
 	for i := range ws {
@@ -403,9 +406,18 @@ func TestWorker_RaceForOneRequest(t *testing.T) {
 		}
 		ws[i] = w
 	}
-	for round := range 8 {
+	rounds := 50
+	if testing.Short() {
+		rounds = 10
+	}
+	for round := range rounds {
 		runs := filepath.Join(e.ws, fmt.Sprintf("runs-%d", round))
 		id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", "echo run >> "+runs))
+		for _, w := range ws {
+			if err := w.beats.Purge(t.Context(), w.id.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
 		var wg sync.WaitGroup
 		var verdicts [2]verdict
 		for i, w := range ws {
@@ -422,7 +434,10 @@ func TestWorker_RaceForOneRequest(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		st, _ := e.follow(id, 10*time.Second)
+		if verdicts[0] == verdictLater && verdicts[1] == verdictLater {
+			t.Fatalf("round %d: both workers put the request back", round)
+		}
+		st, _ := e.follow(id, 20*time.Second)
 		started := 0
 		for _, ty := range e.types(id) {
 			if ty == "command.started" {
@@ -514,9 +529,13 @@ func TestWorker_HeartbeatLapse(t *testing.T) {
 }
 
 func TestWorker_Backgrounded(t *testing.T) {
+	// The requester stops waiting and the command goes on in the
+	// background; whenever its process runs, its session is working (the
+	// worker attaches the command before it starts the process, and
+	// detaches it only after the exit is recorded).
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
-	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", "echo first; sleep 0.5; echo second"))
+	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", "echo first; while [ ! -e go-on ]; do sleep 0.02; done; echo second"))
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	out := &output{}
@@ -527,14 +546,18 @@ func TestWorker_Backgrounded(t *testing.T) {
 	if err := e.client.Background(t.Context(), id, 200*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	// The session stays working while the background command lives.
+	e.waitFor("the process", func() bool { st, _ := e.client.Command(t.Context(), id); return st.Pid > 0 })
 	if ss := e.sessionState(); ss.Phase != events.PhaseWorking {
 		t.Errorf("session phase %s while the command runs, want working", ss.Phase)
+	}
+	if err := os.WriteFile(filepath.Join(e.ws, "go-on"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	st, all := e.follow(id, 10*time.Second)
 	if !st.Background || all.all.String() != "first\nsecond\n" || *st.ExitCode != 0 {
 		t.Errorf("background %v output %q exit %v", st.Background, all.all.String(), st.ExitCode)
 	}
+	e.waitFor("detach", func() bool { return e.sessionState().Phase == events.PhaseReady })
 }
 
 func TestClient_RequestRetryAndEviction(t *testing.T) {

@@ -102,7 +102,7 @@ func (w *session) request() command.Admission {
 	id, a := w.admit(nil)
 	w.land(id, a)
 	if w.n%2 == 0 {
-		evs, err := command.Decide(w.rows[id], command.Start{Worker: "w1", Host: "build-3", Pid: 1000 + w.n, At: t1, Cause: cause})
+		evs, err := command.Decide(w.rows[id], command.Start{Worker: "w1", Host: "build-3", At: t1, Cause: cause})
 		if err != nil {
 			w.t.Fatalf("start %s: %v", id, err)
 		}

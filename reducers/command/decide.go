@@ -32,14 +32,29 @@ type Request struct {
 	Cause       events.Cause
 }
 
-// Start records that worker Worker on Host started the command's process
-// Pid (> 0).
+// Start records that worker Worker on Host takes the command and is
+// about to start its process. The worker starts the process only once
+// this decision's events are appended (see the package documentation).
 type Start struct {
 	Worker string
 	Host   string
-	Pid    int
 	At     time.Time
 	Cause  events.Cause
+}
+
+// Run records that the worker Worker, whose Start landed, started the
+// command's process: Pid (> 0) on its host, with the process's start
+// time in clock ticks after boot (ProcStart, 0 when unknown), the host's
+// boot id (Boot, "" when unknown) and the cgroup v2 directory holding the
+// tree (Cgroup, "" for none), as in events.CommandRunning.
+type Run struct {
+	Worker    string
+	Pid       int
+	ProcStart uint64
+	Boot      string
+	Cgroup    string
+	At        time.Time
+	Cause     events.Cause
 }
 
 // Background records that the requester stopped waiting after AfterMS ms
@@ -71,7 +86,8 @@ type Stop struct {
 
 // Exit records the end of the command's process, as its worker reports
 // it: exit Code (-1 when a Signal killed it), whether a stop caused it,
-// its duration in ms and its output size in bytes (both ≥ 0).
+// its duration in ms and its output size in bytes (both ≥ 0), and
+// whether descendants outside its group lingered after it exited.
 type Exit struct {
 	Code        int
 	Signal      string
@@ -81,6 +97,7 @@ type Exit struct {
 	// OutputDropped and Limits are as in events.CommandExited.
 	OutputDropped int64
 	Limits        string
+	Lingering     bool
 	At            time.Time
 	Cause         events.Cause
 }
@@ -96,9 +113,12 @@ type Abandon struct {
 }
 
 // Refuse records that a requested command will never run, for Reason
-// (required, readable).
+// (required, readable). Worker, when set, is a worker whose Start landed
+// but whose process could not be started: it may refuse its own started
+// command before Run.
 type Refuse struct {
 	Reason string
+	Worker string
 	At     time.Time
 	Cause  events.Cause
 }
@@ -113,6 +133,7 @@ type Evict struct {
 
 func (Request) command()    {}
 func (Start) command()      {}
+func (Run) command()        {}
 func (Background) command() {}
 func (WriteStdin) command() {}
 func (Stop) command()       {}
@@ -130,7 +151,11 @@ func (Evict) command()      {}
 // never requested, and events.ErrRejected when cmd does not fit s:
 //   - Request: an invalid spec, or an existing id with another spec (the
 //     same spec again is a retry: no events, no error);
-//   - Start and Refuse: any status but requested (a second Start included);
+//   - Start: any status but requested (a second Start included);
+//   - Run: any status but started, a second Run, or another worker than
+//     the one whose Start landed;
+//   - Refuse: any status but requested, except a started command with no
+//     Run yet refused by the worker that started it;
 //   - WriteStdin, Exit and Abandon: any status but started, and Abandon
 //     naming another worker than the one that started it;
 //   - Stop, Background and Evict: an ended command, or a second one;
@@ -147,14 +172,30 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 	case Request:
 		return decideRequest(s, c)
 	case Start:
-		if c.Worker == "" || c.Host == "" || c.Pid <= 0 {
-			return nil, invalid("start", s, "worker %q, host %q and pid %d: all are required", c.Worker, c.Host, c.Pid)
+		if c.Worker == "" || c.Host == "" {
+			return nil, invalid("start", s, "worker %q and host %q: both are required", c.Worker, c.Host)
 		}
 		if s.Status != StatusRequested {
 			return nil, refuse("start", s)
 		}
 		d := newDecider(s, c.At, c.Cause)
-		d.emit(events.CommandStarted{Worker: c.Worker, Host: c.Host, Pid: c.Pid})
+		d.emit(events.CommandStarted{Worker: c.Worker, Host: c.Host})
+		return d.out, nil
+	case Run:
+		if c.Worker == "" || c.Pid <= 0 {
+			return nil, invalid("run", s, "worker %q and pid %d: both are required", c.Worker, c.Pid)
+		}
+		if s.Status != StatusStarted {
+			return nil, refuse("run", s)
+		}
+		if c.Worker != s.Worker {
+			return nil, rejectf("run", s, "was started by worker %s, not %s", s.Worker, c.Worker)
+		}
+		if s.Pid != 0 {
+			return nil, rejectf("run", s, "already runs as pid %d", s.Pid)
+		}
+		d := newDecider(s, c.At, c.Cause)
+		d.emit(events.CommandRunning{Pid: c.Pid, ProcStart: c.ProcStart, Boot: c.Boot, Cgroup: c.Cgroup})
 		return d.out, nil
 	case Background:
 		if c.AfterMS < 0 {
@@ -207,7 +248,7 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		}
 		d := newDecider(s, c.At, c.Cause)
 		d.emit(events.CommandExited{Code: c.Code, Signal: c.Signal, Stopped: c.Stopped, DurationMS: c.DurationMS, OutputBytes: c.OutputBytes,
-			OutputDropped: c.OutputDropped, Limits: c.Limits})
+			OutputDropped: c.OutputDropped, Limits: c.Limits, Lingering: c.Lingering})
 		return d.out, nil
 	case Abandon:
 		if c.Reason == "" {
@@ -230,7 +271,8 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		if c.Reason == "" {
 			return nil, invalid("refuse", s, "no reason")
 		}
-		if s.Status != StatusRequested {
+		startedOnly := s.Status == StatusStarted && s.Pid == 0 && c.Worker != "" && c.Worker == s.Worker
+		if s.Status != StatusRequested && !startedOnly {
 			return nil, refuse("refuse", s)
 		}
 		d := newDecider(s, c.At, c.Cause)
@@ -364,6 +406,8 @@ func opName(cmd Command) string {
 	switch cmd.(type) {
 	case Start:
 		return "start"
+	case Run:
+		return "run"
 	case Background:
 		return "background"
 	case WriteStdin:
@@ -409,4 +453,29 @@ func (d *decider) emit(p events.Payload) {
 	d.out = append(d.out, e)
 	e.Ver = d.s.Ver + 1
 	d.s = Evolve(d.s, e)
+}
+
+// StopReasonSessionEnded is the reason of the stop a session's end asks
+// of its commands.
+const StopReasonSessionEnded = "session_ended"
+
+// StopForSessionEnd returns the Stop that end (a session.ended envelope)
+// asks of command s, and whether one is due: s belongs to end's session,
+// has not ended and has no stop yet. The stop is by "session <id>" with
+// reason StopReasonSessionEnded, at end's time, with the cause
+// {session, session.ended, <end reason>, ref: end's id}; Decide turns it
+// into command.stop_requested (and command.refused for a command no
+// worker has taken yet). Cancelling a turn ends no session and stops
+// nothing.
+func StopForSessionEnd(s State, end events.Envelope) (Stop, bool) {
+	d, ok := end.Data.(events.SessionEnded)
+	if !ok || end.Agg.Kind != events.KindSession || end.Agg.ID != s.Session || !s.Exists() || s.Ended() || s.StopRequested {
+		return Stop{}, false
+	}
+	return Stop{
+		By:     "session " + end.Agg.ID,
+		Reason: StopReasonSessionEnded,
+		At:     end.At,
+		Cause:  events.Cause{Kind: "session", Event: end.Type, Detail: d.Reason, Ref: end.ID.String()},
+	}, true
 }

@@ -38,13 +38,17 @@ var (
 		WaitMS: 30000, RequestedBy: "claude-code", At: t1,
 		Cause: events.Cause{Kind: "hook", Event: "PreToolUse", Detail: "Bash", Ref: "01JDQ7Z8V6T8Q2W3E4R5T6Y7R0"},
 	}
-	started = events.CommandStarted{Worker: "w1", Host: "build-3", Pid: 4242}
-	exited  = events.CommandExited{Code: 0, DurationMS: 1500, OutputBytes: 2048}
-	stopped = events.CommandStopRequested{By: "alice", Reason: "user"}
-	evicted = events.CommandEvicted{By: "01JDQ7Z8V6T8Q2W3E4R5T6Y7C9"}
-	refused = events.CommandRefused{Reason: "bubblewrap is missing"}
-	abandon = events.CommandAbandoned{Reason: "worker_lost", Worker: "w1"}
-	bground = events.CommandBackgrounded{AfterMS: 30000}
+	started = events.CommandStarted{Worker: "w1", Host: "build-3"}
+	running = events.CommandRunning{Pid: 4242, ProcStart: 987654, Boot: "b00t", Cgroup: "/sys/fs/cgroup/lb/" + id}
+	// oldStart is command.started as written before command.running
+	// existed: the process first, its pid in the start.
+	oldStart = events.CommandStarted{Worker: "w1", Host: "build-3", Pid: 4242}
+	exited   = events.CommandExited{Code: 0, DurationMS: 1500, OutputBytes: 2048}
+	stopped  = events.CommandStopRequested{By: "alice", Reason: "user"}
+	evicted  = events.CommandEvicted{By: "01JDQ7Z8V6T8Q2W3E4R5T6Y7C9"}
+	refused  = events.CommandRefused{Reason: "bubblewrap is missing"}
+	abandon  = events.CommandAbandoned{Reason: "worker_lost", Worker: "w1"}
+	bground  = events.CommandBackgrounded{AfterMS: 30000}
 )
 
 // with returns a copy of r changed by f.
@@ -131,22 +135,54 @@ func TestDecide(t *testing.T) {
 
 		// Start.
 		{name: "start a requested command", given: []events.Payload{requested},
-			when: command.Start{Worker: "w1", Host: "build-3", Pid: 4242, At: t1, Cause: cause},
+			when: command.Start{Worker: "w1", Host: "build-3", At: t1, Cause: cause},
 			then: []events.Payload{started}},
 		{name: "second start", given: []events.Payload{requested, started},
-			when:    command.Start{Worker: "w2", Host: "build-4", Pid: 7, At: t1, Cause: cause},
+			when:    command.Start{Worker: "w2", Host: "build-4", At: t1, Cause: cause},
 			wantErr: events.ErrRejected, says: "command " + id + " was already started by worker w1 on build-3 (status started)"},
-		{name: "start an unknown command", when: command.Start{Worker: "w1", Host: "h", Pid: 1, At: t1, Cause: cause},
+		{name: "start an unknown command", when: command.Start{Worker: "w1", Host: "h", At: t1, Cause: cause},
 			wantErr: events.ErrNotFound, says: "command " + id + " was never requested (status none)"},
 		{name: "start an evicted command", given: []events.Payload{requested, evicted},
-			when:    command.Start{Worker: "w1", Host: "h", Pid: 1, At: t1, Cause: cause},
+			when:    command.Start{Worker: "w1", Host: "h", At: t1, Cause: cause},
 			wantErr: events.ErrRejected, says: "was evicted by " + evicted.By + " (status evicted)"},
 		{name: "start a refused command", given: []events.Payload{requested, refused},
-			when:    command.Start{Worker: "w1", Host: "h", Pid: 1, At: t1, Cause: cause},
-			wantErr: events.ErrRejected, says: "was refused (status refused)"},
-		{name: "start without a pid", given: []events.Payload{requested},
 			when:    command.Start{Worker: "w1", Host: "h", At: t1, Cause: cause},
+			wantErr: events.ErrRejected, says: "was refused (status refused)"},
+		{name: "start without a host", given: []events.Payload{requested},
+			when:    command.Start{Worker: "w1", At: t1, Cause: cause},
+			wantErr: events.ErrRejected, says: `host ""`},
+
+		// Run: the process, after the start landed.
+		{name: "run a started command", given: []events.Payload{requested, started},
+			when: command.Run{Worker: "w1", Pid: 4242, ProcStart: 987654, Boot: "b00t", Cgroup: "/sys/fs/cgroup/lb/" + id, At: t1, Cause: cause},
+			then: []events.Payload{running}},
+		{name: "run by another worker", given: []events.Payload{requested, started},
+			when:    command.Run{Worker: "w2", Pid: 7, At: t1, Cause: cause},
+			wantErr: events.ErrRejected, says: "was started by worker w1, not w2"},
+		{name: "run twice", given: []events.Payload{requested, started, running},
+			when:    command.Run{Worker: "w1", Pid: 7, At: t1, Cause: cause},
+			wantErr: events.ErrRejected, says: "already runs as pid 4242"},
+		{name: "run a command started the old way", given: []events.Payload{requested, oldStart},
+			when:    command.Run{Worker: "w1", Pid: 7, At: t1, Cause: cause},
+			wantErr: events.ErrRejected, says: "already runs as pid 4242"},
+		{name: "run before the start", given: []events.Payload{requested},
+			when:    command.Run{Worker: "w1", Pid: 7, At: t1, Cause: cause},
+			wantErr: events.ErrRejected, says: "has not started"},
+		{name: "run without a pid", given: []events.Payload{requested, started},
+			when:    command.Run{Worker: "w1", At: t1, Cause: cause},
 			wantErr: events.ErrRejected, says: "pid 0"},
+		{name: "run after a stop", given: []events.Payload{requested, started, stopped},
+			when: command.Run{Worker: "w1", Pid: 4242, ProcStart: 987654, Boot: "b00t", Cgroup: "/sys/fs/cgroup/lb/" + id, At: t1, Cause: cause},
+			then: []events.Payload{running}},
+		{name: "the starting worker refuses a process it could not start", given: []events.Payload{requested, started},
+			when: command.Refuse{Reason: "bubblewrap is missing", Worker: "w1", At: t1, Cause: cause},
+			then: []events.Payload{refused}},
+		{name: "another worker refuses a started command", given: []events.Payload{requested, started},
+			when:    command.Refuse{Reason: "bubblewrap is missing", Worker: "w2", At: t1, Cause: cause},
+			wantErr: events.ErrRejected, says: "has started"},
+		{name: "refuse a running command", given: []events.Payload{requested, started, running},
+			when:    command.Refuse{Reason: "bubblewrap is missing", Worker: "w1", At: t1, Cause: cause},
+			wantErr: events.ErrRejected, says: "has started"},
 
 		// Background.
 		{name: "background a running command", given: []events.Payload{requested, started},
@@ -284,21 +320,26 @@ func TestDecide_CauseIsOptionalWhereTheRegistryAllows(t *testing.T) {
 }
 
 func TestEvolve_Lifecycle(t *testing.T) {
-	s := fold(command.Init(agg), requested, started, bground,
+	s := fold(command.Init(agg), requested, started, running, bground,
 		events.CommandStdinWritten{Bytes: 6, SHA256: hash}, events.CommandStdinWritten{Bytes: 4},
-		stopped, events.CommandExited{Code: -1, Signal: "SIGTERM", Stopped: true, DurationMS: 2100, OutputBytes: 512})
+		stopped, events.CommandExited{Code: -1, Signal: "SIGTERM", Stopped: true, DurationMS: 2100, OutputBytes: 512, Lingering: true})
 	code := -1
 	want := command.State{
-		ID: id, Ver: 7, Session: "s1", Status: command.StatusExited,
+		ID: id, Ver: 8, Session: "s1", Status: command.StatusExited,
 		Argv: []string{"go", "test", "./..."}, Workspace: "/home/user/project", Mode: events.ModeWorkspaceWrite,
 		Env: []string{"PATH=/usr/bin:/bin", "GOFLAGS=-mod=mod"}, WaitMS: 30000, RequestedBy: "claude-code",
-		Worker: "w1", Host: "build-3", Pid: 4242,
+		Worker: "w1", Host: "build-3", Pid: 4242, ProcStart: 987654, Boot: "b00t", Cgroup: "/sys/fs/cgroup/lb/" + id,
 		Background: true, StdinBytes: 10, StopRequested: true, StopBy: "alice", StopReason: "user",
-		ExitCode: &code, Signal: "SIGTERM", Stopped: true, DurationMS: 2100, OutputBytes: 512,
-		RequestedAt: t0.Add(1 * time.Second), StartedAt: t0.Add(2 * time.Second), EndedAt: t0.Add(7 * time.Second),
+		ExitCode: &code, Signal: "SIGTERM", Stopped: true, DurationMS: 2100, OutputBytes: 512, Lingering: true,
+		RequestedAt: t0.Add(1 * time.Second), StartedAt: t0.Add(2 * time.Second), EndedAt: t0.Add(8 * time.Second),
 	}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("state (-want +got):\n%s", diff)
+	}
+	// A log written before command.running: the pid came with the start.
+	old := fold(command.Init(agg), requested, oldStart)
+	if old.Status != command.StatusStarted || old.Pid != 4242 || old.Worker != "w1" {
+		t.Errorf("old start: status %s pid %d worker %s; want started, 4242, w1", old.Status, old.Pid, old.Worker)
 	}
 	if s.Active() || !s.Ended() {
 		t.Errorf("active=%v ended=%v, want false, true", s.Active(), s.Ended())
@@ -372,8 +413,9 @@ func ExampleDecide() {
 	worker := events.Cause{Kind: "worker", Event: "started", Ref: "01JDQ7Z8V6T8Q2W3E4R5T6Y7R1"}
 	steps := []command.Command{
 		command.Request{Session: "s1", Argv: []string{"make", "test"}, Workspace: "/src/app", Mode: events.ModeReadOnly, RequestedBy: "claude-code", At: at},
-		command.Start{Worker: "w1", Host: "build-3", Pid: 4242, At: at, Cause: worker},
-		command.Start{Worker: "w2", Host: "build-4", Pid: 99, At: at, Cause: worker},
+		command.Start{Worker: "w1", Host: "build-3", At: at, Cause: worker},
+		command.Start{Worker: "w2", Host: "build-4", At: at, Cause: worker},
+		command.Run{Worker: "w1", Pid: 4242, At: at, Cause: worker},
 	}
 	for _, cmd := range steps {
 		evs, err := command.Decide(s, cmd)
@@ -391,6 +433,7 @@ func ExampleDecide() {
 	// command.requested -> requested
 	// command.started -> started
 	// rejected: true start: events: command rejected: command 01JDQ7Z8V6T8Q2W3E4R5T6Y7C1 was already started by worker w1 on build-3 (status started)
+	// command.running -> started
 }
 
 // TestState_JSON pins the command projection's row format: the JSON of a
@@ -409,7 +452,7 @@ func TestState_JSON(t *testing.T) {
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("row (-want +got):\n%s", diff)
 	}
-	done := fold(queued, started, stopped, events.CommandExited{Code: 0, DurationMS: 5})
+	done := fold(queued, started, running, stopped, events.CommandExited{Code: 0, DurationMS: 5, Lingering: true})
 	b, err := json.Marshal(done)
 	if err != nil {
 		t.Fatal(err)
@@ -420,5 +463,58 @@ func TestState_JSON(t *testing.T) {
 	}
 	if diff := cmp.Diff(done, back); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestStopForSessionEnd(t *testing.T) {
+	end := events.Envelope{
+		ID: ulid.MustParse("01JDQ7Z8V6T8Q2W3E4R5T6Y7E1"), Type: "session.ended", V: 1,
+		Agg: events.Aggregate{Kind: events.KindSession, ID: "s1"}, At: t1,
+		Data: events.SessionEnded{From: events.PhaseWorking, Reason: "agent_gone"},
+	}
+	other := end
+	other.Agg.ID = "s2"
+	turn := end
+	turn.Type, turn.Data = "session.turn_ended", events.SessionTurnEnded{Turn: 1, Outcome: "interrupted"}
+	tests := []struct {
+		name  string
+		given []events.Payload
+		end   events.Envelope
+		then  []events.Payload // nil: no stop due
+	}{
+		{"a running command", []events.Payload{requested, started, running}, end,
+			[]events.Payload{events.CommandStopRequested{By: "session s1", Reason: command.StopReasonSessionEnded}}},
+		{"a started command without its process yet", []events.Payload{requested, started}, end,
+			[]events.Payload{events.CommandStopRequested{By: "session s1", Reason: command.StopReasonSessionEnded}}},
+		{"a queued command never starts", []events.Payload{requested}, end,
+			[]events.Payload{events.CommandStopRequested{By: "session s1", Reason: command.StopReasonSessionEnded}, events.CommandRefused{Reason: "stopped by session s1 before it started"}}},
+		{"another session's end", []events.Payload{requested, started, running}, other, nil},
+		{"a cancelled turn", []events.Payload{requested, started, running}, turn, nil},
+		{"an exited command", []events.Payload{requested, started, running, exited}, end, nil},
+		{"a stop already recorded", []events.Payload{requested, started, running, stopped}, end, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := fold(command.Init(agg), tt.given...)
+			stop, due := command.StopForSessionEnd(s, tt.end)
+			if due != (tt.then != nil) {
+				t.Fatalf("due = %v, want %v", due, tt.then != nil)
+			}
+			if !due {
+				return
+			}
+			want := events.Cause{Kind: "session", Event: "session.ended", Detail: "agent_gone", Ref: end.ID.String()}
+			if stop.Cause != want || !stop.At.Equal(t1) {
+				t.Errorf("cause %+v at %v; want %+v at the end's time", stop.Cause, stop.At, want)
+			}
+			got, err := command.Decide(s, stop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.then, payloads(got)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			checkEnvelopes(t, s, got)
+		})
 	}
 }

@@ -1,10 +1,13 @@
 // Package command decides and folds the lifecycle of one shell command that
 // a sandbox worker runs for a session:
 //
-//	requested → started → exited | abandoned
+//	requested → started → running → exited | abandoned
 //	requested → refused | evicted
+//	started → refused | abandoned (its process never started, or its worker died first)
 //
-// with backgrounded, stdin_written and stop_requested along the way. The
+// with backgrounded, stdin_written and stop_requested along the way.
+// "running" is not a status: command.running fills in the process
+// (State.Pid) of a started command. The
 // aggregate is lb.ev.command.<id>, kind events.KindCommand; the id is a
 // ULID string chosen by the requester, so a retried request names the same
 // command and is decided once (an identical second Request decides
@@ -26,7 +29,20 @@
 // events.ErrRejected, so that worker drops the command. The same check
 // orders a start against an eviction, a refusal or a stop of a command
 // still queued: whichever lands first wins and the other is decided again
-// against it.
+// against it. A worker starts the process only after its Start has
+// landed, so the loser has started nothing; the process id follows in
+// its own event (Run, command.running), which only the winner may
+// append. A winner that cannot start the process refuses its own
+// command (Refuse with its Worker), which is allowed until Run.
+//
+// # A session's end stops its commands
+//
+// StopForSessionEnd is the decision a session.ended causes for each of
+// the session's commands that has not ended: a Stop with the end event
+// as its cause. It is a function of the two states alone, so whoever
+// follows the log (the workers do) reaches the same stops on every
+// replay, and after a crash between the end and the stops a restarted
+// follower decides them again; a stop already recorded is not repeated.
 //
 // # At most MaxActive commands per session
 //

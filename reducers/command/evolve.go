@@ -29,6 +29,8 @@ func Evolve(s State, e events.Envelope) State {
 		s.Status = StatusStarted
 		s.Worker, s.Host, s.Pid = d.Worker, d.Host, d.Pid
 		s.StartedAt = e.At
+	case events.CommandRunning:
+		s.Pid, s.ProcStart, s.Boot, s.Cgroup = d.Pid, d.ProcStart, d.Boot, d.Cgroup
 	case events.CommandBackgrounded:
 		s.Background = true
 	case events.CommandStdinWritten:
@@ -43,6 +45,7 @@ func Evolve(s State, e events.Envelope) State {
 		s.Signal, s.Stopped = d.Signal, d.Stopped
 		s.DurationMS, s.OutputBytes = d.DurationMS, d.OutputBytes
 		s.OutputDropped, s.Limits = d.OutputDropped, d.Limits
+		s.Lingering = d.Lingering
 		s.EndedAt = e.At
 	case events.CommandAbandoned:
 		s.Status = StatusAbandoned

@@ -12,7 +12,7 @@ import (
 // evicted); the others are terminal.
 const (
 	StatusRequested = "requested" // waiting for a worker
-	StatusStarted   = "started"   // its process runs on a worker
+	StatusStarted   = "started"   // a worker took it: its process runs (Pid > 0) or is about to
 	StatusExited    = "exited"    // its process ended and the worker reported it
 	StatusAbandoned = "abandoned" // its worker died; the outcome will never be known
 	StatusRefused   = "refused"   // it will never run
@@ -43,10 +43,14 @@ type State struct {
 	WaitMS      int64    `json:"wait_ms,omitempty"`
 	RequestedBy string   `json:"requested_by"`
 
-	// The worker that started it, as in events.CommandStarted.
-	Worker string `json:"worker,omitempty"`
-	Host   string `json:"host,omitempty"`
-	Pid    int    `json:"pid,omitempty"`
+	// The worker that started it, as in events.CommandStarted, and its
+	// process, as in events.CommandRunning (Pid 0 until then).
+	Worker    string `json:"worker,omitempty"`
+	Host      string `json:"host,omitempty"`
+	Pid       int    `json:"pid,omitempty"`
+	ProcStart uint64 `json:"proc_start,omitempty"`
+	Boot      string `json:"boot,omitempty"`
+	Cgroup    string `json:"cgroup,omitempty"`
 
 	Background    bool   `json:"background"`            // the requester stopped waiting
 	StdinBytes    int64  `json:"stdin_bytes"`           // total bytes written to stdin
@@ -65,6 +69,7 @@ type State struct {
 	// OutputDropped and Limits are as in events.CommandExited.
 	OutputDropped int64  `json:"output_dropped,omitempty"`
 	Limits        string `json:"limits,omitempty"`
+	Lingering     bool   `json:"lingering,omitempty"` // descendants outside its group outlived it
 	// EndReason is the reason of a refusal or an abandonment.
 	EndReason string `json:"end_reason,omitempty"`
 

@@ -1,0 +1,215 @@
+package worker
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// processesWith returns the pids of live host processes whose command
+// line contains token.
+func processesWith(token string) []int {
+	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var pids []int
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil || !bytes.Contains(bytes.ReplaceAll(b, []byte{0}, []byte{' '}), []byte(token)) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(n))); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// uniqueSleep returns a sleep argument no other process uses, to find the
+// process in /proc; the processes left with it are killed at test end.
+func uniqueSleep(t testing.TB) string {
+	token := fmt.Sprintf("%d.%09d", 900+rand.IntN(90), rand.IntN(1e9))
+	t.Cleanup(func() {
+		for _, pid := range processesWith("sleep " + token) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return token
+}
+
+// endSession appends session.ended for the env's session, as SessionEnd,
+// `session end` or the reconciler's agent_gone do, and returns the event.
+func (e *testEnv) endSession(reason string) events.Envelope {
+	e.t.Helper()
+	ex := &events.Executor[session.State]{Log: e.log, Reg: e.reg, Init: session.Init, Evolve: session.Evolve, IDs: ulid.Make, Host: "test", Actor: "test"}
+	agg := events.Aggregate{Kind: events.KindSession, ID: e.session}
+	cause := events.Cause{Kind: "hook", Event: "SessionEnd", Detail: reason, Ref: ulid.Make().String()}
+	_, _, err := ex.Execute(e.t.Context(), agg, func(s session.State) (events.Decision, error) {
+		return session.Decide(s, session.End{Reason: reason, At: time.Now().UTC().Truncate(time.Microsecond), Cause: cause})
+	})
+	if err != nil {
+		e.t.Fatalf("end session: %v", err)
+	}
+	recs, _, err := e.log.Load(e.t.Context(), agg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Type == "session.ended" {
+			return r.Envelope
+		}
+	}
+	e.t.Fatal("no session.ended stored")
+	return events.Envelope{}
+}
+
+func TestWorker_SessionEndStopsItsCommands(t *testing.T) {
+	// A session with a running full_access command whose tree holds a
+	// setsid grandchild ends: its workers append stop_requested with the
+	// end as cause, the command's worker stops the whole tree, and the
+	// command is recorded exited and stopped. A command of another
+	// session goes on.
+	e := newEnv(t, false)
+	e.startWorker(e.workerConfig())
+	token := uniqueSleep(t)
+	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", `setsid sleep "$0" >/dev/null 2>&1 </dev/null & echo up; sleep "$0"`, token))
+	e.waitFor("the tree", func() bool { return len(processesWith("sleep "+token)) == 2 })
+
+	otherSession := "s-" + strings.ToLower(ulid.Make().String())
+	e.startSession(otherSession)
+	otherReq := e.request(events.ModeFullAccess, "sleep", "30")
+	otherReq.Session = otherSession
+	other := e.submit(otherReq)
+	e.waitFor("the other command", func() bool { st, _ := e.client.Command(t.Context(), other); return st.Pid > 0 })
+
+	end := e.endSession("prompt_input_exit")
+	st, _ := e.follow(id, 10*time.Second)
+	if st.Status != command.StatusExited || !st.Stopped || st.StopReason != command.StopReasonSessionEnded || st.StopBy != "session "+e.session {
+		t.Fatalf("status %s stopped %v stop %q by %q; want exited, stopped for the session's end", st.Status, st.Stopped, st.StopReason, st.StopBy)
+	}
+	recs, _, err := e.log.Load(t.Context(), events.Aggregate{Kind: events.KindCommand, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stops := 0
+	for _, r := range recs {
+		if r.Type == "command.stop_requested" {
+			stops++
+			if c := r.Cause; c == nil || c.Ref != end.ID.String() || c.Event != "session.ended" || c.Detail != "prompt_input_exit" {
+				t.Errorf("stop cause %+v, want a ref to the end %s", c, end.ID)
+			}
+		}
+	}
+	if stops != 1 {
+		t.Errorf("%d stop requests, want 1", stops)
+	}
+	e.waitFor("the whole tree to die", func() bool { return len(processesWith("sleep "+token)) == 0 })
+	if st, _ := e.client.Command(t.Context(), other); st.Ended() || st.StopRequested {
+		t.Errorf("the other session's command: status %s stop %v; want it running", st.Status, st.StopRequested)
+	}
+
+	// A command requested after the end never runs.
+	late := e.submit(e.request(events.ModeFullAccess, "sh", "-c", "touch ran"))
+	st, _ = e.follow(late, 10*time.Second)
+	if st.Status != command.StatusRefused || !strings.Contains(st.EndReason, "ended") {
+		t.Errorf("a command after the end: status %s reason %q; want refused, the session ended", st.Status, st.EndReason)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "ran")); err == nil {
+		t.Error("a command requested after the session's end ran")
+	}
+}
+
+func TestWorker_SessionEndWhileNoWorkerRuns(t *testing.T) {
+	// The end lands while no worker runs (they crashed, or the end came
+	// from another host): the next worker to read the log appends the
+	// stop, and the queued command never runs.
+	e := newEnv(t, false)
+	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", "touch ran"))
+	end := e.endSession("agent_gone")
+	e.startWorker(e.workerConfig())
+	st, _ := e.follow(id, 10*time.Second)
+	if st.Status != command.StatusRefused || st.StopReason != command.StopReasonSessionEnded {
+		t.Fatalf("status %s stop reason %q; want refused, stopped for the session's end", st.Status, st.StopReason)
+	}
+	recs, _, _ := e.log.Load(t.Context(), events.Aggregate{Kind: events.KindCommand, ID: id})
+	var stop *events.Cause
+	for _, r := range recs {
+		if r.Type == "command.stop_requested" {
+			stop = r.Cause
+		}
+	}
+	if stop == nil || stop.Ref != end.ID.String() || stop.Detail != "agent_gone" {
+		t.Errorf("stop cause %+v; want one caused by the end %s", stop, end.ID)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "ran")); err == nil {
+		t.Error("the command ran after its session ended")
+	}
+}
+
+func TestWorker_LingeringRecorded(t *testing.T) {
+	// A full_access command leaves a setsid descendant holding its output
+	// open: the exit says so.
+	e := newEnv(t, false)
+	e.startWorker(e.workerConfig())
+	token := uniqueSleep(t)
+	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", `mkfifo f; setsid sh -c 'echo >f; exec sleep "$0"' "$0" & read x <f; echo started`, token))
+	st, out := e.follow(id, 20*time.Second)
+	if st.Status != command.StatusExited || !st.Lingering || out.all.String() != "started\n" {
+		t.Errorf("status %s lingering %v output %q; want exited, lingering", st.Status, st.Lingering, out.all.String())
+	}
+}
+
+func TestWorker_KilledWorkersTreeDies(t *testing.T) {
+	// A worker process is SIGKILLed while it runs a full_access command
+	// whose shell has children in its process group: the leader dies of
+	// its parent-death signal, and the worker that finds the dead worker
+	// on this host kills the children (by the recorded pid, start time
+	// and boot id) before it records the abandonment.
+	e := newEnv(t, true)
+	token := uniqueSleep(t)
+	var logs bytes.Buffer
+	child := exec.Command(os.Args[0], "-test.run=^TestHelperWorker$", "-test.v")
+	child.Env = append(os.Environ(), helperURL+"="+e.srv.ClientURL(), helperUser+"="+e.user, helperPass+"="+e.pw)
+	child.Stdout, child.Stderr = &logs, &logs
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		child.Process.Kill()
+		child.Wait()
+		if t.Failed() {
+			t.Logf("helper worker:\n%s", logs.String())
+		}
+	}()
+	e.waitFor("helper worker registered", func() bool { ws, _ := e.client.Workers(t.Context()); return len(ws) == 1 })
+	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", `sleep "$0" & sleep "$0" & wait`, token))
+	e.waitFor("the tree", func() bool {
+		st, _ := e.client.Command(t.Context(), id)
+		return st.Pid > 0 && len(processesWith("sleep "+token)) == 2
+	})
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+	e.startWorker(e.workerConfig())
+	st, _ := e.follow(id, 10*time.Second)
+	if st.Status != command.StatusAbandoned || st.EndReason != ReasonGone {
+		t.Fatalf("status %s reason %q; want abandoned, %s", st.Status, st.EndReason, ReasonGone)
+	}
+	// The kill comes before the abandonment is appended.
+	if left := processesWith("sleep " + token); len(left) != 0 {
+		t.Errorf("processes %v of the abandoned command still run", left)
+	}
+}

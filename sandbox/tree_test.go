@@ -1,0 +1,78 @@
+package sandbox
+
+import (
+	"fmt"
+	"os/exec"
+	"syscall"
+	"testing"
+)
+
+// In FullAccess too, Stop takes a descendant that called setsid: it is
+// still a descendant of the leader when Stop looks.
+func TestStop_FullAccessSetsidGrandchildDies(t *testing.T) {
+	t.Parallel()
+	for _, tty := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
+			t.Parallel()
+			token := uniqueSleep()
+			t.Cleanup(func() { killAll(token) })
+			r := newRecorder("ready")
+			p := start(t, newSpec(t, FullAccess, tty, "sh", "-c", `setsid sleep "$0" >/dev/null 2>&1 </dev/null & echo ready; sleep "$0"`, token), r)
+			r.awaitOutput(t, "ready")
+			waitFor(t, "the setsid grandchild to run", func() bool { return len(processesWith("sleep "+token)) == 2 })
+			p.Stop()
+			res, err := p.Wait()
+			if err != nil || !res.Stopped {
+				t.Fatalf("Wait = %+v, %v; want stopped", res, err)
+			}
+			waitFor(t, "the whole tree to die", func() bool { return len(processesWith("sleep "+token)) == 0 })
+		})
+	}
+}
+
+// KillTree kills what a dead leader left in its session and group, found
+// from the recorded pid, start time and boot id alone; a wrong start time
+// (a recycled pid) or another boot kills nothing.
+func TestKillTree(t *testing.T) {
+	t.Parallel()
+	token := uniqueSleep()
+	t.Cleanup(func() { killAll(token) })
+	// A leader outside any Process, as a dead worker's command is: the
+	// test process is not its parent's waiter, so it is started plainly.
+	cmd := exec.Command("sh", "-c", `sleep "$0" & sleep "$0" & wait`, token)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	start, err := ProcStart(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the children to run", func() bool { return len(processesWith("sleep "+token)) == 2 })
+
+	if n, err := KillTree(pid, start+1, BootID()); n != 0 || err != nil {
+		t.Errorf("KillTree with another start time = %d, %v; want 0 (a recycled pid)", n, err)
+	}
+	if n, err := KillTree(pid, start, "another-boot"); n != 0 || err != nil {
+		t.Errorf("KillTree with another boot = %d, %v; want 0", n, err)
+	}
+	// The leader dies first, as by its parent-death signal: its children
+	// run on, re-parented, in its session.
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+	if got := len(processesWith("sleep " + token)); got != 2 {
+		t.Fatalf("%d children left after the leader died, want 2", got)
+	}
+	n, err := KillTree(pid, start, BootID())
+	if err != nil || n < 2 {
+		t.Errorf("KillTree = %d, %v; want the 2 children", n, err)
+	}
+	waitFor(t, "the children to die", func() bool { return len(processesWith("sleep "+token)) == 0 })
+}
+
+func killAll(token string) {
+	for _, pid := range processesWith(token) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
