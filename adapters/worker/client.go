@@ -355,6 +355,11 @@ type WatchOptions struct {
 func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions, fn func(Chunk) error) (command.State, error) {
 	st, err := c.Command(ctx, id)
 	if err != nil {
+		if ctx.Err() != nil {
+			// A load cut short finds nothing: that is the deadline, not an
+			// unknown command.
+			return st, ctx.Err()
+		}
 		return st, fmt.Errorf("watch: %w", err)
 	}
 	agg := events.Aggregate{Kind: events.KindCommand, ID: id}

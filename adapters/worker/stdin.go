@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -93,6 +94,14 @@ func (w *Worker) writeStdin(id string, body []byte) stdinReply {
 	w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultAppendTimeout)
 	defer cancel()
+	// command.started lands before the process starts: a write that comes
+	// in between waits for the process.
+	for j != nil && !j.live.Load() && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+		w.mu.Lock()
+		j = w.running[id]
+		w.mu.Unlock()
+	}
 	if j == nil || !j.live.Load() {
 		st, err := w.load(ctx, id)
 		if err == nil && st.Ended() {

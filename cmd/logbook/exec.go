@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
@@ -33,6 +38,7 @@ type execFlags struct {
 	tty       bool
 	wait      time.Duration
 	id        string
+	key       string
 	env       []string
 	noEnv     bool
 }
@@ -52,7 +58,18 @@ It prints the command's output as it comes and, if the command exits within
 --wait, exits with its exit status. When the wait expires the command goes
 on in the background (it is not killed): exec prints its id and how to come
 back to it, and exits 0. Every step is an event on the log: see
-'logbook audit S'.`,
+'logbook audit S'.
+
+--key K makes a retry safe: the command's id is derived from the session and
+K, so exec run again with the same session and key (after a timeout, a lost
+answer, a crash of the caller) runs nothing new and attaches to the first
+run: its output from the start, then its exit status. The same key with
+another command is refused.
+
+With --json exec prints JSON lines as the output comes: one
+{"type":"output","stream":…,"offset":…,"pos":…,"data":…} per chunk (data is
+the bytes as a string when they are UTF-8, else "data_base64" holds them),
+then one {"type":"result",…} with the id, status and exit.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runExec(cmd.Context(), g, f, args)
@@ -66,6 +83,7 @@ back to it, and exits 0. Every step is an event on the log: see
 	fl.BoolVar(&f.tty, "tty", false, "run on a pseudo-terminal (80x24, TERM=dumb) instead of pipes")
 	fl.DurationVar(&f.wait, "wait", 10*time.Second, "how long to wait for the exit before leaving the command in the background")
 	fl.StringVar(&f.id, "id", "", "command id to use (default: a new ULID); repeating a request with the same id runs it once")
+	fl.StringVar(&f.key, "key", "", "idempotency key: the id is derived from the session and the key, so a retry with the same key attaches to the first run")
 	fl.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command's environment (repeatable; stored in the log, so no secrets)")
 	fl.BoolVar(&f.noEnv, "no-env", false, "pass on nothing from this environment; only --env")
 	return cmd
@@ -81,7 +99,12 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error 
 	if f.wait < 0 {
 		return fmt.Errorf("exec: --wait %v: want 0 or more", f.wait)
 	}
-	if f.id == "" {
+	switch {
+	case f.key != "" && f.id != "":
+		return errors.New("exec: --id and --key exclude each other")
+	case f.key != "":
+		f.id = keyID(f.session, f.key)
+	case f.id == "":
 		f.id = ulid.Make().String()
 	}
 	if err := events.ValidID(f.id); err != nil {
@@ -123,6 +146,22 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error 
 	call := func(ctx context.Context, verb string, req, resp any) error {
 		return callAPI(ctx, b.nc, b.api, verb, req, resp)
 	}
+	cl, err := newCommandClient(b)
+	if err != nil {
+		return err
+	}
+	p := &outputPrinter{stdout: g.stdout, stderr: g.stderr, json: g.json}
+	if f.key != "" {
+		// A retry: the first run's command, whatever became of its session.
+		if st, err := cl.Command(ctx, f.id); err == nil {
+			if st.Session != f.session || !slices.Equal(st.Argv, argv) {
+				return fmt.Errorf("exec: %w: key %q of session %s names another command (%s)", events.ErrRejected, f.key, f.session, strings.Join(st.Argv, " "))
+			}
+			return waitExec(ctx, g, cl, p, f)
+		} else if !errors.Is(err, events.ErrNotFound) {
+			return fmt.Errorf("exec: %w", err)
+		}
+	}
 	var sr sessionReply
 	if err := call(ctx, verbSession, sessionRequest{ID: f.session}, &sr); err != nil {
 		return fmt.Errorf("exec: %w", err)
@@ -151,10 +190,6 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error 
 			return fmt.Errorf("exec: %w", err)
 		}
 	}
-	cl, err := newCommandClient(b)
-	if err != nil {
-		return err
-	}
 	if err := awaitWorker(ctx, cl); err != nil {
 		return err
 	}
@@ -170,10 +205,35 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error 
 		return fmt.Errorf("exec: %w", err)
 	}
 
-	p := &outputPrinter{stdout: g.stdout, stderr: g.stderr, json: g.json}
-	wctx, cancel := context.WithTimeout(ctx, f.wait)
-	st, err := cl.Watch(wctx, f.id, worker.WatchOptions{Follow: true}, p.print)
-	cancel()
+	return waitExec(ctx, g, cl, p, f)
+}
+
+// keyID returns the command id exec derives from a session and an
+// idempotency key: "key-" and the first 32 hex digits of the SHA-256 of
+// the session id, a NUL byte and the key. The same pair always names the
+// same command, so a retried request is stored once and run once.
+func keyID(session, key string) string {
+	sum := sha256.Sum256([]byte(session + "\x00" + key))
+	return "key-" + hex.EncodeToString(sum[:16])
+}
+
+// waitExec prints command f.id's output for up to f.wait and returns its
+// exit as exec's; when the wait expires first the command is marked as
+// in the background and exec returns nil.
+func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *outputPrinter, f execFlags) error {
+	var st command.State
+	var err error
+	if f.wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, f.wait)
+		st, err = cl.Watch(wctx, f.id, worker.WatchOptions{Follow: true}, p.print)
+		cancel()
+	} else {
+		// No wait: what is stored now, then the background.
+		st, err = cl.Watch(ctx, f.id, worker.WatchOptions{}, p.print)
+		if err == nil && !st.Ended() {
+			err = context.DeadlineExceeded
+		}
+	}
 	if ctx.Err() != nil {
 		// Interrupted: the command goes on, as when the wait expires.
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -185,12 +245,15 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error 
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		berr := cl.Background(ctx, f.id, f.wait)
+		if errors.Is(berr, events.ErrRejected) && !errors.As(berr, new(*worker.EndedError)) {
+			berr = nil // backgrounded already: a retry of a backgrounded run
+		}
 		if !errors.As(berr, new(*worker.EndedError)) {
 			if berr != nil {
 				return fmt.Errorf("exec: %w", berr)
 			}
 			if g.json {
-				return writeJSON(g.stdout, p.result(f.id, st, true))
+				return writeJSONLine(g.stdout, p.result(f.id, st, true))
 			}
 			fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background after %s\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.wait, f.id)
 			return nil
@@ -202,7 +265,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error 
 		return fmt.Errorf("exec: %w", err)
 	}
 	if g.json {
-		if err := writeJSON(g.stdout, p.result(f.id, st, false)); err != nil {
+		if err := writeJSONLine(g.stdout, p.result(f.id, st, false)); err != nil {
 			return err
 		}
 	}
@@ -280,23 +343,35 @@ func newCommandClient(b *backend) (*worker.Client, error) {
 }
 
 // outputPrinter writes a command's output chunks: stdout and pty to
-// stdout, stderr to stderr, or keeps them for a JSON result.
+// stdout, stderr to stderr, or, with json, one JSON line per chunk to
+// stdout as it comes (nothing is kept: exec's memory stays flat whatever
+// the command prints).
 type outputPrinter struct {
 	stdout, stderr io.Writer
 	json           bool
 	pos            int64 // end of the output printed so far
-	out, errOut    strings.Builder
+}
+
+// execChunk is one line of exec --json: a chunk of output.
+type execChunk struct {
+	Type       string `json:"type"` // "output"
+	Stream     string `json:"stream"`
+	Offset     int64  `json:"offset"` // byte offset in its stream
+	Pos        int64  `json:"pos"`    // byte offset in the whole output
+	Data       string `json:"data,omitempty"`
+	DataBase64 []byte `json:"data_base64,omitempty"` // when the bytes are not UTF-8
 }
 
 func (p *outputPrinter) print(c worker.Chunk) error {
 	p.pos = c.Pos + int64(len(c.Data))
 	if p.json {
-		if c.Stream == "stderr" {
-			p.errOut.Write(c.Data)
+		line := execChunk{Type: "output", Stream: c.Stream, Offset: c.Offset, Pos: c.Pos}
+		if utf8.Valid(c.Data) {
+			line.Data = string(c.Data)
 		} else {
-			p.out.Write(c.Data)
+			line.DataBase64 = c.Data
 		}
-		return nil
+		return writeJSONLine(p.stdout, line)
 	}
 	w := p.stdout
 	if c.Stream == "stderr" {
@@ -306,24 +381,33 @@ func (p *outputPrinter) print(c worker.Chunk) error {
 	return err
 }
 
-// execResult is exec's --json answer.
+// execResult is the last line of exec --json.
 type execResult struct {
+	Type       string `json:"type"` // "result"
 	ID         string `json:"id"`
 	Status     string `json:"status"`
 	Background bool   `json:"background"`
 	ExitCode   *int   `json:"exit_code,omitempty"`
 	Signal     string `json:"signal,omitempty"`
 	Reason     string `json:"reason,omitempty"`
-	Stdout     string `json:"stdout"`
-	Stderr     string `json:"stderr"`
 	OutputPos  int64  `json:"output_pos"` // where `command output --after` resumes
 }
 
 func (p *outputPrinter) result(id string, st command.State, background bool) execResult {
 	return execResult{
-		ID: id, Status: st.Status, Background: background, ExitCode: st.ExitCode, Signal: st.Signal,
-		Reason: st.EndReason, Stdout: p.out.String(), Stderr: p.errOut.String(), OutputPos: p.pos,
+		Type: "result", ID: id, Status: st.Status, Background: background, ExitCode: st.ExitCode, Signal: st.Signal,
+		Reason: st.EndReason, OutputPos: p.pos,
 	}
+}
+
+// writeJSONLine writes v as one line of JSON.
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // exitOf maps an ended command to exec's exit: its own exit status (128 +
