@@ -156,7 +156,13 @@ type reconciler struct {
 	interval     time.Duration
 	host, boot   string
 	stderr       io.Writer
+	passes       int // passes run so far
 }
+
+// readyEvery is how often the reconciler looks at ready sessions (whose
+// agent process may end while idle): less often than at busy ones, as
+// they are most of a long-lived data dir.
+const readyEvery = time.Minute
 
 // Run reconciles once the projection has caught up with the log, then
 // every interval, until ctx is done.
@@ -181,11 +187,17 @@ func (r *reconciler) Run(ctx context.Context) error {
 }
 
 // pass reconciles every candidate session at now and returns how many
-// got marks.
+// got marks. Ready sessions are candidates on the first pass and then
+// once every readyEvery.
 func (r *reconciler) pass(ctx context.Context, now time.Time) (int, error) {
 	check := func(p events.Process) events.ProcessCheck { return claude.CheckProcess(p, r.host, r.boot) }
 	n := 0
-	for _, phase := range []string{events.PhaseWorking, events.PhaseWaiting, events.PhaseReady} {
+	phases := []string{events.PhaseWorking, events.PhaseWaiting}
+	if every := max(int(readyEvery/r.interval), 1); r.passes%every == 0 {
+		phases = append(phases, events.PhaseReady)
+	}
+	r.passes++
+	for _, phase := range phases {
 		ss, err := r.svc.store.Sessions(phase)
 		if err != nil {
 			return n, err

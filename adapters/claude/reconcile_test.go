@@ -1,0 +1,133 @@
+package claude
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// TestReconcile_Stale: a tick before the abandon-after time appends
+// nothing; one after it appends the tick and its marks in one batch.
+func TestReconcile_Stale(t *testing.T) {
+	const sid = "5e551011-0000-4000-8000-000000000006"
+	log := openLog(t)
+	in := newTestIngester(t, log)
+	path := filepath.Join(t.TempDir(), sid+".jsonl")
+	transcript := `{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"` + sid + `","timestamp":"2026-11-25T09:00:00.000Z","message":{"role":"user","content":"run the tests"}}
+{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"` + sid + `","timestamp":"2026-11-25T09:00:03.000Z","message":{"role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"make"}}],"stop_reason":"tool_use"}}
+`
+	if err := os.WriteFile(path, []byte(transcript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
+	if _, err := in.ImportFile(t.Context(), path, agg, nil); err != nil {
+		t.Fatal(err)
+	}
+	seen := time.Date(2026, 11, 25, 9, 0, 3, 0, time.UTC)
+	ap, st, err := in.Reconcile(t.Context(), agg, seen.Add(29*time.Minute), 30*time.Minute, nil)
+	if err != nil || ap.Last != 0 || st.Phase != events.PhaseWorking {
+		t.Fatalf("early tick: appended %+v, phase %s, err %v; want nothing", ap, st.Phase, err)
+	}
+	now := seen.Add(72 * time.Hour)
+	ap, st, err = in.Reconcile(t.Context(), agg, now, 30*time.Minute, nil)
+	if err != nil || ap.Last == 0 {
+		t.Fatalf("late tick: appended %+v, err %v", ap, err)
+	}
+	if st.Phase != events.PhaseReady || st.Abandoned != 1 || len(st.Entries) != 0 {
+		t.Errorf("after: phase %s, %d abandoned, %d open", st.Phase, st.Abandoned, len(st.Entries))
+	}
+	recs, _, err := log.Load(t.Context(), agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tick *events.Record
+	for i, r := range recs {
+		if r.Type == "obs.reconciler.tick" {
+			tick = &recs[i]
+		}
+	}
+	if tick == nil {
+		t.Fatal("no tick in the log")
+	}
+	o, _ := events.Observed(tick.Data)
+	if o.Tick == nil || !o.Tick.Now.Equal(now) || !o.Tick.LastObserved.Equal(seen) || o.Tick.AbandonAfter != (30*time.Minute).Milliseconds() || tick.Actor != ActorReconciler {
+		t.Errorf("tick = %+v (actor %s)", o.Tick, tick.Actor)
+	}
+	// The tick's decisions, decided again from the log, are the same.
+	var before []events.Record
+	var after []events.Envelope
+	for _, r := range recs {
+		switch {
+		case r.Seq < tick.Seq:
+			before = append(before, r)
+		case r.Seq > tick.Seq:
+			after = append(after, r.Envelope)
+		}
+	}
+	again, err := session.Decide(session.Fold(session.Init(agg), before), session.Observe{Obs: tick.Envelope})
+	if err != nil || len(again) != len(after) {
+		t.Fatalf("decided again: %d events (err %v), recorded %d", len(again), err, len(after))
+	}
+	for i := range again {
+		if again[i].Type != after[i].Type {
+			t.Errorf("event %d: %s again, %s recorded", i, again[i].Type, after[i].Type)
+		}
+	}
+}
+
+// TestReconcile_AgentGone: a real process stands in for the agent; the
+// session's hooks name it; while it lives ticks decide nothing, once it is
+// killed the session ends with agent_gone.
+func TestReconcile_AgentGone(t *testing.T) {
+	boot := BootID()
+	if boot == "" {
+		t.Skip("no boot id")
+	}
+	agent := exec.Command("sleep", "60")
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
+	st, err := readStat(agent.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := &events.Process{PID: agent.Process.Pid, Start: st.start, Host: "h", Boot: boot, Comm: st.comm}
+
+	log := openLog(t)
+	in := newTestIngester(t, log)
+	for _, p := range []string{
+		`{"session_id":"g1","hook_event_name":"UserPromptSubmit","prompt":"go"}`,
+		`{"session_id":"g1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"toolu_1","tool_input":{"command":"make"}}`,
+	} {
+		if _, err := in.Hook(t.Context(), Entry{ID: ulid.Make().String(), Time: time.Now(), Payload: []byte(p), Process: proc}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: "g1"}
+	check := func(p events.Process) events.ProcessCheck { return CheckProcess(p, "h", boot) }
+	ap, s, err := in.Reconcile(t.Context(), agg, time.Now().Add(100*time.Hour), time.Minute, check)
+	if err != nil || ap.Last != 0 || s.Phase != events.PhaseWorking {
+		t.Fatalf("agent alive: appended %+v, phase %s, err %v; want nothing", ap, s.Phase, err)
+	}
+	agent.Process.Kill()
+	agent.Wait()
+	ap, s, err = in.Reconcile(t.Context(), agg, time.Now(), time.Minute, check)
+	if err != nil || ap.Last == 0 {
+		t.Fatalf("agent gone: appended %+v, err %v", ap, err)
+	}
+	if s.Phase != events.PhaseEnded || s.EndReason != session.ReasonAgentGone || s.Abandoned != 1 {
+		t.Errorf("after: phase %s, end %q, %d abandoned", s.Phase, s.EndReason, s.Abandoned)
+	}
+	// Ended: later ticks decide nothing.
+	if ap, _, err := in.Reconcile(t.Context(), agg, time.Now(), time.Minute, check); err != nil || ap.Last != 0 {
+		t.Errorf("tick after the end: %+v, %v", ap, err)
+	}
+}
