@@ -485,3 +485,23 @@ func TestSubagentReleasedByParent(t *testing.T) {
 		f.want(s, events.PhaseReady, "-", nil, 0)
 	})
 }
+
+// TestLocalCommandsRecordNothing: /compact, /clear and `!` shell escapes
+// leave records in the transcript that are not prompts; their effects
+// arrive as their own signals.
+func TestLocalCommandsRecordNothing(t *testing.T) {
+	const s = "5e551011-0000-4000-8000-0000000000c1"
+	f := newFeeder(t)
+	f.transcript(s, tUser(s, "hello"), tAssistant(s, "end_turn", textBlock("Hi.")),
+		tUser(s, "<bash-input>ls</bash-input>"),
+		tUser(s, "<bash-stdout>a.go</bash-stdout><bash-stderr></bash-stderr>"),
+		tUser(s, "<command-name>/clear</command-name>\n<command-message>clear</command-message>\n<command-args></command-args>"),
+		tUser(s, "<local-command-stdout></local-command-stdout>"),
+		tUser(s, "<command-name>/compact</command-name>"),
+		tl(s, "system", "subtype", "compact_boundary", "compactMetadata", map[string]any{"trigger": "manual"}),
+		tl(s, "user", "isCompactSummary", true, "message", map[string]any{"role": "user", "content": "This session is being continued…"}))
+	f.want(s, events.PhaseReady, "-", nil, 0)
+	if st := f.state(s); st.Turns != 1 {
+		t.Errorf("turns %d: a local command record became a prompt", st.Turns)
+	}
+}

@@ -303,3 +303,24 @@ type lateStep struct {
 	line int
 	sigs []events.Sig
 }
+
+// TestExitTable_APIRetriesThenSilence: a transcript that ends in API
+// error retries (the process exited while retrying) has nothing that ends
+// its turn; the stale mark does, and the session is ready.
+func TestExitTable_APIRetriesThenSilence(t *testing.T) {
+	h := newHistory(t)
+	m := events.Meta{SessionID: "s1"}
+	h.line(m, sig(events.SigPrompt, "id", "p1"))
+	h.line(m, sig(events.SigAPIError, "status", "retrying", "text", "status 529: Overloaded (retry 1/10)"))
+	h.line(m, sig(events.SigAPIError, "status", "retrying", "text", "status 529: Overloaded (retry 2/10)"))
+	if h.s.Phase != events.PhaseWorking || h.s.Activity != "api_retry" || !h.s.TurnOpen {
+		t.Fatalf("retrying: %s/%s turn open %v", h.s.Phase, h.s.Activity, h.s.TurnOpen)
+	}
+	h.tick(h.s.ObservedAt.Add(time.Hour), 30*time.Minute, nil)
+	if h.s.Phase != events.PhaseReady || h.s.TurnOpen {
+		t.Errorf("after the stale mark: %s turn open %v", h.s.Phase, h.s.TurnOpen)
+	}
+	if got := lastOutcome(h); got != session.ReasonStale {
+		t.Errorf("turn outcome %q", got)
+	}
+}
