@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestTermSanitize(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"Plain", "hello, world\n\tindented\n", "hello, world\n\tindented\n"},
+		{"UTF8", "héllo — 世界 🙂\n", "héllo — 世界 🙂\n"},
+		{"CRLF", "a\r\nb\r\n", "a\r\nb\r\n"},
+		{"LoneCR", "safe\rrm -rf ~", `safe\rrm -rf ~`},
+		{"SGR", "\x1b[31mred\x1b[0m", "red"},
+		{"CursorMove", "a\x1b[2J\x1b[1;1Hb", "ab"},
+		{"PrivateCSI", "\x1b[?1049hx", "x"},
+		{"OSCTitleBEL", "\x1b]0;owned\x07text", "text"},
+		{"OSCClipboardST", "\x1b]52;c;cm0gLXJmIH4K\x1b\\text", "text"},
+		{"OSCHyperlink", "\x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\", "click"},
+		{"DCS", "\x1bPq#0;2;0;0;0\x1b\\after", "after"},
+		{"APC", "\x1b_Gf=100;AAAA\x1b\\after", "after"},
+		{"Charset", "\x1b(0lqk\x1b(B", "lqk"},
+		{"Reset", "\x1bcafter", "after"},
+		{"MalformedCSI", "\x1b[12\nnext", "\nnext"},
+		{"UnterminatedOSC", "text\x1b]0;title", "text"},
+		{"LoneESC", "x\x1b", "x"},
+		{"Bell", "ding\x07", `ding\x07`},
+		{"Backspace", "abc\b\b\bxyz", `abc\x08\x08\x08xyz`},
+		{"NUL", "a\x00b", `a\x00b`},
+		{"DEL", "a\x7fb", `a\x7fb`},
+		{"C1CSI", "a\u009b31mb", `a\u009b31mb`},
+		{"Bidi", "a\u202eb\u2066c", `a\u202eb\u2066c`},
+		{"InvalidUTF8", "a\xffb\xc3", `a\xffb\xc3`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := termSafe(tt.in); got != tt.want {
+				t.Errorf("termSafe(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			// Split at every point, as output arrives in chunks: the same.
+			for cut := 0; cut <= len(tt.in); cut++ {
+				var b bytes.Buffer
+				w := newTermWriter(&b)
+				w.Write([]byte(tt.in[:cut]))
+				w.Write([]byte(tt.in[cut:]))
+				w.Close()
+				if b.String() != tt.want {
+					t.Errorf("split at %d: %q, want %q", cut, b.String(), tt.want)
+				}
+			}
+		})
+	}
+}
+
+// A sequence that never ends is not held back without bound.
+func TestTermWriter_Bounded(t *testing.T) {
+	var b bytes.Buffer
+	w := newTermWriter(&b)
+	w.Write([]byte("\x1b]0;"))
+	for range 100 {
+		w.Write(bytes.Repeat([]byte("x"), 1000))
+	}
+	if len(w.pend) > maxSeq+1000 {
+		t.Errorf("held back %d bytes", len(w.pend))
+	}
+	if bytes.ContainsRune(b.Bytes(), 0x1b) {
+		t.Errorf("an escape reached the output")
+	}
+}
