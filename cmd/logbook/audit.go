@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+	"io"
 
 	"github.com/logbook-dev/logbook/replay"
 )
@@ -34,7 +35,7 @@ from.`,
 			if g.json {
 				return writeJSON(g.stdout, items)
 			}
-			return replay.WriteText(g.stdout, items)
+			return termPrint(g.stdout, func(w io.Writer) error { return replay.WriteText(w, items) })
 		},
 	}
 }

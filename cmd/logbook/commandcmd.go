@@ -22,6 +22,7 @@ func commandCmd(g *globals) *cobra.Command {
 	var (
 		after  int64
 		follow bool
+		raw    bool
 	)
 	output := &cobra.Command{
 		Use:   "output ID",
@@ -42,7 +43,9 @@ whole output; --follow waits for more until the command ends.`,
 			if err != nil {
 				return err
 			}
-			print := (&outputPrinter{stdout: g.stdout, stderr: g.stderr}).print
+			printer := &outputPrinter{stdout: g.stdout, stderr: g.stderr, raw: raw}
+			defer printer.close()
+			print := printer.print
 			if g.json {
 				enc := json.NewEncoder(g.stdout)
 				print = func(c worker.Chunk) error { return enc.Encode(c) }
@@ -57,12 +60,14 @@ whole output; --follow waits for more until the command ends.`,
 			if g.json {
 				return json.NewEncoder(g.stdout).Encode(map[string]any{"command": st})
 			}
-			fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, describeStatus(st))
+			printer.close()
+			fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, termSafe(describeStatus(st)))
 			return nil
 		},
 	}
 	output.Flags().Int64Var(&after, "after", 0, "skip the first OFFSET bytes of the output")
 	output.Flags().BoolVarP(&follow, "follow", "f", false, "wait for more output until the command ends")
+	output.Flags().BoolVar(&raw, "raw", false, "print the output's exact bytes, escape sequences included (default: made safe for a terminal)")
 
 	var (
 		noNewline bool
@@ -182,7 +187,7 @@ func commandsCmd(g *globals) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				return printCommands(g.stdout, out, true)
+				return termPrint(g.stdout, func(w io.Writer) error { return printCommands(w, out, true) })
 			})
 		},
 	}

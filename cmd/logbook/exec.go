@@ -41,6 +41,7 @@ type execFlags struct {
 	key       string
 	env       []string
 	noEnv     bool
+	raw       bool
 }
 
 func execCmd(g *globals) *cobra.Command {
@@ -86,6 +87,7 @@ then one {"type":"result",…} with the id, status and exit.`,
 	fl.StringVar(&f.key, "key", "", "idempotency key: the id is derived from the session and the key, so a retry with the same key attaches to the first run")
 	fl.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command's environment (repeatable; stored in the log, so no secrets)")
 	fl.BoolVar(&f.noEnv, "no-env", false, "pass on nothing from this environment; only --env")
+	fl.BoolVar(&f.raw, "raw", false, "print the output's exact bytes, escape sequences included (default: made safe for a terminal)")
 	return cmd
 }
 
@@ -150,7 +152,8 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error 
 	if err != nil {
 		return err
 	}
-	p := &outputPrinter{stdout: g.stdout, stderr: g.stderr, json: g.json}
+	p := &outputPrinter{stdout: g.stdout, stderr: g.stderr, json: g.json, raw: f.raw}
+	defer p.close()
 	if f.key != "" {
 		// A retry: the first run's command, whatever became of its session.
 		if st, err := cl.Command(ctx, f.id); err == nil {
@@ -349,7 +352,9 @@ func newCommandClient(b *backend) (*worker.Client, error) {
 type outputPrinter struct {
 	stdout, stderr io.Writer
 	json           bool
-	pos            int64 // end of the output printed so far
+	raw            bool        // exact bytes; else made safe for a terminal
+	tout, terr     *termWriter // the sanitizing writers, once used
+	pos            int64       // end of the output printed so far
 }
 
 // execChunk is one line of exec --json: a chunk of output.
@@ -377,8 +382,27 @@ func (p *outputPrinter) print(c worker.Chunk) error {
 	if c.Stream == "stderr" {
 		w = p.stderr
 	}
+	if !p.raw {
+		tw := &p.tout
+		if c.Stream == "stderr" {
+			tw = &p.terr
+		}
+		if *tw == nil {
+			*tw = newTermWriter(w)
+		}
+		w = *tw
+	}
 	_, err := w.Write(c.Data)
 	return err
+}
+
+// close prints what the sanitizing writers held back at the end.
+func (p *outputPrinter) close() {
+	for _, tw := range []*termWriter{p.tout, p.terr} {
+		if tw != nil {
+			_ = tw.Close()
+		}
+	}
 }
 
 // execResult is the last line of exec --json.

@@ -63,7 +63,7 @@ func main() {
 	err := runCLI(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "logbook: %v\n", err)
+		fmt.Fprintf(os.Stderr, "logbook: %s\n", termSafe(err.Error()))
 		if ee, ok := errors.AsType[*exitError](err); ok {
 			os.Exit(ee.code)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -132,7 +133,7 @@ recorded (exit 1 when any do).
 				}{p.String(), cp, hash, ss})
 			}
 			fmt.Fprintf(g.stdout, "replayed %s: seq %d, state hash %s\n\n", p, cp, hash)
-			return printSessions(g.stdout, sessionRows(ss), time.Now())
+			return termPrint(g.stdout, func(w io.Writer) error { return printSessions(w, sessionRows(ss), time.Now()) })
 		},
 	}
 	f := cmd.Flags()

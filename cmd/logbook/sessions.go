@@ -56,7 +56,7 @@ working or waiting with nothing observed of the agent for --older.`,
 				if err != nil {
 					return err
 				}
-				return printSessions(g.stdout, out, time.Now())
+				return termPrint(g.stdout, func(w io.Writer) error { return printSessions(w, out, time.Now()) })
 			})
 		},
 	}
@@ -118,7 +118,7 @@ func sessionCmd(g *globals) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				return printSession(g.stdout, out, time.Now())
+				return termPrint(g.stdout, func(w io.Writer) error { return printSession(w, out, time.Now()) })
 			})
 		},
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"unicode/utf8"
@@ -177,4 +178,12 @@ func (t *termWriter) Close() error {
 	}
 	_, err := t.w.Write(out)
 	return err
+}
+
+// termPrint runs print on a writer that passes its text to w made safe for
+// a terminal: for tables and reports whose fields come from the log.
+func termPrint(w io.Writer, print func(io.Writer) error) error {
+	tw := newTermWriter(w)
+	err := print(tw)
+	return errors.Join(err, tw.Close())
 }
