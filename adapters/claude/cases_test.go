@@ -505,3 +505,31 @@ func TestLocalCommandsRecordNothing(t *testing.T) {
 		t.Errorf("turns %d: a local command record became a prompt", st.Turns)
 	}
 }
+
+// TestSubagentEndClosesParentEntry: a subagent's own transcript ending
+// its turn closes the parent's entry for it when no SubagentStop came.
+func TestSubagentEndClosesParentEntry(t *testing.T) {
+	const s, a = "5e551011-0000-4000-8000-0000000000a2", "a0a2"
+	f := newFeeder(t)
+	f.hooks(hk(s, "SessionStart", "source", "startup"), hk(s, "UserPromptSubmit", "prompt", "review"),
+		hk(s, "PreToolUse", "tool_name", "Agent", "tool_use_id", "t1", "tool_input", map[string]any{"prompt": "review", "run_in_background": true}),
+		hk(s, "SubagentStart", "agent_id", a, "agent_type", "general-purpose"),
+		hk(s, "PostToolUse", "tool_name", "Agent", "tool_use_id", "t1", "tool_response", map[string]any{"isAsync": true, "status": "async_launched", "agentId": a}),
+		hk(s, "Stop"))
+	f.want(s, events.PhaseWorking, "subagent:general-purpose", []string{"agent-" + a}, 0)
+	proj := filepath.Join(t.TempDir(), "-home-user-app")
+	sub := filepath.Join(proj, s, "subagents")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cl := func(typ string, kv ...any) string {
+		return tl(s, typ, append([]any{"agentId", a, "isSidechain", true}, kv...)...)
+	}
+	writeLines(t, filepath.Join(sub, "agent-"+a+".jsonl"), strings.Join([]string{
+		cl("user", "message", map[string]any{"role": "user", "content": "review"}),
+		cl("assistant", "message", map[string]any{"role": "assistant", "model": "m", "content": []any{textBlock("No dead code.")}, "stop_reason": "end_turn"}),
+	}, "\n")+"\n")
+	f.importDir(proj)
+	f.want("agent-"+a, events.PhaseReady, "-", nil, 0)
+	f.want(s, events.PhaseReady, "-", nil, 0)
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -118,7 +119,38 @@ func (in *Ingester) Observe(ctx context.Context, agg events.Aggregate, id ulid.U
 	if err != nil || ap.Last == 0 {
 		return ap, st, err
 	}
-	return ap, st, in.release(ctx, agg, obs, o)
+	if err := in.release(ctx, agg, obs, o); err != nil {
+		return ap, st, err
+	}
+	return ap, st, in.finished(ctx, agg, st, obs, o)
+}
+
+// finished tells the parent of a subagent whose own report o ended its
+// turn (its transcript's last message) that the subagent's work is over:
+// the parent's entry for it (agent-<id> or bg-<id>) closes, as a lost
+// SubagentStop would have closed it.
+func (in *Ingester) finished(ctx context.Context, agg events.Aggregate, st session.State, obs events.Envelope, o *events.Observation) error {
+	if st.Parent == "" || st.AgentID == "" || st.TurnOpen || !slices.ContainsFunc(o.Signals, func(s events.Sig) bool { return s.Kind == events.SigTurnEnd }) {
+		return nil
+	}
+	parent, err := SessionAggregate(st.Parent, "")
+	if err != nil || parent == agg {
+		return nil
+	}
+	kind := "hook"
+	if o.Line > 0 {
+		kind = "transcript"
+	}
+	cause := events.Cause{Kind: kind, Event: o.Kind, Ref: obs.ID.String(), Detail: "subagent " + agg.ID}
+	for _, id := range []string{"agent-" + st.AgentID, "bg-" + st.AgentID} {
+		_, _, err := in.x.Execute(ctx, parent, func(s session.State) (events.Decision, error) {
+			return session.Decide(s, session.Detach{EntryID: id, Outcome: events.OutcomeOK, At: obs.At, Cause: cause})
+		})
+		if err != nil {
+			return fmt.Errorf("subagent %s done, parent %s: %w", agg.ID, parent.ID, err)
+		}
+	}
+	return nil
 }
 
 // release tells each subagent whose work the observation o of session agg
