@@ -18,8 +18,9 @@ type Role string
 // The roles, narrowest first.
 const (
 	// RoleReader reads the stream: stream info, direct and stored-message
-	// gets, and consumers of its own (ordered consumers). It publishes
-	// nothing on lb.> and calls no stream API that changes anything.
+	// gets, and consumers of its own (ordered consumers), and calls the
+	// API verbs that only read (Grants.ReadAPI). It publishes nothing on
+	// lb.> and calls no stream API that changes anything.
 	RoleReader Role = "reader"
 	// RoleWorker is RoleReader plus what a sandbox worker does: append
 	// command and session events and command output, take requests off
@@ -64,6 +65,9 @@ type Grants struct {
 	// API is the request/reply API's subject filter (e.g.
 	// "logbook.api.>"): RoleWriter calls and answers it.
 	API string
+	// ReadAPI are the request/reply API subjects that only read (e.g.
+	// "logbook.api.*.sessions"): RoleReader may call them.
+	ReadAPI []string
 	// WorkerControl is the core subject filter workers answer on (e.g.
 	// "logbook.worker.>"): RoleWorker subscribes, RoleWriter sends.
 	WorkerControl string
@@ -144,6 +148,8 @@ func Permissions(role Role, g Grants) *server.Permissions {
 	}
 	var resp *server.ResponsePermission
 	switch role {
+	case RoleReader:
+		pub = append(pub, g.ReadAPI...)
 	case RoleWriter:
 		pub = append(pub, StreamSubjects)
 		for _, b := range g.WriterReadBuckets {

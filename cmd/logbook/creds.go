@@ -105,7 +105,17 @@ func grants() natslog.Grants {
 		WriterReadBuckets: []string{worker.HeartbeatBucket},
 		API:               "logbook.api.>",
 		WorkerControl:     "logbook.worker.>",
+		ReadAPI:           readAPI(verbSessions, verbSession, verbVerify, verbStatus, verbCommands, verbCommand),
 	}
+}
+
+// readAPI returns the API subjects of verbs on every server.
+func readAPI(verbs ...string) []string {
+	var s []string
+	for _, v := range verbs {
+		s = append(s, "logbook.api.*."+v)
+	}
+	return s
 }
 
 // embeddedUsers returns the users of the data dir's embedded server: the

@@ -326,6 +326,10 @@ func openViews(ctx context.Context, g *globals, dd dataDir, log *natslog.Log) (*
 			return nil, fmt.Errorf("write %s: %w", dd.path("stream.json"), err)
 		}
 	}
+	if err := dd.tighten(); err != nil { // Pebble makes its directory 0755
+		store.Close()
+		return nil, err
+	}
 	return store, nil
 }
 
