@@ -415,7 +415,7 @@ func (s *soak) settle(ctx context.Context) {
 	s.startServe(ctx)
 	spool := dataDir(s.data).path("spool")
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		left, _ := filepath.Glob(filepath.Join(spool, "*.json"))
+		left, _ := filepath.Glob(filepath.Join(spool, "[!.]*.json")) // not a killed hook's .tmp- file, which Pending ignores
 		if len(left) == 0 {
 			break
 		}
