@@ -137,6 +137,8 @@
 // bubblewrap's --die-with-parent takes a restricted command's namespace).
 // What the leader started in its group and session may outlive it; a
 // worker that later finds the dead worker's command on the same host kills
-// that rest with KillTree, from the pid, start time and boot id recorded
-// when the command started.
+// that rest with KillCgroup when the command had a cgroup v2
+// (Process.Cgroup: where no limits can be delegated, a FullAccess command
+// still gets an empty one as a handle on its tree), else with KillTree,
+// from the pid, start time and boot id recorded when the command started.
 package sandbox

@@ -120,6 +120,12 @@ func newCgroup(procs int, mem int64, v1ok bool) (*cgroup, Applied, string) {
 				return cg, a, ""
 			}
 			notes = append(notes, err.Error())
+			if !v1ok {
+				// No limits, but still the handle on the whole tree.
+				if cg, err := newCgroup2Handle(filepath.Join(root, p), name); err == nil {
+					return cg, Applied{Killable: true, Note: "no limits (" + strings.Join(notes, "; ") + ")"}, ""
+				}
+			}
 			break
 		}
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -227,8 +229,8 @@ func KillTree(pid int, start uint64, boot string) (int, error) {
 // KillCgroup kills every process of the cgroup v2 directory dir (an
 // absolute path under the cgroup2 mount): with cgroup.kill (Linux 5.14)
 // when there is one, else by SIGKILL to each pid in cgroup.procs, until it
-// is empty. It returns how many processes the cgroup held, and an error if
-// dir is not a cgroup or cannot be written.
+// is empty, and then removes dir. It returns how many processes the cgroup
+// held, and an error if dir is not a cgroup or cannot be read.
 func KillCgroup(dir string) (int, error) {
 	procs := func() ([]int, error) {
 		b, err := os.ReadFile(dir + "/cgroup.procs")
@@ -248,6 +250,16 @@ func KillCgroup(dir string) (int, error) {
 		return 0, fmt.Errorf("kill cgroup %s: %w", dir, err)
 	}
 	n := len(pids)
+	defer func() {
+		// Empty now, or soon: a dead worker's cgroup is removed by whoever
+		// killed what was in it.
+		for range cgRetries {
+			if err := unix.Rmdir(dir); err == nil || errors.Is(err, unix.ENOENT) {
+				return
+			}
+			time.Sleep(cgRound)
+		}
+	}()
 	if n == 0 {
 		return 0, nil
 	}
@@ -263,4 +275,36 @@ func KillCgroup(dir string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// newCgroup2Handle makes an empty cgroup v2 directory name under parent
+// with no controller and no limit: only a handle on the command's whole
+// tree, which every process the command starts stays in (setsid or not),
+// so the tree can be listed and killed as one, by this worker at the exit
+// or by another after this worker died (KillCgroup on Process.Cgroup).
+// It needs write access to parent, which root has on a cgroup2 mount.
+func newCgroup2Handle(parent, name string) (*cgroup, error) {
+	dir := filepath.Join(parent, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cgroup v2: %w", err)
+	}
+	cg := &cgroup{v2: true, dirs: []string{dir}, fd: -1}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		cg.remove()
+		return nil, fmt.Errorf("cgroup v2: %w", err)
+	}
+	cg.fd = fd
+	return cg, nil
+}
+
+// Cgroup returns the directory of the cgroup that holds the command's
+// whole tree from its first instruction (a cgroup v2, entered by clone3),
+// or "" when it has none. Another worker on this host kills what is left
+// of the tree with KillCgroup(dir) if this one dies.
+func (p *Process) Cgroup() string {
+	if p.cg == nil || !p.cg.v2 {
+		return ""
+	}
+	return p.cg.dirs[0]
 }

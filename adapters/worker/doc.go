@@ -130,8 +130,11 @@
 // and group and their descendants, found by the recorded pid and checked
 // against the recorded start time and boot id, so a recycled pid is never
 // signalled (sandbox.KillTree) — and only then appends command.abandoned.
-// A process that left the session and the group (setsid) before its
-// leader died is beyond that reach without a cgroup. A worker on another
+// Where the sandbox could put the command in a cgroup v2 of its own
+// (sandbox.Process.Cgroup, recorded in command.running), the cgroup is the
+// handle and nothing escapes it, setsid or not; without one, a process
+// that left the session and the group before its leader died is beyond
+// reach. A worker on another
 // host cannot kill anything: when it abandons a command, only the
 // parent-death signal has acted on the command's own host.
 //

@@ -160,23 +160,34 @@ func TestWorker_SessionEndWhileNoWorkerRuns(t *testing.T) {
 
 func TestWorker_LingeringRecorded(t *testing.T) {
 	// A full_access command leaves a setsid descendant holding its output
-	// open: the exit says so.
+	// open. Where the command has a cgroup (command.running names it), the
+	// descendant dies with the command; where it has none, it lingers and
+	// the exit says so.
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
 	token := uniqueSleep(t)
 	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", `mkfifo f; setsid sh -c 'echo >f; exec sleep "$0"' "$0" & read x <f; echo started`, token))
 	st, out := e.follow(id, 20*time.Second)
-	if st.Status != command.StatusExited || !st.Lingering || out.all.String() != "started\n" {
-		t.Errorf("status %s lingering %v output %q; want exited, lingering", st.Status, st.Lingering, out.all.String())
+	if st.Status != command.StatusExited || out.all.String() != "started\n" {
+		t.Fatalf("status %s output %q; want exited", st.Status, out.all.String())
+	}
+	if st.Cgroup != "" {
+		t.Logf("the command ran in cgroup %s", st.Cgroup)
+		e.waitFor("the descendant to die with the cgroup", func() bool { return len(processesWith("sleep "+token)) == 0 })
+		return
+	}
+	if !st.Lingering {
+		t.Errorf("lingering %v; want the lingering descendant recorded", st.Lingering)
 	}
 }
 
 func TestWorker_KilledWorkersTreeDies(t *testing.T) {
 	// A worker process is SIGKILLed while it runs a full_access command
-	// whose shell has children in its process group: the leader dies of
-	// its parent-death signal, and the worker that finds the dead worker
-	// on this host kills the children (by the recorded pid, start time
-	// and boot id) before it records the abandonment.
+	// whose shell has children in its process group and a setsid
+	// grandchild: the leader dies of its parent-death signal, and the
+	// worker that finds the dead worker on this host kills the rest (by
+	// the recorded cgroup, else by the recorded pid, start time and boot
+	// id) before it records the abandonment.
 	e := newEnv(t, true)
 	token := uniqueSleep(t)
 	var logs bytes.Buffer
@@ -194,10 +205,11 @@ func TestWorker_KilledWorkersTreeDies(t *testing.T) {
 		}
 	}()
 	e.waitFor("helper worker registered", func() bool { ws, _ := e.client.Workers(t.Context()); return len(ws) == 1 })
-	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", `sleep "$0" & sleep "$0" & wait`, token))
+	escaper := uniqueSleep(t)
+	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", `setsid sleep "$1" & sleep "$0" & sleep "$0" & wait`, token, escaper))
 	e.waitFor("the tree", func() bool {
 		st, _ := e.client.Command(t.Context(), id)
-		return st.Pid > 0 && len(processesWith("sleep "+token)) == 2
+		return st.Pid > 0 && len(processesWith("sleep "+token)) == 2 && len(processesWith("sleep "+escaper)) == 1
 	})
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -211,5 +223,14 @@ func TestWorker_KilledWorkersTreeDies(t *testing.T) {
 	// The kill comes before the abandonment is appended.
 	if left := processesWith("sleep " + token); len(left) != 0 {
 		t.Errorf("processes %v of the abandoned command still run", left)
+	}
+	// The setsid grandchild left the session and the group: only the
+	// command's cgroup holds it.
+	if st.Cgroup == "" {
+		t.Logf("no cgroup here: the setsid grandchild %v is out of reach", processesWith("sleep "+escaper))
+	} else if left := processesWith("sleep " + escaper); len(left) != 0 {
+		t.Errorf("the setsid grandchild %v of the abandoned command still runs (cgroup %s)", left, st.Cgroup)
+	} else if _, err := os.Stat(st.Cgroup); err == nil {
+		t.Errorf("the dead worker's cgroup %s is still there", st.Cgroup)
 	}
 }

@@ -341,7 +341,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 func (w *Worker) recordRunning(ctx context.Context, j *job, p *sandbox.Process) {
 	agg := events.Aggregate{Kind: events.KindCommand, ID: j.id}
 	cause := events.Cause{Kind: "worker", Event: "process.started", Detail: "pid " + strconv.Itoa(p.Pid()), Ref: j.started.String()}
-	run := command.Run{Worker: w.id.ID, Pid: p.Pid(), ProcStart: p.ProcStart(), Boot: w.id.Boot, At: w.now(), Cause: cause}
+	run := command.Run{Worker: w.id.ID, Pid: p.Pid(), ProcStart: p.ProcStart(), Boot: w.id.Boot, Cgroup: p.Cgroup(), At: w.now(), Cause: cause}
 	var err error
 	for attempt := range 5 {
 		_, _, err = w.cmds.Execute(ctx, agg, func(s command.State) (events.Decision, error) {

@@ -83,6 +83,7 @@ func TestSoak(t *testing.T) {
 	wg.Go(func() { s.commandLoop(load) })
 	for c := 1; c <= cycles; c++ {
 		srv, wait := s.startServe(ctx)
+		s.treeCommand(ctx, c)
 		time.Sleep(time.Duration(200+s.intN(1000)) * time.Millisecond)
 		if c%2 == 0 {
 			// Kill while an import is in flight, at a random moment of it.
@@ -106,6 +107,7 @@ func TestSoak(t *testing.T) {
 	wg.Wait()
 
 	s.settle(ctx)
+	s.settleTrees(ctx)
 	s.verify(ctx, cycles)
 }
 
@@ -136,6 +138,11 @@ type soak struct {
 	// and back to back they would keep the server out.
 	starting atomic.Bool
 
+	// treeToken is the sleep argument of every tree command's processes,
+	// which finds them in /proc; trees holds the tree commands' ids.
+	treeToken string
+	trees     []string
+
 	upAt      time.Time // when the current server answered
 	refused   int       // serve starts refused because the data dir was busy
 	midImport int       // kills while an import was running
@@ -158,6 +165,12 @@ func newSoak(t *testing.T, bin string, seed uint64) *soak {
 	}
 	s.ts = ts
 	t.Cleanup(s.procs.killAll)
+	s.treeToken = fmt.Sprintf("%d.%09d", 7000+s.intN(1000), s.intN(1e9))
+	t.Cleanup(func() {
+		for _, pid := range processesWith("sleep " + s.treeToken) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 	return s
 }
 
@@ -374,6 +387,69 @@ func (s *soak) commandLoop(ctx context.Context) {
 	}
 }
 
+// treeCommand starts a long full_access command whose tree holds a
+// setsid grandchild, for a session of the transcripts, and leaves it in
+// the background: the serve about to be SIGKILLed runs it in one of its
+// workers, so the tree's worker dies with the serve.
+func (s *soak) treeCommand(ctx context.Context, cycle int) {
+	id := fmt.Sprintf("soaktree-%d", cycle)
+	sess := s.ts[cycle%len(s.ts)].Session
+	out, err := s.run(ctx, nil, "exec", "--session", sess, "--mode", "full_access", "--workspace", s.t.TempDir(), "--id", id, "--wait", "0s",
+		"--", "sh", "-c", `setsid sleep "$0" >/dev/null 2>&1 </dev/null & sleep "$0"`, s.treeToken)
+	if err != nil {
+		s.t.Logf("tree command %s: %v: %s", id, err, bytes.TrimSpace(out))
+	}
+	s.trees = append(s.trees, id)
+}
+
+// settleTrees waits, with the last server up, until every tree command has
+// ended: the ones whose worker was killed are abandoned by the server's
+// workers (which kill what is left of their trees first), a queued one is
+// started now and stopped. Then no process of any tree may be left.
+func (s *soak) settleTrees(ctx context.Context) {
+	t := s.t
+	for _, id := range s.trees {
+		_, _ = s.run(ctx, nil, "command", "stop", id) // refused for an ended one
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		out, err := s.run(wctx, nil, "command", "output", id, "--follow")
+		timedOut := wctx.Err() != nil
+		cancel()
+		if timedOut {
+			t.Errorf("tree command %s has not ended after a minute: %v: %s", id, err, out)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left := processesWith("sleep " + s.treeToken)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Errorf("processes %v of the tree commands still run after every one ended", left)
+			break
+		}
+	}
+}
+
+// processesWith returns the pids of live host processes whose command
+// line contains token.
+func processesWith(token string) []int {
+	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var pids []int
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil || !bytes.Contains(bytes.ReplaceAll(b, []byte{0}, []byte{' '}), []byte(token)) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(n))); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 func (s *soak) hookLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		n := s.hookN.Add(1)
@@ -549,6 +625,23 @@ func (s *soak) verify(ctx context.Context, cycles int) {
 			t.Errorf("acknowledged command %s: started %d, ended %d", id, started, ended)
 		}
 	}
+	// Every tree command ended; those whose worker was killed are
+	// abandoned, and settleTrees found none of their processes left.
+	treeEnds := map[string]int{}
+	for _, id := range s.trees {
+		status := "never requested"
+		for _, r := range byAgg[id] {
+			switch r.Type {
+			case "command.exited", "command.abandoned", "command.refused":
+				status = strings.TrimPrefix(r.Type, "command.")
+			}
+		}
+		treeEnds[status]++
+		if status == "never requested" && len(byAgg[id]) > 0 {
+			t.Errorf("tree command %s has not ended", id)
+		}
+	}
+	t.Logf("soak: tree commands (setsid grandchild, worker killed with its serve): %v", treeEnds)
 	for id := range s.cmds {
 		if len(byAgg[id]) == 0 {
 			lost++
