@@ -91,3 +91,13 @@ func TestCheckProcess(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// BenchmarkAgentProcess is what finding its agent process adds to each
+// hook's start-up: a few reads of /proc (this test process's parents).
+func BenchmarkAgentProcess(b *testing.B) {
+	for b.Loop() {
+		if _, err := AgentProcess(os.Getpid(), "h", "b"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
