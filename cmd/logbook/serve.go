@@ -28,6 +28,7 @@ func serveCmd(g *globals) *cobra.Command {
 		workers int
 		accept  bool
 		admin   string
+		pprofAt string
 		wf      workerFlags
 		live    liveFlags
 	)
@@ -42,6 +43,14 @@ was down.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			g.acceptLoss, g.adminCreds = accept, admin
+			if pprofAt != "" {
+				at, stop, err := listenPprof(cmd.Context(), pprofAt)
+				if err != nil {
+					return err
+				}
+				defer stop()
+				fmt.Fprintf(g.stderr, "logbook serve: profiles on http://%s/debug/pprof/ and memory figures on http://%s/debug/memstats\n", at, at)
+			}
 			return serve(cmd.Context(), g, listen, fsync, workerPool{n: workers, flags: wf, live: live})
 		},
 	}
@@ -51,6 +60,7 @@ was down.`,
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback host:port for clients (port 0 picks one; it is written to serve.json)")
 	cmd.Flags().BoolVar(&accept, "accept-stream-loss", false, "start even when the log lost events the projection has seen (the stream was deleted, re-created or cut): set the projection aside and rebuild it from the log")
 	cmd.Flags().StringVar(&admin, "admin-creds", "", "admin credentials file (`logbook creds issue --role admin`) the embedded server also accepts; by default admin's password lives only in this process, to create or check the stream at start")
+	cmd.Flags().StringVar(&pprofAt, "pprof", "", "loopback host:port to serve net/http/pprof (/debug/pprof/) and the Go runtime's memory figures (/debug/memstats) on; off when empty")
 	cmd.Flags().StringVar(&fsync, "fsync", "always", "when the log reaches the disk: always (before every acknowledgement) or interval (every second; faster, can lose the last second on an OS crash)")
 	return cmd
 }

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"runtime"
+	"strconv"
+	"time"
+)
+
+// memFigures is what GET /debug/memstats on the --pprof listener answers,
+// as JSON: the Go runtime's memory figures in bytes, the number of
+// goroutines and of completed GC cycles. With ?gc=1 a garbage collection
+// runs first, so HeapAlloc is the heap still in use after it.
+type memFigures struct {
+	HeapAlloc    uint64 `json:"heap_alloc"`    // bytes of live and not yet swept heap objects
+	HeapInuse    uint64 `json:"heap_inuse"`    // bytes in in-use heap spans
+	HeapSys      uint64 `json:"heap_sys"`      // bytes of heap obtained from the OS
+	HeapReleased uint64 `json:"heap_released"` // bytes of heap returned to the OS
+	StackInuse   uint64 `json:"stack_inuse"`   // bytes of goroutine stacks
+	Sys          uint64 `json:"sys"`           // bytes obtained from the OS in all
+	HeapObjects  uint64 `json:"heap_objects"`  // live heap objects
+	NumGC        uint32 `json:"num_gc"`        // completed GC cycles
+	Goroutines   int    `json:"goroutines"`    // goroutines now
+}
+
+// readMemFigures reads the runtime's figures, after a GC when gc is true.
+func readMemFigures(gc bool) memFigures {
+	if gc {
+		runtime.GC()
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return memFigures{
+		HeapAlloc: m.HeapAlloc, HeapInuse: m.HeapInuse, HeapSys: m.HeapSys, HeapReleased: m.HeapReleased,
+		StackInuse: m.StackInuse, Sys: m.Sys, HeapObjects: m.HeapObjects, NumGC: m.NumGC,
+		Goroutines: runtime.NumGoroutine(),
+	}
+}
+
+// pprofMux is the --pprof listener's handler: net/http/pprof's handlers
+// under /debug/pprof/ and /debug/memstats (memFigures), on a mux of its
+// own; nothing is served from http.DefaultServeMux.
+func pprofMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/memstats", func(w http.ResponseWriter, r *http.Request) {
+		gc, _ := strconv.ParseBool(r.URL.Query().Get("gc"))
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(readMemFigures(gc))
+	})
+	return mux
+}
+
+// listenPprof checks that addr (host:port) is a loopback address, listens
+// on it and serves pprofMux until ctx is done. The profiles show the
+// process's memory and code paths, so any other address is refused with
+// an error naming it. It returns the address listened on (port 0 picks
+// one) and a stop function that closes the listener.
+func listenPprof(ctx context.Context, addr string) (string, func(), error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--pprof %q: want a loopback host:port such as 127.0.0.1:6060: %w", addr, err)
+	}
+	ip := net.ParseIP(host)
+	if host == "localhost" {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	if ip == nil || !ip.IsLoopback() {
+		return "", nil, fmt.Errorf("--pprof %q: the profiling endpoint listens on a loopback address only (127.0.0.1 or ::1), not %q", addr, host)
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), mustPort(addr)))
+	if err != nil {
+		return "", nil, fmt.Errorf("--pprof %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l) //nolint:errcheck // ends with ErrServerClosed when stopped
+	stop := func() { srv.Close() }
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return l.Addr().String(), stop, nil
+}
+
+// mustPort is the port of a host:port already split once without error.
+func mustPort(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	return port
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestPprofLoopbackOnly: --pprof refuses every address that is not
+// loopback, and serve refuses to start with one, naming it.
+func TestPprofLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.1:6060", "example.com:6060", "6060", ""} {
+		if _, stop, err := listenPprof(t.Context(), addr); err == nil {
+			stop()
+			t.Errorf("listenPprof(%q): listening, want refused", addr)
+		} else if !strings.Contains(err.Error(), "--pprof") {
+			t.Errorf("listenPprof(%q): %v, want an error naming --pprof", addr, err)
+		}
+	}
+	var out bytes.Buffer
+	err := runCLI(t.Context(), []string{"--data", t.TempDir(), "serve", "--workers", "0", "--pprof", "0.0.0.0:6060"}, nil, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "loopback") || !strings.Contains(err.Error(), "0.0.0.0") {
+		t.Fatalf("serve --pprof 0.0.0.0:6060: %v, want refused naming the address and loopback\n%s", err, out.String())
+	}
+}
+
+// TestPprofAnswers: on a loopback address the profiles and the memory
+// figures answer, and nothing else is served.
+func TestPprofAnswers(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "localhost:0", "[::1]:0"} {
+		at, stop, err := listenPprof(t.Context(), addr)
+		if err != nil {
+			if addr == "[::1]:0" && strings.Contains(err.Error(), "assign") {
+				continue // no IPv6 loopback on this machine
+			}
+			t.Fatalf("listenPprof(%q): %v", addr, err)
+		}
+		get := func(path string) (int, []byte) {
+			t.Helper()
+			resp, err := http.Get("http://" + at + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, b
+		}
+		if code, b := get("/debug/pprof/heap?gc=1"); code != 200 || len(b) == 0 {
+			t.Errorf("%s heap profile: %d, %d bytes", addr, code, len(b))
+		}
+		if code, b := get("/debug/pprof/goroutine?debug=1"); code != 200 || !bytes.Contains(b, []byte("goroutine profile")) {
+			t.Errorf("%s goroutine profile: %d %.100s", addr, code, b)
+		}
+		code, b := get("/debug/memstats?gc=1")
+		var m memFigures
+		if err := json.Unmarshal(b, &m); code != 200 || err != nil || m.HeapAlloc == 0 || m.Goroutines == 0 || m.NumGC == 0 {
+			t.Errorf("%s memstats: %d %v %s", addr, code, err, b)
+		}
+		if code, _ := get("/debug/vars"); code != 404 {
+			t.Errorf("%s /debug/vars: %d, want 404 (only the pprof mux is served)", addr, code)
+		}
+		stop()
+	}
+}
