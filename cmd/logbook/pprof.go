@@ -15,7 +15,9 @@ import (
 // memFigures is what GET /debug/memstats on the --pprof listener answers,
 // as JSON: the Go runtime's memory figures in bytes, the number of
 // goroutines and of completed GC cycles. With ?gc=1 a garbage collection
-// runs first, so HeapAlloc is the heap still in use after it.
+// runs first — two, so that what sync.Pools hold (JetStream's message
+// block buffers among them) is dropped too — and HeapAlloc is the heap
+// still in use after it.
 type memFigures struct {
 	HeapAlloc    uint64 `json:"heap_alloc"`    // bytes of live and not yet swept heap objects
 	HeapInuse    uint64 `json:"heap_inuse"`    // bytes in in-use heap spans
@@ -31,6 +33,7 @@ type memFigures struct {
 // readMemFigures reads the runtime's figures, after a GC when gc is true.
 func readMemFigures(gc bool) memFigures {
 	if gc {
+		runtime.GC()
 		runtime.GC()
 	}
 	var m runtime.MemStats
@@ -77,6 +80,9 @@ func listenPprof(ctx context.Context, addr string) (string, func(), error) {
 	if ip == nil || !ip.IsLoopback() {
 		return "", nil, fmt.Errorf("--pprof %q: the profiling endpoint listens on a loopback address only (127.0.0.1 or ::1), not %q", addr, host)
 	}
+	// Sample one allocation per 64 KiB rather than 512 KiB, so that the
+	// heap profile of a heap of a few MiB says where its growth is.
+	runtime.MemProfileRate = 64 << 10
 	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), mustPort(addr)))
 	if err != nil {
 		return "", nil, fmt.Errorf("--pprof %s: %w", addr, err)
