@@ -62,10 +62,11 @@ func newEnv(t testing.TB, listen bool) *testEnv {
 	return e
 }
 
-// startSession appends session.started for id.
+// startSession appends session.started for id, in mode full_access so
+// that every mode may be requested.
 func (e *testEnv) startSession(id string) {
 	e.t.Helper()
-	ev := e.reg.New(events.SessionStarted{Agent: "cli", Cwd: e.ws, Mode: events.ModeWorkspaceWrite})
+	ev := e.reg.New(events.SessionStarted{Agent: "cli", Cwd: e.ws, Mode: events.ModeFullAccess})
 	ev.ID, ev.Agg, ev.Ver = ulid.Make(), events.Aggregate{Kind: events.KindSession, ID: id}, 1
 	ev.At = time.Now().UTC().Truncate(time.Microsecond)
 	ev.Cause = &events.Cause{Kind: "cli", Event: "test", Ref: "t"}

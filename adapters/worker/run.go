@@ -164,6 +164,11 @@ func (w *Worker) take(ctx, procCtx context.Context, id string) (verdict, error) 
 	if reason != "" {
 		return verdictDone, w.refuse(ctx, id, reason, "spec")
 	}
+	if reason, err := w.admit(ctx, st); err != nil {
+		return verdictRetry, err
+	} else if reason != "" {
+		return verdictDone, w.refuse(ctx, id, reason, "admit")
+	}
 	return w.start(ctx, procCtx, st, last, spec)
 }
 

@@ -832,7 +832,7 @@ func (e *benchEnv) commandRun(ctx context.Context) (benchSample, error) {
 	}
 	const sid = "bench-command"
 	if _, err := e.processes(ctx, s, []string{"hook", "claude"}, func(int) []byte {
-		return []byte(`{"session_id":"` + sid + `","cwd":"/home/user/project","hook_event_name":"SessionStart","source":"startup"}`)
+		return []byte(`{"session_id":"` + sid + `","cwd":"/home/user/project","hook_event_name":"SessionStart","source":"startup","permission_mode":"bypassPermissions"}`)
 	}); err != nil {
 		return benchSample{}, err
 	}

@@ -1,0 +1,94 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// modeRank orders the modes by how much they allow; a session mode the
+// worker does not know (or "auto") allows as much as workspace_write.
+func modeRank(m string) int {
+	switch m {
+	case events.ModeReadOnly:
+		return 0
+	case events.ModeFullAccess:
+		return 2
+	}
+	return 1
+}
+
+// systemDirs are directories a restricted or unrestricted command must not
+// take as its workspace, nor anything inside the first group.
+var (
+	systemTrees = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/usr"}
+	systemDirs  = []string{"/", "/home", "/media", "/mnt", "/opt", "/root", "/srv", "/tmp", "/var", "/var/tmp", "/var/lib"}
+)
+
+// admission returns why a command asking for mode in workspace ws (clean,
+// absolute, symbolic links resolved) must not run for session sess, or ""
+// if it may. home is the worker's home directory ("" if unknown);
+// cwdHere reports whether the session's working directory exists on this
+// host (a session of another host is not held to it). It decides from
+// state alone.
+func admission(sess session.State, mode, ws, home string, cwdHere bool) string {
+	if sess.Ver == 0 {
+		return fmt.Sprintf("refused: session %s does not exist, so its permission mode is unknown", sess.ID)
+	}
+	if modeRank(mode) > modeRank(sess.Mode) {
+		have := sess.Mode
+		if have == "" {
+			have = "unknown (workspace_write at most)"
+		}
+		return fmt.Sprintf("refused: mode %s is wider than session %s's permission mode %s (revision %d)", mode, sess.ID, have, sess.ModeRevision)
+	}
+	for _, d := range systemTrees {
+		if ws == d || strings.HasPrefix(ws, d+"/") {
+			return fmt.Sprintf("refused: workspace %s is a system directory", ws)
+		}
+	}
+	for _, d := range systemDirs {
+		if ws == d {
+			return fmt.Sprintf("refused: workspace %s is a system directory", ws)
+		}
+	}
+	if home != "" && (ws == home || strings.HasPrefix(home, ws+"/")) {
+		return fmt.Sprintf("refused: workspace %s is the home directory %s or holds it", ws, home)
+	}
+	if cwd := filepath.Clean(sess.Cwd); sess.Cwd != "" && cwdHere && ws != cwd && !strings.HasPrefix(ws, cwd+"/") {
+		return fmt.Sprintf("refused: workspace %s is outside session %s's directory %s", ws, sess.ID, cwd)
+	}
+	return ""
+}
+
+// admit loads st's session and returns why st must not run (a reason for
+// command.refused), or "". An error means the session could not be read.
+func (w *Worker) admit(ctx context.Context, st command.State) (string, error) {
+	sess, err := w.sessions.State(ctx, events.Aggregate{Kind: events.KindSession, ID: st.Session})
+	if err != nil {
+		return "", fmt.Errorf("admit %s: load session %s: %w", st.ID, st.Session, err)
+	}
+	ws := filepath.Clean(st.Workspace)
+	if r, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = r
+	}
+	home, _ := os.UserHomeDir()
+	if home != "" {
+		if r, err := filepath.EvalSymlinks(home); err == nil {
+			home = r
+		}
+	}
+	cwdHere := false
+	if sess.Cwd != "" && filepath.IsAbs(sess.Cwd) {
+		if r, err := filepath.EvalSymlinks(sess.Cwd); err == nil {
+			sess.Cwd, cwdHere = r, true
+		}
+	}
+	return admission(sess, st.Mode, ws, home, cwdHere), nil
+}

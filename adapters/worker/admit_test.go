@@ -1,0 +1,86 @@
+package worker
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+func TestAdmission(t *testing.T) {
+	sess := func(mode, cwd string) session.State {
+		return session.State{ID: "s1", Ver: 3, Mode: mode, ModeRevision: 2, Cwd: cwd}
+	}
+	const home = "/home/u"
+	tests := []struct {
+		name    string
+		sess    session.State
+		mode    string
+		ws      string
+		cwdHere bool
+		says    string // "" means admitted
+	}{
+		{"SameMode", sess(events.ModeWorkspaceWrite, ""), events.ModeWorkspaceWrite, "/home/u/p", false, ""},
+		{"Narrower", sess(events.ModeWorkspaceWrite, ""), events.ModeReadOnly, "/home/u/p", false, ""},
+		{"WiderThanWorkspaceWrite", sess(events.ModeWorkspaceWrite, ""), events.ModeFullAccess, "/home/u/p", false, "wider than session s1's permission mode workspace_write (revision 2)"},
+		{"WiderThanReadOnly", sess(events.ModeReadOnly, ""), events.ModeWorkspaceWrite, "/home/u/p", false, "wider"},
+		{"AutoIsWorkspaceWrite", sess(events.ModeAuto, ""), events.ModeFullAccess, "/home/u/p", false, "wider"},
+		{"UnknownIsWorkspaceWrite", sess("", ""), events.ModeFullAccess, "/home/u/p", false, "unknown (workspace_write at most)"},
+		{"UnknownAllowsWorkspaceWrite", sess("", ""), events.ModeWorkspaceWrite, "/home/u/p", false, ""},
+		{"FullAccessSession", sess(events.ModeFullAccess, ""), events.ModeFullAccess, "/home/u/p", false, ""},
+		{"NoSession", session.State{ID: "s9"}, events.ModeReadOnly, "/home/u/p", false, "session s9 does not exist"},
+		{"Root", sess(events.ModeFullAccess, ""), events.ModeReadOnly, "/", false, "system directory"},
+		{"Etc", sess(events.ModeFullAccess, ""), events.ModeReadOnly, "/etc", false, "system directory"},
+		{"InsideUsr", sess(events.ModeFullAccess, ""), events.ModeReadOnly, "/usr/local/src", false, "system directory"},
+		{"Tmp", sess(events.ModeFullAccess, ""), events.ModeReadOnly, "/tmp", false, "system directory"},
+		{"Home", sess(events.ModeFullAccess, ""), events.ModeReadOnly, "/home/u", false, "home directory"},
+		{"AboveHome", sess(events.ModeFullAccess, ""), events.ModeReadOnly, "/home", false, "system directory"},
+		{"UnderTmp", sess(events.ModeFullAccess, ""), events.ModeReadOnly, "/tmp/x", false, ""},
+		{"SessionDir", sess(events.ModeFullAccess, "/home/u/p"), events.ModeReadOnly, "/home/u/p", true, ""},
+		{"InsideSessionDir", sess(events.ModeFullAccess, "/home/u/p"), events.ModeReadOnly, "/home/u/p/sub", true, ""},
+		{"OtherSessionsDir", sess(events.ModeFullAccess, "/home/u/p"), events.ModeReadOnly, "/home/u/q", true, "outside session s1's directory /home/u/p"},
+		{"AboveSessionDir", sess(events.ModeFullAccess, "/home/u/p/sub"), events.ModeReadOnly, "/home/u/p", true, "outside"},
+		{"SessionDirElsewhere", sess(events.ModeFullAccess, "/home/u/p"), events.ModeReadOnly, "/home/u/q", false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := admission(tt.sess, tt.mode, tt.ws, home, tt.cwdHere)
+			if tt.says == "" && got != "" || tt.says != "" && !strings.Contains(got, tt.says) {
+				t.Errorf("admission = %q, want %q", got, tt.says)
+			}
+		})
+	}
+}
+
+// A request wider than its session's mode is refused before anything
+// starts, with the reason in command.refused.
+func TestWorker_RefusesWiderThanSession(t *testing.T) {
+	e := newEnv(t, false)
+	e.startWorker(e.workerConfig())
+	ro := "s-ro-" + strings.ToLower(ulid.Make().String())
+	ev := e.reg.New(events.SessionStarted{Agent: "cli", Cwd: e.ws, Mode: events.ModeReadOnly})
+	ev.ID, ev.Agg, ev.Ver = ulid.Make(), events.Aggregate{Kind: events.KindSession, ID: ro}, 1
+	ev.At = time.Now().UTC().Truncate(time.Microsecond)
+	ev.Cause = &events.Cause{Kind: "cli", Event: "test", Ref: "t"}
+	if _, err := e.log.Append(t.Context(), events.Batch{Agg: ev.Agg, Events: []events.Envelope{ev}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{events.ModeWorkspaceWrite, events.ModeFullAccess} {
+		req := e.request(mode, "sh", "-c", "touch ran")
+		req.Session = ro
+		st, _ := e.follow(e.submit(req), 10*time.Second)
+		if st.Status != command.StatusRefused || !strings.Contains(st.EndReason, "wider than session") {
+			t.Errorf("%s: status %s reason %q; want refused as wider than the session", mode, st.Status, st.EndReason)
+		}
+	}
+	req := e.request(events.ModeReadOnly, "true")
+	req.Session = ro
+	if st, _ := e.follow(e.submit(req), 10*time.Second); st.Status != command.StatusExited {
+		t.Errorf("read_only: status %s reason %q; want exited", st.Status, st.EndReason)
+	}
+}
