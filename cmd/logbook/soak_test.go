@@ -375,7 +375,7 @@ func (s *soak) commandLoop(ctx context.Context) {
 		time.Sleep(time.Duration(50+s.intN(200)) * time.Millisecond)
 		id := fmt.Sprintf("soakcmd-%d", n)
 		sess := s.ts[n%len(s.ts)].Session
-		out, err := s.run(ctx, nil, "exec", "--session", sess, "--mode", "full_access", "--workspace", ws, "--id", id, "--wait", "20s", "--", "echo", "out-"+id)
+		out, err := s.run(ctx, nil, "exec", "--session", sess, "--mode", "read_only", "--workspace", ws, "--id", id, "--wait", "20s", "--", "echo", "out-"+id)
 		if ctx.Err() != nil {
 			return
 		}
