@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,6 +68,33 @@ func TestScripts(t *testing.T) {
 					time.Sleep(50 * time.Millisecond)
 				}
 				ts.Fatalf("server did not come up in %s", dd)
+			},
+			// waitspool waits until the data dir's spool is empty (every
+			// hook payload delivered).
+			"waitspool": func(ts *testscript.TestScript, neg bool, args []string) {
+				dd := dataDir(ts.Getenv("LOGBOOK_DATA"))
+				for range 400 {
+					if left, _ := filepath.Glob(filepath.Join(dd.path("spool"), "*.json")); len(left) == 0 {
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				ts.Fatalf("hook payloads still in the spool")
+			},
+			// noprocess TEXT waits (up to 10 s) until no process's command
+			// line contains TEXT; then it kills any left and fails.
+			"noprocess": func(ts *testscript.TestScript, neg bool, args []string) {
+				for range 200 {
+					if len(processesWith(args[0])) == 0 {
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				left := processesWith(args[0])
+				for _, pid := range left {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+				ts.Fatalf("processes %v still run %q", left, args[0])
 			},
 			// waitgone waits until serve.json is gone (the server stopped).
 			"waitgone": func(ts *testscript.TestScript, neg bool, args []string) {
