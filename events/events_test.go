@@ -214,3 +214,50 @@ func TestParseSubject(t *testing.T) {
 		}
 	}
 }
+
+// The events that record forks, late results and rewritten transcripts
+// are decisions: each needs a complete cause, and the decoder refuses an
+// unknown field anywhere in its data, nested fingerprints included.
+func TestDecode_RefusesLifecycleEvents(t *testing.T) {
+	reg := events.NewRegistry()
+	for _, p := range []events.Payload{
+		events.SessionEntryLateResult{EntryID: "toolu_2", Outcome: events.OutcomeOK},
+		events.SessionForked{Turn: 2, Open: []string{"toolu_1"}},
+		events.SessionTranscriptDiverged{Path: "/p/s1.jsonl", Imported: events.Fingerprint{Line: 4, Offset: 9, End: 20, SHA256: "ab"}, NewSession: "s1-r1"},
+	} {
+		good, err := json.Marshal(envelope(reg, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit := func(f func(m map[string]any)) []byte {
+			var m map[string]any
+			if err := json.Unmarshal(good, &m); err != nil {
+				t.Fatal(err)
+			}
+			f(m)
+			b, _ := json.Marshal(m)
+			return b
+		}
+		bad := map[string][]byte{
+			"no ref":        edit(func(m map[string]any) { delete(m["cause"].(map[string]any), "ref") }),
+			"unknown field": edit(func(m map[string]any) { m["data"].(map[string]any)["zzz"] = 1 }),
+		}
+		if p.EventType() == "session.transcript_diverged" {
+			bad["unknown fingerprint field"] = edit(func(m map[string]any) { m["data"].(map[string]any)["imported"].(map[string]any)["zzz"] = 1 })
+		}
+		for name, b := range bad {
+			if _, err := reg.Decode(b); err == nil {
+				t.Errorf("%s with %s decoded", p.EventType(), name)
+			}
+		}
+	}
+	obs := events.ClaudeLineObserved{Observation: events.Observation{Key: "line:1", Parser: "p/1", Path: "/p/s1.jsonl", Line: 1, Kind: "user", Fingerprint: &events.Fingerprint{Line: 1, End: 3, SHA256: "ab"}}}
+	good, _ := json.Marshal(envelope(reg, obs))
+	var m map[string]any
+	_ = json.Unmarshal(good, &m)
+	m["data"].(map[string]any)["fingerprint"].(map[string]any)["zzz"] = 1
+	b, _ := json.Marshal(m)
+	if _, err := reg.Decode(b); !errors.Is(err, events.ErrMalformed) {
+		t.Errorf("observation with an unknown fingerprint field: %v", err)
+	}
+}
