@@ -256,8 +256,11 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 	rewrittenFrom := ""
 	for hops := 0; ; hops++ {
 		fp, ok := s.Fingerprint(path)
-		if !ok || s.Cursor(path) == 0 || hops >= 16 {
+		if !ok || s.Cursor(path) == 0 {
 			break
+		}
+		if hops >= 16 {
+			return res, fmt.Errorf("%s: changed under Logbook more than %d times (the newest history is session %s); stopped", path, hops, agg.ID)
 		}
 		found, size, same, err := CheckFingerprint(path, fp)
 		if err != nil {
