@@ -598,6 +598,9 @@ func (d *decider) restart() {
 }
 
 func (d *decider) signal(sig events.Sig) {
+	if sig.Kind == events.SigPrompt && d.s.promptSeen(sig.ID) && !(sig.ID == d.s.PromptID && d.s.TurnOpen) {
+		return // a late copy of a prompt whose turn is over: it decides nothing
+	}
 	if d.s.Phase == events.PhaseEnded {
 		switch sig.Kind {
 		case events.SigSessionStart, events.SigPrompt:
@@ -646,6 +649,7 @@ func (d *decider) signalNow(sig events.Sig) {
 			}
 			return
 		}
+
 		if open := d.s.openCalls(); d.s.TurnOpen && len(open) > 0 {
 			// A prompt while the turn's calls are still open: a second
 			// writer on this session (two terminals on one session id),

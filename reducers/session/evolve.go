@@ -132,6 +132,9 @@ func Evolve(s State, e events.Envelope) State {
 		s.TurnStartedAt = e.At
 		s.PromptID = d.PromptID
 		s.Released = false
+		if d.PromptID != "" {
+			s.Calls = s.Calls.Add(promptKey(d.PromptID))
+		}
 	case events.SessionTurnEnded:
 		s.TurnOpen = false
 		s.TurnEndedAt, s.TurnEndedBy = e.At, causeOf(e).Kind

@@ -151,3 +151,31 @@ func TestIDSet_Bound(t *testing.T) {
 	}
 	t.Logf("%d adds in %s", session.MaxIDs+600, time.Since(start))
 }
+
+// A prompt seen again after its turn ended (a duplicated transcript line,
+// a hook re-sent, a transcript imported after the hooks) decides nothing,
+// not even after the session ended.
+func TestDecide_LatePromptCopy(t *testing.T) {
+	h := newHistory(t)
+	h.hook("p1", events.Sig{Kind: events.SigPrompt, ID: "P1"})
+	h.line(events.Meta{}, events.Sig{Kind: events.SigPrompt, ID: "P1"}) // the same prompt, while its turn is open
+	h.hook("stop", sig(events.SigTurnEnd))
+	if h.s.Phase != events.PhaseReady || h.s.Turns != 1 {
+		t.Fatalf("phase %s turns %d", h.s.Phase, h.s.Turns)
+	}
+	if decs := h.line(events.Meta{}, events.Sig{Kind: events.SigPrompt, ID: "P1"}); len(decs) != 0 {
+		t.Errorf("late prompt line decided %v", types(decs))
+	}
+	if decs := h.hook("p1-again", events.Sig{Kind: events.SigPrompt, ID: "P1"}); len(decs) != 0 || !h.s.Seen(&events.Observation{Key: "p1-again2", Signals: []events.Sig{{Kind: events.SigPrompt, ID: "P1"}}}) {
+		t.Errorf("late prompt hook decided %v", types(decs))
+	}
+	h.hook("end", events.Sig{Kind: events.SigSessionEnd, Text: "exit"})
+	if decs := h.line(events.Meta{}, events.Sig{Kind: events.SigPrompt, ID: "P1"}); len(decs) != 0 || h.s.Phase != events.PhaseEnded {
+		t.Errorf("late prompt after the end decided %v, phase %s", types(decs), h.s.Phase)
+	}
+	// A new prompt is a new turn.
+	h.hook("p2", events.Sig{Kind: events.SigPrompt, ID: "P2"})
+	if h.s.Turns != 2 || h.s.Phase != events.PhaseWorking {
+		t.Errorf("new prompt: turns %d phase %s", h.s.Turns, h.s.Phase)
+	}
+}

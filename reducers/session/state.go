@@ -85,8 +85,9 @@ type State struct {
 	EndReason    string          `json:"end_reason,omitempty"`
 	RecentKeys   []string        `json:"recent_keys,omitempty"`   // hook keys, newest last
 	RecentClosed []string        `json:"recent_closed,omitempty"` // closed entry ids, newest last
-	// Calls holds every entry that closed with its result, for the
-	// session's life (bounded by MaxIDs): a late duplicate of such a call
+	// Calls holds every entry that closed with its result, and the
+	// prompt id of every turn begun ("prompt:<id>"), for the session's
+	// life (bounded by MaxIDs): a late duplicate of such a call or prompt
 	// decides nothing.
 	Calls IDSet `json:"calls,omitzero"`
 	// Unfinished holds every abandoned entry: its result, if it comes
@@ -147,7 +148,8 @@ func (s State) Seen(o *events.Observation) bool {
 
 // LateDuplicate reports whether every signal of o is about a tool call s
 // knows closed and adds nothing: the call or its permission for a call
-// closed or abandoned, its result for a call that had its result. Such a
+// closed or abandoned, its result for a call that had its result, a prompt
+// whose turn already began. Such a
 // hook is a re-sent or redelivered copy, however many hooks came between
 // (the recent-key window alone forgets after RecentKeys). A result for an
 // abandoned call is not a duplicate: it is that call's late result.
@@ -165,6 +167,10 @@ func (s State) LateDuplicate(o *events.Observation) bool {
 			if sig.ID == "" || !s.Calls.Has(sig.ID) {
 				return false
 			}
+		case events.SigPrompt:
+			if !s.promptSeen(sig.ID) {
+				return false
+			}
 		default:
 			return false
 		}
@@ -176,6 +182,11 @@ func (s State) LateDuplicate(o *events.Observation) bool {
 func (s State) closedCall(id string) bool {
 	return id != "" && (s.Calls.Has(id) || s.Unfinished.Has(id) || contains(s.RecentClosed, id))
 }
+
+// promptSeen reports whether a turn began on prompt id.
+func (s State) promptSeen(id string) bool { return id != "" && s.Calls.Has(promptKey(id)) }
+
+func promptKey(id string) string { return "prompt:" + id }
 
 // awaitsResult reports whether entry id was abandoned before its result.
 func (s State) awaitsResult(id string) bool {
