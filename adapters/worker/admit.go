@@ -33,15 +33,20 @@ var (
 
 // admission returns why a command asking for mode in workspace ws (clean,
 // absolute, symbolic links resolved) must not run for session sess, or ""
-// if it may. home is the worker's home directory ("" if unknown);
+// if it may. by is the requester (events.CommandRequested.RequestedBy): a
+// person's own request ("person:<user>@<host>", what `logbook exec` sends)
+// is that person's authorization and may ask for more than the session's
+// permission mode, as a person approving a permission prompt may; any other
+// requester (an agent, a harness) is held to the mode. The workspace checks
+// hold for everyone. home is the worker's home directory ("" if unknown);
 // cwdHere reports whether the session's working directory exists on this
 // host (a session of another host is not held to it). It decides from
 // state alone.
-func admission(sess session.State, mode, ws, home string, cwdHere bool) string {
+func admission(sess session.State, by, mode, ws, home string, cwdHere bool) string {
 	if sess.Ver == 0 {
 		return fmt.Sprintf("refused: session %s does not exist, so its permission mode is unknown", sess.ID)
 	}
-	if modeRank(mode) > modeRank(sess.Mode) {
+	if modeRank(mode) > modeRank(sess.Mode) && !IsPerson(by) {
 		have := sess.Mode
 		if have == "" {
 			have = "unknown (workspace_write at most)"
@@ -90,5 +95,9 @@ func (w *Worker) admit(ctx context.Context, st command.State) (string, error) {
 			sess.Cwd, cwdHere = r, true
 		}
 	}
-	return admission(sess, st.Mode, ws, home, cwdHere), nil
+	return admission(sess, st.RequestedBy, st.Mode, ws, home, cwdHere), nil
 }
+
+// IsPerson reports whether actor names a person ("person:<user>@<host>")
+// rather than an agent, a harness or a Logbook process.
+func IsPerson(actor string) bool { return strings.HasPrefix(actor, "person:") }

@@ -20,36 +20,40 @@ func TestAdmission(t *testing.T) {
 	tests := []struct {
 		name    string
 		sess    session.State
+		by      string
 		mode    string
 		ws      string
 		cwdHere bool
 		says    string // "" means admitted
 	}{
-		{"SameMode", sess(events.ModeWorkspaceWrite, ""), events.ModeWorkspaceWrite, "/home/u/p", false, ""},
-		{"Narrower", sess(events.ModeWorkspaceWrite, ""), events.ModeReadOnly, "/home/u/p", false, ""},
-		{"WiderThanWorkspaceWrite", sess(events.ModeWorkspaceWrite, ""), events.ModeFullAccess, "/home/u/p", false, "wider than session s1's permission mode workspace_write (revision 2)"},
-		{"WiderThanReadOnly", sess(events.ModeReadOnly, ""), events.ModeWorkspaceWrite, "/home/u/p", false, "wider"},
-		{"AutoIsWorkspaceWrite", sess(events.ModeAuto, ""), events.ModeFullAccess, "/home/u/p", false, "wider"},
-		{"UnknownIsWorkspaceWrite", sess("", ""), events.ModeFullAccess, "/home/u/p", false, "unknown (workspace_write at most)"},
-		{"UnknownAllowsWorkspaceWrite", sess("", ""), events.ModeWorkspaceWrite, "/home/u/p", false, ""},
-		{"FullAccessSession", sess(events.ModeFullAccess, ""), events.ModeFullAccess, "/home/u/p", false, ""},
-		{"NoSession", session.State{ID: "s9"}, events.ModeReadOnly, "/home/u/p", false, "session s9 does not exist"},
-		{"Root", sess(events.ModeFullAccess, ""), events.ModeReadOnly, "/", false, "system directory"},
-		{"Etc", sess(events.ModeFullAccess, ""), events.ModeReadOnly, "/etc", false, "system directory"},
-		{"InsideUsr", sess(events.ModeFullAccess, ""), events.ModeReadOnly, "/usr/local/src", false, "system directory"},
-		{"Tmp", sess(events.ModeFullAccess, ""), events.ModeReadOnly, "/tmp", false, "system directory"},
-		{"Home", sess(events.ModeFullAccess, ""), events.ModeReadOnly, "/home/u", false, "home directory"},
-		{"AboveHome", sess(events.ModeFullAccess, ""), events.ModeReadOnly, "/home", false, "system directory"},
-		{"UnderTmp", sess(events.ModeFullAccess, ""), events.ModeReadOnly, "/tmp/x", false, ""},
-		{"SessionDir", sess(events.ModeFullAccess, "/home/u/p"), events.ModeReadOnly, "/home/u/p", true, ""},
-		{"InsideSessionDir", sess(events.ModeFullAccess, "/home/u/p"), events.ModeReadOnly, "/home/u/p/sub", true, ""},
-		{"OtherSessionsDir", sess(events.ModeFullAccess, "/home/u/p"), events.ModeReadOnly, "/home/u/q", true, "outside session s1's directory /home/u/p"},
-		{"AboveSessionDir", sess(events.ModeFullAccess, "/home/u/p/sub"), events.ModeReadOnly, "/home/u/p", true, "outside"},
-		{"SessionDirElsewhere", sess(events.ModeFullAccess, "/home/u/p"), events.ModeReadOnly, "/home/u/q", false, ""},
+		{"SameMode", sess(events.ModeWorkspaceWrite, ""), "claude-code", events.ModeWorkspaceWrite, "/home/u/p", false, ""},
+		{"Narrower", sess(events.ModeWorkspaceWrite, ""), "claude-code", events.ModeReadOnly, "/home/u/p", false, ""},
+		{"WiderThanWorkspaceWrite", sess(events.ModeWorkspaceWrite, ""), "claude-code", events.ModeFullAccess, "/home/u/p", false, "wider than session s1's permission mode workspace_write (revision 2)"},
+		{"WiderThanReadOnly", sess(events.ModeReadOnly, ""), "claude-code", events.ModeWorkspaceWrite, "/home/u/p", false, "wider"},
+		{"AutoIsWorkspaceWrite", sess(events.ModeAuto, ""), "claude-code", events.ModeFullAccess, "/home/u/p", false, "wider"},
+		{"UnknownIsWorkspaceWrite", sess("", ""), "claude-code", events.ModeFullAccess, "/home/u/p", false, "unknown (workspace_write at most)"},
+		{"UnknownAllowsWorkspaceWrite", sess("", ""), "claude-code", events.ModeWorkspaceWrite, "/home/u/p", false, ""},
+		{"FullAccessSession", sess(events.ModeFullAccess, ""), "claude-code", events.ModeFullAccess, "/home/u/p", false, ""},
+		{"NoSession", session.State{ID: "s9"}, "claude-code", events.ModeReadOnly, "/home/u/p", false, "session s9 does not exist"},
+		{"Root", sess(events.ModeFullAccess, ""), "claude-code", events.ModeReadOnly, "/", false, "system directory"},
+		{"Etc", sess(events.ModeFullAccess, ""), "claude-code", events.ModeReadOnly, "/etc", false, "system directory"},
+		{"InsideUsr", sess(events.ModeFullAccess, ""), "claude-code", events.ModeReadOnly, "/usr/local/src", false, "system directory"},
+		{"Tmp", sess(events.ModeFullAccess, ""), "claude-code", events.ModeReadOnly, "/tmp", false, "system directory"},
+		{"Home", sess(events.ModeFullAccess, ""), "claude-code", events.ModeReadOnly, "/home/u", false, "home directory"},
+		{"AboveHome", sess(events.ModeFullAccess, ""), "claude-code", events.ModeReadOnly, "/home", false, "system directory"},
+		{"UnderTmp", sess(events.ModeFullAccess, ""), "claude-code", events.ModeReadOnly, "/tmp/x", false, ""},
+		{"SessionDir", sess(events.ModeFullAccess, "/home/u/p"), "claude-code", events.ModeReadOnly, "/home/u/p", true, ""},
+		{"InsideSessionDir", sess(events.ModeFullAccess, "/home/u/p"), "claude-code", events.ModeReadOnly, "/home/u/p/sub", true, ""},
+		{"OtherSessionsDir", sess(events.ModeFullAccess, "/home/u/p"), "claude-code", events.ModeReadOnly, "/home/u/q", true, "outside session s1's directory /home/u/p"},
+		{"AboveSessionDir", sess(events.ModeFullAccess, "/home/u/p/sub"), "claude-code", events.ModeReadOnly, "/home/u/p", true, "outside"},
+		{"PersonMayElevate", sess(events.ModeWorkspaceWrite, ""), "person:alice@build-3", events.ModeFullAccess, "/home/u/p", false, ""},
+		{"PersonStillNotInEtc", sess(events.ModeWorkspaceWrite, ""), "person:alice@build-3", events.ModeFullAccess, "/etc", false, "system directory"},
+		{"PersonLookalikeHeld", sess(events.ModeWorkspaceWrite, ""), "personal-harness", events.ModeFullAccess, "/home/u/p", false, "wider"},
+		{"SessionDirElsewhere", sess(events.ModeFullAccess, "/home/u/p"), "claude-code", events.ModeReadOnly, "/home/u/q", false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := admission(tt.sess, tt.mode, tt.ws, home, tt.cwdHere)
+			got := admission(tt.sess, tt.by, tt.mode, tt.ws, home, tt.cwdHere)
 			if tt.says == "" && got != "" || tt.says != "" && !strings.Contains(got, tt.says) {
 				t.Errorf("admission = %q, want %q", got, tt.says)
 			}

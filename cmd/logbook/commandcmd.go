@@ -116,7 +116,7 @@ closes the input afterwards (Ctrl-D on a terminal).`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd.Context(), g, func(cl *worker.Client) error {
-				if err := cl.Stop(cmd.Context(), args[0], requester(), reason); err != nil {
+				if err := cl.Stop(cmd.Context(), args[0], personActor(), reason); err != nil {
 					return err
 				}
 				_, err := fmt.Fprintf(g.stdout, "stop requested for command %s\n", args[0])

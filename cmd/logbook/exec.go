@@ -182,7 +182,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error 
 	}
 	req := command.Request{
 		Session: f.session, Argv: argv, Cwd: f.cwd, Workspace: ws, Mode: mode, TTY: f.tty,
-		Env: env, WaitMS: f.wait.Milliseconds(), RequestedBy: requester(),
+		Env: env, WaitMS: f.wait.Milliseconds(), RequestedBy: personActor(),
 	}
 	if err := worker.CheckRequest(req); err != nil {
 		return fmt.Errorf("exec: %w", err)
@@ -331,18 +331,10 @@ func commandEnv(f execFlags) ([]string, error) {
 	return env, nil
 }
 
-// requester names who asks: the user, else "logbook".
-func requester() string {
-	if u := os.Getenv("USER"); u != "" {
-		return u
-	}
-	return "logbook"
-}
-
 // newCommandClient returns a worker client on b.
 func newCommandClient(b *backend) (*worker.Client, error) {
 	host, _ := os.Hostname()
-	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: requester()})
+	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: personActor()})
 }
 
 // outputPrinter writes a command's output chunks: stdout and pty to
