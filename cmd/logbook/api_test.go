@@ -86,9 +86,11 @@ func TestAPI_AnswerSizes(t *testing.T) {
 	}
 }
 
-// apiServe runs `logbook serve` (no workers, fsync interval) on a data
-// dir of its own until the test ends, and returns the data dir, a
-// backend connected to it as other commands connect, and serve's log.
+// apiServe runs `logbook serve` (no workers, no reconciler, fsync
+// interval) on a data dir of its own until the test ends, and returns the
+// data dir, a backend connected to it as other commands connect, and
+// serve's log. The reconciler would rightly mark the generated working
+// sessions, which no agent observes, and change the answers.
 func apiServe(t *testing.T) (string, *backend, *syncBuffer) {
 	t.Helper()
 	data := filepath.Join(t.TempDir(), "data")
@@ -96,7 +98,7 @@ func apiServe(t *testing.T) (string, *backend, *syncBuffer) {
 	var stderr syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- runCLI(ctx, []string{"--data", data, "serve", "--workers", "0", "--fsync", "interval"}, bytes.NewReader(nil), io.Discard, &stderr)
+		done <- runCLI(ctx, []string{"--data", data, "serve", "--workers", "0", "--reconcile-every", "0", "--fsync", "interval"}, bytes.NewReader(nil), io.Discard, &stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()

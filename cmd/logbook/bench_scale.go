@@ -83,13 +83,14 @@ func (e *benchEnv) scaleRows() []benchWorkload {
 	return ws
 }
 
-// scaleServe returns the scale rows' serve (fsync interval: the rows
-// query, they do not append), starting it on first use.
+// scaleServe returns the scale rows' serve, starting it on first use:
+// fsync interval, as the rows query and do not append; no reconciler, as
+// the generated sessions have no agent to look after.
 func (e *benchEnv) scaleServe(ctx context.Context) (*scaleState, error) {
 	if e.scale != nil {
 		return e.scale, nil
 	}
-	srv, err := e.startServe(ctx, filepath.Join(e.dir, "scale"), "interval")
+	srv, err := e.startServe(ctx, filepath.Join(e.dir, "scale"), "interval", "--reconcile-every", "0")
 	if err != nil {
 		return nil, err
 	}

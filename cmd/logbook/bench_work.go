@@ -587,14 +587,14 @@ func (e *benchEnv) serve(ctx context.Context) (*benchServe, error) {
 }
 
 // startServe runs serve in this process on data dir data with fsync mode
-// fsync, and connects to it as other commands do.
-func (e *benchEnv) startServe(ctx context.Context, data, fsync string) (*benchServe, error) {
+// fsync and further flags args, and connects to it as other commands do.
+func (e *benchEnv) startServe(ctx context.Context, data, fsync string, args ...string) (*benchServe, error) {
 	e.note("starting serve")
 	s := &benchServe{data: data, done: make(chan error, 1)}
 	sctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
 	go func() {
-		s.done <- runCLI(sctx, []string{"serve", "--data", s.data, "--listen", "127.0.0.1:0", "--fsync", fsync},
+		s.done <- runCLI(sctx, append([]string{"serve", "--data", s.data, "--listen", "127.0.0.1:0", "--fsync", fsync}, args...),
 			bytes.NewReader(nil), io.Discard, io.Discard)
 	}()
 	g := &globals{data: s.data}
