@@ -110,6 +110,16 @@ const (
 	// replyHeadroom is the room kept in a part's message for its headers,
 	// in bytes.
 	replyHeadroom = 256
+
+	// headerWorking marks a heartbeat: a message without data the server
+	// sends every heartbeatEvery while a request is being worked on, so
+	// that a long answer (verify of a large log) is waited for and a
+	// server that stopped answering is noticed within idleTimeout.
+	headerWorking  = "Logbook-Working"
+	heartbeatEvery = 2 * time.Second
+	idleTimeout    = 15 * time.Second
+	// handleTimeout bounds the work on one request.
+	handleTimeout = 5 * time.Minute
 )
 
 // errTooLarge is wrapped by the error of an answer over maxReply bytes.
@@ -121,16 +131,19 @@ func partSize(nc *nats.Conn) int {
 }
 
 // serveAPI answers subject (a prefix and a verb) on nc with handle until
-// the subscription ends. Failures to answer — an answer too large to send,
-// a publish refused — and handler errors that are not about the request
+// the subscription ends, sending heartbeats while handle works (at most
+// handleTimeout). Failures to answer — an answer too large to send, a
+// publish refused — and handler errors that are not about the request
 // itself are written to logf as well as, when possible, to the client.
 func serveAPI(nc *nats.Conn, subject string, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any)) (*nats.Subscription, error) {
 	verb := subject[strings.LastIndexByte(subject, '.')+1:]
 	return nc.QueueSubscribe(subject, "logbook-api", func(m *nats.Msg) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), handleTimeout)
 		defer cancel()
+		stop := heartbeat(nc, m.Reply)
 		var r apiReply
 		v, err := handle(ctx, m.Data)
+		stop()
 		if err == nil {
 			r.Data, err = encode(v)
 		}
@@ -150,6 +163,34 @@ func serveAPI(nc *nats.Conn, subject string, handle func(ctx context.Context, da
 			_ = m.Respond(b)
 		}
 	})
+}
+
+// heartbeat sends a heartbeat to reply on nc every heartbeatEvery until
+// the function it returns is called; that function returns once the last
+// heartbeat is sent, so none follows the answer.
+func heartbeat(nc *nats.Conn, reply string) (stop func()) {
+	if reply == "" {
+		return func() {}
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = nc.PublishMsg(&nats.Msg{Subject: reply, Header: nats.Header{headerWorking: []string{time.Since(start).Round(time.Second).String()}}})
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
 }
 
 // respond sends answer b to request m on nc: one message when it fits,
@@ -175,17 +216,13 @@ func respond(nc *nats.Conn, m *nats.Msg, b []byte) error {
 
 // callAPI sends req to the server answering on prefix and decodes its
 // answer into resp; a resp of type *[]byte gets the answer's JSON as it
-// came, not decoded (nor checked). It waits at most 30 s unless ctx has a
-// deadline.
+// came, not decoded (nor checked). It waits as long as the server sends
+// heartbeats (until ctx is done), and fails when nothing came for
+// idleTimeout.
 func callAPI(ctx context.Context, nc *nats.Conn, prefix, verb string, req, resp any) error {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return err
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
 	}
 	data, err := request(ctx, nc, prefix+verb, b)
 	if err != nil {
@@ -243,7 +280,20 @@ func request(ctx context.Context, nc *nats.Conn, subject string, b []byte) ([]by
 	if err := nc.PublishRequest(subject, inbox, b); err != nil {
 		return nil, err
 	}
-	m, err := sub.NextMsgWithContext(ctx)
+	next := func() (*nats.Msg, error) {
+		for {
+			wctx, cancel := context.WithTimeout(ctx, idleTimeout)
+			m, err := sub.NextMsgWithContext(wctx)
+			cancel()
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				return nil, fmt.Errorf("the server sent nothing for %s: %w", idleTimeout, err)
+			}
+			if err != nil || m.Header.Get(headerWorking) == "" {
+				return m, err
+			}
+		}
+	}
+	m, err := next()
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +308,7 @@ func request(ctx context.Context, nc *nats.Conn, subject string, b []byte) ([]by
 	out := make([]byte, 0, n*len(m.Data))
 	out = append(out, m.Data...)
 	for want := 2; want <= n; want++ {
-		m, err := sub.NextMsgWithContext(ctx)
+		m, err := next()
 		if err != nil {
 			return nil, fmt.Errorf("answer part %d of %d: %w", want, n, err)
 		}

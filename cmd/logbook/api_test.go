@@ -25,8 +25,8 @@ import (
 // API's framing over a loopback connection: small ones in one message,
 // ones over the connection's maximum payload in parts, joined again
 // byte for byte; one over maxReply is refused at once with the reason on
-// both sides, never left to time out. A verb nobody answers fails at once
-// too.
+// both sides, never left to time out. A slow answer comes after the
+// heartbeats sent meanwhile. A verb nobody answers fails at once too.
 func TestAPI_AnswerSizes(t *testing.T) {
 	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", User: "u", Password: "p"})
 	if err != nil {
@@ -78,6 +78,22 @@ func TestAPI_AnswerSizes(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "api big:") || !strings.Contains(logged.String(), "answer too large") {
 		t.Errorf("server log %q, want a line about the answer it did not send", logged.String())
+	}
+
+	slow, err := serveAPI(srv.Conn(), "test.api.slow", func(context.Context, []byte) (any, error) {
+		time.Sleep(heartbeatEvery + heartbeatEvery/2)
+		return "done", nil
+	}, logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { slow.Unsubscribe() })
+	if err := srv.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var done string
+	if err := callAPI(ctx, nc, "test.api.", "slow", nil, &done); err != nil || done != "done" {
+		t.Errorf("answer after a heartbeat: %q, %v", done, err)
 	}
 
 	err = callAPI(ctx, nc, "test.api.", "nobody", 1, nil)
