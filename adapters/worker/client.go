@@ -342,6 +342,10 @@ type WatchOptions struct {
 	Follow bool
 }
 
+// watchInactive is how long the server keeps a watch's consumer that no
+// one pulls from (its client gone without deleting it).
+const watchInactive = 30 * time.Second
+
 // Watch reads command id's events and output in stream order, calls fn
 // with each output chunk (on Watch's goroutine; a chunk's Data is fn's),
 // and returns the command's state after the last event read. Without
@@ -367,10 +371,23 @@ func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions, fn fun
 		FilterSubjects:   []string{agg.Subject(), natslog.OutputSubject(id)},
 		DeliverPolicy:    jetstream.DeliverAllPolicy,
 		MaxResetAttempts: natslog.ResetAttempts,
+		// A client killed while it watches leaves its consumer behind:
+		// the server drops it after this long without pulls, not the
+		// default 5 minutes.
+		InactiveThreshold: watchInactive,
 	})
 	if err != nil {
 		return st, fmt.Errorf("watch %s: %w", id, err)
 	}
+	// The server keeps a consumer (six goroutines and its state) until it
+	// is deleted: one per watch, each `exec --wait`, would pile up.
+	defer func() {
+		if info := cons.CachedInfo(); info != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			_ = c.js.DeleteConsumer(dctx, natslog.StreamName, info.Name)
+		}
+	}()
 	it, err := cons.Messages(jetstream.PullMaxMessages(500))
 	if err != nil {
 		return st, fmt.Errorf("watch %s: %w", id, err)
