@@ -53,6 +53,11 @@ const DefaultSyncInterval = time.Second
 // when ctx has no deadline.
 const DefaultReadyTimeout = 10 * time.Second
 
+// MaxClosedClients is how many closed client connections the embedded
+// server remembers (their connection info, a few hundred bytes to a few
+// KiB each), instead of nats-server's 10000.
+const MaxClosedClients = 64
+
 // EmbeddedConfig configures an in-process NATS server with JetStream.
 type EmbeddedConfig struct {
 	// StoreDir is the JetStream directory. Required: an empty StoreDir is
@@ -221,6 +226,10 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Server, error) {
 
 		JetStreamMaxStore:  cfg.MaxStore,
 		JetStreamMaxMemory: cfg.MaxMemory,
+		// The server remembers closed connections for its monitoring
+		// endpoint, which the embedded server does not serve; its default
+		// of 10000 is ~10 MiB when every hook is a connection.
+		MaxClosedClients: MaxClosedClients,
 	}
 	if cfg.Fsync == FsyncInterval {
 		opts.SyncInterval = cfg.SyncInterval
