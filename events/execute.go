@@ -1,6 +1,7 @@
 package events
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -27,18 +28,26 @@ type Executor[S any] struct {
 	Actor  string              // stamped on events that have none
 	// Attempts bounds reload-and-decide rounds after conflicts; 0 means 8.
 	Attempts int
-	// MaxCached bounds the states kept in memory; 0 means 4096. When full,
-	// the cache is emptied (states are reloaded from the log on demand).
+	// MaxCached bounds the states kept in memory; 0 means
+	// DefaultMaxCached. When full, the least recently used state is
+	// dropped (it is reloaded from the log when next needed).
 	MaxCached int
 
 	once  sync.Once
 	seed  maphash.Seed
 	locks [64]sync.Mutex
 	mu    sync.Mutex
-	cache map[Aggregate]cached[S]
+	cache map[Aggregate]*list.Element // of *cached[S]; guarded by mu
+	lru   list.List                   // most recently used first; guarded by mu
 }
 
+// DefaultMaxCached is how many aggregate states an Executor keeps when
+// MaxCached is 0: a session's state is a few KiB (up to ~200 KiB for one
+// with MaxIDs calls), so a few MiB in the common case.
+const DefaultMaxCached = 1024
+
 type cached[S any] struct {
+	agg  Aggregate
 	s    S
 	ver  uint64 // Ver of the last event
 	last uint64 // stream sequence of the last event
@@ -59,7 +68,7 @@ type Decision = []Envelope
 func (x *Executor[S]) Execute(ctx context.Context, agg Aggregate, decide func(S) (Decision, error)) (Appended, S, error) {
 	x.once.Do(func() {
 		x.seed = maphash.MakeSeed()
-		x.cache = make(map[Aggregate]cached[S])
+		x.cache = make(map[Aggregate]*list.Element)
 	})
 	l := &x.locks[maphash.String(x.seed, agg.String())%uint64(len(x.locks))]
 	l.Lock()
@@ -112,7 +121,7 @@ func (x *Executor[S]) Execute(ctx context.Context, agg Aggregate, decide func(S)
 			x.forget(agg)
 			return Appended{}, c.s, err
 		}
-		x.remember(agg, cached[S]{s: s, ver: c.ver + uint64(len(evs)), last: ap.Last})
+		x.remember(cached[S]{agg: agg, s: s, ver: c.ver + uint64(len(evs)), last: ap.Last})
 		return ap, s, nil
 	}
 	return Appended{}, zero, fmt.Errorf("decide %s: %w after %d attempts", agg, ErrConflict, attempts)
@@ -122,7 +131,7 @@ func (x *Executor[S]) Execute(ctx context.Context, agg Aggregate, decide func(S)
 func (x *Executor[S]) State(ctx context.Context, agg Aggregate) (S, error) {
 	x.once.Do(func() {
 		x.seed = maphash.MakeSeed()
-		x.cache = make(map[Aggregate]cached[S])
+		x.cache = make(map[Aggregate]*list.Element)
 	})
 	c, err := x.load(ctx, agg)
 	return c.s, err
@@ -130,39 +139,60 @@ func (x *Executor[S]) State(ctx context.Context, agg Aggregate) (S, error) {
 
 func (x *Executor[S]) load(ctx context.Context, agg Aggregate) (cached[S], error) {
 	x.mu.Lock()
-	c, ok := x.cache[agg]
-	x.mu.Unlock()
-	if ok {
+	if el, ok := x.cache[agg]; ok {
+		x.lru.MoveToFront(el)
+		c := *el.Value.(*cached[S])
+		x.mu.Unlock()
 		return c, nil
 	}
+	x.mu.Unlock()
 	recs, last, err := x.Log.Load(ctx, agg)
 	if err != nil {
 		return cached[S]{}, err // the log names the aggregate
 	}
-	c = cached[S]{s: x.Init(agg), last: last}
+	c := cached[S]{agg: agg, s: x.Init(agg), last: last}
 	for _, r := range recs {
 		c.s = x.Evolve(c.s, r.Envelope)
 		c.ver = r.Ver
 	}
-	x.remember(agg, c)
+	x.remember(c)
 	return c, nil
 }
 
-func (x *Executor[S]) remember(agg Aggregate, c cached[S]) {
+// remember caches c as its aggregate's state, dropping the least
+// recently used states beyond MaxCached.
+func (x *Executor[S]) remember(c cached[S]) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if el, ok := x.cache[c.agg]; ok {
+		*el.Value.(*cached[S]) = c
+		x.lru.MoveToFront(el)
+		return
+	}
+	x.cache[c.agg] = x.lru.PushFront(&c)
 	max := x.MaxCached
 	if max <= 0 {
-		max = 4096
+		max = DefaultMaxCached
 	}
-	if len(x.cache) >= max {
-		clear(x.cache)
+	for x.lru.Len() > max {
+		old := x.lru.Back()
+		x.lru.Remove(old)
+		delete(x.cache, old.Value.(*cached[S]).agg)
 	}
-	x.cache[agg] = c
 }
 
 func (x *Executor[S]) forget(agg Aggregate) {
 	x.mu.Lock()
-	delete(x.cache, agg)
+	if el, ok := x.cache[agg]; ok {
+		x.lru.Remove(el)
+		delete(x.cache, agg)
+	}
 	x.mu.Unlock()
+}
+
+// Cached returns how many aggregate states x holds in memory now.
+func (x *Executor[S]) Cached() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.lru.Len()
 }

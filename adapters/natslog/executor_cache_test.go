@@ -1,0 +1,85 @@
+package natslog
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// loadCounter is a real Log that counts the loads of each aggregate.
+type loadCounter struct {
+	*Log
+	mu    sync.Mutex
+	loads map[string]int
+}
+
+func (l *loadCounter) Load(ctx context.Context, agg events.Aggregate) ([]events.Record, uint64, error) {
+	l.mu.Lock()
+	l.loads[agg.ID]++
+	l.mu.Unlock()
+	return l.Log.Load(ctx, agg)
+}
+
+// TestExecutorCacheLRU: the executor keeps at most MaxCached states and
+// drops the least recently used one, which is reloaded from the log —
+// with every event — when next needed.
+func TestExecutorCacheLRU(t *testing.T) {
+	l, _ := newLog(t)
+	lc := &loadCounter{Log: l, loads: map[string]int{}}
+	reg := events.NewRegistry()
+	x := &events.Executor[int]{
+		Log: lc, Reg: reg, MaxCached: 2,
+		Init:   func(events.Aggregate) int { return 0 },
+		Evolve: func(n int, _ events.Envelope) int { return n + 1 },
+		IDs:    ulid.Make, Host: "h", Actor: "a",
+	}
+	step := func(id string) int {
+		t.Helper()
+		_, n, err := x.Execute(t.Context(), session(id), func(n int) (events.Decision, error) {
+			var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", n+1)}
+			if n == 0 {
+				p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
+			}
+			e := reg.New(p)
+			e.At = time.Now()
+			e.Cause = &events.Cause{Kind: "cli", Event: "test", Ref: id}
+			return events.Decision{e}, nil
+		})
+		if err != nil {
+			t.Fatalf("Execute %s: %v", id, err)
+		}
+		return n
+	}
+	step("a")
+	step("b")
+	step("a") // a is now the most recently used
+	step("c") // drops b
+	if got := x.Cached(); got != 2 {
+		t.Fatalf("Cached() = %d, want 2", got)
+	}
+	if n := step("a"); n != 3 || lc.loads["a"] != 1 {
+		t.Errorf("a: state %d after %d loads, want 3 after 1 (kept)", n, lc.loads["a"])
+	}
+	if n := step("b"); n != 2 || lc.loads["b"] != 2 {
+		t.Errorf("b: state %d after %d loads, want 2 after 2 (dropped, reloaded with its event)", n, lc.loads["b"])
+	}
+	if n := step("c"); n != 2 || lc.loads["c"] != 2 {
+		t.Errorf("c: state %d after %d loads, want 2 after 2 (dropped when b came back)", n, lc.loads["c"])
+	}
+	if got := x.Cached(); got != 2 {
+		t.Fatalf("Cached() = %d, want 2", got)
+	}
+	// Many aggregates never hold more than MaxCached states.
+	for i := range 50 {
+		step(fmt.Sprintf("s%d", i))
+		if got := x.Cached(); got > 2 {
+			t.Fatalf("after %d aggregates: Cached() = %d, want ≤ 2", i+1, got)
+		}
+	}
+}
