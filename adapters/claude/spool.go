@@ -118,13 +118,21 @@ func (s *Spool) write(id, ext string, payload []byte) error {
 // Pending returns the spooled entries in id order (arrival order, see
 // Spool). Temporary files and foreign names are ignored, and so is an
 // entry removed while Pending runs.
-func (s *Spool) Pending() ([]Entry, error) {
+func (s *Spool) Pending() ([]Entry, error) { return s.PendingFirst(0) }
+
+// PendingFirst is Pending that reads at most n entries (the oldest) into
+// memory; n ≤ 0 means all of them. A caller draining a spool that grew
+// while no one delivered it reads it page by page this way.
+func (s *Spool) PendingFirst(n int) ([]Entry, error) {
 	ents, err := os.ReadDir(s.dir) // sorted by name
 	if err != nil {
 		return nil, fmt.Errorf("spool pending: %w", err)
 	}
 	var out []Entry
 	for _, e := range ents {
+		if n > 0 && len(out) >= n {
+			break
+		}
 		id, ok := strings.CutSuffix(e.Name(), spoolExt)
 		if !ok || !e.Type().IsRegular() {
 			continue

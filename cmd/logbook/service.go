@@ -121,28 +121,39 @@ func (s *service) drainSpool(ctx context.Context) (int, error) {
 	if _, err := s.spool.SweepRejected(time.Now(), claude.DefaultRejectedRetention); err != nil {
 		return 0, err
 	}
-	pending, err := s.spool.Pending()
-	if err != nil {
-		return 0, err
-	}
 	n := 0
-	for _, e := range pending {
-		if _, err := s.ing.Hook(ctx, e); err != nil {
-			if isInputError(err) {
-				if err := s.spool.Reject(e.ID, e.Payload, err, s.red); err != nil {
-					return n, err
-				}
-				continue
-			}
-			return n, fmt.Errorf("deliver spooled hook %s: %w", e.ID, err)
-		}
-		if err := s.spool.Remove(e.ID); err != nil {
+	for ctx.Err() == nil {
+		// A page at a time: a spool that grew while no server ran, or
+		// faster than it drains, is not read into memory whole.
+		pending, err := s.spool.PendingFirst(spoolPage)
+		if err != nil {
 			return n, err
 		}
-		n++
+		for _, e := range pending {
+			if _, err := s.ing.Hook(ctx, e); err != nil {
+				if isInputError(err) {
+					if err := s.spool.Reject(e.ID, e.Payload, err, s.red); err != nil {
+						return n, err
+					}
+					continue
+				}
+				return n, fmt.Errorf("deliver spooled hook %s: %w", e.ID, err)
+			}
+			if err := s.spool.Remove(e.ID); err != nil {
+				return n, err
+			}
+			n++
+		}
+		if len(pending) < spoolPage {
+			break
+		}
 	}
 	return n, nil
 }
+
+// spoolPage is how many spooled payloads drainSpool reads into memory at
+// once (each up to the hook's payload cap).
+const spoolPage = 256
 
 // sessionsRequest asks for a page of the session list: the started
 // sessions in Phase ("" any), only stale ones when StaleMS is set, in id
