@@ -40,6 +40,9 @@ type globals struct {
 	acceptLoss bool
 	// adminCreds is serve --admin-creds.
 	adminCreds string
+	// viewsCache is serve --views-cache in bytes: Pebble's block cache
+	// for the projections; 0 means Pebble's default (8 MiB).
+	viewsCache int64
 	// requireServer makes openBackend fail, rather than open the data dir
 	// directly, when no server answers: for commands only a server can
 	// serve (exec needs its workers), so they never hold the data dir.

@@ -65,3 +65,12 @@ func TestPprofAnswers(t *testing.T) {
 		stop()
 	}
 }
+
+// TestServeViewsCache: --views-cache below 1 MiB is refused, naming it.
+func TestServeViewsCache(t *testing.T) {
+	var out bytes.Buffer
+	err := runCLI(t.Context(), []string{"--data", t.TempDir(), "serve", "--workers", "0", "--views-cache", "0"}, nil, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "--views-cache") {
+		t.Fatalf("serve --views-cache 0: %v, want refused naming the flag\n%s", err, out.String())
+	}
+}

@@ -23,14 +23,15 @@ import (
 
 func serveCmd(g *globals) *cobra.Command {
 	var (
-		listen  string
-		fsync   string
-		workers int
-		accept  bool
-		admin   string
-		pprofAt string
-		wf      workerFlags
-		live    liveFlags
+		listen   string
+		fsync    string
+		workers  int
+		accept   bool
+		admin    string
+		pprofAt  string
+		cacheMiB int64
+		wf       workerFlags
+		live     liveFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -43,6 +44,10 @@ was down.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			g.acceptLoss, g.adminCreds = accept, admin
+			if cacheMiB < 1 {
+				return fmt.Errorf("--views-cache %d: want 1 MiB or more", cacheMiB)
+			}
+			g.viewsCache = cacheMiB << 20
 			if pprofAt != "" {
 				at, stop, err := listenPprof(cmd.Context(), pprofAt)
 				if err != nil {
@@ -60,6 +65,7 @@ was down.`,
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback host:port for clients (port 0 picks one; it is written to serve.json)")
 	cmd.Flags().BoolVar(&accept, "accept-stream-loss", false, "start even when the log lost events the projection has seen (the stream was deleted, re-created or cut): set the projection aside and rebuild it from the log")
 	cmd.Flags().StringVar(&admin, "admin-creds", "", "admin credentials file (`logbook creds issue --role admin`) the embedded server also accepts; by default admin's password lives only in this process, to create or check the stream at start")
+	cmd.Flags().Int64Var(&cacheMiB, "views-cache", 8, "MiB of Pebble block cache for the projections")
 	cmd.Flags().StringVar(&pprofAt, "pprof", "", "loopback host:port to serve net/http/pprof (/debug/pprof/) and the Go runtime's memory figures (/debug/memstats) on; off when empty")
 	cmd.Flags().StringVar(&fsync, "fsync", "always", "when the log reaches the disk: always (before every acknowledgement) or interval (every second; faster, can lose the last second on an OS crash)")
 	return cmd
@@ -301,7 +307,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 // projection aside (views.lost-<time>), says so, and rebuilds it from
 // the log, which is the truth.
 func openViews(ctx context.Context, g *globals, dd dataDir, log *natslog.Log) (*projections.Store, error) {
-	store, err := projections.Open(dd.path("views"), projections.Options{})
+	store, err := projections.Open(dd.path("views"), projections.Options{CacheSize: g.viewsCache})
 	if err != nil {
 		return nil, fmt.Errorf("open projections in %s: %w (remove it to rebuild from the log)", dd.path("views"), err)
 	}
@@ -325,7 +331,7 @@ func openViews(ctx context.Context, g *globals, dd dataDir, log *natslog.Log) (*
 			return nil, fmt.Errorf("set aside projections: %w", err)
 		}
 		fmt.Fprintf(g.stderr, "logbook: %s; --accept-stream-loss: projection set aside in %s and rebuilt from the log\n", loss, aside)
-		if store, err = projections.Open(dd.path("views"), projections.Options{}); err != nil {
+		if store, err = projections.Open(dd.path("views"), projections.Options{CacheSize: g.viewsCache}); err != nil {
 			return nil, err
 		}
 		have = false
