@@ -75,13 +75,13 @@ type Grants struct {
 
 // replyWindow is how long a writer or worker may answer a request it
 // received (any number of messages to its reply subject, for answers
-// sent in parts); it may publish to no other reply subject. The server
+// sent in parts, with heartbeats while the API works on a request for up
+// to 5 minutes); it may publish to no other reply subject. The server
 // remembers every reply subject delivered to such a connection for this
 // long — each message a JetStream consumer delivers to it included, as
 // their ack subjects are not its to publish — about 200 bytes each, so
-// the window bounds that memory: at 100 deliveries a second, ~1 MiB a
-// minute of window. The API answers within 30 s of taking a request.
-const replyWindow = time.Minute
+// the window bounds that memory: at 100 deliveries a second, ~7 MiB.
+const replyWindow = 6 * time.Minute
 
 // inbox is the client's reply subjects: every request's answer, and the
 // deliveries of pull consumers, arrive there.
