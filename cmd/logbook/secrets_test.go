@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/redact/redacttest"
 )
 
@@ -167,6 +168,28 @@ func TestSecrets_Table(t *testing.T) {
 		}
 		shown.WriteString(out)
 	}
+	// A hook keeps its payload's exact bytes in the spool until the
+	// server has it: one that found the spool's lock taken, or the server
+	// slow, leaves it to the server's next drain (every second). Those
+	// bytes are the agent's and unredacted, so the files are read once
+	// the spool is empty; an entry that never drains is a failure here.
+	sp, err := claude.Open(dataDir(data).path("spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for began := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		pending, err := sp.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			t.Logf("spool empty %s after the last command", time.Since(began).Round(time.Millisecond))
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%d hook payloads still in the spool when the test's time ran out (first %s); server log:\n%s", len(pending), pending[0].ID, logs.String())
+		}
+	}
 	stop()
 	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
 		t.Logf("serve: %v", err)
@@ -176,7 +199,7 @@ func TestSecrets_Table(t *testing.T) {
 	// Every file of the data dir: the stream's message blocks, the views'
 	// WAL and tables, the spool and its rejected entries.
 	files := map[string][]byte{}
-	err := filepath.WalkDir(data, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(data, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
