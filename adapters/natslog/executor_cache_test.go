@@ -83,3 +83,65 @@ func TestExecutorCacheLRU(t *testing.T) {
 		}
 	}
 }
+
+// TestExecutorCacheConcurrent: decisions on more aggregates than the
+// cache holds, from many goroutines, keep every state equal to the log's.
+func TestExecutorCacheConcurrent(t *testing.T) {
+	l, _ := newLog(t)
+	reg := events.NewRegistry()
+	newX := func(max int) *events.Executor[int] {
+		return &events.Executor[int]{
+			Log: l, Reg: reg, MaxCached: max,
+			Init:   func(events.Aggregate) int { return 0 },
+			Evolve: func(n int, _ events.Envelope) int { return n + 1 },
+			IDs:    ulid.Make, Host: "h", Actor: "a",
+		}
+	}
+	x := newX(2)
+	const workers, steps, aggs = 8, 20, 5
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range steps {
+				id := fmt.Sprintf("c%d", (w+i)%aggs)
+				_, _, err := x.Execute(t.Context(), session(id), func(n int) (events.Decision, error) {
+					var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", n+1)}
+					if n == 0 {
+						p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
+					}
+					e := reg.New(p)
+					e.At = time.Now()
+					e.Cause = &events.Cause{Kind: "cli", Event: "test", Ref: id}
+					return events.Decision{e}, nil
+				})
+				if err != nil {
+					t.Errorf("Execute %s: %v", id, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	fresh := newX(0)
+	total := 0
+	for a := range aggs {
+		agg := session(fmt.Sprintf("c%d", a))
+		got, err := x.State(t.Context(), agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := fresh.State(t.Context(), agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: cached state %d, log's %d", agg.ID, got, want)
+		}
+		total += want
+	}
+	if total != workers*steps {
+		t.Errorf("%d events in all, want %d", total, workers*steps)
+	}
+	if x.Cached() > 2 {
+		t.Errorf("Cached() = %d, want ≤ 2", x.Cached())
+	}
+}
