@@ -88,7 +88,17 @@ func (x *Executor[S]) Execute(ctx context.Context, agg Aggregate, decide func(S)
 			return Appended{}, c.s, err
 		}
 		if len(evs) == 0 {
-			return Appended{}, c.s, nil
+			// Appending nothing runs no optimistic check, so a cached
+			// state another process has since moved past would decide
+			// "nothing" unseen: bring it up to date and decide again.
+			fresh, moved, err := x.refresh(ctx, c)
+			if err != nil {
+				return Appended{}, c.s, err
+			}
+			if moved {
+				continue
+			}
+			return Appended{}, fresh.s, nil
 		}
 		s := c.s
 		for i := range evs {
@@ -127,14 +137,52 @@ func (x *Executor[S]) Execute(ctx context.Context, agg Aggregate, decide func(S)
 	return Appended{}, zero, fmt.Errorf("decide %s: %w after %d attempts", agg, ErrConflict, attempts)
 }
 
-// State returns agg's current state as the log has it (through the cache).
+// State returns agg's current state as the log has it now: a cached state
+// is first brought up to date with the events appended since (by this or
+// any other process).
 func (x *Executor[S]) State(ctx context.Context, agg Aggregate) (S, error) {
 	x.once.Do(func() {
 		x.seed = maphash.MakeSeed()
 		x.cache = make(map[Aggregate]*list.Element)
 	})
 	c, err := x.load(ctx, agg)
+	if err != nil {
+		return c.s, err
+	}
+	c, _, err = x.refresh(ctx, c)
 	return c.s, err
+}
+
+// refresh brings c, a state from load, up to date with the events the log
+// holds past it, remembers the result and reports whether there were any.
+// With a Log that is not a LoaderAfter it reloads the aggregate whole.
+func (x *Executor[S]) refresh(ctx context.Context, c cached[S]) (cached[S], bool, error) {
+	var recs []Record
+	var err error
+	if la, ok := x.Log.(LoaderAfter); ok {
+		recs, _, err = la.LoadAfter(ctx, c.agg, c.last)
+	} else {
+		var all []Record
+		all, _, err = x.Log.Load(ctx, c.agg)
+		for _, r := range all {
+			if r.Seq > c.last {
+				recs = append(recs, r)
+			}
+		}
+	}
+	if err != nil {
+		x.forget(c.agg)
+		return c, false, err
+	}
+	if len(recs) == 0 {
+		return c, false, nil
+	}
+	for _, r := range recs {
+		c.s = x.Evolve(c.s, r.Envelope)
+		c.ver, c.last = r.Ver, r.Seq
+	}
+	x.remember(c)
+	return c, true, nil
 }
 
 func (x *Executor[S]) load(ctx context.Context, agg Aggregate) (cached[S], error) {

@@ -56,6 +56,16 @@ type Log interface {
 	LastSeq(ctx context.Context) (uint64, error)
 }
 
+// LoaderAfter is implemented by a Log that can load an aggregate's events
+// past a stream sequence. An Executor uses it to bring a cached state up
+// to date cheaply before it trusts a decision to append nothing.
+type LoaderAfter interface {
+	// LoadAfter returns agg's events with stream sequence > after, in
+	// order, and the stream sequence of the last one (after itself when
+	// there are none). Errors are Load's.
+	LoadAfter(ctx context.Context, agg Aggregate, after uint64) ([]Record, uint64, error)
+}
+
 // Clock returns the current time. Production uses time.Now; tests inject
 // a fixed or stepping clock. Only callers outside reducers read it.
 type Clock func() time.Time

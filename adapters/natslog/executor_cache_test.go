@@ -145,3 +145,63 @@ func TestExecutorCacheConcurrent(t *testing.T) {
 		t.Errorf("Cached() = %d, want ≤ 2", x.Cached())
 	}
 }
+
+// TestExecutorCacheStale: a decision to append nothing is not taken on a
+// cached state another process has moved past — the executor catches up
+// with the log first (here another Executor stands for the other process).
+func TestExecutorCacheStale(t *testing.T) {
+	l, _ := newLog(t)
+	lc := &loadCounter{Log: l, loads: map[string]int{}}
+	reg := events.NewRegistry()
+	newX := func() *events.Executor[int] {
+		return &events.Executor[int]{
+			Log: lc, Reg: reg,
+			Init:   func(events.Aggregate) int { return 0 },
+			Evolve: func(n int, _ events.Envelope) int { return n + 1 },
+			IDs:    ulid.Make, Host: "h", Actor: "a",
+		}
+	}
+	grow := func(x *events.Executor[int], want int) func(int) (events.Decision, error) {
+		return func(n int) (events.Decision, error) {
+			if n >= want { // nothing to do from where this state stands
+				return nil, nil
+			}
+			var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", n+1)}
+			if n == 0 {
+				p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
+			}
+			e := reg.New(p)
+			e.At = time.Now()
+			e.Cause = &events.Cause{Kind: "cli", Event: "test", Ref: "r"}
+			return events.Decision{e}, nil
+		}
+	}
+	a, b := newX(), newX()
+	if _, n, err := a.Execute(t.Context(), session("s"), grow(a, 1)); err != nil || n != 1 {
+		t.Fatalf("a: %d, %v", n, err)
+	}
+	for want := 2; want <= 3; want++ { // b moves the aggregate on twice
+		if _, n, err := b.Execute(t.Context(), session("s"), grow(b, want)); err != nil || n != want {
+			t.Fatalf("b: %d, %v", n, err)
+		}
+	}
+	// a's cache says 1; a decision that appends nothing at 1 must still
+	// see 3, and one that would stop at 2 must see that 3 is past it.
+	var seen []int
+	_, n, err := a.Execute(t.Context(), session("s"), func(n int) (events.Decision, error) {
+		seen = append(seen, n)
+		return nil, nil
+	})
+	if err != nil || n != 3 {
+		t.Fatalf("a after b: state %d, %v; want 3", n, err)
+	}
+	if got := seen[len(seen)-1]; got != 3 {
+		t.Errorf("a decided last on %d (seen %v), want 3", got, seen)
+	}
+	if s, err := a.State(t.Context(), session("s")); err != nil || s != 3 {
+		t.Errorf("a.State = %d, %v; want 3", s, err)
+	}
+	if lc.loads["s"] != 2 { // one full load each; catching up is LoadAfter
+		t.Errorf("%d full loads, want 2", lc.loads["s"])
+	}
+}

@@ -84,13 +84,20 @@ func (l *Log) withTimeout(ctx context.Context) (context.Context, context.CancelF
 // consistent snapshot. Errors wrap events.ErrMalformed for an invalid agg
 // and a *DecodeError for a stored event that does not decode.
 func (l *Log) Load(ctx context.Context, agg events.Aggregate) ([]events.Record, uint64, error) {
+	return l.LoadAfter(ctx, agg, 0)
+}
+
+// LoadAfter returns agg's events with stream sequence > after, in order,
+// and the sequence of the last one (after when there are none): how an
+// events.Executor brings a cached state up to date. Errors are Load's.
+func (l *Log) LoadAfter(ctx context.Context, agg events.Aggregate, after uint64) ([]events.Record, uint64, error) {
 	if err := agg.Validate(); err != nil {
 		return nil, 0, fmt.Errorf("load %s: %w", agg, err)
 	}
 	subject := agg.Subject()
 	var recs []events.Record
-	var last uint64
-	for from := uint64(1); ; from = last + 1 {
+	last := after
+	for from := after + 1; ; from = last + 1 {
 		got, more, err := l.loadPage(ctx, subject, from, &recs)
 		if err != nil {
 			return nil, 0, fmt.Errorf("load %s: %w", agg, err)
