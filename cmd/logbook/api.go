@@ -225,6 +225,9 @@ func callAPI(ctx context.Context, nc *nats.Conn, prefix, verb string, req, resp 
 		return err
 	}
 	data, err := request(ctx, nc, prefix+verb, b)
+	if de := (*deniedError)(nil); errors.As(err, &de) {
+		return de.as(verbAction(verb))
+	}
 	if err != nil {
 		return fmt.Errorf("ask server (%s): %w", verb, err)
 	}
@@ -277,6 +280,9 @@ func request(ctx context.Context, nc *nats.Conn, subject string, b []byte) ([]by
 	if err := sub.SetPendingLimits(-1, maxReply+(maxReply/partSize(nc)+1)*replyHeadroom); err != nil {
 		return nil, err
 	}
+	// A refused publish is reported on the connection, not answered.
+	ctx, stop := watchDenied(ctx, nc, func(op, s string) bool { return op == "publish" && s == subject })
+	defer stop()
 	if err := nc.PublishRequest(subject, inbox, b); err != nil {
 		return nil, err
 	}
@@ -285,6 +291,9 @@ func request(ctx context.Context, nc *nats.Conn, subject string, b []byte) ([]by
 			wctx, cancel := context.WithTimeout(ctx, idleTimeout)
 			m, err := sub.NextMsgWithContext(wctx)
 			cancel()
+			if de := deniedCause(ctx); de != nil {
+				return nil, de
+			}
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				return nil, fmt.Errorf("the server sent nothing for %s: %w", idleTimeout, err)
 			}

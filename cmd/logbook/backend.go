@@ -45,9 +45,11 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		return nil, err
 	}
 	if url, opts, ok := g.serverURL(dd); ok {
-		nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(3), nats.ReconnectWait(200*time.Millisecond))...)
+		d := &denials{role: g.connRole(dd)}
+		nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(3), nats.ReconnectWait(200*time.Millisecond), nats.ErrorHandler(d.handle))...)
 		if err == nil {
 			b.nc, b.remote = nc, true
+			connDenials.Store(nc, d)
 		} else if g.natsURL != "" || g.credsPath != "" {
 			return nil, err
 		}
@@ -92,6 +94,7 @@ func (b *backend) Close() error {
 		b.srv.Shutdown()
 	} else if b.nc != nil {
 		b.nc.Drain()
+		connDenials.Delete(b.nc)
 	}
 	if b.lock != nil {
 		b.lock.Close()
@@ -133,4 +136,26 @@ func (g *globals) serverURL(dd dataDir) (string, []nats.Option, bool) {
 		return "", nil, false
 	}
 	return si.URL, []nats.Option{nats.UserInfo(c.User, c.Password)}, true
+}
+
+// connRole returns the role serverURL connects as, or "" when unknown (an
+// external URL without credentials, or with credentials of its own).
+func (g *globals) connRole(dd dataDir) string {
+	if g.credsPath != "" {
+		c, err := readCreds(g.credsPath)
+		if err != nil {
+			return ""
+		}
+		return c.Role
+	}
+	if g.natsURL != "" {
+		return ""
+	}
+	if si, ok := dd.readServeInfo(); !ok || strings.Contains(si.URL, "@") {
+		return ""
+	}
+	if g.role == "" {
+		return string(natslog.RoleWriter)
+	}
+	return string(g.role)
 }

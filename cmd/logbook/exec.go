@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,7 +92,7 @@ then one {"type":"result",…} with the id, status and exit.`,
 	return cmd
 }
 
-func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error {
+func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err error) {
 	if f.session == "" {
 		return errors.New("exec: --session is required")
 	}
@@ -127,9 +128,12 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error 
 		}
 		ws = wd
 	}
-	ws, err := filepath.Abs(ws)
+	ws, err = filepath.Abs(ws)
 	if err != nil {
 		return fmt.Errorf("exec: workspace: %w", err)
+	}
+	if err := checkWorkspace(ws); err != nil {
+		return err
 	}
 	env, err := commandEnv(f)
 	if err != nil {
@@ -145,6 +149,15 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error 
 	if !b.remote {
 		return errors.New("exec needs a running server with workers: start `logbook serve`")
 	}
+	// A subject the credentials may not publish to is refused at once
+	// (reported on the connection), not left to time out.
+	ctx, stop := watchDenied(ctx, b.nc, anyPublish)
+	defer stop()
+	defer func() {
+		if de := deniedCause(ctx); de != nil {
+			err = fmt.Errorf("exec: %w", de.as("run commands"))
+		}
+	}()
 	call := func(ctx context.Context, verb string, req, resp any) error {
 		return callAPI(ctx, b.nc, b.api, verb, req, resp)
 	}
@@ -209,6 +222,27 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) error 
 	}
 
 	return waitExec(ctx, g, cl, p, f)
+}
+
+// checkWorkspace reports, before the request is appended for good, a
+// workspace ws (absolute) that does not exist or, symlinks resolved, is
+// not a directory: the sandbox would refuse it.
+func checkWorkspace(ws string) error {
+	real, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("exec: workspace %s does not exist", ws)
+		}
+		return fmt.Errorf("exec: workspace %s: %w", ws, err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return fmt.Errorf("exec: workspace %s: %w", ws, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("exec: workspace %s is not a directory", ws)
+	}
+	return nil
 }
 
 // keyID returns the command id exec derives from a session and an

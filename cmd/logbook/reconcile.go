@@ -240,6 +240,28 @@ func (f *liveFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.watch, "watch", nil, "follow the Claude Code transcripts under this directory as they are written, such as ~/.claude/projects (repeatable)")
 }
 
+// check reports a flag serve would refuse later: a --watch that is not
+// an existing directory, a negative duration. serve calls it before it
+// starts anything.
+func (f liveFlags) check() error {
+	if f.abandonAfter < 0 {
+		return fmt.Errorf("--abandon-after %v: want 0 or more", f.abandonAfter)
+	}
+	if f.reconcileEvery < 0 {
+		return fmt.Errorf("--reconcile-every %v: want 0 or more", f.reconcileEvery)
+	}
+	for _, d := range f.watch {
+		st, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("--watch: %w", err)
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("--watch %s: not a directory", d)
+		}
+	}
+	return nil
+}
+
 // watcher returns the loop that follows the --watch directories, nil
 // when there are none. It checks them first, so serve refuses a missing
 // one at start.
@@ -247,14 +269,8 @@ func (f liveFlags) watcher(svc *service, stderr io.Writer) (func(context.Context
 	if len(f.watch) == 0 {
 		return nil, nil
 	}
-	for _, d := range f.watch {
-		st, err := os.Stat(d)
-		if err != nil {
-			return nil, fmt.Errorf("--watch: %w", err)
-		}
-		if !st.IsDir() {
-			return nil, fmt.Errorf("--watch %s: not a directory", d)
-		}
+	if err := f.check(); err != nil {
+		return nil, err
 	}
 	cfg := claude.WatchConfig{
 		Roots:  f.watch,

@@ -94,6 +94,15 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if wp.n < 0 {
 		return fmt.Errorf("--workers %d: want 0 or more", wp.n)
 	}
+	// Flags are checked before anything starts.
+	if err := wp.live.check(); err != nil {
+		return err
+	}
+	if wp.n > 0 {
+		if err := wp.flags.check(); err != nil {
+			return err
+		}
+	}
 	var mode natslog.Fsync
 	switch fsync {
 	case "always":

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,23 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.grace, "grace", 0, "time between SIGTERM and SIGKILL when a command is stopped (0: 2s)")
 	cmd.Flags().StringVar(&f.bwrap, "bwrap", "", "bubblewrap executable for restricted modes (default: bwrap in PATH)")
 	cmd.Flags().DurationVar(&f.lapse, "heartbeat-ttl", 0, "how long a silent worker counts as alive, when the first worker creates the bucket (0: 10s)")
+}
+
+// check reports a flag a worker would refuse: a negative duration, a
+// --bwrap that is not an executable.
+func (f workerFlags) check() error {
+	if f.grace < 0 {
+		return fmt.Errorf("--grace %v: want 0 or more", f.grace)
+	}
+	if f.lapse < 0 {
+		return fmt.Errorf("--heartbeat-ttl %v: want 0 or more", f.lapse)
+	}
+	if f.bwrap != "" {
+		if _, err := exec.LookPath(f.bwrap); err != nil {
+			return fmt.Errorf("--bwrap: %w", err)
+		}
+	}
+	return nil
 }
 
 // newWorkers returns n workers on b, each with an identity of its own.

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+)
+
+// A server refuses a publish its user's permissions do not allow without
+// an answer to the publish itself: it reports the permissions violation
+// asynchronously on the connection (nats.ErrPermissionViolation, text
+// `Permissions Violation for Publish to "SUBJECT"`), and a request on
+// that subject would only time out. denials catches these reports so a
+// command waiting on such a subject fails at once, saying which role was
+// refused what.
+
+// deniedError is a permissions violation the server reported for a
+// publish or subscription of this client.
+type deniedError struct {
+	role    string // the role of the connection's credentials; "" when unknown
+	op      string // "publish" or "subscribe"
+	subject string // the subject refused
+	action  string // what the command tried, in words ("end sessions"); "" when unknown
+}
+
+func (e *deniedError) Error() string {
+	who := "these credentials"
+	if e.role != "" {
+		who = "the " + e.role + " role"
+	}
+	what := e.action
+	if what == "" {
+		what = "do this"
+	}
+	ing := "publishing to"
+	if e.op == "subscribe" {
+		ing = "subscribing to"
+	}
+	return fmt.Sprintf("%s may not %s (permission denied %s %s); use writer credentials", who, what, ing, e.subject)
+}
+
+// Unwrap returns nats.ErrPermissionViolation.
+func (e *deniedError) Unwrap() error { return nats.ErrPermissionViolation }
+
+// as returns a copy of e naming action.
+func (e *deniedError) as(action string) *deniedError {
+	c := *e
+	c.action = action
+	return &c
+}
+
+var violationRe = regexp.MustCompile(`(?i)Permissions Violation for (Publish|Subscription) to "([^"]+)"`)
+
+// denialWaiter is a wait that ends, with cancel's cause, on a violation
+// match accepts.
+type denialWaiter struct {
+	match  func(op, subject string) bool
+	cancel context.CancelCauseFunc
+}
+
+// denials receives the asynchronous errors of one connection.
+type denials struct {
+	role    string
+	mu      sync.Mutex
+	waiters map[*denialWaiter]struct{}
+}
+
+// connDenials maps a *nats.Conn opened by openBackend to its *denials.
+var connDenials sync.Map
+
+// handle is the connection's nats.ErrHandler: a permissions violation
+// ends the waits it concerns; other errors are written to stderr as
+// nats.go's default handler does.
+func (d *denials) handle(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if !errors.Is(err, nats.ErrPermissionViolation) {
+		fmt.Fprintf(os.Stderr, "logbook: %v\n", err)
+		return
+	}
+	m := violationRe.FindStringSubmatch(err.Error())
+	if m == nil {
+		fmt.Fprintf(os.Stderr, "logbook: %v\n", err)
+		return
+	}
+	op := "publish"
+	if m[1] != "Publish" && m[1] != "publish" {
+		op = "subscribe"
+	}
+	de := &deniedError{role: d.role, op: op, subject: m[2]}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for w := range d.waiters {
+		if w.match(op, de.subject) {
+			w.cancel(de)
+		}
+	}
+}
+
+// watchDenied returns a context derived from ctx that ends, with a
+// *deniedError as its cause (see deniedCause), when the server reports a
+// permissions violation on nc that match accepts. stop releases it. On a
+// connection openBackend did not open it only derives ctx.
+func watchDenied(ctx context.Context, nc *nats.Conn, match func(op, subject string) bool) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	v, ok := connDenials.Load(nc)
+	if !ok {
+		return ctx, func() { cancel(nil) }
+	}
+	d := v.(*denials)
+	w := &denialWaiter{match: match, cancel: cancel}
+	d.mu.Lock()
+	if d.waiters == nil {
+		d.waiters = map[*denialWaiter]struct{}{}
+	}
+	d.waiters[w] = struct{}{}
+	d.mu.Unlock()
+	return ctx, func() {
+		d.mu.Lock()
+		delete(d.waiters, w)
+		d.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// deniedCause returns the violation that ended ctx, or nil.
+func deniedCause(ctx context.Context) *deniedError {
+	var de *deniedError
+	if errors.As(context.Cause(ctx), &de) {
+		return de
+	}
+	return nil
+}
+
+// anyPublish matches every refused publish.
+func anyPublish(op, _ string) bool { return op == "publish" }
+
+// verbAction names, for a refusal, what an API verb does.
+func verbAction(verb string) string {
+	switch verb {
+	case verbSessionEnd:
+		return "end sessions"
+	case verbSessionAbandon:
+		return "abandon entries of sessions"
+	case verbHook:
+		return "send hook events"
+	}
+	return "call the API's " + verb
+}
