@@ -94,7 +94,10 @@ func hookFieldKind(name string) string {
 //
 // Errors are *HookError values: ErrInvalidUTF8, ErrSyntax or ErrNotObject
 // for a payload that is not a JSON object; ErrMissingField when
-// hook_event_name or session_id is absent or empty; ErrFieldType (naming
+// hook_event_name or session_id is absent or empty; events.ErrMalformed
+// (naming the field) when session_id, or agent_id if set, is not a valid
+// aggregate id (events.ValidID; "agent-"+agent_id for a subagent);
+// ErrFieldType (naming
 // the field) when a field this parser reads has the wrong JSON type, e.g.
 // "session_id": 5 or "tool_input": "x". Fields of a tool's input or
 // response are read leniently: a wrong type there is a Problems entry.
@@ -175,6 +178,20 @@ func parseHook(b []byte) (events.Observation, error) {
 	}
 	if t.str("session_id") == "" {
 		return events.Observation{}, &HookError{Event: event, Field: "session_id", Err: ErrMissingField}
+	}
+	// The ids name the session aggregate (SessionAggregate): refuse here,
+	// by the log's own rule, what the server would refuse on delivery.
+	if err := events.ValidID(t.str("session_id")); err != nil {
+		return events.Observation{}, &HookError{Event: event, Field: "session_id", Err: err}
+	}
+	if a := t.str("agent_id"); a != "" {
+		err := events.ValidID(a)
+		if err == nil {
+			_, err = SessionAggregate("", a) // "agent-"+a within MaxIDLen
+		}
+		if err != nil {
+			return events.Observation{}, &HookError{Event: event, Field: "agent_id", Err: err}
+		}
 	}
 	o := events.Observation{Parser: ParserHook, Kind: event}
 	o.Meta = events.Meta{

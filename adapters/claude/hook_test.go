@@ -150,6 +150,12 @@ func TestParser_HookErrors(t *testing.T) {
 		{"string stop_hook_active", `{"hook_event_name":"Stop","session_id":"S1","stop_hook_active":"yes"}`, ErrFieldType, "stop_hook_active", `claude hook Stop: field "stop_hook_active": wrong JSON type: want boolean, got string`},
 		{"object tool_use_id", `{"hook_event_name":"PostToolUse","session_id":"S1","tool_use_id":{}}`, ErrFieldType, "tool_use_id", `claude hook PostToolUse: field "tool_use_id": wrong JSON type: want string, got object`},
 		{"array cwd", `{"hook_event_name":"Stop","session_id":"S1","cwd":[]}`, ErrFieldType, "cwd", `claude hook Stop: field "cwd": wrong JSON type: want string, got array`},
+		{"path session", `{"hook_event_name":"Stop","session_id":"../../etc"}`, events.ErrMalformed, "session_id", `claude hook Stop: field "session_id": events: malformed event: id "../../etc": byte '.' at 0 is not [A-Za-z0-9_-]`},
+		{"newline session", `{"hook_event_name":"Stop","session_id":"S1\nS2"}`, events.ErrMalformed, "session_id", `claude hook Stop: field "session_id": events: malformed event: id "S1\nS2": byte '\n' at 2 is not [A-Za-z0-9_-]`},
+		{"NUL session", `{"hook_event_name":"Stop","session_id":"S1\u0000"}`, events.ErrMalformed, "session_id", `claude hook Stop: field "session_id": events: malformed event: id "S1\x00": byte '\x00' at 2 is not [A-Za-z0-9_-]`},
+		{"dotted agent", `{"hook_event_name":"Stop","session_id":"S1","agent_id":"a.b"}`, events.ErrMalformed, "agent_id", `claude hook Stop: field "agent_id": events: malformed event: id "a.b": byte '.' at 1 is not [A-Za-z0-9_-]`},
+		{"subagent start dotted agent", `{"hook_event_name":"SubagentStart","session_id":"S1","agent_id":"*"}`, events.ErrMalformed, "agent_id", `claude hook SubagentStart: field "agent_id": events: malformed event: id "*": byte '*' at 0 is not [A-Za-z0-9_-]`},
+		{"long agent", `{"hook_event_name":"Stop","session_id":"S1","agent_id":"` + strings.Repeat("a", events.MaxIDLen) + `"}`, events.ErrMalformed, "agent_id", `claude hook Stop: field "agent_id": session id: aggregate session: events: malformed event: id "agent-` + strings.Repeat("a", events.MaxIDLen) + `": want 1..128 bytes`},
 	}
 	p := newTestParser(t, Config{})
 	for _, tt := range tests {
