@@ -25,7 +25,9 @@ const CommandEntryPrefix = "cmd-"
 // Detail describes the payload (see CommandTimelineOf).
 //
 // The error wraps events.ErrNotFound when neither the session nor any of
-// the commands has events; a named command with no events is skipped.
+// the commands has events other than observations (a session that has
+// only observations has not started; the error says how many it has); a
+// named command with no events is skipped.
 func SessionTimeline(ctx context.Context, log events.Log, id string, commands []string) ([]Item, error) {
 	agg := events.Aggregate{Kind: events.KindSession, ID: id}
 	recs, _, err := log.Load(ctx, agg)
@@ -43,7 +45,7 @@ func SessionTimeline(ctx context.Context, log events.Log, id string, commands []
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	items := TimelineOf(recs)
-	found := len(recs) > 0
+	found := len(items) > 0 // observations alone do not start a session
 	for _, c := range ids {
 		crecs, _, err := log.Load(ctx, events.Aggregate{Kind: events.KindCommand, ID: c})
 		if err != nil {
@@ -53,6 +55,9 @@ func SessionTimeline(ctx context.Context, log events.Log, id string, commands []
 			found = true
 			items = append(items, CommandTimelineOf(crecs)...)
 		}
+	}
+	if !found && len(recs) > 0 {
+		return nil, fmt.Errorf("timeline %s: %w: it has not started (%d observation(s) recorded)", agg, events.ErrNotFound, len(recs))
 	}
 	if !found {
 		return nil, fmt.Errorf("timeline %s: %w", agg, events.ErrNotFound)

@@ -300,6 +300,10 @@ func (s *service) session(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !st.Exists() {
+		// Only observations (an unknown hook event, say): no session yet.
+		return nil, fmt.Errorf("session %s: %w: it has not started (%d observation(s) recorded)", req.ID, events.ErrNotFound, st.Observations)
+	}
 	kids, err := s.store.Children(req.ID)
 	if err != nil {
 		return nil, err
