@@ -121,12 +121,19 @@ type DivergedError struct {
 }
 
 func (e *DivergedError) Error() string {
-	line := e.Found.Line
-	what := fmt.Sprintf("line %d differs from the line imported (sha256 %.12s now)", line, e.Found.SHA256)
-	if e.Found.SHA256 == "" {
-		line++
-		what = fmt.Sprintf("it is shorter than what was imported, truncated after line %d (%d bytes now; %d lines, %d bytes imported)", e.Found.Line, e.Size, e.Imported.Line, e.Imported.End)
-	}
+	line, what := divergence(e.Imported, e.Found, e.Size)
 	return fmt.Sprintf("%s:%d: the transcript changed under Logbook: %s; session %s keeps the %d lines it imported, and importing this file stops here (recorded as session.transcript_diverged); to import the file as it is now as a new history linked to it, run: logbook import claude --as-new %s (it goes to session %s)",
 		e.Path, line, what, e.Session, e.Imported.Line, e.Path, e.NewSession)
+}
+
+// divergence describes how a transcript file of size bytes differs from
+// what was imported (the last line imported, imported) at found, the
+// first line that differs or, with no SHA-256, the file's last complete
+// line: the 1-based line number where it differs and what happened there.
+// DivergedError and import's warnings say the same.
+func divergence(imported, found events.Fingerprint, size int64) (int, string) {
+	if found.SHA256 == "" {
+		return found.Line + 1, fmt.Sprintf("it is shorter than what was imported, truncated after line %d (%d bytes now; %d lines, %d bytes imported)", found.Line, size, imported.Line, imported.End)
+	}
+	return found.Line, fmt.Sprintf("line %d differs from the line imported (sha256 %.12s now)", found.Line, found.SHA256)
 }

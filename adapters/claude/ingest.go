@@ -286,10 +286,12 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 		}
 		ns := session.Fold(session.Init(next), recs)
 		if !in.asNew && ns.Cursor(path) == 0 {
+			res.Skipped = fp.Line // kept by agg
 			return res, &DivergedError{Path: path, Session: agg.ID, NewSession: next.ID, Imported: fp, Found: found, Size: size}
 		}
 		if !in.asNew {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s: changed under Logbook after line %d of session %s; its rewritten form goes on in session %s", path, fp.Line, agg.ID, next.ID))
+			line, what := divergence(fp, found, size)
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: changed under Logbook: %s; session %s keeps the %d lines it imported, and its rewritten form goes on in session %s", path, line, what, agg.ID, fp.Line, next.ID))
 		}
 		if !ns.Exists() {
 			rewrittenFrom = agg.ID
