@@ -38,7 +38,8 @@ non-blocking error for Claude Code) only for a payload it cannot use,
 which it keeps aside, redacted, in the spool's rejected/ folder with the
 reason. A payload over 256 KiB has each of its strings cut to 4 KiB
 (its original size and SHA-256 are recorded); an id or name over 256
-bytes, or a path over 4096, is refused.`,
+bytes, a path over 4096, or a session_id or agent_id with a byte outside
+[A-Za-z0-9_-] (it names the log's session aggregate), is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return hookClaude(cmd.Context(), g)
