@@ -12,8 +12,9 @@ import (
 // Executor runs decisions against one kind of aggregate: it loads the
 // aggregate's state (from its cache or by folding the log), asks a decide
 // function for events, stamps them (id, ver, host, actor), appends them as
-// one batch with optimistic concurrency, and on ErrConflict reloads and
-// decides again, up to Attempts times.
+// one batch with optimistic concurrency, and on ErrConflict brings the
+// state up to date (the events past the cached one, when the Log is a
+// LoaderAfter) and decides again, up to Attempts times.
 //
 // An Executor is safe for concurrent use. Decisions for one aggregate are
 // serialized within the process; across processes the log's optimistic
@@ -121,12 +122,19 @@ func (x *Executor[S]) Execute(ctx context.Context, agg Aggregate, decide func(S)
 		}
 		ap, err := x.Log.Append(ctx, Batch{Agg: agg, Expect: c.last, Events: evs})
 		switch {
-		case errors.Is(err, ErrConflict), err == nil && ap.Duplicate:
-			x.forget(agg)
-			if err == nil {
-				return ap, s, nil
+		case errors.Is(err, ErrConflict):
+			// Another writer moved the aggregate past the cached state:
+			// catch up from where the cache stands rather than fold the
+			// whole history again, which for a long-lived aggregate reads
+			// every stream block it spans. A conflict with nothing new
+			// past the cache means the cache is wrong: reload it whole.
+			if _, moved, err := x.refresh(ctx, c); err == nil && !moved {
+				x.forget(agg)
 			}
 			continue
+		case err == nil && ap.Duplicate:
+			x.forget(agg)
+			return ap, s, nil
 		case err != nil:
 			x.forget(agg)
 			return Appended{}, c.s, err

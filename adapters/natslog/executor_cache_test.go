@@ -205,3 +205,65 @@ func TestExecutorCacheStale(t *testing.T) {
 		t.Errorf("%d full loads, want 2", lc.loads["s"])
 	}
 }
+
+// TestExecutorConflictCatchesUp: two writers taking turns on one
+// aggregate (the hook path and a worker, say) each lose the optimistic
+// check on every turn; each catches up with the events past its cached
+// state and never folds the whole history again, so a long-lived
+// aggregate costs reads of its newest events only, not of every stream
+// block it spans (issue 18).
+func TestExecutorConflictCatchesUp(t *testing.T) {
+	l, _ := newLog(t)
+	lc := &loadCounter{Log: l, loads: map[string]int{}}
+	reg := events.NewRegistry()
+	newX := func() *events.Executor[int] {
+		return &events.Executor[int]{
+			Log: lc, Reg: reg,
+			Init:   func(events.Aggregate) int { return 0 },
+			Evolve: func(n int, _ events.Envelope) int { return n + 1 },
+			IDs:    ulid.Make, Host: "h", Actor: "a",
+		}
+	}
+	step := func(x *events.Executor[int]) func(int) (events.Decision, error) {
+		return func(n int) (events.Decision, error) {
+			var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", n+1)}
+			if n == 0 {
+				p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
+			}
+			e := reg.New(p)
+			e.At = time.Now()
+			e.Cause = &events.Cause{Kind: "cli", Event: "test", Ref: "r"}
+			return events.Decision{e}, nil
+		}
+	}
+	a, b := newX(), newX()
+	const turns = 40
+	for i := range turns {
+		x := a
+		if i%2 == 1 {
+			x = b
+		}
+		_, n, err := x.Execute(t.Context(), session("long"), step(x))
+		if err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		if n != i+1 {
+			t.Fatalf("turn %d: state %d, want %d", i, n, i+1)
+		}
+	}
+	// One whole load per executor (its first sight of the aggregate).
+	if got := lc.loads["long"]; got != 2 {
+		t.Errorf("%d whole loads of the aggregate over %d conflicting turns, want 2 (one per executor)", got, turns)
+	}
+	fresh := newX()
+	want, err := fresh.State(t.Context(), session("long"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, x := range map[string]*events.Executor[int]{"a": a, "b": b} {
+		got, err := x.State(t.Context(), session("long"))
+		if err != nil || got != want || want != turns {
+			t.Errorf("%s: state %d, %v; the log's %d, want %d", name, got, err, want, turns)
+		}
+	}
+}
