@@ -200,8 +200,12 @@ func TestSoakMemory(t *testing.T) {
 		first.goroutines, last.goroutines, first.fds, last.fds)
 	// The fitted growth over the warm part, against the bound over as
 	// many events plus what a heap of this size wobbles by between two
-	// samples (pools, buffers in flight) — a short run has few events.
-	if grown := slope * span; grown > bound*span+heapNoise {
+	// samples (pools, buffers in flight). A run shorter than ten minutes
+	// is still filling the stream's first message blocks (8 MiB each) and
+	// the reply window, so its slope is logged, not judged: the short
+	// form catches what leaks handles (goroutines, fds), the long form
+	// what leaks heap.
+	if grown := slope * span; dur >= 10*time.Minute && grown > bound*span+heapNoise {
 		t.Errorf("heap in use after GC grows %.3f MiB per 10k events once warm (%.1f MiB over %d events), more than %.2f plus %.0f MiB; compare the profiles in %s",
 			slope, grown, last.events-first.events, bound, heapNoise, profiles)
 	}
