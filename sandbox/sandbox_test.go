@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -114,23 +115,6 @@ func run(t *testing.T, s Spec) (Result, *recorder) {
 		t.Fatalf("Wait(%q): %v", s.Argv, err)
 	}
 	return res, r
-}
-
-// processesWith returns the pids of host processes whose command line
-// contains token.
-func processesWith(token string) []int {
-	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	var pids []int
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil || !bytes.Contains(bytes.ReplaceAll(b, []byte{0}, []byte{' '}), []byte(token)) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(n))); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 // uniqueSleep returns a sleep duration argument no other process uses, so
@@ -722,12 +706,12 @@ func TestStop_SetsidGrandchildDies(t *testing.T) {
 				s := newSpec(t, m, tty, "sh", "-c", `setsid sleep "$0" >/dev/null 2>&1 </dev/null & echo ready; exec sleep 60`, token)
 				p := start(t, s, r)
 				r.awaitOutput(t, "ready")
-				waitFor(t, "the setsid grandchild to run", func() bool { return len(processesWith("sleep "+token)) > 0 })
+				waitFor(t, "the setsid grandchild to run", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) > 0 })
 				p.Stop()
 				if _, err := p.Wait(); err != nil {
 					t.Fatalf("Wait: %v", err)
 				}
-				waitFor(t, "the setsid grandchild to die", func() bool { return len(processesWith("sleep "+token)) == 0 })
+				waitFor(t, "the setsid grandchild to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
 			})
 		}
 	}
@@ -741,7 +725,7 @@ func TestExit_SetsidGrandchildDies(t *testing.T) {
 	if res.ExitCode != 0 {
 		t.Fatalf("exit code %d", res.ExitCode)
 	}
-	waitFor(t, "the setsid grandchild to die", func() bool { return len(processesWith("sleep "+token)) == 0 })
+	waitFor(t, "the setsid grandchild to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
 }
 
 // In FullAccess a setsid grandchild that keeps the terminal open escapes
@@ -754,7 +738,7 @@ func TestWait_LingeringHolder(t *testing.T) {
 			t.Parallel()
 			token := uniqueSleep()
 			t.Cleanup(func() {
-				for _, pid := range processesWith(token) {
+				for _, pid := range sandboxtest.ProcessesWith(token) {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
 			})
@@ -765,7 +749,7 @@ func TestWait_LingeringHolder(t *testing.T) {
 				if res.Lingering || res.ExitCode != 0 {
 					t.Errorf("result = %+v, want exit 0, not Lingering", res)
 				}
-				waitFor(t, "the escaped grandchild to die", func() bool { return len(processesWith("sleep "+token)) == 0 })
+				waitFor(t, "the escaped grandchild to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
 			} else if !res.Lingering || res.ExitCode != 0 {
 				t.Errorf("result = %+v, want exit 0 and Lingering", res)
 			}
@@ -784,7 +768,7 @@ func TestExit_GroupKilled(t *testing.T) {
 	if res.ExitCode != 0 || res.Lingering {
 		t.Errorf("result = %+v, want exit 0", res)
 	}
-	waitFor(t, "the background job to die", func() bool { return len(processesWith("sleep "+token)) == 0 })
+	waitFor(t, "the background job to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
 }
 
 func TestBoundary_WorkspaceWrite(t *testing.T) {

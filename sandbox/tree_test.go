@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -19,13 +20,13 @@ func TestStop_FullAccessSetsidGrandchildDies(t *testing.T) {
 			r := newRecorder("ready")
 			p := start(t, newSpec(t, FullAccess, tty, "sh", "-c", `setsid sleep "$0" >/dev/null 2>&1 </dev/null & echo ready; sleep "$0"`, token), r)
 			r.awaitOutput(t, "ready")
-			waitFor(t, "the setsid grandchild to run", func() bool { return len(processesWith("sleep "+token)) == 2 })
+			waitFor(t, "the setsid grandchild to run", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 2 })
 			p.Stop()
 			res, err := p.Wait()
 			if err != nil || !res.Stopped {
 				t.Fatalf("Wait = %+v, %v; want stopped", res, err)
 			}
-			waitFor(t, "the whole tree to die", func() bool { return len(processesWith("sleep "+token)) == 0 })
+			waitFor(t, "the whole tree to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
 		})
 	}
 }
@@ -49,7 +50,7 @@ func TestKillTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the children to run", func() bool { return len(processesWith("sleep "+token)) == 2 })
+	waitFor(t, "the children to run", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 2 })
 
 	if n, err := KillTree(pid, start+1, BootID()); n != 0 || err != nil {
 		t.Errorf("KillTree with another start time = %d, %v; want 0 (a recycled pid)", n, err)
@@ -61,18 +62,18 @@ func TestKillTree(t *testing.T) {
 	// run on, re-parented, in its session.
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	_ = cmd.Wait()
-	if got := len(processesWith("sleep " + token)); got != 2 {
+	if got := len(sandboxtest.ProcessesWith("sleep " + token)); got != 2 {
 		t.Fatalf("%d children left after the leader died, want 2", got)
 	}
 	n, err := KillTree(pid, start, BootID())
 	if err != nil || n < 2 {
 		t.Errorf("KillTree = %d, %v; want the 2 children", n, err)
 	}
-	waitFor(t, "the children to die", func() bool { return len(processesWith("sleep "+token)) == 0 })
+	waitFor(t, "the children to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
 }
 
 func killAll(token string) {
-	for _, pid := range processesWith(token) {
+	for _, pid := range sandboxtest.ProcessesWith(token) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }

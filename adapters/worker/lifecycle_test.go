@@ -3,11 +3,11 @@ package worker
 import (
 	"bytes"
 	"fmt"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,29 +20,12 @@ import (
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
-// processesWith returns the pids of live host processes whose command
-// line contains token.
-func processesWith(token string) []int {
-	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	var pids []int
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil || !bytes.Contains(bytes.ReplaceAll(b, []byte{0}, []byte{' '}), []byte(token)) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(n))); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
 // uniqueSleep returns a sleep argument no other process uses, to find the
 // process in /proc; the processes left with it are killed at test end.
 func uniqueSleep(t testing.TB) string {
 	token := fmt.Sprintf("%d.%09d", 900+rand.IntN(90), rand.IntN(1e9))
 	t.Cleanup(func() {
-		for _, pid := range processesWith("sleep " + token) {
+		for _, pid := range sandboxtest.ProcessesWith("sleep " + token) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
@@ -85,7 +68,7 @@ func TestWorker_SessionEndStopsItsCommands(t *testing.T) {
 	e.startWorker(e.workerConfig())
 	token := uniqueSleep(t)
 	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", `setsid sleep "$0" >/dev/null 2>&1 </dev/null & echo up; sleep "$0"`, token))
-	e.waitFor("the tree", func() bool { return len(processesWith("sleep "+token)) == 2 })
+	e.waitFor("the tree", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 2 })
 
 	otherSession := "s-" + strings.ToLower(ulid.Make().String())
 	e.startSession(otherSession)
@@ -115,7 +98,7 @@ func TestWorker_SessionEndStopsItsCommands(t *testing.T) {
 	if stops != 1 {
 		t.Errorf("%d stop requests, want 1", stops)
 	}
-	e.waitFor("the whole tree to die", func() bool { return len(processesWith("sleep "+token)) == 0 })
+	e.waitFor("the whole tree to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
 	if st, _ := e.client.Command(t.Context(), other); st.Ended() || st.StopRequested {
 		t.Errorf("the other session's command: status %s stop %v; want it running", st.Status, st.StopRequested)
 	}
@@ -173,7 +156,7 @@ func TestWorker_LingeringRecorded(t *testing.T) {
 	}
 	if st.Cgroup != "" {
 		t.Logf("the command ran in cgroup %s", st.Cgroup)
-		e.waitFor("the descendant to die with the cgroup", func() bool { return len(processesWith("sleep "+token)) == 0 })
+		e.waitFor("the descendant to die with the cgroup", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
 		return
 	}
 	if !st.Lingering {
@@ -209,7 +192,7 @@ func TestWorker_KilledWorkersTreeDies(t *testing.T) {
 	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", `setsid sleep "$1" & sleep "$0" & sleep "$0" & wait`, token, escaper))
 	e.waitFor("the tree", func() bool {
 		st, _ := e.client.Command(t.Context(), id)
-		return st.Pid > 0 && len(processesWith("sleep "+token)) == 2 && len(processesWith("sleep "+escaper)) == 1
+		return st.Pid > 0 && len(sandboxtest.ProcessesWith("sleep "+token)) == 2 && len(sandboxtest.ProcessesWith("sleep "+escaper)) == 1
 	})
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -221,14 +204,14 @@ func TestWorker_KilledWorkersTreeDies(t *testing.T) {
 		t.Fatalf("status %s reason %q; want abandoned, %s", st.Status, st.EndReason, ReasonGone)
 	}
 	// The kill comes before the abandonment is appended.
-	if left := processesWith("sleep " + token); len(left) != 0 {
+	if left := sandboxtest.ProcessesWith("sleep " + token); len(left) != 0 {
 		t.Errorf("processes %v of the abandoned command still run", left)
 	}
 	// The setsid grandchild left the session and the group: only the
 	// command's cgroup holds it.
 	if st.Cgroup == "" {
-		t.Logf("no cgroup here: the setsid grandchild %v is out of reach", processesWith("sleep "+escaper))
-	} else if left := processesWith("sleep " + escaper); len(left) != 0 {
+		t.Logf("no cgroup here: the setsid grandchild %v is out of reach", sandboxtest.ProcessesWith("sleep "+escaper))
+	} else if left := sandboxtest.ProcessesWith("sleep " + escaper); len(left) != 0 {
 		t.Errorf("the setsid grandchild %v of the abandoned command still runs (cgroup %s)", left, st.Cgroup)
 	} else if _, err := os.Stat(st.Cgroup); err == nil {
 		t.Errorf("the dead worker's cgroup %s is still there", st.Cgroup)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -85,12 +86,12 @@ func TestScripts(t *testing.T) {
 			// line contains TEXT; then it kills any left and fails.
 			"noprocess": func(ts *testscript.TestScript, neg bool, args []string) {
 				for range 200 {
-					if len(processesWith(args[0])) == 0 {
+					if len(sandboxtest.ProcessesWith(args[0])) == 0 {
 						return
 					}
 					time.Sleep(50 * time.Millisecond)
 				}
-				left := processesWith(args[0])
+				left := sandboxtest.ProcessesWith(args[0])
 				for _, pid := range left {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}

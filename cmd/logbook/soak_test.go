@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -168,7 +169,7 @@ func newSoak(t *testing.T, bin string, seed uint64) *soak {
 	t.Cleanup(s.procs.killAll)
 	s.treeToken = fmt.Sprintf("%d.%09d", 7000+s.intN(1000), s.intN(1e9))
 	t.Cleanup(func() {
-		for _, pid := range processesWith("sleep " + s.treeToken) {
+		for _, pid := range sandboxtest.ProcessesWith("sleep " + s.treeToken) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
@@ -420,7 +421,7 @@ func (s *soak) settleTrees(ctx context.Context) {
 		}
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		left := processesWith("sleep " + s.treeToken)
+		left := sandboxtest.ProcessesWith("sleep " + s.treeToken)
 		if len(left) == 0 {
 			break
 		}
@@ -432,23 +433,6 @@ func (s *soak) settleTrees(ctx context.Context) {
 			break
 		}
 	}
-}
-
-// processesWith returns the pids of live host processes whose command
-// line contains token.
-func processesWith(token string) []int {
-	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	var pids []int
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil || !bytes.Contains(bytes.ReplaceAll(b, []byte{0}, []byte{' '}), []byte(token)) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(n))); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 func (s *soak) hookLoop(ctx context.Context) {
