@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,94 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
-
-// TestAPI_AnswerSizes sends answers of every size class through the
-// API's framing over a loopback connection: small ones in one message,
-// ones over the connection's maximum payload in parts, joined again
-// byte for byte; one over maxReply is refused at once with the reason on
-// both sides, never left to time out. A slow answer comes after the
-// heartbeats sent meanwhile. A verb nobody answers fails at once too.
-func TestAPI_AnswerSizes(t *testing.T) {
-	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", User: "u", Password: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown() })
-	nc, err := natslog.Connect(srv.ClientURL(), nats.UserInfo("u", "p"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	if nc.MaxPayload() != 1<<20 {
-		t.Fatalf("max payload %d, the sizes below assume 1 MiB", nc.MaxPayload())
-	}
-	var logged syncBuffer
-	logf := func(format string, args ...any) { fmt.Fprintf(&logged, format+"\n", args...) }
-	sub, err := serveAPI(srv.Conn(), "test.api.big", func(_ context.Context, data []byte) (any, error) {
-		var n int
-		if err := json.Unmarshal(data, &n); err != nil {
-			return nil, err
-		}
-		return strings.Repeat("x", n), nil
-	}, logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sub.Unsubscribe() })
-	if err := srv.Conn().Flush(); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []int{0, 10, 1<<20 - 300, 1<<20 + 1, 5 << 20, maxReply - 100} {
-		var got string
-		if err := callAPI(t.Context(), nc, "test.api.", "big", n, &got); err != nil {
-			t.Fatalf("answer of %d bytes: %v", n, err)
-		}
-		if len(got) != n || strings.Trim(got, "x") != "" {
-			t.Errorf("answer of %d bytes came back as %d bytes", n, len(got))
-		}
-	}
-	if logged.String() != "" {
-		t.Errorf("server logged for answers it sent:\n%s", logged.String())
-	}
-
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	err = callAPI(ctx, nc, "test.api.", "big", maxReply+1, nil)
-	if !errors.Is(err, errTooLarge) || !strings.Contains(err.Error(), fmt.Sprint(maxReply+len(`""`)+1)) {
-		t.Errorf("answer over maxReply: error %v, want errTooLarge naming its size", err)
-	}
-	if !strings.Contains(logged.String(), "api big:") || !strings.Contains(logged.String(), "answer too large") {
-		t.Errorf("server log %q, want a line about the answer it did not send", logged.String())
-	}
-
-	slow, err := serveAPI(srv.Conn(), "test.api.slow", func(context.Context, []byte) (any, error) {
-		time.Sleep(heartbeatEvery + heartbeatEvery/2)
-		return "done", nil
-	}, logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { slow.Unsubscribe() })
-	if err := srv.Conn().Flush(); err != nil {
-		t.Fatal(err)
-	}
-	var done string
-	if err := callAPI(ctx, nc, "test.api.", "slow", nil, &done); err != nil || done != "done" {
-		t.Errorf("answer after a heartbeat: %q, %v", done, err)
-	}
-
-	err = callAPI(ctx, nc, "test.api.", "nobody", 1, nil)
-	if !errors.Is(err, nats.ErrNoResponders) {
-		t.Errorf("verb nobody serves: %v, want no responders", err)
-	}
-}
 
 // apiServe runs `logbook serve` (no workers, no reconciler, fsync
 // interval) on a data dir of its own until the test ends, and returns the
@@ -224,7 +140,7 @@ func TestAPI_LargeAnswers(t *testing.T) {
 		}
 	})
 	t.Run("session", func(t *testing.T) {
-		var r sessionReply
+		var r api.SessionReply
 		if err := json.Unmarshal([]byte(cli(t, data, "session", "show", parent, "--json")), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +163,7 @@ func TestAPI_LargeAnswers(t *testing.T) {
 	})
 	t.Run("command", func(t *testing.T) {
 		var st command.State
-		if err := callAPI(ctx, b.nc, b.api, verbCommand, commandRequest{ID: "cmd-huge"}, &st); err != nil {
+		if err := api.Call(ctx, b.nc, b.api, api.VerbCommand, api.CommandRequest{ID: "cmd-huge"}, &st); err != nil {
 			t.Fatal(err)
 		}
 		if len(st.Argv) != 2 || len(st.Argv[1]) != 1_000_000 {
@@ -260,8 +176,8 @@ func TestAPI_LargeAnswers(t *testing.T) {
 		}
 	})
 	t.Run("status", func(t *testing.T) {
-		var st statusReply
-		if err := callAPI(ctx, b.nc, b.api, verbStatus, struct{}{}, &st); err != nil || st.LastSeq == 0 {
+		var st api.StatusReply
+		if err := api.Call(ctx, b.nc, b.api, api.VerbStatus, struct{}{}, &st); err != nil || st.LastSeq == 0 {
 			t.Errorf("status: %+v, %v", st, err)
 		}
 	})

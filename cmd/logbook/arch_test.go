@@ -22,7 +22,7 @@ func TestArchitecture(t *testing.T) {
 		"projections": {"events", "reducers"},
 		"sandbox":     {},
 		"replay":      {"events", "reducers", "projections"},
-		"adapters":    {"events", "reducers", "projections", "sandbox", "adapters"},
+		"adapters":    {"events", "reducers", "projections", "sandbox", "replay", "adapters"},
 		"cmd":         {""},
 	}
 	// external[prefix] lists the outside modules a core folder may import;

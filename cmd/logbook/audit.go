@@ -1,9 +1,16 @@
 package main
 
 import (
-	"github.com/spf13/cobra"
+	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/worker"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/replay"
 )
 
@@ -38,4 +45,29 @@ from.`,
 			return termPrint(g.stdout, func(w io.Writer) error { return replay.WriteText(w, items) })
 		},
 	}
+}
+
+// sessionCommands returns the ids of the commands requested for session,
+// in stream order, read from the log alone: every command event's type
+// header is looked at, and only requests are decoded.
+func sessionCommands(ctx context.Context, log *natslog.Log, session string) ([]string, error) {
+	var ids []string
+	for m, err := range log.ReadRaw(ctx, worker.CommandFilter, 1) {
+		if err != nil {
+			return nil, fmt.Errorf("commands of session %s: %w", session, err)
+		}
+		if m.Header.Get(natslog.HeaderType) != (events.CommandRequested{}).EventType() {
+			continue
+		}
+		var req struct {
+			Agg  events.Aggregate `json:"agg"`
+			Data struct {
+				Session string `json:"session"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(m.Data, &req) == nil && req.Data.Session == session {
+			ids = append(ids, req.Agg.ID)
+		}
+	}
+	return ids, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -37,7 +38,7 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		return nil, err
 	}
 	b := &backend{dd: dd, reg: events.NewRegistry()}
-	b.api = anyAPI
+	b.api = api.AnyPrefix
 	if si, ok := dd.readServeInfo(); ok && si.API != "" {
 		b.api = si.API
 	}
@@ -45,11 +46,11 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		return nil, err
 	}
 	if url, opts, ok := g.serverURL(dd); ok {
-		d := &denials{role: g.connRole(dd)}
-		nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(3), nats.ReconnectWait(200*time.Millisecond), nats.ErrorHandler(d.handle))...)
+		d, handle := api.Watch(g.connRole(dd))
+		nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(3), nats.ReconnectWait(200*time.Millisecond), nats.ErrorHandler(handle))...)
 		if err == nil {
 			b.nc, b.remote = nc, true
-			connDenials.Store(nc, d)
+			d.Register(nc)
 		} else if g.natsURL != "" || g.credsPath != "" {
 			return nil, err
 		}
@@ -94,7 +95,7 @@ func (b *backend) Close() error {
 		b.srv.Shutdown()
 	} else if b.nc != nil {
 		b.nc.Drain()
-		connDenials.Delete(b.nc)
+		api.Forget(b.nc)
 	}
 	if b.lock != nil {
 		b.lock.Close()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -135,8 +136,8 @@ func (e *benchEnv) scaleCaughtUp(ctx context.Context, s *scaleState) error {
 		return err
 	}
 	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		var st statusReply
-		if err := callAPI(ctx, s.srv.nc, anyAPI, verbStatus, struct{}{}, &st); err != nil {
+		var st api.StatusReply
+		if err := api.Call(ctx, s.srv.nc, api.AnyPrefix, api.VerbStatus, struct{}{}, &st); err != nil {
 			return err
 		}
 		if st.Checkpoint >= last {

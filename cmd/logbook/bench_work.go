@@ -21,6 +21,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
@@ -620,7 +621,7 @@ func (e *benchEnv) startServe(ctx context.Context, data, fsync string, args ...s
 		if err != nil {
 			continue
 		}
-		if err := callAPI(ctx, nc, anyAPI, verbStatus, struct{}{}, &statusReply{}); err != nil {
+		if err := api.Call(ctx, nc, api.AnyPrefix, api.VerbStatus, struct{}{}, &api.StatusReply{}); err != nil {
 			nc.Close()
 			continue
 		}

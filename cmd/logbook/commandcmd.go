@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/reducers/command"
 )
@@ -179,8 +180,8 @@ func commandsCmd(g *globals) *cobra.Command {
 		Short: "List commands, of one session or all, optionally only the active ones",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAPI(cmd.Context(), g, func(_ *backend, call caller) error {
-				out, err := listCommands(cmd.Context(), call, commandsRequest{Session: sess, Active: active}, 0)
+			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
+				out, err := api.ListCommands(cmd.Context(), call, api.CommandsRequest{Session: sess, Active: active}, 0)
 				if err != nil {
 					return err
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/worker"
 )
@@ -105,7 +106,7 @@ func grants() natslog.Grants {
 		WriterReadBuckets: []string{worker.HeartbeatBucket},
 		API:               "logbook.api.>",
 		WorkerControl:     "logbook.worker.>",
-		ReadAPI:           readAPI(verbSessions, verbSession, verbVerify, verbStatus, verbCommands, verbCommand),
+		ReadAPI:           readAPI(api.VerbSessions, api.VerbSession, api.VerbVerify, api.VerbStatus, api.VerbCommands, api.VerbCommand),
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
@@ -151,15 +152,15 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	}
 	// A subject the credentials may not publish to is refused at once
 	// (reported on the connection), not left to time out.
-	ctx, stop := watchDenied(ctx, b.nc, anyPublish)
+	ctx, stop := api.WatchDenied(ctx, b.nc, api.AnyPublish)
 	defer stop()
 	defer func() {
-		if de := deniedCause(ctx); de != nil {
-			err = fmt.Errorf("exec: %w", de.as("run commands"))
+		if de := api.DeniedCause(ctx); de != nil {
+			err = fmt.Errorf("exec: %w", de.Doing("run commands"))
 		}
 	}()
 	call := func(ctx context.Context, verb string, req, resp any) error {
-		return callAPI(ctx, b.nc, b.api, verb, req, resp)
+		return api.Call(ctx, b.nc, b.api, verb, req, resp)
 	}
 	cl, err := newCommandClient(b)
 	if err != nil {
@@ -178,8 +179,8 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 			return fmt.Errorf("exec: %w", err)
 		}
 	}
-	var sr sessionReply
-	if err := call(ctx, verbSession, sessionRequest{ID: f.session}, &sr); err != nil {
+	var sr api.SessionReply
+	if err := call(ctx, api.VerbSession, api.SessionRequest{ID: f.session}, &sr); err != nil {
 		return fmt.Errorf("exec: %w", err)
 	}
 	if sr.Session.Phase == events.PhaseEnded {
@@ -209,7 +210,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if err := awaitWorker(ctx, cl); err != nil {
 		return err
 	}
-	rows, err := listCommands(ctx, call, commandsRequest{Session: f.session, Active: true}, 0)
+	rows, err := api.ListCommands(ctx, call, api.CommandsRequest{Session: f.session, Active: true}, 0)
 	if err != nil {
 		return fmt.Errorf("exec: active commands of session %s: %w", f.session, err)
 	}

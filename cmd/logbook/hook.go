@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
@@ -121,14 +122,14 @@ func deliverSpool(ctx context.Context, g *globals, dd dataDir, sp *claude.Spool)
 	if err != nil {
 		return err
 	}
-	api := anyAPI
+	prefix := api.AnyPrefix
 	if si, ok := dd.readServeInfo(); ok && si.API != "" {
-		api = si.API
+		prefix = si.API
 	}
 	for _, e := range pending {
-		var r hookReply
-		err := callAPI(ctx, nc, api, verbHook, hookRequest{ID: e.ID, Text: string(e.Payload), Process: e.Process}, &r)
-		if err != nil && isInputError(err) {
+		var r api.HookReply
+		err := api.Call(ctx, nc, prefix, api.VerbHook, api.HookRequest{ID: e.ID, Text: string(e.Payload), Process: e.Process}, &r)
+		if err != nil && api.IsInputError(err) {
 			p, perr := dd.parser()
 			if perr != nil {
 				return perr

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,82 +11,10 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/events"
-	"github.com/logbook-dev/logbook/reducers/session"
 )
-
-// API verbs a person uses to end a session or abandon an entry.
-const (
-	verbSessionEnd     = "session.end"     // sessionEndRequest → sessionEndReply
-	verbSessionAbandon = "session.abandon" // sessionEndRequest (with Entry) → sessionEndReply
-)
-
-// sessionEndRequest asks to end session ID, or, with Entry set, to
-// abandon one of its open entries. Ref is the request's id (a ULID, the
-// cause's ref); Actor names the person, e.g. "person:alice@build-3".
-type sessionEndRequest struct {
-	ID     string `json:"id"`
-	Entry  string `json:"entry,omitempty"`
-	Reason string `json:"reason"`
-	Actor  string `json:"actor"`
-	Ref    string `json:"ref"`
-}
-
-// sessionEndReply says where the decision landed and the session after it.
-type sessionEndReply struct {
-	Seq     uint64        `json:"seq"`
-	Session session.State `json:"session"`
-}
-
-// sessionHandlers returns the API handlers of the session requests.
-func (s *service) sessionHandlers() map[string]func(context.Context, []byte) (any, error) {
-	return map[string]func(context.Context, []byte) (any, error){
-		verbSessionEnd:     s.endSession,
-		verbSessionAbandon: s.endSession,
-	}
-}
-
-func (s *service) endSession(ctx context.Context, data []byte) (any, error) {
-	var req sessionEndRequest
-	if err := json.Unmarshal(data, &req); err != nil {
-		return nil, fmt.Errorf("session request: %w: %v", events.ErrMalformed, err)
-	}
-	agg := events.Aggregate{Kind: events.KindSession, ID: req.ID}
-	if err := agg.Validate(); err != nil {
-		return nil, fmt.Errorf("session %q: %w", req.ID, err)
-	}
-	if _, err := ulid.ParseStrict(req.Ref); err != nil {
-		return nil, fmt.Errorf("session request: %w: ref %q: %v", events.ErrMalformed, req.Ref, err)
-	}
-	if req.Reason == "" || len(req.Reason) > 200 {
-		return nil, fmt.Errorf("session request: %w: want a reason of 1..200 bytes", events.ErrMalformed)
-	}
-	if req.Actor == "" || len(req.Actor) > 200 {
-		return nil, fmt.Errorf("session request: %w: want an actor of 1..200 bytes", events.ErrMalformed)
-	}
-	now := time.Now().UTC()
-	ap, st, err := s.sx.Execute(ctx, agg, func(st session.State) (events.Decision, error) {
-		if !st.Exists() {
-			return nil, fmt.Errorf("session %s: %w", req.ID, events.ErrNotFound)
-		}
-		var cmd session.Command
-		if req.Entry == "" {
-			cmd = session.End{Reason: req.Reason, At: now, Cause: events.Cause{Kind: "cli", Event: "session.end", Ref: req.Ref}}
-		} else {
-			cmd = session.Abandon{EntryID: req.Entry, Reason: req.Reason, At: now, Cause: events.Cause{Kind: "cli", Event: "session.abandon", Ref: req.Ref}}
-		}
-		decs, err := session.Decide(st, cmd)
-		for i := range decs {
-			decs[i].Actor = req.Actor
-		}
-		return decs, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return sessionEndReply{Seq: ap.Last, Session: st}, nil
-}
 
 // personActor names the person running this command, for the actor of
 // what they decide: "person:<user>@<host>".
@@ -107,7 +34,7 @@ func sessionEndCmd(g *globals) *cobra.Command {
 		Short: "End a session on a person's word: its open entries are abandoned, then it ends",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return sessionRequestCmd(cmd.Context(), g, verbSessionEnd, sessionEndRequest{ID: args[0], Reason: reason})
+			return sessionRequestCmd(cmd.Context(), g, api.VerbSessionEnd, api.SessionEndRequest{ID: args[0], Reason: reason})
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, in a few words (required)")
@@ -122,7 +49,7 @@ func sessionAbandonCmd(g *globals) *cobra.Command {
 		Short: "Mark an open entry of a session as never to close, on a person's word",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return sessionRequestCmd(cmd.Context(), g, verbSessionAbandon, sessionEndRequest{ID: args[0], Entry: args[1], Reason: reason})
+			return sessionRequestCmd(cmd.Context(), g, api.VerbSessionAbandon, api.SessionEndRequest{ID: args[0], Entry: args[1], Reason: reason})
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, in a few words (required)")
@@ -130,10 +57,10 @@ func sessionAbandonCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func sessionRequestCmd(ctx context.Context, g *globals, verb string, req sessionEndRequest) error {
+func sessionRequestCmd(ctx context.Context, g *globals, verb string, req api.SessionEndRequest) error {
 	req.Actor, req.Ref = personActor(), ulid.Make().String()
-	return withAPI(ctx, g, func(_ *backend, call caller) error {
-		var out sessionEndReply
+	return withAPI(ctx, g, func(_ *backend, call api.Caller) error {
+		var out api.SessionEndReply
 		if err := call(ctx, verb, req, &out); err != nil {
 			return err
 		}
@@ -151,7 +78,7 @@ func sessionRequestCmd(ctx context.Context, g *globals, verb string, req session
 // and those working or waiting with nothing observed for abandonAfter)
 // and lets claude.Ingester.Reconcile decide from what it sees.
 type reconciler struct {
-	svc          *service
+	svc          *api.Service
 	abandonAfter time.Duration // 0: no stale marks
 	interval     time.Duration
 	host, boot   string
@@ -167,7 +94,7 @@ const readyEvery = time.Minute
 // Run reconciles once the projection has caught up with the log, then
 // every interval, until ctx is done.
 func (r *reconciler) Run(ctx context.Context) error {
-	if err := r.svc.caughtUp(ctx); err != nil && ctx.Err() == nil {
+	if err := r.svc.CaughtUp(ctx); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(r.stderr, "logbook serve: reconciler: %v\n", err)
 	}
 	t := time.NewTicker(r.interval)
@@ -198,7 +125,7 @@ func (r *reconciler) pass(ctx context.Context, now time.Time) (int, error) {
 	}
 	r.passes++
 	for _, phase := range phases {
-		ss, err := r.svc.store.Sessions(phase)
+		ss, err := r.svc.Store.Sessions(phase)
 		if err != nil {
 			return n, err
 		}
@@ -209,7 +136,7 @@ func (r *reconciler) pass(ctx context.Context, now time.Time) (int, error) {
 				continue
 			}
 			agg := events.Aggregate{Kind: events.KindSession, ID: s.ID}
-			ap, _, err := r.svc.ing.Reconcile(ctx, agg, now, r.abandonAfter, check)
+			ap, _, err := r.svc.Ing.Reconcile(ctx, agg, now, r.abandonAfter, check)
 			if err != nil {
 				if ctx.Err() != nil {
 					return n, err
@@ -265,7 +192,7 @@ func (f liveFlags) check() error {
 // watcher returns the loop that follows the --watch directories, nil
 // when there are none. It checks them first, so serve refuses a missing
 // one at start.
-func (f liveFlags) watcher(svc *service, stderr io.Writer) (func(context.Context) error, error) {
+func (f liveFlags) watcher(svc *api.Service, stderr io.Writer) (func(context.Context) error, error) {
 	if len(f.watch) == 0 {
 		return nil, nil
 	}
@@ -276,38 +203,17 @@ func (f liveFlags) watcher(svc *service, stderr io.Writer) (func(context.Context
 		Roots:  f.watch,
 		Report: func(msg string) { fmt.Fprintf(stderr, "logbook serve: watch: %s\n", msg) },
 	}
-	return func(ctx context.Context) error { return svc.ing.Watch(ctx, cfg) }, nil
+	return func(ctx context.Context) error { return svc.Ing.Watch(ctx, cfg) }, nil
 }
 
 // reconciler returns serve's reconciler, nil when it is off (in-process
 // callers that set no flags, or --reconcile-every 0).
-func (f liveFlags) reconciler(svc *service, stderr io.Writer) *reconciler {
+func (f liveFlags) reconciler(svc *api.Service, stderr io.Writer) *reconciler {
 	if f.reconcileEvery <= 0 {
 		return nil
 	}
 	host, _ := os.Hostname()
 	return &reconciler{svc: svc, abandonAfter: max(f.abandonAfter, 0), interval: f.reconcileEvery, host: host, boot: claude.BootID(), stderr: stderr}
-}
-
-// staleSessions keeps the sessions of ss working or waiting with nothing
-// observed of the agent for at least older at now.
-func staleSessions(ss []session.State, now time.Time, older time.Duration) []session.State {
-	var out []session.State
-	for _, s := range ss {
-		if (s.Phase == events.PhaseWorking || s.Phase == events.PhaseWaiting) && now.Sub(lastSeen(s)) >= older {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// lastSeen is when the agent of s was last observed (its last event's
-// time for a session that has no observation).
-func lastSeen(s session.State) time.Time {
-	if s.ObservedAt.IsZero() {
-		return s.UpdatedAt
-	}
-	return s.ObservedAt
 }
 
 // age prints how long ago t was at now, compactly: "12s", "40m",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 	"github.com/logbook-dev/logbook/replay"
@@ -147,9 +148,9 @@ recorded (exit 1 when any do).
 }
 
 func replayVerify(ctx context.Context, g *globals) error {
-	return withAPI(ctx, g, func(_ *backend, call caller) error {
+	return withAPI(ctx, g, func(_ *backend, call api.Caller) error {
 		var r replay.Report
-		if err := call(ctx, verbVerify, struct{}{}, &r); err != nil {
+		if err := call(ctx, api.VerbVerify, struct{}{}, &r); err != nil {
 			return err
 		}
 		if g.json {

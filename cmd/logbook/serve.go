@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/oklog/run"
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
@@ -170,16 +170,12 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if err != nil {
 		return err
 	}
-	verbs := map[string]func(context.Context, []byte) (any, error){
-		verbHook: svc.hook, verbSessions: svc.sessions, verbSession: svc.session, verbVerify: svc.verify,
-		verbStatus: func(ctx context.Context, _ []byte) (any, error) {
-			last, err := b.log.LastSeq(ctx)
-			return statusReply{Checkpoint: store.Checkpoint(), LastSeq: last, Durability: durability}, err
-		},
+	verbs := svc.Handlers()
+	verbs[api.VerbStatus] = func(ctx context.Context, _ []byte) (any, error) {
+		last, err := b.log.LastSeq(ctx)
+		return api.StatusReply{Checkpoint: store.Checkpoint(), LastSeq: last, Durability: durability}, err
 	}
-	maps.Copy(verbs, svc.commandHandlers())
-	maps.Copy(verbs, svc.sessionHandlers())
-	api := apiPrefixFor(dd)
+	prefix := apiPrefixFor(dd)
 	var logMu sync.Mutex
 	logAPI := func(format string, args ...any) {
 		logMu.Lock()
@@ -187,8 +183,8 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
 	}
 	for verb, h := range verbs {
-		for _, subject := range []string{api + verb, anyAPI + verb} {
-			sub, err := serveAPI(b.nc, subject, h, logAPI)
+		for _, subject := range []string{prefix + verb, api.AnyPrefix + verb} {
+			sub, err := api.Serve(b.nc, subject, h, logAPI)
 			if err != nil {
 				return fmt.Errorf("serve %s: %w", subject, err)
 			}
@@ -203,7 +199,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		if b.srv != nil {
 			url = b.srv.ClientURL()
 		}
-		if err := dd.writeServeInfo(serveInfo{URL: url, API: api, PID: os.Getpid(), Started: time.Now().UTC()}); err != nil {
+		if err := dd.writeServeInfo(serveInfo{URL: url, API: prefix, PID: os.Getpid(), Started: time.Now().UTC()}); err != nil {
 			return fmt.Errorf("write %s: %w", dd.path("serve.json"), err)
 		}
 		defer os.Remove(dd.path("serve.json"))
@@ -249,7 +245,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	{
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {
-			err := svc.runner.Run(ctx)
+			err := svc.Runner.Run(ctx)
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -262,7 +258,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			t := time.NewTicker(time.Second)
 			defer t.Stop()
 			for {
-				if n, err := svc.drainSpool(ctx); err != nil && ctx.Err() == nil {
+				if n, err := svc.DrainSpool(ctx); err != nil && ctx.Err() == nil {
 					fmt.Fprintf(g.stderr, "logbook serve: spool: %v\n", err)
 				} else if n > 0 {
 					fmt.Fprintf(g.stderr, "logbook serve: delivered %d spooled hook payloads\n", n)

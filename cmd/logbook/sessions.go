@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
@@ -33,7 +34,7 @@ working or waiting with nothing observed of the agent for --older.`,
 			if limit < 0 {
 				return fmt.Errorf("--limit %d: want 0 or more", limit)
 			}
-			req := sessionsRequest{Phase: phase}
+			req := api.SessionsRequest{Phase: phase}
 			if cmd.Flags().Changed("older") && !stale {
 				return fmt.Errorf("--older goes with --stale")
 			}
@@ -43,16 +44,16 @@ working or waiting with nothing observed of the agent for --older.`,
 				}
 				req.StaleMS = max(older.Milliseconds(), 1)
 			}
-			return withAPI(cmd.Context(), g, func(_ *backend, call caller) error {
+			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
 				if g.json {
 					// The rows as stored: the JSON of session.State.
-					out, err := listSessions[json.RawMessage](cmd.Context(), call, req, limit)
+					out, err := api.ListSessions[json.RawMessage](cmd.Context(), call, req, limit)
 					if err != nil {
 						return err
 					}
 					return writeJSON(g.stdout, out)
 				}
-				out, err := listSessions[sessionRow](cmd.Context(), call, req, limit)
+				out, err := api.ListSessions[sessionRow](cmd.Context(), call, req, limit)
 				if err != nil {
 					return err
 				}
@@ -110,9 +111,9 @@ func sessionCmd(g *globals) *cobra.Command {
 		Short: "Show a session's state, open entries with their age, and subagents",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAPI(cmd.Context(), g, func(_ *backend, call caller) error {
-				var out sessionReply
-				if err := call(cmd.Context(), verbSession, sessionRequest{ID: args[0]}, &out); err != nil {
+			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
+				var out api.SessionReply
+				if err := call(cmd.Context(), api.VerbSession, api.SessionRequest{ID: args[0]}, &out); err != nil {
 					return err
 				}
 				if g.json {
@@ -126,7 +127,7 @@ func sessionCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func printSession(w io.Writer, r sessionReply, now time.Time) error {
+func printSession(w io.Writer, r api.SessionReply, now time.Time) error {
 	s := r.Session
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
@@ -164,7 +165,7 @@ func printSession(w io.Writer, r sessionReply, now time.Time) error {
 	row("started", s.StartedAt.Format(time.RFC3339Nano))
 	row("updated", s.UpdatedAt.Format(time.RFC3339Nano))
 	row("since", fmt.Sprintf("%s (%s in %s %s)", s.Since.Format(time.RFC3339Nano), age(now, s.Since), s.Phase, dash(s.Activity)))
-	row("last observed", fmt.Sprintf("%s (%s ago)", lastSeen(s).Format(time.RFC3339Nano), age(now, lastSeen(s))))
+	row("last observed", fmt.Sprintf("%s (%s ago)", api.LastSeen(s).Format(time.RFC3339Nano), age(now, api.LastSeen(s))))
 	if p := s.AgentProcess; p != nil {
 		row("agent process", fmt.Sprintf("%s, started at tick %d, boot %s", p, p.Start, dash(p.Boot)))
 	}

@@ -28,7 +28,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -43,8 +42,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
+
 	"github.com/nats-io/nats.go"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
@@ -259,13 +261,13 @@ func (s *soak) startServe(ctx context.Context) (*soakChild, time.Duration) {
 }
 
 // status asks the running server for its checkpoint and last sequence.
-func (s *soak) status(ctx context.Context) (statusReply, error) { return s.statusOf(ctx, 0) }
+func (s *soak) status(ctx context.Context) (api.StatusReply, error) { return s.statusOf(ctx, 0) }
 
 // statusOf is status, from the server with process id pid if pid > 0.
-func (s *soak) statusOf(ctx context.Context, pid int) (statusReply, error) {
-	var r statusReply
+func (s *soak) statusOf(ctx context.Context, pid int) (api.StatusReply, error) {
+	var r api.StatusReply
 	err := s.withServer(ctx, pid, func(nc *nats.Conn) error {
-		return callAPI(ctx, nc, anyAPI, verbStatus, struct{}{}, &r)
+		return api.Call(ctx, nc, api.AnyPrefix, api.VerbStatus, struct{}{}, &r)
 	})
 	return r, err
 }

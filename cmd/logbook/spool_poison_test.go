@@ -13,6 +13,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -57,7 +58,7 @@ func TestSpool_PoisonThenHundred(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := svc.drainSpool(ctx)
+	n, err := svc.DrainSpool(ctx)
 	if err != nil || n != 100 {
 		t.Fatalf("drainSpool = %d, %v; want 100 delivered", n, err)
 	}
@@ -170,18 +171,18 @@ func TestHook_SameBytesBothPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := json.Marshal(hookRequest{ID: ulid.Make().String(), Text: string(prepared)})
+	req, err := json.Marshal(api.HookRequest{ID: ulid.Make().String(), Text: string(prepared)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.hook(ctx, req); err != nil {
+	if _, err := svc.Hook(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	// Spool: drained by the server.
 	if _, err := sp.Put(prepared); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := svc.drainSpool(ctx); err != nil || n != 1 {
+	if n, err := svc.DrainSpool(ctx); err != nil || n != 1 {
 		t.Fatalf("drainSpool = %d, %v", n, err)
 	}
 	agg, _ := claude.SessionAggregate(sid, "")

@@ -1,4 +1,4 @@
-package main
+package api
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -23,28 +22,31 @@ import (
 // Each server answers on a prefix of its own, logbook.api.<server id>.,
 // written to serve.json, so that several hosts on one NATS cluster each
 // answer for their own projection; all of them also answer, as one queue
-// group, on anyAPI, for a client that knows no server.
-const anyAPI = "logbook.api.any."
+// group, on AnyPrefix, for a client that knows no server.
+const AnyPrefix = "logbook.api.any."
 
-// apiPrefixFor returns the API prefix of the server for data dir dd on
-// this host.
-func apiPrefixFor(dd dataDir) string {
-	host, _ := os.Hostname()
-	sum := sha256.Sum256([]byte(host + "\x00" + string(dd)))
+// PrefixFor returns the API prefix of the server for the data dir at
+// absolute path dir on host: "logbook.api.<12 hex digits>.".
+func PrefixFor(host, dir string) string {
+	sum := sha256.Sum256([]byte(host + "\x00" + dir))
 	return "logbook.api." + hex.EncodeToString(sum[:6]) + "."
 }
 
-// API verbs.
+// API verbs, each with its request and answer.
 const (
-	verbHook     = "hook"     // hookRequest → hookReply
-	verbSessions = "sessions" // sessionsRequest → sessionsPage
-	verbSession  = "session"  // sessionRequest → sessionReply
-	verbVerify   = "verify"   // {} → verifyReply
-	verbStatus   = "status"   // {} → statusReply
+	VerbHook           = "hook"            // HookRequest → HookReply
+	VerbSessions       = "sessions"        // SessionsRequest → SessionsPage
+	VerbSession        = "session"         // SessionRequest → SessionReply
+	VerbVerify         = "verify"          // {} → replay.VerifyReport
+	VerbStatus         = "status"          // {} → StatusReply
+	VerbCommands       = "commands"        // CommandsRequest → CommandsPage
+	VerbCommand        = "command"         // CommandRequest → command.State
+	VerbSessionEnd     = "session.end"     // SessionEndRequest → SessionEndReply
+	VerbSessionAbandon = "session.abandon" // SessionEndRequest (with Entry) → SessionEndReply
 )
 
-// apiReply wraps every answer: Error set means the request failed.
-type apiReply struct {
+// Reply wraps every answer: Error set means the request failed.
+type Reply struct {
 	Error string          `json:"error,omitempty"`
 	Code  string          `json:"code,omitempty"` // "not_found", "rejected", "malformed", "too_large"
 	Data  json.RawMessage `json:"data,omitempty"`
@@ -56,7 +58,7 @@ const dataPrefix = `{"data":`
 // wire returns r as sent: an answer that succeeded is written by hand as
 // {"data":<Data>} (Data is valid JSON, and the client reads it without
 // decoding the wrapper); an error is r's JSON.
-func (r apiReply) wire() []byte {
+func (r Reply) wire() []byte {
 	if r.Error == "" && len(r.Data) > 0 {
 		b := make([]byte, 0, len(dataPrefix)+len(r.Data)+1)
 		return append(append(append(b, dataPrefix...), r.Data...), '}')
@@ -65,14 +67,14 @@ func (r apiReply) wire() []byte {
 	return b
 }
 
-// encoded is an answer already in its JSON form, which a handler returns
+// Encoded is an answer already in its JSON form, which a handler returns
 // to spare encoding it again: its bytes are sent as they are and must be
 // valid JSON.
-type encoded []byte
+type Encoded []byte
 
 // encode returns the JSON of a handler's answer v.
 func encode(v any) ([]byte, error) {
-	if e, ok := v.(encoded); ok {
+	if e, ok := v.(Encoded); ok {
 		return e, nil
 	}
 	return json.Marshal(v)
@@ -87,7 +89,7 @@ func errCode(err error) string {
 		return "rejected"
 	case errors.Is(err, events.ErrMalformed):
 		return "malformed"
-	case errors.Is(err, errTooLarge):
+	case errors.Is(err, ErrTooLarge):
 		return "too_large"
 	}
 	return ""
@@ -97,16 +99,16 @@ func errCode(err error) string {
 // payload travels as one message without headers. A larger one travels as
 // parts: consecutive messages to the request's reply subject, each with
 // header Logbook-Part "i/n" (1-based), whose data joined in order is the
-// answer. An answer over maxReply bytes is not sent: the client gets an
+// answer. An answer over MaxReply bytes is not sent: the client gets an
 // error answer with code "too_large" saying how big it was, and the
 // server logs it. Listing verbs page their answers (a cursor and a limit)
 // so that each page fits one message.
 const (
 	headerPart = "Logbook-Part"
-	// maxReply is the largest answer sent, in bytes, well under the
+	// MaxReply is the largest answer sent, in bytes, well under the
 	// pending limits of the server (64 MiB per client) and of a client's
 	// subscription (64 MiB).
-	maxReply = 32 << 20
+	MaxReply = 32 << 20
 	// replyHeadroom is the room kept in a part's message for its headers,
 	// in bytes.
 	replyHeadroom = 256
@@ -122,44 +124,44 @@ const (
 	handleTimeout = 5 * time.Minute
 )
 
-// errTooLarge is wrapped by the error of an answer over maxReply bytes.
-var errTooLarge = errors.New("answer too large")
+// ErrTooLarge is wrapped by the error of an answer over MaxReply bytes.
+var ErrTooLarge = errors.New("answer too large")
 
-// partSize returns the most answer bytes one message on nc carries.
-func partSize(nc *nats.Conn) int {
+// PartSize returns the most answer bytes one message on nc carries.
+func PartSize(nc *nats.Conn) int {
 	return max(int(nc.MaxPayload())-replyHeadroom, 1024)
 }
 
-// serveAPI answers subject (a prefix and a verb) on nc with handle until
+// Serve answers subject (a prefix and a verb) on nc with handle until
 // the subscription ends, sending heartbeats while handle works (at most
 // handleTimeout). Failures to answer — an answer too large to send, a
 // publish refused — and handler errors that are not about the request
 // itself are written to logf as well as, when possible, to the client.
-func serveAPI(nc *nats.Conn, subject string, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any)) (*nats.Subscription, error) {
+func Serve(nc *nats.Conn, subject string, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any)) (*nats.Subscription, error) {
 	verb := subject[strings.LastIndexByte(subject, '.')+1:]
 	return nc.QueueSubscribe(subject, "logbook-api", func(m *nats.Msg) {
 		ctx, cancel := context.WithTimeout(context.Background(), handleTimeout)
 		defer cancel()
 		stop := heartbeat(nc, m.Reply)
-		var r apiReply
+		var r Reply
 		v, err := handle(ctx, m.Data)
 		stop()
 		if err == nil {
 			r.Data, err = encode(v)
 		}
-		if err == nil && len(r.Data) > maxReply {
-			err = fmt.Errorf("%s: %w: %d bytes, over the limit of %d", verb, errTooLarge, len(r.Data), maxReply)
+		if err == nil && len(r.Data) > MaxReply {
+			err = fmt.Errorf("%s: %w: %d bytes, over the limit of %d", verb, ErrTooLarge, len(r.Data), MaxReply)
 		}
 		if err != nil {
-			if !isInputError(err) && !errors.Is(err, events.ErrNotFound) {
+			if !IsInputError(err) && !errors.Is(err, events.ErrNotFound) {
 				logf("api %s: %v", verb, err)
 			}
-			r = apiReply{Error: err.Error(), Code: errCode(err)}
+			r = Reply{Error: err.Error(), Code: errCode(err)}
 		}
 		b := r.wire()
 		if err := respond(nc, m, b); err != nil {
 			logf("api %s: answer of %d bytes not sent: %v", verb, len(b), err)
-			b, _ = json.Marshal(apiReply{Error: fmt.Sprintf("%s: answer of %d bytes not sent: %v", verb, len(b), err)})
+			b, _ = json.Marshal(Reply{Error: fmt.Sprintf("%s: answer of %d bytes not sent: %v", verb, len(b), err)})
 			_ = m.Respond(b)
 		}
 	})
@@ -199,7 +201,7 @@ func respond(nc *nats.Conn, m *nats.Msg, b []byte) error {
 	if m.Reply == "" {
 		return errors.New("request has no reply subject")
 	}
-	size := partSize(nc)
+	size := PartSize(nc)
 	if len(b) <= size {
 		return nc.Publish(m.Reply, b)
 	}
@@ -214,19 +216,19 @@ func respond(nc *nats.Conn, m *nats.Msg, b []byte) error {
 	return nil
 }
 
-// callAPI sends req to the server answering on prefix and decodes its
+// Call sends req to the server answering on prefix and decodes its
 // answer into resp; a resp of type *[]byte gets the answer's JSON as it
 // came, not decoded (nor checked). It waits as long as the server sends
 // heartbeats (until ctx is done), and fails when nothing came for
 // idleTimeout.
-func callAPI(ctx context.Context, nc *nats.Conn, prefix, verb string, req, resp any) error {
+func Call(ctx context.Context, nc *nats.Conn, prefix, verb string, req, resp any) error {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
 	data, err := request(ctx, nc, prefix+verb, b)
-	if de := (*deniedError)(nil); errors.As(err, &de) {
-		return de.as(verbAction(verb))
+	if de := (*DeniedError)(nil); errors.As(err, &de) {
+		return de.Doing(VerbAction(verb))
 	}
 	if err != nil {
 		return fmt.Errorf("ask server (%s): %w", verb, err)
@@ -244,12 +246,12 @@ func callAPI(ctx context.Context, nc *nats.Conn, prefix, verb string, req, resp 
 		}
 		return nil
 	}
-	var r apiReply
+	var r Reply
 	if err := json.Unmarshal(data, &r); err != nil {
 		return fmt.Errorf("server answer (%s): %w", verb, err)
 	}
 	if r.Error != "" {
-		re := &remoteError{msg: r.Error}
+		re := &RemoteError{msg: r.Error}
 		switch r.Code {
 		case "not_found":
 			re.is = events.ErrNotFound
@@ -258,7 +260,7 @@ func callAPI(ctx context.Context, nc *nats.Conn, prefix, verb string, req, resp 
 		case "malformed":
 			re.is = events.ErrMalformed
 		case "too_large":
-			re.is = errTooLarge
+			re.is = ErrTooLarge
 		}
 		return re
 	}
@@ -277,11 +279,11 @@ func request(ctx context.Context, nc *nats.Conn, subject string, b []byte) ([]by
 		return nil, err
 	}
 	defer sub.Unsubscribe()
-	if err := sub.SetPendingLimits(-1, maxReply+(maxReply/partSize(nc)+1)*replyHeadroom); err != nil {
+	if err := sub.SetPendingLimits(-1, MaxReply+(MaxReply/PartSize(nc)+1)*replyHeadroom); err != nil {
 		return nil, err
 	}
 	// A refused publish is reported on the connection, not answered.
-	ctx, stop := watchDenied(ctx, nc, func(op, s string) bool { return op == "publish" && s == subject })
+	ctx, stop := WatchDenied(ctx, nc, func(op, s string) bool { return op == "publish" && s == subject })
 	defer stop()
 	if err := nc.PublishRequest(subject, inbox, b); err != nil {
 		return nil, err
@@ -291,7 +293,7 @@ func request(ctx context.Context, nc *nats.Conn, subject string, b []byte) ([]by
 			wctx, cancel := context.WithTimeout(ctx, idleTimeout)
 			m, err := sub.NextMsgWithContext(wctx)
 			cancel()
-			if de := deniedCause(ctx); de != nil {
+			if de := DeniedCause(ctx); de != nil {
 				return nil, de
 			}
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
@@ -311,7 +313,7 @@ func request(ctx context.Context, nc *nats.Conn, subject string, b []byte) ([]by
 		return m.Data, nil
 	}
 	i, n, ok := parsePart(h)
-	if !ok || i != 1 || n > maxReply/1024+1 {
+	if !ok || i != 1 || n > MaxReply/1024+1 {
 		return nil, fmt.Errorf("answer begins with part %q, want 1/n", h)
 	}
 	out := make([]byte, 0, n*len(m.Data))
@@ -328,8 +330,8 @@ func request(ctx context.Context, nc *nats.Conn, subject string, b []byte) ([]by
 		if i, nn, ok := parsePart(h); !ok || i != want || nn != n {
 			return nil, fmt.Errorf("answer part %q, want %d/%d", h, want, n)
 		}
-		if len(out)+len(m.Data) > maxReply+replyHeadroom {
-			return nil, fmt.Errorf("answer over %d bytes: %w", maxReply, errTooLarge)
+		if len(out)+len(m.Data) > MaxReply+replyHeadroom {
+			return nil, fmt.Errorf("answer over %d bytes: %w", MaxReply, ErrTooLarge)
 		}
 		out = append(out, m.Data...)
 	}
@@ -347,12 +349,12 @@ func parsePart(h string) (i, n int, ok bool) {
 	return i, n, err1 == nil && err2 == nil && i >= 1 && i <= n
 }
 
-// remoteError is an error the server answered with: its message as the
+// RemoteError is an error the server answered with: its message as the
 // server wrote it, and the events sentinel it wrapped there, if any.
-type remoteError struct {
+type RemoteError struct {
 	msg string
 	is  error
 }
 
-func (e *remoteError) Error() string { return e.msg }
-func (e *remoteError) Unwrap() error { return e.is }
+func (e *RemoteError) Error() string { return e.msg }
+func (e *RemoteError) Unwrap() error { return e.is }

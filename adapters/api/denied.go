@@ -1,4 +1,4 @@
-package main
+package api
 
 import (
 	"context"
@@ -15,20 +15,20 @@ import (
 // an answer to the publish itself: it reports the permissions violation
 // asynchronously on the connection (nats.ErrPermissionViolation, text
 // `Permissions Violation for Publish to "SUBJECT"`), and a request on
-// that subject would only time out. denials catches these reports so a
+// that subject would only time out. Denials catches these reports so a
 // command waiting on such a subject fails at once, saying which role was
 // refused what.
 
-// deniedError is a permissions violation the server reported for a
+// DeniedError is a permissions violation the server reported for a
 // publish or subscription of this client.
-type deniedError struct {
+type DeniedError struct {
 	role    string // the role of the connection's credentials; "" when unknown
 	op      string // "publish" or "subscribe"
 	subject string // the subject refused
 	action  string // what the command tried, in words ("end sessions"); "" when unknown
 }
 
-func (e *deniedError) Error() string {
+func (e *DeniedError) Error() string {
 	who := "these credentials"
 	if e.role != "" {
 		who = "the " + e.role + " role"
@@ -45,10 +45,10 @@ func (e *deniedError) Error() string {
 }
 
 // Unwrap returns nats.ErrPermissionViolation.
-func (e *deniedError) Unwrap() error { return nats.ErrPermissionViolation }
+func (e *DeniedError) Unwrap() error { return nats.ErrPermissionViolation }
 
-// as returns a copy of e naming action.
-func (e *deniedError) as(action string) *deniedError {
+// Doing returns a copy of e naming action.
+func (e *DeniedError) Doing(action string) *DeniedError {
 	c := *e
 	c.action = action
 	return &c
@@ -63,20 +63,34 @@ type denialWaiter struct {
 	cancel context.CancelCauseFunc
 }
 
-// denials receives the asynchronous errors of one connection.
-type denials struct {
+// Denials receives the asynchronous errors of one connection.
+type Denials struct {
 	role    string
 	mu      sync.Mutex
 	waiters map[*denialWaiter]struct{}
 }
 
-// connDenials maps a *nats.Conn opened by openBackend to its *denials.
+// connDenials maps a *nats.Conn given to Register to its *Denials.
 var connDenials sync.Map
+
+// Watch returns the nats.ErrHandler to give the connection about to be
+// opened with the credentials of role ("" when unknown); once it is open,
+// Register(nc) makes WatchDenied on nc see its refusals.
+func Watch(role string) (*Denials, nats.ErrHandler) {
+	d := &Denials{role: role}
+	return d, d.handle
+}
+
+// Register makes WatchDenied on nc see the refusals d receives.
+func (d *Denials) Register(nc *nats.Conn) { connDenials.Store(nc, d) }
+
+// Forget undoes Register for nc, when it closes.
+func Forget(nc *nats.Conn) { connDenials.Delete(nc) }
 
 // handle is the connection's nats.ErrHandler: a permissions violation
 // ends the waits it concerns; other errors are written to stderr as
 // nats.go's default handler does.
-func (d *denials) handle(_ *nats.Conn, _ *nats.Subscription, err error) {
+func (d *Denials) handle(_ *nats.Conn, _ *nats.Subscription, err error) {
 	if !errors.Is(err, nats.ErrPermissionViolation) {
 		fmt.Fprintf(os.Stderr, "logbook: %v\n", err)
 		return
@@ -90,7 +104,7 @@ func (d *denials) handle(_ *nats.Conn, _ *nats.Subscription, err error) {
 	if m[1] != "Publish" && m[1] != "publish" {
 		op = "subscribe"
 	}
-	de := &deniedError{role: d.role, op: op, subject: m[2]}
+	de := &DeniedError{role: d.role, op: op, subject: m[2]}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for w := range d.waiters {
@@ -100,17 +114,17 @@ func (d *denials) handle(_ *nats.Conn, _ *nats.Subscription, err error) {
 	}
 }
 
-// watchDenied returns a context derived from ctx that ends, with a
-// *deniedError as its cause (see deniedCause), when the server reports a
+// WatchDenied returns a context derived from ctx that ends, with a
+// *DeniedError as its cause (see DeniedCause), when the server reports a
 // permissions violation on nc that match accepts. stop releases it. On a
-// connection openBackend did not open it only derives ctx.
-func watchDenied(ctx context.Context, nc *nats.Conn, match func(op, subject string) bool) (context.Context, func()) {
+// connection not registered it only derives ctx.
+func WatchDenied(ctx context.Context, nc *nats.Conn, match func(op, subject string) bool) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	v, ok := connDenials.Load(nc)
 	if !ok {
 		return ctx, func() { cancel(nil) }
 	}
-	d := v.(*denials)
+	d := v.(*Denials)
 	w := &denialWaiter{match: match, cancel: cancel}
 	d.mu.Lock()
 	if d.waiters == nil {
@@ -126,26 +140,26 @@ func watchDenied(ctx context.Context, nc *nats.Conn, match func(op, subject stri
 	}
 }
 
-// deniedCause returns the violation that ended ctx, or nil.
-func deniedCause(ctx context.Context) *deniedError {
-	var de *deniedError
+// DeniedCause returns the violation that ended ctx, or nil.
+func DeniedCause(ctx context.Context) *DeniedError {
+	var de *DeniedError
 	if errors.As(context.Cause(ctx), &de) {
 		return de
 	}
 	return nil
 }
 
-// anyPublish matches every refused publish.
-func anyPublish(op, _ string) bool { return op == "publish" }
+// AnyPublish matches every refused publish.
+func AnyPublish(op, _ string) bool { return op == "publish" }
 
-// verbAction names, for a refusal, what an API verb does.
-func verbAction(verb string) string {
+// VerbAction names, for a refusal, what an API verb does.
+func VerbAction(verb string) string {
 	switch verb {
-	case verbSessionEnd:
+	case VerbSessionEnd:
 		return "end sessions"
-	case verbSessionAbandon:
+	case VerbSessionAbandon:
 		return "abandon entries of sessions"
-	case verbHook:
+	case VerbHook:
 		return "send hook events"
 	}
 	return "call the API's " + verb

@@ -1,52 +1,25 @@
-package main
+package api
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"sync"
 
 	"github.com/logbook-dev/logbook/reducers/command"
 )
 
-// caller sends one API request and decodes the answer into resp, or,
+// Caller sends one API request and decodes the answer into resp, or,
 // when resp is a *[]byte, stores the answer's JSON there undecoded.
-type caller func(ctx context.Context, verb string, req, resp any) error
+type Caller func(ctx context.Context, verb string, req, resp any) error
 
-// withAPI runs fn with a caller that reaches the running server, or, when
-// none runs, a service of this process's own on the data dir whose
-// projection has first caught up with the log.
-func withAPI(ctx context.Context, g *globals, fn func(b *backend, call caller) error) error {
-	b, err := openBackend(ctx, g)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	if b.remote {
-		return fn(b, func(ctx context.Context, verb string, req, resp any) error {
-			return callAPI(ctx, b.nc, b.api, verb, req, resp)
-		})
-	}
-	store, err := openViews(ctx, g, b.dd, b.log)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	svc, err := newService(b, store)
-	if err != nil {
-		return err
-	}
-	if _, err := svc.runner.RunToEnd(ctx); err != nil {
-		return fmt.Errorf("catch up projections: %w", err)
-	}
-	handlers := map[string]func(context.Context, []byte) (any, error){
-		verbHook: svc.hook, verbSessions: svc.sessions, verbSession: svc.session, verbVerify: svc.verify,
-	}
-	maps.Copy(handlers, svc.commandHandlers())
-	maps.Copy(handlers, svc.sessionHandlers())
-	return fn(b, func(ctx context.Context, verb string, req, resp any) error {
+// Local returns a Caller that calls handlers in this process, as a
+// server would on the connection: the request is encoded to JSON and the
+// answer decoded from it, so both sides see the same shapes. A verb with
+// no handler fails saying it needs a running server.
+func Local(handlers map[string]func(context.Context, []byte) (any, error)) Caller {
+	return func(ctx context.Context, verb string, req, resp any) error {
 		h, ok := handlers[verb]
 		if !ok {
 			return fmt.Errorf("%s needs a running server", verb)
@@ -67,16 +40,19 @@ func withAPI(ctx context.Context, g *globals, fn func(b *backend, call caller) e
 			*raw = out
 			return nil
 		}
+		if resp == nil {
+			return nil
+		}
 		return json.Unmarshal(out, resp)
-	})
+	}
 }
 
-// listSessions asks for the session list page after page and returns
+// ListSessions asks for the session list page after page and returns
 // at most limit sessions (0: all), in id order, each decoded into a T: a
 // session.State, a sessionRow for the table, or json.RawMessage to pass
 // the stored JSON on. Pages are decoded by two goroutines while the next
 // ones are asked for.
-func listSessions[T any](ctx context.Context, call caller, req sessionsRequest, limit int) ([]T, error) {
+func ListSessions[T any](ctx context.Context, call Caller, req SessionsRequest, limit int) ([]T, error) {
 	type page struct {
 		raw []byte
 		out []T
@@ -109,7 +85,7 @@ func listSessions[T any](ctx context.Context, call caller, req sessionsRequest, 
 			req.Limit = limit - n
 		}
 		p := &page{ok: make(chan struct{})}
-		if err = call(ctx, verbSessions, req, &p.raw); err != nil {
+		if err = call(ctx, VerbSessions, req, &p.raw); err != nil {
 			break
 		}
 		var next string
@@ -172,16 +148,16 @@ func pageNext(raw []byte, n int) (string, int, error) {
 	return next, n + rows, nil
 }
 
-// listCommands asks for the command list page after page and returns
+// ListCommands asks for the command list page after page and returns
 // at most limit commands (0: all), oldest first.
-func listCommands(ctx context.Context, call caller, req commandsRequest, limit int) ([]command.State, error) {
+func ListCommands(ctx context.Context, call Caller, req CommandsRequest, limit int) ([]command.State, error) {
 	out := []command.State{}
 	for {
 		if limit > 0 {
 			req.Limit = limit - len(out)
 		}
-		var p commandsPage
-		if err := call(ctx, verbCommands, req, &p); err != nil {
+		var p CommandsPage
+		if err := call(ctx, VerbCommands, req, &p); err != nil {
 			return nil, err
 		}
 		out = append(out, p.Commands...)

@@ -1,4 +1,4 @@
-package main
+package api
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -21,64 +20,90 @@ import (
 	"github.com/logbook-dev/logbook/replay"
 )
 
-// service is what a server does for its clients, and what a command does
+// Service is what a server does for its clients, and what a command does
 // for itself when no server runs: ingest hooks, answer queries from the
-// projection, verify it against a replay.
-type service struct {
-	log    events.Log
-	store  *projections.Store
-	runner *projections.Runner
-	ing    *claude.Ingester
-	spool  *claude.Spool
-	red    *claude.Redactor                // the data dir's rules, for rejected spool entries
-	sx     *events.Executor[session.State] // requests a person makes of a session
+// projection, verify it against a replay, end sessions on a person's
+// word. Its handlers (Handlers) take a request's JSON and return its
+// answer; Serve puts them on a NATS connection, Local calls them in
+// process.
+type Service struct {
+	// Log is the event log; Store the projection it feeds through Runner.
+	Log    events.Log
+	Store  *projections.Store
+	Runner *projections.Runner
+	// Ing ingests hook payloads and reconciles sessions.
+	Ing   *claude.Ingester
+	Spool *claude.Spool
+	red   *claude.Redactor                // the data dir's rules, for rejected spool entries
+	sx    *events.Executor[session.State] // requests a person makes of a session
 	// pageBytes is the most bytes of rows a page of a listing holds, so
 	// that it fits one message of the connection.
 	pageBytes int
 }
 
-func newService(b *backend, store *projections.Store) (*service, error) {
-	host, _ := os.Hostname()
-	parser, err := b.dd.parser()
+// Config is what NewService needs: the log and its registry, the
+// projection store, the transcript parser (with the data dir's redaction
+// rules), this host's name, the spool directory, and the most bytes one
+// answer message carries (PartSize of the connection).
+type Config struct {
+	Log      events.Log
+	Reg      *events.Registry
+	Store    *projections.Store
+	Parser   *claude.Parser
+	Host     string
+	SpoolDir string
+	PartSize int
+}
+
+// NewService returns a Service over cfg; it fails when the ingester or
+// the spool cannot be opened.
+func NewService(cfg Config) (*Service, error) {
+	ing, err := claude.NewIngester(claude.IngestConfig{Log: cfg.Log, Reg: cfg.Reg, Parser: cfg.Parser, Host: cfg.Host})
 	if err != nil {
 		return nil, err
 	}
-	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Parser: parser, Host: host})
+	sp, err := claude.Open(cfg.SpoolDir)
 	if err != nil {
 		return nil, err
 	}
-	sp, err := claude.Open(b.dd.path("spool"))
-	if err != nil {
-		return nil, err
-	}
-	return &service{
-		log: b.log, store: store, ing: ing, spool: sp, red: parser.Redactor(),
-		runner:    &projections.Runner{Log: b.log, Store: store},
-		pageBytes: partSize(b.nc) - pageHeadroom,
+	return &Service{
+		Log: cfg.Log, Store: cfg.Store, Ing: ing, Spool: sp, red: cfg.Parser.Redactor(),
+		Runner:    &projections.Runner{Log: cfg.Log, Store: cfg.Store},
+		pageBytes: cfg.PartSize - pageHeadroom,
 		sx: &events.Executor[session.State]{
-			Log: b.log, Reg: b.reg, Init: session.Init, Evolve: session.Evolve, IDs: ulid.Make, Host: host,
+			Log: cfg.Log, Reg: cfg.Reg, Init: session.Init, Evolve: session.Evolve, IDs: ulid.Make, Host: cfg.Host,
 		},
 	}, nil
 }
 
-// hookRequest carries one spooled hook payload. Text holds the payload's
+// Handlers returns the service's API handlers by verb: every verb but
+// VerbStatus, which only a running server answers.
+func (s *Service) Handlers() map[string]func(context.Context, []byte) (any, error) {
+	return map[string]func(context.Context, []byte) (any, error){
+		VerbHook: s.Hook, VerbSessions: s.Sessions, VerbSession: s.Session, VerbVerify: s.Verify,
+		VerbCommands: s.Commands, VerbCommand: s.Command,
+		VerbSessionEnd: s.EndSession, VerbSessionAbandon: s.EndSession,
+	}
+}
+
+// HookRequest carries one spooled hook payload. Text holds the payload's
 // exact bytes (a JSON string, so nothing re-encodes them on the way), and
 // the server stores what a server draining the spool would: the same
 // raw text, cut length and SHA-256. Payload is what older hooks sent.
-type hookRequest struct {
+type HookRequest struct {
 	ID      string          `json:"id"` // spool entry ULID
 	Text    string          `json:"text,omitempty"`
 	Payload json.RawMessage `json:"payload,omitempty"`
 	Process *events.Process `json:"process,omitempty"` // the agent process the hook ran under
 }
 
-// hookReply says where the hook's batch landed (Seq 0: already seen).
-type hookReply struct {
+// HookReply says where the hook's batch landed (Seq 0: already seen).
+type HookReply struct {
 	Seq uint64 `json:"seq"`
 }
 
-func (s *service) hook(ctx context.Context, data []byte) (any, error) {
-	var req hookRequest
+func (s *Service) Hook(ctx context.Context, data []byte) (any, error) {
+	var req HookRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, fmt.Errorf("hook request: %w: %v", events.ErrMalformed, err)
 	}
@@ -90,8 +115,8 @@ func (s *service) hook(ctx context.Context, data []byte) (any, error) {
 	if req.Text == "" {
 		payload = req.Payload
 	}
-	ap, err := s.ing.Hook(ctx, claude.Entry{ID: req.ID, Time: ulid.Time(id.Time()), Payload: payload, Process: req.Process})
-	if err != nil && isInputError(err) && !errors.Is(err, events.ErrRejected) && !errors.Is(err, events.ErrMalformed) {
+	ap, err := s.Ing.Hook(ctx, claude.Entry{ID: req.ID, Time: ulid.Time(id.Time()), Payload: payload, Process: req.Process})
+	if err != nil && IsInputError(err) && !errors.Is(err, events.ErrRejected) && !errors.Is(err, events.ErrMalformed) {
 		// Bad input the hook must set aside, not retry: say so in the
 		// code the client reads.
 		err = fmt.Errorf("%w: %w", events.ErrMalformed, err)
@@ -99,7 +124,7 @@ func (s *service) hook(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return hookReply{Seq: ap.Last}, nil
+	return HookReply{Seq: ap.Last}, nil
 }
 
 // drainSpool delivers every spooled hook payload in order, removing each
@@ -108,38 +133,38 @@ func (s *service) hook(ctx context.Context, data []byte) (any, error) {
 // aside, redacted, into spool/rejected/ so it cannot block the ones after
 // it; any other error stops the drain, to be retried, so order holds.
 // Rejected entries older than claude.DefaultRejectedRetention are removed.
-func (s *service) drainSpool(ctx context.Context) (int, error) {
-	lock, err := s.spool.TryLock()
+func (s *Service) DrainSpool(ctx context.Context) (int, error) {
+	lock, err := s.Spool.TryLock()
 	if err != nil {
 		return 0, nil // another process is draining
 	}
 	defer lock.Unlock()
 	// Temporary files of hook processes killed mid-write.
-	if _, err := s.spool.Sweep(time.Now(), time.Hour); err != nil {
+	if _, err := s.Spool.Sweep(time.Now(), time.Hour); err != nil {
 		return 0, err
 	}
-	if _, err := s.spool.SweepRejected(time.Now(), claude.DefaultRejectedRetention); err != nil {
+	if _, err := s.Spool.SweepRejected(time.Now(), claude.DefaultRejectedRetention); err != nil {
 		return 0, err
 	}
 	n := 0
 	for ctx.Err() == nil {
 		// A page at a time: a spool that grew while no server ran, or
 		// faster than it drains, is not read into memory whole.
-		pending, err := s.spool.PendingFirst(spoolPage)
+		pending, err := s.Spool.PendingFirst(spoolPage)
 		if err != nil {
 			return n, err
 		}
 		for _, e := range pending {
-			if _, err := s.ing.Hook(ctx, e); err != nil {
-				if isInputError(err) {
-					if err := s.spool.Reject(e.ID, e.Payload, err, s.red); err != nil {
+			if _, err := s.Ing.Hook(ctx, e); err != nil {
+				if IsInputError(err) {
+					if err := s.Spool.Reject(e.ID, e.Payload, err, s.red); err != nil {
 						return n, err
 					}
 					continue
 				}
 				return n, fmt.Errorf("deliver spooled hook %s: %w", e.ID, err)
 			}
-			if err := s.spool.Remove(e.ID); err != nil {
+			if err := s.Spool.Remove(e.ID); err != nil {
 				return n, err
 			}
 			n++
@@ -155,11 +180,11 @@ func (s *service) drainSpool(ctx context.Context) (int, error) {
 // once (each up to the hook's payload cap).
 const spoolPage = 256
 
-// sessionsRequest asks for a page of the session list: the started
+// SessionsRequest asks for a page of the session list: the started
 // sessions in Phase ("" any), only stale ones when StaleMS is set, in id
 // order, after the session After ("": from the first), at most Limit of
 // them (0: as many as fit one message).
-type sessionsRequest struct {
+type SessionsRequest struct {
 	Phase string `json:"phase,omitempty"`
 	// StaleMS, when above 0, keeps only sessions working or waiting with
 	// nothing observed of the agent for at least this long (ms), by the
@@ -169,11 +194,11 @@ type sessionsRequest struct {
 	Limit   int    `json:"limit,omitempty"`
 }
 
-// sessionsPage is one page of the session list, its fields in this
+// SessionsPage is one page of the session list, its fields in this
 // order on the wire. Next, when set, is the After of the next page; ""
 // means the list ends with this page. Rows counts Sessions. Each page is
 // read from a snapshot of its own.
-type sessionsPage struct {
+type SessionsPage struct {
 	Next     string          `json:"next"`
 	Rows     int             `json:"rows"`
 	Sessions []session.State `json:"sessions"`
@@ -185,8 +210,8 @@ const pageHeadroom = 1024
 // caughtUp waits until the projection has applied every event in the log
 // at the time of the call (at most 5 s), so a query answers with what was
 // appended before it: read-your-writes for the command line.
-func (s *service) caughtUp(ctx context.Context) error {
-	le, ok := s.log.(interface {
+func (s *Service) CaughtUp(ctx context.Context) error {
+	le, ok := s.Log.(interface {
 		LastEventSeq(context.Context) (uint64, error)
 	})
 	if !ok {
@@ -198,14 +223,14 @@ func (s *service) caughtUp(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := s.store.WaitFor(ctx, last); err != nil {
+	if err := s.Store.WaitFor(ctx, last); err != nil {
 		return fmt.Errorf("projection is behind the log: %w", err)
 	}
 	return nil
 }
 
-func (s *service) sessions(ctx context.Context, data []byte) (any, error) {
-	var req sessionsRequest
+func (s *Service) Sessions(ctx context.Context, data []byte) (any, error) {
+	var req SessionsRequest
 	if len(data) > 0 {
 		if err := json.Unmarshal(data, &req); err != nil {
 			return nil, fmt.Errorf("sessions request: %w: %v", events.ErrMalformed, err)
@@ -222,7 +247,7 @@ func (s *service) sessions(ctx context.Context, data []byte) (any, error) {
 	if req.After == "" {
 		// Read-your-writes for the list as of its first page; the
 		// pages after it follow the projection as it is.
-		if err := s.caughtUp(ctx); err != nil {
+		if err := s.CaughtUp(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -234,13 +259,13 @@ func (s *service) sessions(ctx context.Context, data []byte) (any, error) {
 	n, last, next := 0, "", ""
 	const room = 300 // for the head: next, rows
 	now := time.Now()
-	err := s.store.SessionRows(req.Phase, req.After, func(id string, row []byte) (bool, error) {
+	err := s.Store.SessionRows(req.Phase, req.After, func(id string, row []byte) (bool, error) {
 		if req.StaleMS > 0 {
 			var st session.State
 			if err := json.Unmarshal(row, &st); err != nil {
 				return false, fmt.Errorf("session %s: decode row: %w", id, err)
 			}
-			if len(staleSessions([]session.State{st}, now, time.Duration(req.StaleMS)*time.Millisecond)) == 0 {
+			if len(StaleSessions([]session.State{st}, now, time.Duration(req.StaleMS)*time.Millisecond)) == 0 {
 				return true, nil
 			}
 		}
@@ -271,32 +296,32 @@ func (s *service) sessions(ctx context.Context, data []byte) (any, error) {
 	page = append(page, `,"sessions":[`...)
 	page = append(page, rows.Bytes()...)
 	page = append(page, "]}"...)
-	return encoded(page), nil
+	return Encoded(page), nil
 }
 
-// sessionRequest names one session.
-type sessionRequest struct {
+// SessionRequest names one session.
+type SessionRequest struct {
 	ID string `json:"id"`
 }
 
-// sessionReply is one session's row, its subagents, its commands (oldest
+// SessionReply is one session's row, its subagents, its commands (oldest
 // first) and the projection's checkpoint.
-type sessionReply struct {
+type SessionReply struct {
 	Session    session.State   `json:"session"`
 	Children   []session.State `json:"children"`
 	Commands   []command.State `json:"commands"`
 	Checkpoint uint64          `json:"checkpoint"`
 }
 
-func (s *service) session(ctx context.Context, data []byte) (any, error) {
-	var req sessionRequest
+func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
+	var req SessionRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, fmt.Errorf("session request: %w: %v", events.ErrMalformed, err)
 	}
-	if err := s.caughtUp(ctx); err != nil {
+	if err := s.CaughtUp(ctx); err != nil {
 		return nil, err
 	}
-	st, err := s.store.Session(req.ID)
+	st, err := s.Store.Session(req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -304,39 +329,39 @@ func (s *service) session(ctx context.Context, data []byte) (any, error) {
 		// Only observations (an unknown hook event, say): no session yet.
 		return nil, fmt.Errorf("session %s: %w: it has not started (%d observation(s) recorded)", req.ID, events.ErrNotFound, st.Observations)
 	}
-	kids, err := s.store.Children(req.ID)
+	kids, err := s.Store.Children(req.ID)
 	if err != nil {
 		return nil, err
 	}
 	if kids == nil {
 		kids = []session.State{}
 	}
-	cmds, err := s.store.Commands(req.ID, false)
+	cmds, err := s.Store.Commands(req.ID, false)
 	if err != nil {
 		return nil, err
 	}
 	if cmds == nil {
 		cmds = []command.State{}
 	}
-	return sessionReply{Session: st, Children: kids, Commands: cmds, Checkpoint: s.store.Checkpoint()}, nil
+	return SessionReply{Session: st, Children: kids, Commands: cmds, Checkpoint: s.Store.Checkpoint()}, nil
 }
 
-func (s *service) verify(ctx context.Context, _ []byte) (any, error) {
-	return replay.Verify(ctx, s.log, s.store)
+func (s *Service) Verify(ctx context.Context, _ []byte) (any, error) {
+	return replay.Verify(ctx, s.Log, s.Store)
 }
 
-// statusReply describes a running server.
-type statusReply struct {
+// StatusReply describes a running server.
+type StatusReply struct {
 	Checkpoint uint64    `json:"checkpoint"`
 	LastSeq    uint64    `json:"last_seq"`
 	Durability string    `json:"durability"`
 	Started    time.Time `json:"started"`
 }
 
-// isInputError reports an error about the input itself, which no retry
+// IsInputError reports an error about the input itself, which no retry
 // can fix: a malformed payload, a decision the reducer refuses, a message
 // over the log's or the connection's maximum payload.
-func isInputError(err error) bool {
+func IsInputError(err error) bool {
 	_, hookErr := errors.AsType[*claude.HookError](err)
 	return hookErr || errors.Is(err, events.ErrMalformed) || errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrMissingCause) ||
 		errors.Is(err, nats.ErrMaxPayload) || strings.Contains(err.Error(), "maximum payload exceeded")

@@ -1,0 +1,116 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+)
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestAPI_AnswerSizes sends answers of every size class through the
+// API's framing over a loopback connection: small ones in one message,
+// ones over the connection's maximum payload in parts, joined again
+// byte for byte; one over MaxReply is refused at once with the reason on
+// both sides, never left to time out. A slow answer comes after the
+// heartbeats sent meanwhile. A verb nobody answers fails at once too.
+func TestAPI_AnswerSizes(t *testing.T) {
+	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", User: "u", Password: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown() })
+	nc, err := natslog.Connect(srv.ClientURL(), nats.UserInfo("u", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	if nc.MaxPayload() != 1<<20 {
+		t.Fatalf("max payload %d, the sizes below assume 1 MiB", nc.MaxPayload())
+	}
+	var logged syncBuffer
+	logf := func(format string, args ...any) { fmt.Fprintf(&logged, format+"\n", args...) }
+	sub, err := Serve(srv.Conn(), "test.big", func(_ context.Context, data []byte) (any, error) {
+		var n int
+		if err := json.Unmarshal(data, &n); err != nil {
+			return nil, err
+		}
+		return strings.Repeat("x", n), nil
+	}, logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	if err := srv.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{0, 10, 1<<20 - 300, 1<<20 + 1, 5 << 20, MaxReply - 100} {
+		var got string
+		if err := Call(t.Context(), nc, "test.", "big", n, &got); err != nil {
+			t.Fatalf("answer of %d bytes: %v", n, err)
+		}
+		if len(got) != n || strings.Trim(got, "x") != "" {
+			t.Errorf("answer of %d bytes came back as %d bytes", n, len(got))
+		}
+	}
+	if logged.String() != "" {
+		t.Errorf("server logged for answers it sent:\n%s", logged.String())
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	err = Call(ctx, nc, "test.", "big", MaxReply+1, nil)
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), fmt.Sprint(MaxReply+len(`""`)+1)) {
+		t.Errorf("answer over MaxReply: error %v, want ErrTooLarge naming its size", err)
+	}
+	if !strings.Contains(logged.String(), "api big:") || !strings.Contains(logged.String(), "answer too large") {
+		t.Errorf("server log %q, want a line about the answer it did not send", logged.String())
+	}
+
+	slow, err := Serve(srv.Conn(), "test.slow", func(context.Context, []byte) (any, error) {
+		time.Sleep(heartbeatEvery + heartbeatEvery/2)
+		return "done", nil
+	}, logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { slow.Unsubscribe() })
+	if err := srv.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var done string
+	if err := Call(ctx, nc, "test.", "slow", nil, &done); err != nil || done != "done" {
+		t.Errorf("answer after a heartbeat: %q, %v", done, err)
+	}
+
+	err = Call(ctx, nc, "test.", "nobody", 1, nil)
+	if !errors.Is(err, nats.ErrNoResponders) {
+		t.Errorf("verb nobody serves: %v, want no responders", err)
+	}
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// newService returns the API service over b's log and store, with the
+// data dir's redaction rules and spool.
+func newService(b *backend, store *projections.Store) (*api.Service, error) {
+	host, _ := os.Hostname()
+	parser, err := b.dd.parser()
+	if err != nil {
+		return nil, err
+	}
+	return api.NewService(api.Config{
+		Log: b.log, Reg: b.reg, Store: store, Parser: parser, Host: host,
+		SpoolDir: b.dd.path("spool"), PartSize: api.PartSize(b.nc),
+	})
+}
+
+// apiPrefixFor returns the API prefix of the server for data dir dd on
+// this host.
+func apiPrefixFor(dd dataDir) string {
+	host, _ := os.Hostname()
+	return api.PrefixFor(host, string(dd))
+}
+
+// withAPI runs fn with a caller that reaches the running server, or, when
+// none runs, a service of this process's own on the data dir whose
+// projection has first caught up with the log.
+func withAPI(ctx context.Context, g *globals, fn func(b *backend, call api.Caller) error) error {
+	b, err := openBackend(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if b.remote {
+		return fn(b, func(ctx context.Context, verb string, req, resp any) error {
+			return api.Call(ctx, b.nc, b.api, verb, req, resp)
+		})
+	}
+	store, err := openViews(ctx, g, b.dd, b.log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	svc, err := newService(b, store)
+	if err != nil {
+		return err
+	}
+	if _, err := svc.Runner.RunToEnd(ctx); err != nil {
+		return fmt.Errorf("catch up projections: %w", err)
+	}
+	return fn(b, api.Local(svc.Handlers()))
+}
