@@ -1,12 +1,14 @@
-// Package projectionstest builds session histories for tests and
-// benchmarks of projections and replay: valid logs made the way the engine
-// makes them, by driving reducers/session.Decide with observations and
-// requests and appending each decision, observation first, as one batch.
+// Package synth builds synthetic session histories for benchmarks
+// (`logbook bench`) and tests of projections and replay: valid logs made
+// the way the engine makes them, by driving reducers/session.Decide with
+// observations and requests and appending each decision, observation
+// first, as one batch.
 //
 // Randomness comes from a Rand: a seeded math/rand/v2 generator for fixed
-// histories, or Rapid(t) inside a pgregory.net/rapid property so failures
-// shrink. Nothing here touches a log or a store.
-package projectionstest
+// histories, or a property-test generator (projectionstest.Rapid) so
+// failures shrink. Nothing here touches a log or a store, and nothing here
+// imports a test library: the production binary links it.
+package synth
 
 import (
 	"context"
@@ -19,7 +21,6 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
-	"pgregory.net/rapid"
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -31,13 +32,6 @@ type Rand interface {
 	// IntN returns a number in [0, n); n > 0.
 	IntN(n int) int
 }
-
-// Rapid returns a Rand drawing from t, so rapid can shrink histories.
-func Rapid(t *rapid.T) Rand { return rapidRand{t} }
-
-type rapidRand struct{ t *rapid.T }
-
-func (r rapidRand) IntN(n int) int { return rapid.IntRange(0, n-1).Draw(r.t, "n") }
 
 // Epoch returns the time of a generated history's first event:
 // 2026-04-24T19:00:00Z.
