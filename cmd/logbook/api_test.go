@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/cmd/logbook/internal/bench"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -86,7 +87,7 @@ func rows(out, prefix string) int {
 func TestAPI_LargeAnswers(t *testing.T) {
 	data, b, serveLog := apiServe(t)
 	ctx := t.Context()
-	h := newScaleHistory(b.reg)
+	h := bench.NewScaleHistory(b.reg)
 	start := time.Now()
 	const (
 		sessions = 2500 // ~600 bytes each: ~1.5 MiB
@@ -94,18 +95,18 @@ func TestAPI_LargeAnswers(t *testing.T) {
 		children = 1500 // of parent, ~1 KiB each: ~1.5 MiB
 		commands = 500  // of parent, ~3 KiB each: ~1.5 MiB
 	)
-	parent := scaleSessionID(0)
-	batches := h.sessions(1, sessions, working)
-	batches = append(batches, h.session(parent, "", events.PhaseReady, 10))
+	parent := bench.ScaleSessionID(0)
+	batches := h.Sessions(1, sessions, working)
+	batches = append(batches, h.Session(parent, "", events.PhaseReady, 10))
 	for i := range children {
-		batches = append(batches, h.session(fmt.Sprintf("5ca1ec41-0000-4000-8000-%012d", i), parent, events.PhaseEnded, 800))
+		batches = append(batches, h.Session(fmt.Sprintf("5ca1ec41-0000-4000-8000-%012d", i), parent, events.PhaseEnded, 800))
 	}
 	for i := range commands {
-		batches = append(batches, h.command(fmt.Sprintf("cmd-%04d", i), parent, 3000))
+		batches = append(batches, h.Command(fmt.Sprintf("cmd-%04d", i), parent, 3000))
 	}
-	huge := h.command("cmd-huge", parent, 1_000_000) // one event as large as the log takes
+	huge := h.Command("cmd-huge", parent, 1_000_000) // one event as large as the log takes
 	batches = append(batches, huge)
-	if err := benchAppendBatches(ctx, b.log, batches, map[events.Aggregate]uint64{}, 256); err != nil {
+	if err := bench.AppendBatches(ctx, b.log, batches, map[events.Aggregate]uint64{}, 256); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("history written in %s", time.Since(start))

@@ -46,8 +46,8 @@ func TestArchitecture(t *testing.T) {
 		for _, imp := range p.Imports {
 			if strings.HasPrefix(imp, mod+"/") {
 				target := strings.TrimPrefix(imp, mod+"/")
-				if strings.HasPrefix(target, "cmd") {
-					t.Errorf("%s imports %s: nothing imports cmd", p.ImportPath, imp)
+				if strings.HasPrefix(target, "cmd") && folder != "cmd" {
+					t.Errorf("%s imports %s: nothing outside cmd imports cmd", p.ImportPath, imp)
 				}
 				ok := false
 				for _, a := range allowed[folder] {
@@ -77,6 +77,29 @@ func TestArchitecture(t *testing.T) {
 			if !ok {
 				t.Errorf("%s imports %s: %s/ may import only the standard library and %v", p.ImportPath, imp, folder, ext)
 			}
+		}
+	}
+}
+
+// TestBinaryDeps keeps test helpers out of the production binary: no
+// package that cmd/logbook links may be a test library (testing and its
+// subpackages, pgregory.net/rapid, go-cmp, testscript) or one of the
+// project's own *test helper packages (projectionstest, sandboxtest, …).
+func TestBinaryDeps(t *testing.T) {
+	const mod = "github.com/logbook-dev/logbook"
+	out, err := exec.Command("go", "list", "-deps", mod+"/cmd/...").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	banned := []string{"testing", "pgregory.net/rapid", "github.com/google/go-cmp", "github.com/rogpeppe/go-internal/testscript"}
+	for _, p := range strings.Fields(string(out)) {
+		for _, b := range banned {
+			if p == b || strings.HasPrefix(p, b+"/") {
+				t.Errorf("the binary links %s, a test library", p)
+			}
+		}
+		if last := p[strings.LastIndex(p, "/")+1:]; strings.HasPrefix(p, mod+"/") && strings.HasSuffix(last, "test") {
+			t.Errorf("the binary links %s, a test helper package", p)
 		}
 	}
 }

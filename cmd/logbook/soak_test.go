@@ -42,15 +42,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
-
 	"github.com/nats-io/nats.go"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/cmd/logbook/internal/bench"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/replay"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 func TestSoak(t *testing.T) {
@@ -126,7 +126,7 @@ type soak struct {
 
 	mu   sync.Mutex // guards rng, ts growth and keys
 	rng  *rand.Rand
-	ts   []*synthTranscript
+	ts   []*bench.SynthTranscript
 	keys map[string]bool // hook observation keys acknowledged (exit 0)
 	cmds map[string]bool // command ids whose exec reported their exit 0 and output
 	why  map[string]int  // why imports failed: their last line of output
@@ -163,7 +163,7 @@ func newSoak(t *testing.T, bin string, seed uint64) *soak {
 		cmds: map[string]bool{},
 		why:  map[string]int{},
 	}
-	ts, err := newSynthTranscripts(s.dir, 4, true)
+	ts, err := bench.NewSynthTranscripts(s.dir, 4, true)
 	if err != nil {
 		t.Fatal(err)
 	}

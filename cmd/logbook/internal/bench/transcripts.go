@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -8,12 +8,12 @@ import (
 	"time"
 )
 
-// synthTranscript is a synthetic Claude Code transcript on disk, shaped
+// SynthTranscript is a synthetic Claude Code transcript on disk, shaped
 // like the recorded ones in testdata/claude/projects: a permission-mode
 // line, then turns of six lines (prompt, thinking, tool use, tool result,
 // reply, turn duration). `logbook bench` imports them; the crash soak grows
 // them between imports. Line n of a session is always the same bytes.
-type synthTranscript struct {
+type SynthTranscript struct {
 	Path    string // the .jsonl file
 	Session string // the sessionId every line carries
 	Agent   string // the agentId of a subagent's transcript; "" for a main one
@@ -27,25 +27,25 @@ func synthSessionID(i int) string {
 	return fmt.Sprintf("5e551011-0000-4000-8000-%012d", i)
 }
 
-// newSynthTranscripts creates, under dir/-home-user-synthetic, sessions
+// NewSynthTranscripts creates, under dir/-home-user-synthetic, sessions
 // empty transcripts and, when subagents is set, one empty subagent
 // transcript for the first session (<session>/subagents/agent-<id>.jsonl).
-func newSynthTranscripts(dir string, sessions int, subagents bool) ([]*synthTranscript, error) {
+func NewSynthTranscripts(dir string, sessions int, subagents bool) ([]*SynthTranscript, error) {
 	proj := filepath.Join(dir, "-home-user-synthetic")
 	if err := os.MkdirAll(proj, 0o755); err != nil {
 		return nil, err
 	}
-	var ts []*synthTranscript
+	var ts []*SynthTranscript
 	for i := range sessions {
 		id := synthSessionID(i + 1)
-		ts = append(ts, &synthTranscript{Path: filepath.Join(proj, id+".jsonl"), Session: id})
+		ts = append(ts, &SynthTranscript{Path: filepath.Join(proj, id+".jsonl"), Session: id})
 	}
 	if subagents && sessions > 0 {
 		sub := filepath.Join(proj, ts[0].Session, "subagents")
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			return nil, err
 		}
-		ts = append(ts, &synthTranscript{Path: filepath.Join(sub, "agent-a5e55.jsonl"), Session: ts[0].Session, Agent: "a5e55"})
+		ts = append(ts, &SynthTranscript{Path: filepath.Join(sub, "agent-a5e55.jsonl"), Session: ts[0].Session, Agent: "a5e55"})
 	}
 	for _, t := range ts {
 		if err := os.WriteFile(t.Path, nil, 0o644); err != nil {
@@ -56,7 +56,7 @@ func newSynthTranscripts(dir string, sessions int, subagents bool) ([]*synthTran
 }
 
 // Aggregate returns the session aggregate id the transcript imports into.
-func (t *synthTranscript) Aggregate() string {
+func (t *SynthTranscript) Aggregate() string {
 	if t.Agent != "" {
 		return "agent-" + t.Agent
 	}
@@ -67,7 +67,7 @@ func (t *synthTranscript) Aggregate() string {
 // (it counts as one of the n). With torn set it then writes the first
 // half of the next line without its newline, as Claude Code leaves a line
 // it is still writing; the next Grow completes it.
-func (t *synthTranscript) Grow(n int, torn bool) error {
+func (t *SynthTranscript) Grow(n int, torn bool) error {
 	f, err := os.OpenFile(t.Path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return err
@@ -93,7 +93,7 @@ func (t *synthTranscript) Grow(n int, torn bool) error {
 }
 
 // line returns line n (1-based) of the transcript, without its newline.
-func (t *synthTranscript) line(n int) []byte {
+func (t *SynthTranscript) line(n int) []byte {
 	h := fnv.New32a()
 	h.Write([]byte(t.Session + "/" + t.Agent))
 	seed := h.Sum32()

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -21,12 +21,11 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
-	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
-	"github.com/logbook-dev/logbook/projections/projectionstest"
+	"github.com/logbook-dev/logbook/projections/synth"
 	"github.com/logbook-dev/logbook/reducers/session"
 	"github.com/logbook-dev/logbook/replay"
 )
@@ -36,7 +35,8 @@ import (
 // Its methods run on the bench's goroutine, one workload at a time.
 type benchEnv struct {
 	dir  string
-	cfg  benchConfig
+	cfg  Config
+	cli  CLI
 	reg  *events.Registry
 	note func(string) // progress
 	runs atomic.Int64 // numbers runs, so each writes subjects of its own
@@ -55,14 +55,14 @@ type benchEnv struct {
 	scale *scaleState // the scale rows' serve and history
 }
 
-func newBenchEnv(dir string, cfg benchConfig) *benchEnv {
-	return &benchEnv{dir: dir, cfg: cfg, reg: events.NewRegistry(), note: func(string) {}, appendLogs: map[natslog.Fsync]*benchLog{}}
+func newBenchEnv(dir string, cfg Config, cli CLI) *benchEnv {
+	return &benchEnv{dir: dir, cfg: cfg, cli: cli, reg: events.NewRegistry(), note: func(string) {}, appendLogs: map[natslog.Fsync]*benchLog{}}
 }
 
 // workloads is the table `logbook bench` runs, in order.
 func (e *benchEnv) workloads() []benchWorkload {
 	var ws []benchWorkload
-	for _, mode := range e.cfg.fsync {
+	for _, mode := range e.cfg.Fsync {
 		for _, per := range []int{1, 10} {
 			for _, writers := range []int{1, 8, 64} {
 				a := benchAppend{env: e, mode: mode, writers: writers, per: per}
@@ -90,7 +90,7 @@ func (e *benchEnv) workloads() []benchWorkload {
 		benchWorkload{group: "read", name: "replay into Pebble in memory", unit: "ev", logbook: e.replayMem, baselines: ordered(0.60)},
 		benchWorkload{group: "read", name: "replay into Pebble on disk", unit: "ev", logbook: e.replayDisk, baselines: ordered(0)},
 		benchWorkload{
-			group: "import", name: fmt.Sprintf("import claude %d×%d lines → serve", e.cfg.sessions, e.cfg.lines), unit: "line",
+			group: "import", name: fmt.Sprintf("import claude %d×%d lines → serve", e.cfg.Sessions, e.cfg.Lines), unit: "line",
 			logbook: e.importRun, baselines: []benchBaseline{{name: "same batches, publish/atomic batch, 4 writers", run: e.importRaw}},
 		},
 		benchWorkload{
@@ -170,7 +170,7 @@ func (e *benchEnv) appendLog(ctx context.Context, mode natslog.Fsync) (*benchLog
 }
 
 // benchAppend is one append row: writers goroutines, each deciding for a
-// session of its own, per events per decision, cfg.appends events in all.
+// session of its own, per events per decision, cfg.Appends events in all.
 type benchAppend struct {
 	env          *benchEnv
 	mode         natslog.Fsync
@@ -196,7 +196,7 @@ func (a benchAppend) rawName() string {
 	return fmt.Sprintf("atomic batch ×%d, %d writer%s", a.per, a.writers, s)
 }
 
-func (a benchAppend) decisions() int { return max(a.env.cfg.appends/a.per, a.writers) }
+func (a benchAppend) decisions() int { return max(a.env.cfg.Appends/a.per, a.writers) }
 
 // logbook appends decisions through Log.Append, each chained to the
 // writer's previous one by its expected sequence.
@@ -353,7 +353,7 @@ func benchPublish(ctx context.Context, js jetstream.JetStream, subject string, b
 }
 
 // readLog returns the read rows' server, whose log holds about
-// cfg.events session events (observations and the decisions they
+// cfg.Events session events (observations and the decisions they
 // caused, over 100 sessions), writing it on first use.
 func (e *benchEnv) readLog(ctx context.Context) (*benchLog, error) {
 	if e.read != nil {
@@ -364,12 +364,12 @@ func (e *benchEnv) readLog(ctx context.Context) (*benchLog, error) {
 		return nil, err
 	}
 	e.read = l
-	e.note(fmt.Sprintf("writing a log of %d session events for the read rows", e.cfg.events))
-	h := projectionstest.NewHistory(projectionstest.Epoch())
+	e.note(fmt.Sprintf("writing a log of %d session events for the read rows", e.cfg.Events))
+	h := synth.NewHistory(synth.Epoch())
 	rng := rand.New(rand.NewPCG(4, 2))
 	expect := map[events.Aggregate]uint64{}
-	for written := 0; written < e.cfg.events; {
-		for len(h.Records) < min(10_000, e.cfg.events-written) {
+	for written := 0; written < e.cfg.Events; {
+		for len(h.Records) < min(10_000, e.cfg.Events-written) {
 			if err := h.Step(rng, 100); err != nil {
 				return nil, err
 			}
@@ -377,7 +377,7 @@ func (e *benchEnv) readLog(ctx context.Context) (*benchLog, error) {
 		written += len(h.Records)
 		batches := h.Batches
 		h.Records, h.Batches = nil, nil // the history keeps its sessions' states, not their events
-		if err := benchAppendBatches(ctx, l.log, batches, expect, 32); err != nil {
+		if err := AppendBatches(ctx, l.log, batches, expect, 32); err != nil {
 			return nil, err
 		}
 	}
@@ -389,11 +389,11 @@ func (e *benchEnv) readLog(ctx context.Context) (*benchLog, error) {
 	return l, nil
 }
 
-// benchAppendBatches appends batches to log from workers goroutines, each
+// AppendBatches appends batches to log from workers goroutines, each
 // aggregate's batches in order by one of them, so the log's group commit
 // merges decisions of different aggregates. expect holds each
 // aggregate's last sequence and is updated.
-func benchAppendBatches(ctx context.Context, log events.Log, batches []events.Batch, expect map[events.Aggregate]uint64, workers int) error {
+func AppendBatches(ctx context.Context, log events.Log, batches []events.Batch, expect map[events.Aggregate]uint64, workers int) error {
 	byAgg := map[events.Aggregate][]events.Batch{}
 	todo := make(chan events.Aggregate, len(batches))
 	for _, b := range batches {
@@ -596,11 +596,9 @@ func (e *benchEnv) startServe(ctx context.Context, data, fsync string, args ...s
 	sctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
 	go func() {
-		s.done <- runCLI(sctx, append([]string{"serve", "--data", s.data, "--listen", "127.0.0.1:0", "--fsync", fsync}, args...),
+		s.done <- e.cli.Run(sctx, append([]string{"serve", "--data", s.data, "--listen", "127.0.0.1:0", "--fsync", fsync}, args...),
 			bytes.NewReader(nil), io.Discard, io.Discard)
 	}()
-	g := &globals{data: s.data}
-	dd := dataDir(s.data)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		select {
 		case err := <-s.done:
@@ -613,16 +611,8 @@ func (e *benchEnv) startServe(ctx context.Context, data, fsync string, args ...s
 			<-s.done
 			return nil, errors.New("serve did not come up in 30s")
 		}
-		url, opts, ok := g.serverURL(dd)
-		if !ok {
-			continue
-		}
-		nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second))...)
+		nc, err := e.cli.Dial(ctx, s.data)
 		if err != nil {
-			continue
-		}
-		if err := api.Call(ctx, nc, api.AnyPrefix, api.VerbStatus, struct{}{}, &api.StatusReply{}); err != nil {
-			nc.Close()
 			continue
 		}
 		s.nc = nc
@@ -648,7 +638,7 @@ func (s *benchServe) close() {
 	<-s.done
 }
 
-// importRun writes cfg.sessions transcripts of cfg.lines lines and runs
+// importRun writes cfg.Sessions transcripts of cfg.Lines lines and runs
 // `logbook import claude` on them, in this process, against the running
 // serve (its projector following the log meanwhile). It keeps the
 // decisions the import appended for importRaw.
@@ -659,12 +649,12 @@ func (e *benchEnv) importRun(ctx context.Context) (benchSample, error) {
 	}
 	dir := filepath.Join(e.dir, "transcripts-"+strconv.FormatInt(e.runs.Add(1), 10))
 	defer os.RemoveAll(dir)
-	ts, err := newSynthTranscripts(dir, e.cfg.sessions, false)
+	ts, err := NewSynthTranscripts(dir, e.cfg.Sessions, false)
 	if err != nil {
 		return benchSample{}, err
 	}
 	for _, t := range ts {
-		if err := t.Grow(e.cfg.lines, false); err != nil {
+		if err := t.Grow(e.cfg.Lines, false); err != nil {
 			return benchSample{}, err
 		}
 	}
@@ -674,16 +664,18 @@ func (e *benchEnv) importRun(ctx context.Context) (benchSample, error) {
 	}
 	var out bytes.Buffer
 	start := time.Now()
-	err = runCLI(ctx, []string{"import", "claude", "--data", s.data, "--json", "--workers", "4", dir}, bytes.NewReader(nil), &out, io.Discard)
+	err = e.cli.Run(ctx, []string{"import", "claude", "--data", s.data, "--json", "--workers", "4", dir}, bytes.NewReader(nil), &out, io.Discard)
 	elapsed := time.Since(start)
 	if err != nil {
 		return benchSample{}, err
 	}
-	var sum importSummary
+	var sum struct {
+		Appended int `json:"appended"`
+	}
 	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
 		return benchSample{}, err
 	}
-	if want := e.cfg.sessions * e.cfg.lines; sum.Appended != want {
+	if want := e.cfg.Sessions * e.cfg.Lines; sum.Appended != want {
 		return benchSample{}, fmt.Errorf("imported %d lines, want %d", sum.Appended, want)
 	}
 	e.imports, err = benchDecisionsFrom(ctx, s.log, from+1)
@@ -694,7 +686,7 @@ func (e *benchEnv) importRun(ctx context.Context) (benchSample, error) {
 		}
 	}
 	e.notes = append(e.notes, fmt.Sprintf("import: %d transcripts of %d lines became %s events, %.1f per line",
-		e.cfg.sessions, e.cfg.lines, benchThousands(int64(msgs)), float64(msgs)/float64(sum.Appended)))
+		e.cfg.Sessions, e.cfg.Lines, benchThousands(int64(msgs)), float64(msgs)/float64(sum.Appended)))
 	return benchSample{ops: sum.Appended, elapsed: elapsed}, err
 }
 
@@ -788,7 +780,7 @@ func (e *benchEnv) hookRun(ctx context.Context) (benchSample, error) {
 	// A hook that found the spool's lock taken (the server drains it
 	// every second) or the server slow past its own wait leaves its
 	// payload to the server's next drain: wait for that, not longer.
-	sp, err := claude.Open(dataDir(s.data).path("spool"))
+	sp, err := claude.Open(e.cli.SpoolDir(s.data))
 	if err != nil {
 		return smp, err
 	}
@@ -823,17 +815,13 @@ func (e *benchEnv) versionRun(ctx context.Context) (benchSample, error) {
 	return e.processes(ctx, s, []string{"version"}, func(int) []byte { return nil })
 }
 
-// processes runs this binary with args cfg.hooks times in a row, stdin(i)
+// processes runs this binary with args cfg.Hooks times in a row, stdin(i)
 // on its standard input, on the serve's data dir, and times each run.
 func (e *benchEnv) processes(ctx context.Context, s *benchServe, args []string, stdin func(i int) []byte) (benchSample, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return benchSample{}, err
-	}
-	lat := make([]time.Duration, 0, e.cfg.hooks)
+	lat := make([]time.Duration, 0, e.cfg.Hooks)
 	start := time.Now()
-	for i := range e.cfg.hooks {
-		c := exec.CommandContext(ctx, exe, append([]string{"--data", s.data}, args...)...)
+	for i := range e.cfg.Hooks {
+		c := exec.CommandContext(ctx, e.cli.Exe, append([]string{"--data", s.data}, args...)...)
 		c.Args[0] = "logbook" // the name a test binary dispatches on
 		c.Env = append(os.Environ(), "LOGBOOK_DATA="+s.data)
 		c.Stdin = bytes.NewReader(stdin(i))
@@ -843,11 +831,11 @@ func (e *benchEnv) processes(ctx context.Context, s *benchServe, args []string, 
 		}
 		lat = append(lat, time.Since(t))
 	}
-	return benchSample{ops: e.cfg.hooks, elapsed: time.Since(start), lat: lat}, nil
+	return benchSample{ops: e.cfg.Hooks, elapsed: time.Since(start), lat: lat}, nil
 }
 
 // commandRun starts this binary as `logbook exec` of `true` in full_access
-// for one session, cfg.hooks times in a row: request appended, picked up
+// for one session, cfg.Hooks times in a row: request appended, picked up
 // by a worker, started, exited, and the exit read back by exec.
 func (e *benchEnv) commandRun(ctx context.Context) (benchSample, error) {
 	s, err := e.serve(ctx)
@@ -869,14 +857,14 @@ func (e *benchEnv) commandRun(ctx context.Context) (benchSample, error) {
 
 // trueRun runs `true` directly as often: the cost of a process at all.
 func (e *benchEnv) trueRun(ctx context.Context) (benchSample, error) {
-	lat := make([]time.Duration, 0, e.cfg.hooks)
+	lat := make([]time.Duration, 0, e.cfg.Hooks)
 	start := time.Now()
-	for range e.cfg.hooks {
+	for range e.cfg.Hooks {
 		t := time.Now()
 		if err := exec.CommandContext(ctx, "true").Run(); err != nil {
 			return benchSample{}, fmt.Errorf("true: %w", err)
 		}
 		lat = append(lat, time.Since(t))
 	}
-	return benchSample{ops: e.cfg.hooks, elapsed: time.Since(start), lat: lat}, nil
+	return benchSample{ops: e.cfg.Hooks, elapsed: time.Since(start), lat: lat}, nil
 }

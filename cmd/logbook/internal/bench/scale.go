@@ -1,25 +1,23 @@
-package main
+package bench
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
 
 // The scale rows: queries of a large history, each answered by a running
 // serve to this binary started as a process, timed from start to exit
-// (end to end, as a user waits). The history is generated (scaleHistory)
+// (end to end, as a user waits). The history is generated (ScaleHistory)
 // and appended straight into the serve's log through the log's Append by
 // 1000 writers at once, which the log's group commit merges into atomic
 // batches of up to events.MaxBatch events; the serve's projector folds
@@ -32,24 +30,24 @@ const scaleWorking = 10
 // scaleState is the scale rows' serve and what its log holds.
 type scaleState struct {
 	srv      *benchServe
-	sessions int // sessions in the log, scaleSessionID(1…sessions)
+	sessions int // sessions in the log, ScaleSessionID(1…sessions)
 	long     string
 	p50      map[string]float64 // p50 in ms of earlier rows, by key
 }
 
-// scaleRows returns the scale rows: for each size of cfg.scaleSessions,
+// scaleRows returns the scale rows: for each size of cfg.ScaleSessions,
 // `sessions`, `sessions --limit 100` and `sessions --phase working`;
-// then `session show` and `audit` of one session of cfg.scaleEvents
+// then `session show` and `audit` of one session of cfg.ScaleEvents
 // events.
 func (e *benchEnv) scaleRows() []benchWorkload {
 	var ws []benchWorkload
 	version := []benchBaseline{{name: "logbook version (process start)", run: e.scaleVersion}}
 	first := 0
-	if len(e.cfg.scaleSessions) > 0 {
-		first = e.cfg.scaleSessions[0]
+	if len(e.cfg.ScaleSessions) > 0 {
+		first = e.cfg.ScaleSessions[0]
 	}
 	prev := 0
-	for _, n := range e.cfg.scaleSessions {
+	for _, n := range e.cfg.ScaleSessions {
 		size := benchThousands(int64(n))
 		ws = append(ws, benchWorkload{
 			group: "scale", name: fmt.Sprintf("sessions via serve, %s sessions", size), unit: "query",
@@ -68,7 +66,7 @@ func (e *benchEnv) scaleRows() []benchWorkload {
 		})
 		prev = n
 	}
-	if ev := e.cfg.scaleEvents; ev > 0 {
+	if ev := e.cfg.ScaleEvents; ev > 0 {
 		size := benchThousands(int64(ev))
 		ws = append(ws,
 			benchWorkload{
@@ -115,8 +113,8 @@ func (e *benchEnv) scaleGrow(ctx context.Context, n int) (*scaleState, error) {
 		working = scaleWorking
 	}
 	start := time.Now()
-	batches := newScaleHistory(e.reg).sessions(s.sessions+1, n-s.sessions, working)
-	if err := benchAppendBatches(ctx, s.srv.log, batches, map[events.Aggregate]uint64{}, 1000); err != nil {
+	batches := NewScaleHistory(e.reg).Sessions(s.sessions+1, n-s.sessions, working)
+	if err := AppendBatches(ctx, s.srv.log, batches, map[events.Aggregate]uint64{}, 1000); err != nil {
 		return nil, err
 	}
 	wrote := time.Since(start)
@@ -136,21 +134,21 @@ func (e *benchEnv) scaleCaughtUp(ctx context.Context, s *scaleState) error {
 		return err
 	}
 	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		var st api.StatusReply
-		if err := api.Call(ctx, s.srv.nc, api.AnyPrefix, api.VerbStatus, struct{}{}, &st); err != nil {
+		cp, err := e.cli.Checkpoint(ctx, s.srv.nc)
+		if err != nil {
 			return err
 		}
-		if st.Checkpoint >= last {
+		if cp >= last {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("projection at %d of %d after 10 minutes", st.Checkpoint, last)
+			return fmt.Errorf("projection at %d of %d after 10 minutes", cp, last)
 		}
 	}
 }
 
 // scaleQuery returns a run of `logbook args…` against the scale serve
-// holding n sessions, cfg.queries times; each run must print want rows.
+// holding n sessions, cfg.Queries times; each run must print want rows.
 // Its p50 is kept under key/n for later rows' checks.
 func (e *benchEnv) scaleQuery(n int, key string, want int, args ...string) benchRun {
 	return func(ctx context.Context) (benchSample, error) {
@@ -172,16 +170,12 @@ func (e *benchEnv) scaleQuery(n int, key string, want int, args ...string) bench
 }
 
 // scaleProcesses starts this binary with args on the scale serve's data
-// dir cfg.queries times in a row, checks each one's output and times it.
+// dir cfg.Queries times in a row, checks each one's output and times it.
 func (e *benchEnv) scaleProcesses(ctx context.Context, s *scaleState, args []string, check func(out []byte) error) (benchSample, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return benchSample{}, err
-	}
-	lat := make([]time.Duration, 0, e.cfg.queries)
+	lat := make([]time.Duration, 0, e.cfg.Queries)
 	start := time.Now()
-	for range e.cfg.queries {
-		c := exec.CommandContext(ctx, exe, append([]string{"--data", s.srv.data}, args...)...)
+	for range e.cfg.Queries {
+		c := exec.CommandContext(ctx, e.cli.Exe, append([]string{"--data", s.srv.data}, args...)...)
 		c.Args[0] = "logbook" // the name a test binary dispatches on
 		var out, errb bytes.Buffer
 		c.Stdout, c.Stderr = &out, &errb
@@ -194,7 +188,7 @@ func (e *benchEnv) scaleProcesses(ctx context.Context, s *scaleState, args []str
 			return benchSample{}, fmt.Errorf("logbook %v: %w", args, err)
 		}
 	}
-	return benchSample{ops: e.cfg.queries, elapsed: time.Since(start), lat: lat}, nil
+	return benchSample{ops: e.cfg.Queries, elapsed: time.Since(start), lat: lat}, nil
 }
 
 // scaleVersion starts `logbook version` as often: the cost of starting
@@ -210,14 +204,14 @@ func (e *benchEnv) scaleVersion(ctx context.Context) (benchSample, error) {
 // scaleAllCheck holds `sessions` to its floors: at 10,000 sessions a p50
 // of 300 ms at most, end to end; from the previous size prev, growth of
 // the p50 no more than the growth of the rows printed.
-func (e *benchEnv) scaleAllCheck(n, prev int) func(benchFigures) *benchCheck {
-	return func(f benchFigures) *benchCheck {
+func (e *benchEnv) scaleAllCheck(n, prev int) func(Figures) *Check {
+	return func(f Figures) *Check {
 		if f.P50ms == nil {
 			return nil
 		}
 		p50 := *f.P50ms
 		if n == 10_000 {
-			return &benchCheck{Text: "p50 ≤300ms", OK: p50 <= 300}
+			return &Check{Text: "p50 ≤300ms", OK: p50 <= 300}
 		}
 		if prev == 0 || e.scale == nil {
 			return nil
@@ -227,15 +221,15 @@ func (e *benchEnv) scaleAllCheck(n, prev int) func(benchFigures) *benchCheck {
 			return nil
 		}
 		rows := float64(n) / float64(prev)
-		return &benchCheck{Text: fmt.Sprintf("×%.1f for ×%.0f rows", p50/before, rows), OK: p50/before <= rows}
+		return &Check{Text: fmt.Sprintf("×%.1f for ×%.0f rows", p50/before, rows), OK: p50/before <= rows}
 	}
 }
 
 // scaleFlatCheck holds a row whose answer does not grow with the history
 // (key: limit, phase) to a p50 within 1.5 times (+5 ms) of the same
 // row's at the first size.
-func (e *benchEnv) scaleFlatCheck(key string, n, first int) func(benchFigures) *benchCheck {
-	return func(f benchFigures) *benchCheck {
+func (e *benchEnv) scaleFlatCheck(key string, n, first int) func(Figures) *Check {
+	return func(f Figures) *Check {
 		if n == first || f.P50ms == nil || e.scale == nil {
 			return nil
 		}
@@ -243,11 +237,11 @@ func (e *benchEnv) scaleFlatCheck(key string, n, first int) func(benchFigures) *
 		if !ok {
 			return nil
 		}
-		return &benchCheck{Text: fmt.Sprintf("×%.2f of %s's", *f.P50ms/base, benchThousands(int64(first))), OK: *f.P50ms <= 1.5*base+5}
+		return &Check{Text: fmt.Sprintf("×%.2f of %s's", *f.P50ms/base, benchThousands(int64(first))), OK: *f.P50ms <= 1.5*base+5}
 	}
 }
 
-// scaleLongSession writes the one long session (cfg.scaleEvents events)
+// scaleLongSession writes the one long session (cfg.ScaleEvents events)
 // on first use and returns its id.
 func (e *benchEnv) scaleLongSession(ctx context.Context) (*scaleState, error) {
 	s, err := e.scaleServe(ctx)
@@ -258,11 +252,11 @@ func (e *benchEnv) scaleLongSession(ctx context.Context) (*scaleState, error) {
 		return s, nil
 	}
 	id := "5ca1e10e-0000-4000-8000-000000000001"
-	e.note(fmt.Sprintf("writing one session of %d events", e.cfg.scaleEvents))
-	h := newScaleHistory(e.reg)
-	first := h.session(id, "", events.PhaseWorking, 200)
-	batches := append([]events.Batch{first}, h.activity(id, uint64(len(first.Events)), e.cfg.scaleEvents-len(first.Events))...)
-	if err := benchAppendBatches(ctx, s.srv.log, batches, map[events.Aggregate]uint64{}, 1); err != nil {
+	e.note(fmt.Sprintf("writing one session of %d events", e.cfg.ScaleEvents))
+	h := NewScaleHistory(e.reg)
+	first := h.Session(id, "", events.PhaseWorking, 200)
+	batches := append([]events.Batch{first}, h.activity(id, uint64(len(first.Events)), e.cfg.ScaleEvents-len(first.Events))...)
+	if err := AppendBatches(ctx, s.srv.log, batches, map[events.Aggregate]uint64{}, 1); err != nil {
 		return nil, err
 	}
 	if err := e.scaleCaughtUp(ctx, s); err != nil {
@@ -296,12 +290,12 @@ func (e *benchEnv) scaleAudit(ctx context.Context) (benchSample, error) {
 		return benchSample{}, err
 	}
 	smp, err := e.scaleProcesses(ctx, s, []string{"audit", s.long}, func(out []byte) error {
-		if got := bytes.Count(out, []byte("\n#")) + 1; got < e.cfg.scaleEvents {
-			return fmt.Errorf("printed %d items, want %d", got, e.cfg.scaleEvents)
+		if got := bytes.Count(out, []byte("\n#")) + 1; got < e.cfg.ScaleEvents {
+			return fmt.Errorf("printed %d items, want %d", got, e.cfg.ScaleEvents)
 		}
 		return nil
 	})
-	smp.ops = e.cfg.scaleEvents * e.cfg.queries
+	smp.ops = e.cfg.ScaleEvents * e.cfg.Queries
 	return smp, err
 }
 
@@ -313,9 +307,9 @@ func (e *benchEnv) scaleLongRead(ctx context.Context) (benchSample, error) {
 		return benchSample{}, err
 	}
 	subject := events.Aggregate{Kind: events.KindSession, ID: s.long}.Subject()
-	lat := make([]time.Duration, 0, e.cfg.queries)
+	lat := make([]time.Duration, 0, e.cfg.Queries)
 	start := time.Now()
-	for range e.cfg.queries {
+	for range e.cfg.Queries {
 		t := time.Now()
 		cons, err := s.srv.js.OrderedConsumer(ctx, natslog.StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
 		if err != nil {
@@ -325,7 +319,7 @@ func (e *benchEnv) scaleLongRead(ctx context.Context) (benchSample, error) {
 		if err != nil {
 			return benchSample{}, err
 		}
-		for n := 0; n < e.cfg.scaleEvents; n++ {
+		for n := 0; n < e.cfg.ScaleEvents; n++ {
 			if _, err := it.Next(jetstream.NextContext(ctx)); err != nil {
 				it.Stop()
 				return benchSample{}, err
@@ -334,5 +328,5 @@ func (e *benchEnv) scaleLongRead(ctx context.Context) (benchSample, error) {
 		it.Stop()
 		lat = append(lat, time.Since(t))
 	}
-	return benchSample{ops: e.cfg.scaleEvents * e.cfg.queries, elapsed: time.Since(start), lat: lat}, nil
+	return benchSample{ops: e.cfg.ScaleEvents * e.cfg.Queries, elapsed: time.Since(start), lat: lat}, nil
 }

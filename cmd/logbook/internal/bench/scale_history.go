@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -10,27 +10,29 @@ import (
 	"github.com/logbook-dev/logbook/events"
 )
 
-// scaleHistory makes the decisions of a synthetic history of many
+// ScaleHistory makes the decisions of a synthetic history of many
 // sessions, for the scale rows of `logbook bench` and the tests of large
 // answers: each decision is one aggregate's atomic batch, written straight
-// into the log (benchAppendBatches), the way hooks and imports would have
+// into the log (AppendBatches), the way hooks and imports would have
 // decided it.
-type scaleHistory struct {
+type ScaleHistory struct {
 	reg *events.Registry
 	at  time.Time // time of every fact, UTC, microsecond precision
 }
 
-func newScaleHistory(reg *events.Registry) scaleHistory {
-	return scaleHistory{reg: reg, at: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+// NewScaleHistory returns a ScaleHistory whose events reg makes, all at
+// 2026-11-30T10:00:00Z.
+func NewScaleHistory(reg *events.Registry) ScaleHistory {
+	return ScaleHistory{reg: reg, at: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 }
 
-// scaleSessionID returns the id of synthetic session i, UUID-shaped.
-func scaleSessionID(i int) string {
+// ScaleSessionID returns the id of synthetic session i, UUID-shaped.
+func ScaleSessionID(i int) string {
 	return fmt.Sprintf("5ca1e000-0000-4000-8000-%012d", i)
 }
 
 // envelope returns p as event ver of agg, caused by a hook.
-func (h scaleHistory) envelope(agg events.Aggregate, ver uint64, p events.Payload) events.Envelope {
+func (h ScaleHistory) envelope(agg events.Aggregate, ver uint64, p events.Payload) events.Envelope {
 	ev := h.reg.New(p)
 	ev.ID, ev.Agg, ev.Ver, ev.At = ulid.Make(), agg, ver, h.at
 	ev.Cause = &events.Cause{Kind: "hook", Event: "SessionStart", Ref: ev.ID.String()}
@@ -38,12 +40,12 @@ func (h scaleHistory) envelope(agg events.Aggregate, ver uint64, p events.Payloa
 	return ev
 }
 
-// session returns the decision that starts session id (a subagent of
+// Session returns the decision that starts session id (a subagent of
 // parent when parent is set), describes it with a title of title bytes,
 // and moves it to phase: ready, working (one tool entry open) or ended.
 // A finished imported session's row is about 600 bytes; so is this one's
 // with a title of 200.
-func (h scaleHistory) session(id, parent, phase string, title int) events.Batch {
+func (h ScaleHistory) Session(id, parent, phase string, title int) events.Batch {
 	agg := events.Aggregate{Kind: events.KindSession, ID: id}
 	b := events.Batch{Agg: agg}
 	add := func(p events.Payload) {
@@ -61,10 +63,10 @@ func (h scaleHistory) session(id, parent, phase string, title int) events.Batch 
 	return b
 }
 
-// sessions returns the decisions of sessions n sessions from, ids
-// scaleSessionID(from) on: working ones of them working (spread over the
+// Sessions returns the decisions of sessions n sessions from, ids
+// ScaleSessionID(from) on: working ones of them working (spread over the
 // range), the rest ended.
-func (h scaleHistory) sessions(from, n, working int) []events.Batch {
+func (h ScaleHistory) Sessions(from, n, working int) []events.Batch {
 	out := make([]events.Batch, 0, n)
 	every := n + 1
 	if working > 0 {
@@ -75,14 +77,14 @@ func (h scaleHistory) sessions(from, n, working int) []events.Batch {
 		if i%every == 0 && i/every < working {
 			phase = events.PhaseWorking
 		}
-		out = append(out, h.session(scaleSessionID(from+i), "", phase, 200))
+		out = append(out, h.Session(ScaleSessionID(from+i), "", phase, 200))
 	}
 	return out
 }
 
 // activity returns the decisions that append n activity changes to
 // session id, whose last event is ver, in batches of events.MaxBatch.
-func (h scaleHistory) activity(id string, ver uint64, n int) []events.Batch {
+func (h ScaleHistory) activity(id string, ver uint64, n int) []events.Batch {
 	agg := events.Aggregate{Kind: events.KindSession, ID: id}
 	var out []events.Batch
 	for n > 0 {
@@ -101,9 +103,9 @@ func (h scaleHistory) activity(id string, ver uint64, n int) []events.Batch {
 	return out
 }
 
-// command returns the decision that requests command id for session,
+// Command returns the decision that requests command id for session,
 // its argv holding about argv bytes.
-func (h scaleHistory) command(id, session string, argv int) events.Batch {
+func (h ScaleHistory) Command(id, session string, argv int) events.Batch {
 	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
 	return events.Batch{Agg: agg, Events: []events.Envelope{h.envelope(agg, 1, events.CommandRequested{
 		Session: session, Argv: []string{"echo", strings.Repeat("a", argv)}, Workspace: "/home/user/app",

@@ -1,0 +1,387 @@
+// Package bench holds the workloads of `logbook bench`: standard runs of the
+// log, replay, import, hook, command and query paths, each beside the raw
+// JetStream (or bare process) baseline for the same work on the same
+// server in the same run, and the report that compares them. It also
+// makes the synthetic transcripts and histories the command's tests use.
+// cmd/logbook wires it to the command line through CLI.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+)
+
+// Config sizes a run. Zero sizes take the preset's (OrDefaults).
+type Config struct {
+	Quick    bool            // the quick preset's sizes; the report says so
+	Fsync    []natslog.Fsync // durability modes of the append rows
+	Only     []string        // groups to run (Groups); none: all
+	Appends  int             // events per append row
+	Events   int             // events in the read rows' log
+	Sessions int             // transcripts imported
+	Lines    int             // lines per transcript
+	Hooks    int             // hook payloads sent, and processes of the other process rows
+
+	ScaleSessions []int // history sizes of the scale rows, ascending
+	ScaleEvents   int   // events of the scale rows' long session
+	Queries       int   // runs of each scale row
+}
+
+// Groups are the names Config.Only selects rows by, in the table's order.
+var Groups = []string{"append", "read", "import", "hook", "command", "scale"}
+
+// Preset returns the sizes of a full run (a few minutes on 2 cores)
+// or of a quick one (under a minute).
+func Preset(quick bool) Config {
+	if quick {
+		return Config{Appends: 2_000, Events: 20_000, Sessions: 10, Lines: 60, Hooks: 30,
+			ScaleSessions: []int{1_000, 10_000}, ScaleEvents: 20_000, Queries: 10}
+	}
+	return Config{Appends: 10_000, Events: 200_000, Sessions: 20, Lines: 250, Hooks: 200,
+		ScaleSessions: []int{1_000, 10_000, 50_000}, ScaleEvents: 100_000, Queries: 20}
+}
+
+// OrDefaults returns c with each zero size taken from d.
+func (c Config) OrDefaults(d Config) Config {
+	pick := func(v, d int) int {
+		if v > 0 {
+			return v
+		}
+		return d
+	}
+	c.Appends = pick(c.Appends, d.Appends)
+	c.Events = pick(c.Events, d.Events)
+	c.Sessions = pick(c.Sessions, d.Sessions)
+	c.Lines = pick(c.Lines, d.Lines)
+	c.Hooks = pick(c.Hooks, d.Hooks)
+	c.ScaleEvents = pick(c.ScaleEvents, d.ScaleEvents)
+	c.Queries = pick(c.Queries, d.Queries)
+	if len(c.ScaleSessions) == 0 {
+		c.ScaleSessions = d.ScaleSessions
+	}
+	return c
+}
+
+// wants reports whether group is selected by --only.
+func (c Config) wants(group string) bool {
+	return len(c.Only) == 0 || slices.Contains(c.Only, group)
+}
+
+// A benchRun does one workload once and says what it measured.
+type benchRun func(ctx context.Context) (benchSample, error)
+
+// benchSample is what one run measured.
+type benchSample struct {
+	ops     int             // operations done: events, lines, hook calls, processes
+	elapsed time.Duration   // wall time of the timed part
+	lat     []time.Duration // each operation's latency; nil when not timed one by one
+}
+
+// benchWorkload is one row of the table: a Logbook run and the raw
+// JetStream runs it is compared with.
+type benchWorkload struct {
+	group     string // what --only selects
+	name      string
+	unit      string // what one operation is, e.g. "ev"
+	logbook   benchRun
+	baselines []benchBaseline
+	// check, when set, holds Logbook's figures to a floor of their own
+	// (a latency, a growth); nil from it: nothing to hold them to.
+	check func(Figures) *Check
+}
+
+// Check is a workload's own floor and whether this run meets it.
+type Check struct {
+	Text string `json:"text"` // e.g. "p50 ≤300ms"
+	OK   bool   `json:"ok"`
+}
+
+// benchBaseline is the raw JetStream (or bare process) doing the same work.
+type benchBaseline struct {
+	name  string
+	run   benchRun
+	floor float64 // the least ratio Logbook accepts; 0: none
+}
+
+// Report is the result of a run; its JSON is what --json prints.
+type Report struct {
+	Version string   `json:"version"`
+	Go      string   `json:"go"`
+	OS      string   `json:"os"`
+	CPUs    int      `json:"cpus"`
+	Quick   bool     `json:"quick"`
+	Dir     string   `json:"dir"`
+	Notes   []string `json:"notes,omitempty"` // about the workloads' data
+	Rows    []Row    `json:"rows"`
+}
+
+// Row is one workload's result.
+type Row struct {
+	Group     string    `json:"group"`
+	Workload  string    `json:"workload"`
+	Unit      string    `json:"unit"`
+	Logbook   Figures   `json:"logbook"`
+	Baselines []Compare `json:"baselines"`
+	Check     *Check    `json:"check,omitempty"`
+}
+
+// Figures summarizes a sample.
+type Figures struct {
+	Ops     int      `json:"ops"`
+	Seconds float64  `json:"seconds"`
+	Rate    float64  `json:"rate"`             // ops per second
+	P50ms   *float64 `json:"p50_ms,omitempty"` // per-operation latency, when timed
+	P99ms   *float64 `json:"p99_ms,omitempty"`
+}
+
+// Compare is one baseline's figures and the ratio to Logbook's.
+type Compare struct {
+	Name string `json:"name"`
+	Figures
+	Ratio float64 `json:"ratio"`           // Logbook rate ÷ baseline rate
+	Floor float64 `json:"floor,omitempty"` // least ratio accepted
+	Meets *bool   `json:"meets_floor,omitempty"`
+}
+
+func benchFiguresOf(s benchSample) Figures {
+	f := Figures{Ops: s.ops, Seconds: s.elapsed.Seconds()}
+	if s.elapsed > 0 {
+		f.Rate = float64(s.ops) / s.elapsed.Seconds()
+	}
+	if len(s.lat) > 0 {
+		lat := slices.Clone(s.lat)
+		slices.Sort(lat)
+		p := func(q float64) *float64 {
+			i := int(math.Ceil(q*float64(len(lat)))) - 1
+			ms := float64(lat[max(i, 0)].Microseconds()) / 1000
+			return &ms
+		}
+		f.P50ms, f.P99ms = p(0.50), p(0.99)
+	}
+	return f
+}
+
+// CLI is what the workloads need of the logbook command line they
+// measure; cmd/logbook fills it in.
+type CLI struct {
+	// Run runs one logbook command line in this process, as main does.
+	Run func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
+	// Dial connects to the server running on data dir data as other
+	// commands connect, once its API answers; an error while it does not.
+	Dial func(ctx context.Context, data string) (*nats.Conn, error)
+	// Checkpoint returns the last log sequence the projection of the
+	// server on nc holds.
+	Checkpoint func(ctx context.Context, nc *nats.Conn) (uint64, error)
+	// SpoolDir returns the hook spool's directory in data dir data.
+	SpoolDir func(data string) string
+	// Exe is the logbook binary the process rows start, as `logbook`
+	// (argv[0], the name a test binary dispatches on).
+	Exe string
+	// Version is what the report names the build by.
+	Version string
+}
+
+// Run runs the workloads cfg selects in dir (which it leaves in place)
+// and returns the report. Progress goes to progress on one rewritten
+// line when it is a terminal.
+func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Writer) (Report, error) {
+	env := newBenchEnv(dir, cfg, cli)
+	defer env.close()
+	rep := Report{
+		Version: cli.Version, Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
+		CPUs: runtime.NumCPU(), Quick: cfg.Quick, Dir: dir,
+	}
+	var ws []benchWorkload
+	for _, w := range env.workloads() {
+		if cfg.wants(w.group) {
+			ws = append(ws, w)
+		}
+	}
+	prog := benchProgress{w: progress, on: benchIsTerminal(progress)}
+	env.note = prog.note
+	for i, w := range ws {
+		step := fmt.Sprintf("[%d/%d] %s", i+1, len(ws), w.name)
+		prog.note(step + ": logbook")
+		s, err := w.logbook(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("bench %s: %w", w.name, err)
+		}
+		row := Row{Group: w.group, Workload: w.name, Unit: w.unit, Logbook: benchFiguresOf(s)}
+		if w.check != nil {
+			row.Check = w.check(row.Logbook)
+		}
+		for _, b := range w.baselines {
+			prog.note(step + ": " + b.name)
+			bs, err := b.run(ctx)
+			if err != nil {
+				return rep, fmt.Errorf("bench %s: baseline %s: %w", w.name, b.name, err)
+			}
+			c := Compare{Name: b.name, Figures: benchFiguresOf(bs), Floor: b.floor}
+			if c.Rate > 0 {
+				c.Ratio = row.Logbook.Rate / c.Rate
+			}
+			if b.floor > 0 {
+				ok := c.Ratio >= b.floor
+				c.Meets = &ok
+			}
+			row.Baselines = append(row.Baselines, c)
+		}
+		rep.Rows = append(rep.Rows, row)
+	}
+	prog.note("")
+	rep.Notes = env.notes
+	return rep, nil
+}
+
+// MakeDir makes a run's working directory: a fresh temporary one, or a
+// fresh one inside parent when parent is not "" (so the run measures the
+// disk that holds it). It never works in an existing data dir.
+func MakeDir(parent string) (string, error) {
+	if parent != "" {
+		if err := os.MkdirAll(parent, 0o700); err != nil {
+			return "", fmt.Errorf("bench: %w", err)
+		}
+	}
+	dir, err := os.MkdirTemp(parent, "logbook-bench-")
+	if err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	return dir, nil
+}
+
+// WriteText prints the report as a table: one line per baseline, the
+// Logbook figures on the first line of each workload; kept says whether
+// the working directory stays.
+func (r Report) WriteText(w io.Writer, kept bool) error {
+	where := "removed after the run"
+	if kept {
+		where = "kept"
+	}
+	mode := "full"
+	if r.Quick {
+		mode = "quick"
+	}
+	fmt.Fprintf(w, "logbook bench (%s run): %s, %s, %d CPUs; working dir %s (%s)\n", mode, r.Version, r.OS, r.CPUs, r.Dir, where)
+	fmt.Fprintln(w, "ratio = Logbook rate ÷ baseline rate, both on the same server in this run; P50/P99: Logbook's latency per operation")
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, n)
+	}
+	fmt.Fprintln(w)
+	t := [][]string{{"WORKLOAD", "LOGBOOK", "P50", "P99", "BASELINE", "RAW", "RATIO", "FLOOR"}}
+	for _, row := range r.Rows {
+		for i, b := range row.Baselines {
+			cells := []string{"", "", "", "", b.Name, benchRate(b.Rate, row.Unit), fmt.Sprintf("%.2f", b.Ratio), ""}
+			if i == 0 {
+				cells[0], cells[1] = row.Workload, benchRate(row.Logbook.Rate, row.Unit)
+				cells[2], cells[3] = benchMs(row.Logbook.P50ms), benchMs(row.Logbook.P99ms)
+			}
+			if b.Meets != nil {
+				cells[7] = fmt.Sprintf("≥%.2f ok", b.Floor)
+				if !*b.Meets {
+					cells[7] = fmt.Sprintf("≥%.2f LOW", b.Floor)
+				}
+			}
+			if i == 0 && row.Check != nil {
+				cells[7] = strings.TrimSpace(cells[7] + " " + row.Check.Text + " ok")
+				if !row.Check.OK {
+					cells[7] = strings.TrimSuffix(cells[7], " ok") + " MISSED"
+				}
+			}
+			t = append(t, cells)
+		}
+	}
+	return benchTable(w, t, "lrrrlrrl")
+}
+
+// benchTable writes rows as columns two spaces apart, each aligned left
+// ('l') or right ('r') as align says.
+func benchTable(w io.Writer, rows [][]string, align string) error {
+	width := make([]int, len(align))
+	for _, row := range rows {
+		for i, c := range row {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for _, row := range rows {
+		line := ""
+		for i, c := range row {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			if align[i] == 'r' {
+				c = pad + c
+			} else {
+				c += pad
+			}
+			if i > 0 {
+				line += "  "
+			}
+			line += c
+		}
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// benchRate formats ops per second with thousands separators, e.g. "12,345 ev/s".
+func benchRate(r float64, unit string) string {
+	if r >= 100 {
+		return benchThousands(int64(math.Round(r))) + " " + unit + "/s"
+	}
+	return fmt.Sprintf("%.1f %s/s", r, unit)
+}
+
+func benchThousands(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func benchMs(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	if *v < 10 {
+		return fmt.Sprintf("%.2fms", *v)
+	}
+	return fmt.Sprintf("%.1fms", *v)
+}
+
+// benchProgress shows what runs, on one rewritten line, when its writer
+// is a terminal; otherwise it says nothing.
+type benchProgress struct {
+	w  io.Writer
+	on bool
+}
+
+// note replaces the progress line with s ("" clears it).
+func (p benchProgress) note(s string) {
+	if p.on {
+		fmt.Fprintf(p.w, "\r\033[K%s", s)
+	}
+}
+
+// benchIsTerminal reports whether w is a terminal.
+func benchIsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
