@@ -60,6 +60,7 @@ func samples() []events.Payload {
 		events.ReviewRequested{ReviewID: "toolu_1", Tool: "Bash", Action: "rm -rf build"},
 		events.ReviewDecided{ReviewID: "toolu_1", Verdict: events.VerdictDeny, Outcome: events.ReviewRejected, Risk: "high", UserAuthorization: "none", EvidenceDropped: true, Reason: "writes outside workspace"},
 		events.ReviewBreakerTripped{Refusals: 3, Window: 3},
+		events.ReviewBreakerReset{Reason: "new prompt"},
 		events.SessionEntryLateResult{EntryID: "toolu_2", Outcome: events.OutcomeOK},
 		events.SessionForked{Turn: 4, PromptID: "p4", Open: []string{"toolu_1"}},
 		events.SessionTranscriptDiverged{Path: "/home/user/.claude/projects/p/s1.jsonl", Imported: events.Fingerprint{Line: 4, Offset: 900, End: 1210, SHA256: strings.Repeat("ab", 32)}, Found: events.Fingerprint{Line: 3, Offset: 900, End: 1100, SHA256: strings.Repeat("cd", 32)}, Size: 1100, NewSession: "s1-r1"},
@@ -259,5 +260,31 @@ func TestDecode_RefusesLifecycleEvents(t *testing.T) {
 	b, _ := json.Marshal(m)
 	if _, err := reg.Decode(b); !errors.Is(err, events.ErrMalformed) {
 		t.Errorf("observation with an unknown fingerprint field: %v", err)
+	}
+}
+
+// TestGateReviewRoundTrip: a review the gate decides carries every field
+// of the gate's contract through the codec.
+func TestGateReviewRoundTrip(t *testing.T) {
+	reg := events.NewRegistry()
+	for _, p := range []events.Payload{
+		events.ReviewRequested{ReviewID: "toolu_9", Tool: "Bash", Action: "git push origin main", Gate: true, Event: "PreToolUse",
+			ArgsDigest: "sha256:" + strings.Repeat("ef", 32), Mode: events.ModeAuto, Revision: 3, Risk: "medium", BudgetMS: 90000},
+		events.ReviewDecided{ReviewID: "toolu_9", Verdict: events.VerdictAllow, Outcome: events.ReviewApproved, Risk: "medium",
+			UserAuthorization: "medium", Evidence: []string{"01JDQ7Z8V6T8Q2W3E4R5T6Y7Z7"},
+			DecidedBy: &events.DecidedBy{Kind: events.DecidedByUser, Name: "person:alice@build-3"}, Reason: "release day"},
+	} {
+		e := envelope(reg, p)
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := reg.Decode(b)
+		if err != nil {
+			t.Fatalf("decode %s: %v", b, err)
+		}
+		if diff := cmp.Diff(e, back); diff != "" {
+			t.Errorf("%s round trip (-want +got):\n%s", e.Type, diff)
+		}
 	}
 }

@@ -46,6 +46,7 @@ func NewRegistry() *Registry {
 	r.Register(ReviewRequested{}, 1, false)
 	r.Register(ReviewDecided{}, 1, true)
 	r.Register(ReviewBreakerTripped{}, 1, true)
+	r.Register(ReviewBreakerReset{}, 1, true)
 	r.Register(SessionEntryLateResult{}, 1, true)
 	r.Register(SessionForked{}, 1, true)
 	r.Register(SessionTranscriptDiverged{}, 1, true)

@@ -180,25 +180,71 @@ const (
 	ReviewUnavailable = "unavailable"
 )
 
-// ReviewRequested records that a risky action waits for a verdict.
+// ReviewRequested records that an action waits for a verdict. A review
+// the agent's own permission dialog asks its user for has only ReviewID,
+// Tool and Action; a review the gate decides (Gate set) also carries what
+// it reviews exactly and the session's permission mode at the time.
 type ReviewRequested struct {
 	ReviewID string `json:"review_id"` // e.g. the tool_use id
 	Tool     string `json:"tool"`
-	Action   string `json:"action,omitempty"` // short, redacted description, e.g. the command
+	Action   string `json:"action,omitempty"` // the exact boundary reviewed, human-readable and redacted, e.g. the command
+	// Gate marks a review the gate decides (rules, a reviewer program, a
+	// person answering with `review allow|deny`).
+	Gate bool `json:"gate,omitempty"`
+	// Event is the hook that asked: "PreToolUse", "PermissionRequest",
+	// "exec" (an elevation), "stdin" (input to a running command).
+	Event string `json:"event,omitempty"`
+	// ArgsDigest is "sha256:" and the hex SHA-256 of the tool's input as
+	// the agent sent it (its exact bytes).
+	ArgsDigest string `json:"args_digest,omitempty"`
+	Mode       string `json:"mode,omitempty"`     // the session's permission mode when asked
+	Revision   int    `json:"revision,omitempty"` // its mode revision when asked
+	// Grant is the mode an allow verdict grants for this one action
+	// ("full_access" for an elevation), "" for none.
+	Grant string `json:"grant,omitempty"`
+	// Justification is why the requester says it needs the action (an
+	// elevation's --justification).
+	Justification string `json:"justification,omitempty"`
+	// Risk is the risk class the policy gives the action, "" if none.
+	Risk string `json:"risk,omitempty"`
+	// BudgetMS is how long the gate waits for a verdict, in ms; past it
+	// the review is decided timed_out.
+	BudgetMS int64 `json:"budget_ms,omitempty"`
 }
 
 // EventType implements Payload.
 func (ReviewRequested) EventType() string { return "review.requested" }
 
+// Who decides a review (DecidedBy.Kind).
+const (
+	DecidedByRule     = "rule"     // a policy rule; Name: the pattern
+	DecidedByReviewer = "reviewer" // a reviewer program; Name: its command
+	DecidedByUser     = "user"     // a person or the agent's user; Name: the actor
+	DecidedByTimeout  = "timeout"  // nobody within the budget; Name: what waited
+	DecidedByBreaker  = "breaker"  // the refusal breaker is tripped
+)
+
+// DecidedBy names who or what decided a review.
+type DecidedBy struct {
+	Kind string `json:"kind"`           // DecidedBy* constant
+	Name string `json:"name,omitempty"` // the rule's pattern, the reviewer's command, the person
+}
+
 // ReviewDecided records a verdict on a review. It needs a complete cause.
+// For a review the gate decides, Verdict is the one re-derived from the
+// answer (reducers/review.Derive), never the answer as given.
 type ReviewDecided struct {
 	ReviewID          string `json:"review_id"`
 	Verdict           string `json:"verdict"`                      // allow | deny
 	Outcome           string `json:"outcome"`                      // approved | rejected | timed_out | unavailable
 	Risk              string `json:"risk,omitempty"`               // low | medium | high | critical
 	UserAuthorization string `json:"user_authorization,omitempty"` // none | low | medium | high
-	EvidenceDropped   bool   `json:"evidence_dropped,omitempty"`
-	Reason            string `json:"reason,omitempty"`
+	// Evidence holds the event ids of the user messages (observations
+	// with a prompt signal) the verdict relied on.
+	Evidence        []string   `json:"evidence,omitempty"`
+	EvidenceDropped bool       `json:"evidence_dropped,omitempty"`
+	DecidedBy       *DecidedBy `json:"decided_by,omitempty"`
+	Reason          string     `json:"reason,omitempty"`
 }
 
 // EventType implements Payload.
@@ -213,6 +259,16 @@ type ReviewBreakerTripped struct {
 
 // EventType implements Payload.
 func (ReviewBreakerTripped) EventType() string { return "review.breaker_tripped" }
+
+// ReviewBreakerReset records that the refusal breaker closed again: a
+// person's new prompt, or a person's word (`session mode`). The
+// consecutive count starts over; the window keeps its verdicts.
+type ReviewBreakerReset struct {
+	Reason string `json:"reason"`
+}
+
+// EventType implements Payload.
+func (ReviewBreakerReset) EventType() string { return "review.breaker_reset" }
 
 // SessionEntryLateResult records the result of an entry that had already
 // been abandoned (its turn ended, or the session's, before the result

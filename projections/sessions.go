@@ -26,7 +26,7 @@ const (
 	ParentPrefix = "sessions-by-parent/"
 )
 
-// SessionView is the "sessions" view, schema version 4: one row per
+// SessionView is the "sessions" view, schema version 5: one row per
 // session aggregate holding the JSON of its reducers/session.State, kept
 // by loading the row, folding the record with session.Evolve and storing
 // it, plus the phase and parent indexes in step with the rows. Events of
@@ -51,7 +51,7 @@ func (SessionView) Name() string { return "sessions" }
 
 // Version implements View. Bump it when session.State's JSON or the
 // view's keys change.
-func (SessionView) Version() int { return 4 }
+func (SessionView) Version() int { return 5 } // 5: gate reviews, refusals
 
 // sessionRow is one session being folded in a batch.
 type sessionRow struct {

@@ -146,12 +146,25 @@ func describe(it *Item, p events.Payload) {
 		it.Entry = d.ReviewID
 		kv.add("tool", d.Tool)
 		kv.add("action", d.Action)
+		if d.Gate {
+			kv.add("event", d.Event)
+			kv.add("mode", d.Mode)
+			kv.add("revision", strconv.Itoa(d.Revision))
+			kv.add("risk", d.Risk)
+			kv.add("grant", d.Grant)
+			kv.add("justification", d.Justification)
+			kv.add("args", d.ArgsDigest)
+		}
 	case events.ReviewDecided:
 		it.Entry = d.ReviewID
 		kv.add("verdict", d.Verdict)
 		kv.add("outcome", d.Outcome)
 		kv.add("risk", d.Risk)
 		kv.add("user_authorization", d.UserAuthorization)
+		if d.DecidedBy != nil {
+			kv.add("decided_by", strings.TrimSuffix(d.DecidedBy.Kind+":"+d.DecidedBy.Name, ":"))
+		}
+		kv.add("evidence", strings.Join(d.Evidence, ","))
 		if d.EvidenceDropped {
 			kv.add("evidence_dropped", "true")
 		}
@@ -159,6 +172,8 @@ func describe(it *Item, p events.Payload) {
 	case events.ReviewBreakerTripped:
 		kv.add("refusals", strconv.Itoa(d.Refusals))
 		kv.add("window", strconv.Itoa(d.Window))
+	case events.ReviewBreakerReset:
+		kv.add("reason", d.Reason)
 	case events.SessionEntryLateResult:
 		it.Entry = d.EntryID
 		kv.add("outcome", d.Outcome)

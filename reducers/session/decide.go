@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/review"
 )
 
 // Command is an input to Decide: an observation, or a request made
@@ -188,6 +189,8 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 			d.settle()
 		}
 		return d.out, nil
+	case RequestReview, DecideReview, ResetBreaker:
+		return decideGate(s, cmd)
 	default:
 		return nil, fmt.Errorf("%w: unknown command %T", events.ErrRejected, cmd)
 	}
@@ -542,26 +545,34 @@ func (d *decider) decideReview(id, outcome, reason string) {
 	if outcome != events.ReviewApproved {
 		verdict = events.VerdictDeny
 	}
-	d.emit(events.ReviewDecided{ReviewID: id, Verdict: verdict, Outcome: outcome, UserAuthorization: "high", Reason: reason})
+	rd := events.ReviewDecided{ReviewID: id, Verdict: verdict, Outcome: outcome, UserAuthorization: "high", Reason: reason}
+	if _, gate := d.s.PendingReview(id); gate {
+		// The agent's own events closed a gate review: the user or the
+		// agent's life decided it, not the gate.
+		rd.UserAuthorization = ""
+		rd.DecidedBy = &events.DecidedBy{Kind: events.DecidedByUser, Name: d.cause.Kind + ":" + d.cause.Event}
+		if outcome != events.ReviewApproved && outcome != events.ReviewRejected {
+			rd.DecidedBy.Kind = events.DecidedByTimeout
+		}
+	}
+	d.emit(rd)
 	d.breaker()
 }
 
-// breaker trips after 3 refusals in a row or 10 in the review window.
+// breaker trips after 3 refusals in a row or 10 in the review window
+// (review.Trips), on a refusal.
 func (d *decider) breaker() {
-	if d.s.BreakerTripped {
+	if d.s.BreakerTripped || d.s.Refusals == 0 {
 		return
 	}
 	v := d.s.Verdicts
-	denied, run := 0, 0
-	for _, deny := range v {
-		if deny {
-			denied++
-			run++
-		} else {
-			run = 0
+	if review.Trips(v, d.s.Refusals) {
+		denied := 0
+		for _, deny := range v {
+			if deny {
+				denied++
+			}
 		}
-	}
-	if run >= 3 || denied >= 10 {
 		d.emit(events.ReviewBreakerTripped{Refusals: denied, Window: len(v)})
 	}
 }
@@ -665,6 +676,9 @@ func (d *decider) signalNow(sig events.Sig) {
 		d.abandonLane(events.LaneMain, "superseded")
 		d.closeReviews(events.ReviewRejected, "superseded by a new prompt")
 		d.endTurn("superseded")
+		if d.s.BreakerTripped {
+			d.emit(events.ReviewBreakerReset{Reason: "the user's new prompt"})
+		}
 		d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID})
 		d.phase(events.PhaseWorking, "thinking", "")
 	case events.SigThinking:
@@ -806,7 +820,11 @@ func (d *decider) toolResult(sig events.Sig) {
 	if id == "" && sig.Name != "" {
 		id = d.newestEntry(events.LaneMain, "tool:"+sig.Name)
 	}
-	if contains(d.s.OpenReviews, id) {
+	if _, gate := d.s.PendingReview(id); gate {
+		// The agent went on before the gate's verdict: the hook had
+		// already answered (a fail-closed deny), so no verdict was made.
+		d.decideReview(id, events.ReviewUnavailable, "the agent reported the call's result ("+or(sig.Status, events.OutcomeOK)+") before a verdict: the hook had answered without one")
+	} else if contains(d.s.OpenReviews, id) {
 		if sig.Status == events.OutcomeRejected {
 			d.decideReview(id, events.ReviewRejected, "rejected by the user")
 		} else {

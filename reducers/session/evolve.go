@@ -152,12 +152,36 @@ func Evolve(s State, e events.Envelope) State {
 		}
 		s.TurnOpen = false
 	case events.ReviewRequested:
-		s.OpenReviews = append(slices.Clip(s.OpenReviews), d.ReviewID)
+		if !contains(s.OpenReviews, d.ReviewID) {
+			s.OpenReviews = append(slices.Clip(s.OpenReviews), d.ReviewID)
+		}
+		if d.Gate {
+			s.Pending = append(slices.Clip(s.Pending), PendingReview{
+				ID: d.ReviewID, Tool: d.Tool, Action: d.Action, Event: d.Event, Risk: d.Risk, Grant: d.Grant,
+				Revision: d.Revision, Justification: d.Justification, RequestedAt: e.At, BudgetMS: d.BudgetMS,
+			})
+		}
 	case events.ReviewDecided:
 		s.OpenReviews = slices.DeleteFunc(slices.Clone(s.OpenReviews), func(id string) bool { return id == d.ReviewID })
 		s.Verdicts = pushBounded(s.Verdicts, d.Verdict == events.VerdictDeny, ReviewWindow)
+		if d.Verdict == events.VerdictDeny {
+			s.Refusals++
+		} else {
+			s.Refusals = 0
+		}
+		if p, ok := s.PendingReview(d.ReviewID); ok {
+			s.Pending = slices.DeleteFunc(slices.Clone(s.Pending), func(p PendingReview) bool { return p.ID == d.ReviewID })
+			dr := DecidedReview{ID: d.ReviewID, Verdict: d.Verdict, Outcome: d.Outcome, Grant: p.Grant, Revision: p.Revision, Reason: d.Reason, Seq: e.Ver}
+			if d.DecidedBy != nil {
+				dr.DecidedBy = *d.DecidedBy
+			}
+			s.Decided = pushBounded(s.Decided, dr, RecentDecided)
+		}
 	case events.ReviewBreakerTripped:
 		s.BreakerTripped = true
+	case events.ReviewBreakerReset:
+		s.BreakerTripped = false
+		s.Refusals = 0
 	}
 	return s
 }

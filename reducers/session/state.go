@@ -105,6 +105,65 @@ type State struct {
 	OpenReviews    []string          `json:"open_reviews,omitempty"`
 	Verdicts       []bool            `json:"verdicts,omitempty"` // last ReviewWindow verdicts, true = deny
 	BreakerTripped bool              `json:"breaker_tripped,omitempty"`
+	// Refusals counts review denials in a row since the last allow or
+	// breaker reset.
+	Refusals int `json:"refusals,omitempty"`
+	// Pending holds the gate's open reviews (review.requested with Gate
+	// set), oldest first.
+	Pending []PendingReview `json:"pending_reviews,omitempty"`
+	// Decided holds the last RecentDecided verdicts on gate reviews,
+	// newest last: a late answer is refused naming the first.
+	Decided []DecidedReview `json:"decided_reviews,omitempty"`
+}
+
+// RecentDecided is how many decided gate reviews a State remembers.
+const RecentDecided = 64
+
+// PendingReview is one open gate review.
+type PendingReview struct {
+	ID            string    `json:"id"`
+	Tool          string    `json:"tool"`
+	Action        string    `json:"action,omitempty"`
+	Event         string    `json:"event,omitempty"`
+	Risk          string    `json:"risk,omitempty"`
+	Grant         string    `json:"grant,omitempty"`
+	Revision      int       `json:"revision"`
+	Justification string    `json:"justification,omitempty"`
+	RequestedAt   time.Time `json:"requested_at"`
+	BudgetMS      int64     `json:"budget_ms,omitempty"`
+}
+
+// DecidedReview is one gate review's verdict.
+type DecidedReview struct {
+	ID        string           `json:"id"`
+	Verdict   string           `json:"verdict"`
+	Outcome   string           `json:"outcome"`
+	Grant     string           `json:"grant,omitempty"`
+	Revision  int              `json:"revision"` // the mode revision the review was asked at
+	Reason    string           `json:"reason,omitempty"`
+	DecidedBy events.DecidedBy `json:"decided_by"`
+	Seq       uint64           `json:"ver"` // the session Ver of the verdict
+}
+
+// PendingReview returns the open gate review id, and false if none.
+func (s State) PendingReview(id string) (PendingReview, bool) {
+	for _, p := range s.Pending {
+		if p.ID == id {
+			return p, true
+		}
+	}
+	return PendingReview{}, false
+}
+
+// DecidedReview returns the remembered verdict on gate review id, and
+// false if none is remembered.
+func (s State) DecidedReview(id string) (DecidedReview, bool) {
+	for i := len(s.Decided) - 1; i >= 0; i-- {
+		if s.Decided[i].ID == id {
+			return s.Decided[i], true
+		}
+	}
+	return DecidedReview{}, false
 }
 
 // Exists reports whether the session has started.

@@ -1,0 +1,159 @@
+package session
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/review"
+)
+
+// RequestReview asks the gate for a verdict on one action of the
+// session. Review holds what is reviewed (ReviewID, Tool, Action, Event,
+// ArgsDigest, Grant, Justification, Risk, BudgetMS); Decide fills in Gate,
+// Mode and Revision from the state. ReviewID "" takes the review the
+// agent's own permission dialog opened for the newest open call of Tool,
+// else that call's id, else "gate-" and Cause.Ref.
+//
+// Answer, when set, decides the review in the same decision (a policy
+// rule): the verdict is review.Derive's. With the breaker tripped, the
+// review is denied at once by the breaker. A review id already open or
+// decided decides nothing (a retried request): the caller reads the state.
+// A session that does not exist is ErrNotFound; an ended one ErrRejected.
+type RequestReview struct {
+	Review events.ReviewRequested
+	Answer *review.Answer
+	At     time.Time
+	Cause  events.Cause
+}
+
+// DecideReview answers an open gate review. The first answer wins: a
+// review already decided is refused (ErrRejected) naming who decided it
+// and how; an unknown review is ErrNotFound; a review the agent's own
+// dialog asks its user is refused (it is answered there).
+type DecideReview struct {
+	ReviewID string
+	Answer   review.Answer
+	At       time.Time
+	Cause    events.Cause
+}
+
+// ResetBreaker closes a tripped refusal breaker on a person's word. A
+// breaker that is not tripped decides nothing.
+type ResetBreaker struct {
+	Reason string
+	At     time.Time
+	Cause  events.Cause
+}
+
+func (RequestReview) command() {}
+func (DecideReview) command()  {}
+func (ResetBreaker) command()  {}
+
+// ReviewIDFor returns the review id a RequestReview with an empty
+// ReviewID takes in state s (see RequestReview).
+func (s State) ReviewIDFor(tool, ref string) string {
+	for i := len(s.OpenReviews) - 1; i >= 0; i-- {
+		id := s.OpenReviews[i]
+		if _, gate := s.PendingReview(id); gate {
+			continue
+		}
+		if e := s.entry(id); e >= 0 && s.Entries[e].Activity == "tool:"+tool {
+			return id
+		}
+	}
+	for i := len(s.Entries) - 1; i >= 0; i-- {
+		if e := s.Entries[i]; e.Lane == events.LaneMain && e.Activity == "tool:"+tool {
+			return e.EntryID
+		}
+	}
+	return "gate-" + ref
+}
+
+// Winner describes a decided review for a person: its verdict, outcome,
+// who decided it and why.
+func (r DecidedReview) Winner() string {
+	by := r.DecidedBy.Kind
+	if r.DecidedBy.Name != "" {
+		by += " " + r.DecidedBy.Name
+	}
+	w := fmt.Sprintf("%s (%s) by %s", r.Verdict, r.Outcome, by)
+	if r.Reason != "" {
+		w += ": " + r.Reason
+	}
+	return w
+}
+
+func decideGate(s State, cmd Command) ([]events.Envelope, error) {
+	switch c := cmd.(type) {
+	case RequestReview:
+		if !s.Exists() {
+			return nil, fmt.Errorf("review: %w: no session %s", events.ErrNotFound, s.ID)
+		}
+		if s.Phase == events.PhaseEnded {
+			return nil, fmt.Errorf("review: %w: session %s has ended", events.ErrRejected, s.ID)
+		}
+		rq := c.Review
+		if rq.ReviewID == "" {
+			rq.ReviewID = s.ReviewIDFor(rq.Tool, c.Cause.Ref)
+		}
+		if _, ok := s.PendingReview(rq.ReviewID); ok {
+			return nil, nil
+		}
+		if _, ok := s.DecidedReview(rq.ReviewID); ok {
+			return nil, nil
+		}
+		rq.Gate, rq.Mode, rq.Revision = true, s.Mode, s.ModeRevision
+		d := newDecider(s, c.At, c.Cause)
+		d.emit(rq)
+		switch {
+		case s.BreakerTripped:
+			d.emit(review.Derive(rq.ReviewID, review.Answer{
+				Verdict: events.VerdictDeny, Risk: rq.Risk,
+				By:     events.DecidedBy{Kind: events.DecidedByBreaker},
+				Reason: "the refusal breaker is tripped: stop and ask the user",
+			}))
+			d.breaker()
+		case c.Answer != nil:
+			d.emit(review.Derive(rq.ReviewID, *c.Answer))
+			d.breaker()
+		default:
+			if d.s.Phase != events.PhaseWaiting {
+				d.phase(events.PhaseWaiting, "review", rq.ReviewID)
+			}
+		}
+		return d.out, nil
+	case DecideReview:
+		if r, ok := s.DecidedReview(c.ReviewID); ok {
+			return nil, fmt.Errorf("review %s: %w: already decided %s", c.ReviewID, events.ErrRejected, r.Winner())
+		}
+		p, ok := s.PendingReview(c.ReviewID)
+		if !ok {
+			if contains(s.OpenReviews, c.ReviewID) {
+				return nil, fmt.Errorf("review %s: %w: the agent's own dialog asks its user; answer it there", c.ReviewID, events.ErrRejected)
+			}
+			return nil, fmt.Errorf("review %s: %w: no open review of session %s by that id", c.ReviewID, events.ErrNotFound, s.ID)
+		}
+		d := newDecider(s, c.At, c.Cause)
+		a := c.Answer
+		a.Risk = review.MaxRisk(p.Risk, a.Risk)
+		d.emit(review.Derive(c.ReviewID, a))
+		d.breaker()
+		if len(d.s.Pending) == 0 && d.s.Phase == events.PhaseWaiting && d.s.Activity == "review" && !d.waitsOnQuestion() {
+			if d.s.TurnOpen {
+				d.phase(events.PhaseWorking, "tool:"+p.Tool, c.ReviewID)
+			} else {
+				d.settle()
+			}
+		}
+		return d.out, nil
+	case ResetBreaker:
+		if !s.BreakerTripped {
+			return nil, nil
+		}
+		d := newDecider(s, c.At, c.Cause)
+		d.emit(events.ReviewBreakerReset{Reason: or(c.Reason, "requested")})
+		return d.out, nil
+	}
+	return nil, fmt.Errorf("%w: unknown command %T", events.ErrRejected, cmd)
+}

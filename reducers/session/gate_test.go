@@ -1,0 +1,186 @@
+package session_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/review"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+var gateCause = events.Cause{Kind: "gate", Event: "PreToolUse", Ref: "01JDQ7Z8V6T8Q2W3E4R5T6Y7Z7"}
+
+// decide runs cmd on h's state and folds what it decides.
+func (h *history) decide(cmd session.Command) ([]events.Envelope, error) {
+	h.t.Helper()
+	out, err := session.Decide(h.s, cmd)
+	if err != nil {
+		return nil, err
+	}
+	reg := events.NewRegistry()
+	for _, d := range out {
+		if err := validate(reg, h.stamp(d)); err != nil {
+			h.t.Fatalf("decided invalid event: %v", err)
+		}
+		h.apply(h.stamp(d))
+	}
+	return out, nil
+}
+
+func request(id string, a *review.Answer) session.RequestReview {
+	return session.RequestReview{
+		Review: events.ReviewRequested{ReviewID: id, Tool: "Bash", Action: "git push", Event: "PreToolUse", ArgsDigest: "sha256:00"},
+		Answer: a, At: t0, Cause: gateCause,
+	}
+}
+
+func ruleDeny() *review.Answer {
+	return &review.Answer{Verdict: events.VerdictDeny, Risk: "high", By: events.DecidedBy{Kind: events.DecidedByRule, Name: "Bash(rm -rf:*)"}}
+}
+
+func TestGate_RuleDecidesInOneDecision(t *testing.T) {
+	h := newHistory(t)
+	h.line(events.Meta{}, sig(events.SigPrompt))
+	h.line(events.Meta{}, sig(events.SigToolUse, "id", "t1", "name", "Bash"))
+	got, err := h.decide(request("t1", &review.Answer{Verdict: "allow", Risk: "low", By: events.DecidedBy{Kind: events.DecidedByRule, Name: "Bash(git status)"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Type != "review.requested" || got[1].Type != "review.decided" {
+		t.Fatalf("decided %v", types(got))
+	}
+	rq := got[0].Data.(events.ReviewRequested)
+	if !rq.Gate || rq.Revision != h.s.ModeRevision || rq.ArgsDigest == "" {
+		t.Errorf("request %+v", rq)
+	}
+	if r, ok := h.s.DecidedReview("t1"); !ok || r.Verdict != "allow" || r.DecidedBy.Kind != "rule" {
+		t.Errorf("decided %+v %v", r, ok)
+	}
+	// A retried request decides nothing.
+	if again, err := h.decide(request("t1", nil)); err != nil || len(again) != 0 {
+		t.Errorf("retry: %v %v", types(again), err)
+	}
+}
+
+func TestGate_FirstAnswerWins(t *testing.T) {
+	h := newHistory(t)
+	h.line(events.Meta{}, sig(events.SigPrompt))
+	h.line(events.Meta{}, sig(events.SigToolUse, "id", "t1", "name", "Bash"))
+	if _, err := h.decide(request("t1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if h.s.Phase != events.PhaseWaiting || len(h.s.Pending) != 1 {
+		t.Fatalf("pending: phase %s, %+v", h.s.Phase, h.s.Pending)
+	}
+	before := h.s
+	alice := session.DecideReview{ReviewID: "t1", Answer: review.Answer{Verdict: "allow", Reason: "release", By: events.DecidedBy{Kind: events.DecidedByUser, Name: "person:alice@h"}}, At: t0, Cause: gateCause}
+	bob := session.DecideReview{ReviewID: "t1", Answer: review.Answer{Verdict: "deny", Reason: "no", By: events.DecidedBy{Kind: events.DecidedByUser, Name: "person:bob@h"}}, At: t0, Cause: gateCause}
+	if _, err := h.decide(alice); err != nil {
+		t.Fatal(err)
+	}
+	if h.s.Phase != events.PhaseWorking || len(h.s.Pending) != 0 {
+		t.Errorf("after the verdict: phase %s pending %v", h.s.Phase, h.s.Pending)
+	}
+	_, err := h.decide(bob)
+	if !errors.Is(err, events.ErrRejected) || !strings.Contains(err.Error(), "person:alice@h") {
+		t.Errorf("late answer: %v, want refused naming alice", err)
+	}
+	// Both decided on the same state (a race): the second, re-decided on
+	// the state after the first (what the executor does on a conflict),
+	// is refused the same way.
+	if _, err := session.Decide(before, bob); err != nil {
+		t.Errorf("bob alone: %v", err)
+	}
+	if _, err := session.Decide(session.Init(agg), bob); !errors.Is(err, events.ErrNotFound) {
+		t.Errorf("unknown review: %v", err)
+	}
+}
+
+func TestGate_BreakerTripsAndSurvivesUntilAPrompt(t *testing.T) {
+	h := newHistory(t)
+	h.line(events.Meta{}, sig(events.SigPrompt, "id", "p1"))
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := h.decide(request(id, ruleDeny())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !h.s.BreakerTripped {
+		t.Fatalf("not tripped after 3 refusals: %v", h.s.Verdicts)
+	}
+	// Folded again from the events alone (a restart): still tripped.
+	again := session.Fold(session.Init(agg), records(h.evs))
+	if !again.BreakerTripped {
+		t.Error("breaker lost on refold")
+	}
+	got, err := h.decide(request("d", &review.Answer{Verdict: "allow", Risk: "low", By: events.DecidedBy{Kind: events.DecidedByRule}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := got[1].Data.(events.ReviewDecided); d.Verdict != "deny" || d.DecidedBy.Kind != events.DecidedByBreaker {
+		t.Errorf("with the breaker tripped: %+v", d)
+	}
+	h.line(events.Meta{}, sig(events.SigPrompt, "id", "p2"))
+	if h.s.BreakerTripped || h.s.Refusals != 0 {
+		t.Errorf("a new prompt did not reset the breaker: %+v", h.s.Refusals)
+	}
+	// One allow clears the run, not the window.
+	if _, err := h.decide(request("e", ruleDeny())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.decide(request("f", &review.Answer{Verdict: "allow", Risk: "low", By: events.DecidedBy{Kind: events.DecidedByRule}})); err != nil {
+		t.Fatal(err)
+	}
+	if h.s.Refusals != 0 || len(h.s.Verdicts) != 6 {
+		t.Errorf("refusals %d verdicts %v", h.s.Refusals, h.s.Verdicts)
+	}
+}
+
+func TestGate_TenInTheWindow(t *testing.T) {
+	h := newHistory(t)
+	h.line(events.Meta{}, sig(events.SigPrompt, "id", "p1"))
+	allow := &review.Answer{Verdict: "allow", Risk: "low", By: events.DecidedBy{Kind: events.DecidedByRule}}
+	for i := 1; i <= 10; i++ {
+		if h.s.BreakerTripped {
+			t.Fatalf("tripped after %d refusals, never 3 in a row", i-1)
+		}
+		for j, a := range []*review.Answer{allow, allow, ruleDeny()} {
+			id := strings.Repeat("x", i) + string(rune('a'+j))
+			if _, err := h.decide(request(id, a)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !h.s.BreakerTripped {
+		t.Errorf("10 refusals in the window did not trip: %v", h.s.Verdicts)
+	}
+}
+
+func TestGate_PendingClosedByAgentResult(t *testing.T) {
+	h := newHistory(t)
+	h.line(events.Meta{}, sig(events.SigPrompt))
+	h.line(events.Meta{}, sig(events.SigToolUse, "id", "t1", "name", "Bash"))
+	if _, err := h.decide(request("t1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	h.line(events.Meta{}, sig(events.SigToolResult, "id", "t1", "status", "error"))
+	r, ok := h.s.DecidedReview("t1")
+	if !ok || r.Outcome != events.ReviewUnavailable || r.Verdict != "deny" {
+		t.Errorf("%+v %v", r, ok)
+	}
+}
+
+func TestGate_RequestForMissingOrEndedSession(t *testing.T) {
+	if _, err := session.Decide(session.Init(agg), request("t1", nil)); !errors.Is(err, events.ErrNotFound) {
+		t.Errorf("missing: %v", err)
+	}
+}
+
+func records(evs []events.Envelope) []events.Record {
+	out := make([]events.Record, len(evs))
+	for i, e := range evs {
+		out[i] = events.Record{Envelope: e}
+	}
+	return out
+}
