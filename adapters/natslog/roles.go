@@ -18,9 +18,11 @@ type Role string
 // The roles, narrowest first.
 const (
 	// RoleReader reads the stream: stream info, direct and stored-message
-	// gets, and consumers of its own (ordered consumers), and calls the
-	// API verbs that only read (Grants.ReadAPI). It publishes nothing on
-	// lb.> and calls no stream API that changes anything.
+	// gets, and consumers of its own (ordered consumers), and calls and
+	// answers the API verbs that only read (Grants.ReadAPI; a follower
+	// host answers them on its own prefix, never on Grants.SharedAPI).
+	// It publishes nothing on lb.> and calls no stream API that changes
+	// anything.
 	RoleReader Role = "reader"
 	// RoleWorker is RoleReader plus what a sandbox worker does: append
 	// command and session events and command output, take requests off
@@ -66,8 +68,13 @@ type Grants struct {
 	// "logbook.api.>"): RoleWriter calls and answers it.
 	API string
 	// ReadAPI are the request/reply API subjects that only read (e.g.
-	// "logbook.api.*.sessions"): RoleReader may call them.
+	// "logbook.api.*.sessions"): RoleReader may call them, and answer
+	// them outside SharedAPI.
 	ReadAPI []string
+	// SharedAPI is the subject filter of the API that any server answers
+	// (e.g. "logbook.api.any.>"): RoleReader may not answer on it, so a
+	// follower answers only requests addressed to it.
+	SharedAPI string
 	// WorkerControl is the core subject filter workers answer on (e.g.
 	// "logbook.worker.>"): RoleWorker subscribes, RoleWriter sends.
 	WorkerControl string
@@ -152,9 +159,17 @@ func Permissions(role Role, g Grants) *server.Permissions {
 		denyPub = append(denyPub, jsAPI("CONSUMER.DELETE", StreamName, g.WorkerDurable))
 	}
 	var resp *server.ResponsePermission
+	var denySub []string
 	switch role {
 	case RoleReader:
 		pub = append(pub, g.ReadAPI...)
+		if len(g.ReadAPI) > 0 {
+			sub = append(sub, g.ReadAPI...)
+			if g.SharedAPI != "" {
+				denySub = append(denySub, g.SharedAPI)
+			}
+			resp = &server.ResponsePermission{MaxMsgs: -1, Expires: replyWindow}
+		}
 	case RoleWriter:
 		pub = append(pub, StreamSubjects)
 		for _, b := range g.WriterReadBuckets {
@@ -189,7 +204,7 @@ func Permissions(role Role, g Grants) *server.Permissions {
 	}
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: pub, Deny: denyPub},
-		Subscribe: &server.SubjectPermission{Allow: sub},
+		Subscribe: &server.SubjectPermission{Allow: sub, Deny: denySub},
 		Response:  resp,
 	}
 }
