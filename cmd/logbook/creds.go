@@ -105,10 +105,15 @@ func grants() natslog.Grants {
 		WorkerBuckets:     []string{worker.HeartbeatBucket, worker.ClaimBucket},
 		WriterReadBuckets: []string{worker.HeartbeatBucket},
 		API:               "logbook.api.>",
+		SharedAPI:         api.AnyPrefix + ">",
 		WorkerControl:     "logbook.worker.>",
-		ReadAPI:           readAPI(api.VerbSessions, api.VerbSession, api.VerbVerify, api.VerbStatus, api.VerbCommands, api.VerbCommand),
+		ReadAPI:           readAPI(readVerbs...),
 	}
 }
+
+// readVerbs are the API verbs that only read: what RoleReader may call,
+// and what serve --role reader answers.
+var readVerbs = []string{api.VerbSessions, api.VerbSession, api.VerbVerify, api.VerbStatus, api.VerbCommands, api.VerbCommand}
 
 // readAPI returns the API subjects of verbs on every server.
 func readAPI(verbs ...string) []string {
@@ -231,7 +236,7 @@ server accepts only when started with serve --admin-creds FILE.`,
 	issue.Flags().StringVar(&role, "role", "", "reader, worker, writer or admin")
 	issue.Flags().StringVar(&out, "out", "", "file to write (0600); default standard output")
 	_ = issue.MarkFlagRequired("role")
-	cmd.AddCommand(issue)
+	cmd.AddCommand(issue, credsClusterCmd(g))
 	return cmd
 }
 

@@ -114,6 +114,7 @@ and replays any history deterministically.`,
 		commandsCmd(g),
 		workerCmd(g),
 		credsCmd(g),
+		streamCmd(g),
 		versionCmd(g),
 	)
 	return root.ExecuteContext(ctx)

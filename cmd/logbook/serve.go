@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ func serveCmd(g *globals) *cobra.Command {
 		admin    string
 		pprofAt  string
 		cacheMiB int64
+		role     string
 		wf       workerFlags
 		live     liveFlags
 	)
@@ -56,7 +58,24 @@ was down.`,
 				defer stop()
 				fmt.Fprintf(g.stderr, "logbook serve: profiles on http://%s/debug/pprof/ and memory figures on http://%s/debug/memstats\n", at, at)
 			}
-			return serve(cmd.Context(), g, listen, fsync, workerPool{n: workers, flags: wf, live: live})
+			wp := workerPool{n: workers, flags: wf, live: live}
+			switch role {
+			case string(natslog.RoleWriter):
+			case string(natslog.RoleReader):
+				if g.natsURL == "" {
+					return errors.New("--role reader follows a cluster of your own: pass --nats-url and --creds with reader credentials")
+				}
+				if cmd.Flags().Changed("workers") && workers != 0 {
+					return fmt.Errorf("--role reader --workers %d: a reader appends nothing, so it runs no workers", workers)
+				}
+				if len(live.watch) > 0 {
+					return errors.New("--role reader --watch: a reader appends nothing, so it imports no transcripts")
+				}
+				wp.n, wp.reader = 0, true
+			default:
+				return fmt.Errorf("--role %q: want writer or reader", role)
+			}
+			return serve(cmd.Context(), g, listen, fsync, wp)
 		},
 	}
 	cmd.Flags().IntVar(&workers, "workers", 2, "sandbox workers to run in this process (0: none; run `logbook worker` elsewhere)")
@@ -67,6 +86,7 @@ was down.`,
 	cmd.Flags().StringVar(&admin, "admin-creds", "", "admin credentials file (`logbook creds issue --role admin`) the embedded server also accepts; by default admin's password lives only in this process, to create or check the stream at start")
 	cmd.Flags().Int64Var(&cacheMiB, "views-cache", 8, "MiB of Pebble block cache for the projections")
 	cmd.Flags().StringVar(&pprofAt, "pprof", "", "loopback host:port to serve net/http/pprof (/debug/pprof/) and the Go runtime's memory figures (/debug/memstats) on; off when empty")
+	cmd.Flags().StringVar(&role, "role", "writer", "writer, or reader: with --nats-url, build the projection and answer queries but append nothing (no hooks, reconciler, workers or --watch); a follower such as a fleet board")
 	cmd.Flags().StringVar(&fsync, "fsync", "always", "when the log reaches the disk: always (before every acknowledgement) or interval (every second; faster, can lose the last second on an OS crash)")
 	return cmd
 }
@@ -78,6 +98,8 @@ type workerPool struct {
 	n     int
 	flags workerFlags
 	live  liveFlags
+	// reader is serve --role reader: no appends, only the read verbs.
+	reader bool
 }
 
 // serve runs the server until ctx is done. With no pool it runs no
@@ -175,6 +197,15 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		last, err := b.log.LastSeq(ctx)
 		return api.StatusReply{Checkpoint: store.Checkpoint(), LastSeq: last, Durability: durability}, err
 	}
+	if wp.reader {
+		// A follower answers what a reader may ask, on its own prefix only
+		// (its credentials may not answer the shared one).
+		for v := range verbs {
+			if !slices.Contains(readVerbs, v) {
+				delete(verbs, v)
+			}
+		}
+	}
 	prefix := apiPrefixFor(dd)
 	var logMu sync.Mutex
 	logAPI := func(format string, args ...any) {
@@ -183,7 +214,11 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
 	}
 	for verb, h := range verbs {
-		for _, subject := range []string{prefix + verb, api.AnyPrefix + verb} {
+		subjects := []string{prefix + verb, api.AnyPrefix + verb}
+		if wp.reader {
+			subjects = subjects[:1]
+		}
+		for _, subject := range subjects {
 			sub, err := api.Serve(b.nc, subject, h, logAPI)
 			if err != nil {
 				return fmt.Errorf("serve %s: %w", subject, err)
@@ -209,6 +244,9 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		fmt.Fprintf(g.stderr, "logbook serve: listening on %s (credentials in %s)\n", b.srv.ClientURL(), dd.path("creds.json"))
 	}
 	fmt.Fprintf(g.stderr, "logbook serve: durability: %s\n", durability)
+	if wp.reader {
+		fmt.Fprintf(g.stderr, "logbook serve: role reader: building the projection and answering %s on %s*; appending nothing\n", strings.Join(readVerbs, ", "), prefix)
+	}
 	wb := b
 	if b.srv != nil && wp.n > 0 {
 		if wb, err = b.as(ctx, natslog.RoleWorker, cfg); err != nil {
@@ -255,6 +293,10 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	{
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {
+			if wp.reader {
+				<-ctx.Done() // a reader's hooks wait in its spool for a writer
+				return nil
+			}
 			t := time.NewTicker(time.Second)
 			defer t.Stop()
 			for {
@@ -280,7 +322,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error { return watch(ctx) }, func(error) { cancel() })
 	}
-	if rc := wp.live.reconciler(svc, g.stderr); rc != nil {
+	if rc := wp.live.reconciler(svc, g.stderr); rc != nil && !wp.reader {
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error { return rc.Run(ctx) }, func(error) { cancel() })
 	}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+)
+
+// streamCmd is `logbook stream`: the LOGBOOK stream on a NATS cluster of
+// one's own.
+func streamCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "stream",
+		Short: "The LOGBOOK stream on your own NATS server or cluster",
+	}
+	var replicas int
+	init := &cobra.Command{
+		Use:   "init --nats-url URL --creds admin.json [--replicas 3]",
+		Short: "Create the LOGBOOK stream, or check the one there",
+		Long: `init connects to --nats-url with admin credentials (--creds, as
+` + "`logbook creds cluster`" + ` writes them) and creates the LOGBOOK stream with
+--replicas copies (3 on a three-node cluster), append-only at the server:
+file storage, deny delete and purge, discard new, atomic batches. An
+existing stream is checked instead: one whose settings break the log's
+rules (async persistence, no deny flags, a max age, …) is refused, naming
+each setting; its replica count is reported, never changed.
+
+The nodes themselves must run with jetstream { sync_interval: always }: a
+client cannot see or set it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if g.natsURL == "" {
+				return errors.New("stream init needs --nats-url (or LOGBOOK_NATS_URL): the embedded server's stream is made by `logbook serve`")
+			}
+			if replicas < 1 || replicas > 5 {
+				return fmt.Errorf("--replicas %d: want 1 to 5", replicas)
+			}
+			opts, _, err := g.credsOptions()
+			if err != nil {
+				return err
+			}
+			if c, err := readCreds(g.credsPath); err == nil && c.Role != string(natslog.RoleAdmin) {
+				return fmt.Errorf("--creds %s: role %s; creating the stream takes admin credentials", g.credsPath, c.Role)
+			}
+			nc, err := natslog.Connect(g.natsURL, append(opts, nats.Timeout(5*time.Second), nats.MaxReconnects(3))...)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			js, err := jetstream.New(nc)
+			if err != nil {
+				return err
+			}
+			_, err = js.Stream(ctx, natslog.StreamName)
+			existed := err == nil
+			if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+				return fmt.Errorf("stream %s on %s: %w", natslog.StreamName, redactURL(g.natsURL), err)
+			}
+			l, err := natslog.Open(ctx, nc, natslog.Config{Replicas: replicas})
+			if err != nil {
+				return err
+			}
+			l.Close()
+			st, err := js.Stream(ctx, natslog.StreamName)
+			if err != nil {
+				return err
+			}
+			info, err := st.Info(ctx)
+			if err != nil {
+				return err
+			}
+			what := "created"
+			if existed {
+				what = "exists, settings checked"
+			}
+			fmt.Fprintf(g.stdout, "stream %s: %s; R%d, last seq %d\n", natslog.StreamName, what, info.Config.Replicas, info.State.LastSeq)
+			if ci := info.Cluster; ci != nil {
+				var peers []string
+				for _, p := range ci.Replicas {
+					state := "current"
+					if !p.Current {
+						state = "catching up"
+					}
+					if p.Offline {
+						state = "offline"
+					}
+					peers = append(peers, p.Name+" ("+state+")")
+				}
+				fmt.Fprintf(g.stdout, "cluster %s: leader %s; followers %s\n", ci.Name, ci.Leader, strings.Join(peers, ", "))
+			}
+			if existed && info.Config.Replicas != replicas {
+				fmt.Fprintf(g.stderr, "logbook stream: the stream keeps R%d (--replicas %d not applied to an existing stream)\n", info.Config.Replicas, replicas)
+			}
+			return nil
+		},
+	}
+	init.Flags().IntVar(&replicas, "replicas", 3, "copies of the stream when created: 3 on a three-node cluster, 1 on one server")
+	cmd.AddCommand(init)
+	return cmd
+}
+
+// credsClusterCmd is `logbook creds cluster`: users for nats-server
+// nodes of one's own, and a credentials file per role.
+func credsClusterCmd(g *globals) *cobra.Command {
+	var out, url string
+	cmd := &cobra.Command{
+		Use:   "cluster --out DIR [--url URLS]",
+		Short: "Write the users of every role for your own nats-server nodes",
+		Long: `cluster writes, in DIR (created 0700; refused if it holds users.conf),
+users.conf — a nats-server authorization block with one user per role and
+the permissions the embedded server gives them — for every node's config
+to include, and reader.json, worker.json, writer.json and admin.json, the
+credentials files of those users (0600) with --url as their url.
+
+Give each host only the file of its role: admin.json to whoever runs
+` + "`logbook stream init`" + `, writer.json to serve hosts that append, reader.json
+to followers, worker.json to worker hosts.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return errors.New("--out: want a directory")
+			}
+			if _, err := os.Stat(filepath.Join(out, "users.conf")); err == nil {
+				return fmt.Errorf("--out %s: users.conf is there already; new passwords would lock out every host that has the old ones", out)
+			}
+			if err := os.MkdirAll(out, 0o700); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			var users []natslog.User
+			for _, r := range natslog.Roles {
+				users = append(users, natslog.User{Name: string(r), Password: natslog.NewPassword(), Role: r})
+			}
+			conf, err := natslog.AuthorizationConf(users, grants())
+			if err != nil {
+				return err
+			}
+			for _, u := range users {
+				path := filepath.Join(out, string(u.Role)+".json")
+				if err := writeCreds(path, creds{User: u.Name, Password: u.Password, Role: string(u.Role), URL: url}); err != nil {
+					return fmt.Errorf("--out: %w", err)
+				}
+			}
+			header := "# Logbook's users, one per role (logbook creds cluster). Include it in every node's config.\n"
+			if err := writeFileAtomic(filepath.Join(out, "users.conf"), []byte(header+conf), 0o600); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			fmt.Fprintf(g.stderr, "logbook creds: users.conf and reader, worker, writer and admin credentials in %s\n", out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory to write users.conf and the credentials files in")
+	cmd.Flags().StringVar(&url, "url", "", "the cluster's client URLs, comma-separated, written into each credentials file")
+	return cmd
+}
