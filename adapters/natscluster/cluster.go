@@ -1,0 +1,303 @@
+// Package natscluster runs a cluster of stock nats-server processes on
+// loopback, built from the nats-server module in Logbook's go.mod, for
+// the tests that check Logbook on many hosts: equal state across hosts,
+// a reader that cannot write, node kills, host kills. Each node is a real
+// process with its own JetStream file store (sync_interval: always), its
+// own client, route and monitoring ports, and the users that `logbook
+// creds cluster` writes; a test kills a node with SIGKILL by its pid and
+// starts it again on the same store and ports.
+package natscluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ServerModule is the main package Build compiles: nats-server at the
+// version go.mod requires.
+const ServerModule = "github.com/nats-io/nats-server/v2"
+
+// Build compiles pkg (a main package of the current module or one it
+// requires, e.g. ServerModule) into dir/name with the go command in PATH
+// and returns the binary's path. It runs in the module's directory tree
+// (the caller's working directory), so the version built is go.mod's.
+func Build(ctx context.Context, dir, name, pkg string) (string, error) {
+	out := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("natscluster: go build %s: %w\n%s", pkg, err, b)
+	}
+	return out, nil
+}
+
+// Node is one nats-server process of a Cluster. Its methods are safe for
+// concurrent use.
+type Node struct {
+	Name        string // server_name, e.g. "n1"
+	Dir         string // holds node.conf, users.conf, jetstream/ and node.log
+	ClientPort  int    // clients connect to nats://127.0.0.1:ClientPort
+	ClusterPort int    // routes
+	HTTPPort    int    // monitoring: /varz, /healthz, /jsz
+
+	bin  string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has been waited for
+}
+
+// Cluster is a set of Nodes routed to each other as one NATS cluster
+// named "logbook", each with JetStream.
+type Cluster struct {
+	Nodes []*Node
+}
+
+// Start writes a config for each of n nodes under dir and starts them:
+// loopback ports picked free, JetStream store in the node's dir with
+// sync_interval: always, routes to every node, and usersConf (a
+// nats-server authorization block, as `logbook creds cluster` writes
+// users.conf) included by each. It waits until every node answers
+// /healthz, at most until ctx ends; then the cluster has a JetStream meta
+// leader. On error the nodes it started are killed.
+func Start(ctx context.Context, bin, dir string, n int, usersConf []byte) (*Cluster, error) {
+	ports, err := freePorts(3 * n)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{}
+	var routes []string
+	for i := range n {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[3*i+1]))
+	}
+	for i := range n {
+		nd := &Node{
+			Name: fmt.Sprintf("n%d", i+1), Dir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)),
+			ClientPort: ports[3*i], ClusterPort: ports[3*i+1], HTTPPort: ports[3*i+2], bin: bin,
+		}
+		if err := os.MkdirAll(nd.Dir, 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(nd.Dir, "users.conf"), usersConf, 0o600); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(nd.Conf(), []byte(NodeConfig(nd.Name, nd.ClientPort, nd.ClusterPort, nd.HTTPPort, filepath.Join(nd.Dir, "jetstream"), routes)), 0o600); err != nil {
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, nd)
+	}
+	for _, nd := range c.Nodes {
+		if err := nd.Start(); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	for _, nd := range c.Nodes {
+		if err := nd.WaitHealthy(ctx); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// NodeConfig returns a nats-server config (nats-server v2.15 syntax) for
+// one node: client listener, monitoring port, JetStream with its store
+// and sync_interval: always, the cluster "logbook" with routes, and
+// `include users.conf` (resolved next to the config file).
+func NodeConfig(name string, client, cluster, http int, storeDir string, routes []string) string {
+	q := make([]string, len(routes))
+	for i, r := range routes {
+		q[i] = strconv.Quote(r)
+	}
+	return fmt.Sprintf(`server_name: %s
+listen: 127.0.0.1:%d
+http: 127.0.0.1:%d
+
+jetstream {
+  store_dir: %s
+  sync_interval: always
+}
+
+cluster {
+  name: logbook
+  listen: 127.0.0.1:%d
+  routes: [%s]
+}
+
+include users.conf
+`, name, client, http, strconv.Quote(storeDir), cluster, strings.Join(q, ", "))
+}
+
+// URL returns every node's client URL, comma-separated, as --nats-url
+// takes them.
+func (c *Cluster) URL() string {
+	var us []string
+	for _, nd := range c.Nodes {
+		us = append(us, nd.URL())
+	}
+	return strings.Join(us, ",")
+}
+
+// Node returns the node named name, or nil.
+func (c *Cluster) Node(name string) *Node {
+	for _, nd := range c.Nodes {
+		if nd.Name == name {
+			return nd
+		}
+	}
+	return nil
+}
+
+// Stop kills every node that runs (SIGKILL) and waits for them.
+func (c *Cluster) Stop() {
+	for _, nd := range c.Nodes {
+		nd.Kill()
+	}
+}
+
+// Conf is the node's config file.
+func (nd *Node) Conf() string { return filepath.Join(nd.Dir, "node.conf") }
+
+// URL is the node's client URL.
+func (nd *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", nd.ClientPort) }
+
+// Start starts the node's process (it must not run), its output appended
+// to node.log in its dir. It does not wait for the node to be ready.
+func (nd *Node) Start() error {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.cmd != nil {
+		return fmt.Errorf("natscluster: %s runs already (pid %d)", nd.Name, nd.cmd.Process.Pid)
+	}
+	logf, err := os.OpenFile(filepath.Join(nd.Dir, "node.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(nd.bin, "-c", nd.Conf())
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("natscluster: start %s: %w", nd.Name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	nd.cmd, nd.done = cmd, done
+	return nil
+}
+
+// Pid returns the running process's pid, or 0.
+func (nd *Node) Pid() int {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.cmd == nil {
+		return 0
+	}
+	return nd.cmd.Process.Pid
+}
+
+// Kill sends SIGKILL to the node's process by its pid and waits until it
+// is gone; it does nothing when the node does not run.
+func (nd *Node) Kill() {
+	nd.mu.Lock()
+	cmd, done := nd.cmd, nd.done
+	nd.cmd, nd.done = nil, nil
+	nd.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	<-done
+}
+
+// WaitHealthy polls the node's /healthz until it answers 200 (the server
+// is up and its JetStream is current), or ctx ends.
+func (nd *Node) WaitHealthy(ctx context.Context) error {
+	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", nd.HTTPPort)
+	var last string
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			b := make([]byte, 512)
+			n, _ := resp.Body.Read(b)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, b[:n])
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("natscluster: %s not healthy: %s: %w", nd.Name, last, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// JetStreamConfig is what a node's /varz says of its JetStream settings.
+type JetStreamConfig struct {
+	StoreDir     string        `json:"store_dir"`
+	SyncInterval time.Duration `json:"sync_interval"`
+	SyncAlways   bool          `json:"sync_always"`
+}
+
+// JetStream returns the node's JetStream settings from its monitoring
+// endpoint (/varz).
+func (nd *Node) JetStream(ctx context.Context) (JetStreamConfig, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/varz", nd.HTTPPort), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return JetStreamConfig{}, err
+	}
+	defer resp.Body.Close()
+	var v struct {
+		JetStream struct {
+			Config *JetStreamConfig `json:"config"`
+		} `json:"jetstream"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return JetStreamConfig{}, fmt.Errorf("natscluster: %s /varz: %w", nd.Name, err)
+	}
+	if v.JetStream.Config == nil {
+		return JetStreamConfig{}, errors.New("natscluster: " + nd.Name + " /varz: no jetstream config")
+	}
+	return *v.JetStream.Config, nil
+}
+
+// freePorts returns n distinct loopback ports that were free a moment
+// ago.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ps []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ps = append(ps, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ps, nil
+}

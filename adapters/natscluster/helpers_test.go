@@ -1,0 +1,318 @@
+package natscluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Binaries built once per test binary, in a directory TestMain removes.
+var (
+	natsServerBin string
+	logbookBin    string
+	buildErr      error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "natscluster-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	natsServerBin, buildErr = Build(ctx, dir, "nats-server", ServerModule)
+	if buildErr == nil {
+		logbookBin, buildErr = Build(ctx, dir, "logbook", "github.com/logbook-dev/logbook/cmd/logbook")
+	}
+	cancel()
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// env is one test's cluster and the credentials of every role.
+type env struct {
+	t     *testing.T
+	c     *Cluster
+	creds string // directory with users.conf and <role>.json
+	dir   string
+}
+
+// newEnv writes the users with `logbook creds cluster` and starts a
+// three-node cluster that includes them.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	dir := t.TempDir()
+	e := &env{t: t, creds: filepath.Join(dir, "creds"), dir: dir}
+	if _, stderr, err := e.logbook(context.Background(), "creds", "cluster", "--out", e.creds); err != nil {
+		t.Fatalf("creds cluster: %v\n%s", err, stderr)
+	}
+	users, err := os.ReadFile(filepath.Join(e.creds, "users.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c, err := Start(ctx, natsServerBin, filepath.Join(dir, "nodes"), 3, users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Stop()
+		if t.Failed() {
+			for _, nd := range c.Nodes {
+				if b, err := os.ReadFile(filepath.Join(nd.Dir, "node.log")); err == nil {
+					t.Logf("%s log (tail):\n%s", nd.Name, tail(string(b), 3000))
+				}
+			}
+		}
+	})
+	e.c = c
+	return e
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// credsFile returns the credentials file of role.
+func (e *env) credsFile(role string) string { return filepath.Join(e.creds, role+".json") }
+
+// logbook runs the logbook binary with args and returns its output.
+func (e *env) logbook(ctx context.Context, args ...string) (string, string, error) {
+	cmd := exec.CommandContext(ctx, logbookBin, args...)
+	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// as runs logbook against the cluster with role's credentials.
+func (e *env) as(role string, args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(e.t.Context(), 60*time.Second)
+	defer cancel()
+	return e.logbook(ctx, append([]string{"--nats-url", e.c.URL(), "--creds", e.credsFile(role)}, args...)...)
+}
+
+// streamInit runs `logbook stream init --replicas 3` as admin.
+func (e *env) streamInit() {
+	e.t.Helper()
+	out, stderr, err := e.as("admin", "stream", "init", "--replicas", "3")
+	if err != nil {
+		e.t.Fatalf("stream init: %v\n%s%s", err, out, stderr)
+	}
+}
+
+// connect opens a NATS connection to the cluster as role.
+func (e *env) connect(role string, opts ...nats.Option) *nats.Conn {
+	e.t.Helper()
+	var c struct{ User, Password string }
+	b, err := os.ReadFile(e.credsFile(role))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		e.t.Fatal(err)
+	}
+	nc, err := nats.Connect(e.c.URL(), append([]nats.Option{nats.UserInfo(c.User, c.Password), nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(nc.Close)
+	return nc
+}
+
+// host is one Logbook host: a data dir and, while it runs, its process
+// (serve or worker).
+type host struct {
+	e    *env
+	name string
+	data string
+	role string // credentials: writer, reader or worker
+	args []string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  *bytes.Buffer
+}
+
+// newHost returns a host with a data dir of its own; start runs
+// `logbook <args>` on it with role's credentials.
+func (e *env) newHost(name, role string, args ...string) *host {
+	return &host{e: e, name: name, data: filepath.Join(e.dir, "hosts", name), role: role, args: args}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a process's writes and the
+// test's reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var hostLogs sync.Map // *host → *lockedBuffer
+
+// start starts the host's process and, for serve, waits until serve.json
+// names it.
+func (h *host) start() {
+	h.e.t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cmd != nil {
+		h.e.t.Fatalf("%s runs already", h.name)
+	}
+	os.Remove(filepath.Join(h.data, "serve.json"))
+	args := append([]string{"--data", h.data, "--nats-url", h.e.c.URL(), "--creds", h.e.credsFile(h.role)}, h.args...)
+	cmd := exec.Command(logbookBin, args...)
+	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=")
+	lb, _ := hostLogs.LoadOrStore(h, &lockedBuffer{})
+	cmd.Stdout, cmd.Stderr = lb.(*lockedBuffer), lb.(*lockedBuffer)
+	if err := cmd.Start(); err != nil {
+		h.e.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	h.cmd, h.done = cmd, done
+	h.e.t.Cleanup(func() {
+		h.stop(syscall.SIGINT)
+		if h.e.t.Failed() {
+			h.e.t.Logf("%s output:\n%s", h.name, tail(h.output(), 4000))
+		}
+	})
+	if h.args[0] != "serve" {
+		return
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(h.data, "serve.json")); err == nil {
+			return
+		}
+		select {
+		case <-done:
+			h.e.t.Fatalf("%s exited at start:\n%s", h.name, h.output())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			h.e.t.Fatalf("%s not serving after 60s:\n%s", h.name, h.output())
+		}
+	}
+}
+
+// output is what the host's processes wrote so far.
+func (h *host) output() string {
+	lb, ok := hostLogs.Load(h)
+	if !ok {
+		return ""
+	}
+	return lb.(*lockedBuffer).String()
+}
+
+// stop sends sig to the host's process and waits for it (SIGINT: at most
+// 30 s, then SIGKILL).
+func (h *host) stop(sig syscall.Signal) {
+	h.mu.Lock()
+	cmd, done := h.cmd, h.done
+	h.cmd, h.done = nil, nil
+	h.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// cli runs a logbook command on the host's data dir with its
+// credentials.
+func (h *host) cli(args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(h.e.t.Context(), 60*time.Second)
+	defer cancel()
+	return h.e.logbook(ctx, append([]string{"--data", h.data, "--creds", h.e.credsFile(h.role)}, args...)...)
+}
+
+// cliIn runs a logbook command with stdin.
+func (h *host) cliIn(stdin []byte, args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(h.e.t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, logbookBin, append([]string{"--data", h.data, "--creds", h.e.credsFile(h.role)}, args...)...)
+	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=")
+	var out, errb bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// verify is `replay --verify` on a host: the live projection's hash and a
+// fresh replay's at the live checkpoint.
+type verify struct {
+	Seq        uint64 `json:"seq"`
+	LiveHash   string `json:"live_hash"`
+	ReplayHash string `json:"replay_hash"`
+	Equal      bool   `json:"equal"`
+}
+
+// verifyAt runs replay --verify on the host until its live checkpoint
+// has reached seq, at most within, and returns the last report.
+func (h *host) verifyAt(seq uint64, within time.Duration) verify {
+	h.e.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		out, stderr, err := h.cli("--json", "replay", "--verify")
+		var v verify
+		if err == nil {
+			err = json.Unmarshal([]byte(lastLine(out)), &v)
+		}
+		if err == nil && v.Seq >= seq {
+			if !v.Equal {
+				h.e.t.Errorf("%s: live projection differs from a fresh replay: %+v", h.name, v)
+			}
+			return v
+		}
+		if time.Now().After(deadline) {
+			h.e.t.Fatalf("%s: replay --verify at seq %d, want %d after %s: %v\n%s%s", h.name, v.Seq, seq, within, err, out, stderr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
