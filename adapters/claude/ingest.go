@@ -233,11 +233,17 @@ type FileResult struct {
 }
 
 // ImportFile imports the transcript at path into agg from the line after
-// the session's cursor: one atomic batch per line (the observation and its
-// decisions). It stops at a torn last line (reported, not an error) and at
-// the first line that does not parse, returning a *LineError naming path
-// and line: the lines before it stay imported, nothing of it is appended.
-// progress, if not nil, is called after each appended line.
+// the session's cursor. It decides runs of lines in memory (each line's
+// observation, then the decisions it causes, in order) and appends each
+// run as one atomic batch of at most events.MaxBatch events, with
+// optimistic concurrency on agg at the run's start; on a conflict the run
+// is decided again on the state the log has then (appendRun). A crash
+// between batches loses nothing and doubles nothing: the session's line
+// cursor moves with the batch that holds the line. It stops at a torn
+// last line (reported, not an error) and at the first line that does not
+// parse, returning a *LineError naming path and line: the lines before it
+// are imported, nothing of it is appended. progress, if not nil, is called
+// for each line after the batch holding it is appended.
 //
 // Each line's observation keeps its fingerprint (events.Fingerprint), and
 // the session keeps the last one per file. Before reading on, ImportFile
@@ -308,9 +314,28 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 		last = firstTime(path)
 	}
 	uuids := map[string]bool{}
-	for l, err := range ReadLines(path, s.Cursor(path)) {
+	startCursor := s.Cursor(path)
+	var run []runLine
+	// flush appends the lines in run; stop is the error that ended the
+	// run (a line that does not parse), returned once the lines before it
+	// are in the log.
+	flush := func(stop error) error {
+		if err := in.appendRun(ctx, agg, path, run, &res, progress); err != nil {
+			return err
+		}
+		run = run[:0]
+		return stop
+	}
+	// Read on from the end of the last line imported when the session
+	// remembers where it ends (the fingerprint check above found it
+	// there), else from the start, skipping the lines imported.
+	lines := ReadLines(path, startCursor)
+	if fp, ok := s.Fingerprint(path); ok && fp.Line == startCursor && fp.End > 0 {
+		lines = ReadFrom(path, Cursor{Line: fp.Line, Offset: fp.End})
+	}
+	for l, err := range lines {
 		if err != nil {
-			return res, err
+			return res, flush(err)
 		}
 		if l.Torn {
 			res.Torn = true
@@ -327,14 +352,14 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 			o = events.Observation{Key: fmt.Sprintf("line:%d", l.N), Parser: ParserLine, Path: path, Line: l.N, Kind: "blank", Problems: []string{"blank line"}}
 		} else if o, err = in.parser.Line(path, l.N, l.Bytes); err != nil {
 			if !in.skip || o.Kind != "invalid" {
-				return res, err
+				return res, flush(err)
 			}
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%v (recorded without signals)", err))
 		}
 		if o.UUID != "" {
 			uuids[o.UUID] = true
 		}
-		if o.ParentUUID != "" && s.Cursor(path) == 0 && !uuids[o.ParentUUID] {
+		if o.ParentUUID != "" && startCursor == 0 && !uuids[o.ParentUUID] {
 			p := fmt.Sprintf("parentUuid %s points to no earlier line", o.ParentUUID)
 			o.Problems = append(o.Problems, p)
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: %s", path, l.N, p))
@@ -351,21 +376,119 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 			at = in.clock()
 		}
 		last = at
-		ap, st, err := in.Observe(ctx, agg, in.x.IDs(), at, events.ClaudeLineObserved{Observation: o})
-		if err != nil {
-			return res, fmt.Errorf("%s:%d: %w", path, l.N, err)
-		}
-		if ap.Last != 0 {
-			res.Appended++
-		} else {
-			res.Skipped++
-		}
-		res.Lines = st.Cursor(path)
-		if progress != nil {
-			progress(l.N)
+		obs := in.reg.New(events.ClaudeLineObserved{Observation: o})
+		obs.ID, obs.Agg, obs.At = in.x.IDs(), agg, at.UTC().Truncate(time.Microsecond)
+		run = append(run, runLine{n: l.N, obs: obs})
+		if len(run) >= maxRunLines {
+			if err := flush(nil); err != nil {
+				return res, err
+			}
 		}
 	}
-	return res, nil
+	return res, flush(nil)
+}
+
+// maxRunLines bounds the lines ImportFile decides together; each line
+// yields at least one event, so more could not go into one atomic batch
+// (events.MaxBatch) anyway.
+const maxRunLines = events.MaxBatch
+
+// runLine is one parsed transcript line waiting in a run: its line
+// number and its observation, with id, aggregate and time set.
+type runLine struct {
+	n   int
+	obs events.Envelope
+}
+
+// lineOutcome is what deciding one line of a run gave: whether it
+// appended (it was not seen before), and what finished needs of the
+// session's state just after it.
+type lineOutcome struct {
+	appended bool
+	parent   string
+	agentID  string
+	turnOpen bool
+}
+
+// appendRun decides the lines of run in order against agg's state, each
+// line's observation followed by its decisions, and appends them as one
+// atomic batch with optimistic concurrency on agg at the run's start (on a
+// conflict the Executor brings the state up to date and the run is
+// decided again, lines now seen appending nothing). A run whose events
+// would pass events.MaxBatch goes out as several batches, each ending at a
+// line's end. A line the reducer refuses ends the run there: the lines
+// before it are appended, and the error names path and line. After each
+// batch the subagents its lines report done are released, and res and
+// progress hear of every line.
+func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path string, run []runLine, res *FileResult, progress func(line int)) error {
+	for len(run) > 0 {
+		var (
+			outs   []lineOutcome
+			stop   error
+			stopAt int
+			taken  int
+		)
+		_, st, err := in.x.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+			outs, stop, stopAt, taken = outs[:0], nil, 0, 0
+			var evs []events.Envelope
+			for _, rl := range run {
+				o, _ := events.Observed(rl.obs.Data)
+				if s.Seen(o) {
+					outs = append(outs, lineOutcome{})
+					taken++
+					continue
+				}
+				decs, err := session.Decide(s, session.Observe{Obs: rl.obs})
+				if err != nil {
+					stop, stopAt = err, rl.n
+					break
+				}
+				if len(evs) > 0 && len(evs)+1+len(decs) > events.MaxBatch {
+					break // the next batch's
+				}
+				line := append([]events.Envelope{rl.obs}, decs...)
+				for _, e := range line {
+					e.Agg, e.Ver = agg, s.Ver+1
+					s = session.Evolve(s, e)
+				}
+				evs = append(evs, line...)
+				outs = append(outs, lineOutcome{appended: true, parent: s.Parent, agentID: s.AgentID, turnOpen: s.TurnOpen})
+				taken++
+			}
+			return evs, nil
+		})
+		if err != nil {
+			if len(run) == 1 {
+				return fmt.Errorf("%s:%d: %w", path, run[0].n, err)
+			}
+			return fmt.Errorf("%s:%d-%d: %w", path, run[0].n, run[len(run)-1].n, err)
+		}
+		for i, out := range outs {
+			rl := run[i]
+			if !out.appended {
+				res.Skipped++
+			} else {
+				res.Appended++
+				o, _ := events.Observed(rl.obs.Data)
+				if err := in.release(ctx, agg, rl.obs, o); err != nil {
+					return fmt.Errorf("%s:%d: %w", path, rl.n, err)
+				}
+				after := session.State{Parent: out.parent, AgentID: out.agentID, TurnOpen: out.turnOpen}
+				if err := in.finished(ctx, agg, after, rl.obs, o); err != nil {
+					return fmt.Errorf("%s:%d: %w", path, rl.n, err)
+				}
+			}
+			if progress != nil {
+				progress(rl.n)
+			}
+		}
+		res.Lines = st.Cursor(path)
+		if stop != nil {
+			return fmt.Errorf("%s:%d: %w", path, stopAt, stop)
+		}
+		run = run[taken:]
+	}
+	return nil
 }
 
 // diverge records on agg that the transcript at path no longer holds its

@@ -328,3 +328,81 @@ func TestImportFile_BOMAndBlankLines(t *testing.T) {
 		t.Fatalf("import: %+v, %v; want 4 lines", r, err)
 	}
 }
+
+// countingLog is the real log, counting the batches appended through it.
+type countingLog struct {
+	*natslog.Log
+	mu      sync.Mutex
+	batches []events.Batch
+}
+
+func (c *countingLog) Append(ctx context.Context, b events.Batch) (events.Appended, error) {
+	ap, err := c.Log.Append(ctx, b)
+	if err == nil {
+		c.mu.Lock()
+		c.batches = append(c.batches, b)
+		c.mu.Unlock()
+	}
+	return ap, err
+}
+
+// TestImportFile_Runs imports a transcript of 1,500 lines: its lines go
+// out as a few atomic batches of at most events.MaxBatch events, each
+// starting with a line's observation (a line's decisions never leave its
+// batch), every line once and in order; importing again appends nothing.
+func TestImportFile_Runs(t *testing.T) {
+	l := &countingLog{Log: openLog(t)}
+	in := newTestIngester(t, l)
+	path := filepath.Join(t.TempDir(), "s-1.jsonl")
+	var lines []string
+	prev := ""
+	for i := range 1500 {
+		u := fmt.Sprintf("u%d", i)
+		if i%2 == 0 {
+			lines = append(lines, fxUser(u, prev, "go"))
+		} else {
+			lines = append(lines, fxAssistant(u, prev, "ok"))
+		}
+		prev = u
+	}
+	writeLines(t, path, lines...)
+	agg, _ := SessionAggregate("s-1", "")
+	r, err := in.ImportFile(t.Context(), path, agg, nil)
+	if err != nil || r.Appended != 1500 || r.Lines != 1500 {
+		t.Fatalf("import: %+v, %v", r, err)
+	}
+	total := 0
+	for i, b := range l.batches {
+		total += len(b.Events)
+		if len(b.Events) > events.MaxBatch {
+			t.Errorf("batch %d holds %d events, more than %d", i, len(b.Events), events.MaxBatch)
+		}
+		if _, ok := events.Observed(b.Events[0].Data); !ok {
+			t.Errorf("batch %d starts with %s, not a line's observation", i, b.Events[0].Type)
+		}
+	}
+	if want := (total + events.MaxBatch - 1) / events.MaxBatch; len(l.batches) > want+1 {
+		t.Errorf("%d events in %d batches, want at most %d", total, len(l.batches), want+1)
+	}
+	recs, _, err := l.Load(t.Context(), agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := 1
+	for _, rec := range recs {
+		if o, ok := events.Observed(rec.Data); ok {
+			if o.Line != next {
+				t.Fatalf("observation of line %d where line %d belongs", o.Line, next)
+			}
+			next++
+		}
+	}
+	if next != 1501 || len(recs) != total {
+		t.Fatalf("log holds lines up to %d and %d events, want 1500 lines and %d events", next-1, len(recs), total)
+	}
+	n := len(l.batches)
+	r, err = in.ImportFile(t.Context(), path, agg, nil)
+	if err != nil || r.Appended != 0 || r.Skipped != 1500 || len(l.batches) != n {
+		t.Fatalf("import again: %+v, %v, %d more batches", r, err, len(l.batches)-n)
+	}
+}
