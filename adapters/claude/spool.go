@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -74,22 +75,60 @@ func (s *Spool) Put(payload []byte) (string, error) { return s.PutFrom(payload, 
 // payload's file appears, so an entry never lacks the process it had.
 func (s *Spool) PutFrom(payload []byte, p *events.Process) (string, error) {
 	id := ulid.Make().String()
+	return id, s.PutAs(id, payload, p)
+}
+
+// PutAs is PutFrom under a given id, a ULID the caller made (ulid.Make):
+// a hook that tried to deliver its payload straight to the server and
+// failed spools it under the id it already sent, so a server that did
+// take it sees the spooled copy as the same observation.
+func (s *Spool) PutAs(id string, payload []byte, p *events.Process) error {
+	if _, err := ulid.ParseStrict(id); err != nil {
+		return fmt.Errorf("spool put %q: id: %w", id, err)
+	}
 	if p != nil {
 		b, err := json.Marshal(p)
 		if err == nil {
 			err = s.write(id, processExt, b)
 		}
 		if err != nil {
-			return "", fmt.Errorf("spool put %s: %w", id, err)
+			return fmt.Errorf("spool put %s: %w", id, err)
 		}
 	}
 	if err := s.write(id, spoolExt, payload); err != nil {
-		return "", fmt.Errorf("spool put %s: %w", id, err)
+		return fmt.Errorf("spool put %s: %w", id, err)
 	}
 	if err := s.syncDir(); err != nil {
-		return "", fmt.Errorf("spool put %s: %w", id, err)
+		return fmt.Errorf("spool put %s: %w", id, err)
 	}
-	return id, nil
+	return nil
+}
+
+// HasPending reports whether any entry waits in the spool, from the
+// directory's names alone (no entry is read): what a hook asks before it
+// delivers its payload past the spool, so it never overtakes one.
+func (s *Spool) HasPending() (bool, error) {
+	f, err := os.Open(s.dir)
+	if err != nil {
+		return false, fmt.Errorf("spool pending: %w", err)
+	}
+	defer f.Close()
+	for {
+		names, err := f.Readdirnames(256)
+		for _, n := range names {
+			if id, ok := strings.CutSuffix(n, spoolExt); ok {
+				if _, err := ulid.ParseStrict(id); err == nil {
+					return true, nil
+				}
+			}
+		}
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("spool pending: %w", err)
+		}
+	}
 }
 
 // write stores payload as <id><ext> through a fsynced temporary file.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
@@ -30,10 +31,13 @@ func hookCmd(g *globals) *cobra.Command {
 	claudeHook := &cobra.Command{
 		Use:   "claude",
 		Short: "Record one Claude Code hook payload read from stdin",
-		Long: `hook claude reads one Claude Code hook payload on stdin, keeps it in the
-data dir's spool (durably, before answering), and delivers the spool, in
-order, to the running server. When no server runs, the payload waits in the
-spool and the server delivers it when it starts. It never blocks the agent:
+		Long: `hook claude reads one Claude Code hook payload on stdin and delivers it to
+the running server, which appends it to the log before the hook exits.
+When the server is not running or does not answer, or when earlier
+payloads still wait in the data dir's spool (it never overtakes them, nor
+delivers them itself), it keeps the payload in the spool, durably, and the
+server delivers the spool, in order, as soon as it (re)starts or sees the
+new entry. It never blocks the agent:
 it exits 0 whether or not the server took the payload, and 1 (a
 non-blocking error for Claude Code) only for a payload it cannot use,
 which it keeps aside, redacted, in the spool's rejected/ folder with the
@@ -87,23 +91,48 @@ func hookClaude(ctx context.Context, g *globals) error {
 	// recorded without one.
 	host, _ := os.Hostname()
 	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
-	if _, err := sp.PutFrom(prepared, agent); err != nil {
-		return fmt.Errorf("hook claude: spool: %w", err)
-	}
 	ctx, cancel := context.WithTimeout(ctx, hookTimeout)
 	defer cancel()
-	if err := deliverSpool(ctx, g, dd, sp); err != nil {
+	id := ulid.Make().String()
+	// With nothing waiting in the spool, the payload goes straight to the
+	// server: its append is as durable as the spool and costs none of the
+	// spool's fsyncs. With entries waiting it must not overtake them, and
+	// a hook does not drain them in the agent's path either: it spools its
+	// own behind them and the server, which watches the spool, delivers.
+	waiting, err := sp.HasPending()
+	if err == nil && !waiting {
+		err = deliverHook(ctx, g, dd, api.HookRequest{ID: id, Text: string(prepared), Process: agent})
+		if err == nil {
+			return nil
+		}
+		if api.IsInputError(err) {
+			p, perr := dd.parser()
+			if perr != nil {
+				return fmt.Errorf("hook claude: %w (not kept: %v)", err, perr)
+			}
+			if kerr := sp.Reject(id, prepared, err, p.Redactor()); kerr != nil {
+				return fmt.Errorf("hook claude: %w (not kept: %v)", err, kerr)
+			}
+			return fmt.Errorf("hook claude: %w (kept aside as %s)", err, filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"))
+		}
+	}
+	// Under the id already sent, so a server that took it after all sees
+	// the spooled copy as the same observation.
+	if perr := sp.PutAs(id, prepared, agent); perr != nil {
+		return fmt.Errorf("hook claude: spool: %w", perr)
+	}
+	if err != nil {
 		// The payload is safe in the spool; the server delivers it later.
 		fmt.Fprintf(g.stderr, "logbook hook: kept in spool: %v\n", err)
 	}
 	return nil
 }
 
-// deliverSpool sends every spooled payload, oldest first, to the running
-// server, removing each one the server has made durable. It stops at the
-// first failure, so order holds. Another process already delivering is
-// not an error.
-func deliverSpool(ctx context.Context, g *globals, dd dataDir, sp *claude.Spool) error {
+// deliverHook sends one hook payload to the running server and returns
+// once the server has appended it (or found it already in the log). No
+// server running, or one that does not answer within ctx, is an error
+// the caller answers by spooling the payload.
+func deliverHook(ctx context.Context, g *globals, dd dataDir, req api.HookRequest) error {
 	url, opts, ok := g.serverURL(dd)
 	if !ok {
 		return fmt.Errorf("no server running (no %s)", dd.path("serve.json"))
@@ -113,39 +142,9 @@ func deliverSpool(ctx context.Context, g *globals, dd dataDir, sp *claude.Spool)
 		return err
 	}
 	defer nc.Close()
-	lock, err := sp.TryLock()
-	if err != nil {
-		return nil // someone else delivers
-	}
-	defer lock.Unlock()
-	pending, err := sp.Pending()
-	if err != nil {
-		return err
-	}
 	prefix := api.AnyPrefix
 	if si, ok := dd.readServeInfo(); ok && si.API != "" {
 		prefix = si.API
 	}
-	for _, e := range pending {
-		var r api.HookReply
-		err := api.Call(ctx, nc, prefix, api.VerbHook, api.HookRequest{ID: e.ID, Text: string(e.Payload), Process: e.Process}, &r)
-		if err != nil && api.IsInputError(err) {
-			p, perr := dd.parser()
-			if perr != nil {
-				return perr
-			}
-			if err := sp.Reject(e.ID, e.Payload, err, p.Redactor()); err != nil {
-				return err
-			}
-			fmt.Fprintf(g.stderr, "logbook hook: spooled payload %s refused: %v\n", e.ID, err)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if err := sp.Remove(e.ID); err != nil {
-			return err
-		}
-	}
-	return nil
+	return api.Call(ctx, nc, prefix, api.VerbHook, req, &api.HookReply{})
 }

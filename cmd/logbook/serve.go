@@ -292,7 +292,13 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	}
 	{
 		ctx, cancel := context.WithCancel(ctx)
+		kick, stopKick, err := spoolKicks(svc.Spool.Dir(), b.nc)
+		if err != nil {
+			cancel()
+			return err
+		}
 		grp.Add(func() error {
+			defer stopKick()
 			if wp.reader {
 				<-ctx.Done() // a reader's hooks wait in its spool for a writer
 				return nil
@@ -309,6 +315,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 				case <-ctx.Done():
 					return nil
 				case <-t.C:
+				case <-kick:
 				}
 			}
 		}, func(error) { cancel() })

@@ -166,7 +166,7 @@ func TestHook_SameBytesBothPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Direct: the request as deliverSpool encodes it.
+	// Direct: the request as deliverHook encodes it.
 	prepared, err := claude.PrepareHook([]byte(payload))
 	if err != nil {
 		t.Fatal(err)

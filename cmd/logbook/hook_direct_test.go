@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// TestHook_BehindSpool: with payloads of a session waiting in the spool
+// (here held back by a drain that holds the spool's lock), a hook neither
+// overtakes them nor delivers them itself: it spools its own payload
+// behind them and exits 0 at once. Once the drain lets go, the server
+// delivers all of them in order. With the spool empty, the next hook goes
+// straight to the server and the spool stays empty.
+func TestHook_BehindSpool(t *testing.T) {
+	data, b, _ := apiServe(t)
+	ctx := t.Context()
+	sp, err := claude.Open(filepath.Join(data, "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sid = "5e551011-0000-4000-8000-0000000be41d"
+	prompt := func(i int) string {
+		return fmt.Sprintf(`{"session_id":%q,"hook_event_name":"UserPromptSubmit","prompt_id":"p-%02d","prompt":"prompt %02d"}`, sid, i, i)
+	}
+	hook := func(i int) {
+		t.Helper()
+		var errb bytes.Buffer
+		if err := runCLI(ctx, []string{"--data", data, "hook", "claude"}, strings.NewReader(prompt(i)), io.Discard, &errb); err != nil {
+			t.Fatalf("hook %d: %v\n%s", i, err, errb.String())
+		}
+	}
+	lock, err := sp.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := sp.Put([]byte(prompt(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 3; i < 6; i++ {
+		hook(i)
+	}
+	if left, err := sp.Pending(); err != nil || len(left) != 6 {
+		t.Fatalf("spool holds %d entries (%v), want the 3 waiting and the 3 hooks behind them", len(left), err)
+	}
+	agg, _ := claude.SessionAggregate(sid, "")
+	if recs, _, err := b.log.Load(ctx, agg); err == nil && len(recs) > 0 {
+		t.Fatalf("%d events in the log while the spool was held: a hook delivered past the spool", len(recs))
+	}
+	if err := lock.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		left, err := sp.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d entries still spooled after 30s", len(left))
+		}
+	}
+	hook(6)
+	if ents, _ := os.ReadDir(sp.Dir()); len(ents) > 1 { // .lock
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("spool holds %v after a hook with the spool empty, want nothing spooled", names)
+	}
+	recs, _, err := b.log.Load(ctx, agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		if o, ok := events.Observed(r.Data); ok {
+			got = append(got, o.Signals[0].ID)
+		}
+	}
+	want := []string{"p-00", "p-01", "p-02", "p-03", "p-04", "p-05", "p-06"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("observations %v, want %v in order", got, want)
+	}
+}
+
+// TestSpoolKicks: an entry renamed into the spool, as Put does, kicks
+// serve's drain; a temporary file or a rejected entry does not.
+func TestSpoolKicks(t *testing.T) {
+	dir := t.TempDir()
+	sp, err := claude.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kick, stop, err := spoolKicks(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if err := os.WriteFile(filepath.Join(dir, ".tmp-x.json"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, claude.RejectedDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-kick:
+		t.Fatal("kicked by a temporary file or the rejected folder")
+	case <-time.After(200 * time.Millisecond):
+	}
+	if _, err := sp.Put([]byte(`{"session_id":"s","hook_event_name":"Stop"}`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-kick:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no kick for a spooled entry")
+	}
+}
