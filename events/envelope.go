@@ -48,7 +48,7 @@ func (a Aggregate) Subject() string { return SubjectEvents + "." + a.Kind + "." 
 // (a dot or wildcard would break the one-subject-per-aggregate rule).
 func (a Aggregate) Validate() error {
 	switch a.Kind {
-	case KindSession, KindWorkspace, KindProject, KindCommand:
+	case KindSession, KindWorkspace, KindProject, KindCommand, KindTask:
 	default:
 		return fmt.Errorf("%w: aggregate kind %q", ErrMalformed, a.Kind)
 	}

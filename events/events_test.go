@@ -86,6 +86,10 @@ func envelope(reg *events.Registry, p events.Payload) events.Envelope {
 	if strings.HasPrefix(e.Type, "command.") {
 		e.Agg = events.Aggregate{Kind: events.KindCommand, ID: "01JDQ7Z8V6T8Q2W3E4R5T6Y7C1"}
 	}
+	switch k, _, _ := strings.Cut(e.Type, "."); k {
+	case events.KindProject, events.KindWorkspace, events.KindTask:
+		e.Agg = events.Aggregate{Kind: k, ID: "01JDQ7Z8V6T8Q2W3E4R5T6Y7W1"}
+	}
 	e.Cause = &events.Cause{Kind: "hook", Event: "PreToolUse", Detail: "Bash", Ref: "01JDQ7Z8V6T8Q2W3E4R5T6Y7Z7"}
 	e.Corr, e.Host, e.Actor = "turn-7", "build-3", "claude-code"
 	return e
@@ -94,7 +98,7 @@ func envelope(reg *events.Registry, p events.Payload) events.Envelope {
 func TestGolden(t *testing.T) {
 	reg := events.NewRegistry()
 	seen := map[string]bool{}
-	for _, p := range samples() {
+	for _, p := range append(samples(), workspaceSamples()...) {
 		seen[p.EventType()] = true
 		t.Run(p.EventType(), func(t *testing.T) {
 			e := envelope(reg, p)

@@ -55,6 +55,7 @@ func NewRegistry() *Registry {
 	r.Register(ClaudeHookObserved{}, 1, false)
 	r.Register(TickObserved{}, 1, false)
 	registerCommand(r)
+	registerWorkspace(r)
 	return r
 }
 
