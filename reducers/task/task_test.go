@@ -1,0 +1,79 @@
+package task
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+var (
+	t0    = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	cause = events.Cause{Kind: "hook", Event: "SessionStart", Ref: "o1"}
+)
+
+func run(t *testing.T, s State, cmds ...Command) (State, []string) {
+	t.Helper()
+	reg := events.NewRegistry()
+	var types []string
+	for _, cmd := range cmds {
+		d, err := Decide(s, cmd)
+		if err != nil {
+			t.Fatalf("decide %T: %v", cmd, err)
+		}
+		for _, e := range d {
+			e.Agg = events.Aggregate{Kind: events.KindTask, ID: s.ID}
+			e.Ver = s.Ver + 1
+			e.ID[0] = byte(e.Ver)
+			if err := reg.Validate(e); err != nil {
+				t.Fatalf("%T: %v", cmd, err)
+			}
+			types = append(types, e.Type)
+			s = Evolve(s, e)
+		}
+	}
+	return s, types
+}
+
+func TestDecide_Lifecycle(t *testing.T) {
+	s := Init(events.Aggregate{Kind: events.KindTask, ID: "t1"})
+	if _, err := Decide(s, Observe{Session: "c"}); !errors.Is(err, events.ErrNotFound) {
+		t.Errorf("observe before delegate: %v", err)
+	}
+	s, types := run(t, s,
+		Delegate{Workspace: "w1", Parent: "p", Title: "fix", At: t0, Cause: cause},
+		Delegate{Workspace: "w1", Parent: "p", Title: "fix", At: t0, Cause: cause},
+		Observe{Session: "p", At: t0, Cause: cause}, // the parent is not the child
+		End{Session: "c", At: t0, Cause: cause},     // no child yet: a launch receipt is no end
+		Observe{Session: "c", At: t0, Cause: cause}, // running
+		Observe{Session: "c", At: t0, Cause: cause}, // again: nothing
+		End{Session: "other", At: t0, Cause: cause}, // another session's end: nothing
+		Interrupt{Reason: "host_restarted", At: t0, Cause: cause},
+		Observe{Session: "c", At: t0, Cause: cause}, // resumed
+		End{Session: "c", Failed: true, Reason: "error", At: t0, Cause: cause},
+		End{Session: "c", At: t0, Cause: cause})
+	want := []string{"task.delegated", "task.running", "task.interrupted", "task.resumed", "task.ended"}
+	if diff := cmp.Diff(want, types); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if s.Status != StatusFailed || s.Session != "c" || s.Reason != "error" {
+		t.Errorf("state %+v", s)
+	}
+}
+
+func TestDecide_Completed(t *testing.T) {
+	s, _ := run(t, Init(events.Aggregate{Kind: events.KindTask, ID: "t1"}),
+		Delegate{Workspace: "w1", Parent: "p", At: t0, Cause: cause},
+		Observe{Session: "c", At: t0, Cause: cause},
+		End{Session: "c", Reason: "exit", At: t0, Cause: cause},
+		Interrupt{Reason: "host_restarted", At: t0, Cause: cause})
+	if s.Status != StatusCompleted {
+		t.Errorf("status %s", s.Status)
+	}
+	if _, err := Decide(Init(events.Aggregate{Kind: events.KindTask, ID: "t2"}), Delegate{Parent: "p", At: t0, Cause: cause}); !errors.Is(err, events.ErrRejected) {
+		t.Errorf("delegate without workspace: %v", err)
+	}
+}
