@@ -69,8 +69,8 @@ type Options struct {
 }
 
 // DefaultViews returns the views a store maintains when Options.Views is
-// nil: the session view and the command view.
-func DefaultViews() []View { return []View{SessionView{}, CommandView{}} }
+// nil: the session view, the command view and the workspace view.
+func DefaultViews() []View { return []View{SessionView{}, CommandView{}, WorkspaceView{}} }
 
 // Store is a projection in one Pebble database. It is safe for concurrent
 // use: queries run in parallel with a Runner; batches are applied one at a
