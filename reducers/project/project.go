@@ -163,6 +163,9 @@ func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	if s[n] == '-' {
+		return s[:n] // cut at a word's end
+	}
 	s = s[:n]
 	if i := strings.LastIndexByte(s, '-'); i >= n-12 && i > 0 {
 		s = s[:i]
@@ -198,3 +201,6 @@ func ValidKey(k string) error {
 	}
 	return nil
 }
+
+// Agg returns the project's aggregate.
+func (s State) Agg() events.Aggregate { return events.Aggregate{Kind: events.KindProject, ID: s.ID} }

@@ -1,0 +1,776 @@
+// Package workspace makes and archives the git worktrees of Logbook's
+// workspace aggregates, each step an event on the log: it adds projects,
+// reserves workspaces (idempotent by the requested id), materializes them
+// (base, `git worktree add`, sync files, setup commands), recovers a
+// materialization a crash interrupted, renames, archives and cleans up,
+// measures what changed, and moves delegated tasks along.
+//
+// Decisions go through reducers/project, reducers/workspace and
+// reducers/task with optimistic concurrency on each aggregate's subject;
+// git runs as the user, in the project's repository, and never touches
+// the project's own work tree, HEAD or branches (a fetch updates only
+// remote-tracking refs).
+package workspace
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/project"
+	"github.com/logbook-dev/logbook/reducers/task"
+	"github.com/logbook-dev/logbook/reducers/workspace"
+)
+
+// EnvRoot names the variable that overrides the workspaces root.
+const EnvRoot = "LOGBOOK_WORKSPACES"
+
+// DefaultRoot returns where new workspaces go: $LOGBOOK_WORKSPACES, else
+// $XDG_DATA_HOME/logbook/workspaces, else
+// ~/.local/share/logbook/workspaces. A workspace's path is fixed when it
+// is reserved, so changing the root affects only new workspaces.
+func DefaultRoot() (string, error) {
+	if r := os.Getenv(EnvRoot); r != "" {
+		return filepath.Abs(r)
+	}
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "logbook", "workspaces"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("workspaces root: %w (set %s)", err, EnvRoot)
+	}
+	return filepath.Join(home, ".local", "share", "logbook", "workspaces"), nil
+}
+
+// Setup is one setup command to run as a sandboxed command of a
+// workspace.
+type Setup struct {
+	Command   string   // the command aggregate id to use
+	Session   string   // the session it runs for: the owner, or a workspace's own
+	Dir       string   // the workspace's path
+	Argv      []string // sh -c <setup command>
+	Protected []string // protected_sync files, read-only to the command
+}
+
+// SetupRunner runs setup commands. RunSetup returns the command's exit
+// code (-1 when it did not exit normally: stopped, refused, abandoned),
+// or an error when it could not be asked for or watched. It blocks until
+// the command ends or ctx is done.
+type SetupRunner interface {
+	RunSetup(ctx context.Context, s Setup) (int, error)
+}
+
+// Config configures a Manager. Log and Reg are required.
+type Config struct {
+	Log   events.Log
+	Reg   *events.Registry
+	IDs   events.IDSource // nil means ulid.Make
+	Clock events.Clock    // nil means time.Now
+	Host  string          // stamped on events and part of the runner id
+	Actor string          // stamped on events: a user name or "logbook"
+	// Root is the workspaces root (see DefaultRoot); required to create.
+	Root string
+	// Setup runs setup commands; nil refuses workspaces that have some.
+	Setup SetupRunner
+	// Stop asks every active command whose workspace lies under path to
+	// stop; nil stops nothing.
+	Stop func(ctx context.Context, path string) error
+}
+
+// Manager carries out workspace requests. It is safe for concurrent use.
+type Manager struct {
+	cfg        Config
+	runner     string
+	projects   *events.Executor[project.State]
+	workspaces *events.Executor[workspace.State]
+	tasks      *events.Executor[task.State]
+}
+
+// New returns a Manager for cfg.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Log == nil || cfg.Reg == nil {
+		return nil, errors.New("workspace manager: Log and Reg are required")
+	}
+	if cfg.IDs == nil {
+		cfg.IDs = ulid.Make
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	m := &Manager{cfg: cfg, runner: RunnerID(cfg.Host, os.Getpid(), cfg.IDs().String())}
+	m.projects = &events.Executor[project.State]{Log: cfg.Log, Reg: cfg.Reg, Init: project.Init,
+		Evolve: func(s project.State, e events.Envelope) project.State { return project.Evolve(s, e) },
+		IDs:    cfg.IDs, Host: cfg.Host, Actor: cfg.Actor}
+	m.workspaces = &events.Executor[workspace.State]{Log: cfg.Log, Reg: cfg.Reg, Init: workspace.Init,
+		Evolve: func(s workspace.State, e events.Envelope) workspace.State { return workspace.Evolve(s, e) },
+		IDs:    cfg.IDs, Host: cfg.Host, Actor: cfg.Actor}
+	m.tasks = &events.Executor[task.State]{Log: cfg.Log, Reg: cfg.Reg, Init: task.Init,
+		Evolve: func(s task.State, e events.Envelope) task.State { return task.Evolve(s, e) },
+		IDs:    cfg.IDs, Host: cfg.Host, Actor: cfg.Actor}
+	return m, nil
+}
+
+// Runner returns the id this manager's materializations record:
+// "<host>/<pid>/<process start>/<ulid>".
+func (m *Manager) Runner() string { return m.runner }
+
+// RunnerID returns a runner id for process pid on host: the host, the
+// pid, the process's start time in clock ticks after boot (0 when
+// unknown) and a unique suffix.
+func RunnerID(host string, pid int, suffix string) string {
+	return fmt.Sprintf("%s/%d/%d/%s", host, pid, procStart(pid), suffix)
+}
+
+// procStart returns field 22 of /proc/<pid>/stat, or 0.
+func procStart(pid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0
+	}
+	v, _ := strconv.ParseUint(f[19], 10, 64)
+	return v
+}
+
+// RunnerAlive reports whether the process a runner id names still runs:
+// on this host (host), the same pid with the same start time. A runner of
+// another host counts as alive: this host cannot tell.
+func RunnerAlive(runner, host string) bool {
+	parts := strings.SplitN(runner, "/", 4)
+	if len(parts) != 4 {
+		return false
+	}
+	if parts[0] != host {
+		return true
+	}
+	pid, err := strconv.Atoi(parts[1])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	start := procStart(pid)
+	return start != 0 && strconv.FormatUint(start, 10) == parts[2]
+}
+
+func (m *Manager) now() time.Time { return m.cfg.Clock().UTC().Truncate(time.Microsecond) }
+
+// cause returns a cause of kind "cli" for event (the request's verb) with
+// a fresh reference.
+func (m *Manager) cause(event, detail string) events.Cause {
+	return events.Cause{Kind: "cli", Event: event, Detail: detail, Ref: m.cfg.IDs().String()}
+}
+
+// ProjectID returns the project id Logbook gives the repository at path
+// (absolute, symlinks resolved): "p-" and 16 hex digits of its SHA-256,
+// so adding one folder twice names one project.
+func ProjectID(path string) string {
+	sum := sha256.Sum256([]byte(path))
+	return "p-" + hex.EncodeToString(sum[:8])
+}
+
+// AddProject adds the repository whose top level is dir, named name
+// (default: the folder's name), with a storage key free among taken (the
+// keys of the other projects). Adding a folder again answers its
+// project. Errors: dir is no repository, a subdirectory of one, or a
+// linked worktree; the name slugs to nothing (events.ErrRejected).
+func (m *Manager) AddProject(ctx context.Context, dir, name string, taken map[string]string) (project.State, error) {
+	path, err := CheckProject(ctx, dir)
+	if err != nil {
+		return project.State{}, err
+	}
+	id := ProjectID(path)
+	agg := events.Aggregate{Kind: events.KindProject, ID: id}
+	if st, err := m.projects.State(ctx, agg); err != nil {
+		return st, err
+	} else if st.Exists() {
+		return st, nil
+	}
+	if name == "" {
+		name = filepath.Base(path)
+	}
+	key, err := project.FreeKey(taken, name)
+	if err != nil {
+		return project.State{}, fmt.Errorf("project add: %w", err)
+	}
+	trunk, err := Trunk(ctx, path)
+	if err != nil {
+		return project.State{}, err
+	}
+	cmd := project.Add{Name: name, Key: key, Path: path, Trunk: trunk, At: m.now(), Cause: m.cause("project add", path)}
+	_, st, err := m.projects.Execute(ctx, agg, func(s project.State) (events.Decision, error) { return project.Decide(s, cmd) })
+	return st, err
+}
+
+// Project returns project id as the log has it now; the error wraps
+// events.ErrNotFound when it was never added.
+func (m *Manager) Project(ctx context.Context, id string) (project.State, error) {
+	st, err := m.projects.State(ctx, events.Aggregate{Kind: events.KindProject, ID: id})
+	if err == nil && !st.Exists() {
+		err = fmt.Errorf("project %s: %w", id, events.ErrNotFound)
+	}
+	return st, err
+}
+
+// Workspace returns workspace id as the log has it now; the error wraps
+// events.ErrNotFound when it was never reserved.
+func (m *Manager) Workspace(ctx context.Context, id string) (workspace.State, error) {
+	st, err := m.workspaces.State(ctx, events.Aggregate{Kind: events.KindWorkspace, ID: id})
+	if err == nil && !st.Exists() {
+		err = fmt.Errorf("workspace %s: %w", id, events.ErrNotFound)
+	}
+	return st, err
+}
+
+// CreateRequest asks for a workspace.
+type CreateRequest struct {
+	Project string // the project id
+	Name    string // its name; its slug is the storage key
+	Base    string // the base ref; "" means origin/<trunk> (fetched), else the local trunk
+	ID      string // the workspace id; "" means a new ULID. The same id again answers the same workspace.
+	Session string // the owning session; "" when a person asks
+	// Placeholder marks Name as a stand-in the first session naming
+	// itself in the workspace replaces.
+	Placeholder bool
+}
+
+// Create reserves and materializes a workspace, and returns it ready or
+// failed (with the step and the reason). A workspace that exists under
+// req.ID is answered as it is, materialized by whoever reserved it.
+// Refused before anything is appended: an unknown project
+// (events.ErrNotFound), a project that is no longer the top level of a
+// repository, an unknown base ref, a name that slugs to nothing, an id
+// that is no valid aggregate id or names a workspace of another project.
+func (m *Manager) Create(ctx context.Context, req CreateRequest) (workspace.State, error) {
+	if req.ID == "" {
+		req.ID = m.cfg.IDs().String()
+	}
+	if err := events.ValidID(req.ID); err != nil {
+		return workspace.State{}, fmt.Errorf("workspace create: id: %w", err)
+	}
+	if req.Session != "" {
+		if err := events.ValidID(req.Session); err != nil {
+			return workspace.State{}, fmt.Errorf("workspace create: session: %w", err)
+		}
+	}
+	agg := events.Aggregate{Kind: events.KindWorkspace, ID: req.ID}
+	if st, err := m.workspaces.State(ctx, agg); err != nil {
+		return st, err
+	} else if st.Exists() {
+		if st.Project != req.Project {
+			return st, fmt.Errorf("workspace create: %w: id %s names a workspace of project %s", events.ErrRejected, req.ID, st.Project)
+		}
+		return st, nil
+	}
+	p, err := m.Project(ctx, req.Project)
+	if err != nil {
+		return workspace.State{}, fmt.Errorf("workspace create: %w", err)
+	}
+	if _, err := CheckProject(ctx, p.Path); err != nil {
+		return workspace.State{}, fmt.Errorf("workspace create: %w", err)
+	}
+	if req.Base != "" {
+		if _, err := ResolveBase(ctx, p.Path, p.Trunk, req.Base); err != nil {
+			return workspace.State{}, fmt.Errorf("workspace create: %w", err)
+		}
+	}
+	if m.cfg.Root == "" {
+		return workspace.State{}, errors.New("workspace create: no workspaces root")
+	}
+	if _, err := project.FreeKey(nil, req.Name); err != nil {
+		return workspace.State{}, fmt.Errorf("workspace create: %w", err)
+	}
+	cause := m.cause("workspace create", req.ID)
+	_, ps, err := m.projects.Execute(ctx, p.Agg(), func(s project.State) (events.Decision, error) {
+		return project.Decide(s, project.ReserveKey{Workspace: req.ID, Name: req.Name, At: m.now(), Cause: cause})
+	})
+	if err != nil {
+		return workspace.State{}, fmt.Errorf("workspace create: %w", err)
+	}
+	key := ps.Workspaces[req.ID]
+	named := events.ByPerson
+	if req.Session != "" {
+		named = events.ByChat
+	}
+	res := workspace.Reserve{
+		Project: p.ID, Name: req.Name, Key: key, Path: filepath.Join(m.cfg.Root, p.Key, key), Branch: "worktree/" + key,
+		Base: req.Base, OwnedBy: req.Session, NamedBy: named, Placeholder: req.Placeholder, Runner: m.runner,
+		At: m.now(), Cause: cause,
+	}
+	ap, st, err := m.workspaces.Execute(ctx, agg, func(s workspace.State) (events.Decision, error) { return workspace.Decide(s, res) })
+	if err != nil {
+		return st, fmt.Errorf("workspace create: %w", err)
+	}
+	if ap.First == 0 || st.Runner != m.runner {
+		return st, nil // another create of this id reserved it first and materializes it
+	}
+	return m.materialize(ctx, st, p)
+}
+
+// materialize takes st, an initializing workspace whose runner is this
+// manager, through its remaining steps and returns it ready, failed, or
+// as another decision left it (archived meanwhile, taken over).
+func (m *Manager) materialize(ctx context.Context, st workspace.State, p project.State) (workspace.State, error) {
+	agg := events.Aggregate{Kind: events.KindWorkspace, ID: st.ID}
+	stopped := false
+	step := func(ev events.Payload) error {
+		if stopped {
+			return nil
+		}
+		cmd := workspace.Step{Runner: m.runner, Event: ev, At: m.now(), Cause: m.cause("workspace materialize", ev.EventType())}
+		_, s, err := m.workspaces.Execute(ctx, agg, func(s workspace.State) (events.Decision, error) { return workspace.Decide(s, cmd) })
+		if errors.Is(err, events.ErrRejected) {
+			stopped = true // archived meanwhile, or taken over: the rest is not ours
+			return nil
+		}
+		if err == nil {
+			st = s
+		}
+		return err
+	}
+	fail := func(stepName string, reason error) (workspace.State, error) {
+		if err := step(events.WorkspaceFailed{Runner: m.runner, Step: stepName, Reason: reason.Error()}); err != nil {
+			return st, err
+		}
+		return m.Workspace(ctx, st.ID)
+	}
+	if st.BaseCommit == "" {
+		b, err := ResolveBase(ctx, p.Path, p.Trunk, st.BaseAsked)
+		if err != nil {
+			return fail("base", err)
+		}
+		if err := step(events.WorkspaceBaseResolved{Runner: m.runner, Ref: b.Ref, Commit: b.Commit, Fetched: b.Fetched, Fallback: b.Fallback}); err != nil || stopped {
+			return m.after(ctx, st, err)
+		}
+	}
+	if !st.Worktree {
+		adopted, err := m.addWorktree(ctx, p.Path, st)
+		if err != nil {
+			return fail(err.step, err.err)
+		}
+		if err := step(events.WorkspaceWorktreeAdded{Runner: m.runner, Path: st.Path, Branch: st.Branch, Commit: st.BaseCommit, Adopted: adopted}); err != nil || stopped {
+			return m.after(ctx, st, err)
+		}
+	}
+	cfg, err := LoadConfig(p.Path)
+	if err != nil {
+		return fail("sync", err)
+	}
+	if !st.SyncDone {
+		ev, err := syncFiles(p.Path, st.Path, cfg)
+		if err != nil {
+			return fail("sync", err)
+		}
+		ev.Runner = m.runner
+		if err := step(ev); err != nil || stopped {
+			return m.after(ctx, st, err)
+		}
+	}
+	for i := st.SetupRan; i < len(cfg.SetupCommands); i++ {
+		if m.cfg.Setup == nil {
+			return fail("setup", errors.New("setup commands need a running server with workers: start `logbook serve`"))
+		}
+		session := st.OwnedBy
+		if session == "" {
+			session = "workspace-" + st.ID
+		}
+		s := Setup{Command: "ws-" + m.cfg.IDs().String(), Session: session, Dir: st.Path,
+			Argv: []string{"sh", "-c", cfg.SetupCommands[i]}, Protected: cfg.ProtectedSync}
+		code, err := m.cfg.Setup.RunSetup(ctx, s)
+		if err != nil {
+			if cur, cerr := m.Workspace(ctx, st.ID); cerr == nil && cur.Status != workspace.StatusInitializing {
+				return cur, nil // archived while setup ran
+			}
+			return fail("setup", fmt.Errorf("setup command %d (%s): %w", i+1, cfg.SetupCommands[i], err))
+		}
+		if err := step(events.WorkspaceSetupRan{Runner: m.runner, Index: i, Command: s.Command, Argv: s.Argv, Exit: code}); err != nil || stopped {
+			return m.after(ctx, st, err)
+		}
+		if code != 0 {
+			return fail("setup", fmt.Errorf("setup command %d (%s) exited with status %d: see logbook command output %s", i+1, cfg.SetupCommands[i], code, s.Command))
+		}
+	}
+	if err := step(events.WorkspaceReady{Runner: m.runner}); err != nil || stopped {
+		return m.after(ctx, st, err)
+	}
+	return st, nil
+}
+
+// after returns the workspace as the log has it once a materialization
+// stopped early: err, or the state another decision left.
+func (m *Manager) after(ctx context.Context, st workspace.State, err error) (workspace.State, error) {
+	if err != nil {
+		return st, err
+	}
+	return m.Workspace(ctx, st.ID)
+}
+
+// stepError is a failed step and why.
+type stepError struct {
+	step string
+	err  error
+}
+
+// addWorktree makes st's worktree, or adopts it when git already has it
+// at st.Path on st.Branch (made by a runner that crashed after making
+// it), and verifies git's answer. It never removes a folder or a branch
+// it did not make.
+func (m *Manager) addWorktree(ctx context.Context, project string, st workspace.State) (bool, *stepError) {
+	w, ok, err := findWorktree(ctx, project, st.Path)
+	if err != nil {
+		return false, &stepError{"worktree", err}
+	}
+	if ok {
+		if w.Branch != st.Branch {
+			return false, &stepError{"worktree", fmt.Errorf("git has another worktree at %s (branch %q)", st.Path, w.Branch)}
+		}
+		if _, err := verifyWorktree(ctx, project, st.Path, st.Branch); err != nil {
+			return false, &stepError{"verify", err}
+		}
+		return true, nil
+	}
+	if _, err := os.Lstat(st.Path); err == nil {
+		return false, &stepError{"worktree", fmt.Errorf("folder %s exists already and is no worktree of %s; move it away, then create the workspace again under another id", st.Path, project)}
+	}
+	if branchExists(ctx, project, st.Branch) {
+		return false, &stepError{"worktree", fmt.Errorf("branch %s exists already in %s; Logbook does not take over a branch it did not make", st.Branch, project)}
+	}
+	if err := os.MkdirAll(filepath.Dir(st.Path), 0o755); err != nil {
+		return false, &stepError{"worktree", err}
+	}
+	if _, err := git(ctx, project, "worktree", "add", "--quiet", "-b", st.Branch, st.Path, st.BaseCommit); err != nil {
+		return false, &stepError{"worktree", err}
+	}
+	if _, err := verifyWorktree(ctx, project, st.Path, st.Branch); err != nil {
+		return false, &stepError{"verify", err}
+	}
+	return false, nil
+}
+
+// syncFiles copies cfg's sync and protected_sync files from the project
+// into the worktree; protected ones end read-only (0444). A file missing
+// from the project is listed, not an error; one that is a symbolic link
+// leading out of the project is an error.
+func syncFiles(project, wt string, cfg ProjectConfig) (events.WorkspaceSynced, error) {
+	var ev events.WorkspaceSynced
+	for i, list := range [][]string{cfg.Sync, cfg.ProtectedSync} {
+		for _, rel := range list {
+			src := filepath.Join(project, rel)
+			real, err := filepath.EvalSymlinks(src)
+			if errors.Is(err, fs.ErrNotExist) {
+				ev.Missing = append(ev.Missing, rel)
+				continue
+			}
+			if err != nil {
+				return ev, fmt.Errorf("sync %s: %w", rel, err)
+			}
+			if real != project && !strings.HasPrefix(real, project+"/") {
+				return ev, fmt.Errorf("sync %s: it leads out of the project, to %s", rel, real)
+			}
+			dst := filepath.Join(wt, rel)
+			if err := copyTree(real, dst, i == 1); err != nil {
+				return ev, fmt.Errorf("sync %s: %w", rel, err)
+			}
+			if i == 0 {
+				ev.Files = append(ev.Files, rel)
+			} else {
+				ev.Protected = append(ev.Protected, rel)
+			}
+		}
+	}
+	return ev, nil
+}
+
+// copyTree copies the file or directory src to dst; with readOnly every
+// copied file gets mode 0444.
+func copyTree(src, dst string, readOnly bool) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil // symbolic links and devices inside are not copied
+		}
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return err
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		fi, err := in.Stat()
+		if err != nil {
+			return err
+		}
+		mode := fi.Mode().Perm()
+		if readOnly {
+			mode = 0o444
+		}
+		_ = os.Chmod(to, 0o600) // a read-only copy from an earlier attempt
+		out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		if err := out.Close(); err != nil {
+			return err
+		}
+		return os.Chmod(to, mode)
+	})
+}
+
+// Recover finishes what a crash left: each initializing workspace of
+// list whose runner is gone is taken over (workspace.resumed) and its
+// materialization finished from the last recorded step (a worktree git
+// already made is adopted, never made twice); each archiving one is
+// archived; each archived one not yet cleaned is cleaned. It returns how
+// many it handled and the first error.
+func (m *Manager) Recover(ctx context.Context, list []workspace.State) (int, error) {
+	var first error
+	n := 0
+	note := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, w := range list {
+		switch {
+		case w.Status == workspace.StatusInitializing && !RunnerAlive(w.Runner, m.cfg.Host):
+			n++
+			_, err := m.resume(ctx, w.ID)
+			note(err)
+		case w.Status == workspace.StatusArchiving:
+			n++
+			_, err := m.finishArchive(ctx, w.ID)
+			note(err)
+			note(m.Cleanup(ctx, w.ID))
+		case w.Status == workspace.StatusArchived && w.Cleanup == "":
+			n++
+			note(m.Cleanup(ctx, w.ID))
+		}
+	}
+	return n, first
+}
+
+// resume takes workspace id over and finishes its materialization.
+func (m *Manager) resume(ctx context.Context, id string) (workspace.State, error) {
+	agg := events.Aggregate{Kind: events.KindWorkspace, ID: id}
+	cmd := workspace.Resume{Runner: m.runner, At: m.now(), Cause: events.Cause{Kind: "system", Event: "recover", Detail: "runner gone", Ref: m.cfg.IDs().String()}}
+	_, st, err := m.workspaces.Execute(ctx, agg, func(s workspace.State) (events.Decision, error) { return workspace.Decide(s, cmd) })
+	if err != nil {
+		return st, fmt.Errorf("recover workspace %s: %w", id, err)
+	}
+	p, err := m.Project(ctx, st.Project)
+	if err != nil {
+		return st, fmt.Errorf("recover workspace %s: %w", id, err)
+	}
+	return m.materialize(ctx, st, p)
+}
+
+// Archive archives workspace id for by, a session (as events.ByChat) or
+// a person (as events.ByPerson): archiving at once, then its commands
+// are asked to stop, then archived. Cleanup is separate (Cleanup), so a
+// caller can run it in the background. Archiving an archived workspace
+// answers it as it is. Errors: events.ErrNotFound, or events.ErrRejected
+// when a session that does not own it asks.
+func (m *Manager) Archive(ctx context.Context, id, by, as string) (workspace.State, error) {
+	agg := events.Aggregate{Kind: events.KindWorkspace, ID: id}
+	cmd := workspace.Archive{By: by, As: as, At: m.now(), Cause: m.cause("workspace archive", by)}
+	_, st, err := m.workspaces.Execute(ctx, agg, func(s workspace.State) (events.Decision, error) { return workspace.Decide(s, cmd) })
+	if err != nil {
+		return st, fmt.Errorf("workspace archive: %w", err)
+	}
+	if st.Status != workspace.StatusArchiving {
+		return st, nil
+	}
+	return m.finishArchive(ctx, id)
+}
+
+// finishArchive stops the workspace's commands and records archived.
+func (m *Manager) finishArchive(ctx context.Context, id string) (workspace.State, error) {
+	st, err := m.Workspace(ctx, id)
+	if err != nil {
+		return st, err
+	}
+	var stopErr error
+	if m.cfg.Stop != nil && st.Path != "" {
+		stopErr = m.cfg.Stop(ctx, st.Path)
+	}
+	agg := events.Aggregate{Kind: events.KindWorkspace, ID: id}
+	cmd := workspace.FinishArchive{At: m.now(), Cause: m.cause("workspace archive", "archived")}
+	_, st, err = m.workspaces.Execute(ctx, agg, func(s workspace.State) (events.Decision, error) { return workspace.Decide(s, cmd) })
+	if err != nil {
+		return st, fmt.Errorf("workspace archive: %w", err)
+	}
+	if stopErr != nil {
+		return st, fmt.Errorf("workspace %s archived, but stopping its commands failed: %w", id, stopErr)
+	}
+	return st, nil
+}
+
+// Cleanup removes an archived workspace's worktree and folder (`git
+// worktree remove`, then the folder, then `git worktree prune`; the
+// branch stays) and records the outcome: cleaned, or cleanup_failed with
+// the step and reason. The workspace stays archived either way. It
+// returns an error only when the outcome could not be recorded.
+func (m *Manager) Cleanup(ctx context.Context, id string) error {
+	st, err := m.Workspace(ctx, id)
+	if err != nil {
+		return err
+	}
+	if st.Status != workspace.StatusArchived || st.Cleanup == workspace.CleanupDone {
+		return nil
+	}
+	cmd := workspace.Clean{At: m.now(), Cause: m.cause("workspace cleanup", id)}
+	p, err := m.Project(ctx, st.Project)
+	if err != nil {
+		cmd.Step, cmd.Err = "worktree", err.Error()
+	} else if stepName, err := removeWorktree(ctx, p.Path, st.Path); err != nil {
+		cmd.Step, cmd.Err = stepName, err.Error()
+	}
+	agg := events.Aggregate{Kind: events.KindWorkspace, ID: id}
+	_, _, err = m.workspaces.Execute(ctx, agg, func(s workspace.State) (events.Decision, error) { return workspace.Decide(s, cmd) })
+	return err
+}
+
+// Rename renames workspace id to name for by (a session, as
+// events.ByChat, or a person, as events.ByPerson) and renames its branch
+// to worktree/<slug of name> (with -2, -3, … when that branch exists);
+// the storage key and the folder never change. A session's name replaces
+// only a placeholder: otherwise Rename answers the workspace unchanged.
+// Errors: an initializing, archiving or archived workspace, a name with
+// no letter or digit (events.ErrRejected), git's refusal.
+func (m *Manager) Rename(ctx context.Context, id, name, by, as string) (workspace.State, error) {
+	st, err := m.Workspace(ctx, id)
+	if err != nil {
+		return st, err
+	}
+	if st.Status == workspace.StatusInitializing {
+		return st, fmt.Errorf("workspace rename: %w: workspace %s is still initializing", events.ErrRejected, id)
+	}
+	slug := project.Slug(name)
+	if slug == "" {
+		return st, fmt.Errorf("workspace rename: %w: name %q has no letter or digit", events.ErrRejected, name)
+	}
+	probe := workspace.Rename{Name: name, Branch: st.Branch, NamedBy: as, Session: by}
+	if d, err := workspace.Decide(st, probe); err != nil || len(d) == 0 {
+		return st, err
+	}
+	p, err := m.Project(ctx, st.Project)
+	if err != nil {
+		return st, err
+	}
+	branch := "worktree/" + slug
+	for i := 2; branch != st.Branch && branchExists(ctx, p.Path, branch); i++ {
+		branch = "worktree/" + slug + "-" + strconv.Itoa(i)
+	}
+	if branch != st.Branch && st.Worktree && branchExists(ctx, p.Path, st.Branch) {
+		if _, err := git(ctx, p.Path, "branch", "-m", st.Branch, branch); err != nil {
+			return st, fmt.Errorf("workspace rename: %w", err)
+		}
+	}
+	cmd := workspace.Rename{Name: name, Branch: branch, NamedBy: as, Session: by, At: m.now(), Cause: m.cause("workspace rename", name)}
+	agg := events.Aggregate{Kind: events.KindWorkspace, ID: id}
+	_, st, err = m.workspaces.Execute(ctx, agg, func(s workspace.State) (events.Decision, error) { return workspace.Decide(s, cmd) })
+	return st, err
+}
+
+// Changes measures what changed in workspace st against its merge base
+// (see ChangesOf). The error says when the folder is gone.
+func (m *Manager) Changes(ctx context.Context, st workspace.State) (Changes, error) {
+	if _, err := os.Stat(st.Path); err != nil {
+		return Changes{}, fmt.Errorf("changes of workspace %s: folder %s is missing", st.ID, st.Path)
+	}
+	p, err := m.Project(ctx, st.Project)
+	if err != nil {
+		return Changes{}, err
+	}
+	return ChangesOf(ctx, st.Path, p.Trunk)
+}
+
+// Delegate records that session parent delegated work titled title to
+// workspace ws, as task id ("" for a new ULID). Delegating an id again
+// answers the task as it is.
+func (m *Manager) Delegate(ctx context.Context, id, ws, parent, title string) (task.State, error) {
+	if id == "" {
+		id = m.cfg.IDs().String()
+	}
+	if err := events.ValidID(id); err != nil {
+		return task.State{}, fmt.Errorf("task delegate: id: %w", err)
+	}
+	if _, err := m.Workspace(ctx, ws); err != nil {
+		return task.State{}, fmt.Errorf("task delegate: %w", err)
+	}
+	cmd := task.Delegate{Workspace: ws, Parent: parent, Title: title, At: m.now(), Cause: m.cause("task delegate", ws)}
+	_, st, err := m.tasks.Execute(ctx, events.Aggregate{Kind: events.KindTask, ID: id}, func(s task.State) (events.Decision, error) { return task.Decide(s, cmd) })
+	return st, err
+}
+
+// Seen is what is known of a session working in a task's workspace.
+type Seen struct {
+	Session string
+	Ended   bool
+	Failed  bool   // it ended in failure
+	Reason  string // its end reason
+	At      time.Time
+	Ref     string // the id of the event that shows it
+}
+
+// Progress moves task t along from the sessions seen in its workspace,
+// newest last: the first one that is not the parent makes it running;
+// that session's end completes or fails it; seen again after an
+// interruption, it resumes it.
+func (m *Manager) Progress(ctx context.Context, t task.State, seen []Seen) (task.State, error) {
+	agg := events.Aggregate{Kind: events.KindTask, ID: t.ID}
+	for _, s := range seen {
+		cause := events.Cause{Kind: "system", Event: "session seen", Detail: s.Session, Ref: s.Ref}
+		cmds := []task.Command{task.Observe{Session: s.Session, At: s.At, Cause: cause}}
+		if s.Ended {
+			cmds = append(cmds, task.End{Session: s.Session, Failed: s.Failed, Reason: s.Reason, At: s.At, Cause: cause})
+		}
+		for _, c := range cmds {
+			_, st, err := m.tasks.Execute(ctx, agg, func(st task.State) (events.Decision, error) { return task.Decide(st, c) })
+			if err != nil {
+				return st, err
+			}
+			t = st
+		}
+	}
+	return t, nil
+}
+
+// Interrupt marks task id interrupted after a host restart found its
+// session neither ended nor seen again.
+func (m *Manager) Interrupt(ctx context.Context, id string) (task.State, error) {
+	cmd := task.Interrupt{Reason: "host_restarted", At: m.now(), Cause: events.Cause{Kind: "system", Event: "restart", Ref: m.cfg.IDs().String()}}
+	_, st, err := m.tasks.Execute(ctx, events.Aggregate{Kind: events.KindTask, ID: id}, func(s task.State) (events.Decision, error) { return task.Decide(s, cmd) })
+	return st, err
+}
