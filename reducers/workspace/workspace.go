@@ -64,6 +64,7 @@ type State struct {
 	BaseCommit string   `json:"base_commit,omitempty"`
 	Fallback   string   `json:"fallback,omitempty"`
 	Worktree   bool     `json:"worktree"` // git made the worktree
+	SyncDone   bool     `json:"sync_done"`
 	Synced     []string `json:"synced,omitempty"`
 	Protected  []string `json:"protected,omitempty"`
 	SetupRan   int      `json:"setup_ran"` // setup commands recorded
@@ -333,7 +334,7 @@ func Evolve(s State, e events.Envelope) State {
 	case events.WorkspaceWorktreeAdded:
 		s.Worktree = true
 	case events.WorkspaceSynced:
-		s.Synced, s.Protected = slices.Clone(d.Files), slices.Clone(d.Protected)
+		s.SyncDone, s.Synced, s.Protected = true, slices.Clone(d.Files), slices.Clone(d.Protected)
 	case events.WorkspaceSetupRan:
 		s.SetupRan = d.Index + 1
 	case events.WorkspaceReady:
