@@ -24,14 +24,19 @@ const (
 	// sessions-by-parent/<parent>/<child>, empty value, for every session
 	// with a parent.
 	ParentPrefix = "sessions-by-parent/"
+	// SummaryPrefix prefixes the list rows: sessions-summary/<id> = JSON
+	// of session.Summarize of the session's row, for every started
+	// session: what lists of thousands of sessions read instead of the
+	// whole rows.
+	SummaryPrefix = "sessions-summary/"
 )
 
-// SessionView is the "sessions" view, schema version 5: one row per
+// SessionView is the "sessions" view, schema version 6: one row per
 // session aggregate holding the JSON of its reducers/session.State, kept
 // by loading the row, folding the record with session.Evolve and storing
-// it, plus the phase and parent indexes in step with the rows. Events of
-// other aggregate kinds are ignored; session events the reducer does not
-// know only advance the row's ver and updated_at.
+// it, plus the phase and parent indexes and the summary rows in step with
+// the rows. Events of other aggregate kinds are ignored; session events
+// the reducer does not know only advance the row's ver and updated_at.
 //
 // Rows hold the times of facts only (started_at, updated_at, each open
 // entry's opened_at, all from envelopes); ages are computed at query time
@@ -51,7 +56,7 @@ func (SessionView) Name() string { return "sessions" }
 
 // Version implements View. Bump it when session.State's JSON or the
 // view's keys change.
-func (SessionView) Version() int { return 5 } // 5: gate reviews, refusals
+func (SessionView) Version() int { return 6 } // 5: gate reviews, refusals; 6: summary rows
 
 // sessionRow is one session being folded in a batch.
 type sessionRow struct {
@@ -96,6 +101,15 @@ func (SessionView) Flush(tx *Tx) error {
 		}
 		if err := tx.Set(SessionPrefix+id, b); err != nil {
 			return err
+		}
+		if row.state.Exists() {
+			sum, err := json.Marshal(session.Summarize(row.state))
+			if err != nil {
+				return fmt.Errorf("encode session summary %s: %w", id, err)
+			}
+			if err := tx.Set(SummaryPrefix+id, sum); err != nil {
+				return err
+			}
 		}
 		if err := moveIndex(tx, PhasePrefix, row.phase, row.state.Phase, id); err != nil {
 			return err
@@ -174,21 +188,35 @@ func (s *Store) Sessions(phase string) ([]session.State, error) {
 // walks the phase index, so its cost follows the rows fn takes, not the
 // number of sessions.
 func (s *Store) SessionRows(phase, after string, fn func(id string, row []byte) (bool, error)) error {
+	return s.sessionRows(SessionPrefix, phase, after, fn)
+}
+
+// SessionSummaries is SessionRows over the summary rows: fn gets the JSON
+// of each session's session.Summary instead of its whole State.
+func (s *Store) SessionSummaries(phase, after string, fn func(id string, row []byte) (bool, error)) error {
+	return s.sessionRows(SummaryPrefix, phase, after, fn)
+}
+
+// sessionRows walks the rows under rowPrefix (SessionPrefix or
+// SummaryPrefix) as SessionRows describes.
+func (s *Store) sessionRows(rowPrefix, phase, after string, fn func(id string, row []byte) (bool, error)) error {
 	sn, err := s.Snapshot()
 	if err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}
 	defer sn.Close()
 	if phase == "" {
-		err = sn.scanAfter(SessionPrefix, after, func(key string, v []byte) (bool, error) {
-			phase, err := rowPhase(v)
-			if err != nil {
-				return false, fmt.Errorf("decode %s: %w", key, err)
+		err = sn.scanAfter(rowPrefix, after, func(key string, v []byte) (bool, error) {
+			if rowPrefix == SessionPrefix {
+				phase, err := rowPhase(v)
+				if err != nil {
+					return false, fmt.Errorf("decode %s: %w", key, err)
+				}
+				if phase == "" {
+					return true, nil // not started
+				}
 			}
-			if phase == "" {
-				return true, nil // not started
-			}
-			return fn(strings.TrimPrefix(key, SessionPrefix), v)
+			return fn(strings.TrimPrefix(key, rowPrefix), v)
 		})
 		if err != nil {
 			return fmt.Errorf("sessions: %w", err)
@@ -198,7 +226,7 @@ func (s *Store) SessionRows(phase, after string, fn func(id string, row []byte) 
 	prefix := PhasePrefix + phase + "/"
 	err = sn.scanAfter(prefix, after, func(key string, _ []byte) (bool, error) {
 		id := strings.TrimPrefix(key, prefix)
-		v, ok, err := sn.Get(SessionPrefix + id)
+		v, ok, err := sn.Get(rowPrefix + id)
 		if err != nil {
 			return false, err
 		}

@@ -462,8 +462,9 @@ func TestStore_WaitFor(t *testing.T) {
 }
 
 // TestStore_SessionRows pages through the sessions of a random history,
-// of every phase and of all, with pages of several sizes: the pages joined
-// are what Sessions returns, and fn's false stops the walk.
+// of every phase and of all, with pages of several sizes, as whole rows
+// and as summaries: the pages joined are what Sessions returns, each
+// summary is session.Summarize of its row, and fn's false stops the walk.
 func TestStore_SessionRows(t *testing.T) {
 	h := history(t, 19, 600, 40)
 	s := open(t, t.TempDir(), projections.Options{})
@@ -474,8 +475,35 @@ func TestStore_SessionRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []string{}
+		sums := map[string]session.Summary{}
 		for _, st := range all {
 			want = append(want, st.ID)
+			sums[st.ID] = session.Summarize(st)
+		}
+		for _, size := range []int{1, 3, 1000} {
+			got, after := []string{}, ""
+			for n := size; n == size; {
+				n = 0
+				err := s.SessionSummaries(phase, after, func(id string, row []byte) (bool, error) {
+					var sum session.Summary
+					if err := json.Unmarshal(row, &sum); err != nil {
+						return false, fmt.Errorf("summary %s = %s: %v", id, row, err)
+					}
+					if diff := cmp.Diff(sums[id], sum); diff != "" {
+						return false, fmt.Errorf("summary %s (-want +got):\n%s", id, diff)
+					}
+					got = append(got, id)
+					after = id
+					n++
+					return n < size, nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("SessionSummaries(%q) in pages of %d (-want +got):\n%s", phase, size, diff)
+			}
 		}
 		for _, size := range []int{1, 3, 1000} {
 			got, after := []string{}, ""

@@ -49,8 +49,8 @@ func Local(handlers map[string]func(context.Context, []byte) (any, error)) Calle
 
 // ListSessions asks for the session list page after page and returns
 // at most limit sessions (0: all), in id order, each decoded into a T: a
-// session.State, a sessionRow for the table, or json.RawMessage to pass
-// the stored JSON on. Pages are decoded by two goroutines while the next
+// session.State, a session.Summary for the table (with req.Summaries), or
+// json.RawMessage to pass the stored JSON on. Pages are decoded by two goroutines while the next
 // ones are asked for.
 func ListSessions[T any](ctx context.Context, call Caller, req SessionsRequest, limit int) ([]T, error) {
 	type page struct {

@@ -192,6 +192,9 @@ type SessionsRequest struct {
 	StaleMS int64  `json:"stale_ms,omitempty"`
 	After   string `json:"after,omitempty"`
 	Limit   int    `json:"limit,omitempty"`
+	// Summaries, when true, answers each session's session.Summary
+	// instead of its whole session.State.
+	Summaries bool `json:"summaries,omitempty"`
 }
 
 // SessionsPage is one page of the session list, its fields in this
@@ -252,14 +255,19 @@ func (s *Service) Sessions(ctx context.Context, data []byte) (any, error) {
 		}
 	}
 	// The page is written by hand around the stored rows: they are
-	// session.State JSON already, and at 10,000s of sessions decoding
-	// and encoding them again is most of an answer's cost. Next and the
-	// row count come first, so a client can read them without the rows.
+	// session.State (or session.Summary) JSON already, and at 10,000s of
+	// sessions decoding and encoding them again is most of an answer's
+	// cost. Next and the row count come first, so a client can read them
+	// without the rows.
 	var rows bytes.Buffer
 	n, last, next := 0, "", ""
 	const room = 300 // for the head: next, rows
 	now := time.Now()
-	err := s.Store.SessionRows(req.Phase, req.After, func(id string, row []byte) (bool, error) {
+	scan := s.Store.SessionRows
+	if req.Summaries && req.StaleMS == 0 {
+		scan = s.Store.SessionSummaries
+	}
+	err := scan(req.Phase, req.After, func(id string, row []byte) (bool, error) {
 		if req.StaleMS > 0 {
 			var st session.State
 			if err := json.Unmarshal(row, &st); err != nil {
@@ -267,6 +275,12 @@ func (s *Service) Sessions(ctx context.Context, data []byte) (any, error) {
 			}
 			if len(StaleSessions([]session.State{st}, now, time.Duration(req.StaleMS)*time.Millisecond)) == 0 {
 				return true, nil
+			}
+			if req.Summaries {
+				var err error
+				if row, err = json.Marshal(session.Summarize(st)); err != nil {
+					return false, fmt.Errorf("session %s: encode summary: %w", id, err)
+				}
 			}
 		}
 		if n > 0 && (rows.Len()+len(row)+1+room > s.pageBytes || n == req.Limit) {

@@ -134,7 +134,7 @@ recorded (exit 1 when any do).
 				}{p.String(), cp, hash, ss})
 			}
 			fmt.Fprintf(g.stdout, "replayed %s: seq %d, state hash %s\n\n", p, cp, hash)
-			return termPrint(g.stdout, func(w io.Writer) error { return printSessions(w, sessionRows(ss), time.Now()) })
+			return termPrint(g.stdout, func(w io.Writer) error { return printSessions(w, sessionSummaries(ss), time.Now()) })
 		},
 	}
 	f := cmd.Flags()

@@ -53,7 +53,8 @@ working or waiting with nothing observed of the agent for --older.`,
 					}
 					return writeJSON(g.stdout, out)
 				}
-				out, err := api.ListSessions[sessionRow](cmd.Context(), call, req, limit)
+				req.Summaries = true
+				out, err := api.ListSessions[session.Summary](cmd.Context(), call, req, limit)
 				if err != nil {
 					return err
 				}
@@ -68,38 +69,20 @@ working or waiting with nothing observed of the agent for --older.`,
 	return cmd
 }
 
-// sessionRow is what the session table shows of a session.State, with
-// its JSON names: a table of 10,000s of sessions decodes only these.
-type sessionRow struct {
-	ID        string     `json:"id"`
-	Phase     string     `json:"phase"`
-	Activity  string     `json:"activity"`
-	Entries   []struct{} `json:"entries"` // the open entries, counted
-	Turns     int        `json:"turns"`
-	ToolCalls int        `json:"tool_calls"`
-	Model     string     `json:"model"`
-	UpdatedAt time.Time  `json:"updated_at"`
-	Since     time.Time  `json:"since"`
-	Cwd       string     `json:"cwd"`
-}
-
-// sessionRows returns the table rows of ss.
-func sessionRows(ss []session.State) []sessionRow {
-	out := make([]sessionRow, len(ss))
+// sessionSummaries returns the summaries of ss, as the table shows them.
+func sessionSummaries(ss []session.State) []session.Summary {
+	out := make([]session.Summary, len(ss))
 	for i, s := range ss {
-		out[i] = sessionRow{
-			ID: s.ID, Phase: s.Phase, Activity: s.Activity, Entries: make([]struct{}, len(s.Entries)),
-			Turns: s.Turns, ToolCalls: s.ToolCalls, Model: s.Model, UpdatedAt: s.UpdatedAt, Since: s.Since, Cwd: s.Cwd,
-		}
+		out[i] = session.Summarize(s)
 	}
 	return out
 }
 
-func printSessions(w io.Writer, ss []sessionRow, now time.Time) error {
+func printSessions(w io.Writer, ss []session.Summary, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tSINCE\tOPEN\tTURNS\tTOOLS\tMODEL\tUPDATED\tCWD")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Phase, dash(s.Activity), age(now, s.Since), len(s.Entries), s.Turns, s.ToolCalls, dash(s.Model), s.UpdatedAt.Format(time.RFC3339), dash(s.Cwd))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Phase, dash(s.Activity), age(now, s.Since), s.Open, s.Turns, s.ToolCalls, dash(s.Model), s.UpdatedAt.Format(time.RFC3339), dash(s.Cwd))
 	}
 	return tw.Flush()
 }

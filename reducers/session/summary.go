@@ -1,0 +1,41 @@
+package session
+
+import "time"
+
+// Summary is what a list of sessions shows of one session: the fields of
+// State that fit on a line, with the open entries counted rather than
+// listed. Its JSON (lower snake case, as State's) is a fraction of
+// State's, whose lists of call ids, cursors and fingerprints grow with the
+// session; lists of thousands of sessions are built from Summaries.
+type Summary struct {
+	ID         string    `json:"id"`
+	Phase      string    `json:"phase"`
+	Activity   string    `json:"activity"`
+	Open       int       `json:"open"` // open entries
+	Turns      int       `json:"turns"`
+	ToolCalls  int       `json:"tool_calls"`
+	Agent      string    `json:"agent,omitempty"`
+	Parent     string    `json:"parent,omitempty"`
+	AgentType  string    `json:"agent_type,omitempty"`
+	Cwd        string    `json:"cwd,omitempty"`
+	Model      string    `json:"model,omitempty"`
+	Title      string    `json:"title,omitempty"`
+	Mode       string    `json:"mode,omitempty"`
+	EndReason  string    `json:"end_reason,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	Since      time.Time `json:"since"`
+	ObservedAt time.Time `json:"observed_at"`
+}
+
+// Summarize returns the Summary of s. It is pure: the same State gives the
+// same Summary.
+func Summarize(s State) Summary {
+	return Summary{
+		ID: s.ID, Phase: s.Phase, Activity: s.Activity, Open: len(s.Entries),
+		Turns: s.Turns, ToolCalls: s.ToolCalls, Agent: s.Agent, Parent: s.Parent,
+		AgentType: s.AgentType, Cwd: s.Cwd, Model: s.Model, Title: s.Title, Mode: s.Mode,
+		EndReason: s.EndReason, StartedAt: s.StartedAt, UpdatedAt: s.UpdatedAt,
+		Since: s.Since, ObservedAt: s.ObservedAt,
+	}
+}
