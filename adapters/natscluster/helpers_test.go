@@ -261,14 +261,14 @@ func (h *host) stop(sig syscall.Signal) {
 func (h *host) cli(args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(h.e.t.Context(), 60*time.Second)
 	defer cancel()
-	return h.e.logbook(ctx, append([]string{"--data", h.data, "--creds", h.e.credsFile(h.role)}, args...)...)
+	return h.e.logbook(ctx, append([]string{"--data", h.data, "--nats-url", h.e.c.URL(), "--creds", h.e.credsFile(h.role)}, args...)...)
 }
 
 // cliIn runs a logbook command with stdin.
 func (h *host) cliIn(stdin []byte, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(h.e.t.Context(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, logbookBin, append([]string{"--data", h.data, "--creds", h.e.credsFile(h.role)}, args...)...)
+	cmd := exec.CommandContext(ctx, logbookBin, append([]string{"--data", h.data, "--nats-url", h.e.c.URL(), "--creds", h.e.credsFile(h.role)}, args...)...)
 	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=")
 	var out, errb bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &out, &errb
@@ -302,7 +302,7 @@ func (h *host) verifyAt(seq uint64, within time.Duration) verify {
 		out, stderr, err := h.cli("--json", "replay", "--verify")
 		var v verify
 		if err == nil {
-			err = json.Unmarshal([]byte(lastLine(out)), &v)
+			err = json.Unmarshal([]byte(out), &v)
 		}
 		if err == nil && v.Seq >= seq {
 			if !v.Equal {

@@ -61,6 +61,14 @@ was down.`,
 			wp := workerPool{n: workers, flags: wf, live: live}
 			switch role {
 			case string(natslog.RoleWriter):
+				if g.natsURL != "" {
+					// A worker connects with a worker's credentials, which a
+					// writer's serve does not hold on a cluster of one's own.
+					if cmd.Flags().Changed("workers") && workers != 0 {
+						return fmt.Errorf("--nats-url --workers %d: run workers as `logbook worker --nats-url URL --creds worker.json` (a worker's credentials, not a writer's)", workers)
+					}
+					wp.n = 0
+				}
 			case string(natslog.RoleReader):
 				if g.natsURL == "" {
 					return errors.New("--role reader follows a cluster of your own: pass --nats-url and --creds with reader credentials")
@@ -78,7 +86,7 @@ was down.`,
 			return serve(cmd.Context(), g, listen, fsync, wp)
 		},
 	}
-	cmd.Flags().IntVar(&workers, "workers", 2, "sandbox workers to run in this process (0: none; run `logbook worker` elsewhere)")
+	cmd.Flags().IntVar(&workers, "workers", 2, "sandbox workers to run in this process (0: none; run `logbook worker` elsewhere; with --nats-url always none)")
 	wf.register(cmd)
 	live.register(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback host:port for clients (port 0 picks one; it is written to serve.json)")
