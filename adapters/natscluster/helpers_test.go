@@ -124,6 +124,12 @@ func (e *env) streamInit() {
 // connect opens a NATS connection to the cluster as role.
 func (e *env) connect(role string, opts ...nats.Option) *nats.Conn {
 	e.t.Helper()
+	return e.connectURL(role, e.c.URL(), opts...)
+}
+
+// connectURL opens a NATS connection to url as role.
+func (e *env) connectURL(role, url string, opts ...nats.Option) *nats.Conn {
+	e.t.Helper()
 	var c struct{ User, Password string }
 	b, err := os.ReadFile(e.credsFile(role))
 	if err != nil {
@@ -132,7 +138,7 @@ func (e *env) connect(role string, opts ...nats.Option) *nats.Conn {
 	if err := json.Unmarshal(b, &c); err != nil {
 		e.t.Fatal(err)
 	}
-	nc, err := nats.Connect(e.c.URL(), append([]nats.Option{nats.UserInfo(c.User, c.Password), nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, opts...)...)
+	nc, err := nats.Connect(url, append([]nats.Option{nats.UserInfo(c.User, c.Password), nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
