@@ -103,3 +103,24 @@ func TestBinaryDeps(t *testing.T) {
 		}
 	}
 }
+
+// TestHookBinaryDeps keeps logbook-hook, which Claude Code starts for
+// every hook event, small: it links neither the server, nor the store,
+// nor metrics, nor the command-line library, whose package initialization
+// the hook would pay for at every start.
+func TestHookBinaryDeps(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/logbook-dev/logbook/cmd/logbook-hook").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	heavy := []string{"github.com/nats-io/nats-server", "github.com/cockroachdb/pebble", "github.com/prometheus",
+		"google.golang.org/protobuf", "github.com/spf13/cobra", "github.com/logbook-dev/logbook/adapters/natslog",
+		"github.com/logbook-dev/logbook/adapters/api", "github.com/logbook-dev/logbook/projections"}
+	for _, p := range strings.Fields(string(out)) {
+		for _, h := range heavy {
+			if p == h || strings.HasPrefix(p, h+"/") {
+				t.Errorf("logbook-hook links %s", p)
+			}
+		}
+	}
+}

@@ -19,12 +19,14 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 )
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"logbook":   func() { main() },
-		"fakeagent": fakeAgent,
+		"logbook":      func() { main() },
+		"logbook-hook": func() { os.Exit(hookfast.Main(os.Args[1:], os.Stdin, os.Stderr, "")) },
+		"fakeagent":    fakeAgent,
 	})
 }
 

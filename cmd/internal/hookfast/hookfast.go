@@ -1,0 +1,245 @@
+// Package hookfast is `logbook-hook`, the small binary Claude Code runs
+// for every hook event: the common path of `logbook hook claude` without
+// the server, the store, the metrics or the command line it does not use,
+// so that its start-up costs a few milliseconds, not tens.
+//
+// It handles a payload on the data dir's own server: with nothing waiting
+// in the spool it sends the payload to the server's API (verb "hook") and
+// exits once the server appended it; with entries waiting, or no server
+// answering, it spools the payload (adapters/claude.Spool) for the server
+// to deliver. Everything else (a payload it cannot use, --nats-url,
+// --creds, a gate, or any flag it does not know) it hands to `logbook
+// hook claude` with the same arguments and payload, so the two behave
+// the same.
+package hookfast
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+)
+
+// The wire shapes of the API this package speaks, as adapters/api
+// defines them (api.AnyPrefix, api.VerbHook, api.HookRequest, the
+// heartbeat header and the reply). A test in cmd/logbook runs this
+// package against a real server, so a change there fails here.
+const (
+	anyPrefix     = "logbook.api.any."
+	verbHook      = "hook"
+	headerWorking = "Logbook-Working"
+	dataPrefix    = `{"data":`
+)
+
+type hookRequest struct {
+	ID      string `json:"id"`
+	Text    string `json:"text,omitempty"`
+	Process any    `json:"process,omitempty"`
+}
+
+// Limits, as `logbook hook claude` has them.
+const (
+	maxPayload = 32 << 20        // bytes read from stdin
+	timeout    = 2 * time.Second // the wait for the server
+)
+
+// Main runs `logbook-hook args…` with the payload on stdin and returns
+// the exit code: 0 delivered or spooled, 1 a payload refused (by
+// `logbook hook claude`, which keeps it aside). args are the arguments
+// after the program name: "claude", optionally after "--data DIR".
+// logbook names the full binary to hand other cases to ("" finds
+// `logbook` beside this binary, then on $PATH).
+func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int {
+	payload, err := io.ReadAll(io.LimitReader(stdin, maxPayload+1))
+	if err != nil {
+		fmt.Fprintf(stderr, "logbook-hook: read stdin: %v\n", err)
+		return 1
+	}
+	data, ok := parseArgs(args)
+	if !ok || os.Getenv("LOGBOOK_NATS_URL") != "" || os.Getenv("LOGBOOK_CREDS") != "" || len(payload) > maxPayload {
+		return handOver(args, payload, stderr, logbook)
+	}
+	prepared, err := claude.PrepareHook(payload)
+	if err != nil {
+		return handOver(args, payload, stderr, logbook) // it keeps the payload aside
+	}
+	dir, err := dataDir(data)
+	if err != nil {
+		return handOver(args, payload, stderr, logbook)
+	}
+	sp, err := claude.Open(filepath.Join(dir, "spool"))
+	if err != nil {
+		fmt.Fprintf(stderr, "logbook-hook: %v\n", err)
+		return 1
+	}
+	host, _ := os.Hostname()
+	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
+	id := ulid.Make().String()
+	waiting, err := sp.HasPending()
+	if err == nil && !waiting {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err = deliver(ctx, dir, hookRequest{ID: id, Text: string(prepared), Process: agent})
+		cancel()
+		if err == nil {
+			return 0
+		}
+		if errors.Is(err, errRefused) {
+			return handOver(args, payload, stderr, logbook)
+		}
+	}
+	if perr := sp.PutAs(id, prepared, agent); perr != nil {
+		fmt.Fprintf(stderr, "logbook-hook: spool: %v\n", perr)
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "logbook hook: kept in spool: %v\n", err)
+	}
+	return 0
+}
+
+// parseArgs accepts exactly "claude", "--data DIR claude" or
+// "--data=DIR claude", and returns the data dir flag ("" when absent).
+func parseArgs(args []string) (string, bool) {
+	data := ""
+	if len(args) > 0 && strings.HasPrefix(args[0], "--data=") {
+		data, args = strings.TrimPrefix(args[0], "--data="), args[1:]
+	} else if len(args) > 1 && args[0] == "--data" {
+		data, args = args[1], args[2:]
+	}
+	return data, len(args) == 1 && args[0] == "claude"
+}
+
+// dataDir resolves the data dir as logbook does: the flag, then
+// $LOGBOOK_DATA, then $XDG_DATA_HOME/logbook, then ~/.local/share/logbook.
+func dataDir(flag string) (string, error) {
+	dir := flag
+	if dir == "" {
+		dir = os.Getenv("LOGBOOK_DATA")
+	}
+	if dir == "" {
+		if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+			dir = filepath.Join(x, "logbook")
+		}
+	}
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(home, ".local", "share", "logbook")
+	}
+	return filepath.Abs(dir)
+}
+
+// errRefused is the server refusing the payload as bad input.
+var errRefused = errors.New("refused by the server")
+
+// deliver sends req to the server of data dir dir, as named in its
+// serve.json, with the writer's credentials (creds.json), and waits for
+// the server's answer.
+func deliver(ctx context.Context, dir string, req hookRequest) error {
+	var si struct {
+		URL string `json:"url"`
+		API string `json:"api"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "serve.json")); err != nil || json.Unmarshal(b, &si) != nil || si.URL == "" {
+		return fmt.Errorf("no server running (no %s)", filepath.Join(dir, "serve.json"))
+	}
+	opts := []nats.Option{nats.Name("logbook-hook"), nats.Timeout(500 * time.Millisecond), nats.NoReconnect()}
+	if !strings.Contains(si.URL, "@") {
+		var c struct {
+			User     string `json:"user"`
+			Password string `json:"password"`
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "creds.json"))
+		if err == nil {
+			err = json.Unmarshal(b, &c)
+		}
+		if err != nil {
+			return fmt.Errorf("credentials: %w", err)
+		}
+		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	}
+	nc, err := nats.Connect(si.URL, opts...)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	prefix := si.API
+	if prefix == "" {
+		prefix = anyPrefix
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return err
+	}
+	if err := nc.PublishRequest(prefix+verbHook, inbox, body); err != nil {
+		return err
+	}
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return fmt.Errorf("ask server (hook): %w", err)
+		}
+		if m.Header.Get(headerWorking) != "" {
+			continue // a heartbeat: the server is still at it
+		}
+		if bytes.HasPrefix(m.Data, []byte(dataPrefix)) {
+			return nil
+		}
+		var r struct {
+			Error string `json:"error"`
+			Code  string `json:"code"`
+		}
+		if err := json.Unmarshal(m.Data, &r); err != nil || r.Error == "" {
+			return fmt.Errorf("server answer (hook): %q", m.Data)
+		}
+		switch r.Code {
+		case "malformed", "rejected", "too_large":
+			return fmt.Errorf("%w: %s", errRefused, r.Error)
+		}
+		return errors.New(r.Error)
+	}
+}
+
+// handOver runs `logbook hook args…` with payload on its standard input
+// and returns its exit code.
+func handOver(args []string, payload []byte, stderr io.Writer, logbook string) int {
+	if logbook == "" {
+		logbook = "logbook"
+		if self, err := os.Executable(); err == nil {
+			if p := filepath.Join(filepath.Dir(self), "logbook"); p != self {
+				if _, err := os.Stat(p); err == nil {
+					logbook = p
+				}
+			}
+		}
+	}
+	c := exec.Command(logbook, append([]string{"hook"}, args...)...)
+	c.Stdin, c.Stdout, c.Stderr = bytes.NewReader(payload), os.Stdout, stderr
+	if err := c.Run(); err != nil {
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+			return ee.ExitCode()
+		}
+		fmt.Fprintf(stderr, "logbook-hook: run %s: %v\n", logbook, err)
+		return 1
+	}
+	return 0
+}
