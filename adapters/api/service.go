@@ -339,6 +339,9 @@ func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !st.Exists() && st.Observations == 0 {
+		return nil, fmt.Errorf("session %q: %w: no session has this id or an id that begins with it", req.ID, events.ErrNotFound)
+	}
 	if !st.Exists() {
 		// Only observations (an unknown hook event, say): no session yet.
 		return nil, fmt.Errorf("session %s: %w: it has not started (%d observation(s) recorded)", req.ID, events.ErrNotFound, st.Observations)

@@ -31,11 +31,15 @@ from.`,
 				return err
 			}
 			defer b.Close()
-			ids, err := sessionCommands(cmd.Context(), b.log, args[0])
+			id, err := resolveID(cmd.Context(), b, events.KindSession, args[0])
 			if err != nil {
 				return err
 			}
-			items, err := replay.SessionTimeline(cmd.Context(), b.log, args[0], ids)
+			ids, err := sessionCommands(cmd.Context(), b.log, id)
+			if err != nil {
+				return err
+			}
+			items, err := replay.SessionTimeline(cmd.Context(), b.log, id, ids)
 			if err != nil {
 				return err
 			}

@@ -37,6 +37,9 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if g.reads && g.natsURL == "" && g.credsPath == "" && !hasLogbookData(dd) {
+		return nil, noDataError(dd)
+	}
 	b := &backend{dd: dd, reg: events.NewRegistry()}
 	b.api = api.AnyPrefix
 	if si, ok := dd.readServeInfo(); ok && si.API != "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/worker"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
 )
 
@@ -51,7 +52,11 @@ whole output; --follow waits for more until the command ends.`,
 				enc := json.NewEncoder(g.stdout)
 				print = func(c worker.Chunk) error { return enc.Encode(c) }
 			}
-			st, err := cl.Watch(ctx, args[0], worker.WatchOptions{After: after, Follow: follow}, print)
+			id, err := resolveID(ctx, b, events.KindCommand, args[0])
+			if err != nil {
+				return err
+			}
+			st, err := cl.Watch(ctx, id, worker.WatchOptions{After: after, Follow: follow}, print)
 			if err != nil {
 				if errors.Is(err, context.Canceled) {
 					return nil
@@ -93,7 +98,7 @@ closes the input afterwards (Ctrl-D on a terminal).`,
 			} else if !eof {
 				return errors.New("command stdin: give TEXT, or --eof to close the input")
 			}
-			return withClient(cmd.Context(), g, func(cl *worker.Client) error {
+			return withClient(cmd.Context(), g, &args[0], func(cl *worker.Client) error {
 				n, err := cl.Stdin(cmd.Context(), args[0], data, worker.StdinOptions{Withhold: secret, EOF: eof})
 				if err != nil {
 					return err
@@ -116,7 +121,7 @@ closes the input afterwards (Ctrl-D on a terminal).`,
 		Short: "Stop a command: SIGTERM to its process group, SIGKILL after the grace",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withClient(cmd.Context(), g, func(cl *worker.Client) error {
+			return withClient(cmd.Context(), g, &args[0], func(cl *worker.Client) error {
 				if err := cl.Stop(cmd.Context(), args[0], personActor(), reason); err != nil {
 					return err
 				}
@@ -131,12 +136,15 @@ closes the input afterwards (Ctrl-D on a terminal).`,
 }
 
 // withClient runs fn with a worker client on the data dir's log.
-func withClient(ctx context.Context, g *globals, fn func(*worker.Client) error) error {
+func withClient(ctx context.Context, g *globals, id *string, fn func(*worker.Client) error) error {
 	b, err := openBackend(ctx, g)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
+	if *id, err = resolveID(ctx, b, events.KindCommand, *id); err != nil {
+		return err
+	}
 	cl, err := newCommandClient(b)
 	if err != nil {
 		return err
@@ -180,7 +188,13 @@ func commandsCmd(g *globals) *cobra.Command {
 		Short: "List commands, of one session or all, optionally only the active ones",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
+			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
+				if sess != "" {
+					var err error
+					if sess, err = resolveID(cmd.Context(), b, events.KindSession, sess); err != nil {
+						return err
+					}
+				}
 				out, err := api.ListCommands(cmd.Context(), call, api.CommandsRequest{Session: sess, Active: active}, 0)
 				if err != nil {
 					return err

@@ -8,19 +8,23 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
+// version is set at build time with -ldflags "-X main.version=…"; "dev"
+// leaves it to the build info (buildVersion).
 var version = "dev"
 
 // globals are the flags every command shares.
@@ -47,9 +51,12 @@ type globals struct {
 	// directly, when no server answers: for commands only a server can
 	// serve (exec needs its workers), so they never hold the data dir.
 	requireServer bool
-	stdin         io.Reader
-	stdout        io.Writer
-	stderr        io.Writer
+	// reads is set for a command that only reads the data dir
+	// (markReads): openBackend refuses a data dir with no Logbook data.
+	reads  bool
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
 }
 
 // exitError carries a specific exit code.
@@ -66,11 +73,8 @@ func main() {
 	err := runCLI(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "logbook: %s\n", termSafe(err.Error()))
-		if ee, ok := errors.AsType[*exitError](err); ok {
-			os.Exit(ee.code)
-		}
-		os.Exit(1)
+		fmt.Fprintf(os.Stderr, "logbook: %s\n", termSafe(userMessage(err)))
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -88,8 +92,11 @@ and replays any history deterministically.`,
 		SilenceErrors: true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
 			g.cmdName = cmd.CommandPath()
+			g.reads = readsOnly(cmd)
 		},
+		Version: buildVersion().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -117,20 +124,83 @@ and replays any history deterministically.`,
 		streamCmd(g),
 		versionCmd(g),
 	)
-	return root.ExecuteContext(ctx)
+	conventions(root)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && exitCode(err) == codeUsage && (cmd.CommandPath() == "logbook hook" || strings.HasPrefix(cmd.CommandPath(), "logbook hook ")) {
+		// An agent reads exit 2 as "block": a hook never exits 2 for
+		// a usage mistake.
+		return &exitError{code: codeError, err: err}
+	}
+	return err
 }
 
 func versionCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
+		Short: "Print the module version and the VCS revision and time it was built from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := buildVersion()
 			if g.json {
-				return writeJSON(g.stdout, map[string]string{"version": version})
+				return writeJSON(g.stdout, v)
 			}
-			_, err := fmt.Fprintf(g.stdout, "logbook %s\n", version)
+			_, err := fmt.Fprintln(g.stdout, v.String())
 			return err
 		},
 	}
+}
+
+// versionInfo is what the binary knows of its own build, from
+// runtime/debug.ReadBuildInfo: the main module's version ("(devel)" for
+// a build from a checkout, a tag such as "v0.3.0" for `go install
+// …@v0.3.0`), the VCS revision and commit time, whether the tree had
+// changes not committed, and the Go version. Version, set with -ldflags
+// "-X main.version=…", wins over the module's.
+type versionInfo struct {
+	Version  string    `json:"version"`
+	Revision string    `json:"revision,omitempty"`
+	Time     time.Time `json:"time,omitzero"`
+	Modified bool      `json:"modified,omitempty"`
+	Go       string    `json:"go"`
+}
+
+func buildVersion() versionInfo {
+	v := versionInfo{Version: version, Go: runtime.Version()}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if v.Version == "dev" && bi.Main.Version != "" {
+		v.Version = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Revision = s.Value
+		case "vcs.time":
+			v.Time, _ = time.Parse(time.RFC3339, s.Value)
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		}
+	}
+	return v
+}
+
+// String is the one line `logbook version` prints: "logbook v0.3.0
+// (revision 1a2b3c4d5e6f, 2026-11-30T16:00:00Z, modified) go1.26.8".
+func (v versionInfo) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "logbook %s", v.Version)
+	if v.Revision != "" {
+		fmt.Fprintf(&b, " (revision %.12s", v.Revision)
+		if !v.Time.IsZero() {
+			fmt.Fprintf(&b, ", %s", v.Time.UTC().Format(time.RFC3339))
+		}
+		if v.Modified {
+			b.WriteString(", modified")
+		}
+		b.WriteString(")")
+	}
+	fmt.Fprintf(&b, " %s", v.Go)
+	return b.String()
 }

@@ -59,7 +59,12 @@ func sessionAbandonCmd(g *globals) *cobra.Command {
 
 func sessionRequestCmd(ctx context.Context, g *globals, verb string, req api.SessionEndRequest) error {
 	req.Actor, req.Ref = personActor(), ulid.Make().String()
-	return withAPI(ctx, g, func(_ *backend, call api.Caller) error {
+	return withAPI(ctx, g, func(b *backend, call api.Caller) error {
+		id, err := resolveID(ctx, b, events.KindSession, req.ID)
+		if err != nil {
+			return err
+		}
+		req.ID = id
 		var out api.SessionEndReply
 		if err := call(ctx, verb, req, &out); err != nil {
 			return err
@@ -68,7 +73,7 @@ func sessionRequestCmd(ctx context.Context, g *globals, verb string, req api.Ses
 			return writeJSON(g.stdout, out)
 		}
 		s := out.Session
-		_, err := fmt.Fprintf(g.stdout, "session %s: %s, %d open entries, %d abandoned (seq %d)\n", s.ID, s.Phase, len(s.Entries), s.Abandoned, out.Seq)
+		_, err = fmt.Fprintf(g.stdout, "session %s: %s, %d open entries, %d abandoned (seq %d)\n", s.ID, s.Phase, len(s.Entries), s.Abandoned, out.Seq)
 		return err
 	})
 }

@@ -37,6 +37,9 @@ func TestScripts(t *testing.T) {
 	root, _ := filepath.Abs("../..")
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
+		// LOGBOOK_UPDATE_SCRIPTS=1 rewrites the golden files a script
+		// compares with cmp (JSON shapes, say) from what it got.
+		UpdateScripts: os.Getenv("LOGBOOK_UPDATE_SCRIPTS") != "",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("LOGBOOK_DATA", filepath.Join(env.WorkDir, "data"))
 			env.Setenv("FIXTURES", filepath.Join(root, "testdata"))
@@ -50,7 +53,7 @@ func TestScripts(t *testing.T) {
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Cmds: cliScriptCmds(map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			// waitserve waits until the data dir's server answers.
 			"waitserve": func(ts *testscript.TestScript, neg bool, args []string) {
 				dd := dataDir(ts.Getenv("LOGBOOK_DATA"))
@@ -177,6 +180,6 @@ func TestScripts(t *testing.T) {
 			},
 			"waitout":  waitOut,
 			"waitfile": waitFile,
-		},
+		}),
 	})
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -13,60 +16,230 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 func sessionsCmd(g *globals) *cobra.Command {
-	var (
-		phase string
-		stale bool
-		older time.Duration
-		limit int
-	)
+	var f sessionsFlags
 	cmd := &cobra.Command{
 		Use:   "sessions",
-		Short: "List sessions, optionally in one phase, or the stale ones",
-		Long: `sessions lists sessions with their phase, activity, and SINCE: how long
-they have been in that phase and activity. --stale lists only sessions
-working or waiting with nothing observed of the agent for --older.`,
+		Short: "List sessions, the most recently active first",
+		Long: `sessions lists sessions, the most recently active first: the last time
+anything was observed of the agent or recorded for the session. Ended
+sessions whose last activity is over a day old are left out (--all shows
+them, and so does --phase ended). On a terminal times read "3m ago"; piped,
+and in --json, they are RFC 3339. The id column shows the shortest prefix
+of 8 or more characters that tells the listed sessions apart: any unique
+prefix of an id names the session in every command that takes one.
+
+--stale lists only sessions working or waiting with nothing observed of the
+agent for --older. --watch redraws the list whenever an event of a session
+is appended (through the running server).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit < 0 {
-				return fmt.Errorf("--limit %d: want 0 or more", limit)
+			if err := f.check(cmd); err != nil {
+				return err
 			}
-			req := api.SessionsRequest{Phase: phase}
-			if cmd.Flags().Changed("older") && !stale {
-				return fmt.Errorf("--older goes with --stale")
-			}
-			if stale {
-				if older <= 0 {
-					return fmt.Errorf("--older %s: want a positive duration such as 30m", older)
-				}
-				req.StaleMS = max(older.Milliseconds(), 1)
+			if f.watch {
+				return watchSessions(cmd.Context(), g, &f)
 			}
 			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
-				if g.json {
-					// The rows as stored: the JSON of session.State.
-					out, err := api.ListSessions[json.RawMessage](cmd.Context(), call, req, limit)
-					if err != nil {
-						return err
-					}
-					return writeJSON(g.stdout, out)
-				}
-				req.Summaries = true
-				out, err := api.ListSessions[session.Summary](cmd.Context(), call, req, limit)
-				if err != nil {
-					return err
-				}
-				return termPrint(g.stdout, func(w io.Writer) error { return printSessions(w, out, time.Now()) })
+				return listSessionsOnce(cmd.Context(), g, call, &f, time.Now())
 			})
 		},
 	}
-	cmd.Flags().StringVar(&phase, "phase", "", "only sessions in this phase: ready, working, waiting or ended")
-	cmd.Flags().BoolVar(&stale, "stale", false, "only sessions working or waiting with nothing observed for --older")
-	cmd.Flags().DurationVar(&older, "older", 30*time.Minute, "with --stale: how long nothing has been observed")
-	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many sessions, the first in id order (0: all)")
+	fl := cmd.Flags()
+	fl.StringVar(&f.phase, "phase", "", "only sessions in this phase: ready, working, waiting or ended")
+	fl.BoolVar(&f.stale, "stale", false, "only sessions working or waiting with nothing observed for --older")
+	fl.DurationVar(&f.older, "older", 30*time.Minute, "with --stale: how long nothing has been observed")
+	fl.IntVar(&f.limit, "limit", 0, "list at most this many sessions, the most recently active (0: all)")
+	fl.DurationVar(&f.since, "since", 0, "only sessions active within this long, e.g. 2h or 30m")
+	fl.StringVar(&f.cwd, "cwd", "", "only sessions whose working directory is DIR or under it")
+	fl.BoolVar(&f.all, "all", false, "also list ended sessions last active over a day ago")
+	fl.BoolVar(&f.tree, "tree", false, "list subagents under their parent session")
+	fl.BoolVar(&f.wide, "wide", false, "every column, whole ids and paths")
+	fl.BoolVar(&f.watch, "watch", false, "redraw the list whenever a session changes, until interrupted (needs a running server)")
 	return cmd
+}
+
+// sessionsFlags are the flags of `logbook sessions`.
+type sessionsFlags struct {
+	phase                  string
+	stale                  bool
+	older, since           time.Duration
+	limit                  int
+	cwd                    string
+	all, tree, wide, watch bool
+}
+
+// endedHiddenAfter is how long after its last activity an ended session
+// leaves the default list.
+const endedHiddenAfter = 24 * time.Hour
+
+func (f *sessionsFlags) check(cmd *cobra.Command) error {
+	switch f.phase {
+	case "", events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded:
+	default:
+		return usageErrorf("--phase %q: want ready, working, waiting or ended", f.phase)
+	}
+	if f.limit < 0 {
+		return usageErrorf("--limit %d: want 0 or more", f.limit)
+	}
+	if f.since < 0 {
+		return usageErrorf("--since %s: want a positive duration such as 2h", f.since)
+	}
+	if cmd.Flags().Changed("older") && !f.stale {
+		return usageErrorf("--older goes with --stale")
+	}
+	if f.stale && f.older <= 0 {
+		return usageErrorf("--older %s: want a positive duration such as 30m", f.older)
+	}
+	if f.cwd != "" {
+		abs, err := filepath.Abs(f.cwd)
+		if err != nil {
+			return usageErrorf("--cwd %s: %v", f.cwd, err)
+		}
+		f.cwd = abs
+	}
+	return nil
+}
+
+func (f *sessionsFlags) request() api.SessionsRequest {
+	req := api.SessionsRequest{Phase: f.phase}
+	if f.stale {
+		req.StaleMS = max(f.older.Milliseconds(), 1)
+	}
+	return req
+}
+
+// lastActivity is when anything was last observed of the agent of s or
+// recorded for it: what the list is sorted by.
+func (r sessionRow) lastActivity() time.Time {
+	if r.ObservedAt.After(r.UpdatedAt) {
+		return r.ObservedAt
+	}
+	return r.UpdatedAt
+}
+
+// selectSessions keeps the rows of rs f asks for, the most recently
+// active first (ties: by id), at most f.limit of them; hidden counts the
+// ended sessions left out for their age.
+func (f *sessionsFlags) selectSessions(rs []sessionRow, now time.Time) (out []sessionRow, hidden int) {
+	for _, r := range rs {
+		last := r.lastActivity()
+		if f.since > 0 && now.Sub(last) > f.since {
+			continue
+		}
+		if f.cwd != "" && r.Cwd != f.cwd && !strings.HasPrefix(r.Cwd, strings.TrimSuffix(f.cwd, "/")+"/") {
+			continue
+		}
+		if !f.all && f.phase != events.PhaseEnded && r.Phase == events.PhaseEnded && now.Sub(last) > endedHiddenAfter {
+			hidden++
+			continue
+		}
+		out = append(out, r)
+	}
+	slices.SortStableFunc(out, func(a, b sessionRow) int {
+		if c := b.lastActivity().Compare(a.lastActivity()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	if f.tree {
+		out = treeOrder(out)
+	}
+	if f.limit > 0 && len(out) > f.limit {
+		out = out[:f.limit]
+	}
+	return out, hidden
+}
+
+// treeOrder puts each session's subagents right after it (and theirs
+// after them), keeping the order of rs otherwise; a subagent whose parent
+// is not in rs stays where it is. Depth is set on each row.
+func treeOrder(rs []sessionRow) []sessionRow {
+	in := make(map[string]bool, len(rs))
+	for _, r := range rs {
+		in[r.ID] = true
+	}
+	kids := map[string][]sessionRow{}
+	var roots []sessionRow
+	for _, r := range rs {
+		if r.Parent != "" && in[r.Parent] && r.Parent != r.ID {
+			kids[r.Parent] = append(kids[r.Parent], r)
+		} else {
+			roots = append(roots, r)
+		}
+	}
+	out := make([]sessionRow, 0, len(rs))
+	seen := map[string]bool{}
+	var add func(r sessionRow, depth int)
+	add = func(r sessionRow, depth int) {
+		if seen[r.ID] {
+			return
+		}
+		seen[r.ID] = true
+		r.depth = depth
+		out = append(out, r)
+		for _, k := range kids[r.ID] {
+			add(k, depth+1)
+		}
+	}
+	for _, r := range roots {
+		add(r, 0)
+	}
+	return out
+}
+
+// listSessionsOnce prints the session list f asks for, as of now.
+func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessionsFlags, now time.Time) error {
+	if g.json {
+		// The rows as stored: the JSON of session.State, its times in
+		// RFC 3339.
+		raw, err := api.ListSessions[json.RawMessage](ctx, call, f.request(), 0)
+		if err != nil {
+			return err
+		}
+		rows := make([]sessionRow, len(raw))
+		byID := make(map[string]json.RawMessage, len(raw))
+		for i, r := range raw {
+			if err := json.Unmarshal(r, &rows[i]); err != nil {
+				return fmt.Errorf("session row: %w", err)
+			}
+			byID[rows[i].ID] = r
+		}
+		sel, _ := f.selectSessions(rows, now)
+		out := make([]json.RawMessage, len(sel))
+		for i, r := range sel {
+			out[i] = byID[r.ID]
+		}
+		return writeJSON(g.stdout, out)
+	}
+	req := f.request()
+	req.Summaries = true
+	rows, err := api.ListSessions[sessionRow](ctx, call, req, 0)
+	if err != nil {
+		return err
+	}
+	sel, hidden := f.selectSessions(rows, now)
+	home, _ := os.UserHomeDir()
+	v := sessionsView{now: now, relative: isTerminal(g.stdout), wide: f.wide, home: home}
+	if err := termPrint(g.stdout, func(w io.Writer) error { return v.print(w, sel) }); err != nil {
+		return err
+	}
+	if hidden > 0 {
+		fmt.Fprintf(g.stderr, "%s last active over a day ago not shown (--all shows them)\n", plural(hidden, "ended session"))
+	}
+	return nil
+}
+
+// sessionRow is a session of the table: its summary (the table of
+// 10,000s of sessions reads summaries, not whole states) and, under
+// --tree, how deep a subagent it is.
+type sessionRow struct {
+	session.Summary
+	depth int
 }
 
 // sessionSummaries returns the summaries of ss, as the table shows them.
@@ -78,13 +251,101 @@ func sessionSummaries(ss []session.State) []session.Summary {
 	return out
 }
 
-func printSessions(w io.Writer, ss []session.Summary, now time.Time) error {
+// sessionsView is how the session table is drawn: times relative to now
+// (on a terminal) or RFC 3339, narrow or wide columns, the home directory
+// written "~".
+type sessionsView struct {
+	now      time.Time
+	relative bool
+	wide     bool
+	home     string
+}
+
+// cwdWidth is the most characters of a working directory the narrow
+// table shows.
+const cwdWidth = 40
+
+func (v sessionsView) time(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	if v.relative {
+		return ago(v.now, t)
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func (v sessionsView) print(w io.Writer, ss []sessionRow) error {
+	ids := make([]string, len(ss))
+	for i, s := range ss {
+		ids[i] = s.ID
+	}
+	short := shortIDs(ids, 8)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tSINCE\tOPEN\tTURNS\tTOOLS\tMODEL\tUPDATED\tCWD")
-	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Phase, dash(s.Activity), age(now, s.Since), s.Open, s.Turns, s.ToolCalls, dash(s.Model), s.UpdatedAt.Format(time.RFC3339), dash(s.Cwd))
+	if v.wide {
+		fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tSINCE\tOPEN\tTURNS\tTOOLS\tMODEL\tSTARTED\tLAST ACTIVE\tPARENT\tCWD")
+	} else {
+		fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tLAST ACTIVE\tCWD")
+	}
+	for i, s := range ss {
+		id := short[i]
+		if v.wide {
+			id = s.ID
+		}
+		if s.depth > 0 {
+			id = strings.Repeat("  ", s.depth-1) + "└ " + id
+		}
+		cwd := dash(homeTilde(s.Cwd, v.home))
+		if v.wide {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", id, s.Phase, dash(s.Activity), age(v.now, s.Since), s.Open, s.Turns, s.ToolCalls, dash(s.Model), v.time(s.StartedAt), v.time(s.lastActivity()), dash(s.Parent), cwd)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, s.Phase, dash(s.Activity), v.time(s.lastActivity()), ellipsizeLeft(cwd, cwdWidth))
 	}
 	return tw.Flush()
+}
+
+// printSessions prints ss as the narrow table, times in RFC 3339.
+func printSessions(w io.Writer, ss []session.Summary, now time.Time) error {
+	rows := make([]sessionRow, len(ss))
+	for i, s := range ss {
+		rows[i] = sessionRow{Summary: s}
+	}
+	return sessionsView{now: now}.print(w, rows)
+}
+
+// shortIDs returns, for each of ids, its shortest prefix of at least
+// least characters that no other of ids begins with; an id of up to
+// 2*least characters is shown whole.
+func shortIDs(ids []string, least int) []string {
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	common := func(a, b string) int {
+		n := 0
+		for n < len(a) && n < len(b) && a[n] == b[n] {
+			n++
+		}
+		return n
+	}
+	need := make(map[string]int, len(ids))
+	for i, id := range sorted {
+		n := least
+		if i > 0 {
+			n = max(n, common(id, sorted[i-1])+1)
+		}
+		if i+1 < len(sorted) {
+			n = max(n, common(id, sorted[i+1])+1)
+		}
+		if len(id) <= 2*least {
+			n = len(id) // short enough to show whole
+		}
+		need[id] = min(n, len(id))
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id[:need[id]]
+	}
+	return out
 }
 
 func sessionCmd(g *globals) *cobra.Command {
@@ -94,9 +355,13 @@ func sessionCmd(g *globals) *cobra.Command {
 		Short: "Show a session's state, open entries with their age, and subagents",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
+			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
+				id, err := resolveID(cmd.Context(), b, events.KindSession, args[0])
+				if err != nil {
+					return err
+				}
 				var out api.SessionReply
-				if err := call(cmd.Context(), api.VerbSession, api.SessionRequest{ID: args[0]}, &out); err != nil {
+				if err := call(cmd.Context(), api.VerbSession, api.SessionRequest{ID: id}, &out); err != nil {
 					return err
 				}
 				if g.json {
@@ -194,3 +459,83 @@ func dash(s string) string {
 	}
 	return s
 }
+
+// watchSessions draws the session list, then draws it again each time
+// events of sessions are appended (read from the running server's log as
+// they come, redrawing at most every watchSettle) and every minute for
+// the relative times, until ctx ends. On a terminal each drawing replaces
+// the last; piped, drawings follow one another, each after a line
+// "-- HH:MM:SS".
+func watchSessions(ctx context.Context, g *globals, f *sessionsFlags) error {
+	g.requireServer = true
+	b, err := openBackend(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	call := func(ctx context.Context, verb string, req, resp any) error {
+		return api.Call(ctx, b.nc, b.api, verb, req, resp)
+	}
+	last, err := b.log.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	changed := make(chan struct{}, 1)
+	feed := make(chan error, 1)
+	go func() {
+		for _, err := range b.log.FollowRaw(ctx, events.SubjectEvents+"."+events.KindSession+".>", last+1) {
+			if err != nil {
+				feed <- err
+				return
+			}
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+		feed <- nil
+	}()
+	tty := isTerminal(g.stdout)
+	draw := func() error {
+		now := time.Now()
+		if tty {
+			fmt.Fprint(g.stdout, "\x1b[H\x1b[2J")
+		} else {
+			fmt.Fprintf(g.stdout, "-- %s\n", now.Format("15:04:05"))
+		}
+		return listSessionsOnce(ctx, g, call, f, now)
+	}
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	for {
+		if err := draw(); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-feed:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("session feed ended: %v", err)
+		case <-tick.C:
+		case <-changed:
+			// Let a burst of events settle into one drawing.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(watchSettle):
+			}
+		}
+	}
+}
+
+// watchSettle is how long --watch waits after an event for the ones
+// that follow it, before it draws.
+const watchSettle = 200 * time.Millisecond

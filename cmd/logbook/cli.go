@@ -1,0 +1,283 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// The conventions every logbook command follows, applied to the whole
+// command tree by conventions once every command is added, so a command
+// added later follows them without doing anything:
+//
+//   - exit codes: 0 ok, 1 error, 2 usage (an unknown command or flag, a
+//     wrong number of arguments, a flag value out of range: usageErrorf);
+//     under `logbook hook` a usage error exits 1, since an agent reads 2
+//     as "block" (only a gate's explicit denial, an *exitError, exits 2);
+//   - a group (a command with subcommands and nothing to run of its own)
+//     refuses an unknown subcommand, naming it and the nearest ones;
+//   - a command that only reads the data dir (markReads) refuses a data
+//     dir with no Logbook data in it rather than create an empty one;
+//   - error messages name what went wrong and where, without the
+//     package prefixes of the sentinels they wrap (userMessage).
+
+// Exit codes.
+const (
+	codeOK    = 0
+	codeError = 1
+	codeUsage = 2
+)
+
+// usageError is a command line that cannot run as written: exit 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageErrorf returns a usage error (exit 2) with a formatted message.
+func usageErrorf(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// annReads is the annotation markReads sets.
+const annReads = "logbook.reads"
+
+// markReads marks cmd as a command that only reads the data dir: run on
+// a data dir without Logbook data, it fails saying so instead of
+// creating an empty store. It returns cmd.
+func markReads(cmd *cobra.Command) *cobra.Command {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[annReads] = "true"
+	return cmd
+}
+
+// readsOnly reports whether cmd was marked with markReads.
+func readsOnly(cmd *cobra.Command) bool { return cmd.Annotations[annReads] == "true" }
+
+// readCommands are the commands of this file's time that only read the
+// data dir, by path; a command added later calls markReads itself.
+var readCommands = map[string]bool{
+	"logbook sessions": true, "logbook session show": true, "logbook audit": true,
+	"logbook replay": true, "logbook events tail": true, "logbook commands": true,
+	"logbook command output": true,
+}
+
+// conventions applies the conventions above to root and every command
+// under it.
+func conventions(root *cobra.Command) {
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.SuggestionsMinimumDistance = 2
+		if readCommands[c.CommandPath()] {
+			markReads(c)
+		}
+		if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = unknownSubcommand
+		} else if c.Args != nil {
+			check := c.Args
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if err := check(cmd, args); err != nil {
+					return &usageError{err}
+				}
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// unknownSubcommand runs for a group: with no argument it prints the
+// group's help; with one, it is a command the group does not have.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	}
+	msg += fmt.Sprintf("\n\nRun '%s --help' for its commands.", cmd.CommandPath())
+	return &usageError{errors.New(msg)}
+}
+
+// exitCode maps the error a command line ended with to the process's
+// exit code.
+func exitCode(err error) int {
+	if err == nil {
+		return codeOK
+	}
+	if ee, ok := errors.AsType[*exitError](err); ok {
+		return ee.code
+	}
+	if _, ok := errors.AsType[*usageError](err); ok || isCobraUsage(err) {
+		return codeUsage
+	}
+	return codeError
+}
+
+// isCobraUsage reports an error cobra returns for a command line itself
+// (an unknown command at the root), before any of ours runs.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "unknown command ") || strings.HasPrefix(msg, "unknown flag") ||
+		strings.HasPrefix(msg, "unknown shorthand flag") || strings.Contains(msg, "flag needs an argument") ||
+		strings.HasPrefix(msg, "required flag(s)") || strings.HasPrefix(msg, "invalid argument ")
+}
+
+// sentinelPhrases maps the text of the events sentinels, which begin
+// with their package's name, to what a person reads in their place.
+var sentinelPhrases = []struct{ text, say string }{
+	{events.ErrNotFound.Error(), "not found"},
+	{events.ErrRejected.Error(), "refused"},
+	{events.ErrMalformed.Error(), "malformed"},
+	{events.ErrConflict.Error(), "changed meanwhile, try again"},
+	{events.ErrMissingCause.Error(), "cause missing or incomplete"},
+	{events.ErrUnknownType.Error(), "unknown event type"},
+	{events.ErrUnknownVersion.Error(), "unknown schema version"},
+}
+
+// userMessage returns err's message as a person reads it: the sentinels'
+// package prefixes gone ("events: command rejected: unknown phase" reads
+// "unknown phase"), a prefix said twice said once ("hook claude: claude
+// hook: …" reads "hook claude: …").
+func userMessage(err error) string {
+	msg := err.Error()
+	for _, p := range sentinelPhrases {
+		if p.text == events.ErrNotFound.Error() {
+			msg = strings.ReplaceAll(msg, p.text, p.say)
+			continue
+		}
+		// A sentinel followed by the detail: the detail says it.
+		msg = strings.ReplaceAll(msg, p.text+": ", "")
+		msg = strings.ReplaceAll(msg, p.text, p.say)
+	}
+	msg = strings.ReplaceAll(msg, "hook claude: claude hook: ", "hook claude: ")
+	return msg
+}
+
+// hasLogbookData reports whether dd holds a Logbook store: its log's
+// directory, or a running server's serve.json.
+func hasLogbookData(dd dataDir) bool {
+	for _, name := range []string{"jetstream", "serve.json"} {
+		if _, err := os.Stat(dd.path(name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// noDataError says that dd has no Logbook data, and what to do.
+func noDataError(dd dataDir) error {
+	return fmt.Errorf("no Logbook data in %s: check --data or $LOGBOOK_DATA, or create it with `logbook serve` or `logbook import claude`", dd)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// termWidth returns the width of terminal w in columns, or 0 when w is
+// not a terminal (or says nothing of its size).
+func termWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
+}
+
+// plural returns "1 thing" or "n things": the noun's plural is noun+"s"
+// unless given.
+func plural(n int, noun string, pl ...string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if len(pl) > 0 {
+		return fmt.Sprintf("%d %s", n, pl[0])
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// ago says how long before now t was, as a person reads it on a
+// terminal: "just now", "3m ago", "2h ago", "5d ago"; "-" for the zero
+// time, "in 2m" for a time ahead of now.
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	suffix := " ago"
+	if d < 0 {
+		d, suffix = -d, ""
+	}
+	var s string
+	switch {
+	case d < 10*time.Second:
+		return "just now"
+	case d < time.Minute:
+		s = fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		s = fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%dh", int(d/time.Hour))
+	default:
+		s = fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	}
+	if suffix == "" {
+		return "in " + s
+	}
+	return s + suffix
+}
+
+// homeTilde writes a path under the home directory home with "~" in its
+// place.
+func homeTilde(path, home string) string {
+	if home == "" || home == "/" {
+		return path
+	}
+	if path == home {
+		return "~"
+	}
+	if rest, ok := strings.CutPrefix(path, home+"/"); ok {
+		return "~/" + rest
+	}
+	return path
+}
+
+// ellipsizeLeft keeps the end of s, at most width runes, marking a cut
+// with "…" at its start: the end of a path is what tells paths apart.
+func ellipsizeLeft(s string, width int) string {
+	r := []rune(s)
+	if len(r) <= width || width < 2 {
+		return s
+	}
+	tail := string(r[len(r)-width+1:])
+	if i := strings.IndexByte(tail, '/'); i > 0 {
+		tail = tail[i:] // cut at a path separator
+	}
+	return "…" + tail
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// cliScriptCmds adds to cmds the script commands of the command-line
+// conventions' scripts:
+//
+//	exits CODE PROG [ARG...]  runs PROG and checks its exit code
+//	jsonshape                 replaces stdout (JSON) by its shape: one
+//	                          line per key path and type, sorted; it fails
+//	                          on a key that is not lower snake case
+func cliScriptCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, args []string)) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	cmds["exits"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) < 2 {
+			ts.Fatalf("usage: exits CODE PROG [ARG...]")
+		}
+		want, err := strconv.Atoi(args[0])
+		ts.Check(err)
+		err = ts.Exec(args[1], args[2:]...)
+		got := 0
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			got = ee.ExitCode()
+		} else if err != nil {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		if (got == want) == neg {
+			ts.Fatalf("%s exited %d, want %d", strings.Join(args[1:], " "), got, want)
+		}
+	}
+	cmds["jsonshape"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		var v any
+		if err := json.Unmarshal([]byte(ts.ReadFile("stdout")), &v); err != nil {
+			ts.Fatalf("stdout is not JSON: %v", err)
+		}
+		lines := map[string]bool{}
+		var bad []string
+		jsonShape(v, ".", lines, &bad)
+		if len(bad) > 0 {
+			ts.Fatalf("keys not in lower snake case: %s", strings.Join(bad, ", "))
+		}
+		out := ts.Stdout()
+		for _, l := range slices.Sorted(func(yield func(string) bool) {
+			for l := range lines {
+				if !yield(l) {
+					return
+				}
+			}
+		}) {
+			fmt.Fprintln(out, l)
+		}
+	}
+	return cmds
+}
+
+var (
+	snakeKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	camelKey = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
+)
+
+// jsonShape adds to lines the shape of v at path: "path type" for each
+// leaf, with "[]" for an array's elements and "*" for the keys of an
+// object whose keys are data (file names, ids) rather than names. A key
+// that is a name but not lower snake case is added to bad.
+func jsonShape(v any, path string, lines map[string]bool, bad *[]string) {
+	join := func(k string) string {
+		if path == "." {
+			return "." + k
+		}
+		return path + "." + k
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		if len(v) == 0 {
+			lines[path+" {}"] = true
+		}
+		for k, e := range v {
+			switch {
+			case snakeKey.MatchString(k):
+				jsonShape(e, join(k), lines, bad)
+			case camelKey.MatchString(k):
+				*bad = append(*bad, join(k))
+			default:
+				jsonShape(e, join("*"), lines, bad)
+			}
+		}
+	case []any:
+		if len(v) == 0 {
+			lines[path+" []"] = true
+		}
+		for _, e := range v {
+			jsonShape(e, strings.TrimSuffix(path, ".")+"[]", lines, bad)
+		}
+	case string:
+		lines[path+" string"] = true
+	case float64:
+		lines[path+" number"] = true
+	case bool:
+		lines[path+" bool"] = true
+	case nil:
+		lines[path+" null"] = true
+	}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// resolveID returns the id of the aggregate of kind (events.KindSession,
+// events.KindCommand) that id names: id itself when an aggregate has it,
+// else the one aggregate whose id begins with it, as git takes a unique
+// prefix of a hash. The ids are the subjects of the log's stream (what
+// the stream holds per subject, not the events), so this works the same
+// through a server and on the data dir. A prefix no id begins with is
+// an error wrapping events.ErrNotFound; a prefix several ids begin with
+// is a usage error listing them.
+func resolveID(ctx context.Context, b *backend, kind, id string) (string, error) {
+	if id == "" {
+		return "", usageErrorf("want a %s id (or a prefix of one)", kind)
+	}
+	ids, err := aggregateIDs(ctx, b, kind, id)
+	if err != nil {
+		return "", fmt.Errorf("look up %s %q: %w", kind, id, err)
+	}
+	if slices.Contains(ids, id) {
+		return id, nil
+	}
+	switch len(ids) {
+	case 0:
+		return "", &notFoundError{fmt.Sprintf("%s %q not found: no %s id is or begins with it (logbook %ss --all lists them)", kind, id, kind, kind)}
+	case 1:
+		return ids[0], nil
+	}
+	slices.Sort(ids)
+	const show = 10
+	var b2 strings.Builder
+	fmt.Fprintf(&b2, "%s id prefix %q is ambiguous: %d %ss begin with it:", kind, id, len(ids), kind)
+	for _, c := range ids[:min(len(ids), show)] {
+		fmt.Fprintf(&b2, "\n  %s", c)
+	}
+	if len(ids) > show {
+		fmt.Fprintf(&b2, "\n  … and %d more", len(ids)-show)
+	}
+	b2.WriteString("\ngive more of the id")
+	return "", usageErrorf("%s", b2.String())
+}
+
+// aggregateIDs returns the ids of the aggregates of kind whose id begins
+// with prefix, read from the subjects of the log's stream.
+func aggregateIDs(ctx context.Context, b *backend, kind, prefix string) ([]string, error) {
+	js, err := jetstream.New(b.nc)
+	if err != nil {
+		return nil, err
+	}
+	s, err := js.Stream(ctx, natslog.StreamName)
+	if err != nil {
+		return nil, err
+	}
+	base := events.SubjectEvents + "." + kind + "."
+	filter := base + ">"
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for subj := range info.State.Subjects {
+		rest, ok := strings.CutPrefix(subj, base)
+		if !ok {
+			continue
+		}
+		// The aggregate's id is the subject's next token.
+		id, _, _ := strings.Cut(rest, ".")
+		if strings.HasPrefix(id, prefix) && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// notFoundError is an id no aggregate has: it wraps events.ErrNotFound
+// and says so in words of its own.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+func (e *notFoundError) Unwrap() error { return events.ErrNotFound }
