@@ -45,7 +45,21 @@ func samples() []events.Payload {
 			Check: &events.ProcessCheck{Process: *hook.Process, Result: events.ProcessGone, Detail: "no /proc/4242"},
 		},
 	}
+	cxLine := events.Observation{
+		Key: "line:2", Parser: "codex-rollout/1", Path: "/home/user/.codex/sessions/2026/05/23/rollout-2026-05-23T18-54-05-019e55c2-1c15-7813-bbbe-9f699a6ccd3f.jsonl", Line: 2,
+		Kind: "event_msg/task_started", AgentTime: "2026-05-23T16:54:07.652Z",
+		Meta:    events.Meta{Agent: "codex", SessionID: "019e55c2-1c15-7813-bbbe-9f699a6ccd3f", ForkedFrom: "019e55eb-cdbc-78a1-84a6-c98c8e34a495", Version: "0.130.0"},
+		Signals: []events.Sig{{Kind: events.SigPrompt, ID: "019e55c2-1c3d-7000-aa4e-8438fdf7df72"}},
+		Raw:     `{"timestamp":"2026-05-23T16:54:07.652Z","type":"event_msg","payload":{"type":"task_started","turn_id":"019e55c2-1c3d-7000-aa4e-8438fdf7df72"}}`,
+	}
+	cxNotify := events.Observation{
+		Key: "notify:agent-turn-complete:t1", Parser: "codex-notify/1", Kind: "agent-turn-complete",
+		Meta:    events.Meta{Agent: "codex", SessionID: "019e55c2-1c15-7813-bbbe-9f699a6ccd3f", Cwd: "/home/user/project"},
+		Signals: []events.Sig{{Kind: events.SigPrompt, Status: events.PromptInTurn}, {Kind: events.SigTurnEnd, Name: "agent-turn-complete"}},
+	}
 	return []events.Payload{
+		events.CodexLineObserved{Observation: cxLine},
+		events.CodexNotifyObserved{Observation: cxNotify},
 		events.SessionStarted{Agent: "claude-code", AgentSessionID: "s1", RewrittenFrom: "s0", Cwd: "/home/user/project", Model: "claude-opus-4-7", Mode: events.ModeWorkspaceWrite, AgentMode: "default", Transcript: "/home/user/.claude/projects/p/s1.jsonl"},
 		events.SessionTransitioned{From: events.PhaseReady, To: events.PhaseWorking, Activity: "thinking", EntryID: "toolu_1"},
 		events.SessionActivityChanged{From: "thinking", To: "tool:Bash"},

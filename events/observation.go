@@ -47,6 +47,12 @@ type Meta struct {
 	GitBranch string `json:"git_branch,omitempty"`
 	AgentMode string `json:"agent_mode,omitempty"` // the agent's permission mode name
 	Title     string `json:"title,omitempty"`
+	// Agent names the agent that wrote the input: "codex"; "" is
+	// Claude Code (observations stored before the field existed).
+	Agent string `json:"agent,omitempty"`
+	// ForkedFrom is the agent's session id this session was forked from
+	// (a Codex /fork): the new session is its own, linked to its origin.
+	ForkedFrom string `json:"forked_from,omitempty"`
 }
 
 // Cut records input that was longer than the cap.
@@ -59,7 +65,7 @@ type Cut struct {
 // Signal kinds: the agent-neutral facts a reducer decides from.
 const (
 	SigSessionStart   = "session_start"   // Name: source (startup, resume, …)
-	SigPrompt         = "prompt"          // a user prompt: a turn starts; ID: prompt id
+	SigPrompt         = "prompt"          // a user prompt: a turn starts; ID: prompt id; Status PromptInTurn: see there
 	SigThinking       = "thinking"        // the model is thinking
 	SigText           = "text"            // the model wrote text
 	SigToolUse        = "tool_use"        // ID: tool use id, Name: tool; Background: run_in_background
@@ -78,6 +84,11 @@ const (
 	SigSessionEnd     = "session_end"     // Text: reason
 	SigAPIError       = "api_error"       // Text: short error
 )
+
+// PromptInTurn is the Status of a prompt signal that an agent writes after
+// it reported the start of the prompt's turn (Codex writes task_started,
+// then user_message): it opens a turn only when none is open.
+const PromptInTurn = "in_turn"
 
 // Sig is one signal. Text is short (≤ 200 bytes) and redacted.
 type Sig struct {
@@ -104,6 +115,20 @@ type ClaudeHookObserved struct{ Observation }
 // EventType implements Payload.
 func (ClaudeHookObserved) EventType() string { return "obs.claude.hook" }
 
+// CodexLineObserved is one line of a Codex CLI rollout file (.jsonl),
+// parsed by adapters/codex.
+type CodexLineObserved struct{ Observation }
+
+// EventType implements Payload.
+func (CodexLineObserved) EventType() string { return "obs.codex.line" }
+
+// CodexNotifyObserved is one payload Codex CLI passed to its notify
+// program, parsed by adapters/codex.
+type CodexNotifyObserved struct{ Observation }
+
+// EventType implements Payload.
+func (CodexNotifyObserved) EventType() string { return "obs.codex.notify" }
+
 // Observed returns the observation inside p and true when p is an
 // observation payload.
 func Observed(p Payload) (*Observation, bool) {
@@ -115,6 +140,14 @@ func Observed(p Payload) (*Observation, bool) {
 	case ClaudeHookObserved:
 		return &o.Observation, true
 	case *ClaudeHookObserved:
+		return &o.Observation, true
+	case CodexLineObserved:
+		return &o.Observation, true
+	case *CodexLineObserved:
+		return &o.Observation, true
+	case CodexNotifyObserved:
+		return &o.Observation, true
+	case *CodexNotifyObserved:
 		return &o.Observation, true
 	case TickObserved:
 		return &o.Observation, true

@@ -54,6 +54,8 @@ func NewRegistry() *Registry {
 	r.Register(ClaudeLineObserved{}, 1, false)
 	r.Register(ClaudeHookObserved{}, 1, false)
 	r.Register(TickObserved{}, 1, false)
+	r.Register(CodexLineObserved{}, 1, false)
+	r.Register(CodexNotifyObserved{}, 1, false)
 	registerCommand(r)
 	registerWorkspace(r)
 	return r

@@ -41,6 +41,9 @@ type SessionStarted struct {
 	// under it: this session holds the rewritten file as a new history
 	// (import claude --as-new); see SessionTranscriptDiverged.
 	RewrittenFrom string `json:"rewritten_from,omitempty"`
+	// ForkedFrom is the agent's session id of the conversation this one
+	// was forked from (Codex /fork).
+	ForkedFrom string `json:"forked_from,omitempty"`
 }
 
 // EventType implements Payload.

@@ -339,7 +339,7 @@ func (d *decider) emit(p events.Payload) {
 func (d *decider) start(o *events.Observation) {
 	m := o.Meta
 	st := events.SessionStarted{
-		Agent: "claude-code", AgentSessionID: m.SessionID, AgentID: m.AgentID, AgentType: m.AgentType,
+		Agent: or(m.Agent, "claude-code"), ForkedFrom: m.ForkedFrom, AgentSessionID: m.SessionID, AgentID: m.AgentID, AgentType: m.AgentType,
 		Cwd: m.Cwd, Model: m.Model, Mode: agentMode(m.AgentMode), AgentMode: m.AgentMode, Transcript: o.Path,
 		RewrittenFrom: o.RewrittenFrom,
 	}
@@ -389,6 +389,13 @@ func agentMode(m string) string {
 	case "auto", "dontAsk":
 		return events.ModeAuto
 	case "bypassPermissions":
+		return events.ModeFullAccess
+	// Codex CLI's sandbox_policy types (0.40 to 0.144).
+	case "read-only":
+		return events.ModeReadOnly
+	case "workspace-write":
+		return events.ModeWorkspaceWrite
+	case "danger-full-access":
 		return events.ModeFullAccess
 	}
 	return ""
@@ -653,6 +660,11 @@ func (d *decider) signalNow(sig events.Sig) {
 		}
 		d.restart()
 	case events.SigPrompt:
+		if sig.Status == events.PromptInTurn && d.s.TurnOpen {
+			// The prompt of the turn the agent already said started.
+			d.working("thinking", "")
+			return
+		}
 		if sig.ID != "" && sig.ID == d.s.PromptID {
 			// The same prompt seen twice (a hook, then its transcript line).
 			if d.s.TurnOpen {

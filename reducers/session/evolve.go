@@ -78,6 +78,7 @@ func Evolve(s State, e events.Envelope) State {
 			s.UpdatedAt = s.StartedAt
 		}
 		s.RewrittenFrom = d.RewrittenFrom
+		s.ForkedFrom = d.ForkedFrom
 		s.Since = e.At
 	case events.SessionTransitioned:
 		s.Phase = d.To

@@ -102,6 +102,7 @@ type State struct {
 	// imported to the session its rewritten form is imported into.
 	Diverged       map[string]string `json:"diverged,omitempty"`
 	RewrittenFrom  string            `json:"rewritten_from,omitempty"` // the session whose rewritten transcript this one holds
+	ForkedFrom     string            `json:"forked_from,omitempty"`    // the agent's session id this conversation was forked from (Codex /fork)
 	OpenReviews    []string          `json:"open_reviews,omitempty"`
 	Verdicts       []bool            `json:"verdicts,omitempty"` // last ReviewWindow verdicts, true = deny
 	BreakerTripped bool              `json:"breaker_tripped,omitempty"`
