@@ -48,6 +48,8 @@ type IngestConfig struct {
 	// first line into the session named in its divergence record,
 	// "<session>-r<n>", whose start links to the old session.
 	AsNew bool
+	// Actor is stamped on decided events; "" is "claude-code".
+	Actor string
 }
 
 // NewIngester returns an Ingester appending to cfg.Log.
@@ -79,7 +81,7 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 		asNew:  cfg.AsNew,
 		x: &events.Executor[session.State]{
 			Log: cfg.Log, Reg: cfg.Reg, Init: session.Init, Evolve: session.Evolve,
-			IDs: cfg.IDs, Host: cfg.Host, Actor: "claude-code",
+			IDs: cfg.IDs, Host: cfg.Host, Actor: cmpOr(cfg.Actor, "claude-code"),
 		},
 	}, nil
 }
@@ -254,6 +256,34 @@ type FileResult struct {
 // there, with a warning) or the Ingester imports AsNew (it starts it).
 // The lines already imported are never touched.
 func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggregate, progress func(line int)) (FileResult, error) {
+	return in.ImportFileFrom(ctx, path, agg, in.claudeLines(), progress)
+}
+
+// LineSource is how ImportFileFrom reads one transcript format: Parse
+// parses line n (1-based) of the file at path, b (with or without its
+// newline), as Parser.Line does (with an error, an observation of Kind
+// "invalid" that --skip-invalid records); Wrap makes the observation the
+// payload stored on the log. Parse is called in line order, once per line
+// read, from one goroutine.
+type LineSource struct {
+	Parse  func(path string, n int, b []byte) (events.Observation, error)
+	Wrap   func(events.Observation) events.Payload
+	Parser string // the parser name stamped on blank lines
+}
+
+// claudeLines is the Claude Code transcript source.
+func (in *Ingester) claudeLines() LineSource {
+	return LineSource{
+		Parse:  in.parser.Line,
+		Wrap:   func(o events.Observation) events.Payload { return events.ClaudeLineObserved{Observation: o} },
+		Parser: ParserLine,
+	}
+}
+
+// ImportFileFrom is ImportFile for a transcript of another format, read
+// by src: the same per-file cursor, fingerprints, torn-line wait, line
+// errors and --skip-invalid.
+func (in *Ingester) ImportFileFrom(ctx context.Context, path string, agg events.Aggregate, src LineSource, progress func(line int)) (FileResult, error) {
 	res := FileResult{Path: path, Session: agg.ID}
 	s, err := in.x.State(ctx, agg)
 	if err != nil {
@@ -349,8 +379,8 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 		var o events.Observation
 		if len(bytes.TrimSpace(l.Bytes)) == 0 {
 			// A blank line carries nothing, but it keeps its number.
-			o = events.Observation{Key: fmt.Sprintf("line:%d", l.N), Parser: ParserLine, Path: path, Line: l.N, Kind: "blank", Problems: []string{"blank line"}}
-		} else if o, err = in.parser.Line(path, l.N, l.Bytes); err != nil {
+			o = events.Observation{Key: fmt.Sprintf("line:%d", l.N), Parser: src.Parser, Path: path, Line: l.N, Kind: "blank", Problems: []string{"blank line"}}
+		} else if o, err = src.Parse(path, l.N, l.Bytes); err != nil {
 			if !in.skip || o.Kind != "invalid" {
 				return res, flush(err)
 			}
@@ -376,7 +406,7 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 			at = in.clock()
 		}
 		last = at
-		obs := in.reg.New(events.ClaudeLineObserved{Observation: o})
+		obs := in.reg.New(src.Wrap(o))
 		obs.ID, obs.Agg, obs.At = in.x.IDs(), agg, at.UTC().Truncate(time.Microsecond)
 		run = append(run, runLine{n: l.N, obs: obs})
 		if len(run) >= maxRunLines {
@@ -725,4 +755,12 @@ func sanitizeID(s string) string {
 		return "unnamed"
 	}
 	return string(b)
+}
+
+// cmpOr returns a, or b when a is empty.
+func cmpOr(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a
 }

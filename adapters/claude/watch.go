@@ -32,6 +32,13 @@ type WatchConfig struct {
 	// Imported, if set, is called after each file import that appended
 	// lines, from Watch's goroutine.
 	Imported func(FileResult)
+	// Accept and Import follow another agent's transcripts with the same
+	// watcher (adapters/codex: Codex rollouts): Accept says whether the
+	// file at path is one (and why not), Import imports it from its
+	// cursor. Both nil: Claude Code transcripts (LooksLikeTranscript,
+	// ImportTranscript). Both are called from Watch's goroutine.
+	Accept func(path string) (bool, string)
+	Import func(ctx context.Context, path string) ([]FileResult, error)
 }
 
 // watched is what Watch remembers of one transcript file.
@@ -258,7 +265,13 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 	case !seen:
 		f = &watched{}
 		w.files[name] = f
-		if ok, why := LooksLikeTranscript(name); !ok {
+		if w.cfg.Accept != nil {
+			if ok, why := w.cfg.Accept(name); !ok {
+				f.skip = true
+				w.cfg.Report(fmt.Sprintf("%s: %s", name, why))
+				return
+			}
+		} else if ok, why := LooksLikeTranscript(name); !ok {
 			f.skip = true
 			w.cfg.Report(fmt.Sprintf("%s: not a Claude Code transcript: %s", name, why))
 			return
@@ -271,7 +284,9 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 		changed = fmt.Sprintf("was truncated from %d to %d bytes", f.size, size)
 	}
 	var t Transcript
-	if isSubagentFile(name) {
+	if w.cfg.Import != nil {
+		// Another agent's transcript: its importer names its session.
+	} else if isSubagentFile(name) {
 		ts, err := Discover(name)
 		if err != nil || len(ts) != 1 {
 			w.cfg.Report(fmt.Sprintf("%s: no session for this subagent transcript: %v", name, err))
@@ -284,7 +299,12 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 	// A suspect file is still handed to the import: it checks the file
 	// against the fingerprint of the last line imported and, if they
 	// differ, records session.transcript_diverged and appends nothing.
-	res, err := w.in.ImportTranscript(ctx, t, nil)
+	var res []FileResult
+	if w.cfg.Import != nil {
+		res, err = w.cfg.Import(ctx, name)
+	} else {
+		res, err = w.in.ImportTranscript(ctx, t, nil)
+	}
 	f.dev, f.ino, f.size = dev, ino, size
 	if d, ok := errors.AsType[*DivergedError](err); ok {
 		f.diverged = true
