@@ -1,0 +1,316 @@
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// Ingester turns Codex CLI rollouts and notify payloads into session
+// decisions on the log, through adapters/claude's ingest path (one atomic
+// batch per line: the observation and the decisions it causes; the same
+// per-file cursor, fingerprints, torn-line wait and line errors). It is
+// safe for concurrent use.
+type Ingester struct {
+	base   *claude.Ingester
+	parser *Parser
+	mu     sync.Mutex
+	states map[string]FileState // rollout path → its state after its last imported line
+}
+
+// IngestConfig configures an Ingester; the fields mean what they mean in
+// claude.IngestConfig.
+type IngestConfig struct {
+	Log         events.Log
+	Parser      *Parser // nil: NewParser(Config{})
+	Reg         *events.Registry
+	IDs         events.IDSource
+	Clock       events.Clock
+	Host        string
+	SkipInvalid bool
+}
+
+// NewIngester returns an Ingester appending to cfg.Log.
+func NewIngester(cfg IngestConfig) (*Ingester, error) {
+	if cfg.Parser == nil {
+		p, err := NewParser(Config{})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Parser = p
+	}
+	base, err := claude.NewIngester(claude.IngestConfig{
+		Log: cfg.Log, Reg: cfg.Reg, IDs: cfg.IDs, Clock: cfg.Clock, Host: cfg.Host,
+		SkipInvalid: cfg.SkipInvalid, Actor: Agent,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("codex ingester: %w", err)
+	}
+	return &Ingester{base: base, parser: cfg.Parser, states: map[string]FileState{}}, nil
+}
+
+// uuidTail matches the thread id Codex CLI ends a rollout's file name
+// with: rollout-2026-05-23T18-54-05-<uuid>.jsonl.
+var uuidTail = regexp.MustCompile(`([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$`)
+
+// SessionOf returns the session aggregate of the rollout at path: the
+// id of its first line when that is a session_meta (or a legacy header)
+// with a valid id, else the thread id in its file name, else the file's
+// name mapped onto the characters an aggregate id may hold.
+func SessionOf(path string) events.Aggregate {
+	id := ""
+	for l, err := range claude.ReadLines(path, 0) {
+		if err != nil || l.Torn {
+			break
+		}
+		var v struct {
+			Type    string `json:"type"`
+			ID      string `json:"id"`
+			Payload struct {
+				ID string `json:"id"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(l.Bytes, &v) == nil {
+			switch {
+			case v.Type == "session_meta":
+				id = v.Payload.ID
+			case v.Type == "" && v.ID != "":
+				id = v.ID
+			}
+		}
+		break
+	}
+	if id == "" || events.ValidID(id) != nil {
+		if m := uuidTail.FindStringSubmatch(filepath.Base(path)); m != nil {
+			id = m[1]
+		} else {
+			id = sanitizeID(strings.TrimSuffix(filepath.Base(path), ".jsonl"))
+		}
+	}
+	return events.Aggregate{Kind: events.KindSession, ID: id}
+}
+
+// ImportFile imports the rollout at path into its session (SessionOf)
+// from the line after the session's cursor, as claude.Ingester.ImportFile
+// does: it stops at a torn last line (reported, not an error) and at the
+// first line that does not parse, returning a *claude.LineError naming
+// path and line (with SkipInvalid the line is recorded without signals
+// and the import goes on). A rollout imported twice, or by two processes
+// at once, appends each line once.
+func (in *Ingester) ImportFile(ctx context.Context, path string, progress func(line int)) (claude.FileResult, error) {
+	agg := SessionOf(path)
+	if err := agg.Validate(); err != nil {
+		return claude.FileResult{Path: path}, fmt.Errorf("%s: session id: %w", path, err)
+	}
+	in.mu.Lock()
+	st := in.states[path].Clone()
+	in.mu.Unlock()
+	src := claude.LineSource{
+		Parser: ParserLine,
+		Wrap:   func(o events.Observation) events.Payload { return events.CodexLineObserved{Observation: o} },
+		Parse: func(path string, n int, b []byte) (events.Observation, error) {
+			if st.Line != n-1 {
+				st = in.rebuild(path, n-1)
+			}
+			return in.parser.Line(&st, path, n, b)
+		},
+	}
+	res, err := in.base.ImportFileFrom(ctx, path, agg, src, progress)
+	if res.Lines > 0 {
+		if st.Line != res.Lines {
+			st = in.rebuild(path, res.Lines)
+		}
+		in.mu.Lock()
+		in.states[path] = st
+		in.mu.Unlock()
+	}
+	return res, err
+}
+
+// rebuild parses lines 1..upto of the rollout at path into a fresh state.
+func (in *Ingester) rebuild(path string, upto int) FileState {
+	var st FileState
+	if upto <= 0 {
+		return st
+	}
+	for l, err := range claude.ReadLines(path, 0) {
+		if err != nil || l.Torn || l.N > upto {
+			break
+		}
+		_, _ = in.parser.Line(&st, path, l.N, l.Bytes)
+	}
+	st.Line = upto
+	return st
+}
+
+// Notify ingests one spooled notify payload. The observation's event id
+// is the spool entry's ULID, so redelivering an entry appends nothing
+// twice.
+func (in *Ingester) Notify(ctx context.Context, e claude.Entry) (events.Appended, error) {
+	o, err := in.parser.Notify(e.Payload)
+	if err != nil {
+		return events.Appended{}, fmt.Errorf("spool entry %s: %w", e.ID, err)
+	}
+	if e.Process != nil {
+		p := *e.Process
+		o.Process = &p
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: o.Meta.SessionID}
+	if err := agg.Validate(); err != nil {
+		return events.Appended{}, fmt.Errorf("spool entry %s: %w: %v", e.ID, claude.ErrFieldType, err)
+	}
+	id, err := ulid.ParseStrict(e.ID)
+	if err != nil {
+		return events.Appended{}, fmt.Errorf("spool entry %s: entry id: %w", e.ID, err)
+	}
+	ap, _, err := in.base.Observe(ctx, agg, id, e.Time, events.CodexNotifyObserved{Observation: o})
+	return ap, err
+}
+
+// Discover returns the rollout files named by paths, in path order (a
+// sessions tree's YYYY/MM/DD folders sort in time, so a fork comes after
+// its origin): a file is taken as named; a directory is walked for
+// rollout-*.jsonl files. A path that does not exist is an error.
+func Discover(paths ...string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && IsRolloutName(f) && !seen[f] {
+				seen[f] = true
+				found = append(found, f)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(found)
+		out = append(out, found...)
+	}
+	return out, nil
+}
+
+// IsRolloutName reports whether path is named like a Codex CLI rollout:
+// rollout-*.jsonl.
+func IsRolloutName(path string) bool {
+	b := filepath.Base(path)
+	return strings.HasPrefix(b, "rollout-") && strings.HasSuffix(b, ".jsonl")
+}
+
+// LooksLikeRollout reports whether the file at path reads as a Codex CLI
+// rollout: its first line is a JSON object with an envelope "payload" or
+// the legacy header's "id" (or does not parse: the import reports that
+// line with its position). An empty file qualifies. When it does not, the
+// reason says why.
+func LooksLikeRollout(path string) (bool, string) {
+	for l, err := range claude.ReadLines(path, 0) {
+		if err != nil {
+			return false, err.Error()
+		}
+		if l.Torn {
+			return true, ""
+		}
+		var v map[string]json.RawMessage
+		if json.Unmarshal(l.Bytes, &v) != nil {
+			return true, ""
+		}
+		_, payload := v["payload"]
+		_, id := v["id"]
+		_, rt := v["record_type"]
+		if payload || id || rt {
+			return true, ""
+		}
+		return false, "not a Codex CLI rollout: its first line has neither an envelope \"payload\" nor a session header \"id\""
+	}
+	return true, ""
+}
+
+// IsSessionsDir reports whether dir holds Codex CLI rollouts rather than
+// Claude Code transcripts: it is named .codex/sessions, or a rollout-*.jsonl
+// file lies under it.
+func IsSessionsDir(dir string) bool {
+	clean := filepath.Clean(dir)
+	if filepath.Base(clean) == "sessions" && filepath.Base(filepath.Dir(clean)) == ".codex" {
+		return true
+	}
+	errFound := errors.New("found")
+	err := filepath.WalkDir(clean, func(f string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && IsRolloutName(f) {
+			return errFound
+		}
+		return nil
+	})
+	return errors.Is(err, errFound)
+}
+
+// WatchConfig configures Watch; its fields mean what they mean in
+// claude.WatchConfig.
+type WatchConfig struct {
+	Roots    []string
+	Rescan   time.Duration
+	Report   func(msg string)
+	Imported func(claude.FileResult)
+}
+
+// Watch follows the rollouts under cfg.Roots (such as ~/.codex/sessions)
+// as Codex CLI writes them, until ctx is done, with adapters/claude's
+// watcher: new files and appended lines are imported with ImportFile's
+// cursor, a torn last line once it is complete, a file that changed under
+// Logbook is reported and followed no more. Errors are claude.Watch's.
+func (in *Ingester) Watch(ctx context.Context, cfg WatchConfig) error {
+	return in.base.Watch(ctx, claude.WatchConfig{
+		Roots: cfg.Roots, Rescan: cfg.Rescan, Report: cfg.Report, Imported: cfg.Imported,
+		Accept: LooksLikeRollout,
+		Import: func(ctx context.Context, path string) ([]claude.FileResult, error) {
+			r, err := in.ImportFile(ctx, path, nil)
+			return []claude.FileResult{r}, err
+		},
+	})
+}
+
+// sanitizeID maps s onto the characters an aggregate id may hold.
+func sanitizeID(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 100 {
+		b = b[:100]
+	}
+	if len(b) == 0 {
+		return "unnamed"
+	}
+	return string(b)
+}

@@ -1,0 +1,454 @@
+package codex
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/events"
+)
+
+const (
+	tid  = "019e55c2-1c15-7813-bbbe-9f699a6ccd3f"
+	tid2 = "019e55eb-cdbc-78a1-84a6-c98c8e34a495"
+)
+
+// ev returns one envelope line of type typ with payload.
+func ev(sec int, typ, payload string) string {
+	return fmt.Sprintf(`{"timestamp":"2026-05-23T16:54:%02d.000Z","type":%q,"payload":%s}`+"\n", sec, typ, payload)
+}
+
+func meta(id, forkedFrom string) string {
+	f := ""
+	if forkedFrom != "" {
+		f = fmt.Sprintf(`,"forked_from_id":%q`, forkedFrom)
+	}
+	return ev(0, "session_meta", fmt.Sprintf(`{"id":%q%s,"cwd":"/home/user/p","originator":"codex-tui","cli_version":"0.130.0","source":"cli"}`, id, f))
+}
+
+func turnStart(sec int, turn string) string {
+	return ev(sec, "event_msg", fmt.Sprintf(`{"type":"task_started","turn_id":%q}`, turn))
+}
+
+func userMsg(sec int, text string) string {
+	return ev(sec, "event_msg", fmt.Sprintf(`{"type":"user_message","message":%q}`, text))
+}
+
+func turnDone(sec int, turn string) string {
+	return ev(sec, "event_msg", fmt.Sprintf(`{"type":"task_complete","turn_id":%q}`, turn))
+}
+
+func call(sec int, id, name, args string) string {
+	return ev(sec, "response_item", fmt.Sprintf(`{"type":"function_call","name":%q,"arguments":%q,"call_id":%q}`, name, args, id))
+}
+
+func output(sec int, id, out string) string {
+	return ev(sec, "response_item", fmt.Sprintf(`{"type":"function_call_output","call_id":%q,"output":%q}`, id, out))
+}
+
+func write(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, l := range lines {
+		if _, err := f.WriteString(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func rolloutPath(t *testing.T, id string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "sessions", "2026", "05", "23")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "rollout-2026-05-23T18-54-05-"+id+".jsonl")
+}
+
+func newIngester(t *testing.T, l events.Log, skip bool) *Ingester {
+	t.Helper()
+	in, err := NewIngester(IngestConfig{Log: l, Host: "test", SkipInvalid: skip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func TestImport_Turns(t *testing.T) {
+	l := openLog(t)
+	in := newIngester(t, l, false)
+	ctx := t.Context()
+	path := rolloutPath(t, tid)
+
+	// A turn with an approval request waits; its output resumes it.
+	write(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "make hello.txt"),
+		call(2, "c1", "exec_command", `{"cmd":"printf hi > hello.txt"}`),
+		ev(3, "event_msg", `{"type":"exec_approval_request","call_id":"c1","turn_id":"t1","command":["bash","-lc","printf hi > hello.txt"],"cwd":"/home/user/p"}`))
+	r, err := in.ImportFile(ctx, path, nil)
+	if err != nil || r.Session != tid || r.Appended != 5 {
+		t.Fatalf("import: %+v, %v", r, err)
+	}
+	st := stateOf(t, l, tid)
+	if st.Phase != events.PhaseWaiting || st.Turns != 1 || st.Agent != Agent || st.Version != "0.130.0" {
+		t.Fatalf("after the approval request: phase %s turns %d agent %q version %q", st.Phase, st.Turns, st.Agent, st.Version)
+	}
+	write(t, path, output(4, "c1", "Chunk ID: a\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\n"))
+	if _, err := in.ImportFile(ctx, path, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := stateOf(t, l, tid); st.Phase != events.PhaseWorking {
+		t.Fatalf("after the approved call's output: %s", st.Phase)
+	}
+	// The user interrupts: the turn ends, the session is ready.
+	write(t, path, ev(5, "event_msg", `{"type":"turn_aborted","turn_id":"t1","reason":"interrupted"}`))
+	if _, err := in.ImportFile(ctx, path, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := stateOf(t, l, tid); st.Phase != events.PhaseReady || st.TurnOpen {
+		t.Fatalf("after turn_aborted: %s, turn open %v", st.Phase, st.TurnOpen)
+	}
+	// A turn leaves a background terminal running: the session keeps
+	// working after the turn, until a write_stdin reads its exit.
+	write(t, path, turnStart(6, "t2"), userMsg(6, "start the server"),
+		call(7, "c2", "exec_command", `{"cmd":"npm run dev","yield_time_ms":1000}`),
+		output(8, "c2", "Chunk ID: b\nWall time: 1.0 seconds\nProcess running with session ID 42\nOutput:\nready\n"),
+		turnDone(9, "t2"))
+	if _, err := in.ImportFile(ctx, path, nil); err != nil {
+		t.Fatal(err)
+	}
+	st = stateOf(t, l, tid)
+	if st.Phase != events.PhaseWorking || st.Activity != "background" || st.TurnOpen || st.Turns != 2 {
+		t.Fatalf("with a background terminal after the turn: %s/%s turn open %v turns %d", st.Phase, st.Activity, st.TurnOpen, st.Turns)
+	}
+	write(t, path, turnStart(10, "t3"), userMsg(10, "stop it"),
+		call(11, "c3", "write_stdin", `{"session_id":42,"chars":"\u0003"}`),
+		output(12, "c3", "Chunk ID: c\nWall time: 0.1 seconds\nProcess exited with code 130\nOutput:\n"),
+		turnDone(13, "t3"))
+	// A fresh ingester rebuilds the file's context from its lines.
+	in2 := newIngester(t, l, false)
+	if _, err := in2.ImportFile(ctx, path, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := stateOf(t, l, tid); st.Phase != events.PhaseReady || len(st.Entries) != 0 {
+		t.Fatalf("after the terminal exited: %s, entries %+v", st.Phase, st.Entries)
+	}
+}
+
+func TestImport_ForkIsItsOwnSession(t *testing.T) {
+	l := openLog(t)
+	in := newIngester(t, l, false)
+	ctx := t.Context()
+	origin := rolloutPath(t, tid)
+	write(t, origin, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "one"), turnDone(2, "t1"))
+	fork := filepath.Join(filepath.Dir(origin), "rollout-2026-05-23T18-55-00-"+tid2+".jsonl")
+	// A fork writes its own session_meta, then the origin's history,
+	// the origin's session_meta included.
+	write(t, fork, meta(tid2, tid), meta(tid, ""), turnStart(1, "t1"), userMsg(1, "one"), turnDone(2, "t1"),
+		turnStart(3, "t2"), userMsg(3, "two"), turnDone(4, "t2"))
+	files, err := Discover(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(origin)))))
+	if err != nil || len(files) != 2 {
+		t.Fatalf("discover: %v, %v", files, err)
+	}
+	for _, f := range files {
+		r, err := in.ImportFile(ctx, f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range r.Warnings {
+			t.Errorf("warning: %s", w)
+		}
+	}
+	o, f := stateOf(t, l, tid), stateOf(t, l, tid2)
+	if o.Turns != 1 || f.ForkedFrom != tid || f.Phase != events.PhaseReady || f.Turns != 2 || o.ForkedFrom != "" {
+		t.Fatalf("origin %d turns; fork from %q, %s, %d turns", o.Turns, f.ForkedFrom, f.Phase, f.Turns)
+	}
+	recs, _, _ := l.Load(ctx, events.Aggregate{Kind: events.KindSession, ID: tid2})
+	for _, r := range recs {
+		if o, ok := events.Observed(r.Data); ok && len(o.Problems) > 0 {
+			t.Errorf("fork line %d: problems %v", o.Line, o.Problems)
+		}
+	}
+}
+
+func TestImport_BadInput(t *testing.T) {
+	ctx := t.Context()
+	t.Run("malformed line stops the file with path and line; nothing of it appended", func(t *testing.T) {
+		l := openLog(t)
+		in := newIngester(t, l, false)
+		path := rolloutPath(t, tid)
+		write(t, path, meta(tid, ""), "{not json}\n", turnStart(2, "t1"))
+		r, err := in.ImportFile(ctx, path, nil)
+		var le *claude.LineError
+		if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, claude.ErrSyntax) || !strings.Contains(err.Error(), filepath.Base(path)+":2") {
+			t.Fatalf("err = %v, want a syntax error at line 2", err)
+		}
+		if r.Appended != 1 || r.Lines != 1 {
+			t.Fatalf("result %+v", r)
+		}
+		// --skip-invalid records it and goes on.
+		r, err = newIngester(t, l, true).ImportFile(ctx, path, nil)
+		if err != nil || r.Appended != 2 || len(r.Warnings) != 1 {
+			t.Fatalf("skip-invalid: %+v, %v", r, err)
+		}
+		if st := stateOf(t, l, tid); st.Phase != events.PhaseWorking {
+			t.Fatalf("phase %s", st.Phase)
+		}
+	})
+	t.Run("torn last line waits", func(t *testing.T) {
+		l := openLog(t)
+		in := newIngester(t, l, false)
+		path := rolloutPath(t, tid)
+		full := turnStart(1, "t1")
+		write(t, path, meta(tid, ""), full[:20])
+		r, err := in.ImportFile(ctx, path, nil)
+		if err != nil || !r.Torn || r.Appended != 1 {
+			t.Fatalf("torn: %+v, %v", r, err)
+		}
+		write(t, path, full[20:])
+		r, err = in.ImportFile(ctx, path, nil)
+		if err != nil || r.Torn || r.Appended != 1 || r.Skipped != 1 {
+			t.Fatalf("completed: %+v, %v", r, err)
+		}
+	})
+	t.Run("unknown payload type is recorded, flagged, and changes no phase", func(t *testing.T) {
+		l := openLog(t)
+		in := newIngester(t, l, false)
+		path := rolloutPath(t, tid)
+		write(t, path, meta(tid, ""), ev(1, "event_msg", `{"type":"brand_new_event","x":1}`), ev(2, "future_item", `{"a":1}`))
+		if _, err := in.ImportFile(ctx, path, nil); err != nil {
+			t.Fatal(err)
+		}
+		obs := observations(t, l, tid)
+		if len(obs) != 3 || len(obs[1].Problems) != 1 || len(obs[2].Problems) != 1 || len(obs[1].Signals)+len(obs[2].Signals) != 0 {
+			t.Fatalf("observations %+v", obs)
+		}
+		if arc := arcOf(t, l, tid); strings.Join(arc, ">") != "ready" {
+			t.Fatalf("arc %v", arc)
+		}
+	})
+	t.Run("missing session_meta names the session after the file", func(t *testing.T) {
+		l := openLog(t)
+		in := newIngester(t, l, false)
+		path := rolloutPath(t, tid)
+		write(t, path, turnStart(1, "t1"), userMsg(1, "hi"))
+		r, err := in.ImportFile(ctx, path, nil)
+		if err != nil || r.Session != tid {
+			t.Fatalf("%+v, %v", r, err)
+		}
+		if obs := observations(t, l, tid); len(obs[0].Problems) != 1 {
+			t.Fatalf("line 1 problems %v", obs[0].Problems)
+		}
+	})
+	t.Run("a second session_meta for another session is flagged", func(t *testing.T) {
+		l := openLog(t)
+		in := newIngester(t, l, false)
+		path := rolloutPath(t, tid)
+		write(t, path, meta(tid, ""), meta(tid2, ""))
+		if _, err := in.ImportFile(ctx, path, nil); err != nil {
+			t.Fatal(err)
+		}
+		obs := observations(t, l, tid)
+		if len(obs) != 2 || len(obs[1].Problems) != 1 || len(obs[1].Signals) != 0 || !strings.Contains(obs[1].Problems[0], tid2) {
+			t.Fatalf("observations %+v", obs)
+		}
+		if st := stateOf(t, l, tid2); st.Exists() {
+			t.Fatal("the second id started a session")
+		}
+	})
+	t.Run("legacy and envelope lines mixed", func(t *testing.T) {
+		l := openLog(t)
+		in := newIngester(t, l, false)
+		path := rolloutPath(t, tid)
+		write(t, path, meta(tid, ""), `{"record_type":"state"}`+"\n", `{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}`+"\n")
+		if _, err := in.ImportFile(ctx, path, nil); err != nil {
+			t.Fatal(err)
+		}
+		obs := observations(t, l, tid)
+		for _, o := range obs[1:] {
+			if o.Kind != "mixed" || len(o.Signals) != 0 || len(o.Problems) != 1 {
+				t.Errorf("line %d: %+v", o.Line, o)
+			}
+		}
+	})
+	t.Run("invalid UTF-8", func(t *testing.T) {
+		l := openLog(t)
+		in := newIngester(t, l, false)
+		path := rolloutPath(t, tid)
+		write(t, path, meta(tid, ""), "{\"type\":\"event_msg\",\"payload\":{\"type\":\"user_message\",\"message\":\"\xff\xfe\"}}\n")
+		_, err := in.ImportFile(ctx, path, nil)
+		var le *claude.LineError
+		if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, claude.ErrInvalidUTF8) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("a line over the raw cap keeps its signals and is cut", func(t *testing.T) {
+		l := openLog(t)
+		p, err := NewParser(Config{MaxRaw: 1024})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := NewIngester(IngestConfig{Log: l, Parser: p, Host: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := rolloutPath(t, tid)
+		write(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(2, strings.Repeat("x", 100_000)))
+		if _, err := in.ImportFile(ctx, path, nil); err != nil {
+			t.Fatal(err)
+		}
+		obs := observations(t, l, tid)
+		o := obs[2]
+		if o.Cut == nil || len(o.Raw) > 1024 || o.Cut.Size < 100_000 || len(o.Signals) != 1 || len(o.Signals[0].Text) > MaxSigText {
+			t.Fatalf("cut %+v raw %d signals %+v", o.Cut, len(o.Raw), o.Signals)
+		}
+	})
+	t.Run("a line over the line cap is an error naming it", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("writes 64 MiB")
+		}
+		l := openLog(t)
+		in := newIngester(t, l, false)
+		path := rolloutPath(t, tid)
+		write(t, path, meta(tid, ""))
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		big := make([]byte, claude.MaxLineBytes+2)
+		for i := range big {
+			big[i] = 'y'
+		}
+		big[len(big)-1] = '\n'
+		if _, err := f.Write(big); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		_, err = in.ImportFile(ctx, path, nil)
+		if !errors.Is(err, claude.ErrLineTooLong) || !strings.Contains(err.Error(), ":2") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+// TestImport_TwiceAndAtOnce imports one rollout from four goroutines at
+// once, then again: every line is appended once.
+func TestImport_TwiceAndAtOnce(t *testing.T) {
+	l := openLog(t)
+	ctx := t.Context()
+	path := rolloutPath(t, tid)
+	lines := []string{meta(tid, "")}
+	for i := range 10 {
+		turn := fmt.Sprintf("t%d", i)
+		lines = append(lines, turnStart(i, turn), userMsg(i, "go"), call(i, "c"+turn, "exec_command", `{"cmd":"ls"}`), output(i, "c"+turn, "Process exited with code 0"), turnDone(i, turn))
+	}
+	write(t, path, lines...)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := newIngester(t, l, false)
+			if _, err := in.ImportFile(ctx, path, nil); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	r, err := newIngester(t, l, false).ImportFile(ctx, path, nil)
+	if err != nil || r.Appended != 0 || r.Skipped != len(lines) {
+		t.Fatalf("re-import: %+v, %v", r, err)
+	}
+	if obs := observations(t, l, tid); len(obs) != len(lines) {
+		t.Fatalf("%d observations for %d lines", len(obs), len(lines))
+	}
+	if st := stateOf(t, l, tid); st.Turns != 10 || st.Phase != events.PhaseReady {
+		t.Fatalf("turns %d phase %s", st.Turns, st.Phase)
+	}
+}
+
+func TestNotify(t *testing.T) {
+	l := openLog(t)
+	in := newIngester(t, l, false)
+	ctx := t.Context()
+	path := rolloutPath(t, tid)
+	write(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "hi"))
+	if _, err := in.ImportFile(ctx, path, nil); err != nil {
+		t.Fatal(err)
+	}
+	payload := fmt.Sprintf(`{"type":"agent-turn-complete","thread-id":%q,"turn-id":"t1","cwd":"/home/user/p","input-messages":["hi"],"last-assistant-message":"done"}`, tid)
+	if !IsNotify([]byte(payload)) {
+		t.Fatal("IsNotify = false")
+	}
+	id := ulid.Make().String()
+	e := claude.Entry{ID: id, Time: time.Date(2026, 5, 23, 16, 55, 0, 0, time.UTC), Payload: []byte(payload)}
+	ap, err := in.Notify(ctx, e)
+	if err != nil || ap.Last == 0 {
+		t.Fatalf("notify: %+v, %v", ap, err)
+	}
+	if st := stateOf(t, l, tid); st.Phase != events.PhaseReady || st.TurnOpen {
+		t.Fatalf("after notify: %s", st.Phase)
+	}
+	// Redelivery appends nothing.
+	if ap, err := in.Notify(ctx, e); err != nil || ap.Last != 0 {
+		t.Fatalf("redelivery: %+v, %v", ap, err)
+	}
+	p, _ := NewParser(Config{})
+	for name, bad := range map[string]string{
+		"no thread-id":      `{"type":"agent-turn-complete","turn-id":"t1"}`,
+		"no type":           fmt.Sprintf(`{"thread-id":%q}`, tid),
+		"thread-id number":  `{"type":"agent-turn-complete","thread-id":7}`,
+		"thread-id bad id":  `{"type":"agent-turn-complete","thread-id":"a/b"}`,
+		"not json":          `{"type":`,
+		"not an object":     `[1,2]`,
+		"invalid utf-8":     "{\"type\":\"agent-turn-complete\",\"thread-id\":\"\xff\"}",
+		"empty thread-id":   `{"type":"agent-turn-complete","thread-id":""}`,
+		"null thread-id":    `{"type":"agent-turn-complete","thread-id":null}`,
+		"type wrong kind":   fmt.Sprintf(`{"type":1,"thread-id":%q}`, tid),
+		"whitespace only":   `   `,
+		"a claude hook too": `{"hook_event_name":"Stop","session_id":"s"}`,
+	} {
+		if _, err := p.Notify([]byte(bad)); err == nil {
+			t.Errorf("%s: no error", name)
+		} else if _, ok := errors.AsType[*NotifyError](err); !ok {
+			t.Errorf("%s: %T %v", name, err, err)
+		}
+	}
+	// An unknown notify type is recorded and flagged, with no signal.
+	o, err := p.Notify(fmt.Appendf(nil, `{"type":"approval-needed","thread-id":%q}`, tid))
+	if err != nil || len(o.Signals) != 0 || len(o.Problems) != 1 {
+		t.Fatalf("unknown type: %+v, %v", o, err)
+	}
+}
+
+// observations returns the observations stored on session id, in order.
+func observations(t *testing.T, l events.Log, id string) []events.Observation {
+	t.Helper()
+	recs, _, err := l.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []events.Observation
+	for _, r := range recs {
+		if o, ok := events.Observed(r.Data); ok {
+			out = append(out, *o)
+		}
+	}
+	return out
+}

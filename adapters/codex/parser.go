@@ -1,0 +1,726 @@
+package codex
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// Parser names and versions stamped on Observation.Parser. A change in
+// what a parser emits for the same input bumps its version.
+const (
+	ParserLine   = "codex-rollout/1"
+	ParserNotify = "codex-notify/1"
+)
+
+// Agent is the agent name Codex observations carry (events.Meta.Agent)
+// and the session records (events.SessionStarted.Agent).
+const Agent = "codex"
+
+// Rollout formats (FileState.Format).
+const (
+	FormatEnvelope = "envelope" // Codex CLI 0.40 and later
+	FormatLegacy   = "legacy"   // before 0.40
+)
+
+// Config is adapters/claude's parser configuration: extra redaction
+// patterns and the cap on Observation.Raw.
+type Config = claude.Config
+
+// Parser parses rollout lines and notify payloads with one compiled
+// Config. It is immutable and safe for concurrent use; the per-file
+// context a rollout line needs is a FileState the caller keeps.
+type Parser struct {
+	red    *claude.Redactor
+	maxRaw int
+}
+
+// NewParser compiles cfg; its errors are claude.NewParser's.
+func NewParser(cfg Config) (*Parser, error) {
+	cp, err := claude.NewParser(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Parser{red: cp.Redactor(), maxRaw: cp.MaxRaw()}, nil
+}
+
+// NewParserFrom returns a Parser with cp's redaction rules and raw cap,
+// so both agents' observations are redacted alike.
+func NewParserFrom(cp *claude.Parser) *Parser {
+	return &Parser{red: cp.Redactor(), maxRaw: cp.MaxRaw()}
+}
+
+// Redactor returns the parser's redaction rules.
+func (p *Parser) Redactor() *claude.Redactor { return p.red }
+
+// FileState is what the lines of one rollout read so far tell about the
+// lines after them. Parser.Line updates it; it is rebuilt by parsing the
+// file's lines 1..Line in order. The zero value is the state before line 1.
+type FileState struct {
+	Line       int    // the last line parsed
+	Format     string // FormatEnvelope or FormatLegacy, from the first line that tells
+	SessionID  string // the thread id of the first session_meta
+	ForkedFrom string // its forked_from_id
+	Metas      int    // session_meta lines seen
+	// stdin maps the call id of a write_stdin call to the unified exec
+	// session it writes to, so its output can end that background
+	// terminal.
+	stdin map[string]string
+	// execs holds the call ids of exec_command calls, whose output may
+	// leave a background terminal running.
+	execs map[string]bool
+}
+
+// Clone returns a copy of s that shares nothing with it.
+func (s FileState) Clone() FileState {
+	c := s
+	c.stdin = make(map[string]string, len(s.stdin))
+	for k, v := range s.stdin {
+		c.stdin[k] = v
+	}
+	c.execs = make(map[string]bool, len(s.execs))
+	for k, v := range s.execs {
+		c.execs[k] = v
+	}
+	return c
+}
+
+// maxCalls bounds the call ids a FileState remembers.
+const maxCalls = 4096
+
+func (s *FileState) rememberExec(id string) {
+	if s.execs == nil {
+		s.execs = map[string]bool{}
+	}
+	if len(s.execs) >= maxCalls {
+		clear(s.execs)
+	}
+	s.execs[id] = true
+}
+
+func (s *FileState) rememberStdin(id, session string) {
+	if s.stdin == nil {
+		s.stdin = map[string]string{}
+	}
+	if len(s.stdin) >= maxCalls {
+		clear(s.stdin)
+	}
+	s.stdin[id] = session
+}
+
+// Background terminal task ids are "exec-<unified exec session id>".
+func terminalTask(session string) string { return "exec-" + session }
+
+// Tool result statuses (events.Sig.Status).
+const (
+	StatusOK           = "ok"
+	StatusError        = "error"
+	StatusRejected     = "rejected"
+	StatusBackgrounded = events.OutcomeBackground
+)
+
+// Line parses line n (1-based) of the rollout at path, b (with or without
+// its newline), in the context st of the lines before it, and advances st.
+//
+// The observation has Key "line:<n>", Parser ParserLine, Path, Line, Kind
+// (the envelope type and the payload type, "event_msg/task_started",
+// "response_item/function_call"; legacy lines "legacy/<type>",
+// "legacy/meta", "legacy/state"), AgentTime (the envelope's timestamp),
+// Meta (Agent "codex"; session_meta: SessionID = id, Version =
+// cli_version, Cwd, GitBranch, ForkedFrom = forked_from_id; turn_context:
+// Model, Cwd, AgentMode = sandbox_policy type) and Signals:
+//
+//	session_meta, first in the file   session_start (Name: source)
+//	session_meta, later               none; a Problems entry unless it is
+//	                                  the fork origin's (a fork copies the
+//	                                  origin's history) or the same id
+//	event_msg task_started (0.4x+)    prompt (ID turn_id): a turn starts
+//	event_msg user_message, item_completed UserMessage (0.144)
+//	                                  prompt (Status in_turn, Text): opens a
+//	                                  turn only if none is open (versions
+//	                                  that write no task_started)
+//	event_msg task_complete           turn_end (Name "task_complete")
+//	event_msg turn_aborted            interrupt (Name: reason)
+//	event_msg exec_approval_request, apply_patch_approval_request,
+//	      request_permissions         permission (ID call_id, Name
+//	                                  exec_command|apply_patch, Text command)
+//	event_msg exec_command_end with process_id
+//	                                  background_done (Task exec-<id>)
+//	event_msg context_compacted, compacted
+//	                                  compact_end
+//	event_msg error                   api_error (failed), turn_end (Name "error")
+//	event_msg stream_error            api_error (retrying)
+//	response_item message assistant   text
+//	response_item reasoning           thinking
+//	response_item function_call, custom_tool_call, local_shell_call
+//	                                  tool_use (ID call_id, Name, Text: command)
+//	response_item function_call_output, custom_tool_call_output
+//	                                  tool_result (ID call_id, Status ok|error|
+//	                                  rejected|backgrounded; Task exec-<id>
+//	                                  when an exec_command leaves its
+//	                                  terminal running: "Process running
+//	                                  with session ID <id>"), and
+//	                                  background_done (Task exec-<id>) when
+//	                                  a write_stdin to that terminal reads
+//	                                  "Process exited with code <n>"
+//	legacy meta line                  session_start
+//	legacy message user               prompt, unless it is context
+//	                                  (<user_instructions>, <environment_context>)
+//	legacy message assistant, reasoning, function_call, function_call_output
+//	                                  as their envelope forms
+//	other known types                 none
+//	unknown types                     none, and a Problems entry
+//
+// A line of the other format than the file's first lines (legacy and
+// envelope lines mixed) yields no signals and a Problems entry; so does a
+// first line that is not a session_meta (the importer then names the
+// session after the file).
+//
+// Errors are *claude.LineError values naming path and n, wrapping
+// claude.ErrInvalidUTF8, claude.ErrSyntax or claude.ErrNotObject; the
+// observation is still returned, Kind "invalid", with Raw and the error in
+// Problems, so an importer can record it (--skip-invalid).
+func (p *Parser) Line(st *FileState, path string, n int, b []byte) (events.Observation, error) {
+	b = trimEOL(b)
+	if st.Line < n {
+		st.Line = n
+	}
+	o := events.Observation{Key: "line:" + strconv.Itoa(n), Parser: ParserLine, Path: path, Line: n, Meta: events.Meta{Agent: Agent}}
+	top, col, err := decodeObject(b)
+	if err != nil {
+		o.Kind = "invalid"
+		o.Problems = []string{fmt.Sprintf("line %d:%d: %v", n, col, err)}
+		return p.finish(o, b), &claude.LineError{Path: path, Line: n, Col: col, Err: err}
+	}
+	var probs []string
+	t := object{m: top, probs: &probs}
+	format := FormatLegacy
+	if _, ok := top["payload"]; ok {
+		format = FormatEnvelope
+	} else if _, ok := top["type"]; ok && t.str("timestamp") != "" && n > 1 {
+		format = FormatEnvelope // an envelope whose payload is missing
+	}
+	if st.Format == "" {
+		st.Format = format
+	}
+	if format != st.Format {
+		o.Kind = "mixed"
+		o.Problems = []string{fmt.Sprintf("a %s line in a %s rollout: recorded without signals", format, st.Format)}
+		return p.finish(o, b), nil
+	}
+	var sigs []events.Sig
+	if format == FormatEnvelope {
+		sigs = p.envelope(st, t, &o, n)
+	} else {
+		sigs = p.legacy(st, t, &o, n)
+	}
+	o.Signals = sigs
+	o.Problems = append(o.Problems, probs...)
+	return p.finish(o, b), nil
+}
+
+func (p *Parser) envelope(st *FileState, t object, o *events.Observation, n int) []events.Sig {
+	typ := t.str("type")
+	o.AgentTime = t.str("timestamp")
+	pl, _ := t.obj("payload")
+	sub := pl.str("type")
+	o.Kind = typ
+	if sub != "" && (typ == "event_msg" || typ == "response_item") {
+		o.Kind = typ + "/" + sub
+	}
+	if n == 1 && typ != "session_meta" {
+		o.Problems = append(o.Problems, "the rollout does not start with session_meta: its session is named after the file")
+	}
+	switch typ {
+	case "session_meta":
+		return sessionMeta(st, pl, o)
+	case "turn_context":
+		o.Meta.Cwd = pl.str("cwd")
+		o.Meta.Model = pl.str("model")
+		o.Meta.AgentMode = sandboxType(pl)
+		return nil
+	case "response_item":
+		return responseItem(st, pl, sub, o)
+	case "event_msg":
+		return eventMsg(pl, sub, o)
+	case "compacted":
+		return []events.Sig{{Kind: events.SigCompactEnd, Name: "compacted"}}
+	case "world_state", "inter_agent_communication":
+		return nil // recorded, no signal (0.144)
+	case "":
+		o.Kind = "untyped"
+		o.Problems = append(o.Problems, `envelope has no "type"`)
+	default:
+		o.Problems = append(o.Problems, fmt.Sprintf("unknown rollout item type %q", typ))
+	}
+	return nil
+}
+
+// sandboxType returns the sandbox_policy's type: an object {type} since
+// 0.40, a bare string in some versions.
+func sandboxType(pl object) string {
+	q := pl.quiet()
+	if s := q.str("sandbox_policy"); s != "" {
+		return s
+	}
+	sp, _ := q.obj("sandbox_policy")
+	return sp.str("type")
+}
+
+func sessionMeta(st *FileState, pl object, o *events.Observation) []events.Sig {
+	id := pl.str("id")
+	st.Metas++
+	if st.Metas > 1 {
+		switch id {
+		case st.ForkedFrom, st.SessionID:
+			// A fork copies its origin's history, session_meta included.
+		default:
+			o.Problems = append(o.Problems, fmt.Sprintf("a second session_meta, for session %q: its lines stay in session %q", id, st.SessionID))
+		}
+		return nil
+	}
+	st.SessionID = id
+	st.ForkedFrom = pl.str("forked_from_id")
+	o.Meta.SessionID = id
+	o.Meta.ForkedFrom = st.ForkedFrom
+	o.Meta.Cwd = pl.str("cwd")
+	o.Meta.Version = pl.str("cli_version")
+	if g, ok := pl.obj("git"); ok {
+		o.Meta.GitBranch = g.str("branch")
+	}
+	source := pl.quiet().str("source")
+	if source == "" {
+		if s, ok := pl.quiet().obj("source"); ok {
+			for k := range s.m {
+				source = k // {"subagent": {...}}
+			}
+		}
+	}
+	return []events.Sig{{Kind: events.SigSessionStart, Name: or(source, "startup")}}
+}
+
+func responseItem(st *FileState, pl object, sub string, o *events.Observation) []events.Sig {
+	switch sub {
+	case "message":
+		switch pl.str("role") {
+		case "assistant":
+			if s := contentText(pl.raw("content")); strings.TrimSpace(s) != "" {
+				return []events.Sig{{Kind: events.SigText, Text: s}}
+			}
+		}
+		// User and developer messages repeat what event_msg reports
+		// (user_message) or are context Codex adds.
+		return nil
+	case "reasoning":
+		return []events.Sig{{Kind: events.SigThinking}}
+	case "function_call", "custom_tool_call", "local_shell_call":
+		return toolCall(st, pl, sub)
+	case "function_call_output", "custom_tool_call_output":
+		return toolOutput(st, pl)
+	case "web_search_call", "ghost_snapshot", "compaction", "image_generation_call",
+		"tool_search_call", "tool_search_output", "additional_tools", "context_compaction", "compaction_trigger", "other":
+		return nil
+	case "":
+		o.Problems = append(o.Problems, `response_item has no payload "type"`)
+	default:
+		o.Problems = append(o.Problems, fmt.Sprintf("unknown response item type %q", sub))
+	}
+	return nil
+}
+
+func eventMsg(pl object, sub string, o *events.Observation) []events.Sig {
+	switch sub {
+	case "task_started", "turn_started":
+		return []events.Sig{{Kind: events.SigPrompt, ID: pl.str("turn_id")}}
+	case "user_message":
+		return []events.Sig{{Kind: events.SigPrompt, Status: events.PromptInTurn, Text: pl.str("message")}}
+	case "item_completed":
+		if it, ok := pl.obj("item"); ok && it.str("type") == "UserMessage" {
+			return []events.Sig{{Kind: events.SigPrompt, Status: events.PromptInTurn, Text: contentText(it.raw("content"))}}
+		}
+		return nil
+	case "task_complete", "turn_complete":
+		return []events.Sig{{Kind: events.SigTurnEnd, Name: "task_complete"}}
+	case "turn_aborted":
+		return []events.Sig{{Kind: events.SigInterrupt, Name: or(pl.str("reason"), "interrupted")}}
+	case "exec_approval_request", "request_permissions":
+		return []events.Sig{{Kind: events.SigPermission, ID: pl.str("call_id"), Name: "exec_command", Text: commandText(pl.raw("command"))}}
+	case "apply_patch_approval_request":
+		return []events.Sig{{Kind: events.SigPermission, ID: pl.str("call_id"), Name: "apply_patch", Text: patchText(pl)}}
+	case "exec_command_end":
+		if id := pl.quiet().str("process_id"); id != "" {
+			status := events.OutcomeOK
+			if c := pl.quiet().number("exit_code"); c != "" && c != "0" {
+				status = "failed"
+			}
+			return []events.Sig{{Kind: events.SigBackgroundDone, Task: terminalTask(id), Status: status}}
+		}
+		return nil
+	case "context_compacted":
+		return []events.Sig{{Kind: events.SigCompactEnd, Name: "context_compacted"}}
+	case "error":
+		return []events.Sig{{Kind: events.SigAPIError, Status: "failed", Text: pl.str("message")}, {Kind: events.SigTurnEnd, Name: "error"}}
+	case "stream_error":
+		return []events.Sig{{Kind: events.SigAPIError, Status: "retrying", Text: pl.str("message")}}
+	case "agent_message", "agent_reasoning", "agent_reasoning_raw_content", "agent_reasoning_section_break",
+		"token_count", "exec_command_begin", "exec_command_output_delta", "patch_apply_begin", "patch_apply_end",
+		"thread_rolled_back", "plan_update", "mcp_tool_call_begin", "mcp_tool_call_end", "web_search_begin", "web_search_end",
+		"entered_review_mode", "exited_review_mode", "background_event", "undo_started", "undo_completed",
+		"thread_goal_updated", "thread_settings_applied", "image_generation_end", "sub_agent_activity",
+		"realtime_conversation_closed", "session_configured", "warning", "terminal_interaction", "view_image_tool_call",
+		"turn_diff", "get_history_entry_response", "shutdown_complete", "list_custom_prompts_response", "deprecation_notice":
+		return nil
+	case "":
+		o.Problems = append(o.Problems, `event_msg has no payload "type"`)
+	default:
+		o.Problems = append(o.Problems, fmt.Sprintf("unknown event type %q", sub))
+	}
+	return nil
+}
+
+// toolCall returns the tool_use signal of a function, custom tool or
+// local shell call, remembering what its output needs.
+func toolCall(st *FileState, pl object, sub string) []events.Sig {
+	id := pl.str("call_id")
+	if id == "" {
+		id = pl.quiet().str("id")
+	}
+	name := pl.str("name")
+	var args object
+	switch sub {
+	case "function_call":
+		// arguments is a JSON text holding an object.
+		var m map[string]json.RawMessage
+		if s := pl.str("arguments"); s != "" && json.Unmarshal([]byte(s), &m) == nil {
+			args = object{m: m, probs: new([]string)}
+		}
+	case "local_shell_call":
+		name = "local_shell"
+		act, _ := pl.obj("action")
+		args = act.quiet()
+	}
+	text := ""
+	switch {
+	case args.m != nil:
+		text = commandText(args.raw("cmd"))
+		if text == "" {
+			text = commandText(args.raw("command"))
+		}
+		if name == "write_stdin" {
+			if sid := args.number("session_id"); sid != "" {
+				st.rememberStdin(id, sid)
+			} else if sid := args.str("session_id"); sid != "" {
+				st.rememberStdin(id, sid)
+			}
+		}
+	case sub == "custom_tool_call":
+		text = pl.str("input")
+	}
+	if name == "exec_command" || name == "exec" || name == "shell" || name == "local_shell" {
+		st.rememberExec(id)
+	}
+	return []events.Sig{{Kind: events.SigToolUse, ID: id, Name: name, Text: text}}
+}
+
+var (
+	runningRE  = regexp.MustCompile(`Process running with session ID (\d+)`)
+	exitedRE   = regexp.MustCompile(`Process exited with code (-?\d+)`)
+	legacyExit = regexp.MustCompile(`"exit_code"\s*:\s*(-?\d+)`)
+)
+
+// toolOutput returns the tool_result signal of a call's output, and a
+// background_done when it reports a background terminal ended.
+func toolOutput(st *FileState, pl object) []events.Sig {
+	id := pl.str("call_id")
+	out := outputText(pl.raw("output"))
+	sig := events.Sig{Kind: events.SigToolResult, ID: id, Status: StatusOK}
+	lower := strings.ToLower(out)
+	switch {
+	case strings.Contains(lower, "rejected by user") || strings.Contains(lower, "declined by user"):
+		sig.Status = StatusRejected
+	case strings.HasPrefix(strings.TrimSpace(out), "Script failed"), strings.HasPrefix(strings.TrimSpace(out), "Script error"):
+		sig.Status = StatusError
+	}
+	if m := exitedRE.FindStringSubmatch(out); m != nil && m[1] != "0" {
+		sig.Status = StatusError
+	} else if m := legacyExit.FindStringSubmatch(out); m != nil && m[1] != "0" {
+		sig.Status = StatusError
+	}
+	sigs := []events.Sig{sig}
+	if session, ok := st.stdin[id]; ok {
+		delete(st.stdin, id)
+		if m := exitedRE.FindStringSubmatch(out); m != nil {
+			status := "completed"
+			if m[1] != "0" {
+				status = "failed"
+			}
+			sigs = append(sigs, events.Sig{Kind: events.SigBackgroundDone, Task: terminalTask(session), Status: status})
+		}
+		return sigs
+	}
+	if st.execs[id] {
+		delete(st.execs, id)
+		if m := runningRE.FindStringSubmatch(out); m != nil {
+			sigs[0].Status = StatusBackgrounded
+			sigs[0].Task = terminalTask(m[1])
+		}
+	}
+	return sigs
+}
+
+func (p *Parser) legacy(st *FileState, t object, o *events.Observation, n int) []events.Sig {
+	typ := t.str("type")
+	switch {
+	case t.m["record_type"] != nil:
+		o.Kind = "legacy/" + or(t.str("record_type"), "record")
+		return nil
+	case typ == "" && t.str("id") != "":
+		o.Kind = "legacy/meta"
+		o.AgentTime = t.str("timestamp")
+		st.Metas++
+		if st.Metas > 1 {
+			o.Problems = append(o.Problems, fmt.Sprintf("a second session header, for session %q", t.str("id")))
+			return nil
+		}
+		st.SessionID = t.str("id")
+		o.Meta.SessionID = st.SessionID
+		if g, ok := t.obj("git"); ok {
+			o.Meta.GitBranch = g.str("branch")
+		}
+		return []events.Sig{{Kind: events.SigSessionStart, Name: "startup"}}
+	}
+	o.Kind = "legacy/" + or(typ, "untyped")
+	if n == 1 {
+		o.Problems = append(o.Problems, "the rollout does not start with its session header: its session is named after the file")
+	}
+	switch typ {
+	case "message":
+		if t.str("role") != "user" {
+			return responseItem(st, t, typ, o)
+		}
+		text := strings.TrimSpace(contentText(t.raw("content")))
+		if text == "" || strings.HasPrefix(text, "<user_instructions>") || strings.HasPrefix(text, "<environment_context>") {
+			return nil
+		}
+		return []events.Sig{{Kind: events.SigPrompt, Text: text}}
+	case "":
+		o.Problems = append(o.Problems, `line has no "type"`)
+		return nil
+	}
+	return responseItem(st, t, typ, o)
+}
+
+// Notify parses one payload Codex CLI passed to its notify program (the
+// JSON text of its last argument), following the notify contract of
+// Codex CLI 0.2x to 0.144: {"type": "agent-turn-complete", "thread-id",
+// "turn-id", "cwd", "input-messages": [..], "last-assistant-message"}.
+//
+// "type" and "thread-id" are required: without them, or not strings, the
+// error wraps claude.ErrMissingField or claude.ErrFieldType and names the
+// field. The observation has Key "notify:<type>:<turn-id>" (a turn's
+// notification recorded once), Parser ParserNotify, Kind the type, Meta
+// (SessionID thread-id, Cwd, Agent "codex"), and Signals: for
+// agent-turn-complete, text (last-assistant-message) and turn_end (Name
+// "agent-turn-complete"); for a type this package does not know, none and
+// a Problems entry.
+func (p *Parser) Notify(b []byte) (events.Observation, error) {
+	o, err := parseNotify(b)
+	if err != nil {
+		return o, err
+	}
+	return p.finish(o, b), nil
+}
+
+// CheckNotify reports what Notify would refuse in b, without redacting
+// anything: for the notify program's quick check before it spools b.
+func CheckNotify(b []byte) error {
+	_, err := parseNotify(b)
+	return err
+}
+
+func parseNotify(b []byte) (events.Observation, error) {
+	o := events.Observation{Parser: ParserNotify, Meta: events.Meta{Agent: Agent}}
+	top, _, err := decodeObject(bytes.TrimSpace(b))
+	if err != nil {
+		return o, &NotifyError{Err: err}
+	}
+	var probs []string
+	t := object{m: top, probs: &probs}
+	for _, f := range []string{"type", "thread-id"} {
+		r, ok := top[f]
+		if !ok || jsonKind(r) == "null" {
+			return o, &NotifyError{Field: f, Err: claude.ErrMissingField}
+		}
+		if k := jsonKind(r); k != "string" {
+			return o, &NotifyError{Field: f, Err: fmt.Errorf("%w: want string, got %s", claude.ErrFieldType, k)}
+		}
+	}
+	typ := t.str("type")
+	o.Kind = typ
+	o.Meta.SessionID = t.str("thread-id")
+	if o.Meta.SessionID == "" {
+		return o, &NotifyError{Field: "thread-id", Err: claude.ErrMissingField}
+	}
+	if err := events.ValidID(o.Meta.SessionID); err != nil {
+		return o, &NotifyError{Field: "thread-id", Err: fmt.Errorf("%w: %v", claude.ErrFieldType, err)}
+	}
+	o.Meta.Cwd = t.str("cwd")
+	turn := t.str("turn-id")
+	o.Key = "notify:" + typ + ":" + turn
+	if turn == "" {
+		sum := sha256.Sum256(b)
+		o.Key = "notify:" + typ + ":sha256:" + hex.EncodeToString(sum[:8])
+	}
+	switch typ {
+	case "agent-turn-complete":
+		if s := t.str("last-assistant-message"); strings.TrimSpace(s) != "" {
+			o.Signals = append(o.Signals, events.Sig{Kind: events.SigText, Text: s})
+		}
+		o.Signals = append(o.Signals, events.Sig{Kind: events.SigTurnEnd, Name: typ})
+	default:
+		probs = append(probs, fmt.Sprintf("unknown notify type %q", typ))
+	}
+	o.Problems = probs
+	return o, nil
+}
+
+// NotifyError reports a notify payload that could not be used. It wraps
+// claude.ErrSyntax, claude.ErrInvalidUTF8, claude.ErrNotObject,
+// claude.ErrMissingField or claude.ErrFieldType.
+type NotifyError struct {
+	Field string // the offending field, if any
+	Err   error
+}
+
+// Error returns "codex notify: [field "f": ]what".
+func (e *NotifyError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("codex notify: field %q: %v", e.Field, e.Err)
+	}
+	return "codex notify: " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *NotifyError) Unwrap() error { return e.Err }
+
+// IsNotify reports whether b reads as a Codex notify payload (an object
+// with a "thread-id" member and no "hook_event_name"), so that one spool
+// can hold both agents' payloads.
+func IsNotify(b []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return false
+	}
+	_, thread := m["thread-id"]
+	_, hook := m["hook_event_name"]
+	return thread && !hook
+}
+
+// MaxSigText is the longest Sig.Text, in bytes (claude.MaxSigText).
+const MaxSigText = claude.MaxSigText
+
+// finish redacts o's text fields, sets Raw from orig (redacted, cut to the
+// cap with Cut set) and returns o.
+func (p *Parser) finish(o events.Observation, orig []byte) events.Observation {
+	r := p.red
+	for i := range o.Signals {
+		s := &o.Signals[i]
+		s.Text = shorten(r.Redact(s.Text), MaxSigText)
+		s.Name = r.Redact(s.Name)
+		s.ID = r.Redact(s.ID)
+		s.Task = r.Redact(s.Task)
+	}
+	m := &o.Meta
+	for _, f := range []*string{&m.SessionID, &m.Cwd, &m.Model, &m.Version, &m.GitBranch, &m.AgentMode, &m.Title, &m.ForkedFrom} {
+		*f = r.Redact(*f)
+	}
+	o.Kind = r.Redact(o.Kind)
+	o.AgentTime = r.Redact(o.AgentTime)
+	for i := range o.Problems {
+		o.Problems[i] = r.Redact(o.Problems[i])
+	}
+	raw := r.JSON(strings.ToValidUTF8(string(orig), "\uFFFD"))
+	if len(raw) > p.maxRaw {
+		kept := cutUTF8(raw, p.maxRaw)
+		sum := sha256.Sum256(orig)
+		o.Cut = &events.Cut{Size: int64(len(orig)), SHA256: hex.EncodeToString(sum[:]), Kept: len(kept)}
+		raw = kept
+	}
+	o.Raw = raw
+	return o
+}
+
+// decodeObject checks that b is valid UTF-8 holding one JSON object and
+// returns its members, or the 1-based column of the problem and an error
+// wrapping claude.ErrInvalidUTF8, claude.ErrSyntax or claude.ErrNotObject.
+func decodeObject(b []byte) (map[string]json.RawMessage, int, error) {
+	if !utf8.Valid(b) {
+		for i := 0; i < len(b); {
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n <= 1 {
+				return nil, i + 1, fmt.Errorf("%w at byte %d", claude.ErrInvalidUTF8, i)
+			}
+			i += n
+		}
+	}
+	var m map[string]json.RawMessage
+	err := json.Unmarshal(b, &m)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return nil, int(se.Offset), fmt.Errorf("%w at byte %d: %v", claude.ErrSyntax, se.Offset, se)
+	}
+	if err != nil || m == nil {
+		return nil, 1, fmt.Errorf("%w: got %s", claude.ErrNotObject, jsonKind(bytes.TrimSpace(b)))
+	}
+	return m, 0, nil
+}
+
+func trimEOL(b []byte) []byte {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	return bytes.TrimSuffix(b, []byte("\r"))
+}
+
+func or(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a
+}
+
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// shorten returns s if it fits in n bytes, else its head and tail joined
+// by " … ".
+func shorten(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	const ell = " … "
+	room := n - len(ell)
+	head := cutUTF8(s, room*2/3)
+	tailN := room - len(head)
+	i := len(s) - tailN
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return strings.TrimSpace(head) + ell + strings.TrimSpace(s[i:])
+}
