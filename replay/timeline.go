@@ -107,6 +107,7 @@ func describe(it *Item, p events.Payload) {
 		kv.add("cwd", d.Cwd)
 		kv.add("model", d.Model)
 		kv.add("rewritten_from", d.RewrittenFrom)
+		kv.add("forked_from", d.ForkedFrom)
 	case events.SessionTransitioned:
 		it.From, it.To, it.Activity, it.Entry = d.From, d.To, d.Activity, d.EntryID
 	case events.SessionActivityChanged:

@@ -13,6 +13,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/codex"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/reducers/command"
@@ -32,7 +33,9 @@ type Service struct {
 	Store  *projections.Store
 	Runner *projections.Runner
 	// Ing ingests hook payloads and reconciles sessions.
-	Ing   *claude.Ingester
+	Ing *claude.Ingester
+	// Codex ingests Codex CLI rollouts and notify payloads.
+	Codex *codex.Ingester
 	Spool *claude.Spool
 	red   *claude.Redactor                // the data dir's rules, for rejected spool entries
 	sx    *events.Executor[session.State] // requests a person makes of a session
@@ -62,12 +65,16 @@ func NewService(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	cx, err := codex.NewIngester(codex.IngestConfig{Log: cfg.Log, Reg: cfg.Reg, Parser: codex.NewParserFrom(cfg.Parser), Host: cfg.Host})
+	if err != nil {
+		return nil, err
+	}
 	sp, err := claude.Open(cfg.SpoolDir)
 	if err != nil {
 		return nil, err
 	}
 	return &Service{
-		Log: cfg.Log, Store: cfg.Store, Ing: ing, Spool: sp, red: cfg.Parser.Redactor(),
+		Log: cfg.Log, Store: cfg.Store, Ing: ing, Codex: cx, Spool: sp, red: cfg.Parser.Redactor(),
 		Runner:    &projections.Runner{Log: cfg.Log, Store: cfg.Store},
 		pageBytes: cfg.PartSize - pageHeadroom,
 		sx: &events.Executor[session.State]{
@@ -115,7 +122,7 @@ func (s *Service) Hook(ctx context.Context, data []byte) (any, error) {
 	if req.Text == "" {
 		payload = req.Payload
 	}
-	ap, err := s.Ing.Hook(ctx, claude.Entry{ID: req.ID, Time: ulid.Time(id.Time()), Payload: payload, Process: req.Process})
+	ap, err := s.deliver(ctx, claude.Entry{ID: req.ID, Time: ulid.Time(id.Time()), Payload: payload, Process: req.Process})
 	if err != nil && IsInputError(err) && !errors.Is(err, events.ErrRejected) && !errors.Is(err, events.ErrMalformed) {
 		// Bad input the hook must set aside, not retry: say so in the
 		// code the client reads.
@@ -125,6 +132,16 @@ func (s *Service) Hook(ctx context.Context, data []byte) (any, error) {
 		return nil, err
 	}
 	return HookReply{Seq: ap.Last}, nil
+}
+
+// deliver ingests one spooled payload: a Codex CLI notify payload
+// (codex.IsNotify) through the Codex ingester, any other through the
+// Claude Code hook ingester.
+func (s *Service) deliver(ctx context.Context, e claude.Entry) (events.Appended, error) {
+	if codex.IsNotify(e.Payload) {
+		return s.Codex.Notify(ctx, e)
+	}
+	return s.Ing.Hook(ctx, e)
 }
 
 // drainSpool delivers every spooled hook payload in order, removing each
@@ -155,7 +172,7 @@ func (s *Service) DrainSpool(ctx context.Context) (int, error) {
 			return n, err
 		}
 		for _, e := range pending {
-			if _, err := s.Ing.Hook(ctx, e); err != nil {
+			if _, err := s.deliver(ctx, e); err != nil {
 				if IsInputError(err) {
 					if err := s.Spool.Reject(e.ID, e.Payload, err, s.red); err != nil {
 						return n, err
@@ -380,6 +397,7 @@ type StatusReply struct {
 // over the log's or the connection's maximum payload.
 func IsInputError(err error) bool {
 	_, hookErr := errors.AsType[*claude.HookError](err)
-	return hookErr || errors.Is(err, events.ErrMalformed) || errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrMissingCause) ||
+	_, notifyErr := errors.AsType[*codex.NotifyError](err)
+	return hookErr || notifyErr || errors.Is(err, events.ErrMalformed) || errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrMissingCause) ||
 		errors.Is(err, nats.ErrMaxPayload) || strings.Contains(err.Error(), "maximum payload exceeded")
 }

@@ -51,6 +51,7 @@ bytes, a path over 4096, or a session_id or agent_id with a byte outside
 		},
 	}
 	cmd.AddCommand(claudeHook)
+	cmd.AddCommand(hookCodexCmd(g))
 	return cmd
 }
 

@@ -47,6 +47,7 @@ imports of the file go on there.`,
 	claudeImport.Flags().BoolVar(&skipInvalid, "skip-invalid", false, "record a line that does not parse (without signals) and go on, instead of stopping that file there")
 	claudeImport.Flags().BoolVar(&asNew, "as-new", false, "import a transcript that changed under Logbook (truncated or rewritten) as a new session linked to the one that imported it")
 	cmd.AddCommand(claudeImport)
+	cmd.AddCommand(importCodexCmd(g))
 	return cmd
 }
 

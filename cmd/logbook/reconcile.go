@@ -13,6 +13,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/codex"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -169,7 +170,7 @@ type liveFlags struct {
 func (f *liveFlags) register(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.abandonAfter, "abandon-after", 30*time.Minute, "mark the open entries of a session with no known agent process stale after this long with nothing observed (0: never)")
 	cmd.Flags().DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Second, "how often the reconciler checks agent processes and idle sessions (0: never)")
-	cmd.Flags().StringArrayVar(&f.watch, "watch", nil, "follow the Claude Code transcripts under this directory as they are written, such as ~/.claude/projects (repeatable)")
+	cmd.Flags().StringArrayVar(&f.watch, "watch", nil, "follow the transcripts under this directory as they are written: Claude Code's, such as ~/.claude/projects, or Codex CLI's rollouts, such as ~/.codex/sessions (repeatable)")
 }
 
 // check reports a flag serve would refuse later: a --watch that is not
@@ -204,11 +205,40 @@ func (f liveFlags) watcher(svc *api.Service, stderr io.Writer) (func(context.Con
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	cfg := claude.WatchConfig{
-		Roots:  f.watch,
-		Report: func(msg string) { fmt.Fprintf(stderr, "logbook serve: watch: %s\n", msg) },
+	report := func(msg string) { fmt.Fprintf(stderr, "logbook serve: watch: %s\n", msg) }
+	// A Codex CLI sessions tree (~/.codex/sessions, or one holding
+	// rollout-*.jsonl files) is followed as rollouts, any other
+	// directory as Claude Code transcripts; both with the same watcher.
+	var claudeRoots, codexRoots []string
+	for _, d := range f.watch {
+		if codex.IsSessionsDir(d) {
+			codexRoots = append(codexRoots, d)
+		} else {
+			claudeRoots = append(claudeRoots, d)
+		}
 	}
-	return func(ctx context.Context) error { return svc.Ing.Watch(ctx, cfg) }, nil
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		errs := make(chan error, 2)
+		n := 0
+		if len(claudeRoots) > 0 {
+			n++
+			go func() { errs <- svc.Ing.Watch(ctx, claude.WatchConfig{Roots: claudeRoots, Report: report}) }()
+		}
+		if len(codexRoots) > 0 {
+			n++
+			go func() { errs <- svc.Codex.Watch(ctx, codex.WatchConfig{Roots: codexRoots, Report: report}) }()
+		}
+		var first error
+		for range n {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+				cancel() // one watcher could not start: stop the other
+			}
+		}
+		return first
+	}, nil
 }
 
 // reconciler returns serve's reconciler, nil when it is off (in-process

@@ -383,6 +383,9 @@ func printSession(w io.Writer, r api.SessionReply, now time.Time) error {
 	row("phase", s.Phase)
 	row("activity", dash(s.Activity))
 	row("agent", dash(s.Agent))
+	if s.Version != "" {
+		row("version", s.Version)
+	}
 	if s.Parent != "" {
 		row("parent", s.Parent)
 	}
@@ -402,6 +405,9 @@ func printSession(w io.Writer, r api.SessionReply, now time.Time) error {
 	}
 	if s.Forks > 0 {
 		row("forks", fmt.Sprintf("%d (a prompt came while another turn's calls were open: two writers on this session?)", s.Forks))
+	}
+	if s.ForkedFrom != "" {
+		row("forked from", s.ForkedFrom)
 	}
 	if s.RewrittenFrom != "" {
 		row("rewritten from", s.RewrittenFrom)

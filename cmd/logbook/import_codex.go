@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/codex"
+)
+
+func importCodexCmd(g *globals) *cobra.Command {
+	var (
+		workers     int
+		skipInvalid bool
+	)
+	cmd := &cobra.Command{
+		Use:   "codex PATH...",
+		Short: "Import Codex CLI rollouts (files, or directories such as ~/.codex/sessions)",
+		Long: `import codex reads Codex CLI rollout files (rollout-*.jsonl under
+~/.codex/sessions/YYYY/MM/DD, the envelope format of Codex CLI 0.40 and
+later and the legacy format before it) and appends each line, with the
+decisions it causes, as one atomic batch to the session's aggregate (the
+thread id the rollout's session_meta names). Importing again appends only
+lines that are new; a last line still being written waits for the next
+import; a line that does not parse stops that file with its path and line
+(--skip-invalid records it without signals and goes on). A forked
+conversation is a session of its own that names the one it was forked
+from. Directories are walked for rollout-*.jsonl; files are taken as named.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return importCodex(cmd.Context(), g, args, workers, skipInvalid)
+		},
+	}
+	cmd.Flags().IntVar(&workers, "workers", 4, "rollouts imported at once")
+	cmd.Flags().BoolVar(&skipInvalid, "skip-invalid", false, "record a line that does not parse (without signals) and go on, instead of stopping that file there")
+	return cmd
+}
+
+func importCodex(ctx context.Context, g *globals, paths []string, workers int, skipInvalid bool) error {
+	files, err := codex.Discover(paths...)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		fmt.Fprintf(g.stderr, "warning: no rollout-*.jsonl files under %s (name a rollout file to import it under another name)\n", strings.Join(paths, ", "))
+	}
+	var skipped []string
+	var rollouts []string
+	for _, f := range files {
+		if ok, why := codex.LooksLikeRollout(f); !ok {
+			skipped = append(skipped, fmt.Sprintf("%s: %s", f, why))
+			continue
+		}
+		rollouts = append(rollouts, f)
+	}
+	b, err := openBackend(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	host, _ := os.Hostname()
+	cp, err := b.dd.parser()
+	if err != nil {
+		return err
+	}
+	ing, err := codex.NewIngester(codex.IngestConfig{Log: b.log, Reg: b.reg, Parser: codex.NewParserFrom(cp), Host: host, SkipInvalid: skipInvalid})
+	if err != nil {
+		return err
+	}
+	workers = max(workers, 1)
+	prog := newProgress(g.stderr, len(rollouts))
+	var (
+		mu  sync.Mutex
+		sum importSummary
+		wg  sync.WaitGroup
+	)
+	work := make(chan string)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range work {
+				r, err := ing.ImportFile(ctx, f, func(int) { prog.line() })
+				mu.Lock()
+				sum.Files = append(sum.Files, r)
+				sum.Appended += r.Appended
+				sum.Skipped += r.Skipped
+				if err != nil {
+					sum.Errors = append(sum.Errors, err.Error())
+				}
+				mu.Unlock()
+				prog.file()
+			}
+		}()
+	}
+	for _, f := range rollouts {
+		select {
+		case work <- f:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	prog.done()
+	sum.NotTranscripts = skipped
+	if sum.Files == nil {
+		sum.Files = []claude.FileResult{}
+	}
+	if g.json {
+		if err := writeJSON(g.stdout, sum); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range sum.Files {
+			for _, w := range f.Warnings {
+				fmt.Fprintf(g.stderr, "warning: %s\n", w)
+			}
+		}
+		for _, s := range sum.NotTranscripts {
+			fmt.Fprintf(g.stderr, "skipped: %s\n", s)
+		}
+		for _, e := range sum.Errors {
+			fmt.Fprintf(g.stderr, "error: %s\n", e)
+		}
+		fmt.Fprintf(g.stdout, "imported %d rollout files: %d lines appended, %d already in the log\n", len(sum.Files), sum.Appended, sum.Skipped)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if len(sum.Errors) > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d rollouts stopped early (errors above); their lines before the error are imported, and importing again resumes there", len(sum.Errors))}
+	}
+	return nil
+}
