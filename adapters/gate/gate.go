@@ -1,0 +1,410 @@
+package gate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/review"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// Events that ask the gate (Request.Event).
+const (
+	EventPreToolUse        = "PreToolUse"
+	EventPermissionRequest = "PermissionRequest"
+	EventExec              = "exec"  // an elevation asked by `logbook exec --elevate`
+	EventStdin             = "stdin" // input for a running command
+)
+
+// Decisions the gate answers with (Verdict.Decision).
+const (
+	DecideAllow = "allow"
+	DecideDeny  = "deny"
+	DecideNone  = "" // no opinion: the agent's own permission flow applies
+)
+
+// Gate decides reviews for the sessions of one log. Its zero value is
+// not usable: Sessions and Log are required. Safe for concurrent use.
+type Gate struct {
+	Sessions *events.Executor[session.State]
+	Log      events.Log
+	Policies *Policies
+	Reviewer *Reviewer    // nil: reviews wait for a person
+	Budget   time.Duration // 0: DefaultBudget
+	Now      func() time.Time
+	// Poll is how often a wait for a person's verdict looks at the
+	// session (0: 20 ms).
+	Poll time.Duration
+}
+
+// Request asks for a verdict on one action of a session.
+type Request struct {
+	Session string          `json:"session"`          // session aggregate id
+	Event   string          `json:"event"`            // Event* constant
+	Tool    string          `json:"tool"`             // tool name ("exec", "stdin" for Logbook's own)
+	Input   json.RawMessage `json:"input,omitempty"`  // the tool's input as sent
+	ID      string          `json:"id,omitempty"`     // the tool_use id, the command id; "" to derive
+	Cwd     string          `json:"cwd,omitempty"`    // the project directory
+	Ref     string          `json:"ref"`              // a ULID: the observation or request that asks
+	Grant   string          `json:"grant,omitempty"`  // the mode an allow grants this one action
+	Reason  string          `json:"reason,omitempty"` // the requester's justification
+	// BudgetMS caps the wait for a verdict (ms); 0 or more than the
+	// gate's budget: the gate's budget.
+	BudgetMS int64 `json:"budget_ms,omitempty"`
+}
+
+// Verdict is the gate's answer.
+type Verdict struct {
+	ReviewID string `json:"review_id,omitempty"`
+	Decision string `json:"decision"`          // Decide* constant
+	Outcome  string `json:"outcome,omitempty"` // approved, rejected, timed_out, unavailable
+	Reason   string `json:"reason,omitempty"`
+	// Told is what the agent is told the outcome means (review.Told).
+	Told    string           `json:"told,omitempty"`
+	By      events.DecidedBy `json:"decided_by,omitzero"`
+	Breaker bool             `json:"breaker,omitempty"` // the refusal breaker is tripped: the agent must stop
+	Grant   string           `json:"grant,omitempty"`
+	// Revision is the mode revision the review was asked at (an
+	// elevation's grant holds only at it).
+	Revision int `json:"revision,omitempty"`
+}
+
+func (g *Gate) now() time.Time {
+	if g.Now != nil {
+		return g.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (g *Gate) budget(req Request) time.Duration {
+	b := g.Budget
+	if b <= 0 {
+		b = DefaultBudget
+	}
+	if req.BudgetMS > 0 && time.Duration(req.BudgetMS)*time.Millisecond < b {
+		b = time.Duration(req.BudgetMS) * time.Millisecond
+	}
+	return b
+}
+
+// writeTools change files: read_only denies them.
+var writeTools = map[string]bool{"Edit": true, "Write": true, "MultiEdit": true, "NotebookEdit": true}
+
+// Decide answers req: it records review.requested (and, when a rule
+// decides, review.decided in the same decision), waits for a reviewer
+// program or a person when the action is sent to review, and returns the
+// verdict as recorded. An action no rule speaks of gets DecideNone
+// without a review, except where the mode asks for one (a permission
+// request in auto, an elevation, input to a command) or forbids it (a
+// write tool in read_only). Errors: events.ErrNotFound for a session
+// Logbook has never seen, events.ErrMalformed for a bad request, or the
+// log's; the caller answers deny on any error.
+func (g *Gate) Decide(ctx context.Context, req Request) (Verdict, error) {
+	agg := events.Aggregate{Kind: events.KindSession, ID: req.Session}
+	if err := agg.Validate(); err != nil {
+		return Verdict{}, fmt.Errorf("gate: session %q: %w", req.Session, err)
+	}
+	if _, err := ulid.ParseStrict(req.Ref); err != nil {
+		return Verdict{}, fmt.Errorf("gate: %w: ref %q: %v", events.ErrMalformed, req.Ref, err)
+	}
+	if req.Tool == "" {
+		return Verdict{}, fmt.Errorf("gate: %w: no tool", events.ErrMalformed)
+	}
+	st, err := g.Sessions.State(ctx, agg)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if !st.Exists() {
+		return Verdict{}, fmt.Errorf("gate: session %s: %w: Logbook has not seen it start", req.Session, events.ErrNotFound)
+	}
+	if req.ID != "" {
+		// A retried request: answer with what was decided.
+		if r, ok := st.DecidedReview(req.ID); ok {
+			return verdictOf(r, st), nil
+		}
+		if _, ok := st.PendingReview(req.ID); ok {
+			return g.await(ctx, agg, req.ID, g.budget(req))
+		}
+	}
+	call := Call{Tool: req.Tool, Input: req.Input, Dir: req.Cwd}
+	if call.Dir == "" {
+		call.Dir = st.Cwd
+	}
+	var pols []*Policy
+	var perrs []error
+	if g.Policies != nil {
+		pols, perrs = g.Policies.For(call.Dir)
+	} else {
+		pols = []*Policy{builtin}
+	}
+	m := Decide(pols, call)
+	budget := g.budget(req)
+	rq := events.ReviewRequested{
+		ReviewID: req.ID, Tool: req.Tool, Action: call.Action(), Event: req.Event,
+		ArgsDigest: digest(req.Input), Grant: req.Grant, Justification: cut(req.Reason, 1000),
+		Risk: m.Risk, BudgetMS: budget.Milliseconds(),
+	}
+	var answer *review.Answer
+	rule := func(verdict, name, why string) *review.Answer {
+		r := m.Risk
+		if r == "" {
+			r = review.RiskLow
+		}
+		return &review.Answer{Verdict: verdict, Risk: r, By: events.DecidedBy{Kind: events.DecidedByRule, Name: name}, Reason: why}
+	}
+	switch {
+	case len(perrs) > 0 && m.Action != ActionDeny:
+		// A broken policy with no good version before it: nothing
+		// says what is allowed, so nothing is.
+		answer = rule(events.VerdictDeny, "policy", errors.Join(perrs...).Error())
+		answer.Outcome = events.ReviewUnavailable
+	case m.Action == ActionDeny:
+		answer = rule(events.VerdictDeny, m.Pattern, "denied by policy rule "+m.Pattern+" in "+or(m.Path, "the built-in rules"))
+	case st.Mode == events.ModeReadOnly && writeTools[req.Tool]:
+		answer = rule(events.VerdictDeny, "mode read_only", "the session's permission mode is read_only")
+	case req.Grant != "" && st.Mode != events.ModeAuto:
+		answer = rule(events.VerdictDeny, "mode "+or(st.Mode, "unknown"),
+			fmt.Sprintf("elevation is reviewed only in auto mode; session %s is in %s", req.Session, or(st.Mode, "an unknown mode")))
+	case m.Action == ActionAllow && req.Grant == "":
+		if rk, _ := review.RiskRank(or(m.Risk, review.RiskLow)); rk < 2 {
+			answer = rule(events.VerdictAllow, m.Pattern, "allowed by policy rule "+m.Pattern+" in "+or(m.Path, "the built-in rules"))
+		}
+		// high or critical: a rule alone cannot allow it; review.
+	case m.Action == ActionReview, req.Grant != "", req.Event == EventStdin:
+	case req.Event == EventPermissionRequest && st.Mode == events.ModeAuto:
+	default:
+		return Verdict{Decision: DecideNone}, nil
+	}
+	cause := events.Cause{Kind: "gate", Event: req.Event, Detail: req.Tool, Ref: req.Ref}
+	at := g.now()
+	_, st, err = g.Sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+		return session.Decide(s, session.RequestReview{Review: rq, Answer: answer, At: at, Cause: cause})
+	})
+	if err != nil {
+		return Verdict{}, err
+	}
+	id := rq.ReviewID
+	if id == "" {
+		id = reviewIDAfter(st, req)
+	}
+	if r, ok := st.DecidedReview(id); ok {
+		return verdictOf(r, st), nil
+	}
+	if g.Reviewer != nil {
+		if err := g.runReviewer(ctx, agg, id, req, rq, st, budget); err != nil {
+			return Verdict{}, err
+		}
+	}
+	return g.await(ctx, agg, id, budget)
+}
+
+// reviewIDAfter finds the review a request with no id was given: the
+// newest gate review of its tool.
+func reviewIDAfter(st session.State, req Request) string {
+	for i := len(st.Pending) - 1; i >= 0; i-- {
+		if st.Pending[i].Tool == req.Tool {
+			return st.Pending[i].ID
+		}
+	}
+	for i := len(st.Decided) - 1; i >= 0; i-- {
+		return st.Decided[i].ID
+	}
+	return ""
+}
+
+func (g *Gate) runReviewer(ctx context.Context, agg events.Aggregate, id string, req Request, rq events.ReviewRequested, st session.State, budget time.Duration) error {
+	msgs, dropped, err := UserMessages(ctx, g.Log, agg, MaxEvidenceBytes)
+	if err != nil {
+		return err
+	}
+	p, _ := st.PendingReview(id)
+	rr := ReviewerRequest{
+		Version: 1, ReviewID: id, Session: agg.ID, Event: req.Event, Tool: req.Tool, Action: rq.Action,
+		Input: req.Input, Cwd: or(req.Cwd, st.Cwd), Mode: st.Mode, Revision: p.Revision, Risk: rq.Risk,
+		Grant: req.Grant, Justification: rq.Justification, UserMessages: msgs, EvidenceDropped: dropped,
+		BudgetMS: budget.Milliseconds(),
+	}
+	a := g.Reviewer.Review(ctx, rr, budget)
+	return g.answer(ctx, agg, id, a, "", req.Ref)
+}
+
+// answer decides review id with a; a review someone else decided first
+// is left as it is.
+func (g *Gate) answer(ctx context.Context, agg events.Aggregate, id string, a review.Answer, actor, ref string) error {
+	at := g.now()
+	cause := events.Cause{Kind: "gate", Event: "review." + a.By.Kind, Detail: id, Ref: ref}
+	_, _, err := g.Sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+		decs, err := session.Decide(s, session.DecideReview{ReviewID: id, Answer: a, At: at, Cause: cause})
+		for i := range decs {
+			if actor != "" {
+				decs[i].Actor = actor
+			}
+		}
+		return decs, err
+	})
+	if err != nil && errors.Is(err, events.ErrRejected) {
+		return nil // decided first by someone else: their verdict stands
+	}
+	return err
+}
+
+// await waits for review id's verdict until budget has passed since it
+// was requested, then decides it timed_out (unless someone answered
+// first) and returns the verdict recorded.
+func (g *Gate) await(ctx context.Context, agg events.Aggregate, id string, budget time.Duration) (Verdict, error) {
+	poll := g.Poll
+	if poll <= 0 {
+		poll = 20 * time.Millisecond
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		st, err := g.Sessions.State(ctx, agg)
+		if err != nil {
+			return Verdict{}, err
+		}
+		if r, ok := st.DecidedReview(id); ok {
+			return verdictOf(r, st), nil
+		}
+		p, ok := st.PendingReview(id)
+		if !ok {
+			return Verdict{}, fmt.Errorf("gate: review %s of session %s: %w: neither open nor among the recent verdicts", id, agg.ID, events.ErrNotFound)
+		}
+		if g.now().Sub(p.RequestedAt) >= budget {
+			a := review.Answer{Outcome: events.ReviewTimedOut, Risk: p.Risk, By: events.DecidedBy{Kind: events.DecidedByTimeout, Name: "gate budget " + budget.String()},
+				Reason: fmt.Sprintf("no verdict within %s", budget)}
+			if err := g.answer(ctx, agg, id, a, "", ulid.Make().String()); err != nil {
+				return Verdict{}, err
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return Verdict{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func verdictOf(r session.DecidedReview, st session.State) Verdict {
+	v := Verdict{ReviewID: r.ID, Decision: DecideDeny, Outcome: r.Outcome, Reason: r.Reason, By: r.DecidedBy, Grant: r.Grant, Revision: r.Revision}
+	if r.Verdict == events.VerdictAllow {
+		v.Decision = DecideAllow
+	} else {
+		v.Told = review.Told(r.Outcome)
+	}
+	v.Breaker = st.BreakerTripped && v.Decision == DecideDeny
+	return v
+}
+
+// Answer records a person's verdict on review id of session sess:
+// verdict allow or deny, reason 1..1000 bytes, actor the person. The
+// first answer wins: a review decided before is refused
+// (events.ErrRejected) naming who decided it.
+func (g *Gate) Answer(ctx context.Context, sess, id, verdict, reason, actor, ref string) (session.DecidedReview, error) {
+	agg := events.Aggregate{Kind: events.KindSession, ID: sess}
+	if err := agg.Validate(); err != nil {
+		return session.DecidedReview{}, fmt.Errorf("review: session %q: %w", sess, err)
+	}
+	if verdict != events.VerdictAllow && verdict != events.VerdictDeny {
+		return session.DecidedReview{}, fmt.Errorf("review: %w: verdict %q: want allow or deny", events.ErrMalformed, verdict)
+	}
+	if reason == "" || len(reason) > 1000 {
+		return session.DecidedReview{}, fmt.Errorf("review: %w: want a reason of 1..1000 bytes", events.ErrMalformed)
+	}
+	if _, err := ulid.ParseStrict(ref); err != nil {
+		return session.DecidedReview{}, fmt.Errorf("review: %w: ref %q: %v", events.ErrMalformed, ref, err)
+	}
+	at := g.now()
+	a := review.Answer{Verdict: verdict, By: events.DecidedBy{Kind: events.DecidedByUser, Name: actor}, Reason: reason}
+	cause := events.Cause{Kind: "cli", Event: "review." + verdict, Detail: id, Ref: ref}
+	_, st, err := g.Sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+		decs, err := session.Decide(s, session.DecideReview{ReviewID: id, Answer: a, At: at, Cause: cause})
+		for i := range decs {
+			decs[i].Actor = actor
+		}
+		return decs, err
+	})
+	if err != nil {
+		return session.DecidedReview{}, err
+	}
+	r, _ := st.DecidedReview(id)
+	return r, nil
+}
+
+// Sweep decides every gate review of st left open past its budget —
+// what a server that stopped while one was pending leaves — as
+// timed_out, or unavailable when its budget has not run out yet but
+// nothing waits for it any more (no hook is waiting after a restart). A
+// review decided meanwhile by someone else is left as it is. It returns
+// how many it decided.
+func (g *Gate) Sweep(ctx context.Context, st session.State, why string) (int, error) {
+	agg := events.Aggregate{Kind: events.KindSession, ID: st.ID}
+	n := 0
+	for _, p := range st.Pending {
+		a := review.Answer{Outcome: events.ReviewUnavailable, Risk: p.Risk, By: events.DecidedBy{Kind: events.DecidedByTimeout, Name: "serve restart"}, Reason: why}
+		if g.now().Sub(p.RequestedAt) >= time.Duration(p.BudgetMS)*time.Millisecond {
+			a.Outcome = events.ReviewTimedOut
+		}
+		if err := g.answer(ctx, agg, p.ID, a, "", ulid.Make().String()); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// UserMessages returns the real user messages of a session (the prompt
+// signals of its observations), oldest first, keeping the newest that
+// fit max bytes of text; dropped reports whether older ones were left
+// out. Assistant text, tool input and output, file contents and
+// summaries are never among them.
+func UserMessages(ctx context.Context, log events.Log, agg events.Aggregate, max int) (msgs []UserMessage, dropped bool, err error) {
+	recs, _, err := log.Load(ctx, agg)
+	if err != nil {
+		return nil, false, err
+	}
+	var all []UserMessage
+	for _, r := range recs {
+		o, ok := events.Observed(r.Envelope.Data)
+		if !ok {
+			continue
+		}
+		for _, s := range o.Signals {
+			if s.Kind == events.SigPrompt && strings.TrimSpace(s.Text) != "" {
+				all = append(all, UserMessage{ID: r.Envelope.ID.String(), At: r.Envelope.At, Text: s.Text})
+			}
+		}
+	}
+	size := 0
+	i := len(all)
+	for i > 0 && size+len(all[i-1].Text) <= max {
+		size += len(all[i-1].Text)
+		i--
+	}
+	return all[i:], i > 0, nil
+}
+
+func digest(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

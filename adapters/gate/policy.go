@@ -1,0 +1,577 @@
+// Package gate decides whether an agent's tool call may run: by the
+// rules of a policy file, by a reviewer program, or by a person, and
+// answers the agent in its own contract. Verdicts are decided on the
+// session aggregate (reducers/session RequestReview and DecideReview)
+// and re-derived by reducers/review, so what an answer says never
+// bends the rules.
+package gate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/logbook-dev/logbook/reducers/review"
+)
+
+// Rule actions: what a matching pattern decides.
+const (
+	ActionAllow  = "allow"
+	ActionDeny   = "deny"
+	ActionReview = "review"
+)
+
+// PolicyFile is the name of a policy file: in the data dir, and in a
+// project's ProjectPolicyDir.
+const (
+	PolicyFile       = "policy.toml"
+	ProjectPolicyDir = ".logbook"
+)
+
+// policyDoc is the TOML form of a policy file (TOML 1.0):
+//
+//	allow  = ["Bash(git status)", "Bash(git diff:*)", "Read", "Edit(src/**)"]
+//	deny   = ["Bash(rm -rf:*)", "Bash(sudo:*)"]
+//	review = ["Bash(git push:*)", "mcp__*"]
+//
+//	[risk]
+//	"Bash(git push:*)" = "high"
+//	"Bash(rm -rf:*)" = "critical"
+type policyDoc struct {
+	Allow  []string          `toml:"allow"`
+	Deny   []string          `toml:"deny"`
+	Review []string          `toml:"review"`
+	Risk   map[string]string `toml:"risk"`
+}
+
+// Policy is one parsed policy file: patterns by action and risk classes
+// by pattern. A zero Policy matches nothing.
+type Policy struct {
+	Path   string // where it was read from, "" for built-in rules
+	allow  []Pattern
+	deny   []Pattern
+	review []Pattern
+	risk   []riskRule
+}
+
+type riskRule struct {
+	p    Pattern
+	risk string
+}
+
+// PolicyError is a policy file that cannot be used, with the place of
+// the fault: Line and Column are 1-based (0 when unknown).
+type PolicyError struct {
+	Path         string
+	Line, Column int
+	Msg          string
+}
+
+func (e *PolicyError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("policy %s:%d:%d: %s", e.Path, e.Line, e.Column, e.Msg)
+	}
+	return fmt.Sprintf("policy %s: %s", e.Path, e.Msg)
+}
+
+// ParsePolicy parses the TOML text of policy file path. Errors are
+// *PolicyError naming the line and column: TOML syntax, an unknown key,
+// a pattern that does not parse, a risk class outside low, medium, high,
+// critical.
+func ParsePolicy(path string, text []byte) (*Policy, error) {
+	var doc policyDoc
+	dec := toml.NewDecoder(bytes.NewReader(text)).DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		var de *toml.DecodeError
+		var se *toml.StrictMissingError
+		switch {
+		case errors.As(err, &de):
+			l, c := de.Position()
+			return nil, &PolicyError{Path: path, Line: l, Column: c, Msg: de.Error()}
+		case errors.As(err, &se) && len(se.Errors) > 0:
+			l, c := se.Errors[0].Position()
+			return nil, &PolicyError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("unknown key %q (want allow, deny, review or [risk])", strings.Join(se.Errors[0].Key(), "."))}
+		}
+		return nil, &PolicyError{Path: path, Msg: err.Error()}
+	}
+	p := &Policy{Path: path}
+	bad := func(pat string, err error) error {
+		l, c := locate(text, pat)
+		return &PolicyError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("pattern %q: %v", pat, err)}
+	}
+	for _, set := range []struct {
+		in  []string
+		out *[]Pattern
+	}{{doc.Allow, &p.allow}, {doc.Deny, &p.deny}, {doc.Review, &p.review}} {
+		for _, s := range set.in {
+			pt, err := ParsePattern(s)
+			if err != nil {
+				return nil, bad(s, err)
+			}
+			*set.out = append(*set.out, pt)
+		}
+	}
+	for s, r := range doc.Risk {
+		pt, err := ParsePattern(s)
+		if err != nil {
+			return nil, bad(s, err)
+		}
+		if _, ok := review.RiskRank(r); !ok {
+			return nil, bad(s, fmt.Errorf("risk %q: want low, medium, high or critical", r))
+		}
+		p.risk = append(p.risk, riskRule{pt, r})
+	}
+	// Map order is random: keep the risk rules in file order.
+	sortByPlace(text, p.risk)
+	return p, nil
+}
+
+func sortByPlace(text []byte, rs []riskRule) {
+	at := func(r riskRule) int { return bytes.Index(text, []byte(`"`+r.p.Source+`"`)) }
+	for i := 1; i < len(rs); i++ {
+		for j := i; j > 0 && at(rs[j]) < at(rs[j-1]); j-- {
+			rs[j], rs[j-1] = rs[j-1], rs[j]
+		}
+	}
+}
+
+// locate returns the 1-based line and column of the first quoted
+// occurrence of s in text, or 0, 0.
+func locate(text []byte, s string) (int, int) {
+	i := bytes.Index(text, []byte(`"`+s+`"`))
+	if i < 0 {
+		i = bytes.Index(text, []byte(`'`+s+`'`))
+	}
+	if i < 0 {
+		return 0, 0
+	}
+	line := bytes.Count(text[:i], []byte("\n")) + 1
+	col := i - bytes.LastIndexByte(text[:i], '\n')
+	return line, col
+}
+
+// Call is one tool call as the gate sees it.
+type Call struct {
+	Tool  string          // e.g. "Bash", "Edit", "mcp__github__create_issue"
+	Input json.RawMessage // the tool's input as the agent sent it
+	Dir   string          // the project directory relative paths are taken from
+}
+
+// Action returns the exact boundary a call crosses, for people and
+// patterns: a Bash command, a file path, a URL, else the input's JSON
+// (each cut to 400 bytes).
+func (c Call) Action() string {
+	var in map[string]any
+	_ = json.Unmarshal(c.Input, &in)
+	str := func(k string) string { s, _ := in[k].(string); return s }
+	var a string
+	switch c.Tool {
+	case "Bash":
+		a = str("command")
+	case "Edit", "Write", "Read", "MultiEdit", "NotebookEdit":
+		a = str("file_path")
+		if a == "" {
+			a = str("notebook_path")
+		}
+	case "WebFetch":
+		a = str("url")
+	case "exec":
+		a = str("command")
+	}
+	if a == "" && len(c.Input) > 0 {
+		var buf bytes.Buffer
+		if json.Compact(&buf, c.Input) == nil {
+			a = buf.String()
+		} else {
+			a = string(c.Input)
+		}
+	}
+	if len(a) > 400 {
+		a = a[:400] + "…"
+	}
+	return a
+}
+
+// Match is what a policy says of a call.
+type Match struct {
+	Action  string // ActionAllow, ActionDeny, ActionReview; "" when no rule matches
+	Pattern string // the rule's pattern
+	Risk    string // the highest risk class of a matching [risk] pattern, "" if none
+	Path    string // the policy file the rule came from
+}
+
+// Decide returns what p says of c: a matching deny wins, then review,
+// then allow.
+func (p *Policy) Decide(c Call) Match {
+	var m Match
+	for _, set := range []struct {
+		action string
+		ps     []Pattern
+	}{{ActionDeny, p.deny}, {ActionReview, p.review}, {ActionAllow, p.allow}} {
+		for _, pt := range set.ps {
+			if pt.matches(c, set.action == ActionAllow) {
+				m = Match{Action: set.action, Pattern: pt.Source, Path: p.Path}
+				break
+			}
+		}
+		if m.Action != "" {
+			break
+		}
+	}
+	m.Risk = p.riskOf(c)
+	return m
+}
+
+func (p *Policy) riskOf(c Call) string {
+	r := ""
+	for _, rr := range p.risk {
+		if rr.p.matches(c, false) {
+			r = review.MaxRisk(r, rr.risk)
+		}
+	}
+	return r
+}
+
+// Pattern is one rule in the style of Claude Code's permission rules:
+//
+//	Tool              every call of Tool; "*" globs the name (mcp__*)
+//	Bash(git status)  the exact command
+//	Bash(git push:*)  the command, or the command followed by a space and more
+//	Bash(npm run *)   "*" matches any text
+//	Edit(src/**)      a path glob: ** any directories, * within one; relative
+//	                  to the project, /abs absolute, ~/ the home directory
+//	WebFetch(domain:example.com)  a URL's host
+//	Other(glob)       matched against the call's Action
+//
+// A Bash command made of several (&&, ||, ;, |, newlines) matches a deny
+// or review pattern when any part does, and an allow pattern only when
+// every part does; a command with $( or ` is never allowed by a pattern.
+type Pattern struct {
+	Source string // as written
+	Tool   string // tool name glob
+	Spec   string // "" for every call of the tool
+	HasArg bool
+}
+
+// ParsePattern parses one rule.
+func ParsePattern(s string) (Pattern, error) {
+	p := Pattern{Source: s}
+	name, rest, ok := strings.Cut(s, "(")
+	if ok {
+		if !strings.HasSuffix(rest, ")") {
+			return p, errors.New(`missing ")" at the end`)
+		}
+		p.Spec, p.HasArg = strings.TrimSuffix(rest, ")"), true
+		if p.Spec == "" {
+			return p, errors.New("empty argument in ()")
+		}
+	}
+	p.Tool = strings.TrimSpace(name)
+	if p.Tool == "" {
+		return p, errors.New("no tool name")
+	}
+	for _, r := range p.Tool {
+		if !(r == '_' || r == '*' || r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return p, fmt.Errorf("tool name %q holds %q", p.Tool, r)
+		}
+	}
+	if _, err := path.Match(p.Tool, ""); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+func (p Pattern) matches(c Call, allow bool) bool {
+	if ok, _ := path.Match(p.Tool, c.Tool); !ok {
+		return false
+	}
+	if !p.HasArg {
+		return true
+	}
+	var in map[string]any
+	_ = json.Unmarshal(c.Input, &in)
+	str := func(k string) string { s, _ := in[k].(string); return s }
+	switch c.Tool {
+	case "Bash":
+		cmd := str("command")
+		if allow && (strings.Contains(cmd, "$(") || strings.Contains(cmd, "`") || strings.Contains(cmd, "<(") || strings.Contains(cmd, ">(")) {
+			return false
+		}
+		parts := splitCommand(cmd)
+		if len(parts) == 0 {
+			return false
+		}
+		n := 0
+		for _, part := range parts {
+			if commandMatches(p.Spec, part) {
+				n++
+			}
+		}
+		if allow {
+			return n == len(parts)
+		}
+		return n > 0
+	case "Edit", "Write", "Read", "MultiEdit", "NotebookEdit":
+		f := str("file_path")
+		if f == "" {
+			f = str("notebook_path")
+		}
+		return f != "" && pathMatches(p.Spec, f, c.Dir)
+	case "WebFetch":
+		if d, ok := strings.CutPrefix(p.Spec, "domain:"); ok {
+			u := str("url")
+			_, host, _ := strings.Cut(u, "://")
+			host, _, _ = strings.Cut(host, "/")
+			host, _, _ = strings.Cut(host, ":")
+			return strings.EqualFold(host, d) || strings.HasSuffix(strings.ToLower(host), "."+strings.ToLower(d))
+		}
+	}
+	return glob(p.Spec, c.Action())
+}
+
+// commandMatches matches one simple command against a Bash spec.
+func commandMatches(spec, cmd string) bool {
+	cmd = strings.TrimSpace(cmd)
+	if pre, ok := strings.CutSuffix(spec, ":*"); ok {
+		return cmd == pre || strings.HasPrefix(cmd, pre+" ")
+	}
+	return glob(spec, cmd)
+}
+
+// splitCommand cuts a shell command line at &&, ||, ;, |, & and
+// newlines outside quotes. It errs on the side of more parts.
+func splitCommand(cmd string) []string {
+	var parts []string
+	var cur strings.Builder
+	quote := byte(0)
+	flush := func() {
+		if s := strings.TrimSpace(cur.String()); s != "" {
+			parts = append(parts, s)
+		}
+		cur.Reset()
+	}
+	for i := 0; i < len(cmd); i++ {
+		ch := cmd[i]
+		switch {
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+			} else if ch == '\\' && quote == '"' && i+1 < len(cmd) {
+				cur.WriteByte(ch)
+				i++
+				ch = cmd[i]
+			}
+			cur.WriteByte(ch)
+		case ch == '\'' || ch == '"':
+			quote = ch
+			cur.WriteByte(ch)
+		case ch == '\\' && i+1 < len(cmd):
+			cur.WriteByte(ch)
+			i++
+			cur.WriteByte(cmd[i])
+		case ch == ';' || ch == '\n' || ch == '|' || ch == '&':
+			flush()
+		default:
+			cur.WriteByte(ch)
+		}
+	}
+	flush()
+	return parts
+}
+
+// glob matches s against pattern, where "*" matches any text (slashes
+// and spaces too) and every other byte itself.
+func glob(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == s
+	}
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	for _, mid := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, mid)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(mid):]
+	}
+	return strings.HasSuffix(s, parts[len(parts)-1])
+}
+
+// pathMatches matches file (absolute) against a path glob: relative to
+// dir, "/…" absolute, "~/…" in the home directory; "**" any directories.
+func pathMatches(spec, file, dir string) bool {
+	switch {
+	case strings.HasPrefix(spec, "~/"):
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return false
+		}
+		spec = filepath.Join(home, spec[2:])
+	case strings.HasPrefix(spec, "//"):
+		spec = spec[1:]
+	case strings.HasPrefix(spec, "/"):
+	case strings.HasPrefix(spec, "**"):
+		// any place
+	default:
+		if dir == "" {
+			return false
+		}
+		spec = filepath.Join(dir, spec)
+	}
+	if !filepath.IsAbs(file) && dir != "" {
+		file = filepath.Join(dir, file)
+	}
+	file = filepath.Clean(file)
+	return matchSegments(strings.Split(strings.Trim(spec, "/"), "/"), strings.Split(strings.Trim(file, "/"), "/"))
+}
+
+func matchSegments(pat, segs []string) bool {
+	if len(pat) == 0 {
+		return len(segs) == 0
+	}
+	if pat[0] == "**" {
+		for i := 0; i <= len(segs); i++ {
+			if matchSegments(pat[1:], segs[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(segs) == 0 {
+		return false
+	}
+	if ok, _ := path.Match(pat[0], segs[0]); !ok {
+		return false
+	}
+	return matchSegments(pat[1:], segs[1:])
+}
+
+// builtin holds rules no policy file can lift: writes to a policy file
+// or to Logbook's project folder are reviewed at critical risk, so only a
+// person can allow them.
+var builtin = func() *Policy {
+	p := &Policy{}
+	for _, s := range []string{"Edit(**/.logbook/**)", "Write(**/.logbook/**)", "MultiEdit(**/.logbook/**)", "NotebookEdit(**/.logbook/**)"} {
+		pt, _ := ParsePattern(s)
+		p.review = append(p.review, pt)
+		p.risk = append(p.risk, riskRule{pt, review.RiskCritical})
+	}
+	return p
+}()
+
+// Policies loads and keeps the policy files: the data dir's and each
+// project's. A file is re-read when its size or modification time
+// changes; a file that no longer parses keeps the policy read before it
+// in force (Errors reports it). Safe for concurrent use.
+type Policies struct {
+	DataDir string // holds PolicyFile; "" for none
+	mu      sync.Mutex
+	files   map[string]*loaded
+}
+
+type loaded struct {
+	stamp  string
+	policy *Policy // the last good one, nil if none
+	err    error   // the newest load's error, nil if it parsed
+}
+
+// For returns the policies in force for a call in project dir, project
+// first (the built-in rules, then dir/.logbook/policy.toml, then the data
+// dir's policy.toml), and the load errors of each file that is broken
+// now. A file broken since its first read has no policy in force: the
+// caller must fail closed on such an error.
+func (ps *Policies) For(dir string) ([]*Policy, []error) {
+	out := []*Policy{builtin}
+	var errs []error
+	var paths []string
+	if dir != "" {
+		paths = append(paths, filepath.Join(dir, ProjectPolicyDir, PolicyFile))
+	}
+	if ps.DataDir != "" {
+		paths = append(paths, filepath.Join(ps.DataDir, PolicyFile))
+	}
+	for _, p := range paths {
+		l := ps.load(p)
+		if l == nil {
+			continue
+		}
+		if l.policy != nil {
+			out = append(out, l.policy)
+		}
+		if l.err != nil {
+			errs = append(errs, l.err)
+		}
+	}
+	return out, errs
+}
+
+func (ps *Policies) load(p string) *loaded {
+	fi, err := os.Stat(p)
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.files == nil {
+		ps.files = map[string]*loaded{}
+	}
+	old := ps.files[p]
+	if errors.Is(err, os.ErrNotExist) {
+		delete(ps.files, p)
+		return nil
+	}
+	if err != nil {
+		return &loaded{err: &PolicyError{Path: p, Msg: err.Error()}}
+	}
+	stamp := fmt.Sprintf("%d/%d", fi.Size(), fi.ModTime().UnixNano())
+	if old != nil && old.stamp == stamp {
+		return old
+	}
+	nl := &loaded{stamp: stamp}
+	if old != nil {
+		nl.policy = old.policy
+	}
+	text, err := os.ReadFile(p)
+	if err != nil {
+		nl.err = &PolicyError{Path: p, Msg: err.Error()}
+	} else if pol, err := ParsePolicy(p, text); err != nil {
+		nl.err = err
+	} else {
+		nl.policy = pol
+	}
+	ps.files[p] = nl
+	return nl
+}
+
+// Decide returns what the policies say of c: a deny in any of them wins;
+// otherwise the first policy (in order) with a rule for c decides. Risk
+// is the highest class any policy gives c.
+func Decide(pols []*Policy, c Call) Match {
+	var first Match
+	risk := ""
+	for _, p := range pols {
+		m := p.Decide(c)
+		risk = review.MaxRisk(risk, m.Risk)
+		if m.Action == ActionDeny {
+			m.Risk = risk
+			first = m
+			break
+		}
+		if first.Action == "" && m.Action != "" {
+			first = m
+		}
+	}
+	for _, p := range pols {
+		risk = review.MaxRisk(risk, p.riskOf(c))
+	}
+	first.Risk = risk
+	return first
+}

@@ -1,0 +1,174 @@
+package gate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/review"
+)
+
+// DefaultBudget is how long the gate waits for a verdict (a reviewer
+// program's or a person's) before the review is decided timed_out.
+const DefaultBudget = 90 * time.Second
+
+// ReviewerRequest is what a reviewer program reads on stdin: one JSON
+// object (protocol version 1).
+type ReviewerRequest struct {
+	Version       int             `json:"version"` // 1
+	ReviewID      string          `json:"review_id"`
+	Session       string          `json:"session"`
+	Event         string          `json:"event"` // PreToolUse, PermissionRequest, exec, stdin
+	Tool          string          `json:"tool"`
+	Action        string          `json:"action"`          // the exact boundary reviewed
+	Input         json.RawMessage `json:"input,omitempty"` // the tool's input as the agent sent it
+	Cwd           string          `json:"cwd,omitempty"`
+	Mode          string          `json:"mode"`
+	Revision      int             `json:"revision"`
+	Risk          string          `json:"risk,omitempty"`  // the policy's risk class for the action
+	Grant         string          `json:"grant,omitempty"` // "full_access" for an elevation
+	Justification string          `json:"justification,omitempty"`
+	// UserMessages are the session's real user messages (prompts and
+	// answers), oldest first: the only authorization evidence there is.
+	UserMessages []UserMessage `json:"user_messages"`
+	// EvidenceDropped says older user messages were left out to fit
+	// MaxEvidenceBytes.
+	EvidenceDropped bool  `json:"evidence_dropped"`
+	BudgetMS        int64 `json:"budget_ms"`
+}
+
+// UserMessage is one real user message: the id of the observation that
+// holds it (cite it in ReviewerAnswer.Evidence), when, and its text
+// (redacted, at most 200 bytes as the log keeps it).
+type UserMessage struct {
+	ID   string    `json:"id"`
+	At   time.Time `json:"at"`
+	Text string    `json:"text"`
+}
+
+// ReviewerAnswer is what a reviewer program writes on stdout: one JSON
+// object. Verdict is allow or deny; Risk low, medium, high or critical;
+// UserAuthorization none, low, medium or high; Evidence the ids of the
+// user messages relied on. Anything else is garbage.
+type ReviewerAnswer struct {
+	Verdict           string   `json:"verdict"`
+	Risk              string   `json:"risk"`
+	UserAuthorization string   `json:"user_authorization"`
+	Evidence          []string `json:"evidence"`
+	Reason            string   `json:"reason"`
+}
+
+// MaxEvidenceBytes bounds the text of the user messages given to a
+// reviewer; older messages past it are dropped (EvidenceDropped).
+const MaxEvidenceBytes = 32 << 10
+
+// Reviewer runs a reviewer program: Command through "/bin/sh -c", the
+// request on stdin, the answer on stdout (at most 64 KiB read), stderr
+// kept for the reason. It is killed (its whole process group) when ctx
+// ends or the budget passes.
+type Reviewer struct {
+	Command string
+}
+
+// Review runs the program on req within budget and returns its answer
+// for review.Derive: a timeout is outcome timed_out; a program that
+// cannot start, exits non-zero, or prints anything but one answer with
+// enums in range is outcome unavailable.
+func (r *Reviewer) Review(ctx context.Context, req ReviewerRequest, budget time.Duration) review.Answer {
+	by := events.DecidedBy{Kind: events.DecidedByReviewer, Name: r.Command}
+	offered := make([]string, len(req.UserMessages))
+	for i, m := range req.UserMessages {
+		offered[i] = m.ID
+	}
+	fail := func(outcome, why string) review.Answer {
+		return review.Answer{Outcome: outcome, By: by, Reason: why, Risk: req.Risk, Offered: offered, EvidenceDropped: req.EvidenceDropped}
+	}
+	in, err := json.Marshal(req)
+	if err != nil {
+		return fail(events.ReviewUnavailable, "encode the request: "+err.Error())
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	cmd := exec.Command("/bin/sh", "-c", r.Command)
+	cmd.Stdin = bytes.NewReader(in)
+	var out, errb limited
+	out.n, errb.n = 64<<10, 4<<10
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		return fail(events.ReviewUnavailable, "reviewer could not start: "+err.Error())
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fail(events.ReviewTimedOut, fmt.Sprintf("reviewer gave no answer within %s", budget))
+		}
+		return fail(events.ReviewUnavailable, "review cancelled: "+ctx.Err().Error())
+	}
+	if err != nil {
+		why := "reviewer failed: " + err.Error()
+		if s := strings.TrimSpace(errb.String()); s != "" {
+			why += ": " + s
+		}
+		return fail(events.ReviewUnavailable, why)
+	}
+	var a ReviewerAnswer
+	dec := json.NewDecoder(bytes.NewReader(out.Bytes()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return fail(events.ReviewUnavailable, "reviewer answered garbage: "+err.Error())
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fail(events.ReviewUnavailable, "reviewer answered garbage: more than one JSON value")
+	}
+	if a.Verdict != events.VerdictAllow && a.Verdict != events.VerdictDeny {
+		return fail(events.ReviewUnavailable, fmt.Sprintf("reviewer answered verdict %q: want allow or deny", a.Verdict))
+	}
+	if _, ok := review.RiskRank(a.Risk); !ok {
+		return fail(events.ReviewUnavailable, fmt.Sprintf("reviewer answered risk %q: want low, medium, high or critical", a.Risk))
+	}
+	if a.UserAuthorization == "" {
+		a.UserAuthorization = review.AuthNone
+	}
+	if _, ok := review.AuthRank(a.UserAuthorization); !ok {
+		return fail(events.ReviewUnavailable, fmt.Sprintf("reviewer answered user_authorization %q: want none, low, medium or high", a.UserAuthorization))
+	}
+	return review.Answer{
+		Verdict: a.Verdict, Risk: review.MaxRisk(req.Risk, a.Risk), UserAuthorization: a.UserAuthorization,
+		Evidence: a.Evidence, Offered: offered, EvidenceDropped: req.EvidenceDropped, By: by, Reason: cut(a.Reason, 1000),
+	}
+}
+
+// limited is a buffer that keeps the first n bytes written.
+type limited struct {
+	bytes.Buffer
+	n int
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if room := l.n - l.Len(); room > 0 {
+		l.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

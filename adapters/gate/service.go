@@ -1,0 +1,334 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// API verbs the gate answers (on the server's API prefix, beside
+// adapters/api's).
+const (
+	VerbGate         = "gate"          // HookGateRequest → Verdict
+	VerbGateRequest  = "gate.request"  // Request → Verdict
+	VerbReviews      = "reviews"       // ReviewsRequest → ReviewsReply
+	VerbReviewDecide = "review.decide" // DecideRequest → DecideReply
+	VerbSessionMode  = "session.mode"  // ModeRequest → ModeReply
+)
+
+// Service puts a Gate on the API. Ingest records a hook payload first
+// (adapters/api's hook verb: the same request, idempotent by its spool
+// id); CaughtUp waits for the projection to hold what the log holds
+// before a listing.
+type Service struct {
+	Gate     *Gate
+	Store    *projections.Store
+	Ingest   func(ctx context.Context, data []byte) (any, error)
+	CaughtUp func(ctx context.Context) error
+}
+
+// Handlers returns the gate's API handlers by verb.
+func (s *Service) Handlers() map[string]func(context.Context, []byte) (any, error) {
+	return map[string]func(context.Context, []byte) (any, error){
+		VerbGate: s.hookGate, VerbGateRequest: s.request, VerbReviews: s.reviews,
+		VerbReviewDecide: s.decide, VerbSessionMode: s.mode,
+	}
+}
+
+// HookGateRequest is a Claude Code hook payload to record and gate: the
+// spool entry's ULID and the payload's exact text (adapters/api's
+// HookRequest), and the most the hook waits (ms).
+type HookGateRequest struct {
+	ID       string          `json:"id"`
+	Text     string          `json:"text"`
+	Process  *events.Process `json:"process,omitempty"`
+	BudgetMS int64           `json:"budget_ms,omitempty"`
+}
+
+// hookFields are the fields of a Claude Code hook payload the gate reads
+// (hooks reference: PreToolUse and PermissionRequest input).
+type hookFields struct {
+	SessionID string          `json:"session_id"`
+	AgentID   string          `json:"agent_id"`
+	Event     string          `json:"hook_event_name"`
+	Tool      string          `json:"tool_name"`
+	Input     json.RawMessage `json:"tool_input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Cwd       string          `json:"cwd"`
+}
+
+func (s *Service) hookGate(ctx context.Context, data []byte) (any, error) {
+	var req HookGateRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, fmt.Errorf("gate request: %w: %v", events.ErrMalformed, err)
+	}
+	if s.Ingest != nil {
+		b, _ := json.Marshal(struct {
+			ID      string          `json:"id"`
+			Text    string          `json:"text"`
+			Process *events.Process `json:"process,omitempty"`
+		}{req.ID, req.Text, req.Process})
+		if _, err := s.Ingest(ctx, b); err != nil {
+			return nil, fmt.Errorf("gate: record the hook: %w", err)
+		}
+	}
+	var h hookFields
+	if err := json.Unmarshal([]byte(req.Text), &h); err != nil {
+		return nil, fmt.Errorf("gate: %w: hook payload: %v", events.ErrMalformed, err)
+	}
+	switch h.Event {
+	case EventPreToolUse, EventPermissionRequest:
+	default:
+		return Verdict{Decision: DecideNone}, nil // the gate speaks only to these
+	}
+	agg, err := claude.SessionAggregate(h.SessionID, h.AgentID)
+	if err != nil {
+		return nil, fmt.Errorf("gate: %w", err)
+	}
+	id := h.ToolUseID
+	if h.Event == EventPermissionRequest {
+		id = "" // the dialog's review: the newest open call of the tool
+	}
+	return s.Gate.Decide(ctx, Request{
+		Session: agg.ID, Event: h.Event, Tool: h.Tool, Input: h.Input, ID: id, Cwd: h.Cwd, Ref: req.ID, BudgetMS: req.BudgetMS,
+	})
+}
+
+func (s *Service) request(ctx context.Context, data []byte) (any, error) {
+	var req Request
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, fmt.Errorf("gate request: %w: %v", events.ErrMalformed, err)
+	}
+	switch req.Event {
+	case EventExec, EventStdin:
+	default:
+		return nil, fmt.Errorf("gate request: %w: event %q: want exec or stdin (hooks use the gate verb)", events.ErrMalformed, req.Event)
+	}
+	return s.Gate.Decide(ctx, req)
+}
+
+// ReviewsRequest asks for the open gate reviews of every session.
+type ReviewsRequest struct{}
+
+// PendingRow is one open gate review with its session.
+type PendingRow struct {
+	Session string `json:"session"`
+	session.PendingReview
+}
+
+// ReviewsReply lists the open gate reviews, oldest first.
+type ReviewsReply struct {
+	Reviews []PendingRow `json:"reviews"`
+}
+
+func (s *Service) reviews(ctx context.Context, _ []byte) (any, error) {
+	if s.CaughtUp != nil {
+		if err := s.CaughtUp(ctx); err != nil {
+			return nil, err
+		}
+	}
+	out := ReviewsReply{Reviews: []PendingRow{}}
+	err := s.Store.SessionRows("", "", func(id string, row []byte) (bool, error) {
+		if !strings.Contains(string(row), `"pending_reviews"`) {
+			return true, nil
+		}
+		var st session.State
+		if err := json.Unmarshal(row, &st); err != nil {
+			return false, fmt.Errorf("session %s: decode row: %w", id, err)
+		}
+		for _, p := range st.Pending {
+			out.Reviews = append(out.Reviews, PendingRow{Session: id, PendingReview: p})
+		}
+		return true, nil
+	})
+	sort.SliceStable(out.Reviews, func(i, j int) bool { return out.Reviews[i].RequestedAt.Before(out.Reviews[j].RequestedAt) })
+	return out, err
+}
+
+// DecideRequest is a person's verdict on review ID (of Session, or of
+// whichever session holds it when ""): Verdict allow or deny, a Reason,
+// the Actor ("person:<user>@<host>") and Ref (a ULID).
+type DecideRequest struct {
+	Session string `json:"session,omitempty"`
+	ID      string `json:"id"`
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason"`
+	Actor   string `json:"actor"`
+	Ref     string `json:"ref"`
+}
+
+// DecideReply is the verdict recorded.
+type DecideReply struct {
+	Session string                `json:"session"`
+	Review  session.DecidedReview `json:"review"`
+}
+
+func (s *Service) decide(ctx context.Context, data []byte) (any, error) {
+	var req DecideRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, fmt.Errorf("review request: %w: %v", events.ErrMalformed, err)
+	}
+	if req.Actor == "" || len(req.Actor) > 200 {
+		return nil, fmt.Errorf("review request: %w: want an actor of 1..200 bytes", events.ErrMalformed)
+	}
+	sess := req.Session
+	if sess == "" {
+		var err error
+		if sess, err = s.sessionOf(ctx, req.ID); err != nil {
+			return nil, err
+		}
+	}
+	r, err := s.Gate.Answer(ctx, sess, req.ID, req.Verdict, req.Reason, req.Actor, req.Ref)
+	if err != nil {
+		return nil, err
+	}
+	return DecideReply{Session: sess, Review: r}, nil
+}
+
+// sessionOf finds the session holding review id, open or decided.
+func (s *Service) sessionOf(ctx context.Context, id string) (string, error) {
+	if id == "" {
+		return "", fmt.Errorf("review: %w: no review id", events.ErrMalformed)
+	}
+	if s.CaughtUp != nil {
+		if err := s.CaughtUp(ctx); err != nil {
+			return "", err
+		}
+	}
+	var found []string
+	needle := `"id":` + mustJSON(id)
+	err := s.Store.SessionRows("", "", func(sid string, row []byte) (bool, error) {
+		if !strings.Contains(string(row), needle) {
+			return true, nil
+		}
+		var st session.State
+		if err := json.Unmarshal(row, &st); err != nil {
+			return false, err
+		}
+		_, open := st.PendingReview(id)
+		_, done := st.DecidedReview(id)
+		if open || done {
+			found = append(found, sid)
+		}
+		return true, nil
+	})
+	switch {
+	case err != nil:
+		return "", err
+	case len(found) == 0:
+		return "", fmt.Errorf("review %s: %w: no gate review by that id (see `logbook review list`)", id, events.ErrNotFound)
+	case len(found) > 1:
+		return "", fmt.Errorf("review %s: %w: held by sessions %s; name one with --session", id, events.ErrRejected, strings.Join(found, ", "))
+	}
+	return found[0], nil
+}
+
+// ModeRequest sets session ID's permission mode on a person's word.
+type ModeRequest struct {
+	ID    string `json:"id"`
+	Mode  string `json:"mode"`
+	Actor string `json:"actor"`
+	Ref   string `json:"ref"`
+}
+
+// ModeReply is the session after the change.
+type ModeReply struct {
+	Mode     string `json:"mode"`
+	Revision int    `json:"revision"`
+	Changed  bool   `json:"changed"`
+}
+
+func (s *Service) mode(ctx context.Context, data []byte) (any, error) {
+	var req ModeRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, fmt.Errorf("mode request: %w: %v", events.ErrMalformed, err)
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: req.ID}
+	if err := agg.Validate(); err != nil {
+		return nil, fmt.Errorf("session %q: %w", req.ID, err)
+	}
+	if _, err := ulid.ParseStrict(req.Ref); err != nil {
+		return nil, fmt.Errorf("mode request: %w: ref %q: %v", events.ErrMalformed, req.Ref, err)
+	}
+	if req.Actor == "" || len(req.Actor) > 200 {
+		return nil, fmt.Errorf("mode request: %w: want an actor of 1..200 bytes", events.ErrMalformed)
+	}
+	at := s.Gate.now()
+	cause := events.Cause{Kind: "cli", Event: "session.mode", Detail: req.Mode, Ref: req.Ref}
+	ap, st, err := s.Gate.Sessions.Execute(ctx, agg, func(st session.State) (events.Decision, error) {
+		if !st.Exists() {
+			return nil, fmt.Errorf("session %s: %w", req.ID, events.ErrNotFound)
+		}
+		decs, err := session.Decide(st, session.ChangeMode{Mode: req.Mode, At: at, Cause: cause})
+		if err != nil {
+			return nil, err
+		}
+		if st.BreakerTripped {
+			// A person set the mode: the breaker closes on their word.
+			more, err := session.Decide(st, session.ResetBreaker{Reason: "the session's mode set by " + req.Actor, At: at, Cause: cause})
+			if err != nil {
+				return nil, err
+			}
+			decs = append(decs, more...)
+		}
+		for i := range decs {
+			decs[i].Actor = req.Actor
+		}
+		return decs, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ModeReply{Mode: st.Mode, Revision: st.ModeRevision, Changed: ap.Last != 0}, nil
+}
+
+func mustJSON(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// SweepAll decides the gate reviews a stopped server left open (Sweep)
+// in every session of store.
+func SweepAll(ctx context.Context, g *Gate, store *projections.Store, why string) (int, error) {
+	n := 0
+	var open []session.State
+	err := store.SessionRows("", "", func(id string, row []byte) (bool, error) {
+		if !strings.Contains(string(row), `"pending_reviews"`) {
+			return true, nil
+		}
+		var st session.State
+		if err := json.Unmarshal(row, &st); err != nil {
+			return false, err
+		}
+		open = append(open, st)
+		return true, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, st := range open {
+		cur, err := g.Sessions.State(ctx, events.Aggregate{Kind: events.KindSession, ID: st.ID})
+		if err != nil {
+			return n, err
+		}
+		k, err := g.Sweep(ctx, cur, why)
+		n += k
+		if err != nil && !errors.Is(err, events.ErrRejected) {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+var _ = time.Second
