@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -38,12 +39,26 @@ type Gate struct {
 	Sessions *events.Executor[session.State]
 	Log      events.Log
 	Policies *Policies
-	Reviewer *Reviewer    // nil: reviews wait for a person
+	Reviewer *Reviewer     // nil: reviews wait for a person
 	Budget   time.Duration // 0: DefaultBudget
 	Now      func() time.Time
 	// Poll is how often a wait for a person's verdict looks at the
 	// session (0: 20 ms).
 	Poll time.Duration
+	// Logf, when set, reports what the gate notices on the way (a
+	// policy file that stopped parsing), at most once per fault.
+	Logf   func(format string, args ...any)
+	logged sync.Map
+}
+
+func (g *Gate) logf(format string, args ...any) {
+	if g.Logf == nil {
+		return
+	}
+	msg := fmt.Sprintf(format, args...)
+	if _, seen := g.logged.LoadOrStore(msg, true); !seen {
+		g.Logf("%s", msg)
+	}
 }
 
 // Request asks for a verdict on one action of a session.
@@ -139,12 +154,13 @@ func (g *Gate) Decide(ctx context.Context, req Request) (Verdict, error) {
 	if call.Dir == "" {
 		call.Dir = st.Cwd
 	}
-	var pols []*Policy
-	var perrs []error
+	pols, perrs := []*Policy{builtin}, []error(nil)
 	if g.Policies != nil {
-		pols, perrs = g.Policies.For(call.Dir)
-	} else {
-		pols = []*Policy{builtin}
+		var stale []error
+		pols, perrs, stale = g.Policies.For(call.Dir)
+		for _, e := range stale {
+			g.logf("%v (the policy read before stays in force)", e)
+		}
 	}
 	m := Decide(pols, call)
 	budget := g.budget(req)

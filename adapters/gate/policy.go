@@ -488,12 +488,12 @@ type loaded struct {
 
 // For returns the policies in force for a call in project dir, project
 // first (the built-in rules, then dir/.logbook/policy.toml, then the data
-// dir's policy.toml), and the load errors of each file that is broken
-// now. A file broken since its first read has no policy in force: the
-// caller must fail closed on such an error.
-func (ps *Policies) For(dir string) ([]*Policy, []error) {
-	out := []*Policy{builtin}
-	var errs []error
+// dir's policy.toml). A file that no longer parses keeps the policy read
+// before it in force, and its error is in stale; a file that has never
+// parsed has no policy in force, and its error is in broken: the caller
+// must fail closed on those.
+func (ps *Policies) For(dir string) (pols []*Policy, broken, stale []error) {
+	pols = []*Policy{builtin}
 	var paths []string
 	if dir != "" {
 		paths = append(paths, filepath.Join(dir, ProjectPolicyDir, PolicyFile))
@@ -506,14 +506,26 @@ func (ps *Policies) For(dir string) ([]*Policy, []error) {
 		if l == nil {
 			continue
 		}
-		if l.policy != nil {
-			out = append(out, l.policy)
-		}
-		if l.err != nil {
-			errs = append(errs, l.err)
+		switch {
+		case l.policy != nil:
+			pols = append(pols, l.policy)
+			if l.err != nil {
+				stale = append(stale, l.err)
+			}
+		case l.err != nil:
+			broken = append(broken, l.err)
 		}
 	}
-	return out, errs
+	return pols, broken, stale
+}
+
+// Load reads policy file p now (as For would), and returns its error,
+// nil when it parses or does not exist.
+func (ps *Policies) Load(p string) error {
+	if l := ps.load(p); l != nil {
+		return l.err
+	}
+	return nil
 }
 
 func (ps *Policies) load(p string) *loaded {

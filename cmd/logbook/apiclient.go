@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/projections"
 )
 
@@ -56,5 +58,7 @@ func withAPI(ctx context.Context, g *globals, fn func(b *backend, call api.Calle
 	if _, err := svc.Runner.RunToEnd(ctx); err != nil {
 		return fmt.Errorf("catch up projections: %w", err)
 	}
-	return fn(b, api.Local(svc.Handlers()))
+	verbs := svc.Handlers()
+	maps.Copy(verbs, gateService(b, svc, store, gateFlags{budget: gate.DefaultBudget}, os.Stderr).Handlers())
+	return fn(b, api.Local(verbs))
 }

@@ -28,6 +28,10 @@ const hookTimeout = 2 * time.Second
 
 func hookCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "hook", Short: "Receive agent hooks"}
+	var (
+		gated      bool
+		gateBudget time.Duration
+	)
 	claudeHook := &cobra.Command{
 		Use:   "claude",
 		Short: "Record one Claude Code hook payload read from stdin",
@@ -47,9 +51,14 @@ bytes, a path over 4096, or a session_id or agent_id with a byte outside
 [A-Za-z0-9_-] (it names the log's session aggregate), is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if gated {
+				return hookClaudeGate(cmd.Context(), g, gateBudget)
+			}
 			return hookClaude(cmd.Context(), g)
 		},
 	}
+	claudeHook.Flags().BoolVar(&gated, "gate", false, "gate the call: for PreToolUse and PermissionRequest, wait for the gate's verdict and answer Claude Code with it; deny when no verdict comes (see README, The gate)")
+	claudeHook.Flags().DurationVar(&gateBudget, "budget", 0, "with --gate: the most to wait for a verdict (default: the server's --review-budget, 90s); Claude Code's hook timeout must be longer")
 	cmd.AddCommand(claudeHook)
 	cmd.AddCommand(hookCodexCmd(g))
 	return cmd

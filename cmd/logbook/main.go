@@ -123,6 +123,8 @@ and replays any history deterministically.`,
 		credsCmd(g),
 		streamCmd(g),
 		versionCmd(g),
+		reviewCmd(g),
+		policyCmd(g),
 	)
 	conventions(root)
 	cmd, err := root.ExecuteContextC(ctx)

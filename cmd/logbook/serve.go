@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
@@ -34,6 +36,7 @@ func serveCmd(g *globals) *cobra.Command {
 		role     string
 		wf       workerFlags
 		live     liveFlags
+		gf       gateFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -58,7 +61,7 @@ was down.`,
 				defer stop()
 				fmt.Fprintf(g.stderr, "logbook serve: profiles on http://%s/debug/pprof/ and memory figures on http://%s/debug/memstats\n", at, at)
 			}
-			wp := workerPool{n: workers, flags: wf, live: live}
+			wp := workerPool{n: workers, flags: wf, live: live, gate: gf}
 			switch role {
 			case string(natslog.RoleWriter):
 				if g.natsURL != "" {
@@ -89,6 +92,7 @@ was down.`,
 	cmd.Flags().IntVar(&workers, "workers", 2, "sandbox workers to run in this process (0: none; run `logbook worker` elsewhere; with --nats-url always none)")
 	wf.register(cmd)
 	live.register(cmd)
+	gf.register(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback host:port for clients (port 0 picks one; it is written to serve.json)")
 	cmd.Flags().BoolVar(&accept, "accept-stream-loss", false, "start even when the log lost events the projection has seen (the stream was deleted, re-created or cut): set the projection aside and rebuild it from the log")
 	cmd.Flags().StringVar(&admin, "admin-creds", "", "admin credentials file (`logbook creds issue --role admin`) the embedded server also accepts; by default admin's password lives only in this process, to create or check the stream at start")
@@ -106,6 +110,7 @@ type workerPool struct {
 	n     int
 	flags workerFlags
 	live  liveFlags
+	gate  gateFlags
 	// reader is serve --role reader: no appends, only the read verbs.
 	reader bool
 }
@@ -126,6 +131,15 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	}
 	// Flags are checked before anything starts.
 	if err := wp.live.check(); err != nil {
+		return err
+	}
+	if wp.gate.budget == 0 {
+		wp.gate.budget = gate.DefaultBudget
+	}
+	if err := wp.gate.check(); err != nil {
+		return err
+	}
+	if err := checkPolicy(dd); err != nil {
 		return err
 	}
 	if wp.n > 0 {
@@ -201,6 +215,8 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	verbs := svc.Handlers()
+	gs := gateService(b, svc, store, wp.gate, g.stderr)
+	maps.Copy(verbs, gs.Handlers())
 	verbs[api.VerbStatus] = func(ctx context.Context, _ []byte) (any, error) {
 		last, err := b.log.LastSeq(ctx)
 		return api.StatusReply{Checkpoint: store.Checkpoint(), LastSeq: last, Durability: durability}, err
@@ -336,6 +352,15 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		fmt.Fprintf(g.stderr, "logbook serve: following transcripts under %s\n", strings.Join(wp.live.watch, ", "))
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error { return watch(ctx) }, func(error) { cancel() })
+	}
+	if !wp.reader {
+		// Reviews a stopped server left open: no hook waits for them.
+		ctx, cancel := context.WithCancel(ctx)
+		grp.Add(func() error {
+			sweepReviews(ctx, gs, g.stderr)
+			<-ctx.Done()
+			return nil
+		}, func(error) { cancel() })
 	}
 	if rc := wp.live.reconciler(svc, g.stderr); rc != nil && !wp.reader {
 		ctx, cancel := context.WithCancel(ctx)

@@ -371,7 +371,7 @@ func sessionCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(show, sessionEndCmd(g), sessionAbandonCmd(g))
+	cmd.AddCommand(show, sessionEndCmd(g), sessionAbandonCmd(g), sessionModeCmd(g))
 	return cmd
 }
 

@@ -672,7 +672,10 @@ func (d *decider) signalNow(sig events.Sig) {
 			}
 			return
 		}
-
+		if d.s.BreakerTripped {
+			// The user spoke again: the refusals so far are answered.
+			d.emit(events.ReviewBreakerReset{Reason: "the user's new prompt"})
+		}
 		if open := d.s.openCalls(); d.s.TurnOpen && len(open) > 0 {
 			// A prompt while the turn's calls are still open: a second
 			// writer on this session (two terminals on one session id),
@@ -688,9 +691,6 @@ func (d *decider) signalNow(sig events.Sig) {
 		d.abandonLane(events.LaneMain, "superseded")
 		d.closeReviews(events.ReviewRejected, "superseded by a new prompt")
 		d.endTurn("superseded")
-		if d.s.BreakerTripped {
-			d.emit(events.ReviewBreakerReset{Reason: "the user's new prompt"})
-		}
 		d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID})
 		d.phase(events.PhaseWorking, "thinking", "")
 	case events.SigThinking:

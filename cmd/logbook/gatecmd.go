@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/oklog/ulid/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// gateFlags are serve's flags for the gate.
+type gateFlags struct {
+	reviewer string
+	budget   time.Duration
+}
+
+func (f *gateFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.reviewer, "reviewer", "", "reviewer program for actions the policy sends to review, run with /bin/sh -c: the request as JSON on stdin, the answer as JSON on stdout (see README); without it a person answers with `logbook review allow|deny`")
+	cmd.Flags().DurationVar(&f.budget, "review-budget", gate.DefaultBudget, "how long a review waits for the reviewer or a person before it is decided timed_out")
+}
+
+func (f gateFlags) check() error {
+	if f.budget <= 0 {
+		return fmt.Errorf("--review-budget %v: want more than 0", f.budget)
+	}
+	return nil
+}
+
+// newGate returns the gate over b's log with the data dir's policy.
+func newGate(b *backend, f gateFlags, stderr io.Writer) *gate.Gate {
+	host, _ := os.Hostname()
+	g := &gate.Gate{
+		Sessions: &events.Executor[session.State]{Log: b.log, Reg: b.reg, Init: session.Init, Evolve: session.Evolve, IDs: ulid.Make, Host: host},
+		Log:      b.log,
+		Policies: &gate.Policies{DataDir: string(b.dd)},
+		Budget:   f.budget,
+		Logf: func(format string, args ...any) {
+			fmt.Fprintf(stderr, "logbook gate: "+format+"\n", args...)
+		},
+	}
+	if f.reviewer != "" {
+		g.Reviewer = &gate.Reviewer{Command: f.reviewer}
+	}
+	return g
+}
+
+// gateService puts the gate on the API beside svc's verbs.
+func gateService(b *backend, svc *api.Service, store *projections.Store, f gateFlags, stderr io.Writer) *gate.Service {
+	return &gate.Service{Gate: newGate(b, f, stderr), Store: store, Ingest: svc.Hook, CaughtUp: svc.CaughtUp}
+}
+
+// checkPolicy refuses a data dir policy file that does not parse, naming
+// the line and column.
+func checkPolicy(dd dataDir) error {
+	var ps gate.Policies
+	return ps.Load(dd.path(gate.PolicyFile))
+}
+
+func policyCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "policy", Short: "Check the gate's policy files"}
+	check := &cobra.Command{
+		Use:   "check [FILE...]",
+		Short: "Parse policy files (default: the data dir's policy.toml and ./.logbook/policy.toml) and name the line and column of the first fault",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				dd, err := resolveDataDir(g.data)
+				if err != nil {
+					return err
+				}
+				args = []string{dd.path(gate.PolicyFile), filepath.Join(gate.ProjectPolicyDir, gate.PolicyFile)}
+			}
+			var ps gate.Policies
+			bad := 0
+			for _, p := range args {
+				if _, err := os.Stat(p); err != nil {
+					if len(cmd.Flags().Args()) > 0 {
+						return fmt.Errorf("policy %s: %w", p, err)
+					}
+					continue
+				}
+				if err := ps.Load(p); err != nil {
+					fmt.Fprintln(g.stderr, err)
+					bad++
+					continue
+				}
+				fmt.Fprintf(g.stdout, "%s: ok\n", p)
+			}
+			if bad > 0 {
+				return fmt.Errorf("policy check: %d file(s) do not parse", bad)
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(check)
+	return cmd
+}
+
+// sweepReviews decides the gate reviews a server that stopped left open,
+// once the projection has caught up.
+func sweepReviews(ctx context.Context, gs *gate.Service, stderr io.Writer) {
+	if err := gs.CaughtUp(ctx); err != nil {
+		fmt.Fprintf(stderr, "logbook serve: open reviews not swept: %v\n", err)
+		return
+	}
+	n, err := gate.SweepAll(ctx, gs.Gate, gs.Store, "the server stopped while the review was pending; no hook waits for it any more")
+	if err != nil {
+		fmt.Fprintf(stderr, "logbook serve: sweep open reviews: %v\n", err)
+	}
+	if n > 0 {
+		fmt.Fprintf(stderr, "logbook serve: %d review(s) left open by a stopped server decided timed_out or unavailable\n", n)
+	}
+}
+
+// hookGateMargin is how much longer than its budget the hook waits for
+// the server's answer (which decides timed_out at the budget).
+const hookGateMargin = 5 * time.Second
+
+// hookClaudeGate records one hook payload like hookClaude, asks the
+// server's gate for a verdict and prints it in Claude Code's contract. It
+// fails closed: no server, no answer within budget, a bad payload, an
+// error or a panic in the hook → a deny with the reason, exit 0.
+func hookClaudeGate(ctx context.Context, g *globals, budget time.Duration) (err error) {
+	event := gate.EventPreToolUse
+	answered := false
+	answer := func(v gate.Verdict) {
+		answered = true
+		g.stdout.Write(gate.ClaudeAnswer(event, v))
+	}
+	deny := func(why string) {
+		fmt.Fprintf(g.stderr, "logbook hook --gate: deny: %s\n", why)
+		answer(gate.FailClosed(why))
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			deny(fmt.Sprintf("the gate hook failed: %v", r))
+			err = nil
+		}
+	}()
+	payload, err := io.ReadAll(io.LimitReader(g.stdin, maxHookPayload+1))
+	if err != nil {
+		deny("read the hook payload: " + err.Error())
+		return nil
+	}
+	var head struct {
+		Event string `json:"hook_event_name"`
+	}
+	if json.Unmarshal(payload, &head) == nil && head.Event == gate.EventPermissionRequest {
+		event = gate.EventPermissionRequest
+	}
+	if budget <= 0 {
+		budget = gate.DefaultBudget
+	}
+	v, err := gateAsk(ctx, g, payload, budget)
+	if err != nil {
+		deny(err.Error())
+		return nil
+	}
+	if v.Decision != gate.DecideNone {
+		answer(v)
+	}
+	_ = answered
+	return nil
+}
+
+// gateAsk spools the payload, asks the server's gate, and removes the
+// spool entry once the server has recorded it.
+func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Duration) (gate.Verdict, error) {
+	dd, err := resolveDataDir(g.data)
+	if err != nil {
+		return gate.Verdict{}, err
+	}
+	if len(payload) > maxHookPayload {
+		return gate.Verdict{}, fmt.Errorf("payload over %d MiB refused", maxHookPayload>>20)
+	}
+	prepared, err := claude.PrepareHook(payload)
+	if err != nil {
+		return gate.Verdict{}, fmt.Errorf("unusable hook payload: %w", err)
+	}
+	sp, err := claude.Open(dd.path("spool"))
+	if err != nil {
+		return gate.Verdict{}, err
+	}
+	host, _ := os.Hostname()
+	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
+	id, err := sp.PutFrom(prepared, agent)
+	if err != nil {
+		return gate.Verdict{}, fmt.Errorf("spool: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget+hookGateMargin)
+	defer cancel()
+	url, opts, ok := g.serverURL(dd)
+	if !ok {
+		return gate.Verdict{}, fmt.Errorf("no Logbook server is running (no %s), so no verdict can be made; the call is kept in the spool", dd.path("serve.json"))
+	}
+	nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(0), nats.NoReconnect())...)
+	if err != nil {
+		return gate.Verdict{}, fmt.Errorf("the Logbook server does not answer: %v", err)
+	}
+	defer nc.Close()
+	prefix := api.AnyPrefix
+	if si, ok := dd.readServeInfo(); ok && si.API != "" {
+		prefix = si.API
+	}
+	if pending, err := sp.Pending(); err == nil && len(pending) > 1 {
+		// Earlier payloads first, so the session sees them in order.
+		if err := deliverSpool(ctx, g, dd, sp); err != nil {
+			fmt.Fprintf(g.stderr, "logbook hook: kept in spool: %v\n", err)
+		}
+	}
+	var v gate.Verdict
+	req := gate.HookGateRequest{ID: id, Text: string(prepared), Process: agent, BudgetMS: budget.Milliseconds()}
+	if err := api.Call(ctx, nc, prefix, gate.VerbGate, req, &v); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return gate.Verdict{}, fmt.Errorf("no verdict within the budget of %s", budget)
+		}
+		return gate.Verdict{}, fmt.Errorf("the gate gave no verdict: %v", err)
+	}
+	sp.Remove(id)
+	return v, nil
+}
+
+func reviewCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "review", Short: "List the gate's open reviews and answer them"}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the open gate reviews of every session, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
+				var out gate.ReviewsReply
+				if err := call(cmd.Context(), gate.VerbReviews, gate.ReviewsRequest{}, &out); err != nil {
+					return err
+				}
+				if g.json {
+					return writeJSON(g.stdout, out)
+				}
+				return termPrint(g.stdout, func(w io.Writer) error {
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "REVIEW\tSESSION\tEVENT\tTOOL\tRISK\tAGE\tACTION")
+					now := time.Now()
+					for _, r := range out.Reviews {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Session, dash(r.Event), r.Tool, dash(r.Risk), age(now, r.RequestedAt), r.Action)
+					}
+					return tw.Flush()
+				})
+			})
+		},
+	}
+	cmd.AddCommand(list, reviewAnswerCmd(g, events.VerdictAllow), reviewAnswerCmd(g, events.VerdictDeny))
+	return cmd
+}
+
+func reviewAnswerCmd(g *globals, verdict string) *cobra.Command {
+	var reason, sess string
+	cmd := &cobra.Command{
+		Use:   verdict + " ID --reason R",
+		Short: "Answer " + verdict + " to an open gate review; the first answer wins, a late one is refused naming it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := gate.DecideRequest{Session: sess, ID: args[0], Verdict: verdict, Reason: reason, Actor: personActor(), Ref: ulid.Make().String()}
+			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
+				var out gate.DecideReply
+				if err := call(cmd.Context(), gate.VerbReviewDecide, req, &out); err != nil {
+					return err
+				}
+				if g.json {
+					return writeJSON(g.stdout, out)
+				}
+				_, err := fmt.Fprintf(g.stdout, "review %s of session %s: %s\n", out.Review.ID, out.Session, out.Review.Winner())
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, in a few words (required)")
+	cmd.Flags().StringVar(&sess, "session", "", "the session holding the review (when its id is not unique)")
+	cmd.MarkFlagRequired("reason")
+	return cmd
+}
+
+func sessionModeCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "mode ID MODE",
+		Short: "Set a session's permission mode (read_only, workspace_write, auto, full_access) on a person's word",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := gate.ModeRequest{ID: args[0], Mode: args[1], Actor: personActor(), Ref: ulid.Make().String()}
+			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
+				var out gate.ModeReply
+				if err := call(cmd.Context(), gate.VerbSessionMode, req, &out); err != nil {
+					return err
+				}
+				if g.json {
+					return writeJSON(g.stdout, out)
+				}
+				_, err := fmt.Fprintf(g.stdout, "session %s: mode %s (revision %d)\n", args[0], out.Mode, out.Revision)
+				return err
+			})
+		},
+	}
+}
