@@ -178,8 +178,11 @@ func hookClaudeGate(ctx context.Context, g *globals, budget time.Duration) (err 
 	return nil
 }
 
-// gateAsk spools the payload, asks the server's gate, and removes the
-// spool entry once the server has recorded it.
+// gateAsk sends the payload to the server's gate, which records it and
+// decides. With payloads waiting in the spool it must not overtake them:
+// it spools its own behind them and waits (within the budget) for the
+// server to deliver them before it asks. A payload the server did not
+// take is left in the spool, as hook claude leaves it.
 func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Duration) (gate.Verdict, error) {
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
@@ -198,18 +201,25 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 	}
 	host, _ := os.Hostname()
 	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
-	id, err := sp.PutFrom(prepared, agent)
-	if err != nil {
-		return gate.Verdict{}, fmt.Errorf("spool: %w", err)
+	id := ulid.Make().String()
+	spooled := false
+	keep := func() {
+		if !spooled {
+			if err := sp.PutAs(id, prepared, agent); err != nil {
+				fmt.Fprintf(g.stderr, "logbook hook: not kept: %v\n", err)
+			}
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget+hookGateMargin)
 	defer cancel()
 	url, opts, ok := g.serverURL(dd)
 	if !ok {
+		keep()
 		return gate.Verdict{}, fmt.Errorf("no Logbook server is running (no %s), so no verdict can be made; the call is kept in the spool", dd.path("serve.json"))
 	}
 	nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(0), nats.NoReconnect())...)
 	if err != nil {
+		keep()
 		return gate.Verdict{}, fmt.Errorf("the Logbook server does not answer: %v", err)
 	}
 	defer nc.Close()
@@ -217,21 +227,32 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 	if si, ok := dd.readServeInfo(); ok && si.API != "" {
 		prefix = si.API
 	}
-	if pending, err := sp.Pending(); err == nil && len(pending) > 1 {
-		// Earlier payloads first, so the session sees them in order.
-		if err := deliverSpool(ctx, g, dd, sp); err != nil {
-			fmt.Fprintf(g.stderr, "logbook hook: kept in spool: %v\n", err)
+	if waiting, err := sp.HasPending(); err != nil || waiting {
+		keep()
+		spooled = true
+		mine := filepath.Join(sp.Dir(), id+".json")
+		for {
+			if _, err := os.Stat(mine); errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return gate.Verdict{}, fmt.Errorf("the server did not take the spooled hooks before this one within the budget of %s", budget)
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
 	}
 	var v gate.Verdict
 	req := gate.HookGateRequest{ID: id, Text: string(prepared), Process: agent, BudgetMS: budget.Milliseconds()}
 	if err := api.Call(ctx, nc, prefix, gate.VerbGate, req, &v); err != nil {
+		if !api.IsInputError(err) {
+			keep()
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return gate.Verdict{}, fmt.Errorf("no verdict within the budget of %s", budget)
 		}
 		return gate.Verdict{}, fmt.Errorf("the gate gave no verdict: %v", err)
 	}
-	sp.Remove(id)
 	return v, nil
 }
 

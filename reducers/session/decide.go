@@ -125,7 +125,9 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 			return nil, fmt.Errorf("change mode: %w: no such session", events.ErrRejected)
 		}
 		d := newDecider(s, c.At, c.Cause)
-		d.mode(c.Mode, "")
+		// The agent's own mode name stays: its next report of the same
+		// name does not undo a person's change; a change it reports does.
+		d.mode(c.Mode, s.AgentMode)
 		return d.out, nil
 	case Abandon:
 		if s.entry(c.EntryID) < 0 {
