@@ -52,6 +52,13 @@ measured on the same server in the same run, and their ratio:
             each --scale-sessions size, session show and audit of one
             session of --scale-events events; baselines: logbook version,
             and for audit an ordered consumer reading the session's subject
+  cluster   (--cluster, or --only cluster) three nats-server nodes in this
+            process on loopback, sync_interval always, the stream at R3:
+            appends by 8 writers on one node; baselines: the same messages
+            published raw, and atomic batches of 500, on the same cluster;
+            and a follower host's lag, from the start of an append on node 1
+            to a projection that reads through node 2 holding it (p50/p99);
+            baseline: publish on node 1 to an ordered consumer on node 2
 
 ratio = Logbook's rate ÷ the baseline's rate; 1.00 means as fast as raw
 JetStream. Absolute numbers move between runs on a shared machine; the
@@ -67,7 +74,7 @@ sizes to at most the growth of the rows printed, and the --limit and
 			}
 			for _, o := range cfg.Only {
 				if !slices.Contains(bench.Groups, o) {
-					return fmt.Errorf("--only %q: no such group (want append, read, import, hook, command or scale)", o)
+					return fmt.Errorf("--only %q: no such group (want append, read, import, hook, command, scale or cluster)", o)
 				}
 			}
 			cfg = cfg.OrDefaults(bench.Preset(quick))
@@ -88,7 +95,8 @@ sizes to at most the growth of the rows printed, and the --limit and
 	f := cmd.Flags()
 	f.BoolVar(&quick, "quick", false, "smaller workloads: the whole run takes under a minute on 2 cores")
 	f.StringSliceVar(&fsync, "fsync", []string{"always", "interval"}, "durability modes of the append rows: always, interval, or both (always,interval)")
-	f.StringSliceVar(&cfg.Only, "only", nil, "run only these groups: append, read, import, hook, command, scale")
+	f.StringSliceVar(&cfg.Only, "only", nil, "run only these groups: append, read, import, hook, command, scale, cluster")
+	f.BoolVar(&cfg.Cluster, "cluster", false, "also run the cluster rows: appends and a follower's lag on a three-node R3 cluster")
 	f.IntVar(&cfg.Appends, "appends", 0, "events per append row (default 10000, --quick 2000)")
 	f.IntVar(&cfg.Events, "events", 0, "events in the log that read rows replay (default 200000, --quick 20000)")
 	f.IntVar(&cfg.Sessions, "sessions", 0, "transcripts the import row imports (default 20, --quick 10)")

@@ -28,7 +28,8 @@ import (
 type Config struct {
 	Quick    bool            // the quick preset's sizes; the report says so
 	Fsync    []natslog.Fsync // durability modes of the append rows
-	Only     []string        // groups to run (Groups); none: all
+	Only     []string        // groups to run (Groups); none: all but cluster
+	Cluster  bool            // also the cluster group
 	Appends  int             // events per append row
 	Events   int             // events in the read rows' log
 	Sessions int             // transcripts imported
@@ -41,7 +42,8 @@ type Config struct {
 }
 
 // Groups are the names Config.Only selects rows by, in the table's order.
-var Groups = []string{"append", "read", "import", "hook", "command", "scale"}
+// The cluster group runs only when asked for (Config.Cluster, or Only).
+var Groups = []string{"append", "read", "import", "hook", "command", "scale", "cluster"}
 
 // Preset returns the sizes of a full run (a few minutes on 2 cores)
 // or of a quick one (under a minute).
@@ -77,7 +79,10 @@ func (c Config) OrDefaults(d Config) Config {
 
 // wants reports whether group is selected by --only.
 func (c Config) wants(group string) bool {
-	return len(c.Only) == 0 || slices.Contains(c.Only, group)
+	if group == "cluster" && c.Cluster {
+		return true
+	}
+	return len(c.Only) == 0 && group != "cluster" || slices.Contains(c.Only, group)
 }
 
 // A benchRun does one workload once and says what it measured.

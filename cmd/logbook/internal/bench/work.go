@@ -53,6 +53,8 @@ type benchEnv struct {
 	imports [][][][]byte // the import's decisions: per session, per line, message bodies
 
 	scale *scaleState // the scale rows' serve and history
+
+	cluster *benchCluster // the cluster rows' three nodes
 }
 
 func newBenchEnv(dir string, cfg Config, cli CLI) *benchEnv {
@@ -102,7 +104,8 @@ func (e *benchEnv) workloads() []benchWorkload {
 			logbook: e.commandRun, baselines: []benchBaseline{{name: "fork/exec of true", run: e.trueRun}},
 		},
 	)
-	return append(ws, e.scaleRows()...)
+	ws = append(ws, e.scaleRows()...)
+	return append(ws, e.clusterRows()...)
 }
 
 // close stops every server the runs started.
@@ -115,6 +118,9 @@ func (e *benchEnv) close() {
 	}
 	if e.read != nil {
 		e.read.close()
+	}
+	if e.cluster != nil {
+		e.cluster.close()
 	}
 	for _, l := range e.appendLogs {
 		l.close()
@@ -175,12 +181,25 @@ type benchAppend struct {
 	env          *benchEnv
 	mode         natslog.Fsync
 	writers, per int
+	cluster      bool // on the R3 cluster of the cluster rows
+}
+
+// target returns the row's server: the cluster, or the append rows' one
+// for the row's fsync mode.
+func (a benchAppend) target(ctx context.Context) (*benchLog, error) {
+	if a.cluster {
+		return a.env.clusterLog(ctx)
+	}
+	return a.env.appendLog(ctx, a.mode)
 }
 
 func (a benchAppend) name() string {
 	s := "s"
 	if a.writers == 1 {
 		s = ""
+	}
+	if a.cluster {
+		return fmt.Sprintf("append %d writer%s × %d ev/decision, R3 cluster", a.writers, s, a.per)
 	}
 	return fmt.Sprintf("append %d writer%s × %d ev/decision, fsync %s", a.writers, s, a.per, a.mode)
 }
@@ -201,7 +220,7 @@ func (a benchAppend) decisions() int { return max(a.env.cfg.Appends/a.per, a.wri
 // logbook appends decisions through Log.Append, each chained to the
 // writer's previous one by its expected sequence.
 func (a benchAppend) logbook(ctx context.Context) (benchSample, error) {
-	l, err := a.env.appendLog(ctx, a.mode)
+	l, err := a.target(ctx)
 	if err != nil {
 		return benchSample{}, err
 	}
@@ -222,7 +241,7 @@ func (a benchAppend) logbook(ctx context.Context) (benchSample, error) {
 // Nats-Msg-Id, no validation, at most benchAtomicInflight at once. Subjects are under lb.out, which no reader
 // of the log decodes.
 func (a benchAppend) raw(ctx context.Context) (benchSample, error) {
-	l, err := a.env.appendLog(ctx, a.mode)
+	l, err := a.target(ctx)
 	if err != nil {
 		return benchSample{}, err
 	}
@@ -249,7 +268,7 @@ const benchAtomicInflight = 50
 // 500 from one publisher: the most the server stores durably, and the
 // baseline of the append floor Logbook holds itself to.
 func (a benchAppend) ceiling(ctx context.Context) (benchSample, error) {
-	l, err := a.env.appendLog(ctx, a.mode)
+	l, err := a.target(ctx)
 	if err != nil {
 		return benchSample{}, err
 	}
