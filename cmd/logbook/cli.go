@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/sandbox"
 )
 
 // The conventions every logbook command follows, applied to the whole
@@ -136,7 +137,8 @@ func isCobraUsage(err error) bool {
 	msg := err.Error()
 	return strings.HasPrefix(msg, "unknown command ") || strings.HasPrefix(msg, "unknown flag") ||
 		strings.HasPrefix(msg, "unknown shorthand flag") || strings.Contains(msg, "flag needs an argument") ||
-		strings.HasPrefix(msg, "required flag(s)") || strings.HasPrefix(msg, "invalid argument ")
+		strings.HasPrefix(msg, "required flag(s)") || strings.HasPrefix(msg, "if any flags in the group") ||
+		strings.HasPrefix(msg, "at least one of the flags in the group") || strings.HasPrefix(msg, "invalid argument ")
 }
 
 // sentinelPhrases maps the text of the events sentinels, which begin
@@ -149,6 +151,7 @@ var sentinelPhrases = []struct{ text, say string }{
 	{events.ErrMissingCause.Error(), "cause missing or incomplete"},
 	{events.ErrUnknownType.Error(), "unknown event type"},
 	{events.ErrUnknownVersion.Error(), "unknown schema version"},
+	{sandbox.ErrRefused.Error(), "refused"},
 }
 
 // userMessage returns err's message as a person reads it: the sentinels'

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -20,6 +21,7 @@ import (
 //	jsonshape                 replaces stdout (JSON) by its shape: one
 //	                          line per key path and type, sorted; it fails
 //	                          on a key that is not lower snake case
+//	pathonly                  leaves on PATH only the script's programs
 func cliScriptCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, args []string)) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	cmds["exits"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) < 2 {
@@ -59,6 +61,12 @@ func cliScriptCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, arg
 		}) {
 			fmt.Fprintln(out, l)
 		}
+	}
+	// pathonly leaves on PATH only the directory of the script's own
+	// programs (logbook, fakeagent): no bwrap, no logbook-hook.
+	cmds["pathonly"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		first, _, _ := strings.Cut(ts.Getenv("PATH"), string(os.PathListSeparator))
+		ts.Setenv("PATH", first)
 	}
 	return cmds
 }

@@ -125,6 +125,8 @@ and replays any history deterministically.`,
 		versionCmd(g),
 		reviewCmd(g),
 		policyCmd(g),
+		hooksCmd(g),
+		doctorCmd(g),
 	)
 	conventions(root)
 	cmd, err := root.ExecuteContextC(ctx)

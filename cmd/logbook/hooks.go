@@ -1,0 +1,703 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// claudeHookEvents are the Claude Code hook events (hook_event_name, as
+// in Claude Code's hooks reference) that adapters/claude reads, in the
+// order a session meets them; toolHookEvents are those that take a
+// matcher on the tool's name ("*": every tool).
+var (
+	claudeHookEvents = []string{
+		"SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PermissionDenied",
+		"PostToolUse", "PostToolUseFailure", "Notification", "SubagentStart", "SubagentStop",
+		"Stop", "StopFailure", "PreCompact", "PostCompact", "SessionEnd",
+	}
+	toolHookEvents = map[string]bool{
+		"PreToolUse": true, "PermissionRequest": true, "PermissionDenied": true,
+		"PostToolUse": true, "PostToolUseFailure": true,
+	}
+)
+
+// hooksFlags are the flags of `logbook hooks`.
+type hooksFlags struct {
+	user    bool
+	project string
+	gate    bool
+	dryRun  bool
+}
+
+func hooksCmd(g *globals) *cobra.Command {
+	var f hooksFlags
+	cmd := &cobra.Command{
+		Use:   "hooks",
+		Short: "Wire Logbook into Claude Code's settings.json, unwire it, or show where it is wired",
+		Long: `hooks manages Logbook's entries in Claude Code's settings.json: the user's
+(~/.claude/settings.json, the default, or --user) or a project's
+(--project DIR: DIR/.claude/settings.json). Every other key of the file, and
+every hook that is not Logbook's, is kept as it is.`,
+	}
+	install := &cobra.Command{
+		Use:   "install [--user | --project DIR] [--gate] [--dry-run]",
+		Short: "Add Logbook's hook to every event Logbook reads (idempotent; backs up the old file; shows the diff)",
+		Long: `install wires ` + "`logbook-hook claude`" + ` (or ` + "`logbook hook claude`" + ` when the small
+binary is not found) to every Claude Code hook event Logbook reads:
+` + strings.Join(claudeHookEvents, ", ") + `.
+Tool events match every tool ("*"). Logbook's earlier entries are replaced,
+so running it again changes nothing. The old file is kept beside the new
+one as settings.json.<time>.bak, and the change is printed as a diff;
+--dry-run prints the diff and writes nothing. --gate adds --gate to the
+hook's command line, so the hook answers permission requests with the
+gate's decision. A --data given to logbook is passed on to the hook.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return hooksEdit(g, f, true)
+		},
+	}
+	uninstall := &cobra.Command{
+		Use:   "uninstall [--user | --project DIR] [--dry-run]",
+		Short: "Remove Logbook's hooks from settings.json, keeping everything else",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return hooksEdit(g, f, false)
+		},
+	}
+	status := &cobra.Command{
+		Use:   "status [--project DIR]",
+		Short: "Show which hook events are wired to Logbook, in the user's and the project's settings",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return hooksStatus(g, f)
+		},
+	}
+	for _, c := range []*cobra.Command{install, uninstall, status} {
+		c.Flags().StringVar(&f.project, "project", "", "the project in DIR: DIR/.claude/settings.json (status: default the current directory)")
+		if c != status {
+			c.Flags().BoolVar(&f.user, "user", false, "the user's ~/.claude/settings.json (the default)")
+			c.Flags().BoolVar(&f.dryRun, "dry-run", false, "print the change, write nothing")
+			c.MarkFlagsMutuallyExclusive("user", "project")
+		}
+	}
+	install.Flags().BoolVar(&f.gate, "gate", false, "let the hook answer permission requests with the gate's decision (hook claude --gate)")
+	cmd.AddCommand(install, uninstall, status)
+	return cmd
+}
+
+// userSettingsPath returns ~/.claude/settings.json.
+func userSettingsPath() (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("home directory: %w (use --project DIR)", err)
+	}
+	return filepath.Join(home, ".claude", "settings.json"), nil
+}
+
+// settingsPath returns the settings.json f names.
+func (f hooksFlags) settingsPath() (string, error) {
+	if f.project != "" {
+		abs, err := filepath.Abs(f.project)
+		if err != nil {
+			return "", err
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return "", usageErrorf("--project %s: not a directory", f.project)
+		}
+		return filepath.Join(abs, ".claude", "settings.json"), nil
+	}
+	return userSettingsPath()
+}
+
+// hookCommand returns the command line the hooks run: logbook-hook when
+// it is on PATH or beside this binary, else this binary's `hook claude`,
+// by name when PATH finds it, else by its absolute path.
+func hookCommand(g *globals, gate bool) string {
+	var cmd string
+	self, _ := os.Executable()
+	switch {
+	case lookPathIs("logbook-hook"):
+		cmd = "logbook-hook claude"
+	case self != "" && isExecutable(filepath.Join(filepath.Dir(self), "logbook-hook")):
+		cmd = shellQuote(filepath.Join(filepath.Dir(self), "logbook-hook")) + " claude"
+	case lookPathIs("logbook"):
+		cmd = "logbook hook claude"
+	case self != "":
+		cmd = shellQuote(self) + " hook claude"
+	default:
+		cmd = "logbook hook claude"
+	}
+	if g.data != "" {
+		if abs, err := filepath.Abs(g.data); err == nil {
+			cmd = strings.Replace(cmd, " claude", " --data "+shellQuote(abs)+" claude", 1)
+		}
+	}
+	if gate {
+		cmd += " --gate"
+	}
+	return cmd
+}
+
+func lookPathIs(name string) bool {
+	_, err := exec.LookPath(name)
+	return err == nil
+}
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
+}
+
+// shellQuote quotes s for sh when it holds anything but safe characters.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// isLogbookHook reports whether a hook command is Logbook's: its program
+// is logbook-hook, or logbook run as `hook …`.
+func isLogbookHook(command string) bool {
+	fields := strings.Fields(command)
+	if len(fields) == 0 {
+		return false
+	}
+	prog := filepath.Base(strings.Trim(fields[0], `'"`))
+	switch prog {
+	case "logbook-hook":
+		return true
+	case "logbook":
+		return slices.Contains(fields[1:], "hook")
+	}
+	return false
+}
+
+// hooksEdit installs (install true) or removes Logbook's hooks in the
+// settings file f names, printing the diff; nothing is written when
+// nothing changes or with --dry-run.
+func hooksEdit(g *globals, f hooksFlags, install bool) error {
+	path, err := f.settingsPath()
+	if err != nil {
+		return err
+	}
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	existed := err == nil
+	var cmdLine string
+	if install {
+		cmdLine = hookCommand(g, f.gate)
+	}
+	updated, err := editSettings(old, cmdLine)
+	if err != nil {
+		return fmt.Errorf("%s: %w; fix it or move it aside, then run this again", path, err)
+	}
+	if bytes.Equal(old, updated) || (!existed && !install) {
+		fmt.Fprintf(g.stdout, "%s: unchanged\n", path)
+		return nil
+	}
+	fmt.Fprintf(g.stdout, "--- %s\n+++ %s\n", path, path)
+	writeLineDiff(g.stdout, string(old), string(updated))
+	if f.dryRun {
+		fmt.Fprintln(g.stdout, "(dry run: nothing written)")
+		return nil
+	}
+	mode := fs.FileMode(0o644)
+	if existed {
+		st, err := os.Stat(path)
+		if err != nil {
+			return err
+		}
+		mode = st.Mode().Perm()
+		backup, err := writeBackup(path, old, mode)
+		if err != nil {
+			return fmt.Errorf("back up %s: %w", path, err)
+		}
+		fmt.Fprintf(g.stdout, "backed up the old file to %s\n", backup)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(path, updated, mode); err != nil {
+		return err
+	}
+	if install {
+		fmt.Fprintf(g.stdout, "wired %s to %s\n", plural(len(claudeHookEvents), "hook event"), cmdLine)
+	} else {
+		fmt.Fprintln(g.stdout, "removed Logbook's hooks")
+	}
+	return nil
+}
+
+// hookEntry is one hook of a group in settings.json.
+type hookEntry struct {
+	Type    string `json:"type"`
+	Command string `json:"command"`
+}
+
+// writeBackup writes old beside path as path.<UTC time>.bak (…-2.bak and
+// on when that exists: a backup is never overwritten) and returns its
+// name.
+func writeBackup(path string, old []byte, mode fs.FileMode) (string, error) {
+	base := fmt.Sprintf("%s.%s", path, time.Now().UTC().Format("20060102T150405Z"))
+	for n := 1; ; n++ {
+		name := base + ".bak"
+		if n > 1 {
+			name = fmt.Sprintf("%s-%d.bak", base, n)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		_, err = f.Write(old)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return name, err
+	}
+}
+
+// editSettings returns settings.json text old with every Logbook hook
+// removed and, when command is set, one group per event of
+// claudeHookEvents running command added. Keys keep their order; an
+// event left with no group and a "hooks" left empty are removed.
+func editSettings(old []byte, command string) ([]byte, error) {
+	var top object
+	if len(bytes.TrimSpace(old)) > 0 {
+		if err := json.Unmarshal(old, &top); err != nil {
+			return nil, fmt.Errorf("not valid JSON: %w", err)
+		}
+	}
+	var hooks object
+	if raw, ok := top.get("hooks"); ok {
+		if err := json.Unmarshal(raw, &hooks); err != nil {
+			return nil, fmt.Errorf(`"hooks" is not an object: %w`, err)
+		}
+	}
+	for i := 0; i < len(hooks); i++ {
+		ev := hooks[i].key
+		var groups []json.RawMessage
+		if err := json.Unmarshal(hooks[i].val, &groups); err != nil {
+			return nil, fmt.Errorf(`"hooks"."%s" is not a list: %w`, ev, err)
+		}
+		kept, changed, err := withoutLogbook(groups)
+		if err != nil {
+			return nil, fmt.Errorf(`"hooks"."%s": %w`, ev, err)
+		}
+		if !changed {
+			continue
+		}
+		if len(kept) == 0 {
+			hooks = slices.Delete(hooks, i, i+1)
+			i--
+			continue
+		}
+		hooks[i].val = rawList(kept)
+	}
+	if command != "" {
+		for _, ev := range claudeHookEvents {
+			group := struct {
+				Matcher string `json:"matcher,omitempty"`
+				Hooks   []any  `json:"hooks"`
+			}{Hooks: []any{hookEntry{Type: "command", Command: command}}}
+			if toolHookEvents[ev] {
+				group.Matcher = "*"
+			}
+			var groups []json.RawMessage
+			if raw, ok := hooks.get(ev); ok {
+				if err := json.Unmarshal(raw, &groups); err != nil {
+					return nil, err
+				}
+			}
+			b, err := marshalPlain(group)
+			if err != nil {
+				return nil, err
+			}
+			hooks.set(ev, rawList(append(groups, b)))
+		}
+	}
+	if len(hooks) == 0 {
+		top.remove("hooks")
+	} else {
+		raw, _ := hooks.MarshalJSON()
+		top.set("hooks", raw)
+	}
+	if len(top) == 0 && len(bytes.TrimSpace(old)) == 0 {
+		return old, nil
+	}
+	flat, _ := top.MarshalJSON()
+	var out bytes.Buffer
+	if err := json.Indent(&out, flat, "", "  "); err != nil {
+		return nil, err
+	}
+	out.WriteByte('\n')
+	// Unchanged content keeps the file as its owner wrote it.
+	if len(old) > 0 && jsonEqual(old, out.Bytes()) {
+		return old, nil
+	}
+	return out.Bytes(), nil
+}
+
+// withoutLogbook returns groups with Logbook's hooks taken out of each,
+// dropping a group left with none; changed reports whether any was.
+func withoutLogbook(groups []json.RawMessage) (kept []json.RawMessage, changed bool, err error) {
+	for _, g := range groups {
+		var obj object
+		if err := json.Unmarshal(g, &obj); err != nil {
+			return nil, false, fmt.Errorf("a hook group is not an object: %w", err)
+		}
+		raw, ok := obj.get("hooks")
+		if !ok {
+			kept = append(kept, g)
+			continue
+		}
+		var hs []json.RawMessage
+		if err := json.Unmarshal(raw, &hs); err != nil {
+			return nil, false, fmt.Errorf(`a group's "hooks" is not a list: %w`, err)
+		}
+		var left []json.RawMessage
+		for _, h := range hs {
+			var c struct {
+				Command string `json:"command"`
+			}
+			if json.Unmarshal(h, &c) == nil && isLogbookHook(c.Command) {
+				changed = true
+				continue
+			}
+			left = append(left, h)
+		}
+		if len(left) == len(hs) {
+			kept = append(kept, g)
+			continue
+		}
+		if len(left) == 0 {
+			continue
+		}
+		obj.set("hooks", rawList(left))
+		g, _ = obj.MarshalJSON()
+		kept = append(kept, g)
+	}
+	return kept, changed, nil
+}
+
+// rawList joins JSON values into a JSON list, as they are (json.Marshal
+// would escape their <, > and &).
+func rawList(vs []json.RawMessage) json.RawMessage {
+	b := []byte{'['}
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, v...)
+	}
+	return append(b, ']')
+}
+
+// marshalPlain is json.Marshal without escaping <, > and &: a command
+// line in settings.json reads as written.
+func marshalPlain(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// jsonEqual reports whether a and b are the same JSON value.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+// object is a JSON object that keeps its keys in order, its values as
+// they were written.
+type object []member
+
+type member struct {
+	key string
+	val json.RawMessage
+}
+
+func (o object) get(k string) (json.RawMessage, bool) {
+	for _, m := range o {
+		if m.key == k {
+			return m.val, true
+		}
+	}
+	return nil, false
+}
+
+func (o *object) set(k string, v json.RawMessage) {
+	for i := range *o {
+		if (*o)[i].key == k {
+			(*o)[i].val = v
+			return
+		}
+	}
+	*o = append(*o, member{k, v})
+}
+
+func (o *object) remove(k string) {
+	*o = slices.DeleteFunc(*o, func(m member) bool { return m.key == k })
+}
+
+// UnmarshalJSON reads a JSON object, keeping its keys' order.
+func (o *object) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t != json.Delim('{') {
+		return fmt.Errorf("want an object, got %v", t)
+	}
+	*o = nil
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		o.set(t.(string), v)
+	}
+	_, err = dec.Token()
+	return err
+}
+
+// MarshalJSON writes the object's keys in order.
+func (o object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(m.key)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(m.val)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// writeLineDiff prints the lines of a and b that differ, as a unified
+// diff without hunk headers: " " kept, "-" removed, "+" added, with at
+// most two kept lines around each change.
+func writeLineDiff(w io.Writer, a, b string) {
+	x, y := splitLines(a), splitLines(b)
+	// The longest common subsequence, by dynamic programming: settings
+	// files are small.
+	lcs := make([][]int, len(x)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(y)+1)
+	}
+	for i := len(x) - 1; i >= 0; i-- {
+		for j := len(y) - 1; j >= 0; j-- {
+			if x[i] == y[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	type line struct {
+		op   byte
+		text string
+	}
+	var ops []line
+	i, j := 0, 0
+	for i < len(x) || j < len(y) {
+		switch {
+		case i < len(x) && j < len(y) && x[i] == y[j]:
+			ops = append(ops, line{' ', x[i]})
+			i, j = i+1, j+1
+		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
+			ops = append(ops, line{'+', y[j]})
+			j++
+		default:
+			ops = append(ops, line{'-', x[i]})
+			i++
+		}
+	}
+	const ctx = 2
+	near := func(k int) bool {
+		for d := max(0, k-ctx); d <= min(len(ops)-1, k+ctx); d++ {
+			if ops[d].op != ' ' {
+				return true
+			}
+		}
+		return false
+	}
+	skipped := false
+	for k, l := range ops {
+		if l.op == ' ' && !near(k) {
+			if !skipped {
+				fmt.Fprintln(w, "@@")
+			}
+			skipped = true
+			continue
+		}
+		skipped = false
+		fmt.Fprintf(w, "%c%s\n", l.op, l.text)
+	}
+}
+
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+// hookWiring is where one hook event is wired to Logbook.
+type hookWiring struct {
+	Event   string   `json:"event"`
+	User    []string `json:"user"`    // Logbook's commands in the user's settings
+	Project []string `json:"project"` // and in the project's (settings.json, settings.local.json)
+}
+
+// hooksStatus prints, for each hook event Logbook reads, the Logbook
+// commands wired to it in the user's and the project's settings.
+func hooksStatus(g *globals, f hooksFlags) error {
+	user, err := userSettingsPath()
+	if err != nil {
+		return err
+	}
+	dir := f.project
+	if dir == "" {
+		dir = "."
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	projectFiles := []string{filepath.Join(dir, ".claude", "settings.json"), filepath.Join(dir, ".claude", "settings.local.json")}
+	wired := func(paths ...string) (map[string][]string, error) {
+		out := map[string][]string{}
+		for _, p := range paths {
+			m, err := logbookHooksIn(p)
+			if err != nil {
+				return nil, err
+			}
+			for ev, cmds := range m {
+				out[ev] = append(out[ev], cmds...)
+			}
+		}
+		return out, nil
+	}
+	u, err := wired(user)
+	if err != nil {
+		return err
+	}
+	p, err := wired(projectFiles...)
+	if err != nil {
+		return err
+	}
+	rows := make([]hookWiring, 0, len(claudeHookEvents))
+	missing := 0
+	for _, ev := range claudeHookEvents {
+		r := hookWiring{Event: ev, User: u[ev], Project: p[ev]}
+		if r.User == nil {
+			r.User = []string{}
+		}
+		if r.Project == nil {
+			r.Project = []string{}
+		}
+		if len(r.User)+len(r.Project) == 0 {
+			missing++
+		}
+		rows = append(rows, r)
+	}
+	if g.json {
+		return writeJSON(g.stdout, struct {
+			UserSettings     string       `json:"user_settings"`
+			ProjectSettings  []string     `json:"project_settings"`
+			Events           []hookWiring `json:"events"`
+			EventsNotWired   int          `json:"events_not_wired"`
+			EventsUnderstood int          `json:"events_understood"`
+		}{user, projectFiles, rows, missing, len(claudeHookEvents)})
+	}
+	fmt.Fprintf(g.stdout, "user:    %s\nproject: %s\n\n", user, strings.Join(projectFiles, ", "))
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "EVENT\tUSER\tPROJECT")
+	show := func(cmds []string) string {
+		if len(cmds) == 0 {
+			return "-"
+		}
+		return strings.Join(cmds, "; ")
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Event, show(r.User), show(r.Project))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if missing > 0 {
+		fmt.Fprintf(g.stdout, "\n%s of %d not wired: run `logbook hooks install`\n", plural(missing, "event"), len(claudeHookEvents))
+	}
+	return nil
+}
+
+// logbookHooksIn returns the Logbook hook commands in settings file path
+// by event; a file that does not exist has none.
+func logbookHooksIn(path string) (map[string][]string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s struct {
+		Hooks map[string][]struct {
+			Hooks []struct {
+				Command string `json:"command"`
+			} `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: not valid settings JSON: %w", path, err)
+	}
+	out := map[string][]string{}
+	for ev, groups := range s.Hooks {
+		for _, g := range groups {
+			for _, h := range g.Hooks {
+				if isLogbookHook(h.Command) {
+					out[ev] = append(out[ev], h.Command)
+				}
+			}
+		}
+	}
+	return out, nil
+}
