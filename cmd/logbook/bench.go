@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,6 +25,7 @@ func benchCmd(g *globals) *cobra.Command {
 		fsync []string
 		quick bool
 		keep  bool
+		check bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -44,8 +48,13 @@ measured on the same server in the same run, and their ratio:
             reading the same messages without decoding them
   import    import claude of synthetic transcripts into a running serve;
             baseline: the same messages published the same way
-  hook      hook claude, this binary started once per payload, against a
-            running serve (fsync always); baseline: logbook version
+  hook      logbook-hook claude (when found beside this binary or on
+            $PATH) and logbook hook claude, started once per payload,
+            against a running serve (fsync always); baselines: a Go program
+            that does nothing (built with the go command) and logbook
+            version, started as often
+  command   logbook exec of true in full_access through the serve's
+            workers, request to exit; baseline: fork/exec of true
   scale     queries of a generated history answered by a running serve,
             this binary started once per query and timed to its exit:
             sessions (all, --limit 100, --phase working with 10 working) at
@@ -66,7 +75,9 @@ ratios are steadier. Where Logbook holds itself to a floor for a ratio,
 the FLOOR column says whether this run meets it; for the scale rows it
 holds the sessions p50 at 10,000 sessions to 300 ms, its growth between
 sizes to at most the growth of the rows printed, and the --limit and
---phase p50s to 1.5 times (+5 ms) those at the first size.`,
+--phase p50s to 1.5 times (+5 ms) those at the first size; logbook-hook
+to p50 ≤ 15 ms and p99 ≤ 40 ms. With --check, bench exits 1 when any
+floor is missed, naming each.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if g.natsURL != "" {
@@ -89,7 +100,7 @@ sizes to at most the growth of the rows printed, and the --limit and
 					return fmt.Errorf("--fsync %q: want always or interval", f)
 				}
 			}
-			return runBench(cmd.Context(), g, cfg, keep)
+			return runBench(cmd.Context(), g, cfg, keep, check)
 		},
 	}
 	f := cmd.Flags()
@@ -106,12 +117,13 @@ sizes to at most the growth of the rows printed, and the --limit and
 	f.IntVar(&cfg.ScaleEvents, "scale-events", 0, "events of the long session of the scale rows (default 100000, --quick 20000)")
 	f.IntVar(&cfg.Queries, "queries", 0, "runs of each scale row (default 20, --quick 10)")
 	f.BoolVar(&keep, "keep", false, "keep the working directory")
+	f.BoolVar(&check, "check", false, "exit 1, naming each, when the run misses a floor (a ratio LOW or a latency MISSED)")
 	return cmd
 }
 
 // runBench runs the workloads cfg selects in a fresh working directory
 // (inside --data when given) and prints the table, or JSON.
-func runBench(ctx context.Context, g *globals, cfg bench.Config, keep bool) error {
+func runBench(ctx context.Context, g *globals, cfg bench.Config, keep, check bool) error {
 	dir, err := bench.MakeDir(g.data)
 	if err != nil {
 		return err
@@ -128,9 +140,39 @@ func runBench(ctx context.Context, g *globals, cfg bench.Config, keep bool) erro
 		return err
 	}
 	if g.json {
-		return writeJSON(g.stdout, rep)
+		err = writeJSON(g.stdout, rep)
+	} else {
+		err = rep.WriteText(g.stdout, keep)
 	}
-	return rep.WriteText(g.stdout, keep)
+	if err != nil || !check {
+		return err
+	}
+	return checkFloors(rep)
+}
+
+// checkFloors is --check: an error (exit 1) naming every floor rep
+// missed; nil when it met them all.
+func checkFloors(rep bench.Report) error {
+	if missed := rep.Missed(); len(missed) > 0 {
+		s := "s"
+		if len(missed) == 1 {
+			s = ""
+		}
+		return &exitError{code: 1, err: fmt.Errorf("bench: %d floor%s missed:\n  %s", len(missed), s, strings.Join(missed, "\n  "))}
+	}
+	return nil
+}
+
+// hookExe finds the logbook-hook binary the bench's hook row starts:
+// beside exe, else on $PATH; "" when there is none.
+func hookExe(exe string) string {
+	if p := filepath.Join(filepath.Dir(exe), "logbook-hook"); p != exe {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p
+		}
+	}
+	p, _ := exec.LookPath("logbook-hook")
+	return p
 }
 
 // benchCLI wires the bench workloads to this command line: exe is the
@@ -161,6 +203,7 @@ func benchCLI(exe string) bench.CLI {
 		},
 		SpoolDir: func(data string) string { return dataDir(data).path("spool") },
 		Exe:      exe,
+		HookExe:  hookExe(exe),
 		Version:  version,
 	}
 }

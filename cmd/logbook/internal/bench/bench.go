@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -195,6 +196,9 @@ type CLI struct {
 	// Exe is the logbook binary the process rows start, as `logbook`
 	// (argv[0], the name a test binary dispatches on).
 	Exe string
+	// HookExe is the logbook-hook binary, started as `logbook-hook`;
+	// "" leaves its row out.
+	HookExe string
 	// Version is what the report names the build by.
 	Version string
 }
@@ -206,7 +210,7 @@ func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Write
 	env := newBenchEnv(dir, cfg, cli)
 	defer env.close()
 	rep := Report{
-		Version: cli.Version, Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
+		Version: BuildVersion(cli.Version), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
 		CPUs: runtime.NumCPU(), Quick: cfg.Quick, Dir: dir,
 	}
 	var ws []benchWorkload
@@ -280,7 +284,8 @@ func (r Report) WriteText(w io.Writer, kept bool) error {
 		mode = "quick"
 	}
 	fmt.Fprintf(w, "logbook bench (%s run): %s, %s, %d CPUs; working dir %s (%s)\n", mode, r.Version, r.OS, r.CPUs, r.Dir, where)
-	fmt.Fprintln(w, "ratio = Logbook rate ÷ baseline rate, both on the same server in this run; P50/P99: Logbook's latency per operation")
+	fmt.Fprintln(w, "RATIO = Logbook's rate ÷ the baseline's rate, both measured on the same server in this run (1.00: as fast as raw); P50/P99: Logbook's latency per operation")
+	fmt.Fprintln(w, "FLOOR = the least ratio (≥) or the most latency (≤) Logbook holds itself to: ok met, LOW or MISSED not met (--check exits 1)")
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, n)
 	}
@@ -288,9 +293,11 @@ func (r Report) WriteText(w io.Writer, kept bool) error {
 	t := [][]string{{"WORKLOAD", "LOGBOOK", "P50", "P99", "BASELINE", "RAW", "RATIO", "FLOOR"}}
 	for _, row := range r.Rows {
 		for i, b := range row.Baselines {
-			cells := []string{"", "", "", "", b.Name, benchRate(b.Rate, row.Unit), fmt.Sprintf("%.2f", b.Ratio), ""}
+			// Every line names its workload and its baseline, so a line
+			// read alone (grep) says what it compares.
+			cells := []string{row.Workload, "〃", "", "", b.Name, benchRate(b.Rate, row.Unit), fmt.Sprintf("%.2f", b.Ratio), ""}
 			if i == 0 {
-				cells[0], cells[1] = row.Workload, benchRate(row.Logbook.Rate, row.Unit)
+				cells[1] = benchRate(row.Logbook.Rate, row.Unit)
 				cells[2], cells[3] = benchMs(row.Logbook.P50ms), benchMs(row.Logbook.P99ms)
 			}
 			if b.Meets != nil {
@@ -309,6 +316,55 @@ func (r Report) WriteText(w io.Writer, kept bool) error {
 		}
 	}
 	return benchTable(w, t, "lrrrlrrl")
+}
+
+// Missed lists the floors this run did not meet, one line each
+// ("workload: baseline ratio 0.31 < 0.40"); none: every floor met.
+func (r Report) Missed() []string {
+	var out []string
+	for _, row := range r.Rows {
+		for _, b := range row.Baselines {
+			if b.Meets != nil && !*b.Meets {
+				out = append(out, fmt.Sprintf("%s: ratio %.2f to %s, floor %.2f", row.Workload, b.Ratio, b.Name, b.Floor))
+			}
+		}
+		if row.Check != nil && !row.Check.OK {
+			out = append(out, fmt.Sprintf("%s: %s (p50 %s, p99 %s)", row.Workload, row.Check.Text, benchMs(row.Logbook.P50ms), benchMs(row.Logbook.P99ms)))
+		}
+	}
+	return out
+}
+
+// BuildVersion names the build from its VCS information, as the go
+// command stamps it: "<module version> <revision, 12 digits>[+dirty]
+// <commit time>", e.g. "(devel) 1a2b3c4d5e6f 2026-11-30T16:00:00Z"; fallback
+// when the binary carries none (go run, tests).
+func BuildVersion(fallback string) string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return fallback
+	}
+	var rev, at, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return fallback
+	}
+	v := bi.Main.Version
+	if fallback != "" && fallback != "dev" {
+		v = fallback
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s %s%s %s", v, rev[:min(12, len(rev))], dirty, at))
 }
 
 // benchTable writes rows as columns two spaces apart, each aligned left

@@ -95,9 +95,21 @@ func (e *benchEnv) workloads() []benchWorkload {
 			group: "import", name: fmt.Sprintf("import claude %d×%d lines → serve", e.cfg.Sessions, e.cfg.Lines), unit: "line",
 			logbook: e.importRun, baselines: []benchBaseline{{name: "same batches, publish/atomic batch, 4 writers", run: e.importRaw}},
 		},
+	)
+	starts := []benchBaseline{{name: "logbook version (process start)", run: e.versionRun}}
+	if _, err := exec.LookPath("go"); err == nil { // it builds the minimal binary
+		starts = append([]benchBaseline{{name: "minimal Go binary (process start)", run: e.minimalRun}}, starts...)
+	}
+	if e.cli.HookExe != "" {
+		ws = append(ws, benchWorkload{
+			group: "hook", name: "logbook-hook claude → serve, fsync always", unit: "hook",
+			logbook: e.hookRun(e.cli.HookExe, "logbook-hook", "claude"), baselines: starts, check: hookCheck,
+		})
+	}
+	ws = append(ws,
 		benchWorkload{
-			group: "hook", name: "hook claude → serve, fsync always", unit: "hook",
-			logbook: e.hookRun, baselines: []benchBaseline{{name: "logbook version (process start)", run: e.versionRun}},
+			group: "hook", name: "logbook hook claude → serve, fsync always", unit: "hook",
+			logbook: e.hookRun(e.cli.Exe, "logbook", "hook", "claude"), baselines: starts,
 		},
 		benchWorkload{
 			group: "command", name: "exec full_access true → exited, via workers", unit: "cmd",
@@ -780,44 +792,83 @@ func (e *benchEnv) importRaw(ctx context.Context) (benchSample, error) {
 	return benchSample{ops: int(done.Load()), elapsed: time.Since(start)}, errors.Join(errs...)
 }
 
-// hookRun starts this binary as `logbook hook claude` once per payload,
-// one after another, against the running serve, and times each from start
-// to exit. Every payload must have left the spool by the end.
-func (e *benchEnv) hookRun(ctx context.Context) (benchSample, error) {
+// hookCheck holds a hook, end to end, to p50 ≤ 15 ms and p99 ≤ 40 ms:
+// it runs in the agent's path for every tool call.
+func hookCheck(f Figures) *Check {
+	c := &Check{Text: "p50 ≤15ms, p99 ≤40ms"}
+	c.OK = f.P50ms != nil && f.P99ms != nil && *f.P50ms <= 15 && *f.P99ms <= 40
+	return c
+}
+
+// hookRun returns a run that starts exe (as name, with args) once per
+// payload, one after another, against the running serve, and times each
+// from start to exit. Every payload must have left the spool by the end.
+func (e *benchEnv) hookRun(exe, name string, args ...string) benchRun {
+	return func(ctx context.Context) (benchSample, error) {
+		s, err := e.serve(ctx)
+		if err != nil {
+			return benchSample{}, err
+		}
+		run := e.runs.Add(1)
+		smp, err := e.processesOf(ctx, exe, name, s, args, func(i int) []byte {
+			return fmt.Appendf(nil, `{"session_id":"bench-hook-%d","transcript_path":"/home/user/.claude/projects/p/bench-hook-%d.jsonl","cwd":"/home/user/project","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"go test ./..."},"tool_use_id":"toolu_bench_%d_%d"}`,
+				i%8, i%8, run, i)
+		})
+		if err != nil {
+			return smp, err
+		}
+		// A hook the server did not answer in time leaves its payload to
+		// the server's drain: wait for that, not longer.
+		sp, err := claude.Open(e.cli.SpoolDir(s.data))
+		if err != nil {
+			return smp, err
+		}
+		for deadline := time.Now().Add(hookDrainWait); ; time.Sleep(20 * time.Millisecond) {
+			left, err := sp.Pending()
+			if err != nil {
+				return smp, err
+			}
+			if len(left) == 0 {
+				return smp, nil
+			}
+			if time.Now().After(deadline) {
+				return smp, fmt.Errorf("%d hook payloads still in the spool %s after the last hook: the server did not take them", len(left), hookDrainWait)
+			}
+			if err := ctx.Err(); err != nil {
+				return smp, err
+			}
+		}
+	}
+}
+
+// minimalRun starts a Go program that does nothing, built for this run
+// with the go command, as often as hookRun starts hooks: the least a
+// process of a Go binary costs on this machine.
+func (e *benchEnv) minimalRun(ctx context.Context) (benchSample, error) {
 	s, err := e.serve(ctx)
 	if err != nil {
 		return benchSample{}, err
 	}
-	run := e.runs.Add(1)
-	smp, err := e.processes(ctx, s, []string{"hook", "claude"}, func(i int) []byte {
-		return fmt.Appendf(nil, `{"session_id":"bench-hook-%d","transcript_path":"/home/user/.claude/projects/p/bench-hook-%d.jsonl","cwd":"/home/user/project","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"go test ./..."},"tool_use_id":"toolu_bench_%d_%d"}`,
-			i%8, i%8, run, i)
-	})
-	if err != nil {
-		return smp, err
-	}
-	// A hook that found the spool's lock taken (the server drains it
-	// every second) or the server slow past its own wait leaves its
-	// payload to the server's next drain: wait for that, not longer.
-	sp, err := claude.Open(e.cli.SpoolDir(s.data))
-	if err != nil {
-		return smp, err
-	}
-	for deadline := time.Now().Add(hookDrainWait); ; time.Sleep(20 * time.Millisecond) {
-		left, err := sp.Pending()
-		if err != nil {
-			return smp, err
+	dir := filepath.Join(e.dir, "minimal")
+	exe := filepath.Join(dir, "minimal")
+	if _, err := os.Stat(exe); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return benchSample{}, err
 		}
-		if len(left) == 0 {
-			return smp, nil
+		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o600); err != nil {
+			return benchSample{}, err
 		}
-		if time.Now().After(deadline) {
-			return smp, fmt.Errorf("%d hook payloads still in the spool %s after the last hook: the server did not take them", len(left), hookDrainWait)
+		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module minimal\n"), 0o600); err != nil {
+			return benchSample{}, err
 		}
-		if err := ctx.Err(); err != nil {
-			return smp, err
+		c := exec.CommandContext(ctx, "go", "build", "-o", exe, ".")
+		c.Dir = dir
+		c.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+		if out, err := c.CombinedOutput(); err != nil {
+			return benchSample{}, fmt.Errorf("build a minimal Go binary (needs the go command): %w\n%s", err, out)
 		}
 	}
+	return e.processesOf(ctx, exe, "minimal", s, nil, func(int) []byte { return nil })
 }
 
 // hookDrainWait is how long hookRun gives the server's drain, which runs
@@ -837,16 +888,24 @@ func (e *benchEnv) versionRun(ctx context.Context) (benchSample, error) {
 // processes runs this binary with args cfg.Hooks times in a row, stdin(i)
 // on its standard input, on the serve's data dir, and times each run.
 func (e *benchEnv) processes(ctx context.Context, s *benchServe, args []string, stdin func(i int) []byte) (benchSample, error) {
+	return e.processesOf(ctx, e.cli.Exe, "logbook", s, append([]string{"--data", s.data}, args...), stdin)
+}
+
+// processesOf runs exe, as name (argv[0], the name a test binary
+// dispatches on), with args cfg.Hooks times in a row, stdin(i) on its
+// standard input and $LOGBOOK_DATA the serve's data dir, and times each
+// run.
+func (e *benchEnv) processesOf(ctx context.Context, exe, name string, s *benchServe, args []string, stdin func(i int) []byte) (benchSample, error) {
 	lat := make([]time.Duration, 0, e.cfg.Hooks)
 	start := time.Now()
 	for i := range e.cfg.Hooks {
-		c := exec.CommandContext(ctx, e.cli.Exe, append([]string{"--data", s.data}, args...)...)
-		c.Args[0] = "logbook" // the name a test binary dispatches on
+		c := exec.CommandContext(ctx, exe, args...)
+		c.Args[0] = name
 		c.Env = append(os.Environ(), "LOGBOOK_DATA="+s.data)
 		c.Stdin = bytes.NewReader(stdin(i))
 		t := time.Now()
 		if out, err := c.CombinedOutput(); err != nil {
-			return benchSample{}, fmt.Errorf("logbook %v: %w\n%s", args, err, out)
+			return benchSample{}, fmt.Errorf("%s %v: %w\n%s", name, args, err, out)
 		}
 		lat = append(lat, time.Since(t))
 	}
