@@ -28,6 +28,7 @@ type Ingester struct {
 	clock  events.Clock
 	skip   bool
 	asNew  bool
+	index  *SkipIndex
 }
 
 // IngestConfig configures an Ingester.
@@ -50,6 +51,10 @@ type IngestConfig struct {
 	AsNew bool
 	// Actor is stamped on decided events; "" is "claude-code".
 	Actor string
+	// Skip, if set, lets ImportFile skip a file that has not changed since
+	// an import of it left nothing behind, without loading its session
+	// from the log, and remembers files so imported (see SkipIndex).
+	Skip *SkipIndex
 }
 
 // NewIngester returns an Ingester appending to cfg.Log.
@@ -79,6 +84,7 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 		clock:  cfg.Clock,
 		skip:   cfg.SkipInvalid,
 		asNew:  cfg.AsNew,
+		index:  cfg.Skip,
 		x: &events.Executor[session.State]{
 			Log: cfg.Log, Reg: cfg.Reg, Init: session.Init, Evolve: session.Evolve,
 			IDs: cfg.IDs, Host: cfg.Host, Actor: cmpOr(cfg.Actor, "claude-code"),
@@ -284,10 +290,30 @@ func (in *Ingester) claudeLines() LineSource {
 // by src: the same per-file cursor, fingerprints, torn-line wait, line
 // errors and --skip-invalid.
 func (in *Ingester) ImportFileFrom(ctx context.Context, path string, agg events.Aggregate, src LineSource, progress func(line int)) (FileResult, error) {
+	if in.index == nil {
+		res, _, err := in.importFileAt(ctx, path, agg, src, progress)
+		return res, err
+	}
+	if e, ok := in.index.unchanged(path, agg); ok {
+		return FileResult{Path: path, Session: e.Session, Skipped: e.Fingerprint.Line, Lines: e.Fingerprint.Line}, nil
+	}
+	res, fp, err := in.importFileAt(ctx, path, agg, src, progress)
+	if err != nil || res.Torn || len(res.Warnings) > 0 || res.Lines != fp.Line {
+		in.index.forget(path)
+	} else {
+		in.index.record(path, agg, res.Session, fp)
+	}
+	return res, err
+}
+
+// importFileAt is ImportFileFrom without the index; it also returns the
+// fingerprint of the last line of the file now in the log (zero if none).
+func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Aggregate, src LineSource, progress func(line int)) (FileResult, events.Fingerprint, error) {
 	res := FileResult{Path: path, Session: agg.ID}
+	var lastFP events.Fingerprint
 	s, err := in.x.State(ctx, agg)
 	if err != nil {
-		return res, err
+		return res, lastFP, err
 	}
 	rewrittenFrom := ""
 	for hops := 0; ; hops++ {
@@ -296,34 +322,34 @@ func (in *Ingester) ImportFileFrom(ctx context.Context, path string, agg events.
 			break
 		}
 		if hops >= 16 {
-			return res, fmt.Errorf("%s: changed under Logbook more than %d times (the newest history is session %s); stopped", path, hops, agg.ID)
+			return res, lastFP, fmt.Errorf("%s: changed under Logbook more than %d times (the newest history is session %s); stopped", path, hops, agg.ID)
 		}
 		found, size, same, err := CheckFingerprint(path, fp)
 		if err != nil {
-			return res, err
+			return res, lastFP, err
 		}
 		if same {
 			break
 		}
 		if f, err := in.firstDifference(ctx, agg, path); err != nil {
-			return res, err
+			return res, lastFP, err
 		} else if f != nil {
 			found = *f
 		}
 		next, err := in.diverge(ctx, agg, path, fp, found, size)
 		if err != nil {
-			return res, err
+			return res, lastFP, err
 		}
 		// Read from the log, not the cache: another process may have
 		// started the new history (import --as-new) since.
 		recs, _, err := in.x.Log.Load(ctx, next)
 		if err != nil {
-			return res, err
+			return res, lastFP, err
 		}
 		ns := session.Fold(session.Init(next), recs)
 		if !in.asNew && ns.Cursor(path) == 0 {
 			res.Skipped = fp.Line // kept by agg
-			return res, &DivergedError{Path: path, Session: agg.ID, NewSession: next.ID, Imported: fp, Found: found, Size: size}
+			return res, lastFP, &DivergedError{Path: path, Session: agg.ID, NewSession: next.ID, Imported: fp, Found: found, Size: size}
 		}
 		if !in.asNew {
 			line, what := divergence(fp, found, size)
@@ -337,6 +363,7 @@ func (in *Ingester) ImportFileFrom(ctx context.Context, path string, agg events.
 	}
 	res.Lines = s.Cursor(path)
 	res.Skipped = s.Cursor(path)
+	lastFP, _ = s.Fingerprint(path)
 	last := s.UpdatedAt
 	if last.IsZero() {
 		// Lines before the first timestamped one take its time, so an
@@ -353,6 +380,10 @@ func (in *Ingester) ImportFileFrom(ctx context.Context, path string, agg events.
 		if err := in.appendRun(ctx, agg, path, run, &res, progress); err != nil {
 			return err
 		}
+		if len(run) > 0 {
+			o, _ := events.Observed(run[len(run)-1].obs.Data)
+			lastFP = *o.Fingerprint
+		}
 		run = run[:0]
 		return stop
 	}
@@ -365,7 +396,8 @@ func (in *Ingester) ImportFileFrom(ctx context.Context, path string, agg events.
 	}
 	for l, err := range lines {
 		if err != nil {
-			return res, flush(err)
+			err = flush(err)
+			return res, lastFP, err
 		}
 		if l.Torn {
 			res.Torn = true
@@ -382,7 +414,8 @@ func (in *Ingester) ImportFileFrom(ctx context.Context, path string, agg events.
 			o = events.Observation{Key: fmt.Sprintf("line:%d", l.N), Parser: src.Parser, Path: path, Line: l.N, Kind: "blank", Problems: []string{"blank line"}}
 		} else if o, err = src.Parse(path, l.N, l.Bytes); err != nil {
 			if !in.skip || o.Kind != "invalid" {
-				return res, flush(err)
+				err = flush(err)
+				return res, lastFP, err
 			}
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%v (recorded without signals)", err))
 		}
@@ -411,11 +444,12 @@ func (in *Ingester) ImportFileFrom(ctx context.Context, path string, agg events.
 		run = append(run, runLine{n: l.N, obs: obs})
 		if len(run) >= maxRunLines {
 			if err := flush(nil); err != nil {
-				return res, err
+				return res, lastFP, err
 			}
 		}
 	}
-	return res, flush(nil)
+	err = flush(nil)
+	return res, lastFP, err
 }
 
 // maxRunLines bounds the lines ImportFile decides together; each line

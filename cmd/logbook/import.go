@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
 func importCmd(g *globals) *cobra.Command {
@@ -27,10 +28,13 @@ func importCmd(g *globals) *cobra.Command {
 		Use:   "claude PATH...",
 		Short: "Import Claude Code transcripts (files or directories such as ~/.claude/projects)",
 		Long: `import claude reads Claude Code session transcripts (.jsonl) and their
-subagents' transcripts and appends each line, with the decisions it causes,
-as one atomic batch to the session's aggregate. Importing again appends
-only lines that are new; a last line still being written waits for the next
-import; a line that does not parse stops that file with its path and line.
+subagents' transcripts and appends each line's observation and the
+decisions it causes to the session's aggregate, a run of lines (up to 1,000
+events) as one atomic batch. Importing again appends only lines that are
+new, and skips a file unchanged since an import took all of it (its size,
+modification time and last line, kept in import-index.json in the data
+dir); a last line still being written waits for the next import; a line
+that does not parse stops that file with its path and line.
 
 A file that no longer holds what was imported from it (truncated, or
 rewritten with other lines) is reported and stopped: the log keeps what it
@@ -86,7 +90,18 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 	if err != nil {
 		return err
 	}
-	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Parser: parser, Host: host, SkipInvalid: skipInvalid, AsNew: asNew})
+	// Files unchanged since an import left nothing of them behind are
+	// skipped without reading their sessions from the log; the index
+	// belongs to this incarnation of the stream.
+	id, err := b.log.Identity(ctx)
+	if err != nil {
+		return err
+	}
+	index, err := claude.OpenSkipIndex(b.dd.path("import-index.json"), natslog.StreamName+"@"+id.Created.Format(time.RFC3339Nano))
+	if err != nil {
+		fmt.Fprintf(g.stderr, "warning: %v; every file's session is read from the log this time\n", err)
+	}
+	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Parser: parser, Host: host, SkipInvalid: skipInvalid, AsNew: asNew, Skip: index})
 	if err != nil {
 		return err
 	}
@@ -133,6 +148,9 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 	close(work)
 	wg.Wait()
 	prog.done()
+	if err := index.Save(); err != nil {
+		fmt.Fprintf(g.stderr, "warning: %v; the next import reads every file's session again\n", err)
+	}
 	sum.NotTranscripts = skipped
 	if g.json {
 		if err := writeJSON(g.stdout, sum); err != nil {

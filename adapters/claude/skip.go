@@ -1,0 +1,169 @@
+package claude
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// SkipIndex remembers, per transcript file, the size, modification time
+// and last imported line (its fingerprint: offsets and SHA-256) of the
+// file when an import of it left nothing behind: every complete line in
+// the log, no torn tail, no warning. An import of the file into the same
+// session then skips it without loading the session from the log as long
+// as its size and modification time are the same and the bytes the
+// fingerprint names still hash the same (CheckFingerprint). Any other
+// file, or a changed one, is imported as without the index.
+//
+// An index holds for one incarnation of the log (Stream, such as the
+// stream's creation time): opened for another, it starts empty, so a log
+// deleted and created again is never taken for the one the files were
+// imported into. It is safe for concurrent use; Save writes it.
+type SkipIndex struct {
+	path   string
+	mu     sync.Mutex
+	stream string
+	files  map[string]SkipEntry // by absolute file path
+	dirty  bool
+}
+
+// SkipEntry is what a SkipIndex keeps of one transcript file.
+type SkipEntry struct {
+	Agg         string             `json:"aggregate"` // the session aggregate the import was asked for
+	Session     string             `json:"session"`   // the session the lines went to (Agg, or its rewritten form)
+	Size        int64              `json:"size"`      // bytes
+	ModTime     int64              `json:"mtime_ns"`  // Unix nanoseconds
+	Fingerprint events.Fingerprint `json:"fingerprint"`
+}
+
+// skipFile is a SkipIndex on disk (JSON).
+type skipFile struct {
+	Stream string               `json:"stream"`
+	Files  map[string]SkipEntry `json:"files"`
+}
+
+// OpenSkipIndex reads the index at path for the log incarnation stream.
+// A missing file, or one written for another stream, gives an empty
+// index. Errors: a file that cannot be read or does not parse (naming
+// path); the index returned with them is empty and usable, and Save
+// replaces the file.
+func OpenSkipIndex(path, stream string) (*SkipIndex, error) {
+	x := &SkipIndex{path: path, stream: stream, files: map[string]SkipEntry{}}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return x, nil
+	}
+	if err != nil {
+		return x, fmt.Errorf("import index: %w", err)
+	}
+	var f skipFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return x, fmt.Errorf("import index %s: %w", path, err)
+	}
+	if f.Stream == stream && f.Files != nil {
+		x.files = f.Files
+	}
+	return x, nil
+}
+
+// Save writes the index to its path (a new file renamed over the old
+// one) if it changed since it was opened or saved.
+func (x *SkipIndex) Save() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.dirty {
+		return nil
+	}
+	b, err := json.Marshal(skipFile{Stream: x.stream, Files: x.files})
+	if err != nil {
+		return err
+	}
+	tmp := x.path + ".tmp-" + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("import index: %w", err)
+	}
+	if err := os.Rename(tmp, x.path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("import index: %w", err)
+	}
+	x.dirty = false
+	return nil
+}
+
+// Len returns how many files x remembers.
+func (x *SkipIndex) Len() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.files)
+}
+
+// unchanged returns the entry of the file at path if an import of it into
+// agg would find nothing to do: the entry was made for agg, and the file
+// has the size and modification time it had then, ends just after the
+// line the fingerprint names, and still holds that line.
+func (x *SkipIndex) unchanged(path string, agg events.Aggregate) (SkipEntry, bool) {
+	key, err := filepath.Abs(path)
+	if err != nil {
+		return SkipEntry{}, false
+	}
+	x.mu.Lock()
+	e, ok := x.files[key]
+	x.mu.Unlock()
+	if !ok || e.Agg != agg.ID || e.Size != e.Fingerprint.End {
+		return SkipEntry{}, false
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Size() != e.Size || st.ModTime().UnixNano() != e.ModTime {
+		return SkipEntry{}, false
+	}
+	if _, _, same, err := CheckFingerprint(path, e.Fingerprint); err != nil || !same {
+		return SkipEntry{}, false
+	}
+	return e, true
+}
+
+// record remembers that the file at path holds nothing past line fp,
+// which is in the log in session (imported when asked for agg), if the
+// file ends just after that line now; otherwise it forgets the file.
+func (x *SkipIndex) record(path string, agg events.Aggregate, session string, fp events.Fingerprint) {
+	key, err := filepath.Abs(path)
+	if err != nil {
+		return
+	}
+	st, err := os.Stat(path)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err != nil || fp.Line <= 0 || st.Size() != fp.End {
+		if _, ok := x.files[key]; ok {
+			delete(x.files, key)
+			x.dirty = true
+		}
+		return
+	}
+	e := SkipEntry{Agg: agg.ID, Session: session, Size: st.Size(), ModTime: st.ModTime().UnixNano(), Fingerprint: fp}
+	if x.files[key] != e {
+		x.files[key] = e
+		x.dirty = true
+	}
+}
+
+// forget drops the file at path from the index.
+func (x *SkipIndex) forget(path string) {
+	key, err := filepath.Abs(path)
+	if err != nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if _, ok := x.files[key]; ok {
+		delete(x.files, key)
+		x.dirty = true
+	}
+}
