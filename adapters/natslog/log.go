@@ -55,7 +55,25 @@ type Log struct {
 	// entering counts Append calls between entry and handing their
 	// request to the committer, which waits for them while gathering.
 	entering atomic.Int64
+
+	// direct holds a token per large decision being sent by its own
+	// caller (see DirectMin); inflight counts them for Close.
+	direct   chan struct{}
+	inflight sync.WaitGroup
+	closeMu  sync.RWMutex // held for reading by a direct send, for writing by Close
+	closed   bool         // guarded by closeMu
 }
+
+// DirectMin is the fewest events in one decision that its caller sends
+// itself, as one atomic batch, instead of handing it to the committer: a
+// decision that large gains nothing from merging, and sending it beside
+// the committer lets the server stage several large batches at once (an
+// import of many transcripts) rather than one after another.
+const DirectMin = events.MaxBatch / 4
+
+// maxDirect bounds the large decisions in flight at once, well below the
+// server's 50 atomic batches in flight per stream.
+const maxDirect = 8
 
 var _ events.Log = (*Log)(nil)
 
@@ -95,6 +113,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 		reqs:   make(chan *request),
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
+		direct: make(chan struct{}, maxDirect),
 	}
 	go l.run()
 	return l, nil
@@ -107,8 +126,14 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 // is bounded by Config.Timeout) and is idempotent; it does not close the
 // connection.
 func (l *Log) Close() error {
-	l.closeOnce.Do(func() { close(l.quit) })
+	l.closeOnce.Do(func() {
+		l.closeMu.Lock()
+		l.closed = true
+		l.closeMu.Unlock()
+		close(l.quit)
+	})
 	<-l.done
+	l.inflight.Wait()
 	return nil
 }
 
@@ -155,6 +180,9 @@ func (l *Log) Stats() Stats {
 // and Last are 0 when the server reports a repeat that is not where
 // b.Expect says (the batch was changed since).
 func (l *Log) Append(ctx context.Context, b events.Batch) (events.Appended, error) {
+	if len(b.Events) >= DirectMin {
+		return l.appendDirect(ctx, b)
+	}
 	l.entering.Add(1)
 	r, err := l.prepare(b)
 	sent := false
@@ -186,6 +214,35 @@ func (l *Log) Append(ctx context.Context, b events.Batch) (events.Appended, erro
 			return events.Appended{}, fmt.Errorf("append %s: %w: %w", b.Agg, ErrUnknownOutcome, ctx.Err())
 		}
 	}
+}
+
+// appendDirect sends b, a decision of at least DirectMin events, from the
+// caller's goroutine as one atomic batch, once one of maxDirect tokens is
+// free. Its outcomes are Append's.
+func (l *Log) appendDirect(ctx context.Context, b events.Batch) (events.Appended, error) {
+	r, err := l.prepare(b)
+	if err != nil {
+		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, err)
+	}
+	select {
+	case l.direct <- struct{}{}:
+	case <-ctx.Done():
+		return events.Appended{}, fmt.Errorf("append %s: not sent: %w", b.Agg, ctx.Err())
+	case <-l.quit:
+		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, ErrClosed)
+	}
+	defer func() { <-l.direct }()
+	l.closeMu.RLock()
+	if l.closed {
+		l.closeMu.RUnlock()
+		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, ErrClosed)
+	}
+	l.inflight.Add(1)
+	l.closeMu.RUnlock()
+	defer l.inflight.Done()
+	l.decisions.Add(1)
+	o := l.commitOne(r)
+	return o.app, o.err
 }
 
 // prepare validates b and encodes it into a request for the committer.
