@@ -59,7 +59,7 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		}
 	}
 	if !b.remote && g.requireServer {
-		return nil, fmt.Errorf("%s needs a running server: start `logbook serve`", g.cmdName)
+		return nil, fmt.Errorf("%s needs a running server: start `logbook serve`", strings.TrimPrefix(g.cmdName, "logbook "))
 	}
 	if !b.remote {
 		lock, err := dd.lock(g.cmdName)

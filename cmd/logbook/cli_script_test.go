@@ -18,7 +18,7 @@ import (
 // conventions' scripts:
 //
 //	exits CODE PROG [ARG...]  runs PROG and checks its exit code
-//	jsonshape                 replaces stdout (JSON) by its shape: one
+//	jsonshape                 replaces stdout (JSON, or JSON lines) by its shape: one
 //	                          line per key path and type, sorted; it fails
 //	                          on a key that is not lower snake case
 //	pathonly                  leaves on PATH only the script's programs
@@ -41,9 +41,19 @@ func cliScriptCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, arg
 		}
 	}
 	cmds["jsonshape"] = func(ts *testscript.TestScript, neg bool, args []string) {
-		var v any
-		if err := json.Unmarshal([]byte(ts.ReadFile("stdout")), &v); err != nil {
-			ts.Fatalf("stdout is not JSON: %v", err)
+		// One JSON value, or JSON lines (read as a list of them).
+		dec := json.NewDecoder(strings.NewReader(ts.ReadFile("stdout")))
+		var vs []any
+		for dec.More() {
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				ts.Fatalf("stdout is not JSON: %v", err)
+			}
+			vs = append(vs, v)
+		}
+		var v any = vs
+		if len(vs) == 1 {
+			v = vs[0]
 		}
 		lines := map[string]bool{}
 		var bad []string

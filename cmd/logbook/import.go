@@ -57,11 +57,31 @@ imports of the file go on there.`,
 
 // importSummary is what `import claude --json` prints.
 type importSummary struct {
-	Files          []claude.FileResult `json:"files"`
-	Appended       int                 `json:"appended"`
-	Skipped        int                 `json:"skipped"`
-	Errors         []string            `json:"errors,omitempty"`
-	NotTranscripts []string            `json:"skipped_files,omitempty"` // files that are not transcripts
+	Files          []importFile `json:"files"`
+	Appended       int          `json:"appended"`
+	Skipped        int          `json:"skipped"`
+	Errors         []string     `json:"errors,omitempty"`
+	NotTranscripts []string     `json:"skipped_files,omitempty"` // files that are not transcripts
+}
+
+// importFile is one transcript file of importSummary: a
+// claude.FileResult with the JSON names of every other command.
+type importFile struct {
+	Path     string   `json:"path"`
+	Session  string   `json:"session"`
+	Appended int      `json:"appended"`
+	Skipped  int      `json:"skipped"`
+	Lines    int      `json:"lines"`
+	Torn     bool     `json:"torn"`
+	Warnings []string `json:"warnings"`
+}
+
+func newImportFile(r claude.FileResult) importFile {
+	w := r.Warnings
+	if w == nil {
+		w = []string{}
+	}
+	return importFile{Path: r.Path, Session: r.Session, Appended: r.Appended, Skipped: r.Skipped, Lines: r.Lines, Torn: r.Torn, Warnings: w}
 }
 
 func importClaude(ctx context.Context, g *globals, paths []string, workers int, skipInvalid, asNew bool) error {
@@ -123,8 +143,8 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 			for t := range work {
 				rs, err := ing.ImportTranscript(ctx, t, func(string, int) { prog.line() })
 				mu.Lock()
-				sum.Files = append(sum.Files, rs...)
 				for _, r := range rs {
+					sum.Files = append(sum.Files, newImportFile(r))
 					sum.Appended += r.Appended
 					sum.Skipped += r.Skipped
 				}
@@ -152,6 +172,9 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 		fmt.Fprintf(g.stderr, "warning: %v; the next import reads every file's session again\n", err)
 	}
 	sum.NotTranscripts = skipped
+	if sum.Files == nil {
+		sum.Files = []importFile{}
+	}
 	if g.json {
 		if err := writeJSON(g.stdout, sum); err != nil {
 			return err
@@ -168,7 +191,7 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 		for _, e := range sum.Errors {
 			fmt.Fprintf(g.stderr, "error: %s\n", e)
 		}
-		fmt.Fprintf(g.stdout, "imported %d transcript files: %d lines appended, %d already in the log\n", len(sum.Files), sum.Appended, sum.Skipped)
+		fmt.Fprintf(g.stdout, "imported %s: %s appended, %d already in the log\n", plural(len(sum.Files), "transcript file"), plural(sum.Appended, "line"), sum.Skipped)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()

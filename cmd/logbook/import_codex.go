@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/codex"
 )
 
@@ -87,7 +86,7 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 			for f := range work {
 				r, err := ing.ImportFile(ctx, f, func(int) { prog.line() })
 				mu.Lock()
-				sum.Files = append(sum.Files, r)
+				sum.Files = append(sum.Files, newImportFile(r))
 				sum.Appended += r.Appended
 				sum.Skipped += r.Skipped
 				if err != nil {
@@ -109,7 +108,7 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 	prog.done()
 	sum.NotTranscripts = skipped
 	if sum.Files == nil {
-		sum.Files = []claude.FileResult{}
+		sum.Files = []importFile{}
 	}
 	if g.json {
 		if err := writeJSON(g.stdout, sum); err != nil {
@@ -127,7 +126,7 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 		for _, e := range sum.Errors {
 			fmt.Fprintf(g.stderr, "error: %s\n", e)
 		}
-		fmt.Fprintf(g.stdout, "imported %d rollout files: %d lines appended, %d already in the log\n", len(sum.Files), sum.Appended, sum.Skipped)
+		fmt.Fprintf(g.stdout, "imported %s: %s appended, %d already in the log\n", plural(len(sum.Files), "rollout file"), plural(sum.Appended, "line"), sum.Skipped)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
