@@ -268,13 +268,13 @@ func (l *Log) duplicate(r *request) events.Appended {
 	app := events.Appended{Duplicate: true}
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
 	defer cancel()
-	m, err := l.stream.GetMsg(ctx, r.expect+1, jetstream.WithGetMsgSubject(r.subject))
+	m, err := l.getMsg(ctx, r.expect+1, r.subject)
 	if err != nil || m.Header.Get(jetstream.MsgIDHeader) != r.firstID {
 		return app
 	}
 	last := m.Sequence + uint64(len(r.msgs)) - 1
 	if last != m.Sequence {
-		lm, err := l.stream.GetMsg(ctx, last)
+		lm, err := l.getMsg(ctx, last, "")
 		if err != nil || lm.Subject != r.subject || lm.Header.Get(jetstream.MsgIDHeader) != r.lastID {
 			return app
 		}

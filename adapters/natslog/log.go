@@ -44,6 +44,9 @@ type Log struct {
 	reg    *events.Registry
 	js     jetstream.JetStream
 	stream jetstream.Stream
+	// leaderReads is set on a replicated stream: reads that must see
+	// every acknowledged append go to the leader (see leaderGet).
+	leaderReads bool
 
 	reqs      chan *request // to the committer; unbuffered
 	quit      chan struct{} // closed by Close
@@ -106,14 +109,15 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{
-		cfg:    cfg,
-		reg:    cfg.Registry,
-		js:     js,
-		stream: st,
-		reqs:   make(chan *request),
-		quit:   make(chan struct{}),
-		done:   make(chan struct{}),
-		direct: make(chan struct{}, maxDirect),
+		leaderReads: st.CachedInfo().Config.Replicas > 1,
+		cfg:         cfg,
+		reg:         cfg.Registry,
+		js:          js,
+		stream:      st,
+		reqs:        make(chan *request),
+		quit:        make(chan struct{}),
+		done:        make(chan struct{}),
+		direct:      make(chan struct{}, maxDirect),
 	}
 	go l.run()
 	return l, nil

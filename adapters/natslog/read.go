@@ -118,6 +118,9 @@ func (l *Log) LoadAfter(ctx context.Context, agg events.Aggregate, after uint64)
 func (l *Log) loadPage(ctx context.Context, subject string, from uint64, recs *[]events.Record) (got int, more bool, err error) {
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
+	if l.leaderReads {
+		return l.leaderPage(ctx, subject, from, recs)
+	}
 	msgs, err := jetstreamext.GetBatch(ctx, l.js, StreamName, loadPage,
 		jetstreamext.GetBatchSeq(from), jetstreamext.GetBatchSubject(subject))
 	if err != nil {
@@ -314,8 +317,14 @@ func (l *Log) stopConsumer(ctx context.Context, cons jetstream.Consumer, it jets
 func (l *Log) LastEventSeq(ctx context.Context) (uint64, error) {
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
-	m, err := l.stream.GetLastMsgForSubject(ctx, events.SubjectEvents+".>")
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+	var m *jetstream.RawStreamMsg
+	var err error
+	if l.leaderReads {
+		m, err = l.leaderGet(ctx, msgGetRequest{LastBySubj: events.SubjectEvents + ".>"})
+	} else {
+		m, err = l.stream.GetLastMsgForSubject(ctx, events.SubjectEvents+".>")
+	}
+	if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, errNoMsg) {
 		return 0, nil
 	}
 	if err != nil {

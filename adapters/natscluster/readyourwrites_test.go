@@ -1,0 +1,65 @@
+package natscluster
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// An aggregate loaded right after an append, through another node, holds
+// that append: on an R3 stream every replica answers direct gets, and a
+// follower can answer before it has applied what the leader acknowledged,
+// so the log loads from the leader there.
+func TestReadYourWritesAcrossNodes(t *testing.T) {
+	e := newEnv(t)
+	e.streamInit()
+	reg := events.NewRegistry()
+	w, err := natslog.Open(t.Context(), e.connectURL("writer", e.c.Nodes[0].URL()), natslog.Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var readers []*natslog.Log
+	for _, nd := range e.c.Nodes[1:] {
+		r, err := natslog.Open(t.Context(), e.connectURL("reader", nd.URL()), natslog.Config{Registry: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		readers = append(readers, r)
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: "ryw-1"}
+	var expect uint64
+	for i := range 200 {
+		var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", i)}
+		if i == 0 {
+			p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
+		}
+		ev := reg.New(p)
+		ev.ID, ev.Agg, ev.Ver = ulid.Make(), agg, uint64(i+1)
+		ev.At = time.Now().UTC().Truncate(time.Microsecond)
+		ev.Cause = &events.Cause{Kind: "cli", Event: "ryw", Ref: "t"}
+		app, err := w.Append(t.Context(), events.Batch{Agg: agg, Expect: expect, Events: []events.Envelope{ev}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := expect
+		expect = app.Last
+		r := readers[i%len(readers)]
+		_, last, err := r.LoadAfter(t.Context(), agg, before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last != app.Last {
+			t.Fatalf("append %d acknowledged at seq %d; a load through node %d right after ends at %d", i+1, app.Last, i%len(readers)+2, last)
+		}
+		if les, err := r.LastEventSeq(t.Context()); err != nil || les != app.Last {
+			t.Fatalf("append %d at seq %d; LastEventSeq through node %d: %d, %v", i+1, app.Last, i%len(readers)+2, les, err)
+		}
+	}
+}

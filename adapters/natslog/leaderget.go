@@ -1,0 +1,119 @@
+package natslog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// On a replicated stream with direct gets allowed, every replica answers
+// a direct get (one queue group), and a follower answers with what it has
+// applied, which can be behind what the leader acknowledged: an event just
+// appended may be missing from its answer. Reads that must see every
+// acknowledged append (loading an aggregate to decide on it, the last
+// event for read-your-writes, locating a re-sent batch) therefore ask the
+// stream leader through the JetStream API on such a stream.
+
+// errNoMsg reports that the leader holds no message matching a get.
+var errNoMsg = errors.New("natslog: no message")
+
+// msgGetRequest is the JetStream API's STREAM.MSG.GET request
+// (nats-server v2.15 JSApiMsgGetRequest).
+type msgGetRequest struct {
+	Seq        uint64 `json:"seq,omitempty"`
+	NextBySubj string `json:"next_by_subj,omitempty"`
+	LastBySubj string `json:"last_by_subj,omitempty"`
+}
+
+// msgGetResponse is its answer (JSApiMsgGetResponse).
+type msgGetResponse struct {
+	Message *struct {
+		Subject string    `json:"subject"`
+		Seq     uint64    `json:"seq"`
+		Header  []byte    `json:"hdrs,omitempty"`
+		Data    []byte    `json:"data,omitempty"`
+		Time    time.Time `json:"time"`
+	} `json:"message"`
+	Error *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error"`
+}
+
+// jsErrNoMessage is the API's error code for "no message found".
+const jsErrNoMessage = 10037
+
+// leaderGet asks the stream leader for one message: by sequence, the next
+// on a subject from a sequence, or the last on a subject filter. It
+// returns errNoMsg when none matches.
+func (l *Log) leaderGet(ctx context.Context, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
+	body, _ := json.Marshal(req)
+	resp, err := l.js.Conn().RequestWithContext(ctx, jsAPI("STREAM.MSG.GET", StreamName), body)
+	if err != nil {
+		return nil, err
+	}
+	var r msgGetResponse
+	if err := json.Unmarshal(resp.Data, &r); err != nil {
+		return nil, fmt.Errorf("stream msg get: %w", err)
+	}
+	if r.Error != nil {
+		if r.Error.ErrCode == jsErrNoMessage {
+			return nil, errNoMsg
+		}
+		return nil, fmt.Errorf("stream msg get: %s (%d)", r.Error.Description, r.Error.ErrCode)
+	}
+	if r.Message == nil {
+		return nil, errors.New("stream msg get: empty answer")
+	}
+	m := &jetstream.RawStreamMsg{Subject: r.Message.Subject, Sequence: r.Message.Seq, Data: r.Message.Data, Time: r.Message.Time}
+	if len(r.Message.Header) > 0 {
+		h, err := nats.DecodeHeadersMsg(r.Message.Header)
+		if err != nil {
+			return nil, fmt.Errorf("stream msg get %d: headers: %w", r.Message.Seq, err)
+		}
+		m.Header = h
+	}
+	return m, nil
+}
+
+// getMsg is l.stream.GetMsg, from the leader on a replicated stream.
+func (l *Log) getMsg(ctx context.Context, seq uint64, subject string) (*jetstream.RawStreamMsg, error) {
+	if !l.leaderReads {
+		var opts []jetstream.GetMsgOpt
+		if subject != "" {
+			opts = append(opts, jetstream.WithGetMsgSubject(subject))
+		}
+		return l.stream.GetMsg(ctx, seq, opts...)
+	}
+	return l.leaderGet(ctx, msgGetRequest{Seq: seq, NextBySubj: subject})
+}
+
+// leaderPage is loadPage on a replicated stream: up to loadPage events of
+// subject from stream sequence from on, one leader get each.
+func (l *Log) leaderPage(ctx context.Context, subject string, from uint64, recs *[]events.Record) (got int, more bool, err error) {
+	for got < loadPage {
+		m, err := l.leaderGet(ctx, msgGetRequest{Seq: from, NextBySubj: subject})
+		if errors.Is(err, errNoMsg) {
+			return got, false, nil
+		}
+		if err != nil {
+			return got, false, err
+		}
+		rec, err := l.decode(m.Sequence, m.Subject, m.Data)
+		if err != nil {
+			return got, false, err
+		}
+		*recs = append(*recs, rec)
+		got++
+		from = m.Sequence + 1
+	}
+	return got, true, nil
+}
