@@ -3,7 +3,7 @@ package replay_test
 // BenchmarkReplay folds a whole log into memory — every session's state,
 // through the strict decoder and the session reducer — against a bare
 // ordered consumer reading the same messages on the same server in the
-// same iteration (no decoding). The floor is fold/raw ≥ 0.60.
+// same iteration (no decoding). The floor is fold/raw ≥ 0.80.
 //
 //	go test -run '^$' -bench Replay -benchtime 3x -count 5 ./replay/
 //

@@ -87,8 +87,8 @@ func (e *benchEnv) workloads() []benchWorkload {
 		return []benchBaseline{{name: "ordered consumer read", run: e.orderedRead, floor: floor}}
 	}
 	ws = append(ws,
-		benchWorkload{group: "read", name: "projection catch-up into Pebble on disk", unit: "ev", logbook: e.catchUp, baselines: ordered(0.30)},
-		benchWorkload{group: "read", name: "replay fold into memory", unit: "ev", logbook: e.replayFold, baselines: ordered(0.60)},
+		benchWorkload{group: "read", name: "projection catch-up into Pebble on disk", unit: "ev", logbook: e.catchUp, baselines: ordered(0.60)},
+		benchWorkload{group: "read", name: "replay fold into memory", unit: "ev", logbook: e.replayFold, baselines: ordered(0.80)},
 		benchWorkload{group: "read", name: "replay into Pebble in memory", unit: "ev", logbook: e.replayMem, baselines: ordered(0.60)},
 		benchWorkload{group: "read", name: "replay into Pebble on disk", unit: "ev", logbook: e.replayDisk, baselines: ordered(0)},
 		benchWorkload{
