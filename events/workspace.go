@@ -144,15 +144,18 @@ type WorkspaceSynced struct {
 // EventType implements Payload.
 func (WorkspaceSynced) EventType() string { return "workspace.synced" }
 
-// WorkspaceSetupRan records one setup command: its index in
-// setup_commands, the command aggregate that ran it, its argv and exit
-// code (-1 when it did not exit normally).
+// WorkspaceSetupRan records one setup command, run under the sandbox in
+// workspace_write mode in the worktree: its index in setup_commands, its
+// argv, its exit code (-1 when it did not exit on its own) and where its
+// output went (a file beside the workspace's folder; the output itself is
+// not in the log, as it may hold anything the project's tools print).
 type WorkspaceSetupRan struct {
-	Runner  string   `json:"runner"`
-	Index   int      `json:"index"`
-	Command string   `json:"command"`
-	Argv    []string `json:"argv"`
-	Exit    int      `json:"exit"`
+	Runner      string   `json:"runner"`
+	Index       int      `json:"index"`
+	Argv        []string `json:"argv"`
+	Exit        int      `json:"exit"`
+	OutputBytes int64    `json:"output_bytes"`
+	Log         string   `json:"log,omitempty"`
 }
 
 // EventType implements Payload.

@@ -15,7 +15,7 @@ func workspaceSamples() []events.Payload {
 		events.WorkspaceBaseResolved{Runner: runner, Ref: "main", Commit: commit, Fallback: "origin unreachable: fatal: could not read from remote repository"},
 		events.WorkspaceWorktreeAdded{Runner: runner, Path: "/home/user/.local/share/logbook/workspaces/shop/fix-login-2", Branch: "worktree/fix-login-2", Commit: commit, Adopted: true},
 		events.WorkspaceSynced{Runner: runner, Files: []string{".env"}, Protected: []string{"secrets.json"}, Missing: []string{".env.local"}},
-		events.WorkspaceSetupRan{Runner: runner, Index: 0, Command: "ws-01JDQ7Z8V6T8Q2W3E4R5T6Y7W1-0", Argv: []string{"sh", "-c", "make deps"}, Exit: 0},
+		events.WorkspaceSetupRan{Runner: runner, Index: 0, Argv: []string{"sh", "-c", "make deps"}, Exit: 0, OutputBytes: 1234, Log: "/home/user/.local/share/logbook/workspaces/shop/.fix-login-2.setup-1.log"},
 		events.WorkspaceReady{Runner: runner},
 		events.WorkspaceFailed{Runner: runner, Step: "worktree", Reason: "branch worktree/fix-login-2 exists already"},
 		events.WorkspaceRenamed{Name: "Login form", Branch: "worktree/login-form", NamedBy: events.ByChat, Session: "s1"},

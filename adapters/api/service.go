@@ -90,6 +90,7 @@ func (s *Service) Handlers() map[string]func(context.Context, []byte) (any, erro
 		VerbHook: s.Hook, VerbSessions: s.Sessions, VerbSession: s.Session, VerbVerify: s.Verify,
 		VerbCommands: s.Commands, VerbCommand: s.Command,
 		VerbSessionEnd: s.EndSession, VerbSessionAbandon: s.EndSession,
+		VerbWorkspaces: s.Workspaces, VerbWorkspaceAt: s.WorkspaceAt,
 	}
 }
 
@@ -342,6 +343,7 @@ type SessionReply struct {
 	Children   []session.State `json:"children"`
 	Commands   []command.State `json:"commands"`
 	Checkpoint uint64          `json:"checkpoint"`
+	Workspace  string          `json:"workspace,omitempty"` // the workspace its cwd lies in, if any
 }
 
 func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
@@ -377,7 +379,11 @@ func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
 	if cmds == nil {
 		cmds = []command.State{}
 	}
-	return SessionReply{Session: st, Children: kids, Commands: cmds, Checkpoint: s.Store.Checkpoint()}, nil
+	r := SessionReply{Session: st, Children: kids, Commands: cmds, Checkpoint: s.Store.Checkpoint()}
+	if l, err := s.Store.SessionWorkspace(req.ID); err == nil {
+		r.Workspace = l.Workspace
+	}
+	return r, nil
 }
 
 func (s *Service) Verify(ctx context.Context, _ []byte) (any, error) {

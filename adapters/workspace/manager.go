@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -55,22 +56,21 @@ func DefaultRoot() (string, error) {
 	return filepath.Join(home, ".local", "share", "logbook", "workspaces"), nil
 }
 
-// Setup is one setup command to run as a sandboxed command of a
-// workspace.
+// Setup is one setup command to run in a workspace.
 type Setup struct {
-	Command   string   // the command aggregate id to use
-	Session   string   // the session it runs for: the owner, or a workspace's own
-	Dir       string   // the workspace's path
+	Dir       string   // the workspace's path: the command's workspace and working directory
 	Argv      []string // sh -c <setup command>
 	Protected []string // protected_sync files, read-only to the command
+	Log       string   // the file its output goes to
 }
 
-// SetupRunner runs setup commands. RunSetup returns the command's exit
-// code (-1 when it did not exit normally: stopped, refused, abandoned),
-// or an error when it could not be asked for or watched. It blocks until
-// the command ends or ctx is done.
+// SetupRunner runs setup commands (SandboxSetup in production).
+// RunSetup returns the command's exit code (-1 when it did not exit on
+// its own: stopped because ctx was done, or killed) and its output's size
+// in bytes, or an error when it could not run (no bubblewrap, say). It
+// blocks until the command ends; when ctx is done it stops the command.
 type SetupRunner interface {
-	RunSetup(ctx context.Context, s Setup) (int, error)
+	RunSetup(ctx context.Context, s Setup) (int, int64, error)
 }
 
 // Config configures a Manager. Log and Reg are required.
@@ -85,6 +85,9 @@ type Config struct {
 	Root string
 	// Setup runs setup commands; nil refuses workspaces that have some.
 	Setup SetupRunner
+	// Poll is how often a running setup command's workspace is checked
+	// for an archive, which stops the command; 0 means 250 ms.
+	Poll time.Duration
 	// Stop asks every active command whose workspace lies under path to
 	// stop; nil stops nothing.
 	Stop func(ctx context.Context, path string) error
@@ -122,6 +125,9 @@ func New(cfg Config) (*Manager, error) {
 		IDs:    cfg.IDs, Host: cfg.Host, Actor: cfg.Actor}
 	return m, nil
 }
+
+// SetStop sets Config.Stop. Call it before the manager is used.
+func (m *Manager) SetStop(stop func(ctx context.Context, path string) error) { m.cfg.Stop = stop }
 
 // Runner returns the id this manager's materializations record:
 // "<host>/<pid>/<process start>/<ulid>".
@@ -387,32 +393,65 @@ func (m *Manager) materialize(ctx context.Context, st workspace.State, p project
 	}
 	for i := st.SetupRan; i < len(cfg.SetupCommands); i++ {
 		if m.cfg.Setup == nil {
-			return fail("setup", errors.New("setup commands need a running server with workers: start `logbook serve`"))
+			return fail("setup", errors.New("setup commands need bubblewrap's sandbox, which this command does not run"))
 		}
-		session := st.OwnedBy
-		if session == "" {
-			session = "workspace-" + st.ID
+		s := Setup{Dir: st.Path, Argv: []string{"sh", "-c", cfg.SetupCommands[i]}, Protected: cfg.ProtectedSync,
+			Log: SetupLog(st, i)}
+		code, n, err := m.runSetup(ctx, st.ID, s)
+		if cur, cerr := m.Workspace(ctx, st.ID); cerr == nil && (cur.Status != workspace.StatusInitializing || cur.Runner != m.runner) {
+			return cur, nil // archived (or taken over) while setup ran: the rest is not ours
 		}
-		s := Setup{Command: "ws-" + m.cfg.IDs().String(), Session: session, Dir: st.Path,
-			Argv: []string{"sh", "-c", cfg.SetupCommands[i]}, Protected: cfg.ProtectedSync}
-		code, err := m.cfg.Setup.RunSetup(ctx, s)
 		if err != nil {
-			if cur, cerr := m.Workspace(ctx, st.ID); cerr == nil && cur.Status != workspace.StatusInitializing {
-				return cur, nil // archived while setup ran
-			}
 			return fail("setup", fmt.Errorf("setup command %d (%s): %w", i+1, cfg.SetupCommands[i], err))
 		}
-		if err := step(events.WorkspaceSetupRan{Runner: m.runner, Index: i, Command: s.Command, Argv: s.Argv, Exit: code}); err != nil || stopped {
+		if err := step(events.WorkspaceSetupRan{Runner: m.runner, Index: i, Argv: s.Argv, Exit: code, OutputBytes: n, Log: s.Log}); err != nil || stopped {
 			return m.after(ctx, st, err)
 		}
 		if code != 0 {
-			return fail("setup", fmt.Errorf("setup command %d (%s) exited with status %d: see logbook command output %s", i+1, cfg.SetupCommands[i], code, s.Command))
+			return fail("setup", fmt.Errorf("setup command %d (%s) exited with status %d; its output is in %s", i+1, cfg.SetupCommands[i], code, s.Log))
 		}
 	}
 	if err := step(events.WorkspaceReady{Runner: m.runner}); err != nil || stopped {
 		return m.after(ctx, st, err)
 	}
 	return st, nil
+}
+
+// SetupLog returns where setup command i (from 0) of workspace st writes
+// its output: beside the workspace's folder, ".<key>.setup-<i+1>.log".
+func SetupLog(st workspace.State, i int) string {
+	return filepath.Join(filepath.Dir(st.Path), fmt.Sprintf(".%s.setup-%d.log", st.Key, i+1))
+}
+
+// runSetup runs s and stops it as soon as workspace id is no longer
+// initializing (archived meanwhile), which it checks every Poll.
+func (m *Manager) runSetup(ctx context.Context, id string, s Setup) (int, int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(done)
+	poll := m.cfg.Poll
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+	wg.Go(func() {
+		t := time.NewTicker(poll)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if cur, err := m.Workspace(ctx, id); err == nil && cur.Status != workspace.StatusInitializing {
+					cancel()
+					return
+				}
+			}
+		}
+	})
+	return m.cfg.Setup.RunSetup(ctx, s)
 }
 
 // after returns the workspace as the log has it once a materialization
@@ -638,7 +677,7 @@ func (m *Manager) finishArchive(ctx context.Context, id string) (workspace.State
 
 // Cleanup removes an archived workspace's worktree and folder (`git
 // worktree remove`, then the folder, then `git worktree prune`; the
-// branch stays) and records the outcome: cleaned, or cleanup_failed with
+// branch stays) and its setup output logs and records the outcome: cleaned, or cleanup_failed with
 // the step and reason. The workspace stays archived either way. It
 // returns an error only when the outcome could not be recorded.
 func (m *Manager) Cleanup(ctx context.Context, id string) error {
@@ -655,6 +694,13 @@ func (m *Manager) Cleanup(ctx context.Context, id string) error {
 		cmd.Step, cmd.Err = "worktree", err.Error()
 	} else if stepName, err := removeWorktree(ctx, p.Path, st.Path); err != nil {
 		cmd.Step, cmd.Err = stepName, err.Error()
+	}
+	if logs, _ := filepath.Glob(filepath.Join(filepath.Dir(st.Path), "."+st.Key+".setup-*.log")); cmd.Err == "" {
+		for _, l := range logs {
+			if err := os.Remove(l); err != nil {
+				cmd.Step, cmd.Err = "folder", err.Error()
+			}
+		}
 	}
 	agg := events.Aggregate{Kind: events.KindWorkspace, ID: id}
 	_, _, err = m.workspaces.Execute(ctx, agg, func(s workspace.State) (events.Decision, error) { return workspace.Decide(s, cmd) })

@@ -404,59 +404,48 @@ func TestCreate_HalfWay(t *testing.T) {
 	}
 }
 
-// shellSetup runs setup commands as real processes; stop kills them.
-type shellSetup struct {
-	mu      sync.Mutex
-	running map[string]*exec.Cmd
-	started chan string
-}
-
-func (s *shellSetup) RunSetup(ctx context.Context, st Setup) (int, error) {
-	cmd := exec.CommandContext(ctx, st.Argv[0], st.Argv[1:]...)
-	cmd.Dir = st.Dir
-	if err := cmd.Start(); err != nil {
-		return 0, err
+// needBwrap skips a test of setup commands where bubblewrap is missing:
+// they never run unconfined.
+func needBwrap(t *testing.T) SandboxSetup {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("setup commands run under bubblewrap, which is missing")
 	}
-	s.mu.Lock()
-	s.running[st.Dir] = cmd
-	s.mu.Unlock()
-	if s.started != nil {
-		s.started <- st.Command
-	}
-	err := cmd.Wait()
-	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-		return ee.ExitCode(), nil
-	}
-	return 0, err
-}
-
-func (s *shellSetup) stop(_ context.Context, path string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.running[path]; ok {
-		return c.Process.Kill()
-	}
-	return nil
+	return SandboxSetup{Env: []string{"PATH=/usr/bin:/bin"}}
 }
 
 func TestSetup(t *testing.T) {
 	h := newHarness(t)
 	proj, _ := repo(t)
-	sh := &shellSetup{running: map[string]*exec.Cmd{}}
-	m := h.manager(t, func(c *Config) { c.Setup, c.Stop = sh, sh.stop })
+	sb := needBwrap(t)
+	m := h.manager(t, func(c *Config) { c.Setup = sb })
 	none := h.manager(t, nil)
 	write(t, filepath.Join(proj, ConfigFile), "setup_commands = [\"echo made > made.txt\", \"exit 3\"]\n")
 	p, _ := m.AddProject(t.Context(), proj, "", nil)
 	ws, err := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "s"})
-	if err != nil || ws.Status != workspace.StatusFailed || ws.FailStep != "setup" || !strings.Contains(ws.FailReason, "setup command 2 (exit 3) exited with status 3") || ws.SetupRan != 2 {
+	if err != nil || ws.Status != workspace.StatusFailed || ws.FailStep != "setup" || !strings.Contains(ws.FailReason, "setup command 2 (exit 3) exited with status 3; its output is in "+SetupLog(ws, 1)) || ws.SetupRan != 2 {
 		t.Errorf("failing setup: %+v %v", ws, err)
 	}
 	if _, err := os.Stat(filepath.Join(ws.Path, "made.txt")); err != nil {
 		t.Errorf("the first setup command did not run in the worktree: %v", err)
 	}
 	ws, err = none.Create(t.Context(), CreateRequest{Project: p.ID, Name: "n"})
-	if err != nil || ws.Status != workspace.StatusFailed || !strings.Contains(ws.FailReason, "need a running server") {
+	if err != nil || ws.Status != workspace.StatusFailed || !strings.Contains(ws.FailReason, "need bubblewrap's sandbox") {
 		t.Errorf("setup without a runner: %+v %v", ws, err)
+	}
+	// protected_sync files are read-only to setup commands; the output
+	// goes to the log file.
+	write(t, filepath.Join(proj, "secrets.json"), "{}\n")
+	write(t, filepath.Join(proj, ConfigFile), "protected_sync = [\"secrets.json\"]\nsetup_commands = [\"echo hello from setup; echo x > secrets.json\"]\n")
+	ws, _ = m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "prot"})
+	if ws.Status != workspace.StatusFailed || ws.FailStep != "setup" {
+		t.Errorf("a setup command wrote a protected_sync file: %+v", ws)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws.Path, "secrets.json")); string(b) != "{}\n" {
+		t.Errorf("secrets.json = %q", b)
+	}
+	if b, _ := os.ReadFile(SetupLog(ws, 0)); !strings.Contains(string(b), "hello from setup") {
+		t.Errorf("setup log = %q", b)
 	}
 	// A bad configuration file fails the workspace at sync, naming the file.
 	write(t, filepath.Join(proj, ConfigFile), "sync = [\"../outside\"]\n")
@@ -468,8 +457,8 @@ func TestSetup(t *testing.T) {
 
 func TestArchive(t *testing.T) {
 	h := newHarness(t)
-	sh := &shellSetup{running: map[string]*exec.Cmd{}, started: make(chan string, 1)}
-	m := h.manager(t, func(c *Config) { c.Setup, c.Stop = sh, sh.stop })
+	sb := needBwrap(t)
+	m := h.manager(t, func(c *Config) { c.Setup, c.Poll = sb, 20*time.Millisecond })
 	proj, _ := repo(t)
 	p, _ := m.AddProject(t.Context(), proj, "", nil)
 	ws, err := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "mine", Session: "s1"})
@@ -503,13 +492,15 @@ func TestArchive(t *testing.T) {
 
 	// Archiving while setup runs: the setup command is stopped and the
 	// workspace never becomes ready.
-	write(t, filepath.Join(proj, ConfigFile), "setup_commands = [\"sleep 60\"]\n")
+	write(t, filepath.Join(proj, ConfigFile), "setup_commands = [\"echo started; sleep 60\"]\n")
 	done := make(chan workspace.State)
 	go func() {
 		st, _ := m.Create(context.Background(), CreateRequest{Project: p.ID, Name: "slow", ID: "w-slow"})
 		done <- st
 	}()
-	<-sh.started
+	for b, _ := os.ReadFile(filepath.Join(h.root, "proj", ".slow.setup-1.log")); !strings.Contains(string(b), "started"); b, _ = os.ReadFile(filepath.Join(h.root, "proj", ".slow.setup-1.log")) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if st, err := m.Workspace(t.Context(), "w-slow"); err != nil || st.Status != workspace.StatusInitializing || st.CanWork() == nil {
 		t.Errorf("during setup: %+v %v", st, err)
 	}

@@ -66,7 +66,9 @@ type Delegate struct {
 	Cause                    events.Cause
 }
 
-// Observe records that Session was seen working in the task's workspace.
+// Observe records that Session was seen working in the task's workspace,
+// its last activity at At. An interrupted task resumes only for activity
+// after the interruption.
 type Observe struct {
 	Session string
 	At      time.Time
@@ -120,7 +122,8 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 		case StatusDelegated:
 			return one(events.TaskRunning{Session: c.Session}, c.At, c.Cause), nil
 		case StatusInterrupted:
-			if c.Session == s.Session {
+			// Seen again: activity of its session after the interruption.
+			if c.Session == s.Session && c.At.After(s.UpdatedAt) {
 				return one(events.TaskResumed{Session: c.Session}, c.At, c.Cause), nil
 			}
 		}

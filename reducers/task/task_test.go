@@ -52,7 +52,8 @@ func TestDecide_Lifecycle(t *testing.T) {
 		Observe{Session: "c", At: t0, Cause: cause}, // again: nothing
 		End{Session: "other", At: t0, Cause: cause}, // another session's end: nothing
 		Interrupt{Reason: "host_restarted", At: t0, Cause: cause},
-		Observe{Session: "c", At: t0, Cause: cause}, // resumed
+		Observe{Session: "c", At: t0, Cause: cause},                  // not seen since the interruption
+		Observe{Session: "c", At: t0.Add(time.Second), Cause: cause}, // seen again: resumed
 		End{Session: "c", Failed: true, Reason: "error", At: t0, Cause: cause},
 		End{Session: "c", At: t0, Cause: cause})
 	want := []string{"task.delegated", "task.running", "task.interrupted", "task.resumed", "task.ended"}

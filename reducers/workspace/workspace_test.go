@@ -59,7 +59,7 @@ func TestDecide_Materialize(t *testing.T) {
 		step("r1", events.WorkspaceBaseResolved{Runner: "r1", Ref: "origin/main", Commit: "abc", Fetched: true}),
 		step("r1", events.WorkspaceWorktreeAdded{Runner: "r1", Path: "/ws/repo/fix-bug", Branch: "worktree/fix-bug", Commit: "abc"}),
 		step("r1", events.WorkspaceSynced{Runner: "r1", Files: []string{".env"}}),
-		step("r1", events.WorkspaceSetupRan{Runner: "r1", Index: 0, Command: "c1", Argv: []string{"make"}}),
+		step("r1", events.WorkspaceSetupRan{Runner: "r1", Index: 0, Argv: []string{"make"}}),
 		step("r1", events.WorkspaceReady{Runner: "r1"}))
 	want := []string{"workspace.reserved", "workspace.base_resolved", "workspace.worktree_added", "workspace.synced", "workspace.setup_ran", "workspace.ready"}
 	if diff := cmp.Diff(want, types); diff != "" {

@@ -1,0 +1,111 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/project"
+	"github.com/logbook-dev/logbook/reducers/task"
+	"github.com/logbook-dev/logbook/reducers/workspace"
+)
+
+// API verbs of the workspace view.
+const (
+	VerbWorkspaces  = "workspaces"   // {} → WorkspacesReply
+	VerbWorkspaceAt = "workspace.at" // WorkspaceAtRequest → WorkspaceAtReply
+)
+
+// WorkspaceSession is a session linked to a workspace (its cwd lies in
+// the workspace's path): its id, phase and the time of its last event.
+type WorkspaceSession struct {
+	ID        string    `json:"id"`
+	Phase     string    `json:"phase"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// WorkspacesReply is the whole workspace view: every project, workspace
+// (oldest first) and task (oldest first), and the sessions of each
+// workspace by workspace id, most recently active first.
+type WorkspacesReply struct {
+	Projects   []project.State               `json:"projects"`
+	Workspaces []workspace.State             `json:"workspaces"`
+	Tasks      []task.State                  `json:"tasks"`
+	Sessions   map[string][]WorkspaceSession `json:"sessions"`
+}
+
+// Workspaces answers VerbWorkspaces from the projection, once it has
+// caught up with the log.
+func (s *Service) Workspaces(ctx context.Context, _ []byte) (any, error) {
+	if err := s.CaughtUp(ctx); err != nil {
+		return nil, err
+	}
+	var r WorkspacesReply
+	var err error
+	if r.Projects, err = s.Store.Projects(); err != nil {
+		return nil, err
+	}
+	if r.Workspaces, err = s.Store.Workspaces(); err != nil {
+		return nil, err
+	}
+	if r.Tasks, err = s.Store.Tasks(); err != nil {
+		return nil, err
+	}
+	r.Sessions = map[string][]WorkspaceSession{}
+	for _, w := range r.Workspaces {
+		ids, err := s.Store.WorkspaceSessions(w.ID)
+		if err != nil {
+			return nil, err
+		}
+		var list []WorkspaceSession
+		for _, id := range ids {
+			ss := WorkspaceSession{ID: id}
+			if st, err := s.Store.Session(id); err == nil {
+				ss.Phase, ss.UpdatedAt = st.Phase, st.UpdatedAt
+			} else if !errors.Is(err, events.ErrNotFound) {
+				return nil, err
+			}
+			list = append(list, ss)
+		}
+		slices.SortStableFunc(list, func(a, b WorkspaceSession) int {
+			return cmp.Or(b.UpdatedAt.Compare(a.UpdatedAt), cmp.Compare(a.ID, b.ID))
+		})
+		if len(list) > 0 {
+			r.Sessions[w.ID] = list
+		}
+	}
+	return r, nil
+}
+
+// WorkspaceAtRequest asks which live workspace holds Path (absolute).
+type WorkspaceAtRequest struct {
+	Path string `json:"path"`
+}
+
+// WorkspaceAtReply answers it: Found, and the workspace.
+type WorkspaceAtReply struct {
+	Found     bool            `json:"found"`
+	Workspace workspace.State `json:"workspace"`
+}
+
+// WorkspaceAt answers VerbWorkspaceAt.
+func (s *Service) WorkspaceAt(ctx context.Context, data []byte) (any, error) {
+	var req WorkspaceAtRequest
+	if err := json.Unmarshal(data, &req); err != nil || !filepath.IsAbs(req.Path) {
+		return nil, fmt.Errorf("workspace.at request: %w: want an absolute path (%v)", events.ErrMalformed, err)
+	}
+	if err := s.CaughtUp(ctx); err != nil {
+		return nil, err
+	}
+	ws, ok, err := s.Store.WorkspaceAt(filepath.Clean(req.Path))
+	if err != nil {
+		return nil, err
+	}
+	return WorkspaceAtReply{Found: ok, Workspace: ws}, nil
+}

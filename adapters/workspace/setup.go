@@ -1,0 +1,53 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/logbook-dev/logbook/sandbox"
+)
+
+// SandboxSetup runs setup commands in this process under the sandbox in
+// workspace_write mode: the worktree writable except its protected paths
+// and the protected_sync files, no network, Hidden out of sight. Without
+// bubblewrap a setup command is refused (sandbox.ErrRefused), never run
+// unconfined.
+type SandboxSetup struct {
+	// Env is the whole environment of each command, "KEY=VALUE".
+	Env []string
+	// Hidden lists paths a setup command must not see: the data dir,
+	// credential files (see sandbox.Spec.Hidden).
+	Hidden []string
+}
+
+// RunSetup implements SetupRunner: it writes the command's output to
+// s.Log (created or truncated) and returns its exit code, -1 when it was
+// stopped (ctx done) or killed by a signal. The returned byte count is
+// the output's size.
+func (r SandboxSetup) RunSetup(ctx context.Context, s Setup) (int, int64, error) {
+	out, err := os.OpenFile(s.Log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return -1, 0, fmt.Errorf("setup output: %w", err)
+	}
+	defer out.Close()
+	var n int64
+	p, err := sandbox.Start(ctx, sandbox.Spec{
+		Argv: s.Argv, Env: r.Env, Workspace: s.Dir, Mode: sandbox.WorkspaceWrite,
+		Protected: s.Protected, Hidden: r.Hidden,
+	}, func(c sandbox.Chunk) {
+		n += int64(len(c.Data))
+		_, _ = out.Write(c.Data) // a full disk loses output, not the result
+	})
+	if err != nil {
+		return -1, 0, err
+	}
+	res, err := p.Wait()
+	if err != nil {
+		return -1, n, err
+	}
+	if res.Stopped || res.Signal != "" {
+		return -1, n, nil
+	}
+	return res.ExitCode, n, nil
+}

@@ -1,0 +1,82 @@
+package replay
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// WorkspaceTimeline returns the audit timeline of workspace id, read
+// with Log.Load: one Item per event of the workspace (reserved, each
+// materialization step, setup commands included, renames, the archive,
+// the cleanup), of each task delegated to it that tasks names and of each
+// command commands names (those run in it), in stream order. Detail holds the
+// payload's fields as key=value pairs. The error wraps events.ErrNotFound
+// for a workspace with no events.
+func WorkspaceTimeline(ctx context.Context, log events.Log, id string, tasks, commands []string) ([]Item, error) {
+	agg := events.Aggregate{Kind: events.KindWorkspace, ID: id}
+	recs, _, err := log.Load(ctx, agg)
+	if err != nil {
+		return nil, fmt.Errorf("timeline %s: %w", agg, err)
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("timeline %s: %w", agg, events.ErrNotFound)
+	}
+	items := payloadItems(recs, "")
+	for _, c := range commands {
+		crecs, _, err := log.Load(ctx, events.Aggregate{Kind: events.KindCommand, ID: c})
+		if err != nil {
+			return nil, fmt.Errorf("timeline %s: command %s: %w", agg, c, err)
+		}
+		items = append(items, CommandTimelineOf(crecs)...)
+	}
+	for _, t := range tasks {
+		trecs, _, err := log.Load(ctx, events.Aggregate{Kind: events.KindTask, ID: t})
+		if err != nil {
+			return nil, fmt.Errorf("timeline %s: task %s: %w", agg, t, err)
+		}
+		items = append(items, payloadItems(trecs, "task-"+t)...)
+	}
+	slices.SortStableFunc(items, func(a, b Item) int { return cmp.Compare(a.Seq, b.Seq) })
+	return items, nil
+}
+
+// payloadItems returns one Item per record, its Detail the payload's
+// JSON fields as key=value pairs in key order.
+func payloadItems(recs []events.Record, entry string) []Item {
+	items := make([]Item, 0, len(recs))
+	for _, r := range recs {
+		it := Item{Seq: r.Seq, Ver: r.Ver, At: r.At.UTC(), Type: r.Type, Cause: r.Cause, Entry: entry}
+		var m map[string]any
+		if b, err := json.Marshal(r.Data); err == nil && json.Unmarshal(b, &m) == nil {
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			var kv kvs
+			for _, k := range keys {
+				switch v := m[k].(type) {
+				case string:
+					kv.add(k, v)
+				case []any:
+					parts := make([]string, len(v))
+					for i, x := range v {
+						parts[i] = fmt.Sprint(x)
+					}
+					kv.add(k, strings.Join(parts, ","))
+				default:
+					kv.add(k, fmt.Sprint(v))
+				}
+			}
+			it.Detail = kv.String()
+		}
+		items = append(items, it)
+	}
+	return items
+}
