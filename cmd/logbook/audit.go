@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -16,7 +17,7 @@ import (
 
 func auditCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "audit SESSION",
+		Use:   "audit SESSION|WORKSPACE",
 		Short: "Print a session's audit timeline: every transition, entry, verdict and abandonment, with its cause",
 		Long: `audit reads one session's events from the log and prints every transition
 (from → to, activity), every entry opened, closed or abandoned, every mode
@@ -32,6 +33,13 @@ from.`,
 			}
 			defer b.Close()
 			id, err := resolveID(cmd.Context(), b, events.KindSession, args[0])
+			var nf *notFoundError
+			if errors.As(err, &nf) {
+				// Not a session: a workspace's whole life, if it is one.
+				if wi, werr := workspaceTimeline(cmd.Context(), b, args[0]); werr == nil {
+					return printAudit(g, wi)
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -43,12 +51,17 @@ from.`,
 			if err != nil {
 				return err
 			}
-			if g.json {
-				return writeJSON(g.stdout, items)
-			}
-			return termPrint(g.stdout, func(w io.Writer) error { return replay.WriteText(w, items) })
+			return printAudit(g, items)
 		},
 	}
+}
+
+// printAudit prints an audit timeline, as JSON with --json.
+func printAudit(g *globals, items []replay.Item) error {
+	if g.json {
+		return writeJSON(g.stdout, items)
+	}
+	return termPrint(g.stdout, func(w io.Writer) error { return replay.WriteText(w, items) })
 }
 
 // sessionCommands returns the ids of the commands requested for session,

@@ -186,6 +186,9 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if sr.Session.Phase == events.PhaseEnded {
 		return fmt.Errorf("exec: %w: session %s has ended", events.ErrRejected, f.session)
 	}
+	if err := workspaceOpen(ctx, call, ws); err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
 	mode := f.mode
 	if mode == "" {
 		mode = events.ModeWorkspaceWrite

@@ -127,6 +127,9 @@ and replays any history deterministically.`,
 		policyCmd(g),
 		hooksCmd(g),
 		doctorCmd(g),
+		projectCmd(g),
+		workspaceCmd(g),
+		taskCmd(g),
 	)
 	conventions(root)
 	cmd, err := root.ExecuteContextC(ctx)

@@ -366,6 +366,10 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error { return rc.Run(ctx) }, func(error) { cancel() })
 	}
+	if !wp.reader {
+		ctx, cancel := context.WithCancel(ctx)
+		grp.Add(func() error { return runWorkspaces(ctx, b, svc, g.stderr) }, func(error) { cancel() })
+	}
 	for _, w := range workers {
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {

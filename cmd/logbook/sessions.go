@@ -394,6 +394,9 @@ func printSession(w io.Writer, r api.SessionReply, now time.Time) error {
 	}
 	row("model", dash(s.Model))
 	row("cwd", dash(s.Cwd))
+	if r.Workspace != "" {
+		row("workspace", r.Workspace)
+	}
 	row("branch", dash(s.GitBranch))
 	row("title", dash(s.Title))
 	row("mode", fmt.Sprintf("%s (agent: %s, revision %d)", dash(s.Mode), dash(s.AgentMode), s.ModeRevision))

@@ -1,0 +1,782 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/worker"
+	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/project"
+	"github.com/logbook-dev/logbook/reducers/task"
+	"github.com/logbook-dev/logbook/reducers/workspace"
+	"github.com/logbook-dev/logbook/replay"
+	"github.com/logbook-dev/logbook/sandbox"
+)
+
+// newWorkspaceManager returns a workspace manager on b: setup commands
+// run here under the sandbox, the data dir and credentials out of their
+// sight; when a server runs, an archive asks the commands working in the
+// workspace to stop.
+func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.Manager, error) {
+	root, err := wsadapter.DefaultRoot()
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	var env []string
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	home, _ := os.UserHomeDir()
+	hidden := append([]string{string(b.dd)}, sandbox.CredentialPaths(home)...)
+	cfg := wsadapter.Config{Log: b.log, Reg: b.reg, Host: host, Actor: actor, Root: root,
+		Setup: wsadapter.SandboxSetup{Env: env, Hidden: hidden}}
+	if b.remote {
+		// Only a server's workers run commands: without one, none runs.
+		cl, err := newCommandClient(b)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Stop = func(ctx context.Context, path string) error { return stopWorkspaceCommands(ctx, cl, call, path) }
+	}
+	return wsadapter.New(cfg)
+}
+
+// stopWorkspaceCommands asks every active command whose workspace lies
+// in path to stop.
+func stopWorkspaceCommands(ctx context.Context, cl *worker.Client, call api.Caller, path string) error {
+	active, err := api.ListCommands(ctx, call, api.CommandsRequest{Active: true}, 0)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range active {
+		if c.Workspace == path || strings.HasPrefix(c.Workspace, path+"/") {
+			if err := cl.Stop(ctx, c.ID, personActor(), "workspace_archived"); err != nil && !errors.Is(err, events.ErrRejected) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// workspaceView reads the whole workspace view.
+func workspaceView(ctx context.Context, call api.Caller) (api.WorkspacesReply, error) {
+	var r api.WorkspacesReply
+	err := call(ctx, api.VerbWorkspaces, struct{}{}, &r)
+	return r, err
+}
+
+// findProject returns the project ref names: its id, storage key, name
+// or folder.
+func findProject(v api.WorkspacesReply, ref string) (project.State, error) {
+	abs, _ := filepath.Abs(ref)
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	var found []project.State
+	for _, p := range v.Projects {
+		if p.ID == ref || p.Key == ref || p.Path == abs {
+			return p, nil
+		}
+		if p.Name == ref {
+			found = append(found, p)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return project.State{}, fmt.Errorf("project %q: %w: add it with `logbook project add PATH`", ref, events.ErrNotFound)
+	}
+	return project.State{}, fmt.Errorf("project %q: %d projects have that name: give its id or key", ref, len(found))
+}
+
+// findWorkspace returns the workspace ref names: its id, or a storage
+// key only one workspace has.
+func findWorkspace(v api.WorkspacesReply, ref string) (workspace.State, error) {
+	var found []workspace.State
+	for _, w := range v.Workspaces {
+		if w.ID == ref {
+			return w, nil
+		}
+		if w.Key == ref {
+			found = append(found, w)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return workspace.State{}, fmt.Errorf("workspace %q: %w", ref, events.ErrNotFound)
+	}
+	return workspace.State{}, fmt.Errorf("workspace %q: %d workspaces have that key: give its id", ref, len(found))
+}
+
+func projectCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "project", Short: "Add and list projects: git repositories workspaces are made from"}
+	var name string
+	add := &cobra.Command{
+		Use:   "add PATH [--name N]",
+		Short: "Add the git repository whose top level is PATH",
+		Long: `project add records the repository whose top level is PATH as a project
+(named --name, else the folder's name). Its storage key, a slug of the name,
+names the folder its workspaces go in. Adding a folder again answers the same
+project. A folder that is no repository, a subdirectory of one or a linked
+worktree is refused.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
+				v, err := workspaceView(cmd.Context(), call)
+				if err != nil {
+					return err
+				}
+				taken := map[string]string{}
+				for _, p := range v.Projects {
+					taken[p.Key] = p.ID
+				}
+				m, err := newWorkspaceManager(b, call, personActor())
+				if err != nil {
+					return err
+				}
+				p, err := m.AddProject(cmd.Context(), args[0], name, taken)
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return writeJSON(g.stdout, p)
+				}
+				_, err = fmt.Fprintf(g.stdout, "project %s (%s) at %s, trunk %s\n", p.Key, p.ID, p.Path, p.Trunk)
+				return err
+			})
+		},
+	}
+	add.Flags().StringVar(&name, "name", "", "the project's name (default: the folder's name)")
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List projects",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
+				v, err := workspaceView(cmd.Context(), call)
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return writeJSON(g.stdout, nonNil(v.Projects))
+				}
+				return termPrint(g.stdout, func(w io.Writer) error {
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "ID\tKEY\tNAME\tTRUNK\tWORKSPACES\tPATH")
+					for _, p := range v.Projects {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", p.ID, p.Key, p.Name, p.Trunk, len(p.Workspaces), p.Path)
+					}
+					return tw.Flush()
+				})
+			})
+		},
+	}
+	cmd.AddCommand(add, list)
+	return cmd
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func workspaceCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "workspace", Short: "Create, list, show, rename and archive workspaces: git worktrees of a project"}
+	var cf struct {
+		project, name, base, id, session string
+		placeholder                      bool
+	}
+	create := &cobra.Command{
+		Use:   "create --project P --name N [--base REF] [--id ID] [--session S]",
+		Short: "Create a workspace: a git worktree of project P on branch worktree/<key>",
+		Long: `workspace create reserves a workspace of project P (its id, key, name or
+folder) and materializes it, each step an event: the base (with no --base,
+origin is fetched and origin/<trunk> used, else the local trunk; --base REF
+is used exactly), git worktree add -b worktree/<key> in
+$LOGBOOK_WORKSPACES/<project key>/<key> (default
+$XDG_DATA_HOME/logbook/workspaces/...), the project's sync and
+protected_sync files, and its setup_commands run as sandboxed commands
+(they need a running server), all from .logbook/workspace.toml. The
+project's own work tree, HEAD and branches are never touched.
+
+--id makes the create idempotent: the same id again answers the same
+workspace. --session S makes session S its owner: only S (or a person)
+archives it. It prints the workspace ready, or failed with the step and
+reason (exit status 1).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cf.project == "" || cf.name == "" {
+				return errors.New("workspace create: --project and --name are required")
+			}
+			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
+				v, err := workspaceView(cmd.Context(), call)
+				if err != nil {
+					return err
+				}
+				p, err := findProject(v, cf.project)
+				if err != nil {
+					return fmt.Errorf("workspace create: %w", err)
+				}
+				m, err := newWorkspaceManager(b, call, personActor())
+				if err != nil {
+					return err
+				}
+				ws, err := m.Create(cmd.Context(), wsadapter.CreateRequest{Project: p.ID, Name: cf.name, Base: cf.base, ID: cf.id, Session: cf.session, Placeholder: cf.placeholder})
+				if err != nil {
+					return err
+				}
+				if g.json {
+					if err := writeJSON(g.stdout, ws); err != nil {
+						return err
+					}
+				} else {
+					printWorkspaceLine(g.stdout, ws)
+				}
+				if ws.Status == workspace.StatusFailed {
+					return &exitError{code: 1, err: fmt.Errorf("workspace %s failed at %s: %s", ws.ID, ws.FailStep, ws.FailReason)}
+				}
+				return nil
+			})
+		},
+	}
+	fl := create.Flags()
+	fl.StringVar(&cf.project, "project", "", "the project: its id, key, name or folder (required)")
+	fl.StringVar(&cf.name, "name", "", "the workspace's name; its slug is the storage key (required)")
+	fl.StringVar(&cf.base, "base", "", "the ref to fork from (default: origin/<trunk> after a fetch, else the local trunk)")
+	fl.StringVar(&cf.id, "id", "", "the workspace id (default: a new ULID); the same id again answers the same workspace")
+	fl.StringVar(&cf.session, "session", "", "the session that owns it (default: none; a person made it)")
+	fl.BoolVar(&cf.placeholder, "placeholder", false, "the name is a stand-in: the first session that names itself in the workspace names it")
+
+	var lf struct{ project, owner, status string }
+	list := &cobra.Command{
+		Use:   "list [--project P] [--owned-by S] [--status S]",
+		Short: "List workspaces, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
+				v, err := workspaceView(cmd.Context(), call)
+				if err != nil {
+					return err
+				}
+				pid := ""
+				if lf.project != "" {
+					p, err := findProject(v, lf.project)
+					if err != nil {
+						return err
+					}
+					pid = p.ID
+				}
+				out := []workspace.State{}
+				for _, w := range v.Workspaces {
+					if (pid == "" || w.Project == pid) && (lf.owner == "" || w.OwnedBy == lf.owner) && (lf.status == "" || w.Status == lf.status) {
+						out = append(out, w)
+					}
+				}
+				if g.json {
+					return writeJSON(g.stdout, out)
+				}
+				return termPrint(g.stdout, func(w io.Writer) error {
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "ID\tKEY\tSTATUS\tBRANCH\tOWNER\tSESSIONS\tNAME")
+					for _, ws := range out {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", ws.ID, ws.Key, ws.Status, ws.Branch, dash(ws.OwnedBy), len(v.Sessions[ws.ID]), ws.Name)
+					}
+					return tw.Flush()
+				})
+			})
+		},
+	}
+	list.Flags().StringVar(&lf.project, "project", "", "only this project's workspaces")
+	list.Flags().StringVar(&lf.owner, "owned-by", "", "only the workspaces this session owns")
+	list.Flags().StringVar(&lf.status, "status", "", "only workspaces in this status (initializing, ready, failed, archiving, archived)")
+
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a workspace: status, branch, path, owner, sessions (most recently active first), tasks and changes",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
+				v, err := workspaceView(cmd.Context(), call)
+				if err != nil {
+					return err
+				}
+				ws, err := findWorkspace(v, args[0])
+				if err != nil {
+					return err
+				}
+				m, err := newWorkspaceManager(b, call, personActor())
+				if err != nil {
+					return err
+				}
+				r := workspaceShow{Workspace: ws, Sessions: nonNil(v.Sessions[ws.ID]), Tasks: []task.State{}}
+				for _, t := range v.Tasks {
+					if t.Workspace == ws.ID {
+						r.Tasks = append(r.Tasks, t)
+					}
+				}
+				if !ws.Gone() && ws.Worktree {
+					if ch, err := m.Changes(cmd.Context(), ws); err == nil {
+						r.Changes = &ch
+					} else {
+						r.ChangesError = err.Error()
+					}
+				}
+				if g.json {
+					return writeJSON(g.stdout, r)
+				}
+				return termPrint(g.stdout, func(w io.Writer) error { return printWorkspace(w, r, time.Now()) })
+			})
+		},
+	}
+
+	var archiveSession string
+	archive := &cobra.Command{
+		Use:   "archive ID [--session S]",
+		Short: "Archive a workspace: at once and for good; its commands stop and its worktree is removed after",
+		Long: `workspace archive marks the workspace archiving and archived at once (it
+can no longer be worked in), asks its running commands to stop, then removes
+its worktree and folder (its branch stays). A failed cleanup is recorded; the
+workspace stays archived. With --session S, session S archives it and must
+own it; without, a person does, recorded as such.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
+				v, err := workspaceView(cmd.Context(), call)
+				if err != nil {
+					return err
+				}
+				ws, err := findWorkspace(v, args[0])
+				if err != nil {
+					return err
+				}
+				m, err := newWorkspaceManager(b, call, personActor())
+				if err != nil {
+					return err
+				}
+				by, as := archiveSession, events.ByChat
+				if by == "" {
+					by, as = personActor(), events.ByPerson
+				}
+				st, err := m.Archive(cmd.Context(), ws.ID, by, as)
+				if err != nil {
+					return err
+				}
+				if !g.json {
+					fmt.Fprintf(g.stdout, "workspace %s archived\n", st.ID)
+				}
+				if err := m.Cleanup(cmd.Context(), st.ID); err != nil {
+					return err
+				}
+				st, err = m.Workspace(cmd.Context(), st.ID)
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return writeJSON(g.stdout, st)
+				}
+				if st.Cleanup == workspace.CleanupFailed {
+					fmt.Fprintf(g.stderr, "logbook: cleanup of workspace %s failed (it stays archived): %s\n", st.ID, st.CleanupErr)
+				} else {
+					fmt.Fprintf(g.stdout, "removed %s\n", st.Path)
+				}
+				return nil
+			})
+		},
+	}
+	archive.Flags().StringVar(&archiveSession, "session", "", "the session that archives it (it must own it); default: you, as a person")
+
+	var renameSession string
+	rename := &cobra.Command{
+		Use:   "rename ID NAME [--session S]",
+		Short: "Rename a workspace and its branch; the folder never moves",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
+				v, err := workspaceView(cmd.Context(), call)
+				if err != nil {
+					return err
+				}
+				ws, err := findWorkspace(v, args[0])
+				if err != nil {
+					return err
+				}
+				m, err := newWorkspaceManager(b, call, personActor())
+				if err != nil {
+					return err
+				}
+				by, as := renameSession, events.ByChat
+				if by == "" {
+					by, as = "", events.ByPerson
+				}
+				st, err := m.Rename(cmd.Context(), ws.ID, args[1], by, as)
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return writeJSON(g.stdout, st)
+				}
+				printWorkspaceLine(g.stdout, st)
+				return nil
+			})
+		},
+	}
+	rename.Flags().StringVar(&renameSession, "session", "", "the session naming itself (a session's name replaces only a placeholder); default: you, as a person")
+	cmd.AddCommand(create, list, show, archive, rename)
+	return cmd
+}
+
+// workspaceShow is workspace show's answer.
+type workspaceShow struct {
+	Workspace    workspace.State        `json:"workspace"`
+	Sessions     []api.WorkspaceSession `json:"sessions"`
+	Tasks        []task.State           `json:"tasks"`
+	Changes      *wsadapter.Changes     `json:"changes,omitempty"`
+	ChangesError string                 `json:"changes_error,omitempty"`
+}
+
+func printWorkspaceLine(w io.Writer, ws workspace.State) {
+	fmt.Fprintf(w, "workspace %s %s: %s on %s at %s\n", ws.ID, ws.Key, ws.Status, ws.Branch, ws.Path)
+}
+
+func printWorkspace(w io.Writer, r workspaceShow, now time.Time) error {
+	ws := r.Workspace
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	status := ws.Status
+	if ws.Status == workspace.StatusFailed {
+		status += " at " + ws.FailStep + ": " + ws.FailReason
+	}
+	if ws.Cleanup != "" {
+		status += " (cleanup " + ws.Cleanup
+		if ws.CleanupErr != "" {
+			status += ": " + ws.CleanupErr
+		}
+		status += ")"
+	}
+	owner := dash(ws.OwnedBy)
+	rows := [][2]string{
+		{"workspace", ws.ID}, {"name", ws.Name + " (named by " + ws.NamedBy + ")"}, {"key", ws.Key}, {"project", ws.Project},
+		{"status", status}, {"branch", ws.Branch}, {"path", ws.Path},
+		{"base", strings.TrimSpace(ws.BaseRef + " " + ws.BaseCommit)}, {"owner", owner},
+	}
+	if ws.Fallback != "" {
+		rows = append(rows, [2]string{"fallback", ws.Fallback})
+	}
+	if ws.ArchivedAs != "" {
+		rows = append(rows, [2]string{"archived by", strings.TrimSpace(ws.ArchivedAs + " " + ws.ArchivedBy)})
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", r[0], dash(r[1]))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "sessions: %d\n", len(r.Sessions))
+	for _, s := range r.Sessions {
+		fmt.Fprintf(w, "  %s  %s  %s ago\n", s.ID, dash(s.Phase), now.Sub(s.UpdatedAt).Round(time.Second))
+	}
+	if len(r.Tasks) > 0 {
+		fmt.Fprintf(w, "tasks: %d\n", len(r.Tasks))
+		for _, t := range r.Tasks {
+			fmt.Fprintf(w, "  %s  %s  %s\n", t.ID, t.Status, t.Title)
+		}
+	}
+	switch {
+	case r.Changes != nil:
+		fmt.Fprintf(w, "changes against %s (merge base %.12s): %d files, +%d -%d\n", r.Changes.Against, r.Changes.MergeBase, len(r.Changes.Files), r.Changes.Added, r.Changes.Removed)
+		for _, c := range r.Changes.Files {
+			switch {
+			case c.Binary:
+				fmt.Fprintf(w, "  %s  binary\n", c.Path)
+			case c.New:
+				fmt.Fprintf(w, "  %s  +%d (new)\n", c.Path, c.Added)
+			default:
+				fmt.Fprintf(w, "  %s  +%d -%d\n", c.Path, c.Added, c.Removed)
+			}
+		}
+	case r.ChangesError != "":
+		fmt.Fprintf(w, "changes: %s\n", r.ChangesError)
+	}
+	return nil
+}
+
+func taskCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "task", Short: "Delegated work: list, show and record tasks"}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List tasks, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
+				v, err := workspaceView(cmd.Context(), call)
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return writeJSON(g.stdout, nonNil(v.Tasks))
+				}
+				return termPrint(g.stdout, func(w io.Writer) error {
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "ID\tSTATUS\tWORKSPACE\tPARENT\tSESSION\tTITLE")
+					for _, t := range v.Tasks {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Workspace, t.Parent, dash(t.Session), t.Title)
+					}
+					return tw.Flush()
+				})
+			})
+		},
+	}
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a task",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
+				v, err := workspaceView(cmd.Context(), call)
+				if err != nil {
+					return err
+				}
+				for _, t := range v.Tasks {
+					if t.ID == args[0] {
+						if g.json {
+							return writeJSON(g.stdout, t)
+						}
+						return termPrint(g.stdout, func(w io.Writer) error {
+							tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+							for _, r := range [][2]string{{"task", t.ID}, {"title", t.Title}, {"status", t.Status}, {"workspace", t.Workspace},
+								{"parent", t.Parent}, {"session", t.Session}, {"reason", t.Reason}, {"delegated", t.DelegatedAt.Format(time.RFC3339)}} {
+								fmt.Fprintf(tw, "%s\t%s\n", r[0], dash(r[1]))
+							}
+							return tw.Flush()
+						})
+					}
+				}
+				return fmt.Errorf("task %s: %w", args[0], events.ErrNotFound)
+			})
+		},
+	}
+	var df struct{ id, ws, parent, title string }
+	delegate := &cobra.Command{
+		Use:   "delegate --workspace W --session PARENT --title T [--id ID]",
+		Short: "Record that session PARENT delegated work to workspace W",
+		Long: `task delegate records a task: session PARENT delegated work titled T to
+workspace W. The task runs once another session is seen working in W, and
+completes or fails only with that session's real end (logbook serve moves
+tasks along).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if df.ws == "" || df.parent == "" {
+				return errors.New("task delegate: --workspace and --session are required")
+			}
+			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
+				v, err := workspaceView(cmd.Context(), call)
+				if err != nil {
+					return err
+				}
+				ws, err := findWorkspace(v, df.ws)
+				if err != nil {
+					return err
+				}
+				m, err := newWorkspaceManager(b, call, personActor())
+				if err != nil {
+					return err
+				}
+				t, err := m.Delegate(cmd.Context(), df.id, ws.ID, df.parent, df.title)
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return writeJSON(g.stdout, t)
+				}
+				_, err = fmt.Fprintf(g.stdout, "task %s %s in workspace %s\n", t.ID, t.Status, t.Workspace)
+				return err
+			})
+		},
+	}
+	delegate.Flags().StringVar(&df.id, "id", "", "the task id (default: a new ULID)")
+	delegate.Flags().StringVar(&df.ws, "workspace", "", "the workspace the work goes to (required)")
+	delegate.Flags().StringVar(&df.parent, "session", "", "the session that delegates (required)")
+	delegate.Flags().StringVar(&df.title, "title", "", "what the task is")
+	cmd.AddCommand(list, show, delegate)
+	return cmd
+}
+
+// workspaceTimeline returns the audit timeline of workspace id: its
+// events, those of the tasks delegated to it and those of the commands
+// run in its folder, all found by reading the log alone.
+func workspaceTimeline(ctx context.Context, b *backend, id string) ([]replay.Item, error) {
+	recs, _, err := b.log.Load(ctx, events.Aggregate{Kind: events.KindWorkspace, ID: id})
+	if err != nil || len(recs) == 0 {
+		return nil, fmt.Errorf("workspace %s: %w", id, events.ErrNotFound)
+	}
+	path := ""
+	if d, ok := recs[0].Data.(events.WorkspaceReserved); ok {
+		path = d.Path
+	}
+	var tasks, commands []string
+	for _, f := range []struct{ filter, typ string }{
+		{events.SubjectEvents + "." + events.KindTask + ".*", (events.TaskDelegated{}).EventType()},
+		{worker.CommandFilter, (events.CommandRequested{}).EventType()},
+	} {
+		for m, err := range b.log.ReadRaw(ctx, f.filter, 1) {
+			if err != nil {
+				return nil, err
+			}
+			if m.Header.Get(natslog.HeaderType) != f.typ {
+				continue
+			}
+			var d struct {
+				Agg  events.Aggregate `json:"agg"`
+				Data struct {
+					Workspace string `json:"workspace"`
+				} `json:"data"`
+			}
+			if json.Unmarshal(m.Data, &d) != nil {
+				continue
+			}
+			switch {
+			case d.Agg.Kind == events.KindTask && d.Data.Workspace == id:
+				tasks = append(tasks, d.Agg.ID)
+			case d.Agg.Kind == events.KindCommand && path != "" && (d.Data.Workspace == path || strings.HasPrefix(d.Data.Workspace, path+"/")):
+				commands = append(commands, d.Agg.ID)
+			}
+		}
+	}
+	return replay.WorkspaceTimeline(ctx, b.log, id, tasks, commands)
+}
+
+// workspaceTick is how often serve moves delegated tasks along.
+const workspaceTick = 2 * time.Second
+
+// runWorkspaces is serve's workspace actor: once the projection has
+// caught up it finishes what a crash left (materializations whose runner
+// is gone, archives and cleanups) and interrupts the tasks whose session
+// neither ended nor was seen since, then moves tasks along from the
+// sessions seen in their workspaces until ctx is done.
+func runWorkspaces(ctx context.Context, b *backend, svc *api.Service, stderr io.Writer) error {
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(stderr, "logbook serve: workspaces: "+format+"\n", args...)
+	}
+	for svc.CaughtUp(ctx) != nil {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(workspaceTick):
+		}
+	}
+	call := api.Local(svc.Handlers())
+	m, err := newWorkspaceManager(b, call, "logbook")
+	if err != nil {
+		return err
+	}
+	if cl, err := newCommandClient(b); err == nil {
+		// serve's own backend is not remote, yet its workers run commands.
+		m.SetStop(func(ctx context.Context, path string) error { return stopWorkspaceCommands(ctx, cl, call, path) })
+	}
+	if list, err := svc.Store.Workspaces(); err != nil {
+		logf("%v", err)
+	} else if n, err := m.Recover(ctx, list); err != nil {
+		logf("recovered %d: %v", n, err)
+	} else if n > 0 {
+		logf("recovered %d workspaces a crash left unfinished", n)
+	}
+	if tasks, err := svc.Store.Tasks(); err == nil {
+		for _, t := range tasks {
+			if t.Status != task.StatusRunning && t.Status != task.StatusResumed {
+				continue
+			}
+			if st, err := svc.Store.Session(t.Session); err == nil && st.Phase == events.PhaseEnded {
+				continue // its end is decided below
+			}
+			if _, err := m.Interrupt(ctx, t.ID); err != nil {
+				logf("interrupt task %s: %v", t.ID, err)
+			}
+		}
+	}
+	for {
+		if err := progressTasks(ctx, m, svc); err != nil && ctx.Err() == nil {
+			logf("%v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(workspaceTick):
+		}
+	}
+}
+
+// progressTasks moves each task that has not ended along from the
+// sessions linked to its workspace, oldest first.
+func progressTasks(ctx context.Context, m *wsadapter.Manager, svc *api.Service) error {
+	if err := svc.CaughtUp(ctx); err != nil {
+		return err
+	}
+	tasks, err := svc.Store.Tasks()
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		if t.Ended() {
+			continue
+		}
+		ids, err := svc.Store.WorkspaceSessions(t.Workspace)
+		if err != nil {
+			return err
+		}
+		var seen []wsadapter.Seen
+		for _, id := range ids {
+			st, err := svc.Store.Session(id)
+			if err != nil || id == t.Parent || (t.Session != "" && id != t.Session) {
+				continue
+			}
+			seen = append(seen, wsadapter.Seen{
+				Session: id, Ended: st.Phase == events.PhaseEnded, Failed: st.EndReason == "agent_gone",
+				Reason: st.EndReason, At: st.UpdatedAt, Ref: fmt.Sprintf("%s-%d", id, st.Ver),
+			})
+		}
+		slices.SortStableFunc(seen, func(a, b wsadapter.Seen) int { return a.At.Compare(b.At) })
+		if _, err := m.Progress(ctx, t, seen); err != nil {
+			return fmt.Errorf("task %s: %w", t.ID, err)
+		}
+	}
+	return nil
+}
+
+// workspaceOpen returns nil unless dir lies in a workspace that cannot
+// be worked in (initializing, failed, archiving or archived): then the
+// error, wrapping events.ErrRejected, says so.
+func workspaceOpen(ctx context.Context, call api.Caller, dir string) error {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	var r api.WorkspaceAtReply
+	if err := call(ctx, api.VerbWorkspaceAt, api.WorkspaceAtRequest{Path: dir}, &r); err != nil {
+		return err
+	}
+	if !r.Found {
+		return nil
+	}
+	return r.Workspace.CanWork()
+}
