@@ -261,7 +261,8 @@ type CreateRequest struct {
 
 // Create reserves and materializes a workspace, and returns it ready or
 // failed (with the step and the reason). A workspace that exists under
-// req.ID is answered as it is, materialized by whoever reserved it.
+// req.ID is answered as it is; one a concurrent create of the same id
+// reserved first is answered once that create is done with it.
 // Refused before anything is appended: an unknown project
 // (events.ErrNotFound), a project that is no longer the top level of a
 // repository, an unknown base ref, a name that slugs to nothing, an id
@@ -327,9 +328,33 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (workspace.Stat
 		return st, fmt.Errorf("workspace create: %w", err)
 	}
 	if ap.First == 0 || st.Runner != m.runner {
-		return st, nil // another create of this id reserved it first and materializes it
+		// Another create of this id reserved it first: its answer is
+		// that create's.
+		return m.await(ctx, st)
 	}
 	return m.materialize(ctx, st, p)
+}
+
+// await returns workspace st once it is no longer initializing, or as it
+// is when its runner is gone (a restart takes it over) or ctx is done.
+func (m *Manager) await(ctx context.Context, st workspace.State) (workspace.State, error) {
+	poll := m.cfg.Poll
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+	for st.Status == workspace.StatusInitializing && RunnerAlive(st.Runner, m.cfg.Host) {
+		select {
+		case <-ctx.Done():
+			return st, nil
+		case <-time.After(poll):
+		}
+		cur, err := m.Workspace(ctx, st.ID)
+		if err != nil {
+			return st, err
+		}
+		st = cur
+	}
+	return st, nil
 }
 
 // materialize takes st, an initializing workspace whose runner is this
@@ -819,4 +844,36 @@ func (m *Manager) Interrupt(ctx context.Context, id string) (task.State, error) 
 	cmd := task.Interrupt{Reason: "host_restarted", At: m.now(), Cause: events.Cause{Kind: "system", Event: "restart", Ref: m.cfg.IDs().String()}}
 	_, st, err := m.tasks.Execute(ctx, events.Aggregate{Kind: events.KindTask, ID: id}, func(s task.State) (events.Decision, error) { return task.Decide(s, cmd) })
 	return st, err
+}
+
+// Named is a session that named itself: its id, its title and when it
+// started.
+type Named struct {
+	Session string
+	Title   string
+	Started time.Time
+}
+
+// NameFromSessions gives workspace st, when its name is a placeholder,
+// the title of the first session (by start, then id) among named that
+// named itself in it, as that session's (events.ByChat). Otherwise, or
+// with no titled session, it answers st unchanged.
+func (m *Manager) NameFromSessions(ctx context.Context, st workspace.State, named []Named) (workspace.State, error) {
+	if !st.Placeholder || st.Status != workspace.StatusReady {
+		return st, nil
+	}
+	var first *Named
+	for i := range named {
+		n := &named[i]
+		if n.Title == "" || project.Slug(n.Title) == "" {
+			continue
+		}
+		if first == nil || n.Started.Before(first.Started) || n.Started.Equal(first.Started) && n.Session < first.Session {
+			first = n
+		}
+	}
+	if first == nil {
+		return st, nil
+	}
+	return m.Rename(ctx, st.ID, first.Title, first.Session, events.ByChat)
 }

@@ -359,7 +359,7 @@ func TestCreate_SameIDAtOnce(t *testing.T) {
 	}
 	wg.Wait()
 	for i := range 2 {
-		if errs[i] != nil || got[i].ID != "w-same" || got[i].Key != "same" {
+		if errs[i] != nil || got[i].ID != "w-same" || got[i].Key != "same" || got[i].Status != workspace.StatusReady {
 			t.Errorf("create %d: %+v %v", i, got[i], errs[i])
 		}
 	}
@@ -624,6 +624,27 @@ func TestRecover(t *testing.T) {
 	}
 }
 
+func TestNameFromSessions(t *testing.T) {
+	h := newHarness(t)
+	m := h.manager(t, nil)
+	proj, _ := repo(t)
+	p, _ := m.AddProject(t.Context(), proj, "", nil)
+	ws, _ := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "new task", Placeholder: true})
+	named := []Named{
+		{Session: "s2", Title: "Second", Started: testNow().Add(time.Minute)},
+		{Session: "s0", Title: "", Started: testNow().Add(-time.Minute)},
+		{Session: "s1", Title: "Add dark mode", Started: testNow()},
+	}
+	got, err := m.NameFromSessions(t.Context(), ws, named)
+	if err != nil || got.Name != "Add dark mode" || got.Branch != "worktree/add-dark-mode" || got.NamedBy != events.ByChat || got.Placeholder {
+		t.Fatalf("named: %+v %v", got, err)
+	}
+	again, _ := m.NameFromSessions(t.Context(), got, []Named{{Session: "s9", Title: "Other", Started: testNow().Add(-time.Hour)}})
+	if again.Name != "Add dark mode" {
+		t.Errorf("a named workspace was renamed again: %+v", again)
+	}
+}
+
 func TestRename(t *testing.T) {
 	h := newHarness(t)
 	m := h.manager(t, nil)
@@ -638,6 +659,10 @@ func TestRename(t *testing.T) {
 		t.Errorf("worktree on %s", b)
 	}
 	got, _ = m.Rename(t.Context(), ws.ID, "Chat again", "s2", events.ByChat)
+	if got.Name != "Login form" {
+		t.Errorf("a second session renamed it: %+v", got)
+	}
+	got, _ = m.NameFromSessions(t.Context(), got, []Named{{Session: "s3", Title: "Later title", Started: testNow()}})
 	if got.Name != "Login form" {
 		t.Errorf("a second session renamed it: %+v", got)
 	}

@@ -673,8 +673,9 @@ const workspaceTick = 2 * time.Second
 // runWorkspaces is serve's workspace actor: once the projection has
 // caught up it finishes what a crash left (materializations whose runner
 // is gone, archives and cleanups) and interrupts the tasks whose session
-// neither ended nor was seen since, then moves tasks along from the
-// sessions seen in their workspaces until ctx is done.
+// neither ended nor was seen since, then, until ctx is done, moves tasks
+// along from the sessions seen in their workspaces and names placeholder
+// workspaces after the first session that names itself in them.
 func runWorkspaces(ctx context.Context, b *backend, svc *api.Service, stderr io.Writer) error {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(stderr, "logbook serve: workspaces: "+format+"\n", args...)
@@ -717,6 +718,9 @@ func runWorkspaces(ctx context.Context, b *backend, svc *api.Service, stderr io.
 	}
 	for {
 		if err := progressTasks(ctx, m, svc); err != nil && ctx.Err() == nil {
+			logf("%v", err)
+		}
+		if err := nameWorkspaces(ctx, m, svc); err != nil && ctx.Err() == nil {
 			logf("%v", err)
 		}
 		select {
@@ -779,4 +783,32 @@ func workspaceOpen(ctx context.Context, call api.Caller, dir string) error {
 		return nil
 	}
 	return r.Workspace.CanWork()
+}
+
+// nameWorkspaces gives each ready workspace whose name is a placeholder
+// the title of the first session that named itself in it.
+func nameWorkspaces(ctx context.Context, m *wsadapter.Manager, svc *api.Service) error {
+	list, err := svc.Store.Workspaces()
+	if err != nil {
+		return err
+	}
+	for _, w := range list {
+		if !w.Placeholder || w.Status != workspace.StatusReady {
+			continue
+		}
+		ids, err := svc.Store.WorkspaceSessions(w.ID)
+		if err != nil {
+			return err
+		}
+		var named []wsadapter.Named
+		for _, id := range ids {
+			if st, err := svc.Store.Session(id); err == nil && st.Title != "" {
+				named = append(named, wsadapter.Named{Session: id, Title: st.Title, Started: st.StartedAt})
+			}
+		}
+		if _, err := m.NameFromSessions(ctx, w, named); err != nil {
+			return fmt.Errorf("name workspace %s: %w", w.ID, err)
+		}
+	}
+	return nil
 }
