@@ -192,7 +192,7 @@ worktree is refused.`,
 			})
 		},
 	}
-	cmd.AddCommand(add, list)
+	cmd.AddCommand(add, markReads(list))
 	return cmd
 }
 
@@ -229,7 +229,7 @@ reason (exit status 1).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cf.project == "" || cf.name == "" {
-				return errors.New("workspace create: --project and --name are required")
+				return usageErrorf("workspace create: --project and --name are required")
 			}
 			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
 				v, err := workspaceView(cmd.Context(), call)
@@ -444,7 +444,7 @@ own it; without, a person does, recorded as such.`,
 		},
 	}
 	rename.Flags().StringVar(&renameSession, "session", "", "the session naming itself (a session's name replaces only a placeholder); default: you, as a person")
-	cmd.AddCommand(create, list, show, archive, rename)
+	cmd.AddCommand(create, markReads(list), markReads(show), archive, rename)
 	return cmd
 }
 
@@ -588,7 +588,7 @@ tasks along).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if df.ws == "" || df.parent == "" {
-				return errors.New("task delegate: --workspace and --session are required")
+				return usageErrorf("task delegate: --workspace and --session are required")
 			}
 			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
 				v, err := workspaceView(cmd.Context(), call)
@@ -619,7 +619,7 @@ tasks along).`,
 	delegate.Flags().StringVar(&df.ws, "workspace", "", "the workspace the work goes to (required)")
 	delegate.Flags().StringVar(&df.parent, "session", "", "the session that delegates (required)")
 	delegate.Flags().StringVar(&df.title, "title", "", "what the task is")
-	cmd.AddCommand(list, show, delegate)
+	cmd.AddCommand(markReads(list), markReads(show), delegate)
 	return cmd
 }
 
