@@ -109,7 +109,7 @@ func (r *reconciler) Run(ctx context.Context) error {
 		if n, err := r.pass(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			fmt.Fprintf(r.stderr, "logbook serve: reconciler: %v\n", err)
 		} else if n > 0 {
-			fmt.Fprintf(r.stderr, "logbook serve: reconciler marked %d sessions\n", n)
+			fmt.Fprintf(r.stderr, "logbook serve: reconciler marked %s\n", plural(n, "session"))
 		}
 		select {
 		case <-ctx.Done():

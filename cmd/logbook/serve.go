@@ -37,6 +37,8 @@ func serveCmd(g *globals) *cobra.Command {
 		wf       workerFlags
 		live     liveFlags
 		gf       gateFlags
+		// logFormat is --log-format: serve's log as slog text or JSON.
+		logFormat string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -48,6 +50,13 @@ other commands on a loopback listener protected by generated credentials
 was down.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch logFormat {
+			case "text", "json":
+			default:
+				return usageErrorf("--log-format %q: want text or json", logFormat)
+			}
+			// One format for everything serve logs.
+			g.stderr = newServeLog(g.stderr, logFormat)
 			g.acceptLoss, g.adminCreds = accept, admin
 			if cacheMiB < 1 {
 				return fmt.Errorf("--views-cache %d: want 1 MiB or more", cacheMiB)
@@ -99,6 +108,7 @@ was down.`,
 	cmd.Flags().Int64Var(&cacheMiB, "views-cache", 8, "MiB of Pebble block cache for the projections")
 	cmd.Flags().StringVar(&pprofAt, "pprof", "", "loopback host:port to serve net/http/pprof (/debug/pprof/) and the Go runtime's memory figures (/debug/memstats) on; off when empty")
 	cmd.Flags().StringVar(&role, "role", "writer", "writer, or reader: with --nats-url, build the projection and answer queries but append nothing (no hooks, reconciler, workers or --watch); a follower such as a fleet board")
+	cmd.Flags().StringVar(&logFormat, "log-format", "text", "serve's log: text (log/slog key=value lines) or json (one JSON object a line)")
 	cmd.Flags().StringVar(&fsync, "fsync", "always", "when the log reaches the disk: always (before every acknowledgement) or interval (every second; faster, can lose the last second on an OS crash)")
 	return cmd
 }
@@ -283,7 +293,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	if wp.n > 0 {
-		fmt.Fprintf(g.stderr, "logbook serve: %d sandbox workers\n", wp.n)
+		fmt.Fprintf(g.stderr, "logbook serve: %s\n", plural(wp.n, "sandbox worker"))
 	}
 
 	var grp run.Group
@@ -333,7 +343,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 				if n, err := svc.DrainSpool(ctx); err != nil && ctx.Err() == nil {
 					fmt.Fprintf(g.stderr, "logbook serve: spool: %v\n", err)
 				} else if n > 0 {
-					fmt.Fprintf(g.stderr, "logbook serve: delivered %d spooled hook payloads\n", n)
+					fmt.Fprintf(g.stderr, "logbook serve: delivered %s\n", plural(n, "spooled hook payload"))
 				}
 				select {
 				case <-ctx.Done():

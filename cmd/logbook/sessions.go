@@ -399,7 +399,11 @@ func printSession(w io.Writer, r api.SessionReply, now time.Time) error {
 	}
 	row("branch", dash(s.GitBranch))
 	row("title", dash(s.Title))
-	row("mode", fmt.Sprintf("%s (agent: %s, revision %d)", dash(s.Mode), dash(s.AgentMode), s.ModeRevision))
+	if s.Parent != "" && s.Mode == "" && s.AgentMode == "" {
+		row("mode", "inherits parent")
+	} else {
+		row("mode", fmt.Sprintf("%s (agent: %s, revision %d)", dash(s.Mode), dash(s.AgentMode), s.ModeRevision))
+	}
 	row("turns", fmt.Sprint(s.Turns))
 	row("tool calls", fmt.Sprint(s.ToolCalls))
 	row("abandoned", fmt.Sprint(s.Abandoned))
@@ -429,7 +433,7 @@ func printSession(w io.Writer, r api.SessionReply, now time.Time) error {
 	if s.EndReason != "" {
 		row("ended", s.EndReason)
 	}
-	row("checkpoint", fmt.Sprint(r.Checkpoint))
+	row("as of", fmt.Sprintf("projection at event %d of the log", r.Checkpoint))
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+)
+
+// serveLog is serve's log: every line serve and its parts write (the
+// reconciler, the transcript watcher, workers, the API) becomes one
+// log/slog record, text (key=value) or JSON, so the log has one format.
+// A line's "logbook serve: " prefix is dropped (the record says where it
+// is from); a line about a failure is logged at WARN, others at INFO.
+// It is safe for concurrent use; a part of a line waits for its end.
+type serveLog struct {
+	mu   sync.Mutex
+	log  *slog.Logger
+	pend []byte
+}
+
+// newServeLog returns a serveLog writing to w in format "text" or "json".
+func newServeLog(w io.Writer, format string) *serveLog {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if format == "json" {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return &serveLog{log: slog.New(h).With("component", "serve")}
+}
+
+// Write logs each whole line of p.
+func (s *serveLog) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pend = append(s.pend, p...)
+	for {
+		i := bytes.IndexByte(s.pend, '\n')
+		if i < 0 {
+			break
+		}
+		s.line(string(s.pend[:i]))
+		s.pend = s.pend[i+1:]
+	}
+	return len(p), nil
+}
+
+// failureWords mark a line about a failure.
+var failureWords = []string{"error", "fail", "refused", "not sent", "gone", "cannot", "denied", "lost"}
+
+func (s *serveLog) line(l string) {
+	l = strings.TrimSpace(l)
+	if l == "" {
+		return
+	}
+	msg := strings.TrimPrefix(strings.TrimPrefix(l, "logbook serve: "), "logbook: ")
+	level := slog.LevelInfo
+	low := strings.ToLower(msg)
+	for _, w := range failureWords {
+		if strings.Contains(low, w) {
+			level = slog.LevelWarn
+			break
+		}
+	}
+	s.log.Log(context.Background(), level, msg)
+}
