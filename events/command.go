@@ -43,6 +43,11 @@ type CommandRequested struct {
 	// RequestedBy names who asked: an agent ("claude-code"), a user name,
 	// or "logbook".
 	RequestedBy string `json:"requested_by"`
+	// Elevation is the gate review whose allow verdict grants this one
+	// command full_access beyond the session's mode (`exec --elevate`);
+	// "" for none. The worker checks the verdict, its grant and the
+	// session's mode revision right before the start.
+	Elevation string `json:"elevation,omitempty"`
 }
 
 // EventType implements Payload.

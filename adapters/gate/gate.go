@@ -188,14 +188,16 @@ func (g *Gate) Decide(ctx context.Context, req Request) (Verdict, error) {
 	case st.Mode == events.ModeReadOnly && writeTools[req.Tool]:
 		answer = rule(events.VerdictDeny, "mode read_only", "the session's permission mode is read_only")
 	case req.Grant != "" && st.Mode != events.ModeAuto:
-		answer = rule(events.VerdictDeny, "mode "+or(st.Mode, "unknown"),
-			fmt.Sprintf("elevation is reviewed only in auto mode; session %s is in %s", req.Session, or(st.Mode, "an unknown mode")))
+		// Refused without a review: there is nothing to judge.
+		return Verdict{Decision: DecideDeny, Outcome: events.ReviewRejected,
+			By:     events.DecidedBy{Kind: events.DecidedByRule, Name: "mode " + or(st.Mode, "unknown")},
+			Reason: fmt.Sprintf("elevation is reviewed only in auto mode; session %s is in %s", req.Session, or(st.Mode, "an unknown mode"))}, nil
 	case m.Action == ActionAllow && req.Grant == "":
 		if rk, _ := review.RiskRank(or(m.Risk, review.RiskLow)); rk < 2 {
 			answer = rule(events.VerdictAllow, m.Pattern, "allowed by policy rule "+m.Pattern+" in "+or(m.Path, "the built-in rules"))
 		}
 		// high or critical: a rule alone cannot allow it; review.
-	case m.Action == ActionReview, req.Grant != "", req.Event == EventStdin:
+	case m.Action == ActionReview, req.Grant != "", req.Event == EventStdin && st.Mode == events.ModeAuto:
 	case req.Event == EventPermissionRequest && st.Mode == events.ModeAuto:
 	default:
 		return Verdict{Decision: DecideNone}, nil

@@ -185,6 +185,10 @@ func (c Call) Action() string {
 		a = str("url")
 	case "exec":
 		a = str("command")
+	case "stdin":
+		// Input for a command never enters the log: its size only.
+		n, _ := in["bytes"].(float64)
+		return fmt.Sprintf("%d bytes of input to command %s", int(n), str("command"))
 	}
 	if a == "" && len(c.Input) > 0 {
 		var buf bytes.Buffer

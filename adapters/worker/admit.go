@@ -42,11 +42,25 @@ var (
 // cwdHere reports whether the session's working directory exists on this
 // host (a session of another host is not held to it). It decides from
 // state alone.
-func admission(sess session.State, by, mode, ws, home string, cwdHere bool) string {
+func admission(sess session.State, by, mode, elevation, ws, home string, cwdHere bool) string {
 	if sess.Ver == 0 {
 		return fmt.Sprintf("refused: session %s does not exist, so its permission mode is unknown", sess.ID)
 	}
-	if modeRank(mode) > modeRank(sess.Mode) && !IsPerson(by) {
+	if elevation != "" {
+		// One command elevated by the gate: its verdict must allow
+		// full_access at the session's mode revision of now.
+		r, ok := sess.DecidedReview(elevation)
+		switch {
+		case !ok:
+			return fmt.Sprintf("refused: elevation review %s is not among session %s's verdicts", elevation, sess.ID)
+		case r.Verdict != events.VerdictAllow || r.Grant != mode:
+			return fmt.Sprintf("refused: elevation review %s decided %s (grant %q), not an allow of %s", elevation, r.Verdict, r.Grant, mode)
+		case sess.Mode != events.ModeAuto:
+			return fmt.Sprintf("refused: elevation needs session %s in auto mode; it is in %s now", sess.ID, sess.Mode)
+		case r.Revision != sess.ModeRevision:
+			return fmt.Sprintf("refused: elevation review %s was granted at mode revision %d; session %s is at revision %d now", elevation, r.Revision, sess.ID, sess.ModeRevision)
+		}
+	} else if modeRank(mode) > modeRank(sess.Mode) && !IsPerson(by) {
 		have := sess.Mode
 		if have == "" {
 			have = "unknown (workspace_write at most)"
@@ -95,7 +109,7 @@ func (w *Worker) admit(ctx context.Context, st command.State) (string, error) {
 			sess.Cwd, cwdHere = r, true
 		}
 	}
-	return admission(sess, st.RequestedBy, st.Mode, ws, home, cwdHere), nil
+	return admission(sess, st.RequestedBy, st.Mode, st.Elevation, ws, home, cwdHere), nil
 }
 
 // IsPerson reports whether actor names a person ("person:<user>@<host>")

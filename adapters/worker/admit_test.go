@@ -53,7 +53,7 @@ func TestAdmission(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := admission(tt.sess, tt.by, tt.mode, tt.ws, home, tt.cwdHere)
+			got := admission(tt.sess, tt.by, tt.mode, "", tt.ws, home, tt.cwdHere)
 			if tt.says == "" && got != "" || tt.says != "" && !strings.Contains(got, tt.says) {
 				t.Errorf("admission = %q, want %q", got, tt.says)
 			}
@@ -86,5 +86,41 @@ func TestWorker_RefusesWiderThanSession(t *testing.T) {
 	req.Session = ro
 	if st, _ := e.follow(e.submit(req), 10*time.Second); st.Status != command.StatusExited {
 		t.Errorf("read_only: status %s reason %q; want exited", st.Status, st.EndReason)
+	}
+}
+
+// TestAdmission_Elevation: a command elevated by the gate runs full_access
+// only with an allow verdict granting it, in auto mode, at the mode
+// revision the review was asked at.
+func TestAdmission_Elevation(t *testing.T) {
+	granted := func(verdict, grant string, rev, now int, mode string) session.State {
+		return session.State{ID: "s1", Ver: 9, Mode: mode, ModeRevision: now, Decided: []session.DecidedReview{
+			{ID: "elev-1", Verdict: verdict, Outcome: "approved", Grant: grant, Revision: rev},
+		}}
+	}
+	by := "elevation:person:alice@h"
+	tests := []struct {
+		name string
+		sess session.State
+		says string
+	}{
+		{"Granted", granted("allow", "full_access", 3, 3, events.ModeAuto), ""},
+		{"Denied", granted("deny", "full_access", 3, 3, events.ModeAuto), "not an allow"},
+		{"NoGrant", granted("allow", "", 3, 3, events.ModeAuto), "not an allow"},
+		{"ModeChangedSince", granted("allow", "full_access", 3, 4, events.ModeAuto), "revision 3; session s1 is at revision 4"},
+		{"NoLongerAuto", granted("allow", "full_access", 3, 3, events.ModeWorkspaceWrite), "needs session s1 in auto"},
+		{"UnknownReview", session.State{ID: "s1", Ver: 9, Mode: events.ModeAuto}, "not among"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := admission(tt.sess, by, events.ModeFullAccess, "elev-1", "/home/u/p", "/home/u", false)
+			if tt.says == "" && got != "" || tt.says != "" && !strings.Contains(got, tt.says) {
+				t.Errorf("admission = %q, want %q", got, tt.says)
+			}
+		})
+	}
+	// Without an elevation, an agent in auto stays held to its mode.
+	if got := admission(granted("allow", "full_access", 3, 3, events.ModeAuto), by, events.ModeFullAccess, "", "/home/u/p", "/home/u", false); !strings.Contains(got, "wider") {
+		t.Errorf("no elevation: %q", got)
 	}
 }

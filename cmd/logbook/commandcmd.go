@@ -98,7 +98,10 @@ closes the input afterwards (Ctrl-D on a terminal).`,
 			} else if !eof {
 				return errors.New("command stdin: give TEXT, or --eof to close the input")
 			}
-			return withClient(cmd.Context(), g, &args[0], func(cl *worker.Client) error {
+			return withBackendClient(cmd.Context(), g, &args[0], func(b *backend, cl *worker.Client) error {
+				if err := reviewStdin(cmd.Context(), b, cl, args[0], data, secret); err != nil {
+					return err
+				}
 				n, err := cl.Stdin(cmd.Context(), args[0], data, worker.StdinOptions{Withhold: secret, EOF: eof})
 				if err != nil {
 					return err

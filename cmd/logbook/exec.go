@@ -44,6 +44,9 @@ type execFlags struct {
 	env       []string
 	noEnv     bool
 	raw       bool
+	// elevate asks the gate to run this one command full_access.
+	elevate       bool
+	justification string
 }
 
 func execCmd(g *globals) *cobra.Command {
@@ -89,6 +92,8 @@ then one {"type":"result",…} with the id, status and exit.`,
 	fl.StringVar(&f.key, "key", "", "idempotency key: the id is derived from the session and the key, so a retry with the same key attaches to the first run")
 	fl.StringArrayVar(&f.env, "env", nil, "KEY=VALUE for the command's environment (repeatable; stored in the log, so no secrets)")
 	fl.BoolVar(&f.noEnv, "no-env", false, "pass on nothing from this environment; only --env")
+	fl.BoolVar(&f.elevate, "elevate", false, "ask the gate to run this one command full_access (session in auto mode only; reviewed first; needs --justification)")
+	fl.StringVar(&f.justification, "justification", "", "with --elevate: why the command needs full_access, for the reviewer")
 	fl.BoolVar(&f.raw, "raw", false, "print the output's exact bytes, escape sequences included (default: made safe for a terminal)")
 	return cmd
 }
@@ -113,6 +118,9 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	}
 	if err := events.ValidID(f.id); err != nil {
 		return fmt.Errorf("exec: --id: %w", err)
+	}
+	if f.elevate && (f.justification == "" || f.mode != "" && f.mode != events.ModeFullAccess) {
+		return errors.New("exec: --elevate needs --justification and no --mode but full_access")
 	}
 	if f.mode != "" {
 		switch f.mode {
@@ -197,9 +205,14 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 			mode = sr.Session.Mode
 		}
 	}
+	by := personActor()
+	if f.elevate {
+		// Held to the gate's grant, not a person's own authority.
+		mode, by = events.ModeFullAccess, "elevation:"+by
+	}
 	req := command.Request{
 		Session: f.session, Argv: argv, Cwd: f.cwd, Workspace: ws, Mode: mode, TTY: f.tty,
-		Env: env, WaitMS: f.wait.Milliseconds(), RequestedBy: personActor(),
+		Env: env, WaitMS: f.wait.Milliseconds(), RequestedBy: by,
 	}
 	if err := worker.CheckRequest(req); err != nil {
 		return fmt.Errorf("exec: %w", err)
@@ -208,6 +221,11 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		// The data dir's own rules too (redact.txt).
 		if err := worker.CheckSecrets(req, p.Redactor()); err != nil {
 			return fmt.Errorf("exec: %w", err)
+		}
+	}
+	if f.elevate {
+		if req.Elevation, err = elevate(ctx, call, f, req); err != nil {
+			return err
 		}
 	}
 	if err := awaitWorker(ctx, cl); err != nil {

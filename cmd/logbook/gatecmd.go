@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -19,8 +20,10 @@ import (
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/reducers/command"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
@@ -334,4 +337,75 @@ func sessionModeCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+}
+
+// elevate asks the gate to let command req run full_access, and returns
+// the review whose allow grants it. Refused outside auto mode; a deny is
+// an error that says who decided and what it means.
+func elevate(ctx context.Context, call api.Caller, f execFlags, req command.Request) (string, error) {
+	in, err := json.Marshal(map[string]any{"command": strings.Join(req.Argv, " "), "argv": req.Argv, "workspace": req.Workspace, "cwd": req.Cwd})
+	if err != nil {
+		return "", err
+	}
+	var v gate.Verdict
+	gr := gate.Request{
+		Session: req.Session, Event: gate.EventExec, Tool: "exec", Input: in, ID: "elevate-" + f.id,
+		Cwd: req.Workspace, Ref: ulid.Make().String(), Grant: events.ModeFullAccess, Reason: f.justification,
+	}
+	if err := call(ctx, gate.VerbGateRequest, gr, &v); err != nil {
+		return "", fmt.Errorf("exec --elevate: %w", err)
+	}
+	if v.Decision != gate.DecideAllow || v.Grant != events.ModeFullAccess {
+		return "", fmt.Errorf("exec --elevate: %w: %s", events.ErrRejected, gate.Explain(v))
+	}
+	return v.ReviewID, nil
+}
+
+// withBackendClient is withClient that also hands fn the backend.
+func withBackendClient(ctx context.Context, g *globals, id *string, fn func(*backend, *worker.Client) error) error {
+	b, err := openBackend(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if *id, err = resolveID(ctx, b, events.KindCommand, *id); err != nil {
+		return err
+	}
+	cl, err := newCommandClient(b)
+	if err != nil {
+		return err
+	}
+	return fn(b, cl)
+}
+
+// reviewStdin asks the gate about non-empty input for command id: in a
+// session in auto mode, or where a policy rule for "stdin" speaks, the
+// input is reviewed first; it is never elevated. The text goes to the
+// gate (and a reviewer program) but not into the log: the review records
+// only its size and digest.
+func reviewStdin(ctx context.Context, b *backend, cl *worker.Client, id string, data []byte, secret bool) error {
+	if len(data) == 0 || !b.remote {
+		return nil
+	}
+	st, err := cl.Command(ctx, id)
+	if err != nil {
+		return fmt.Errorf("command stdin: %w", err)
+	}
+	in := map[string]any{"command": id, "bytes": len(data)}
+	if !secret {
+		in["text"] = string(data)
+	}
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	var v gate.Verdict
+	req := gate.Request{Session: st.Session, Event: gate.EventStdin, Tool: "stdin", Input: raw, Ref: ulid.Make().String()}
+	if err := api.Call(ctx, b.nc, b.api, gate.VerbGateRequest, req, &v); err != nil {
+		return fmt.Errorf("command stdin: the gate gave no verdict: %w", err)
+	}
+	if v.Decision == gate.DecideDeny {
+		return fmt.Errorf("command stdin: %w: %s", events.ErrRejected, gate.Explain(v))
+	}
+	return nil
 }

@@ -28,6 +28,7 @@ type Request struct {
 	Env         []string // "KEY=VALUE", KEY non-empty, values already redacted
 	WaitMS      int64    // ms the requester waits before the command goes to the background; ≥ 0
 	RequestedBy string   // who asks; non-empty
+	Elevation   string   // the gate review granting full_access to this command, "" for none
 	At          time.Time
 	Cause       events.Cause
 }
@@ -316,6 +317,7 @@ func decideRequest(s State, c Request) ([]events.Envelope, error) {
 	d.emit(events.CommandRequested{
 		Session: c.Session, Argv: slices.Clone(c.Argv), Cwd: c.Cwd, Workspace: c.Workspace,
 		Mode: c.Mode, TTY: c.TTY, Env: slices.Clone(c.Env), WaitMS: c.WaitMS, RequestedBy: c.RequestedBy,
+		Elevation: c.Elevation,
 	})
 	return d.out, nil
 }
@@ -354,7 +356,7 @@ func validRequest(c Request) error {
 func sameSpec(s State, c Request) bool {
 	return s.Session == c.Session && slices.Equal(s.Argv, c.Argv) && s.Cwd == c.Cwd &&
 		s.Workspace == c.Workspace && s.Mode == c.Mode && s.TTY == c.TTY &&
-		slices.Equal(s.Env, c.Env) && s.WaitMS == c.WaitMS && s.RequestedBy == c.RequestedBy
+		slices.Equal(s.Env, c.Env) && s.WaitMS == c.WaitMS && s.RequestedBy == c.RequestedBy && s.Elevation == c.Elevation
 }
 
 func isSHA256(h string) bool {

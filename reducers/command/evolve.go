@@ -23,7 +23,7 @@ func Evolve(s State, e events.Envelope) State {
 		s.Argv = slices.Clone(d.Argv)
 		s.Cwd, s.Workspace, s.Mode, s.TTY = d.Cwd, d.Workspace, d.Mode, d.TTY
 		s.Env = slices.Clone(d.Env)
-		s.WaitMS, s.RequestedBy = d.WaitMS, d.RequestedBy
+		s.WaitMS, s.RequestedBy, s.Elevation = d.WaitMS, d.RequestedBy, d.Elevation
 		s.RequestedAt = e.At
 	case events.CommandStarted:
 		s.Status = StatusStarted

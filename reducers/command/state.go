@@ -42,6 +42,7 @@ type State struct {
 	Env         []string `json:"env,omitempty"` // "KEY=VALUE", redacted by the requester
 	WaitMS      int64    `json:"wait_ms,omitempty"`
 	RequestedBy string   `json:"requested_by"`
+	Elevation   string   `json:"elevation,omitempty"` // the gate review granting full_access
 
 	// The worker that started it, as in events.CommandStarted, and its
 	// process, as in events.CommandRunning (Pid 0 until then).
