@@ -28,26 +28,45 @@ const ActorReconciler = "logbook-reconciler"
 func (in *Ingester) Reconcile(ctx context.Context, agg events.Aggregate, now time.Time, abandonAfter time.Duration, check func(events.Process) events.ProcessCheck) (events.Appended, session.State, error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	return in.x.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
-		if !s.Exists() || s.Phase == events.PhaseEnded {
-			return nil, nil
-		}
-		t := events.Tick{Now: now, LastObserved: s.ObservedAt, AbandonAfter: abandonAfter.Milliseconds()}
-		if s.AgentProcess != nil && check != nil {
-			c := check(*s.AgentProcess)
-			t.Check = &c
-		}
-		obs := in.reg.New(events.TickObserved{})
-		obs.ID, obs.Agg, obs.At, obs.Actor = in.x.IDs(), agg, now, ActorReconciler
-		obs.Data = events.TickObserved{Observation: events.Observation{
-			Key: "tick:" + obs.ID.String(), Parser: ParserTick, Kind: "tick", Tick: &t,
-		}}
-		decs, err := session.Decide(s, session.Observe{Obs: obs})
-		if err != nil || len(decs) == 0 {
-			return nil, err
-		}
-		for i := range decs {
-			decs[i].Actor = ActorReconciler
-		}
-		return append([]events.Envelope{obs}, decs...), nil
+		return in.tick(s, agg, now, abandonAfter, check)
 	})
+}
+
+// WouldReconcile reports whether Reconcile at now would append anything
+// to a session in state s, deciding on s alone: no log read, no append.
+// A reconciler looks at a projected state with it first, and calls
+// Reconcile (which decides again on the log's state) only when it says
+// yes, so that a pass over thousands of quiet sessions reads none of
+// them from the log. check may run. Errors: session.Decide's.
+func (in *Ingester) WouldReconcile(s session.State, now time.Time, abandonAfter time.Duration, check func(events.Process) events.ProcessCheck) (bool, error) {
+	agg := events.Aggregate{Kind: events.KindSession, ID: s.ID}
+	decs, err := in.tick(s, agg, now.UTC().Truncate(time.Microsecond), abandonAfter, check)
+	return len(decs) > 0, err
+}
+
+// tick is the reconciler's decision on session agg in state s at now:
+// the tick observation followed by its decisions, or nothing when the
+// tick decides nothing.
+func (in *Ingester) tick(s session.State, agg events.Aggregate, now time.Time, abandonAfter time.Duration, check func(events.Process) events.ProcessCheck) (events.Decision, error) {
+	if !s.Exists() || s.Phase == events.PhaseEnded {
+		return nil, nil
+	}
+	t := events.Tick{Now: now, LastObserved: s.ObservedAt, AbandonAfter: abandonAfter.Milliseconds()}
+	if s.AgentProcess != nil && check != nil {
+		c := check(*s.AgentProcess)
+		t.Check = &c
+	}
+	obs := in.reg.New(events.TickObserved{})
+	obs.ID, obs.Agg, obs.At, obs.Actor = in.x.IDs(), agg, now, ActorReconciler
+	obs.Data = events.TickObserved{Observation: events.Observation{
+		Key: "tick:" + obs.ID.String(), Parser: ParserTick, Kind: "tick", Tick: &t,
+	}}
+	decs, err := session.Decide(s, session.Observe{Obs: obs})
+	if err != nil || len(decs) == 0 {
+		return nil, err
+	}
+	for i := range decs {
+		decs[i].Actor = ActorReconciler
+	}
+	return append([]events.Envelope{obs}, decs...), nil
 }

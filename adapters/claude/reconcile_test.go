@@ -15,6 +15,7 @@ import (
 
 // TestReconcile_Stale: a tick before the abandon-after time appends
 // nothing; one after it appends the tick and its marks in one batch.
+// WouldReconcile, deciding on the state alone, agrees each time.
 func TestReconcile_Stale(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-000000000006"
 	log := openLog(t)
@@ -31,11 +32,22 @@ func TestReconcile_Stale(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := time.Date(2026, 11, 25, 9, 0, 3, 0, time.UTC)
+	recs, _, err := log.Load(t.Context(), agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	working := session.Fold(session.Init(agg), recs)
+	if ok, err := in.WouldReconcile(working, seen.Add(29*time.Minute), 30*time.Minute, nil); ok || err != nil {
+		t.Errorf("WouldReconcile before abandon-after = %v, %v; want false", ok, err)
+	}
 	ap, st, err := in.Reconcile(t.Context(), agg, seen.Add(29*time.Minute), 30*time.Minute, nil)
 	if err != nil || ap.Last != 0 || st.Phase != events.PhaseWorking {
 		t.Fatalf("early tick: appended %+v, phase %s, err %v; want nothing", ap, st.Phase, err)
 	}
 	now := seen.Add(72 * time.Hour)
+	if ok, err := in.WouldReconcile(working, now, 30*time.Minute, nil); !ok || err != nil {
+		t.Errorf("WouldReconcile after abandon-after = %v, %v; want true", ok, err)
+	}
 	ap, st, err = in.Reconcile(t.Context(), agg, now, 30*time.Minute, nil)
 	if err != nil || ap.Last == 0 {
 		t.Fatalf("late tick: appended %+v, err %v", ap, err)
@@ -43,7 +55,10 @@ func TestReconcile_Stale(t *testing.T) {
 	if st.Phase != events.PhaseReady || st.Abandoned != 1 || len(st.Entries) != 0 {
 		t.Errorf("after: phase %s, %d abandoned, %d open", st.Phase, st.Abandoned, len(st.Entries))
 	}
-	recs, _, err := log.Load(t.Context(), agg)
+	if ok, err := in.WouldReconcile(st, now.Add(time.Hour), 30*time.Minute, nil); ok || err != nil {
+		t.Errorf("WouldReconcile once marked = %v, %v; want false", ok, err)
+	}
+	recs, _, err = log.Load(t.Context(), agg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,6 +141,16 @@ func (r *reconciler) pass(ctx context.Context, now time.Time) (int, error) {
 			if s.AgentProcess == nil && !stale {
 				continue
 			}
+			// Decide on the projected state first: a pass over
+			// thousands of quiet sessions must not read each from the
+			// log (and make the server load every old block of it).
+			// Reconcile decides again on the log's state.
+			if ok, err := r.svc.Ing.WouldReconcile(s, now, r.abandonAfter, check); err != nil || !ok {
+				if err != nil {
+					fmt.Fprintf(r.stderr, "logbook serve: reconciler: %s: %v\n", s.ID, err)
+				}
+				continue
+			}
 			agg := events.Aggregate{Kind: events.KindSession, ID: s.ID}
 			ap, _, err := r.svc.Ing.Reconcile(ctx, agg, now, r.abandonAfter, check)
 			if err != nil {
