@@ -279,7 +279,7 @@ func (s *Server) Conn() *nats.Conn { return s.nc }
 // credentials (User, or Users[0]) and opts. The caller owns it and closes
 // it before Shutdown.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
-	all := []nats.Option{nats.InProcessServer(s.ns)}
+	all := []nats.Option{nats.InProcessServer(s.ns), nats.SyncQueueLen(SyncQueueLen)}
 	if s.cfg.User != "" {
 		all = append(all, nats.UserInfo(s.cfg.User, s.cfg.Password))
 	} else if len(s.cfg.Users) > 0 {
@@ -298,7 +298,7 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 func (s *Server) ConnectAs(role Role, opts ...nats.Option) (*nats.Conn, error) {
 	for _, u := range s.cfg.Users {
 		if u.Role == role {
-			all := []nats.Option{nats.InProcessServer(s.ns), nats.UserInfo(u.Name, u.Password)}
+			all := []nats.Option{nats.InProcessServer(s.ns), nats.SyncQueueLen(SyncQueueLen), nats.UserInfo(u.Name, u.Password)}
 			nc, err := nats.Connect("", append(all, opts...)...)
 			if err != nil {
 				return nil, fmt.Errorf("natslog: connect in process as %s: %w", role, err)
@@ -349,12 +349,20 @@ func (s *Server) Shutdown() error {
 	return s.err
 }
 
+// SyncQueueLen is the message queue of each synchronous subscription on
+// the connections this package opens (nats.SyncQueueLen), in messages.
+// nats.go's default, 65,536, allocates 512 KiB for every subscription,
+// and a Load makes one per page of loadPage events: a daemon loading
+// aggregates all day would allocate gigabytes an hour for queues that
+// never hold more than a page. 4,096 holds four pages.
+const SyncQueueLen = 4 * loadPage
+
 // Connect dials a NATS server or cluster at url (comma-separated URLs
 // allowed) for use with Open. opts follow the defaults (a client name and
 // unlimited reconnects) and may override them. The caller owns the
 // connection and closes it after closing every Log opened on it.
 func Connect(url string, opts ...nats.Option) (*nats.Conn, error) {
-	all := append([]nats.Option{nats.Name("logbook"), nats.MaxReconnects(-1)}, opts...)
+	all := append([]nats.Option{nats.Name("logbook"), nats.MaxReconnects(-1), nats.SyncQueueLen(SyncQueueLen)}, opts...)
 	nc, err := nats.Connect(url, all...)
 	if err != nil {
 		return nil, fmt.Errorf("natslog: connect %s: %w", url, err)
