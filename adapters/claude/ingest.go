@@ -481,7 +481,8 @@ type lineOutcome struct {
 // decided again, lines now seen appending nothing). A run whose events
 // would pass events.MaxBatch goes out as several batches, each ending at a
 // line's end. A line the reducer refuses ends the run there: the lines
-// before it are appended, and the error names path and line. After each
+// before it are appended, and the error names path and line. A run the
+// log refuses whole is appended again line by line, with the same result. After each
 // batch the subagents its lines report done are released, and res and
 // progress hear of every line.
 func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path string, run []runLine, res *FileResult, progress func(line int)) error {
@@ -522,10 +523,18 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 			return evs, nil
 		})
 		if err != nil {
-			if len(run) == 1 {
+			if len(run) == 1 || ctx.Err() != nil {
 				return fmt.Errorf("%s:%d: %w", path, run[0].n, err)
 			}
-			return fmt.Errorf("%s:%d-%d: %w", path, run[0].n, run[len(run)-1].n, err)
+			// The log refused the run whole (an event it will not take,
+			// say): append it line by line, so the lines before the one
+			// at fault are imported and the error names that line.
+			for i := range run {
+				if err := in.appendRun(ctx, agg, path, run[i:i+1], res, progress); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 		for i, out := range outs {
 			rl := run[i]

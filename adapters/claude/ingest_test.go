@@ -406,3 +406,39 @@ func TestImportFile_Runs(t *testing.T) {
 		t.Fatalf("import again: %+v, %v, %d more batches", r, err, len(l.batches)-n)
 	}
 }
+
+// TestImportFile_RunRefused imports a transcript whose fourth line makes
+// an event larger than the server takes: the run is refused whole, then
+// appended line by line, so the three lines before it are imported and
+// the error names line 4; nothing of line 4 or after is appended.
+func TestImportFile_RunRefused(t *testing.T) {
+	l := openLog(t)
+	p, err := NewParser(Config{MaxRaw: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := NewIngester(IngestConfig{Log: l, Host: "test", Parser: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "s-1.jsonl")
+	writeLines(t, path, fxUser("u1", "", "hi"), fxAssistant("a1", "u1", "ok"), fxUser("u2", "a1", "more"),
+		fxAssistant("a2", "u2", strings.Repeat("x", 2<<20)), fxUser("u3", "a2", "after"))
+	agg, _ := SessionAggregate("s-1", "")
+	r, err := in.ImportFile(t.Context(), path, agg, nil)
+	if err == nil || !strings.Contains(err.Error(), "s-1.jsonl:4:") {
+		t.Fatalf("err = %v, want one naming line 4", err)
+	}
+	if r.Appended != 3 || r.Lines != 3 {
+		t.Fatalf("result %+v, want lines 1-3 appended", r)
+	}
+	recs, _, err := l.Load(t.Context(), agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		if o, ok := events.Observed(rec.Data); ok && o.Line > 3 {
+			t.Fatalf("line %d appended", o.Line)
+		}
+	}
+}
