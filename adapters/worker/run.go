@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -212,7 +214,8 @@ func (w *Worker) spec(st command.State) (sandbox.Spec, string) {
 	}
 	return sandbox.Spec{
 		Argv: st.Argv, Env: st.Env, Workspace: st.Workspace, Dir: st.Cwd, Mode: mode, TTY: st.TTY,
-		Protected: w.cfg.Protected, Hidden: w.cfg.Hidden, Grace: w.cfg.Grace, Bwrap: w.cfg.Bwrap,
+		Protected: append(slices.Clone(w.cfg.Protected), workspace.ProtectedIn(st.Workspace)...),
+		Hidden:    w.cfg.Hidden, Grace: w.cfg.Grace, Bwrap: w.cfg.Bwrap,
 	}, ""
 }
 

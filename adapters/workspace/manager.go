@@ -411,6 +411,9 @@ func (m *Manager) materialize(ctx context.Context, st workspace.State, p project
 		if err != nil {
 			return fail("sync", err)
 		}
+		if err := writeProtected(ctx, st.Path, ev.Protected); err != nil {
+			return fail("sync", err)
+		}
 		ev.Runner = m.runner
 		if err := step(ev); err != nil || stopped {
 			return m.after(ctx, st, err)
@@ -531,7 +534,9 @@ func (m *Manager) addWorktree(ctx context.Context, project string, st workspace.
 }
 
 // syncFiles copies cfg's sync and protected_sync files from the project
-// into the worktree; protected ones end read-only (0444). A file missing
+// into the worktree; protected ones end read-only (0444), and the
+// caller lists them in the worktree's ProtectFile so sandboxed commands
+// keep them read-only (ProtectedIn). A file missing
 // from the project is listed, not an error; one that is a symbolic link
 // leading out of the project is an error.
 func syncFiles(project, wt string, cfg ProjectConfig) (events.WorkspaceSynced, error) {

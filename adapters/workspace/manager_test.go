@@ -212,6 +212,12 @@ func TestCreate_FromOrigin(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(ws.Path, "secrets.json")); err != nil || fi.Mode().Perm() != 0o444 {
 		t.Errorf("protected copy: %v %v", fi, err)
 	}
+	if got := ProtectedIn(filepath.Join(ws.Path, "sub", "dir")); !slices.Equal(got, []string{filepath.Join(ws.Path, "secrets.json")}) {
+		t.Errorf("ProtectedIn = %v", got)
+	}
+	if got := ProtectedIn(proj); got != nil {
+		t.Errorf("ProtectedIn(project) = %v", got)
+	}
 	if b, _ := os.ReadFile(filepath.Join(ws.Path, ".env")); string(b) != "TOKEN=x\n" {
 		t.Errorf(".env copy = %q", b)
 	}
