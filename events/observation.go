@@ -83,6 +83,8 @@ const (
 	SigMode           = "mode"            // Name: the agent's permission mode
 	SigSessionEnd     = "session_end"     // Text: reason
 	SigAPIError       = "api_error"       // Text: short error
+	SigUsage          = "usage"           // Usage: tokens one model call spent; ID: the agent's message id
+	SigRateLimit      = "rate_limit"      // Limit: a plan-limit window's reading; Name: window
 )
 
 // PromptInTurn is the Status of a prompt signal that an agent writes after
@@ -99,6 +101,43 @@ type Sig struct {
 	Status     string `json:"status,omitempty"`
 	Text       string `json:"text,omitempty"`
 	Background bool   `json:"background,omitempty"`
+	Usage      *Usage `json:"usage,omitempty"` // set on a usage signal only
+	Limit      *Limit `json:"limit,omitempty"` // set on a rate_limit signal only
+}
+
+// Usage is what one model call (or, with Cumulative, a session so far)
+// spent, in tokens. Fields are ≥ 0; an adapter refuses a reading with a
+// negative, non-numeric or absurd field (over MaxUsageTokens) instead of
+// emitting it.
+type Usage struct {
+	Model      string `json:"model,omitempty"`
+	Input      int64  `json:"input,omitempty"`       // input tokens not read from or written to the cache
+	Output     int64  `json:"output,omitempty"`      // output tokens (reasoning included)
+	CacheWrite int64  `json:"cache_write,omitempty"` // input tokens written to the prompt cache
+	CacheRead  int64  `json:"cache_read,omitempty"`  // input tokens read from the prompt cache
+	Reasoning  int64  `json:"reasoning,omitempty"`   // of Output, reasoning tokens (informational)
+	// Cumulative marks a running total for the session (Codex
+	// token_count total_token_usage): the reducer counts its growth over
+	// the previous total, not the reading itself.
+	Cumulative bool `json:"cumulative,omitempty"`
+}
+
+// MaxUsageTokens is the largest token count one usage reading may carry;
+// a larger one is refused as absurd.
+const MaxUsageTokens = 1 << 40
+
+// Total returns the reading's input, output and cache tokens summed.
+func (u Usage) Total() int64 { return u.Input + u.Output + u.CacheWrite + u.CacheRead }
+
+// Limit is one plan-limit window as the agent reported it: how much of it
+// is used, how long it is, when it resets. Account names whose plan it is
+// (e.g. "codex/plus").
+type Limit struct {
+	Account     string  `json:"account,omitempty"`
+	Window      string  `json:"window"`       // "primary", "secondary", …
+	UsedPercent float64 `json:"used_percent"` // 0..100
+	Minutes     int64   `json:"window_minutes,omitempty"`
+	ResetsAt    int64   `json:"resets_at,omitempty"` // Unix seconds; 0 if unknown
 }
 
 // ClaudeLineObserved is one line of a Claude Code transcript (.jsonl),

@@ -56,7 +56,7 @@ func (SessionView) Name() string { return "sessions" }
 
 // Version implements View. Bump it when session.State's JSON or the
 // view's keys change.
-func (SessionView) Version() int { return 6 } // 5: gate reviews, refusals; 6: summary rows
+func (SessionView) Version() int { return 7 } // 5: gate reviews, refusals; 6: summary rows; 7: usage and plan limits
 
 // sessionRow is one session being folded in a batch.
 type sessionRow struct {

@@ -100,12 +100,24 @@ type State struct {
 	Fingerprints map[string]events.Fingerprint `json:"fingerprints,omitempty"`
 	// Diverged maps a transcript file name that no longer holds what was
 	// imported to the session its rewritten form is imported into.
-	Diverged       map[string]string `json:"diverged,omitempty"`
-	RewrittenFrom  string            `json:"rewritten_from,omitempty"` // the session whose rewritten transcript this one holds
-	ForkedFrom     string            `json:"forked_from,omitempty"`    // the agent's session id this conversation was forked from (Codex /fork)
-	OpenReviews    []string          `json:"open_reviews,omitempty"`
-	Verdicts       []bool            `json:"verdicts,omitempty"` // last ReviewWindow verdicts, true = deny
-	BreakerTripped bool              `json:"breaker_tripped,omitempty"`
+	Diverged      map[string]string `json:"diverged,omitempty"`
+	RewrittenFrom string            `json:"rewritten_from,omitempty"` // the session whose rewritten transcript this one holds
+	ForkedFrom    string            `json:"forked_from,omitempty"`    // the agent's session id this conversation was forked from (Codex /fork)
+	// Usage is what the session spent, per model and UTC hour; its own
+	// spend only (a subagent's is in the subagent's session).
+	Usage []UsageBucket `json:"usage,omitempty"`
+	// UsageTotal is the last cumulative usage reading (Codex
+	// token_count), which the next one is counted against.
+	UsageTotal *events.Usage `json:"usage_total,omitempty"`
+	// RecentMessages holds the last RecentMessages message ids whose
+	// usage was counted, with what was counted.
+	RecentMessages []MessageUsage `json:"recent_messages,omitempty"`
+	// Limits holds the latest reading of each plan-limit window the agent
+	// reported, per account and window.
+	Limits         []LimitReading `json:"limits,omitempty"`
+	OpenReviews    []string       `json:"open_reviews,omitempty"`
+	Verdicts       []bool         `json:"verdicts,omitempty"` // last ReviewWindow verdicts, true = deny
+	BreakerTripped bool           `json:"breaker_tripped,omitempty"`
 	// Refusals counts review denials in a row since the last allow or
 	// breaker reset.
 	Refusals int `json:"refusals,omitempty"`

@@ -1,0 +1,80 @@
+package session
+
+import (
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// foldObs folds one line observation with sigs at minute m into s.
+func foldObs(s State, line, m int, sigs ...events.Sig) State {
+	e := events.Envelope{
+		Type: "obs.claude.line", Agg: events.Aggregate{Kind: events.KindSession, ID: "s1"}, Ver: s.Ver + 1,
+		At:   time.Date(2026, 5, 23, 23, 0, 0, 0, time.UTC).Add(time.Duration(m) * time.Minute),
+		Data: events.ClaudeLineObserved{Observation: events.Observation{Key: "k", Path: "/t.jsonl", Line: line, Signals: sigs}},
+	}
+	return Evolve(s, e)
+}
+
+func usageSig(id, model string, in, out int64) events.Sig {
+	return events.Sig{Kind: events.SigUsage, ID: id, Usage: &events.Usage{Model: model, Input: in, Output: out, CacheRead: 100}}
+}
+
+func sum(s State) (in, out, read, calls int64) {
+	for _, b := range s.Usage {
+		in, out, read, calls = in+b.Input, out+b.Output, read+b.CacheRead, calls+b.Calls
+	}
+	return
+}
+
+func TestUsage_OncePerMessage(t *testing.T) {
+	s := Init(events.Aggregate{Kind: events.KindSession, ID: "s1"})
+	// One message written on three lines, the last with its final output.
+	s = foldObs(s, 1, 0, usageSig("msg_1", "claude-opus-4-7", 6, 10))
+	s = foldObs(s, 2, 0, usageSig("msg_1", "claude-opus-4-7", 6, 10))
+	s = foldObs(s, 3, 0, usageSig("msg_1", "claude-opus-4-7", 6, 40))
+	s = foldObs(s, 4, 1, usageSig("msg_2", "claude-opus-4-7", 5, 9))
+	if in, out, read, calls := sum(s); in != 11 || out != 49 || read != 200 || calls != 2 {
+		t.Fatalf("in %d out %d read %d calls %d; want 11 49 200 2", in, out, read, calls)
+	}
+}
+
+func TestUsage_CumulativeDeltas(t *testing.T) {
+	s := Init(events.Aggregate{Kind: events.KindSession, ID: "s1"})
+	cum := func(in, out int64) events.Sig {
+		return events.Sig{Kind: events.SigUsage, Usage: &events.Usage{Model: "gpt-5.5", Input: in, Output: out, Cumulative: true}}
+	}
+	s = foldObs(s, 1, 0, cum(100, 10))
+	s = foldObs(s, 2, 1, cum(100, 10)) // repeated total: nothing new
+	s = foldObs(s, 3, 2, cum(250, 30))
+	s = foldObs(s, 4, 3, cum(50, 5)) // the total went down: a fresh counter
+	if in, out, _, _ := sum(s); in != 300 || out != 35 {
+		t.Fatalf("in %d out %d; want 300 35", in, out)
+	}
+}
+
+func TestUsage_ModelRenamedAndHours(t *testing.T) {
+	s := Init(events.Aggregate{Kind: events.KindSession, ID: "s1"})
+	s = foldObs(s, 1, 0, usageSig("m1", "gpt-5.4", 1, 1))
+	s = foldObs(s, 2, 30, usageSig("m2", "gpt-5.5", 2, 2)) // renamed mid-session
+	s = foldObs(s, 3, 70, usageSig("m3", "gpt-5.5", 3, 3)) // the next hour (next UTC day)
+	if len(s.Usage) != 3 {
+		t.Fatalf("buckets %+v", s.Usage)
+	}
+	if s.Usage[0].Model != "gpt-5.4" || s.Usage[1].Model != "gpt-5.5" || !s.Usage[2].Hour.Equal(time.Date(2026, 5, 24, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("buckets %+v", s.Usage)
+	}
+}
+
+func TestUsage_LimitsLatest(t *testing.T) {
+	s := Init(events.Aggregate{Kind: events.KindSession, ID: "s1"})
+	lim := func(w string, pct float64) events.Sig {
+		return events.Sig{Kind: events.SigRateLimit, Name: w, Limit: &events.Limit{Account: "codex/plus", Window: w, UsedPercent: pct, Minutes: 300, ResetsAt: 1779573247}}
+	}
+	s = foldObs(s, 1, 0, lim("primary", 1), lim("secondary", 10))
+	s = foldObs(s, 2, 5, lim("primary", 4))
+	if len(s.Limits) != 2 || s.Limits[0].UsedPercent != 4 || s.Limits[1].UsedPercent != 10 || !s.Limits[0].MeasuredAt.Equal(time.Date(2026, 5, 23, 23, 5, 0, 0, time.UTC)) {
+		t.Fatalf("limits %+v", s.Limits)
+	}
+}
