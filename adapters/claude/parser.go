@@ -16,7 +16,7 @@ import (
 // Parser names and versions stamped on Observation.Parser. A change in
 // what a parser emits for the same input bumps its version.
 const (
-	ParserLine = "claude-transcript/2"
+	ParserLine = "claude-transcript/3" // 3: usage signals
 	ParserHook = "claude-hook/2"
 )
 

@@ -62,6 +62,8 @@ func ParseLine(path string, line int, b []byte, cfg Config) (events.Observation,
 //	                                 path or query), and question too for a
 //	                                 tool that BlocksOnUser; server-side tool blocks:
 //	                                 none
+//	assistant, message.usage         usage (ID message.id, Usage: tokens of
+//	                                 the model; see usageSig), last
 //	assistant, stop_reason end_turn  turn_end (Name "end_turn") after the
 //	                                 blocks, unless the line's last block is
 //	                                 thinking: Claude Code repeats the
@@ -335,8 +337,72 @@ func assistantLine(t object, meta *events.Meta) []events.Sig {
 	if msg.str("stop_reason") == "end_turn" && last != "thinking" && last != "redacted_thinking" {
 		sigs = append(sigs, events.Sig{Kind: events.SigTurnEnd, Name: "end_turn"})
 	}
+	if u, ok := msg.obj("usage"); ok && !strings.HasPrefix(msg.str("model"), "<") {
+		if sig, ok := usageSig(u, msg.str("id"), meta.Model, t.probs); ok {
+			sigs = append(sigs, sig)
+		}
+	}
 	return sigs
 }
+
+// usageSig returns the usage signal of an assistant message's usage
+// object (Claude Code v2.1.x: input_tokens, output_tokens,
+// cache_creation_input_tokens, cache_read_input_tokens), with ID the
+// message id: Claude Code writes a message that has several content
+// blocks on several lines, each with the message's usage, and the reducer
+// counts one message id once. A field that is not a whole number from 0
+// to events.MaxUsageTokens refuses the reading: no signal, and a Problems
+// entry naming the field (the line itself is still recorded).
+func usageSig(u object, id, model string, probs *[]string) (events.Sig, bool) {
+	var out events.Usage
+	for _, f := range []struct {
+		key string
+		dst *int64
+	}{
+		{"input_tokens", &out.Input}, {"output_tokens", &out.Output},
+		{"cache_creation_input_tokens", &out.CacheWrite}, {"cache_read_input_tokens", &out.CacheRead},
+	} {
+		v, why := tokenCount(u.raw(f.key))
+		if why != "" {
+			*probs = append(*probs, fmt.Sprintf("usage refused: field %q: %s", u.at(f.key), why))
+			return events.Sig{}, false
+		}
+		*f.dst = v
+	}
+	out.Model = model
+	if out.Total() == 0 {
+		return events.Sig{}, false
+	}
+	return events.Sig{Kind: events.SigUsage, ID: id, Usage: &out}, true
+}
+
+// tokenCount reads a token count: absent or null is 0; anything but a
+// whole number from 0 to events.MaxUsageTokens says why it is refused.
+func tokenCount(raw []byte) (int64, string) {
+	switch k := jsonKind(raw); k {
+	case "nothing", "null":
+		return 0, ""
+	case "number":
+		v, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+		switch {
+		case err != nil:
+			return 0, fmt.Sprintf("%s is not a whole number", raw)
+		case v < 0:
+			return 0, fmt.Sprintf("%d is negative", v)
+		case v > events.MaxUsageTokens:
+			return 0, fmt.Sprintf("%d is absurdly large", v)
+		}
+		return v, ""
+	default:
+		return 0, "want a number, got " + k
+	}
+}
+
+// TokenCount reads one token count of a usage object, as the Claude Code
+// parser does (for other adapters): absent or null is 0; why is set when
+// the value is refused (negative, fractional, non-numeric, over
+// events.MaxUsageTokens).
+func TokenCount(raw []byte) (n int64, why string) { return tokenCount(raw) }
 
 // toolUse returns the tool_use signal of a call to name with id, whose
 // input is member inKey of o, and a question signal for AskUserQuestion.

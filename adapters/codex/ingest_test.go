@@ -452,3 +452,39 @@ func observations(t *testing.T, l events.Log, id string) []events.Observation {
 	}
 	return out
 }
+
+func TestTokenCount(t *testing.T) {
+	p, _ := NewParser(Config{})
+	st := FileState{Format: FormatEnvelope, Model: "gpt-5.5", Line: 1}
+	good := ev(9, "event_msg", `{"type":"token_count","info":{"total_token_usage":{"input_tokens":29692,"cached_input_tokens":3456,"output_tokens":17,"reasoning_output_tokens":10,"total_tokens":29709}},"rate_limits":{"limit_id":"codex","primary":{"used_percent":1.0,"window_minutes":300,"resets_at":1779573247},"secondary":{"used_percent":2.5,"window_minutes":10080,"resets_at":1780095379},"plan_type":"plus"}}`)
+	o, err := p.Line(&st, "r.jsonl", 2, []byte(good))
+	if err != nil || len(o.Problems) != 0 || len(o.Signals) != 3 {
+		t.Fatalf("%+v, %v", o, err)
+	}
+	if u := o.Signals[0].Usage; u == nil || *u != (events.Usage{Model: "gpt-5.5", Input: 26236, CacheRead: 3456, Output: 17, Reasoning: 10, Cumulative: true}) {
+		t.Fatalf("usage %+v", o.Signals[0].Usage)
+	}
+	if l := o.Signals[2].Limit; l == nil || *l != (events.Limit{Account: "codex/plus", Window: "secondary", UsedPercent: 2.5, Minutes: 10080, ResetsAt: 1780095379}) {
+		t.Fatalf("limit %+v", o.Signals[2].Limit)
+	}
+	for name, bad := range map[string]string{
+		"negative":        `{"input_tokens":-1,"cached_input_tokens":0,"output_tokens":1}`,
+		"non-numeric":     `{"input_tokens":"x","output_tokens":1}`,
+		"absurd":          `{"input_tokens":1e300,"output_tokens":1}`,
+		"cached over all": `{"input_tokens":5,"cached_input_tokens":9,"output_tokens":1}`,
+	} {
+		line := ev(9, "event_msg", `{"type":"token_count","info":{"total_token_usage":`+bad+`},"rate_limits":{"primary":{"used_percent":3,"window_minutes":300}}}`)
+		o, err := p.Line(&st, "r.jsonl", 3, []byte(line))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(o.Signals) != 1 || o.Signals[0].Kind != events.SigRateLimit || len(o.Problems) != 1 || !strings.Contains(o.Problems[0], "usage refused") {
+			t.Errorf("%s: signals %+v problems %v", name, o.Signals, o.Problems)
+		}
+	}
+	// info null (before the first call): rate limits only.
+	o, _ = p.Line(&st, "r.jsonl", 4, []byte(ev(9, "event_msg", `{"type":"token_count","info":null,"rate_limits":null}`)))
+	if len(o.Signals) != 0 || len(o.Problems) != 0 {
+		t.Errorf("null info: %+v", o)
+	}
+}

@@ -19,7 +19,7 @@ import (
 // Parser names and versions stamped on Observation.Parser. A change in
 // what a parser emits for the same input bumps its version.
 const (
-	ParserLine   = "codex-rollout/1"
+	ParserLine   = "codex-rollout/2" // 2: usage and rate limits
 	ParserNotify = "codex-notify/1"
 )
 
@@ -72,6 +72,7 @@ type FileState struct {
 	SessionID  string // the thread id of the first session_meta
 	ForkedFrom string // its forked_from_id
 	Metas      int    // session_meta lines seen
+	Model      string // the model of the last turn_context
 	// stdin maps the call id of a write_stdin call to the unified exec
 	// session it writes to, so its output can end that background
 	// terminal.
@@ -158,6 +159,9 @@ const (
 //	                                  background_done (Task exec-<id>)
 //	event_msg context_compacted, compacted
 //	                                  compact_end
+//	event_msg token_count             usage (cumulative: info.total_token_usage,
+//	                                  of the last turn_context's model) and
+//	                                  rate_limit per window (see tokenCount)
 //	event_msg error                   api_error (failed), turn_end (Name "error")
 //	event_msg stream_error            api_error (retrying)
 //	response_item message assistant   text
@@ -247,12 +251,15 @@ func (p *Parser) envelope(st *FileState, t object, o *events.Observation, n int)
 	case "turn_context":
 		o.Meta.Cwd = pl.str("cwd")
 		o.Meta.Model = pl.str("model")
+		if o.Meta.Model != "" {
+			st.Model = o.Meta.Model
+		}
 		o.Meta.AgentMode = sandboxType(pl)
 		return nil
 	case "response_item":
 		return responseItem(st, pl, sub, o)
 	case "event_msg":
-		return eventMsg(pl, sub, o)
+		return eventMsg(st, pl, sub, o)
 	case "compacted":
 		return []events.Sig{{Kind: events.SigCompactEnd, Name: "compacted"}}
 	case "world_state", "inter_agent_communication":
@@ -338,8 +345,10 @@ func responseItem(st *FileState, pl object, sub string, o *events.Observation) [
 	return nil
 }
 
-func eventMsg(pl object, sub string, o *events.Observation) []events.Sig {
+func eventMsg(st *FileState, pl object, sub string, o *events.Observation) []events.Sig {
 	switch sub {
+	case "token_count":
+		return tokenCount(st, pl, o)
 	case "task_started", "turn_started":
 		return []events.Sig{{Kind: events.SigPrompt, ID: pl.str("turn_id")}}
 	case "user_message":
@@ -373,7 +382,7 @@ func eventMsg(pl object, sub string, o *events.Observation) []events.Sig {
 	case "stream_error":
 		return []events.Sig{{Kind: events.SigAPIError, Status: "retrying", Text: pl.str("message")}}
 	case "agent_message", "agent_reasoning", "agent_reasoning_raw_content", "agent_reasoning_section_break",
-		"token_count", "exec_command_begin", "exec_command_output_delta", "patch_apply_begin", "patch_apply_end",
+		"exec_command_begin", "exec_command_output_delta", "patch_apply_begin", "patch_apply_end",
 		"thread_rolled_back", "plan_update", "mcp_tool_call_begin", "mcp_tool_call_end", "web_search_begin", "web_search_end",
 		"entered_review_mode", "exited_review_mode", "background_event", "undo_started", "undo_completed",
 		"thread_goal_updated", "thread_settings_applied", "image_generation_end", "sub_agent_activity",
@@ -386,6 +395,76 @@ func eventMsg(pl object, sub string, o *events.Observation) []events.Sig {
 		o.Problems = append(o.Problems, fmt.Sprintf("unknown event type %q", sub))
 	}
 	return nil
+}
+
+// tokenCount returns the usage and rate-limit signals of a token_count
+// event (Codex CLI 0.130 and 0.144): info.total_token_usage is the
+// session's running total {input_tokens (cached included),
+// cached_input_tokens, cache_write_input_tokens (0.144), output_tokens
+// (reasoning included), reasoning_output_tokens}, sent as a cumulative
+// usage of the last turn_context's model; rate_limits {limit_id,
+// plan_type, primary, secondary: {used_percent, window_minutes,
+// resets_at (Unix seconds)}} gives one rate_limit signal per window.
+// A count that is not a whole number from 0 to events.MaxUsageTokens, or
+// cached tokens over the input, refuses the usage (a Problems entry);
+// the rate limits still count.
+func tokenCount(st *FileState, pl object, o *events.Observation) []events.Sig {
+	var sigs []events.Sig
+	if info, ok := pl.obj("info"); ok {
+		if tot, ok := info.obj("total_token_usage"); ok {
+			var u events.Usage
+			var input, cached int64
+			refused := ""
+			for _, f := range []struct {
+				key string
+				dst *int64
+			}{
+				{"input_tokens", &input}, {"cached_input_tokens", &cached}, {"cache_write_input_tokens", &u.CacheWrite},
+				{"output_tokens", &u.Output}, {"reasoning_output_tokens", &u.Reasoning},
+			} {
+				v, why := claude.TokenCount(tot.raw(f.key))
+				if why != "" && refused == "" {
+					refused = fmt.Sprintf("field %q: %s", tot.at(f.key), why)
+				}
+				*f.dst = v
+			}
+			if refused == "" && cached > input {
+				refused = fmt.Sprintf("cached_input_tokens %d over input_tokens %d", cached, input)
+			}
+			if refused != "" {
+				o.Problems = append(o.Problems, "usage refused: "+refused)
+			} else {
+				u.Input, u.CacheRead = input-cached, cached
+				u.Model, u.Cumulative = st.Model, true
+				sigs = append(sigs, events.Sig{Kind: events.SigUsage, Usage: &u})
+			}
+		}
+	}
+	if rl, ok := pl.obj("rate_limits"); ok {
+		q := rl.quiet()
+		account := or(q.str("limit_id"), "codex")
+		if plan := q.str("plan_type"); plan != "" {
+			account += "/" + plan
+		}
+		for _, w := range []string{"primary", "secondary"} {
+			win, ok := rl.obj(w)
+			if !ok {
+				continue
+			}
+			var l events.Limit
+			l.Account, l.Window = account, w
+			pct, err := strconv.ParseFloat(win.number("used_percent"), 64)
+			if err != nil || pct < 0 || pct > 1000 {
+				o.Problems = append(o.Problems, fmt.Sprintf("rate limit %s refused: used_percent %q", w, win.quiet().number("used_percent")))
+				continue
+			}
+			l.UsedPercent = pct
+			l.Minutes, _ = strconv.ParseInt(win.quiet().number("window_minutes"), 10, 64)
+			l.ResetsAt, _ = strconv.ParseInt(win.quiet().number("resets_at"), 10, 64)
+			sigs = append(sigs, events.Sig{Kind: events.SigRateLimit, Name: w, Limit: &l})
+		}
+	}
+	return sigs
 }
 
 // toolCall returns the tool_use signal of a function, custom tool or

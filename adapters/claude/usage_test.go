@@ -1,0 +1,68 @@
+package claude
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// TestUsage_Signals: an assistant message's usage becomes one usage
+// signal with its message id; a refused reading yields no signal and a
+// problem, and the line keeps its other signals.
+func TestUsage_Signals(t *testing.T) {
+	p, err := NewParser(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := func(usage string) []byte {
+		return fmt.Appendf(nil, `{"type":"assistant","uuid":"a1","sessionId":"s1","timestamp":"2026-04-24T19:19:02.584Z","message":{"id":"msg_1","model":"claude-opus-4-7","role":"assistant","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn"%s}}`, usage)
+	}
+	usageOf := func(o events.Observation) *events.Usage {
+		for _, s := range o.Signals {
+			if s.Kind == events.SigUsage {
+				if s.ID != "msg_1" {
+					t.Errorf("usage id %q", s.ID)
+				}
+				return s.Usage
+			}
+		}
+		return nil
+	}
+	o, err := p.Line("t.jsonl", 1, line(`,"usage":{"input_tokens":6,"cache_creation_input_tokens":12819,"cache_read_input_tokens":16742,"output_tokens":115,"server_tool_use":{"web_search_requests":0}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := usageOf(o); u == nil || *u != (events.Usage{Model: "claude-opus-4-7", Input: 6, Output: 115, CacheWrite: 12819, CacheRead: 16742}) || len(o.Problems) != 0 {
+		t.Fatalf("usage %+v problems %v", u, o.Problems)
+	}
+	for name, bad := range map[string]string{
+		"negative":       `,"usage":{"input_tokens":-5,"output_tokens":1}`,
+		"non-numeric":    `,"usage":{"input_tokens":"many","output_tokens":1}`,
+		"fractional":     `,"usage":{"input_tokens":1.5,"output_tokens":1}`,
+		"absurd":         `,"usage":{"input_tokens":1,"output_tokens":99999999999999999}`,
+		"usage a string": `,"usage":"lots"`,
+	} {
+		o, err := p.Line("t.jsonl", 1, line(bad))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if u := usageOf(o); u != nil {
+			t.Errorf("%s: usage %+v", name, u)
+		}
+		if len(o.Problems) != 1 || !strings.Contains(o.Problems[0], "usage") {
+			t.Errorf("%s: problems %v", name, o.Problems)
+		}
+		if len(o.Signals) != 2 { // text, turn_end
+			t.Errorf("%s: signals %+v", name, o.Signals)
+		}
+	}
+	// No usage, or a synthetic message: no signal, no problem.
+	for _, l := range [][]byte{line(""), []byte(`{"type":"assistant","message":{"id":"m","model":"<synthetic>","content":[],"usage":{"input_tokens":0,"output_tokens":0}}}`)} {
+		o, err := p.Line("t.jsonl", 1, l)
+		if err != nil || usageOf(o) != nil || len(o.Problems) != 0 {
+			t.Errorf("%s: %+v %v", l, o, err)
+		}
+	}
+}
