@@ -1,0 +1,212 @@
+package usage
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/codex"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// corpus returns <module root>/../shared/corpus, or skips the test.
+func corpus(t *testing.T) string {
+	t.Helper()
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("no go.mod above the test directory")
+		}
+		dir = parent
+	}
+	c := filepath.Join(dir, "..", "shared", "corpus")
+	if _, err := os.Stat(c); err != nil {
+		t.Skipf("shared corpus not found at %s", c)
+	}
+	return c
+}
+
+// handTotals sums a recording's usage by the rules a person would apply
+// reading it, independent of the adapters:
+//
+//   - Claude Code: every "assistant" line whose message has a model not
+//     in angle brackets and a usage object; a message id seen on several
+//     lines counts once, each field at its largest value on those lines.
+//   - Codex CLI: the last token_count whose info has total_token_usage;
+//     input without the cached part, the cached part as cache reads.
+//
+// Lines that are not JSON are skipped.
+func handTotals(t *testing.T, path string) Tokens {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	type cu struct{ in, out, cw, cr int64 }
+	byID := map[string]*cu{}
+	var order []string
+	var last *Tokens
+	for sc.Scan() {
+		var l struct {
+			Type    string `json:"type"`
+			Message struct {
+				ID    string `json:"id"`
+				Model string `json:"model"`
+				Usage *struct {
+					In  int64 `json:"input_tokens"`
+					Out int64 `json:"output_tokens"`
+					CW  int64 `json:"cache_creation_input_tokens"`
+					CR  int64 `json:"cache_read_input_tokens"`
+				} `json:"usage"`
+			} `json:"message"`
+			Payload struct {
+				Type string `json:"type"`
+				Info *struct {
+					Total *struct {
+						In     int64 `json:"input_tokens"`
+						Cached int64 `json:"cached_input_tokens"`
+						Out    int64 `json:"output_tokens"`
+					} `json:"total_token_usage"`
+				} `json:"info"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		if l.Type == "assistant" && l.Message.Usage != nil && !strings.HasPrefix(l.Message.Model, "<") {
+			u := l.Message.Usage
+			c := byID[l.Message.ID]
+			if c == nil {
+				c = &cu{}
+				byID[l.Message.ID] = c
+				order = append(order, l.Message.ID)
+			}
+			c.in, c.out, c.cw, c.cr = max(c.in, u.In), max(c.out, u.Out), max(c.cw, u.CW), max(c.cr, u.CR)
+		}
+		if l.Type == "event_msg" && l.Payload.Type == "token_count" && l.Payload.Info != nil && l.Payload.Info.Total != nil {
+			tt := l.Payload.Info.Total
+			last = &Tokens{Input: tt.In - tt.Cached, CacheRead: tt.Cached, Output: tt.Out}
+		}
+	}
+	var sum Tokens
+	for _, id := range order {
+		c := byID[id]
+		sum.Input += c.in
+		sum.Output += c.out
+		sum.CacheWrite += c.cw
+		sum.CacheRead += c.cr
+	}
+	if last != nil {
+		sum = sum.Plus(*last)
+	}
+	return sum
+}
+
+// viewTotals sums the usage the session projection would hold for agg.
+func viewTotals(t *testing.T, l events.Log, id string) (Tokens, session.State) {
+	t.Helper()
+	agg := events.Aggregate{Kind: events.KindSession, ID: id}
+	recs, _, err := l.Load(t.Context(), agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := session.Fold(session.Init(agg), recs)
+	var tok Tokens
+	for _, b := range st.Usage {
+		tok.add(b)
+	}
+	tok.Calls, tok.Reasoning = 0, 0
+	return tok, st
+}
+
+// TestCorpus_Usage imports every recording and compares each file's
+// usage in the view with the hand-readable sum of the file; a subagent's
+// transcript is its own session's, never its parent's. Importing again
+// changes nothing.
+func TestCorpus_Usage(t *testing.T) {
+	root := corpus(t)
+	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
+	cl, err := claude.NewIngester(claude.IngestConfig{Log: log, Host: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cx, err := codex.NewIngester(codex.IngestConfig{Log: log, Host: "test", SkipInvalid: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type file struct{ path, session string }
+	var files []file
+	ts, err := claude.Discover(filepath.Join(root, "claude"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range ts {
+		if filepath.Base(tr.Path) != "transcript.jsonl" {
+			continue
+		}
+		rs, err := cl.ImportTranscript(t.Context(), tr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			files = append(files, file{r.Path, r.Session})
+		}
+	}
+	rollouts, _ := filepath.Glob(filepath.Join(root, "codex", "*", "transcript.jsonl"))
+	for _, p := range rollouts {
+		r, err := cx.ImportFile(t.Context(), p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, file{r.Path, r.Session})
+	}
+	if len(files) == 0 {
+		t.Skip("no recordings")
+	}
+	check := func() {
+		for _, f := range files {
+			rel, _ := filepath.Rel(root, f.path)
+			want := handTotals(t, f.path)
+			got, st := viewTotals(t, log, f.session)
+			t.Logf("%-62s %-40s in %6d out %5d cw %6d cr %7d", rel, f.session, got.Input, got.Output, got.CacheWrite, got.CacheRead)
+			if got != want {
+				t.Errorf("%s (session %s): view %+v, by hand %+v", rel, f.session, got, want)
+			}
+			if filepath.Base(filepath.Dir(f.path)) == "subagents" && (st.Parent == "" || !strings.HasPrefix(f.session, "agent-")) {
+				t.Errorf("%s: subagent usage in session %s (parent %q)", rel, f.session, st.Parent)
+			}
+		}
+	}
+	check()
+	before, _ := log.LastSeq(t.Context())
+	for _, tr := range ts {
+		if filepath.Base(tr.Path) == "transcript.jsonl" {
+			if _, err := cl.ImportTranscript(t.Context(), tr, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, p := range rollouts {
+		if _, err := cx.ImportFile(t.Context(), p, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after, _ := log.LastSeq(t.Context()); after != before {
+		t.Errorf("re-import appended %d events", after-before)
+	}
+	check()
+}

@@ -1,0 +1,318 @@
+// Package usage answers "what did this agent spend": it groups the usage
+// the session projection keeps (session.State.Usage: tokens per model and
+// UTC hour, folded from the adapters' usage signals) by session, model,
+// day or project, and prices tokens at query time from a versioned price
+// table, so a price correction never rewrites history.
+//
+// The price table ships with the binary (prices.json beside this file:
+// dated, its sources named, per million tokens) and a file in the data
+// dir (prices.json, the same format) overrides it model by model. A model
+// the table does not name has no price: it shows its tokens and "no
+// price", never $0.
+package usage
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// Tokens are token counts summed over usage buckets.
+type Tokens struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheWrite int64 `json:"cache_write"`
+	CacheRead  int64 `json:"cache_read"`
+	Reasoning  int64 `json:"reasoning"` // of Output
+	Calls      int64 `json:"calls"`
+}
+
+// Total returns input, output and cache tokens summed.
+func (t Tokens) Total() int64 { return t.Input + t.Output + t.CacheWrite + t.CacheRead }
+
+func (t *Tokens) add(b session.UsageBucket) {
+	t.Input += b.Input
+	t.Output += b.Output
+	t.CacheWrite += b.CacheWrite
+	t.CacheRead += b.CacheRead
+	t.Reasoning += b.Reasoning
+	t.Calls += b.Calls
+}
+
+// Plus returns t and u summed.
+func (t Tokens) Plus(u Tokens) Tokens {
+	return Tokens{t.Input + u.Input, t.Output + u.Output, t.CacheWrite + u.CacheWrite, t.CacheRead + u.CacheRead, t.Reasoning + u.Reasoning, t.Calls + u.Calls}
+}
+
+// Groupings Group knows.
+const (
+	BySession = "session"
+	ByModel   = "model"
+	ByDay     = "day"
+	ByProject = "project"
+)
+
+// Query selects and groups usage.
+type Query struct {
+	By      string         // BySession (default), ByModel, ByDay or ByProject
+	Since   time.Time      // buckets of the hours that end after it; zero: all
+	Session string         // only this session and its subagents; "": all
+	Loc     *time.Location // the zone days are cut in; nil: UTC
+}
+
+// Line is the tokens of one group and model. For BySession, Parent names
+// the parent of a subagent's session, and a parent's lines carry its
+// subagents' sum in Subagents (never folded into its own tokens).
+type Line struct {
+	Key       string  `json:"key"`   // session id, model, day (YYYY-MM-DD) or project (cwd)
+	Model     string  `json:"model"` // "" when the agent did not name it
+	Tokens    Tokens  `json:"tokens"`
+	Parent    string  `json:"parent,omitempty"`
+	Subagents *Tokens `json:"subagents,omitempty"`
+}
+
+// Group sums the usage of ss by q, one line per group and model, in key
+// then model order (days in time order).
+func Group(ss []session.State, q Query) ([]Line, error) {
+	loc := q.Loc
+	if loc == nil {
+		loc = time.UTC
+	}
+	by := q.By
+	if by == "" {
+		by = BySession
+	}
+	switch by {
+	case BySession, ByModel, ByDay, ByProject:
+	default:
+		return nil, fmt.Errorf("usage: unknown grouping %q (want session, model, day or project)", by)
+	}
+	type key struct{ k, model string }
+	sums := map[key]*Line{}
+	children := map[key]*Tokens{} // parent session and model → its subagents' sum
+	for _, s := range ss {
+		if q.Session != "" && s.ID != q.Session && s.Parent != q.Session {
+			continue
+		}
+		for _, b := range s.Usage {
+			if !q.Since.IsZero() && !b.Hour.Add(time.Hour).After(q.Since) { // the hour ended by then
+				continue
+			}
+			var k string
+			switch by {
+			case BySession:
+				k = s.ID
+			case ByModel:
+				k = b.Model
+			case ByDay:
+				k = b.Hour.In(loc).Format("2006-01-02")
+			case ByProject:
+				k = s.Cwd
+			}
+			l := sums[key{k, b.Model}]
+			if l == nil {
+				l = &Line{Key: k, Model: b.Model}
+				if by == BySession {
+					l.Parent = s.Parent
+				}
+				sums[key{k, b.Model}] = l
+			}
+			l.Tokens.add(b)
+			if by == BySession && s.Parent != "" {
+				c := children[key{s.Parent, b.Model}]
+				if c == nil {
+					c = &Tokens{}
+					children[key{s.Parent, b.Model}] = c
+				}
+				c.add(b)
+			}
+		}
+	}
+	for k, c := range children {
+		l := sums[k]
+		if l == nil {
+			// The parent spent nothing on this model itself.
+			l = &Line{Key: k.k, Model: k.model}
+			sums[k] = l
+		}
+		l.Subagents = c
+	}
+	out := make([]Line, 0, len(sums))
+	for _, l := range sums {
+		out = append(out, *l)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Key != out[j].Key {
+			return out[i].Key < out[j].Key
+		}
+		return out[i].Model < out[j].Model
+	})
+	return out, nil
+}
+
+// Limit is the latest reading of one plan-limit window over all sessions,
+// and whether it is past its reset at the time asked.
+type Limit struct {
+	session.LimitReading
+	Session string `json:"session"` // the session whose reading it is
+	Expired bool   `json:"expired"` // the window reset since it was measured: its percentage no longer holds
+}
+
+// Limits returns the latest reading per account and window among ss, as
+// of now, in account then window order.
+func Limits(ss []session.State, now time.Time) []Limit {
+	type key struct{ account, window string }
+	latest := map[key]Limit{}
+	for _, s := range ss {
+		for _, r := range s.Limits {
+			k := key{r.Account, r.Window}
+			if l, ok := latest[k]; !ok || r.MeasuredAt.After(l.MeasuredAt) {
+				latest[k] = Limit{LimitReading: r, Session: s.ID}
+			}
+		}
+	}
+	out := make([]Limit, 0, len(latest))
+	for _, l := range latest {
+		l.Expired = l.ResetsAt > 0 && !now.Before(time.Unix(l.ResetsAt, 0))
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Account != out[j].Account {
+			return out[i].Account < out[j].Account
+		}
+		return out[i].Window < out[j].Window
+	})
+	return out
+}
+
+// Price is what one million tokens of a model cost, in the table's
+// currency.
+type Price struct {
+	Source     string  `json:"source,omitempty"` // a key of Table.Sources
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheWrite float64 `json:"cache_write"`
+	CacheRead  float64 `json:"cache_read"`
+}
+
+// Table is a versioned, dated price table.
+type Table struct {
+	Version  int               `json:"version"`
+	Date     string            `json:"date"` // YYYY-MM-DD the prices were read from their sources
+	Currency string            `json:"currency"`
+	Unit     string            `json:"unit"`
+	Sources  map[string]string `json:"sources"`
+	Models   map[string]Price  `json:"models"`
+	// Override names the file that overrode some models, "" if none.
+	Override string `json:"override,omitempty"`
+}
+
+//go:embed prices.json
+var shipped []byte
+
+// Shipped returns the price table shipped with Logbook.
+func Shipped() *Table {
+	t, err := parseTable(shipped)
+	if err != nil {
+		panic(fmt.Sprintf("usage: shipped price table: %v", err))
+	}
+	return t
+}
+
+// LoadTable returns the shipped table with the models of the table file
+// at path (if it exists) put over it. Errors name path: a file that is
+// not a price table, a negative price, a table of another currency.
+func LoadTable(path string) (*Table, error) {
+	t := Shipped()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return t, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("price table %s: %w", path, err)
+	}
+	o, err := parseTable(b)
+	if err != nil {
+		return nil, fmt.Errorf("price table %s: %w", path, err)
+	}
+	if o.Currency != "" && o.Currency != t.Currency {
+		return nil, fmt.Errorf("price table %s: currency %s, the shipped table's is %s", path, o.Currency, t.Currency)
+	}
+	for m, p := range o.Models {
+		t.Models[m] = p
+	}
+	for k, v := range o.Sources {
+		t.Sources[k] = v
+	}
+	t.Override = path
+	if o.Date != "" {
+		t.Date += ", " + o.Date + " (override)"
+	}
+	return t, nil
+}
+
+func parseTable(b []byte) (*Table, error) {
+	var t Table
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return nil, err
+	}
+	if t.Models == nil {
+		t.Models = map[string]Price{}
+	}
+	if t.Sources == nil {
+		t.Sources = map[string]string{}
+	}
+	for m, p := range t.Models {
+		if p.Input < 0 || p.Output < 0 || p.CacheWrite < 0 || p.CacheRead < 0 {
+			return nil, fmt.Errorf("model %s: negative price", m)
+		}
+	}
+	return &t, nil
+}
+
+// dated matches a model name's release-date suffix, "-20251001".
+var dated = regexp.MustCompile(`-\d{8}$`)
+
+// PriceOf returns the price of model: its own entry, else the entry of
+// its name without a release-date suffix (claude-haiku-4-5-20251001 is
+// claude-haiku-4-5). ok is false when the table names neither.
+func (t *Table) PriceOf(model string) (Price, bool) {
+	if p, ok := t.Models[model]; ok {
+		return p, true
+	}
+	p, ok := t.Models[dated.ReplaceAllString(model, "")]
+	return p, ok
+}
+
+// Cost returns what tok of model cost, and false when model has no price.
+func (t *Table) Cost(model string, tok Tokens) (float64, bool) {
+	p, ok := t.PriceOf(model)
+	if !ok {
+		return 0, false
+	}
+	return (float64(tok.Input)*p.Input + float64(tok.Output)*p.Output +
+		float64(tok.CacheWrite)*p.CacheWrite + float64(tok.CacheRead)*p.CacheRead) / 1e6, true
+}
+
+// Unpriced returns the models of lines the table has no price for.
+func (t *Table) Unpriced(lines []Line) []string {
+	var out []string
+	for _, l := range lines {
+		if _, ok := t.PriceOf(l.Model); !ok && !slices.Contains(out, l.Model) {
+			out = append(out, l.Model)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,136 @@
+package usage
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+func hour(d, h int) time.Time { return time.Date(2026, 5, d, h, 0, 0, 0, time.UTC) }
+
+func states() []session.State {
+	return []session.State{
+		{ID: "p", Cwd: "/a", Usage: []session.UsageBucket{
+			{Model: "claude-opus-4-5", Hour: hour(23, 23), Input: 10, Output: 100, Calls: 1},
+			{Model: "claude-sonnet-4-5", Hour: hour(24, 1), Input: 20, Output: 200, Calls: 2},
+		}},
+		{ID: "agent-x", Parent: "p", Cwd: "/a", Usage: []session.UsageBucket{
+			{Model: "claude-haiku-4-5-20251001", Hour: hour(23, 22), Input: 5, CacheRead: 1000, Calls: 1},
+		}},
+		{ID: "q", Cwd: "/b", Usage: []session.UsageBucket{
+			{Model: "mystery-1", Hour: hour(24, 2), Input: 7, Output: 7, Calls: 1},
+		}, Limits: []session.LimitReading{{Limit: events.Limit{Account: "codex/plus", Window: "primary", UsedPercent: 40, ResetsAt: hour(24, 5).Unix()}, MeasuredAt: hour(24, 2)}}},
+		{ID: "r", Limits: []session.LimitReading{{Limit: events.Limit{Account: "codex/plus", Window: "primary", UsedPercent: 10, ResetsAt: hour(24, 5).Unix()}, MeasuredAt: hour(24, 1)}}},
+	}
+}
+
+func TestGroup(t *testing.T) {
+	ss := states()
+	lines, err := Group(ss, Query{By: BySession})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parentHaiku, child *Line
+	for i := range lines {
+		l := &lines[i]
+		if l.Key == "p" && strings.HasPrefix(l.Model, "claude-haiku") {
+			parentHaiku = l
+		}
+		if l.Key == "agent-x" {
+			child = l
+		}
+	}
+	if child == nil || child.Parent != "p" || child.Tokens.CacheRead != 1000 {
+		t.Fatalf("child %+v", child)
+	}
+	if parentHaiku == nil || parentHaiku.Tokens.Total() != 0 || parentHaiku.Subagents == nil || parentHaiku.Subagents.CacheRead != 1000 {
+		t.Fatalf("the parent's subagents' sum %+v", parentHaiku)
+	}
+	days, _ := Group(ss, Query{By: ByDay})
+	if len(days) != 4 || days[0].Key != "2026-05-23" || days[3].Key != "2026-05-24" {
+		t.Fatalf("UTC days %+v", days)
+	}
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	local, _ := Group(ss, Query{By: ByDay, Loc: berlin})
+	for _, l := range local {
+		if l.Key != "2026-05-24" && l.Model != "claude-haiku-4-5-20251001" {
+			t.Errorf("in Berlin %s/%s should be on the 24th", l.Key, l.Model)
+		}
+	}
+	proj, _ := Group(ss, Query{By: ByProject})
+	if len(proj) != 4 || proj[0].Key != "/a" {
+		t.Fatalf("projects %+v", proj)
+	}
+	since, _ := Group(ss, Query{By: ByModel, Since: hour(24, 0)})
+	if len(since) != 2 {
+		t.Fatalf("since %+v", since)
+	}
+	one, _ := Group(ss, Query{By: ByModel, Session: "p"})
+	if len(one) != 3 {
+		t.Fatalf("session p and its subagent %+v", one)
+	}
+	if _, err := Group(ss, Query{By: "week"}); err == nil {
+		t.Error("unknown grouping accepted")
+	}
+}
+
+func TestLimits(t *testing.T) {
+	l := Limits(states(), hour(24, 3))
+	if len(l) != 1 || l[0].UsedPercent != 40 || l[0].Session != "q" || l[0].Expired {
+		t.Fatalf("%+v", l)
+	}
+	if l := Limits(states(), hour(24, 6)); !l[0].Expired {
+		t.Fatalf("past its reset: %+v", l)
+	}
+}
+
+func TestPrices(t *testing.T) {
+	tb := Shipped()
+	if tb.Version < 1 || tb.Date == "" || len(tb.Sources) == 0 {
+		t.Fatalf("shipped table %+v", tb)
+	}
+	for m, p := range tb.Models {
+		if _, ok := tb.Sources[p.Source]; !ok {
+			t.Errorf("%s: source %q not named", m, p.Source)
+		}
+	}
+	c, ok := tb.Cost("claude-haiku-4-5-20251001", Tokens{Input: 1_000_000, CacheRead: 1_000_000})
+	if !ok || c < 1.0999 || c > 1.1001 {
+		t.Fatalf("haiku cost %v %v", c, ok)
+	}
+	if _, ok := tb.Cost("mystery-1", Tokens{Input: 5}); ok {
+		t.Fatal("an unknown model has a price")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "prices.json")
+	os.WriteFile(path, []byte(`{"version":2,"date":"2026-11-01","currency":"USD","sources":{"mine":"my contract"},"models":{"mystery-1":{"source":"mine","input":2,"output":4,"cache_write":2,"cache_read":1}}}`), 0o644)
+	o, err := LoadTable(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := o.Cost("mystery-1", Tokens{Input: 1_000_000}); !ok || c != 2 || o.Override != path {
+		t.Fatalf("override: %v %v %+v", c, ok, o)
+	}
+	if _, ok := o.PriceOf("claude-opus-4-5"); !ok {
+		t.Fatal("override dropped the shipped models")
+	}
+	for name, bad := range map[string]string{
+		"not json":       `{`,
+		"negative":       `{"models":{"x":{"input":-1}}}`,
+		"other currency": `{"currency":"EUR","models":{}}`,
+		"unknown field":  `{"modles":{}}`,
+	} {
+		os.WriteFile(path, []byte(bad), 0o644)
+		if _, err := LoadTable(path); err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	if tb, err := LoadTable(filepath.Join(dir, "none.json")); err != nil || tb.Override != "" {
+		t.Errorf("missing override: %v", err)
+	}
+}
