@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
@@ -367,7 +368,11 @@ func sessionCmd(g *globals) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return printSession(w, out, time.Now()) })
+				prices, err := usage.LoadTable(b.dd.path("prices.json"))
+				if err != nil {
+					return err
+				}
+				return termPrint(g.stdout, func(w io.Writer) error { return printSession(w, out, time.Now(), prices) })
 			})
 		},
 	}
@@ -375,7 +380,7 @@ func sessionCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func printSession(w io.Writer, r api.SessionReply, now time.Time) error {
+func printSession(w io.Writer, r api.SessionReply, now time.Time, prices *usage.Table) error {
 	s := r.Session
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
@@ -407,6 +412,12 @@ func printSession(w io.Writer, r api.SessionReply, now time.Time) error {
 	row("turns", fmt.Sprint(s.Turns))
 	row("tool calls", fmt.Sprint(s.ToolCalls))
 	row("abandoned", fmt.Sprint(s.Abandoned))
+	if own, subs := sessionSpend(r, prices); own != "" || subs != "" {
+		row("tokens", dash(own))
+		if subs != "" {
+			row("subagents' tokens", subs)
+		}
+	}
 	if s.LateResults > 0 {
 		row("late results", fmt.Sprintf("%d (results of abandoned calls: they ran)", s.LateResults))
 	}
