@@ -110,6 +110,11 @@ func SessionAggregate(sessionID, agentID string) (events.Aggregate, error) {
 // the decisions it causes, to agg as one batch. An observation the session
 // has already seen appends nothing (Appended is zero). Errors: the
 // reducer's refusal (events.ErrRejected), validation errors, the log's.
+// Sessions returns the executor the ingester decides sessions with:
+// another decider of the same process (the gate) shares its cache, so
+// the two do not conflict with each other's appends.
+func (in *Ingester) Sessions() *events.Executor[session.State] { return in.x }
+
 func (in *Ingester) Observe(ctx context.Context, agg events.Aggregate, id ulid.ULID, at time.Time, p events.Payload) (events.Appended, session.State, error) {
 	obs := in.reg.New(p)
 	obs.ID, obs.Agg, obs.At = id, agg, at.UTC().Truncate(time.Microsecond)

@@ -134,81 +134,96 @@ func (g *Gate) Decide(ctx context.Context, req Request) (Verdict, error) {
 	if req.Tool == "" {
 		return Verdict{}, fmt.Errorf("gate: %w: no tool", events.ErrMalformed)
 	}
-	st, err := g.Sessions.State(ctx, agg)
-	if err != nil {
-		return Verdict{}, err
-	}
-	if !st.Exists() {
-		return Verdict{}, fmt.Errorf("gate: session %s: %w: Logbook has not seen it start", req.Session, events.ErrNotFound)
-	}
-	if req.ID != "" {
-		// A retried request: answer with what was decided.
-		if r, ok := st.DecidedReview(req.ID); ok {
-			return verdictOf(r, st), nil
-		}
-		if _, ok := st.PendingReview(req.ID); ok {
-			return g.await(ctx, agg, req.ID, g.budget(req))
-		}
-	}
-	call := Call{Tool: req.Tool, Input: req.Input, Dir: req.Cwd}
-	if call.Dir == "" {
-		call.Dir = st.Cwd
-	}
-	pols, perrs := []*Policy{builtin}, []error(nil)
-	if g.Policies != nil {
-		var stale []error
-		pols, perrs, stale = g.Policies.For(call.Dir)
-		for _, e := range stale {
-			g.logf("%v (the policy read before stays in force)", e)
-		}
-	}
-	m := Decide(pols, call)
+	// One decision on the session's current state: the state is read
+	// once, by the executor that appends.
 	budget := g.budget(req)
-	rq := events.ReviewRequested{
-		ReviewID: req.ID, Tool: req.Tool, Action: call.Action(), Event: req.Event,
-		ArgsDigest: digest(req.Input), Grant: req.Grant, Justification: cut(req.Reason, 1000),
-		Risk: m.Risk, BudgetMS: budget.Milliseconds(),
-	}
-	var answer *review.Answer
-	rule := func(verdict, name, why string) *review.Answer {
-		r := m.Risk
-		if r == "" {
-			r = review.RiskLow
-		}
-		return &review.Answer{Verdict: verdict, Risk: r, By: events.DecidedBy{Kind: events.DecidedByRule, Name: name}, Reason: why}
-	}
-	switch {
-	case len(perrs) > 0 && m.Action != ActionDeny:
-		// A broken policy with no good version before it: nothing
-		// says what is allowed, so nothing is.
-		answer = rule(events.VerdictDeny, "policy", errors.Join(perrs...).Error())
-		answer.Outcome = events.ReviewUnavailable
-	case m.Action == ActionDeny:
-		answer = rule(events.VerdictDeny, m.Pattern, "denied by policy rule "+m.Pattern+" in "+or(m.Path, "the built-in rules"))
-	case st.Mode == events.ModeReadOnly && writeTools[req.Tool]:
-		answer = rule(events.VerdictDeny, "mode read_only", "the session's permission mode is read_only")
-	case req.Grant != "" && st.Mode != events.ModeAuto:
-		// Refused without a review: there is nothing to judge.
-		return Verdict{Decision: DecideDeny, Outcome: events.ReviewRejected,
-			By:     events.DecidedBy{Kind: events.DecidedByRule, Name: "mode " + or(st.Mode, "unknown")},
-			Reason: fmt.Sprintf("elevation is reviewed only in auto mode; session %s is in %s", req.Session, or(st.Mode, "an unknown mode"))}, nil
-	case m.Action == ActionAllow && req.Grant == "":
-		if rk, _ := review.RiskRank(or(m.Risk, review.RiskLow)); rk < 2 {
-			answer = rule(events.VerdictAllow, m.Pattern, "allowed by policy rule "+m.Pattern+" in "+or(m.Path, "the built-in rules"))
-		}
-		// high or critical: a rule alone cannot allow it; review.
-	case m.Action == ActionReview, req.Grant != "", req.Event == EventStdin && st.Mode == events.ModeAuto:
-	case req.Event == EventPermissionRequest && st.Mode == events.ModeAuto:
-	default:
-		return Verdict{Decision: DecideNone}, nil
-	}
+	var (
+		early *Verdict // an answer without an append
+		wait  bool     // a retried request whose review is still open
+		rq    events.ReviewRequested
+	)
 	cause := events.Cause{Kind: "gate", Event: req.Event, Detail: req.Tool, Ref: req.Ref}
 	at := g.now()
-	_, st, err = g.Sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
-		return session.Decide(s, session.RequestReview{Review: rq, Answer: answer, At: at, Cause: cause})
+	_, st, err := g.Sessions.Execute(ctx, agg, func(st session.State) (events.Decision, error) {
+		early, wait = nil, false
+		if !st.Exists() {
+			return nil, fmt.Errorf("gate: session %s: %w: Logbook has not seen it start", req.Session, events.ErrNotFound)
+		}
+		if req.ID != "" {
+			// A retried request: answer with what was decided.
+			if r, ok := st.DecidedReview(req.ID); ok {
+				v := verdictOf(r, st)
+				early = &v
+				return nil, nil
+			}
+			if _, ok := st.PendingReview(req.ID); ok {
+				wait = true
+				return nil, nil
+			}
+		}
+		call := Call{Tool: req.Tool, Input: req.Input, Dir: req.Cwd}
+		if call.Dir == "" {
+			call.Dir = st.Cwd
+		}
+		pols, perrs := []*Policy{builtin}, []error(nil)
+		if g.Policies != nil {
+			var stale []error
+			pols, perrs, stale = g.Policies.For(call.Dir)
+			for _, e := range stale {
+				g.logf("%v (the policy read before stays in force)", e)
+			}
+		}
+		m := Decide(pols, call)
+		rq = events.ReviewRequested{
+			ReviewID: req.ID, Tool: req.Tool, Action: call.Action(), Event: req.Event,
+			ArgsDigest: digest(req.Input), Grant: req.Grant, Justification: cut(req.Reason, 1000),
+			Risk: m.Risk, BudgetMS: budget.Milliseconds(),
+		}
+		var answer *review.Answer
+		rule := func(verdict, name, why string) *review.Answer {
+			r := m.Risk
+			if r == "" {
+				r = review.RiskLow
+			}
+			return &review.Answer{Verdict: verdict, Risk: r, By: events.DecidedBy{Kind: events.DecidedByRule, Name: name}, Reason: why}
+		}
+		switch {
+		case len(perrs) > 0 && m.Action != ActionDeny:
+			// A broken policy with no good version before it: nothing
+			// says what is allowed, so nothing is.
+			answer = rule(events.VerdictDeny, "policy", errors.Join(perrs...).Error())
+			answer.Outcome = events.ReviewUnavailable
+		case m.Action == ActionDeny:
+			answer = rule(events.VerdictDeny, m.Pattern, "denied by policy rule "+m.Pattern+" in "+or(m.Path, "the built-in rules"))
+		case st.Mode == events.ModeReadOnly && writeTools[req.Tool]:
+			answer = rule(events.VerdictDeny, "mode read_only", "the session's permission mode is read_only")
+		case req.Grant != "" && st.Mode != events.ModeAuto:
+			// Refused without a review: there is nothing to judge.
+			early = &Verdict{Decision: DecideDeny, Outcome: events.ReviewRejected,
+				By:     events.DecidedBy{Kind: events.DecidedByRule, Name: "mode " + or(st.Mode, "unknown")},
+				Reason: fmt.Sprintf("elevation is reviewed only in auto mode; session %s is in %s", req.Session, or(st.Mode, "an unknown mode"))}
+			return nil, nil
+		case m.Action == ActionAllow && req.Grant == "":
+			if rk, _ := review.RiskRank(or(m.Risk, review.RiskLow)); rk < 2 {
+				answer = rule(events.VerdictAllow, m.Pattern, "allowed by policy rule "+m.Pattern+" in "+or(m.Path, "the built-in rules"))
+			}
+			// high or critical: a rule alone cannot allow it; review.
+		case m.Action == ActionReview, req.Grant != "", req.Event == EventStdin && st.Mode == events.ModeAuto:
+		case req.Event == EventPermissionRequest && st.Mode == events.ModeAuto:
+		default:
+			early = &Verdict{Decision: DecideNone}
+			return nil, nil
+		}
+		return session.Decide(st, session.RequestReview{Review: rq, Answer: answer, At: at, Cause: cause})
 	})
 	if err != nil {
 		return Verdict{}, err
+	}
+	switch {
+	case early != nil:
+		return *early, nil
+	case wait:
+		return g.await(ctx, agg, req.ID, budget)
 	}
 	id := rq.ReviewID
 	if id == "" {

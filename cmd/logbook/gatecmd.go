@@ -65,7 +65,9 @@ func newGate(b *backend, f gateFlags, stderr io.Writer) *gate.Gate {
 
 // gateService puts the gate on the API beside svc's verbs.
 func gateService(b *backend, svc *api.Service, store *projections.Store, f gateFlags, stderr io.Writer) *gate.Service {
-	return &gate.Service{Gate: newGate(b, f, stderr), Store: store, Ingest: svc.Hook, CaughtUp: svc.CaughtUp}
+	gt := newGate(b, f, stderr)
+	gt.Sessions = svc.Ing.Sessions()
+	return &gate.Service{Gate: gt, Store: store, Ingest: svc.Hook, CaughtUp: svc.CaughtUp}
 }
 
 // checkPolicy refuses a data dir policy file that does not parse, naming

@@ -116,6 +116,7 @@ func (e *benchEnv) workloads() []benchWorkload {
 			logbook: e.commandRun, baselines: []benchBaseline{{name: "fork/exec of true", run: e.trueRun}},
 		},
 	)
+	ws = append(ws, e.gateRows()...)
 	ws = append(ws, e.scaleRows()...)
 	return append(ws, e.clusterRows()...)
 }
