@@ -192,6 +192,10 @@ func Observed(p Payload) (*Observation, bool) {
 		return &o.Observation, true
 	case *TickObserved:
 		return &o.Observation, true
+	case HarnessObserved:
+		return &o.Observation, true
+	case *HarnessObserved:
+		return &o.Observation, true
 	}
 	return nil, false
 }
