@@ -1,0 +1,314 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+func TestSessions_FiltersSortAndPages(t *testing.T) {
+	e := newEnv(t)
+	var last uint64
+	for i := range 7 {
+		last = e.prompt(sid(i), "p1")
+	}
+	last = max(last, e.permission(sid(1), "Bash"), e.permission(sid(3), "Bash"), e.stop(sid(5)))
+	e.waitSeq(last)
+
+	var page sessionsPage
+	e.get("/v1/sessions", 200, &page)
+	if got := len(page.Sessions); got != 7 || page.Next != "" {
+		t.Fatalf("all: %d sessions, next %q; want 7 and none", got, page.Next)
+	}
+	e.get("/v1/sessions?phase=waiting", 200, &page)
+	if got := ids(page.Sessions); !slices.Equal(got, []string{sid(1), sid(3)}) {
+		t.Errorf("phase=waiting: %v", got)
+	}
+	e.get("/v1/sessions?phase=ready", 200, &page)
+	if got := ids(page.Sessions); !slices.Equal(got, []string{sid(5)}) {
+		t.Errorf("phase=ready: %v", got)
+	}
+	e.get("/v1/sessions?cwd=/home/user/", 200, &page)
+	if len(page.Sessions) != 7 {
+		t.Errorf("cwd prefix: %d sessions, want 7", len(page.Sessions))
+	}
+	e.get("/v1/sessions?cwd=/elsewhere", 200, &page)
+	if len(page.Sessions) != 0 {
+		t.Errorf("cwd elsewhere: %d sessions, want 0", len(page.Sessions))
+	}
+	e.get("/v1/sessions?parent=none&since=1h", 200, &page)
+	if len(page.Sessions) != 7 {
+		t.Errorf("parent=none since=1h: %d sessions, want 7", len(page.Sessions))
+	}
+	e.get("/v1/sessions?stale=1h", 200, &page)
+	if len(page.Sessions) != 0 {
+		t.Errorf("stale=1h: %d sessions, want 0", len(page.Sessions))
+	}
+
+	// Paging, in id order and newest-updated first, sees each session once.
+	for _, sort := range []string{"id", "-updated", "started"} {
+		var seen []string
+		cursor := ""
+		for range 10 {
+			page = sessionsPage{}
+			e.get("/v1/sessions?limit=3&sort="+sort+"&cursor="+cursor, 200, &page)
+			seen = append(seen, ids(page.Sessions)...)
+			if cursor = page.Next; cursor == "" {
+				break
+			}
+		}
+		if len(seen) != 7 || len(slices.Compact(slices.Sorted(slices.Values(seen)))) != 7 {
+			t.Errorf("sort=%s pages: %v", sort, seen)
+		}
+		if sort == "-updated" && seen[0] != sid(5) {
+			t.Errorf("sort=-updated: first %s, want the last one updated %s", seen[0], sid(5))
+		}
+	}
+
+	for _, bad := range []string{"phase=sleeping", "sort=name", "limit=0", "limit=5000", "stale=soon", "since=yesterday", "cursor=zzz"} {
+		var ae apiError
+		e.get("/v1/sessions?"+bad, 400, &ae)
+		if ae.Code != "bad_request" || ae.Error == "" {
+			t.Errorf("%s: %+v", bad, ae)
+		}
+	}
+}
+
+func ids(ss []SessionSummary) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.ID)
+	}
+	return out
+}
+
+func TestSession_PageAuditAndPending(t *testing.T) {
+	e := newEnv(t)
+	e.prompt(sid(1), "p1")
+	e.waitSeq(e.permission(sid(1), "Bash"))
+
+	var rep sessionReply
+	e.get("/v1/sessions/"+sid(1), 200, &rep)
+	if rep.Session.Phase != events.PhaseWaiting || rep.Children == nil || rep.Commands == nil {
+		t.Fatalf("session: %+v", rep)
+	}
+	var sum struct {
+		Session SessionSummary `json:"session"`
+	}
+	e.get("/v1/sessions/"+sid(1)+"?summary=true", 200, &sum)
+	if sum.Session.Phase != events.PhaseWaiting || sum.Session.Cwd != "/home/user/project" {
+		t.Errorf("summary: %+v", sum.Session)
+	}
+	var audit struct {
+		Items []struct {
+			Type string `json:"type"`
+			To   string `json:"to"`
+		} `json:"items"`
+	}
+	e.get("/v1/sessions/"+sid(1)+"/audit", 200, &audit)
+	var tos []string
+	for _, it := range audit.Items {
+		if it.Type == "session.transitioned" {
+			tos = append(tos, it.To)
+		}
+	}
+	if !slices.Contains(tos, events.PhaseWaiting) {
+		t.Errorf("audit transitions %v: want one to waiting", tos)
+	}
+
+	// The pending decisions name the session and the tool, never the
+	// prompt, the tool's arguments or its output.
+	var raw []byte
+	e.get("/v1/pending", 200, &raw)
+	var pend struct{ Decisions []Decision }
+	json.Unmarshal(raw, &pend)
+	if len(pend.Decisions) != 1 || pend.Decisions[0].Session != sid(1) || (pend.Decisions[0].Kind != "waiting" && pend.Decisions[0].Kind != "review") {
+		t.Fatalf("pending: %s", raw)
+	}
+	for _, secret := range []string{"secret", "rm -rf"} {
+		if strings.Contains(string(raw), secret) {
+			t.Errorf("pending holds %q: %s", secret, raw)
+		}
+	}
+
+	var ae apiError
+	e.get("/v1/sessions/nosuch", 404, &ae)
+	if ae.Code != "not_found" {
+		t.Errorf("missing session: %+v", ae)
+	}
+	e.get("/v1/commands/nosuch", 404, &ae)
+	e.get("/v1/sessions/"+sid(1)+"/commands", 200, nil)
+	e.get("/v1/nothing-here", 404, &ae)
+}
+
+func TestEvents_PagesBySequence(t *testing.T) {
+	e := newEnv(t)
+	var last uint64
+	for i := range 5 {
+		last = e.prompt(sid(i), "p")
+	}
+	var all []uint64
+	after := uint64(0)
+	for range 100 {
+		var page struct {
+			Events []events.Record `json:"-"`
+			Raw    []struct {
+				Seq uint64 `json:"seq"`
+			} `json:"events"`
+			Next uint64 `json:"next"`
+		}
+		e.get("/v1/events?limit=4&after="+itoa(after), 200, &page)
+		if len(page.Raw) == 0 {
+			break
+		}
+		for _, r := range page.Raw {
+			all = append(all, r.Seq)
+		}
+		after = page.Next
+	}
+	if len(all) == 0 || all[len(all)-1] != last || !slices.IsSorted(all) || len(slices.Compact(slices.Clone(all))) != len(all) {
+		t.Errorf("events: %v, want increasing up to %d", all, last)
+	}
+}
+
+func itoa(n uint64) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestObservations(t *testing.T) {
+	e := newEnv(t)
+	post := func(body string, want int) observeReply {
+		t.Helper()
+		var rep observeReply
+		e.do("POST", "/v1/observations", body, nil, want, &rep)
+		return rep
+	}
+	start := post(`{"harness":"mydaemon","id":"o1","session":"s1","kind":"prompt","meta":{"cwd":"/w","model":"m1"},"signals":[{"kind":"prompt","id":"p1"}]}`, 200)
+	if start.Session != "mydaemon-s1" || start.Phase != events.PhaseWorking || start.Last == 0 || start.Duplicate {
+		t.Fatalf("first observation: %+v", start)
+	}
+	// The same id again appends nothing.
+	again := post(`{"harness":"mydaemon","id":"o1","session":"s1","kind":"prompt","signals":[{"kind":"prompt","id":"p1"}]}`, 200)
+	if !again.Duplicate || again.Last != 0 {
+		t.Errorf("repeat: %+v", again)
+	}
+	wait := post(`{"harness":"mydaemon","id":"o2","session":"s1","kind":"ask","signals":[{"kind":"permission","id":"t1","name":"shell"}]}`, 200)
+	if wait.Phase != events.PhaseWaiting {
+		t.Errorf("permission: %+v", wait)
+	}
+	e.waitSeq(wait.Last)
+	var sum struct{ Session SessionSummary }
+	e.get("/v1/sessions/mydaemon-s1?summary=true", 200, &sum)
+	if sum.Session.Phase != events.PhaseWaiting || sum.Session.Cwd != "/w" {
+		t.Errorf("session row: %+v", sum.Session)
+	}
+
+	last, _ := e.log.LastSeq(t.Context())
+	for name, body := range map[string]string{
+		"not json":         `{"harness":`,
+		"unknown field":    `{"harness":"h","id":"x","session":"s","kind":"k","signals":[],"extra":1}`,
+		"no harness":       `{"id":"x","session":"s","kind":"k","signals":[]}`,
+		"harness caps":     `{"harness":"My Daemon","id":"x","session":"s","kind":"k","signals":[]}`,
+		"no id":            `{"harness":"h","session":"s","kind":"k","signals":[]}`,
+		"session dot":      `{"harness":"h","id":"x","session":"a.b","kind":"k","signals":[]}`,
+		"no kind":          `{"harness":"h","id":"x","session":"s","signals":[]}`,
+		"unknown signal":   `{"harness":"h","id":"x","session":"s","kind":"k","signals":[{"kind":"dance"}]}`,
+		"long text":        `{"harness":"h","id":"x","session":"s","kind":"k","signals":[{"kind":"text","text":"` + strings.Repeat("a", 201) + `"}]}`,
+		"trailing":         `{"harness":"h","id":"x","session":"s","kind":"k","signals":[]} {}`,
+		"too many":         `{"harness":"h","id":"x","session":"s","kind":"k","signals":[` + strings.Repeat(`{"kind":"text"},`, 64) + `{"kind":"text"}]}`,
+		"huge body":        `{"harness":"h","id":"x","session":"s","kind":"` + strings.Repeat("k", 70<<10) + `","signals":[]}`,
+		"session too long": `{"harness":"h","id":"x","session":"` + strings.Repeat("s", 127) + `","kind":"k","signals":[]}`,
+	} {
+		var ae apiError
+		e.do("POST", "/v1/observations", body, nil, 400, &ae)
+		if ae.Code != "bad_request" || !strings.Contains(ae.Error, "observation") && !strings.Contains(ae.Error, "body") {
+			t.Errorf("%s: %+v", name, ae)
+		}
+	}
+	if now, _ := e.log.LastSeq(t.Context()); now != last {
+		t.Errorf("refused observations appended: last seq %d → %d", last, now)
+	}
+}
+
+func TestGuard(t *testing.T) {
+	tok := &Tokens{Reader: "r-token", Writer: "w-token"}
+	e := newEnv(t, func(c *envSettings) { c.Tokens = tok })
+	obs := `{"harness":"h","id":"x","session":"s","kind":"k","signals":[{"kind":"prompt"}]}`
+	bearer := func(s string) http.Header { return http.Header{"Authorization": {"Bearer " + s}} }
+	var ae apiError
+	e.do("GET", "/v1/sessions", "", nil, 401, &ae)
+	e.do("GET", "/v1/sessions", "", bearer("wrong"), 401, &ae)
+	e.do("GET", "/v1/sessions", "", bearer("r-token"), 200, nil)
+	e.do("GET", "/v1/sessions", "", http.Header{"Cookie": {"logbook_token=r-token"}}, 200, nil)
+	e.do("POST", "/v1/observations", obs, bearer("r-token"), 403, &ae)
+	if ae.Code != "forbidden" {
+		t.Errorf("reader posts: %+v", ae)
+	}
+	e.do("POST", "/v1/observations", obs, bearer("w-token"), 200, nil)
+	e.do("GET", "/metrics", "", nil, 401, &ae)
+	// A page elsewhere cannot post: not as a form, not from its origin.
+	e.do("POST", "/v1/observations", obs, http.Header{"Authorization": {"Bearer w-token"}, "Content-Type": {"text/plain"}}, 400, &ae)
+	e.do("POST", "/v1/observations", obs, http.Header{"Authorization": {"Bearer w-token"}, "Origin": {"http://evil.example"}}, 403, &ae)
+	// DNS rebinding: a loopback server answers loopback names only.
+	e.do("GET", "/v1/sessions", "", http.Header{"Authorization": {"Bearer r-token"}, "Host": {"evil.example:7070"}}, 200, nil)
+	req, _ := http.NewRequest("GET", e.http.URL+"/v1/sessions", nil)
+	req.Host = "evil.example:7070"
+	req.Header.Set("Authorization", "Bearer r-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 403 {
+		t.Errorf("Host evil.example: status %d, want 403", resp.StatusCode)
+	}
+	// Reviews answer 501 until the review gate is wired in.
+	e.do("POST", "/v1/reviews/r1", `{"session":"s","verdict":"allow"}`, bearer("w-token"), 501, &ae)
+	if ae.Code != "not_implemented" {
+		t.Errorf("reviews: %+v", ae)
+	}
+}
+
+func TestMetrics_Names(t *testing.T) {
+	e := newEnv(t)
+	e.waitSeq(e.prompt(sid(1), "p"))
+	e.do("POST", "/v1/observations", `{"harness":"h","id":"x","session":"s","kind":"k","signals":[{"kind":"prompt"}]}`, nil, 200, nil)
+	var body []byte
+	deadline := 50
+	for ; deadline > 0; deadline-- {
+		e.get("/metrics", 200, &body)
+		if strings.Contains(string(body), `logbook_events_total{type="session.started"}`) {
+			break
+		}
+	}
+	for _, name := range []string{
+		"logbook_appends_total", "logbook_append_seconds_bucket", "logbook_events_total", "logbook_projection_lag_events",
+		"logbook_projection_lag_seconds", "logbook_spool_depth", "logbook_commands_active", "logbook_http_streams",
+		"logbook_http_observations_total", "go_memstats_heap_inuse_bytes", "go_goroutines", "process_resident_memory_bytes",
+	} {
+		if !strings.Contains(string(body), name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+}
+
+func TestPhases_WorkingWaitingWorking(t *testing.T) {
+	e := newEnv(t)
+	var sum struct{ Session SessionSummary }
+	phase := func(seq uint64) string {
+		e.waitSeq(seq)
+		e.get("/v1/sessions/"+sid(1)+"?summary=true", 200, &sum)
+		return sum.Session.Phase
+	}
+	if p := phase(e.prompt(sid(1), "p1")); p != "working" {
+		t.Fatalf("after prompt: %s", p)
+	}
+	if p := phase(e.permission(sid(1), "Bash")); p != "waiting" {
+		t.Fatalf("after permission: %s", p)
+	}
+	if p := phase(e.toolDone(sid(1), "Bash", "toolu_Bash")); p != "working" {
+		t.Fatalf("after tool result: %s %+v", p, sum.Session)
+	}
+}

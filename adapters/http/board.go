@@ -1,0 +1,35 @@
+package httpapi
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+	"strings"
+)
+
+// boardFiles is the board: plain HTML, CSS and JavaScript served as they
+// are (no build step, no fonts or scripts from elsewhere).
+//
+//go:embed board
+var boardFiles embed.FS
+
+// board serves the board's files; any path that is not a file gets the
+// page, whose script routes by the URL's fragment.
+func (s *Server) board(w http.ResponseWriter, r *http.Request) {
+	sub, _ := fs.Sub(boardFiles, "board")
+	name := strings.TrimPrefix(r.URL.Path, "/")
+	if name == "" || strings.HasSuffix(name, "/") {
+		name = "index.html"
+	}
+	if _, err := fs.Stat(sub, name); err != nil {
+		if strings.HasPrefix(name, "v1/") {
+			s.fail(w, r, errNotFound(r.URL.Path))
+			return
+		}
+		name = "index.html"
+	}
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Cache-Control", "no-cache")
+	http.ServeFileFS(w, r, sub, name)
+}

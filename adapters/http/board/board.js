@@ -1,0 +1,398 @@
+// The Logbook board: sessions grouped by phase, pending decisions on top,
+// a page per session with its audit timeline and live command output.
+// It reads /v1/ and follows /v1/stream; nothing is loaded from elsewhere.
+"use strict";
+
+const PHASES = ["waiting", "working", "ready", "ended"];
+const ENDED_SHOWN = 50; // ended sessions listed unless "e" shows all
+const state = {
+  sessions: new Map(), // id -> summary
+  pending: [],
+  filter: "",
+  showEnded: false,
+  selected: null, // session id of the selected row
+  route: null, // null: the board; else the session id of the page
+  live: 0, // newest sequence seen on the stream
+};
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else e.setAttribute(k, v);
+  }
+  for (const k of kids) if (k !== null && k !== undefined) e.append(k);
+  return e;
+}
+
+function age(t) {
+  if (!t || t.startsWith("0001")) return "-";
+  let s = Math.max(0, Math.floor((Date.now() - Date.parse(t)) / 1000));
+  if (s < 60) return s + "s";
+  let m = Math.floor(s / 60);
+  if (m < 60) return m + "m";
+  let h = Math.floor(m / 60);
+  if (h < 48) return h + "h" + String(m % 60).padStart(2, "0") + "m";
+  return Math.floor(h / 24) + "d" + (h % 24) + "h";
+}
+
+// ltr keeps a path left-to-right in a cell cut at its start (direction: rtl).
+function ltr(s) { return s ? "\u200e" + s + "\u200e" : ""; }
+
+function short(id) { return id.length > 14 ? id.slice(0, 13) + "…" : id; }
+
+async function api(path, opts) {
+  const r = await fetch(path, Object.assign({ credentials: "same-origin", headers: { "Accept": "application/json" } }, opts || {}));
+  if (r.status === 401) { showLogin(); throw new Error("unauthorized"); }
+  if (!r.ok) {
+    let msg = r.status + "";
+    try { msg = (await r.json()).error || msg; } catch (_) {}
+    throw new Error(msg);
+  }
+  return r;
+}
+async function getJSON(path) { return (await api(path)).json(); }
+
+function showLogin() {
+  document.getElementById("login").hidden = false;
+}
+document.getElementById("loginform").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const t = document.getElementById("token").value.trim();
+  document.cookie = "logbook_token=" + encodeURIComponent(t) + "; path=/; SameSite=Strict; Secure";
+  location.reload();
+});
+
+// ---- loading and following ----
+
+async function loadAll() {
+  let cursor = "", checkpoint = 0, first = true;
+  const fresh = new Map();
+  do {
+    const q = "/v1/sessions?limit=1000" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : "");
+    const page = await getJSON(q);
+    if (first) { checkpoint = page.checkpoint; first = false; }
+    for (const s of page.sessions) fresh.set(s.id, s);
+    cursor = page.next || "";
+  } while (cursor);
+  state.sessions = fresh;
+  await loadPending();
+  return checkpoint;
+}
+
+async function loadPending(minSeq) {
+  const d = await getJSON("/v1/pending" + (minSeq ? "?min_seq=" + minSeq : ""));
+  state.pending = d.decisions;
+}
+
+const dirty = new Map(); // session id -> newest sequence seen for it
+let pendingDirty = 0, flushTimer = null;
+
+function scheduleFlush() {
+  if (flushTimer) return;
+  flushTimer = setTimeout(flush, 100);
+}
+
+async function flush() {
+  flushTimer = null;
+  const todo = [...dirty.entries()];
+  dirty.clear();
+  const pd = pendingDirty;
+  pendingDirty = 0;
+  await Promise.all(todo.slice(0, 64).map(async ([id, seq]) => {
+    try {
+      const d = await getJSON("/v1/sessions/" + encodeURIComponent(id) + "?summary=true&min_seq=" + seq);
+      state.sessions.set(id, d.session);
+    } catch (e) { /* not started yet: only observations */ }
+  }));
+  for (const [id, seq] of todo.slice(64)) dirty.set(id, seq);
+  if (pd) { try { await loadPending(pd); } catch (_) {} }
+  render();
+  if (state.route) pageEvent();
+  if (dirty.size) scheduleFlush();
+}
+
+let source = null;
+function follow(after) {
+  if (source) source.close();
+  source = new EventSource("/v1/stream?after=" + after);
+  const conn = document.getElementById("conn");
+  source.onopen = () => { conn.textContent = "live"; conn.className = "conn on"; };
+  source.onerror = () => { conn.textContent = "reconnecting"; conn.className = "conn off"; };
+  source.addEventListener("record", (ev) => {
+    const r = JSON.parse(ev.data);
+    state.live = r.seq;
+    conn.textContent = "live · #" + r.seq;
+    const agg = r.event.agg;
+    if (agg.kind === "session") {
+      dirty.set(agg.id, r.seq);
+      pendingDirty = r.seq;
+    } else if (agg.kind === "command") {
+      const sess = r.event.data && r.event.data.session;
+      if (sess) dirty.set(sess, r.seq);
+      pageCommandEvent(agg.id, r.seq);
+    }
+    scheduleFlush();
+  });
+  source.addEventListener("dropped", (ev) => {
+    // The server let go of a slow stream: resume where it says.
+    const d = JSON.parse(ev.data);
+    setTimeout(() => follow(d.resume_after), 500);
+  });
+}
+
+// ---- the board ----
+
+function matches(s) {
+  const f = state.filter;
+  if (!f) return true;
+  return [s.id, s.cwd, s.model, s.activity, s.title, s.agent_type, s.phase].some((v) => v && v.toLowerCase().includes(f));
+}
+
+function sessionRow(s) {
+  const oldest = s.open_entries ? age(s.oldest_open_at) : "";
+  const a = el("a", { class: "row" + (state.selected === s.id ? " sel" : ""), href: "#/s/" + encodeURIComponent(s.id), "data-id": s.id },
+    el("span", { class: "phase " + s.phase, text: s.phase }),
+    el("span", { class: "id", text: short(s.id), title: s.id }),
+    el("span", { text: (s.activity || "") + (s.title ? " · " + s.title : "") }),
+    el("span", { class: "dim", text: age(s.since), title: "in this phase since " + s.since }),
+    el("span", { class: "dim", text: (s.model || "") + (oldest ? " · open " + oldest : ""), title: oldest ? "oldest open entry" : "" }),
+    el("span", { class: "cwd dim", text: ltr(s.cwd), title: s.cwd || "" }));
+  return a;
+}
+
+function render() {
+  if (state.route) return;
+  const groups = document.getElementById("groups");
+  const focusedId = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.id : null;
+  // Subagents fold under their parent when the parent is listed.
+  const kids = new Map();
+  const tops = [];
+  for (const s of state.sessions.values()) {
+    if (!matches(s)) continue;
+    if (s.parent && state.sessions.has(s.parent)) {
+      if (!kids.has(s.parent)) kids.set(s.parent, []);
+      kids.get(s.parent).push(s);
+    } else tops.push(s);
+  }
+  const by = new Map(PHASES.map((p) => [p, []]));
+  for (const s of tops) (by.get(s.phase) || by.get("ended")).push(s);
+  const frag = document.createDocumentFragment();
+  const counts = [];
+  for (const p of PHASES) {
+    let list = by.get(p);
+    list.sort((a, b) => (p === "ended" ? b.updated_at.localeCompare(a.updated_at) : a.since.localeCompare(b.since)) || a.id.localeCompare(b.id));
+    counts.push(p + " " + list.length);
+    const total = list.length;
+    if (p === "ended" && !state.showEnded) list = list.slice(0, ENDED_SHOWN);
+    const sec = el("section", { id: "group-" + p, "aria-labelledby": "h-" + p, "data-phase": p });
+    sec.append(el("h2", { id: "h-" + p }, p[0].toUpperCase() + p.slice(1), el("span", { class: "n", text: String(total) })));
+    const ol = el("ol", { class: "rows" });
+    for (const s of list) {
+      const li = el("li", { "data-id": s.id, "data-phase": s.phase }, sessionRow(s));
+      const ks = kids.get(s.id);
+      if (ks && ks.length) {
+        const det = el("details", { class: "kids" }, el("summary", { text: ks.length + " subagent" + (ks.length > 1 ? "s" : "") + " (" + ks.filter((k) => k.phase !== "ended").length + " live)" }));
+        const kol = el("ol", { class: "rows" });
+        for (const k of ks) kol.append(el("li", { class: "child", "data-id": k.id, "data-phase": k.phase }, sessionRow(k)));
+        det.append(kol);
+        li.append(det);
+      }
+      ol.append(li);
+    }
+    if (!list.length) ol.append(el("li", { class: "empty", text: "none" }));
+    if (p === "ended" && total > list.length) ol.append(el("li", { class: "empty", text: (total - list.length) + " more: press e" }));
+    sec.append(ol);
+    frag.append(sec);
+  }
+  groups.replaceChildren(frag);
+  document.getElementById("counts").textContent = counts.join(" · ");
+  renderPending();
+  const want = focusedId || state.selected;
+  if (want) {
+    const a = groups.querySelector('a.row[data-id="' + CSS.escape(want) + '"]') || document.querySelector('#pending a.row[data-id="' + CSS.escape(want) + '"]');
+    if (a && focusedId) a.focus({ preventScroll: true });
+  }
+}
+
+function renderPending() {
+  const ol = document.getElementById("pending-list");
+  const frag = document.createDocumentFragment();
+  for (const d of state.pending) {
+    const s = state.sessions.get(d.session);
+    if (s && !matches(s)) continue;
+    // Only what the decision is about: no prompt text, arguments or output.
+    frag.append(el("li", { "data-id": d.session, "data-kind": d.kind },
+      el("a", { class: "row", href: "#/s/" + encodeURIComponent(d.session), "data-id": d.session },
+        el("span", { class: "phase waiting", text: d.kind === "review" ? "review" : "waiting" }),
+        el("span", { class: "id", text: short(d.session), title: d.session }),
+        el("span", { text: d.activity || (d.review ? "review " + d.review : "") }),
+        el("span", { class: "dim", text: age(d.since) }),
+        el("span", { class: "cwd dim", text: ltr(d.cwd), title: d.cwd || "" }))));
+  }
+  if (!frag.childNodes.length) frag.append(el("li", { class: "empty", text: "nothing waits on a person" }));
+  ol.replaceChildren(frag);
+  document.getElementById("pending-n").textContent = String(state.pending.length);
+}
+
+// ---- the session page ----
+
+let page = null; // {id, commands: Map(id -> {state, offset, pre, busy})}
+
+async function openPage(id) {
+  const root = document.getElementById("page");
+  page = { id, commands: new Map() };
+  root.replaceChildren(el("p", { class: "dim", text: "loading " + id + " …" }));
+  await pageEvent();
+}
+
+async function pageEvent() {
+  if (!page) return;
+  const id = page.id;
+  let d, audit;
+  try {
+    d = await getJSON("/v1/sessions/" + encodeURIComponent(id) + (state.live ? "?min_seq=" + state.live : ""));
+  } catch (e) {
+    document.getElementById("page").replaceChildren(el("p", { text: "session " + id + ": " + e.message }), el("a", { href: "#/", text: "back" }));
+    return;
+  }
+  try { audit = await getJSON("/v1/sessions/" + encodeURIComponent(id) + "/audit"); } catch (e) { audit = { items: [] }; }
+  if (!page || page.id !== id) return;
+  const s = d.session;
+  const root = el("div", { id: "session", "data-id": s.id, "data-phase": s.phase });
+  root.append(el("p", {}, el("a", { href: "#/", text: "← board" })));
+  root.append(el("h2", {}, el("span", { class: "phase " + s.phase, id: "session-phase", text: s.phase }), el("span", { class: "id", text: s.id })));
+  const kv = el("dl", { class: "kv" });
+  const add = (k, v) => { if (v !== undefined && v !== null && v !== "") kv.append(el("dt", { text: k }), el("dd", { text: String(v) })); };
+  add("activity", s.activity); add("waiting on", s.waiting_on); add("since", s.since + " (" + age(s.since) + ")");
+  add("agent", s.agent); add("model", s.model); add("cwd", s.cwd); add("branch", s.git_branch); add("mode", s.mode);
+  add("parent", s.parent); add("turns", s.turns); add("tool calls", s.tool_calls); add("abandoned", s.abandoned);
+  add("open entries", (s.entries || []).map((e) => e.activity + " (" + age(e.opened_at) + ")").join(", "));
+  add("started", s.started_at); add("ended", s.end_reason);
+  root.append(kv);
+  if (d.children.length) {
+    root.append(el("h2", { text: "Subagents" }));
+    const ol = el("ol", { class: "rows" });
+    for (const k of d.children) ol.append(el("li", {}, sessionRow(k)));
+    root.append(ol);
+  }
+  root.append(el("h2", { text: "Commands" }));
+  if (!d.commands.length) root.append(el("p", { class: "dim", text: "none" }));
+  for (const c of d.commands) {
+    const prev = page.commands.get(c.id);
+    const pre = prev ? prev.pre : el("pre", { class: "out", "data-command": c.id });
+    const entry = prev || { offset: 0, pre, busy: false };
+    entry.state = c;
+    page.commands.set(c.id, entry);
+    root.append(el("h3", { class: "mono", text: c.id + " · " + c.status + (c.exit_code !== undefined ? " · exit " + c.exit_code : "") + " · " + (c.argv || []).join(" ") }), pre);
+    readOutput(c.id);
+  }
+  root.append(el("h2", { text: "Audit timeline" }));
+  const t = el("table", { id: "audit" }, el("thead", {}, el("tr", {}, ...["seq", "at", "event", "from → to", "entry", "cause"].map((h) => el("th", { text: h })))));
+  const tb = el("tbody");
+  for (const it of audit.items || []) {
+    tb.append(el("tr", {},
+      el("td", { class: "mono", text: String(it.seq) }),
+      el("td", { class: "mono dim", text: it.at }),
+      el("td", { text: it.type + (it.activity ? " " + it.activity : "") }),
+      el("td", { text: it.from || it.to ? (it.from || "") + " → " + (it.to || "") : "" }),
+      el("td", { class: "mono", text: it.entry || "" }),
+      el("td", { class: "dim", text: it.cause ? it.cause.kind + "/" + it.cause.event : "" })));
+  }
+  t.append(tb);
+  root.append(t);
+  document.getElementById("page").replaceChildren(root);
+}
+
+// Strip terminal escape sequences for display; the API has the exact bytes.
+function plain(text) {
+  return text.replace(/\x1b\[[0-9;?]*[ -\/]*[@-~]/g, "").replace(/\x1b\][^\x07\x1b]*(\x07|\x1b\\)/g, "").replace(/[\x00-\x08\x0b-\x1f\x7f]/g, "");
+}
+
+async function readOutput(id) {
+  const c = page && page.commands.get(id);
+  if (!c || c.busy) return;
+  c.busy = true;
+  try {
+    for (;;) {
+      const r = await api("/v1/commands/" + encodeURIComponent(id) + "/output?offset=" + c.offset);
+      const buf = await r.arrayBuffer();
+      if (buf.byteLength) {
+        c.pre.append(document.createTextNode(plain(new TextDecoder().decode(buf, { stream: true }))));
+        c.pre.scrollTop = c.pre.scrollHeight;
+      }
+      c.offset = Number(r.headers.get("Logbook-Next"));
+      if (r.headers.get("Logbook-Done") === "true") { c.done = true; break; }
+      if (!buf.byteLength) {
+        await new Promise((ok) => setTimeout(ok, 500)); // live output is not on the event stream
+        if (!page || !page.commands.has(id)) break;
+      }
+    }
+  } catch (_) {
+  } finally { c.busy = false; }
+}
+
+function pageCommandEvent(id) {
+  if (page && page.commands.has(id)) readOutput(id);
+}
+
+// ---- routes and keys ----
+
+function route() {
+  const m = location.hash.match(/^#\/s\/(.+)$/);
+  const board = document.getElementById("board"), pg = document.getElementById("page");
+  if (m) {
+    state.route = decodeURIComponent(m[1]);
+    state.selected = state.route;
+    board.hidden = true; pg.hidden = false;
+    openPage(state.route);
+  } else {
+    state.route = null; page = null;
+    board.hidden = false; pg.hidden = true;
+    render();
+    const a = state.selected && document.querySelector('#groups a.row[data-id="' + CSS.escape(state.selected) + '"]');
+    if (a) a.focus();
+  }
+}
+window.addEventListener("hashchange", route);
+
+function rows() { return [...document.querySelectorAll("#board:not([hidden]) a.row")].filter((a) => a.offsetParent !== null); }
+
+document.addEventListener("keydown", (ev) => {
+  const inInput = ev.target instanceof HTMLInputElement;
+  if (ev.key === "Escape") {
+    if (inInput) { ev.target.blur(); return; }
+    if (state.route) { location.hash = "#/"; ev.preventDefault(); }
+    return;
+  }
+  if (inInput || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  if (ev.key === "/") { ev.preventDefault(); document.getElementById("filter").focus(); return; }
+  if (ev.key === "e") { state.showEnded = !state.showEnded; render(); return; }
+  if (state.route) return;
+  if (ev.key === "j" || ev.key === "k" || ev.key === "ArrowDown" || ev.key === "ArrowUp") {
+    const rs = rows();
+    if (!rs.length) return;
+    let i = rs.indexOf(document.activeElement);
+    i = (ev.key === "j" || ev.key === "ArrowDown") ? Math.min(rs.length - 1, i + 1) : Math.max(0, i - 1);
+    rs[i].focus();
+    state.selected = rs[i].dataset.id;
+    ev.preventDefault();
+  }
+});
+document.addEventListener("focusin", (ev) => {
+  if (ev.target instanceof HTMLAnchorElement && ev.target.dataset.id) state.selected = ev.target.dataset.id;
+});
+document.getElementById("filter").addEventListener("input", (ev) => { state.filter = ev.target.value.trim().toLowerCase(); render(); });
+setInterval(() => { if (!state.route) render(); }, 15000); // ages move on
+
+(async function start() {
+  try {
+    const cp = await loadAll();
+    follow(cp);
+    route();
+  } catch (e) {
+    document.getElementById("groups").replaceChildren(el("p", { text: "cannot load sessions: " + e.message }));
+  }
+})();

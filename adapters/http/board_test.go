@@ -1,0 +1,152 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// browser starts headless Chromium (Debian's chromium package) in a new
+// empty profile. It skips when none is installed, unless
+// LOGBOOK_BROWSER_TESTS is set (CI sets it), when it fails.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := os.Getenv("LOGBOOK_CHROMIUM")
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if path != "" {
+			break
+		}
+		path, _ = exec.LookPath(name)
+	}
+	if path == "" {
+		if os.Getenv("LOGBOOK_BROWSER_TESTS") != "" {
+			t.Fatal("no chromium found and LOGBOOK_BROWSER_TESTS is set: apt-get install chromium")
+		}
+		t.Skip("no chromium: apt-get install chromium to run the board's browser tests")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	return ctx
+}
+
+// artifacts returns where screenshots go: $LOGBOOK_ARTIFACTS when set,
+// else the test's temporary directory.
+func artifacts(t *testing.T) string {
+	if d := os.Getenv("LOGBOOK_ARTIFACTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(artifacts(t), name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+// until polls the page until the JavaScript expression is true, at most
+// for d, and fails naming what it waited for.
+func until(t *testing.T, ctx context.Context, what, expr string, d time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	ok, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(d), chromedp.WithPollingInterval(10*time.Millisecond)))
+	if err != nil || !ok {
+		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		t.Fatalf("%s: not within %v (%v); the page shows:\n%.2000s", what, d, err, html)
+	}
+	return time.Since(start)
+}
+
+func row(id, group, phase string) string {
+	return fmt.Sprintf(`!!document.querySelector('#%s li[data-id="%s"][data-phase="%s"]')`, group, id, phase)
+}
+
+// TestBoard_LiveInABrowser loads the board in headless Chromium, sends
+// hooks, and sees a session move working → waiting → working within a
+// second each, without a reload; then opens the session page from the
+// keyboard. Screenshots are saved (see artifacts).
+func TestBoard_LiveInABrowser(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t)
+	// Some sessions before the page loads.
+	e.prompt(sid(1), "p")
+	e.stop(sid(2))
+	e.prompt(sid(3), "p")
+	e.waitSeq(e.permission(sid(3), "Read"))
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "the sessions listed", row(sid(1), "group-working", "working")+"&&"+row(sid(3), "group-waiting", "waiting"), 10*time.Second)
+	until(t, ctx, "the stream connected", `document.getElementById("conn").classList.contains("on")`, 10*time.Second)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__sameLoad = true`)); err != nil {
+		t.Fatal(err)
+	}
+
+	s := sid(9)
+	e.prompt(s, "p1")
+	d1 := until(t, ctx, "the new session working", row(s, "group-working", "working"), time.Second)
+	e.permission(s, "Bash")
+	d2 := until(t, ctx, "the session waiting, on top", row(s, "group-waiting", "waiting")+fmt.Sprintf(`&&!!document.querySelector('#pending-list li[data-id="%s"]')`, s), time.Second)
+	pending, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("pending").innerText`))
+	for _, secret := range []string{"secret", "rm -rf"} {
+		if strings.Contains(pending, secret) {
+			t.Errorf("pending decisions show %q:\n%s", secret, pending)
+		}
+	}
+	screenshot(t, ctx, "board.png")
+	e.toolDone(s, "Bash", "toolu_Bash")
+	d3 := until(t, ctx, "the session working again", row(s, "group-working", "working"), time.Second)
+	t.Logf("board updated %v, %v, %v after each hook", d1, d2, d3)
+	if same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__sameLoad === true`)); err != nil || !same {
+		t.Errorf("the page reloaded (%v)", err)
+	}
+
+	// Keyboard: j moves down the rows, Enter opens one, Escape goes back.
+	until(t, ctx, "rows focusable", `document.querySelectorAll("#board a.row").length > 3`, 5*time.Second)
+	for range 3 {
+		if err := chromedp.Do(ctx, chromedp.KeyEvent("j")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	focused, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.dataset.id || ""`))
+	if focused == "" {
+		t.Fatal("j focused no row")
+	}
+	if err := chromedp.Do(ctx, chromedp.KeyEvent("\r")); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "the session page of "+focused, fmt.Sprintf(`!!document.querySelector('#session[data-id="%s"]') && document.querySelectorAll("#audit tbody tr").length > 0`, focused), 5*time.Second)
+	screenshot(t, ctx, "session.png")
+	if err := chromedp.Do(ctx, chromedp.KeyEvent("\x1b")); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "back on the board", `!document.getElementById("board").hidden && location.hash === "#/"`, 5*time.Second)
+}

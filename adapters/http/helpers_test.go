@@ -1,0 +1,200 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
+	"github.com/logbook-dev/logbook/adapters/worker"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/replay"
+)
+
+// env is a real server: embedded JetStream, Pebble projections kept by a
+// Runner, a Claude Code hook ingester, and the HTTP Server on a loopback
+// httptest listener.
+type env struct {
+	t     testing.TB
+	log   *natslog.Log
+	srv   *natslog.Server
+	store *projections.Store
+	ing   *claude.Ingester
+	api   *Server
+	http  *httptest.Server
+	reg   *events.Registry
+}
+
+// envSettings are the Server's Config and the test server's own.
+type envSettings struct {
+	Config
+	smallBuffers bool
+}
+
+type envOption func(*envSettings)
+
+// smallSendBuffers makes the test server's connections keep at most
+// 16 KiB in the kernel's send buffer, so a client that stops reading
+// blocks the server soon.
+func smallSendBuffers(s *envSettings) { s.smallBuffers = true }
+
+// smallListener sets each accepted connection's send buffer to 16 KiB.
+type smallListener struct{ net.Listener }
+
+func (l smallListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(16 << 10)
+	}
+	return c, err
+}
+
+func newEnv(t testing.TB, opts ...envOption) *env {
+	t.Helper()
+	log, srv := natslogtest.Start(t, natslog.FsyncInterval)
+	store, err := projections.Open(t.TempDir()+"/views", projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := events.NewRegistry()
+	ing, err := claude.NewIngester(claude.IngestConfig{Log: log, Reg: reg, Host: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := worker.NewClient(worker.ClientConfig{Conn: srv.Conn(), Log: log, Reg: reg, Host: "test", Actor: "person:test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := envSettings{Config: Config{
+		Log: log, Store: store, Reg: reg, Host: "test", Output: cl, Loopback: true,
+		Timeline: func(ctx context.Context, id string, cmds []string) (any, error) {
+			return replay.SessionTimeline(ctx, log, id, cmds)
+		},
+		Metrics: NewMetrics(MetricsOptions{}),
+		Stream:  StreamOptions{Heartbeat: 200 * time.Millisecond},
+	}}
+	for _, o := range opts {
+		o(&set)
+	}
+	api, err := New(set.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	runner := &projections.Runner{Log: log, Store: store, Interval: 5 * time.Millisecond}
+	wg.Go(func() { runner.Run(ctx) })
+	wg.Go(func() { api.Run(ctx) })
+	<-api.hub.Ready()
+	hs := httptest.NewUnstartedServer(api.Handler())
+	if set.smallBuffers {
+		hs.Listener = smallListener{hs.Listener}
+	}
+	hs.Start()
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		cancel()
+		wg.Wait()
+		store.Close()
+	})
+	return &env{t: t, log: log, srv: srv, store: store, ing: ing, api: api, http: hs, reg: reg}
+}
+
+// hook delivers one Claude Code hook payload for session sid and returns
+// where its batch landed.
+func (e *env) hook(sid, event string, fields map[string]any) uint64 {
+	e.t.Helper()
+	p := map[string]any{"session_id": sid, "cwd": "/home/user/project", "hook_event_name": event, "permission_mode": "default",
+		"transcript_path": "/home/user/.claude/projects/p/" + sid + ".jsonl"}
+	for k, v := range fields {
+		p[k] = v
+	}
+	b, _ := json.Marshal(p)
+	id := ulid.Make()
+	ap, err := e.ing.Hook(context.Background(), claude.Entry{ID: id.String(), Time: ulid.Time(id.Time()), Payload: b})
+	if err != nil {
+		e.t.Fatalf("hook %s %s: %v", sid, event, err)
+	}
+	return ap.Last
+}
+
+// Hooks that move a session: a prompt makes it work, a permission
+// request makes it wait, the tool's result makes it work again.
+func (e *env) prompt(sid, promptID string) uint64 {
+	return e.hook(sid, "UserPromptSubmit", map[string]any{"prompt": "secret prompt text " + promptID, "prompt_id": promptID})
+}
+
+func (e *env) permission(sid, tool string) uint64 {
+	e.hook(sid, "PreToolUse", map[string]any{"tool_name": tool, "tool_use_id": "toolu_" + tool, "tool_input": map[string]any{"command": "rm -rf secret-argument"}})
+	return e.hook(sid, "Notification", map[string]any{"message": "Claude needs your permission to use " + tool + " secret", "notification_type": "permission_prompt"})
+}
+
+func (e *env) toolDone(sid, tool, useID string) uint64 {
+	return e.hook(sid, "PostToolUse", map[string]any{"tool_name": tool, "tool_use_id": useID, "tool_input": map[string]any{"command": "x"}, "tool_response": map[string]any{"stdout": "secret output"}})
+}
+
+func (e *env) stop(sid string) uint64 { return e.hook(sid, "Stop", nil) }
+
+// waitSeq waits until the projection has applied seq.
+func (e *env) waitSeq(seq uint64) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.store.WaitFor(ctx, seq); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// get GETs path and decodes the JSON answer into out, failing unless the
+// status is want.
+func (e *env) get(path string, want int, out any) {
+	e.t.Helper()
+	e.do("GET", path, "", nil, want, out)
+}
+
+func (e *env) do(method, path, body string, hdr http.Header, want int, out any) *http.Response {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.http.URL+path, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if method == "POST" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		e.t.Fatalf("%s %s: status %d, want %d: %s", method, path, resp.StatusCode, want, b)
+	}
+	if out != nil {
+		if p, ok := out.(*[]byte); ok {
+			*p = b
+		} else if err := json.Unmarshal(b, out); err != nil {
+			e.t.Fatalf("%s %s: decode %s: %v", method, path, b, err)
+		}
+	}
+	return resp
+}
+
+func sid(i int) string { return fmt.Sprintf("5e551011-0000-4000-8000-%012d", i) }

@@ -1,0 +1,196 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// ObservationSchema names the JSON schema POST /v1/observations follows.
+const ObservationSchema = "logbook-observation/1"
+
+// Observation is the body of POST /v1/observations, schema
+// "logbook-observation/1": one thing a harness saw of its agent, already
+// reduced to agent-neutral signals. It becomes one obs.harness event on
+// session "<harness>-<session>" and the decisions the session reducer
+// takes from it, in one batch.
+type Observation struct {
+	// Harness names the posting program: [a-z0-9_-], 1..32 bytes.
+	Harness string `json:"harness"`
+	// ID is the harness's own id of this observation, 1..128 bytes: a
+	// repeat of an id the session remembers (its last session.RecentKeys
+	// observations) appends nothing.
+	ID string `json:"id"`
+	// Session is the harness's session id, [A-Za-z0-9_-]; the aggregate
+	// is "<harness>-<session>", at most 128 bytes in all.
+	Session string `json:"session"`
+	// Parent, for a subagent, is the harness's session id of its parent.
+	Parent string `json:"parent,omitempty"`
+	// At is when it happened (RFC 3339); absent: when the server got it.
+	At time.Time `json:"at,omitzero"`
+	// Kind is the harness's own name of what happened (≤ 64 bytes),
+	// kept for the audit timeline: "tool_start", "turn_done", ….
+	Kind    string       `json:"kind"`
+	Meta    events.Meta  `json:"meta,omitzero"`
+	Signals []events.Sig `json:"signals"`
+}
+
+// Signal kinds a harness may post (events.Sig*).
+var signalKinds = []string{
+	events.SigSessionStart, events.SigPrompt, events.SigThinking, events.SigText, events.SigToolUse,
+	events.SigToolResult, events.SigTurnEnd, events.SigInterrupt, events.SigPermission, events.SigQuestion,
+	events.SigIdle, events.SigCompactStart, events.SigCompactEnd, events.SigBackgroundDone,
+	events.SigSubagentStart, events.SigSubagentStop, events.SigMode, events.SigSessionEnd, events.SigAPIError,
+}
+
+// Caps on an observation's parts, in bytes.
+const (
+	maxObservationBody = 64 << 10
+	maxSignals         = 64
+	maxSigText         = 200
+	maxSigField        = 256
+)
+
+// check validates o and returns the session aggregate it goes to.
+func (o Observation) check() (events.Aggregate, error) {
+	bad := func(format string, args ...any) (events.Aggregate, error) {
+		return events.Aggregate{}, fmt.Errorf("%w: observation: "+format, append([]any{errBadRequest}, args...)...)
+	}
+	if o.Harness == "" || len(o.Harness) > 32 {
+		return bad("harness %q: want 1..32 bytes of [a-z0-9_-]", o.Harness)
+	}
+	for _, c := range []byte(o.Harness) {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return bad("harness %q: byte %q is not [a-z0-9_-]", o.Harness, c)
+		}
+	}
+	if o.ID == "" || len(o.ID) > 128 || !utf8.ValidString(o.ID) {
+		return bad("id: want 1..128 bytes of UTF-8")
+	}
+	if o.Kind == "" || len(o.Kind) > 64 || !utf8.ValidString(o.Kind) {
+		return bad("kind %q: want 1..64 bytes of UTF-8", o.Kind)
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: o.Harness + "-" + o.Session}
+	if err := events.ValidID(o.Session); err != nil {
+		return bad("session: %v", err)
+	}
+	if err := agg.Validate(); err != nil {
+		return bad("session: %v", err)
+	}
+	if o.Parent != "" {
+		if err := events.ValidID(o.Harness + "-" + o.Parent); err != nil {
+			return bad("parent: %v", err)
+		}
+	}
+	if len(o.Signals) > maxSignals {
+		return bad("%d signals, the most is %d", len(o.Signals), maxSignals)
+	}
+	for i, sg := range o.Signals {
+		if !slices.Contains(signalKinds, sg.Kind) {
+			return bad("signals[%d].kind %q: want one of %v", i, sg.Kind, signalKinds)
+		}
+		if len(sg.Text) > maxSigText || !utf8.ValidString(sg.Text) {
+			return bad("signals[%d].text: want at most %d bytes of UTF-8", i, maxSigText)
+		}
+		for _, f := range []string{sg.ID, sg.Name, sg.Task, sg.Status} {
+			if len(f) > maxSigField || !utf8.ValidString(f) {
+				return bad("signals[%d]: id, name, task and status want at most %d bytes of UTF-8", i, maxSigField)
+			}
+		}
+	}
+	m := o.Meta
+	for _, f := range []string{m.SessionID, m.AgentID, m.AgentType, m.Cwd, m.Model, m.Version, m.GitBranch, m.AgentMode, m.Title} {
+		if len(f) > 4096 || !utf8.ValidString(f) {
+			return bad("meta: each field wants at most 4096 bytes of UTF-8")
+		}
+	}
+	return agg, nil
+}
+
+// observer appends harness observations through the session reducer.
+type observer struct {
+	x     *events.Executor[session.State]
+	reg   *events.Registry
+	clock func() time.Time
+}
+
+func newObserver(cfg Config) *observer {
+	return &observer{
+		x: &events.Executor[session.State]{
+			Log: cfg.Log, Reg: cfg.Reg, Init: session.Init, Evolve: session.Evolve, IDs: ulid.Make, Host: cfg.Host,
+		},
+		reg: cfg.Reg, clock: cfg.Clock,
+	}
+}
+
+// observeReply is POST /v1/observations's answer: the session aggregate,
+// the stream sequences of the batch (0 and duplicate true when the
+// observation was seen before), and the session's phase after it.
+type observeReply struct {
+	Session   string `json:"session"`
+	First     uint64 `json:"first"`
+	Last      uint64 `json:"last"`
+	Duplicate bool   `json:"duplicate"`
+	Phase     string `json:"phase"`
+	Activity  string `json:"activity"`
+}
+
+func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
+	var o Observation
+	if err := decodeBody(r, &o, maxObservationBody); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	agg, err := o.check()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	at := o.At
+	if at.IsZero() {
+		at = s.obs.clock()
+	}
+	meta := o.Meta
+	meta.SessionID, meta.AgentID = agg.ID, ""
+	if o.Parent != "" {
+		meta.SessionID, meta.AgentID = o.Harness+"-"+o.Parent, agg.ID
+	}
+	sum := sha256.Sum256([]byte(o.ID))
+	obs := events.Observation{
+		Key:     o.Harness + ":" + hex.EncodeToString(sum[:16]),
+		Parser:  ObservationSchema,
+		Kind:    o.Kind,
+		Meta:    meta,
+		Signals: o.Signals,
+	}
+	env := s.obs.reg.New(events.HarnessObserved{Observation: obs})
+	env.ID, env.Agg, env.At = ulid.Make(), agg, at.UTC().Truncate(time.Microsecond)
+	env.Actor = "harness:" + o.Harness
+	ap, st, err := s.obs.x.Execute(r.Context(), agg, func(st session.State) (events.Decision, error) {
+		if st.Seen(&obs) {
+			return nil, nil
+		}
+		decs, err := session.Decide(st, session.Observe{Obs: env})
+		if err != nil {
+			return nil, err
+		}
+		return append([]events.Envelope{env}, decs...), nil
+	})
+	if s.metrics != nil {
+		s.metrics.observed(err)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, observeReply{Session: agg.ID, First: ap.First, Last: ap.Last, Duplicate: ap.Last == 0 || ap.Duplicate, Phase: st.Phase, Activity: st.Activity})
+}

@@ -1,0 +1,290 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/worker"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/reducers/command"
+)
+
+// Errors the handlers map to HTTP statuses (see status).
+var (
+	errBadRequest   = errors.New("bad request")
+	errUnauthorized = errors.New("unauthorized")
+	errForbidden    = errors.New("forbidden")
+	errBusy         = errors.New("busy")
+	errUnavailable  = errors.New("not available")
+)
+
+// OutputReader reads a command's stored output; *worker.Client is one.
+// Watch calls fn with each chunk at or after opts.After, in order, and
+// returns the command's state; an error fn returns ends it and is
+// returned.
+type OutputReader interface {
+	Watch(ctx context.Context, id string, opts worker.WatchOptions, fn func(worker.Chunk) error) (command.State, error)
+}
+
+// Timeline returns the audit timeline of session id and of the commands
+// run for it (ids, in request order) as JSON-encodable items, oldest first:
+// replay.SessionTimeline in the binary.
+type Timeline func(ctx context.Context, id string, commands []string) (any, error)
+
+// Config is what a Server answers from. Log, Store and Reg are required;
+// a nil Timeline, Output or Reviews answers its endpoints 501.
+type Config struct {
+	Log   events.Log         // read for /v1/events and the stream; appended to by observations
+	Store *projections.Store // the projections the queries read; kept in step by the caller
+	Reg   *events.Registry
+	Host  string // stamped on the events observations decide
+
+	Timeline Timeline
+	Output   OutputReader
+	// Reviews records a person's verdict on an open review; nil until the
+	// review gate is wired in.
+	Reviews Reviews
+
+	// Tokens, when set, are required of every request (reader for GET,
+	// writer for POST). A server on a loopback address may run without.
+	Tokens *Tokens
+	// Loopback makes the server refuse a Host header that is not a
+	// loopback name, so a web page cannot reach it by DNS rebinding.
+	Loopback bool
+
+	Metrics *Metrics // nil: /metrics answers 404
+	Stream  StreamOptions
+	// StreamBuffer is how many of the newest events the live stream keeps
+	// (0: DefaultStreamBuffer).
+	StreamBuffer int
+	Clock        func() time.Time // nil: time.Now
+}
+
+// Server is the HTTP API, the SSE stream, the board and the metrics of
+// one Logbook server. Create it with New, run Run beside the HTTP server
+// that serves Handler.
+type Server struct {
+	cfg     Config
+	log     events.Log
+	store   *projections.Store
+	hub     *Hub
+	metrics *Metrics
+	opts    StreamOptions
+	clients atomic.Int64
+	obs     *observer
+	mux     *http.ServeMux
+	routes  []route
+}
+
+// route is one endpoint: the method and path pattern the mux matches.
+type route struct{ method, path string }
+
+// New returns a Server over cfg. It starts nothing; Run follows the log.
+func New(cfg Config) (*Server, error) {
+	if cfg.Log == nil || cfg.Store == nil || cfg.Reg == nil {
+		return nil, errors.New("httpapi: Log, Store and Reg are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	s := &Server{cfg: cfg, log: cfg.Log, store: cfg.Store, metrics: cfg.Metrics, opts: cfg.Stream.withDefaults()}
+	var tap func(events.Record)
+	if cfg.Metrics != nil {
+		tap = cfg.Metrics.record
+		cfg.Metrics.bind(s)
+	}
+	s.hub = NewHub(cfg.Log, cfg.StreamBuffer, tap)
+	ocfg := cfg
+	if cfg.Metrics != nil {
+		ocfg.Log = cfg.Metrics.InstrumentLog(cfg.Log)
+	}
+	s.obs = newObserver(ocfg)
+	s.mux = http.NewServeMux()
+	s.handle("GET", "/v1/sessions", s.sessions)
+	s.handle("GET", "/v1/sessions/{id}", s.session)
+	s.handle("GET", "/v1/sessions/{id}/audit", s.audit)
+	s.handle("GET", "/v1/sessions/{id}/commands", s.sessionCommands)
+	s.handle("GET", "/v1/commands/{id}", s.command)
+	s.handle("GET", "/v1/commands/{id}/output", s.output)
+	s.handle("GET", "/v1/pending", s.pending)
+	s.handle("POST", "/v1/reviews/{id}", s.review)
+	s.handle("GET", "/v1/events", s.events)
+	s.handle("GET", "/v1/stream", s.stream)
+	s.handle("GET", "/v1/status", s.status)
+	s.handle("POST", "/v1/observations", s.observe)
+	s.handle("GET", "/v1/openapi.json", s.openAPI)
+	s.mux.HandleFunc("GET /metrics", s.guard(false, s.serveMetrics))
+	s.mux.HandleFunc("GET /", s.guard(false, s.board))
+	return s, nil
+}
+
+func (s *Server) handle(method, path string, h http.HandlerFunc) {
+	s.routes = append(s.routes, route{method, path})
+	s.mux.HandleFunc(method+" "+path, s.guard(method == "POST", h))
+}
+
+// Run follows the log for the live stream and the metrics until ctx is
+// done; it returns nil then.
+func (s *Server) Run(ctx context.Context) error { return s.hub.Run(ctx) }
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// guard checks the Host header on a loopback server, the token when one
+// is required, and, for writes, that the body is JSON from a page of this
+// origin (a cross-site form cannot post).
+func (s *Server) guard(write bool, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Loopback && !loopbackHost(r.Host) {
+			s.fail(w, r, fmt.Errorf("%w: Host %q is not a loopback name", errForbidden, r.Host))
+			return
+		}
+		if s.cfg.Tokens != nil {
+			if err := s.cfg.Tokens.check(r, write); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+		}
+		if write {
+			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				s.fail(w, r, fmt.Errorf("%w: Content-Type %q: want application/json", errBadRequest, ct))
+				return
+			}
+			if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
+				s.fail(w, r, fmt.Errorf("%w: Origin %q is not this server", errForbidden, o))
+				return
+			}
+		}
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h(w, r)
+	}
+}
+
+// loopbackHost reports whether host (a Host header, with or without a
+// port) names the loopback interface.
+func loopbackHost(host string) bool {
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = host
+	}
+	h = strings.Trim(h, "[]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// sameOrigin reports whether origin (scheme://host[:port]) is host.
+func sameOrigin(origin, host string) bool {
+	_, rest, ok := strings.Cut(origin, "://")
+	return ok && strings.EqualFold(rest, host)
+}
+
+// Roles a token grants.
+const (
+	RoleReader = "reader" // GET everything
+	RoleWriter = "writer" // GET and POST
+)
+
+// Tokens are the bearer tokens of the HTTP API, one per role, as stored
+// in the data dir (LoadTokens). A request carries one in
+// "Authorization: Bearer <token>" or in the logbook_token cookie (the
+// board's way, as EventSource cannot set headers).
+type Tokens struct {
+	Reader string `json:"reader"`
+	Writer string `json:"writer"`
+}
+
+// check returns nil when r carries a token of a role that may do what
+// it asks (write: the writer's only), else an error wrapping
+// errUnauthorized (no or unknown token) or errForbidden (reader's token
+// on a write).
+func (t *Tokens) check(r *http.Request, write bool) error {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		if c, err := r.Cookie("logbook_token"); err == nil {
+			tok = c.Value
+		}
+	}
+	eq := func(a, b string) bool { return b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+	switch {
+	case tok == "":
+		return fmt.Errorf("%w: send Authorization: Bearer <token> (the reader's or writer's token in http-tokens.json in the data dir)", errUnauthorized)
+	case eq(tok, t.Writer):
+		return nil
+	case eq(tok, t.Reader):
+		if write {
+			return fmt.Errorf("%w: the reader's token cannot write; use the writer's", errForbidden)
+		}
+		return nil
+	default:
+		return fmt.Errorf("%w: unknown token", errUnauthorized)
+	}
+}
+
+// apiError is every error's body.
+type apiError struct {
+	Error string `json:"error"`
+	Code  string `json:"code"` // bad_request, unauthorized, forbidden, not_found, rejected, conflict, busy, not_implemented, unavailable, internal
+}
+
+// status returns err's HTTP status and code.
+func status(err error) (int, string) {
+	switch {
+	case errors.Is(err, errBadRequest), errors.Is(err, events.ErrMalformed):
+		return http.StatusBadRequest, "bad_request"
+	case errors.Is(err, errUnauthorized):
+		return http.StatusUnauthorized, "unauthorized"
+	case errors.Is(err, errForbidden):
+		return http.StatusForbidden, "forbidden"
+	case errors.Is(err, events.ErrNotFound):
+		return http.StatusNotFound, "not_found"
+	case errors.Is(err, events.ErrRejected):
+		return http.StatusUnprocessableEntity, "rejected"
+	case errors.Is(err, events.ErrConflict):
+		return http.StatusConflict, "conflict"
+	case errors.Is(err, errBusy):
+		return http.StatusServiceUnavailable, "busy"
+	case errors.Is(err, errUnavailable):
+		return http.StatusNotImplemented, "not_implemented"
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "unavailable"
+	default:
+		return http.StatusInternalServerError, "internal"
+	}
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code, name := status(err)
+	if code == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="logbook"`)
+	}
+	writeJSON(w, code, apiError{Error: err.Error(), Code: name})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(apiError{Error: err.Error(), Code: "internal"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
+}
+
+// errNotFound reports a path no endpoint answers.
+func errNotFound(path string) error {
+	return fmt.Errorf("%w: no endpoint %s (see /v1/openapi.json)", events.ErrNotFound, path)
+}
