@@ -39,6 +39,7 @@ func serveCmd(g *globals) *cobra.Command {
 		gf       gateFlags
 		// logFormat is --log-format: serve's log as slog text or JSON.
 		logFormat string
+		hf        httpFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -70,7 +71,7 @@ was down.`,
 				defer stop()
 				fmt.Fprintf(g.stderr, "logbook serve: profiles on http://%s/debug/pprof/ and memory figures on http://%s/debug/memstats\n", at, at)
 			}
-			wp := workerPool{n: workers, flags: wf, live: live, gate: gf}
+			wp := workerPool{n: workers, flags: wf, live: live, gate: gf, http: hf}
 			switch role {
 			case string(natslog.RoleWriter):
 				if g.natsURL != "" {
@@ -101,6 +102,9 @@ was down.`,
 	cmd.Flags().IntVar(&workers, "workers", 2, "sandbox workers to run in this process (0: none; run `logbook worker` elsewhere; with --nats-url always none)")
 	wf.register(cmd)
 	live.register(cmd)
+	cmd.Flags().StringVar(&hf.addr, "http", "", "host:port for the HTTP API, the live board and /metrics (e.g. 127.0.0.1:7070); an address other than loopback needs --http-cert and --http-key, and clients a token from http-tokens.json in the data dir; off when empty")
+	cmd.Flags().StringVar(&hf.cert, "http-cert", "", "TLS certificate file (PEM) for --http")
+	cmd.Flags().StringVar(&hf.key, "http-key", "", "TLS key file (PEM) for --http")
 	gf.register(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback host:port for clients (port 0 picks one; it is written to serve.json)")
 	cmd.Flags().BoolVar(&accept, "accept-stream-loss", false, "start even when the log lost events the projection has seen (the stream was deleted, re-created or cut): set the projection aside and rebuild it from the log")
@@ -123,6 +127,7 @@ type workerPool struct {
 	gate  gateFlags
 	// reader is serve --role reader: no appends, only the read verbs.
 	reader bool
+	http   httpFlags // the HTTP API and board; off when its addr is ""
 }
 
 // serve runs the server until ctx is done. With no pool it runs no
@@ -150,6 +155,9 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	if err := checkPolicy(dd); err != nil {
+		return err
+	}
+	if err := wp.http.check(); err != nil {
 		return err
 	}
 	if wp.n > 0 {
@@ -237,6 +245,21 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		for v := range verbs {
 			if !slices.Contains(readVerbs, v) {
 				delete(verbs, v)
+			}
+		}
+	}
+	var web *httpServer
+	if wp.http.addr != "" {
+		if web, err = newHTTP(wp.http, dd, b, store, svc); err != nil {
+			return err
+		}
+		defer web.l.Close()
+		for verb, h := range verbs {
+			verbs[verb] = func(ctx context.Context, data []byte) (any, error) {
+				start := time.Now()
+				v, err := h(ctx, data)
+				web.metrics.ObserveAPI(verb, time.Since(start), err)
+				return v, err
 			}
 		}
 	}
@@ -344,6 +367,9 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 					fmt.Fprintf(g.stderr, "logbook serve: spool: %v\n", err)
 				} else if n > 0 {
 					fmt.Fprintf(g.stderr, "logbook serve: delivered %s\n", plural(n, "spooled hook payload"))
+					if web != nil {
+						web.metrics.ObserveSpool(n)
+					}
 				}
 				select {
 				case <-ctx.Done():
@@ -371,6 +397,11 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			<-ctx.Done()
 			return nil
 		}, func(error) { cancel() })
+	}
+	if web != nil {
+		fmt.Fprintf(g.stderr, "logbook serve: board, API and metrics on %s\n", web.url())
+		ctx, cancel := context.WithCancel(ctx)
+		grp.Add(func() error { return web.run(ctx, wp.http) }, func(error) { cancel() })
 	}
 	if rc := wp.live.reconciler(svc, g.stderr); rc != nil && !wp.reader {
 		ctx, cancel := context.WithCancel(ctx)
