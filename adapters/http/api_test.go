@@ -201,7 +201,7 @@ func TestObservations(t *testing.T) {
 	e.waitSeq(wait.Last)
 	var sum struct{ Session SessionSummary }
 	e.get("/v1/sessions/mydaemon-s1?summary=true", 200, &sum)
-	if sum.Session.Phase != events.PhaseWaiting || sum.Session.Cwd != "/w" {
+	if sum.Session.Phase != events.PhaseWaiting || sum.Session.Cwd != "/w" || sum.Session.Agent != "mydaemon" {
 		t.Errorf("session row: %+v", sum.Session)
 	}
 

@@ -108,7 +108,7 @@ func (o Observation) check() (events.Aggregate, error) {
 		}
 	}
 	m := o.Meta
-	for _, f := range []string{m.SessionID, m.AgentID, m.AgentType, m.Cwd, m.Model, m.Version, m.GitBranch, m.AgentMode, m.Title} {
+	for _, f := range []string{m.Agent, m.SessionID, m.AgentID, m.AgentType, m.Cwd, m.Model, m.Version, m.GitBranch, m.AgentMode, m.Title} {
 		if len(f) > 4096 || !utf8.ValidString(f) {
 			return bad("meta: each field wants at most 4096 bytes of UTF-8")
 		}
@@ -160,6 +160,9 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 		at = s.obs.clock()
 	}
 	meta := o.Meta
+	if meta.Agent == "" {
+		meta.Agent = o.Harness
+	}
 	meta.SessionID, meta.AgentID = agg.ID, ""
 	if o.Parent != "" {
 		meta.SessionID, meta.AgentID = o.Harness+"-"+o.Parent, agg.ID

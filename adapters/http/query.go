@@ -207,6 +207,14 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if q.cursor == "" {
+		// Read-your-writes for a list's first page, as the command line
+		// has it: what was appended before the request is in it.
+		if err := s.caughtUp(r.Context()); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	page := sessionsPage{Sessions: []SessionSummary{}, Checkpoint: s.store.Checkpoint()}
 	if q.sort == "id" {
 		// In id order the store pages for us: the cursor is the last id.
@@ -306,6 +314,28 @@ func decodeCursor(c string) ([2]string, error) {
 		return k, fmt.Errorf("%w: cursor %q: pass back the next of a previous page", errBadRequest, c)
 	}
 	return k, nil
+}
+
+// caughtUp waits (at most 5 s) until the projection has applied every
+// event the log holds now, when the log can say which is its last event
+// (natslog.Log.LastEventSeq); else it returns at once.
+func (s *Server) caughtUp(ctx context.Context) error {
+	le, ok := s.log.(interface {
+		LastEventSeq(context.Context) (uint64, error)
+	})
+	if !ok {
+		return nil
+	}
+	last, err := le.LastEventSeq(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.store.WaitFor(ctx, last); err != nil {
+		return fmt.Errorf("projection is behind the log: %w", err)
+	}
+	return nil
 }
 
 // waitSeq waits, when the request asks with ?min_seq=N, until the
@@ -541,7 +571,11 @@ func (s *Server) Pending() ([]Decision, error) {
 }
 
 func (s *Server) pending(w http.ResponseWriter, r *http.Request) {
-	if err := s.waitSeq(r); err != nil {
+	wait := s.waitSeq
+	if r.URL.Query().Get("min_seq") == "" {
+		wait = func(r *http.Request) error { return s.caughtUp(r.Context()) }
+	}
+	if err := wait(r); err != nil {
 		s.fail(w, r, err)
 		return
 	}
