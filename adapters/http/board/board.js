@@ -41,7 +41,7 @@ function age(t) {
 // ltr keeps a path left-to-right in a cell cut at its start (direction: rtl).
 function ltr(s) { return s ? "\u200e" + s + "\u200e" : ""; }
 
-function short(id) { return id.length > 14 ? id.slice(0, 13) + "…" : id; }
+function short(id) { return id.length > 24 ? id.slice(0, 23) + "…" : id; }
 
 async function api(path, opts) {
   const r = await fetch(path, Object.assign({ credentials: "same-origin", headers: { "Accept": "application/json" } }, opts || {}));
@@ -156,7 +156,7 @@ function sessionRow(s) {
   const a = el("a", { class: "row" + (state.selected === s.id ? " sel" : ""), href: "#/s/" + encodeURIComponent(s.id), "data-id": s.id },
     el("span", { class: "phase " + s.phase, text: s.phase }),
     el("span", { class: "id", text: short(s.id), title: s.id }),
-    el("span", { text: (s.activity || "") + (s.title ? " · " + s.title : "") }),
+    el("span", { text: [s.activity, s.title].filter(Boolean).join(" · ") }),
     el("span", { class: "dim", text: age(s.since), title: "in this phase since " + s.since }),
     el("span", { class: "dim", text: (s.model || "") + (oldest ? " · open " + oldest : ""), title: oldest ? "oldest open entry" : "" }),
     el("span", { class: "cwd dim", text: ltr(s.cwd), title: s.cwd || "" }));
