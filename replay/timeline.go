@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -229,6 +230,17 @@ func obsRef(r events.Record) *ObsRef {
 		if s.Status != "" {
 			sig += "=" + s.Status
 		}
+		if s.Kind == events.SigToolUse || s.Kind == events.SigPermission {
+			// The call's command or file, from a transcript as from a
+			// hook: what a person looks for in an audit.
+			text := s.Text
+			if text == "" && s.ID != "" {
+				text = toolInputText(o.Raw, s.ID)
+			}
+			if text != "" {
+				sig += "(" + shortText(text, 80) + ")"
+			}
+		}
 		ref.Signals = append(ref.Signals, sig)
 	}
 	return ref
@@ -242,13 +254,29 @@ func obsRef(r events.Record) *ObsRef {
 //
 //	#42 2026-04-24T19:19:00.393000Z session.transitioned working→ready activity=  cause=transcript/assistant ref=01J…  obs=line 7 assistant [text turn_end]
 //
+// Times are in UTC, all of them. An item earlier than one before it (the
+// agent's clock went back) says so after its type. A tool call's or a
+// permission prompt's signal carries its command or file, cut to 80
+// characters: tool_use:Bash(go test ./...).
+//
 // Transitions always show activity=, even when empty. It returns the
 // first write error.
 func WriteText(w io.Writer, items []Item) error {
-	var b strings.Builder
+	var (
+		b    strings.Builder
+		last time.Time
+	)
 	for _, it := range items {
 		b.Reset()
 		fmt.Fprintf(&b, "#%d %s %s", it.Seq, it.At.UTC().Format(events.TimeFormat), it.Type)
+		if !last.IsZero() && it.At.Before(last) {
+			// Times are the agent's; its clock went back (a clock
+			// step, or lines of another host).
+			fmt.Fprintf(&b, " (agent clock went back %s)", last.Sub(it.At))
+		}
+		if it.At.After(last) {
+			last = it.At
+		}
 		if it.From != "" || it.To != "" {
 			fmt.Fprintf(&b, " %s→%s", it.From, it.To)
 		}
@@ -281,4 +309,48 @@ func WriteText(w io.Writer, items []Item) error {
 		}
 	}
 	return nil
+}
+
+// shortText returns s on one line, at most n runes, cut with "…".
+func shortText(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// toolInputText returns what a person reads first of the input of tool
+// call id in raw, a Claude Code transcript line (format of Claude Code
+// 2.1.x: message.content[] items of type "tool_use" with id and input):
+// its command, file path, path, pattern, URL or description; "" when raw
+// is not such a line (a hook payload, a line cut to the cap) or names no
+// such call.
+func toolInputText(raw, id string) string {
+	if raw == "" || !strings.Contains(raw, id) {
+		return ""
+	}
+	var line struct {
+		Message struct {
+			Content []struct {
+				Type  string         `json:"type"`
+				ID    string         `json:"id"`
+				Input map[string]any `json:"input"`
+			} `json:"content"`
+		} `json:"message"`
+	}
+	if json.Unmarshal([]byte(raw), &line) != nil {
+		return ""
+	}
+	for _, c := range line.Message.Content {
+		if c.Type != "tool_use" || c.ID != id {
+			continue
+		}
+		for _, k := range []string{"command", "file_path", "notebook_path", "path", "pattern", "url", "query", "description"} {
+			if v, ok := c.Input[k].(string); ok && v != "" {
+				return v
+			}
+		}
+	}
+	return ""
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -61,7 +63,48 @@ func printAudit(g *globals, items []replay.Item) error {
 	if g.json {
 		return writeJSON(g.stdout, items)
 	}
-	return termPrint(g.stdout, func(w io.Writer) error { return replay.WriteText(w, items) })
+	width := termWidth(g.stdout)
+	return termPrint(g.stdout, func(w io.Writer) error {
+		if width < 40 {
+			return replay.WriteText(w, items)
+		}
+		var b strings.Builder
+		if err := replay.WriteText(&b, items); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, wrapLines(b.String(), width))
+		return err
+	})
+}
+
+// wrapLines wraps each line of s longer than width columns at spaces,
+// its continuation lines indented four spaces: an audit line read on a
+// terminal, not cut by it. A word longer than a line is left whole.
+func wrapLines(s string, width int) string {
+	var out strings.Builder
+	for line := range strings.Lines(s) {
+		line = strings.TrimSuffix(line, "\n")
+		indent := ""
+		for utf8.RuneCountInString(indent+line) > width {
+			room := width - len(indent)
+			r := []rune(line)
+			cut := -1
+			for i := min(room, len(r)-1); i > 0; i-- {
+				if r[i] == ' ' {
+					cut = i
+					break
+				}
+			}
+			if cut <= 0 {
+				break
+			}
+			out.WriteString(indent + strings.TrimRight(string(r[:cut]), " ") + "\n")
+			line = strings.TrimLeft(string(r[cut:]), " ")
+			indent = "    "
+		}
+		out.WriteString(indent + line + "\n")
+	}
+	return out.String()
 }
 
 // sessionCommands returns the ids of the commands requested for session,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +99,15 @@ func TestSessionsView(t *testing.T) {
 	}
 	if got := plural(2, "transcript file"); got != "2 transcript files" {
 		t.Errorf("plural(2) = %q", got)
+	}
+}
+
+// TestWrapLines: audit lines wider than the terminal wrap at spaces,
+// continuation lines indented; short lines and long words stay whole.
+func TestWrapLines(t *testing.T) {
+	got := wrapLines("#1 2026 session.transitioned ready→working cause=transcript/user\nshort\n"+strings.Repeat("x", 50)+"\n", 30)
+	want := "#1 2026 session.transitioned\n    ready→working\n    cause=transcript/user\nshort\n" + strings.Repeat("x", 50) + "\n"
+	if got != want {
+		t.Errorf("wrapLines:\n%s\nwant:\n%s", got, want)
 	}
 }

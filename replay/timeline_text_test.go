@@ -1,0 +1,36 @@
+package replay_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/replay"
+)
+
+// TestWriteText_ClockBack: an item earlier than one before it says the
+// agent's clock went back, and by how much; times print in UTC whatever
+// zone they came in.
+func TestWriteText_ClockBack(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 10, 0, 5, 0, time.FixedZone("CEST", 2*3600))
+	items := []replay.Item{
+		{Seq: 1, At: t0, Type: "session.started"},
+		{Seq: 2, At: t0.Add(-3 * time.Second), Type: "session.transitioned", From: "ready", To: "working"},
+		{Seq: 3, At: t0.Add(time.Second), Type: "session.transitioned", From: "working", To: "ready"},
+	}
+	var b bytes.Buffer
+	if err := replay.WriteText(&b, items); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	if !strings.HasPrefix(lines[0], "#1 2026-05-01T08:00:05.000000Z ") {
+		t.Errorf("first line %q, want its time in UTC", lines[0])
+	}
+	if !strings.Contains(lines[1], "(agent clock went back 3s)") {
+		t.Errorf("second line %q, want a note that the clock went back 3s", lines[1])
+	}
+	if strings.Contains(lines[2], "clock") {
+		t.Errorf("third line %q: the clock went forward", lines[2])
+	}
+}
