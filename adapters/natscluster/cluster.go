@@ -174,7 +174,10 @@ func (nd *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", nd.Clie
 
 // Start starts the node's process (it must not run), its output appended
 // to node.log in its dir. It does not wait for the node to be ready.
-func (nd *Node) Start() error {
+func (nd *Node) Start() error { return nd.startConf(nd.Conf()) }
+
+// startConf starts the node's process with config file conf.
+func (nd *Node) startConf(conf string) error {
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
 	if nd.cmd != nil {
@@ -184,7 +187,7 @@ func (nd *Node) Start() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(nd.bin, "-c", nd.Conf())
+	cmd := exec.Command(nd.bin, "-c", conf)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -300,4 +303,22 @@ func freePorts(n int) ([]int, error) {
 		ps = append(ps, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ps, nil
+}
+
+// StartIsolated starts the node's process (it must not run) with its
+// routes withheld and its route listener moved to a free port, so no
+// other node reaches it and it reaches none: the node is cut off from the
+// cluster while clients still reach it, as in a network partition. Stop
+// it with Kill and Start it again to heal.
+func (nd *Node) StartIsolated() error {
+	ports, err := freePorts(1)
+	if err != nil {
+		return err
+	}
+	conf := filepath.Join(nd.Dir, "isolated.conf")
+	text := NodeConfig(nd.Name, nd.ClientPort, ports[0], nd.HTTPPort, filepath.Join(nd.Dir, "jetstream"), nil)
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		return err
+	}
+	return nd.startConf(conf)
 }

@@ -127,6 +127,20 @@ func (e *env) connect(role string, opts ...nats.Option) *nats.Conn {
 	return e.connectURL(role, e.c.URL(), opts...)
 }
 
+// password returns role's password.
+func (e *env) password(role string) string {
+	e.t.Helper()
+	var c struct{ Password string }
+	b, err := os.ReadFile(e.credsFile(role))
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c.Password
+}
+
 // connectURL opens a NATS connection to url as role.
 func (e *env) connectURL(role, url string, opts ...nats.Option) *nats.Conn {
 	e.t.Helper()
