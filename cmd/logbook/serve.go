@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/run"
 	"github.com/spf13/cobra"
 
@@ -340,11 +341,24 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	{
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {
-			err := svc.Runner.Run(ctx)
-			if ctx.Err() != nil {
-				return nil
+			for {
+				err := svc.Runner.Run(ctx)
+				if ctx.Err() != nil {
+					return nil
+				}
+				if !transientLogError(err) {
+					return fmt.Errorf("projector: %w", err)
+				}
+				// A cluster electing a stream leader, or a node going
+				// away, answers late or not at all for a while: the
+				// projection goes on from its checkpoint once it answers.
+				fmt.Fprintf(g.stderr, "logbook serve: projector: %v; again in 1s\n", err)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(time.Second):
+				}
 			}
-			return fmt.Errorf("projector: %w", err)
 		}, func(error) { cancel() })
 	}
 	{
@@ -490,4 +504,18 @@ func redactURL(s string) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// transientLogError reports an error of the log that a later try may not
+// meet: a timeout, no responders (a stream without a leader for a
+// while), a connection being re-established. A record that does not
+// decode, or a view that fails, is not one.
+func transientLogError(err error) bool {
+	var de *natslog.DecodeError
+	if errors.As(err, &de) {
+		return false
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoHeartbeat) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
 }
