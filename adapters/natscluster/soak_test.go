@@ -177,6 +177,10 @@ func waitSpool(t *testing.T, h *host, within time.Duration) {
 	for {
 		m, _ := filepath.Glob(filepath.Join(h.data, "spool", "[!.]*.json"))
 		if len(m) == 0 {
+			if rej, _ := os.ReadDir(filepath.Join(h.data, "spool", "rejected")); len(rej) > 0 {
+				b, _ := os.ReadFile(filepath.Join(h.data, "spool", "rejected", rej[0].Name()))
+				t.Errorf("%s: %d hook payloads set aside as rejected; %s: %s", h.name, len(rej), rej[0].Name(), tail(string(b), 600))
+			}
 			return
 		}
 		if time.Now().After(deadline) {
