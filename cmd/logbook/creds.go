@@ -113,7 +113,7 @@ func grants() natslog.Grants {
 
 // readVerbs are the API verbs that only read: what RoleReader may call,
 // and what serve --role reader answers.
-var readVerbs = []string{api.VerbSessions, api.VerbSession, api.VerbVerify, api.VerbStatus, api.VerbCommands, api.VerbCommand}
+var readVerbs = []string{api.VerbSessions, api.VerbSession, api.VerbVerify, api.VerbStatus, api.VerbCommands, api.VerbCommand, api.VerbWorkspaces, api.VerbWorkspaceAt}
 
 // readAPI returns the API subjects of verbs on every server.
 func readAPI(verbs ...string) []string {
