@@ -147,7 +147,8 @@ type Process struct {
 // (ErrInvalidSpec), argv[0] is not found (ErrNotFound), a restricted mode
 // cannot get its boundary (ErrRefused), ctx is already done, or the
 // process cannot be started. A restricted start first runs bubblewrap once
-// as a probe, which costs about as much as the boundary itself.
+// as a probe, which costs about as much as the boundary itself, unless
+// spec.Probed says the caller did so already.
 //
 // When ctx is done the Process is stopped as by Stop. The caller must call
 // Wait to learn the result. In restricted modes bubblewrap's
@@ -161,7 +162,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 	}
 	if pl.restricted {
 		bw, err := findBwrap(spec.Bwrap)
-		if err == nil {
+		if err == nil && !spec.Probed {
 			err = probe(ctx, bw)
 		}
 		if err != nil {

@@ -130,6 +130,12 @@ type Spec struct {
 	// Bwrap is the path of the bubblewrap executable; "" means "bwrap" looked
 	// up in the worker's PATH. Unused in FullAccess.
 	Bwrap string
+	// Probed says the caller has run Available for Bwrap and it passed (a
+	// worker does so once, not before every command): a restricted Start
+	// then only resolves Bwrap and skips its own probe, one bubblewrap
+	// start. Should bubblewrap fail after all, the command's process
+	// exits with bubblewrap's message as its output.
+	Probed bool
 }
 
 // Limits bound the resources of a restricted command. A zero field means

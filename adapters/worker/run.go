@@ -324,6 +324,12 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 		return refuseOwn("stopped before its process started", "command.stop_requested")
 	}
 
+	if spec.Mode != sandbox.FullAccess {
+		if err := w.probe.check(procCtx, spec.Bwrap); err != nil {
+			return refuseOwn(refusal(err), "sandbox.start")
+		}
+		spec.Probed = true
+	}
 	close(j.gate)
 	go w.publish(j) // owned by the supervisor, which waits for it
 	p, err := sandbox.Start(procCtx, spec, func(c sandbox.Chunk) { w.emit(j, c) })
@@ -638,5 +644,32 @@ func checkCwd(workspace, cwd string, resolve bool) error {
 	if dir != ws && !(ws == "/" || len(dir) > len(ws) && dir[:len(ws)] == ws && dir[len(ws)] == '/') {
 		return fmt.Errorf("cwd %s is outside the workspace %s", cwd, workspace)
 	}
+	return nil
+}
+
+// bwrapProbe runs sandbox.Available once per worker rather than before
+// every restricted start (a bubblewrap start each, ~20 ms), and remembers
+// a success; a failure is not remembered, so bubblewrap installed or
+// allowed later is found by the next restricted command.
+type bwrapProbe struct {
+	mu sync.Mutex
+	ok map[string]bool // by Spec.Bwrap
+}
+
+// check returns nil once bubblewrap bw has passed a probe, probing now if
+// it has not; errors are sandbox.Available's.
+func (p *bwrapProbe) check(ctx context.Context, bw string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ok[bw] {
+		return nil
+	}
+	if err := sandbox.Available(ctx, bw); err != nil {
+		return err
+	}
+	if p.ok == nil {
+		p.ok = map[string]bool{}
+	}
+	p.ok[bw] = true
 	return nil
 }

@@ -144,6 +144,8 @@ type Worker struct {
 	claims jetstream.KeyValue
 	lapse  time.Duration // the heartbeat bucket's TTL
 
+	probe bwrapProbe // bubblewrap, probed once
+
 	slots chan struct{}  // one per running or starting command
 	bg    sync.WaitGroup // stdin writers
 

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -628,5 +630,55 @@ func TestWorker_TakesOverADeadWorkersClaim(t *testing.T) {
 	}
 	if e, err := claims.Get(t.Context(), id); err != nil || string(e.Value()) != w.Identity().ID {
 		t.Errorf("claim %v, %v; want held by the live worker", e, err)
+	}
+}
+
+// TestWorker_ProbesBwrapOnce: a worker probes bubblewrap before its first
+// restricted command and not again: three restricted commands cost four
+// bubblewrap starts (one probe, three boundaries), not six. bubblewrap is
+// the real one, behind a script that counts its starts (the probe's inner
+// start, inside the read-only boundary, cannot write its line).
+func TestWorker_ProbesBwrapOnce(t *testing.T) {
+	needBwrap(t)
+	real, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Outside /tmp, which is private inside the boundary, where the probe
+	// runs bubblewrap's own path.
+	dir, err := os.MkdirTemp("/var/tmp", "logbook-bwrap-")
+	if err != nil {
+		t.Skipf("no /var/tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	starts := filepath.Join(dir, "starts")
+	script := filepath.Join(dir, "bwrap")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$*\" >> "+starts+"\nexec "+real+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, false)
+	cfg := e.workerConfig()
+	cfg.Bwrap = script
+	e.startWorker(cfg)
+	for i := range 3 {
+		id := e.submit(e.request(events.ModeReadOnly, "sh", "-c", "echo run "+strconv.Itoa(i)))
+		st, out := e.follow(id, 30*time.Second)
+		if st.Status != command.StatusExited || st.ExitCode == nil || *st.ExitCode != 0 || !strings.Contains(out.stream("stdout"), "run "+strconv.Itoa(i)) {
+			t.Fatalf("command %d: status %s, output %q", i, st.Status, tail(out.all.String()))
+		}
+	}
+	b, err := os.ReadFile(starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	probes := 0
+	for _, l := range lines {
+		if strings.HasSuffix(l, " --version") {
+			probes++
+		}
+	}
+	if probes != 1 || len(lines) != 4 {
+		t.Errorf("bubblewrap started %d times, %d of them probes; want 4 and 1:\n%s", len(lines), probes, b)
 	}
 }

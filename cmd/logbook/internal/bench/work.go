@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"github.com/logbook-dev/logbook/projections/synth"
 	"github.com/logbook-dev/logbook/reducers/session"
 	"github.com/logbook-dev/logbook/replay"
+	"github.com/logbook-dev/logbook/sandbox"
 )
 
 // benchEnv holds what the workloads share: the servers they run on,
@@ -116,6 +118,12 @@ func (e *benchEnv) workloads() []benchWorkload {
 			logbook: e.commandRun, baselines: []benchBaseline{{name: "fork/exec of true", run: e.trueRun}},
 		},
 	)
+	if sandbox.Available(context.Background(), "") == nil {
+		ws = append(ws, benchWorkload{
+			group: "command", name: "exec workspace_write true: request → running (log times)", unit: "cmd",
+			logbook: e.commandStartRun, baselines: []benchBaseline{{name: "bubblewrap boundary around true, start → exit", run: e.boundaryRun}},
+		})
+	}
 	ws = append(ws, e.gateRows()...)
 	ws = append(ws, e.scaleRows()...)
 	return append(ws, e.clusterRows()...)
@@ -921,17 +929,106 @@ func (e *benchEnv) commandRun(ctx context.Context) (benchSample, error) {
 	if err != nil {
 		return benchSample{}, err
 	}
-	const sid = "bench-command"
-	if _, err := e.processes(ctx, s, []string{"hook", "claude"}, func(int) []byte {
-		return []byte(`{"session_id":"` + sid + `","cwd":"/home/user/project","hook_event_name":"SessionStart","source":"startup","permission_mode":"bypassPermissions"}`)
-	}); err != nil {
+	sid, ws, err := e.commandSession(ctx, s)
+	if err != nil {
 		return benchSample{}, err
 	}
+	return e.processes(ctx, s, []string{"exec", "--session", sid, "--mode", "full_access", "--workspace", ws, "--", "true"}, func(int) []byte { return nil })
+}
+
+// commandSession starts the session the command rows run their commands
+// in (one hook, in this process) and makes their workspace.
+func (e *benchEnv) commandSession(ctx context.Context, s *benchServe) (sid, ws string, err error) {
+	sid = "bench-command"
+	ws = filepath.Join(e.dir, "workspace")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return "", "", err
+	}
+	start := `{"session_id":"` + sid + `","cwd":"/home/user/project","hook_event_name":"SessionStart","source":"startup","permission_mode":"bypassPermissions"}`
+	if err := e.cli.Run(ctx, []string{"--data", s.data, "hook", "claude"}, strings.NewReader(start), io.Discard, io.Discard); err != nil {
+		return "", "", err
+	}
+	return sid, ws, nil
+}
+
+// commandStartRun runs `logbook exec` of `true` in workspace_write
+// cfg.Hooks times in a row and measures, for each command, the time from
+// its command.requested to its command.running as the log records them
+// (the times each decision was taken): the worker's pickup, the start's
+// append, bubblewrap's availability and the process start in its
+// boundary.
+func (e *benchEnv) commandStartRun(ctx context.Context) (benchSample, error) {
+	s, err := e.serve(ctx)
+	if err != nil {
+		return benchSample{}, err
+	}
+	sid, ws, err := e.commandSession(ctx, s)
+	if err != nil {
+		return benchSample{}, err
+	}
+	from, err := s.log.LastSeq(ctx)
+	if err != nil {
+		return benchSample{}, err
+	}
+	smp, err := e.processes(ctx, s, []string{"exec", "--session", sid, "--mode", "workspace_write", "--workspace", ws, "--", "true"}, func(int) []byte { return nil })
+	if err != nil {
+		return smp, err
+	}
+	last, err := s.log.LastSeq(ctx)
+	if err != nil {
+		return smp, err
+	}
+	requested := map[string]time.Time{}
+	smp.lat = smp.lat[:0]
+	var sum time.Duration
+	for r, err := range s.log.Read(ctx, from+1) {
+		if err != nil {
+			return smp, err
+		}
+		if r.Agg.Kind == events.KindCommand {
+			switch r.Type {
+			case events.CommandRequested{}.EventType():
+				requested[r.Agg.ID] = r.At
+			case events.CommandRunning{}.EventType():
+				if t, ok := requested[r.Agg.ID]; ok {
+					smp.lat = append(smp.lat, r.At.Sub(t))
+					sum += r.At.Sub(t)
+				}
+			}
+		}
+		if r.Seq >= last {
+			break
+		}
+	}
+	if len(smp.lat) != e.cfg.Hooks {
+		return smp, fmt.Errorf("%d commands running in the log, want %d", len(smp.lat), e.cfg.Hooks)
+	}
+	smp.elapsed = sum // the rate is that of request → running alone
+	return smp, nil
+}
+
+// boundaryRun starts `true` in workspace_write through the sandbox
+// directly, cfg.Hooks times, bubblewrap already probed: the process and
+// boundary start a command's start cannot do without.
+func (e *benchEnv) boundaryRun(ctx context.Context) (benchSample, error) {
 	ws := filepath.Join(e.dir, "workspace")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return benchSample{}, err
 	}
-	return e.processes(ctx, s, []string{"exec", "--session", sid, "--mode", "full_access", "--workspace", ws, "--", "true"}, func(int) []byte { return nil })
+	lat := make([]time.Duration, 0, e.cfg.Hooks)
+	start := time.Now()
+	for range e.cfg.Hooks {
+		t := time.Now()
+		p, err := sandbox.Start(ctx, sandbox.Spec{Argv: []string{"true"}, Workspace: ws, Dir: ws, Mode: sandbox.WorkspaceWrite, Probed: true}, nil)
+		if err != nil {
+			return benchSample{}, err
+		}
+		if _, err := p.Wait(); err != nil {
+			return benchSample{}, err
+		}
+		lat = append(lat, time.Since(t))
+	}
+	return benchSample{ops: e.cfg.Hooks, elapsed: time.Since(start), lat: lat}, nil
 }
 
 // trueRun runs `true` directly as often: the cost of a process at all.
