@@ -87,7 +87,11 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		Long: `Logbook records every state change of a coding-agent session (Claude Code,
 Codex, home-grown harnesses) as an immutable event on an embedded NATS
 JetStream stream, folds the events into session projections kept in Pebble,
-and replays any history deterministically.`,
+and replays any history deterministically.
+
+Exit codes: 0 ok, 1 error, 2 usage (an unknown command or flag, a wrong
+number of arguments); ` + "`hook claude`" + ` exits 2 only when --gate denies.
+Ids: any unique prefix of a session or command id names it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
