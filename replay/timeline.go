@@ -86,6 +86,25 @@ func TimelineOf(recs []events.Record) []Item {
 		}
 		it := Item{Seq: r.Seq, Ver: r.Ver, At: r.At.UTC(), Type: r.Type, Cause: r.Cause}
 		describe(&it, r.Data)
+		if d, ok := r.Data.(events.ReviewDecided); ok && len(d.Evidence) > 0 {
+			// The user messages a verdict relied on, in their words.
+			var said []string
+			for _, id := range d.Evidence {
+				if o, ok := obs[id]; ok {
+					ob, _ := events.Observed(o.Data)
+					for _, s := range ob.Signals {
+						if s.Kind == events.SigPrompt && s.Text != "" {
+							said = append(said, s.Text)
+						}
+					}
+				}
+			}
+			var kv kvs
+			kv.add("user_said", strings.Join(said, " | "))
+			if len(kv) > 0 {
+				it.Detail = strings.TrimSpace(it.Detail + " " + kv.String())
+			}
+		}
 		if r.Cause != nil {
 			if o, ok := obs[r.Cause.Ref]; ok {
 				it.Obs = obsRef(o)
