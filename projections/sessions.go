@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -29,7 +31,33 @@ const (
 	// session: what lists of thousands of sessions read instead of the
 	// whole rows.
 	SummaryPrefix = "sessions-summary/"
+	// ActivityPrefix prefixes the activity index:
+	// sessions-by-activity/<ActivityKey of its last activity>/<id>, empty
+	// value, for every started session: the most recently active first,
+	// ties by id.
+	ActivityPrefix = "sessions-by-activity/"
 )
+
+// ActivityKey returns the activity index's key part for a session last
+// active at t: 19 decimal digits of math.MaxInt64 minus t in Unix
+// nanoseconds, so that keys sort the most recent first. Times before 1970
+// (the zero time among them) sort last, as 1970 does.
+func ActivityKey(t time.Time) string {
+	n := int64(0)
+	if t.After(time.Unix(0, 0)) {
+		n = t.UnixNano()
+	}
+	return fmt.Sprintf("%019d", int64(math.MaxInt64)-n)
+}
+
+// activityKey is the activity index key part of a session in state s,
+// "" for a session not started.
+func activityKey(s session.State) string {
+	if !s.Exists() {
+		return ""
+	}
+	return ActivityKey(session.Summarize(s).LastActivity())
+}
 
 // SessionView is the "sessions" view, schema version 6: one row per
 // session aggregate holding the JSON of its reducers/session.State, kept
@@ -56,12 +84,12 @@ func (SessionView) Name() string { return "sessions" }
 
 // Version implements View. Bump it when session.State's JSON or the
 // view's keys change.
-func (SessionView) Version() int { return 7 } // 5: gate reviews, refusals; 6: summary rows; 7: usage and plan limits
+func (SessionView) Version() int { return 8 } // 5: gate reviews, refusals; 6: summary rows; 7: usage and plan limits; 8: activity index
 
 // sessionRow is one session being folded in a batch.
 type sessionRow struct {
-	state         session.State
-	phase, parent string // as the stored row (and its index keys) have them
+	state                   session.State
+	phase, parent, activity string // as the stored row (and its index keys) have them
 }
 
 // Apply implements View.
@@ -81,7 +109,7 @@ func (SessionView) Apply(tx *Tx, r events.Record) error {
 			if err := json.Unmarshal(v, &row.state); err != nil {
 				return fmt.Errorf("decode session row %s: %w", r.Agg.ID, err)
 			}
-			row.phase, row.parent = row.state.Phase, row.state.Parent
+			row.phase, row.parent, row.activity = row.state.Phase, row.state.Parent, activityKey(row.state)
 		}
 		memo[r.Agg.ID] = row
 	}
@@ -117,7 +145,11 @@ func (SessionView) Flush(tx *Tx) error {
 		if err := moveIndex(tx, ParentPrefix, row.parent, row.state.Parent, id); err != nil {
 			return err
 		}
-		row.phase, row.parent = row.state.Phase, row.state.Parent
+		activity := activityKey(row.state)
+		if err := moveIndex(tx, ActivityPrefix, row.activity, activity, id); err != nil {
+			return err
+		}
+		row.phase, row.parent, row.activity = row.state.Phase, row.state.Parent, activity
 	}
 	return nil
 }
@@ -195,6 +227,49 @@ func (s *Store) SessionRows(phase, after string, fn func(id string, row []byte) 
 // of each session's session.Summary instead of its whole State.
 func (s *Store) SessionSummaries(phase, after string, fn func(id string, row []byte) (bool, error)) error {
 	return s.sessionRows(SummaryPrefix, phase, after, fn)
+}
+
+// SessionSummariesByActivity calls fn with the id, the activity index
+// cursor ("<ActivityKey>/<id>") and the summary row (the JSON of its
+// session.Summary, the caller's to keep) of each started session in
+// phase ("" for every phase), the most recently active first, starting
+// after the cursor after ("": from the most recent), from one snapshot,
+// until fn returns false or an error, which it returns. Its cost follows
+// the rows walked, not the number of sessions.
+func (s *Store) SessionSummariesByActivity(phase, after string, fn func(id, cursor string, row []byte) (bool, error)) error {
+	sn, err := s.Snapshot()
+	if err != nil {
+		return fmt.Errorf("sessions by activity: %w", err)
+	}
+	defer sn.Close()
+	err = sn.scanAfter(ActivityPrefix, after, func(key string, _ []byte) (bool, error) {
+		cursor := strings.TrimPrefix(key, ActivityPrefix)
+		_, id, ok := strings.Cut(cursor, "/")
+		if !ok {
+			return false, fmt.Errorf("index key %s has no id", key)
+		}
+		v, ok, err := sn.Get(SummaryPrefix + id)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			return false, fmt.Errorf("index key %s has no row", key)
+		}
+		if phase != "" {
+			p, err := rowPhase(v)
+			if err != nil {
+				return false, fmt.Errorf("decode %s: %w", SummaryPrefix+id, err)
+			}
+			if p != phase {
+				return true, nil
+			}
+		}
+		return fn(id, cursor, v)
+	})
+	if err != nil {
+		return fmt.Errorf("sessions by activity: %w", err)
+	}
+	return nil
 }
 
 // sessionRows walks the rows under rowPrefix (SessionPrefix or

@@ -559,3 +559,70 @@ func TestRowPhase(t *testing.T) {
 		t.Errorf("RowPhase of a torn row: no error")
 	}
 }
+
+// TestStore_SessionSummariesByActivity pages through the sessions of a
+// random history, of every phase and of all, the most recently active
+// first, with pages of several sizes: the pages joined are Sessions'
+// summaries sorted by last activity (ties by id).
+func TestStore_SessionSummariesByActivity(t *testing.T) {
+	h := history(t, 23, 600, 40)
+	s := open(t, t.TempDir(), projections.Options{})
+	apply(t, s, h.Records, 7)
+	for _, phase := range []string{"", events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded} {
+		all, err := s.Sessions(phase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums := make([]session.Summary, len(all))
+		for i, st := range all {
+			sums[i] = session.Summarize(st)
+		}
+		slices.SortStableFunc(sums, func(a, b session.Summary) int {
+			if c := b.LastActivity().Compare(a.LastActivity()); c != 0 {
+				return c
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+		want := []string{}
+		for _, sum := range sums {
+			want = append(want, sum.ID)
+		}
+		for _, size := range []int{1, 3, 1000} {
+			got, after := []string{}, ""
+			for n := size; n == size; {
+				n = 0
+				err := s.SessionSummariesByActivity(phase, after, func(id, cursor string, row []byte) (bool, error) {
+					var sum session.Summary
+					if err := json.Unmarshal(row, &sum); err != nil || sum.ID != id {
+						return false, fmt.Errorf("summary %s = %s (%v)", id, row, err)
+					}
+					got = append(got, id)
+					after = cursor
+					n++
+					return n < size, nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("SessionSummariesByActivity(%q) in pages of %d (-want +got):\n%s", phase, size, diff)
+			}
+		}
+	}
+}
+
+// TestActivityKey: later times sort first; times before 1970 sort as
+// 1970 does.
+func TestActivityKey(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	keys := []string{
+		projections.ActivityKey(t0.Add(time.Nanosecond)),
+		projections.ActivityKey(t0),
+		projections.ActivityKey(time.Unix(0, 1)),
+		projections.ActivityKey(time.Time{}),
+	}
+	if !slices.IsSorted(keys) || keys[3] != projections.ActivityKey(time.Unix(-5, 0)) {
+		t.Errorf("keys %q: want sorted, the zero time as 1970", keys)
+	}
+}

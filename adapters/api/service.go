@@ -213,7 +213,17 @@ type SessionsRequest struct {
 	// Summaries, when true, answers each session's session.Summary
 	// instead of its whole session.State.
 	Summaries bool `json:"summaries,omitempty"`
+	// Order is the list's order: "" for by id, "activity" for the most
+	// recently active first (session.Summary.LastActivity, ties by id),
+	// read from the activity index so a first page costs the same at any
+	// number of sessions. "activity" needs Summaries and no StaleMS; its
+	// cursors (After, Next) are index cursors, not ids.
+	Order string `json:"order,omitempty"`
 }
+
+// OrderActivity is SessionsRequest.Order for the most recently active
+// first.
+const OrderActivity = "activity"
 
 // SessionsPage is one page of the session list, its fields in this
 // order on the wire. Next, when set, is the After of the next page; ""
@@ -265,6 +275,13 @@ func (s *Service) Sessions(ctx context.Context, data []byte) (any, error) {
 	if req.Limit < 0 {
 		return nil, fmt.Errorf("sessions: %w: limit %d (want 0 or more)", events.ErrRejected, req.Limit)
 	}
+	switch {
+	case req.Order == "":
+	case req.Order != OrderActivity:
+		return nil, fmt.Errorf("sessions: %w: unknown order %q (want activity or none)", events.ErrRejected, req.Order)
+	case !req.Summaries || req.StaleMS > 0:
+		return nil, fmt.Errorf("sessions: %w: order activity lists summaries, without stale", events.ErrRejected)
+	}
 	if req.After == "" {
 		// Read-your-writes for the list as of its first page; the
 		// pages after it follow the projection as it is.
@@ -284,6 +301,15 @@ func (s *Service) Sessions(ctx context.Context, data []byte) (any, error) {
 	scan := s.Store.SessionRows
 	if req.Summaries && req.StaleMS == 0 {
 		scan = s.Store.SessionSummaries
+	}
+	cursor := "" // the row's cursor in the activity index
+	if req.Order == OrderActivity {
+		scan = func(phase, after string, fn func(id string, row []byte) (bool, error)) error {
+			return s.Store.SessionSummariesByActivity(phase, after, func(id, c string, row []byte) (bool, error) {
+				cursor = c
+				return fn(id, row)
+			})
+		}
 	}
 	err := scan(req.Phase, req.After, func(id string, row []byte) (bool, error) {
 		if req.StaleMS > 0 {
@@ -311,6 +337,9 @@ func (s *Service) Sessions(ctx context.Context, data []byte) (any, error) {
 		rows.Write(row)
 		n++
 		last = id
+		if req.Order == OrderActivity {
+			last = cursor
+		}
 		return true, nil
 	})
 	if err != nil {

@@ -156,6 +156,38 @@ func (f *sessionsFlags) selectSessions(rs []sessionRow, now time.Time) (out []se
 	return out, hidden
 }
 
+// mostRecent is selectSessions for a list with a --limit: it reads the
+// sessions the most recently active first, page after page, and stops as
+// soon as it has f.limit of them (or, with --since, reaches one active
+// before it), so the answer costs the same at any number of sessions.
+func (f *sessionsFlags) mostRecent(ctx context.Context, call api.Caller, now time.Time) (out []sessionRow, hidden int, err error) {
+	req := f.request()
+	req.Summaries, req.Order = true, api.OrderActivity
+	for len(out) < f.limit {
+		req.Limit = max(2*(f.limit-len(out)), 100)
+		var p struct {
+			Next     string       `json:"next"`
+			Sessions []sessionRow `json:"sessions"`
+		}
+		if err := call(ctx, api.VerbSessions, req, &p); err != nil {
+			return nil, 0, err
+		}
+		sel, h := f.selectSessions(p.Sessions, now)
+		out, hidden = append(out, sel...), hidden+h
+		if p.Next == "" || len(p.Sessions) == 0 {
+			break
+		}
+		if f.since > 0 && now.Sub(p.Sessions[len(p.Sessions)-1].lastActivity()) > f.since {
+			break // every later page is older still
+		}
+		req.After = p.Next
+	}
+	if len(out) > f.limit {
+		out = out[:f.limit]
+	}
+	return out, hidden, nil
+}
+
 // treeOrder puts each session's subagents right after it (and theirs
 // after them), keeping the order of rs otherwise; a subagent whose parent
 // is not in rs stays where it is. Depth is set on each row.
@@ -217,13 +249,24 @@ func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessi
 		}
 		return writeJSON(g.stdout, out)
 	}
-	req := f.request()
-	req.Summaries = true
-	rows, err := api.ListSessions[sessionRow](ctx, call, req, 0)
-	if err != nil {
-		return err
+	var (
+		sel    []sessionRow
+		hidden int
+	)
+	if f.limit > 0 && !f.tree && !f.stale {
+		var err error
+		if sel, hidden, err = f.mostRecent(ctx, call, now); err != nil {
+			return err
+		}
+	} else {
+		req := f.request()
+		req.Summaries = true
+		rows, err := api.ListSessions[sessionRow](ctx, call, req, 0)
+		if err != nil {
+			return err
+		}
+		sel, hidden = f.selectSessions(rows, now)
 	}
-	sel, hidden := f.selectSessions(rows, now)
 	home, _ := os.UserHomeDir()
 	v := sessionsView{now: now, relative: isTerminal(g.stdout), wide: f.wide, home: home}
 	if err := termPrint(g.stdout, func(w io.Writer) error { return v.print(w, sel) }); err != nil {

@@ -39,3 +39,13 @@ func Summarize(s State) Summary {
 		Since: s.Since, ObservedAt: s.ObservedAt,
 	}
 }
+
+// LastActivity is when anything was last observed of the session's agent
+// or recorded for it: the later of ObservedAt and UpdatedAt. Lists of
+// sessions sort by it, the most recent first.
+func (s Summary) LastActivity() time.Time {
+	if s.ObservedAt.After(s.UpdatedAt) {
+		return s.ObservedAt
+	}
+	return s.UpdatedAt
+}
