@@ -141,9 +141,10 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if err != nil {
 		return fmt.Errorf("exec: workspace: %w", err)
 	}
-	if err := checkWorkspace(ws); err != nil {
-		return err
-	}
+	// A folder that does not exist is refused once the registry has had
+	// its say: a workspace still initializing has no folder yet, and the
+	// refusal should say so.
+	wsErr := checkWorkspace(ws)
 	env, err := commandEnv(f)
 	if err != nil {
 		return err
@@ -196,6 +197,9 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	}
 	if err := workspaceOpen(ctx, call, ws); err != nil {
 		return fmt.Errorf("exec: %w", err)
+	}
+	if wsErr != nil {
+		return wsErr
 	}
 	mode := f.mode
 	if mode == "" {

@@ -772,9 +772,7 @@ func progressTasks(ctx context.Context, m *wsadapter.Manager, svc *api.Service) 
 // be worked in (initializing, failed, archiving or archived): then the
 // error, wrapping events.ErrRejected, says so.
 func workspaceOpen(ctx context.Context, call api.Caller, dir string) error {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
+	dir = resolveExisting(dir)
 	var r api.WorkspaceAtReply
 	if err := call(ctx, api.VerbWorkspaceAt, api.WorkspaceAtRequest{Path: dir}, &r); err != nil {
 		return err
@@ -783,6 +781,25 @@ func workspaceOpen(ctx context.Context, call api.Caller, dir string) error {
 		return nil
 	}
 	return r.Workspace.CanWork()
+}
+
+// resolveExisting returns the absolute path p with the symlinks of its
+// longest existing prefix resolved: the whole of p when it exists, else
+// its parents', the missing rest joined as given (a workspace still
+// initializing has no folder yet, but its root does).
+func resolveExisting(p string) string {
+	rest := ""
+	for dir := filepath.Clean(p); ; {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
 }
 
 // nameWorkspaces gives each ready workspace whose name is a placeholder
