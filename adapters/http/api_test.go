@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -264,11 +266,7 @@ func TestGuard(t *testing.T) {
 	if resp.StatusCode != 403 {
 		t.Errorf("Host evil.example: status %d, want 403", resp.StatusCode)
 	}
-	// Reviews answer 501 until the review gate is wired in.
-	e.do("POST", "/v1/reviews/r1", `{"session":"s","verdict":"allow"}`, bearer("w-token"), 501, &ae)
-	if ae.Code != "not_implemented" {
-		t.Errorf("reviews: %+v", ae)
-	}
+	e.do("POST", "/v1/reviews/r1", `{"session":"s","verdict":"allow","reason":"ok","by":"alice"}`, bearer("r-token"), 403, &ae)
 }
 
 func TestMetrics_Names(t *testing.T) {
@@ -276,8 +274,8 @@ func TestMetrics_Names(t *testing.T) {
 	e.waitSeq(e.prompt(sid(1), "p"))
 	e.do("POST", "/v1/observations", `{"harness":"h","id":"x","session":"s","kind":"k","signals":[{"kind":"prompt"}]}`, nil, 200, nil)
 	var body []byte
-	deadline := 50
-	for ; deadline > 0; deadline-- {
+	// The stored events are counted as the server follows the log.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		e.get("/metrics", 200, &body)
 		if strings.Contains(string(body), `logbook_events_total{type="session.started"}`) {
 			break
@@ -310,5 +308,54 @@ func TestPhases_WorkingWaitingWorking(t *testing.T) {
 	}
 	if p := phase(e.toolDone(sid(1), "Bash", "toolu_Bash")); p != "working" {
 		t.Fatalf("after tool result: %s %+v", p, sum.Session)
+	}
+}
+
+func TestReviews_PersonVerdict(t *testing.T) {
+	e := newEnv(t)
+	e.waitSeq(e.prompt(sid(1), "p1"))
+	id := "toolu_push"
+	verdict := e.gateReview(sid(1), id)
+	var pend struct{ Decisions []Decision }
+	var ae apiError
+	for body, want := range map[string]int{
+		`{"session":"` + sid(1) + `","verdict":"maybe","reason":"r","by":"alice"}`:          400,
+		`{"session":"` + sid(1) + `","verdict":"allow","by":"alice"}`:                       400,
+		`{"session":"` + sid(1) + `","verdict":"allow","reason":"r"}`:                       400,
+		`{"session":"` + sid(1) + `","verdict":"allow","reason":"r","by":"alice smith"}`:    400,
+		`{"session":"` + sid(1) + `","verdict":"allow","reason":"r","by":"a","extra":true}`: 400,
+	} {
+		e.do("POST", "/v1/reviews/"+id, body, nil, want, &ae)
+	}
+	var rep reviewReply
+	e.do("POST", "/v1/reviews/"+id, `{"session":"`+sid(1)+`","verdict":"allow","reason":"looks safe","by":"alice"}`, nil, 200, &rep)
+	if rep.Actor != "person:alice" || rep.Review.Verdict != "allow" || rep.Review.DecidedBy.Name != "person:alice" {
+		t.Errorf("verdict: %+v", rep)
+	}
+	if v := <-verdict; v.Decision != gate.DecideAllow || v.By.Name != "person:alice" {
+		t.Errorf("the gate's waiter got %+v", v)
+	}
+	// The first answer wins.
+	e.do("POST", "/v1/reviews/"+id, `{"session":"`+sid(1)+`","verdict":"deny","reason":"no","by":"bob"}`, nil, 422, &ae)
+	if !strings.Contains(ae.Error, "alice") {
+		t.Errorf("second answer: %+v, want it to name who decided", ae)
+	}
+	e.get("/v1/pending?min_seq="+itoa(e.api.hub.Last()), 200, &pend)
+	if len(pend.Decisions) != 0 {
+		t.Errorf("pending after the verdict: %+v", pend.Decisions)
+	}
+	var audit struct {
+		Items []struct {
+			Type   string `json:"type"`
+			Detail string `json:"detail"`
+		} `json:"items"`
+	}
+	e.get("/v1/sessions/"+sid(1)+"/audit", 200, &audit)
+	found := false
+	for _, it := range audit.Items {
+		found = found || it.Type == "review.decided" && strings.Contains(it.Detail, "alice")
+	}
+	if !found {
+		t.Errorf("audit has no review.decided by alice: %+v", audit.Items)
 	}
 }

@@ -149,4 +149,32 @@ func TestBoard_LiveInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	until(t, ctx, "back on the board", `!document.getElementById("board").hidden && location.hash === "#/"`, 5*time.Second)
+
+	// A review the gate opened is answered from the session's page.
+	verdict := e.gateReview(s, "toolu_push")
+	until(t, ctx, "the review among the pending decisions", `!!document.querySelector('#pending-list li[data-kind="review"]')`, 5*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/#/s/"+s)); err != nil {
+		t.Fatal(err)
+	}
+	form := `form.review[data-review="toolu_push"]`
+	until(t, ctx, "the review's form", `!!document.querySelector('`+form+`')`, 5*time.Second)
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(form+` input[name=reason]`), "pushing the release branch"),
+		chromedp.SendKeys(chromedp.CSS(form+` input[name=by]`), "alice"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "review.png")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(form+` button.allow`))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-verdict:
+		if v.Decision != "allow" || v.By.Name != "person:alice" {
+			t.Errorf("the gate got %+v, want allow by person:alice", v)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gate got no verdict from the browser")
+	}
+	until(t, ctx, "the review gone from the page", `!document.querySelector('`+form+`')`, 5*time.Second)
 }

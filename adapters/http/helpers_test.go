@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,11 +18,13 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/reducers/session"
 	"github.com/logbook-dev/logbook/replay"
 )
 
@@ -84,7 +88,11 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 			return replay.SessionTimeline(ctx, log, id, cmds)
 		},
 		Metrics: NewMetrics(MetricsOptions{}),
-		Stream:  StreamOptions{Heartbeat: 200 * time.Millisecond},
+		Reviews: &gate.Gate{
+			Sessions: &events.Executor[session.State]{Log: log, Reg: reg, Init: session.Init, Evolve: session.Evolve, IDs: ulid.Make, Host: "test"},
+			Log:      log, Policies: &gate.Policies{DataDir: policyDir(t, `review = ["Bash(git push:*)"]`)},
+		},
+		Stream: StreamOptions{Heartbeat: 200 * time.Millisecond},
 	}}
 	for _, o := range opts {
 		o(&set)
@@ -148,6 +156,45 @@ func (e *env) toolDone(sid, tool, useID string) uint64 {
 }
 
 func (e *env) stop(sid string) uint64 { return e.hook(sid, "Stop", nil) }
+
+// policyDir returns a data dir holding the gate's policy file.
+func policyDir(t testing.TB, policy string) string {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, gate.PolicyFile), []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// gateReview has the gate open review id on session sid (a git push,
+// which the policy says a person reviews) and returns the channel its
+// verdict comes on once a person answers it.
+func (e *env) gateReview(sid, id string) <-chan gate.Verdict {
+	e.t.Helper()
+	g := e.api.cfg.Reviews.(*gate.Gate)
+	out := make(chan gate.Verdict, 1)
+	go func() {
+		v, err := g.Decide(context.Background(), gate.Request{Session: sid, Event: gate.EventPreToolUse, Tool: "Bash", ID: id, Ref: ulid.Make().String(), Input: json.RawMessage(`{"command":"git push origin main"}`), BudgetMS: 60000})
+		if err != nil {
+			e.t.Errorf("gate: %v", err)
+		}
+		out <- v
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var pend struct{ Decisions []Decision }
+		e.get("/v1/pending", 200, &pend)
+		for _, d := range pend.Decisions {
+			if d.Kind == "review" && d.Review == id {
+				return out
+			}
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("review %s did not open: %+v", id, pend.Decisions)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 // waitSeq waits until the projection has applied seq.
 func (e *env) waitSeq(seq uint64) {

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+	"github.com/oklog/ulid/v2"
 	"io"
 	"net/http"
 )
@@ -12,25 +15,31 @@ import (
 // Verdict is a person's verdict on an open review, as POST
 // /v1/reviews/{id} takes it.
 type Verdict struct {
-	Review  string `json:"-"`                // the review id, from the path
-	Session string `json:"session"`          // the session aggregate id the review belongs to
-	Verdict string `json:"verdict"`          // "allow" or "deny"
-	Reason  string `json:"reason,omitempty"` // why, as recorded on the log (≤ 500 bytes)
-	Actor   string `json:"-"`                // who: "person:<name>" from the request, set by the server
-	By      string `json:"by,omitempty"`     // the person's name, [A-Za-z0-9._@-], ≤ 64 bytes
+	Session string `json:"session"` // the session aggregate id the review belongs to
+	Verdict string `json:"verdict"` // "allow" or "deny"
+	Reason  string `json:"reason"`  // why, as recorded on the log: 1..1000 bytes
+	By      string `json:"by"`      // the person's name, [A-Za-z0-9._@-], 1..64 bytes; the actor is "person:<by>"
 }
 
-// Reviews records verdicts. Its Decide appends the review's decision to
-// the session (reducers/review decides) and returns the stream sequence
-// of the batch; errors wrap events.ErrNotFound (no such open review),
-// events.ErrRejected (the review is closed or the verdict refused).
+// Reviews records a person's verdict on an open review; *gate.Gate is
+// one. Answer decides review id of session sess (verdict allow or deny,
+// reason, actor, ref the id of the request) and returns the decided
+// review; the first answer wins, a later one is refused wrapping
+// events.ErrRejected, an unknown review wraps events.ErrNotFound or
+// events.ErrRejected.
 type Reviews interface {
-	Decide(ctx context.Context, v Verdict) (uint64, error)
+	Answer(ctx context.Context, sess, id, verdict, reason, actor, ref string) (session.DecidedReview, error)
+}
+
+// reviewReply is POST /v1/reviews/{id}'s answer.
+type reviewReply struct {
+	Review session.DecidedReview `json:"review"`
+	Actor  string                `json:"actor"`
 }
 
 func (s *Server) review(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Reviews == nil {
-		s.fail(w, r, fmt.Errorf("%w: this server records no review verdicts yet", errUnavailable))
+		s.fail(w, r, fmt.Errorf("%w: this server records no review verdicts", errUnavailable))
 		return
 	}
 	var v Verdict
@@ -38,35 +47,28 @@ func (s *Server) review(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	v.Review = r.PathValue("id")
+	id := r.PathValue("id")
 	switch {
-	case v.Verdict != "allow" && v.Verdict != "deny":
+	case v.Verdict != events.VerdictAllow && v.Verdict != events.VerdictDeny:
 		s.fail(w, r, fmt.Errorf("%w: verdict %q: want allow or deny", errBadRequest, v.Verdict))
 		return
 	case v.Session == "":
 		s.fail(w, r, fmt.Errorf("%w: session: want the session the review belongs to", errBadRequest))
 		return
-	case len(v.Reason) > 500:
-		s.fail(w, r, fmt.Errorf("%w: reason: %d bytes, the most is 500", errBadRequest, len(v.Reason)))
+	case v.Reason == "" || len(v.Reason) > 1000:
+		s.fail(w, r, fmt.Errorf("%w: reason: want 1..1000 bytes saying why", errBadRequest))
 		return
-	case !validName(v.By, 64):
-		s.fail(w, r, fmt.Errorf("%w: by %q: want a name of [A-Za-z0-9._@-], at most 64 bytes", errBadRequest, v.By))
+	case v.By == "" || !validName(v.By, 64):
+		s.fail(w, r, fmt.Errorf("%w: by %q: want the person's name, 1..64 bytes of [A-Za-z0-9._@-]", errBadRequest, v.By))
 		return
 	}
-	v.Actor = "person:" + cmpOr(v.By, "http")
-	seq, err := s.cfg.Reviews.Decide(r.Context(), v)
+	actor := "person:" + v.By
+	dr, err := s.cfg.Reviews.Answer(r.Context(), v.Session, id, v.Verdict, v.Reason, actor, ulid.Make().String())
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"seq": seq, "review": v.Review, "verdict": v.Verdict, "actor": v.Actor})
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	writeJSON(w, http.StatusOK, reviewReply{Review: dr, Actor: actor})
 }
 
 // validName reports a name of [A-Za-z0-9._@-], at most max bytes ("" is valid).

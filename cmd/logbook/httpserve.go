@@ -68,8 +68,8 @@ type httpServer struct {
 }
 
 // newHTTP opens the HTTP listener of f and the Server over b's log and
-// store. The metrics exist even without --http (nil then is fine too).
-func newHTTP(f httpFlags, dd dataDir, b *backend, store *projections.Store, svc *api.Service) (*httpServer, error) {
+// store, with reviews (the gate) answering a person's verdicts.
+func newHTTP(f httpFlags, dd dataDir, b *backend, store *projections.Store, svc *api.Service, reviews httpapi.Reviews) (*httpServer, error) {
 	host, _, _ := net.SplitHostPort(f.addr)
 	loop := isLoopbackHost(host)
 	m := httpapi.NewMetrics(httpapi.MetricsOptions{
@@ -83,7 +83,7 @@ func newHTTP(f httpFlags, dd dataDir, b *backend, store *projections.Store, svc 
 		return nil, err
 	}
 	cfg := httpapi.Config{
-		Log: b.log, Store: store, Reg: b.reg, Host: hostname(), Output: cl, Metrics: m, Loopback: loop,
+		Log: b.log, Store: store, Reg: b.reg, Host: hostname(), Output: cl, Metrics: m, Loopback: loop, Reviews: reviews,
 		Timeline: func(ctx context.Context, id string, cmds []string) (any, error) {
 			return replay.SessionTimeline(ctx, b.log, id, cmds)
 		},

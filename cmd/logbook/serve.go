@@ -251,7 +251,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	}
 	var web *httpServer
 	if wp.http.addr != "" {
-		if web, err = newHTTP(wp.http, dd, b, store, svc); err != nil {
+		if web, err = newHTTP(wp.http, dd, b, store, svc, gs.Gate); err != nil {
 			return err
 		}
 		defer web.l.Close()

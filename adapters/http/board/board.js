@@ -272,6 +272,11 @@ async function pageEvent() {
   add("open entries", (s.entries || []).map((e) => e.activity + " (" + age(e.opened_at) + ")").join(", "));
   add("started", s.started_at); add("ended", s.end_reason);
   root.append(kv);
+  const reviews = s.pending_reviews || [];
+  if (reviews.length) {
+    root.append(el("h2", { text: "Open reviews" }));
+    for (const rv of reviews) root.append(reviewForm(s.id, rv));
+  }
   if (d.children.length) {
     root.append(el("h2", { text: "Subagents" }));
     const ol = el("ol", { class: "rows" });
@@ -303,7 +308,56 @@ async function pageEvent() {
   }
   t.append(tb);
   root.append(t);
+  // Keep what a person was typing into a review form across the update.
+  const kept = new Map();
+  let focus = null;
+  for (const f of document.querySelectorAll("#page form.review")) {
+    kept.set(f.dataset.review, { reason: f.reason.value, by: f.by.value, msg: f.querySelector("[role=status]").textContent });
+    if (f.contains(document.activeElement)) focus = [f.dataset.review, document.activeElement.name];
+  }
+  for (const f of root.querySelectorAll("form.review")) {
+    const k = kept.get(f.dataset.review);
+    if (k) { f.reason.value = k.reason; f.by.value = k.by || f.by.value; f.querySelector("[role=status]").textContent = k.msg; }
+  }
   document.getElementById("page").replaceChildren(root);
+  if (focus) {
+    const f = root.querySelector('form.review[data-review="' + CSS.escape(focus[0]) + '"]');
+    const i = f && focus[1] && f.querySelector('[name="' + focus[1] + '"]');
+    if (i) i.focus();
+  }
+}
+
+// reviewForm answers one open review: a reason, the person's name (kept
+// in this browser), allow or deny.
+function reviewForm(session, rv) {
+  const f = el("form", { class: "review", "data-review": rv.id });
+  f.append(el("p", {},
+    el("strong", { class: "mono", text: rv.id }),
+    el("span", { text: " " + [rv.tool, rv.action, rv.risk && "risk " + rv.risk].filter(Boolean).join(" · ") }),
+    el("span", { class: "dim", text: " asked " + age(rv.requested_at) + " ago" })));
+  const reason = el("input", { name: "reason", placeholder: "why (recorded)", required: "", maxlength: "1000", "aria-label": "reason" });
+  const by = el("input", { name: "by", placeholder: "your name", required: "", pattern: "[A-Za-z0-9._@-]{1,64}", "aria-label": "your name" });
+  by.value = localStorage.getItem("logbook-by") || "";
+  const msg = el("span", { class: "dim", role: "status" });
+  const send = async (verdict) => {
+    if (!f.reportValidity()) return;
+    localStorage.setItem("logbook-by", by.value);
+    try {
+      await api("/v1/reviews/" + encodeURIComponent(rv.id), {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ session, verdict, reason: reason.value, by: by.value }),
+      });
+      msg.textContent = verdict === "allow" ? "allowed" : "denied";
+      f.dataset.answered = verdict;
+    } catch (e) { msg.textContent = e.message; }
+  };
+  const allow = el("button", { type: "button", class: "allow", text: "Allow" });
+  const deny = el("button", { type: "button", class: "deny", text: "Deny" });
+  allow.addEventListener("click", () => send("allow"));
+  deny.addEventListener("click", () => send("deny"));
+  f.addEventListener("submit", (ev) => { ev.preventDefault(); send("allow"); });
+  f.append(reason, " ", by, " ", allow, " ", deny, " ", msg);
+  return f;
 }
 
 // Strip terminal escape sequences for display; the API has the exact bytes.
