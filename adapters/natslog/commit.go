@@ -254,7 +254,18 @@ func (l *Log) outcome(r *request, ack *jetstreamext.BatchAck, err error) outcome
 		}
 		return outcome{err: fmt.Errorf("append %s expect %d: %w: %w", r.agg, r.expect, events.ErrConflict, err)}
 	case apiErr.ErrorCode == jetstreamext.JSErrCodeBatchPublishDuplicateMsgID:
-		return outcome{app: l.duplicate(r)}
+		// The server refused the whole atomic batch because one of its
+		// event ids is in its duplicate window: nothing of this send was
+		// stored. It is a duplicate only if the earlier copy is the
+		// whole batch, found where r expected it; otherwise (an id
+		// re-used with new events, a copy committed elsewhere, a lookup
+		// that failed during a leader change) the events may not be in
+		// the log at all, and the caller must decide again.
+		app := l.duplicate(r)
+		if app.Last != 0 {
+			return outcome{app: app}
+		}
+		return outcome{err: fmt.Errorf("append %s expect %d: %w: an event id of the batch is committed already but the batch is not there: %w", r.agg, r.expect, events.ErrConflict, err)}
 	default:
 		return outcome{err: fmt.Errorf("append %s: %w", r.agg, err)}
 	}

@@ -486,3 +486,29 @@ func TestLog_AppendCancelHandoff(t *testing.T) {
 		})
 	}
 }
+
+// A batch the server refuses because one of its event ids is committed
+// already, while the batch itself is not in the log (an id re-used with
+// new events, as when a decision is taken again after an append whose
+// outcome was unknown), is not a duplicate: nothing of it was stored,
+// and Append must not report it appended.
+func TestLog_AppendDuplicateIDOfAnotherBatch(t *testing.T) {
+	l, _ := newLog(t)
+	reg := events.NewRegistry()
+	s1 := session("s1")
+	first := mustAppend(t, l, decision(reg, s1, 0, 1, 2))
+	stored := readAll(t, l, first.First)[0].ID
+
+	b := decision(reg, s1, first.Last, 3, 2)
+	b.Events[0].ID = stored // committed before, at first.First
+	app, err := l.Append(t.Context(), b)
+	if err == nil {
+		t.Fatalf("Append of a batch re-using a committed event id = %+v, nil error; want an error (nothing stored)", app)
+	}
+	if !errors.Is(err, events.ErrConflict) {
+		t.Errorf("Append error = %v, want events.ErrConflict", err)
+	}
+	if seq := lastSeq(t, l); seq != first.Last {
+		t.Errorf("LastSeq = %d, want %d: nothing of the refused batch stored", seq, first.Last)
+	}
+}
