@@ -15,10 +15,13 @@ type Upcaster func(data json.RawMessage) (json.RawMessage, error)
 
 // typeInfo is what the registry knows of one event type.
 type typeInfo struct {
+	name      string           // wire name
 	version   int              // current schema version
 	typ       reflect.Type     // payload struct type
 	needCause bool             // transitions, verdicts, abandonment marks
 	upcasters map[int]Upcaster // from version → next
+	flat      []field          // members the scanner fills, when isFlat
+	isFlat    bool             // every member is a string, bool or integer
 }
 
 // Registry maps wire names to payload types, versions and upcasters. It is
@@ -74,7 +77,8 @@ func (r *Registry) Register(p Payload, v int, needCause bool) {
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	r.types[name] = &typeInfo{version: v, typ: t, needCause: needCause, upcasters: map[int]Upcaster{}}
+	flat, isFlat := flatFields(t)
+	r.types[name] = &typeInfo{name: name, version: v, typ: t, needCause: needCause, upcasters: map[int]Upcaster{}, flat: flat, isFlat: isFlat}
 }
 
 // Upcast registers fn to turn version from of type name into from+1.
@@ -125,6 +129,9 @@ func (r *Registry) New(p Payload) Envelope {
 // and lacks one. Old versions are upcast before decoding, so the returned
 // envelope always has the current V.
 func (r *Registry) Decode(b []byte) (Envelope, error) {
+	if e, ok, err := r.decodeScan(b); ok {
+		return e, err
+	}
 	if e, ok, err := r.decodeFast(b); ok {
 		return e, err
 	}

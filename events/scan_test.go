@@ -1,0 +1,151 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// decodeReference is the decoder the scanner must agree with: the
+// encoding/json tiers alone.
+func (r *Registry) decodeReference(b []byte) (Envelope, error) {
+	if e, ok, err := r.decodeFast(b); ok {
+		return e, err
+	}
+	return r.decodeSlow(b)
+}
+
+// checkSame fails when Decode and the encoding/json tiers disagree on b:
+// accept or refuse, the error's text, or the envelope's value. It also
+// checks that the scanner alone never accepts what they refuse.
+func checkSame(t *testing.T, r *Registry, b []byte) {
+	t.Helper()
+	want, werr := r.decodeReference(b)
+	got, gerr := r.Decode(b)
+	if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+		t.Fatalf("input %q:\nDecode error %v\nreference    %v", b, gerr, werr)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("input %q:\nDecode    %#v\nreference %#v", b, got, want)
+	}
+	if e, ok, err := r.decodeScan(b); ok {
+		if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || !reflect.DeepEqual(e, want) {
+			t.Fatalf("input %q: scanner decided %#v, %v; reference %#v, %v", b, e, err, want, werr)
+		}
+	}
+}
+
+// seeds returns the golden envelopes in their indented form and in the
+// compact form MarshalJSON writes.
+func seeds(t testing.TB) [][]byte {
+	paths, _ := filepath.Glob(filepath.Join("..", "testdata", "events", "*.json"))
+	if len(paths) == 0 {
+		t.Fatal("no golden envelopes under testdata/events")
+	}
+	var out [][]byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c bytes.Buffer
+		if err := json.Compact(&c, b); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b, c.Bytes())
+	}
+	return out
+}
+
+// mutations are edits that keep an envelope close to valid, so both
+// decoders get past the first byte: the corners of strict JSON decoding.
+var mutations = []func(r *rand.Rand, b []byte) []byte{
+	func(r *rand.Rand, b []byte) []byte { // flip a byte
+		b[r.IntN(len(b))] ^= byte(1 << r.IntN(8))
+		return b
+	},
+	func(r *rand.Rand, b []byte) []byte { // delete a run
+		i := r.IntN(len(b))
+		j := min(len(b), i+1+r.IntN(8))
+		return append(b[:i:i], b[j:]...)
+	},
+	func(r *rand.Rand, b []byte) []byte { // insert a token
+		toks := []string{`"`, `\`, `\u00e9`, `,`, `:`, `{`, `}`, `[`, `]`, ` `, "\t", "\x00", "\xff", "é", `null`, `true`, `0`, `-`, `.5`, `e3`, `"x":1,`, `"id":"s",`, `"ver":2,`, `"type":"session.ended",`, `"data":{},`, `"data":null,`}
+		i := r.IntN(len(b) + 1)
+		tok := toks[r.IntN(len(toks))]
+		return append(b[:i:i], append([]byte(tok), b[i:]...)...)
+	},
+	func(r *rand.Rand, b []byte) []byte { // change a key's case
+		for range 4 {
+			i := r.IntN(len(b))
+			if b[i] >= 'a' && b[i] <= 'z' {
+				b[i] -= 'a' - 'A'
+				break
+			}
+		}
+		return b
+	},
+	func(r *rand.Rand, b []byte) []byte { // trailing data
+		tails := []string{` `, "\n", `}`, `]`, `x`, `{}`, ` 1`}
+		return append(b, tails[r.IntN(len(tails))]...)
+	},
+	func(r *rand.Rand, b []byte) []byte { // replace a number
+		nums := []string{`0`, `-1`, `01`, `1.0`, `1e0`, `18446744073709551616`, `9223372036854775808`, `2`, `-0`}
+		for i := range b {
+			if b[i] >= '0' && b[i] <= '9' && i > 0 && b[i-1] == ':' {
+				j := i
+				for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+					j++
+				}
+				if r.IntN(3) == 0 {
+					return append(b[:i:i], append([]byte(nums[r.IntN(len(nums))]), b[j:]...)...)
+				}
+			}
+		}
+		return b
+	},
+}
+
+// TestDecodeScanMatchesReference is the differential property of the
+// scanner: on the golden envelopes and on many random mutations of them,
+// Decode agrees with the encoding/json tiers exactly.
+func TestDecodeScanMatchesReference(t *testing.T) {
+	r := NewRegistry()
+	base := seeds(t)
+	for _, b := range base {
+		checkSame(t, r, b)
+		if _, ok, err := r.decodeScan(b); !ok || err != nil {
+			t.Fatalf("scanner does not decide golden envelope %s: %v", b, err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(9, 3))
+	n := 30000
+	if testing.Short() {
+		n = 3000
+	}
+	for range n {
+		b := bytes.Clone(base[rng.IntN(len(base))])
+		for range 1 + rng.IntN(3) {
+			if len(b) == 0 {
+				break
+			}
+			b = mutations[rng.IntN(len(mutations))](rng, b)
+		}
+		checkSame(t, r, b)
+	}
+}
+
+// FuzzDecodeScan runs the differential property on arbitrary bytes:
+//
+//	go test -run '^$' -fuzz FuzzDecodeScan -fuzztime 5m ./events/
+func FuzzDecodeScan(f *testing.F) {
+	for _, b := range seeds(f) {
+		f.Add(b)
+	}
+	r := NewRegistry()
+	f.Fuzz(func(t *testing.T, b []byte) { checkSame(t, r, b) })
+}
