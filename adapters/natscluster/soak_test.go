@@ -241,6 +241,7 @@ func readLog(t *testing.T, nc *nats.Conn, last uint64) []logRecord {
 // exactly once, none doubled, every decision's observation is there, and
 // all hosts' hashes are equal. Each kill's append stall is logged.
 func TestNodeKillSoak(t *testing.T) {
+	needWorkload(t)
 	e := newEnv(t)
 	e.streamInit()
 	ws := t.TempDir()
