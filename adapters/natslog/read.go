@@ -20,6 +20,13 @@ const (
 	readPull = 1000
 	// loadPage is how many messages one batched direct get of Load asks for.
 	loadPage = 1000
+	// readExpiry and readHeartbeat bound an ordered consumer's pulls: a
+	// pull that the server lost (a consumer created while a cluster was
+	// still electing the stream's leader, a node gone) shows as two
+	// missed heartbeats, and the consumer is reset from where it was, in
+	// about 2×readHeartbeat rather than nats.go's default of a minute.
+	readExpiry    = 10 * time.Second
+	readHeartbeat = 2 * time.Second
 )
 
 // ResetAttempts bounds how often an ordered consumer is recreated in a row
@@ -258,7 +265,7 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 		fail(err)
 		return
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(readPull))
+	it, err := cons.Messages(jetstream.PullMaxMessages(readPull), jetstream.PullExpiry(readExpiry), jetstream.PullHeartbeat(readHeartbeat))
 	if err != nil {
 		fail(err)
 		return
