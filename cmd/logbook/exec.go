@@ -159,6 +159,13 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if !b.remote {
 		return errors.New("exec needs a running server with workers: start `logbook serve`")
 	}
+	if f.key == "" {
+		// A unique prefix names the session (a retry's key names its
+		// command from the id as given).
+		if f.session, err = resolveID(ctx, b, events.KindSession, f.session); err != nil {
+			return fmt.Errorf("exec: %w", err)
+		}
+	}
 	// A subject the credentials may not publish to is refused at once
 	// (reported on the connection), not left to time out.
 	ctx, stop := api.WatchDenied(ctx, b.nc, api.AnyPublish)

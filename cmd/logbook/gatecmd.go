@@ -326,7 +326,12 @@ func sessionModeCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := gate.ModeRequest{ID: args[0], Mode: args[1], Actor: personActor(), Ref: ulid.Make().String()}
-			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
+			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
+				id, err := resolveID(cmd.Context(), b, events.KindSession, args[0])
+				if err != nil {
+					return err
+				}
+				req.ID = id
 				var out gate.ModeReply
 				if err := call(cmd.Context(), gate.VerbSessionMode, req, &out); err != nil {
 					return err
@@ -334,7 +339,7 @@ func sessionModeCmd(g *globals) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				_, err := fmt.Fprintf(g.stdout, "session %s: mode %s (revision %d)\n", args[0], out.Mode, out.Revision)
+				_, err = fmt.Fprintf(g.stdout, "session %s: mode %s (revision %d)\n", id, out.Mode, out.Revision)
 				return err
 			})
 		},

@@ -33,7 +33,7 @@ func resolveID(ctx context.Context, b *backend, kind, id string) (string, error)
 	}
 	switch len(ids) {
 	case 0:
-		return "", &notFoundError{fmt.Sprintf("%s %q not found: no %s id is or begins with it (logbook %ss --all lists them)", kind, id, kind, kind)}
+		return "", &notFoundError{fmt.Sprintf("%s %q not found: no %s id is or begins with it (%s lists them)", kind, id, kind, listCommand(kind))}
 	case 1:
 		return ids[0], nil
 	}
@@ -89,3 +89,11 @@ type notFoundError struct{ msg string }
 
 func (e *notFoundError) Error() string { return e.msg }
 func (e *notFoundError) Unwrap() error { return events.ErrNotFound }
+
+// listCommand is the command that lists the ids of kind.
+func listCommand(kind string) string {
+	if kind == events.KindSession {
+		return "logbook sessions --all"
+	}
+	return "logbook " + kind + "s"
+}
