@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/codex"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 // personActor names the person running this command, for the actor of
@@ -131,33 +133,43 @@ func (r *reconciler) pass(ctx context.Context, now time.Time) (int, error) {
 	}
 	r.passes++
 	for _, phase := range phases {
-		ss, err := r.svc.Store.Sessions(phase)
+		// One row decoded at a time, and only the sessions a tick would
+		// change kept: a pass over thousands of sessions holds one
+		// session's state, not all of them. Deciding on the projected
+		// state first also means quiet sessions are never read from the
+		// log (which would make the server load every old block of
+		// theirs); Reconcile decides again on the log's state.
+		var due []string
+		busy := phase != events.PhaseReady
+		err := r.svc.Store.SessionRows(phase, "", func(id string, row []byte) (bool, error) {
+			var s session.State
+			if err := json.Unmarshal(row, &s); err != nil {
+				return false, fmt.Errorf("session %s: decode row: %w", id, err)
+			}
+			stale := busy && r.abandonAfter > 0 && now.Sub(s.ObservedAt) >= r.abandonAfter
+			if s.AgentProcess == nil && !stale {
+				return true, nil
+			}
+			ok, err := r.svc.Ing.WouldReconcile(s, now, r.abandonAfter, check)
+			if err != nil {
+				fmt.Fprintf(r.stderr, "logbook serve: reconciler: %s: %v\n", id, err)
+			}
+			if ok {
+				due = append(due, id)
+			}
+			return true, nil
+		})
 		if err != nil {
 			return n, err
 		}
-		for _, s := range ss {
-			busy := phase != events.PhaseReady
-			stale := busy && r.abandonAfter > 0 && now.Sub(s.ObservedAt) >= r.abandonAfter
-			if s.AgentProcess == nil && !stale {
-				continue
-			}
-			// Decide on the projected state first: a pass over
-			// thousands of quiet sessions must not read each from the
-			// log (and make the server load every old block of it).
-			// Reconcile decides again on the log's state.
-			if ok, err := r.svc.Ing.WouldReconcile(s, now, r.abandonAfter, check); err != nil || !ok {
-				if err != nil {
-					fmt.Fprintf(r.stderr, "logbook serve: reconciler: %s: %v\n", s.ID, err)
-				}
-				continue
-			}
-			agg := events.Aggregate{Kind: events.KindSession, ID: s.ID}
+		for _, id := range due {
+			agg := events.Aggregate{Kind: events.KindSession, ID: id}
 			ap, _, err := r.svc.Ing.Reconcile(ctx, agg, now, r.abandonAfter, check)
 			if err != nil {
 				if ctx.Err() != nil {
 					return n, err
 				}
-				fmt.Fprintf(r.stderr, "logbook serve: reconciler: %s: %v\n", s.ID, err)
+				fmt.Fprintf(r.stderr, "logbook serve: reconciler: %s: %v\n", id, err)
 				continue
 			}
 			if ap.Last != 0 {
