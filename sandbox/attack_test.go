@@ -184,8 +184,8 @@ func attacks() []attack {
 				return contains(filepath.Join(e.ws, ".mcp.json"), "{}") || contains(filepath.Join(e.ws, ".envrc"), "evil")
 			}},
 		{name: "fork loop", control: controlLimits,
-			script: `sh -c 'i=0; while [ $i -lt 200 ]; do sleep 3.$$ & i=$((i+1)); done 2>/dev/null
-				n=$(pgrep -fc "^sleep 3.$$"); pkill -f "^sleep 3.$$"; [ "$n" -ge 200 ] && echo ESCAPED; true' 2>/dev/null`},
+			script: `sh -c 'i=0; while [ $i -lt 200 ]; do sleep 30.$$ & i=$((i+1)); done 2>/dev/null
+				n=$(pgrep -fc "^sleep 30.$$"); pkill -f "^sleep 30.$$"; [ "$n" -ge 200 ] && echo ESCAPED; true' 2>/dev/null`},
 		{name: "fill /tmp", control: controlSkip,
 			script: `head -c $((32<<20)) /dev/zero > /tmp/fill 2>/dev/null; [ "$(stat -c %s /tmp/fill)" -ge $((32<<20)) ] && echo ESCAPED`},
 		{name: "fill /dev/shm", control: controlSkip,
