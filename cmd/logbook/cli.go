@@ -73,10 +73,35 @@ var readCommands = map[string]bool{
 	"logbook command output": true,
 }
 
+// flagError rewrites a flag value's parse error in the user's terms:
+// `invalid argument "abc" for "--limit" flag: want a whole number`, not
+// strconv's or time's own words.
+func flagError(err error) error {
+	msg := err.Error()
+	i := strings.Index(msg, " flag: ")
+	if i < 0 {
+		return err
+	}
+	why := msg[i+len(" flag: "):]
+	switch {
+	case strings.HasPrefix(why, "strconv.ParseInt"), strings.HasPrefix(why, "strconv.ParseUint"):
+		why = "want a whole number"
+	case strings.HasPrefix(why, "strconv.ParseFloat"):
+		why = "want a number"
+	case strings.HasPrefix(why, "strconv.ParseBool"):
+		why = "want true or false"
+	case strings.HasPrefix(why, "time: "):
+		why = "want a duration such as 30s, 5m or 2h"
+	default:
+		return err
+	}
+	return errors.New(msg[:i] + " flag: " + why)
+}
+
 // conventions applies the conventions above to root and every command
 // under it.
 func conventions(root *cobra.Command) {
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{flagError(err)} })
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		c.SuggestionsMinimumDistance = 2

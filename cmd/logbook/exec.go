@@ -126,7 +126,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		switch f.mode {
 		case events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeFullAccess:
 		default:
-			return fmt.Errorf("exec: unknown mode %q: want %s, %s or %s", f.mode, events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeFullAccess)
+			return usageErrorf("exec: unknown mode %q: want %s, %s or %s", f.mode, events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeFullAccess)
 		}
 	}
 	ws := f.workspace

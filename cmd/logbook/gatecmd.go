@@ -325,6 +325,11 @@ func sessionModeCmd(g *globals) *cobra.Command {
 		Short: "Set a session's permission mode (read_only, workspace_write, auto, full_access) on a person's word",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch args[1] {
+			case events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeAuto, events.ModeFullAccess:
+			default:
+				return usageErrorf("unknown mode %q: want %s, %s, %s or %s", args[1], events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeAuto, events.ModeFullAccess)
+			}
 			req := gate.ModeRequest{ID: args[0], Mode: args[1], Actor: personActor(), Ref: ulid.Make().String()}
 			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
 				id, err := resolveID(cmd.Context(), b, events.KindSession, args[0])

@@ -64,7 +64,7 @@ recorded (exit 1 when any do).
 			switch {
 			case rederive:
 				if sess == "" {
-					return fmt.Errorf("--rederive needs --session")
+					return usageErrorf("--rederive needs --session")
 				}
 				r, err := replay.Rederive(ctx, b.log, sess)
 				if err != nil {
