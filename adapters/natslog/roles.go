@@ -84,10 +84,11 @@ type Grants struct {
 // received (any number of messages to its reply subject, for answers
 // sent in parts, with heartbeats while the API works on a request for up
 // to 5 minutes); it may publish to no other reply subject. The server
-// remembers every reply subject delivered to such a connection for this
-// long — each message a JetStream consumer delivers to it included, as
-// their ack subjects are not its to publish — about 200 bytes each, so
-// the window bounds that memory: at 100 deliveries a second, ~7 MiB.
+// remembers the reply subject of every request delivered to such a
+// connection for this long, about 200 bytes each, so the window bounds
+// that memory: at 100 requests a second, ~7 MiB. (Its consumers'
+// deliveries are not remembered: their ack subjects are its to publish,
+// see ackSubjects.)
 const replyWindow = 6 * time.Minute
 
 // inbox is the client's reply subjects: every request's answer, and the
@@ -121,6 +122,16 @@ func readStream(stream string) []string {
 	}
 }
 
+// ackSubjects returns the ack subjects of every consumer on stream. A
+// role may publish there so that the server does not remember, as a reply
+// subject the connection may answer, each message one of its own
+// consumers delivers: those are kept for the reply window, and at the
+// log's rate they were most of serve's heap. Acking a consumer of
+// AckNone (every ordered consumer) does nothing; the workers' durable,
+// the one consumer whose acks settle anything, is denied to every other
+// role.
+func ackSubjects(stream string) string { return "$JS.ACK." + stream + ".>" }
+
 // kvStream is the stream that holds KV bucket b.
 func kvStream(b string) string { return "KV_" + b }
 
@@ -134,7 +145,7 @@ func Permissions(role Role, g Grants) *server.Permissions {
 	if role == RoleAdmin {
 		return nil
 	}
-	pub := []string{jsAPI("INFO")}
+	pub := []string{jsAPI("INFO"), ackSubjects(StreamName)}
 	pub = append(pub, readStream(StreamName)...)
 	sub := []string{inbox}
 	denyPub := []string{
@@ -157,6 +168,10 @@ func Permissions(role Role, g Grants) *server.Permissions {
 	}
 	if g.WorkerDurable != "" {
 		denyPub = append(denyPub, jsAPI("CONSUMER.DELETE", StreamName, g.WorkerDurable))
+		if role != RoleWorker {
+			// Acks settle the workers' queue of requests: theirs alone.
+			denyPub = append(denyPub, "$JS.ACK."+StreamName+"."+g.WorkerDurable+".>")
+		}
 	}
 	var resp *server.ResponsePermission
 	var denySub []string
@@ -173,7 +188,7 @@ func Permissions(role Role, g Grants) *server.Permissions {
 	case RoleWriter:
 		pub = append(pub, StreamSubjects)
 		for _, b := range g.WriterReadBuckets {
-			pub = append(pub, jsAPI("STREAM.INFO", kvStream(b)))
+			pub = append(pub, jsAPI("STREAM.INFO", kvStream(b)), ackSubjects(kvStream(b)))
 			pub = append(pub, readStream(kvStream(b))...)
 		}
 		if g.API != "" {
@@ -187,14 +202,11 @@ func Permissions(role Role, g Grants) *server.Permissions {
 	case RoleWorker:
 		pub = append(pub, "lb.ev.command.>", "lb.ev.session.>", "lb.out.>")
 		if g.WorkerDurable != "" {
-			pub = append(pub,
-				jsAPI("CONSUMER.DURABLE.CREATE", StreamName, g.WorkerDurable),
-				"$JS.ACK."+StreamName+"."+g.WorkerDurable+".>",
-			)
+			pub = append(pub, jsAPI("CONSUMER.DURABLE.CREATE", StreamName, g.WorkerDurable))
 		}
 		for _, b := range g.WorkerBuckets {
 			s := kvStream(b)
-			pub = append(pub, jsAPI("STREAM.CREATE", s), "$KV."+b+".>")
+			pub = append(pub, jsAPI("STREAM.CREATE", s), "$KV."+b+".>", ackSubjects(s))
 			pub = append(pub, readStream(s)...)
 		}
 		if g.WorkerControl != "" {

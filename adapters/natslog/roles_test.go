@@ -3,6 +3,7 @@ package natslog
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -224,6 +225,32 @@ func tryAll(t *testing.T, s *Server, attempts []attempt, publish attempt) {
 				}
 				t.Log(v.wait(t, a.subject))
 			})
+		}
+	}
+}
+
+// Every role may ack its own consumers' deliveries (so the server need
+// not remember them as replies), but only a worker may ack the workers'
+// queue of requests: a reader's or writer's ack there is refused.
+func TestRoles_AckOnlyOwnConsumers(t *testing.T) {
+	s := rolesServer(t)
+	ack := "$JS.ACK." + StreamName + "." + testGrants.WorkerDurable + ".1.1.1.1.1.0"
+	for _, role := range []Role{RoleReader, RoleWriter} {
+		t.Run(string(role), func(t *testing.T) {
+			nc, v := connectRole(t, s, role)
+			if err := nc.Publish(ack, []byte("+ACK")); err != nil {
+				t.Fatal(err)
+			}
+			if err := nc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			t.Log(v.wait(t, ack))
+		})
+	}
+	for _, role := range []Role{RoleReader, RoleWriter, RoleWorker} {
+		p := Permissions(role, testGrants)
+		if !slices.Contains(p.Publish.Allow, ackSubjects(StreamName)) {
+			t.Errorf("%s may not ack its own consumers' deliveries: allow %v", role, p.Publish.Allow)
 		}
 	}
 }
