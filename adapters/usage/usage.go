@@ -198,6 +198,7 @@ func Limits(ss []session.State, now time.Time) []Limit {
 // currency.
 type Price struct {
 	Source     string  `json:"source,omitempty"` // a key of Table.Sources
+	Date       string  `json:"date,omitempty"`   // YYYY-MM-DD this price was read from its source; "": the table's Date
 	Input      float64 `json:"input"`
 	Output     float64 `json:"output"`
 	CacheWrite float64 `json:"cache_write"`
@@ -279,6 +280,15 @@ func parseTable(b []byte) (*Table, error) {
 		}
 	}
 	return &t, nil
+}
+
+// DateOf returns the day model's price was read from its source: its
+// entry's own date, else the table's.
+func (t *Table) DateOf(model string) string {
+	if p, ok := t.PriceOf(model); ok && p.Date != "" {
+		return p.Date
+	}
+	return t.Date
 }
 
 // dated matches a model name's release-date suffix, "-20251001".

@@ -98,6 +98,22 @@ func TestPrices(t *testing.T) {
 		if _, ok := tb.Sources[p.Source]; !ok {
 			t.Errorf("%s: source %q not named", m, p.Source)
 		}
+		if _, err := time.Parse(time.DateOnly, tb.DateOf(m)); err != nil {
+			t.Errorf("%s: date %q", m, tb.DateOf(m))
+		}
+	}
+	// Every model the real recordings name has a price (../shared/corpus:
+	// Claude Code 2.1 and Codex CLI 0.130-0.147).
+	for _, m := range []string{"claude-opus-4-7", "claude-sonnet-4-6", "claude-haiku-4-5-20251001", "gpt-5.4", "gpt-5.5", "gpt-5.6-sol"} {
+		if _, ok := tb.PriceOf(m); !ok {
+			t.Errorf("%s: no price", m)
+		}
+	}
+	if c, ok := tb.Cost("claude-opus-4-7", Tokens{Input: 1_000_000, Output: 1_000_000, CacheWrite: 1_000_000, CacheRead: 1_000_000}); !ok || c < 36.7499 || c > 36.7501 {
+		t.Errorf("opus 4.7: %v %v, want 5+25+6.25+0.50", c, ok)
+	}
+	if c, ok := tb.Cost("gpt-5.6-sol", Tokens{Input: 1_000_000, CacheRead: 1_000_000, Output: 1_000_000}); !ok || c < 24.3999 || c > 24.4001 {
+		t.Errorf("gpt-5.6-sol: %v %v, want 4+0.40+20", c, ok)
 	}
 	c, ok := tb.Cost("claude-haiku-4-5-20251001", Tokens{Input: 1_000_000, CacheRead: 1_000_000})
 	if !ok || c < 1.0999 || c > 1.1001 {
