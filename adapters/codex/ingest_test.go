@@ -488,3 +488,79 @@ func TestTokenCount(t *testing.T) {
 		t.Errorf("null info: %+v", o)
 	}
 }
+
+// total returns a token_count line with running totals in, cached, out,
+// and a rate-limit reading of sec percent.
+func total(sec int, in, cached, out int64) string {
+	return ev(sec, "event_msg", fmt.Sprintf(`{"type":"token_count","info":{"total_token_usage":{"input_tokens":%d,"cached_input_tokens":%d,"output_tokens":%d,"reasoning_output_tokens":0,"total_tokens":%d}},"rate_limits":{"limit_id":"codex","primary":{"used_percent":%d,"window_minutes":300,"resets_at":1779573247}}}`, in, cached, out, in+out, sec))
+}
+
+func turnCtx(sec int, turn string) string {
+	return ev(sec, "turn_context", fmt.Sprintf(`{"turn_id":%q,"cwd":"/home/user/p","model":"gpt-5.5","sandbox_policy":{"type":"workspace-write"}}`, turn))
+}
+
+// TestImport_ForkSpendIsItsOwn: a fork copies its origin's history,
+// token_count totals included, then goes on with its own turns. The
+// copied totals are the origin's spend and count nothing in the fork; the
+// fork's own totals count their growth over the last copied one, or
+// everything when the fork's counter starts again from zero.
+func TestImport_ForkSpendIsItsOwn(t *testing.T) {
+	// UUIDv7 turn ids: the origin's turn began before the fork (tid2), the
+	// fork's own turn after it.
+	const originTurn, forkTurn = "019e55c2-1c3d-7000-aa4e-8438fdf7df72", "019e55ec-1118-7d42-ae3d-2b0673e0053a"
+	originLines := []string{meta(tid, ""), turnCtx(1, originTurn), turnStart(1, originTurn), userMsg(1, "one"),
+		total(2, 1000, 200, 10), total(3, 3000, 1200, 30), turnDone(4, originTurn)}
+	for name, own := range map[string][]string{
+		// Codex carries the origin's total on: 3000/1200/30 → 3500/1500/45.
+		"totals go on":        {total(6, 3200, 1300, 40), total(7, 3500, 1500, 45)},
+		"counter starts anew": {total(6, 200, 100, 10), total(7, 500, 300, 15)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := openLog(t)
+			in := newIngester(t, l, false)
+			origin := rolloutPath(t, tid)
+			write(t, origin, originLines...)
+			fork := filepath.Join(filepath.Dir(origin), "rollout-2026-05-23T18-55-00-"+tid2+".jsonl")
+			lines := append([]string{meta(tid2, tid)}, originLines...)
+			lines = append(lines, turnCtx(5, forkTurn), turnStart(5, forkTurn), userMsg(5, "two"))
+			lines = append(lines, own...)
+			write(t, fork, append(lines, turnDone(8, forkTurn))...)
+			for _, p := range []string{origin, fork} {
+				if _, err := in.ImportFile(t.Context(), p, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sum := func(id string) (tok [4]int64) {
+				for _, b := range stateOf(t, l, id).Usage {
+					tok[0] += b.Input
+					tok[1] += b.CacheRead
+					tok[2] += b.Output
+					tok[3] += b.Calls
+				}
+				return tok
+			}
+			if got := sum(tid); got != [4]int64{1800, 1200, 30, 2} {
+				t.Errorf("origin: input, cache read, output, calls = %v, want [1800 1200 30 2]", got)
+			}
+			// Its own: 500 input (200 not cached), 300 cached, 15 output.
+			if got := sum(tid2); got != [4]int64{200, 300, 15, 2} {
+				t.Errorf("fork: input, cache read, output, calls = %v, want [200 300 15 2]", got)
+			}
+			// The copied rate limits are the origin's old readings.
+			if lim := stateOf(t, l, tid2).Limits; len(lim) != 1 || lim[0].UsedPercent != 7 {
+				t.Errorf("fork's limits %+v, want only its own last reading (7%%)", lim)
+			}
+		})
+	}
+}
+
+func TestUUIDv7Millis(t *testing.T) {
+	if ms, ok := uuidv7Millis(tid2); !ok || ms != 0x019e55ebcdbc {
+		t.Errorf("%s: %x %v", tid2, ms, ok)
+	}
+	for _, bad := range []string{"t1", "", "031d3ab5-1e7f-4e55-8e54-10ebd73d1a8d", "019e55eb-cdbc-78a1-84a6"} {
+		if _, ok := uuidv7Millis(bad); ok {
+			t.Errorf("%q read as a UUIDv7", bad)
+		}
+	}
+}

@@ -19,7 +19,7 @@ import (
 // Parser names and versions stamped on Observation.Parser. A change in
 // what a parser emits for the same input bumps its version.
 const (
-	ParserLine   = "codex-rollout/2" // 2: usage and rate limits
+	ParserLine   = "codex-rollout/3" // 2: usage and rate limits; 3: a fork's copy of its origin's history spends nothing
 	ParserNotify = "codex-notify/1"
 )
 
@@ -73,6 +73,15 @@ type FileState struct {
 	ForkedFrom string // its forked_from_id
 	Metas      int    // session_meta lines seen
 	Model      string // the model of the last turn_context
+	// Copying is true while the lines of a fork are its origin's history,
+	// which Codex copies in after the fork's own session_meta: from the
+	// origin's session_meta to the first turn that began after the fork.
+	Copying bool
+	// Base is the origin's last running total read while Copying. A
+	// fork's own token_count totals go on from it, so the fork's spend is
+	// their growth over Base (zero once a total falls below it: a counter
+	// that started afresh).
+	Base events.Usage
 	// stdin maps the call id of a write_stdin call to the unified exec
 	// session it writes to, so its output can end that background
 	// terminal.
@@ -161,7 +170,10 @@ const (
 //	                                  compact_end
 //	event_msg token_count             usage (cumulative: info.total_token_usage,
 //	                                  of the last turn_context's model) and
-//	                                  rate_limit per window (see tokenCount)
+//	                                  rate_limit per window (see tokenCount);
+//	                                  in a fork, its growth over the origin's
+//	                                  total the fork copied, and none in the
+//	                                  copy (FileState.Copying)
 //	event_msg error                   api_error (failed), turn_end (Name "error")
 //	event_msg stream_error            api_error (retrying)
 //	response_item message assistant   text
@@ -249,6 +261,7 @@ func (p *Parser) envelope(st *FileState, t object, o *events.Observation, n int)
 	case "session_meta":
 		return sessionMeta(st, pl, o)
 	case "turn_context":
+		st.turn(pl.quiet().str("turn_id"))
 		o.Meta.Cwd = pl.str("cwd")
 		o.Meta.Model = pl.str("model")
 		if o.Meta.Model != "" {
@@ -291,6 +304,9 @@ func sessionMeta(st *FileState, pl object, o *events.Observation) []events.Sig {
 		switch id {
 		case st.ForkedFrom, st.SessionID:
 			// A fork copies its origin's history, session_meta included.
+			if id == st.ForkedFrom && id != "" {
+				st.Copying = true
+			}
 		default:
 			o.Problems = append(o.Problems, fmt.Sprintf("a second session_meta, for session %q: its lines stay in session %q", id, st.SessionID))
 		}
@@ -350,6 +366,7 @@ func eventMsg(st *FileState, pl object, sub string, o *events.Observation) []eve
 	case "token_count":
 		return tokenCount(st, pl, o)
 	case "task_started", "turn_started":
+		st.turn(pl.str("turn_id"))
 		return []events.Sig{{Kind: events.SigPrompt, ID: pl.str("turn_id")}}
 	case "user_message":
 		return []events.Sig{{Kind: events.SigPrompt, Status: events.PromptInTurn, Text: pl.str("message")}}
@@ -431,16 +448,29 @@ func tokenCount(st *FileState, pl object, o *events.Observation) []events.Sig {
 			if refused == "" && cached > input {
 				refused = fmt.Sprintf("cached_input_tokens %d over input_tokens %d", cached, input)
 			}
-			if refused != "" {
+			u.Input, u.CacheRead = input-cached, cached
+			switch {
+			case refused != "":
 				o.Problems = append(o.Problems, "usage refused: "+refused)
-			} else {
-				u.Input, u.CacheRead = input-cached, cached
+			case st.Copying:
+				// The origin's spend, copied into the fork: it sets where the
+				// fork's own totals start from and counts nothing here.
+				st.Base = u
+			default:
+				if usageBelow(u, st.Base) {
+					st.Base = events.Usage{}
+				}
+				u.Input -= st.Base.Input
+				u.CacheRead -= st.Base.CacheRead
+				u.CacheWrite -= st.Base.CacheWrite
+				u.Output -= st.Base.Output
+				u.Reasoning -= st.Base.Reasoning
 				u.Model, u.Cumulative = st.Model, true
 				sigs = append(sigs, events.Sig{Kind: events.SigUsage, Usage: &u})
 			}
 		}
 	}
-	if rl, ok := pl.obj("rate_limits"); ok {
+	if rl, ok := pl.obj("rate_limits"); ok && !st.Copying { // a copied reading is the origin's, and old
 		q := rl.quiet()
 		account := or(q.str("limit_id"), "codex")
 		if plan := q.str("plan_type"); plan != "" {
@@ -465,6 +495,36 @@ func tokenCount(st *FileState, pl object, o *events.Observation) []events.Sig {
 		}
 	}
 	return sigs
+}
+
+// usageBelow reports whether any count of u is below b's.
+func usageBelow(u, b events.Usage) bool {
+	return u.Input < b.Input || u.CacheRead < b.CacheRead || u.CacheWrite < b.CacheWrite || u.Output < b.Output || u.Reasoning < b.Reasoning
+}
+
+// turn notes that a turn with id began: a fork's copy of its origin's
+// history ends at the first turn that began after the fork. Codex turn and
+// thread ids are UUIDv7, whose first 48 bits are the Unix milliseconds of
+// their making; a turn id without that time ends the copy too, so a fork
+// then counts as before rather than losing its own spend.
+func (st *FileState) turn(id string) {
+	if !st.Copying || id == "" {
+		return
+	}
+	tt, ok1 := uuidv7Millis(id)
+	ft, ok2 := uuidv7Millis(st.SessionID)
+	if !ok1 || !ok2 || tt >= ft {
+		st.Copying = false
+	}
+}
+
+// uuidv7Millis returns the Unix milliseconds in a UUIDv7's first 48 bits.
+func uuidv7Millis(id string) (int64, bool) {
+	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[14] != '7' {
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(id[:8]+id[9:13], 16, 64)
+	return ms, err == nil
 }
 
 // toolCall returns the tool_use signal of a function, custom tool or

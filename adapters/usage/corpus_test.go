@@ -3,6 +3,7 @@ package usage
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -209,4 +210,70 @@ func TestCorpus_Usage(t *testing.T) {
 		t.Errorf("re-import appended %d events", after-before)
 	}
 	check()
+}
+
+// TestCorpus_ForkedRollout forks the recorded fork-conversation rollout
+// the way Codex does (its own session_meta, then the origin's history,
+// token_count totals included, then its own turn whose totals go on from
+// the origin's) and checks each session holds its own spend only: the
+// origin what the hand rule reads off the recording, the fork the growth
+// of its own turn.
+func TestCorpus_ForkedRollout(t *testing.T) {
+	root := corpus(t)
+	src := filepath.Join(root, "codex", "fork-conversation", "transcript.jsonl")
+	recorded, err := os.ReadFile(src)
+	if err != nil {
+		t.Skipf("no fork-conversation recording: %v", err)
+	}
+	const (
+		origin = "019e55eb-cdbc-78a1-84a6-c98c8e34a495"
+		fork   = "019e5700-0000-7000-8000-000000000001" // made after the origin's last turn
+		turn   = "019e5700-0001-7000-8000-000000000002"
+	)
+	if !strings.Contains(string(recorded), `"id":"`+origin+`"`) {
+		t.Skipf("the recording is not of thread %s", origin)
+	}
+	last := handTotals(t, src) // the origin's last running total
+	dir := filepath.Join(t.TempDir(), "sessions", "2026", "05", "24")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	originPath := filepath.Join(dir, "rollout-2026-05-23T17-39-37-"+origin+".jsonl")
+	forkPath := filepath.Join(dir, "rollout-2026-05-24T10-00-00-"+fork+".jsonl")
+	if err := os.WriteFile(originPath, recorded, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	line := func(sec int, typ, payload string) string {
+		return fmt.Sprintf(`{"timestamp":"2026-05-24T10:00:%02d.000Z","type":%q,"payload":%s}`+"\n", sec, typ, payload)
+	}
+	var b strings.Builder
+	b.WriteString(line(0, "session_meta", `{"id":"`+fork+`","forked_from_id":"`+origin+`","cwd":"/home/user/p","cli_version":"0.130.0","source":"cli"}`))
+	b.Write(recorded)
+	b.WriteString(line(1, "turn_context", `{"turn_id":"`+turn+`","cwd":"/home/user/p","model":"gpt-5.5","sandbox_policy":{"type":"workspace-write"}}`))
+	b.WriteString(line(1, "event_msg", `{"type":"task_started","turn_id":"`+turn+`"}`))
+	b.WriteString(line(1, "event_msg", `{"type":"user_message","message":"and now?"}`))
+	in, cached, out := last.Input+last.CacheRead+1000, last.CacheRead+800, last.Output+7
+	b.WriteString(line(3, "event_msg", fmt.Sprintf(`{"type":"token_count","info":{"total_token_usage":{"input_tokens":%d,"cached_input_tokens":%d,"output_tokens":%d,"reasoning_output_tokens":100,"total_tokens":%d}}}`, in, cached, out, in+out))) // reasoning: the origin's 13 and more
+	b.WriteString(line(4, "event_msg", `{"type":"task_complete","turn_id":"`+turn+`"}`))
+	if err := os.WriteFile(forkPath, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
+	cx, err := codex.NewIngester(codex.IngestConfig{Log: log, Host: "test", SkipInvalid: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{originPath, forkPath} {
+		if _, err := cx.ImportFile(t.Context(), p, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := viewTotals(t, log, origin); got != last {
+		t.Errorf("origin: view %+v, by hand %+v", got, last)
+	}
+	want := Tokens{Input: 200, CacheRead: 800, Output: 7}
+	got, st := viewTotals(t, log, fork)
+	if got != want || st.ForkedFrom != origin {
+		t.Errorf("fork (from %q): view %+v, want its own turn only %+v", st.ForkedFrom, got, want)
+	}
 }
