@@ -359,3 +359,42 @@ func TestReviews_PersonVerdict(t *testing.T) {
 		t.Errorf("audit has no review.decided by alice: %+v", audit.Items)
 	}
 }
+
+// TestReviews_VerdictEndsTheWait: a gated PreToolUse in a session whose
+// turn Logbook never saw start waits for a person; once they answer over
+// the API, either way, the session stops waiting and /v1/pending is
+// empty (the decided review ends the wait in the reducer, not at the
+// agent's next hook).
+func TestReviews_VerdictEndsTheWait(t *testing.T) {
+	for i, verdict := range []string{"deny", "allow"} {
+		t.Run(verdict, func(t *testing.T) {
+			e := newEnv(t)
+			s := sid(10 + i)
+			id := "toolu_Bash"
+			e.waitSeq(e.hook(s, "PreToolUse", map[string]any{"tool_name": "Bash", "tool_use_id": id, "tool_input": map[string]any{"command": "git push origin main"}}))
+			got := e.gateReview(s, id)
+			var sum struct{ Session SessionSummary }
+			e.get("/v1/sessions/"+s+"?summary=true", 200, &sum)
+			if sum.Session.Phase != "waiting" {
+				t.Fatalf("while the review is open: %+v", sum.Session)
+			}
+			e.do("POST", "/v1/reviews/"+id, `{"session":"`+s+`","verdict":"`+verdict+`","reason":"said so","by":"alice"}`, nil, 200, nil)
+			if v := <-got; v.Decision != verdict {
+				t.Errorf("the hook got %+v, want %s", v, verdict)
+			}
+			var pend struct{ Decisions []Decision }
+			e.get("/v1/pending?min_seq="+itoa(e.api.hub.Last()), 200, &pend)
+			if len(pend.Decisions) != 0 {
+				t.Errorf("pending after the verdict: %+v", pend.Decisions)
+			}
+			e.get("/v1/sessions/"+s+"?summary=true", 200, &sum)
+			want := "working tool:Bash" // the allowed call runs
+			if verdict == "deny" {
+				want = "ready " // the denied call never runs
+			}
+			if got := sum.Session.Phase + " " + sum.Session.Activity; got != want {
+				t.Errorf("after %s: %q, want %q", verdict, got, want)
+			}
+		})
+	}
+}

@@ -108,15 +108,13 @@ func decideGate(s State, cmd Command) ([]events.Envelope, error) {
 		d.emit(rq)
 		switch {
 		case s.BreakerTripped:
-			d.emit(review.Derive(rq.ReviewID, review.Answer{
+			d.gateVerdict(rq.ReviewID, review.Derive(rq.ReviewID, review.Answer{
 				Verdict: events.VerdictDeny, Risk: rq.Risk,
 				By:     events.DecidedBy{Kind: events.DecidedByBreaker},
 				Reason: "the refusal breaker is tripped: stop and ask the user",
 			}))
-			d.breaker()
 		case c.Answer != nil:
-			d.emit(review.Derive(rq.ReviewID, *c.Answer))
-			d.breaker()
+			d.gateVerdict(rq.ReviewID, review.Derive(rq.ReviewID, *c.Answer))
 		default:
 			if d.s.Phase != events.PhaseWaiting {
 				d.phase(events.PhaseWaiting, "review", rq.ReviewID)
@@ -137,15 +135,7 @@ func decideGate(s State, cmd Command) ([]events.Envelope, error) {
 		d := newDecider(s, c.At, c.Cause)
 		a := c.Answer
 		a.Risk = review.MaxRisk(p.Risk, a.Risk)
-		d.emit(review.Derive(c.ReviewID, a))
-		d.breaker()
-		if len(d.s.Pending) == 0 && d.s.Phase == events.PhaseWaiting && d.s.Activity == "review" && !d.waitsOnQuestion() {
-			if d.s.TurnOpen {
-				d.phase(events.PhaseWorking, "tool:"+p.Tool, c.ReviewID)
-			} else {
-				d.settle()
-			}
-		}
+		d.gateVerdict(c.ReviewID, review.Derive(c.ReviewID, a))
 		return d.out, nil
 	case ResetBreaker:
 		if !s.BreakerTripped {
@@ -156,4 +146,53 @@ func decideGate(s State, cmd Command) ([]events.Envelope, error) {
 		return d.out, nil
 	}
 	return nil, fmt.Errorf("%w: unknown command %T", events.ErrRejected, cmd)
+}
+
+// gateVerdict records the verdict rd on gate review id and ends what the
+// review held, whoever decided it (a rule, a reviewer, a person, the
+// budget, the breaker). A denied call never runs: its entry closes with
+// outcome rejected, so no result is awaited. A session waiting on the
+// review goes on, unless it still waits on another review or on a
+// question: into the allowed call; with the call denied, into the newest
+// call still open, else to the model reading the denial (an open turn),
+// else settled. A working session whose activity named the denied call
+// moves off it the same way.
+func (d *decider) gateVerdict(id string, rd events.ReviewDecided) {
+	d.emit(rd)
+	d.breaker()
+	call := d.s.entry(id)
+	if call >= 0 && d.s.Entries[call].Lane != events.LaneMain {
+		call = -1 // only the agent's own calls are gated by their id
+	}
+	activity := ""
+	if call >= 0 {
+		activity = d.s.Entries[call].Activity
+	}
+	denied := rd.Verdict != events.VerdictAllow
+	if denied && call >= 0 {
+		d.emit(events.SessionEntryClosed{EntryID: id, Outcome: events.OutcomeRejected})
+	}
+	switch d.s.Phase {
+	case events.PhaseWaiting:
+		if d.s.Activity != "review" || len(d.s.OpenReviews) > 0 {
+			return // another review, or a question, still waits
+		}
+	case events.PhaseWorking:
+		if !denied || activity == "" || d.s.Activity != activity {
+			return
+		}
+	default:
+		return
+	}
+	switch other := d.newestEntry(events.LaneMain, "tool:"); {
+	case !denied && call >= 0:
+		d.phase(events.PhaseWorking, activity, id)
+	case other != "":
+		// Another call of the turn is still open: the agent is at it.
+		d.phase(events.PhaseWorking, d.s.Entries[d.s.entry(other)].Activity, other)
+	case d.s.TurnOpen:
+		d.phase(events.PhaseWorking, "thinking", "")
+	default:
+		d.settle()
+	}
 }

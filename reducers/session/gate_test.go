@@ -2,8 +2,12 @@ package session_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/review"
@@ -183,4 +187,145 @@ func records(evs []events.Envelope) []events.Record {
 		out[i] = events.Record{Envelope: e}
 	}
 	return out
+}
+
+// TestGate_VerdictEndsTheWait: whoever decides a gate review — a rule, the
+// breaker, a reviewer program, a person, the budget — and whichever way,
+// the session stops waiting on it in the same decision: an allowed call
+// runs, a denied call is closed (it never runs), and no review is left
+// pending. Refolding the events gives the same state.
+func TestGate_VerdictEndsTheWait(t *testing.T) {
+	person := func(v string) session.Command {
+		return session.DecideReview{ReviewID: "t1", Answer: review.Answer{Verdict: v, Reason: "said so", By: events.DecidedBy{Kind: events.DecidedByUser, Name: "person:alice@h"}}, At: t0, Cause: gateCause}
+	}
+	reviewer := func(v string) session.Command {
+		return session.DecideReview{ReviewID: "t1", Answer: review.Answer{Verdict: v, Risk: "low", By: events.DecidedBy{Kind: events.DecidedByReviewer, Name: "rev"}}, At: t0, Cause: gateCause}
+	}
+	timeout := session.DecideReview{ReviewID: "t1", Answer: review.Answer{Outcome: events.ReviewTimedOut, By: events.DecidedBy{Kind: events.DecidedByTimeout, Name: "gate budget 90s"}}, At: t0, Cause: gateCause}
+	rule := func(v string) *review.Answer {
+		return &review.Answer{Verdict: v, Risk: "low", By: events.DecidedBy{Kind: events.DecidedByRule, Name: "Bash(git:*)"}}
+	}
+	tests := []struct {
+		name    string
+		breaker bool            // trip the breaker first
+		answer  *review.Answer  // a rule's answer in the request
+		then    session.Command // the verdict after the request
+		verdict string
+	}{
+		{name: "rule allow", answer: rule("allow"), verdict: "allow"},
+		{name: "rule deny", answer: rule("deny"), verdict: "deny"},
+		{name: "breaker", breaker: true, verdict: "deny"},
+		{name: "reviewer allow", then: reviewer("allow"), verdict: "allow"},
+		{name: "reviewer deny", then: reviewer("deny"), verdict: "deny"},
+		{name: "person allow", then: person("allow"), verdict: "allow"},
+		{name: "person deny", then: person("deny"), verdict: "deny"},
+		{name: "timeout", then: timeout, verdict: "deny"},
+	}
+	for _, tt := range tests {
+		for _, turn := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/turn=%v", tt.name, turn), func(t *testing.T) {
+				h := newHistory(t)
+				h.hook("h0", sig(events.SigSessionStart, "name", "startup"))
+				if turn {
+					h.hook("h1", sig(events.SigPrompt, "id", "p1", "text", "push it"))
+				}
+				if tt.breaker {
+					for _, id := range []string{"a", "b", "c"} {
+						h.hook("pre-"+id, sig(events.SigToolUse, "id", id, "name", "Bash"))
+						if _, err := h.decide(request(id, ruleDeny())); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if !h.s.BreakerTripped {
+						t.Fatal("breaker not tripped")
+					}
+				}
+				h.hook("pre-t1", sig(events.SigToolUse, "id", "t1", "name", "Bash"))
+				if _, err := h.decide(request("t1", tt.answer)); err != nil {
+					t.Fatal(err)
+				}
+				if tt.then != nil {
+					if h.s.Phase != events.PhaseWaiting || h.s.Activity != "review" || len(h.s.Pending) != 1 {
+						t.Fatalf("before the verdict: %s/%s pending %v", h.s.Phase, h.s.Activity, h.s.Pending)
+					}
+					if _, err := h.decide(tt.then); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r, ok := h.s.DecidedReview("t1")
+				if !ok || r.Verdict != tt.verdict {
+					t.Fatalf("decided %+v %v, want %s", r, ok, tt.verdict)
+				}
+				if len(h.s.Pending) != 0 || len(h.s.OpenReviews) != 0 {
+					t.Errorf("still pending: %v open %v", h.s.Pending, h.s.OpenReviews)
+				}
+				wantPhase, wantActivity := events.PhaseWorking, "tool:Bash"
+				if tt.verdict == "deny" {
+					wantActivity = "thinking"
+					if !turn {
+						wantPhase, wantActivity = events.PhaseReady, ""
+					}
+				}
+				if h.s.Phase != wantPhase || h.s.Activity != wantActivity {
+					t.Errorf("after %s: %s/%s, want %s/%s", tt.verdict, h.s.Phase, h.s.Activity, wantPhase, wantActivity)
+				}
+				open := slices.ContainsFunc(h.s.Entries, func(e session.Entry) bool { return e.EntryID == "t1" })
+				if open != (tt.verdict == "allow") {
+					t.Errorf("entry t1 open=%v after %s: %+v", open, tt.verdict, h.s.Entries)
+				}
+				if tt.verdict == "deny" {
+					closed := false
+					for _, e := range h.evs {
+						if c, ok := e.Data.(events.SessionEntryClosed); ok && c.EntryID == "t1" {
+							closed = c.Outcome == events.OutcomeRejected
+						}
+					}
+					if !closed {
+						t.Error("the denied call was not closed with outcome rejected")
+					}
+				}
+				if again := session.Fold(session.Init(agg), records(h.evs)); !cmp.Equal(again, h.s) {
+					t.Errorf("refold differs: %s", cmp.Diff(h.s, again))
+				}
+				// The agent's report of the denied call (Claude Code writes
+				// the denial as the call's error result) moves nothing back.
+				before := h.s
+				h.line(events.Meta{}, sig(events.SigToolUse, "id", "t1", "name", "Bash"))
+				if tt.verdict == "deny" {
+					h.line(events.Meta{}, sig(events.SigToolResult, "id", "t1", "status", "error"))
+					if h.s.Phase != before.Phase || h.s.Activity != before.Activity || len(h.s.Entries) != len(before.Entries) {
+						t.Errorf("the denied call's transcript lines moved the session: %s/%s %v", h.s.Phase, h.s.Activity, h.s.Entries)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestGate_VerdictWithAnotherReviewOpen: a session waiting on two gate
+// reviews keeps waiting until the last is decided.
+func TestGate_VerdictWithAnotherReviewOpen(t *testing.T) {
+	h := newHistory(t)
+	h.hook("h1", sig(events.SigPrompt, "id", "p1"))
+	for _, id := range []string{"t1", "t2"} {
+		h.hook("pre-"+id, sig(events.SigToolUse, "id", id, "name", "Bash"))
+		if _, err := h.decide(request(id, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deny := session.DecideReview{ReviewID: "t1", Answer: review.Answer{Verdict: "deny", Reason: "no", By: events.DecidedBy{Kind: events.DecidedByUser, Name: "person:a@h"}}, At: t0, Cause: gateCause}
+	if _, err := h.decide(deny); err != nil {
+		t.Fatal(err)
+	}
+	if h.s.Phase != events.PhaseWaiting || h.s.Activity != "review" || len(h.s.Pending) != 1 {
+		t.Fatalf("with t2 open: %s/%s pending %v", h.s.Phase, h.s.Activity, h.s.Pending)
+	}
+	allow := deny
+	allow.ReviewID, allow.Answer.Verdict = "t2", "allow"
+	if _, err := h.decide(allow); err != nil {
+		t.Fatal(err)
+	}
+	if h.s.Phase != events.PhaseWorking || h.s.Activity != "tool:Bash" || h.s.WaitingOn != "" || len(h.s.Entries) != 1 || h.s.Entries[0].EntryID != "t2" {
+		t.Errorf("after both: %s/%s entries %+v", h.s.Phase, h.s.Activity, h.s.Entries)
+	}
 }
