@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -93,7 +94,8 @@ func hookFieldKind(name string) string {
 //	other events        none, and a Problems entry "unknown hook event"
 //
 // Errors are *HookError values: ErrInvalidUTF8, ErrSyntax or ErrNotObject
-// for a payload that is not a JSON object; ErrMissingField when
+// for a payload that is not a JSON object; ErrTooDeep or ErrTooManyKeys
+// for one over MaxHookDepth or MaxHookKeys; ErrMissingField when
 // hook_event_name or session_id is absent or empty; events.ErrMalformed
 // (naming the field) when session_id, or agent_id if set, is not a valid
 // aggregate id (events.ValidID; "agent-"+agent_id for a subagent);
@@ -134,65 +136,32 @@ func hookFieldCap(name string) int {
 }
 
 // CheckHook reports whether b is a hook payload Parser.Hook accepts,
-// with the same errors, without redacting or building an observation's
-// raw text: what a hook process checks before it spools b.
+// with the same errors, without decoding more than the top-level fields
+// it checks, redacting or building an observation: what a hook process
+// checks before it spools b.
 func CheckHook(b []byte) error {
-	_, err := parseHook(bytes.TrimRight(b, " \t\r\n"))
+	s, err := scanHook(bytes.TrimRight(b, " \t\r\n"), 0)
+	if err != nil {
+		return &HookError{Err: err}
+	}
+	_, err = checkHook(s.top)
 	return err
 }
 
 // parseHook parses b (trailing whitespace removed) into an observation
 // without redaction or Raw.
 func parseHook(b []byte) (events.Observation, error) {
-	top, _, err := decodeObject(b)
+	s, err := scanHook(b, 0)
 	if err != nil {
 		return events.Observation{}, &HookError{Err: err}
 	}
-	keys := make([]string, 0, len(top))
-	for k := range top {
-		keys = append(keys, k)
+	top := s.top
+	event, err := checkHook(top)
+	if err != nil {
+		return events.Observation{}, err
 	}
-	sort.Strings(keys)
 	var probs []string
 	t := object{m: top, probs: &probs}
-	event := ""
-	if jsonKind(top["hook_event_name"]) == "string" {
-		event = t.str("hook_event_name")
-	}
-	if len(event) > MaxHookID {
-		return events.Observation{}, &HookError{Field: "hook_event_name", Err: fmt.Errorf("%w: %d bytes, at most %d", ErrFieldTooLong, len(event), MaxHookID)}
-	}
-	for _, k := range keys {
-		want, got := hookFieldKind(k), jsonKind(top[k])
-		if want != "" && got != "null" && got != want {
-			return events.Observation{}, &HookError{Event: event, Field: k, Err: fmt.Errorf("%w: want %s, got %s", ErrFieldType, want, got)}
-		}
-		if c := hookFieldCap(k); c > 0 && got == "string" {
-			if n := len(t.str(k)); n > c {
-				return events.Observation{}, &HookError{Event: event, Field: k, Err: fmt.Errorf("%w: %d bytes, at most %d", ErrFieldTooLong, n, c)}
-			}
-		}
-	}
-	if event == "" {
-		return events.Observation{}, &HookError{Field: "hook_event_name", Err: ErrMissingField}
-	}
-	if t.str("session_id") == "" {
-		return events.Observation{}, &HookError{Event: event, Field: "session_id", Err: ErrMissingField}
-	}
-	// The ids name the session aggregate (SessionAggregate): refuse here,
-	// by the log's own rule, what the server would refuse on delivery.
-	if err := events.ValidID(t.str("session_id")); err != nil {
-		return events.Observation{}, &HookError{Event: event, Field: "session_id", Err: err}
-	}
-	if a := t.str("agent_id"); a != "" {
-		err := events.ValidID(a)
-		if err == nil {
-			_, err = SessionAggregate("", a) // "agent-"+a within MaxIDLen
-		}
-		if err != nil {
-			return events.Observation{}, &HookError{Event: event, Field: "agent_id", Err: err}
-		}
-	}
 	o := events.Observation{Parser: ParserHook, Kind: event}
 	o.Meta = events.Meta{
 		SessionID: t.str("session_id"),
@@ -280,6 +249,59 @@ func parseHook(b []byte) (events.Observation, error) {
 	return o, nil
 }
 
+// checkHook checks a hook payload's top-level members, top, as Parser.Hook
+// does, and returns hook_event_name. Only the fields it checks are
+// decoded. Errors: *HookError wrapping ErrFieldType, ErrFieldTooLong,
+// ErrMissingField or events.ErrMalformed.
+func checkHook(top map[string]json.RawMessage) (string, error) {
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	t := object{m: top, probs: new([]string)}
+	event := ""
+	if jsonKind(top["hook_event_name"]) == "string" {
+		event = t.str("hook_event_name")
+	}
+	if len(event) > MaxHookID {
+		return "", &HookError{Field: "hook_event_name", Err: fmt.Errorf("%w: %d bytes, at most %d", ErrFieldTooLong, len(event), MaxHookID)}
+	}
+	for _, k := range keys {
+		want, got := hookFieldKind(k), jsonKind(top[k])
+		if want != "" && got != "null" && got != want {
+			return "", &HookError{Event: event, Field: k, Err: fmt.Errorf("%w: want %s, got %s", ErrFieldType, want, got)}
+		}
+		// A string's decoded text is at most as long as its JSON text.
+		if c := hookFieldCap(k); c > 0 && got == "string" && len(top[k]) > c+2 {
+			if n := len(t.str(k)); n > c {
+				return "", &HookError{Event: event, Field: k, Err: fmt.Errorf("%w: %d bytes, at most %d", ErrFieldTooLong, n, c)}
+			}
+		}
+	}
+	if event == "" {
+		return "", &HookError{Field: "hook_event_name", Err: ErrMissingField}
+	}
+	if t.str("session_id") == "" {
+		return "", &HookError{Event: event, Field: "session_id", Err: ErrMissingField}
+	}
+	// The ids name the session aggregate (SessionAggregate): refuse here,
+	// by the log's own rule, what the server would refuse on delivery.
+	if err := events.ValidID(t.str("session_id")); err != nil {
+		return "", &HookError{Event: event, Field: "session_id", Err: err}
+	}
+	if a := t.str("agent_id"); a != "" {
+		err := events.ValidID(a)
+		if err == nil {
+			_, err = SessionAggregate("", a) // "agent-"+a within MaxIDLen
+		}
+		if err != nil {
+			return "", &HookError{Event: event, Field: "agent_id", Err: err}
+		}
+	}
+	return event, nil
+}
+
 // Hook payload caps applied by PrepareHook.
 const (
 	// MaxHookSend is the most a hook sends and spools of one payload, in
@@ -295,38 +317,69 @@ const (
 
 // PrepareHook returns what a hook process spools for payload b: b itself
 // (trailing whitespace removed) when it is at most MaxHookSend bytes;
-// else b with every string cut to MaxHookString bytes (see
-// redact.CutStrings) and a CutMember naming the original's size and
-// SHA-256, which the parser turns into the observation's Cut. It checks
-// the result as Parser.Hook would (CheckHook's errors), and refuses a
-// payload that is still over MaxHookSend after cutting (ErrTooLarge).
+// else b with every string cut to MaxHookString bytes (redact.CutText,
+// as redact.CutStrings cuts) and a CutMember naming the original's size
+// and SHA-256, which the parser turns into the observation's Cut. It
+// reads b once (UTF-8, syntax, MaxHookDepth, MaxHookKeys) and decodes
+// only the top-level fields it checks and the first MaxHookString bytes
+// of each string it cuts. Errors: CheckHook's, and ErrTooLarge for a
+// payload still over MaxHookSend after cutting.
 func PrepareHook(b []byte) ([]byte, error) {
 	b = bytes.TrimRight(b, " \t\r\n")
+	long := 0
 	if len(b) > MaxHookSend {
-		if err := CheckHook(b); err != nil {
-			return nil, err
-		}
-		cut, ok := redact.CutStrings(string(b), MaxHookString)
-		sum := sha256.Sum256(b)
-		i := strings.IndexByte(cut, '{')
-		if !ok || i < 0 {
-			return nil, &HookError{Err: ErrNotObject}
-		}
-		member := fmt.Sprintf(`{%q:{"size":%d,"sha256":%q}`, CutMember, len(b), hex.EncodeToString(sum[:]))
-		rest := strings.TrimLeft(cut[i+1:], " \t\r\n")
-		if !strings.HasPrefix(rest, "}") {
-			member += ","
-		}
-		out := cut[:i] + member + cut[i+1:]
-		if len(out) > MaxHookSend {
-			return nil, &HookError{Err: fmt.Errorf("%w: %d bytes, %d after cutting each string to %d bytes, at most %d", ErrTooLarge, len(b), len(out), MaxHookString, MaxHookSend)}
-		}
-		b = []byte(out)
+		long = MaxHookString
 	}
-	if err := CheckHook(b); err != nil {
+	s, err := scanHook(b, long)
+	if err != nil {
+		return nil, &HookError{Err: err}
+	}
+	if _, err := checkHook(s.top); err != nil {
 		return nil, err
 	}
-	return b, nil
+	if len(b) <= MaxHookSend {
+		return b, nil
+	}
+	// The cut strings first, to know the result's size before building it.
+	size := len(b)
+	cuts := make([]string, len(s.longs))
+	for i, sp := range s.longs {
+		raw := b[sp.from:sp.to]
+		text := unquotePrefix(raw, MaxHookString)
+		if len(text) <= MaxHookString {
+			continue // short once decoded: kept as written
+		}
+		cuts[i] = redact.QuoteJSON(redact.CutText(text, MaxHookString))
+		size += len(cuts[i]) - len(raw)
+	}
+	sum := sha256.Sum256(b)
+	member := fmt.Sprintf(`{%q:{"size":%d,"sha256":%q}`, CutMember, len(b), hex.EncodeToString(sum[:]))
+	if len(s.top) > 0 {
+		member += ","
+	}
+	size += len(member) - 1
+	if size > MaxHookSend {
+		return nil, &HookError{Err: fmt.Errorf("%w: %d bytes, %d after cutting each string to %d bytes, at most %d", ErrTooLarge, len(b), size, MaxHookString, MaxHookSend)}
+	}
+	out := make([]byte, 0, size)
+	out = append(out, b[:s.objAt]...)
+	out = append(out, member...)
+	last := s.objAt + 1
+	for i, sp := range s.longs {
+		if cuts[i] == "" {
+			continue
+		}
+		out = append(out, b[last:sp.from]...)
+		out = append(out, cuts[i]...)
+		last = sp.to
+	}
+	out = append(out, b[last:]...)
+	// Built from checked parts; checked again, cheaply, as the server
+	// will read it.
+	if err := CheckHook(out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // SpooledHook parses a spooled hook payload like Hook, but keys a payload

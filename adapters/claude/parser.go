@@ -113,8 +113,9 @@ func (e *LineError) Error() string {
 func (e *LineError) Unwrap() error { return e.Err }
 
 // HookError reports a hook payload that could not be used. It wraps
-// ErrSyntax, ErrInvalidUTF8, ErrNotObject, ErrMissingField,
-// ErrFieldType or ErrFieldTooLong.
+// ErrSyntax, ErrInvalidUTF8, ErrNotObject, ErrTooDeep, ErrTooManyKeys,
+// ErrTooLarge, ErrMissingField, ErrFieldType, ErrFieldTooLong or
+// events.ErrMalformed.
 type HookError struct {
 	Event string // hook_event_name, if it could be read
 	Field string // the offending top-level field, if any

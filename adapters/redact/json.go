@@ -194,15 +194,8 @@ func CutStrings(s string, max int) (string, bool) {
 		if len(t.text) <= max {
 			continue
 		}
-		cut := max
-		for cut > 0 && !utf8.RuneStart(t.text[cut]) {
-			cut--
-		}
-		if i := strings.LastIndexAny(t.text[:cut], " \t\r\n,;:()[]{}<>\"'"); i >= max*3/4 {
-			cut = i
-		}
 		b.WriteString(s[last:t.from])
-		writeJSONString(&b, t.text[:cut])
+		writeJSONString(&b, CutText(t.text, max))
 		last = t.to
 	}
 	if last == 0 {
@@ -210,4 +203,35 @@ func CutStrings(s string, max int) (string, bool) {
 	}
 	b.WriteString(s[last:])
 	return b.String(), true
+}
+
+// CutText returns text cut to at most max bytes as CutStrings cuts each
+// string: text itself when it is at most max bytes; else at the last
+// space, newline or punctuation in the final quarter of its first max
+// bytes, else on the rune boundary at or before max. text must be valid
+// UTF-8; a caller that has only a prefix of a longer text may pass any
+// prefix of more than max bytes and gets the same cut.
+func CutText(text string, max int) string {
+	if len(text) <= max {
+		return text
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	if i := strings.LastIndexAny(text[:cut], " \t\r\n,;:()[]{}<>\"'"); i >= max*3/4 {
+		cut = i
+	}
+	return text[:cut]
+}
+
+// QuoteJSON returns s as a JSON string, canonically: '"', '\\' and
+// control characters escaped (\n, \r, \t, \b, \f, else \u00XX), every
+// other character as itself (no HTML escaping), an invalid UTF-8 byte as
+// \ufffd. It is how JSON and CutStrings write the strings they change.
+func QuoteJSON(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	writeJSONString(&b, s)
+	return b.String()
 }

@@ -1,0 +1,417 @@
+package claude
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Limits on the shape of a hook payload, checked in the one pass that
+// reads it before anything in it is decoded. A payload over one of them is
+// refused with ErrTooDeep or ErrTooManyKeys.
+const (
+	// MaxHookDepth is the deepest nesting of objects and arrays in a hook
+	// payload: 512 levels, the top-level object being the first.
+	// Claude Code's payloads nest a few levels; encoding/json's own
+	// limit is 10,000.
+	MaxHookDepth = 512
+	// MaxHookKeys is the most object members a hook payload may hold,
+	// counted over all its objects: 65,536. Each member takes at least 5
+	// bytes ("":0,), so a payload with more could not fit MaxHookSend
+	// even with every string cut: the limit refuses early what cutting
+	// would refuse anyway.
+	MaxHookKeys = 1 << 16
+)
+
+// Errors of the shape limits; test with errors.Is.
+var (
+	// ErrTooDeep reports a hook payload nested deeper than MaxHookDepth.
+	ErrTooDeep = errors.New("nested too deep")
+	// ErrTooManyKeys reports a hook payload with more than MaxHookKeys
+	// object members.
+	ErrTooManyKeys = errors.New("too many keys")
+)
+
+// hookScan is one pass over a hook payload (JSON text, RFC 8259): it
+// checks UTF-8, syntax, depth and key count, and picks out what a hook
+// needs without decoding the rest: the top-level object's members, as
+// raw values, and the spans of strings longer than a given size (to cut).
+type hookScan struct {
+	b     []byte
+	i     int // next byte to read
+	keys  int // object members seen
+	limit error
+
+	long    int    // record strings with more than long raw bytes; 0 records none
+	longs   []span // b[from:to] of each such string, quotes included, in order
+	objAt   int    // offset of the top-level value's first byte
+	topSeen bool   // the top-level value is an object
+	top     map[string]json.RawMessage
+}
+
+// span is b[from:to] of a payload.
+type span struct{ from, to int }
+
+// scanHook reads b, a hook payload without trailing whitespace, in one
+// pass. long > 0 records every string longer than long bytes as written
+// (its decoded text is at most as long). Errors: ErrInvalidUTF8 or
+// ErrSyntax naming the byte, as encoding/json words the syntax error;
+// ErrTooDeep; ErrTooManyKeys; ErrNotObject for well-formed JSON that is
+// not an object.
+func scanHook(b []byte, long int) (*hookScan, error) {
+	if i := invalidUTF8(b); i >= 0 {
+		return nil, fmt.Errorf("%w at byte %d", ErrInvalidUTF8, i)
+	}
+	s := &hookScan{b: b, long: long}
+	s.ws()
+	s.objAt = s.i
+	ok := s.value(1)
+	if ok {
+		s.ws()
+		ok = s.i == len(b)
+	}
+	if !ok {
+		if s.limit != nil {
+			return nil, s.limit
+		}
+		// Word the syntax error as encoding/json does, which the parser
+		// always has: it stops at the same byte.
+		var v json.RawMessage
+		if se, isSyntax := errors.AsType[*json.SyntaxError](json.Unmarshal(b, &v)); isSyntax {
+			return nil, fmt.Errorf("%w at byte %d: %v", ErrSyntax, se.Offset, se)
+		}
+		return nil, fmt.Errorf("%w at byte %d", ErrSyntax, s.i+1)
+	}
+	if !s.topSeen {
+		return nil, fmt.Errorf("%w: got %s", ErrNotObject, jsonKind(b[s.objAt:]))
+	}
+	return s, nil
+}
+
+// ws skips JSON whitespace.
+func (s *hookScan) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\r', '\n':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// value reads one JSON value at nesting level depth (1 for the top).
+func (s *hookScan) value(depth int) bool {
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; {
+	case c == '{' || c == '[':
+		if depth > MaxHookDepth {
+			s.limit = fmt.Errorf("%w: more than %d levels at byte %d", ErrTooDeep, MaxHookDepth, s.i)
+			return false
+		}
+		if c == '{' {
+			return s.object(depth)
+		}
+		return s.array(depth)
+	case c == '"':
+		_, ok := s.str()
+		return ok
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		return s.number()
+	}
+	return false
+}
+
+// object reads an object; at depth 1 it keeps the members in s.top.
+func (s *hookScan) object(depth int) bool {
+	top := depth == 1
+	if top {
+		s.topSeen = true
+		s.top = map[string]json.RawMessage{}
+	}
+	s.i++ // '{'
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return true
+	}
+	for {
+		if s.i >= len(s.b) || s.b[s.i] != '"' {
+			return false
+		}
+		s.keys++
+		if s.keys > MaxHookKeys {
+			s.limit = fmt.Errorf("%w: more than %d object members at byte %d", ErrTooManyKeys, MaxHookKeys, s.i)
+			return false
+		}
+		k, ok := s.str()
+		if !ok {
+			return false
+		}
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		s.ws()
+		from := s.i
+		if !s.value(depth + 1) {
+			return false
+		}
+		if top {
+			name, ok := s.name(k)
+			if !ok {
+				return false
+			}
+			s.top[name] = s.b[from:s.i:s.i]
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+			s.ws()
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// array reads an array.
+func (s *hookScan) array(depth int) bool {
+	s.i++ // '['
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return true
+	}
+	for {
+		if !s.value(depth + 1) {
+			return false
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+			s.ws()
+		case ']':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// name decodes a member name's span (quotes included).
+func (s *hookScan) name(sp span) (string, bool) {
+	raw := s.b[sp.from+1 : sp.to-1]
+	for _, c := range raw {
+		if c == '\\' {
+			var n string
+			if json.Unmarshal(s.b[sp.from:sp.to], &n) != nil {
+				return "", false
+			}
+			return n, true
+		}
+	}
+	return string(raw), true
+}
+
+// str reads a string and returns its span, quotes included; one longer
+// than s.long bytes between its quotes is recorded in s.longs.
+func (s *hookScan) str() (span, bool) {
+	from := s.i
+	s.i++ // '"'
+	b := s.b
+	for s.i < len(b) {
+		// Eight plain bytes at a time: none a quote, a backslash or a
+		// control character.
+		for s.i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[s.i:])) {
+			s.i += 8
+		}
+		if s.i >= len(b) {
+			break
+		}
+		c := b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			if s.long > 0 && s.i-from-2 > s.long {
+				s.longs = append(s.longs, span{from, s.i})
+			}
+			return span{from, s.i}, true
+		case c == '\\':
+			if s.i+1 >= len(b) {
+				return span{}, false
+			}
+			switch b[s.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i += 2
+			case 'u':
+				if s.i+6 > len(b) || !isHex4(b[s.i+2:s.i+6]) {
+					return span{}, false
+				}
+				s.i += 6
+			default:
+				return span{}, false
+			}
+		case c < 0x20:
+			return span{}, false
+		default:
+			s.i++
+		}
+	}
+	return span{}, false
+}
+
+// plain8 reports whether none of the 8 bytes of w is '"', '\\' or a
+// control character (below 0x20): the bit tricks of "Bit Twiddling
+// Hacks" (haszero, hasless), exact as a test of presence.
+func plain8(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(x uint64) uint64 { return (x - ones) & ^x & highs }
+	return zero(w^('"'*ones))|zero(w^('\\'*ones))|((w-0x20*ones) & ^w & highs) == 0
+}
+
+func isHex4(h []byte) bool {
+	for _, c := range h {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// literal reads true, false or null.
+func (s *hookScan) literal(lit string) bool {
+	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
+		return false
+	}
+	s.i += len(lit)
+	return true
+}
+
+// number reads a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *hookScan) number() bool {
+	b := s.b
+	digits := func() bool {
+		n := s.i
+		for s.i < len(b) && b[s.i] >= '0' && b[s.i] <= '9' {
+			s.i++
+		}
+		return s.i > n
+	}
+	if b[s.i] == '-' {
+		s.i++
+	}
+	if s.i < len(b) && b[s.i] == '0' {
+		s.i++
+	} else if !digits() {
+		return false
+	}
+	if s.i < len(b) && b[s.i] == '.' {
+		s.i++
+		if !digits() {
+			return false
+		}
+	}
+	if s.i < len(b) && (b[s.i] == 'e' || b[s.i] == 'E') {
+		s.i++
+		if s.i < len(b) && (b[s.i] == '+' || b[s.i] == '-') {
+			s.i++
+		}
+		if !digits() {
+			return false
+		}
+	}
+	return true
+}
+
+// unquotePrefix decodes the JSON string raw (quotes included, already
+// checked well-formed) as encoding/json does, but stops once it has more
+// than n bytes: it returns the decoded text, or a prefix of it longer than
+// n bytes. An escaped lone surrogate decodes to U+FFFD.
+func unquotePrefix(raw []byte, n int) string {
+	raw = raw[1 : len(raw)-1]
+	out := make([]byte, 0, min(len(raw), n+utf8.UTFMax))
+	for i := 0; i < len(raw) && len(out) <= n; {
+		c := raw[i]
+		if c != '\\' {
+			j := i + 1
+			for j < len(raw) && raw[j] != '\\' && len(out)+j-i <= n {
+				j++
+			}
+			out = append(out, raw[i:j]...)
+			i = j
+			continue
+		}
+		switch e := raw[i+1]; e {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r := hex4(raw[i+2 : i+6])
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+					if d := utf16.DecodeRune(r, hex4(raw[i+2:i+6])); d != utf8.RuneError {
+						out = utf8.AppendRune(out, d)
+						i += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r)
+			continue
+		default: // '"', '\\', '/'
+			out = append(out, e)
+		}
+		i += 2
+	}
+	return string(out)
+}
+
+// hex4 returns the value of 4 hex digits.
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		default:
+			c = c - 'A' + 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}

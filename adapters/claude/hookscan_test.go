@@ -1,0 +1,219 @@
+package claude
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/logbook-dev/logbook/adapters/redact"
+)
+
+// prepareReference is PrepareHook as it was before the one-pass scan:
+// encoding/json over the whole payload, redact.CutStrings, the cut
+// member, and a check of the result. The scan must give the same bytes.
+func prepareReference(b []byte) ([]byte, error) {
+	b = bytes.TrimRight(b, " \t\r\n")
+	if len(b) <= MaxHookSend {
+		if _, _, err := decodeObject(b); err != nil {
+			return nil, &HookError{Err: err}
+		}
+		return b, nil
+	}
+	if _, _, err := decodeObject(b); err != nil {
+		return nil, &HookError{Err: err}
+	}
+	cut, ok := redact.CutStrings(string(b), MaxHookString)
+	sum := sha256.Sum256(b)
+	i := strings.IndexByte(cut, '{')
+	if !ok || i < 0 {
+		return nil, &HookError{Err: ErrNotObject}
+	}
+	member := fmt.Sprintf(`{%q:{"size":%d,"sha256":%q}`, CutMember, len(b), hex.EncodeToString(sum[:]))
+	if !strings.HasPrefix(strings.TrimLeft(cut[i+1:], " \t\r\n"), "}") {
+		member += ","
+	}
+	out := cut[:i] + member + cut[i+1:]
+	if len(out) > MaxHookSend {
+		return nil, &HookError{Err: ErrTooLarge}
+	}
+	return []byte(out), nil
+}
+
+// randomText returns n bytes or so of JSON string content (no quotes)
+// mixing plain ASCII, punctuation, multi-byte runes, escapes, escaped
+// surrogate pairs and lone escaped surrogates.
+func randomText(r *rand.Rand, n int) string {
+	parts := []string{"a", "bc", " ", ",", "(", "é", "世", "😀", `\n`, `\t`, `\"`, `\\`, `\/`, `\u00e9`, `\u4e16`, `\ud83d\ude00`, `\ud800`, `\udc00x`, `\u0000`, "xyz", "\u00a0"}
+	var b strings.Builder
+	for b.Len() < n {
+		if r.IntN(4) == 0 {
+			b.WriteString(parts[r.IntN(len(parts))])
+		} else {
+			b.WriteString(strings.Repeat("w", 1+r.IntN(40)))
+		}
+	}
+	return b.String()
+}
+
+// TestPrepareHook_MatchesReference: over-size payloads of random strings
+// (escapes, surrogates, runes about the cut point, long member names)
+// are cut to the same bytes as before the one-pass scan.
+func TestPrepareHook_MatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 60 {
+		var b strings.Builder
+		fmt.Fprintf(&b, ` {"session_id":"s%d","hook_event_name":"PostToolUse","tool_name":"Bash","tool_use_id":"t1","tool_response":{`, i)
+		for j := range 8 + r.IntN(40) {
+			if j > 0 {
+				b.WriteString(",")
+			}
+			key := fmt.Sprintf("k%d", j)
+			if r.IntN(10) == 0 {
+				key = randomText(r, MaxHookString+r.IntN(200))
+			}
+			size := r.IntN(300)
+			if r.IntN(2) == 0 {
+				size = MaxHookString - 50 + r.IntN(MaxHookString)
+			}
+			fmt.Fprintf(&b, `%q : ["%s", %d, {"x":"%s"}]`, key, randomText(r, size), j, randomText(r, r.IntN(MaxHookString*2)))
+		}
+		b.WriteString(`},"pad":"` + strings.Repeat("p", MaxHookSend) + `"}` + "\n")
+		payload := []byte(b.String())
+		want, werr := prepareReference(payload)
+		got, gerr := PrepareHook(payload)
+		if (werr == nil) != (gerr == nil) || !errors.Is(gerr, ErrTooLarge) && werr != nil {
+			t.Fatalf("payload %d: err %v, reference %v", i, gerr, werr)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("payload %d: %d bytes, reference %d bytes; first difference at %d", i, len(got), len(want), firstDiff(got, want))
+		}
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// TestScanHook_AgreesWithEncodingJSON: the scan accepts exactly what
+// encoding/json accepts (within the depth and key limits), words each
+// refusal as the parser always has, and reads the same top-level members.
+func TestScanHook_AgreesWithEncodingJSON(t *testing.T) {
+	seeds := []string{
+		`{"session_id":"S1","hook_event_name":"Stop","n":-0.5e+10,"a":[1,true,false,null,{"b":"\u00e9\ud83d\ude00\n"}],"e":{}, "f":[] }`,
+		`{"a\u0062":1,"ab":2,"x":"\\\"\/\b\f\r\t"}`,
+		`{}`, `[]`, `"s"`, `12`, `null`, ` {"a":{"b":{"c":[[[]]]}}}`,
+		// Long strings, read eight bytes at a time.
+		`{"long":"abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ é 😀 \n abcdefghijklmnopqrstuvwxyz","k":"` + strings.Repeat("~ !#$%&'()*+,-./", 4) + `"}`,
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte(`{}[]":,.-+eE0123456789 \tnultrfa\u` + "\x00\x7f")
+	n := 0
+	for _, seed := range seeds {
+		for range 4000 {
+			b := []byte(seed)
+			for range 1 + r.IntN(3) {
+				switch k := r.IntN(3); {
+				case k == 0 && len(b) > 0: // replace
+					b[r.IntN(len(b))] = alphabet[r.IntN(len(alphabet))]
+				case k == 1 && len(b) > 0: // delete
+					i := r.IntN(len(b))
+					b = append(b[:i:i], b[i+1:]...)
+				default: // insert
+					i := r.IntN(len(b) + 1)
+					b = append(b[:i:i], append([]byte{alphabet[r.IntN(len(alphabet))]}, b[i:]...)...)
+				}
+			}
+			n++
+			s, err := scanHook(b, 0)
+			m, _, werr := decodeObject(b)
+			if (err == nil) != (werr == nil) {
+				t.Fatalf("%q: scan %v, encoding/json %v", b, err, werr)
+			}
+			if err != nil {
+				if err.Error() != werr.Error() {
+					t.Fatalf("%q: scan says %q, encoding/json %q", b, err, werr)
+				}
+				continue
+			}
+			if diff := cmp.Diff(m, s.top, cmp.Transformer("string", func(r json.RawMessage) string { return string(r) })); diff != "" {
+				t.Fatalf("%q: members (-encoding/json +scan):\n%s", b, diff)
+			}
+		}
+	}
+	t.Logf("%d inputs", n)
+}
+
+// TestPrepareHook_Hostile: hostile payloads are refused at once with an
+// error naming what and where, small or huge.
+func TestPrepareHook_Hostile(t *testing.T) {
+	const head = `{"session_id":"S1","hook_event_name":"PostToolUse","tool_use_id":"t1",`
+	manyKeys := func(n int) []byte {
+		var b bytes.Buffer
+		b.WriteString(head + `"tool_response":{`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"key_%06d":"v"`, i)
+		}
+		b.WriteString("}}")
+		return b.Bytes()
+	}
+	nest := func(depth int) []byte {
+		return []byte(head + `"tool_response":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + "}")
+	}
+	tests := []struct {
+		name    string
+		payload []byte
+		is      error
+		message string
+	}{
+		{"malformed", []byte(`{"session_id":"S1",`), ErrSyntax, "claude hook: malformed JSON at byte 19: unexpected end of JSON input"},
+		{"malformed huge", append([]byte(head+`"tool_response":"`+strings.Repeat("x", 6<<20)), `"]`...), ErrSyntax, "claude hook: malformed JSON at byte 6291545: invalid character ']' after object key:value pair"},
+		{"binary", []byte("\x7fELF\x02\x01\x01\x00\x00\x00"), ErrSyntax, "claude hook: malformed JSON at byte 1: invalid character '\\x7f' looking for beginning of value"},
+		{"invalid UTF-8 huge", append([]byte(head+`"tool_response":"`+strings.Repeat("x", 6<<20)), "\xff\"}"...), ErrInvalidUTF8, "claude hook: invalid UTF-8 at byte 6291543"},
+		{"NUL in a string", []byte(head + "\"tool_response\":\"a\x00b\"}"), ErrSyntax, "claude hook: malformed JSON at byte 89: invalid character '\\x00' in string literal"},
+		{"too deep", nest(MaxHookDepth + 1), ErrTooDeep, "claude hook: nested too deep: more than 512 levels at byte 597"},
+		{"200,000 levels", nest(200_000), ErrTooDeep, "claude hook: nested too deep: more than 512 levels at byte 597"},
+		{"300,000 keys", manyKeys(300_000), ErrTooManyKeys, "claude hook: too many keys: more than 65536 object members at byte 1114131"},
+		{"60,000 keys, 1 MB", manyKeys(60_000), ErrTooLarge, "claude hook: payload too large: 1020088 bytes, 1020195 after cutting each string to 4096 bytes, at most 262144"},
+		{"not an object", []byte(`[` + strings.Repeat(`"x",`, 100_000) + `0]`), ErrNotObject, "claude hook: not a JSON object: got array"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := PrepareHook(tt.payload)
+			took := time.Since(start)
+			if !errors.Is(err, tt.is) || err.Error() != tt.message {
+				t.Errorf("error %v\n want %v: %s", err, tt.is, tt.message)
+			}
+			t.Logf("%d bytes refused in %v", len(tt.payload), took)
+		})
+	}
+	t.Run("at the limits", func(t *testing.T) {
+		if _, err := PrepareHook(nest(MaxHookDepth)); err != nil {
+			t.Errorf("%d levels: %v", MaxHookDepth, err)
+		}
+		if _, err := PrepareHook(manyKeys(MaxHookKeys - 5)); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("%d keys: %v, want ErrTooLarge", MaxHookKeys, err)
+		}
+		var p Parser
+		if _, err := p.Hook(nest(MaxHookDepth + 1)); !errors.Is(err, ErrTooDeep) {
+			t.Errorf("the parser takes %d levels: %v", MaxHookDepth+1, err)
+		}
+	})
+}
