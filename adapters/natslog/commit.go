@@ -185,6 +185,14 @@ func (l *Log) pipelined(batch []*request) bool {
 	}
 	timeout := time.NewTimer(l.cfg.Timeout)
 	defer timeout.Stop()
+	// Publishes no server took were not stored: each goes out again
+	// alone, once the others are answered, while no server takes it.
+	var resend []*request
+	defer func() {
+		for _, r := range resend {
+			r.answer(l.commitOne(r))
+		}
+	}()
 	for i, r := range batch {
 		if errs[i] != nil {
 			r.answer(l.outcome(r, nil, errs[i]))
@@ -194,6 +202,10 @@ func (l *Log) pipelined(batch []*request) bool {
 		case ack := <-futures[i].Ok():
 			r.answer(outcome{app: events.Appended{First: ack.Sequence, Last: ack.Sequence, Duplicate: ack.Duplicate}})
 		case err := <-futures[i].Err():
+			if noResponders(err) {
+				resend = append(resend, r)
+				continue
+			}
 			r.answer(l.outcome(r, nil, err))
 		case <-timeout.C:
 			r.answer(l.outcome(r, nil, fmt.Errorf("no acknowledgement within %s", l.cfg.Timeout)))
@@ -215,24 +227,79 @@ func (l *Log) commitOne(r *request) outcome {
 	delete(m.Header, jetstreamext.BatchIDHeader)
 	delete(m.Header, jetstreamext.BatchSeqHeader)
 	delete(m.Header, jetstreamext.BatchCommitHeader)
-	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
-	defer cancel()
-	ack, err := l.js.PublishMsg(ctx, m)
-	if err != nil {
-		return l.outcome(r, nil, err)
+	start, pause := time.Now(), firstPause
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
+		ack, err := l.js.PublishMsg(ctx, m)
+		cancel()
+		if err == nil {
+			return outcome{app: events.Appended{First: ack.Sequence, Last: ack.Sequence, Duplicate: ack.Duplicate}}
+		}
+		if !l.again(err, start, &pause) {
+			return l.outcome(r, nil, err)
+		}
+		l.batches.Add(1)
+		m.Reply = ""
 	}
-	return outcome{app: events.Appended{First: ack.Sequence, Last: ack.Sequence, Duplicate: ack.Duplicate}}
 }
 
-// send publishes msgs as one atomic batch, bounded by Config.Timeout.
-func (l *Log) send(msgs []*nats.Msg) (*jetstreamext.BatchAck, error) {
-	l.batches.Add(1)
-	for _, m := range msgs {
-		m.Reply = "" // a retry may reuse a message that carried an ack inbox
+// ElectionWait bounds how long the committer sends a commit again that
+// found no responders: no server took it (the stream has no leader
+// while it elects one, or the node the connection is on has lost its
+// routes), so nothing of it was stored and sending it again, with the
+// same event ids, is safe. After ElectionWait the append fails with the
+// error. A commit that was sent and not answered (a timeout, a broken
+// connection) is never sent again here: its outcome is unknown.
+const ElectionWait = 30 * time.Second
+
+// firstPause is the first pause before a commit is sent again; each
+// pause doubles, up to maxPause.
+const (
+	firstPause = 50 * time.Millisecond
+	maxPause   = time.Second
+)
+
+// noResponders reports whether err says that no server took the request.
+func noResponders(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// again reports whether a send that failed with err, first tried at
+// start, goes out again: err is noResponders and ElectionWait has not
+// passed. It pauses (pause, then doubled up to maxPause) before saying
+// so, and says no at once when the Log is closed.
+func (l *Log) again(err error, start time.Time, pause *time.Duration) bool {
+	if !noResponders(err) || time.Since(start)+*pause > ElectionWait {
+		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
-	defer cancel()
-	return jetstreamext.PublishMsgBatch(ctx, l.js, msgs)
+	t := time.NewTimer(*pause)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-l.quit:
+		return false
+	}
+	*pause = min(*pause*2, maxPause)
+	return true
+}
+
+// send publishes msgs as one atomic batch, each try bounded by
+// Config.Timeout, and sends it again while it finds no responders (see
+// ElectionWait).
+func (l *Log) send(msgs []*nats.Msg) (*jetstreamext.BatchAck, error) {
+	start, pause := time.Now(), firstPause
+	for {
+		l.batches.Add(1)
+		for _, m := range msgs {
+			m.Reply = "" // a retry may reuse a message that carried an ack inbox
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
+		ack, err := jetstreamext.PublishMsgBatch(ctx, l.js, msgs)
+		cancel()
+		if err == nil || !l.again(err, start, &pause) {
+			return ack, err
+		}
+	}
 }
 
 // outcome maps the answer to r's own batch onto what Append returns.

@@ -56,7 +56,11 @@ const jsErrNoMessage = 10037
 // returns errNoMsg when none matches.
 func (l *Log) leaderGet(ctx context.Context, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
 	body, _ := json.Marshal(req)
-	resp, err := l.js.Conn().RequestWithContext(ctx, jsAPI("STREAM.MSG.GET", StreamName), body)
+	var resp *nats.Msg
+	err := untilResponders(ctx, func() (err error) {
+		resp, err = l.js.Conn().RequestWithContext(ctx, jsAPI("STREAM.MSG.GET", StreamName), body)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -116,4 +120,26 @@ func (l *Log) leaderPage(ctx context.Context, subject string, from uint64, recs 
 		from = m.Sequence + 1
 	}
 	return got, true, nil
+}
+
+// untilResponders calls f, and again after a pause (firstPause doubling
+// up to maxPause) while it fails because no server took its request: the
+// stream has no leader during an election. It returns f's last error, or
+// that one once ctx ends.
+func untilResponders(ctx context.Context, f func() error) error {
+	pause := firstPause
+	for {
+		err := f()
+		if err == nil || !noResponders(err) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		pause = min(pause*2, maxPause)
+	}
 }

@@ -77,10 +77,15 @@ func (l *Log) decode(seq uint64, subject string, data []byte) (events.Record, er
 	return events.Record{Seq: seq, Subject: subject, Envelope: e}, nil
 }
 
-// withTimeout bounds ctx by Config.Timeout unless it has a deadline.
+// withTimeout bounds ctx by Config.Timeout unless it has a deadline; on
+// a replicated stream by ElectionWait, as a read that finds no leader is
+// asked again until one is elected.
 func (l *Log) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return ctx, func() {}
+	}
+	if l.leaderReads {
+		return context.WithTimeout(ctx, ElectionWait)
 	}
 	return context.WithTimeout(ctx, l.cfg.Timeout)
 }
@@ -154,7 +159,13 @@ func (l *Log) loadPage(ctx context.Context, subject string, from uint64, recs *[
 // LastSeq implements events.Log: the stream sequence of the last message
 // of any subject (0 when empty).
 func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
-	info, err := l.stream.Info(ctx)
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	var info *jetstream.StreamInfo
+	err := untilResponders(ctx, func() (err error) {
+		info, err = l.stream.Info(ctx)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("last seq of %s: %w", StreamName, err)
 	}
@@ -274,7 +285,24 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 	// Next watches ctx only between resets; Stop ends a reset's waits too.
 	unwatch := context.AfterFunc(ctx, it.Stop)
 	defer unwatch()
-	if info := cons.CachedInfo(); end > 0 && info != nil && info.NumPending == 0 {
+	// The consumer's pending count is its replica's: on a replicated
+	// stream the consumer may sit on a follower that is still catching
+	// up (a node just restarted), whose count reaches 0 before end. There
+	// the last message on filter comes from the stream leader instead, and
+	// reading stops only at it (or past end).
+	exact := end > 0 && l.leaderReads
+	if exact {
+		last, err := l.lastOn(ctx, filter)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if last < from {
+			return
+		}
+		end = min(end, last)
+	}
+	if info := cons.CachedInfo(); end > 0 && !exact && info != nil && info.NumPending == 0 {
 		return
 	}
 	for {
@@ -299,10 +327,25 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 		if !yield(m, nil) {
 			return
 		}
-		if end > 0 && (seq >= end || md.NumPending == 0) {
+		if end > 0 && (seq >= end || !exact && md.NumPending == 0) {
 			return
 		}
 	}
+}
+
+// lastOn returns the stream sequence of the last message on filter as
+// the stream leader has it, 0 when there is none.
+func (l *Log) lastOn(ctx context.Context, filter string) (uint64, error) {
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	m, err := l.leaderGet(ctx, msgGetRequest{LastBySubj: filter})
+	if errors.Is(err, errNoMsg) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return m.Sequence, nil
 }
 
 // stopConsumer stops the iterator and deletes the server-side consumer
