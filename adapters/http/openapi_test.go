@@ -46,6 +46,7 @@ func TestOpenAPI(t *testing.T) {
 		"/v1/sessions/" + sid(1):            "SessionReply",
 		"/v1/sessions/" + sid(1) + "/audit": "Audit",
 		"/v1/sessions/nosuch":               "Error",
+		"/v1/usage?by=day":                  "UsageReport",
 	} {
 		want := 200
 		if schema == "Error" {

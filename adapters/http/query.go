@@ -356,12 +356,13 @@ func (s *Server) waitSeq(r *http.Request) error {
 }
 
 // sessionReply is GET /v1/sessions/{id}'s answer: the full row, its
-// subagents' summaries, its commands (oldest first), and the checkpoint
-// it was read at.
+// subagents' summaries, its commands (oldest first), what it and its
+// subagents spent, and the checkpoint it was read at.
 type sessionReply struct {
 	Session    session.State    `json:"session"`
 	Children   []SessionSummary `json:"children"`
 	Commands   []command.State  `json:"commands"`
+	Usage      SessionUsage     `json:"usage"`
 	Checkpoint uint64           `json:"checkpoint"`
 }
 
@@ -395,7 +396,12 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	rep := sessionReply{Session: st, Children: []SessionSummary{}, Commands: nonNil(cmds), Checkpoint: cp}
+	spend, err := s.sessionUsage(st, kids)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rep := sessionReply{Session: st, Children: []SessionSummary{}, Commands: nonNil(cmds), Usage: spend, Checkpoint: cp}
 	for _, k := range kids {
 		rep.Children = append(rep.Children, Summary(k))
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
@@ -53,6 +54,10 @@ type Config struct {
 	// Reviews records a person's verdict on an open review; nil until the
 	// review gate is wired in.
 	Reviews Reviews
+	// Prices returns the price table usage is priced with (the data
+	// dir's prices.json over the shipped one, read at each request, as
+	// the command line does); nil: the shipped table.
+	Prices func() (*usage.Table, error)
 
 	// Tokens, when set, are required of every request (reader for GET,
 	// writer for POST). A server on a loopback address may run without.
@@ -115,6 +120,7 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET", "/v1/sessions/{id}/commands", s.sessionCommands)
 	s.handle("GET", "/v1/commands/{id}", s.command)
 	s.handle("GET", "/v1/commands/{id}/output", s.output)
+	s.handle("GET", "/v1/usage", s.usage)
 	s.handle("GET", "/v1/pending", s.pending)
 	s.handle("POST", "/v1/reviews/{id}", s.review)
 	s.handle("GET", "/v1/events", s.events)

@@ -16,6 +16,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	httpapi "github.com/logbook-dev/logbook/adapters/http"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/replay"
 )
@@ -84,6 +85,7 @@ func newHTTP(f httpFlags, dd dataDir, b *backend, store *projections.Store, svc 
 	}
 	cfg := httpapi.Config{
 		Log: b.log, Store: store, Reg: b.reg, Host: hostname(), Output: cl, Metrics: m, Loopback: loop, Reviews: reviews,
+		Prices: func() (*usage.Table, error) { return usage.LoadTable(dd.path("prices.json")) },
 		Timeline: func(ctx context.Context, id string, cmds []string) (any, error) {
 			return replay.SessionTimeline(ctx, b.log, id, cmds)
 		},

@@ -110,7 +110,8 @@ async function flush() {
   for (const [id, seq] of todo.slice(64)) dirty.set(id, seq);
   if (pd) { try { await loadPending(pd); } catch (_) {} }
   render();
-  if (state.route) pageEvent();
+  if (usageView) scheduleUsage();
+  else if (state.route) pageEvent();
   if (dirty.size) scheduleFlush();
 }
 
@@ -272,6 +273,13 @@ async function pageEvent() {
   add("open entries", (s.entries || []).map((e) => e.activity + " (" + age(e.opened_at) + ")").join(", "));
   add("started", s.started_at); add("ended", s.end_reason);
   root.append(kv);
+  // What it spent, priced as `logbook session show` prices it; its
+  // subagents' spend apart, never inside its own.
+  const u = d.usage || {};
+  const uk = el("dl", { class: "kv", id: "usage" });
+  uk.append(el("dt", { text: "tokens" }), el("dd", { id: "usage-own", text: (u.own && u.own.text) || "-" }));
+  if (u.subagents && u.subagents.text) uk.append(el("dt", { text: "subagents' tokens" }), el("dd", { id: "usage-subagents", text: u.subagents.text }));
+  root.append(el("h2", { text: "Usage" }), uk);
   const reviews = s.pending_reviews || [];
   if (reviews.length) {
     root.append(el("h2", { text: "Open reviews" }));
@@ -392,12 +400,117 @@ function pageCommandEvent(id) {
   if (page && page.commands.has(id)) readOutput(id);
 }
 
+// ---- the usage view ----
+// Tokens and cost grouped by day, model, session or project, as
+// `logbook usage --by …` prints them: the same columns, the same
+// wording, costs to four places, "no price" for a model the price table
+// does not name.
+
+let usageView = null; // {by}
+let usageTimer = null;
+
+const BYS = ["day", "model", "session", "project"];
+
+function dashed(s) { return s && String(s).trim() ? String(s) : "-"; }
+function costText(c) { return c === null || c === undefined ? "no price" : "$" + c.toFixed(4); }
+function total(t) { return t.input + t.output + t.cache_write + t.cache_read; }
+
+// usageColumns mirrors usage.Report.Columns.
+function usageColumns(rep) {
+  const byModel = rep.by === "model";
+  const head = (byModel ? ["MODEL"] : [rep.by.toUpperCase(), "MODEL"]).concat(["INPUT", "OUTPUT", "CACHE WRITE", "CACHE READ", "COST", "SUBAGENTS"]);
+  const rows = rep.lines.map((l) => {
+    let sub = "-";
+    if (l.subagents) {
+      sub = total(l.subagents) + " tokens";
+      if (l.subagents_cost !== null && l.subagents_cost !== undefined) sub += ", $" + l.subagents_cost.toFixed(4);
+    }
+    const key = l.key + (l.parent ? " (subagent of " + l.parent + ")" : "");
+    const cells = byModel ? [dashed(l.model)] : [dashed(key), dashed(l.model)];
+    return cells.concat([String(l.tokens.input), String(l.tokens.output), String(l.tokens.cache_write), String(l.tokens.cache_read), costText(l.cost), sub]);
+  });
+  return [head, rows];
+}
+
+// usageTotal mirrors usage.Report.TotalText.
+function usageTotal(rep) {
+  let sum = 0, unpriced = false;
+  for (const l of rep.lines) { if (l.cost === null || l.cost === undefined) unpriced = true; else sum += l.cost; }
+  let s = "total cost: $" + sum.toFixed(4) + (unpriced ? " (lines with no price are not in it)" : "") +
+    "; prices: table v" + rep.prices.version + " of " + rep.prices.date + ", " + rep.prices.currency + " per million tokens";
+  if (rep.prices.override) s += ", with " + rep.prices.override + " over it";
+  return s;
+}
+
+function table(id, head, rows) {
+  const t = el("table", { id }, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", { text: h })))));
+  const tb = el("tbody");
+  for (const r of rows) tb.append(el("tr", {}, ...r.map((c) => el("td", { text: c }))));
+  t.append(tb);
+  return t;
+}
+
+async function openUsage(by) {
+  usageView = { by };
+  document.getElementById("page").replaceChildren(el("p", { class: "dim", text: "loading usage …" }));
+  await loadUsage();
+}
+
+function scheduleUsage() {
+  if (usageTimer) return;
+  usageTimer = setTimeout(() => { usageTimer = null; loadUsage(); }, 1000);
+}
+
+async function loadUsage() {
+  if (!usageView) return;
+  const by = usageView.by;
+  let rep;
+  try {
+    rep = await getJSON("/v1/usage?by=" + by + "&tz=UTC");
+  } catch (e) {
+    document.getElementById("page").replaceChildren(el("p", { text: "usage: " + e.message }), el("a", { href: "#/", text: "back" }));
+    return;
+  }
+  if (!usageView || usageView.by !== by) return;
+  const root = el("div", { id: "usage-view", "data-by": by });
+  root.append(el("p", {}, el("a", { href: "#/", text: "← board" })));
+  const nav = el("p", { class: "by" }, "by ");
+  for (const b of BYS) nav.append(b === by ? el("strong", { text: b }) : el("a", { href: "#/usage/" + b, text: b }), " ");
+  root.append(el("h2", { text: "Usage" }), nav);
+  const [head, rows] = usageColumns(rep);
+  root.append(table("usage-table", head, rows));
+  root.append(el("p", { id: "usage-total", text: usageTotal(rep) }));
+  if (rep.limits.length) {
+    root.append(el("h2", { text: "Plan limits" }), el("p", { class: "dim", text: "latest reading per account and window" }));
+    const lrows = rep.limits.map((l) => {
+      let used = l.used_percent.toFixed(1) + "%";
+      if (l.expired) used = "expired (was " + used + ")";
+      let win = l.window;
+      const m = l.window_minutes || 0;
+      if (m > 0 && m % 1440 === 0) win += " (" + m / 1440 + "d)";
+      else if (m > 0 && m % 60 === 0) win += " (" + m / 60 + "h)";
+      else if (m > 0) win += " (" + m + "m)";
+      const resets = l.resets_at > 0 ? new Date(l.resets_at * 1000).toISOString().replace(/\.\d+Z$/, "Z") : "-";
+      const measured = new Date(l.measured_at).toISOString().replace(/\.\d+Z$/, "Z");
+      return [l.account, win, used, resets, measured + " (" + age(l.measured_at) + " ago)"];
+    });
+    root.append(table("limits-table", ["ACCOUNT", "WINDOW", "USED", "RESETS", "MEASURED"], lrows));
+  }
+  document.getElementById("page").replaceChildren(root);
+}
+
 // ---- routes and keys ----
 
 function route() {
   const m = location.hash.match(/^#\/s\/(.+)$/);
+  const um = location.hash.match(/^#\/usage(?:\/(session|model|day|project))?$/);
   const board = document.getElementById("board"), pg = document.getElementById("page");
-  if (m) {
+  usageView = null;
+  if (um) {
+    state.route = "usage"; page = null;
+    board.hidden = true; pg.hidden = false;
+    openUsage(um[1] || "day");
+  } else if (m) {
     state.route = decodeURIComponent(m[1]);
     state.selected = state.route;
     board.hidden = true; pg.hidden = false;
@@ -424,6 +537,7 @@ document.addEventListener("keydown", (ev) => {
   if (inInput || ev.ctrlKey || ev.metaKey || ev.altKey) return;
   if (ev.key === "/") { ev.preventDefault(); document.getElementById("filter").focus(); return; }
   if (ev.key === "e") { state.showEnded = !state.showEnded; render(); return; }
+  if (ev.key === "u") { location.hash = "#/usage"; return; }
   if (state.route) return;
   if (ev.key === "j" || ev.key === "k" || ev.key === "ArrowDown" || ev.key === "ArrowUp") {
     const rs = rows();

@@ -1,0 +1,83 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/logbook-dev/logbook/adapters/usage"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// SessionUsage is what a session spent and what its subagents spent, apart
+// (a subagent's spend is never folded into its parent's), priced as
+// `logbook session show` prices them.
+type SessionUsage struct {
+	Own       usage.Spend `json:"own"`
+	Subagents usage.Spend `json:"subagents"`
+}
+
+// prices returns the price table: Config.Prices, or the shipped one.
+func (s *Server) prices() (*usage.Table, error) {
+	if s.cfg.Prices == nil {
+		return usage.Shipped(), nil
+	}
+	return s.cfg.Prices()
+}
+
+// sessionUsage prices st's spend and its subagents' (kids).
+func (s *Server) sessionUsage(st session.State, kids []session.State) (SessionUsage, error) {
+	t, err := s.prices()
+	if err != nil {
+		return SessionUsage{}, err
+	}
+	return SessionUsage{Own: usage.SpendOf([]session.State{st}, t), Subagents: usage.SpendOf(kids, t)}, nil
+}
+
+// usage answers GET /v1/usage: the usage view grouped by ?by= (session,
+// model, day or project; default session), from ?since= (7d, 12h, 30m or
+// a day YYYY-MM-DD) on, of ?session= and its subagents, with days cut in
+// ?tz= (UTC, Local or an IANA name), priced now: usage.Report, the JSON
+// `logbook usage --json` prints.
+func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	now := s.cfg.Clock()
+	loc, err := usage.LoadZone(v.Get("tz"))
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("%w: %v", errBadRequest, err))
+		return
+	}
+	q := usage.Query{By: v.Get("by"), Session: v.Get("session"), Loc: loc}
+	if since := v.Get("since"); since != "" {
+		if q.Since, err = usage.ParseSince(since, now, loc); err != nil {
+			s.fail(w, r, fmt.Errorf("%w: %v", errBadRequest, err))
+			return
+		}
+	}
+	if q.Session != "" {
+		if err := events.ValidID(q.Session); err != nil {
+			s.fail(w, r, fmt.Errorf("%w: session: %v", errBadRequest, err))
+			return
+		}
+	}
+	if err := s.caughtUp(r.Context()); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err := s.prices()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ss, err := s.store.Sessions("")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rep, err := usage.NewReport(ss, q, t, now)
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("%w: %v", errBadRequest, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}

@@ -1,0 +1,288 @@
+package usage
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// Report is a priced answer to a Query: what `logbook usage --json` prints
+// and GET /v1/usage answers, so both show the same numbers.
+type Report struct {
+	By     string       `json:"by"`
+	Since  time.Time    `json:"since,omitzero"`
+	TZ     string       `json:"tz"`
+	Prices PriceInfo    `json:"prices"`
+	Lines  []PricedLine `json:"lines"`
+	Limits []Limit      `json:"limits"`
+}
+
+// PriceInfo names the price table a Report was priced with.
+type PriceInfo struct {
+	Version  int               `json:"version"`
+	Date     string            `json:"date"`
+	Currency string            `json:"currency"`
+	Sources  map[string]string `json:"sources"`
+	Override string            `json:"override,omitempty"`
+}
+
+// PricedLine is a Line with its cost in the table's currency: Cost is nil
+// when the line's model has no price; SubagentsCost is nil when the line
+// has no subagents or no price.
+type PricedLine struct {
+	Line
+	Cost          *float64 `json:"cost"`
+	SubagentsCost *float64 `json:"subagents_cost"`
+}
+
+// NewReport groups the usage of ss by q (see Group), prices each line
+// with t and adds the plan-limit readings as of now. Its error is Group's.
+func NewReport(ss []session.State, q Query, t *Table, now time.Time) (Report, error) {
+	lines, err := Group(ss, q)
+	if err != nil {
+		return Report{}, err
+	}
+	by := q.By
+	if by == "" {
+		by = BySession
+	}
+	loc := q.Loc
+	if loc == nil {
+		loc = time.UTC
+	}
+	rep := Report{By: by, Since: q.Since, TZ: loc.String(), Lines: []PricedLine{}, Limits: Limits(ss, now)}
+	rep.Prices = PriceInfo{Version: t.Version, Date: t.Date, Currency: t.Currency, Sources: t.Sources, Override: t.Override}
+	for _, l := range lines {
+		pl := PricedLine{Line: l}
+		if c, ok := t.Cost(l.Model, l.Tokens); ok {
+			pl.Cost = &c
+			if l.Subagents != nil {
+				sc, _ := t.Cost(l.Model, *l.Subagents)
+				pl.SubagentsCost = &sc
+			}
+		}
+		rep.Lines = append(rep.Lines, pl)
+	}
+	return rep, nil
+}
+
+// CostText is how a cost shows: "$0.0123", or "no price" for nil.
+func CostText(c *float64) string {
+	if c == nil {
+		return "no price"
+	}
+	return fmt.Sprintf("$%.4f", *c)
+}
+
+// Columns returns the header and the cells of each line as the usage
+// table shows them (WriteText, and the board's usage view): the group
+// and model (the model alone by model), input, output, cache write and
+// cache read tokens, cost, and the subagents' tokens and cost.
+func (r Report) Columns() (head []string, rows [][]string) {
+	head = []string{strings.ToUpper(r.By), "MODEL"}
+	if r.By == ByModel {
+		head = []string{"MODEL"}
+	}
+	head = append(head, "INPUT", "OUTPUT", "CACHE WRITE", "CACHE READ", "COST", "SUBAGENTS")
+	for _, l := range r.Lines {
+		sub := "-"
+		if l.Subagents != nil {
+			sub = fmt.Sprintf("%d tokens", l.Subagents.Total())
+			if l.SubagentsCost != nil {
+				sub += fmt.Sprintf(", $%.4f", *l.SubagentsCost)
+			}
+		}
+		key := l.Key
+		if l.Parent != "" {
+			key += " (subagent of " + l.Parent + ")"
+		}
+		cells := []string{dash(key), dash(l.Model)}
+		if r.By == ByModel {
+			cells = []string{dash(l.Model)}
+		}
+		cells = append(cells, strconv.FormatInt(l.Tokens.Input, 10), strconv.FormatInt(l.Tokens.Output, 10),
+			strconv.FormatInt(l.Tokens.CacheWrite, 10), strconv.FormatInt(l.Tokens.CacheRead, 10), CostText(l.Cost), sub)
+		rows = append(rows, cells)
+	}
+	return head, rows
+}
+
+// TotalText is the line under the table: the total cost of the priced
+// lines and the price table they were priced with.
+func (r Report) TotalText() string {
+	var total float64
+	unpriced := false
+	for _, l := range r.Lines {
+		if l.Cost != nil {
+			total += *l.Cost
+		} else {
+			unpriced = true
+		}
+	}
+	note := ""
+	if unpriced {
+		note = " (lines with no price are not in it)"
+	}
+	s := fmt.Sprintf("total cost: $%.4f%s; prices: table v%d of %s, %s per million tokens", total, note, r.Prices.Version, r.Prices.Date, r.Prices.Currency)
+	if r.Prices.Override != "" {
+		s += ", with " + r.Prices.Override + " over it"
+	}
+	return s
+}
+
+// LimitColumns returns the header and cells of the plan-limit readings
+// as of now: account, window (with its length), used percent ("expired
+// (was N%)" past the reset), reset time and when it was measured.
+func (r Report) LimitColumns(now time.Time) (head []string, rows [][]string) {
+	head = []string{"ACCOUNT", "WINDOW", "USED", "RESETS", "MEASURED"}
+	for _, l := range r.Limits {
+		used := fmt.Sprintf("%.1f%%", l.UsedPercent)
+		if l.Expired {
+			used = "expired (was " + used + ")"
+		}
+		win := l.Window
+		switch m := l.Minutes; {
+		case m > 0 && m%1440 == 0:
+			win += fmt.Sprintf(" (%dd)", m/1440)
+		case m > 0 && m%60 == 0:
+			win += fmt.Sprintf(" (%dh)", m/60)
+		case m > 0:
+			win += fmt.Sprintf(" (%dm)", m)
+		}
+		resets := "-"
+		if l.ResetsAt > 0 {
+			resets = time.Unix(l.ResetsAt, 0).UTC().Format(time.RFC3339)
+		}
+		rows = append(rows, []string{l.Account, win, used, resets, fmt.Sprintf("%s (%s ago)", l.MeasuredAt.Format(time.RFC3339), Age(now, l.MeasuredAt))})
+	}
+	return head, rows
+}
+
+// WriteText writes r as `logbook usage` prints it: the table, the total
+// line, and the plan limits as of now when there are any.
+func (r Report) WriteText(w io.Writer, now time.Time) error {
+	table := func(head []string, rows [][]string) error {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(head, "\t"))
+		for _, c := range rows {
+			fmt.Fprintln(tw, strings.Join(c, "\t"))
+		}
+		return tw.Flush()
+	}
+	if err := table(r.Columns()); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%s\n", r.TotalText())
+	if len(r.Limits) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nplan limits (latest reading per account and window):")
+	return table(r.LimitColumns(now))
+}
+
+// Spend is what some sessions spent: their tokens, the cost of the part
+// that has a price, the models without one, and Text, the line `session
+// show` prints ("" when nothing was spent).
+type Spend struct {
+	Tokens   Tokens   `json:"tokens"`
+	Cost     *float64 `json:"cost"` // nil: no model of it has a price
+	Unpriced []string `json:"unpriced,omitempty"`
+	Text     string   `json:"text"`
+}
+
+// SpendOf sums the usage of ss and prices it with t.
+func SpendOf(ss []session.State, t *Table) Spend {
+	lines, _ := Group(ss, Query{By: ByModel})
+	var sp Spend
+	var cost float64
+	priced := false
+	for _, l := range lines {
+		sp.Tokens = sp.Tokens.Plus(l.Tokens)
+		if c, ok := t.Cost(l.Model, l.Tokens); ok {
+			cost += c
+			priced = true
+		} else {
+			sp.Unpriced = append(sp.Unpriced, dash(l.Model))
+		}
+	}
+	if priced {
+		sp.Cost = &cost
+	}
+	tok := sp.Tokens
+	if tok.Total() == 0 {
+		return sp
+	}
+	sp.Text = fmt.Sprintf("%d (input %d, output %d, cache write %d, cache read %d); ", tok.Total(), tok.Input, tok.Output, tok.CacheWrite, tok.CacheRead)
+	switch {
+	case !priced:
+		sp.Text += "no price for " + strings.Join(sp.Unpriced, ", ")
+	case len(sp.Unpriced) > 0:
+		sp.Text += fmt.Sprintf("cost $%.4f, and no price for %s", cost, strings.Join(sp.Unpriced, ", "))
+	default:
+		sp.Text += fmt.Sprintf("cost $%.4f", cost)
+	}
+	return sp
+}
+
+// LoadZone returns the zone tz names: "UTC" (or ""), "Local", or an IANA
+// name such as Europe/Berlin. Its error names tz.
+func LoadZone(tz string) (*time.Location, error) {
+	switch tz {
+	case "", "UTC":
+		return time.UTC, nil
+	case "Local", "local":
+		return time.Local, nil
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return nil, fmt.Errorf("--tz %q: %v (want UTC, Local or a name such as Europe/Berlin)", tz, err)
+	}
+	return loc, nil
+}
+
+// ParseSince reads a since: a duration back from now (7d, 12h, 30m) or a
+// day (YYYY-MM-DD, midnight in loc). Its error names s.
+func ParseSince(s string, now time.Time, loc *time.Location) (time.Time, error) {
+	if d, err := time.ParseInLocation("2006-01-02", s, loc); err == nil {
+		return d, nil
+	}
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		if days, err := strconv.Atoi(n); err == nil && days >= 0 {
+			return now.AddDate(0, 0, -days), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("--since %q: want a duration such as 7d, 12h or 30m, or a day such as 2026-05-23", s)
+}
+
+// Age is how long before now t was, as the command line shows ages:
+// "42s", "5m", "3h07m", "2d4h"; "-" for the zero time.
+func Age(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := max(now.Sub(t), 0)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+func dash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}
