@@ -73,7 +73,8 @@ const (
 	SigTurnEnd        = "turn_end"        // the model finished its turn
 	SigInterrupt      = "interrupt"       // the user interrupted the turn
 	SigPermission     = "permission"      // a permission prompt waits; ID: tool use id if known, Name: tool
-	SigQuestion       = "question"        // the agent asked the user and waits; ID: tool use id
+	SigQuestion       = "question"        // the agent asked the user and waits; ID: tool use id, Name: tool; Status QuestionPrefilled: see there
+	SigAnswer         = "answer"          // the user's answer to the agent's question; ID: the question's tool use id; Text: the answer only
 	SigIdle           = "idle"            // the agent waits for input (idle prompt)
 	SigCompactStart   = "compact_start"   // context compaction began
 	SigCompactEnd     = "compact_end"     // context compaction finished
@@ -91,6 +92,11 @@ const (
 // it reported the start of the prompt's turn (Codex writes task_started,
 // then user_message): it opens a turn only when none is open.
 const PromptInTurn = "in_turn"
+
+// QuestionPrefilled is the Status of a question signal whose call the
+// model sent with answers already filled in: whatever answer its result
+// reports is the model's own words, never the user's.
+const QuestionPrefilled = "prefilled"
 
 // Sig is one signal. Text is short (≤ 200 bytes) and redacted.
 type Sig struct {

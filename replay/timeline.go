@@ -87,13 +87,14 @@ func TimelineOf(recs []events.Record) []Item {
 		it := Item{Seq: r.Seq, Ver: r.Ver, At: r.At.UTC(), Type: r.Type, Cause: r.Cause}
 		describe(&it, r.Data)
 		if d, ok := r.Data.(events.ReviewDecided); ok && len(d.Evidence) > 0 {
-			// The user messages a verdict relied on, in their words.
+			// The user messages a verdict relied on (prompts, answers to
+			// the agent's questions), in their words.
 			var said []string
 			for _, id := range d.Evidence {
 				if o, ok := obs[id]; ok {
 					ob, _ := events.Observed(o.Data)
 					for _, s := range ob.Signals {
-						if s.Kind == events.SigPrompt && s.Text != "" {
+						if (s.Kind == events.SigPrompt || s.Kind == events.SigAnswer) && s.Text != "" {
 							said = append(said, s.Text)
 						}
 					}

@@ -67,7 +67,8 @@ func hookFieldKind(name string) string {
 //	UserPromptSubmit    prompt (ID prompt_id, Text prompt)
 //	PreToolUse          tool_use (ID tool_use_id, Name tool_name, Background
 //	                    tool_input.run_in_background, Text: command, path …),
-//	                    and question for a tool that BlocksOnUser
+//	                    and question for a tool that BlocksOnUser (Status
+//	                    prefilled when tool_input.answers is set)
 //	PermissionRequest   permission (ID tool_use_id if present, Name tool_name,
 //	                    Text: command, path …)
 //	PermissionDenied    tool_result rejected (ID tool_use_id, Name tool_name)
@@ -76,7 +77,9 @@ func hookFieldKind(name string) string {
 //	                    backgroundTaskId), interrupted …; then background_done
 //	                    when a TaskOutput/BashOutput response reports an end,
 //	                    or killed for KillShell/TaskStop (Task: the input's
-//	                    shell_id or task_id)
+//	                    shell_id or task_id); for AskUserQuestion, answer
+//	                    per answer in tool_response.answers (ID tool_use_id,
+//	                    Text the answer)
 //	PostToolUseFailure  tool_result error, or interrupted when is_interrupt
 //	                    (Name tool_name)
 //	Notification        by notification_type (or, when absent, by message):
@@ -195,6 +198,9 @@ func parseHook(b []byte) (events.Observation, error) {
 		resp := t.raw("tool_response")
 		o.Signals = result{id: toolID, content: textOf(resp), detail: resp}.signals()
 		o.Signals[0].Name = tool
+		if tool == "AskUserQuestion" && o.Signals[0].Status == StatusOK {
+			o.Signals = append(o.Signals, answerSigs(toolID, resp)...)
+		}
 		if tool == "KillShell" || tool == "TaskStop" {
 			// The stopping call returned without error: the task it names
 			// has ended, whatever the response's wording.

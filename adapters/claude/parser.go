@@ -16,8 +16,8 @@ import (
 // Parser names and versions stamped on Observation.Parser. A change in
 // what a parser emits for the same input bumps its version.
 const (
-	ParserLine = "claude-transcript/3" // 3: usage signals
-	ParserHook = "claude-hook/2"
+	ParserLine = "claude-transcript/4" // 3: usage signals; 4: answer signals, prefilled questions
+	ParserHook = "claude-hook/3"       // 3: answer signals, prefilled questions
 )
 
 // DefaultMaxRaw is the cap on Observation.Raw when Config.MaxRaw is 0:

@@ -253,3 +253,42 @@ func toolSummary(name string, input object) string {
 	}
 	return ""
 }
+
+// answerSigs returns an answer signal for each answer in detail, the
+// result of an AskUserQuestion call with id (toolUseResult or
+// tool_response, 2.0.x and 2.1.x: {questions: [{question, …}], answers:
+// {<question>: <answer>}}), in the order of the questions. Text is the
+// answer alone (the option chosen, several joined by ", ", or what the
+// user typed), never the question. Anything else yields none: a result
+// that is not an object, answers that are not strings, an answer to no
+// question listed. Only the session's own question call with id makes
+// an answer the user's (the gate checks that; see adapters/gate).
+func answerSigs(id string, detail json.RawMessage) []events.Sig {
+	d, ok := newObject(detail, "", new([]string))
+	if !ok || id == "" {
+		return nil
+	}
+	d = d.quiet()
+	ans, ok := d.obj("answers")
+	if !ok {
+		return nil
+	}
+	ans = ans.quiet()
+	var sigs []events.Sig
+	seen := map[string]bool{}
+	for _, q := range d.arr("questions") {
+		qo, ok := newObject(q, "", new([]string))
+		if !ok {
+			continue
+		}
+		text := qo.quiet().str("question")
+		if text == "" || seen[text] {
+			continue
+		}
+		seen[text] = true
+		if a := strings.TrimSpace(ans.str(text)); a != "" {
+			sigs = append(sigs, events.Sig{Kind: events.SigAnswer, ID: id, Name: "AskUserQuestion", Text: a})
+		}
+	}
+	return sigs
+}

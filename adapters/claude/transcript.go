@@ -51,6 +51,9 @@ func ParseLine(path string, line int, b []byte, cfg Config) (events.Observation,
 //	                                 the subagent id of an Agent/Task result),
 //	                                 then background_done when a TaskOutput or
 //	                                 BashOutput result reports an ended task;
+//	                                 an ok result whose toolUseResult has the
+//	                                 shape of AskUserQuestion's adds answer per
+//	                                 answer (ID tool_use_id, Text the answer);
 //	                                 an interrupt marker in the same message
 //	                                 adds interrupt
 //	assistant, isApiErrorMessage     api_error (Status "failed"), turn_end
@@ -60,7 +63,8 @@ func ParseLine(path string, line int, b []byte, cfg Config) (events.Observation,
 //	                                 tool_use: tool_use (ID, Name, Background =
 //	                                 input.run_in_background, Text: command,
 //	                                 path or query), and question too for a
-//	                                 tool that BlocksOnUser; server-side tool blocks:
+//	                                 tool that BlocksOnUser (Status prefilled
+//	                                 when input.answers is set); server-side tool blocks:
 //	                                 none
 //	assistant, message.usage         usage (ID message.id, Usage: tokens of
 //	                                 the model; see usageSig), last
@@ -238,7 +242,11 @@ func userLine(t object) []events.Sig {
 		}
 	}
 	for _, r := range results {
-		sigs = append(sigs, r.signals()...)
+		rs := r.signals()
+		sigs = append(sigs, rs...)
+		if rs[0].Status == StatusOK {
+			sigs = append(sigs, answerSigs(r.id, r.detail)...)
+		}
 	}
 	text := strings.Join(texts, "\n")
 	if len(results) > 0 {
@@ -414,7 +422,13 @@ func toolUse(id, name string, o object, inKey string) []events.Sig {
 	}
 	sigs := []events.Sig{sig}
 	if BlocksOnUser(name) {
-		sigs = append(sigs, events.Sig{Kind: events.SigQuestion, ID: id, Name: name, Text: sig.Text})
+		q := events.Sig{Kind: events.SigQuestion, ID: id, Name: name, Text: sig.Text}
+		if in.raw("answers") != nil {
+			// The model filled in answers itself: a result's answers
+			// may be its own words.
+			q.Status = events.QuestionPrefilled
+		}
+		sigs = append(sigs, q)
 	}
 	return sigs
 }

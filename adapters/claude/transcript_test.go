@@ -50,7 +50,7 @@ func TestParser_Line_Session(t *testing.T) {
 		7:  {"assistant", []string{"tool_use:Bash#toolu_A1&bg", "usage#msg_3"}},
 		8:  {"user", []string{"tool_result#toolu_A1=backgrounded@bgtask1"}},
 		9:  {"assistant", []string{"tool_use:AskUserQuestion#toolu_A2", "question:AskUserQuestion#toolu_A2", "usage#msg_5"}},
-		10: {"user", []string{"tool_result#toolu_A2=ok"}},
+		10: {"user", []string{"tool_result#toolu_A2=ok", "answer:AskUserQuestion#toolu_A2"}},
 		11: {"assistant", []string{"tool_use:Bash#toolu_A3", "usage#msg_7"}},
 		12: {"user", []string{"tool_result#toolu_A3=rejected"}},
 		13: {"user", []string{"interrupt:tool_use"}},

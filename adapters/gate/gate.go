@@ -396,25 +396,65 @@ func (g *Gate) Sweep(ctx context.Context, st session.State, why string) (int, er
 	return n, nil
 }
 
-// UserMessages returns the real user messages of a session (the prompt
-// signals of its observations), oldest first, keeping the newest that
-// fit max bytes of text; dropped reports whether older ones were left
-// out. Assistant text, tool input and output, file contents and
+// UserMessages returns the real user messages of a session, oldest first,
+// keeping the newest that fit max bytes of text; dropped reports whether
+// older ones were left out. They are its prompts, and its user's answers
+// to the questions the agent asked (Claude Code's AskUserQuestion): an
+// answer signal counts only when it names a question call this session's
+// agent made (a question signal with its id) that the model did not send
+// with answers already filled in, and only from the first observation
+// that reports that call's answers. Assistant text,
+// the question itself, tool input and output, file contents and
 // summaries are never among them.
 func UserMessages(ctx context.Context, log events.Log, agg events.Aggregate, max int) (msgs []UserMessage, dropped bool, err error) {
 	recs, _, err := log.Load(ctx, agg)
 	if err != nil {
 		return nil, false, err
 	}
-	var all []UserMessage
+	// The questions the agent asked the user, by call id: true when an
+	// answer to it may count.
+	asked := map[string]bool{}
 	for _, r := range recs {
 		o, ok := events.Observed(r.Envelope.Data)
 		if !ok {
 			continue
 		}
 		for _, s := range o.Signals {
-			if s.Kind == events.SigPrompt && strings.TrimSpace(s.Text) != "" {
-				all = append(all, UserMessage{ID: r.Envelope.ID.String(), At: r.Envelope.At, Text: s.Text})
+			if s.Kind != events.SigQuestion || s.ID == "" {
+				continue
+			}
+			if _, seen := asked[s.ID]; !seen {
+				asked[s.ID] = true
+			}
+			if s.Status == events.QuestionPrefilled {
+				asked[s.ID] = false // the model's own answers: never
+			}
+		}
+	}
+	answeredIn := map[string]string{} // question id → the event whose answers count
+	var all []UserMessage
+	for _, r := range recs {
+		o, ok := events.Observed(r.Envelope.Data)
+		if !ok {
+			continue
+		}
+		id := r.Envelope.ID.String()
+		for _, s := range o.Signals {
+			if strings.TrimSpace(s.Text) == "" {
+				continue
+			}
+			switch s.Kind {
+			case events.SigPrompt:
+				all = append(all, UserMessage{ID: id, At: r.Envelope.At, Kind: MessagePrompt, Text: s.Text})
+			case events.SigAnswer:
+				if !asked[s.ID] {
+					continue
+				}
+				if first, ok := answeredIn[s.ID]; ok && first != id {
+					continue // a second report of answers already given
+				}
+				answeredIn[s.ID] = id
+				all = append(all, UserMessage{ID: id, At: r.Envelope.At, Kind: MessageAnswer, Text: s.Text})
 			}
 		}
 	}

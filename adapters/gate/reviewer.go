@@ -46,13 +46,21 @@ type ReviewerRequest struct {
 }
 
 // UserMessage is one real user message: the id of the observation that
-// holds it (cite it in ReviewerAnswer.Evidence), when, and its text
-// (redacted, at most 200 bytes as the log keeps it).
+// holds it (cite it in ReviewerAnswer.Evidence), when, what it is
+// (MessagePrompt or MessageAnswer), and its text (redacted, at most 200
+// bytes as the log keeps it).
 type UserMessage struct {
 	ID   string    `json:"id"`
 	At   time.Time `json:"at"`
+	Kind string    `json:"kind"`
 	Text string    `json:"text"`
 }
+
+// Kinds of user message (UserMessage.Kind).
+const (
+	MessagePrompt = "prompt" // a prompt the user submitted
+	MessageAnswer = "answer" // the user's answer to a question the agent asked
+)
 
 // ReviewerAnswer is what a reviewer program writes on stdout: one JSON
 // object. Verdict is allow or deny; Risk low, medium, high or critical;

@@ -48,7 +48,7 @@ type Observation struct {
 var signalKinds = []string{
 	events.SigSessionStart, events.SigPrompt, events.SigThinking, events.SigText, events.SigToolUse,
 	events.SigToolResult, events.SigTurnEnd, events.SigInterrupt, events.SigPermission, events.SigQuestion,
-	events.SigIdle, events.SigCompactStart, events.SigCompactEnd, events.SigBackgroundDone,
+	events.SigAnswer, events.SigIdle, events.SigCompactStart, events.SigCompactEnd, events.SigBackgroundDone,
 	events.SigSubagentStart, events.SigSubagentStop, events.SigMode, events.SigSessionEnd, events.SigAPIError,
 }
 

@@ -220,7 +220,7 @@ func (s State) Seen(o *events.Observation) bool {
 
 // LateDuplicate reports whether every signal of o is about a tool call s
 // knows closed and adds nothing: the call or its permission for a call
-// closed or abandoned, its result for a call that had its result, a prompt
+// closed or abandoned, its result (and the answers it reports) for a call that had its result, a prompt
 // whose turn already began. Such a
 // hook is a re-sent or redelivered copy, however many hooks came between
 // (the recent-key window alone forgets after RecentKeys). A result for an
@@ -235,7 +235,7 @@ func (s State) LateDuplicate(o *events.Observation) bool {
 			if !s.closedCall(sig.ID) {
 				return false
 			}
-		case events.SigToolResult:
+		case events.SigToolResult, events.SigAnswer:
 			if sig.ID == "" || !s.Calls.Has(sig.ID) {
 				return false
 			}
