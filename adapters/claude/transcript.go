@@ -353,14 +353,22 @@ func assistantLine(t object, meta *events.Meta) []events.Sig {
 	return sigs
 }
 
+// UsageRefused begins the Problems entry of a line whose usage a parser
+// refused (an input or output count missing, a count negative, not a
+// whole number or absurd): the line is recorded and its usage counts
+// nothing. An importer warns of each.
+const UsageRefused = "usage refused: "
+
 // usageSig returns the usage signal of an assistant message's usage
 // object (Claude Code v2.1.x: input_tokens, output_tokens,
 // cache_creation_input_tokens, cache_read_input_tokens), with ID the
 // message id: Claude Code writes a message that has several content
 // blocks on several lines, each with the message's usage, and the reducer
 // counts one message id once. A field that is not a whole number from 0
-// to events.MaxUsageTokens refuses the reading: no signal, and a Problems
-// entry naming the field (the line itself is still recorded).
+// to events.MaxUsageTokens, or input_tokens or output_tokens absent or
+// null, refuses the reading: no signal, and a Problems entry (UsageRefused)
+// naming the field (the line itself is still recorded). An absent cache
+// count is 0.
 func usageSig(u object, id, model string, probs *[]string) (events.Sig, bool) {
 	var out events.Usage
 	for _, f := range []struct {
@@ -371,8 +379,11 @@ func usageSig(u object, id, model string, probs *[]string) (events.Sig, bool) {
 		{"cache_creation_input_tokens", &out.CacheWrite}, {"cache_read_input_tokens", &out.CacheRead},
 	} {
 		v, why := tokenCount(u.raw(f.key))
+		if why == "" && (f.key == "input_tokens" || f.key == "output_tokens") && IsAbsent(u.raw(f.key)) {
+			why = "missing" // every reading carries both; cache counts may be absent (0)
+		}
 		if why != "" {
-			*probs = append(*probs, fmt.Sprintf("usage refused: field %q: %s", u.at(f.key), why))
+			*probs = append(*probs, fmt.Sprintf(UsageRefused+"field %q: %s", u.at(f.key), why))
 			return events.Sig{}, false
 		}
 		*f.dst = v
@@ -405,6 +416,9 @@ func tokenCount(raw []byte) (int64, string) {
 		return 0, "want a number, got " + k
 	}
 }
+
+// IsAbsent reports whether a member's raw JSON value is absent or null.
+func IsAbsent(raw []byte) bool { return raw == nil || string(raw) == "null" }
 
 // TokenCount reads one token count of a usage object, as the Claude Code
 // parser does (for other adapters): absent or null is 0; why is set when

@@ -2,6 +2,8 @@ package claude
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -43,6 +45,8 @@ func TestUsage_Signals(t *testing.T) {
 		"fractional":     `,"usage":{"input_tokens":1.5,"output_tokens":1}`,
 		"absurd":         `,"usage":{"input_tokens":1,"output_tokens":99999999999999999}`,
 		"usage a string": `,"usage":"lots"`,
+		"input missing":  `,"usage":{"output_tokens":1,"cache_read_input_tokens":5}`,
+		"output null":    `,"usage":{"input_tokens":1,"output_tokens":null}`,
 	} {
 		o, err := p.Line("t.jsonl", 1, line(bad))
 		if err != nil {
@@ -58,11 +62,57 @@ func TestUsage_Signals(t *testing.T) {
 			t.Errorf("%s: signals %+v", name, o.Signals)
 		}
 	}
+	// Cache counts may be absent: 0.
+	if o, _ := p.Line("t.jsonl", 1, line(`,"usage":{"input_tokens":4,"output_tokens":2}`)); usageOf(o) == nil || len(o.Problems) != 0 {
+		t.Errorf("no cache counts: %+v", o)
+	}
 	// No usage, or a synthetic message: no signal, no problem.
 	for _, l := range [][]byte{line(""), []byte(`{"type":"assistant","message":{"id":"m","model":"<synthetic>","content":[],"usage":{"input_tokens":0,"output_tokens":0}}}`)} {
 		o, err := p.Line("t.jsonl", 1, l)
 		if err != nil || usageOf(o) != nil || len(o.Problems) != 0 {
 			t.Errorf("%s: %+v %v", l, o, err)
 		}
+	}
+}
+
+// TestUsage_RefusedIsWarned: importing a line whose usage is refused
+// warns, naming the file, the line and the field; the line is recorded
+// and counts nothing, and the lines around it count.
+func TestUsage_RefusedIsWarned(t *testing.T) {
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	path := filepath.Join(t.TempDir(), "5e551011-0000-4000-8000-000000000031.jsonl")
+	asst := func(uuid, msg, usage string) string {
+		return fmt.Sprintf(`{"type":"assistant","uuid":%q,"sessionId":"5e551011-0000-4000-8000-000000000031","timestamp":"2026-04-24T19:19:02.584Z","message":{"id":%q,"model":"claude-opus-4-7","role":"assistant","content":[{"type":"text","text":"ok"}],"usage":%s}}`+"\n", uuid, msg, usage)
+	}
+	body := asst("a1", "m1", `{"input_tokens":-5,"output_tokens":1}`) + asst("a2", "m2", `{"output_tokens":"lots"}`) + asst("a3", "m3", `{"input_tokens":2,"output_tokens":3}`)
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: "5e551011-0000-4000-8000-000000000031"}
+	r, err := in.ImportFile(t.Context(), path, agg, nil)
+	if err != nil || r.Appended != 3 {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	if len(r.Warnings) != 2 || !strings.Contains(r.Warnings[0], ":1: usage refused: field \"message.usage.input_tokens\": -5 is negative") ||
+		!strings.Contains(r.Warnings[1], ":2: usage refused: field \"message.usage.input_tokens\": missing") {
+		t.Errorf("warnings %q", r.Warnings)
+	}
+	recs, _, err := l.Load(t.Context(), agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in3, out3 int64
+	for _, rec := range recs {
+		if o, ok := events.Observed(rec.Data); ok {
+			for _, s := range o.Signals {
+				if s.Usage != nil {
+					in3, out3 = in3+s.Usage.Input, out3+s.Usage.Output
+				}
+			}
+		}
+	}
+	if in3 != 2 || out3 != 3 {
+		t.Errorf("usage counted: input %d, output %d; want the third line's 2 and 3", in3, out3)
 	}
 }

@@ -472,6 +472,7 @@ func TestTokenCount(t *testing.T) {
 		"non-numeric":     `{"input_tokens":"x","output_tokens":1}`,
 		"absurd":          `{"input_tokens":1e300,"output_tokens":1}`,
 		"cached over all": `{"input_tokens":5,"cached_input_tokens":9,"output_tokens":1}`,
+		"output missing":  `{"input_tokens":5,"cached_input_tokens":1}`,
 	} {
 		line := ev(9, "event_msg", `{"type":"token_count","info":{"total_token_usage":`+bad+`},"rate_limits":{"primary":{"used_percent":3,"window_minutes":300}}}`)
 		o, err := p.Line(&st, "r.jsonl", 3, []byte(line))

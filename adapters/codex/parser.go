@@ -422,9 +422,10 @@ func eventMsg(st *FileState, pl object, sub string, o *events.Observation) []eve
 // usage of the last turn_context's model; rate_limits {limit_id,
 // plan_type, primary, secondary: {used_percent, window_minutes,
 // resets_at (Unix seconds)}} gives one rate_limit signal per window.
-// A count that is not a whole number from 0 to events.MaxUsageTokens, or
-// cached tokens over the input, refuses the usage (a Problems entry);
-// the rate limits still count.
+// A count that is not a whole number from 0 to events.MaxUsageTokens,
+// input_tokens or output_tokens absent, or cached tokens over the input,
+// refuses the usage (a claude.UsageRefused Problems entry); the rate
+// limits still count.
 func tokenCount(st *FileState, pl object, o *events.Observation) []events.Sig {
 	var sigs []events.Sig
 	if info, ok := pl.obj("info"); ok {
@@ -440,6 +441,9 @@ func tokenCount(st *FileState, pl object, o *events.Observation) []events.Sig {
 				{"output_tokens", &u.Output}, {"reasoning_output_tokens", &u.Reasoning},
 			} {
 				v, why := claude.TokenCount(tot.raw(f.key))
+				if why == "" && (f.key == "input_tokens" || f.key == "output_tokens") && claude.IsAbsent(tot.raw(f.key)) {
+					why = "missing"
+				}
 				if why != "" && refused == "" {
 					refused = fmt.Sprintf("field %q: %s", tot.at(f.key), why)
 				}
@@ -451,7 +455,7 @@ func tokenCount(st *FileState, pl object, o *events.Observation) []events.Sig {
 			u.Input, u.CacheRead = input-cached, cached
 			switch {
 			case refused != "":
-				o.Problems = append(o.Problems, "usage refused: "+refused)
+				o.Problems = append(o.Problems, claude.UsageRefused+refused)
 			case st.Copying:
 				// The origin's spend, copied into the fork: it sets where the
 				// fork's own totals start from and counts nothing here.
