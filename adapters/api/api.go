@@ -132,39 +132,58 @@ func PartSize(nc *nats.Conn) int {
 	return max(int(nc.MaxPayload())-replyHeadroom, 1024)
 }
 
+// MaxInFlight is how many requests of one subscription Serve works on
+// at once. A request that waits long (a gate review waiting for a
+// person) does not hold up the others; past this many, the next waits
+// for one to finish, so a flood of requests queues in the client's
+// subscription rather than in goroutines.
+const MaxInFlight = 64
+
 // Serve answers subject (a prefix and a verb) on nc with handle until
-// the subscription ends, sending heartbeats while handle works (at most
-// handleTimeout). Failures to answer — an answer too large to send, a
-// publish refused — and handler errors that are not about the request
-// itself are written to logf as well as, when possible, to the client.
+// the subscription ends, working on up to MaxInFlight requests at once
+// (so handle must be safe for concurrent use) and sending heartbeats
+// while handle works (at most handleTimeout each). Failures to answer —
+// an answer too large to send, a publish refused — and handler errors
+// that are not about the request itself are written to logf as well as,
+// when possible, to the client.
 func Serve(nc *nats.Conn, subject string, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any)) (*nats.Subscription, error) {
-	verb := subject[strings.LastIndexByte(subject, '.')+1:]
+	slots := make(chan struct{}, MaxInFlight)
 	return nc.QueueSubscribe(subject, "logbook-api", func(m *nats.Msg) {
-		ctx, cancel := context.WithTimeout(context.Background(), handleTimeout)
-		defer cancel()
-		stop := heartbeat(nc, m.Reply)
-		var r Reply
-		v, err := handle(ctx, m.Data)
-		stop()
-		if err == nil {
-			r.Data, err = encode(v)
-		}
-		if err == nil && len(r.Data) > MaxReply {
-			err = fmt.Errorf("%s: %w: %d bytes, over the limit of %d", verb, ErrTooLarge, len(r.Data), MaxReply)
-		}
-		if err != nil {
-			if !IsInputError(err) && !errors.Is(err, events.ErrNotFound) {
-				logf("api %s: %v", verb, err)
-			}
-			r = Reply{Error: err.Error(), Code: errCode(err)}
-		}
-		b := r.wire()
-		if err := respond(nc, m, b); err != nil {
-			logf("api %s: answer of %d bytes not sent: %v", verb, len(b), err)
-			b, _ = json.Marshal(Reply{Error: fmt.Sprintf("%s: answer of %d bytes not sent: %v", verb, len(b), err)})
-			_ = m.Respond(b)
-		}
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots }()
+			answer(nc, m, subject, handle, logf)
+		}()
 	})
+}
+
+// answer works on request m of subject with handle and sends the answer.
+func answer(nc *nats.Conn, m *nats.Msg, subject string, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any)) {
+	verb := subject[strings.LastIndexByte(subject, '.')+1:]
+	ctx, cancel := context.WithTimeout(context.Background(), handleTimeout)
+	defer cancel()
+	stop := heartbeat(nc, m.Reply)
+	var r Reply
+	v, err := handle(ctx, m.Data)
+	stop()
+	if err == nil {
+		r.Data, err = encode(v)
+	}
+	if err == nil && len(r.Data) > MaxReply {
+		err = fmt.Errorf("%s: %w: %d bytes, over the limit of %d", verb, ErrTooLarge, len(r.Data), MaxReply)
+	}
+	if err != nil {
+		if !IsInputError(err) && !errors.Is(err, events.ErrNotFound) {
+			logf("api %s: %v", verb, err)
+		}
+		r = Reply{Error: err.Error(), Code: errCode(err)}
+	}
+	b := r.wire()
+	if err := respond(nc, m, b); err != nil {
+		logf("api %s: answer of %d bytes not sent: %v", verb, len(b), err)
+		b, _ = json.Marshal(Reply{Error: fmt.Sprintf("%s: answer of %d bytes not sent: %v", verb, len(b), err)})
+		_ = m.Respond(b)
+	}
 }
 
 // heartbeat sends a heartbeat to reply on nc every heartbeatEvery until

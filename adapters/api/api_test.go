@@ -104,13 +104,77 @@ func TestAPI_AnswerSizes(t *testing.T) {
 	if err := srv.Conn().Flush(); err != nil {
 		t.Fatal(err)
 	}
+	// Each call below has a deadline of its own: the refusal above may
+	// take most of its own on a loaded machine (32 MiB built and encoded).
+	ctx, cancel = context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
 	var done string
 	if err := Call(ctx, nc, "test.", "slow", nil, &done); err != nil || done != "done" {
 		t.Errorf("answer after a heartbeat: %q, %v", done, err)
 	}
 
+	ctx, cancel = context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
 	err = Call(ctx, nc, "test.", "nobody", 1, nil)
 	if !errors.Is(err, nats.ErrNoResponders) {
 		t.Errorf("verb nobody serves: %v, want no responders", err)
+	}
+}
+
+// TestServe_SlowRequestHoldsUpNoOther holds one request of a verb open
+// (as a gate review waits for a person) and asks the same verb again:
+// the second is answered while the first still waits, and the first is
+// answered once released.
+func TestServe_SlowRequestHoldsUpNoOther(t *testing.T) {
+	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", User: "u", Password: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown() })
+	nc, err := natslog.Connect(srv.ClientURL(), nats.UserInfo("u", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	release, held := make(chan struct{}), make(chan struct{})
+	sub, err := Serve(srv.Conn(), "test.wait", func(ctx context.Context, data []byte) (any, error) {
+		var hold bool
+		if err := json.Unmarshal(data, &hold); err != nil {
+			return nil, err
+		}
+		if hold {
+			close(held)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return "released", nil
+		}
+		return "at once", nil
+	}, func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	if err := srv.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	var firstAnswer string
+	go func() { first <- Call(t.Context(), nc, "test.", "wait", true, &firstAnswer) }()
+	<-held
+	var second string
+	if err := Call(t.Context(), nc, "test.", "wait", false, &second); err != nil || second != "at once" {
+		t.Fatalf("second request while the first waits: %q, %v", second, err)
+	}
+	select {
+	case err := <-first:
+		t.Fatalf("the held request was answered before it was released: %q, %v", firstAnswer, err)
+	default:
+	}
+	close(release)
+	if err := <-first; err != nil || firstAnswer != "released" {
+		t.Fatalf("held request: %q, %v", firstAnswer, err)
 	}
 }
