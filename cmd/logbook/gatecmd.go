@@ -296,11 +296,15 @@ func reviewAnswerCmd(g *globals, verdict string) *cobra.Command {
 	var reason, sess string
 	cmd := &cobra.Command{
 		Use:   verdict + " ID --reason R",
-		Short: "Answer " + verdict + " to an open gate review; the first answer wins, a late one is refused naming it",
+		Short: "Answer " + verdict + " to an open gate review (its id or a unique prefix); the first answer wins, a late one is refused naming it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := gate.DecideRequest{Session: sess, ID: args[0], Verdict: verdict, Reason: reason, Actor: personActor(), Ref: ulid.Make().String()}
-			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
+			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
+				var err error
+				if req.Session, req.ID, err = resolveReview(cmd.Context(), b, call, req.Session, req.ID); err != nil {
+					return err
+				}
 				var out gate.DecideReply
 				if err := call(cmd.Context(), gate.VerbReviewDecide, req, &out); err != nil {
 					return err
@@ -308,13 +312,13 @@ func reviewAnswerCmd(g *globals, verdict string) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				_, err := fmt.Fprintf(g.stdout, "review %s of session %s: %s\n", out.Review.ID, out.Session, out.Review.Winner())
+				_, err = fmt.Fprintf(g.stdout, "review %s of session %s: %s\n", out.Review.ID, out.Session, out.Review.Winner())
 				return err
 			})
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, in a few words (required)")
-	cmd.Flags().StringVar(&sess, "session", "", "the session holding the review (when its id is not unique)")
+	cmd.Flags().StringVar(&sess, "session", "", "the session holding the review, an id or a unique prefix (when the review's id is not unique)")
 	cmd.MarkFlagRequired("reason")
 	return cmd
 }
@@ -420,4 +424,69 @@ func reviewStdin(ctx context.Context, b *backend, cl *worker.Client, id string, 
 		return fmt.Errorf("command stdin: %w: %s", events.ErrRejected, gate.Explain(v))
 	}
 	return nil
+}
+
+// resolveReview returns the session and review that sess (a session id
+// or a unique prefix of one; "" for any session) and id (a review id or
+// a unique prefix of the open reviews' ids) name. An id that is an open
+// review's whole id names it; else the one open review whose id begins
+// with it. A prefix several open reviews begin with is a usage error
+// listing them. An id no open review has or begins with is passed on as
+// it is, so the gate answers for a review decided before (naming who
+// decided it) or for one it does not know.
+func resolveReview(ctx context.Context, b *backend, call api.Caller, sess, id string) (string, string, error) {
+	if id == "" {
+		return "", "", usageErrorf("want a review id (or a prefix of one; logbook review list shows them)")
+	}
+	if sess != "" {
+		var err error
+		if sess, err = resolveID(ctx, b, events.KindSession, sess); err != nil {
+			return "", "", err
+		}
+	}
+	var open gate.ReviewsReply
+	if err := call(ctx, gate.VerbReviews, gate.ReviewsRequest{}, &open); err != nil {
+		return "", "", err
+	}
+	var exact, begins []gate.PendingRow
+	for _, r := range open.Reviews {
+		if sess != "" && r.Session != sess {
+			continue
+		}
+		switch {
+		case r.ID == id:
+			exact = append(exact, r)
+		case strings.HasPrefix(r.ID, id):
+			begins = append(begins, r)
+		}
+	}
+	cands := begins
+	if len(exact) > 0 {
+		cands = exact
+	}
+	switch len(cands) {
+	case 0:
+		return sess, id, nil
+	case 1:
+		return cands[0].Session, cands[0].ID, nil
+	}
+	var msg strings.Builder
+	if len(exact) > 0 {
+		fmt.Fprintf(&msg, "review %s is open in %d sessions:", id, len(cands))
+	} else {
+		fmt.Fprintf(&msg, "review id prefix %q is ambiguous: %d open reviews begin with it:", id, len(cands))
+	}
+	const show = 10
+	for _, r := range cands[:min(len(cands), show)] {
+		fmt.Fprintf(&msg, "\n  %s  (session %s, %s)", r.ID, r.Session, r.Tool)
+	}
+	if len(cands) > show {
+		fmt.Fprintf(&msg, "\n  … and %d more", len(cands)-show)
+	}
+	if len(exact) > 0 {
+		msg.WriteString("\nname one with --session")
+	} else {
+		msg.WriteString("\ngive more of the id")
+	}
+	return "", "", usageErrorf("%s", msg.String())
 }

@@ -50,22 +50,22 @@ recorded (exit 1 when any do).
 				}
 				p.Time = t
 			}
-			if sess != "" {
-				p.Agg = events.Aggregate{Kind: events.KindSession, ID: sess}
-				if err := p.Agg.Validate(); err != nil {
-					return fmt.Errorf("--session: %w", err)
-				}
+			if rederive && sess == "" {
+				return usageErrorf("--rederive needs --session")
 			}
 			b, err := openBackend(ctx, g)
 			if err != nil {
 				return err
 			}
 			defer b.Close()
+			if sess != "" {
+				if sess, err = resolveID(ctx, b, events.KindSession, sess); err != nil {
+					return err
+				}
+				p.Agg = events.Aggregate{Kind: events.KindSession, ID: sess}
+			}
 			switch {
 			case rederive:
-				if sess == "" {
-					return usageErrorf("--rederive needs --session")
-				}
 				r, err := replay.Rederive(ctx, b.log, sess)
 				if err != nil {
 					return err
@@ -140,7 +140,7 @@ recorded (exit 1 when any do).
 	f := cmd.Flags()
 	f.Uint64Var(&seq, "seq", 0, "replay up to and including this stream sequence")
 	f.StringVar(&at, "at", "", "replay the events decided up to this time (RFC 3339)")
-	f.StringVar(&sess, "session", "", "replay only this session")
+	f.StringVar(&sess, "session", "", "replay only this session (an id or a unique prefix)")
 	f.BoolVar(&verify, "verify", false, "compare the live projection with a fresh replay")
 	f.BoolVar(&rederive, "rederive", false, "decide a session's observations again with today's reducer (needs --session)")
 	f.BoolVar(&dump, "dump", false, "print one line per record instead")
