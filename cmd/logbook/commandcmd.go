@@ -174,7 +174,7 @@ func describeStatus(st command.State) string {
 	case command.StatusAbandoned:
 		return "was abandoned: " + st.EndReason
 	case command.StatusRefused:
-		return "was refused: " + st.EndReason
+		return "was refused: " + refusalReason(st.EndReason)
 	case command.StatusEvicted:
 		return "was evicted by " + st.EvictedBy
 	}

@@ -519,11 +519,18 @@ func exitOf(st command.State) error {
 		if strings.HasPrefix(st.EndReason, "not found") {
 			code = 127
 		}
-		return &exitError{code: code, err: fmt.Errorf("command %s refused: %s", st.ID, st.EndReason)}
+		return &exitError{code: code, err: fmt.Errorf("command %s refused: %s", st.ID, refusalReason(st.EndReason))}
 	case command.StatusAbandoned:
 		return &exitError{code: 1, err: fmt.Errorf("command %s abandoned: %s (worker %s)", st.ID, st.EndReason, st.Worker)}
 	case command.StatusEvicted:
 		return &exitError{code: 1, err: fmt.Errorf("command %s was evicted by %s before it started", st.ID, st.EvictedBy)}
 	}
 	return fmt.Errorf("command %s: status %s", st.ID, st.Status)
+}
+
+// refusalReason is a command's refusal reason (command.State.EndReason
+// of a refused command) without the "refused: " the worker's reasons
+// begin with, for a sentence that already says refused.
+func refusalReason(reason string) string {
+	return strings.TrimPrefix(reason, "refused: ")
 }
