@@ -282,27 +282,19 @@ func writeBackup(path string, old []byte, mode fs.FileMode) (string, error) {
 // claudeHookEvents running command added. Keys keep their order; an
 // event left with no group and a "hooks" left empty are removed.
 func editSettings(old []byte, command string) ([]byte, error) {
-	var top object
-	if len(bytes.TrimSpace(old)) > 0 {
-		if err := json.Unmarshal(old, &top); err != nil {
-			return nil, fmt.Errorf("not valid JSON: %w", err)
-		}
-	}
-	var hooks object
-	if raw, ok := top.get("hooks"); ok {
-		if err := json.Unmarshal(raw, &hooks); err != nil {
-			return nil, fmt.Errorf(`"hooks" is not an object: %w`, err)
-		}
+	top, hooks, err := parseSettings(old)
+	if err != nil {
+		return nil, err
 	}
 	for i := 0; i < len(hooks); i++ {
 		ev := hooks[i].key
-		var groups []json.RawMessage
-		if err := json.Unmarshal(hooks[i].val, &groups); err != nil {
-			return nil, fmt.Errorf(`"hooks"."%s" is not a list: %w`, ev, err)
-		}
-		kept, changed, err := withoutLogbook(groups)
+		groups, err := hookGroups(ev, hooks[i].val)
 		if err != nil {
-			return nil, fmt.Errorf(`"hooks"."%s": %w`, ev, err)
+			return nil, err
+		}
+		kept, changed, err := withoutLogbook(ev, groups)
+		if err != nil {
+			return nil, err
 		}
 		if !changed {
 			continue
@@ -325,7 +317,7 @@ func editSettings(old []byte, command string) ([]byte, error) {
 			}
 			var groups []json.RawMessage
 			if raw, ok := hooks.get(ev); ok {
-				if err := json.Unmarshal(raw, &groups); err != nil {
+				if groups, err = hookGroups(ev, raw); err != nil {
 					return nil, err
 				}
 			}
@@ -358,29 +350,142 @@ func editSettings(old []byte, command string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// withoutLogbook returns groups with Logbook's hooks taken out of each,
-// dropping a group left with none; changed reports whether any was.
-func withoutLogbook(groups []json.RawMessage) (kept []json.RawMessage, changed bool, err error) {
-	for _, g := range groups {
+// jsonKind names the JSON type of the value raw begins with, as a
+// sentence names it: "an object", "a list", "a string", "a number", "true
+// or false", "null"; "" for what is not JSON.
+func jsonKind(raw []byte) string {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return ""
+	}
+	switch c := t[0]; {
+	case c == '{':
+		return "an object"
+	case c == '[':
+		return "a list"
+	case c == '"':
+		return "a string"
+	case c == '-' || c >= '0' && c <= '9':
+		return "a number"
+	case c == 't' || c == 'f':
+		return "true or false"
+	case c == 'n':
+		return "null"
+	}
+	return ""
+}
+
+// parseSettings reads settings.json text b as Claude Code's settings
+// (an object whose "hooks" member, when present, is an object of hook
+// events) and returns the top object and its "hooks". Empty text is an
+// empty object. The error says what is where and what was expected, in
+// JSON's terms (the file's name is the caller's to add).
+func parseSettings(b []byte) (top, hooks object, err error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, nil, nil
+	}
+	if !json.Valid(b) {
+		var v any
+		err := json.Unmarshal(b, &v)
+		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+			line := 1 + bytes.Count(b[:min(int(se.Offset), len(b))], []byte("\n"))
+			return nil, nil, fmt.Errorf("not valid JSON: %v (line %d)", se, line)
+		}
+		return nil, nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if k := jsonKind(b); k != "an object" {
+		return nil, nil, fmt.Errorf(`the file holds %s; want an object such as {"hooks": {...}}`, k)
+	}
+	if err := json.Unmarshal(b, &top); err != nil {
+		return nil, nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	raw, ok := top.get("hooks")
+	if !ok || jsonKind(raw) == "null" {
+		return top, nil, nil
+	}
+	if k := jsonKind(raw); k != "an object" {
+		return nil, nil, fmt.Errorf(`"hooks" is %s; want an object of hook events such as {"PreToolUse": [...]}`, k)
+	}
+	if err := json.Unmarshal(raw, &hooks); err != nil {
+		return nil, nil, fmt.Errorf(`"hooks": %v`, err)
+	}
+	return top, hooks, nil
+}
+
+// hookGroups returns the groups of hook event ev (raw: its value in
+// "hooks"), each an object; null is none.
+func hookGroups(ev string, raw json.RawMessage) ([]json.RawMessage, error) {
+	if jsonKind(raw) == "null" {
+		return nil, nil
+	}
+	if k := jsonKind(raw); k != "a list" {
+		return nil, fmt.Errorf(`"hooks"."%s" is %s; want a list of hook groups such as [{"matcher": "*", "hooks": [...]}]`, ev, k)
+	}
+	var groups []json.RawMessage
+	if err := json.Unmarshal(raw, &groups); err != nil {
+		return nil, fmt.Errorf(`"hooks"."%s": %v`, ev, err)
+	}
+	for i, g := range groups {
+		if k := jsonKind(g); k != "an object" {
+			return nil, fmt.Errorf(`"hooks"."%s"[%d] is %s; want a hook group such as {"matcher": "*", "hooks": [...]}`, ev, i, k)
+		}
+	}
+	return groups, nil
+}
+
+// groupHooks returns the hooks of group i of event ev: its "hooks"
+// member, a list of objects; ok false when the group has none.
+func groupHooks(ev string, i int, obj object) (hs []json.RawMessage, ok bool, err error) {
+	raw, ok := obj.get("hooks")
+	if !ok || jsonKind(raw) == "null" {
+		return nil, false, nil
+	}
+	if k := jsonKind(raw); k != "a list" {
+		return nil, false, fmt.Errorf(`"hooks"."%s"[%d]."hooks" is %s; want a list of hooks such as [{"type": "command", "command": "..."}]`, ev, i, k)
+	}
+	if err := json.Unmarshal(raw, &hs); err != nil {
+		return nil, false, fmt.Errorf(`"hooks"."%s"[%d]."hooks": %v`, ev, i, err)
+	}
+	for j, h := range hs {
+		if k := jsonKind(h); k != "an object" {
+			return nil, false, fmt.Errorf(`"hooks"."%s"[%d]."hooks"[%d] is %s; want a hook such as {"type": "command", "command": "..."}`, ev, i, j, k)
+		}
+	}
+	return hs, true, nil
+}
+
+// hookCommandOf returns hook h's "command" when it is a string.
+func hookCommandOf(h json.RawMessage) string {
+	var c struct {
+		Command json.RawMessage `json:"command"`
+	}
+	var cmd string
+	if json.Unmarshal(h, &c) == nil && json.Unmarshal(c.Command, &cmd) == nil {
+		return cmd
+	}
+	return ""
+}
+
+// withoutLogbook returns the groups of event ev with Logbook's hooks
+// taken out of each, dropping a group left with none; changed reports
+// whether any was.
+func withoutLogbook(ev string, groups []json.RawMessage) (kept []json.RawMessage, changed bool, err error) {
+	for i, g := range groups {
 		var obj object
 		if err := json.Unmarshal(g, &obj); err != nil {
-			return nil, false, fmt.Errorf("a hook group is not an object: %w", err)
+			return nil, false, fmt.Errorf(`"hooks"."%s"[%d]: %v`, ev, i, err)
 		}
-		raw, ok := obj.get("hooks")
+		hs, ok, err := groupHooks(ev, i, obj)
+		if err != nil {
+			return nil, false, err
+		}
 		if !ok {
 			kept = append(kept, g)
 			continue
 		}
-		var hs []json.RawMessage
-		if err := json.Unmarshal(raw, &hs); err != nil {
-			return nil, false, fmt.Errorf(`a group's "hooks" is not a list: %w`, err)
-		}
 		var left []json.RawMessage
 		for _, h := range hs {
-			var c struct {
-				Command string `json:"command"`
-			}
-			if json.Unmarshal(h, &c) == nil && isLogbookHook(c.Command) {
+			if isLogbookHook(hookCommandOf(h)) {
 				changed = true
 				continue
 			}
@@ -679,22 +784,31 @@ func logbookHooksIn(path string) (map[string][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var s struct {
-		Hooks map[string][]struct {
-			Hooks []struct {
-				Command string `json:"command"`
-			} `json:"hooks"`
-		} `json:"hooks"`
+	bad := func(err error) error {
+		return fmt.Errorf("%s: %w; fix it, or move it aside and run `logbook hooks install`", path, err)
 	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: not valid settings JSON: %w", path, err)
+	_, hooks, err := parseSettings(b)
+	if err != nil {
+		return nil, bad(err)
 	}
 	out := map[string][]string{}
-	for ev, groups := range s.Hooks {
-		for _, g := range groups {
-			for _, h := range g.Hooks {
-				if isLogbookHook(h.Command) {
-					out[ev] = append(out[ev], h.Command)
+	for _, m := range hooks {
+		groups, err := hookGroups(m.key, m.val)
+		if err != nil {
+			return nil, bad(err)
+		}
+		for i, g := range groups {
+			var obj object
+			if err := json.Unmarshal(g, &obj); err != nil {
+				return nil, bad(fmt.Errorf(`"hooks"."%s"[%d]: %v`, m.key, i, err))
+			}
+			hs, _, err := groupHooks(m.key, i, obj)
+			if err != nil {
+				return nil, bad(err)
+			}
+			for _, h := range hs {
+				if c := hookCommandOf(h); isLogbookHook(c) {
+					out[m.key] = append(out[m.key], c)
 				}
 			}
 		}
