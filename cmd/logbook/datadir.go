@@ -56,6 +56,14 @@ func resolveDataDir(flag string) (dataDir, error) {
 	if err != nil {
 		return "", fmt.Errorf("data dir %s: %w", dir, err)
 	}
+	// A data dir that is a file (a mistyped --data naming one) is
+	// refused here, before anything looks for what is inside it.
+	switch st, err := os.Stat(abs); {
+	case err == nil && !st.IsDir():
+		return "", fmt.Errorf("data dir %s is not a directory: give --data (or $LOGBOOK_DATA) a directory, new or holding Logbook data", abs)
+	case errors.Is(err, syscall.ENOTDIR):
+		return "", fmt.Errorf("data dir %s: a part of its path is a file, not a directory: give --data (or $LOGBOOK_DATA) a directory", abs)
+	}
 	return dataDir(abs), nil
 }
 
