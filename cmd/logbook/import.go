@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,15 +87,93 @@ func newImportFile(r claude.FileResult) importFile {
 	return importFile{Path: r.Path, Session: r.Session, Appended: r.Appended, Skipped: r.Skipped, Lines: r.Lines, Torn: r.Torn, Warnings: w}
 }
 
+// namedPaths checks the paths an import names before anything is read
+// or appended. A path that does not exist, a named file that is not a
+// regular file, a named file without the extension ext ("" for any) and
+// a named file looks refuses are errors naming the path; a named file
+// that is empty (nothing to import yet) is a note. what names the
+// format ("a Claude Code transcript"), hint where such files are found.
+func namedPaths(paths []string, ext, what, hint string, looks func(string) (bool, string)) (errs, notes []string) {
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			errs = append(errs, fmt.Sprintf("%s: no such file or directory", p))
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Sprintf("%s: %v", p, errors.Unwrap(err)))
+			continue
+		case st.IsDir():
+			continue
+		case !st.Mode().IsRegular():
+			errs = append(errs, fmt.Sprintf("%s: not a regular file; want %s%s", p, what, hint))
+			continue
+		case ext != "" && !strings.HasSuffix(p, ext):
+			errs = append(errs, fmt.Sprintf("%s: not a %s file; want %s%s", p, ext, what, hint))
+			continue
+		case st.Size() == 0:
+			notes = append(notes, fmt.Sprintf("%s: empty file, nothing to import yet", p))
+			continue
+		}
+		if ok, why := looks(p); !ok {
+			if strings.HasPrefix(why, "not "+what) {
+				errs = append(errs, fmt.Sprintf("%s: %s", p, why))
+			} else {
+				errs = append(errs, fmt.Sprintf("%s: not %s: %s", p, what, why))
+			}
+		}
+	}
+	return errs, notes
+}
+
+// emptyDirs returns a note for each directory of paths under which found
+// (the files an import discovered) has nothing.
+func emptyDirs(paths, found []string, what string) []string {
+	var notes []string
+	for _, p := range paths {
+		if st, err := os.Stat(p); err != nil || !st.IsDir() {
+			continue
+		}
+		dir := filepath.Clean(p)
+		if !slices.ContainsFunc(found, func(f string) bool { return f == dir || strings.HasPrefix(f, dir+"/") || dir == "/" }) {
+			notes = append(notes, fmt.Sprintf("%s: no %s under it", p, what))
+		}
+	}
+	return notes
+}
+
+// namedPathsError reports the named paths an import refused: nothing
+// was imported.
+func namedPathsError(g *globals, errs []string) error {
+	if g.json {
+		_ = writeJSON(g.stdout, importSummary{Files: []importFile{}, Errors: errs})
+	}
+	if len(errs) == 1 {
+		return &exitError{code: 1, err: fmt.Errorf("%s; nothing was imported", errs[0])}
+	}
+	if !g.json {
+		for _, e := range errs {
+			fmt.Fprintf(g.stderr, "error: %s\n", e)
+		}
+	}
+	return &exitError{code: 1, err: fmt.Errorf("%d named paths cannot be imported (above); nothing was imported", len(errs))}
+}
+
 func importClaude(ctx context.Context, g *globals, paths []string, workers int, skipInvalid, asNew bool) error {
+	errs, skipped := namedPaths(paths, ".jsonl", "a Claude Code transcript", " (a .jsonl file, as under ~/.claude/projects)", claude.LooksLikeTranscript)
+	if len(errs) > 0 {
+		return namedPathsError(g, errs)
+	}
 	ts, err := claude.Discover(paths...)
 	if err != nil {
 		return err
 	}
-	var skipped []string
 	ts = slices.DeleteFunc(ts, func(t claude.Transcript) bool {
 		if t.Path == "" {
 			return false
+		}
+		if st, err := os.Stat(t.Path); err == nil && st.Size() == 0 && len(t.Subagents) == 0 {
+			return true // a named one has its note; a found one waits for its lines
 		}
 		ok, why := claude.LooksLikeTranscript(t.Path)
 		if !ok {
@@ -100,6 +181,11 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 		}
 		return !ok
 	})
+	var found []string
+	for _, t := range ts {
+		found = append(found, t.Path)
+	}
+	skipped = append(skipped, emptyDirs(paths, found, "Claude Code transcripts (.jsonl files)")...)
 	b, err := openBackend(ctx, g)
 	if err != nil {
 		return err
@@ -197,10 +283,10 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 		return ctx.Err()
 	}
 	if diverged > 0 && diverged == len(sum.Errors) {
-		return &exitError{code: 1, err: fmt.Errorf("%d transcripts changed under Logbook (errors above); the log keeps what was imported; import them with --as-new to record them as new histories", diverged)}
+		return &exitError{code: 1, err: fmt.Errorf("%s changed under Logbook (errors above); the log keeps what was imported; import with --as-new to record them as new histories", plural(diverged, "transcript"))}
 	}
 	if len(sum.Errors) > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d transcripts stopped early (errors above); their lines before the error are imported, and importing again resumes there", len(sum.Errors))}
+		return &exitError{code: 1, err: fmt.Errorf("%s stopped early (errors above); the lines before the error are imported, and importing again resumes there", plural(len(sum.Errors), "transcript"))}
 	}
 	return nil
 }

@@ -41,6 +41,10 @@ from. Directories are walked for rollout-*.jsonl; files are taken as named.`,
 }
 
 func importCodex(ctx context.Context, g *globals, paths []string, workers int, skipInvalid bool) error {
+	errs, skipped := namedPaths(paths, "", "a Codex CLI rollout", " (as under ~/.codex/sessions)", codex.LooksLikeRollout)
+	if len(errs) > 0 {
+		return namedPathsError(g, errs)
+	}
 	files, err := codex.Discover(paths...)
 	if err != nil {
 		return err
@@ -48,9 +52,11 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 	if len(files) == 0 {
 		fmt.Fprintf(g.stderr, "warning: no rollout-*.jsonl files under %s (name a rollout file to import it under another name)\n", strings.Join(paths, ", "))
 	}
-	var skipped []string
 	var rollouts []string
 	for _, f := range files {
+		if st, err := os.Stat(f); err == nil && st.Size() == 0 {
+			continue // a named one has its note; a found one waits for its lines
+		}
 		if ok, why := codex.LooksLikeRollout(f); !ok {
 			skipped = append(skipped, fmt.Sprintf("%s: %s", f, why))
 			continue
@@ -132,7 +138,7 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 		return ctx.Err()
 	}
 	if len(sum.Errors) > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d rollouts stopped early (errors above); their lines before the error are imported, and importing again resumes there", len(sum.Errors))}
+		return &exitError{code: 1, err: fmt.Errorf("%s stopped early (errors above); the lines before the error are imported, and importing again resumes there", plural(len(sum.Errors), "rollout"))}
 	}
 	return nil
 }
