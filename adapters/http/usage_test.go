@@ -245,6 +245,21 @@ func TestBoard_UsageInABrowser(t *testing.T) {
 		}
 	}
 
+	// Days cut in another zone, as `logbook usage --by day --tz Asia/Tokyo`.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash = "#/usage/day?tz=Asia/Tokyo"`)); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "the usage view in Tokyo", `!!document.querySelector('#usage-view[data-by="day"][data-tz="Asia/Tokyo"] #usage-table')`, 10*time.Second)
+	tokyo, _ := time.LoadLocation("Asia/Tokyo")
+	rep, err := usage.NewReport(ss, usage.Query{By: "day", Loc: tokyo}, usage.Shipped(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, rows := rep.Columns()
+	if d := cmp.Diff(append([][]string{head}, rows...), cells("#usage-table")); d != "" {
+		t.Errorf("by day in Tokyo, the board's table differs from the command line's (-cli +board):\n%s", d)
+	}
+
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash = "#/s/`+usageParent+`"`)); err != nil {
 		t.Fatal(err)
 	}

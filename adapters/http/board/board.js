@@ -450,8 +450,8 @@ function table(id, head, rows) {
   return t;
 }
 
-async function openUsage(by) {
-  usageView = { by };
+async function openUsage(by, tz) {
+  usageView = { by, tz };
   document.getElementById("page").replaceChildren(el("p", { class: "dim", text: "loading usage …" }));
   await loadUsage();
 }
@@ -463,19 +463,26 @@ function scheduleUsage() {
 
 async function loadUsage() {
   if (!usageView) return;
-  const by = usageView.by;
+  const { by, tz } = usageView;
   let rep;
   try {
-    rep = await getJSON("/v1/usage?by=" + by + "&tz=UTC");
+    rep = await getJSON("/v1/usage?by=" + by + "&tz=" + encodeURIComponent(tz));
   } catch (e) {
     document.getElementById("page").replaceChildren(el("p", { text: "usage: " + e.message }), el("a", { href: "#/", text: "back" }));
     return;
   }
-  if (!usageView || usageView.by !== by) return;
-  const root = el("div", { id: "usage-view", "data-by": by });
+  if (!usageView || usageView.by !== by || usageView.tz !== tz) return;
+  const root = el("div", { id: "usage-view", "data-by": by, "data-tz": rep.tz });
   root.append(el("p", {}, el("a", { href: "#/", text: "← board" })));
+  const at = (b, z) => "#/usage/" + b + (z === "UTC" ? "" : "?tz=" + z);
   const nav = el("p", { class: "by" }, "by ");
-  for (const b of BYS) nav.append(b === by ? el("strong", { text: b }) : el("a", { href: "#/usage/" + b, text: b }), " ");
+  for (const b of BYS) nav.append(b === by ? el("strong", { text: b }) : el("a", { href: at(b, tz), text: b }), " ");
+  // Days are cut in UTC, as `logbook usage` does by default, or in this
+  // browser's zone (`--tz <zone>`).
+  const local = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+  nav.append(" · days in ");
+  for (const z of local === "UTC" ? ["UTC"] : ["UTC", local]) nav.append(z === tz ? el("strong", { text: z }) : el("a", { href: at(by, z), text: z }), " ");
+  if (tz !== "UTC" && tz !== local) nav.append(el("strong", { text: tz }));
   root.append(el("h2", { text: "Usage" }), nav);
   const [head, rows] = usageColumns(rep);
   root.append(table("usage-table", head, rows));
@@ -503,13 +510,13 @@ async function loadUsage() {
 
 function route() {
   const m = location.hash.match(/^#\/s\/(.+)$/);
-  const um = location.hash.match(/^#\/usage(?:\/(session|model|day|project))?$/);
+  const um = location.hash.match(/^#\/usage(?:\/(session|model|day|project))?(?:\?tz=([A-Za-z0-9_+\/-]+))?$/);
   const board = document.getElementById("board"), pg = document.getElementById("page");
   usageView = null;
   if (um) {
     state.route = "usage"; page = null;
     board.hidden = true; pg.hidden = false;
-    openUsage(um[1] || "day");
+    openUsage(um[1] || "day", um[2] || "UTC");
   } else if (m) {
     state.route = decodeURIComponent(m[1]);
     state.selected = state.route;
