@@ -16,23 +16,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
 )
 
-// claudeHookEvents are the Claude Code hook events (hook_event_name, as
-// in Claude Code's hooks reference) that adapters/claude reads, in the
-// order a session meets them; toolHookEvents are those that take a
-// matcher on the tool's name ("*": every tool).
-var (
-	claudeHookEvents = []string{
-		"SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PermissionDenied",
-		"PostToolUse", "PostToolUseFailure", "Notification", "SubagentStart", "SubagentStop",
-		"Stop", "StopFailure", "PreCompact", "PostCompact", "SessionEnd",
-	}
-	toolHookEvents = map[string]bool{
-		"PreToolUse": true, "PermissionRequest": true, "PermissionDenied": true,
-		"PostToolUse": true, "PostToolUseFailure": true,
-	}
-)
+// claudeHookEvents are the hook events `hooks install` wires: every one
+// the Claude Code adapter understands.
+var claudeHookEvents = claude.HookEvents()
 
 // hooksFlags are the flags of `logbook hooks`.
 type hooksFlags struct {
@@ -312,7 +302,7 @@ func editSettings(old []byte, command string) ([]byte, error) {
 				Matcher string `json:"matcher,omitempty"`
 				Hooks   []any  `json:"hooks"`
 			}{Hooks: []any{hookEntry{Type: "command", Command: command}}}
-			if toolHookEvents[ev] {
+			if claude.ToolHookEvent(ev) {
 				group.Matcher = "*"
 			}
 			var groups []json.RawMessage
