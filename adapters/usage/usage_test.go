@@ -150,3 +150,65 @@ func TestPrices(t *testing.T) {
 		t.Errorf("missing override: %v", err)
 	}
 }
+
+// TestReport_Text: the table `logbook usage` prints (and the board shows
+// cell for cell): a subagent on its own line, its sum beside its parent's,
+// "no price" never $0, a window past its reset as expired, and spend as
+// `session show` prints it.
+func TestReport_Text(t *testing.T) {
+	tb := Shipped()
+	rep, err := NewReport(states(), Query{By: BySession}, tb, hour(24, 6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := rep.WriteText(&b, hour(24, 6)); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"SESSION  ", "agent-x (subagent of p)  claude-haiku-4-5-20251001",
+		"q        ", "mystery-1  7  7  0  0  no price",
+		"p        ", "1005 tokens, $0.0001",
+		"total cost: $", "(lines with no price are not in it); prices: table v2 of 2026-11-30, USD per million tokens",
+		"codex/plus  primary  expired (was 40.0%)  2026-05-24T05:00:00Z  2026-05-24T02:00:00Z (4h00m ago)",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("the table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "mystery-1  7  7  0  0  $") {
+		t.Errorf("an unknown model was priced:\n%s", out)
+	}
+	sp := SpendOf(states()[2:3], tb)
+	if sp.Cost != nil || sp.Text != "14 (input 7, output 7, cache write 0, cache read 0); no price for mystery-1" {
+		t.Errorf("spend of an unpriced session: %+v", sp)
+	}
+	if sp := SpendOf(nil, tb); sp.Text != "" || sp.Tokens.Total() != 0 {
+		t.Errorf("spend of nothing: %+v", sp)
+	}
+}
+
+func TestParseSinceAndZone(t *testing.T) {
+	now := hour(24, 12)
+	berlin, err := LoadZone("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, want := range map[string]time.Time{
+		"7d": now.AddDate(0, 0, -7), "12h": now.Add(-12 * time.Hour),
+		"2026-05-23": time.Date(2026, 5, 23, 0, 0, 0, 0, berlin),
+	} {
+		if got, err := ParseSince(s, now, berlin); err != nil || !got.Equal(want) {
+			t.Errorf("%s: %v %v, want %v", s, got, err, want)
+		}
+	}
+	for _, bad := range []string{"yesterday", "-3d", "-1h"} {
+		if _, err := ParseSince(bad, now, berlin); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%s: err %v", bad, err)
+		}
+	}
+	if _, err := LoadZone("Mars/Olympus"); err == nil || !strings.Contains(err.Error(), "Mars/Olympus") {
+		t.Errorf("unknown zone: %v", err)
+	}
+}
