@@ -111,28 +111,49 @@ type HookReply struct {
 }
 
 func (s *Service) Hook(ctx context.Context, data []byte) (any, error) {
+	r, _, err := s.HookThen(ctx, data, nil)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// HookThen is Hook with then deciding more on the session in the hook's
+// own batch (claude.Then; the gate's verdict by a rule): one append for
+// both. It returns the session's state after the batch; then is never
+// called for a Codex notify payload.
+func (s *Service) HookThen(ctx context.Context, data []byte, then claude.Then) (HookReply, session.State, error) {
 	var req HookRequest
 	if err := json.Unmarshal(data, &req); err != nil {
-		return nil, fmt.Errorf("hook request: %w: %v", events.ErrMalformed, err)
+		return HookReply{}, session.State{}, fmt.Errorf("hook request: %w: %v", events.ErrMalformed, err)
 	}
 	id, err := ulid.ParseStrict(req.ID)
 	if err != nil {
-		return nil, fmt.Errorf("hook request: %w: id %q: %v", events.ErrMalformed, req.ID, err)
+		return HookReply{}, session.State{}, fmt.Errorf("hook request: %w: id %q: %v", events.ErrMalformed, req.ID, err)
 	}
 	payload := []byte(req.Text)
 	if req.Text == "" {
 		payload = req.Payload
 	}
-	ap, err := s.deliver(ctx, claude.Entry{ID: req.ID, Time: ulid.Time(id.Time()), Payload: payload, Process: req.Process})
+	e := claude.Entry{ID: req.ID, Time: ulid.Time(id.Time()), Payload: payload, Process: req.Process}
+	var (
+		ap events.Appended
+		st session.State
+	)
+	if codex.IsNotify(e.Payload) {
+		ap, err = s.Codex.Notify(ctx, e)
+	} else {
+		ap, st, err = s.Ing.HookThen(ctx, e, then)
+	}
 	if err != nil && IsInputError(err) && !errors.Is(err, events.ErrRejected) && !errors.Is(err, events.ErrMalformed) {
 		// Bad input the hook must set aside, not retry: say so in the
 		// code the client reads.
 		err = fmt.Errorf("%w: %w", events.ErrMalformed, err)
 	}
 	if err != nil {
-		return nil, err
+		return HookReply{}, st, err
 	}
-	return HookReply{Seq: ap.Last}, nil
+	return HookReply{Seq: ap.Last}, st, nil
 }
 
 // deliver ingests one spooled payload: a Codex CLI notify payload

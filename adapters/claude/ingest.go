@@ -116,20 +116,55 @@ func SessionAggregate(sessionID, agentID string) (events.Aggregate, error) {
 func (in *Ingester) Sessions() *events.Executor[session.State] { return in.x }
 
 func (in *Ingester) Observe(ctx context.Context, agg events.Aggregate, id ulid.ULID, at time.Time, p events.Payload) (events.Appended, session.State, error) {
+	return in.observe(ctx, agg, id, at, p, nil)
+}
+
+// Then decides more on a session in the batch of an observation, after
+// the observation's own decisions: st is the session's state with them
+// folded in (or as it stands, when the observation was seen before and
+// appends nothing). It may run more than once (once per attempt of the
+// batch) and must decide from st alone. Its events are appended after
+// the observation's; its error leaves them out and is returned once the
+// observation's batch is appended.
+type Then func(st session.State) (events.Decision, error)
+
+func (in *Ingester) observe(ctx context.Context, agg events.Aggregate, id ulid.ULID, at time.Time, p events.Payload, then Then) (events.Appended, session.State, error) {
 	obs := in.reg.New(p)
 	obs.ID, obs.Agg, obs.At = id, agg, at.UTC().Truncate(time.Microsecond)
 	o, _ := events.Observed(p)
+	var (
+		thenErr error
+		fresh   bool // the batch holds the observation
+	)
 	ap, st, err := in.x.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
-		if s.Seen(o) {
-			return nil, nil
+		thenErr, fresh = nil, false
+		var out events.Decision
+		if !s.Seen(o) {
+			decs, err := session.Decide(s, session.Observe{Obs: obs})
+			if err != nil {
+				return nil, err
+			}
+			out, fresh = append([]events.Envelope{obs}, decs...), true
 		}
-		decs, err := session.Decide(s, session.Observe{Obs: obs})
+		if then == nil {
+			return out, nil
+		}
+		after := s
+		for i, e := range out {
+			e.Ver = s.Ver + uint64(i) + 1
+			after = session.Evolve(after, e)
+		}
+		more, err := then(after)
 		if err != nil {
-			return nil, err
+			thenErr = err
+			return out, nil
 		}
-		return append([]events.Envelope{obs}, decs...), nil
+		return append(out, more...), nil
 	})
-	if err != nil || ap.Last == 0 {
+	if err == nil {
+		err = thenErr
+	}
+	if err != nil || !fresh || ap.Last == 0 {
 		return ap, st, err
 	}
 	if err := in.release(ctx, agg, obs, o); err != nil {
@@ -210,9 +245,17 @@ func (in *Ingester) release(ctx context.Context, agg events.Aggregate, obs event
 // Hook ingests one spooled hook payload. The observation's event id is the
 // spool entry's ULID, so redelivering an entry appends nothing twice.
 func (in *Ingester) Hook(ctx context.Context, e Entry) (events.Appended, error) {
+	ap, _, err := in.HookThen(ctx, e, nil)
+	return ap, err
+}
+
+// HookThen is Hook with then deciding more in the observation's batch
+// (see Then): one append for both. It returns the session's state after
+// the batch.
+func (in *Ingester) HookThen(ctx context.Context, e Entry, then Then) (events.Appended, session.State, error) {
 	o, err := in.parser.SpooledHook(e)
 	if err != nil {
-		return events.Appended{}, err
+		return events.Appended{}, session.State{}, err
 	}
 	if e.Process != nil {
 		p := *e.Process
@@ -224,14 +267,13 @@ func (in *Ingester) Hook(ctx context.Context, e Entry) (events.Appended, error) 
 	}
 	agg, err := SessionAggregate(o.Meta.SessionID, agentID)
 	if err != nil {
-		return events.Appended{}, fmt.Errorf("hook %s: %w", e.ID, err)
+		return events.Appended{}, session.State{}, fmt.Errorf("hook %s: %w", e.ID, err)
 	}
 	id, err := ulid.ParseStrict(e.ID)
 	if err != nil {
-		return events.Appended{}, fmt.Errorf("hook %s: entry id: %w", e.ID, err)
+		return events.Appended{}, session.State{}, fmt.Errorf("hook %s: entry id: %w", e.ID, err)
 	}
-	ap, _, err := in.Observe(ctx, agg, id, e.Time, events.ClaudeHookObserved{Observation: o})
-	return ap, err
+	return in.observe(ctx, agg, id, e.Time, events.ClaudeHookObserved{Observation: o}, then)
 }
 
 // FileResult reports one transcript file's import.

@@ -124,108 +124,138 @@ var writeTools = map[string]bool{"Edit": true, "Write": true, "MultiEdit": true,
 // Logbook has never seen, events.ErrMalformed for a bad request, or the
 // log's; the caller answers deny on any error.
 func (g *Gate) Decide(ctx context.Context, req Request) (Verdict, error) {
+	if err := req.check(); err != nil {
+		return Verdict{}, err
+	}
 	agg := events.Aggregate{Kind: events.KindSession, ID: req.Session}
-	if err := agg.Validate(); err != nil {
-		return Verdict{}, fmt.Errorf("gate: session %q: %w", req.Session, err)
-	}
-	if _, err := ulid.ParseStrict(req.Ref); err != nil {
-		return Verdict{}, fmt.Errorf("gate: %w: ref %q: %v", events.ErrMalformed, req.Ref, err)
-	}
-	if req.Tool == "" {
-		return Verdict{}, fmt.Errorf("gate: %w: no tool", events.ErrMalformed)
-	}
 	// One decision on the session's current state: the state is read
 	// once, by the executor that appends.
 	budget := g.budget(req)
-	var (
-		early *Verdict // an answer without an append
-		wait  bool     // a retried request whose review is still open
-		rq    events.ReviewRequested
-	)
-	cause := events.Cause{Kind: "gate", Event: req.Event, Detail: req.Tool, Ref: req.Ref}
-	at := g.now()
+	var p plan
 	_, st, err := g.Sessions.Execute(ctx, agg, func(st session.State) (events.Decision, error) {
-		early, wait = nil, false
-		if !st.Exists() {
-			return nil, fmt.Errorf("gate: session %s: %w: Logbook has not seen it start", req.Session, events.ErrNotFound)
-		}
-		if req.ID != "" {
-			// A retried request: answer with what was decided.
-			if r, ok := st.DecidedReview(req.ID); ok {
-				v := verdictOf(r, st)
-				early = &v
-				return nil, nil
-			}
-			if _, ok := st.PendingReview(req.ID); ok {
-				wait = true
-				return nil, nil
-			}
-		}
-		call := Call{Tool: req.Tool, Input: req.Input, Dir: req.Cwd}
-		if call.Dir == "" {
-			call.Dir = st.Cwd
-		}
-		pols, perrs := []*Policy{builtin}, []error(nil)
-		if g.Policies != nil {
-			var stale []error
-			pols, perrs, stale = g.Policies.For(call.Dir)
-			for _, e := range stale {
-				g.logf("%v (the policy read before stays in force)", e)
-			}
-		}
-		m := Decide(pols, call)
-		rq = events.ReviewRequested{
-			ReviewID: req.ID, Tool: req.Tool, Action: call.Action(), Event: req.Event,
-			ArgsDigest: digest(req.Input), Grant: req.Grant, Justification: cut(req.Reason, 1000),
-			Risk: m.Risk, BudgetMS: budget.Milliseconds(),
-		}
-		var answer *review.Answer
-		rule := func(verdict, name, why string) *review.Answer {
-			r := m.Risk
-			if r == "" {
-				r = review.RiskLow
-			}
-			return &review.Answer{Verdict: verdict, Risk: r, By: events.DecidedBy{Kind: events.DecidedByRule, Name: name}, Reason: why}
-		}
-		switch {
-		case len(perrs) > 0 && m.Action != ActionDeny:
-			// A broken policy with no good version before it: nothing
-			// says what is allowed, so nothing is.
-			answer = rule(events.VerdictDeny, "policy", errors.Join(perrs...).Error())
-			answer.Outcome = events.ReviewUnavailable
-		case m.Action == ActionDeny:
-			answer = rule(events.VerdictDeny, m.Pattern, "denied by policy rule "+m.Pattern+" in "+or(m.Path, "the built-in rules"))
-		case st.Mode == events.ModeReadOnly && writeTools[req.Tool]:
-			answer = rule(events.VerdictDeny, "mode read_only", "the session's permission mode is read_only")
-		case req.Grant != "" && st.Mode != events.ModeAuto:
-			// Refused without a review: there is nothing to judge.
-			early = &Verdict{Decision: DecideDeny, Outcome: events.ReviewRejected,
-				By:     events.DecidedBy{Kind: events.DecidedByRule, Name: "mode " + or(st.Mode, "unknown")},
-				Reason: fmt.Sprintf("elevation is reviewed only in auto mode; session %s is in %s", req.Session, or(st.Mode, "an unknown mode"))}
-			return nil, nil
-		case m.Action == ActionAllow && req.Grant == "":
-			if rk, _ := review.RiskRank(or(m.Risk, review.RiskLow)); rk < 2 {
-				answer = rule(events.VerdictAllow, m.Pattern, "allowed by policy rule "+m.Pattern+" in "+or(m.Path, "the built-in rules"))
-			}
-			// high or critical: a rule alone cannot allow it; review.
-		case m.Action == ActionReview, req.Grant != "", req.Event == EventStdin && st.Mode == events.ModeAuto:
-		case req.Event == EventPermissionRequest && st.Mode == events.ModeAuto:
-		default:
-			early = &Verdict{Decision: DecideNone}
-			return nil, nil
-		}
-		return session.Decide(st, session.RequestReview{Review: rq, Answer: answer, At: at, Cause: cause})
+		var err error
+		p, err = g.plan(st, req, budget, g.now())
+		return p.decs, err
 	})
 	if err != nil {
 		return Verdict{}, err
 	}
+	return g.finish(ctx, agg, req, p, st, budget)
+}
+
+// check refuses a request that names no valid session, ref or tool.
+func (req Request) check() error {
+	agg := events.Aggregate{Kind: events.KindSession, ID: req.Session}
+	if err := agg.Validate(); err != nil {
+		return fmt.Errorf("gate: session %q: %w", req.Session, err)
+	}
+	if _, err := ulid.ParseStrict(req.Ref); err != nil {
+		return fmt.Errorf("gate: %w: ref %q: %v", events.ErrMalformed, req.Ref, err)
+	}
+	if req.Tool == "" {
+		return fmt.Errorf("gate: %w: no tool", events.ErrMalformed)
+	}
+	return nil
+}
+
+// plan is what the gate decides on a request in one state of its session.
+type plan struct {
+	early *Verdict               // an answer without an append
+	wait  bool                   // a retried request whose review is still open
+	rq    events.ReviewRequested // the review asked, if any
+	decs  events.Decision        // review.requested, and review.decided when a rule or the breaker decides
+}
+
+// plan decides req on state st at time at: pure but for reading the
+// policy files. Errors: events.ErrNotFound for a session Logbook has
+// never seen, or the reducer's.
+func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time.Time) (plan, error) {
+	var p plan
+	cause := events.Cause{Kind: "gate", Event: req.Event, Detail: req.Tool, Ref: req.Ref}
+	if !st.Exists() {
+		return p, fmt.Errorf("gate: session %s: %w: Logbook has not seen it start", req.Session, events.ErrNotFound)
+	}
+	if req.ID != "" {
+		// A retried request: answer with what was decided.
+		if r, ok := st.DecidedReview(req.ID); ok {
+			v := verdictOf(r, st)
+			p.early = &v
+			return p, nil
+		}
+		if _, ok := st.PendingReview(req.ID); ok {
+			p.wait = true
+			return p, nil
+		}
+	}
+	call := Call{Tool: req.Tool, Input: req.Input, Dir: req.Cwd}
+	if call.Dir == "" {
+		call.Dir = st.Cwd
+	}
+	pols, perrs := []*Policy{builtin}, []error(nil)
+	if g.Policies != nil {
+		var stale []error
+		pols, perrs, stale = g.Policies.For(call.Dir)
+		for _, e := range stale {
+			g.logf("%v (the policy read before stays in force)", e)
+		}
+	}
+	m := Decide(pols, call)
+	p.rq = events.ReviewRequested{
+		ReviewID: req.ID, Tool: req.Tool, Action: call.Action(), Event: req.Event,
+		ArgsDigest: digest(req.Input), Grant: req.Grant, Justification: cut(req.Reason, 1000),
+		Risk: m.Risk, BudgetMS: budget.Milliseconds(),
+	}
+	var answer *review.Answer
+	rule := func(verdict, name, why string) *review.Answer {
+		r := m.Risk
+		if r == "" {
+			r = review.RiskLow
+		}
+		return &review.Answer{Verdict: verdict, Risk: r, By: events.DecidedBy{Kind: events.DecidedByRule, Name: name}, Reason: why}
+	}
 	switch {
-	case early != nil:
-		return *early, nil
-	case wait:
+	case len(perrs) > 0 && m.Action != ActionDeny:
+		// A broken policy with no good version before it: nothing
+		// says what is allowed, so nothing is.
+		answer = rule(events.VerdictDeny, "policy", errors.Join(perrs...).Error())
+		answer.Outcome = events.ReviewUnavailable
+	case m.Action == ActionDeny:
+		answer = rule(events.VerdictDeny, m.Pattern, "denied by policy rule "+m.Pattern+" in "+or(m.Path, "the built-in rules"))
+	case st.Mode == events.ModeReadOnly && writeTools[req.Tool]:
+		answer = rule(events.VerdictDeny, "mode read_only", "the session's permission mode is read_only")
+	case req.Grant != "" && st.Mode != events.ModeAuto:
+		// Refused without a review: there is nothing to judge.
+		p.early = &Verdict{Decision: DecideDeny, Outcome: events.ReviewRejected,
+			By:     events.DecidedBy{Kind: events.DecidedByRule, Name: "mode " + or(st.Mode, "unknown")},
+			Reason: fmt.Sprintf("elevation is reviewed only in auto mode; session %s is in %s", req.Session, or(st.Mode, "an unknown mode"))}
+		return p, nil
+	case m.Action == ActionAllow && req.Grant == "":
+		if rk, _ := review.RiskRank(or(m.Risk, review.RiskLow)); rk < 2 {
+			answer = rule(events.VerdictAllow, m.Pattern, "allowed by policy rule "+m.Pattern+" in "+or(m.Path, "the built-in rules"))
+		}
+		// high or critical: a rule alone cannot allow it; review.
+	case m.Action == ActionReview, req.Grant != "", req.Event == EventStdin && st.Mode == events.ModeAuto:
+	case req.Event == EventPermissionRequest && st.Mode == events.ModeAuto:
+	default:
+		p.early = &Verdict{Decision: DecideNone}
+		return p, nil
+	}
+	decs, err := session.Decide(st, session.RequestReview{Review: p.rq, Answer: answer, At: at, Cause: cause})
+	p.decs = decs
+	return p, err
+}
+
+// finish answers req once plan p is appended and st is the session's
+// state after it: at once when a rule decided, else after the reviewer
+// program or a person (await).
+func (g *Gate) finish(ctx context.Context, agg events.Aggregate, req Request, p plan, st session.State, budget time.Duration) (Verdict, error) {
+	switch {
+	case p.early != nil:
+		return *p.early, nil
+	case p.wait:
 		return g.await(ctx, agg, req.ID, budget)
 	}
-	id := rq.ReviewID
+	id := p.rq.ReviewID
 	if id == "" {
 		id = reviewIDAfter(st, req)
 	}
@@ -233,7 +263,7 @@ func (g *Gate) Decide(ctx context.Context, req Request) (Verdict, error) {
 		return verdictOf(r, st), nil
 	}
 	if g.Reviewer != nil {
-		if err := g.runReviewer(ctx, agg, id, req, rq, st, budget); err != nil {
+		if err := g.runReviewer(ctx, agg, id, req, p.rq, st, budget); err != nil {
 			return Verdict{}, err
 		}
 	}

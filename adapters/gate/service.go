@@ -29,12 +29,15 @@ const (
 
 // Service puts a Gate on the API. Ingest records a hook payload first
 // (adapters/api's hook verb: the same request, idempotent by its spool
-// id); CaughtUp waits for the projection to hold what the log holds
-// before a listing.
+// id), with then deciding the gate's review in the hook's own batch (one
+// append for the observation and a rule's verdict), and returns the
+// session's state after the batch; then is not called for a payload that
+// is not a Claude Code hook. CaughtUp waits for the projection to hold
+// what the log holds before a listing.
 type Service struct {
 	Gate     *Gate
 	Store    *projections.Store
-	Ingest   func(ctx context.Context, data []byte) (any, error)
+	Ingest   func(ctx context.Context, data []byte, then claude.Then) (session.State, error)
 	CaughtUp func(ctx context.Context) error
 }
 
@@ -73,23 +76,23 @@ func (s *Service) hookGate(ctx context.Context, data []byte) (any, error) {
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, fmt.Errorf("gate request: %w: %v", events.ErrMalformed, err)
 	}
-	if s.Ingest != nil {
-		b, _ := json.Marshal(struct {
-			ID      string          `json:"id"`
-			Text    string          `json:"text"`
-			Process *events.Process `json:"process,omitempty"`
-		}{req.ID, req.Text, req.Process})
-		if _, err := s.Ingest(ctx, b); err != nil {
-			return nil, fmt.Errorf("gate: record the hook: %w", err)
-		}
-	}
+	b, _ := json.Marshal(struct {
+		ID      string          `json:"id"`
+		Text    string          `json:"text"`
+		Process *events.Process `json:"process,omitempty"`
+	}{req.ID, req.Text, req.Process})
 	var h hookFields
-	if err := json.Unmarshal([]byte(req.Text), &h); err != nil {
-		return nil, fmt.Errorf("gate: %w: hook payload: %v", events.ErrMalformed, err)
-	}
-	switch h.Event {
-	case EventPreToolUse, EventPermissionRequest:
-	default:
+	herr := json.Unmarshal([]byte(req.Text), &h)
+	gated := herr == nil && (h.Event == EventPreToolUse || h.Event == EventPermissionRequest)
+	if !gated {
+		if s.Ingest != nil {
+			if _, err := s.Ingest(ctx, b, nil); err != nil {
+				return nil, fmt.Errorf("gate: record the hook: %w", err)
+			}
+		}
+		if herr != nil {
+			return nil, fmt.Errorf("gate: %w: hook payload: %v", events.ErrMalformed, herr)
+		}
 		return Verdict{Decision: DecideNone}, nil // the gate speaks only to these
 	}
 	agg, err := claude.SessionAggregate(h.SessionID, h.AgentID)
@@ -100,9 +103,46 @@ func (s *Service) hookGate(ctx context.Context, data []byte) (any, error) {
 	if h.Event == EventPermissionRequest {
 		id = "" // the dialog's review: the newest open call of the tool
 	}
-	return s.Gate.Decide(ctx, Request{
+	gr := Request{
 		Session: agg.ID, Event: h.Event, Tool: h.Tool, Input: h.Input, ID: id, Cwd: h.Cwd, Ref: req.ID, BudgetMS: req.BudgetMS,
+	}
+	if s.Ingest == nil {
+		return s.Gate.Decide(ctx, gr)
+	}
+	if err := gr.check(); err != nil {
+		return nil, err
+	}
+	// The observation and the gate's review in one batch: a rule's
+	// verdict costs the hook one append.
+	budget := s.Gate.budget(gr)
+	var (
+		p       plan
+		perr    error // the gate's refusal: the hook is recorded all the same
+		after   session.State
+		planned bool
+	)
+	_, err = s.Ingest(ctx, b, func(st session.State) (events.Decision, error) {
+		p, perr = s.Gate.plan(st, gr, budget, s.Gate.now())
+		planned = perr == nil
+		if perr != nil {
+			return nil, nil
+		}
+		after = st
+		for i, e := range p.decs {
+			e.Ver = st.Ver + uint64(i) + 1
+			after = session.Evolve(after, e)
+		}
+		return p.decs, nil
 	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("gate: record the hook: %w", err)
+	case perr != nil:
+		return nil, perr
+	case !planned:
+		return s.Gate.Decide(ctx, gr)
+	}
+	return s.Gate.finish(ctx, agg, gr, p, after, budget)
 }
 
 func (s *Service) request(ctx context.Context, data []byte) (any, error) {

@@ -67,7 +67,11 @@ func newGate(b *backend, f gateFlags, stderr io.Writer) *gate.Gate {
 func gateService(b *backend, svc *api.Service, store *projections.Store, f gateFlags, stderr io.Writer) *gate.Service {
 	gt := newGate(b, f, stderr)
 	gt.Sessions = svc.Ing.Sessions()
-	return &gate.Service{Gate: gt, Store: store, Ingest: svc.Hook, CaughtUp: svc.CaughtUp}
+	ingest := func(ctx context.Context, data []byte, then claude.Then) (session.State, error) {
+		_, st, err := svc.HookThen(ctx, data, then)
+		return st, err
+	}
+	return &gate.Service{Gate: gt, Store: store, Ingest: ingest, CaughtUp: svc.CaughtUp}
 }
 
 // checkPolicy refuses a data dir policy file that does not parse, naming
