@@ -289,14 +289,30 @@ func TestGate_PersonTimesOut(t *testing.T) {
 func TestGate_SweepAfterAStop(t *testing.T) {
 	r := newRig(t, `review = ["Bash(git push:*)"]`)
 	r.hook("UserPromptSubmit", map[string]any{"prompt": "push it"})
-	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	// The server stops (its context ends) once the review is open and
+	// nobody has answered.
+	ctx, cancel := context.WithCancel(t.Context())
 	ref := r.hook("PreToolUse", map[string]any{"tool_name": "Bash", "tool_input": map[string]any{"command": "git push"}, "tool_use_id": "toolu_1"})
-	_, err := r.gate.Decide(ctx, Request{Session: r.sess, Event: EventPreToolUse, Tool: "Bash", Input: json.RawMessage(`{"command":"git push"}`), ID: "toolu_1", Ref: ref})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := r.gate.Decide(ctx, Request{Session: r.sess, Event: EventPreToolUse, Tool: "Bash", Input: json.RawMessage(`{"command":"git push"}`), ID: "toolu_1", Ref: ref})
+		errc <- err
+	}()
+	agg := events.Aggregate{Kind: events.KindSession, ID: r.sess}
+	for {
+		st, err := r.gate.Sessions.State(t.Context(), agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := st.PendingReview("toolu_1"); ok {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	cancel()
-	if err == nil {
+	if err := <-errc; err == nil {
 		t.Fatal("no one answered, yet a verdict came")
 	}
-	agg := events.Aggregate{Kind: events.KindSession, ID: r.sess}
 	st, _ := r.gate.Sessions.State(t.Context(), agg)
 	n, err := r.gate.Sweep(t.Context(), st, "stopped")
 	if err != nil || n != 1 {
