@@ -116,14 +116,17 @@ type Process struct {
 	outputs    []output
 	status     *os.File // read end of bwrap's JSON status; nil in FullAccess
 	statusR    *bufio.Reader
-	cg         *cgroup // the command's cgroup; nil if none could be made
+	procs      int           // restricted: the process limit Release puts in place
+	released   chan struct{} // restricted: closed once Release is done, or will not be
+	cg         *cgroup       // the command's cgroup; nil if none could be made
 	limits     Applied
-	setupErr   error  // the limits could not be put in place: bwrap was killed
+	setupErr   error  // the limits could not be put in place: bwrap was killed; under mu
 	layout     layout // restricted modes: what to clean up after the exit
 
 	stdinClosed atomic.Bool // CloseStdin was called
 
 	mu         sync.Mutex
+	block      *os.File    // write end of bwrap's --block-fd until Release or the exit takes it
 	stopping   bool        // Stop was called
 	leaderGone bool        // the leader exited: no more signals to its group
 	killTimer  *time.Timer // SIGKILL after grace; nil until Stop
@@ -159,6 +162,9 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 	pl, err := validate(spec)
 	if err != nil {
 		return nil, err
+	}
+	if spec.Hold && !pl.restricted {
+		return nil, fmt.Errorf("start %q: %w: Hold needs a restricted mode, not %s", pl.name, ErrInvalidSpec, spec.Mode)
 	}
 	if pl.restricted {
 		bw, err := findBwrap(spec.Bwrap)
@@ -260,13 +266,10 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 	p.pid = cmd.Process.Pid
 	p.procStart, _ = ProcStart(p.pid)
 	if pl.restricted {
-		if err := p.release(block, pl.procs); err != nil {
-			// Never run without the limits: bwrap and its sandbox die
-			// before the sandbox is released.
-			_ = unix.Kill(-p.pid, unix.SIGKILL)
-			p.setupErr = fmt.Errorf("wait %q: %w: limits: %v", pl.name, ErrRefused, err)
+		p.block, p.procs, p.released = block, pl.procs, make(chan struct{})
+		if !spec.Hold {
+			_ = p.Release() // an error is Wait's
 		}
-		closeAll(block)
 	}
 
 	in := make(chan readMsg, inFlight*len(p.outputs))
@@ -296,6 +299,36 @@ func (p *Process) setLimits(pl plan) {
 		a.TmpBytes = pl.layout.tmpBytes
 	}
 	p.cg, p.limits = cg, a
+}
+
+// Release lets a command started with Spec.Hold run: it waits for
+// bubblewrap to report its sandbox's first process (up to 10 s), puts the
+// limits on it and unblocks it. For a command started without Hold,
+// released before, or already exited it does nothing and returns nil. An
+// error wraps ErrRefused: the limits could not be put in place, so the
+// command never runs; bubblewrap and its sandbox are killed and Wait
+// reports the same error.
+func (p *Process) Release() error {
+	p.mu.Lock()
+	block := p.block
+	p.block = nil
+	p.mu.Unlock()
+	if block == nil {
+		return nil
+	}
+	defer close(p.released)
+	err := p.release(block, p.procs)
+	if err != nil {
+		err = fmt.Errorf("wait %q: %w: limits: %v", p.name, ErrRefused, err)
+		p.mu.Lock()
+		p.setupErr = err
+		p.mu.Unlock()
+		// Never run without the limits: bwrap and its sandbox die
+		// before the sandbox is released.
+		_ = unix.Kill(-p.pid, unix.SIGKILL)
+	}
+	closeAll(block)
+	return err
 }
 
 // release puts the limits on bwrap's sandbox, whose first process waits on
@@ -426,7 +459,8 @@ func (p *Process) CloseStdin() error {
 
 // Stop asks the command to end: SIGTERM to its process group now (in the
 // restricted modes to every member but bubblewrap), SIGKILL to the whole
-// group Grace later if the leader has not exited by then. It returns at once
+// group Grace later if the leader has not exited by then; a command held
+// (Spec.Hold) and not yet released gets SIGKILL at once. It returns at once
 // and is idempotent; after the process has exited it does nothing. Wait
 // reports the outcome.
 func (p *Process) Stop() {
@@ -436,6 +470,12 @@ func (p *Process) Stop() {
 		return
 	}
 	p.stopping = true
+	if p.block != nil {
+		// Held (Spec.Hold): the command has not run, so no grace is owed
+		// to it, and the sandbox's first process would not heed SIGTERM.
+		p.killTreeLocked()
+		return
+	}
 	if p.restricted {
 		// bwrap does not forward SIGTERM: it would die of it and take the
 		// namespace with it at once, so spare it until the SIGKILL.
@@ -523,8 +563,18 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult) {
 	if p.killTimer != nil {
 		p.killTimer.Stop()
 	}
+	// A held sandbox never released: bubblewrap is gone, and its sandbox
+	// died with it (--die-with-parent), so the block may be let go. Else
+	// wait for a Release under way, which reads the status too.
+	block := p.block
+	p.block = nil
 	p.mu.Unlock()
 	stopCtx()
+	if block != nil {
+		closeAll(block)
+	} else if p.released != nil {
+		<-p.released
+	}
 
 	err := p.cmd.Wait()
 	if p.restricted {
@@ -558,8 +608,11 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult) {
 	for _, o := range p.outputs {
 		_ = o.f.SetReadDeadline(deadline)
 	}
-	if p.setupErr != nil {
-		err = errors.Join(err, p.setupErr)
+	p.mu.Lock()
+	setupErr := p.setupErr
+	p.mu.Unlock()
+	if setupErr != nil {
+		err = errors.Join(err, setupErr)
 	} else if p.status != nil && res.Signal == "" {
 		err = errors.Join(err, p.checkStatus(deadline, res.ExitCode))
 	}

@@ -136,6 +136,14 @@ type Spec struct {
 	// start. Should bubblewrap fail after all, the command's process
 	// exits with bubblewrap's message as its output.
 	Probed bool
+	// Hold starts a restricted command's boundary but not the command:
+	// bubblewrap sets its sandbox up and waits until Process.Release, so
+	// a caller can finish what must come before the command runs (record
+	// it, say) while the boundary is being built. A held command that is
+	// stopped (Stop, or ctx done) before Release never runs. FullAccess
+	// has no boundary to set up: Start refuses Hold there
+	// (ErrInvalidSpec).
+	Hold bool
 }
 
 // Limits bound the resources of a restricted command. A zero field means

@@ -27,7 +27,11 @@
 //     nothing;
 //  4. attaches the command to its session, then starts the process
 //     (sandbox.Start) and appends command.running with the process id,
-//     its start time, the boot id and its cgroup;
+//     its start time, the boot id and its cgroup. In a restricted mode
+//     bubblewrap builds the boundary while the attach is appended: it
+//     starts held (sandbox Spec.Hold) and the command runs only once
+//     released after the attach; a held sandbox that must not go on (the
+//     session ended, a stop came) is killed unreleased;
 //  5. acks the request once command.started or command.refused is stored.
 //
 // Claims and heartbeats live in memory storage: each is worth only its

@@ -112,6 +112,19 @@ func TestWorker_SessionEndStopsItsCommands(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.ws, "ran")); err == nil {
 		t.Error("a command requested after the session's end ran")
 	}
+	// In a boundary, which bubblewrap builds held while the worker
+	// attaches the command: the held sandbox is killed unreleased.
+	t.Run("boundary", func(t *testing.T) {
+		needBwrap(t)
+		late := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "touch ran-boxed"))
+		st, _ := e.follow(late, 10*time.Second)
+		if st.Status != command.StatusRefused || !strings.Contains(st.EndReason, "ended") {
+			t.Errorf("status %s reason %q; want refused, the session ended", st.Status, st.EndReason)
+		}
+		if _, err := os.Stat(filepath.Join(e.ws, "ran-boxed")); err == nil {
+			t.Error("a command requested after the session's end ran in its boundary")
+		}
+	})
 }
 
 func TestWorker_SessionEndWhileNoWorkerRuns(t *testing.T) {

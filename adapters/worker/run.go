@@ -315,30 +315,59 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 		w.detach(actx, st.ID, st.Session, "refused", events.Cause{Kind: "worker", Event: event, Detail: reason, Ref: j.started.String()})
 		return verdictDone, err
 	}
-	// The session first, so it is working before the process runs; a
-	// session that has ended gets no new process.
-	if ended := w.attach(actx, j, st); ended {
-		return refuseOwn("session "+st.Session+" has ended", "session.ended")
+	// The session first, so it is working before the command runs; a
+	// session that has ended gets no command. A restricted command's
+	// boundary is built meanwhile: bubblewrap starts held (sandbox
+	// Spec.Hold) and the command runs only once released, after the
+	// attach; a held sandbox that must not go on is killed unreleased.
+	attached := make(chan bool, 1)
+	go func() { attached <- w.attach(actx, j, st) }()
+	var p *sandbox.Process
+	var serr error
+	if spec.Mode != sandbox.FullAccess {
+		if serr = w.probe.check(procCtx, spec.Bwrap); serr == nil {
+			spec.Probed, spec.Hold = true, true
+			close(j.gate)
+			go w.publish(j) // owned by the supervisor, which waits for it
+			p, serr = sandbox.Start(procCtx, spec, func(c sandbox.Chunk) { w.emit(j, c) })
+		}
+	}
+	abort := func(reason, event string) (verdict, error) {
+		if p != nil {
+			j.discard.Store(true)
+			p.Stop()
+			p.Wait()
+		}
+		if spec.Hold { // the publisher runs
+			j.red.close()
+			close(j.out)
+			<-j.pubDone
+		}
+		return refuseOwn(reason, event)
+	}
+	if ended := <-attached; ended {
+		return abort("session "+st.Session+" has ended", "session.ended")
 	}
 	if j.stopWanted() {
-		return refuseOwn("stopped before its process started", "command.stop_requested")
+		return abort("stopped before its process started", "command.stop_requested")
 	}
-
-	if spec.Mode != sandbox.FullAccess {
-		if err := w.probe.check(procCtx, spec.Bwrap); err != nil {
-			return refuseOwn(refusal(err), "sandbox.start")
+	if serr != nil {
+		return abort(refusal(serr), "sandbox.start")
+	}
+	if p == nil {
+		close(j.gate)
+		go w.publish(j) // owned by the supervisor, which waits for it
+		p, serr = sandbox.Start(procCtx, spec, func(c sandbox.Chunk) { w.emit(j, c) })
+		if serr != nil {
+			j.red.close()
+			close(j.out)
+			<-j.pubDone
+			return refuseOwn(refusal(serr), "sandbox.start")
 		}
-		spec.Probed = true
 	}
-	close(j.gate)
-	go w.publish(j) // owned by the supervisor, which waits for it
-	p, err := sandbox.Start(procCtx, spec, func(c sandbox.Chunk) { w.emit(j, c) })
-	if err != nil {
-		j.red.close()
-		close(j.out)
-		<-j.pubDone
-		return refuseOwn(refusal(err), "sandbox.start")
-	}
+	// A release that fails has killed the sandbox: the command never ran,
+	// and its exit reports why, as for any start that failed in bubblewrap.
+	_ = p.Release()
 	j.setProcess(p)
 	j.live.Store(true)
 	w.log.Info("started", "command", st.ID, "session", st.Session, "pid", p.Pid(), "mode", st.Mode, "argv", redactArgv(st.Argv))
