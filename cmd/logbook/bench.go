@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ func benchCmd(g *globals) *cobra.Command {
 		quick bool
 		keep  bool
 		check bool
+		prof  string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -100,6 +102,13 @@ floor is missed, naming each.`,
 					return fmt.Errorf("--fsync %q: want always or interval", f)
 				}
 			}
+			if prof != "" {
+				stop, err := startCPUProfile(prof)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			return runBench(cmd.Context(), g, cfg, keep, check)
 		},
 	}
@@ -117,6 +126,7 @@ floor is missed, naming each.`,
 	f.IntVar(&cfg.ScaleEvents, "scale-events", 0, "events of the long session of the scale rows (default 100000, --quick 20000)")
 	f.IntVar(&cfg.Queries, "queries", 0, "runs of each scale row (default 20, --quick 10)")
 	f.BoolVar(&keep, "keep", false, "keep the working directory")
+	f.StringVar(&prof, "cpuprofile", "", "write a CPU profile of the whole run (workloads, baselines and the servers they run on, all in this process) to this file, for go tool pprof")
 	f.BoolVar(&check, "check", false, "exit 1, naming each, when the run misses a floor (a ratio LOW or a latency MISSED)")
 	return cmd
 }
@@ -148,6 +158,20 @@ func runBench(ctx context.Context, g *globals, cfg bench.Config, keep, check boo
 		return err
 	}
 	return checkFloors(rep)
+}
+
+// startCPUProfile starts a CPU profile written to path and returns what
+// stops it; the file is complete once stop returns.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: --cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: --cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // checkFloors is --check: an error (exit 1) naming every floor rep
