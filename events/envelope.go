@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -154,12 +155,69 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshal %s data: %w", e.Type, err)
 	}
-	return json.Marshal(wire{
-		ID: e.ID, Type: e.Type, V: e.V, Agg: e.Agg, Ver: e.Ver,
-		At:    e.At.UTC().Format(TimeFormat),
-		Cause: e.Cause, Corr: e.Corr, Host: e.Host, Actor: e.Actor,
-		Data: data,
-	})
+	return e.appendWire(make([]byte, 0, len(data)+256), data), nil
+}
+
+// appendWire appends the wire form of e, with data (json.Marshal's output
+// for e.Data) as its "data", to b: the bytes json.Marshal of a wire gives
+// (members in wire's order, empty optional members left out, strings
+// escaped as encoding/json escapes them), written without reflection or a
+// second pass over data, which json.Marshal's output needs none of (it is
+// compact and HTML-escaped already).
+func (e Envelope) appendWire(b, data []byte) []byte {
+	b = append(b, `{"id":"`...)
+	b = append(b, e.ID.String()...)
+	b = append(b, `","type":`...)
+	b = appendJSONString(b, e.Type)
+	b = append(b, `,"v":`...)
+	b = strconv.AppendInt(b, int64(e.V), 10)
+	b = append(b, `,"agg":{"kind":`...)
+	b = appendJSONString(b, e.Agg.Kind)
+	b = append(b, `,"id":`...)
+	b = appendJSONString(b, e.Agg.ID)
+	b = append(b, `},"ver":`...)
+	b = strconv.AppendUint(b, e.Ver, 10)
+	b = append(b, `,"at":"`...)
+	b = e.At.UTC().AppendFormat(b, TimeFormat)
+	b = append(b, '"')
+	if c := e.Cause; c != nil {
+		b = append(b, `,"cause":{"kind":`...)
+		b = appendJSONString(b, c.Kind)
+		b = append(b, `,"event":`...)
+		b = appendJSONString(b, c.Event)
+		if c.Detail != "" {
+			b = append(b, `,"detail":`...)
+			b = appendJSONString(b, c.Detail)
+		}
+		b = append(b, `,"ref":`...)
+		b = appendJSONString(b, c.Ref)
+		b = append(b, '}')
+	}
+	for _, f := range [...]struct{ name, v string }{{`,"corr":`, e.Corr}, {`,"host":`, e.Host}, {`,"actor":`, e.Actor}} {
+		if f.v != "" {
+			b = append(b, f.name...)
+			b = appendJSONString(b, f.v)
+		}
+	}
+	b = append(b, `,"data":`...)
+	b = append(b, data...)
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string, as encoding/json writes it:
+// printable ASCII other than the quote, the backslash and <, > and & as
+// is; anything else through json.Marshal, so every escape (control
+// bytes, HTML characters, U+2028 and U+2029, invalid UTF-8) is its.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // Record is an Envelope as stored: with its position in the whole log.
