@@ -24,7 +24,7 @@ import (
 
 // BenchmarkImport imports a generated tree of transcripts (LOGBOOK_BENCH_TREE
 // = "<transcripts>x<lines>", default 40x500; the issue's floor is for
-// 2000x500) with 4 workers and a SkipIndex, as `logbook import claude`
+// 2000x500) with 16 transcripts under way, 4 parsing, and a SkipIndex, as `logbook import claude`
 // does, into an embedded server with fsync always, then imports the
 // unchanged tree again. The baseline in the same run, on the same server, publishes the
 // same events raw: each session's events in order, in atomic batches of at
@@ -59,7 +59,7 @@ func BenchmarkImport(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		in, err := NewIngester(IngestConfig{Log: log, Host: "bench", Skip: x})
+		in, err := NewIngester(IngestConfig{Log: log, Host: "bench", Skip: x, Parsers: 4})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -109,7 +109,9 @@ func BenchmarkImport(b *testing.B) {
 	b.ReportMetric(re.Seconds()/float64(b.N), "reimport-s")
 }
 
-// importAll imports ts with 4 workers and returns the lines appended.
+// importAll imports ts as `logbook import claude` does with its default
+// --workers 4: 16 transcripts under way, 4 of them parsing at once (the
+// Ingester's Parsers), and returns the lines appended.
 func importAll(ctx context.Context, in *Ingester, ts []Transcript) (int, error) {
 	work := make(chan Transcript)
 	var (
@@ -118,7 +120,7 @@ func importAll(ctx context.Context, in *Ingester, ts []Transcript) (int, error) 
 		errs []error
 		wg   sync.WaitGroup
 	)
-	for range 4 {
+	for range 16 {
 		wg.Go(func() {
 			for t := range work {
 				rs, err := in.ImportTranscript(ctx, t, nil)

@@ -29,6 +29,9 @@ type Ingester struct {
 	skip   bool
 	asNew  bool
 	index  *SkipIndex
+	// parsing holds a token per ImportFile call reading and parsing
+	// lines now (IngestConfig.Parsers); nil: no bound.
+	parsing chan struct{}
 }
 
 // IngestConfig configures an Ingester.
@@ -55,6 +58,13 @@ type IngestConfig struct {
 	// an import of it left nothing behind, without loading its session
 	// from the log, and remembers files so imported (see SkipIndex).
 	Skip *SkipIndex
+	// Parsers, if > 0, bounds the ImportFile calls that read and parse
+	// lines at once; a call whose run is being decided and appended
+	// does not count, so callers may run many more files at once than
+	// there are processors: their runs reach the log together, where
+	// group commit merges them into fewer atomic batches, while others
+	// parse. 0: no bound.
+	Parsers int
 }
 
 // NewIngester returns an Ingester appending to cfg.Log.
@@ -78,13 +88,18 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
+	var parsing chan struct{}
+	if cfg.Parsers > 0 {
+		parsing = make(chan struct{}, cfg.Parsers)
+	}
 	return &Ingester{
-		parser: cfg.Parser,
-		reg:    cfg.Reg,
-		clock:  cfg.Clock,
-		skip:   cfg.SkipInvalid,
-		asNew:  cfg.AsNew,
-		index:  cfg.Skip,
+		parsing: parsing,
+		parser:  cfg.Parser,
+		reg:     cfg.Reg,
+		clock:   cfg.Clock,
+		skip:    cfg.SkipInvalid,
+		asNew:   cfg.AsNew,
+		index:   cfg.Skip,
 		x: &events.Executor[session.State]{
 			Log: cfg.Log, Reg: cfg.Reg, Init: session.Init, Evolve: session.Evolve,
 			IDs: cfg.IDs, Host: cfg.Host, Actor: cmpOr(cfg.Actor, "claude-code"),
@@ -420,10 +435,34 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	uuids := map[string]bool{}
 	startCursor := s.Cursor(path)
 	var run []runLine
+	// A parse slot (IngestConfig.Parsers) is held while lines are read
+	// and parsed, never while a run is appended: nothing that waits for
+	// a slot then holds what an append needs.
+	held := false
+	hold := func() error {
+		if in.parsing == nil || held {
+			return nil
+		}
+		select {
+		case in.parsing <- struct{}{}:
+			held = true
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	let := func() {
+		if held {
+			<-in.parsing
+			held = false
+		}
+	}
+	defer let()
 	// flush appends the lines in run; stop is the error that ended the
 	// run (a line that does not parse), returned once the lines before it
 	// are in the log.
 	flush := func(stop error) error {
+		let()
 		if err := in.appendRun(ctx, agg, path, run, &res, progress); err != nil {
 			return err
 		}
@@ -440,6 +479,9 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	lines := ReadLines(path, startCursor)
 	if fp, ok := s.Fingerprint(path); ok && fp.Line == startCursor && fp.End > 0 {
 		lines = ReadFrom(path, Cursor{Line: fp.Line, Offset: fp.End})
+	}
+	if err := hold(); err != nil {
+		return res, lastFP, err
 	}
 	for l, err := range lines {
 		if err != nil {
@@ -496,6 +538,9 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		run = append(run, runLine{n: l.N, obs: obs})
 		if len(run) >= maxRunLines {
 			if err := flush(nil); err != nil {
+				return res, lastFP, err
+			}
+			if err := hold(); err != nil {
 				return res, lastFP, err
 			}
 		}

@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
@@ -439,6 +441,95 @@ func TestImportFile_RunRefused(t *testing.T) {
 	for _, rec := range recs {
 		if o, ok := events.Observed(rec.Data); ok && o.Line > 3 {
 			t.Fatalf("line %d appended", o.Line)
+		}
+	}
+}
+
+// TestImportFile_ParsersBound imports 14 transcripts at once, two of them
+// long enough for several runs, with IngestConfig.Parsers 2: no more than
+// two calls parse lines at any moment (a call waiting for its run to be
+// appended lets another parse), every line lands once and in order, and
+// nothing waits forever.
+func TestImportFile_ParsersBound(t *testing.T) {
+	l := openLog(t)
+	in, err := NewIngester(IngestConfig{Log: l, Host: "test", Parsers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var active, most atomic.Int64
+	src := in.claudeLines()
+	parse := src.Parse
+	src.Parse = func(path string, n int, b []byte) (events.Observation, error) {
+		now := active.Add(1)
+		defer active.Add(-1)
+		for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+		}
+		return parse(path, n, b)
+	}
+	dir := t.TempDir()
+	type file struct {
+		path  string
+		agg   events.Aggregate
+		lines int
+	}
+	var files []file
+	for i := range 14 {
+		n := 30
+		if i < 2 {
+			n = 1100
+		}
+		var lines []string
+		prev := ""
+		for j := range n {
+			u := fmt.Sprintf("f%d-u%d", i, j)
+			if j%2 == 0 {
+				lines = append(lines, fxUser(u, prev, "go"))
+			} else {
+				lines = append(lines, fxAssistant(u, prev, "ok"))
+			}
+			prev = u
+		}
+		f := file{path: filepath.Join(dir, fmt.Sprintf("s-%d.jsonl", i)), lines: n}
+		writeLines(t, f.path, lines...)
+		f.agg, _ = SessionAggregate(fmt.Sprintf("s-%d", i), "")
+		files = append(files, f)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(files))
+	for i, f := range files {
+		wg.Go(func() {
+			r, err := in.ImportFileFrom(ctx, f.path, f.agg, src, nil)
+			if err == nil && r.Appended != f.lines {
+				err = fmt.Errorf("%s: appended %d lines, want %d", f.path, r.Appended, f.lines)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if m := most.Load(); m > 2 || m < 1 {
+		t.Errorf("%d calls parsed at once, want 1 or 2", m)
+	}
+	for _, f := range files {
+		recs, _, err := l.Load(t.Context(), f.agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := 1
+		for _, r := range recs {
+			if o, ok := events.Observed(r.Data); ok {
+				if o.Line != next {
+					t.Fatalf("%s: line %d where line %d belongs", f.path, o.Line, next)
+				}
+				next++
+			}
+		}
+		if next != f.lines+1 {
+			t.Errorf("%s: log holds %d lines, want %d", f.path, next-1, f.lines)
 		}
 	}
 }

@@ -50,7 +50,7 @@ imports of the file go on there.`,
 			return importClaude(cmd.Context(), g, args, workers, skipInvalid, asNew)
 		},
 	}
-	claudeImport.Flags().IntVar(&workers, "workers", 4, "transcripts imported at once")
+	claudeImport.Flags().IntVar(&workers, "workers", 4, "transcripts read and parsed at once (up to 4 times as many are under way, waiting for the log)")
 	claudeImport.Flags().BoolVar(&skipInvalid, "skip-invalid", false, "record a line that does not parse (without signals) and go on, instead of stopping that file there")
 	claudeImport.Flags().BoolVar(&asNew, "as-new", false, "import a transcript that changed under Logbook (truncated or rewritten) as a new session linked to the one that imported it")
 	cmd.AddCommand(claudeImport)
@@ -207,12 +207,12 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 	if err != nil {
 		fmt.Fprintf(g.stderr, "warning: %v; every file's session is read from the log this time\n", err)
 	}
-	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Parser: parser, Host: host, SkipInvalid: skipInvalid, AsNew: asNew, Skip: index})
-	if err != nil {
-		return err
-	}
 	if workers < 1 {
 		workers = 1
+	}
+	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Parser: parser, Host: host, SkipInvalid: skipInvalid, AsNew: asNew, Skip: index, Parsers: workers})
+	if err != nil {
+		return err
 	}
 	prog := newProgress(g.stderr, len(ts))
 	var (
@@ -222,7 +222,7 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 		wg       sync.WaitGroup
 	)
 	work := make(chan claude.Transcript)
-	for range workers {
+	for range workers * importWaiting {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -290,6 +290,12 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 	}
 	return nil
 }
+
+// importWaiting is how many transcripts an import has under way per
+// --workers: --workers of them read and parse lines at once, the others
+// wait for their batches to be appended, so the log's group commit finds
+// several transcripts' runs to merge into each atomic batch.
+const importWaiting = 4
 
 // progress prints a one-line counter on a terminal, at most every 100 ms.
 type progress struct {
