@@ -75,8 +75,12 @@ type Log struct {
 const DirectMin = events.MaxBatch / 4
 
 // maxDirect bounds the large decisions in flight at once, well below the
-// server's 50 atomic batches in flight per stream.
-const maxDirect = 8
+// server's 50 atomic batches in flight per stream. The server stores a
+// stream's batches one after another, so a few queued keep it busy;
+// more would only wait there, each within its Config.Timeout, and on a
+// loaded machine time out (an import of thousands of transcripts, with
+// batches of 1000 events queued behind one another, did at 8).
+const maxDirect = 4
 
 var _ events.Log = (*Log)(nil)
 
