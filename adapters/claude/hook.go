@@ -164,7 +164,7 @@ func parseHook(b []byte) (events.Observation, error) {
 		return events.Observation{}, err
 	}
 	var probs []string
-	t := object{m: top, probs: &probs}
+	t := objectOf(top, &probs)
 	o := events.Observation{Parser: ParserHook, Kind: event}
 	o.Meta = events.Meta{
 		SessionID: t.str("session_id"),
@@ -265,7 +265,7 @@ func checkHook(top map[string]json.RawMessage) (string, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	t := object{m: top, probs: new([]string)}
+	t := objectOf(top, new([]string))
 	event := ""
 	if jsonKind(top["hook_event_name"]) == "string" {
 		event = t.str("hook_event_name")

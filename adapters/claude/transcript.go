@@ -107,7 +107,7 @@ func (p *Parser) Line(path string, n int, b []byte) (events.Observation, error) 
 		return p.finish(o, b), lerr
 	}
 	var probs []string
-	t := object{m: top, probs: &probs}
+	t := objectOf(top, &probs)
 	typ := t.str("type")
 	o.Kind = typ
 	o.UUID = t.str("uuid")
@@ -216,7 +216,7 @@ func userLine(t object) []events.Sig {
 		media   bool
 	)
 	for i, raw := range msg.arr("content") {
-		b, ok := newObject(raw, fmt.Sprintf("message.content[%d]", i), t.probs)
+		b, ok := newObject(raw, fmt.Sprintf("message.content[%d]", i), t.Probs)
 		if !ok {
 			continue
 		}
@@ -314,7 +314,7 @@ func assistantLine(t object, meta *events.Meta) []events.Sig {
 		last = "text"
 	case "array":
 		for i, raw := range msg.arr("content") {
-			b, ok := newObject(raw, fmt.Sprintf("message.content[%d]", i), t.probs)
+			b, ok := newObject(raw, fmt.Sprintf("message.content[%d]", i), t.Probs)
 			if !ok {
 				continue
 			}
@@ -335,7 +335,7 @@ func assistantLine(t object, meta *events.Meta) []events.Sig {
 				"tool_search_tool_result", "container_upload", "image", "document":
 				// Run and answered within the API call: no entry to open.
 			default:
-				*t.probs = append(*t.probs, fmt.Sprintf("unknown content block type %q", bt))
+				*t.Probs = append(*t.Probs, fmt.Sprintf("unknown content block type %q", bt))
 			}
 		}
 	case "null", "nothing":
@@ -346,7 +346,7 @@ func assistantLine(t object, meta *events.Meta) []events.Sig {
 		sigs = append(sigs, events.Sig{Kind: events.SigTurnEnd, Name: "end_turn"})
 	}
 	if u, ok := msg.obj("usage"); ok && !strings.HasPrefix(msg.str("model"), "<") {
-		if sig, ok := usageSig(u, msg.str("id"), meta.Model, t.probs); ok {
+		if sig, ok := usageSig(u, msg.str("id"), meta.Model, t.Probs); ok {
 			sigs = append(sigs, sig)
 		}
 	}

@@ -2,113 +2,31 @@ package codex
 
 import (
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 )
 
-// jsonKind names the JSON type of raw: "object", "array", "string",
-// "number", "boolean", "null", or "nothing" when raw is empty.
-func jsonKind(raw []byte) string {
-	for _, c := range raw {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '{':
-			return "object"
-		case '[':
-			return "array"
-		case '"':
-			return "string"
-		case 't', 'f':
-			return "boolean"
-		case 'n':
-			return "null"
-		default:
-			return "number"
-		}
-	}
-	return "nothing"
+// jsonKind names the JSON type of raw (jsonx.Kind).
+func jsonKind(raw []byte) string { return jsonx.Kind(raw) }
+
+// object is the parser's strict reader of one untrusted JSON object
+// (jsonx.Object) under the names the parser uses.
+type object struct{ jsonx.Object }
+
+// objectOf returns the reader of the decoded members m, at the top, its
+// problems going to probs.
+func objectOf(m map[string]json.RawMessage, probs *[]string) object {
+	return object{jsonx.Object{M: m, Probs: probs}}
 }
 
-// object reads members of a decoded JSON object leniently: an absent or
-// null member reads as the zero value; a member of another type than
-// asked reads as the zero value and adds a line to *probs naming it.
-type object struct {
-	m     map[string]json.RawMessage
-	path  string
-	probs *[]string
-}
-
-func (o object) at(key string) string {
-	if o.path == "" {
-		return key
-	}
-	return o.path + "." + key
-}
-
-func (o object) problem(key, want, got string) {
-	if o.probs != nil {
-		*o.probs = append(*o.probs, fmt.Sprintf("field %q: want %s, got %s", o.at(key), want, got))
-	}
-}
-
-func (o object) raw(key string) json.RawMessage {
-	r := o.m[key]
-	if jsonKind(r) == "null" {
-		return nil
-	}
-	return r
-}
-
-func (o object) str(key string) string {
-	r := o.raw(key)
-	if r == nil {
-		return ""
-	}
-	var s string
-	if k := jsonKind(r); k != "string" || json.Unmarshal(r, &s) != nil {
-		o.problem(key, "string", k)
-		return ""
-	}
-	return s
-}
-
-// number returns the number member key as its JSON text ("" if absent).
-func (o object) number(key string) string {
-	r := o.raw(key)
-	if r == nil {
-		return ""
-	}
-	if k := jsonKind(r); k != "number" {
-		o.problem(key, "number", k)
-		return ""
-	}
-	return strings.TrimSpace(string(r))
-}
-
-func (o object) obj(key string) (object, bool) {
-	r := o.raw(key)
-	c := object{path: o.at(key), probs: o.probs}
-	switch k := jsonKind(r); k {
-	case "object":
-		if json.Unmarshal(r, &c.m) == nil {
-			return c, true
-		}
-		o.problem(key, "object", k)
-	case "null", "nothing":
-	default:
-		o.problem(key, "object", k)
-	}
-	return c, false
-}
-
-// quiet returns o reading into a throwaway problem list, for members
-// whose shape is probed, not required.
-func (o object) quiet() object {
-	o.probs = new([]string)
-	return o
-}
+func (o object) at(key string) string           { return o.At(key) }
+func (o object) raw(key string) json.RawMessage { return o.Raw(key) }
+func (o object) str(key string) string          { return o.Str(key) }
+func (o object) number(key string) string       { return o.Number(key) }
+func (o object) quiet() object                  { return object{o.Quiet()} }
+func (o object) obj(key string) (object, bool)  { c, ok := o.Obj(key); return object{c}, ok }
 
 // contentText returns the text of a content value: a string, or the
 // "text" of each element of an array of content items (input_text,
@@ -199,7 +117,7 @@ func patchText(pl object) string {
 		return pl.quiet().str("reason")
 	}
 	var files []string
-	for f := range ch.m {
+	for f := range ch.M {
 		files = append(files, f)
 	}
 	sort.Strings(files)

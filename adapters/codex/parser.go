@@ -219,7 +219,7 @@ func (p *Parser) Line(st *FileState, path string, n int, b []byte) (events.Obser
 		return p.finish(o, b), &claude.LineError{Path: path, Line: n, Col: col, Err: err}
 	}
 	var probs []string
-	t := object{m: top, probs: &probs}
+	t := objectOf(top, &probs)
 	format := FormatLegacy
 	if _, ok := top["payload"]; ok {
 		format = FormatEnvelope
@@ -324,7 +324,7 @@ func sessionMeta(st *FileState, pl object, o *events.Observation) []events.Sig {
 	source := pl.quiet().str("source")
 	if source == "" {
 		if s, ok := pl.quiet().obj("source"); ok {
-			for k := range s.m {
+			for k := range s.M {
 				source = k // {"subagent": {...}}
 			}
 		}
@@ -545,7 +545,7 @@ func toolCall(st *FileState, pl object, sub string) []events.Sig {
 		// arguments is a JSON text holding an object.
 		var m map[string]json.RawMessage
 		if s := pl.str("arguments"); s != "" && json.Unmarshal([]byte(s), &m) == nil {
-			args = object{m: m, probs: new([]string)}
+			args = objectOf(m, new([]string))
 		}
 	case "local_shell_call":
 		name = "local_shell"
@@ -554,7 +554,7 @@ func toolCall(st *FileState, pl object, sub string) []events.Sig {
 	}
 	text := ""
 	switch {
-	case args.m != nil:
+	case args.M != nil:
 		text = commandText(args.raw("cmd"))
 		if text == "" {
 			text = commandText(args.raw("command"))
@@ -624,7 +624,7 @@ func toolOutput(st *FileState, pl object) []events.Sig {
 func (p *Parser) legacy(st *FileState, t object, o *events.Observation, n int) []events.Sig {
 	typ := t.str("type")
 	switch {
-	case t.m["record_type"] != nil:
+	case t.M["record_type"] != nil:
 		o.Kind = "legacy/" + or(t.str("record_type"), "record")
 		return nil
 	case typ == "" && t.str("id") != "":
@@ -698,7 +698,7 @@ func parseNotify(b []byte) (events.Observation, error) {
 		return o, &NotifyError{Err: err}
 	}
 	var probs []string
-	t := object{m: top, probs: &probs}
+	t := objectOf(top, &probs)
 	for _, f := range []string{"type", "thread-id"} {
 		r, ok := top[f]
 		if !ok || jsonKind(r) == "null" {

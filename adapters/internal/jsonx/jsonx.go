@@ -1,0 +1,165 @@
+// Package jsonx is the strict, problem-collecting reader of one untrusted
+// JSON object that the agent adapters (adapters/claude for Claude Code
+// transcripts and hooks, adapters/codex for Codex rollouts) read their
+// input with: a member of the wrong type reads as its zero value and adds
+// a line naming its dotted path to the caller's problem list, so hostile
+// input is refused the same way in every parser, and a fix to how it is
+// refused lands once.
+package jsonx
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Kind names the JSON type of raw: "object", "array", "string", "number",
+// "boolean", "null", or "nothing" when raw is empty. It reads the first
+// byte that is not white space, nothing more.
+func Kind(raw []byte) string {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{':
+			return "object"
+		case '[':
+			return "array"
+		case '"':
+			return "string"
+		case 't', 'f':
+			return "boolean"
+		case 'n':
+			return "null"
+		default:
+			return "number"
+		}
+	}
+	return "nothing"
+}
+
+// Object reads the members of one decoded JSON object leniently: an absent
+// or null member reads as the zero value, and a member of another type
+// than asked reads as the zero value and adds a line to *Probs naming its
+// path ("field \"message.usage\": want object, got string"). An Object is
+// a value; copies share M and Probs.
+type Object struct {
+	M     map[string]json.RawMessage // the members; nil reads as empty
+	Path  string                     // dotted path of this object, "" at the top
+	Probs *[]string                  // where type problems go; nil drops them
+}
+
+// New decodes raw as an object at path. A non-object (other than null or
+// absent) adds a problem and yields an empty object; ok is true only for
+// an object.
+func New(raw json.RawMessage, path string, probs *[]string) (o Object, ok bool) {
+	o = Object{Path: path, Probs: probs}
+	switch k := Kind(raw); k {
+	case "object":
+		if err := json.Unmarshal(raw, &o.M); err != nil {
+			o.Problem("", "object", k)
+			return o, false
+		}
+		return o, true
+	case "null", "nothing":
+		return o, false
+	default:
+		o.Problem("", "object", k)
+		return o, false
+	}
+}
+
+// At returns the dotted path of member key ("" for the object itself).
+func (o Object) At(key string) string {
+	switch {
+	case key == "":
+		return o.Path
+	case o.Path == "":
+		return key
+	}
+	return o.Path + "." + key
+}
+
+// Problem adds a line to *Probs: member key is not of the type wanted.
+func (o Object) Problem(key, want, got string) {
+	if o.Probs != nil {
+		*o.Probs = append(*o.Probs, fmt.Sprintf("field %q: want %s, got %s", o.At(key), want, got))
+	}
+}
+
+// Raw returns the member key, or nil when absent or null.
+func (o Object) Raw(key string) json.RawMessage {
+	r := o.M[key]
+	if Kind(r) == "null" {
+		return nil
+	}
+	return r
+}
+
+// Str returns the string member key.
+func (o Object) Str(key string) string {
+	r := o.Raw(key)
+	if r == nil {
+		return ""
+	}
+	var s string
+	if k := Kind(r); k != "string" || json.Unmarshal(r, &s) != nil {
+		o.Problem(key, "string", k)
+		return ""
+	}
+	return s
+}
+
+// Boolean returns the boolean member key.
+func (o Object) Boolean(key string) bool {
+	r := o.Raw(key)
+	if r == nil {
+		return false
+	}
+	var v bool
+	if k := Kind(r); k != "boolean" || json.Unmarshal(r, &v) != nil {
+		o.Problem(key, "boolean", k)
+		return false
+	}
+	return v
+}
+
+// Number returns the number member key as its JSON text ("" if absent).
+func (o Object) Number(key string) string {
+	r := o.Raw(key)
+	if r == nil {
+		return ""
+	}
+	if k := Kind(r); k != "number" {
+		o.Problem(key, "number", k)
+		return ""
+	}
+	return strings.TrimSpace(string(r))
+}
+
+// Obj returns the object member key; ok is false when it is absent, null
+// or not an object.
+func (o Object) Obj(key string) (Object, bool) {
+	return New(o.Raw(key), o.At(key), o.Probs)
+}
+
+// Arr returns the elements of the array member key.
+func (o Object) Arr(key string) []json.RawMessage {
+	r := o.Raw(key)
+	if r == nil {
+		return nil
+	}
+	var v []json.RawMessage
+	if k := Kind(r); k != "array" || json.Unmarshal(r, &v) != nil {
+		o.Problem(key, "array", k)
+		return nil
+	}
+	return v
+}
+
+// Quiet returns o reading into a throwaway problem list: for members
+// whose shape is probed, not required.
+func (o Object) Quiet() Object {
+	o.Probs = new([]string)
+	return o
+}
