@@ -69,7 +69,7 @@ func randomText(r *rand.Rand, n int) string {
 // are cut to the same bytes as before the one-pass scan.
 func TestPrepareHook_MatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for i := range 60 {
+	for i := range 20 {
 		var b strings.Builder
 		fmt.Fprintf(&b, ` {"session_id":"s%d","hook_event_name":"PostToolUse","tool_name":"Bash","tool_use_id":"t1","tool_response":{`, i)
 		for j := range 8 + r.IntN(40) {

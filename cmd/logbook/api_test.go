@@ -85,6 +85,7 @@ func rows(out, prefix string) int {
 // maximum payload (1 MiB): lists come page after page and print whole,
 // single objects come in parts; the server logs nothing.
 func TestAPI_LargeAnswers(t *testing.T) {
+	t.Parallel()
 	data, b, serveLog := apiServe(t)
 	ctx := t.Context()
 	h := bench.NewScaleHistory(b.reg)

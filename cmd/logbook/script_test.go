@@ -23,11 +23,24 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(removingSoakBin{m}, map[string]func(){
 		"logbook":      func() { main() },
 		"logbook-hook": func() { os.Exit(hookfast.Main(os.Args[1:], os.Stdin, os.Stderr, "")) },
 		"fakeagent":    fakeAgent,
 	})
+}
+
+// removingSoakBin runs the tests, then removes the binary the soaks
+// built (testscript.Main exits once they are run).
+type removingSoakBin struct{ m *testing.M }
+
+func (r removingSoakBin) Run() int {
+	defer func() {
+		if soakBin.dir != "" {
+			os.RemoveAll(soakBin.dir)
+		}
+	}()
+	return r.m.Run()
 }
 
 // TestScripts runs the command-line scenarios in testdata/script: each is

@@ -54,6 +54,7 @@ func TestSoakMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the memory soak does not run with -short")
 	}
+	t.Parallel() // a fixed time of steady load: beside the other slow tests
 	dur, every := 75*time.Second, 10*time.Second
 	if v := os.Getenv("LOGBOOK_SOAK_MEMORY"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -57,6 +57,7 @@ func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the crash soak does not run with -short")
 	}
+	t.Parallel() // mostly waiting on its children: beside the other slow tests
 	cycles := soakDefaultCycles
 	if v := os.Getenv("LOGBOOK_SOAK_CYCLES"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -184,15 +185,36 @@ func (s *soak) intN(n int) int {
 	return s.rng.IntN(n)
 }
 
-// soakBuild builds the logbook binary into a temporary directory.
+// soakBuild returns the logbook binary, built once per test binary into
+// a directory of its own that TestMain removes.
 func soakBuild(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "logbook")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	soakBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "logbook-soak-bin-")
+		if err != nil {
+			soakBin.err = err
+			return
+		}
+		soakBin.dir = dir
+		bin := filepath.Join(dir, "logbook")
+		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+		if err != nil {
+			soakBin.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		soakBin.path = bin
+	})
+	if soakBin.err != nil {
+		t.Fatal(soakBin.err)
 	}
-	return bin
+	return soakBin.path
+}
+
+// soakBin is the binary soakBuild built, shared by the soaks.
+var soakBin struct {
+	once      sync.Once
+	dir, path string
+	err       error
 }
 
 // command returns the binary with args on the soak's data dir, in a
