@@ -220,17 +220,62 @@ func TestObservations(t *testing.T) {
 		"long text":        `{"harness":"h","id":"x","session":"s","kind":"k","signals":[{"kind":"text","text":"` + strings.Repeat("a", 201) + `"}]}`,
 		"trailing":         `{"harness":"h","id":"x","session":"s","kind":"k","signals":[]} {}`,
 		"too many":         `{"harness":"h","id":"x","session":"s","kind":"k","signals":[` + strings.Repeat(`{"kind":"text"},`, 64) + `{"kind":"text"}]}`,
-		"huge body":        `{"harness":"h","id":"x","session":"s","kind":"` + strings.Repeat("k", 70<<10) + `","signals":[]}`,
 		"session too long": `{"harness":"h","id":"x","session":"` + strings.Repeat("s", 127) + `","kind":"k","signals":[]}`,
+		"no signals, new":  `{"harness":"h","id":"x","session":"nosuch","kind":"k","signals":[]}`,
+		"no such parent":   `{"harness":"mydaemon","id":"x","session":"sub1","parent":"nosuch","kind":"k","signals":[{"kind":"prompt"}]}`,
+		"bad UTF-8 kind":   "{\"harness\":\"h\",\"id\":\"x\",\"session\":\"s\",\"kind\":\"k\xff\",\"signals\":[{\"kind\":\"prompt\"}]}",
+		"bad UTF-8 meta":   "{\"harness\":\"h\",\"id\":\"x\",\"session\":\"s\",\"kind\":\"k\",\"meta\":{\"cwd\":\"/w\xc3\"},\"signals\":[{\"kind\":\"prompt\"}]}",
 	} {
 		var ae apiError
 		e.do("POST", "/v1/observations", body, nil, 400, &ae)
 		if ae.Code != "bad_request" || !strings.Contains(ae.Error, "observation") && !strings.Contains(ae.Error, "body") {
 			t.Errorf("%s: %+v", name, ae)
 		}
+		if strings.Contains(ae.Error, "bad request") || strings.Contains(ae.Error, "events:") {
+			t.Errorf("%s: the message repeats the code or a package prefix: %q", name, ae.Error)
+		}
 	}
+	// A body over the limit: 413, in the same shape, naming the limit.
+	var ae apiError
+	e.do("POST", "/v1/observations", `{"harness":"h","id":"x","session":"s","kind":"`+strings.Repeat("k", 70<<10)+`","signals":[]}`, nil, 413, &ae)
+	if ae.Code != "too_large" || !strings.Contains(ae.Error, "64 KiB") {
+		t.Errorf("huge body: %+v", ae)
+	}
+	// A subagent of a session that exists is taken.
+	sub := post(`{"harness":"mydaemon","id":"o3","session":"sub1","parent":"s1","kind":"start","signals":[{"kind":"session_start"}]}`, 200)
+	if sub.Session != "mydaemon-sub1" || sub.Last == 0 {
+		t.Errorf("subagent of an existing session: %+v", sub)
+	}
+	last, _ = e.log.LastSeq(t.Context())
 	if now, _ := e.log.LastSeq(t.Context()); now != last {
 		t.Errorf("refused observations appended: last seq %d → %d", last, now)
+	}
+}
+
+// TestErrorsInOneShape: a method a path does not take (405, with Allow)
+// and an unknown API path (404) answer in the API's {error, code} shape.
+func TestErrorsInOneShape(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		method, path, allow string
+	}{
+		{"DELETE", "/v1/sessions", "GET, HEAD"},
+		{"POST", "/v1/sessions/" + sid(1), "GET, HEAD"},
+		{"GET", "/v1/observations", "POST"},
+		{"PUT", "/v1/reviews/r1", "POST"},
+		{"POST", "/metrics", "GET, HEAD"},
+		{"PUT", "/", "GET, HEAD"},
+	} {
+		var ae apiError
+		resp := e.do(c.method, c.path, "", nil, 405, &ae)
+		if ae.Code != "method_not_allowed" || !strings.Contains(ae.Error, c.method) || resp.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %s: %+v, Allow %q; want method_not_allowed naming %s, Allow %q", c.method, c.path, ae, resp.Header.Get("Allow"), c.method, c.allow)
+		}
+	}
+	var ae apiError
+	e.do("POST", "/v1/nope", "{}", nil, 404, &ae)
+	if ae.Code != "not_found" || strings.Contains(ae.Error, "events:") {
+		t.Errorf("POST to an unknown path: %+v", ae)
 	}
 }
 
@@ -396,5 +441,59 @@ func TestReviews_VerdictEndsTheWait(t *testing.T) {
 				t.Errorf("after %s: %q, want %q", verdict, got, want)
 			}
 		})
+	}
+}
+
+// TestIDPrefixes: a unique prefix of a session's id names it on every
+// path that takes one, and in a review's session and id, as on the
+// command line; an ambiguous prefix is a bad request listing the ids; a
+// prefix nothing begins with is not found.
+func TestIDPrefixes(t *testing.T) {
+	e := newEnv(t)
+	e.prompt(sid(3), "p1")
+	e.waitSeq(e.prompt(sid(12), "p1"))
+	unique := sid(12)[:len(sid(12))-1] // …00001: only sid(12) begins so
+	var one sessionReply
+	e.get("/v1/sessions/"+unique, 200, &one)
+	if one.Session.ID != sid(12) {
+		t.Errorf("prefix %s named %q, want %s", unique, one.Session.ID, sid(12))
+	}
+	var sum struct{ Session SessionSummary }
+	e.get("/v1/sessions/"+unique+"?summary=true", 200, &sum)
+	if sum.Session.ID != sid(12) {
+		t.Errorf("summary by prefix: %+v", sum.Session)
+	}
+	var audit struct{ Session string }
+	e.get("/v1/sessions/"+unique+"/audit", 200, &audit)
+	if audit.Session != sid(12) {
+		t.Errorf("audit by prefix: session %q", audit.Session)
+	}
+	e.get("/v1/sessions/"+unique+"/commands", 200, nil)
+	e.get("/v1/usage?by=session&session="+unique, 200, nil)
+
+	var ae apiError
+	for _, path := range []string{"/v1/sessions/5e551011", "/v1/sessions/5e551011/audit", "/v1/usage?session=5e551011"} {
+		e.get(path, 400, &ae)
+		if ae.Code != "bad_request" || !strings.Contains(ae.Error, `session id prefix "5e551011" is ambiguous`) ||
+			!strings.Contains(ae.Error, sid(3)) || !strings.Contains(ae.Error, sid(12)) {
+			t.Errorf("%s: %+v, want the ambiguity with both ids", path, ae)
+		}
+	}
+	for _, path := range []string{"/v1/sessions/0bad", "/v1/sessions/0bad/commands", "/v1/commands/0bad", "/v1/commands/0bad/output"} {
+		e.get(path, 404, &ae)
+		if ae.Code != "not_found" || !strings.Contains(ae.Error, "0bad") || strings.Contains(ae.Error, "events:") {
+			t.Errorf("%s: %+v", path, ae)
+		}
+	}
+
+	// A review: the session and the open review by prefix.
+	verdict := e.gateReview(sid(12), "toolu_push_a")
+	var rep reviewReply
+	e.do("POST", "/v1/reviews/toolu_push", `{"session":"`+unique+`","verdict":"allow","reason":"ok","by":"alice"}`, nil, 200, &rep)
+	if rep.Review.ID != "toolu_push_a" || rep.Review.Verdict != "allow" {
+		t.Errorf("review by prefix: %+v", rep)
+	}
+	if v := <-verdict; v.Decision != gate.DecideAllow {
+		t.Errorf("the gate's waiter got %+v", v)
 	}
 }

@@ -166,6 +166,15 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 	meta.SessionID, meta.AgentID = agg.ID, ""
 	if o.Parent != "" {
 		meta.SessionID, meta.AgentID = o.Harness+"-"+o.Parent, agg.ID
+		parent, err := s.obs.x.State(r.Context(), events.Aggregate{Kind: events.KindSession, ID: meta.SessionID})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if !parent.Exists() {
+			s.fail(w, r, fmt.Errorf("%w: observation: parent %q: session %s does not exist: post an observation that starts it first", errBadRequest, o.Parent, meta.SessionID))
+			return
+		}
 	}
 	sum := sha256.Sum256([]byte(o.ID))
 	obs := events.Observation{
@@ -186,7 +195,20 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		return append([]events.Envelope{env}, decs...), nil
+		batch := append([]events.Envelope{env}, decs...)
+		if !st.Exists() {
+			// A session is started by what it observes; an observation
+			// that starts nothing would leave an event on a session that
+			// is not there.
+			next := st
+			for _, e := range batch {
+				next = session.Evolve(next, e)
+			}
+			if !next.Exists() {
+				return nil, fmt.Errorf("%w: observation: session %s does not exist, and this observation does not start it: send one with a session_start or prompt signal first", errBadRequest, agg.ID)
+			}
+		}
+		return batch, nil
 	})
 	if s.metrics != nil {
 		s.metrics.observed(err)

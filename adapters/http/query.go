@@ -371,7 +371,11 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	id := r.PathValue("id")
+	id, err := s.resolveSession(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	cp := s.store.Checkpoint()
 	st, err := s.store.Session(id)
 	if err == nil && !st.Exists() {
@@ -413,9 +417,9 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: this server has no audit timeline", errUnavailable))
 		return
 	}
-	id := r.PathValue("id")
-	if err := events.ValidID(id); err != nil {
-		s.fail(w, r, fmt.Errorf("session: %w", err))
+	id, err := s.resolveSession(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	cmds, err := s.store.Commands(id, false)
@@ -436,7 +440,12 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) sessionCommands(w http.ResponseWriter, r *http.Request) {
-	cmds, err := s.store.Commands(r.PathValue("id"), r.URL.Query().Get("active") == "true")
+	id, err := s.resolveSession(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	cmds, err := s.store.Commands(id, r.URL.Query().Get("active") == "true")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -449,7 +458,12 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	st, err := s.store.Command(r.PathValue("id"))
+	id, err := s.resolveCommand(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	st, err := s.store.Command(id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -487,9 +501,9 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	id := r.PathValue("id")
-	if err := events.ValidID(id); err != nil {
-		s.fail(w, r, fmt.Errorf("command: %w", err))
+	id, err := s.resolveCommand(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	var buf []byte

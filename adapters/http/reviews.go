@@ -10,6 +10,8 @@ import (
 	"github.com/oklog/ulid/v2"
 	"io"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 )
 
 // Verdict is a person's verdict on an open review, as POST
@@ -62,13 +64,53 @@ func (s *Server) review(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: by %q: want the person's name, 1..64 bytes of [A-Za-z0-9._@-]", errBadRequest, v.By))
 		return
 	}
+	sess, err := s.resolveSession(v.Session)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if id, err = s.resolveReview(sess, id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	actor := "person:" + v.By
-	dr, err := s.cfg.Reviews.Answer(r.Context(), v.Session, id, v.Verdict, v.Reason, actor, ulid.Make().String())
+	dr, err := s.cfg.Reviews.Answer(r.Context(), sess, id, v.Verdict, v.Reason, actor, ulid.Make().String())
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, reviewReply{Review: dr, Actor: actor})
+}
+
+// resolveReview returns the id of session sess's review that id names:
+// id itself when a review of the session (open or decided) has it, else
+// the one open review whose id begins with it; a prefix several open
+// reviews begin with is a bad request listing them; anything else is
+// left to the gate to answer for.
+func (s *Server) resolveReview(sess, id string) (string, error) {
+	st, err := s.store.Session(sess)
+	if err != nil {
+		return "", err
+	}
+	if _, ok := st.PendingReview(id); ok {
+		return id, nil
+	}
+	if _, ok := st.DecidedReview(id); ok {
+		return id, nil
+	}
+	var begins []string
+	for _, p := range st.Pending {
+		if strings.HasPrefix(p.ID, id) {
+			begins = append(begins, p.ID)
+		}
+	}
+	switch len(begins) {
+	case 0:
+		return id, nil
+	case 1:
+		return begins[0], nil
+	}
+	return "", fmt.Errorf("%w: review id prefix %q is ambiguous: it begins the open reviews %s; give more of the id", errBadRequest, id, strings.Join(begins, ", "))
 }
 
 // validName reports a name of [A-Za-z0-9._@-], at most max bytes ("" is valid).
@@ -85,15 +127,27 @@ func validName(s string, max int) bool {
 	return true
 }
 
-// decodeBody decodes r's JSON body into v: at most max bytes, no unknown
-// fields, one value.
+// decodeBody decodes r's JSON body into v: at most max bytes (else an
+// error wrapping errTooLarge), valid UTF-8 (as a hook payload must be),
+// no unknown fields, one value.
 func decodeBody(r *http.Request, v any, max int64) error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
 	if err != nil {
 		return fmt.Errorf("%w: read body: %v", errBadRequest, err)
 	}
 	if int64(len(body)) > max {
-		return fmt.Errorf("%w: body over %d bytes", errBadRequest, max)
+		return fmt.Errorf("%w: body over %d bytes (%d KiB), the most %s takes", errTooLarge, max, max>>10, r.URL.Path)
+	}
+	if !utf8.Valid(body) {
+		i := 0
+		for i < len(body) {
+			c, n := utf8.DecodeRune(body[i:])
+			if c == utf8.RuneError && n <= 1 {
+				break
+			}
+			i += n
+		}
+		return fmt.Errorf("%w: body: invalid UTF-8 at byte %d", errBadRequest, i)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

@@ -26,6 +26,8 @@ var (
 	errForbidden    = errors.New("forbidden")
 	errBusy         = errors.New("busy")
 	errUnavailable  = errors.New("not available")
+	errTooLarge     = errors.New("too large")
+	errMethod       = errors.New("method not allowed")
 )
 
 // OutputReader reads a command's stored output; *worker.Client is one.
@@ -133,6 +135,15 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// methodNotAllowed answers 405 naming the methods allowed.
+func methodNotAllowed(allowed []string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		code, name := status(errMethod)
+		writeJSON(w, code, apiError{Error: fmt.Sprintf("method %s not allowed on %s: it takes %s", r.Method, r.URL.Path, strings.Join(allowed, ", ")), Code: name})
+	}
+}
+
 func (s *Server) handle(method, path string, h http.HandlerFunc) {
 	s.routes = append(s.routes, route{method, path})
 	s.mux.HandleFunc(method+" "+path, s.guard(method == "POST", h))
@@ -142,8 +153,41 @@ func (s *Server) handle(method, path string, h http.HandlerFunc) {
 // done; it returns nil then.
 func (s *Server) Run(ctx context.Context) error { return s.hub.Run(ctx) }
 
-// Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler returns the server's HTTP handler. A method a path does not
+// take is answered 405 with Allow, and an API path no endpoint has 404,
+// both in the API's error shape (net/http's own answers are plain text).
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		api := strings.HasPrefix(r.URL.Path, "/v1/")
+		// The board's "GET /" answers every other GET path, but no API path.
+		routed := func(pattern string) bool { return pattern != "" && !(api && pattern == "GET /") }
+		_, pattern := s.mux.Handler(r)
+		if routed(pattern) {
+			s.mux.ServeHTTP(w, r)
+			return
+		}
+		var allowed []string
+		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"} {
+			r2 := r.Clone(r.Context())
+			r2.Method = m
+			if _, p := s.mux.Handler(r2); routed(p) {
+				allowed = append(allowed, m)
+			}
+		}
+		if len(allowed) == 0 && pattern != "" {
+			s.mux.ServeHTTP(w, r) // the board answers an unknown path
+			return
+		}
+		s.guard(false, func(w http.ResponseWriter, r *http.Request) {
+			if len(allowed) == 0 {
+				s.fail(w, r, errNotFound(r.URL.Path))
+				return
+			}
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			s.fail(w, r, fmt.Errorf("%w: %s %s: it takes %s", errMethod, r.Method, r.URL.Path, strings.Join(allowed, ", ")))
+		})(w, r)
+	})
+}
 
 // guard checks the Host header on a loopback server, the token when one
 // is required, and, for writes, that the body is JSON from a page of this
@@ -241,7 +285,7 @@ func (t *Tokens) check(r *http.Request, write bool) error {
 // apiError is every error's body.
 type apiError struct {
 	Error string `json:"error"`
-	Code  string `json:"code"` // bad_request, unauthorized, forbidden, not_found, rejected, conflict, busy, not_implemented, unavailable, internal
+	Code  string `json:"code"` // bad_request, unauthorized, forbidden, not_found, method_not_allowed, too_large, rejected, conflict, busy, not_implemented, unavailable, internal
 }
 
 // status returns err's HTTP status and code.
@@ -253,6 +297,10 @@ func status(err error) (int, string) {
 		return http.StatusUnauthorized, "unauthorized"
 	case errors.Is(err, errForbidden):
 		return http.StatusForbidden, "forbidden"
+	case errors.Is(err, errMethod):
+		return http.StatusMethodNotAllowed, "method_not_allowed"
+	case errors.Is(err, errTooLarge):
+		return http.StatusRequestEntityTooLarge, "too_large"
 	case errors.Is(err, events.ErrNotFound):
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, events.ErrRejected):
@@ -275,7 +323,34 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if code == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="logbook"`)
 	}
-	writeJSON(w, code, apiError{Error: err.Error(), Code: name})
+	writeJSON(w, code, apiError{Error: message(err), Code: name})
+}
+
+// sentinelWords are the texts of the sentinels errors wrap, which the
+// code already says, and what a reader sees in their place ("" when the
+// detail after it says it).
+var sentinelWords = []struct{ text, say string }{
+	{errBadRequest.Error(), ""},
+	{events.ErrNotFound.Error(), "not found"},
+	{events.ErrRejected.Error(), "refused"},
+	{events.ErrMalformed.Error(), "malformed"},
+	{events.ErrConflict.Error(), "changed meanwhile, try again"},
+}
+
+// message is err's text without the package prefixes of the sentinels
+// it wraps: "session x: events: not found" reads "session x: not found",
+// "bad request: body: …" reads "body: …".
+func message(err error) string {
+	msg := err.Error()
+	for _, p := range sentinelWords {
+		if p.say == "" || p.text != events.ErrNotFound.Error() {
+			msg = strings.ReplaceAll(msg, p.text+": ", "")
+		}
+		if p.say != "" {
+			msg = strings.ReplaceAll(msg, p.text, p.say)
+		}
+	}
+	return msg
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/logbook-dev/logbook/adapters/usage"
-	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
@@ -54,15 +53,15 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if q.Session != "" {
-		if err := events.ValidID(q.Session); err != nil {
-			s.fail(w, r, fmt.Errorf("%w: session: %v", errBadRequest, err))
-			return
-		}
-	}
 	if err := s.caughtUp(r.Context()); err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	if q.Session != "" {
+		if q.Session, err = s.resolveSession(q.Session); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 	}
 	t, err := s.prices()
 	if err != nil {
