@@ -43,13 +43,16 @@ measured on the same server in the same run, and their ratio:
             same messages published by the same writers, one plain publish
             or one atomic batch per decision, without those checks; for 64
             writers also atomic batches of 500 from one publisher, the
-            server's durable ceiling
+            server's durable ceiling, and of 64, the largest batches 64
+            writers of one event each can fill
   read      projection catch-up into Pebble on disk, replay into memory
             (a plain fold, and Pebble in memory) and into Pebble on disk, of
             a log of --events session events; baseline: an ordered consumer
             reading the same messages without decoding them
   import    import claude of synthetic transcripts into a running serve;
-            baseline: the same messages published the same way
+            baselines: the same messages published raw, each session's in
+            atomic batches of up to 1000 by 4 writers, and in full batches
+            of 1000 across sessions by one publisher
   hook      logbook-hook claude (when found beside this binary or on
             $PATH) and logbook hook claude, started once per payload,
             against a running serve (fsync always); baselines: a Go program
