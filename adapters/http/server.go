@@ -184,7 +184,7 @@ func (s *Server) Handler() http.Handler {
 				return
 			}
 			w.Header().Set("Allow", strings.Join(allowed, ", "))
-			s.fail(w, r, fmt.Errorf("%w: %s %s: it takes %s", errMethod, r.Method, r.URL.Path, strings.Join(allowed, ", ")))
+			s.fail(w, r, fmt.Errorf("%w: %s %s: this path takes %s", errMethod, r.Method, r.URL.Path, strings.Join(allowed, ", ")))
 		})(w, r)
 	})
 }
@@ -331,6 +331,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 // detail after it says it).
 var sentinelWords = []struct{ text, say string }{
 	{errBadRequest.Error(), ""},
+	{errMethod.Error(), ""},
+	{errTooLarge.Error(), ""},
 	{events.ErrNotFound.Error(), "not found"},
 	{events.ErrRejected.Error(), "refused"},
 	{events.ErrMalformed.Error(), "malformed"},
