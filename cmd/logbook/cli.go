@@ -195,7 +195,26 @@ func userMessage(err error) string {
 		msg = strings.ReplaceAll(msg, p.text, p.say)
 	}
 	msg = strings.ReplaceAll(msg, "hook claude: claude hook: ", "hook claude: ")
-	return msg
+	msg = strings.ReplaceAll(msg, "hook claude: claude hook ", "hook claude: ")
+	msg = strings.ReplaceAll(msg, "hook codex: codex notify: ", "hook codex: ")
+	msg = strings.ReplaceAll(msg, "hook codex: codex notify ", "hook codex: ")
+	return collapseRepeats(msg)
+}
+
+// collapseRepeats drops a part of msg (between ": ") that says again
+// what the part before it ends with: "workspace archive: archive: x"
+// reads "workspace archive: x".
+func collapseRepeats(msg string) string {
+	parts := strings.Split(msg, ": ")
+	out := parts[:1]
+	for _, p := range parts[1:] {
+		prev := out[len(out)-1]
+		if p != "" && (p == prev || strings.HasSuffix(prev, " "+p)) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ": ")
 }
 
 // hasLogbookData reports whether dd holds a Logbook store: its log's

@@ -202,7 +202,7 @@ server accepts only when started with serve --admin-creds FILE.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := natslog.ParseRole(role)
 			if err != nil {
-				return fmt.Errorf("--role: %w", err)
+				return &usageError{fmt.Errorf("--%w", err)}
 			}
 			dd, err := resolveDataDir(g.data)
 			if err != nil {

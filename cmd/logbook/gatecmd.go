@@ -111,7 +111,7 @@ func policyCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "%s: ok\n", p)
 			}
 			if bad > 0 {
-				return fmt.Errorf("policy check: %d file(s) do not parse", bad)
+				return fmt.Errorf("policy check: %s not parse", plural(bad, "file does", "files do"))
 			}
 			return nil
 		},
@@ -132,7 +132,7 @@ func sweepReviews(ctx context.Context, gs *gate.Service, stderr io.Writer) {
 		fmt.Fprintf(stderr, "logbook serve: sweep open reviews: %v\n", err)
 	}
 	if n > 0 {
-		fmt.Fprintf(stderr, "logbook serve: %d review(s) left open by a stopped server decided timed_out or unavailable\n", n)
+		fmt.Fprintf(stderr, "logbook serve: %s left open by a stopped server decided timed_out or unavailable\n", plural(n, "review"))
 	}
 }
 

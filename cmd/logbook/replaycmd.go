@@ -46,7 +46,7 @@ recorded (exit 1 when any do).
 			if at != "" {
 				t, err := time.Parse(time.RFC3339Nano, at)
 				if err != nil {
-					return fmt.Errorf("--at %q: want an RFC 3339 time such as 2026-11-30T10:00:00Z", at)
+					return usageErrorf("--at %q: want an RFC 3339 time such as 2026-11-30T10:00:00Z", at)
 				}
 				p.Time = t
 			}
