@@ -314,11 +314,21 @@ func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *outputPrint
 		return ctx.Err()
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		berr := cl.Background(ctx, f.id, f.wait)
+		// Marking it takes one append; during a leader election on a
+		// cluster that can wait long, and exec does not outlive its
+		// wait by more than backgroundGrace for it: the command goes on
+		// either way.
+		bctx, cancel := context.WithTimeout(ctx, backgroundGrace)
+		berr := cl.Background(bctx, f.id, f.wait)
+		cancel()
 		if errors.Is(berr, events.ErrRejected) && !errors.As(berr, new(*worker.EndedError)) {
 			berr = nil // backgrounded already: a retry of a backgrounded run
 		}
 		if !errors.As(berr, new(*worker.EndedError)) {
+			if berr != nil && ctx.Err() == nil && bctx.Err() != nil {
+				fmt.Fprintf(g.stderr, "logbook: command %s not marked as in the background: %v\n", f.id, berr)
+				berr = nil
+			}
 			if berr != nil {
 				return fmt.Errorf("exec: %w", berr)
 			}
@@ -341,6 +351,10 @@ func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *outputPrint
 	}
 	return exitOf(st)
 }
+
+// backgroundGrace bounds how long exec, its wait expired, spends marking
+// the command as in the background.
+const backgroundGrace = 5 * time.Second
 
 // workerGrace is how long exec waits for a live worker (one starting
 // with the server, say) before it gives up.
