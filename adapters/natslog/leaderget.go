@@ -57,7 +57,7 @@ const jsErrNoMessage = 10037
 func (l *Log) leaderGet(ctx context.Context, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
 	body, _ := json.Marshal(req)
 	var resp *nats.Msg
-	err := untilResponders(ctx, func() (err error) {
+	err := l.untilAnswered(ctx, func(ctx context.Context) (err error) {
 		resp, err = l.js.Conn().RequestWithContext(ctx, jsAPI("STREAM.MSG.GET", StreamName), body)
 		return err
 	})
@@ -122,15 +122,20 @@ func (l *Log) leaderPage(ctx context.Context, subject string, from uint64, recs 
 	return got, true, nil
 }
 
-// untilResponders calls f, and again after a pause (firstPause doubling
-// up to maxPause) while it fails because no server took its request: the
-// stream has no leader during an election. It returns f's last error, or
-// that one once ctx ends.
-func untilResponders(ctx context.Context, f func() error) error {
+// untilAnswered calls f, a read, each time with ctx bounded by
+// Config.Timeout, and again after a pause (firstPause doubling up to
+// maxPause) while no server took its request (the stream has no leader
+// during an election) or none answered in time (a leader that died with
+// the request): a read changes nothing, so asking again is safe. It
+// returns f's last error once ctx ends.
+func (l *Log) untilAnswered(ctx context.Context, f func(context.Context) error) error {
 	pause := firstPause
 	for {
-		err := f()
-		if err == nil || !noResponders(err) {
+		actx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+		err := f(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil ||
+			!noResponders(err) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
 			return err
 		}
 		t := time.NewTimer(pause)

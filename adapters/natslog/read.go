@@ -162,7 +162,7 @@ func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	var info *jetstream.StreamInfo
-	err := untilResponders(ctx, func() (err error) {
+	err := l.untilAnswered(ctx, func(ctx context.Context) (err error) {
 		info, err = l.stream.Info(ctx)
 		return err
 	})
