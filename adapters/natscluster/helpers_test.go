@@ -41,20 +41,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// needWorkload skips a test that drives hosts through a workload on the
-// cluster unless LOGBOOK_CLUSTER=1 (as .ci/cluster sets it). On a loaded
-// 2-core machine these still fail: an import or exec meets "no
-// responders" while the stream elects a leader and does not retry, an
-// exec outlives its wait, and the node kill soak has lost acknowledged
-// hooks (issue 13 stays open on them). The stream and role checks run
-// always.
-func needWorkload(t *testing.T) {
-	t.Helper()
-	if os.Getenv("LOGBOOK_CLUSTER") != "1" {
-		t.Skip("a cluster workload: set LOGBOOK_CLUSTER=1, or run .ci/cluster")
-	}
-}
-
 // env is one test's cluster and the credentials of every role.
 type env struct {
 	t     *testing.T

@@ -12,7 +12,6 @@ import (
 // command abandoned, a surviving writer sees it, and the restarted serve
 // catches up to the same state hash.
 func TestHostKill(t *testing.T) {
-	needWorkload(t)
 	e := newEnv(t)
 	e.streamInit()
 	ws := t.TempDir()

@@ -140,7 +140,6 @@ func sameState(t *testing.T, hosts ...*host) verify {
 // projection reaches the same state hash at the same stream sequence,
 // each equal to its own fresh replay.
 func TestEqualState(t *testing.T) {
-	needWorkload(t)
 	e := newEnv(t)
 	e.streamInit()
 	ws := t.TempDir()

@@ -21,7 +21,6 @@ import (
 // minority's appends are never acknowledged; once the node is routed
 // again it serves every acknowledged append.
 func TestPartition(t *testing.T) {
-	needWorkload(t)
 	e := newEnv(t)
 	e.streamInit()
 	reg := events.NewRegistry()

@@ -16,7 +16,6 @@ import (
 // follower can answer before it has applied what the leader acknowledged,
 // so the log loads from the leader there.
 func TestReadYourWritesAcrossNodes(t *testing.T) {
-	needWorkload(t)
 	e := newEnv(t)
 	e.streamInit()
 	reg := events.NewRegistry()
