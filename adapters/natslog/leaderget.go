@@ -48,8 +48,17 @@ type msgGetResponse struct {
 	} `json:"error"`
 }
 
-// jsErrNoMessage is the API's error code for "no message found".
-const jsErrNoMessage = 10037
+// The API's error codes for "no message found" and for "JetStream system
+// temporarily unavailable" (what a replica answers while the stream has
+// no leader).
+const (
+	jsErrNoMessage       = 10037
+	jsErrClusterNotAvail = 10008
+)
+
+// errLeaderless reports an answer given while the stream had no leader:
+// asked again, the elected leader answers.
+var errLeaderless = errors.New("natslog: the stream has no leader")
 
 // leaderGet asks the stream leader for one message: by sequence, the next
 // on a subject from a sequence, or the last on a subject filter. It
@@ -71,6 +80,9 @@ func (l *Log) leaderGet(ctx context.Context, req msgGetRequest) (*jetstream.RawS
 	if r.Error != nil {
 		if r.Error.ErrCode == jsErrNoMessage {
 			return nil, errNoMsg
+		}
+		if r.Error.ErrCode == jsErrClusterNotAvail {
+			return nil, fmt.Errorf("stream msg get: %s (%d): %w", r.Error.Description, r.Error.ErrCode, errLeaderless)
 		}
 		return nil, fmt.Errorf("stream msg get: %s (%d)", r.Error.Description, r.Error.ErrCode)
 	}
@@ -125,7 +137,8 @@ func (l *Log) leaderPage(ctx context.Context, subject string, from uint64, recs 
 // untilAnswered calls f, a read, each time with ctx bounded by
 // Config.Timeout, and again after a pause (firstPause doubling up to
 // maxPause) while no server took its request (the stream has no leader
-// during an election) or none answered in time (a leader that died with
+// during an election), a replica answered for want of a leader, or none
+// answered in time (a leader that died with
 // the request): a read changes nothing, so asking again is safe. It
 // returns f's last error once ctx ends.
 func (l *Log) untilAnswered(ctx context.Context, f func(context.Context) error) error {
@@ -135,7 +148,8 @@ func (l *Log) untilAnswered(ctx context.Context, f func(context.Context) error) 
 		err := f(actx)
 		cancel()
 		if err == nil || ctx.Err() != nil ||
-			!noResponders(err) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			!noResponders(err) && !leaderless(err) &&
+				!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
 			return err
 		}
 		t := time.NewTimer(pause)
@@ -147,4 +161,12 @@ func (l *Log) untilAnswered(ctx context.Context, f func(context.Context) error) 
 		}
 		pause = min(pause*2, maxPause)
 	}
+}
+
+// leaderless reports an error answered while the stream had no leader.
+func leaderless(err error) bool {
+	if ae, ok := errors.AsType[*jetstream.APIError](err); ok && int(ae.ErrorCode) == jsErrClusterNotAvail {
+		return true
+	}
+	return errors.Is(err, errLeaderless)
 }

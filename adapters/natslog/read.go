@@ -157,13 +157,20 @@ func (l *Log) loadPage(ctx context.Context, subject string, from uint64, recs *[
 }
 
 // LastSeq implements events.Log: the stream sequence of the last message
-// of any subject (0 when empty).
+// of any subject (0 when empty). On a replicated stream it is the
+// leader's, asked again while the stream has none.
 func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	var info *jetstream.StreamInfo
 	err := l.untilAnswered(ctx, func(ctx context.Context) (err error) {
 		info, err = l.stream.Info(ctx)
+		if err == nil && l.leaderReads && (info.Cluster == nil || info.Cluster.Leader == "") {
+			// While a replica knows no leader (an election, or the node
+			// itself just restarted) it answers with its own state, which
+			// can be far behind.
+			return errLeaderless
+		}
 		return err
 	})
 	if err != nil {
