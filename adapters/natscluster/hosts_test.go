@@ -60,7 +60,15 @@ func workload(t *testing.T, h *host, rng *rand.Rand, sessions []string, n int, w
 			}
 		default:
 			sid := sessions[rng.IntN(len(sessions))]
-			out, stderr, err := h.cli("exec", "--session", sid, "--mode", "workspace_write", "--workspace", ws, "--", "sh", "-c", fmt.Sprintf("echo %s-%d", h.name, i))
+			// Each writer's commands in a folder of their own: two
+			// sandboxes at once in one workspace race on the mount
+			// points of missing protected names (.agents, …), which the
+			// first to exit removes (a sandbox matter, not the cluster's).
+			cws := filepath.Join(ws, h.name)
+			if err := os.MkdirAll(cws, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			out, stderr, err := h.cli("exec", "--session", sid, "--mode", "workspace_write", "--workspace", cws, "--", "sh", "-c", fmt.Sprintf("echo %s-%d", h.name, i))
 			if err != nil || !strings.Contains(out, fmt.Sprintf("%s-%d", h.name, i)) {
 				t.Errorf("%s exec: %v\n%s%s", h.name, err, out, stderr)
 			}

@@ -73,10 +73,22 @@ func TestReadWhileReplicaCatchesUp(t *testing.T) {
 		for i := range 6 {
 			wg.Go(func() {
 				// Through the restarted node, and through the others.
-				r, err := natslog.Open(t.Context(), e.connectURL("reader", e.c.Nodes[(2+i)%3].URL()), natslog.Config{Registry: reg})
-				if err != nil {
-					t.Error(err)
-					return
+				// The restarted node may not answer for a while yet: an
+				// open is asked again there; the reads are the check.
+				nc := e.connectURL("reader", e.c.Nodes[(2+i)%3].URL())
+				var (
+					r   *natslog.Log
+					err error
+				)
+				for deadline := time.Now().Add(60 * time.Second); ; {
+					if r, err = natslog.Open(t.Context(), nc, natslog.Config{Registry: reg}); err == nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Error(err)
+						return
+					}
+					time.Sleep(100 * time.Millisecond)
 				}
 				defer r.Close()
 				ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)

@@ -44,15 +44,23 @@ func TestPartition(t *testing.T) {
 	}
 	defer minor.Close()
 
+	// One event per aggregate and version: an append whose outcome was
+	// unknown is sent again with the same event id.
+	evs := map[string]events.Envelope{}
 	appendOne := func(l *natslog.Log, agg events.Aggregate, expect, ver uint64, timeout time.Duration) (events.Appended, error) {
-		var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", ver)}
-		if ver == 1 {
-			p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
+		key := fmt.Sprintf("%s/%d", agg, ver)
+		ev, ok := evs[key]
+		if !ok {
+			var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", ver)}
+			if ver == 1 {
+				p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
+			}
+			ev = reg.New(p)
+			ev.ID, ev.Agg, ev.Ver = ulid.Make(), agg, ver
+			ev.At = time.Now().UTC().Truncate(time.Microsecond)
+			ev.Cause = &events.Cause{Kind: "cli", Event: "partition", Ref: "t"}
+			evs[key] = ev
 		}
-		ev := reg.New(p)
-		ev.ID, ev.Agg, ev.Ver = ulid.Make(), agg, ver
-		ev.At = time.Now().UTC().Truncate(time.Microsecond)
-		ev.Cause = &events.Cause{Kind: "cli", Event: "partition", Ref: "t"}
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)
 		defer cancel()
 		return l.Append(ctx, events.Batch{Agg: agg, Expect: expect, Events: []events.Envelope{ev}})
