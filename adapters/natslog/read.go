@@ -295,21 +295,21 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 	// The consumer's pending count is its replica's: on a replicated
 	// stream the consumer may sit on a follower that is still catching
 	// up (a node just restarted), whose count reaches 0 before end. There
-	// the last message on filter comes from the stream leader instead, and
-	// reading stops only at it (or past end).
+	// a count of 0 ends the read only once the stream leader holds no
+	// message on filter from there up to end.
 	exact := end > 0 && l.leaderReads
-	if exact {
-		last, err := l.lastOn(ctx, filter)
+	atEnd := func(next uint64) bool {
+		if !exact {
+			return true
+		}
+		done, err := l.noneFrom(ctx, filter, next, end)
 		if err != nil {
 			fail(err)
-			return
+			return true
 		}
-		if last < from {
-			return
-		}
-		end = min(end, last)
+		return done
 	}
-	if info := cons.CachedInfo(); end > 0 && !exact && info != nil && info.NumPending == 0 {
+	if info := cons.CachedInfo(); end > 0 && info != nil && info.NumPending == 0 && atEnd(from) {
 		return
 	}
 	for {
@@ -334,25 +334,28 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 		if !yield(m, nil) {
 			return
 		}
-		if end > 0 && (seq >= end || !exact && md.NumPending == 0) {
+		if end > 0 && (seq >= end || md.NumPending == 0 && atEnd(seq+1)) {
 			return
 		}
 	}
 }
 
-// lastOn returns the stream sequence of the last message on filter as
-// the stream leader has it, 0 when there is none.
-func (l *Log) lastOn(ctx context.Context, filter string) (uint64, error) {
+// noneFrom reports whether the stream leader holds no message on filter
+// with a sequence from next up to end.
+func (l *Log) noneFrom(ctx context.Context, filter string, next, end uint64) (bool, error) {
+	if next > end {
+		return true, nil
+	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
-	m, err := l.leaderGet(ctx, msgGetRequest{LastBySubj: filter})
+	m, err := l.leaderGet(ctx, msgGetRequest{Seq: next, NextBySubj: filter})
 	if errors.Is(err, errNoMsg) {
-		return 0, nil
+		return true, nil
 	}
 	if err != nil {
-		return 0, err
+		return false, err
 	}
-	return m.Sequence, nil
+	return m.Sequence > end, nil
 }
 
 // stopConsumer stops the iterator and deletes the server-side consumer
