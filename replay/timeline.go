@@ -274,8 +274,10 @@ func obsRef(r events.Record) *ObsRef {
 //
 //	#42 2026-04-24T19:19:00.393000Z session.transitioned working→ready activity=  cause=transcript/assistant ref=01J…  obs=line 7 assistant [text turn_end]
 //
-// Times are in UTC, all of them. An item earlier than one before it (the
-// agent's clock went back) says so after its type. A tool call's or a
+// Times are in UTC, all of them. An item decided from an observation
+// (its time the agent's) earlier than such an item before it (the agent's
+// clock went back) says so after its type; items of other clocks (a
+// workspace's, a task's, the server's) are not compared. A tool call's or a
 // permission prompt's signal carries its command or file, cut to 80
 // characters: tool_use:Bash(go test ./...).
 //
@@ -289,13 +291,15 @@ func WriteText(w io.Writer, items []Item) error {
 	for _, it := range items {
 		b.Reset()
 		fmt.Fprintf(&b, "#%d %s %s", it.Seq, it.At.UTC().Format(events.TimeFormat), it.Type)
-		if !last.IsZero() && it.At.Before(last) {
-			// Times are the agent's; its clock went back (a clock
-			// step, or lines of another host).
-			fmt.Fprintf(&b, " (agent clock went back %s)", last.Sub(it.At))
-		}
-		if it.At.After(last) {
-			last = it.At
+		if it.Obs != nil {
+			if !last.IsZero() && it.At.Before(last) {
+				// The agent's clock went back (a clock step, or lines
+				// of another host).
+				fmt.Fprintf(&b, " (agent clock went back %s)", last.Sub(it.At))
+			}
+			if it.At.After(last) {
+				last = it.At
+			}
 		}
 		if it.From != "" || it.To != "" {
 			fmt.Fprintf(&b, " %s→%s", it.From, it.To)

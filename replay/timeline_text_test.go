@@ -9,15 +9,19 @@ import (
 	"github.com/logbook-dev/logbook/replay"
 )
 
-// TestWriteText_ClockBack: an item earlier than one before it says the
-// agent's clock went back, and by how much; times print in UTC whatever
-// zone they came in.
+// TestWriteText_ClockBack: an item decided from an observation earlier
+// than such an item before it says the agent's clock went back, and by
+// how much; items of other clocks (a workspace's, a task's) are not
+// compared with them; times print in UTC whatever zone they came in.
 func TestWriteText_ClockBack(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 10, 0, 5, 0, time.FixedZone("CEST", 2*3600))
+	obs := &replay.ObsRef{ID: "o", Type: "obs.claude.line", Kind: "user"}
 	items := []replay.Item{
-		{Seq: 1, At: t0, Type: "session.started"},
-		{Seq: 2, At: t0.Add(-3 * time.Second), Type: "session.transitioned", From: "ready", To: "working"},
-		{Seq: 3, At: t0.Add(time.Second), Type: "session.transitioned", From: "working", To: "ready"},
+		{Seq: 1, At: t0, Type: "session.started", Obs: obs},
+		{Seq: 2, At: t0.Add(-3 * time.Second), Type: "session.transitioned", From: "ready", To: "working", Obs: obs},
+		{Seq: 3, At: t0.Add(time.Second), Type: "session.transitioned", From: "working", To: "ready", Obs: obs},
+		{Seq: 4, At: t0.Add(2 * time.Second), Type: "workspace.synced"},
+		{Seq: 5, At: t0.Add(1500 * time.Millisecond), Type: "task.running", Entry: "task-t1"},
 	}
 	var b bytes.Buffer
 	if err := replay.WriteText(&b, items); err != nil {
@@ -32,5 +36,8 @@ func TestWriteText_ClockBack(t *testing.T) {
 	}
 	if strings.Contains(lines[2], "clock") {
 		t.Errorf("third line %q: the clock went forward", lines[2])
+	}
+	if strings.Contains(lines[4], "clock") {
+		t.Errorf("fifth line %q: a task's time is not the agent's clock", lines[4])
 	}
 }
