@@ -227,15 +227,16 @@ type Record struct {
 	Envelope
 }
 
-// decodeStrict unmarshals b into v, refusing unknown fields and trailing data.
+// decodeStrict unmarshals b, one JSON value (RFC 8259), into v, refusing
+// unknown fields and anything but whitespace after the value.
 func decodeStrict(b []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
 		return err
 	}
-	if d.More() {
-		return fmt.Errorf("trailing data after JSON value")
+	if off := d.InputOffset(); len(bytes.TrimLeft(b[off:], " \t\r\n")) != 0 {
+		return fmt.Errorf("trailing data after JSON value at offset %d", off)
 	}
 	return nil
 }

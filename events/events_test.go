@@ -189,6 +189,11 @@ func TestDecode_Refuses(t *testing.T) {
 		{"bad time", edit(func(m map[string]any) { m["at"] = "yesterday" }), events.ErrMalformed, "at"},
 		{"no data", edit(func(m map[string]any) { delete(m, "data") }), events.ErrMalformed, "data"},
 		{"trailing", append(bytes.Clone(good), []byte(` {}`)...), events.ErrMalformed, "trailing"},
+		// The canonical field order, as MarshalJSON writes it, with data cut.
+		{"no data, canonical order", withData(t, good, ""), events.ErrMalformed, "no data"},
+		{"data null", withData(t, good, `,"data":null`), events.ErrMalformed, "no data"},
+		{"trailing close brace", append(bytes.Clone(good), []byte(`}garbage`)...), events.ErrMalformed, "trailing"},
+		{"trailing close bracket", append(bytes.Clone(good), []byte(`]`)...), events.ErrMalformed, "trailing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,6 +206,17 @@ func TestDecode_Refuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withData returns the wire form b (data last, as MarshalJSON writes it)
+// with its data member replaced by member.
+func withData(t *testing.T, b []byte, member string) []byte {
+	t.Helper()
+	i := bytes.LastIndex(b, []byte(`,"data":`))
+	if i < 0 {
+		t.Fatalf("no data member in %s", b)
+	}
+	return append(append(bytes.Clone(b[:i]), member...), '}')
 }
 
 func TestUpcast(t *testing.T) {

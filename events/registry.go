@@ -1,7 +1,6 @@
 package events
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -132,59 +131,13 @@ func (r *Registry) Decode(b []byte) (Envelope, error) {
 	if e, ok, err := r.decodeScan(b); ok {
 		return e, err
 	}
-	if e, ok, err := r.decodeFast(b); ok {
-		return e, err
-	}
 	return r.decodeSlow(b)
 }
 
-// fastPrefix is how every envelope this package writes begins: the id
-// (26 characters) and then the type.
-const fastPrefix = `{"id":"`
-
-// decodeFast decodes an envelope in its canonical field order in one
-// strict pass, decoding data straight into the registered payload type.
-// ok is false when b is not in that form or its version needs upcasting;
-// the caller then takes the general path.
-func (r *Registry) decodeFast(b []byte) (Envelope, bool, error) {
-	const typeAt = len(fastPrefix) + 26 + len(`","type":"`)
-	if len(b) < typeAt || string(b[:len(fastPrefix)]) != fastPrefix || string(b[typeAt-len(`","type":"`):typeAt]) != `","type":"` {
-		return Envelope{}, false, nil
-	}
-	end := bytes.IndexByte(b[typeAt:], '"')
-	if end < 0 {
-		return Envelope{}, false, nil
-	}
-	ti, ok := r.types[string(b[typeAt:typeAt+end])]
-	if !ok {
-		return Envelope{}, false, nil
-	}
-	pv := reflect.New(ti.typ)
-	var w struct {
-		wire
-		Data any `json:"data"`
-	}
-	w.Data = pv.Interface()
-	if err := decodeStrict(b, &w); err != nil || w.V != ti.version || r.types[w.Type] != ti {
-		return Envelope{}, false, nil
-	}
-	at, err := time.Parse(time.RFC3339Nano, w.At)
-	if err != nil {
-		return Envelope{}, false, nil
-	}
-	e := Envelope{
-		ID: w.ID, Type: w.Type, V: w.V, Agg: w.Agg, Ver: w.Ver, At: at.UTC(),
-		Cause: w.Cause, Corr: w.Corr, Host: w.Host, Actor: w.Actor,
-		Data: pv.Elem().Interface().(Payload),
-	}
-	if err := r.Validate(e); err != nil {
-		return Envelope{}, true, err
-	}
-	return e, true, nil
-}
-
-// decodeSlow decodes any envelope: the envelope first, then its data,
-// upcast to the current version.
+// decodeSlow decodes any envelope with encoding/json: the envelope first,
+// then its data, upcast to the current version. It is the reference the
+// scanner (decodeScan) agrees with, and the source of every decoding
+// error.
 func (r *Registry) decodeSlow(b []byte) (Envelope, error) {
 	var w wire
 	if err := decodeStrict(b, &w); err != nil {
@@ -215,7 +168,7 @@ func (r *Registry) decodeSlow(b []byte) (Envelope, error) {
 		return Envelope{}, fmt.Errorf("%w: %s (event %s): at: %v", ErrMalformed, w.Type, w.ID, err)
 	}
 	pv := reflect.New(ti.typ)
-	if len(data) == 0 {
+	if len(data) == 0 || string(data) == "null" {
 		return Envelope{}, fmt.Errorf("%w: %s (event %s): no data", ErrMalformed, w.Type, w.ID)
 	}
 	if err := decodeStrict(data, pv.Interface()); err != nil {

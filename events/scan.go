@@ -12,7 +12,7 @@ import (
 // This file holds the registry's first decoding tier: a hand-written
 // scanner for envelopes (RFC 8259 JSON, the wire form MarshalJSON writes)
 // that allocates little more than the strings it returns. It accepts a
-// strict subset of what the encoding/json tiers (decodeFast, decodeSlow)
+// strict subset of what the encoding/json tier (decodeSlow)
 // accept and builds the same value for it: keys spelled exactly as the
 // wire form spells them, each at most once; strings without escapes or
 // control bytes and in valid UTF-8; integers as plain digits; no null; only

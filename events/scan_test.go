@@ -11,13 +11,8 @@ import (
 )
 
 // decodeReference is the decoder the scanner must agree with: the
-// encoding/json tiers alone.
-func (r *Registry) decodeReference(b []byte) (Envelope, error) {
-	if e, ok, err := r.decodeFast(b); ok {
-		return e, err
-	}
-	return r.decodeSlow(b)
-}
+// encoding/json tier alone.
+func (r *Registry) decodeReference(b []byte) (Envelope, error) { return r.decodeSlow(b) }
 
 // checkSame fails when Decode and the encoding/json tiers disagree on b:
 // accept or refuse, the error's text, or the envelope's value. It also
