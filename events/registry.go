@@ -19,8 +19,7 @@ type typeInfo struct {
 	typ       reflect.Type     // payload struct type
 	needCause bool             // transitions, verdicts, abandonment marks
 	upcasters map[int]Upcaster // from version → next
-	flat      []field          // members the scanner fills, when isFlat
-	isFlat    bool             // every member is a string, bool or integer
+	codec     *codec           // how the scanner reads the payload; nil: encoding/json does
 }
 
 // Registry maps wire names to payload types, versions and upcasters. It is
@@ -76,8 +75,11 @@ func (r *Registry) Register(p Payload, v int, needCause bool) {
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	flat, isFlat := flatFields(t)
-	r.types[name] = &typeInfo{name: name, version: v, typ: t, needCause: needCause, upcasters: map[int]Upcaster{}, flat: flat, isFlat: isFlat}
+	c, ok := compile(t, map[reflect.Type]*codec{})
+	if !ok || c.kind != reflect.Struct {
+		c = nil
+	}
+	r.types[name] = &typeInfo{name: name, version: v, typ: t, needCause: needCause, upcasters: map[int]Upcaster{}, codec: c}
 }
 
 // Upcast registers fn to turn version from of type name into from+1.

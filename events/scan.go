@@ -5,21 +5,27 @@ import (
 	"encoding/json"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
 // This file holds the registry's first decoding tier: a hand-written
 // scanner for envelopes (RFC 8259 JSON, the wire form MarshalJSON writes)
-// that allocates little more than the strings it returns. It accepts a
-// strict subset of what the encoding/json tier (decodeSlow)
-// accept and builds the same value for it: keys spelled exactly as the
-// wire form spells them, each at most once; strings without escapes or
-// control bytes and in valid UTF-8; integers as plain digits; no null; only
-// whitespace after the envelope. Anything else — including every input the
-// encoding/json tiers refuse — makes it give up (ok false) before any
-// error is reported, so errors always come from those tiers and read the
-// same as before.
+// that allocates little more than the strings and pointers it returns.
+// It reads every payload type the codec of compile covers (strings, bools,
+// integers, float64, nested structs, pointers, slices, json.Unmarshalers
+// such as time.Time), so nested observations are read without
+// encoding/json. It accepts a strict subset of what the encoding/json tier
+// (decodeSlow) accepts and builds the same value for it: keys spelled
+// exactly as the Go type's JSON names, each at most once; strings in
+// valid UTF-8, without control bytes, with escapes other than UTF-16
+// surrogates; integers as plain digits; no null; only whitespace after
+// the envelope. Anything else — including every input the encoding/json
+// tier refuses — makes it give up (ok false) before any error is
+// reported, so errors always come from that tier and read the same.
+// TestDecodeScanMatchesReference and FuzzDecodeScan hold it to that.
 
 // Envelope member bits, for refusing duplicates.
 const (
@@ -92,9 +98,106 @@ func (s *scanner) raw() ([]byte, bool) {
 	return nil, false
 }
 
+// str reads a string as encoding/json decodes it: escapes resolved. It
+// gives up on invalid UTF-8 and on a \u escape of a UTF-16 surrogate,
+// which encoding/json turns into U+FFFD.
 func (s *scanner) str() (string, bool) {
-	v, ok := s.raw()
-	return string(v), ok
+	if !s.byte1('"') {
+		return "", false
+	}
+	start := s.i
+	ascii := true
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			v := s.b[start:s.i]
+			s.i++
+			if !ascii && !utf8.Valid(v) {
+				return "", false
+			}
+			return string(v), true
+		case c == '\\':
+			return s.unescape(start, ascii)
+		case c < 0x20:
+			return "", false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+		s.i++
+	}
+	return "", false
+}
+
+// unescape finishes str from the first escape at s.i; the string began
+// at start.
+func (s *scanner) unescape(start int, ascii bool) (string, bool) {
+	buf := make([]byte, s.i-start, s.i-start+32)
+	copy(buf, s.b[start:s.i])
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			if !ascii && !utf8.Valid(buf) {
+				return "", false
+			}
+			return string(buf), true
+		case c == '\\':
+			if s.i+1 >= len(s.b) {
+				return "", false
+			}
+			e := s.b[s.i+1]
+			s.i += 2
+			switch e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				if s.i+4 > len(s.b) {
+					return "", false
+				}
+				r := rune(0)
+				for _, h := range s.b[s.i : s.i+4] {
+					switch {
+					case '0' <= h && h <= '9':
+						h -= '0'
+					case 'a' <= h && h <= 'f':
+						h -= 'a' - 10
+					case 'A' <= h && h <= 'F':
+						h -= 'A' - 10
+					default:
+						return "", false
+					}
+					r = r<<4 | rune(h)
+				}
+				s.i += 4
+				if utf16.IsSurrogate(r) {
+					return "", false
+				}
+				buf = utf8.AppendRune(buf, r)
+			default:
+				return "", false
+			}
+			continue
+		case c < 0x20:
+			return "", false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+		buf = append(buf, c)
+		s.i++
+	}
+	return "", false
 }
 
 // digits returns an integer literal: an optional minus (when neg) and
@@ -120,9 +223,47 @@ func (s *scanner) digits(neg bool) ([]byte, bool) {
 	return s.b[start:s.i], true
 }
 
-// object calls member for each key of an object; member returns false to
+// number returns a JSON number literal (RFC 8259 section 6).
+func (s *scanner) number() ([]byte, bool) {
+	s.ws()
+	start := s.i
+	digits := func() int {
+		d := s.i
+		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+			s.i++
+		}
+		return s.i - d
+	}
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	switch {
+	case s.i < len(s.b) && s.b[s.i] == '0':
+		s.i++
+	case digits() == 0:
+		return nil, false
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if digits() == 0 {
+			return nil, false
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if digits() == 0 {
+			return nil, false
+		}
+	}
+	return s.b[start:s.i], true
+}
+
+// members calls member for each key of an object; member returns false to
 // give up.
-func (s *scanner) object(member func(key []byte) bool) bool {
+func (s *scanner) members(member func(key []byte) bool) bool {
 	if !s.byte1('{') {
 		return false
 	}
@@ -242,7 +383,7 @@ func (r *Registry) decodeScan(b []byte) (e Envelope, ok bool, err error) {
 		case "agg":
 			bit = mAgg
 			var aseen int
-			if !s.object(func(k []byte) bool {
+			if !s.members(func(k []byte) bool {
 				var ok bool
 				switch string(k) {
 				case "kind":
@@ -287,7 +428,7 @@ func (r *Registry) decodeScan(b []byte) (e Envelope, ok bool, err error) {
 			bit = mCause
 			c := &Cause{}
 			var cseen int
-			if !s.object(func(k []byte) bool {
+			if !s.members(func(k []byte) bool {
 				var f *string
 				var cb int
 				switch string(k) {
@@ -333,6 +474,15 @@ func (r *Registry) decodeScan(b []byte) (e Envelope, ok bool, err error) {
 			}
 		case "data":
 			bit = mData
+			if ti != nil && ti.codec != nil && seen&bit == 0 {
+				// The usual order, type before data: read it in place.
+				pv := reflect.New(ti.typ)
+				if !s.value(ti.codec, pv.Elem()) {
+					return false
+				}
+				e.Data = pv.Elem().Interface().(Payload)
+				break
+			}
 			v, ok := s.skip()
 			if !ok || v[0] != '{' {
 				return false
@@ -347,11 +497,11 @@ func (r *Registry) decodeScan(b []byte) (e Envelope, ok bool, err error) {
 		seen |= bit
 		return true
 	}
-	if !s.object(member) {
+	if !s.members(member) {
 		return Envelope{}, false, nil
 	}
 	s.ws()
-	if s.i != len(b) || ti == nil || data == nil || e.V != ti.version {
+	if s.i != len(b) || ti == nil || data == nil && e.Data == nil || e.V != ti.version {
 		return Envelope{}, false, nil
 	}
 	t, perr := time.Parse(time.RFC3339Nano, string(at))
@@ -359,11 +509,13 @@ func (r *Registry) decodeScan(b []byte) (e Envelope, ok bool, err error) {
 		return Envelope{}, false, nil
 	}
 	e.At = t.UTC()
-	p, ok := ti.decodeData(data)
-	if !ok {
-		return Envelope{}, false, nil
+	if e.Data == nil {
+		p, ok := ti.decodeData(data)
+		if !ok {
+			return Envelope{}, false, nil
+		}
+		e.Data = p
 	}
-	e.Data = p
 	if err := r.Validate(e); err != nil {
 		return Envelope{}, true, err
 	}
@@ -393,62 +545,131 @@ var (
 	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
 )
 
-// field is one member of a flat payload struct the scanner can fill.
-type field struct {
-	name  string
-	index int
-	kind  reflect.Kind
+// codec is how the scanner reads one JSON value into a Go value of one
+// type, as encoding/json would: strings, bools, integers and float64,
+// structs (embedded structs' members promoted), pointers and slices of
+// those.
+type codec struct {
+	kind    reflect.Kind
+	typ     reflect.Type
+	members []member // struct: its JSON members, declaration order
+	elem    *codec   // pointer: the target; slice: the element
+	// unmarshal: the type is a json.Unmarshaler, handed a string
+	// without escapes as encoding/json would hand it (quotes included).
+	unmarshal bool
 }
 
-// flatFields returns the fields of struct type t when every exported
-// field is a string, bool or integer without embedding or tag options
-// other than omitempty; ok is false otherwise and the payload is read by
-// encoding/json.
-func flatFields(t reflect.Type) (fs []field, ok bool) {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if f.Anonymous {
+// member is one JSON member of a struct.
+type member struct {
+	name  string // the wire name, exactly
+	index []int  // the field's path through embedded structs
+	c     *codec
+}
+
+// compile returns t's codec, or ok false when t is not one the scanner
+// reads the same way encoding/json does (a TextUnmarshaler that is no
+// json.Unmarshaler, a map, an interface, []byte, float32, a "string"
+// option, an embedded pointer or non-struct, members whose names differ
+// only by case, …); its payloads are then read by encoding/json. done holds the codecs built so far, so
+// a recursive type refers to itself.
+func compile(t reflect.Type, done map[reflect.Type]*codec) (*codec, bool) {
+	if c, ok := done[t]; ok {
+		return c, true
+	}
+	c := &codec{kind: t.Kind(), typ: t}
+	if pt := reflect.PointerTo(t); pt.Implements(jsonUnmarshaler) {
+		c.unmarshal = true // such as time.Time
+		return c, true
+	} else if pt.Implements(textUnmarshaler) {
+		return nil, false
+	}
+	done[t] = c
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Float64,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return c, true
+	case reflect.Pointer:
+		var ok bool
+		c.elem, ok = compile(t.Elem(), done)
+		return c, ok
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 { // base64 in encoding/json
 			return nil, false
 		}
-		if !f.IsExported() {
-			continue
+		var ok bool
+		c.elem, ok = compile(t.Elem(), done)
+		return c, ok
+	case reflect.Struct:
+		if !c.collect(t, nil, done) || len(c.members) > 64 {
+			return nil, false
 		}
+		// Two names equal but for case would let encoding/json pick among
+		// them; leave such a type to it.
+		for i := range c.members {
+			for j := range i {
+				if equalFold(c.members[i].name, c.members[j].name) {
+					return nil, false
+				}
+			}
+		}
+		return c, true
+	}
+	return nil, false
+}
+
+// collect adds the JSON members of struct t, whose fields are at index
+// within the codec's type, promoting those of untagged embedded structs.
+func (c *codec) collect(t reflect.Type, index []int, done map[reflect.Type]*codec) bool {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
 		tag := f.Tag.Get("json")
 		if tag == "-" {
 			continue
 		}
-		name, opts := tag, ""
-		for j := 0; j < len(tag); j++ {
-			if tag[j] == ',' {
-				name, opts = tag[:j], tag[j+1:]
-				break
+		name, opts, _ := strings.Cut(tag, ",")
+		for o := range strings.SplitSeq(opts, ",") {
+			if o == "string" {
+				return false
 			}
 		}
-		if opts != "" && opts != "omitempty" || name == "" {
-			return nil, false
-		}
-		switch k := f.Type.Kind(); k {
-		case reflect.String, reflect.Bool,
-			reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			if pt := reflect.PointerTo(f.Type); pt.Implements(textUnmarshaler) || pt.Implements(jsonUnmarshaler) {
-				return nil, false
+		path := append(index[:len(index):len(index)], i)
+		if f.Anonymous {
+			if name != "" || f.Type.Kind() != reflect.Struct || !c.collect(f.Type, path, done) {
+				return false
 			}
-			fs = append(fs, field{name: name, index: i, kind: k})
-		default:
-			return nil, false
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if !plainName(name) {
+			return false
+		}
+		fc, ok := compile(f.Type, done)
+		if !ok {
+			return false
+		}
+		c.members = append(c.members, member{name: name, index: path, c: fc})
+	}
+	return true
+}
+
+// plainName reports whether a member name is one encoding/json takes as
+// spelled: letters, digits and underscores.
+func plainName(n string) bool {
+	if n == "" {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if !isIdent(n[i]) {
+			return false
 		}
 	}
-	// Two names equal but for case would let encoding/json pick among
-	// them; leave such a type to it.
-	for i := range fs {
-		for j := range i {
-			if equalFold(fs[i].name, fs[j].name) {
-				return nil, false
-			}
-		}
-	}
-	return fs, true
+	return true
 }
 
 func equalFold(a, b string) bool {
@@ -471,80 +692,188 @@ func equalFold(a, b string) bool {
 }
 
 // decodeData reads a payload object into a new value of the type: by the
-// scanner when the type is flat, else by encoding/json, strictly. ok false
-// means the other tiers decide.
+// scanner when the type has a codec, else by encoding/json, strictly. ok
+// false means the encoding/json tier decides.
 func (ti *typeInfo) decodeData(data []byte) (Payload, bool) {
 	pv := reflect.New(ti.typ)
-	if !ti.isFlat {
+	if ti.codec == nil {
 		if decodeStrict(data, pv.Interface()) != nil {
 			return nil, false
 		}
 		return pv.Elem().Interface().(Payload), true
 	}
-	v := pv.Elem()
 	s := scanner{b: data}
-	var seen uint64
-	if !s.object(func(k []byte) bool {
-		for n := range ti.flat {
-			f := &ti.flat[n]
-			if f.name != string(k) {
-				continue
-			}
-			if n >= 64 || seen&(1<<n) != 0 {
-				return false
-			}
-			seen |= 1 << n
-			fv := v.Field(f.index)
-			switch f.kind {
-			case reflect.String:
-				x, ok := s.str()
-				fv.SetString(x)
-				return ok
-			case reflect.Bool:
-				s.ws()
-				switch {
-				case hasPrefix(s.b[s.i:], "true"):
-					s.i += 4
-					fv.SetBool(true)
-				case hasPrefix(s.b[s.i:], "false"):
-					s.i += 5
-				default:
-					return false
-				}
-				return s.i >= len(s.b) || !isIdent(s.b[s.i])
-			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-				d, ok := s.digits(true)
-				if !ok {
-					return false
-				}
-				x, err := strconv.ParseInt(string(d), 10, 64)
-				if err != nil || fv.OverflowInt(x) {
-					return false
-				}
-				fv.SetInt(x)
-				return true
-			default:
-				d, ok := s.digits(false)
-				if !ok {
-					return false
-				}
-				x, err := strconv.ParseUint(string(d), 10, 64)
-				if err != nil || fv.OverflowUint(x) {
-					return false
-				}
-				fv.SetUint(x)
-				return true
-			}
-		}
-		return false
-	}) {
+	if !s.value(ti.codec, pv.Elem()) {
 		return nil, false
 	}
 	s.ws()
 	if s.i != len(data) {
 		return nil, false
 	}
-	return v.Interface().(Payload), true
+	return pv.Elem().Interface().(Payload), true
+}
+
+// value reads one JSON value of c's type into v, which is settable and
+// holds the type's zero value. It gives up (false) on null and on
+// anything encoding/json might read differently.
+func (s *scanner) value(c *codec, v reflect.Value) bool {
+	if c.unmarshal {
+		s.ws()
+		start := s.i
+		if _, ok := s.raw(); !ok {
+			return false
+		}
+		return v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(s.b[start:s.i]) == nil
+	}
+	switch c.kind {
+	case reflect.String:
+		x, ok := s.str()
+		v.SetString(x)
+		return ok
+	case reflect.Bool:
+		s.ws()
+		switch {
+		case hasPrefix(s.b[s.i:], "true"):
+			s.i += 4
+			v.SetBool(true)
+		case hasPrefix(s.b[s.i:], "false"):
+			s.i += 5
+		default:
+			return false
+		}
+		return s.i >= len(s.b) || !isIdent(s.b[s.i])
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		d, ok := s.digits(true)
+		if !ok {
+			return false
+		}
+		x, err := strconv.ParseInt(string(d), 10, 64)
+		if err != nil || v.OverflowInt(x) {
+			return false
+		}
+		v.SetInt(x)
+		return true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		d, ok := s.digits(false)
+		if !ok {
+			return false
+		}
+		x, err := strconv.ParseUint(string(d), 10, 64)
+		if err != nil || v.OverflowUint(x) {
+			return false
+		}
+		v.SetUint(x)
+		return true
+	case reflect.Float64:
+		d, ok := s.number()
+		if !ok {
+			return false
+		}
+		x, err := strconv.ParseFloat(string(d), 64)
+		if err != nil {
+			return false
+		}
+		v.SetFloat(x)
+		return true
+	case reflect.Pointer:
+		s.ws()
+		if s.i < len(s.b) && s.b[s.i] == 'n' { // null
+			return false
+		}
+		p := reflect.New(c.typ.Elem())
+		if !s.value(c.elem, p.Elem()) {
+			return false
+		}
+		v.Set(p)
+		return true
+	case reflect.Slice:
+		return s.slice(c, v)
+	case reflect.Struct:
+		return s.object(c, v)
+	}
+	return false
+}
+
+// slice reads a JSON array into slice v: an empty array gives an empty,
+// non-nil slice, as encoding/json does.
+func (s *scanner) slice(c *codec, v reflect.Value) bool {
+	if !s.byte1('[') {
+		return false
+	}
+	sl := reflect.MakeSlice(c.typ, 0, 0)
+	if s.byte1(']') {
+		v.Set(sl)
+		return true
+	}
+	for n := 0; ; n++ {
+		if n == sl.Cap() {
+			grown := reflect.MakeSlice(c.typ, n, max(4, 2*n))
+			reflect.Copy(grown, sl)
+			sl = grown
+		}
+		sl = sl.Slice(0, n+1)
+		if !s.value(c.elem, sl.Index(n)) {
+			return false
+		}
+		if s.byte1(']') {
+			v.Set(sl)
+			return true
+		}
+		if !s.byte1(',') {
+			return false
+		}
+	}
+}
+
+// object reads a JSON object into struct v: each key spelled as a member
+// is named, at most once.
+func (s *scanner) object(c *codec, v reflect.Value) bool {
+	if !s.byte1('{') {
+		return false
+	}
+	if s.byte1('}') {
+		return true
+	}
+	var seen uint64
+	next := 0 // members usually come in declaration order
+	for {
+		k, ok := s.raw()
+		if !ok || !s.byte1(':') {
+			return false
+		}
+		n := -1
+		for j := range c.members {
+			at := next + j
+			if at >= len(c.members) {
+				at -= len(c.members)
+			}
+			if c.members[at].name == string(k) {
+				n = at
+				break
+			}
+		}
+		if n < 0 || seen&(1<<n) != 0 {
+			return false
+		}
+		seen |= 1 << n
+		next = n + 1
+		m := &c.members[n]
+		var fv reflect.Value
+		if len(m.index) == 1 {
+			fv = v.Field(m.index[0])
+		} else {
+			fv = v.FieldByIndex(m.index)
+		}
+		if !s.value(m.c, fv) {
+			return false
+		}
+		if s.byte1('}') {
+			return true
+		}
+		if !s.byte1(',') {
+			return false
+		}
+	}
 }
 
 func hasPrefix(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
 )
 
 // decodeReference is the decoder the scanner must agree with: the
@@ -53,6 +56,39 @@ func seeds(t testing.TB) [][]byte {
 		}
 		out = append(out, b, c.Bytes())
 	}
+	return append(out, richSeeds(t)...)
+}
+
+// richSeeds are wire forms of nested payloads with what the golden
+// envelopes lack: escapes and non-ASCII text, floats, empty and
+// several-element arrays, time.Time members, every pointer set.
+func richSeeds(t testing.TB) [][]byte {
+	r := NewRegistry()
+	obs := Observation{
+		Key: "line:9", Parser: "codex-rollout/1", Kind: "event_msg", Line: 9,
+		Meta:     Meta{Cwd: "/home/u/é 项目", Model: "gpt-5"},
+		Signals:  []Sig{{Kind: SigUsage, Usage: &Usage{Model: "gpt-5", Input: 120, Output: 7, CacheRead: 1 << 33, Cumulative: true}}, {Kind: "rate_limit", Limit: &Limit{Account: "codex/plus", Window: "primary", UsedPercent: 12.5, Minutes: 300, ResetsAt: 1764500000}}, {Kind: "text", Text: "tab\tquote\" back\\ nl\n <&> \u2028 \x01 ☃"}},
+		Raw:      "{\"type\":\"event_msg\",\"text\":\"a\\nb\"}\n",
+		Problems: []string{"one", "", "three 🙂"},
+	}
+	tick := obs
+	tick.Kind, tick.Signals, tick.Problems = "tick", []Sig{}, nil
+	tick.Tick = &Tick{Now: time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC), LastObserved: time.Date(2026, 11, 30, 9, 0, 0, 0, time.FixedZone("", 3600)), AbandonAfter: 60000,
+		Check: &ProcessCheck{Process: Process{PID: 1, Start: 2, Host: "h", Boot: "b"}, Result: "alive"}}
+	var out [][]byte
+	for _, p := range []Payload{CodexLineObserved{obs}, TickObserved{tick}, ClaudeHookObserved{Observation{Key: "k", Parser: "p", Kind: "Stop"}}} {
+		e := r.New(p)
+		e.ID, e.Agg, e.Ver, e.At = ulid.MustParse("01JDQ7Z8V6T8Q2W3E4R5T6Y7Z8"), Aggregate{Kind: KindSession, ID: "s1"}, 3, time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+		b, err := e.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ind bytes.Buffer
+		if err := json.Indent(&ind, b, "", "\t"); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b, ind.Bytes())
+	}
 	return out
 }
 
@@ -69,7 +105,7 @@ var mutations = []func(r *rand.Rand, b []byte) []byte{
 		return append(b[:i:i], b[j:]...)
 	},
 	func(r *rand.Rand, b []byte) []byte { // insert a token
-		toks := []string{`"`, `\`, `\u00e9`, `,`, `:`, `{`, `}`, `[`, `]`, ` `, "\t", "\x00", "\xff", "é", `null`, `true`, `0`, `-`, `.5`, `e3`, `"x":1,`, `"id":"s",`, `"ver":2,`, `"type":"session.ended",`, `"data":{},`, `"data":null,`}
+		toks := []string{`"`, `\`, `\u00e9`, `\n`, `\/`, `\"`, `\\`, `\u0041`, `\u2028`, `\ud83d\ude00`, `\ud83d`, `\x`, `\u12`, `\U0041`, `,`, `:`, `{`, `}`, `[`, `]`, ` `, "\t", "\x00", "\xff", "é", `null`, `true`, `0`, `-`, `.5`, `e3`, `"x":1,`, `"id":"s",`, `"ver":2,`, `"type":"session.ended",`, `"data":{},`, `"data":null,`}
 		i := r.IntN(len(b) + 1)
 		tok := toks[r.IntN(len(toks))]
 		return append(b[:i:i], append([]byte(tok), b[i:]...)...)
@@ -89,7 +125,7 @@ var mutations = []func(r *rand.Rand, b []byte) []byte{
 		return append(b, tails[r.IntN(len(tails))]...)
 	},
 	func(r *rand.Rand, b []byte) []byte { // replace a number
-		nums := []string{`0`, `-1`, `01`, `1.0`, `1e0`, `18446744073709551616`, `9223372036854775808`, `2`, `-0`}
+		nums := []string{`0`, `-1`, `01`, `1.0`, `1e0`, `18446744073709551616`, `9223372036854775808`, `2`, `-0`, `1.`, `.5`, `-`, `1e`, `1E+2`, `2.5e-3`, `-0.0`, `1e400`, `0x10`, `"1"`, `null`, `true`, `[]`, `{}`}
 		for i := range b {
 			if b[i] >= '0' && b[i] <= '9' && i > 0 && b[i-1] == ':' {
 				j := i
