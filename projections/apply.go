@@ -16,6 +16,19 @@ import (
 // size is 0.
 const DefaultBatch = 1000
 
+// MemoCarry is the most entries a view's Tx.Memo may hold at a commit and
+// still be carried to the store's next batch; a larger one is dropped, so
+// what a store keeps decoded between batches stays bounded.
+const MemoCarry = 1024
+
+// carried is what the views left in their memos at the store's last
+// commit, kept for its next batch (see Tx.Memo); guarded by Store.wmu.
+type carried struct {
+	db    *pebble.DB // the database it was committed to
+	cp    uint64     // the checkpoint it was committed with
+	memos []map[string]any
+}
+
 // Apply folds recs into the store and returns how many records it
 // committed. It commits the rows and the checkpoint (the last applied Seq)
 // in one atomic Pebble batch every size records (size ≤ 0: DefaultBatch)
@@ -120,8 +133,12 @@ func (s *Store) begin() (*batch, error) {
 		return nil, fmt.Errorf("project into %s: %w", s.dir, ErrStale)
 	}
 	w := &batch{s: s, b: s.db.NewIndexedBatch(), txs: make([]Tx, len(s.views)), last: s.cp.Load()}
+	c := s.carry
 	for i, v := range s.views {
 		w.txs[i] = Tx{b: w.b, name: v.Name()}
+		if c.db == s.db && c.cp == w.last && i < len(c.memos) {
+			w.txs[i].memo = c.memos[i]
+		}
 	}
 	return w, nil
 }
@@ -149,9 +166,10 @@ func (w *batch) add(r events.Record) error {
 // committed.
 func (w *batch) commit() (int, error) {
 	defer w.release()
-	if w.n == 0 {
+	if w.n == 0 { // no view was called: the memos still match
 		return 0, nil
 	}
+	w.s.carry = carried{} // until the commit succeeds
 	for i, v := range w.s.views {
 		if f, ok := v.(Flusher); ok {
 			if err := f.Flush(&w.txs[i]); err != nil {
@@ -168,11 +186,24 @@ func (w *batch) commit() (int, error) {
 		return 0, fmt.Errorf("project up to %d: commit: %w", w.last, err)
 	}
 	w.s.setCheckpoint(w.last)
+	memos := make([]map[string]any, len(w.txs))
+	for i := range w.txs {
+		if m := w.txs[i].memo; len(m) <= MemoCarry {
+			memos[i] = m
+		}
+	}
+	w.s.carry = carried{db: w.s.db, cp: w.last, memos: memos}
 	return w.n, nil
 }
 
-// abort drops the batch and releases the locks.
-func (w *batch) abort() { w.release() }
+// abort drops the batch, and the memos its views may have changed, and
+// releases the locks.
+func (w *batch) abort() {
+	if w.b != nil {
+		w.s.carry = carried{}
+	}
+	w.release()
+}
 
 func (w *batch) release() {
 	if w.b == nil {

@@ -112,6 +112,7 @@ func (s *Store) swap() error {
 		return errors.New("swap: no rebuild under way")
 	}
 	s.shadow = nil
+	s.carry = carried{}
 	if err := sh.Close(); err != nil {
 		return fmt.Errorf("swap: %w", err)
 	}

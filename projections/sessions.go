@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -71,8 +70,8 @@ func activityKey(s session.State) string {
 // by the reader, e.g. now.Sub(entry.OpenedAt), so no projection time
 // reaches a row.
 //
-// It implements Flusher: within a batch it keeps each touched session's
-// State decoded in Tx.Memo and writes each row once at the end. This
+// It implements Flusher: it keeps each touched session's State decoded in
+// Tx.Memo and writes the rows a batch changed once at its end. This
 // relies on session.State's JSON round trip being exact, which the batch
 // size tests check.
 type SessionView struct{}
@@ -86,10 +85,11 @@ func (SessionView) Name() string { return "sessions" }
 // view's keys change.
 func (SessionView) Version() int { return 8 } // 5: gate reviews, refusals; 6: summary rows; 7: usage and plan limits; 8: activity index
 
-// sessionRow is one session being folded in a batch.
+// sessionRow is one session being folded.
 type sessionRow struct {
 	state                   session.State
 	phase, parent, activity string // as the stored row (and its index keys) have them
+	dirty                   bool   // state changed in this batch: Flush writes it
 }
 
 // Apply implements View.
@@ -114,15 +114,24 @@ func (SessionView) Apply(tx *Tx, r events.Record) error {
 		memo[r.Agg.ID] = row
 	}
 	row.state = session.Evolve(row.state, r.Envelope)
+	row.dirty = true
 	return nil
 }
 
-// Flush implements Flusher: it writes the batch's session rows in id
-// order and moves their index keys.
+// Flush implements Flusher: it writes the session rows the batch changed
+// in id order and moves their index keys.
 func (SessionView) Flush(tx *Tx) error {
 	memo := tx.Memo()
-	for _, id := range slices.Sorted(maps.Keys(memo)) {
+	var dirty []string
+	for id, row := range memo {
+		if row.(*sessionRow).dirty {
+			dirty = append(dirty, id)
+		}
+	}
+	slices.Sort(dirty)
+	for _, id := range dirty {
 		row := memo[id].(*sessionRow)
+		row.dirty = false
 		b, err := json.Marshal(row.state)
 		if err != nil {
 			return fmt.Errorf("encode session row %s: %w", id, err)

@@ -89,6 +89,7 @@ type Store struct {
 
 	wmu    sync.Mutex // serializes batches, swaps and shadow handling
 	shadow *Store     // the rebuild in progress, if any; guarded by wmu
+	carry  carried    // the views' memos after the last commit; guarded by wmu
 
 	cp     atomic.Uint64 // committed checkpoint
 	cpMu   sync.Mutex    // guards cpWake

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -252,6 +253,86 @@ func TestStore_Apply_ViewError(t *testing.T) {
 	apply(t, ref, recs[:committed], 0)
 	if got, want := hash(t, s, uint64(committed)), hash(t, ref, uint64(committed)); got != want {
 		t.Errorf("hash after aborted batch = %s, want %s", got, want)
+	}
+}
+
+// countView counts each aggregate's records, in rows counts/<id>, keeping
+// the counts decoded in Tx.Memo as SessionView keeps states. Unlike the
+// session reducer, folding a record twice changes its row, so it shows
+// whether a memo carried a batch's folds that were never committed. It
+// refuses the record at seq the first time it sees it.
+type countView struct {
+	seq    uint64
+	failed *bool
+}
+
+type countRow struct {
+	n     int
+	dirty bool
+}
+
+func (countView) Name() string { return "counts" }
+func (countView) Version() int { return 1 }
+
+func (v countView) Apply(tx *projections.Tx, r events.Record) error {
+	if r.Seq == v.seq && !*v.failed {
+		*v.failed = true
+		return errRefused
+	}
+	memo := tx.Memo()
+	row, ok := memo[r.Agg.ID].(*countRow)
+	if !ok {
+		row = &countRow{}
+		b, found, err := tx.Get("counts/" + r.Agg.ID)
+		if err != nil {
+			return err
+		}
+		if found {
+			if err := json.Unmarshal(b, &row.n); err != nil {
+				return err
+			}
+		}
+		memo[r.Agg.ID] = row
+	}
+	row.n++
+	row.dirty = true
+	return nil
+}
+
+func (countView) Flush(tx *projections.Tx) error {
+	for id, row := range tx.Memo() {
+		if row := row.(*countRow); row.dirty {
+			row.dirty = false
+			if err := tx.Set("counts/"+id, []byte(strconv.Itoa(row.n))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// TestStore_Apply_MemoAfterAbort: the rows a batch decoded carry over to
+// the store's next batch only when it committed. After an aborted batch,
+// whose records were already folded into decoded rows, applying again
+// gives the same rows as a clean projection: nothing is folded twice.
+func TestStore_Apply_MemoAfterAbort(t *testing.T) {
+	h := history(t, 5, 300, 3)
+	recs := h.Records
+	for _, size := range []int{1, 7, 50} {
+		t.Run(fmt.Sprintf("batch=%d", size), func(t *testing.T) {
+			failed := false
+			views := []projections.View{projections.SessionView{}, countView{seq: recs[len(recs)/2].Seq, failed: &failed}}
+			s := open(t, t.TempDir(), projections.Options{Views: views})
+			if _, err := s.Apply(t.Context(), projectionstest.Seq(recs), size); !errors.Is(err, errRefused) {
+				t.Fatalf("first Apply error = %v, want %v", err, errRefused)
+			}
+			apply(t, s, recs, size)
+			ref := open(t, t.TempDir(), projections.Options{Views: views})
+			apply(t, ref, recs, 0)
+			if got, want := hash(t, s, lastSeq(recs)), hash(t, ref, lastSeq(recs)); got != want {
+				t.Errorf("hash after an aborted batch and a retry = %s, want %s", got, want)
+			}
+		})
 	}
 }
 

@@ -16,8 +16,8 @@ import (
 // other hosts rely on equal records giving equal rows.
 //
 // Views are values shared by every batch and every store that uses them;
-// they must keep no state of their own between calls. Per-batch state
-// belongs in Tx.Memo.
+// they must keep no state of their own between calls. Decoded rows belong
+// in Tx.Memo.
 type View interface {
 	// Name is the view's stable name, [a-z][a-z0-9_]*, not "meta". It
 	// prefixes every key the view writes.
@@ -33,9 +33,11 @@ type View interface {
 
 // A Flusher is a View that keeps decoded rows in tx.Memo during a batch
 // and writes them once, before the batch commits. Flush is called once per
-// batch, after the batch's last Apply. The rows after Flush must be exactly
-// those that writing through on every Apply would leave, whatever the
-// batch boundaries: the metamorphic tests (batch sizes 1, 7, all) check it.
+// batch, after the batch's last Apply; it writes only the rows the batch
+// changed (the memo may hold rows of earlier batches, see Tx.Memo). The
+// rows after Flush must be exactly those that writing through on every
+// Apply would leave, whatever the batch boundaries: the metamorphic tests
+// (batch sizes 1, 7, all) check it.
 type Flusher interface {
 	View
 	Flush(tx *Tx) error
@@ -100,9 +102,14 @@ func (tx *Tx) Delete(key string) error {
 	return nil
 }
 
-// Memo returns the view's scratch map for this batch: empty at the start
-// of every batch and dropped when it commits or aborts. A Flusher keeps
-// its decoded rows here.
+// Memo returns the view's map of decoded rows for this batch. A Flusher
+// keeps its decoded rows here. At the start of a batch it is either empty
+// or exactly what the view left in it at the end of the store's previous
+// batch, when that batch committed and nothing has written to the store
+// since (so a long replay does not decode the same rows again every
+// batch); everything it then holds must match the committed rows. It is
+// dropped when a batch aborts or fails to commit, and when it holds more
+// than MemoCarry entries at a commit.
 func (tx *Tx) Memo() map[string]any {
 	if tx.memo == nil {
 		tx.memo = make(map[string]any)
