@@ -36,11 +36,27 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 	workers := runtime.GOMAXPROCS(0)
 	work := make(chan *chunk, workers)
 	ordered := make(chan *chunk, 2*workers)
+	// Chunks the loop below has yielded go back to src's goroutine through
+	// free, so a long read reuses their buffers instead of allocating
+	// 256 messages' and records' worth for every 256 messages.
+	free := make(chan *chunk, 3*workers+1)
+	newChunk := func() *chunk {
+		select {
+		case c := <-free:
+			c.msgs, c.err, c.done = c.msgs[:0], nil, make(chan struct{})
+			return c
+		default:
+			return &chunk{msgs: make([]Msg, 0, decodeChunk), done: make(chan struct{})}
+		}
+	}
 	for range workers {
 		wg.Go(func() {
 			for c := range work {
-				c.recs = make([]events.Record, len(c.msgs))
-				c.errs = make([]error, len(c.msgs))
+				if cap(c.recs) < len(c.msgs) {
+					c.recs = make([]events.Record, len(c.msgs))
+					c.errs = make([]error, len(c.msgs))
+				}
+				c.recs, c.errs = c.recs[:len(c.msgs)], c.errs[:len(c.msgs)]
 				for i, m := range c.msgs {
 					c.recs[i], c.errs[i] = l.decode(m.Seq, m.Subject, m.Data)
 				}
@@ -51,7 +67,7 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 	wg.Go(func() {
 		defer close(ordered)
 		defer close(work)
-		c := &chunk{done: make(chan struct{})}
+		c := newChunk()
 		stopped := false // a send gave up: c may be queued already, never send it again
 		send := func() bool {
 			select {
@@ -66,7 +82,7 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 				stopped = true
 				return false
 			}
-			c = &chunk{done: make(chan struct{})}
+			c = newChunk()
 			return true
 		}
 		src(ctx, func(m Msg, err error) bool {
@@ -92,6 +108,10 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 		if c.err != nil {
 			yield(events.Record{}, c.err)
 			return false
+		}
+		select {
+		case free <- c:
+		default:
 		}
 	}
 	return ctx.Err() == nil
