@@ -14,7 +14,7 @@ import (
 
 // DefaultBatch is the number of records per committed batch when a batch
 // size is 0.
-const DefaultBatch = 1000
+const DefaultBatch = 4096
 
 // MemoCarry is the most entries a view's Tx.Memo may hold at a commit and
 // still be carried to the store's next batch; a larger one is dropped, so

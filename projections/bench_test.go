@@ -19,7 +19,7 @@ import (
 const catchUpEvents = 20000
 
 // BenchmarkCatchUp measures a projection catching up from an empty store
-// (on disk, Sync commits, batches of 1000) on a log of catchUpEvents
+// (on disk, Sync commits, batches of DefaultBatch) on a log of catchUpEvents
 // session events in an embedded JetStream server, against the raw read
 // rate of the same messages by a bare ordered consumer on the same server
 // in the same iteration. Metrics: proj-ev/s (catch-up), raw-ev/s (bare

@@ -545,7 +545,8 @@ func (e *benchEnv) checkStore(s *projections.Store) error {
 }
 
 // catchUp projects the read log into a new Pebble store on disk (synced
-// commits of 1000 records) with a Runner, as serve does after a restart.
+// commits of projections.DefaultBatch records) with a Runner, as serve
+// does after a restart.
 func (e *benchEnv) catchUp(ctx context.Context) (benchSample, error) {
 	l, err := e.readLog(ctx)
 	if err != nil {
