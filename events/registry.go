@@ -130,7 +130,7 @@ func (r *Registry) New(p Payload) Envelope {
 // and lacks one. Old versions are upcast before decoding, so the returned
 // envelope always has the current V.
 func (r *Registry) Decode(b []byte) (Envelope, error) {
-	if e, ok, err := r.decodeScan(b); ok {
+	if e, ok, err := r.decodeScan(b, nil); ok {
 		return e, err
 	}
 	return r.decodeSlow(b)

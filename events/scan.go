@@ -44,8 +44,56 @@ const (
 
 // scanner reads JSON from b at i.
 type scanner struct {
-	b []byte
-	i int
+	b    []byte
+	i    int
+	strs map[string]string // a Decoder's interned strings; nil: none
+}
+
+// Interning bounds: strings up to internLen bytes are interned, and the
+// table is emptied when it reaches internCap entries.
+const (
+	internLen = 64
+	internCap = 4096
+)
+
+// intern returns v as a string: the table's copy when it has one.
+func (s *scanner) intern(v []byte) string {
+	if s.strs == nil || len(v) > internLen {
+		return string(v)
+	}
+	if x, ok := s.strs[string(v)]; ok {
+		return x
+	}
+	x := string(v)
+	if len(s.strs) >= internCap {
+		clear(s.strs)
+	}
+	s.strs[x] = x
+	return x
+}
+
+// Decoder decodes envelopes as Registry.Decode does, with the same
+// results and errors, and shares the memory of short strings that recur
+// from one envelope to the next (aggregate ids, causes, hosts, parsers,
+// activities), so a long read allocates less. It holds up to 4,096 such
+// strings of at most 64 bytes. A Decoder is not safe for concurrent use;
+// make one per goroutine with Registry.NewDecoder.
+type Decoder struct {
+	reg  *Registry
+	strs map[string]string
+}
+
+// NewDecoder returns a Decoder of r's catalogue.
+func (r *Registry) NewDecoder() *Decoder {
+	return &Decoder{reg: r, strs: make(map[string]string)}
+}
+
+// Decode is Registry.Decode.
+func (d *Decoder) Decode(b []byte) (Envelope, error) {
+	if e, ok, err := d.reg.decodeScan(b, d.strs); ok {
+		return e, err
+	}
+	return d.reg.decodeSlow(b)
 }
 
 func (s *scanner) ws() {
@@ -116,7 +164,7 @@ func (s *scanner) str() (string, bool) {
 			if !ascii && !utf8.Valid(v) {
 				return "", false
 			}
-			return string(v), true
+			return s.intern(v), true
 		case c == '\\':
 			return s.unescape(start, ascii)
 		case c < 0x20:
@@ -342,8 +390,9 @@ func (s *scanner) skip() ([]byte, bool) {
 // decodeScan is the first decoding tier (see the top of this file). ok
 // false means "not decided here"; err is only a Validate error of an
 // envelope the other tiers would build identically.
-func (r *Registry) decodeScan(b []byte) (e Envelope, ok bool, err error) {
-	s := scanner{b: b}
+// strs, when not nil, interns short strings (see Decoder).
+func (r *Registry) decodeScan(b []byte, strs map[string]string) (e Envelope, ok bool, err error) {
+	s := scanner{b: b, strs: strs}
 	var (
 		seen int
 		at   []byte
@@ -510,7 +559,7 @@ func (r *Registry) decodeScan(b []byte) (e Envelope, ok bool, err error) {
 	}
 	e.At = t.UTC()
 	if e.Data == nil {
-		p, ok := ti.decodeData(data)
+		p, ok := ti.decodeData(data, strs)
 		if !ok {
 			return Envelope{}, false, nil
 		}
@@ -694,7 +743,7 @@ func equalFold(a, b string) bool {
 // decodeData reads a payload object into a new value of the type: by the
 // scanner when the type has a codec, else by encoding/json, strictly. ok
 // false means the encoding/json tier decides.
-func (ti *typeInfo) decodeData(data []byte) (Payload, bool) {
+func (ti *typeInfo) decodeData(data []byte, strs map[string]string) (Payload, bool) {
 	pv := reflect.New(ti.typ)
 	if ti.codec == nil {
 		if decodeStrict(data, pv.Interface()) != nil {
@@ -702,7 +751,7 @@ func (ti *typeInfo) decodeData(data []byte) (Payload, bool) {
 		}
 		return pv.Elem().Interface().(Payload), true
 	}
-	s := scanner{b: data}
+	s := scanner{b: data, strs: strs}
 	if !s.value(ti.codec, pv.Elem()) {
 		return nil, false
 	}

@@ -19,8 +19,9 @@ func (r *Registry) decodeReference(b []byte) (Envelope, error) { return r.decode
 
 // checkSame fails when Decode and the encoding/json tiers disagree on b:
 // accept or refuse, the error's text, or the envelope's value. It also
-// checks that the scanner alone never accepts what they refuse.
-func checkSame(t *testing.T, r *Registry, b []byte) {
+// checks that the scanner alone never accepts what they refuse, and that
+// d, a Decoder used for many inputs in turn, agrees too.
+func checkSame(t *testing.T, r *Registry, d *Decoder, b []byte) {
 	t.Helper()
 	want, werr := r.decodeReference(b)
 	got, gerr := r.Decode(b)
@@ -30,7 +31,11 @@ func checkSame(t *testing.T, r *Registry, b []byte) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("input %q:\nDecode    %#v\nreference %#v", b, got, want)
 	}
-	if e, ok, err := r.decodeScan(b); ok {
+	got, gerr = d.Decode(b)
+	if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() || !reflect.DeepEqual(got, want) {
+		t.Fatalf("input %q:\nDecoder   %#v, %v\nreference %#v, %v", b, got, gerr, want, werr)
+	}
+	if e, ok, err := r.decodeScan(b, nil); ok {
 		if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || !reflect.DeepEqual(e, want) {
 			t.Fatalf("input %q: scanner decided %#v, %v; reference %#v, %v", b, e, err, want, werr)
 		}
@@ -146,10 +151,11 @@ var mutations = []func(r *rand.Rand, b []byte) []byte{
 // Decode agrees with the encoding/json tiers exactly.
 func TestDecodeScanMatchesReference(t *testing.T) {
 	r := NewRegistry()
+	d := r.NewDecoder()
 	base := seeds(t)
 	for _, b := range base {
-		checkSame(t, r, b)
-		if _, ok, err := r.decodeScan(b); !ok || err != nil {
+		checkSame(t, r, d, b)
+		if _, ok, err := r.decodeScan(b, nil); !ok || err != nil {
 			t.Fatalf("scanner does not decide golden envelope %s: %v", b, err)
 		}
 	}
@@ -166,7 +172,7 @@ func TestDecodeScanMatchesReference(t *testing.T) {
 			}
 			b = mutations[rng.IntN(len(mutations))](rng, b)
 		}
-		checkSame(t, r, b)
+		checkSame(t, r, d, b)
 	}
 }
 
@@ -178,5 +184,5 @@ func FuzzDecodeScan(f *testing.F) {
 		f.Add(b)
 	}
 	r := NewRegistry()
-	f.Fuzz(func(t *testing.T, b []byte) { checkSame(t, r, b) })
+	f.Fuzz(func(t *testing.T, b []byte) { checkSame(t, r, r.NewDecoder(), b) })
 }

@@ -51,6 +51,7 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 	}
 	for range workers {
 		wg.Go(func() {
+			d := l.reg.NewDecoder()
 			for c := range work {
 				if cap(c.recs) < len(c.msgs) {
 					c.recs = make([]events.Record, len(c.msgs))
@@ -58,7 +59,7 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 				}
 				c.recs, c.errs = c.recs[:len(c.msgs)], c.errs[:len(c.msgs)]
 				for i, m := range c.msgs {
-					c.recs[i], c.errs[i] = l.decode(m.Seq, m.Subject, m.Data)
+					c.recs[i], c.errs[i] = l.decode(d, m.Seq, m.Subject, m.Data)
 				}
 				close(c.done)
 			}

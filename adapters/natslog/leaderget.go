@@ -115,6 +115,7 @@ func (l *Log) getMsg(ctx context.Context, seq uint64, subject string) (*jetstrea
 // leaderPage is loadPage on a replicated stream: up to loadPage events of
 // subject from stream sequence from on, one leader get each.
 func (l *Log) leaderPage(ctx context.Context, subject string, from uint64, recs *[]events.Record) (got int, more bool, err error) {
+	d := l.reg.NewDecoder()
 	for got < loadPage {
 		m, err := l.leaderGet(ctx, msgGetRequest{Seq: from, NextBySubj: subject})
 		if errors.Is(err, errNoMsg) {
@@ -123,7 +124,7 @@ func (l *Log) leaderPage(ctx context.Context, subject string, from uint64, recs 
 		if err != nil {
 			return got, false, err
 		}
-		rec, err := l.decode(m.Sequence, m.Subject, m.Data)
+		rec, err := l.decode(d, m.Sequence, m.Subject, m.Data)
 		if err != nil {
 			return got, false, err
 		}

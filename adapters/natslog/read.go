@@ -65,9 +65,10 @@ func (e *DecodeError) Error() string {
 // Unwrap returns Err.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// decode turns a stored message into a Record; errors are *DecodeError.
-func (l *Log) decode(seq uint64, subject string, data []byte) (events.Record, error) {
-	e, err := l.reg.Decode(data)
+// decode turns a stored message into a Record with d, a decoder of the
+// log's registry; errors are *DecodeError.
+func (l *Log) decode(d *events.Decoder, seq uint64, subject string, data []byte) (events.Record, error) {
+	e, err := d.Decode(data)
 	if err == nil && e.Agg.Subject() != subject {
 		err = fmt.Errorf("%w: event %s of %s stored on another subject", events.ErrMalformed, e.ID, e.Agg)
 	}
@@ -138,6 +139,7 @@ func (l *Log) loadPage(ctx context.Context, subject string, from uint64, recs *[
 	if err != nil {
 		return 0, false, err
 	}
+	d := l.reg.NewDecoder()
 	for m, err := range msgs {
 		if errors.Is(err, jetstreamext.ErrNoMessages) {
 			break
@@ -145,7 +147,7 @@ func (l *Log) loadPage(ctx context.Context, subject string, from uint64, recs *[
 		if err != nil {
 			return 0, false, err
 		}
-		rec, err := l.decode(m.Sequence, m.Subject, m.Data)
+		rec, err := l.decode(d, m.Sequence, m.Subject, m.Data)
 		if err != nil {
 			return 0, false, err
 		}
@@ -210,12 +212,13 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 		if !ok {
 			return
 		}
+		d := l.reg.NewDecoder()
 		for m, err := range l.FollowRaw(ctx, eventFilter, max(from, end+1)) {
 			if err != nil {
 				quiet(events.Record{}, err)
 				return
 			}
-			if !yield(l.decode(m.Seq, m.Subject, m.Data)) {
+			if !yield(l.decode(d, m.Seq, m.Subject, m.Data)) {
 				return
 			}
 		}
