@@ -78,6 +78,7 @@ func DefaultViews() []View { return []View{SessionView{}, CommandView{}, Workspa
 type Store struct {
 	dir   string
 	fs    vfs.FS
+	mem   bool // in memory (OpenMem): no write-ahead log
 	opts  Options
 	views []View
 	want  []byte // meta/views of the code's views
@@ -117,10 +118,18 @@ func Open(dir string, opts Options) (*Store, error) {
 }
 
 // OpenMem returns an empty store in memory (vfs.NewMem), for replays and
-// tests; opts.FS is ignored. Its data is gone once it is closed.
+// tests; opts.FS is ignored. Its data is gone once it is closed; it keeps
+// no write-ahead log.
 func OpenMem(opts Options) (*Store, error) {
-	opts.FS = vfs.NewMem()
-	return Open("projections", opts)
+	s, err := newStore("projections", opts)
+	if err != nil {
+		return nil, err
+	}
+	s.fs, s.mem, s.wo = vfs.NewMem(), true, pebble.NoSync
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // newStore validates opts and returns an unopened store.
@@ -163,6 +172,9 @@ func (s *Store) open() error {
 		FormatMajorVersion: pebble.FormatNewest,
 		CacheSize:          s.opts.CacheSize,
 		Logger:             s.opts.Logger,
+		// A store in memory is gone when closed: a write-ahead log there
+		// would only hold a second copy of every batch.
+		DisableWAL: s.mem,
 	}
 	if po.Logger == nil {
 		po.Logger = quietLogger{}
@@ -201,7 +213,7 @@ func (s *Store) checkViews(db *pebble.DB, cp uint64) (bool, error) {
 	if cp != 0 || !empty {
 		return true, nil // rows of unknown views
 	}
-	if err := db.Set([]byte(KeyViews), s.want, pebble.Sync); err != nil {
+	if err := db.Set([]byte(KeyViews), s.want, s.wo); err != nil {
 		return false, fmt.Errorf("write %s: %w", KeyViews, err)
 	}
 	return false, nil

@@ -124,11 +124,16 @@ func at(ctx context.Context, log events.Log, p Point, dir string, opts projectio
 	if err != nil {
 		return nil, fmt.Errorf("replay at %s: %w", p, err)
 	}
-	if _, err := s.Apply(ctx, Records(ctx, log, p), 0); err != nil {
+	if _, err := s.Apply(ctx, Records(ctx, log, p), replayBatch); err != nil {
 		return nil, errors.Join(fmt.Errorf("replay at %s: %w", p, err), s.Close())
 	}
 	return s, nil
 }
+
+// replayBatch is how many records a replay commits at once. A replay's
+// store is rebuilt from the log whenever it is lost, so it commits
+// seldom: each session row is written once per batch it changed in.
+const replayBatch = 1 << 16
 
 // mustBeFresh refuses a directory that holds anything.
 func mustBeFresh(dir string) error {
