@@ -70,7 +70,9 @@ func readsOnly(cmd *cobra.Command) bool { return cmd.Annotations[annReads] == "t
 var readCommands = map[string]bool{
 	"logbook sessions": true, "logbook session show": true, "logbook audit": true,
 	"logbook replay": true, "logbook events tail": true, "logbook commands": true,
-	"logbook command output": true,
+	"logbook command output": true, "logbook usage": true, "logbook review list": true,
+	"logbook task list": true, "logbook task show": true, "logbook project list": true,
+	"logbook workspace list": true, "logbook workspace show": true,
 }
 
 // flagError rewrites a flag value's parse error in the user's terms:

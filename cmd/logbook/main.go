@@ -81,6 +81,20 @@ func main() {
 // run executes one logbook command line.
 func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRoot(g)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && exitCode(err) == codeUsage && (cmd.CommandPath() == "logbook hook" || strings.HasPrefix(cmd.CommandPath(), "logbook hook ")) {
+		// An agent reads exit 2 as "block": a hook never exits 2 for
+		// a usage mistake.
+		return &exitError{code: codeError, err: err}
+	}
+	return err
+}
+
+// newRoot builds the whole command tree over g, conventions applied.
+func newRoot(g *globals) *cobra.Command {
+	stdin, stdout, stderr := g.stdin, g.stdout, g.stderr
 	root := &cobra.Command{
 		Use:   "logbook",
 		Short: "An event-sourced log of coding-agent sessions",
@@ -101,7 +115,6 @@ Ids: any unique prefix of a session or command id names it.`,
 		Version: buildVersion().String(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -137,13 +150,7 @@ Ids: any unique prefix of a session or command id names it.`,
 		taskCmd(g),
 	)
 	conventions(root)
-	cmd, err := root.ExecuteContextC(ctx)
-	if err != nil && exitCode(err) == codeUsage && (cmd.CommandPath() == "logbook hook" || strings.HasPrefix(cmd.CommandPath(), "logbook hook ")) {
-		// An agent reads exit 2 as "block": a hook never exits 2 for
-		// a usage mistake.
-		return &exitError{code: codeError, err: err}
-	}
-	return err
+	return root
 }
 
 func versionCmd(g *globals) *cobra.Command {
