@@ -317,3 +317,78 @@ func readChildPid(r *bufio.Reader) (int, error) {
 	}
 	return pid, nil
 }
+
+// SweepCgroups kills and removes the cgroups that worker processes of
+// this host made for their commands and left behind when they died: the
+// directories named logbook-cmd-<pid>-<n> beside this process's own
+// cgroup (v2, and v1 pids and memory) whose <pid> no longer runs. A
+// worker killed between a command's start and its record of the cgroup
+// (command.running) leaves a tree nobody else can find, and any killed
+// worker leaves its empty cgroups; a worker sweeps once when it starts
+// and whenever it finds a dead worker. A cgroup whose pid runs again
+// (recycled) is left alone. It returns how many cgroups it removed and
+// how many processes they still held, and the first error met (the sweep
+// goes on past it).
+func SweepCgroups() (removed, killed int, err error) {
+	self := selfCgroups()
+	var parents []string
+	if p, ok := self[""]; ok {
+		for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+			if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
+				parents = append(parents, filepath.Join(root, p))
+				break
+			}
+		}
+	}
+	for _, c := range []string{"pids", "memory"} {
+		if p, ok := self[c]; ok {
+			parents = append(parents, filepath.Join("/sys/fs/cgroup", c, p))
+		}
+	}
+	for _, parent := range parents {
+		ents, rerr := os.ReadDir(parent)
+		if rerr != nil {
+			continue // no such hierarchy here
+		}
+		for _, e := range ents {
+			pid, ok := cgroupOwner(e.Name())
+			if !ok || !e.IsDir() || pid == os.Getpid() || alive(pid) {
+				continue
+			}
+			n, kerr := KillCgroup(filepath.Join(parent, e.Name()))
+			if kerr != nil {
+				if err == nil {
+					err = kerr
+				}
+				continue
+			}
+			removed++
+			killed += n
+		}
+	}
+	return removed, killed, err
+}
+
+// cgroupOwner returns the pid in a cgroup name newCgroup made
+// (logbook-cmd-<pid>-<n>).
+func cgroupOwner(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, cgPrefix)
+	if !ok {
+		return 0, false
+	}
+	p, n, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(p)
+	if _, nerr := strconv.Atoi(n); err != nil || nerr != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, true
+}
+
+// alive reports whether process pid exists (ours to signal or not).
+func alive(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}

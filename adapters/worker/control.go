@@ -374,6 +374,10 @@ func (w *Worker) abandon(ctx context.Context, id string, t tracked, reason strin
 			w.log.Warn("killed the dead worker's command", "command", id, "pid", t.pid, "processes", killed)
 		}
 	}
+	if t.host == w.id.Host {
+		// A tree started before its record names no pid or cgroup.
+		w.sweepCgroups()
+	}
 	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
 	cause := events.Cause{Kind: "worker", Event: "worker.dead", Detail: reason + ", judged by " + w.id.ID, Ref: worker}
 	abandonID := w.cfg.IDs()
@@ -393,6 +397,19 @@ func (w *Worker) abandon(ctx context.Context, id string, t tracked, reason strin
 	}
 	w.log.Warn("abandoned", "command", id, "worker", worker, "reason", reason)
 	w.detach(ctx, id, sessionID, "abandoned: "+reason, events.Cause{Kind: "worker", Event: "command.abandoned", Detail: id, Ref: abandonID.String()})
+}
+
+// sweepCgroups kills and removes what dead workers of this host left in
+// cgroups of their own making, including trees started before their
+// record (see sandbox.SweepCgroups).
+func (w *Worker) sweepCgroups() {
+	removed, killed, err := sandbox.SweepCgroups()
+	if err != nil {
+		w.log.Warn("sweep cgroups of dead workers", "err", err)
+	}
+	if killed > 0 {
+		w.log.Warn("killed what dead workers left", "cgroups", removed, "processes", killed)
+	}
 }
 
 // killTree kills the process tree of a command that a dead worker ran on

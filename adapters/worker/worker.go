@@ -258,6 +258,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.setup(ctx); err != nil {
 		return err
 	}
+	w.sweepCgroups()
 	// procCtx outlives the intake: commands are stopped only after no new
 	// one can start.
 	procCtx, stopProcs := context.WithCancel(context.WithoutCancel(ctx))
