@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -67,9 +68,13 @@ func newLayout(m Mode, ws, dir string, extra, hide []string) (layout, error) {
 		l.protected = append(l.protected, found...)
 		slices.Sort(l.protected)
 		l.protected = slices.Compact(l.protected)
+		held := heldPlaceholders(ws)
+		// A mount point another command of this process made for a
+		// missing name is still missing: it goes when that command does.
+		l.protected = slices.DeleteFunc(l.protected, func(p string) bool { return held[p] })
 		for _, name := range ProtectedNames() {
 			p := filepath.Join(ws, name)
-			if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) && !held[p] {
 				continue
 			}
 			if slices.Contains(absentDirNames, name) {
@@ -164,14 +169,66 @@ func boundaryBase(tmpBytes int64) []string {
 // tmpfs mounts.
 func hiddenRoots() []string { return []string{"/tmp", "/run", "/dev/shm"} }
 
-// cleanup removes the mount points bubblewrap created on the host for
-// protected names that were missing: an empty directory or an empty file,
-// left only if something else put content there meanwhile.
+// placeholders counts, per host path, the commands of this process whose
+// bubblewrap keeps a missing protected name missing there, and so may
+// have made a mount point for it in the workspace. The mount point goes
+// with the last of them: removed under another command's mount of it,
+// it would take that mount away (the kernel detaches a mount whose mount
+// point is removed in another namespace) and the name would be the
+// command's to create. Commands of other processes on the same workspace
+// are not counted.
+var placeholders = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
+// heldPlaceholders returns the paths under ws that placeholders holds.
+func heldPlaceholders(ws string) map[string]bool {
+	placeholders.Lock()
+	defer placeholders.Unlock()
+	held := map[string]bool{}
+	for p := range placeholders.n {
+		if within(ws, p) {
+			held[p] = true
+		}
+	}
+	return held
+}
+
+// hold counts l's missing names as held until cleanup; it is called
+// before bubblewrap starts.
+func (l layout) hold() {
+	placeholders.Lock()
+	defer placeholders.Unlock()
+	for _, p := range slices.Concat(l.absentDirs, l.absentFiles) {
+		placeholders.n[p]++
+	}
+}
+
+// cleanup ends hold, and removes the mount points bubblewrap created on
+// the host for protected names that were missing once no other command
+// holds them: an empty directory or an empty file, left only if something
+// else put content there meanwhile.
 func (l layout) cleanup() {
+	placeholders.Lock()
+	defer placeholders.Unlock()
+	last := func(p string) bool {
+		if placeholders.n[p] > 1 {
+			placeholders.n[p]--
+			return false
+		}
+		delete(placeholders.n, p)
+		return true
+	}
 	for _, p := range l.absentDirs {
-		_ = syscall.Rmdir(p)
+		if last(p) {
+			_ = syscall.Rmdir(p)
+		}
 	}
 	for _, p := range l.absentFiles {
+		if !last(p) {
+			continue
+		}
 		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
 			_ = os.Remove(p)
 		}

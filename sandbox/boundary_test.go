@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A workspace_write command leaves no trace of the missing protected names
@@ -135,5 +136,56 @@ func TestLimits_Procs(t *testing.T) {
 				t.Errorf("stdout %q, stderr %q, limits %v", r.text(Stdout), r.text(Stderr), res.Limits)
 			}
 		})
+	}
+}
+
+// Two workspace_write commands on one workspace: when the first, which
+// made the mount points of the missing protected names, ends while the
+// second runs, the second keeps its protection (creating a protected name
+// still fails) and the mount points go only with the last command.
+func TestBoundary_AbsentHeldAcrossCommands(t *testing.T) {
+	t.Parallel()
+	waitFile := func(p string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(p); err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not appear", p)
+			}
+		}
+	}
+	first := newSpec(t, WorkspaceWrite, false, "sh", "-c", `: > a-ready; while [ ! -e a-go ]; do sleep 0.02; done`)
+	ws := first.Workspace
+	second := first
+	second.Argv = []string{"sh", "-c", `: > b-ready; while [ ! -e b-go ]; do sleep 0.02; done
+		for n in .git .claude .codex .agents .logbook; do mkdir -p $n/x 2>/dev/null && echo created $n; done
+		for n in .mcp.json .envrc; do echo x > $n 2>/dev/null && echo wrote $n; done; true`}
+	a := start(t, first, newRecorder(""))
+	waitFile(filepath.Join(ws, "a-ready"))
+	rb := newRecorder("")
+	b := start(t, second, rb)
+	waitFile(filepath.Join(ws, "b-ready"))
+	must(t, os.WriteFile(filepath.Join(ws, "a-go"), nil, 0o644))
+	if _, err := a.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.WriteFile(filepath.Join(ws, "b-go"), nil, 0o644))
+	res, err := b.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || rb.text(Stdout) != "" {
+		t.Errorf("second command: exit %d, stdout %q, stderr %q", res.ExitCode, rb.text(Stdout), rb.text(Stderr))
+	}
+	des, err := os.ReadDir(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, de := range des {
+		if !strings.HasSuffix(de.Name(), "-ready") && !strings.HasSuffix(de.Name(), "-go") {
+			t.Errorf("workspace has %s after both commands", de.Name())
+		}
 	}
 }

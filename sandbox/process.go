@@ -253,9 +253,15 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 		return nil, fmt.Errorf("start %q: %w", pl.name, err)
 	}
 	p.start = time.Now()
+	if pl.restricted {
+		pl.layout.hold()
+	}
 	err = startUnlocked(cmd)
 	closeAll(child...)
 	if err != nil {
+		if pl.restricted {
+			pl.layout.cleanup()
+		}
 		p.closeFiles()
 		closeAll(block)
 		if p.cg != nil {
