@@ -183,9 +183,13 @@ func attacks() []attack {
 			escaped: func(e *attackEnv) bool {
 				return contains(filepath.Join(e.ws, ".mcp.json"), "{}") || contains(filepath.Join(e.ws, ".envrc"), "evil")
 			}},
+		// A forked child shows as sleep only once it has exec'd it, which
+		// a loaded machine delays: the count is taken again for up to 5 s
+		// (the sleeps outlive that) before it is believed short.
 		{name: "fork loop", control: controlLimits,
 			script: `sh -c 'i=0; while [ $i -lt 200 ]; do sleep 30.$$ & i=$((i+1)); done 2>/dev/null
-				n=$(pgrep -fc "^sleep 30.$$"); pkill -f "^sleep 30.$$"; [ "$n" -ge 200 ] && echo ESCAPED; true' 2>/dev/null`},
+				for t in $(seq 50); do n=$(pgrep -fc "^sleep 30.$$"); [ "$n" -ge 200 ] && break; sleep 0.1; done
+				pkill -f "^sleep 30.$$"; [ "$n" -ge 200 ] && echo ESCAPED; true' 2>/dev/null`},
 		{name: "fill /tmp", control: controlSkip,
 			script: `head -c $((32<<20)) /dev/zero > /tmp/fill 2>/dev/null; [ "$(stat -c %s /tmp/fill)" -ge $((32<<20)) ] && echo ESCAPED`},
 		{name: "fill /dev/shm", control: controlSkip,
