@@ -25,6 +25,8 @@ package main
 //	LOGBOOK_SOAK_PROFILES        a directory to keep the heap profiles and the table in
 //	                             (start.pb.gz, mid.pb.gz, end.pb.gz, table.txt)
 //	LOGBOOK_SOAK_HEAP_PER_10K    the bound, in MiB of heap per 10k events (default 1)
+//	LOGBOOK_SOAK_HOOK_RATE       hooks a second, all four processes together: a
+//	                             steady load (default 0: as fast as they go)
 //	LOGBOOK_SOAK_BIN             a logbook binary to run instead of building one
 //
 // `.ci/soak --memory 60m` runs the long form.
@@ -78,6 +80,14 @@ func TestSoakMemory(t *testing.T) {
 		}
 		bound = f
 	}
+	var hookRate float64
+	if v := os.Getenv("LOGBOOK_SOAK_HOOK_RATE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 {
+			t.Fatalf("LOGBOOK_SOAK_HOOK_RATE=%q: want hooks a second, 0 or more", v)
+		}
+		hookRate = f
+	}
 	profiles := os.Getenv("LOGBOOK_SOAK_PROFILES")
 	if profiles == "" {
 		profiles = t.TempDir()
@@ -117,13 +127,17 @@ func TestSoakMemory(t *testing.T) {
 			t.Fatalf("serve did not answer in a minute; see %s", logf.Name())
 		}
 	}
-	t.Logf("memory soak: %s, sampled every %s, bound %.2f MiB of heap per 10k events once warm; profiles and table in %s", dur, every, bound, profiles)
+	paced := "as fast as they go"
+	if hookRate > 0 {
+		paced = fmt.Sprintf("paced at %g hooks/s", hookRate)
+	}
+	t.Logf("memory soak: %s, hooks %s, sampled every %s, bound %.2f MiB of heap per 10k events once warm; profiles and table in %s", dur, paced, every, bound, profiles)
 
 	var hooks, hookFails, execs, execFails atomic.Int64
 	load, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for w := range 4 {
-		wg.Go(func() { memHookLoop(load, s, w, &hooks, &hookFails) })
+		wg.Go(func() { memHookLoop(load, s, w, hookRate/4, &hooks, &hookFails) })
 	}
 	wg.Go(func() { memExecLoop(load, s, &execs, &execFails) })
 
@@ -311,7 +325,19 @@ func (s *soak) memSample(ctx context.Context, pid int, pprofAt string) (memSampl
 // memHookLoop is one process sending hooks: turns of UserPromptSubmit,
 // PreToolUse, PostToolUse and Stop, each turn in a fresh session every
 // fourth time, else in one of eight reused ones.
-func memHookLoop(ctx context.Context, s *soak, w int, acked, failed *atomic.Int64) {
+func memHookLoop(ctx context.Context, s *soak, w int, rate float64, acked, failed *atomic.Int64) {
+	// pace waits for the next hook's turn at rate hooks a second (0: none).
+	began, sent := time.Now(), 0
+	pace := func() {
+		sent++
+		if rate <= 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(began.Add(time.Duration(float64(sent) / rate * float64(time.Second))))):
+		}
+	}
 	for turn := 0; ctx.Err() == nil; turn++ {
 		sess := fmt.Sprintf("mem-%d-reused-%d", w, turn%8)
 		if turn%4 == 3 {
@@ -325,6 +351,7 @@ func memHookLoop(ctx context.Context, s *soak, w int, acked, failed *atomic.Int6
 			fmt.Sprintf(`{%s,"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"go vet ./..."},"tool_response":{"stdout":"ok","stderr":""},"tool_use_id":%q}`, common, tool),
 			fmt.Sprintf(`{%s,"hook_event_name":"Stop","stop_hook_active":false}`, common),
 		} {
+			pace()
 			out, err := s.run(ctx, []byte(p), "hook", "claude")
 			if ctx.Err() != nil {
 				return
