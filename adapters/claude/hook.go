@@ -389,7 +389,8 @@ func PrepareHook(b []byte) ([]byte, error) {
 }
 
 // SpooledHook parses a spooled hook payload like Hook, but keys a payload
-// without a tool_use_id by its spool entry: "hook:<event>:spool:<e.ID>".
+// without a tool_use_id by its spool entry: "hook:<event>:spool:<e.ID>",
+// and a PermissionRequest without one asks under PermissionID(e.ID).
 // The entry id is unique per hook run and stays the same when delivery of
 // the entry is retried, so redelivery is dropped and equal payloads of two
 // runs are not.
@@ -401,8 +402,20 @@ func (p *Parser) SpooledHook(e Entry) (events.Observation, error) {
 	if strings.HasPrefix(o.Key, "hook:"+o.Kind+":sha256:") {
 		o.Key = "hook:" + o.Kind + ":spool:" + e.ID
 	}
+	for i, s := range o.Signals {
+		if s.Kind == events.SigPermission && s.ID == "" {
+			// A permission dialog without a tool_use_id is its own: the
+			// gate reviews it under the same id (gate.Request.Ref), never
+			// under another call's.
+			o.Signals[i].ID = PermissionID(e.ID)
+		}
+	}
 	return o, nil
 }
+
+// PermissionID is the review id of a spooled PermissionRequest without a
+// tool_use_id: "gate-" and the spool entry's ULID.
+func PermissionID(spoolID string) string { return "gate-" + spoolID }
 
 // lenientText returns member key as text: a string, or the message of an
 // object ({message} or {error: {message}}), or "".

@@ -13,6 +13,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/review"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -67,7 +68,7 @@ type Request struct {
 	Event   string          `json:"event"`            // Event* constant
 	Tool    string          `json:"tool"`             // tool name ("exec", "stdin" for Logbook's own)
 	Input   json.RawMessage `json:"input,omitempty"`  // the tool's input as sent
-	ID      string          `json:"id,omitempty"`     // the tool_use id, the command id; "" to derive
+	ID      string          `json:"id,omitempty"`     // the tool_use id, the command id; "": "gate-" and Ref
 	Cwd     string          `json:"cwd,omitempty"`    // the project directory
 	Ref     string          `json:"ref"`              // a ULID: the observation or request that asks
 	Grant   string          `json:"grant,omitempty"`  // the mode an allow grants this one action
@@ -175,17 +176,38 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 	if !st.Exists() {
 		return p, fmt.Errorf("gate: session %s: %w: Logbook has not seen it start", req.Session, events.ErrNotFound)
 	}
-	if req.ID != "" {
-		// A retried request: answer with what was decided.
-		if r, ok := st.DecidedReview(req.ID); ok {
-			v := verdictOf(r, st)
-			p.early = &v
-			return p, nil
+	// The review is the call's own: its id, else one from the request's
+	// ref. A review under that id for another tool or input is another
+	// call's, never this one's verdict: the call is reviewed under its
+	// ref instead.
+	id, sum := req.ID, digest(req.Input)
+	for _, cand := range []string{req.ID, claude.PermissionID(req.Ref)} {
+		if cand == "" {
+			continue
 		}
-		if _, ok := st.PendingReview(req.ID); ok {
-			p.wait = true
-			return p, nil
+		if r, ok := st.DecidedReview(cand); ok {
+			if r.Tool == req.Tool && r.ArgsDigest == sum {
+				// A retried request: answer with what was decided.
+				v := verdictOf(r, st)
+				p.early = &v
+				return p, nil
+			}
+			id = ""
+			continue
 		}
+		if r, ok := st.PendingReview(cand); ok {
+			if r.Tool == req.Tool && r.ArgsDigest == sum {
+				p.wait, p.rq.ReviewID = true, cand
+				return p, nil
+			}
+			id = ""
+			continue
+		}
+		id = cand
+		break
+	}
+	if id == "" {
+		return p, fmt.Errorf("gate: %w: review %s is held by another call (tool or input differ)", events.ErrRejected, claude.PermissionID(req.Ref))
 	}
 	call := Call{Tool: req.Tool, Input: req.Input, Dir: req.Cwd}
 	if call.Dir == "" {
@@ -201,8 +223,8 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 	}
 	m := Decide(pols, call)
 	p.rq = events.ReviewRequested{
-		ReviewID: req.ID, Tool: req.Tool, Action: call.Action(), Event: req.Event,
-		ArgsDigest: digest(req.Input), Grant: req.Grant, Justification: cut(req.Reason, 1000),
+		ReviewID: id, Tool: req.Tool, Action: call.Action(), Event: req.Event,
+		ArgsDigest: sum, Grant: req.Grant, Justification: cut(req.Reason, 1000),
 		Risk: m.Risk, BudgetMS: budget.Milliseconds(),
 	}
 	var answer *review.Answer
@@ -253,12 +275,9 @@ func (g *Gate) finish(ctx context.Context, agg events.Aggregate, req Request, p 
 	case p.early != nil:
 		return *p.early, nil
 	case p.wait:
-		return g.await(ctx, agg, req.ID, budget)
+		return g.await(ctx, agg, p.rq.ReviewID, budget)
 	}
 	id := p.rq.ReviewID
-	if id == "" {
-		id = reviewIDAfter(st, req)
-	}
 	if r, ok := st.DecidedReview(id); ok {
 		return verdictOf(r, st), nil
 	}
@@ -268,20 +287,6 @@ func (g *Gate) finish(ctx context.Context, agg events.Aggregate, req Request, p 
 		}
 	}
 	return g.await(ctx, agg, id, budget)
-}
-
-// reviewIDAfter finds the review a request with no id was given: the
-// newest gate review of its tool.
-func reviewIDAfter(st session.State, req Request) string {
-	for i := len(st.Pending) - 1; i >= 0; i-- {
-		if st.Pending[i].Tool == req.Tool {
-			return st.Pending[i].ID
-		}
-	}
-	for i := len(st.Decided) - 1; i >= 0; i-- {
-		return st.Decided[i].ID
-	}
-	return ""
 }
 
 func (g *Gate) runReviewer(ctx context.Context, agg events.Aggregate, id string, req Request, rq events.ReviewRequested, st session.State, budget time.Duration) error {

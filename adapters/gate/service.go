@@ -99,12 +99,10 @@ func (s *Service) hookGate(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
-	id := h.ToolUseID
-	if h.Event == EventPermissionRequest {
-		id = "" // the dialog's review: the newest open call of the tool
-	}
+	// Each event is judged on its own call: its tool, its input, and
+	// its tool_use_id when it has one (a PermissionRequest may not).
 	gr := Request{
-		Session: agg.ID, Event: h.Event, Tool: h.Tool, Input: h.Input, ID: id, Cwd: h.Cwd, Ref: req.ID, BudgetMS: req.BudgetMS,
+		Session: agg.ID, Event: h.Event, Tool: h.Tool, Input: h.Input, ID: h.ToolUseID, Cwd: h.Cwd, Ref: req.ID, BudgetMS: req.BudgetMS,
 	}
 	if s.Ingest == nil {
 		return s.Gate.Decide(ctx, gr)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,5 +161,105 @@ func TestService_HookAndRuleInOneBatch(t *testing.T) {
 	}
 	if got := log.take(); len(got) != 1 || !slices.Equal(got[0], []string{"obs.claude.hook"}) {
 		t.Errorf("appended %v, want the observation alone", got)
+	}
+}
+
+// A PermissionRequest, like a PreToolUse, is decided on its own call: its
+// tool, its input and its tool_use_id when it has one. An allowed call
+// of the session before it (open, recorded only, or sharing its id) never
+// lends it a verdict, a deny rule wins, and each verdict answered is a
+// review.decided in the log under the call's own review.
+func TestService_EachHookDecidedOnItsOwnCall(t *testing.T) {
+	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
+	ing, err := claude.NewIngester(claude.IngestConfig{Log: log, Host: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, PolicyFile), []byte("allow = [\"Bash(ls:*)\"]\ndeny = [\"Bash(rm:*)\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := &Gate{Sessions: ing.Sessions(), Log: log, Policies: &Policies{DataDir: dir}, Budget: time.Minute, Poll: 5 * time.Millisecond}
+	svc := &Service{Gate: g, Ingest: func(ctx context.Context, data []byte, then claude.Then) (session.State, error) {
+		var req HookGateRequest
+		if err := json.Unmarshal(data, &req); err != nil {
+			return session.State{}, err
+		}
+		id := ulid.MustParseStrict(req.ID)
+		_, st, err := ing.HookThen(ctx, claude.Entry{ID: req.ID, Time: ulid.Time(id.Time()), Payload: []byte(req.Text)}, then)
+		return st, err
+	}}
+	payload := func(sess, event, useID, command string) []byte {
+		m := map[string]any{"session_id": sess, "transcript_path": "/nonexistent/c.jsonl", "cwd": "/tmp", "permission_mode": "default",
+			"hook_event_name": event, "tool_name": "Bash", "tool_input": map[string]any{"command": command}}
+		if useID != "" {
+			m["tool_use_id"] = useID
+		}
+		b, _ := json.Marshal(m)
+		return b
+	}
+	hook := func(sess, event, useID, command string) (Verdict, string) {
+		t.Helper()
+		ref := ulid.Make().String()
+		req, _ := json.Marshal(HookGateRequest{ID: ref, Text: string(payload(sess, event, useID, command))})
+		v, err := svc.hookGate(t.Context(), req)
+		if err != nil {
+			t.Fatalf("%s %s %q: %v", event, useID, command, err)
+		}
+		return v.(Verdict), ref
+	}
+	record := func(sess, event, useID, command string) {
+		t.Helper()
+		if _, err := ing.Hook(t.Context(), claude.Entry{ID: ulid.Make().String(), Time: time.Now(), Payload: payload(sess, event, useID, command)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The agent's own dialog under a reused id stays the agent's: only
+	// the gate's review is closed there.
+	const reused = "9a7e0000-0000-4000-8000-0000000000c4"
+	// decided checks that review id of sess holds verdict by rule, and
+	// that no other call's review was decided by the request.
+	decided := func(sess, id, verdict, rule string) {
+		t.Helper()
+		st, err := g.Sessions.State(t.Context(), events.Aggregate{Kind: events.KindSession, ID: sess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := st.DecidedReview(id)
+		if !ok || r.Verdict != verdict || r.DecidedBy.Kind != events.DecidedByRule || r.DecidedBy.Name != rule {
+			t.Errorf("session %s review %s: %+v (found %v), want %s by rule %s", sess, id, r, ok, verdict, rule)
+		}
+		if len(st.Pending) != 0 || len(st.OpenReviews) != 0 && sess != reused {
+			t.Errorf("session %s: left open %+v %v", sess, st.Pending, st.OpenReviews)
+		}
+	}
+	cases := []struct {
+		name   string
+		before func(sess string)
+		useID  string
+	}{
+		{"after an allowed call", func(s string) { hook(s, EventPreToolUse, "toolu_a1", "ls") }, "toolu_a2"},
+		{"no tool_use_id", func(s string) { hook(s, EventPreToolUse, "toolu_b1", "ls") }, ""},
+		{"calls still open", func(s string) {
+			hook(s, EventPreToolUse, "toolu_c1", "ls")
+			hook(s, EventPreToolUse, "toolu_c2", "ls /tmp")
+		}, ""},
+		{"a call recorded, not gated", func(s string) { record(s, EventPreToolUse, "toolu_d1", "ls") }, ""},
+		{"the allowed call's own id", func(s string) { hook(s, EventPreToolUse, "toolu_e1", "ls") }, "toolu_e1"},
+	}
+	for i, c := range cases {
+		sess := fmt.Sprintf("9a7e0000-0000-4000-8000-0000000000c%d", i)
+		c.before(sess)
+		for _, event := range []string{EventPermissionRequest, EventPreToolUse} {
+			v, ref := hook(sess, event, c.useID, "rm -rf /")
+			if v.Decision != DecideDeny || v.By.Name != "Bash(rm:*)" {
+				t.Errorf("%s, %s: %+v, want deny by rule Bash(rm:*)", c.name, event, v)
+			}
+			id := v.ReviewID
+			if id != c.useID && id != claude.PermissionID(ref) {
+				t.Errorf("%s, %s: review %s, want %q or %s", c.name, event, id, c.useID, claude.PermissionID(ref))
+			}
+			decided(sess, id, events.VerdictDeny, "Bash(rm:*)")
+		}
 	}
 }

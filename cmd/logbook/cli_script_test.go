@@ -22,6 +22,7 @@ import (
 //	                          line per key path and type, sorted; it fails
 //	                          on a key that is not lower snake case
 //	pathonly                  leaves on PATH only the script's programs
+//	envout NAME REGEXP        sets NAME to REGEXP's first group in stdout
 func cliScriptCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, args []string)) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	cmds["exits"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) < 2 {
@@ -39,6 +40,16 @@ func cliScriptCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, arg
 		if (got == want) == neg {
 			ts.Fatalf("%s exited %d, want %d", strings.Join(args[1:], " "), got, want)
 		}
+	}
+	cmds["envout"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 2 || neg {
+			ts.Fatalf("usage: envout NAME REGEXP")
+		}
+		m := regexp.MustCompile(args[1]).FindStringSubmatch(ts.ReadFile("stdout"))
+		if len(m) < 2 {
+			ts.Fatalf("no match for %q in stdout", args[1])
+		}
+		ts.Setenv(args[0], m[1])
 	}
 	cmds["jsonshape"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		// One JSON value, or JSON lines (read as a list of them).

@@ -159,7 +159,7 @@ func Evolve(s State, e events.Envelope) State {
 		}
 		if d.Gate {
 			s.Pending = append(slices.Clip(s.Pending), PendingReview{
-				ID: d.ReviewID, Tool: d.Tool, Action: d.Action, Event: d.Event, Risk: d.Risk, Grant: d.Grant,
+				ID: d.ReviewID, Tool: d.Tool, Action: d.Action, Event: d.Event, ArgsDigest: d.ArgsDigest, Risk: d.Risk, Grant: d.Grant,
 				Revision: d.Revision, Justification: d.Justification, RequestedAt: e.At, BudgetMS: d.BudgetMS,
 			})
 		}
@@ -173,7 +173,7 @@ func Evolve(s State, e events.Envelope) State {
 		}
 		if p, ok := s.PendingReview(d.ReviewID); ok {
 			s.Pending = slices.DeleteFunc(slices.Clone(s.Pending), func(p PendingReview) bool { return p.ID == d.ReviewID })
-			dr := DecidedReview{ID: d.ReviewID, Verdict: d.Verdict, Outcome: d.Outcome, Grant: p.Grant, Revision: p.Revision, Reason: d.Reason, Seq: e.Ver}
+			dr := DecidedReview{ID: d.ReviewID, Tool: p.Tool, ArgsDigest: p.ArgsDigest, Verdict: d.Verdict, Outcome: d.Outcome, Grant: p.Grant, Revision: p.Revision, Reason: d.Reason, Seq: e.Ver}
 			if d.DecidedBy != nil {
 				dr.DecidedBy = *d.DecidedBy
 			}

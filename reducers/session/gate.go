@@ -11,9 +11,8 @@ import (
 // RequestReview asks the gate for a verdict on one action of the
 // session. Review holds what is reviewed (ReviewID, Tool, Action, Event,
 // ArgsDigest, Grant, Justification, Risk, BudgetMS); Decide fills in Gate,
-// Mode and Revision from the state. ReviewID "" takes the review the
-// agent's own permission dialog opened for the newest open call of Tool,
-// else that call's id, else "gate-" and Cause.Ref.
+// Mode and Revision from the state. ReviewID "" takes "gate-" and
+// Cause.Ref: a review is never matched to another call by its tool.
 //
 // Answer, when set, decides the review in the same decision (a policy
 // rule): the verdict is review.Derive's. With the breaker tripped, the
@@ -50,26 +49,6 @@ func (RequestReview) command() {}
 func (DecideReview) command()  {}
 func (ResetBreaker) command()  {}
 
-// ReviewIDFor returns the review id a RequestReview with an empty
-// ReviewID takes in state s (see RequestReview).
-func (s State) ReviewIDFor(tool, ref string) string {
-	for i := len(s.OpenReviews) - 1; i >= 0; i-- {
-		id := s.OpenReviews[i]
-		if _, gate := s.PendingReview(id); gate {
-			continue
-		}
-		if e := s.entry(id); e >= 0 && s.Entries[e].Activity == "tool:"+tool {
-			return id
-		}
-	}
-	for i := len(s.Entries) - 1; i >= 0; i-- {
-		if e := s.Entries[i]; e.Lane == events.LaneMain && e.Activity == "tool:"+tool {
-			return e.EntryID
-		}
-	}
-	return "gate-" + ref
-}
-
 // Winner describes a decided review for a person: its verdict, outcome,
 // who decided it and why.
 func (r DecidedReview) Winner() string {
@@ -95,7 +74,7 @@ func decideGate(s State, cmd Command) ([]events.Envelope, error) {
 		}
 		rq := c.Review
 		if rq.ReviewID == "" {
-			rq.ReviewID = s.ReviewIDFor(rq.Tool, c.Cause.Ref)
+			rq.ReviewID = "gate-" + c.Cause.Ref
 		}
 		if _, ok := s.PendingReview(rq.ReviewID); ok {
 			return nil, nil

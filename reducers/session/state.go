@@ -138,6 +138,7 @@ type PendingReview struct {
 	Tool          string    `json:"tool"`
 	Action        string    `json:"action,omitempty"`
 	Event         string    `json:"event,omitempty"`
+	ArgsDigest    string    `json:"args_digest,omitempty"` // of the tool's input (events.ReviewRequested)
 	Risk          string    `json:"risk,omitempty"`
 	Grant         string    `json:"grant,omitempty"`
 	Revision      int       `json:"revision"`
@@ -148,14 +149,18 @@ type PendingReview struct {
 
 // DecidedReview is one gate review's verdict.
 type DecidedReview struct {
-	ID        string           `json:"id"`
-	Verdict   string           `json:"verdict"`
-	Outcome   string           `json:"outcome"`
-	Grant     string           `json:"grant,omitempty"`
-	Revision  int              `json:"revision"` // the mode revision the review was asked at
-	Reason    string           `json:"reason,omitempty"`
-	DecidedBy events.DecidedBy `json:"decided_by"`
-	Seq       uint64           `json:"ver"` // the session Ver of the verdict
+	ID string `json:"id"`
+	// Tool and ArgsDigest name the call the verdict is on: a request
+	// with the same id for another call is not answered by it.
+	Tool       string           `json:"tool,omitempty"`
+	ArgsDigest string           `json:"args_digest,omitempty"`
+	Verdict    string           `json:"verdict"`
+	Outcome    string           `json:"outcome"`
+	Grant      string           `json:"grant,omitempty"`
+	Revision   int              `json:"revision"` // the mode revision the review was asked at
+	Reason     string           `json:"reason,omitempty"`
+	DecidedBy  events.DecidedBy `json:"decided_by"`
+	Seq        uint64           `json:"ver"` // the session Ver of the verdict
 }
 
 // PendingReview returns the open gate review id, and false if none.
