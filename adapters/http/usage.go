@@ -43,13 +43,19 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 	now := s.cfg.Clock()
 	loc, err := usage.LoadZone(v.Get("tz"))
 	if err != nil {
-		s.fail(w, r, fmt.Errorf("%w: %v", errBadRequest, err))
+		s.fail(w, r, fmt.Errorf("%w: tz %v", errBadRequest, err))
 		return
 	}
 	q := usage.Query{By: v.Get("by"), Session: v.Get("session"), Loc: loc}
+	for _, name := range []string{"by", "session", "since", "tz"} {
+		if vs, ok := v[name]; ok && (len(vs) == 0 || vs[0] == "") {
+			s.fail(w, r, fmt.Errorf("%w: %s is given empty: give it a value or leave it out", errBadRequest, name))
+			return
+		}
+	}
 	if since := v.Get("since"); since != "" {
 		if q.Since, err = usage.ParseSince(since, now, loc); err != nil {
-			s.fail(w, r, fmt.Errorf("%w: %v", errBadRequest, err))
+			s.fail(w, r, fmt.Errorf("%w: since %v", errBadRequest, err))
 			return
 		}
 	}

@@ -170,12 +170,25 @@ func TestUsage_API(t *testing.T) {
 		t.Errorf("subagents' spend %+v, want %+v (8200 tokens)", rep.Usage.Subagents, w)
 	}
 
-	for q, word := range map[string]string{"by=week": "week", "tz=Mars/Olympus": "Mars/Olympus", "since=yesterday": "yesterday", "session=a%20b": "session"} {
+	for q, word := range map[string]string{"by=week": "week", "tz=Mars/Olympus": "Mars/Olympus", "since=yesterday": "yesterday", "session=a%20b": "session",
+		// Out of range: refused, never a 500 or a silent everything.
+		"since=99999999999999d": "too far back", "since=99999999d": "too far back", "since=9999999999h": "9999999999h", "since=0000-01-01": "year 1",
+		"tz=../../etc/passwd": "not a time zone",
+		// Given empty: refused, never "no filter".
+		"by=": "by is given empty", "session=": "session is given empty", "since=": "since is given empty", "tz=": "tz is given empty"} {
 		var er struct{ Error string }
 		e.get("/v1/usage?"+q, 400, &er)
 		if !strings.Contains(er.Error, word) {
 			t.Errorf("%s: error %q does not name %q", q, er.Error, word)
 		}
+		if strings.Contains(er.Error, "--") || strings.Contains(er.Error, "time:") {
+			t.Errorf("%s: error %q names a command-line flag or Go's own words", q, er.Error)
+		}
+	}
+	var er struct{ Error string }
+	e.get("/v1/usage?session=zzz", 404, &er)
+	if !strings.Contains(er.Error, "zzz") {
+		t.Errorf("session=zzz: error %q does not name it", er.Error)
 	}
 }
 

@@ -240,26 +240,45 @@ func LoadZone(tz string) (*time.Location, error) {
 	}
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
-		return nil, fmt.Errorf("--tz %q: %v (want UTC, Local or a name such as Europe/Berlin)", tz, err)
+		return nil, fmt.Errorf("%q is not a time zone: want UTC, Local or a name such as Europe/Berlin", tz)
 	}
 	return loc, nil
 }
 
+// MaxSinceDays is the furthest back a since given in days reaches:
+// 100 years.
+const MaxSinceDays = 36500
+
 // ParseSince reads a since: a duration back from now (7d, 12h, 30m) or a
-// day (YYYY-MM-DD, midnight in loc). Its error names s.
+// day (YYYY-MM-DD, midnight in loc). Its error names s but no flag or
+// parameter: the caller prefixes the name its user gave it. An empty s,
+// a negative duration, or one reaching further back than MaxSinceDays
+// days or before the year 1 is refused.
 func ParseSince(s string, now time.Time, loc *time.Location) (time.Time, error) {
+	const want = "want a duration such as 7d, 12h or 30m, or a day such as 2026-05-23"
+	if s == "" {
+		return time.Time{}, fmt.Errorf("empty: %s", want)
+	}
 	if d, err := time.ParseInLocation("2006-01-02", s, loc); err == nil {
+		if d.Year() < 1 {
+			return time.Time{}, fmt.Errorf("%q is before the year 1: %s", s, want)
+		}
 		return d, nil
 	}
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		if days, err := strconv.Atoi(n); err == nil && days >= 0 {
-			return now.AddDate(0, 0, -days), nil
+	if n, ok := strings.CutSuffix(s, "d"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+		days, err := strconv.Atoi(n)
+		if err != nil || days > MaxSinceDays {
+			return time.Time{}, fmt.Errorf("%q is too far back: at most %dd (100 years), or a day such as 2026-05-23", s, MaxSinceDays)
 		}
+		return now.AddDate(0, 0, -days), nil
 	}
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		if d > MaxSinceDays*24*time.Hour {
+			return time.Time{}, fmt.Errorf("%q is too far back: at most %dd (100 years), or a day such as 2026-05-23", s, MaxSinceDays)
+		}
 		return now.Add(-d), nil
 	}
-	return time.Time{}, fmt.Errorf("--since %q: want a duration such as 7d, 12h or 30m, or a day such as 2026-05-23", s)
+	return time.Time{}, fmt.Errorf("%q: %s", s, want)
 }
 
 // Age is how long before now t was, as the command line shows ages:

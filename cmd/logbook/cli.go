@@ -75,6 +75,24 @@ var readCommands = map[string]bool{
 	"logbook workspace list": true, "logbook workspace show": true,
 }
 
+// neverEmpty are the flags whose empty value would silently mean "not
+// given" (no filter, the default data dir): given empty, they are a
+// usage error.
+var neverEmpty = []string{"data", "session", "by", "since", "tz"}
+
+// refuseEmpty returns a usage error for a flag of neverEmpty that cmd's
+// command line gives an empty value.
+func refuseEmpty(cmd *cobra.Command) error {
+	for _, name := range neverEmpty {
+		f := cmd.Flags().Lookup(name)
+		if f == nil || !f.Changed || f.Value.Type() != "string" || f.Value.String() != "" {
+			continue
+		}
+		return usageErrorf("--%s is given empty: give it a value or leave the flag out", name)
+	}
+	return nil
+}
+
 // flagError rewrites a flag value's parse error in the user's terms:
 // `invalid argument "abc" for "--limit" flag: want a whole number`, not
 // strconv's or time's own words.

@@ -108,9 +108,10 @@ number of arguments); ` + "`hook claude`" + ` exits 2 only when --gate denies.
 Ids: any unique prefix of a session or command id names it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			g.cmdName = cmd.CommandPath()
 			g.reads = readsOnly(cmd)
+			return refuseEmpty(cmd)
 		},
 		Version: buildVersion().String(),
 	}

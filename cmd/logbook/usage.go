@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"time"
 	_ "time/tzdata" // --tz names resolve on hosts without a zoneinfo database
@@ -33,7 +32,7 @@ plan-limit reading per account and window follows, with when it was
 measured; a window past its reset shows as expired.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runUsage(cmd.Context(), g, by, since, sess, tz)
+			return runUsage(cmd, g, by, since, sess, tz)
 		},
 	}
 	cmd.Flags().StringVar(&by, "by", usage.BySession, "group by session, model, day or project")
@@ -43,15 +42,16 @@ measured; a window past its reset shows as expired.`,
 	return cmd
 }
 
-func runUsage(ctx context.Context, g *globals, by, since, sess, tz string) error {
+func runUsage(cmd *cobra.Command, g *globals, by, since, sess, tz string) error {
+	ctx := cmd.Context()
 	loc, err := usage.LoadZone(tz)
 	if err != nil {
-		return &exitError{code: codeUsage, err: err}
+		return usageErrorf("--tz %v", err)
 	}
 	var from time.Time
-	if since != "" {
+	if since != "" || cmd.Flags().Changed("since") {
 		if from, err = usage.ParseSince(since, time.Now(), loc); err != nil {
-			return &exitError{code: codeUsage, err: err}
+			return usageErrorf("--since %v", err)
 		}
 	}
 	return withAPI(ctx, g, func(b *backend, call api.Caller) error {
