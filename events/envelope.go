@@ -99,6 +99,12 @@ type Cause struct {
 	Ref    string `json:"ref"`              // id of the observation or request that caused it
 }
 
+// CauseGate is the Cause.Kind of what the gate (adapters/gate) decides on
+// a session: its reviews and verdicts. They may share a batch, and the
+// Ref, with the hook observation that asked, but they are the gate's
+// decisions, not the session decider's on that observation.
+const CauseGate = "gate"
+
 // complete reports whether every required part is set.
 func (c *Cause) complete() bool {
 	return c != nil && c.Kind != "" && c.Event != "" && c.Ref != ""

@@ -56,8 +56,9 @@ type Divergence struct {
 // judged on exactly the state it was judged on originally, so one
 // divergence does not cascade into every later observation and Diverged
 // counts the decisions that changed. Events that no observation caused
-// (requests such as an end or a mode change from the CLI) are folded as
-// recorded. The error wraps events.ErrNotFound for a session with no
+// (requests such as an end or a mode change from the CLI, and the gate's
+// reviews and verdicts, events.CauseGate, even in an observation's batch)
+// are folded as recorded. The error wraps events.ErrNotFound for a session with no
 // events; a divergence is not an error.
 func Rederive(ctx context.Context, log events.Log, id string) (Rederivation, error) {
 	agg := events.Aggregate{Kind: events.KindSession, ID: id}
@@ -117,12 +118,14 @@ func RederiveRecords(recs []events.Record) Rederivation {
 }
 
 // causedBy reports whether d is a decision of observation o: not an
-// observation itself, with a cause naming o.
+// observation itself, with a cause naming o, and not the gate's (a
+// review the gate appends in the hook's own batch is folded as recorded,
+// like a request: the session decider never produces it).
 func causedBy(d, o events.Record) bool {
 	if _, ok := events.Observed(d.Data); ok {
 		return false
 	}
-	return d.Cause != nil && d.Cause.Ref == o.ID.String()
+	return d.Cause != nil && d.Cause.Ref == o.ID.String() && d.Cause.Kind != events.CauseGate
 }
 
 // sameDecisions compares two decision lists by type, data and cause and

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections/projectionstest"
+	"github.com/logbook-dev/logbook/reducers/review"
 	"github.com/logbook-dev/logbook/reducers/session"
 	"github.com/logbook-dev/logbook/replay"
 )
@@ -185,5 +187,62 @@ func TestRederive(t *testing.T) {
 	dropped := slices.Delete(slices.Clone(sc.Records), i, i+1)
 	if got := replay.RederiveRecords(dropped); got.Diverged == 0 {
 		t.Error("a dropped decision was not found")
+	}
+}
+
+// The gate appends its review and verdict in the hook's own batch, with
+// the hook's observation as their cause's ref: they are the gate's
+// (events.CauseGate), folded as recorded, never compared with what the
+// session decider derives from the observation.
+func TestRederive_GateEventsInTheHooksBatch(t *testing.T) {
+	t.Parallel()
+	recs := slices.Clone(scenario(t).Records)
+	var (
+		s     session.State
+		out   []events.Record
+		n     int
+		shift uint64 // the gate's events move the session's later versions on
+	)
+	for i := 0; i < len(recs); i++ {
+		recs[i].Ver += shift
+		out = append(out, recs[i])
+		s = session.Evolve(s, recs[i].Envelope)
+		obs := recs[i]
+		if _, ok := events.Observed(obs.Data); !ok {
+			continue
+		}
+		for i+1 < len(recs) && recs[i+1].Cause != nil && recs[i+1].Cause.Ref == obs.ID.String() {
+			i++
+			recs[i].Ver += shift
+			out = append(out, recs[i])
+			s = session.Evolve(s, recs[i].Envelope)
+		}
+		if o, _ := events.Observed(obs.Data); o.Line > 0 || !s.Exists() || s.Phase == events.PhaseEnded {
+			continue // the gate answers hooks, not transcript lines
+		}
+		verdict := []string{events.VerdictAllow, events.VerdictDeny}[n%2]
+		n++
+		decs, err := session.Decide(s, session.RequestReview{
+			Review: events.ReviewRequested{ReviewID: fmt.Sprintf("gate-%d", n), Tool: "Bash", Action: "ls", Event: "PreToolUse"},
+			Answer: &review.Answer{Verdict: verdict, Risk: review.RiskLow, By: events.DecidedBy{Kind: events.DecidedByRule, Name: "Bash(ls)"}},
+			At:     obs.At, Cause: events.Cause{Kind: events.CauseGate, Event: "PreToolUse", Detail: "Bash", Ref: obs.ID.String()},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range decs {
+			e.ID, e.Ver = ulid.Make(), s.Ver+1
+			s = session.Evolve(s, e)
+			out = append(out, events.Record{Seq: obs.Seq, Envelope: e})
+			shift++
+		}
+	}
+	if n < 2 {
+		t.Fatalf("the scenario gave %d observations to gate", n)
+	}
+	if got := replay.RederiveRecords(out); !got.Agree() || got.Observations == 0 {
+		var b bytes.Buffer
+		got.WriteText(&b)
+		t.Errorf("a gated session disagrees:\n%s", b.String())
 	}
 }

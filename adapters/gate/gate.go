@@ -172,7 +172,7 @@ type plan struct {
 // never seen, or the reducer's.
 func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time.Time) (plan, error) {
 	var p plan
-	cause := events.Cause{Kind: "gate", Event: req.Event, Detail: req.Tool, Ref: req.Ref}
+	cause := events.Cause{Kind: events.CauseGate, Event: req.Event, Detail: req.Tool, Ref: req.Ref}
 	if !st.Exists() {
 		return p, fmt.Errorf("gate: session %s: %w: Logbook has not seen it start", req.Session, events.ErrNotFound)
 	}
@@ -309,7 +309,7 @@ func (g *Gate) runReviewer(ctx context.Context, agg events.Aggregate, id string,
 // is left as it is.
 func (g *Gate) answer(ctx context.Context, agg events.Aggregate, id string, a review.Answer, actor, ref string) error {
 	at := g.now()
-	cause := events.Cause{Kind: "gate", Event: "review." + a.By.Kind, Detail: id, Ref: ref}
+	cause := events.Cause{Kind: events.CauseGate, Event: "review." + a.By.Kind, Detail: id, Ref: ref}
 	_, _, err := g.Sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
 		decs, err := session.Decide(s, session.DecideReview{ReviewID: id, Answer: a, At: at, Cause: cause})
 		for i := range decs {
