@@ -377,6 +377,13 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	if err != nil {
 		return res, lastFP, err
 	}
+	// The per-file cursor is kept under the file's real path, so that a
+	// symbolic link to a transcript imported before finds its lines in
+	// the log; a cursor the log already keeps under the path as given
+	// (an import before this rule) goes on there.
+	if real := realPath(path); real != path && s.Cursor(path) == 0 {
+		path = real
+	}
 	rewrittenFrom := ""
 	for hops := 0; ; hops++ {
 		fp, ok := s.Fingerprint(path)
@@ -903,4 +910,17 @@ func cmpOr(a, b string) string {
 		return b
 	}
 	return a
+}
+
+// realPath is path made absolute with every symbolic link resolved, or
+// path itself when that fails (the file is gone: its read reports it).
+func realPath(path string) string {
+	r, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return path
+	}
+	if r, err = filepath.Abs(r); err != nil {
+		return path
+	}
+	return r
 }
