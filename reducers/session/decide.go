@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -843,6 +844,22 @@ func (d *decider) toolResult(sig events.Sig) {
 			d.decideReview(id, events.ReviewRejected, "rejected by the user")
 		} else {
 			d.decideReview(id, events.ReviewApproved, "approved by the user")
+		}
+	}
+	if i := d.s.entry(id); i >= 0 && d.s.Entries[i].Lane == events.LaneMain {
+		// A permission dialog that named no call (review "gate-" and its
+		// hook's spool id) held the agent: a result of a main-lane call
+		// after it says the dialog was answered. A gate review waits for
+		// its verdict instead.
+		for _, r := range slices.Clone(d.s.OpenReviews) {
+			if _, gate := d.s.PendingReview(r); r == id || gate || !strings.HasPrefix(r, "gate-") {
+				continue
+			}
+			if sig.Status == events.OutcomeRejected {
+				d.decideReview(r, events.ReviewRejected, "rejected by the user")
+			} else {
+				d.decideReview(r, events.ReviewApproved, "approved by the user: the agent went on")
+			}
 		}
 	}
 	closed := d.s.entry(id) >= 0
