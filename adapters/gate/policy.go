@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 
@@ -87,20 +88,9 @@ func (e *PolicyError) Error() string {
 // a pattern that does not parse, a risk class outside low, medium, high,
 // critical.
 func ParsePolicy(path string, text []byte) (*Policy, error) {
-	var doc policyDoc
-	dec := toml.NewDecoder(bytes.NewReader(text)).DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
-		var de *toml.DecodeError
-		var se *toml.StrictMissingError
-		switch {
-		case errors.As(err, &de):
-			l, c := de.Position()
-			return nil, &PolicyError{Path: path, Line: l, Column: c, Msg: de.Error()}
-		case errors.As(err, &se) && len(se.Errors) > 0:
-			l, c := se.Errors[0].Position()
-			return nil, &PolicyError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("unknown key %q (want allow, deny, review or [risk])", strings.Join(se.Errors[0].Key(), "."))}
-		}
-		return nil, &PolicyError{Path: path, Msg: err.Error()}
+	doc, err := decodePolicy(path, text)
+	if err != nil {
+		return nil, err
 	}
 	p := &Policy{Path: path}
 	bad := func(pat string, err error) error {
@@ -132,6 +122,122 @@ func ParsePolicy(path string, text []byte) (*Policy, error) {
 	// Map order is random: keep the risk rules in file order.
 	sortByPlace(text, p.risk)
 	return p, nil
+}
+
+// decodePolicy reads the TOML text into a policyDoc, checking each key's
+// shape itself so that errors speak of the file's keys, not Go types.
+func decodePolicy(path string, text []byte) (policyDoc, error) {
+	var doc policyDoc
+	var raw map[string]any
+	if err := toml.Unmarshal(text, &raw); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			l, c := de.Position()
+			return doc, &PolicyError{Path: path, Line: l, Column: c, Msg: "not valid TOML: " + strings.TrimPrefix(de.Error(), "toml: ")}
+		}
+		return doc, &PolicyError{Path: path, Msg: "not valid TOML: " + strings.TrimPrefix(err.Error(), "toml: ")}
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		li, _ := locateKey(text, keys[i])
+		lj, _ := locateKey(text, keys[j])
+		return li < lj
+	})
+	for _, k := range keys {
+		v := raw[k]
+		l, c := locateKey(text, k)
+		fault := func(format string, a ...any) error {
+			return &PolicyError{Path: path, Line: l, Column: c, Msg: k + ": " + fmt.Sprintf(format, a...)}
+		}
+		switch k {
+		case "allow", "deny", "review":
+			list, ok := v.([]any)
+			if !ok {
+				return doc, fault(`want a list of patterns such as ["Bash(git push:*)"], got %s`, tomlKind(v))
+			}
+			out := make([]string, 0, len(list))
+			for i, e := range list {
+				s, ok := e.(string)
+				if !ok {
+					return doc, fault(`entry %d: want a pattern string such as "Bash(git push:*)", got %s`, i+1, tomlKind(e))
+				}
+				out = append(out, s)
+			}
+			switch k {
+			case "allow":
+				doc.Allow = out
+			case "deny":
+				doc.Deny = out
+			default:
+				doc.Review = out
+			}
+		case "risk":
+			tbl, ok := v.(map[string]any)
+			if !ok {
+				return doc, fault(`want a table such as [risk] "Bash(git push:*)" = "high", got %s`, tomlKind(v))
+			}
+			doc.Risk = make(map[string]string, len(tbl))
+			for pat, r := range tbl {
+				s, ok := r.(string)
+				if !ok {
+					l, c := locate(text, pat)
+					return doc, &PolicyError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("risk %q: want low, medium, high or critical as a string, got %s", pat, tomlKind(r))}
+				}
+				doc.Risk[pat] = s
+			}
+		default:
+			what := "key"
+			if _, ok := v.(map[string]any); ok {
+				what = "table"
+				k = "[" + k + "]"
+			}
+			return doc, &PolicyError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("unknown %s %s (want the keys allow, deny, review and the table [risk]; remove or rename it)", what, k)}
+		}
+	}
+	return doc, nil
+}
+
+// tomlKind names the TOML type of a decoded value for error messages.
+func tomlKind(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case int64, uint64, int:
+		return "an integer"
+	case float64:
+		return "a float"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	default:
+		return "a date or time"
+	}
+}
+
+// locateKey returns the 1-based line and column of top-level key k in
+// text, as "k =" or "[k]" (bare or quoted), or 0, 0.
+func locateKey(text []byte, k string) (int, int) {
+	for i, line := range strings.Split(string(text), "\n") {
+		t := strings.TrimLeft(line, " \t")
+		col := len(line) - len(t) + 1
+		if strings.HasPrefix(t, "[") {
+			t, col = strings.TrimLeft(t[1:], "[ \t"), col+1
+		}
+		for _, name := range []string{k, `"` + k + `"`, "'" + k + "'"} {
+			if rest, ok := strings.CutPrefix(t, name); ok {
+				if rest = strings.TrimLeft(rest, " \t"); rest == "" || strings.ContainsAny(rest[:1], "=].") {
+					return i + 1, col
+				}
+			}
+		}
+	}
+	return 0, 0
 }
 
 func sortByPlace(text []byte, rs []riskRule) {
@@ -288,7 +394,22 @@ func ParsePattern(s string) (Pattern, error) {
 		}
 	}
 	if _, err := path.Match(p.Tool, ""); err != nil {
-		return p, err
+		return p, fmt.Errorf("tool name %q is not a valid glob (an unclosed \"[\" or a trailing \"\\\")", p.Tool)
+	}
+	if !p.HasArg {
+		return p, nil
+	}
+	switch p.Tool {
+	case "Edit", "Write", "Read", "MultiEdit", "NotebookEdit":
+		for _, seg := range strings.Split(p.Spec, "/") {
+			if _, err := path.Match(seg, ""); err != nil {
+				return p, fmt.Errorf("path glob %q is malformed at %q (an unclosed \"[\" or a trailing \"\\\"); write \"[[]\" for a literal \"[\"", p.Spec, seg)
+			}
+		}
+	case "WebFetch":
+		if d, ok := strings.CutPrefix(p.Spec, "domain:"); ok && strings.TrimSpace(d) == "" {
+			return p, errors.New(`empty domain: write a host such as "WebFetch(domain:example.com)"`)
+		}
 	}
 	return p, nil
 }

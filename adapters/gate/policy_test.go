@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -107,6 +108,10 @@ func TestParsePolicy_Errors(t *testing.T) {
 		{"bad pattern", "allow = [\"Read\"]\ndeny = [\"Bash(rm:*\"]\n", 2, 9},
 		{"bad risk", "[risk]\n\"Bash\" = \"severe\"\n", 2, 1},
 		{"bad tool name", "allow = [\"Ba sh\"]\n", 1, 10},
+		{"string for list", "allow = \"Read\"\n", 1, 1},
+		{"unknown table", "allow = [\"Read\"]\n[rules]\nx = 1\n", 2, 2},
+		{"unbalanced bracket", "allow = [\"Edit([)\"]\n", 1, 10},
+		{"empty domain", "allow = [\"WebFetch(domain:)\"]\n", 1, 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,6 +124,28 @@ func TestParsePolicy_Errors(t *testing.T) {
 				t.Errorf("%v: at %d:%d, want %d:%d", err, pe.Line, pe.Column, tt.line, tt.col)
 			}
 		})
+	}
+}
+
+func TestParsePolicy_ErrorsSpeakOfTheFile(t *testing.T) {
+	tests := []struct{ text, want string }{
+		{"allow = \"Read\"\n", `policy p.toml:1:1: allow: want a list of patterns such as ["Bash(git push:*)"], got a string`},
+		{"deny = [1]\n", `deny: entry 1: want a pattern string`},
+		{"allow = [\"Read\"]\npermit = [\"Bash\"]\n", `p.toml:2:1: unknown key permit`},
+		{"[rules]\nallow = [\"Read\"]\n", `p.toml:1:2: unknown table [rules]`},
+		{"risk = 3\n", `risk: want a table`},
+		{"[risk]\n\"Bash\" = 3\n", `risk "Bash": want low, medium, high or critical as a string, got an integer`},
+		{"allow = [\"Edit([)\"]\n", `pattern "Edit([)": path glob "[" is malformed`},
+		{"allow = [\"WebFetch(domain:)\"]\n", `pattern "WebFetch(domain:)": empty domain`},
+	}
+	for _, tt := range tests {
+		_, err := ParsePolicy("p.toml", []byte(tt.text))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: err %v, want it to hold %q", tt.text, err, tt.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "toml: ") || strings.Contains(err.Error(), "gate.") || strings.Contains(err.Error(), "[]string")) {
+			t.Errorf("%q: Go-internal text in %v", tt.text, err)
+		}
 	}
 }
 
