@@ -30,7 +30,7 @@ func (s *Server) resolveCommand(id string) (string, error) {
 // rows begin with is a bad request listing them.
 func (s *Server) resolve(kind, rowPrefix, id string) (string, error) {
 	if err := events.ValidID(id); err != nil {
-		return "", fmt.Errorf("%w: %s id %q: %v", errBadRequest, kind, id, err)
+		return "", fmt.Errorf("%w: %s", errBadRequest, invalidID(kind, id))
 	}
 	ids, err := s.store.IDsWithPrefix(rowPrefix, id, maxCandidates+1)
 	if err != nil {
@@ -48,4 +48,23 @@ func (s *Server) resolve(kind, rowPrefix, id string) (string, error) {
 		more = ", …"
 	}
 	return "", fmt.Errorf("%w: %s id prefix %q is ambiguous: it begins %s%s; give more of the id", errBadRequest, kind, id, strings.Join(list, ", "), more)
+}
+
+// invalidID says why id is not a valid id of kind, in words a person
+// reads: the id is shown only when it is printable ASCII, and never as
+// escaped bytes.
+func invalidID(kind, id string) string {
+	rule := fmt.Sprintf("an id is 1 to %d characters of A-Z, a-z, 0-9, _ and -", events.MaxIDLen)
+	switch {
+	case id == "":
+		return fmt.Sprintf("%s id is empty: %s", kind, rule)
+	case len(id) > events.MaxIDLen:
+		return fmt.Sprintf("%s id is not valid: it is %d bytes long; %s", kind, len(id), rule)
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return fmt.Sprintf("%s id is not valid: it holds a byte that is not printable ASCII at offset %d; %s", kind, i, rule)
+		}
+	}
+	return fmt.Sprintf("%s id %s is not valid: %s", kind, id, rule)
 }

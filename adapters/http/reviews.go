@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 	"github.com/oklog/ulid/v2"
 	"io"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -152,10 +155,103 @@ func decodeBody(r *http.Request, v any, max int64) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: body: %v", errBadRequest, err)
+		return fmt.Errorf("%w: body: %s", errBadRequest, bodyError(err, v))
 	}
 	if dec.More() {
 		return fmt.Errorf("%w: body: trailing data after the JSON value", errBadRequest)
 	}
 	return nil
+}
+
+// bodyError says what is wrong with a JSON request body decoded into v
+// (a pointer to a struct), in the body's terms rather than Go types.
+func bodyError(err error, v any) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field == "":
+		return fmt.Sprintf("must be a JSON object with the fields %s, got %s", jsonFields(v), jsonKind(te.Value))
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %q: want %s, got %s", te.Field, goKind(te.Type), jsonKind(te.Value))
+	case errors.As(err, &se):
+		return fmt.Sprintf("not valid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	case errors.Is(err, io.EOF):
+		return fmt.Sprintf("empty: want a JSON object with the fields %s", jsonFields(v))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "not valid JSON: it ends early"
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if strings.HasPrefix(msg, "unknown field ") {
+		return fmt.Sprintf("%s (want only %s)", msg, jsonFields(v))
+	}
+	return msg
+}
+
+// jsonFields lists the JSON names of the struct v points to, quoted and
+// comma-separated.
+func jsonFields(v any) string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return "documented for this endpoint"
+	}
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		names = append(names, strconv.Quote(name))
+	}
+	return strings.Join(names, ", ")
+}
+
+// jsonKind turns a json.UnmarshalTypeError value ("array", "number 3", …)
+// into words.
+func jsonKind(v string) string {
+	k, _, _ := strings.Cut(v, " ")
+	switch k {
+	case "array", "object":
+		return "an " + k
+	case "string", "number":
+		return "a " + k
+	case "bool":
+		return "a boolean"
+	case "":
+		return "something else"
+	}
+	if k[0] == 'a' || k[0] == 'o' {
+		return "an " + k
+	}
+	return "a " + k
+}
+
+// goKind names the JSON shape a Go type decodes from.
+func goKind(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	default:
+		return "an object"
+	}
 }
