@@ -403,7 +403,9 @@ func (w *Worker) intake(ctx, procCtx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			// A deleted consumer (its stream deleted, most often) ends the
+			// feed now, while the server that can say why is still up.
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, jetstream.ErrConsumerDeleted) {
 				return fmt.Errorf("worker %s: request feed closed: %w", w.id.ID, err)
 			}
 			w.log.Warn("next request", "err", err)
