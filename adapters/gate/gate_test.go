@@ -182,7 +182,9 @@ func TestGate_ReviewerFaults(t *testing.T) {
 		why     string
 	}{
 		{"hangs", "cat >/dev/null; exec sleep 60", "timed_out", "no answer within"},
-		{"garbage", "cat >/dev/null; echo 'sure, go ahead'", "unavailable", "garbage"},
+		{"garbage", "cat >/dev/null; echo 'sure, go ahead'", "unavailable", ": answer is not JSON: it begins sure, go ahead; want one object"},
+		{"not an object", "cat >/dev/null; echo '[1]'", "unavailable", "answer is JSON but not an object"},
+		{"null", "cat >/dev/null; echo 'nope'", "unavailable", "answer is not JSON: it begins nope"},
 		{"two answers", `cat >/dev/null; echo '{"verdict":"allow","risk":"low"}{"verdict":"allow","risk":"low"}'`, "unavailable", "more than one"},
 		{"verdict outside the enum", `cat >/dev/null; echo '{"verdict":"yes","risk":"low"}'`, "unavailable", `verdict "yes"`},
 		{"risk outside the enum", `cat >/dev/null; echo '{"verdict":"allow","risk":"tiny"}'`, "unavailable", `risk "tiny"`},

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/review"
@@ -138,10 +139,10 @@ func (r *Reviewer) Review(ctx context.Context, req ReviewerRequest, budget time.
 	dec := json.NewDecoder(bytes.NewReader(out.Bytes()))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
-		return fail(events.ReviewUnavailable, "reviewer answered garbage: "+err.Error())
+		return fail(events.ReviewUnavailable, fmt.Sprintf("reviewer %s: %s", r.Command, answerFault(err, out.Bytes())))
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return fail(events.ReviewUnavailable, "reviewer answered garbage: more than one JSON value")
+		return fail(events.ReviewUnavailable, fmt.Sprintf("reviewer %s: answer is more than one JSON value; want one object", r.Command))
 	}
 	if a.Verdict != events.VerdictAllow && a.Verdict != events.VerdictDeny {
 		return fail(events.ReviewUnavailable, fmt.Sprintf("reviewer answered verdict %q: want allow or deny", a.Verdict))
@@ -159,6 +160,33 @@ func (r *Reviewer) Review(ctx context.Context, req ReviewerRequest, budget time.
 		Verdict: a.Verdict, Risk: review.MaxRisk(req.Risk, a.Risk), UserAuthorization: a.UserAuthorization,
 		Evidence: a.Evidence, Offered: offered, EvidenceDropped: req.EvidenceDropped, By: by, Reason: cut(a.Reason, 1000),
 	}
+}
+
+// answerShape is the answer a reviewer program must print, for errors.
+const answerShape = `{"verdict":"allow|deny","risk":"low|medium|high|critical","user_authorization":"none|low|medium|high","evidence":[…],"reason":"…"}`
+
+// answerFault says, in the answer's terms, why out is not a
+// ReviewerAnswer: not JSON (showing how it begins), not an object, a
+// field of the wrong type, an unknown field.
+func answerFault(err error, out []byte) string {
+	var te *json.UnmarshalTypeError
+	switch {
+	case len(bytes.TrimSpace(out)) == 0:
+		return "answer is empty; want one JSON object " + answerShape
+	case errors.As(err, &te) && te.Field == "":
+		return "answer is JSON but not an object; want " + answerShape
+	case errors.As(err, &te):
+		return fmt.Sprintf("answer field %s has the wrong type; want %s", te.Field, answerShape)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "answer has an unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ") + "; want " + answerShape
+	}
+	begin := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return ' '
+		}
+		return r
+	}, cut(strings.TrimSpace(string(out)), 80))
+	return fmt.Sprintf("answer is not JSON: it begins %s; want one object %s", begin, answerShape)
 }
 
 // limited is a buffer that keeps the first n bytes written.
