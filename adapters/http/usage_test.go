@@ -147,7 +147,10 @@ func TestUsage_API(t *testing.T) {
 	e.get("/v1/usage?by=session&session="+usageParent, 200, &one)
 	var own, kids bool
 	for _, l := range one.Lines {
-		own = own || l.Key == usageParent && l.Subagents != nil
+		own = own || l.Key == usageParent
+		if l.Tokens.Total() == 0 {
+			t.Errorf("a line of zeros: %+v", l)
+		}
 		kids = kids || l.Key == "agent-"+usageAgent && l.Parent == usageParent
 		if l.Model == "mystery-9" && l.Cost != nil {
 			t.Errorf("an unknown model was priced: %+v", l)
@@ -155,6 +158,9 @@ func TestUsage_API(t *testing.T) {
 	}
 	if !own || !kids {
 		t.Errorf("by session of %s: %+v", usageParent, one.Lines)
+	}
+	if len(one.Subagents) != 1 || one.Subagents[0].Parent != usageParent || one.Subagents[0].Tokens.Total() != 8200 {
+		t.Errorf("the subagents' sum of %s: %+v, want 8200 tokens", usageParent, one.Subagents)
 	}
 
 	var rep struct {

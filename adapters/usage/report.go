@@ -3,6 +3,8 @@ package usage
 import (
 	"fmt"
 	"io"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -19,7 +21,17 @@ type Report struct {
 	TZ     string       `json:"tz"`
 	Prices PriceInfo    `json:"prices"`
 	Lines  []PricedLine `json:"lines"`
-	Limits []Limit      `json:"limits"`
+	// Subagents is, by session, each shown parent's subagents' spend
+	// summed over all of them and all their models, in parent order;
+	// never folded into the parent's own lines.
+	Subagents []ParentSpend `json:"subagents,omitempty"`
+	Limits    []Limit       `json:"limits"`
+}
+
+// ParentSpend is what all the subagents of session Parent spent.
+type ParentSpend struct {
+	Parent string `json:"parent"`
+	Spend
 }
 
 // PriceInfo names the price table a Report was priced with.
@@ -55,7 +67,23 @@ func NewReport(ss []session.State, q Query, t *Table, now time.Time) (Report, er
 	if loc == nil {
 		loc = time.UTC
 	}
-	rep := Report{By: by, Since: q.Since, TZ: loc.String(), Lines: []PricedLine{}, Limits: Limits(ss, now)}
+	// Plan limits: with a session asked for, only the accounts its (or
+	// its subagents') readings name.
+	var accounts map[string]bool
+	if q.Session != "" {
+		accounts = map[string]bool{}
+		for _, s := range ss {
+			if s.ID == q.Session || s.Parent == q.Session {
+				for _, r := range s.Limits {
+					accounts[r.Account] = true
+				}
+			}
+		}
+	}
+	rep := Report{By: by, Since: q.Since, TZ: loc.String(), Lines: []PricedLine{}, Limits: limitsOf(ss, accounts, now)}
+	if by == BySession {
+		rep.Subagents = subagentSpend(ss, q, t)
+	}
 	rep.Prices = PriceInfo{Version: t.Version, Date: t.Date, Currency: t.Currency, Sources: t.Sources, Override: t.Override}
 	for _, l := range lines {
 		pl := PricedLine{Line: l}
@@ -69,6 +97,32 @@ func NewReport(ss []session.State, q Query, t *Table, now time.Time) (Report, er
 		rep.Lines = append(rep.Lines, pl)
 	}
 	return rep, nil
+}
+
+// subagentSpend is, for each parent with a line in q's selection (or
+// the parent q.Session names), its subagents' spend since q.Since.
+func subagentSpend(ss []session.State, q Query, t *Table) []ParentSpend {
+	kids := map[string][]session.State{}
+	for _, s := range ss {
+		if s.Parent == "" {
+			continue
+		}
+		if !q.Since.IsZero() {
+			s.Usage = slices.DeleteFunc(slices.Clone(s.Usage), func(b session.UsageBucket) bool { return !b.Hour.Add(time.Hour).After(q.Since) })
+		}
+		kids[s.Parent] = append(kids[s.Parent], s)
+	}
+	var out []ParentSpend
+	for _, s := range ss {
+		if q.Session != "" && s.ID != q.Session || len(kids[s.ID]) == 0 {
+			continue
+		}
+		if sp := SpendOf(kids[s.ID], t); sp.Tokens.Total() > 0 {
+			out = append(out, ParentSpend{Parent: s.ID, Spend: sp})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Parent < out[j].Parent })
+	return out
 }
 
 // CostText is how a cost shows: "$0.0123", or "no price" for nil.
@@ -176,6 +230,12 @@ func (r Report) WriteText(w io.Writer, now time.Time) error {
 	}
 	if err := table(r.Columns()); err != nil {
 		return err
+	}
+	if len(r.Subagents) > 0 {
+		fmt.Fprintln(w, "\nsubagents (summed over all of a session's subagents):")
+		for _, p := range r.Subagents {
+			fmt.Fprintf(w, "%s: %s\n", p.Parent, p.Text)
+		}
 	}
 	fmt.Fprintf(w, "\n%s\n", r.TotalText())
 	if len(r.Limits) == 0 {

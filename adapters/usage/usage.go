@@ -100,11 +100,25 @@ func Group(ss []session.State, q Query) ([]Line, error) {
 	sums := map[key]*Line{}
 	children := map[key]*Tokens{} // parent session and model → its subagents' sum
 	for _, s := range ss {
-		if q.Session != "" && s.ID != q.Session && s.Parent != q.Session {
+		selected := q.Session == "" || s.ID == q.Session || s.Parent == q.Session
+		if !selected && (by != BySession || s.Parent == "") {
 			continue
 		}
 		for _, b := range s.Usage {
 			if !q.Since.IsZero() && !b.Hour.Add(time.Hour).After(q.Since) { // the hour ended by then
+				continue
+			}
+			if by == BySession && s.Parent != "" {
+				// A parent's subagents' sum is over all of them, even
+				// when the query selects only one.
+				c := children[key{s.Parent, b.Model}]
+				if c == nil {
+					c = &Tokens{}
+					children[key{s.Parent, b.Model}] = c
+				}
+				c.add(b)
+			}
+			if !selected {
 				continue
 			}
 			var k string
@@ -127,24 +141,15 @@ func Group(ss []session.State, q Query) ([]Line, error) {
 				sums[key{k, b.Model}] = l
 			}
 			l.Tokens.add(b)
-			if by == BySession && s.Parent != "" {
-				c := children[key{s.Parent, b.Model}]
-				if c == nil {
-					c = &Tokens{}
-					children[key{s.Parent, b.Model}] = c
-				}
-				c.add(b)
-			}
 		}
 	}
 	for k, c := range children {
-		l := sums[k]
-		if l == nil {
-			// The parent spent nothing on this model itself.
-			l = &Line{Key: k.k, Model: k.model}
-			sums[k] = l
+		// Only on a line the parent spent on itself: a model only its
+		// subagents used gets no line of zeros (Report.Subagents has the
+		// sum over all models).
+		if l := sums[k]; l != nil {
+			l.Subagents = c
 		}
-		l.Subagents = c
 	}
 	out := make([]Line, 0, len(sums))
 	for _, l := range sums {
@@ -170,10 +175,18 @@ type Limit struct {
 // Limits returns the latest reading per account and window among ss, as
 // of now, in account then window order.
 func Limits(ss []session.State, now time.Time) []Limit {
+	return limitsOf(ss, nil, now)
+}
+
+// limitsOf is Limits of the accounts in accounts only; nil: all.
+func limitsOf(ss []session.State, accounts map[string]bool, now time.Time) []Limit {
 	type key struct{ account, window string }
 	latest := map[key]Limit{}
 	for _, s := range ss {
 		for _, r := range s.Limits {
+			if accounts != nil && !accounts[r.Account] {
+				continue
+			}
 			k := key{r.Account, r.Window}
 			if l, ok := latest[k]; !ok || r.MeasuredAt.After(l.MeasuredAt) {
 				latest[k] = Limit{LimitReading: r, Session: s.ID}

@@ -48,8 +48,13 @@ func TestGroup(t *testing.T) {
 	if child == nil || child.Parent != "p" || child.Tokens.CacheRead != 1000 {
 		t.Fatalf("child %+v", child)
 	}
-	if parentHaiku == nil || parentHaiku.Tokens.Total() != 0 || parentHaiku.Subagents == nil || parentHaiku.Subagents.CacheRead != 1000 {
-		t.Fatalf("the parent's subagents' sum %+v", parentHaiku)
+	if parentHaiku != nil {
+		t.Fatalf("a line of zeros for a model only the parent's subagents used: %+v", parentHaiku)
+	}
+	for _, l := range lines {
+		if l.Tokens.Total() == 0 {
+			t.Errorf("a line of zeros: %+v", l)
+		}
 	}
 	days, _ := Group(ss, Query{By: ByDay})
 	if len(days) != 4 || days[0].Key != "2026-05-23" || days[3].Key != "2026-05-24" {
@@ -169,7 +174,7 @@ func TestReport_Text(t *testing.T) {
 	for _, want := range []string{
 		"SESSION  ", "agent-x (subagent of p)  claude-haiku-4-5-20251001",
 		"q        ", "mystery-1  7  7  0  0  no price",
-		"p        ", "1005 tokens, $0.0001",
+		"p        ", "p: 1005 (input 5, output 0, cache write 0, cache read 1000); cost $0.0001",
 		"total cost: $", "(lines with no price are not in it); prices: table v2 of 2026-11-30, USD per million tokens",
 		"codex/plus  primary  expired (was 40.0%)  2026-05-24T05:00:00Z  2026-05-24T02:00:00Z (4h00m ago)",
 	} {
@@ -210,5 +215,46 @@ func TestParseSinceAndZone(t *testing.T) {
 	}
 	if _, err := LoadZone("Mars/Olympus"); err == nil || !strings.Contains(err.Error(), "Mars/Olympus") {
 		t.Errorf("unknown zone: %v", err)
+	}
+}
+
+// TestReportSession: --session of a subagent shows its own spend only
+// (no line of its parent's, no zeros); of a parent, its subagents' sum
+// over all of them apart; plan limits only of the selected session's
+// accounts.
+func TestReportSession(t *testing.T) {
+	ss := append(states(), session.State{ID: "agent-y", Parent: "p", Usage: []session.UsageBucket{
+		{Model: "claude-haiku-4-5-20251001", Hour: hour(23, 22), Input: 1, CacheRead: 2000, Calls: 1},
+	}})
+	now := hour(24, 3)
+	sub, err := NewReport(ss, Query{Session: "agent-x"}, Shipped(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sub.Lines) != 1 || sub.Lines[0].Key != "agent-x" || sub.Lines[0].Parent != "p" || sub.Lines[0].Tokens.Total() != 1005 {
+		t.Errorf("a subagent's lines %+v, want its own only", sub.Lines)
+	}
+	if len(sub.Subagents) != 0 || len(sub.Limits) != 0 {
+		t.Errorf("a subagent's report: subagents %+v, limits %+v; want none", sub.Subagents, sub.Limits)
+	}
+	par, _ := NewReport(ss, Query{Session: "p"}, Shipped(), now)
+	if len(par.Subagents) != 1 || par.Subagents[0].Parent != "p" || par.Subagents[0].Tokens.Total() != 3006 {
+		t.Errorf("the parent's subagents' sum %+v, want p: 3006 tokens", par.Subagents)
+	}
+	for _, l := range par.Lines {
+		if l.Tokens.Total() == 0 {
+			t.Errorf("a line of zeros: %+v", l)
+		}
+	}
+	if len(par.Limits) != 0 {
+		t.Errorf("limits of other sessions' accounts for p: %+v", par.Limits)
+	}
+	var b strings.Builder
+	if err := sub.WriteText(&b, now); err != nil || strings.Contains(b.String(), "plan limits") || strings.Contains(b.String(), " 0  0  0  0 ") {
+		t.Errorf("a subagent's text (%v):\n%s", err, b.String())
+	}
+	q, _ := NewReport(ss, Query{Session: "q"}, Shipped(), now)
+	if len(q.Limits) != 1 || q.Limits[0].Account != "codex/plus" || q.Limits[0].UsedPercent != 40 {
+		t.Errorf("q's limits %+v, want its account's latest reading", q.Limits)
 	}
 }

@@ -26,10 +26,12 @@ counted as growth) by session, model, day or project, and prices them with
 the price table shipped with Logbook (dated, its sources named) or the
 data dir's prices.json over it. Cost is computed now, from tokens: a price
 correction never rewrites history. A model without a price shows its
-tokens and "no price". By session, a subagent is its own line and its
-parent's line shows the subagents' sum apart from its own. The latest
-plan-limit reading per account and window follows, with when it was
-measured; a window past its reset shows as expired.`,
+tokens and "no price". By session, a subagent is its own line and, under
+the table, each parent shows the sum over all its subagents apart from
+its own spend (--session of a subagent shows the subagent's own spend). The
+latest plan-limit reading per account and window follows (with --session,
+only of the accounts that session reported), with when it was measured; a
+window past its reset shows as expired.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runUsage(cmd, g, by, since, sess, tz)
