@@ -116,7 +116,11 @@ func (d dataDir) lock(role string) (*os.File, error) {
 	}
 	f, err := os.OpenFile(d.path("lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", d.path("lock"), err)
+		cause := err
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
+			cause = pe.Err
+		}
+		return nil, fmt.Errorf("data dir %s: cannot create the lock file %s: %v; give --data a directory you can write", d, d.path("lock"), cause)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		owner, _ := os.ReadFile(d.path("lock"))

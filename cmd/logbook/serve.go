@@ -57,6 +57,9 @@ was down.`,
 			default:
 				return usageErrorf("--log-format %q: want text or json", logFormat)
 			}
+			if err := checkAddrFlags(map[string]string{"http": hf.addr}); err != nil {
+				return err
+			}
 			// One format for everything serve logs.
 			g.stderr = newServeLog(g.stderr, logFormat)
 			g.acceptLoss, g.adminCreds = accept, admin
