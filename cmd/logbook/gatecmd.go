@@ -20,6 +20,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
@@ -285,7 +286,7 @@ func reviewCmd(g *globals) *cobra.Command {
 					fmt.Fprintln(tw, "REVIEW\tSESSION\tEVENT\tTOOL\tRISK\tAGE\tACTION")
 					now := time.Now()
 					for _, r := range out.Reviews {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Session, dash(r.Event), r.Tool, dash(r.Risk), age(now, r.RequestedAt), r.Action)
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Session, dash(r.Event), r.Tool, dash(r.Risk), usage.Age(now, r.RequestedAt), r.Action)
 					}
 					return tw.Flush()
 				})

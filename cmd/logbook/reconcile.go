@@ -272,21 +272,3 @@ func (f liveFlags) reconciler(svc *api.Service, stderr io.Writer) *reconciler {
 	host, _ := os.Hostname()
 	return &reconciler{svc: svc, abandonAfter: max(f.abandonAfter, 0), interval: f.reconcileEvery, host: host, boot: claude.BootID(), stderr: stderr}
 }
-
-// age prints how long ago t was at now, compactly: "12s", "40m",
-// "3h05m", "2d4h"; "-" for the zero time.
-func age(now, t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := max(now.Sub(t), 0)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
-	}
-	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
-}

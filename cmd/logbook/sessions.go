@@ -341,7 +341,7 @@ func (v sessionsView) print(w io.Writer, ss []sessionRow) error {
 		}
 		cwd := dash(homeTilde(s.Cwd, v.home))
 		if v.wide {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", id, s.Phase, dash(s.Activity), age(v.now, s.Since), s.Open, s.Turns, s.ToolCalls, dash(s.Model), v.time(s.StartedAt), v.time(s.lastActivity()), dash(s.Parent), cwd)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", id, s.Phase, dash(s.Activity), usage.Age(v.now, s.Since), s.Open, s.Turns, s.ToolCalls, dash(s.Model), v.time(s.StartedAt), v.time(s.lastActivity()), dash(s.Parent), cwd)
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, s.Phase, dash(s.Activity), v.time(s.lastActivity()), ellipsizeLeft(cwd, cwdWidth))
@@ -479,8 +479,8 @@ func printSession(w io.Writer, r api.SessionReply, now time.Time, prices *usage.
 	row("observations", fmt.Sprint(s.Observations))
 	row("started", s.StartedAt.Format(time.RFC3339Nano))
 	row("updated", s.UpdatedAt.Format(time.RFC3339Nano))
-	row("since", fmt.Sprintf("%s (%s in %s %s)", s.Since.Format(time.RFC3339Nano), age(now, s.Since), s.Phase, dash(s.Activity)))
-	row("last observed", fmt.Sprintf("%s (%s ago)", api.LastSeen(s).Format(time.RFC3339Nano), age(now, api.LastSeen(s))))
+	row("since", fmt.Sprintf("%s (%s in %s %s)", s.Since.Format(time.RFC3339Nano), usage.Age(now, s.Since), s.Phase, dash(s.Activity)))
+	row("last observed", fmt.Sprintf("%s (%s ago)", api.LastSeen(s).Format(time.RFC3339Nano), usage.Age(now, api.LastSeen(s))))
 	if p := s.AgentProcess; p != nil {
 		row("agent process", fmt.Sprintf("%s, started at tick %d, boot %s", p, p.Start, dash(p.Boot)))
 	}
