@@ -33,6 +33,12 @@ type Executor[S any] struct {
 	// DefaultMaxCached. When full, the least recently used state is
 	// dropped (it is reloaded from the log when next needed).
 	MaxCached int
+	// Settled, when set, reports a state the aggregate is done with (a
+	// command that ended): such states are not kept in memory, so the
+	// cache holds the aggregates still at work rather than fill with
+	// finished ones. A later decision on a settled aggregate folds it
+	// from the log again. Settled must be pure.
+	Settled func(S) bool
 
 	once  sync.Once
 	seed  maphash.Seed
@@ -216,8 +222,13 @@ func (x *Executor[S]) load(ctx context.Context, agg Aggregate) (cached[S], error
 }
 
 // remember caches c as its aggregate's state, dropping the least
-// recently used states beyond MaxCached.
+// recently used states beyond MaxCached; a Settled state is dropped
+// instead.
 func (x *Executor[S]) remember(c cached[S]) {
+	if x.Settled != nil && x.Settled(c.s) {
+		x.forget(c.agg)
+		return
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if el, ok := x.cache[c.agg]; ok {

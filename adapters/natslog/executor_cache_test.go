@@ -84,6 +84,57 @@ func TestExecutorCacheLRU(t *testing.T) {
 	}
 }
 
+// TestExecutorCacheSettled: a state Settled reports done is not kept —
+// however many aggregates settle, the cache holds only those still at
+// work — and a decision on a settled aggregate folds it from the log
+// with every event.
+func TestExecutorCacheSettled(t *testing.T) {
+	l, _ := newLog(t)
+	lc := &loadCounter{Log: l, loads: map[string]int{}}
+	reg := events.NewRegistry()
+	x := &events.Executor[int]{
+		Log: lc, Reg: reg, MaxCached: 100,
+		Init:    func(events.Aggregate) int { return 0 },
+		Evolve:  func(n int, _ events.Envelope) int { return n + 1 },
+		Settled: func(n int) bool { return n >= 2 },
+		IDs:     ulid.Make, Host: "h", Actor: "a",
+	}
+	step := func(id string) int {
+		t.Helper()
+		_, n, err := x.Execute(t.Context(), session(id), func(n int) (events.Decision, error) {
+			var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", n+1)}
+			if n == 0 {
+				p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
+			}
+			e := reg.New(p)
+			e.At = time.Now()
+			e.Cause = &events.Cause{Kind: "cli", Event: "test", Ref: id}
+			return events.Decision{e}, nil
+		})
+		if err != nil {
+			t.Fatalf("Execute %s: %v", id, err)
+		}
+		return n
+	}
+	for i := range 20 {
+		id := fmt.Sprintf("s%d", i)
+		step(id) // at work: kept
+		if got := x.Cached(); got != 1 {
+			t.Fatalf("%s at 1 event: Cached() = %d, want 1", id, got)
+		}
+		step(id) // settled: dropped
+		if got := x.Cached(); got != 0 {
+			t.Fatalf("%s settled: Cached() = %d, want 0", id, got)
+		}
+	}
+	if n := step("s3"); n != 3 || lc.loads["s3"] != 2 {
+		t.Errorf("s3: state %d after %d loads, want 3 after 2 (folded from the log again)", n, lc.loads["s3"])
+	}
+	if got := x.Cached(); got != 0 {
+		t.Errorf("Cached() = %d after a settled aggregate's decision, want 0", got)
+	}
+}
+
 // TestExecutorCacheConcurrent: decisions on more aggregates than the
 // cache holds, from many goroutines, keep every state equal to the log's.
 func TestExecutorCacheConcurrent(t *testing.T) {

@@ -84,7 +84,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		cfg: cfg,
 		js:  js,
 		cmds: &events.Executor[command.State]{
-			Log: cfg.Log, Reg: cfg.Reg, Init: command.Init, Evolve: command.Evolve,
+			Log: cfg.Log, Reg: cfg.Reg, Init: command.Init, Evolve: command.Evolve, Settled: command.State.Ended,
 			IDs: cfg.IDs, Host: cfg.Host, Actor: cfg.Actor,
 		},
 	}, nil

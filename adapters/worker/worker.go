@@ -223,7 +223,7 @@ func New(cfg Config) (*Worker, error) {
 		js:  js,
 		log: logger.With("worker", id.ID),
 		cmds: &events.Executor[command.State]{
-			Log: cfg.Log, Reg: cfg.Reg, Init: command.Init, Evolve: command.Evolve,
+			Log: cfg.Log, Reg: cfg.Reg, Init: command.Init, Evolve: command.Evolve, Settled: command.State.Ended,
 			IDs: cfg.IDs, Host: cfg.Host, Actor: "logbook-worker",
 		},
 		sessions: &events.Executor[session.State]{
