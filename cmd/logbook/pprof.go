@@ -12,6 +12,11 @@ import (
 	"time"
 )
 
+// pprofMemRate is runtime.MemProfileRate under serve --pprof: the heap
+// profile samples one allocation per 64 KiB on average (Go's default is
+// 512 KiB).
+const pprofMemRate = 64 << 10
+
 // memFigures is what GET /debug/memstats on the --pprof listener answers,
 // as JSON: the Go runtime's memory figures in bytes, the number of
 // goroutines and of completed GC cycles. With ?gc=1 a garbage collection
