@@ -3,6 +3,7 @@ package events
 import (
 	"encoding"
 	"encoding/json"
+	"hash/maphash"
 	"reflect"
 	"strconv"
 	"strings"
@@ -44,32 +45,35 @@ const (
 
 // scanner reads JSON from b at i.
 type scanner struct {
-	b    []byte
-	i    int
-	strs map[string]string // a Decoder's interned strings; nil: none
+	b []byte
+	i int
+	d *Decoder // its interned strings and scratch values; nil: none
 }
 
-// Interning bounds: strings up to internLen bytes are interned, and the
-// table is emptied when it reaches internCap entries.
+// internLen is the longest string a Decoder interns, in bytes, and
+// internSlots how many it holds (a power of two).
 const (
-	internLen = 64
-	internCap = 4096
+	internLen   = 64
+	internSlots = 4096
 )
 
-// intern returns v as a string: the table's copy when it has one.
+// intern returns v as a string: the Decoder's copy when it holds one.
+// The table is direct-mapped by a hash of v: a string takes its slot from
+// the one before it.
 func (s *scanner) intern(v []byte) string {
-	if s.strs == nil || len(v) > internLen {
+	if s.d == nil || len(v) > internLen {
 		return string(v)
 	}
-	if x, ok := s.strs[string(v)]; ok {
-		return x
+	d := s.d
+	if d.strs == nil {
+		d.strs = new([internSlots]string)
+		d.seed = maphash.MakeSeed()
 	}
-	x := string(v)
-	if len(s.strs) >= internCap {
-		clear(s.strs)
+	slot := &d.strs[maphash.Bytes(d.seed, v)&(internSlots-1)]
+	if *slot != string(v) {
+		*slot = string(v)
 	}
-	s.strs[x] = x
-	return x
+	return *slot
 }
 
 // Decoder decodes envelopes as Registry.Decode does, with the same
@@ -80,20 +84,59 @@ func (s *scanner) intern(v []byte) string {
 // make one per goroutine with Registry.NewDecoder.
 type Decoder struct {
 	reg  *Registry
-	strs map[string]string
+	strs *[internSlots]string // allocated at the first string
+	seed maphash.Seed
+	// payloads holds a zero value of each payload type read so far, which
+	// the scanner reads a payload into before it is copied out, so a
+	// payload costs one allocation (its boxed copy) instead of two.
+	payloads map[*typeInfo]reflect.Value
+	// elems holds a slice of each element type read so far, which the
+	// scanner reads an array's elements into before copying them to a
+	// slice of exactly their number. A codec's slice is taken out while
+	// in use, so a nested array of the same type makes its own.
+	elems map[*codec]reflect.Value
 }
 
 // NewDecoder returns a Decoder of r's catalogue.
 func (r *Registry) NewDecoder() *Decoder {
-	return &Decoder{reg: r, strs: make(map[string]string)}
+	return &Decoder{reg: r}
 }
 
 // Decode is Registry.Decode.
 func (d *Decoder) Decode(b []byte) (Envelope, error) {
-	if e, ok, err := d.reg.decodeScan(b, d.strs); ok {
+	if e, ok, err := d.reg.decodeScan(b, d); ok {
 		return e, err
 	}
 	return d.reg.decodeSlow(b)
+}
+
+// payload reads a payload object of ti's type (which has a codec) into a
+// new value and returns it.
+func (s *scanner) payload(ti *typeInfo) (Payload, bool) {
+	if s.d == nil {
+		pv := reflect.New(ti.typ)
+		if !s.value(ti.codec, pv.Elem()) {
+			return nil, false
+		}
+		return pv.Elem().Interface().(Payload), true
+	}
+	v, ok := s.d.payloads[ti]
+	if !ok {
+		if s.d.payloads == nil {
+			s.d.payloads = map[*typeInfo]reflect.Value{}
+		}
+		v = reflect.New(ti.typ).Elem()
+		s.d.payloads[ti] = v
+	}
+	var p Payload
+	ok = s.value(ti.codec, v)
+	if ok {
+		// v is addressable, so Interface copies it: p shares no memory
+		// with v, which is zeroed for the next payload.
+		p = v.Interface().(Payload)
+	}
+	v.SetZero()
+	return p, ok
 }
 
 func (s *scanner) ws() {
@@ -391,8 +434,8 @@ func (s *scanner) skip() ([]byte, bool) {
 // false means "not decided here"; err is only a Validate error of an
 // envelope the other tiers would build identically.
 // strs, when not nil, interns short strings (see Decoder).
-func (r *Registry) decodeScan(b []byte, strs map[string]string) (e Envelope, ok bool, err error) {
-	s := scanner{b: b, strs: strs}
+func (r *Registry) decodeScan(b []byte, d *Decoder) (e Envelope, ok bool, err error) {
+	s := scanner{b: b, d: d}
 	var (
 		seen int
 		at   []byte
@@ -525,11 +568,11 @@ func (r *Registry) decodeScan(b []byte, strs map[string]string) (e Envelope, ok 
 			bit = mData
 			if ti != nil && ti.codec != nil && seen&bit == 0 {
 				// The usual order, type before data: read it in place.
-				pv := reflect.New(ti.typ)
-				if !s.value(ti.codec, pv.Elem()) {
+				p, ok := s.payload(ti)
+				if !ok {
 					return false
 				}
-				e.Data = pv.Elem().Interface().(Payload)
+				e.Data = p
 				break
 			}
 			v, ok := s.skip()
@@ -559,7 +602,7 @@ func (r *Registry) decodeScan(b []byte, strs map[string]string) (e Envelope, ok 
 	}
 	e.At = t.UTC()
 	if e.Data == nil {
-		p, ok := ti.decodeData(data, strs)
+		p, ok := ti.decodeData(data, d)
 		if !ok {
 			return Envelope{}, false, nil
 		}
@@ -601,8 +644,9 @@ var (
 type codec struct {
 	kind    reflect.Kind
 	typ     reflect.Type
-	members []member // struct: its JSON members, declaration order
-	elem    *codec   // pointer: the target; slice: the element
+	members []member      // struct: its JSON members, declaration order
+	elem    *codec        // pointer: the target; slice: the element
+	empty   reflect.Value // slice: an empty, non-nil one
 	// unmarshal: the type is a json.Unmarshaler, handed a string
 	// without escapes as encoding/json would hand it (quotes included).
 	unmarshal bool
@@ -648,6 +692,7 @@ func compile(t reflect.Type, done map[reflect.Type]*codec) (*codec, bool) {
 		}
 		var ok bool
 		c.elem, ok = compile(t.Elem(), done)
+		c.empty = reflect.MakeSlice(t, 0, 0)
 		return c, ok
 	case reflect.Struct:
 		if !c.collect(t, nil, done) || len(c.members) > 64 {
@@ -743,23 +788,24 @@ func equalFold(a, b string) bool {
 // decodeData reads a payload object into a new value of the type: by the
 // scanner when the type has a codec, else by encoding/json, strictly. ok
 // false means the encoding/json tier decides.
-func (ti *typeInfo) decodeData(data []byte, strs map[string]string) (Payload, bool) {
-	pv := reflect.New(ti.typ)
+func (ti *typeInfo) decodeData(data []byte, d *Decoder) (Payload, bool) {
 	if ti.codec == nil {
+		pv := reflect.New(ti.typ)
 		if decodeStrict(data, pv.Interface()) != nil {
 			return nil, false
 		}
 		return pv.Elem().Interface().(Payload), true
 	}
-	s := scanner{b: data, strs: strs}
-	if !s.value(ti.codec, pv.Elem()) {
+	s := scanner{b: data, d: d}
+	p, ok := s.payload(ti)
+	if !ok {
 		return nil, false
 	}
 	s.ws()
 	if s.i != len(data) {
 		return nil, false
 	}
-	return pv.Elem().Interface().(Payload), true
+	return p, true
 }
 
 // value reads one JSON value of c's type into v, which is settable and
@@ -844,28 +890,58 @@ func (s *scanner) value(c *codec, v reflect.Value) bool {
 }
 
 // slice reads a JSON array into slice v: an empty array gives an empty,
-// non-nil slice, as encoding/json does.
+// non-nil slice, as encoding/json does; others a slice of exactly their
+// length.
 func (s *scanner) slice(c *codec, v reflect.Value) bool {
 	if !s.byte1('[') {
 		return false
 	}
-	sl := reflect.MakeSlice(c.typ, 0, 0)
 	if s.byte1(']') {
-		v.Set(sl)
+		v.Set(c.empty)
 		return true
 	}
-	for n := 0; ; n++ {
-		if n == sl.Cap() {
-			grown := reflect.MakeSlice(c.typ, n, max(4, 2*n))
-			reflect.Copy(grown, sl)
-			sl = grown
+	// The elements go to a scratch slice first (the Decoder's when it has
+	// one for c free), and then to v, allocated once at their number.
+	var buf reflect.Value
+	if s.d != nil {
+		if b, ok := s.d.elems[c]; ok {
+			buf = b
+			delete(s.d.elems, c)
 		}
-		sl = sl.Slice(0, n+1)
-		if !s.value(c.elem, sl.Index(n)) {
+	}
+	if !buf.IsValid() {
+		buf = reflect.New(c.typ).Elem()
+	}
+	ok := s.elements(c, buf)
+	if ok {
+		n := buf.Len()
+		v.Grow(n)
+		v.SetLen(n)
+		reflect.Copy(v, buf)
+	}
+	buf.Clear()
+	buf.SetLen(0)
+	if s.d != nil {
+		if s.d.elems == nil {
+			s.d.elems = map[*codec]reflect.Value{}
+		}
+		s.d.elems[c] = buf
+	}
+	return ok
+}
+
+// elements reads the elements of a non-empty array, after its '[', into
+// buf, an empty addressable slice of c's type, up to and with the ']'.
+func (s *scanner) elements(c *codec, buf reflect.Value) bool {
+	for n := 0; ; n++ {
+		if n == buf.Cap() {
+			buf.Grow(1)
+		}
+		buf.SetLen(n + 1)
+		if !s.value(c.elem, buf.Index(n)) {
 			return false
 		}
 		if s.byte1(']') {
-			v.Set(sl)
 			return true
 		}
 		if !s.byte1(',') {
