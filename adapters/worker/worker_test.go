@@ -50,8 +50,8 @@ func TestWorker_RunsACommand(t *testing.T) {
 	// The session was working while the command ran, and is ready again.
 	e.waitFor("detach", func() bool { return len(e.sessionState().Entries) == 0 })
 	ss := e.sessionState()
-	if ss.Phase != events.PhaseReady || !slices.Contains(ss.RecentClosed, EntryID(id)) {
-		t.Errorf("session phase %s, closed %v; want ready with %s closed", ss.Phase, ss.RecentClosed, EntryID(id))
+	if ss.Phase != events.PhaseReady || !ss.RecentClosed.Has(EntryID(id)) {
+		t.Errorf("session phase %s, closed %v; want ready with %s closed", ss.Phase, ss.RecentClosed.All(), EntryID(id))
 	}
 }
 

@@ -173,7 +173,7 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		if s.Phase == events.PhaseEnded {
 			return nil, fmt.Errorf("attach %s to session %s: %w: session ended", c.EntryID, s.ID, events.ErrRejected)
 		}
-		if s.entry(c.EntryID) >= 0 || contains(s.RecentClosed, c.EntryID) {
+		if s.entry(c.EntryID) >= 0 || s.RecentClosed.Has(c.EntryID) {
 			return nil, nil // attached already: retries are harmless
 		}
 		d := newDecider(s, c.At, c.Cause)
@@ -706,7 +706,7 @@ func (d *decider) signalNow(sig events.Sig) {
 	case events.SigToolResult:
 		d.toolResult(sig)
 	case events.SigQuestion:
-		if sig.ID != "" && d.s.entry(sig.ID) < 0 && contains(d.s.RecentClosed, sig.ID) {
+		if sig.ID != "" && d.s.entry(sig.ID) < 0 && d.s.RecentClosed.Has(sig.ID) {
 			return // the question was answered already
 		}
 		d.phase(events.PhaseWaiting, "question", sig.ID)
@@ -720,7 +720,7 @@ func (d *decider) signalNow(sig events.Sig) {
 		if id == "" {
 			id = fmt.Sprintf("permission-turn-%d", d.s.Turns)
 		}
-		if !contains(d.s.OpenReviews, id) && !contains(d.s.RecentClosed, id) {
+		if !contains(d.s.OpenReviews, id) && !d.s.RecentClosed.Has(id) {
 			d.emit(events.ReviewRequested{ReviewID: id, Tool: sig.Name, Action: sig.Text})
 		}
 		d.phase(events.PhaseWaiting, "review", sig.ID)
@@ -773,7 +773,7 @@ func (d *decider) signalNow(sig events.Sig) {
 		d.closeWork(sig.Task, or(sig.Status, events.OutcomeOK))
 	case events.SigSubagentStart:
 		id := subagentID(sig.ID)
-		if d.s.entry(id) < 0 && d.s.entry(backgroundID(sig.ID)) < 0 && !contains(d.s.RecentClosed, id) {
+		if d.s.entry(id) < 0 && d.s.entry(backgroundID(sig.ID)) < 0 && !d.s.RecentClosed.Has(id) {
 			d.emit(events.SessionEntryOpened{EntryID: id, Activity: "subagent:" + or(sig.Name, "agent"), Lane: events.LaneSubagent})
 		}
 		d.working("subagent:"+or(sig.Name, "agent"), id)
@@ -818,7 +818,7 @@ func (d *decider) toolUse(sig events.Sig) {
 		// entry, so its result (matched by tool) closes it.
 		id = fmt.Sprintf("call-%d", d.s.ToolCalls+1)
 	}
-	if d.s.entry(id) < 0 && (d.s.closedCall(sig.ID) || contains(d.s.RecentClosed, id)) {
+	if d.s.entry(id) < 0 && (d.s.closedCall(sig.ID) || d.s.RecentClosed.Has(id)) {
 		return // a late copy of a call that is over: it decides nothing
 	}
 	if d.s.entry(id) < 0 {

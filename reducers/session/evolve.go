@@ -61,7 +61,7 @@ func Evolve(s State, e events.Envelope) State {
 			s.AgentProcess = &p
 		}
 		if o.Line == 0 && o.Key != "" {
-			s.RecentKeys = pushBounded(s.RecentKeys, o.Key, RecentKeys)
+			s.RecentKeys = s.RecentKeys.Push(o.Key, RecentKeys)
 		}
 		return s
 	}
@@ -101,11 +101,11 @@ func Evolve(s State, e events.Envelope) State {
 		}
 	case events.SessionEntryClosed:
 		s.Entries = without(s.Entries, d.EntryID)
-		s.RecentClosed = pushBounded(s.RecentClosed, d.EntryID, RecentClosed)
+		s.RecentClosed = s.RecentClosed.Push(d.EntryID, RecentClosed)
 		s.Calls = s.Calls.Add(d.EntryID)
 	case events.SessionEntryAbandoned:
 		s.Entries = without(s.Entries, d.EntryID)
-		s.RecentClosed = pushBounded(s.RecentClosed, d.EntryID, RecentClosed)
+		s.RecentClosed = s.RecentClosed.Push(d.EntryID, RecentClosed)
 		s.Unfinished = s.Unfinished.Add(d.EntryID)
 		s.Abandoned++
 	case events.SessionEntryLateResult:

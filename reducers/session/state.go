@@ -83,8 +83,8 @@ type State struct {
 	// ran under; nil when none is known (transcripts only).
 	AgentProcess *events.Process `json:"agent_process,omitempty"`
 	EndReason    string          `json:"end_reason,omitempty"`
-	RecentKeys   []string        `json:"recent_keys,omitempty"`   // hook keys, newest last
-	RecentClosed []string        `json:"recent_closed,omitempty"` // closed entry ids, newest last
+	RecentKeys   Recent          `json:"recent_keys,omitzero"`   // hook keys, newest last
+	RecentClosed Recent          `json:"recent_closed,omitzero"` // closed entry ids, newest last
 	// Calls holds every entry that closed with its result, and the
 	// prompt id of every turn begun ("prompt:<id>"), for the session's
 	// life (bounded by MaxIDs): a late duplicate of such a call or prompt
@@ -215,10 +215,8 @@ func (s State) Seen(o *events.Observation) bool {
 	if o.Line > 0 {
 		return o.Line <= s.Cursor(o.Path)
 	}
-	for _, k := range s.RecentKeys {
-		if k == o.Key {
-			return true
-		}
+	if s.RecentKeys.Has(o.Key) {
+		return true
 	}
 	return s.LateDuplicate(o)
 }
@@ -257,7 +255,7 @@ func (s State) LateDuplicate(o *events.Observation) bool {
 
 // closedCall reports whether entry id was closed or abandoned.
 func (s State) closedCall(id string) bool {
-	return id != "" && (s.Calls.Has(id) || s.Unfinished.Has(id) || contains(s.RecentClosed, id))
+	return id != "" && (s.Calls.Has(id) || s.Unfinished.Has(id) || s.RecentClosed.Has(id))
 }
 
 // promptSeen reports whether a turn began on prompt id.
