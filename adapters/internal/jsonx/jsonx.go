@@ -10,6 +10,8 @@ package jsonx
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
+	"strconv"
 	"strings"
 )
 
@@ -42,11 +44,19 @@ func Kind(raw []byte) string {
 // or null member reads as the zero value, and a member of another type
 // than asked reads as the zero value and adds a line to *Probs naming its
 // path ("field \"message.usage\": want object, got string"). An Object is
-// a value; copies share M and Probs.
+// a value; copies share M and Probs. One read from a Doc (Doc.Object,
+// Scanned, and the objects within them) reads its members where they lie
+// in the document's text, with the same results, and has M nil; its
+// Raw values are slices of that text.
 type Object struct {
 	M     map[string]json.RawMessage // the members; nil reads as empty
 	Path  string                     // dotted path of this object, "" at the top
 	Probs *[]string                  // where type problems go; nil drops them
+
+	// doc, when set, holds the members instead of M: the object is node
+	// at of a parsed document (Doc.Object, Scanned).
+	doc *Doc
+	at  int32
 }
 
 // New decodes raw as an object at path. A non-object (other than null or
@@ -87,8 +97,27 @@ func (o Object) Problem(key, want, got string) {
 	}
 }
 
+// node returns the document node of member key, or -1 when it is absent
+// or null; ok is false when o is not read from a document.
+func (o Object) node(key string) (i int32, ok bool) {
+	if o.doc == nil {
+		return -1, false
+	}
+	i = o.doc.member(o.at, key)
+	if i >= 0 && o.doc.nodes[i].kind == 'n' {
+		i = -1
+	}
+	return i, true
+}
+
 // Raw returns the member key, or nil when absent or null.
 func (o Object) Raw(key string) json.RawMessage {
+	if i, ok := o.node(key); ok {
+		if i < 0 {
+			return nil
+		}
+		return o.doc.raw(i)
+	}
 	r := o.M[key]
 	if Kind(r) == "null" {
 		return nil
@@ -98,6 +127,16 @@ func (o Object) Raw(key string) json.RawMessage {
 
 // Str returns the string member key.
 func (o Object) Str(key string) string {
+	if i, ok := o.node(key); ok {
+		switch {
+		case i < 0:
+			return ""
+		case o.doc.nodes[i].kind != '"':
+			o.Problem(key, "string", kindName(o.doc.nodes[i].kind))
+			return ""
+		}
+		return o.doc.text(i)
+	}
 	r := o.Raw(key)
 	if r == nil {
 		return ""
@@ -112,6 +151,20 @@ func (o Object) Str(key string) string {
 
 // Boolean returns the boolean member key.
 func (o Object) Boolean(key string) bool {
+	if i, ok := o.node(key); ok {
+		if i < 0 {
+			return false
+		}
+		switch k := o.doc.nodes[i].kind; k {
+		case 't':
+			return true
+		case 'f':
+			return false
+		default:
+			o.Problem(key, "boolean", kindName(k))
+			return false
+		}
+	}
 	r := o.Raw(key)
 	if r == nil {
 		return false
@@ -140,11 +193,40 @@ func (o Object) Number(key string) string {
 // Obj returns the object member key; ok is false when it is absent, null
 // or not an object.
 func (o Object) Obj(key string) (Object, bool) {
+	if i, ok := o.node(key); ok {
+		c := Object{Path: o.At(key), Probs: o.Probs}
+		switch {
+		case i < 0:
+			return c, false
+		case o.doc.nodes[i].kind != '{':
+			c.Problem("", "object", kindName(o.doc.nodes[i].kind))
+			return c, false
+		}
+		c.doc, c.at = o.doc, i
+		return c, true
+	}
 	return New(o.Raw(key), o.At(key), o.Probs)
 }
 
 // Arr returns the elements of the array member key.
 func (o Object) Arr(key string) []json.RawMessage {
+	if i, ok := o.node(key); ok {
+		switch {
+		case i < 0:
+			return nil
+		case o.doc.nodes[i].kind != '[':
+			o.Problem(key, "array", kindName(o.doc.nodes[i].kind))
+			return nil
+		}
+		var v []json.RawMessage
+		for e := i + 1; e < o.doc.nodes[i].next; e = o.doc.nodes[e].next {
+			v = append(v, o.doc.raw(e))
+		}
+		if v == nil {
+			v = []json.RawMessage{}
+		}
+		return v
+	}
 	r := o.Raw(key)
 	if r == nil {
 		return nil
@@ -155,6 +237,44 @@ func (o Object) Arr(key string) []json.RawMessage {
 		return nil
 	}
 	return v
+}
+
+// Objects yields the elements of the array member key that are objects,
+// each read as New reads it at path "<key's path>[i]": an element of
+// another type (null aside) adds a problem and is not yielded. A member
+// that is not an array adds a problem, as Arr does, and yields nothing.
+func (o Object) Objects(key string) iter.Seq[Object] {
+	return func(yield func(Object) bool) {
+		i, ok := o.node(key)
+		if !ok {
+			for n, raw := range o.Arr(key) {
+				if c, ok := New(raw, o.At(key)+"["+strconv.Itoa(n)+"]", o.Probs); ok && !yield(c) {
+					return
+				}
+			}
+			return
+		}
+		switch {
+		case i < 0:
+			return
+		case o.doc.nodes[i].kind != '[':
+			o.Problem(key, "array", kindName(o.doc.nodes[i].kind))
+			return
+		}
+		n := 0
+		for e := i + 1; e < o.doc.nodes[i].next; e, n = o.doc.nodes[e].next, n+1 {
+			switch k := o.doc.nodes[e].kind; k {
+			case 'n':
+			case '{':
+				if !yield(Object{Path: o.At(key) + "[" + strconv.Itoa(n) + "]", Probs: o.Probs, doc: o.doc, at: e}) {
+					return
+				}
+			default:
+				c := Object{Path: o.At(key) + "[" + strconv.Itoa(n) + "]", Probs: o.Probs}
+				c.Problem("", "object", kindName(k))
+			}
+		}
+	}
 }
 
 // Quiet returns o reading into a throwaway problem list: for members

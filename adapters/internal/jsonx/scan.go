@@ -1,0 +1,456 @@
+package jsonx
+
+import (
+	"math"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// MaxDepth is the deepest nesting of arrays and objects Parse accepts:
+// 10,000, the limit of encoding/json, so the two refuse the same texts.
+const MaxDepth = 10000
+
+// Doc is one JSON text (RFC 8259) checked in a single pass, with every
+// value indexed by its span, so its members are read where they lie,
+// without decoding the text into maps. A Doc refers to the bytes it was
+// parsed from; they must not change while it is read. A Doc is read-only
+// once parsed and safe for concurrent reads.
+type Doc struct {
+	src   []byte
+	nodes []node
+}
+
+// node is one value of a Doc, in the order its first byte appears: an
+// object's members follow it as key and value pairs, an array's elements
+// follow it, each up to next.
+type node struct {
+	start, end int32 // the value is src[start:end]; a string's quotes included
+	next       int32 // the index of the first node after this value and all within it
+	kind       byte  // '{', '[', '"', 't', 'f', 'n' or '0' (a number)
+	esc        bool  // a string holding a backslash escape
+}
+
+// Parse checks that src holds exactly one JSON value, with optional white
+// space around it, as encoding/json's Valid does (bytes of strings are not
+// checked as UTF-8; nesting deeper than MaxDepth is refused), and indexes
+// it. ok is false for any other text, and for a text of 2 GiB or more,
+// which a caller reads another way.
+func Parse(src []byte) (d *Doc, ok bool) {
+	if len(src) >= math.MaxInt32 {
+		return nil, false
+	}
+	d = &Doc{src: src, nodes: make([]node, 0, 8+len(src)/24)}
+	p := parser{src: src, d: d}
+	i := p.ws(0)
+	i, ok = p.value(i, 0)
+	if !ok || p.ws(i) != len(src) {
+		return nil, false
+	}
+	return d, true
+}
+
+// Object returns the reader of the document's top value at path, its
+// problems going to probs; ok is false when that value is not an object.
+func (d *Doc) Object(path string, probs *[]string) (Object, bool) {
+	if len(d.nodes) == 0 || d.nodes[0].kind != '{' {
+		return Object{Path: path, Probs: probs}, false
+	}
+	return Object{Path: path, Probs: probs, doc: d, at: 0}, true
+}
+
+// Scanned is New over the text raw, read with Parse rather than decoded
+// into a map: the same result, problems and paths, for less work. Members
+// of the object it returns are read where they lie in raw (Object.M is
+// nil).
+func Scanned(raw []byte, path string, probs *[]string) (o Object, ok bool) {
+	o = Object{Path: path, Probs: probs}
+	switch k := Kind(raw); k {
+	case "object":
+		d, ok := Parse(raw)
+		if !ok {
+			if len(raw) >= math.MaxInt32 {
+				return New(raw, path, probs)
+			}
+			o.Problem("", "object", k)
+			return o, false
+		}
+		return Object{Path: path, Probs: probs, doc: d, at: 0}, true
+	case "null", "nothing":
+		return o, false
+	default:
+		o.Problem("", "object", k)
+		return o, false
+	}
+}
+
+// parser fills one Doc.
+type parser struct {
+	src []byte
+	d   *Doc
+}
+
+// ws returns the index of the first byte at or after i that is not JSON
+// white space.
+func (p *parser) ws(i int) int {
+	for i < len(p.src) {
+		switch p.src[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// value reads the value starting at src[i] (no white space before it),
+// nested depth containers deep, and returns the index just after it.
+func (p *parser) value(i, depth int) (int, bool) {
+	if i >= len(p.src) {
+		return i, false
+	}
+	src := p.src
+	at := len(p.d.nodes)
+	p.d.nodes = append(p.d.nodes, node{start: int32(i)})
+	n := &p.d.nodes[at]
+	var ok bool
+	switch c := src[i]; {
+	case c == '{':
+		n.kind = '{'
+		i, ok = p.object(i, depth+1)
+	case c == '[':
+		n.kind = '['
+		i, ok = p.array(i, depth+1)
+	case c == '"':
+		n.kind = '"'
+		var esc bool
+		i, esc, ok = p.str(i)
+		p.d.nodes[at].esc = esc
+	case c == 't':
+		n.kind = 't'
+		i, ok = p.lit(i, "true")
+	case c == 'f':
+		n.kind = 'f'
+		i, ok = p.lit(i, "false")
+	case c == 'n':
+		n.kind = 'n'
+		i, ok = p.lit(i, "null")
+	case c == '-' || c >= '0' && c <= '9':
+		n.kind = '0'
+		i, ok = p.number(i)
+	default:
+		return i, false
+	}
+	if !ok {
+		return i, false
+	}
+	n = &p.d.nodes[at] // the slice may have grown
+	n.end, n.next = int32(i), int32(len(p.d.nodes))
+	return i, true
+}
+
+func (p *parser) object(i, depth int) (int, bool) {
+	if depth > MaxDepth {
+		return i, false
+	}
+	i = p.ws(i + 1)
+	if i < len(p.src) && p.src[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(p.src) || p.src[i] != '"' {
+			return i, false
+		}
+		var ok bool
+		if i, ok = p.value(i, depth); !ok {
+			return i, false
+		}
+		i = p.ws(i)
+		if i >= len(p.src) || p.src[i] != ':' {
+			return i, false
+		}
+		if i, ok = p.value(p.ws(i+1), depth); !ok {
+			return i, false
+		}
+		i = p.ws(i)
+		if i >= len(p.src) {
+			return i, false
+		}
+		switch p.src[i] {
+		case ',':
+			i = p.ws(i + 1)
+		case '}':
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
+func (p *parser) array(i, depth int) (int, bool) {
+	if depth > MaxDepth {
+		return i, false
+	}
+	i = p.ws(i + 1)
+	if i < len(p.src) && p.src[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if i, ok = p.value(i, depth); !ok {
+			return i, false
+		}
+		i = p.ws(i)
+		if i >= len(p.src) {
+			return i, false
+		}
+		switch p.src[i] {
+		case ',':
+			i = p.ws(i + 1)
+		case ']':
+			return i + 1, true
+		default:
+			return i, false
+		}
+	}
+}
+
+// str reads the string whose opening quote is src[i]; esc reports a
+// backslash escape in it.
+func (p *parser) str(i int) (next int, esc, ok bool) {
+	src := p.src
+	for i++; i < len(src); {
+		c := src[i]
+		switch {
+		case c == '"':
+			return i + 1, esc, true
+		case c < 0x20:
+			return i, esc, false
+		case c == '\\':
+			esc = true
+			if i+1 >= len(src) {
+				return i, esc, false
+			}
+			switch src[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(src) {
+					return i, esc, false
+				}
+				for _, h := range src[i+2 : i+6] {
+					if !isHex(h) {
+						return i, esc, false
+					}
+				}
+				i += 6
+			default:
+				return i, esc, false
+			}
+		default:
+			i++
+		}
+	}
+	return i, esc, false
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func (p *parser) lit(i int, word string) (int, bool) {
+	if len(p.src)-i < len(word) || string(p.src[i:i+len(word)]) != word {
+		return i, false
+	}
+	return i + len(word), true
+}
+
+// number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
+func (p *parser) number(i int) (int, bool) {
+	src := p.src
+	digits := func(i int) (int, bool) {
+		j := i
+		for j < len(src) && src[j] >= '0' && src[j] <= '9' {
+			j++
+		}
+		return j, j > i
+	}
+	if src[i] == '-' {
+		i++
+	}
+	if i >= len(src) {
+		return i, false
+	}
+	var ok bool
+	if src[i] == '0' {
+		i++
+	} else if i, ok = digits(i); !ok {
+		return i, false
+	}
+	if i < len(src) && src[i] == '.' {
+		if i, ok = digits(i + 1); !ok {
+			return i, false
+		}
+	}
+	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
+		i++
+		if i < len(src) && (src[i] == '+' || src[i] == '-') {
+			i++
+		}
+		if i, ok = digits(i); !ok {
+			return i, false
+		}
+	}
+	return i, true
+}
+
+// kindName names a node kind as Kind does.
+func kindName(k byte) string {
+	switch k {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// raw returns the text of node i.
+func (d *Doc) raw(i int32) []byte {
+	n := &d.nodes[i]
+	return d.src[n.start:n.end:n.end]
+}
+
+// text returns the decoded text of string node i.
+func (d *Doc) text(i int32) string {
+	n := &d.nodes[i]
+	inner := d.src[n.start+1 : n.end-1]
+	if !n.esc && utf8.Valid(inner) {
+		return string(inner)
+	}
+	return unquote(inner)
+}
+
+// is reports whether string node i decodes to s.
+func (d *Doc) is(i int32, s string) bool {
+	n := &d.nodes[i]
+	inner := d.src[n.start+1 : n.end-1]
+	if !n.esc {
+		if string(inner) == s {
+			return utf8.Valid(inner)
+		}
+		if utf8.Valid(inner) {
+			return false
+		}
+	}
+	return unquote(inner) == s
+}
+
+// member returns the node of the last member of object node at named
+// key (the one encoding/json keeps), or -1.
+func (d *Doc) member(at int32, key string) int32 {
+	found := int32(-1)
+	end := d.nodes[at].next
+	for k := at + 1; k < end; {
+		v := k + 1
+		if d.is(k, key) {
+			found = v
+		}
+		k = d.nodes[v].next
+	}
+	return found
+}
+
+// Unquote returns the text of the JSON string raw (quotes included), as
+// encoding/json decodes it: escapes resolved, a lone or broken surrogate
+// escape and each byte of invalid UTF-8 as U+FFFD. raw must be a
+// well-formed JSON string.
+func Unquote(raw []byte) string {
+	inner := raw[1 : len(raw)-1]
+	for _, c := range inner {
+		if c == '\\' {
+			return unquote(inner)
+		}
+	}
+	if utf8.Valid(inner) {
+		return string(inner)
+	}
+	return unquote(inner)
+}
+
+// unquote decodes the inside of a well-formed JSON string as
+// encoding/json does.
+func unquote(s []byte) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\':
+			switch e := s[i+1]; e {
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				r := hex4(s[i+2 : i+6])
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+						if dec := utf16.DecodeRune(r, hex4(s[i+2:i+6])); dec != utf8.RuneError {
+							b = utf8.AppendRune(b, dec)
+							i += 6
+							continue
+						}
+					}
+					r = utf8.RuneError
+				}
+				b = utf8.AppendRune(b, r)
+				continue
+			default: // '"', '\\', '/'
+				b = append(b, e)
+			}
+			i += 2
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			i++
+		default:
+			r, n := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				b = utf8.AppendRune(b, utf8.RuneError)
+			} else {
+				b = append(b, s[i:i+n]...)
+			}
+			i += n
+		}
+	}
+	return string(b)
+}
+
+// hex4 reads four hex digits.
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		default:
+			c = c - 'A' + 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
