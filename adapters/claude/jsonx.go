@@ -2,7 +2,10 @@ package claude
 
 import (
 	"encoding/json"
+	"iter"
 	"strings"
+	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 )
@@ -20,10 +23,51 @@ func objectOf(m map[string]json.RawMessage, probs *[]string) object {
 	return object{jsonx.Object{M: m, Probs: probs}}
 }
 
-// newObject decodes raw as an object at path (jsonx.New).
+// newObject reads raw as an object at path (jsonx.Scanned: as jsonx.New
+// does).
 func newObject(raw json.RawMessage, path string, probs *[]string) (object, bool) {
-	o, ok := jsonx.New(raw, path, probs)
+	if decodeMaps.Load() {
+		o, ok := jsonx.New(raw, path, probs)
+		return object{o}, ok
+	}
+	o, ok := jsonx.Scanned(raw, path, probs)
 	return object{o}, ok
+}
+
+// decodeMaps, when set, makes the parsers decode JSON into maps with
+// encoding/json, as they did before they read it in one pass: the
+// reference the tests hold the one-pass reading to.
+var decodeMaps atomic.Bool
+
+// lineObject reads the transcript line b as one JSON object, its problems
+// going to probs. On failure it returns decodeObject's column and error
+// (wrapping ErrInvalidUTF8, ErrSyntax or ErrNotObject): the text of every
+// refusal is encoding/json's. A line is read in one pass (jsonx.Parse)
+// where it can be; the decoded members are the same either way.
+func lineObject(b []byte, probs *[]string) (object, int, error) {
+	if !decodeMaps.Load() && utf8.Valid(b) {
+		if d, ok := jsonx.Parse(b); ok {
+			if o, ok := d.Object("", probs); ok {
+				return object{o}, 0, nil
+			}
+		}
+	}
+	top, col, err := decodeObject(b)
+	if err != nil {
+		return object{}, col, err
+	}
+	return objectOf(top, probs), 0, nil
+}
+
+// strOf returns the text of raw, a JSON string, as json.Unmarshal decodes
+// it, or "" when raw is not one.
+func strOf(raw []byte) string {
+	if n := len(raw); !decodeMaps.Load() && n >= 2 && raw[0] == '"' && raw[n-1] == '"' && json.Valid(raw) {
+		return jsonx.Unquote(raw)
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
 }
 
 func (o object) at(key string) string             { return o.At(key) }
@@ -33,17 +77,24 @@ func (o object) str(key string) string            { return o.Str(key) }
 func (o object) boolean(key string) bool          { return o.Boolean(key) }
 func (o object) number(key string) string         { return o.Number(key) }
 func (o object) arr(key string) []json.RawMessage { return o.Arr(key) }
-func (o object) quiet() object                    { return object{o.Quiet()} }
-func (o object) obj(key string) (object, bool)    { c, ok := o.Obj(key); return object{c}, ok }
+func (o object) objects(key string) iter.Seq[object] {
+	return func(yield func(object) bool) {
+		for c := range o.Objects(key) {
+			if !yield(object{c}) {
+				return
+			}
+		}
+	}
+}
+func (o object) quiet() object                 { return object{o.Quiet()} }
+func (o object) obj(key string) (object, bool) { c, ok := o.Obj(key); return object{c}, ok }
 
 // textOf returns the text of a content value: a string, or the "text" of
 // each text block of an array, joined by newlines.
 func textOf(raw json.RawMessage) string {
 	switch jsonKind(raw) {
 	case "string":
-		var s string
-		_ = json.Unmarshal(raw, &s)
-		return s
+		return strOf(raw)
 	case "array":
 		var elems []json.RawMessage
 		if json.Unmarshal(raw, &elems) != nil {

@@ -65,7 +65,7 @@ func (r result) signals() []events.Sig {
 	d = d.quiet()
 	detailStr := ""
 	if jsonKind(r.detail) == "string" {
-		_ = json.Unmarshal(r.detail, &detailStr)
+		detailStr = strOf(r.detail)
 	}
 	content := strings.TrimSpace(r.content)
 	sig := events.Sig{Kind: events.SigToolResult, ID: r.id}

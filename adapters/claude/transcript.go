@@ -99,15 +99,14 @@ func ParseLine(path string, line int, b []byte, cfg Config) (events.Observation,
 func (p *Parser) Line(path string, n int, b []byte) (events.Observation, error) {
 	b = trimEOL(b)
 	o := events.Observation{Key: "line:" + strconv.Itoa(n), Parser: ParserLine, Path: path, Line: n}
-	top, col, err := decodeObject(b)
+	var probs []string
+	t, col, err := lineObject(b, &probs)
 	if err != nil {
 		lerr := &LineError{Path: path, Line: n, Col: col, Err: err}
 		o.Kind = "invalid"
 		o.Problems = []string{fmt.Sprintf("line %d:%d: %v", n, col, err)}
 		return p.finish(o, b), lerr
 	}
-	var probs []string
-	t := objectOf(top, &probs)
 	typ := t.str("type")
 	o.Kind = typ
 	o.UUID = t.str("uuid")
@@ -215,11 +214,7 @@ func userLine(t object) []events.Sig {
 		texts   []string
 		media   bool
 	)
-	for i, raw := range msg.arr("content") {
-		b, ok := newObject(raw, fmt.Sprintf("message.content[%d]", i), t.Probs)
-		if !ok {
-			continue
-		}
+	for b := range msg.objects("content") {
 		switch b.str("type") {
 		case "tool_result":
 			results = append(results, result{
@@ -313,11 +308,7 @@ func assistantLine(t object, meta *events.Meta) []events.Sig {
 		}
 		last = "text"
 	case "array":
-		for i, raw := range msg.arr("content") {
-			b, ok := newObject(raw, fmt.Sprintf("message.content[%d]", i), t.Probs)
-			if !ok {
-				continue
-			}
+		for b := range msg.objects("content") {
 			bt := b.str("type")
 			last = bt
 			switch bt {
