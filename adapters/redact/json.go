@@ -1,9 +1,10 @@
 package redact
 
 import (
-	"encoding/json"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 )
 
 // JSON redacts a JSON text (RFC 8259) string by string, over the decoded
@@ -29,20 +30,29 @@ func (r *Redactor) JSON(s string) string {
 		return s
 	}
 	// One keyword scan over all the decoded text picks the rules that
-	// can match anywhere; each string then runs only those.
-	var all strings.Builder
+	// can match anywhere; each string then runs only those. A string
+	// that holds no keyword of any rule is left as it is without it (no
+	// rule could change it), and a text none of whose strings needs the
+	// rules is not scanned at all.
+	var (
+		cands   []*rule
+		scanned bool
+		b       strings.Builder
+		last    int
+	)
 	for _, t := range toks {
-		all.WriteString(t.text)
-		all.WriteByte('\n')
-	}
-	cands := r.candidates(asciiLower(all.String()))
-	var b strings.Builder
-	last := 0
-	for i, t := range toks {
 		red := t.text
 		if t.secretValue && len(t.text) > 0 && !strings.HasPrefix(t.text, "[REDACTED:") {
 			red = "[REDACTED:assignment]"
-		} else {
+		} else if r.mayMatch(t.text) {
+			if !scanned {
+				var all strings.Builder
+				for _, t := range toks {
+					all.WriteString(t.text)
+					all.WriteByte('\n')
+				}
+				cands, scanned = r.candidates(asciiLower(all.String())), true
+			}
 			red = r.apply(t.text, cands)
 		}
 		if red == t.text {
@@ -51,7 +61,6 @@ func (r *Redactor) JSON(s string) string {
 		b.WriteString(s[last:t.from])
 		writeJSONString(&b, red)
 		last = t.to
-		toks[i].text = red
 	}
 	if last == 0 {
 		return s
@@ -72,12 +81,10 @@ type jsonString struct {
 // scanStrings returns the string tokens of s in order, or false when s is
 // not well-formed JSON.
 func scanStrings(s string) ([]jsonString, bool) {
-	if !json.Valid([]byte(s)) {
+	if !jsonx.ValidString(s) {
 		return nil, false
 	}
-	var toks []jsonString
-	// prev is the last significant byte outside strings; key is the
-	// decoded name of the member whose value comes next, after a ':'.
+	toks := make([]jsonString, 0, strings.Count(s, `"`)/2)
 	var prev byte
 	key, keyPending := "", false
 	for i := 0; i < len(s); {
@@ -106,11 +113,7 @@ func scanStrings(s string) ([]jsonString, bool) {
 		j++ // past the closing quote
 		text := s[i+1 : j-1]
 		if escaped {
-			var d string
-			if err := json.Unmarshal([]byte(s[i:j]), &d); err != nil {
-				return nil, false
-			}
-			text = d
+			text = jsonx.UnquoteString(s[i:j])
 		}
 		t := jsonString{from: i, to: j, text: text}
 		if prev == ':' && keyPending {

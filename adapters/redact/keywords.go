@@ -86,3 +86,48 @@ func (ix *keywordIndex) match(lower string, nrules int) []int {
 	}
 	return out
 }
+
+// any reports whether s holds one of the keywords, its ASCII letters
+// compared in lower case (as match compares asciiLower(s)), without
+// allocating.
+func (ix *keywordIndex) any(s string) bool {
+	for i := 0; i+1 < len(s); i++ {
+		l := ix.pair[uint16(lowerByte(s[i]))<<8|uint16(lowerByte(s[i+1]))]
+		if l == 0 {
+			continue
+		}
+		for _, wi := range ix.lists[l-1] {
+			if hasPrefixFold(s[i:], ix.words[wi]) {
+				return true
+			}
+		}
+	}
+	for _, wi := range ix.short {
+		if strings.Contains(asciiLower(s), ix.words[wi]) {
+			return true
+		}
+	}
+	return false
+}
+
+// lowerByte lowers an ASCII letter.
+func lowerByte(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// hasPrefixFold reports whether s begins with word (lower case), s's
+// ASCII letters compared in lower case.
+func hasPrefixFold(s, word string) bool {
+	if len(s) < len(word) {
+		return false
+	}
+	for j := 0; j < len(word); j++ {
+		if lowerByte(s[j]) != word[j] {
+			return false
+		}
+	}
+	return true
+}

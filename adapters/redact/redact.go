@@ -240,10 +240,22 @@ func (r *Redactor) Check() map[string]error {
 // Redact returns s with every match of every rule replaced, rule by rule
 // in order. Valid UTF-8 in gives valid UTF-8 out.
 func (r *Redactor) Redact(s string) string {
-	if s == "" {
+	if s == "" || !r.mayMatch(s) {
 		return s
 	}
 	return r.apply(s, r.candidates(asciiLower(s)))
+}
+
+// mayMatch reports whether any rule could change s: s holds a keyword of
+// a shared rule (in any case), or there are rules that run on every text
+// (extra rules, shared rules without keywords). When it is false, Redact
+// returns s as it is.
+func (r *Redactor) mayMatch(s string) bool {
+	if len(r.extra) > 0 {
+		return true
+	}
+	ix := sharedIndex()
+	return len(ix.always) > 0 || ix.any(s)
 }
 
 // candidates returns the rules whose hints occur in lower (a lower-cased

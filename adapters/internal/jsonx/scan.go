@@ -4,6 +4,7 @@ import (
 	"math"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects Parse accepts:
@@ -47,6 +48,19 @@ func Parse(src []byte) (d *Doc, ok bool) {
 		return nil, false
 	}
 	return d, true
+}
+
+// Valid reports whether src holds exactly one JSON value, as Parse
+// checks it, without indexing it.
+func Valid(src []byte) bool {
+	p := parser{src: src}
+	i, ok := p.value(p.ws(0), 0)
+	return ok && p.ws(i) == len(src)
+}
+
+// ValidString is Valid over the bytes of s, read in place.
+func ValidString(s string) bool {
+	return Valid(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 // Object returns the reader of the document's top value at path, its
@@ -104,39 +118,43 @@ func (p *parser) ws(i int) int {
 }
 
 // value reads the value starting at src[i] (no white space before it),
-// nested depth containers deep, and returns the index just after it.
+// nested depth containers deep, and returns the index just after it. It
+// adds the value's node, and those within it, to p.d unless p.d is nil.
 func (p *parser) value(i, depth int) (int, bool) {
 	if i >= len(p.src) {
 		return i, false
 	}
-	src := p.src
-	at := len(p.d.nodes)
-	p.d.nodes = append(p.d.nodes, node{start: int32(i)})
-	n := &p.d.nodes[at]
-	var ok bool
-	switch c := src[i]; {
+	at := -1
+	if p.d != nil {
+		at = len(p.d.nodes)
+		p.d.nodes = append(p.d.nodes, node{start: int32(i)})
+	}
+	var (
+		ok   bool
+		esc  bool
+		kind byte
+	)
+	switch c := p.src[i]; {
 	case c == '{':
-		n.kind = '{'
+		kind = '{'
 		i, ok = p.object(i, depth+1)
 	case c == '[':
-		n.kind = '['
+		kind = '['
 		i, ok = p.array(i, depth+1)
 	case c == '"':
-		n.kind = '"'
-		var esc bool
+		kind = '"'
 		i, esc, ok = p.str(i)
-		p.d.nodes[at].esc = esc
 	case c == 't':
-		n.kind = 't'
+		kind = 't'
 		i, ok = p.lit(i, "true")
 	case c == 'f':
-		n.kind = 'f'
+		kind = 'f'
 		i, ok = p.lit(i, "false")
 	case c == 'n':
-		n.kind = 'n'
+		kind = 'n'
 		i, ok = p.lit(i, "null")
 	case c == '-' || c >= '0' && c <= '9':
-		n.kind = '0'
+		kind = '0'
 		i, ok = p.number(i)
 	default:
 		return i, false
@@ -144,8 +162,10 @@ func (p *parser) value(i, depth int) (int, bool) {
 	if !ok {
 		return i, false
 	}
-	n = &p.d.nodes[at] // the slice may have grown
-	n.end, n.next = int32(i), int32(len(p.d.nodes))
+	if p.d != nil {
+		n := &p.d.nodes[at]
+		n.kind, n.esc, n.end, n.next = kind, esc, int32(i), int32(len(p.d.nodes))
+	}
 	return i, true
 }
 
@@ -382,6 +402,11 @@ func Unquote(raw []byte) string {
 		return string(inner)
 	}
 	return unquote(inner)
+}
+
+// UnquoteString is Unquote over the bytes of s, read in place.
+func UnquoteString(s string) string {
+	return Unquote(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 // unquote decodes the inside of a well-formed JSON string as

@@ -56,8 +56,8 @@ func mutate(r *rand.Rand, s string) string {
 func checkAgrees(t *testing.T, src string) {
 	t.Helper()
 	d, ok := Parse([]byte(src))
-	if want := json.Valid([]byte(src)); ok != want {
-		t.Fatalf("Parse(%q) ok = %v, json.Valid = %v", src, ok, want)
+	if want := json.Valid([]byte(src)); ok != want || Valid([]byte(src)) != want || ValidString(src) != want {
+		t.Fatalf("Parse(%q) ok = %v, Valid %v, ValidString %v, json.Valid = %v", src, ok, Valid([]byte(src)), ValidString(src), want)
 	}
 	if !ok {
 		return
