@@ -7,6 +7,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -107,6 +108,11 @@ type benchWorkload struct {
 	// check, when set, holds Logbook's figures to a floor of their own
 	// (a latency, a growth); nil from it: nothing to hold them to.
 	check func(Figures) *Check
+	// runs, when above 1, is how often the Logbook run and each baseline
+	// run, in turn (Logbook, baselines, Logbook, …), so that a burst of
+	// load on a shared machine does not fall on one side only; the row
+	// shows the median sample by rate of each.
+	runs int
 }
 
 // Check is a workload's own floor and whether this run meets it.
@@ -180,6 +186,20 @@ func benchFiguresOf(s benchSample) Figures {
 	return f
 }
 
+// benchMedian returns the sample of median rate among ss (the lower
+// middle one of an even number).
+func benchMedian(ss []benchSample) benchSample {
+	rate := func(s benchSample) float64 {
+		if s.elapsed <= 0 {
+			return 0
+		}
+		return float64(s.ops) / s.elapsed.Seconds()
+	}
+	ss = slices.Clone(ss)
+	slices.SortStableFunc(ss, func(a, b benchSample) int { return cmp.Compare(rate(a), rate(b)) })
+	return ss[(len(ss)-1)/2]
+}
+
 // CLI is what the workloads need of the logbook command line they
 // measure; cmd/logbook fills it in.
 type CLI struct {
@@ -223,22 +243,32 @@ func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Write
 	env.note = prog.note
 	for i, w := range ws {
 		step := fmt.Sprintf("[%d/%d] %s", i+1, len(ws), w.name)
-		prog.note(step + ": logbook")
-		s, err := w.logbook(ctx)
-		if err != nil {
-			return rep, fmt.Errorf("bench %s: %w", w.name, err)
+		var (
+			ls []benchSample
+			bs = make([][]benchSample, len(w.baselines))
+		)
+		for range max(w.runs, 1) {
+			prog.note(step + ": logbook")
+			s, err := w.logbook(ctx)
+			if err != nil {
+				return rep, fmt.Errorf("bench %s: %w", w.name, err)
+			}
+			ls = append(ls, s)
+			for i, b := range w.baselines {
+				prog.note(step + ": " + b.name)
+				s, err := b.run(ctx)
+				if err != nil {
+					return rep, fmt.Errorf("bench %s: baseline %s: %w", w.name, b.name, err)
+				}
+				bs[i] = append(bs[i], s)
+			}
 		}
-		row := Row{Group: w.group, Workload: w.name, Unit: w.unit, Logbook: benchFiguresOf(s)}
+		row := Row{Group: w.group, Workload: w.name, Unit: w.unit, Logbook: benchFiguresOf(benchMedian(ls))}
 		if w.check != nil {
 			row.Check = w.check(row.Logbook)
 		}
-		for _, b := range w.baselines {
-			prog.note(step + ": " + b.name)
-			bs, err := b.run(ctx)
-			if err != nil {
-				return rep, fmt.Errorf("bench %s: baseline %s: %w", w.name, b.name, err)
-			}
-			c := Compare{Name: b.name, Figures: benchFiguresOf(bs), Floor: b.floor}
+		for i, b := range w.baselines {
+			c := Compare{Name: b.name, Figures: benchFiguresOf(benchMedian(bs[i])), Floor: b.floor}
 			if c.Rate > 0 {
 				c.Ratio = row.Logbook.Rate / c.Rate
 			}
