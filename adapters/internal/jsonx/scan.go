@@ -29,6 +29,7 @@ type node struct {
 	next       int32 // the index of the first node after this value and all within it
 	kind       byte  // '{', '[', '"', 't', 'f', 'n' or '0' (a number)
 	esc        bool  // a string holding a backslash escape
+	high       bool  // a string holding a byte outside ASCII
 }
 
 // Parse checks that src holds exactly one JSON value, with optional white
@@ -40,15 +41,36 @@ func Parse(src []byte) (d *Doc, ok bool) {
 	if len(src) >= math.MaxInt32 {
 		return nil, false
 	}
-	d = &Doc{src: src, nodes: make([]node, 0, 8+len(src)/24)}
-	p := parser{src: src, d: d}
-	i := p.ws(0)
-	i, ok = p.value(i, 0)
-	if !ok || p.ws(i) != len(src) {
+	d = &Doc{nodes: make([]node, 0, 8+len(src)/12)}
+	if !d.Parse(src) {
 		return nil, false
 	}
 	return d, true
 }
+
+// Parse parses src into d as the function Parse does, reusing the room d
+// has; d holds src afterwards (when it returns false, d is empty).
+func (d *Doc) Parse(src []byte) bool {
+	d.src, d.nodes = nil, d.nodes[:0]
+	if len(src) >= math.MaxInt32 {
+		return false
+	}
+	p := parser{src: src, d: d}
+	i, ok := p.value(p.ws(0), 0)
+	if !ok || p.ws(i) != len(src) {
+		d.nodes = d.nodes[:0]
+		return false
+	}
+	d.src = src
+	return true
+}
+
+// Reset empties d, keeping its room for the next Parse, and lets go of
+// the text it held. Objects read from d must not be used after.
+func (d *Doc) Reset() { d.src, d.nodes = nil, d.nodes[:0] }
+
+// Room returns how many values d has room for without growing.
+func (d *Doc) Room() int { return cap(d.nodes) }
 
 // Valid reports whether src holds exactly one JSON value, as Parse
 // checks it, without indexing it.
@@ -130,9 +152,9 @@ func (p *parser) value(i, depth int) (int, bool) {
 		p.d.nodes = append(p.d.nodes, node{start: int32(i)})
 	}
 	var (
-		ok   bool
-		esc  bool
-		kind byte
+		ok        bool
+		esc, high bool
+		kind      byte
 	)
 	switch c := p.src[i]; {
 	case c == '{':
@@ -143,7 +165,7 @@ func (p *parser) value(i, depth int) (int, bool) {
 		i, ok = p.array(i, depth+1)
 	case c == '"':
 		kind = '"'
-		i, esc, ok = p.str(i)
+		i, esc, high, ok = p.str(i)
 	case c == 't':
 		kind = 't'
 		i, ok = p.lit(i, "true")
@@ -164,7 +186,7 @@ func (p *parser) value(i, depth int) (int, bool) {
 	}
 	if p.d != nil {
 		n := &p.d.nodes[at]
-		n.kind, n.esc, n.end, n.next = kind, esc, int32(i), int32(len(p.d.nodes))
+		n.kind, n.esc, n.high, n.end, n.next = kind, esc, high, int32(i), int32(len(p.d.nodes))
 	}
 	return i, true
 }
@@ -236,42 +258,43 @@ func (p *parser) array(i, depth int) (int, bool) {
 }
 
 // str reads the string whose opening quote is src[i]; esc reports a
-// backslash escape in it.
-func (p *parser) str(i int) (next int, esc, ok bool) {
+// backslash escape in it, high a byte outside ASCII.
+func (p *parser) str(i int) (next int, esc, high, ok bool) {
 	src := p.src
 	for i++; i < len(src); {
 		c := src[i]
 		switch {
 		case c == '"':
-			return i + 1, esc, true
+			return i + 1, esc, high, true
 		case c < 0x20:
-			return i, esc, false
+			return i, esc, high, false
 		case c == '\\':
 			esc = true
 			if i+1 >= len(src) {
-				return i, esc, false
+				return i, esc, high, false
 			}
 			switch src[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(src) {
-					return i, esc, false
+					return i, esc, high, false
 				}
 				for _, h := range src[i+2 : i+6] {
 					if !isHex(h) {
-						return i, esc, false
+						return i, esc, high, false
 					}
 				}
 				i += 6
 			default:
-				return i, esc, false
+				return i, esc, high, false
 			}
 		default:
+			high = high || c >= utf8.RuneSelf
 			i++
 		}
 	}
-	return i, esc, false
+	return i, esc, high, false
 }
 
 func isHex(c byte) bool {
@@ -351,7 +374,7 @@ func (d *Doc) raw(i int32) []byte {
 func (d *Doc) text(i int32) string {
 	n := &d.nodes[i]
 	inner := d.src[n.start+1 : n.end-1]
-	if !n.esc && utf8.Valid(inner) {
+	if !n.esc && (!n.high || utf8.Valid(inner)) {
 		return string(inner)
 	}
 	return unquote(inner)
@@ -362,6 +385,9 @@ func (d *Doc) is(i int32, s string) bool {
 	n := &d.nodes[i]
 	inner := d.src[n.start+1 : n.end-1]
 	if !n.esc {
+		if !n.high {
+			return string(inner) == s
+		}
 		if string(inner) == s {
 			return utf8.Valid(inner)
 		}

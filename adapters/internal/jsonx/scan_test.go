@@ -49,6 +49,9 @@ func mutate(r *rand.Rand, s string) string {
 	return string(b)
 }
 
+// reused is parsed into by every checkAgrees, over whatever it held.
+var reused Doc
+
 // checkAgrees fails t when Parse and encoding/json disagree on src: on
 // whether it is valid, on each string's text, or on what an Object read
 // from the document gives against one decoded into maps (every member,
@@ -56,6 +59,9 @@ func mutate(r *rand.Rand, s string) string {
 func checkAgrees(t *testing.T, src string) {
 	t.Helper()
 	d, ok := Parse([]byte(src))
+	if reused.Parse([]byte(src)) != ok || ok && !slices.Equal(reused.nodes, d.nodes) {
+		t.Fatalf("Doc.Parse(%q) after other texts differs from Parse", src)
+	}
 	if want := json.Valid([]byte(src)); ok != want || Valid([]byte(src)) != want || ValidString(src) != want {
 		t.Fatalf("Parse(%q) ok = %v, Valid %v, ValidString %v, json.Valid = %v", src, ok, Valid([]byte(src)), ValidString(src), want)
 	}
