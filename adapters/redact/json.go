@@ -46,12 +46,7 @@ func (r *Redactor) JSON(s string) string {
 			red = "[REDACTED:assignment]"
 		} else if r.mayMatch(t.text) {
 			if !scanned {
-				var all strings.Builder
-				for _, t := range toks {
-					all.WriteString(t.text)
-					all.WriteByte('\n')
-				}
-				cands, scanned = r.candidates(asciiLower(all.String())), true
+				cands, scanned = r.candidatesEach(toks), true
 			}
 			red = r.apply(t.text, cands)
 		}

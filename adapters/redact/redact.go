@@ -271,6 +271,27 @@ func (r *Redactor) candidates(lower string) []*rule {
 	return append(out, r.extra...)
 }
 
+// candidatesEach is candidates over the texts of toks joined by
+// newlines, without joining them.
+func (r *Redactor) candidatesEach(toks []jsonString) []*rule {
+	ix := sharedIndex()
+	if ix.newline {
+		var all strings.Builder
+		for _, t := range toks {
+			all.WriteString(t.text)
+			all.WriteByte('\n')
+		}
+		return r.candidates(asciiLower(all.String()))
+	}
+	all := r.list()
+	idx := ix.matchEach(toks, len(shared()))
+	out := make([]*rule, len(idx), len(idx)+len(r.extra))
+	for i, ri := range idx {
+		out[i] = all[ri]
+	}
+	return append(out, r.extra...)
+}
+
 // apply runs rules over s, each only when s still holds one of its hints.
 func (r *Redactor) apply(s string, rules []*rule) string {
 	if s == "" || len(rules) == 0 {
