@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"iter"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -42,14 +43,13 @@ var decodeMaps atomic.Bool
 // lineObject reads the transcript line b as one JSON object, its problems
 // going to probs. On failure it returns decodeObject's column and error
 // (wrapping ErrInvalidUTF8, ErrSyntax or ErrNotObject): the text of every
-// refusal is encoding/json's. A line is read in one pass (jsonx.Parse)
-// where it can be; the decoded members are the same either way.
-func lineObject(b []byte, probs *[]string) (object, int, error) {
-	if !decodeMaps.Load() && utf8.Valid(b) {
-		if d, ok := jsonx.Parse(b); ok {
-			if o, ok := d.Object("", probs); ok {
-				return object{o}, 0, nil
-			}
+// refusal is encoding/json's. A line is read in one pass into d
+// (jsonx.Doc.Parse) where it can be; the decoded members are the same
+// either way. The object reads d: it must not be used once d is reused.
+func lineObject(b []byte, d *jsonx.Doc, probs *[]string) (object, int, error) {
+	if !decodeMaps.Load() && utf8.Valid(b) && d.Parse(b) {
+		if o, ok := d.Object("", probs); ok {
+			return object{o}, 0, nil
 		}
 	}
 	top, col, err := decodeObject(b)
@@ -58,6 +58,14 @@ func lineObject(b []byte, probs *[]string) (object, int, error) {
 	}
 	return objectOf(top, probs), 0, nil
 }
+
+// lineDocs holds the documents transcript lines are read into, reused
+// from line to line.
+var lineDocs = sync.Pool{New: func() any { return new(jsonx.Doc) }}
+
+// maxPooledDoc is the most values a document may have room for and go
+// back to lineDocs: one of a huge line is left to the collector.
+const maxPooledDoc = 1 << 16
 
 // strOf returns the text of raw, a JSON string, as json.Unmarshal decodes
 // it, or "" when raw is not one.

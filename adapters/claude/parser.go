@@ -206,7 +206,11 @@ func (p *Parser) finish(o events.Observation, orig []byte) events.Observation {
 	o.Key = r.Redact(o.Key)
 	// Raw is redacted over the decoded text of its JSON strings, and
 	// stays JSON (see redact.Redactor.JSON).
-	raw := r.JSON(strings.ToValidUTF8(string(orig), "\uFFFD"))
+	raw := string(orig)
+	if !utf8.ValidString(raw) {
+		raw = strings.ToValidUTF8(raw, "\uFFFD")
+	}
+	raw = r.JSON(raw)
 	if o.Cut != nil {
 		// The payload was cut before it was sent (PrepareHook); the Cut
 		// it carries names the original.

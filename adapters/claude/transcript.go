@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -100,7 +101,14 @@ func (p *Parser) Line(path string, n int, b []byte) (events.Observation, error) 
 	b = trimEOL(b)
 	o := events.Observation{Key: "line:" + strconv.Itoa(n), Parser: ParserLine, Path: path, Line: n}
 	var probs []string
-	t, col, err := lineObject(b, &probs)
+	d := lineDocs.Get().(*jsonx.Doc)
+	defer func() {
+		d.Reset()
+		if d.Room() <= maxPooledDoc {
+			lineDocs.Put(d)
+		}
+	}()
+	t, col, err := lineObject(b, d, &probs)
 	if err != nil {
 		lerr := &LineError{Path: path, Line: n, Col: col, Err: err}
 		o.Kind = "invalid"
