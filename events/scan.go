@@ -2,8 +2,8 @@ package events
 
 import (
 	"encoding"
+	"encoding/binary"
 	"encoding/json"
-	"hash/maphash"
 	"reflect"
 	"strconv"
 	"strings"
@@ -54,8 +54,28 @@ type scanner struct {
 // internSlots how many it holds (a power of two).
 const (
 	internLen   = 64
-	internSlots = 4096
+	internBits  = 12
+	internSlots = 1 << internBits
 )
+
+// internSlot returns the slot of v (at most internLen bytes) in a
+// Decoder's table: a hash of its length and of its first and last eight
+// bytes, all of them when it is shorter. Strings that differ only in
+// between share a slot, and take it from each other.
+func internSlot(v []byte) int {
+	h := uint64(len(v))
+	if len(v) >= 8 {
+		h ^= binary.LittleEndian.Uint64(v)
+		h *= 0x9e3779b97f4a7c15
+		h ^= binary.LittleEndian.Uint64(v[len(v)-8:])
+	} else {
+		for _, c := range v {
+			h = h<<8 | uint64(c)
+		}
+	}
+	h *= 0x9e3779b97f4a7c15
+	return int(h >> (64 - internBits))
+}
 
 // intern returns v as a string: the Decoder's copy when it holds one.
 // The table is direct-mapped by a hash of v: a string takes its slot from
@@ -67,9 +87,8 @@ func (s *scanner) intern(v []byte) string {
 	d := s.d
 	if d.strs == nil {
 		d.strs = new([internSlots]string)
-		d.seed = maphash.MakeSeed()
 	}
-	slot := &d.strs[maphash.Bytes(d.seed, v)&(internSlots-1)]
+	slot := &d.strs[internSlot(v)]
 	if *slot != string(v) {
 		*slot = string(v)
 	}
@@ -85,7 +104,6 @@ func (s *scanner) intern(v []byte) string {
 type Decoder struct {
 	reg  *Registry
 	strs *[internSlots]string // allocated at the first string
-	seed maphash.Seed
 	// payloads holds a zero value of each payload type read so far, which
 	// the scanner reads a payload into before it is copied out, so a
 	// payload costs one allocation (its boxed copy) instead of two.
@@ -160,6 +178,15 @@ func (s *scanner) byte1(c byte) bool {
 	return false
 }
 
+// plain marks the bytes a string holds as they are: printable ASCII
+// other than '"' and '\\'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // raw returns the bytes of a string without escapes, control bytes or
 // invalid UTF-8 (whose decoding by encoding/json would differ from the
 // bytes), without its quotes.
@@ -169,9 +196,14 @@ func (s *scanner) raw() ([]byte, bool) {
 	}
 	start := s.i
 	ascii := true
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
+	for {
+		for s.i < len(s.b) && plain[s.b[s.i]] {
+			s.i++
+		}
+		if s.i >= len(s.b) {
+			return nil, false
+		}
+		switch c := s.b[s.i]; {
 		case c == '"':
 			v := s.b[start:s.i]
 			s.i++
@@ -181,12 +213,11 @@ func (s *scanner) raw() ([]byte, bool) {
 			return v, true
 		case c == '\\' || c < 0x20:
 			return nil, false
-		case c >= utf8.RuneSelf:
+		default: // c >= utf8.RuneSelf
 			ascii = false
+			s.i++
 		}
-		s.i++
 	}
-	return nil, false
 }
 
 // str reads a string as encoding/json decodes it: escapes resolved. It
@@ -198,9 +229,14 @@ func (s *scanner) str() (string, bool) {
 	}
 	start := s.i
 	ascii := true
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
+	for {
+		for s.i < len(s.b) && plain[s.b[s.i]] {
+			s.i++
+		}
+		if s.i >= len(s.b) {
+			return "", false
+		}
+		switch c := s.b[s.i]; {
 		case c == '"':
 			v := s.b[start:s.i]
 			s.i++
@@ -212,12 +248,11 @@ func (s *scanner) str() (string, bool) {
 			return s.unescape(start, ascii)
 		case c < 0x20:
 			return "", false
-		case c >= utf8.RuneSelf:
+		default: // c >= utf8.RuneSelf
 			ascii = false
+			s.i++
 		}
-		s.i++
 	}
-	return "", false
 }
 
 // unescape finishes str from the first escape at s.i; the string began
