@@ -54,7 +54,7 @@ func Evolve(s State, e events.Envelope) State {
 		if o.Tick != nil {
 			return s // the reconciler's, not the agent's
 		}
-		s = foldUsage(s, o, e.At)
+		foldUsage(&s, o, e.At)
 		s.ObservedAt = e.At
 		if o.Process != nil {
 			p := *o.Process

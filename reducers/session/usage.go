@@ -49,11 +49,12 @@ type LimitReading struct {
 }
 
 // foldUsage counts the usage and rate-limit signals of an observation
-// made at at into s. A reading whose message id was counted before counts
+// made at at into *s, a caller's own copy: slices it changes are
+// replaced, never written. A reading whose message id was counted before counts
 // only its growth, field by field; a cumulative reading counts its growth
 // over the session's last cumulative one (a total that went down, as after
 // a restart, starts counting afresh).
-func foldUsage(s State, o *events.Observation, at time.Time) State {
+func foldUsage(s *State, o *events.Observation, at time.Time) {
 	for _, sig := range o.Signals {
 		switch {
 		case sig.Kind == events.SigUsage && sig.Usage != nil:
@@ -102,7 +103,6 @@ func foldUsage(s State, o *events.Observation, at time.Time) State {
 			}
 		}
 	}
-	return s
 }
 
 func addBucket(bs []UsageBucket, model string, hour time.Time, d events.Usage, call bool) []UsageBucket {
