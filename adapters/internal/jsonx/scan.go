@@ -32,17 +32,19 @@ type node struct {
 	high       bool  // a string holding a byte outside ASCII
 }
 
+// MaxValues is the most values Parse indexes in one text: a text of more
+// (a hostile line of a million tiny numbers, say) is refused, so its index
+// never outgrows the text many times over; a caller reads it another way.
+const MaxValues = 1 << 20
+
 // Parse checks that src holds exactly one JSON value, with optional white
 // space around it, as encoding/json's Valid does (bytes of strings are not
 // checked as UTF-8; nesting deeper than MaxDepth is refused), and indexes
-// it. ok is false for any other text, and for a text of 2 GiB or more,
-// which a caller reads another way.
+// it. ok is false for any other text, and for a text of 2 GiB or more or
+// of more than MaxValues values, which a caller reads another way.
 func Parse(src []byte) (d *Doc, ok bool) {
-	if len(src) >= math.MaxInt32 {
-		return nil, false
-	}
-	d = &Doc{nodes: make([]node, 0, 8+len(src)/12)}
-	if !d.Parse(src) {
+	d = new(Doc)
+	if ok, _ := d.parse(src); !ok {
 		return nil, false
 	}
 	return d, true
@@ -51,18 +53,28 @@ func Parse(src []byte) (d *Doc, ok bool) {
 // Parse parses src into d as the function Parse does, reusing the room d
 // has; d holds src afterwards (when it returns false, d is empty).
 func (d *Doc) Parse(src []byte) bool {
+	ok, _ := d.parse(src)
+	return ok
+}
+
+// parse is Parse; over reports a text refused only for its size (2 GiB,
+// MaxValues), not its syntax.
+func (d *Doc) parse(src []byte) (ok, over bool) {
 	d.src, d.nodes = nil, d.nodes[:0]
 	if len(src) >= math.MaxInt32 {
-		return false
+		return false, true
+	}
+	if cap(d.nodes) == 0 {
+		d.nodes = make([]node, 0, min(8+len(src)/12, 4096))
 	}
 	p := parser{src: src, d: d}
 	i, ok := p.value(p.ws(0), 0)
 	if !ok || p.ws(i) != len(src) {
 		d.nodes = d.nodes[:0]
-		return false
+		return false, p.over
 	}
 	d.src = src
-	return true
+	return true, false
 }
 
 // Reset empties d, keeping its room for the next Parse, and lets go of
@@ -102,11 +114,10 @@ func Scanned(raw []byte, path string, probs *[]string) (o Object, ok bool) {
 	o = Object{Path: path, Probs: probs}
 	switch k := Kind(raw); k {
 	case "object":
-		d, ok := Parse(raw)
-		if !ok {
-			if len(raw) >= math.MaxInt32 {
-				return New(raw, path, probs)
-			}
+		d := new(Doc)
+		if ok, over := d.parse(raw); over {
+			return New(raw, path, probs)
+		} else if !ok {
 			o.Problem("", "object", k)
 			return o, false
 		}
@@ -121,8 +132,9 @@ func Scanned(raw []byte, path string, probs *[]string) (o Object, ok bool) {
 
 // parser fills one Doc.
 type parser struct {
-	src []byte
-	d   *Doc
+	src  []byte
+	d    *Doc
+	over bool // more than MaxValues values
 }
 
 // ws returns the index of the first byte at or after i that is not JSON
@@ -149,6 +161,10 @@ func (p *parser) value(i, depth int) (int, bool) {
 	at := -1
 	if p.d != nil {
 		at = len(p.d.nodes)
+		if at >= MaxValues {
+			p.over = true
+			return i, false
+		}
 		p.d.nodes = append(p.d.nodes, node{start: int32(i)})
 	}
 	var (
@@ -262,6 +278,12 @@ func (p *parser) array(i, depth int) (int, bool) {
 func (p *parser) str(i int) (next int, esc, high, ok bool) {
 	src := p.src
 	for i++; i < len(src); {
+		for i < len(src) && plain[src[i]] {
+			i++
+		}
+		if i >= len(src) {
+			break
+		}
 		c := src[i]
 		switch {
 		case c == '"':
@@ -296,6 +318,15 @@ func (p *parser) str(i int) (next int, esc, high, ok bool) {
 	}
 	return i, esc, high, false
 }
+
+// plain marks the bytes a string holds as they are: not a quote, a
+// backslash, a control character or a byte outside ASCII.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'

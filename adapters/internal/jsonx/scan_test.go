@@ -193,6 +193,25 @@ func TestParse_Depth(t *testing.T) {
 	}
 }
 
+// TestParse_MaxValues: a text of more than MaxValues values is not
+// indexed; Scanned reads it as New does, whole.
+func TestParse_MaxValues(t *testing.T) {
+	src := []byte("{\"a\":[" + strings.Repeat("0,", MaxValues) + "0],\"s\":\"x\"}")
+	if _, ok := Parse(src); ok {
+		t.Error("a text of more than MaxValues values parsed")
+	}
+	if !Valid(src) {
+		t.Error("Valid refuses it")
+	}
+	o, ok := Scanned(src, "", nil)
+	if !ok || o.M == nil || o.Str("s") != "x" || len(o.Arr("a")) != MaxValues+1 {
+		t.Errorf("Scanned: ok %v, s %q", ok, o.Str("s"))
+	}
+	if _, ok := Parse(src[:len(src)/2]); ok {
+		t.Error("half a text parsed")
+	}
+}
+
 // TestObjects_Problems: the elements of another type than object are
 // named by their index, nulls are passed over.
 func TestObjects_Problems(t *testing.T) {
