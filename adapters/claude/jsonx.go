@@ -70,7 +70,7 @@ const maxPooledDoc = 1 << 16
 // strOf returns the text of raw, a JSON string, as json.Unmarshal decodes
 // it, or "" when raw is not one.
 func strOf(raw []byte) string {
-	if n := len(raw); !decodeMaps.Load() && n >= 2 && raw[0] == '"' && raw[n-1] == '"' && json.Valid(raw) {
+	if n := len(raw); !decodeMaps.Load() && n >= 2 && raw[0] == '"' && raw[n-1] == '"' && jsonx.Valid(raw) {
 		return jsonx.Unquote(raw)
 	}
 	var s string

@@ -48,6 +48,25 @@ type result struct {
 	isError bool
 	content string          // the text of the result's content
 	detail  json.RawMessage // toolUseResult or tool_response; any JSON type
+	// read, when set, is detail read as an object already (ok when it
+	// is one), so it is not read again.
+	read *detailObject
+}
+
+// detailObject is a result's detail read as an object.
+type detailObject struct {
+	o  object
+	ok bool
+}
+
+// detailObj returns r.detail read as an object, with its problems
+// dropped, and whether it is one.
+func (r result) detailObj() (object, bool) {
+	if r.read != nil {
+		return r.read.o.quiet(), r.read.ok
+	}
+	d, ok := newObject(r.detail, "", new([]string))
+	return d.quiet(), ok
 }
 
 // signals returns the SigToolResult for r followed by a SigBackgroundDone
@@ -61,8 +80,7 @@ type result struct {
 // (is_error); ok. For a subagent's result (Agent or Task tool) Task is
 // the subagent id, agentId.
 func (r result) signals() []events.Sig {
-	d, isObj := newObject(r.detail, "", new([]string))
-	d = d.quiet()
+	d, isObj := r.detailObj()
 	detailStr := ""
 	if jsonKind(r.detail) == "string" {
 		detailStr = strOf(r.detail)
@@ -264,11 +282,16 @@ func toolSummary(name string, input object) string {
 // question listed. Only the session's own question call with id makes
 // an answer the user's (the gate checks that; see adapters/gate).
 func answerSigs(id string, detail json.RawMessage) []events.Sig {
-	d, ok := newObject(detail, "", new([]string))
+	return result{id: id, detail: detail}.answers()
+}
+
+// answers is answerSigs of r's id and detail.
+func (r result) answers() []events.Sig {
+	id := r.id
+	d, ok := r.detailObj()
 	if !ok || id == "" {
 		return nil
 	}
-	d = d.quiet()
 	ans, ok := d.obj("answers")
 	if !ok {
 		return nil

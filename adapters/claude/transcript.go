@@ -239,16 +239,20 @@ func userLine(t object) []events.Sig {
 	if len(results) == 1 {
 		// toolUseResult describes the line's tool result; with several
 		// results in one line it cannot be told whose it is.
-		results[0].detail = t.raw("toolUseResult")
+		key := "toolUseResult"
+		results[0].detail = t.raw(key)
 		if results[0].detail == nil {
-			results[0].detail = t.raw("tool_use_result")
+			key = "tool_use_result"
+			results[0].detail = t.raw(key)
 		}
+		d, ok := t.quiet().obj(key)
+		results[0].read = &detailObject{o: d, ok: ok}
 	}
 	for _, r := range results {
 		rs := r.signals()
 		sigs = append(sigs, rs...)
 		if rs[0].Status == StatusOK {
-			sigs = append(sigs, answerSigs(r.id, r.detail)...)
+			sigs = append(sigs, r.answers()...)
 		}
 	}
 	text := strings.Join(texts, "\n")

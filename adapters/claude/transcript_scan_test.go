@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 )
 
 // parseBoth parses line n, b, with p as it reads JSON now (in one pass)
@@ -106,6 +108,7 @@ var edgeLines = []string{
 	` {"type":"summary"} `, "{\"type\":\"summary\"}\r\n", `[]`, `"x"`, `null`, `5`, `{`, `{"type":"user",}`, "{\"type\":\"\xff\"}", `{"a":1}x`,
 	strings.Repeat(`{"a":`, 10001) + "1" + strings.Repeat("}", 10001),
 	`{"type":"user","message":{"content":"` + strings.Repeat("long text ", 8000) + `"}}`,
+	`{"type":"summary","x":[` + strings.Repeat("0,", jsonx.MaxValues) + `0]}`,
 }
 
 // mutateLine returns b with a few bytes changed, inserted or removed,
