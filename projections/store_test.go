@@ -624,8 +624,8 @@ func TestRowPhase(t *testing.T) {
 		{ID: "s1", Phase: events.PhaseWorking},
 		{ID: "s2"},
 		{ID: `a",\"phase\":\"ended`, Phase: events.PhaseReady, Title: `,"phase":"x"`},
-		{ID: `x\`, Phase: events.PhaseWaiting, Cursors: map[string]int{"phase": 3}},
-		{ID: "s5", Cursors: map[string]int{`,"phase":"ended`: 3}},
+		{ID: `x\`, Phase: events.PhaseWaiting, Cursors: session.PerSourceOf(map[string]int{"phase": 3})},
+		{ID: "s5", Cursors: session.PerSourceOf(map[string]int{`,"phase":"ended`: 3})},
 	} {
 		row, err := json.Marshal(st)
 		if err != nil {

@@ -34,20 +34,13 @@ func Evolve(s State, e events.Envelope) State {
 		s.Observations++
 		if o.Line > 0 && o.Line > s.Cursor(o.Path) {
 			s.Lines++
-			s.Cursors = maps.Clone(s.Cursors)
-			if s.Cursors == nil {
-				s.Cursors = map[string]int{}
-			}
-			s.Cursors[source(o.Path)] = o.Line
-			if o.Fingerprint != nil || s.Fingerprints[source(o.Path)] != (events.Fingerprint{}) {
-				s.Fingerprints = maps.Clone(s.Fingerprints)
-				if s.Fingerprints == nil {
-					s.Fingerprints = map[string]events.Fingerprint{}
-				}
+			name := source(o.Path)
+			s.Cursors = s.Cursors.Set(name, o.Line)
+			if f, _ := s.Fingerprints.Get(name); o.Fingerprint != nil || f != (events.Fingerprint{}) {
 				if o.Fingerprint != nil {
-					s.Fingerprints[source(o.Path)] = *o.Fingerprint
+					s.Fingerprints = s.Fingerprints.Set(name, *o.Fingerprint)
 				} else {
-					delete(s.Fingerprints, source(o.Path))
+					s.Fingerprints = s.Fingerprints.Delete(name)
 				}
 			}
 		}

@@ -69,7 +69,7 @@ type State struct {
 	Abandoned      int            `json:"abandoned"`
 	Observations   int            `json:"observations"`
 	Lines          int            `json:"lines"`               // transcript lines observed, all sources
-	Cursors        map[string]int `json:"cursors,omitempty"`   // last line observed per transcript file name: the import cursors
+	Cursors        PerSource[int] `json:"cursors,omitzero"`    // last line observed per transcript file name: the import cursors
 	PromptID       string         `json:"prompt_id,omitempty"` // the open turn's prompt id, if the agent gave one
 	StartedAt      time.Time      `json:"started_at"`
 	UpdatedAt      time.Time      `json:"updated_at"`
@@ -97,7 +97,7 @@ type State struct {
 	Forks       int   `json:"forks,omitempty"`        // turns that began while another turn's calls were open (session.forked)
 	// Fingerprints holds, per transcript file name, the fingerprint of
 	// the last line imported (absent for lines imported without one).
-	Fingerprints map[string]events.Fingerprint `json:"fingerprints,omitempty"`
+	Fingerprints PerSource[events.Fingerprint] `json:"fingerprints,omitzero"`
 	// Diverged maps a transcript file name that no longer holds what was
 	// imported to the session its rewritten form is imported into.
 	Diverged      map[string]string `json:"diverged,omitempty"`
@@ -271,12 +271,15 @@ func (s State) awaitsResult(id string) bool {
 // Cursor returns the last line observed of the transcript at path: lines
 // are counted per file name, so a session fed by several files (a resumed
 // session, a copy) keeps one cursor for each.
-func (s State) Cursor(path string) int { return s.Cursors[source(path)] }
+func (s State) Cursor(path string) int {
+	c, _ := s.Cursors.Get(source(path))
+	return c
+}
 
 // Fingerprint returns the fingerprint of the last line imported from the
 // transcript at path, and false if none was kept.
 func (s State) Fingerprint(path string) (events.Fingerprint, bool) {
-	f, ok := s.Fingerprints[source(path)]
+	f, ok := s.Fingerprints.Get(source(path))
 	return f, ok && f.Line == s.Cursor(path)
 }
 
