@@ -33,7 +33,8 @@ import (
 // raw-ev/s, import/raw (the floor is 0.50), import-s (the floor for
 // 2000x500 is 180 s on 2 cores), reimport-s (5 s) and import-cpu-s, the
 // CPU time the import took, importer and server together (on a loaded
-// machine a steadier measure than import-s). Run:
+// machine a steadier measure than import-s), and ev/batch, the events per
+// commit the import sent. Run:
 //
 //	go test -run '^$' -bench Import -benchtime 1x -count 5 ./adapters/claude/
 //	LOGBOOK_BENCH_TREE=2000x500 go test -run '^$' -bench Import -benchtime 1x -timeout 30m ./adapters/claude/
@@ -54,6 +55,7 @@ func BenchmarkImport(b *testing.B) {
 	}
 	ctx := context.Background()
 	var imp, re, raw, impCPU time.Duration
+	var batches uint64
 	var evs int
 	for range b.N {
 		b.StopTimer()
@@ -71,12 +73,13 @@ func BenchmarkImport(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		start, cpu0 := time.Now(), processCPU()
+		start, cpu0, st0 := time.Now(), processCPU(), log.Stats()
 		if n, err := importAll(ctx, in, ts); err != nil || n != sessions*lines {
 			b.Fatalf("import: %d lines, %v", n, err)
 		}
 		imp += time.Since(start)
 		impCPU += processCPU() - cpu0
+		batches += log.Stats().Batches - st0.Batches
 		start = time.Now()
 		if n, err := importAll(ctx, in, ts); err != nil || n != 0 {
 			b.Fatalf("import again: %d lines, %v", n, err)
@@ -112,6 +115,7 @@ func BenchmarkImport(b *testing.B) {
 	b.ReportMetric(imp.Seconds()/float64(b.N), "import-s")
 	b.ReportMetric(re.Seconds()/float64(b.N), "reimport-s")
 	b.ReportMetric(impCPU.Seconds()/float64(b.N), "import-cpu-s")
+	b.ReportMetric(float64(evs)/float64(batches), "ev/batch")
 }
 
 // processCPU returns the CPU time (user and system) this process has used
