@@ -599,7 +599,9 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 		)
 		_, st, err := in.x.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
 			outs, stop, stopAt, taken = outs[:0], nil, 0, 0
-			var evs []events.Envelope
+			// Most lines decide one or two events: room for three a
+			// line spares the batch its regrowth.
+			evs := make([]events.Envelope, 0, min(events.MaxBatch, 3*len(run)))
 			for _, rl := range run {
 				o, _ := events.Observed(rl.obs.Data)
 				if s.Seen(o) {
@@ -615,12 +617,12 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 				if len(evs) > 0 && len(evs)+1+len(decs) > events.MaxBatch {
 					break // the next batch's
 				}
-				line := append([]events.Envelope{rl.obs}, decs...)
-				for _, e := range line {
+				at := len(evs)
+				evs = append(append(evs, rl.obs), decs...)
+				for _, e := range evs[at:] {
 					e.Agg, e.Ver = agg, s.Ver+1
 					s = session.Evolve(s, e)
 				}
-				evs = append(evs, line...)
 				outs = append(outs, lineOutcome{appended: true, parent: s.Parent, agentID: s.AgentID, turnOpen: s.TurnOpen})
 				taken++
 			}
