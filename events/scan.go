@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
@@ -50,19 +51,22 @@ type scanner struct {
 	d *Decoder // its interned strings and scratch values; nil: none
 }
 
-// internLen is the longest string a Decoder interns, in bytes, and
-// internSlots how many it holds (a power of two).
+// internLen is the longest string a Decoder interns, in bytes. Its table
+// holds internFirst strings (a power of two) until it has read internGrow
+// envelopes, then internSlots: a Decoder made for a few envelopes (an
+// aggregate's load) does not pay for the table of a long read.
 const (
 	internLen   = 64
-	internBits  = 12
-	internSlots = 1 << internBits
+	internFirst = 64
+	internGrow  = 64
+	internSlots = 4096
 )
 
-// internSlot returns the slot of v (at most internLen bytes) in a
-// Decoder's table: a hash of its length and of its first and last eight
-// bytes, all of them when it is shorter. Strings that differ only in
-// between share a slot, and take it from each other.
-func internSlot(v []byte) int {
+// internHash hashes v (at most internLen bytes) for a Decoder's table: its
+// length and its first and last eight bytes, all of them when it is
+// shorter. Strings that differ only in between share a slot, and take it
+// from each other.
+func internHash(v []byte) uint64 {
 	h := uint64(len(v))
 	if len(v) >= 8 {
 		h ^= binary.LittleEndian.Uint64(v)
@@ -73,22 +77,21 @@ func internSlot(v []byte) int {
 			h = h<<8 | uint64(c)
 		}
 	}
-	h *= 0x9e3779b97f4a7c15
-	return int(h >> (64 - internBits))
+	return h * 0x9e3779b97f4a7c15
 }
 
 // intern returns v as a string: the Decoder's copy when it holds one.
-// The table is direct-mapped by a hash of v: a string takes its slot from
-// the one before it.
+// The table is direct-mapped by the high bits of internHash: a string
+// takes its slot from the one before it.
 func (s *scanner) intern(v []byte) string {
 	if s.d == nil || len(v) > internLen {
 		return string(v)
 	}
 	d := s.d
 	if d.strs == nil {
-		d.strs = new([internSlots]string)
+		d.strs, d.shift = make([]string, internFirst), 64-uint(bits.TrailingZeros(internFirst))
 	}
-	slot := &d.strs[internSlot(v)]
+	slot := &d.strs[internHash(v)>>d.shift]
 	if *slot != string(v) {
 		*slot = string(v)
 	}
@@ -102,8 +105,12 @@ func (s *scanner) intern(v []byte) string {
 // strings of at most 64 bytes. A Decoder is not safe for concurrent use;
 // make one per goroutine with Registry.NewDecoder.
 type Decoder struct {
-	reg  *Registry
-	strs *[internSlots]string // allocated at the first string
+	reg *Registry
+	n   int // envelopes decoded
+	// strs is the table of interned strings (see intern), allocated at
+	// the first one; its length is 1<<(64-shift).
+	strs  []string
+	shift uint
 	// payloads holds a zero value of each payload type read so far, which
 	// the scanner reads a payload into before it is copied out, so a
 	// payload costs one allocation (its boxed copy) instead of two.
@@ -122,6 +129,9 @@ func (r *Registry) NewDecoder() *Decoder {
 
 // Decode is Registry.Decode.
 func (d *Decoder) Decode(b []byte) (Envelope, error) {
+	if d.n++; d.n == internGrow {
+		d.strs, d.shift = make([]string, internSlots), 64-uint(bits.TrailingZeros(internSlots))
+	}
 	if e, ok, err := d.reg.decodeScan(b, d); ok {
 		return e, err
 	}
