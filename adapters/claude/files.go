@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // MaxLineBytes is the longest transcript line ReadLines yields: 64 MiB.
@@ -62,9 +63,63 @@ func ReadFrom(path string, c Cursor) iter.Seq2[Line, error] {
 	return readLines(path, c, c.Line, MaxLineBytes)
 }
 
+// ErrNotRegular marks a transcript path that names no regular file: a
+// FIFO (opening it for reading blocks until a writer comes), a device
+// such as /dev/zero (it never ends), a socket or a directory, directly or
+// through a symlink. Such a file is never opened for reading.
+var ErrNotRegular = errors.New("not a regular file")
+
+// OpenRegular opens the file at path (symlinks followed) for reading,
+// only if it is a regular file, and returns it with its size in bytes at
+// that moment; the caller closes it. It never blocks on a FIFO and never
+// reads from a device: it stats path first, opens with O_NONBLOCK and
+// O_NOCTTY, and checks the opened file again with fstat, so a FIFO or
+// device swapped in between is refused too. Errors name path; one for a
+// file that is not regular wraps ErrNotRegular and says what it is.
+func OpenRegular(path string) (*os.File, int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, notRegular(path, st.Mode())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	if st, err = f.Stat(); err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, notRegular(path, st.Mode())
+	}
+	return f, st.Size(), nil
+}
+
+// notRegular returns the error for path, found to have mode m.
+func notRegular(path string, m fs.FileMode) error {
+	what := "a special file"
+	switch {
+	case m.IsDir():
+		what = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a FIFO"
+	case m&fs.ModeCharDevice != 0:
+		what = "a character device"
+	case m&fs.ModeDevice != 0:
+		what = "a block device"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	}
+	return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, what)
+}
+
 func readLines(path string, c Cursor, from, maxLine int) iter.Seq2[Line, error] {
 	return func(yield func(Line, error) bool) {
-		f, err := os.Open(path)
+		f, fsize, err := OpenRegular(path)
 		if err != nil {
 			yield(Line{}, fmt.Errorf("read transcript: %w", err))
 			return
@@ -81,7 +136,10 @@ func readLines(path string, c Cursor, from, maxLine int) iter.Seq2[Line, error] 
 				return
 			}
 		}
-		r := bufio.NewReaderSize(f, 64<<10)
+		// One pass reads no further than the file's size at open: a file
+		// that keeps growing is read in bounded steps, the rest on the
+		// next pass (a line cut there reads as torn until then).
+		r := bufio.NewReaderSize(io.LimitReader(f, fsize-c.Offset), 64<<10)
 		n, off := c.Line, c.Offset
 		var buf []byte
 		size, long := 0, false

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/logbook-dev/logbook/events"
 )
@@ -36,16 +35,11 @@ func LineFingerprint(l Line) events.Fingerprint {
 // size is the file's size in bytes. err is set only when the file cannot
 // be read (it names path); a missing file is an error, not a divergence.
 func CheckFingerprint(path string, fp events.Fingerprint) (found events.Fingerprint, size int64, same bool, err error) {
-	f, err := os.Open(path)
+	f, size, err := OpenRegular(path)
 	if err != nil {
 		return found, 0, false, fmt.Errorf("check transcript: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return found, 0, false, fmt.Errorf("check transcript: %w", err)
-	}
-	size = st.Size()
 	if fp.Line <= 0 || fp.End <= fp.Offset || fp.Offset < 0 {
 		return found, size, false, fmt.Errorf("check transcript %s: bad fingerprint %+v", path, fp)
 	}

@@ -47,6 +47,7 @@ type watched struct {
 	size     int64 // the file's size when last imported
 	diverged bool  // truncated or replaced: followed no more
 	skip     bool  // not a transcript
+	special  bool  // not a regular file (a FIFO, a device): never opened
 	failed   string
 }
 
@@ -230,17 +231,24 @@ func (w *watcher) rescan() {
 	}
 }
 
-// identity returns the device, inode and size of the file at p.
+// identity returns the device, inode and size of the file at p
+// (symlinks followed).
 func identity(p string) (dev, ino uint64, size int64, err error) {
 	st, err := os.Stat(p)
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	dev, ino, size = identityOf(st)
+	return dev, ino, size, nil
+}
+
+// identityOf returns the device, inode and size st describes.
+func identityOf(st fs.FileInfo) (dev, ino uint64, size int64) {
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	if !ok {
-		return 0, 0, st.Size(), nil
+		return 0, 0, st.Size()
 	}
-	return uint64(sys.Dev), sys.Ino, st.Size(), nil
+	return uint64(sys.Dev), sys.Ino, st.Size()
 }
 
 // process imports every dirty file.
@@ -255,11 +263,27 @@ func (w *watcher) process(ctx context.Context) {
 }
 
 func (w *watcher) importFile(ctx context.Context, name string) {
-	dev, ino, size, err := identity(name)
+	st, err := os.Stat(name)
 	if err != nil {
 		return // gone; if it comes back, its events bring it here again
 	}
+	dev, ino, size := identityOf(st)
 	f, seen := w.files[name]
+	if !st.Mode().IsRegular() {
+		// A FIFO would block the open, a device such as /dev/zero never
+		// ends: neither is opened. Reported once per file; a regular file
+		// that takes the name later is followed as a new one.
+		if seen && f.special && f.dev == dev && f.ino == ino {
+			return
+		}
+		w.files[name] = &watched{dev: dev, ino: ino, size: size, special: true}
+		w.cfg.Report(fmt.Sprintf("%v; it is not read, other transcripts are still followed", notRegular(name, st.Mode())))
+		return
+	}
+	if seen && f.special {
+		delete(w.files, name)
+		f, seen = nil, false
+	}
 	changed := "" // what makes the file suspect, for the report
 	switch {
 	case !seen:

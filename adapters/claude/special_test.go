@@ -1,0 +1,145 @@
+package claude
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// TestReadLines_NotRegular: a FIFO with no writer and a symlink to
+// /dev/zero are refused at once with ErrNotRegular, by every reader of a
+// transcript, without blocking on the open or reading without end.
+func TestReadLines_NotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "f.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "z.jsonl")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, what string }{{fifo, "a FIFO"}, {zero, "a character device"}, {dir, "a directory"}} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, errs := collect(t, ReadLines(c.path, 0))
+			if len(errs) != 1 || !errors.Is(errs[0], ErrNotRegular) || !strings.Contains(errs[0].Error(), c.what) || !strings.Contains(errs[0].Error(), c.path) {
+				t.Errorf("ReadLines(%s): errors %v, want one wrapping ErrNotRegular naming the path and %q", c.path, errs, c.what)
+			}
+			if ok, why := LooksLikeTranscript(c.path); ok || !strings.Contains(why, "not a regular file") {
+				t.Errorf("LooksLikeTranscript(%s) = %v, %q; want false, not a regular file", c.path, ok, why)
+			}
+			if _, _, _, err := CheckFingerprint(c.path, events.Fingerprint{Line: 1, Offset: 0, End: 2}); !errors.Is(err, ErrNotRegular) {
+				t.Errorf("CheckFingerprint(%s): %v, want ErrNotRegular", c.path, err)
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("reading %s (%s) did not return in 10s", c.path, c.what)
+		}
+	}
+}
+
+// TestReadLines_BoundedPass: one pass over a file reads no further than
+// its size when the pass opened it; what is written meanwhile is read by
+// the next pass, the line cut at that size first as torn.
+func TestReadLines_BoundedPass(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	writeFile(t, path, "{\"a\":1}\n{\"a\":2}\n")
+	var got []Line
+	for l, err := range ReadLines(path, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, l)
+		if l.N == 1 {
+			appendFile(t, path, []byte("{\"a\":3}\n{\"a\":"))
+		}
+	}
+	if len(got) != 2 || got[1].N != 2 || got[1].Torn {
+		t.Fatalf("first pass: %+v, want lines 1 and 2 only", got)
+	}
+	got = got[:0]
+	for l, err := range ReadFrom(path, Cursor{Line: 2, Offset: 16}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, l)
+	}
+	if len(got) != 2 || got[0].N != 3 || !got[1].Torn {
+		t.Fatalf("second pass: %+v, want line 3 and a torn line 4", got)
+	}
+}
+
+// TestWatch_SpecialFiles: with real inotify, a FIFO and a symlink to
+// /dev/zero named like transcripts are each reported once and never
+// opened; a transcript written after them is still imported, as is one
+// written after the link is removed; stopping the watcher is prompt.
+func TestWatch_SpecialFiles(t *testing.T) {
+	const sid = "5e551011-0000-4000-8000-000000000001"
+	fixture, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", "projects", "-home-user-project", sid+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(fixture, []byte("\n"))
+	log := openLog(t)
+	in := newTestIngester(t, log)
+	root := t.TempDir()
+	// Events only: a rescan an hour away proves inotify drives it.
+	rep := startWatch(t, in, time.Hour, root)
+
+	x := filepath.Join(root, "x")
+	if err := os.Mkdir(x, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(x, "f1f00001-0000-4000-8000-000000000001.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(x, "f1f00002-0000-4000-8000-000000000002.jsonl")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the FIFO reported", func() bool { return rep.has(fifo + ": not a regular file (a FIFO)") })
+	eventually(t, "the /dev/zero link reported", func() bool { return rep.has(zero + ": not a regular file (a character device)") })
+
+	dir := filepath.Join(root, "p")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, sid+".jsonl")
+	appendFile(t, path, bytes.Join(lines[:5], nil))
+	eventually(t, "the transcript beside them", func() bool { return loggedState(t, log, sid).Lines == 5 })
+
+	// Touched again (a writer on the FIFO side, a new event): no second report.
+	appendFile(t, path, lines[5])
+	if err := os.Chmod(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "line 6", func() bool { return loggedState(t, log, sid).Lines == 6 })
+	if err := os.Remove(zero); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, path, lines[6])
+	eventually(t, "line 7 after the link is gone", func() bool { return loggedState(t, log, sid).Lines == 7 })
+	rep.mu.Lock()
+	n := 0
+	for _, m := range rep.msgs {
+		if strings.Contains(m, "not a regular file") {
+			n++
+		}
+	}
+	rep.mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d reports of a file that is not regular, want 2 (one each): %q", n, rep.msgs)
+	}
+}
