@@ -13,7 +13,9 @@ import (
 // reconciler, the transcript watcher, workers, the API) becomes one
 // log/slog record, text (key=value) or JSON, so the log has one format.
 // A line's "logbook serve: " prefix is dropped (the record says where it
-// is from); a line about a failure is logged at WARN, others at INFO.
+// is from); a line about a failure, and every report of the transcript
+// watcher ("watch: ...": a file not followed, a line that does not parse,
+// a file truncated or replaced), is logged at WARN, others at INFO.
 // It is safe for concurrent use; a part of a line waits for its end.
 type serveLog struct {
 	mu   sync.Mutex
@@ -58,6 +60,9 @@ func (s *serveLog) line(l string) {
 	msg := strings.TrimPrefix(strings.TrimPrefix(l, "logbook serve: "), "logbook: ")
 	level := slog.LevelInfo
 	low := strings.ToLower(msg)
+	if strings.HasPrefix(msg, "watch: ") {
+		level = slog.LevelWarn
+	}
 	for _, w := range failureWords {
 		if strings.Contains(low, w) {
 			level = slog.LevelWarn
