@@ -167,12 +167,7 @@ func hookClaudeGate(ctx context.Context, g *globals, budget time.Duration) (err 
 		deny("read the hook payload: " + err.Error())
 		return nil
 	}
-	var head struct {
-		Event string `json:"hook_event_name"`
-	}
-	if json.Unmarshal(payload, &head) == nil && head.Event == gate.EventPermissionRequest {
-		event = gate.EventPermissionRequest
-	}
+	event = gateEventOf(payload)
 	if budget <= 0 {
 		budget = gate.DefaultBudget
 	}
@@ -230,7 +225,7 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 	nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(0), nats.NoReconnect())...)
 	if err != nil {
 		keep()
-		return gate.Verdict{}, fmt.Errorf("the Logbook server does not answer: %v", err)
+		return gate.Verdict{}, errors.New(gateFault(err, budget))
 	}
 	defer nc.Close()
 	prefix := api.AnyPrefix
@@ -258,12 +253,37 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 		if !api.IsInputError(err) {
 			keep()
 		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			return gate.Verdict{}, fmt.Errorf("no verdict within the budget of %s", budget)
-		}
-		return gate.Verdict{}, fmt.Errorf("the gate gave no verdict: %v", err)
+		return gate.Verdict{}, errors.New(gateFault(err, budget))
 	}
 	return v, nil
+}
+
+// gateFault says why the server gave a gated hook no verdict, in words
+// the agent and the user read (never the NATS client's own): err is what
+// connecting or asking the server's gate failed with.
+func gateFault(err error, budget time.Duration) string {
+	const kept = "; the call is kept in the spool"
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return fmt.Sprintf("the gate gave no verdict: none came within the budget of %s", budget)
+	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionDraining):
+		return "the gate gave no verdict: the Logbook server went away (it stopped or restarted) before it decided" + kept
+	case errors.Is(err, nats.ErrNoServers), errors.Is(err, nats.ErrNoResponders):
+		return "the gate gave no verdict: the Logbook server named in the data dir's serve.json does not answer (it is not running)" + kept
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):
+		return "the gate gave no verdict: the Logbook server refused the hook's credentials (the data dir's creds.json, or --creds)" + kept
+	case errors.Is(err, nats.ErrPermissionViolation):
+		return "the gate gave no verdict: the hook's credentials may not ask the gate" + kept
+	}
+	var re *api.RemoteError
+	if errors.As(err, &re) {
+		return "the gate gave no verdict: " + re.Error()
+	}
+	msg := userMessage(err)
+	if strings.Contains(msg, "nats: ") || strings.Contains(msg, "natslog: ") {
+		return "the gate gave no verdict: the hook could not reach the Logbook server" + kept
+	}
+	return "the gate gave no verdict: " + msg
 }
 
 func reviewCmd(g *globals) *cobra.Command {

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
@@ -157,4 +161,94 @@ func deliverHook(ctx context.Context, g *globals, dd dataDir, req api.HookReques
 		prefix = si.API
 	}
 	return api.Call(ctx, nc, prefix, api.VerbHook, req, &api.HookReply{})
+}
+
+// gatedHookArgs reports whether command line args (after the program
+// name) ask for a gated hook: --gate (or --gate=V with V not false) is
+// among them and they name `hook …`, or no known command at all. Such a
+// command line must answer Claude Code even when it cannot run as
+// written.
+func gatedHookArgs(root *cobra.Command, args []string) bool {
+	gated := false
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--gate" {
+			gated = true
+		} else if v, ok := strings.CutPrefix(a, "--gate="); ok {
+			on, err := strconv.ParseBool(v)
+			gated = err != nil || on
+		}
+	}
+	if !gated {
+		return false
+	}
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == nil || cmd == root {
+		return true
+	}
+	path := cmd.CommandPath()
+	return path == "logbook hook" || strings.HasPrefix(path, "logbook hook ")
+}
+
+// answerWriter notes whether anything was written through it.
+type answerWriter struct {
+	w       io.Writer
+	written bool
+}
+
+func (a *answerWriter) Write(p []byte) (int, error) {
+	a.written = a.written || len(p) > 0
+	return a.w.Write(p)
+}
+
+// runGatedHook runs the gated hook command line root was given and makes
+// sure it fails closed: when it ends with an error (a flag it does not
+// know, a value that does not parse, a data dir it cannot use) or a panic
+// before it answered, it answers deny itself, with the reason, and exits
+// 0 so that Claude Code reads the answer. Claude Code takes a hook that
+// exits 1 as a non-blocking error and runs the tool.
+func runGatedHook(ctx context.Context, root *cobra.Command, g *globals) (err error) {
+	out := &answerWriter{w: g.stdout}
+	g.stdout = out
+	root.SetOut(out)
+	failClosed := func(why string) {
+		if out.written {
+			return
+		}
+		payload, _ := io.ReadAll(io.LimitReader(g.stdin, maxHookPayload+1))
+		fmt.Fprintf(g.stderr, "logbook hook --gate: deny: %s\n", why)
+		out.Write(gate.ClaudeAnswer(gateEventOf(payload), gate.FailClosed(why)))
+		err = nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			failClosed(fmt.Sprintf("the gate hook failed: %v", r))
+		}
+	}()
+	if err = root.ExecuteContext(ctx); err != nil {
+		why := "the gate hook could not run: " + userMessage(err)
+		if exitCode(err) == codeUsage {
+			why = "the gate hook's command line in Claude Code's settings is wrong: " + userMessage(err) + "; fix the hook's command (see `logbook hook claude --help`)"
+		}
+		failClosed(why)
+	}
+	if err != nil && exitCode(err) == codeUsage {
+		return &exitError{code: codeError, err: err}
+	}
+	return err
+}
+
+// gateEventOf returns the Claude Code hook event a gated hook answers for
+// payload: PermissionRequest when the payload says so, else PreToolUse
+// (also for a payload that does not parse).
+func gateEventOf(payload []byte) string {
+	var head struct {
+		Event string `json:"hook_event_name"`
+	}
+	if json.Unmarshal(payload, &head) == nil && head.Event == gate.EventPermissionRequest {
+		return gate.EventPermissionRequest
+	}
+	return gate.EventPreToolUse
 }

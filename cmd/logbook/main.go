@@ -83,6 +83,9 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRoot(g)
 	root.SetArgs(args)
+	if gatedHookArgs(root, args) {
+		return runGatedHook(ctx, root, g)
+	}
 	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil && exitCode(err) == codeUsage && (cmd.CommandPath() == "logbook hook" || strings.HasPrefix(cmd.CommandPath(), "logbook hook ")) {
 		// An agent reads exit 2 as "block": a hook never exits 2 for
