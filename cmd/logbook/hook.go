@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 )
 
 // maxHookPayload caps what `logbook hook claude` reads from stdin, in
@@ -169,19 +169,7 @@ func deliverHook(ctx context.Context, g *globals, dd dataDir, req api.HookReques
 // command line must answer Claude Code even when it cannot run as
 // written.
 func gatedHookArgs(root *cobra.Command, args []string) bool {
-	gated := false
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if a == "--gate" {
-			gated = true
-		} else if v, ok := strings.CutPrefix(a, "--gate="); ok {
-			on, err := strconv.ParseBool(v)
-			gated = err != nil || on
-		}
-	}
-	if !gated {
+	if !hookfast.Gated(args) {
 		return false
 	}
 	cmd, _, err := root.Find(args)

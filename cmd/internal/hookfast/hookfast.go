@@ -10,7 +10,10 @@
 // to deliver. Everything else (a payload it cannot use, --nats-url,
 // --creds, a gate, or any flag it does not know) it hands to `logbook
 // hook claude` with the same arguments and payload, so the two behave
-// the same.
+// the same. When it cannot run logbook (neither beside this binary nor on
+// $PATH) it keeps the promises logbook would: a gated call is answered
+// deny, and a payload it cannot use is kept aside in the spool's
+// rejected/ folder.
 package hookfast
 
 import (
@@ -23,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,7 +61,8 @@ const (
 
 // Main runs `logbook-hook args…` with the payload on stdin and returns
 // the exit code: 0 delivered or spooled, 1 a payload refused (by
-// `logbook hook claude`, which keeps it aside). args are the arguments
+// `logbook hook claude`, which keeps it aside); a gated call (--gate) is
+// 0 with its answer on stdout, a deny when no verdict could be had. args are the arguments
 // after the program name: "claude", optionally after "--data DIR".
 // logbook names the full binary to hand other cases to ("" finds
 // `logbook` beside this binary, then on $PATH).
@@ -68,16 +73,19 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 		return 1
 	}
 	data, ok := parseArgs(args)
-	if !ok || os.Getenv("LOGBOOK_NATS_URL") != "" || os.Getenv("LOGBOOK_CREDS") != "" || len(payload) > maxPayload {
-		return handOver(args, payload, stderr, logbook)
+	if len(payload) > maxPayload {
+		return handOver(args, payload, stderr, logbook, fmt.Errorf("payload over %d MiB refused", maxPayload>>20))
+	}
+	if !ok || os.Getenv("LOGBOOK_NATS_URL") != "" || os.Getenv("LOGBOOK_CREDS") != "" {
+		return handOver(args, payload, stderr, logbook, nil)
 	}
 	prepared, err := claude.PrepareHook(payload)
 	if err != nil {
-		return handOver(args, payload, stderr, logbook) // it keeps the payload aside
+		return handOver(args, payload, stderr, logbook, err) // it keeps the payload aside
 	}
 	dir, err := dataDir(data)
 	if err != nil {
-		return handOver(args, payload, stderr, logbook)
+		return handOver(args, payload, stderr, logbook, nil)
 	}
 	sp, err := claude.Open(filepath.Join(dir, "spool"))
 	if err != nil {
@@ -96,7 +104,7 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 			return 0
 		}
 		if errors.Is(err, errRefused) {
-			return handOver(args, payload, stderr, logbook)
+			return handOver(args, payload, stderr, logbook, err)
 		}
 	}
 	if perr := sp.PutAs(id, prepared, agent); perr != nil {
@@ -220,26 +228,180 @@ func deliver(ctx context.Context, dir string, req hookRequest) error {
 }
 
 // handOver runs `logbook hook args…` with payload on its standard input
-// and returns its exit code.
-func handOver(args []string, payload []byte, stderr io.Writer, logbook string) int {
+// and returns its exit code. refused is why the payload is bad input, when
+// it is (nil when it was handed over for another reason).
+//
+// When logbook cannot be run (not beside this binary, not on $PATH), the
+// hook still keeps its promises: a gated call (--gate among args) is
+// answered deny, exit 0, and a refused payload is kept aside, redacted, in
+// the spool's rejected/ folder, exit 1. A gated call whose logbook ends
+// without an answer (killed, say) is answered deny too.
+func handOver(args []string, payload []byte, stderr io.Writer, logbook string, refused error) int {
 	if logbook == "" {
-		logbook = "logbook"
-		if self, err := os.Executable(); err == nil {
-			if p := filepath.Join(filepath.Dir(self), "logbook"); p != self {
-				if _, err := os.Stat(p); err == nil {
-					logbook = p
-				}
-			}
-		}
+		logbook = findLogbook()
 	}
+	gated := Gated(args)
+	var answer bytes.Buffer
 	c := exec.Command(logbook, append([]string{"hook"}, args...)...)
 	c.Stdin, c.Stdout, c.Stderr = bytes.NewReader(payload), os.Stdout, stderr
-	if err := c.Run(); err != nil {
-		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-			return ee.ExitCode()
-		}
-		fmt.Fprintf(stderr, "logbook-hook: run %s: %v\n", logbook, err)
-		return 1
+	if gated {
+		c.Stdout = &answer
 	}
-	return 0
+	err := c.Run()
+	ee, exited := errors.AsType[*exec.ExitError](err)
+	if gated {
+		if answer.Len() > 0 {
+			os.Stdout.Write(answer.Bytes())
+			if exited {
+				return ee.ExitCode()
+			}
+			return 0
+		}
+		if err == nil {
+			return 0 // no answer: the agent's own permission flow applies
+		}
+		why := fmt.Sprintf("the gate hook could not run %s: %s", logbook, runFailure(err))
+		if logbook == "logbook" && !exited {
+			why = "the gate hook could not find the logbook program (beside logbook-hook, or on $PATH), which decides gated calls; install logbook beside logbook-hook or wire `logbook hook claude --gate`"
+		}
+		fmt.Fprintf(stderr, "logbook-hook --gate: deny: %s\n", why)
+		os.Stdout.Write(FailClosedAnswer(gateEvent(payload), why))
+		return 0
+	}
+	if err == nil {
+		return 0
+	}
+	if exited {
+		return ee.ExitCode()
+	}
+	fmt.Fprintf(stderr, "logbook-hook: could not run %s: %s\n", logbook, runFailure(err))
+	if refused != nil {
+		if where, kerr := keepAside(args, payload, refused); kerr != nil {
+			fmt.Fprintf(stderr, "logbook-hook: %v (not kept: %v)\n", refused, kerr)
+		} else {
+			fmt.Fprintf(stderr, "logbook-hook: %v (kept aside as %s)\n", refused, where)
+		}
+	}
+	return 1
 }
+
+// findLogbook returns the logbook program beside this binary (its own
+// executable's folder) when there is one, else "logbook" for $PATH.
+func findLogbook() string {
+	self, err := os.Executable()
+	if err != nil {
+		return "logbook"
+	}
+	if p := filepath.Join(filepath.Dir(self), "logbook"); p != self {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return "logbook"
+}
+
+// runFailure says why a program could not be started, without the Go
+// exec package's own words.
+func runFailure(err error) string {
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return "not found on $PATH"
+	case errors.Is(err, os.ErrPermission):
+		return "not executable"
+	case errors.Is(err, os.ErrNotExist):
+		return "no such file"
+	}
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		return "it ended without an answer (" + ee.ProcessState.String() + ")"
+	}
+	return err.Error()
+}
+
+// keepAside keeps a refused payload, redacted by the data dir's rules
+// (redact.txt beside the built-in ones), in the spool's rejected/ folder
+// with why, as `logbook hook claude` does, and returns its path.
+func keepAside(args []string, payload []byte, why error) (string, error) {
+	data, _ := parseArgs(args)
+	dir, err := dataDir(data)
+	if err != nil {
+		return "", err
+	}
+	var pats []string
+	b, err := os.ReadFile(filepath.Join(dir, "redact.txt"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("redaction rules: %w", err)
+	}
+	for l := range strings.Lines(string(b)) {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			pats = append(pats, l)
+		}
+	}
+	p, err := claude.NewParser(claude.Config{RedactPatterns: pats})
+	if err != nil {
+		return "", fmt.Errorf("redaction rules %s: %w", filepath.Join(dir, "redact.txt"), err)
+	}
+	sp, err := claude.Open(filepath.Join(dir, "spool"))
+	if err != nil {
+		return "", err
+	}
+	id, err := sp.KeepAside(payload, why, p.Redactor())
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"), nil
+}
+
+// Gated reports whether hook arguments args ask for a gated call: --gate,
+// or --gate=V with V anything but false, before any "--".
+func Gated(args []string) bool {
+	gated := false
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--gate" {
+			gated = true
+		} else if v, ok := strings.CutPrefix(a, "--gate="); ok {
+			on, err := strconv.ParseBool(v)
+			gated = err != nil || on
+		}
+	}
+	return gated
+}
+
+// gateEvent returns the Claude Code hook event a gated call answers for
+// payload: PermissionRequest when it says so, else PreToolUse.
+func gateEvent(payload []byte) string {
+	var head struct {
+		Event string `json:"hook_event_name"`
+	}
+	if json.Unmarshal(payload, &head) == nil && head.Event == "PermissionRequest" {
+		return "PermissionRequest"
+	}
+	return "PreToolUse"
+}
+
+// FailClosedAnswer returns the deny a gated hook prints on stdout when it
+// has no verdict, for Claude Code hook event (PreToolUse or
+// PermissionRequest) with why: the bytes adapters/gate.ClaudeAnswer
+// gives for gate.FailClosed(why), written here so that this binary does
+// not link the gate (a test in cmd/logbook compares the two).
+func FailClosedAnswer(event, why string) []byte {
+	reason := "Logbook gate: deny by the gate: " + why + ". Outcome " + toldUnavailable
+	var v any
+	if event == "PermissionRequest" {
+		v = map[string]any{"hookSpecificOutput": map[string]any{
+			"hookEventName": event, "decision": map[string]any{"behavior": "deny", "message": reason},
+		}}
+	} else {
+		v = map[string]any{"hookSpecificOutput": map[string]any{
+			"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason,
+		}}
+	}
+	b, _ := json.Marshal(v)
+	return append(b, '\n')
+}
+
+// toldUnavailable is adapters/gate's outcome text for a deny with no
+// verdict.
+const toldUnavailable = "unavailable: no reviewer could run, so no judgement was made; ask the user, do not work around it"
