@@ -87,11 +87,26 @@ floor is missed, naming each.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if g.natsURL != "" {
-				return errors.New("bench runs embedded servers of its own; --nats-url does not apply")
+				return usageErrorf("bench runs embedded servers of its own; --nats-url does not apply")
 			}
 			for _, o := range cfg.Only {
 				if !slices.Contains(bench.Groups, o) {
-					return fmt.Errorf("--only %q: no such group (want append, read, import, hook, command, scale or cluster)", o)
+					return usageErrorf("--only %q: no such group (want append, read, import, hook, command, scale or cluster)", o)
+				}
+			}
+			// A size given is 1 or more (0 is the default's value, so
+			// one given as 0 is a mistake, not a request for the default).
+			for _, c := range []struct {
+				name string
+				n    int
+			}{{"appends", cfg.Appends}, {"events", cfg.Events}, {"sessions", cfg.Sessions}, {"lines", cfg.Lines}, {"hooks", cfg.Hooks}, {"scale-events", cfg.ScaleEvents}, {"queries", cfg.Queries}} {
+				if cmd.Flags().Changed(c.name) && c.n < 1 {
+					return usageErrorf("--%s %d: want 1 or more", c.name, c.n)
+				}
+			}
+			for i, n := range cfg.ScaleSessions {
+				if n < 1 || i > 0 && n <= cfg.ScaleSessions[i-1] {
+					return usageErrorf("--scale-sessions %s: want sizes of 1 or more in increasing order, such as 1000,10000", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(cfg.ScaleSessions)), ","), "[]"))
 				}
 			}
 			cfg = cfg.OrDefaults(bench.Preset(quick))
@@ -103,7 +118,7 @@ floor is missed, naming each.`,
 				case "interval":
 					cfg.Fsync = append(cfg.Fsync, natslog.FsyncInterval)
 				default:
-					return fmt.Errorf("--fsync %q: want always or interval", f)
+					return usageErrorf("--fsync %q: want always or interval", f)
 				}
 			}
 			if prof != "" {

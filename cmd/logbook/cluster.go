@@ -40,10 +40,10 @@ client cannot see or set it.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if g.natsURL == "" {
-				return errors.New("stream init needs --nats-url (or LOGBOOK_NATS_URL): the embedded server's stream is made by `logbook serve`")
+				return usageErrorf("stream init needs --nats-url (or LOGBOOK_NATS_URL): the embedded server's stream is made by `logbook serve`")
 			}
 			if replicas < 1 || replicas > 5 {
-				return fmt.Errorf("--replicas %d: want 1 to 5", replicas)
+				return usageErrorf("--replicas %d: want 1 to 5", replicas)
 			}
 			opts, _, err := g.credsOptions()
 			if err != nil {

@@ -100,27 +100,27 @@ then one {"type":"result",…} with the id, status and exit.`,
 
 func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err error) {
 	if f.session == "" {
-		return errors.New("exec: --session is required")
+		return usageErrorf("exec: --session is required")
 	}
 	if len(argv) == 0 || argv[0] == "" {
-		return errors.New("exec: empty argv: give the command after --, e.g. logbook exec --session S -- make test")
+		return usageErrorf("exec: empty argv: give the command after --, e.g. logbook exec --session S -- make test")
 	}
 	if f.wait < 0 {
-		return fmt.Errorf("exec: --wait %v: want 0 or more", f.wait)
+		return usageErrorf("exec: --wait %v: want 0 or more", f.wait)
 	}
 	switch {
 	case f.key != "" && f.id != "":
-		return errors.New("exec: --id and --key exclude each other")
+		return usageErrorf("exec: --id and --key exclude each other")
 	case f.key != "":
 		f.id = keyID(f.session, f.key)
 	case f.id == "":
 		f.id = ulid.Make().String()
 	}
 	if err := events.ValidID(f.id); err != nil {
-		return fmt.Errorf("exec: --id: %w", err)
+		return usageErrorf("exec: --id: %w", err)
 	}
 	if f.elevate && (f.justification == "" || f.mode != "" && f.mode != events.ModeFullAccess) {
-		return errors.New("exec: --elevate needs --justification and no --mode but full_access")
+		return usageErrorf("exec: --elevate needs --justification and no --mode but full_access")
 	}
 	if f.mode != "" {
 		switch f.mode {
@@ -402,7 +402,7 @@ func commandEnv(f execFlags) ([]string, error) {
 	for _, kv := range f.env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("exec: --env %q: want KEY=VALUE", kv)
+			return nil, usageErrorf("exec: --env %q: want KEY=VALUE", kv)
 		}
 		if red.Redact(kv) != kv || red.Redact(v) != v {
 			return nil, fmt.Errorf("exec: --env %s looks like a secret; the request is kept in the log for good, so pass it another way (a file in the workspace, or stdin)", k)

@@ -41,7 +41,7 @@ func (f *gateFlags) register(cmd *cobra.Command) {
 
 func (f gateFlags) check() error {
 	if f.budget <= 0 {
-		return fmt.Errorf("--review-budget %v: want more than 0", f.budget)
+		return usageErrorf("--review-budget %v: want more than 0", f.budget)
 	}
 	return nil
 }

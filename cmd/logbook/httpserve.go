@@ -34,13 +34,13 @@ func (f httpFlags) check() error {
 	}
 	host, _, err := net.SplitHostPort(f.addr)
 	if err != nil {
-		return fmt.Errorf("--http %s: want host:port, e.g. 127.0.0.1:7070", f.addr)
+		return usageErrorf("--http %s: want host:port, e.g. 127.0.0.1:7070", f.addr)
 	}
 	if (f.cert == "") != (f.key == "") {
-		return errors.New("--http-cert and --http-key go together")
+		return usageErrorf("--http-cert and --http-key go together")
 	}
 	if !isLoopbackHost(host) && f.cert == "" {
-		return fmt.Errorf("--http %s is not a loopback address: give --http-cert and --http-key (TLS); clients then need a token from http-tokens.json in the data dir", f.addr)
+		return usageErrorf("--http %s is not a loopback address: give --http-cert and --http-key (TLS); clients then need a token from http-tokens.json in the data dir", f.addr)
 	}
 	if f.cert != "" {
 		if _, err := tls.LoadX509KeyPair(f.cert, f.key); err != nil {

@@ -47,6 +47,9 @@ now as a new history, session <id>-r<n>, linked to the old one; later
 imports of the file go on there.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if workers < 1 {
+				return usageErrorf("--workers %d: want 1 or more", workers)
+			}
 			return importClaude(cmd.Context(), g, args, workers, skipInvalid, asNew)
 		},
 	}

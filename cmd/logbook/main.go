@@ -107,7 +107,8 @@ JetStream stream, folds the events into session projections kept in Pebble,
 and replays any history deterministically.
 
 Exit codes: 0 ok, 1 error, 2 usage (an unknown command or flag, a wrong
-number of arguments); ` + "`hook claude`" + ` exits 2 only when --gate denies.
+number of arguments, a flag value out of range or a required flag left
+out); ` + "`hook claude`" + ` exits 2 only when --gate denies.
 Ids: any unique prefix of a session or command id names it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

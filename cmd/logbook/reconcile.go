@@ -200,10 +200,10 @@ func (f *liveFlags) register(cmd *cobra.Command) {
 // starts anything.
 func (f liveFlags) check() error {
 	if f.abandonAfter < 0 {
-		return fmt.Errorf("--abandon-after %v: want 0 or more", f.abandonAfter)
+		return usageErrorf("--abandon-after %v: want 0 or more", f.abandonAfter)
 	}
 	if f.reconcileEvery < 0 {
-		return fmt.Errorf("--reconcile-every %v: want 0 or more", f.reconcileEvery)
+		return usageErrorf("--reconcile-every %v: want 0 or more", f.reconcileEvery)
 	}
 	for _, d := range f.watch {
 		st, err := os.Stat(d)

@@ -65,7 +65,7 @@ was down.`,
 			g.stderr = newServeLog(g.stderr, logFormat)
 			g.acceptLoss, g.adminCreds = accept, admin
 			if cacheMiB < 1 {
-				return fmt.Errorf("--views-cache %d: want 1 MiB or more", cacheMiB)
+				return usageErrorf("--views-cache %d: want 1 MiB or more", cacheMiB)
 			}
 			g.viewsCache = cacheMiB << 20
 			if pprofAt != "" {
@@ -87,23 +87,23 @@ was down.`,
 					// A worker connects with a worker's credentials, which a
 					// writer's serve does not hold on a cluster of one's own.
 					if cmd.Flags().Changed("workers") && workers != 0 {
-						return fmt.Errorf("--nats-url --workers %d: run workers as `logbook worker --nats-url URL --creds worker.json` (a worker's credentials, not a writer's)", workers)
+						return usageErrorf("--nats-url --workers %d: run workers as `logbook worker --nats-url URL --creds worker.json` (a worker's credentials, not a writer's)", workers)
 					}
 					wp.n = 0
 				}
 			case string(natslog.RoleReader):
 				if g.natsURL == "" {
-					return errors.New("--role reader follows a cluster of your own: pass --nats-url and --creds with reader credentials")
+					return usageErrorf("--role reader follows a cluster of your own: pass --nats-url and --creds with reader credentials")
 				}
 				if cmd.Flags().Changed("workers") && workers != 0 {
-					return fmt.Errorf("--role reader --workers %d: a reader appends nothing, so it runs no workers", workers)
+					return usageErrorf("--role reader --workers %d: a reader appends nothing, so it runs no workers", workers)
 				}
 				if len(live.watch) > 0 {
-					return errors.New("--role reader --watch: a reader appends nothing, so it imports no transcripts")
+					return usageErrorf("--role reader --watch: a reader appends nothing, so it imports no transcripts")
 				}
 				wp.n, wp.reader = 0, true
 			default:
-				return fmt.Errorf("--role %q: want writer or reader", role)
+				return usageErrorf("--role %q: want writer or reader", role)
 			}
 			return serve(cmd.Context(), g, listen, fsync, wp)
 		},
@@ -151,7 +151,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	if wp.n < 0 {
-		return fmt.Errorf("--workers %d: want 0 or more", wp.n)
+		return usageErrorf("--workers %d: want 0 or more", wp.n)
 	}
 	// Flags are checked before anything starts.
 	if err := wp.live.check(); err != nil {
@@ -181,10 +181,10 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	case "interval":
 		mode = natslog.FsyncInterval
 	default:
-		return fmt.Errorf("--fsync %q: want always or interval", fsync)
+		return usageErrorf("--fsync %q: want always or interval", fsync)
 	}
 	if listen == "" && g.natsURL == "" {
-		return fmt.Errorf("--listen: want a loopback host:port such as 127.0.0.1:0")
+		return usageErrorf("--listen: want a loopback host:port such as 127.0.0.1:0")
 	}
 	if g.natsURL == "" {
 		// Say so at once when the port is taken, rather than when the

@@ -34,10 +34,10 @@ func (f *workerFlags) register(cmd *cobra.Command) {
 // --bwrap that is not an executable.
 func (f workerFlags) check() error {
 	if f.grace < 0 {
-		return fmt.Errorf("--grace %v: want 0 or more", f.grace)
+		return usageErrorf("--grace %v: want 0 or more", f.grace)
 	}
 	if f.lapse < 0 {
-		return fmt.Errorf("--heartbeat-ttl %v: want 0 or more", f.lapse)
+		return usageErrorf("--heartbeat-ttl %v: want 0 or more", f.lapse)
 	}
 	if f.bwrap != "" {
 		if _, err := exec.LookPath(f.bwrap); err != nil {
