@@ -3,14 +3,18 @@ package httpapi
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
@@ -23,6 +27,13 @@ const ObservationSchema = "logbook-observation/1"
 // reduced to agent-neutral signals. It becomes one obs.harness event on
 // session "<harness>-<session>" and the decisions the session reducer
 // takes from it, in one batch.
+//
+// The server trusts no string of it: kind, every meta value and every
+// signal's id, name, task, status and text pass through the server's
+// Redactor (Config.Redactor) before anything is decided or appended. The
+// ids that name things on the log (harness, session, parent) and the
+// idempotency id cannot be redacted without merging what they tell
+// apart, so one that looks like a secret is refused instead.
 type Observation struct {
 	// Harness names the posting program: [a-z0-9_-], 1..32 bytes.
 	Harness string `json:"harness"`
@@ -36,12 +47,58 @@ type Observation struct {
 	// Parent, for a subagent, is the harness's session id of its parent.
 	Parent string `json:"parent,omitempty"`
 	// At is when it happened (RFC 3339); absent: when the server got it.
-	At time.Time `json:"at,omitzero"`
+	At Instant `json:"at,omitzero"`
 	// Kind is the harness's own name of what happened (≤ 64 bytes),
 	// kept for the audit timeline: "tool_start", "turn_done", ….
 	Kind    string       `json:"kind"`
 	Meta    events.Meta  `json:"meta,omitzero"`
 	Signals []events.Sig `json:"signals"`
+}
+
+// Instant is a time in a request body: a JSON string in RFC 3339 format
+// ("2026-11-30T23:55:00Z", "2026-11-30T23:55:00.123+01:00"); null or
+// absent is the zero time. Anything else is refused with a
+// *json.UnmarshalTypeError whose Type is instantType, which decodeBody
+// turns into an error naming the field and the format.
+type Instant struct{ time.Time }
+
+// instantType marks the decode errors of an Instant.
+var instantType = reflect.TypeFor[Instant]()
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *Instant) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return &json.UnmarshalTypeError{Value: jsonValueKind(b), Type: instantType}
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return &json.UnmarshalTypeError{Value: strconv.Quote(redact.CutText(s, 64)), Type: instantType}
+	}
+	t.Time = v
+	return nil
+}
+
+// jsonValueKind names the kind of the JSON value b as
+// json.UnmarshalTypeError.Value does: "number", "object", ….
+func jsonValueKind(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	switch b[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	case '"':
+		return "string"
+	}
+	return "number"
 }
 
 // Signal kinds a harness may post (events.Sig*).
@@ -60,8 +117,10 @@ const (
 	maxSigField        = 256
 )
 
-// check validates o and returns the session aggregate it goes to.
-func (o Observation) check() (events.Aggregate, error) {
+// check validates o and returns the session aggregate it goes to. red
+// tells the ids that look like secrets, which are refused: an error
+// names the field, never the value.
+func (o Observation) check(red *redact.Redactor) (events.Aggregate, error) {
 	bad := func(format string, args ...any) (events.Aggregate, error) {
 		return events.Aggregate{}, fmt.Errorf("%w: observation: "+format, append([]any{errBadRequest}, args...)...)
 	}
@@ -91,6 +150,14 @@ func (o Observation) check() (events.Aggregate, error) {
 			return bad("parent: %v", err)
 		}
 	}
+	for _, f := range []struct{ name, v string }{
+		{"harness", o.Harness}, {"id", o.ID}, {"session", o.Session}, {"parent", o.Parent},
+		{"session aggregate", agg.ID}, {"parent aggregate", o.Harness + "-" + o.Parent},
+	} {
+		if f.v != "" && red.Redact(f.v) != f.v {
+			return bad("%s looks like a secret: it names things on the log for good and cannot be redacted, so send an id that holds none", f.name)
+		}
+	}
 	if len(o.Signals) > maxSignals {
 		return bad("%d signals, the most is %d", len(o.Signals), maxSignals)
 	}
@@ -101,6 +168,9 @@ func (o Observation) check() (events.Aggregate, error) {
 		if len(sg.Text) > maxSigText || !utf8.ValidString(sg.Text) {
 			return bad("signals[%d].text: want at most %d bytes of UTF-8", i, maxSigText)
 		}
+		if sg.Usage != nil || sg.Limit != nil {
+			return bad("signals[%d]: usage and limit are not taken from a harness", i)
+		}
 		for _, f := range []string{sg.ID, sg.Name, sg.Task, sg.Status} {
 			if len(f) > maxSigField || !utf8.ValidString(f) {
 				return bad("signals[%d]: id, name, task and status want at most %d bytes of UTF-8", i, maxSigField)
@@ -108,7 +178,7 @@ func (o Observation) check() (events.Aggregate, error) {
 		}
 	}
 	m := o.Meta
-	for _, f := range []string{m.Agent, m.SessionID, m.AgentID, m.AgentType, m.Cwd, m.Model, m.Version, m.GitBranch, m.AgentMode, m.Title} {
+	for _, f := range []string{m.Agent, m.SessionID, m.AgentID, m.AgentType, m.Cwd, m.Model, m.Version, m.GitBranch, m.AgentMode, m.Title, m.ForkedFrom} {
 		if len(f) > 4096 || !utf8.ValidString(f) {
 			return bad("meta: each field wants at most 4096 bytes of UTF-8")
 		}
@@ -116,11 +186,31 @@ func (o Observation) check() (events.Aggregate, error) {
 	return agg, nil
 }
 
+// redacted returns o's kind, meta and signals with every string passed
+// through red, a signal's text cut again to maxSigText bytes when its
+// redaction made it longer. o's own slices are not changed.
+func (o Observation) redacted(red *redact.Redactor) Observation {
+	o.Kind = red.Redact(o.Kind)
+	m := &o.Meta
+	for _, f := range []*string{&m.Agent, &m.SessionID, &m.AgentID, &m.AgentType, &m.Cwd, &m.Model, &m.Version, &m.GitBranch, &m.AgentMode, &m.Title, &m.ForkedFrom} {
+		*f = red.Redact(*f)
+	}
+	sigs := make([]events.Sig, len(o.Signals))
+	for i, sg := range o.Signals {
+		sg.ID, sg.Name, sg.Task, sg.Status = red.Redact(sg.ID), red.Redact(sg.Name), red.Redact(sg.Task), red.Redact(sg.Status)
+		sg.Text = redact.CutText(red.Redact(sg.Text), maxSigText)
+		sigs[i] = sg
+	}
+	o.Signals = sigs
+	return o
+}
+
 // observer appends harness observations through the session reducer.
 type observer struct {
 	x     *events.Executor[session.State]
 	reg   *events.Registry
 	clock func() time.Time
+	red   *redact.Redactor
 }
 
 func newObserver(cfg Config) *observer {
@@ -128,7 +218,7 @@ func newObserver(cfg Config) *observer {
 		x: &events.Executor[session.State]{
 			Log: cfg.Log, Reg: cfg.Reg, Init: session.Init, Evolve: session.Evolve, IDs: ulid.Make, Host: cfg.Host,
 		},
-		reg: cfg.Reg, clock: cfg.Clock,
+		reg: cfg.Reg, clock: cfg.Clock, red: cfg.Redactor,
 	}
 }
 
@@ -150,12 +240,13 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	agg, err := o.check()
+	agg, err := o.check(s.obs.red)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	at := o.At
+	o = o.redacted(s.obs.red)
+	at := o.At.Time
 	if at.IsZero() {
 		at = s.obs.clock()
 	}

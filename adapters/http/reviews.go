@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 	"github.com/oklog/ulid/v2"
@@ -66,7 +67,13 @@ func (s *Server) review(w http.ResponseWriter, r *http.Request) {
 	case v.By == "" || !validName(v.By, 64):
 		s.fail(w, r, fmt.Errorf("%w: by %q: want the person's name, 1..64 bytes of [A-Za-z0-9._@-]", errBadRequest, v.By))
 		return
+	case s.cfg.Redactor.Redact(v.By) != v.By:
+		s.fail(w, r, fmt.Errorf("%w: by looks like a secret: it is the actor on the log for good, so send the person's name", errBadRequest))
+		return
 	}
+	// The reason is kept on the log for good: redacted first, cut again
+	// to its cap when redaction made it longer.
+	v.Reason = redact.CutText(s.cfg.Redactor.Redact(v.Reason), 1000)
 	sess, err := s.resolveSession(v.Session)
 	if err != nil {
 		s.fail(w, r, err)
@@ -169,6 +176,12 @@ func bodyError(err error, v any) string {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
+	case errors.As(err, &te) && te.Type == instantType:
+		got := te.Value
+		if !strings.HasPrefix(got, `"`) {
+			got = jsonKind(got)
+		}
+		return fmt.Sprintf("field %q: want an RFC 3339 time such as \"2026-01-02T15:04:05Z\" or \"2026-01-02T15:04:05.5+01:00\", got %s", te.Field, got)
 	case errors.As(err, &te) && te.Field == "":
 		return fmt.Sprintf("must be a JSON object with the fields %s, got %s", jsonFields(v), jsonKind(te.Value))
 	case errors.As(err, &te):

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
@@ -74,6 +75,11 @@ type Config struct {
 	// (0: DefaultStreamBuffer).
 	StreamBuffer int
 	Clock        func() time.Time // nil: time.Now
+	// Redactor redacts every string a posted observation or review
+	// verdict carries before it is decided and appended (the data dir's
+	// redact.txt rules over the built-in ones, as the hook and the
+	// transcript import use); nil: redact.Default().
+	Redactor *redact.Redactor
 }
 
 // Server is the HTTP API, the SSE stream, the board and the metrics of
@@ -102,6 +108,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = redact.Default()
 	}
 	s := &Server{cfg: cfg, log: cfg.Log, store: cfg.Store, metrics: cfg.Metrics, opts: cfg.Stream.withDefaults()}
 	var tap func(events.Record)
@@ -323,7 +332,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if code == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="logbook"`)
 	}
-	writeJSON(w, code, apiError{Error: message(err), Code: name})
+	// An error may quote what the request carried (a field's value, a
+	// JSON member's name): the answer shows it redacted.
+	writeJSON(w, code, apiError{Error: s.cfg.Redactor.Redact(message(err)), Code: name})
 }
 
 // sentinelWords are the texts of the sentinels errors wrap, which the

@@ -83,9 +83,17 @@ func newHTTP(f httpFlags, dd dataDir, b *backend, store *projections.Store, svc 
 	if err != nil {
 		return nil, err
 	}
+	// Observations and verdicts posted over HTTP are redacted by the
+	// rules the hook and the import use: the data dir's redact.txt over
+	// the built-in ones.
+	parser, err := dd.parser()
+	if err != nil {
+		return nil, err
+	}
 	cfg := httpapi.Config{
 		Log: b.log, Store: store, Reg: b.reg, Host: hostname(), Output: cl, Metrics: m, Loopback: loop, Reviews: reviews,
-		Prices: func() (*usage.Table, error) { return usage.LoadTable(dd.path("prices.json")) },
+		Redactor: parser.Redactor(),
+		Prices:   func() (*usage.Table, error) { return usage.LoadTable(dd.path("prices.json")) },
 		Timeline: func(ctx context.Context, id string, cmds []string) (any, error) {
 			return replay.SessionTimeline(ctx, b.log, id, cmds)
 		},
