@@ -126,6 +126,15 @@ func TestObservations_Redacted(t *testing.T) {
 			answers = append(answers, string(rep))
 		}
 	}
+	// Usage and plan-limit readings, which carry strings of their own,
+	// are not taken from a harness.
+	for _, sig := range []string{`{"kind":"text","usage":{"model":"m","input":1}}`, `{"kind":"text","limit":{"account":"a","window":"w","used_percent":1}}`} {
+		var ae apiError
+		e.do("POST", "/v1/observations", `{"harness":"mydaemon","id":"u","session":"run-0","kind":"k","signals":[`+sig+`]}`, nil, 400, &ae)
+		if !strings.Contains(ae.Error, "usage and limit") {
+			t.Errorf("signal %s: %+v", sig, ae)
+		}
+	}
 	if now, _ := e.log.LastSeq(t.Context()); now != last {
 		t.Errorf("refused observations appended: last seq %d → %d", last, now)
 	}
