@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/gate"
 )
 
 // claudeHookEvents are the hook events `hooks install` wires: every one
@@ -29,6 +30,7 @@ type hooksFlags struct {
 	user    bool
 	project string
 	gate    bool
+	budget  time.Duration // --budget: the gated hook's budget
 	dryRun  bool
 }
 
@@ -43,7 +45,7 @@ func hooksCmd(g *globals) *cobra.Command {
 every hook that is not Logbook's, is kept as it is.`,
 	}
 	install := &cobra.Command{
-		Use:   "install [--user | --project DIR] [--gate] [--dry-run]",
+		Use:   "install [--user | --project DIR] [--gate [--budget D]] [--dry-run]",
 		Short: "Add Logbook's hook to every event Logbook reads (idempotent; backs up the old file; shows the diff)",
 		Long: `install wires ` + "`logbook-hook claude`" + ` (or ` + "`logbook hook claude`" + ` when the small
 binary is not found) to every Claude Code hook event Logbook reads:
@@ -51,11 +53,20 @@ binary is not found) to every Claude Code hook event Logbook reads:
 Tool events match every tool ("*"). Logbook's earlier entries are replaced,
 so running it again changes nothing. The old file is kept beside the new
 one as settings.json.<time>.bak, and the change is printed as a diff;
---dry-run prints the diff and writes nothing. --gate adds --gate to the
-hook's command line, so the hook answers permission requests with the
-gate's decision. A --data given to logbook is passed on to the hook.`,
+--dry-run prints the diff and writes nothing. --gate wires PreToolUse and
+PermissionRequest to ` + "`logbook hook claude --gate --budget D`" + ` instead, so the
+hook answers them with the gate's decision, with a "timeout" of D plus
+` + fmt.Sprint(int(gateTimeoutMargin.Seconds())) + ` seconds: Claude Code must never kill a hook that waits for a
+verdict (a hook it kills lets the tool run). The other events keep the
+recorder. A --data given to logbook is passed on to the hook.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("budget") && !f.gate {
+				return usageErrorf("--budget is for --gate: the gated hook's budget")
+			}
+			if f.budget < time.Second || f.budget%time.Second != 0 {
+				return usageErrorf("--budget %v: want whole seconds, 1s or more", f.budget)
+			}
 			return hooksEdit(g, f, true)
 		},
 	}
@@ -83,7 +94,8 @@ gate's decision. A --data given to logbook is passed on to the hook.`,
 			c.MarkFlagsMutuallyExclusive("user", "project")
 		}
 	}
-	install.Flags().BoolVar(&f.gate, "gate", false, "let the hook answer permission requests with the gate's decision (hook claude --gate)")
+	install.Flags().BoolVar(&f.gate, "gate", false, "wire PreToolUse and PermissionRequest to the gate (hook claude --gate), with a timeout longer than its budget")
+	install.Flags().DurationVar(&f.budget, "budget", gate.DefaultBudget, "with --gate: the most the gated hook waits for a verdict; its timeout in settings.json is this plus "+fmt.Sprint(int(gateTimeoutMargin.Seconds()))+"s")
 	cmd.AddCommand(install, uninstall, status)
 	return cmd
 }
@@ -112,10 +124,65 @@ func (f hooksFlags) settingsPath() (string, error) {
 	return userSettingsPath()
 }
 
-// hookCommand returns the command line the hooks run: logbook-hook when
-// it is on PATH or beside this binary, else this binary's `hook claude`,
-// by name when PATH finds it, else by its absolute path.
-func hookCommand(g *globals, gate bool) string {
+// gateTimeoutMargin is how much longer than the gated hook's budget
+// Claude Code lets it run (the hook's "timeout" in settings.json): the
+// hook itself waits its budget plus hookGateMargin for the server, and
+// needs a moment to start and answer.
+const gateTimeoutMargin = 30 * time.Second
+
+// hookWires are the hook commands `hooks install` writes: recorder for
+// every event; with gate set, gate (with its timeout, in seconds) for
+// the events the gate answers, PreToolUse and PermissionRequest.
+type hookWires struct {
+	recorder string
+	gate     string
+	timeout  int
+}
+
+// gated reports whether event ev is wired to the gate.
+func (w hookWires) gated(ev string) bool {
+	return w.gate != "" && (ev == gate.EventPreToolUse || ev == gate.EventPermissionRequest)
+}
+
+// installWires returns the hook commands `hooks install` writes for f.
+func installWires(g *globals, f hooksFlags) hookWires {
+	w := hookWires{recorder: hookCommand(g)}
+	if f.gate {
+		w.gate = gateHookCommand(g, f.budget)
+		w.timeout = int((f.budget + gateTimeoutMargin).Seconds())
+	}
+	return w
+}
+
+// gateHookCommand returns the command line of the gated hook: this
+// binary's `hook claude --gate --budget B`, by name when PATH finds
+// logbook, else by its absolute path. It is logbook itself, not
+// logbook-hook, which would only hand the call over to it.
+func gateHookCommand(g *globals, budget time.Duration) string {
+	cmd := "logbook"
+	if self, _ := os.Executable(); !lookPathIs("logbook") && self != "" {
+		cmd = shellQuote(self)
+	}
+	cmd += " hook" + dataArg(g) + " claude --gate --budget " + fmt.Sprintf("%ds", int(budget.Seconds()))
+	return cmd
+}
+
+// dataArg returns " --data DIR" for the --data given to logbook, as an
+// absolute path, or "".
+func dataArg(g *globals) string {
+	if g.data != "" {
+		if abs, err := filepath.Abs(g.data); err == nil {
+			return " --data " + shellQuote(abs)
+		}
+	}
+	return ""
+}
+
+// hookCommand returns the command line the recording hooks run:
+// logbook-hook when it is on PATH or beside this binary, else this
+// binary's `hook claude`, by name when PATH finds it, else by its
+// absolute path.
+func hookCommand(g *globals) string {
 	var cmd string
 	self, _ := os.Executable()
 	switch {
@@ -130,13 +197,8 @@ func hookCommand(g *globals, gate bool) string {
 	default:
 		cmd = "logbook hook claude"
 	}
-	if g.data != "" {
-		if abs, err := filepath.Abs(g.data); err == nil {
-			cmd = strings.Replace(cmd, " claude", " --data "+shellQuote(abs)+" claude", 1)
-		}
-	}
-	if gate {
-		cmd += " --gate"
+	if d := dataArg(g); d != "" {
+		cmd = strings.Replace(cmd, " claude", d+" claude", 1)
 	}
 	return cmd
 }
@@ -191,11 +253,11 @@ func hooksEdit(g *globals, f hooksFlags, install bool) error {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	existed := err == nil
-	var cmdLine string
+	var wires hookWires
 	if install {
-		cmdLine = hookCommand(g, f.gate)
+		wires = installWires(g, f)
 	}
-	updated, err := editSettings(old, cmdLine)
+	updated, err := editSettings(old, wires)
 	if err != nil {
 		return fmt.Errorf("%s: %w; fix it or move it aside, then run this again", path, err)
 	}
@@ -229,7 +291,12 @@ func hooksEdit(g *globals, f hooksFlags, install bool) error {
 		return err
 	}
 	if install {
-		fmt.Fprintf(g.stdout, "wired %s to %s\n", plural(len(claudeHookEvents), "hook event"), cmdLine)
+		if wires.gate == "" {
+			fmt.Fprintf(g.stdout, "wired %s to %s\n", plural(len(claudeHookEvents), "hook event"), wires.recorder)
+		} else {
+			fmt.Fprintf(g.stdout, "wired %s to %s, and %s and %s to %s with a timeout of %d s\n",
+				plural(len(claudeHookEvents)-2, "hook event"), wires.recorder, gate.EventPreToolUse, gate.EventPermissionRequest, wires.gate, wires.timeout)
+		}
 	} else {
 		fmt.Fprintln(g.stdout, "removed Logbook's hooks")
 	}
@@ -240,6 +307,7 @@ func hooksEdit(g *globals, f hooksFlags, install bool) error {
 type hookEntry struct {
 	Type    string `json:"type"`
 	Command string `json:"command"`
+	Timeout int    `json:"timeout,omitempty"` // seconds
 }
 
 // writeBackup writes old beside path as path.<UTC time>.bak (…-2.bak and
@@ -268,10 +336,12 @@ func writeBackup(path string, old []byte, mode fs.FileMode) (string, error) {
 }
 
 // editSettings returns settings.json text old with every Logbook hook
-// removed and, when command is set, one group per event of
-// claudeHookEvents running command added. Keys keep their order; an
-// event left with no group and a "hooks" left empty are removed.
-func editSettings(old []byte, command string) ([]byte, error) {
+// removed and, when wires.recorder is set, one group per event of
+// claudeHookEvents added, running wires.gate (with its timeout) for the
+// events the gate answers when that is set, else wires.recorder. Keys
+// keep their order; an event left with no group and a "hooks" left
+// empty are removed.
+func editSettings(old []byte, wires hookWires) ([]byte, error) {
 	top, hooks, err := parseSettings(old)
 	if err != nil {
 		return nil, err
@@ -296,12 +366,16 @@ func editSettings(old []byte, command string) ([]byte, error) {
 		}
 		hooks[i].val = rawList(kept)
 	}
-	if command != "" {
+	if wires.recorder != "" {
 		for _, ev := range claudeHookEvents {
+			entry := hookEntry{Type: "command", Command: wires.recorder}
+			if wires.gated(ev) {
+				entry = hookEntry{Type: "command", Command: wires.gate, Timeout: wires.timeout}
+			}
 			group := struct {
 				Matcher string `json:"matcher,omitempty"`
 				Hooks   []any  `json:"hooks"`
-			}{Hooks: []any{hookEntry{Type: "command", Command: command}}}
+			}{Hooks: []any{entry}}
 			if claude.ToolHookEvent(ev) {
 				group.Matcher = "*"
 			}

@@ -108,7 +108,8 @@ and replays any history deterministically.
 
 Exit codes: 0 ok, 1 error, 2 usage (an unknown command or flag, a wrong
 number of arguments, a flag value out of range or a required flag left
-out); ` + "`hook claude`" + ` exits 2 only when --gate denies.
+out); ` + "`hook claude`" + ` never exits 2 (with --gate every answer, a deny
+among them, is printed with exit 0).
 Ids: any unique prefix of a session or command id names it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
