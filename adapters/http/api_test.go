@@ -46,6 +46,17 @@ func TestSessions_FiltersSortAndPages(t *testing.T) {
 	if len(page.Sessions) != 7 {
 		t.Errorf("parent=none since=1h: %d sessions, want 7", len(page.Sessions))
 	}
+	// Days and calendar days, as usage's since reads them.
+	for _, since := range []string{"2d", "2000-01-01", "2000-01-01T00:00:00Z"} {
+		e.get("/v1/sessions?parent=none&since="+since, 200, &page)
+		if len(page.Sessions) != 7 {
+			t.Errorf("parent=none since=%s: %d sessions, want 7", since, len(page.Sessions))
+		}
+	}
+	e.get("/v1/sessions?parent=none&since=2999-01-01", 200, &page)
+	if len(page.Sessions) != 0 {
+		t.Errorf("since=2999-01-01: %d sessions, want 0", len(page.Sessions))
+	}
 	e.get("/v1/sessions?stale=1h", 200, &page)
 	if len(page.Sessions) != 0 {
 		t.Errorf("stale=1h: %d sessions, want 0", len(page.Sessions))

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
@@ -131,12 +132,13 @@ func parseSessionQuery(r *http.Request, now time.Time) (sessionQuery, error) {
 		q.stale = d
 	}
 	if s := v.Get("since"); s != "" {
-		if d, err := time.ParseDuration(s); err == nil && d > 0 {
-			q.since = now.Add(-d)
+		// As usage's since (7d, 12h, 30m, or a day in UTC), or an RFC 3339 time.
+		if t, err := usage.ParseSince(s, now, time.UTC); err == nil {
+			q.since = t
 		} else if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 			q.since = t
 		} else {
-			return q, fmt.Errorf("%w: since %q: want an RFC 3339 time or a duration such as 1h", errBadRequest, s)
+			return q, fmt.Errorf("%w: since %q: want a duration such as 7d, 12h or 1h, a day such as 2026-05-23, or an RFC 3339 time", errBadRequest, s)
 		}
 	}
 	limit, err := intParam(v.Get("limit"), defaultLimit, 1, maxLimit, "limit")

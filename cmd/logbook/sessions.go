@@ -55,7 +55,7 @@ is appended (through the running server).`,
 	fl.BoolVar(&f.stale, "stale", false, "only sessions working or waiting with nothing observed for --older")
 	fl.DurationVar(&f.older, "older", 30*time.Minute, "with --stale: how long nothing has been observed")
 	fl.IntVar(&f.limit, "limit", 0, "list at most this many sessions, the most recently active (0: all)")
-	fl.DurationVar(&f.since, "since", 0, "only sessions active within this long, e.g. 2h or 30m")
+	fl.StringVar(&f.since, "since", "", "only sessions active within this long (7d, 2h, 30m) or since this day (2026-05-23, UTC)")
 	fl.StringVar(&f.cwd, "cwd", "", "only sessions whose working directory is DIR or under it")
 	fl.BoolVar(&f.all, "all", false, "also list ended sessions last active over a day ago")
 	fl.BoolVar(&f.tree, "tree", false, "list subagents under their parent session")
@@ -68,7 +68,8 @@ is appended (through the running server).`,
 type sessionsFlags struct {
 	phase                  string
 	stale                  bool
-	older, since           time.Duration
+	older                  time.Duration
+	since                  string // as usage.ParseSince reads it; "": no limit
 	limit                  int
 	cwd                    string
 	all, tree, wide, watch bool
@@ -87,8 +88,10 @@ func (f *sessionsFlags) check(cmd *cobra.Command) error {
 	if f.limit < 0 {
 		return usageErrorf("--limit %d: want 0 or more", f.limit)
 	}
-	if f.since < 0 {
-		return usageErrorf("--since %s: want a positive duration such as 2h", f.since)
+	if f.since != "" {
+		if _, err := usage.ParseSince(f.since, time.Now(), time.UTC); err != nil {
+			return usageErrorf("--since %v", err)
+		}
 	}
 	if cmd.Flags().Changed("older") && !f.stale {
 		return usageErrorf("--older goes with --stale")
@@ -104,6 +107,20 @@ func (f *sessionsFlags) check(cmd *cobra.Command) error {
 		f.cwd = abs
 	}
 	return nil
+}
+
+// from is the time --since reaches back to from now (a relative since
+// moves with now, as a --watch redraws); zero when --since is not given.
+// check has refused a since that does not parse.
+func (f *sessionsFlags) from(now time.Time) time.Time {
+	if f.since == "" {
+		return time.Time{}
+	}
+	t, err := usage.ParseSince(f.since, now, time.UTC)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 func (f *sessionsFlags) request() api.SessionsRequest {
@@ -129,7 +146,7 @@ func (r sessionRow) lastActivity() time.Time {
 func (f *sessionsFlags) selectSessions(rs []sessionRow, now time.Time) (out []sessionRow, hidden int) {
 	for _, r := range rs {
 		last := r.lastActivity()
-		if f.since > 0 && now.Sub(last) > f.since {
+		if from := f.from(now); !from.IsZero() && last.Before(from) {
 			continue
 		}
 		if f.cwd != "" && r.Cwd != f.cwd && !strings.HasPrefix(r.Cwd, strings.TrimSuffix(f.cwd, "/")+"/") {
@@ -177,7 +194,7 @@ func (f *sessionsFlags) mostRecent(ctx context.Context, call api.Caller, now tim
 		if p.Next == "" || len(p.Sessions) == 0 {
 			break
 		}
-		if f.since > 0 && now.Sub(p.Sessions[len(p.Sessions)-1].lastActivity()) > f.since {
+		if from := f.from(now); !from.IsZero() && p.Sessions[len(p.Sessions)-1].lastActivity().Before(from) {
 			break // every later page is older still
 		}
 		req.After = p.Next

@@ -41,7 +41,7 @@ func TestSelectSessions(t *testing.T) {
 		{"default", sessionsFlags{}, []string{"child", "new-ended", "ready", "parent"}, 1},
 		{"all", sessionsFlags{all: true}, []string{"child", "new-ended", "ready", "parent", "old-ended"}, 0},
 		{"phase ended shows old", sessionsFlags{phase: "ended"}, []string{"new-ended", "old-ended"}, 0},
-		{"since", sessionsFlags{since: 90 * time.Minute}, []string{"child", "new-ended"}, 0},
+		{"since", sessionsFlags{since: "90m"}, []string{"child", "new-ended"}, 0},
 		{"cwd", sessionsFlags{cwd: "/w/a"}, []string{"new-ended", "ready"}, 1},
 		{"tree", sessionsFlags{tree: true}, []string{"new-ended", "ready", "parent", "child"}, 1},
 		{"limit", sessionsFlags{limit: 2}, []string{"child", "new-ended"}, 1},
