@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/adapters/worker"
+	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/reducers/command"
@@ -146,7 +148,7 @@ const hookGateMargin = 5 * time.Second
 // fails closed: no server, no answer within budget, a bad payload, an
 // error or a panic in the hook → a deny with the reason, exit 0.
 func hookClaudeGate(ctx context.Context, g *globals, budget time.Duration) (err error) {
-	event := gate.EventPreToolUse
+	event, gated := gate.EventPreToolUse, true
 	answered := false
 	answer := func(v gate.Verdict) {
 		answered = true
@@ -158,6 +160,10 @@ func hookClaudeGate(ctx context.Context, g *globals, budget time.Duration) (err 
 	}
 	defer func() {
 		if r := recover(); r != nil {
+			if !gated {
+				err = fmt.Errorf("hook claude: failed: %v", r)
+				return
+			}
 			deny(fmt.Sprintf("the gate hook failed: %v", r))
 			err = nil
 		}
@@ -167,7 +173,14 @@ func hookClaudeGate(ctx context.Context, g *globals, budget time.Duration) (err 
 		deny("read the hook payload: " + err.Error())
 		return nil
 	}
-	event = gateEventOf(payload)
+	event, gated = hookfast.GateEvent(payload)
+	if !gated {
+		// No verdict to give for this event: it is recorded, as the
+		// recorder records it, and never blocks.
+		g2 := *g
+		g2.stdin = bytes.NewReader(payload)
+		return hookClaude(ctx, &g2)
+	}
 	if budget <= 0 {
 		budget = gate.DefaultBudget
 	}

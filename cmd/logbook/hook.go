@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -206,8 +205,12 @@ func runGatedHook(ctx context.Context, root *cobra.Command, g *globals) (err err
 			return
 		}
 		payload, _ := io.ReadAll(io.LimitReader(g.stdin, maxHookPayload+1))
+		event, gated := hookfast.GateEvent(payload)
+		if !gated {
+			return // no deny to give: it fails as the recorder would
+		}
 		fmt.Fprintf(g.stderr, "logbook hook --gate: deny: %s\n", why)
-		out.Write(gate.ClaudeAnswer(gateEventOf(payload), gate.FailClosed(why)))
+		out.Write(gate.ClaudeAnswer(event, gate.FailClosed(why)))
 		err = nil
 	}
 	defer func() {
@@ -226,17 +229,4 @@ func runGatedHook(ctx context.Context, root *cobra.Command, g *globals) (err err
 		return &exitError{code: codeError, err: err}
 	}
 	return err
-}
-
-// gateEventOf returns the Claude Code hook event a gated hook answers for
-// payload: PermissionRequest when the payload says so, else PreToolUse
-// (also for a payload that does not parse).
-func gateEventOf(payload []byte) string {
-	var head struct {
-		Event string `json:"hook_event_name"`
-	}
-	if json.Unmarshal(payload, &head) == nil && head.Event == gate.EventPermissionRequest {
-		return gate.EventPermissionRequest
-	}
-	return gate.EventPreToolUse
 }

@@ -124,6 +124,18 @@ func TestLogbookHook_NoLogbook(t *testing.T) {
 	}
 	denyReason(t, out)
 
+	// A gated hook on an event the gate does not answer gives no deny:
+	// it records the event itself, as logbook-hook claude does.
+	out, errOut, code = runHook(t, data, bin, `{"session_id":"g","hook_event_name":"Stop"}`, "claude", "--gate")
+	if code != 0 || out != "" {
+		t.Fatalf("Stop with --gate and no logbook: exit %d, stdout %q, stderr %s: want it recorded, no answer", code, out, errOut)
+	}
+	spooled, _ := filepath.Glob(filepath.Join(data, "spool", "*.json"))
+	if len(spooled) != 1 {
+		t.Fatalf("spool holds %v, want the Stop", spooled)
+	}
+	os.Remove(spooled[0])
+
 	// Not gated: a payload it cannot use is refused, exit 1, and kept.
 	out, errOut, code = runHook(t, data, bin, `{"hook_event_name":"Stop","note":"token ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}`, "claude")
 	if code != 1 || out != "" {

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -71,6 +72,10 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 	if err != nil {
 		fmt.Fprintf(stderr, "logbook-hook: read stdin: %v\n", err)
 		return 1
+	}
+	if _, gated := GateEvent(payload); !gated && Gated(args) {
+		// The gate does not answer this event: it is only recorded.
+		args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--gate" || strings.HasPrefix(a, "--gate=") })
 	}
 	data, ok := parseArgs(args)
 	if len(payload) > maxPayload {
@@ -240,7 +245,8 @@ func handOver(args []string, payload []byte, stderr io.Writer, logbook string, r
 	if logbook == "" {
 		logbook = findLogbook()
 	}
-	gated := Gated(args)
+	event, gatedEvent := GateEvent(payload)
+	gated := Gated(args) && gatedEvent
 	var answer bytes.Buffer
 	c := exec.Command(logbook, append([]string{"hook"}, args...)...)
 	c.Stdin, c.Stdout, c.Stderr = bytes.NewReader(payload), os.Stdout, stderr
@@ -265,7 +271,7 @@ func handOver(args []string, payload []byte, stderr io.Writer, logbook string, r
 			why = "the gate hook could not find the logbook program (beside logbook-hook, or on $PATH), which decides gated calls; install logbook beside logbook-hook or wire `logbook hook claude --gate`"
 		}
 		fmt.Fprintf(stderr, "logbook-hook --gate: deny: %s\n", why)
-		os.Stdout.Write(FailClosedAnswer(gateEvent(payload), why))
+		os.Stdout.Write(FailClosedAnswer(event, why))
 		return 0
 	}
 	if err == nil {
@@ -369,16 +375,25 @@ func Gated(args []string) bool {
 	return gated
 }
 
-// gateEvent returns the Claude Code hook event a gated call answers for
-// payload: PermissionRequest when it says so, else PreToolUse.
-func gateEvent(payload []byte) string {
+// GateEvent returns the Claude Code hook event a gated call answers for
+// payload, and whether the gate answers it at all: PreToolUse and
+// PermissionRequest are gated; a payload that names another event is
+// only recorded (there is no deny to give for it); one that does not
+// parse is answered as PreToolUse, so that it fails closed.
+func GateEvent(payload []byte) (event string, gated bool) {
 	var head struct {
 		Event string `json:"hook_event_name"`
 	}
-	if json.Unmarshal(payload, &head) == nil && head.Event == "PermissionRequest" {
-		return "PermissionRequest"
+	if json.Unmarshal(payload, &head) != nil {
+		return "PreToolUse", true
 	}
-	return "PreToolUse"
+	switch head.Event {
+	case "PreToolUse", "PermissionRequest":
+		return head.Event, true
+	case "":
+		return "PreToolUse", true
+	}
+	return head.Event, false
 }
 
 // FailClosedAnswer returns the deny a gated hook prints on stdout when it
