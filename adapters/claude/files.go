@@ -3,6 +3,7 @@ package claude
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,7 +53,7 @@ type Cursor struct {
 // Each Line's Bytes is a fresh slice the caller may keep. Every range over
 // the sequence opens the file anew, so sequences may be used concurrently.
 func ReadLines(path string, from int) iter.Seq2[Line, error] {
-	return readLines(path, Cursor{}, from, MaxLineBytes)
+	return readLines(context.Background(), path, Cursor{}, from, MaxLineBytes, 0)
 }
 
 // ReadFrom yields the complete lines of the transcript at path after c,
@@ -60,7 +61,7 @@ func ReadLines(path string, from int) iter.Seq2[Line, error] {
 // nothing else, if c.Offset is past the end of the file or is not just
 // after a newline: the file was truncated or replaced since c was taken.
 func ReadFrom(path string, c Cursor) iter.Seq2[Line, error] {
-	return readLines(path, c, c.Line, MaxLineBytes)
+	return readLines(context.Background(), path, c, c.Line, MaxLineBytes, 0)
 }
 
 // ErrNotRegular marks a transcript path that names no regular file: a
@@ -117,7 +118,42 @@ func notRegular(path string, m fs.FileMode) error {
 	return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, what)
 }
 
-func readLines(path string, c Cursor, from, maxLine int) iter.Seq2[Line, error] {
+// FirstLine returns the first line of the transcript at path, reading no
+// more than a line of MaxLineBytes and its "\r\n", however large the file
+// (a sparse file of a terabyte is refused as fast as a small one). A file
+// with no newline yet gives a Line with Torn set (Size: its length), an
+// empty file a zero Line with Torn set and N 1; a first line longer than
+// MaxLineBytes a *LineError wrapping ErrLineTooLong. Open errors are
+// ReadLines'.
+func FirstLine(path string) (Line, error) {
+	const most = MaxLineBytes + 2
+	for l, err := range readLines(context.Background(), path, Cursor{}, 0, MaxLineBytes, most) {
+		if err == nil && l.Torn && l.Size >= most {
+			return Line{N: 1}, &LineError{Path: path, Line: 1, Err: fmt.Errorf("%w: over %d bytes, the limit is %d", ErrLineTooLong, MaxLineBytes, MaxLineBytes)}
+		}
+		return l, err
+	}
+	return Line{N: 1, Torn: true}, nil
+}
+
+// ctxReader reads r until ctx is done, then fails with ctx's error, so a
+// pass over a large file stops soon after its import is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// readLines is ReadFrom (from: the first line to yield) for lines of at
+// most maxLine bytes, reading at most maxRead bytes (0: up to the file's
+// size at open) and stopping with ctx's error once ctx is done.
+func readLines(ctx context.Context, path string, c Cursor, from, maxLine int, maxRead int64) iter.Seq2[Line, error] {
 	return func(yield func(Line, error) bool) {
 		f, fsize, err := OpenRegular(path)
 		if err != nil {
@@ -139,7 +175,11 @@ func readLines(path string, c Cursor, from, maxLine int) iter.Seq2[Line, error] 
 		// One pass reads no further than the file's size at open: a file
 		// that keeps growing is read in bounded steps, the rest on the
 		// next pass (a line cut there reads as torn until then).
-		r := bufio.NewReaderSize(io.LimitReader(f, fsize-c.Offset), 64<<10)
+		limit := fsize - c.Offset
+		if maxRead > 0 {
+			limit = min(limit, maxRead)
+		}
+		r := bufio.NewReaderSize(ctxReader{ctx, io.LimitReader(f, limit)}, 64<<10)
 		n, off := c.Line, c.Offset
 		var buf []byte
 		size, long := 0, false

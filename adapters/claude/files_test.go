@@ -126,7 +126,7 @@ func TestReadLines_Long(t *testing.T) {
 	}
 
 	// Over the limit: an error for that line, then the next line.
-	lines, errs = collect(t, readLines(path, Cursor{}, 0, 256<<10))
+	lines, errs = collect(t, readLines(t.Context(), path, Cursor{}, 0, 256<<10, 0))
 	le, ok := errors.AsType[*LineError](errs[0])
 	if len(errs) != 1 || !ok || !errors.Is(le, ErrLineTooLong) || le.Line != 1 {
 		t.Fatalf("errors %v", errs)

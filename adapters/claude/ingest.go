@@ -483,9 +483,9 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	// Read on from the end of the last line imported when the session
 	// remembers where it ends (the fingerprint check above found it
 	// there), else from the start, skipping the lines imported.
-	lines := ReadLines(path, startCursor)
+	lines := readLines(ctx, path, Cursor{}, startCursor, MaxLineBytes, 0)
 	if fp, ok := s.Fingerprint(path); ok && fp.Line == startCursor && fp.End > 0 {
-		lines = ReadFrom(path, Cursor{Line: fp.Line, Offset: fp.End})
+		lines = readLines(ctx, path, Cursor{Line: fp.Line, Offset: fp.End}, fp.Line, MaxLineBytes, 0)
 	}
 	if err := hold(); err != nil {
 		return res, lastFP, err
@@ -844,23 +844,21 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 // An empty file qualifies (a session just created). When it does not, the
 // reason says why, for a message that names the file.
 func LooksLikeTranscript(path string) (bool, string) {
-	for l, err := range ReadLines(path, 0) {
-		if err != nil {
-			return false, err.Error()
-		}
-		if l.Torn {
-			return true, ""
-		}
-		var v struct {
-			Type *string `json:"type"`
-		}
-		if err := json.Unmarshal(l.Bytes, &v); err != nil {
-			return true, "" // the import reports the bad line with its position
-		}
-		if v.Type == nil {
-			return false, "its first line has no \"type\" field"
-		}
+	l, err := FirstLine(path)
+	if err != nil {
+		return false, err.Error()
+	}
+	if l.Torn {
 		return true, ""
+	}
+	var v struct {
+		Type *string `json:"type"`
+	}
+	if err := json.Unmarshal(l.Bytes, &v); err != nil {
+		return true, "" // the import reports the bad line with its position
+	}
+	if v.Type == nil {
+		return false, "its first line has no \"type\" field"
 	}
 	return true, ""
 }

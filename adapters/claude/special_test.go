@@ -2,6 +2,7 @@ package claude
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -141,5 +142,74 @@ func TestWatch_SpecialFiles(t *testing.T) {
 	rep.mu.Unlock()
 	if n != 2 {
 		t.Errorf("%d reports of a file that is not regular, want 2 (one each): %q", n, rep.msgs)
+	}
+}
+
+// sparse makes a file at path holding head, then zeros (a hole) up to
+// size bytes: a terabyte costs no disk.
+func sparse(t *testing.T, path string, head []byte, size int64) {
+	t.Helper()
+	if err := os.WriteFile(path, head, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, size); err != nil {
+		t.Skipf("no sparse file here: %v", err)
+	}
+}
+
+// TestFirstLine_Sparse: the first line of a terabyte file of zeros is
+// refused as too long after reading one line's limit, not the terabyte.
+func TestFirstLine_Sparse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	sparse(t, path, nil, 1<<40)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := FirstLine(path); !errors.Is(err, ErrLineTooLong) {
+			t.Errorf("FirstLine: %v, want ErrLineTooLong", err)
+		}
+		if ok, why := LooksLikeTranscript(path); ok || !strings.Contains(why, "longer") && !strings.Contains(why, "too long") {
+			t.Errorf("LooksLikeTranscript = %v, %q; want false, too long", ok, why)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("FirstLine read on past one line's limit")
+	}
+	// Small files: a line, a torn line, nothing.
+	for content, want := range map[string]Line{"{\"type\":\"x\"}\n{}": {N: 1, End: 13, Bytes: []byte(`{"type":"x"}`), Size: 12}, "{\"ty": {N: 1, Torn: true, Size: 4}, "": {N: 1, Torn: true}} {
+		writeFile(t, path, content)
+		got, err := FirstLine(path)
+		if err != nil || got.N != want.N || got.Torn != want.Torn || got.Size != want.Size || string(got.Bytes) != string(want.Bytes) {
+			t.Errorf("FirstLine(%q) = %+v, %v; want %+v", content, got, err, want)
+		}
+	}
+}
+
+// TestImport_CancelledMidFile: an import of a transcript whose first line
+// is fine and which then holds a terabyte of zeros stops soon after its
+// context is cancelled, with the context's error.
+func TestImport_CancelledMidFile(t *testing.T) {
+	const sid = "5e551011-0000-4000-8000-0000000000aa"
+	path := filepath.Join(t.TempDir(), sid+".jsonl")
+	line := `{"type":"user","uuid":"u1","parentUuid":null,"isSidechain":false,"sessionId":"` + sid + `","timestamp":"2026-05-01T10:00:00.000Z","message":{"role":"user","content":"hi"}}` + "\n"
+	sparse(t, path, []byte(line), 1<<40)
+	in := newTestIngester(t, openLog(t))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := in.ImportTranscript(ctx, Transcript{Path: path, SessionID: sid}, nil)
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("import: %v, want context.Canceled", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the import went on reading 20s after its context was cancelled")
 	}
 }

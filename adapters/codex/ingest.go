@@ -73,10 +73,7 @@ var uuidTail = regexp.MustCompile(`([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 // name mapped onto the characters an aggregate id may hold.
 func SessionOf(path string) events.Aggregate {
 	id := ""
-	for l, err := range claude.ReadLines(path, 0) {
-		if err != nil || l.Torn {
-			break
-		}
+	if l, err := claude.FirstLine(path); err == nil && !l.Torn {
 		var v struct {
 			Type    string `json:"type"`
 			ID      string `json:"id"`
@@ -92,7 +89,6 @@ func SessionOf(path string) events.Aggregate {
 				id = v.ID
 			}
 		}
-		break
 	}
 	if id == "" || events.ValidID(id) != nil {
 		if m := uuidTail.FindStringSubmatch(filepath.Base(path)); m != nil {
@@ -233,26 +229,24 @@ func IsRolloutName(path string) bool {
 // line with its position). An empty file qualifies. When it does not, the
 // reason says why.
 func LooksLikeRollout(path string) (bool, string) {
-	for l, err := range claude.ReadLines(path, 0) {
-		if err != nil {
-			return false, err.Error()
-		}
-		if l.Torn {
-			return true, ""
-		}
-		var v map[string]json.RawMessage
-		if json.Unmarshal(l.Bytes, &v) != nil {
-			return true, ""
-		}
-		_, payload := v["payload"]
-		_, id := v["id"]
-		_, rt := v["record_type"]
-		if payload || id || rt {
-			return true, ""
-		}
-		return false, "not a Codex CLI rollout: its first line has neither an envelope \"payload\" nor a session header \"id\""
+	l, err := claude.FirstLine(path)
+	if err != nil {
+		return false, err.Error()
 	}
-	return true, ""
+	if l.Torn {
+		return true, ""
+	}
+	var v map[string]json.RawMessage
+	if json.Unmarshal(l.Bytes, &v) != nil {
+		return true, ""
+	}
+	_, payload := v["payload"]
+	_, id := v["id"]
+	_, rt := v["record_type"]
+	if payload || id || rt {
+		return true, ""
+	}
+	return false, "not a Codex CLI rollout: its first line has neither an envelope \"payload\" nor a session header \"id\""
 }
 
 // IsSessionsDir reports whether dir holds Codex CLI rollouts rather than
