@@ -142,13 +142,22 @@ func (r *reconciler) pass(ctx context.Context, now time.Time) (int, error) {
 		var due []string
 		busy := phase != events.PhaseReady
 		err := r.svc.Store.SessionRows(phase, "", func(id string, row []byte) (bool, error) {
+			// The fields a tick decides on are read first, into a small
+			// value: a session whose agent process lives, or that has
+			// none and is not stale, is passed over without its whole
+			// state decoded. That is most of them, every pass, and a
+			// pass over ready sessions grows with all sessions seen.
+			var head tickHead
+			if err := json.Unmarshal(row, &head); err != nil {
+				return false, fmt.Errorf("session %s: decode row: %w", id, err)
+			}
+			stale := busy && r.abandonAfter > 0 && now.Sub(head.ObservedAt) >= r.abandonAfter
+			if !head.due(stale, check) {
+				return true, nil
+			}
 			var s session.State
 			if err := json.Unmarshal(row, &s); err != nil {
 				return false, fmt.Errorf("session %s: decode row: %w", id, err)
-			}
-			stale := busy && r.abandonAfter > 0 && now.Sub(s.ObservedAt) >= r.abandonAfter
-			if s.AgentProcess == nil && !stale {
-				return true, nil
 			}
 			ok, err := r.svc.Ing.WouldReconcile(s, now, r.abandonAfter, check)
 			if err != nil {
@@ -178,6 +187,25 @@ func (r *reconciler) pass(ctx context.Context, now time.Time) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// tickHead is the part of a session's projected state (session.State's
+// JSON) that a tick decides on.
+type tickHead struct {
+	ObservedAt   time.Time       `json:"observed_at"`
+	AgentProcess *events.Process `json:"agent_process"`
+}
+
+// due reports whether a tick could decide anything for the session: with
+// an agent process, only when check finds that very process gone (the
+// rule of reducers/session's tick); without one, only when it is stale.
+// It is a filter: WouldReconcile decides on the whole state.
+func (h tickHead) due(stale bool, check func(events.Process) events.ProcessCheck) bool {
+	if h.AgentProcess == nil {
+		return stale
+	}
+	c := check(*h.AgentProcess)
+	return c.Process.Same(*h.AgentProcess) && c.Result == events.ProcessGone
 }
 
 // liveFlags are serve's settings for following sessions live: the
