@@ -23,19 +23,8 @@ func Kind(raw []byte) string {
 		switch c {
 		case ' ', '\t', '\r', '\n':
 			continue
-		case '{':
-			return "object"
-		case '[':
-			return "array"
-		case '"':
-			return "string"
-		case 't', 'f':
-			return "boolean"
-		case 'n':
-			return "null"
-		default:
-			return "number"
 		}
+		return kindName(c)
 	}
 	return "nothing"
 }
