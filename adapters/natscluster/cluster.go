@@ -68,8 +68,8 @@ type Cluster struct {
 // sync_interval: always, routes to every node, and usersConf (a
 // nats-server authorization block, as `logbook creds cluster` writes
 // users.conf) included by each. It waits until every node answers
-// /healthz, at most until ctx ends; then the cluster has a JetStream meta
-// leader. On error the nodes it started are killed.
+// /healthz and all agree on one JetStream meta leader (WaitMetaLeader), at
+// most until ctx ends. On error the nodes it started are killed.
 func Start(ctx context.Context, bin, dir string, n int, usersConf []byte) (*Cluster, error) {
 	ports, err := freePorts(3 * n)
 	if err != nil {
@@ -108,7 +108,70 @@ func Start(ctx context.Context, bin, dir string, n int, usersConf []byte) (*Clus
 			return nil, err
 		}
 	}
+	if err := c.WaitMetaLeader(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
 	return c, nil
+}
+
+// WaitMetaLeader polls every node's /jsz until all of them name the same
+// JetStream meta leader and answer /healthz 200 in the same round, or
+// ctx ends. A node can pass /healthz and then lose its leader again while
+// a later node joins and the meta group re-elects; only a round in which
+// all agree means the cluster takes stream requests.
+func (c *Cluster) WaitMetaLeader(ctx context.Context) error {
+	var last string
+	for {
+		leaders := map[string]bool{}
+		ok := true
+		for _, nd := range c.Nodes {
+			l, err := nd.MetaLeader(ctx)
+			if err == nil {
+				err = nd.healthy(ctx)
+			}
+			if err != nil || l == "" {
+				ok = false
+				last = fmt.Sprintf("%s: leader %q, %v", nd.Name, l, err)
+				break
+			}
+			leaders[l] = true
+		}
+		if ok && len(leaders) == 1 {
+			return nil
+		}
+		if ok {
+			last = fmt.Sprintf("nodes name %d different meta leaders", len(leaders))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("natscluster: no JetStream meta leader agreed: %s: %w", last, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// MetaLeader returns the name of the JetStream meta leader the node knows
+// of, from its /jsz ("" while there is none).
+func (nd *Node) MetaLeader(ctx context.Context) (string, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/jsz", nd.HTTPPort), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Meta *struct {
+			Leader string `json:"leader"`
+		} `json:"meta_cluster"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return "", fmt.Errorf("natscluster: %s /jsz: %w", nd.Name, err)
+	}
+	if v.Meta == nil {
+		return "", nil
+	}
+	return v.Meta.Leader, nil
 }
 
 // NodeConfig returns a nats-server config (nats-server v2.15 syntax) for
@@ -230,28 +293,34 @@ func (nd *Node) Kill() {
 // WaitHealthy polls the node's /healthz until it answers 200 (the server
 // is up and its JetStream is current), or ctx ends.
 func (nd *Node) WaitHealthy(ctx context.Context) error {
-	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", nd.HTTPPort)
-	var last string
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
+		err := nd.healthy(ctx)
 		if err == nil {
-			b := make([]byte, 512)
-			n, _ := resp.Body.Read(b)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Sprintf("%d %s", resp.StatusCode, b[:n])
-		} else {
-			last = err.Error()
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("natscluster: %s not healthy: %s: %w", nd.Name, last, ctx.Err())
+			return fmt.Errorf("natscluster: %s not healthy: %v: %w", nd.Name, err, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// healthy asks the node's /healthz once; nil for 200, else an error with
+// the status and the start of the answer.
+func (nd *Node) healthy(ctx context.Context) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/healthz", nd.HTTPPort), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return nil
+	}
+	b := make([]byte, 512)
+	n, _ := resp.Body.Read(b)
+	return fmt.Errorf("%d %s", resp.StatusCode, b[:n])
 }
 
 // JetStreamConfig is what a node's /varz says of its JetStream settings.

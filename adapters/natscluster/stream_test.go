@@ -146,3 +146,35 @@ func (v *violations) wait(subject string) error {
 	}
 	return errors.New("no permissions violation from the server for " + subject)
 }
+
+// stream init run while the cluster has lost its JetStream meta leader
+// waits out the election (--wait) instead of failing on the first
+// unanswered request; with no time to wait it names the cause.
+func TestStreamInit_WaitsForMetaLeader(t *testing.T) {
+	e := newEnv(t)
+	leader, err := e.c.Nodes[0].MetaLeader(t.Context())
+	if err != nil || leader == "" {
+		t.Fatalf("meta leader %q: %v", leader, err)
+	}
+	var rest []string
+	for _, nd := range e.c.Nodes {
+		if nd.Name == leader {
+			nd.Kill()
+			continue
+		}
+		rest = append(rest, nd.URL())
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	args := []string{"--nats-url", strings.Join(rest, ","), "--creds", e.credsFile("admin"), "stream", "init"}
+	_, stderr, err := e.logbook(ctx, append(args, "--replicas", "1", "--wait", "0s")...)
+	if err == nil {
+		t.Log("the meta group re-elected before stream init --wait 0s asked; nothing to check of its error")
+	} else if !strings.Contains(stderr, "did not answer within --wait 0s (no JetStream meta leader elected?)") {
+		t.Errorf("stream init --wait 0s with the meta leader gone: stderr %q; want the cause named", stderr)
+	}
+	out, stderr, err := e.logbook(ctx, append(args, "--replicas", "1", "--wait", "60s")...)
+	if err != nil || !strings.Contains(out, "stream LOGBOOK:") {
+		t.Fatalf("stream init --wait 60s with the meta leader gone: %v\n%s%s", err, out, stderr)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -22,7 +23,10 @@ func streamCmd(g *globals) *cobra.Command {
 		Use:   "stream",
 		Short: "The LOGBOOK stream on your own NATS server or cluster",
 	}
-	var replicas int
+	var (
+		replicas int
+		wait     time.Duration
+	)
 	init := &cobra.Command{
 		Use:   "init --nats-url URL --creds admin.json [--replicas 3]",
 		Short: "Create the LOGBOOK stream, or check the one there",
@@ -45,6 +49,9 @@ client cannot see or set it.`,
 			if replicas < 1 || replicas > 5 {
 				return usageErrorf("--replicas %d: want 1 to 5", replicas)
 			}
+			if wait < 0 {
+				return usageErrorf("--wait %s: want 0 or more", wait)
+			}
 			opts, _, err := g.credsOptions()
 			if err != nil {
 				return err
@@ -61,16 +68,33 @@ client cannot see or set it.`,
 			if err != nil {
 				return err
 			}
-			_, err = js.Stream(ctx, natslog.StreamName)
-			existed := err == nil
-			if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-				return fmt.Errorf("stream %s on %s: %w", natslog.StreamName, redactURL(g.natsURL), err)
+			// A cluster whose nodes have just started answers nothing, or
+			// "temporarily unavailable", until it has elected a JetStream
+			// meta leader: wait for one, up to --wait.
+			var existed bool
+			deadline := time.Now().Add(wait)
+			for {
+				_, err = js.Stream(ctx, natslog.StreamName)
+				existed = err == nil
+				if err == nil || errors.Is(err, jetstream.ErrStreamNotFound) {
+					var l *natslog.Log
+					if l, err = natslog.Open(ctx, nc, natslog.Config{Replicas: replicas}); err == nil {
+						l.Close()
+						break
+					}
+				}
+				if !clusterNotReady(ctx, err) {
+					return fmt.Errorf("stream %s on %s: %w", natslog.StreamName, redactURL(g.natsURL), err)
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("stream %s on %s: the cluster did not answer within --wait %s (no JetStream meta leader elected?): %w", natslog.StreamName, redactURL(g.natsURL), wait, err)
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(250 * time.Millisecond):
+				}
 			}
-			l, err := natslog.Open(ctx, nc, natslog.Config{Replicas: replicas})
-			if err != nil {
-				return err
-			}
-			l.Close()
 			st, err := js.Stream(ctx, natslog.StreamName)
 			if err != nil {
 				return err
@@ -105,6 +129,7 @@ client cannot see or set it.`,
 		},
 	}
 	init.Flags().IntVar(&replicas, "replicas", 3, "copies of the stream when created: 3 on a three-node cluster, 1 on one server")
+	init.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to wait for a cluster that has just started to elect its JetStream meta leader")
 	cmd.AddCommand(init)
 	return cmd
 }
@@ -161,4 +186,20 @@ to followers, worker.json to worker hosts.`,
 	cmd.Flags().StringVar(&out, "out", "", "directory to write users.conf and the credentials files in")
 	cmd.Flags().StringVar(&url, "url", "", "the cluster's client URLs, comma-separated, written into each credentials file")
 	return cmd
+}
+
+// clusterNotReady reports whether err, from a JetStream API request made
+// under ctx, is what a cluster answers while it has no meta leader yet:
+// no answer within the request's own timeout (ctx still live), no
+// responders, "JetStream system temporarily unavailable" (503), or no
+// peers known yet for the stream's replicas (10005).
+func clusterNotReady(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.Code == 503 || apiErr.ErrorCode == 10005)
 }
