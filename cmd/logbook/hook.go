@@ -29,6 +29,10 @@ const maxHookPayload = 32 << 20
 // leaves the payload in the spool.
 const hookTimeout = 2 * time.Second
 
+// maxGateBudget is the longest --budget `hook claude --gate` takes: a
+// day, far past any hook timeout Claude Code is set to wait.
+const maxGateBudget = 24 * time.Hour
+
 func hookCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "hook", Short: "Receive agent hooks"}
 	var (
@@ -54,6 +58,10 @@ bytes, a path over 4096, or a session_id or agent_id with a byte outside
 [A-Za-z0-9_-] (it names the log's session aggregate), is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if gateBudget < 0 || gateBudget > maxGateBudget || (gateBudget > 0 && gateBudget < time.Millisecond) {
+				// A usage error: with --gate it is answered as a deny.
+				return usageErrorf("--budget %v: want 0 (the server's --review-budget) or from 1ms to %v", gateBudget, maxGateBudget)
+			}
 			if gated {
 				return hookClaudeGate(cmd.Context(), g, gateBudget)
 			}
