@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"runtime"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -68,29 +70,47 @@ func pprofMux() *http.ServeMux {
 	return mux
 }
 
-// listenPprof checks that addr (host:port) is a loopback address, listens
-// on it and serves pprofMux until ctx is done. The profiles show the
-// process's memory and code paths, so any other address is refused with
-// an error naming it. It returns the address listened on (port 0 picks
-// one) and a stop function that closes the listener.
-func listenPprof(ctx context.Context, addr string) (string, func(), error) {
-	host, _, err := net.SplitHostPort(addr)
+// pprofListenAddr checks a --pprof value (host:port, the host a loopback
+// address or localhost, the port 0 to 65535) and returns the address to
+// listen on, the host as an IP. The profiles show the process's memory
+// and code paths, so any other address is refused. Errors are usage
+// errors naming the flag and the value.
+func pprofListenAddr(addr string) (string, error) {
+	if err := checkAddrFlags(map[string]string{"pprof": addr}); err != nil {
+		return "", err
+	}
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", nil, fmt.Errorf("--pprof %q: want a loopback host:port such as 127.0.0.1:6060: %w", addr, err)
+		return "", usageErrorf("--pprof %q: want a loopback host:port such as 127.0.0.1:6060", addr)
 	}
 	ip := net.ParseIP(host)
 	if host == "localhost" {
 		ip = net.IPv4(127, 0, 0, 1)
 	}
 	if ip == nil || !ip.IsLoopback() {
-		return "", nil, fmt.Errorf("--pprof %q: the profiling endpoint listens on a loopback address only (127.0.0.1 or ::1), not %q", addr, host)
+		return "", usageErrorf("--pprof %q: the profiling endpoint listens on a loopback address only (127.0.0.1 or ::1), not %q", addr, host)
+	}
+	return net.JoinHostPort(ip.String(), port), nil
+}
+
+// listenPprof checks addr as pprofListenAddr does, listens on it and
+// serves pprofMux until ctx is done. It returns the address listened on
+// (port 0 picks one) and a stop function that closes the listener. An
+// address it cannot listen on (one in use) is an error naming it.
+func listenPprof(ctx context.Context, addr string) (string, func(), error) {
+	at, err := pprofListenAddr(addr)
+	if err != nil {
+		return "", nil, err
 	}
 	// Sample one allocation per 64 KiB rather than 512 KiB, so that the
 	// heap profile of a heap of a few MiB says where its growth is.
-	runtime.MemProfileRate = 64 << 10
-	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), mustPort(addr)))
+	runtime.MemProfileRate = pprofMemRate
+	l, err := net.Listen("tcp", at)
 	if err != nil {
-		return "", nil, fmt.Errorf("--pprof %s: %w", addr, err)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return "", nil, fmt.Errorf("--pprof %s: the address is in use by another process; pick a free port (or port 0)", addr)
+		}
+		return "", nil, fmt.Errorf("--pprof %s: cannot listen: %w", addr, err)
 	}
 	srv := &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(l) //nolint:errcheck // ends with ErrServerClosed when stopped
@@ -100,10 +120,4 @@ func listenPprof(ctx context.Context, addr string) (string, func(), error) {
 		stop()
 	}()
 	return l.Addr().String(), stop, nil
-}
-
-// mustPort is the port of a host:port already split once without error.
-func mustPort(addr string) string {
-	_, port, _ := net.SplitHostPort(addr)
-	return port
 }

@@ -3,8 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -24,6 +29,26 @@ func TestPprofLoopbackOnly(t *testing.T) {
 	err := runCLI(t.Context(), []string{"--data", t.TempDir(), "serve", "--workers", "0", "--pprof", "0.0.0.0:6060"}, nil, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), "loopback") || !strings.Contains(err.Error(), "0.0.0.0") {
 		t.Fatalf("serve --pprof 0.0.0.0:6060: %v, want refused naming the address and loopback\n%s", err, out.String())
+	}
+}
+
+// TestPprofAddrInUse: a --pprof address another process holds is a
+// runtime error (exit 1), not a usage one, naming the address; serve
+// starts nothing.
+func TestPprofAddrInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	data := t.TempDir()
+	var out bytes.Buffer
+	err = runCLI(t.Context(), []string{"--data", data, "serve", "--workers", "0", "--pprof", l.Addr().String()}, nil, &out, &out)
+	if err == nil || exitCode(err) != codeError || !strings.Contains(err.Error(), "--pprof "+l.Addr().String()) || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("serve --pprof %s (in use): %v (exit %d), want exit %d naming the address in use\n%s", l.Addr(), err, exitCode(err), codeError, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(data, "serve.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("serve.json after a refused start: %v, want none", err)
 	}
 }
 

@@ -61,6 +61,11 @@ was down.`,
 			if err := checkAddrFlags(map[string]string{"http": hf.addr}); err != nil {
 				return err
 			}
+			if pprofAt != "" {
+				if _, err := pprofListenAddr(pprofAt); err != nil {
+					return err
+				}
+			}
 			// One format for everything serve logs.
 			g.stderr = newServeLog(g.stderr, logFormat)
 			g.acceptLoss, g.adminCreds = accept, admin
