@@ -124,6 +124,10 @@ closes the input afterwards (Ctrl-D on a terminal).`,
 		Short: "Stop a command: SIGTERM to its process group, SIGKILL after the grace",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			reason, err := redactTyped(g, reason, 0)
+			if err != nil {
+				return err
+			}
 			return withClient(cmd.Context(), g, &args[0], func(cl *worker.Client) error {
 				if err := cl.Stop(cmd.Context(), args[0], personActor(), reason); err != nil {
 					return err

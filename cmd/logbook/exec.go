@@ -235,6 +235,11 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		}
 	}
 	if f.elevate {
+		// The justification goes onto the log for good: redacted, as a
+		// review's reason.
+		if f.justification, err = redactTyped(g, f.justification, 0); err != nil {
+			return err
+		}
 		if req.Elevation, err = elevate(ctx, call, f, req); err != nil {
 			return err
 		}

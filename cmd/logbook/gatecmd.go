@@ -330,6 +330,10 @@ func reviewCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// maxReviewReason is the most bytes of a review's reason kept, as the
+// HTTP API keeps.
+const maxReviewReason = 1000
+
 func reviewAnswerCmd(g *globals, verdict string) *cobra.Command {
 	var reason, sess string
 	cmd := &cobra.Command{
@@ -337,6 +341,10 @@ func reviewAnswerCmd(g *globals, verdict string) *cobra.Command {
 		Short: "Answer " + verdict + " to an open gate review (its id or a unique prefix); the first answer wins, a late one is refused naming it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			reason, err := redactTyped(g, reason, maxReviewReason)
+			if err != nil {
+				return err
+			}
 			req := gate.DecideRequest{Session: sess, ID: args[0], Verdict: verdict, Reason: reason, Actor: personActor(), Ref: ulid.Make().String()}
 			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
 				var err error

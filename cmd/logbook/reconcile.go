@@ -60,8 +60,17 @@ func sessionAbandonCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// maxSessionReason is the most bytes of a session end's or an
+// abandonment's reason the server takes.
+const maxSessionReason = 200
+
 func sessionRequestCmd(ctx context.Context, g *globals, verb string, req api.SessionEndRequest) error {
 	req.Actor, req.Ref = personActor(), ulid.Make().String()
+	reason, err := redactTyped(g, req.Reason, maxSessionReason)
+	if err != nil {
+		return err
+	}
+	req.Reason = reason
 	return withAPI(ctx, g, func(b *backend, call api.Caller) error {
 		id, err := resolveID(ctx, b, events.KindSession, req.ID)
 		if err != nil {

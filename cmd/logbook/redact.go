@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/redact"
 )
 
 // parser returns the Claude Code parser configured from the data dir:
@@ -40,4 +41,28 @@ func (d dataDir) parser() (*claude.Parser, error) {
 		return nil, fmt.Errorf("redaction rules %s: %w", d.path("redact.txt"), err)
 	}
 	return p, nil
+}
+
+// redactTyped redacts text a person typed on the command line that goes
+// onto the log for good (a reason, a justification) by the data dir's
+// rules (redact.txt over the built-in ones), as the HTTP API redacts a
+// review's reason. max is the most bytes the receiving side takes (0: no
+// limit): text within it that grows past it by a redaction marker is cut
+// back to it, so redaction never turns a reason it takes into one it
+// refuses; text already over it is left for the receiving side to refuse.
+// Errors are the data dir's (redaction rules that do not compile).
+func redactTyped(g *globals, text string, max int) (string, error) {
+	dd, err := resolveDataDir(g.data)
+	if err != nil {
+		return "", err
+	}
+	p, err := dd.parser()
+	if err != nil {
+		return "", err
+	}
+	red := p.Redactor().Redact(text)
+	if max > 0 && len(text) <= max {
+		red = redact.CutText(red, max)
+	}
+	return red, nil
 }
