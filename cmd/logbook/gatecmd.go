@@ -230,6 +230,10 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget+hookGateMargin)
 	defer cancel()
+	if _, _, err := g.credsOptions(); err != nil {
+		keep()
+		return gate.Verdict{}, fmt.Errorf("%w, so no verdict can be made; the call is kept in the spool", err)
+	}
 	url, opts, ok := g.serverURL(dd)
 	if !ok {
 		keep()

@@ -154,6 +154,9 @@ func hookClaude(ctx context.Context, g *globals) error {
 // server running, or one that does not answer within ctx, is an error
 // the caller answers by spooling the payload.
 func deliverHook(ctx context.Context, g *globals, dd dataDir, req api.HookRequest) error {
+	if _, _, err := g.credsOptions(); err != nil {
+		return err
+	}
 	url, opts, ok := g.serverURL(dd)
 	if !ok {
 		return fmt.Errorf("no server running (no %s)", dd.path("serve.json"))
