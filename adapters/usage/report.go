@@ -255,7 +255,8 @@ type Spend struct {
 	Text     string   `json:"text"`
 }
 
-// SpendOf sums the usage of ss and prices it with t.
+// SpendOf sums the usage of ss and prices it with t. A nil t (no price
+// table to be had) prices nothing: Text says the cost is not shown.
 func SpendOf(ss []session.State, t *Table) Spend {
 	lines, _ := Group(ss, Query{By: ByModel})
 	var sp Spend
@@ -263,6 +264,9 @@ func SpendOf(ss []session.State, t *Table) Spend {
 	priced := false
 	for _, l := range lines {
 		sp.Tokens = sp.Tokens.Plus(l.Tokens)
+		if t == nil {
+			continue
+		}
 		if c, ok := t.Cost(l.Model, l.Tokens); ok {
 			cost += c
 			priced = true
@@ -279,6 +283,8 @@ func SpendOf(ss []session.State, t *Table) Spend {
 	}
 	sp.Text = fmt.Sprintf("%d (input %d, output %d, cache write %d, cache read %d); ", tok.Total(), tok.Input, tok.Output, tok.CacheWrite, tok.CacheRead)
 	switch {
+	case t == nil:
+		sp.Text += "cost not shown (no valid price table)"
 	case !priced:
 		sp.Text += "no price for " + strings.Join(sp.Unpriced, ", ")
 	case len(sp.Unpriced) > 0:

@@ -12,14 +12,17 @@
 package usage
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -274,12 +277,16 @@ func LoadTable(path string) (*Table, error) {
 	return t, nil
 }
 
+// parseTable reads b as a price table (the JSON object Table describes,
+// no other members). Its errors say where: the line and column of a
+// syntax error, of a member of the wrong type (with the member's path,
+// "models.x.input") or of an unknown member.
 func parseTable(b []byte) (*Table, error) {
 	var t Table
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&t); err != nil {
-		return nil, err
+		return nil, jsonFault(b, err)
 	}
 	if t.Models == nil {
 		t.Models = map[string]Price{}
@@ -293,6 +300,36 @@ func parseTable(b []byte) (*Table, error) {
 		}
 	}
 	return &t, nil
+}
+
+// jsonFault turns encoding/json's err on text b into an error that says
+// where (line and column, counted from 1, columns in bytes) and what.
+func jsonFault(b []byte, err error) error {
+	at := func(off int64) string {
+		off = min(max(off, 0), int64(len(b)))
+		line := 1 + bytes.Count(b[:off], []byte("\n"))
+		col := off - int64(bytes.LastIndexByte(b[:off], '\n'))
+		return fmt.Sprintf("line %d, column %d", line, col)
+	}
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return fmt.Errorf("not valid JSON at %s: %s", at(se.Offset-1), strings.TrimPrefix(se.Error(), "json: "))
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("not valid JSON at %s: the text ends before the table does", at(int64(len(bytes.TrimRight(b, " \t\r\n")))))
+	}
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		return fmt.Errorf("%s: %q is a JSON %s, want %s", at(te.Offset-1), te.Field, te.Value, te.Type)
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		where := ""
+		if key, uerr := strconv.Unquote(name); uerr == nil {
+			if i := bytes.Index(b, []byte(strconv.Quote(key))); i >= 0 {
+				where = at(int64(i)) + ": "
+			}
+		}
+		return fmt.Errorf("%sunknown member %s (want version, date, currency, unit, sources, models; a model's: source, date, input, output, cache_write, cache_read)", where, name)
+	}
+	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
 }
 
 // DateOf returns the day model's price was read from its source: its

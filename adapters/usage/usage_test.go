@@ -140,15 +140,18 @@ func TestPrices(t *testing.T) {
 	if _, ok := o.PriceOf("claude-opus-4-5"); !ok {
 		t.Fatal("override dropped the shipped models")
 	}
-	for name, bad := range map[string]string{
-		"not json":       `{`,
-		"negative":       `{"models":{"x":{"input":-1}}}`,
-		"other currency": `{"currency":"EUR","models":{}}`,
-		"unknown field":  `{"modles":{}}`,
+	for name, bad := range map[string]struct{ text, want string }{
+		"not json":       {`{`, "not valid JSON at line 1, column 2: the text ends before the table does"},
+		"syntax":         {"{\"version\": 1,\n models: {}}", "not valid JSON at line 2, column 2: invalid character 'm'"},
+		"wrong type":     {"{\"version\": 1,\n \"models\": {\"x\": {\"input\": \"3\"}}}", `line 2, column 30: "models.input" is a JSON string, want float64`},
+		"negative":       {`{"models":{"x":{"input":-1}}}`, "model x: negative price"},
+		"other currency": {`{"currency":"EUR","models":{}}`, "currency EUR"},
+		"unknown field":  {"{\n \"modles\":{}}", `line 2, column 2: unknown member "modles"`},
 	} {
-		os.WriteFile(path, []byte(bad), 0o644)
-		if _, err := LoadTable(path); err == nil || !strings.Contains(err.Error(), path) {
-			t.Errorf("%s: err = %v", name, err)
+		os.WriteFile(path, []byte(bad.text), 0o644)
+		_, err := LoadTable(path)
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), bad.want) || strings.Contains(err.Error(), ": json: ") {
+			t.Errorf("%s: err = %v, want %s naming %s", name, err, bad.want, path)
 		}
 	}
 	if tb, err := LoadTable(filepath.Join(dir, "none.json")); err != nil || tb.Override != "" {

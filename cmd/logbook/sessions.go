@@ -428,9 +428,11 @@ func sessionCmd(g *globals) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
+				// A bad prices.json costs the cost line only: the
+				// session shows, and stderr says why its cost does not.
 				prices, err := usage.LoadTable(b.dd.path("prices.json"))
 				if err != nil {
-					return err
+					fmt.Fprintf(g.stderr, "logbook session show: costs not shown: %s\n", termSafe(err.Error()))
 				}
 				return termPrint(g.stdout, func(w io.Writer) error { return printSession(w, out, time.Now(), prices) })
 			})
