@@ -125,11 +125,24 @@ func (d dataDir) lock(role string) (*os.File, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		owner, _ := os.ReadFile(d.path("lock"))
 		f.Close()
-		return nil, fmt.Errorf("%w: %s is held by %s", errBusy, d, strings.TrimSpace(string(owner)))
+		return nil, fmt.Errorf("%w: %s is held by %s", errBusy, d, lockHolder(owner))
 	}
 	f.Truncate(0)
 	fmt.Fprintf(f, "%s pid %d\n", role, os.Getpid())
 	return f, nil
+}
+
+// lockHolder names the holder of a data dir's lock from the lock file's
+// text b, "ROLE pid N" as lock writes it. A holder that has taken the
+// lock but not yet written (or not all of) that line is "another logbook
+// process (its pid not yet written)", never an empty name.
+func lockHolder(b []byte) string {
+	owner := strings.TrimSpace(string(b))
+	role, pid, ok := strings.Cut(owner, " pid ")
+	if n, err := strconv.Atoi(pid); ok && err == nil && n > 0 && role != "" && strings.HasSuffix(string(b), "\n") {
+		return owner
+	}
+	return "another logbook process (its pid not yet written)"
 }
 
 // serveInfo says where a running server listens.
