@@ -44,6 +44,10 @@ type Service struct {
 	pageBytes int
 }
 
+// Redactor returns the data dir's redaction rules the service was made
+// with (the parser's), for other services on the same API.
+func (s *Service) Redactor() *claude.Redactor { return s.red }
+
 // Config is what NewService needs: the log and its registry, the
 // projection store, the transcript parser (with the data dir's redaction
 // rules), this host's name, the spool directory, and the most bytes one

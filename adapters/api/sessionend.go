@@ -8,6 +8,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
@@ -50,6 +51,14 @@ func (s *Service) EndSession(ctx context.Context, data []byte) (any, error) {
 	if req.Reason == "" || len(req.Reason) > 200 {
 		return nil, fmt.Errorf("session request: %w: want a reason of 1..200 bytes", events.ErrMalformed)
 	}
+	// The reason goes onto the log for good: redacted by the data dir's
+	// rules whichever client sent it (redacting redacted text changes
+	// nothing), and kept within 200 bytes.
+	red := s.red
+	if red == nil {
+		red = redact.Default()
+	}
+	req.Reason = redact.CutText(red.Redact(req.Reason), 200)
 	if req.Actor == "" || len(req.Actor) > 200 {
 		return nil, fmt.Errorf("session request: %w: want an actor of 1..200 bytes", events.ErrMalformed)
 	}

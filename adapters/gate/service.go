@@ -12,6 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -34,11 +35,34 @@ const (
 // session's state after the batch; then is not called for a payload that
 // is not a Claude Code hook. CaughtUp waits for the projection to hold
 // what the log holds before a listing.
+//
+// Redactor redacts what a client types that goes onto the log for good
+// (a review's reason, an elevation's justification), whichever client
+// sent it: the data dir's rules over the built-in ones; nil: the
+// built-in ones (redact.Default).
 type Service struct {
 	Gate     *Gate
 	Store    *projections.Store
 	Ingest   func(ctx context.Context, data []byte, then claude.Then) (session.State, error)
 	CaughtUp func(ctx context.Context) error
+	Redactor *redact.Redactor
+}
+
+// redactTyped redacts text a client typed, keeping text of at most max
+// bytes within max when a redaction marker would grow it past (text
+// already over max is left for the check that refuses it). Redacting
+// redacted text leaves it as it is, so a client that redacted first
+// loses nothing.
+func (s *Service) redactTyped(text string, max int) string {
+	red := s.Redactor
+	if red == nil {
+		red = redact.Default()
+	}
+	out := red.Redact(text)
+	if len(text) <= max {
+		out = redact.CutText(out, max)
+	}
+	return out
 }
 
 // Handlers returns the gate's API handlers by verb.
@@ -153,6 +177,7 @@ func (s *Service) request(ctx context.Context, data []byte) (any, error) {
 	default:
 		return nil, fmt.Errorf("gate request: %w: event %q: want exec or stdin (hooks use the gate verb)", events.ErrMalformed, req.Event)
 	}
+	req.Reason = s.redactTyped(req.Reason, 1000)
 	return s.Gate.Decide(ctx, req)
 }
 
@@ -227,7 +252,7 @@ func (s *Service) decide(ctx context.Context, data []byte) (any, error) {
 			return nil, err
 		}
 	}
-	r, err := s.Gate.Answer(ctx, sess, req.ID, req.Verdict, req.Reason, req.Actor, req.Ref)
+	r, err := s.Gate.Answer(ctx, sess, req.ID, req.Verdict, s.redactTyped(req.Reason, 1000), req.Actor, req.Ref)
 	if err != nil {
 		return nil, err
 	}

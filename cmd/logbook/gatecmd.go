@@ -74,7 +74,7 @@ func gateService(b *backend, svc *api.Service, store *projections.Store, f gateF
 		_, st, err := svc.HookThen(ctx, data, then)
 		return st, err
 	}
-	return &gate.Service{Gate: gt, Store: store, Ingest: ingest, CaughtUp: svc.CaughtUp}
+	return &gate.Service{Gate: gt, Store: store, Ingest: ingest, CaughtUp: svc.CaughtUp, Redactor: svc.Redactor()}
 }
 
 // checkPolicy refuses a data dir policy file that does not parse, naming

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 )
@@ -160,6 +162,30 @@ func TestScripts(t *testing.T) {
 				case neg:
 					ts.Logf("%v", denied.Load())
 				}
+			},
+			// apicall VERB JSON sends JSON as it is to the running
+			// serve's API verb VERB with the data dir's writer
+			// credentials, as any NATS client may (no redaction, no
+			// checks of the CLI's), and prints the answer.
+			"apicall": func(ts *testscript.TestScript, neg bool, args []string) {
+				dd := dataDir(ts.Getenv("LOGBOOK_DATA"))
+				si, ok := dd.readServeInfo()
+				if !ok {
+					ts.Fatalf("no serve.json")
+				}
+				c, err := dd.credentials()
+				ts.Check(err)
+				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password))
+				ts.Check(err)
+				defer nc.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				var out json.RawMessage
+				err = api.Call(ctx, nc, si.API, args[0], json.RawMessage(args[1]), &out)
+				if (err != nil) != neg {
+					ts.Fatalf("%s: %v", args[0], err)
+				}
+				fmt.Fprintf(ts.Stdout(), "%s\n", out)
 			},
 			// perm PATH MODE checks a file's permission bits (octal).
 			"perm": func(ts *testscript.TestScript, neg bool, args []string) {
