@@ -402,11 +402,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	spend, err := s.sessionUsage(st, kids)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
+	spend := s.sessionUsage(st, kids)
 	rep := sessionReply{Session: st, Children: []SessionSummary{}, Commands: nonNil(cmds), Usage: spend, Checkpoint: cp}
 	for _, k := range kids {
 		rep.Children = append(rep.Children, Summary(k))

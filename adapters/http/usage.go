@@ -10,10 +10,12 @@ import (
 
 // SessionUsage is what a session spent and what its subagents spent, apart
 // (a subagent's spend is never folded into its parent's), priced as
-// `logbook session show` prices them.
+// `logbook session show` prices them. With no valid price table (a bad
+// prices.json) the spends carry tokens only and PriceError says why.
 type SessionUsage struct {
-	Own       usage.Spend `json:"own"`
-	Subagents usage.Spend `json:"subagents"`
+	Own        usage.Spend `json:"own"`
+	Subagents  usage.Spend `json:"subagents"`
+	PriceError string      `json:"price_error,omitempty"`
 }
 
 // prices returns the price table: Config.Prices, or the shipped one.
@@ -24,13 +26,16 @@ func (s *Server) prices() (*usage.Table, error) {
 	return s.cfg.Prices()
 }
 
-// sessionUsage prices st's spend and its subagents' (kids).
-func (s *Server) sessionUsage(st session.State, kids []session.State) (SessionUsage, error) {
+// sessionUsage prices st's spend and its subagents' (kids). A price
+// table that does not load costs the cost only: the tokens are there
+// and PriceError says why the cost is not.
+func (s *Server) sessionUsage(st session.State, kids []session.State) SessionUsage {
 	t, err := s.prices()
+	u := SessionUsage{Own: usage.SpendOf([]session.State{st}, t), Subagents: usage.SpendOf(kids, t)}
 	if err != nil {
-		return SessionUsage{}, err
+		u.PriceError = "costs not shown: " + err.Error()
 	}
-	return SessionUsage{Own: usage.SpendOf([]session.State{st}, t), Subagents: usage.SpendOf(kids, t)}, nil
+	return u
 }
 
 // usage answers GET /v1/usage: the usage view grouped by ?by= (session,

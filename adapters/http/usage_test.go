@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -294,4 +295,30 @@ func TestBoard_UsageInABrowser(t *testing.T) {
 		t.Errorf("the page shows subagents' tokens %q, session show %q", subs, w)
 	}
 	screenshot(t, ctx, "session-usage.png")
+}
+
+// TestUsage_BadPrices: a price table that does not load (a bad
+// prices.json) costs a session's view its cost only: the session and its
+// tokens show, and price_error says why; the usage view, which is
+// nothing but prices, is refused naming the file.
+func TestUsage_BadPrices(t *testing.T) {
+	bad := errors.New("price table /data/prices.json: line 2, column 30: \"models.input\" is a JSON string, want float64")
+	e := newEnv(t, func(s *envSettings) {
+		s.Prices = func() (*usage.Table, error) { return nil, bad }
+	})
+	importUsage(t, e)
+	var rep struct {
+		Session session.State `json:"session"`
+		Usage   SessionUsage  `json:"usage"`
+	}
+	e.get("/v1/sessions/"+usageParent, 200, &rep)
+	if rep.Session.ID != usageParent || rep.Usage.Own.Tokens.Total() == 0 || rep.Usage.Own.Cost != nil ||
+		!strings.Contains(rep.Usage.Own.Text, "cost not shown") || rep.Usage.PriceError != "costs not shown: "+bad.Error() {
+		t.Errorf("session with a bad price table: %+v", rep)
+	}
+	var er struct{ Error string }
+	e.get("/v1/usage", 500, &er)
+	if !strings.Contains(er.Error, "prices.json: line 2, column 30") {
+		t.Errorf("usage with a bad price table: %q", er.Error)
+	}
 }
