@@ -70,6 +70,24 @@ type LoaderAfter interface {
 // a fixed or stepping clock. Only callers outside reducers read it.
 type Clock func() time.Time
 
+// MaxClockSkew is how far past the appending process's clock an event
+// time taken from its source (a transcript line's timestamp, a hook
+// entry's id, a posted observation's at) may lie: 5 minutes, room for
+// the clocks of two hosts to disagree.
+const MaxClockSkew = 5 * time.Minute
+
+// BoundTime returns at, or now+MaxClockSkew and true when at lies past
+// it. An adapter calls it when it decides an event's time from its
+// source, so a line dated in the far future cannot keep a session ahead
+// of every other or out of reach of staleness: the event carries the
+// bounded time, and a replay reads that time back, never the clock.
+func BoundTime(at, now time.Time) (time.Time, bool) {
+	if bound := now.Add(MaxClockSkew); at.After(bound) {
+		return bound, true
+	}
+	return at, false
+}
+
 // IDSource returns a fresh, unique event id. Production uses ulid.Make
 // (safe for concurrent use); tests use a seeded monotonic source.
 type IDSource func() ulid.ULID

@@ -40,7 +40,7 @@ type IngestConfig struct {
 	Parser *Parser          // nil: NewParser(Config{})
 	Reg    *events.Registry // nil: events.NewRegistry()
 	IDs    events.IDSource  // nil: ulid.Make
-	Clock  events.Clock     // nil: time.Now; used only for lines without a timestamp in a new session
+	Clock  events.Clock     // nil: time.Now; the time of lines without a timestamp in a new session, and the bound of every observation's time (events.BoundTime)
 	Host   string           // stamped on decided events
 	// SkipInvalid records a transcript line that does not parse as an
 	// observation with no signals (kind "invalid", the error in its
@@ -121,15 +121,16 @@ func SessionAggregate(sessionID, agentID string) (events.Aggregate, error) {
 	return a, nil
 }
 
-// Observe appends the observation p, with event id id and time at, and
-// the decisions it causes, to agg as one batch. An observation the session
-// has already seen appends nothing (Appended is zero). Errors: the
-// reducer's refusal (events.ErrRejected), validation errors, the log's.
 // Sessions returns the executor the ingester decides sessions with:
 // another decider of the same process (the gate) shares its cache, so
 // the two do not conflict with each other's appends.
 func (in *Ingester) Sessions() *events.Executor[session.State] { return in.x }
 
+// Observe appends the observation p, with event id id and time at, and
+// the decisions it causes, to agg as one batch. An at past the clock's
+// bound (events.BoundTime) is recorded at the bound. An observation the
+// session has already seen appends nothing (Appended is zero). Errors:
+// the reducer's refusal (events.ErrRejected), validation errors, the log's.
 func (in *Ingester) Observe(ctx context.Context, agg events.Aggregate, id ulid.ULID, at time.Time, p events.Payload) (events.Appended, session.State, error) {
 	return in.observe(ctx, agg, id, at, p, nil)
 }
@@ -144,6 +145,7 @@ func (in *Ingester) Observe(ctx context.Context, agg events.Aggregate, id ulid.U
 type Then func(st session.State) (events.Decision, error)
 
 func (in *Ingester) observe(ctx context.Context, agg events.Aggregate, id ulid.ULID, at time.Time, p events.Payload, then Then) (events.Appended, session.State, error) {
+	at, _ = events.BoundTime(at, in.clock())
 	obs := in.reg.New(p)
 	obs.ID, obs.Agg, obs.At = id, agg, at.UTC().Truncate(time.Microsecond)
 	o, _ := events.Observed(p)
@@ -439,6 +441,8 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		// import decides the same events on every host.
 		last = firstTime(path)
 	}
+	now := in.clock()
+	future := false // a line past now's bound was warned of
 	uuids := map[string]bool{}
 	startCursor := s.Cursor(path)
 	var run []runLine
@@ -538,6 +542,16 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		}
 		if at.IsZero() {
 			at = in.clock()
+		}
+		// A line dated past this host's clock (and so every line after
+		// it that has no time of its own) takes the bound instead; the
+		// observation keeps the line's own timestamp (AgentTime).
+		if b, over := events.BoundTime(at, now); over {
+			if !future {
+				future = true
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: timestamp %s lies past this host's clock; the line and any later one dated past %s are recorded at that bound", path, l.N, at.UTC().Format(time.RFC3339Nano), b.UTC().Format(time.RFC3339)))
+			}
+			at = b
 		}
 		last = at
 		obs := in.reg.New(src.Wrap(o))

@@ -47,6 +47,9 @@ type Observation struct {
 	// Parent, for a subagent, is the harness's session id of its parent.
 	Parent string `json:"parent,omitempty"`
 	// At is when it happened (RFC 3339); absent: when the server got it.
+	// One past the server's clock by more than events.MaxClockSkew is
+	// recorded at that bound, the posted time kept as the observation's
+	// agent_time.
 	At Instant `json:"at,omitzero"`
 	// Kind is the harness's own name of what happened (≤ 64 bytes),
 	// kept for the audit timeline: "tool_start", "turn_done", ….
@@ -246,10 +249,14 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o = o.redacted(s.obs.red)
+	now := s.obs.clock()
 	at := o.At.Time
 	if at.IsZero() {
-		at = s.obs.clock()
+		at = now
 	}
+	// An at past the server's clock is recorded at the bound, the
+	// posted time kept beside it (AgentTime).
+	at, future := events.BoundTime(at, now)
 	meta := o.Meta
 	if meta.Agent == "" {
 		meta.Agent = o.Harness
@@ -274,6 +281,9 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 		Kind:    o.Kind,
 		Meta:    meta,
 		Signals: o.Signals,
+	}
+	if future {
+		obs.AgentTime = o.At.UTC().Format(time.RFC3339Nano)
 	}
 	env := s.obs.reg.New(events.HarnessObserved{Observation: obs})
 	env.ID, env.Agg, env.At = ulid.Make(), agg, at.UTC().Truncate(time.Microsecond)
