@@ -99,7 +99,7 @@ func BenchmarkCatchUp(b *testing.B) {
 }
 
 // rawRead reads every message of the LOGBOOK stream up to last with an
-// ordered consumer pulling 1000 at a time, touching only the metadata,
+// ordered consumer pulling as the log's reader does, touching only the metadata,
 // and returns how many it read.
 func rawRead(b *testing.B, js jetstream.JetStream, last uint64) int {
 	ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
@@ -108,7 +108,7 @@ func rawRead(b *testing.B, js jetstream.JetStream, last uint64) int {
 	if err != nil {
 		b.Fatal(err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
+	it, err := cons.Messages(natslog.ReadPull(js.Conn().MaxPayload()))
 	if err != nil {
 		b.Fatal(err)
 	}

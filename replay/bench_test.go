@@ -123,7 +123,8 @@ func fill(b *testing.B, js jetstream.JetStream, n int) {
 	flush()
 }
 
-// rawCount reads every message with a bare ordered consumer.
+// rawCount reads every message with a bare ordered consumer pulling as
+// the log's reader does (natslog.ReadPull).
 func rawCount(b *testing.B, js jetstream.JetStream) int {
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
@@ -140,7 +141,7 @@ func rawCount(b *testing.B, js jetstream.JetStream) int {
 	if err != nil {
 		b.Fatal(err)
 	}
-	it, err := c.Messages(jetstream.PullMaxMessages(1000))
+	it, err := c.Messages(natslog.ReadPull(js.Conn().MaxPayload()))
 	if err != nil {
 		b.Fatal(err)
 	}

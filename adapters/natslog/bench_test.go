@@ -176,7 +176,7 @@ func BenchmarkRead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			it, err := cons.Messages(jetstream.PullMaxMessages(readPull))
+			it, err := cons.Messages(ReadPull(js.Conn().MaxPayload()))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -34,8 +34,9 @@
 // # Reading
 //
 // Load reads one aggregate with batched direct gets. Read, Follow,
-// ReadRaw and FollowRaw read through ordered consumers pulling 1000
-// messages at a time; Read and Follow decode with the events registry
+// ReadRaw and FollowRaw read through ordered consumers: up to a known end
+// in pulls of 4000 messages (ReadPull), at the live end of the stream in
+// pulls of 1000; Read and Follow decode with the events registry
 // (Read on several goroutines) and skip command output. PublishOutput
 // stores command output, read back with ReadRaw.
 //

@@ -16,8 +16,13 @@ import (
 
 // Read tuning.
 const (
-	// readPull is how many messages an ordered consumer asks for per pull.
+	// readPull is how many messages an ordered consumer that follows the
+	// log's end asks for per pull.
 	readPull = 1000
+	// readPullMsgs and readPullBytes bound what an ordered consumer
+	// reading up to a known end holds in the client (see ReadPull).
+	readPullMsgs  = 4000
+	readPullBytes = 16 << 20
 	// loadPage is how many messages one batched direct get of Load asks for.
 	loadPage = 1000
 	// readExpiry and readHeartbeat bound an ordered consumer's pulls: a
@@ -187,7 +192,7 @@ func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 // yielded as a *DecodeError naming its sequence, and reading goes on if
 // the loop does. Other errors (ctx, the server) are yielded once and end
 // the sequence. The iterator reads through an ordered consumer pulling
-// 1000 messages at a time and decodes on up to GOMAXPROCS goroutines of
+// as ReadPull says and decodes on up to GOMAXPROCS goroutines of
 // its own, all stopped when it returns. It is single-use and not safe for
 // concurrent iteration.
 func (l *Log) Read(ctx context.Context, from uint64) iter.Seq2[events.Record, error] {
@@ -286,7 +291,11 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 		fail(err)
 		return
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(readPull), jetstream.PullExpiry(readExpiry), jetstream.PullHeartbeat(readHeartbeat))
+	pull := jetstream.PullMessagesOpt(jetstream.PullMaxMessages(readPull))
+	if end > 0 {
+		pull = ReadPull(l.js.Conn().MaxPayload())
+	}
+	it, err := cons.Messages(pull, jetstream.PullExpiry(readExpiry), jetstream.PullHeartbeat(readHeartbeat))
 	if err != nil {
 		fail(err)
 		return
@@ -394,4 +403,16 @@ func (l *Log) LastEventSeq(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("last event seq of %s: %w", StreamName, err)
 	}
 	return m.Sequence, nil
+}
+
+// ReadPull is the pull option of the ordered consumers through which the
+// log reads up to a known end (Read, ReadRaw, and Follow's catch-up):
+// pulls of up to 4000 messages, and no more bytes buffered in the client
+// than 16 MiB or twice maxPayload (the largest message the server takes,
+// nats.Conn.MaxPayload), whichever is larger, so a log of large events
+// cannot fill memory. Pulls of 4000 rather than 1000 made a fold of
+// 200k events 17% faster on 2 cores, and a bare read 10%. Baselines that
+// stand for "the same read without decoding" pull this way too.
+func ReadPull(maxPayload int64) jetstream.PullMessagesOpt {
+	return jetstream.PullMaxMessagesWithBytesLimit(readPullMsgs, int(max(readPullBytes, 2*maxPayload)))
 }

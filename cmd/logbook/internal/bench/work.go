@@ -416,7 +416,7 @@ func benchPublish(ctx context.Context, js jetstream.JetStream, subject string, b
 }
 
 // readRuns is how often each read row and its baseline run.
-const readRuns = 3
+const readRuns = 5
 
 // readLog returns the read rows' server, whose log holds about
 // cfg.Events session events (observations and the decisions they
@@ -500,7 +500,7 @@ func AppendBatches(ctx context.Context, log events.Log, batches []events.Batch, 
 }
 
 // orderedRead reads every message of the read log with an ordered
-// consumer pulling 1000 at a time, as the log's own reader does, but
+// consumer pulling as the log's own reader does (natslog.ReadPull), but
 // without decoding: the raw baseline of every read row.
 func (e *benchEnv) orderedRead(ctx context.Context) (benchSample, error) {
 	l, err := e.readLog(ctx)
@@ -514,7 +514,7 @@ func (e *benchEnv) orderedRead(ctx context.Context) (benchSample, error) {
 	if err != nil {
 		return benchSample{}, err
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
+	it, err := cons.Messages(natslog.ReadPull(l.js.Conn().MaxPayload()))
 	if err != nil {
 		return benchSample{}, err
 	}
