@@ -140,7 +140,7 @@ floor is missed, naming each.`,
 	f.IntVar(&cfg.Events, "events", 0, "events in the log that read rows replay (default 200000, --quick 20000)")
 	f.IntVar(&cfg.Sessions, "sessions", 0, "transcripts the import row imports (default 20, --quick 10)")
 	f.IntVar(&cfg.Lines, "lines", 0, "lines per transcript (default 250, --quick 60)")
-	f.IntVar(&cfg.Hooks, "hooks", 0, "hook payloads the hook row sends (default 200, --quick 30)")
+	f.IntVar(&cfg.Hooks, "hooks", 0, "hook payloads the hook row sends (default 200, --quick 100)")
 	f.IntSliceVar(&cfg.ScaleSessions, "scale-sessions", nil, "history sizes of the scale rows, in sessions, ascending (default 1000,10000,50000, --quick 1000,10000)")
 	f.IntVar(&cfg.ScaleEvents, "scale-events", 0, "events of the long session of the scale rows (default 100000, --quick 20000)")
 	f.IntVar(&cfg.Queries, "queries", 0, "runs of each scale row (default 20, --quick 10)")
