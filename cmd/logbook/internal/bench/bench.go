@@ -250,6 +250,10 @@ func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Write
 		)
 		for range max(w.runs, 1) {
 			prog.note(step + ": logbook")
+			// Each sample starts with the garbage of the one before it
+			// collected, as testing.B does before a benchmark: else a
+			// sample pays for its predecessor's heap.
+			runtime.GC()
 			s, err := w.logbook(ctx)
 			if err != nil {
 				return rep, fmt.Errorf("bench %s: %w", w.name, err)
@@ -257,6 +261,7 @@ func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Write
 			ls = append(ls, s)
 			for i, b := range w.baselines {
 				prog.note(step + ": " + b.name)
+				runtime.GC()
 				s, err := b.run(ctx)
 				if err != nil {
 					return rep, fmt.Errorf("bench %s: baseline %s: %w", w.name, b.name, err)
