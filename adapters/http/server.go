@@ -203,7 +203,7 @@ func (s *Server) Handler() http.Handler {
 // origin (a cross-site form cannot post).
 func (s *Server) guard(write bool, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Loopback && !loopbackHost(r.Host) {
+		if s.cfg.Loopback && !LoopbackHost(r.Host) {
 			s.fail(w, r, fmt.Errorf("%w: Host %q is not a loopback name", errForbidden, r.Host))
 			return
 		}
@@ -218,7 +218,7 @@ func (s *Server) guard(write bool, h http.HandlerFunc) http.HandlerFunc {
 				s.fail(w, r, fmt.Errorf("%w: Content-Type %q: want application/json", errBadRequest, ct))
 				return
 			}
-			if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
+			if o := r.Header.Get("Origin"); o != "" && !SameOrigin(o, r.Host) {
 				s.fail(w, r, fmt.Errorf("%w: Origin %q is not this server", errForbidden, o))
 				return
 			}
@@ -230,7 +230,7 @@ func (s *Server) guard(write bool, h http.HandlerFunc) http.HandlerFunc {
 
 // loopbackHost reports whether host (a Host header, with or without a
 // port) names the loopback interface.
-func loopbackHost(host string) bool {
+func LoopbackHost(host string) bool {
 	h, _, err := net.SplitHostPort(host)
 	if err != nil {
 		h = host
@@ -244,7 +244,7 @@ func loopbackHost(host string) bool {
 }
 
 // sameOrigin reports whether origin (scheme://host[:port]) is host.
-func sameOrigin(origin, host string) bool {
+func SameOrigin(origin, host string) bool {
 	_, rest, ok := strings.Cut(origin, "://")
 	return ok && strings.EqualFold(rest, host)
 }

@@ -10,8 +10,11 @@ import (
 	"net/http/pprof"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	httpapi "github.com/logbook-dev/logbook/adapters/http"
 )
 
 // pprofMemRate is runtime.MemProfileRate under serve --pprof: the heap
@@ -52,10 +55,36 @@ func readMemFigures(gc bool) memFigures {
 	}
 }
 
+// pprofGuard answers 403 to a request a web page could have made: a
+// Host header that is not a loopback name (DNS rebinding; the HTTP API's
+// rule, httpapi.LoopbackHost), an Origin header of another origin, or a
+// Sec-Fetch-Site header other than same-origin or none (a cross-site
+// <img> or link, which sends no Origin but could still start a CPU
+// profile or a GC). Browsers set Origin and Sec-Fetch-Site themselves; a
+// page cannot forge them. go tool pprof and curl send neither.
+func pprofGuard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		why := ""
+		if !httpapi.LoopbackHost(r.Host) {
+			why = fmt.Sprintf("Host %q is not a loopback name", r.Host)
+		} else if o := r.Header.Get("Origin"); o != "" && !httpapi.SameOrigin(o, r.Host) {
+			why = fmt.Sprintf("Origin %q is not this server", o)
+		} else if site := r.Header.Get("Sec-Fetch-Site"); site != "" && !strings.EqualFold(site, "same-origin") && !strings.EqualFold(site, "none") {
+			why = fmt.Sprintf("Sec-Fetch-Site %q: a page of another site", site)
+		}
+		if why != "" {
+			http.Error(w, "forbidden: "+why, http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // pprofMux is the --pprof listener's handler: net/http/pprof's handlers
 // under /debug/pprof/ and /debug/memstats (memFigures), on a mux of its
-// own; nothing is served from http.DefaultServeMux.
-func pprofMux() *http.ServeMux {
+// own, every route behind pprofGuard; nothing is served from
+// http.DefaultServeMux.
+func pprofMux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -67,7 +96,7 @@ func pprofMux() *http.ServeMux {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(readMemFigures(gc))
 	})
-	return mux
+	return pprofGuard(mux)
 }
 
 // pprofListenAddr checks a --pprof value (host:port, the host a loopback

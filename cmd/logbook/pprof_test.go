@@ -99,3 +99,57 @@ func TestServeViewsCache(t *testing.T) {
 		t.Fatalf("serve --views-cache 0: %v, want refused naming the flag\n%s", err, out.String())
 	}
 }
+
+// TestPprofRebinding: every --pprof route answers 403 to a Host header
+// that is not a loopback name (a DNS-rebinding page), to an Origin of
+// another site and to a cross-site Sec-Fetch-Site, and 200 to the
+// loopback names it listens under.
+func TestPprofRebinding(t *testing.T) {
+	at, stop, err := listenPprof(t.Context(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	_, port, _ := net.SplitHostPort(at)
+	get := func(path, host string, hdr ...string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest("GET", "http://"+at+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/memstats", "/debug/pprof/heap", "/debug/pprof/symbol", "/debug/pprof/profile?seconds=1", "/debug/pprof/trace?seconds=1"} {
+		for _, host := range []string{"evil.example.com", "evil.example.com:" + port, "192.0.2.1:" + port, "localhost.evil.example.com:" + port} {
+			if code, b := get(path, host); code != http.StatusForbidden || strings.Contains(b, os.Args[0]) {
+				t.Errorf("GET %s Host %s: %d %.100q, want 403", path, host, code, b)
+			}
+		}
+		if code, b := get(path, "127.0.0.1:"+port, "Origin", "http://evil.example.com"); code != http.StatusForbidden {
+			t.Errorf("GET %s Origin evil: %d %.100q, want 403", path, code, b)
+		}
+		if code, b := get(path, "127.0.0.1:"+port, "Sec-Fetch-Site", "cross-site"); code != http.StatusForbidden {
+			t.Errorf("GET %s Sec-Fetch-Site cross-site: %d %.100q, want 403", path, code, b)
+		}
+	}
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/memstats"} {
+		for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port} {
+			if code, b := get(path, host); code != http.StatusOK {
+				t.Errorf("GET %s Host %s: %d %.100q, want 200", path, host, code, b)
+			}
+		}
+		if code, b := get(path, "127.0.0.1:"+port, "Origin", "http://127.0.0.1:"+port, "Sec-Fetch-Site", "same-origin"); code != http.StatusOK {
+			t.Errorf("GET %s same origin: %d %.100q, want 200", path, code, b)
+		}
+	}
+}
