@@ -100,6 +100,36 @@ func OpenRegular(path string) (*os.File, int64, error) {
 	return f, st.Size(), nil
 }
 
+// ErrFileTooLarge marks a file ReadRegular refused for holding more than its
+// limit of bytes.
+var ErrFileTooLarge = errors.New("too large")
+
+// ReadRegular returns the contents of the small regular file at path
+// (symlinks followed), opened as OpenRegular opens it: a FIFO, a device,
+// a socket or a directory is refused (the error wraps ErrNotRegular)
+// without blocking or reading. It reads at most limit bytes (limit > 0):
+// a file holding more is refused with an error that wraps ErrFileTooLarge
+// and names path and limit. Other errors are os.Open's and read's,
+// naming path.
+func ReadRegular(path string, limit int64) ([]byte, error) {
+	f, size, err := OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if size > limit {
+		return nil, fmt.Errorf("%s: %w: %d bytes, the limit is %d", path, ErrFileTooLarge, size, limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: %w: more than %d bytes, the limit", path, ErrFileTooLarge, limit)
+	}
+	return b, nil
+}
+
 // notRegular returns the error for path, found to have mode m.
 func notRegular(path string, m fs.FileMode) error {
 	what := "a special file"

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/worker"
 )
@@ -42,14 +42,25 @@ func (d dataDir) credsFile(role natslog.Role) string {
 	return d.path("creds-" + string(role) + ".json")
 }
 
+// maxCredsBytes is the most a credentials file may hold: one is about
+// 150 bytes.
+const maxCredsBytes = 64 << 10
+
 // readCreds loads a credentials file and checks it has a user, a
-// password and a known role. Its errors name path and the cause: no
-// such file (wrapping fs.ErrNotExist), not readable, not JSON or a
+// password and a known role. It opens only a regular file (never
+// blocking on a FIFO nor reading a device) and reads at most
+// maxCredsBytes. Its errors name path and the cause: no such file
+// (wrapping fs.ErrNotExist), not a regular file (wrapping
+// claude.ErrNotRegular), larger than maxCredsBytes (wrapping
+// claude.ErrFileTooLarge), not readable, not JSON or a
 // member of the wrong type (with the line and column), a user or
 // password missing.
 func readCreds(path string) (creds, error) {
 	var c creds
-	b, err := os.ReadFile(path)
+	b, err := claude.ReadRegular(path, maxCredsBytes)
+	if errors.Is(err, claude.ErrNotRegular) || errors.Is(err, claude.ErrFileTooLarge) {
+		return c, fmt.Errorf("credentials %w", err) // err starts with path
+	}
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

@@ -156,6 +156,11 @@ func dataDir(flag string) (string, error) {
 	return filepath.Abs(dir)
 }
 
+// maxSmallFile is the most serve.json or creds.json may hold (each is a
+// few hundred bytes); either is read only if it is a regular file, so a
+// FIFO or a device in its place never blocks nor fills memory.
+const maxSmallFile = 64 << 10
+
 // errRefused is the server refusing the payload as bad input.
 var errRefused = errors.New("refused by the server")
 
@@ -167,7 +172,7 @@ func deliver(ctx context.Context, dir string, req hookRequest) error {
 		URL string `json:"url"`
 		API string `json:"api"`
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "serve.json")); err != nil || json.Unmarshal(b, &si) != nil || si.URL == "" {
+	if b, err := claude.ReadRegular(filepath.Join(dir, "serve.json"), maxSmallFile); err != nil || json.Unmarshal(b, &si) != nil || si.URL == "" {
 		return fmt.Errorf("no server running (no %s)", filepath.Join(dir, "serve.json"))
 	}
 	opts := []nats.Option{nats.Name("logbook-hook"), nats.Timeout(500 * time.Millisecond), nats.NoReconnect()}
@@ -176,7 +181,7 @@ func deliver(ctx context.Context, dir string, req hookRequest) error {
 			User     string `json:"user"`
 			Password string `json:"password"`
 		}
-		b, err := os.ReadFile(filepath.Join(dir, "creds.json"))
+		b, err := claude.ReadRegular(filepath.Join(dir, "creds.json"), maxSmallFile)
 		if err == nil {
 			err = json.Unmarshal(b, &c)
 		}
