@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,8 +65,11 @@ recorder. A --data given to logbook is passed on to the hook.`,
 			if cmd.Flags().Changed("budget") && !f.gate {
 				return usageErrorf("--budget is for --gate: the gated hook's budget")
 			}
-			if f.budget < time.Second || f.budget%time.Second != 0 {
-				return usageErrorf("--budget %v: want whole seconds, 1s or more", f.budget)
+			// What hook claude --gate takes, but 0: the server's
+			// --review-budget is not known here, so no timeout longer
+			// than it could be written.
+			if f.budget < time.Millisecond || f.budget > maxGateBudget {
+				return usageErrorf("--budget %v: want from 1ms to %v, as hook claude --gate takes", f.budget, maxGateBudget)
 			}
 			return hooksEdit(g, f, true)
 		},
@@ -149,7 +153,7 @@ func installWires(g *globals, f hooksFlags) hookWires {
 	w := hookWires{recorder: hookCommand(g)}
 	if f.gate {
 		w.gate = gateHookCommand(g, f.budget)
-		w.timeout = int((f.budget + gateTimeoutMargin).Seconds())
+		w.timeout = int(math.Ceil((f.budget + gateTimeoutMargin).Seconds()))
 	}
 	return w
 }
@@ -163,7 +167,11 @@ func gateHookCommand(g *globals, budget time.Duration) string {
 	if self, _ := os.Executable(); !lookPathIs("logbook") && self != "" {
 		cmd = shellQuote(self)
 	}
-	cmd += " hook" + dataArg(g) + " claude --gate --budget " + fmt.Sprintf("%ds", int(budget.Seconds()))
+	b := budget.String() // 1.5s, 250ms
+	if budget%time.Second == 0 {
+		b = fmt.Sprintf("%ds", int(budget.Seconds())) // 90s, not 1m30s
+	}
+	cmd += " hook" + dataArg(g) + " claude --gate --budget " + b
 	return cmd
 }
 
