@@ -322,3 +322,32 @@ func TestUsage_BadPrices(t *testing.T) {
 		t.Errorf("usage with a bad price table: %q", er.Error)
 	}
 }
+
+// TestUsage_HugePrices: a prices.json with a price so large that costs
+// would be +Inf is refused at the parser, so the session view answers
+// 200 without a cost (never 500 "unsupported value: +Inf") and the
+// usage view is refused naming the model and the field.
+func TestUsage_HugePrices(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prices.json")
+	if err := os.WriteFile(path, []byte(`{"version":2,"models":{"claude-opus-4-7":{"input":1e308,"output":1e308,"cache_write":1e308,"cache_read":1e308}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(s *envSettings) {
+		s.Prices = func() (*usage.Table, error) { return usage.LoadTable(path) }
+	})
+	importUsage(t, e)
+	var rep struct {
+		Session session.State `json:"session"`
+		Usage   SessionUsage  `json:"usage"`
+	}
+	e.get("/v1/sessions/"+usageParent, 200, &rep)
+	if rep.Session.ID != usageParent || rep.Usage.Own.Cost != nil ||
+		!strings.Contains(rep.Usage.PriceError, `model "claude-opus-4-7": input 1e+308 is over the bound`) {
+		t.Errorf("session with a huge price: %+v", rep)
+	}
+	var er struct{ Error string }
+	e.get("/v1/usage", 500, &er)
+	if !strings.Contains(er.Error, path) || !strings.Contains(er.Error, `model "claude-opus-4-7": input 1e+308`) || strings.Contains(er.Error, "Inf") {
+		t.Errorf("usage with a huge price: %q", er.Error)
+	}
+}

@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -294,13 +296,41 @@ func parseTable(b []byte) (*Table, error) {
 	if t.Sources == nil {
 		t.Sources = map[string]string{}
 	}
-	for m, p := range t.Models {
-		if p.Input < 0 || p.Output < 0 || p.CacheWrite < 0 || p.CacheRead < 0 {
-			return nil, fmt.Errorf("model %s: negative price", m)
+	if !slices.Contains(TableVersions, t.Version) {
+		v := fmt.Sprint(t.Version)
+		if t.Version == 0 {
+			v = "missing (0)"
+		}
+		return nil, fmt.Errorf("version %s: this Logbook reads price table versions %v", v, TableVersions)
+	}
+	if len(t.Models) == 0 {
+		return nil, errors.New(`"models" names no model: a price table prices at least one`)
+	}
+	for _, m := range slices.Sorted(maps.Keys(t.Models)) {
+		p := t.Models[m]
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"input", p.Input}, {"output", p.Output}, {"cache_write", p.CacheWrite}, {"cache_read", p.CacheRead}} {
+			switch {
+			case f.v < 0:
+				return nil, fmt.Errorf("model %q: %s %g is a negative price", m, f.name, f.v)
+			case !(f.v <= MaxPrice): // NaN and Inf included
+				return nil, fmt.Errorf("model %q: %s %g is over the bound of %g dollars per million tokens", m, f.name, f.v, float64(MaxPrice))
+			}
 		}
 	}
 	return &t, nil
 }
+
+// TableVersions are the price table versions parseTable reads: 1 and 2
+// are the same shape (2 dates and sources each model's entry).
+var TableVersions = []int{1, 2}
+
+// MaxPrice bounds every price of a table, in dollars per million tokens:
+// a larger one is a mistake, not a price, and with it a cost could
+// overflow to +Inf, which JSON cannot carry.
+const MaxPrice = 1e6
 
 // jsonFault turns encoding/json's err on text b into an error that says
 // where (line and column, counted from 1, columns in bytes) and what.
@@ -355,14 +385,20 @@ func (t *Table) PriceOf(model string) (Price, bool) {
 	return p, ok
 }
 
-// Cost returns what tok of model cost, and false when model has no price.
+// Cost returns what tok of model cost, and false when model has no price
+// or the cost is not a finite number (a table built in code past
+// parseTable's bounds), so that no Inf or NaN reaches a report or JSON.
 func (t *Table) Cost(model string, tok Tokens) (float64, bool) {
 	p, ok := t.PriceOf(model)
 	if !ok {
 		return 0, false
 	}
-	return (float64(tok.Input)*p.Input + float64(tok.Output)*p.Output +
-		float64(tok.CacheWrite)*p.CacheWrite + float64(tok.CacheRead)*p.CacheRead) / 1e6, true
+	c := (float64(tok.Input)*p.Input + float64(tok.Output)*p.Output +
+		float64(tok.CacheWrite)*p.CacheWrite + float64(tok.CacheRead)*p.CacheRead) / 1e6
+	if math.IsInf(c, 0) || math.IsNaN(c) {
+		return 0, false
+	}
+	return c, true
 }
 
 // Unpriced returns the models of lines the table has no price for.

@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,8 +145,15 @@ func TestPrices(t *testing.T) {
 		"not json":       {`{`, "not valid JSON at line 1, column 2: the text ends before the table does"},
 		"syntax":         {"{\"version\": 1,\n models: {}}", "not valid JSON at line 2, column 2: invalid character 'm'"},
 		"wrong type":     {"{\"version\": 1,\n \"models\": {\"x\": {\"input\": \"3\"}}}", `line 2, column 30: "models.input" is a JSON string, want float64`},
-		"negative":       {`{"models":{"x":{"input":-1}}}`, "model x: negative price"},
-		"other currency": {`{"currency":"EUR","models":{}}`, "currency EUR"},
+		"negative":       {`{"version":2,"models":{"x":{"input":-1}}}`, `model "x": input -1 is a negative price`},
+		"other currency": {`{"version":2,"currency":"EUR","models":{"x":{}}}`, "currency EUR"},
+		"huge":           {`{"version":2,"models":{"x":{"input":1,"output":1e308}}}`, `model "x": output 1e+308 is over the bound of 1e+06 dollars per million tokens`},
+		"just over":      {`{"version":2,"models":{"x":{"cache_read":1000000.5}}}`, `model "x": cache_read 1.0000005e+06 is over the bound`},
+		"overflow":       {"{\"version\":2,\n \"models\":{\"x\":{\"input\":1e999}}}", `line 2, column 29: "models.input" is a JSON number 1e999, want float64`},
+		"version 99":     {`{"version":99}`, "version 99: this Logbook reads price table versions [1 2]"},
+		"no version":     {`{"models":{"x":{}}}`, "version missing (0): this Logbook reads price table versions [1 2]"},
+		"no models":      {`{"version":2}`, `"models" names no model`},
+		"empty models":   {`{"version":2,"models":{}}`, `"models" names no model`},
 		"unknown field":  {"{\n \"modles\":{}}", `line 2, column 2: unknown member "modles"`},
 	} {
 		os.WriteFile(path, []byte(bad.text), 0o644)
@@ -153,6 +161,21 @@ func TestPrices(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), bad.want) || strings.Contains(err.Error(), ": json: ") {
 			t.Errorf("%s: err = %v, want %s naming %s", name, err, bad.want, path)
 		}
+	}
+	// The bound itself is a price; a table built in code past the bound
+	// prices nothing rather than an infinite cost.
+	os.WriteFile(path, []byte(`{"version":1,"models":{"x":{"input":1e6}}}`), 0o644)
+	if o, err := LoadTable(path); err != nil {
+		t.Errorf("a price at the bound: %v", err)
+	} else if c, ok := o.Cost("x", Tokens{Input: 1_000_000}); !ok || c != 1e6 {
+		t.Errorf("a price at the bound: %v %v", c, ok)
+	}
+	huge := &Table{Models: map[string]Price{"x": {Input: math.MaxFloat64}}}
+	if c, ok := huge.Cost("x", Tokens{Input: 1 << 40}); ok || c != 0 {
+		t.Errorf("cost past float64: %v %v, want none", c, ok)
+	}
+	if sp := SpendOf(states(), huge); sp.Cost != nil && (math.IsInf(*sp.Cost, 0) || math.IsNaN(*sp.Cost)) {
+		t.Errorf("spend past float64: %v", *sp.Cost)
 	}
 	if tb, err := LoadTable(filepath.Join(dir, "none.json")); err != nil || tb.Override != "" {
 		t.Errorf("missing override: %v", err)
