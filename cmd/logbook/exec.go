@@ -119,8 +119,11 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if err := events.ValidID(f.id); err != nil {
 		return usageErrorf("exec: --id: %w", err)
 	}
-	if f.elevate && (f.justification == "" || f.mode != "" && f.mode != events.ModeFullAccess) {
-		return usageErrorf("exec: --elevate needs --justification and no --mode but full_access")
+	if f.elevate && (strings.TrimSpace(f.justification) == "" || f.mode != "" && f.mode != events.ModeFullAccess) {
+		return usageErrorf("exec: --elevate needs --justification (not blank) and no --mode but full_access")
+	}
+	if !f.elevate && f.justification != "" {
+		return usageErrorf("exec: --justification is for --elevate: why the command needs full_access")
 	}
 	if f.mode != "" {
 		switch f.mode {
