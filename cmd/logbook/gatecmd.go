@@ -362,7 +362,9 @@ func reviewAnswerCmd(g *globals, verdict string) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				_, err = fmt.Fprintf(g.stdout, "review %s of session %s: %s\n", out.Review.ID, out.Session, out.Review.Winner())
+				// The winner's reason is typed text (this one's or a rival
+				// answer's): no escape sequence of it reaches the terminal.
+				_, err = fmt.Fprintf(g.stdout, "review %s of session %s: %s\n", termSafe(out.Review.ID), termSafe(out.Session), termSafe(out.Review.Winner()))
 				return err
 			})
 		},
