@@ -178,3 +178,40 @@ func TestStreamInit_WaitsForMetaLeader(t *testing.T) {
 		t.Fatalf("stream init --wait 60s with the meta leader gone: %v\n%s%s", err, out, stderr)
 	}
 }
+
+// stream init started before any node listens (the nodes just started)
+// retries the connect within --wait, then creates the stream once the
+// nodes are up and have a meta leader; without --wait time left it
+// names the nodes that did not answer.
+func TestStreamInit_WaitsForNodesToListen(t *testing.T) {
+	e := newEnv(t)
+	for _, nd := range e.c.Nodes {
+		nd.Kill()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	args := []string{"--nats-url", e.c.URL(), "--creds", e.credsFile("admin"), "stream", "init", "--replicas", "3"}
+	if _, stderr, err := e.logbook(ctx, append(args, "--wait", "0s")...); err == nil || !strings.Contains(stderr, "no node answered within --wait 0s") {
+		t.Errorf("stream init --wait 0s with no node up: %v, stderr %q; want the nodes named as not answering", err, stderr)
+	}
+	type result struct {
+		out, stderr string
+		err         error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, stderr, err := e.logbook(ctx, append(args, "--wait", "60s")...)
+		done <- result{out, stderr, err}
+	}()
+	// Let it find no node listening at least once before they start.
+	time.Sleep(time.Second)
+	for _, nd := range e.c.Nodes {
+		if err := nd.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := <-done
+	if r.err != nil || !strings.Contains(r.out, "stream LOGBOOK: created") {
+		t.Fatalf("stream init --wait 60s started before the nodes: %v\n%s%s", r.err, r.out, r.stderr)
+	}
+}

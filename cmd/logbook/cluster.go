@@ -59,30 +59,49 @@ client cannot see or set it.`,
 			if c, err := readCreds(g.credsPath); err == nil && c.Role != string(natslog.RoleAdmin) {
 				return fmt.Errorf("--creds %s: role %s; creating the stream takes admin credentials", g.credsPath, c.Role)
 			}
-			nc, err := natslog.Connect(g.natsURL, append(opts, nats.Timeout(5*time.Second), nats.MaxReconnects(3))...)
-			if err != nil {
-				return err
+			// Nodes that have just started may not listen yet, and a
+			// cluster answers nothing, or "temporarily unavailable", until
+			// it has elected a JetStream meta leader: wait for both, up to
+			// --wait, each attempt's connect and requests bounded by the
+			// time left (attemptTimeout).
+			deadline := time.Now().Add(wait)
+			var nc *nats.Conn
+			for {
+				nc, err = natslog.Connect(g.natsURL, append(opts, nats.Timeout(attemptTimeout(deadline)), nats.MaxReconnects(3))...)
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, nats.ErrNoServers) && !errors.Is(err, nats.ErrTimeout) || ctx.Err() != nil {
+					return err
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("stream %s on %s: no node answered within --wait %s: %w", natslog.StreamName, redactURL(g.natsURL), wait, err)
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(250 * time.Millisecond):
+				}
 			}
 			defer nc.Close()
 			js, err := jetstream.New(nc)
 			if err != nil {
 				return err
 			}
-			// A cluster whose nodes have just started answers nothing, or
-			// "temporarily unavailable", until it has elected a JetStream
-			// meta leader: wait for one, up to --wait.
 			var existed bool
-			deadline := time.Now().Add(wait)
 			for {
-				_, err = js.Stream(ctx, natslog.StreamName)
+				actx, cancel := context.WithTimeout(ctx, attemptTimeout(deadline))
+				_, err = js.Stream(actx, natslog.StreamName)
 				existed = err == nil
 				if err == nil || errors.Is(err, jetstream.ErrStreamNotFound) {
 					var l *natslog.Log
-					if l, err = natslog.Open(ctx, nc, natslog.Config{Replicas: replicas}); err == nil {
+					if l, err = natslog.Open(actx, nc, natslog.Config{Replicas: replicas}); err == nil {
 						l.Close()
+						cancel()
 						break
 					}
 				}
+				cancel()
 				if !clusterNotReady(ctx, err) {
 					return fmt.Errorf("stream %s on %s: %w", natslog.StreamName, redactURL(g.natsURL), err)
 				}
@@ -129,7 +148,7 @@ client cannot see or set it.`,
 		},
 	}
 	init.Flags().IntVar(&replicas, "replicas", 3, "copies of the stream when created: 3 on a three-node cluster, 1 on one server")
-	init.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to wait for a cluster that has just started to elect its JetStream meta leader")
+	init.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to wait for nodes that have just started to listen and elect their JetStream meta leader")
 	cmd.AddCommand(init)
 	return cmd
 }
@@ -186,6 +205,14 @@ to followers, worker.json to worker hosts.`,
 	cmd.Flags().StringVar(&out, "out", "", "directory to write users.conf and the credentials files in")
 	cmd.Flags().StringVar(&url, "url", "", "the cluster's client URLs, comma-separated, written into each credentials file")
 	return cmd
+}
+
+// attemptTimeout is how long one attempt of stream init (a connect, or
+// a JetStream request) may take: the time left until deadline, at most
+// 5 s (the JetStream default) and at least 1 s, so that --wait 0
+// makes one short attempt and a long --wait many.
+func attemptTimeout(deadline time.Time) time.Duration {
+	return min(max(time.Until(deadline), time.Second), 5*time.Second)
 }
 
 // clusterNotReady reports whether err, from a JetStream API request made
