@@ -34,6 +34,11 @@ type Config struct {
 	// regexp) applied after the default rules; the i-th pattern's matches
 	// (1-based) become "[REDACTED:custom-<i>]".
 	RedactPatterns []string
+	// Redactor, when not nil, is the redaction the parser applies in
+	// place of the default rules and RedactPatterns (which must then be
+	// empty): one built by redact.Live applies rules that change while
+	// the process runs.
+	Redactor *Redactor
 	// MaxRaw caps Observation.Raw in bytes, measured after redaction.
 	// 0 means DefaultMaxRaw; a negative value is an error.
 	MaxRaw int
@@ -54,9 +59,15 @@ func NewParser(cfg Config) (*Parser, error) {
 	if cfg.MaxRaw < 0 {
 		return nil, fmt.Errorf("claude parser: MaxRaw %d is negative", cfg.MaxRaw)
 	}
-	red, err := NewRedactor(cfg.RedactPatterns)
-	if err != nil {
-		return nil, err
+	red := cfg.Redactor
+	if red != nil && len(cfg.RedactPatterns) > 0 {
+		return nil, errors.New("claude parser: Redactor and RedactPatterns both set")
+	}
+	if red == nil {
+		var err error
+		if red, err = NewRedactor(cfg.RedactPatterns); err != nil {
+			return nil, err
+		}
 	}
 	maxRaw := cfg.MaxRaw
 	if maxRaw == 0 {

@@ -22,6 +22,7 @@ import (
 // A text that is not well-formed JSON (a cut line, say) is redacted as
 // plain text by Redact.
 func (r *Redactor) JSON(s string) string {
+	r = r.now()
 	toks, ok := scanStrings(s)
 	if !ok {
 		return r.Redact(s)

@@ -34,11 +34,34 @@ import (
 )
 
 // Redactor replaces secrets in text with "[REDACTED:<rule>]". It is
-// immutable once built and safe for concurrent use.
+// immutable once built and safe for concurrent use; one built by Live
+// applies the rules its source names at each use.
 type Redactor struct {
 	extra []*rule
 	once  sync.Once
 	all   []*rule // shared rules then extra, built on first use
+	// live, when set, names the Redactor whose rules apply now (Live).
+	live func() *Redactor
+}
+
+// Live returns a Redactor that asks current, at the start of each use
+// (each Redact, JSON, Rules or Check call, each NewStream), for the
+// Redactor whose rules that use applies, so rules that change while a
+// process runs (a rules file edited) apply from the next use on. A
+// Stream keeps the rules of its NewStream for its life. current must be
+// safe for concurrent use, cheap (it runs on every use), and never return
+// nil or a Redactor built by Live.
+func Live(current func() *Redactor) *Redactor {
+	return &Redactor{live: current}
+}
+
+// now returns the Redactor whose rules apply to this use: r itself, or
+// the one r's source names when r is Live.
+func (r *Redactor) now() *Redactor {
+	if r.live != nil {
+		return r.live()
+	}
+	return r
 }
 
 // list returns every rule in order; the first call loads the shared
@@ -214,6 +237,7 @@ var sharedIndex = sync.OnceValue(func() *keywordIndex { return newKeywordIndex(s
 
 // Rules returns the rule names in the order they are applied.
 func (r *Redactor) Rules() []string {
+	r = r.now()
 	names := make([]string, len(r.list()))
 	for i, ru := range r.list() {
 		names[i] = ru.name
@@ -225,6 +249,7 @@ func (r *Redactor) Rules() []string {
 // not compile with Go's regexp (RE2) package, with why; such rules are
 // skipped when redacting.
 func (r *Redactor) Check() map[string]error {
+	r = r.now()
 	bad := map[string]error{}
 	for _, ru := range r.list() {
 		if ru.assign {
@@ -240,6 +265,7 @@ func (r *Redactor) Check() map[string]error {
 // Redact returns s with every match of every rule replaced, rule by rule
 // in order. Valid UTF-8 in gives valid UTF-8 out.
 func (r *Redactor) Redact(s string) string {
+	r = r.now()
 	if s == "" || !r.mayMatch(s) {
 		return s
 	}

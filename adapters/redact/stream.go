@@ -34,8 +34,9 @@ type Stream struct {
 	held []byte
 }
 
-// NewStream returns a Stream redacting with r.
-func (r *Redactor) NewStream() *Stream { return &Stream{r: r} }
+// NewStream returns a Stream redacting with r (with the rules r applies
+// now, when r is Live).
+func (r *Redactor) NewStream() *Stream { return &Stream{r: r.now()} }
 
 // Write takes the next piece p of the stream and returns what is ready,
 // redacted; the rest stays held. The result is nil when nothing is ready.

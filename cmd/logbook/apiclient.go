@@ -15,7 +15,7 @@ import (
 // data dir's redaction rules and spool.
 func newService(b *backend, store *projections.Store) (*api.Service, error) {
 	host, _ := os.Hostname()
-	parser, err := b.dd.parser()
+	parser, err := b.parser()
 	if err != nil {
 		return nil, err
 	}

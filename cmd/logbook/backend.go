@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -28,6 +29,18 @@ type backend struct {
 	api    string          // the API prefix of the server, remote only
 	srv    *natslog.Server // local only
 	lock   *os.File        // local only
+	// rules, in serve, is the data dir's redact.txt followed as it
+	// changes; elsewhere nil, and a command reads redact.txt once.
+	rules *liveRules
+}
+
+// parser returns the Claude Code parser with the data dir's redaction
+// rules: in serve, the rules of redact.txt at each use (see liveRules).
+func (b *backend) parser() (*claude.Parser, error) {
+	if b.rules != nil {
+		return b.rules.parser()
+	}
+	return b.dd.parser()
 }
 
 // openBackend connects to the server named by serve.json (or natsURL),

@@ -85,8 +85,8 @@ func newHTTP(f httpFlags, dd dataDir, b *backend, store *projections.Store, svc 
 	}
 	// Observations and verdicts posted over HTTP are redacted by the
 	// rules the hook and the import use: the data dir's redact.txt over
-	// the built-in ones.
-	parser, err := dd.parser()
+	// the built-in ones, as it is at each use.
+	parser, err := b.parser()
 	if err != nil {
 		return nil, err
 	}

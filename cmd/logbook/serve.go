@@ -242,6 +242,10 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	defer store.Close()
+	// Everything serve redacts follows redact.txt as it changes.
+	if b.rules, err = newLiveRules(dd, g.stderr); err != nil {
+		return err
+	}
 	svc, err := newService(b, store)
 	if err != nil {
 		return err

@@ -15,7 +15,8 @@ import (
 // A line's "logbook serve: " prefix is dropped (the record says where it
 // is from); a line about a failure, and every report of the transcript
 // watcher ("watch: ...": a file not followed, a line that does not parse,
-// a file truncated or replaced), is logged at WARN, others at INFO.
+// a file truncated or replaced), is logged at WARN, a line starting
+// "ERROR: " at ERROR (without those words), others at INFO.
 // It is safe for concurrent use; a part of a line waits for its end.
 type serveLog struct {
 	mu   sync.Mutex
@@ -68,6 +69,9 @@ func (s *serveLog) line(l string) {
 			level = slog.LevelWarn
 			break
 		}
+	}
+	if m, ok := strings.CutPrefix(msg, "ERROR: "); ok {
+		level, msg = slog.LevelError, m
 	}
 	s.log.Log(context.Background(), level, msg)
 }

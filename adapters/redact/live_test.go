@@ -1,0 +1,59 @@
+package redact
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// A Live Redactor applies the rules its source names at each use, from
+// many goroutines at once while the source changes, and a Stream keeps the
+// rules of its NewStream.
+func TestLive_FollowsSource(t *testing.T) {
+	one, err := New([]string{`mycorp-[0-9]{6}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := New([]string{`mycorp-[0-9]{6}`, `acme-[a-z]{4}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur atomic.Pointer[Redactor]
+	cur.Store(one)
+	r := Live(cur.Load)
+	if got := r.Redact("a mycorp-123456 acme-wxyz"); got != "a [REDACTED:custom-1] acme-wxyz" {
+		t.Fatalf("first rules: %q", got)
+	}
+	st := r.NewStream()
+	cur.Store(two)
+	if got := r.JSON(`{"p":"mycorp-123456 acme-wxyz"}`); got != `{"p":"[REDACTED:custom-1] [REDACTED:custom-2]"}` {
+		t.Fatalf("second rules: %q", got)
+	}
+	if got := string(st.Write([]byte("acme-wxyz\n"))); got != "acme-wxyz\n" {
+		t.Fatalf("stream took the new rules: %q", got)
+	}
+	if n := len(r.Rules()) - len(Default().Rules()); n != 2 {
+		t.Fatalf("Rules: %d custom, want 2", n)
+	}
+
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 500 {
+				if got := r.Redact("x mycorp-654321 y"); strings.Contains(got, "654321") {
+					t.Errorf("not redacted: %q", got)
+					return
+				}
+			}
+		})
+	}
+	for i := range 500 {
+		if i%2 == 0 {
+			cur.Store(one)
+		} else {
+			cur.Store(two)
+		}
+	}
+	wg.Wait()
+}
