@@ -8,14 +8,18 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
 )
 
 // LoadTokens returns the tokens stored at path (JSON {"reader": …,
 // "writer": …}, mode 0600), first writing new random ones (32 bytes each,
 // hex) when the file does not exist. It refuses a file others may read or
-// one that lacks either token.
+// one that lacks either token, and reads only a regular file of at most
+// maxTokensBytes (claude.ReadRegular: a FIFO or a device in its place
+// is refused, never blocked on nor read without end).
 func LoadTokens(path string) (*Tokens, error) {
-	b, err := os.ReadFile(path)
+	b, err := claude.ReadRegular(path, maxTokensBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		t := &Tokens{Reader: randomToken(), Writer: randomToken()}
 		b, _ := json.MarshalIndent(t, "", "  ")
@@ -51,6 +55,9 @@ func LoadTokens(path string) (*Tokens, error) {
 	}
 	return &t, nil
 }
+
+// maxTokensBytes is the most a tokens file may hold (one is ~150 bytes).
+const maxTokensBytes = 64 << 10
 
 func randomToken() string {
 	b := make([]byte, 32)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
 )
 
 // dataDir is Logbook's data directory:
@@ -153,9 +155,12 @@ type serveInfo struct {
 	Started time.Time `json:"started"`
 }
 
+// readServeInfo returns the running server's serve.json; false when it
+// is absent, not a regular file (a FIFO is never blocked on), larger
+// than maxCredsBytes or not a serve.json object.
 func (d dataDir) readServeInfo() (serveInfo, bool) {
 	var si serveInfo
-	b, err := os.ReadFile(d.path("serve.json"))
+	b, err := claude.ReadRegular(d.path("serve.json"), maxCredsBytes)
 	if err != nil || json.Unmarshal(b, &si) != nil || si.URL == "" {
 		return si, false
 	}
