@@ -100,6 +100,11 @@ func OpenRegular(path string) (*os.File, int64, error) {
 	return f, st.Size(), nil
 }
 
+// MaxRulesFile is the most bytes a data dir's redact.txt may hold: 1 MiB,
+// thousands of rules. It is read with ReadRegular, so a FIFO or a device
+// put in its place is refused rather than read without end.
+const MaxRulesFile = 1 << 20
+
 // ErrFileTooLarge marks a file ReadRegular refused for holding more than its
 // limit of bytes.
 var ErrFileTooLarge = errors.New("too large")

@@ -22,7 +22,7 @@ import (
 // the built-in ones. A missing file means the built-in rules only; a rule
 // that does not compile is an error naming its line.
 func (d dataDir) parser() (*claude.Parser, error) {
-	b, err := os.ReadFile(d.path("redact.txt"))
+	b, err := claude.ReadRegular(d.path("redact.txt"), claude.MaxRulesFile)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("redaction rules: %w", err)
 	}
@@ -142,7 +142,7 @@ func (lr *liveRules) current() *claude.Redactor {
 		return c.red
 	}
 	next := &rulesAt{stamp: stamp, red: c.red}
-	b, err := os.ReadFile(lr.dd.path("redact.txt"))
+	b, err := claude.ReadRegular(lr.dd.path("redact.txt"), claude.MaxRulesFile)
 	if errors.Is(err, os.ErrNotExist) {
 		err, b = nil, nil
 	} else if err != nil {

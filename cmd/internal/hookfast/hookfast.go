@@ -338,7 +338,7 @@ func keepAside(args []string, payload []byte, why error) (string, error) {
 		return "", err
 	}
 	var pats []string
-	b, err := os.ReadFile(filepath.Join(dir, "redact.txt"))
+	b, err := claude.ReadRegular(filepath.Join(dir, "redact.txt"), claude.MaxRulesFile)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("redaction rules: %w", err)
 	}
