@@ -131,10 +131,14 @@ func (w *Worker) beat(ctx context.Context) error {
 // commands this worker runs when they get a stop request or are
 // abandoned.
 func (w *Worker) control(ctx context.Context) error {
-	cons, err := w.js.OrderedConsumer(ctx, natslog.StreamName, jetstream.OrderedConsumerConfig{
-		FilterSubjects:   []string{CommandFilter, SessionFilter},
-		DeliverPolicy:    jetstream.DeliverAllPolicy,
-		MaxResetAttempts: natslog.ResetAttempts,
+	var cons jetstream.Consumer
+	err := untilServed(ctx, w.log, "control feed", func(ctx context.Context) (err error) {
+		cons, err = w.js.OrderedConsumer(ctx, natslog.StreamName, jetstream.OrderedConsumerConfig{
+			FilterSubjects:   []string{CommandFilter, SessionFilter},
+			DeliverPolicy:    jetstream.DeliverAllPolicy,
+			MaxResetAttempts: natslog.ResetAttempts,
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("worker %s: control feed: %w", w.id.ID, err)

@@ -371,15 +371,19 @@ func (w *Worker) now() time.Time { return w.cfg.Clock().UTC().Truncate(time.Micr
 
 // intake takes requests off the durable consumer until ctx is done.
 func (w *Worker) intake(ctx, procCtx context.Context) error {
-	cons, err := w.js.CreateOrUpdateConsumer(ctx, natslog.StreamName, jetstream.ConsumerConfig{
-		Durable:       DurableName,
-		Description:   "Logbook workers: command requests",
-		FilterSubject: CommandFilter,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       w.cfg.AckWait,
-		MaxAckPending: maxAckPending,
-		MaxDeliver:    -1,
+	var cons jetstream.Consumer
+	err := untilServed(ctx, w.log, "consumer "+DurableName, func(ctx context.Context) (err error) {
+		cons, err = w.js.CreateOrUpdateConsumer(ctx, natslog.StreamName, jetstream.ConsumerConfig{
+			Durable:       DurableName,
+			Description:   "Logbook workers: command requests",
+			FilterSubject: CommandFilter,
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       w.cfg.AckWait,
+			MaxAckPending: maxAckPending,
+			MaxDeliver:    -1,
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("worker %s: consumer %s: %w", w.id.ID, DurableName, err)

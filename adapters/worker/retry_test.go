@@ -1,0 +1,43 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A request the cluster cannot serve yet (no answer in time, 503) is
+// asked again until it is served; any other error ends it at once, and
+// so does the end of ctx.
+func TestUntilServed(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	unavailable := &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}
+	answers := []error{context.DeadlineExceeded, unavailable, nil}
+	calls := 0
+	err := untilServed(t.Context(), quiet, "test", func(context.Context) error {
+		calls++
+		return answers[calls-1]
+	})
+	if err != nil || calls != 3 {
+		t.Errorf("after a timeout and a 503: err %v after %d calls, want nil after 3", err, calls)
+	}
+
+	refused := errors.New("permissions violation")
+	calls = 0
+	err = untilServed(t.Context(), quiet, "test", func(context.Context) error { calls++; return refused })
+	if !errors.Is(err, refused) || calls != 1 {
+		t.Errorf("a refusal: err %v after %d calls, want it at once", err, calls)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	err = untilServed(ctx, quiet, "test", func(context.Context) error { return unavailable })
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, unavailable) {
+		t.Errorf("never served: err %v, want ctx's error joined with the last answer", err)
+	}
+}
