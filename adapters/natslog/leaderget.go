@@ -48,12 +48,14 @@ type msgGetResponse struct {
 	} `json:"error"`
 }
 
-// The API's error codes for "no message found" and for "JetStream system
+// The API's error codes for "no message found", for "JetStream system
 // temporarily unavailable" (what a replica answers while the stream has
-// no leader).
+// no leader) and for "insufficient resources" (no peers known yet for a
+// stream's replicas).
 const (
 	jsErrNoMessage       = 10037
 	jsErrClusterNotAvail = 10008
+	jsErrNoPeers         = 10005
 )
 
 // errLeaderless reports an answer given while the stream had no leader:
@@ -170,4 +172,22 @@ func leaderless(err error) bool {
 		return true
 	}
 	return errors.Is(err, errLeaderless)
+}
+
+// Unserved reports whether err, from a JetStream API request made under
+// ctx, is a cluster's answer while it cannot serve the request yet — a
+// meta or stream leader being elected, a stream just created whose
+// replicas are not placed — so asking again later may succeed: no
+// answer within the request's own timeout (ctx still live), no
+// responders, "temporarily unavailable" (503), or no peers yet (10005).
+// A refusal (permissions, a bad request) is not.
+func Unserved(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || noResponders(err) {
+		return true
+	}
+	ae, ok := errors.AsType[*jetstream.APIError](err)
+	return ok && (ae.Code == 503 || ae.ErrorCode == jsErrNoPeers)
 }

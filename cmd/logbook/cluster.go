@@ -102,7 +102,7 @@ client cannot see or set it.`,
 					}
 				}
 				cancel()
-				if !clusterNotReady(ctx, err) {
+				if !natslog.Unserved(ctx, err) {
 					return fmt.Errorf("stream %s on %s: %w", natslog.StreamName, redactURL(g.natsURL), err)
 				}
 				if time.Now().After(deadline) {
@@ -213,20 +213,4 @@ to followers, worker.json to worker hosts.`,
 // makes one short attempt and a long --wait many.
 func attemptTimeout(deadline time.Time) time.Duration {
 	return min(max(time.Until(deadline), time.Second), 5*time.Second)
-}
-
-// clusterNotReady reports whether err, from a JetStream API request made
-// under ctx, is what a cluster answers while it has no meta leader yet:
-// no answer within the request's own timeout (ctx still live), no
-// responders, "JetStream system temporarily unavailable" (503), or no
-// peers known yet for the stream's replicas (10005).
-func clusterNotReady(ctx context.Context, err error) bool {
-	if err == nil || ctx.Err() != nil {
-		return false
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
-		return true
-	}
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.Code == 503 || apiErr.ErrorCode == 10005)
 }
