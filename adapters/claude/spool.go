@@ -1,6 +1,7 @@
 package claude
 
 import (
+	cryptorand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -74,8 +76,27 @@ func (s *Spool) Put(payload []byte) (string, error) { return s.PutFrom(payload, 
 // known). The process is stored in its own file, durable before the
 // payload's file appears, so an entry never lacks the process it had.
 func (s *Spool) PutFrom(payload []byte, p *events.Process) (string, error) {
-	id := ulid.Make().String()
+	id := newEntryID()
 	return id, s.PutAs(id, payload, p)
+}
+
+// entryIDs makes the ids of entries put in this process: its own
+// monotonic source, read with the clock under one lock, so an entry put
+// after another in this process sorts after it. ulid.Make reads the clock
+// before it takes its source's lock: a caller holding an earlier
+// millisecond could take the lock between two puts and reset the
+// source, and the second put could then sort before the first.
+var entryIDs = struct {
+	sync.Mutex
+	src *ulid.MonotonicEntropy
+}{src: ulid.Monotonic(cryptorand.Reader, 0)}
+
+// newEntryID returns a fresh entry id, after every id it returned before
+// (unless the wall clock stepped back).
+func newEntryID() string {
+	entryIDs.Lock()
+	defer entryIDs.Unlock()
+	return ulid.MustNew(ulid.Now(), entryIDs.src).String()
 }
 
 // PutAs is PutFrom under a given id, a ULID the caller made (ulid.Make):
