@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -158,12 +159,8 @@ func TestBoard_LiveInABrowser(t *testing.T) {
 	}
 	form := `form.review[data-review="toolu_push"]`
 	until(t, ctx, "the review's form", `!!document.querySelector('`+form+`')`, 5*time.Second)
-	if err := chromedp.Do(ctx,
-		chromedp.SendKeys(chromedp.CSS(form+` input[name=reason]`), "pushing the release branch"),
-		chromedp.SendKeys(chromedp.CSS(form+` input[name=by]`), "alice"),
-	); err != nil {
-		t.Fatal(err)
-	}
+	typeInto(t, ctx, form+` input[name=reason]`, "pushing the release branch")
+	typeInto(t, ctx, form+` input[name=by]`, "alice")
 	screenshot(t, ctx, "review.png")
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(form+` button.allow`))); err != nil {
 		t.Fatal(err)
@@ -177,4 +174,25 @@ func TestBoard_LiveInABrowser(t *testing.T) {
 		t.Fatal("the gate got no verdict from the browser")
 	}
 	until(t, ctx, "the review gone from the page", `!document.querySelector('`+form+`')`, 5*time.Second)
+}
+
+// typeInto types text into the input sel names, as a person would. A live
+// update re-renders the session page's review forms, carrying over what
+// was typed (board.js), so the node found can be gone by the time the
+// keys are sent: then the field is emptied and typed into again, up to
+// five times.
+func typeInto(t *testing.T, ctx context.Context, sel, text string) {
+	t.Helper()
+	var err error
+	for range 5 {
+		if _, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`(e => !!e && (e.value = "", true))(document.querySelector(`+strconv.Quote(sel)+`))`)); err != nil {
+			break
+		}
+		if err = chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(sel), text)); err == nil || !strings.Contains(err.Error(), "Could not find node") {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("type into %s: %v", sel, err)
+	}
 }
