@@ -58,6 +58,11 @@ recorded (exit 1 when any do).
 				return err
 			}
 			defer b.Close()
+			if seq > 0 {
+				if err := seqInLog(ctx, b.log, seq); err != nil {
+					return err
+				}
+			}
 			if sess != "" {
 				if sess, err = resolveID(ctx, b, events.KindSession, sess); err != nil {
 					return err
@@ -145,6 +150,22 @@ recorded (exit 1 when any do).
 	f.BoolVar(&rederive, "rederive", false, "decide a session's observations again with today's reducer (needs --session)")
 	f.BoolVar(&dump, "dump", false, "print one line per record instead")
 	return cmd
+}
+
+// seqInLog refuses, as a usage error, a --seq past the log's last event
+// sequence: replaying "up to" it would silently replay everything.
+func seqInLog(ctx context.Context, l events.Log, seq uint64) error {
+	last, err := l.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	if seq > last {
+		if last == 0 {
+			return usageErrorf("--seq %d: the log is empty", seq)
+		}
+		return usageErrorf("--seq %d: past the log's last event sequence %d", seq, last)
+	}
+	return nil
 }
 
 func replayVerify(ctx context.Context, g *globals) error {
