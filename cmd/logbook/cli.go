@@ -48,6 +48,17 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
+// checkTyped refuses, as a usage error naming flag, text a person types
+// for the log (a reason, a justification) that is blank (empty or only
+// white space) or longer than max bytes, the most the receiving side
+// keeps. It runs before anything is read or sent.
+func checkTyped(flag, text string, max int) error {
+	if strings.TrimSpace(text) == "" || len(text) > max {
+		return usageErrorf("%s of %d bytes: want 1 to %d bytes, not blank", flag, len(text), max)
+	}
+	return nil
+}
+
 // annReads is the annotation markReads sets.
 const annReads = "logbook.reads"
 

@@ -124,7 +124,10 @@ closes the input afterwards (Ctrl-D on a terminal).`,
 		Short: "Stop a command: SIGTERM to its process group, SIGKILL after the grace",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reason, err := redactTyped(g, reason, 0)
+			if err := checkTyped("--reason", reason, maxStopReason); err != nil {
+				return err
+			}
+			reason, err := redactTyped(g, reason, maxStopReason)
 			if err != nil {
 				return err
 			}
@@ -141,6 +144,10 @@ closes the input afterwards (Ctrl-D on a terminal).`,
 	cmd.AddCommand(output, stdin, stop)
 	return cmd
 }
+
+// maxStopReason is the most bytes of a command stop's reason taken, as
+// of a session end's.
+const maxStopReason = maxSessionReason
 
 // withClient runs fn with a worker client on the data dir's log.
 func withClient(ctx context.Context, g *globals, id *string, fn func(*worker.Client) error) error {

@@ -49,6 +49,10 @@ type execFlags struct {
 	justification string
 }
 
+// maxJustification is the most bytes of an elevation's justification the
+// gate keeps for the reviewer.
+const maxJustification = 1000
+
 func execCmd(g *globals) *cobra.Command {
 	var f execFlags
 	cmd := &cobra.Command{
@@ -124,6 +128,11 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	}
 	if !f.elevate && f.justification != "" {
 		return usageErrorf("exec: --justification is for --elevate: why the command needs full_access")
+	}
+	if f.elevate {
+		if err := checkTyped("exec: --justification", f.justification, maxJustification); err != nil {
+			return err
+		}
 	}
 	if f.mode != "" {
 		switch f.mode {
@@ -240,7 +249,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if f.elevate {
 		// The justification goes onto the log for good: redacted, as a
 		// review's reason.
-		if f.justification, err = redactTyped(g, f.justification, 0); err != nil {
+		if f.justification, err = redactTyped(g, f.justification, maxJustification); err != nil {
 			return err
 		}
 		if req.Elevation, err = elevate(ctx, call, f, req); err != nil {

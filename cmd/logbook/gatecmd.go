@@ -345,6 +345,9 @@ func reviewAnswerCmd(g *globals, verdict string) *cobra.Command {
 		Short: "Answer " + verdict + " to an open gate review (its id or a unique prefix); the first answer wins, a late one is refused naming it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTyped("--reason", reason, maxReviewReason); err != nil {
+				return err
+			}
 			reason, err := redactTyped(g, reason, maxReviewReason)
 			if err != nil {
 				return err

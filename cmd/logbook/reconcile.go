@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -66,8 +65,8 @@ func sessionAbandonCmd(g *globals) *cobra.Command {
 const maxSessionReason = 200
 
 func sessionRequestCmd(ctx context.Context, g *globals, verb string, req api.SessionEndRequest) error {
-	if strings.TrimSpace(req.Reason) == "" || len(req.Reason) > maxSessionReason {
-		return usageErrorf("--reason of %d bytes: want 1 to %d bytes, not blank", len(req.Reason), maxSessionReason)
+	if err := checkTyped("--reason", req.Reason, maxSessionReason); err != nil {
+		return err
 	}
 	req.Actor, req.Ref = personActor(), ulid.Make().String()
 	reason, err := redactTyped(g, req.Reason, maxSessionReason)
