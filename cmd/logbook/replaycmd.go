@@ -76,23 +76,12 @@ recorded (exit 1 when any do).
 					return err
 				}
 				if g.json {
-					if err := writeJSON(g.stdout, r); err != nil {
-						return err
-					}
-				} else if r.Agree() {
-					fmt.Fprintf(g.stdout, "session %s: %d observations decided again, all agree with the log\n", sess, r.Observations)
+					err = writeJSON(g.stdout, r)
 				} else {
-					fmt.Fprintf(g.stdout, "session %s: %d of %d observations decide differently today; first at seq %d (%s), event %d:\n",
-						sess, r.Diverged, r.Observations, r.First.ObsSeq, r.First.Obs.Type, r.First.Index)
-					for _, e := range r.First.Recorded {
-						fmt.Fprintf(g.stdout, "  recorded:  %s %s\n", e.Type, summary(e))
-					}
-					for _, e := range r.First.Rederived {
-						fmt.Fprintf(g.stdout, "  rederived: %s %s\n", e.Type, summary(e))
-					}
-					if r.First.Refused != "" {
-						fmt.Fprintf(g.stdout, "  refused today: %s\n", r.First.Refused)
-					}
+					err = termPrint(g.stdout, func(w io.Writer) error { return printRederivation(w, r) })
+				}
+				if err != nil {
+					return err
 				}
 				if !r.Agree() {
 					return &exitError{code: 1, err: fmt.Errorf("decisions diverge")}
@@ -109,7 +98,7 @@ recorded (exit 1 when any do).
 				}
 				return nil
 			case dump:
-				return replay.Dump(g.stdout, replay.Records(ctx, b.log, p))
+				return termPrint(g.stdout, func(w io.Writer) error { return replay.Dump(w, replay.Records(ctx, b.log, p)) })
 			}
 			store, err := replay.At(ctx, b.log, p, "")
 			if err != nil {
@@ -150,6 +139,28 @@ recorded (exit 1 when any do).
 	f.BoolVar(&rederive, "rederive", false, "decide a session's observations again with today's reducer (needs --session)")
 	f.BoolVar(&dump, "dump", false, "print one line per record instead")
 	return cmd
+}
+
+// printRederivation prints what replay --rederive found, as text. Its
+// values come from the log: print it through termPrint.
+func printRederivation(w io.Writer, r replay.Rederivation) error {
+	if r.Agree() {
+		_, err := fmt.Fprintf(w, "session %s: %d observations decided again, all agree with the log\n", r.Session, r.Observations)
+		return err
+	}
+	fmt.Fprintf(w, "session %s: %d of %d observations decide differently today; first at seq %d (%s), event %d:\n",
+		r.Session, r.Diverged, r.Observations, r.First.ObsSeq, r.First.Obs.Type, r.First.Index)
+	for _, e := range r.First.Recorded {
+		fmt.Fprintf(w, "  recorded:  %s %s\n", e.Type, summary(e))
+	}
+	for _, e := range r.First.Rederived {
+		fmt.Fprintf(w, "  rederived: %s %s\n", e.Type, summary(e))
+	}
+	var err error
+	if r.First.Refused != "" {
+		_, err = fmt.Fprintf(w, "  refused today: %s\n", r.First.Refused)
+	}
+	return err
 }
 
 // seqInLog refuses, as a usage error, a --seq past the log's last event

@@ -2,7 +2,12 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"strings"
 	"testing"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/replay"
 )
 
 func TestTermSanitize(t *testing.T) {
@@ -67,5 +72,35 @@ func TestTermWriter_Bounded(t *testing.T) {
 	}
 	if bytes.ContainsRune(b.Bytes(), 0x1b) {
 		t.Errorf("an escape reached the output")
+	}
+}
+
+// What replay --rederive and events tail print of the log (hostile input:
+// a hook's reason, a transcript's ids) reaches the terminal escaped.
+func TestTermSafe_LogValues(t *testing.T) {
+	const evil = "\x1b]0;owned\x07bye\x1b[2J\rrm"
+	ended := events.Envelope{Type: "session.ended\x1b[31m", Data: events.SessionEnded{From: "ready", Reason: evil}}
+	abandoned := events.Envelope{Type: "session.entry_abandoned", Data: events.SessionEntryAbandoned{EntryID: "toolu_\x1b]52;c;cm0K\x07", Reason: evil}}
+	r := replay.Rederivation{Session: "s1", Observations: 3, Diverged: 1, First: &replay.Divergence{
+		ObsSeq: 7, Obs: events.Envelope{Type: "obs.claude.hook\u009b2J"}, Index: 0,
+		Recorded:  []events.Envelope{ended},
+		Rederived: []events.Envelope{abandoned},
+		Refused:   "refused: " + evil,
+	}}
+	var b bytes.Buffer
+	if err := termPrint(&b, func(w io.Writer) error { return printRederivation(w, r) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := printRecord(&b, events.Record{Seq: 9, Envelope: ended}, false); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	if strings.ContainsAny(got, "\x1b\x07\r\u009b") {
+		t.Errorf("terminal controls got through:\n%q", got)
+	}
+	for _, want := range []string{`recorded:  session.ended bye\rrm`, `rederived: session.entry_abandoned toolu_ bye\rrm`, `refused today: refused: bye\rrm`, `(obs.claude.hook\u009b2J)`, `/ v0  bye\rrm`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
 	}
 }
