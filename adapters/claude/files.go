@@ -171,6 +171,29 @@ func FirstLine(path string) (Line, error) {
 	return Line{N: 1, Torn: true}, nil
 }
 
+// BlankOnly reports whether the transcript at path (JSON Lines, of any
+// format the importers read) holds at least one line and only blank ones
+// (white space): like an empty file, it has nothing to import yet. It
+// reads up to the first line that is not blank; a line too long to hold
+// or a last line with no newline yet is taken as not blank (the import
+// reports it). Errors are ReadLines' (the file cannot be opened or read).
+func BlankOnly(ctx context.Context, path string) (bool, error) {
+	lines := 0
+	for l, err := range readLines(ctx, path, Cursor{}, 0, MaxLineBytes, 0) {
+		if errors.Is(err, ErrLineTooLong) || err == nil && l.Torn {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if len(bytes.TrimSpace(l.Bytes)) > 0 {
+			return false, nil
+		}
+		lines++
+	}
+	return lines > 0, nil
+}
+
 // ctxReader reads r until ctx is done, then fails with ctx's error, so a
 // pass over a large file stops soon after its import is cancelled.
 type ctxReader struct {

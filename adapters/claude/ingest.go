@@ -445,6 +445,16 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	future := false // a line past now's bound was warned of
 	uuids := map[string]bool{}
 	startCursor := s.Cursor(path)
+	if startCursor == 0 && !s.Exists() {
+		// A file of blank lines only starts no session: nothing is
+		// appended until a line that is not blank comes (its blank lines
+		// then keep their numbers).
+		if blank, err := BlankOnly(ctx, path); err != nil {
+			return res, lastFP, err
+		} else if blank {
+			return res, lastFP, nil
+		}
+	}
 	var run []runLine
 	// A parse slot (IngestConfig.Parsers) is held while lines are read
 	// and parsed, never while a run is appended: nothing that waits for

@@ -331,6 +331,41 @@ func TestImportFile_BOMAndBlankLines(t *testing.T) {
 	}
 }
 
+// A file of blank lines only starts no session, appends nothing and warns
+// of nothing; once a line that is not blank follows, every line is
+// imported with its number, the blank ones too.
+func TestImportFile_BlankOnly(t *testing.T) {
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "s-1.jsonl")
+	writeLines(t, path, "\n", "   \n", "\t\r\n")
+	agg, _ := SessionAggregate("s-1", "")
+	r, err := in.ImportFile(ctx, path, agg, nil)
+	if err != nil || r.Appended != 0 || r.Lines != 0 || len(r.Warnings) != 0 {
+		t.Fatalf("blank import: %+v, %v; want nothing", r, err)
+	}
+	if last, _ := l.LastSeq(ctx); last != 0 {
+		t.Fatalf("blank import appended %d messages", last)
+	}
+	if blank, err := BlankOnly(ctx, path); !blank || err != nil {
+		t.Errorf("BlankOnly = %v, %v; want true", blank, err)
+	}
+	writeLines(t, path, fxUser("u1", "", "hi"))
+	if blank, err := BlankOnly(ctx, path); blank || err != nil {
+		t.Errorf("BlankOnly with a line = %v, %v; want false", blank, err)
+	}
+	r, err = in.ImportFile(ctx, path, agg, nil)
+	if err != nil || r.Appended != 4 || r.Lines != 4 {
+		t.Fatalf("grown import: %+v, %v; want 4 lines", r, err)
+	}
+	empty := filepath.Join(t.TempDir(), "e.jsonl")
+	writeLines(t, empty)
+	if blank, err := BlankOnly(ctx, empty); blank || err != nil {
+		t.Errorf("BlankOnly of an empty file = %v, %v; want false", blank, err)
+	}
+}
+
 // countingLog is the real log, counting the batches appended through it.
 type countingLog struct {
 	*natslog.Log

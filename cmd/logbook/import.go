@@ -114,8 +114,9 @@ func namedPaths(paths []string, ext, what, hint string, looks func(string) (bool
 		case ext != "" && !strings.HasSuffix(p, ext):
 			errs = append(errs, fmt.Sprintf("%s: not a %s file; want %s%s", p, ext, what, hint))
 			continue
-		case st.Size() == 0:
-			notes = append(notes, fmt.Sprintf("%s: empty file, nothing to import yet", p))
+		}
+		if what, ok := nothingYet(p, st.Size()); ok {
+			notes = append(notes, fmt.Sprintf("%s: %s, nothing to import yet", p, what))
 			continue
 		}
 		if ok, why := looks(p); !ok {
@@ -127,6 +128,19 @@ func namedPaths(paths []string, ext, what, hint string, looks func(string) (bool
 		}
 	}
 	return errs, notes
+}
+
+// nothingYet reports whether the file at path, of size bytes, holds no
+// line to import yet, and what it holds instead: "empty file", or "only
+// blank lines".
+func nothingYet(path string, size int64) (string, bool) {
+	if size == 0 {
+		return "empty file", true
+	}
+	if blank, err := claude.BlankOnly(context.Background(), path); err == nil && blank {
+		return "only blank lines", true
+	}
+	return "", false
 }
 
 // emptyDirs returns a note for each directory of paths under which found
@@ -175,8 +189,10 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 		if t.Path == "" {
 			return false
 		}
-		if st, err := os.Stat(t.Path); err == nil && st.Size() == 0 && len(t.Subagents) == 0 {
-			return true // a named one has its note; a found one waits for its lines
+		if st, err := os.Stat(t.Path); err == nil && len(t.Subagents) == 0 {
+			if _, none := nothingYet(t.Path, st.Size()); none {
+				return true // a named one has its note; a found one waits for its lines
+			}
 		}
 		ok, why := claude.LooksLikeTranscript(t.Path)
 		if !ok {

@@ -54,8 +54,10 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 	}
 	var rollouts []string
 	for _, f := range files {
-		if st, err := os.Stat(f); err == nil && st.Size() == 0 {
-			continue // a named one has its note; a found one waits for its lines
+		if st, err := os.Stat(f); err == nil {
+			if _, none := nothingYet(f, st.Size()); none {
+				continue // a named one has its note; a found one waits for its lines
+			}
 		}
 		if ok, why := codex.LooksLikeRollout(f); !ok {
 			skipped = append(skipped, fmt.Sprintf("%s: %s", f, why))
