@@ -44,6 +44,17 @@ func (a Aggregate) String() string { return a.Kind + "/" + a.ID }
 // validate; call Validate first for input from outside.
 func (a Aggregate) Subject() string { return SubjectEvents + "." + a.Kind + "." + a.ID }
 
+// OnSubject reports whether subject is a.Subject(), without building it:
+// the check a reader makes of every stored event.
+func (a Aggregate) OnSubject(subject string) bool {
+	rest, ok := strings.CutPrefix(subject, SubjectEvents+".")
+	if !ok {
+		return false
+	}
+	rest, ok = strings.CutPrefix(rest, a.Kind)
+	return ok && len(rest) == len(a.ID)+1 && rest[0] == '.' && rest[1:] == a.ID
+}
+
 // Validate reports, wrapping ErrMalformed, a kind outside the catalogue or
 // an id that is empty, too long, or holds a byte outside [A-Za-z0-9_-]
 // (a dot or wildcard would break the one-subject-per-aggregate rule).

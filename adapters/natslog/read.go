@@ -74,7 +74,7 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // log's registry; errors are *DecodeError.
 func (l *Log) decode(d *events.Decoder, seq uint64, subject string, data []byte) (events.Record, error) {
 	e, err := d.Decode(data)
-	if err == nil && e.Agg.Subject() != subject {
+	if err == nil && !e.Agg.OnSubject(subject) {
 		err = fmt.Errorf("%w: event %s of %s stored on another subject", events.ErrMalformed, e.ID, e.Agg)
 	}
 	if err != nil {
