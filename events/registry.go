@@ -26,7 +26,8 @@ type typeInfo struct {
 // built once (NewRegistry) and then read-only: safe for concurrent use
 // after construction, not during Register calls.
 type Registry struct {
-	types map[string]*typeInfo
+	types  map[string]*typeInfo
+	slices int // slice codecs numbered so far (codec.numberSlices)
 }
 
 // NewRegistry returns a registry holding Logbook's whole catalogue.
@@ -79,6 +80,7 @@ func (r *Registry) Register(p Payload, v int, needCause bool) {
 	if !ok || c.kind != reflect.Struct {
 		c = nil
 	}
+	c.numberSlices(&r.slices, map[*codec]bool{})
 	r.types[name] = &typeInfo{name: name, version: v, typ: t, needCause: needCause, upcasters: map[int]Upcaster{}, codec: c}
 }
 

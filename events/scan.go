@@ -115,11 +115,12 @@ type Decoder struct {
 	// the scanner reads a payload into before it is copied out, so a
 	// payload costs one allocation (its boxed copy) instead of two.
 	payloads map[*typeInfo]reflect.Value
-	// elems holds a slice of each element type read so far, which the
-	// scanner reads an array's elements into before copying them to a
-	// slice of exactly their number. A codec's slice is taken out while
-	// in use, so a nested array of the same type makes its own.
-	elems map[*codec]reflect.Value
+	// elems holds, at each slice codec's slot, a slice of its type,
+	// which the scanner reads an array's elements into before copying
+	// them to a slice of exactly their number. A slice is taken out (its
+	// slot left invalid) while in use, so a nested array of the same
+	// codec makes its own.
+	elems []reflect.Value
 }
 
 // NewDecoder returns a Decoder of r's catalogue.
@@ -180,6 +181,10 @@ func (s *scanner) ws() {
 
 // byte1 consumes c after whitespace.
 func (s *scanner) byte1(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c { // the wire form has no whitespace
+		s.i++
+		return true
+	}
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == c {
 		s.i++
@@ -197,6 +202,34 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
+// Masks for plainRun's eight-bytes-at-a-time test.
+const (
+	lsb8 = 0x0101010101010101
+	msb8 = 0x8080808080808080
+)
+
+// plainRun returns the index of the first byte of b at or after i that is
+// not plain (len(b) if none): eight bytes at a time while eight remain,
+// then by the table. A lane's mask bit is set for a control byte, '"',
+// '\\' or a byte ≥ 0x80; the lowest set bit is exact (borrows only set
+// bits above a lane that is already set).
+func plainRun(b []byte, i int) int {
+	for i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ (lsb8 * '"')
+		e := x ^ (lsb8 * '\\')
+		m := ((x-lsb8*0x20)&^x | (q-lsb8)&^q | (e-lsb8)&^e | x) & msb8
+		if m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
+	}
+	for i < len(b) && plain[b[i]] {
+		i++
+	}
+	return i
+}
+
 // raw returns the bytes of a string without escapes, control bytes or
 // invalid UTF-8 (whose decoding by encoding/json would differ from the
 // bytes), without its quotes.
@@ -207,9 +240,7 @@ func (s *scanner) raw() ([]byte, bool) {
 	start := s.i
 	ascii := true
 	for {
-		for s.i < len(s.b) && plain[s.b[s.i]] {
-			s.i++
-		}
+		s.i = plainRun(s.b, s.i)
 		if s.i >= len(s.b) {
 			return nil, false
 		}
@@ -240,9 +271,7 @@ func (s *scanner) str() (string, bool) {
 	start := s.i
 	ascii := true
 	for {
-		for s.i < len(s.b) && plain[s.b[s.i]] {
-			s.i++
-		}
+		s.i = plainRun(s.b, s.i)
 		if s.i >= len(s.b) {
 			return "", false
 		}
@@ -398,17 +427,28 @@ func (s *scanner) number() ([]byte, bool) {
 }
 
 // members calls member for each key of an object; member returns false to
-// give up.
-func (s *scanner) members(member func(key []byte) bool) bool {
+// give up. known lists keys (`"name":`, as knownKey) in the order the
+// wire form writes them; a key among them is read without scanning it.
+func (s *scanner) members(known []string, member func(key []byte) bool) bool {
 	if !s.byte1('{') {
 		return false
 	}
 	if s.byte1('}') {
 		return true
 	}
+	next := 0
 	for {
-		k, ok := s.raw()
-		if !ok || !s.byte1(':') || !member(k) {
+		var k []byte
+		start := s.i
+		if n := s.knownIn(known, next); n >= 0 {
+			k, next = s.b[start+1:s.i-2], n+1
+		} else {
+			var ok bool
+			if k, ok = s.raw(); !ok || !s.byte1(':') {
+				return false
+			}
+		}
+		if !member(k) {
 			return false
 		}
 		if s.byte1('}') {
@@ -520,7 +560,7 @@ func (r *Registry) decodeScan(b []byte, d *Decoder) (e Envelope, ok bool, err er
 		case "agg":
 			bit = mAgg
 			var aseen int
-			if !s.members(func(k []byte) bool {
+			if !s.members(aggKeys, func(k []byte) bool {
 				var ok bool
 				switch string(k) {
 				case "kind":
@@ -565,7 +605,7 @@ func (r *Registry) decodeScan(b []byte, d *Decoder) (e Envelope, ok bool, err er
 			bit = mCause
 			c := &Cause{}
 			var cseen int
-			if !s.members(func(k []byte) bool {
+			if !s.members(causeKeys, func(k []byte) bool {
 				var f *string
 				var cb int
 				switch string(k) {
@@ -634,16 +674,22 @@ func (r *Registry) decodeScan(b []byte, d *Decoder) (e Envelope, ok bool, err er
 		seen |= bit
 		return true
 	}
-	if !s.members(member) {
+	if !s.members(envelopeKeys, member) {
 		return Envelope{}, false, nil
 	}
 	s.ws()
 	if s.i != len(b) || ti == nil || data == nil && e.Data == nil || e.V != ti.version {
 		return Envelope{}, false, nil
 	}
-	t, perr := time.Parse(time.RFC3339Nano, string(at))
-	if at == nil || perr != nil {
+	if at == nil {
 		return Envelope{}, false, nil
+	}
+	t, ok := parseTimeZ(at)
+	if !ok {
+		var err error
+		if t, err = time.Parse(time.RFC3339Nano, string(at)); err != nil {
+			return Envelope{}, false, nil
+		}
 	}
 	e.At = t.UTC()
 	if e.Data == nil {
@@ -657,6 +703,76 @@ func (r *Registry) decodeScan(b []byte, d *Decoder) (e Envelope, ok bool, err er
 		return Envelope{}, true, err
 	}
 	return e, true, nil
+}
+
+// parseTimeZ reads b as time.Parse(time.RFC3339Nano, b) does when b has
+// the shape MarshalJSON writes: YYYY-MM-DDTHH:MM:SS, then a fraction of 1
+// to 9 digits or none, then Z. ok false means another shape or a value
+// out of range, which time.Parse decides.
+func parseTimeZ(b []byte) (t time.Time, ok bool) {
+	n := len(b)
+	if n < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[n-1] != 'Z' {
+		return time.Time{}, false
+	}
+	var bad byte // any bit 7 of a digit's value minus '0' or 9 minus it
+	d2 := func(i int) int {
+		x, y := b[i]-'0', b[i+1]-'0'
+		bad |= (x | y | (9 - x) | (9 - y)) & 0x80
+		return int(x)*10 + int(y)
+	}
+	year := d2(0)*100 + d2(2)
+	month, day := d2(5), d2(8)
+	hour, minute, sec := d2(11), d2(14), d2(17)
+	if bad != 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) ||
+		hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	ns := 0
+	if n > 20 {
+		w := n - 21 // digits between '.' and 'Z'
+		if b[19] != '.' || w < 1 || w > 9 {
+			return time.Time{}, false
+		}
+		for _, c := range b[20 : n-1] {
+			if c < '0' || c > '9' {
+				return time.Time{}, false
+			}
+			ns = ns*10 + int(c-'0')
+		}
+		for range 9 - w {
+			ns *= 10
+		}
+	}
+	// Days from 1970-01-01 to the date in the proleptic Gregorian
+	// calendar (eras of 400 years, the year starting in March).
+	y := year
+	if month <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	mp := (month + 9) % 12
+	doy := (153*mp+2)/5 + day - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	days := int64(era)*146097 + int64(doe) - 719468
+	return time.Unix(days*86400+int64(hour*3600+minute*60+sec), int64(ns)).UTC(), true
+}
+
+// daysIn returns the number of days of month (1–12) in year.
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
 
 // kindName returns the aggregate kind constant spelled v, so a decoded
@@ -677,6 +793,24 @@ func kindName(v []byte) string {
 	return string(v)
 }
 
+// numberSlices gives each slice codec reachable from c that has no slot
+// yet the next of the registry's slots (its index in a Decoder's elems),
+// counting them in *n.
+func (c *codec) numberSlices(n *int, seen map[*codec]bool) {
+	if c == nil || seen[c] {
+		return
+	}
+	seen[c] = true
+	if c.kind == reflect.Slice {
+		c.slot = *n
+		*n++
+	}
+	c.elem.numberSlices(n, seen)
+	for _, m := range c.members {
+		m.c.numberSlices(n, seen)
+	}
+}
+
 var (
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
@@ -692,6 +826,7 @@ type codec struct {
 	members []member      // struct: its JSON members, declaration order
 	elem    *codec        // pointer: the target; slice: the element
 	empty   reflect.Value // slice: an empty, non-nil one
+	slot    int           // slice: its index in a Decoder's elems (numberSlices)
 	// unmarshal: the type is a json.Unmarshaler, handed a string
 	// without escapes as encoding/json would hand it (quotes included).
 	unmarshal bool
@@ -700,6 +835,7 @@ type codec struct {
 // member is one JSON member of a struct.
 type member struct {
 	name  string // the wire name, exactly
+	key   string // `"name":`, as the wire form spells the key
 	index []int  // the field's path through embedded structs
 	c     *codec
 }
@@ -792,7 +928,7 @@ func (c *codec) collect(t reflect.Type, index []int, done map[reflect.Type]*code
 		if !ok {
 			return false
 		}
-		c.members = append(c.members, member{name: name, index: path, c: fc})
+		c.members = append(c.members, member{name: name, key: `"` + name + `":`, index: path, c: fc})
 	}
 	return true
 }
@@ -948,11 +1084,8 @@ func (s *scanner) slice(c *codec, v reflect.Value) bool {
 	// The elements go to a scratch slice first (the Decoder's when it has
 	// one for c free), and then to v, allocated once at their number.
 	var buf reflect.Value
-	if s.d != nil {
-		if b, ok := s.d.elems[c]; ok {
-			buf = b
-			delete(s.d.elems, c)
-		}
+	if s.d != nil && c.slot < len(s.d.elems) {
+		buf, s.d.elems[c.slot] = s.d.elems[c.slot], reflect.Value{}
 	}
 	if !buf.IsValid() {
 		buf = reflect.New(c.typ).Elem()
@@ -967,10 +1100,10 @@ func (s *scanner) slice(c *codec, v reflect.Value) bool {
 	buf.Clear()
 	buf.SetLen(0)
 	if s.d != nil {
-		if s.d.elems == nil {
-			s.d.elems = map[*codec]reflect.Value{}
+		if c.slot >= len(s.d.elems) {
+			s.d.elems = append(s.d.elems, make([]reflect.Value, c.slot+1-len(s.d.elems))...)
 		}
-		s.d.elems[c] = buf
+		s.d.elems[c.slot] = buf
 	}
 	return ok
 }
@@ -1007,19 +1140,21 @@ func (s *scanner) object(c *codec, v reflect.Value) bool {
 	var seen uint64
 	next := 0 // members usually come in declaration order
 	for {
-		k, ok := s.raw()
-		if !ok || !s.byte1(':') {
-			return false
-		}
-		n := -1
-		for j := range c.members {
-			at := next + j
-			if at >= len(c.members) {
-				at -= len(c.members)
+		n := s.knownKey(c, next)
+		if n < 0 {
+			k, ok := s.raw()
+			if !ok || !s.byte1(':') {
+				return false
 			}
-			if c.members[at].name == string(k) {
-				n = at
-				break
+			for j := range c.members {
+				at := next + j
+				if at >= len(c.members) {
+					at -= len(c.members)
+				}
+				if c.members[at].name == string(k) {
+					n = at
+					break
+				}
 			}
 		}
 		if n < 0 || seen&(1<<n) != 0 {
@@ -1045,6 +1180,55 @@ func (s *scanner) object(c *codec, v reflect.Value) bool {
 		}
 	}
 }
+
+// knownKey reads a key and its colon spelled as the wire form spells
+// them (`"name":`, no escapes or whitespace) when the key is one of c's
+// members, trying them from next on, and returns the member's index; -1
+// (nothing read) otherwise, for the general path.
+func (s *scanner) knownKey(c *codec, next int) int {
+	b := s.b[s.i:]
+	if len(b) < 2 || b[0] != '"' {
+		return -1
+	}
+	for j := range c.members {
+		at := next + j
+		if at >= len(c.members) {
+			at -= len(c.members)
+		}
+		if k := c.members[at].key; b[1] == k[1] && hasPrefix(b, k) {
+			s.i += len(k)
+			return at
+		}
+	}
+	return -1
+}
+
+// knownIn is knownKey for a list of spelled keys.
+func (s *scanner) knownIn(keys []string, next int) int {
+	b := s.b[s.i:]
+	if len(b) < 2 || b[0] != '"' {
+		return -1
+	}
+	for j := range keys {
+		at := next + j
+		if at >= len(keys) {
+			at -= len(keys)
+		}
+		if k := keys[at]; b[1] == k[1] && hasPrefix(b, k) {
+			s.i += len(k)
+			return at
+		}
+	}
+	return -1
+}
+
+// Keys as MarshalJSON writes them, in its order: of the envelope, its
+// aggregate and its cause.
+var (
+	envelopeKeys = []string{`"id":`, `"type":`, `"v":`, `"agg":`, `"ver":`, `"at":`, `"cause":`, `"corr":`, `"host":`, `"actor":`, `"data":`}
+	aggKeys      = []string{`"kind":`, `"id":`}
+	causeKeys    = []string{`"kind":`, `"event":`, `"detail":`, `"ref":`}
+)
 
 func hasPrefix(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
 

@@ -186,3 +186,81 @@ func FuzzDecodeScan(f *testing.F) {
 	r := NewRegistry()
 	f.Fuzz(func(t *testing.T, b []byte) { checkSame(t, r, r.NewDecoder(), b) })
 }
+
+// checkTime fails when parseTimeZ decides b and time.Parse (RFC 3339 with
+// nanoseconds, the decoding tier's) reads it differently or refuses it.
+func checkTime(t *testing.T, b []byte) {
+	t.Helper()
+	got, ok := parseTimeZ(b)
+	if !ok {
+		return
+	}
+	want, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil || !got.Equal(want) || got.Location() != time.UTC {
+		t.Fatalf("parseTimeZ(%q) = %v; time.Parse: %v, %v", b, got, want, err)
+	}
+}
+
+// TestParseTimeZ holds the envelope time's fast path to time.Parse on
+// the shapes it decides and around their edges: leap days, month ends,
+// fractions of every length, and random edits.
+func TestParseTimeZ(t *testing.T) {
+	for _, s := range []string{
+		"2026-04-24T19:00:00.133000Z", "2026-04-24T19:00:00Z", "2024-02-29T23:59:59.999999999Z",
+		"0000-01-01T00:00:00Z", "9999-12-31T23:59:59.1Z", "2000-02-29T00:00:00Z",
+	} {
+		if _, ok := parseTimeZ([]byte(s)); !ok {
+			t.Errorf("parseTimeZ(%q) leaves it to time.Parse", s)
+		}
+		checkTime(t, []byte(s))
+	}
+	for _, s := range []string{
+		"2023-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-13-01T00:00:00Z",
+		"2026-00-01T00:00:00Z", "2026-01-00T00:00:00Z", "2026-01-01T24:00:00Z", "2026-01-01T00:60:00Z",
+		"2026-01-01T00:00:60Z", "2026-01-01T00:00:00.Z", "2026-01-01T00:00:00.1234567890Z",
+		"2026-01-01T00:00:00+00:00", "2026-01-01t00:00:00Z", "2026-01-01T00:00:00z", "+026-01-01T00:00:00Z",
+		"2026-01-01T00:00:00,5Z", "2026-01-01T00:00:0aZ",
+	} {
+		if _, ok := parseTimeZ([]byte(s)); ok {
+			t.Errorf("parseTimeZ(%q) decides it", s)
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 8))
+	base := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	for range 20000 {
+		tm := base.Add(time.Duration(rng.Int64N(int64(20 * 365 * 24 * time.Hour))))
+		b := []byte(tm.Format(time.RFC3339Nano))
+		checkTime(t, b)
+		if _, ok := parseTimeZ(b); !ok {
+			t.Fatalf("parseTimeZ(%q) leaves a MarshalJSON time to time.Parse", b)
+		}
+		for range 1 + rng.IntN(2) {
+			i := rng.IntN(len(b))
+			b[i] = "0123456789-:.TZ+x"[rng.IntN(17)]
+		}
+		checkTime(t, b)
+	}
+}
+
+// FuzzParseTimeZ runs checkTime on arbitrary bytes:
+//
+//	go test -run '^$' -fuzz FuzzParseTimeZ -fuzztime 1m ./events/
+func FuzzParseTimeZ(f *testing.F) {
+	f.Add([]byte("2026-04-24T19:00:00.133000Z"))
+	f.Add([]byte("2024-02-29T23:59:59Z"))
+	f.Fuzz(func(t *testing.T, b []byte) { checkTime(t, b) })
+}
+
+// TestOnSubject holds Aggregate.OnSubject to comparing with Subject.
+func TestOnSubject(t *testing.T) {
+	aggs := []Aggregate{{KindSession, "s1"}, {KindCommand, "c-7"}, {KindSession, ""}, {"", "x"}}
+	subjects := []string{"lb.ev.session.s1", "lb.ev.command.c-7", "lb.ev.session.", "lb.ev..x", "lb.ev.session.s1x",
+		"lb.ev.session.s", "lb.ev.sessions1", "lb.ev.session.s1.", "lb.out.session.s1", "lb.ev.session", "", "lb.ev.commands.c-7"}
+	for _, a := range aggs {
+		for _, s := range subjects {
+			if got, want := a.OnSubject(s), a.Subject() == s; got != want {
+				t.Errorf("%#v.OnSubject(%q) = %v, want %v", a, s, got, want)
+			}
+		}
+	}
+}
