@@ -120,7 +120,9 @@ func namedPaths(paths []string, ext, what, hint string, looks func(string) (bool
 			continue
 		}
 		if ok, why := looks(p); !ok {
-			if strings.HasPrefix(why, "not "+what) {
+			if err := unreadableFirst(p); err != nil {
+				errs = append(errs, err.Error())
+			} else if strings.HasPrefix(why, "not "+what) {
 				errs = append(errs, fmt.Sprintf("%s: %s", p, why))
 			} else {
 				errs = append(errs, fmt.Sprintf("%s: not %s: %s", p, what, why))
@@ -141,6 +143,19 @@ func nothingYet(path string, size int64) (string, bool) {
 		return "only blank lines", true
 	}
 	return "", false
+}
+
+// unreadableFirst returns the error of a file whose first line is longer
+// than claude.MaxLineBytes, naming the file and line 1 as an import names
+// such a line anywhere in a file; nil for any other file. The importers'
+// Looks functions refuse such a file at once (so a sparse file of a
+// terabyte is not read through); this tells it from one of another
+// format.
+func unreadableFirst(path string) error {
+	if _, err := claude.FirstLine(path); errors.Is(err, claude.ErrLineTooLong) {
+		return err
+	}
+	return nil
 }
 
 // emptyDirs returns a note for each directory of paths under which found
@@ -185,6 +200,7 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 	if err != nil {
 		return err
 	}
+	var unreadable, found []string // found files whose first line cannot be read: errors, paths
 	ts = slices.DeleteFunc(ts, func(t claude.Transcript) bool {
 		if t.Path == "" {
 			return false
@@ -195,12 +211,13 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 			}
 		}
 		ok, why := claude.LooksLikeTranscript(t.Path)
-		if !ok {
+		if err := unreadableFirst(t.Path); !ok && err != nil {
+			unreadable, found = append(unreadable, err.Error()), append(found, t.Path)
+		} else if !ok {
 			skipped = append(skipped, fmt.Sprintf("%s: not a Claude Code transcript: %s", t.Path, why))
 		}
 		return !ok
 	})
-	var found []string
 	for _, t := range ts {
 		found = append(found, t.Path)
 	}
@@ -277,6 +294,7 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 		fmt.Fprintf(g.stderr, "warning: %v; the next import reads every file's session again\n", err)
 	}
 	sum.NotTranscripts = skipped
+	sum.Errors = append(sum.Errors, unreadable...)
 	if sum.Files == nil {
 		sum.Files = []importFile{}
 	}

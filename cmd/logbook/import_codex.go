@@ -52,7 +52,7 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 	if len(files) == 0 {
 		fmt.Fprintf(g.stderr, "warning: no rollout-*.jsonl files under %s (name a rollout file to import it under another name)\n", strings.Join(paths, ", "))
 	}
-	var rollouts []string
+	var rollouts, unreadable []string
 	for _, f := range files {
 		if st, err := os.Stat(f); err == nil {
 			if _, none := nothingYet(f, st.Size()); none {
@@ -60,7 +60,11 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 			}
 		}
 		if ok, why := codex.LooksLikeRollout(f); !ok {
-			skipped = append(skipped, fmt.Sprintf("%s: %s", f, why))
+			if err := unreadableFirst(f); err != nil {
+				unreadable = append(unreadable, err.Error())
+			} else {
+				skipped = append(skipped, fmt.Sprintf("%s: %s", f, why))
+			}
 			continue
 		}
 		rollouts = append(rollouts, f)
@@ -115,6 +119,7 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 	wg.Wait()
 	prog.done()
 	sum.NotTranscripts = skipped
+	sum.Errors = append(sum.Errors, unreadable...)
 	if sum.Files == nil {
 		sum.Files = []importFile{}
 	}

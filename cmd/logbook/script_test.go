@@ -118,6 +118,20 @@ func TestScripts(t *testing.T) {
 				}
 				ts.Fatalf("processes %v still run %q", left, args[0])
 			},
+			// sparse FILE SIZE makes FILE a line of SIZE zero bytes and a
+			// newline, the zeros a hole: a line over any limit, written at
+			// no cost.
+			"sparse": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 || neg {
+					ts.Fatalf("usage: sparse FILE SIZE")
+				}
+				size, err := strconv.ParseInt(args[1], 10, 64)
+				ts.Check(err)
+				f, err := os.Create(ts.MkAbs(args[0]))
+				ts.Check(err)
+				_, err = f.WriteAt([]byte("\n"), size)
+				ts.Check(errors.Join(err, f.Close()))
+			},
 			// waitgone waits until serve.json is gone (the server stopped).
 			"waitgone": func(ts *testscript.TestScript, neg bool, args []string) {
 				dd := dataDir(ts.Getenv("LOGBOOK_DATA"))
