@@ -49,7 +49,8 @@ measured on the same server in the same run, and their ratio:
             (a plain fold, and Pebble in memory) and into Pebble on disk, of
             a log of --events session events; baseline: an ordered consumer
             reading the same messages without decoding them; each row and
-            its baseline run five times in turn, the medians shown
+            its baseline run seven times in turn, the ratio the median of
+            the runs' ratios
   import    import claude of synthetic transcripts into a running serve;
             baselines: the same messages published raw, each session's in
             atomic batches of up to 1000 by 4 writers, and in full batches

@@ -109,10 +109,11 @@ type benchWorkload struct {
 	// check, when set, holds Logbook's figures to a floor of their own
 	// (a latency, a growth); nil from it: nothing to hold them to.
 	check func(Figures) *Check
-	// runs, when above 1, is how often the Logbook run and each baseline
-	// run, in turn (Logbook, baselines, Logbook, …), so that a burst of
-	// load on a shared machine does not fall on one side only; the row
-	// shows the median sample by rate of each.
+	// runs, when above 1, is how often the Logbook run and its baselines
+	// run, in turn (Logbook, baselines, then baselines, Logbook, …), so
+	// that a burst of load on a shared machine does not fall on one side
+	// only; the row shows the median sample by rate of each, and the
+	// median of the runs' ratios (benchPairedRatio).
 	runs int
 }
 
@@ -164,7 +165,9 @@ type Figures struct {
 type Compare struct {
 	Name string `json:"name"`
 	Figures
-	Ratio float64 `json:"ratio"`           // Logbook rate ÷ baseline rate
+	// Ratio is Logbook's rate ÷ the baseline's; for a row run several
+	// times, the median of each run's ratio (benchPairedRatio).
+	Ratio float64 `json:"ratio"`
 	Floor float64 `json:"floor,omitempty"` // least ratio accepted
 	Meets *bool   `json:"meets_floor,omitempty"`
 }
@@ -185,6 +188,35 @@ func benchFiguresOf(s benchSample) Figures {
 		f.P50ms, f.P99ms = p(0.50), p(0.99)
 	}
 	return f
+}
+
+// benchPairedRatio returns the median of the ratios of Logbook's rate to
+// the baseline's in each run (the lower middle one of an even number),
+// 0 if a run has no rate. Each pair ran back to back, so a drift of the
+// machine's speed over the row (load from elsewhere, a server warming
+// up) cancels out of each ratio; the ratio of the two median rates,
+// taken from different runs, keeps it. With one run it is that run's
+// ratio.
+func benchPairedRatio(ls, bs []benchSample) float64 {
+	rate := func(s benchSample) float64 {
+		if s.elapsed <= 0 {
+			return 0
+		}
+		return float64(s.ops) / s.elapsed.Seconds()
+	}
+	var rs []float64
+	for i := range min(len(ls), len(bs)) {
+		l, b := rate(ls[i]), rate(bs[i])
+		if l <= 0 || b <= 0 {
+			return 0
+		}
+		rs = append(rs, l/b)
+	}
+	if len(rs) == 0 {
+		return 0
+	}
+	slices.Sort(rs)
+	return rs[(len(rs)-1)/2]
 }
 
 // benchMedian returns the sample of median rate among ss (the lower
@@ -248,7 +280,7 @@ func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Write
 			ls []benchSample
 			bs = make([][]benchSample, len(w.baselines))
 		)
-		for range max(w.runs, 1) {
+		logbook := func() error {
 			prog.note(step + ": logbook")
 			// Each sample starts with the garbage of the one before it
 			// collected, as testing.B does before a benchmark: else a
@@ -256,17 +288,35 @@ func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Write
 			runtime.GC()
 			s, err := w.logbook(ctx)
 			if err != nil {
-				return rep, fmt.Errorf("bench %s: %w", w.name, err)
+				return fmt.Errorf("bench %s: %w", w.name, err)
 			}
 			ls = append(ls, s)
+			return nil
+		}
+		baselines := func() error {
 			for i, b := range w.baselines {
 				prog.note(step + ": " + b.name)
 				runtime.GC()
 				s, err := b.run(ctx)
 				if err != nil {
-					return rep, fmt.Errorf("bench %s: baseline %s: %w", w.name, b.name, err)
+					return fmt.Errorf("bench %s: baseline %s: %w", w.name, b.name, err)
 				}
 				bs[i] = append(bs[i], s)
+			}
+			return nil
+		}
+		for r := range max(w.runs, 1) {
+			// Runs alternate which side goes first, so that what the
+			// first pays (a cold cache, a warming server) falls on both.
+			first, second := logbook, baselines
+			if r%2 == 1 {
+				first, second = baselines, logbook
+			}
+			if err := first(); err != nil {
+				return rep, err
+			}
+			if err := second(); err != nil {
+				return rep, err
 			}
 		}
 		row := Row{Group: w.group, Workload: w.name, Unit: w.unit, Logbook: benchFiguresOf(benchMedian(ls))}
@@ -275,9 +325,7 @@ func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Write
 		}
 		for i, b := range w.baselines {
 			c := Compare{Name: b.name, Figures: benchFiguresOf(benchMedian(bs[i])), Floor: b.floor}
-			if c.Rate > 0 {
-				c.Ratio = row.Logbook.Rate / c.Rate
-			}
+			c.Ratio = benchPairedRatio(ls, bs[i])
 			if b.floor > 0 {
 				ok := c.Ratio >= b.floor
 				c.Meets = &ok
