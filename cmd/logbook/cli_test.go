@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/logbook-dev/logbook/events"
 )
@@ -26,4 +31,25 @@ func TestUserMessage_SaysEachThingOnce(t *testing.T) {
 			t.Errorf("userMessage(%q) = %q, want %q", c.err, got, c.want)
 		}
 	}
+}
+
+// TestFlagUsageHasNoBackquotes: pflag takes a `word` in a flag's usage for
+// the name of its value (UnquoteUsage), so help would read
+// "--creds logbook creds issue"; no flag of any command has one.
+func TestFlagUsageHasNoBackquotes(t *testing.T) {
+	root := newRoot(&globals{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}})
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		check := func(f *pflag.Flag) {
+			if strings.Contains(f.Usage, "`") {
+				t.Errorf("%s --%s: usage has a backquote, which help shows as the value's name: %q", c.CommandPath(), f.Name, f.Usage)
+			}
+		}
+		c.Flags().VisitAll(check)
+		c.PersistentFlags().VisitAll(check)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }

@@ -37,7 +37,7 @@ type gateFlags struct {
 }
 
 func (f *gateFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.reviewer, "reviewer", "", "reviewer program for actions the policy sends to review, run with /bin/sh -c: the request as JSON on stdin, the answer as JSON on stdout (see README); without it a person answers with `logbook review allow|deny`")
+	cmd.Flags().StringVar(&f.reviewer, "reviewer", "", `reviewer program for actions the policy sends to review, run with /bin/sh -c: the request as JSON on stdin, the answer as JSON on stdout (see README); without it a person answers with "logbook review allow" or "logbook review deny"`)
 	cmd.Flags().DurationVar(&f.budget, "review-budget", gate.DefaultBudget, "how long a review waits for the reviewer or a person before it is decided timed_out")
 }
 

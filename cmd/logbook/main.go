@@ -127,7 +127,7 @@ Ids: any unique prefix of a session or command id names it.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.data, "data", "", "data directory (default $LOGBOOK_DATA, else $XDG_DATA_HOME/logbook, else ~/.local/share/logbook)")
 	pf.StringVar(&g.natsURL, "nats-url", os.Getenv("LOGBOOK_NATS_URL"), "use this NATS server or cluster instead of the data dir's, e.g. nats://host:4222 (default $LOGBOOK_NATS_URL; put credentials in --creds, not here: a command line is visible to every user)")
-	pf.StringVar(&g.credsPath, "creds", os.Getenv("LOGBOOK_CREDS"), "credentials file to connect with, as `logbook creds issue` writes it (default $LOGBOOK_CREDS)")
+	pf.StringVar(&g.credsPath, "creds", os.Getenv("LOGBOOK_CREDS"), `credentials file to connect with, as "logbook creds issue" writes it (default $LOGBOOK_CREDS)`)
 	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON")
 	root.AddCommand(
 		serveCmd(g),

@@ -113,7 +113,7 @@ was down.`,
 			return serve(cmd.Context(), g, listen, fsync, wp)
 		},
 	}
-	cmd.Flags().IntVar(&workers, "workers", 2, "sandbox workers to run in this process (0: none; run `logbook worker` elsewhere; with --nats-url always none)")
+	cmd.Flags().IntVar(&workers, "workers", 2, `sandbox workers to run in this process (0: none; run "logbook worker" elsewhere; with --nats-url always none)`)
 	wf.register(cmd)
 	live.register(cmd)
 	cmd.Flags().StringVar(&hf.addr, "http", "", "host:port for the HTTP API, the live board and /metrics (e.g. 127.0.0.1:7070); an address other than loopback needs --http-cert and --http-key, and clients a token from http-tokens.json in the data dir; off when empty")
@@ -122,7 +122,7 @@ was down.`,
 	gf.register(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback host:port for clients (port 0 picks one; it is written to serve.json)")
 	cmd.Flags().BoolVar(&accept, "accept-stream-loss", false, "start even when the log lost events the projection has seen (the stream was deleted, re-created or cut): set the projection aside and rebuild it from the log")
-	cmd.Flags().StringVar(&admin, "admin-creds", "", "admin credentials file (`logbook creds issue --role admin`) the embedded server also accepts; by default admin's password lives only in this process, to create or check the stream at start")
+	cmd.Flags().StringVar(&admin, "admin-creds", "", `admin credentials file (from "logbook creds issue --role admin") the embedded server also accepts; by default admin's password lives only in this process, to create or check the stream at start`)
 	cmd.Flags().Int64Var(&cacheMiB, "views-cache", 8, "MiB of Pebble block cache for the projections")
 	cmd.Flags().StringVar(&pprofAt, "pprof", "", "loopback host:port to serve net/http/pprof (/debug/pprof/) and the Go runtime's memory figures (/debug/memstats) on; off when empty")
 	cmd.Flags().StringVar(&role, "role", "writer", "writer, or reader: with --nats-url, build the projection and answer queries but append nothing (no hooks, reconciler, workers or --watch); a follower such as a fleet board")
