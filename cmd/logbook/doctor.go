@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -192,13 +193,22 @@ func checkDataDir(dd dataDir) doctorCheck {
 	return c
 }
 
-// checkServer checks that the server serve.json names answers.
+// checkServer checks that the server serve.json names answers. A
+// serve.json whose process is gone (a serve killed, or the machine
+// restarted) is a warning, as no server running is: commands open the
+// data dir themselves. A server that runs and does not answer fails.
 func checkServer(ctx context.Context, g *globals, dd dataDir) doctorCheck {
 	c := doctorCheck{Name: "server"}
 	si, ok := dd.readServeInfo()
 	if !ok && g.natsURL == "" {
 		c.Status, c.Detail = checkWarn, "no server running for "+string(dd)
 		c.Fix = "start one: logbook serve (hooks wait in the spool meanwhile; commands open the data dir themselves)"
+		return c
+	}
+	if ok && g.natsURL == "" && !processAlive(si.PID) {
+		c.Status = checkWarn
+		c.Detail = fmt.Sprintf("no server running for %s: %s is stale, left by a serve (pid %d) that did not stop cleanly", dd, dd.path("serve.json"), si.PID)
+		c.Fix = "start one: logbook serve (it replaces the stale file); or remove " + dd.path("serve.json")
 		return c
 	}
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -222,6 +232,16 @@ func checkServer(ctx context.Context, g *globals, dd dataDir) doctorCheck {
 	}
 	c.Status, c.Detail = checkOK, fmt.Sprintf("answers at %s (pid %d), %s in the log", si.URL, si.PID, plural(int(last), "message"))
 	return c
+}
+
+// processAlive reports whether process pid exists (it may be another
+// user's); false for a pid of 0 or less.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // checkHooks checks that every hook event Logbook reads is wired, in the
