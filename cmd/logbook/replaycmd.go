@@ -39,6 +39,9 @@ recorded (exit 1 when any do).
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := replayFlagsAlone(cmd); err != nil {
+				return err
+			}
 			if verify {
 				return replayVerify(ctx, g)
 			}
@@ -139,6 +142,29 @@ recorded (exit 1 when any do).
 	f.BoolVar(&rederive, "rederive", false, "decide a session's observations again with today's reducer (needs --session)")
 	f.BoolVar(&dump, "dump", false, "print one line per record instead")
 	return cmd
+}
+
+// replayFlagsAlone refuses, as a usage error, a flag of replay the mode
+// asked for would ignore: --verify compares the whole live projection,
+// --rederive decides all of a session's observations.
+func replayFlagsAlone(cmd *cobra.Command) error {
+	for _, m := range []struct {
+		mode   string
+		ignore []string
+	}{
+		{"verify", []string{"seq", "at", "session", "rederive", "dump"}},
+		{"rederive", []string{"seq", "at", "dump"}},
+	} {
+		if !cmd.Flags().Changed(m.mode) {
+			continue
+		}
+		for _, f := range m.ignore {
+			if cmd.Flags().Changed(f) {
+				return usageErrorf("--%s goes without --%s", m.mode, f)
+			}
+		}
+	}
+	return nil
 }
 
 // printRederivation prints what replay --rederive found, as text. Its
