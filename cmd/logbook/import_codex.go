@@ -130,14 +130,14 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 	} else {
 		for _, f := range sum.Files {
 			for _, w := range f.Warnings {
-				fmt.Fprintf(g.stderr, "warning: %s\n", w)
+				fmt.Fprintf(g.stderr, "warning: %s\n", termSafe(w))
 			}
 		}
 		for _, s := range sum.NotTranscripts {
-			fmt.Fprintf(g.stderr, "skipped: %s\n", s)
+			fmt.Fprintf(g.stderr, "skipped: %s\n", termSafe(s))
 		}
 		for _, e := range sum.Errors {
-			fmt.Fprintf(g.stderr, "error: %s\n", e)
+			fmt.Fprintf(g.stderr, "error: %s\n", termSafe(e))
 		}
 		fmt.Fprintf(g.stdout, "imported %s: %s appended, %d already in the log\n", plural(len(sum.Files), "rollout file"), plural(sum.Appended, "line"), sum.Skipped)
 	}

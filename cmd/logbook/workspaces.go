@@ -398,9 +398,9 @@ own it; without, a person does, recorded as such.`,
 					return writeJSON(g.stdout, st)
 				}
 				if st.Cleanup == workspace.CleanupFailed {
-					fmt.Fprintf(g.stderr, "logbook: cleanup of workspace %s failed (it stays archived): %s\n", st.ID, st.CleanupErr)
+					fmt.Fprintf(g.stderr, "logbook: cleanup of workspace %s failed (it stays archived): %s\n", st.ID, termSafe(st.CleanupErr))
 				} else {
-					fmt.Fprintf(g.stdout, "removed %s\n", st.Path)
+					fmt.Fprintf(g.stdout, "removed %s\n", termSafe(st.Path))
 				}
 				return nil
 			})
