@@ -20,6 +20,7 @@ type typeInfo struct {
 	needCause bool             // transitions, verdicts, abandonment marks
 	upcasters map[int]Upcaster // from version → next
 	codec     *codec           // how the scanner reads the payload; nil: encoding/json does
+	slot      int              // its index in a Decoder's payloads: registration order
 }
 
 // Registry maps wire names to payload types, versions and upcasters. It is
@@ -81,7 +82,7 @@ func (r *Registry) Register(p Payload, v int, needCause bool) {
 		c = nil
 	}
 	c.numberSlices(&r.slices, map[*codec]bool{})
-	r.types[name] = &typeInfo{name: name, version: v, typ: t, needCause: needCause, upcasters: map[int]Upcaster{}, codec: c}
+	r.types[name] = &typeInfo{name: name, version: v, typ: t, needCause: needCause, upcasters: map[int]Upcaster{}, codec: c, slot: len(r.types)}
 }
 
 // Upcast registers fn to turn version from of type name into from+1.
@@ -200,6 +201,11 @@ func (r *Registry) Validate(e Envelope) error {
 	if !ok {
 		return fmt.Errorf("%w: %q (event %s)", ErrUnknownType, e.Type, e.ID)
 	}
+	return ti.validate(e)
+}
+
+// validate is Validate for an envelope of ti's type.
+func (ti *typeInfo) validate(e Envelope) error {
 	if e.V != ti.version {
 		return fmt.Errorf("%w: %s v%d (event %s)", ErrUnknownVersion, e.Type, e.V, e.ID)
 	}

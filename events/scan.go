@@ -111,10 +111,11 @@ type Decoder struct {
 	// the first one; its length is 1<<(64-shift).
 	strs  []string
 	shift uint
-	// payloads holds a zero value of each payload type read so far, which
-	// the scanner reads a payload into before it is copied out, so a
-	// payload costs one allocation (its boxed copy) instead of two.
-	payloads map[*typeInfo]reflect.Value
+	// payloads holds, at each payload type's slot, a zero value of the
+	// type once one was read, which the scanner reads a payload into
+	// before it is copied out, so a payload costs one allocation (its
+	// boxed copy) instead of two.
+	payloads []reflect.Value
 	// elems holds, at each slice codec's slot, a slice of its type,
 	// which the scanner reads an array's elements into before copying
 	// them to a slice of exactly their number. A slice is taken out (its
@@ -149,16 +150,16 @@ func (s *scanner) payload(ti *typeInfo) (Payload, bool) {
 		}
 		return pv.Elem().Interface().(Payload), true
 	}
-	v, ok := s.d.payloads[ti]
-	if !ok {
-		if s.d.payloads == nil {
-			s.d.payloads = map[*typeInfo]reflect.Value{}
-		}
+	if ti.slot >= len(s.d.payloads) {
+		s.d.payloads = append(s.d.payloads, make([]reflect.Value, ti.slot+1-len(s.d.payloads))...)
+	}
+	v := s.d.payloads[ti.slot]
+	if !v.IsValid() {
 		v = reflect.New(ti.typ).Elem()
-		s.d.payloads[ti] = v
+		s.d.payloads[ti.slot] = v
 	}
 	var p Payload
-	ok = s.value(ti.codec, v)
+	ok := s.value(ti.codec, v)
 	if ok {
 		// v is addressable, so Interface copies it: p shares no memory
 		// with v, which is zeroed for the next payload.
@@ -699,7 +700,7 @@ func (r *Registry) decodeScan(b []byte, d *Decoder) (e Envelope, ok bool, err er
 		}
 		e.Data = p
 	}
-	if err := r.Validate(e); err != nil {
+	if err := ti.validate(e); err != nil { // Validate, with ti known
 		return Envelope{}, true, err
 	}
 	return e, true, nil
