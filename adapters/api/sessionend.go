@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -48,8 +49,8 @@ func (s *Service) EndSession(ctx context.Context, data []byte) (any, error) {
 	if _, err := ulid.ParseStrict(req.Ref); err != nil {
 		return nil, fmt.Errorf("session request: %w: ref %q: %v", events.ErrMalformed, req.Ref, err)
 	}
-	if req.Reason == "" || len(req.Reason) > 200 {
-		return nil, fmt.Errorf("session request: %w: want a reason of 1..200 bytes", events.ErrMalformed)
+	if strings.TrimSpace(req.Reason) == "" || len(req.Reason) > 200 {
+		return nil, fmt.Errorf("session request: %w: want a reason of 1..200 bytes, not blank", events.ErrMalformed)
 	}
 	// The reason goes onto the log for good: redacted by the data dir's
 	// rules whichever client sent it (redacting redacted text changes

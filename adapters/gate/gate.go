@@ -386,8 +386,8 @@ func (g *Gate) Answer(ctx context.Context, sess, id, verdict, reason, actor, ref
 	if verdict != events.VerdictAllow && verdict != events.VerdictDeny {
 		return session.DecidedReview{}, fmt.Errorf("review: %w: verdict %q: want allow or deny", events.ErrMalformed, verdict)
 	}
-	if reason == "" || len(reason) > 1000 {
-		return session.DecidedReview{}, fmt.Errorf("review: %w: want a reason of 1..1000 bytes", events.ErrMalformed)
+	if strings.TrimSpace(reason) == "" || len(reason) > 1000 {
+		return session.DecidedReview{}, fmt.Errorf("review: %w: want a reason of 1..1000 bytes, not blank", events.ErrMalformed)
 	}
 	if _, err := ulid.ParseStrict(ref); err != nil {
 		return session.DecidedReview{}, fmt.Errorf("review: %w: ref %q: %v", events.ErrMalformed, ref, err)

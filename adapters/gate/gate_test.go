@@ -493,3 +493,15 @@ echo "{\"verdict\":\"allow\",\"risk\":\"high\",\"user_authorization\":\"high\",\
 		}
 	}
 }
+
+// TestAnswer_RefusesBlankReason: a verdict's reason that is blank
+// (whitespace only) or over 1000 bytes is malformed, whoever sends it,
+// and refused before the session is read.
+func TestAnswer_RefusesBlankReason(t *testing.T) {
+	g := &Gate{}
+	for _, reason := range []string{"", "  ", "\n\t", strings.Repeat("x", 1001)} {
+		if _, err := g.Answer(t.Context(), "s1", "toolu_1", "allow", reason, "person:a", ulid.Make().String()); !errors.Is(err, events.ErrMalformed) {
+			t.Errorf("reason %q: %v, want malformed", reason, err)
+		}
+	}
+}

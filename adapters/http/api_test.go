@@ -377,6 +377,7 @@ func TestReviews_PersonVerdict(t *testing.T) {
 	for body, want := range map[string]int{
 		`{"session":"` + sid(1) + `","verdict":"maybe","reason":"r","by":"alice"}`:          400,
 		`{"session":"` + sid(1) + `","verdict":"allow","by":"alice"}`:                       400,
+		`{"session":"` + sid(1) + `","verdict":"allow","reason":" \t\n","by":"alice"}`:      400,
 		`{"session":"` + sid(1) + `","verdict":"allow","reason":"r"}`:                       400,
 		`{"session":"` + sid(1) + `","verdict":"allow","reason":"r","by":"alice smith"}`:    400,
 		`{"session":"` + sid(1) + `","verdict":"allow","reason":"r","by":"a","extra":true}`: 400,

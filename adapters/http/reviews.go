@@ -61,8 +61,8 @@ func (s *Server) review(w http.ResponseWriter, r *http.Request) {
 	case v.Session == "":
 		s.fail(w, r, fmt.Errorf("%w: session: want the session the review belongs to", errBadRequest))
 		return
-	case v.Reason == "" || len(v.Reason) > 1000:
-		s.fail(w, r, fmt.Errorf("%w: reason: want 1..1000 bytes saying why", errBadRequest))
+	case strings.TrimSpace(v.Reason) == "" || len(v.Reason) > 1000:
+		s.fail(w, r, fmt.Errorf("%w: reason: want 1..1000 bytes saying why, not blank", errBadRequest))
 		return
 	case v.By == "" || !validName(v.By, 64):
 		s.fail(w, r, fmt.Errorf("%w: by %q: want the person's name, 1..64 bytes of [A-Za-z0-9._@-]", errBadRequest, v.By))
