@@ -8,8 +8,8 @@ import (
 )
 
 // A Live Redactor applies the rules its source names at each use, from
-// many goroutines at once while the source changes, and a Stream keeps the
-// rules of its NewStream.
+// many goroutines at once while the source changes, and a Stream takes
+// the new rules from its next piece on (a running command's output).
 func TestLive_FollowsSource(t *testing.T) {
 	one, err := New([]string{`mycorp-[0-9]{6}`})
 	if err != nil {
@@ -30,8 +30,11 @@ func TestLive_FollowsSource(t *testing.T) {
 	if got := r.JSON(`{"p":"mycorp-123456 acme-wxyz"}`); got != `{"p":"[REDACTED:custom-1] [REDACTED:custom-2]"}` {
 		t.Fatalf("second rules: %q", got)
 	}
-	if got := string(st.Write([]byte("acme-wxyz\n"))); got != "acme-wxyz\n" {
-		t.Fatalf("stream took the new rules: %q", got)
+	if got := string(st.Write([]byte("acme-wxyz mycorp-"))); got != "" {
+		t.Fatalf("stream let a partial line go: %q", got)
+	}
+	if got := string(st.Write([]byte("123456\nacme-wxyz\n"))); got != "[REDACTED:custom-2] [REDACTED:custom-1]\n[REDACTED:custom-2]\n" {
+		t.Fatalf("stream kept the old rules: %q", got)
 	}
 	if n := len(r.Rules()) - len(Default().Rules()); n != 2 {
 		t.Fatalf("Rules: %d custom, want 2", n)

@@ -45,10 +45,10 @@ type Redactor struct {
 }
 
 // Live returns a Redactor that asks current, at the start of each use
-// (each Redact, JSON, Rules or Check call, each NewStream), for the
-// Redactor whose rules that use applies, so rules that change while a
-// process runs (a rules file edited) apply from the next use on. A
-// Stream keeps the rules of its NewStream for its life. current must be
+// (each Redact, JSON, Rules or Check call, each piece a Stream lets
+// go), for the Redactor whose rules that use applies, so rules that
+// change while a process runs (a rules file edited) apply from the next
+// use on, in the output of a command already running too. current must be
 // safe for concurrent use, cheap (it runs on every use), and never return
 // nil or a Redactor built by Live.
 func Live(current func() *Redactor) *Redactor {

@@ -34,9 +34,9 @@ type Stream struct {
 	held []byte
 }
 
-// NewStream returns a Stream redacting with r (with the rules r applies
-// now, when r is Live).
-func (r *Redactor) NewStream() *Stream { return &Stream{r: r.now()} }
+// NewStream returns a Stream redacting with r; when r is Live, each
+// piece the Stream lets go is redacted with the rules r applies then.
+func (r *Redactor) NewStream() *Stream { return &Stream{r: r} }
 
 // Write takes the next piece p of the stream and returns what is ready,
 // redacted; the rest stays held. The result is nil when nothing is ready.
@@ -65,10 +65,11 @@ func (s *Stream) take(n int) []byte {
 	// Binary output is stored as it came, redacted only where it is
 	// text (its valid UTF-8 stretches).
 	var out []byte
+	r := s.r.now() // one rule set for the whole piece
 	if validUTF8Prefix(s.held[:n]) {
-		out = []byte(s.r.Redact(string(s.held[:n])))
+		out = []byte(r.Redact(string(s.held[:n])))
 	} else {
-		out = redactBytes(s.r, s.held[:n])
+		out = redactBytes(r, s.held[:n])
 	}
 	rest := copy(s.held, s.held[n:])
 	s.held = s.held[:rest]

@@ -16,6 +16,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
 )
@@ -46,6 +47,11 @@ type ClientConfig struct {
 	Clock events.Clock
 	// IDs makes event ids; nil means ulid.Make.
 	IDs events.IDSource
+	// Redactor decides which argv elements and environment values of a
+	// request are secrets (CheckSecrets): the same rules the workers and
+	// the server redact with (the data dir's redact.txt over the
+	// built-in ones); nil means redact.Default().
+	Redactor *redact.Redactor
 }
 
 // Client asks workers to run, stop and feed commands, and reads what
@@ -97,9 +103,9 @@ func (c *Client) now() time.Time { return c.cfg.Clock().UTC().Truncate(time.Micr
 // argv, an unknown mode, a workspace that is not an absolute path, or a
 // cwd outside the workspace (compared as cleaned paths; the worker
 // checks again with symbolic links resolved), an argv element or env
-// value that looks like a secret (CheckSecrets). The reducer's own checks
-// (command.Decide) still apply.
-func CheckRequest(req command.Request) error {
+// value that red (nil: redact.Default()) takes for a secret
+// (CheckSecrets). The reducer's own checks (command.Decide) still apply.
+func CheckRequest(req command.Request, red *redact.Redactor) error {
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return fmt.Errorf("request: %w: empty argv: name the command to run", events.ErrRejected)
 	}
@@ -112,7 +118,7 @@ func CheckRequest(req command.Request) error {
 	if err := checkCwd(req.Workspace, req.Cwd, false); err != nil {
 		return fmt.Errorf("request: %w: %v", events.ErrRejected, err)
 	}
-	return CheckSecrets(req, nil)
+	return CheckSecrets(req, red)
 }
 
 // Request appends the request for a new command id (an id the caller
@@ -123,12 +129,13 @@ func CheckRequest(req command.Request) error {
 // req.At means now; a zero req.Cause means {cli, exec, ref: id}. It
 // returns the ids of the evicted commands.
 //
-// Errors: CheckRequest's, then command.Decide's for the request (wrapping
-// events.ErrRejected), or the log's. An eviction that finds its command
-// ended meanwhile is skipped; one that fails otherwise is returned after
-// the request has been appended.
+// Errors: CheckRequest's (by ClientConfig.Redactor's rules), then
+// command.Decide's for the request (wrapping events.ErrRejected), or the
+// log's. An eviction that finds its command ended meanwhile is skipped;
+// one that fails otherwise is returned after the request has been
+// appended.
 func (c *Client) Request(ctx context.Context, id string, req command.Request, active []string) ([]string, error) {
-	if err := CheckRequest(req); err != nil {
+	if err := CheckRequest(req, c.cfg.Redactor); err != nil {
 		return nil, err
 	}
 	if req.At.IsZero() {

@@ -35,11 +35,11 @@ func CheckSecrets(req command.Request, red *redact.Redactor) error {
 	return nil
 }
 
-// redactArgv returns argv redacted, for the worker's own log lines.
-func redactArgv(argv []string) []string {
+// redactArgv returns argv redacted by red, for the worker's own log lines.
+func redactArgv(red *redact.Redactor, argv []string) []string {
 	out := make([]string, len(argv))
 	for i, a := range argv {
-		out[i] = redact.Default().Redact(a)
+		out[i] = red.Redact(a)
 	}
 	return out
 }
@@ -49,12 +49,14 @@ func redactArgv(argv []string) []string {
 // newline must show).
 const outIdle = 150 * time.Millisecond
 
-// outRedactor redacts a command's output, one redact.Stream per stream
-// (see redact.Stream for what holds across chunk boundaries), before the
-// publisher stores it. Stored chunks carry offsets of the redacted
-// stream, so the headers stay consistent with the bytes stored.
+// outRedactor redacts a command's output by the worker's rules
+// (Config.Redactor), one redact.Stream per stream (see redact.Stream for
+// what holds across chunk boundaries), before the publisher stores it.
+// Stored chunks carry offsets of the redacted stream, so the headers stay
+// consistent with the bytes stored.
 type outRedactor struct {
 	mu      sync.Mutex
+	red     *redact.Redactor
 	streams map[sandbox.Stream]*redact.Stream
 	offsets map[sandbox.Stream]int64 // stored bytes per stream
 	timer   *time.Timer
@@ -62,8 +64,8 @@ type outRedactor struct {
 	queue   func(sandbox.Chunk) // hands a redacted chunk to the publisher
 }
 
-func newOutRedactor(queue func(sandbox.Chunk)) *outRedactor {
-	return &outRedactor{streams: map[sandbox.Stream]*redact.Stream{}, offsets: map[sandbox.Stream]int64{}, queue: queue}
+func newOutRedactor(red *redact.Redactor, queue func(sandbox.Chunk)) *outRedactor {
+	return &outRedactor{red: red, streams: map[sandbox.Stream]*redact.Stream{}, offsets: map[sandbox.Stream]int64{}, queue: queue}
 }
 
 // write takes one raw chunk, queues what is ready, redacted, and arms the
@@ -76,7 +78,7 @@ func (o *outRedactor) write(c sandbox.Chunk) {
 	}
 	s := o.streams[c.Stream]
 	if s == nil {
-		s = redact.Default().NewStream()
+		s = o.red.NewStream()
 		o.streams[c.Stream] = s
 	}
 	o.send(c.Stream, s.Write(c.Data))

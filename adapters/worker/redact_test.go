@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/adapters/redact/redacttest"
 	"github.com/logbook-dev/logbook/sandbox"
 )
@@ -16,7 +17,7 @@ import (
 func TestOutRedactor(t *testing.T) {
 	var mu sync.Mutex
 	var got []sandbox.Chunk
-	o := newOutRedactor(func(c sandbox.Chunk) {
+	o := newOutRedactor(redact.Default(), func(c sandbox.Chunk) {
 		mu.Lock()
 		got = append(got, c)
 		mu.Unlock()

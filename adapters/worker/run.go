@@ -222,6 +222,7 @@ func (w *Worker) spec(st command.State) (sandbox.Spec, string) {
 // refuse appends command.refused for id with reason; the cause names the
 // worker's check (event) that refused it.
 func (w *Worker) refuse(ctx context.Context, id, reason, event string) error {
+	reason = w.cfg.Redactor.Redact(reason) // it may quote the request (argv[0], cwd)
 	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
 	cause := events.Cause{Kind: "worker", Event: event, Detail: w.id.ID, Ref: id}
 	_, _, err := w.cmds.Execute(ctx, agg, func(s command.State) (events.Decision, error) {
@@ -259,7 +260,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 		gate: make(chan struct{}), out: make(chan outChunk, outQueue), pubDone: make(chan struct{}),
 	}
 	j.maxOut = w.maxOutput()
-	j.red = newOutRedactor(j.queue)
+	j.red = newOutRedactor(w.cfg.Redactor, j.queue)
 	w.mu.Lock()
 	if w.running[j.id] != nil {
 		w.mu.Unlock()
@@ -311,6 +312,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	// start a process for the command, and every way out records an end.
 	refuseOwn := func(reason, event string) (verdict, error) {
 		forget()
+		reason = w.cfg.Redactor.Redact(reason) // it may quote the request (argv[0], cwd)
 		err := w.refuseStarted(actx, st.ID, reason, event)
 		w.detach(actx, st.ID, st.Session, "refused", events.Cause{Kind: "worker", Event: event, Detail: reason, Ref: j.started.String()})
 		return verdictDone, err
@@ -370,7 +372,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	_ = p.Release()
 	j.setProcess(p)
 	j.live.Store(true)
-	w.log.Info("started", "command", st.ID, "session", st.Session, "pid", p.Pid(), "mode", st.Mode, "argv", redactArgv(st.Argv))
+	w.log.Info("started", "command", st.ID, "session", st.Session, "pid", p.Pid(), "mode", st.Mode, "argv", redactArgv(w.cfg.Redactor, st.Argv))
 	w.recordRunning(actx, j, p)
 	go w.supervise(j, st)
 	return verdictStarted, nil
@@ -434,7 +436,7 @@ func EntryID(commandID string) string { return "cmd-" + commandID }
 func (w *Worker) attach(ctx context.Context, j *job, st command.State) (ended bool) {
 	agg := events.Aggregate{Kind: events.KindSession, ID: st.Session}
 	cause := events.Cause{Kind: "worker", Event: "command.started", Detail: st.ID, Ref: j.started.String()}
-	activity := "command:" + path.Base(st.Argv[0])
+	activity := "command:" + w.cfg.Redactor.Redact(path.Base(st.Argv[0]))
 	_, _, err := w.sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
 		if s.Phase == events.PhaseEnded {
 			ended = true

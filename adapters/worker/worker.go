@@ -16,6 +16,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -110,6 +111,15 @@ type Config struct {
 	// Logger receives what happens to commands and what goes wrong in the
 	// background; nil discards it.
 	Logger *slog.Logger
+	// Redactor redacts everything the worker records from a command
+	// before it is stored or logged: its output (lb.out.<id>), the
+	// reasons of its refusals, argv[0] in its session's entry, and its
+	// argv in the worker's log lines.
+	// In serve it is the data dir's redact.txt rules over the built-in
+	// ones, followed as the file changes (a redact.Live Redactor: a
+	// command's output takes the rules in force as each piece of it is
+	// stored); nil means redact.Default().
+	Redactor *redact.Redactor
 }
 
 // Identity names one worker: a worker process on a host, started at a
@@ -182,6 +192,9 @@ func New(cfg Config) (*Worker, error) {
 	}
 	if cfg.Reg == nil {
 		cfg.Reg = events.NewRegistry()
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = redact.Default()
 	}
 	if cfg.Host == "" {
 		h, err := os.Hostname()

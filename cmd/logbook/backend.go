@@ -13,6 +13,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -29,8 +30,9 @@ type backend struct {
 	api    string          // the API prefix of the server, remote only
 	srv    *natslog.Server // local only
 	lock   *os.File        // local only
-	// rules, in serve, is the data dir's redact.txt followed as it
-	// changes; elsewhere nil, and a command reads redact.txt once.
+	// rules, in serve and in a worker process, is the data dir's
+	// redact.txt followed as it changes; elsewhere nil, and a command
+	// reads redact.txt once.
 	rules *liveRules
 }
 
@@ -41,6 +43,21 @@ func (b *backend) parser() (*claude.Parser, error) {
 		return b.rules.parser()
 	}
 	return b.dd.parser()
+}
+
+// redactor returns the data dir's redaction rules (redact.txt over the
+// built-in ones): in serve, and in a worker process, the rules of
+// redact.txt at each use (see liveRules); elsewhere as the file is now.
+// Errors are the data dir's (a rule that does not compile).
+func (b *backend) redactor() (*redact.Redactor, error) {
+	if b.rules != nil {
+		return redact.Live(b.rules.current), nil
+	}
+	p, err := b.dd.parser()
+	if err != nil {
+		return nil, err
+	}
+	return p.Redactor(), nil
 }
 
 // openBackend connects to the server named by serve.json (or natsURL),

@@ -328,5 +328,5 @@ func (b *backend) as(ctx context.Context, role natslog.Role, cfg natslog.Config)
 		nc.Close()
 		return nil, err
 	}
-	return &backend{dd: b.dd, reg: b.reg, nc: nc, log: l, remote: true}, nil
+	return &backend{dd: b.dd, reg: b.reg, nc: nc, log: l, remote: true, rules: b.rules}, nil
 }

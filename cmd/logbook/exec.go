@@ -22,6 +22,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
@@ -190,7 +191,11 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	call := func(ctx context.Context, verb string, req, resp any) error {
 		return api.Call(ctx, b.nc, b.api, verb, req, resp)
 	}
-	cl, err := newCommandClient(b)
+	red, err := b.redactor()
+	if err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	cl, err := newRequestClient(b, red)
 	if err != nil {
 		return err
 	}
@@ -237,14 +242,11 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		Session: f.session, Argv: argv, Cwd: f.cwd, Workspace: ws, Mode: mode, TTY: f.tty,
 		Env: env, WaitMS: f.wait.Milliseconds(), RequestedBy: by,
 	}
-	if err := worker.CheckRequest(req); err != nil {
+	// Secrets by the data dir's rules (redact.txt over the built-in
+	// ones), the rules the workers redact the output with: rules that do
+	// not compile are an error, not a check with fewer rules.
+	if err := worker.CheckRequest(req, red); err != nil {
 		return fmt.Errorf("exec: %w", err)
-	}
-	if p, err := b.dd.parser(); err == nil {
-		// The data dir's own rules too (redact.txt).
-		if err := worker.CheckSecrets(req, p.Redactor()); err != nil {
-			return fmt.Errorf("exec: %w", err)
-		}
 	}
 	if f.elevate {
 		// The justification goes onto the log for good: redacted, as a
@@ -429,10 +431,17 @@ func commandEnv(f execFlags) ([]string, error) {
 	return env, nil
 }
 
-// newCommandClient returns a worker client on b.
-func newCommandClient(b *backend) (*worker.Client, error) {
+// newCommandClient returns a worker client on b whose requests are
+// checked for secrets by the built-in rules only; exec, which requests
+// commands, uses newRequestClient.
+func newCommandClient(b *backend) (*worker.Client, error) { return newRequestClient(b, nil) }
+
+// newRequestClient returns a worker client on b whose requests are
+// checked for secrets by red (b.redactor(): the rules the workers redact
+// with; nil: the built-in rules only).
+func newRequestClient(b *backend, red *redact.Redactor) (*worker.Client, error) {
 	host, _ := os.Hostname()
-	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: personActor()})
+	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: personActor(), Redactor: red})
 }
 
 // outputPrinter writes a command's output chunks: stdout and pty to

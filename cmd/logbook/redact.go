@@ -77,7 +77,8 @@ func redactTyped(g *globals, text string, max int) (string, error) {
 	return red, nil
 }
 
-// liveRules is the redaction of a running serve: the data dir's
+// liveRules is the redaction of a running serve (and of a worker
+// process): the data dir's
 // redact.txt as it is now. Before each use it stats the file (size,
 // modification time, inode) and, when that changed, reads and compiles it
 // again. A file that no longer compiles (or cannot be read) keeps the last
@@ -85,8 +86,9 @@ func redactTyped(g *globals, text string, max int) (string, error) {
 // and is logged once per change, as an ERROR naming the file and line. A
 // file removed leaves the built-in rules only. Safe for concurrent use.
 type liveRules struct {
-	dd  dataDir
-	log io.Writer // serve's log
+	dd   dataDir
+	log  io.Writer // the process's log
+	prog string    // prefix of its lines: "logbook serve"
 
 	cur atomic.Pointer[rulesAt] // the rules and the stamp they were checked at
 	mu  sync.Mutex              // one reload at a time
@@ -100,9 +102,10 @@ type rulesAt struct {
 }
 
 // newLiveRules loads dd's redact.txt now; an error (a rule that does not
-// compile) refuses it, naming the line, as at start-up.
-func newLiveRules(dd dataDir, log io.Writer) (*liveRules, error) {
-	lr := &liveRules{dd: dd, log: log}
+// compile) refuses it, naming the line, as at start-up. Reloads are
+// logged to log, each line prefixed by prog ("logbook serve").
+func newLiveRules(dd dataDir, log io.Writer, prog string) (*liveRules, error) {
+	lr := &liveRules{dd: dd, log: log, prog: prog}
 	stamp := lr.stamp()
 	p, err := dd.parser()
 	if err != nil {
@@ -153,10 +156,10 @@ func (lr *liveRules) current() *claude.Redactor {
 		p, err = lr.dd.parseRules(b)
 	}
 	if err != nil {
-		fmt.Fprintf(lr.log, "logbook serve: ERROR: %v; recording with the previous rules until it is fixed\n", err)
+		fmt.Fprintf(lr.log, "%s: ERROR: %v; recording with the previous rules until it is fixed\n", lr.prog, err)
 	} else {
 		next.red = p.Redactor()
-		fmt.Fprintf(lr.log, "logbook serve: redaction rules %s reloaded: %s\n", lr.dd.path("redact.txt"), plural(len(p.Redactor().Rules())-len(redact.Default().Rules()), "custom rule"))
+		fmt.Fprintf(lr.log, "%s: redaction rules %s reloaded: %s\n", lr.prog, lr.dd.path("redact.txt"), plural(len(p.Redactor().Rules())-len(redact.Default().Rules()), "custom rule"))
 	}
 	lr.cur.Store(next)
 	return next.red

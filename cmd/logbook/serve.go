@@ -243,7 +243,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	}
 	defer store.Close()
 	// Everything serve redacts follows redact.txt as it changes.
-	if b.rules, err = newLiveRules(dd, g.stderr); err != nil {
+	if b.rules, err = newLiveRules(dd, g.stderr, "logbook serve"); err != nil {
 		return err
 	}
 	svc, err := newService(b, store)

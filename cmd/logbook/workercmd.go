@@ -49,15 +49,22 @@ func (f workerFlags) check() error {
 
 // newWorkers returns n workers on b, each with an identity of its own.
 // Restricted commands see neither the data dir nor the credential files
-// in the worker's home.
+// in the worker's home. What they record from a command is redacted by
+// b's rules (backend.redactor): the data dir's redact.txt, followed as it
+// changes.
 func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Worker, error) {
+	red, err := b.redactor()
+	if err != nil {
+		return nil, err
+	}
 	var ws []*worker.Worker
 	for range n {
 		w, err := worker.New(worker.Config{
 			Conn: b.nc, Log: b.log, Reg: b.reg,
 			Grace: f.grace, Bwrap: f.bwrap, Lapse: f.lapse,
-			Hidden: hiddenPaths(string(b.dd)),
-			Logger: slog.New(slog.NewTextHandler(logw, nil)),
+			Hidden:   hiddenPaths(string(b.dd)),
+			Logger:   slog.New(slog.NewTextHandler(logw, nil)),
+			Redactor: red,
 		})
 		if err != nil {
 			return nil, err
@@ -97,6 +104,10 @@ commands it runs and records their exits.`,
 			defer b.Close()
 			if !b.remote {
 				return errors.New("worker needs a running server: start `logbook serve` or pass --nats-url")
+			}
+			// What it records follows redact.txt as it changes, as in serve.
+			if b.rules, err = newLiveRules(b.dd, g.stderr, "logbook worker"); err != nil {
+				return err
 			}
 			ws, err := newWorkers(1, b, f, g.stderr)
 			if err != nil {
