@@ -44,7 +44,9 @@ func fakeAgent() {
 
 // waitOut REGEX ARGS... runs `logbook ARGS...` (in this process, on the
 // script's data dir) until its output matches REGEX, for at most 20 s.
-// With !, it waits until the output does not match.
+// With !, it waits until the output does not match. The last run's
+// output and error output become the script's stdout and stderr, as
+// after exec, so the checks that follow test what was waited for.
 func waitOut(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 2 {
 		ts.Fatalf("usage: waitout REGEX ARGS...")
@@ -60,7 +62,10 @@ func waitOut(ts *testscript.TestScript, neg bool, args []string) {
 		err := runCLI(ctx, append([]string{"--data", ts.Getenv("LOGBOOK_DATA")}, args[1:]...), nil, &out, &errOut)
 		cancel()
 		if err == nil && re.Match(out.Bytes()) != neg {
-			ts.Logf("%s", out.Bytes())
+			// Both are set, empty ones too: a check after waitout never
+			// sees an earlier command's output.
+			ts.Stdout().Write(out.Bytes())
+			ts.Stderr().Write(errOut.Bytes())
 			return
 		}
 		if time.Now().After(deadline) {
