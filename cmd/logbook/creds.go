@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -222,6 +223,60 @@ func inside(path, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
+// writesInto reports whether writing file (relative to the working
+// directory or absolute) puts it, or the temporary file written beside
+// it, under dir. It compares where the file's directory really is:
+// symlinks and ".." in it and in dir are resolved as the kernel would
+// resolve them (the file itself need not exist), and the directory and
+// each of its parents are compared with dir by identity (device and
+// inode), so a second path to dir (a bind mount) is caught too.
+func writesInto(file, dir string) bool {
+	if !filepath.IsAbs(file) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return true // cannot tell where file lands: refuse
+		}
+		file = wd + string(filepath.Separator) + file
+	}
+	// The directory is everything before the last separator, taken
+	// before any cleaning: "link/.." is link's target's parent, not ".".
+	parent := file[:strings.LastIndexByte(file, filepath.Separator)+1]
+	at, root := physicalPath(parent), physicalPath(dir)
+	if inside(at, root) {
+		return true
+	}
+	rst, err := os.Stat(root)
+	if err != nil {
+		return false
+	}
+	for d := at; ; d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err == nil && os.SameFile(st, rst) {
+			return true
+		}
+		if d == filepath.Dir(d) {
+			return false
+		}
+	}
+}
+
+// physicalPath returns the absolute path p names with every symlink and
+// ".." resolved, as far as p exists; the part of p that does not exist
+// (where no symlink can be) is joined on lexically.
+func physicalPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		if abs, err := filepath.Abs(r); err == nil {
+			return abs
+		}
+	}
+	trimmed := strings.TrimRight(p, string(filepath.Separator))
+	i := strings.LastIndexByte(trimmed, filepath.Separator)
+	if i < 0 {
+		abs, _ := filepath.Abs(p)
+		return abs
+	}
+	return filepath.Join(physicalPath(trimmed[:i+1]), trimmed[i+1:])
+}
+
 func credsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "creds",
@@ -256,11 +311,8 @@ server accepts only when started with serve --admin-creds FILE.`,
 			}
 			var c creds
 			if r == natslog.RoleAdmin {
-				if out != "" {
-					abs, _ := filepath.Abs(out)
-					if inside(abs, string(dd)) {
-						return fmt.Errorf("--out %s: admin credentials stay out of the data dir %s", out, dd)
-					}
+				if out != "" && writesInto(out, string(dd)) {
+					return fmt.Errorf("--out %s: admin credentials stay out of the data dir %s", out, dd)
 				}
 				c, _ = adminCredentials("")
 			} else if c, err = dd.roleCredentials(r); err != nil {
