@@ -14,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/review"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -48,15 +49,40 @@ type Gate struct {
 	Poll time.Duration
 	// Logf, when set, reports what the gate notices on the way (a
 	// policy file that stopped parsing), at most once per fault.
-	Logf   func(format string, args ...any)
-	logged sync.Map
+	Logf func(format string, args ...any)
+	// Redactor redacts everything the gate appends that can carry the
+	// agent's input (the action, the review and entry ids, the tool's
+	// name, reasons that quote a reviewer or a policy file) and what it
+	// logs: the data dir's rules over the built-in ones, the same the
+	// observations of the same calls are redacted with; nil: the
+	// built-in ones (redact.Default).
+	Redactor *redact.Redactor
+	logged   sync.Map
+}
+
+// redact redacts s by the gate's rules.
+func (g *Gate) redact(s string) string {
+	if s == "" {
+		return s
+	}
+	red := g.Redactor
+	if red == nil {
+		red = redact.Default()
+	}
+	return red.Redact(s)
+}
+
+// redactCut redacts s, then cuts it to max bytes (and "…"): a secret is
+// never cut in two before the rules see it whole.
+func (g *Gate) redactCut(s string, max int) string {
+	return cut(g.redact(s), max)
 }
 
 func (g *Gate) logf(format string, args ...any) {
 	if g.Logf == nil {
 		return
 	}
-	msg := fmt.Sprintf(format, args...)
+	msg := g.redact(fmt.Sprintf(format, args...))
 	if _, seen := g.logged.LoadOrStore(msg, true); !seen {
 		g.Logf("%s", msg)
 	}
@@ -128,6 +154,7 @@ func (g *Gate) Decide(ctx context.Context, req Request) (Verdict, error) {
 	if err := req.check(); err != nil {
 		return Verdict{}, err
 	}
+	req = g.redactRequest(req)
 	agg := events.Aggregate{Kind: events.KindSession, ID: req.Session}
 	// One decision on the session's current state: the state is read
 	// once, by the executor that appends.
@@ -143,6 +170,78 @@ func (g *Gate) Decide(ctx context.Context, req Request) (Verdict, error) {
 	}
 	return g.finish(ctx, agg, req, p, st, budget)
 }
+
+// redactRequest redacts what of req the gate records as it is: the
+// review id (the tool_use id, as the observation of the same call keeps
+// it), the tool's name, the grant and the justification. The input is
+// kept as sent: the policy and a reviewer program judge it, and only its
+// digest is recorded.
+func (g *Gate) redactRequest(req Request) Request {
+	req.ID, req.Tool, req.Grant, req.Reason = g.redact(req.ID), g.redact(req.Tool), g.redact(req.Grant), g.redact(req.Reason)
+	return req
+}
+
+// scrub redacts, by the gate's rules, every field of decs that can carry
+// what an agent, a reviewer program or a policy file wrote, before decs
+// is appended: the cause's detail, the actor, a review's id, tool,
+// action, grant, justification, reason, evidence and who decided it, a
+// breaker reset's reason, the entry and activity of a move. Text is
+// redacted whole, then cut (an action to 400 bytes, a reason to 1000),
+// so no secret is cut in two before the rules see it. Redacting redacted
+// text leaves it as it is, so ids the request already redacted still
+// name the same review.
+func (g *Gate) scrub(decs events.Decision) events.Decision {
+	for i := range decs {
+		e := &decs[i]
+		if e.Cause != nil {
+			c := *e.Cause
+			c.Detail = g.redact(c.Detail)
+			e.Cause = &c
+		}
+		e.Actor = g.redact(e.Actor)
+		switch d := e.Data.(type) {
+		case events.ReviewRequested:
+			d.ReviewID, d.Tool, d.Grant = g.redact(d.ReviewID), g.redact(d.Tool), g.redact(d.Grant)
+			d.Action, d.Justification = g.redactCut(d.Action, maxAction), g.redactCut(d.Justification, maxReason)
+			e.Data = d
+		case events.ReviewDecided:
+			d.ReviewID, d.Reason = g.redact(d.ReviewID), g.redactCut(d.Reason, maxReason)
+			if d.DecidedBy != nil {
+				by := *d.DecidedBy
+				by.Name = g.redact(by.Name)
+				d.DecidedBy = &by
+			}
+			if d.Evidence != nil {
+				ev := make([]string, len(d.Evidence))
+				for j, id := range d.Evidence {
+					ev[j] = g.redact(id)
+				}
+				d.Evidence = ev
+			}
+			e.Data = d
+		case events.ReviewBreakerReset:
+			d.Reason = g.redactCut(d.Reason, maxReason)
+			e.Data = d
+		case events.SessionEntryClosed:
+			d.EntryID = g.redact(d.EntryID)
+			e.Data = d
+		case events.SessionTransitioned:
+			d.Activity, d.EntryID = g.redact(d.Activity), g.redact(d.EntryID)
+			e.Data = d
+		case events.SessionActivityChanged:
+			d.From, d.To = g.redact(d.From), g.redact(d.To)
+			e.Data = d
+		}
+	}
+	return decs
+}
+
+// The most bytes of an action and of a reason the gate records (and
+// "…" past them).
+const (
+	maxAction = 400
+	maxReason = 1000
+)
 
 // check refuses a request that names no valid session, ref or tool.
 func (req Request) check() error {
@@ -223,8 +322,8 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 	}
 	m := Decide(pols, call)
 	p.rq = events.ReviewRequested{
-		ReviewID: id, Tool: req.Tool, Action: call.Action(), Event: req.Event,
-		ArgsDigest: sum, Grant: req.Grant, Justification: cut(req.Reason, 1000),
+		ReviewID: id, Tool: req.Tool, Action: g.redactCut(call.action(), maxAction), Event: req.Event,
+		ArgsDigest: sum, Grant: req.Grant, Justification: g.redactCut(req.Reason, maxReason),
 		Risk: m.Risk, BudgetMS: budget.Milliseconds(),
 	}
 	var answer *review.Answer
@@ -263,7 +362,7 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 		return p, nil
 	}
 	decs, err := session.Decide(st, session.RequestReview{Review: p.rq, Answer: answer, At: at, Cause: cause})
-	p.decs = decs
+	p.decs = g.scrub(decs)
 	return p, err
 }
 
@@ -317,7 +416,7 @@ func (g *Gate) answer(ctx context.Context, agg events.Aggregate, id string, a re
 				decs[i].Actor = actor
 			}
 		}
-		return decs, err
+		return g.scrub(decs), err
 	})
 	if err != nil && errors.Is(err, events.ErrRejected) {
 		return nil // decided first by someone else: their verdict stands
@@ -400,7 +499,7 @@ func (g *Gate) Answer(ctx context.Context, sess, id, verdict, reason, actor, ref
 		for i := range decs {
 			decs[i].Actor = actor
 		}
-		return decs, err
+		return g.scrub(decs), err
 	})
 	if err != nil {
 		return session.DecidedReview{}, err

@@ -275,6 +275,11 @@ type Call struct {
 // patterns: a Bash command, a file path, a URL, else the input's JSON
 // (each cut to 400 bytes).
 func (c Call) Action() string {
+	return cut(c.action(), maxAction)
+}
+
+// action is Action uncut.
+func (c Call) action() string {
 	var in map[string]any
 	_ = json.Unmarshal(c.Input, &in)
 	str := func(k string) string { s, _ := in[k].(string); return s }
@@ -303,9 +308,6 @@ func (c Call) Action() string {
 		} else {
 			a = string(c.Input)
 		}
-	}
-	if len(a) > 400 {
-		a = a[:400] + "…"
 	}
 	return a
 }

@@ -130,7 +130,7 @@ func (r *Reviewer) Review(ctx context.Context, req ReviewerRequest, budget time.
 	}
 	if err != nil {
 		why := "reviewer failed: " + err.Error()
-		if s := strings.TrimSpace(errb.String()); s != "" {
+		if s := strings.TrimSpace(errb.kept()); s != "" {
 			why += ": " + s
 		}
 		return fail(events.ReviewUnavailable, why)
@@ -158,7 +158,7 @@ func (r *Reviewer) Review(ctx context.Context, req ReviewerRequest, budget time.
 	}
 	return review.Answer{
 		Verdict: a.Verdict, Risk: review.MaxRisk(req.Risk, a.Risk), UserAuthorization: a.UserAuthorization,
-		Evidence: a.Evidence, Offered: offered, EvidenceDropped: req.EvidenceDropped, By: by, Reason: cut(a.Reason, 1000),
+		Evidence: a.Evidence, Offered: offered, EvidenceDropped: req.EvidenceDropped, By: by, Reason: a.Reason,
 	}
 }
 
@@ -185,21 +185,50 @@ func answerFault(err error, out []byte) string {
 			return ' '
 		}
 		return r
-	}, cut(strings.TrimSpace(string(out)), 80))
+	}, wordCut(strings.TrimSpace(string(out)), 80))
 	return fmt.Sprintf("answer is not JSON: it begins %s; want one object %s", begin, answerShape)
 }
 
 // limited is a buffer that keeps the first n bytes written.
 type limited struct {
 	bytes.Buffer
-	n int
+	n    int
+	over bool // more than n bytes were written
 }
 
 func (l *limited) Write(p []byte) (int, error) {
-	if room := l.n - l.Len(); room > 0 {
+	room := l.n - l.Len()
+	if len(p) > room {
+		l.over = true
+	}
+	if room > 0 {
 		l.Buffer.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
+}
+
+// kept returns what was kept, without the word the limit cut in two (a
+// secret's tail would not be seen as a secret any more).
+func (l *limited) kept() string {
+	s := l.String()
+	if l.over {
+		s = wordCut(s+"x", len(s))
+	}
+	return s
+}
+
+// wordCut cuts s to at most n bytes as cut does, but drops the word the
+// cut falls in: no piece of a token (a secret the redaction rules know
+// only whole) is left.
+func wordCut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := strings.LastIndexAny(s[:n], " \t\r\n")
+	if i < 0 {
+		return "…"
+	}
+	return s[:i] + " …"
 }
 
 func cut(s string, n int) string {

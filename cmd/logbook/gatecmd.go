@@ -74,6 +74,9 @@ func gateService(b *backend, svc *api.Service, store *projections.Store, f gateF
 		_, st, err := svc.HookThen(ctx, data, then)
 		return st, err
 	}
+	// The gate redacts what it appends by the rules the observations of
+	// the same calls are redacted by (redact.txt as it is at each use).
+	gt.Redactor = svc.Redactor()
 	return &gate.Service{Gate: gt, Store: store, Ingest: ingest, CaughtUp: svc.CaughtUp, Redactor: svc.Redactor()}
 }
 
