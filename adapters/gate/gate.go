@@ -147,7 +147,8 @@ var writeTools = map[string]bool{"Edit": true, "Write": true, "MultiEdit": true,
 // verdict as recorded. An action no rule speaks of gets DecideNone
 // without a review, except where the mode asks for one (a permission
 // request in auto, an elevation, input to a command) or forbids it (a
-// write tool in read_only). Errors: events.ErrNotFound for a session
+// write tool in read_only; any call while the session's refusal breaker
+// is tripped, a retried one allowed before among them). Errors: events.ErrNotFound for a session
 // Logbook has never seen, events.ErrMalformed for a bad request, or the
 // log's; the caller answers deny on any error.
 func (g *Gate) Decide(ctx context.Context, req Request) (Verdict, error) {
@@ -286,8 +287,13 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 		}
 		if r, ok := st.DecidedReview(cand); ok {
 			if r.Tool == req.Tool && r.ArgsDigest == sum {
-				// A retried request: answer with what was decided.
+				// A retried request: answer with what was decided, but
+				// never an allow once the breaker has tripped.
 				v := verdictOf(r, st)
+				if st.BreakerTripped && v.Decision != DecideDeny {
+					v = Verdict{ReviewID: r.ID, Decision: DecideDeny, Outcome: events.ReviewRejected, Told: review.Told(events.ReviewRejected),
+						By: events.DecidedBy{Kind: events.DecidedByBreaker}, Reason: "the refusal breaker is tripped: stop and ask the user", Breaker: true}
+				}
 				p.early = &v
 				return p, nil
 			}
@@ -346,7 +352,7 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 		answer = rule(events.VerdictDeny, "mode read_only", "the session's permission mode is read_only")
 	case req.Grant != "" && st.Mode != events.ModeAuto:
 		// Refused without a review: there is nothing to judge.
-		p.early = &Verdict{Decision: DecideDeny, Outcome: events.ReviewRejected,
+		p.early = &Verdict{Decision: DecideDeny, Outcome: events.ReviewRejected, Breaker: st.BreakerTripped,
 			By:     events.DecidedBy{Kind: events.DecidedByRule, Name: "mode " + or(st.Mode, "unknown")},
 			Reason: fmt.Sprintf("elevation is reviewed only in auto mode; session %s is in %s", req.Session, or(st.Mode, "an unknown mode"))}
 		return p, nil
@@ -357,6 +363,9 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 		// high or critical: a rule alone cannot allow it; review.
 	case m.Action == ActionReview, req.Grant != "", req.Event == EventStdin && st.Mode == events.ModeAuto:
 	case req.Event == EventPermissionRequest && st.Mode == events.ModeAuto:
+	case st.BreakerTripped:
+		// Every call is denied while the breaker is tripped, those no
+		// rule speaks of too: session.Decide denies it by the breaker.
 	default:
 		p.early = &Verdict{Decision: DecideNone}
 		return p, nil
