@@ -2,36 +2,66 @@ package redact
 
 import (
 	"bytes"
+	"regexp"
 	"unicode/utf8"
 )
 
 // Stream hold-back limits.
 const (
 	// StreamHold is the most a Stream holds back, in bytes: a line longer
-	// than this is redacted in pieces (cut at a space where one is near),
-	// and an open private key block longer than this is let through,
-	// redacted to the end of what is held.
+	// than this is redacted in pieces (cut at a space where one is near).
 	StreamHold = 64 << 10
 	// streamWindow is how much of an over-long line stays held after a
 	// forced cut, so a token spanning the cut is seen whole next time.
 	streamWindow = 4 << 10
+	// keyTail is how many bytes of an open private key block a Stream
+	// keeps to find an END marker that arrives cut in two; everything
+	// else inside the block is dropped as it arrives.
+	keyTail = 256
+)
+
+// keyRedacted replaces a private key block in a Stream, as the
+// private_key rule replaces it in a text.
+const keyRedacted = "[REDACTED:private_key]"
+
+// keyBegin and keyEnd are the private key block markers (PEM, OpenSSH,
+// PGP armor) that the private_key rule (Builtin) matches.
+var (
+	keyBegin = regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
+	keyEnd   = regexp.MustCompile(`-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
 )
 
 // Stream redacts a byte stream (a command's stdout, say) that arrives in
 // pieces cut anywhere: it redacts whole lines, holding back a partial
-// last line, and holds from a private key's BEGIN line until its END line,
-// so a secret split across two pieces is still seen whole. What holds:
-// a secret inside one line (or one key block) of at most StreamHold bytes
-// is redacted however the stream is cut. What does not: a secret written
-// in pieces further apart in time than the caller's Flush (the worker
-// flushes after a short idle pause so a prompt without a newline shows),
-// and a line longer than StreamHold, which is cut at a space near
-// StreamHold bytes with streamWindow bytes carried over.
+// last line, so a secret split across two pieces is still seen whole.
+//
+// A private key block is handled apart from the rules: from its BEGIN
+// marker on, the Stream is inside the block and lets nothing of it go
+// (the text before the marker goes, redacted, followed by
+// "[REDACTED:private_key]"), however the block is cut and however long
+// the pauses between its pieces; what follows the END marker is a
+// stream again. A block whose END marker never comes hides the rest of
+// the stream. Inside a block at most keyTail bytes are held (to find an
+// END marker cut in two); the rest is dropped as it arrives, so a
+// stream that never ends holds bounded memory.
+//
+// What holds: a secret inside one line of at most StreamHold bytes is
+// redacted however the stream is cut; a private key block whatever its
+// pieces. What does not: another secret written in pieces further apart
+// in time than the caller's Flush (the worker flushes after a short idle
+// pause so a prompt without a newline shows), and one spanning a line
+// longer than StreamHold, which is cut at a space near StreamHold bytes
+// with streamWindow bytes carried over.
 //
 // A Stream is not safe for concurrent use.
 type Stream struct {
 	r    *Redactor
 	held []byte
+	// inKey is true inside a private key block; tail then holds the
+	// block's last bytes (at most keyTail plus one piece) and held is
+	// empty.
+	inKey bool
+	tail  []byte
 }
 
 // NewStream returns a Stream redacting with r; when r is Live, each
@@ -41,27 +71,146 @@ func (r *Redactor) NewStream() *Stream { return &Stream{r: r} }
 // Write takes the next piece p of the stream and returns what is ready,
 // redacted; the rest stays held. The result is nil when nothing is ready.
 func (s *Stream) Write(p []byte) []byte {
-	s.held = append(s.held, p...)
-	n := s.ready()
-	if n == 0 {
+	var out []byte
+	for len(p) > 0 {
+		if s.inKey {
+			p = s.skipKey(p)
+			continue
+		}
+		s.held = append(s.held, p...)
+		p = nil
+		if loc := findBegin(s.held); loc != nil {
+			// What follows the marker is the block's: it goes through
+			// skipKey, never through the rules.
+			p = bytes.Clone(s.held[loc[1]:])
+			out = append(out, s.take(loc[0])...)
+			out = append(out, keyRedacted...)
+			s.held = s.held[:0]
+			s.inKey = true
+			continue
+		}
+		if n := s.ready(); n > 0 {
+			out = append(out, s.take(n)...)
+		}
+	}
+	return out
+}
+
+// findBegin returns the span of the first private key BEGIN marker in
+// b, or nil.
+func findBegin(b []byte) []int {
+	if !bytes.Contains(b, []byte("-----BEGIN")) {
+		return nil
+	}
+	return keyBegin.FindIndex(b)
+}
+
+// skipKey drops p, a piece inside a private key block, and returns what
+// follows the block's END marker (nil while the block goes on).
+func (s *Stream) skipKey(p []byte) []byte {
+	s.tail = append(s.tail, p...)
+	if loc := findEnd(s.tail); loc != nil {
+		rest := bytes.Clone(s.tail[loc[1]:])
+		s.tail = s.tail[:0]
+		s.inKey = false
+		if len(rest) == 0 {
+			return nil
+		}
+		return rest
+	}
+	if len(s.tail) > keyTail {
+		n := copy(s.tail, s.tail[len(s.tail)-keyTail:])
+		s.tail = s.tail[:n]
+	}
+	return nil
+}
+
+// findEnd returns the span of the first private key END marker in b, or
+// nil.
+func findEnd(b []byte) []int {
+	if !bytes.Contains(b, []byte("-----END")) {
+		return nil
+	}
+	return keyEnd.FindIndex(b)
+}
+
+// Held returns how many bytes are held back that a Flush or Close would
+// let go (the inside of a private key block never goes, so it is not
+// counted).
+func (s *Stream) Held() int { return len(s.held) }
+
+// InKey reports whether the stream is inside a private key block: what
+// comes next is dropped until the block's END marker.
+func (s *Stream) InKey() bool { return s.inKey }
+
+// Flush returns what is held, redacted, for a pause in the stream (the
+// worker's idle flush): a partial last line goes, except a trailing
+// piece that could still grow into a private key's BEGIN marker, which
+// stays held until the stream goes on or closes. Inside a private key
+// block nothing goes, and the block stays open: what comes next is
+// dropped until its END marker.
+func (s *Stream) Flush() []byte {
+	n := len(s.held) - partialBegin(s.held)
+	if n <= 0 {
 		return nil
 	}
 	return s.take(n)
 }
 
-// Held returns how many bytes are held back.
-func (s *Stream) Held() int { return len(s.held) }
-
-// Flush returns everything held, redacted, and holds nothing after.
-func (s *Stream) Flush() []byte {
+// Close returns everything held, redacted, at the end of the stream: a
+// private key block still open is dropped (its BEGIN marker was already
+// replaced), never let go. The Stream holds nothing after and starts
+// afresh if written again.
+func (s *Stream) Close() []byte {
+	s.inKey = false
+	s.tail = s.tail[:0]
 	if len(s.held) == 0 {
 		return nil
 	}
 	return s.take(len(s.held))
 }
 
+// partialBegin returns the length of the longest suffix of b that could
+// still become a private key's BEGIN marker: a prefix of "-----BEGIN ",
+// or "-----BEGIN " followed by what the marker allows, on one line and
+// short. 0 when there is none.
+func partialBegin(b []byte) int {
+	const begin = "-----BEGIN "
+	const most = 96
+	from := max(0, len(b)-most)
+	for i := from; i < len(b); i++ {
+		if b[i] != '-' {
+			continue
+		}
+		rest := b[i:]
+		if len(rest) <= len(begin) {
+			if begin[:len(rest)] == string(rest) {
+				return len(rest)
+			}
+			continue
+		}
+		if string(rest[:len(begin)]) != begin {
+			continue
+		}
+		ok := true
+		for _, c := range rest[len(begin):] {
+			if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == ' ' || c == '-') {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return len(rest)
+		}
+	}
+	return 0
+}
+
 // take redacts and returns held[:n], keeping the rest held.
 func (s *Stream) take(n int) []byte {
+	if n == 0 {
+		return nil
+	}
 	// Binary output is stored as it came, redacted only where it is
 	// text (its valid UTF-8 stretches).
 	var out []byte
@@ -76,14 +225,12 @@ func (s *Stream) take(n int) []byte {
 	return out
 }
 
-// ready returns how many held bytes can go now.
+// ready returns how many held bytes can go now: the whole lines, or, when
+// more than StreamHold bytes would stay held, all but a window cut near
+// its start at a space.
 func (s *Stream) ready() int {
 	h := s.held
 	n := bytes.LastIndexByte(h, '\n') + 1
-	// Hold from an unterminated private key block's BEGIN line.
-	if b := openKeyBlock(h[:n]); b >= 0 {
-		n = b
-	}
 	if len(h)-n <= StreamHold {
 		return n
 	}
@@ -94,26 +241,6 @@ func (s *Stream) ready() int {
 		cut = sp + 1
 	}
 	return cut
-}
-
-// openKeyBlock returns the offset of the start of the line of the last
-// private key BEGIN marker in b that has no END marker after it, or -1.
-func openKeyBlock(b []byte) int {
-	i := bytes.LastIndex(b, []byte("-----BEGIN "))
-	if i < 0 {
-		return -1
-	}
-	line := b[i:]
-	if e := bytes.IndexByte(line, '\n'); e >= 0 {
-		line = line[:e]
-	}
-	if !bytes.Contains(line, []byte("PRIVATE KEY")) {
-		return -1
-	}
-	if bytes.Contains(b[i:], []byte("-----END ")) {
-		return -1
-	}
-	return bytes.LastIndexByte(b[:i], '\n') + 1
 }
 
 // validUTF8Prefix reports whether b is valid UTF-8.

@@ -91,7 +91,8 @@ func (o *outRedactor) write(c sandbox.Chunk) {
 	}
 }
 
-// idle flushes what every stream holds.
+// idle flushes what every stream holds (redact.Stream.Flush: the inside
+// of an open private key block never goes, and the block stays open).
 func (o *outRedactor) idle() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -100,7 +101,8 @@ func (o *outRedactor) idle() {
 	}
 }
 
-// close flushes everything held; later writes and idle flushes do nothing.
+// close lets go of everything held (redact.Stream.Close: an open private
+// key block is dropped); later writes and idle flushes do nothing.
 func (o *outRedactor) close() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -110,7 +112,11 @@ func (o *outRedactor) close() {
 	if o.timer != nil {
 		o.timer.Stop()
 	}
-	o.flushLocked()
+	for _, st := range []sandbox.Stream{sandbox.PTY, sandbox.Stdout, sandbox.Stderr} {
+		if s := o.streams[st]; s != nil {
+			o.send(st, s.Close())
+		}
+	}
 	o.closed = true
 }
 
