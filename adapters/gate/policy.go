@@ -61,6 +61,9 @@ type Policy struct {
 	deny   []Pattern
 	review []Pattern
 	risk   []riskRule
+	// guard, in the built-in rules only, sends a call that may change
+	// the policy files to review at critical risk (see guard).
+	guard func(Call) bool
 }
 
 type riskRule struct {
@@ -324,6 +327,9 @@ type Match struct {
 // then allow.
 func (p *Policy) Decide(c Call) Match {
 	var m Match
+	if p.guard != nil && p.guard(c) {
+		return Match{Action: ActionReview, Pattern: GuardPattern, Risk: review.RiskCritical, Path: p.Path}
+	}
 	for _, set := range []struct {
 		action string
 		ps     []Pattern
@@ -344,6 +350,9 @@ func (p *Policy) Decide(c Call) Match {
 
 func (p *Policy) riskOf(c Call) string {
 	r := ""
+	if p.guard != nil && p.guard(c) {
+		return review.RiskCritical
+	}
 	for _, rr := range p.risk {
 		if rr.p.matches(c, false) {
 			r = review.MaxRisk(r, rr.risk)
@@ -585,17 +594,23 @@ func matchSegments(pat, segs []string) bool {
 }
 
 // builtin holds rules no policy file can lift: writes to a policy file
-// or to Logbook's project folder are reviewed at critical risk, so only a
-// person can allow them.
-var builtin = func() *Policy {
-	p := &Policy{}
+// or to Logbook's project folder, and shell commands that name either
+// (guard), are reviewed at critical risk, so only a person can allow
+// them.
+var builtin = builtinFor("")
+
+// builtinFor returns the built-in rules for data dir dd ("" for none):
+// a file tool's write into dd, or a shell command naming it, is guarded
+// as a project's .logbook folder is.
+func builtinFor(dd string) *Policy {
+	p := &Policy{guard: guard(dd)}
 	for _, s := range []string{"Edit(**/.logbook/**)", "Write(**/.logbook/**)", "MultiEdit(**/.logbook/**)", "NotebookEdit(**/.logbook/**)"} {
 		pt, _ := ParsePattern(s)
 		p.review = append(p.review, pt)
 		p.risk = append(p.risk, riskRule{pt, review.RiskCritical})
 	}
 	return p
-}()
+}
 
 // Policies loads and keeps the policy files: the data dir's and each
 // project's. A file is re-read when its size or modification time
@@ -605,6 +620,7 @@ type Policies struct {
 	DataDir string // holds PolicyFile; "" for none
 	mu      sync.Mutex
 	files   map[string]*loaded
+	builtin *Policy // builtinFor(DataDir), made on first use
 }
 
 type loaded struct {
@@ -620,7 +636,12 @@ type loaded struct {
 // parsed has no policy in force, and its error is in broken: the caller
 // must fail closed on those.
 func (ps *Policies) For(dir string) (pols []*Policy, broken, stale []error) {
-	pols = []*Policy{builtin}
+	ps.mu.Lock()
+	if ps.builtin == nil {
+		ps.builtin = builtinFor(ps.DataDir)
+	}
+	pols = []*Policy{ps.builtin}
+	ps.mu.Unlock()
 	var paths []string
 	if dir != "" {
 		paths = append(paths, filepath.Join(dir, ProjectPolicyDir, PolicyFile))

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/logbook-dev/logbook/reducers/review"
 )
 
 func bash(cmd string) Call {
@@ -171,5 +173,77 @@ func TestPolicies_BrokenFileKeepsThePreviousPolicy(t *testing.T) {
 	ps2 := &Policies{DataDir: dir}
 	if _, broken, _ := ps2.For(""); len(broken) != 1 {
 		t.Errorf("broken from the start: %v, want it reported as broken", broken)
+	}
+}
+
+// TestPolicy_GuardShellNamesPolicy: a shell command that may change a
+// policy file, however it spells the path, is reviewed at critical risk,
+// even with every Bash call allowed by a rule; a file tool's write into
+// the data dir too. Commands that name none of them are left to the
+// rules.
+func TestPolicy_GuardShellNamesPolicy(t *testing.T) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip("no home directory")
+	}
+	dd := filepath.Join(home, ".local", "share", "logbook")
+	allowAll, err := ParsePolicy("proj", []byte(`allow = ["Bash", "Write", "Edit", "mcp__*"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols := []*Policy{builtinFor(dd), allowAll}
+	guarded := []string{
+		`echo 'allow = ["Bash"]' > .logbook/policy.toml`,
+		`cd .logbook && echo x > p`,
+		`tee ./.logbook/p < x`,
+		`cp /tmp/p /work/p/.logbook/`,
+		`mv x sub/../.logbook/y`,
+		`sed -i s/deny/allow/ .logbook/x`,
+		`cd ".log""book" && ls`,
+		`cd '.l'ogbook`,
+		`cd .l\ogbook`,
+		`cd .LOGBOOK`,
+		`cd $'\x2elogbook'`,
+		`cd $'\056logbook'`,
+		`python3 -c "open('.'+'logbook/x','w')"`,
+		`python3 -c "import os; os.chdir(chr(46)+'logbook')"`,
+		`cd .lo*`,
+		`cd .l?gbook`,
+		`cd .[l]ogbook`,
+		`cd .{l,x}ogbook`,
+		`d=.log; cd ${d}book`,
+		`d=.lo; cd "$d"gbook`,
+		`echo x > pol''icy.toml`,
+		`cat > p*y.toml`,
+		`echo x > $p.toml; p=policy`,
+		`printf x > "$LOGBOOK_DATA/x"`,
+		`echo x >> ~/.local/share/logbook/policy`,
+		`echo x >> $HOME/.local/share/logbook/redact.txt`,
+		`echo x >> ` + dd + `/creds.json`,
+		"git status\ncd .logbook",
+	}
+	for _, cmd := range guarded {
+		if m := Decide(pols, bash(cmd)); m.Action != ActionReview || m.Risk != review.RiskCritical {
+			t.Errorf("%q: %+v, want review at critical risk", cmd, m)
+		}
+	}
+	for _, c := range []Call{
+		{Tool: "exec", Input: json.RawMessage(`{"argv":["sh","-c","cd .logbook"]}`)},
+		{Tool: "shell", Input: json.RawMessage(`{"command":["bash","-lc","echo > .logbook/policy.toml"]}`)},
+		{Tool: "mcp__box__run_shell", Input: json.RawMessage(`{"script":"cd .logbook"}`)},
+		file("Write", filepath.Join(dd, "policy.toml")),
+		file("Edit", filepath.Join(dd, "x", "..", "redact.txt")),
+	} {
+		if m := Decide(pols, c); m.Action != ActionReview || m.Risk != review.RiskCritical {
+			t.Errorf("%s %s: %+v, want review at critical risk", c.Tool, c.Input, m)
+		}
+	}
+	for _, cmd := range []string{"ls", "ls -la", "git status", "go test ./cmd/logbook/", "logbook sessions", "cat Cargo.toml", "rm -rf *", "tail app.log", "echo $HOME"} {
+		if m := Decide(pols, bash(cmd)); m.Action != ActionAllow {
+			t.Errorf("%q: %+v, want the rule's allow", cmd, m)
+		}
+	}
+	if m := Decide(pols, file("Write", "/work/p/src/a.go")); m.Action != ActionAllow {
+		t.Errorf("a write elsewhere: %+v, want the rule's allow", m)
 	}
 }

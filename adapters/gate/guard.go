@@ -1,0 +1,251 @@
+package gate
+
+import (
+	"encoding/json"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// GuardPattern names the built-in rule that sends a shell command naming
+// Logbook's project folder, a policy file or the data dir, or a file
+// tool's write into the data dir, to review at critical risk: the
+// pattern a verdict it decides is recorded under.
+const GuardPattern = "built-in: commands that name .logbook, policy.toml or the data dir"
+
+// guard returns the built-in guard of the policy files for data dir dd
+// ("" for none): it reports whether call c may change them.
+func guard(dd string) func(Call) bool {
+	var dds []string
+	if dd != "" {
+		dd = filepath.Clean(dd)
+		dds = append(dds, strings.ToLower(dd))
+		if home, err := os.UserHomeDir(); err == nil && home != "/" {
+			if rel, ok := strings.CutPrefix(dd, filepath.Clean(home)+"/"); ok {
+				dds = append(dds, strings.ToLower("/"+rel))
+			}
+		}
+	}
+	return func(c Call) bool {
+		switch c.Tool {
+		case "Edit", "Write", "MultiEdit", "NotebookEdit":
+			if dd == "" {
+				return false
+			}
+			var in struct {
+				File     string `json:"file_path"`
+				Notebook string `json:"notebook_path"`
+			}
+			_ = json.Unmarshal(c.Input, &in)
+			f := or(in.File, in.Notebook)
+			if f == "" {
+				return false
+			}
+			if !filepath.IsAbs(f) {
+				f = filepath.Join(c.Dir, f)
+			}
+			f = filepath.Clean(f)
+			return f == dd || strings.HasPrefix(f, dd+"/")
+		}
+		if !shellLike(c.Tool) {
+			return false
+		}
+		for _, s := range inputStrings(c.Input) {
+			if namesPolicy(s, dds) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// shellLike reports whether tool runs what its input says through a
+// shell or as a program: Claude Code's Bash, Codex's shell tools,
+// Logbook's exec, and any tool whose name says bash, shell or exec.
+func shellLike(tool string) bool {
+	t := strings.ToLower(tool)
+	return strings.Contains(t, "bash") || strings.Contains(t, "shell") || strings.Contains(t, "exec") || t == "sh" || t == "zsh"
+}
+
+// inputStrings returns every string of a tool's JSON input (the whole
+// input when it is not JSON).
+func inputStrings(in json.RawMessage) []string {
+	var v any
+	if err := json.Unmarshal(in, &v); err != nil {
+		return []string{string(in)}
+	}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			out = append(out, x)
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for k, e := range x {
+				out = append(out, k)
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
+// The names the guard looks for.
+const (
+	guardDir  = "." + "logbook"
+	guardFile = PolicyFile
+)
+
+// namesPolicy reports whether shell text s may name Logbook's project
+// folder, a policy file or the data dir (dds: its path and its path
+// under the home directory, lower case). It errs on the side of yes:
+// quotes and backslashes are dropped and case ignored before it looks;
+// "logbook" glued to anything but a separator (".logbook",
+// "$'\x2elogbook'", "'.'+'logbook'"), "policy.toml", $LOGBOOK_DATA, a
+// glob or brace list that matches ".logbook" or "policy.toml", a word
+// that is ".logbook" or "policy.toml" cut short around a variable
+// ("${d}book", "$p.toml") all count.
+func namesPolicy(s string, dds []string) bool {
+	s = strings.ToLower(strings.Map(func(r rune) rune {
+		switch r {
+		case '\'', '"', '\\':
+			return -1
+		}
+		return r
+	}, s))
+	if strings.Contains(s, guardFile) || strings.Contains(s, "logbook_data") {
+		return true
+	}
+	for _, d := range dds {
+		if strings.Contains(s, d) {
+			return true
+		}
+	}
+	for i := 0; ; {
+		j := strings.Index(s[i:], "logbook")
+		if j < 0 {
+			break
+		}
+		i += j
+		if i > 0 && !strings.ContainsRune(" \t\n\r/-_;|&()<>=:,", rune(s[i-1])) {
+			return true
+		}
+		i += len("logbook")
+	}
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool {
+		return strings.ContainsRune(" \t\n\r;|&()<>=`", r)
+	}) {
+		for _, comp := range strings.Split(w, "/") {
+			if compNames(comp) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// compNames reports whether one path component of shell text may name
+// ".logbook" or "policy.toml": by a glob, a brace list, or a piece of the
+// name beside a variable.
+func compNames(comp string) bool {
+	if comp == "" || strings.Trim(comp, "*") == "" {
+		return false // "*" alone: every name, not these in particular
+	}
+	for _, alt := range braces(comp, 64) {
+		if alt == guardDir || alt == guardFile {
+			return true
+		}
+		if strings.ContainsAny(alt, "*?[") {
+			for _, name := range []string{guardDir, guardFile} {
+				if ok, _ := path.Match(alt, name); ok {
+					return true
+				}
+			}
+		}
+		if strings.Contains(alt, "$") {
+			lit := stripVars(alt)
+			if len(lit) >= 3 && (strings.Contains(guardDir, lit) || strings.Contains(guardFile, lit)) {
+				return true
+			}
+		}
+		if len(alt) >= 3 && alt[0] == '.' && strings.HasPrefix(guardDir, alt) {
+			return true // ".log", ".logb": the start of it, finished elsewhere
+		}
+	}
+	return false
+}
+
+// stripVars drops $name, ${…} and $(…) from s.
+func stripVars(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		if i < len(s) && (s[i] == '{' || s[i] == '(') {
+			close := byte('}')
+			if s[i] == '(' {
+				close = ')'
+			}
+			if k := strings.IndexByte(s[i:], close); k >= 0 {
+				i += k
+				continue
+			}
+			return b.String()
+		}
+		for i < len(s) && (s[i] == '_' || s[i] >= 'a' && s[i] <= 'z' || s[i] >= '0' && s[i] <= '9') {
+			i++
+		}
+		i--
+	}
+	return b.String()
+}
+
+// braces expands the brace lists of s as a shell does ("a{b,c}d" → abd,
+// acd), at most max words; s itself when it has none or more than max.
+func braces(s string, max int) []string {
+	open := strings.IndexByte(s, '{')
+	if open < 0 {
+		return []string{s}
+	}
+	depth, end := 0, -1
+	var cuts []int
+	for i := open; i < len(s) && end < 0; i++ {
+		switch s[i] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+			if depth == 0 {
+				end = i
+			}
+		case ',':
+			if depth == 1 {
+				cuts = append(cuts, i)
+			}
+		}
+	}
+	if end < 0 || len(cuts) == 0 {
+		return []string{s}
+	}
+	var out []string
+	from := open + 1
+	for _, c := range append(cuts, end) {
+		for _, w := range braces(s[:open]+s[from:c]+s[end+1:], max) {
+			out = append(out, w)
+			if len(out) > max {
+				return []string{s}
+			}
+		}
+		from = c + 1
+	}
+	return out
+}
