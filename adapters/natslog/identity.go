@@ -12,11 +12,29 @@ import (
 // Identity names one incarnation of the LOGBOOK stream and where it
 // stands. A stream deleted and created again under the same name has a
 // new Created time; an append-only stream (DenyDelete, DenyPurge) keeps
-// FirstSeq at 1 once it holds a message.
+// FirstSeq at 1 once it holds a message, and holds every sequence from
+// FirstSeq to LastSeq (see Gone).
 type Identity struct {
 	Created  time.Time // when the server created the stream (UTC)
 	FirstSeq uint64    // sequence of the oldest message kept; 0 when empty
-	LastSeq  uint64    // sequence of the newest message; 0 when empty
+	LastSeq  uint64    // the last sequence the stream assigned; 0 when empty
+	Msgs     uint64    // messages the stream holds
+}
+
+// Gone returns how many sequences from FirstSeq to LastSeq the stream no
+// longer holds. Nothing ever removes a message from an append-only
+// stream, so more than 0 means messages were lost under the server: a
+// block file cut short or damaged, which the server drops at its start
+// while keeping LastSeq (so a lost tail does not show in LastSeq).
+func (id Identity) Gone() uint64 {
+	if id.LastSeq == 0 || id.FirstSeq == 0 || id.LastSeq < id.FirstSeq {
+		return 0
+	}
+	span := id.LastSeq - id.FirstSeq + 1
+	if id.Msgs >= span {
+		return 0
+	}
+	return span - id.Msgs
 }
 
 // Identity asks the server for the stream's creation time and sequence
@@ -33,7 +51,24 @@ func (l *Log) Identity(ctx context.Context) (Identity, error) {
 	if err != nil {
 		return Identity{}, fmt.Errorf("stream info %s: %w", StreamName, err)
 	}
-	return Identity{Created: info.Created.UTC(), FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq}, nil
+	return Identity{Created: info.Created.UTC(), FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Msgs: info.State.Msgs}, nil
+}
+
+// LastStored returns the sequence of the newest message the stream still
+// holds, 0 when it holds none: Identity.LastSeq less a lost tail (see
+// Identity.Gone). It costs one get of the stream's last message on
+// StreamSubjects (bounded by Config.Timeout when ctx has no deadline).
+func (l *Log) LastStored(ctx context.Context) (uint64, error) {
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	m, err := l.stream.GetLastMsgForSubject(ctx, StreamSubjects)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last message of %s: %w", StreamName, err)
+	}
+	return m.Sequence, nil
 }
 
 // ErrStreamLost reports that the LOGBOOK stream a Log was opened on is

@@ -46,7 +46,7 @@ func withAPI(ctx context.Context, g *globals, fn func(b *backend, call api.Calle
 			return api.Call(ctx, b.nc, b.api, verb, req, resp)
 		})
 	}
-	store, err := openViews(ctx, g, b.dd, b.log)
+	store, err := openViews(ctx, g, b)
 	if err != nil {
 		return err
 	}

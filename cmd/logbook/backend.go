@@ -15,6 +15,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
 )
 
 // backend is how a command reaches the log: through a running server
@@ -34,6 +35,9 @@ type backend struct {
 	// redact.txt followed as it changes; elsewhere nil, and a command
 	// reads redact.txt once.
 	rules *liveRules
+	// views, local only, is the projection checkLog opened and checked
+	// at the start, until openViews takes it; Close closes it otherwise.
+	views *projections.Store
 }
 
 // parser returns the Claude Code parser with the data dir's redaction
@@ -116,11 +120,22 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		return nil, err
 	}
 	b.log = l
+	if !b.remote {
+		// Nothing is read or appended on a log that lost events its
+		// projection saw until the user says what to do (see checkLog).
+		if err := b.checkLog(ctx, g); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
 	return b, nil
 }
 
 // Close releases everything the backend holds, in reverse order.
 func (b *backend) Close() error {
+	if b.views != nil {
+		b.views.Close()
+	}
 	if b.log != nil {
 		b.log.Close()
 	}

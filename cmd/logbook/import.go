@@ -234,12 +234,18 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 	}
 	// Files unchanged since an import left nothing of them behind are
 	// skipped without reading their sessions from the log; the index
-	// belongs to this incarnation of the stream.
+	// belongs to this incarnation of the stream, as it was when the
+	// index was written: a stream that lost messages since (accepted
+	// with serve --accept-stream-loss) has every file read again.
 	id, err := b.log.Identity(ctx)
 	if err != nil {
 		return err
 	}
-	index, err := claude.OpenSkipIndex(b.dd.path("import-index.json"), natslog.StreamName+"@"+id.Created.Format(time.RFC3339Nano))
+	incarnation := natslog.StreamName + "@" + id.Created.Format(time.RFC3339Nano)
+	if gone := id.Gone(); gone > 0 {
+		incarnation += fmt.Sprintf(" gone %d", gone)
+	}
+	index, err := claude.OpenSkipIndex(b.dd.path("import-index.json"), incarnation)
 	if err != nil {
 		fmt.Fprintf(g.stderr, "warning: %v; every file's session is read from the log this time\n", err)
 	}

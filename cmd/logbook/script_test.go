@@ -231,6 +231,35 @@ func TestScripts(t *testing.T) {
 				es, _ := filepath.Glob(dd.path("spool", "*.json"))
 				ts.Fatalf("spool holds %d payloads, want %d", len(es), want)
 			},
+			// cutblock SIZE cuts the LOGBOOK stream's first block file
+			// in the data dir to SIZE bytes, as a disk fault or a copy
+			// cut short would (no server may run on the data dir).
+			"cutblock": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 1 || neg {
+					ts.Fatalf("usage: cutblock SIZE")
+				}
+				size, err := strconv.ParseInt(args[0], 10, 64)
+				ts.Check(err)
+				dd := dataDir(ts.Getenv("LOGBOOK_DATA"))
+				ts.Check(os.Truncate(dd.path("jetstream", "jetstream", "$G", "streams", natslog.StreamName, "msgs", "1.blk"), size))
+			},
+			// logstate prints the LOGBOOK stream's state in the data dir
+			// (no server may run on it): "msgs N first F last L".
+			"logstate": func(ts *testscript.TestScript, neg bool, args []string) {
+				dd := dataDir(ts.Getenv("LOGBOOK_DATA"))
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{StoreDir: dd.path("jetstream")})
+				ts.Check(err)
+				defer srv.Shutdown()
+				js, err := jetstream.New(srv.Conn())
+				ts.Check(err)
+				st, err := js.Stream(ctx, natslog.StreamName)
+				ts.Check(err)
+				info, err := st.Info(ctx)
+				ts.Check(err)
+				fmt.Fprintf(ts.Stdout(), "msgs %d first %d last %d\n", info.State.Msgs, info.State.FirstSeq, info.State.LastSeq)
+			},
 			"waitout":  waitOut,
 			"waitfile": waitFile,
 		}),

@@ -237,7 +237,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if b.log, err = natslog.Open(ctx, b.nc, cfg); err != nil {
 		return err
 	}
-	store, err := openViews(ctx, g, dd, b.log)
+	store, err := openViews(ctx, g, b)
 	if err != nil {
 		return err
 	}
@@ -465,11 +465,17 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 
 // openViews opens the projections in the data dir, after checking that
 // the log still holds every event they were made from (see streamLoss and
-// stream.json). When it does not, it refuses with an error naming both
-// sequences; with --accept-stream-loss (g.acceptLoss) it sets the
-// projection aside (views.lost-<time>), says so, and rebuilds it from
-// the log, which is the truth.
-func openViews(ctx context.Context, g *globals, dd dataDir, log *natslog.Log) (*projections.Store, error) {
+// stream.json), or takes the ones b.checkLog opened and checked. When it
+// does not, it refuses with an error naming both sequences; with
+// --accept-stream-loss (g.acceptLoss) it sets the projection aside
+// (views.lost-<time>), says so, and rebuilds it from the log, which is
+// the truth.
+func openViews(ctx context.Context, g *globals, b *backend) (*projections.Store, error) {
+	if s := b.views; s != nil {
+		b.views = nil
+		return s, nil
+	}
+	dd, log := b.dd, b.log
 	store, err := projections.Open(dd.path("views"), projections.Options{CacheSize: g.viewsCache})
 	if err != nil {
 		return nil, fmt.Errorf("open projections in %s: %w (remove it to rebuild from the log)", dd.path("views"), err)
@@ -484,10 +490,15 @@ func openViews(ctx context.Context, g *globals, dd dataDir, log *natslog.Log) (*
 		store.Close()
 		return nil, err
 	}
-	if loss := streamLoss(dd, id, rec, have, store.Checkpoint()); loss != "" {
+	loss, err := logLoss(ctx, dd, log, id, rec, have, store.Checkpoint())
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	if loss != "" {
 		store.Close()
 		if !g.acceptLoss {
-			return nil, fmt.Errorf("%w: %s; restore the stream, or run `logbook serve --accept-stream-loss` to set the projection aside and rebuild it from the log as it is", errStreamLoss, loss)
+			return nil, streamLossError(loss)
 		}
 		aside := dd.path(fmt.Sprintf("views.lost-%d", time.Now().Unix()))
 		if err := os.Rename(dd.path("views"), aside); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -49,7 +49,7 @@ func TestSpool_PoisonThenHundred(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	store, err := openViews(ctx, g, b.dd, b.log)
+	store, err := openViews(ctx, g, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestHook_SameBytesBothPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	store, err := openViews(ctx, g, b.dd, b.log)
+	store, err := openViews(ctx, g, b)
 	if err != nil {
 		t.Fatal(err)
 	}
