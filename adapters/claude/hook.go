@@ -102,6 +102,8 @@ func hookFieldKind(name string) string {
 // hook_event_name or session_id is absent or empty; events.ErrMalformed
 // (naming the field) when session_id, or agent_id if set, is not a valid
 // aggregate id (events.ValidID; "agent-"+agent_id for a subagent);
+// ErrSecretID (naming the field and the rule, not the id) when a
+// redaction rule matches one of the observation's ids (SecretID);
 // ErrFieldType (naming
 // the field) when a field this parser reads has the wrong JSON type, e.g.
 // "session_id": 5 or "tool_input": "x". Fields of a tool's input or
@@ -111,6 +113,9 @@ func (p *Parser) Hook(b []byte) (events.Observation, error) {
 	o, err := parseHook(b)
 	if err != nil {
 		return o, err
+	}
+	if err := SecretID(p.red, o); err != nil {
+		return events.Observation{}, &HookError{Event: o.Kind, Err: err}
 	}
 	return p.finish(o, b), nil
 }

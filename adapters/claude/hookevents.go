@@ -26,3 +26,17 @@ func HookEvents() []string { return slices.Clone(hookEvents) }
 // fires for a tool call and so takes a matcher on the tool's name in
 // settings.json ("*": every tool).
 func ToolHookEvent(ev string) bool { return slices.Contains(toolEvents, ev) }
+
+// lineTypes are the transcript line types Parser.Line knows, and the
+// kinds it gives a line of none or an unreadable one.
+var lineTypes = []string{
+	"user", "assistant", "system", "attachment", "queue-operation", "permission-mode",
+	"ai-title", "custom-title", "summary", "file-history-snapshot", "last-prompt", "progress",
+	"mode", "agent-name", "pr-link", "worktree-state", "tag", "untyped", "invalid",
+}
+
+// knownKind reports whether kind is a hook event or transcript line type
+// this package knows: vocabulary, not input to redact.
+func knownKind(kind string) bool {
+	return slices.Contains(hookEvents, kind) || slices.Contains(lineTypes, kind)
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -101,7 +102,78 @@ var (
 	ErrFieldTooLong = errors.New("field too long")
 	// ErrLineTooLong reports a transcript line longer than MaxLineBytes.
 	ErrLineTooLong = errors.New("line too long")
+	// ErrSecretID reports an id that a redaction rule matches. An id
+	// names things on the log for good (an aggregate, a tool call, a
+	// line's link), so it is neither stored as it is nor rewritten (a
+	// rewritten id is no longer valid, or names another's entry): the
+	// input is refused.
+	ErrSecretID = errors.New("looks like a secret to a redaction rule, and an id is never redacted: send ids that hold none, or narrow the rule")
 )
+
+// SecretID returns nil, or an error wrapping ErrSecretID that names the
+// first of o's ids a rule of r matches, and the rules, never the id. The
+// ids are Meta.SessionID, Meta.AgentID, Meta.ForkedFrom, UUID,
+// ParentUUID and each signal's ID and Task.
+func SecretID(r *Redactor, o events.Observation) error {
+	check := func(what, v string) error {
+		if v == "" {
+			return nil
+		}
+		red := r.Redact(v)
+		if red == v {
+			return nil
+		}
+		var rules []string
+		for rest := red; ; {
+			i := strings.Index(rest, "[REDACTED:")
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len("[REDACTED:"):]
+			j := strings.IndexByte(rest, ']')
+			if j < 0 {
+				break
+			}
+			if name := rest[:j]; !slices.Contains(rules, name) {
+				rules = append(rules, name)
+			}
+			rest = rest[j:]
+		}
+		return fmt.Errorf("%s %w (rule %s)", what, ErrSecretID, strings.Join(rules, ", "))
+	}
+	for _, f := range []struct{ what, v string }{
+		{"session id", o.Meta.SessionID}, {"agent id", o.Meta.AgentID}, {"forked-from session id", o.Meta.ForkedFrom},
+		{"uuid", o.UUID}, {"parent uuid", o.ParentUUID},
+	} {
+		if err := check(f.what, f.v); err != nil {
+			return err
+		}
+	}
+	for _, sg := range o.Signals {
+		if err := check(sg.Kind+" id", sg.ID); err != nil {
+			return err
+		}
+		if err := check(sg.Kind+" task id", sg.Task); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RedactKind returns kind and key as finish stores them: a kind the
+// parser knows (known) is vocabulary and kept; another is redacted as
+// text, and the same text in key (where it follows the first ':') with
+// it, so that distinct keys stay distinct.
+func RedactKind(r *Redactor, kind, key string, known bool) (string, string) {
+	if known || kind == "" {
+		return kind, key
+	}
+	red := r.Redact(kind)
+	if red == kind {
+		return kind, key
+	}
+	return red, strings.Replace(key, ":"+kind+":", ":"+red+":", 1)
+}
 
 // LineError reports a transcript line that could not be parsed, or read.
 // It wraps ErrSyntax, ErrInvalidUTF8, ErrNotObject or ErrLineTooLong.
@@ -125,8 +197,8 @@ func (e *LineError) Unwrap() error { return e.Err }
 
 // HookError reports a hook payload that could not be used. It wraps
 // ErrSyntax, ErrInvalidUTF8, ErrNotObject, ErrTooDeep, ErrTooManyKeys,
-// ErrTooLarge, ErrMissingField, ErrFieldType, ErrFieldTooLong or
-// events.ErrMalformed.
+// ErrTooLarge, ErrMissingField, ErrFieldType, ErrFieldTooLong,
+// ErrSecretID or events.ErrMalformed.
 type HookError struct {
 	Event string // hook_event_name, if it could be read
 	Field string // the offending top-level field, if any
@@ -193,28 +265,25 @@ func trimEOL(b []byte) []byte {
 }
 
 // finish redacts o's text fields, sets Raw from orig (redacted, cut to the
-// cap, Cut set when cut) and returns o.
+// cap, Cut set when cut) and returns o. o's ids are not redacted: the
+// caller has refused those a rule matches (SecretID). A kind the parser
+// knows (knownKind) is kept; another is redacted, in Key too.
 func (p *Parser) finish(o events.Observation, orig []byte) events.Observation {
 	r := p.red
 	for i := range o.Signals {
 		s := &o.Signals[i]
 		s.Text = shorten(r.Redact(s.Text), MaxSigText)
 		s.Name = r.Redact(s.Name)
-		s.ID = r.Redact(s.ID)
-		s.Task = r.Redact(s.Task)
 	}
 	m := &o.Meta
-	for _, f := range []*string{&m.SessionID, &m.AgentID, &m.AgentType, &m.Cwd, &m.Model, &m.Version, &m.GitBranch, &m.AgentMode, &m.Title} {
+	for _, f := range []*string{&m.AgentType, &m.Cwd, &m.Model, &m.Version, &m.GitBranch, &m.AgentMode, &m.Title} {
 		*f = r.Redact(*f)
 	}
-	o.Kind = r.Redact(o.Kind)
-	o.UUID = r.Redact(o.UUID)
-	o.ParentUUID = r.Redact(o.ParentUUID)
+	o.Kind, o.Key = RedactKind(r, o.Kind, o.Key, knownKind(o.Kind))
 	o.AgentTime = r.Redact(o.AgentTime)
 	for i := range o.Problems {
 		o.Problems[i] = r.Redact(o.Problems[i])
 	}
-	o.Key = r.Redact(o.Key)
 	// Raw is redacted over the decoded text of its JSON strings, and
 	// stays JSON (see redact.Redactor.JSON).
 	raw := string(orig)

@@ -92,8 +92,9 @@ func ParseLine(path string, line int, b []byte, cfg Config) (events.Observation,
 // signals always come from the whole line.
 //
 // Errors are *LineError values naming path and n: ErrInvalidUTF8 (Col is
-// the first bad byte), ErrSyntax (Col is where the JSON parser stopped) or
-// ErrNotObject. With an error the observation is still returned, with Kind
+// the first bad byte), ErrSyntax (Col is where the JSON parser stopped),
+// ErrNotObject, or ErrSecretID when a redaction rule matches one of the
+// line's ids (SecretID; ids are never redacted). With an error the observation is still returned, with Kind
 // "invalid", no signals, Raw (invalid bytes replaced by U+FFFD) and the
 // error in Problems, so an importer can record the line and keep its line
 // cursor dense.
@@ -180,6 +181,13 @@ func (p *Parser) Line(path string, n int, b []byte) (events.Observation, error) 
 	}
 	o.Signals = sigs
 	o.Problems = probs
+	if err := SecretID(p.red, o); err != nil {
+		// Recorded as an invalid line: no ids, no signals.
+		lerr := &LineError{Path: path, Line: n, Err: err}
+		o = events.Observation{Key: o.Key, Parser: o.Parser, Path: path, Line: n, Kind: "invalid",
+			Problems: []string{fmt.Sprintf("line %d: %v", n, err)}}
+		return p.finish(o, b), lerr
+	}
 	return p.finish(o, b), nil
 }
 

@@ -203,9 +203,11 @@ const (
 // session after the file).
 //
 // Errors are *claude.LineError values naming path and n, wrapping
-// claude.ErrInvalidUTF8, claude.ErrSyntax or claude.ErrNotObject; the
-// observation is still returned, Kind "invalid", with Raw and the error in
-// Problems, so an importer can record it (--skip-invalid).
+// claude.ErrInvalidUTF8, claude.ErrSyntax, claude.ErrNotObject, or
+// claude.ErrSecretID when a redaction rule matches one of the line's ids
+// (ids are never redacted); the observation is still returned, Kind
+// "invalid", with Raw and the error in Problems, so an importer can
+// record it (--skip-invalid).
 func (p *Parser) Line(st *FileState, path string, n int, b []byte) (events.Observation, error) {
 	b = trimEOL(b)
 	if st.Line < n {
@@ -242,6 +244,13 @@ func (p *Parser) Line(st *FileState, path string, n int, b []byte) (events.Obser
 	}
 	o.Signals = sigs
 	o.Problems = append(o.Problems, probs...)
+	if err := claude.SecretID(p.red, o); err != nil {
+		// Recorded as an invalid line: no ids, no signals.
+		lerr := &claude.LineError{Path: path, Line: n, Err: err}
+		o = events.Observation{Key: o.Key, Parser: o.Parser, Path: path, Line: n, Kind: "invalid",
+			Meta: events.Meta{Agent: Agent}, Problems: []string{fmt.Sprintf("line %d: %v", n, err)}}
+		return p.finish(o, b), lerr
+	}
 	return p.finish(o, b), nil
 }
 
@@ -681,6 +690,12 @@ func (p *Parser) Notify(b []byte) (events.Observation, error) {
 	if err != nil {
 		return o, err
 	}
+	if err := claude.SecretID(p.red, o); err != nil {
+		return events.Observation{}, &NotifyError{Field: "thread-id", Err: err}
+	}
+	if turn := strings.TrimPrefix(o.Key, "notify:"+o.Kind+":"); !strings.HasPrefix(turn, "sha256:") && p.red.Redact(turn) != turn {
+		return events.Observation{}, &NotifyError{Field: "turn-id", Err: claude.ErrSecretID}
+	}
 	return p.finish(o, b), nil
 }
 
@@ -739,7 +754,8 @@ func parseNotify(b []byte) (events.Observation, error) {
 
 // NotifyError reports a notify payload that could not be used. It wraps
 // claude.ErrSyntax, claude.ErrInvalidUTF8, claude.ErrNotObject,
-// claude.ErrMissingField or claude.ErrFieldType.
+// claude.ErrMissingField, claude.ErrFieldType or claude.ErrSecretID (a
+// thread-id or turn-id that a redaction rule matches).
 type NotifyError struct {
 	Field string // the offending field, if any
 	Err   error
@@ -780,14 +796,12 @@ func (p *Parser) finish(o events.Observation, orig []byte) events.Observation {
 		s := &o.Signals[i]
 		s.Text = shorten(r.Redact(s.Text), MaxSigText)
 		s.Name = r.Redact(s.Name)
-		s.ID = r.Redact(s.ID)
-		s.Task = r.Redact(s.Task)
 	}
 	m := &o.Meta
-	for _, f := range []*string{&m.SessionID, &m.Cwd, &m.Model, &m.Version, &m.GitBranch, &m.AgentMode, &m.Title, &m.ForkedFrom} {
+	for _, f := range []*string{&m.Cwd, &m.Model, &m.Version, &m.GitBranch, &m.AgentMode, &m.Title} {
 		*f = r.Redact(*f)
 	}
-	o.Kind = r.Redact(o.Kind)
+	o.Kind, o.Key = claude.RedactKind(r, o.Kind, o.Key, false)
 	o.AgentTime = r.Redact(o.AgentTime)
 	for i := range o.Problems {
 		o.Problems[i] = r.Redact(o.Problems[i])

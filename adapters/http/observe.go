@@ -14,6 +14,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -186,21 +187,26 @@ func (o Observation) check(red *redact.Redactor) (events.Aggregate, error) {
 			return bad("meta: each field wants at most 4096 bytes of UTF-8")
 		}
 	}
+	// The other ids are not redacted either (a rewritten id names another's
+	// entry, or none): one that looks like a secret is refused too.
+	if err := claude.SecretID(red, events.Observation{Meta: m, Signals: o.Signals}); err != nil {
+		return bad("%v", err)
+	}
 	return agg, nil
 }
 
-// redacted returns o's kind, meta and signals with every string passed
-// through red, a signal's text cut again to maxSigText bytes when its
+// redacted returns o's kind, meta and signals with every string but the
+// ids (refused by check when a rule matches them) passed through red, a signal's text cut again to maxSigText bytes when its
 // redaction made it longer. o's own slices are not changed.
 func (o Observation) redacted(red *redact.Redactor) Observation {
 	o.Kind = red.Redact(o.Kind)
 	m := &o.Meta
-	for _, f := range []*string{&m.Agent, &m.SessionID, &m.AgentID, &m.AgentType, &m.Cwd, &m.Model, &m.Version, &m.GitBranch, &m.AgentMode, &m.Title, &m.ForkedFrom} {
+	for _, f := range []*string{&m.Agent, &m.AgentType, &m.Cwd, &m.Model, &m.Version, &m.GitBranch, &m.AgentMode, &m.Title} {
 		*f = red.Redact(*f)
 	}
 	sigs := make([]events.Sig, len(o.Signals))
 	for i, sg := range o.Signals {
-		sg.ID, sg.Name, sg.Task, sg.Status = red.Redact(sg.ID), red.Redact(sg.Name), red.Redact(sg.Task), red.Redact(sg.Status)
+		sg.Name, sg.Status = red.Redact(sg.Name), red.Redact(sg.Status)
 		sg.Text = redact.CutText(red.Redact(sg.Text), maxSigText)
 		sigs[i] = sg
 	}

@@ -41,7 +41,8 @@ func postedSecrets() []postedSecret {
 // every string field, to a real server with a custom rule: none of the
 // secrets is in the log, the projection, the live stream or any answer;
 // each field shows the redaction in its place. An id that looks like a
-// secret is refused naming the field, not the value, and appends nothing.
+// secret (the observation's, or an agent's id in meta or a signal) is
+// refused naming the field, not the value, and appends nothing.
 func TestObservations_Redacted(t *testing.T) {
 	red, err := redact.New([]string{`acme-[0-9]{7}`})
 	if err != nil {
@@ -58,14 +59,14 @@ func TestObservations_Redacted(t *testing.T) {
 			"kind": in,
 			"meta": map[string]string{
 				"cwd": "/srv/" + s.text, "title": in, "model": in, "version": in, "git_branch": in,
-				"agent_mode": in, "agent_type": in, "agent": in, "forked_from": in,
-				"session_id": in, "agent_id": in,
+				"agent_mode": in, "agent_type": in, "agent": in,
+				"session_id": "agent-s", "agent_id": "agent-a",
 			},
 			"signals": []map[string]string{
-				{"kind": "prompt", "id": s.text, "text": "key " + s.text},
+				{"kind": "prompt", "id": "p-1", "text": "key " + s.text},
 				{"kind": "text", "text": in},
-				{"kind": "tool_use", "id": s.text, "name": in, "task": in, "status": in, "text": "curl " + s.text},
-				{"kind": "permission", "id": s.text, "name": in},
+				{"kind": "tool_use", "id": "t-1", "name": in, "task": "bg-1", "status": in, "text": "curl " + s.text},
+				{"kind": "permission", "id": "t-1", "name": in},
 			},
 		})
 		var rep []byte
@@ -109,6 +110,29 @@ func TestObservations_Redacted(t *testing.T) {
 			answers = append(answers, string(rep))
 			if !strings.Contains(string(rep), field) {
 				t.Errorf("%s in %s: answer %s, want it to name the field", s.name, field, rep)
+			}
+		}
+	}
+	// Nor are the agent's ids in meta and signals, which name entries:
+	// refused too, naming the field.
+	for _, s := range secrets {
+		for _, c := range []struct{ field, meta, sig string }{
+			{"session id", "session_id", ""}, {"agent id", "agent_id", ""}, {"forked-from session id", "forked_from", ""},
+			{"tool_use id", "", "id"}, {"tool_use task id", "", "task"},
+		} {
+			o := map[string]any{"harness": "mydaemon", "id": "evt-y", "session": "run-y", "kind": "k"}
+			if c.meta != "" {
+				o["meta"] = map[string]string{c.meta: "x " + s.text}
+				o["signals"] = []map[string]string{{"kind": "prompt"}}
+			} else {
+				o["signals"] = []map[string]string{{"kind": "tool_use", c.sig: s.text}}
+			}
+			body, _ := json.Marshal(o)
+			var rep []byte
+			e.do("POST", "/v1/observations", string(body), nil, 400, &rep)
+			answers = append(answers, string(rep))
+			if !strings.Contains(string(rep), c.field+" looks like a secret") {
+				t.Errorf("%s in %s: answer %s, want it to name the field", s.name, c.field, rep)
 			}
 		}
 	}
