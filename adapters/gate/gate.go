@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -48,7 +49,8 @@ type Gate struct {
 	// session (0: 20 ms).
 	Poll time.Duration
 	// Logf, when set, reports what the gate notices on the way (a
-	// policy file that stopped parsing), at most once per fault.
+	// policy file that stopped parsing, and parses again), at most once
+	// per fault.
 	Logf func(format string, args ...any)
 	// Redactor redacts everything the gate appends that can carry the
 	// agent's input (the action, the review and entry ids, the tool's
@@ -78,14 +80,60 @@ func (g *Gate) redactCut(s string, max int) string {
 	return cut(g.redact(s), max)
 }
 
-func (g *Gate) logf(format string, args ...any) {
-	if g.Logf == nil {
+// notePolicies reports through Logf, once per fault, each policy file
+// for a call in project dir (and the data dir's) that does not parse now:
+// one that parsed before (stale: the policy read before stays in force)
+// or one that never has (broken: the calls it would speak for are
+// denied); and a file reported so that parses again.
+func (g *Gate) notePolicies(dir string, broken, stale []error) {
+	if g.Logf == nil || g.Policies == nil {
 		return
 	}
-	msg := g.redact(fmt.Sprintf(format, args...))
-	if _, seen := g.logged.LoadOrStore(msg, true); !seen {
-		g.Logf("%s", msg)
+	seen := map[string]bool{}
+	note := func(e error, then string) {
+		p := ""
+		if pe, ok := errors.AsType[*PolicyError](e); ok {
+			p = pe.Path
+		}
+		seen[p] = true
+		msg := g.redact(fmt.Sprintf("%v (%s)", e, then))
+		if old, ok := g.logged.Swap(p, msg); !ok || old != msg {
+			g.Logf("%s", msg)
+		}
 	}
+	for _, e := range stale {
+		note(e, "the policy read before stays in force")
+	}
+	for _, e := range broken {
+		note(e, "no version of it has parsed: every call is denied until it does")
+	}
+	var paths []string
+	if dir != "" {
+		paths = append(paths, filepath.Join(dir, ProjectPolicyDir, PolicyFile))
+	}
+	if g.Policies.DataDir != "" {
+		paths = append(paths, filepath.Join(g.Policies.DataDir, PolicyFile))
+	}
+	for _, p := range paths {
+		if seen[p] {
+			continue
+		}
+		if _, was := g.logged.LoadAndDelete(p); was {
+			g.Logf("%s", g.redact("policy "+p+": parses again; in force"))
+		}
+	}
+}
+
+// CheckPolicies reads the data dir's policy file now, if it changed,
+// and reports a fault or a fix through Logf (notePolicies); serve runs it
+// every second, so a file that stops parsing is reported when it is
+// saved, not only at the next call.
+func (g *Gate) CheckPolicies() {
+	if g.Policies == nil {
+		return
+	}
+	_, broken, stale := g.Policies.For("")
+	g.notePolicies("", broken, stale)
 }
 
 // Request asks for a verdict on one action of a session.
@@ -322,9 +370,7 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 	if g.Policies != nil {
 		var stale []error
 		pols, perrs, stale = g.Policies.For(call.Dir)
-		for _, e := range stale {
-			g.logf("%v (the policy read before stays in force)", e)
-		}
+		g.notePolicies(call.Dir, perrs, stale)
 	}
 	m := Decide(pols, call)
 	p.rq = events.ReviewRequested{

@@ -422,10 +422,11 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	}
 	if !wp.reader {
 		// Reviews a stopped server left open: no hook waits for them.
+		// Then the policy file is followed as it changes.
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {
 			sweepReviews(ctx, gs, g.stderr)
-			<-ctx.Done()
+			watchPolicies(ctx, gs.Gate)
 			return nil
 		}, func(error) { cancel() })
 	}
