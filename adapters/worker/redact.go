@@ -13,35 +13,46 @@ import (
 )
 
 // CheckSecrets reports, wrapping events.ErrRejected, an argv element or
-// environment value that red (nil: redact.Default()) takes for a secret:
-// a request is kept in the log for good, and what it says is what runs,
-// so a secret cannot be redacted out of it, only kept out. The error
-// names the position (argv[2], --env NAME), never the value.
+// environment value that is a secret: one red (nil: redact.Default())
+// takes for a secret, the value of a flag that takes one
+// (redact.SecretArgs: --password, --token, sshpass -p, curl -u
+// user:password, the same inside a sh -c script), or the value of an
+// environment variable named for one (redact.SecretAssignment:
+// MYSQL_PWD, PGPASSWORD, API_TOKEN). A request is kept in the log for
+// good, and what it says is what runs, so a secret cannot be redacted
+// out of it, only kept out. The error names the position (argv[2], the
+// flag, --env NAME), never the value.
 func CheckSecrets(req command.Request, red *redact.Redactor) error {
 	if red == nil {
 		red = redact.Default()
 	}
+	const how = "the request is kept in the log for good, so pass it another way (a file in the workspace, or stdin)"
 	for i, a := range req.Argv {
 		if red.Redact(a) != a {
-			return fmt.Errorf("request: %w: argv[%d] looks like a secret; the request is kept in the log for good, so pass it another way (a file in the workspace, or stdin)", events.ErrRejected, i)
+			return fmt.Errorf("request: %w: argv[%d] looks like a secret; %s", events.ErrRejected, i, how)
 		}
+	}
+	for _, s := range redact.SecretArgs(req.Argv) {
+		in := ""
+		if s.InScript {
+			in = " in its shell script"
+		}
+		return fmt.Errorf("request: %w: argv[%d] looks like a secret (the value of %s%s); %s", events.ErrRejected, s.Index, s.Flag, in, how)
 	}
 	for _, kv := range req.Env {
 		k, v, _ := strings.Cut(kv, "=")
-		if red.Redact(kv) != kv || red.Redact(v) != v || v != "" && redact.SecretKey(k) {
-			return fmt.Errorf("request: %w: environment variable %s looks like a secret; the request is kept in the log for good, so pass it another way (a file in the workspace, or stdin)", events.ErrRejected, k)
+		if red.Redact(kv) != kv || red.Redact(v) != v || redact.SecretAssignment(k, v) {
+			return fmt.Errorf("request: %w: environment variable %s looks like a secret; %s", events.ErrRejected, k, how)
 		}
 	}
 	return nil
 }
 
-// redactArgv returns argv redacted by red, for the worker's own log lines.
+// redactArgv returns argv redacted for the worker's own log lines: the
+// values of secret-bearing flags replaced (redact.RedactArgs), then red's
+// rules.
 func redactArgv(red *redact.Redactor, argv []string) []string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		out[i] = red.Redact(a)
-	}
-	return out
+	return redact.RedactArgs(red, argv)
 }
 
 // outIdle is how long a partial line of output waits for the rest of its
