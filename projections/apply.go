@@ -135,7 +135,7 @@ func (s *Store) begin() (*batch, error) {
 	w := &batch{s: s, b: s.db.NewIndexedBatch(), txs: make([]Tx, len(s.views)), last: s.cp.Load()}
 	c := s.carry
 	for i, v := range s.views {
-		w.txs[i] = Tx{b: w.b, name: v.Name()}
+		w.txs[i] = Tx{b: w.b, dir: s.dir, name: v.Name()}
 		if c.db == s.db && c.cp == w.last && i < len(c.memos) {
 			w.txs[i].memo = c.memos[i]
 		}
@@ -164,8 +164,9 @@ func (w *batch) add(r events.Record) error {
 // commit flushes the views, adds the checkpoint and commits, then
 // releases the batch and the locks. It returns how many records it
 // committed.
-func (w *batch) commit() (int, error) {
+func (w *batch) commit() (_ int, err error) {
 	defer w.release()
+	defer guard(w.s.dir, &err)
 	if w.n == 0 { // no view was called: the memos still match
 		return 0, nil
 	}

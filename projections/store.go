@@ -166,12 +166,14 @@ func newStore(dir string, opts Options) (*Store, error) {
 
 // open opens s.dir and loads the checkpoint and staleness. A new database
 // gets the code's view versions.
-func (s *Store) open() error {
+func (s *Store) open() (err error) {
+	defer guard(s.dir, &err)
 	po := &pebble.Options{
 		FS:                 s.fs,
 		FormatMajorVersion: pebble.FormatNewest,
 		CacheSize:          s.opts.CacheSize,
 		Logger:             s.opts.Logger,
+		EventListener:      noCorruptionPanic(),
 		// A store in memory is gone when closed: a write-ahead log there
 		// would only hold a second copy of every batch.
 		DisableWAL: s.mem,
@@ -183,7 +185,7 @@ func (s *Store) open() error {
 	if err != nil {
 		return fmt.Errorf("open projections %s: %w", s.dir, err)
 	}
-	cp, err := readCheckpoint(db)
+	cp, err := readCheckpoint(s.dir, db)
 	if err == nil {
 		var stale bool
 		if stale, err = s.checkViews(db, cp); err == nil {
@@ -198,8 +200,9 @@ func (s *Store) open() error {
 
 // checkViews reports whether db's views differ from the code's. A database
 // with no views record and no checkpoint is new and gets the code's.
-func (s *Store) checkViews(db *pebble.DB, cp uint64) (bool, error) {
-	got, ok, err := dbGet(db, KeyViews)
+func (s *Store) checkViews(db *pebble.DB, cp uint64) (_ bool, err error) {
+	defer guard(s.dir, &err)
+	got, ok, err := dbGet(s.dir, db, KeyViews)
 	if err != nil {
 		return false, err
 	}
@@ -320,7 +323,7 @@ func (s *Store) get(key string) ([]byte, bool, error) {
 	if s.db == nil {
 		return nil, false, ErrClosed
 	}
-	return dbGet(s.db, key)
+	return dbGet(s.dir, s.db, key)
 }
 
 // Snapshot is a consistent, read-only view of a store's committed state.
@@ -341,7 +344,7 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 		return nil, ErrClosed
 	}
 	snap := s.db.NewSnapshot()
-	cp, err := readCheckpoint(snap)
+	cp, err := readCheckpoint(s.dir, snap)
 	if err != nil {
 		_ = snap.Close()
 		s.mu.RUnlock()
@@ -354,11 +357,12 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 func (sn *Snapshot) Checkpoint() uint64 { return sn.cp }
 
 // Get returns a copy of key's value and whether it exists.
-func (sn *Snapshot) Get(key string) ([]byte, bool, error) { return dbGet(sn.snap, key) }
+func (sn *Snapshot) Get(key string) ([]byte, bool, error) { return dbGet(sn.s.dir, sn.snap, key) }
 
 // scan calls fn with each key under prefix, in key order, and a copy of
 // its value.
-func (sn *Snapshot) scan(prefix string, fn func(key string, value []byte) error) error {
+func (sn *Snapshot) scan(prefix string, fn func(key string, value []byte) error) (err error) {
+	defer guard(sn.s.dir, &err)
 	it, err := sn.snap.NewIter(prefixBounds(prefix))
 	if err != nil {
 		return fmt.Errorf("scan %s: %w", prefix, err)
@@ -382,7 +386,8 @@ func (sn *Snapshot) scan(prefix string, fn func(key string, value []byte) error)
 // scanAfter calls fn with each key under prefix that sorts after
 // prefix+after ("" after: from the first), in key order, and a copy of its
 // value, until fn returns false or an error.
-func (sn *Snapshot) scanAfter(prefix, after string, fn func(key string, value []byte) (bool, error)) error {
+func (sn *Snapshot) scanAfter(prefix, after string, fn func(key string, value []byte) (bool, error)) (err error) {
+	defer guard(sn.s.dir, &err)
 	opts := prefixBounds(prefix)
 	if after != "" {
 		opts.LowerBound = []byte(prefix + after + "\x00")
@@ -421,6 +426,17 @@ type Row struct {
 // excluded: the input of Hash. The iteration stops at the first error.
 func (sn *Snapshot) Rows() iter.Seq2[Row, error] {
 	return func(yield func(Row, error) bool) {
+		// A corruption Pebble raises while iterating is yielded as the
+		// sequence's error; one raised by the loop's body goes on up.
+		inYield := false
+		defer func() {
+			if inYield {
+				return
+			}
+			if r := recover(); r != nil {
+				yield(Row{}, fmt.Errorf("rows: %w", recovered(sn.s.dir, r)))
+			}
+		}()
 		it, err := sn.snap.NewIter(nil)
 		if err != nil {
 			yield(Row{}, fmt.Errorf("rows: %w", err))
@@ -434,15 +450,18 @@ func (sn *Snapshot) Rows() iter.Seq2[Row, error] {
 			}
 			v, err := it.ValueAndErr()
 			if err != nil {
-				yield(Row{}, fmt.Errorf("rows at %q: %w", k, err))
+				yield(Row{}, fmt.Errorf("rows at %q: %w", k, corruption(sn.s.dir, err)))
 				return
 			}
-			if !yield(Row{Key: bytes.Clone(k), Value: bytes.Clone(v)}, nil) {
+			inYield = true
+			more := yield(Row{Key: bytes.Clone(k), Value: bytes.Clone(v)}, nil)
+			inYield = false
+			if !more {
 				return
 			}
 		}
 		if err := it.Error(); err != nil {
-			yield(Row{}, fmt.Errorf("rows: %w", err))
+			yield(Row{}, fmt.Errorf("rows: %w", corruption(sn.s.dir, err)))
 		}
 	}
 }
@@ -486,8 +505,10 @@ type getter interface {
 	Get(key []byte) ([]byte, io.Closer, error)
 }
 
-// dbGet returns a copy of key's value in r and whether it exists.
-func dbGet(r getter, key string) ([]byte, bool, error) {
+// dbGet returns a copy of key's value in r, of the store in dir, and
+// whether it exists.
+func dbGet(dir string, r getter, key string) (_ []byte, _ bool, err error) {
+	defer guard(dir, &err)
 	v, closer, err := r.Get([]byte(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
@@ -498,9 +519,10 @@ func dbGet(r getter, key string) ([]byte, bool, error) {
 	return cloneClose(v, closer), true, nil
 }
 
-// readCheckpoint returns the checkpoint stored in r, 0 if none.
-func readCheckpoint(r getter) (uint64, error) {
-	v, ok, err := dbGet(r, KeyCheckpoint)
+// readCheckpoint returns the checkpoint stored in r, of the store in
+// dir, 0 if none.
+func readCheckpoint(dir string, r getter) (uint64, error) {
+	v, ok, err := dbGet(dir, r, KeyCheckpoint)
 	if err != nil || !ok {
 		return 0, err
 	}

@@ -51,6 +51,7 @@ type Flusher interface {
 // not safe for concurrent use.
 type Tx struct {
 	b    *pebble.Batch
+	dir  string // the store's directory
 	name string
 	memo map[string]any
 }
@@ -75,7 +76,7 @@ func (tx *Tx) Get(key string) ([]byte, bool, error) {
 	if err := tx.check(key); err != nil {
 		return nil, false, err
 	}
-	return dbGet(tx.b, key)
+	return dbGet(tx.dir, tx.b, key)
 }
 
 // Set stores value under key in the batch. The batch copies both; the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -259,6 +260,29 @@ func TestScripts(t *testing.T) {
 				info, err := st.Info(ctx)
 				ts.Check(err)
 				fmt.Fprintf(ts.Stdout(), "msgs %d first %d last %d\n", info.State.Msgs, info.State.FirstSeq, info.State.LastSeq)
+			},
+			// clobber GLOB OFFSET N overwrites N bytes at OFFSET of each
+			// file GLOB matches (at least one) with 0xA5.
+			"clobber": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 3 || neg {
+					ts.Fatalf("usage: clobber GLOB OFFSET N")
+				}
+				off, err := strconv.ParseInt(args[1], 10, 64)
+				ts.Check(err)
+				n, err := strconv.Atoi(args[2])
+				ts.Check(err)
+				files, err := filepath.Glob(ts.MkAbs(args[0]))
+				ts.Check(err)
+				if len(files) == 0 {
+					ts.Fatalf("clobber: no file matches %s", args[0])
+				}
+				junk := bytes.Repeat([]byte{0xA5}, n)
+				for _, f := range files {
+					fh, err := os.OpenFile(f, os.O_WRONLY, 0)
+					ts.Check(err)
+					_, err = fh.WriteAt(junk, off)
+					ts.Check(errors.Join(err, fh.Close()))
+				}
 			},
 			"waitout":  waitOut,
 			"waitfile": waitFile,

@@ -478,6 +478,9 @@ func openViews(ctx context.Context, g *globals, b *backend) (*projections.Store,
 	}
 	dd, log := b.dd, b.log
 	store, err := projections.Open(dd.path("views"), projections.Options{CacheSize: g.viewsCache})
+	if errors.Is(err, projections.ErrCorrupt) {
+		return nil, err // names the file and the fix
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open projections in %s: %w (remove it to rebuild from the log)", dd.path("views"), err)
 	}
