@@ -199,11 +199,13 @@ var writeTools = map[string]bool{"Edit": true, "Write": true, "MultiEdit": true,
 // is tripped, a retried one allowed before among them). Errors: events.ErrNotFound for a session
 // Logbook has never seen, events.ErrMalformed for a bad request, or the
 // log's; the caller answers deny on any error.
-func (g *Gate) Decide(ctx context.Context, req Request) (Verdict, error) {
+func (g *Gate) Decide(ctx context.Context, req Request) (v Verdict, err error) {
 	if err := req.check(); err != nil {
 		return Verdict{}, err
 	}
-	req = g.redactRequest(req)
+	if req, err = g.redactRequest(req); err != nil {
+		return Verdict{}, err
+	}
 	agg := events.Aggregate{Kind: events.KindSession, ID: req.Session}
 	// One decision on the session's current state: the state is read
 	// once, by the executor that appends.
@@ -221,13 +223,23 @@ func (g *Gate) Decide(ctx context.Context, req Request) (Verdict, error) {
 }
 
 // redactRequest redacts what of req the gate records as it is: the
-// review id (the tool_use id, as the observation of the same call keeps
-// it), the tool's name, the grant and the justification. The input is
-// kept as sent: the policy and a reviewer program judge it, and only its
-// digest is recorded.
-func (g *Gate) redactRequest(req Request) Request {
-	req.ID, req.Tool, req.Grant, req.Reason = g.redact(req.ID), g.redact(req.Tool), g.redact(req.Grant), g.redact(req.Reason)
-	return req
+// tool's name, the grant and the justification. The input is kept as
+// sent: the policy and a reviewer program judge it, and only its digest
+// is recorded. Ids are never redacted (a rewritten id names another
+// review, or none): a session or review id a redaction rule matches is
+// refused (events.ErrMalformed, wrapping claude.ErrSecretID), naming the
+// rule, never the id.
+func (g *Gate) redactRequest(req Request) (Request, error) {
+	red := g.Redactor
+	if red == nil {
+		red = redact.Default()
+	}
+	o := events.Observation{Meta: events.Meta{SessionID: req.Session}, Signals: []events.Sig{{Kind: "review", ID: req.ID}}}
+	if err := claude.SecretID(red, o); err != nil {
+		return req, fmt.Errorf("gate: %w: %w", events.ErrMalformed, err)
+	}
+	req.Tool, req.Grant, req.Reason = g.redact(req.Tool), g.redact(req.Grant), g.redact(req.Reason)
+	return req, nil
 }
 
 // scrub redacts, by the gate's rules, every field of decs that can carry
@@ -236,9 +248,10 @@ func (g *Gate) redactRequest(req Request) Request {
 // action, grant, justification, reason, evidence and who decided it, a
 // breaker reset's reason, the entry and activity of a move. Text is
 // redacted whole, then cut (an action to 400 bytes, a reason to 1000),
-// so no secret is cut in two before the rules see it. Redacting redacted
-// text leaves it as it is, so ids the request already redacted still
-// name the same review.
+// so no secret is cut in two before the rules see it. The ids were
+// refused before when a rule matched them (redactRequest); one a rule
+// changed since matches is redacted all the same: the review it names
+// is then not found, and the call denied.
 func (g *Gate) scrub(decs events.Decision) events.Decision {
 	for i := range decs {
 		e := &decs[i]

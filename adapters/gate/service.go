@@ -119,9 +119,6 @@ func (s *Service) hookGate(ctx context.Context, data []byte) (any, error) {
 		}
 		return Verdict{Decision: DecideNone}, nil // the gate speaks only to these
 	}
-	// The session and its call are named as the observation of the
-	// same payload names them: redacted by the same rules.
-	h.SessionID, h.AgentID = s.Gate.redact(h.SessionID), s.Gate.redact(h.AgentID)
 	agg, err := claude.SessionAggregate(h.SessionID, h.AgentID)
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
@@ -137,7 +134,9 @@ func (s *Service) hookGate(ctx context.Context, data []byte) (any, error) {
 	if err := gr.check(); err != nil {
 		return nil, err
 	}
-	gr = s.Gate.redactRequest(gr)
+	if gr, err = s.Gate.redactRequest(gr); err != nil {
+		return nil, err
+	}
 	// The observation and the gate's review in one batch: a rule's
 	// verdict costs the hook one append.
 	budget := s.Gate.budget(gr)

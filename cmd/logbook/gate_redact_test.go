@@ -106,9 +106,11 @@ func (r *gateRig) onDisk(s string) []string {
 // the agent's input, a reviewer's words or a policy file's text is
 // redacted by the data dir's rules (redact.txt over the built-in ones)
 // before it is appended: the action of a denied and of a reviewed call,
-// a tool's name, a tool_use id, a reviewer's reason, its stderr and the
+// a tool's name, a reviewer's reason, its stderr and the
 // beginning of an answer that is not JSON, a project policy's pattern
-// named as the rule that decided and quoted as a fault. None of the
+// named as the rule that decided and quoted as a fault. A session,
+// agent or tool_use id holding a secret is refused, never rewritten,
+// and the hook's messages name the rule, not the id. None of the
 // secrets is on disk in the data dir (the stream's files, the views), in
 // `audit`, `events tail --json`, `review list` or what serve logs; the
 // answers the agent gets do not quote them either.
@@ -147,7 +149,6 @@ printf '{"verdict":"deny","risk":"low","reason":"I refuse %s"}\n' "$cmd"
 		{"a3", "git push fail " + custom},
 		// The secret straddles the 80 bytes of the answer quoted.
 		{"a4", "git push garbage " + strings.Repeat("x", 50) + " " + aws + " " + custom},
-		{"toolu_" + gh, "git push origin"},
 	} {
 		answers = append(answers, r.bash(c[0], c[1]))
 		r.prompt("go on")
@@ -167,6 +168,26 @@ printf '{"verdict":"deny","risk":"low","reason":"I refuse %s"}\n' "$cmd"
 	}
 	answers = append(answers, <-waited)
 	r.prompt("go on")
+	// Ids are never redacted: one holding a secret is refused, naming
+	// the rule, never the id; the hook's messages do not quote it.
+	var hookErrs []string
+	for _, f := range []map[string]any{
+		{"session_id": gh},
+		{"session_id": "s-" + custom},
+		{"agent_id": gh},
+		{"tool_use_id": "toolu_" + custom},
+	} {
+		fields := map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "a9", "tool_input": map[string]any{"command": "sudo x"}}
+		for k, v := range f {
+			fields[k] = v
+		}
+		out, errOut := r.hook(true, fields)
+		if !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "looks like a secret") {
+			t.Errorf("%v: %s, want a deny naming an id that looks like a secret", f, out)
+		}
+		answers = append(answers, out)
+		hookErrs = append(hookErrs, errOut)
+	}
 	out, _ := r.hook(true, map[string]any{"hook_event_name": "PreToolUse", "tool_name": "mcp__" + custom, "tool_use_id": "a5", "tool_input": map[string]any{"q": aws}})
 	answers = append(answers, out)
 	r.prompt("go on")
@@ -209,6 +230,7 @@ printf '{"verdict":"deny","risk":"low","reason":"I refuse %s"}\n' "$cmd"
 		}
 	}
 	outs["serve log"] = r.stderr.String()
+	outs["hook stderr"] = strings.Join(hookErrs, "\n")
 	for _, s := range []string{aws, gh, pass, custom} {
 		for name, out := range outs {
 			if i := strings.Index(out, s); i >= 0 {
