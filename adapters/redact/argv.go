@@ -55,6 +55,11 @@ type ArgSecret struct {
 //     unzip -P, 7z -p<value>, the ldap tools' -w, sqlcmd and bcp -P,
 //     the mongo tools' -p, and docker, podman and nerdctl login -p; the
 //     tool is argv[0] or any later element naming it (sudo mysql -px);
+//   - the value after a key named for a secret in a configuration
+//     setter (after a "config", "set" or "config:set" word: git config
+//     github.token VALUE, aws configure set aws_secret_access_key VALUE,
+//     npm config set //registry/:_authToken VALUE), and gh secret set's
+//     -b/--body;
 //   - an openssl password argument "pass:<value>";
 //   - an environment assignment NAME=value with an upper-case NAME that
 //     SecretEnv takes for a secret (docker run -e MYSQL_PWD=x, env
@@ -154,6 +159,7 @@ var toolFlags = map[string]map[string]toolFlag{
 	"mongosh": nextOrAttached("-p"), "mongo": nextOrAttached("-p"), "mongodump": nextOrAttached("-p"),
 	"mongorestore": nextOrAttached("-p"), "mongoexport": nextOrAttached("-p"), "mongoimport": nextOrAttached("-p"),
 	"docker": loginP, "podman": loginP, "nerdctl": loginP,
+	"gh": {"-b": {next: true, attached: true, after: "secret"}, "--body": {next: true, attached: true, after: "secret"}},
 }
 
 // shells are the shells whose -c script is read as commands.
@@ -165,6 +171,7 @@ func scanWords(words []string, depth int) []hit {
 	var out []hit
 	tool, toolAt := "", -1
 	seen := map[string]bool{} // words after the tool (login)
+	setter := false           // a config or set word came: KEY VALUE follows
 	for i := 0; i < len(words); i++ {
 		w := words[i]
 		base := path.Base(w)
@@ -188,6 +195,16 @@ func scanWords(words []string, depth int) []hit {
 			}
 		}
 		seen[w] = true
+		if w == "config" || w == "set" || w == "config:set" {
+			setter = true
+			continue
+		}
+		if setter && !strings.HasPrefix(w, "-") && !strings.Contains(w, "=") && i+1 < len(words) &&
+			(SecretKey(w) || secretName(nameWords(w))) && !(len(words[i+1]) > 1 && words[i+1][0] == '-') && !notSecret(words[i+1]) {
+			out = append(out, hit{word: i + 1, keep: 0, flag: w + " (config)"})
+			i++
+			continue
+		}
 		if h, skip, ok := toolHit(tool, seen, words, i); ok {
 			out = append(out, h...)
 			i += skip

@@ -49,6 +49,11 @@ func TestSecretArgs(t *testing.T) {
 		{"openssl rsa -passin pass:" + pw, 3, "pass: (openssl)"},
 		{"docker run -e MYSQL_PWD=" + pw + " img", 3, "MYSQL_PWD"},
 		{"env API_TOKEN=" + pw + " tool", 1, "API_TOKEN"},
+		{"git config --global github.token " + pw, 4, "github.token (config)"},
+		{"aws configure set aws_secret_access_key " + pw, 4, "aws_secret_access_key (config)"},
+		{"npm config set //registry.npmjs.org/:_authToken " + pw, 4, "//registry.npmjs.org/:_authToken (config)"},
+		{"gh secret set API_TOKEN -b " + pw, 5, "-b (gh)"},
+		{"gh secret set API_TOKEN --body=" + pw, 4, "--body (gh)"},
 		{"sh -c curl·-u·user:" + pw + "·http://x", 2, "-u (curl)"},
 		{"bash -lc cd·/w;·sshpass·-p·'" + pw + "'·ssh·h", 2, "-p (sshpass)"},
 		{"sh -c x=$(echo·--token·\"" + pw + "\")", 2, "--token"},
@@ -76,7 +81,8 @@ func TestSecretArgs(t *testing.T) {
 		"tool --pass-through x", "tool --token-ttl 3600", "docker build --secret id=npm,src=/home/me/.npmrc .",
 		"env SSH_AUTH_SOCK=/tmp/a DB_PASSWORD_FILE=/run/pw AWS_ACCESS_KEY_ID=AKIDEXAMPLE tool", "make TOKEN_LEN=5 KEY=",
 		"sh -c git·commit·-m·'add·--token·flag'", "sh -c echo·--token", "sshpass -f pwfile ssh -p 2222 h",
-		"sh script.sh -p 2222", "tar -xpf a.tar", "echo sh -c", "aws ec2 tag --tags Key=Name,Value=web",
+		"sh script.sh -p 2222", "git config user.name alice", "git config credential.helper store", "git config --get github.token",
+		"npm config set registry https://r.example", "gh pr create --body text", "sh -c set·-e;·make", "gh secret set API_TOKEN", "tar -xpf a.tar", "echo sh -c", "aws ec2 tag --tags Key=Name,Value=web",
 	} {
 		words := strings.Split(argv, " ")
 		for i := range words {
