@@ -106,11 +106,13 @@ func jsAPI(op string, tokens ...string) string {
 }
 
 // readStream returns the API subjects that read stream: its info, stored
-// and direct gets, and consumers of the caller's own (create, info,
-// delete, pull).
+// and direct gets, the list of its consumers' infos (what info on each
+// by name tells; serve's metrics report their pending counts), and
+// consumers of the caller's own (create, info, delete, pull).
 func readStream(stream string) []string {
 	return []string{
 		jsAPI("STREAM.INFO", stream),
+		jsAPI("CONSUMER.LIST", stream),
 		jsAPI("STREAM.MSG.GET", stream),
 		jsAPI("DIRECT.GET", stream),
 		jsAPI("DIRECT.GET", stream, ">"),

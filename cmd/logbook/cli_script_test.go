@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -23,6 +27,9 @@ import (
 //	                          on a key that is not lower snake case
 //	pathonly                  leaves on PATH only the script's programs
 //	envout NAME REGEXP        sets NAME to REGEXP's first group in stdout
+//	freeport NAME             sets NAME to a loopback host:port free now
+//	httpget URL               GETs URL (retrying for 10 s until it answers
+//	                          200) and prints the body on stdout
 func cliScriptCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, args []string)) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	cmds["exits"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) < 2 {
@@ -39,6 +46,37 @@ func cliScriptCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, arg
 		}
 		if (got == want) == neg {
 			ts.Fatalf("%s exited %d, want %d", strings.Join(args[1:], " "), got, want)
+		}
+	}
+	cmds["freeport"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 1 || neg {
+			ts.Fatalf("usage: freeport NAME")
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		ts.Check(err)
+		ts.Setenv(args[0], l.Addr().String())
+		l.Close()
+	}
+	cmds["httpget"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 1 || neg {
+			ts.Fatalf("usage: httpget URL")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			resp, err := http.Get(args[0])
+			if err == nil {
+				b, rerr := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK && rerr == nil {
+					fmt.Fprintf(ts.Stdout(), "%s", b)
+					return
+				}
+				err = fmt.Errorf("%s %v", resp.Status, rerr)
+			}
+			if time.Now().After(deadline) {
+				ts.Fatalf("GET %s: %v", args[0], err)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	cmds["envout"] = func(ts *testscript.TestScript, neg bool, args []string) {

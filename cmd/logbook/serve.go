@@ -234,6 +234,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		durability = srv.Durability()
 	}
 	defer b.Close()
+	b.nc.SetErrorHandler(natsErrors(g.stderr))
 	if b.log, err = natslog.Open(ctx, b.nc, cfg); err != nil {
 		return err
 	}
@@ -327,6 +328,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		if wb, err = b.as(ctx, natslog.RoleWorker, cfg); err != nil {
 			return err
 		}
+		wb.nc.SetErrorHandler(natsErrors(g.stderr))
 		defer wb.Close()
 	}
 	workers, err := newWorkers(wp.n, wb, wp.flags, g.stderr)

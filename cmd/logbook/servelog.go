@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
+
+	"github.com/nats-io/nats.go"
 )
 
 // serveLog is serve's log: every line serve and its parts write (the
@@ -74,4 +77,22 @@ func (s *serveLog) line(l string) {
 		level, msg = slog.LevelError, m
 	}
 	s.log.Log(context.Background(), level, msg)
+}
+
+// natsErrors returns the handler of a NATS connection's asynchronous
+// errors (a permissions violation, a slow consumer), which nats.go would
+// otherwise print raw to the process's stderr: a WARN record of w's log
+// when w is a serveLog, else a line on w.
+func natsErrors(w io.Writer) nats.ErrHandler {
+	return func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		if s, ok := w.(*serveLog); ok {
+			attrs := []any{"err", err.Error()}
+			if sub != nil {
+				attrs = append(attrs, "subject", sub.Subject)
+			}
+			s.log.Warn("nats client error", attrs...)
+			return
+		}
+		fmt.Fprintf(w, "logbook serve: nats client error: %v\n", err)
+	}
 }

@@ -1,0 +1,23 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+// TestNATSErrorsAreServeLogRecords: a NATS client's asynchronous error
+// (nats.go prints it raw to stderr without a handler) is one WARN record
+// of serve's log, JSON under --log-format json.
+func TestNATSErrorsAreServeLogRecords(t *testing.T) {
+	var buf bytes.Buffer
+	natsErrors(newServeLog(&buf, "json"))(nil, nil, errors.New(`nats: permissions violation: Permissions Violation for Publish to "x"`))
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatalf("%q: %v, want one JSON record", buf.String(), err)
+	}
+	if rec["level"] != "WARN" || rec["component"] != "serve" || rec["err"] == nil {
+		t.Errorf("got %v, want a WARN record of serve with the error", rec)
+	}
+}
