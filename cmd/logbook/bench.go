@@ -96,15 +96,8 @@ floor is missed, naming each.`,
 				}
 			}
 			// A size given is 1 or more (0 is the default's value, so
-			// one given as 0 is a mistake, not a request for the default).
-			for _, c := range []struct {
-				name string
-				n    int
-			}{{"appends", cfg.Appends}, {"events", cfg.Events}, {"sessions", cfg.Sessions}, {"lines", cfg.Lines}, {"hooks", cfg.Hooks}, {"scale-events", cfg.ScaleEvents}, {"queries", cfg.Queries}} {
-				if cmd.Flags().Changed(c.name) && c.n < 1 {
-					return usageErrorf("--%s %d: want 1 or more", c.name, c.n)
-				}
-			}
+			// one given as 0 is a mistake, not a request for the default):
+			// see the bounds below, checked by checkRanges.
 			for i, n := range cfg.ScaleSessions {
 				if n < 1 || i > 0 && n <= cfg.ScaleSessions[i-1] {
 					return usageErrorf("--scale-sessions %s: want sizes of 1 or more in increasing order, such as 1000,10000", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(cfg.ScaleSessions)), ","), "[]"))
@@ -145,6 +138,15 @@ floor is missed, naming each.`,
 	f.IntSliceVar(&cfg.ScaleSessions, "scale-sessions", nil, "history sizes of the scale rows, in sessions, ascending (default 1000,10000,50000, --quick 1000,10000)")
 	f.IntVar(&cfg.ScaleEvents, "scale-events", 0, "events of the long session of the scale rows (default 100000, --quick 20000)")
 	f.IntVar(&cfg.Queries, "queries", 0, "runs of each scale row (default 20, --quick 10)")
+	for _, b := range []struct {
+		name string
+		max  int64
+	}{
+		{"appends", 1_000_000}, {"events", 10_000_000}, {"sessions", 10_000}, {"lines", 100_000},
+		{"hooks", 100_000}, {"scale-sessions", 1_000_000}, {"scale-events", 10_000_000}, {"queries", 10_000},
+	} {
+		bound(f, b.name, 1, b.max)
+	}
 	f.BoolVar(&keep, "keep", false, "keep the working directory")
 	f.StringVar(&prof, "cpuprofile", "", "write a CPU profile of the whole run (workloads, baselines and the servers they run on, all in this process) to this file, for go tool pprof")
 	f.BoolVar(&check, "check", false, "exit 1, naming each, when the run misses a floor (a ratio LOW or a latency MISSED)")

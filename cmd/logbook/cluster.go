@@ -148,6 +148,7 @@ client cannot see or set it.`,
 		},
 	}
 	init.Flags().IntVar(&replicas, "replicas", 3, "copies of the stream when created: 3 on a three-node cluster, 1 on one server")
+	bound(init.Flags(), "replicas", 1, 5)
 	init.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to wait for nodes that have just started to listen and elect their JetStream meta leader")
 	cmd.AddCommand(init)
 	return cmd

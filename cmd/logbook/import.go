@@ -47,13 +47,11 @@ now as a new history, session <id>-r<n>, linked to the old one; later
 imports of the file go on there.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if workers < 1 {
-				return usageErrorf("--workers %d: want 1 or more", workers)
-			}
 			return importClaude(cmd.Context(), g, args, workers, skipInvalid, asNew)
 		},
 	}
 	claudeImport.Flags().IntVar(&workers, "workers", 4, "transcripts read and parsed at once (up to 4 times as many are under way, waiting for the log)")
+	bound(claudeImport.Flags(), "workers", 1, maxWorkers)
 	claudeImport.Flags().BoolVar(&skipInvalid, "skip-invalid", false, "record a line that does not parse (without signals) and go on, instead of stopping that file there")
 	claudeImport.Flags().BoolVar(&asNew, "as-new", false, "import a transcript that changed under Logbook (truncated or rewritten) as a new session linked to the one that imported it")
 	cmd.AddCommand(claudeImport)

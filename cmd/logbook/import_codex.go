@@ -36,6 +36,7 @@ from. Directories are walked for rollout-*.jsonl; files are taken as named.`,
 		},
 	}
 	cmd.Flags().IntVar(&workers, "workers", 4, "rollouts imported at once")
+	bound(cmd.Flags(), "workers", 1, maxWorkers)
 	cmd.Flags().BoolVar(&skipInvalid, "skip-invalid", false, "record a line that does not parse (without signals) and go on, instead of stopping that file there")
 	return cmd
 }

@@ -116,6 +116,9 @@ Ids: any unique prefix of a session or command id names it.`,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			g.cmdName = cmd.CommandPath()
 			g.reads = readsOnly(cmd)
+			if err := checkRanges(cmd); err != nil {
+				return err
+			}
 			return refuseEmpty(cmd)
 		},
 		Version: buildVersion().String(),

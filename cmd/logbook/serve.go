@@ -69,9 +69,6 @@ was down.`,
 			// One format for everything serve logs.
 			g.stderr = newServeLog(g.stderr, logFormat)
 			g.acceptLoss, g.adminCreds = accept, admin
-			if cacheMiB < 1 {
-				return usageErrorf("--views-cache %d: want 1 MiB or more", cacheMiB)
-			}
 			g.viewsCache = cacheMiB << 20
 			if pprofAt != "" {
 				// A heap profile then samples every 64 KiB allocated
@@ -124,6 +121,8 @@ was down.`,
 	cmd.Flags().BoolVar(&accept, "accept-stream-loss", false, "start even when the log lost events the projection has seen (the stream was deleted, re-created or cut): set the projection aside and rebuild it from the log")
 	cmd.Flags().StringVar(&admin, "admin-creds", "", `admin credentials file (from "logbook creds issue --role admin") the embedded server also accepts; by default admin's password lives only in this process, to create or check the stream at start`)
 	cmd.Flags().Int64Var(&cacheMiB, "views-cache", 8, "MiB of Pebble block cache for the projections")
+	bound(cmd.Flags(), "workers", 0, maxWorkers)
+	bound(cmd.Flags(), "views-cache", 1, maxViewsCacheMiB)
 	cmd.Flags().StringVar(&pprofAt, "pprof", "", "loopback host:port to serve net/http/pprof (/debug/pprof/) and the Go runtime's memory figures (/debug/memstats) on; off when empty")
 	cmd.Flags().StringVar(&role, "role", "writer", "writer, or reader: with --nats-url, build the projection and answer queries but append nothing (no hooks, reconciler, workers or --watch); a follower such as a fleet board")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "serve's log: text (log/slog key=value lines) or json (one JSON object a line)")
@@ -155,8 +154,8 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if err != nil {
 		return err
 	}
-	if wp.n < 0 {
-		return usageErrorf("--workers %d: want 0 or more", wp.n)
+	if wp.n < 0 || wp.n > maxWorkers {
+		return usageErrorf("--workers %d: want 0 to %d", wp.n, maxWorkers)
 	}
 	// Flags are checked before anything starts.
 	if err := wp.live.check(); err != nil {

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// rangeAnnotation is the pflag annotation a count or size flag's range
+// is kept in: its least and greatest value, in decimal.
+const rangeAnnotation = "logbook/range"
+
+// Upper bounds of count and size flags, sized for the machines Logbook
+// runs on: far above any useful value, far below one that would start a
+// goroutine, a worker or a buffer per unit until the machine runs out.
+const (
+	// maxWorkers bounds serve --workers (each a sandbox worker with
+	// consumers and PTYs of its own) and the import commands' --workers
+	// (each with up to 4 transcripts under way).
+	maxWorkers = 64
+	// maxViewsCacheMiB bounds serve --views-cache: 64 GiB.
+	maxViewsCacheMiB = 64 << 10
+	// maxListed bounds sessions --limit.
+	maxListed = 1_000_000
+)
+
+// bound documents and enforces lo to hi as the range of fs's count or
+// size flag name (an int, int64, uint64 or int slice flag; each element
+// of a slice): its help gains " (lo to hi)", and a value given outside
+// it is a usage error naming the flag, the value and the range, before
+// the command runs (checkRanges, from the root's PersistentPreRunE). A
+// flag left at its default is not checked. It panics when fs has no flag
+// name, a mistake in the code.
+func bound(fs *pflag.FlagSet, name string, lo, hi int64) {
+	f := fs.Lookup(name)
+	if f == nil {
+		panic("bound: no flag --" + name)
+	}
+	f.Usage += fmt.Sprintf(" (%d to %d)", lo, hi)
+	if err := fs.SetAnnotation(name, rangeAnnotation, []string{strconv.FormatInt(lo, 10), strconv.FormatInt(hi, 10)}); err != nil {
+		panic(err)
+	}
+}
+
+// flagRange returns the range bound gave f, and whether it has one.
+func flagRange(f *pflag.Flag) (lo, hi int64, ok bool) {
+	r := f.Annotations[rangeAnnotation]
+	if len(r) != 2 {
+		return 0, 0, false
+	}
+	lo, err1 := strconv.ParseInt(r[0], 10, 64)
+	hi, err2 := strconv.ParseInt(r[1], 10, 64)
+	return lo, hi, err1 == nil && err2 == nil
+}
+
+// checkRanges refuses, as a usage error (exit 2), a value given to one
+// of cmd's bounded flags outside its range: `--workers 99999999: want 1
+// to 64`.
+func checkRanges(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		lo, hi, ok := flagRange(f)
+		if !ok || err != nil {
+			return
+		}
+		val := f.Value.String()
+		if sv, isSlice := f.Value.(pflag.SliceValue); isSlice {
+			vals := sv.GetSlice()
+			for _, v := range vals {
+				if !inRange(v, lo, hi) {
+					err = usageErrorf("--%s %s: want each %d to %d", f.Name, strings.Join(vals, ","), lo, hi)
+					return
+				}
+			}
+			return
+		}
+		if !inRange(val, lo, hi) {
+			err = usageErrorf("--%s %s: want %d to %d", f.Name, val, lo, hi)
+		}
+	})
+	return err
+}
+
+// inRange reports whether the whole number s is from lo to hi.
+func inRange(s string, lo, hi int64) bool {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return lo <= n && n <= hi
+	}
+	return false // not a whole number, or past int64: out of any range
+}
