@@ -295,7 +295,11 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 	env.ID, env.Agg, env.At = ulid.Make(), agg, at.UTC().Truncate(time.Microsecond)
 	env.Actor = "harness:" + o.Harness
 	ap, st, err := s.obs.x.Execute(r.Context(), agg, func(st session.State) (events.Decision, error) {
-		if st.Seen(&obs) {
+		// A repeat is by id alone (the harness's idempotency key): one
+		// under a new id is stored, even when its signals only repeat a
+		// closed call or a prompt already taken, which the session
+		// reducer then decides nothing of (session.State.LateDuplicate).
+		if st.RecentKeys.Has(obs.Key) {
 			return nil, nil
 		}
 		decs, err := session.Decide(st, session.Observe{Obs: env})
