@@ -180,6 +180,9 @@ func hookClaudeGate(ctx context.Context, g *globals, budget time.Duration) (err 
 		g.stdout.Write(gate.ClaudeAnswer(event, v))
 	}
 	deny := func(why string) {
+		// why may quote the payload (a field a check refused): the agent
+		// and the user read it redacted.
+		why = hookfast.RedactMessage(hookRedactor(g), why)
 		fmt.Fprintf(g.stderr, "logbook hook --gate: deny: %s\n", why)
 		answer(gate.FailClosed(why))
 	}

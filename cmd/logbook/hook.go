@@ -17,6 +17,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 )
 
@@ -97,11 +98,14 @@ func hookClaude(ctx context.Context, g *globals) error {
 	if err != nil {
 		// Bad input: exit 1, and keep it (redacted) where a person can
 		// look, out of the spool so it blocks nothing.
+		// The message may quote the payload: it is redacted as the
+		// payload kept aside is.
 		p, perr := dd.parser()
 		if perr != nil {
-			return fmt.Errorf("hook claude: %w (not kept: %v)", err, perr)
+			return fmt.Errorf("hook claude: %w (not kept: %v)", redactErr(redact.Default(), err), perr)
 		}
 		id, kerr := sp.KeepAside(payload, err, p.Redactor())
+		err = redactErr(p.Redactor(), err)
 		if kerr != nil {
 			return fmt.Errorf("hook claude: %w (not kept: %v)", err, kerr)
 		}
@@ -129,9 +133,11 @@ func hookClaude(ctx context.Context, g *globals) error {
 		if api.IsInputError(err) {
 			p, perr := dd.parser()
 			if perr != nil {
-				return fmt.Errorf("hook claude: %w (not kept: %v)", err, perr)
+				return fmt.Errorf("hook claude: %w (not kept: %v)", redactErr(redact.Default(), err), perr)
 			}
-			if kerr := sp.Reject(id, prepared, err, p.Redactor()); kerr != nil {
+			kerr := sp.Reject(id, prepared, err, p.Redactor())
+			err = redactErr(p.Redactor(), err)
+			if kerr != nil {
 				return fmt.Errorf("hook claude: %w (not kept: %v)", err, kerr)
 			}
 			return fmt.Errorf("hook claude: %w (kept aside as %s)", err, filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"))
@@ -144,7 +150,7 @@ func hookClaude(ctx context.Context, g *globals) error {
 	}
 	if err != nil {
 		// The payload is safe in the spool; the server delivers it later.
-		fmt.Fprintf(g.stderr, "logbook hook: kept in spool: %v\n", err)
+		fmt.Fprintf(g.stderr, "logbook hook: kept in spool: %v\n", redactErr(hookRedactor(g), err))
 	}
 	return nil
 }
@@ -220,6 +226,7 @@ func runGatedHook(ctx context.Context, root *cobra.Command, g *globals) (err err
 		if !gated {
 			return // no deny to give: it fails as the recorder would
 		}
+		why = hookfast.RedactMessage(hookRedactor(g), why)
 		fmt.Fprintf(g.stderr, "logbook hook --gate: deny: %s\n", why)
 		out.Write(gate.ClaudeAnswer(event, gate.FailClosed(why)))
 		err = nil
@@ -240,4 +247,36 @@ func runGatedHook(ctx context.Context, root *cobra.Command, g *globals) (err err
 		return &exitError{code: codeError, err: err}
 	}
 	return err
+}
+
+// hookRedactor returns the redaction rules of g's data dir (redact.txt
+// over the built-in ones), or the built-in ones when the data dir or its
+// rules cannot be read: what the hook redacts its messages by.
+func hookRedactor(g *globals) *claude.Redactor {
+	if dd, err := resolveDataDir(g.data); err == nil {
+		if p, err := dd.parser(); err == nil {
+			return p.Redactor()
+		}
+	}
+	return redact.Default()
+}
+
+// redactedError is an error whose message is redacted: a hook's message
+// may quote its payload (a field's value in a refusal), and the payload
+// is hostile. Errors.Is and As see the error it wraps.
+type redactedError struct {
+	err error
+	msg string
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redactErr returns err with its message redacted by red
+// (hookfast.RedactMessage).
+func redactErr(red *claude.Redactor, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &redactedError{err: err, msg: hookfast.RedactMessage(red, err.Error())}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/codex"
+	"github.com/logbook-dev/logbook/adapters/redact"
 )
 
 func hookCodexCmd(g *globals) *cobra.Command {
@@ -64,9 +65,10 @@ func hookCodex(ctx context.Context, g *globals, args []string) error {
 	if err != nil {
 		p, perr := dd.parser()
 		if perr != nil {
-			return fmt.Errorf("hook codex: %w (not kept: %v)", err, perr)
+			return fmt.Errorf("hook codex: %w (not kept: %v)", redactErr(redact.Default(), err), perr)
 		}
 		id, kerr := sp.KeepAside(payload, err, p.Redactor())
+		err = redactErr(p.Redactor(), err) // it may quote the payload
 		if kerr != nil {
 			return fmt.Errorf("hook codex: %w (not kept: %v)", err, kerr)
 		}
@@ -88,9 +90,11 @@ func hookCodex(ctx context.Context, g *globals, args []string) error {
 		if api.IsInputError(err) {
 			p, perr := dd.parser()
 			if perr != nil {
-				return fmt.Errorf("hook codex: %w (not kept: %v)", err, perr)
+				return fmt.Errorf("hook codex: %w (not kept: %v)", redactErr(redact.Default(), err), perr)
 			}
-			if kerr := sp.Reject(id, payload, err, p.Redactor()); kerr != nil {
+			kerr := sp.Reject(id, payload, err, p.Redactor())
+			err = redactErr(p.Redactor(), err)
+			if kerr != nil {
 				return fmt.Errorf("hook codex: %w (not kept: %v)", err, kerr)
 			}
 			return fmt.Errorf("hook codex: %w (kept aside as %s)", err, filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"))
@@ -100,7 +104,7 @@ func hookCodex(ctx context.Context, g *globals, args []string) error {
 		return fmt.Errorf("hook codex: spool: %w", perr)
 	}
 	if err != nil {
-		fmt.Fprintf(g.stderr, "logbook hook: kept in spool: %v\n", err)
+		fmt.Fprintf(g.stderr, "logbook hook: kept in spool: %v\n", redactErr(hookRedactor(g), err))
 	}
 	return nil
 }

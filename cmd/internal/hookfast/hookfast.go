@@ -35,6 +35,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/redact"
 )
 
 // The wire shapes of the API this package speaks, as adapters/api
@@ -287,10 +288,12 @@ func handOver(args []string, payload []byte, stderr io.Writer, logbook string, r
 	}
 	fmt.Fprintf(stderr, "logbook-hook: could not run %s: %s\n", logbook, runFailure(err))
 	if refused != nil {
-		if where, kerr := keepAside(args, payload, refused); kerr != nil {
-			fmt.Fprintf(stderr, "logbook-hook: %v (not kept: %v)\n", refused, kerr)
+		// The refusal may quote the payload: it is printed redacted, as
+		// the payload kept aside is.
+		if where, msg, kerr := keepAside(args, payload, refused); kerr != nil {
+			fmt.Fprintf(stderr, "logbook-hook: %s (not kept: %v)\n", msg, kerr)
 		} else {
-			fmt.Fprintf(stderr, "logbook-hook: %v (kept aside as %s)\n", refused, where)
+			fmt.Fprintf(stderr, "logbook-hook: %s (kept aside as %s)\n", msg, where)
 		}
 	}
 	return 1
@@ -330,17 +333,20 @@ func runFailure(err error) string {
 
 // keepAside keeps a refused payload, redacted by the data dir's rules
 // (redact.txt beside the built-in ones), in the spool's rejected/ folder
-// with why, as `logbook hook claude` does, and returns its path.
-func keepAside(args []string, payload []byte, why error) (string, error) {
+// with why, as `logbook hook claude` does, and returns its path and why's
+// message redacted by the same rules (the built-in ones when the data
+// dir's cannot be read), for the hook to print.
+func keepAside(args []string, payload []byte, why error) (where, msg string, err error) {
+	msg = RedactMessage(redact.Default(), why.Error())
 	data, _ := parseArgs(args)
 	dir, err := dataDir(data)
 	if err != nil {
-		return "", err
+		return "", msg, err
 	}
 	var pats []string
 	b, err := claude.ReadRegular(filepath.Join(dir, "redact.txt"), claude.MaxRulesFile)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("redaction rules: %w", err)
+		return "", msg, fmt.Errorf("redaction rules: %w", err)
 	}
 	for l := range strings.Lines(string(b)) {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
@@ -349,17 +355,18 @@ func keepAside(args []string, payload []byte, why error) (string, error) {
 	}
 	p, err := claude.NewParser(claude.Config{RedactPatterns: pats})
 	if err != nil {
-		return "", fmt.Errorf("redaction rules %s: %w", filepath.Join(dir, "redact.txt"), err)
+		return "", msg, fmt.Errorf("redaction rules %s: %w", filepath.Join(dir, "redact.txt"), err)
 	}
+	msg = RedactMessage(p.Redactor(), why.Error())
 	sp, err := claude.Open(filepath.Join(dir, "spool"))
 	if err != nil {
-		return "", err
+		return "", msg, err
 	}
 	id, err := sp.KeepAside(payload, why, p.Redactor())
 	if err != nil {
-		return "", err
+		return "", msg, err
 	}
-	return filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"), nil
+	return filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"), msg, nil
 }
 
 // Gated reports whether hook arguments args ask for a gated call: --gate,
@@ -425,3 +432,30 @@ func FailClosedAnswer(event, why string) []byte {
 // toldUnavailable is adapters/gate's outcome text for a deny with no
 // verdict.
 const toldUnavailable = "unavailable: no reviewer could run, so no judgement was made; ask the user, do not work around it"
+
+// RedactMessage redacts a message the hook prints that may quote its
+// payload: each Go-quoted span ("…", as %q writes a field's value) by
+// red, the rules of the data dir, and the whole message by the built-in
+// rules only, so a broad rule of the data dir's (one that matches a
+// common word) leaves the message's own words readable.
+func RedactMessage(red *redact.Redactor, msg string) string {
+	msg = redact.Default().Redact(msg)
+	var b strings.Builder
+	for i := 0; i < len(msg); {
+		if msg[i] == '"' {
+			if q, err := strconv.QuotedPrefix(msg[i:]); err == nil {
+				if v, err := strconv.Unquote(q); err == nil {
+					if r := red.Redact(v); r != v {
+						q = strconv.Quote(r)
+					}
+				}
+				b.WriteString(q)
+				i += len(q)
+				continue
+			}
+		}
+		b.WriteByte(msg[i])
+		i++
+	}
+	return b.String()
+}
