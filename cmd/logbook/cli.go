@@ -87,9 +87,10 @@ var readCommands = map[string]bool{
 }
 
 // neverEmpty are the flags whose empty value would silently mean "not
-// given" (no filter, the default data dir): given empty, they are a
-// usage error.
-var neverEmpty = []string{"data", "session", "by", "since", "tz"}
+// given" (no filter, the default data dir, the current directory as the
+// workspace, a new id, standard output): given empty, they are a usage
+// error.
+var neverEmpty = []string{"data", "session", "by", "since", "tz", "workspace", "cwd", "mode", "id", "key", "out"}
 
 // refuseEmpty returns a usage error for a flag of neverEmpty that cmd's
 // command line gives an empty value.

@@ -97,6 +97,8 @@ commands it runs and records their exits.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			g.role = natslog.RoleWorker
+			// Without a server the data dir is not opened (nor created).
+			g.requireServer = true
 			b, err := openBackend(ctx, g)
 			if err != nil {
 				return err
