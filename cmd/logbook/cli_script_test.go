@@ -57,9 +57,17 @@ func cliScriptCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, arg
 		ts.Setenv(args[0], l.Addr().String())
 		l.Close()
 	}
+	// httpget URL [REGEX] prints the body of a 200 answer to GET URL,
+	// asking again for up to 10 s until there is one and, with REGEX,
+	// until the body matches it (multi-line): what a server shows once
+	// it has caught up, such as a metric counted from the log.
 	cmds["httpget"] = func(ts *testscript.TestScript, neg bool, args []string) {
-		if len(args) != 1 || neg {
-			ts.Fatalf("usage: httpget URL")
+		if len(args) < 1 || len(args) > 2 || neg {
+			ts.Fatalf("usage: httpget URL [REGEX]")
+		}
+		var want *regexp.Regexp
+		if len(args) == 2 {
+			want = regexp.MustCompile("(?m)" + args[1])
 		}
 		deadline := time.Now().Add(10 * time.Second)
 		for {
@@ -67,11 +75,15 @@ func cliScriptCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, arg
 			if err == nil {
 				b, rerr := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK && rerr == nil {
+				switch {
+				case resp.StatusCode != http.StatusOK || rerr != nil:
+					err = fmt.Errorf("%s %v", resp.Status, rerr)
+				case want != nil && !want.Match(b):
+					err = fmt.Errorf("no match for %q in the body:\n%s", args[1], b)
+				default:
 					fmt.Fprintf(ts.Stdout(), "%s", b)
 					return
 				}
-				err = fmt.Errorf("%s %v", resp.Status, rerr)
 			}
 			if time.Now().After(deadline) {
 				ts.Fatalf("GET %s: %v", args[0], err)
