@@ -173,11 +173,18 @@ func (d dataDir) writeServeInfo(si serveInfo) error {
 }
 
 // writeFileAtomic writes b to path through a synced temporary file and a
-// rename, so readers see the old or the new content, never a part.
+// rename, so readers see the old or the new content, never a part. The
+// file gets mode exactly (the umask does not narrow it). path must not
+// be a symlink: the rename replaces the link itself.
 func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
 	tmp := path + ".tmp-" + strconv.Itoa(os.Getpid())
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 	if err != nil {
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		os.Remove(tmp)
 		return err
 	}
 	if _, err := f.Write(b); err != nil {

@@ -256,7 +256,11 @@ func hooksEdit(g *globals, f hooksFlags, install bool) error {
 	if err != nil {
 		return err
 	}
-	old, err := os.ReadFile(path)
+	target, err := settingsTarget(path)
+	if err != nil {
+		return err
+	}
+	old, err := os.ReadFile(target)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
@@ -281,7 +285,7 @@ func hooksEdit(g *globals, f hooksFlags, install bool) error {
 	}
 	mode := fs.FileMode(0o644)
 	if existed {
-		st, err := os.Stat(path)
+		st, err := os.Stat(target)
 		if err != nil {
 			return err
 		}
@@ -292,11 +296,16 @@ func hooksEdit(g *globals, f hooksFlags, install bool) error {
 		}
 		fmt.Fprintf(g.stdout, "backed up the old file to %s\n", backup)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(path, updated, mode); err != nil {
-		return err
+	// Through a symlink the target is rewritten in its own directory,
+	// so the link (into a dotfiles repository, say) stays a link.
+	if err := writeFileAtomic(target, updated, mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if target != path {
+		fmt.Fprintf(g.stdout, "wrote %s (%s links to it)\n", target, path)
 	}
 	if install {
 		if wires.gate == "" {
@@ -309,6 +318,55 @@ func hooksEdit(g *globals, f hooksFlags, install bool) error {
 		fmt.Fprintln(g.stdout, "removed Logbook's hooks")
 	}
 	return nil
+}
+
+// maxSettingsLinks is how many symlinks settingsTarget follows before
+// it calls the chain a loop (Linux's own limit is 40).
+const maxSettingsLinks = 40
+
+// settingsTarget returns the file a settings file path names: path
+// itself when it is not a symlink (or does not exist yet), else the
+// file at the end of its chain of symlinks (each relative one taken
+// from the directory of the link that holds it). Rewriting the target
+// in its own directory keeps path a link. A dangling symlink, a loop
+// or a chain longer than maxSettingsLinks, and a target that is not a
+// regular file are errors naming path.
+func settingsTarget(path string) (string, error) {
+	p := path
+	for hops := 0; ; hops++ {
+		st, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) && p == path {
+			return path, nil
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%s: a dangling symlink: its target %s does not exist; fix or remove the link, then run this again", path, p)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			if !st.Mode().IsRegular() {
+				return "", fmt.Errorf("%s: %s is not a regular file", path, p)
+			}
+			if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil && p != path {
+				p = filepath.Join(dir, filepath.Base(p))
+			}
+			return p, nil
+		}
+		if hops >= maxSettingsLinks {
+			return "", fmt.Errorf("%s: a symlink loop (more than %d links followed)", path, maxSettingsLinks)
+		}
+		dest, err := os.Readlink(p)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
+		}
+		if !filepath.IsAbs(dest) {
+			// Not filepath.Join: a ".." after a symlinked directory is
+			// the kernel's to resolve, not a lexical clean's.
+			dest = filepath.Dir(p) + string(filepath.Separator) + dest
+		}
+		p = dest
+	}
 }
 
 // hookEntry is one hook of a group in settings.json.
