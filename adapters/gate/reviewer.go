@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -32,13 +30,14 @@ type ReviewerRequest struct {
 	Action        string          `json:"action"`          // the exact boundary reviewed
 	Input         json.RawMessage `json:"input,omitempty"` // the tool's input as the agent sent it
 	Cwd           string          `json:"cwd,omitempty"`
-	Mode          string          `json:"mode"`
+	Mode          string          `json:"mode,omitempty"` // omitted when the session's mode is not known
 	Revision      int             `json:"revision"`
 	Risk          string          `json:"risk,omitempty"`  // the policy's risk class for the action
 	Grant         string          `json:"grant,omitempty"` // "full_access" for an elevation
 	Justification string          `json:"justification,omitempty"`
 	// UserMessages are the session's real user messages (prompts and
-	// answers), oldest first: the only authorization evidence there is.
+	// answers), oldest first: the only authorization evidence there is;
+	// [] (never null) when there are none.
 	UserMessages []UserMessage `json:"user_messages"`
 	// EvidenceDropped says older user messages were left out to fit
 	// MaxEvidenceBytes.
@@ -79,20 +78,39 @@ type ReviewerAnswer struct {
 // reviewer; older messages past it are dropped (EvidenceDropped).
 const MaxEvidenceBytes = 32 << 10
 
+// MaxAnswerBytes bounds what is read of a reviewer program's stdout (1
+// MiB): the answer is one small JSON object. A program that writes more
+// is killed and its review is unavailable; nothing past the bound is kept.
+const MaxAnswerBytes = 1 << 20
+
+// maxReasonBytes bounds what is kept of a reviewer program's stderr, for
+// the reason of an unavailable review; the rest is read and dropped.
+const maxReasonBytes = 4 << 10
+
 // Reviewer runs a reviewer program: Command through "/bin/sh -c", the
-// request on stdin, the answer on stdout (at most 64 KiB read), stderr
-// kept for the reason. It is killed (its whole process group) when ctx
-// ends or the budget passes.
+// request on stdin, the answer on stdout (at most MaxAnswerBytes read),
+// stderr kept for the reason (its first 4 KiB). When the review ends
+// (an answer read and the program exited, the budget passed, ctx ended,
+// too much written) what is left of the program's tree is killed with
+// SIGKILL: its process group and session and its descendants
+// (sandbox.KillTree), and any process still holding one of its stdin,
+// stdout or stderr pipes, setsid or not. A descendant that left the
+// session and closed those pipes is out of reach.
 type Reviewer struct {
 	Command string
 }
 
 // Review runs the program on req within budget and returns its answer
 // for review.Derive: a timeout is outcome timed_out; a program that
-// cannot start, exits non-zero, or prints anything but one answer with
-// enums in range is outcome unavailable.
+// cannot start, exits non-zero, writes more than MaxAnswerBytes, or
+// prints anything but one answer with enums in range is outcome
+// unavailable. The answer counts once the program has exited, even if a
+// process it left behind still holds its stdout.
 func (r *Reviewer) Review(ctx context.Context, req ReviewerRequest, budget time.Duration) review.Answer {
 	by := events.DecidedBy{Kind: events.DecidedByReviewer, Name: r.Command}
+	if req.UserMessages == nil {
+		req.UserMessages = []UserMessage{}
+	}
 	offered := make([]string, len(req.UserMessages))
 	for i, m := range req.UserMessages {
 		offered[i] = m.ID
@@ -106,40 +124,44 @@ func (r *Reviewer) Review(ctx context.Context, req ReviewerRequest, budget time.
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	cmd := exec.Command("/bin/sh", "-c", r.Command)
-	cmd.Stdin = bytes.NewReader(in)
-	var out, errb limited
-	out.n, errb.n = 64<<10, 4<<10
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
+	p, err := startReviewer(r.Command, in)
+	if err != nil {
 		return fail(events.ReviewUnavailable, "reviewer could not start: "+err.Error())
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	defer p.end()
 	select {
-	case err = <-done:
+	case err = <-p.exited:
+	case <-p.overflow:
+		p.kill()
+		<-p.exited
+		return fail(events.ReviewUnavailable, fmt.Sprintf("reviewer %s: answer is more than %d bytes (%d MiB), the bound on a reviewer's stdout; program killed", r.Command, MaxAnswerBytes, MaxAnswerBytes>>20))
 	case <-ctx.Done():
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+		p.kill()
+		<-p.exited
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fail(events.ReviewTimedOut, fmt.Sprintf("reviewer gave no answer within %s", budget))
 		}
 		return fail(events.ReviewUnavailable, "review cancelled: "+ctx.Err().Error())
 	}
+	// The program has exited: what it wrote is in its pipes. Whatever it
+	// left behind holding them is killed, so they reach their end.
+	p.kill()
+	out, over := p.drain()
+	if over {
+		return fail(events.ReviewUnavailable, fmt.Sprintf("reviewer %s: answer is more than %d bytes (%d MiB), the bound on a reviewer's stdout; program killed", r.Command, MaxAnswerBytes, MaxAnswerBytes>>20))
+	}
 	if err != nil {
 		why := "reviewer failed: " + err.Error()
-		if s := strings.TrimSpace(errb.kept()); s != "" {
+		if s := strings.TrimSpace(p.errb.kept()); s != "" {
 			why += ": " + s
 		}
 		return fail(events.ReviewUnavailable, why)
 	}
 	var a ReviewerAnswer
-	dec := json.NewDecoder(bytes.NewReader(out.Bytes()))
+	dec := json.NewDecoder(bytes.NewReader(out))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
-		return fail(events.ReviewUnavailable, fmt.Sprintf("reviewer %s: %s", r.Command, answerFault(err, out.Bytes())))
+		return fail(events.ReviewUnavailable, fmt.Sprintf("reviewer %s: %s", r.Command, answerFault(err, out)))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return fail(events.ReviewUnavailable, fmt.Sprintf("reviewer %s: answer is more than one JSON value; want one object", r.Command))
