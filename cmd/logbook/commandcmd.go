@@ -8,7 +8,6 @@ import (
 	"io"
 	"path"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -228,7 +227,7 @@ func commandsCmd(g *globals) *cobra.Command {
 // printCommands writes one line per command; withSession adds its
 // session.
 func printCommands(w io.Writer, cs []command.State, withSession bool) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	head := "COMMAND\tSTATUS\tCODE\tMODE\tREQUESTED\tDURATION\tOUTPUT\tARGV"
 	if withSession {
 		head = "COMMAND\tSESSION\tSTATUS\tCODE\tMODE\tREQUESTED\tDURATION\tOUTPUT\tARGV"
@@ -257,15 +256,16 @@ func printCommands(w io.Writer, cs []command.State, withSession bool) error {
 		if len(c.Argv) > 0 {
 			argv = strings.Join(append([]string{path.Base(c.Argv[0])}, c.Argv[1:]...), " ")
 		}
+		argv = cell(argv) // cut on the escaped text, which is printed
 		if r := []rune(argv); len(r) > 60 {
 			argv = string(r[:57]) + "..."
 		}
 		if withSession {
-			fmt.Fprintf(tw, "%s\t%s\t", c.ID, c.Session)
+			fmt.Fprintf(tw, "%s\t%s\t", cell(c.ID), cell(c.Session))
 		} else {
-			fmt.Fprintf(tw, "%s\t", c.ID)
+			fmt.Fprintf(tw, "%s\t", cell(c.ID))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", status, code, c.Mode, c.RequestedAt.Format(time.RFC3339), dur, c.OutputBytes, argv)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", cell(status), cell(code), cell(c.Mode), c.RequestedAt.Format(time.RFC3339), dur, c.OutputBytes, argv)
 	}
 	return tw.Flush()
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -347,11 +346,11 @@ func reviewCmd(g *globals) *cobra.Command {
 					return writeJSON(g.stdout, out)
 				}
 				return termPrint(g.stdout, func(w io.Writer) error {
-					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					tw := newTable(w)
 					fmt.Fprintln(tw, "REVIEW\tSESSION\tEVENT\tTOOL\tRISK\tAGE\tACTION")
 					now := time.Now()
 					for _, r := range out.Reviews {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Session, dash(r.Event), r.Tool, dash(r.Risk), usage.Age(now, r.RequestedAt), r.Action)
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(r.ID), cell(r.Session), cell(dash(r.Event)), cell(r.Tool), cell(dash(r.Risk)), usage.Age(now, r.RequestedAt), cell(r.Action))
 					}
 					return tw.Flush()
 				})

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -884,7 +883,7 @@ func hooksStatus(g *globals, f hooksFlags) error {
 		}{user, projectFiles, rows, missing, len(claudeHookEvents)})
 	}
 	fmt.Fprintf(g.stdout, "user:    %s\nproject: %s\n\n", user, strings.Join(projectFiles, ", "))
-	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	tw := newTable(g.stdout)
 	fmt.Fprintln(tw, "EVENT\tUSER\tPROJECT")
 	show := func(cmds []string) string {
 		if len(cmds) == 0 {
@@ -893,7 +892,7 @@ func hooksStatus(g *globals, f hooksFlags) error {
 		return strings.Join(cmds, "; ")
 	}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Event, show(r.User), show(r.Project))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", cell(r.Event), cell(show(r.User)), cell(show(r.Project)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

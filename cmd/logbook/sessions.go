@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -343,7 +342,7 @@ func (v sessionsView) print(w io.Writer, ss []sessionRow) error {
 		ids[i] = s.ID
 	}
 	short := shortIDs(ids, 8)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	if v.wide {
 		fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tSINCE\tOPEN\tTURNS\tTOOLS\tMODEL\tSTARTED\tLAST ACTIVE\tPARENT\tCWD")
 	} else {
@@ -357,12 +356,15 @@ func (v sessionsView) print(w io.Writer, ss []sessionRow) error {
 		if s.depth > 0 {
 			id = strings.Repeat("  ", s.depth-1) + "└ " + id
 		}
-		cwd := dash(homeTilde(s.Cwd, v.home))
+		// Widths and the cwd's ellipsis are taken on the escaped text,
+		// which is what is printed.
+		id = cell(id)
+		cwd := cell(dash(homeTilde(s.Cwd, v.home)))
 		if v.wide {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", id, s.Phase, dash(s.Activity), usage.Age(v.now, s.Since), s.Open, s.Turns, s.ToolCalls, dash(s.Model), v.time(s.StartedAt), v.time(s.lastActivity()), dash(s.Parent), cwd)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", id, cell(s.Phase), cell(dash(s.Activity)), usage.Age(v.now, s.Since), s.Open, s.Turns, s.ToolCalls, cell(dash(s.Model)), v.time(s.StartedAt), v.time(s.lastActivity()), cell(dash(s.Parent)), cwd)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, s.Phase, dash(s.Activity), v.time(s.lastActivity()), ellipsizeLeft(cwd, cwdWidth))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, cell(s.Phase), cell(dash(s.Activity)), v.time(s.lastActivity()), ellipsizeLeft(cwd, cwdWidth))
 	}
 	return tw.Flush()
 }
@@ -445,8 +447,8 @@ func sessionCmd(g *globals) *cobra.Command {
 
 func printSession(w io.Writer, r api.SessionReply, now time.Time, prices *usage.Table) error {
 	s := r.Session
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	tw := newTable(w)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, cell(v)) }
 	row("session", s.ID)
 	row("phase", s.Phase)
 	row("activity", dash(s.Activity))
@@ -513,7 +515,7 @@ func printSession(w io.Writer, r api.SessionReply, now time.Time, prices *usage.
 	}
 	fmt.Fprintf(w, "\nopen entries: %d\n", len(s.Entries))
 	for _, e := range s.Entries {
-		fmt.Fprintf(w, "  %-40s %-24s %-10s opened %s (%s ago)\n", e.EntryID, e.Activity, e.Lane, e.OpenedAt.Format(time.RFC3339), now.Sub(e.OpenedAt).Round(time.Second))
+		fmt.Fprintf(w, "  %-40s %-24s %-10s opened %s (%s ago)\n", cell(e.EntryID), cell(e.Activity), cell(e.Lane), e.OpenedAt.Format(time.RFC3339), now.Sub(e.OpenedAt).Round(time.Second))
 	}
 	if len(r.Commands) > 0 {
 		active := 0
@@ -534,7 +536,7 @@ func printSession(w io.Writer, r api.SessionReply, now time.Time, prices *usage.
 	if len(r.Children) > 0 {
 		fmt.Fprintf(w, "\nsubagents: %d\n", len(r.Children))
 		for _, c := range r.Children {
-			fmt.Fprintf(w, "  %-40s %-8s %s\n", c.ID, c.Phase, dash(c.AgentType))
+			fmt.Fprintf(w, "  %-40s %-8s %s\n", cell(c.ID), cell(c.Phase), cell(dash(c.AgentType)))
 		}
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"text/tabwriter"
 	"unicode/utf8"
 )
 
@@ -190,4 +192,40 @@ func termPrint(w io.Writer, print func(io.Writer) error) error {
 	tw := newTermWriter(bw)
 	err := print(tw)
 	return errors.Join(err, tw.Close(), bw.Flush())
+}
+
+// table is a text/tabwriter table whose cells are measured as they are
+// printed: what is written passes termSanitize before the tabwriter
+// counts a cell's width (in runes, as text/tabwriter does), so a field
+// holding escape sequences or controls lines up by its escaped form.
+// Fields from the log go through cell, which keeps a tab or newline in
+// them from splitting a cell or a row. Flush ends the table. Not safe
+// for concurrent use.
+type table struct {
+	tw   *tabwriter.Writer
+	safe *termWriter
+}
+
+// newTable returns a table writing to w with the house layout (two
+// spaces between columns).
+func newTable(w io.Writer) *table {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	return &table{tw: tw, safe: newTermWriter(tw)}
+}
+
+// Write takes rows of cells separated by tabs and ended by newlines.
+func (t *table) Write(p []byte) (int, error) { return t.safe.Write(p) }
+
+// Flush writes what is held back and lays the table out.
+func (t *table) Flush() error { return errors.Join(t.safe.Close(), t.tw.Flush()) }
+
+// cell returns s, a field for a table cell, made safe for a terminal,
+// with a tab, newline or carriage return in it shown escaped (\t, \n,
+// \r): its width is then that of the text printed.
+func cell(s string) string {
+	s = termSafe(s)
+	if strings.ContainsAny(s, "\t\n\r") {
+		s = strings.NewReplacer("\t", `\t`, "\n", `\n`, "\r", `\r`).Replace(s)
+	}
+	return s
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -182,10 +181,10 @@ worktree is refused.`,
 					return writeJSON(g.stdout, nonNil(v.Projects))
 				}
 				return termPrint(g.stdout, func(w io.Writer) error {
-					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					tw := newTable(w)
 					fmt.Fprintln(tw, "ID\tKEY\tNAME\tTRUNK\tWORKSPACES\tPATH")
 					for _, p := range v.Projects {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", p.ID, p.Key, p.Name, p.Trunk, len(p.Workspaces), p.Path)
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", cell(p.ID), cell(p.Key), cell(p.Name), cell(p.Trunk), len(p.Workspaces), cell(p.Path))
 					}
 					return tw.Flush()
 				})
@@ -299,10 +298,10 @@ reason (exit status 1).`,
 					return writeJSON(g.stdout, out)
 				}
 				return termPrint(g.stdout, func(w io.Writer) error {
-					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					tw := newTable(w)
 					fmt.Fprintln(tw, "ID\tKEY\tSTATUS\tBRANCH\tOWNER\tSESSIONS\tNAME")
 					for _, ws := range out {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", ws.ID, ws.Key, ws.Status, ws.Branch, dash(ws.OwnedBy), len(v.Sessions[ws.ID]), ws.Name)
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", cell(ws.ID), cell(ws.Key), cell(ws.Status), cell(ws.Branch), cell(dash(ws.OwnedBy)), len(v.Sessions[ws.ID]), cell(ws.Name))
 					}
 					return tw.Flush()
 				})
@@ -463,7 +462,7 @@ func printWorkspaceLine(w io.Writer, ws workspace.State) {
 
 func printWorkspace(w io.Writer, r workspaceShow, now time.Time) error {
 	ws := r.Workspace
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	status := ws.Status
 	if ws.Status == workspace.StatusFailed {
 		status += " at " + ws.FailStep + ": " + ws.FailReason
@@ -488,7 +487,7 @@ func printWorkspace(w io.Writer, r workspaceShow, now time.Time) error {
 		rows = append(rows, [2]string{"archived by", strings.TrimSpace(ws.ArchivedAs + " " + ws.ArchivedBy)})
 	}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\n", r[0], dash(r[1]))
+		fmt.Fprintf(tw, "%s\t%s\n", r[0], cell(dash(r[1])))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -538,10 +537,10 @@ func taskCmd(g *globals) *cobra.Command {
 					return writeJSON(g.stdout, nonNil(v.Tasks))
 				}
 				return termPrint(g.stdout, func(w io.Writer) error {
-					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					tw := newTable(w)
 					fmt.Fprintln(tw, "ID\tSTATUS\tWORKSPACE\tPARENT\tSESSION\tTITLE")
 					for _, t := range v.Tasks {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Workspace, t.Parent, dash(t.Session), t.Title)
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.ID), cell(t.Status), cell(t.Workspace), cell(t.Parent), cell(dash(t.Session)), cell(t.Title))
 					}
 					return tw.Flush()
 				})
@@ -564,10 +563,10 @@ func taskCmd(g *globals) *cobra.Command {
 							return writeJSON(g.stdout, t)
 						}
 						return termPrint(g.stdout, func(w io.Writer) error {
-							tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+							tw := newTable(w)
 							for _, r := range [][2]string{{"task", t.ID}, {"title", t.Title}, {"status", t.Status}, {"workspace", t.Workspace},
 								{"parent", t.Parent}, {"session", t.Session}, {"reason", t.Reason}, {"delegated", t.DelegatedAt.Format(time.RFC3339)}} {
-								fmt.Fprintf(tw, "%s\t%s\n", r[0], dash(r[1]))
+								fmt.Fprintf(tw, "%s\t%s\n", r[0], cell(dash(r[1])))
 							}
 							return tw.Flush()
 						})

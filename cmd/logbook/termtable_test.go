@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// columnStarts returns the rune offsets at which the header's columns
+// start: after a run of two or more spaces.
+func columnStarts(header string) []int {
+	r := []rune(header)
+	var starts []int
+	for i := 2; i < len(r); i++ {
+		if r[i] != ' ' && r[i-1] == ' ' && r[i-2] == ' ' {
+			starts = append(starts, i)
+		}
+	}
+	return starts
+}
+
+// checkAligned fails t unless every row of table out has a cell
+// starting at each rune offset the header's columns start at, and no
+// raw escape or control but newline reached out.
+func checkAligned(t *testing.T, out string) {
+	t.Helper()
+	if strings.ContainsAny(out, "\x1b\x07\r\t") {
+		t.Fatalf("a raw control reached the table:\n%q", out)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	starts := columnStarts(lines[0])
+	if len(starts) < 2 {
+		t.Fatalf("header %q: too few columns", lines[0])
+	}
+	for _, line := range lines[1:] {
+		r := []rune(line)
+		for _, k := range starts {
+			if k >= len(r) || r[k] == ' ' || r[k-1] != ' ' {
+				t.Errorf("column at rune %d does not start a cell in\n%s\nheader:\n%s", k, line, lines[0])
+				break
+			}
+		}
+	}
+	if t.Failed() {
+		t.Logf("table:\n%s", out)
+	}
+}
+
+// hostileSummaries are sessions whose fields hold escape sequences
+// (OSC, CSI), controls and non-ASCII text, next to a plain one.
+func hostileSummaries(now time.Time) []session.Summary {
+	return []session.Summary{
+		{ID: "01PLAINPLAINPLAIN000000000", Phase: "ready", Activity: "idle", Cwd: "/src/app", Model: "opus", UpdatedAt: now},
+		{ID: "01EVIL\x1b]0;pwned\x07EVIL00000000", Phase: "work\x1b[31mi\x1b[0mng", Activity: "tool:\x1b]0;title\x07Bash\x01\x7f",
+			Cwd: "/src/\x1b[2J日本語/😀/x\ty", Model: "m\u202eodel", Parent: "p\x1b]8;;http://x\x1b\\arent", UpdatedAt: now},
+		{ID: "01CJK日本語CJK000000000000", Phase: "ready", Activity: "tool:読む", Cwd: "/ホーム/プロジェクト", Model: "ü", UpdatedAt: now},
+	}
+}
+
+// TestSessionsTableAlignsEscapedFields: the sessions table measures a
+// cell by what it prints (escaped text, runes), so fields holding escape
+// sequences, controls, CJK and emoji keep every column in line, narrow
+// and wide.
+func TestSessionsTableAlignsEscapedFields(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	ss := hostileSummaries(now)
+	rows := make([]sessionRow, len(ss))
+	for i, s := range ss {
+		rows[i] = sessionRow{Summary: s}
+	}
+	for _, wide := range []bool{false, true} {
+		var buf bytes.Buffer
+		err := termPrint(&buf, func(w io.Writer) error { return sessionsView{now: now, wide: wide}.print(w, rows) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAligned(t, buf.String())
+		if !strings.Contains(buf.String(), `\x01\x7f`) || wide && !strings.Contains(buf.String(), `\u202e`) {
+			t.Errorf("controls not shown escaped:\n%s", buf.String())
+		}
+	}
+}
+
+// TestCommandsTableAlignsEscapedFields: the same for command list.
+func TestCommandsTableAlignsEscapedFields(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	cs := []command.State{
+		{ID: "c1", Session: "s1", Status: "running", Mode: "read-only", RequestedAt: now, Argv: []string{"make", "test"}},
+		{ID: "c2\x1b]0;x\x07", Session: "s\x1b[1m2", Status: "running", Mode: "read-only", RequestedAt: now, Argv: []string{"/bin/echo", "\x1b]0;pwned\x07日本語😀", "a\tb\nc"}},
+		{ID: "c3", Session: "s3", Status: "running", Mode: "read-only", RequestedAt: now, Argv: []string{"echo", strings.Repeat("語", 70)}},
+	}
+	for _, withSession := range []bool{false, true} {
+		var buf bytes.Buffer
+		if err := termPrint(&buf, func(w io.Writer) error { return printCommands(w, cs, withSession) }); err != nil {
+			t.Fatal(err)
+		}
+		checkAligned(t, buf.String())
+	}
+}
