@@ -904,9 +904,14 @@ func hooksStatus(g *globals, f hooksFlags) error {
 }
 
 // logbookHooksIn returns the Logbook hook commands in settings file path
-// by event; a file that does not exist has none.
+// by event; a file that does not exist has none, a dangling symlink or
+// a loop in its place is an error (settingsTarget).
 func logbookHooksIn(path string) (map[string][]string, error) {
-	b, err := os.ReadFile(path)
+	target, err := settingsTarget(path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(target)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
