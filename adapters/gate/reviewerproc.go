@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -74,8 +75,12 @@ func startReviewer(command string, in []byte) (*reviewerProc, error) {
 		exited: make(chan error, 1), overflow: make(chan struct{}), outDone: make(chan struct{}), errDone: make(chan struct{})}
 	p.errb.n = maxReasonBytes
 	for i, f := range []*os.File{inR, outR, errR} {
-		if l, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd()))); err == nil {
-			p.pipes = append(p.pipes, pipeEnd{link: l, write: i > 0})
+		// By Stat, not Fd: Fd would put this side in blocking mode, where
+		// drain's read deadline has no effect.
+		if fi, err := f.Stat(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				p.pipes = append(p.pipes, pipeEnd{link: fmt.Sprintf("pipe:[%d]", st.Ino), write: i > 0})
+			}
 		}
 	}
 	p.cmd = exec.Command("/bin/sh", "-c", command)
