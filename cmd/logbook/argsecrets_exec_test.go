@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -19,25 +17,9 @@ func TestExec_RefusesSecretBearingArgs(t *testing.T) {
 	data, ws := t.TempDir(), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	logs := &syncBuffer{}
-	sctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() {
-		served <- runCLI(sctx, []string{"--data", data, "serve", "--grace", "300ms", "--workers", "0"}, strings.NewReader(""), logs, logs)
-	}()
-	defer func() {
-		stop()
-		if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	waitServer(t, dataDir(data))
+	logs := serveInProcess(t, data, "--grace", "300ms", "--workers", "0")
 	const sid = "0c7e4a11-0000-4000-8000-00000000a59e"
-	p, _ := json.Marshal(map[string]any{"session_id": sid, "hook_event_name": "UserPromptSubmit", "prompt_id": "p-1", "prompt": "log in", "cwd": ws})
-	var hookOut syncBuffer
-	if err := runCLI(ctx, []string{"--data", data, "hook", "claude"}, strings.NewReader(string(p)), &hookOut, &hookOut); err != nil {
-		t.Fatalf("hook: %v\n%s", err, hookOut.String())
-	}
+	promptSession(t, ctx, data, sid, ws)
 	secrets := []string{"hunter2hunter2", "hunter2xyz", "C0rrectH0rse!", "C0rrectH0rse"}
 	for _, tc := range []struct {
 		args []string

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,30 +25,14 @@ func TestExec_KeyBlockPrintedSlowly(t *testing.T) {
 	data, ws := t.TempDir(), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	logs := &syncBuffer{}
-	sctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() {
-		served <- runCLI(sctx, []string{"--data", data, "serve", "--grace", "300ms", "--workers", "1"}, strings.NewReader(""), logs, logs)
-	}()
-	defer func() {
-		stop()
-		if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	waitServer(t, dataDir(data))
+	serveInProcess(t, data, "--grace", "300ms", "--workers", "1")
 	cli := func(args ...string) (string, error) {
 		var out syncBuffer
 		err := runCLI(ctx, append([]string{"--data", data}, args...), strings.NewReader(""), &out, &out)
 		return out.String(), err
 	}
 	const sid = "0c7e4a11-0000-4000-8000-00000000be61"
-	p, _ := json.Marshal(map[string]any{"session_id": sid, "hook_event_name": "UserPromptSubmit", "prompt_id": "p-1", "prompt": "print it", "cwd": ws})
-	var hookOut syncBuffer
-	if err := runCLI(ctx, []string{"--data", data, "hook", "claude"}, strings.NewReader(string(p)), &hookOut, &hookOut); err != nil {
-		t.Fatalf("hook: %v\n%s", err, hookOut.String())
-	}
+	promptSession(t, ctx, data, sid, ws)
 	script := "echo \"-----BEGIN RSA PRIVATE KEY-----\"; sleep 0.4; echo MIIEowIBAAKCsecretbody; sleep 0.4; echo \"-----END RSA PRIVATE KEY-----\"; echo done\n"
 	if err := os.WriteFile(filepath.Join(ws, "k.sh"), []byte(script), 0o644); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -37,7 +36,7 @@ func TestExec_OutputRedactedByRedactTxt(t *testing.T) {
 			data, ws := t.TempDir(), t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			logs := &syncBuffer{}
+			logs := serveInProcess(t, data, append([]string{"--grace", "300ms", "--reconcile-every", "0"}, tc.serve...)...)
 			sctx, stop := context.WithCancel(ctx)
 			defer stop()
 			run := func(args ...string) chan error {
@@ -53,8 +52,6 @@ func TestExec_OutputRedactedByRedactTxt(t *testing.T) {
 				})
 				return done
 			}
-			run(append([]string{"serve", "--grace", "300ms", "--reconcile-every", "0"}, tc.serve...)...)
-			waitServer(t, dataDir(data))
 			if tc.own {
 				run("worker", "--grace", "300ms")
 			}
@@ -69,10 +66,7 @@ func TestExec_OutputRedactedByRedactTxt(t *testing.T) {
 				return out.String(), err
 			}
 			const sid = "0c7e4a11-0000-4000-8000-00000000ac3e"
-			p, _ := json.Marshal(map[string]any{"session_id": sid, "hook_event_name": "UserPromptSubmit", "prompt_id": "p-1", "prompt": "build it", "cwd": ws})
-			if out, err := cli(string(p), "hook", "claude"); err != nil {
-				t.Fatalf("hook: %v\n%s", err, out)
-			}
+			promptSession(t, ctx, data, sid, ws)
 
 			const whole, split = "acme-1234567", "acme-7731924"
 			out, err := cli("", "exec", "--session", sid, "--workspace", ws, "--", "echo", whole)

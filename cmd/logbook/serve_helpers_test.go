@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// serveInProcess runs `logbook --data data serve ARGS...` in this process
+// until the test ends and returns once it answers (waitServer). serve's
+// output goes to the returned buffer; an exit other than by the test's
+// end fails the test.
+func serveInProcess(t *testing.T, data string, args ...string) *syncBuffer {
+	t.Helper()
+	logs := &syncBuffer{}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- runCLI(ctx, append([]string{"--data", data, "serve"}, args...), strings.NewReader(""), logs, logs)
+	}()
+	t.Cleanup(func() {
+		stop()
+		if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	waitServer(t, dataDir(data))
+	return logs
+}
+
+// promptSession starts Claude Code session sid in cwd on data's server
+// with a UserPromptSubmit hook, so commands may be requested for it.
+func promptSession(t *testing.T, ctx context.Context, data, sid, cwd string) {
+	t.Helper()
+	p, _ := json.Marshal(map[string]any{"session_id": sid, "hook_event_name": "UserPromptSubmit", "prompt_id": "p-1", "prompt": "go on", "cwd": cwd})
+	var out syncBuffer
+	if err := runCLI(ctx, []string{"--data", data, "hook", "claude"}, strings.NewReader(string(p)), &out, &out); err != nil {
+		t.Fatalf("hook: %v\n%s", err, out.String())
+	}
+}
