@@ -428,7 +428,7 @@ func (s *scanner) number() ([]byte, bool) {
 }
 
 // members calls member for each key of an object; member returns false to
-// give up. known lists keys (`"name":`, as knownKey) in the order the
+// give up. known lists keys (`"name":`, as knownIn reads them) in the order the
 // wire form writes them; a key among them is read without scanning it.
 func (s *scanner) members(known []string, member func(key []byte) bool) bool {
 	if !s.byte1('{') {
@@ -825,6 +825,7 @@ type codec struct {
 	kind    reflect.Kind
 	typ     reflect.Type
 	members []member      // struct: its JSON members, declaration order
+	keys    []string      // struct: each member's key as the wire form spells it (`"name":`), in members' order
 	elem    *codec        // pointer: the target; slice: the element
 	empty   reflect.Value // slice: an empty, non-nil one
 	slot    int           // slice: its index in a Decoder's elems (numberSlices)
@@ -836,7 +837,6 @@ type codec struct {
 // member is one JSON member of a struct.
 type member struct {
 	name  string // the wire name, exactly
-	key   string // `"name":`, as the wire form spells the key
 	index []int  // the field's path through embedded structs
 	c     *codec
 }
@@ -889,6 +889,9 @@ func compile(t reflect.Type, done map[reflect.Type]*codec) (*codec, bool) {
 				}
 			}
 		}
+		for _, m := range c.members {
+			c.keys = append(c.keys, `"`+m.name+`":`)
+		}
 		return c, true
 	}
 	return nil, false
@@ -929,7 +932,7 @@ func (c *codec) collect(t reflect.Type, index []int, done map[reflect.Type]*code
 		if !ok {
 			return false
 		}
-		c.members = append(c.members, member{name: name, key: `"` + name + `":`, index: path, c: fc})
+		c.members = append(c.members, member{name: name, index: path, c: fc})
 	}
 	return true
 }
@@ -1141,7 +1144,7 @@ func (s *scanner) object(c *codec, v reflect.Value) bool {
 	var seen uint64
 	next := 0 // members usually come in declaration order
 	for {
-		n := s.knownKey(c, next)
+		n := s.knownIn(c.keys, next)
 		if n < 0 {
 			k, ok := s.raw()
 			if !ok || !s.byte1(':') {
@@ -1182,29 +1185,10 @@ func (s *scanner) object(c *codec, v reflect.Value) bool {
 	}
 }
 
-// knownKey reads a key and its colon spelled as the wire form spells
-// them (`"name":`, no escapes or whitespace) when the key is one of c's
-// members, trying them from next on, and returns the member's index; -1
-// (nothing read) otherwise, for the general path.
-func (s *scanner) knownKey(c *codec, next int) int {
-	b := s.b[s.i:]
-	if len(b) < 2 || b[0] != '"' {
-		return -1
-	}
-	for j := range c.members {
-		at := next + j
-		if at >= len(c.members) {
-			at -= len(c.members)
-		}
-		if k := c.members[at].key; b[1] == k[1] && hasPrefix(b, k) {
-			s.i += len(k)
-			return at
-		}
-	}
-	return -1
-}
-
-// knownIn is knownKey for a list of spelled keys.
+// knownIn reads a key and its colon spelled as the wire form spells
+// them (`"name":`, no escapes or whitespace) when they are one of keys,
+// trying them from next on, and returns its index; -1 (nothing read)
+// otherwise, for the general path.
 func (s *scanner) knownIn(keys []string, next int) int {
 	b := s.b[s.i:]
 	if len(b) < 2 || b[0] != '"' {
