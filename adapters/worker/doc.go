@@ -19,7 +19,10 @@
 //     later, and one that finds it held by a dead worker takes it over
 //     with a compare-and-set on the key's revision;
 //  2. loads the command and drops the request unless it is still
-//     requested (a redelivery, a stop, an eviction);
+//     requested (a redelivery, a stop, an eviction), and refuses it
+//     (command.refused) when its argv or environment carries a secret
+//     (CheckSecrets' rules, Config.Redactor's patterns): a request may
+//     have been appended without the Client's check;
 //  3. appends command.started, decided on the state it loaded and
 //     appended with that state's last sequence as the expected one (a
 //     conflict reloads and decides again, as events.Executor does); a

@@ -21,31 +21,43 @@ import (
 // MYSQL_PWD, PGPASSWORD, API_TOKEN). A request is kept in the log for
 // good, and what it says is what runs, so a secret cannot be redacted
 // out of it, only kept out. The error names the position (argv[2], the
-// flag, --env NAME), never the value.
+// flag, --env NAME), never the value. A worker checks again, by the same
+// rules, every request it is delivered (see Worker), so one appended
+// without this check is refused rather than run.
 func CheckSecrets(req command.Request, red *redact.Redactor) error {
+	if where := secretIn(req.Argv, req.Env, red); where != "" {
+		return fmt.Errorf("request: %w: %s; the request is kept in the log for good, so pass it another way (a file in the workspace, or stdin)", events.ErrRejected, where)
+	}
+	return nil
+}
+
+// secretIn returns where argv or env (as in command.Request) carries a
+// secret by CheckSecrets' rules, in words that name the position and
+// never the value ("argv[2] looks like a secret (the value of
+// --token)"), or "" when neither does. red nil means redact.Default().
+func secretIn(argv, env []string, red *redact.Redactor) string {
 	if red == nil {
 		red = redact.Default()
 	}
-	const how = "the request is kept in the log for good, so pass it another way (a file in the workspace, or stdin)"
-	for i, a := range req.Argv {
+	for i, a := range argv {
 		if red.Redact(a) != a {
-			return fmt.Errorf("request: %w: argv[%d] looks like a secret; %s", events.ErrRejected, i, how)
+			return fmt.Sprintf("argv[%d] looks like a secret", i)
 		}
 	}
-	for _, s := range redact.SecretArgs(req.Argv) {
+	for _, s := range redact.SecretArgs(argv) {
 		in := ""
 		if s.InScript {
 			in = " in its shell script"
 		}
-		return fmt.Errorf("request: %w: argv[%d] looks like a secret (the value of %s%s); %s", events.ErrRejected, s.Index, s.Flag, in, how)
+		return fmt.Sprintf("argv[%d] looks like a secret (the value of %s%s)", s.Index, s.Flag, in)
 	}
-	for _, kv := range req.Env {
+	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		if red.Redact(kv) != kv || red.Redact(v) != v || redact.SecretAssignment(k, v) {
-			return fmt.Errorf("request: %w: environment variable %s looks like a secret; %s", events.ErrRejected, k, how)
+			return fmt.Sprintf("environment variable %s looks like a secret", k)
 		}
 	}
-	return nil
+	return ""
 }
 
 // redactArgv returns argv redacted for the worker's own log lines: the

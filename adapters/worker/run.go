@@ -162,6 +162,12 @@ func (w *Worker) take(ctx, procCtx context.Context, id string) (verdict, error) 
 	if st.Status != command.StatusRequested {
 		return verdictDone, nil
 	}
+	// The client checks a request for secrets before it appends it, but
+	// anyone who may append to the command subject can skip the client:
+	// check again here, by this worker's rules, before anything runs.
+	if where := secretIn(st.Argv, st.Env, w.cfg.Redactor); where != "" {
+		return verdictDone, w.refuse(ctx, id, "refused: "+where+"; a command whose request carries a secret is not run: pass it another way (a file in the workspace, or stdin)", "secrets")
+	}
 	spec, reason := w.spec(st)
 	if reason != "" {
 		return verdictDone, w.refuse(ctx, id, reason, "spec")
