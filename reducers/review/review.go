@@ -183,8 +183,9 @@ const (
 )
 
 // Trips reports whether the breaker trips with window (the session's
-// last decisions, true = deny, at most BreakerWindow) and run (denials in
-// a row since the last allow or reset).
+// last decisions since the last reset, true = deny, at most
+// BreakerWindow) and run (denials in a row since the last allow, the
+// user's last new prompt or reset).
 func Trips(window []bool, run int) bool {
 	if run >= BreakerRun {
 		return true

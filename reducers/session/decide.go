@@ -322,6 +322,10 @@ type decider struct {
 	// before the line was read): it closes what it reports closed, and
 	// keeps the question cue, but reopens nothing.
 	late bool
+	// prompted is set while the user's new prompt is being decided: the
+	// reviews it supersedes are denials in the window, but the prompt
+	// starts the run of denials again, so they trip nothing.
+	prompted bool
 }
 
 func newDecider(s State, at time.Time, cause events.Cause) *decider {
@@ -570,9 +574,11 @@ func (d *decider) decideReview(id, outcome, reason string) {
 }
 
 // breaker trips after 3 refusals in a row or 10 in the review window
-// (review.Trips), on a refusal.
+// (review.Trips), on a refusal. The run counts from the last allow, the
+// user's last new prompt or reset; the window from the last reset (see
+// Evolve). The reviews a new prompt supersedes trip nothing.
 func (d *decider) breaker() {
-	if d.s.BreakerTripped || d.s.Refusals == 0 {
+	if d.s.BreakerTripped || d.s.Refusals == 0 || d.prompted {
 		return
 	}
 	v := d.s.Verdicts
@@ -679,6 +685,8 @@ func (d *decider) signalNow(sig events.Sig) {
 			// The user spoke again: the refusals so far are answered.
 			d.emit(events.ReviewBreakerReset{Reason: "the user's new prompt"})
 		}
+		d.prompted = true // for this signal's decisions only
+		defer func() { d.prompted = false }()
 		if open := d.s.openCalls(); d.s.TurnOpen && len(open) > 0 {
 			// A prompt while the turn's calls are still open: a second
 			// writer on this session (two terminals on one session id),

@@ -127,6 +127,7 @@ func Evolve(s State, e events.Envelope) State {
 		s.TurnStartedAt = e.At
 		s.PromptID = d.PromptID
 		s.Released = false
+		s.Refusals = 0 // the user spoke: denials in a row count again from here
 		if d.PromptID != "" {
 			s.Calls = s.Calls.Add(promptKey(d.PromptID))
 		}
@@ -175,8 +176,11 @@ func Evolve(s State, e events.Envelope) State {
 	case events.ReviewBreakerTripped:
 		s.BreakerTripped = true
 	case events.ReviewBreakerReset:
+		// The breaker starts afresh: what it counted is answered, so
+		// neither the run nor the window may trip it again.
 		s.BreakerTripped = false
 		s.Refusals = 0
+		s.Verdicts = nil
 	}
 	return s
 }

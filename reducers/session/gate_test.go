@@ -129,14 +129,18 @@ func TestGate_BreakerTripsAndSurvivesUntilAPrompt(t *testing.T) {
 	if h.s.BreakerTripped || h.s.Refusals != 0 {
 		t.Errorf("a new prompt did not reset the breaker: %+v", h.s.Refusals)
 	}
-	// One allow clears the run, not the window.
+	if len(h.s.Verdicts) != 0 {
+		t.Errorf("the reset kept the window: %v", h.s.Verdicts)
+	}
+	// One allow clears the run, not the window (which restarted at the
+	// reset).
 	if _, err := h.decide(request("e", ruleDeny())); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.decide(request("f", &review.Answer{Verdict: "allow", Risk: "low", By: events.DecidedBy{Kind: events.DecidedByRule}})); err != nil {
 		t.Fatal(err)
 	}
-	if h.s.Refusals != 0 || len(h.s.Verdicts) != 6 {
+	if h.s.Refusals != 0 || len(h.s.Verdicts) != 2 {
 		t.Errorf("refusals %d verdicts %v", h.s.Refusals, h.s.Verdicts)
 	}
 }
@@ -327,5 +331,82 @@ func TestGate_VerdictWithAnotherReviewOpen(t *testing.T) {
 	}
 	if h.s.Phase != events.PhaseWorking || h.s.Activity != "tool:Bash" || h.s.WaitingOn != "" || len(h.s.Entries) != 1 || h.s.Entries[0].EntryID != "t2" {
 		t.Errorf("after both: %s/%s entries %+v", h.s.Phase, h.s.Activity, h.s.Entries)
+	}
+}
+
+// TestGate_BreakerRunAndReset: the breaker counts denials in a row within
+// the user's turn (a user's new prompt starts the run again) and 10 in the
+// last 50 decisions; a reset (the user's next prompt while it is tripped,
+// or a person's word, as setting the mode gives) closes it and restarts
+// both, so it does not trip again on what it already answered.
+//
+// Steps: d a gate denial, a a gate allow, p a new user prompt, m a
+// person's reset (ResetBreaker), o a gate review left open (the next
+// prompt supersedes it: a rejection).
+func TestGate_BreakerRunAndReset(t *testing.T) {
+	window := strings.Repeat("aad", 10) // 10 denials in 30 decisions, never 3 in a row
+	for _, tt := range []struct {
+		name     string
+		steps    string
+		tripped  bool
+		refusals int
+	}{
+		{name: "three in a row", steps: "ddd", tripped: true, refusals: 3},
+		{name: "three in a row after a prompt", steps: "pddd", tripped: true, refusals: 3},
+		{name: "three separated by prompts", steps: "dpdpd", refusals: 1},
+		{name: "two then a prompt then one", steps: "ddpd", refusals: 1},
+		{name: "two then a prompt then two", steps: "ddpdd", refusals: 2},
+		{name: "two then a prompt then three", steps: "ddpddd", tripped: true, refusals: 3},
+		{name: "an allow ends the run", steps: "ddadd", refusals: 2},
+		{name: "a prompt's own rejections do not trip it", steps: "ddop", refusals: 0},
+		{name: "a prompt's rejections start no run", steps: "ddopdd", refusals: 2},
+		{name: "ten in the window", steps: window, tripped: true, refusals: 1},
+		{name: "ten in the window across prompts", steps: strings.Repeat("aadp", 9) + "aad", tripped: true, refusals: 1},
+		{name: "a prompt closes it", steps: "dddp", refusals: 0},
+		{name: "a person closes it", steps: "dddm", refusals: 0},
+		{name: "a reset restarts the run", steps: "dddpdd", refusals: 2},
+		{name: "a reset restarts the run, third trips", steps: "dddpddd", tripped: true, refusals: 3},
+		{name: "a prompt restarts the window", steps: window + "pd", refusals: 1},
+		{name: "a person restarts the window", steps: window + "md", refusals: 1},
+		{name: "a prompt restarts the window, nine more", steps: window + "p" + strings.Repeat("aad", 9), refusals: 1},
+		{name: "a prompt restarts the window, ten more", steps: window + "p" + strings.Repeat("aad", 10), tripped: true, refusals: 1},
+		{name: "a person restarts the window, ten more", steps: window + "m" + strings.Repeat("aad", 10), tripped: true, refusals: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHistory(t)
+			h.line(events.Meta{}, sig(events.SigPrompt, "id", "p0"))
+			allow := &review.Answer{Verdict: "allow", Risk: "low", By: events.DecidedBy{Kind: events.DecidedByRule}}
+			for i, step := range tt.steps {
+				id := fmt.Sprintf("r%d", i)
+				var err error
+				switch step {
+				case 'd':
+					_, err = h.decide(request(id, ruleDeny()))
+				case 'a':
+					_, err = h.decide(request(id, allow))
+				case 'o':
+					_, err = h.decide(request(id, nil))
+					if len(h.s.Pending) == 0 {
+						t.Fatalf("step %d: review %s not left open", i, id)
+					}
+				case 'p':
+					h.line(events.Meta{}, sig(events.SigPrompt, "id", "p"+id))
+				case 'm':
+					_, err = h.decide(session.ResetBreaker{Reason: "mode set", At: t0, Cause: events.Cause{Kind: "cli", Event: "session mode", Ref: "x"}})
+				}
+				if err != nil {
+					t.Fatalf("step %d (%c): %v", i, step, err)
+				}
+			}
+			if h.s.BreakerTripped != tt.tripped || h.s.Refusals != tt.refusals {
+				t.Errorf("%s: tripped %v refusals %d, want %v and %d (verdicts %v)", tt.steps, h.s.BreakerTripped, h.s.Refusals, tt.tripped, tt.refusals, h.s.Verdicts)
+			}
+			// The same events folded again (a restart, a replay) give the
+			// same breaker.
+			again := session.Fold(session.Init(agg), records(h.evs))
+			if again.BreakerTripped != h.s.BreakerTripped || again.Refusals != h.s.Refusals || !slices.Equal(again.Verdicts, h.s.Verdicts) {
+				t.Errorf("refold: tripped %v refusals %d verdicts %v; live %v %d %v", again.BreakerTripped, again.Refusals, again.Verdicts, h.s.BreakerTripped, h.s.Refusals, h.s.Verdicts)
+			}
+		})
 	}
 }

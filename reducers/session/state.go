@@ -114,12 +114,14 @@ type State struct {
 	RecentMessages []MessageUsage `json:"recent_messages,omitempty"`
 	// Limits holds the latest reading of each plan-limit window the agent
 	// reported, per account and window.
-	Limits         []LimitReading `json:"limits,omitempty"`
-	OpenReviews    []string       `json:"open_reviews,omitempty"`
-	Verdicts       []bool         `json:"verdicts,omitempty"` // last ReviewWindow verdicts, true = deny
-	BreakerTripped bool           `json:"breaker_tripped,omitempty"`
-	// Refusals counts review denials in a row since the last allow or
-	// breaker reset.
+	Limits      []LimitReading `json:"limits,omitempty"`
+	OpenReviews []string       `json:"open_reviews,omitempty"`
+	// Verdicts holds the last ReviewWindow verdicts since the last
+	// breaker reset, oldest first, true = deny.
+	Verdicts       []bool `json:"verdicts,omitempty"`
+	BreakerTripped bool   `json:"breaker_tripped,omitempty"`
+	// Refusals counts review denials in a row since the last allow, the
+	// user's last new prompt (session.turn_started) or breaker reset.
 	Refusals int `json:"refusals,omitempty"`
 	// Pending holds the gate's open reviews (review.requested with Gate
 	// set), oldest first.
