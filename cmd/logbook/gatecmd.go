@@ -266,11 +266,16 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 		keep()
 		return gate.Verdict{}, fmt.Errorf("no Logbook server is running (no %s), so no verdict can be made; the call is kept in the spool", dd.path("serve.json"))
 	}
-	nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(0), nats.NoReconnect())...)
+	// Credentials that may not ask the gate (a reader's) are refused by
+	// the server at once: the refusal ends the wait, naming the role.
+	d, handle := api.Watch(g.connRole(dd))
+	nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(0), nats.NoReconnect(), nats.ErrorHandler(handle))...)
 	if err != nil {
 		keep()
 		return gate.Verdict{}, errors.New(gateFault(err, budget))
 	}
+	d.Register(nc)
+	defer api.Forget(nc)
 	defer nc.Close()
 	prefix := api.AnyPrefix
 	if si, ok := dd.readServeInfo(); ok && si.API != "" {
@@ -307,6 +312,11 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 // connecting or asking the server's gate failed with.
 func gateFault(err error, budget time.Duration) string {
 	const kept = "; the call is kept in the spool"
+	var de *api.DeniedError
+	if errors.As(err, &de) {
+		// The role the server refused, and the credentials to use.
+		return "the gate gave no verdict: " + de.Doing("ask the gate for a verdict").Error() + kept
+	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return fmt.Sprintf("the gate gave no verdict: none came within the budget of %s", budget)

@@ -167,10 +167,15 @@ func deliverHook(ctx context.Context, g *globals, dd dataDir, req api.HookReques
 	if !ok {
 		return fmt.Errorf("no server running (no %s)", dd.path("serve.json"))
 	}
-	nc, err := natslog.Connect(url, append(opts, nats.Timeout(500*time.Millisecond), nats.MaxReconnects(0), nats.NoReconnect())...)
+	// A refusal of the hook's credentials (a reader's) ends the call at
+	// once, naming the role, instead of at the end of its time.
+	d, handle := api.Watch(g.connRole(dd))
+	nc, err := natslog.Connect(url, append(opts, nats.Timeout(500*time.Millisecond), nats.MaxReconnects(0), nats.NoReconnect(), nats.ErrorHandler(handle))...)
 	if err != nil {
 		return err
 	}
+	d.Register(nc)
+	defer api.Forget(nc)
 	defer nc.Close()
 	prefix := api.AnyPrefix
 	if si, ok := dd.readServeInfo(); ok && si.API != "" {
