@@ -85,7 +85,11 @@ whole output; --follow waits for more until the command ends.`,
 		Long: `stdin sends TEXT (and a newline, unless -n) to the worker running command
 ID, which writes it to the command's standard input. The bytes never enter
 the log: only their count and, unless --secret, their SHA-256 do. --eof
-closes the input afterwards (Ctrl-D on a terminal).`,
+closes the input afterwards (Ctrl-D on a terminal). Where the gate reviews
+input (a session in auto mode, or a policy rule for "stdin"), it is
+written only once allowed: while the review is open, stdin says on stderr
+which review it waits for and how to answer it (logbook review allow|deny
+ID --reason R); a deny or a review that times out writes nothing.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var data []byte
@@ -98,7 +102,7 @@ closes the input afterwards (Ctrl-D on a terminal).`,
 				return errors.New("command stdin: give TEXT, or --eof to close the input")
 			}
 			return withBackendClient(cmd.Context(), g, &args[0], func(b *backend, cl *worker.Client) error {
-				if err := reviewStdin(cmd.Context(), b, cl, args[0], data, secret); err != nil {
+				if err := reviewStdin(cmd.Context(), b, cl, args[0], data, secret, g.stderr); err != nil {
 					return err
 				}
 				n, err := cl.Stdin(cmd.Context(), args[0], data, worker.StdinOptions{Withhold: secret, EOF: eof})

@@ -490,8 +490,9 @@ func withBackendClient(ctx context.Context, g *globals, id *string, fn func(*bac
 // session in auto mode, or where a policy rule for "stdin" speaks, the
 // input is reviewed first; it is never elevated. The text goes to the
 // gate (and a reviewer program) but not into the log: the review records
-// only its size and digest.
-func reviewStdin(ctx context.Context, b *backend, cl *worker.Client, id string, data []byte, secret bool) error {
+// only its size and digest. While the review is open, stderr is told
+// once which review the input waits for and how to answer it.
+func reviewStdin(ctx context.Context, b *backend, cl *worker.Client, id string, data []byte, secret bool, stderr io.Writer) error {
 	if len(data) == 0 || !b.remote {
 		return nil
 	}
@@ -509,13 +510,64 @@ func reviewStdin(ctx context.Context, b *backend, cl *worker.Client, id string, 
 	}
 	var v gate.Verdict
 	req := gate.Request{Session: st.Session, Event: gate.EventStdin, Tool: "stdin", Input: raw, Ref: ulid.Make().String()}
-	if err := api.Call(ctx, b.nc, b.api, gate.VerbGateRequest, req, &v); err != nil {
+	// A request without an id is reviewed, if at all, under the id its
+	// ref gives.
+	rid := claude.PermissionID(req.Ref)
+	done := make(chan struct{})
+	announced := make(chan struct{})
+	go func() {
+		defer close(announced)
+		announceReview(ctx, b, st.Session, rid, done, stderr)
+	}()
+	err = api.Call(ctx, b.nc, b.api, gate.VerbGateRequest, req, &v)
+	close(done)
+	<-announced
+	if err != nil {
 		return fmt.Errorf("command stdin: the gate gave no verdict: %w", err)
 	}
 	if v.Decision == gate.DecideDeny {
 		return fmt.Errorf("command stdin: %w: %s", events.ErrRejected, gate.Explain(v))
 	}
 	return nil
+}
+
+// announceReview watches the open reviews until review rid of session
+// sess is among them, then says on stderr that command stdin waits for
+// it, for how long, and how to answer it; it returns then, or when done
+// is closed (the gate answered) or ctx ends. A listing that fails ends
+// the watch quietly: the wait itself is unchanged.
+func announceReview(ctx context.Context, b *backend, sess, rid string, done <-chan struct{}, stderr io.Writer) {
+	wait := 25 * time.Millisecond
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+		var open gate.ReviewsReply
+		if err := api.Call(ctx, b.nc, b.api, gate.VerbReviews, gate.ReviewsRequest{}, &open); err != nil {
+			return
+		}
+		for _, r := range open.Reviews {
+			if r.Session != sess || r.ID != rid {
+				continue
+			}
+			budget := "the server's --review-budget"
+			if r.BudgetMS > 0 {
+				budget = (time.Duration(r.BudgetMS) * time.Millisecond).String()
+			}
+			select {
+			case <-done:
+				return // answered meanwhile: nothing waits any more
+			default:
+			}
+			fmt.Fprintf(stderr, "logbook command stdin: the input waits for review %s (up to %s); answer it with `logbook review allow %s --reason R` or `logbook review deny %s --reason R`\n", rid, budget, rid, rid)
+			return
+		}
+	}
 }
 
 // resolveReview returns the session and review that sess (a session id
