@@ -102,9 +102,10 @@ func (c *Client) now() time.Time { return c.cfg.Clock().UTC().Truncate(time.Micr
 // request before it is appended, in words a person can act on: an empty
 // argv, an unknown mode, a workspace that is not an absolute path, or a
 // cwd outside the workspace (compared as cleaned paths; the worker
-// checks again with symbolic links resolved), an argv element or env
-// value that red (nil: redact.Default()) takes for a secret
-// (CheckSecrets). The reducer's own checks (command.Decide) still apply.
+// checks again with symbolic links resolved), an argv element that red
+// (nil: redact.Default()) takes for a secret (CheckSecrets), an
+// environment entry that is a secret or not KEY=VALUE (CheckEnv). The
+// reducer's own checks (command.Decide) still apply.
 func CheckRequest(req command.Request, red *redact.Redactor) error {
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return fmt.Errorf("request: %w: empty argv: name the command to run", events.ErrRejected)
@@ -118,7 +119,10 @@ func CheckRequest(req command.Request, red *redact.Redactor) error {
 	if err := checkCwd(req.Workspace, req.Cwd, false); err != nil {
 		return fmt.Errorf("request: %w: %v", events.ErrRejected, err)
 	}
-	return CheckSecrets(req, red)
+	if err := CheckSecrets(req, red); err != nil {
+		return err
+	}
+	return envShape(req.Env)
 }
 
 // Request appends the request for a new command id (an id the caller

@@ -25,8 +25,43 @@ import (
 // rules, every request it is delivered (see Worker), so one appended
 // without this check is refused rather than run.
 func CheckSecrets(req command.Request, red *redact.Redactor) error {
-	if where := secretIn(req.Argv, req.Env, red); where != "" {
-		return fmt.Errorf("request: %w: %s; the request is kept in the log for good, so pass it another way (a file in the workspace, or stdin)", events.ErrRejected, where)
+	return secretError(secretIn(req.Argv, req.Env, red))
+}
+
+// secretError returns the refusal of a request that carries a secret
+// where says (secretIn's words), or nil when where is "".
+func secretError(where string) error {
+	if where == "" {
+		return nil
+	}
+	return fmt.Errorf("request: %w: %s; the request is kept in the log for good, so pass it another way (a file in the workspace, or stdin)", events.ErrRejected, where)
+}
+
+// CheckEnv reports, wrapping events.ErrRejected, what is wrong with env,
+// a command's environment ("KEY=VALUE" each): first an entry that is a
+// secret (by CheckSecrets' rules: one red, nil meaning redact.Default(),
+// takes for a secret, or the value of a variable named for one), then an
+// entry that is not KEY=VALUE with a non-empty KEY (command.CheckEnv,
+// wrapping command.ErrEnvShape). It is the one check of an environment:
+// every request goes through it (CheckRequest), and exec runs it on its
+// --env before it connects, so both refuse the same input in the same
+// words. The error names the variable (command.EnvName; its position
+// when the name itself looks like a secret), never its value.
+func CheckEnv(env []string, red *redact.Redactor) error {
+	if red == nil {
+		red = redact.Default()
+	}
+	if err := secretError(envSecretIn(env, red)); err != nil {
+		return err
+	}
+	return envShape(env)
+}
+
+// envShape is CheckEnv's check of env's shape (command.CheckEnv), as a
+// rejected request.
+func envShape(env []string) error {
+	if err := command.CheckEnv(env); err != nil {
+		return fmt.Errorf("request: %w: %w", events.ErrRejected, err)
 	}
 	return nil
 }
@@ -51,10 +86,23 @@ func secretIn(argv, env []string, red *redact.Redactor) string {
 		}
 		return fmt.Sprintf("argv[%d] looks like a secret (the value of %s%s)", s.Index, s.Flag, in)
 	}
-	for _, kv := range env {
+	return envSecretIn(env, red)
+}
+
+// envSecretIn is secretIn for env alone, by red (not nil): the first
+// entry that red takes for a secret or whose value is a variable's named
+// for one (redact.SecretAssignment: MYSQL_PWD, PGPASSWORD, API_TOKEN),
+// named by command.EnvName ("environment variable NAME"), or by its
+// position ("env[3]") when its name itself looks like a secret.
+func envSecretIn(env []string, red *redact.Redactor) string {
+	for i, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		if red.Redact(kv) != kv || red.Redact(v) != v || redact.SecretAssignment(k, v) {
-			return fmt.Sprintf("environment variable %s looks like a secret", k)
+			name := command.EnvName(i, kv)
+			if red.Redact(k) != k {
+				name = fmt.Sprintf("env[%d]", i)
+			}
+			return name + " looks like a secret"
 		}
 	}
 	return ""

@@ -21,7 +21,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/api"
-	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
@@ -402,9 +401,11 @@ func awaitWorker(ctx context.Context, cl *worker.Client) error {
 	}
 }
 
-// commandEnv builds the command's environment from exec's flags. A value
-// that the redaction rules take for a secret is refused: the request is
-// stored in the log for good.
+// commandEnv builds the command's environment from exec's flags and
+// checks it as every request is checked (worker.CheckEnv, by the
+// built-in rules; the data dir's are added once the server is reached):
+// an entry that is a secret is refused, the request being stored in the
+// log for good, and one that is not KEY=VALUE is a usage error.
 func commandEnv(f execFlags) ([]string, error) {
 	var env []string
 	if !f.noEnv {
@@ -414,19 +415,12 @@ func commandEnv(f execFlags) ([]string, error) {
 			}
 		}
 	}
-	red, err := claude.NewRedactor(nil)
-	if err != nil {
-		return nil, err
-	}
-	for _, kv := range f.env {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usageErrorf("exec: --env %q: want KEY=VALUE", kv)
+	env = append(env, f.env...)
+	if err := worker.CheckEnv(env, nil); err != nil {
+		if errors.Is(err, command.ErrEnvShape) {
+			return nil, usageErrorf("exec: %w", err)
 		}
-		if red.Redact(kv) != kv || red.Redact(v) != v {
-			return nil, fmt.Errorf("exec: --env %s looks like a secret; the request is kept in the log for good, so pass it another way (a file in the workspace, or stdin)", k)
-		}
-		env = append(env, kv)
+		return nil, fmt.Errorf("exec: %w", err)
 	}
 	return env, nil
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/logbook-dev/logbook/events"
@@ -338,10 +337,8 @@ func validRequest(c Request) error {
 	if !path.IsAbs(c.Workspace) {
 		return fmt.Errorf("workspace %q is not an absolute path", c.Workspace)
 	}
-	for i, kv := range c.Env {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-			return fmt.Errorf("env[%d] %q: want KEY=VALUE", i, kv)
-		}
+	if err := CheckEnv(c.Env); err != nil {
+		return err
 	}
 	if c.WaitMS < 0 {
 		return fmt.Errorf("negative wait %d ms", c.WaitMS)
