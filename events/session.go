@@ -225,6 +225,9 @@ const (
 	DecidedByUser     = "user"     // a person or the agent's user; Name: the actor
 	DecidedByTimeout  = "timeout"  // nobody within the budget; Name: what waited
 	DecidedByBreaker  = "breaker"  // the refusal breaker is tripped
+	// DecidedByHook is the gate hook on its own, with no server to ask
+	// (it fails closed); Name: the rule it applied.
+	DecidedByHook = "hook"
 )
 
 // DecidedBy names who or what decided a review.

@@ -37,8 +37,13 @@ type Service struct {
 	// Codex ingests Codex CLI rollouts and notify payloads.
 	Codex *codex.Ingester
 	Spool *claude.Spool
-	red   *claude.Redactor                // the data dir's rules, for rejected spool entries
-	sx    *events.Executor[session.State] // requests a person makes of a session
+	// LocalVerdict, when set, turns a spooled entry that carries the
+	// verdict a gated hook gave without a server (claude.Entry.Verdict)
+	// into what records it in the entry's own batch (the gate's
+	// RecordLocal); nil records the observation alone.
+	LocalVerdict func(claude.Entry) claude.Then
+	red          *claude.Redactor                // the data dir's rules, for rejected spool entries
+	sx           *events.Executor[session.State] // requests a person makes of a session
 	// pageBytes is the most bytes of rows a page of a listing holds, so
 	// that it fits one message of the connection.
 	pageBytes int
@@ -162,10 +167,17 @@ func (s *Service) HookThen(ctx context.Context, data []byte, then claude.Then) (
 
 // deliver ingests one spooled payload: a Codex CLI notify payload
 // (codex.IsNotify) through the Codex ingester, any other through the
-// Claude Code hook ingester.
+// Claude Code hook ingester, with the verdict the hook gave without a
+// server, if it gave one, in the same batch (LocalVerdict).
 func (s *Service) deliver(ctx context.Context, e claude.Entry) (events.Appended, error) {
 	if codex.IsNotify(e.Payload) {
 		return s.Codex.Notify(ctx, e)
+	}
+	if e.Verdict != nil && s.LocalVerdict != nil {
+		if then := s.LocalVerdict(e); then != nil {
+			ap, _, err := s.Ing.HookThen(ctx, e, then)
+			return ap, err
+		}
 	}
 	return s.Ing.Hook(ctx, e)
 }

@@ -44,6 +44,23 @@ type Entry struct {
 	// found. It is kept beside the payload (<ID>.process), so the
 	// payload's bytes stay exactly as the agent sent them.
 	Process *events.Process
+	// Verdict is what a gated hook answered the agent on its own, with
+	// no server to ask (PutVerdict), nil for an entry without one. It is
+	// kept beside the payload (<ID>.verdict) for the server to record
+	// when it delivers the entry.
+	Verdict *LocalVerdict
+}
+
+// LocalVerdict is a gate verdict a hook gave by itself, without a
+// server: the fail-closed deny of `hook claude --gate` when no server
+// could be asked. Its JSON form is the spool's <ID>.verdict file.
+type LocalVerdict struct {
+	Verdict string           `json:"verdict"`            // events.VerdictDeny (the hook never allows on its own)
+	Outcome string           `json:"outcome"`            // an events.Review* outcome: unavailable, timed_out
+	Reason  string           `json:"reason"`             // what the agent was told, redacted
+	By      events.DecidedBy `json:"decided_by"`         // who decided: events.DecidedByHook and the rule it applied
+	At      time.Time        `json:"at,omitzero"`        // when it answered
+	Budget  int64            `json:"budget_ms,omitzero"` // the hook's budget, ms
 }
 
 // ErrLocked reports that another holder has the spool's delivery lock.
@@ -51,6 +68,7 @@ var ErrLocked = errors.New("spool: delivery lock held elsewhere")
 
 const (
 	processExt = ".process"
+	verdictExt = ".verdict"
 	spoolExt   = ".json"
 	tmpPrefix  = ".tmp-"
 	lockName   = ".lock"
@@ -121,6 +139,29 @@ func (s *Spool) PutAs(id string, payload []byte, p *events.Process) error {
 	}
 	if err := s.syncDir(); err != nil {
 		return fmt.Errorf("spool put %s: %w", id, err)
+	}
+	return nil
+}
+
+// PutVerdict keeps v beside entry id (<id>.verdict, fsynced, then the
+// directory): the verdict a gated hook gave by itself for the payload it
+// spools, for the server to record when it delivers the entry. Put it
+// before the payload (PutAs) so a deliverer never takes the payload
+// without it; put after, it is recorded only if the entry has not been
+// delivered yet. A verdict whose payload never lands is removed by Sweep.
+func (s *Spool) PutVerdict(id string, v LocalVerdict) error {
+	if _, err := ulid.ParseStrict(id); err != nil {
+		return fmt.Errorf("spool verdict %q: id: %w", id, err)
+	}
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = s.write(id, verdictExt, b)
+	}
+	if err == nil {
+		err = s.syncDir()
+	}
+	if err != nil {
+		return fmt.Errorf("spool verdict %s: %w", id, err)
 	}
 	return nil
 }
@@ -215,6 +256,12 @@ func (s *Spool) PendingFirst(n int) ([]Entry, error) {
 				ent.Process = &p
 			}
 		}
+		if vb, err := os.ReadFile(filepath.Join(s.dir, id+verdictExt)); err == nil {
+			var v LocalVerdict
+			if json.Unmarshal(vb, &v) == nil {
+				ent.Verdict = &v
+			}
+		}
 		out = append(out, ent)
 	}
 	return out, nil
@@ -229,10 +276,12 @@ func (s *Spool) Remove(id string) error {
 	err := os.Remove(filepath.Join(s.dir, id+spoolExt))
 	if errors.Is(err, fs.ErrNotExist) {
 		_ = os.Remove(filepath.Join(s.dir, id+processExt))
+		_ = os.Remove(filepath.Join(s.dir, id+verdictExt))
 		return nil
 	}
 	if err == nil {
 		_ = os.Remove(filepath.Join(s.dir, id+processExt))
+		_ = os.Remove(filepath.Join(s.dir, id+verdictExt))
 	}
 	if err == nil {
 		err = s.syncDir()
@@ -254,10 +303,13 @@ func (s *Spool) Sweep(now time.Time, age time.Duration) (int, error) {
 	n := 0
 	for _, e := range ents {
 		orphan := false
-		if id, ok := strings.CutSuffix(e.Name(), processExt); ok {
-			// A process file whose payload never landed or was moved aside.
-			_, err := os.Stat(filepath.Join(s.dir, id+spoolExt))
-			orphan = errors.Is(err, fs.ErrNotExist)
+		for _, ext := range []string{processExt, verdictExt} {
+			if id, ok := strings.CutSuffix(e.Name(), ext); ok {
+				// A process or verdict file whose payload never landed
+				// or was moved aside.
+				_, err := os.Stat(filepath.Join(s.dir, id+spoolExt))
+				orphan = errors.Is(err, fs.ErrNotExist)
+			}
 		}
 		if !orphan && !strings.HasPrefix(e.Name(), tmpPrefix) {
 			continue

@@ -98,6 +98,9 @@ func gateService(b *backend, svc *api.Service, store *projections.Store, f gateF
 	// The gate redacts what it appends by the rules the observations of
 	// the same calls are redacted by (redact.txt as it is at each use).
 	gt.Redactor = svc.Redactor()
+	// A verdict a gated hook gave while no server ran is recorded when
+	// the spool delivers its payload.
+	svc.LocalVerdict = gt.RecordLocal
 	return &gate.Service{Gate: gt, Store: store, Ingest: ingest, CaughtUp: svc.CaughtUp, Redactor: svc.Redactor()}
 }
 
@@ -248,31 +251,39 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
 	id := ulid.Make().String()
 	spooled := false
-	keep := func() {
+	// failKept keeps the payload in the spool with the verdict the hook
+	// answers for it on its own (gate.FailClosed with err's words), the
+	// verdict first so a server draining the spool never takes the
+	// payload without it; it records both when it delivers the payload.
+	// A payload spooled before (behind waiting ones) gets its verdict
+	// after: recorded if the server has not delivered it yet.
+	failKept := func(err error) (gate.Verdict, error) {
+		why := hookfast.RedactMessage(hookRedactor(g), err.Error())
+		if perr := sp.PutVerdict(id, gate.LocalVerdict(why, time.Now(), budget)); perr != nil {
+			fmt.Fprintf(g.stderr, "logbook hook: verdict not kept: %v\n", perr)
+		}
 		if !spooled {
-			if err := sp.PutAs(id, prepared, agent); err != nil {
-				fmt.Fprintf(g.stderr, "logbook hook: not kept: %v\n", err)
+			if perr := sp.PutAs(id, prepared, agent); perr != nil {
+				fmt.Fprintf(g.stderr, "logbook hook: not kept: %v\n", perr)
 			}
 		}
+		return gate.Verdict{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget+hookGateMargin)
 	defer cancel()
 	if _, _, err := g.credsOptions(); err != nil {
-		keep()
-		return gate.Verdict{}, fmt.Errorf("%w, so no verdict can be made; the call is kept in the spool", err)
+		return failKept(fmt.Errorf("%w, so no verdict can be made; the call is kept in the spool", err))
 	}
 	url, opts, ok := g.serverURL(dd)
 	if !ok {
-		keep()
-		return gate.Verdict{}, fmt.Errorf("no Logbook server is running (no %s), so no verdict can be made; the call is kept in the spool", dd.path("serve.json"))
+		return failKept(fmt.Errorf("no Logbook server is running (no %s), so no verdict can be made; the call is kept in the spool", dd.path("serve.json")))
 	}
 	// Credentials that may not ask the gate (a reader's) are refused by
 	// the server at once: the refusal ends the wait, naming the role.
 	d, handle := api.Watch(g.connRole(dd))
 	nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(0), nats.NoReconnect(), nats.ErrorHandler(handle))...)
 	if err != nil {
-		keep()
-		return gate.Verdict{}, errors.New(gateFault(err, budget))
+		return failKept(errors.New(gateFault(err, budget)))
 	}
 	d.Register(nc)
 	defer api.Forget(nc)
@@ -282,7 +293,9 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 		prefix = si.API
 	}
 	if waiting, err := sp.HasPending(); err != nil || waiting {
-		keep()
+		if err := sp.PutAs(id, prepared, agent); err != nil {
+			fmt.Fprintf(g.stderr, "logbook hook: not kept: %v\n", err)
+		}
 		spooled = true
 		mine := filepath.Join(sp.Dir(), id+".json")
 		for {
@@ -291,7 +304,7 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 			}
 			select {
 			case <-ctx.Done():
-				return gate.Verdict{}, fmt.Errorf("the server did not take the spooled hooks before this one within the budget of %s", budget)
+				return failKept(fmt.Errorf("the server did not take the spooled hooks before this one within the budget of %s", budget))
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
@@ -300,7 +313,7 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 	req := gate.HookGateRequest{ID: id, Text: string(prepared), Process: agent, BudgetMS: budget.Milliseconds()}
 	if err := api.Call(ctx, nc, prefix, gate.VerbGate, req, &v); err != nil {
 		if !api.IsInputError(err) {
-			keep()
+			return failKept(errors.New(gateFault(err, budget)))
 		}
 		return gate.Verdict{}, errors.New(gateFault(err, budget))
 	}
