@@ -13,8 +13,18 @@ import (
 // not past s.Ver (folding an event twice is harmless); kinds it does not
 // know change only Ver. s is not modified; slices in the result are fresh.
 func Evolve(s State, e events.Envelope) State {
+	s.Evolve(e)
+	return s
+}
+
+// Evolve makes *s what Evolve(*s, e) returns, in place: a fold that owns
+// its states (one per session, in a map or a local variable) saves the
+// state's copies in and out. Like Evolve it only writes the fields of *s:
+// a slice or map that changes is replaced by a fresh one, so a copy of
+// *s taken before the call keeps its value.
+func (s *State) Evolve(e events.Envelope) {
 	if e.Agg.Kind != events.KindSession || e.Ver != 0 && e.Ver <= s.Ver {
-		return s // another aggregate's, or folded already
+		return // another aggregate's, or folded already
 	}
 	// Times as the log stores them, so an in-process fold and a replay
 	// of the log give byte-identical rows.
@@ -45,9 +55,9 @@ func Evolve(s State, e events.Envelope) State {
 			}
 		}
 		if o.Tick != nil {
-			return s // the reconciler's, not the agent's
+			return // the reconciler's, not the agent's
 		}
-		foldUsage(&s, o, e.At)
+		foldUsage(s, o, e.At)
 		s.ObservedAt = e.At
 		if o.Process != nil {
 			p := *o.Process
@@ -56,7 +66,7 @@ func Evolve(s State, e events.Envelope) State {
 		if o.Line == 0 && o.Key != "" {
 			s.RecentKeys = s.RecentKeys.Push(o.Key, RecentKeys)
 		}
-		return s
+		return
 	}
 	switch d := e.Data.(type) {
 	case events.SessionStarted:
@@ -182,13 +192,13 @@ func Evolve(s State, e events.Envelope) State {
 		s.Refusals = 0
 		s.Verdicts = nil
 	}
-	return s
+	return
 }
 
 // Fold folds records into init, in order.
 func Fold(init State, recs []events.Record) State {
 	for _, r := range recs {
-		init = Evolve(init, r.Envelope)
+		init.Evolve(r.Envelope)
 	}
 	return init
 }
