@@ -113,7 +113,7 @@ func (SessionView) Apply(tx *Tx, r events.Record) error {
 		}
 		memo[r.Agg.ID] = row
 	}
-	row.state = session.Evolve(row.state, r.Envelope)
+	row.state.Evolve(r.Envelope)
 	row.dirty = true
 	return nil
 }

@@ -48,13 +48,15 @@ func BenchmarkFoldWork(b *testing.B) {
 	b.Run("evolve", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			states := map[string]session.State{}
+			states := map[string]*session.State{}
 			for _, e := range envs {
-				s, ok := states[e.Agg.ID]
-				if !ok {
-					s = session.Init(e.Agg)
+				s := states[e.Agg.ID]
+				if s == nil {
+					init := session.Init(e.Agg)
+					s = &init
+					states[e.Agg.ID] = s
 				}
-				states[e.Agg.ID] = session.Evolve(s, e)
+				s.Evolve(e)
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(envs)), "ns/event")

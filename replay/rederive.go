@@ -85,7 +85,7 @@ func RederiveRecords(recs []events.Record) Rederivation {
 			rep.Session = r.Agg.ID
 		}
 		if _, ok := events.Observed(r.Data); !ok {
-			s = session.Evolve(s, r.Envelope)
+			s.Evolve(r.Envelope)
 			i++
 			continue
 		}
@@ -110,7 +110,7 @@ func RederiveRecords(recs []events.Record) Rederivation {
 			}
 		}
 		for _, e := range recs[i:j] {
-			s = session.Evolve(s, e.Envelope)
+			s.Evolve(e.Envelope)
 		}
 		i = j
 	}

@@ -588,13 +588,15 @@ func (e *benchEnv) replayFold(ctx context.Context) (benchSample, error) {
 	}
 	n := 0
 	start := time.Now()
-	states, _, err := replay.Fold(l.log.Read(ctx, 1), map[string]session.State{},
-		func(m map[string]session.State, ev events.Envelope) map[string]session.State {
-			s, ok := m[ev.Agg.ID]
-			if !ok {
-				s = session.Init(ev.Agg)
+	states, _, err := replay.Fold(l.log.Read(ctx, 1), map[string]*session.State{},
+		func(m map[string]*session.State, ev events.Envelope) map[string]*session.State {
+			s := m[ev.Agg.ID]
+			if s == nil {
+				init := session.Init(ev.Agg)
+				s = &init
+				m[ev.Agg.ID] = s
 			}
-			m[ev.Agg.ID] = session.Evolve(s, ev)
+			s.Evolve(ev)
 			n++
 			return m
 		})
