@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"time"
+	"unsafe"
 )
 
 // Upcaster turns the data of one schema version into the next version's
@@ -20,7 +21,7 @@ type typeInfo struct {
 	needCause bool             // transitions, verdicts, abandonment marks
 	upcasters map[int]Upcaster // from version → next
 	codec     *codec           // how the scanner reads the payload; nil: encoding/json does
-	slot      int              // its index in a Decoder's payloads: registration order
+	tab       unsafe.Pointer   // typ's itab as a Payload, for box; nil: box copies
 }
 
 // Registry maps wire names to payload types, versions and upcasters. It is
@@ -82,7 +83,7 @@ func (r *Registry) Register(p Payload, v int, needCause bool) {
 		c = nil
 	}
 	c.numberSlices(&r.slices, map[*codec]bool{})
-	r.types[name] = &typeInfo{name: name, version: v, typ: t, needCause: needCause, upcasters: map[int]Upcaster{}, codec: c, slot: len(r.types)}
+	r.types[name] = &typeInfo{name: name, version: v, typ: t, needCause: needCause, upcasters: map[int]Upcaster{}, codec: c, tab: payloadTab(t)}
 }
 
 // Upcast registers fn to turn version from of type name into from+1.

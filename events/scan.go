@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // This file holds the registry's first decoding tier: a hand-written
@@ -111,11 +112,6 @@ type Decoder struct {
 	// the first one; its length is 1<<(64-shift).
 	strs  []string
 	shift uint
-	// payloads holds, at each payload type's slot, a zero value of the
-	// type once one was read, which the scanner reads a payload into
-	// before it is copied out, so a payload costs one allocation (its
-	// boxed copy) instead of two.
-	payloads []reflect.Value
 	// elems holds, at each slice codec's slot, a slice of its type,
 	// which the scanner reads an array's elements into before copying
 	// them to a slice of exactly their number. A slice is taken out (its
@@ -143,30 +139,52 @@ func (d *Decoder) Decode(b []byte) (Envelope, error) {
 // payload reads a payload object of ti's type (which has a codec) into a
 // new value and returns it.
 func (s *scanner) payload(ti *typeInfo) (Payload, bool) {
-	if s.d == nil {
-		pv := reflect.New(ti.typ)
-		if !s.value(ti.codec, pv.Elem()) {
-			return nil, false
-		}
-		return pv.Elem().Interface().(Payload), true
+	pv := reflect.New(ti.typ)
+	if !s.value(ti.codec, pv.UnsafePointer()) {
+		return nil, false
 	}
-	if ti.slot >= len(s.d.payloads) {
-		s.d.payloads = append(s.d.payloads, make([]reflect.Value, ti.slot+1-len(s.d.payloads))...)
+	return ti.box(pv), true
+}
+
+// iface is the layout of a non-empty interface value such as a Payload:
+// its itab (the dynamic type and its methods) and a pointer to the value,
+// for a type that is not pointer-shaped (runtime/runtime2.go, Go 1.26).
+type iface struct {
+	tab  unsafe.Pointer
+	data unsafe.Pointer
+}
+
+// payloadTab returns the itab of t as a Payload when a Payload of t
+// holds a pointer to its value (t is a struct larger than a pointer,
+// whose value implements Payload), which box then uses; nil otherwise.
+// It checks the layout on a value it boxes both ways.
+func payloadTab(t reflect.Type) unsafe.Pointer {
+	if t.Kind() != reflect.Struct || t.Size() <= unsafe.Sizeof(uintptr(0)) || !t.Implements(payloadType) {
+		return nil
 	}
-	v := s.d.payloads[ti.slot]
-	if !v.IsValid() {
-		v = reflect.New(ti.typ).Elem()
-		s.d.payloads[ti.slot] = v
+	zero := reflect.New(t)
+	want := zero.Elem().Interface().(Payload)
+	tab := (*iface)(unsafe.Pointer(&want)).tab
+	var got Payload
+	*(*iface)(unsafe.Pointer(&got)) = iface{tab: tab, data: zero.UnsafePointer()}
+	if reflect.TypeOf(got) != t || !reflect.DeepEqual(got, want) {
+		return nil
+	}
+	return tab
+}
+
+var payloadType = reflect.TypeFor[Payload]()
+
+// box returns the payload pv (a *T of ti's type) points to, as a Payload.
+// When ti.tab is set the Payload refers to *pv itself rather than to a
+// copy: pv must be fresh and never written again.
+func (ti *typeInfo) box(pv reflect.Value) Payload {
+	if ti.tab == nil {
+		return pv.Elem().Interface().(Payload)
 	}
 	var p Payload
-	ok := s.value(ti.codec, v)
-	if ok {
-		// v is addressable, so Interface copies it: p shares no memory
-		// with v, which is zeroed for the next payload.
-		p = v.Interface().(Payload)
-	}
-	v.SetZero()
-	return p, ok
+	*(*iface)(unsafe.Pointer(&p)) = iface{tab: ti.tab, data: pv.UnsafePointer()}
+	return p
 }
 
 func (s *scanner) ws() {
@@ -824,6 +842,7 @@ var (
 type codec struct {
 	kind    reflect.Kind
 	typ     reflect.Type
+	bits    uint          // integers: the width in bits, for overflow
 	members []member      // struct: its JSON members, declaration order
 	keys    []string      // struct: each member's key as the wire form spells it (`"name":`), in members' order
 	elem    *codec        // pointer: the target; slice: the element
@@ -836,9 +855,9 @@ type codec struct {
 
 // member is one JSON member of a struct.
 type member struct {
-	name  string // the wire name, exactly
-	index []int  // the field's path through embedded structs
-	c     *codec
+	name   string  // the wire name, exactly
+	offset uintptr // the field's offset in the codec's struct, through embedded structs
+	c      *codec
 }
 
 // compile returns t's codec, or ok false when t is not one the scanner
@@ -851,7 +870,7 @@ func compile(t reflect.Type, done map[reflect.Type]*codec) (*codec, bool) {
 	if c, ok := done[t]; ok {
 		return c, true
 	}
-	c := &codec{kind: t.Kind(), typ: t}
+	c := &codec{kind: t.Kind(), typ: t, bits: uint(t.Size() * 8)}
 	if pt := reflect.PointerTo(t); pt.Implements(jsonUnmarshaler) {
 		c.unmarshal = true // such as time.Time
 		return c, true
@@ -877,7 +896,7 @@ func compile(t reflect.Type, done map[reflect.Type]*codec) (*codec, bool) {
 		c.empty = reflect.MakeSlice(t, 0, 0)
 		return c, ok
 	case reflect.Struct:
-		if !c.collect(t, nil, done) || len(c.members) > 64 {
+		if !c.collect(t, 0, done) || len(c.members) > 64 {
 			return nil, false
 		}
 		// Two names equal but for case would let encoding/json pick among
@@ -897,9 +916,9 @@ func compile(t reflect.Type, done map[reflect.Type]*codec) (*codec, bool) {
 	return nil, false
 }
 
-// collect adds the JSON members of struct t, whose fields are at index
-// within the codec's type, promoting those of untagged embedded structs.
-func (c *codec) collect(t reflect.Type, index []int, done map[reflect.Type]*codec) bool {
+// collect adds the JSON members of struct t, which is at offset in the
+// codec's type, promoting those of untagged embedded structs.
+func (c *codec) collect(t reflect.Type, offset uintptr, done map[reflect.Type]*codec) bool {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -912,9 +931,8 @@ func (c *codec) collect(t reflect.Type, index []int, done map[reflect.Type]*code
 				return false
 			}
 		}
-		path := append(index[:len(index):len(index)], i)
 		if f.Anonymous {
-			if name != "" || f.Type.Kind() != reflect.Struct || !c.collect(f.Type, path, done) {
+			if name != "" || f.Type.Kind() != reflect.Struct || !c.collect(f.Type, offset+f.Offset, done) {
 				return false
 			}
 			continue
@@ -932,7 +950,7 @@ func (c *codec) collect(t reflect.Type, index []int, done map[reflect.Type]*code
 		if !ok {
 			return false
 		}
-		c.members = append(c.members, member{name: name, index: path, c: fc})
+		c.members = append(c.members, member{name: name, offset: offset + f.Offset, c: fc})
 	}
 	return true
 }
@@ -993,29 +1011,30 @@ func (ti *typeInfo) decodeData(data []byte, d *Decoder) (Payload, bool) {
 	return p, true
 }
 
-// value reads one JSON value of c's type into v, which is settable and
-// holds the type's zero value. It gives up (false) on null and on
-// anything encoding/json might read differently.
-func (s *scanner) value(c *codec, v reflect.Value) bool {
+// value reads one JSON value of c's type into the value p points to,
+// which holds the type's zero value: p is a field, element or payload
+// of c's type, reached through the codecs' offsets. It gives up (false)
+// on null and on anything encoding/json might read differently.
+func (s *scanner) value(c *codec, p unsafe.Pointer) bool {
 	if c.unmarshal {
 		s.ws()
 		start := s.i
 		if _, ok := s.raw(); !ok {
 			return false
 		}
-		return v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(s.b[start:s.i]) == nil
+		return reflect.NewAt(c.typ, p).Interface().(json.Unmarshaler).UnmarshalJSON(s.b[start:s.i]) == nil
 	}
 	switch c.kind {
 	case reflect.String:
 		x, ok := s.str()
-		v.SetString(x)
+		*(*string)(p) = x
 		return ok
 	case reflect.Bool:
 		s.ws()
 		switch {
 		case hasPrefix(s.b[s.i:], "true"):
 			s.i += 4
-			v.SetBool(true)
+			*(*bool)(p) = true
 		case hasPrefix(s.b[s.i:], "false"):
 			s.i += 5
 		default:
@@ -1027,22 +1046,40 @@ func (s *scanner) value(c *codec, v reflect.Value) bool {
 		if !ok {
 			return false
 		}
-		x, err := strconv.ParseInt(string(d), 10, 64)
-		if err != nil || v.OverflowInt(x) {
+		x, err := strconv.ParseInt(string(d), 10, int(c.bits))
+		if err != nil {
 			return false
 		}
-		v.SetInt(x)
+		switch c.bits {
+		case 8:
+			*(*int8)(p) = int8(x)
+		case 16:
+			*(*int16)(p) = int16(x)
+		case 32:
+			*(*int32)(p) = int32(x)
+		default:
+			*(*int64)(p) = x
+		}
 		return true
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		d, ok := s.digits(false)
 		if !ok {
 			return false
 		}
-		x, err := strconv.ParseUint(string(d), 10, 64)
-		if err != nil || v.OverflowUint(x) {
+		x, err := strconv.ParseUint(string(d), 10, int(c.bits))
+		if err != nil {
 			return false
 		}
-		v.SetUint(x)
+		switch c.bits {
+		case 8:
+			*(*uint8)(p) = uint8(x)
+		case 16:
+			*(*uint16)(p) = uint16(x)
+		case 32:
+			*(*uint32)(p) = uint32(x)
+		default:
+			*(*uint64)(p) = x
+		}
 		return true
 	case reflect.Float64:
 		d, ok := s.number()
@@ -1053,23 +1090,23 @@ func (s *scanner) value(c *codec, v reflect.Value) bool {
 		if err != nil {
 			return false
 		}
-		v.SetFloat(x)
+		*(*float64)(p) = x
 		return true
 	case reflect.Pointer:
 		s.ws()
 		if s.i < len(s.b) && s.b[s.i] == 'n' { // null
 			return false
 		}
-		p := reflect.New(c.typ.Elem())
-		if !s.value(c.elem, p.Elem()) {
+		q := reflect.New(c.typ.Elem()).UnsafePointer()
+		if !s.value(c.elem, q) {
 			return false
 		}
-		v.Set(p)
+		*(*unsafe.Pointer)(p) = q
 		return true
 	case reflect.Slice:
-		return s.slice(c, v)
+		return s.slice(c, reflect.NewAt(c.typ, p).Elem())
 	case reflect.Struct:
-		return s.object(c, v)
+		return s.object(c, p)
 	}
 	return false
 }
@@ -1120,7 +1157,7 @@ func (s *scanner) elements(c *codec, buf reflect.Value) bool {
 			buf.Grow(1)
 		}
 		buf.SetLen(n + 1)
-		if !s.value(c.elem, buf.Index(n)) {
+		if !s.value(c.elem, buf.Index(n).Addr().UnsafePointer()) {
 			return false
 		}
 		if s.byte1(']') {
@@ -1132,9 +1169,9 @@ func (s *scanner) elements(c *codec, buf reflect.Value) bool {
 	}
 }
 
-// object reads a JSON object into struct v: each key spelled as a member
-// is named, at most once.
-func (s *scanner) object(c *codec, v reflect.Value) bool {
+// object reads a JSON object into the struct p points to: each key
+// spelled as a member is named, at most once.
+func (s *scanner) object(c *codec, p unsafe.Pointer) bool {
 	if !s.byte1('{') {
 		return false
 	}
@@ -1167,13 +1204,7 @@ func (s *scanner) object(c *codec, v reflect.Value) bool {
 		seen |= 1 << n
 		next = n + 1
 		m := &c.members[n]
-		var fv reflect.Value
-		if len(m.index) == 1 {
-			fv = v.Field(m.index[0])
-		} else {
-			fv = v.FieldByIndex(m.index)
-		}
-		if !s.value(m.c, fv) {
+		if !s.value(m.c, unsafe.Add(p, m.offset)) {
 			return false
 		}
 		if s.byte1('}') {

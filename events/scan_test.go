@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/oklog/ulid/v2"
 )
@@ -261,6 +262,29 @@ func TestOnSubject(t *testing.T) {
 			if got, want := a.OnSubject(s), a.Subject() == s; got != want {
 				t.Errorf("%#v.OnSubject(%q) = %v, want %v", a, s, got, want)
 			}
+		}
+	}
+}
+
+// TestBox holds box to the Payload encoding/json's tier builds: for every
+// type of the catalogue the Payload box makes of a decoded value has the
+// type and value of the one reflect makes, and every payload type larger
+// than a pointer takes the path that does not copy.
+func TestBox(t *testing.T) {
+	r := NewRegistry()
+	for _, b := range seeds(t) {
+		e, err := r.decodeSlow(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ti := r.types[e.Type]
+		if ti.tab == nil && ti.typ.Size() > unsafe.Sizeof(uintptr(0)) {
+			t.Errorf("%s: box copies its payloads", e.Type)
+		}
+		pv := reflect.New(ti.typ)
+		pv.Elem().Set(reflect.ValueOf(e.Data))
+		if got := ti.box(pv); reflect.TypeOf(got) != ti.typ || !reflect.DeepEqual(got, e.Data) {
+			t.Errorf("%s: box gives %#v, want %#v", e.Type, got, e.Data)
 		}
 	}
 }
