@@ -448,7 +448,7 @@ func (s *scanner) number() ([]byte, bool) {
 // members calls member for each key of an object; member returns false to
 // give up. known lists keys (`"name":`, as knownIn reads them) in the order the
 // wire form writes them; a key among them is read without scanning it.
-func (s *scanner) members(known []string, member func(key []byte) bool) bool {
+func (s *scanner) members(known []wireKey, member func(key []byte) bool) bool {
 	if !s.byte1('{') {
 		return false
 	}
@@ -844,7 +844,7 @@ type codec struct {
 	typ     reflect.Type
 	bits    uint          // integers: the width in bits, for overflow
 	members []member      // struct: its JSON members, declaration order
-	keys    []string      // struct: each member's key as the wire form spells it (`"name":`), in members' order
+	keys    []wireKey     // struct: each member's key as the wire form spells it (`"name":`), in members' order
 	elem    *codec        // pointer: the target; slice: the element
 	empty   reflect.Value // slice: an empty, non-nil one
 	slot    int           // slice: its index in a Decoder's elems (numberSlices)
@@ -908,9 +908,11 @@ func compile(t reflect.Type, done map[reflect.Type]*codec) (*codec, bool) {
 				}
 			}
 		}
-		for _, m := range c.members {
-			c.keys = append(c.keys, `"`+m.name+`":`)
+		names := make([]string, len(c.members))
+		for i, m := range c.members {
+			names[i] = `"` + m.name + `":`
 		}
+		c.keys = wireKeys(names...)
 		return c, true
 	}
 	return nil, false
@@ -1216,24 +1218,54 @@ func (s *scanner) object(c *codec, p unsafe.Pointer) bool {
 	}
 }
 
+// wireKey is a member's key and colon as the wire form spells them
+// (`"name":`), with its first eight bytes as a little-endian word (w) and
+// the mask of the bytes it has among them, for knownIn.
+type wireKey struct {
+	s       string
+	w, mask uint64
+}
+
+// wireKeys returns the wireKeys of keys, each spelled `"name":`.
+func wireKeys(keys ...string) []wireKey {
+	out := make([]wireKey, len(keys))
+	for i, k := range keys {
+		var b [8]byte
+		n := copy(b[:], k)
+		out[i] = wireKey{s: k, w: binary.LittleEndian.Uint64(b[:]), mask: ^uint64(0) >> (64 - 8*n)}
+	}
+	return out
+}
+
 // knownIn reads a key and its colon spelled as the wire form spells
 // them (`"name":`, no escapes or whitespace) when they are one of keys,
 // trying them from next on, and returns its index; -1 (nothing read)
-// otherwise, for the general path.
-func (s *scanner) knownIn(keys []string, next int) int {
+// otherwise, for the general path. While eight bytes remain it compares
+// a key's first eight at once.
+func (s *scanner) knownIn(keys []wireKey, next int) int {
 	b := s.b[s.i:]
 	if len(b) < 2 || b[0] != '"' {
 		return -1
+	}
+	var x uint64
+	if len(b) >= 8 {
+		x = binary.LittleEndian.Uint64(b)
 	}
 	for j := range keys {
 		at := next + j
 		if at >= len(keys) {
 			at -= len(keys)
 		}
-		if k := keys[at]; b[1] == k[1] && hasPrefix(b, k) {
-			s.i += len(k)
-			return at
+		k := &keys[at]
+		if len(b) >= 8 {
+			if x&k.mask != k.w || len(k.s) > 8 && !hasPrefix(b[8:], k.s[8:]) {
+				continue
+			}
+		} else if !hasPrefix(b, k.s) {
+			continue
 		}
+		s.i += len(k.s)
+		return at
 	}
 	return -1
 }
@@ -1241,9 +1273,9 @@ func (s *scanner) knownIn(keys []string, next int) int {
 // Keys as MarshalJSON writes them, in its order: of the envelope, its
 // aggregate and its cause.
 var (
-	envelopeKeys = []string{`"id":`, `"type":`, `"v":`, `"agg":`, `"ver":`, `"at":`, `"cause":`, `"corr":`, `"host":`, `"actor":`, `"data":`}
-	aggKeys      = []string{`"kind":`, `"id":`}
-	causeKeys    = []string{`"kind":`, `"event":`, `"detail":`, `"ref":`}
+	envelopeKeys = wireKeys(`"id":`, `"type":`, `"v":`, `"agg":`, `"ver":`, `"at":`, `"cause":`, `"corr":`, `"host":`, `"actor":`, `"data":`)
+	aggKeys      = wireKeys(`"kind":`, `"id":`)
+	causeKeys    = wireKeys(`"kind":`, `"event":`, `"detail":`, `"ref":`)
 )
 
 func hasPrefix(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }

@@ -288,3 +288,38 @@ func TestBox(t *testing.T) {
 		}
 	}
 }
+
+// TestKnownIn reads keys of up to, exactly and over eight bytes from
+// inputs long and short, and refuses near misses.
+func TestKnownIn(t *testing.T) {
+	keys := wireKeys(`"id":`, `"name12":`, `"session_id":`, `"ab":`)
+	for _, c := range []struct {
+		in   string
+		next int
+		want int
+		at   int // s.i after
+	}{
+		{`"id":"x"`, 0, 0, 5},
+		{`"id":`, 0, 0, 5},
+		{`"id":`, 3, 0, 5},
+		{`"name12":1`, 0, 1, 9},
+		{`"name12":`, 0, 1, 9},
+		{`"session_id":"s"`, 0, 2, 13},
+		{`"session_id":`, 2, 2, 13},
+		{`"ab":1`, 0, 3, 5},
+		{`"session_ix":"s"`, 0, -1, 0},
+		{`"session_id" :"s"`, 0, -1, 0},
+		{`"name1":1`, 0, -1, 0},
+		{`"name123":1`, 0, -1, 0},
+		{`"i":"x"`, 0, -1, 0},
+		{`"id"`, 0, -1, 0},
+		{`"i`, 0, -1, 0},
+		{`id":"x"`, 0, -1, 0},
+		{``, 0, -1, 0},
+	} {
+		s := scanner{b: []byte(c.in)}
+		if got := s.knownIn(keys, c.next); got != c.want || s.i != c.at {
+			t.Errorf("knownIn(%q, from %d) = %d at %d, want %d at %d", c.in, c.next, got, s.i, c.want, c.at)
+		}
+	}
+}
