@@ -103,8 +103,10 @@ func (s *scanner) intern(v []byte) string {
 // results and errors, and shares the memory of short strings that recur
 // from one envelope to the next (aggregate ids, causes, hosts, parsers,
 // activities), so a long read allocates less. It holds up to 4,096 such
-// strings of at most 64 bytes. A Decoder is not safe for concurrent use;
-// make one per goroutine with Registry.NewDecoder.
+// strings of at most 64 bytes. Envelopes' causes are allocated 64 at a
+// time, so a retained Envelope's Cause can keep 4 KiB alive. A Decoder is
+// not safe for concurrent use; make one per goroutine with
+// Registry.NewDecoder.
 type Decoder struct {
 	reg *Registry
 	n   int // envelopes decoded
@@ -112,6 +114,9 @@ type Decoder struct {
 	// the first one; its length is 1<<(64-shift).
 	strs  []string
 	shift uint
+	// causes is where the next envelopes' causes are taken from (see
+	// cause).
+	causes []Cause
 	// elems holds, at each slice codec's slot, a slice of its type,
 	// which the scanner reads an array's elements into before copying
 	// them to a slice of exactly their number. A slice is taken out (its
@@ -134,6 +139,23 @@ func (d *Decoder) Decode(b []byte) (Envelope, error) {
 		return e, err
 	}
 	return d.reg.decodeSlow(b)
+}
+
+// causeSlab is how many causes a Decoder allocates at once.
+const causeSlab = 64
+
+// cause returns a new, zero Cause: one of a slab of causeSlab that a
+// Decoder allocates at once, which a retained cause keeps alive.
+func (s *scanner) cause() *Cause {
+	if s.d == nil {
+		return &Cause{}
+	}
+	if len(s.d.causes) == 0 {
+		s.d.causes = make([]Cause, causeSlab)
+	}
+	c := &s.d.causes[0]
+	s.d.causes = s.d.causes[1:]
+	return c
 }
 
 // payload reads a payload object of ti's type (which has a codec) into a
@@ -622,7 +644,7 @@ func (r *Registry) decodeScan(b []byte, d *Decoder) (e Envelope, ok bool, err er
 			at = v
 		case "cause":
 			bit = mCause
-			c := &Cause{}
+			c := s.cause()
 			var cseen int
 			if !s.members(causeKeys, func(k []byte) bool {
 				var f *string
