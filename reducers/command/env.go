@@ -1,14 +1,20 @@
 package command
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 )
 
 // ErrEnvShape is what CheckEnv's errors wrap: an environment entry that
-// is not KEY=VALUE with a non-empty KEY.
-var ErrEnvShape = errors.New("want KEY=VALUE")
+// is not KEY=VALUE with a non-empty KEY. It is a constant, as reducers
+// hold no package-level variables.
+const ErrEnvShape = envError("want KEY=VALUE")
+
+// envError is the type of ErrEnvShape.
+type envError string
+
+// Error returns the text of e.
+func (e envError) Error() string { return string(e) }
 
 // CheckEnv reports the first entry of env (a command's environment,
 // "KEY=VALUE" each) without "=" or with an empty KEY, wrapping
