@@ -60,15 +60,17 @@ func BenchmarkReplay(b *testing.B) {
 		}
 		raw += time.Since(t)
 		t = time.Now()
-		states := map[string]session.State{}
+		states := map[string]*session.State{}
 		count := 0
-		_, _, err := replay.Fold(log.Read(ctx, 1), states, func(m map[string]session.State, e events.Envelope) map[string]session.State {
+		_, _, err := replay.Fold(log.Read(ctx, 1), states, func(m map[string]*session.State, e events.Envelope) map[string]*session.State {
 			count++
-			s, ok := m[e.Agg.ID]
-			if !ok {
-				s = session.Init(e.Agg)
+			s := m[e.Agg.ID]
+			if s == nil {
+				init := session.Init(e.Agg)
+				s = &init
+				m[e.Agg.ID] = s
 			}
-			m[e.Agg.ID] = session.Evolve(s, e)
+			s.Evolve(e)
 			return m
 		})
 		if err != nil || count != n {
