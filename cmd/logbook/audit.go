@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -77,29 +76,32 @@ func printAudit(g *globals, items []replay.Item) error {
 	})
 }
 
-// wrapLines wraps each line of s longer than width columns at spaces,
-// its continuation lines indented four spaces: an audit line read on a
-// terminal, not cut by it. A word longer than a line is left whole.
+// wrapLines wraps each line of s longer than width terminal columns
+// (displayWidth) at spaces, its continuation lines indented four spaces:
+// an audit line read on a terminal, not cut by it. A word longer than a
+// line is left whole.
 func wrapLines(s string, width int) string {
 	var out strings.Builder
 	for line := range strings.Lines(s) {
 		line = strings.TrimSuffix(line, "\n")
 		indent := ""
-		for utf8.RuneCountInString(indent+line) > width {
+		for displayWidth(indent+line) > width {
 			room := width - len(indent)
-			r := []rune(line)
-			cut := -1
-			for i := min(room, len(r)-1); i > 0; i-- {
-				if r[i] == ' ' {
-					cut = i
+			cut, w := -1, 0
+			for i, r := range line {
+				if w > room {
 					break
 				}
+				if r == ' ' && i > 0 {
+					cut = i // the last space with at most room columns before it
+				}
+				w += runeWidth(r)
 			}
 			if cut <= 0 {
 				break
 			}
-			out.WriteString(indent + strings.TrimRight(string(r[:cut]), " ") + "\n")
-			line = strings.TrimLeft(string(r[cut:]), " ")
+			out.WriteString(indent + strings.TrimRight(line[:cut], " ") + "\n")
+			line = strings.TrimLeft(line[cut:], " ")
 			indent = "    "
 		}
 		out.WriteString(indent + line + "\n")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -347,14 +348,29 @@ func homeTilde(path, home string) string {
 	return path
 }
 
-// ellipsizeLeft keeps the end of s, at most width runes, marking a cut
-// with "…" at its start: the end of a path is what tells paths apart.
+// ellipsizeLeft keeps the end of s, at most width terminal columns
+// (displayWidth) with the "…" that marks a cut at its start: the end of
+// a path is what tells paths apart. A cut falls between characters, never
+// inside one (a wide character that would straddle it goes whole) and
+// never between a character and the combining marks that follow it.
 func ellipsizeLeft(s string, width int) string {
-	r := []rune(s)
-	if len(r) <= width || width < 2 {
+	if width < 2 || displayWidth(s) <= width {
 		return s
 	}
-	tail := string(r[len(r)-width+1:])
+	room, start := width-1, len(s)
+	for i := len(s); i > 0; {
+		r, size := utf8.DecodeLastRuneInString(s[:i])
+		w := runeWidth(r)
+		if w > room {
+			break
+		}
+		room -= w
+		i -= size
+		if w > 0 {
+			start = i // a cut here keeps the marks after this character with it
+		}
+	}
+	tail := s[start:]
 	if i := strings.IndexByte(tail, '/'); i > 0 {
 		tail = tail[i:] // cut at a path separator
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"unicode/utf8"
 )
 
@@ -194,22 +193,23 @@ func termPrint(w io.Writer, print func(io.Writer) error) error {
 	return errors.Join(err, tw.Close(), bw.Flush())
 }
 
-// table is a text/tabwriter table whose cells are measured as they are
-// printed: what is written passes termSanitize before the tabwriter
-// counts a cell's width (in runes, as text/tabwriter does), so a field
-// holding escape sequences or controls lines up by its escaped form.
-// Fields from the log go through cell, which keeps a tab or newline in
-// them from splitting a cell or a row. Flush ends the table. Not safe
-// for concurrent use.
+// table is a table of tab-separated cells (widthTabber) whose cells are
+// measured as they are printed: what is written passes termSanitize
+// before a cell's width is taken (in terminal columns: displayWidth), so
+// a field holding escape sequences or controls lines up by its escaped
+// form, and one holding CJK, emoji or combining marks by the columns it
+// takes. Fields from the log go through cell, which keeps a tab or
+// newline in them from splitting a cell or a row. Flush ends the table.
+// Not safe for concurrent use.
 type table struct {
-	tw   *tabwriter.Writer
+	tw   *widthTabber
 	safe *termWriter
 }
 
 // newTable returns a table writing to w with the house layout (two
 // spaces between columns).
 func newTable(w io.Writer) *table {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := &widthTabber{w: w}
 	return &table{tw: tw, safe: newTermWriter(tw)}
 }
 

@@ -11,8 +11,8 @@ import (
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
-// columnStarts returns the rune offsets at which the header's columns
-// start: after a run of two or more spaces.
+// columnStarts returns the terminal columns at which the header's
+// columns start: after a run of two or more spaces.
 func columnStarts(header string) []int {
 	r := []rune(header)
 	var starts []int
@@ -24,8 +24,23 @@ func columnStarts(header string) []int {
 	return starts
 }
 
+// atColumns returns the runes of line by the terminal column each starts
+// at (runeWidth; a rune of width 0 shares its column with the one before).
+func atColumns(line string) map[int]rune {
+	at := map[int]rune{}
+	col := 0
+	for _, r := range line {
+		w := runeWidth(r)
+		if w > 0 {
+			at[col] = r
+		}
+		col += w
+	}
+	return at
+}
+
 // checkAligned fails t unless every row of table out has a cell
-// starting at each rune offset the header's columns start at, and no
+// starting at each terminal column the header's columns start at, and no
 // raw escape or control but newline reached out.
 func checkAligned(t *testing.T, out string) {
 	t.Helper()
@@ -38,10 +53,10 @@ func checkAligned(t *testing.T, out string) {
 		t.Fatalf("header %q: too few columns", lines[0])
 	}
 	for _, line := range lines[1:] {
-		r := []rune(line)
+		at := atColumns(line)
 		for _, k := range starts {
-			if k >= len(r) || r[k] == ' ' || r[k-1] != ' ' {
-				t.Errorf("column at rune %d does not start a cell in\n%s\nheader:\n%s", k, line, lines[0])
+			if r, ok := at[k]; !ok || r == ' ' || at[k-1] != ' ' {
+				t.Errorf("column %d does not start a cell in\n%s\nheader:\n%s", k, line, lines[0])
 				break
 			}
 		}
@@ -63,7 +78,7 @@ func hostileSummaries(now time.Time) []session.Summary {
 }
 
 // TestSessionsTableAlignsEscapedFields: the sessions table measures a
-// cell by what it prints (escaped text, runes), so fields holding escape
+// cell by what it prints (escaped text, terminal columns), so fields holding escape
 // sequences, controls, CJK and emoji keep every column in line, narrow
 // and wide.
 func TestSessionsTableAlignsEscapedFields(t *testing.T) {
