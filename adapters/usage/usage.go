@@ -17,17 +17,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"os"
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/jsonfault"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
@@ -288,7 +286,11 @@ func parseTable(b []byte) (*Table, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&t); err != nil {
-		return nil, jsonFault(b, err)
+		fe := jsonfault.Fault(b, err, "the table")
+		if jsonfault.UnknownMember(err) {
+			fe = fmt.Errorf("%w (want version, date, currency, unit, sources, models; a model's: source, date, input, output, cache_write, cache_read)", fe)
+		}
+		return nil, fe
 	}
 	if t.Models == nil {
 		t.Models = map[string]Price{}
@@ -331,36 +333,6 @@ var TableVersions = []int{1, 2}
 // a larger one is a mistake, not a price, and with it a cost could
 // overflow to +Inf, which JSON cannot carry.
 const MaxPrice = 1e6
-
-// jsonFault turns encoding/json's err on text b into an error that says
-// where (line and column, counted from 1, columns in bytes) and what.
-func jsonFault(b []byte, err error) error {
-	at := func(off int64) string {
-		off = min(max(off, 0), int64(len(b)))
-		line := 1 + bytes.Count(b[:off], []byte("\n"))
-		col := off - int64(bytes.LastIndexByte(b[:off], '\n'))
-		return fmt.Sprintf("line %d, column %d", line, col)
-	}
-	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return fmt.Errorf("not valid JSON at %s: %s", at(se.Offset-1), strings.TrimPrefix(se.Error(), "json: "))
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("not valid JSON at %s: the text ends before the table does", at(int64(len(bytes.TrimRight(b, " \t\r\n")))))
-	}
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		return fmt.Errorf("%s: %q is a JSON %s, want %s", at(te.Offset-1), te.Field, te.Value, te.Type)
-	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		where := ""
-		if key, uerr := strconv.Unquote(name); uerr == nil {
-			if i := bytes.Index(b, []byte(strconv.Quote(key))); i >= 0 {
-				where = at(int64(i)) + ": "
-			}
-		}
-		return fmt.Errorf("%sunknown member %s (want version, date, currency, unit, sources, models; a model's: source, date, input, output, cache_write, cache_read)", where, name)
-	}
-	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
-}
 
 // DateOf returns the day model's price was read from its source: its
 // entry's own date, else the table's.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/jsonfault"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/worker"
 )
@@ -73,7 +73,7 @@ func readCreds(path string) (creds, error) {
 		return c, fmt.Errorf("credentials %s: cannot read it: %w", path, err)
 	}
 	if err := json.Unmarshal(b, &c); err != nil {
-		return c, fmt.Errorf("credentials %s: %s", path, jsonFault(b, err))
+		return c, fmt.Errorf("credentials %s: %w", path, jsonfault.Fault(b, err, "the credentials"))
 	}
 	if c.User == "" || c.Password == "" {
 		return c, fmt.Errorf("credentials %s: no \"user\" or no \"password\": want {\"user\", \"password\", \"role\"}", path)
@@ -85,27 +85,6 @@ func readCreds(path string) (creds, error) {
 		return c, fmt.Errorf("credentials %s: %w", path, err)
 	}
 	return c, nil
-}
-
-// jsonFault says where in JSON text b encoding/json's err lies and what
-// it is: "not valid JSON at line L, column C: …" for a syntax error (C
-// is the offending byte), "line L, column C: "field" is a JSON number,
-// want string" for a member of the wrong type (C is the value's last
-// byte). Lines and columns count from 1, columns in bytes.
-func jsonFault(b []byte, err error) string {
-	at := func(off int64) string {
-		off = min(max(off, 0), int64(len(b)))
-		line := 1 + bytes.Count(b[:off], []byte("\n"))
-		col := off - int64(bytes.LastIndexByte(b[:off], '\n'))
-		return fmt.Sprintf("line %d, column %d", line, col)
-	}
-	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return fmt.Sprintf("not valid JSON at %s: %s", at(se.Offset-1), strings.TrimPrefix(se.Error(), "json: "))
-	}
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		return fmt.Sprintf("%s: %q is a JSON %s, want %s", at(te.Offset-1), te.Field, te.Value, te.Type)
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
 func writeCreds(path string, c creds) error {
