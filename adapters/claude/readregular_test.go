@@ -5,9 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/adapters/internal/specialtest"
 )
 
 // TestReadRegular: a small regular file is read whole; a FIFO with no
@@ -21,9 +22,7 @@ func TestReadRegular(t *testing.T) {
 		t.Fatal(err)
 	}
 	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	specialtest.Make(t, fifo, "")
 	big := filepath.Join(dir, "big")
 	if err := os.WriteFile(big, make([]byte, 65), 0o600); err != nil {
 		t.Fatal(err)

@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/internal/specialtest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -19,14 +19,8 @@ import (
 // transcript, without blocking on the open or reading without end.
 func TestReadLines_NotRegular(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "f.jsonl")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	zero := filepath.Join(dir, "z.jsonl")
-	if err := os.Symlink("/dev/zero", zero); err != nil {
-		t.Fatal(err)
-	}
+	fifo, zero := filepath.Join(dir, "f.jsonl"), filepath.Join(dir, "z.jsonl")
+	specialtest.Make(t, fifo, zero)
 	for _, c := range []struct{ path, what string }{{fifo, "a FIFO"}, {zero, "a character device"}, {dir, "a directory"}} {
 		done := make(chan struct{})
 		go func() {
@@ -103,13 +97,8 @@ func TestWatch_SpecialFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	fifo := filepath.Join(x, "f1f00001-0000-4000-8000-000000000001.jsonl")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	zero := filepath.Join(x, "f1f00002-0000-4000-8000-000000000002.jsonl")
-	if err := os.Symlink("/dev/zero", zero); err != nil {
-		t.Fatal(err)
-	}
+	specialtest.Make(t, fifo, zero)
 	eventually(t, "the FIFO reported", func() bool { return rep.has(fifo + ": not a regular file (a FIFO)") })
 	eventually(t, "the /dev/zero link reported", func() bool { return rep.has(zero + ": not a regular file (a character device)") })
 

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/internal/specialtest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -57,13 +57,8 @@ func TestWatch_SpecialFiles(t *testing.T) {
 	// Let the watcher start before the files appear: inotify sees them.
 	time.Sleep(100 * time.Millisecond)
 	fifo := filepath.Join(day, "rollout-2026-05-23T18-00-00-"+tid2+".jsonl")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	zero := filepath.Join(day, "rollout-2026-05-23T18-00-01-019e55eb-cdbc-78a1-84a6-c98c8e34a496.jsonl")
-	if err := os.Symlink("/dev/zero", zero); err != nil {
-		t.Fatal(err)
-	}
+	specialtest.Make(t, fifo, zero)
 	waitFor("both reported", func() bool {
 		return count(fifo+": not a regular file (a FIFO)") == 1 && count(zero+": not a regular file (a character device)") == 1
 	})

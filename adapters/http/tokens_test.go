@@ -5,11 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/internal/specialtest"
 )
 
 // TestLoadTokens_NotRegular: a tokens file that is a FIFO with no writer
@@ -18,14 +18,8 @@ import (
 // a missing one is written and then read back.
 func TestLoadTokens_NotRegular(t *testing.T) {
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo.json")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	zero := filepath.Join(dir, "zero.json")
-	if err := os.Symlink("/dev/zero", zero); err != nil {
-		t.Fatal(err)
-	}
+	fifo, zero := filepath.Join(dir, "fifo.json"), filepath.Join(dir, "zero.json")
+	specialtest.Make(t, fifo, zero)
 	for _, p := range []string{fifo, zero} {
 		done := make(chan error, 1)
 		go func() { _, err := LoadTokens(p); done <- err }()
