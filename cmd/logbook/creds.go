@@ -256,19 +256,66 @@ func physicalPath(p string) string {
 	return filepath.Join(physicalPath(trimmed[:i+1]), trimmed[i+1:])
 }
 
+// checkOut refuses creds issue's --out path when it exists and is not a
+// regular file (a symlink is neither followed nor replaced; a FIFO or a
+// device is never opened), or is a regular file and force is false. A
+// path that does not exist passes.
+func checkOut(out string, force bool) error {
+	st, err := os.Lstat(out)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
+			err = pe.Err
+		}
+		return fmt.Errorf("--out %s: %w", out, err)
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("--out %s: %s, not a regular file; --out writes a new file (or, with --force, replaces a regular one): to pipe the credentials, leave out --out and they go to standard output", out, fileKind(st.Mode()))
+	case !force:
+		return fmt.Errorf("--out %s: the file exists; pass --force to replace it", out)
+	}
+	return nil
+}
+
+// fileKind names the type of a file of mode m, with its article: "a
+// symbolic link", "a FIFO", "a directory"...
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "a regular file"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a special file"
+}
+
 func credsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "creds",
 		Short: "Credentials of the data dir's server, one per role",
 	}
 	var role, out string
+	var force bool
 	issue := &cobra.Command{
-		Use:   "issue --role reader|worker|writer|admin [--out FILE]",
+		Use:   "issue --role reader|worker|writer|admin [--out FILE [--force]]",
 		Short: "Write a credentials file for another tool or host",
 		Long: `issue writes the credentials of a role on the data dir's server to FILE
 (0600; default: standard output), with the URL of the running server if
 one runs. Pass it with --creds FILE or LOGBOOK_CREDS=FILE, so no password
-appears in a command line.
+appears in a command line. FILE must not exist yet, or be a regular file
+and --force given: a symlink, a FIFO, a device or a directory there is
+refused (to pipe the credentials, leave out --out).
 
   reader  reads the stream (consumers, gets); appends nothing
   worker  runs commands: command and session events, output, its buckets
@@ -288,11 +335,16 @@ server accepts only when started with serve --admin-creds FILE.`,
 			if err != nil {
 				return err
 			}
+			if r == natslog.RoleAdmin && out != "" && writesInto(out, string(dd)) {
+				return fmt.Errorf("--out %s: admin credentials stay out of the data dir %s", out, dd)
+			}
+			if out != "" {
+				if err := checkOut(out, force); err != nil {
+					return err
+				}
+			}
 			var c creds
 			if r == natslog.RoleAdmin {
-				if out != "" && writesInto(out, string(dd)) {
-					return fmt.Errorf("--out %s: admin credentials stay out of the data dir %s", out, dd)
-				}
 				c, _ = adminCredentials("")
 			} else if c, err = dd.roleCredentials(r); err != nil {
 				return err
@@ -303,15 +355,27 @@ server accepts only when started with serve --admin-creds FILE.`,
 			if out == "" {
 				return writeJSON(g.stdout, c)
 			}
-			if err := writeCreds(out, c); err != nil {
-				return fmt.Errorf("--out: %w", err)
+			b, _ := json.MarshalIndent(c, "", "  ")
+			write := writeFileNew
+			if force {
+				write = writeFileAtomic
+			}
+			switch err := write(out, append(b, '\n'), 0o600); {
+			case errors.Is(err, fs.ErrExist):
+				return fmt.Errorf("--out %s: the file exists; pass --force to replace it", out)
+			case err != nil:
+				if pe, ok := errors.AsType[*fs.PathError](err); ok {
+					err = pe.Err
+				}
+				return fmt.Errorf("--out %s: %w", out, err)
 			}
 			fmt.Fprintf(g.stderr, "logbook creds: %s credentials in %s\n", r, out)
 			return nil
 		},
 	}
 	issue.Flags().StringVar(&role, "role", "", "reader, worker, writer or admin")
-	issue.Flags().StringVar(&out, "out", "", "file to write (0600); default standard output")
+	issue.Flags().StringVar(&out, "out", "", "new file to write (0600); default standard output")
+	issue.Flags().BoolVar(&force, "force", false, "replace the regular file --out names if it exists")
 	_ = issue.MarkFlagRequired("role")
 	cmd.AddCommand(issue, credsClusterCmd(g))
 	return cmd

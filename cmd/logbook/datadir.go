@@ -177,28 +177,8 @@ func (d dataDir) writeServeInfo(si serveInfo) error {
 // file gets mode exactly (the umask does not narrow it). path must not
 // be a symlink: the rename replaces the link itself.
 func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
-	tmp := path + ".tmp-" + strconv.Itoa(os.Getpid())
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	tmp, err := writeTemp(path, b, mode)
 	if err != nil {
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -206,4 +186,50 @@ func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
 		return err
 	}
 	return nil
+}
+
+// writeFileNew is writeFileAtomic for a path that must not exist: the
+// synced temporary file is hard-linked to path, which fails with an
+// error matching fs.ErrExist if anything is there (a symlink is not
+// followed), then removed. Where the file system has no hard links, a
+// rename is used once path is seen to be absent.
+func writeFileNew(path string, b []byte, mode os.FileMode) error {
+	tmp, err := writeTemp(path, b, mode)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	err = os.Link(tmp, path)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if _, lerr := os.Lstat(path); !errors.Is(lerr, fs.ErrNotExist) {
+		return fs.ErrExist
+	}
+	return os.Rename(tmp, path)
+}
+
+// writeTemp writes b, synced, to a new temporary file beside path with
+// mode exactly and returns its name; on error no temporary file is left.
+func writeTemp(path string, b []byte, mode os.FileMode) (string, error) {
+	tmp := path + ".tmp-" + strconv.Itoa(os.Getpid())
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return "", err
+	}
+	err = f.Chmod(mode)
+	if err == nil {
+		_, err = f.Write(b)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
 }
