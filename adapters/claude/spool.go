@@ -51,6 +51,10 @@ type Entry struct {
 	Verdict *LocalVerdict
 }
 
+// LocalRule is the DecidedBy name of a LocalVerdict: the hook failed
+// closed, with no server (or no logbook program) to ask.
+const LocalRule = "local policy: fail closed"
+
 // LocalVerdict is a gate verdict a hook gave by itself, without a
 // server: the fail-closed deny of `hook claude --gate` when no server
 // could be asked. Its JSON form is the spool's <ID>.verdict file.

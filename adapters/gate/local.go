@@ -12,7 +12,7 @@ import (
 
 // LocalRule is the DecidedBy name of the verdict a gated hook gives on
 // its own, with no server to ask: it fails closed (FailClosed).
-const LocalRule = "local policy: fail closed"
+const LocalRule = claude.LocalRule
 
 // LocalVerdict is the spool's record of FailClosed(why) given at time at
 // with the hook's budget: what `hook claude --gate` keeps beside a payload

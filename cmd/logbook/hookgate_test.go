@@ -123,6 +123,21 @@ func TestLogbookHook_NoLogbook(t *testing.T) {
 		t.Fatalf("exit %d, answer %s", code, out)
 	}
 	denyReason(t, out)
+	// Both calls are kept in the spool with the verdict the hook gave, for
+	// serve to record (gatelocal.txtar shows serve recording such a pair).
+	for _, ext := range []string{".json", ".verdict"} {
+		kept, _ := filepath.Glob(filepath.Join(data, "spool", "*"+ext))
+		if len(kept) != 2 {
+			t.Fatalf("spool holds %v, want the two gated calls' %s files", kept, ext)
+		}
+		for _, k := range kept {
+			b, _ := os.ReadFile(k)
+			if ext == ".verdict" && !strings.Contains(string(b), `"decided_by":{"kind":"hook","name":"local policy: fail closed"}`) {
+				t.Errorf("%s: %s", k, b)
+			}
+			os.Remove(k)
+		}
+	}
 
 	// A gated hook on an event the gate does not answer gives no deny:
 	// it records the event itself, as logbook-hook claude does.

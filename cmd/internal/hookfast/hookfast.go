@@ -36,6 +36,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/redact"
+	"github.com/logbook-dev/logbook/events"
 )
 
 // The wire shapes of the API this package speaks, as adapters/api
@@ -244,7 +245,8 @@ func deliver(ctx context.Context, dir string, req hookRequest) error {
 //
 // When logbook cannot be run (not beside this binary, not on $PATH), the
 // hook still keeps its promises: a gated call (--gate among args) is
-// answered deny, exit 0, and a refused payload is kept aside, redacted, in
+// answered deny, exit 0, and kept in the spool with that verdict for serve
+// to record (keepDenied); a refused payload is kept aside, redacted, in
 // the spool's rejected/ folder, exit 1. A gated call whose logbook ends
 // without an answer (killed, say) is answered deny too.
 func handOver(args []string, payload []byte, stderr io.Writer, logbook string, refused error) int {
@@ -277,6 +279,12 @@ func handOver(args []string, payload []byte, stderr io.Writer, logbook string, r
 			why = "the gate hook could not find the logbook program (beside logbook-hook, or on $PATH), which decides gated calls; install logbook beside logbook-hook or wire `logbook hook claude --gate`"
 		}
 		fmt.Fprintf(stderr, "logbook-hook --gate: deny: %s\n", why)
+		if refused == nil && !exited {
+			// logbook never started, so nothing was kept of the call.
+			if err := keepDenied(args, payload, why); err != nil {
+				fmt.Fprintf(stderr, "logbook-hook --gate: the call is not recorded: %v\n", err)
+			}
+		}
 		os.Stdout.Write(FailClosedAnswer(event, why))
 		return 0
 	}
@@ -297,6 +305,53 @@ func handOver(args []string, payload []byte, stderr io.Writer, logbook string, r
 		}
 	}
 	return 1
+}
+
+// keepDenied keeps a gated call that the hook denied on its own, with no
+// logbook program to decide it, in the data dir's spool beside that
+// verdict (claude.Spool.PutVerdict, then PutAs), as `logbook hook claude
+// --gate` keeps one it denies with no server: serve records the call and
+// its review, decided by the hook, when it delivers the entry. args are
+// the hook's arguments (their --data names the data dir).
+func keepDenied(args []string, payload []byte, why string) error {
+	prepared, err := claude.PrepareHook(payload)
+	if err != nil {
+		return err
+	}
+	dir, err := dataDir(dataFlag(args))
+	if err != nil {
+		return err
+	}
+	sp, err := claude.Open(filepath.Join(dir, "spool"))
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
+	id := ulid.Make().String()
+	v := claude.LocalVerdict{
+		Verdict: events.VerdictDeny, Outcome: events.ReviewUnavailable, Reason: why,
+		By: events.DecidedBy{Kind: events.DecidedByHook, Name: claude.LocalRule},
+		At: time.Now().UTC().Truncate(time.Microsecond),
+	}
+	if err := sp.PutVerdict(id, v); err != nil {
+		return err
+	}
+	return sp.PutAs(id, prepared, agent)
+}
+
+// dataFlag returns the value of the --data flag among args ("" when
+// absent), in either spelling, wherever it stands.
+func dataFlag(args []string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--data="); ok {
+			return v
+		}
+		if a == "--data" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 // findLogbook returns the logbook program beside this binary (its own
