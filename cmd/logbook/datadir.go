@@ -69,12 +69,35 @@ func resolveDataDir(flag string) (dataDir, error) {
 	return dataDir(abs), nil
 }
 
+// ensure creates the data dir (0700) if absent. A data dir that exists
+// and belongs to another user is refused (ownerError) before anything in
+// it is created or changed: root would otherwise take it over and
+// tighten it. Every command that opens the data dir (lock, roleCredentials)
+// comes through here.
 func (d dataDir) ensure() error {
+	if st, err := os.Stat(string(d)); err == nil {
+		if err := d.ownerError(st); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(string(d), 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	return nil
 }
+
+// ownerError returns an error naming the owner and the fix when st, the
+// data dir's own stat, says it belongs to a uid other than the process's
+// real uid; nil when it is the user's own. doctor applies the same rule.
+func (d dataDir) ownerError(st fs.FileInfo) error {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
+		return fmt.Errorf("data dir %s belongs to uid %d, not you (uid %d): %s", d, sys.Uid, os.Getuid(), ownerFix)
+	}
+	return nil
+}
+
+// ownerFix is what to do about a data dir of another user's.
+const ownerFix = "run as its owner, or use a data dir of your own (--data)"
 
 // tighten takes group and other permissions away from the data dir and
 // everything in it: directories 0700, files 0600 at most (an owner's x

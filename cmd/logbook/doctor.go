@@ -174,9 +174,10 @@ func checkDataDir(dd dataDir) doctorCheck {
 		c.Status, c.Detail, c.Fix = checkFail, fmt.Sprintf("%s is not a directory", dd), "move it aside, or set --data to a directory"
 		return c
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
+	if dd.ownerError(st) != nil {
+		sys := st.Sys().(*syscall.Stat_t)
 		c.Status, c.Detail = checkFail, fmt.Sprintf("%s belongs to uid %d, not you (uid %d)", dd, sys.Uid, os.Getuid())
-		c.Fix = "run as its owner, or use a data dir of your own (--data)"
+		c.Fix = ownerFix
 		return c
 	}
 	if perm := st.Mode().Perm(); perm&0o077 != 0 {
