@@ -97,7 +97,8 @@ func hookFieldKind(name string) string {
 //	other events        none, and a Problems entry "unknown hook event"
 //
 // Errors are *HookError values: ErrInvalidUTF8, ErrSyntax or ErrNotObject
-// for a payload that is not a JSON object; ErrTooDeep or ErrTooManyKeys
+// for a payload that is not a JSON object; ErrDuplicateKey for one whose
+// top-level object names a member twice; ErrTooDeep or ErrTooManyKeys
 // for one over MaxHookDepth or MaxHookKeys; ErrMissingField when
 // hook_event_name or session_id is absent or empty; events.ErrMalformed
 // (naming the field) when session_id, or agent_id if set, is not a valid

@@ -59,7 +59,8 @@ type span struct{ from, to int }
 // pass. long > 0 records every string longer than long bytes as written
 // (its decoded text is at most as long). Errors: ErrInvalidUTF8 or
 // ErrSyntax naming the byte, as encoding/json words the syntax error;
-// ErrTooDeep; ErrTooManyKeys; ErrNotObject for well-formed JSON that is
+// ErrTooDeep; ErrTooManyKeys; ErrDuplicateKey naming a top-level member
+// given twice; ErrNotObject for well-formed JSON that is
 // not an object.
 func scanHook(b []byte, long int) (*hookScan, error) {
 	if i := invalidUTF8(b); i >= 0 {
@@ -172,6 +173,10 @@ func (s *hookScan) object(depth int) bool {
 		if top {
 			name, ok := s.name(k)
 			if !ok {
+				return false
+			}
+			if _, dup := s.top[name]; dup {
+				s.limit = fmt.Errorf("%w %q at byte %d: the object names it more than once", ErrDuplicateKey, name, k.from)
 				return false
 			}
 			s.top[name] = s.b[from:s.i:s.i]

@@ -139,6 +139,9 @@ func TestScanHook_AgreesWithEncodingJSON(t *testing.T) {
 			}
 			n++
 			s, err := scanHook(b, 0)
+			if errors.Is(err, ErrDuplicateKey) {
+				continue // encoding/json keeps the last; TestScanHook_DuplicateKey
+			}
 			m, _, werr := decodeObject(b)
 			if (err == nil) != (werr == nil) {
 				t.Fatalf("%q: scan %v, encoding/json %v", b, err, werr)
@@ -155,6 +158,28 @@ func TestScanHook_AgreesWithEncodingJSON(t *testing.T) {
 		}
 	}
 	t.Logf("%d inputs", n)
+}
+
+// TestScanHook_DuplicateKey: a top-level member named twice, as written
+// or through an escape, is refused naming it, before any later fault;
+// the same name in nested objects is not a duplicate.
+func TestScanHook_DuplicateKey(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"session_id":"s1","session_id":"s2","hook_event_name":"Stop"}`, `duplicate key "session_id" at byte 19`},
+		{`{"session_id":"s1","hook_event_name":"Stop","hook_\u0065vent_name":"X"}`, `duplicate key "hook_event_name" at byte 44`},
+		{`{"a":1,"a":2,`, `duplicate key "a" at byte 7`},
+	} {
+		_, err := scanHook([]byte(c.in), 0)
+		if !errors.Is(err, ErrDuplicateKey) || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %s", c.in, err, c.want)
+		}
+		if err := CheckHook([]byte(c.in)); !errors.Is(err, ErrDuplicateKey) {
+			t.Errorf("CheckHook(%s): %v", c.in, err)
+		}
+	}
+	if _, err := scanHook([]byte(`{"a":{"a":1,"b":{"a":2}},"b":[{"a":1},{"a":1}]}`), 0); err != nil {
+		t.Errorf("nested names: %v", err)
+	}
 }
 
 // TestPrepareHook_Hostile: hostile payloads are refused at once with an

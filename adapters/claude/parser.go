@@ -91,6 +91,10 @@ var (
 	ErrInvalidUTF8 = errors.New("invalid UTF-8")
 	// ErrNotObject reports well-formed JSON that is not an object.
 	ErrNotObject = errors.New("not a JSON object")
+	// ErrDuplicateKey reports a payload whose top-level object names one
+	// member twice: a reader keeps one value and the raw text holds both,
+	// so the payload is refused rather than read either way.
+	ErrDuplicateKey = errors.New("duplicate key")
 	// ErrMissingField reports a hook payload without a required field.
 	ErrMissingField = errors.New("missing field")
 	// ErrFieldType reports a hook payload field of the wrong JSON type.
@@ -196,8 +200,8 @@ func (e *LineError) Error() string {
 func (e *LineError) Unwrap() error { return e.Err }
 
 // HookError reports a hook payload that could not be used. It wraps
-// ErrSyntax, ErrInvalidUTF8, ErrNotObject, ErrTooDeep, ErrTooManyKeys,
-// ErrTooLarge, ErrMissingField, ErrFieldType, ErrFieldTooLong,
+// ErrSyntax, ErrInvalidUTF8, ErrNotObject, ErrDuplicateKey, ErrTooDeep,
+// ErrTooManyKeys, ErrTooLarge, ErrMissingField, ErrFieldType, ErrFieldTooLong,
 // ErrSecretID or events.ErrMalformed.
 type HookError struct {
 	Event string // hook_event_name, if it could be read

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -712,6 +713,9 @@ func parseNotify(b []byte) (events.Observation, error) {
 	if err != nil {
 		return o, &NotifyError{Err: err}
 	}
+	if k, dup := jsonx.DuplicateKey(b, false); dup {
+		return o, &NotifyError{Err: fmt.Errorf("%w %q: the payload names it more than once", claude.ErrDuplicateKey, k)}
+	}
 	var probs []string
 	t := objectOf(top, &probs)
 	for _, f := range []string{"type", "thread-id"} {
@@ -754,7 +758,8 @@ func parseNotify(b []byte) (events.Observation, error) {
 
 // NotifyError reports a notify payload that could not be used. It wraps
 // claude.ErrSyntax, claude.ErrInvalidUTF8, claude.ErrNotObject,
-// claude.ErrMissingField, claude.ErrFieldType or claude.ErrSecretID (a
+// claude.ErrDuplicateKey (a member named twice in one object, at any
+// depth), claude.ErrMissingField, claude.ErrFieldType or claude.ErrSecretID (a
 // thread-id or turn-id that a redaction rule matches).
 type NotifyError struct {
 	Field string // the offending field, if any

@@ -43,3 +43,28 @@ func TestErrors_NoGoInternalText(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicateKeys: a body naming a field twice, at any depth and in
+// any case (encoding/json would keep the last), is refused with 400
+// naming the key, and nothing is appended.
+func TestDuplicateKeys(t *testing.T) {
+	e := newEnv(t)
+	e.waitSeq(e.prompt(sid(1), "p1"))
+	last, _ := e.log.LastSeq(t.Context())
+	for _, c := range []struct{ path, body, key string }{
+		{"/v1/observations", `{"harness":"h","id":"x","session":"r1","kind":"k","signals":[{"kind":"prompt"}],"harness":"evil"}`, `\"harness\"`},
+		{"/v1/observations", `{"harness":"h","id":"x","session":"r1","kind":"k","signals":[{"kind":"prompt"}],"Harness":"evil"}`, `\"Harness\"`},
+		{"/v1/observations", `{"harness":"h","id":"x","session":"r1","kind":"k","meta":{"model":"a","model":"b"},"signals":[{"kind":"prompt"}]}`, `\"meta.model\"`},
+		{"/v1/observations", `{"harness":"h","id":"x","session":"r1","kind":"k","signals":[{"kind":"prompt","kind":"text"}]}`, `\"signals[0].kind\"`},
+		{"/v1/reviews/r1", `{"session":"` + sid(1) + `","verdict":"deny","verdict":"allow"}`, `\"verdict\"`},
+	} {
+		var ae apiError
+		e.do("POST", c.path, c.body, nil, 400, &ae)
+		if ae.Code != "bad_request" || !strings.Contains(ae.Error, "duplicate key "+strings.ReplaceAll(c.key, `\"`, `"`)) {
+			t.Errorf("%s %s: %+v, want bad_request naming %s", c.path, c.body, ae, c.key)
+		}
+	}
+	if now, _ := e.log.LastSeq(t.Context()); now != last {
+		t.Errorf("refused bodies appended: last seq %d → %d", last, now)
+	}
+}

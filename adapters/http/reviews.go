@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -139,7 +140,8 @@ func validName(s string, max int) bool {
 
 // decodeBody decodes r's JSON body into v: at most max bytes (else an
 // error wrapping errTooLarge), valid UTF-8 (as a hook payload must be),
-// no unknown fields, one value.
+// no unknown fields, no field given twice at any depth (names compared
+// regardless of case, as they match), one value.
 func decodeBody(r *http.Request, v any, max int64) error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, max+1))
 	if err != nil {
@@ -166,6 +168,10 @@ func decodeBody(r *http.Request, v any, max int64) error {
 	}
 	if dec.More() {
 		return fmt.Errorf("%w: body: trailing data after the JSON value", errBadRequest)
+	}
+	// Fields match names regardless of case, and the last of two wins.
+	if k, dup := jsonx.DuplicateKey(body, true); dup {
+		return fmt.Errorf("%w: body: duplicate key %q: a field may be given once (names compare regardless of case)", errBadRequest, k)
 	}
 	return nil
 }
