@@ -68,3 +68,38 @@ func TestDuplicateKeys(t *testing.T) {
 		t.Errorf("refused bodies appended: last seq %d → %d", last, now)
 	}
 }
+
+// TestObservations_ParentRefused: a parent the server would not record
+// is refused with 400 naming why, never dropped: the session itself, the
+// session's own subagent, and a parent other than the one a session
+// started with (a parent is set only at the start). The parent it
+// started with is taken again.
+func TestObservations_ParentRefused(t *testing.T) {
+	e := newEnv(t)
+	var rep observeReply
+	e.do("POST", "/v1/observations", `{"harness":"h","id":"o1","session":"A","kind":"k","signals":[{"kind":"session_start"}]}`, nil, 200, &rep)
+	e.do("POST", "/v1/observations", `{"harness":"h","id":"o2","session":"B","parent":"A","kind":"k","signals":[{"kind":"session_start"}]}`, nil, 200, &rep)
+	e.do("POST", "/v1/observations", `{"harness":"h","id":"o3","session":"C","kind":"k","signals":[{"kind":"session_start"}]}`, nil, 200, &rep)
+	e.waitSeq(rep.Last)
+	last, _ := e.log.LastSeq(t.Context())
+	for _, c := range []struct{ body, want string }{
+		{`{"harness":"h","id":"x1","session":"A","parent":"A","kind":"k","signals":[{"kind":"prompt"}]}`, `parent "A": a session cannot be its own parent`},
+		{`{"harness":"h","id":"x2","session":"N","parent":"N","kind":"k","signals":[{"kind":"session_start"}]}`, `parent "N": a session cannot be its own parent`},
+		{`{"harness":"h","id":"x3","session":"A","parent":"B","kind":"k","signals":[{"kind":"prompt"}]}`, `parent "B": session h-B is a subagent of h-A, so it cannot be its parent`},
+		{`{"harness":"h","id":"x4","session":"A","parent":"C","kind":"k","signals":[{"kind":"prompt"}]}`, `parent "C": session h-A started with no parent, and a parent is set only when a session starts`},
+		{`{"harness":"h","id":"x5","session":"B","parent":"C","kind":"k","signals":[{"kind":"prompt"}]}`, `parent "C": session h-B started with parent h-A, and a parent is set only when a session starts`},
+	} {
+		var ae apiError
+		e.do("POST", "/v1/observations", c.body, nil, 400, &ae)
+		if ae.Code != "bad_request" || !strings.Contains(ae.Error, c.want) {
+			t.Errorf("%s: %+v, want bad_request holding %s", c.body, ae, c.want)
+		}
+	}
+	if now, _ := e.log.LastSeq(t.Context()); now != last {
+		t.Errorf("refused observations appended: last seq %d → %d", last, now)
+	}
+	e.do("POST", "/v1/observations", `{"harness":"h","id":"o4","session":"B","parent":"A","kind":"k","signals":[{"kind":"prompt"}]}`, nil, 200, &rep)
+	if rep.Last == 0 {
+		t.Errorf("the parent B started with, again: %+v", rep)
+	}
+}

@@ -275,8 +275,15 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, err)
 			return
 		}
-		if !parent.Exists() {
+		switch {
+		case meta.SessionID == agg.ID:
+			s.fail(w, r, fmt.Errorf("%w: observation: parent %q: a session cannot be its own parent", errBadRequest, o.Parent))
+			return
+		case !parent.Exists():
 			s.fail(w, r, fmt.Errorf("%w: observation: parent %q: session %s does not exist: post an observation that starts it first", errBadRequest, o.Parent, meta.SessionID))
+			return
+		case parent.Parent == agg.ID:
+			s.fail(w, r, fmt.Errorf("%w: observation: parent %q: session %s is a subagent of %s, so it cannot be its parent", errBadRequest, o.Parent, meta.SessionID, agg.ID))
 			return
 		}
 	}
@@ -301,6 +308,15 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 		// reducer then decides nothing of (session.State.LateDuplicate).
 		if st.RecentKeys.Has(obs.Key) {
 			return nil, nil
+		}
+		// A parent is recorded when a session starts, never later: one
+		// that would not be applied is refused, not dropped.
+		if o.Parent != "" && st.Exists() && st.Parent != meta.SessionID {
+			was := "no parent"
+			if st.Parent != "" {
+				was = "parent " + st.Parent
+			}
+			return nil, fmt.Errorf("%w: observation: parent %q: session %s started with %s, and a parent is set only when a session starts", errBadRequest, o.Parent, agg.ID, was)
 		}
 		decs, err := session.Decide(st, session.Observe{Obs: env})
 		if err != nil {
