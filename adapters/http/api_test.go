@@ -288,6 +288,29 @@ func TestErrorsInOneShape(t *testing.T) {
 	if ae.Code != "not_found" || strings.Contains(ae.Error, "events:") {
 		t.Errorf("POST to an unknown path: %+v", ae)
 	}
+	// Every path under /v1/ that no endpoint has is the API's 404, never
+	// the board's page: a directory-like path, the prefix itself, a path
+	// that names a board file.
+	for _, p := range []string{"/v1/", "/v1", "/v1/sessions/", "/v1/nonexistent", "/v1/nonexistent/", "/v1/index.html", "/v1/sessions/x/y/"} {
+		for _, m := range []string{"GET", "HEAD"} {
+			ae = apiError{}
+			resp := e.do(m, p, "", nil, 404, nil)
+			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("%s %s: Content-Type %q, want the API's JSON 404", m, p, ct)
+			}
+			if m == "GET" {
+				e.do(m, p, "", nil, 404, &ae)
+				if ae.Code != "not_found" {
+					t.Errorf("%s %s: %+v, want not_found", m, p, ae)
+				}
+			}
+		}
+	}
+	// The board still answers its own paths.
+	resp := e.do("GET", "/", "", nil, 200, nil)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		t.Errorf("GET /: Content-Type %q", ct)
+	}
 }
 
 func TestGuard(t *testing.T) {

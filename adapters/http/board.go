@@ -18,14 +18,14 @@ var boardFiles embed.FS
 func (s *Server) board(w http.ResponseWriter, r *http.Request) {
 	sub, _ := fs.Sub(boardFiles, "board")
 	name := strings.TrimPrefix(r.URL.Path, "/")
+	if name == "v1" || strings.HasPrefix(name, "v1/") {
+		s.fail(w, r, errNotFound(r.URL.Path)) // the API's, not the board's
+		return
+	}
 	if name == "" || strings.HasSuffix(name, "/") {
 		name = "index.html"
 	}
 	if _, err := fs.Stat(sub, name); err != nil {
-		if strings.HasPrefix(name, "v1/") {
-			s.fail(w, r, errNotFound(r.URL.Path))
-			return
-		}
 		name = "index.html"
 	}
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")

@@ -163,11 +163,12 @@ func (s *Server) handle(method, path string, h http.HandlerFunc) {
 func (s *Server) Run(ctx context.Context) error { return s.hub.Run(ctx) }
 
 // Handler returns the server's HTTP handler. A method a path does not
-// take is answered 405 with Allow, and an API path no endpoint has 404,
-// both in the API's error shape (net/http's own answers are plain text).
+// take is answered 405 with Allow, and an API path no endpoint has (any
+// path under /v1/, "/v1/" and "/v1/sessions/" included) 404, both in the
+// API's error shape (net/http's own answers are plain text).
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		api := strings.HasPrefix(r.URL.Path, "/v1/")
+		api := strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/v1"
 		// The board's "GET /" answers every other GET path, but no API path.
 		routed := func(pattern string) bool { return pattern != "" && !(api && pattern == "GET /") }
 		_, pattern := s.mux.Handler(r)
@@ -183,7 +184,7 @@ func (s *Server) Handler() http.Handler {
 				allowed = append(allowed, m)
 			}
 		}
-		if len(allowed) == 0 && pattern != "" {
+		if len(allowed) == 0 && pattern != "" && !api {
 			s.mux.ServeHTTP(w, r) // the board answers an unknown path
 			return
 		}
