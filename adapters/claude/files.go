@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"iter"
@@ -21,6 +24,11 @@ import (
 // Claude Code lines holding images or large tool results run to a few MiB.
 const MaxLineBytes = 64 << 20
 
+// LongLineHead is how much of a line longer than MaxLineBytes ReadLines
+// keeps (Line.Head): 128 KiB, twice the default cap of an observation's
+// text, so the text kept is redacted with what follows it in view.
+const LongLineHead = 128 << 10
+
 // Line is one line of a transcript file.
 type Line struct {
 	N      int    // 1-based line number
@@ -32,6 +40,12 @@ type Line struct {
 	// 0; Size says how much of it was there. Import it when it is complete.
 	Torn bool
 	Size int // length of the line in bytes, without its terminator
+	// Head and Sum are set only for a line longer than MaxLineBytes,
+	// yielded with an error wrapping ErrLineTooLong (Bytes nil): its first
+	// bytes (at most LongLineHead) and the hex SHA-256 of the whole line
+	// without its terminator, hashed as it was read, never held whole.
+	Head []byte
+	Sum  string
 }
 
 // Cursor is where an import stopped: the last line imported (0: none) and
@@ -47,7 +61,9 @@ type Cursor struct {
 //
 // A last line without its newline is yielded once as a Line with Torn set
 // (and no Bytes), then the sequence ends. A line longer than MaxLineBytes
-// yields a *LineError wrapping ErrLineTooLong and reading goes on with the
+// yields a *LineError wrapping ErrLineTooLong, with the Line's Head, Sum
+// and Size set (it is read through, never held whole: at most
+// MaxLineBytes of it are in memory at once), and reading goes on with the
 // next line. An open or read error is yielded once, naming path, and ends
 // the sequence. Lines need not be valid JSON here: ParseLine judges them.
 // Each Line's Bytes is a fresh slice the caller may keep. Every range over
@@ -239,15 +255,36 @@ func readLines(ctx context.Context, path string, c Cursor, from, maxLine int, ma
 		}
 		r := bufio.NewReaderSize(ctxReader{ctx, io.LimitReader(f, limit)}, 64<<10)
 		n, off := c.Line, c.Offset
-		var buf []byte
-		size, long := 0, false
+		var (
+			buf  []byte
+			head []byte
+			sum  *lineHash // set once the line is known to be too long
+		)
+		size := 0
 		for {
 			chunk, err := r.ReadSlice('\n')
 			size += len(chunk)
-			if !long && n+1 > from {
-				buf = append(buf, chunk...)
-				if len(trimEOL(buf)) > maxLine {
-					long, buf = true, buf[:0]
+			if n+1 > from {
+				body := chunk
+				if err == nil {
+					body = body[:len(body)-1] // the newline
+				}
+				if sum != nil {
+					sum.Write(body)
+				} else {
+					buf = append(buf, chunk...)
+					if len(trimEOL(buf)) > maxLine {
+						// Too long to hold: keep its head, hash the rest
+						// as it goes by.
+						head = bytes.Clone(buf[:min(len(buf), LongLineHead)])
+						sum = newLineHash()
+						if err == nil {
+							sum.Write(buf[:len(buf)-1])
+						} else {
+							sum.Write(buf)
+						}
+						buf = buf[:0]
+					}
 				}
 			}
 			if errors.Is(err, bufio.ErrBufferFull) {
@@ -268,9 +305,9 @@ func readLines(ctx context.Context, path string, c Cursor, from, maxLine int, ma
 			if n > from {
 				var l Line
 				var lerr error
-				if long {
-					l = Line{N: n, Offset: off, End: end, Size: size - 1}
-					lerr = &LineError{Path: path, Line: n, Err: fmt.Errorf("%w: %d bytes, the limit is %d", ErrLineTooLong, size-1, maxLine)}
+				if sum != nil {
+					l = Line{N: n, Offset: off, End: end, Size: int(sum.n), Head: head, Sum: sum.hex()}
+					lerr = &LineError{Path: path, Line: n, Err: fmt.Errorf("%w: %d bytes, the limit is %d", ErrLineTooLong, sum.n, maxLine)}
 				} else {
 					b := trimEOL(buf)
 					l = Line{N: n, Offset: off, End: end, Bytes: bytes.Clone(b), Size: len(b)}
@@ -279,10 +316,43 @@ func readLines(ctx context.Context, path string, c Cursor, from, maxLine int, ma
 					return
 				}
 			}
-			off, buf, size, long = end, buf[:0], 0, false
+			off, buf, head, sum, size = end, buf[:0], nil, nil, 0
 		}
 	}
 }
+
+// lineHash is the SHA-256 of a line written to it in pieces, without its
+// newline: a "\r" that ends a piece is held back until more comes, so the
+// "\r" of a "\r\n" terminator is never hashed, as trimEOL drops it.
+type lineHash struct {
+	h  hash.Hash
+	cr bool  // a "\r" is held back
+	n  int64 // bytes hashed
+}
+
+func newLineHash() *lineHash { return &lineHash{h: sha256.New()} }
+
+// Write hashes p, holding back a "\r" it ends with.
+func (l *lineHash) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if l.cr {
+		l.h.Write([]byte{'\r'})
+		l.n++
+		l.cr = false
+	}
+	b := p
+	if b[len(b)-1] == '\r' {
+		b, l.cr = b[:len(b)-1], true
+	}
+	l.h.Write(b)
+	l.n += int64(len(b))
+	return len(p), nil
+}
+
+// hex returns the hex SHA-256 of what was written, a "\r" held back left out.
+func (l *lineHash) hex() string { return hex.EncodeToString(l.h.Sum(nil)) }
 
 // Transcript is one session transcript and its subagents' transcripts.
 type Transcript struct {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/logbook-dev/logbook/events"
 )
@@ -13,10 +14,14 @@ import (
 // LineFingerprint returns the fingerprint of a complete transcript line as
 // ReadLines or ReadFrom yield it: its number, offsets, and the SHA-256 of
 // its bytes without the newline (a "\r" before it excluded, a UTF-8 byte
-// order mark included). A torn line has no fingerprint (zero value).
+// order mark included); for a line too long to hold, the SHA-256 read in
+// passing (Line.Sum). A torn line has no fingerprint (zero value).
 func LineFingerprint(l Line) events.Fingerprint {
 	if l.Torn || l.End == 0 {
 		return events.Fingerprint{}
+	}
+	if l.Sum != "" {
+		return events.Fingerprint{Line: l.N, Offset: l.Offset, End: l.End, SHA256: l.Sum}
 	}
 	sum := sha256.Sum256(l.Bytes)
 	return events.Fingerprint{Line: l.N, Offset: l.Offset, End: l.End, SHA256: hex.EncodeToString(sum[:])}
@@ -43,29 +48,42 @@ func CheckFingerprint(path string, fp events.Fingerprint) (found events.Fingerpr
 	if fp.Line <= 0 || fp.End <= fp.Offset || fp.Offset < 0 {
 		return found, size, false, fmt.Errorf("check transcript %s: bad fingerprint %+v", path, fp)
 	}
-	if size >= fp.End && fp.End-fp.Offset <= MaxLineBytes+2 {
-		start := fp.Offset
-		if start > 0 {
-			start-- // the newline before the line
-		}
-		b := make([]byte, fp.End-start)
-		if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
+	if size >= fp.End {
+		same, err := holdsLine(f, fp)
+		if err != nil {
 			return found, size, false, fmt.Errorf("check transcript %s: %w", path, err)
 		}
-		if fp.Offset > 0 {
-			if b[0] != '\n' {
-				return lineAt(path, fp.Line, size)
-			}
-			b = b[1:]
-		}
-		if b[len(b)-1] == '\n' {
-			l := Line{N: fp.Line, Offset: fp.Offset, End: fp.End, Bytes: trimEOL(b)}
-			if LineFingerprint(l) == fp {
-				return fp, size, true, nil
-			}
+		if same {
+			return fp, size, true, nil
 		}
 	}
 	return lineAt(path, fp.Line, size)
+}
+
+// holdsLine reports whether f holds the line fp describes, with a newline
+// (or the file's start) before it; a line of any length is hashed as it
+// is read, never held whole.
+func holdsLine(f *os.File, fp events.Fingerprint) (bool, error) {
+	var b [1]byte
+	if fp.Offset > 0 {
+		if _, err := f.ReadAt(b[:], fp.Offset-1); err != nil {
+			return false, err
+		}
+		if b[0] != '\n' {
+			return false, nil
+		}
+	}
+	if _, err := f.ReadAt(b[:], fp.End-1); err != nil {
+		return false, err
+	}
+	if b[0] != '\n' {
+		return false, nil
+	}
+	h := newLineHash()
+	if _, err := io.Copy(h, io.NewSectionReader(f, fp.Offset, fp.End-1-fp.Offset)); err != nil {
+		return false, err
+	}
+	return h.hex() == fp.SHA256, nil
 }
 
 // lineAt returns the fingerprint of line n of the file at path as it is
@@ -74,9 +92,9 @@ func lineAt(path string, n int, size int64) (events.Fingerprint, int64, bool, er
 	var found events.Fingerprint
 	for l, err := range ReadLines(path, n-1) {
 		if err != nil {
-			if _, ok := errors.AsType[*LineError](err); ok && l.N == n {
-				// Too long to hold: its place is all we can say.
-				return events.Fingerprint{Line: n, Offset: l.Offset, End: l.End}, size, false, nil
+			if _, ok := errors.AsType[*LineError](err); ok && l.N == n && l.Sum != "" {
+				// Too long to hold, hashed in passing.
+				return LineFingerprint(l), size, false, nil
 			}
 			if _, ok := errors.AsType[*LineError](err); ok {
 				continue

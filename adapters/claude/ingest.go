@@ -505,9 +505,14 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		return res, lastFP, err
 	}
 	for l, err := range lines {
+		var long *LineError // a line too long to hold, read through
 		if err != nil {
-			err = flush(err)
-			return res, lastFP, err
+			if le, ok := errors.AsType[*LineError](err); ok && errors.Is(le, ErrLineTooLong) && l.Sum != "" {
+				long = le
+			} else {
+				err = flush(err)
+				return res, lastFP, err
+			}
 		}
 		if l.Torn {
 			res.Torn = true
@@ -517,9 +522,13 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		fp := LineFingerprint(l)
 		if l.N == 1 {
 			l.Bytes = bytes.TrimPrefix(l.Bytes, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
+			l.Head = bytes.TrimPrefix(l.Head, []byte("\xef\xbb\xbf"))
 		}
 		var o events.Observation
-		if len(bytes.TrimSpace(l.Bytes)) == 0 {
+		if long != nil {
+			o = oversized(src, path, l, long)
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%v (recorded without signals: its first %d bytes, its size and its SHA-256)", long, o.Cut.Kept))
+		} else if len(bytes.TrimSpace(l.Bytes)) == 0 {
 			// A blank line carries nothing, but it keeps its number.
 			o = events.Observation{Key: fmt.Sprintf("line:%d", l.N), Parser: src.Parser, Path: path, Line: l.N, Kind: "blank", Problems: []string{"blank line"}}
 		} else if o, err = src.Parse(path, l.N, l.Bytes); err != nil {
@@ -578,6 +587,21 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	}
 	err = flush(nil)
 	return res, lastFP, err
+}
+
+// oversized returns the observation of line l of the transcript at path,
+// too long to hold (lerr wraps ErrLineTooLong): kind "invalid", no
+// signals, the error in Problems, Raw the start of its head as src parses
+// a line that does not parse (redacted, cut to the cap), and Cut the whole
+// line's size and SHA-256, so the line keeps its number and the import
+// goes on past it.
+func oversized(src LineSource, path string, l Line, lerr *LineError) events.Observation {
+	p, _ := src.Parse(path, l.N, l.Head)
+	o := events.Observation{Key: p.Key, Parser: p.Parser, Path: path, Line: l.N, Kind: "invalid",
+		Problems: []string{fmt.Sprintf("line %d: %v; recorded without signals", l.N, lerr.Err)}}
+	o.Raw = p.Raw
+	o.Cut = &events.Cut{Size: int64(l.Size), SHA256: l.Sum, Kept: len(p.Raw)}
+	return o
 }
 
 // maxRunLines bounds the lines ImportFile decides together; each line
@@ -742,10 +766,12 @@ func (in *Ingester) firstDifference(ctx context.Context, agg events.Aggregate, p
 	var end int64
 	for l, err := range ReadLines(path, 0) {
 		if err != nil {
-			if _, ok := errors.AsType[*LineError](err); ok {
-				continue
+			if _, ok := errors.AsType[*LineError](err); !ok || l.Sum == "" {
+				if ok {
+					continue
+				}
+				return nil, err
 			}
-			return nil, err
 		}
 		if l.Torn || l.N > last {
 			break

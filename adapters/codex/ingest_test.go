@@ -314,7 +314,7 @@ func TestImport_BadInput(t *testing.T) {
 			t.Fatalf("cut %+v raw %d signals %+v", o.Cut, len(o.Raw), o.Signals)
 		}
 	})
-	t.Run("a line over the line cap is an error naming it", func(t *testing.T) {
+	t.Run("a line over the line cap is recorded cut, warned of, and the import goes on", func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("writes 64 MiB")
 		}
@@ -335,9 +335,14 @@ func TestImport_BadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.Close()
-		_, err = in.ImportFile(ctx, path, nil)
-		if !errors.Is(err, claude.ErrLineTooLong) || !strings.Contains(err.Error(), ":2") {
-			t.Fatalf("err = %v", err)
+		write(t, path, turnStart(3, "t1"))
+		r, err := in.ImportFile(ctx, path, nil)
+		if err != nil || r.Lines != 3 || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], ":2: line too long") {
+			t.Fatalf("import: %+v, %v", r, err)
+		}
+		o := observations(t, l, tid)[1]
+		if o.Line != 2 || o.Kind != "invalid" || o.Cut == nil || o.Cut.Size != claude.MaxLineBytes+1 || o.Cut.SHA256 == "" || len(o.Signals) != 0 {
+			t.Fatalf("line 2: line %d, kind %q, cut %+v, signals %v", o.Line, o.Kind, o.Cut, o.Signals)
 		}
 	})
 }

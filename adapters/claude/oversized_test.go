@@ -1,0 +1,116 @@
+package claude
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// writeOversized appends to path a user line whose tool result's stdout
+// holds size bytes, longer than MaxLineBytes when size is, written a MiB
+// at a time, and returns the line's length and SHA-256 (without its
+// newline).
+func writeOversized(t *testing.T, path string, size int) (int64, string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	var n int64
+	put := func(s string) {
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+		h.Write([]byte(s))
+		n += int64(len(s))
+	}
+	put(`{"type":"user","uuid":"u2","parentUuid":"u1","sessionId":"s-1","timestamp":"2026-04-24T19:19:01.000Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"big"}]},"toolUseResult":{"stdout":"`)
+	chunk := strings.Repeat("x", 1<<20)
+	for left := size; left > 0; left -= len(chunk) {
+		put(chunk[:min(left, len(chunk))])
+	}
+	put(`"}}`)
+	if _, err := f.WriteString("\n"); err != nil {
+		t.Fatal(err)
+	}
+	return n, hex.EncodeToString(h.Sum(nil))
+}
+
+// TestImportFile_OversizedLine imports a transcript with a line over
+// MaxLineBytes: the line is recorded cut, with its size and SHA-256, the
+// lines after it are imported, and importing again appends nothing.
+func TestImportFile_OversizedLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and reads an 80 MiB line")
+	}
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s-1.jsonl")
+	agg, _ := SessionAggregate("s-1", "")
+	ctx := t.Context()
+
+	writeLines(t, path, fxUser("u1", "", "hi"))
+	size, sum := writeOversized(t, path, 80<<20)
+	// The long line is the file's last: it is imported, and importing
+	// again finds the file unchanged (its fingerprint holds).
+	r, err := in.ImportFile(ctx, path, agg, nil)
+	if err != nil || r.Appended != 2 || r.Lines != 2 {
+		t.Fatalf("import: %+v, %v; want 2 lines", r, err)
+	}
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "s-1.jsonl:2: line too long") {
+		t.Errorf("warnings %q, want one naming line 2", r.Warnings)
+	}
+	r, err = in.ImportFile(ctx, path, agg, nil)
+	if err != nil || r.Appended != 0 || r.Skipped != 2 {
+		t.Fatalf("import again: %+v, %v; want nothing new", r, err)
+	}
+	writeLines(t, path, fxAssistant("a3", "u2", "done"), fxUser("u4", "a3", "next"))
+	r, err = in.ImportFile(ctx, path, agg, nil)
+	if err != nil || r.Appended != 2 || r.Lines != 4 {
+		t.Fatalf("import of the lines after it: %+v, %v; want 2 more", r, err)
+	}
+	r, err = in.ImportFile(ctx, path, agg, nil)
+	if err != nil || r.Appended != 0 || r.Lines != 4 {
+		t.Fatalf("import again: %+v, %v; want nothing new", r, err)
+	}
+
+	recs, _, err := l.Load(ctx, agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []int
+	for _, rec := range recs {
+		o, ok := events.Observed(rec.Data)
+		if !ok || o.Line == 0 {
+			continue
+		}
+		lines = append(lines, o.Line)
+		if o.Line != 2 {
+			continue
+		}
+		if o.Kind != "invalid" || len(o.Signals) != 0 || len(o.Problems) != 1 || !strings.Contains(o.Problems[0], "line too long") {
+			t.Errorf("line 2: kind %q, signals %v, problems %q", o.Kind, o.Signals, o.Problems)
+		}
+		if o.Cut == nil || o.Cut.Size != size || o.Cut.SHA256 != sum || o.Cut.Kept != len(o.Raw) || len(o.Raw) == 0 || len(o.Raw) > 64<<10 {
+			t.Errorf("line 2: cut %+v, raw %d bytes; want size %d, sha256 %s", o.Cut, len(o.Raw), size, sum)
+		}
+		if !strings.HasPrefix(o.Raw, `{"type":"user","uuid":"u2"`) {
+			t.Errorf("line 2: raw starts %.40q", o.Raw)
+		}
+		if o.Fingerprint == nil || o.Fingerprint.SHA256 != sum || o.Fingerprint.End-o.Fingerprint.Offset != size+1 {
+			t.Errorf("line 2: fingerprint %+v", o.Fingerprint)
+		}
+	}
+	if want := []int{1, 2, 3, 4}; !slices.Equal(lines, want) {
+		t.Errorf("lines observed %v, want %v", lines, want)
+	}
+}
