@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -199,13 +200,20 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 		return err
 	}
 	var unreadable, found []string // found files whose first line cannot be read: errors, paths
+	// Transcripts with no line to import yet (empty, or blank lines only),
+	// and what they hold. Each is imported all the same: one that held
+	// lines imported before was cut, and its import reports that as any
+	// truncation; for the others the import appends nothing, and they are
+	// noted as skipped.
+	yet := map[string]string{}
 	ts = slices.DeleteFunc(ts, func(t claude.Transcript) bool {
 		if t.Path == "" {
 			return false
 		}
 		if st, err := os.Stat(t.Path); err == nil && len(t.Subagents) == 0 {
-			if _, none := nothingYet(t.Path, st.Size()); none {
-				return true // a named one has its note; a found one waits for its lines
+			if what, none := nothingYet(t.Path, st.Size()); none {
+				yet[t.Path] = what
+				return false
 			}
 		}
 		ok, why := claude.LooksLikeTranscript(t.Path)
@@ -218,6 +226,14 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 	})
 	for _, t := range ts {
 		found = append(found, t.Path)
+	}
+	// Named ones are noted after their import, under the name given.
+	given := map[string]string{}
+	for _, p := range paths {
+		if _, ok := yet[filepath.Clean(p)]; ok {
+			given[filepath.Clean(p)] = p
+			skipped = slices.DeleteFunc(skipped, func(n string) bool { return strings.HasPrefix(n, p+": ") })
+		}
 	}
 	skipped = append(skipped, emptyDirs(paths, found, "Claude Code transcripts (.jsonl files)")...)
 	b, err := openBackend(ctx, g)
@@ -258,7 +274,8 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 	var (
 		mu       sync.Mutex
 		sum      importSummary
-		diverged int // files that changed under Logbook
+		diverged int      // files that changed under Logbook
+		nothing  []string // notes of transcripts with nothing to import yet
 		wg       sync.WaitGroup
 	)
 	work := make(chan claude.Transcript)
@@ -269,6 +286,10 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 			for t := range work {
 				rs, err := ing.ImportTranscript(ctx, t, func(string, int) { prog.line() })
 				mu.Lock()
+				if what, ok := yet[t.Path]; ok && err == nil && len(rs) == 1 && rs[0].Appended == 0 && rs[0].Lines == 0 && len(rs[0].Warnings) == 0 {
+					nothing = append(nothing, fmt.Sprintf("%s: %s, nothing to import yet", cmp.Or(given[t.Path], t.Path), what))
+					rs = nil
+				}
 				for _, r := range rs {
 					sum.Files = append(sum.Files, newImportFile(r))
 					sum.Appended += r.Appended
@@ -297,7 +318,8 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 	if err := index.Save(); err != nil {
 		fmt.Fprintf(g.stderr, "warning: %v; the next import reads every file's session again\n", err)
 	}
-	sum.NotTranscripts = skipped
+	slices.Sort(nothing)
+	sum.NotTranscripts = append(nothing, skipped...)
 	sum.Errors = append(sum.Errors, unreadable...)
 	if sum.Files == nil {
 		sum.Files = []importFile{}
