@@ -591,13 +591,15 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 
 // oversized returns the observation of line l of the transcript at path,
 // too long to hold (lerr wraps ErrLineTooLong): kind "invalid", no
-// signals, the error in Problems, Raw the start of its head as src parses
-// a line that does not parse (redacted, cut to the cap), and Cut the whole
+// signals, the error in Problems, the agent src names (Meta.Agent), Raw
+// the start of its head as src parses a line that does not parse
+// (redacted, cut to the cap), and Cut the whole
 // line's size and SHA-256, so the line keeps its number and the import
 // goes on past it.
 func oversized(src LineSource, path string, l Line, lerr *LineError) events.Observation {
 	p, _ := src.Parse(path, l.N, l.Head)
 	o := events.Observation{Key: p.Key, Parser: p.Parser, Path: path, Line: l.N, Kind: "invalid",
+		Meta:     events.Meta{Agent: p.Meta.Agent},
 		Problems: []string{fmt.Sprintf("line %d: %v; recorded without signals", l.N, lerr.Err)}}
 	o.Raw = p.Raw
 	o.Cut = &events.Cut{Size: int64(l.Size), SHA256: l.Sum, Kept: len(p.Raw)}

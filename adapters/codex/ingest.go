@@ -144,6 +144,10 @@ func (in *Ingester) rebuild(path string, upto int) FileState {
 		return st
 	}
 	for l, err := range claude.ReadLines(path, 0) {
+		if errors.Is(err, claude.ErrLineTooLong) && l.N <= upto {
+			st.Line = l.N // recorded without signals: it changes nothing
+			continue
+		}
 		if err != nil || l.Torn || l.N > upto {
 			break
 		}

@@ -341,8 +341,18 @@ func TestImport_BadInput(t *testing.T) {
 			t.Fatalf("import: %+v, %v", r, err)
 		}
 		o := observations(t, l, tid)[1]
-		if o.Line != 2 || o.Kind != "invalid" || o.Cut == nil || o.Cut.Size != claude.MaxLineBytes+1 || o.Cut.SHA256 == "" || len(o.Signals) != 0 {
+		if o.Line != 2 || o.Kind != "invalid" || o.Meta.Agent != Agent || o.Cut == nil || o.Cut.Size != claude.MaxLineBytes+1 || o.Cut.SHA256 == "" || len(o.Signals) != 0 {
 			t.Fatalf("line 2: line %d, kind %q, cut %+v, signals %v", o.Line, o.Kind, o.Cut, o.Signals)
+		}
+		// Another process reads the rollout's state up to its cursor past
+		// the long line, and goes on after it.
+		write(t, path, userMsg(4, "next"))
+		r, err = newIngester(t, l, false).ImportFile(ctx, path, nil)
+		if err != nil || r.Appended != 1 || r.Lines != 4 {
+			t.Fatalf("import by another process: %+v, %v", r, err)
+		}
+		if o := observations(t, l, tid)[3]; o.Line != 4 || len(o.Signals) != 1 || o.Signals[0].Kind != events.SigPrompt {
+			t.Fatalf("line 4: line %d, signals %+v", o.Line, o.Signals)
 		}
 	})
 }
