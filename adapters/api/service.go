@@ -65,16 +65,19 @@ type Config struct {
 	Host     string
 	SpoolDir string
 	PartSize int
+	// Private lists directories (the data dir) whose files are never
+	// read as transcripts (claude.IngestConfig.Private).
+	Private []string
 }
 
 // NewService returns a Service over cfg; it fails when the ingester or
 // the spool cannot be opened.
 func NewService(cfg Config) (*Service, error) {
-	ing, err := claude.NewIngester(claude.IngestConfig{Log: cfg.Log, Reg: cfg.Reg, Parser: cfg.Parser, Host: cfg.Host})
+	ing, err := claude.NewIngester(claude.IngestConfig{Log: cfg.Log, Reg: cfg.Reg, Parser: cfg.Parser, Host: cfg.Host, Private: cfg.Private})
 	if err != nil {
 		return nil, err
 	}
-	cx, err := codex.NewIngester(codex.IngestConfig{Log: cfg.Log, Reg: cfg.Reg, Parser: codex.NewParserFrom(cfg.Parser), Host: cfg.Host})
+	cx, err := codex.NewIngester(codex.IngestConfig{Log: cfg.Log, Reg: cfg.Reg, Parser: codex.NewParserFrom(cfg.Parser), Host: cfg.Host, Private: cfg.Private})
 	if err != nil {
 		return nil, err
 	}

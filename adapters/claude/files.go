@@ -86,6 +86,57 @@ func ReadFrom(path string, c Cursor) iter.Seq2[Line, error] {
 // through a symlink. Such a file is never opened for reading.
 var ErrNotRegular = errors.New("not a regular file")
 
+// ErrPrivate marks a transcript path that leads, through symlinks or a
+// second name of a directory, to a file inside a directory no transcript
+// is read from: Logbook's data dir, which holds credentials.
+var ErrPrivate = errors.New("points into the data dir")
+
+// CheckPrivate returns an error wrapping ErrPrivate, naming path as
+// given, when the file path names (symlinks followed) lies inside one of
+// dirs: its resolved path is under a dir's resolved path, or one of its
+// resolved parents is the same directory (device and inode) as a dir,
+// which catches a bind mount. A path that cannot be resolved passes (its
+// read reports why), as do dirs that do not exist.
+func CheckPrivate(path string, dirs []string) error {
+	if len(dirs) == 0 {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return nil
+	}
+	for _, d := range dirs {
+		dst, err := os.Stat(d)
+		if err != nil {
+			continue
+		}
+		rd, err := filepath.EvalSymlinks(d)
+		if err == nil {
+			rd, err = filepath.Abs(rd)
+		}
+		inside := false
+		if err == nil {
+			rel, err := filepath.Rel(rd, real)
+			inside = err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+		}
+		for p := filepath.Dir(real); !inside; p = filepath.Dir(p) {
+			if st, err := os.Stat(p); err == nil && os.SameFile(st, dst) {
+				inside = true
+			}
+			if p == filepath.Dir(p) {
+				break
+			}
+		}
+		if inside {
+			return fmt.Errorf("%s: %w %s (it resolves to %s); no file there is read as a transcript", path, ErrPrivate, d, real)
+		}
+	}
+	return nil
+}
+
 // OpenRegular opens the file at path (symlinks followed) for reading,
 // only if it is a regular file, and returns it with its size in bytes at
 // that moment; the caller closes it. It never blocks on a FIFO and never

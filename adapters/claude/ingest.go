@@ -29,6 +29,9 @@ type Ingester struct {
 	skip   bool
 	asNew  bool
 	index  *SkipIndex
+	// private lists the directories no transcript is read from
+	// (IngestConfig.Private).
+	private []string
 	// parsing holds a token per ImportFile call reading and parsing
 	// lines now (IngestConfig.Parsers); nil: no bound.
 	parsing chan struct{}
@@ -65,6 +68,11 @@ type IngestConfig struct {
 	// group commit merges them into fewer atomic batches, while others
 	// parse. 0: no bound.
 	Parsers int
+	// Private lists directories (the data dir) whose files are never
+	// read as transcripts: ImportFile refuses a path that leads into one
+	// (CheckPrivate) before it reads or appends anything, and Watch
+	// reports such a path once and never opens it.
+	Private []string
 }
 
 // NewIngester returns an Ingester appending to cfg.Log.
@@ -100,6 +108,7 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 		skip:    cfg.SkipInvalid,
 		asNew:   cfg.AsNew,
 		index:   cfg.Skip,
+		private: cfg.Private,
 		x: &events.Executor[session.State]{
 			Log: cfg.Log, Reg: cfg.Reg, Init: session.Init, Evolve: session.Evolve,
 			IDs: cfg.IDs, Host: cfg.Host, Actor: cmpOr(cfg.Actor, "claude-code"),
@@ -354,9 +363,12 @@ func (in *Ingester) claudeLines() LineSource {
 // by src: the same per-file cursor, fingerprints, torn-line wait, line
 // errors and --skip-invalid.
 func (in *Ingester) ImportFileFrom(ctx context.Context, path string, agg events.Aggregate, src LineSource, progress func(line int)) (FileResult, error) {
+	if err := CheckPrivate(path, in.private); err != nil {
+		return FileResult{Path: path, Session: agg.ID}, err
+	}
 	if in.index == nil {
 		res, _, err := in.importFileAt(ctx, path, agg, src, progress)
-		return res, err
+		return asGiven(path, res, err)
 	}
 	if e, ok := in.index.unchanged(path, agg); ok {
 		return FileResult{Path: path, Session: e.Session, Skipped: e.Fingerprint.Line, Lines: e.Fingerprint.Line}, nil
@@ -367,8 +379,38 @@ func (in *Ingester) ImportFileFrom(ctx context.Context, path string, agg events.
 	} else {
 		in.index.record(path, agg, res.Session, fp)
 	}
+	return asGiven(path, res, err)
+}
+
+// asGiven names path as the caller gave it in res's warnings and in
+// err, where importFileAt named the file by its real path (a symlinked
+// transcript's cursor is kept under its target's path).
+func asGiven(path string, res FileResult, err error) (FileResult, error) {
+	real := realPath(path)
+	if real == path {
+		return res, err
+	}
+	for i, w := range res.Warnings {
+		res.Warnings[i] = strings.ReplaceAll(w, real, path)
+	}
+	if err != nil {
+		err = &givenPathError{given: path, real: real, err: err}
+	}
 	return res, err
 }
+
+// givenPathError is err with the file's real path in its text replaced
+// by the path as given; it unwraps to err.
+type givenPathError struct {
+	given, real string
+	err         error
+}
+
+func (e *givenPathError) Error() string {
+	return strings.ReplaceAll(e.err.Error(), e.real, e.given)
+}
+
+func (e *givenPathError) Unwrap() error { return e.err }
 
 // importFileAt is ImportFileFrom without the index; it also returns the
 // fingerprint of the last line of the file now in the log (zero if none).

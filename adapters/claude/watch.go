@@ -280,6 +280,14 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 		w.cfg.Report(fmt.Sprintf("%v; it is not read, other transcripts are still followed", notRegular(name, st.Mode())))
 		return
 	}
+	if err := CheckPrivate(name, w.in.private); err != nil {
+		if seen && f.special && f.dev == dev && f.ino == ino {
+			return
+		}
+		w.files[name] = &watched{dev: dev, ino: ino, size: size, special: true}
+		w.cfg.Report(fmt.Sprintf("%v; it is not read, other transcripts are still followed", err))
+		return
+	}
 	if seen && f.special {
 		delete(w.files, name)
 		f, seen = nil, false
@@ -330,12 +338,12 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 		res, err = w.in.ImportTranscript(ctx, t, nil)
 	}
 	f.dev, f.ino, f.size = dev, ino, size
-	if d, ok := errors.AsType[*DivergedError](err); ok {
+	if _, ok := errors.AsType[*DivergedError](err); ok {
 		f.diverged = true
 		if changed == "" {
 			changed = "changed"
 		}
-		w.cfg.Report(fmt.Sprintf("%s %s; its lines are not imported again as new ones, and it is followed no more: %v", name, changed, d))
+		w.cfg.Report(fmt.Sprintf("%s %s; its lines are not imported again as new ones, and it is followed no more: %v", name, changed, err))
 		return
 	}
 	if err != nil {

@@ -42,6 +42,9 @@ type IngestConfig struct {
 	Clock       events.Clock
 	Host        string
 	SkipInvalid bool
+	// Private lists directories (the data dir) whose files are never
+	// read as rollouts (claude.IngestConfig.Private).
+	Private []string
 }
 
 // NewIngester returns an Ingester appending to cfg.Log.
@@ -55,7 +58,7 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 	}
 	base, err := claude.NewIngester(claude.IngestConfig{
 		Log: cfg.Log, Reg: cfg.Reg, IDs: cfg.IDs, Clock: cfg.Clock, Host: cfg.Host,
-		SkipInvalid: cfg.SkipInvalid, Actor: Agent,
+		SkipInvalid: cfg.SkipInvalid, Actor: Agent, Private: cfg.Private,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("codex ingester: %w", err)

@@ -266,7 +266,7 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 	if workers < 1 {
 		workers = 1
 	}
-	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Parser: parser, Host: host, SkipInvalid: skipInvalid, AsNew: asNew, Skip: index, Parsers: workers})
+	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Parser: parser, Host: host, SkipInvalid: skipInvalid, AsNew: asNew, Skip: index, Parsers: workers, Private: []string{string(b.dd)}})
 	if err != nil {
 		return err
 	}

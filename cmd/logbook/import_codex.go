@@ -80,7 +80,7 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 	if err != nil {
 		return err
 	}
-	ing, err := codex.NewIngester(codex.IngestConfig{Log: b.log, Reg: b.reg, Parser: codex.NewParserFrom(cp), Host: host, SkipInvalid: skipInvalid})
+	ing, err := codex.NewIngester(codex.IngestConfig{Log: b.log, Reg: b.reg, Parser: codex.NewParserFrom(cp), Host: host, SkipInvalid: skipInvalid, Private: []string{string(b.dd)}})
 	if err != nil {
 		return err
 	}
