@@ -734,7 +734,9 @@ func parseNotify(b []byte) (events.Observation, error) {
 		return o, &NotifyError{Field: "thread-id", Err: claude.ErrMissingField}
 	}
 	if err := events.ValidID(o.Meta.SessionID); err != nil {
-		return o, &NotifyError{Field: "thread-id", Err: fmt.Errorf("%w: %v", claude.ErrFieldType, err)}
+		// A string of the right type whose characters cannot name the
+		// session: said as the claude hook says it of session_id.
+		return o, &NotifyError{Field: "thread-id", Err: err}
 	}
 	o.Meta.Cwd = t.str("cwd")
 	turn := t.str("turn-id")
@@ -759,8 +761,10 @@ func parseNotify(b []byte) (events.Observation, error) {
 // NotifyError reports a notify payload that could not be used. It wraps
 // claude.ErrSyntax, claude.ErrInvalidUTF8, claude.ErrNotObject,
 // claude.ErrDuplicateKey (a member named twice in one object, at any
-// depth), claude.ErrMissingField, claude.ErrFieldType or claude.ErrSecretID (a
-// thread-id or turn-id that a redaction rule matches).
+// depth), claude.ErrMissingField, claude.ErrFieldType, events.ErrMalformed
+// (a thread-id that cannot name a session: a byte outside [A-Za-z0-9_-],
+// or over events.MaxIDLen bytes) or claude.ErrSecretID (a thread-id or
+// turn-id that a redaction rule matches).
 type NotifyError struct {
 	Field string // the offending field, if any
 	Err   error
