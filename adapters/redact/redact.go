@@ -504,7 +504,8 @@ func asciiLower(s string) string {
 // runs to its closing quote (or the end of the line); a bare one to the
 // next space, quote, backslash, ',', ';' or '&'. So "password=hunter22",
 // "DB_PASSWORD: hunter22" and "\"api_key\": \"abcd 1234\"" are redacted;
-// "max_tokens=5", "the password is" and "token: 42" are not.
+// "max_tokens=5", "the password is", "token: 42" and a path's last part
+// ("/etc/passwd": …) are not.
 func redactAssignments(s, lower, repl string) string {
 	type span struct{ from, to int }
 	var spans []span
@@ -516,6 +517,9 @@ func redactAssignments(s, lower, repl string) string {
 			}
 			j := i + k + len(key)
 			i = j
+			if pathPart(lower, j-len(key)) {
+				continue // "/etc/passwd": a file, not a key
+			}
 			if v, w, ok := assignedValue(s, j); ok {
 				spans = append(spans, span{v, w})
 				i = w
@@ -538,6 +542,23 @@ func redactAssignments(s, lower, repl string) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// pathPart reports whether the key ending found at lower[at:] is the
+// last part of a path: the name it ends (letters, digits, '_' and '-'
+// before it) follows a '/'. A key is a name, never a path, so that
+// `open "/etc/passwd": no such file` and `/run/secrets/token: denied`
+// keep their words, while DB_PASSWORD=…, "api_key": … and
+// spring.datasource.password=… are assignments still.
+func pathPart(lower string, at int) bool {
+	for at > 0 {
+		c := lower[at-1]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return c == '/'
+		}
+		at--
+	}
+	return false
 }
 
 // assignedValue reads what follows a secret key at s[j:]: an optional

@@ -191,3 +191,22 @@ func TestRedact_Idempotent(t *testing.T) {
 		}
 	}
 }
+
+// TestRedact_PathNotKey: a path whose last part ends like a secret key
+// ("/etc/passwd") is not an assignment, so a message quoting it keeps its
+// words; the assignments around it are redacted still.
+func TestRedact_PathNotKey(t *testing.T) {
+	r := redact.Default()
+	for in, want := range map[string]string{
+		`refused: not found: start "/etc/passwd": sandbox: command not found`: `refused: not found: start "/etc/passwd": sandbox: command not found`,
+		`open /run/secrets/db_token: permission denied`:                       `open /run/secrets/db_token: permission denied`,
+		`DB_PASSWORD=hunter22 "/etc/passwd": sandbox`:                         `DB_PASSWORD=[REDACTED:assignment] "/etc/passwd": sandbox`,
+		`"passwd": "hunter22"`:                                                `"passwd": "[REDACTED:assignment]"`,
+		`spring.datasource.password=hunter22`:                                 `spring.datasource.password=[REDACTED:assignment]`,
+		`--db-password=hunter22`:                                              `--db-password=[REDACTED:assignment]`,
+	} {
+		if got := r.Redact(in); got != want {
+			t.Errorf("Redact(%q)\n got %q\nwant %q", in, got, want)
+		}
+	}
+}
