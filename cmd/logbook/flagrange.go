@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -45,6 +46,63 @@ func bound(fs *pflag.FlagSet, name string, lo, hi int64) {
 	}
 }
 
+// durRangeAnnotation is the pflag annotation a duration flag's range is
+// kept in: its least and greatest value (Go durations), and "off" when 0
+// (never) is taken besides.
+const durRangeAnnotation = "logbook/duration-range"
+
+// boundDuration documents and enforces lo to hi as the range of fs's
+// duration flag name, as bound does for counts: its help gains " (1s to
+// 24h)", or " (0 (never), or 1s to 24h)" when off lets 0 mean never, and a value
+// given outside it is a usage error naming the flag, the value and the
+// range (checkRanges). It panics when fs has no flag name.
+func boundDuration(fs *pflag.FlagSet, name string, lo, hi time.Duration, off bool) {
+	f := fs.Lookup(name)
+	if f == nil {
+		panic("boundDuration: no flag --" + name)
+	}
+	vals := []string{lo.String(), hi.String()}
+	if off {
+		vals = append(vals, "off")
+	}
+	f.Usage += " (" + durRangeText(lo, hi, off) + ")"
+	if err := fs.SetAnnotation(name, durRangeAnnotation, vals); err != nil {
+		panic(err)
+	}
+}
+
+// durRangeText says a duration range: "1s to 24h", "0 (never), or 1s
+// to 24h".
+func durRangeText(lo, hi time.Duration, off bool) string {
+	short := func(d time.Duration) string {
+		s := d.String()
+		if strings.HasSuffix(s, "m0s") {
+			s = strings.TrimSuffix(s, "0s")
+		}
+		if strings.HasSuffix(s, "h0m") {
+			s = strings.TrimSuffix(s, "0m")
+		}
+		return s
+	}
+	r := short(lo) + " to " + short(hi)
+	if off {
+		r = "0 (never), or " + r
+	}
+	return r
+}
+
+// flagDurRange returns the range boundDuration gave f, and whether it
+// has one.
+func flagDurRange(f *pflag.Flag) (lo, hi time.Duration, off, ok bool) {
+	r := f.Annotations[durRangeAnnotation]
+	if len(r) < 2 {
+		return 0, 0, false, false
+	}
+	lo, err1 := time.ParseDuration(r[0])
+	hi, err2 := time.ParseDuration(r[1])
+	return lo, hi, len(r) == 3 && r[2] == "off", err1 == nil && err2 == nil
+}
+
 // flagRange returns the range bound gave f, and whether it has one.
 func flagRange(f *pflag.Flag) (lo, hi int64, ok bool) {
 	r := f.Annotations[rangeAnnotation]
@@ -62,8 +120,18 @@ func flagRange(f *pflag.Flag) (lo, hi int64, ok bool) {
 func checkRanges(cmd *cobra.Command) error {
 	var err error
 	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if err != nil {
+			return
+		}
+		if lo, hi, off, ok := flagDurRange(f); ok {
+			d, perr := time.ParseDuration(f.Value.String())
+			if perr != nil || !(off && d == 0 || lo <= d && d <= hi) {
+				err = usageErrorf("--%s %s: want %s", f.Name, f.Value.String(), durRangeText(lo, hi, off))
+			}
+			return
+		}
 		lo, hi, ok := flagRange(f)
-		if !ok || err != nil {
+		if !ok {
 			return
 		}
 		val := f.Value.String()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -24,8 +25,9 @@ var unbounded = map[string]string{
 
 // TestFlagRanges walks every command's flags: each count or size flag
 // (a whole number or a list of them) has a range, said in its help, or
-// is listed in unbounded with why; a value just past either end of a
-// range is a usage error (exit 2) naming the flag, the value and the
+// is listed in unbounded with why; a duration flag with a range says it
+// in its help; a value just past either end of a range (for a duration,
+// 1ns and a negative one too) is a usage error (exit 2) naming the flag, the value and the
 // range, before anything runs (the context is cancelled, the data dir
 // is new and must stay absent).
 func TestFlagRanges(t *testing.T) {
@@ -38,6 +40,25 @@ func TestFlagRanges(t *testing.T) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if lo, hi, off, ok := flagDurRange(f); ok {
+				bounded++
+				name := c.CommandPath() + " --" + f.Name
+				want := durRangeText(lo, hi, off)
+				if !strings.Contains(f.Usage, "("+want+")") {
+					t.Errorf("%s: help %q does not say its range (%s)", name, f.Usage, want)
+				}
+				path := strings.Fields(c.CommandPath())[1:]
+				for _, d := range []time.Duration{lo - time.Nanosecond, time.Nanosecond, hi + time.Nanosecond, -time.Second} {
+					if d == 0 || lo <= d && d <= hi {
+						continue
+					}
+					err := runWithArgs(ctx, append(append([]string{"--data", data}, path...), "--"+f.Name, d.String()))
+					if exitCode(err) != codeUsage || err == nil || !strings.Contains(err.Error(), fmt.Sprintf("--%s %s: want %s", f.Name, d, want)) {
+						t.Errorf("%s %s: exit %d, %v; want exit 2 and --%s %s: want %s", name, d, exitCode(err), err, f.Name, d, want)
+					}
+				}
+				return
+			}
 			switch f.Value.Type() {
 			case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "intSlice", "int32Slice", "int64Slice", "uintSlice":
 			default:

@@ -229,9 +229,19 @@ type liveFlags struct {
 	watch          []string
 }
 
+// The range of --reconcile-every besides 0 (never): a pass reads every
+// live session and probes agent processes, so one more often than
+// minReconcileEvery only burns CPU; one rarer than maxReconcileEvery
+// leaves a gone agent's session open for a day.
+const (
+	minReconcileEvery = 100 * time.Millisecond
+	maxReconcileEvery = 24 * time.Hour
+)
+
 func (f *liveFlags) register(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.abandonAfter, "abandon-after", 30*time.Minute, "mark the open entries of a session with no known agent process stale after this long with nothing observed (0: never)")
-	cmd.Flags().DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Second, "how often the reconciler checks agent processes and idle sessions (0: never)")
+	cmd.Flags().DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Second, "how often the reconciler checks agent processes and idle sessions")
+	boundDuration(cmd.Flags(), "reconcile-every", minReconcileEvery, maxReconcileEvery, true)
 	cmd.Flags().StringArrayVar(&f.watch, "watch", nil, "follow the transcripts under this directory as they are written: Claude Code's, such as ~/.claude/projects, or Codex CLI's rollouts, such as ~/.codex/sessions (repeatable)")
 }
 
@@ -242,8 +252,8 @@ func (f liveFlags) check() error {
 	if f.abandonAfter < 0 {
 		return usageErrorf("--abandon-after %v: want 0 or more", f.abandonAfter)
 	}
-	if f.reconcileEvery < 0 {
-		return usageErrorf("--reconcile-every %v: want 0 or more", f.reconcileEvery)
+	if f.reconcileEvery != 0 && (f.reconcileEvery < minReconcileEvery || f.reconcileEvery > maxReconcileEvery) {
+		return usageErrorf("--reconcile-every %v: want %s", f.reconcileEvery, durRangeText(minReconcileEvery, maxReconcileEvery, true))
 	}
 	for _, d := range f.watch {
 		st, err := os.Stat(d)
