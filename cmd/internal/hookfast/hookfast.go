@@ -65,11 +65,23 @@ const (
 // Main runs `logbook-hook args…` with the payload on stdin and returns
 // the exit code: 0 delivered or spooled, 1 a payload refused (by
 // `logbook hook claude`, which keeps it aside); a gated call (--gate) is
-// 0 with its answer on stdout, a deny when no verdict could be had. args are the arguments
+// 0 with its answer on stdout, a deny when no verdict could be had; 2
+// when args name no subcommand and stdin is not a terminal (the payload
+// is not delivered: NoSubcommandMessage); with a terminal, logbook's
+// help. args are the arguments
 // after the program name: "claude", optionally after "--data DIR".
 // logbook names the full binary to hand other cases to ("" finds
 // `logbook` beside this binary, then on $PATH).
 func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int {
+	if NoSubcommand(args) {
+		if !StdinIsTerminal(stdin) {
+			// A payload piped in would be dropped: say so, as a usage
+			// error, rather than print help and exit 0.
+			fmt.Fprintf(stderr, "logbook-hook: %s\n", NoSubcommandMessage)
+			return 2
+		}
+		return handOver(args, nil, stderr, logbook, nil) // its help
+	}
 	payload, err := io.ReadAll(io.LimitReader(stdin, maxPayload+1))
 	if err != nil {
 		fmt.Fprintf(stderr, "logbook-hook: read stdin: %v\n", err)
@@ -122,6 +134,38 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 		fmt.Fprintf(stderr, "logbook hook: kept in spool: %v\n", err)
 	}
 	return 0
+}
+
+// NoSubcommandMessage is what logbook-hook and `logbook hook` say, exit
+// 2, when they are run with a payload on stdin but no subcommand.
+const NoSubcommandMessage = "no subcommand: the payload on stdin was not delivered; name the agent that sends it: claude (Claude Code hooks) or codex (Codex CLI notify)"
+
+// NoSubcommand reports whether hook arguments args name no subcommand
+// (claude, codex, or any other word for logbook to judge) and ask for
+// no help: only flags, "--data DIR" among them, or nothing.
+func NoSubcommand(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-h" || a == "--help" || a == "--":
+			return false
+		case a == "--data" || a == "--nats-url" || a == "--creds":
+			i++ // its value
+		case !strings.HasPrefix(a, "-"):
+			return false
+		}
+	}
+	return true
+}
+
+// StdinIsTerminal reports whether stdin is a terminal (a character
+// device), where no payload is waiting; any other reader is not.
+func StdinIsTerminal(stdin io.Reader) bool {
+	f, ok := stdin.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // parseArgs accepts exactly "claude", "--data DIR claude" or
