@@ -132,14 +132,13 @@ func parseSessionQuery(r *http.Request, now time.Time) (sessionQuery, error) {
 		q.stale = d
 	}
 	if s := v.Get("since"); s != "" {
-		// As usage's since (7d, 12h, 30m, or a day in UTC), or an RFC 3339 time.
-		if t, err := usage.ParseSince(s, now, time.UTC); err == nil {
-			q.since = t
-		} else if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-			q.since = t
-		} else {
-			return q, fmt.Errorf("%w: since %q: want a duration such as 7d, 12h or 1h, a day such as 2026-05-23, or an RFC 3339 time", errBadRequest, s)
+		// As the command line reads it: 7d, 12h, 30m, a day in UTC, or an
+		// RFC 3339 time.
+		t, err := usage.ParseSince(s, now, time.UTC)
+		if err != nil {
+			return q, fmt.Errorf("%w: since %v", errBadRequest, err)
 		}
+		q.since = t
 	}
 	limit, err := intParam(v.Get("limit"), defaultLimit, 1, maxLimit, "limit")
 	if err != nil {

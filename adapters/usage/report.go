@@ -315,15 +315,24 @@ func LoadZone(tz string) (*time.Location, error) {
 // 100 years.
 const MaxSinceDays = 36500
 
-// ParseSince reads a since: a duration back from now (7d, 12h, 30m) or a
-// day (YYYY-MM-DD, midnight in loc). Its error names s but no flag or
-// parameter: the caller prefixes the name its user gave it. An empty s,
-// a negative duration, or one reaching further back than MaxSinceDays
-// days or before the year 1 is refused.
+// ParseSince reads a since: a duration back from now (7d, 12h, 30m), a
+// day (YYYY-MM-DD, midnight in loc) or an RFC 3339 time
+// (2026-12-01T08:00:00Z, 2026-12-01T09:00:00.5+01:00). It is the one
+// reader of a since for the command line and the HTTP API alike. Its
+// error names s but no flag or parameter: the caller prefixes the name
+// its user gave it. An empty s, a negative duration, or one reaching
+// further back than MaxSinceDays days or before the year 1 is refused.
 func ParseSince(s string, now time.Time, loc *time.Location) (time.Time, error) {
-	const want = "want a duration such as 7d, 12h or 30m, or a day such as 2026-05-23"
+	const want = "want a duration such as 7d, 12h or 30m, or a day such as 2026-05-23, or an RFC 3339 time such as 2026-12-01T08:00:00Z"
 	if s == "" {
 		return time.Time{}, fmt.Errorf("empty: %s", want)
+	}
+	if len(s) > len("2006-01-02") && s[len("2006-01-02")] == 'T' {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil || t.Year() < 1 {
+			return time.Time{}, fmt.Errorf("%q: %s", s, want)
+		}
+		return t, nil
 	}
 	if d, err := time.ParseInLocation("2006-01-02", s, loc); err == nil {
 		if d.Year() < 1 {

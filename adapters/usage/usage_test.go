@@ -228,13 +228,15 @@ func TestParseSinceAndZone(t *testing.T) {
 	}
 	for s, want := range map[string]time.Time{
 		"7d": now.AddDate(0, 0, -7), "12h": now.Add(-12 * time.Hour),
-		"2026-05-23": time.Date(2026, 5, 23, 0, 0, 0, 0, berlin),
+		"2026-05-23":                  time.Date(2026, 5, 23, 0, 0, 0, 0, berlin),
+		"2026-12-01T08:00:00Z":        time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC),
+		"2026-12-01T09:00:00.5+01:00": time.Date(2026, 12, 1, 8, 0, 0, 5e8, time.UTC),
 	} {
 		if got, err := ParseSince(s, now, berlin); err != nil || !got.Equal(want) {
 			t.Errorf("%s: %v %v, want %v", s, got, err, want)
 		}
 	}
-	for _, bad := range []string{"yesterday", "-3d", "-1h"} {
+	for _, bad := range []string{"yesterday", "-3d", "-1h", "2026-12-01T25:00:00Z", "2026-12-01T08:00:00", "2026-12-01Tx"} {
 		if _, err := ParseSince(bad, now, berlin); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("%s: err %v", bad, err)
 		}

@@ -55,7 +55,7 @@ is appended (through the running server).`,
 	fl.DurationVar(&f.older, "older", 30*time.Minute, "with --stale: how long nothing has been observed")
 	fl.IntVar(&f.limit, "limit", 0, "list at most this many sessions, the most recently active (0: all)")
 	bound(fl, "limit", 0, maxListed)
-	fl.StringVar(&f.since, "since", "", "only sessions active within this long (7d, 2h, 30m) or since this day (2026-05-23, UTC)")
+	fl.StringVar(&f.since, "since", "", "only sessions active within this long (7d, 2h, 30m), since this day (2026-05-23, UTC) or since this time (RFC 3339: 2026-12-01T08:00:00Z)")
 	fl.StringVar(&f.cwd, "cwd", "", "only sessions whose working directory is DIR or under it")
 	fl.BoolVar(&f.all, "all", false, "also list ended sessions last active over a day ago")
 	fl.BoolVar(&f.tree, "tree", false, "list subagents under their parent session")
