@@ -220,14 +220,21 @@ func (r Report) LimitColumns(now time.Time) (head []string, rows [][]string) {
 // WriteText writes r as `logbook usage` prints it: the table, the total
 // line, and the plan limits as of now when there are any.
 func (r Report) WriteText(w io.Writer, now time.Time) error {
-	table := func(head []string, rows [][]string) error {
+	return r.WriteTextTables(w, now, func(head []string, rows [][]string) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(head, "\t"))
 		for _, c := range rows {
 			fmt.Fprintln(tw, strings.Join(c, "\t"))
 		}
 		return tw.Flush()
-	}
+	})
+}
+
+// WriteTextTables writes what WriteText does, each of its tables (the
+// report's, then the plan limits') laid out by table, given the header
+// and the rows of cells as they come from the log: a terminal's printer
+// makes each cell safe and measures it as it is printed.
+func (r Report) WriteTextTables(w io.Writer, now time.Time, table func(head []string, rows [][]string) error) error {
 	if err := table(r.Columns()); err != nil {
 		return err
 	}

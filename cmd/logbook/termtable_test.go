@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/reducers/command"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
@@ -115,5 +116,34 @@ func TestCommandsTableAlignsEscapedFields(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkAligned(t, buf.String())
+	}
+}
+
+// TestUsageTableAlignsEscapedFields: the usage tables, by session, model
+// and project, measure a cell as sessions does (escaped, in terminal
+// columns), so a model or cwd holding escape sequences and controls keeps
+// every column in line.
+func TestUsageTableAlignsEscapedFields(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	h := now.Add(-time.Hour).Truncate(time.Hour)
+	ss := []session.State{
+		{ID: "01PLAINPLAINPLAIN000000000", Cwd: "/src/app", Usage: []session.UsageBucket{{Model: "opus", Hour: h, Input: 10, Output: 20, Calls: 1}}},
+		{ID: "01EVILEVILEVIL000000000000", Cwd: "/src/\x1b[2Jevil\x07x", Usage: []session.UsageBucket{{Model: "\x1b[31mx\x07y", Hour: h, Input: 1000, Output: 2, Calls: 1}}},
+		{ID: "01CJK日本語CJK000000000000", Cwd: "/ホーム/プロジェクト", Usage: []session.UsageBucket{{Model: "m\u202eodel\tz", Hour: h, Input: 5, Calls: 1}}},
+	}
+	for _, by := range []string{usage.BySession, usage.ByModel, usage.ByProject} {
+		rep, err := usage.NewReport(ss, usage.Query{By: by, Loc: time.UTC}, usage.Shipped(), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := termPrint(&buf, func(w io.Writer) error { return writeUsage(w, rep, now) }); err != nil {
+			t.Fatal(err)
+		}
+		table, _, _ := strings.Cut(buf.String(), "\n\n")
+		checkAligned(t, table+"\n")
+		if by == usage.ByModel && !strings.Contains(table, `x\x07y`) {
+			t.Errorf("by %s: controls not shown escaped:\n%s", by, buf.String())
+		}
 	}
 }

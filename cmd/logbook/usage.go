@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"strings"
 	"time"
 	_ "time/tzdata" // --tz names resolve on hosts without a zoneinfo database
 
@@ -77,7 +79,25 @@ func runUsage(cmd *cobra.Command, g *globals, by, since, sess, tz string) error 
 		if g.json {
 			return writeJSON(g.stdout, rep)
 		}
-		return termPrint(g.stdout, func(w io.Writer) error { return rep.WriteText(w, time.Now()) })
+		return termPrint(g.stdout, func(w io.Writer) error { return writeUsage(w, rep, time.Now()) })
+	})
+}
+
+// writeUsage prints rep's text as sessions does its tables: each cell
+// made safe for a terminal (cell) and measured as printed (newTable), so
+// a model or project holding escape sequences or controls keeps the
+// columns in line.
+func writeUsage(w io.Writer, rep usage.Report, now time.Time) error {
+	return rep.WriteTextTables(w, now, func(head []string, rows [][]string) error {
+		tw := newTable(w)
+		for _, r := range append([][]string{head}, rows...) {
+			cells := make([]string, len(r))
+			for i, c := range r {
+				cells[i] = cell(c)
+			}
+			fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		}
+		return tw.Flush()
 	})
 }
 
