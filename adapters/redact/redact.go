@@ -505,7 +505,7 @@ func asciiLower(s string) string {
 // next space, quote, backslash, ',', ';' or '&'. So "password=hunter22",
 // "DB_PASSWORD: hunter22" and "\"api_key\": \"abcd 1234\"" are redacted;
 // "max_tokens=5", "the password is", "token: 42" and a path's last part
-// ("/etc/passwd": …) are not.
+// before a colon ("/etc/passwd": …) are not.
 func redactAssignments(s, lower, repl string) string {
 	type span struct{ from, to int }
 	var spans []span
@@ -517,8 +517,8 @@ func redactAssignments(s, lower, repl string) string {
 			}
 			j := i + k + len(key)
 			i = j
-			if pathPart(lower, j-len(key)) {
-				continue // "/etc/passwd": a file, not a key
+			if pathPart(lower, j-len(key)) && colonAfter(s, j) {
+				continue // "/etc/passwd": a file named in a message, not a key
 			}
 			if v, w, ok := assignedValue(s, j); ok {
 				spans = append(spans, span{v, w})
@@ -546,9 +546,10 @@ func redactAssignments(s, lower, repl string) string {
 
 // pathPart reports whether the key ending found at lower[at:] is the
 // last part of a path: the name it ends (letters, digits, '_' and '-'
-// before it) follows a '/'. A key is a name, never a path, so that
-// `open "/etc/passwd": no such file` and `/run/secrets/token: denied`
-// keep their words, while DB_PASSWORD=…, "api_key": … and
+// before it) follows a '/'. Such a name followed by ':' (colonAfter) is
+// a file a message names, not a key, so that `open "/etc/passwd": no
+// such file` and `/run/secrets/token: denied` keep their words, while
+// /srv/DB_PASSWORD=…, DB_PASSWORD: …, "api_key": … and
 // spring.datasource.password=… are assignments still.
 func pathPart(lower string, at int) bool {
 	for at > 0 {
@@ -559,6 +560,20 @@ func pathPart(lower string, at int) bool {
 		at--
 	}
 	return false
+}
+
+// colonAfter reports whether the separator after a key ending at s[j:]
+// (past an optional closing quote and spaces) is ':'.
+func colonAfter(s string, j int) bool {
+	if strings.HasPrefix(s[j:], `\"`) {
+		j += 2
+	} else if j < len(s) && (s[j] == '"' || s[j] == '\'') {
+		j++
+	}
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	return j < len(s) && s[j] == ':'
 }
 
 // assignedValue reads what follows a secret key at s[j:]: an optional
