@@ -65,20 +65,22 @@ const (
 // Main runs `logbook-hook args…` with the payload on stdin and returns
 // the exit code: 0 delivered or spooled, 1 a payload refused (by
 // `logbook hook claude`, which keeps it aside); a gated call (--gate) is
-// 0 with its answer on stdout, a deny when no verdict could be had; 2
+// 0 with its answer on stdout, a deny when no verdict could be had; 1
 // when args name no subcommand and stdin is not a terminal (the payload
-// is not delivered: NoSubcommandMessage); with a terminal, logbook's
-// help. args are the arguments
+// is not delivered: NoSubcommandMessage; never 2, which Claude Code reads
+// as "block"); with a terminal, logbook's help. args are the arguments
 // after the program name: "claude", optionally after "--data DIR".
 // logbook names the full binary to hand other cases to ("" finds
 // `logbook` beside this binary, then on $PATH).
 func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int {
 	if NoSubcommand(args) {
 		if !StdinIsTerminal(stdin) {
-			// A payload piped in would be dropped: say so, as a usage
-			// error, rather than print help and exit 0.
+			// A payload piped in would be dropped: say so, as the
+			// hook's usage mistakes are, rather than print help and exit
+			// 0; not 2, which would block every call of a hook wired
+			// without its subcommand.
 			fmt.Fprintf(stderr, "logbook-hook: %s\n", NoSubcommandMessage)
-			return 2
+			return 1
 		}
 		return handOver(args, nil, stderr, logbook, nil) // its help
 	}

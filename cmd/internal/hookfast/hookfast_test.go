@@ -28,12 +28,12 @@ func TestNoSubcommand(t *testing.T) {
 }
 
 // TestMain_NoSubcommand: a payload piped in with no subcommand is a
-// usage error (2) saying it was not delivered, before anything is read
+// usage mistake (1, never 2) saying it was not delivered, before anything is read
 // or run.
 func TestMain_NoSubcommand(t *testing.T) {
 	var stderr bytes.Buffer
 	code := Main(nil, strings.NewReader(`{"session_id":"s","hook_event_name":"Stop"}`), &stderr, "/nonexistent/logbook")
-	if code != 2 || !strings.Contains(stderr.String(), "the payload on stdin was not delivered") || !strings.Contains(stderr.String(), "claude") || !strings.Contains(stderr.String(), "codex") {
+	if code != 1 || !strings.Contains(stderr.String(), "the payload on stdin was not delivered") || !strings.Contains(stderr.String(), "claude") || !strings.Contains(stderr.String(), "codex") {
 		t.Errorf("exit %d, %q", code, stderr.String())
 	}
 }
