@@ -252,14 +252,13 @@ func TestObservations(t *testing.T) {
 	if ae.Code != "too_large" || !strings.Contains(ae.Error, "64 KiB") {
 		t.Errorf("huge body: %+v", ae)
 	}
+	if now, _ := e.log.LastSeq(t.Context()); now != last {
+		t.Errorf("refused observations appended: last seq %d → %d", last, now)
+	}
 	// A subagent of a session that exists is taken.
 	sub := post(`{"harness":"mydaemon","id":"o3","session":"sub1","parent":"s1","kind":"start","signals":[{"kind":"session_start"}]}`, 200)
 	if sub.Session != "mydaemon-sub1" || sub.Last == 0 {
 		t.Errorf("subagent of an existing session: %+v", sub)
-	}
-	last, _ = e.log.LastSeq(t.Context())
-	if now, _ := e.log.LastSeq(t.Context()); now != last {
-		t.Errorf("refused observations appended: last seq %d → %d", last, now)
 	}
 }
 
