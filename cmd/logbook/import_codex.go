@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -54,10 +57,18 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 		fmt.Fprintf(g.stderr, "warning: no rollout-*.jsonl files under %s (name a rollout file to import it under another name)\n", strings.Join(paths, ", "))
 	}
 	var rollouts, unreadable []string
+	// Rollouts with no line to import yet (empty, or blank lines only),
+	// and what they hold, are imported all the same: one that held lines
+	// imported before was cut, and its import reports that as any
+	// truncation; the others append nothing and are noted as skipped
+	// (a named one under the name given).
+	yet := map[string]string{}
 	for _, f := range files {
 		if st, err := os.Stat(f); err == nil {
-			if _, none := nothingYet(f, st.Size()); none {
-				continue // a named one has its note; a found one waits for its lines
+			if what, none := nothingYet(f, st.Size()); none {
+				yet[f] = what
+				rollouts = append(rollouts, f)
+				continue
 			}
 		}
 		if ok, why := codex.LooksLikeRollout(f); !ok {
@@ -69,6 +80,13 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 			continue
 		}
 		rollouts = append(rollouts, f)
+	}
+	given := map[string]string{}
+	for _, p := range paths {
+		if _, ok := yet[filepath.Clean(p)]; ok {
+			given[filepath.Clean(p)] = p
+			skipped = slices.DeleteFunc(skipped, func(n string) bool { return strings.HasPrefix(n, p+": ") })
+		}
 	}
 	b, err := openBackend(ctx, g)
 	if err != nil {
@@ -87,9 +105,10 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 	workers = max(workers, 1)
 	prog := newProgress(g.stderr, len(rollouts))
 	var (
-		mu  sync.Mutex
-		sum importSummary
-		wg  sync.WaitGroup
+		mu      sync.Mutex
+		sum     importSummary
+		nothing []string // notes of rollouts with nothing to import yet
+		wg      sync.WaitGroup
 	)
 	work := make(chan string)
 	for range workers {
@@ -99,6 +118,12 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 			for f := range work {
 				r, err := ing.ImportFile(ctx, f, func(int) { prog.line() })
 				mu.Lock()
+				if what, ok := yet[f]; ok && err == nil && r.Appended == 0 && r.Lines == 0 && len(r.Warnings) == 0 {
+					nothing = append(nothing, fmt.Sprintf("%s: %s, nothing to import yet", cmp.Or(given[f], f), what))
+					mu.Unlock()
+					prog.file()
+					continue
+				}
 				sum.Files = append(sum.Files, newImportFile(r))
 				sum.Appended += r.Appended
 				sum.Skipped += r.Skipped
@@ -119,7 +144,8 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 	close(work)
 	wg.Wait()
 	prog.done()
-	sum.NotTranscripts = skipped
+	slices.Sort(nothing)
+	sum.NotTranscripts = append(nothing, skipped...)
 	sum.Errors = append(sum.Errors, unreadable...)
 	if sum.Files == nil {
 		sum.Files = []importFile{}
