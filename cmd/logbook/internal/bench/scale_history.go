@@ -21,9 +21,11 @@ type ScaleHistory struct {
 }
 
 // NewScaleHistory returns a ScaleHistory whose events reg makes, all at
-// 2026-11-30T10:00:00Z.
+// one time: an hour before the call, to the second. Its sessions are
+// recent whenever it runs, so `logbook sessions` lists its ended ones
+// without --all (it leaves out those last active over a day ago).
 func NewScaleHistory(reg *events.Registry) ScaleHistory {
-	return ScaleHistory{reg: reg, at: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	return ScaleHistory{reg: reg, at: time.Now().Add(-time.Hour).UTC().Truncate(time.Second)}
 }
 
 // ScaleSessionID returns the id of synthetic session i, UUID-shaped.
