@@ -67,6 +67,18 @@ type LocalVerdict struct {
 	Budget  int64            `json:"budget_ms,omitzero"` // the hook's budget, ms
 }
 
+// FailClosedVerdict returns the LocalVerdict of a hook that failed closed
+// for want of a verdict, at at, with a budget of budget (0: none): deny,
+// outcome unavailable, decided by the hook under LocalRule, its reason
+// why (redacted by the caller).
+func FailClosedVerdict(why string, at time.Time, budget time.Duration) LocalVerdict {
+	return LocalVerdict{
+		Verdict: events.VerdictDeny, Outcome: events.ReviewUnavailable, Reason: why,
+		By: events.DecidedBy{Kind: events.DecidedByHook, Name: LocalRule},
+		At: at.UTC().Truncate(time.Microsecond), Budget: budget.Milliseconds(),
+	}
+}
+
 // ErrLocked reports that another holder has the spool's delivery lock.
 var ErrLocked = errors.New("spool: delivery lock held elsewhere")
 

@@ -18,12 +18,7 @@ const LocalRule = claude.LocalRule
 // with the hook's budget: what `hook claude --gate` keeps beside a payload
 // it spools when it answers without a server (claude.Spool.PutVerdict).
 func LocalVerdict(why string, at time.Time, budget time.Duration) claude.LocalVerdict {
-	v := FailClosed(why)
-	return claude.LocalVerdict{
-		Verdict: events.VerdictDeny, Outcome: v.Outcome, Reason: why,
-		By: events.DecidedBy{Kind: events.DecidedByHook, Name: LocalRule},
-		At: at.UTC().Truncate(time.Microsecond), Budget: budget.Milliseconds(),
-	}
+	return claude.FailClosedVerdict(why, at, budget)
 }
 
 // RecordLocal returns what records, in the batch of spooled hook entry

@@ -36,7 +36,6 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/redact"
-	"github.com/logbook-dev/logbook/events"
 )
 
 // The wire shapes of the API this package speaks, as adapters/api
@@ -375,12 +374,7 @@ func keepDenied(args []string, payload []byte, why string) error {
 	host, _ := os.Hostname()
 	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
 	id := ulid.Make().String()
-	v := claude.LocalVerdict{
-		Verdict: events.VerdictDeny, Outcome: events.ReviewUnavailable, Reason: why,
-		By: events.DecidedBy{Kind: events.DecidedByHook, Name: claude.LocalRule},
-		At: time.Now().UTC().Truncate(time.Microsecond),
-	}
-	if err := sp.PutVerdict(id, v); err != nil {
+	if err := sp.PutVerdict(id, claude.FailClosedVerdict(why, time.Now(), 0)); err != nil {
 		return err
 	}
 	return sp.PutAs(id, prepared, agent)
