@@ -64,13 +64,7 @@ func BenchmarkReplay(b *testing.B) {
 		count := 0
 		_, _, err := replay.Fold(log.Read(ctx, 1), states, func(m map[string]*session.State, e events.Envelope) map[string]*session.State {
 			count++
-			s := m[e.Agg.ID]
-			if s == nil {
-				init := session.Init(e.Agg)
-				s = &init
-				m[e.Agg.ID] = s
-			}
-			s.Evolve(e)
+			session.EvolveIn(m, e)
 			return m
 		})
 		if err != nil || count != n {

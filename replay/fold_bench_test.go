@@ -50,13 +50,7 @@ func BenchmarkFoldWork(b *testing.B) {
 		for b.Loop() {
 			states := map[string]*session.State{}
 			for _, e := range envs {
-				s := states[e.Agg.ID]
-				if s == nil {
-					init := session.Init(e.Agg)
-					s = &init
-					states[e.Agg.ID] = s
-				}
-				s.Evolve(e)
+				session.EvolveIn(states, e)
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(envs)), "ns/event")

@@ -195,6 +195,20 @@ func (s *State) Evolve(e events.Envelope) {
 	return
 }
 
+// EvolveIn folds e into its session's state in states, in place
+// (State.Evolve), starting the state with Init(e.Agg) when states has
+// none: a fold of many sessions that owns their states. states must not
+// be nil.
+func EvolveIn(states map[string]*State, e events.Envelope) {
+	s := states[e.Agg.ID]
+	if s == nil {
+		init := Init(e.Agg)
+		s = &init
+		states[e.Agg.ID] = s
+	}
+	s.Evolve(e)
+}
+
 // Fold folds records into init, in order.
 func Fold(init State, recs []events.Record) State {
 	for _, r := range recs {

@@ -26,12 +26,15 @@ func TestEvolveInPlace(t *testing.T) {
 			want, ok := byValue[r.Agg.ID]
 			if !ok {
 				want = session.Init(r.Agg)
-				s := session.Init(r.Agg)
-				inPlace[r.Agg.ID] = &s
 			}
+			var before session.State
+			if got := inPlace[r.Agg.ID]; got != nil {
+				before = *got
+			} else {
+				before = session.Init(r.Agg)
+			}
+			session.EvolveIn(inPlace, r.Envelope)
 			got := inPlace[r.Agg.ID]
-			before := *got
-			got.Evolve(r.Envelope)
 			if !reflect.DeepEqual(before, want) {
 				t.Fatalf("seed %d, seq %d (%s): State.Evolve changed memory a copy taken before shares", seed, r.Seq, r.Type)
 			}

@@ -590,13 +590,7 @@ func (e *benchEnv) replayFold(ctx context.Context) (benchSample, error) {
 	start := time.Now()
 	states, _, err := replay.Fold(l.log.Read(ctx, 1), map[string]*session.State{},
 		func(m map[string]*session.State, ev events.Envelope) map[string]*session.State {
-			s := m[ev.Agg.ID]
-			if s == nil {
-				init := session.Init(ev.Agg)
-				s = &init
-				m[ev.Agg.ID] = s
-			}
-			s.Evolve(ev)
+			session.EvolveIn(m, ev)
 			n++
 			return m
 		})
