@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -130,12 +131,15 @@ type DivergedError struct {
 	Imported   events.Fingerprint // the last line imported
 	Found      events.Fingerprint // what the file holds there now
 	Size       int64              // the file's size now
+	// Command is the import command that takes --as-new for this file,
+	// e.g. "logbook import codex"; "" is "logbook import claude".
+	Command string
 }
 
 func (e *DivergedError) Error() string {
 	line, what := divergence(e.Imported, e.Found, e.Size)
-	return fmt.Sprintf("%s:%d: the transcript changed under Logbook: %s; session %s keeps the %d lines it imported, and importing this file stops here (recorded as session.transcript_diverged); to import the file as it is now as a new history linked to it, run: logbook import claude --as-new %s (it goes to session %s)",
-		e.Path, line, what, e.Session, e.Imported.Line, e.Path, e.NewSession)
+	return fmt.Sprintf("%s:%d: the transcript changed under Logbook: %s; session %s keeps the %d lines it imported, and importing this file stops here (recorded as session.transcript_diverged); to import the file as it is now as a new history linked to it, run: %s --as-new %s (it goes to session %s)",
+		e.Path, line, what, e.Session, e.Imported.Line, cmp.Or(e.Command, "logbook import claude"), e.Path, e.NewSession)
 }
 
 // divergence describes how a transcript file of size bytes differs from

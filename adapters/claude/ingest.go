@@ -2,6 +2,7 @@ package claude
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,7 +29,10 @@ type Ingester struct {
 	clock  events.Clock
 	skip   bool
 	asNew  bool
-	index  *SkipIndex
+	// command is the import command DivergedError names
+	// (IngestConfig.Command).
+	command string
+	index   *SkipIndex
 	// private lists the directories no transcript is read from
 	// (IngestConfig.Private).
 	private []string
@@ -55,6 +59,10 @@ type IngestConfig struct {
 	// first line into the session named in its divergence record,
 	// "<session>-r<n>", whose start links to the old session.
 	AsNew bool
+	// Command is the command that imports this Ingester's files, named
+	// in a *DivergedError's advice with its --as-new flag; "" is
+	// "logbook import claude".
+	Command string
 	// Actor is stamped on decided events; "" is "claude-code".
 	Actor string
 	// Skip, if set, lets ImportFile skip a file that has not changed since
@@ -107,6 +115,7 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 		clock:   cfg.Clock,
 		skip:    cfg.SkipInvalid,
 		asNew:   cfg.AsNew,
+		command: cmp.Or(cfg.Command, "logbook import claude"),
 		index:   cfg.Skip,
 		private: cfg.Private,
 		x: &events.Executor[session.State]{
@@ -462,7 +471,7 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		ns := session.Fold(session.Init(next), recs)
 		if !in.asNew && ns.Cursor(path) == 0 {
 			res.Skipped = fp.Line // kept by agg
-			return res, lastFP, &DivergedError{Path: path, Session: agg.ID, NewSession: next.ID, Imported: fp, Found: found, Size: size}
+			return res, lastFP, &DivergedError{Path: path, Session: agg.ID, NewSession: next.ID, Imported: fp, Found: found, Size: size, Command: in.command}
 		}
 		if !in.asNew {
 			line, what := divergence(fp, found, size)

@@ -42,6 +42,9 @@ type IngestConfig struct {
 	Clock       events.Clock
 	Host        string
 	SkipInvalid bool
+	// AsNew imports a rollout that no longer holds what was imported
+	// from it as a new history (claude.IngestConfig.AsNew).
+	AsNew bool
 	// Private lists directories (the data dir) whose files are never
 	// read as rollouts (claude.IngestConfig.Private).
 	Private []string
@@ -58,7 +61,7 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 	}
 	base, err := claude.NewIngester(claude.IngestConfig{
 		Log: cfg.Log, Reg: cfg.Reg, IDs: cfg.IDs, Clock: cfg.Clock, Host: cfg.Host,
-		SkipInvalid: cfg.SkipInvalid, Actor: Agent, Private: cfg.Private,
+		SkipInvalid: cfg.SkipInvalid, AsNew: cfg.AsNew, Command: "logbook import codex", Actor: Agent, Private: cfg.Private,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("codex ingester: %w", err)

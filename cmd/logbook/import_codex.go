@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/codex"
 )
 
@@ -19,6 +21,7 @@ func importCodexCmd(g *globals) *cobra.Command {
 	var (
 		workers     int
 		skipInvalid bool
+		asNew       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "codex PATH...",
@@ -32,19 +35,25 @@ lines that are new; a last line still being written waits for the next
 import; a line that does not parse stops that file with its path and line
 (--skip-invalid records it without signals and goes on). A forked
 conversation is a session of its own that names the one it was forked
-from. Directories are walked for rollout-*.jsonl; files are taken as named.`,
+from. Directories are walked for rollout-*.jsonl; files are taken as named.
+
+A rollout that no longer holds what was imported from it (truncated or
+rewritten) stops with an error naming it, recorded on its session as
+session.transcript_diverged; --as-new then imports the file as it is now
+as a new session linked to the old one.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return importCodex(cmd.Context(), g, args, workers, skipInvalid)
+			return importCodex(cmd.Context(), g, args, workers, skipInvalid, asNew)
 		},
 	}
 	cmd.Flags().IntVar(&workers, "workers", 4, "rollouts imported at once")
 	bound(cmd.Flags(), "workers", 1, maxWorkers)
 	cmd.Flags().BoolVar(&skipInvalid, "skip-invalid", false, "record a line that does not parse (without signals) and go on, instead of stopping that file there")
+	cmd.Flags().BoolVar(&asNew, "as-new", false, "import a rollout that changed under Logbook (truncated or rewritten) as a new session linked to the one that imported it")
 	return cmd
 }
 
-func importCodex(ctx context.Context, g *globals, paths []string, workers int, skipInvalid bool) error {
+func importCodex(ctx context.Context, g *globals, paths []string, workers int, skipInvalid, asNew bool) error {
 	errs, skipped := namedPaths(paths, "", "a Codex CLI rollout", " (as under ~/.codex/sessions)", codex.LooksLikeRollout)
 	if len(errs) > 0 {
 		return namedPathsError(g, errs)
@@ -98,7 +107,7 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 	if err != nil {
 		return err
 	}
-	ing, err := codex.NewIngester(codex.IngestConfig{Log: b.log, Reg: b.reg, Parser: codex.NewParserFrom(cp), Host: host, SkipInvalid: skipInvalid, Private: []string{string(b.dd)}})
+	ing, err := codex.NewIngester(codex.IngestConfig{Log: b.log, Reg: b.reg, Parser: codex.NewParserFrom(cp), Host: host, SkipInvalid: skipInvalid, AsNew: asNew, Private: []string{string(b.dd)}})
 	if err != nil {
 		return err
 	}
@@ -107,8 +116,9 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 	var (
 		mu      sync.Mutex
 		sum     importSummary
-		nothing []string // notes of rollouts with nothing to import yet
-		wg      sync.WaitGroup
+		nothing  []string // notes of rollouts with nothing to import yet
+		diverged int      // rollouts stopped by a *claude.DivergedError
+		wg       sync.WaitGroup
 	)
 	work := make(chan string)
 	for range workers {
@@ -129,6 +139,9 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 				sum.Skipped += r.Skipped
 				if err != nil {
 					sum.Errors = append(sum.Errors, err.Error())
+					if _, ok := errors.AsType[*claude.DivergedError](err); ok {
+						diverged++
+					}
 				}
 				mu.Unlock()
 				prog.file()
@@ -170,6 +183,9 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if diverged > 0 && diverged == len(sum.Errors) {
+		return &exitError{code: 1, err: fmt.Errorf("%s changed under Logbook (errors above); the log keeps what was imported; import with --as-new to record them as new histories", plural(diverged, "rollout"))}
 	}
 	if len(sum.Errors) > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%s stopped early (errors above); the lines before the error are imported, and importing again resumes there", plural(len(sum.Errors), "rollout"))}
