@@ -114,8 +114,8 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 	workers = max(workers, 1)
 	prog := newProgress(g.stderr, len(rollouts))
 	var (
-		mu      sync.Mutex
-		sum     importSummary
+		mu       sync.Mutex
+		sum      importSummary
 		nothing  []string // notes of rollouts with nothing to import yet
 		diverged int      // rollouts stopped by a *claude.DivergedError
 		wg       sync.WaitGroup
