@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -495,6 +496,7 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	now := in.clock()
 	future := false // a line past now's bound was warned of
 	uuids := map[string]bool{}
+	var unknown []int // oversized lines whose uuid their head does not hold
 	startCursor := s.Cursor(path)
 	if startCursor == 0 && !s.Exists() {
 		// A file of blank lines only starts no session: nothing is
@@ -597,8 +599,21 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		if o.UUID != "" {
 			uuids[o.UUID] = true
 		}
+		if long != nil {
+			// The line is kept without its content, but a uuid in its
+			// head still names it as a parent; one past the head is
+			// unknown, and any line may be its child.
+			if u := headUUID(l.Head); u != "" {
+				uuids[u] = true
+			} else {
+				unknown = append(unknown, l.N)
+			}
+		}
 		if o.ParentUUID != "" && startCursor == 0 && !uuids[o.ParentUUID] {
 			p := fmt.Sprintf("parentUuid %s points to no earlier line", o.ParentUUID)
+			if len(unknown) > 0 {
+				p = fmt.Sprintf("parentUuid %s points to no earlier line whose uuid is known (line %s, over the size limit, was recorded without it and may be the parent)", o.ParentUUID, joinInts(unknown))
+			}
 			o.Problems = append(o.Problems, p)
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: %s", path, l.N, p))
 		}
@@ -655,6 +670,66 @@ func oversized(src LineSource, path string, l Line, lerr *LineError) events.Obse
 	o.Raw = p.Raw
 	o.Cut = &events.Cut{Size: int64(l.Size), SHA256: l.Sum, Kept: len(p.Raw)}
 	return o
+}
+
+// headUUID returns the top-level "uuid" of a transcript line from head,
+// its first bytes (an oversized line's Line.Head, which is cut and so not
+// valid JSON), when the member lies wholly within head; "" otherwise. It
+// reads head as a stream of JSON tokens and stops at the first that does
+// not parse.
+func headUUID(head []byte) string {
+	d := json.NewDecoder(bytes.NewReader(head))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return "" // a line is an object
+	}
+	depth, key := 1, true // key: the next token at depth 1 is a member name
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return ""
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			if v == '{' || v == '[' {
+				depth++
+				continue
+			}
+			depth--
+			if depth == 1 {
+				key = true // a nested value ended
+			}
+			if depth == 0 {
+				return ""
+			}
+			continue
+		}
+		if depth != 1 {
+			continue
+		}
+		if !key {
+			key = true
+			continue
+		}
+		name, _ := tok.(string)
+		key = false
+		if name != "uuid" {
+			continue
+		}
+		val, err := d.Token()
+		if s, ok := val.(string); err == nil && ok {
+			return s
+		}
+		return ""
+	}
+}
+
+// joinInts writes ns as "1, 2, 3".
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }
 
 // maxRunLines bounds the lines ImportFile decides together; each line

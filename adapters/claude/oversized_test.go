@@ -114,3 +114,83 @@ func TestImportFile_OversizedLine(t *testing.T) {
 		t.Errorf("lines observed %v, want %v", lines, want)
 	}
 }
+
+// TestImportFile_OversizedParent imports, in one pass, a line over
+// MaxLineBytes and a line whose parent it is: with the parent's uuid in
+// the kept head, the child's link holds; with it past the head, the child
+// is told which line may be its parent rather than that none is.
+func TestImportFile_OversizedParent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and reads an 80 MiB line")
+	}
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	dir := t.TempDir()
+	ctx := t.Context()
+
+	path := filepath.Join(dir, "s-1.jsonl")
+	agg, _ := SessionAggregate("s-1", "")
+	writeLines(t, path, fxUser("u1", "", "hi"))
+	writeOversized(t, path, 80<<20) // uuid u2 first, in the head
+	writeLines(t, path, fxAssistant("a3", "u2", "done"))
+	r, err := in.ImportFile(ctx, path, agg, nil)
+	if err != nil || r.Appended != 3 {
+		t.Fatalf("import: %+v, %v; want 3 lines", r, err)
+	}
+	for _, w := range r.Warnings {
+		if strings.Contains(w, "parentUuid") {
+			t.Errorf("warning %q: u2 is line 2's uuid, in its head", w)
+		}
+	}
+
+	path = filepath.Join(dir, "s-2.jsonl")
+	agg, _ = SessionAggregate("s-2", "")
+	writeLines(t, path, fxUser("v1", "", "hi"))
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The uuid after 80 MiB of content, as Claude Code writes its members.
+	big := strings.Repeat("x", 80<<20)
+	if _, err := f.WriteString(`{"type":"user","parentUuid":"v1","sessionId":"s-2","message":{"role":"user","content":"` + big + `"},"uuid":"v2","timestamp":"2026-04-24T19:19:01.000Z"}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	writeLines(t, path, fxAssistant("a3", "v2", "done"), fxAssistant("a4", "nowhere", "done"))
+	r, err = in.ImportFile(ctx, path, agg, nil)
+	if err != nil || r.Appended != 4 {
+		t.Fatalf("import: %+v, %v; want 4 lines", r, err)
+	}
+	var got []string
+	for _, w := range r.Warnings {
+		if strings.Contains(w, "parentUuid") {
+			got = append(got, w)
+		}
+	}
+	want := []string{
+		path + ":3: parentUuid v2 points to no earlier line whose uuid is known (line 2, over the size limit, was recorded without it and may be the parent)",
+		path + ":4: parentUuid nowhere points to no earlier line whose uuid is known (line 2, over the size limit, was recorded without it and may be the parent)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("parent warnings:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestHeadUUID(t *testing.T) {
+	for _, c := range []struct{ head, want string }{
+		{`{"type":"user","uuid":"u2","message":{"content":"xxx`, "u2"},
+		{`{"message":{"uuid":"nested","content":[{"uuid":"deeper"}]},"uuid":"top","x":"`, "top"},
+		{`{"message":{"uuid":"nested","content":"xxxx`, ""},
+		{`{"a":[1,{"uuid":"in-array"}],"uuid":"u"}`, "u"},
+		{`{"uuid":"cut-in-the-mid`, ""},
+		{`{"uuid":7}`, ""},
+		{`{"a":"uuid","b":"uuid"}`, ""},
+		{`["uuid","u"]`, ""},
+		{``, ""},
+		{`not json`, ""},
+	} {
+		if got := headUUID([]byte(c.head)); got != c.want {
+			t.Errorf("headUUID(%q) = %q, want %q", c.head, got, c.want)
+		}
+	}
+}
