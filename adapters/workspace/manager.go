@@ -303,6 +303,9 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (workspace.Stat
 	if m.cfg.Root == "" {
 		return workspace.State{}, errors.New("workspace create: no workspaces root")
 	}
+	if err := workspace.ValidName(req.Name); err != nil {
+		return workspace.State{}, fmt.Errorf("workspace create: %w", err)
+	}
 	if _, err := project.FreeKey(nil, req.Name); err != nil {
 		return workspace.State{}, fmt.Errorf("workspace create: %w", err)
 	}
@@ -752,6 +755,9 @@ func (m *Manager) Rename(ctx context.Context, id, name, by, as string) (workspac
 	if st.Status == workspace.StatusInitializing {
 		return st, fmt.Errorf("workspace rename: %w: workspace %s is still initializing", events.ErrRejected, id)
 	}
+	if err := workspace.ValidName(name); err != nil {
+		return st, fmt.Errorf("workspace rename: %w", err)
+	}
 	slug := project.Slug(name)
 	if slug == "" {
 		return st, fmt.Errorf("workspace rename: %w: name %q has no letter or digit", events.ErrRejected, name)
@@ -870,7 +876,9 @@ func (m *Manager) NameFromSessions(ctx context.Context, st workspace.State, name
 	var first *Named
 	for i := range named {
 		n := &named[i]
-		if n.Title == "" || project.Slug(n.Title) == "" {
+		// A title comes from a transcript: one that is no valid name
+		// (an escape sequence, a bidirectional override) names nothing.
+		if n.Title == "" || project.Slug(n.Title) == "" || workspace.ValidName(n.Title) != nil {
 			continue
 		}
 		if first == nil || n.Started.Before(first.Started) || n.Started.Equal(first.Started) && n.Session < first.Session {

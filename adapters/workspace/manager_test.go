@@ -294,7 +294,11 @@ func TestCreate_Refusals(t *testing.T) {
 		{CreateRequest{Project: p.ID, Name: "x", Base: "no-such-ref"}, `unknown base ref "no-such-ref"`},
 		{CreateRequest{Project: p.ID, Name: "x", Base: "--upload-pack=evil"}, "unknown base ref"},
 		{CreateRequest{Project: p.ID, Name: "---"}, "no letter or digit"},
-		{CreateRequest{Project: p.ID, Name: "日本"}, "no letter or digit"},
+		{CreateRequest{Project: p.ID, Name: "— ·"}, "no letter or digit"},
+		{CreateRequest{Project: p.ID, Name: "fix \x1b[2Jit"}, "holds U+001B at byte 4"},
+		{CreateRequest{Project: p.ID, Name: "fix\u202egol"}, "holds U+202E at byte 3"},
+		{CreateRequest{Project: p.ID, Name: "fix\xff"}, "not valid UTF-8"},
+		{CreateRequest{Project: p.ID, Name: strings.Repeat("n", 201)}, "name of 201 bytes, over the limit of 200"},
 		{CreateRequest{Project: "p-none", Name: "x"}, "not found"},
 		{CreateRequest{Project: p.ID, Name: "x", ID: "a.b"}, "not [A-Za-z0-9_-]"},
 	} {

@@ -17,11 +17,14 @@
 package project
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/logbook-dev/logbook/events"
 )
@@ -139,11 +142,13 @@ func Evolve(s State, e events.Envelope) State {
 
 // Slug returns name as a storage key: lowercase ASCII letters and digits,
 // every other run of characters one dash, no dash at either end, at most
-// MaxKey bytes (cut at a dash when one is near the end). It returns ""
-// when name has no ASCII letter or digit.
+// MaxKey bytes (cut at a dash when one is near the end). A name with
+// letters or digits but none of them ASCII ("修复登录") slugs to "u" and
+// the first 10 hex digits of its SHA-256, the same name always to the
+// same key. It returns "" when name has no letter or digit at all.
 func Slug(name string) string {
 	var b strings.Builder
-	dash := false
+	dash, other := false, false
 	for _, r := range strings.ToLower(name) {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 			if dash && b.Len() > 0 {
@@ -153,7 +158,12 @@ func Slug(name string) string {
 			b.WriteRune(r)
 			continue
 		}
+		other = other || unicode.IsLetter(r) || unicode.IsDigit(r)
 		dash = true
+	}
+	if b.Len() == 0 && other {
+		sum := sha256.Sum256([]byte(name))
+		return "u" + hex.EncodeToString(sum[:])[:10]
 	}
 	return cut(b.String(), MaxKey)
 }
@@ -179,7 +189,7 @@ func cut(s string, n int) string {
 func FreeKey(taken map[string]string, name string) (string, error) {
 	base := Slug(name)
 	if base == "" {
-		return "", fmt.Errorf("%w: name %q has no letter or digit to make a storage key of (want a-z, 0-9)", events.ErrRejected, name)
+		return "", fmt.Errorf("%w: name %q has no letter or digit to make a storage key of", events.ErrRejected, name)
 	}
 	if _, ok := taken[base]; !ok {
 		return base, nil

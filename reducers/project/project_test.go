@@ -42,7 +42,10 @@ func TestSlug(t *testing.T) {
 		{"Fix the Login Bug", "fix-the-login-bug"},
 		{"  --Hello__World--  ", "hello-world"},
 		{"Ünïcode naïve café", "n-code-na-ve-caf"},
-		{"日本語", ""},
+		{"日本語", "u77710aedc7"}, // sha256 77710aedc7…
+		{"修复登录", "u7344bd6f50"},
+		{"Ωmega", "mega"},
+		{"— ·", ""},
 		{"!!!", ""},
 		{strings.Repeat("a", 49), strings.Repeat("a", 48)},
 		{strings.Repeat("word ", 20), "word-word-word-word-word-word-word-word-word-word"[:44] + "-wor"[:0]},

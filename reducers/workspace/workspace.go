@@ -23,6 +23,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/events"
 )
@@ -195,6 +197,29 @@ func (Archive) command()       {}
 func (FinishArchive) command() {}
 func (Clean) command()         {}
 
+// MaxName is the longest workspace name, in bytes.
+const MaxName = 200
+
+// ValidName reports, wrapping events.ErrRejected, a workspace name that
+// is not valid UTF-8, is longer than MaxName, or holds a control
+// character (C0, DEL, C1: a terminal would act on an escape sequence) or
+// a bidirectional override or isolate (U+202A–U+202E, U+2066–U+2069,
+// which reorder how the text around them is shown).
+func ValidName(name string) error {
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%w: name %q is not valid UTF-8", events.ErrRejected, name)
+	}
+	if len(name) > MaxName {
+		return fmt.Errorf("%w: name of %d bytes, over the limit of %d", events.ErrRejected, len(name), MaxName)
+	}
+	for i, r := range name {
+		if unicode.IsControl(r) || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 {
+			return fmt.Errorf("%w: name %q holds %U at byte %d (no control characters or bidirectional overrides)", events.ErrRejected, name, r, i)
+		}
+	}
+	return nil
+}
+
 // Decide returns the events cmd causes in s, or an error wrapping
 // events.ErrRejected (events.ErrNotFound for a workspace never reserved)
 // that says why cmd is refused. s is not modified.
@@ -215,6 +240,9 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 		}
 		if c.NamedBy != events.ByChat && c.NamedBy != events.ByPerson {
 			return nil, fmt.Errorf("reserve workspace %s: %w: named by %q", s.ID, events.ErrRejected, c.NamedBy)
+		}
+		if err := ValidName(c.Name); err != nil {
+			return nil, fmt.Errorf("reserve workspace %s: %w", s.ID, err)
 		}
 		return one(events.WorkspaceReserved{
 			Project: c.Project, Name: c.Name, Key: c.Key, Path: c.Path, Branch: c.Branch, Base: c.Base,
@@ -245,6 +273,9 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 		}
 		if c.Name == "" || c.Branch == "" {
 			return nil, fmt.Errorf("rename workspace %s: %w: empty name or branch", s.ID, events.ErrRejected)
+		}
+		if err := ValidName(c.Name); err != nil {
+			return nil, fmt.Errorf("rename workspace %s: %w", s.ID, err)
 		}
 		if c.NamedBy == events.ByChat && !s.Placeholder {
 			return nil, nil // a session names only a placeholder; a person's name stays
