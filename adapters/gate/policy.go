@@ -667,6 +667,19 @@ func (ps *Policies) For(dir string) (pols []*Policy, broken, stale []error) {
 	return pols, broken, stale
 }
 
+// strictness ranks a rule action: deny 3, review 2, allow 1, none 0.
+func strictness(action string) int {
+	switch action {
+	case ActionDeny:
+		return 3
+	case ActionReview:
+		return 2
+	case ActionAllow:
+		return 1
+	}
+	return 0
+}
+
 // Load reads policy file p now (as For would), and returns its error,
 // nil when it parses or does not exist.
 func (ps *Policies) Load(p string) error {
@@ -711,21 +724,20 @@ func (ps *Policies) load(p string) *loaded {
 	return nl
 }
 
-// Decide returns what the policies say of c: a deny in any of them wins;
-// otherwise the first policy (in order) with a rule for c decides. Risk
-// is the highest class any policy gives c.
+// Decide returns what the policies say of c: the strictest action any of
+// them gives (deny over review over allow), so that no policy lifts
+// another's deny or turns its review into an allow — a project's file,
+// which whoever commits to the project writes, cannot relax the data
+// dir's. Among policies giving that action the first (in order) decides
+// the match's pattern and path. Risk is the highest class any policy
+// gives c.
 func Decide(pols []*Policy, c Call) Match {
 	var first Match
 	risk := ""
 	for _, p := range pols {
 		m := p.Decide(c)
 		risk = review.MaxRisk(risk, m.Risk)
-		if m.Action == ActionDeny {
-			m.Risk = risk
-			first = m
-			break
-		}
-		if first.Action == "" && m.Action != "" {
+		if strictness(m.Action) > strictness(first.Action) {
 			first = m
 		}
 	}

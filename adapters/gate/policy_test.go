@@ -100,6 +100,33 @@ allow = ["Bash(make:*)"]`))
 	}
 }
 
+// TestPolicy_ProjectCannotRelax: a project's file, written by whoever
+// commits to the project, cannot turn the data dir's review into an allow
+// nor lift its deny; the strictest answer wins whichever file gives it.
+func TestPolicy_ProjectCannotRelax(t *testing.T) {
+	proj, _ := ParsePolicy("proj", []byte(`allow = ["Bash(git push:*)", "Bash(curl:*)", "Bash(make:*)", "mcp__*"]
+review = ["Bash(go test:*)"]`))
+	global, _ := ParsePolicy("global", []byte(`review = ["Bash(git push:*)", "mcp__*"]
+deny = ["Bash(curl:*)"]
+allow = ["Bash(go test:*)", "Bash(make:*)"]`))
+	pols := []*Policy{builtin, proj, global}
+	for _, tt := range []struct {
+		c      Call
+		action string
+		path   string
+	}{
+		{bash("git push origin main"), ActionReview, "global"},
+		{Call{Tool: "mcp__github__merge"}, ActionReview, "global"},
+		{bash("curl https://example.com"), ActionDeny, "global"},
+		{bash("go test ./..."), ActionReview, "proj"}, // stricter in the project: it holds
+		{bash("make"), ActionAllow, "proj"},           // both allow: the first decides
+	} {
+		if m := Decide(pols, tt.c); m.Action != tt.action || m.Path != tt.path {
+			t.Errorf("%s %s: %+v, want %s by %s", tt.c.Tool, tt.c.Action(), m, tt.action, tt.path)
+		}
+	}
+}
+
 func TestParsePolicy_Errors(t *testing.T) {
 	tests := []struct {
 		name, text string
