@@ -160,12 +160,28 @@ func Serve(nc *nats.Conn, subject string, handle func(ctx context.Context, data 
 // answer works on request m of subject with handle and sends the answer.
 func answer(nc *nats.Conn, m *nats.Msg, subject string, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any)) {
 	verb := subject[strings.LastIndexByte(subject, '.')+1:]
-	ctx, cancel := context.WithTimeout(context.Background(), handleTimeout)
+	b := work(context.Background(), verb, m.Data, handle, logf, heartbeat(nc, m.Reply))
+	if err := respond(nc, m, b); err != nil {
+		logf("api %s: answer of %d bytes not sent: %v", verb, len(b), err)
+		b, _ = json.Marshal(Reply{Error: fmt.Sprintf("%s: answer of %d bytes not sent: %v", verb, len(b), err)})
+		_ = m.Respond(b)
+	}
+}
+
+// work works on request data of verb with handle, for at most
+// handleTimeout under parent, and returns the answer as sent (Reply's
+// wire form): handle's answer, or its error with the error's code. It
+// calls done, when not nil, as soon as handle returns. An answer over
+// MaxReply bytes becomes a too_large error; errors that are not about
+// the request itself are also written to logf.
+func work(parent context.Context, verb string, data []byte, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any), done func()) []byte {
+	ctx, cancel := context.WithTimeout(parent, handleTimeout)
 	defer cancel()
-	stop := heartbeat(nc, m.Reply)
 	var r Reply
-	v, err := handle(ctx, m.Data)
-	stop()
+	v, err := handle(ctx, data)
+	if done != nil {
+		done()
+	}
 	if err == nil {
 		r.Data, err = encode(v)
 	}
@@ -178,12 +194,7 @@ func answer(nc *nats.Conn, m *nats.Msg, subject string, handle func(ctx context.
 		}
 		r = Reply{Error: err.Error(), Code: errCode(err)}
 	}
-	b := r.wire()
-	if err := respond(nc, m, b); err != nil {
-		logf("api %s: answer of %d bytes not sent: %v", verb, len(b), err)
-		b, _ = json.Marshal(Reply{Error: fmt.Sprintf("%s: answer of %d bytes not sent: %v", verb, len(b), err)})
-		_ = m.Respond(b)
-	}
+	return r.wire()
 }
 
 // heartbeat sends a heartbeat to reply on nc every heartbeatEvery until

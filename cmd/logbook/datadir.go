@@ -29,6 +29,9 @@ import (
 // data dir to that (tighten). No file here holds admin credentials.
 //
 //	serve.json   where the running server listens (0600), removed on clean exit
+//	hook.sock    the Unix socket serve answers logbook-hook on (0600; its
+//	             peers must be the data dir's user or root), removed on
+//	             clean exit; one a killed serve left is replaced at start
 type dataDir string
 
 func (d dataDir) path(elem ...string) string {

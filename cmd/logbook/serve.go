@@ -21,6 +21,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
@@ -300,6 +301,22 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			}
 			defer sub.Unsubscribe()
 		}
+	}
+	if h, ok := verbs[api.VerbHook]; ok && !wp.reader {
+		// logbook-hook's way in: a Unix socket costs it neither NATS nor
+		// the network stack at start-up.
+		sock, err := api.ListenSocket(dd.path(hooksock.Name))
+		if err != nil {
+			return err
+		}
+		defer sock.Close()
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			api.ServeSocket(ctx, sock.UnixListener, api.VerbHook, h, logAPI)
+		}()
+		defer func() { cancel(); <-done }()
 	}
 	if err := b.nc.Flush(); err != nil { // the server has the subscriptions before serve.json names it
 		return fmt.Errorf("serve the API: %w", err)

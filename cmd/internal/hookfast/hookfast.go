@@ -4,16 +4,18 @@
 // so that its start-up costs a few milliseconds, not tens.
 //
 // It handles a payload on the data dir's own server: with nothing waiting
-// in the spool it sends the payload to the server's API (verb "hook") and
-// exits once the server appended it; with entries waiting, or no server
-// answering, it spools the payload (adapters/claude.Spool) for the server
-// to deliver. Everything else (a payload it cannot use, --nats-url,
-// --creds, a gate, or any flag it does not know) it hands to `logbook
-// hook claude` with the same arguments and payload, so the two behave
-// the same. When it cannot run logbook (neither beside this binary nor on
-// $PATH) it keeps the promises logbook would: a gated call is answered
-// deny, and a payload it cannot use is kept aside in the spool's
-// rejected/ folder.
+// in the spool it sends the payload to the server's hook socket
+// (adapters/hooksock, <data dir>/hook.sock) and exits once the server
+// appended it; with entries waiting, or no server answering, it spools
+// the payload (adapters/claude.Spool) for the server to deliver. A
+// server that does not listen on the socket (a reader, an older logbook)
+// gets the payload from `logbook hook claude`. Everything else (a
+// payload it cannot use, --nats-url, --creds, a gate, or any flag it does
+// not know) it hands to `logbook hook claude` with the same arguments and
+// payload, so the two behave the same. When it cannot run logbook
+// (neither beside this binary nor on $PATH) it keeps the promises logbook
+// would: a gated call is answered deny, and a payload it cannot use is
+// kept aside in the spool's rejected/ folder.
 package hookfast
 
 import (
@@ -31,23 +33,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/redact"
 )
 
 // The wire shapes of the API this package speaks, as adapters/api
-// defines them (api.AnyPrefix, api.VerbHook, api.HookRequest, the
-// heartbeat header and the reply). A test in cmd/logbook runs this
-// package against a real server, so a change there fails here.
-const (
-	anyPrefix     = "logbook.api.any."
-	verbHook      = "hook"
-	headerWorking = "Logbook-Working"
-	dataPrefix    = `{"data":`
-)
+// defines them (api.HookRequest and the reply, which begins so when it
+// succeeded). A test in cmd/logbook runs this package against a real
+// server, so a change there fails here.
+const dataPrefix = `{"data":`
 
 type hookRequest struct {
 	ID      string `json:"id"`
@@ -126,6 +123,11 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 		if errors.Is(err, errRefused) {
 			return handOver(args, payload, stderr, logbook, err)
 		}
+		if errors.Is(err, hooksock.ErrNoSocket) {
+			// A server that does not listen on the socket (a reader, an
+			// older logbook): logbook asks it as it can.
+			return handOver(args, payload, stderr, logbook, nil)
+		}
 	}
 	if perr := sp.PutAs(id, prepared, agent); perr != nil {
 		fmt.Fprintf(stderr, "logbook-hook: spool: %v\n", perr)
@@ -203,85 +205,55 @@ func dataDir(flag string) (string, error) {
 	return filepath.Abs(dir)
 }
 
-// maxSmallFile is the most serve.json or creds.json may hold (each is a
-// few hundred bytes); either is read only if it is a regular file, so a
-// FIFO or a device in its place never blocks nor fills memory.
+// maxSmallFile is the most serve.json may hold (it is a few hundred
+// bytes); it is read only if it is a regular file, so a FIFO or a device
+// in its place never blocks nor fills memory.
 const maxSmallFile = 64 << 10
 
 // errRefused is the server refusing the payload as bad input.
 var errRefused = errors.New("refused by the server")
 
-// deliver sends req to the server of data dir dir, as named in its
-// serve.json, with the writer's credentials (creds.json), and waits for
-// the server's answer.
+// deliver sends req to the server of data dir dir, which names itself in
+// its serve.json, on the data dir's hook socket (adapters/hooksock), and
+// waits for the server's answer until ctx's deadline. No serve.json, or
+// a socket nothing listens on (a server killed), is an error for the
+// caller to spool the payload; a server without the socket (an older
+// one) is an error wrapping hooksock.ErrNoSocket, for the caller to hand
+// the payload to logbook; a refusal of the payload wraps errRefused.
 func deliver(ctx context.Context, dir string, req hookRequest) error {
 	var si struct {
 		URL string `json:"url"`
-		API string `json:"api"`
 	}
 	if b, err := claude.ReadRegular(filepath.Join(dir, "serve.json"), maxSmallFile); err != nil || json.Unmarshal(b, &si) != nil || si.URL == "" {
 		return fmt.Errorf("no server running (no %s)", filepath.Join(dir, "serve.json"))
-	}
-	opts := []nats.Option{nats.Name("logbook-hook"), nats.Timeout(500 * time.Millisecond), nats.NoReconnect()}
-	if !strings.Contains(si.URL, "@") {
-		var c struct {
-			User     string `json:"user"`
-			Password string `json:"password"`
-		}
-		b, err := claude.ReadRegular(filepath.Join(dir, "creds.json"), maxSmallFile)
-		if err == nil {
-			err = json.Unmarshal(b, &c)
-		}
-		if err != nil {
-			return fmt.Errorf("credentials: %w", err)
-		}
-		opts = append(opts, nats.UserInfo(c.User, c.Password))
-	}
-	nc, err := nats.Connect(si.URL, opts...)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	prefix := si.API
-	if prefix == "" {
-		prefix = anyPrefix
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
-	inbox := nc.NewInbox()
-	sub, err := nc.SubscribeSync(inbox)
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(timeout)
+	}
+	data, err := hooksock.Call(dir, body, deadline)
 	if err != nil {
-		return err
+		return fmt.Errorf("ask server (hook): %w", err)
 	}
-	if err := nc.PublishRequest(prefix+verbHook, inbox, body); err != nil {
-		return err
+	if bytes.HasPrefix(data, []byte(dataPrefix)) {
+		return nil
 	}
-	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return fmt.Errorf("ask server (hook): %w", err)
-		}
-		if m.Header.Get(headerWorking) != "" {
-			continue // a heartbeat: the server is still at it
-		}
-		if bytes.HasPrefix(m.Data, []byte(dataPrefix)) {
-			return nil
-		}
-		var r struct {
-			Error string `json:"error"`
-			Code  string `json:"code"`
-		}
-		if err := json.Unmarshal(m.Data, &r); err != nil || r.Error == "" {
-			return fmt.Errorf("server answer (hook): %q", m.Data)
-		}
-		switch r.Code {
-		case "malformed", "rejected", "too_large":
-			return fmt.Errorf("%w: %s", errRefused, r.Error)
-		}
-		return errors.New(r.Error)
+	var r struct {
+		Error string `json:"error"`
+		Code  string `json:"code"`
 	}
+	if err := json.Unmarshal(data, &r); err != nil || r.Error == "" {
+		return fmt.Errorf("server answer (hook): %q", data)
+	}
+	switch r.Code {
+	case "malformed", "rejected", "too_large":
+		return fmt.Errorf("%w: %s", errRefused, r.Error)
+	}
+	return errors.New(r.Error)
 }
 
 // handOver runs `logbook hook args…` with payload on its standard input

@@ -1,0 +1,223 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/adapters/hooksock"
+)
+
+// Limits of the hook socket's connections (see ServeSocket).
+const (
+	// SocketReadTimeout is how long a connection has to send its whole
+	// request and shut down its writing half.
+	SocketReadTimeout = 5 * time.Second
+	// socketWriteTimeout is how long the answer may take to be taken.
+	socketWriteTimeout = 5 * time.Second
+)
+
+// Socket is a Unix domain socket listening at Path, made by ListenSocket.
+// Close stops it and removes its file.
+type Socket struct {
+	*net.UnixListener
+	Path string      // the socket's path as given to ListenSocket
+	made os.FileInfo // the file as bound, so Close removes no other
+}
+
+// ListenSocket listens on a Unix domain socket at path, with mode 0600,
+// for ServeSocket. It is made for a directory only its owner writes in,
+// whose lock the caller holds: a socket already at path is stale (the
+// server that made it is gone) and is replaced; any other file there
+// is an error naming it. A path longer than a socket address holds (108
+// bytes) is bound through its directory (hooksock.ProcPath), so its
+// base name must be hooksock.Name.
+func ListenSocket(path string) (*Socket, error) {
+	st, err := os.Lstat(path)
+	switch {
+	case err == nil && st.Mode().Type() != fs.ModeSocket:
+		return nil, fmt.Errorf("listen on %s: a %s is in the socket's place; move it away", path, fileKind(st.Mode()))
+	case err == nil:
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	addr := path
+	if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
+		if filepath.Base(path) != hooksock.Name {
+			return nil, fmt.Errorf("listen on %s: a path this long must end in %s", path, hooksock.Name)
+		}
+		dir, err := os.OpenFile(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", path, err)
+		}
+		defer dir.Close()
+		addr = hooksock.ProcPath(int(dir.Fd()))
+	}
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	l.SetUnlinkOnClose(false) // addr may name a descriptor closed by then
+	s := &Socket{UnixListener: l, Path: path}
+	if err := os.Chmod(path, 0o600); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if s.made, err = os.Lstat(path); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close stops listening and removes the socket's file, if it is still
+// the one ListenSocket made. It is safe to call more than once.
+func (s *Socket) Close() error {
+	err := s.UnixListener.Close()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	if st, serr := os.Lstat(s.Path); serr == nil && (s.made == nil || os.SameFile(st, s.made)) {
+		if rerr := os.Remove(s.Path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// fileKind names the kind of file of mode m, for errors.
+func fileKind(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t == 0:
+		return "regular file"
+	case t&fs.ModeDir != 0:
+		return "directory"
+	case t&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case t&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case t&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "file that is not a socket"
+}
+
+// ServeSocket answers requests of verb on l with handle until ctx is
+// done, then closes l and returns once every connection is over (their
+// handlers' contexts are canceled). Each connection carries one request
+// (see adapters/hooksock) and gets the answer the NATS API gives it
+// (Serve): the same wire bytes, error codes, handleTimeout and MaxReply.
+// At most MaxInFlight connections are worked on at once; others wait in
+// the listener's backlog.
+//
+// A connection is refused, with an error answer naming the rule, unless
+// its peer runs as this process's effective user or as root
+// (SO_PEERCRED). The request must end (the peer shuts down its writing
+// half) within SocketReadTimeout and hold at most hooksock.MaxRequest
+// bytes: a longer one is read to its end and answered with code
+// "too_large"; one that does not end in time is answered with code
+// "malformed" and closed. Failures to answer are written to logf.
+func ServeSocket(ctx context.Context, l *net.UnixListener, verb string, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any)) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, MaxInFlight)
+	uid := os.Geteuid()
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		c, err := l.AcceptUnix()
+		if err != nil {
+			<-slots
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			logf("api %s: socket: %v", verb, err)
+			select { // out of descriptors, say: not a busy loop
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			defer c.Close()
+			c.SetReadDeadline(time.Now().Add(SocketReadTimeout))
+			stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) })
+			defer stop()
+			b := serveConn(ctx, c, uid, verb, handle, logf)
+			c.SetWriteDeadline(time.Now().Add(socketWriteTimeout))
+			if _, err := c.Write(b); err != nil {
+				logf("api %s: socket: answer of %d bytes not sent: %v", verb, len(b), err)
+			}
+		})
+	}
+}
+
+// serveConn reads the request on c (its read deadline set), from a peer
+// that must run as uid or root, and returns the answer to send.
+func serveConn(ctx context.Context, c *net.UnixConn, uid int, verb string, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any)) []byte {
+	peer, err := peerUID(c)
+	if err != nil {
+		return Reply{Error: fmt.Sprintf("%s: peer credentials: %v", verb, err)}.wire()
+	}
+	if peer != uid && peer != 0 {
+		return Reply{Error: fmt.Sprintf("%s: connection refused: the hook socket answers only its server's user (uid %d) and root, not uid %d", verb, uid, peer)}.wire()
+	}
+	data, err := io.ReadAll(io.LimitReader(c, hooksock.MaxRequest+1))
+	if err == nil && len(data) > hooksock.MaxRequest {
+		n, derr := io.Copy(io.Discard, c)
+		if derr == nil {
+			return Reply{Error: fmt.Sprintf("%s: request of %d bytes, over the limit of %d", verb, int64(len(data))+n, hooksock.MaxRequest), Code: "too_large"}.wire()
+		}
+		err = derr
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return Reply{Error: fmt.Sprintf("%s: the server is stopping", verb)}.wire()
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return Reply{Error: fmt.Sprintf("%s: the request did not end within %s (shut down the connection's writing half after it)", verb, SocketReadTimeout), Code: "malformed"}.wire()
+		}
+		return Reply{Error: fmt.Sprintf("%s: read the request: %v", verb, err)}.wire()
+	}
+	return work(ctx, verb, data, handle, logf, nil)
+}
+
+// peerUID returns the user id of c's peer process.
+func peerUID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	cerr := raw.Control(func(fd uintptr) {
+		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	})
+	if cerr != nil {
+		return 0, cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	return int(cred.Uid), nil
+}

@@ -1,0 +1,197 @@
+// Package hooksock is the client of the Unix domain socket a running
+// `logbook serve` answers hook payloads on (<data dir>/hook.sock), and
+// the limits both ends share; adapters/api serves it.
+//
+// One connection carries one request: the client connects, writes the
+// request (an api.HookRequest as JSON), shuts down its writing half, and
+// reads the answer (an api.Reply as sent on NATS) to the end. The
+// package links nothing but the standard library's basics and
+// golang.org/x/sys/unix — no net, no os/user — so a binary that uses it
+// stays statically linked and starts fast.
+package hooksock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Name is the socket's file name in the data dir.
+const Name = "hook.sock"
+
+// Limits of one exchange, in bytes.
+const (
+	// MaxRequest is the largest request the server reads: the embedded
+	// NATS server's maximum payload (1 MiB), so that a hook request the
+	// NATS API would take is taken here and no other. A larger one is
+	// answered with an error of code "too_large".
+	MaxRequest = 1 << 20
+	// MaxReply is the most of an answer Call reads; a hook's answer is a
+	// few dozen bytes.
+	MaxReply = 64 << 10
+)
+
+// Errors of Call, for errors.Is.
+var (
+	// ErrNoSocket: there is no socket file (or no data dir): no server
+	// runs, or the one that runs does not listen on a socket.
+	ErrNoSocket = errors.New("no hook socket")
+	// ErrRefused: the socket file is there but nothing listens on it: the
+	// server that made it is gone.
+	ErrRefused = errors.New("nothing listens on the hook socket")
+	// ErrTimeout: the deadline passed before the answer ended.
+	ErrTimeout = errors.New("no answer in time")
+)
+
+// maxPath is the longest socket path connect and bind take (sun_path).
+const maxPath = len(unix.RawSockaddrUnix{}.Path) - 1
+
+// Call sends request req to the server listening on the socket Name in
+// data dir dir and returns its answer, at most MaxReply bytes; all of
+// it must end before deadline. Its errors wrap ErrNoSocket, ErrRefused or
+// ErrTimeout when they are those, and name the socket's path.
+//
+// A path longer than a socket address holds (108 bytes) is reached
+// through the directory: it is opened (O_PATH) and the socket connected
+// as /proc/self/fd/<n>/hook.sock. Call is safe for concurrent use.
+func Call(dir string, req []byte, deadline time.Time) ([]byte, error) {
+	path := filepath.Join(dir, Name)
+	b, err := call(dir, path, req, deadline)
+	if err != nil {
+		return nil, fmt.Errorf("hook socket %s: %w", path, err)
+	}
+	return b, nil
+}
+
+func call(dir, path string, req []byte, deadline time.Time) ([]byte, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	defer unix.Close(fd)
+	addr := path
+	if len(path) > maxPath {
+		dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			return nil, ErrNoSocket
+		}
+		if err != nil {
+			return nil, os.NewSyscallError("open "+dir, err)
+		}
+		defer unix.Close(dfd)
+		addr = ProcPath(dfd)
+	}
+	if err := timeouts(fd, deadline); err != nil {
+		return nil, err
+	}
+	for {
+		err = unix.Connect(fd, &unix.SockaddrUnix{Name: addr})
+		if err != unix.EINTR {
+			break
+		}
+		if err := timeouts(fd, deadline); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case err == nil || err == unix.EISCONN:
+	case err == unix.ENOENT || err == unix.ENOTDIR:
+		return nil, ErrNoSocket
+	case err == unix.ECONNREFUSED:
+		return nil, ErrRefused
+	case err == unix.EAGAIN:
+		return nil, ErrTimeout // the server's backlog stayed full
+	default:
+		return nil, os.NewSyscallError("connect", err)
+	}
+	werr := write(fd, req, deadline)
+	if werr == nil {
+		werr = os.NewSyscallError("shutdown", unix.Shutdown(fd, unix.SHUT_WR))
+	}
+	// A server that answers before reading all (a peer it refuses) has
+	// closed its end, which ends a write with EPIPE and the answer with
+	// ECONNRESET: its answer is read all the same.
+	b, rerr := read(fd, deadline)
+	if len(b) > 0 && (rerr == nil || werr != nil || errors.Is(rerr, unix.ECONNRESET)) {
+		return b, nil
+	}
+	if werr != nil {
+		return nil, werr
+	}
+	if rerr != nil {
+		return nil, rerr
+	}
+	return nil, errors.New("the server closed the connection without an answer")
+}
+
+// ProcPath returns the path of socket Name in the directory open as
+// dfd (O_PATH is enough), as this process sees it under /proc: short
+// enough for a socket address whatever the directory's own path.
+func ProcPath(dfd int) string {
+	return "/proc/self/fd/" + strconv.Itoa(dfd) + "/" + Name
+}
+
+// timeouts sets fd's send and receive timeouts to what is left until
+// deadline.
+func timeouts(fd int, deadline time.Time) error {
+	left := time.Until(deadline)
+	if left <= 0 {
+		return ErrTimeout
+	}
+	tv := unix.NsecToTimeval(max(left.Nanoseconds(), int64(time.Microsecond)))
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+		return os.NewSyscallError("setsockopt", err)
+	}
+	return os.NewSyscallError("setsockopt", unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv))
+}
+
+// write writes all of b to fd before deadline.
+func write(fd int, b []byte, deadline time.Time) error {
+	for len(b) > 0 {
+		if err := timeouts(fd, deadline); err != nil {
+			return err
+		}
+		n, err := unix.SendmsgN(fd, b, nil, nil, unix.MSG_NOSIGNAL)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return ErrTimeout
+		case err != nil:
+			return os.NewSyscallError("write", err)
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// read reads fd to its end, at most MaxReply bytes, before deadline.
+func read(fd int, deadline time.Time) ([]byte, error) {
+	var b []byte
+	buf := make([]byte, 4096)
+	for {
+		if err := timeouts(fd, deadline); err != nil {
+			return b, err
+		}
+		n, err := unix.Read(fd, buf)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return b, ErrTimeout
+		case err != nil:
+			return b, os.NewSyscallError("read", err)
+		case n == 0:
+			return b, nil
+		}
+		if len(b)+n > MaxReply {
+			return nil, fmt.Errorf("answer over %d bytes", MaxReply)
+		}
+		b = append(b, buf[:n]...)
+	}
+}
