@@ -30,8 +30,7 @@ const (
 // Close stops it and removes its file.
 type Socket struct {
 	*net.UnixListener
-	Path string      // the socket's path as given to ListenSocket
-	made os.FileInfo // the file as bound, so Close removes no other
+	Path string // the socket's path as given to ListenSocket
 }
 
 // ListenSocket listens on a Unix domain socket at path, with mode 0600,
@@ -75,21 +74,18 @@ func ListenSocket(path string) (*Socket, error) {
 		s.Close()
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	if s.made, err = os.Lstat(path); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("listen on %s: %w", path, err)
-	}
 	return s, nil
 }
 
-// Close stops listening and removes the socket's file, if it is still
-// the one ListenSocket made. It is safe to call more than once.
+// Close stops listening and removes the socket's file (a socket at Path:
+// with the lock the caller holds, no other server made one there since).
+// It is safe to call more than once.
 func (s *Socket) Close() error {
 	err := s.UnixListener.Close()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
 	}
-	if st, serr := os.Lstat(s.Path); serr == nil && (s.made == nil || os.SameFile(st, s.made)) {
+	if st, serr := os.Lstat(s.Path); serr == nil && st.Mode().Type() == fs.ModeSocket {
 		if rerr := os.Remove(s.Path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
 			err = rerr
 		}

@@ -27,6 +27,13 @@ import (
 func apiServe(t *testing.T) (string, *backend, *syncBuffer) {
 	t.Helper()
 	data := filepath.Join(t.TempDir(), "data")
+	b, stderr := serveAt(t, data)
+	return data, b, stderr
+}
+
+// serveAt is apiServe on data dir data.
+func serveAt(t *testing.T, data string) (*backend, *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr syncBuffer
 	done := make(chan error, 1)
@@ -55,7 +62,7 @@ func apiServe(t *testing.T) (string, *backend, *syncBuffer) {
 			continue
 		}
 		t.Cleanup(func() { b.Close() })
-		return data, b, &stderr
+		return b, &stderr
 	}
 }
 

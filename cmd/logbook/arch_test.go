@@ -115,12 +115,28 @@ func TestHookBinaryDeps(t *testing.T) {
 	}
 	heavy := []string{"github.com/nats-io/nats-server", "github.com/cockroachdb/pebble", "github.com/prometheus",
 		"google.golang.org/protobuf", "github.com/spf13/cobra", "github.com/logbook-dev/logbook/adapters/natslog",
-		"github.com/logbook-dev/logbook/adapters/api", "github.com/logbook-dev/logbook/projections"}
+		"github.com/logbook-dev/logbook/adapters/api", "github.com/logbook-dev/logbook/projections",
+		// The hook speaks to serve on its Unix socket (adapters/hooksock).
+		"github.com/nats-io/nats.go"}
 	for _, p := range strings.Fields(string(out)) {
 		for _, h := range heavy {
 			if p == h || strings.HasPrefix(p, h+"/") {
 				t.Errorf("logbook-hook links %s", p)
 			}
+		}
+	}
+}
+
+// TestHookSockDeps keeps adapters/hooksock, the hook's transport, free of
+// the network stack and of cgo, so that a binary linking it stays static.
+func TestHookSockDeps(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/logbook-dev/logbook/adapters/hooksock").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if p == "net" || strings.HasPrefix(p, "net/") || p == "os/user" || p == "runtime/cgo" {
+			t.Errorf("adapters/hooksock links %s", p)
 		}
 	}
 }

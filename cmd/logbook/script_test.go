@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 )
@@ -30,7 +32,23 @@ func TestMain(m *testing.M) {
 		"logbook":      func() { main() },
 		"logbook-hook": func() { os.Exit(hookfast.Main(os.Args[1:], os.Stdin, os.Stderr, "")) },
 		"fakeagent":    fakeAgent,
+		"hooksockcall": hookSockCall,
 	})
+}
+
+// hookSockCall is `hooksockcall DIR`: it sends its standard input to the
+// hook socket of data dir DIR (hooksock.Call) and prints the answer.
+func hookSockCall() {
+	req, err := io.ReadAll(os.Stdin)
+	if err == nil {
+		var b []byte
+		if b, err = hooksock.Call(os.Args[1], req, time.Now().Add(10*time.Second)); err == nil {
+			os.Stdout.Write(b)
+			return
+		}
+	}
+	fmt.Fprintf(os.Stderr, "hooksockcall: %v\n", err)
+	os.Exit(1)
 }
 
 // removingSoakBin runs the tests, then removes the binary the soaks
