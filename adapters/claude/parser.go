@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/logbook-dev/logbook/adapters/redact/cut"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -311,16 +312,8 @@ func (p *Parser) finish(o events.Observation, orig []byte) events.Observation {
 }
 
 // cutUTF8 returns the longest prefix of s that is at most n bytes and ends
-// on a rune boundary.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+// on a rune boundary (cut.Prefix).
+func cutUTF8(s string, n int) string { return cut.Prefix(s, n) }
 
 // tailUTF8 returns the longest suffix of s that is at most n bytes and
 // starts on a rune boundary.

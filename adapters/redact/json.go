@@ -2,9 +2,9 @@ package redact
 
 import (
 	"strings"
-	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
+	"github.com/logbook-dev/logbook/adapters/redact/cut"
 )
 
 // JSON redacts a JSON text (RFC 8259) string by string, over the decoded
@@ -132,50 +132,9 @@ func scanStrings(s string) ([]jsonString, bool) {
 	return toks, true
 }
 
-// writeJSONString writes s as a JSON string, canonically (see JSON).
-func writeJSONString(b *strings.Builder, s string) {
-	const hex = "0123456789abcdef"
-	b.WriteByte('"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, n := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && n == 1 {
-				b.WriteString(`\ufffd`)
-			} else {
-				b.WriteString(s[i : i+n])
-			}
-			i += n
-			continue
-		}
-		switch c {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		default:
-			if c < 0x20 {
-				b.WriteString(`\u00`)
-				b.WriteByte(hex[c>>4])
-				b.WriteByte(hex[c&0xf])
-			} else {
-				b.WriteByte(c)
-			}
-		}
-		i++
-	}
-	b.WriteByte('"')
-}
+// writeJSONString writes s as a JSON string, canonically (see JSON):
+// cut.WriteJSON.
+func writeJSONString(b *strings.Builder, s string) { cut.WriteJSON(b, s) }
 
 // CutStrings returns the JSON text s with every string longer than max
 // bytes (decoded) cut to at most max bytes: at the last space, newline or
@@ -209,28 +168,12 @@ func CutStrings(s string, max int) (string, bool) {
 // space, newline or punctuation in the final quarter of its first max
 // bytes, else on the rune boundary at or before max. text must be valid
 // UTF-8; a caller that has only a prefix of a longer text may pass any
-// prefix of more than max bytes and gets the same cut.
-func CutText(text string, max int) string {
-	if len(text) <= max {
-		return text
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(text[cut]) {
-		cut--
-	}
-	if i := strings.LastIndexAny(text[:cut], " \t\r\n,;:()[]{}<>\"'"); i >= max*3/4 {
-		cut = i
-	}
-	return text[:cut]
-}
+// prefix of more than max bytes and gets the same cut. It is cut.Text.
+func CutText(text string, max int) string { return cut.Text(text, max) }
 
 // QuoteJSON returns s as a JSON string, canonically: '"', '\\' and
 // control characters escaped (\n, \r, \t, \b, \f, else \u00XX), every
 // other character as itself (no HTML escaping), an invalid UTF-8 byte as
-// \ufffd. It is how JSON and CutStrings write the strings they change.
-func QuoteJSON(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	writeJSONString(&b, s)
-	return b.String()
-}
+// \ufffd. It is how JSON and CutStrings write the strings they change
+// (cut.QuoteJSON).
+func QuoteJSON(s string) string { return cut.QuoteJSON(s) }
