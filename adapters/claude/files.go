@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 )
 
 // MaxLineBytes is the longest transcript line ReadLines yields: 64 MiB.
@@ -80,12 +79,6 @@ func ReadFrom(path string, c Cursor) iter.Seq2[Line, error] {
 	return readLines(context.Background(), path, c, c.Line, MaxLineBytes, 0)
 }
 
-// ErrNotRegular marks a transcript path that names no regular file: a
-// FIFO (opening it for reading blocks until a writer comes), a device
-// such as /dev/zero (it never ends), a socket or a directory, directly or
-// through a symlink. Such a file is never opened for reading.
-var ErrNotRegular = errors.New("not a regular file")
-
 // ErrPrivate marks a transcript path that leads, through symlinks or a
 // second name of a directory, to a file inside a directory no transcript
 // is read from: Logbook's data dir, which holds credentials.
@@ -135,89 +128,6 @@ func CheckPrivate(path string, dirs []string) error {
 		}
 	}
 	return nil
-}
-
-// OpenRegular opens the file at path (symlinks followed) for reading,
-// only if it is a regular file, and returns it with its size in bytes at
-// that moment; the caller closes it. It never blocks on a FIFO and never
-// reads from a device: it stats path first, opens with O_NONBLOCK and
-// O_NOCTTY, and checks the opened file again with fstat, so a FIFO or
-// device swapped in between is refused too. Errors name path; one for a
-// file that is not regular wraps ErrNotRegular and says what it is.
-func OpenRegular(path string) (*os.File, int64, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, 0, notRegular(path, st.Mode())
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	if st, err = f.Stat(); err != nil {
-		f.Close()
-		return nil, 0, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, notRegular(path, st.Mode())
-	}
-	return f, st.Size(), nil
-}
-
-// MaxRulesFile is the most bytes a data dir's redact.txt may hold: 1 MiB,
-// thousands of rules. It is read with ReadRegular, so a FIFO or a device
-// put in its place is refused rather than read without end.
-const MaxRulesFile = 1 << 20
-
-// ErrFileTooLarge marks a file ReadRegular refused for holding more than its
-// limit of bytes.
-var ErrFileTooLarge = errors.New("too large")
-
-// ReadRegular returns the contents of the small regular file at path
-// (symlinks followed), opened as OpenRegular opens it: a FIFO, a device,
-// a socket or a directory is refused (the error wraps ErrNotRegular)
-// without blocking or reading. It reads at most limit bytes (limit > 0):
-// a file holding more is refused with an error that wraps ErrFileTooLarge
-// and names path and limit. Other errors are os.Open's and read's,
-// naming path.
-func ReadRegular(path string, limit int64) ([]byte, error) {
-	f, size, err := OpenRegular(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if size > limit {
-		return nil, fmt.Errorf("%s: %w: %d bytes, the limit is %d", path, ErrFileTooLarge, size, limit)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: %w: more than %d bytes, the limit", path, ErrFileTooLarge, limit)
-	}
-	return b, nil
-}
-
-// notRegular returns the error for path, found to have mode m.
-func notRegular(path string, m fs.FileMode) error {
-	what := "a special file"
-	switch {
-	case m.IsDir():
-		what = "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		what = "a FIFO"
-	case m&fs.ModeCharDevice != 0:
-		what = "a character device"
-	case m&fs.ModeDevice != 0:
-		what = "a block device"
-	case m&fs.ModeSocket != 0:
-		what = "a socket"
-	}
-	return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, what)
 }
 
 // FirstLine returns the first line of the transcript at path, reading no

@@ -4,13 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/logbook-dev/logbook/adapters/redact"
 
 	"github.com/logbook-dev/logbook/events"
 )
@@ -27,23 +23,6 @@ func ParseHook(b []byte, cfg Config) (events.Observation, error) {
 		return events.Observation{}, err
 	}
 	return p.Hook(b)
-}
-
-// hookFieldKind returns the JSON type a hook payload's top-level field
-// must have when present and not null, or "" for fields read leniently or
-// not read at all.
-func hookFieldKind(name string) string {
-	switch name {
-	case "session_id", "transcript_path", "cwd", "permission_mode", "hook_event_name",
-		"prompt_id", "tool_name", "tool_use_id", "prompt", "source", "model", "message",
-		"notification_type", "agent_id", "agent_type", "agent_transcript_path", "trigger", "reason":
-		return "string"
-	case "stop_hook_active", "is_interrupt":
-		return "boolean"
-	case "tool_input":
-		return "object"
-	}
-	return ""
 }
 
 // Hook parses one hook stdin payload, b (one JSON object, trailing
@@ -121,51 +100,10 @@ func (p *Parser) Hook(b []byte) (events.Observation, error) {
 	return p.finish(o, b), nil
 }
 
-// Caps on a hook payload's fields, in bytes. A payload over one of them
-// is refused with ErrFieldTooLong.
-const (
-	// MaxHookID caps ids, names and modes: session_id, tool_use_id,
-	// tool_name, hook_event_name, prompt_id, agent_id, agent_type,
-	// permission_mode, model, source, notification_type, trigger.
-	MaxHookID = 256
-	// MaxHookPath caps paths: transcript_path, cwd, agent_transcript_path.
-	MaxHookPath = 4096
-)
-
-// hookFieldCap returns the cap on a top-level string field, or 0.
-func hookFieldCap(name string) int {
-	switch name {
-	case "session_id", "tool_use_id", "tool_name", "hook_event_name", "prompt_id", "agent_id", "agent_type",
-		"permission_mode", "model", "source", "notification_type", "trigger":
-		return MaxHookID
-	case "transcript_path", "cwd", "agent_transcript_path":
-		return MaxHookPath
-	}
-	return 0
-}
-
-// CheckHook reports whether b is a hook payload Parser.Hook accepts,
-// with the same errors, without decoding more than the top-level fields
-// it checks, redacting or building an observation: what a hook process
-// checks before it spools b.
-func CheckHook(b []byte) error {
-	s, err := scanHook(bytes.TrimRight(b, " \t\r\n"), 0)
-	if err != nil {
-		return &HookError{Err: err}
-	}
-	_, err = checkHook(s.top)
-	return err
-}
-
 // parseHook parses b (trailing whitespace removed) into an observation
 // without redaction or Raw.
 func parseHook(b []byte) (events.Observation, error) {
-	s, err := scanHook(b, 0)
-	if err != nil {
-		return events.Observation{}, &HookError{Err: err}
-	}
-	top := s.top
-	event, err := checkHook(top)
+	top, event, err := readHook(b)
 	if err != nil {
 		return events.Observation{}, err
 	}
@@ -259,139 +197,6 @@ func parseHook(b []byte) (events.Observation, error) {
 		o.Cut = &events.Cut{Size: size, SHA256: c.str("sha256")}
 	}
 	return o, nil
-}
-
-// checkHook checks a hook payload's top-level members, top, as Parser.Hook
-// does, and returns hook_event_name. Only the fields it checks are
-// decoded. Errors: *HookError wrapping ErrFieldType, ErrFieldTooLong,
-// ErrMissingField or events.ErrMalformed.
-func checkHook(top map[string]json.RawMessage) (string, error) {
-	keys := make([]string, 0, len(top))
-	for k := range top {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	t := objectOf(top, new([]string))
-	event := ""
-	if jsonKind(top["hook_event_name"]) == "string" {
-		event = t.str("hook_event_name")
-	}
-	if len(event) > MaxHookID {
-		return "", &HookError{Field: "hook_event_name", Err: fmt.Errorf("%w: %d bytes, at most %d", ErrFieldTooLong, len(event), MaxHookID)}
-	}
-	for _, k := range keys {
-		want, got := hookFieldKind(k), jsonKind(top[k])
-		if want != "" && got != "null" && got != want {
-			return "", &HookError{Event: event, Field: k, Err: fmt.Errorf("%w: want %s, got %s", ErrFieldType, want, got)}
-		}
-		// A string's decoded text is at most as long as its JSON text.
-		if c := hookFieldCap(k); c > 0 && got == "string" && len(top[k]) > c+2 {
-			if n := len(t.str(k)); n > c {
-				return "", &HookError{Event: event, Field: k, Err: fmt.Errorf("%w: %d bytes, at most %d", ErrFieldTooLong, n, c)}
-			}
-		}
-	}
-	if event == "" {
-		return "", &HookError{Field: "hook_event_name", Err: ErrMissingField}
-	}
-	if t.str("session_id") == "" {
-		return "", &HookError{Event: event, Field: "session_id", Err: ErrMissingField}
-	}
-	// The ids name the session aggregate (SessionAggregate): refuse here,
-	// by the log's own rule, what the server would refuse on delivery.
-	if err := events.ValidID(t.str("session_id")); err != nil {
-		return "", &HookError{Event: event, Field: "session_id", Err: err}
-	}
-	if a := t.str("agent_id"); a != "" {
-		err := events.ValidID(a)
-		if err == nil {
-			_, err = SessionAggregate("", a) // "agent-"+a within MaxIDLen
-		}
-		if err != nil {
-			return "", &HookError{Event: event, Field: "agent_id", Err: err}
-		}
-	}
-	return event, nil
-}
-
-// Hook payload caps applied by PrepareHook.
-const (
-	// MaxHookSend is the most a hook sends and spools of one payload, in
-	// bytes: 256 KiB.
-	MaxHookSend = 256 << 10
-	// MaxHookString is what each string of an over-cap payload is cut
-	// to, in bytes.
-	MaxHookString = 4 << 10
-	// CutMember is the top-level member PrepareHook adds to a payload it
-	// cut: {"size": original bytes, "sha256": hex SHA-256 of the original}.
-	CutMember = "logbook_cut"
-)
-
-// PrepareHook returns what a hook process spools for payload b: b itself
-// (trailing whitespace removed) when it is at most MaxHookSend bytes;
-// else b with every string cut to MaxHookString bytes (redact.CutText,
-// as redact.CutStrings cuts) and a CutMember naming the original's size
-// and SHA-256, which the parser turns into the observation's Cut. It
-// reads b once (UTF-8, syntax, MaxHookDepth, MaxHookKeys) and decodes
-// only the top-level fields it checks and the first MaxHookString bytes
-// of each string it cuts. Errors: CheckHook's, and ErrTooLarge for a
-// payload still over MaxHookSend after cutting.
-func PrepareHook(b []byte) ([]byte, error) {
-	b = bytes.TrimRight(b, " \t\r\n")
-	long := 0
-	if len(b) > MaxHookSend {
-		long = MaxHookString
-	}
-	s, err := scanHook(b, long)
-	if err != nil {
-		return nil, &HookError{Err: err}
-	}
-	if _, err := checkHook(s.top); err != nil {
-		return nil, err
-	}
-	if len(b) <= MaxHookSend {
-		return b, nil
-	}
-	// The cut strings first, to know the result's size before building it.
-	size := len(b)
-	cuts := make([]string, len(s.longs))
-	for i, sp := range s.longs {
-		raw := b[sp.from:sp.to]
-		text := unquotePrefix(raw, MaxHookString)
-		if len(text) <= MaxHookString {
-			continue // short once decoded: kept as written
-		}
-		cuts[i] = redact.QuoteJSON(redact.CutText(text, MaxHookString))
-		size += len(cuts[i]) - len(raw)
-	}
-	sum := sha256.Sum256(b)
-	member := fmt.Sprintf(`{%q:{"size":%d,"sha256":%q}`, CutMember, len(b), hex.EncodeToString(sum[:]))
-	if len(s.top) > 0 {
-		member += ","
-	}
-	size += len(member) - 1
-	if size > MaxHookSend {
-		return nil, &HookError{Err: fmt.Errorf("%w: %d bytes, %d after cutting each string to %d bytes, at most %d", ErrTooLarge, len(b), size, MaxHookString, MaxHookSend)}
-	}
-	out := make([]byte, 0, size)
-	out = append(out, b[:s.objAt]...)
-	out = append(out, member...)
-	last := s.objAt + 1
-	for i, sp := range s.longs {
-		if cuts[i] == "" {
-			continue
-		}
-		out = append(out, b[last:sp.from]...)
-		out = append(out, cuts[i]...)
-		last = sp.to
-	}
-	out = append(out, b[last:]...)
-	// Built from checked parts; checked again, cheaply, as the server
-	// will read it.
-	if err := CheckHook(out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // SpooledHook parses a spooled hook payload like Hook, but keys a payload

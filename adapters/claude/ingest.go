@@ -126,20 +126,6 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 	}, nil
 }
 
-// SessionAggregate returns the session aggregate of a Claude Code session
-// id, or of a subagent ("agent-<agentID>") when agentID is set.
-func SessionAggregate(sessionID, agentID string) (events.Aggregate, error) {
-	id := sessionID
-	if agentID != "" {
-		id = "agent-" + agentID
-	}
-	a := events.Aggregate{Kind: events.KindSession, ID: id}
-	if err := a.Validate(); err != nil {
-		return a, fmt.Errorf("session id: %w", err)
-	}
-	return a, nil
-}
-
 // Sessions returns the executor the ingester decides sessions with:
 // another decider of the same process (the gate) shares its cache, so
 // the two do not conflict with each other's appends.

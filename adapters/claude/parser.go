@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 	"github.com/logbook-dev/logbook/adapters/redact/cut"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -86,25 +87,6 @@ func (p *Parser) MaxRaw() int { return p.maxRaw }
 
 // Errors a parse wraps; test with errors.Is.
 var (
-	// ErrSyntax reports input that is not well-formed JSON.
-	ErrSyntax = errors.New("malformed JSON")
-	// ErrInvalidUTF8 reports input that is not valid UTF-8.
-	ErrInvalidUTF8 = errors.New("invalid UTF-8")
-	// ErrNotObject reports well-formed JSON that is not an object.
-	ErrNotObject = errors.New("not a JSON object")
-	// ErrDuplicateKey reports a payload whose top-level object names one
-	// member twice: a reader keeps one value and the raw text holds both,
-	// so the payload is refused rather than read either way.
-	ErrDuplicateKey = errors.New("duplicate key")
-	// ErrMissingField reports a hook payload without a required field.
-	ErrMissingField = errors.New("missing field")
-	// ErrFieldType reports a hook payload field of the wrong JSON type.
-	ErrFieldType = errors.New("wrong JSON type")
-	// ErrTooLarge reports a hook payload over MaxHookSend even after
-	// cutting its strings.
-	ErrTooLarge = errors.New("payload too large")
-	// ErrFieldTooLong reports a hook payload field over its cap.
-	ErrFieldTooLong = errors.New("field too long")
 	// ErrLineTooLong reports a transcript line longer than MaxLineBytes.
 	ErrLineTooLong = errors.New("line too long")
 	// ErrSecretID reports an id that a redaction rule matches. An id
@@ -200,34 +182,6 @@ func (e *LineError) Error() string {
 // Unwrap returns the cause.
 func (e *LineError) Unwrap() error { return e.Err }
 
-// HookError reports a hook payload that could not be used. It wraps
-// ErrSyntax, ErrInvalidUTF8, ErrNotObject, ErrDuplicateKey, ErrTooDeep,
-// ErrTooManyKeys, ErrTooLarge, ErrMissingField, ErrFieldType, ErrFieldTooLong,
-// ErrSecretID or events.ErrMalformed.
-type HookError struct {
-	Event string // hook_event_name, if it could be read
-	Field string // the offending top-level field, if any
-	Err   error
-}
-
-// Error returns "claude hook [event]: [field "f": ]what".
-func (e *HookError) Error() string {
-	var b strings.Builder
-	b.WriteString("claude hook")
-	if e.Event != "" {
-		b.WriteString(" " + e.Event)
-	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		fmt.Fprintf(&b, "field %q: ", e.Field)
-	}
-	b.WriteString(e.Err.Error())
-	return b.String()
-}
-
-// Unwrap returns the cause.
-func (e *HookError) Unwrap() error { return e.Err }
-
 // decodeObject checks that b is valid UTF-8 holding one JSON object and
 // returns its members. On failure it returns the 1-based byte column of
 // the problem (0 if none applies) and an error wrapping ErrInvalidUTF8,
@@ -248,20 +202,8 @@ func decodeObject(b []byte) (map[string]json.RawMessage, int, error) {
 }
 
 // invalidUTF8 returns the offset of the first byte of b that is not part
-// of a valid UTF-8 sequence, or -1.
-func invalidUTF8(b []byte) int {
-	if utf8.Valid(b) {
-		return -1
-	}
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			return i
-		}
-		i += n
-	}
-	return -1
-}
+// of a valid UTF-8 sequence, or -1 (jsonx.InvalidUTF8).
+func invalidUTF8(b []byte) int { return jsonx.InvalidUTF8(b) }
 
 // trimEOL removes one trailing "\n" or "\r\n".
 func trimEOL(b []byte) []byte {

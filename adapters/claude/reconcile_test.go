@@ -1,9 +1,12 @@
 package claude
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,11 +113,7 @@ func TestReconcile_AgentGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
-	st, err := readStat(agent.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proc := &events.Process{PID: agent.Process.Pid, Start: st.start, Host: "h", Boot: boot, Comm: st.comm}
+	proc := procOf(t, agent.Process.Pid, "h", boot)
 
 	log := openLog(t)
 	in := newTestIngester(t, log)
@@ -145,4 +144,22 @@ func TestReconcile_AgentGone(t *testing.T) {
 	if ap, _, err := in.Reconcile(t.Context(), agg, time.Now(), time.Minute, check); err != nil || ap.Last != 0 {
 		t.Errorf("tick after the end: %+v, %v", ap, err)
 	}
+}
+
+// procOf returns process pid as AgentProcess names one, read from
+// /proc/<pid>/stat (proc(5): the command name in parentheses, then
+// field 22 starttime).
+func procOf(t *testing.T, pid int, host, boot string) *events.Process {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[j+1:]))
+	start, err := strconv.ParseUint(f[22-3], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &events.Process{PID: pid, Start: start, Host: host, Boot: boot, Comm: string(b[i+1 : j])}
 }

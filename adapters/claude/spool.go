@@ -1,510 +1,160 @@
 package claude
 
 import (
-	cryptorand "crypto/rand"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
-	"github.com/oklog/ulid/v2"
-
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/events"
 )
 
-// Spool is a durable local queue of hook payloads: one file per payload
-// in one directory, named <ULID>.json so names sort in arrival order. A
-// hook process Puts its payload and exits; a deliverer takes the Lock,
-// reads Pending entries, delivers them and Removes each.
-//
-// Several processes may use one spool directory at once: every Put writes
-// its own file (a temporary file, fsynced, renamed into place, then the
-// directory fsynced), so a crash leaves either the whole entry or only an
-// ignored temporary file. Arrival order holds within a process (ULIDs
-// from one process are monotonic); entries that different processes put
-// within the same millisecond sort in an arbitrary but fixed order. A
-// Spool value is immutable and safe for concurrent use.
-type Spool struct {
-	dir string
-}
+// What a hook process needs lives in package hookspool, which links no
+// redaction rules; these are its names under this package, for the
+// callers that parse and ingest as well.
 
-// Entry is one spooled payload.
-type Entry struct {
-	ID      string    // the entry's ULID, e.g. "01JDQ…"; its file is <ID>.json
-	Time    time.Time // when it was put, from the ULID (ms)
-	Payload []byte
-	// Process is the agent process the hook ran under, nil when none was
-	// found. It is kept beside the payload (<ID>.process), so the
-	// payload's bytes stay exactly as the agent sent them.
-	Process *events.Process
-	// Verdict is what a gated hook answered the agent on its own, with
-	// no server to ask (PutVerdict), nil for an entry without one. It is
-	// kept beside the payload (<ID>.verdict) for the server to record
-	// when it delivers the entry.
-	Verdict *LocalVerdict
-}
+// Spool is hookspool's Spool: a durable local queue of hook payloads.
+type Spool = hookspool.Spool
 
-// LocalRule is the DecidedBy name of a LocalVerdict: the hook failed
-// closed, with no server (or no logbook program) to ask.
-const LocalRule = "local policy: fail closed"
+// Entry is hookspool's Entry: one spooled payload.
+type Entry = hookspool.Entry
 
-// LocalVerdict is a gate verdict a hook gave by itself, without a
-// server: the fail-closed deny of `hook claude --gate` when no server
-// could be asked. Its JSON form is the spool's <ID>.verdict file.
-type LocalVerdict struct {
-	Verdict string           `json:"verdict"`            // events.VerdictDeny (the hook never allows on its own)
-	Outcome string           `json:"outcome"`            // an events.Review* outcome: unavailable, timed_out
-	Reason  string           `json:"reason"`             // what the agent was told, redacted
-	By      events.DecidedBy `json:"decided_by"`         // who decided: events.DecidedByHook and the rule it applied
-	At      time.Time        `json:"at,omitzero"`        // when it answered
-	Budget  int64            `json:"budget_ms,omitzero"` // the hook's budget, ms
-}
+// Lock is hookspool's Lock: the spool's delivery lock.
+type Lock = hookspool.Lock
 
-// FailClosedVerdict returns the LocalVerdict of a hook that failed closed
-// for want of a verdict, at at, with a budget of budget (0: none): deny,
-// outcome unavailable, decided by the hook under LocalRule, its reason
-// why (redacted by the caller).
+// LocalVerdict is hookspool's LocalVerdict: a gate verdict a hook gave
+// by itself, without a server.
+type LocalVerdict = hookspool.LocalVerdict
+
+// HookError is hookspool's HookError: a hook payload that could not be
+// used. The parser's refusals (Parser.Hook) are HookErrors too.
+type HookError = hookspool.HookError
+
+// Open is hookspool.Open: the spool in dir, creating dir (mode 0700).
+func Open(dir string) (*Spool, error) { return hookspool.Open(dir) }
+
+// FailClosedVerdict is hookspool.FailClosedVerdict: the LocalVerdict of a
+// hook that failed closed, at at, with a budget of budget (0: none).
 func FailClosedVerdict(why string, at time.Time, budget time.Duration) LocalVerdict {
-	return LocalVerdict{
-		Verdict: events.VerdictDeny, Outcome: events.ReviewUnavailable, Reason: why,
-		By: events.DecidedBy{Kind: events.DecidedByHook, Name: LocalRule},
-		At: at.UTC().Truncate(time.Microsecond), Budget: budget.Milliseconds(),
-	}
+	return hookspool.FailClosedVerdict(why, at, budget)
 }
 
-// ErrLocked reports that another holder has the spool's delivery lock.
-var ErrLocked = errors.New("spool: delivery lock held elsewhere")
-
+// Spool names and limits: hookspool's.
 const (
-	processExt = ".process"
-	verdictExt = ".verdict"
-	spoolExt   = ".json"
-	tmpPrefix  = ".tmp-"
-	lockName   = ".lock"
+	// LocalRule is hookspool.LocalRule, the DecidedBy name of a
+	// LocalVerdict.
+	LocalRule = hookspool.LocalRule
+	// RejectedDir is hookspool.RejectedDir, the spool's subdirectory for
+	// entries kept aside.
+	RejectedDir = hookspool.RejectedDir
+	// DefaultRejectedRetention is hookspool.DefaultRejectedRetention: 7
+	// days.
+	DefaultRejectedRetention = hookspool.DefaultRejectedRetention
+	// MaxRulesFile is hookspool.MaxRulesFile, the most bytes a data dir's
+	// redact.txt may hold: 1 MiB.
+	MaxRulesFile = hookspool.MaxRulesFile
 )
 
-// Open returns the spool in dir, creating dir (mode 0700) if needed.
-func Open(dir string) (*Spool, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("open spool: %w", err)
-	}
-	return &Spool{dir: dir}, nil
+// Hook payload limits and caps: hookspool's (see there).
+const (
+	MaxHookDepth  = hookspool.MaxHookDepth  // deepest nesting: 512 levels
+	MaxHookKeys   = hookspool.MaxHookKeys   // most object members: 65,536
+	MaxHookID     = hookspool.MaxHookID     // cap on ids, names and modes, bytes
+	MaxHookPath   = hookspool.MaxHookPath   // cap on paths, bytes
+	MaxHookSend   = hookspool.MaxHookSend   // most a hook sends of one payload: 256 KiB
+	MaxHookString = hookspool.MaxHookString // what each string of an over-cap payload is cut to
+	CutMember     = hookspool.CutMember     // the member PrepareHook adds to a payload it cut
+)
+
+// Errors of a hook payload's check and of the spool and file reads:
+// hookspool's own values, so errors.Is matches either name.
+var (
+	// ErrSyntax is hookspool.ErrSyntax: input that is not well-formed JSON.
+	ErrSyntax = hookspool.ErrSyntax
+	// ErrInvalidUTF8 is hookspool.ErrInvalidUTF8: input that is not
+	// valid UTF-8.
+	ErrInvalidUTF8 = hookspool.ErrInvalidUTF8
+	// ErrNotObject is hookspool.ErrNotObject: well-formed JSON that is
+	// not an object.
+	ErrNotObject = hookspool.ErrNotObject
+	// ErrDuplicateKey is hookspool.ErrDuplicateKey: a top-level member
+	// named twice.
+	ErrDuplicateKey = hookspool.ErrDuplicateKey
+	// ErrMissingField is hookspool.ErrMissingField: a hook payload
+	// without a required field.
+	ErrMissingField = hookspool.ErrMissingField
+	// ErrFieldType is hookspool.ErrFieldType: a hook payload field of the
+	// wrong JSON type.
+	ErrFieldType = hookspool.ErrFieldType
+	// ErrTooLarge is hookspool.ErrTooLarge: a hook payload over
+	// MaxHookSend even after cutting its strings.
+	ErrTooLarge = hookspool.ErrTooLarge
+	// ErrFieldTooLong is hookspool.ErrFieldTooLong: a hook payload field
+	// over its cap.
+	ErrFieldTooLong = hookspool.ErrFieldTooLong
+	// ErrTooDeep is hookspool.ErrTooDeep: nested deeper than
+	// MaxHookDepth.
+	ErrTooDeep = hookspool.ErrTooDeep
+	// ErrTooManyKeys is hookspool.ErrTooManyKeys: more than MaxHookKeys
+	// object members.
+	ErrTooManyKeys = hookspool.ErrTooManyKeys
+	// ErrLocked is hookspool.ErrLocked: another holder has the spool's
+	// delivery lock.
+	ErrLocked = hookspool.ErrLocked
+	// ErrNotRegular is hookspool.ErrNotRegular: a path that names no
+	// regular file.
+	ErrNotRegular = hookspool.ErrNotRegular
+	// ErrFileTooLarge is hookspool.ErrFileTooLarge: a file ReadRegular
+	// refused for holding more than its limit.
+	ErrFileTooLarge = hookspool.ErrFileTooLarge
+)
+
+// PrepareHook is hookspool.PrepareHook: what a hook process spools for
+// payload b, cut when over MaxHookSend. Errors: CheckHook's, ErrTooLarge.
+func PrepareHook(b []byte) ([]byte, error) { return hookspool.PrepareHook(b) }
+
+// CheckHook is hookspool.CheckHook: whether b is a hook payload
+// Parser.Hook accepts, with the same errors, without parsing it.
+func CheckHook(b []byte) error { return hookspool.CheckHook(b) }
+
+// SessionAggregate is hookspool.SessionAggregate: the session aggregate
+// of a Claude Code session id, or of a subagent ("agent-<agentID>") when
+// agentID is set; an error when the id is not valid.
+func SessionAggregate(sessionID, agentID string) (events.Aggregate, error) {
+	return hookspool.SessionAggregate(sessionID, agentID)
 }
 
-// Dir returns the spool's directory.
-func (s *Spool) Dir() string { return s.dir }
-
-// Put stores payload durably and returns its entry id. When Put returns
-// nil the entry survives a crash; on error nothing is left but possibly a
-// temporary file, which Pending ignores and Sweep removes.
-func (s *Spool) Put(payload []byte) (string, error) { return s.PutFrom(payload, nil) }
-
-// PutFrom is Put for a payload that came from agent process p (nil: not
-// known). The process is stored in its own file, durable before the
-// payload's file appears, so an entry never lacks the process it had.
-func (s *Spool) PutFrom(payload []byte, p *events.Process) (string, error) {
-	id := newEntryID()
-	return id, s.PutAs(id, payload, p)
+// AgentProcess is hookspool.AgentProcess: the agent process that process
+// pid runs under, host and boot stamped on it; nil when none is found.
+func AgentProcess(pid int, host, boot string) (*events.Process, error) {
+	return hookspool.AgentProcess(pid, host, boot)
 }
 
-// entryIDs makes the ids of entries put in this process: its own
-// monotonic source, read with the clock under one lock, so an entry put
-// after another in this process sorts after it. ulid.Make reads the clock
-// before it takes its source's lock: a caller holding an earlier
-// millisecond could take the lock between two puts and reset the
-// source, and the second put could then sort before the first.
-var entryIDs = struct {
-	sync.Mutex
-	src *ulid.MonotonicEntropy
-}{src: ulid.Monotonic(cryptorand.Reader, 0)}
+// BootID is hookspool.BootID: the host's boot id, "" when unknown.
+func BootID() string { return hookspool.BootID() }
 
-// newEntryID returns a fresh entry id, after every id it returned before
-// (unless the wall clock stepped back).
-func newEntryID() string {
-	entryIDs.Lock()
-	defer entryIDs.Unlock()
-	return ulid.MustNew(ulid.Now(), entryIDs.src).String()
+// CheckProcess is hookspool.CheckProcess: whether process p still runs,
+// checked on this host (name host, boot id boot).
+func CheckProcess(p events.Process, host, boot string) events.ProcessCheck {
+	return hookspool.CheckProcess(p, host, boot)
 }
 
-// PutAs is PutFrom under a given id, a ULID the caller made (ulid.Make):
-// a hook that tried to deliver its payload straight to the server and
-// failed spools it under the id it already sent, so a server that did
-// take it sees the spooled copy as the same observation.
-func (s *Spool) PutAs(id string, payload []byte, p *events.Process) error {
-	if _, err := ulid.ParseStrict(id); err != nil {
-		return fmt.Errorf("spool put %q: id: %w", id, err)
-	}
-	if p != nil {
-		b, err := json.Marshal(p)
-		if err == nil {
-			err = s.write(id, processExt, b)
-		}
-		if err != nil {
-			return fmt.Errorf("spool put %s: %w", id, err)
-		}
-	}
-	if err := s.write(id, spoolExt, payload); err != nil {
-		return fmt.Errorf("spool put %s: %w", id, err)
-	}
-	if err := s.syncDir(); err != nil {
-		return fmt.Errorf("spool put %s: %w", id, err)
-	}
-	return nil
+// OpenRegular is hookspool.OpenRegular: the file at path opened for
+// reading only if it is a regular file, with its size in bytes; the
+// caller closes it. Errors name path; ErrNotRegular for another kind.
+func OpenRegular(path string) (*os.File, int64, error) { return hookspool.OpenRegular(path) }
+
+// ReadRegular is hookspool.ReadRegular: the contents of the small regular
+// file at path, at most limit bytes (ErrFileTooLarge past it,
+// ErrNotRegular for a FIFO, device, socket or directory).
+func ReadRegular(path string, limit int64) ([]byte, error) {
+	return hookspool.ReadRegular(path, limit)
 }
 
-// PutVerdict keeps v beside entry id (<id>.verdict, fsynced, then the
-// directory): the verdict a gated hook gave by itself for the payload it
-// spools, for the server to record when it delivers the entry. Put it
-// before the payload (PutAs) so a deliverer never takes the payload
-// without it; put after, it is recorded only if the entry has not been
-// delivered yet. A verdict whose payload never lands is removed by Sweep.
-func (s *Spool) PutVerdict(id string, v LocalVerdict) error {
-	if _, err := ulid.ParseStrict(id); err != nil {
-		return fmt.Errorf("spool verdict %q: id: %w", id, err)
-	}
-	b, err := json.Marshal(v)
-	if err == nil {
-		err = s.write(id, verdictExt, b)
-	}
-	if err == nil {
-		err = s.syncDir()
-	}
-	if err != nil {
-		return fmt.Errorf("spool verdict %s: %w", id, err)
-	}
-	return nil
-}
+// notRegular returns the error for path, found to have mode m
+// (hookspool.NotRegular).
+func notRegular(path string, m fs.FileMode) error { return hookspool.NotRegular(path, m) }
 
-// HasPending reports whether any entry waits in the spool, from the
-// directory's names alone (no entry is read): what a hook asks before it
-// delivers its payload past the spool, so it never overtakes one.
-func (s *Spool) HasPending() (bool, error) {
-	f, err := os.Open(s.dir)
-	if err != nil {
-		return false, fmt.Errorf("spool pending: %w", err)
-	}
-	defer f.Close()
-	for {
-		names, err := f.Readdirnames(256)
-		for _, n := range names {
-			if id, ok := strings.CutSuffix(n, spoolExt); ok {
-				if _, err := ulid.ParseStrict(id); err == nil {
-					return true, nil
-				}
-			}
-		}
-		if err == io.EOF {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("spool pending: %w", err)
-		}
-	}
-}
-
-// write stores payload as <id><ext> through a fsynced temporary file.
-func (s *Spool) write(id, ext string, payload []byte) error {
-	tmp := filepath.Join(s.dir, tmpPrefix+id+ext)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(payload)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(s.dir, id+ext))
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-	}
-	return err
-}
-
-// Pending returns the spooled entries in id order (arrival order, see
-// Spool). Temporary files and foreign names are ignored, and so is an
-// entry removed while Pending runs.
-func (s *Spool) Pending() ([]Entry, error) { return s.PendingFirst(0) }
-
-// PendingFirst is Pending that reads at most n entries (the oldest) into
-// memory; n ≤ 0 means all of them. A caller draining a spool that grew
-// while no one delivered it reads it page by page this way.
-func (s *Spool) PendingFirst(n int) ([]Entry, error) {
-	ents, err := os.ReadDir(s.dir) // sorted by name
-	if err != nil {
-		return nil, fmt.Errorf("spool pending: %w", err)
-	}
-	var out []Entry
-	for _, e := range ents {
-		if n > 0 && len(out) >= n {
-			break
-		}
-		id, ok := strings.CutSuffix(e.Name(), spoolExt)
-		if !ok || !e.Type().IsRegular() {
-			continue
-		}
-		u, err := ulid.ParseStrict(id)
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(s.dir, e.Name()))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("spool pending: %w", err)
-		}
-		ent := Entry{ID: id, Time: ulid.Time(u.Time()), Payload: b}
-		if pb, err := os.ReadFile(filepath.Join(s.dir, id+processExt)); err == nil {
-			var p events.Process
-			if json.Unmarshal(pb, &p) == nil {
-				ent.Process = &p
-			}
-		}
-		if vb, err := os.ReadFile(filepath.Join(s.dir, id+verdictExt)); err == nil {
-			var v LocalVerdict
-			if json.Unmarshal(vb, &v) == nil {
-				ent.Verdict = &v
-			}
-		}
-		out = append(out, ent)
-	}
-	return out, nil
-}
-
-// Remove deletes entry id. Removing an entry that is gone is not an
-// error; an id that is not a ULID is.
-func (s *Spool) Remove(id string) error {
-	if _, err := ulid.ParseStrict(id); err != nil {
-		return fmt.Errorf("spool remove %q: not an entry id: %w", id, err)
-	}
-	err := os.Remove(filepath.Join(s.dir, id+spoolExt))
-	if errors.Is(err, fs.ErrNotExist) {
-		_ = os.Remove(filepath.Join(s.dir, id+processExt))
-		_ = os.Remove(filepath.Join(s.dir, id+verdictExt))
-		return nil
-	}
-	if err == nil {
-		_ = os.Remove(filepath.Join(s.dir, id+processExt))
-		_ = os.Remove(filepath.Join(s.dir, id+verdictExt))
-	}
-	if err == nil {
-		err = s.syncDir()
-	}
-	if err != nil {
-		return fmt.Errorf("spool remove %s: %w", id, err)
-	}
-	return nil
-}
-
-// Sweep removes temporary files left by Puts that crashed, if they are
-// older than age at now, and returns how many it removed. Call it while
-// holding the Lock; a Put in progress is younger than any sensible age.
-func (s *Spool) Sweep(now time.Time, age time.Duration) (int, error) {
-	ents, err := os.ReadDir(s.dir)
-	if err != nil {
-		return 0, fmt.Errorf("spool sweep: %w", err)
-	}
-	n := 0
-	for _, e := range ents {
-		orphan := false
-		for _, ext := range []string{processExt, verdictExt} {
-			if id, ok := strings.CutSuffix(e.Name(), ext); ok {
-				// A process or verdict file whose payload never landed
-				// or was moved aside.
-				_, err := os.Stat(filepath.Join(s.dir, id+spoolExt))
-				orphan = errors.Is(err, fs.ErrNotExist)
-			}
-		}
-		if !orphan && !strings.HasPrefix(e.Name(), tmpPrefix) {
-			continue
-		}
-		info, err := e.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return n, fmt.Errorf("spool sweep: %w", err)
-		}
-		if now.Sub(info.ModTime()) < age {
-			continue
-		}
-		if err := os.Remove(filepath.Join(s.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return n, fmt.Errorf("spool sweep: %w", err)
-		}
-		n++
-	}
-	return n, nil
-}
-
-func (s *Spool) syncDir() error {
-	d, err := os.Open(s.dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// Lock is the spool's delivery lock: an exclusive flock(2) on <dir>/.lock.
-// The kernel drops it when its holder exits, so a crashed deliverer never
-// leaves the spool locked. A Lock belongs to the goroutine that took it.
-type Lock struct {
-	f *os.File
-}
-
-// Lock blocks until it holds the delivery lock. Only one Lock is held per
-// spool directory at a time, across processes and within one process.
-func (s *Spool) Lock() (*Lock, error) { return s.lock(0) }
-
-// TryLock takes the delivery lock if it is free, or returns ErrLocked.
-func (s *Spool) TryLock() (*Lock, error) { return s.lock(syscall.LOCK_NB) }
-
-func (s *Spool) lock(flags int) (*Lock, error) {
-	f, err := os.OpenFile(filepath.Join(s.dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("spool lock: %w", err)
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|flags)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, ErrLocked
-		}
-		return nil, fmt.Errorf("spool lock: %w", err)
-	}
-	return &Lock{f: f}, nil
-}
-
-// Unlock releases the lock. Calling it twice is an error.
-func (l *Lock) Unlock() error {
-	if l.f == nil {
-		return errors.New("spool unlock: not locked")
-	}
-	err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
-	if cerr := l.f.Close(); err == nil {
-		err = cerr
-	}
-	l.f = nil
-	if err != nil {
-		return fmt.Errorf("spool unlock: %w", err)
-	}
-	return nil
-}
-
-// RejectedDir is the spool's subdirectory for entries kept aside: payloads
-// refused as bad input, each as <ID>.json (redacted) with <ID>.why (the
-// reason, redacted).
-const RejectedDir = "rejected"
-
-// DefaultRejectedRetention is how long Sweep keeps rejected entries:
-// 7 days.
-const DefaultRejectedRetention = 7 * 24 * time.Hour
-
-// Reject moves entry id aside into rejected/, redacted by red (over its
-// decoded JSON strings when it is JSON), with why, so it no longer blocks
-// the entries behind it. A missing entry is not an error.
-func (s *Spool) Reject(id string, payload []byte, why error, red *Redactor) error {
-	if _, err := ulid.ParseStrict(id); err != nil {
-		return fmt.Errorf("spool reject %q: not an entry id: %w", id, err)
-	}
-	if err := s.keepAside(id, payload, why, red); err != nil {
-		return err
-	}
-	return s.Remove(id)
-}
-
-// KeepAside stores payload, which never entered the spool (it was
-// refused before), in rejected/ under a new entry id, redacted by red,
-// with why. It returns the id.
-func (s *Spool) KeepAside(payload []byte, why error, red *Redactor) (string, error) {
-	id := ulid.Make().String()
-	return id, s.keepAside(id, payload, why, red)
-}
-
-func (s *Spool) keepAside(id string, payload []byte, why error, red *Redactor) error {
-	dir := filepath.Join(s.dir, RejectedDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("spool reject %s: %w", id, err)
-	}
-	const keep = 1 << 20 // what a rejected entry keeps of its payload
-	text := strings.ToValidUTF8(string(payload), "\uFFFD")
-	if len(text) > keep {
-		text = red.Redact(cutUTF8(text, keep)) // cut JSON is text
-	} else {
-		text = red.JSON(text)
-	}
-	if err := writeFileSync(filepath.Join(dir, id+".why"), []byte(red.Redact(why.Error())+"\n")); err != nil {
-		return fmt.Errorf("spool reject %s: %w", id, err)
-	}
-	if err := writeFileSync(filepath.Join(dir, id+spoolExt), []byte(text)); err != nil {
-		return fmt.Errorf("spool reject %s: %w", id, err)
-	}
-	return nil
-}
-
-// writeFileSync writes b to path (mode 0600) and fsyncs it.
-func writeFileSync(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// SweepRejected removes rejected entries (both files) whose entry id is
-// older than age at now, and returns how many entries it removed.
-func (s *Spool) SweepRejected(now time.Time, age time.Duration) (int, error) {
-	dir := filepath.Join(s.dir, RejectedDir)
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("spool sweep rejected: %w", err)
-	}
-	n := 0
-	for _, e := range ents {
-		id, ok := strings.CutSuffix(e.Name(), spoolExt)
-		if !ok {
-			id, ok = strings.CutSuffix(e.Name(), ".why")
-		}
-		u, err := ulid.ParseStrict(id)
-		if !ok || err != nil || now.Sub(ulid.Time(u.Time())) < age {
-			continue
-		}
-		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return n, fmt.Errorf("spool sweep rejected: %w", err)
-		}
-		if strings.HasSuffix(e.Name(), spoolExt) {
-			n++
-		}
-	}
-	return n, nil
-}
+// readHook reads and checks a hook payload (hookspool.ReadHook).
+func readHook(b []byte) (map[string]json.RawMessage, string, error) { return hookspool.ReadHook(b) }

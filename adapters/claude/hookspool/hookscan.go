@@ -1,4 +1,4 @@
-package claude
+package hookspool
 
 import (
 	"encoding/binary"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 )
 
 // Limits on the shape of a hook payload, checked in the one pass that
@@ -63,7 +65,7 @@ type span struct{ from, to int }
 // given twice; ErrNotObject for well-formed JSON that is
 // not an object.
 func scanHook(b []byte, long int) (*hookScan, error) {
-	if i := invalidUTF8(b); i >= 0 {
+	if i := jsonx.InvalidUTF8(b); i >= 0 {
 		return nil, fmt.Errorf("%w at byte %d", ErrInvalidUTF8, i)
 	}
 	s := &hookScan{b: b, long: long}
@@ -87,7 +89,7 @@ func scanHook(b []byte, long int) (*hookScan, error) {
 		return nil, fmt.Errorf("%w at byte %d", ErrSyntax, s.i+1)
 	}
 	if !s.topSeen {
-		return nil, fmt.Errorf("%w: got %s", ErrNotObject, jsonKind(b[s.objAt:]))
+		return nil, fmt.Errorf("%w: got %s", ErrNotObject, jsonx.Kind(b[s.objAt:]))
 	}
 	return s, nil
 }

@@ -1,0 +1,232 @@
+package hookspool
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
+	"github.com/logbook-dev/logbook/adapters/redact/cut"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// Caps on a hook payload's fields, in bytes. A payload over one of them
+// is refused with ErrFieldTooLong.
+const (
+	// MaxHookID caps ids, names and modes: session_id, tool_use_id,
+	// tool_name, hook_event_name, prompt_id, agent_id, agent_type,
+	// permission_mode, model, source, notification_type, trigger.
+	MaxHookID = 256
+	// MaxHookPath caps paths: transcript_path, cwd, agent_transcript_path.
+	MaxHookPath = 4096
+)
+
+// hookFieldCap returns the cap on a top-level string field, or 0.
+func hookFieldCap(name string) int {
+	switch name {
+	case "session_id", "tool_use_id", "tool_name", "hook_event_name", "prompt_id", "agent_id", "agent_type",
+		"permission_mode", "model", "source", "notification_type", "trigger":
+		return MaxHookID
+	case "transcript_path", "cwd", "agent_transcript_path":
+		return MaxHookPath
+	}
+	return 0
+}
+
+// CheckHook reports whether b is a hook payload adapters/claude's Parser.Hook
+// accepts,
+// with the same errors, without decoding more than the top-level fields
+// it checks, redacting or building an observation: what a hook process
+// checks before it spools b.
+func CheckHook(b []byte) error {
+	s, err := scanHook(bytes.TrimRight(b, " \t\r\n"), 0)
+	if err != nil {
+		return &HookError{Err: err}
+	}
+	_, err = checkHook(s.top)
+	return err
+}
+
+// ReadHook reads and checks the hook payload b (trailing whitespace
+// removed) as CheckHook does, and returns its top-level members (raw
+// JSON values, sharing b's memory) and its hook_event_name: what a
+// parser of the payload builds its observation from. Errors: CheckHook's.
+func ReadHook(b []byte) (top map[string]json.RawMessage, event string, err error) {
+	s, err := scanHook(b, 0)
+	if err != nil {
+		return nil, "", &HookError{Err: err}
+	}
+	event, err = checkHook(s.top)
+	if err != nil {
+		return nil, "", err
+	}
+	return s.top, event, nil
+}
+
+// checkHook checks a hook payload's top-level members, top, as adapters/claude's
+// Parser.Hook
+// does, and returns hook_event_name. Only the fields it checks are
+// decoded. Errors: *HookError wrapping ErrFieldType, ErrFieldTooLong,
+// ErrMissingField or events.ErrMalformed.
+func checkHook(top map[string]json.RawMessage) (string, error) {
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	t := jsonx.Object{M: top, Probs: new([]string)}
+	event := ""
+	if jsonx.Kind(top["hook_event_name"]) == "string" {
+		event = t.Str("hook_event_name")
+	}
+	if len(event) > MaxHookID {
+		return "", &HookError{Field: "hook_event_name", Err: fmt.Errorf("%w: %d bytes, at most %d", ErrFieldTooLong, len(event), MaxHookID)}
+	}
+	for _, k := range keys {
+		want, got := hookFieldKind(k), jsonx.Kind(top[k])
+		if want != "" && got != "null" && got != want {
+			return "", &HookError{Event: event, Field: k, Err: fmt.Errorf("%w: want %s, got %s", ErrFieldType, want, got)}
+		}
+		// A string's decoded text is at most as long as its JSON text.
+		if c := hookFieldCap(k); c > 0 && got == "string" && len(top[k]) > c+2 {
+			if n := len(t.Str(k)); n > c {
+				return "", &HookError{Event: event, Field: k, Err: fmt.Errorf("%w: %d bytes, at most %d", ErrFieldTooLong, n, c)}
+			}
+		}
+	}
+	if event == "" {
+		return "", &HookError{Field: "hook_event_name", Err: ErrMissingField}
+	}
+	if t.Str("session_id") == "" {
+		return "", &HookError{Event: event, Field: "session_id", Err: ErrMissingField}
+	}
+	// The ids name the session aggregate (SessionAggregate): refuse here,
+	// by the log's own rule, what the server would refuse on delivery.
+	if err := events.ValidID(t.Str("session_id")); err != nil {
+		return "", &HookError{Event: event, Field: "session_id", Err: err}
+	}
+	if a := t.Str("agent_id"); a != "" {
+		err := events.ValidID(a)
+		if err == nil {
+			_, err = SessionAggregate("", a) // "agent-"+a within MaxIDLen
+		}
+		if err != nil {
+			return "", &HookError{Event: event, Field: "agent_id", Err: err}
+		}
+	}
+	return event, nil
+}
+
+// hookFieldKind returns the JSON type a hook payload's top-level field
+// must have when present and not null, or "" for fields read leniently or
+// not read at all.
+func hookFieldKind(name string) string {
+	switch name {
+	case "session_id", "transcript_path", "cwd", "permission_mode", "hook_event_name",
+		"prompt_id", "tool_name", "tool_use_id", "prompt", "source", "model", "message",
+		"notification_type", "agent_id", "agent_type", "agent_transcript_path", "trigger", "reason":
+		return "string"
+	case "stop_hook_active", "is_interrupt":
+		return "boolean"
+	case "tool_input":
+		return "object"
+	}
+	return ""
+}
+
+// Hook payload caps applied by PrepareHook.
+const (
+	// MaxHookSend is the most a hook sends and spools of one payload, in
+	// bytes: 256 KiB.
+	MaxHookSend = 256 << 10
+	// MaxHookString is what each string of an over-cap payload is cut
+	// to, in bytes.
+	MaxHookString = 4 << 10
+	// CutMember is the top-level member PrepareHook adds to a payload it
+	// cut: {"size": original bytes, "sha256": hex SHA-256 of the original}.
+	CutMember = "logbook_cut"
+)
+
+// PrepareHook returns what a hook process spools for payload b: b itself
+// (trailing whitespace removed) when it is at most MaxHookSend bytes;
+// else b with every string cut to MaxHookString bytes (cut.Text,
+// as redact.CutStrings cuts) and a CutMember naming the original's size
+// and SHA-256, which the parser turns into the observation's Cut. It
+// reads b once (UTF-8, syntax, MaxHookDepth, MaxHookKeys) and decodes
+// only the top-level fields it checks and the first MaxHookString bytes
+// of each string it cuts. Errors: CheckHook's, and ErrTooLarge for a
+// payload still over MaxHookSend after cutting.
+func PrepareHook(b []byte) ([]byte, error) {
+	b = bytes.TrimRight(b, " \t\r\n")
+	long := 0
+	if len(b) > MaxHookSend {
+		long = MaxHookString
+	}
+	s, err := scanHook(b, long)
+	if err != nil {
+		return nil, &HookError{Err: err}
+	}
+	if _, err := checkHook(s.top); err != nil {
+		return nil, err
+	}
+	if len(b) <= MaxHookSend {
+		return b, nil
+	}
+	// The cut strings first, to know the result's size before building it.
+	size := len(b)
+	cuts := make([]string, len(s.longs))
+	for i, sp := range s.longs {
+		raw := b[sp.from:sp.to]
+		text := unquotePrefix(raw, MaxHookString)
+		if len(text) <= MaxHookString {
+			continue // short once decoded: kept as written
+		}
+		cuts[i] = cut.QuoteJSON(cut.Text(text, MaxHookString))
+		size += len(cuts[i]) - len(raw)
+	}
+	sum := sha256.Sum256(b)
+	member := fmt.Sprintf(`{%q:{"size":%d,"sha256":%q}`, CutMember, len(b), hex.EncodeToString(sum[:]))
+	if len(s.top) > 0 {
+		member += ","
+	}
+	size += len(member) - 1
+	if size > MaxHookSend {
+		return nil, &HookError{Err: fmt.Errorf("%w: %d bytes, %d after cutting each string to %d bytes, at most %d", ErrTooLarge, len(b), size, MaxHookString, MaxHookSend)}
+	}
+	out := make([]byte, 0, size)
+	out = append(out, b[:s.objAt]...)
+	out = append(out, member...)
+	last := s.objAt + 1
+	for i, sp := range s.longs {
+		if cuts[i] == "" {
+			continue
+		}
+		out = append(out, b[last:sp.from]...)
+		out = append(out, cuts[i]...)
+		last = sp.to
+	}
+	out = append(out, b[last:]...)
+	// Built from checked parts; checked again, cheaply, as the server
+	// will read it.
+	if err := CheckHook(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SessionAggregate returns the session aggregate of a Claude Code session
+// id, or of a subagent ("agent-<agentID>") when agentID is set.
+func SessionAggregate(sessionID, agentID string) (events.Aggregate, error) {
+	id := sessionID
+	if agentID != "" {
+		id = "agent-" + agentID
+	}
+	a := events.Aggregate{Kind: events.KindSession, ID: id}
+	if err := a.Validate(); err != nil {
+		return a, fmt.Errorf("session id: %w", err)
+	}
+	return a, nil
+}
