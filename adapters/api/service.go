@@ -172,9 +172,27 @@ func (s *Service) HookThen(ctx context.Context, data []byte, then claude.Then) (
 // (codex.IsNotify) through the Codex ingester, any other through the
 // Claude Code hook ingester, with the verdict the hook gave without a
 // server, if it gave one, in the same batch (LocalVerdict).
+//
+// A hook spools a Claude Code payload prepared (claude.PrepareHook), at
+// most claude.MaxHookSend bytes, but keeps one it refused as it came,
+// when it had no logbook to hand it to, for this drain to refuse and set
+// aside: an entry over claude.MaxHookRead is refused as too large, and
+// one over MaxHookSend is prepared here as the hook would have, so it is
+// refused as the hook refused it (or, spooled raw by an older hook,
+// delivered cut).
 func (s *Service) deliver(ctx context.Context, e claude.Entry) (events.Appended, error) {
+	if len(e.Payload) > claude.MaxHookRead {
+		return events.Appended{}, &claude.HookError{Err: fmt.Errorf("%w: more than %d bytes, at most %d", claude.ErrTooLarge, claude.MaxHookRead, claude.MaxHookRead)}
+	}
 	if codex.IsNotify(e.Payload) {
 		return s.Codex.Notify(ctx, e)
+	}
+	if len(e.Payload) > claude.MaxHookSend {
+		prepared, err := claude.PrepareHook(e.Payload)
+		if err != nil {
+			return events.Appended{}, err
+		}
+		e.Payload = prepared
 	}
 	if e.Verdict != nil && s.LocalVerdict != nil {
 		if then := s.LocalVerdict(e); then != nil {

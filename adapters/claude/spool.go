@@ -65,6 +65,7 @@ const (
 	MaxHookSend   = hookspool.MaxHookSend   // most a hook sends of one payload: 256 KiB
 	MaxHookString = hookspool.MaxHookString // what each string of an over-cap payload is cut to
 	CutMember     = hookspool.CutMember     // the member PrepareHook adds to a payload it cut
+	MaxHookRead   = hookspool.MaxHookRead   // most a hook reads of a payload: 32 MiB
 )
 
 // Errors of a hook payload's check and of the spool and file reads:

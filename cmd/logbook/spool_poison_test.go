@@ -207,3 +207,104 @@ func TestHook_SameBytesBothPaths(t *testing.T) {
 		t.Errorf("raw\n %s\nwant the exact payload, redacted:\n %s", raws[0], want)
 	}
 }
+
+// drainData drains the spool of data dir data once, as serve does, and
+// returns how many entries it delivered.
+func drainData(t *testing.T, ctx context.Context, data string) int {
+	t.Helper()
+	g := &globals{data: data, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
+	b, err := openBackend(ctx, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	store, err := openViews(ctx, g, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	svc, err := newService(b, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := svc.DrainSpool(ctx)
+	if err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	return n
+}
+
+// TestSpool_RefusedKinds: every kind of payload a hook refuses
+// (claude.PrepareHook's refusals, and one over claude.MaxHookRead), kept
+// in the spool as it came by a hook with no logbook to hand it to, is
+// refused by the drain too and set aside, redacted, with its reason; the
+// good payload behind them is delivered.
+func TestSpool_RefusedKinds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	data := t.TempDir()
+	sp, err := claude.Open(filepath.Join(data, "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sid = "5e551011-0000-4000-8000-00000000d00d"
+	aws := "AK" + "IA" + "QWERTYUIOPASDFGH"
+	head := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"PostToolUse","tool_use_id":"t1","note":"%s",`, sid, aws)
+	manyKeys := func(n int) string {
+		var b strings.Builder
+		b.WriteString(head + `"tool_response":{`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"key_%06d":"v"`, i)
+		}
+		b.WriteString("}}")
+		return b.String()
+	}
+	kinds := []struct{ name, payload string }{
+		{"malformed", head},
+		{"invalid UTF-8", head + "\"x\":\"\xff\"}"},
+		{"not an object", `["` + aws + `"]`},
+		{"duplicate key", head + `"note":"x"}`},
+		{"too deep", head + `"x":` + strings.Repeat("[", claude.MaxHookDepth) + strings.Repeat("]", claude.MaxHookDepth) + "}"},
+		{"too many keys", manyKeys(claude.MaxHookKeys + 1)},
+		{"missing field", fmt.Sprintf(`{"hook_event_name":"Stop","note":"%s"}`, aws)},
+		{"wrong type", head + `"tool_input":"x"}`},
+		{"field too long", head + `"tool_name":"` + strings.Repeat("x", claude.MaxHookID+1) + `"}`},
+		{"malformed id", fmt.Sprintf(`{"session_id":"a/b","hook_event_name":"Stop","note":"%s"}`, aws)},
+		{"over MaxHookSend after cutting", manyKeys(60_000)},
+		// What a hook read of a payload over MaxHookRead: its first
+		// MaxHookRead+1 bytes, which trim to a small valid payload.
+		{"over MaxHookRead", head + `"x":1}` + strings.Repeat(" ", claude.MaxHookRead)},
+	}
+	for _, k := range kinds {
+		if _, err := claude.PrepareHook([]byte(k.payload)); err == nil && len(k.payload) <= claude.MaxHookRead {
+			t.Fatalf("%s: PrepareHook takes it", k.name)
+		}
+		if _, err := sp.Put([]byte(k.payload)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	good := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"UserPromptSubmit","prompt_id":"p-1","prompt":"go"}`, sid)
+	if _, err := sp.Put([]byte(good)); err != nil {
+		t.Fatal(err)
+	}
+	if n := drainData(t, ctx, data); n != 1 {
+		t.Fatalf("drain delivered %d, want the good payload alone", n)
+	}
+	if left, _ := sp.Pending(); len(left) != 0 {
+		t.Errorf("%d entries left in the spool", len(left))
+	}
+	whys, _ := filepath.Glob(filepath.Join(sp.Dir(), claude.RejectedDir, "*.why"))
+	kept, _ := filepath.Glob(filepath.Join(sp.Dir(), claude.RejectedDir, "*.json"))
+	if len(whys) != len(kinds) || len(kept) != len(kinds) {
+		t.Fatalf("rejected/ holds %d payloads and %d reasons, want %d of each", len(kept), len(whys), len(kinds))
+	}
+	for _, f := range append(whys, kept...) {
+		b, _ := os.ReadFile(f)
+		if strings.Contains(string(b), aws) {
+			t.Errorf("%s holds the secret in clear", f)
+		}
+	}
+}

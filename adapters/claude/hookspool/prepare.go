@@ -148,6 +148,11 @@ const (
 	// CutMember is the top-level member PrepareHook adds to a payload it
 	// cut: {"size": original bytes, "sha256": hex SHA-256 of the original}.
 	CutMember = "logbook_cut"
+	// MaxHookRead is the most a hook reads of a payload from its stdin,
+	// in bytes: 32 MiB. A payload over it is refused (ErrTooLarge)
+	// before it is scanned; one kept in the spool regardless is
+	// refused by its deliverer.
+	MaxHookRead = 32 << 20
 )
 
 // PrepareHook returns what a hook process spools for payload b: b itself
