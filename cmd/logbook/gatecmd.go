@@ -184,7 +184,7 @@ func hookClaudeGate(ctx context.Context, g *globals, budget time.Duration) (err 
 	deny := func(why string) {
 		// why may quote the payload (a field a check refused): the agent
 		// and the user read it redacted.
-		why = hookfast.RedactMessage(hookRedactor(g), why)
+		why = redactMessage(hookRedactor(g), why)
 		fmt.Fprintf(g.stderr, "logbook hook --gate: deny: %s\n", why)
 		answer(gate.FailClosed(why))
 	}
@@ -258,7 +258,7 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 	// A payload spooled before (behind waiting ones) gets its verdict
 	// after: recorded if the server has not delivered it yet.
 	failKept := func(err error) (gate.Verdict, error) {
-		why := hookfast.RedactMessage(hookRedactor(g), err.Error())
+		why := redactMessage(hookRedactor(g), err.Error())
 		if perr := sp.PutVerdict(id, gate.LocalVerdict(why, time.Now(), budget)); perr != nil {
 			fmt.Fprintf(g.stderr, "logbook hook: verdict not kept: %v\n", perr)
 		}

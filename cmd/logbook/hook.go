@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -231,7 +232,7 @@ func runGatedHook(ctx context.Context, root *cobra.Command, g *globals) (err err
 		if !gated {
 			return // no deny to give: it fails as the recorder would
 		}
-		why = hookfast.RedactMessage(hookRedactor(g), why)
+		why = redactMessage(hookRedactor(g), why)
 		fmt.Fprintf(g.stderr, "logbook hook --gate: deny: %s\n", why)
 		out.Write(gate.ClaudeAnswer(event, gate.FailClosed(why)))
 		err = nil
@@ -278,10 +279,37 @@ func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
 // redactErr returns err with its message redacted by red
-// (hookfast.RedactMessage).
+// (redactMessage).
 func redactErr(red *claude.Redactor, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &redactedError{err: err, msg: hookfast.RedactMessage(red, err.Error())}
+	return &redactedError{err: err, msg: redactMessage(red, err.Error())}
+}
+
+// redactMessage redacts a message the hook prints that may quote its
+// payload: each Go-quoted span ("…", as %q writes a field's value) by
+// red, the rules of the data dir, and the whole message by the built-in
+// rules only, so a broad rule of the data dir's (one that matches a
+// common word) leaves the message's own words readable.
+func redactMessage(red *claude.Redactor, msg string) string {
+	msg = redact.Default().Redact(msg)
+	var b strings.Builder
+	for i := 0; i < len(msg); {
+		if msg[i] == '"' {
+			if q, err := strconv.QuotedPrefix(msg[i:]); err == nil {
+				if v, err := strconv.Unquote(q); err == nil {
+					if r := red.Redact(v); r != v {
+						q = strconv.Quote(r)
+					}
+				}
+				b.WriteString(q)
+				i += len(q)
+				continue
+			}
+		}
+		b.WriteByte(msg[i])
+		i++
+	}
+	return b.String()
 }

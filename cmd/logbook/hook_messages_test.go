@@ -78,7 +78,8 @@ func TestHook_MessagesRedacted(t *testing.T) {
 	})
 	t.Run("logbook-hook alone", func(t *testing.T) {
 		// No logbook beside it nor on $PATH: it keeps a refused payload
-		// aside itself.
+		// in the spool for serve to set aside, and prints the refusal
+		// with every quoted value elided.
 		alone := filepath.Join(installHookAs(t, "logbook-hook"), "logbook-hook")
 		data := t.TempDir()
 		if err := os.WriteFile(filepath.Join(data, "redact.txt"), []byte(rules["redact.txt"]), 0o600); err != nil {
@@ -86,8 +87,8 @@ func TestHook_MessagesRedacted(t *testing.T) {
 		}
 		for _, p := range payloads[:2] {
 			out, errOut, _ := runHook(t, data, alone, p, "claude")
-			if !strings.Contains(errOut, "kept aside") {
-				t.Errorf("%s: stderr %s, want it kept aside", p, errOut)
+			if !strings.Contains(errOut, "refused; kept in the spool") {
+				t.Errorf("%s: stderr %s, want it kept in the spool", p, errOut)
 			}
 			for _, s := range []string{gh, custom} {
 				if strings.Contains(out+errOut, s) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
@@ -104,7 +106,8 @@ func denyReason(t *testing.T, out string) string {
 // TestLogbookHook_NoLogbook: logbook-hook with no logbook beside it nor
 // on $PATH fails closed for a gated call (deny, exit 0, a reason without
 // the Go exec package's words), and without --gate keeps a payload it
-// cannot use aside in the spool's rejected/ folder, as logbook would.
+// cannot use in the spool, for serve to set aside, redacted, in the
+// spool's rejected/ folder.
 func TestLogbookHook_NoLogbook(t *testing.T) {
 	bin := filepath.Join(installHookAs(t, "logbook-hook"), "logbook-hook")
 	data := t.TempDir()
@@ -151,13 +154,24 @@ func TestLogbookHook_NoLogbook(t *testing.T) {
 	}
 	os.Remove(spooled[0])
 
-	// Not gated: a payload it cannot use is refused, exit 1, and kept.
+	// Not gated: a payload it cannot use is refused, exit 1, and kept in
+	// the spool as it came; the refusal printed quotes none of it. serve,
+	// draining the spool, refuses it too and sets it aside, redacted.
 	out, errOut, code = runHook(t, data, bin, `{"hook_event_name":"Stop","note":"token ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}`, "claude")
 	if code != 1 || out != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "kept aside as") || strings.Contains(errOut, "exec:") {
+	if !strings.Contains(errOut, "refused; kept in the spool as") || !strings.Contains(errOut, "`logbook serve` to set aside, redacted") ||
+		strings.Contains(errOut, "exec:") || strings.Contains(errOut, "ghp_") {
 		t.Errorf("stderr %s", errOut)
+	}
+	if spooled, _ := filepath.Glob(filepath.Join(data, "spool", "*.json")); len(spooled) != 1 {
+		t.Fatalf("spool holds %v, want the refused payload", spooled)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if n := drainData(t, ctx, data); n != 0 {
+		t.Errorf("drain delivered %d, want the refused payload set aside", n)
 	}
 	kept, _ := filepath.Glob(filepath.Join(data, "spool", claude.RejectedDir, "*.json"))
 	whys, _ := filepath.Glob(filepath.Join(data, "spool", claude.RejectedDir, "*.why"))
@@ -169,7 +183,7 @@ func TestLogbookHook_NoLogbook(t *testing.T) {
 		t.Errorf("kept payload %s: want it redacted", b)
 	}
 	if left, _ := filepath.Glob(filepath.Join(data, "spool", "*.json")); len(left) != 0 {
-		t.Errorf("spool holds %v: a refused payload must block nothing", left)
+		t.Errorf("spool holds %v: a refused payload must block nothing once drained", left)
 	}
 }
 

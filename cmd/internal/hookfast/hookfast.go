@@ -7,15 +7,17 @@
 // in the spool it sends the payload to the server's hook socket
 // (adapters/hooksock, <data dir>/hook.sock) and exits once the server
 // appended it; with entries waiting, or no server answering, it spools
-// the payload (adapters/claude.Spool) for the server to deliver. A
-// server that does not listen on the socket (a reader, an older logbook)
-// gets the payload from `logbook hook claude`. Everything else (a
-// payload it cannot use, --nats-url, --creds, a gate, or any flag it does
-// not know) it hands to `logbook hook claude` with the same arguments and
-// payload, so the two behave the same. When it cannot run logbook
-// (neither beside this binary nor on $PATH) it keeps the promises logbook
-// would: a gated call is answered deny, and a payload it cannot use is
-// kept aside in the spool's rejected/ folder.
+// the payload (adapters/claude/hookspool.Spool) for the server to
+// deliver. A server that does not listen on the socket (a reader, an
+// older logbook) gets the payload from `logbook hook claude`. Everything
+// else (a payload it cannot use, --nats-url, --creds, a gate, or any flag
+// it does not know) it hands to `logbook hook claude` with the same
+// arguments and payload, so the two behave the same. When it cannot run
+// logbook (neither beside this binary nor on $PATH) it keeps the promises
+// logbook would: a gated call is answered deny, and a payload it cannot
+// use is kept in the spool, for `logbook serve` to refuse and set aside,
+// redacted, in the spool's rejected/ folder. It links no redaction rules
+// (adapters/claude/hookspool).
 package hookfast
 
 import (
@@ -35,9 +37,8 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
-	"github.com/logbook-dev/logbook/adapters/redact"
 )
 
 // The wire shapes of the API this package speaks, as adapters/api
@@ -54,8 +55,8 @@ type hookRequest struct {
 
 // Limits, as `logbook hook claude` has them.
 const (
-	maxPayload = 32 << 20        // bytes read from stdin
-	timeout    = 2 * time.Second // the wait for the server
+	maxPayload = hookspool.MaxHookRead // bytes read from stdin
+	timeout    = 2 * time.Second       // the wait for the server
 )
 
 // Main runs `logbook-hook args…` with the payload on stdin and returns
@@ -96,7 +97,7 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 	if !ok || os.Getenv("LOGBOOK_NATS_URL") != "" || os.Getenv("LOGBOOK_CREDS") != "" {
 		return handOver(args, payload, stderr, logbook, nil)
 	}
-	prepared, err := claude.PrepareHook(payload)
+	prepared, err := hookspool.PrepareHook(payload)
 	if err != nil {
 		return handOver(args, payload, stderr, logbook, err) // it keeps the payload aside
 	}
@@ -104,13 +105,13 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 	if err != nil {
 		return handOver(args, payload, stderr, logbook, nil)
 	}
-	sp, err := claude.Open(filepath.Join(dir, "spool"))
+	sp, err := hookspool.Open(filepath.Join(dir, "spool"))
 	if err != nil {
 		fmt.Fprintf(stderr, "logbook-hook: %v\n", err)
 		return 1
 	}
 	host, _ := os.Hostname()
-	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
+	agent, _ := hookspool.AgentProcess(os.Getpid(), host, hookspool.BootID())
 	id := ulid.Make().String()
 	waiting, err := sp.HasPending()
 	if err == nil && !waiting {
@@ -224,7 +225,7 @@ func deliver(ctx context.Context, dir string, req hookRequest) error {
 	var si struct {
 		URL string `json:"url"`
 	}
-	if b, err := claude.ReadRegular(filepath.Join(dir, "serve.json"), maxSmallFile); err != nil || json.Unmarshal(b, &si) != nil || si.URL == "" {
+	if b, err := hookspool.ReadRegular(filepath.Join(dir, "serve.json"), maxSmallFile); err != nil || json.Unmarshal(b, &si) != nil || si.URL == "" {
 		return fmt.Errorf("no server running (no %s)", filepath.Join(dir, "serve.json"))
 	}
 	body, err := json.Marshal(req)
@@ -263,8 +264,10 @@ func deliver(ctx context.Context, dir string, req hookRequest) error {
 // When logbook cannot be run (not beside this binary, not on $PATH), the
 // hook still keeps its promises: a gated call (--gate among args) is
 // answered deny, exit 0, and kept in the spool with that verdict for serve
-// to record (keepDenied); a refused payload is kept aside, redacted, in
-// the spool's rejected/ folder, exit 1. A gated call whose logbook ends
+// to record (keepDenied); a refused payload is kept in the spool as it
+// came (spoolRefused), exit 1: `logbook serve`, draining the spool,
+// refuses it too and sets it aside, redacted, in the spool's rejected/
+// folder. A gated call whose logbook ends
 // without an answer (killed, say) is answered deny too.
 func handOver(args []string, payload []byte, stderr io.Writer, logbook string, refused error) int {
 	if logbook == "" {
@@ -313,12 +316,13 @@ func handOver(args []string, payload []byte, stderr io.Writer, logbook string, r
 	}
 	fmt.Fprintf(stderr, "logbook-hook: could not run %s: %s\n", logbook, runFailure(err))
 	if refused != nil {
-		// The refusal may quote the payload: it is printed redacted, as
-		// the payload kept aside is.
-		if where, msg, kerr := keepAside(args, payload, refused); kerr != nil {
-			fmt.Fprintf(stderr, "logbook-hook: %s (not kept: %v)\n", msg, kerr)
+		// The refusal may quote the payload, and this binary has no
+		// redaction rules: it is printed with every quoted span elided.
+		msg := elideQuoted(refused.Error())
+		if where, kerr := spoolRefused(args, payload); kerr != nil {
+			fmt.Fprintf(stderr, "logbook-hook: %s: refused (not kept: %v)\n", msg, kerr)
 		} else {
-			fmt.Fprintf(stderr, "logbook-hook: %s (kept aside as %s)\n", msg, where)
+			fmt.Fprintf(stderr, "logbook-hook: %s: refused; kept in the spool as %s for `logbook serve` to set aside, redacted\n", msg, where)
 		}
 	}
 	return 1
@@ -326,12 +330,12 @@ func handOver(args []string, payload []byte, stderr io.Writer, logbook string, r
 
 // keepDenied keeps a gated call that the hook denied on its own, with no
 // logbook program to decide it, in the data dir's spool beside that
-// verdict (claude.Spool.PutVerdict, then PutAs), as `logbook hook claude
-// --gate` keeps one it denies with no server: serve records the call and
+// verdict (hookspool.Spool.PutVerdict, then PutAs), as `logbook hook
+// claude --gate` keeps one it denies with no server: serve records the call and
 // its review, decided by the hook, when it delivers the entry. args are
 // the hook's arguments (their --data names the data dir).
 func keepDenied(args []string, payload []byte, why string) error {
-	prepared, err := claude.PrepareHook(payload)
+	prepared, err := hookspool.PrepareHook(payload)
 	if err != nil {
 		return err
 	}
@@ -339,14 +343,14 @@ func keepDenied(args []string, payload []byte, why string) error {
 	if err != nil {
 		return err
 	}
-	sp, err := claude.Open(filepath.Join(dir, "spool"))
+	sp, err := hookspool.Open(filepath.Join(dir, "spool"))
 	if err != nil {
 		return err
 	}
 	host, _ := os.Hostname()
-	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
+	agent, _ := hookspool.AgentProcess(os.Getpid(), host, hookspool.BootID())
 	id := ulid.Make().String()
-	if err := sp.PutVerdict(id, claude.FailClosedVerdict(why, time.Now(), 0)); err != nil {
+	if err := sp.PutVerdict(id, hookspool.FailClosedVerdict(why, time.Now(), 0)); err != nil {
 		return err
 	}
 	return sp.PutAs(id, prepared, agent)
@@ -398,42 +402,29 @@ func runFailure(err error) string {
 	return err.Error()
 }
 
-// keepAside keeps a refused payload, redacted by the data dir's rules
-// (redact.txt beside the built-in ones), in the spool's rejected/ folder
-// with why, as `logbook hook claude` does, and returns its path and why's
-// message redacted by the same rules (the built-in ones when the data
-// dir's cannot be read), for the hook to print.
-func keepAside(args []string, payload []byte, why error) (where, msg string, err error) {
-	msg = RedactMessage(redact.Default(), why.Error())
-	data, _ := parseArgs(args)
-	dir, err := dataDir(data)
+// spoolRefused keeps a refused payload (at most maxPayload+1 bytes of
+// it, as read) in the data dir's spool as an ordinary pending entry, raw
+// as every spooled payload is (the spool is private: folder 0700, files
+// 0600), and returns its path. `logbook serve`, draining the spool,
+// refuses it as the hook did and moves it aside, redacted by the data
+// dir's rules, into rejected/, where it blocks nothing. args are the
+// hook's arguments (their --data names the data dir).
+func spoolRefused(args []string, payload []byte) (string, error) {
+	dir, err := dataDir(dataFlag(args))
 	if err != nil {
-		return "", msg, err
+		return "", err
 	}
-	var pats []string
-	b, err := claude.ReadRegular(filepath.Join(dir, "redact.txt"), claude.MaxRulesFile)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", msg, fmt.Errorf("redaction rules: %w", err)
-	}
-	for l := range strings.Lines(string(b)) {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-			pats = append(pats, l)
-		}
-	}
-	p, err := claude.NewParser(claude.Config{RedactPatterns: pats})
+	sp, err := hookspool.Open(filepath.Join(dir, "spool"))
 	if err != nil {
-		return "", msg, fmt.Errorf("redaction rules %s: %w", filepath.Join(dir, "redact.txt"), err)
+		return "", err
 	}
-	msg = RedactMessage(p.Redactor(), why.Error())
-	sp, err := claude.Open(filepath.Join(dir, "spool"))
-	if err != nil {
-		return "", msg, err
+	host, _ := os.Hostname()
+	agent, _ := hookspool.AgentProcess(os.Getpid(), host, hookspool.BootID())
+	id := ulid.Make().String()
+	if err := sp.PutAs(id, payload, agent); err != nil {
+		return "", err
 	}
-	id, err := sp.KeepAside(payload, why, p.Redactor())
-	if err != nil {
-		return "", msg, err
-	}
-	return filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"), msg, nil
+	return filepath.Join(sp.Dir(), id+".json"), nil
 }
 
 // Gated reports whether hook arguments args ask for a gated call: --gate,
@@ -500,23 +491,16 @@ func FailClosedAnswer(event, why string) []byte {
 // verdict.
 const toldUnavailable = "unavailable: no reviewer could run, so no judgement was made; ask the user, do not work around it"
 
-// RedactMessage redacts a message the hook prints that may quote its
-// payload: each Go-quoted span ("…", as %q writes a field's value) by
-// red, the rules of the data dir, and the whole message by the built-in
-// rules only, so a broad rule of the data dir's (one that matches a
-// common word) leaves the message's own words readable.
-func RedactMessage(red *redact.Redactor, msg string) string {
-	msg = redact.Default().Redact(msg)
+// elideQuoted returns msg with every Go-quoted span ("…", as %q writes
+// a field's value) replaced by "…": a refusal may quote its payload, and
+// the hook, which has no redaction rules, prints none of it. A '"' that
+// opens no well-formed quoted string is kept.
+func elideQuoted(msg string) string {
 	var b strings.Builder
 	for i := 0; i < len(msg); {
 		if msg[i] == '"' {
 			if q, err := strconv.QuotedPrefix(msg[i:]); err == nil {
-				if v, err := strconv.Unquote(q); err == nil {
-					if r := red.Redact(v); r != v {
-						q = strconv.Quote(r)
-					}
-				}
-				b.WriteString(q)
+				b.WriteString(`"…"`)
 				i += len(q)
 				continue
 			}

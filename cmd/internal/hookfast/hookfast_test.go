@@ -2,8 +2,11 @@ package hookfast
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 )
 
 // TestNoSubcommand: arguments of flags alone (a flag's value included)
@@ -35,5 +38,54 @@ func TestMain_NoSubcommand(t *testing.T) {
 	code := Main(nil, strings.NewReader(`{"session_id":"s","hook_event_name":"Stop"}`), &stderr, "/nonexistent/logbook")
 	if code != 1 || !strings.Contains(stderr.String(), "the payload on stdin was not delivered") || !strings.Contains(stderr.String(), "claude") || !strings.Contains(stderr.String(), "codex") {
 		t.Errorf("exit %d, %q", code, stderr.String())
+	}
+}
+
+// TestElideQuoted: every well-formed Go-quoted span is elided, escapes
+// and all; a lone quote is kept.
+func TestElideQuoted(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`field "session_id": bad id "ab\"c"`, `field "…": bad id "…"`},
+		{`no quotes`, `no quotes`},
+		{`a lone " quote`, `a lone " quote`},
+		{`"x" and "y\n"`, `"…" and "…"`},
+	} {
+		if got := elideQuoted(c.in); got != c.want {
+			t.Errorf("elideQuoted(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestMain_RefusedNoLogbook: with no logbook to hand it to, a refused
+// payload is kept in the spool as a pending entry, as it came, for serve
+// to set aside; exit 1; the refusal printed names no part of the payload,
+// so a secret in it never reaches stderr.
+func TestMain_RefusedNoLogbook(t *testing.T) {
+	const secret = "ghp_" + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	for _, payload := range []string{
+		`{"session_id":"s","hook_event_name":"Stop","` + secret + `":1,"` + secret + `":2}`,
+		`{"session_id":"s/` + secret + `","hook_event_name":"Stop"}`,
+		`{"session_id":"s","hook_event_name":"Stop","tool_use_id":"` + secret + strings.Repeat("x", 300) + `"}`,
+	} {
+		data := t.TempDir()
+		var stderr bytes.Buffer
+		code := Main([]string{"--data", data, "claude"}, strings.NewReader(payload), &stderr, "/nonexistent/logbook")
+		if code != 1 {
+			t.Errorf("%s: exit %d, want 1", payload, code)
+		}
+		if strings.Contains(stderr.String(), secret[:8]) {
+			t.Errorf("stderr quotes the payload: %s", stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "refused; kept in the spool as") || !strings.Contains(stderr.String(), "logbook serve") {
+			t.Errorf("stderr %s", stderr.String())
+		}
+		sp, err := hookspool.Open(filepath.Join(data, "spool"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending, err := sp.Pending()
+		if err != nil || len(pending) != 1 || string(pending[0].Payload) != payload {
+			t.Errorf("spool holds %d entries (%v), want the payload as it came", len(pending), err)
+		}
 	}
 }
