@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/hooksock"
+
 	"github.com/logbook-dev/logbook/sandbox"
 )
 
@@ -232,6 +234,17 @@ func checkServer(ctx context.Context, g *globals, dd dataDir) doctorCheck {
 		return c
 	}
 	c.Status, c.Detail = checkOK, fmt.Sprintf("answers at %s (pid %d), %s in the log", si.URL, si.PID, plural(int(last), "message"))
+	if ok && g.natsURL == "" {
+		// logbook-hook's way in (serve's own data dir: a writer's).
+		sock := dd.path(hooksock.Name)
+		if st, err := os.Lstat(sock); err == nil && st.Mode().Type() == os.ModeSocket {
+			c.Detail += "; logbook-hook delivers on " + sock
+		} else {
+			c.Status = checkWarn
+			c.Detail += "; no " + sock + ": logbook-hook hands each payload to logbook, which is slower (a reader's serve, or an older one, listens on none)"
+			c.Fix = "restart it with this logbook: logbook serve"
+		}
+	}
 	return c
 }
 
