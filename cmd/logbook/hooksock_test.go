@@ -21,6 +21,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -272,5 +273,29 @@ func TestHookSock_OtherUser(t *testing.T) {
 	}
 	if got := prompts(t, b); len(got) > 0 {
 		t.Errorf("prompts %v landed from another user, want none", got)
+	}
+}
+
+// TestHookSock_Markup: a payload at the hook's cap (hookspool.MaxHookSend)
+// made of markup goes to serve as it is, by logbook-hook over the socket:
+// its <, > and & are not escaped six bytes each (\u003c) on the way, which
+// would take the request past hooksock.MaxRequest and the payload aside.
+func TestHookSock_Markup(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	b, _ := serveAt(t, data)
+	bin := hookBin(t)
+	markup := strings.Repeat("<&>", (hookspool.MaxHookSend-300)/3)
+	payload := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"UserPromptSubmit","prompt_id":"p-01","prompt":%q}`, sockSession, markup)
+	if len(payload) > hookspool.MaxHookSend || 6*len(markup) <= hooksock.MaxRequest {
+		t.Fatalf("payload of %d bytes: want one at the cap whose escaped markup passes the socket's limit", len(payload))
+	}
+	if code, stderr := runSockHook(t, bin, data, payload); code != 0 || stderr != "" {
+		t.Fatalf("logbook-hook exit %d: %s", code, stderr)
+	}
+	if left := spooled(t, data); len(left) > 0 {
+		t.Errorf("spooled %v, want delivered", left)
+	}
+	if got := prompts(t, b); !slices.Equal(got, []string{"p-01"}) {
+		t.Errorf("prompts %v, want [p-01]", got)
 	}
 }
