@@ -79,8 +79,8 @@ var (
 	// ErrNotObject is hookspool.ErrNotObject: well-formed JSON that is
 	// not an object.
 	ErrNotObject = hookspool.ErrNotObject
-	// ErrDuplicateKey is hookspool.ErrDuplicateKey: a top-level member
-	// named twice.
+	// ErrDuplicateKey is hookspool.ErrDuplicateKey: a member named twice
+	// in one object, at any depth.
 	ErrDuplicateKey = hookspool.ErrDuplicateKey
 	// ErrMissingField is hookspool.ErrMissingField: a hook payload
 	// without a required field.

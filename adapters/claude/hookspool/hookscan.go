@@ -1,6 +1,7 @@
 package hookspool
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -61,8 +62,8 @@ type span struct{ from, to int }
 // pass. long > 0 records every string longer than long bytes as written
 // (its decoded text is at most as long). Errors: ErrInvalidUTF8 or
 // ErrSyntax naming the byte, as encoding/json words the syntax error;
-// ErrTooDeep; ErrTooManyKeys; ErrDuplicateKey naming a top-level member
-// given twice; ErrNotObject for well-formed JSON that is
+// ErrTooDeep; ErrTooManyKeys; ErrDuplicateKey naming a member given
+// twice in one object, at any depth; ErrNotObject for well-formed JSON that is
 // not an object.
 func scanHook(b []byte, long int) (*hookScan, error) {
 	if i := jsonx.InvalidUTF8(b); i >= 0 {
@@ -149,6 +150,7 @@ func (s *hookScan) object(depth int) bool {
 		s.i++
 		return true
 	}
+	var members memberSet // a nested object's names
 	for {
 		if s.i >= len(s.b) || s.b[s.i] != '"' {
 			return false
@@ -182,6 +184,11 @@ func (s *hookScan) object(depth int) bool {
 				return false
 			}
 			s.top[name] = s.b[from:s.i:s.i]
+		} else if name, dup, ok := s.member(&members, k); !ok {
+			return false
+		} else if dup {
+			s.limit = fmt.Errorf("%w %q at byte %d: the object names it more than once", ErrDuplicateKey, name, k.from)
+			return false
 		}
 		s.ws()
 		if s.i >= len(s.b) {
@@ -198,6 +205,73 @@ func (s *hookScan) object(depth int) bool {
 			return false
 		}
 	}
+}
+
+// memberSet holds the member names of one nested object, to find a name
+// given twice: their spans while there are few (compared as written,
+// decoded only when one holds an escape), decoded in a map past
+// fewMembers.
+type memberSet struct {
+	spans []span
+	names map[string]struct{}
+}
+
+// fewMembers is how many names a memberSet compares one by one.
+const fewMembers = 16
+
+// member adds name k to m and reports whether m held it already (dup),
+// with the name decoded; ok is false for a name that does not decode.
+func (s *hookScan) member(m *memberSet, k span) (name string, dup, ok bool) {
+	if m.names == nil {
+		for _, o := range m.spans {
+			if same, ok := s.sameName(o, k); !ok || same {
+				if !ok {
+					return "", false, false
+				}
+				name, ok := s.name(k)
+				return name, true, ok
+			}
+		}
+		if len(m.spans) < fewMembers {
+			m.spans = append(m.spans, k)
+			return "", false, true
+		}
+		m.names = make(map[string]struct{}, 2*fewMembers)
+		for _, o := range m.spans {
+			n, ok := s.name(o)
+			if !ok {
+				return "", false, false
+			}
+			m.names[n] = struct{}{}
+		}
+	}
+	name, ok = s.name(k)
+	if !ok {
+		return "", false, false
+	}
+	if _, dup := m.names[name]; dup {
+		return name, true, true
+	}
+	m.names[name] = struct{}{}
+	return name, false, true
+}
+
+// sameName reports whether member names a and b (spans, quotes included)
+// decode to the same text.
+func (s *hookScan) sameName(a, b span) (same, ok bool) {
+	ra, rb := s.b[a.from:a.to], s.b[b.from:b.to]
+	if bytes.Equal(ra, rb) {
+		return true, true
+	}
+	if bytes.IndexByte(ra, '\\') < 0 && bytes.IndexByte(rb, '\\') < 0 {
+		return false, true
+	}
+	na, ok := s.name(a)
+	if !ok {
+		return false, false
+	}
+	nb, ok := s.name(b)
+	return ok && na == nb, ok
 }
 
 // array reads an array.

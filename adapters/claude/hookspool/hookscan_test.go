@@ -84,7 +84,8 @@ func TestScanHook_AgreesWithEncodingJSON(t *testing.T) {
 	t.Logf("%d inputs", n)
 }
 
-// TestScanHook_DuplicateKey: a top-level member named twice, as written
+// TestScanHook_DuplicateKey: a member named twice in one object, at any
+// depth, as written
 // or through an escape, is refused naming it, before any later fault;
 // the same name in nested objects is not a duplicate.
 func TestScanHook_DuplicateKey(t *testing.T) {
@@ -92,6 +93,12 @@ func TestScanHook_DuplicateKey(t *testing.T) {
 		{`{"session_id":"s1","session_id":"s2","hook_event_name":"Stop"}`, `duplicate key "session_id" at byte 19`},
 		{`{"session_id":"s1","hook_event_name":"Stop","hook_\u0065vent_name":"X"}`, `duplicate key "hook_event_name" at byte 44`},
 		{`{"a":1,"a":2,`, `duplicate key "a" at byte 7`},
+		// Nested: the gate would judge one command, the stored text holds two.
+		{`{"tool_input":{"command":"ls","command":"rm -rf /"}}`, `duplicate key "command" at byte 30`},
+		{`{"t":{"c\u006fmmand":"ls","command":"x"}}`, `duplicate key "command" at byte 26`},
+		{`{"t":[{"x":1},{"y":1,"y":2}]}`, `duplicate key "y" at byte 21`},
+		{`{"t":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":0,"k11":0,"k12":0,"k13":0,"k14":0,"k15":0,"k16":0,"k17":0,"k\u0031":0}}`, `duplicate key "k1" at byte 140`},
+		{`{"t":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":0,"k11":0,"k12":0,"k13":0,"k14":0,"k15":0,"k16":0,"k17":0,"k17":0}}`, `duplicate key "k17" at byte 140`},
 	} {
 		_, err := scanHook([]byte(c.in), 0)
 		if !errors.Is(err, ErrDuplicateKey) || !strings.HasPrefix(err.Error(), c.want) {
@@ -101,7 +108,13 @@ func TestScanHook_DuplicateKey(t *testing.T) {
 			t.Errorf("CheckHook(%s): %v", c.in, err)
 		}
 	}
-	if _, err := scanHook([]byte(`{"a":{"a":1,"b":{"a":2}},"b":[{"a":1},{"a":1}]}`), 0); err != nil {
-		t.Errorf("nested names: %v", err)
+	for _, in := range []string{
+		`{"a":{"a":1,"b":{"a":2}},"b":[{"a":1},{"a":1}]}`,
+		`{"t":{"a":1,"\u0061b":2,"b":3,"B":4,"a\u0000":5}}`,
+		`{"t":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":0,"k11":0,"k12":0,"k13":0,"k14":0,"k15":0,"k16":0,"k17":0,"k18":0}}`,
+	} {
+		if _, err := scanHook([]byte(in), 0); err != nil {
+			t.Errorf("%s: %v, want no error", in, err)
+		}
 	}
 }
