@@ -20,6 +20,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/reducers/review"
 )
 
@@ -29,6 +30,10 @@ const (
 	ActionDeny   = "deny"
 	ActionReview = "review"
 )
+
+// MaxPolicyFile is the most bytes a policy file may hold: 1 MiB. A
+// larger one, or one that is not a regular file, does not parse.
+const MaxPolicyFile = 1 << 20
 
 // PolicyFile is the name of a policy file: in the data dir, and in a
 // project's ProjectPolicyDir.
@@ -712,9 +717,11 @@ func (ps *Policies) load(p string) *loaded {
 	if old != nil {
 		nl.policy = old.policy
 	}
-	text, err := os.ReadFile(p)
+	text, err := hookspool.ReadRegular(p, MaxPolicyFile)
 	if err != nil {
-		nl.err = &PolicyError{Path: p, Msg: err.Error()}
+		// The file may be a FIFO or a device (a cloned project can hold a
+		// symlink to /dev/zero): it is refused without reading.
+		nl.err = &PolicyError{Path: p, Msg: strings.TrimPrefix(err.Error(), p+": ")}
 	} else if pol, err := ParsePolicy(p, text); err != nil {
 		nl.err = err
 	} else {

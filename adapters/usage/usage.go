@@ -25,6 +25,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/jsonfault"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
@@ -245,17 +246,21 @@ func Shipped() *Table {
 	return t
 }
 
+// MaxTableFile is the most bytes a price table file may hold: 4 MiB.
+const MaxTableFile = 4 << 20
+
 // LoadTable returns the shipped table with the models of the table file
 // at path (if it exists) put over it. Errors name path: a file that is
 // not a price table, a negative price, a table of another currency.
 func LoadTable(path string) (*Table, error) {
 	t := Shipped()
-	b, err := os.ReadFile(path)
+	b, err := hookspool.ReadRegular(path, MaxTableFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return t, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("price table %s: %w", path, err)
+		// A FIFO or a device in its place is refused without reading.
+		return nil, fmt.Errorf("price table %w", err) // err names path
 	}
 	o, err := parseTable(b)
 	if err != nil {

@@ -80,7 +80,8 @@ func ReadRegular(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// notRegular returns the error for path, found to have mode m.
+// NotRegular returns the error for path, found to have mode m: it wraps
+// ErrNotRegular and says what the file is (a FIFO, a directory, …).
 func NotRegular(path string, m fs.FileMode) error {
 	what := "a special file"
 	switch {
