@@ -222,6 +222,11 @@ func (s *Service) DrainSpool(ctx context.Context) (int, error) {
 	if _, err := s.Spool.SweepRejected(time.Now(), claude.DefaultRejectedRetention); err != nil {
 		return 0, err
 	}
+	// Files named as entries that no hook wrote (a FIFO, a device, a
+	// symlink) would be skipped forever, and keep every hook spooling.
+	if _, err := s.Spool.SetAsideStrays(); err != nil {
+		return 0, err
+	}
 	n := 0
 	for ctx.Err() == nil {
 		// A page at a time: a spool that grew while no server ran, or

@@ -95,6 +95,8 @@ func NotRegular(path string, m fs.FileMode) error {
 		what = "a block device"
 	case m&fs.ModeSocket != 0:
 		what = "a socket"
+	case m&fs.ModeSymlink != 0:
+		what = "a symbolic link"
 	}
 	return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, what)
 }

@@ -193,9 +193,9 @@ func (s *Spool) HasPending() (bool, error) {
 	}
 	defer f.Close()
 	for {
-		names, err := f.Readdirnames(256)
-		for _, n := range names {
-			if id, ok := strings.CutSuffix(n, spoolExt); ok {
+		ents, err := f.ReadDir(256)
+		for _, e := range ents {
+			if id, ok := strings.CutSuffix(e.Name(), spoolExt); ok && e.Type().IsRegular() {
 				if _, err := ulid.ParseStrict(id); err == nil {
 					return true, nil
 				}
@@ -259,9 +259,9 @@ func (s *Spool) PendingFirst(n int) ([]Entry, error) {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(s.dir, e.Name()))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+		b, err := readEntry(filepath.Join(s.dir, e.Name()))
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotRegular) {
+			continue // gone, or swapped since it was listed: SetAsideStrays takes it
 		}
 		if err != nil {
 			return nil, fmt.Errorf("spool pending: %w", err)
@@ -282,6 +282,56 @@ func (s *Spool) PendingFirst(n int) ([]Entry, error) {
 		out = append(out, ent)
 	}
 	return out, nil
+}
+
+// readEntry reads a spool entry's payload: at most MaxHookRead+1 bytes,
+// so that a file far larger (put there by hand) costs no more memory than
+// the payload its deliverer refuses as too large. A file that is not
+// regular by the time it is opened is refused (ErrNotRegular).
+func readEntry(path string) ([]byte, error) {
+	f, _, err := OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxHookRead+1))
+}
+
+// SetAsideStrays moves every file of the spool that is named as an entry
+// (<ULID>.json) but is not a regular file — a FIFO, a device, a symlink,
+// a directory; no hook writes one — into rejected/ as it is (the link or
+// node itself, never what it points to), with a <ULID>.why saying what it
+// was, so that it neither blocks the entries behind it nor keeps hooks
+// spooling. It returns the names it moved. The caller holds the
+// delivery lock.
+func (s *Spool) SetAsideStrays() ([]string, error) {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("spool strays: %w", err)
+	}
+	var moved []string
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), spoolExt)
+		if !ok || e.Type().IsRegular() {
+			continue
+		}
+		if _, err := ulid.ParseStrict(id); err != nil {
+			continue
+		}
+		dir := filepath.Join(s.dir, RejectedDir)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return moved, fmt.Errorf("spool strays: %w", err)
+		}
+		why := NotRegular(e.Name(), e.Type()).Error() + "; no hook writes one: set aside unread\n"
+		if err := writeFileSync(filepath.Join(dir, id+".why"), []byte(why)); err != nil {
+			return moved, fmt.Errorf("spool strays: %w", err)
+		}
+		if err := os.Rename(filepath.Join(s.dir, e.Name()), filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return moved, fmt.Errorf("spool strays: %w", err)
+		}
+		moved = append(moved, e.Name())
+	}
+	return moved, nil
 }
 
 // Remove deletes entry id. Removing an entry that is gone is not an
