@@ -12,6 +12,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 )
 
 // unknownField begins encoding/json's message for a member a Decoder
@@ -74,4 +76,15 @@ func at(b []byte, off int64) string {
 	line := 1 + bytes.Count(b[:off], []byte("\n"))
 	col := off - int64(bytes.LastIndexByte(b[:off], '\n'))
 	return fmt.Sprintf("line %d, column %d", line, col)
+}
+
+// DuplicateKey returns the path of the first object member of src, a
+// valid JSON text, whose name an earlier member of the same object has
+// ("hooks.Stop"; a top-level member is its bare name), and whether there
+// is one: encoding/json keeps the last of two such members, so a file
+// read and written back would silently lose the first. fold compares
+// names case-insensitively, as encoding/json matches a struct's fields.
+// A text that is not valid JSON reports none.
+func DuplicateKey(src []byte, fold bool) (path string, found bool) {
+	return jsonx.DuplicateKey(src, fold)
 }

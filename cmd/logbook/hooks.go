@@ -19,6 +19,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/jsonfault"
 )
 
 // claudeHookEvents are the hook events `hooks install` wires: every one
@@ -524,6 +525,10 @@ func parseSettings(b []byte) (top, hooks object, err error) {
 	}
 	if k := jsonKind(b); k != "an object" {
 		return nil, nil, fmt.Errorf(`the file holds %s; want an object such as {"hooks": {...}}`, k)
+	}
+	if k, dup := jsonfault.DuplicateKey(b, false); dup {
+		// Written back, the file would keep only the last of the two.
+		return nil, nil, fmt.Errorf("key %q is given twice (Claude Code reads the last one); keep one and run again", k)
 	}
 	if err := json.Unmarshal(b, &top); err != nil {
 		return nil, nil, fmt.Errorf("not valid JSON: %v", err)
