@@ -16,7 +16,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 )
 
 // MaxLineBytes is the longest transcript line ReadLines yields: 64 MiB.
@@ -101,6 +103,17 @@ func CheckPrivate(path string, dirs []string) error {
 	if real, err = filepath.Abs(real); err != nil {
 		return nil
 	}
+	if d, ok := privateDir(real, dirs); ok {
+		return fmt.Errorf("%s: %w %s (it resolves to %s); no file there is read as a transcript", path, ErrPrivate, d, real)
+	}
+	return nil
+}
+
+// privateDir returns the dir of dirs that the absolute, resolved path
+// real lies in: under the dir's resolved path, or with a parent that is
+// the same directory (device and inode) as the dir. Dirs that do not
+// exist hold nothing.
+func privateDir(real string, dirs []string) (string, bool) {
 	for _, d := range dirs {
 		dst, err := os.Stat(d)
 		if err != nil {
@@ -110,24 +123,133 @@ func CheckPrivate(path string, dirs []string) error {
 		if err == nil {
 			rd, err = filepath.Abs(rd)
 		}
-		inside := false
 		if err == nil {
 			rel, err := filepath.Rel(rd, real)
-			inside = err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+			if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				return d, true
+			}
 		}
-		for p := filepath.Dir(real); !inside; p = filepath.Dir(p) {
+		for p := filepath.Dir(real); ; p = filepath.Dir(p) {
 			if st, err := os.Stat(p); err == nil && os.SameFile(st, dst) {
-				inside = true
+				return d, true
 			}
 			if p == filepath.Dir(p) {
 				break
 			}
 		}
-		if inside {
-			return fmt.Errorf("%s: %w %s (it resolves to %s); no file there is read as a transcript", path, ErrPrivate, d, real)
+	}
+	return "", false
+}
+
+// CheckOpened applies CheckPrivate's rule to f, the transcript opened
+// from path, as it was opened rather than as path names it now: a path
+// swapped for a symlink into one of dirs after it was checked is caught
+// here. f's real path is read from /proc/self/fd; when f has more than
+// one link (fstat's Nlink), its device and inode are compared with those
+// of every regular file under each dir, so a hard link to a file of the
+// data dir is refused too. The error wraps ErrPrivate and names path as
+// given, the dir and, for a hard link, the file of the dir it links to;
+// one that cannot tell where f leads (no /proc) also wraps ErrPrivate.
+// f is neither read nor closed.
+func CheckOpened(f *os.File, path string, dirs []string) error {
+	if len(dirs) == 0 {
+		return nil
+	}
+	real, err := fdPath(f)
+	if err != nil {
+		return fmt.Errorf("%s: cannot tell whether it %w: %v; it is not read as a transcript", path, ErrPrivate, err)
+	}
+	if d, ok := privateDir(real, dirs); ok {
+		return fmt.Errorf("%s: %w %s (it resolves to %s); no file there is read as a transcript", path, ErrPrivate, d, real)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || sys.Nlink <= 1 {
+		return nil
+	}
+	for _, d := range dirs {
+		if twin := sameFileUnder(d, st); twin != "" {
+			return fmt.Errorf("%s: %w %s: it is a hard link to %s, a file of the data dir; no file there is read as a transcript", path, ErrPrivate, d, twin)
 		}
 	}
 	return nil
+}
+
+// fdPath returns the path the kernel holds for the open file f
+// (/proc/self/fd/<n>), without the " (deleted)" it adds once the file
+// has no name left.
+func fdPath(f *os.File) (string, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return "", err
+	}
+	var real string
+	var rerr error
+	if err := rc.Control(func(fd uintptr) {
+		real, rerr = os.Readlink("/proc/self/fd/" + strconv.FormatUint(uint64(fd), 10))
+	}); err != nil {
+		return "", err
+	}
+	if rerr != nil {
+		return "", rerr
+	}
+	return strings.TrimSuffix(real, " (deleted)"), nil
+}
+
+// sameFileUnder returns the path of a regular file under dir (walked
+// whole, symlinks not followed) that is the file st describes (same
+// device and inode), or "". Entries that cannot be read are passed over.
+func sameFileUnder(dir string, st os.FileInfo) string {
+	root := dir
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		root = r
+	}
+	found := ""
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if info, err := d.Info(); err == nil && os.SameFile(info, st) {
+			found = p
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
+}
+
+// OpenTranscript opens the transcript at path as OpenRegular does and
+// checks the opened file with CheckOpened against dirs (nil: no check);
+// the caller reads the transcript through the one file returned and
+// closes it. Errors are OpenRegular's and CheckOpened's, naming path.
+func OpenTranscript(path string, dirs []string) (*os.File, int64, error) {
+	f, size, err := OpenRegular(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := CheckOpened(f, path, dirs); err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, size, nil
+}
+
+// ReadLinesOf is ReadLines over f, the transcript opened from path (as
+// OpenTranscript opens it): path only names the file in errors. It reads
+// f with ReadAt, never moving f's offset, so ranges over f may follow one
+// another or run at once; each reads up to f's size at its start. f is
+// not closed.
+func ReadLinesOf(f *os.File, path string, from int) iter.Seq2[Line, error] {
+	return readLinesOf(context.Background(), f, path, Cursor{}, from, MaxLineBytes, 0)
+}
+
+// FirstLineOf is FirstLine over f, the transcript opened from path, read
+// as ReadLinesOf reads it.
+func FirstLineOf(f *os.File, path string) (Line, error) {
+	return firstLine(readLinesOf(context.Background(), f, path, Cursor{}, 0, MaxLineBytes, MaxLineBytes+2), path)
 }
 
 // FirstLine returns the first line of the transcript at path, reading no
@@ -138,8 +260,13 @@ func CheckPrivate(path string, dirs []string) error {
 // MaxLineBytes a *LineError wrapping ErrLineTooLong. Open errors are
 // ReadLines'.
 func FirstLine(path string) (Line, error) {
+	return firstLine(readLines(context.Background(), path, Cursor{}, 0, MaxLineBytes, MaxLineBytes+2), path)
+}
+
+// firstLine is FirstLine over lines, read up to MaxLineBytes+2 bytes.
+func firstLine(lines iter.Seq2[Line, error], path string) (Line, error) {
 	const most = MaxLineBytes + 2
-	for l, err := range readLines(context.Background(), path, Cursor{}, 0, MaxLineBytes, most) {
+	for l, err := range lines {
 		if err == nil && l.Torn && l.Size >= most {
 			return Line{N: 1}, &LineError{Path: path, Line: 1, Err: fmt.Errorf("%w: over %d bytes, the limit is %d", ErrLineTooLong, MaxLineBytes, MaxLineBytes)}
 		}
@@ -155,8 +282,13 @@ func FirstLine(path string) (Line, error) {
 // or a last line with no newline yet is taken as not blank (the import
 // reports it). Errors are ReadLines' (the file cannot be opened or read).
 func BlankOnly(ctx context.Context, path string) (bool, error) {
-	lines := 0
-	for l, err := range readLines(ctx, path, Cursor{}, 0, MaxLineBytes, 0) {
+	return blankOnly(readLines(ctx, path, Cursor{}, 0, MaxLineBytes, 0))
+}
+
+// blankOnly is BlankOnly over the lines of a transcript from its start.
+func blankOnly(lines iter.Seq2[Line, error]) (bool, error) {
+	n := 0
+	for l, err := range lines {
 		if errors.Is(err, ErrLineTooLong) || err == nil && l.Torn {
 			return false, nil
 		}
@@ -166,9 +298,9 @@ func BlankOnly(ctx context.Context, path string) (bool, error) {
 		if len(bytes.TrimSpace(l.Bytes)) > 0 {
 			return false, nil
 		}
-		lines++
+		n++
 	}
-	return lines > 0, nil
+	return n > 0, nil
 }
 
 // ctxReader reads r until ctx is done, then fails with ctx's error, so a
@@ -190,31 +322,42 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // size at open) and stopping with ctx's error once ctx is done.
 func readLines(ctx context.Context, path string, c Cursor, from, maxLine int, maxRead int64) iter.Seq2[Line, error] {
 	return func(yield func(Line, error) bool) {
-		f, fsize, err := OpenRegular(path)
+		f, _, err := OpenRegular(path)
 		if err != nil {
 			yield(Line{}, fmt.Errorf("read transcript: %w", err))
 			return
 		}
 		defer f.Close()
+		readLinesOf(ctx, f, path, c, from, maxLine, maxRead)(yield)
+	}
+}
+
+// readLinesOf is readLines over f, the transcript opened from path: it
+// reads f with ReadAt only (its offset is left alone), so ranges over f
+// may follow one another or run at once. f is not closed.
+func readLinesOf(ctx context.Context, f *os.File, path string, c Cursor, from, maxLine int, maxRead int64) iter.Seq2[Line, error] {
+	return func(yield func(Line, error) bool) {
+		st, err := f.Stat()
+		if err != nil {
+			yield(Line{}, fmt.Errorf("read transcript %s: %w", path, err))
+			return
+		}
+		fsize := st.Size()
 		if c.Offset > 0 {
 			var b [1]byte
 			if _, err := f.ReadAt(b[:], c.Offset-1); err != nil || b[0] != '\n' {
 				yield(Line{}, fmt.Errorf("read transcript %s: cursor line %d offset %d is not at a line start; the file was truncated or replaced", path, c.Line, c.Offset))
 				return
 			}
-			if _, err := f.Seek(c.Offset, io.SeekStart); err != nil {
-				yield(Line{}, fmt.Errorf("read transcript: %w", err))
-				return
-			}
 		}
-		// One pass reads no further than the file's size at open: a file
-		// that keeps growing is read in bounded steps, the rest on the
-		// next pass (a line cut there reads as torn until then).
+		// One pass reads no further than the file's size at its start: a
+		// file that keeps growing is read in bounded steps, the rest on
+		// the next pass (a line cut there reads as torn until then).
 		limit := fsize - c.Offset
 		if maxRead > 0 {
 			limit = min(limit, maxRead)
 		}
-		r := bufio.NewReaderSize(ctxReader{ctx, io.LimitReader(f, limit)}, 64<<10)
+		r := bufio.NewReaderSize(ctxReader{ctx, io.NewSectionReader(f, c.Offset, max(limit, 0))}, 64<<10)
 		n, off := c.Line, c.Offset
 		var (
 			buf  []byte

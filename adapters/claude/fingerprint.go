@@ -2,6 +2,7 @@ package claude
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -41,11 +42,22 @@ func LineFingerprint(l Line) events.Fingerprint {
 // size is the file's size in bytes. err is set only when the file cannot
 // be read (it names path); a missing file is an error, not a divergence.
 func CheckFingerprint(path string, fp events.Fingerprint) (found events.Fingerprint, size int64, same bool, err error) {
-	f, size, err := OpenRegular(path)
+	f, _, err := OpenRegular(path)
 	if err != nil {
 		return found, 0, false, fmt.Errorf("check transcript: %w", err)
 	}
 	defer f.Close()
+	return checkFingerprintOf(f, path, fp)
+}
+
+// checkFingerprintOf is CheckFingerprint over f, the transcript opened
+// from path (read with ReadAt only, not closed).
+func checkFingerprintOf(f *os.File, path string, fp events.Fingerprint) (found events.Fingerprint, size int64, same bool, err error) {
+	st, err := f.Stat()
+	if err != nil {
+		return found, 0, false, fmt.Errorf("check transcript %s: %w", path, err)
+	}
+	size = st.Size()
 	if fp.Line <= 0 || fp.End <= fp.Offset || fp.Offset < 0 {
 		return found, size, false, fmt.Errorf("check transcript %s: bad fingerprint %+v", path, fp)
 	}
@@ -58,7 +70,7 @@ func CheckFingerprint(path string, fp events.Fingerprint) (found events.Fingerpr
 			return fp, size, true, nil
 		}
 	}
-	return lineAt(path, fp.Line, size)
+	return lineAt(f, path, fp.Line, size)
 }
 
 // holdsLine reports whether f holds the line fp describes, with a newline
@@ -87,11 +99,12 @@ func holdsLine(f *os.File, fp events.Fingerprint) (bool, error) {
 	return h.hex() == fp.SHA256, nil
 }
 
-// lineAt returns the fingerprint of line n of the file at path as it is
-// now, or of nothing past its last complete line; same is always false.
-func lineAt(path string, n int, size int64) (events.Fingerprint, int64, bool, error) {
+// lineAt returns the fingerprint of line n of f, the transcript opened
+// from path, as it is now, or of nothing past its last complete line;
+// same is always false.
+func lineAt(f *os.File, path string, n int, size int64) (events.Fingerprint, int64, bool, error) {
 	var found events.Fingerprint
-	for l, err := range ReadLines(path, n-1) {
+	for l, err := range readLinesOf(context.Background(), f, path, Cursor{}, n-1, MaxLineBytes, 0) {
 		if err != nil {
 			if _, ok := errors.AsType[*LineError](err); ok && l.N == n && l.Sum != "" {
 				// Too long to hold, hashed in passing.
@@ -110,7 +123,7 @@ func lineAt(path string, n int, size int64) (events.Fingerprint, int64, bool, er
 	// Fewer than n complete lines.
 	lines := 0
 	var end int64
-	for l, err := range ReadLines(path, 0) {
+	for l, err := range readLinesOf(context.Background(), f, path, Cursor{}, 0, MaxLineBytes, 0) {
 		if err != nil || l.Torn {
 			break
 		}

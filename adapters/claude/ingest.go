@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -366,7 +367,7 @@ func (in *Ingester) ImportFileFrom(ctx context.Context, path string, agg events.
 		res, _, err := in.importFileAt(ctx, path, agg, src, progress)
 		return asGiven(path, res, err)
 	}
-	if e, ok := in.index.unchanged(path, agg); ok {
+	if e, ok := in.index.unchanged(path, agg, in.private); ok {
 		return FileResult{Path: path, Session: e.Session, Skipped: e.Fingerprint.Line, Lines: e.Fingerprint.Line}, nil
 	}
 	res, fp, err := in.importFileAt(ctx, path, agg, src, progress)
@@ -424,6 +425,18 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	if real := realPath(path); real != path && s.Cursor(path) == 0 {
 		path = real
 	}
+	// The file is opened once and every read of this import goes through
+	// that one descriptor, checked where it leads (CheckOpened): a path
+	// swapped for a link into the data dir after ImportFileFrom checked
+	// it, or a hard link to a file there, is never read.
+	f, _, err := OpenTranscript(path, in.private)
+	if err != nil {
+		if errors.Is(err, ErrPrivate) {
+			return res, lastFP, err
+		}
+		return res, lastFP, fmt.Errorf("read transcript: %w", err)
+	}
+	defer f.Close()
 	rewrittenFrom := ""
 	for hops := 0; ; hops++ {
 		fp, ok := s.Fingerprint(path)
@@ -433,14 +446,14 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		if hops >= 16 {
 			return res, lastFP, fmt.Errorf("%s: changed under Logbook more than %d times (the newest history is session %s); stopped", path, hops, agg.ID)
 		}
-		found, size, same, err := CheckFingerprint(path, fp)
+		found, size, same, err := checkFingerprintOf(f, path, fp)
 		if err != nil {
 			return res, lastFP, err
 		}
 		if same {
 			break
 		}
-		if f, err := in.firstDifference(ctx, agg, path); err != nil {
+		if f, err := in.firstDifference(ctx, agg, f, path); err != nil {
 			return res, lastFP, err
 		} else if f != nil {
 			found = *f
@@ -477,7 +490,7 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	if last.IsZero() {
 		// Lines before the first timestamped one take its time, so an
 		// import decides the same events on every host.
-		last = firstTime(path)
+		last = firstTime(f, path)
 	}
 	now := in.clock()
 	future := false // a line past now's bound was warned of
@@ -488,7 +501,7 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		// A file of blank lines only starts no session: nothing is
 		// appended until a line that is not blank comes (its blank lines
 		// then keep their numbers).
-		if blank, err := BlankOnly(ctx, path); err != nil {
+		if blank, err := blankOnly(readLinesOf(ctx, f, path, Cursor{}, 0, MaxLineBytes, 0)); err != nil {
 			return res, lastFP, err
 		} else if blank {
 			return res, lastFP, nil
@@ -536,9 +549,9 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	// Read on from the end of the last line imported when the session
 	// remembers where it ends (the fingerprint check above found it
 	// there), else from the start, skipping the lines imported.
-	lines := readLines(ctx, path, Cursor{}, startCursor, MaxLineBytes, 0)
+	lines := readLinesOf(ctx, f, path, Cursor{}, startCursor, MaxLineBytes, 0)
 	if fp, ok := s.Fingerprint(path); ok && fp.Line == startCursor && fp.End > 0 {
-		lines = readLines(ctx, path, Cursor{Line: fp.Line, Offset: fp.End}, fp.Line, MaxLineBytes, 0)
+		lines = readLinesOf(ctx, f, path, Cursor{Line: fp.Line, Offset: fp.End}, fp.Line, MaxLineBytes, 0)
 	}
 	if err := hold(); err != nil {
 		return res, lastFP, err
@@ -853,13 +866,13 @@ func (in *Ingester) diverge(ctx context.Context, agg events.Aggregate, path stri
 	return next, nil
 }
 
-// firstDifference compares the transcript at path, line by line, with the
+// firstDifference compares f, the transcript opened from path, line by line, with the
 // fingerprints agg's stored observations of it hold, and returns the
 // fingerprint of the first line that differs, or, for a file that is a
 // shorter prefix of what was imported, its end (Line: its complete lines,
 // no SHA256). It returns nil when no stored line has a fingerprint to
 // compare with, or every one matches.
-func (in *Ingester) firstDifference(ctx context.Context, agg events.Aggregate, path string) (*events.Fingerprint, error) {
+func (in *Ingester) firstDifference(ctx context.Context, agg events.Aggregate, f *os.File, path string) (*events.Fingerprint, error) {
 	recs, _, err := in.x.Log.Load(ctx, agg)
 	if err != nil {
 		return nil, err
@@ -878,7 +891,7 @@ func (in *Ingester) firstDifference(ctx context.Context, agg events.Aggregate, p
 	}
 	n := 0
 	var end int64
-	for l, err := range ReadLines(path, 0) {
+	for l, err := range readLinesOf(ctx, f, path, Cursor{}, 0, MaxLineBytes, 0) {
 		if err != nil {
 			if _, ok := errors.AsType[*LineError](err); !ok || l.Sum == "" {
 				if ok {
@@ -905,11 +918,12 @@ func (in *Ingester) firstDifference(ctx context.Context, agg events.Aggregate, p
 // headLines is how many leading lines firstTime and sessionIDOf look at.
 const headLines = 64
 
-// firstOf decodes each of the transcript's first headLines complete lines
-// into a fresh V and returns the first for which ok reports true.
-func firstOf[V any](path string, ok func(V) bool) (V, bool) {
+// firstOf decodes each of the first headLines complete lines of f, the
+// transcript opened from path, into a fresh V and returns the first for
+// which ok reports true.
+func firstOf[V any](f *os.File, path string, ok func(V) bool) (V, bool) {
 	n := 0
-	for l, err := range ReadLines(path, 0) {
+	for l, err := range readLinesOf(context.Background(), f, path, Cursor{}, 0, MaxLineBytes, 0) {
 		if err != nil || l.Torn || n >= headLines {
 			break
 		}
@@ -923,13 +937,13 @@ func firstOf[V any](path string, ok func(V) bool) (V, bool) {
 	return zero, false
 }
 
-// firstTime returns the first timestamp among the transcript's first
-// lines, or the zero time.
-func firstTime(path string) time.Time {
+// firstTime returns the first timestamp among the first lines of f, the
+// transcript opened from path, or the zero time.
+func firstTime(f *os.File, path string) time.Time {
 	type line struct {
 		Timestamp string `json:"timestamp"`
 	}
-	v, _ := firstOf(path, func(v line) bool {
+	v, _ := firstOf(f, path, func(v line) bool {
 		_, err := time.Parse(time.RFC3339Nano, v.Timestamp)
 		return err == nil
 	})
@@ -937,15 +951,22 @@ func firstTime(path string) time.Time {
 	return t
 }
 
-// sessionIDOf returns the sessionId the transcript's lines carry (the
-// first one among its first lines), or "" if none does. Claude Code
-// names a transcript after its session, but a copied or renamed file
-// keeps its identity this way.
-func sessionIDOf(path string) string {
+// sessionIDOf returns the sessionId the lines of the transcript at path
+// carry (the first one among its first lines), or "" if none does or the
+// file cannot be read (its import says why). Claude Code names a
+// transcript after its session, but a copied or renamed file keeps its
+// identity this way. The file is opened as an import opens it, checked
+// against the Ingester's private dirs.
+func (in *Ingester) sessionIDOf(path string) string {
+	f, _, err := OpenTranscript(path, in.private)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
 	type line struct {
 		SessionID string `json:"sessionId"`
 	}
-	v, _ := firstOf(path, func(v line) bool { return v.SessionID != "" && events.ValidID(v.SessionID) == nil })
+	v, _ := firstOf(f, path, func(v line) bool { return v.SessionID != "" && events.ValidID(v.SessionID) == nil })
 	return v.SessionID
 }
 
@@ -967,7 +988,7 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 		// Claude Code names a transcript after its session (a UUID); a
 		// file named otherwise (a copy, a recording) is identified by
 		// the sessionId its lines carry.
-		if id := sessionIDOf(t.Path); id != "" && !looksLikeUUID(t.SessionID) {
+		if id := in.sessionIDOf(t.Path); id != "" && !looksLikeUUID(t.SessionID) {
 			sid = id
 		}
 	}

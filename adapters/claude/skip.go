@@ -107,8 +107,9 @@ func (x *SkipIndex) Len() int {
 // unchanged returns the entry of the file at path if an import of it into
 // agg would find nothing to do: the entry was made for agg, and the file
 // has the size and modification time it had then, ends just after the
-// line the fingerprint names, and still holds that line.
-func (x *SkipIndex) unchanged(path string, agg events.Aggregate) (SkipEntry, bool) {
+// line the fingerprint names, and still holds that line. The file is
+// opened as an import opens it, checked against private (OpenTranscript).
+func (x *SkipIndex) unchanged(path string, agg events.Aggregate, private []string) (SkipEntry, bool) {
 	key, err := filepath.Abs(path)
 	if err != nil {
 		return SkipEntry{}, false
@@ -123,7 +124,12 @@ func (x *SkipIndex) unchanged(path string, agg events.Aggregate) (SkipEntry, boo
 	if err != nil || st.Size() != e.Size || st.ModTime().UnixNano() != e.ModTime {
 		return SkipEntry{}, false
 	}
-	if _, _, same, err := CheckFingerprint(path, e.Fingerprint); err != nil || !same {
+	f, _, err := OpenTranscript(path, private)
+	if err != nil {
+		return SkipEntry{}, false
+	}
+	defer f.Close()
+	if _, _, same, err := checkFingerprintOf(f, path, e.Fingerprint); err != nil || !same {
 		return SkipEntry{}, false
 	}
 	return e, true

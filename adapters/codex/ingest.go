@@ -26,10 +26,11 @@ import (
 // per-file cursor, fingerprints, torn-line wait and line errors). It is
 // safe for concurrent use.
 type Ingester struct {
-	base   *claude.Ingester
-	parser *Parser
-	mu     sync.Mutex
-	states map[string]FileState // rollout path → its state after its last imported line
+	base    *claude.Ingester
+	parser  *Parser
+	private []string // IngestConfig.Private
+	mu      sync.Mutex
+	states  map[string]FileState // rollout path → its state after its last imported line
 }
 
 // IngestConfig configures an Ingester; the fields mean what they mean in
@@ -66,7 +67,7 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 	if err != nil {
 		return nil, fmt.Errorf("codex ingester: %w", err)
 	}
-	return &Ingester{base: base, parser: cfg.Parser, states: map[string]FileState{}}, nil
+	return &Ingester{base: base, parser: cfg.Parser, private: cfg.Private, states: map[string]FileState{}}, nil
 }
 
 // uuidTail matches the thread id Codex CLI ends a rollout's file name
@@ -78,8 +79,15 @@ var uuidTail = regexp.MustCompile(`([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 // with a valid id, else the thread id in its file name, else the file's
 // name mapped onto the characters an aggregate id may hold.
 func SessionOf(path string) events.Aggregate {
+	l, err := claude.FirstLine(path)
+	return sessionOf(path, l, err)
+}
+
+// sessionOf is SessionOf for the rollout at path whose first line is l
+// (err: FirstLine's error).
+func sessionOf(path string, l claude.Line, err error) events.Aggregate {
 	id := ""
-	if l, err := claude.FirstLine(path); err == nil && !l.Torn {
+	if err == nil && !l.Torn {
 		var v struct {
 			Type    string `json:"type"`
 			ID      string `json:"id"`
@@ -113,8 +121,29 @@ func SessionOf(path string) events.Aggregate {
 // path and line (with SkipInvalid the line is recorded without signals
 // and the import goes on). A rollout imported twice, or by two processes
 // at once, appends each line once.
+//
+// The rollout is read through descriptors checked where they lead
+// (claude.OpenTranscript): one for its session id and the parser's state,
+// and the one claude.Ingester.ImportFileFrom reads its lines through. One
+// that leads into a private dir (IngestConfig.Private) is refused with an
+// error wrapping claude.ErrPrivate, and nothing is read or appended.
 func (in *Ingester) ImportFile(ctx context.Context, path string, progress func(line int)) (claude.FileResult, error) {
-	agg := SessionOf(path)
+	if err := claude.CheckPrivate(path, in.private); err != nil {
+		return claude.FileResult{Path: path}, err
+	}
+	f, _, err := claude.OpenTranscript(path, in.private)
+	if errors.Is(err, claude.ErrPrivate) {
+		return claude.FileResult{Path: path}, err
+	}
+	var agg events.Aggregate
+	if err != nil {
+		// Named by its file name; the import reports why it cannot be read.
+		agg = sessionOf(path, claude.Line{}, err)
+	} else {
+		defer f.Close()
+		l, err := claude.FirstLineOf(f, path)
+		agg = sessionOf(path, l, err)
+	}
 	if err := agg.Validate(); err != nil {
 		return claude.FileResult{Path: path}, fmt.Errorf("%s: session id: %w", path, err)
 	}
@@ -126,7 +155,7 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, progress func(l
 		Wrap:   func(o events.Observation) events.Payload { return events.CodexLineObserved{Observation: o} },
 		Parse: func(path string, n int, b []byte) (events.Observation, error) {
 			if st.Line != n-1 {
-				st = in.rebuild(path, n-1)
+				st = in.rebuild(f, path, n-1)
 			}
 			return in.parser.Line(&st, path, n, b)
 		},
@@ -134,7 +163,7 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, progress func(l
 	res, err := in.base.ImportFileFrom(ctx, path, agg, src, progress)
 	if res.Lines > 0 {
 		if st.Line != res.Lines {
-			st = in.rebuild(path, res.Lines)
+			st = in.rebuild(f, path, res.Lines)
 		}
 		in.mu.Lock()
 		in.states[path] = st
@@ -143,13 +172,19 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, progress func(l
 	return res, err
 }
 
-// rebuild parses lines 1..upto of the rollout at path into a fresh state.
-func (in *Ingester) rebuild(path string, upto int) FileState {
+// rebuild parses lines 1..upto of f, the rollout opened from path, into
+// a fresh state; with no f (it could not be opened), the state is empty
+// but for its line.
+func (in *Ingester) rebuild(f *os.File, path string, upto int) FileState {
 	var st FileState
 	if upto <= 0 {
 		return st
 	}
-	for l, err := range claude.ReadLines(path, 0) {
+	if f == nil {
+		st.Line = upto
+		return st
+	}
+	for l, err := range claude.ReadLinesOf(f, path, 0) {
 		if errors.Is(err, claude.ErrLineTooLong) && l.N <= upto {
 			st.Line = l.N // recorded without signals: it changes nothing
 			continue
