@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 )
 
 // dataDir is Logbook's data directory:
@@ -91,16 +92,14 @@ func (d dataDir) ensure() error {
 
 // ownerError returns an error naming the owner and the fix when st, the
 // data dir's own stat, says it belongs to a uid other than the process's
-// real uid; nil when it is the user's own. doctor applies the same rule.
+// effective uid (hookspool.OwnerError, the rule logbook-hook applies
+// too); nil when it is the user's own. doctor applies the same rule.
 func (d dataDir) ownerError(st fs.FileInfo) error {
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
-		return fmt.Errorf("data dir %s belongs to uid %d, not you (uid %d): %s", d, sys.Uid, os.Getuid(), ownerFix)
-	}
-	return nil
+	return hookspool.OwnerError(string(d), st)
 }
 
 // ownerFix is what to do about a data dir of another user's.
-const ownerFix = "run as its owner, or use a data dir of your own (--data)"
+const ownerFix = hookspool.OwnerFix
 
 // tighten takes group and other permissions away from the data dir and
 // everything in it: directories 0700, files 0600 at most (an owner's x

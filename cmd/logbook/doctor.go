@@ -178,7 +178,7 @@ func checkDataDir(dd dataDir) doctorCheck {
 	}
 	if dd.ownerError(st) != nil {
 		sys := st.Sys().(*syscall.Stat_t)
-		c.Status, c.Detail = checkFail, fmt.Sprintf("%s belongs to uid %d, not you (uid %d)", dd, sys.Uid, os.Getuid())
+		c.Status, c.Detail = checkFail, fmt.Sprintf("%s belongs to uid %d, not you (uid %d)", dd, sys.Uid, os.Geteuid())
 		c.Fix = ownerFix
 		return c
 	}

@@ -92,7 +92,14 @@ const (
 )
 
 // Open returns the spool in dir, creating dir (mode 0700) if needed.
+// dir's parent is the data dir: one that exists and belongs to another
+// user than the process's effective uid is refused (CheckOwner, one
+// stat) before anything is created, with an error wrapping ErrNotOwner
+// that names it, its owner and the process's uid.
 func Open(dir string) (*Spool, error) {
+	if err := CheckOwner(filepath.Dir(dir)); err != nil {
+		return nil, fmt.Errorf("open spool: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open spool: %w", err)
 	}

@@ -2,6 +2,7 @@ package hookfast
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,6 +87,48 @@ func TestMain_RefusedNoLogbook(t *testing.T) {
 		pending, err := sp.Pending()
 		if err != nil || len(pending) != 1 || string(pending[0].Payload) != payload {
 			t.Errorf("spool holds %d entries (%v), want the payload as it came", len(pending), err)
+		}
+	}
+}
+
+// TestMain_DataDirOfAnotherUser: as root, a data dir that belongs to
+// another user (uid 65534) is refused as logbook refuses it, before
+// anything is created in it: the hook exits 1 naming the dir, its owner
+// and our uid, and spools nothing; a payload refused with no logbook to
+// hand it to is not kept either; a gated call is still answered deny.
+func TestMain_DataDirOfAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root can give a directory to another user")
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(data, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	want := "data dir " + data + " belongs to uid 65534, not you (uid 0): run as its owner, or use a data dir of your own (--data)"
+	for _, c := range []struct {
+		name, payload string
+		args          []string
+		code          int
+		says          string
+	}{
+		{"spooled", `{"session_id":"s","hook_event_name":"Stop"}`, []string{"--data", data, "claude"}, 1, "logbook-hook: open spool: " + want},
+		{"refused", `{"hook_event_name":"Stop"}`, []string{"--data", data, "claude"}, 1, "not kept: open spool: " + want},
+		{"gated", `{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t1"}`, []string{"--data", data, "claude", "--gate"}, 0, "the call is not recorded: open spool: " + want},
+	} {
+		var stderr bytes.Buffer
+		code := Main(c.args, strings.NewReader(c.payload), &stderr, "/nonexistent/logbook")
+		if code != c.code || !strings.Contains(stderr.String(), c.says) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and %q", c.name, code, stderr.String(), c.code, c.says)
+		}
+		if c.name == "gated" && !strings.Contains(stderr.String(), "logbook-hook --gate: deny:") {
+			t.Errorf("%s: no deny: %q", c.name, stderr.String())
+		}
+		ents, err := os.ReadDir(data)
+		if err != nil || len(ents) > 0 {
+			t.Fatalf("%s: the data dir holds %d entries (%v), want none", c.name, len(ents), err)
 		}
 	}
 }
