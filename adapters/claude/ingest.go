@@ -80,8 +80,11 @@ type IngestConfig struct {
 	Parsers int
 	// Private lists directories (the data dir) whose files are never
 	// read as transcripts: ImportFile refuses a path that leads into one
-	// (CheckPrivate) before it reads or appends anything, and Watch
-	// reports such a path once and never opens it.
+	// (CheckPrivate) before it reads or appends anything, then reads the
+	// file through one descriptor checked where it leads (CheckOpened:
+	// a hard link to a file there, or a path swapped for a link into one
+	// since, is refused too); Watch reports such a path once and never
+	// imports it.
 	Private []string
 }
 

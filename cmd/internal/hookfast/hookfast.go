@@ -68,7 +68,10 @@ const (
 // as "block"); with a terminal, logbook's help. args are the arguments
 // after the program name: "claude", optionally after "--data DIR".
 // logbook names the full binary to hand other cases to ("" finds
-// `logbook` beside this binary, then on $PATH).
+// `logbook` beside this binary, then on $PATH). A data dir that belongs
+// to another user than the effective uid is refused before anything is
+// created in it (hookspool.Open): exit 1, the error on stderr, nothing
+// spooled; a gated call is still answered deny.
 func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int {
 	if NoSubcommand(args) {
 		if !StdinIsTerminal(stdin) {
