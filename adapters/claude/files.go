@@ -525,12 +525,18 @@ func Discover(paths ...string) ([]Transcript, error) {
 			if !strings.HasSuffix(path, ".jsonl") {
 				return nil
 			}
-			if d.Type().IsRegular() {
+			switch {
+			case d.Type().IsRegular():
 				files[path] = true
-			} else if d.Type()&fs.ModeSymlink != 0 {
-				if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
-					files[path] = true
+			case d.Type()&fs.ModeSymlink != 0:
+				if st, err := os.Stat(path); err == nil && !st.IsDir() {
+					files[path] = true // a link to a FIFO or a device too: its read names it
 				}
+			case !d.IsDir():
+				// A FIFO, a device or a socket named .jsonl: kept, so
+				// that its import refuses it naming it, rather than the
+				// folder seeming to hold no transcript.
+				files[path] = true
 			}
 			return nil
 		})
