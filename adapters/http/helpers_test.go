@@ -46,6 +46,7 @@ type env struct {
 type envSettings struct {
 	Config
 	smallBuffers bool
+	peers        bool // the test server's ConnContext is PeerContext
 }
 
 type envOption func(*envSettings)
@@ -110,6 +111,9 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	hs := httptest.NewUnstartedServer(api.Handler())
 	if set.smallBuffers {
 		hs.Listener = smallListener{hs.Listener}
+	}
+	if set.peers {
+		hs.Config.ConnContext = PeerContext
 	}
 	hs.Start()
 	t.Cleanup(func() {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -63,8 +64,18 @@ type Config struct {
 	Prices func() (*usage.Table, error)
 
 	// Tokens, when set, are required of every request (reader for GET,
-	// writer for POST). A server on a loopback address may run without.
+	// writer for POST), except as TrustedUIDs allows. A server on a
+	// loopback address may run without.
 	Tokens *Tokens
+	// TrustedUIDs, when not nil, are the uids whose processes are served
+	// without a valid token: a request that carries none (or a wrong
+	// one) is served in full when the client end of its TCP connection
+	// is a process of one of them, as PeerContext (which the
+	// http.Server must have as its ConnContext) finds it; otherwise it
+	// gets 403 (no token) or what Tokens answer. A connection whose peer
+	// cannot be found is not trusted. For a loopback server only: over
+	// a network the peer's uid is not known.
+	TrustedUIDs []uint32
 	// Loopback makes the server refuse a Host header that is not a
 	// loopback name, so a web page cannot reach it by DNS rebinding.
 	Loopback bool
@@ -140,7 +151,9 @@ func New(cfg Config) (*Server, error) {
 	s.handle("POST", "/v1/observations", s.observe)
 	s.handle("GET", "/v1/openapi.json", s.openAPI)
 	s.mux.HandleFunc("GET /metrics", s.guard(false, s.serveMetrics))
-	s.mux.HandleFunc("GET /", s.guard(false, s.board))
+	// The board's own files hold no data: they are served without a
+	// token, so its page can ask for one.
+	s.mux.HandleFunc("GET /", s.hostGuard(s.board))
 	return s, nil
 }
 
@@ -208,11 +221,9 @@ func (s *Server) guard(write bool, h http.HandlerFunc) http.HandlerFunc {
 			s.fail(w, r, fmt.Errorf("%w: Host %q is not a loopback name", errForbidden, r.Host))
 			return
 		}
-		if s.cfg.Tokens != nil {
-			if err := s.cfg.Tokens.check(r, write); err != nil {
-				s.fail(w, r, err)
-				return
-			}
+		if err := s.authorize(r, write); err != nil {
+			s.fail(w, r, err)
+			return
 		}
 		if write {
 			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
@@ -227,6 +238,46 @@ func (s *Server) guard(write bool, h http.HandlerFunc) http.HandlerFunc {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		h(w, r)
 	}
+}
+
+// hostGuard checks the Host header on a loopback server only.
+func (s *Server) hostGuard(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Loopback && !LoopbackHost(r.Host) {
+			s.fail(w, r, fmt.Errorf("%w: Host %q is not a loopback name", errForbidden, r.Host))
+			return
+		}
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h(w, r)
+	}
+}
+
+// authorize returns nil when r may do what it asks: it carries a token
+// of a role that may (Tokens), or, with TrustedUIDs, its connection's
+// peer is a process of a trusted uid. Else an error wrapping
+// errUnauthorized or errForbidden that says what is wanted.
+func (s *Server) authorize(r *http.Request, write bool) error {
+	var terr error
+	if s.cfg.Tokens != nil {
+		if terr = s.cfg.Tokens.check(r, write); terr == nil {
+			return nil
+		}
+	}
+	if s.cfg.TrustedUIDs == nil {
+		return terr
+	}
+	uid, err := peerUID(r)
+	if err == nil && slices.Contains(s.cfg.TrustedUIDs, uid) {
+		return nil
+	}
+	if bearer(r) != "" && terr != nil {
+		return terr // a token was sent: what is wrong with it
+	}
+	peer := fmt.Sprintf("this connection's peer is uid %d", uid)
+	if err != nil {
+		peer = "this connection's peer uid is not known (" + err.Error() + ")"
+	}
+	return fmt.Errorf("%w: loopback clients of another user need a token (Authorization: Bearer …, the reader's or writer's from http-tokens.json in the data dir); %s", errForbidden, peer)
 }
 
 // loopbackHost reports whether host (a Host header, with or without a
@@ -270,12 +321,7 @@ type Tokens struct {
 // errUnauthorized (no or unknown token) or errForbidden (reader's token
 // on a write).
 func (t *Tokens) check(r *http.Request, write bool) error {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		if c, err := r.Cookie("logbook_token"); err == nil {
-			tok = c.Value
-		}
-	}
+	tok := bearer(r)
 	eq := func(a, b string) bool { return b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 	switch {
 	case tok == "":
@@ -290,6 +336,18 @@ func (t *Tokens) check(r *http.Request, write bool) error {
 	default:
 		return fmt.Errorf("%w: unknown token", errUnauthorized)
 	}
+}
+
+// bearer returns the token r carries in "Authorization: Bearer" or in
+// the logbook_token cookie; "" when none.
+func bearer(r *http.Request) string {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		if c, err := r.Cookie("logbook_token"); err == nil {
+			tok = c.Value
+		}
+	}
+	return tok
 }
 
 // apiError is every error's body.

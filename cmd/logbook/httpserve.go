@@ -98,10 +98,15 @@ func newHTTP(f httpFlags, dd dataDir, b *backend, store *projections.Store, svc 
 			return replay.SessionTimeline(ctx, b.log, id, cmds)
 		},
 	}
-	if !loop {
-		if cfg.Tokens, err = httpapi.LoadTokens(dd.path("http-tokens.json")); err != nil {
-			return nil, err
-		}
+	// Every address has tokens; on a loopback one, a client of serve's
+	// own user or root needs none (the peer's uid, read from the kernel's
+	// socket tables once per connection), as on hook.sock: another user
+	// is served only with a token given to them.
+	if cfg.Tokens, err = httpapi.LoadTokens(dd.path("http-tokens.json")); err != nil {
+		return nil, err
+	}
+	if loop {
+		cfg.TrustedUIDs = trustedUIDs()
 	}
 	api, err := httpapi.New(cfg)
 	if err != nil {
@@ -111,8 +116,18 @@ func newHTTP(f httpFlags, dd dataDir, b *backend, store *projections.Store, svc 
 	if err != nil {
 		return nil, fmt.Errorf("--http %s: %w", f.addr, err)
 	}
-	hs := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	hs := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnContext: httpapi.PeerContext}
 	return &httpServer{api: api, metrics: m, l: l, hs: hs, tls: f.cert != ""}, nil
+}
+
+// trustedUIDs are the uids whose loopback clients need no token:
+// serve's effective uid and root.
+func trustedUIDs() []uint32 {
+	u := []uint32{0}
+	if e := os.Geteuid(); e > 0 {
+		u = append(u, uint32(e))
+	}
+	return u
 }
 
 // run serves until ctx is done.

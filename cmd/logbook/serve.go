@@ -114,7 +114,7 @@ was down.`,
 	cmd.Flags().IntVar(&workers, "workers", 2, `sandbox workers to run in this process (0: none; run "logbook worker" elsewhere; with --nats-url always none)`)
 	wf.register(cmd)
 	live.register(cmd)
-	cmd.Flags().StringVar(&hf.addr, "http", "", "host:port for the HTTP API, the live board and /metrics (e.g. 127.0.0.1:7070); an address other than loopback needs --http-cert and --http-key, and clients a token from http-tokens.json in the data dir; off when empty")
+	cmd.Flags().StringVar(&hf.addr, "http", "", "host:port for the HTTP API, the live board and /metrics (e.g. 127.0.0.1:7070); on loopback, clients of another user than serve's or root need a token from http-tokens.json in the data dir; an address other than loopback needs --http-cert and --http-key, and every client a token; off when empty")
 	cmd.Flags().StringVar(&hf.cert, "http-cert", "", "TLS certificate file (PEM) for --http")
 	cmd.Flags().StringVar(&hf.key, "http-key", "", "TLS key file (PEM) for --http")
 	gf.register(cmd)

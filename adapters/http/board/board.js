@@ -46,6 +46,7 @@ function short(id) { return id.length > 24 ? id.slice(0, 23) + "…" : id; }
 async function api(path, opts) {
   const r = await fetch(path, Object.assign({ credentials: "same-origin", headers: { "Accept": "application/json" } }, opts || {}));
   if (r.status === 401) { showLogin(); throw new Error("unauthorized"); }
+  if (r.status === 403) showLogin(); // another user's, or the reader's token on a write
   if (!r.ok) {
     let msg = r.status + "";
     try { msg = (await r.json()).error || msg; } catch (_) {}
