@@ -5,7 +5,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/logbook-dev/logbook/reducers/review"
 )
 
 // GuardPattern names the built-in rule that sends a shell command naming
@@ -14,20 +17,37 @@ import (
 // pattern a verdict it decides is recorded under.
 const GuardPattern = "built-in: commands that name .logbook, policy.toml or the data dir"
 
+// SettingsGuardPattern names the built-in rule that sends a file tool's
+// write to Claude Code's settings (.claude/settings.json or
+// .claude/settings.local.json, where the hooks that run the gate are
+// wired), or a shell command that may name both a .claude folder and one
+// of those files, to review at high risk: the pattern a verdict it
+// decides is recorded under.
+const SettingsGuardPattern = "built-in: commands that name .claude/settings.json"
+
 // guard returns the built-in guard of the policy files for data dir dd
-// ("" for none): it reports whether call c may change them.
-func guard(dd string) func(Call) bool {
+// ("" for none) and of Claude Code's settings: for call c it returns the
+// pattern and risk class of the rule that guards what c may change
+// (GuardPattern at critical risk, SettingsGuardPattern at high), or
+// "", "" when c changes none of them.
+func guard(dd string) func(Call) (pattern, risk string) {
 	var dds []string
+	var globs *dataDirGlobs
 	if dd != "" {
 		dd = filepath.Clean(dd)
 		dds = append(dds, strings.ToLower(dd))
-		if home, err := os.UserHomeDir(); err == nil && home != "/" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = ""
+		}
+		if home != "" && home != "/" {
 			if rel, ok := strings.CutPrefix(dd, filepath.Clean(home)+"/"); ok {
 				dds = append(dds, strings.ToLower("/"+rel))
 			}
 		}
+		globs = newDataDirGlobs(dd, home, os.Getenv("XDG_DATA_HOME"))
 	}
-	return func(c Call) bool {
+	guarded := func(c Call) bool {
 		switch c.Tool {
 		case "Edit", "Write", "MultiEdit", "NotebookEdit":
 			if dd == "" {
@@ -52,12 +72,96 @@ func guard(dd string) func(Call) bool {
 			return false
 		}
 		for _, s := range inputStrings(c.Input) {
-			if namesPolicy(s, dds) {
+			if namesPolicy(s, dds) || globs.names(s, c.Dir) {
 				return true
 			}
 		}
 		return false
 	}
+	return func(c Call) (string, string) {
+		if guarded(c) {
+			return GuardPattern, review.RiskCritical
+		}
+		if changesSettings(c) {
+			return SettingsGuardPattern, review.RiskHigh
+		}
+		return "", ""
+	}
+}
+
+// The Claude Code settings files the hooks are wired in, and their
+// folder.
+var (
+	settingsDir   = ".claude"
+	settingsFiles = []string{"settings.json", "settings.local.json"}
+)
+
+// changesSettings reports whether call c may change Claude Code's
+// settings: a file tool's write to .claude/settings.json or
+// .claude/settings.local.json, or a shell command with a word that may
+// name a .claude folder (or run in one) and a word that may name one of
+// those files, however quoted, globbed or cut around a variable.
+func changesSettings(c Call) bool {
+	switch c.Tool {
+	case "Edit", "Write", "MultiEdit", "NotebookEdit":
+		var in struct {
+			File     string `json:"file_path"`
+			Notebook string `json:"notebook_path"`
+		}
+		_ = json.Unmarshal(c.Input, &in)
+		f := strings.ToLower(filepath.Clean(or(in.File, in.Notebook)))
+		return filepath.Base(filepath.Dir(f)) == settingsDir && slices.Contains(settingsFiles, filepath.Base(f))
+	}
+	if !shellLike(c.Tool) {
+		return false
+	}
+	inDir := slices.Contains(strings.Split(strings.ToLower(c.Dir), "/"), settingsDir)
+	for _, s := range inputStrings(c.Input) {
+		s = strings.ToLower(strings.Map(func(r rune) rune {
+			switch r {
+			case '\'', '"', '\\':
+				return -1
+			}
+			return r
+		}, s))
+		dir, file := inDir, false
+		for _, w := range strings.FieldsFunc(s, func(r rune) bool {
+			return strings.ContainsRune(" \t\n\r;|&()<>=`", r)
+		}) {
+			for _, comp := range strings.Split(w, "/") {
+				dir = dir || compMayName(comp, settingsDir)
+				for _, f := range settingsFiles {
+					file = file || compMayName(comp, f)
+				}
+			}
+		}
+		if dir && file {
+			return true
+		}
+	}
+	return false
+}
+
+// compMayName reports whether one path component of shell text may
+// name name: itself, by a glob that says more than "*", by a brace list,
+// or by a piece of three letters or more of it beside a variable.
+func compMayName(comp, name string) bool {
+	for _, alt := range braces(comp, 64) {
+		if alt == name {
+			return true
+		}
+		if strings.ContainsAny(alt, "*?[") && strings.Trim(alt, "*?") != "" {
+			if ok, _ := path.Match(strings.ReplaceAll(alt, "[!", "[^"), name); ok {
+				return true
+			}
+		}
+		if strings.Contains(alt, "$") {
+			if lit := stripVars(alt); len(lit) >= 3 && strings.Contains(name, lit) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // shellLike reports whether tool runs what its input says through a

@@ -67,8 +67,9 @@ type Policy struct {
 	review []Pattern
 	risk   []riskRule
 	// guard, in the built-in rules only, sends a call that may change
-	// the policy files to review at critical risk (see guard).
-	guard func(Call) bool
+	// the policy files to review at critical risk, or Claude Code's
+	// settings at high risk (see guard).
+	guard func(Call) (pattern, risk string)
 }
 
 type riskRule struct {
@@ -332,8 +333,10 @@ type Match struct {
 // then allow.
 func (p *Policy) Decide(c Call) Match {
 	var m Match
-	if p.guard != nil && p.guard(c) {
-		return Match{Action: ActionReview, Pattern: GuardPattern, Risk: review.RiskCritical, Path: p.Path}
+	if p.guard != nil {
+		if pat, risk := p.guard(c); pat != "" {
+			return Match{Action: ActionReview, Pattern: pat, Risk: risk, Path: p.Path}
+		}
 	}
 	for _, set := range []struct {
 		action string
@@ -355,8 +358,10 @@ func (p *Policy) Decide(c Call) Match {
 
 func (p *Policy) riskOf(c Call) string {
 	r := ""
-	if p.guard != nil && p.guard(c) {
-		return review.RiskCritical
+	if p.guard != nil {
+		if pat, risk := p.guard(c); pat != "" {
+			return risk
+		}
 	}
 	for _, rr := range p.risk {
 		if rr.p.matches(c, false) {

@@ -1,0 +1,159 @@
+package gate
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/logbook-dev/logbook/reducers/review"
+)
+
+// TestGuard_GlobbedDataDirPaths: with every echo allowed by a rule, a
+// shell command any word of which may expand, as a glob, a brace list,
+// a tilde or a variable, to the data dir or a path in it is reviewed at
+// critical risk; words that cannot reach it are left to the rules.
+func TestGuard_GlobbedDataDirPaths(t *testing.T) {
+	t.Setenv("HOME", "/home/ann")
+	t.Setenv("XDG_DATA_HOME", "")
+	allowEcho, err := ParsePolicy("data", []byte(`allow = ["Bash(echo:*)", "Bash(ls:*)", "Bash(cd:*)", "Bash(cat:*)", "Bash(rm:*)", "Bash(cp:*)"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols := []*Policy{builtinFor("/home/ann/.local/share/logbook"), allowEcho}
+	for _, tc := range []struct {
+		cmd      string
+		reviewed bool
+	}{
+		{`echo x > ~/.local/share/lo*/redact.txt`, true},
+		{`echo x > ~/.local/share/logb[o]ok/redact.txt`, true},
+		{`echo x > ~/.l*/s*/l*/redact.txt`, true},
+		{`echo x > $HOME/.local/share/logbook/redact.txt`, true},
+		{`echo x > ~/.local/share/log?ook/creds.json`, true},
+		{`echo x > ~/.local/*/logbook/x`, true},
+		{`echo x > ~/.local/share/*/x`, true},
+		{`echo x > ~/*/*/*/x`, true},
+		{`echo x > ~/**/redact.txt`, true},
+		{`echo x > /home/ann/.local/share/[l]ogbook`, true},
+		{`echo x > /home/*/.local/share/lo*`, true},
+		{`echo x > /h*/a*/.local/share/logbook/x`, true},
+		{`echo x > /home/ann/.local/share/[!x]ogbook/x`, true},
+		{`echo x > /home/ann/.local/share/[^x]ogbook/x`, true},
+		{`echo x > ~/.local/share/{logbook,x}/creds.json`, true},
+		{`echo x > ~/.local/share/{lo,x}gbook/creds.json`, true},
+		{`echo x > ~/.local/{share,x}/l*/creds.json`, true},
+		{`echo x > "$XDG_DATA_HOME"/logbook/creds.json`, true},
+		{`echo x > ${XDG_DATA_HOME}/lo*/creds.json`, true},
+		{`echo x > ${XDG_DATA_HOME:-~/.local/share}/lo*/creds.json`, true},
+		{`echo x > $D/logbook/creds.json`, true},
+		{`echo x > $D/l?gbook/creds.json`, true},
+		{`echo x > ~ann/.local/share/lo*/x`, true},
+		{`echo x > ~/".local/share/lo"*/redact.txt`, true},
+		{`echo x > '~/.local/share/lo*/redact.txt'`, true},
+		{`echo x > ~/.local/share/lo\*/redact.txt`, true},
+		{`echo x > ~/.local/share/lo''*/redact.txt`, true},
+		{`echo x > ~/.LOCAL/Share/LO*/redact.txt`, true},
+		{`echo x > ~/.local/share/x*/../lo*/redact.txt`, true},
+		{`echo x > $HOME/.local/share/lo*`, true},
+		{`echo x > ${HOME}/.local/share/lo*`, true},
+		{`echo x>~/.local/share/lo*/x`, true},
+		{`cp /tmp/a ~/.local/share/lo*/`, true},
+		{`cd ~/.local/share && rm -rf logbook`, true},
+		{`cd ~/.local/sh* && echo x > lo*/x`, true},
+		{`cd ~ && rm -rf .local/share/l*`, true},
+		{`cd && rm -rf .local/share/l*`, true},
+		{`cd / && rm -rf home/ann/.local/share/logbook`, true},
+		{`cd ~/.local/share; cat */redact.txt`, true},
+
+		{`echo x > /tmp/lo*/file`, false},
+		{`ls ~/src/logic*`, false},
+		{`ls ~/*`, false},
+		{`ls ~/.local/share/*.txt`, false},
+		{`ls ~/.local/bin/lo*`, false},
+		{`echo x > /tmp/{a,b}/logbook/x`, false},
+		{`echo $HOME`, false},
+		{`echo v$VERSION`, false},
+		{`cd src && echo v$VERSION`, false},
+		{`cat $D/*/x`, false},
+		{`ls *`, false},
+		{`ls src/logic*/x.go`, false},
+		{`cd cmd && ls logbook/`, false},
+		{`echo x > /home/ann/.local/share/x*/y`, false},
+		{`echo x > /home/bob/.local/share/lo*/y`, false},
+		{`ls ~/.local/share`, false},
+	} {
+		m := Decide(pols, bash(tc.cmd))
+		if tc.reviewed && (m.Action != ActionReview || m.Risk != review.RiskCritical || m.Pattern != GuardPattern) {
+			t.Errorf("%q: %+v, want the guard's review at critical risk", tc.cmd, m)
+		}
+		if !tc.reviewed && (m.Pattern == GuardPattern || m.Risk == review.RiskCritical) {
+			t.Errorf("%q: %+v, want it left to the rules", tc.cmd, m)
+		}
+	}
+
+	// A command run in the data dir names it with any relative word.
+	in, _ := json.Marshal(map[string]string{"command": "echo x > lo"})
+	if m := Decide(pols, Call{Tool: "Bash", Input: in, Dir: "/home/ann/.local/share/logbook"}); m.Action != ActionReview {
+		t.Errorf("a write in the data dir: %+v, want review", m)
+	}
+	in, _ = json.Marshal(map[string]string{"command": "echo x > logbook/x"})
+	if m := Decide(pols, Call{Tool: "Bash", Input: in, Dir: "/home/ann/.local/share"}); m.Action != ActionReview {
+		t.Errorf("a write from the data dir's parent: %+v, want review", m)
+	}
+
+	// $XDG_DATA_HOME is read as the environment has it, as well as its
+	// default.
+	t.Setenv("XDG_DATA_HOME", "/srv/xdg")
+	pols = []*Policy{builtinFor("/srv/xdg/logbook"), allowEcho}
+	for _, cmd := range []string{`echo x > $XDG_DATA_HOME/l*/x`, `cd $XDG_DATA_HOME && rm -r log*`, `echo x > /srv/*/lo*/x`} {
+		if m := Decide(pols, bash(cmd)); m.Action != ActionReview {
+			t.Errorf("%q with the data dir under $XDG_DATA_HOME: %+v, want review", cmd, m)
+		}
+	}
+}
+
+// TestGuard_ClaudeSettings: a write to Claude Code's settings, where
+// the hooks that run the gate are wired, is reviewed at high risk
+// however the command spells the path, so a rule alone never allows it;
+// another settings.json, or a .claude folder's other files, are left to
+// the rules.
+func TestGuard_ClaudeSettings(t *testing.T) {
+	t.Setenv("HOME", "/home/ann")
+	allowAll, err := ParsePolicy("data", []byte(`allow = ["Bash", "Write", "Edit"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols := []*Policy{builtinFor("/home/ann/.local/share/logbook"), allowAll}
+	for _, tc := range []struct {
+		call     Call
+		reviewed bool
+	}{
+		{bash(`echo '{}' > ~/.claude/settings.json`), true},
+		{bash(`sed -i /hooks/d .claude/settings.local.json`), true},
+		{bash(`cd ~/.claude && echo x > settings.json`), true},
+		{bash(`echo x > ~/.cl*/sett*`), true},
+		{bash(`echo x > ~/.claude/{settings,x}.json`), true},
+		{bash(`echo x > ~/".claude"/set\tings.json`), true},
+		{bash(`d=.cla; echo x > ${d}ude/${s}ings.json`), true},
+		{Call{Tool: "Bash", Input: json.RawMessage(`{"command":"rm settings.json"}`), Dir: "/work/p/.claude"}, true},
+		{file("Write", "/home/ann/.claude/settings.json"), true},
+		{file("Edit", "/work/p/.claude/settings.local.json"), true},
+		{file("Edit", "/work/p/.CLAUDE/Settings.json"), true},
+
+		{bash(`cat .vscode/settings.json`), false},
+		{bash(`ls ~/.claude/agents`), false},
+		{bash(`ls *.json`), false},
+		{file("Write", "/work/p/.vscode/settings.json"), false},
+		{file("Write", "/work/p/.claude/agents/a.md"), false},
+	} {
+		m := Decide(pols, tc.call)
+		if tc.reviewed && (m.Action != ActionReview || m.Risk != review.RiskHigh || m.Pattern != SettingsGuardPattern) {
+			t.Errorf("%s %s: %+v, want the settings guard's review at high risk", tc.call.Tool, tc.call.Input, m)
+		}
+		if !tc.reviewed && m.Action != ActionAllow {
+			t.Errorf("%s %s: %+v, want the rule's allow", tc.call.Tool, tc.call.Input, m)
+		}
+	}
+	// The data dir's guard is the stricter: it wins.
+	if m := Decide(pols, bash(`cp ~/.claude/settings.json ~/.local/share/logbook/`)); m.Pattern != GuardPattern || m.Risk != review.RiskCritical {
+		t.Errorf("a command naming both: %+v, want the data dir's guard", m)
+	}
+}
