@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,7 +37,20 @@ const hookTimeout = 2 * time.Second
 const maxGateBudget = 24 * time.Hour
 
 func hookCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "hook", Short: "Receive agent hooks"}
+	cmd := &cobra.Command{
+		Use:   "hook",
+		Short: "Receive agent hooks",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !hookfast.StdinIsTerminal(g.stdin) {
+				// A payload piped in would be dropped: a usage mistake,
+				// exit 1 as logbook-hook's (never 2, which Claude Code
+				// reads as "block").
+				return &exitError{code: codeError, err: errors.New(hookfast.NoSubcommandMessage)}
+			}
+			return cmd.Help()
+		},
+	}
 	var (
 		gated      bool
 		gateBudget time.Duration
@@ -218,11 +232,16 @@ func (a *answerWriter) Write(p []byte) (int, error) {
 // know, a value that does not parse, a data dir it cannot use) or a panic
 // before it answered, it answers deny itself, with the reason, and exits
 // 0 so that Claude Code reads the answer. Claude Code takes a hook that
-// exits 1 as a non-blocking error and runs the tool.
-func runGatedHook(ctx context.Context, root *cobra.Command, g *globals) (err error) {
+// exits 1 as a non-blocking error and runs the tool. With help, the
+// command line asks for help with a payload on stdin: the help goes to
+// stderr, and the call is denied (help is no verdict).
+func runGatedHook(ctx context.Context, root *cobra.Command, g *globals, help bool) (err error) {
 	out := &answerWriter{w: g.stdout}
 	g.stdout = out
 	root.SetOut(out)
+	if help {
+		root.SetOut(g.stderr)
+	}
 	failClosed := func(why string) {
 		if out.written {
 			return
@@ -248,6 +267,8 @@ func runGatedHook(ctx context.Context, root *cobra.Command, g *globals) (err err
 			why = "the gate hook's command line in Claude Code's settings is wrong: " + userMessage(err) + "; fix the hook's command (see `logbook hook claude --help`)"
 		}
 		failClosed(why)
+	} else if help {
+		failClosed(hookfast.HelpIsNoVerdict)
 	}
 	if err != nil && exitCode(err) == codeUsage {
 		return &exitError{code: codeError, err: err}

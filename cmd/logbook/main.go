@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; "dev"
@@ -84,7 +85,7 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	root := newRoot(g)
 	root.SetArgs(args)
 	if gatedHookArgs(root, args) {
-		return runGatedHook(ctx, root, g)
+		return runGatedHook(ctx, root, g, hookfast.AsksHelp(args) && !hookfast.StdinIsTerminal(stdin))
 	}
 	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil && exitCode(err) == codeUsage && (cmd.CommandPath() == "logbook hook" || strings.HasPrefix(cmd.CommandPath(), "logbook hook ")) {

@@ -84,10 +84,23 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 		}
 		return handOver(args, nil, stderr, logbook, nil) // its help
 	}
+	if AsksHelp(args) && StdinIsTerminal(stdin) {
+		// No payload waits: logbook prints its help to the terminal.
+		return showHelp(args, stdin, stderr, logbook)
+	}
 	payload, err := io.ReadAll(io.LimitReader(stdin, maxPayload+1))
 	if err != nil {
 		fmt.Fprintf(stderr, "logbook-hook: read stdin: %v\n", err)
 		return 1
+	}
+	if event, gated := GateEvent(payload); gated && Gated(args) && AsksHelp(args) {
+		// Help is no verdict: Claude Code would run the call by its own
+		// permission flow. The help goes to stderr, the deny to stdout.
+		help := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--gate" || strings.HasPrefix(a, "--gate=") })
+		showHelp(help, bytes.NewReader(nil), stderr, logbook)
+		fmt.Fprintf(stderr, "logbook-hook --gate: deny: %s\n", HelpIsNoVerdict)
+		os.Stdout.Write(FailClosedAnswer(event, HelpIsNoVerdict))
+		return 0
 	}
 	if _, gated := GateEvent(payload); !gated && Gated(args) {
 		// The gate does not answer this event: it is only recorded.
@@ -143,8 +156,55 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 	return 0
 }
 
+// HelpIsNoVerdict is why a gated hook asked for help (-h or --help)
+// with a payload on stdin denies the call: the gate's deny for a hook
+// command line that cannot answer.
+const HelpIsNoVerdict = "the gate hook's command line in Claude Code's settings is wrong: it asks for help (-h or --help), which gives no verdict; fix the hook's command (see `logbook hook claude --help`)"
+
+// AsksHelp reports whether hook arguments args ask for help: -h, --help
+// or --help=V with V anything but false, before any "--".
+func AsksHelp(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "-h" || a == "--help" {
+			return true
+		}
+		if v, ok := strings.CutPrefix(a, "--help="); ok {
+			if on, err := strconv.ParseBool(v); err != nil || on {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// showHelp runs `logbook hook args…` (logbook as handOver finds it) with
+// stdin, and its stdout and stderr both on stderr, for the help it
+// prints; it returns logbook's exit code (1 when it cannot run).
+func showHelp(args []string, stdin io.Reader, stderr io.Writer, logbook string) int {
+	if logbook == "" {
+		logbook = findLogbook()
+	}
+	c := exec.Command(logbook, append([]string{"hook"}, args...)...)
+	c.Stdin, c.Stdout, c.Stderr = stdin, stderr, stderr
+	if f, ok := stdin.(*os.File); ok && StdinIsTerminal(f) {
+		c.Stdout = os.Stdout // a person reads it on the terminal
+	}
+	err := c.Run()
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "logbook-hook: could not run %s: %s\n", logbook, runFailure(err))
+		return 1
+	}
+	return 0
+}
+
 // NoSubcommandMessage is what logbook-hook and `logbook hook` say, exit
-// 2, when they are run with a payload on stdin but no subcommand.
+// 1, when they are run with a payload on stdin but no subcommand.
 const NoSubcommandMessage = "no subcommand: the payload on stdin was not delivered; name the agent that sends it: claude (Claude Code hooks) or codex (Codex CLI notify)"
 
 // NoSubcommand reports whether hook arguments args name no subcommand
