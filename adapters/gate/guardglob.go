@@ -88,9 +88,11 @@ func (g *dataDirGlobs) names(s, dir string) bool {
 	if dir != "" && strings.HasPrefix(dir, "/") {
 		bases[path.Clean(strings.ToLower(dir))] = true
 	}
-	for _, w := range strings.FieldsFunc(s, func(r rune) bool {
+	fields := strings.FieldsFunc(s, func(r rune) bool {
 		return strings.ContainsRune(" \t\n\r;|&()<>=`", r)
-	}) {
+	})
+	removes := removesTrees(fields)
+	for _, w := range fields {
 		switch w {
 		case "cd", "pushd", "popd":
 			if g.home != "" {
@@ -114,6 +116,9 @@ func (g *dataDirGlobs) names(s, dir string) bool {
 			}
 			for k := range g.dd {
 				if g.matchExactly(w.parts, k) {
+					if removes {
+						return true // `rm -rf ~/.local`: the data dir goes with it
+					}
 					bases["/"+strings.Join(g.dd[:k], "/")] = true
 				}
 			}
@@ -135,6 +140,9 @@ func (g *dataDirGlobs) names(s, dir string) bool {
 				parts := splitAbs(path.Join(b, rel))
 				if len(parts) > maxWordParts || g.match(parts, wilds, len(splitAbs(b))) {
 					return true
+				}
+				if removes && !wilds && g.ancestor(parts) {
+					return true // `cd ~ && rm -rf .local`
 				}
 			}
 		}
@@ -301,6 +309,47 @@ func (g *dataDirGlobs) match(parts []string, specific bool, from int) bool {
 		return m(i+1, j+1, said || i >= from && strings.Trim(p, "*?") != "")
 	}
 	return m(0, 0, false)
+}
+
+// ancestor reports whether pattern components parts may name exactly an
+// ancestor of the data dir (the root included).
+func (g *dataDirGlobs) ancestor(parts []string) bool {
+	for k := range g.dd {
+		if g.matchExactly(parts, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// treeRemovers are the programs that remove, move or take away access
+// to what a path names, a directory with all it holds: given an ancestor
+// of the data dir they take the data dir with it. find counts only with
+// -delete or -exec.
+var treeRemovers = map[string]bool{
+	"rm": true, "rmdir": true, "mv": true, "unlink": true, "shred": true, "srm": true,
+	"chmod": true, "chown": true, "chgrp": true, "setfacl": true, "rsync": true,
+	"trash": true, "trash-put": true, "gio": true, "truncate": true, "mount": true,
+}
+
+// removesTrees reports whether the words of a command run a program that
+// may remove, move or lock away a directory tree (treeRemovers, by base
+// name, or find with -delete, -exec or -execdir).
+func removesTrees(words []string) bool {
+	find, act := false, false
+	for _, w := range words {
+		b := path.Base(w)
+		if treeRemovers[b] {
+			return true
+		}
+		switch {
+		case b == "find":
+			find = true
+		case w == "-delete" || w == "-exec" || w == "-execdir" || w == "-ok":
+			act = true
+		}
+	}
+	return find && act
 }
 
 // matchExactly reports whether pattern components parts may name

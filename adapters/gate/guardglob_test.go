@@ -62,6 +62,20 @@ func TestGuard_GlobbedDataDirPaths(t *testing.T) {
 		{`cd && rm -rf .local/share/l*`, true},
 		{`cd / && rm -rf home/ann/.local/share/logbook`, true},
 		{`cd ~/.local/share; cat */redact.txt`, true},
+		// A command that removes, moves or locks away an ancestor of the
+		// data dir takes the data dir with it.
+		{`rm -rf ~`, true},
+		{`rm -rf ~/.local`, true},
+		{`rm -rf ~/.local/share/`, true},
+		{`rm -rf ~/*`, true},
+		{`sudo /bin/rm -rf /home/ann`, true},
+		{`rm -rf /`, true},
+		{`mv ~/.local ~/.local.old`, true},
+		{`chmod -R 000 ~/.local`, true},
+		{`find ~/.local -delete`, true},
+		{`cd ~ && rm -rf .local`, true},
+		{`cd && rm -r .local/share`, true},
+		{`rsync -a --delete /tmp/empty/ ~/.local/share/`, true},
 
 		{`echo x > /tmp/lo*/file`, false},
 		{`ls ~/src/logic*`, false},
@@ -79,6 +93,13 @@ func TestGuard_GlobbedDataDirPaths(t *testing.T) {
 		{`echo x > /home/ann/.local/share/x*/y`, false},
 		{`echo x > /home/bob/.local/share/lo*/y`, false},
 		{`ls ~/.local/share`, false},
+		{`rm -rf ~/.cache`, false},
+		{`rm -rf ~/.local/bin/x`, false},
+		{`rm -rf build`, false},
+		{`cd src && rm -rf build`, false},
+		{`find ~/.local -name x`, false},
+		{`mv ~/a ~/b`, false},
+		{`ls ~ && du -sh ~/.local`, false},
 	} {
 		m := Decide(pols, bash(tc.cmd))
 		if tc.reviewed && (m.Action != ActionReview || m.Risk != review.RiskCritical || m.Pattern != GuardPattern) {
