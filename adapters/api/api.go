@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -246,26 +247,13 @@ func respond(nc *nats.Conn, m *nats.Msg, b []byte) error {
 	return nil
 }
 
-// marshalPlain is json.Marshal without HTML escaping: a hook payload's
-// <, > and & stay one byte each rather than six (\u003c), so a request
-// carrying one stays within the server's maximum payload.
-func marshalPlain(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
 // Call sends req to the server answering on prefix and decodes its
 // answer into resp; a resp of type *[]byte gets the answer's JSON as it
 // came, not decoded (nor checked). It waits as long as the server sends
 // heartbeats (until ctx is done), and fails when nothing came for
 // idleTimeout.
 func Call(ctx context.Context, nc *nats.Conn, prefix, verb string, req, resp any) error {
-	b, err := marshalPlain(req)
+	b, err := hooksock.Marshal(req)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,23 +68,5 @@ func TestListenSocket_Stale(t *testing.T) {
 		if _, err := os.Lstat(path); !os.IsNotExist(err) {
 			t.Errorf("dir of %d bytes: socket left after Close (%v)", len(dir), err)
 		}
-	}
-}
-
-// TestMarshalPlain: a request's markup is not escaped (\u003c, six bytes
-// for one), so a hook payload at its cap stays within the server's
-// maximum payload; the result is still what json.Marshal decodes to.
-func TestMarshalPlain(t *testing.T) {
-	req := HookRequest{ID: "01JDQ0000000000000000000000", Text: `{"prompt":"<a href=\"x\">&amp;</a>"}`}
-	b, err := marshalPlain(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `{"id":"01JDQ0000000000000000000000","text":"{\"prompt\":\"<a href=\\\"x\\\">&amp;</a>\"}"}`; string(b) != want {
-		t.Errorf("marshalPlain = %s, want %s", b, want)
-	}
-	var back HookRequest
-	if err := json.Unmarshal(b, &back); err != nil || back.Text != req.Text || back.ID != req.ID {
-		t.Errorf("decoded %+v (%v), want %+v", back, err, req)
 	}
 }

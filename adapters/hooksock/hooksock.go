@@ -11,6 +11,8 @@
 package hooksock
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -127,6 +129,21 @@ func call(dir, path string, req []byte, deadline time.Time) ([]byte, error) {
 		return nil, rerr
 	}
 	return nil, errors.New("the server closed the connection without an answer")
+}
+
+// Marshal encodes request v as JSON the way both of the server's
+// transports take it (this socket and the NATS API): as json.Marshal
+// does, but with <, > and & left as they are rather than escaped to six
+// bytes each (\u003c), so that a hook payload of markup at the hook's cap
+// stays within MaxRequest.
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // ProcPath returns the path of socket Name in the directory open as

@@ -3,6 +3,7 @@ package hooksock_test
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -119,5 +120,29 @@ func TestCall_MaxReply(t *testing.T) {
 	serve(t, dir, func([]byte) []byte { return bytes.Repeat([]byte("y"), hooksock.MaxReply+1) })
 	if _, err := hooksock.Call(dir, []byte("{}"), time.Now().Add(10*time.Second)); err == nil || !strings.Contains(err.Error(), "answer over") {
 		t.Errorf("error %v, want the answer over MaxReply refused", err)
+	}
+}
+
+// hookRequest is the shape of api.HookRequest's id and text.
+type hookRequest struct {
+	ID   string `json:"id"`
+	Text string `json:"text,omitempty"`
+}
+
+// TestMarshal: a request's markup is not escaped (\u003c, six bytes
+// for one), so a hook payload at its cap stays within the server's
+// maximum payload; the result is still what json.Marshal decodes to.
+func TestMarshal(t *testing.T) {
+	req := hookRequest{ID: "01JDQ0000000000000000000000", Text: `{"prompt":"<a href=\"x\">&amp;</a>"}`}
+	b, err := hooksock.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"id":"01JDQ0000000000000000000000","text":"{\"prompt\":\"<a href=\\\"x\\\">&amp;</a>\"}"}`; string(b) != want {
+		t.Errorf("Marshal = %s, want %s", b, want)
+	}
+	var back hookRequest
+	if err := json.Unmarshal(b, &back); err != nil || back.Text != req.Text || back.ID != req.ID {
+		t.Errorf("decoded %+v (%v), want %+v", back, err, req)
 	}
 }

@@ -291,7 +291,7 @@ func deliver(ctx context.Context, dir string, req hookRequest) error {
 	if b, err := hookspool.ReadRegular(filepath.Join(dir, "serve.json"), maxSmallFile); err != nil || json.Unmarshal(b, &si) != nil || si.URL == "" {
 		return fmt.Errorf("no server running (no %s)", filepath.Join(dir, "serve.json"))
 	}
-	body, err := marshalPlain(req)
+	body, err := hooksock.Marshal(req)
 	if err != nil {
 		return err
 	}
@@ -318,20 +318,6 @@ func deliver(ctx context.Context, dir string, req hookRequest) error {
 		return fmt.Errorf("%w: %s", errRefused, r.Error)
 	}
 	return errors.New(r.Error)
-}
-
-// marshalPlain is json.Marshal without HTML escaping: a payload's <, >
-// and & stay one byte each rather than six (\u003c), so a payload
-// PrepareHook passed (at most hookspool.MaxHookSend bytes) stays within
-// hooksock.MaxRequest however much markup it carries.
-func marshalPlain(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // handOver runs `logbook hook args…` with payload on its standard input
