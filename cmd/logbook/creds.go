@@ -15,6 +15,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/jsonfault"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/worker"
@@ -271,33 +272,11 @@ func checkOut(out string, force bool) error {
 		}
 		return fmt.Errorf("--out %s: %w", out, err)
 	case !st.Mode().IsRegular():
-		return fmt.Errorf("--out %s: %s, not a regular file; --out writes a new file (or, with --force, replaces a regular one): to pipe the credentials, leave out --out and they go to standard output", out, fileKind(st.Mode()))
+		return fmt.Errorf("--out %s: %s, not a regular file; --out writes a new file (or, with --force, replaces a regular one): to pipe the credentials, leave out --out and they go to standard output", out, hookspool.FileKind(st.Mode()))
 	case !force:
 		return fmt.Errorf("--out %s: the file exists; pass --force to replace it", out)
 	}
 	return nil
-}
-
-// fileKind names the type of a file of mode m, with its article: "a
-// symbolic link", "a FIFO", "a directory"...
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "a regular file"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return "a special file"
 }
 
 func credsCmd(g *globals) *cobra.Command {

@@ -81,22 +81,31 @@ func ReadRegular(path string, limit int64) ([]byte, error) {
 }
 
 // NotRegular returns the error for path, found to have mode m: it wraps
-// ErrNotRegular and says what the file is (a FIFO, a directory, …).
+// ErrNotRegular and says what the file is (FileKind: a FIFO, a
+// directory, …).
 func NotRegular(path string, m fs.FileMode) error {
-	what := "a special file"
+	return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, FileKind(m))
+}
+
+// FileKind names the type of a file of mode m, with its article: "a
+// regular file", "a symbolic link", "a directory", "a FIFO", "a
+// character device", "a block device", "a socket", else "a special file".
+func FileKind(m fs.FileMode) string {
 	switch {
-	case m.IsDir():
-		what = "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		what = "a FIFO"
-	case m&fs.ModeCharDevice != 0:
-		what = "a character device"
-	case m&fs.ModeDevice != 0:
-		what = "a block device"
-	case m&fs.ModeSocket != 0:
-		what = "a socket"
+	case m.IsRegular():
+		return "a regular file"
 	case m&fs.ModeSymlink != 0:
-		what = "a symbolic link"
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
 	}
-	return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, what)
+	return "a special file"
 }
