@@ -247,17 +247,38 @@ func respond(nc *nats.Conn, m *nats.Msg, b []byte) error {
 	return nil
 }
 
+// NoRespondersWait bounds how long Call asks again while no server takes
+// its request (nats.ErrNoResponders): long enough for a server's
+// subscriptions to reach the cluster node a client is on, short enough
+// that a client of a server that is down hears so at once.
+const NoRespondersWait = 2 * time.Second
+
 // Call sends req to the server answering on prefix and decodes its
 // answer into resp; a resp of type *[]byte gets the answer's JSON as it
 // came, not decoded (nor checked). It waits as long as the server sends
 // heartbeats (until ctx is done), and fails when nothing came for
-// idleTimeout.
+// idleTimeout. A request no server took is sent again, with pauses from
+// 25 ms doubling, for up to NoRespondersWait; the error then wraps
+// nats.ErrNoResponders.
 func Call(ctx context.Context, nc *nats.Conn, prefix, verb string, req, resp any) error {
 	b, err := hooksock.Marshal(req)
 	if err != nil {
 		return err
 	}
 	data, err := request(ctx, nc, prefix+verb, b)
+	for start, pause := time.Now(), 25*time.Millisecond; errors.Is(err, nats.ErrNoResponders) && time.Since(start)+pause <= NoRespondersWait; pause *= 2 {
+		// Nobody took the request, so nothing acted on it. In a cluster
+		// a server's subscriptions reach the other nodes a moment after
+		// it made them (and again after routes reconnect): ask again.
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("ask server (%s): %w", verb, err)
+		}
+		data, err = request(ctx, nc, prefix+verb, b)
+	}
 	if de := (*DeniedError)(nil); errors.As(err, &de) {
 		return de.Doing(VerbAction(verb))
 	}

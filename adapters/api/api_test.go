@@ -39,7 +39,8 @@ func (s *syncBuffer) String() string {
 // ones over the connection's maximum payload in parts, joined again
 // byte for byte; one over MaxReply is refused at once with the reason on
 // both sides, never left to time out. A slow answer comes after the
-// heartbeats sent meanwhile. A verb nobody answers fails at once too.
+// heartbeats sent meanwhile. A verb nobody answers fails once
+// NoRespondersWait has passed.
 func TestAPI_AnswerSizes(t *testing.T) {
 	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", User: "u", Password: "p"})
 	if err != nil {
@@ -176,5 +177,34 @@ func TestServe_SlowRequestHoldsUpNoOther(t *testing.T) {
 	close(release)
 	if err := <-first; err != nil || firstAnswer != "released" {
 		t.Fatalf("held request: %q, %v", firstAnswer, err)
+	}
+}
+
+// TestCall_NoRespondersYet: a request no server takes is asked again
+// until one subscribes (as a server's subscription reaches another
+// cluster node a moment after it is made), within NoRespondersWait.
+func TestCall_NoRespondersYet(t *testing.T) {
+	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", User: "u", Password: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown() })
+	nc, err := natslog.Connect(srv.ClientURL(), nats.UserInfo("u", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		sub, err := Serve(nc, "late.verb", func(context.Context, []byte) (any, error) { return "here", nil }, t.Logf)
+		if err == nil {
+			t.Cleanup(func() { sub.Unsubscribe() })
+		}
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var got string
+	if err := Call(ctx, nc, "late.", "verb", nil, &got); err != nil || got != "here" {
+		t.Errorf("a verb served 300 ms late: %q, %v; want the answer", got, err)
 	}
 }
