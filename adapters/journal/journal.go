@@ -1,0 +1,426 @@
+// Package journal is a write-ahead queue of records kept in one file that
+// is written full of zeros before use: Append makes a record durable with
+// one fdatasync into space that is already allocated (no file size or
+// extent changes, so the file system commits no metadata), and returns
+// the record's sequence; Done marks every record up to a sequence as
+// processed; Open returns the records not yet marked done, in order, for
+// their owner to process again after a crash.
+//
+// `logbook serve` keeps the hook payloads it answered on its socket in a
+// journal until their batches are in the log: a hook waits for one
+// fdatasync instead of the log's atomic batch.
+//
+// # File format (version 1)
+//
+// Offsets and integers are little-endian.
+//
+//   - Bytes 0–511 and 512–1023 are two header slots, written in turn so
+//     that a torn write leaves the other intact. A slot holds the magic
+//     "LBJRNL01", then uint64 counter (which slot is newer), uint64 base
+//     (the sequence of the record at offset 4096), uint64 done (every
+//     record up to it is processed), then the CRC-32C (Castagnoli) of
+//     those 32 bytes. Open uses the valid slot with the higher counter.
+//   - Records follow from offset 4096, back to back: uint32 length of
+//     the data, uint32 CRC-32C of the sequence's 8 bytes followed by the
+//     data, uint64 sequence, then the data. Sequences start at base and
+//     rise by one; the first record that is zero, torn, fails its CRC or
+//     carries another sequence ends the journal.
+//
+// When every record is done, Done starts the records over at offset 4096
+// under a new base, so a journal whose records are processed as they
+// come stays at its first size; older records left in the file carry
+// sequences below base and are never read again. A journal with a
+// backlog grows by writing zeros past its end.
+package journal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Layout of the file.
+const (
+	slotSize   = 512
+	dataStart  = 4096
+	headerSize = 16 // of a record: length, CRC, sequence
+	slotBytes  = 8 + 8 + 8 + 8 + 4
+	magic      = "LBJRNL01"
+)
+
+// DefaultSize is the size a new journal is written to (4 MiB): about
+// 7,000 records of a typical hook payload before it must grow.
+const DefaultSize = 4 << 20
+
+// Options tunes Open; the zero value uses the defaults.
+type Options struct {
+	// Size is the bytes a new journal is written full of zeros to, and
+	// the step it grows by; 0 means DefaultSize. It is rounded up to a
+	// multiple of 4096 and is at least 8192.
+	Size int64
+	// MaxSize caps the file; Append fails with ErrFull rather than grow
+	// past it. 0 means 64 times Size.
+	MaxSize int64
+	// MaxRecord is the most bytes of data one record may hold; 0 means
+	// 2 MiB.
+	MaxRecord int
+}
+
+// ErrFull is Append's error when the record would take the file past
+// Options.MaxSize: the records before it are not yet done.
+var ErrFull = errors.New("journal full: its records are not yet processed")
+
+// ErrClosed is the error of any call after Close.
+var ErrClosed = errors.New("journal closed")
+
+// Record is one record returned by Open: its sequence and its data.
+type Record struct {
+	Seq  uint64
+	Data []byte
+}
+
+// Journal is an open journal file. Its methods are safe for concurrent
+// use; Append and Done are serialized, each one write and one fdatasync
+// (Append may first grow the file, Done may first move the records back
+// to the start). The Journal owns the file until Close.
+type Journal struct {
+	path string
+	opt  Options
+
+	mu      sync.Mutex
+	f       *os.File // nil once closed
+	size    int64    // bytes of the file, all written
+	counter uint64   // of the header slot written last
+	base    uint64   // sequence of the record at dataStart
+	next    uint64   // sequence the next Append takes
+	done    uint64   // every record up to it is processed
+	off     int64    // where the next record goes
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Open opens the journal at path, creating it (mode 0600, written full of
+// zeros to Options.Size, then synced with its directory) when it does
+// not exist, and returns it with the records not yet done, in sequence
+// order. The path must name a regular file or nothing: a symbolic link,
+// a directory or any other kind of file is refused, as is a file shorter
+// than the headers or with no valid header slot (damage Open does not
+// guess past: the error names the file, and moving it aside starts a new
+// journal, losing what it held).
+func Open(path string, opt Options) (*Journal, []Record, error) {
+	if opt.Size <= 0 {
+		opt.Size = DefaultSize
+	}
+	opt.Size = max((opt.Size+dataStart-1)/dataStart*dataStart, 2*dataStart)
+	if opt.MaxSize <= 0 {
+		opt.MaxSize = 64 * opt.Size
+	}
+	if opt.MaxRecord <= 0 {
+		opt.MaxRecord = 2 << 20
+	}
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, nil, fmt.Errorf("journal %s: a symbolic link, not a journal file", path)
+		}
+		if errors.Is(err, unix.EISDIR) {
+			return nil, nil, fmt.Errorf("journal %s: a directory, not a regular file", path)
+		}
+		return nil, nil, &os.PathError{Op: "open journal", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	j := &Journal{path: path, opt: opt, f: f}
+	recs, err := j.load()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return j, recs, nil
+}
+
+// load reads the file's kind, headers and records, or writes a new
+// journal into an empty file.
+func (j *Journal) load() ([]Record, error) {
+	st, err := j.f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("journal %s: %w", j.path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("journal %s: a %s, not a regular file", j.path, kind(st.Mode()))
+	}
+	if st.Size() == 0 {
+		return nil, j.create()
+	}
+	if st.Size() < dataStart {
+		return nil, fmt.Errorf("journal %s: damaged: %d bytes, shorter than its %d-byte header (move it aside to start a new journal; the hooks it held are lost)", j.path, st.Size(), dataStart)
+	}
+	j.size = st.Size()
+	var head [2 * slotSize]byte
+	if _, err := j.f.ReadAt(head[:], 0); err != nil {
+		return nil, fmt.Errorf("journal %s: read header: %w", j.path, err)
+	}
+	found := false
+	for i := range 2 {
+		c, base, done, ok := parseSlot(head[i*slotSize : i*slotSize+slotBytes])
+		if ok && (!found || c > j.counter) {
+			j.counter, j.base, j.done, found = c, base, done, true
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("journal %s: damaged: no valid header (move it aside to start a new journal; the hooks it held are lost)", j.path)
+	}
+	if j.done+1 < j.base || j.base == 0 {
+		return nil, fmt.Errorf("journal %s: damaged: header names base %d and done %d", j.path, j.base, j.done)
+	}
+	var recs []Record
+	j.off, j.next = dataStart, j.base
+	var h [headerSize]byte
+	for j.off+headerSize <= j.size {
+		if _, err := j.f.ReadAt(h[:], j.off); err != nil {
+			return nil, fmt.Errorf("journal %s: read at %d: %w", j.path, j.off, err)
+		}
+		n := int64(binary.LittleEndian.Uint32(h[0:4]))
+		sum := binary.LittleEndian.Uint32(h[4:8])
+		seq := binary.LittleEndian.Uint64(h[8:16])
+		if seq != j.next || n > int64(j.opt.MaxRecord) || j.off+headerSize+n > j.size {
+			break
+		}
+		data := make([]byte, n)
+		if _, err := j.f.ReadAt(data, j.off+headerSize); err != nil {
+			return nil, fmt.Errorf("journal %s: read at %d: %w", j.path, j.off+headerSize, err)
+		}
+		if crc32.Update(crc32.Checksum(h[8:16], castagnoli), castagnoli, data) != sum {
+			break // torn: never acknowledged
+		}
+		if seq > j.done {
+			recs = append(recs, Record{Seq: seq, Data: data})
+		}
+		j.off += headerSize + n
+		j.next++
+	}
+	if j.done >= j.next {
+		// Marked done past the records the file holds (records lost to
+		// damage, every one of them done): start over after done, the
+		// header first, so that sequences stay contiguous from base.
+		j.next = j.done + 1
+		if err := j.restart(); err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
+}
+
+// create writes a new, empty journal into the empty file: zeros to
+// Options.Size, the first header, a sync of the file and its directory.
+func (j *Journal) create() error {
+	if err := j.zero(0, j.opt.Size); err != nil {
+		return err
+	}
+	j.size, j.base, j.next, j.done, j.off = j.opt.Size, 1, 1, 0, dataStart
+	if err := j.writeHeader(); err != nil {
+		return err
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("journal %s: sync: %w", j.path, err)
+	}
+	d, err := os.Open(filepath.Dir(j.path))
+	if err != nil {
+		return fmt.Errorf("journal %s: sync its directory: %w", j.path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("journal %s: sync its directory: %w", j.path, err)
+	}
+	return nil
+}
+
+// zero writes zeros over [from, to) of the file.
+func (j *Journal) zero(from, to int64) error {
+	buf := make([]byte, min(to-from, 1<<20))
+	for at := from; at < to; {
+		n := min(int64(len(buf)), to-at)
+		if _, err := j.f.WriteAt(buf[:n], at); err != nil {
+			return fmt.Errorf("journal %s: write zeros at %d: %w", j.path, at, err)
+		}
+		at += n
+	}
+	return nil
+}
+
+// Append writes data as the next record and returns its sequence once
+// the record is on disk (fdatasync). Errors: ErrClosed, a record over
+// Options.MaxRecord, ErrFull, or the file system's; after an error the
+// record is not in the journal and the next Append takes the same place.
+func (j *Journal) Append(data []byte) (uint64, error) {
+	if len(data) > j.opt.MaxRecord {
+		return 0, fmt.Errorf("journal %s: record of %d bytes, over the limit of %d", j.path, len(data), j.opt.MaxRecord)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return 0, ErrClosed
+	}
+	need := int64(headerSize + len(data))
+	if j.off+need > j.size {
+		if j.done+1 == j.next && j.off > dataStart {
+			if err := j.restart(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if j.off+need > j.size {
+		if err := j.grow(j.off + need); err != nil {
+			return 0, err
+		}
+	}
+	rec := make([]byte, need)
+	binary.LittleEndian.PutUint32(rec[0:4], uint32(len(data)))
+	binary.LittleEndian.PutUint64(rec[8:16], j.next)
+	copy(rec[headerSize:], data)
+	binary.LittleEndian.PutUint32(rec[4:8], crc32.Checksum(rec[8:], castagnoli))
+	if _, err := j.f.WriteAt(rec, j.off); err != nil {
+		return 0, fmt.Errorf("journal %s: write record %d: %w", j.path, j.next, err)
+	}
+	if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
+		return 0, fmt.Errorf("journal %s: sync record %d: %w", j.path, j.next, err)
+	}
+	seq := j.next
+	j.off += need
+	j.next++
+	return seq, nil
+}
+
+// grow extends the file with zeros so that it holds at least to bytes,
+// by whole steps of Options.Size, and syncs it (the one place a
+// journal's size changes after Open).
+func (j *Journal) grow(to int64) error {
+	size := j.size
+	for size < to {
+		size += j.opt.Size
+	}
+	if size > j.opt.MaxSize {
+		return fmt.Errorf("journal %s: %w (%d bytes would pass the limit of %d)", j.path, ErrFull, size, j.opt.MaxSize)
+	}
+	if err := j.zero(j.size, size); err != nil {
+		return err
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("journal %s: sync: %w", j.path, err)
+	}
+	j.size = size
+	return nil
+}
+
+// Done marks every record up to seq as processed, on disk (a header
+// write and an fdatasync) before it returns. When seq is the last record
+// appended, the next record goes at the start of the file again. A seq
+// at or below what is already done changes nothing; one past the last
+// record appended is an error.
+func (j *Journal) Done(seq uint64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return ErrClosed
+	}
+	if seq <= j.done {
+		return nil
+	}
+	if seq >= j.next {
+		return fmt.Errorf("journal %s: done through %d, but the last record is %d", j.path, seq, j.next-1)
+	}
+	j.done = seq
+	if j.done+1 == j.next && j.off > dataStart {
+		return j.restart()
+	}
+	if err := j.writeHeader(); err != nil {
+		return err
+	}
+	return j.sync()
+}
+
+// restart starts the records over at dataStart, every record being done:
+// a header with base at the next sequence, synced.
+func (j *Journal) restart() error {
+	j.base, j.off = j.next, dataStart
+	if err := j.writeHeader(); err != nil {
+		return err
+	}
+	return j.sync()
+}
+
+// writeHeader writes the header slot not written last.
+func (j *Journal) writeHeader() error {
+	j.counter++
+	var b [slotBytes]byte
+	copy(b[0:8], magic)
+	binary.LittleEndian.PutUint64(b[8:16], j.counter)
+	binary.LittleEndian.PutUint64(b[16:24], j.base)
+	binary.LittleEndian.PutUint64(b[24:32], j.done)
+	binary.LittleEndian.PutUint32(b[32:36], crc32.Checksum(b[:32], castagnoli))
+	if _, err := j.f.WriteAt(b[:], int64(j.counter%2)*slotSize); err != nil {
+		return fmt.Errorf("journal %s: write header: %w", j.path, err)
+	}
+	return nil
+}
+
+func (j *Journal) sync() error {
+	if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
+		return fmt.Errorf("journal %s: sync header: %w", j.path, err)
+	}
+	return nil
+}
+
+// parseSlot returns a header slot's counter, base and done, and whether
+// its magic and CRC are right.
+func parseSlot(b []byte) (counter, base, done uint64, ok bool) {
+	if string(b[0:8]) != magic || crc32.Checksum(b[:32], castagnoli) != binary.LittleEndian.Uint32(b[32:36]) {
+		return 0, 0, 0, false
+	}
+	return binary.LittleEndian.Uint64(b[8:16]), binary.LittleEndian.Uint64(b[16:24]), binary.LittleEndian.Uint64(b[24:32]), true
+}
+
+// Pending reports how many records are appended and not yet done.
+func (j *Journal) Pending() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.next - 1 - j.done
+}
+
+// Path returns the journal's file name, as given to Open.
+func (j *Journal) Path() string { return j.path }
+
+// Close closes the file; records not done stay for the next Open.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return nil
+	}
+	err := j.f.Close()
+	j.f = nil
+	return err
+}
+
+// kind names a file mode's type for an error.
+func kind(m os.FileMode) string {
+	switch {
+	case m&os.ModeDir != 0:
+		return "directory"
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
+
+var _ io.Closer = (*Journal)(nil)

@@ -1,0 +1,439 @@
+package journal
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func open(t *testing.T, path string, opt Options) (*Journal, []Record) {
+	t.Helper()
+	j, recs, err := Open(path, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j, recs
+}
+
+func appendAll(t *testing.T, j *Journal, data ...string) []uint64 {
+	t.Helper()
+	var seqs []uint64
+	for _, d := range data {
+		seq, err := j.Append([]byte(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, seq)
+	}
+	return seqs
+}
+
+func records(pairs ...any) []Record {
+	var out []Record
+	for i := 0; i < len(pairs); i += 2 {
+		out = append(out, Record{Seq: uint64(pairs[i].(int)), Data: []byte(pairs[i+1].(string))})
+	}
+	return out
+}
+
+// TestJournal_ReopenReturnsWhatIsNotDone: records come back in order
+// after a reopen until they are marked done; sequences go on across
+// reopens and across the start-over when every record is done.
+func TestJournal_ReopenReturnsWhatIsNotDone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	j, recs := open(t, path, Options{})
+	if len(recs) != 0 {
+		t.Fatalf("new journal returned %v", recs)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() != DefaultSize || st.Mode().Perm() != 0o600 {
+		t.Fatalf("new journal: %v, %v; want %d bytes, 0600", st, err, DefaultSize)
+	}
+	if got := appendAll(t, j, "a", "bb", ""); !cmp.Equal(got, []uint64{1, 2, 3}) {
+		t.Fatalf("sequences %v", got)
+	}
+	j.Close()
+
+	j, recs = open(t, path, Options{})
+	if diff := cmp.Diff(records(1, "a", 2, "bb", 3, ""), recs); diff != "" {
+		t.Fatalf("after reopen (-want +got):\n%s", diff)
+	}
+	if err := j.Done(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Done(1); err != nil { // behind: nothing changes
+		t.Fatal(err)
+	}
+	if err := j.Done(4); err == nil {
+		t.Fatal("Done past the last record: no error")
+	}
+	j.Close()
+
+	j, recs = open(t, path, Options{})
+	if diff := cmp.Diff(records(3, ""), recs); diff != "" {
+		t.Fatalf("after Done(2) (-want +got):\n%s", diff)
+	}
+	if err := j.Done(3); err != nil { // all done: the records start over
+		t.Fatal(err)
+	}
+	if got := appendAll(t, j, "d"); !cmp.Equal(got, []uint64{4}) {
+		t.Fatalf("after start-over: sequence %v, want 4", got)
+	}
+	j.Close()
+
+	j, recs = open(t, path, Options{})
+	defer j.Close()
+	if diff := cmp.Diff(records(4, "d"), recs); diff != "" {
+		t.Fatalf("after start-over (-want +got):\n%s", diff)
+	}
+	if j.Pending() != 1 {
+		t.Errorf("Pending %d, want 1", j.Pending())
+	}
+}
+
+// TestJournal_StartOverKeepsItsSize: a journal whose records are done as
+// they come never grows, however many go through it.
+func TestJournal_StartOverKeepsItsSize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	j, _ := open(t, path, Options{Size: 8192})
+	defer j.Close()
+	rec := strings.Repeat("x", 1000)
+	for i := range 200 {
+		seq, err := j.Append([]byte(rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq != uint64(i+1) {
+			t.Fatalf("record %d: sequence %d", i+1, seq)
+		}
+		if i%3 == 2 {
+			if err := j.Done(seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if st, _ := os.Stat(path); st.Size() != 8192 {
+		t.Errorf("size %d after 200 records done three at a time, want 8192", st.Size())
+	}
+}
+
+// TestJournal_GrowsThenFull: a backlog grows the file a step at a time
+// up to MaxSize, then Append fails with ErrFull and appends nothing; once
+// the backlog is done, records fit again; every record not done survives
+// a reopen of the grown file.
+func TestJournal_GrowsThenFull(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	j, _ := open(t, path, Options{Size: 8192, MaxSize: 3 * 8192})
+	rec := strings.Repeat("y", 1000)
+	var last uint64
+	for {
+		seq, err := j.Append([]byte(rec))
+		if err != nil {
+			if !strings.Contains(err.Error(), ErrFull.Error()) {
+				t.Fatalf("error %v, want ErrFull", err)
+			}
+			break
+		}
+		last = seq
+	}
+	if st, _ := os.Stat(path); st.Size() != 3*8192 {
+		t.Errorf("size %d when full, want %d", st.Size(), 3*8192)
+	}
+	if last < 15 {
+		t.Errorf("full after %d records of 1000 bytes in 24 KiB", last)
+	}
+	j.Close()
+	j, recs := open(t, path, Options{Size: 8192, MaxSize: 3 * 8192})
+	defer j.Close()
+	if uint64(len(recs)) != last || recs[len(recs)-1].Seq != last {
+		t.Fatalf("reopen returned %d records, want %d", len(recs), last)
+	}
+	if err := j.Done(last); err != nil {
+		t.Fatal(err)
+	}
+	if seq, err := j.Append([]byte(rec)); err != nil || seq != last+1 {
+		t.Fatalf("after the backlog is done: %d, %v", seq, err)
+	}
+}
+
+// TestJournal_TornRecord: a record cut short or damaged (a write a crash
+// tore, never acknowledged) ends the journal there; the records before it
+// come back and the next record takes its place and sequence.
+func TestJournal_TornRecord(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		at   func(end int64) int64 // offset of the byte to damage
+	}{
+		{"data", func(end int64) int64 { return end - 1 }},
+		{"length", func(end int64) int64 { return end - headerSize - 4 }},
+		{"sequence", func(end int64) int64 { return end - 4 - 1 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "j")
+			j, _ := open(t, path, Options{})
+			appendAll(t, j, "first", "second")
+			end := j.off
+			j.Close()
+			damage(t, path, c.at(end))
+			j, recs := open(t, path, Options{})
+			if diff := cmp.Diff(records(1, "first"), recs); diff != "" {
+				t.Fatalf("(-want +got):\n%s", diff)
+			}
+			appendAll(t, j, "again")
+			j.Close()
+			j, recs = open(t, path, Options{})
+			defer j.Close()
+			if diff := cmp.Diff(records(1, "first", 2, "again"), recs); diff != "" {
+				t.Fatalf("after the next append (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// damage flips the byte at off.
+func damage(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x5a
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestJournal_HeaderSlots: a torn header write leaves the other slot,
+// which marks less done: records come back twice rather than never.
+// Both slots damaged is an error naming the file; nothing is guessed.
+func TestJournal_HeaderSlots(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	j, _ := open(t, path, Options{})
+	appendAll(t, j, "a", "b", "c")
+	if err := j.Done(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Done(2); err != nil { // the newer slot
+		t.Fatal(err)
+	}
+	newer := int64(j.counter%2) * slotSize
+	j.Close()
+	damage(t, path, newer+20)
+	j, recs := open(t, path, Options{})
+	if diff := cmp.Diff(records(2, "b", 3, "c"), recs); diff != "" {
+		t.Fatalf("newer slot torn (-want +got):\n%s", diff)
+	}
+	j.Close()
+	damage(t, path, slotSize-newer+20)
+	if _, _, err := Open(path, Options{}); err == nil || !strings.Contains(err.Error(), path+": damaged: no valid header") {
+		t.Fatalf("both slots damaged: %v", err)
+	}
+}
+
+// TestJournal_NotAJournalFile: a symbolic link, a directory, a FIFO (not
+// waited on) or a file shorter than the header is refused with an error
+// naming the path and what is there; a link's target is left alone.
+func TestJournal_NotAJournalFile(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, want string
+		make       func(p string) error
+	}{
+		{"link", "a symbolic link", func(p string) error { return os.Symlink(target, p) }},
+		{"dir", "a directory, not a regular file", func(p string) error { return os.Mkdir(p, 0o700) }},
+		{"fifo", "a named pipe, not a regular file", func(p string) error { return syscall.Mkfifo(p, 0o600) }},
+		{"short", "damaged: 100 bytes", func(p string) error { return os.WriteFile(p, make([]byte, 100), 0o600) }},
+	} {
+		path := filepath.Join(dir, c.name)
+		if err := c.make(path); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := Open(path, Options{})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %v, want an error naming %s and %q", c.name, err, path, c.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: Open blocked", c.name)
+		}
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep" {
+		t.Errorf("link target now %q", b)
+	}
+}
+
+// TestJournal_RecordTooLarge: a record over MaxRecord is refused and
+// takes no sequence.
+func TestJournal_RecordTooLarge(t *testing.T) {
+	j, _ := open(t, filepath.Join(t.TempDir(), "j"), Options{MaxRecord: 10})
+	defer j.Close()
+	if _, err := j.Append(make([]byte, 11)); err == nil || !strings.Contains(err.Error(), "record of 11 bytes, over the limit of 10") {
+		t.Fatalf("error %v", err)
+	}
+	if seq, err := j.Append(make([]byte, 10)); err != nil || seq != 1 {
+		t.Fatalf("%d, %v", seq, err)
+	}
+}
+
+// TestJournal_ConcurrentAppends: appends from many goroutines, with Done
+// beside them, take distinct, contiguous sequences, and a reopen returns
+// each record with its own data.
+func TestJournal_ConcurrentAppends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	j, _ := open(t, path, Options{Size: 16384})
+	var (
+		mu  sync.Mutex
+		got = map[uint64]string{}
+		wg  sync.WaitGroup
+	)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				d := fmt.Sprintf("w%d-%d", w, i)
+				seq, err := j.Append([]byte(d))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				got[seq] = d
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 20 {
+			// Half of the records appended without a gap so far.
+			mu.Lock()
+			m := uint64(0)
+			for got[m+1] != "" {
+				m++
+			}
+			mu.Unlock()
+			if err := j.Done(m / 2); err != nil {
+				t.Error(err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	wg.Wait()
+	if len(got) != 400 {
+		t.Fatalf("%d distinct sequences, want 400", len(got))
+	}
+	done := 400 - j.Pending()
+	j.Close()
+	j, recs := open(t, path, Options{Size: 16384})
+	defer j.Close()
+	if uint64(len(recs)) != 400-done {
+		t.Fatalf("reopen returned %d records, want %d", len(recs), 400-done)
+	}
+	for _, r := range recs {
+		if got[r.Seq] != string(r.Data) {
+			t.Errorf("record %d: %q, want %q", r.Seq, r.Data, got[r.Seq])
+		}
+	}
+}
+
+// TestJournal_SurvivesKill: a process appending as fast as it can is
+// killed (SIGKILL); every record it was told is on disk comes back, in
+// order, with its data, and the journal takes records after them.
+func TestJournal_SurvivesKill(t *testing.T) {
+	if path := os.Getenv("JOURNAL_TEST_WRITER"); path != "" {
+		writer(path)
+		return
+	}
+	path := filepath.Join(t.TempDir(), "j")
+	for round := range 3 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestJournal_SurvivesKill$")
+		cmd.Env = append(os.Environ(), "JOURNAL_TEST_WRITER="+path)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		acked := map[uint64]string{}
+		for sc.Scan() {
+			seq, data, ok := strings.Cut(sc.Text(), " ")
+			n, err := strconv.ParseUint(seq, 10, 64)
+			if !ok || err != nil {
+				t.Fatalf("writer said %q", sc.Text())
+			}
+			acked[n] = data
+			if len(acked) == 150 {
+				cmd.Process.Signal(syscall.SIGKILL)
+				break
+			}
+		}
+		cmd.Wait()
+		j, recs := open(t, path, Options{Size: 8192})
+		seen := map[uint64]bool{}
+		for i, r := range recs {
+			if i > 0 && r.Seq != recs[i-1].Seq+1 {
+				t.Fatalf("round %d: sequence %d after %d", round, r.Seq, recs[i-1].Seq)
+			}
+			if d, ok := acked[r.Seq]; ok && d != string(r.Data) {
+				t.Fatalf("round %d: record %d is %q, was %q", round, r.Seq, r.Data, d)
+			}
+			seen[r.Seq] = true
+		}
+		for seq := range acked {
+			if !seen[seq] {
+				t.Fatalf("round %d: acknowledged record %d lost (%d came back)", round, seq, len(recs))
+			}
+		}
+		// What was read is processed: the next writer starts after it.
+		if len(recs) > 0 {
+			if err := j.Done(recs[len(recs)-1].Seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		j.Close()
+	}
+}
+
+// writer appends numbered records to the journal at path until killed,
+// printing "<seq> <data>" for each once Append returns.
+func writer(path string) {
+	j, _, err := Open(path, Options{Size: 8192})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	w := bufio.NewWriter(os.Stdout)
+	for i := 0; ; i++ {
+		d := fmt.Sprintf("r%d-%s", i, strings.Repeat("z", i%700))
+		seq, err := j.Append([]byte(d))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(w, "%d %s\n", seq, d)
+		w.Flush()
+	}
+}
