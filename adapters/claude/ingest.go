@@ -302,6 +302,26 @@ func (in *Ingester) HookThen(ctx context.Context, e Entry, then Then) (events.Ap
 	return in.observe(ctx, agg, id, e.Time, events.ClaudeHookObserved{Observation: o}, then)
 }
 
+// CheckHook parses spooled hook entry e as HookThen does and returns the
+// session id its payload names (a subagent's hooks name their parent's),
+// or the error HookThen would return for it before deciding: a
+// *HookError for bad input, an error naming e.ID for a bad session id or
+// entry id. It appends nothing. What the reducer refuses (ErrRejected)
+// shows only when HookThen decides.
+func (in *Ingester) CheckHook(e Entry) (string, error) {
+	o, err := in.parser.SpooledHook(e)
+	if err != nil {
+		return "", err
+	}
+	if _, err := SessionAggregate(o.Meta.SessionID, o.Meta.AgentID); err != nil {
+		return "", fmt.Errorf("hook %s: %w", e.ID, err)
+	}
+	if _, err := ulid.ParseStrict(e.ID); err != nil {
+		return "", fmt.Errorf("hook %s: entry id: %w", e.ID, err)
+	}
+	return o.Meta.SessionID, nil
+}
+
 // FileResult reports one transcript file's import.
 type FileResult struct {
 	Path     string
