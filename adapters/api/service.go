@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -44,6 +45,7 @@ type Service struct {
 	LocalVerdict func(claude.Entry) claude.Then
 	red          *claude.Redactor                // the data dir's rules, for rejected spool entries
 	sx           *events.Executor[session.State] // requests a person makes of a session
+	intake       atomic.Pointer[Intake]          // hooks taken on the socket, set by OpenIntake
 	// pageBytes is the most bytes of rows a page of a listing holds, so
 	// that it fits one message of the connection.
 	pageBytes int
@@ -117,9 +119,13 @@ type HookRequest struct {
 	Process *events.Process `json:"process,omitempty"` // the agent process the hook ran under
 }
 
-// HookReply says where the hook's batch landed (Seq 0: already seen).
+// HookReply says where the hook's batch landed (Seq 0: already seen,
+// or not yet appended). Queued, when set, is the hook's place in the
+// server's intake journal (Intake): it is on disk there and goes into the
+// log in order, after the reply.
 type HookReply struct {
-	Seq uint64 `json:"seq"`
+	Seq    uint64 `json:"seq"`
+	Queued uint64 `json:"queued,omitempty"`
 }
 
 func (s *Service) Hook(ctx context.Context, data []byte) (any, error) {
@@ -135,19 +141,14 @@ func (s *Service) Hook(ctx context.Context, data []byte) (any, error) {
 // both. It returns the session's state after the batch; then is never
 // called for a Codex notify payload.
 func (s *Service) HookThen(ctx context.Context, data []byte, then claude.Then) (HookReply, session.State, error) {
-	var req HookRequest
-	if err := json.Unmarshal(data, &req); err != nil {
-		return HookReply{}, session.State{}, fmt.Errorf("hook request: %w: %v", events.ErrMalformed, err)
-	}
-	id, err := ulid.ParseStrict(req.ID)
+	e, err := hookEntry(data)
 	if err != nil {
-		return HookReply{}, session.State{}, fmt.Errorf("hook request: %w: id %q: %v", events.ErrMalformed, req.ID, err)
+		return HookReply{}, session.State{}, err
 	}
-	payload := []byte(req.Text)
-	if req.Text == "" {
-		payload = req.Payload
+	// Hooks taken on the socket before this one are decided first.
+	if err := s.WaitIntake(ctx); err != nil {
+		return HookReply{}, session.State{}, err
 	}
-	e := claude.Entry{ID: req.ID, Time: ulid.Time(id.Time()), Payload: payload, Process: req.Process}
 	var (
 		ap events.Appended
 		st session.State
@@ -157,15 +158,35 @@ func (s *Service) HookThen(ctx context.Context, data []byte, then claude.Then) (
 	} else {
 		ap, st, err = s.Ing.HookThen(ctx, e, then)
 	}
-	if err != nil && IsInputError(err) && !errors.Is(err, events.ErrRejected) && !errors.Is(err, events.ErrMalformed) {
+	if err != nil {
 		// Bad input the hook must set aside, not retry: say so in the
 		// code the client reads.
-		err = fmt.Errorf("%w: %w", events.ErrMalformed, err)
-	}
-	if err != nil {
-		return HookReply{}, st, err
+		return HookReply{}, st, inputError(err)
 	}
 	return HookReply{Seq: ap.Last}, st, nil
+}
+
+// decodeHookRequest decodes a HookRequest and its entry id's time, or
+// fails with ErrMalformed naming what is wrong.
+func decodeHookRequest(data []byte) (HookRequest, time.Time, error) {
+	var req HookRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return req, time.Time{}, fmt.Errorf("hook request: %w: %v", events.ErrMalformed, err)
+	}
+	id, err := ulid.ParseStrict(req.ID)
+	if err != nil {
+		return req, time.Time{}, fmt.Errorf("hook request: %w: id %q: %v", events.ErrMalformed, req.ID, err)
+	}
+	return req, ulid.Time(id.Time()), nil
+}
+
+// WaitIntake waits for the hooks the server's Intake took before the
+// call (Intake.Wait); with no Intake it returns at once.
+func (s *Service) WaitIntake(ctx context.Context) error {
+	if in := s.intake.Load(); in != nil {
+		return in.Wait(ctx)
+	}
+	return nil
 }
 
 // deliver ingests one spooled payload: a Codex CLI notify payload
@@ -215,6 +236,9 @@ func (s *Service) DrainSpool(ctx context.Context) (int, error) {
 		return 0, nil // another process is draining
 	}
 	defer lock.Unlock()
+	if err := s.WaitIntake(ctx); err != nil {
+		return 0, err
+	}
 	// Temporary files of hook processes killed mid-write.
 	if _, err := s.Spool.Sweep(time.Now(), time.Hour); err != nil {
 		return 0, err
@@ -301,10 +325,15 @@ type SessionsPage struct {
 // pageHeadroom is the room a page keeps for what wraps its rows, in bytes.
 const pageHeadroom = 1024
 
-// caughtUp waits until the projection has applied every event in the log
-// at the time of the call (at most 5 s), so a query answers with what was
-// appended before it: read-your-writes for the command line.
+// CaughtUp waits until the hooks the server's Intake took before the call
+// are in the log (Intake.Wait), then until the projection has applied
+// every event in the log at that time (at most 5 s each), so a query
+// answers with what was appended before it: read-your-writes for the
+// command line, a hook's included.
 func (s *Service) CaughtUp(ctx context.Context) error {
+	if err := s.WaitIntake(ctx); err != nil {
+		return err
+	}
 	le, ok := s.Log.(interface {
 		LastEventSeq(context.Context) (uint64, error)
 	})

@@ -1,0 +1,368 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/codex"
+	"github.com/logbook-dev/logbook/adapters/journal"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// Intake is how a server takes Claude Code hook payloads on its socket
+// without making the hook wait for the log's atomic batch: Accept checks
+// a request as the hook verb would, writes it to a journal
+// (adapters/journal: one fdatasync into space written beforehand) and
+// answers once it is on disk; Run then ingests the journal's records as
+// the hook verb does, in the order they were taken for each session, and
+// marks them done in the journal once their batches are in the log. A
+// server that dies in between ingests the records left in the journal
+// when it next starts (OpenIntake): none is lost, and one ingested before
+// the crash is not ingested twice (its observation id is its hook's
+// entry id, which the session has seen).
+//
+// Everything else that decides on sessions or reads what was decided
+// waits for the records taken before it (Wait): the hook verb, the gate,
+// the spool's drain and every query behind CaughtUp. A record the
+// reducer refuses as bad input is set aside, redacted, in the spool's
+// rejected/ folder, as the drain sets aside a spooled payload.
+//
+// An Intake is safe for concurrent use. Its Service must not be used by
+// another Intake.
+type Intake struct {
+	svc  *Service
+	j    *journal.Journal
+	logf func(format string, args ...any)
+
+	roundMu sync.Mutex // one round at a time
+
+	mu       sync.Mutex
+	queue    []*intakeItem // taken and not done, in sequence order
+	accepted uint64        // sequence of the last record taken
+	through  uint64        // every record up to it is done
+	changed  chan struct{} // closed (and replaced) when queue or through moves
+	lastErr  error         // why the last round left records undone
+}
+
+// intakeItem is one record taken: the hook entry it carries, the session
+// whose records are ingested in order (key), and bad, the input error
+// that sets it aside unread (a record written by an older server that
+// this one refuses).
+type intakeItem struct {
+	seq   uint64
+	key   string
+	entry claude.Entry
+	bad   error
+	done  bool
+}
+
+// IntakeWait bounds how long Wait waits for the records taken before it:
+// longer means the log is not taking appends.
+const IntakeWait = 5 * time.Second
+
+// OpenIntake opens (or creates) the journal at path for svc and queues
+// the records a server before it took but did not finish; Run ingests
+// them first. Errors are the journal's (journal.Open): a damaged journal
+// stops the server rather than lose the hooks it holds.
+func OpenIntake(svc *Service, path string, logf func(format string, args ...any)) (*Intake, error) {
+	j, recs, err := journal.Open(path, journal.Options{})
+	if err != nil {
+		return nil, err
+	}
+	in := &Intake{svc: svc, j: j, logf: logf, changed: make(chan struct{})}
+	for _, r := range recs {
+		it := &intakeItem{seq: r.Seq}
+		e, err := hookEntry(r.Data)
+		if err == nil {
+			it.entry = e
+			it.key, err = svc.Ing.CheckHook(e)
+		}
+		if err != nil {
+			it.entry.ID, it.entry.Payload, it.bad = e.ID, e.Payload, inputError(err)
+		}
+		in.queue = append(in.queue, it)
+	}
+	if len(recs) > 0 {
+		in.through, in.accepted = recs[0].Seq-1, recs[len(recs)-1].Seq
+	}
+	svc.intake.Store(in)
+	return in, nil
+}
+
+// Accept is the hook verb for the socket (HookRequest → HookReply): a
+// Claude Code payload that passes the checks HookThen makes before
+// deciding is written to the journal and answered with its place there
+// (HookReply.Queued), for Run to ingest; a Codex notify payload, and a
+// request the journal cannot take (full, say), is ingested at once as
+// Hook does. A payload that fails the checks is refused with the error
+// Hook gives it, nothing taken.
+func (in *Intake) Accept(ctx context.Context, data []byte) (any, error) {
+	e, err := hookEntry(data)
+	if err != nil {
+		return nil, err
+	}
+	if codex.IsNotify(e.Payload) {
+		return in.svc.Hook(ctx, data)
+	}
+	key, err := in.svc.Ing.CheckHook(e)
+	if err != nil {
+		return nil, inputError(err)
+	}
+	// One lock from the journal's append to the queue: records are
+	// queued in sequence order.
+	in.mu.Lock()
+	seq, err := in.j.Append(data)
+	if err != nil {
+		in.mu.Unlock()
+		in.logf("hook intake: %v; ingesting the hook at once", err)
+		return in.svc.Hook(ctx, data)
+	}
+	in.queue = append(in.queue, &intakeItem{seq: seq, key: key, entry: e})
+	in.accepted = seq
+	in.signalLocked()
+	in.mu.Unlock()
+	return HookReply{Queued: seq}, nil
+}
+
+// signalLocked wakes whoever waits on changed. in.mu is held.
+func (in *Intake) signalLocked() {
+	close(in.changed)
+	in.changed = make(chan struct{})
+}
+
+// Run ingests the records taken, as they come, until ctx is done. A
+// record whose ingest fails for another reason than bad input (the log
+// not answering) stays, with the records of its session after it, and
+// is tried again after a pause that grows to 5 s; records of other
+// sessions go on.
+func (in *Intake) Run(ctx context.Context) {
+	pause := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		n, err := in.round(ctx)
+		if err != nil && ctx.Err() == nil {
+			in.logf("hook intake: %v; again in %s", err, pause)
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, 5*time.Second)
+			continue
+		}
+		pause = 50 * time.Millisecond
+		if n > 0 {
+			continue
+		}
+		in.mu.Lock()
+		ch, idle := in.changed, len(in.queue) == 0
+		in.mu.Unlock()
+		if !idle {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-ch:
+		}
+	}
+}
+
+// Flush ingests what is taken until none is left or ctx is done, and
+// reports the records still left then: what a stopping server does
+// after its socket has closed, before its log does.
+func (in *Intake) Flush(ctx context.Context) (left int, err error) {
+	for {
+		in.mu.Lock()
+		left = len(in.queue)
+		in.mu.Unlock()
+		if left == 0 {
+			return 0, nil
+		}
+		if ctx.Err() != nil {
+			return left, ctx.Err()
+		}
+		if _, err := in.round(ctx); err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// maxSessionsAtOnce bounds the sessions a round ingests at once; their
+// decisions meet in the log's group commit.
+const maxSessionsAtOnce = 64
+
+// round ingests the records queued now, each session's in order and
+// sessions side by side, then marks done in the journal every record up
+// to the first one left undone. It returns how many records it finished
+// and the first error that left one undone.
+func (in *Intake) round(ctx context.Context) (int, error) {
+	in.roundMu.Lock()
+	defer in.roundMu.Unlock()
+	in.mu.Lock()
+	var keys []string
+	groups := map[string][]*intakeItem{}
+	for _, it := range in.queue {
+		if it.done {
+			continue
+		}
+		if _, ok := groups[it.key]; !ok {
+			keys = append(keys, it.key)
+		}
+		groups[it.key] = append(groups[it.key], it)
+	}
+	in.mu.Unlock()
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	var (
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+		finished int
+	)
+	slots := make(chan struct{}, maxSessionsAtOnce)
+	for _, k := range keys {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			for _, it := range groups[k] {
+				if err := in.ingest(ctx, it); err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+					return // the session's later records wait: order holds
+				}
+				in.mu.Lock()
+				it.done = true
+				finished++
+				in.mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	in.mu.Lock()
+	i := 0
+	for i < len(in.queue) && in.queue[i].done {
+		i++
+	}
+	through := in.through
+	if i > 0 {
+		through = in.queue[i-1].seq
+		in.queue = append(in.queue[:0:0], in.queue[i:]...)
+	}
+	in.lastErr = firstErr
+	in.mu.Unlock()
+	if through > in.through {
+		// Marked in the journal before Wait is told: a record a waiter
+		// counts on is in the log, and not ingested again after a crash.
+		if err := in.j.Done(through); err != nil {
+			in.logf("hook intake: %v", err)
+		}
+		in.mu.Lock()
+		in.through = through
+		in.signalLocked()
+		in.mu.Unlock()
+	}
+	return finished, firstErr
+}
+
+// ingest ingests one record: its observation and decisions in one batch,
+// or, for bad input, the payload set aside in the spool's rejected/
+// folder. An error is the log's: the record stays for the next round.
+func (in *Intake) ingest(ctx context.Context, it *intakeItem) error {
+	err := it.bad
+	if err == nil {
+		_, _, err = in.svc.Ing.HookThen(ctx, it.entry, nil)
+	}
+	if err == nil {
+		return nil
+	}
+	if !IsInputError(err) {
+		return fmt.Errorf("hook %s: %w", it.entry.ID, err)
+	}
+	if it.entry.ID == "" {
+		in.logf("hook intake: record %d dropped: %v", it.seq, err)
+		return nil
+	}
+	if rerr := in.svc.Spool.Reject(it.entry.ID, it.entry.Payload, err, in.svc.red); rerr != nil {
+		return fmt.Errorf("hook %s: set aside: %w", it.entry.ID, rerr)
+	}
+	in.logf("hook intake: hook %s set aside in %s: %v", it.entry.ID, in.svc.Spool.Dir(), in.svc.red.Redact(err.Error()))
+	return nil
+}
+
+// Wait returns once every record taken before the call is done (in the
+// log, or set aside), or with an error naming how many are left and why
+// when that takes longer than IntakeWait or ctx ends first.
+func (in *Intake) Wait(ctx context.Context) error {
+	in.mu.Lock()
+	target := in.accepted
+	in.mu.Unlock()
+	timer := time.NewTimer(IntakeWait)
+	defer timer.Stop()
+	for {
+		in.mu.Lock()
+		through, ch, n, why := in.through, in.changed, len(in.queue), in.lastErr
+		in.mu.Unlock()
+		if through >= target {
+			return nil
+		}
+		err := ctx.Err()
+		select {
+		case <-ch:
+			continue
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-timer.C:
+			err = fmt.Errorf("waited %s", IntakeWait)
+		}
+		if why != nil {
+			err = fmt.Errorf("%w; last: %w", err, why)
+		}
+		return fmt.Errorf("hooks taken on the socket are not all in the log yet (%d left): %w", n, err)
+	}
+}
+
+// Pending reports how many records are taken and not yet done.
+func (in *Intake) Pending() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.queue)
+}
+
+// Close closes the journal; records not done stay in it for the next
+// OpenIntake.
+func (in *Intake) Close() error {
+	in.svc.intake.CompareAndSwap(in, nil)
+	return in.j.Close()
+}
+
+// hookEntry decodes a hook request (HookRequest) into the entry the
+// ingesters take, or fails with ErrMalformed naming what is wrong.
+func hookEntry(data []byte) (claude.Entry, error) {
+	req, id, err := decodeHookRequest(data)
+	if err != nil {
+		return claude.Entry{}, err
+	}
+	payload := []byte(req.Text)
+	if req.Text == "" {
+		payload = req.Payload
+	}
+	return claude.Entry{ID: req.ID, Time: id, Payload: payload, Process: req.Process}, nil
+}
+
+// inputError marks bad input the hook must set aside, not retry, with
+// ErrMalformed when it carries no code of its own, as HookThen does.
+func inputError(err error) error {
+	if IsInputError(err) && !errors.Is(err, events.ErrRejected) && !errors.Is(err, events.ErrMalformed) {
+		return fmt.Errorf("%w: %w", events.ErrMalformed, err)
+	}
+	return err
+}

@@ -1,0 +1,397 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/journal"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// intakeEnv is a real embedded log and a data dir's spool, views and
+// journal path, for Services that come and go over them as servers do.
+type intakeEnv struct {
+	t       *testing.T
+	dir     string
+	reg     *events.Registry
+	log     *natslog.Log
+	journal string
+}
+
+func newIntakeEnv(t *testing.T) *intakeEnv {
+	t.Helper()
+	dir := t.TempDir()
+	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: filepath.Join(dir, "jetstream"), Fsync: natslog.FsyncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := events.NewRegistry()
+	l, err := natslog.Open(t.Context(), srv.Conn(), natslog.Config{Registry: reg})
+	if err != nil {
+		srv.Shutdown()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		l.Close()
+		srv.Shutdown()
+	})
+	return &intakeEnv{t: t, dir: dir, reg: reg, log: l, journal: filepath.Join(dir, "hooks.journal")}
+}
+
+// service returns a new Service over the env's log, as a server starting
+// on the data dir makes one.
+func (e *intakeEnv) service() *Service {
+	e.t.Helper()
+	store, err := projections.OpenMem(projections.Options{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { store.Close() })
+	parser, err := claude.NewParser(claude.Config{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	svc, err := NewService(Config{Log: e.log, Reg: e.reg, Store: store, Parser: parser, Host: "test", SpoolDir: filepath.Join(e.dir, "spool"), PartSize: 1 << 20})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return svc
+}
+
+func (e *intakeEnv) open(svc *Service) *Intake {
+	e.t.Helper()
+	in, err := OpenIntake(svc, e.journal, e.t.Logf)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return in
+}
+
+// run runs in until the test ends.
+func run(t *testing.T, in *Intake) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		in.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		in.Close()
+	})
+}
+
+// hookReq returns a hook request for a PreToolUse (event "pre") or
+// PostToolUse ("post") of call in session sid.
+func hookReq(t *testing.T, sid, event, call string) []byte {
+	t.Helper()
+	name := map[string]string{"pre": "PreToolUse", "post": "PostToolUse"}[event]
+	payload := fmt.Sprintf(`{"session_id":%q,"transcript_path":"/home/u/.claude/projects/p/%s.jsonl","cwd":"/home/u/p","permission_mode":"default","hook_event_name":%q,"tool_name":"Bash","tool_input":{"command":"go test ./..."},"tool_use_id":%q}`, sid, sid, name, call)
+	if event == "post" {
+		payload = strings.TrimSuffix(payload, "}") + `,"tool_response":{"stdout":"ok","stderr":"","interrupted":false}}`
+	}
+	b, err := json.Marshal(HookRequest{ID: ulid.Make().String(), Text: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// observed returns, per session, the hook kind and tool call id of every
+// hook observation in the log, in log order, and the count of each event
+// type.
+func (e *intakeEnv) observed() (map[string][]string, map[string]int) {
+	e.t.Helper()
+	obs, types := map[string][]string{}, map[string]int{}
+	last, err := e.log.LastSeq(e.t.Context())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if last == 0 {
+		return obs, types
+	}
+	for r, err := range e.log.Read(e.t.Context(), 1) {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		types[r.Type]++
+		if p, ok := r.Data.(events.ClaudeHookObserved); ok {
+			call := ""
+			for _, s := range p.Signals {
+				call = s.ID
+			}
+			obs[r.Agg.ID] = append(obs[r.Agg.ID], p.Kind+" "+call)
+		}
+		if r.Seq == last {
+			break
+		}
+	}
+	return obs, types
+}
+
+// TestIntake_AcceptThenAppend: each hook taken is answered with its place
+// in the journal, nothing yet appended; Run appends each one once, with
+// its decisions, and marks it done; Wait returns once they are in.
+func TestIntake_AcceptThenAppend(t *testing.T) {
+	e := newIntakeEnv(t)
+	svc := e.service()
+	in := e.open(svc)
+	for i := range 6 {
+		v, err := in.Accept(t.Context(), hookReq(t, fmt.Sprintf("s%d", i%2), "pre", fmt.Sprintf("toolu_%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := v.(HookReply); !ok || r.Queued != uint64(i+1) || r.Seq != 0 {
+			t.Fatalf("hook %d: answer %#v, want its place in the journal", i, v)
+		}
+	}
+	if obs, _ := e.observed(); len(obs) != 0 {
+		t.Fatalf("appended before Run: %v", obs)
+	}
+	if in.Pending() != 6 {
+		t.Fatalf("Pending %d, want 6", in.Pending())
+	}
+	run(t, in)
+	if err := svc.WaitIntake(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	obs, types := e.observed()
+	want := map[string][]string{
+		"s0": {"PreToolUse toolu_0", "PreToolUse toolu_2", "PreToolUse toolu_4"},
+		"s1": {"PreToolUse toolu_1", "PreToolUse toolu_3", "PreToolUse toolu_5"},
+	}
+	if fmt.Sprint(obs) != fmt.Sprint(want) {
+		t.Errorf("observed %v, want %v", obs, want)
+	}
+	if types["session.entry_opened"] != 6 {
+		t.Errorf("event types %v: want 6 entries opened", types)
+	}
+	if in.Pending() != 0 || in.j.Pending() != 0 {
+		t.Errorf("left: %d queued, %d in the journal", in.Pending(), in.j.Pending())
+	}
+}
+
+// TestIntake_Refused: a request or payload the hook verb refuses is
+// refused the same, with its code, and nothing is taken.
+func TestIntake_Refused(t *testing.T) {
+	e := newIntakeEnv(t)
+	in := e.open(e.service())
+	defer in.Close()
+	bad := func(text string) []byte {
+		b, _ := json.Marshal(HookRequest{ID: ulid.Make().String(), Text: text})
+		return b
+	}
+	for name, req := range map[string][]byte{
+		"not json":          []byte("{"),
+		"bad id":            []byte(`{"id":"x","text":"{}"}`),
+		"payload not json":  bad("not json"),
+		"no session":        bad(`{"hook_event_name":"Stop"}`),
+		"bad session id":    bad(`{"session_id":"../x","hook_event_name":"Stop"}`),
+		"unknown hook kind": bad(`{"session_id":"s","hook_event_name":42}`),
+	} {
+		_, err := in.Accept(t.Context(), req)
+		if err == nil || errCode(err) != "malformed" {
+			t.Errorf("%s: %v (code %q), want malformed", name, err, errCode(err))
+		}
+	}
+	if in.Pending() != 0 || in.j.Pending() != 0 {
+		t.Errorf("taken: %d queued, %d in the journal", in.Pending(), in.j.Pending())
+	}
+}
+
+// TestIntake_Restart: hooks taken by a server that stopped before
+// appending them (its journal closed, as by SIGKILL) go into the log
+// when the next one opens the journal; one appended before the stop but
+// not yet marked done goes in once.
+func TestIntake_Restart(t *testing.T) {
+	e := newIntakeEnv(t)
+	svc := e.service()
+	in := e.open(svc)
+	var reqs [][]byte
+	for i := range 4 {
+		req := hookReq(t, "s", "pre", fmt.Sprintf("toolu_%d", i))
+		if _, err := in.Accept(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, req)
+	}
+	// The first two made it into the log; the server died before it
+	// marked them done.
+	for _, req := range reqs[:2] {
+		ent, err := hookEntry(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := svc.Ing.HookThen(t.Context(), ent, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in.j.Close()
+
+	svc2 := e.service()
+	in2 := e.open(svc2)
+	if in2.Pending() != 4 {
+		t.Fatalf("reopened: %d pending, want 4", in2.Pending())
+	}
+	run(t, in2)
+	if err := svc2.WaitIntake(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	obs, types := e.observed()
+	if want := []string{"PreToolUse toolu_0", "PreToolUse toolu_1", "PreToolUse toolu_2", "PreToolUse toolu_3"}; fmt.Sprint(obs["s"]) != fmt.Sprint(want) {
+		t.Errorf("observed %v, want each once: %v", obs["s"], want)
+	}
+	if types["session.entry_opened"] != 4 {
+		t.Errorf("event types %v: want 4 entries opened", types)
+	}
+}
+
+// TestIntake_RecordRefusedOnRestart: a record in the journal that the
+// server now refuses (written by another version, say) is set aside,
+// redacted, in the spool's rejected/ folder with why, and does not hold
+// up the records after it.
+func TestIntake_RecordRefusedOnRestart(t *testing.T) {
+	e := newIntakeEnv(t)
+	j, _, err := journal.Open(e.journal, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ulid.Make().String()
+	bad, _ := json.Marshal(HookRequest{ID: id, Text: `{"session_id":"s","hook_event_name":"Stop","x":"sk-ant-api03-` + strings.Repeat("a", 90) + `"`})
+	for _, rec := range [][]byte{bad, hookReq(t, "s", "pre", "toolu_after")} {
+		if _, err := j.Append(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	svc := e.service()
+	in := e.open(svc)
+	run(t, in)
+	if err := svc.WaitIntake(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if obs, _ := e.observed(); fmt.Sprint(obs["s"]) != "[PreToolUse toolu_after]" {
+		t.Errorf("observed %v", obs)
+	}
+	why, err := os.ReadFile(filepath.Join(e.dir, "spool", "rejected", id+".why"))
+	if err != nil {
+		t.Fatalf("not set aside: %v", err)
+	}
+	kept, _ := os.ReadFile(filepath.Join(e.dir, "spool", "rejected", id+".json"))
+	if strings.Contains(string(kept), "sk-ant-api03-aaaa") {
+		t.Errorf("set aside unredacted: %s", kept)
+	}
+	t.Logf("why: %s", why)
+}
+
+// TestIntake_OthersWait: a hook on the NATS verb (and a query) waits for
+// the hooks the socket took before it, so each session's order is the
+// order its hooks came in, whichever way they came.
+func TestIntake_OthersWait(t *testing.T) {
+	e := newIntakeEnv(t)
+	svc := e.service()
+	in := e.open(svc)
+	if _, err := in.Accept(t.Context(), hookReq(t, "s", "pre", "toolu_1")); err != nil {
+		t.Fatal(err)
+	}
+	verb := make(chan error, 1)
+	go func() {
+		_, err := svc.Hook(t.Context(), hookReq(t, "s", "post", "toolu_1"))
+		verb <- err
+	}()
+	select {
+	case err := <-verb:
+		t.Fatalf("the verb did not wait for the hook taken before it: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	run(t, in)
+	if err := <-verb; err != nil {
+		t.Fatal(err)
+	}
+	if obs, _ := e.observed(); fmt.Sprint(obs["s"]) != "[PreToolUse toolu_1 PostToolUse toolu_1]" {
+		t.Errorf("observed %v", obs)
+	}
+}
+
+// TestIntake_WaitTimesOut: with nothing running the intake, Wait gives
+// up after IntakeWait (or its context) with an error naming what is left.
+func TestIntake_WaitTimesOut(t *testing.T) {
+	e := newIntakeEnv(t)
+	svc := e.service()
+	in := e.open(svc)
+	defer in.Close()
+	if _, err := in.Accept(t.Context(), hookReq(t, "s", "pre", "toolu_1")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	err := svc.CaughtUp(ctx)
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not all in the log yet (1 left)") {
+		t.Fatalf("CaughtUp: %v", err)
+	}
+}
+
+// TestIntake_Concurrent: hooks of several sessions taken at once while
+// Run appends go in once each, each session's in the order they were
+// taken, and Flush leaves nothing behind.
+func TestIntake_Concurrent(t *testing.T) {
+	e := newIntakeEnv(t)
+	svc := e.service()
+	in := e.open(svc)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		in.Run(ctx)
+	}()
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		order = map[string][]string{}
+	)
+	for s := range 5 {
+		wg.Go(func() {
+			sid := fmt.Sprintf("s%d", s)
+			for i := range 12 {
+				call := fmt.Sprintf("toolu_%d", i)
+				mu.Lock() // taken in this order for the session
+				_, err := in.Accept(t.Context(), hookReq(t, sid, "pre", call))
+				order[sid] = append(order[sid], "PreToolUse "+call)
+				mu.Unlock()
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	cancel()
+	<-done
+	fctx, fcancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer fcancel()
+	if left, err := in.Flush(fctx); left != 0 || err != nil {
+		t.Fatalf("Flush: %d left, %v", left, err)
+	}
+	in.Close()
+	obs, types := e.observed()
+	if fmt.Sprint(obs) != fmt.Sprint(order) {
+		t.Errorf("observed\n%v\nwant\n%v", obs, order)
+	}
+	if types["session.entry_opened"] != 60 {
+		t.Errorf("event types %v: want 60 entries opened", types)
+	}
+}
