@@ -128,7 +128,24 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 			return nil, err
 		}
 	}
+	if g.natsURL == "" {
+		b.settle(ctx)
+	}
 	return b, nil
+}
+
+// settle waits, when b reaches the data dir's own serve, for the hooks
+// that serve took on its socket to be in the log: it appends them just
+// after it answered them, and its status verb answers once those are in,
+// so what the caller reads next holds them. A serve that cannot say
+// within api.IntakeWait is not waited for longer.
+func (b *backend) settle(ctx context.Context) {
+	if !b.remote || b.api == api.AnyPrefix {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, api.IntakeWait+time.Second)
+	defer cancel()
+	_ = api.Call(ctx, b.nc, b.api, api.VerbStatus, struct{}{}, &api.StatusReply{})
 }
 
 // Close releases everything the backend holds, in reverse order.

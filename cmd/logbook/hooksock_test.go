@@ -75,6 +75,7 @@ func runSockHook(t *testing.T, bin, data, payload string) (int, string) {
 func prompts(t *testing.T, b *backend) []string {
 	t.Helper()
 	agg, _ := claude.SessionAggregate(sockSession, "")
+	b.settle(t.Context()) // the hooks serve took are in the log
 	recs, _, err := b.log.Load(t.Context(), agg)
 	if err != nil {
 		t.Fatal(err)

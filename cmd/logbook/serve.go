@@ -144,6 +144,14 @@ type workerPool struct {
 	http   httpFlags // the HTTP API and board; off when its addr is ""
 }
 
+// intakeJournal is the file, in the data dir, of the hooks serve took on
+// its socket and has not yet appended (api.Intake).
+const intakeJournal = "hooks.journal"
+
+// intakeFlushWait is how long a stopping serve gives the hooks it took to
+// go into the log; what is left waits in the journal for the next start.
+const intakeFlushWait = 10 * time.Second
+
 // serve runs the server until ctx is done. With no pool it runs no
 // sandbox workers (in-process callers: tests and benchmarks).
 func serve(ctx context.Context, g *globals, listen, fsync string, pool ...workerPool) error {
@@ -251,10 +259,29 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if err != nil {
 		return err
 	}
+	var in *api.Intake
+	if !wp.reader {
+		// Opened before any verb is served: hooks taken before a stop
+		// are decided before the ones that come now.
+		in, err = api.OpenIntake(svc, dd.path(intakeJournal), func(format string, args ...any) {
+			fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
+		})
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		if n := in.Pending(); n > 0 {
+			fmt.Fprintf(g.stderr, "logbook serve: %s taken before a stop go into the log first\n", plural(n, "hook payload"))
+		}
+	}
 	verbs := svc.Handlers()
 	gs := gateService(b, svc, store, wp.gate, g.stderr)
 	maps.Copy(verbs, gs.Handlers())
 	verbs[api.VerbStatus] = func(ctx context.Context, _ []byte) (any, error) {
+		// The hooks taken on the socket before the call are in LastSeq.
+		if err := svc.WaitIntake(ctx); err != nil {
+			return nil, err
+		}
 		last, err := b.log.LastSeq(ctx)
 		return api.StatusReply{Checkpoint: store.Checkpoint(), LastSeq: last, Durability: durability}, err
 	}
@@ -302,21 +329,50 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			defer sub.Unsubscribe()
 		}
 	}
-	if h, ok := verbs[api.VerbHook]; ok && !wp.reader {
+	if in != nil {
 		// logbook-hook's way in: a Unix socket costs it neither NATS nor
-		// the network stack at start-up.
+		// the network stack at start-up, and the intake journal answers
+		// it once its payload is on disk, before the log's batch.
 		sock, err := api.ListenSocket(dd.path(hooksock.Name))
 		if err != nil {
 			return err
 		}
 		defer sock.Close()
-		ctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
+		h := in.Accept
+		if web != nil {
+			h = func(ctx context.Context, data []byte) (any, error) {
+				start := time.Now()
+				v, err := in.Accept(ctx, data)
+				web.metrics.ObserveAPI(api.VerbHook, time.Since(start), err)
+				return v, err
+			}
+		}
+		sockCtx, stopSock := context.WithCancel(ctx)
+		sockDone := make(chan struct{})
 		go func() {
-			defer close(done)
-			api.ServeSocket(ctx, sock.UnixListener, api.VerbHook, h, logAPI)
+			defer close(sockDone)
+			api.ServeSocket(sockCtx, sock.UnixListener, api.VerbHook, h, logAPI)
 		}()
-		defer func() { cancel(); <-done }()
+		runCtx, stopRun := context.WithCancel(context.Background())
+		runDone := make(chan struct{})
+		go func() {
+			defer close(runDone)
+			in.Run(runCtx)
+		}()
+		defer func() {
+			// The socket first, so that nothing is taken after the last
+			// round; then what it took goes into the log while the log
+			// is still open. What does not stays in the journal.
+			stopSock()
+			<-sockDone
+			stopRun()
+			<-runDone
+			fctx, cancel := context.WithTimeout(context.Background(), intakeFlushWait)
+			defer cancel()
+			if left, err := in.Flush(fctx); left > 0 {
+				fmt.Fprintf(g.stderr, "logbook serve: %s left in %s for the next start: %v\n", plural(left, "hook payload"), dd.path(intakeJournal), err)
+			}
+		}()
 	}
 	if err := b.nc.Flush(); err != nil { // the server has the subscriptions before serve.json names it
 		return fmt.Errorf("serve the API: %w", err)
