@@ -271,7 +271,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		defer in.Close()
 		if n := in.Pending(); n > 0 {
-			fmt.Fprintf(g.stderr, "logbook serve: %s taken before a stop go into the log first\n", plural(n, "hook payload"))
+			fmt.Fprintf(g.stderr, "logbook serve: appending first %s taken before the last stop (%s)\n", plural(n, "hook payload"), dd.path(intakeJournal))
 		}
 	}
 	verbs := svc.Handlers()
