@@ -60,6 +60,11 @@ type intakeItem struct {
 	done  bool
 }
 
+// IntakeMaxBytes caps the intake journal (64 MiB): past it, with the
+// log taking no appends, a hook is ingested at once or, failing that,
+// waits in its own spool, and the records queued in memory stay bounded.
+const IntakeMaxBytes = 64 << 20
+
 // IntakeWait bounds how long Wait waits for the records taken before it:
 // longer means the log is not taking appends.
 const IntakeWait = 5 * time.Second
@@ -69,7 +74,7 @@ const IntakeWait = 5 * time.Second
 // them first. Errors are the journal's (journal.Open): a damaged journal
 // stops the server rather than lose the hooks it holds.
 func OpenIntake(svc *Service, path string, logf func(format string, args ...any)) (*Intake, error) {
-	j, recs, err := journal.Open(path, journal.Options{})
+	j, recs, err := journal.Open(path, journal.Options{MaxSize: IntakeMaxBytes})
 	if err != nil {
 		return nil, err
 	}
