@@ -56,10 +56,12 @@ measured on the same server in the same run, and their ratio:
             atomic batches of up to 1000 by 4 writers, and in full batches
             of 1000 across sessions by one publisher
   hook      logbook-hook claude (when found beside this binary or on
-            $PATH) and logbook hook claude, started once per payload,
-            against a running serve (fsync always); baselines: a Go program
-            that does nothing (built with the go command) and logbook
-            version, started as often
+            $PATH; it exits once serve has the payload in its fsynced
+            hook journal) and logbook hook claude (it exits once the
+            payload is appended), started once per payload, against a
+            running serve (fsync always); baselines: a Go program that
+            does nothing (built with the go command) and logbook version,
+            started as often
   command   logbook exec of true in full_access through the serve's
             workers, request to exit; baseline: fork/exec of true
   scale     queries of a generated history answered by a running serve,
