@@ -3,10 +3,12 @@ package hookspool
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrNotRegular marks a transcript path that names no regular file: a
@@ -59,25 +61,112 @@ var ErrFileTooLarge = errors.New("too large")
 // a socket or a directory is refused (the error wraps ErrNotRegular)
 // without blocking or reading. It reads at most limit bytes (limit > 0):
 // a file holding more is refused with an error that wraps ErrFileTooLarge
-// and names path and limit. Other errors are os.Open's and read's,
-// naming path.
+// and names path and limit. Other errors are *fs.PathError from stat,
+// open and read, naming path.
+//
+// It calls the system directly (stat, open, fstat, read, close) rather
+// than through os.File, so a short-lived process that reads a file or
+// two never starts the runtime's network poller for them.
 func ReadRegular(path string, limit int64) ([]byte, error) {
-	f, size, err := OpenRegular(path)
+	var st unix.Stat_t
+	if err := retryEINTR(func() error { return unix.Stat(path, &st) }); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, NotRegular(path, typeMode(st.Mode))
+	}
+	fd, err := openFile(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if size > limit {
-		return nil, fmt.Errorf("%s: %w: %d bytes, the limit is %d", path, ErrFileTooLarge, size, limit)
+	defer unix.Close(fd)
+	if err := retryEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, NotRegular(path, typeMode(st.Mode))
+	}
+	if st.Size > limit {
+		return nil, fmt.Errorf("%s: %w: %d bytes, the limit is %d", path, ErrFileTooLarge, st.Size, limit)
+	}
+	// Files under /proc say size 0 and hold more: the buffer grows.
+	b, err := readFD(fd, path, min(max(st.Size, 511), limit)+1, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("%s: %w: more than %d bytes, the limit", path, ErrFileTooLarge, limit)
 	}
 	return b, nil
+}
+
+// openFile opens path with flags (O_CLOEXEC among them), retrying on
+// EINTR; its error is an *fs.PathError naming path.
+func openFile(path string, flags int) (int, error) {
+	for {
+		fd, err := unix.Open(path, flags, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		return fd, nil
+	}
+}
+
+// readFD reads fd, the open file at path, to its end or until it has
+// read max bytes, into a buffer of first bytes to begin with; its error
+// is an *fs.PathError naming path.
+func readFD(fd int, path string, first, max int64) ([]byte, error) {
+	b := make([]byte, 0, first)
+	for int64(len(b)) < max {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, int(min(int64(cap(b)), max-int64(len(b)))))
+		}
+		n, err := unix.Read(fd, b[len(b):min(int64(cap(b)), max)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			break
+		}
+		b = b[:len(b)+n]
+	}
+	return b, nil
+}
+
+// retryEINTR calls f until it returns anything but EINTR.
+func retryEINTR(f func() error) error {
+	for {
+		if err := f(); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// typeMode returns the fs.FileMode type bits of a stat(2) st_mode m.
+func typeMode(m uint32) fs.FileMode {
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFREG:
+		return 0
+	}
+	return fs.ModeIrregular
 }
 
 // NotRegular returns the error for path, found to have mode m: it wraps

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -33,9 +35,27 @@ type procStat struct {
 	start uint64
 }
 
+// maxProcFile is the most readProc reads of a /proc file: a stat line
+// (52 numbers and a name of at most 64 bytes) and a boot id are far
+// shorter.
+const maxProcFile = 4 << 10
+
+// readProc returns the contents of the /proc file at path, at most
+// maxProcFile bytes. It calls the system directly, as ReadRegular does:
+// no network poller for a process that reads /proc and exits. Errors are
+// *fs.PathError naming path.
+func readProc(path string) ([]byte, error) {
+	fd, err := openFile(path, unix.O_RDONLY|unix.O_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return readFD(fd, path, 512, maxProcFile)
+}
+
 // readStat reads /proc/<pid>/stat. It fails if there is no such process.
 func readStat(pid int) (procStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := readProc("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return procStat{}, err
 	}
@@ -63,7 +83,7 @@ func readStat(pid int) (procStat, error) {
 
 // BootID returns the host's boot id, "" when unknown.
 func BootID() string {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	b, err := readProc("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return ""
 	}
@@ -79,15 +99,21 @@ func BootID() string {
 // than 64 processes; an error when /proc cannot be read. host and boot
 // are stamped on the result.
 func AgentProcess(pid int, host, boot string) (*events.Process, error) {
-	st, err := readStat(pid)
-	if err != nil {
-		return nil, fmt.Errorf("find agent process: %w", err)
+	var st procStat
+	if pid == unix.Getpid() {
+		st.ppid = unix.Getppid() // what its stat would say, without reading it
+	} else {
+		var err error
+		if st, err = readStat(pid); err != nil {
+			return nil, fmt.Errorf("find agent process: %w", err)
+		}
 	}
 	for range 64 {
 		if st.ppid <= 1 {
 			return nil, nil
 		}
 		cur := st.ppid
+		var err error
 		if st, err = readStat(cur); err != nil {
 			return nil, fmt.Errorf("find agent process: %w", err)
 		}

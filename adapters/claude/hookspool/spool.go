@@ -1,7 +1,9 @@
 package hookspool
 
 import (
+	"bytes"
 	cryptorand "crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/redact/cut"
 	"github.com/logbook-dev/logbook/events"
@@ -192,27 +195,86 @@ func (s *Spool) PutVerdict(id string, v LocalVerdict) error {
 
 // HasPending reports whether any entry waits in the spool, from the
 // directory's names alone (no entry is read): what a hook asks before it
-// delivers its payload past the spool, so it never overtakes one.
+// delivers its payload past the spool, so it never overtakes one. It
+// lists the directory with getdents(2) directly, as ReadRegular reads:
+// no network poller for a hook that asks and exits.
 func (s *Spool) HasPending() (bool, error) {
-	f, err := os.Open(s.dir)
+	fd, err := openFile(s.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
 		return false, fmt.Errorf("spool pending: %w", err)
 	}
-	defer f.Close()
-	for {
-		ents, err := f.ReadDir(256)
-		for _, e := range ents {
-			if id, ok := strings.CutSuffix(e.Name(), spoolExt); ok && e.Type().IsRegular() {
-				if _, err := ulid.ParseStrict(id); err == nil {
-					return true, nil
-				}
+	defer unix.Close(fd)
+	found := false
+	err = readDirents(fd, s.dir, func(name string, typ fs.FileMode) bool {
+		if id, ok := strings.CutSuffix(name, spoolExt); ok && typ.IsRegular() {
+			if _, err := ulid.ParseStrict(id); err == nil {
+				found = true
 			}
 		}
-		if err == io.EOF {
-			return false, nil
+		return !found
+	})
+	if err != nil {
+		return false, fmt.Errorf("spool pending: %w", err)
+	}
+	return found, nil
+}
+
+// readDirents calls f with the name and type of each entry of the
+// directory open as fd (dir names it), "." and ".." left out, in the
+// order the file system lists them, until f returns false or the listing
+// ends. An entry whose type the file system does not say is lstat'ed, as
+// os.ReadDir does; one gone by then is left out. Errors are
+// *fs.PathError naming dir.
+func readDirents(fd int, dir string, f func(name string, typ fs.FileMode) bool) error {
+	// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16,
+	// d_type u8, d_name NUL-terminated.
+	const reclenAt, typeAt, nameAt = 16, 18, 19
+	var buf [2048]byte
+	for {
+		n, err := unix.Getdents(fd, buf[:])
+		if err == unix.EINTR {
+			continue
 		}
 		if err != nil {
-			return false, fmt.Errorf("spool pending: %w", err)
+			return &fs.PathError{Op: "readdirent", Path: dir, Err: err}
+		}
+		if n <= 0 {
+			return nil
+		}
+		for b := buf[:n]; len(b) > 0; {
+			if len(b) < nameAt {
+				return &fs.PathError{Op: "readdirent", Path: dir, Err: unix.EIO}
+			}
+			reclen := int(binary.NativeEndian.Uint16(b[reclenAt:]))
+			if reclen < nameAt || reclen > len(b) {
+				return &fs.PathError{Op: "readdirent", Path: dir, Err: unix.EIO}
+			}
+			name := b[nameAt:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			typ, dt := fs.FileMode(0), b[typeAt]
+			b = b[reclen:]
+			if string(name) == "." || string(name) == ".." {
+				continue
+			}
+			switch dt {
+			case unix.DT_REG:
+			case unix.DT_UNKNOWN:
+				var st unix.Stat_t
+				path := filepath.Join(dir, string(name))
+				if err := retryEINTR(func() error { return unix.Lstat(path, &st) }); err == unix.ENOENT {
+					continue
+				} else if err != nil {
+					return &fs.PathError{Op: "lstat", Path: path, Err: err}
+				}
+				typ = typeMode(st.Mode)
+			default:
+				typ = typeMode(uint32(dt) << 12) // DT_x is S_IFx >> 12
+			}
+			if !f(string(name), typ) {
+				return nil
+			}
 		}
 	}
 }
