@@ -2,13 +2,13 @@ package hookspool
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
 
 	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
+	"github.com/logbook-dev/logbook/adapters/internal/sha256go"
 	"github.com/logbook-dev/logbook/adapters/redact/cut"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -192,7 +192,7 @@ func PrepareHook(b []byte) ([]byte, error) {
 		cuts[i] = cut.QuoteJSON(cut.Text(text, MaxHookString))
 		size += len(cuts[i]) - len(raw)
 	}
-	sum := sha256.Sum256(b)
+	sum := sha256go.Sum256(b) // crypto/sha256 would link the FIPS 140 module
 	member := fmt.Sprintf(`{%q:{"size":%d,"sha256":%q}`, CutMember, len(b), hex.EncodeToString(sum[:]))
 	if len(s.top) > 0 {
 		member += ","

@@ -2,7 +2,6 @@ package hookspool
 
 import (
 	"bytes"
-	cryptorand "crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -131,17 +130,45 @@ func (s *Spool) PutFrom(payload []byte, p *events.Process) (string, error) {
 // before it takes its source's lock: a caller holding an earlier
 // millisecond could take the lock between two puts and reset the
 // source, and the second put could then sort before the first.
-var entryIDs = struct {
+//
+// Its entropy is the kernel's (getrandom(2), as crypto/rand reads it on
+// Linux), read directly: crypto/rand would bring the FIPS 140 module's
+// package initializations into every hook process. The source is made
+// on first use.
+var entryIDs struct {
 	sync.Mutex
 	src *ulid.MonotonicEntropy
-}{src: ulid.Monotonic(cryptorand.Reader, 0)}
+}
 
 // newEntryID returns a fresh entry id, after every id it returned before
 // (unless the wall clock stepped back).
 func newEntryID() string {
 	entryIDs.Lock()
 	defer entryIDs.Unlock()
+	if entryIDs.src == nil {
+		entryIDs.src = ulid.Monotonic(kernelRandom{}, 0)
+	}
 	return ulid.MustNew(ulid.Now(), entryIDs.src).String()
+}
+
+// kernelRandom reads random bytes from the kernel's CSPRNG with
+// getrandom(2), blocking only until it is seeded, early at boot.
+type kernelRandom struct{}
+
+// Read fills p with random bytes; it fails only if getrandom does.
+func (kernelRandom) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := unix.Getrandom(p[n:], 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, os.NewSyscallError("getrandom", err)
+		}
+		n += m
+	}
+	return n, nil
 }
 
 // PutAs is PutFrom under a given id, a ULID the caller made (ulid.Make):
