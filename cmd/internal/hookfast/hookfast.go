@@ -22,7 +22,6 @@ package hookfast
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,9 +130,7 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 	id := ulid.Make().String()
 	waiting, err := sp.HasPending()
 	if err == nil && !waiting {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		err = deliver(ctx, dir, hookRequest{ID: id, Text: string(prepared), Process: agent})
-		cancel()
+		err = deliver(time.Now().Add(timeout), dir, hookRequest{ID: id, Text: string(prepared), Process: agent})
 		if err == nil {
 			return 0
 		}
@@ -279,12 +276,16 @@ var errRefused = errors.New("refused by the server")
 
 // deliver sends req to the server of data dir dir, which names itself in
 // its serve.json, on the data dir's hook socket (adapters/hooksock), and
-// waits for the server's answer until ctx's deadline. No serve.json, or
+// waits for the server's answer until deadline. No serve.json, or
 // a socket nothing listens on (a server killed), is an error for the
 // caller to spool the payload; a server without the socket (an older
 // one) is an error wrapping hooksock.ErrNoSocket, for the caller to hand
 // the payload to logbook; a refusal of the payload wraps errRefused.
-func deliver(ctx context.Context, dir string, req hookRequest) error {
+//
+// It takes a deadline, not a context: a context's deadline is a runtime
+// timer, which starts the network poller and wakes a thread for it, in
+// a process that blocks in plain system calls with their own timeouts.
+func deliver(deadline time.Time, dir string, req hookRequest) error {
 	var si struct {
 		URL string `json:"url"`
 	}
@@ -294,10 +295,6 @@ func deliver(ctx context.Context, dir string, req hookRequest) error {
 	body, err := hooksock.Marshal(req)
 	if err != nil {
 		return err
-	}
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(timeout)
 	}
 	data, err := hooksock.Call(dir, body, deadline)
 	if err != nil {
