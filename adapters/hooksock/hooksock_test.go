@@ -146,3 +146,23 @@ func TestMarshal(t *testing.T) {
 		t.Errorf("decoded %+v (%v), want %+v", back, err, req)
 	}
 }
+
+// TestAppendString: AppendString writes every string as Marshal does,
+// byte for byte: each byte value alone and in text, U+2028 and U+2029,
+// invalid UTF-8 (a lone continuation byte, a cut rune, a surrogate's
+// encoding), markup, and text after what is escaped.
+func TestAppendString(t *testing.T) {
+	cases := []string{"", "plain", `<a href="x">&amp;</a>`, "\u2028\u2029 \u2027\u202a", "é日本🎉", "\x80", "\xe6\x97", "\xed\xa0\x80", "a\xffb", "tab\there\nnew\\line\"q\x7f\x00\x1f"}
+	for c := range 256 {
+		cases = append(cases, string([]byte{byte(c)}), "ab"+string([]byte{byte(c)})+"cd")
+	}
+	for _, s := range cases {
+		want, err := hooksock.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hooksock.AppendString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("AppendString(%q) = %s, want %s", s, got[1:], want)
+		}
+	}
+}
