@@ -38,6 +38,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/events"
 )
 
 // The wire shapes of the API this package speaks, as adapters/api
@@ -47,9 +48,41 @@ import (
 const dataPrefix = `{"data":`
 
 type hookRequest struct {
-	ID      string `json:"id"`
-	Text    string `json:"text,omitempty"`
-	Process any    `json:"process,omitempty"`
+	ID      string          // the observation's ULID
+	Text    string          // the prepared payload; omitted when ""
+	Process *events.Process // the agent process; null when none was found
+}
+
+// appendJSON appends r to b as JSON, byte for byte as hooksock.Marshal
+// encodes an api.HookRequest with these values (a test compares them),
+// without encoding/json's reflection, whose first use would cost every
+// hook a good part of a millisecond.
+func (r hookRequest) appendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = hooksock.AppendString(b, r.ID)
+	if r.Text != "" {
+		b = append(b, `,"text":`...)
+		b = hooksock.AppendString(b, r.Text)
+	}
+	b = append(b, `,"process":`...)
+	p := r.Process
+	if p == nil {
+		b = append(b, "null"...)
+		return append(b, '}')
+	}
+	b = append(b, `{"pid":`...)
+	b = strconv.AppendInt(b, int64(p.PID), 10)
+	b = append(b, `,"start":`...)
+	b = strconv.AppendUint(b, p.Start, 10)
+	b = append(b, `,"host":`...)
+	b = hooksock.AppendString(b, p.Host)
+	b = append(b, `,"boot_id":`...)
+	b = hooksock.AppendString(b, p.Boot)
+	if p.Comm != "" {
+		b = append(b, `,"comm":`...)
+		b = hooksock.AppendString(b, p.Comm)
+	}
+	return append(b, "}}"...)
 }
 
 // Limits, as `logbook hook claude` has them.
@@ -92,18 +125,24 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 		fmt.Fprintf(stderr, "logbook-hook: read stdin: %v\n", err)
 		return 1
 	}
-	if event, gated := GateEvent(payload); gated && Gated(args) && AsksHelp(args) {
-		// Help is no verdict: Claude Code would run the call by its own
-		// permission flow. The help goes to stderr, the deny to stdout.
-		help := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--gate" || strings.HasPrefix(a, "--gate=") })
-		showHelp(help, bytes.NewReader(nil), stderr, logbook)
-		fmt.Fprintf(stderr, "logbook-hook --gate: deny: %s\n", HelpIsNoVerdict)
-		os.Stdout.Write(FailClosedAnswer(event, HelpIsNoVerdict))
-		return 0
-	}
-	if _, gated := GateEvent(payload); !gated && Gated(args) {
-		// The gate does not answer this event: it is only recorded.
-		args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--gate" || strings.HasPrefix(a, "--gate=") })
+	// The payload's event is read only for a gated hook: an ungated one
+	// never needs it, and reading it is the process's first use of
+	// encoding/json's decoder.
+	if Gated(args) {
+		event, gated := GateEvent(payload)
+		if gated && AsksHelp(args) {
+			// Help is no verdict: Claude Code would run the call by its own
+			// permission flow. The help goes to stderr, the deny to stdout.
+			help := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--gate" || strings.HasPrefix(a, "--gate=") })
+			showHelp(help, bytes.NewReader(nil), stderr, logbook)
+			fmt.Fprintf(stderr, "logbook-hook --gate: deny: %s\n", HelpIsNoVerdict)
+			os.Stdout.Write(FailClosedAnswer(event, HelpIsNoVerdict))
+			return 0
+		}
+		if !gated {
+			// The gate does not answer this event: it is only recorded.
+			args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--gate" || strings.HasPrefix(a, "--gate=") })
+		}
 	}
 	data, ok := parseArgs(args)
 	if len(payload) > maxPayload {
@@ -292,10 +331,7 @@ func deliver(deadline time.Time, dir string, req hookRequest) error {
 	if b, err := hookspool.ReadRegular(filepath.Join(dir, "serve.json"), maxSmallFile); err != nil || json.Unmarshal(b, &si) != nil || si.URL == "" {
 		return fmt.Errorf("no server running (no %s)", filepath.Join(dir, "serve.json"))
 	}
-	body, err := hooksock.Marshal(req)
-	if err != nil {
-		return err
-	}
+	body := req.appendJSON(make([]byte, 0, len(req.ID)+len(req.Text)+256))
 	data, err := hooksock.Call(dir, body, deadline)
 	if err != nil {
 		return fmt.Errorf("ask server (hook): %w", err)

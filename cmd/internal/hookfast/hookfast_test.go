@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
+	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/events"
 )
 
 // TestNoSubcommand: arguments of flags alone (a flag's value included)
@@ -129,6 +133,50 @@ func TestMain_DataDirOfAnotherUser(t *testing.T) {
 		ents, err := os.ReadDir(data)
 		if err != nil || len(ents) > 0 {
 			t.Fatalf("%s: the data dir holds %d entries (%v), want none", c.name, len(ents), err)
+		}
+	}
+}
+
+// TestHookRequest_JSON: appendJSON writes what encoding/json (through
+// hooksock.Marshal) writes for the request as the hook sent it before,
+// byte for byte: with and without a process, text or comm, with text
+// that needs escaping, and with every field of events.Process set, so
+// that a field added to it fails here until appendJSON writes it.
+func TestHookRequest_JSON(t *testing.T) {
+	type sent struct { // the request as encoding/json encoded it
+		ID      string `json:"id"`
+		Text    string `json:"text,omitempty"`
+		Process any    `json:"process,omitempty"`
+	}
+	var full events.Process
+	v := reflect.ValueOf(&full).Elem()
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.String:
+			f.SetString("v" + strconv.Itoa(i) + "\u2028<&>\"\\\x01é\xff")
+		case reflect.Int:
+			f.SetInt(-1 << 62)
+		case reflect.Uint64:
+			f.SetUint(1<<64 - 1 - uint64(i))
+		default:
+			t.Fatalf("events.Process.%s is a %s, which appendJSON does not write", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	noComm := events.Process{PID: 4242, Start: 77, Host: "build-3", Boot: "3f2a-…"}
+	text := `{"session_id":"s","hook_event_name":"PreToolUse","tool_input":{"command":"echo \"<a>\" && cat\tx\n"}}`
+	for _, r := range []hookRequest{
+		{ID: "01JDQ0000000000000000000AA"},
+		{ID: "01JDQ0000000000000000000AA", Text: text},
+		{ID: "01JDQ0000000000000000000AA", Text: text, Process: &noComm},
+		{ID: "01JDQ0000000000000000000AA", Text: "x", Process: &full},
+		{ID: "", Process: &events.Process{}},
+	} {
+		want, err := hooksock.Marshal(sent{ID: r.ID, Text: r.Text, Process: r.Process})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.appendJSON([]byte("x"))[1:]; !bytes.Equal(got, want) {
+			t.Errorf("appendJSON =\n%s\nwant\n%s", got, want)
 		}
 	}
 }
