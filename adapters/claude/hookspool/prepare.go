@@ -77,11 +77,7 @@ func checkHook(top map[string]json.RawMessage) (string, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	t := jsonx.Object{M: top, Probs: new([]string)}
-	event := ""
-	if jsonx.Kind(top["hook_event_name"]) == "string" {
-		event = t.Str("hook_event_name")
-	}
+	event := topStr(top, "hook_event_name")
 	if len(event) > MaxHookID {
 		return "", &HookError{Field: "hook_event_name", Err: fmt.Errorf("%w: %d bytes, at most %d", ErrFieldTooLong, len(event), MaxHookID)}
 	}
@@ -92,7 +88,7 @@ func checkHook(top map[string]json.RawMessage) (string, error) {
 		}
 		// A string's decoded text is at most as long as its JSON text.
 		if c := hookFieldCap(k); c > 0 && got == "string" && len(top[k]) > c+2 {
-			if n := len(t.Str(k)); n > c {
+			if n := len(topStr(top, k)); n > c {
 				return "", &HookError{Event: event, Field: k, Err: fmt.Errorf("%w: %d bytes, at most %d", ErrFieldTooLong, n, c)}
 			}
 		}
@@ -100,15 +96,15 @@ func checkHook(top map[string]json.RawMessage) (string, error) {
 	if event == "" {
 		return "", &HookError{Field: "hook_event_name", Err: ErrMissingField}
 	}
-	if t.Str("session_id") == "" {
+	if topStr(top, "session_id") == "" {
 		return "", &HookError{Event: event, Field: "session_id", Err: ErrMissingField}
 	}
 	// The ids name the session aggregate (SessionAggregate): refuse here,
 	// by the log's own rule, what the server would refuse on delivery.
-	if err := events.ValidID(t.Str("session_id")); err != nil {
+	if err := events.ValidID(topStr(top, "session_id")); err != nil {
 		return "", &HookError{Event: event, Field: "session_id", Err: err}
 	}
-	if a := t.Str("agent_id"); a != "" {
+	if a := topStr(top, "agent_id"); a != "" {
 		err := events.ValidID(a)
 		if err == nil {
 			_, err = SessionAggregate("", a) // "agent-"+a within MaxIDLen
@@ -118,6 +114,19 @@ func checkHook(top map[string]json.RawMessage) (string, error) {
 		}
 	}
 	return event, nil
+}
+
+// topStr returns the text of the string member key of top, a payload's
+// top-level members as scanHook read them (each a well-formed JSON
+// value, nothing around it), or "" when it is absent or not a string.
+// It decodes as encoding/json does (jsonx.Unquote), without its
+// reflection, whose first use would cost every hook process dearly.
+func topStr(top map[string]json.RawMessage, key string) string {
+	r := top[key]
+	if jsonx.Kind(r) != "string" {
+		return ""
+	}
+	return jsonx.Unquote(r)
 }
 
 // hookFieldKind returns the JSON type a hook payload's top-level field

@@ -2,6 +2,7 @@ package hookspool
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -155,5 +156,27 @@ func TestAgentProcess_Self(t *testing.T) {
 	}
 	if p == nil || p.PID != os.Getppid() || p.Start != parent.start || p.Comm != parent.comm {
 		t.Fatalf("AgentProcess(self) = %+v, want the parent %d (%s)", p, os.Getppid(), parent.comm)
+	}
+}
+
+// TestTopStr: a top-level string member reads as encoding/json decodes
+// it (escapes, surrogate pairs, a lone surrogate); a member of another
+// type, null or absent reads "".
+func TestTopStr(t *testing.T) {
+	b := []byte(`{"a":"plain","b":"t\u00e9\n\"\\\/\ud83c\udf89\ud800x","c":12,"d":null,"e":{"x":"y"}}`)
+	s, err := scanHook(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b", "c", "d", "e", "missing"} {
+		want := ""
+		if r, ok := s.top[k]; ok && r[0] == '"' {
+			if err := json.Unmarshal(r, &want); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := topStr(s.top, k); got != want {
+			t.Errorf("topStr(%s) = %q, want %q", k, got, want)
+		}
 	}
 }
