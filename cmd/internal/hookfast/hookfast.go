@@ -310,29 +310,38 @@ func dataDir(flag string) (string, error) {
 // in its place never blocks nor fills memory.
 const maxSmallFile = 64 << 10
 
+// serverNamed reports whether data dir dir has a serve.json naming a
+// server's URL, as a running `logbook serve` leaves it.
+func serverNamed(dir string) bool {
+	var si struct {
+		URL string `json:"url"`
+	}
+	b, err := hookspool.ReadRegular(filepath.Join(dir, "serve.json"), maxSmallFile)
+	return err == nil && json.Unmarshal(b, &si) == nil && si.URL != ""
+}
+
 // errRefused is the server refusing the payload as bad input.
 var errRefused = errors.New("refused by the server")
 
-// deliver sends req to the server of data dir dir, which names itself in
-// its serve.json, on the data dir's hook socket (adapters/hooksock), and
-// waits for the server's answer until deadline. No serve.json, or
-// a socket nothing listens on (a server killed), is an error for the
-// caller to spool the payload; a server without the socket (an older
-// one) is an error wrapping hooksock.ErrNoSocket, for the caller to hand
-// the payload to logbook; a refusal of the payload wraps errRefused.
+// deliver sends req to the server of data dir dir on the data dir's
+// hook socket (adapters/hooksock), and waits for the server's answer
+// until deadline. A socket nothing listens on (a server killed), or no
+// socket and no serve.json (no server), is an error for the caller to
+// spool the payload; no socket beside a serve.json that names a server
+// (a server without the socket: a reader, an older logbook) is an error
+// wrapping hooksock.ErrNoSocket, for the caller to hand the payload to
+// logbook; a refusal of the payload wraps errRefused. serve.json is read
+// only when there is no socket: a server that answers on it runs.
 //
 // It takes a deadline, not a context: a context's deadline is a runtime
 // timer, which starts the network poller and wakes a thread for it, in
 // a process that blocks in plain system calls with their own timeouts.
 func deliver(deadline time.Time, dir string, req hookRequest) error {
-	var si struct {
-		URL string `json:"url"`
-	}
-	if b, err := hookspool.ReadRegular(filepath.Join(dir, "serve.json"), maxSmallFile); err != nil || json.Unmarshal(b, &si) != nil || si.URL == "" {
-		return fmt.Errorf("no server running (no %s)", filepath.Join(dir, "serve.json"))
-	}
 	body := req.appendJSON(make([]byte, 0, len(req.ID)+len(req.Text)+256))
 	data, err := hooksock.Call(dir, body, deadline)
+	if errors.Is(err, hooksock.ErrNoSocket) && !serverNamed(dir) {
+		return fmt.Errorf("no server running (no %s)", filepath.Join(dir, "serve.json"))
+	}
 	if err != nil {
 		return fmt.Errorf("ask server (hook): %w", err)
 	}
