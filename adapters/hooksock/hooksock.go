@@ -89,7 +89,7 @@ func call(dir, path string, req []byte, deadline time.Time) ([]byte, error) {
 		defer unix.Close(dfd)
 		addr = ProcPath(dfd)
 	}
-	if err := timeouts(fd, deadline); err != nil {
+	if err := timeout(fd, unix.SO_SNDTIMEO, deadline); err != nil {
 		return nil, err
 	}
 	for {
@@ -97,7 +97,7 @@ func call(dir, path string, req []byte, deadline time.Time) ([]byte, error) {
 		if err != unix.EINTR {
 			break
 		}
-		if err := timeouts(fd, deadline); err != nil {
+		if err := timeout(fd, unix.SO_SNDTIMEO, deadline); err != nil {
 			return nil, err
 		}
 	}
@@ -211,24 +211,23 @@ func ProcPath(dfd int) string {
 	return "/proc/self/fd/" + strconv.Itoa(dfd) + "/" + Name
 }
 
-// timeouts sets fd's send and receive timeouts to what is left until
-// deadline.
-func timeouts(fd int, deadline time.Time) error {
+// timeout sets fd's send (opt SO_SNDTIMEO, which connect(2) on a Unix
+// socket waits by too) or receive (SO_RCVTIMEO) timeout to what is left
+// until deadline: only the one the next call waits by, one system call
+// per wait.
+func timeout(fd, opt int, deadline time.Time) error {
 	left := time.Until(deadline)
 	if left <= 0 {
 		return ErrTimeout
 	}
 	tv := unix.NsecToTimeval(max(left.Nanoseconds(), int64(time.Microsecond)))
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
-		return os.NewSyscallError("setsockopt", err)
-	}
-	return os.NewSyscallError("setsockopt", unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv))
+	return os.NewSyscallError("setsockopt", unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, opt, &tv))
 }
 
 // write writes all of b to fd before deadline.
 func write(fd int, b []byte, deadline time.Time) error {
 	for len(b) > 0 {
-		if err := timeouts(fd, deadline); err != nil {
+		if err := timeout(fd, unix.SO_SNDTIMEO, deadline); err != nil {
 			return err
 		}
 		n, err := unix.SendmsgN(fd, b, nil, nil, unix.MSG_NOSIGNAL)
@@ -250,7 +249,7 @@ func read(fd int, deadline time.Time) ([]byte, error) {
 	var b []byte
 	buf := make([]byte, 4096)
 	for {
-		if err := timeouts(fd, deadline); err != nil {
+		if err := timeout(fd, unix.SO_RCVTIMEO, deadline); err != nil {
 			return b, err
 		}
 		n, err := unix.Read(fd, buf)

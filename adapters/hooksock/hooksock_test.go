@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,5 +165,34 @@ func TestAppendString(t *testing.T) {
 		if got := hooksock.AppendString([]byte("x"), s); string(got) != "x"+string(want) {
 			t.Errorf("AppendString(%q) = %s, want %s", s, got[1:], want)
 		}
+	}
+}
+
+// TestCall_WriteTimeout: a server that takes the connection but never
+// reads a request larger than the socket's buffers makes Call give up
+// at its deadline, while writing, with ErrTimeout.
+func TestCall_WriteTimeout(t *testing.T) {
+	dir := t.TempDir()
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, hooksock.Name), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never read
+		}
+	}()
+	start := time.Now()
+	_, err = hooksock.Call(dir, make([]byte, 16<<20), time.Now().Add(300*time.Millisecond))
+	if !errors.Is(err, hooksock.ErrTimeout) {
+		t.Errorf("Call to a server that never reads: %v, want ErrTimeout", err)
+	}
+	if took := time.Since(start); took < 250*time.Millisecond || took > 5*time.Second {
+		t.Errorf("gave up after %v, want 300ms", took)
 	}
 }
