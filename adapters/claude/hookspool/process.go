@@ -16,15 +16,19 @@ import (
 // field 2 comm in parentheses, field 4 ppid, field 22 starttime in clock
 // ticks after boot) and /proc/sys/kernel/random/boot_id.
 
-// passThrough names the programs that stand between an agent and the
-// hook it runs without being the agent: shells (Claude Code runs a hook's
-// command through one) and the wrappers people put in front of a command.
-var passThrough = map[string]bool{
-	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true,
-	"fish": true, "tcsh": true, "csh": true, "busybox": true,
-	"timeout": true, "env": true, "nice": true, "nohup": true, "stdbuf": true, "setsid": true,
-	"ionice": true, "taskset": true, "chrt": true, "flock": true, "time": true,
-	"sudo": true, "doas": true, "su": true, "runuser": true,
+// passThrough reports whether comm names a program that stands between
+// an agent and the hook it runs without being the agent: a shell (Claude
+// Code runs a hook's command through one) or a wrapper people put in
+// front of a command. A switch, not a map: no package init builds it in
+// every hook process.
+func passThrough(comm string) bool {
+	switch comm {
+	case "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "tcsh", "csh", "busybox",
+		"timeout", "env", "nice", "nohup", "stdbuf", "setsid", "ionice", "taskset", "chrt", "flock", "time",
+		"sudo", "doas", "su", "runuser":
+		return true
+	}
+	return false
 }
 
 // procStat is what AgentProcess reads of one process.
@@ -117,7 +121,7 @@ func AgentProcess(pid int, host, boot string) (*events.Process, error) {
 		if st, err = readStat(cur); err != nil {
 			return nil, fmt.Errorf("find agent process: %w", err)
 		}
-		if !passThrough[st.comm] {
+		if !passThrough(st.comm) {
 			return &events.Process{PID: cur, Start: st.start, Host: host, Boot: boot, Comm: st.comm}, nil
 		}
 	}

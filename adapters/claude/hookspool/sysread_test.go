@@ -151,7 +151,7 @@ func TestAgentProcess_Self(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if passThrough[parent.comm] {
+	if passThrough(parent.comm) {
 		t.Skipf("the test's parent is %s, a pass-through", parent.comm)
 	}
 	if p == nil || p.PID != os.Getppid() || p.Start != parent.start || p.Comm != parent.comm {
