@@ -247,12 +247,14 @@ func write(fd int, b []byte, deadline time.Time) error {
 // read reads fd to its end, at most MaxReply bytes, before deadline.
 func read(fd int, deadline time.Time) ([]byte, error) {
 	var b []byte
-	buf := make([]byte, 4096)
+	// An answer is a few dozen bytes: a small buffer on the stack, which a
+	// page-sized one would make the calling goroutine's stack grow.
+	var buf [512]byte
 	for {
 		if err := timeout(fd, unix.SO_RCVTIMEO, deadline); err != nil {
 			return b, err
 		}
-		n, err := unix.Read(fd, buf)
+		n, err := unix.Read(fd, buf[:])
 		switch {
 		case err == unix.EINTR:
 			continue

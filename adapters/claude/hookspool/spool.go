@@ -256,7 +256,7 @@ func readDirents(fd int, dir string, f func(name string, typ fs.FileMode) bool) 
 	// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16,
 	// d_type u8, d_name NUL-terminated.
 	const reclenAt, typeAt, nameAt = 16, 18, 19
-	var buf [2048]byte
+	var buf [1024]byte // room for 3 entries of the longest name; kept small, on the stack
 	for {
 		n, err := unix.Getdents(fd, buf[:])
 		if err == unix.EINTR {
