@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -113,7 +114,7 @@ var (
 
 // PrepareHook is hookspool.PrepareHook: what a hook process spools for
 // payload b, cut when over MaxHookSend. Errors: CheckHook's, ErrTooLarge.
-func PrepareHook(b []byte) ([]byte, error) { return hookspool.PrepareHook(b) }
+func PrepareHook(b []byte) ([]byte, error) { return hookspool.PrepareHook(b, sha256.Sum256) }
 
 // CheckHook is hookspool.CheckHook: whether b is a hook payload
 // Parser.Hook accepts, with the same errors, without parsing it.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -298,5 +299,42 @@ func TestHookSock_Markup(t *testing.T) {
 	}
 	if got := prompts(t, b); !slices.Equal(got, []string{"p-01"}) {
 		t.Errorf("prompts %v, want [p-01]", got)
+	}
+}
+
+// TestHookSock_OverCap: logbook-hook links no hash, so a payload over
+// the send cap is checked, then spooled as it came, not cut; serve's
+// drain cuts it as `logbook hook claude` would: it lands once, its
+// observation naming the original's size and SHA-256.
+func TestHookSock_OverCap(t *testing.T) {
+	data, b, _ := apiServe(t)
+	bin := hookBin(t)
+	payload := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"UserPromptSubmit","prompt_id":"p-big","prompt":%q}`, sockSession, strings.Repeat("long prompt ", 40<<10))
+	if len(payload) <= hookspool.MaxHookSend {
+		t.Fatalf("payload of %d bytes is not over the cap", len(payload))
+	}
+	if code, stderr := runSockHook(t, bin, data, payload); code != 0 || stderr != "" {
+		t.Fatalf("logbook-hook exit %d: %s", code, stderr)
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(spooled(t, data)) > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still spooled after 30s: %v", spooled(t, data))
+		}
+	}
+	b.settle(t.Context())
+	agg, _ := claude.SessionAggregate(sockSession, "")
+	recs, _, err := b.log.Load(t.Context(), agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(payload))
+	var cuts []string
+	for _, r := range recs {
+		if o, ok := events.Observed(r.Data); ok && o.Cut != nil {
+			cuts = append(cuts, fmt.Sprintf("%d %s", o.Cut.Size, o.Cut.SHA256))
+		}
+	}
+	if want := fmt.Sprintf("%d %x", len(payload), sum); !slices.Equal(cuts, []string{want}) {
+		t.Errorf("cut observations %v, want one: %s", cuts, want)
 	}
 }

@@ -27,6 +27,10 @@ var (
 	ErrTooLarge = errors.New("payload too large")
 	// ErrFieldTooLong reports a hook payload field over its cap.
 	ErrFieldTooLong = errors.New("field too long")
+	// ErrMustCut is PrepareHook's answer, with the payload, when it is
+	// over MaxHookSend and no hash was given to cut it with: not an
+	// input error, the payload passed every check.
+	ErrMustCut = errors.New("payload over the send cap, to be cut by a program that hashes it")
 )
 
 // HookError reports a hook payload that could not be used. It wraps

@@ -8,7 +8,6 @@ import (
 	"sort"
 
 	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
-	"github.com/logbook-dev/logbook/adapters/internal/sha256go"
 	"github.com/logbook-dev/logbook/adapters/redact/cut"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -168,12 +167,17 @@ const (
 // (trailing whitespace removed) when it is at most MaxHookSend bytes;
 // else b with every string cut to MaxHookString bytes (cut.Text,
 // as redact.CutStrings cuts) and a CutMember naming the original's size
-// and SHA-256, which the parser turns into the observation's Cut. It
-// reads b once (UTF-8, syntax, MaxHookDepth, MaxHookKeys) and decodes
+// and SHA-256, sum(b), which the parser turns into the observation's Cut.
+// It reads b once (UTF-8, syntax, MaxHookDepth, MaxHookKeys) and decodes
 // only the top-level fields it checks and the first MaxHookString bytes
 // of each string it cuts. Errors: CheckHook's, and ErrTooLarge for a
 // payload still over MaxHookSend after cutting.
-func PrepareHook(b []byte) ([]byte, error) {
+//
+// With sum nil (a binary that links no hash: logbook-hook), a payload
+// over MaxHookSend is checked but not cut: PrepareHook returns it
+// trimmed with ErrMustCut, for the caller to spool as it is (serve's
+// drain cuts it, as here) or hand to a program that cuts it.
+func PrepareHook(b []byte, sum func([]byte) [32]byte) ([]byte, error) {
 	b = bytes.TrimRight(b, " \t\r\n")
 	long := 0
 	if len(b) > MaxHookSend {
@@ -189,6 +193,9 @@ func PrepareHook(b []byte) ([]byte, error) {
 	if len(b) <= MaxHookSend {
 		return b, nil
 	}
+	if sum == nil {
+		return b, ErrMustCut
+	}
 	// The cut strings first, to know the result's size before building it.
 	size := len(b)
 	cuts := make([]string, len(s.longs))
@@ -201,8 +208,8 @@ func PrepareHook(b []byte) ([]byte, error) {
 		cuts[i] = cut.QuoteJSON(cut.Text(text, MaxHookString))
 		size += len(cuts[i]) - len(raw)
 	}
-	sum := sha256go.Sum256(b) // crypto/sha256 would link the FIPS 140 module
-	member := fmt.Sprintf(`{%q:{"size":%d,"sha256":%q}`, CutMember, len(b), hex.EncodeToString(sum[:]))
+	h := sum(b)
+	member := fmt.Sprintf(`{%q:{"size":%d,"sha256":%q}`, CutMember, len(b), hex.EncodeToString(h[:]))
 	if len(s.top) > 0 {
 		member += ","
 	}

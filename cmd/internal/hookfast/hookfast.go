@@ -6,9 +6,12 @@
 // It handles a payload on the data dir's own server: with nothing waiting
 // in the spool it sends the payload to the server's hook socket
 // (adapters/hooksock, <data dir>/hook.sock) and exits once the server
-// appended it; with entries waiting, or no server answering, it spools
+// has it in its intake journal (adapters/api.Intake), to be appended
+// right after; with entries waiting, or no server answering, it spools
 // the payload (adapters/claude/hookspool.Spool) for the server to
-// deliver. A server that does not listen on the socket (a reader, an
+// deliver. A payload over the send cap (256 KiB) is spooled as it came,
+// checked but not cut: the cut records the original's SHA-256, and this
+// binary links no crypto; serve's drain cuts it as logbook would. A server that does not listen on the socket (a reader, an
 // older logbook) gets the payload from `logbook hook claude`. Everything
 // else (a payload it cannot use, --nats-url, --creds, a gate, or any flag
 // it does not know) it hands to `logbook hook claude` with the same
@@ -151,8 +154,9 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 	if !ok || os.Getenv("LOGBOOK_NATS_URL") != "" || os.Getenv("LOGBOOK_CREDS") != "" {
 		return handOver(args, payload, stderr, logbook, nil)
 	}
-	prepared, err := hookspool.PrepareHook(payload)
-	if err != nil {
+	prepared, err := hookspool.PrepareHook(payload, nil)
+	mustCut := errors.Is(err, hookspool.ErrMustCut)
+	if err != nil && !mustCut {
 		return handOver(args, payload, stderr, logbook, err) // it keeps the payload aside
 	}
 	dir, err := dataDir(data)
@@ -168,6 +172,12 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 	agent, _ := hookspool.AgentProcess(os.Getpid(), host, hookspool.BootID())
 	id := ulid.Make().String()
 	waiting, err := sp.HasPending()
+	if mustCut {
+		// Over the send cap, checked but not cut: this binary links no
+		// hash for the cut's sum. serve's drain, which the new entry
+		// wakes, cuts it as `logbook hook claude` would have.
+		waiting, err = true, nil
+	}
 	if err == nil && !waiting {
 		err = deliver(time.Now().Add(timeout), dir, hookRequest{ID: id, Text: string(prepared), Process: agent})
 		if err == nil {
@@ -440,8 +450,8 @@ func handOver(args []string, payload []byte, stderr io.Writer, logbook string, r
 // its review, decided by the hook, when it delivers the entry. args are
 // the hook's arguments (their --data names the data dir).
 func keepDenied(args []string, payload []byte, why string) error {
-	prepared, err := hookspool.PrepareHook(payload)
-	if err != nil {
+	prepared, err := hookspool.PrepareHook(payload, nil)
+	if err != nil && !errors.Is(err, hookspool.ErrMustCut) { // one over the cap waits uncut, for the drain to cut
 		return err
 	}
 	dir, err := dataDir(dataFlag(args))
