@@ -38,7 +38,8 @@ type Intake struct {
 	j    *journal.Journal
 	logf func(format string, args ...any)
 
-	roundMu sync.Mutex // one round at a time
+	roundMu   sync.Mutex // one round at a time
+	advanceMu sync.Mutex // one advance at a time, in order
 
 	mu       sync.Mutex
 	queue    []*intakeItem // taken and not done, in sequence order
@@ -202,9 +203,10 @@ func (in *Intake) Flush(ctx context.Context) (left int, err error) {
 const maxSessionsAtOnce = 64
 
 // round ingests the records queued now, each session's in order and
-// sessions side by side, then marks done in the journal every record up
-// to the first one left undone. It returns how many records it finished
-// and the first error that left one undone.
+// sessions side by side, marking done in the journal, as each record
+// goes in, every record up to the first one not yet done (advance). It
+// returns how many records it finished and the first error that left
+// one undone.
 func (in *Intake) round(ctx context.Context) (int, error) {
 	in.roundMu.Lock()
 	defer in.roundMu.Unlock()
@@ -248,34 +250,45 @@ func (in *Intake) round(ctx context.Context) (int, error) {
 				it.done = true
 				finished++
 				in.mu.Unlock()
+				// At once, not at the round's end: after a crash only
+				// the records in flight are ingested again, and each
+				// session's recent keys know those.
+				in.advance()
 			}
 		})
 	}
 	wg.Wait()
 	in.mu.Lock()
+	in.lastErr = firstErr
+	in.mu.Unlock()
+	return finished, firstErr
+}
+
+// advance marks done in the journal every record up to the first one
+// not yet done, then tells waiters: a record a waiter counts on is in
+// the log, and is not ingested again after a crash.
+func (in *Intake) advance() {
+	in.advanceMu.Lock()
+	defer in.advanceMu.Unlock()
+	in.mu.Lock()
 	i := 0
 	for i < len(in.queue) && in.queue[i].done {
 		i++
 	}
-	through := in.through
-	if i > 0 {
-		through = in.queue[i-1].seq
-		in.queue = append(in.queue[:0:0], in.queue[i:]...)
-	}
-	in.lastErr = firstErr
-	in.mu.Unlock()
-	if through > in.through {
-		// Marked in the journal before Wait is told: a record a waiter
-		// counts on is in the log, and not ingested again after a crash.
-		if err := in.j.Done(through); err != nil {
-			in.logf("hook intake: %v", err)
-		}
-		in.mu.Lock()
-		in.through = through
-		in.signalLocked()
+	if i == 0 {
 		in.mu.Unlock()
+		return
 	}
-	return finished, firstErr
+	through := in.queue[i-1].seq
+	in.queue = append(in.queue[:0:0], in.queue[i:]...)
+	in.mu.Unlock()
+	if err := in.j.Done(through); err != nil {
+		in.logf("hook intake: %v", err)
+	}
+	in.mu.Lock()
+	in.through = through
+	in.signalLocked()
+	in.mu.Unlock()
 }
 
 // ingest ingests one record: its observation and decisions in one batch,

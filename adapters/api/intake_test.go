@@ -33,13 +33,20 @@ type intakeEnv struct {
 
 func newIntakeEnv(t *testing.T) *intakeEnv {
 	t.Helper()
+	return newIntakeEnvDup(t, 0)
+}
+
+// newIntakeEnvDup is newIntakeEnv with the stream's Nats-Msg-Id
+// duplicate window dup (0: natslog's default).
+func newIntakeEnvDup(t *testing.T, dup time.Duration) *intakeEnv {
+	t.Helper()
 	dir := t.TempDir()
 	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: filepath.Join(dir, "jetstream"), Fsync: natslog.FsyncAlways})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := events.NewRegistry()
-	l, err := natslog.Open(t.Context(), srv.Conn(), natslog.Config{Registry: reg})
+	l, err := natslog.Open(t.Context(), srv.Conn(), natslog.Config{Registry: reg, Duplicates: dup})
 	if err != nil {
 		srv.Shutdown()
 		t.Fatal(err)
@@ -393,5 +400,51 @@ func TestIntake_Concurrent(t *testing.T) {
 	}
 	if types["session.entry_opened"] != 60 {
 		t.Errorf("event types %v: want 60 entries opened", types)
+	}
+}
+
+// TestIntake_KilledMidBacklog: a server killed while it appends a long
+// backlog of one session (hooks with no tool call, which only their
+// entry id tells apart) appends, at its next start, each hook once, even
+// with the log's own duplicate window long past: what it marked done is
+// not read again, and what it had in flight is within the session's
+// recent keys.
+func TestIntake_KilledMidBacklog(t *testing.T) {
+	e := newIntakeEnvDup(t, 100*time.Millisecond)
+	svc := e.service()
+	in := e.open(svc)
+	const n = 600
+	for range n {
+		b, _ := json.Marshal(HookRequest{ID: ulid.Make().String(), Text: `{"session_id":"s","hook_event_name":"Notification","message":"waiting"}`})
+		if _, err := in.Accept(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		in.Run(ctx)
+	}()
+	for in.j.Pending() > n-300 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel() // killed: no Flush, the journal as it is
+	<-done
+	in.j.Close()
+	time.Sleep(200 * time.Millisecond) // past the duplicate window
+
+	svc2 := e.service()
+	in2 := e.open(svc2)
+	if p := in2.Pending(); p == 0 || p > n-300+maxSessionsAtOnce {
+		t.Errorf("reopened with %d pending, want what was not done", p)
+	}
+	run(t, in2)
+	if err := svc2.WaitIntake(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	obs, _ := e.observed()
+	if len(obs["s"]) != n {
+		t.Errorf("%d observations, want %d, each once", len(obs["s"]), n)
 	}
 }
