@@ -159,7 +159,7 @@ func (j *Journal) load() ([]Record, error) {
 		return nil, j.create()
 	}
 	if st.Size() < dataStart {
-		return nil, fmt.Errorf("journal %s: damaged: %d bytes, shorter than its %d-byte header (move it aside to start a new journal; the hooks it held are lost)", j.path, st.Size(), dataStart)
+		return nil, fmt.Errorf("journal %s: damaged: %d bytes, shorter than its %d-byte header (%s)", j.path, st.Size(), dataStart, moveAside)
 	}
 	j.size = st.Size()
 	var head [2 * slotSize]byte
@@ -174,7 +174,7 @@ func (j *Journal) load() ([]Record, error) {
 		}
 	}
 	if !found {
-		return nil, fmt.Errorf("journal %s: damaged: no valid header (move it aside to start a new journal; the hooks it held are lost)", j.path)
+		return nil, fmt.Errorf("journal %s: damaged: no valid header (%s)", j.path, moveAside)
 	}
 	if j.done+1 < j.base || j.base == 0 {
 		return nil, fmt.Errorf("journal %s: damaged: header names base %d and done %d", j.path, j.base, j.done)
@@ -182,28 +182,42 @@ func (j *Journal) load() ([]Record, error) {
 	var recs []Record
 	j.off, j.next = dataStart, j.base
 	var h [headerSize]byte
-	for j.off+headerSize <= j.size {
+	for first := true; j.off+headerSize <= j.size; first = false {
 		if _, err := j.f.ReadAt(h[:], j.off); err != nil {
 			return nil, fmt.Errorf("journal %s: read at %d: %w", j.path, j.off, err)
 		}
 		n := int64(binary.LittleEndian.Uint32(h[0:4]))
 		sum := binary.LittleEndian.Uint32(h[4:8])
 		seq := binary.LittleEndian.Uint64(h[8:16])
-		if seq != j.next || n > int64(j.opt.MaxRecord) || j.off+headerSize+n > j.size {
+		// The first record may stand past base: written after a start-over
+		// whose header was the slot a torn write then damaged.
+		if seq != j.next && !(first && seq > j.base) || n > int64(j.opt.MaxRecord) {
 			break
+		}
+		if j.off+headerSize+n > j.size {
+			return nil, fmt.Errorf("journal %s: damaged: record %d at offset %d runs past the file's end at %d bytes: the file was cut short (%s)", j.path, seq, j.off, j.size, moveAside)
 		}
 		data := make([]byte, n)
 		if _, err := j.f.ReadAt(data, j.off+headerSize); err != nil {
 			return nil, fmt.Errorf("journal %s: read at %d: %w", j.path, j.off+headerSize, err)
 		}
 		if crc32.Update(crc32.Checksum(h[8:16], castagnoli), castagnoli, data) != sum {
-			break // torn: never acknowledged
+			break
+		}
+		if first {
+			j.base, j.next = seq, seq
 		}
 		if seq > j.done {
 			recs = append(recs, Record{Seq: seq, Data: data})
 		}
 		j.off += headerSize + n
 		j.next++
+	}
+	// The records end here: a crash tears at most the record it was
+	// writing, the last, so a whole record after this point means the
+	// file was damaged, and the records past the damage would be lost.
+	if seq, at, ok := j.wholeAfter(j.off, j.next); ok {
+		return nil, fmt.Errorf("journal %s: damaged: record %d at offset %d cannot be read, but record %d at offset %d after it is whole (%s)", j.path, j.next, j.off, seq, at, moveAside)
 	}
 	if j.done >= j.next {
 		// Marked done past the records the file holds (records lost to
@@ -215,6 +229,42 @@ func (j *Journal) load() ([]Record, error) {
 		}
 	}
 	return recs, nil
+}
+
+// moveAside is what to do with a damaged journal, for its errors.
+const moveAside = "move it aside to start a new journal; the records it holds are then not appended"
+
+// laterRecords is how far past the expected sequence wholeAfter looks.
+const laterRecords = 64
+
+// wholeAfter reports a whole record (its CRC right) from offset from on
+// whose sequence is above seq and at most laterRecords past it, and
+// where it starts. Records of earlier start-overs carry sequences below
+// base and never match.
+func (j *Journal) wholeAfter(from int64, seq uint64) (uint64, int64, bool) {
+	if from >= j.size {
+		return 0, 0, false
+	}
+	rest := make([]byte, j.size-from)
+	if _, err := j.f.ReadAt(rest, from); err != nil && !errors.Is(err, io.EOF) {
+		return 0, 0, false
+	}
+	for p := 8; p+8 <= len(rest); p++ {
+		s := binary.LittleEndian.Uint64(rest[p : p+8])
+		if s <= seq || s > seq+laterRecords {
+			continue
+		}
+		at := p - 8 // the record's header starts 8 bytes before its sequence
+		n := int(binary.LittleEndian.Uint32(rest[at : at+4]))
+		if n > j.opt.MaxRecord || at+headerSize+n > len(rest) {
+			continue
+		}
+		data := rest[at+headerSize : at+headerSize+n]
+		if crc32.Update(crc32.Checksum(rest[p:p+8], castagnoli), castagnoli, data) == binary.LittleEndian.Uint32(rest[at+4:at+8]) {
+			return s, from + int64(at), true
+		}
+	}
+	return 0, 0, false
 }
 
 // create writes a new, empty journal into the empty file: zeros to

@@ -437,3 +437,74 @@ func writer(path string) {
 		w.Flush()
 	}
 }
+
+// TestJournal_DamageIsAnError: a record that cannot be read with whole
+// records after it, or a file cut inside a record, is damage, not a
+// crash's torn tail: Open refuses the file, naming the record and the
+// offset, rather than return the records before it and lose the rest.
+func TestJournal_DamageIsAnError(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		hurt func(t *testing.T, path string, offs []int64)
+		want string
+	}{
+		{"middle record", func(t *testing.T, path string, offs []int64) { damage(t, path, offs[2]+headerSize+1) },
+			"damaged: record 3 at offset %d cannot be read, but record 4 at offset %d after it is whole"},
+		{"middle header", func(t *testing.T, path string, offs []int64) { damage(t, path, offs[2]+2) },
+			"damaged: record 3 at offset %d cannot be read, but record 4 at offset %d after it is whole"},
+		{"cut short", func(t *testing.T, path string, offs []int64) {
+			if err := os.Truncate(path, offs[3]+headerSize+2); err != nil {
+				t.Fatal(err)
+			}
+		}, "damaged: record 4 at offset %d runs past the file's end"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "j")
+			j, _ := open(t, path, Options{})
+			var offs []int64
+			for i := range 5 {
+				offs = append(offs, j.off)
+				appendAll(t, j, fmt.Sprintf("record %d", i+1))
+			}
+			j.Close()
+			c.hurt(t, path, offs)
+			want := fmt.Sprintf(c.want, offs[2], offs[3])
+			if c.name == "cut short" {
+				want = fmt.Sprintf(c.want, offs[3])
+			}
+			_, _, err := Open(path, Options{})
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "move it aside") {
+				t.Fatalf("Open: %v\nwant an error naming %s and %q", err, path, want)
+			}
+		})
+	}
+}
+
+// TestJournal_TornHeaderAfterStartOver: the header written when the
+// records started over is the one a crash tore; the other slot names the
+// earlier base, and the records written since come back all the same.
+func TestJournal_TornHeaderAfterStartOver(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	j, _ := open(t, path, Options{})
+	appendAll(t, j, "a", "b", "c")
+	if err := j.Done(3); err != nil { // starts over: base 4
+		t.Fatal(err)
+	}
+	newer := int64(j.counter%2) * slotSize
+	appendAll(t, j, "d", "e")
+	j.Close()
+	damage(t, path, newer+20)
+	j, recs := open(t, path, Options{})
+	if diff := cmp.Diff(records(4, "d", 5, "e"), recs); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	if seq, err := j.Append([]byte("f")); err != nil || seq != 6 {
+		t.Fatalf("next append: %d, %v", seq, err)
+	}
+	j.Close()
+	j, recs = open(t, path, Options{})
+	defer j.Close()
+	if diff := cmp.Diff(records(4, "d", 5, "e", 6, "f"), recs); diff != "" {
+		t.Fatalf("after the next append (-want +got):\n%s", diff)
+	}
+}
