@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -124,7 +125,7 @@ func (in *Intake) Accept(ctx context.Context, data []byte) (any, error) {
 	seq, err := in.j.Append(data)
 	if err != nil {
 		in.mu.Unlock()
-		in.logf("hook intake: %v; ingesting the hook at once", err)
+		in.logf("hook intake: journal write failed: %v; appending the hook at once", err)
 		return in.svc.Hook(ctx, data)
 	}
 	in.queue = append(in.queue, &intakeItem{seq: seq, key: key, entry: e})
@@ -147,16 +148,24 @@ func (in *Intake) signalLocked() {
 // sessions go on.
 func (in *Intake) Run(ctx context.Context) {
 	pause := 50 * time.Millisecond
+	var said time.Time // when a failure was last logged
 	for ctx.Err() == nil {
 		n, err := in.round(ctx)
 		if err != nil && ctx.Err() == nil {
-			in.logf("hook intake: %v; again in %s", err, pause)
+			if time.Since(said) >= 30*time.Second {
+				said = time.Now()
+				in.logf("hook intake: append failed: %v; %d hooks wait in %s (none is lost; trying again, this said at most every 30s)", err, in.Pending(), in.j.Path())
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(pause):
 			}
 			pause = min(2*pause, 5*time.Second)
 			continue
+		}
+		if !said.IsZero() {
+			said = time.Time{}
+			in.logf("hook intake: appending again")
 		}
 		pause = 50 * time.Millisecond
 		if n > 0 {
@@ -283,7 +292,7 @@ func (in *Intake) advance() {
 	in.queue = append(in.queue[:0:0], in.queue[i:]...)
 	in.mu.Unlock()
 	if err := in.j.Done(through); err != nil {
-		in.logf("hook intake: %v", err)
+		in.logf("hook intake: journal: marking done failed: %v", err)
 	}
 	in.mu.Lock()
 	in.through = through
@@ -306,13 +315,13 @@ func (in *Intake) ingest(ctx context.Context, it *intakeItem) error {
 		return fmt.Errorf("hook %s: %w", it.entry.ID, err)
 	}
 	if it.entry.ID == "" {
-		in.logf("hook intake: record %d dropped: %v", it.seq, err)
+		in.logf("hook intake: record %d refused and dropped (no hook id to set it aside under): %v", it.seq, err)
 		return nil
 	}
 	if rerr := in.svc.Spool.Reject(it.entry.ID, it.entry.Payload, err, in.svc.red); rerr != nil {
 		return fmt.Errorf("hook %s: set aside: %w", it.entry.ID, rerr)
 	}
-	in.logf("hook intake: hook %s set aside in %s: %v", it.entry.ID, in.svc.Spool.Dir(), in.svc.red.Redact(err.Error()))
+	in.logf("hook intake: hook %s refused, set aside in %s: %v", it.entry.ID, filepath.Join(in.svc.Spool.Dir(), claude.RejectedDir), in.svc.red.Redact(err.Error()))
 	return nil
 }
 
