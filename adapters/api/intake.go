@@ -19,7 +19,9 @@ import (
 // a request as the hook verb would, writes it to a journal
 // (adapters/journal: one fdatasync into space written beforehand) and
 // answers once it is on disk; Run then ingests the journal's records as
-// the hook verb does, in the order they were taken for each session, and
+// the hook verb does, in the order they were taken for each session
+// (each subagent's own hooks apart from its parent's, as each is an
+// aggregate of its own, so that parallel subagents append side by side), and
 // marks them done in the journal once their batches are in the log. A
 // server that dies in between ingests the records left in the journal
 // when it next starts (OpenIntake): none is lost, and one ingested before
@@ -51,7 +53,7 @@ type Intake struct {
 }
 
 // intakeItem is one record taken: the hook entry it carries, the session
-// whose records are ingested in order (key), and bad, the input error
+// aggregate whose records are ingested in order (key), and bad, the input error
 // that sets it aside unread (a record written by an older server that
 // this one refuses).
 type intakeItem struct {
@@ -86,7 +88,9 @@ func OpenIntake(svc *Service, path string, logf func(format string, args ...any)
 		e, err := hookEntry(r.Data)
 		if err == nil {
 			it.entry = e
-			it.key, err = svc.Ing.CheckHook(e)
+			var agg events.Aggregate
+			agg, err = svc.Ing.CheckHook(e)
+			it.key = agg.String()
 		}
 		if err != nil {
 			it.entry.ID, it.entry.Payload, it.bad = e.ID, e.Payload, inputError(err)
@@ -115,10 +119,11 @@ func (in *Intake) Accept(ctx context.Context, data []byte) (any, error) {
 	if codex.IsNotify(e.Payload) {
 		return in.svc.Hook(ctx, data)
 	}
-	key, err := in.svc.Ing.CheckHook(e)
+	agg, err := in.svc.Ing.CheckHook(e)
 	if err != nil {
 		return nil, inputError(err)
 	}
+	key := agg.String()
 	// One lock from the journal's append to the queue: records are
 	// queued in sequence order.
 	in.mu.Lock()

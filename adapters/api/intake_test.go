@@ -448,3 +448,34 @@ func TestIntake_KilledMidBacklog(t *testing.T) {
 		t.Errorf("%d observations, want %d, each once", len(obs["s"]), n)
 	}
 }
+
+// TestIntake_SubagentsApart: a subagent's own hooks go to the subagent's
+// session, its parent's to the parent's, each in the order taken, each
+// once, however they interleave.
+func TestIntake_SubagentsApart(t *testing.T) {
+	e := newIntakeEnv(t)
+	svc := e.service()
+	in := e.open(svc)
+	want := map[string][]string{}
+	for i := range 12 {
+		agent := []string{"", "a1", "a2"}[i%3]
+		call := fmt.Sprintf("toolu_%d", i)
+		payload := fmt.Sprintf(`{"session_id":"s","transcript_path":"/home/u/.claude/projects/p/s.jsonl","cwd":"/home/u/p","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":%q`, call)
+		agg, _ := claude.SessionAggregate("s", agent)
+		if agent != "" {
+			payload += fmt.Sprintf(`,"agent_id":%q,"agent_type":"Explore"`, agent)
+		}
+		b, _ := json.Marshal(HookRequest{ID: ulid.Make().String(), Text: payload + "}"})
+		if _, err := in.Accept(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+		want[agg.ID] = append(want[agg.ID], "PreToolUse "+call)
+	}
+	run(t, in)
+	if err := svc.WaitIntake(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if obs, _ := e.observed(); fmt.Sprint(obs) != fmt.Sprint(want) {
+		t.Errorf("observed\n%v\nwant\n%v", obs, want)
+	}
+}

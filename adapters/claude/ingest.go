@@ -287,11 +287,7 @@ func (in *Ingester) HookThen(ctx context.Context, e Entry, then Then) (events.Ap
 		p := *e.Process
 		o.Process = &p
 	}
-	agentID := o.Meta.AgentID
-	if o.Kind == "SubagentStart" || o.Kind == "SubagentStop" {
-		agentID = "" // about the subagent, told to its parent
-	}
-	agg, err := SessionAggregate(o.Meta.SessionID, agentID)
+	agg, err := hookAggregate(o)
 	if err != nil {
 		return events.Appended{}, session.State{}, fmt.Errorf("hook %s: %w", e.ID, err)
 	}
@@ -303,23 +299,35 @@ func (in *Ingester) HookThen(ctx context.Context, e Entry, then Then) (events.Ap
 }
 
 // CheckHook parses spooled hook entry e as HookThen does and returns the
-// session id its payload names (a subagent's hooks name their parent's),
-// or the error HookThen would return for it before deciding: a
-// *HookError for bad input, an error naming e.ID for a bad session id or
-// entry id. It appends nothing. What the reducer refuses (ErrRejected)
-// shows only when HookThen decides.
-func (in *Ingester) CheckHook(e Entry) (string, error) {
+// aggregate HookThen decides it on (a subagent's own hooks go to the
+// subagent's session; its SubagentStart and SubagentStop, to its
+// parent's), or the error HookThen would return for it before deciding:
+// a *HookError for bad input, an error naming e.ID for a bad session id
+// or entry id. It appends nothing. What the reducer refuses
+// (ErrRejected) shows only when HookThen decides.
+func (in *Ingester) CheckHook(e Entry) (events.Aggregate, error) {
 	o, err := in.parser.SpooledHook(e)
 	if err != nil {
-		return "", err
+		return events.Aggregate{}, err
 	}
-	if _, err := SessionAggregate(o.Meta.SessionID, o.Meta.AgentID); err != nil {
-		return "", fmt.Errorf("hook %s: %w", e.ID, err)
+	agg, err := hookAggregate(o)
+	if err != nil {
+		return events.Aggregate{}, fmt.Errorf("hook %s: %w", e.ID, err)
 	}
 	if _, err := ulid.ParseStrict(e.ID); err != nil {
-		return "", fmt.Errorf("hook %s: entry id: %w", e.ID, err)
+		return events.Aggregate{}, fmt.Errorf("hook %s: entry id: %w", e.ID, err)
 	}
-	return o.Meta.SessionID, nil
+	return agg, nil
+}
+
+// hookAggregate is the session aggregate a hook observation o is decided
+// on: its subagent's for a subagent's own hook, else its session's.
+func hookAggregate(o events.Observation) (events.Aggregate, error) {
+	agentID := o.Meta.AgentID
+	if o.Kind == "SubagentStart" || o.Kind == "SubagentStop" {
+		agentID = "" // about the subagent, told to its parent
+	}
+	return SessionAggregate(o.Meta.SessionID, agentID)
 }
 
 // FileResult reports one transcript file's import.
