@@ -91,8 +91,9 @@ type Record struct {
 // (Append may first grow the file, Done may first move the records back
 // to the start). The Journal owns the file until Close.
 type Journal struct {
-	path string
-	opt  Options
+	path     string
+	opt      Options
+	readOnly bool // Inspect's: load writes nothing
 
 	mu      sync.Mutex
 	f       *os.File // nil once closed
@@ -115,16 +116,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // guess past: the error names the file, and moving it aside starts a new
 // journal, losing what it held).
 func Open(path string, opt Options) (*Journal, []Record, error) {
-	if opt.Size <= 0 {
-		opt.Size = DefaultSize
-	}
-	opt.Size = max((opt.Size+dataStart-1)/dataStart*dataStart, 2*dataStart)
-	if opt.MaxSize <= 0 {
-		opt.MaxSize = 64 * opt.Size
-	}
-	if opt.MaxRecord <= 0 {
-		opt.MaxRecord = 2 << 20
-	}
+	opt = opt.withDefaults()
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
@@ -145,8 +137,45 @@ func Open(path string, opt Options) (*Journal, []Record, error) {
 	return j, recs, nil
 }
 
+// Inspect reads the journal at path without writing to it, and returns
+// how many records it holds that are not done: what Open would return,
+// for a report while another process may own the file. A missing or
+// empty file holds none. Errors are Open's, damage included.
+func Inspect(path string, opt Options) (int, error) {
+	opt = opt.withDefaults()
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return 0, nil
+	}
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return 0, fmt.Errorf("journal %s: a symbolic link, not a journal file", path)
+		}
+		return 0, &os.PathError{Op: "open journal", Path: path, Err: err}
+	}
+	j := &Journal{path: path, opt: opt, f: os.NewFile(uintptr(fd), path), readOnly: true}
+	defer j.f.Close()
+	recs, err := j.load()
+	return len(recs), err
+}
+
+// withDefaults fills in the zero fields of opt.
+func (opt Options) withDefaults() Options {
+	if opt.Size <= 0 {
+		opt.Size = DefaultSize
+	}
+	opt.Size = max((opt.Size+dataStart-1)/dataStart*dataStart, 2*dataStart)
+	if opt.MaxSize <= 0 {
+		opt.MaxSize = 64 * opt.Size
+	}
+	if opt.MaxRecord <= 0 {
+		opt.MaxRecord = 2 << 20
+	}
+	return opt
+}
+
 // load reads the file's kind, headers and records, or writes a new
-// journal into an empty file.
+// journal into an empty file (not when read-only).
 func (j *Journal) load() ([]Record, error) {
 	st, err := j.f.Stat()
 	if err != nil {
@@ -156,6 +185,9 @@ func (j *Journal) load() ([]Record, error) {
 		return nil, fmt.Errorf("journal %s: a %s, not a regular file", j.path, kind(st.Mode()))
 	}
 	if st.Size() == 0 {
+		if j.readOnly {
+			return nil, nil
+		}
 		return nil, j.create()
 	}
 	if st.Size() < dataStart {
@@ -219,7 +251,7 @@ func (j *Journal) load() ([]Record, error) {
 	if seq, at, ok := j.wholeAfter(j.off, j.next); ok {
 		return nil, fmt.Errorf("journal %s: damaged: record %d at offset %d cannot be read, but record %d at offset %d after it is whole (%s)", j.path, j.next, j.off, seq, at, moveAside)
 	}
-	if j.done >= j.next {
+	if j.done >= j.next && !j.readOnly {
 		// Marked done past the records the file holds (records lost to
 		// damage, every one of them done): start over after done, the
 		// header first, so that sequences stay contiguous from base.

@@ -508,3 +508,39 @@ func TestJournal_TornHeaderAfterStartOver(t *testing.T) {
 		t.Fatalf("after the next append (-want +got):\n%s", diff)
 	}
 }
+
+// TestInspect: Inspect counts the records not done, as Open would return
+// them, writes nothing (the file's bytes are the same after), treats a
+// missing or empty file as none, and reports damage as Open does.
+func TestInspect(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "j")
+	if n, err := Inspect(path, Options{}); n != 0 || err != nil {
+		t.Fatalf("missing: %d, %v", n, err)
+	}
+	j, _ := open(t, path, Options{})
+	appendAll(t, j, "a", "b", "c")
+	if err := j.Done(1); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	if n, err := Inspect(path, Options{}); n != 2 || err != nil {
+		t.Fatalf("Inspect: %d, %v; want 2", n, err)
+	}
+	if after, _ := os.ReadFile(path); !cmp.Equal(before, after) {
+		t.Error("Inspect changed the file")
+	}
+	j.Close()
+	if err := os.WriteFile(filepath.Join(dir, "empty"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Inspect(filepath.Join(dir, "empty"), Options{}); n != 0 || err != nil {
+		t.Fatalf("empty: %d, %v", n, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "short"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Inspect(filepath.Join(dir, "short"), Options{}); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("short: %v", err)
+	}
+}

@@ -13,7 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/adapters/journal"
 
 	"github.com/logbook-dev/logbook/sandbox"
 )
@@ -128,6 +130,9 @@ func runDoctor(ctx context.Context, g *globals, bwrap string) []doctorCheck {
 	}
 	add(checkDataDir(dd))
 	add(checkServer(ctx, g, dd))
+	if c, ok := checkJournal(dd); ok {
+		add(c)
+	}
 	add(checkHooks())
 
 	// Agents' data.
@@ -194,6 +199,35 @@ func checkDataDir(dd dataDir) doctorCheck {
 	}
 	c.Status, c.Detail = checkOK, fmt.Sprintf("%s, mode 700", dd)
 	return c
+}
+
+// checkJournal reports the hooks serve took on its socket and has not
+// appended (hooks.journal), read without writing: a warning when they
+// wait for a serve that is not running, a failure when the file is
+// damaged (serve will not start on it). ok is false when there is no
+// journal.
+func checkJournal(dd dataDir) (doctorCheck, bool) {
+	c := doctorCheck{Name: "hook journal"}
+	path := dd.path(intakeJournal)
+	if _, err := os.Lstat(path); os.IsNotExist(err) {
+		return c, false
+	}
+	n, err := journal.Inspect(path, journal.Options{MaxSize: api.IntakeMaxBytes})
+	si, ok := dd.readServeInfo()
+	running := ok && processAlive(si.PID)
+	switch {
+	case err != nil:
+		c.Status, c.Detail = checkFail, err.Error()
+		c.Fix = fmt.Sprintf("move it aside (mv %s %s.damaged) so that serve starts; the hooks it holds are then not appended", path, path)
+	case n > 0 && !running:
+		c.Status, c.Detail = checkWarn, fmt.Sprintf("%s taken by a serve that stopped wait in %s", plural(n, "hook payload"), path)
+		c.Fix = "start logbook serve: it appends them first"
+	case n > 0:
+		c.Status, c.Detail = checkOK, fmt.Sprintf("%s, %s being appended", path, plural(n, "hook payload"))
+	default:
+		c.Status, c.Detail = checkOK, path+", every hook in the log"
+	}
+	return c, true
 }
 
 // checkServer checks that the server serve.json names answers. A
