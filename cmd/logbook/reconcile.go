@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -103,7 +104,8 @@ type reconciler struct {
 	interval     time.Duration
 	host, boot   string
 	stderr       io.Writer
-	passes       int // passes run so far
+	passes       int  // passes run to the end so far
+	holding      bool // the last pass was held off (unsettled), and said so
 }
 
 // readyEvery is how often the reconciler looks at ready sessions (whose
@@ -111,20 +113,29 @@ type reconciler struct {
 // they are most of a long-lived data dir.
 const readyEvery = time.Minute
 
-// Run reconciles once the projection has caught up with the log, then
-// every interval, until ctx is done.
+// minSettleWait is the least a pass waits for the hooks taken before it
+// (api.Service.HooksSettled); it waits one interval when that is longer.
+const minSettleWait = time.Second
+
+// unsettledError is a pass held off: due sessions that it decided nothing
+// on, because hooks acknowledged before it were not all in the log (err).
+type unsettledError struct {
+	due int
+	err error
+}
+
+func (e *unsettledError) Error() string {
+	return fmt.Sprintf("deciding nothing on %s until the hooks taken before the pass are in the log (%v)", plural(e.due, "session"), e.err)
+}
+
+func (e *unsettledError) Unwrap() error { return e.err }
+
+// Run reconciles at once, then every interval, until ctx is done.
 func (r *reconciler) Run(ctx context.Context) error {
-	if err := r.svc.CaughtUp(ctx); err != nil && ctx.Err() == nil {
-		fmt.Fprintf(r.stderr, "logbook serve: reconciler: %v\n", err)
-	}
 	t := time.NewTicker(r.interval)
 	defer t.Stop()
 	for {
-		if n, err := r.pass(ctx, time.Now()); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(r.stderr, "logbook serve: reconciler: %v\n", err)
-		} else if n > 0 {
-			fmt.Fprintf(r.stderr, "logbook serve: reconciler marked %s\n", plural(n, "session"))
-		}
+		r.tick(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -133,17 +144,53 @@ func (r *reconciler) Run(ctx context.Context) error {
 	}
 }
 
-// pass reconciles every candidate session at now and returns how many
-// got marks. Ready sessions are candidates on the first pass and then
-// once every readyEvery.
-func (r *reconciler) pass(ctx context.Context, now time.Time) (int, error) {
+// tick runs one pass and says what came of it on stderr. A pass held off
+// (unsettledError) is said once, and not again until a pass has run to
+// the end: a server whose log is slow for an hour says so once, not
+// every interval.
+func (r *reconciler) tick(ctx context.Context) {
+	n, err := r.pass(ctx)
+	var held *unsettledError
+	switch {
+	case ctx.Err() != nil:
+	case errors.As(err, &held):
+		if !r.holding {
+			fmt.Fprintf(r.stderr, "logbook serve: reconciler: %v; trying again every %s\n", err, r.interval)
+		}
+		r.holding = true
+	case err != nil:
+		fmt.Fprintf(r.stderr, "logbook serve: reconciler: %v\n", err)
+	default:
+		if r.holding {
+			fmt.Fprintf(r.stderr, "logbook serve: reconciler: the hooks it waited for are in the log; deciding again\n")
+			r.holding = false
+		}
+		if n > 0 {
+			fmt.Fprintf(r.stderr, "logbook serve: reconciler marked %s\n", plural(n, "session"))
+		}
+	}
+}
+
+// pass reconciles every candidate session and returns how many got
+// marks. Ready sessions are candidates on the first pass run to the end
+// and then once every readyEvery.
+//
+// A tick decides on a session from what it does not see: its agent
+// process gone, nothing observed for abandonAfter. So once it has found
+// the sessions due (their agent processes looked at), it decides nothing
+// until every hook acknowledged before then is in the log
+// (api.Service.HooksSettled): a hook the agent sent before it went, still
+// queued in the intake or the spool, decides first. When that is not
+// sure within max(interval, minSettleWait), the pass decides nothing and
+// fails with an unsettledError.
+func (r *reconciler) pass(ctx context.Context) (int, error) {
 	check := func(p events.Process) events.ProcessCheck { return claude.CheckProcess(p, r.host, r.boot) }
-	n := 0
+	now := time.Now()
 	phases := []string{events.PhaseWorking, events.PhaseWaiting}
 	if every := max(int(readyEvery/r.interval), 1); r.passes%every == 0 {
 		phases = append(phases, events.PhaseReady)
 	}
-	r.passes++
+	var due []string
 	for _, phase := range phases {
 		// One row decoded at a time, and only the sessions a tick would
 		// change kept: a pass over thousands of sessions holds one
@@ -151,7 +198,6 @@ func (r *reconciler) pass(ctx context.Context, now time.Time) (int, error) {
 		// state first also means quiet sessions are never read from the
 		// log (which would make the server load every old block of
 		// theirs); Reconcile decides again on the log's state.
-		var due []string
 		busy := phase != events.PhaseReady
 		err := r.svc.Store.SessionRows(phase, "", func(id string, row []byte) (bool, error) {
 			// The fields a tick decides on are read first, into a small
@@ -181,21 +227,38 @@ func (r *reconciler) pass(ctx context.Context, now time.Time) (int, error) {
 			return true, nil
 		})
 		if err != nil {
-			return n, err
+			return 0, err
 		}
-		for _, id := range due {
-			agg := events.Aggregate{Kind: events.KindSession, ID: id}
-			ap, _, err := r.svc.Ing.Reconcile(ctx, agg, now, r.abandonAfter, check)
-			if err != nil {
-				if ctx.Err() != nil {
-					return n, err
-				}
-				fmt.Fprintf(r.stderr, "logbook serve: reconciler: %s: %v\n", id, err)
-				continue
+	}
+	if len(due) > 0 {
+		// After the agent processes were looked at: a hook acknowledged
+		// before one was found gone is waited for.
+		sctx, cancel := context.WithTimeout(ctx, max(r.interval, minSettleWait))
+		err := r.svc.HooksSettled(sctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
 			}
-			if ap.Last != 0 {
-				n++
+			return 0, &unsettledError{due: len(due), err: err}
+		}
+		// The tick's time is when it decides, after that wait.
+		now = time.Now()
+	}
+	r.passes++
+	n := 0
+	for _, id := range due {
+		agg := events.Aggregate{Kind: events.KindSession, ID: id}
+		ap, _, err := r.svc.Ing.Reconcile(ctx, agg, now, r.abandonAfter, check)
+		if err != nil {
+			if ctx.Err() != nil {
+				return n, err
 			}
+			fmt.Fprintf(r.stderr, "logbook serve: reconciler: %s: %v\n", id, err)
+			continue
+		}
+		if ap.Last != 0 {
+			n++
 		}
 	}
 	return n, nil

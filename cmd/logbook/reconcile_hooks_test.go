@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// goneSession is the session of the reconciler's tests whose agent
+// process exits.
+const goneSession = "90e5e551-0000-4000-8000-00000000a9e0"
+
+// goneHook returns the Claude Code payload of goneSession's hook event
+// (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop or
+// SessionEnd), its tool calls Bash call call.
+func goneHook(event, call string) string {
+	head := `{"session_id":"` + goneSession + `","transcript_path":"/home/u/.claude/projects/p/` + goneSession + `.jsonl","cwd":"/home/u/p","permission_mode":"default","hook_event_name":"` + event + `"`
+	switch event {
+	case "SessionStart":
+		return head + `,"source":"startup","model":"claude-opus-4-7"}`
+	case "UserPromptSubmit":
+		return head + `,"prompt":"run the tests"}`
+	case "PreToolUse":
+		return head + `,"tool_name":"Bash","tool_use_id":"` + call + `","tool_input":{"command":"make test"}}`
+	case "PostToolUse":
+		return head + `,"tool_name":"Bash","tool_use_id":"` + call + `","tool_input":{"command":"make test"},"tool_response":{"stdout":"ok","stderr":"","interrupted":false}}`
+	case "Stop":
+		return head + `,"stop_hook_active":false}`
+	case "SessionEnd":
+		return head + `,"reason":"logout"}`
+	}
+	panic("goneHook: " + event)
+}
+
+// serveStoppable runs `logbook --data data serve ARGS...` in this process
+// and returns, once it answers, serve's log and a stop that ends it as
+// SIGTERM does and waits for it (also run when the test ends).
+func serveStoppable(t *testing.T, data string, args ...string) (*syncBuffer, func()) {
+	t.Helper()
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- runCLI(ctx, append([]string{"--data", data, "serve"}, args...), strings.NewReader(""), logs, logs)
+	}()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("serve: %v\n%s", err, logs.String())
+		}
+	}
+	t.Cleanup(stop)
+	waitServer(t, dataDir(data))
+	return logs, stop
+}
+
+// goneRecords returns goneSession's records in b's log.
+func goneRecords(t *testing.T, b *backend) []events.Record {
+	t.Helper()
+	agg, err := claude.SessionAggregate(goneSession, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := b.log.Load(t.Context(), agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// goneAgent is a real agent process of goneSession: this test binary as
+// fakeagent, running logbook-hook (this test binary too) on a data dir
+// through sh, as Claude Code runs its hooks. It sends SessionStart, a
+// prompt and PreToolUse tu_1, then waits for then; it sends PostToolUse
+// tu_1, Stop and SessionEnd (reason logout), and exits on SIGTERM.
+type goneAgent struct {
+	cmd  *exec.Cmd
+	work string
+	out  *syncBuffer
+}
+
+// startGoneAgent starts a goneAgent sending hooks to data dir data and
+// returns once it has sent the first three (each answered exit 0).
+func startGoneAgent(t *testing.T, data string) *goneAgent {
+	t.Helper()
+	bin := hookBin(t)
+	if err := os.Symlink(filepath.Join(bin, "logbook-hook"), filepath.Join(bin, "fakeagent")); err != nil {
+		t.Fatal(err)
+	}
+	a := &goneAgent{work: t.TempDir(), out: &syncBuffer{}}
+	script := ""
+	for i, ev := range []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"} {
+		name := filepath.Join(a.work, ev+".json")
+		if err := os.WriteFile(name, []byte(goneHook(ev, "tu_1")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if i == 3 {
+			script += "touch " + filepath.Join(a.work, "first") + " && while [ ! -e " + filepath.Join(a.work, "then") + " ]; do sleep 0.02; done && "
+		}
+		script += "logbook-hook --data " + data + " claude < " + name + " && "
+	}
+	script += "true"
+	a.cmd = exec.Command(filepath.Join(bin, "fakeagent"), script)
+	a.cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + os.Getenv("HOME"), "FAKEAGENT_DONE=" + filepath.Join(a.work, "done")}
+	a.cmd.Stdout, a.cmd.Stderr = a.out, a.out
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		a.cmd.Process.Kill()
+		a.cmd.Wait()
+	})
+	a.waitFile(t, "first")
+	return a
+}
+
+func (a *goneAgent) waitFile(t *testing.T, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(a.work, name)); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent did not get to %s:\n%s", name, a.out.String())
+		}
+	}
+}
+
+// finish has the agent send its last three hooks, then ends its process
+// (it exits 0) and reaps it: from then on it is gone.
+func (a *goneAgent) finish(t *testing.T) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(a.work, "then"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.waitFile(t, "done")
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.cmd.Wait(); err != nil {
+		t.Fatalf("agent: %v\n%s", err, a.out.String())
+	}
+}
+
+// checkHooksDecided fails the test unless recs (goneSession's) show its
+// hooks deciding alone: tu_1 closed, one end for logout, nothing by the
+// reconciler.
+func checkHooksDecided(t *testing.T, recs []events.Record) {
+	t.Helper()
+	var ends []events.SessionEnded
+	closed := 0
+	for _, r := range recs {
+		if r.Actor == claude.ActorReconciler {
+			t.Errorf("seq %d: %s by the reconciler, want nothing decided from the agent's absence", r.Seq, r.Type)
+		}
+		switch d := r.Data.(type) {
+		case events.SessionEnded:
+			ends = append(ends, d)
+		case events.SessionEntryAbandoned:
+			t.Errorf("seq %d: entry %s abandoned (%s), want it closed by its PostToolUse", r.Seq, d.EntryID, d.Reason)
+		case events.SessionEntryClosed:
+			closed++
+		}
+	}
+	if len(ends) != 1 || ends[0].Reason != "logout" {
+		t.Errorf("session ends %+v, want one, reason logout", ends)
+	}
+	if closed != 1 {
+		t.Errorf("%d entries closed, want 1 (tu_1)", closed)
+	}
+	if t.Failed() {
+		for _, r := range recs {
+			t.Logf("seq %d: %s %s %+v", r.Seq, r.Actor, r.Type, r.Data)
+		}
+	}
+}
+
+// TestReconciler_SpooledHooksDecideFirst: an agent sends SessionStart, a
+// prompt and PreToolUse tu_1 to a running serve; serve stops; the agent
+// sends PostToolUse tu_1, Stop and SessionEnd (reason logout), all
+// spooled, and its process exits; serve starts again. The spooled hooks
+// decide: tu_1 closes, the session ends for logout, and the reconciler,
+// which finds the agent process gone, decides nothing on it (no
+// agent_gone end, nothing abandoned).
+func TestReconciler_SpooledHooksDecideFirst(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	serveArgs := []string{"--workers", "0", "--fsync", "interval", "--reconcile-every", "100ms"}
+	_, stop := serveStoppable(t, data, serveArgs...)
+	agent := startGoneAgent(t, data)
+	stop() // its intake's records go into the log as it stops
+	agent.finish(t)
+	if left := spooled(t, data); len(left) != 3 {
+		t.Fatalf("spooled %d hook payloads, want 3 (PostToolUse, Stop, SessionEnd)\n%s", len(left), agent.out.String())
+	}
+
+	logs, _ := serveStoppable(t, data, serveArgs...)
+	b, err := openBackend(t.Context(), &globals{data: data, cmdName: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for deadline := time.Now().Add(20 * time.Second); len(spooled(t, data)) > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("spool not delivered:\n%s", logs.String())
+		}
+	}
+	// The reconciler has passes after the spool is delivered: a few more
+	// before the log is read.
+	time.Sleep(300 * time.Millisecond)
+	checkHooksDecided(t, goneRecords(t, b))
+	if t.Failed() {
+		t.Logf("serve's log:\n%s", logs.String())
+	}
+}
+
+// TestReconciler_HoldsOffForTheIntake: the agent's last hooks (PostToolUse
+// tu_1, Stop, SessionEnd) are taken on the hook socket (answered, exit 0)
+// but still queued in the intake when its process exits. A reconciler
+// pass, which finds the process gone, decides nothing and says why, once
+// however many passes are held off; once the intake has put them in the
+// log, the hooks have decided and the next pass decides nothing either.
+func TestReconciler_HoldsOffForTheIntake(t *testing.T) {
+	ctx := t.Context()
+	data := filepath.Join(t.TempDir(), "data")
+	g := &globals{data: data, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
+	b, err := openBackend(ctx, g) // no server: this process's own log, as serve opens it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	store, err := openViews(ctx, g, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	svc, err := newService(b, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stopRun := context.WithCancel(context.Background())
+	projected := make(chan error, 1)
+	go func() { projected <- svc.Runner.Run(runCtx) }()
+	defer func() {
+		stopRun()
+		<-projected
+	}()
+	in, err := api.OpenIntake(svc, b.dd.path(intakeJournal), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	// The hook socket as serve has it, without the intake's Run: what it
+	// takes stays queued until the test flushes it.
+	sock, err := api.ListenSocket(b.dd.path(hooksock.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	sockDone := make(chan struct{})
+	go func() {
+		defer close(sockDone)
+		api.ServeSocket(runCtx, sock.UnixListener, api.VerbHook, in.Accept, t.Logf)
+	}()
+	defer func() {
+		stopRun()
+		<-sockDone
+	}()
+	settle := func() {
+		t.Helper()
+		if _, err := in.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.CaughtUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	agent := startGoneAgent(t, data)
+	settle()
+	agent.finish(t)
+	if left := spooled(t, data); len(left) != 0 {
+		t.Fatalf("spooled %v, want every hook taken on the socket\n%s", left, agent.out.String())
+	}
+	if n := in.Pending(); n != 3 {
+		t.Fatalf("%d hooks queued in the intake, want 3 (PostToolUse, Stop, SessionEnd)", n)
+	}
+	// The projection says the session works on tu_1 with its agent
+	// process gone: a pass finds it due.
+	st, err := store.Session(goneSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	check := func(p events.Process) events.ProcessCheck { return claude.CheckProcess(p, host, claude.BootID()) }
+	if due, err := svc.Ing.WouldReconcile(st, time.Now(), 0, check); err != nil || !due {
+		t.Fatalf("session %s (agent process %+v): due %v, %v; want due", st.Phase, st.AgentProcess, due, err)
+	}
+
+	var stderr syncBuffer
+	r := &reconciler{svc: svc, interval: minReconcileEvery, host: host, boot: claude.BootID(), stderr: &stderr}
+	n, err := r.pass(ctx)
+	if _, held := errors.AsType[*unsettledError](err); !held || n != 0 {
+		t.Fatalf("pass with 3 hooks queued: %d marked, %v; want none, held off", n, err)
+	}
+	r.tick(ctx)
+	r.tick(ctx)
+	if got := strings.Count(stderr.String(), "\n"); got != 1 || !strings.Contains(stderr.String(), "deciding nothing on 1 session until the hooks taken before the pass are in the log") {
+		t.Errorf("held off 3 times, said %q; want it said once", stderr.String())
+	}
+	for _, r := range goneRecords(t, b) {
+		if r.Actor == claude.ActorReconciler {
+			t.Fatalf("seq %d: %s by the reconciler held off", r.Seq, r.Type)
+		}
+	}
+	settle()
+	if n, err := r.pass(ctx); err != nil || n != 0 {
+		t.Errorf("pass with the hooks in the log: %d marked, %v; want none", n, err)
+	}
+	r.tick(ctx)
+	if !strings.Contains(stderr.String(), "deciding again") {
+		t.Errorf("said %q, want that it decides again", stderr.String())
+	}
+	checkHooksDecided(t, goneRecords(t, b))
+}
