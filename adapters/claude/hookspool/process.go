@@ -18,14 +18,17 @@ import (
 
 // passThrough reports whether comm names a program that stands between
 // an agent and the hook it runs without being the agent: a shell (Claude
-// Code runs a hook's command through one) or a wrapper people put in
-// front of a command. A switch, not a map: no package init builds it in
+// Code runs a hook's command through one), a wrapper people put in front
+// of a command, or logbook's own hook programs. A switch, not a map: no package init builds it in
 // every hook process.
 func passThrough(comm string) bool {
 	switch comm {
 	case "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "tcsh", "csh", "busybox",
 		"timeout", "env", "nice", "nohup", "stdbuf", "setsid", "ionice", "taskset", "chrt", "flock", "time",
-		"sudo", "doas", "su", "runuser":
+		"sudo", "doas", "su", "runuser",
+		// logbook-hook hands what it does not handle to logbook, whose
+		// parent it then is: neither is ever the agent.
+		"logbook-hook", "logbook":
 		return true
 	}
 	return false

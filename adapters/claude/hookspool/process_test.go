@@ -101,3 +101,19 @@ func BenchmarkAgentProcess(b *testing.B) {
 		}
 	}
 }
+
+// TestPassThrough_LogbookPrograms: logbook-hook, which hands a payload
+// it does not handle to logbook as its child, and logbook are never taken
+// for the agent.
+func TestPassThrough_LogbookPrograms(t *testing.T) {
+	for _, comm := range []string{"logbook-hook", "logbook", "bash"} {
+		if !passThrough(comm) {
+			t.Errorf("%s is taken for the agent", comm)
+		}
+	}
+	for _, comm := range []string{"claude", "node", "python3"} {
+		if passThrough(comm) {
+			t.Errorf("%s is passed through", comm)
+		}
+	}
+}

@@ -281,16 +281,25 @@ func StdinIsTerminal(stdin io.Reader) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// parseArgs accepts exactly "claude", "--data DIR claude" or
-// "--data=DIR claude", and returns the data dir flag ("" when absent).
+// parseArgs accepts exactly "claude" and at most one --data DIR (or
+// --data=DIR), before or after it, and returns the data dir flag (""
+// when absent).
 func parseArgs(args []string) (string, bool) {
-	data := ""
-	if len(args) > 0 && strings.HasPrefix(args[0], "--data=") {
-		data, args = strings.TrimPrefix(args[0], "--data="), args[1:]
-	} else if len(args) > 1 && args[0] == "--data" {
-		data, args = args[1], args[2:]
+	data, claude, seen := "", false, false
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "claude" && !claude:
+			claude = true
+		case a == "--data" && i+1 < len(args) && !seen:
+			data, seen = args[i+1], true
+			i++
+		case strings.HasPrefix(a, "--data=") && !seen:
+			data, seen = strings.TrimPrefix(a, "--data="), true
+		default:
+			return "", false
+		}
 	}
-	return data, len(args) == 1 && args[0] == "claude"
+	return data, claude
 }
 
 // dataDir resolves the data dir as logbook does: the flag, then

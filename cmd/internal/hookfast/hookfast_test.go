@@ -180,3 +180,30 @@ func TestHookRequest_JSON(t *testing.T) {
 		}
 	}
 }
+
+// TestParseArgs: the fast path takes "claude" with at most one --data,
+// before or after it, in either spelling; anything else is handed over.
+func TestParseArgs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		data string
+		ok   bool
+	}{
+		{[]string{"claude"}, "", true},
+		{[]string{"--data", "/d", "claude"}, "/d", true},
+		{[]string{"--data=/d", "claude"}, "/d", true},
+		{[]string{"claude", "--data", "/d"}, "/d", true},
+		{[]string{"claude", "--data=/d"}, "/d", true},
+		{[]string{"claude", "--data"}, "", false},
+		{[]string{"claude", "claude"}, "", false},
+		{[]string{"--data", "/d", "--data", "/e", "claude"}, "", false},
+		{[]string{"claude", "--gate"}, "", false},
+		{[]string{"codex"}, "", false},
+		{nil, "", false},
+	} {
+		data, ok := parseArgs(c.args)
+		if data != c.data || ok != c.ok {
+			t.Errorf("parseArgs(%q) = %q, %v; want %q, %v", c.args, data, ok, c.data, c.ok)
+		}
+	}
+}
