@@ -83,6 +83,9 @@ func OpenIntake(svc *Service, path string, logf func(format string, args ...any)
 		return nil, err
 	}
 	in := &Intake{svc: svc, j: j, logf: logf, changed: make(chan struct{})}
+	if seq, at := j.Torn(); seq != 0 {
+		logf("hook intake: journal %s: record %d at offset %d cannot be read and is left out: a write a crash tore before the hook was answered, or, if serve did not crash, damage that lost that hook", path, seq, at)
+	}
 	for _, r := range recs {
 		it := &intakeItem{seq: r.Seq}
 		e, err := hookEntry(r.Data)

@@ -93,7 +93,9 @@ type Record struct {
 type Journal struct {
 	path     string
 	opt      Options
-	readOnly bool // Inspect's: load writes nothing
+	readOnly bool   // Inspect's: load writes nothing
+	tornSeq  uint64 // the unreadable last record Open found (Torn)
+	tornAt   int64
 
 	mu      sync.Mutex
 	f       *os.File // nil once closed
@@ -107,17 +109,27 @@ type Journal struct {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Open opens the journal at path, creating it (mode 0600, written full of
-// zeros to Options.Size, then synced with its directory) when it does
-// not exist, and returns it with the records not yet done, in sequence
-// order. The path must name a regular file or nothing: a symbolic link,
-// a directory or any other kind of file is refused, as is a file shorter
-// than the headers or with no valid header slot (damage Open does not
-// guess past: the error names the file, and moving it aside starts a new
-// journal, losing what it held).
+// Open opens the journal at path, creating it when it does not exist
+// (mode 0600, written whole under the name path+".new", synced, renamed
+// into place, its directory synced), and returns it with the records not
+// yet done, in sequence order. The path must name a regular file or
+// nothing: a symbolic link, a directory or any other kind of file is
+// refused. So is damage, which Open does not guess past (the error names
+// the file, and the record and offset where there is one; moving the
+// file aside starts a new journal, losing what it held): a file of
+// another size than the journal is written to (cut short, emptied), no
+// valid header slot, a record that cannot be read with a whole record
+// after it. An unreadable last record is a write a crash tore, never
+// acknowledged: it is left out, and Torn names it.
 func Open(path string, opt Options) (*Journal, []Record, error) {
 	opt = opt.withDefaults()
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		if err := create(path, opt); err != nil {
+			return nil, nil, err
+		}
+		fd, err = unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
 			return nil, nil, fmt.Errorf("journal %s: a symbolic link, not a journal file", path)
@@ -139,8 +151,8 @@ func Open(path string, opt Options) (*Journal, []Record, error) {
 
 // Inspect reads the journal at path without writing to it, and returns
 // how many records it holds that are not done: what Open would return,
-// for a report while another process may own the file. A missing or
-// empty file holds none. Errors are Open's, damage included.
+// for a report while another process may own the file. A missing file
+// holds none. Errors are Open's, damage included.
 func Inspect(path string, opt Options) (int, error) {
 	opt = opt.withDefaults()
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
@@ -184,14 +196,13 @@ func (j *Journal) load() ([]Record, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("journal %s: a %s, not a regular file", j.path, kind(st.Mode()))
 	}
-	if st.Size() == 0 {
-		if j.readOnly {
-			return nil, nil
-		}
-		return nil, j.create()
-	}
+	// Open makes a journal whole before it takes its name, and grows it
+	// by whole steps: a file of another size was cut short.
 	if st.Size() < dataStart {
 		return nil, fmt.Errorf("journal %s: damaged: %d bytes, shorter than its %d-byte header (%s)", j.path, st.Size(), dataStart, moveAside)
+	}
+	if st.Size() < j.opt.Size || st.Size()%dataStart != 0 {
+		return nil, fmt.Errorf("journal %s: damaged: %d bytes, not the %d (or a multiple of %d above it) the journal is written to: the file was cut short (%s)", j.path, st.Size(), j.opt.Size, dataStart, moveAside)
 	}
 	j.size = st.Size()
 	var head [2 * slotSize]byte
@@ -245,6 +256,9 @@ func (j *Journal) load() ([]Record, error) {
 		j.off += headerSize + n
 		j.next++
 	}
+	if h := j.headerAt(j.off); h.seq == j.next && h.seq != 0 {
+		j.tornSeq, j.tornAt = h.seq, j.off
+	}
 	// The records end here: a crash tears at most the record it was
 	// writing, the last, so a whole record after this point means the
 	// file was damaged, and the records past the damage would be lost.
@@ -262,6 +276,30 @@ func (j *Journal) load() ([]Record, error) {
 	}
 	return recs, nil
 }
+
+// recordHeader is a record's header as read, whole or not.
+type recordHeader struct {
+	n, sum uint32
+	seq    uint64
+}
+
+// headerAt reads the record header at off (zero past the file's end).
+func (j *Journal) headerAt(off int64) recordHeader {
+	var h [headerSize]byte
+	if off+headerSize > j.size {
+		return recordHeader{}
+	}
+	if _, err := j.f.ReadAt(h[:], off); err != nil {
+		return recordHeader{}
+	}
+	return recordHeader{binary.LittleEndian.Uint32(h[0:4]), binary.LittleEndian.Uint32(h[4:8]), binary.LittleEndian.Uint64(h[8:16])}
+}
+
+// Torn reports the record Open found unreadable at the end of the
+// records, taken as a write a crash tore before it was acknowledged, and
+// its offset; 0, 0 when the records end cleanly. A record damaged after
+// it was acknowledged looks the same: its owner should say so.
+func (j *Journal) Torn() (seq uint64, at int64) { return j.tornSeq, j.tornAt }
 
 // moveAside is what to do with a damaged journal, for its errors.
 const moveAside = "move it aside to start a new journal; the records it holds are then not appended"
@@ -299,26 +337,43 @@ func (j *Journal) wholeAfter(from int64, seq uint64) (uint64, int64, bool) {
 	return 0, 0, false
 }
 
-// create writes a new, empty journal into the empty file: zeros to
-// Options.Size, the first header, a sync of the file and its directory.
-func (j *Journal) create() error {
-	if err := j.zero(0, j.opt.Size); err != nil {
-		return err
-	}
-	j.size, j.base, j.next, j.done, j.off = j.opt.Size, 1, 1, 0, dataStart
-	if err := j.writeHeader(); err != nil {
-		return err
-	}
-	if err := j.f.Sync(); err != nil {
-		return fmt.Errorf("journal %s: sync: %w", j.path, err)
-	}
-	d, err := os.Open(filepath.Dir(j.path))
+// create makes a new, empty journal at path: written whole (zeros to
+// opt.Size, the first header) and synced under a temporary name, then
+// renamed into place and its directory synced, so that a journal under
+// its name is never a half-made one.
+func create(path string, opt Options) error {
+	tmp := path + ".new"
+	fd, err := unix.Open(tmp, unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return fmt.Errorf("journal %s: sync its directory: %w", j.path, err)
+		return &os.PathError{Op: "create journal", Path: tmp, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	j := &Journal{path: path, opt: opt, f: f}
+	err = j.zero(0, opt.Size)
+	if err == nil {
+		j.size, j.base, j.next, j.done, j.off = opt.Size, 1, 1, 0, dataStart
+		err = j.writeHeader()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("journal %s: create: %w", path, err)
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("journal %s: sync its directory: %w", path, err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("journal %s: sync its directory: %w", j.path, err)
+		return fmt.Errorf("journal %s: sync its directory: %w", path, err)
 	}
 	return nil
 }

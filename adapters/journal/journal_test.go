@@ -188,6 +188,9 @@ func TestJournal_TornRecord(t *testing.T) {
 			if diff := cmp.Diff(records(1, "first"), recs); diff != "" {
 				t.Fatalf("(-want +got):\n%s", diff)
 			}
+			if seq, at := j.Torn(); c.name != "length" && (seq != 2 || at != end-headerSize-int64(len("second"))) {
+				t.Errorf("Torn() = %d, %d; want record 2 at %d", seq, at, end-headerSize-int64(len("second")))
+			}
 			appendAll(t, j, "again")
 			j.Close()
 			j, recs = open(t, path, Options{})
@@ -456,7 +459,17 @@ func TestJournal_DamageIsAnError(t *testing.T) {
 			if err := os.Truncate(path, offs[3]+headerSize+2); err != nil {
 				t.Fatal(err)
 			}
-		}, "damaged: record 4 at offset %d runs past the file's end"},
+		}, "the file was cut short"},
+		{"cut at a record's end", func(t *testing.T, path string, offs []int64) {
+			if err := os.Truncate(path, offs[3]); err != nil {
+				t.Fatal(err)
+			}
+		}, "the file was cut short"},
+		{"emptied", func(t *testing.T, path string, offs []int64) {
+			if err := os.Truncate(path, 0); err != nil {
+				t.Fatal(err)
+			}
+		}, "damaged: 0 bytes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "j")
@@ -468,9 +481,9 @@ func TestJournal_DamageIsAnError(t *testing.T) {
 			}
 			j.Close()
 			c.hurt(t, path, offs)
-			want := fmt.Sprintf(c.want, offs[2], offs[3])
-			if c.name == "cut short" {
-				want = fmt.Sprintf(c.want, offs[3])
+			want := c.want
+			if strings.Contains(want, "%d") {
+				want = fmt.Sprintf(c.want, offs[2], offs[3])
 			}
 			_, _, err := Open(path, Options{})
 			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "move it aside") {
@@ -511,7 +524,8 @@ func TestJournal_TornHeaderAfterStartOver(t *testing.T) {
 
 // TestInspect: Inspect counts the records not done, as Open would return
 // them, writes nothing (the file's bytes are the same after), treats a
-// missing or empty file as none, and reports damage as Open does.
+// missing file as none, and reports damage (an empty file among it) as
+// Open does.
 func TestInspect(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "j")
@@ -534,8 +548,8 @@ func TestInspect(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "empty"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := Inspect(filepath.Join(dir, "empty"), Options{}); n != 0 || err != nil {
-		t.Fatalf("empty: %d, %v", n, err)
+	if _, err := Inspect(filepath.Join(dir, "empty"), Options{}); err == nil || !strings.Contains(err.Error(), "damaged: 0 bytes") {
+		t.Fatalf("empty: %v, want damage", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "short"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
