@@ -132,6 +132,12 @@ func (e *unsettledError) Unwrap() error { return e.err }
 
 // Run reconciles at once, then every interval, until ctx is done.
 func (r *reconciler) Run(ctx context.Context) error {
+	// The first pass reads the projection: one that has not caught up
+	// with the log yet (a serve just started) would find nothing due
+	// until the next interval.
+	if err := r.svc.CaughtUp(ctx); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(r.stderr, "logbook serve: reconciler: %v\n", err)
+	}
 	t := time.NewTicker(r.interval)
 	defer t.Stop()
 	for {
