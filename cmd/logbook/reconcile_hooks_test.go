@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,21 +238,7 @@ func TestReconciler_SpooledHooksDecideFirst(t *testing.T) {
 func TestReconciler_HoldsOffForTheIntake(t *testing.T) {
 	ctx := t.Context()
 	data := filepath.Join(t.TempDir(), "data")
-	g := &globals{data: data, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
-	b, err := openBackend(ctx, g) // no server: this process's own log, as serve opens it
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	store, err := openViews(ctx, g, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	svc, err := newService(b, store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, svc := localService(t, data) // no server: this process's own log, as serve opens it
 	runCtx, stopRun := context.WithCancel(context.Background())
 	projected := make(chan error, 1)
 	go func() { projected <- svc.Runner.Run(runCtx) }()
@@ -303,7 +288,7 @@ func TestReconciler_HoldsOffForTheIntake(t *testing.T) {
 	}
 	// The projection says the session works on tu_1 with its agent
 	// process gone: a pass finds it due.
-	st, err := store.Session(goneSession)
+	st, err := svc.Store.Session(goneSession)
 	if err != nil {
 		t.Fatal(err)
 	}

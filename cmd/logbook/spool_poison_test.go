@@ -43,21 +43,7 @@ func TestSpool_PoisonThenHundred(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g := &globals{data: data, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
-	b, err := openBackend(ctx, g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	store, err := openViews(ctx, g, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	svc, err := newService(b, store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, svc := localService(t, data) // no server: this process's own log, as serve opens it
 	n, err := svc.DrainSpool(ctx)
 	if err != nil || n != 100 {
 		t.Fatalf("drainSpool = %d, %v; want 100 delivered", n, err)
@@ -151,21 +137,7 @@ func TestHook_SameBytesBothPaths(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-00000000b17e"
 	aws := "AK" + "IA" + "ZXCVBNMASDFGHJKL"
 	payload := fmt.Sprintf("{\"session_id\" : %q,\n  \"hook_event_name\":\"Stop\", \"note\":\"<b>&amp; aws=<%s>\", \"x\":\"\\u00e9\"}", sid, aws)
-	g := &globals{data: data, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
-	b, err := openBackend(ctx, g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	store, err := openViews(ctx, g, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	svc, err := newService(b, store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, svc := localService(t, data) // no server: this process's own log, as serve opens it
 	// Direct: the request as deliverHook encodes it.
 	prepared, err := claude.PrepareHook([]byte(payload))
 	if err != nil {
@@ -212,21 +184,7 @@ func TestHook_SameBytesBothPaths(t *testing.T) {
 // returns how many entries it delivered.
 func drainData(t *testing.T, ctx context.Context, data string) int {
 	t.Helper()
-	g := &globals{data: data, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
-	b, err := openBackend(ctx, g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	store, err := openViews(ctx, g, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	svc, err := newService(b, store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, svc := localService(t, data) // no server: this process's own log, as serve opens it
 	n, err := svc.DrainSpool(ctx)
 	if err != nil {
 		t.Fatalf("drain: %v", err)
@@ -307,4 +265,27 @@ func TestSpool_RefusedKinds(t *testing.T) {
 			t.Errorf("%s holds the secret in clear", f)
 		}
 	}
+}
+
+// localService opens the data dir data as a command does with no server
+// (its own embedded log, views and spool) and returns the backend and the
+// API service over them, closed when the test ends.
+func localService(t *testing.T, data string) (*backend, *api.Service) {
+	t.Helper()
+	g := &globals{data: data, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
+	b, err := openBackend(t.Context(), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	store, err := openViews(t.Context(), g, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	svc, err := newService(b, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, svc
 }
