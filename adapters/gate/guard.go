@@ -21,9 +21,24 @@ const GuardPattern = "built-in: commands that name .logbook, policy.toml or the 
 // write to Claude Code's settings (.claude/settings.json or
 // .claude/settings.local.json, where the hooks that run the gate are
 // wired), or a shell command that may name both a .claude folder and one
-// of those files, to review at high risk: the pattern a verdict it
-// decides is recorded under.
+// of those files, to review at critical risk: the pattern a verdict it
+// decides is recorded under. (Critical since the settings wire the gate
+// itself.)
 const SettingsGuardPattern = "built-in: commands that name .claude/settings.json"
+
+// LeverGuardPattern names the built-in rule that sends a shell command
+// running Logbook's own levers to review at critical risk: logbook-hook,
+// or logbook with hook, review, serve, creds, session mode|end|abandon,
+// hooks install|uninstall, so a prompt, a verdict or a mode cannot be
+// forged from inside the session the gate governs.
+const LeverGuardPattern = "built-in: commands that run Logbook's own levers"
+
+// UnreadablePattern names the built-in rule that sends a shell command
+// the gate cannot read (it does not parse as bash, or passes a limit of
+// package shell) to review at high risk: never allowed by a rule, denied
+// when nobody reviews it within the budget. The Match's pattern is this
+// text followed by the reason in parentheses.
+const UnreadablePattern = "built-in: commands the gate cannot read"
 
 // guard returns the built-in guard of the policy files for data dir dd
 // ("" for none) and of Claude Code's settings: for call c it returns the
@@ -71,7 +86,13 @@ func guard(dd string) func(Call) (pattern, risk string) {
 		if !shellLike(c.Tool) {
 			return false
 		}
-		for _, s := range inputStrings(c.Input) {
+		texts, removes, raw := guardTexts(c)
+		for _, s := range texts {
+			if namesPolicy(s, dds) || globs.namesAs(s, c.Dir, func([]string) bool { return removes }) {
+				return true
+			}
+		}
+		for _, s := range otherStrings(c, raw) {
 			if namesPolicy(s, dds) || globs.names(s, c.Dir) {
 				return true
 			}
@@ -79,11 +100,18 @@ func guard(dd string) func(Call) (pattern, risk string) {
 		return false
 	}
 	return func(c Call) (string, string) {
+		c = c.parsed()
 		if guarded(c) {
 			return GuardPattern, review.RiskCritical
 		}
 		if changesSettings(c) {
-			return SettingsGuardPattern, review.RiskHigh
+			return SettingsGuardPattern, review.RiskCritical
+		}
+		if pullsLever(c) {
+			return LeverGuardPattern, review.RiskCritical
+		}
+		if c.sh != nil && len(c.sh.Faults) > 0 {
+			return UnreadablePattern + " (" + c.sh.Faults[0] + ")", review.RiskHigh
 		}
 		return "", ""
 	}
@@ -116,7 +144,8 @@ func changesSettings(c Call) bool {
 		return false
 	}
 	inDir := slices.Contains(strings.Split(strings.ToLower(c.Dir), "/"), settingsDir)
-	for _, s := range inputStrings(c.Input) {
+	texts, _, raw := guardTexts(c)
+	for _, s := range append(texts, otherStrings(c, raw)...) {
 		s = strings.ToLower(strings.Map(func(r rune) rune {
 			switch r {
 			case '\'', '"', '\\':
@@ -170,6 +199,24 @@ func compMayName(comp, name string) bool {
 func shellLike(tool string) bool {
 	t := strings.ToLower(tool)
 	return strings.Contains(t, "bash") || strings.Contains(t, "shell") || strings.Contains(t, "exec") || t == "sh" || t == "zsh"
+}
+
+// otherStrings returns the strings of c's input the guards read raw:
+// all of them, but for a shell tool's command that read cleanly (raw
+// false), whose decoded words (guardTexts) stand for it.
+func otherStrings(c Call, raw bool) []string {
+	all := inputStrings(c.Input)
+	if raw || !shellTool(c.Tool) {
+		return all
+	}
+	cmd := commandOf(c.Input)
+	out := all[:0]
+	for _, s := range all {
+		if s != cmd {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // inputStrings returns every string of a tool's JSON input (the whole

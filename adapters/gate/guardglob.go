@@ -73,6 +73,14 @@ type shellWord struct {
 // name (`cd ~/.local/share && rm -r logbook`), and, when s says cd,
 // pushd or popd, from the home and root directories.
 func (g *dataDirGlobs) names(s, dir string) bool {
+	return g.namesAs(s, dir, removesTrees)
+}
+
+// namesAs is names with removes telling from the words of s whether
+// the command may remove trees (removesTrees for raw text; the caller's
+// own answer for decoded commands, where a word "rm" may be only an
+// argument).
+func (g *dataDirGlobs) namesAs(s, dir string, removes func([]string) bool) bool {
 	if g == nil {
 		return false
 	}
@@ -91,7 +99,7 @@ func (g *dataDirGlobs) names(s, dir string) bool {
 	fields := strings.FieldsFunc(s, func(r rune) bool {
 		return strings.ContainsRune(" \t\n\r;|&()<>=`", r)
 	})
-	removes := removesTrees(fields)
+	rm := removes(fields)
 	for _, w := range fields {
 		switch w {
 		case "cd", "pushd", "popd":
@@ -116,7 +124,7 @@ func (g *dataDirGlobs) names(s, dir string) bool {
 			}
 			for k := range g.dd {
 				if g.matchExactly(w.parts, k) {
-					if removes {
+					if rm {
 						return true // `rm -rf ~/.local`: the data dir goes with it
 					}
 					bases["/"+strings.Join(g.dd[:k], "/")] = true
@@ -141,7 +149,7 @@ func (g *dataDirGlobs) names(s, dir string) bool {
 				if len(parts) > maxWordParts || g.match(parts, wilds, len(splitAbs(b))) {
 					return true
 				}
-				if removes && !wilds && g.ancestor(parts) {
+				if rm && !wilds && g.ancestor(parts) {
 					return true // `cd ~ && rm -rf .local`
 				}
 			}

@@ -166,8 +166,8 @@ func TestGuard_ClaudeSettings(t *testing.T) {
 		{file("Write", "/work/p/.claude/agents/a.md"), false},
 	} {
 		m := Decide(pols, tc.call)
-		if tc.reviewed && (m.Action != ActionReview || m.Risk != review.RiskHigh || m.Pattern != SettingsGuardPattern) {
-			t.Errorf("%s %s: %+v, want the settings guard's review at high risk", tc.call.Tool, tc.call.Input, m)
+		if tc.reviewed && (m.Action != ActionReview || m.Risk != review.RiskCritical || m.Pattern != SettingsGuardPattern) {
+			t.Errorf("%s %s: %+v, want the settings guard's review at critical risk", tc.call.Tool, tc.call.Input, m)
 		}
 		if !tc.reviewed && m.Action != ActionAllow {
 			t.Errorf("%s %s: %+v, want the rule's allow", tc.call.Tool, tc.call.Input, m)

@@ -21,6 +21,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
+	"github.com/logbook-dev/logbook/adapters/gate/shell"
 	"github.com/logbook-dev/logbook/reducers/review"
 )
 
@@ -278,6 +279,9 @@ type Call struct {
 	Tool  string          // e.g. "Bash", "Edit", "mcp__github__create_issue"
 	Input json.RawMessage // the tool's input as the agent sent it
 	Dir   string          // the project directory relative paths are taken from
+	// sh is the shell reading of a shell tool's command, set by parsed;
+	// nil: read when needed.
+	sh *shell.Script
 }
 
 // Action returns the exact boundary a call crosses, for people and
@@ -333,10 +337,16 @@ type Match struct {
 // then allow.
 func (p *Policy) Decide(c Call) Match {
 	var m Match
+	c = c.parsed()
 	if p.guard != nil {
 		if pat, risk := p.guard(c); pat != "" {
 			return Match{Action: ActionReview, Pattern: pat, Risk: risk, Path: p.Path}
 		}
+	}
+	if shellTool(c.Tool) {
+		m = p.decideShell(c)
+		m.Risk = p.riskOf(c)
+		return m
 	}
 	for _, set := range []struct {
 		action string
@@ -382,9 +392,18 @@ func (p *Policy) riskOf(c Call) string {
 //	WebFetch(domain:example.com)  a URL's host
 //	Other(glob)       matched against the call's Action
 //
-// A Bash command made of several (&&, ||, ;, |, newlines) matches a deny
-// or review pattern when any part does, and an allow pattern only when
-// every part does; a command with $( or ` is never allowed by a pattern.
+// A Bash command is read as bash 5.2 reads it (package shell, on
+// mvdan.cc/sh/v3): every simple command in it, the commands wrappers run
+// (bash -c, eval, env, sudo, xargs, find -exec, ssh, git -c, …) and its
+// redirection targets. A deny or review pattern matches when any reading
+// of any command may match it (a word known only when it runs may be any
+// text; /bin/rm is also rm); the policy allows the command only when it
+// reads whole, runs nothing the gate cannot see (eval "$x", source f,
+// bash reading stdin), and every command is known without running it and
+// matched by one of its allow patterns, and every file it writes is
+// allowed by a Write or Edit pattern (or is /dev/null, /dev/stdout,
+// /dev/stderr, /dev/tty). The pattern "Bash" alone allows every command
+// line that parses.
 type Pattern struct {
 	Source string // as written
 	Tool   string // tool name glob
@@ -447,24 +466,13 @@ func (p Pattern) matches(c Call, allow bool) bool {
 	str := func(k string) string { s, _ := in[k].(string); return s }
 	switch c.Tool {
 	case "Bash":
-		cmd := str("command")
-		if allow && (strings.Contains(cmd, "$(") || strings.Contains(cmd, "`") || strings.Contains(cmd, "<(") || strings.Contains(cmd, ">(")) {
-			return false
+		sc := c.script()
+		if !allow {
+			return p.shellMayMatch(c, sc)
 		}
-		parts := splitCommand(cmd)
-		if len(parts) == 0 {
-			return false
-		}
-		n := 0
-		for _, part := range parts {
-			if commandMatches(p.Spec, part) {
-				n++
-			}
-		}
-		if allow {
-			return n == len(parts)
-		}
-		return n > 0
+		one := &Policy{allow: []Pattern{p}}
+		_, ok := one.shellAllows(c, sc)
+		return ok
 	case "Edit", "Write", "Read", "MultiEdit", "NotebookEdit":
 		f := str("file_path")
 		if f == "" {
@@ -490,47 +498,6 @@ func commandMatches(spec, cmd string) bool {
 		return cmd == pre || strings.HasPrefix(cmd, pre+" ")
 	}
 	return glob(spec, cmd)
-}
-
-// splitCommand cuts a shell command line at &&, ||, ;, |, & and
-// newlines outside quotes. It errs on the side of more parts.
-func splitCommand(cmd string) []string {
-	var parts []string
-	var cur strings.Builder
-	quote := byte(0)
-	flush := func() {
-		if s := strings.TrimSpace(cur.String()); s != "" {
-			parts = append(parts, s)
-		}
-		cur.Reset()
-	}
-	for i := 0; i < len(cmd); i++ {
-		ch := cmd[i]
-		switch {
-		case quote != 0:
-			if ch == quote {
-				quote = 0
-			} else if ch == '\\' && quote == '"' && i+1 < len(cmd) {
-				cur.WriteByte(ch)
-				i++
-				ch = cmd[i]
-			}
-			cur.WriteByte(ch)
-		case ch == '\'' || ch == '"':
-			quote = ch
-			cur.WriteByte(ch)
-		case ch == '\\' && i+1 < len(cmd):
-			cur.WriteByte(ch)
-			i++
-			cur.WriteByte(cmd[i])
-		case ch == ';' || ch == '\n' || ch == '|' || ch == '&':
-			flush()
-		default:
-			cur.WriteByte(ch)
-		}
-	}
-	flush()
-	return parts
 }
 
 // glob matches s against pattern, where "*" matches any text (slashes
@@ -744,6 +711,7 @@ func (ps *Policies) load(p string) *loaded {
 // the match's pattern and path. Risk is the highest class any policy
 // gives c.
 func Decide(pols []*Policy, c Call) Match {
+	c = c.parsed()
 	var first Match
 	risk := ""
 	for _, p := range pols {

@@ -1,0 +1,736 @@
+// Package shell reads a command line as bash 5.2 would run it, without
+// running it, for the gate: every simple command in the tree (lists,
+// pipelines, subshells, groups, if/for/while/case, function bodies,
+// command and process substitutions, here-documents, arithmetic), each
+// word decoded as bash passes it (quotes, $'…', escapes, brace lists),
+// every redirection target, and the commands that wrappers run (bash -c,
+// eval, env, sudo, xargs, find -exec, ssh, git -c, …).
+//
+// Parsing is mvdan.cc/sh/v3/syntax in its bash dialect (LangBash, which
+// follows Bash 5.2); decoding of static words is mvdan.cc/sh/v3/expand.
+// What is known only when the command runs (a parameter, a command
+// substitution, a glob against the file system, arithmetic, a tilde) is
+// never given a value: such a word is not Static, and its Reading marks
+// the unknown parts with Wild or WildPart, so that a caller can ask
+// whether any value could match a pattern (deny wins on any reading)
+// while allowing only what is known.
+//
+// Read never runs anything and never reads a file.
+package shell
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// The markers a Reading holds for a part known only when the command
+// runs. Neither byte can occur in a bash word's value (bash words are C
+// strings, and the gate refuses 0x01 in what it judges as text only by
+// reading it as unknown, the safe side).
+const (
+	// Wild is any text, word breaks included: an unquoted expansion,
+	// which bash splits into any number of words, or a glob.
+	Wild = "\x00"
+	// WildPart is any text within one word: a quoted expansion, a
+	// tilde, one glob character.
+	WildPart = "\x01"
+)
+
+// Limits on what Read follows; past them the Script has a Fault, and
+// the gate fails closed.
+const (
+	MaxDepth    = 16     // nesting of wrappers, eval and bash -c strings
+	MaxCommands = 10_000 // simple commands in one input, inner ones counted
+)
+
+// Word is one word of a command after bash's expansions, as far as they
+// are known without running anything.
+type Word struct {
+	// Value is the word's value when Static; else the known parts, with
+	// the unknown ones dropped (for people, never for matching).
+	Value string
+	// Static is true when Value is exactly what bash passes, a leading
+	// "~" aside (kept as written, as patterns write it): no parameter,
+	// substitution, arithmetic or unquoted glob.
+	Static bool
+	// Reading is Value with Wild or WildPart where a part is known only
+	// when it runs (a tilde prefix too, though Static: the home directory
+	// is the user's, but any reading may be denied).
+	Reading string
+	// Glob is the word for path guards: decoded text with its unquoted
+	// glob characters and tilde prefix kept, "${NAME}" for a plain
+	// parameter and "${_}" for any other part known only when it runs.
+	Glob string
+}
+
+// Assignment is a NAME=value before a command or alone.
+type Assignment struct {
+	Name  string
+	Value Word
+}
+
+// Command is one simple command bash (or a wrapper) would run.
+type Command struct {
+	// Args are the command's words after brace expansion: Args[0] is
+	// the program, builtin or function name. A static word that expands
+	// to several (a brace list) is several Args.
+	Args []Word
+	// Assigns are the NAME=value prefixes (env assignments for this
+	// command), or the assignments of a declare/export/local clause.
+	Assigns []Assignment
+	// Parent is the index in Script.Commands of the wrapper that runs
+	// this command (bash -c, sudo, xargs, eval…), -1 when bash runs it
+	// from the input itself.
+	Parent int
+	// Via says how the parent runs it ("bash -c", "sudo", "eval", "git
+	// alias", "a program known only when it runs"…); "" for bash.
+	Via string
+	// Maybe is true for a reading that may or may not happen: the inner
+	// command of a program whose name is known only when it runs, read
+	// as if it were a wrapper. Such a command counts for deny and
+	// review, and, like any, must be allowed for the whole to be.
+	Maybe bool
+	// Opaque, when set, says what code the command runs that the gate
+	// cannot see (eval of a value known only at run time, source of a
+	// file, a script file, commands on standard input): a command with
+	// Opaque is never allowed by a pattern.
+	Opaque string
+}
+
+// Program returns the reading of the command's program (Args[0]), ""
+// for a command of assignments only.
+func (c Command) Program() string {
+	if len(c.Args) == 0 {
+		return ""
+	}
+	return c.Args[0].Reading
+}
+
+// Static reports whether every word of c is known without running it.
+func (c Command) Static() bool {
+	for _, w := range c.Args {
+		if !w.Static {
+			return false
+		}
+	}
+	for _, a := range c.Assigns {
+		if !a.Value.Static {
+			return false
+		}
+	}
+	return true
+}
+
+// Text returns the command as words joined by spaces: the values when
+// static, the readings (with Wild and WildPart) otherwise.
+func (c Command) Text() string {
+	var b strings.Builder
+	for i, w := range c.Args {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w.Reading)
+	}
+	return b.String()
+}
+
+// Value returns the command's values joined by spaces: what an allow
+// pattern is matched against when the command is Static.
+func (c Command) Value() string {
+	var b strings.Builder
+	for i, w := range c.Args {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w.Value)
+	}
+	return b.String()
+}
+
+// Redirection is a file a command's redirection names.
+type Redirection struct {
+	Op      string // ">", ">>", ">|", "&>", "&>>", "<>", ">&", "<"
+	Target  Word
+	Command int // index in Script.Commands; -1 for a compound command's
+}
+
+// Script is what Read found in one input.
+type Script struct {
+	Commands []Command
+	// Writes are the targets of redirections that write (>, >>, >|, &>,
+	// &>>, <>, >& to a file name); fd duplications (2>&1) are not.
+	Writes []Redirection
+	// Reads are the targets of < redirections.
+	Reads []Redirection
+	// Faults are reasons the input cannot be judged: a parse error, a
+	// limit passed. A script with a fault must never be allowed.
+	Faults []string
+}
+
+// Opaque reports whether some command runs code the gate cannot see.
+func (s *Script) Opaque() bool {
+	for _, c := range s.Commands {
+		if c.Opaque != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Read reads src, a command line as an agent hands it to bash -c.
+func Read(src string) *Script {
+	s := &Script{}
+	r := &reader{s: s}
+	r.source(src, -1, "", false, 0)
+	return s
+}
+
+type reader struct {
+	s *Script
+}
+
+// parser returns a bash-dialect parser.
+func parser() *syntax.Parser {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(false))
+}
+
+// source parses src and reads its statements as run by command parent.
+func (r *reader) source(src string, parent int, via string, maybe bool, depth int) {
+	if depth > MaxDepth {
+		r.fault(fmt.Sprintf("commands nested more than %d deep (wrappers, eval, bash -c)", MaxDepth))
+		return
+	}
+	f, err := parser().Parse(strings.NewReader(src), "")
+	if err != nil {
+		if maybe {
+			// A reading that may not happen (an unknown program's
+			// arguments read as a command line) need not parse.
+			return
+		}
+		r.fault("does not parse as bash: " + err.Error())
+		return
+	}
+	r.stmts(f.Stmts, parent, via, maybe, depth)
+}
+
+func (r *reader) fault(why string) {
+	for _, f := range r.s.Faults {
+		if f == why {
+			return
+		}
+	}
+	r.s.Faults = append(r.s.Faults, why)
+}
+
+func (r *reader) stmts(ss []*syntax.Stmt, parent int, via string, maybe bool, depth int) {
+	for _, st := range ss {
+		r.stmt(st, parent, via, maybe, depth)
+	}
+}
+
+func (r *reader) stmt(st *syntax.Stmt, parent int, via string, maybe bool, depth int) {
+	if st == nil {
+		return
+	}
+	at := -1
+	if st.Cmd != nil {
+		at = r.command(st, parent, via, maybe, depth)
+	}
+	for _, rd := range st.Redirs {
+		r.redirect(rd, at, depth)
+	}
+}
+
+// redirect records a redirection of command at (-1: a compound one).
+func (r *reader) redirect(rd *syntax.Redirect, at, depth int) {
+	if rd.Word != nil && rd.Op != syntax.Hdoc && rd.Op != syntax.DashHdoc && rd.Op != syntax.WordHdoc {
+		w := r.word1(rd.Word, depth)
+		red := Redirection{Op: rd.Op.String(), Target: w, Command: at}
+		switch rd.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut:
+			r.s.Writes = append(r.s.Writes, red)
+			if rd.Op == syntax.RdrInOut {
+				r.s.Reads = append(r.s.Reads, red)
+			}
+		case syntax.DplOut:
+			if !isFD(w) {
+				r.s.Writes = append(r.s.Writes, red)
+			}
+		case syntax.RdrIn:
+			r.s.Reads = append(r.s.Reads, red)
+		case syntax.DplIn:
+			if !isFD(w) {
+				r.s.Reads = append(r.s.Reads, red)
+			}
+		}
+	}
+	if rd.Op == syntax.WordHdoc && rd.Word != nil {
+		r.word1(rd.Word, depth) // its substitutions run
+	}
+	if rd.Hdoc != nil {
+		r.word1(rd.Hdoc, depth) // an unquoted here-document's substitutions run
+	}
+}
+
+// isFD reports whether a duplication's word is a descriptor ("1", "2-")
+// or "-" (close), not a file name.
+func isFD(w Word) bool {
+	if !w.Static {
+		return false
+	}
+	v := strings.TrimSuffix(w.Value, "-")
+	if v == "" {
+		return w.Value == "-"
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// add appends c and returns its index, or -1 past MaxCommands.
+func (r *reader) add(c Command) int {
+	if len(r.s.Commands) >= MaxCommands {
+		r.fault(fmt.Sprintf("more than %d commands", MaxCommands))
+		return -1
+	}
+	r.s.Commands = append(r.s.Commands, c)
+	return len(r.s.Commands) - 1
+}
+
+// command reads one command node and returns the index of the simple
+// command it is (-1 for a compound one).
+func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, depth int) int {
+	switch x := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		c := Command{Parent: parent, Via: via, Maybe: maybe}
+		for _, a := range x.Assigns {
+			c.Assigns = append(c.Assigns, r.assign(a, depth))
+		}
+		for _, w := range x.Args {
+			c.Args = append(c.Args, r.words(w, depth)...)
+		}
+		if len(c.Args) == 0 {
+			// Assignments alone run nothing, but some name what runs
+			// later or how programs are found.
+			at := -1
+			for _, a := range c.Assigns {
+				if why := r.assignEffect(a, -1, depth); why != "" {
+					c.Opaque = why
+				}
+			}
+			if c.Opaque != "" {
+				at = r.add(c)
+			}
+			return at
+		}
+		at := r.add(c)
+		if at < 0 {
+			return -1
+		}
+		r.inner(at, st, depth)
+		return at
+	case *syntax.Block:
+		r.stmts(x.Stmts, parent, via, maybe, depth)
+	case *syntax.Subshell:
+		r.stmts(x.Stmts, parent, via, maybe, depth)
+	case *syntax.BinaryCmd:
+		r.stmt(x.X, parent, via, maybe, depth)
+		r.stmt(x.Y, parent, via, maybe, depth)
+	case *syntax.IfClause:
+		for ic := x; ic != nil; ic = ic.Else {
+			r.stmts(ic.Cond, parent, via, maybe, depth)
+			r.stmts(ic.Then, parent, via, maybe, depth)
+		}
+	case *syntax.WhileClause:
+		r.stmts(x.Cond, parent, via, maybe, depth)
+		r.stmts(x.Do, parent, via, maybe, depth)
+	case *syntax.ForClause:
+		switch l := x.Loop.(type) {
+		case *syntax.WordIter:
+			for _, w := range l.Items {
+				r.words(w, depth)
+			}
+		case *syntax.CStyleLoop:
+			r.arith(parent, via, maybe, depth, l)
+		}
+		r.stmts(x.Do, parent, via, maybe, depth)
+	case *syntax.CaseClause:
+		r.words(x.Word, depth)
+		for _, item := range x.Items {
+			for _, p := range item.Patterns {
+				r.words(p, depth)
+			}
+			r.stmts(item.Stmts, parent, via, maybe, depth)
+		}
+	case *syntax.FuncDecl:
+		// The body runs whenever the name is called: judged as if run.
+		r.stmt(x.Body, parent, via, maybe, depth)
+	case *syntax.ArithmCmd:
+		r.arith(parent, via, maybe, depth, x)
+	case *syntax.LetClause:
+		r.arith(parent, via, maybe, depth, x)
+	case *syntax.TestClause:
+		r.nested(x, depth)
+	case *syntax.DeclClause:
+		c := Command{Parent: parent, Via: via, Maybe: maybe}
+		c.Args = append(c.Args, lit(x.Variant.Value))
+		for _, a := range x.Args {
+			switch {
+			case a.Naked && a.Name == nil && a.Value != nil:
+				c.Args = append(c.Args, r.words(a.Value, depth)...) // an option such as -x
+			default:
+				as := r.assign(a, depth)
+				c.Assigns = append(c.Assigns, as)
+				c.Args = append(c.Args, Word{Value: as.Name + "=" + as.Value.Value, Static: as.Value.Static, Reading: as.Name + "=" + as.Value.Reading, Glob: as.Name + "=" + as.Value.Glob})
+			}
+		}
+		at := r.add(c)
+		if at >= 0 {
+			for _, a := range c.Assigns {
+				if why := r.assignEffect(a, at, depth); why != "" && r.s.Commands[at].Opaque == "" {
+					r.s.Commands[at].Opaque = why
+				}
+			}
+		}
+		return at
+	case *syntax.TimeClause:
+		r.stmt(x.Stmt, parent, via, maybe, depth)
+	case *syntax.CoprocClause:
+		r.stmt(x.Stmt, parent, via, maybe, depth)
+	default:
+		r.fault(fmt.Sprintf("a %T the gate cannot judge", x))
+	}
+	return -1
+}
+
+// arith reads an arithmetic command or expression: its substitutions
+// run; a variable's value in it is itself read as an expression, which
+// may run commands (a[$(…)]), so one that names a variable is opaque.
+func (r *reader) arith(parent int, via string, maybe bool, depth int, n syntax.Node) {
+	r.nested(n, depth)
+	vars := false
+	syntax.Walk(n, func(n syntax.Node) bool {
+		switch n.(type) {
+		case *syntax.ParamExp:
+			vars = true
+		case *syntax.Word:
+			if w := n.(*syntax.Word); w.Lit() != "" && isName(w.Lit()) {
+				vars = true
+			}
+		}
+		return true
+	})
+	if vars {
+		r.add(Command{Parent: parent, Via: via, Maybe: maybe, Args: []Word{lit("((")},
+			Opaque: "arithmetic that reads a variable, whose value bash evaluates as an expression"})
+	}
+}
+
+// nested reads the command and process substitutions inside node n:
+// the commands they run.
+func (r *reader) nested(n syntax.Node, depth int) {
+	syntax.Walk(n, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.CmdSubst:
+			r.stmts(x.Stmts, -1, "", false, depth)
+			return false
+		case *syntax.ProcSubst:
+			r.stmts(x.Stmts, -1, "", false, depth)
+			return false
+		}
+		return true
+	})
+}
+
+func (r *reader) assign(a *syntax.Assign, depth int) Assignment {
+	as := Assignment{}
+	if a.Name != nil {
+		as.Name = a.Name.Value
+	}
+	if a.Index != nil {
+		r.nested(a.Index, depth)
+	}
+	switch {
+	case a.Array != nil:
+		r.nested(a.Array, depth)
+		as.Value = Word{Reading: WildPart, Glob: "${_}"}
+	case a.Value != nil:
+		as.Value = r.word1(a.Value, depth)
+	default:
+		as.Value = Word{Static: true}
+	}
+	return as
+}
+
+// words decodes w into the words bash passes (several for a brace list).
+func (r *reader) words(w *syntax.Word, depth int) []Word {
+	if w == nil {
+		return nil
+	}
+	r.nested(w, depth)
+	w = cloneWord(w)
+	if syntax.SplitBraces(w) {
+		var out []Word
+		n := 0
+		for bw, err := range expand.BracesSeq(nil, w) {
+			if err != nil || n > 1024 {
+				// A brace list too large to list: one unknown word.
+				return []Word{{Reading: Wild, Glob: "${_}"}}
+			}
+			n++
+			out = append(out, decode(bw, false))
+		}
+		return out
+	}
+	return []Word{decode(w, false)}
+}
+
+// word1 decodes w as one word (an assignment's value, a redirection's
+// target, a here-document): no brace expansion, no splitting.
+func (r *reader) word1(w *syntax.Word, depth int) Word {
+	if w == nil {
+		return Word{Static: true}
+	}
+	r.nested(w, depth)
+	return decode(w, true)
+}
+
+func cloneWord(w *syntax.Word) *syntax.Word {
+	c := *w
+	c.Parts = append([]syntax.WordPart(nil), w.Parts...)
+	for i, p := range c.Parts {
+		if l, ok := p.(*syntax.Lit); ok {
+			lc := *l
+			c.Parts[i] = &lc
+		}
+	}
+	return &c
+}
+
+// decode returns what bash makes of word w: its value when static, and
+// a reading with Wild/WildPart where a part is unknown. one: the word is
+// never split (an assignment, a redirection target).
+func decode(w *syntax.Word, one bool) Word {
+	var val, rd, gl strings.Builder
+	static := true
+	unknown := func(quoted bool) {
+		static = false
+		gl.WriteString("${_}")
+		if quoted || one {
+			rd.WriteString(WildPart)
+		} else {
+			rd.WriteString(Wild)
+		}
+	}
+	named := func(p *syntax.ParamExp) {
+		// The guards know some variables by name ($HOME, $LOGBOOK_DATA):
+		// a plain one is written ${NAME} in Glob, not ${_}.
+		if p.Param != nil && p.Exp == nil && p.Repl == nil && p.Slice == nil && p.Index == nil && !p.Excl && !p.Length {
+			g := gl.String()
+			gl.Reset()
+			gl.WriteString(strings.TrimSuffix(g, "${_}") + "${" + p.Param.Value + "}")
+		}
+	}
+	known := func(s string) {
+		val.WriteString(s)
+		rd.WriteString(s)
+		gl.WriteString(s)
+	}
+	for i, p := range w.Parts {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			v := x.Value
+			if i == 0 && strings.HasPrefix(v, "~") {
+				// A tilde prefix: the home directory (or another's),
+				// known when it runs; the rest of the word is literal.
+				end := strings.IndexByte(v, '/')
+				if end < 0 {
+					end = len(v)
+				}
+				val.WriteString(v[:end])
+				gl.WriteString(v[:end])
+				rd.WriteString(WildPart)
+				v = v[end:]
+			}
+			if globby(v) {
+				val.WriteString(unescape(v))
+				gl.WriteString(unescape(v))
+				static = false
+				rd.WriteString(globReading(v, one))
+				continue
+			}
+			known(unescape(v))
+		case *syntax.SglQuoted:
+			if x.Dollar && strings.Contains(x.Value, `\c`) {
+				// \cX (a control character) is not decoded by expand:
+				// unknown rather than wrong.
+				unknown(true)
+				continue
+			}
+			s := x.Value
+			if x.Dollar {
+				// ANSI-C quoting, decoded as bash does; the value ends
+				// at a NUL byte.
+				s, _, _ = expand.Format(nil, s, nil)
+				s, _, _ = strings.Cut(s, "\x00")
+			}
+			known(s)
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				switch y := q.(type) {
+				case *syntax.Lit:
+					known(unescapeDouble(y.Value))
+				case *syntax.ParamExp:
+					// "$@" and "${a[@]}" are several words.
+					unknown(!multiWord(y))
+					named(y)
+				default:
+					unknown(true)
+				}
+			}
+		case *syntax.BraceExp:
+			unknown(false) // left by a failed expansion
+		case *syntax.ParamExp:
+			unknown(false)
+			named(x)
+		default:
+			// ParamExp, CmdSubst, ArithmExp, ProcSubst, ExtGlob.
+			unknown(false)
+		}
+	}
+	return Word{Value: val.String(), Static: static, Reading: rd.String(), Glob: gl.String()}
+}
+
+// multiWord reports whether a quoted parameter expansion may give
+// several words: $@, ${a[@]}, ${!prefix@}.
+func multiWord(p *syntax.ParamExp) bool {
+	if p.Param != nil && (p.Param.Value == "@" || p.Param.Value == "*") {
+		return true
+	}
+	if p.Names != 0 {
+		return true
+	}
+	if idx, ok := p.Index.(*syntax.Word); ok && (idx.Lit() == "@" || idx.Lit() == "*") {
+		return true
+	}
+	return false
+}
+
+// globby reports whether unquoted literal text v holds a glob character
+// bash would expand (*, ?, [) not escaped by a backslash.
+func globby(v string) bool {
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '\\':
+			i++
+		case '*', '?', '[':
+			return true
+		}
+	}
+	return false
+}
+
+// globReading returns the reading of unquoted literal text v with glob
+// characters: * any text (any words, unless one), ? and […] one part.
+func globReading(v string, one bool) string {
+	var b strings.Builder
+	star := Wild
+	if one {
+		star = WildPart
+	}
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '\\':
+			if i+1 < len(v) {
+				i++
+				b.WriteByte(v[i])
+			}
+		case '*':
+			b.WriteString(star)
+		case '?':
+			b.WriteString(WildPart)
+		case '[':
+			if j := strings.IndexByte(v[i+1:], ']'); j >= 0 {
+				i += j + 1
+				b.WriteString(WildPart)
+			} else {
+				b.WriteByte(c)
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// unescape removes the backslashes of unquoted text as bash's quote
+// removal does: "\\c" is c.
+func unescape(v string) string {
+	if !strings.Contains(v, `\`) {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\\' && i+1 < len(v) {
+			i++
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String()
+}
+
+// unescapeDouble removes the backslashes bash removes inside double
+// quotes: before $, `, ", \ (a backslash-newline the parser dropped).
+func unescapeDouble(v string) string {
+	if !strings.Contains(v, `\`) {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\\' && i+1 < len(v) && strings.IndexByte("$`\"\\", v[i+1]) >= 0 {
+			i++
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String()
+}
+
+// lit returns a static word of value v.
+func lit(v string) Word { return Word{Value: v, Static: true, Reading: v, Glob: v} }
+
+// isName reports whether s is a shell variable name.
+func isName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// Base returns the program name a reading runs: its last path
+// component.
+func Base(reading string) string {
+	if i := strings.LastIndexByte(reading, '/'); i >= 0 {
+		return reading[i+1:]
+	}
+	return reading
+}
+
+// base is Base of a static word's value, "" when it is not static.
+func base(w Word) string {
+	if !w.Static {
+		return ""
+	}
+	return path.Base(w.Value)
+}

@@ -1,0 +1,734 @@
+package shell
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// A wrapper is a program that runs another command given in its
+// arguments. inner reads that command as one more Command whose Parent
+// is the wrapper, so the gate judges both.
+
+// optArgs lists, per wrapper, the short options that take an argument
+// (as separate words); long options take theirs after "=" or as the next
+// word when listed in longArgs. The sources: GNU coreutils 9.x
+// (env, nice, nohup, stdbuf, timeout), util-linux 2.38 (ionice, setsid,
+// taskset, flock, su, runuser), sudo 1.9, OpenSSH 9.x ssh(1), GNU
+// findutils 4.9 xargs, procps watch, GNU parallel.
+var optArgs = map[string]string{
+	"env":      "uCS",
+	"nice":     "n",
+	"ionice":   "cnp",
+	"stdbuf":   "ioe",
+	"timeout":  "sk",
+	"sudo":     "ughpCDrtUTRa",
+	"doas":     "uC",
+	"xargs":    "aEdIiLlnPs",
+	"watch":    "nq",
+	"ssh":      "BbcDEeFIiJLlmOopQRSWw",
+	"exec":     "a",
+	"time":     "fo",
+	"taskset":  "",
+	"setsid":   "",
+	"nohup":    "",
+	"command":  "",
+	"builtin":  "",
+	"flock":    "wEx",
+	"chrt":     "",
+	"busybox":  "",
+	"unbuffer": "",
+}
+
+var longArgs = map[string]bool{
+	"--unset": true, "--chdir": true, "--split-string": true, "--adjustment": true,
+	"--class": true, "--classdata": true, "--input": true, "--output": true, "--error": true,
+	"--signal": true, "--kill-after": true, "--user": true, "--group": true, "--host": true,
+	"--prompt": true, "--close-from": true, "--role": true, "--type": true, "--other-user": true,
+	"--arg-file": true, "--delimiter": true, "--eof": true, "--replace": true, "--max-lines": true,
+	"--max-args": true, "--max-procs": true, "--max-chars": true, "--interval": true,
+	"--format": true, "--output-file": true, "--timeout": true, "--conflict-exit-code": true,
+	"--command": true, "--shell": true, "--login-shell": false,
+}
+
+// shells run a command string with -c, a script file, or their
+// standard input.
+var shells = map[string]bool{
+	"bash": true, "sh": true, "dash": true, "zsh": true, "ksh": true, "mksh": true,
+	"ash": true, "yash": true, "posh": true, "rbash": true, "busybox sh": true,
+}
+
+// commandVars name environment variables whose value a program runs as
+// a command line (git, pagers, editors, ssh helpers).
+var commandVars = map[string]bool{
+	"GIT_SSH_COMMAND": true, "GIT_PAGER": true, "GIT_EDITOR": true, "GIT_SEQUENCE_EDITOR": true,
+	"GIT_EXTERNAL_DIFF": true, "GIT_ASKPASS": true, "GIT_SSH": true, "GIT_PROXY_COMMAND": true,
+	"PAGER": true, "MANPAGER": true, "SYSTEMD_PAGER": true, "EDITOR": true, "VISUAL": true,
+	"SSH_ASKPASS": true, "SUDO_ASKPASS": true, "LESSOPEN": true, "LESSCLOSE": true,
+	"PROMPT_COMMAND": true, "BROWSER": true, "TERMINAL": true, "DIFF": true,
+}
+
+// loaderVars name environment variables that change which code runs
+// (the program search path, preloaded libraries, files a shell reads at
+// start, git's config and helpers): the gate cannot see what they bring.
+var loaderVars = map[string]bool{
+	"PATH": true, "LD_PRELOAD": true, "LD_LIBRARY_PATH": true, "LD_AUDIT": true,
+	"BASH_ENV": true, "ENV": true, "SHELLOPTS": true, "BASHOPTS": true, "PS4": true,
+	"GIT_CONFIG": true, "GIT_CONFIG_GLOBAL": true, "GIT_CONFIG_SYSTEM": true, "GIT_CONFIG_PARAMETERS": true,
+	"GIT_CONFIG_COUNT": true, "GIT_EXEC_PATH": true, "GIT_DIR": false, "PYTHONSTARTUP": true,
+	"PYTHONPATH": true, "NODE_OPTIONS": true, "PERL5OPT": true, "RUBYOPT": true, "BASH_LOADABLES_PATH": true,
+	"HOSTALIASES": false, "GCONV_PATH": true, "IFS": false,
+}
+
+// gitCommandKey reports whether git config key k (lower case) names a
+// command git runs: a shell alias, a pager, an editor, a helper or
+// driver (git-config(1), git 2.4x).
+func gitCommandKey(k string) bool {
+	switch k {
+	case "core.pager", "core.editor", "core.sshcommand", "core.fsmonitor", "core.askpass",
+		"core.gitproxy", "sequence.editor", "diff.external", "gpg.program", "credential.helper",
+		"interactive.difffilter", "uploadpack.packobjectshook", "sendemail.sendmailcmd",
+		"sendemail.tocmd", "sendemail.cccmd", "merge.tool", "diff.tool", "web.browser",
+		"receive.procreceiverefs", "core.hookspath", "include.path", "feature.experimental":
+		return true
+	}
+	for _, p := range []string{"pager.", "alias.", "gpg.", "includeif.", "include."} {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	for _, s := range []string{".textconv", ".command", ".driver", ".clean", ".smudge", ".process", ".cmd", ".helper", ".program", ".path", ".sshcommand"} {
+		if strings.HasSuffix(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// inner reads the commands that command at runs through its arguments.
+func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
+	c := r.s.Commands[at]
+	// Env assignments before the command that name code to run.
+	for _, a := range c.Assigns {
+		if why := r.assignEffect(a, at, depth); why != "" {
+			r.opaque(at, why)
+		}
+	}
+	args := c.Args
+	prog := args[0]
+	if !prog.Static {
+		// A program known only when it runs may be any of the wrappers:
+		// its arguments are read as each would read them, as readings
+		// that may not happen.
+		r.maybeWrapper(at, args, depth)
+		return
+	}
+	name := base(prog)
+	rest := args[1:]
+	switch {
+	case shells[name]:
+		r.shell(at, name, rest, st, depth)
+	case name == "eval":
+		r.evalWords(at, rest, "eval", depth)
+	case name == "source" || name == ".":
+		if len(rest) > 0 {
+			r.opaque(at, "runs the file "+rest[0].Value+", which the gate did not read")
+		} else {
+			r.opaque(at, "source with no file")
+		}
+	case name == "alias":
+		for _, w := range rest {
+			if _, v, ok := strings.Cut(src(w), "="); ok {
+				r.text(at, "alias", v, w.Static, depth)
+			}
+		}
+	case name == "trap":
+		if len(rest) > 0 && !strings.HasPrefix(rest[0].Value, "-") {
+			r.text(at, "trap", src(rest[0]), rest[0].Static, depth)
+		}
+	case name == "enable":
+		r.opaque(at, "enable may load a builtin from a shared object")
+	case name == "hash":
+		// hash -p PATH NAME: NAME runs PATH from now on.
+		for i := 0; i+1 < len(rest); i++ {
+			if rest[i].Value == "-p" {
+				r.sub(at, "hash -p", append([]Word{rest[i+1]}, wild()), false, depth)
+				break
+			}
+		}
+	case name == "git":
+		r.git(at, rest, depth)
+	case name == "xargs":
+		r.xargs(at, rest, depth)
+	case name == "find":
+		r.find(at, rest, depth)
+	case name == "parallel":
+		r.parallel(at, rest, depth)
+	case name == "watch":
+		r.watch(at, rest, depth)
+	case name == "ssh":
+		r.ssh(at, rest, depth)
+	case name == "su" || name == "runuser" || name == "script" || name == "flock" || name == "sg":
+		for i, w := range rest {
+			if w.Value == "-c" || w.Value == "--command" {
+				if i+1 < len(rest) {
+					r.text(at, name+" -c", src(rest[i+1]), rest[i+1].Static, depth)
+				}
+				return
+			}
+			if v, ok := strings.CutPrefix(w.Value, "--command="); ok {
+				r.text(at, name+" -c", v, w.Static, depth)
+				return
+			}
+		}
+		if name == "flock" {
+			r.simpleWrapper(at, name, rest, depth)
+		}
+	case name == "env":
+		r.env(at, rest, depth)
+	case name == "chroot":
+		if len(rest) > 1 {
+			r.sub(at, "chroot", skipOpts(rest[1:], ""), false, depth)
+		}
+	case name == "taskset" || name == "chrt":
+		// taskset [opts] MASK CMD / chrt [opts] PRIO CMD.
+		ws := skipOpts(rest, "")
+		if len(ws) > 1 {
+			r.sub(at, name, ws[1:], false, depth)
+		}
+	case name == "timeout":
+		ws := skipOpts(rest, optArgs[name])
+		if len(ws) > 1 {
+			r.sub(at, name, ws[1:], false, depth)
+		}
+	case name == "sudo" || name == "doas":
+		ws := skipOpts(rest, optArgs[name])
+		for len(ws) > 0 && strings.Contains(ws[0].Value, "=") && isName(strings.SplitN(ws[0].Value, "=", 2)[0]) {
+			ws = ws[1:]
+		}
+		if len(ws) > 0 {
+			r.sub(at, name, ws, false, depth)
+		} else {
+			for _, w := range rest {
+				if w.Value == "-s" || w.Value == "-i" || w.Value == "--shell" || w.Value == "--login" || !w.Static {
+					r.opaque(at, name+" starts a shell whose commands the gate cannot see")
+				}
+			}
+		}
+	case optArgsHas(name):
+		r.simpleWrapper(at, name, rest, depth)
+	}
+}
+
+// src returns w as text to read as a command line: its value when
+// static, else its reading.
+func src(w Word) string {
+	if w.Static {
+		return w.Value
+	}
+	return w.Reading
+}
+
+// wild returns a word known only when it runs, any number of words.
+func wild() Word { return Word{Reading: Wild, Glob: "${_}"} }
+
+func optArgsHas(name string) bool { _, ok := optArgs[name]; return ok }
+
+// simpleWrapper reads "name [options] command args…".
+func (r *reader) simpleWrapper(at int, name string, rest []Word, depth int) {
+	ws := skipOpts(rest, optArgs[name])
+	if len(ws) > 0 {
+		r.sub(at, name, ws, false, depth)
+	}
+}
+
+// skipOpts returns ws after the leading options: "-x", "-xVALUE",
+// "--long", "--long=value", "-o VALUE" for o in withArg, a "--long
+// VALUE" in longArgs, and a "--" ending them. An unknown word (not
+// static) ends them too.
+func skipOpts(ws []Word, withArg string) []Word {
+	for len(ws) > 0 {
+		v := ws[0].Value
+		if !ws[0].Static || !strings.HasPrefix(v, "-") || v == "-" {
+			return ws
+		}
+		ws = ws[1:]
+		if v == "--" {
+			return ws
+		}
+		if strings.HasPrefix(v, "--") {
+			if !strings.Contains(v, "=") && longArgs[v] && len(ws) > 0 {
+				ws = ws[1:]
+			}
+			continue
+		}
+		// A cluster of short options: the first that takes an argument
+		// takes the rest of the word, or the next word.
+		for i := 1; i < len(v); i++ {
+			if strings.IndexByte(withArg, v[i]) >= 0 {
+				if i == len(v)-1 && len(ws) > 0 {
+					ws = ws[1:]
+				}
+				break
+			}
+		}
+	}
+	return ws
+}
+
+// sub adds the command ws that command at runs.
+func (r *reader) sub(at int, via string, ws []Word, maybe bool, depth int) {
+	if len(ws) == 0 {
+		return
+	}
+	if depth+1 > MaxDepth {
+		r.fault("commands nested more than 16 deep (wrappers, eval, bash -c)")
+		return
+	}
+	c := Command{Args: ws, Parent: at, Via: via, Maybe: maybe || r.s.Commands[at].Maybe}
+	i := r.add(c)
+	if i >= 0 {
+		r.inner(i, nil, depth+1)
+	}
+}
+
+// text reads s as a command line that command at runs (bash -c, eval,
+// an alias, a trap); when s is not static (known only at run time) the
+// command is opaque, and its known reading is still read for deny.
+func (r *reader) text(at int, via, s string, static bool, depth int) {
+	if !static {
+		r.opaque(at, via+" of a value known only when it runs")
+		if s = strings.NewReplacer(Wild, " ", WildPart, " ").Replace(s); strings.TrimSpace(s) != "" {
+			r.source(s, at, via, true, depth+1)
+		}
+		return
+	}
+	r.source(s, at, via, r.s.Commands[at].Maybe, depth+1)
+}
+
+// evalWords reads eval's words joined by spaces, as eval does.
+func (r *reader) evalWords(at int, ws []Word, via string, depth int) {
+	static := true
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		parts[i] = src(w)
+		static = static && w.Static
+	}
+	r.text(at, via, strings.Join(parts, " "), static, depth)
+}
+
+// opaque marks command at as running code the gate cannot see.
+func (r *reader) opaque(at int, why string) {
+	if r.s.Commands[at].Opaque == "" {
+		r.s.Commands[at].Opaque = why
+	}
+}
+
+// shell reads a shell's arguments: -c STRING, a script file, or its
+// standard input (a here-document or here-string the gate can read, or
+// anything else it cannot).
+func (r *reader) shell(at int, name string, rest []Word, st *syntax.Stmt, depth int) {
+	for i := 0; i < len(rest); i++ {
+		w := rest[i]
+		v := w.Value
+		if !w.Static {
+			r.opaque(at, name+" with an argument known only when it runs")
+			return
+		}
+		switch {
+		case v == "--":
+			rest = rest[i+1:]
+			i = len(rest) // fall to the script file below
+			if len(rest) > 0 {
+				r.opaque(at, name+" runs the script file "+rest[0].Value+", which the gate did not read")
+			} else {
+				r.stdin(at, name, st, depth)
+			}
+			return
+		case v == "-c" || (strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.Contains(v[1:], "c")):
+			// -c, or a cluster holding c (-ec, -xc): the first non-option
+			// word after is the command string.
+			j := i + 1
+			for j < len(rest) && rest[j].Static && strings.HasPrefix(rest[j].Value, "-") && rest[j].Value != "-" && rest[j].Value != "--" {
+				if rest[j].Value == "-o" || rest[j].Value == "+o" || rest[j].Value == "-O" || rest[j].Value == "+O" {
+					j++
+				}
+				j++
+			}
+			if j < len(rest) && rest[j].Value == "--" {
+				j++
+			}
+			if j >= len(rest) {
+				r.fault(name + " -c with no command string")
+				return
+			}
+			r.text(at, name+" -c", src(rest[j]), rest[j].Static, depth)
+			return
+		case v == "--rcfile" || v == "--init-file":
+			r.opaque(at, name+" "+v+" runs a file the gate did not read")
+			i++
+		case v == "-o" || v == "+o" || v == "-O" || v == "+O":
+			i++
+		case strings.HasPrefix(v, "-") || strings.HasPrefix(v, "+"):
+			// Other options: -e, -x, -l, -i, -s, --norc, --posix…
+		default:
+			r.opaque(at, name+" runs the script file "+v+", which the gate did not read")
+			return
+		}
+	}
+	r.stdin(at, name, st, depth)
+}
+
+// stdin reads what a shell reads from its standard input: a
+// here-document or here-string on its own statement, else opaque.
+func (r *reader) stdin(at int, name string, st *syntax.Stmt, depth int) {
+	if st != nil {
+		for _, rd := range st.Redirs {
+			switch rd.Op {
+			case syntax.Hdoc, syntax.DashHdoc:
+				if rd.Hdoc == nil {
+					return // an empty here-document
+				}
+				body := decodeDoc(rd.Hdoc)
+				r.text(at, name+" <<", src(body), body.Static, depth)
+				return
+			case syntax.WordHdoc:
+				w := decode(rd.Word, true)
+				r.text(at, name+" <<<", src(w), w.Static, depth)
+				return
+			case syntax.RdrIn:
+				r.opaque(at, name+" reads commands from a file the gate did not read")
+				return
+			}
+		}
+	}
+	r.opaque(at, name+" reads commands from its standard input, which the gate cannot see")
+}
+
+// decodeDoc decodes a here-document body as bash does: an unquoted one
+// expands parameters and substitutions (unknown), a quoted one is kept
+// as written (the parser gives it as one literal).
+func decodeDoc(w *syntax.Word) Word {
+	var val, rd strings.Builder
+	static := true
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok {
+			s := unescapeDoc(l.Value)
+			val.WriteString(s)
+			rd.WriteString(s)
+			continue
+		}
+		static = false
+		rd.WriteString(" " + WildPart + " ")
+	}
+	out := Word{Value: val.String(), Static: static, Reading: rd.String()}
+	if static {
+		out.Reading = out.Value
+	}
+	out.Glob = out.Reading
+	return out
+}
+
+// unescapeDoc drops the backslashes bash drops in an unquoted
+// here-document: before $, `, \ and newline.
+func unescapeDoc(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case '$', '`', '\\':
+				b.WriteByte(s[i+1])
+				i++
+				continue
+			case '\n':
+				i++
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// maybeWrapper reads the arguments of a program known only when it runs
+// as a shell's -c string, eval's words, and a wrapper's command.
+func (r *reader) maybeWrapper(at int, args []Word, depth int) {
+	rest := args[1:]
+	if len(rest) == 0 {
+		return
+	}
+	via := "a program known only when it runs"
+	r.sub(at, via, skipOpts(rest, ""), true, depth)
+	for i, w := range rest {
+		if w.Static && w.Value == "-c" && i+1 < len(rest) {
+			r.source(strings.NewReplacer(Wild, " ", WildPart, " ").Replace(rest[i+1].Reading), at, via, true, depth+1)
+		}
+	}
+	parts := make([]string, len(rest))
+	for i, w := range rest {
+		parts[i] = strings.NewReplacer(Wild, " ", WildPart, " ").Replace(w.Reading)
+	}
+	r.source(strings.Join(parts, " "), at, via, true, depth+1)
+}
+
+// env reads env's options, assignments and command; -S splits a string
+// into the command (GNU coreutils 9 env).
+func (r *reader) env(at int, rest []Word, depth int) {
+opts:
+	for len(rest) > 0 {
+		w := rest[0]
+		v := w.Value
+		if !w.Static {
+			break
+		}
+		switch {
+		case v == "-S" || v == "--split-string":
+			if len(rest) > 1 {
+				r.text(at, "env -S", src(rest[1]), rest[1].Static, depth)
+			}
+			return
+		case strings.HasPrefix(v, "--split-string="):
+			r.text(at, "env -S", strings.TrimPrefix(v, "--split-string="), true, depth)
+			return
+		case strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.Contains(v, "S"):
+			// -iS'cmd', -S'cmd': the rest of the cluster after S.
+			s := v[strings.IndexByte(v, 'S')+1:]
+			if s == "" && len(rest) > 1 {
+				r.text(at, "env -S", src(rest[1]), rest[1].Static, depth)
+			} else {
+				r.text(at, "env -S", s, true, depth)
+			}
+			return
+		case v == "--":
+			rest = rest[1:]
+			break opts
+		case v == "-u" || v == "-C" || v == "--unset" || v == "--chdir":
+			rest = rest[min(2, len(rest)):]
+		case strings.HasPrefix(v, "-") && v != "-":
+			rest = rest[1:]
+		default:
+			break opts
+		}
+	}
+	for len(rest) > 0 {
+		name, val, ok := strings.Cut(src(rest[0]), "=")
+		if !ok || !isName(name) {
+			break
+		}
+		_, gv, _ := strings.Cut(rest[0].Glob, "=")
+		vw := Word{Value: val, Static: rest[0].Static, Reading: val, Glob: gv}
+		if why := r.assignEffect(Assignment{Name: name, Value: vw}, at, depth); why != "" {
+			r.opaque(at, why)
+		}
+		rest = rest[1:]
+	}
+	if len(rest) > 0 {
+		r.sub(at, "env", rest, false, depth)
+	}
+}
+
+// git reads git's global options (git 2.4x): -c KEY=VALUE for a key
+// that names a command (git alias "!…", pagers, editors, helpers) is
+// read as that command; --exec-path, --config-env for such a key, and
+// "git config KEY VALUE" setting one are judged as what they run later.
+func (r *reader) git(at int, rest []Word, depth int) {
+	for i := 0; i < len(rest); i++ {
+		w := rest[i]
+		v := w.Value
+		if !w.Static {
+			return
+		}
+		switch {
+		case v == "-c" && i+1 < len(rest):
+			i++
+			r.gitConfig(at, rest[i], depth)
+		case strings.HasPrefix(v, "-c") && len(v) > 2:
+			r.gitConfig(at, lit(v[2:]), depth)
+		case v == "--config-env" || strings.HasPrefix(v, "--config-env="):
+			kv := strings.TrimPrefix(v, "--config-env=")
+			if v == "--config-env" && i+1 < len(rest) {
+				i++
+				kv = rest[i].Reading
+			}
+			k, _, _ := strings.Cut(kv, "=")
+			if gitCommandKey(strings.ToLower(k)) {
+				r.opaque(at, "git --config-env sets "+k+" from the environment")
+			}
+		case v == "--exec-path" || strings.HasPrefix(v, "--exec-path="):
+			if strings.Contains(v, "=") {
+				r.opaque(at, "git --exec-path changes which programs git runs")
+			}
+		case v == "-C" || v == "--git-dir" || v == "--work-tree" || v == "--namespace" || v == "--super-prefix" || v == "--list-cmds" || v == "--attr-source":
+			i++
+		case strings.HasPrefix(v, "-"):
+		case v == "config":
+			r.gitSet(at, rest[i+1:], depth)
+			return
+		default:
+			return
+		}
+	}
+}
+
+// gitConfig reads one -c KEY=VALUE.
+func (r *reader) gitConfig(at int, kv Word, depth int) {
+	k, val, _ := strings.Cut(src(kv), "=")
+	k = strings.ToLower(k)
+	if strings.ContainsAny(k, Wild+WildPart) {
+		r.opaque(at, "git -c with a key known only when it runs")
+		return
+	}
+	if !gitCommandKey(k) {
+		return
+	}
+	if strings.HasPrefix(k, "alias.") {
+		if s, ok := strings.CutPrefix(val, "!"); ok {
+			r.text(at, "git alias", s, kv.Static, depth)
+		} else if strings.ContainsAny(val, Wild+WildPart) {
+			r.opaque(at, "git alias known only when it runs")
+		}
+		return
+	}
+	if k == "core.hookspath" || k == "include.path" || strings.HasPrefix(k, "include") || k == "core.fsmonitor" && !kv.Static {
+		r.opaque(at, "git -c "+k+" makes git run code the gate cannot see")
+		return
+	}
+	r.text(at, "git -c "+k, strings.TrimPrefix(val, "!"), kv.Static, depth)
+}
+
+// gitSet reads "git config [opts] KEY VALUE" and "git config set KEY
+// VALUE": a command key's value runs later, so it is judged now.
+func (r *reader) gitSet(at int, rest []Word, depth int) {
+	var pos []Word
+	for i := 0; i < len(rest); i++ {
+		v := rest[i].Value
+		if rest[i].Static && strings.HasPrefix(v, "-") {
+			if v == "-f" || v == "--file" || v == "--blob" || v == "--type" || v == "--default" || v == "--comment" || v == "--value" {
+				i++
+			}
+			continue
+		}
+		pos = append(pos, rest[i])
+	}
+	if len(pos) > 0 && (pos[0].Value == "set" || pos[0].Value == "--add") {
+		pos = pos[1:]
+	}
+	if len(pos) < 2 {
+		return
+	}
+	kv := Word{Value: pos[0].Value + "=" + pos[1].Value, Static: pos[0].Static && pos[1].Static, Reading: pos[0].Reading + "=" + pos[1].Reading, Glob: pos[0].Glob + "=" + pos[1].Glob}
+	r.gitConfig(at, kv, depth)
+}
+
+// xargs reads "xargs [opts] [command [initial args]]" (GNU findutils
+// 4.9): the command runs with more arguments from standard input
+// (unknown), echo when none is given.
+func (r *reader) xargs(at int, rest []Word, depth int) {
+	ws := skipOpts(rest, optArgs["xargs"])
+	if len(ws) == 0 {
+		ws = []Word{lit("echo")}
+	}
+	r.sub(at, "xargs", append(append([]Word(nil), ws...), wild()), false, depth)
+}
+
+// find reads each -exec, -execdir, -ok and -okdir command up to its ";"
+// or "+"; "{}" stands for a file name (unknown).
+func (r *reader) find(at int, rest []Word, depth int) {
+	for i := 0; i < len(rest); i++ {
+		v := rest[i].Value
+		if v != "-exec" && v != "-execdir" && v != "-ok" && v != "-okdir" {
+			continue
+		}
+		var ws []Word
+		j := i + 1
+		for ; j < len(rest); j++ {
+			if rest[j].Static && (rest[j].Value == ";" || rest[j].Value == "+") {
+				break
+			}
+			w := rest[j]
+			if strings.Contains(w.Reading, "{}") {
+				w = Word{Value: w.Value, Reading: strings.ReplaceAll(w.Reading, "{}", WildPart), Glob: strings.ReplaceAll(w.Glob, "{}", "${_}")}
+			}
+			ws = append(ws, w)
+		}
+		r.sub(at, "find "+v, ws, false, depth)
+		i = j
+	}
+}
+
+// parallel reads GNU parallel's command template up to ":::" (run by a
+// shell with the inputs in place of {}); with no template, the commands
+// come from standard input.
+func (r *reader) parallel(at int, rest []Word, depth int) {
+	ws := skipOpts(rest, "jSkXnNsaI")
+	var tmpl []string
+	static := true
+	for _, w := range ws {
+		if w.Static && (w.Value == ":::" || w.Value == "::::" || w.Value == ":::+" || w.Value == "::::+") {
+			break
+		}
+		tmpl = append(tmpl, strings.ReplaceAll(w.Reading, "{}", WildPart))
+		static = static && w.Static && !strings.Contains(w.Value, "{")
+	}
+	if len(tmpl) == 0 {
+		r.opaque(at, "parallel runs commands from its standard input")
+		return
+	}
+	r.text(at, "parallel", strings.Join(tmpl, " "), static, depth)
+}
+
+// watch reads procps watch's command: joined and run by sh -c, or with
+// -x/--exec run as words.
+func (r *reader) watch(at int, rest []Word, depth int) {
+	exec := false
+	for _, w := range rest {
+		if w.Value == "-x" || w.Value == "--exec" {
+			exec = true
+		}
+	}
+	ws := skipOpts(rest, optArgs["watch"])
+	if len(ws) == 0 {
+		return
+	}
+	if exec {
+		r.sub(at, "watch -x", ws, false, depth)
+		return
+	}
+	r.evalWords(at, ws, "watch", depth)
+}
+
+// ssh reads OpenSSH's "ssh [opts] host [command…]": the command words
+// are joined and run by the remote user's shell.
+func (r *reader) ssh(at int, rest []Word, depth int) {
+	ws := skipOpts(rest, optArgs["ssh"])
+	if len(ws) < 2 {
+		return
+	}
+	r.evalWords(at, ws[1:], "ssh", depth)
+}
+
+// assignEffect judges an assignment NAME=value made for command at (-1:
+// for the commands after it): a value some program runs as a command is
+// read as one; one that changes which code runs makes the command
+// opaque (the reason is returned).
+func (r *reader) assignEffect(a Assignment, at, depth int) string {
+	switch {
+	case commandVars[a.Name]:
+		if at >= 0 {
+			r.text(at, a.Name, src(a.Value), a.Value.Static, depth)
+			return ""
+		}
+		// Alone: it runs later, under a command not yet known.
+		i := r.add(Command{Args: []Word{lit(a.Name + "=")}, Parent: -1})
+		if i >= 0 {
+			r.text(i, a.Name, src(a.Value), a.Value.Static, depth)
+		}
+		return ""
+	case loaderVars[a.Name], strings.HasPrefix(a.Name, "BASH_FUNC_"), strings.HasPrefix(a.Name, "GIT_CONFIG_"):
+		return "sets " + a.Name + ", which changes what code runs"
+	}
+	return ""
+}

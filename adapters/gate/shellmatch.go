@@ -1,0 +1,385 @@
+package gate
+
+import (
+	"encoding/json"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/logbook-dev/logbook/adapters/gate/shell"
+)
+
+// shellTool reports whether tool's "command" input is a command line
+// bash runs: Claude Code's Bash.
+func shellTool(tool string) bool { return tool == "Bash" }
+
+// commandOf returns the "command" string of a tool's JSON input, "" when
+// there is none.
+//
+// A command given as an argument vector (Codex's shell tool:
+// ["bash", "-lc", "…"]) is returned as a command line that runs exactly
+// those words, each quoted for bash.
+func commandOf(in json.RawMessage) string {
+	var v struct {
+		Command any `json:"command"`
+	}
+	if json.Unmarshal(in, &v) != nil {
+		return ""
+	}
+	switch x := v.Command.(type) {
+	case string:
+		return x
+	case []any:
+		ws := make([]string, 0, len(x))
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return ""
+			}
+			q, err := syntax.Quote(s, syntax.LangBash)
+			if err != nil {
+				return "" // a NUL byte: no such argument can exist
+			}
+			ws = append(ws, q)
+		}
+		return strings.Join(ws, " ")
+	}
+	return ""
+}
+
+// script returns the shell reading of c's command: parsed once per
+// Decide (see Call.parsed), else now.
+func (c Call) script() *shell.Script {
+	if c.sh != nil {
+		return c.sh
+	}
+	return shell.Read(commandOf(c.Input))
+}
+
+// parsed returns c with its command read, when its tool runs one, so
+// every rule and guard judges the same reading.
+func (c Call) parsed() Call {
+	if c.sh == nil && (shellTool(c.Tool) || shellLike(c.Tool)) {
+		c.sh = shell.Read(commandOf(c.Input))
+	}
+	return c
+}
+
+// specGlobs returns a Bash pattern's spec as globs over a command's
+// words joined by spaces ("*" any text): "git push:*" is "git push" and
+// "git push *".
+func specGlobs(spec string) []string {
+	if pre, ok := strings.CutSuffix(spec, ":*"); ok {
+		return []string{pre, pre + " *"}
+	}
+	return []string{spec}
+}
+
+// mayMatch reports whether any value command cmd may take when it runs
+// matches Bash spec: deny and review win on any reading. The program is
+// read as written and by its base name (/bin/rm is rm).
+func mayMatch(spec string, cmd shell.Command) bool {
+	subjects := []string{cmd.Text()}
+	if p := cmd.Program(); strings.Contains(p, "/") {
+		subjects = append(subjects, shell.Base(p)+strings.TrimPrefix(cmd.Text(), p))
+	}
+	for _, g := range specGlobs(spec) {
+		for _, s := range subjects {
+			if intersects(g, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// intersects reports whether some text matches both glob g ("*" any
+// text, every other byte itself) and reading s (shell.Wild any text,
+// shell.WildPart any text without a space, every other byte itself).
+func intersects(g, s string) bool {
+	// reach[j] after consuming g[:i]: positions j of s reachable. A
+	// product of the two automata, with the stars' and wilds' self loops.
+	n, m := len(g), len(s)
+	wildAt := func(j int) (bool, bool) { // is a wild, may hold a space
+		if j >= m {
+			return false, false
+		}
+		switch s[j] {
+		case shell.Wild[0]:
+			return true, true
+		case shell.WildPart[0]:
+			return true, false
+		}
+		return false, false
+	}
+	cur := make([]bool, (n+1)*(m+1))
+	idx := func(i, j int) int { return i*(m+1) + j }
+	// Depth-first over states (i, j); each state once.
+	stack := [][2]int{{0, 0}}
+	cur[idx(0, 0)] = true
+	push := func(i, j int) {
+		if i <= n && j <= m && !cur[idx(i, j)] {
+			cur[idx(i, j)] = true
+			stack = append(stack, [2]int{i, j})
+		}
+	}
+	for len(stack) > 0 {
+		st := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		i, j := st[0], st[1]
+		if i == n && j == m {
+			return true
+		}
+		gStar := i < n && g[i] == '*'
+		sWild, sSpace := wildAt(j)
+		// Empty moves: a star or a wild matches nothing.
+		if gStar {
+			push(i+1, j)
+		}
+		if sWild {
+			push(i, j+1)
+		}
+		// Consuming one character c on both sides.
+		switch {
+		case gStar && sWild:
+			// Both loop on the same text: nothing new.
+		case gStar && j < m:
+			push(i, j+1) // the star takes s[j]
+		case sWild && i < n:
+			if g[i] != ' ' || sSpace {
+				push(i+1, j) // the wild takes g[i]
+			}
+		case i < n && j < m && g[i] == s[j]:
+			push(i+1, j+1)
+		}
+	}
+	return false
+}
+
+// harmlessTargets are redirection targets that write no file.
+var harmlessTargets = map[string]bool{
+	"/dev/null": true, "/dev/stdout": true, "/dev/stderr": true, "/dev/tty": true,
+}
+
+// decideShell returns what p says of c, whose command bash runs: deny
+// when any reading of any command (inner ones too), redirection target
+// or file it reads may match a deny rule; review likewise; allow only
+// when the input reads whole, nothing in it is opaque, every command is
+// static and matched by an allow rule, and every file it writes is
+// allowed by a Write or Edit rule.
+func (p *Policy) decideShell(c Call) Match {
+	sc := c.script()
+	for _, set := range []struct {
+		action string
+		ps     []Pattern
+	}{{ActionDeny, p.deny}, {ActionReview, p.review}} {
+		for _, pt := range set.ps {
+			if pt.shellMayMatch(c, sc) {
+				return Match{Action: set.action, Pattern: pt.Source, Path: p.Path}
+			}
+		}
+	}
+	if pat, ok := p.shellAllows(c, sc); ok {
+		return Match{Action: ActionAllow, Pattern: pat, Path: p.Path}
+	}
+	return Match{Path: p.Path}
+}
+
+// shellMayMatch reports whether pattern pt may match some part of the
+// shell call c read as sc: a command (Bash patterns), a file written
+// (Write and Edit patterns) or read (Read patterns).
+func (pt Pattern) shellMayMatch(c Call, sc *shell.Script) bool {
+	if ok, _ := path.Match(pt.Tool, c.Tool); ok {
+		if !pt.HasArg {
+			return true
+		}
+		for _, cmd := range sc.Commands {
+			if len(cmd.Args) > 0 && mayMatch(pt.Spec, cmd) {
+				return true
+			}
+		}
+	}
+	if !pt.HasArg {
+		return false
+	}
+	for _, set := range []struct {
+		tools []string
+		rs    []shell.Redirection
+	}{{[]string{"Write", "Edit"}, sc.Writes}, {[]string{"Read"}, sc.Reads}} {
+		for _, tool := range set.tools {
+			if ok, _ := path.Match(pt.Tool, tool); !ok {
+				continue
+			}
+			for _, rd := range set.rs {
+				if rd.Target.Static && pathMatches(pt.Spec, rd.Target.Value, c.Dir) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// shellAllows reports whether p's allow rules allow every part of shell
+// call c read as sc, and names the rules that did.
+func (p *Policy) shellAllows(c Call, sc *shell.Script) (string, bool) {
+	if len(sc.Faults) > 0 {
+		return "", false
+	}
+	for _, pt := range p.allow {
+		if ok, _ := path.Match(pt.Tool, c.Tool); ok && !pt.HasArg {
+			// "Bash": every command line, whatever it holds.
+			return pt.Source, true
+		}
+	}
+	if sc.Opaque() || len(sc.Commands) == 0 {
+		return "", false
+	}
+	var used []string
+	note := func(s string) {
+		for _, u := range used {
+			if u == s {
+				return
+			}
+		}
+		used = append(used, s)
+	}
+	for _, cmd := range sc.Commands {
+		if len(cmd.Args) == 0 || !cmd.Static() {
+			return "", false
+		}
+		text := cmd.Value()
+		found := false
+		for _, pt := range p.allow {
+			if ok, _ := path.Match(pt.Tool, c.Tool); !ok {
+				continue
+			}
+			if !pt.HasArg || commandMatches(pt.Spec, text) {
+				note(pt.Source)
+				found = true
+				break
+			}
+		}
+		if !found {
+			return "", false
+		}
+	}
+	for _, rd := range sc.Writes {
+		if !rd.Target.Static {
+			return "", false
+		}
+		if harmlessTargets[rd.Target.Value] || strings.HasPrefix(rd.Target.Value, "/dev/fd/") {
+			continue
+		}
+		found := false
+		for _, pt := range p.allow {
+			if !pt.HasArg || (pt.Tool != "Write" && pt.Tool != "Edit") {
+				continue
+			}
+			if pathMatches(pt.Spec, rd.Target.Value, c.Dir) {
+				note(pt.Source)
+				found = true
+				break
+			}
+		}
+		if !found {
+			return "", false
+		}
+	}
+	return strings.Join(used, ", "), true
+}
+
+// guardTexts returns what the path guards read of shell call c: the
+// decoded words of all its commands as one line (Word.Glob: unquoted
+// globs and a leading "~" kept, "${…}" for each part known only when it
+// runs), redirection targets included, and each target alone; removes says whether one of its
+// commands may remove or move a tree (treeRemovers, find -delete or
+// -exec, or a program known only when it runs). raw is false when the
+// command read cleanly, so its decoded words stand for its text.
+func guardTexts(c Call) (texts []string, removes, raw bool) {
+	sc := c.script()
+	var ws []string
+	for _, cmd := range sc.Commands {
+		for _, a := range cmd.Assigns {
+			ws = append(ws, a.Name+"="+a.Value.Glob)
+		}
+		for _, w := range cmd.Args {
+			ws = append(ws, w.Glob)
+		}
+		ws = append(ws, ";")
+		if len(cmd.Args) > 0 {
+			prog := cmd.Args[0]
+			if !prog.Static {
+				removes = true
+				continue
+			}
+			words := []string{path.Base(prog.Value)}
+			if words[0] == "find" {
+				for _, w := range cmd.Args[1:] {
+					words = append(words, w.Value)
+				}
+			}
+			removes = removes || removesTrees(words)
+		}
+	}
+	for _, rs := range [][]shell.Redirection{sc.Writes, sc.Reads} {
+		for _, rd := range rs {
+			texts = append(texts, rd.Target.Glob)
+			ws = append(ws, ">", rd.Target.Glob)
+		}
+	}
+	texts = append([]string{strings.Join(ws, " ")}, texts...)
+	return texts, removes, len(sc.Faults) > 0
+}
+
+// Logbook's levers: the programs, and the subcommands of logbook that
+// decide, record or wire what the gate governs.
+var (
+	leverPrograms = []string{"logbook", "logbook-hook"}
+	leverCommands = []string{"hook", "review", "serve", "creds"}
+	leverSession  = []string{"mode", "end", "abandon"}
+	leverHooks    = []string{"install", "uninstall"}
+)
+
+// pullsLever reports whether shell call c may run logbook-hook, or
+// logbook with a lever subcommand (leverCommands, session
+// leverSession, hooks leverHooks), on any reading of its words.
+func pullsLever(c Call) bool {
+	if !shellLike(c.Tool) && !shellTool(c.Tool) {
+		return false
+	}
+	mayBe := func(w shell.Word, names ...string) bool {
+		for _, n := range names {
+			if w.Static && w.Value == n || !w.Static && intersects(n, w.Reading) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, cmd := range c.script().Commands {
+		if len(cmd.Args) == 0 {
+			continue
+		}
+		prog := cmd.Args[0]
+		b := shell.Word{Value: path.Base(prog.Value), Static: prog.Static, Reading: shell.Base(prog.Reading)}
+		if mayBe(b, "logbook-hook") {
+			return true
+		}
+		if !mayBe(b, "logbook") {
+			continue
+		}
+		args := cmd.Args[1:]
+		for i, w := range args {
+			switch {
+			case mayBe(w, leverCommands...):
+				return true
+			case mayBe(w, "session") && i+1 < len(args) && mayBe(args[i+1], leverSession...):
+				return true
+			case mayBe(w, "hooks") && i+1 < len(args) && mayBe(args[i+1], leverHooks...):
+				return true
+			}
+		}
+	}
+	return false
+}
