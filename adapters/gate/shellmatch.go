@@ -3,10 +3,12 @@ package gate
 import (
 	"encoding/json"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/gate/shell"
 )
 
@@ -62,8 +64,68 @@ func (c Call) script() *shell.Script {
 func (c Call) parsed() Call {
 	if c.sh == nil && (shellTool(c.Tool) || shellLike(c.Tool)) {
 		c.sh = shell.Read(commandOf(c.Input))
+		addPackageScripts(c.sh, c.Dir)
 	}
 	return c
+}
+
+// maxPackageJSON is the most bytes of a package.json the gate reads.
+const maxPackageJSON = 1 << 20
+
+// addPackageScripts adds to sc the commands of the package.json scripts
+// that sc's npm, pnpm, yarn or bun commands run (run NAME, run-script
+// NAME, test, start, with their pre and post scripts), from dir's
+// package.json, as readings that may happen (Command.Maybe): they count
+// for deny and review, while an allow is the runner's own (the policy
+// names the script). A package.json that cannot be read adds nothing.
+func addPackageScripts(sc *shell.Script, dir string) {
+	if dir == "" {
+		return
+	}
+	var names []string
+	for _, cmd := range sc.Commands {
+		if len(cmd.Args) < 2 || !cmd.Args[0].Static || !cmd.Args[1].Static {
+			continue
+		}
+		switch path.Base(cmd.Args[0].Value) {
+		case "npm", "pnpm", "yarn", "bun":
+		default:
+			continue
+		}
+		switch sub := cmd.Args[1].Value; sub {
+		case "run", "run-script":
+			if len(cmd.Args) > 2 && cmd.Args[2].Static {
+				names = append(names, cmd.Args[2].Value)
+			}
+		case "test", "start", "stop", "restart":
+			names = append(names, sub)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	text, err := hookspool.ReadRegular(filepath.Join(dir, "package.json"), maxPackageJSON)
+	if err != nil {
+		return
+	}
+	var pkg struct {
+		Scripts map[string]string `json:"scripts"`
+	}
+	if json.Unmarshal(text, &pkg) != nil {
+		return
+	}
+	for _, n := range names {
+		for _, name := range []string{"pre" + n, n, "post" + n} {
+			body, ok := pkg.Scripts[name]
+			if !ok {
+				continue
+			}
+			for _, cmd := range shell.Read(body).Commands {
+				cmd.Maybe, cmd.Via, cmd.Parent = true, "package.json script "+name, -1
+				sc.Commands = append(sc.Commands, cmd)
+			}
+		}
+	}
 }
 
 // specGlobs returns a Bash pattern's spec as globs over a command's
@@ -246,6 +308,12 @@ func (p *Policy) shellAllows(c Call, sc *shell.Script) (string, bool) {
 		used = append(used, s)
 	}
 	for _, cmd := range sc.Commands {
+		if cmd.Maybe {
+			// A reading that may happen: an unknown program's (whose
+			// command is not allowed), a package script's (allowed with
+			// its runner).
+			continue
+		}
 		if len(cmd.Args) == 0 || !cmd.Static() {
 			return "", false
 		}
