@@ -186,11 +186,44 @@ func Read(src string) *Script {
 	s := &Script{}
 	r := &reader{s: s}
 	r.source(src, -1, "", false, 0)
+	if r.aliasDefined && r.expandAliases && r.evaluates == "" {
+		r.evaluates = "aliases with expand_aliases on, which change how later lines read"
+	}
+	if r.evaluates != "" {
+		r.add(Command{Parent: -1, Args: []Word{lit("((")}, Opaque: r.evaluates})
+	}
 	return s
 }
 
 type reader struct {
 	s *Script
+	// What makes the whole input opaque, wherever it is seen: a
+	// variable read in an arithmetic context (its value is evaluated,
+	// and may run commands), a prompt expansion ${x@P}, aliases defined
+	// where expand_aliases may be on.
+	evaluates     string
+	aliasDefined  bool
+	expandAliases bool
+}
+
+// commentsOf returns the source text of each comment in src, from its
+// "#" to where the parser ends it.
+func commentsOf(src string) []string {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.Comment); ok {
+			from, to := int(c.Pos().Offset()), int(c.End().Offset())
+			if from >= 0 && to <= len(src) && from < to {
+				out = append(out, src[from:to])
+			}
+		}
+		return true
+	})
+	return out
 }
 
 // parser returns a bash-dialect parser.
@@ -204,7 +237,22 @@ func (r *reader) source(src string, parent int, via string, maybe bool, depth in
 		r.fault(fmt.Sprintf("commands nested more than %d deep (wrappers, eval, bash -c)", MaxDepth))
 		return
 	}
+	if strings.Contains(src, "$\\\n") {
+		// bash joins "$\<newline>(" into "$(", the parser does not.
+		r.fault("a backslash-newline after $, which bash and the parser read differently")
+		return
+	}
 	f, err := parser().Parse(strings.NewReader(src), "")
+	if err == nil && strings.Contains(src, "\\\n") {
+		// bash ends a comment at a newline even after a backslash; the
+		// parser joins the lines.
+		for _, c := range commentsOf(src) {
+			if strings.Contains(c, "\\\n") {
+				r.fault("a comment that ends in a backslash, which bash and the parser read differently")
+				return
+			}
+		}
+	}
 	if err != nil {
 		if maybe {
 			// A reading that may not happen (an unknown program's
@@ -342,6 +390,29 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 		r.stmts(x.Stmts, parent, via, maybe, depth)
 	case *syntax.BinaryCmd:
 		r.stmt(x.X, parent, via, maybe, depth)
+		if tc, ok := x.Y.Cmd.(*syntax.TimeClause); ok && (x.Op == syntax.Pipe || x.Op == syntax.PipeAll) {
+			// "time" after a pipe is no keyword but the time program,
+			// which runs what follows.
+			call := &syntax.CallExpr{Args: []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: "time"}}}}}
+			if tc.PosixFormat {
+				call.Args = append(call.Args, &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: "-p"}}})
+			}
+			if tc.Stmt != nil {
+				if inner, ok := tc.Stmt.Cmd.(*syntax.CallExpr); ok {
+					call.Assigns = inner.Assigns
+					call.Args = append(call.Args, inner.Args...)
+				} else {
+					r.stmt(tc.Stmt, parent, via, maybe, depth)
+				}
+			}
+			st := *x.Y
+			st.Cmd = call
+			if tc.Stmt != nil {
+				st.Redirs = append(append([]*syntax.Redirect(nil), x.Y.Redirs...), tc.Stmt.Redirs...)
+			}
+			r.stmt(&st, parent, via, maybe, depth)
+			return -1
+		}
 		r.stmt(x.Y, parent, via, maybe, depth)
 	case *syntax.IfClause:
 		for ic := x; ic != nil; ic = ic.Else {
@@ -391,6 +462,12 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 				c.Args = append(c.Args, Word{Value: as.Name + "=" + as.Value.Value, Static: as.Value.Static, Reading: as.Name + "=" + as.Value.Reading, Glob: as.Name + "=" + as.Value.Glob})
 			}
 		}
+		for _, w := range c.Args[1:] {
+			if w.Static && strings.HasPrefix(w.Value, "-") && strings.Contains(w.Value, "i") || !w.Static && !strings.Contains(w.Value, "=") {
+				// declare -i: values assigned later are evaluated.
+				r.evaluate("declare -i, whose values bash evaluates as arithmetic")
+			}
+		}
 		at := r.add(c)
 		if at >= 0 {
 			for _, a := range c.Assigns {
@@ -410,26 +487,22 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 	return -1
 }
 
-// arith reads an arithmetic command or expression: its substitutions
-// run; a variable's value in it is itself read as an expression, which
-// may run commands (a[$(…)]), so one that names a variable is opaque.
+// arith reads an arithmetic command, let or C-style loop: its
+// substitutions run, and a variable it names makes the input opaque
+// (arithVars).
 func (r *reader) arith(parent int, via string, maybe bool, depth int, n syntax.Node) {
 	r.nested(n, depth)
-	vars := false
-	syntax.Walk(n, func(n syntax.Node) bool {
-		switch n.(type) {
-		case *syntax.ParamExp:
-			vars = true
-		case *syntax.Word:
-			if w := n.(*syntax.Word); w.Lit() != "" && isName(w.Lit()) {
-				vars = true
-			}
+	switch x := n.(type) {
+	case *syntax.ArithmCmd:
+		r.arithVars(x.X)
+	case *syntax.LetClause:
+		for _, e := range x.Exprs {
+			r.arithVars(e)
 		}
-		return true
-	})
-	if vars {
-		r.add(Command{Parent: parent, Via: via, Maybe: maybe, Args: []Word{lit("((")},
-			Opaque: "arithmetic that reads a variable, whose value bash evaluates as an expression"})
+	case *syntax.CStyleLoop:
+		r.arithVars(x.Init)
+		r.arithVars(x.Cond)
+		r.arithVars(x.Post)
 	}
 }
 
@@ -444,9 +517,68 @@ func (r *reader) nested(n syntax.Node, depth int) {
 		case *syntax.ProcSubst:
 			r.stmts(x.Stmts, -1, "", false, depth)
 			return false
+		case *syntax.ArithmExp:
+			r.arithVars(x.X)
+		case *syntax.ParamExp:
+			if x.Exp != nil && x.Exp.Op == syntax.OtherParamOps && x.Exp.Word != nil && strings.Contains(x.Exp.Word.Lit(), "P") {
+				r.evaluate("a prompt expansion ${…@P}, which runs the command substitutions in a value")
+			}
+			if x.Slice != nil {
+				r.arithVars(x.Slice.Offset)
+				r.arithVars(x.Slice.Length)
+			}
+			if x.Index != nil {
+				r.arithVars(x.Index)
+			}
+		case *syntax.Assign:
+			if x.Index != nil {
+				r.arithVars(x.Index)
+			}
+		case *syntax.BinaryTest:
+			switch x.Op {
+			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
+				// [[ a -eq b ]] evaluates both sides as arithmetic.
+				r.arithVars(x.X)
+				r.arithVars(x.Y)
+			}
 		}
 		return true
 	})
+}
+
+// evaluate marks the input opaque for why (the first reason kept).
+func (r *reader) evaluate(why string) {
+	if r.evaluates == "" {
+		r.evaluates = why
+	}
+}
+
+// arithVars marks the input opaque when arithmetic expression n names a
+// variable: bash evaluates a variable's value as an expression in turn,
+// and an array subscript in it runs command substitutions.
+func (r *reader) arithVars(n syntax.Node) {
+	if n == nil {
+		return
+	}
+	vars := false
+	syntax.Walk(n, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.ParamExp:
+			vars = true
+		case *syntax.Word:
+			lit := x.Lit()
+			if lit == "" && len(x.Parts) > 0 {
+				vars = true // quoted or expanded: any text
+			}
+			if lit != "" && (isName(lit) || strings.ContainsAny(lit, "[$")) {
+				vars = true
+			}
+		}
+		return !vars
+	})
+	if vars {
+		r.evaluate("arithmetic that reads a variable, whose value bash evaluates as an expression")
+	}
 }
 
 func (r *reader) assign(a *syntax.Assign, depth int) Assignment {
@@ -578,7 +710,8 @@ func decode(w *syntax.Word, one bool) Word {
 			if x.Dollar {
 				// ANSI-C quoting, decoded as bash does; the value ends
 				// at a NUL byte.
-				s, _, _ = expand.Format(nil, s, nil)
+				// A Config of its own: expand's nil Config is shared.
+				s, _, _ = expand.Format(&expand.Config{}, s, nil)
 				s, _, _ = strings.Cut(s, "\x00")
 			}
 			known(s)

@@ -129,7 +129,27 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 	case shells[name]:
 		r.shell(at, name, rest, st, depth)
 	case name == "eval":
+		if len(rest) > 0 && rest[0].Static && rest[0].Value == "--" {
+			rest = rest[1:]
+		}
 		r.evalWords(at, rest, "eval", depth)
+	case name == "mapfile" || name == "readarray" || name == "compgen" || name == "complete":
+		// -C CALLBACK: a command line bash evaluates (mapfile for each
+		// quantum of lines; compgen to list completions). compgen and
+		// complete -F name a function, judged where it is defined.
+		for i, w := range rest {
+			if !w.Static {
+				r.opaque(at, name+" with an option known only when it runs")
+				break
+			}
+			if w.Value == "-C" && i+1 < len(rest) {
+				r.text(at, name+" -C", src(rest[i+1]), rest[i+1].Static, depth)
+			} else if v, ok := strings.CutPrefix(w.Value, "-C"); ok && v != "" {
+				r.text(at, name+" -C", v, true, depth)
+			}
+		}
+	case name == "bind" || name == "fc":
+		r.opaque(at, name+" runs commands the gate cannot see")
 	case name == "source" || name == ".":
 		if len(rest) > 0 {
 			r.opaque(at, "runs the file "+rest[0].Value+", which the gate did not read")
@@ -137,14 +157,24 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 			r.opaque(at, "source with no file")
 		}
 	case name == "alias":
+		r.aliasDefined = true
 		for _, w := range rest {
 			if _, v, ok := strings.Cut(src(w), "="); ok {
 				r.text(at, "alias", v, w.Static, depth)
 			}
 		}
 	case name == "trap":
-		if len(rest) > 0 && !strings.HasPrefix(rest[0].Value, "-") {
+		if len(rest) > 0 && rest[0].Static && rest[0].Value == "--" {
+			rest = rest[1:]
+		}
+		if len(rest) > 0 && !(rest[0].Static && strings.HasPrefix(rest[0].Value, "-") && len(rest[0].Value) > 1) {
 			r.text(at, "trap", src(rest[0]), rest[0].Static, depth)
+		}
+	case name == "shopt":
+		for _, w := range rest {
+			if !w.Static || w.Value == "expand_aliases" {
+				r.expandAliases = true
+			}
 		}
 	case name == "enable":
 		r.opaque(at, "enable may load a builtin from a shared object")
@@ -389,7 +419,7 @@ func (r *reader) stdin(at int, name string, st *syntax.Stmt, depth int) {
 				if rd.Hdoc == nil {
 					return // an empty here-document
 				}
-				body := decodeDoc(rd.Hdoc)
+				body := decodeDoc(rd.Hdoc, quotedDelim(rd.Word))
 				r.text(at, name+" <<", src(body), body.Static, depth)
 				return
 			case syntax.WordHdoc:
@@ -405,15 +435,39 @@ func (r *reader) stdin(at int, name string, st *syntax.Stmt, depth int) {
 	r.opaque(at, name+" reads commands from its standard input, which the gate cannot see")
 }
 
+// quotedDelim reports whether a here-document's delimiter word is
+// quoted in any part ('EOF', "EOF", \EOF, E"O"F): then bash expands
+// nothing in the body and removes no backslash.
+func quotedDelim(w *syntax.Word) bool {
+	if w == nil {
+		return false
+	}
+	for _, p := range w.Parts {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			if strings.Contains(x.Value, `\`) {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
 // decodeDoc decodes a here-document body as bash does: an unquoted one
-// expands parameters and substitutions (unknown), a quoted one is kept
-// as written (the parser gives it as one literal).
-func decodeDoc(w *syntax.Word) Word {
+// expands parameters and substitutions (unknown) and drops backslashes
+// before $, `, \ and newline; a quoted one (the parser gives it as one
+// literal) is kept as written.
+func decodeDoc(w *syntax.Word, quoted bool) Word {
 	var val, rd strings.Builder
 	static := true
 	for _, p := range w.Parts {
 		if l, ok := p.(*syntax.Lit); ok {
-			s := unescapeDoc(l.Value)
+			s := l.Value
+			if !quoted {
+				s = unescapeDoc(s)
+			}
 			val.WriteString(s)
 			rd.WriteString(s)
 			continue
