@@ -198,7 +198,8 @@ type ReviewRequested struct {
 	// "exec" (an elevation), "stdin" (input to a running command).
 	Event string `json:"event,omitempty"`
 	// ArgsDigest is "sha256:" and the hex SHA-256 of the tool's input as
-	// the agent sent it (its exact bytes).
+	// the agent sent it (its exact bytes): the whole input the gate
+	// judged, also when the hook's payload was recorded cut.
 	ArgsDigest string `json:"args_digest,omitempty"`
 	Mode       string `json:"mode,omitempty"`     // the session's permission mode when asked
 	Revision   int    `json:"revision,omitempty"` // its mode revision when asked

@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"io/fs"
@@ -119,6 +120,23 @@ func PrepareHook(b []byte) ([]byte, error) { return hookspool.PrepareHook(b, sha
 // CheckHook is hookspool.CheckHook: whether b is a hook payload
 // Parser.Hook accepts, with the same errors, without parsing it.
 func CheckHook(b []byte) error { return hookspool.CheckHook(b) }
+
+// ToolInput returns the tool_input member of hook payload b exactly as
+// written (nil when b has none), and whether PrepareHook's result for b
+// holds a CutMember: b is over MaxHookSend bytes (or names a CutMember
+// itself), so the tool_input of what is recorded may be a cut copy and
+// only b's is whole. b is read and checked as CheckHook reads it
+// (trailing whitespace removed); the result shares b's memory. Errors:
+// CheckHook's.
+func ToolInput(b []byte) (input json.RawMessage, cut bool, err error) {
+	b = bytes.TrimRight(b, " \t\r\n")
+	top, _, err := hookspool.ReadHook(b)
+	if err != nil {
+		return nil, false, err
+	}
+	_, named := top[CutMember]
+	return top["tool_input"], named || len(b) > MaxHookSend, nil
+}
 
 // SessionAggregate is hookspool.SessionAggregate: the session aggregate
 // of a Claude Code session id, or of a subagent ("agent-<agentID>") when

@@ -150,6 +150,11 @@ type Request struct {
 	// BudgetMS caps the wait for a verdict (ms); 0 or more than the
 	// gate's budget: the gate's budget.
 	BudgetMS int64 `json:"budget_ms,omitempty"`
+	// unjudged, when set, says why Input is not judged (a hook payload
+	// cut without its whole tool input beside it, or one over
+	// MaxJudgedInput): the call is denied unjudged. Only the hook verb
+	// sets it.
+	unjudged string
 }
 
 // Verdict is the gate's answer.
@@ -355,6 +360,12 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 					v = Verdict{ReviewID: r.ID, Decision: DecideDeny, Outcome: events.ReviewRejected, Told: review.Told(events.ReviewRejected),
 						By: events.DecidedBy{Kind: events.DecidedByBreaker}, Reason: "the refusal breaker is tripped: stop and ask the user", Breaker: true}
 				}
+				if req.unjudged != "" && v.Decision != DecideDeny {
+					// What was allowed is bytes this request does not
+					// hold whole: never an allow for a call not judged.
+					v = Verdict{ReviewID: r.ID, Decision: DecideDeny, Outcome: events.ReviewUnavailable, Told: review.Told(events.ReviewUnavailable),
+						By: events.DecidedBy{Kind: events.DecidedByRule, Name: judgeRule}, Reason: req.unjudged, Breaker: st.BreakerTripped}
+				}
 				p.early = &v
 				return p, nil
 			}
@@ -385,7 +396,10 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 		pols, perrs, stale = g.Policies.For(call.Dir)
 		g.notePolicies(call.Dir, perrs, stale)
 	}
-	m := Decide(pols, call)
+	var m Match
+	if req.unjudged == "" {
+		m = Decide(pols, call)
+	}
 	p.rq = events.ReviewRequested{
 		ReviewID: id, Tool: req.Tool, Action: g.redactCut(call.action(), maxAction), Event: req.Event,
 		ArgsDigest: sum, Grant: req.Grant, Justification: g.redactCut(req.Reason, maxReason),
@@ -400,6 +414,11 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 		return &review.Answer{Verdict: verdict, Risk: r, By: events.DecidedBy{Kind: events.DecidedByRule, Name: name}, Reason: why}
 	}
 	switch {
+	case req.unjudged != "":
+		// Never judged on a cut copy, nor on what is too large to read:
+		// no judgement is made, so nothing is allowed.
+		answer = rule(events.VerdictDeny, judgeRule, req.unjudged)
+		answer.Outcome = events.ReviewUnavailable
 	case len(perrs) > 0 && m.Action != ActionDeny:
 		// A broken policy with no good version before it: nothing
 		// says what is allowed, so nothing is.

@@ -26,7 +26,9 @@ func LocalVerdict(why string, at time.Time, budget time.Duration) claude.LocalVe
 // (e.Verdict): the call's review asked and decided as the hook answered,
 // decided by the hook (events.DecidedByHook), with the gate's cause (kind
 // gate, the event, the tool, ref e.ID) at the hook's time, its text
-// redacted as the gate's is. The review is the one the server's gate would
+// redacted as the gate's is, its ArgsDigest that of the whole tool input
+// when the payload was cut and the verdict names one (LocalVerdict's
+// ArgsDigest). The review is the one the server's gate would
 // have used (the tool_use_id, else "gate-<e.ID>"). It returns nil, and so
 // records nothing more, for an entry without a verdict or that is no
 // PreToolUse or PermissionRequest. The function it returns records
@@ -53,6 +55,11 @@ func (g *Gate) RecordLocal(e claude.Entry) claude.Then {
 			return nil, nil
 		}
 		sum := digest(h.Input)
+		if len(h.Cut) > 0 && string(h.Cut) != "null" && v.ArgsDigest != "" {
+			// The payload was cut: the hook had the whole input, and
+			// its digest names the call as the server's gate would.
+			sum = v.ArgsDigest
+		}
 		id := ""
 		for _, cand := range []string{h.ToolUseID, claude.PermissionID(e.ID)} {
 			if cand == "" {

@@ -74,13 +74,19 @@ func (s *Service) Handlers() map[string]func(context.Context, []byte) (any, erro
 }
 
 // HookGateRequest is a Claude Code hook payload to record and gate: the
-// spool entry's ULID and the payload's exact text (adapters/api's
-// HookRequest), and the most the hook waits (ms).
+// spool entry's ULID and the payload's exact text as prepared
+// (claude.PrepareHook: adapters/api's HookRequest), the call's whole
+// tool input when that text was cut, and the most the hook waits (ms).
 type HookGateRequest struct {
 	ID       string          `json:"id"`
 	Text     string          `json:"text"`
 	Process  *events.Process `json:"process,omitempty"`
 	BudgetMS int64           `json:"budget_ms,omitempty"`
+	// Input is the payload's tool_input exactly as the hook read it (its
+	// JSON text, at most MaxJudgedInput bytes), sent when Text was cut
+	// (it holds a claude.CutMember; HookInput): the gate judges Input,
+	// and records Text. A cut Text without it is denied unjudged.
+	Input string `json:"input,omitempty"`
 }
 
 // hookFields are the fields of a Claude Code hook payload the gate reads
@@ -93,6 +99,9 @@ type hookFields struct {
 	Input     json.RawMessage `json:"tool_input"`
 	ToolUseID string          `json:"tool_use_id"`
 	Cwd       string          `json:"cwd"`
+	// Cut is the claude.CutMember of a payload the hook cut: its
+	// tool_input may be a cut copy.
+	Cut json.RawMessage `json:"logbook_cut"`
 }
 
 func (s *Service) hookGate(ctx context.Context, data []byte) (any, error) {
@@ -123,10 +132,16 @@ func (s *Service) hookGate(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
-	// Each event is judged on its own call: its tool, its input, and
-	// its tool_use_id when it has one (a PermissionRequest may not).
+	// Each event is judged on its own call: its tool, its whole input,
+	// and its tool_use_id when it has one (a PermissionRequest may not).
+	// The observation records Text, cut or not.
+	in, unjudged, err := judged(req, h)
+	if err != nil {
+		return nil, err
+	}
 	gr := Request{
-		Session: agg.ID, Event: h.Event, Tool: h.Tool, Input: h.Input, ID: h.ToolUseID, Cwd: h.Cwd, Ref: req.ID, BudgetMS: req.BudgetMS,
+		Session: agg.ID, Event: h.Event, Tool: h.Tool, Input: in, ID: h.ToolUseID, Cwd: h.Cwd, Ref: req.ID, BudgetMS: req.BudgetMS,
+		unjudged: unjudged,
 	}
 	if s.Ingest == nil {
 		return s.Gate.Decide(ctx, gr)

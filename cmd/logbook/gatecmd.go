@@ -19,6 +19,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/adapters/worker"
@@ -243,6 +244,18 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 	if err != nil {
 		return gate.Verdict{}, fmt.Errorf("unusable hook payload: %w", err)
 	}
+	// A payload over claude.MaxHookSend is recorded cut: its whole tool
+	// input goes beside it for the gate to judge, or, over
+	// gate.MaxJudgedInput, the call is denied here, unjudged.
+	input, err := gate.HookInput(payload)
+	tooLarge, _ := errors.AsType[*gate.TooLargeError](err)
+	if err != nil && tooLarge == nil {
+		return gate.Verdict{}, fmt.Errorf("unusable hook payload: %w", err)
+	}
+	sum := gate.InputDigest([]byte(input)) // "": the payload is whole
+	if tooLarge != nil {
+		sum = tooLarge.Digest
+	}
 	sp, err := claude.Open(dd.path("spool"))
 	if err != nil {
 		return gate.Verdict{}, err
@@ -256,10 +269,13 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 	// verdict first so a server draining the spool never takes the
 	// payload without it; it records both when it delivers the payload.
 	// A payload spooled before (behind waiting ones) gets its verdict
-	// after: recorded if the server has not delivered it yet.
+	// after: recorded if the server has not delivered it yet. The
+	// verdict of a cut payload names the whole input's digest.
 	failKept := func(err error) (gate.Verdict, error) {
 		why := redactMessage(hookRedactor(g), err.Error())
-		if perr := sp.PutVerdict(id, gate.LocalVerdict(why, time.Now(), budget)); perr != nil {
+		lv := gate.LocalVerdict(why, time.Now(), budget)
+		lv.ArgsDigest = sum
+		if perr := sp.PutVerdict(id, lv); perr != nil {
 			fmt.Fprintf(g.stderr, "logbook hook: verdict not kept: %v\n", perr)
 		}
 		if !spooled {
@@ -268,6 +284,10 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 			}
 		}
 		return gate.Verdict{}, err
+	}
+	if tooLarge != nil {
+		// Not asked: the server would judge what it cannot read whole.
+		return failKept(tooLarge)
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget+hookGateMargin)
 	defer cancel()
@@ -292,6 +312,14 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 	if si, ok := dd.readServeInfo(); ok && si.API != "" {
 		prefix = si.API
 	}
+	req := gate.HookGateRequest{ID: id, Text: string(prepared), Input: input, Process: agent, BudgetMS: budget.Milliseconds()}
+	if input != "" {
+		// One NATS message carries the request: the whole input, its JSON
+		// text escaped, beside the cut payload must fit it.
+		if b, err := hooksock.Marshal(req); err == nil && int64(len(b)) > nc.MaxPayload() {
+			return failKept(fmt.Errorf("the tool input is too large to judge (%d bytes; with the payload, a request of %d bytes, over the server's maximum payload of %d)", len(input), len(b), nc.MaxPayload()))
+		}
+	}
 	if waiting, err := sp.HasPending(); err != nil || waiting {
 		if err := sp.PutAs(id, prepared, agent); err != nil {
 			fmt.Fprintf(g.stderr, "logbook hook: not kept: %v\n", err)
@@ -310,7 +338,6 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 		}
 	}
 	var v gate.Verdict
-	req := gate.HookGateRequest{ID: id, Text: string(prepared), Process: agent, BudgetMS: budget.Milliseconds()}
 	if err := api.Call(ctx, nc, prefix, gate.VerbGate, req, &v); err != nil {
 		if !api.IsInputError(err) {
 			return failKept(errors.New(gateFault(err, budget)))

@@ -68,6 +68,12 @@ type LocalVerdict struct {
 	By      events.DecidedBy `json:"decided_by"`         // who decided: events.DecidedByHook and the rule it applied
 	At      time.Time        `json:"at,omitzero"`        // when it answered
 	Budget  int64            `json:"budget_ms,omitzero"` // the hook's budget, ms
+	// ArgsDigest is "sha256:" and the hex SHA-256 of the call's whole
+	// tool_input when the payload kept beside the verdict was cut
+	// (PrepareHook): the bytes the hook had, which the cut copy no
+	// longer holds; "" when the payload is whole (or the hook links no
+	// hash: logbook-hook).
+	ArgsDigest string `json:"args_digest,omitempty"`
 }
 
 // FailClosedVerdict returns the LocalVerdict of a hook that failed closed

@@ -1,0 +1,95 @@
+package gate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// MaxJudgedInput is the most bytes of a tool's input the gate judges:
+// 512 KiB. A hook payload over claude.MaxHookSend is recorded cut (each
+// string to claude.MaxHookString bytes), so the hook sends the whole
+// tool_input beside it (HookGateRequest.Input), and the request stays
+// well under the embedded NATS server's maximum payload (1 MiB) with the
+// prepared payload (at most 256 KiB) beside it. A gated call whose tool
+// input is larger is denied without being judged: by the hook, which
+// does not ask the server (TooLargeError), and by the server, should a
+// request carry one.
+const MaxJudgedInput = 512 << 10
+
+// judgeRule is the DecidedBy name of the deny the gate gives a call it
+// does not judge: the policy sees whole inputs only.
+const judgeRule = "whole input"
+
+// TooLargeError refuses a tool input over MaxJudgedInput bytes: the call
+// is denied unjudged.
+type TooLargeError struct {
+	Size   int    // the tool input's size, bytes
+	Cap    int    // MaxJudgedInput
+	Digest string // "sha256:" and the hex SHA-256 of the tool input
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the tool input is too large to judge (%d bytes, cap %d)", e.Size, e.Cap)
+}
+
+// HookInput returns what a gated hook sends beside its prepared payload
+// (HookGateRequest.Input) for hook payload b: "" when claude.PrepareHook
+// keeps b whole (its tool_input is judged as recorded); else b's
+// tool_input exactly as written ("null" when b has none), for the gate to
+// judge whole while the cut copy is recorded. A tool_input over
+// MaxJudgedInput bytes is refused with a *TooLargeError. Other errors:
+// claude.CheckHook's.
+func HookInput(b []byte) (string, error) {
+	in, cut, err := claude.ToolInput(b)
+	if err != nil || !cut {
+		return "", err
+	}
+	if in == nil {
+		in = json.RawMessage("null")
+	}
+	if len(in) > MaxJudgedInput {
+		return "", &TooLargeError{Size: len(in), Cap: MaxJudgedInput, Digest: digest(in)}
+	}
+	return string(in), nil
+}
+
+// InputDigest returns "sha256:" and the hex SHA-256 of a tool input as
+// sent, the form of a review's ArgsDigest; "" for an empty one.
+func InputDigest(in []byte) string { return digest(in) }
+
+// judged returns the tool input the gate judges for hook request req,
+// whose Text reads as h, and why, when it is not judged at all.
+//
+// A Text that was not cut (it holds no claude.CutMember) is judged on
+// its own tool_input; an Input beside it must be that same text. A cut
+// Text is judged on req.Input, the whole tool_input the hook read; when
+// the request lacks it, or it is over MaxJudgedInput bytes, the call is
+// denied unjudged (why says so) and never judged on the cut copy. An
+// Input that is not a JSON object or null, or one beside an uncut Text
+// that differs from Text's own, is refused with events.ErrMalformed.
+func judged(req HookGateRequest, h hookFields) (json.RawMessage, string, error) {
+	cut := len(h.Cut) > 0 && string(h.Cut) != "null"
+	if req.Input != "" {
+		in := bytes.TrimSpace([]byte(req.Input))
+		if !json.Valid(in) || (in[0] != '{' && string(in) != "null") {
+			return nil, "", fmt.Errorf("gate request: %w: input: want the tool_input's JSON text, an object or null", events.ErrMalformed)
+		}
+		if !cut && req.Input != string(h.Input) {
+			return nil, "", fmt.Errorf("gate request: %w: input differs from the payload's tool_input, which was not cut", events.ErrMalformed)
+		}
+	}
+	switch {
+	case !cut:
+		return h.Input, "", nil
+	case req.Input == "":
+		return h.Input, fmt.Sprintf("the hook payload was cut (over %d bytes) and the request lacks the whole tool input: the gate judges no cut copy", claude.MaxHookSend), nil
+	case len(req.Input) > MaxJudgedInput:
+		in := json.RawMessage(req.Input)
+		return in, (&TooLargeError{Size: len(in), Cap: MaxJudgedInput}).Error(), nil
+	}
+	return json.RawMessage(req.Input), "", nil
+}
