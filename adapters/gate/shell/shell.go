@@ -192,6 +192,29 @@ func Read(src string) *Script {
 	if r.evaluates != "" {
 		r.add(Command{Parent: -1, Args: []Word{lit("((")}, Opaque: r.evaluates})
 	}
+	if r.cr && !r.sawStand {
+		back := func(w *Word) {
+			w.Value = strings.ReplaceAll(w.Value, crStand, "\r")
+			w.Reading = strings.ReplaceAll(w.Reading, crStand, "\r")
+			w.Glob = strings.ReplaceAll(w.Glob, crStand, "\r")
+		}
+		for i := range s.Commands {
+			c := &s.Commands[i]
+			c.Args = append([]Word(nil), c.Args...)
+			for j := range c.Args {
+				back(&c.Args[j])
+			}
+			c.Assigns = append([]Assignment(nil), c.Assigns...)
+			for j := range c.Assigns {
+				back(&c.Assigns[j].Value)
+			}
+		}
+		for _, rs := range [][]Redirection{s.Writes, s.Reads} {
+			for i := range rs {
+				back(&rs[i].Target)
+			}
+		}
+	}
 	return s
 }
 
@@ -204,6 +227,38 @@ type reader struct {
 	evaluates     string
 	aliasDefined  bool
 	expandAliases bool
+	// cr: some input held "\r", parsed as crStand; sawStand: some held
+	// crStand itself.
+	cr, sawStand bool
+}
+
+// crStand stands for a carriage return while parsing: a byte the parser
+// reads as a word character, as bash reads "\r".
+const crStand = "\x02"
+
+// nestedBackquotes reports whether a backquoted command substitution
+// holds another.
+func nestedBackquotes(n syntax.Node) bool {
+	found := false
+	var walk func(n syntax.Node, in bool)
+	walk = func(n syntax.Node, in bool) {
+		syntax.Walk(n, func(m syntax.Node) bool {
+			if found {
+				return false
+			}
+			if cs, ok := m.(*syntax.CmdSubst); ok && cs.Backquotes && m != n {
+				if in {
+					found = true
+					return false
+				}
+				walk(cs, true)
+				return false
+			}
+			return true
+		})
+	}
+	walk(n, false)
+	return found
 }
 
 // commentsOf returns the source text of each comment in src, from its
@@ -242,7 +297,27 @@ func (r *reader) source(src string, parent int, via string, maybe bool, depth in
 		r.fault("a backslash-newline after $, which bash and the parser read differently")
 		return
 	}
+	if strings.Contains(src, crStand) {
+		r.sawStand = true
+	}
+	if strings.ContainsRune(src, '\r') {
+		// bash reads a carriage return as a character of a word; the
+		// parser reads it as a blank. It is parsed as crStand, which the
+		// parser reads as bash reads \r, and given back after.
+		r.cr = true
+		src = strings.ReplaceAll(src, "\r", crStand)
+	}
+	if r.cr && r.sawStand {
+		r.fault("both a carriage return and a \\x02 byte, which the reader cannot tell apart")
+		return
+	}
 	f, err := parser().Parse(strings.NewReader(src), "")
+	if err == nil && nestedBackquotes(f) {
+		// Backslashes in backquotes inside backquotes: the parser
+		// unescapes them differently from bash.
+		r.fault("backquotes inside backquotes, which bash and the parser read differently")
+		return
+	}
 	if err == nil && strings.Contains(src, "\\\n") {
 		// bash ends a comment at a newline even after a backslash; the
 		// parser joins the lines.
@@ -393,24 +468,7 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 		if tc, ok := x.Y.Cmd.(*syntax.TimeClause); ok && (x.Op == syntax.Pipe || x.Op == syntax.PipeAll) {
 			// "time" after a pipe is no keyword but the time program,
 			// which runs what follows.
-			call := &syntax.CallExpr{Args: []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: "time"}}}}}
-			if tc.PosixFormat {
-				call.Args = append(call.Args, &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: "-p"}}})
-			}
-			if tc.Stmt != nil {
-				if inner, ok := tc.Stmt.Cmd.(*syntax.CallExpr); ok {
-					call.Assigns = inner.Assigns
-					call.Args = append(call.Args, inner.Args...)
-				} else {
-					r.stmt(tc.Stmt, parent, via, maybe, depth)
-				}
-			}
-			st := *x.Y
-			st.Cmd = call
-			if tc.Stmt != nil {
-				st.Redirs = append(append([]*syntax.Redirect(nil), x.Y.Redirs...), tc.Stmt.Redirs...)
-			}
-			r.stmt(&st, parent, via, maybe, depth)
+			r.timeProgram(x.Y, tc, parent, via, maybe, depth)
 			return -1
 		}
 		r.stmt(x.Y, parent, via, maybe, depth)
@@ -478,6 +536,12 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 		}
 		return at
 	case *syntax.TimeClause:
+		if x.PosixFormat {
+			// "time -p": in POSIX mode (sh) a "time" followed by a
+			// word starting with "-" is the time program.
+			r.timeProgram(st, x, parent, via, maybe, depth)
+			return -1
+		}
 		r.stmt(x.Stmt, parent, via, maybe, depth)
 	case *syntax.CoprocClause:
 		r.stmt(x.Stmt, parent, via, maybe, depth)
@@ -485,6 +549,28 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 		r.fault(fmt.Sprintf("a %T the gate cannot judge", x))
 	}
 	return -1
+}
+
+// timeProgram reads statement st, a time clause tc, as the time
+// program running tc's command.
+func (r *reader) timeProgram(st *syntax.Stmt, tc *syntax.TimeClause, parent int, via string, maybe bool, depth int) {
+	word := func(v string) *syntax.Word { return &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: v}}} }
+	call := &syntax.CallExpr{Args: []*syntax.Word{word("time")}}
+	if tc.PosixFormat {
+		call.Args = append(call.Args, word("-p"))
+	}
+	out := *st
+	out.Cmd = call
+	if tc.Stmt != nil {
+		if inner, ok := tc.Stmt.Cmd.(*syntax.CallExpr); ok {
+			call.Assigns = inner.Assigns
+			call.Args = append(call.Args, inner.Args...)
+			out.Redirs = append(append([]*syntax.Redirect(nil), st.Redirs...), tc.Stmt.Redirs...)
+		} else {
+			r.stmt(tc.Stmt, parent, via, maybe, depth)
+		}
+	}
+	r.stmt(&out, parent, via, maybe, depth)
 }
 
 // arith reads an arithmetic command, let or C-style loop: its

@@ -103,7 +103,14 @@ func TestRead_CommandsAsBashRunsThem(t *testing.T) {
 		// A program known only when it runs may be a wrapper.
 		{`$x -c 'curl y'`, []string{"* -c curl y", "[a program known only when it runs] curl y (maybe)",
 			"[a program known only when it runs] curl y (maybe)", "[a program known only when it runs] -c curl y (maybe)"}},
+		// A carriage return is part of a word to bash.
+		{"ls -la\rcurl x", []string{"ls -la\rcurl x"}},
+		{"ls\r\nrm -rf /x", []string{"ls\r", "rm -rf /x"}},
+		// "time" as the program: after a pipe, or -p (POSIX mode).
+		{`cat f | time curl x`, []string{"cat f", "time curl x", "[time] curl x"}},
+		{`time -p curl x`, []string{"time -p curl x", "[time] curl x"}},
 		// Faults.
+		{"echo `echo \\`curl x\\``", []string{"fault"}},
 		{`ls 'unclosed`, []string{"fault"}},
 		{`ls; )`, []string{"fault"}},
 		{strings.Repeat("eval ", 20) + "ls", nil},
