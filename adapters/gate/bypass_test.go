@@ -311,6 +311,38 @@ var bypassRows = []bypassRow{
 	{"unreadable/eval-40-deep", strings.Repeat("eval ", 40) + "ls", "review"},
 	{"unreadable/sudo-40-deep", strings.Repeat("sudo ", 40) + "ls", "review"},
 
+	// Found by a new user against a running serve, each checked in
+	// bash 5.2 with stand-ins.
+	// Variables bash or git read as where programs or settings are.
+	{"env/bash-cmds", `BASH_CMDS[ls]=/usr/bin/touch; ls /tmp/p`, ""},
+	{"env/bash-cmds-array", `BASH_CMDS=([ls]=/usr/bin/touch); ls /tmp/p`, ""},
+	{"env/posix-bash-aliases", "POSIXLY_CORRECT=1\nBASH_ALIASES[ls]='curl x'\nls", ""},
+	{"env/set-posix-alias", `set -o posix; alias ls='curl x'; ls`, "deny"},
+	{"env/xdg-config-home", `XDG_CONFIG_HOME=. ls`, ""},
+	{"env/home", `HOME=/tmp/evil ls`, ""},
+	{"env/git-dir", `GIT_DIR=/tmp/evil.git ls`, ""},
+	{"env/git-trace", `GIT_TRACE=/tmp/p ls`, ""},
+	// Subscripts evaluate a variable's text as arithmetic.
+	{"subscript/assign", `x='b[$(touch /tmp/p)]'; a[x]=1; echo ok`, ""},
+	{"subscript/append", `x='b[$(touch /tmp/p)]'; a[x]+=1; echo ok`, ""},
+	{"subscript/array", `x='b[$(touch /tmp/p)]'; a=([x]=1); echo ok`, ""},
+	{"subscript/test-v", `x='b[$(touch /tmp/p)]'; [[ -v a[x] ]]; echo ok`, ""},
+	{"subscript/test-v-var", `[[ -v $x ]]; echo ok`, ""},
+	{"subscript/unset", `unset 'a[$(curl x)]'`, "deny"},
+	// Here-documents bash ends elsewhere than they look.
+	{"heredoc-end/continued", "echo <<EOF\nEO\\\nF\ncurl x\nEOF\n", "review"},
+	{"heredoc-end/ansi-delimiter", "echo <<$'E\\x4fF'\nEOF\ncurl x\nE\\x4fF\n", "review"},
+	// The data dir by another name.
+	{"proc/cwd", `ls /proc/self/cwd/../../home/u/.local/share/logbook/creds.json`, "review"},
+	{"proc/thread-self-cwd", `ls /proc/thread-self/cwd/../../home/u/.local/share/logbook`, "review"},
+	{"proc/root", `ls /proc/1/root/home/u/.local/share/logbook/creds.json`, "review"},
+	// A program whose name holds a blank is not the program before it.
+	{"blank/program", `"echo /x" hi`, ""},
+	{"blank/program-trailing", `'ls '/x`, ""},
+	{"blank/argument", `echo "a b" 'c d'`, "allow"},
+	// bash's network paths open connections.
+	{"net/read", `ls < /dev/tcp/127.0.0.1/9`, ""},
+	{"net/write", `echo x > /dev/udp/127.0.0.1/9`, ""},
 	// Very long inputs.
 	{"long/ls-200KiB", "ls " + bypassPad, "allow"},
 	{"long/padding-then-rm", "ls " + bypassPad + "; rm -rf /x", "deny"},
@@ -424,6 +456,42 @@ deny = ["Bash(curl:*)"]`))
 	} {
 		c := Call{Tool: "Bash", Input: json.RawMessage(`{"command":` + strconv.Quote(cmd) + `}`), Dir: dir}
 		if m := Decide([]*Policy{pol}, c); m.Action != want {
+			t.Errorf("%q: %+v, want %q", cmd, m, want)
+		}
+	}
+}
+
+// TestDecide_SymlinkToDataDir checks that a path through a symbolic
+// link in the project that leads into the data dir is reviewed as the
+// data dir is.
+func TestDecide_SymlinkToDataDir(t *testing.T) {
+	root := t.TempDir()
+	dd := filepath.Join(root, "data")
+	proj := filepath.Join(root, "proj")
+	for _, d := range []string{dd, proj} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dd, "creds.json"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dd, filepath.Join(proj, "d")); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := ParsePolicy("p", []byte(bypassPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols := []*Policy{builtinFor(dd), pol}
+	for cmd, want := range map[string]string{
+		"ls d/creds.json": ActionReview,
+		"ls d":            ActionReview,
+		"ls proj":         ActionAllow,
+	} {
+		c := bash(cmd)
+		c.Dir = proj
+		if m := Decide(pols, c); m.Action != want {
 			t.Errorf("%q: %+v, want %q", cmd, m, want)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -317,7 +318,7 @@ func (p *Policy) shellAllows(c Call, sc *shell.Script) (string, bool) {
 		if len(cmd.Args) == 0 || !cmd.Static() {
 			return "", false
 		}
-		text := cmd.Value()
+		text := allowText(cmd)
 		found := false
 		for _, pt := range p.allow {
 			if ok, _ := path.Match(pt.Tool, c.Tool); !ok {
@@ -333,8 +334,13 @@ func (p *Policy) shellAllows(c Call, sc *shell.Script) (string, bool) {
 			return "", false
 		}
 	}
+	for _, rd := range sc.Reads {
+		if netDevice(rd.Target) {
+			return "", false // bash opens a connection: no file to judge
+		}
+	}
 	for _, rd := range sc.Writes {
-		if !rd.Target.Static {
+		if !rd.Target.Static || netDevice(rd.Target) {
 			return "", false
 		}
 		if harmlessTargets[rd.Target.Value] || strings.HasPrefix(rd.Target.Value, "/dev/fd/") {
@@ -356,6 +362,29 @@ func (p *Policy) shellAllows(c Call, sc *shell.Script) (string, bool) {
 		}
 	}
 	return strings.Join(used, ", "), true
+}
+
+// allowText returns the command as an allow pattern reads it: its words
+// joined by spaces, a word that holds a blank quoted for bash, so that a
+// program named "echo /x" is not the program echo.
+func allowText(cmd shell.Command) string {
+	ws := make([]string, len(cmd.Args))
+	for i, w := range cmd.Args {
+		ws[i] = w.Value
+		if strings.ContainsAny(w.Value, " \t\n\r\v\f") {
+			if q, err := syntax.Quote(w.Value, syntax.LangBash); err == nil {
+				ws[i] = q
+			}
+		}
+	}
+	return strings.Join(ws, " ")
+}
+
+// netDevice reports whether a redirection target may be one of bash's
+// network paths (/dev/tcp/HOST/PORT, /dev/udp/…), which open a
+// connection rather than a file.
+func netDevice(w shell.Word) bool {
+	return intersects("/dev/tcp/*", w.Reading) || intersects("/dev/udp/*", w.Reading)
 }
 
 // guardTexts returns what the path guards read of shell call c: the
@@ -397,8 +426,64 @@ func guardTexts(c Call) (texts []string, removes, raw bool) {
 			ws = append(ws, ">", rd.Target.Glob)
 		}
 	}
+	texts = append(texts, aliasPaths(sc, c.Dir)...)
 	texts = append([]string{strings.Join(ws, " ")}, texts...)
 	return texts, removes, len(sc.Faults) > 0
+}
+
+// maxResolved bounds the words whose symbolic links aliasPaths follows.
+const maxResolved = 256
+
+// procLink matches /proc/PID/cwd/… and /proc/PID/root/… (PID a number,
+// self or thread-self, or unknown).
+var procLink = regexp.MustCompile(`^/proc/[^/]+/(cwd|root)(/|$)`)
+
+// aliasPaths returns the other names of the paths a shell call's words
+// may name, for the path guards: /proc/self/cwd/X is X from the working
+// directory and /proc/self/root/X is /X; and a path that exists through
+// a symbolic link (a project's "data -> ~/.local/share/logbook") is
+// also its target, as the kernel resolves it now.
+func aliasPaths(sc *shell.Script, dir string) []string {
+	var out []string
+	n := 0
+	see := func(w shell.Word) {
+		g := w.Glob
+		if m := procLink.FindStringSubmatch(g); m != nil {
+			rest := strings.TrimPrefix(g[len(m[0]):], "/")
+			if m[1] == "root" {
+				out = append(out, "/"+rest)
+			} else if dir != "" {
+				out = append(out, filepath.Join(dir, rest))
+			} else {
+				out = append(out, "${_}/"+rest)
+			}
+		}
+		if !w.Static || n >= maxResolved || w.Value == "" || strings.HasPrefix(w.Value, "-") {
+			return
+		}
+		p := w.Value
+		if !filepath.IsAbs(p) {
+			if dir == "" {
+				return
+			}
+			p = filepath.Join(dir, p)
+		}
+		n++
+		if r, err := filepath.EvalSymlinks(p); err == nil && r != filepath.Clean(p) {
+			out = append(out, r)
+		}
+	}
+	for _, cmd := range sc.Commands {
+		for _, w := range cmd.Args {
+			see(w)
+		}
+	}
+	for _, rs := range [][]shell.Redirection{sc.Writes, sc.Reads} {
+		for _, rd := range rs {
+			see(rd.Target)
+		}
+	}
+	return out
 }
 
 // Logbook's levers: the programs, and the subcommands of logbook that

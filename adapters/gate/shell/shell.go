@@ -236,6 +236,65 @@ type reader struct {
 // reads as a word character, as bash reads "\r".
 const crStand = "\x02"
 
+// heredocTrap returns why a here-document of f (parsed from src) may
+// end where bash ends it and the parser does not: a delimiter quoted
+// with $'…' or $"…" (bash decodes it), or, for an unquoted delimiter, a
+// body line that is the delimiter once backslash-newlines are joined, as
+// bash joins them before it looks for the end. "" when none.
+func heredocTrap(f *syntax.File, src string) string {
+	why := ""
+	syntax.Walk(f, func(n syntax.Node) bool {
+		rd, ok := n.(*syntax.Redirect)
+		if !ok || why != "" || (rd.Op != syntax.Hdoc && rd.Op != syntax.DashHdoc) || rd.Word == nil {
+			return why == ""
+		}
+		for _, p := range rd.Word.Parts {
+			switch x := p.(type) {
+			case *syntax.SglQuoted:
+				if x.Dollar {
+					why = "a here-document delimiter in $'…', which bash decodes and the parser does not"
+				}
+			case *syntax.DblQuoted:
+				if x.Dollar {
+					why = "a here-document delimiter in $\"…\""
+				}
+			}
+		}
+		if why != "" || quotedDelim(rd.Word) || rd.Hdoc == nil {
+			return why == ""
+		}
+		delim := rd.Word.Lit()
+		from := int(rd.Hdoc.Pos().Offset())
+		if from < 0 || from > len(src) {
+			return true
+		}
+		trim := func(l string) string {
+			if rd.Op == syntax.DashHdoc {
+				return strings.TrimLeft(l, "\t")
+			}
+			return l
+		}
+		// The parser's end: the first raw line that is the delimiter.
+		raw := strings.Split(src[from:], "\n")
+		end := len(raw)
+		for k, l := range raw {
+			if trim(l) == delim {
+				end = k
+				break
+			}
+		}
+		body := strings.ReplaceAll(strings.Join(raw[:end], "\n"), "\\\n", "")
+		for _, line := range strings.Split(body, "\n") {
+			if trim(line) == delim {
+				why = "a here-document whose end line bash finds across a backslash-newline"
+				return false
+			}
+		}
+		return true
+	})
+	return why
+}
+
 // nestedBackquotes reports whether a backquoted command substitution
 // holds another.
 func nestedBackquotes(n syntax.Node) bool {
@@ -317,6 +376,12 @@ func (r *reader) source(src string, parent int, via string, maybe bool, depth in
 		// unescapes them differently from bash.
 		r.fault("backquotes inside backquotes, which bash and the parser read differently")
 		return
+	}
+	if err == nil {
+		if why := heredocTrap(f, src); why != "" {
+			r.fault(why)
+			return
+		}
 	}
 	if err == nil && strings.Contains(src, "\\\n") {
 		// bash ends a comment at a newline even after a backslash; the
@@ -620,6 +685,18 @@ func (r *reader) nested(n syntax.Node, depth int) {
 			if x.Index != nil {
 				r.arithVars(x.Index)
 			}
+		case *syntax.ArrayElem:
+			if x.Index != nil {
+				r.arithVars(x.Index)
+			}
+		case *syntax.UnaryTest:
+			if x.Op == syntax.TsVarSet {
+				// [[ -v a[x] ]] evaluates the subscript; [[ -v $x ]] a
+				// name known only when it runs.
+				if w, ok := x.X.(*syntax.Word); !ok || w.Lit() == "" || strings.Contains(w.Lit(), "[") {
+					r.evaluate("[[ -v ]] of a subscript or a name known only when it runs, which bash evaluates as arithmetic")
+				}
+			}
 		case *syntax.BinaryTest:
 			switch x.Op {
 			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
@@ -674,6 +751,7 @@ func (r *reader) assign(a *syntax.Assign, depth int) Assignment {
 	}
 	if a.Index != nil {
 		r.nested(a.Index, depth)
+		r.arithVars(a.Index)
 	}
 	switch {
 	case a.Array != nil:
@@ -786,7 +864,7 @@ func decode(w *syntax.Word, one bool) Word {
 			}
 			known(unescape(v))
 		case *syntax.SglQuoted:
-			if x.Dollar && strings.Contains(x.Value, `\c`) {
+			if x.Dollar && (strings.Contains(x.Value, `\c`) || strings.Contains(x.Value, "\\\n")) {
 				// \cX (a control character) is not decoded by expand:
 				// unknown rather than wrong.
 				unknown(true)

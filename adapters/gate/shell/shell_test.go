@@ -64,7 +64,12 @@ func TestRead_CommandsAsBashRunsThem(t *testing.T) {
 		{"cat <<EOF\n$(curl x)\nEOF", []string{"cat", "curl x"}},
 		{"cat <<'EOF'\n$(curl x)\nEOF", []string{"cat"}},
 		{`echo ${x:-$(curl x)}`, []string{"curl x", "echo *"}},
-		{`a[$(curl x)]=1`, []string{"curl x"}},
+		{`a[$(curl x)]=1`, []string{"curl x", "(( (opaque)"}},
+		{`x='b[$(id)]'; a[x]=1`, []string{"(( (opaque)"}},
+		{`a=([x]=1)`, []string{"(( (opaque)"}},
+		{`[[ -v a[x] ]]`, []string{"(( (opaque)"}},
+		{`read -p "go [y/n]? " r`, []string{"read -p go [y/n]?  r"}},
+		{`BASH_CMDS[ls]=/bin/touch; ls x`, []string{" (opaque)", "ls x", "(( (opaque)"}},
 		{`export X=$(curl x)`, []string{"curl x", "export X=?"}},
 		{`(( x[$(id)] ))`, []string{"id", "(( (opaque)"}},
 		// Redirections: writes, not fd duplications.
@@ -109,6 +114,10 @@ func TestRead_CommandsAsBashRunsThem(t *testing.T) {
 		// "time" as the program: after a pipe, or -p (POSIX mode).
 		{`cat f | time curl x`, []string{"cat f", "time curl x", "[time] curl x"}},
 		{`time -p curl x`, []string{"time -p curl x", "[time] curl x"}},
+		// Here-documents whose end bash finds elsewhere than it looks.
+		{"cat <<EOF\nEO\\\nF\ncurl x\nEOF\n", []string{"fault"}},
+		{"cat <<$'E\\x4fF'\nEOF\ncurl x\nE\\x4fF\n", []string{"fault"}},
+		{"cat <<EOF\na \\\nb\nEOF\n", []string{"cat"}},
 		// Faults.
 		{"echo `echo \\`curl x\\``", []string{"fault"}},
 		{`ls 'unclosed`, []string{"fault"}},

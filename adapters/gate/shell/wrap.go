@@ -10,6 +10,14 @@ import (
 // arguments. inner reads that command as one more Command whose Parent
 // is the wrapper, so the gate judges both.
 
+// nameTakers are the builtins whose arguments may be variable names
+// (with subscripts, evaluated as arithmetic).
+var nameTakers = map[string]bool{
+	"unset": true, "read": true, "printf": true, "mapfile": true, "readarray": true,
+	"test": true, "[": true, "wait": true, "getopts": true, "export": true, "readonly": true,
+	"declare": true, "typeset": true, "local": true, "let": true,
+}
+
 // optArgs lists, per wrapper, the short options that take an argument
 // (as separate words); long options take theirs after "=" or as the next
 // word when listed in longArgs. The sources: GNU coreutils 9.x
@@ -78,6 +86,9 @@ var loaderVars = map[string]bool{
 	"GIT_CONFIG_COUNT": true, "GIT_EXEC_PATH": true, "GIT_DIR": false, "PYTHONSTARTUP": true,
 	"PYTHONPATH": true, "NODE_OPTIONS": true, "PERL5OPT": true, "RUBYOPT": true, "BASH_LOADABLES_PATH": true,
 	"HOSTALIASES": false, "GCONV_PATH": true, "IFS": false,
+	"HOME": true, "POSIXLY_CORRECT": true, "CDPATH": false, "SSH_AUTH_SOCK": false,
+	"NODE_PATH": true, "RUBYLIB": true, "PERL5LIB": true, "PYTHONHOME": true, "PYTHONUSERBASE": true,
+	"CARGO_HOME": true, "GOFLAGS": true, "NPM_CONFIG_USERCONFIG": true, "TMPDIR": false,
 }
 
 // gitCommandKey reports whether git config key k (lower case) names a
@@ -142,10 +153,49 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 				r.opaque(at, name+" with an option known only when it runs")
 				break
 			}
+			cb, ok := "", false
 			if w.Value == "-C" && i+1 < len(rest) {
-				r.text(at, name+" -C", src(rest[i+1]), rest[i+1].Static, depth)
-			} else if v, ok := strings.CutPrefix(w.Value, "-C"); ok && v != "" {
-				r.text(at, name+" -C", v, true, depth)
+				cb, ok = src(rest[i+1]), rest[i+1].Static
+				if !ok {
+					cb, ok = rest[i+1].Reading, true
+				}
+			} else if v, found := strings.CutPrefix(w.Value, "-C"); found && v != "" {
+				cb, ok = v, true
+			}
+			if ok {
+				// bash evaluates CALLBACK INDEX LINE: the line read is
+				// known only when it runs.
+				r.text(at, name+" -C", cb+" 0 "+WildPart, false, depth)
+			}
+		}
+	case nameTakers[name]:
+		// A variable name with a subscript (a[$(…)], a[x]) is evaluated
+		// as arithmetic, which may run commands.
+		for i, w := range rest {
+			prev := ""
+			if i > 0 {
+				prev = rest[i-1].Value
+			}
+			switch name {
+			case "test", "[", "printf":
+				if prev != "-v" {
+					continue
+				}
+			case "wait":
+				if prev != "-p" {
+					continue
+				}
+			case "read", "mapfile", "readarray":
+				if strings.HasPrefix(w.Value, "-") || strings.HasPrefix(prev, "-") {
+					continue // an option, or its argument (a prompt, a delimiter)
+				}
+			}
+			if strings.Contains(w.Reading, "[") && (!w.Static || strings.ContainsAny(w.Value, "$`") || name != "test" && name != "[") {
+				r.evaluate("a variable name with a subscript, which bash evaluates as arithmetic")
+				if w.Static && strings.ContainsAny(w.Value, "$`") {
+					// Its substitutions run: read them, for deny.
+					r.source(": "+w.Value, at, name+" subscript", true, depth+1)
+				}
 			}
 		}
 	case name == "bind" || name == "fc":
@@ -173,6 +223,13 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 	case name == "shopt":
 		for _, w := range rest {
 			if !w.Static || w.Value == "expand_aliases" {
+				r.expandAliases = true
+			}
+		}
+	case name == "set":
+		// POSIX mode expands aliases in a non-interactive shell.
+		for _, w := range rest {
+			if !w.Static || w.Value == "posix" {
 				r.expandAliases = true
 			}
 		}
@@ -781,8 +838,12 @@ func (r *reader) assignEffect(a Assignment, at, depth int) string {
 			r.text(i, a.Name, src(a.Value), a.Value.Static, depth)
 		}
 		return ""
-	case loaderVars[a.Name], strings.HasPrefix(a.Name, "BASH_FUNC_"), strings.HasPrefix(a.Name, "GIT_CONFIG_"):
-		return "sets " + a.Name + ", which changes what code runs"
+	case loaderVars[a.Name], strings.HasPrefix(a.Name, "BASH"), strings.HasPrefix(a.Name, "GIT_"),
+		strings.HasPrefix(a.Name, "LD_"), strings.HasPrefix(a.Name, "XDG_"):
+		if a.Name == "BASH_ALIASES" {
+			r.aliasDefined = true
+		}
+		return "sets " + a.Name + ", which changes what code runs or where programs read their settings"
 	}
 	return ""
 }
