@@ -260,8 +260,17 @@ func heredocTrap(f *syntax.File, src string) string {
 				}
 			}
 		}
-		if why != "" || quotedDelim(rd.Word) || rd.Hdoc == nil {
-			return why == ""
+		if why != "" {
+			return false
+		}
+		if end := int(rd.Word.End().Offset()); end >= 0 && end < len(src) && src[end] == '#' {
+			// bash reads "<<'EOF'#" as the delimiter EOF#; the parser
+			// ends it at the quote and reads a comment.
+			why = "a here-document delimiter followed by #, which bash reads as part of it"
+			return false
+		}
+		if quotedDelim(rd.Word) || rd.Hdoc == nil {
+			return true
 		}
 		delim := rd.Word.Lit()
 		from := int(rd.Hdoc.Pos().Offset())
