@@ -7,7 +7,8 @@
 // eval, env, sudo, xargs, find -exec, ssh, git -c, …).
 //
 // Parsing is mvdan.cc/sh/v3/syntax in its bash dialect (LangBash, which
-// follows Bash 5.2); decoding of static words is mvdan.cc/sh/v3/expand.
+// follows Bash 5.2); brace lists are expanded by mvdan.cc/sh/v3/expand;
+// quotes, escapes and $'…' are decoded here, as bash does (ansiC).
 // What is known only when the command runs (a parameter, a command
 // substitution, a glob against the file system, arithmetic, a tilde) is
 // never given a value: such a word is not Static, and its Reading marks
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -873,19 +875,13 @@ func decode(w *syntax.Word, one bool) Word {
 			}
 			known(unescape(v))
 		case *syntax.SglQuoted:
-			if x.Dollar && (strings.Contains(x.Value, `\c`) || strings.Contains(x.Value, "\\\n")) {
-				// \cX (a control character) is not decoded by expand:
-				// unknown rather than wrong.
-				unknown(true)
-				continue
-			}
 			s := x.Value
 			if x.Dollar {
-				// ANSI-C quoting, decoded as bash does; the value ends
-				// at a NUL byte.
-				// A Config of its own: expand's nil Config is shared.
-				s, _, _ = expand.Format(&expand.Config{}, s, nil)
-				s, _, _ = strings.Cut(s, "\x00")
+				var ok bool
+				if s, ok = ansiC(s); !ok {
+					unknown(true)
+					continue
+				}
 			}
 			known(s)
 		case *syntax.DblQuoted:
@@ -912,6 +908,94 @@ func decode(w *syntax.Word, one bool) Word {
 		}
 	}
 	return Word{Value: val.String(), Static: static, Reading: rd.String(), Glob: gl.String()}
+}
+
+// ansiC decodes the text of $'…' as bash 5.2 does (the Bash manual,
+// "ANSI-C Quoting"): \a \b \e \E \f \n \r \t \v \\ \' \" \?, \nnn (one
+// to three octal digits, the low byte of the value), \xHH (one or two
+// hex digits, a byte), \uHHHH and \UHHHHHHHH (one to four or eight hex
+// digits, the character in UTF-8); any other backslash is kept with the
+// character after it. The value ends at a NUL byte, as bash's strings
+// do. ok is false for what it does not decode exactly (\cX, a
+// backslash-newline, a \u value that is no character): unknown rather
+// than wrong.
+func ansiC(s string) (string, bool) {
+	if !strings.Contains(s, `\`) {
+		return s, true
+	}
+	var b strings.Builder
+	isHex := func(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		switch c := s[i]; c {
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 'e', 'E':
+			b.WriteByte(0x1b)
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte('\v')
+		case '\\', '\'', '"', '?':
+			b.WriteByte(c)
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			v := 0
+			j := i
+			for ; j < len(s) && j < i+3 && s[j] >= '0' && s[j] <= '7'; j++ {
+				v = v*8 + int(s[j]-'0')
+			}
+			b.WriteByte(byte(v))
+			i = j - 1
+		case 'x', 'u', 'U':
+			max := map[byte]int{'x': 2, 'u': 4, 'U': 8}[c]
+			j := i + 1
+			v := 0
+			for ; j < len(s) && j < i+1+max && isHex(s[j]); j++ {
+				d := s[j]
+				switch {
+				case d <= '9':
+					v = v*16 + int(d-'0')
+				case d >= 'a':
+					v = v*16 + int(d-'a'+10)
+				default:
+					v = v*16 + int(d-'A'+10)
+				}
+			}
+			if j == i+1 {
+				b.WriteByte('\\')
+				b.WriteByte(c)
+				continue
+			}
+			if c == 'x' {
+				b.WriteByte(byte(v))
+			} else {
+				if v > utf8.MaxRune || v >= 0xD800 && v <= 0xDFFF {
+					return "", false
+				}
+				b.WriteRune(rune(v))
+			}
+			i = j - 1
+		case 'c', '\n':
+			return "", false
+		default:
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		}
+	}
+	out, _, _ := strings.Cut(b.String(), "\x00")
+	return out, true
 }
 
 // multiWord reports whether a quoted parameter expansion may give

@@ -166,6 +166,34 @@ func TestRead_StaticWords(t *testing.T) {
 	}
 }
 
+// TestAnsiC checks $'…' decoding against bash 5.2.15's own (each want
+// is what bash printed for the escape, through od).
+func TestAnsiC(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{`\029`, "\x029", true},
+		{`\400`, "", true},
+		{`\777`, "\xff", true},
+		{`\x4g`, "\x04g", true},
+		{`\u00e9`, "é", true},
+		{`\U0001F600`, "😀", true},
+		{`\q`, `\q`, true},
+		{`\x`, `\x`, true},
+		{`\1234`, "S4", true},
+		{`\0a`, "", true},
+		{`a\tb\e\'`, "a\tb\x1b'", true},
+		{`\cA`, "", false},
+		{`\uD800`, "", false},
+	} {
+		got, ok := ansiC(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("ansiC(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
 // BenchmarkRead_200KiB measures reading one command line of 200 KiB,
 // the size of the largest tool input the gate judges whole.
 func BenchmarkRead_200KiB(b *testing.B) {
