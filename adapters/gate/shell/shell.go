@@ -1070,6 +1070,9 @@ func unescape(v string) string {
 	for i := 0; i < len(v); i++ {
 		if v[i] == '\\' && i+1 < len(v) {
 			i++
+			if v[i] == '\n' {
+				continue // a line continuation the parser kept
+			}
 		}
 		b.WriteByte(v[i])
 	}
@@ -1084,8 +1087,11 @@ func unescapeDouble(v string) string {
 	}
 	var b strings.Builder
 	for i := 0; i < len(v); i++ {
-		if v[i] == '\\' && i+1 < len(v) && strings.IndexByte("$`\"\\", v[i+1]) >= 0 {
+		if v[i] == '\\' && i+1 < len(v) && strings.IndexByte("$`\"\\\n", v[i+1]) >= 0 {
 			i++
+			if v[i] == '\n' {
+				continue // a line continuation the parser kept
+			}
 		}
 		b.WriteByte(v[i])
 	}
