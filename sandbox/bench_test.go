@@ -23,7 +23,10 @@
 package sandbox
 
 import (
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -170,5 +173,101 @@ func benchPipe(b *testing.B, argv []string, size int64, setsid bool) {
 		if n != size {
 			b.Fatalf("got %d bytes, want %d", n, size)
 		}
+	}
+}
+
+// BenchmarkStartWW: a restricted `true`, bubblewrap probed once: what each
+// command of a worker costs, /workspace_write with its search of the
+// workspace and its placeholders (made and removed on the host: rmdir is
+// the dear part on a disk mounted with discard).
+func BenchmarkStartWW(b *testing.B) {
+	ws := b.TempDir()
+	for _, mode := range []Mode{ReadOnly, WorkspaceWrite} {
+		b.Run(string(mode), func(b *testing.B) {
+			s := Spec{Argv: []string{"true"}, Env: []string{"PATH=/usr/bin:/bin"}, Workspace: ws, Mode: mode, Probed: true}
+			for b.Loop() {
+				p, err := Start(b.Context(), s, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res, err := p.Wait(); err != nil || res.ExitCode != 0 {
+					b.Fatalf("Wait = %+v, %v", res, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLayout: what Start computes on the host before bubblewrap
+// runs: /etc-secrets is the search of /etc for files other users may not
+// read, part of every restricted start; /read_only is the whole layout;
+// /claim is workspace_write's lock of the workspace and its placeholders,
+// made and removed.
+func BenchmarkLayout(b *testing.B) {
+	ws := b.TempDir()
+	b.Run("etc-secrets", func(b *testing.B) {
+		for b.Loop() {
+			etcSecrets("/etc")
+		}
+	})
+	b.Run("read_only", func(b *testing.B) {
+		for b.Loop() {
+			newLayout(ReadOnly, ws, ws, "/root", DefaultAllow("/root", nil), nil)
+		}
+	})
+	b.Run("claim", func(b *testing.B) {
+		for b.Loop() {
+			l := newLayout(WorkspaceWrite, ws, ws, "", nil, nil)
+			if err := l.claim(); err != nil {
+				b.Fatal(err)
+			}
+			l.release()
+		}
+	})
+}
+
+// BenchmarkStart_PnpmTree: a workspace_write `true` in a project whose
+// node_modules pnpm laid out, 300 packages of 20 files (6,000 files),
+// /copies with files of their own, /hardlinks with hard links into a
+// store outside the workspace (bound read-only as node_modules/.pnpm, one
+// mount); /scan is the search of the workspace alone, hard links
+// included.
+func BenchmarkStart_PnpmTree(b *testing.B) {
+	for _, links := range []bool{false, true} {
+		ws, store := b.TempDir(), b.TempDir()
+		pnpmTree(b, ws, store, 300, 20)
+		name := "hardlinks"
+		if !links {
+			name = "copies"
+			// Break every link: a copy of each file in place.
+			filepath.WalkDir(ws, func(p string, de fs.DirEntry, err error) error {
+				if err == nil && de.Type().IsRegular() {
+					data, _ := os.ReadFile(p)
+					os.Remove(p)
+					os.WriteFile(p, data, 0o644)
+				}
+				return nil
+			})
+		}
+		b.Run(name, func(b *testing.B) {
+			s := Spec{Argv: []string{"true"}, Env: []string{"PATH=/usr/bin:/bin"}, Workspace: ws, Mode: WorkspaceWrite, Probed: true}
+			for b.Loop() {
+				p, err := Start(b.Context(), s, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res, err := p.Wait(); err != nil || res.ExitCode != 0 {
+					b.Fatalf("Wait = %+v, %v", res, err)
+				}
+			}
+		})
+		b.Run(name+"/scan", func(b *testing.B) {
+			real, _ := filepath.EvalSymlinks(ws)
+			for b.Loop() {
+				if _, _, err := scanWorkspace(real, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

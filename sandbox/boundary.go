@@ -1,15 +1,14 @@
 package sandbox
 
 import (
-	"errors"
+	"cmp"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
-	"syscall"
+	"strings"
 )
 
 // ProtectedNames are the file names protected wherever they occur in the
@@ -25,71 +24,112 @@ func ProtectedNames() []string {
 // absentDirNames are the ProtectedNames that, when missing from the
 // workspace's top level, are kept missing as directories; the others as
 // files.
-var absentDirNames = []string{".git", ".claude", ".codex", ".agents", ".logbook"}
+func absentDirNames() []string { return []string{".git", ".claude", ".codex", ".agents", ".logbook"} }
 
-// Scan bounds: a workspace is searched for protected names up to this many
-// directory entries; a larger workspace cannot be written by a restricted
-// command (ErrRefused), since a nested repository could hide in the part
-// not searched.
+// Scan bounds: a workspace is searched for protected names and hard links
+// up to this many directory entries; a larger workspace cannot be written
+// by a restricted command (ErrRefused), since a nested repository or a
+// hard link could hide in the part not searched.
 const maxScanEntries = 400_000
+
+// etcScanEntries bounds the search of /etc for files other users may not
+// read; past it the rest of /etc is covered as a whole.
+const etcScanEntries = 20_000
 
 // Default sizes of the private RAM-backed file systems, in bytes.
 const (
-	DefaultTmpBytes = 1 << 30  // /tmp
+	DefaultTmpBytes = 1 << 30  // /tmp, and the home directory
 	DefaultShmBytes = 64 << 20 // /dev/shm
 	DefaultRunBytes = 16 << 20 // /run
 )
 
+// viewKind is what a view shows at its path.
+type viewKind int
+
+const (
+	viewRO    viewKind = iota // the host directory, read-only
+	viewRW                    // the host directory, writable
+	viewEmpty                 // an empty private tmpfs
+)
+
+// view is a host directory (or an empty tmpfs) a restricted command sees
+// at path.
+type view struct {
+	path string
+	kind viewKind
+}
+
 // layout is the file system a restricted command sees, computed on the
-// host before the command starts.
+// host before the command starts: deny by default, so only what is listed
+// here exists inside.
 type layout struct {
-	mode        Mode
-	ws, dir     string
-	protected   []string // existing paths, bound read-only onto themselves
+	mode    Mode
+	ws, dir string
+	system  []string // system dirs: bound read-only, or "=target" for a symbolic link
+	sysLink map[string]string
+	views   []view // home, allowlist and workspace, in mount order (parents first)
+	// WorkspaceWrite only.
+	protected []string // existing paths, bound read-only onto themselves
+	links     linkPlan // what is bound read-only for its hard links
+	// Set by claim, WorkspaceWrite only.
 	absentDirs  []string // missing top-level names kept missing: empty read-only dirs
 	absentFiles []string // missing top-level names kept missing: /dev/null bound
-	hideDirs    []string // directories covered by an empty read-only tmpfs
-	hideFiles   []string // files covered by /dev/null
-	tmpBytes    int64
+	hold        *os.File // the workspace, locked shared (see claim)
+
+	hideDirs  []string // directories covered by an empty read-only tmpfs
+	hideFiles []string // files covered by /dev/null
+	tmpBytes  int64
 }
 
 // newLayout computes the layout of a restricted command in mode m on
-// workspace ws (resolved) with working directory dir. extra are
-// Spec.Protected, hide are Spec.Hidden. Its errors wrap ErrRefused: the
-// workspace holds something that cannot be protected.
-func newLayout(m Mode, ws, dir string, extra, hide []string) (layout, error) {
+// workspace ws (resolved) with working directory dir. home is the
+// command's HOME ("" if unset), allow is Spec.Allow, hide is Spec.Hidden.
+// It does not search the workspace (scan does).
+func newLayout(m Mode, ws, dir, home string, allow []Allow, hide []string) layout {
 	l := layout{mode: m, ws: ws, dir: dir, tmpBytes: DefaultTmpBytes}
-	l.protected = protectedPaths(ws, extra)
+	l.system, l.sysLink = systemMounts()
+
+	wsKind := viewRO
 	if m == WorkspaceWrite {
-		found, err := scanWorkspace(ws)
-		if err != nil {
-			return layout{}, err
-		}
-		l.protected = append(l.protected, found...)
-		slices.Sort(l.protected)
-		l.protected = slices.Compact(l.protected)
-		held := heldPlaceholders(ws)
-		// A mount point another command of this process made for a
-		// missing name is still missing: it goes when that command does.
-		l.protected = slices.DeleteFunc(l.protected, func(p string) bool { return held[p] })
-		for _, name := range ProtectedNames() {
-			p := filepath.Join(ws, name)
-			if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) && !held[p] {
-				continue
-			}
-			if slices.Contains(absentDirNames, name) {
-				l.absentDirs = append(l.absentDirs, p)
-			} else {
-				l.absentFiles = append(l.absentFiles, p)
-			}
-		}
+		wsKind = viewRW
 	}
+	views := []view{{ws, wsKind}}
+	for _, a := range allow {
+		real, err := filepath.EvalSymlinks(a.Path)
+		if err != nil || real == "/" || within(ws, real) {
+			continue // missing, or the workspace's own mode decides
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.IsDir() && !fi.Mode().IsRegular() {
+			continue
+		}
+		k := viewRO
+		if a.Write && m == WorkspaceWrite {
+			k = viewRW
+		}
+		if i := slices.IndexFunc(views, func(v view) bool { return v.path == real }); i >= 0 {
+			if k == viewRW { // listed twice: writable if either is
+				views[i].kind = k
+			}
+			continue
+		}
+		views = append(views, view{real, k})
+	}
+	if h := homeView(home, ws, views, l.system); h != "" {
+		views = append(views, view{h, viewEmpty})
+	}
+	// Parents before children: a mount hides what an earlier one put
+	// below it. The home comes before what lies in it.
+	slices.SortStableFunc(views, func(a, b view) int {
+		return cmp.Compare(strings.Count(a.path, "/"), strings.Count(b.path, "/"))
+	})
+	l.views = views
+
 	for _, h := range hide {
 		if !filepath.IsAbs(h) {
 			continue
 		}
 		real, err := filepath.EvalSymlinks(filepath.Clean(h))
-		if err != nil || hidden(ws, real) || real == "/" {
+		if err != nil || real == "/" || !l.sees(real) {
 			continue // missing, or already out of sight
 		}
 		fi, err := os.Stat(real)
@@ -102,23 +142,176 @@ func newLayout(m Mode, ws, dir string, extra, hide []string) (layout, error) {
 			l.hideFiles = append(l.hideFiles, real)
 		}
 	}
-	return l, nil
+	if slices.Contains(l.system, "/etc") && l.sysLink["/etc"] == "" {
+		dirs, files := etcSecrets("/etc")
+		l.hideDirs = append(l.hideDirs, dirs...)
+		l.hideFiles = append(l.hideFiles, files...)
+	}
+	return l
+}
+
+// systemMounts returns the SystemDirs present on this host, and the
+// targets of those that are symbolic links.
+func systemMounts() ([]string, map[string]string) {
+	var dirs []string
+	links := map[string]string{}
+	for _, d := range SystemDirs() {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if target, err := os.Readlink(d); err == nil {
+				links[d] = target
+				dirs = append(dirs, d)
+			}
+		case fi.IsDir():
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs, links
+}
+
+// homeView returns where the command's home is an empty private tmpfs:
+// home, unless it is relative or /, lies in the workspace (the workspace
+// is the home then), in a system directory, or is an allowlisted path
+// itself. In an allowlisted directory it must exist already, so that
+// nothing is made on the host for it.
+func homeView(home, ws string, views []view, system []string) string {
+	if !filepath.IsAbs(home) {
+		return ""
+	}
+	home = filepath.Clean(home)
+	if home == "/" || within(ws, home) {
+		return ""
+	}
+	for _, d := range system {
+		if within(d, home) {
+			return ""
+		}
+	}
+	for _, v := range views {
+		if v.path == home {
+			return ""
+		}
+		if within(v.path, home) {
+			if fi, err := os.Lstat(home); err != nil || !fi.IsDir() {
+				return ""
+			}
+		}
+	}
+	return home
+}
+
+// sees reports whether host path p (resolved) is visible inside the
+// boundary: the deepest mount that holds it is a host directory.
+func (l layout) sees(p string) bool {
+	best, vis := "", false
+	consider := func(root string, visible bool) {
+		if within(root, p) && len(root) >= len(best) {
+			best, vis = root, visible
+		}
+	}
+	for _, d := range l.system {
+		if l.sysLink[d] == "" {
+			consider(d, true)
+		}
+	}
+	for _, r := range privateRoots() {
+		consider(r, false)
+	}
+	for _, v := range l.views {
+		consider(v.path, v.kind != viewEmpty)
+	}
+	return vis
+}
+
+// privateRoots are the directories a restricted command sees as fresh,
+// empty file systems of its own.
+func privateRoots() []string { return []string{"/tmp", "/run", "/dev", "/proc"} }
+
+// etcSecrets returns what other users may not read in /etc (root): the
+// directories without o+rx, and the files without o+r. They are what a
+// root worker's command, as the owner of root's files, could otherwise
+// read (/etc/shadow, /etc/sudoers, /etc/ssl/private). Past
+// etcScanEntries entries the directory being read is returned whole.
+func etcSecrets(root string) (dirs, files []string) {
+	n := 0
+	_ = filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
+		n++
+		if err != nil {
+			if de != nil && de.IsDir() && p != root {
+				dirs = append(dirs, p)
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if n > etcScanEntries && de.IsDir() {
+			dirs = append(dirs, p)
+			return filepath.SkipDir
+		}
+		if !de.IsDir() && !de.Type().IsRegular() {
+			return nil // links, sockets, fifos
+		}
+		fi, err := de.Info()
+		if err != nil {
+			return nil
+		}
+		perm := fi.Mode().Perm()
+		switch {
+		case de.IsDir() && perm&0o005 != 0o005 && p != root:
+			dirs = append(dirs, p)
+			return filepath.SkipDir
+		case !de.IsDir() && perm&0o004 == 0:
+			files = append(files, p)
+		}
+		return nil
+	})
+	return dirs, files
+}
+
+// scan searches workspace ws of a WorkspaceWrite layout for protected
+// paths (extra are Spec.Protected) and for files with hard links that
+// must be read-only. Its errors wrap ErrRefused.
+func (l *layout) scan(extra []string) error {
+	l.protected = protectedPaths(l.ws, extra)
+	found, links, err := scanWorkspace(l.ws, l.protected)
+	if err != nil {
+		return err
+	}
+	l.protected = append(l.protected, found...)
+	slices.Sort(l.protected)
+	l.protected = slices.Compact(l.protected)
+	// The top-level names are claim's to decide, under the workspace's
+	// lock: one may be another command's placeholder.
+	top := map[string]bool{}
+	for _, name := range ProtectedNames() {
+		top[filepath.Join(l.ws, name)] = true
+	}
+	l.protected = slices.DeleteFunc(l.protected, func(p string) bool { return top[p] })
+	l.links = links
+	return nil
 }
 
 // args returns bwrap's arguments (without argv[0]) to run argv. Order
 // matters: a mount hides what an earlier one put below it, so the private
-// tmpfs mounts come before the workspace, protected paths after it, and
-// hidden paths last. bwrap reports on statusFD; it writes an "exit-code"
-// there only if the command was actually executed, and its first line
-// names the sandbox's first process, which then waits on blockFD until its
-// limits are in place.
+// tmpfs mounts come first, then the views (home, allowlist, workspace;
+// parents first), the protected paths, the placeholders, the paths bound
+// read-only for their hard links, and the hidden paths last. bwrap
+// reports on statusFD; it writes an "exit-code" there only if the command
+// was actually executed, and its first line names the sandbox's first
+// process, which then waits on blockFD until its limits are in place.
 func (l layout) args(argv []string) []string {
-	a := append(boundaryBase(l.tmpBytes), "--json-status-fd", strconv.Itoa(statusFD), "--block-fd", strconv.Itoa(blockFD))
-	bind := "--ro-bind"
-	if l.mode == WorkspaceWrite {
-		bind = "--bind"
+	a := append(boundaryBase(l.system, l.sysLink, l.tmpBytes), "--json-status-fd", strconv.Itoa(statusFD), "--block-fd", strconv.Itoa(blockFD))
+	for _, v := range l.views {
+		switch v.kind {
+		case viewRO:
+			a = append(a, "--ro-bind", v.path, v.path)
+		case viewRW:
+			a = append(a, "--bind", v.path, v.path)
+		case viewEmpty:
+			a = append(a, "--perms", "0700", "--size", strconv.FormatInt(l.tmpBytes, 10), "--tmpfs", v.path)
+		}
 	}
-	a = append(a, bind, l.ws, l.ws)
 	for _, p := range l.protected {
 		a = append(a, "--ro-bind", p, p)
 	}
@@ -128,29 +321,43 @@ func (l layout) args(argv []string) []string {
 	for _, p := range l.absentFiles {
 		a = append(a, "--ro-bind", "/dev/null", p)
 	}
+	for _, p := range l.links.mounts {
+		a = append(a, "--ro-bind", p, p)
+	}
 	for _, p := range l.hideDirs {
 		a = append(a, "--perms", "0000", "--size", "4096", "--tmpfs", p, "--remount-ro", p)
 	}
 	for _, p := range l.hideFiles {
 		a = append(a, "--ro-bind", "/dev/null", p)
 	}
-	a = append(a, "--chdir", l.dir, "--")
+	// The empty root, where bwrap made the mount points, is read-only:
+	// nothing unbounded is written outside /tmp, /run and the home.
+	a = append(a, "--remount-ro", "/", "--chdir", l.dir, "--")
 	return append(a, argv...)
 }
 
 // boundaryBase returns the bwrap options shared by every restricted
 // command and the availability probe: every namespace but the network's
-// host side, no capabilities (root included), no nested user namespaces,
-// a read-only view of / with private, size-bounded /tmp, /run and
-// /dev/shm, a read-only /dev and read-only sysctls.
-func boundaryBase(tmpBytes int64) []string {
+// host side, no capabilities (root included), no nested user namespaces;
+// an empty root with the system directories read-only (symbolic links
+// among them as links), private, size-bounded /tmp, /run and /dev/shm, a
+// read-only /dev and read-only sysctls. Nothing else of the host.
+func boundaryBase(system []string, links map[string]string, tmpBytes int64) []string {
 	size := func(n int64) string { return strconv.FormatInt(n, 10) }
-	return []string{
+	a := []string{
 		"--die-with-parent",
 		"--unshare-user", "--disable-userns",
 		"--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--cap-drop", "ALL",
-		"--ro-bind", "/", "/",
+	}
+	for _, d := range system {
+		if t := links[d]; t != "" {
+			a = append(a, "--symlink", t, d)
+		} else {
+			a = append(a, "--ro-bind", d, d)
+		}
+	}
+	return append(a,
 		"--dev", "/dev",
 		"--perms", "1777", "--size", size(DefaultShmBytes), "--tmpfs", "/dev/shm",
 		"--remount-ro", "/dev",
@@ -162,110 +369,55 @@ func boundaryBase(tmpBytes int64) []string {
 		"--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
 		"--perms", "1777", "--size", size(tmpBytes), "--tmpfs", "/tmp",
 		"--perms", "0755", "--size", size(DefaultRunBytes), "--tmpfs", "/run",
-	}
-}
-
-// hiddenRoots are the directories a restricted command sees as fresh, empty
-// tmpfs mounts.
-func hiddenRoots() []string { return []string{"/tmp", "/run", "/dev/shm"} }
-
-// placeholders counts, per host path, the commands of this process whose
-// bubblewrap keeps a missing protected name missing there, and so may
-// have made a mount point for it in the workspace. The mount point goes
-// with the last of them: removed under another command's mount of it,
-// it would take that mount away (the kernel detaches a mount whose mount
-// point is removed in another namespace) and the name would be the
-// command's to create. Commands of other processes on the same workspace
-// are not counted.
-var placeholders = struct {
-	sync.Mutex
-	n map[string]int
-}{n: map[string]int{}}
-
-// heldPlaceholders returns the paths under ws that placeholders holds.
-func heldPlaceholders(ws string) map[string]bool {
-	placeholders.Lock()
-	defer placeholders.Unlock()
-	held := map[string]bool{}
-	for p := range placeholders.n {
-		if within(ws, p) {
-			held[p] = true
-		}
-	}
-	return held
-}
-
-// hold counts l's missing names as held until cleanup; it is called
-// before bubblewrap starts.
-func (l layout) hold() {
-	placeholders.Lock()
-	defer placeholders.Unlock()
-	for _, p := range slices.Concat(l.absentDirs, l.absentFiles) {
-		placeholders.n[p]++
-	}
-}
-
-// cleanup ends hold, and removes the mount points bubblewrap created on
-// the host for protected names that were missing once no other command
-// holds them: an empty directory or an empty file, left only if something
-// else put content there meanwhile.
-func (l layout) cleanup() {
-	placeholders.Lock()
-	defer placeholders.Unlock()
-	last := func(p string) bool {
-		if placeholders.n[p] > 1 {
-			placeholders.n[p]--
-			return false
-		}
-		delete(placeholders.n, p)
-		return true
-	}
-	for _, p := range l.absentDirs {
-		if last(p) {
-			_ = syscall.Rmdir(p)
-		}
-	}
-	for _, p := range l.absentFiles {
-		if !last(p) {
-			continue
-		}
-		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
-			_ = os.Remove(p)
-		}
-	}
+	)
 }
 
 // scanWorkspace returns every path in workspace ws (resolved) whose name is
-// one of ProtectedNames, and the git directories that .git files among them
-// name inside ws. It does not follow symbolic links. It refuses (ErrRefused)
-// a workspace with more than maxScanEntries entries, a protected name that
-// is a symbolic link (the link itself could be replaced), and a regular
-// file inside a protected directory that has other hard links (writing the
-// other name would write the protected file), git's object store excepted.
-func scanWorkspace(ws string) ([]string, error) {
-	refuse := func(format string, a ...any) ([]string, error) {
-		return nil, fmt.Errorf("%w: workspace %s: %s: run it in read_only or full_access", ErrRefused, ws, fmt.Sprintf(format, a...))
+// one of ProtectedNames, the git directories that .git files among them
+// name inside ws, and the plan for files with hard links (see linkPlan).
+// It does not follow symbolic links, and it does not search protected
+// paths (skip, and what it finds). It refuses (ErrRefused) a workspace
+// with more than maxScanEntries entries, a protected name that is a
+// symbolic link (the link itself could be replaced), and hard links that
+// would need more than maxLinkMounts mounts.
+func scanWorkspace(ws string, skip []string) ([]string, linkPlan, error) {
+	refuse := func(format string, a ...any) ([]string, linkPlan, error) {
+		return nil, linkPlan{}, fmt.Errorf("%w: workspace %s: %s: run it in read_only or full_access", ErrRefused, ws, fmt.Sprintf(format, a...))
 	}
 	names := ProtectedNames()
 	var found []string
+	lw := newLinkWalk(ws)
 	entries := 0
-	stack := []string{ws}
-	for len(stack) > 0 {
-		d := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		des, err := os.ReadDir(d)
+	var walk func(d string, parent int) error
+	walk = func(d string, parent int) error {
+		f, err := os.Open(d)
 		if err != nil {
-			continue // unreadable by the worker, so by the command too
+			return nil // unreadable by the worker, so by the command too
+		}
+		des, err := f.ReadDir(-1)
+		if err != nil {
+			f.Close()
+			return nil
 		}
 		entries += len(des)
 		if entries > maxScanEntries {
-			return refuse("more than %d entries to search for protected paths", maxScanEntries)
+			f.Close()
+			return fmt.Errorf("more than %d entries to search for protected paths and hard links", maxScanEntries)
 		}
+		me := lw.dir(d, parent)
+		var subdirs []string
 		for _, de := range des {
 			p := filepath.Join(d, de.Name())
 			if slices.Contains(names, de.Name()) {
 				if de.Type()&fs.ModeSymlink != 0 {
-					return refuse("%s is a symbolic link", p)
+					f.Close()
+					return fmt.Errorf("%s is a symbolic link", p)
+				}
+				if fi, err := de.Info(); err == nil && isPlaceholder(fi) && d != ws {
+					// Another command's, whose workspace this one holds:
+					// a missing name below the top level, not protected.
+					// Bound here, it would go when that command does.
+					continue
 				}
 				found = append(found, p)
 				if de.Name() == ".git" && de.Type().IsRegular() {
@@ -275,59 +427,42 @@ func scanWorkspace(ws string) ([]string, error) {
 						}
 					}
 				}
-				if de.IsDir() {
-					n, err := checkLinks(p, maxScanEntries-entries)
-					if err != nil {
-						return refuse("%v", err)
-					}
-					entries += n
-				}
 				continue
 			}
-			if de.IsDir() {
-				stack = append(stack, p)
+			if slices.Contains(skip, p) {
+				continue
+			}
+			switch {
+			case de.IsDir():
+				subdirs = append(subdirs, p)
+			case de.Type().IsRegular():
+				lw.file(f, me, de.Name())
 			}
 		}
-	}
-	return found, nil
-}
-
-// checkLinks returns the number of entries under dir and an error if a
-// regular file there, outside directories named objects or lfs (git's
-// content-addressed stores, which git itself hard-links), has more than one
-// link, or if there are more than budget entries.
-func checkLinks(dir string, budget int) (int, error) {
-	n := 0
-	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		n++
-		if n > budget {
-			return fmt.Errorf("more than %d entries to search for protected paths", maxScanEntries)
-		}
-		if de.IsDir() && p != dir && (de.Name() == "objects" || de.Name() == "lfs") {
-			return filepath.SkipDir
-		}
-		if !de.Type().IsRegular() {
-			return nil
-		}
-		fi, err := de.Info()
-		if err != nil {
-			return nil
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-			return fmt.Errorf("protected file %s has %d hard links: another name could write it", p, st.Nlink)
+		f.Close()
+		for _, s := range subdirs {
+			if err := walk(s, me); err != nil {
+				return err
+			}
 		}
 		return nil
-	})
-	return n, err
+	}
+	if err := walk(ws, -1); err != nil {
+		return refuse("%v", err)
+	}
+	plan, err := lw.plan()
+	if err != nil {
+		return refuse("%v", err)
+	}
+	return found, plan, nil
 }
 
 // CredentialPaths returns the well-known places below home where tools
 // keep credentials (SSH keys, cloud and registry tokens, git and package
-// manager credentials, agents' logins), for Spec.Hidden. The caller owns
-// the returned slice; paths that do not exist are skipped by Start.
+// manager credentials, agents' logins), for Spec.Hidden. A restricted
+// command does not see the worker's home at all unless an allowlist entry
+// or the workspace lies in it; these stay covered even then. The caller
+// owns the returned slice; paths that do not exist are skipped by Start.
 func CredentialPaths(home string) []string {
 	if home == "" || !filepath.IsAbs(home) {
 		return nil

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A workspace_write command leaves no trace of the missing protected names
@@ -45,10 +47,6 @@ func TestBoundary_Unprotectable(t *testing.T) {
 			must(t, os.MkdirAll(filepath.Join(ws, "a/b"), 0o755))
 			must(t, os.Symlink("/nonexistent", filepath.Join(ws, "a/b/.claude")))
 		}, "symbolic link"},
-		{"HardLinkedGitConfig", func(t *testing.T, ws string) {
-			mustRun(t, "git", "init", "-q", filepath.Join(ws, "sub"))
-			must(t, os.Link(filepath.Join(ws, "sub/.git/config"), filepath.Join(ws, "cfg")))
-		}, "hard links"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,7 +79,7 @@ func TestBoundary_Unprotectable(t *testing.T) {
 	})
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -186,6 +184,43 @@ func TestBoundary_AbsentHeldAcrossCommands(t *testing.T) {
 	for _, de := range des {
 		if !strings.HasSuffix(de.Name(), "-ready") && !strings.HasSuffix(de.Name(), "-go") {
 			t.Errorf("workspace has %s after both commands", de.Name())
+		}
+	}
+}
+
+// A workspace_write command in a workspace that holds another's: the
+// inner command's placeholders are missing names to the outer one, not
+// protected paths it would lose when the inner command ends; the inner
+// one keeps its own, and both leave nothing.
+func TestBoundary_NestedWorkspaces(t *testing.T) {
+	t.Parallel()
+	outer := newSpec(t, WorkspaceWrite, false, "sh", "-c", `: > ready; read x < go; ls -A sub`)
+	inner := filepath.Join(outer.Workspace, "sub")
+	must(t, os.Mkdir(inner, 0o755))
+	must(t, unix.Mkfifo(filepath.Join(outer.Workspace, "go"), 0o666))
+	in := newSpec(t, WorkspaceWrite, false, "sh", "-c", `: > sub-ready; read x < sub-go; echo x > .envrc 2>/dev/null && echo created; true`)
+	in.Workspace = inner
+	must(t, unix.Mkfifo(filepath.Join(inner, "sub-go"), 0o666))
+	ri := newRecorder("")
+	pi := start(t, in, ri)
+	waitFor(t, "the inner command", func() bool { _, err := os.Stat(filepath.Join(inner, "sub-ready")); return err == nil })
+	ro := newRecorder("")
+	po := start(t, outer, ro)
+	waitFor(t, "the outer command", func() bool { _, err := os.Stat(filepath.Join(outer.Workspace, "ready")); return err == nil })
+	must(t, os.WriteFile(filepath.Join(inner, "sub-go"), []byte("go\n"), 0o644))
+	if res, err := pi.Wait(); err != nil || res.ExitCode != 0 || ri.text(Stdout) != "" {
+		t.Errorf("inner: %+v, %v, stdout %q", res, err, ri.text(Stdout))
+	}
+	must(t, os.WriteFile(filepath.Join(outer.Workspace, "go"), []byte("go\n"), 0o644))
+	if res, err := po.Wait(); err != nil || res.ExitCode != 0 {
+		t.Errorf("outer: %+v, %v, stderr %q", res, err, ro.text(Stderr))
+	}
+	for _, ws := range []string{outer.Workspace, inner} {
+		des, _ := os.ReadDir(ws)
+		for _, de := range des {
+			if strings.HasPrefix(de.Name(), ".") {
+				t.Errorf("%s holds %s after both commands", ws, de.Name())
+			}
 		}
 	}
 }

@@ -44,10 +44,11 @@ func findBwrap(p string) (string, error) {
 }
 
 // probe runs bubblewrap bw with the boundary options of every restricted
-// command around "bw --version", which exists inside the boundary since /
-// is bound read-only. Errors wrap ErrRefused and carry bwrap's own message.
+// command around "bw --version", bw bound onto itself read-only. Errors
+// wrap ErrRefused and carry bwrap's own message.
 func probe(ctx context.Context, bw string) error {
-	args := append(boundaryBase(DefaultTmpBytes), "--", bw, "--version")
+	system, links := systemMounts()
+	args := append(boundaryBase(system, links, DefaultTmpBytes), "--ro-bind", bw, bw, "--", bw, "--version")
 	cmd := exec.CommandContext(ctx, bw, args...)
 	cmd.Env = []string{} // not the worker's
 	cmd.Dir = "/"

@@ -8,10 +8,12 @@
 // A Spec names one of three modes, the same words the session aggregate
 // stores:
 //
-//   - ReadOnly: the whole file system, the workspace included, is read-only;
-//     /tmp and /run are private, empty and writable; there is no network.
+//   - ReadOnly: the command sees its workspace read-only, the system
+//     directories read-only, an empty home and the allowlist (Spec.Allow),
+//     and nothing else of the host; /tmp and /run are private, empty and
+//     writable; there is no network.
 //   - WorkspaceWrite: as ReadOnly, but the workspace is writable, except for
-//     protected paths.
+//     protected paths and files with hard links out of reach.
 //   - FullAccess: the command runs directly, with no boundary at all.
 //
 // ReadOnly and WorkspaceWrite are the restricted modes. They run the command
@@ -19,20 +21,28 @@
 // (where the kernel has them) cgroup namespaces, with every capability
 // dropped (--cap-drop ALL, as root too), no further user namespaces
 // (--disable-userns), --die-with-parent and --chdir to the working
-// directory. The mounts, in this order: / read-only; a fresh /dev, read-only,
-// with a private /dev/shm; a fresh /proc whose /proc/sys is read-only
-// (bwrap leaves it writable, and root without capabilities still holds an
-// owner's rights on sysctls such as kernel.core_pattern); private /tmp and
-// /run; the workspace bound onto itself (--bind or --ro-bind); the protected
-// paths, read-only; and the hidden paths, covered. /tmp, /run and /dev/shm
-// are RAM-backed tmpfs of bounded size (Limits.TmpBytes, DefaultRunBytes,
-// DefaultShmBytes). Because they come first, a workspace under /tmp stays
-// visible. /run is hidden because a read-only mount does not stop connect(2)
-// on the Unix sockets there (databases, D-Bus, container engines). If
-// bubblewrap is missing or cannot build that boundary, a restricted command
-// is refused with an error wrapping ErrRefused; it is never run unconfined.
+// directory. The file system is deny by default: bubblewrap's root is an
+// empty tmpfs, read-only once the mounts are made, and gets, in this
+// order: the SystemDirs read-only (/usr, /bin, /sbin, /lib*, /etc, /opt; a
+// symbolic link among them as the same link), with every file and
+// directory of /etc that other users may not read covered; a fresh /dev,
+// read-only, with a private /dev/shm; a fresh /proc whose /proc/sys is
+// read-only (bwrap leaves it writable, and root without capabilities still
+// holds an owner's rights on sysctls such as kernel.core_pattern); private
+// /tmp and /run; then, parents first, the command's home (HOME in
+// Spec.Env) as an empty private tmpfs, the Spec.Allow entries and the
+// workspace (--bind or --ro-bind); the protected paths read-only; the
+// placeholders; the paths read-only for their hard links; and the hidden
+// paths, covered. /tmp, /run, /dev/shm and the home are RAM-backed tmpfs of
+// bounded size (Limits.TmpBytes for /tmp and the home, DefaultRunBytes,
+// DefaultShmBytes). /run is private because a read-only mount does not stop
+// connect(2) on the Unix sockets there (databases, D-Bus, container
+// engines). The home is not mounted where it lies in the workspace, in a
+// system directory, or is an Allow entry itself. If bubblewrap is missing
+// or cannot build that boundary, a restricted command is refused with an
+// error wrapping ErrRefused; it is never run unconfined.
 //
-// # Protected and hidden paths
+// # Protected paths and hard links
 //
 // In WorkspaceWrite these stay read-only inside the writable workspace:
 // every file or directory named like one of ProtectedNames (.git, .claude,
@@ -43,24 +53,42 @@
 // nor removed (EROFS, EBUSY), and a hard link to a file in it cannot be
 // made from the writable part (EXDEV). A top-level protected name that does
 // not exist when the command starts is kept missing: an empty read-only
-// directory (or empty file) stands there while the command runs, and is
-// removed afterwards. Git commands that only read (status, diff, log) work;
-// commands that write a repository (add, commit, fetch) fail; run them in
-// FullAccess. Start refuses WorkspaceWrite (ErrRefused, with the reason)
-// for a workspace where a protected name is a symbolic link (the link could
-// be replaced), where a file in a protected directory has other hard links
-// (the other name could write it; git's object stores excepted), or with
-// more than 400,000 entries to search; ReadOnly runs there.
+// directory (or empty file) is mounted there while the command runs. Its
+// mount point is a placeholder on the host (an empty directory or file of
+// mode 0000; the workspace is the host's directory, and a mount needs
+// one), shared by every command that relies on it, in any process: each
+// holds a shared flock(2) on the workspace directory from before it looks
+// at the names until its boundary is gone, and only the one that gets it
+// exclusively at its end, the last, removes the placeholders. Git commands
+// that only read (status, diff, log) work; commands that write a
+// repository (add, commit, fetch) fail; run them in FullAccess.
+//
+// A regular file of the workspace with more links than the names the
+// scan finds for it in the workspace outside protected paths (a link into
+// pnpm's store or uv's cache, into another project, or a second name of a
+// protected file) is read-only: protected files are checked by inode, not
+// by name. Such links are not broken on write. A directory holding only
+// such files is bound read-only as a whole, and where more than 64 mounts
+// would be needed, one holding only a few other files too (the fewest
+// that fit); Result.Limits counts both kinds.
+//
+// Start refuses WorkspaceWrite (ErrRefused, with the reason) for a
+// workspace where a protected name is a symbolic link (the link could be
+// replaced), with more than 400,000 entries to search, or whose hard links
+// cannot be covered by 64 mounts; ReadOnly runs there.
 //
 // Spec.Hidden paths (the data dir, CredentialPaths) are covered in both
-// restricted modes: a directory by an empty, inaccessible, read-only tmpfs,
-// a file by an empty read-only file.
+// restricted modes where they lie in what the command sees: a directory
+// by an empty, inaccessible, read-only tmpfs, a file by an empty
+// read-only file.
 //
 // # What is contained
 //
 // In the restricted modes, the command and everything it starts:
-//   - cannot write outside the workspace, except to its own /tmp, /run and
-//     /dev/shm, which are private, bounded and discarded at exit;
+//   - cannot read or write outside the workspace, the system directories
+//     and the allowlist, except in its own /tmp, /run, /dev/shm and home,
+//     which are private, bounded and discarded at exit;
+//   - cannot write through a hard link to a file outside the workspace;
 //   - cannot open network connections, loopback included, nor reach abstract
 //     Unix sockets (they live in the network namespace);
 //   - cannot see host processes, their memory or environment, nor the
@@ -91,13 +119,15 @@
 // /run and /dev/shm are bounded by their tmpfs sizes in every case.
 //
 // What is not contained:
-//   - reading: every file the worker can read outside /tmp, /run and the
-//     hidden paths is readable;
-//   - Unix sockets in the file system outside /tmp and /run accept
-//     connections; a read-only mount does not stop connect(2);
+//   - reading what the boundary shows: the workspace, the system
+//     directories (world-readable /etc), the allowlist;
+//   - Unix sockets in what it shows accept connections; a read-only mount
+//     does not stop connect(2);
 //   - a repository created during the command below the top level (a new
 //     sub/.git) is writable; only names that exist at the start, and
-//     missing top-level ones, are protected;
+//     missing top-level ones, are protected; likewise a hard link made
+//     into the workspace from outside while the command runs;
+//   - writes to a writable (Allow.Write) allowlist entry reach the host;
 //   - in FullAccess, nothing: a descendant that leaves the process group
 //     and the session (setsid, a daemon) is stopped by Stop only if it is
 //     still a descendant of the leader when Stop is called, and survives

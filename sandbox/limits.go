@@ -48,6 +48,12 @@ type Applied struct {
 	// that left its process group, is in a cgroup killed at its exit.
 	Killable bool   `json:"killable,omitempty"`
 	Note     string `json:"note,omitempty"` // why a limit is missing
+	// LinkedReadOnly counts the workspace's files that a WorkspaceWrite
+	// command saw read-only because they have hard links outside the
+	// workspace or into protected paths; LinkedWith the other files made
+	// read-only with them, in directories bound read-only as a whole.
+	LinkedReadOnly int `json:"linked_read_only,omitempty"`
+	LinkedWith     int `json:"linked_with,omitempty"`
 }
 
 // String returns a one-line summary such as
@@ -65,6 +71,9 @@ func (a Applied) String() string {
 	}
 	if a.Note != "" {
 		parts = append(parts, a.Note)
+	}
+	if a.LinkedReadOnly > 0 {
+		parts = append(parts, fmt.Sprintf("%d files read-only for hard links outside the workspace (%d more with them)", a.LinkedReadOnly, a.LinkedWith))
 	}
 	if len(parts) == 0 {
 		return "none"

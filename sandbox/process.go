@@ -122,6 +122,7 @@ type Process struct {
 	limits     Applied
 	setupErr   error  // the limits could not be put in place: bwrap was killed; under mu
 	layout     layout // restricted modes: what to clean up after the exit
+	sandboxFD  int    // restricted: pidfd of bwrap's sandbox (its pid 1) once released; -1 if none
 
 	stdinClosed atomic.Bool // CloseStdin was called
 
@@ -151,7 +152,10 @@ type Process struct {
 // cannot get its boundary (ErrRefused), ctx is already done, or the
 // process cannot be started. A restricted start first runs bubblewrap once
 // as a probe, which costs about as much as the boundary itself, unless
-// spec.Probed says the caller did so already.
+// spec.Probed says the caller did so already. A WorkspaceWrite start takes
+// a shared lock on the workspace directory, held until the command's
+// boundary is gone (see the package documentation); it waits up to 10 s
+// for another command's cleanup to let it go, then refuses (ErrRefused).
 //
 // When ctx is done the Process is stopped as by Stop. The caller must call
 // Wait to learn the result. In restricted modes bubblewrap's
@@ -175,7 +179,6 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 			return nil, fmt.Errorf("start %q in mode %s: %w", pl.name, spec.Mode, err)
 		}
 		pl.path = bw
-		pl.args = append([]string{bw}, pl.args...)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("start %q: %w", pl.name, err)
@@ -190,8 +193,8 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 		grace:      pl.grace,
 		restricted: pl.restricted,
 		tty:        pl.tty,
-		layout:     pl.layout,
 		cmd:        cmd,
+		sandboxFD:  -1,
 		exited:     make(chan struct{}),
 		done:       make(chan struct{}),
 	}
@@ -252,15 +255,27 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 		closeAll(child...)
 		return nil, fmt.Errorf("start %q: %w", pl.name, err)
 	}
-	p.start = time.Now()
 	if pl.restricted {
-		pl.layout.hold()
+		// The top-level protected names are decided under the
+		// workspace's lock, held until the boundary is gone.
+		if err := pl.layout.claim(); err != nil {
+			p.closeFiles()
+			closeAll(child...)
+			closeAll(block)
+			if p.cg != nil {
+				p.cg.remove()
+			}
+			return nil, fmt.Errorf("start %q in mode %s: %w", pl.name, spec.Mode, err)
+		}
+		p.layout = pl.layout
+		cmd.Args = append([]string{pl.path}, pl.layout.args(pl.args)...)
 	}
+	p.start = time.Now()
 	err = startUnlocked(cmd)
 	closeAll(child...)
 	if err != nil {
 		if pl.restricted {
-			pl.layout.cleanup()
+			p.layout.release()
 		}
 		p.closeFiles()
 		closeAll(block)
@@ -303,6 +318,7 @@ func (p *Process) setLimits(pl plan) {
 	}
 	if pl.restricted {
 		a.TmpBytes = pl.layout.tmpBytes
+		a.LinkedReadOnly, a.LinkedWith = pl.layout.links.files, pl.layout.links.others
 	}
 	p.cg, p.limits = cg, a
 }
@@ -349,6 +365,14 @@ func (p *Process) release(block *os.File, procs int) error {
 	if err != nil {
 		return err
 	}
+	if len(p.layout.absentDirs)+len(p.layout.absentFiles) > 0 {
+		// A handle on the sandbox's pid 1, whose end (after the kernel
+		// has killed the rest of its PID namespace) awaitSandbox awaits.
+		// It waits on block, so it is still this process.
+		if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+			p.sandboxFD = fd
+		}
+	}
 	if p.cg != nil && !p.cg.v2 {
 		if err := p.cg.add(pid); err != nil {
 			return err
@@ -367,6 +391,32 @@ func (p *Process) release(block *os.File, procs int) error {
 
 // releaseWait bounds the wait for bwrap to report its sandbox's process.
 const releaseWait = 10 * time.Second
+
+// sandboxGoneWait bounds awaitSandbox: the processes of a PID namespace
+// whose pid 1 exits are killed (SIGKILL) and awaited by the kernel.
+const sandboxGoneWait = 5 * time.Second
+
+// awaitSandbox waits, up to sandboxGoneWait, until the sandbox's pid 1 has
+// exited, which it does only after every other process of its PID
+// namespace (so of its mount namespace) is gone. Called once bwrap, its
+// parent, has been reaped.
+func (p *Process) awaitSandbox() {
+	if p.sandboxFD < 0 {
+		return
+	}
+	defer func() { unix.Close(p.sandboxFD); p.sandboxFD = -1 }()
+	deadline := time.Now().Add(sandboxGoneWait)
+	for {
+		ms := int(time.Until(deadline) / time.Millisecond)
+		if ms <= 0 {
+			return
+		}
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(p.sandboxFD), Events: unix.POLLIN}}, ms)
+		if n > 0 || err != nil && !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
+}
 
 // openPTY returns a pseudo-terminal of TermCols × TermRows. The master is
 // non-blocking and pollable, so deadlines and Close interrupt its Read and
@@ -584,7 +634,10 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult) {
 
 	err := p.cmd.Wait()
 	if p.restricted {
-		p.layout.cleanup()
+		// Placeholders go only once nothing in the boundary can see
+		// their mounts detached.
+		p.awaitSandbox()
+		p.layout.release()
 	}
 	if p.cg != nil {
 		p.cg.remove()

@@ -115,11 +115,16 @@ type Spec struct {
 	// resolve outside the workspace (already read-only or hidden there), are
 	// skipped. A symbolic link protects its target. Ignored in FullAccess.
 	Protected []string
+	// Allow lists the host paths a restricted command sees besides the
+	// workspace and SystemDirs (see Allow; DefaultAllow is the worker's
+	// default): nothing else of the host is there. Ignored in FullAccess.
+	Allow []Allow
 	// Hidden lists absolute paths a restricted command must not see, such
-	// as the Logbook data dir and credential files: a directory is covered
-	// by an empty read-only one, a file by an empty read-only file. Paths
-	// that do not exist, or are already out of sight (under the private
-	// /tmp or /run), are skipped. Ignored in FullAccess.
+	// as the Logbook data dir and credential files, for when they lie in
+	// what it sees (the workspace, an Allow entry, SystemDirs): a
+	// directory is covered by an empty read-only one, a file by an empty
+	// read-only file. Paths that do not exist, or are out of sight
+	// anyway, are skipped. Ignored in FullAccess.
 	Hidden []string
 	// Limits bound what a restricted command may use; the zero value means
 	// the defaults. Ignored in FullAccess.
@@ -252,8 +257,16 @@ func validate(s Spec) (plan, error) {
 	// Look argv[0] up now, the way execvp will, so that a missing command is
 	// an error naming it rather than an exit status 127 (or 1 from bwrap).
 	visible := func(string) bool { return true }
+	var l layout
 	if restricted {
-		visible = func(p string) bool { return !hidden(ws, p) }
+		home, _ := envValue(env, "HOME")
+		l = newLayout(s.Mode, ws, dir, home, s.Allow, s.Hidden)
+		visible = func(p string) bool {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				p = real
+			}
+			return l.sees(p)
+		}
 	}
 	path, err := lookPath(name, env, dir, visible)
 	if err != nil {
@@ -277,16 +290,17 @@ func validate(s Spec) (plan, error) {
 		memory:     cmp.Or(s.Limits.MemoryBytes, DefaultMemoryBytes),
 	}
 	if restricted {
-		// bwrap is resolved and checked by Start; here only the arguments.
-		l, err := newLayout(s.Mode, ws, dir, s.Protected, s.Hidden)
-		if err != nil {
-			return plan{}, fmt.Errorf("start %q in mode %s: %w", name, s.Mode, err)
+		// bwrap is resolved and checked by Start, which also claims the
+		// workspace's top level and then makes bwrap's arguments.
+		if s.Mode == WorkspaceWrite {
+			if err := l.scan(s.Protected); err != nil {
+				return plan{}, fmt.Errorf("start %q in mode %s: %w", name, s.Mode, err)
+			}
 		}
 		if s.Limits.TmpBytes > 0 {
 			l.tmpBytes = s.Limits.TmpBytes
 		}
 		p.layout = l
-		p.args = l.args(s.Argv)
 	}
 	return p, nil
 }
@@ -297,23 +311,6 @@ func within(root, p string) bool {
 		return strings.HasPrefix(p, "/")
 	}
 	return p == root || strings.HasPrefix(p, root+"/")
-}
-
-// hidden reports whether host path p is invisible inside the boundary of
-// workspace ws: under a private tmpfs and not in the workspace.
-func hidden(ws, p string) bool {
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		p = real
-	}
-	if within(ws, p) {
-		return false
-	}
-	for _, r := range hiddenRoots() {
-		if within(r, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // lookPath returns the absolute path of the executable name, searched the

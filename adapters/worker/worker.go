@@ -20,6 +20,7 @@ import (
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
 	"github.com/logbook-dev/logbook/reducers/session"
+	"github.com/logbook-dev/logbook/sandbox"
 )
 
 // Names shared by every worker of a log. They are part of the deployment:
@@ -94,6 +95,11 @@ type Config struct {
 	// Logbook data dir (credentials, spool, views) and credential files,
 	// as sandbox.Spec.Hidden.
 	Hidden []string
+	// Allow lists the host paths restricted commands see besides their
+	// workspace and the system directories, as sandbox.Spec.Allow; nil
+	// means none (serve and worker pass sandbox.DefaultAllow unless
+	// --sandbox-allow says otherwise).
+	Allow []sandbox.Allow
 	// Lapse is the heartbeat TTL used when this worker creates
 	// HeartbeatBucket; 0 means DefaultLapse. An existing bucket keeps its
 	// own TTL, and the worker beats every quarter of it.

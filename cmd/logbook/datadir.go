@@ -178,6 +178,11 @@ type serveInfo struct {
 	API     string    `json:"api"` // the server's API prefix
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
+	// Workers is how many sandbox workers serve runs; SandboxAllow, when
+	// it runs any, what their restricted commands see besides the
+	// workspace and the system directories (--sandbox-allow), for doctor.
+	Workers      int      `json:"workers,omitempty"`
+	SandboxAllow []string `json:"sandbox_allow,omitempty"`
 }
 
 // readServeInfo returns the running server's serve.json; false when it

@@ -130,6 +130,7 @@ func runDoctor(ctx context.Context, g *globals, bwrap string) []doctorCheck {
 	}
 	add(checkDataDir(dd))
 	add(checkServer(ctx, g, dd))
+	add(checkSandboxView(dd))
 	if c, ok := checkJournal(dd); ok {
 		add(c)
 	}
@@ -228,6 +229,52 @@ func checkJournal(dd dataDir) (doctorCheck, bool) {
 		c.Status, c.Detail = checkOK, path+", every hook in the log"
 	}
 	return c, true
+}
+
+// checkSandboxView says what restricted commands see besides their
+// workspace: the system directories and the allowlist, the running
+// serve's (serve.json) when it runs workers, else the default one. A
+// writable entry is a warning: every workspace_write command can change
+// what is there for the host.
+func checkSandboxView(dd dataDir) doctorCheck {
+	c := doctorCheck{Name: "sandbox view", Status: checkOK}
+	from := "by default (serve and worker --sandbox-allow change it)"
+	allow, err := sandboxAllow(nil)
+	if err != nil {
+		return doctorCheck{Name: c.Name, Status: checkWarn, Detail: err.Error()}
+	}
+	list := allowStrings(allow)
+	if si, ok := dd.readServeInfo(); ok && si.Workers > 0 {
+		list, from = si.SandboxAllow, fmt.Sprintf("as serve (pid %d) runs them", si.PID)
+	}
+	var sys, entries, rw []string
+	for _, d := range sandbox.SystemDirs() {
+		if _, err := os.Lstat(d); err == nil {
+			sys = append(sys, d)
+		}
+	}
+	for _, e := range list {
+		p, w := strings.CutSuffix(e, ":rw")
+		note := "ro"
+		if w {
+			note = "rw"
+			rw = append(rw, p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			note += ", absent"
+		}
+		entries = append(entries, fmt.Sprintf("%s (%s)", p, note))
+	}
+	if len(entries) == 0 {
+		entries = []string{"nothing"}
+	}
+	c.Detail = fmt.Sprintf("restricted commands see their workspace, %s read-only (/etc without what other users cannot read), private /tmp, /run and an empty home; and, %s: %s",
+		strings.Join(sys, " "), from, strings.Join(entries, ", "))
+	if len(rw) > 0 {
+		c.Status = checkWarn
+		c.Fix = "every workspace_write command can change " + strings.Join(rw, ", ") + " for the host (a build cache there can be poisoned); drop :rw unless you trust every command with it"
+	}
+	return c
 }
 
 // checkServer checks that the server serve.json names answers. A

@@ -382,7 +382,15 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		if b.srv != nil {
 			url = b.srv.ClientURL()
 		}
-		if err := dd.writeServeInfo(serveInfo{URL: url, API: prefix, PID: os.Getpid(), Started: time.Now().UTC()}); err != nil {
+		si := serveInfo{URL: url, API: prefix, PID: os.Getpid(), Started: time.Now().UTC(), Workers: wp.n}
+		if wp.n > 0 {
+			allow, err := sandboxAllow(wp.flags.allow)
+			if err != nil {
+				return err
+			}
+			si.SandboxAllow = allowStrings(allow)
+		}
+		if err := dd.writeServeInfo(si); err != nil {
 			return fmt.Errorf("write %s: %w", dd.path("serve.json"), err)
 		}
 		defer os.Remove(dd.path("serve.json"))

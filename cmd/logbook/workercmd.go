@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,16 +23,19 @@ type workerFlags struct {
 	grace time.Duration
 	bwrap string
 	lapse time.Duration
+	allow []string // --sandbox-allow, as given
 }
 
 func (f *workerFlags) register(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.grace, "grace", 0, "time between SIGTERM and SIGKILL when a command is stopped (0: 2s)")
 	cmd.Flags().StringVar(&f.bwrap, "bwrap", "", "bubblewrap executable for restricted modes (default: bwrap in PATH)")
 	cmd.Flags().DurationVar(&f.lapse, "heartbeat-ttl", 0, "how long a silent worker counts as alive, when the first worker creates the bucket (0: 10s)")
+	cmd.Flags().StringArrayVar(&f.allow, "sandbox-allow", nil, "a host path restricted commands also see, PATH or ~/PATH, read-only or with :rw writable in workspace_write (repeatable; added to the toolchain caches they see by default; none: drop those; logbook doctor lists them)")
 }
 
 // check reports a flag a worker would refuse: a negative duration, a
-// --bwrap that is not an executable.
+// --bwrap that is not an executable, a --sandbox-allow that is not an
+// absolute path.
 func (f workerFlags) check() error {
 	if f.grace < 0 {
 		return usageErrorf("--grace %v: want 0 or more", f.grace)
@@ -44,16 +48,57 @@ func (f workerFlags) check() error {
 			return fmt.Errorf("--bwrap: %w", err)
 		}
 	}
+	if _, err := sandboxAllow(f.allow); err != nil {
+		return err
+	}
 	return nil
 }
 
+// sandboxAllow returns the allowlist of restricted commands:
+// sandbox.DefaultAllow for the worker's home and environment unless vals
+// holds "none", then each of vals (sandbox.ParseAllow).
+func sandboxAllow(vals []string) ([]sandbox.Allow, error) {
+	home, _ := os.UserHomeDir()
+	var out []sandbox.Allow
+	if !slices.Contains(vals, "none") {
+		out = sandbox.DefaultAllow(home, os.Getenv)
+	}
+	for _, v := range vals {
+		if v == "none" {
+			continue
+		}
+		a, err := sandbox.ParseAllow(v, home)
+		if err != nil {
+			return nil, usageErrorf("--sandbox-allow %q: want an absolute path or ~/path, optionally with :ro or :rw", v)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// allowStrings returns allow as sandbox.Allow's String gives each, for
+// serve.json.
+func allowStrings(allow []sandbox.Allow) []string {
+	out := make([]string, len(allow))
+	for i, a := range allow {
+		out[i] = a.String()
+	}
+	return out
+}
+
 // newWorkers returns n workers on b, each with an identity of its own.
-// Restricted commands see neither the data dir nor the credential files
-// in the worker's home. What they record from a command is redacted by
+// Restricted commands see their workspace, the system directories and
+// the allowlist (sandboxAllow), nothing else of the host; the data dir
+// and the credential files in the worker's home stay covered even where
+// those reach into them. What they record from a command is redacted by
 // b's rules (backend.redactor): the data dir's redact.txt, followed as it
 // changes.
 func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Worker, error) {
 	red, err := b.redactor()
+	if err != nil {
+		return nil, err
+	}
+	allow, err := sandboxAllow(f.allow)
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +108,7 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 			Conn: b.nc, Log: b.log, Reg: b.reg,
 			Grace: f.grace, Bwrap: f.bwrap, Lapse: f.lapse,
 			Hidden:   hiddenPaths(string(b.dd)),
+			Allow:    allow,
 			Logger:   slog.New(slog.NewTextHandler(logw, nil)),
 			Redactor: red,
 		})

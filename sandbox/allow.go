@@ -1,0 +1,106 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Allow is one host path a restricted command sees besides its workspace
+// and the system directories (SystemDirs), at the same path. Everything
+// else on the host is absent from the boundary: deny by default.
+type Allow struct {
+	// Path is absolute and clean. A path that does not exist when the
+	// command starts is skipped; one inside the workspace is skipped too
+	// (the workspace's own mode decides there).
+	Path string
+	// Write makes it writable in WorkspaceWrite; in ReadOnly it is
+	// read-only all the same. What a command writes there reaches the host
+	// at once: never allow a cache the host later executes from (Go's build
+	// cache, say) unless the commands are trusted with it.
+	Write bool
+}
+
+// String returns the path, with ":rw" when the entry is writable: the
+// form ParseAllow reads.
+func (a Allow) String() string {
+	if a.Write {
+		return a.Path + ":rw"
+	}
+	return a.Path
+}
+
+// ParseAllow reads one allowlist entry, "PATH", "PATH:ro" or "PATH:rw".
+// A PATH starting with "~/" is taken from home. Errors wrap ErrInvalidSpec:
+// a relative path, "/", or "~/" without a home.
+func ParseAllow(s, home string) (Allow, error) {
+	a := Allow{Path: s}
+	if p, ok := strings.CutSuffix(s, ":rw"); ok {
+		a = Allow{Path: p, Write: true}
+	} else if p, ok := strings.CutSuffix(s, ":ro"); ok {
+		a.Path = p
+	}
+	if rest, ok := strings.CutPrefix(a.Path, "~/"); ok {
+		if !filepath.IsAbs(home) {
+			return Allow{}, fmt.Errorf("allow %q: %w: no home directory for ~/", s, ErrInvalidSpec)
+		}
+		a.Path = filepath.Join(home, rest)
+	}
+	if !filepath.IsAbs(a.Path) {
+		return Allow{}, fmt.Errorf("allow %q: %w: want an absolute path (or ~/…), with :ro or :rw", s, ErrInvalidSpec)
+	}
+	a.Path = filepath.Clean(a.Path)
+	if a.Path == "/" {
+		return Allow{}, fmt.Errorf("allow %q: %w: / would show the whole host", s, ErrInvalidSpec)
+	}
+	return a, nil
+}
+
+// DefaultAllow returns the allowlist a worker uses unless told otherwise:
+// toolchain caches and stores below home, all read-only. Go's module
+// cache ($GOMODCACHE, else the first $GOPATH entry's pkg/mod, else
+// ~/go/pkg/mod; getenv reads the worker's environment, nil means none);
+// Rust's ~/.rustup, ~/.cargo/bin, ~/.cargo/registry and ~/.cargo/git; the
+// npm cache ~/.npm; pip's and uv's caches ~/.cache/pip and ~/.cache/uv.
+// Go's build cache is not among them: go fails on a read-only one, and a
+// writable one shared with the host could be poisoned; inside the
+// boundary GOCACHE falls in the private home, empty at each start. The
+// caller owns the returned slice; entries that do not exist are skipped
+// by Start.
+func DefaultAllow(home string, getenv func(string) string) []Allow {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	var out []Allow
+	add := func(p string) {
+		if filepath.IsAbs(p) && filepath.Clean(p) != "/" {
+			out = append(out, Allow{Path: filepath.Clean(p)})
+		}
+	}
+	switch gopath, _, _ := strings.Cut(getenv("GOPATH"), string(os.PathListSeparator)); {
+	case getenv("GOMODCACHE") != "":
+		add(getenv("GOMODCACHE"))
+	case gopath != "":
+		add(filepath.Join(gopath, "pkg", "mod"))
+	case home != "":
+		add(filepath.Join(home, "go", "pkg", "mod"))
+	}
+	if !filepath.IsAbs(home) {
+		return out
+	}
+	for _, rel := range []string{".rustup", ".cargo/bin", ".cargo/registry", ".cargo/git", ".npm", ".cache/pip", ".cache/uv"} {
+		add(filepath.Join(home, rel))
+	}
+	return out
+}
+
+// SystemDirs are the host directories every restricted command sees,
+// read-only: programs, libraries and configuration. A symbolic link among
+// them (/bin to usr/bin on a merged /usr) is the same link inside. In /etc,
+// every file and directory that other users may not read (mode without
+// o+r, or o+rx for a directory: /etc/shadow, /etc/sudoers, private keys)
+// is covered by an empty one. The caller owns the returned slice.
+func SystemDirs() []string {
+	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
+}
