@@ -483,3 +483,75 @@ func TestIntake_SubagentsApart(t *testing.T) {
 		t.Errorf("observed\n%v\nwant\n%v", obs, want)
 	}
 }
+
+// TestIntake_JournalDropsPayloads: a hook's payload is in the journal
+// only until its batch is in the log: once a record is done its bytes
+// are gone from hooks.journal, after a clean run and after a server
+// killed mid-backlog and started again, and the records not yet done
+// are the only payloads the file holds meanwhile.
+func TestIntake_JournalDropsPayloads(t *testing.T) {
+	e := newIntakeEnv(t)
+	svc := e.service()
+	in := e.open(svc)
+	const n = 300
+	secret := func(i int) string { return fmt.Sprintf("gl"+"pat-%s%08d", "Zq3Xv9Lm4Tn7", i) }
+	for i := range n {
+		payload := fmt.Sprintf(`{"session_id":"s%d","hook_event_name":"UserPromptSubmit","prompt_id":"p-%d","prompt":"deploy with %s please"}`, i%3, i, secret(i))
+		b, _ := json.Marshal(HookRequest{ID: ulid.Make().String(), Text: payload})
+		if _, err := in.Accept(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inFile := func() []int {
+		t.Helper()
+		b, err := os.ReadFile(e.journal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found []int
+		for i := range n {
+			if strings.Contains(string(b), secret(i)) {
+				found = append(found, i)
+			}
+		}
+		return found
+	}
+	if got := len(inFile()); got != n {
+		t.Fatalf("%d payloads in the journal before Run, want %d", got, n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		in.Run(ctx)
+	}()
+	for in.j.Pending() > n/2 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel() // killed: no Flush, the journal as it is
+	<-done
+	left := in.j.Pending()
+	in.j.Close()
+	if got := inFile(); uint64(len(got)) > left {
+		t.Errorf("killed with %d records not done, but %d payloads in the journal (first %d)", left, len(got), got[0])
+	}
+
+	svc2 := e.service()
+	in2 := e.open(svc2)
+	fctx, fcancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer fcancel()
+	if left, err := in2.Flush(fctx); left != 0 || err != nil {
+		t.Fatalf("Flush: %d left, %v", left, err)
+	}
+	if got := inFile(); len(got) != 0 {
+		t.Errorf("every record done, yet %d payloads still in the journal (first %d)", len(got), got[0])
+	}
+	in2.Close()
+	if got := inFile(); len(got) != 0 {
+		t.Errorf("after Close: %d payloads in the journal", len(got))
+	}
+	obs, _ := e.observed()
+	if total := len(obs["s0"]) + len(obs["s1"]) + len(obs["s2"]); total != n {
+		t.Errorf("%d observations, want %d", total, n)
+	}
+}

@@ -34,13 +34,26 @@ type SessionEndReply struct {
 
 // EndSession handles VerbSessionEnd and VerbSessionAbandon: a
 // SessionEndRequest decided against the session under optimistic
-// concurrency. A malformed request wraps events.ErrMalformed; an unknown
+// concurrency. A malformed request wraps events.ErrMalformed (an id,
+// entry or actor a redaction rule matches among them, with a
+// *redact.FieldError naming the field); an unknown
 // session events.ErrNotFound; a decision the reducer refuses
 // events.ErrRejected.
 func (s *Service) EndSession(ctx context.Context, data []byte) (any, error) {
 	var req SessionEndRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, fmt.Errorf("session request: %w: %v", events.ErrMalformed, err)
+	}
+	red := s.red
+	if red == nil {
+		red = redact.Default()
+	}
+	// The ids and the actor name things on the log for good: one a rule
+	// takes for a secret is refused, never rewritten (nor quoted back).
+	for _, f := range []struct{ field, noun, v string }{{"id", "session id", req.ID}, {"entry", "entry id", req.Entry}, {"actor", "actor", req.Actor}} {
+		if err := red.CheckField(f.field, f.noun, f.v); err != nil {
+			return nil, fmt.Errorf("session request: %w: %w", events.ErrMalformed, err)
+		}
 	}
 	agg := events.Aggregate{Kind: events.KindSession, ID: req.ID}
 	if err := agg.Validate(); err != nil {
@@ -55,10 +68,6 @@ func (s *Service) EndSession(ctx context.Context, data []byte) (any, error) {
 	// The reason goes onto the log for good: redacted by the data dir's
 	// rules whichever client sent it (redacting redacted text changes
 	// nothing), and kept within 200 bytes.
-	red := s.red
-	if red == nil {
-		red = redact.Default()
-	}
 	req.Reason = redact.CutText(red.Redact(req.Reason), 200)
 	if req.Actor == "" || len(req.Actor) > 200 {
 		return nil, fmt.Errorf("session request: %w: want an actor of 1..200 bytes", events.ErrMalformed)

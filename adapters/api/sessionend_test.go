@@ -26,3 +26,30 @@ func TestEndSession_RefusesBlankReason(t *testing.T) {
 		}
 	}
 }
+
+// TestEndSession_RefusesSecretNames: a session id, entry id or actor a
+// redaction rule matches is refused as malformed, naming the field and
+// the rule and never the value, before anything is looked up or
+// appended.
+func TestEndSession_RefusesSecretNames(t *testing.T) {
+	s := &Service{}
+	secret := "gl" + "pat-" + "Zq3Xv9Lm4Tn7Pw2Rk8Hs"
+	for _, c := range []struct {
+		req  SessionEndRequest
+		want string
+	}{
+		{SessionEndRequest{ID: "s-" + secret, Reason: "gone", Actor: "person:a"}, "id: holds what looks like a secret (rule "},
+		{SessionEndRequest{ID: "s1", Entry: secret, Reason: "gone", Actor: "person:a"}, "entry: holds what looks like a secret (rule "},
+		{SessionEndRequest{ID: "s1", Reason: "gone", Actor: "person:" + secret}, "actor: holds what looks like a secret (rule "},
+	} {
+		c.req.Ref = ulid.Make().String()
+		b, err := json.Marshal(c.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.EndSession(t.Context(), b)
+		if !errors.Is(err, events.ErrMalformed) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), secret) {
+			t.Errorf("%+v: %v, want a malformed request saying %q", c.req, err, c.want)
+		}
+	}
+}

@@ -3,8 +3,9 @@
 // one fdatasync into space that is already allocated (no file size or
 // extent changes, so the file system commits no metadata), and returns
 // the record's sequence; Done marks every record up to a sequence as
-// processed; Open returns the records not yet marked done, in order, for
-// their owner to process again after a crash.
+// processed and drops their data from the file; Open returns the records
+// not yet marked done, in order, for their owner to process again after
+// a crash.
 //
 // `logbook serve` keeps the hook payloads it answered on its socket in a
 // journal until their batches are in the log: a hook waits for one
@@ -31,6 +32,22 @@
 // come stays at its first size; older records left in the file carry
 // sequences below base and are never read again. A journal with a
 // backlog grows by writing zeros past its end.
+//
+// # Scrubbing
+//
+// A record's data is not kept once it is done: Done, after the header
+// that marks a record done is on disk, scrubs the record (its data
+// written over with zeros, its CRC field set to the complement of the
+// CRC of its sequence and those zeros, its length and sequence left as
+// they were) and syncs that too before it returns. A scrubbed record
+// still chains the records after it: Open steps over it by its length
+// and never returns it, whatever the header says. A scrub a crash tore
+// leaves a record that fails its CRC, which Open steps over too when the
+// header marks it done (it always does: the scrub starts only once that
+// header is on disk), and scrubs again. Open (not Inspect) also scrubs a
+// done record still holding its data (a crash before its scrub reached
+// the disk, a file from before scrubbing) and writes zeros over anything
+// past the last record (a torn record, records of earlier rounds).
 package journal
 
 import (
@@ -87,9 +104,11 @@ type Record struct {
 }
 
 // Journal is an open journal file. Its methods are safe for concurrent
-// use; Append and Done are serialized, each one write and one fdatasync
-// (Append may first grow the file, Done may first move the records back
-// to the start). The Journal owns the file until Close.
+// use; Append and Done are serialized. Append is one write and one
+// fdatasync (it may first grow the file); Done is a header write and an
+// fdatasync, then the scrub of the records it marks done and another
+// fdatasync (it may also move the records back to the start). The
+// Journal owns the file until Close.
 type Journal struct {
 	path     string
 	opt      Options
@@ -105,6 +124,18 @@ type Journal struct {
 	next    uint64   // sequence the next Append takes
 	done    uint64   // every record up to it is processed
 	off     int64    // where the next record goes
+	// dirty lists, in sequence order, the records from base on whose
+	// data is still in the file: every record not done, and done ones
+	// a scrub has yet to reach.
+	dirty []span
+}
+
+// span is where a record stands in the file: its sequence, the offset
+// of its header and the length of its data.
+type span struct {
+	seq uint64
+	off int64
+	n   uint32
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -120,7 +151,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // another size than the journal is written to (cut short, emptied), no
 // valid header slot, a record that cannot be read with a whole record
 // after it. An unreadable last record is a write a crash tore, never
-// acknowledged: it is left out, and Torn names it.
+// acknowledged: it is left out, and Torn names it. Before it returns,
+// Open scrubs the done records that still hold their data and writes
+// zeros over what lies past the last record, the torn one included (see
+// Scrubbing), and syncs that.
 func Open(path string, opt Options) (*Journal, []Record, error) {
 	opt = opt.withDefaults()
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
@@ -223,8 +257,10 @@ func (j *Journal) load() ([]Record, error) {
 		return nil, fmt.Errorf("journal %s: damaged: header names base %d and done %d", j.path, j.base, j.done)
 	}
 	var recs []Record
+	raised := false // done raised past the header's by a scrubbed record
 	j.off, j.next = dataStart, j.base
 	var h [headerSize]byte
+records:
 	for first := true; j.off+headerSize <= j.size; first = false {
 		if _, err := j.f.ReadAt(h[:], j.off); err != nil {
 			return nil, fmt.Errorf("journal %s: read at %d: %w", j.path, j.off, err)
@@ -244,14 +280,34 @@ func (j *Journal) load() ([]Record, error) {
 		if _, err := j.f.ReadAt(data, j.off+headerSize); err != nil {
 			return nil, fmt.Errorf("journal %s: read at %d: %w", j.path, j.off+headerSize, err)
 		}
-		if crc32.Update(crc32.Checksum(h[8:16], castagnoli), castagnoli, data) != sum {
-			break
+		crc := crc32.Update(crc32.Checksum(h[8:16], castagnoli), castagnoli, data)
+		whole := crc == sum
+		scrubbed := !whole && sum == ^crc && allZero(data)
+		switch {
+		case whole, scrubbed:
+		case seq <= j.done:
+			// Done, and its scrub torn by a crash: its data are not
+			// needed, and its length and sequence were never written
+			// over.
+		default:
+			break records // torn, or damaged: the records end here
 		}
 		if first {
 			j.base, j.next = seq, seq
 		}
+		if scrubbed && seq > j.done {
+			// Only a done record is scrubbed, after every record before
+			// it: the header that said so was lost (a damaged slot).
+			j.done, raised = seq, true
+			for len(recs) > 0 && recs[0].Seq <= seq {
+				recs = recs[1:]
+			}
+		}
 		if seq > j.done {
 			recs = append(recs, Record{Seq: seq, Data: data})
+		}
+		if !scrubbed {
+			j.dirty = append(j.dirty, span{seq: seq, off: j.off, n: uint32(n)})
 		}
 		j.off += headerSize + n
 		j.next++
@@ -265,7 +321,19 @@ func (j *Journal) load() ([]Record, error) {
 	if seq, at, ok := j.wholeAfter(j.off, j.next); ok {
 		return nil, fmt.Errorf("journal %s: damaged: record %d at offset %d cannot be read, but record %d at offset %d after it is whole (%s)", j.path, j.next, j.off, seq, at, moveAside)
 	}
-	if j.done >= j.next && !j.readOnly {
+	if j.readOnly {
+		return recs, nil
+	}
+	if raised {
+		// On disk before any record it marks done is scrubbed.
+		if err := j.writeHeader(); err != nil {
+			return nil, err
+		}
+		if err := j.sync(); err != nil {
+			return nil, err
+		}
+	}
+	if j.done >= j.next {
 		// Marked done past the records the file holds (records lost to
 		// damage, every one of them done): start over after done, the
 		// header first, so that sequences stay contiguous from base.
@@ -274,7 +342,120 @@ func (j *Journal) load() ([]Record, error) {
 			return nil, err
 		}
 	}
+	if err := j.scrubOnOpen(); err != nil {
+		return nil, err
+	}
 	return recs, nil
+}
+
+// scrubOnOpen scrubs the done records that still hold their data (a
+// crash came before their scrub was on disk, or the file predates
+// scrubbing) and writes zeros over every byte past the last record that
+// is not zero yet (a torn record, records of an earlier round), then
+// syncs if it wrote anything. The header is on disk already, and marks
+// every record it scrubs done; bytes past the last record are read by
+// no later Open (a whole record there was refused as damage above).
+func (j *Journal) scrubOnOpen() error {
+	wrote, err := j.scrubThrough(j.done)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, min(j.size-j.off, 1<<20))
+	for at := j.off; at < j.size; {
+		n := min(int64(len(buf)), j.size-at)
+		if _, err := j.f.ReadAt(buf[:n], at); err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("journal %s: read at %d: %w", j.path, at, err)
+		}
+		if !allZero(buf[:n]) {
+			if err := j.zero(at, at+n); err != nil {
+				return err
+			}
+			wrote = true
+		}
+		at += n
+	}
+	if wrote {
+		return j.syncData("scrub")
+	}
+	return nil
+}
+
+// allZero reports whether every byte of b is zero.
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// scrubThrough scrubs every record of j.dirty up to sequence seq (see
+// the package doc), in writes of about 1 MiB, and drops them from
+// j.dirty; it syncs nothing. The header marking them done must be on
+// disk first. It reports whether it wrote anything.
+func (j *Journal) scrubThrough(seq uint64) (bool, error) {
+	k := 0
+	for k < len(j.dirty) && j.dirty[k].seq <= seq {
+		k++
+	}
+	if k == 0 {
+		return false, nil
+	}
+	var buf []byte
+	var at int64
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		if _, err := j.f.WriteAt(buf, at); err != nil {
+			return fmt.Errorf("journal %s: scrub at %d: %w", j.path, at, err)
+		}
+		buf = buf[:0]
+		return nil
+	}
+	for _, r := range j.dirty[:k] {
+		if len(buf) > 0 && (at+int64(len(buf)) != r.off || len(buf) >= 1<<20) {
+			if err := flush(); err != nil {
+				return true, err
+			}
+		}
+		if len(buf) == 0 {
+			at = r.off
+		}
+		buf = appendScrubbed(buf, r.seq, r.n)
+	}
+	if err := flush(); err != nil {
+		return true, err
+	}
+	j.dirty = append(j.dirty[:0], j.dirty[k:]...)
+	return true, nil
+}
+
+// zeros is read-only: the data of a scrubbed record, a piece at a time.
+var zeros = make([]byte, 64<<10)
+
+// appendScrubbed appends to b the scrubbed form of record seq of n data
+// bytes: its length and sequence as written, its data zeros, and in
+// its CRC field the complement of the CRC of the sequence and the zeros
+// (a value no whole record of those bytes has).
+func appendScrubbed(b []byte, seq uint64, n uint32) []byte {
+	var h [headerSize]byte
+	binary.LittleEndian.PutUint32(h[0:4], n)
+	binary.LittleEndian.PutUint64(h[8:16], seq)
+	crc := crc32.Checksum(h[8:16], castagnoli)
+	for left := int(n); left > 0; left -= min(left, len(zeros)) {
+		crc = crc32.Update(crc, castagnoli, zeros[:min(left, len(zeros))])
+	}
+	binary.LittleEndian.PutUint32(h[4:8], ^crc)
+	b = append(b, h[:]...)
+	return append(b, make([]byte, n)...)
 }
 
 // recordHeader is a record's header as read, whole or not.
@@ -429,6 +610,7 @@ func (j *Journal) Append(data []byte) (uint64, error) {
 		return 0, fmt.Errorf("journal %s: sync record %d: %w", j.path, j.next, err)
 	}
 	seq := j.next
+	j.dirty = append(j.dirty, span{seq: seq, off: j.off, n: uint32(len(data))})
 	j.off += need
 	j.next++
 	return seq, nil
@@ -456,10 +638,13 @@ func (j *Journal) grow(to int64) error {
 }
 
 // Done marks every record up to seq as processed, on disk (a header
-// write and an fdatasync) before it returns. When seq is the last record
-// appended, the next record goes at the start of the file again. A seq
-// at or below what is already done changes nothing; one past the last
-// record appended is an error.
+// write and an fdatasync), then scrubs those records (their data written
+// over with zeros, see the package doc) and syncs again before it
+// returns: a record done is no longer readable in the file. When seq is
+// the last record appended, the next record goes at the start of the
+// file again. A seq at or below what is already done changes nothing;
+// one past the last record appended is an error. After an error from
+// the scrub the records are done; a later Done or Open scrubs them.
 func (j *Journal) Done(seq uint64) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -479,17 +664,38 @@ func (j *Journal) Done(seq uint64) error {
 	if err := j.writeHeader(); err != nil {
 		return err
 	}
-	return j.sync()
+	if err := j.sync(); err != nil {
+		return err
+	}
+	return j.scrub()
+}
+
+// scrub scrubs the records done (j.dirty up to j.done) and syncs them;
+// the header marking them done is on disk.
+func (j *Journal) scrub() error {
+	wrote, err := j.scrubThrough(j.done)
+	if err != nil || !wrote {
+		return err
+	}
+	return j.syncData("scrub")
 }
 
 // restart starts the records over at dataStart, every record being done:
-// a header with base at the next sequence, synced.
+// a header with base at the next sequence, synced, then the records
+// scrubbed (they carry sequences below base: the new header never reads
+// them, torn or not). Whatever fails, their places are forgotten: the
+// next records go over them, and what a failed scrub left the next Open
+// writes zeros over.
 func (j *Journal) restart() error {
+	defer func() { j.dirty = j.dirty[:0] }()
 	j.base, j.off = j.next, dataStart
 	if err := j.writeHeader(); err != nil {
 		return err
 	}
-	return j.sync()
+	if err := j.sync(); err != nil {
+		return err
+	}
+	return j.scrub()
 }
 
 // writeHeader writes the header slot not written last.
@@ -507,9 +713,12 @@ func (j *Journal) writeHeader() error {
 	return nil
 }
 
-func (j *Journal) sync() error {
+func (j *Journal) sync() error { return j.syncData("header") }
+
+// syncData fdatasyncs the file; what names the write, for the error.
+func (j *Journal) syncData(what string) error {
 	if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
-		return fmt.Errorf("journal %s: sync header: %w", j.path, err)
+		return fmt.Errorf("journal %s: sync %s: %w", j.path, what, err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -221,8 +222,11 @@ func damage(t *testing.T, path string, off int64) {
 }
 
 // TestJournal_HeaderSlots: a torn header write leaves the other slot,
-// which marks less done: records come back twice rather than never.
-// Both slots damaged is an error naming the file; nothing is guessed.
+// which marks less done: records come back twice rather than never (a
+// torn header was never synced, so Done scrubbed nothing after it). A
+// record scrubbed never comes back, even when the slot that marked it
+// done is damaged later. Both slots damaged is an error naming the
+// file; nothing is guessed.
 func TestJournal_HeaderSlots(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j")
 	j, _ := open(t, path, Options{})
@@ -230,18 +234,49 @@ func TestJournal_HeaderSlots(t *testing.T) {
 	if err := j.Done(1); err != nil {
 		t.Fatal(err)
 	}
+	before, err := os.ReadFile(path) // what a crash in Done(2)'s header write leaves
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := j.Done(2); err != nil { // the newer slot
 		t.Fatal(err)
 	}
 	newer := int64(j.counter%2) * slotSize
 	j.Close()
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.WriteFile(path, before, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	damage(t, path, newer+20)
 	j, recs := open(t, path, Options{})
 	if diff := cmp.Diff(records(2, "b", 3, "c"), recs); diff != "" {
 		t.Fatalf("newer slot torn (-want +got):\n%s", diff)
 	}
 	j.Close()
-	damage(t, path, slotSize-newer+20)
+
+	if err := os.WriteFile(path, after, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	damage(t, path, newer+20)
+	j, recs = open(t, path, Options{})
+	if diff := cmp.Diff(records(3, "c"), recs); diff != "" {
+		t.Fatalf("newer slot damaged after record 2 was scrubbed (-want +got):\n%s", diff)
+	}
+	if j.Pending() != 1 {
+		t.Errorf("Pending %d, want 1", j.Pending())
+	}
+	j.Close()
+	j, recs = open(t, path, Options{}) // Open wrote the header it found lost
+	if diff := cmp.Diff(records(3, "c"), recs); diff != "" {
+		t.Fatalf("reopened (-want +got):\n%s", diff)
+	}
+	j.Close()
+	damage(t, path, 20)
+	damage(t, path, slotSize+20)
 	if _, _, err := Open(path, Options{}); err == nil || !strings.Contains(err.Error(), path+": damaged: no valid header") {
 		t.Fatalf("both slots damaged: %v", err)
 	}
@@ -556,5 +591,296 @@ func TestInspect(t *testing.T) {
 	}
 	if _, err := Inspect(filepath.Join(dir, "short"), Options{}); err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Fatalf("short: %v", err)
+	}
+}
+
+// TestJournal_DoneScrubs: once Done returns, the data of every record it
+// marked done is gone from the file (zeros), whether the records start
+// over or records not done stay after them; those still come back on a
+// reopen, and the done ones never do.
+func TestJournal_DoneScrubs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	j, _ := open(t, path, Options{Size: 8192})
+	appendAll(t, j, "secret-one", "secret-two", "secret-three", "pending-four")
+	if err := j.Done(3); err != nil {
+		t.Fatal(err)
+	}
+	holds(t, path, []string{"secret-one", "secret-two", "secret-three"}, []string{"pending-four"})
+	j.Close()
+	j, recs := open(t, path, Options{Size: 8192})
+	if diff := cmp.Diff(records(4, "pending-four"), recs); diff != "" {
+		t.Fatalf("after a partial Done (-want +got):\n%s", diff)
+	}
+	appendAll(t, j, "secret-five")
+	if err := j.Done(5); err != nil { // every record done: they start over
+		t.Fatal(err)
+	}
+	holds(t, path, []string{"secret-one", "secret-two", "secret-three", "pending-four", "secret-five"}, nil)
+	appendAll(t, j, "six")
+	j.Close()
+	j, recs = open(t, path, Options{Size: 8192})
+	defer j.Close()
+	if diff := cmp.Diff(records(6, "six"), recs); diff != "" {
+		t.Fatalf("after the start-over (-want +got):\n%s", diff)
+	}
+}
+
+// holds fails unless the file at path holds none of gone and each of
+// kept.
+func holds(t *testing.T, path string, gone, kept []string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range gone {
+		if i := bytes.Index(b, []byte(s)); i >= 0 {
+			t.Errorf("%s still holds %q at offset %d", path, s, i)
+		}
+	}
+	for _, s := range kept {
+		if !bytes.Contains(b, []byte(s)) {
+			t.Errorf("%s lost %q, a record not done", path, s)
+		}
+	}
+}
+
+// TestJournal_ScrubCrash: a crash after Done's header reached the disk
+// and before (or while) its scrub did leaves done records holding their
+// data, whole or in part. Open takes that for what it is, not damage:
+// it returns only the records not done, and scrubs the done ones before
+// it returns. The same holds for a start-over, and for a torn record
+// and records of an earlier round past the last record.
+func TestJournal_ScrubCrash(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		done uint64
+		// keep returns, from the file as it was before Done (before)
+		// and after it (after), the file a crash leaves.
+		keep func(before, after []byte, offs []int64) []byte
+		want []Record
+	}{
+		{"scrub not on disk", 2, func(before, after []byte, offs []int64) []byte {
+			copy(after[dataStart:offs[2]], before[dataStart:offs[2]])
+			return after
+		}, records(3, "charlie-three")},
+		{"scrub torn in the data", 2, func(before, after []byte, offs []int64) []byte {
+			copy(after[offs[1]+headerSize:offs[1]+headerSize+4], before[offs[1]+headerSize:])
+			return after
+		}, records(3, "charlie-three")},
+		{"scrub torn in the CRC", 2, func(before, after []byte, offs []int64) []byte {
+			copy(after[offs[1]+4:offs[1]+8], before[offs[1]+4:])
+			return after
+		}, records(3, "charlie-three")},
+		{"start-over scrub not on disk", 3, func(before, after []byte, offs []int64) []byte {
+			copy(after[dataStart:offs[3]], before[dataStart:offs[3]])
+			return after
+		}, nil},
+		{"start-over scrub torn", 3, func(before, after []byte, offs []int64) []byte {
+			copy(after[offs[1]:offs[1]+headerSize+4], before[offs[1]:])
+			return after
+		}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "j")
+			j, _ := open(t, path, Options{Size: 8192})
+			var offs []int64
+			for _, d := range []string{"alpha-one", "bravo-two", "charlie-three"} {
+				offs = append(offs, j.off)
+				appendAll(t, j, d)
+			}
+			offs = append(offs, j.off)
+			before, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := j.Done(c.done); err != nil {
+				t.Fatal(err)
+			}
+			j.Close()
+			after, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, c.keep(before, after, offs), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			j, recs := open(t, path, Options{Size: 8192})
+			if diff := cmp.Diff(c.want, recs); diff != "" {
+				t.Fatalf("(-want +got):\n%s", diff)
+			}
+			var gone []string
+			for i, d := range []string{"alpha-one", "bravo-two", "charlie-three"} {
+				if uint64(i+1) <= c.done {
+					gone = append(gone, d[:4]) // what a torn scrub may leave too
+				}
+			}
+			holds(t, path, gone, nil)
+			seq := appendAll(t, j, "four")[0]
+			j.Close()
+			j, recs = open(t, path, Options{Size: 8192})
+			defer j.Close()
+			if diff := cmp.Diff(append(c.want, Record{Seq: seq, Data: []byte("four")}), recs); diff != "" {
+				t.Fatalf("after the next append (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestJournal_OpenScrubsPastTheRecords: a torn last record and records
+// an earlier round left past the last record are written over with
+// zeros by Open (not by Inspect), and the journal reads the same after.
+func TestJournal_OpenScrubsPastTheRecords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j")
+	j, _ := open(t, path, Options{Size: 8192})
+	appendAll(t, j, "first", "torn-secret")
+	end := j.off
+	j.Close()
+	damage(t, path, end-1)
+	if n, err := Inspect(path, Options{Size: 8192}); err != nil || n != 1 {
+		t.Fatalf("Inspect: %d, %v", n, err)
+	}
+	holds(t, path, nil, []string{"torn-secre"})
+	j, recs := open(t, path, Options{Size: 8192})
+	if diff := cmp.Diff(records(1, "first"), recs); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	if seq, _ := j.Torn(); seq != 2 {
+		t.Errorf("Torn() names record %d, want 2", seq)
+	}
+	holds(t, path, []string{"torn-secre"}, []string{"first"})
+	j.Close()
+	j, recs = open(t, path, Options{Size: 8192})
+	defer j.Close()
+	if diff := cmp.Diff(records(1, "first"), recs); diff != "" {
+		t.Fatalf("reopened (-want +got):\n%s", diff)
+	}
+}
+
+// TestJournal_KilledAfterScrub: a process that appends and marks done as
+// it goes is killed (SIGKILL) right after a Done returned, or at any
+// point: no record it was told is done holds its data in the file, even
+// before the next Open, and the next Open finds no damage and returns
+// every record appended and not done.
+func TestJournal_KilledAfterScrub(t *testing.T) {
+	if path := os.Getenv("JOURNAL_TEST_SCRUBBER"); path != "" {
+		die, _ := strconv.Atoi(os.Getenv("JOURNAL_TEST_DIE_AFTER"))
+		scrubber(path, die)
+		return
+	}
+	path := filepath.Join(t.TempDir(), "j")
+	for round, die := range []int{1, 2, 7, 40, 0, 0, 3, 0} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestJournal_KilledAfterScrub$")
+		cmd.Env = append(os.Environ(), "JOURNAL_TEST_SCRUBBER="+path, "JOURNAL_TEST_DIE_AFTER="+strconv.Itoa(die))
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		appended := map[uint64]string{}
+		var done, trying uint64 // Done returned through done; was called through trying
+		for lines := 0; sc.Scan(); lines++ {
+			f := strings.Fields(sc.Text())
+			if len(f) < 2 {
+				t.Fatalf("round %d: scrubber said %q", round, sc.Text())
+			}
+			n, _ := strconv.ParseUint(f[1], 10, 64)
+			switch f[0] {
+			case "a":
+				appended[n] = f[2]
+			case "t":
+				trying = n
+			case "d":
+				done = n
+			}
+			if die == 0 && lines == 200+round*37 {
+				cmd.Process.Signal(syscall.SIGKILL) // and read what it said before it died
+			}
+		}
+		cmd.Wait()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seq, d := range appended {
+			if seq <= done && bytes.Contains(b, []byte(d)) {
+				t.Errorf("round %d: record %d, done, still in the file after the kill: %q", round, seq, d)
+			}
+		}
+		j, recs, err := Open(path, Options{Size: 8192})
+		if err != nil {
+			t.Fatalf("round %d: reopen after a kill: %v", round, err)
+		}
+		got := map[uint64]bool{}
+		for _, r := range recs {
+			if r.Seq <= done {
+				t.Errorf("round %d: record %d came back, but it was done", round, r.Seq)
+			}
+			if d, ok := appended[r.Seq]; ok && d != string(r.Data) {
+				t.Errorf("round %d: record %d is %q, was %q", round, r.Seq, r.Data, d)
+			}
+			got[r.Seq] = true
+		}
+		for seq := range appended {
+			if seq > max(done, trying) && !got[seq] {
+				t.Errorf("round %d: record %d, appended and not done, lost", round, seq)
+			}
+		}
+		if len(recs) > 0 {
+			if err := j.Done(recs[len(recs)-1].Seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		j.Close()
+		b, _ = os.ReadFile(path)
+		for _, d := range appended {
+			if bytes.Contains(b, []byte(d)) {
+				t.Errorf("round %d: %q still in the file once every record is done", round, d)
+			}
+		}
+	}
+}
+
+// scrubber appends records to the journal at path and marks them done
+// as it goes, printing "a <seq> <data>" once Append returns, "t <seq>"
+// before it calls Done and "d <seq>" once Done returns; after its die-th
+// Done (0: never) it kills itself.
+func scrubber(path string, die int) {
+	j, _, err := Open(path, Options{Size: 8192})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	w := bufio.NewWriter(os.Stdout)
+	dones := 0
+	for i := 0; ; i++ {
+		d := fmt.Sprintf("rec%d-%d-%s", os.Getpid(), i, strings.Repeat("q", i%300))
+		seq, err := j.Append([]byte(d))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(w, "a %d %s\n", seq, d)
+		w.Flush()
+		if i%3 == 2 || i%7 == 6 {
+			through := seq - 1
+			if i%7 == 6 {
+				through = seq // every record: a start-over
+			}
+			fmt.Fprintf(w, "t %d\n", through)
+			w.Flush()
+			if err := j.Done(through); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			fmt.Fprintf(w, "d %d\n", through)
+			w.Flush()
+			if dones++; dones == die {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}
 	}
 }

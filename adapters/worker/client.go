@@ -48,7 +48,8 @@ type ClientConfig struct {
 	// IDs makes event ids; nil means ulid.Make.
 	IDs events.IDSource
 	// Redactor decides which argv elements and environment values of a
-	// request are secrets (CheckSecrets): the same rules the workers and
+	// request are secrets (CheckSecrets), and which ids and folders it
+	// names are (CheckNames): the same rules the workers and
 	// the server redact with (the data dir's redact.txt over the
 	// built-in ones); nil means redact.Default().
 	Redactor *redact.Redactor
@@ -102,13 +103,17 @@ func (c *Client) now() time.Time { return c.cfg.Clock().UTC().Truncate(time.Micr
 // request before it is appended, in words a person can act on: an empty
 // argv, an unknown mode, a workspace that is not an absolute path, or a
 // cwd outside the workspace (compared as cleaned paths; the worker
-// checks again with symbolic links resolved), an argv element that red
-// (nil: redact.Default()) takes for a secret (CheckSecrets), an
+// checks again with symbolic links resolved), a session, workspace or
+// cwd that red (nil: redact.Default()) takes for a secret (CheckNames),
+// an argv element that red takes for a secret (CheckSecrets), an
 // environment entry that is a secret or not KEY=VALUE (CheckEnv). The
 // reducer's own checks (command.Decide) still apply.
 func CheckRequest(req command.Request, red *redact.Redactor) error {
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return fmt.Errorf("request: %w: empty argv: name the command to run", events.ErrRejected)
+	}
+	if err := CheckNames("", req, red); err != nil {
+		return err
 	}
 	switch req.Mode {
 	case events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeFullAccess:
@@ -133,12 +138,16 @@ func CheckRequest(req command.Request, red *redact.Redactor) error {
 // req.At means now; a zero req.Cause means {cli, exec, ref: id}. It
 // returns the ids of the evicted commands.
 //
-// Errors: CheckRequest's (by ClientConfig.Redactor's rules), then
-// command.Decide's for the request (wrapping events.ErrRejected), or the
-// log's. An eviction that finds its command ended meanwhile is skipped;
+// Errors: an id ClientConfig.Redactor's rules take for a secret
+// (CheckNames), CheckRequest's (by the same rules), then command.Decide's
+// for the request (wrapping events.ErrRejected), or the log's. An
+// eviction that finds its command ended meanwhile is skipped;
 // one that fails otherwise is returned after the request has been
 // appended.
 func (c *Client) Request(ctx context.Context, id string, req command.Request, active []string) ([]string, error) {
+	if err := CheckNames(id, command.Request{}, c.cfg.Redactor); err != nil {
+		return nil, err
+	}
 	if err := CheckRequest(req, c.cfg.Redactor); err != nil {
 		return nil, err
 	}

@@ -28,6 +28,32 @@ func CheckSecrets(req command.Request, red *redact.Redactor) error {
 	return secretError(secretIn(req.Argv, req.Env, red))
 }
 
+// CheckNames reports, wrapping events.ErrRejected and a
+// *redact.FieldError, the first of a request's names that red (nil:
+// redact.Default()) takes for a secret: the command id (id; "" checks
+// none), the session, the workspace and the working directory. Each is
+// kept in the log for good, and the folders are where the command runs:
+// none can be redacted, only refused. The error names the field and the
+// rule, never the value.
+func CheckNames(id string, req command.Request, red *redact.Redactor) error {
+	if err := namesSecret(id, req.Session, req.Workspace, req.Cwd, red); err != nil {
+		return fmt.Errorf("request: %w: %w", events.ErrRejected, err)
+	}
+	return nil
+}
+
+// namesSecret is CheckNames' check, the redact.FieldError alone.
+func namesSecret(id, session, workspace, cwd string, red *redact.Redactor) error {
+	for _, f := range []struct{ field, noun, v string }{
+		{"command id", "id", id}, {"session", "session id", session}, {"workspace", "folder", workspace}, {"cwd", "folder", cwd},
+	} {
+		if err := red.CheckField(f.field, f.noun, f.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // secretError returns the refusal of a request that carries a secret
 // where says (secretIn's words), or nil when where is "".
 func secretError(where string) error {

@@ -168,6 +168,9 @@ func (w *Worker) take(ctx, procCtx context.Context, id string) (verdict, error) 
 	if where := secretIn(st.Argv, st.Env, w.cfg.Redactor); where != "" {
 		return verdictDone, w.refuse(ctx, id, "refused: "+where+"; a command whose request carries a secret is not run: pass it another way (a file in the workspace, or stdin)", "secrets")
 	}
+	if err := namesSecret(id, st.Session, st.Workspace, st.Cwd, w.cfg.Redactor); err != nil {
+		return verdictDone, w.refuse(ctx, id, "refused: "+err.Error()+"; a command whose request names a secret is not run", "secrets")
+	}
 	spec, reason := w.spec(st)
 	if reason != "" {
 		return verdictDone, w.refuse(ctx, id, reason, "spec")
@@ -221,7 +224,7 @@ func (w *Worker) spec(st command.State) (sandbox.Spec, string) {
 	return sandbox.Spec{
 		Argv: st.Argv, Env: st.Env, Workspace: st.Workspace, Dir: st.Cwd, Mode: mode, TTY: st.TTY,
 		Protected: append(slices.Clone(w.cfg.Protected), workspace.ProtectedIn(st.Workspace)...),
-		Hidden:    w.cfg.Hidden, Grace: w.cfg.Grace, Bwrap: w.cfg.Bwrap,
+		Hidden:    w.cfg.Hidden, Allow: w.cfg.Allow, Grace: w.cfg.Grace, Bwrap: w.cfg.Bwrap,
 	}, ""
 }
 

@@ -29,6 +29,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/project"
 	"github.com/logbook-dev/logbook/reducers/task"
@@ -91,9 +92,24 @@ type Config struct {
 	// Stop asks every active command whose workspace lies under path to
 	// stop; nil stops nothing.
 	Stop func(ctx context.Context, path string) error
+	// Redactor holds the rules a name, title, id, ref or folder given to
+	// the manager must not match (see Manager); nil means
+	// redact.Default(). A caller with a data dir gives its rules
+	// (redact.txt over the built-in ones).
+	Redactor *redact.Redactor
 }
 
 // Manager carries out workspace requests. It is safe for concurrent use.
+//
+// What a request names is kept on the log for good and, for a name, in
+// git and on disk (a workspace's name becomes its storage key, the
+// folder it is made in and its branch): a project's name and folder, a
+// workspace's name (and the slug of it), base ref, id and owning session,
+// a task's id, title and delegating session, a renaming or archiving
+// session. None is ever rewritten: a value a rule of Config.Redactor
+// matches is refused before anything is appended or run, with an error
+// wrapping events.ErrRejected and a *redact.FieldError naming the field
+// and the rule, never the value.
 type Manager struct {
 	cfg        Config
 	runner     string
@@ -112,6 +128,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = redact.Default()
 	}
 	m := &Manager{cfg: cfg, runner: RunnerID(cfg.Host, os.Getpid(), cfg.IDs().String())}
 	m.projects = &events.Executor[project.State]{Log: cfg.Log, Reg: cfg.Reg, Init: project.Init,
@@ -180,6 +199,24 @@ func RunnerAlive(runner, host string) bool {
 
 func (m *Manager) now() time.Time { return m.cfg.Clock().UTC().Truncate(time.Microsecond) }
 
+// field is one value a request names, for refuse.
+type field struct {
+	name, noun string   // as in redact.FieldError: "name", "name"
+	values     []string // the value and what is made of it (its slug)
+}
+
+// refuse returns, prefixed by op and wrapping events.ErrRejected, the
+// redact.FieldError of the first of fields a rule of the manager's
+// Redactor matches, or nil.
+func (m *Manager) refuse(op string, fields ...field) error {
+	for _, f := range fields {
+		if err := m.cfg.Redactor.CheckField(f.name, f.noun, f.values...); err != nil {
+			return fmt.Errorf("%s: %w: %w", op, events.ErrRejected, err)
+		}
+	}
+	return nil
+}
+
 // cause returns a cause of kind "cli" for event (the request's verb) with
 // a fresh reference.
 func (m *Manager) cause(event, detail string) events.Cause {
@@ -198,10 +235,18 @@ func ProjectID(path string) string {
 // (default: the folder's name), with a storage key free among taken (the
 // keys of the other projects). Adding a folder again answers its
 // project. Errors: dir is no repository, a subdirectory of one, or a
-// linked worktree; the name slugs to nothing (events.ErrRejected).
+// linked worktree; the name slugs to nothing (events.ErrRejected); the
+// name, its slug or the folder holds what a rule takes for a secret
+// (events.ErrRejected and a *redact.FieldError: see Manager).
 func (m *Manager) AddProject(ctx context.Context, dir, name string, taken map[string]string) (project.State, error) {
+	if err := m.refuse("project add", field{"name", "name", []string{name, project.Slug(name)}}, field{"folder", "folder", []string{dir}}); err != nil {
+		return project.State{}, err
+	}
 	path, err := CheckProject(ctx, dir)
 	if err != nil {
+		return project.State{}, err
+	}
+	if err := m.refuse("project add", field{"folder", "folder", []string{path}}); err != nil {
 		return project.State{}, err
 	}
 	id := ProjectID(path)
@@ -213,6 +258,9 @@ func (m *Manager) AddProject(ctx context.Context, dir, name string, taken map[st
 	}
 	if name == "" {
 		name = filepath.Base(path)
+	}
+	if err := m.refuse("project add", field{"name", "name", []string{project.Slug(name)}}); err != nil {
+		return project.State{}, err
 	}
 	key, err := project.FreeKey(taken, name)
 	if err != nil {
@@ -266,8 +314,15 @@ type CreateRequest struct {
 // Refused before anything is appended: an unknown project
 // (events.ErrNotFound), a project that is no longer the top level of a
 // repository, an unknown base ref, a name that slugs to nothing, an id
-// that is no valid aggregate id or names a workspace of another project.
+// that is no valid aggregate id or names a workspace of another project,
+// a name (or its slug), id, session or base a rule takes for a secret
+// (events.ErrRejected and a *redact.FieldError: see Manager).
 func (m *Manager) Create(ctx context.Context, req CreateRequest) (workspace.State, error) {
+	if err := m.refuse("workspace create",
+		field{"name", "name", []string{req.Name, project.Slug(req.Name)}}, field{"id", "id", []string{req.ID}},
+		field{"session", "session id", []string{req.Session}}, field{"base", "ref", []string{req.Base}}); err != nil {
+		return workspace.State{}, err
+	}
 	if req.ID == "" {
 		req.ID = m.cfg.IDs().String()
 	}
@@ -672,8 +727,12 @@ func (m *Manager) resume(ctx context.Context, id string) (workspace.State, error
 // are asked to stop, then archived. Cleanup is separate (Cleanup), so a
 // caller can run it in the background. Archiving an archived workspace
 // answers it as it is. Errors: events.ErrNotFound, or events.ErrRejected
-// when a session that does not own it asks.
+// when a session that does not own it asks, or by names what a rule
+// takes for a secret (see Manager).
 func (m *Manager) Archive(ctx context.Context, id, by, as string) (workspace.State, error) {
+	if err := m.refuse("workspace archive", field{"session", "session id", []string{by}}); err != nil {
+		return workspace.State{}, err
+	}
 	agg := events.Aggregate{Kind: events.KindWorkspace, ID: id}
 	cmd := workspace.Archive{By: by, As: as, At: m.now(), Cause: m.cause("workspace archive", by)}
 	_, st, err := m.workspaces.Execute(ctx, agg, func(s workspace.State) (events.Decision, error) { return workspace.Decide(s, cmd) })
@@ -746,8 +805,12 @@ func (m *Manager) Cleanup(ctx context.Context, id string) error {
 // the storage key and the folder never change. A session's name replaces
 // only a placeholder: otherwise Rename answers the workspace unchanged.
 // Errors: an initializing, archiving or archived workspace, a name with
-// no letter or digit (events.ErrRejected), git's refusal.
+// no letter or digit (events.ErrRejected), a name (or its slug) or by
+// that a rule takes for a secret (see Manager), git's refusal.
 func (m *Manager) Rename(ctx context.Context, id, name, by, as string) (workspace.State, error) {
+	if err := m.refuse("workspace rename", field{"name", "name", []string{name, project.Slug(name)}}, field{"session", "session id", []string{by}}); err != nil {
+		return workspace.State{}, err
+	}
 	st, err := m.Workspace(ctx, id)
 	if err != nil {
 		return st, err
@@ -800,8 +863,13 @@ func (m *Manager) Changes(ctx context.Context, st workspace.State) (Changes, err
 
 // Delegate records that session parent delegated work titled title to
 // workspace ws, as task id ("" for a new ULID). Delegating an id again
-// answers the task as it is.
+// answers the task as it is. An id, parent or title a rule takes for a
+// secret is refused (see Manager).
 func (m *Manager) Delegate(ctx context.Context, id, ws, parent, title string) (task.State, error) {
+	if err := m.refuse("task delegate", field{"id", "id", []string{id}}, field{"session", "session id", []string{parent}},
+		field{"title", "title", []string{title}}); err != nil {
+		return task.State{}, err
+	}
 	if id == "" {
 		id = m.cfg.IDs().String()
 	}
@@ -878,7 +946,10 @@ func (m *Manager) NameFromSessions(ctx context.Context, st workspace.State, name
 		n := &named[i]
 		// A title comes from a transcript: one that is no valid name
 		// (an escape sequence, a bidirectional override) names nothing.
-		if n.Title == "" || project.Slug(n.Title) == "" || workspace.ValidName(n.Title) != nil {
+		// Nor does one a rule takes for a secret (a session's title
+		// is redacted text, but rules change): Rename would refuse it.
+		if n.Title == "" || project.Slug(n.Title) == "" || workspace.ValidName(n.Title) != nil ||
+			m.refuse("", field{"name", "name", []string{n.Title, project.Slug(n.Title)}}) != nil {
 			continue
 		}
 		if first == nil || n.Started.Before(first.Started) || n.Started.Equal(first.Started) && n.Session < first.Session {

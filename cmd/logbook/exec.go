@@ -112,6 +112,13 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if f.wait < 0 {
 		return usageErrorf("exec: --wait %v: want 0 or more", f.wait)
 	}
+	// What names the command and where it runs is stored as given: one
+	// a rule takes for a secret is refused, before anything quotes it.
+	if err := refuseSecrets(g, "exec", typedField{"--id", "id", []string{f.id}}, typedField{"--key", "key", []string{f.key}},
+		typedField{"--session", "session id", []string{f.session}}, typedField{"--workspace", "folder", []string{f.workspace}},
+		typedField{"--cwd", "folder", []string{f.cwd}}); err != nil {
+		return err
+	}
 	switch {
 	case f.key != "" && f.id != "":
 		return usageErrorf("exec: --id and --key exclude each other")

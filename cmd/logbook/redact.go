@@ -77,6 +77,49 @@ func redactTyped(g *globals, text string, max int) (string, error) {
 	return red, nil
 }
 
+// typedField is a value typed on the command line that names something
+// for good: an id, a name (which becomes a branch and a folder), a
+// folder a command runs in. values are the value and what is made of it
+// (a name's slug).
+type typedField struct {
+	flag, noun string // "--name", "name": as in redact.FieldError
+	values     []string
+}
+
+// refuseSecrets refuses, as a usage error prefixed by verb
+// ("workspace create"), the first of fields whose value a redaction rule
+// of the data dir (redact.txt over the built-in ones) matches, naming
+// the flag and the rule, never the value: "workspace create: --name:
+// holds what looks like a secret (rule gitlab_pat); choose another
+// name". Such a value is kept for good and cannot be redacted (a
+// rewritten id or name names something else), only refused. It runs
+// before anything is sent; the server, the workers and the workspace
+// manager refuse the same values again. Errors are also the data dir's
+// (rules that do not compile).
+func refuseSecrets(g *globals, verb string, fields ...typedField) error {
+	var red *redact.Redactor
+	for _, f := range fields {
+		if strings.Join(f.values, "") == "" {
+			continue
+		}
+		if red == nil {
+			dd, err := resolveDataDir(g.data)
+			if err != nil {
+				return err
+			}
+			p, err := dd.parser()
+			if err != nil {
+				return err
+			}
+			red = p.Redactor()
+		}
+		if err := red.CheckField(f.flag, f.noun, f.values...); err != nil {
+			return usageErrorf("%s: %w", verb, err)
+		}
+	}
+	return nil
+}
+
 // liveRules is the redaction of a running serve (and of a worker
 // process): the data dir's
 // redact.txt as it is now. Before each use it stats the file (size,

@@ -57,13 +57,23 @@ func placed(sh redacttest.Shape) string {
 // TestSecrets_Table: at least 40 fake secret shapes, each in every
 // position (own line, after a tab, inside a JSON string, inside a URL,
 // multi-line key blocks), through every path (transcript line, hook
-// payload, command argv, command output on pipes and on a PTY, command
-// environment) leave zero occurrences in the stream's files on disk, the
-// views' files, the spool, what the server and its workers log, and
-// what the CLI shows.
+// payload by the CLI and by logbook-hook over serve's socket and
+// journal, a hook's cwd, command argv, command output on pipes and on a
+// PTY, command environment) leave zero occurrences in the stream's
+// files on disk, the views' files, the spool, the hook journal once its
+// records are in the log, what the server and its workers log, and what
+// the CLI shows (its refusals included). What is typed to name things
+// for good (exec's --id, --key, --session, --workspace and --cwd; a
+// project's, a workspace's and a rename's name; a workspace's id,
+// session and base; an archiving session; a task's id, session and
+// title) is refused naming the flag, and never reaches the log, git's
+// branches and worktrees, or the workspaces' folders.
 func TestSecrets_Table(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("commands need bubblewrap")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("workspaces need git")
 	}
 	shapes := redacttest.Shapes()
 	if len(shapes) < 40 {
@@ -78,7 +88,24 @@ func TestSecrets_Table(t *testing.T) {
 		var out syncBuffer
 		err := runCLI(ctx, append([]string{"--data", data}, args...), strings.NewReader(stdin), &out, &out)
 		logs.Write([]byte(out.String()))
+		if err != nil {
+			logs.Write([]byte("logbook: " + userMessage(err) + "\n")) // what main prints
+		}
 		return out.String(), err
+	}
+	// A repository for projects and workspaces, made in a root of its own.
+	wsRoot := t.TempDir()
+	t.Setenv("LOGBOOK_WORKSPACES", wsRoot)
+	repoDir := filepath.Join(t.TempDir(), "app")
+	for _, argv := range [][]string{
+		{"init", "--quiet", "--initial-branch=main", repoDir},
+		{"-C", repoDir, "commit", "--quiet", "--allow-empty", "-m", "first"},
+	} {
+		c := exec.Command("git", argv...)
+		c.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", argv, err, out)
+		}
 	}
 
 	sctx, stop := context.WithCancel(ctx)
@@ -123,6 +150,56 @@ func TestSecrets_Table(t *testing.T) {
 			t.Fatalf("hook: %v\n%s", err, out)
 		}
 	}
+	// Hook payloads over serve's socket (logbook-hook): answered once in
+	// its journal, hooks.journal, which must not keep them once they are
+	// in the log; the cwd holds a secret too.
+	bin := hookBin(t)
+	for i, sh := range shapes {
+		p, _ := json.Marshal(map[string]any{"session_id": sid, "hook_event_name": "UserPromptSubmit", "prompt_id": fmt.Sprintf("j-%03d", i), "prompt": placed(sh), "cwd": ws + "/dir-" + sh.Text})
+		if code, stderr := runSockHook(t, bin, data, string(p)); code != 0 {
+			t.Fatalf("logbook-hook: exit %d\n%s", code, stderr)
+		}
+	}
+	if n := len(spooled(t, data)); n > 0 {
+		t.Errorf("%d payloads spooled: logbook-hook did not deliver over the socket", n)
+	}
+	// What names things for good: refused, naming the flag, not the
+	// value; the project and workspace made first stay as they were.
+	if out, err := cli("", "project", "add", repoDir, "--name", "app"); err != nil {
+		t.Fatalf("project add: %v\n%s", err, out)
+	}
+	if out, err := cli("", "workspace", "create", "--project", "app", "--name", "first ws", "--id", "wsok"); err != nil {
+		t.Fatalf("workspace create: %v\n%s", err, out)
+	}
+	for _, sh := range shapes {
+		for _, c := range []struct {
+			flag string
+			args []string
+		}{
+			{"--id", []string{"exec", "--session", sid, "--workspace", ws, "--id", sh.Text, "--", "true"}},
+			{"--key", []string{"exec", "--session", sid, "--workspace", ws, "--key", sh.Text, "--", "true"}},
+			{"--session", []string{"exec", "--session", sh.Text, "--workspace", ws, "--", "true"}},
+			{"--cwd", []string{"exec", "--session", sid, "--workspace", ws, "--cwd", "dir-" + sh.Text, "--", "true"}},
+			{"--workspace", []string{"exec", "--session", sid, "--workspace", ws + "/" + sh.Text, "--", "true"}},
+			{"--name", []string{"project", "add", repoDir, "--name", "app " + sh.Text}},
+			{"PATH", []string{"project", "add", repoDir + "-" + sh.Text}},
+			{"--name", []string{"workspace", "create", "--project", "app", "--name", "fix " + sh.Text}},
+			{"--id", []string{"workspace", "create", "--project", "app", "--name", "x", "--id", sh.Text}},
+			{"--session", []string{"workspace", "create", "--project", "app", "--name", "x", "--session", sh.Text}},
+			{"--base", []string{"workspace", "create", "--project", "app", "--name", "x", "--base", sh.Text}},
+			{"NAME", []string{"workspace", "rename", "wsok", "now " + sh.Text}},
+			{"--session", []string{"workspace", "rename", "wsok", "y", "--session", sh.Text}},
+			{"--session", []string{"workspace", "archive", "wsok", "--session", sh.Text}},
+			{"--title", []string{"task", "delegate", "--workspace", "wsok", "--session", sid, "--title", "rotate " + sh.Text}},
+			{"--id", []string{"task", "delegate", "--workspace", "wsok", "--session", sid, "--title", "t", "--id", sh.Text}},
+			{"--session", []string{"task", "delegate", "--workspace", "wsok", "--session", sh.Text, "--title", "t"}},
+		} {
+			out, err := cli("", c.args...)
+			if err == nil || exitCode(err) != codeUsage || !strings.Contains(err.Error(), " "+c.flag+": holds what looks like a secret (rule ") {
+				t.Errorf("%s in %s of %s: exit %d, err %v; want a refusal naming the flag\n%s", sh.Name, c.flag, c.args[0], exitCode(err), err, out)
+			}
+		}
+	}
 	// Argv and environment: refused, naming the position, not the value.
 	for _, sh := range shapes {
 		out, err := cli("", "exec", "--session", sid, "--workspace", ws, "--", "echo", placed(sh))
@@ -161,6 +238,7 @@ func TestSecrets_Table(t *testing.T) {
 	for _, args := range [][]string{
 		{"--json", "events", "tail", "-n", "100000"}, {"session", "show", sid}, {"audit", sid},
 		{"command", "output", "out-pipe"}, {"command", "output", "out-pty"}, {"--json", "commands", "--session", sid},
+		{"project", "list"}, {"--json", "workspace", "list"}, {"workspace", "show", "wsok"}, {"--json", "task", "list"},
 	} {
 		out, err := cli("", args...)
 		if err != nil {
@@ -214,6 +292,26 @@ func TestSecrets_Table(t *testing.T) {
 	}
 	files["(server and CLI logs)"] = []byte(logs.String())
 	files["(what the CLI shows)"] = []byte(shown.String())
+	// Git's branches and worktrees, and every file name the workspaces
+	// and the repository's git dir hold.
+	var gitMeta strings.Builder
+	for _, argv := range [][]string{{"for-each-ref", "--format=%(refname)"}, {"worktree", "list", "--porcelain"}} {
+		out, err := exec.Command("git", append([]string{"-C", repoDir}, argv...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", argv, err, out)
+		}
+		gitMeta.Write(out)
+	}
+	if !strings.Contains(gitMeta.String(), "worktree/first-ws") {
+		t.Fatalf("no workspace branch in git's refs:\n%s", gitMeta.String())
+	}
+	for _, root := range []string{wsRoot, filepath.Join(repoDir, ".git")} {
+		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			gitMeta.WriteString(p + "\n")
+			return nil
+		})
+	}
+	files["(git branches, worktrees and folder names)"] = []byte(gitMeta.String())
 	var stream int
 	for p, b := range files {
 		if strings.Contains(p, "jetstream") && bytes.Contains(b, []byte("[REDACTED:")) {

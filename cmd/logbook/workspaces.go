@@ -44,8 +44,14 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 	}
 	home, _ := os.UserHomeDir()
 	hidden := append([]string{string(b.dd)}, sandbox.CredentialPaths(home)...)
+	// Names, titles, ids and folders a rule of the data dir takes for a
+	// secret are refused, by the rules serve follows when it runs.
+	red, err := b.redactor()
+	if err != nil {
+		return nil, err
+	}
 	cfg := wsadapter.Config{Log: b.log, Reg: b.reg, Host: host, Actor: actor, Root: root,
-		Setup: wsadapter.SandboxSetup{Env: env, Hidden: hidden}}
+		Setup: wsadapter.SandboxSetup{Env: env, Hidden: hidden}, Redactor: red}
 	if b.remote {
 		// Only a server's workers run commands: without one, none runs.
 		cl, err := newCommandClient(b)
@@ -141,6 +147,10 @@ project. A folder that is no repository, a subdirectory of one or a linked
 worktree is refused.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := refuseSecrets(g, "project add", typedField{"--name", "name", []string{name, project.Slug(name)}},
+				typedField{"PATH", "folder", []string{args[0]}}); err != nil {
+				return err
+			}
 			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
 				v, err := workspaceView(cmd.Context(), call)
 				if err != nil {
@@ -229,6 +239,11 @@ reason (exit status 1).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cf.project == "" || cf.name == "" {
 				return usageErrorf("workspace create: --project and --name are required")
+			}
+			if err := refuseSecrets(g, "workspace create", typedField{"--name", "name", []string{cf.name, project.Slug(cf.name)}},
+				typedField{"--id", "id", []string{cf.id}}, typedField{"--session", "session id", []string{cf.session}},
+				typedField{"--base", "ref", []string{cf.base}}); err != nil {
+				return err
 			}
 			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
 				v, err := workspaceView(cmd.Context(), call)
@@ -362,6 +377,9 @@ workspace stays archived. With --session S, session S archives it and must
 own it; without, a person does, recorded as such.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := refuseSecrets(g, "workspace archive", typedField{"--session", "session id", []string{archiveSession}}); err != nil {
+				return err
+			}
 			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
 				v, err := workspaceView(cmd.Context(), call)
 				if err != nil {
@@ -413,6 +431,10 @@ own it; without, a person does, recorded as such.`,
 		Short: "Rename a workspace and its branch; the folder never moves",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := refuseSecrets(g, "workspace rename", typedField{"NAME", "name", []string{args[1], project.Slug(args[1])}},
+				typedField{"--session", "session id", []string{renameSession}}); err != nil {
+				return err
+			}
 			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
 				v, err := workspaceView(cmd.Context(), call)
 				if err != nil {
@@ -588,6 +610,10 @@ tasks along).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if df.ws == "" || df.parent == "" {
 				return usageErrorf("task delegate: --workspace and --session are required")
+			}
+			if err := refuseSecrets(g, "task delegate", typedField{"--id", "id", []string{df.id}},
+				typedField{"--session", "session id", []string{df.parent}}, typedField{"--title", "title", []string{df.title}}); err != nil {
+				return err
 			}
 			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
 				v, err := workspaceView(cmd.Context(), call)
