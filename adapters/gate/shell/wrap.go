@@ -480,8 +480,9 @@ func (r *reader) stdin(at int, name string, st *syntax.Stmt, depth int) {
 				r.text(at, name+" <<", src(body), body.Static, depth)
 				return
 			case syntax.WordHdoc:
+				// bash appends a newline to a here-string.
 				w := decode(rd.Word, true)
-				r.text(at, name+" <<<", src(w), w.Static, depth)
+				r.text(at, name+" <<<", src(w)+"\n", w.Static, depth)
 				return
 			case syntax.RdrIn:
 				r.opaque(at, name+" reads commands from a file the gate did not read")
