@@ -446,6 +446,14 @@ func (r *reader) stmt(st *syntax.Stmt, parent int, via string, maybe bool, depth
 
 // redirect records a redirection of command at (-1: a compound one).
 func (r *reader) redirect(rd *syntax.Redirect, at, depth int) {
+	if (rd.Op == syntax.DplOut || rd.Op == syntax.DplIn) && rd.Word != nil {
+		if lit := rd.Word.Lit(); len(lit) > 1 && lit[0] == '-' {
+			// bash reads ">&-0" as ">&-" and a word "0"; the parser as
+			// one target "-0".
+			r.fault("a duplication to \"" + lit + "\", which bash reads as \"-\" and a word")
+			return
+		}
+	}
 	if rd.Word != nil && rd.Op != syntax.Hdoc && rd.Op != syntax.DashHdoc && rd.Op != syntax.WordHdoc {
 		w := r.word1(rd.Word, depth)
 		red := Redirection{Op: rd.Op.String(), Target: w, Command: at}
