@@ -33,7 +33,8 @@ func (a Allow) String() string {
 
 // ParseAllow reads one allowlist entry, "PATH", "PATH:ro" or "PATH:rw".
 // A PATH starting with "~/" is taken from home. Errors wrap ErrInvalidSpec:
-// a relative path, "/", or "~/" without a home.
+// a relative path, "/", "~/" without a home, a path holding ":" (a
+// suffix other than :ro or :rw), or home itself or an ancestor of it.
 func ParseAllow(s, home string) (Allow, error) {
 	a := Allow{Path: s}
 	if p, ok := strings.CutSuffix(s, ":rw"); ok {
@@ -53,6 +54,12 @@ func ParseAllow(s, home string) (Allow, error) {
 	a.Path = filepath.Clean(a.Path)
 	if a.Path == "/" {
 		return Allow{}, fmt.Errorf("allow %q: %w: / would show the whole host", s, ErrInvalidSpec)
+	}
+	if strings.Contains(a.Path, ":") {
+		return Allow{}, fmt.Errorf("allow %q: %w: a path holding \":\" (want PATH, PATH:ro or PATH:rw)", s, ErrInvalidSpec)
+	}
+	if h := filepath.Clean(home); filepath.IsAbs(home) && (a.Path == h || strings.HasPrefix(h, a.Path+"/")) {
+		return Allow{}, fmt.Errorf("allow %q: %w: it would show the whole home directory, credential files included; name the folders commands need", s, ErrInvalidSpec)
 	}
 	return a, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -69,7 +70,12 @@ func sandboxAllow(vals []string) ([]sandbox.Allow, error) {
 		}
 		a, err := sandbox.ParseAllow(v, home)
 		if err != nil {
-			return nil, usageErrorf("--sandbox-allow %q: want an absolute path or ~/path, optionally with :ro or :rw", v)
+			return nil, usageErrorf("--sandbox-allow %q: %s", v, strings.TrimPrefix(strings.TrimPrefix(err.Error(), fmt.Sprintf("allow %q: ", v)), sandbox.ErrInvalidSpec.Error()+": "))
+		}
+		if _, err := os.Stat(a.Path); err != nil {
+			// Only the defaults may be absent (skipped at each start): a
+			// path a person named is checked now.
+			return nil, usageErrorf("--sandbox-allow %q: %s does not exist or cannot be read", v, a.Path)
 		}
 		out = append(out, a)
 	}
