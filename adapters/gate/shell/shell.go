@@ -620,9 +620,17 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 		}
 		return at
 	case *syntax.TimeClause:
-		if x.PosixFormat {
-			// "time -p": in POSIX mode (sh) a "time" followed by a
-			// word starting with "-" is the time program.
+		dash := false
+		if x.Stmt != nil {
+			if call, ok := x.Stmt.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 && len(call.Args[0].Parts) > 0 {
+				if l, ok := call.Args[0].Parts[0].(*syntax.Lit); ok && strings.HasPrefix(l.Value, "-") {
+					dash = true
+				}
+			}
+		}
+		if x.PosixFormat || dash {
+			// "time -p", "time -x": in POSIX mode (sh) a "time"
+			// followed by a word starting with "-" is the time program.
 			r.timeProgram(st, x, parent, via, maybe, depth)
 			return -1
 		}
