@@ -22,6 +22,7 @@ package shell
 import (
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -800,6 +801,11 @@ func (r *reader) words(w *syntax.Word, depth int) []Word {
 	r.nested(w, depth)
 	w = cloneWord(w)
 	if syntax.SplitBraces(w) {
+		if oddBraces(w) {
+			// Nested lists and sequences other than plain numbers or
+			// letters: bash and expand disagree on some; unknown.
+			return []Word{{Reading: Wild, Glob: "${_}"}}
+		}
 		var out []Word
 		n := 0
 		for bw, err := range expand.BracesSeq(nil, w) {
@@ -813,6 +819,54 @@ func (r *reader) words(w *syntax.Word, depth int) []Word {
 		return out
 	}
 	return []Word{decode(w, false)}
+}
+
+// oddBraces reports whether word w, split into brace lists, holds one
+// inside another, a brace left unpaired beside one, or a sequence whose
+// ends are not both integers or both single letters.
+func oddBraces(w *syntax.Word) bool {
+	lists := false
+	for _, p := range w.Parts {
+		if _, ok := p.(*syntax.BraceExp); ok {
+			lists = true
+		}
+	}
+	if !lists {
+		return false
+	}
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok && strings.ContainsAny(l.Value, "{}") {
+			return true // a brace left beside a list: read otherwise by bash
+		}
+		b, ok := p.(*syntax.BraceExp)
+		if !ok {
+			continue
+		}
+		for _, e := range b.Elems {
+			for _, q := range e.Parts {
+				if _, nested := q.(*syntax.BraceExp); nested {
+					return true
+				}
+			}
+		}
+		if b.Sequence {
+			if len(b.Elems) < 2 {
+				return true
+			}
+			x, y := b.Elems[0].Lit(), b.Elems[1].Lit()
+			num := func(s string) bool { _, err := strconv.Atoi(s); return err == nil }
+			letter := func(s string) bool {
+				return len(s) == 1 && (s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z')
+			}
+			if !(num(x) && num(y) || letter(x) && letter(y)) {
+				return true
+			}
+			if len(b.Elems) > 2 && !num(b.Elems[2].Lit()) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // word1 decodes w as one word (an assignment's value, a redirection's
