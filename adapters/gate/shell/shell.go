@@ -307,6 +307,23 @@ func heredocTrap(f *syntax.File, src string) string {
 	return why
 }
 
+// letOperators reports whether a let clause of f, parsed from src, holds
+// one of & | ; < > ( ), which bash reads as control operators where the
+// parser reads arithmetic.
+func letOperators(f *syntax.File, src string) bool {
+	found := false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if l, ok := n.(*syntax.LetClause); ok && !found {
+			from, to := int(l.Pos().Offset()), int(l.End().Offset())
+			if from >= 0 && to <= len(src) && from < to && strings.ContainsAny(src[from:to], "&|;<>()") {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
 // nestedBackquotes reports whether a backquoted command substitution
 // holds another.
 func nestedBackquotes(n syntax.Node) bool {
@@ -383,6 +400,10 @@ func (r *reader) source(src string, parent int, via string, maybe bool, depth in
 		return
 	}
 	f, err := parser().Parse(strings.NewReader(src), "")
+	if err == nil && letOperators(f, src) {
+		r.fault("let with an operator bash reads as a control operator")
+		return
+	}
 	if err == nil && nestedBackquotes(f) {
 		// Backslashes in backquotes inside backquotes: the parser
 		// unescapes them differently from bash.
@@ -589,6 +610,8 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 	case *syntax.ArithmCmd:
 		r.arith(parent, via, maybe, depth, x)
 	case *syntax.LetClause:
+		// bash reads let's arguments as words, where & | ; < > ( ) are
+		// control operators; the parser reads them as arithmetic.
 		r.arith(parent, via, maybe, depth, x)
 	case *syntax.TestClause:
 		r.nested(x, depth)
