@@ -161,6 +161,29 @@ func attacks() []attack {
 			escaped: func(e *attackEnv) bool {
 				return contains(filepath.Join(e.ws, "sub/.git/config"), "fsmonitor") || !exists(filepath.Join(e.ws, "sub/.git/HEAD"))
 			}},
+		{name: "nested repo swapped by renaming its parent", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) { gitInit(t, filepath.Join(e.ws, "vend")) },
+			script: `mv vend vend-old 2>/dev/null && git init -q vend 2>/dev/null &&
+				git -C vend config core.fsmonitor 'touch /tmp/pwned' 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool { return contains(filepath.Join(e.ws, "vend/.git/config"), "fsmonitor") }},
+		{name: "deep nested repo swapped by renaming an ancestor", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) { gitInit(t, filepath.Join(e.ws, "a/b/vend")) },
+			script: `for d in a a/b; do mv $d $d-old 2>/dev/null && break; done; rm -rf a 2>/dev/null;
+				mkdir -p a/b 2>/dev/null; git init -q a/b/vend 2>/dev/null &&
+				git -C a/b/vend config core.fsmonitor 'touch /tmp/pwned' 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool {
+				return contains(filepath.Join(e.ws, "a/b/vend/.git/config"), "fsmonitor")
+			}},
+		{name: "submodule checkout swapped by renaming it", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				gitInit(t, e.ws)
+				gitInit(t, filepath.Join(e.ws, ".git/modules/vend"))
+				must(t, os.MkdirAll(filepath.Join(e.ws, "vend"), 0o755))
+				must(t, os.WriteFile(filepath.Join(e.ws, "vend/.git"), []byte("gitdir: ../.git/modules/vend\n"), 0o644))
+			},
+			script: `mv vend vend-old 2>/dev/null || rm -rf vend 2>/dev/null; mkdir -p vend/.git 2>/dev/null;
+				printf '[core]\n\tfsmonitor = touch /tmp/pwned\n' > vend/.git/config 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool { return contains(filepath.Join(e.ws, "vend/.git/config"), "fsmonitor") }},
 		{name: "top-level .git created", control: controlEscapes,
 			script:  `mkdir -p .git 2>/dev/null; printf '[core]\n\tfsmonitor = touch /tmp/pwned\n' > .git/config 2>/dev/null; true`,
 			escaped: func(e *attackEnv) bool { return exists(filepath.Join(e.ws, ".git/config")) }},

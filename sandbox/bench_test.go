@@ -23,6 +23,7 @@
 package sandbox
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -218,7 +219,7 @@ func BenchmarkLayout(b *testing.B) {
 	b.Run("claim", func(b *testing.B) {
 		for b.Loop() {
 			l := newLayout(WorkspaceWrite, ws, ws, "", nil, nil)
-			if err := l.claim(); err != nil {
+			if err := l.claim(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 			l.release()

@@ -71,10 +71,12 @@ type layout struct {
 	// WorkspaceWrite only.
 	protected []string // existing paths, bound read-only onto themselves
 	links     linkPlan // what is bound read-only for its hard links
+	extra     []string // Spec.Protected, for scan
+	ancestors []string // directories above nested protected paths, bound onto themselves
 	// Set by claim, WorkspaceWrite only.
-	absentDirs  []string // missing top-level names kept missing: empty read-only dirs
-	absentFiles []string // missing top-level names kept missing: /dev/null bound
-	hold        *os.File // the workspace, locked shared (see claim)
+	absentDirs  []string   // missing top-level names kept missing: empty read-only dirs
+	absentFiles []string   // missing top-level names kept missing: /dev/null bound
+	held        []*os.File // the directories locked (see lock), from claim to release
 
 	hideDirs  []string // directories covered by an empty read-only tmpfs
 	hideFiles []string // files covered by /dev/null
@@ -289,13 +291,38 @@ func (l *layout) scan(extra []string) error {
 	}
 	l.protected = slices.DeleteFunc(l.protected, func(p string) bool { return top[p] })
 	l.links = links
+	// A protected path's parent could be renamed away and a new one,
+	// with a writable path of the same name, made in its place (mv vend
+	// vend-old && git init vend): each directory between the workspace
+	// and a protected path is a mount point inside the boundary, bound
+	// onto itself, which rename(2) and rmdir(2) refuse (EBUSY).
+	seen := map[string]bool{}
+	l.ancestors = nil
+	for _, p := range l.protected {
+		for d := filepath.Dir(p); d != l.ws && within(l.ws, d) && !seen[d]; d = filepath.Dir(d) {
+			seen[d] = true
+			l.ancestors = append(l.ancestors, d)
+		}
+	}
+	if len(l.ancestors) > maxAncestorMounts {
+		return fmt.Errorf("%w: workspace %s: %d directories hold protected paths below the top level (at most %d): run it in read_only or full_access", ErrRefused, l.ws, len(l.ancestors), maxAncestorMounts)
+	}
+	slices.SortFunc(l.ancestors, func(a, b string) int {
+		return cmp.Or(cmp.Compare(strings.Count(a, "/"), strings.Count(b, "/")), cmp.Compare(a, b))
+	})
 	return nil
 }
+
+// maxAncestorMounts bounds the directories above nested protected paths
+// that a WorkspaceWrite command gets bound onto themselves; a workspace
+// that needs more is refused (ErrRefused).
+const maxAncestorMounts = 256
 
 // args returns bwrap's arguments (without argv[0]) to run argv. Order
 // matters: a mount hides what an earlier one put below it, so the private
 // tmpfs mounts come first, then the views (home, allowlist, workspace;
-// parents first), the protected paths, the placeholders, the paths bound
+// parents first), the directories above nested protected paths, the
+// protected paths, the placeholders, the paths bound
 // read-only for their hard links, and the hidden paths last. bwrap
 // reports on statusFD; it writes an "exit-code" there only if the command
 // was actually executed, and its first line names the sandbox's first
@@ -311,6 +338,9 @@ func (l layout) args(argv []string) []string {
 		case viewEmpty:
 			a = append(a, "--perms", "0700", "--size", strconv.FormatInt(l.tmpBytes, 10), "--tmpfs", v.path)
 		}
+	}
+	for _, d := range l.ancestors {
+		a = append(a, "--bind", d, d)
 	}
 	for _, p := range l.protected {
 		a = append(a, "--ro-bind", p, p)

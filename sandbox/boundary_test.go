@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -137,23 +138,12 @@ func TestLimits_Procs(t *testing.T) {
 	}
 }
 
-// Two workspace_write commands on one workspace: when the first, which
-// made the mount points of the missing protected names, ends while the
-// second runs, the second keeps its protection (creating a protected name
-// still fails) and the mount points go only with the last command.
+// Two workspace_write commands on one workspace: the second, asked for
+// while the first runs, waits for it to end, and then keeps its own
+// protection (creating a protected name fails); the mount points the
+// first made are gone with it, and the second's with the second.
 func TestBoundary_AbsentHeldAcrossCommands(t *testing.T) {
 	t.Parallel()
-	waitFile := func(p string) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if _, err := os.Stat(p); err == nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s did not appear", p)
-			}
-		}
-	}
 	first := newSpec(t, WorkspaceWrite, false, "sh", "-c", `: > a-ready; while [ ! -e a-go ]; do sleep 0.02; done`)
 	ws := first.Workspace
 	second := first
@@ -161,16 +151,29 @@ func TestBoundary_AbsentHeldAcrossCommands(t *testing.T) {
 		for n in .git .claude .codex .agents .logbook; do mkdir -p $n/x 2>/dev/null && echo created $n; done
 		for n in .mcp.json .envrc; do echo x > $n 2>/dev/null && echo wrote $n; done; true`}
 	a := start(t, first, newRecorder(""))
-	waitFile(filepath.Join(ws, "a-ready"))
+	waitFor(t, "the first command", func() bool { _, err := os.Stat(filepath.Join(ws, "a-ready")); return err == nil })
 	rb := newRecorder("")
-	b := start(t, second, rb)
-	waitFile(filepath.Join(ws, "b-ready"))
+	type started struct {
+		p   *Process
+		err error
+	}
+	bc := make(chan started, 1)
+	go func() { p, err := Start(context.Background(), second, rb.emit); bc <- started{p, err} }()
+	time.Sleep(100 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(ws, "b-ready")); err == nil {
+		t.Fatal("the second command runs while the first holds the workspace")
+	}
 	must(t, os.WriteFile(filepath.Join(ws, "a-go"), nil, 0o644))
 	if _, err := a.Wait(); err != nil {
 		t.Fatal(err)
 	}
+	b := <-bc
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	waitFor(t, "the second command", func() bool { _, err := os.Stat(filepath.Join(ws, "b-ready")); return err == nil })
 	must(t, os.WriteFile(filepath.Join(ws, "b-go"), nil, 0o644))
-	res, err := b.Wait()
+	res, err := b.p.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,15 +192,14 @@ func TestBoundary_AbsentHeldAcrossCommands(t *testing.T) {
 }
 
 // A workspace_write command in a workspace that holds another's: the
-// inner command's placeholders are missing names to the outer one, not
-// protected paths it would lose when the inner command ends; the inner
-// one keeps its own, and both leave nothing.
+// outer command waits for the inner one to end (it could swap the inner
+// workspace's directories while they are mounted), then runs; neither
+// can create a protected name, and both leave nothing.
 func TestBoundary_NestedWorkspaces(t *testing.T) {
 	t.Parallel()
-	outer := newSpec(t, WorkspaceWrite, false, "sh", "-c", `: > ready; read x < go; ls -A sub`)
+	outer := newSpec(t, WorkspaceWrite, false, "sh", "-c", `: > ready; echo x > .envrc 2>/dev/null && echo created; true`)
 	inner := filepath.Join(outer.Workspace, "sub")
 	must(t, os.Mkdir(inner, 0o755))
-	must(t, unix.Mkfifo(filepath.Join(outer.Workspace, "go"), 0o666))
 	in := newSpec(t, WorkspaceWrite, false, "sh", "-c", `: > sub-ready; read x < sub-go; echo x > .envrc 2>/dev/null && echo created; true`)
 	in.Workspace = inner
 	must(t, unix.Mkfifo(filepath.Join(inner, "sub-go"), 0o666))
@@ -205,15 +207,26 @@ func TestBoundary_NestedWorkspaces(t *testing.T) {
 	pi := start(t, in, ri)
 	waitFor(t, "the inner command", func() bool { _, err := os.Stat(filepath.Join(inner, "sub-ready")); return err == nil })
 	ro := newRecorder("")
-	po := start(t, outer, ro)
-	waitFor(t, "the outer command", func() bool { _, err := os.Stat(filepath.Join(outer.Workspace, "ready")); return err == nil })
+	type started struct {
+		p   *Process
+		err error
+	}
+	oc := make(chan started, 1)
+	go func() { p, err := Start(context.Background(), outer, ro.emit); oc <- started{p, err} }()
+	time.Sleep(100 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(outer.Workspace, "ready")); err == nil {
+		t.Fatal("the outer command runs while the inner one holds its workspace")
+	}
 	must(t, os.WriteFile(filepath.Join(inner, "sub-go"), []byte("go\n"), 0o644))
 	if res, err := pi.Wait(); err != nil || res.ExitCode != 0 || ri.text(Stdout) != "" {
 		t.Errorf("inner: %+v, %v, stdout %q", res, err, ri.text(Stdout))
 	}
-	must(t, os.WriteFile(filepath.Join(outer.Workspace, "go"), []byte("go\n"), 0o644))
-	if res, err := po.Wait(); err != nil || res.ExitCode != 0 {
-		t.Errorf("outer: %+v, %v, stderr %q", res, err, ro.text(Stderr))
+	o := <-oc
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if res, err := o.p.Wait(); err != nil || res.ExitCode != 0 || ro.text(Stdout) != "" {
+		t.Errorf("outer: %+v, %v, stdout %q, stderr %q", res, err, ro.text(Stdout), ro.text(Stderr))
 	}
 	for _, ws := range []string{outer.Workspace, inner} {
 		des, _ := os.ReadDir(ws)

@@ -56,12 +56,25 @@
 // directory (or empty file) is mounted there while the command runs. Its
 // mount point is a placeholder on the host (an empty directory or file of
 // mode 0000; the workspace is the host's directory, and a mount needs
-// one), shared by every command that relies on it, in any process: each
-// holds a shared flock(2) on the workspace directory from before it looks
-// at the names until its boundary is gone, and only the one that gets it
-// exclusively at its end, the last, removes the placeholders. Git commands
-// that only read (status, diff, log) work; commands that write a
-// repository (add, commit, fetch) fail; run them in FullAccess.
+// one), made and removed by that command. Each directory between the
+// workspace and a nested protected path is bound onto itself, a mount
+// point too, so it can be neither renamed nor removed: a nested
+// repository cannot be moved aside and a writable one made in its place.
+// More than 256 such directories refuse the workspace.
+//
+// bubblewrap resolves each path when it mounts it, so a start locks, with
+// flock(2), for every worker process on the host: a WorkspaceWrite command
+// holds its workspace exclusively from before it is searched until its
+// boundary is gone, and every restricted start holds shared each directory
+// above a path it mounts by name (the workspace, the allowlist entries,
+// the hidden paths) while it runs. No command can swap a directory for a
+// symbolic link between the search and the mounts: two WorkspaceWrite
+// commands in one workspace, or one in a directory below another's, run
+// one after the other, the second waiting for as long as its context
+// lets it. A ReadOnly command of the same workspace does not wait.
+//
+// Git commands that only read (status, diff, log) work; commands that
+// write a repository (add, commit, fetch) fail; run them in FullAccess.
 //
 // A regular file of the workspace with more links than the names the
 // scan finds for it in the workspace outside protected paths (a link into
@@ -127,7 +140,11 @@
 //     sub/.git) is writable; only names that exist at the start, and
 //     missing top-level ones, are protected; likewise a hard link made
 //     into the workspace from outside while the command runs;
-//   - writes to a writable (Allow.Write) allowlist entry reach the host;
+//   - writes to a writable (Allow.Write) allowlist entry reach the host,
+//     and nothing stops a command from swapping directories in one while
+//     another command mounts a path below it (the workspace or a hidden
+//     path of a command whose workspace lies in a writable allowlist
+//     entry);
 //   - in FullAccess, nothing: a descendant that leaves the process group
 //     and the session (setsid, a daemon) is stopped by Stop only if it is
 //     still a descendant of the leader when Stop is called, and survives

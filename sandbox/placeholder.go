@@ -1,13 +1,13 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,17 +20,13 @@ import (
 // directory or file of mode 0000. Removing it while another command has
 // its mount there would detach that mount (the kernel does so for a mount
 // point removed from another mount namespace) and let that command create
-// the name. So every command that relies on placeholders, in any process
-// of any worker on the host, holds a shared flock(2) on the workspace
-// directory from before it decides which names are missing until its
-// boundary is gone; a placeholder is removed only by whoever gets the
-// lock exclusively, that is by the last such command. A worker that dies
-// drops its lock with its descriptors; what it left is removed after the
-// next command there.
-
-// claimWait bounds the wait for the workspace's lock: another command's
-// cleanup holds it exclusively for a few system calls.
-const claimWait = 10 * time.Second
+// the name. A WorkspaceWrite command holds its workspace's lock
+// exclusively (see lock), from before it decides which names are missing
+// until its boundary is gone, in every worker process on the host; so the
+// placeholders it makes are its own, and it removes them at its end. A
+// worker that dies drops its locks with its descriptors; what it left is
+// taken as missing names by the next command there, and removed at its
+// end.
 
 // isPlaceholder reports whether fi describes a placeholder: an empty
 // regular file, or a directory, of mode 0000 (a directory's emptiness is
@@ -44,30 +40,23 @@ func isPlaceholder(fi fs.FileInfo) bool {
 	return fi.IsDir() || fi.Mode().IsRegular() && fi.Size() == 0
 }
 
-// claim takes the workspace's lock, shared, and decides the top-level
-// protected names: one that exists is bound read-only (l.protected), one
-// that is missing or is a placeholder is kept missing (l.absentDirs,
-// l.absentFiles), its placeholder made if need be. Only in WorkspaceWrite;
-// release ends it. Its errors wrap ErrRefused.
-func (l *layout) claim() error {
+// claim takes l's locks (see lock), waiting as long as ctx lets it. In
+// WorkspaceWrite it then searches the workspace (scan) and decides the
+// top-level protected names: one that exists is bound read-only
+// (l.protected), one that is missing or is a placeholder is kept missing
+// (l.absentDirs, l.absentFiles), its placeholder made if need be. release
+// ends it. Its errors wrap ErrRefused.
+func (l *layout) claim(ctx context.Context) error {
+	if err := l.lock(ctx); err != nil {
+		return err
+	}
 	if l.mode != WorkspaceWrite {
 		return nil
 	}
-	f, err := os.Open(l.ws)
-	if err != nil {
-		return fmt.Errorf("%w: lock workspace %s: %v", ErrRefused, l.ws, err)
+	if err := l.scan(l.extra); err != nil {
+		l.release()
+		return err
 	}
-	for deadline := time.Now().Add(claimWait); ; time.Sleep(2 * time.Millisecond) {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) || time.Now().After(deadline) {
-			f.Close()
-			return fmt.Errorf("%w: lock workspace %s: %v", ErrRefused, l.ws, err)
-		}
-	}
-	l.hold = f
 	for _, name := range ProtectedNames() {
 		p := filepath.Join(l.ws, name)
 		if err := l.claimName(p, slices.Contains(absentDirNames(), name)); err != nil {
@@ -122,28 +111,24 @@ func (l *layout) claimName(p string, dir bool) error {
 	return fmt.Errorf("protected %s keeps changing", p)
 }
 
-// release ends claim: if no other command holds the workspace's lock, it
-// removes the placeholders of this command's missing names (those still
-// placeholders: an empty file, or a directory rmdir can remove), then lets
-// the lock go. Call it once the command's boundary is gone. Idempotent.
+// release ends claim: it removes the placeholders of this command's
+// missing names (those still placeholders: an empty file, or a directory
+// rmdir can remove), then lets the locks go. Call it once the command's
+// boundary is gone. Idempotent.
 func (l *layout) release() {
-	if l.hold == nil {
+	if l.held == nil {
 		return
 	}
-	if unix.Flock(int(l.hold.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
-		for _, p := range l.absentDirs {
-			if fi, err := os.Lstat(p); err == nil && fi.IsDir() && isPlaceholder(fi) {
-				_ = unix.Rmdir(p)
-			}
-		}
-		for _, p := range l.absentFiles {
-			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && isPlaceholder(fi) {
-				_ = unix.Unlink(p)
-			}
+	for _, p := range l.absentDirs {
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() && isPlaceholder(fi) {
+			_ = unix.Rmdir(p)
 		}
 	}
-	// Failing, the conversion has dropped the shared lock already; the
-	// last command there removes the placeholders.
-	l.hold.Close()
-	l.hold = nil
+	for _, p := range l.absentFiles {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && isPlaceholder(fi) {
+			_ = unix.Unlink(p)
+		}
+	}
+	l.absentDirs, l.absentFiles = nil, nil
+	l.unlock()
 }

@@ -152,10 +152,11 @@ type Process struct {
 // cannot get its boundary (ErrRefused), ctx is already done, or the
 // process cannot be started. A restricted start first runs bubblewrap once
 // as a probe, which costs about as much as the boundary itself, unless
-// spec.Probed says the caller did so already. A WorkspaceWrite start takes
-// a shared lock on the workspace directory, held until the command's
-// boundary is gone (see the package documentation); it waits up to 10 s
-// for another command's cleanup to let it go, then refuses (ErrRefused).
+// spec.Probed says the caller did so already. A restricted start takes
+// locks on the host, held until the command's boundary is gone: a
+// WorkspaceWrite start its workspace, exclusively (see the package
+// documentation). It waits for another command's for as long as ctx lets
+// it, then refuses (ErrRefused, wrapping ctx's error).
 //
 // When ctx is done the Process is stopped as by Stop. The caller must call
 // Wait to learn the result. In restricted modes bubblewrap's
@@ -258,7 +259,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 	if pl.restricted {
 		// The top-level protected names are decided under the
 		// workspace's lock, held until the boundary is gone.
-		if err := pl.layout.claim(); err != nil {
+		if err := pl.layout.claim(ctx); err != nil {
 			p.closeFiles()
 			closeAll(child...)
 			closeAll(block)
@@ -268,6 +269,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 			return nil, fmt.Errorf("start %q in mode %s: %w", pl.name, spec.Mode, err)
 		}
 		p.layout = pl.layout
+		p.limits.LinkedReadOnly, p.limits.LinkedWith = p.layout.links.files, p.layout.links.others
 		cmd.Args = append([]string{pl.path}, pl.layout.args(pl.args)...)
 	}
 	p.start = time.Now()
@@ -317,8 +319,7 @@ func (p *Process) setLimits(pl plan) {
 		}
 	}
 	if pl.restricted {
-		a.TmpBytes = pl.layout.tmpBytes
-		a.LinkedReadOnly, a.LinkedWith = pl.layout.links.files, pl.layout.links.others
+		a.TmpBytes = pl.layout.tmpBytes // the links are counted once the workspace is searched (claim)
 	}
 	p.cg, p.limits = cg, a
 }

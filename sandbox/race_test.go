@@ -110,8 +110,9 @@ func orErr(err, or error) error {
 
 // Two worker processes, one workspace (the attack): command A
 // runs in workspace_write in one process and keeps the missing protected
-// names missing; command B, in another process, starts while A runs; A
-// ends, while B starts or after B has bound A's placeholders; then B tries
+// names missing; command B, in another process, is started while A runs,
+// and waits for A's workspace (it must not run before A has ended); A
+// ends, while B waits or starts; then B tries
 // to create .claude/settings.json, .envrc, .mcp.json and the other
 // protected names. Neither A's end nor anything else may let B create
 // them, and once both are done the workspace holds nothing either left.
@@ -154,7 +155,7 @@ func TestBoundary_TwoProcesses(t *testing.T) {
 
 // raceOrders name how a round of TestBoundary_TwoProcesses orders A's end
 // and B's start, by round%3.
-var raceOrders = [3]string{"A ends after B is up", "A ends while B starts", "A ends as B is asked for"}
+var raceOrders = [3]string{"A ends after B waits", "A ends while B starts", "A ends as B is asked for"}
 
 // raceRound runs one round of TestBoundary_TwoProcesses in workspace ws
 // (made here): A on helper a, B on helper b. It returns what B printed
@@ -198,8 +199,10 @@ func raceRound(ws string, round int, a, b *helperWorker) (string, []string, erro
 	}
 	switch round % 3 {
 	case 0:
-		if err := await("b-ready"); err != nil {
-			return "", nil, fmt.Errorf("B: %w", err)
+		// B waits for A's workspace: it must not run while A does.
+		time.Sleep(100 * time.Millisecond)
+		if _, err := os.Stat(filepath.Join(ws, "b-ready")); err == nil {
+			return "", nil, fmt.Errorf("B runs while A holds the workspace")
 		}
 	case 1:
 		time.Sleep(time.Duration(rand.IntN(20_000)) * time.Microsecond)

@@ -291,12 +291,9 @@ func validate(s Spec) (plan, error) {
 	}
 	if restricted {
 		// bwrap is resolved and checked by Start, which also claims the
-		// workspace's top level and then makes bwrap's arguments.
-		if s.Mode == WorkspaceWrite {
-			if err := l.scan(s.Protected); err != nil {
-				return plan{}, fmt.Errorf("start %q in mode %s: %w", name, s.Mode, err)
-			}
-		}
+		// workspace (locks it, searches it, decides its top level) and
+		// then makes bwrap's arguments.
+		l.extra = s.Protected
 		if s.Limits.TmpBytes > 0 {
 			l.tmpBytes = s.Limits.TmpBytes
 		}

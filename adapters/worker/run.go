@@ -57,6 +57,9 @@ type job struct {
 	mu        sync.Mutex
 	p         *sandbox.Process
 	stopWant  bool // a stop arrived before the process was known
+	// cancel ends the context the process was started with: a stop that
+	// arrives while sandbox.Start waits for the workspace ends the wait.
+	cancel context.CancelFunc
 	abandoned atomic.Bool
 	stdin     sync.Mutex // serializes writes to the process's stdin
 }
@@ -85,6 +88,9 @@ func (j *job) stop() {
 	j.stopWant = true
 	if j.p != nil {
 		j.p.Stop()
+	}
+	if j.cancel != nil {
+		j.cancel()
 	}
 }
 
@@ -270,6 +276,16 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	}
 	j.maxOut = w.maxOutput()
 	j.red = newOutRedactor(w.cfg.Redactor, j.queue)
+	// The process's context: a restricted start may wait for another
+	// command's workspace, and a stop must end that wait. Canceled when
+	// the command's end is recorded, or here if it never started.
+	procCtx, j.cancel = context.WithCancel(procCtx)
+	started := false
+	defer func() {
+		if !started {
+			j.cancel()
+		}
+	}()
 	w.mu.Lock()
 	if w.running[j.id] != nil {
 		w.mu.Unlock()
@@ -383,6 +399,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	j.live.Store(true)
 	w.log.Info("started", "command", st.ID, "session", st.Session, "pid", p.Pid(), "mode", st.Mode, "argv", redactArgv(w.cfg.Redactor, st.Argv))
 	w.recordRunning(actx, j, p)
+	started = true
 	go w.supervise(j, st)
 	return verdictStarted, nil
 }
@@ -481,6 +498,7 @@ func (w *Worker) supervise(j *job, st command.State) {
 		delete(w.running, j.id)
 		w.mu.Unlock()
 	}()
+	defer j.cancel()
 	p := j.process()
 	res, werr := p.Wait()
 	if werr != nil {

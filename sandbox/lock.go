@@ -1,0 +1,133 @@
+package sandbox
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Locks. bubblewrap mounts by path, and resolves each path at mount time,
+// after the worker has looked at it. A command that can write a directory
+// on the path from / to a mount's source or destination could, between the
+// two, swap it for a symbolic link or another directory: a read-only bind
+// of a protected path would then show a host file (a credentials file, the
+// data dir) or land beside the path it was meant to cover. Only a
+// WorkspaceWrite command writes the host's file system (its workspace; the
+// host's own processes are not the adversary here), so a restricted start
+// locks, with flock(2), in one order for every worker process on the host:
+//   - exclusively, a WorkspaceWrite command's workspace, from before it is
+//     searched until the command's boundary is gone: no other restricted
+//     command sets up or runs there meanwhile;
+//   - shared, every directory strictly above a path it mounts by name (the
+//     workspace, the allowlist entries, the hidden paths): no
+//     WorkspaceWrite command runs in one of them while the mounts are made.
+//
+// A ReadOnly command in a workspace where a WorkspaceWrite command runs
+// does not wait: it mounts the workspace itself, not paths in it, unless a
+// hidden path lies in it. Two WorkspaceWrite commands in one workspace, or
+// one in a workspace below another's, run one after the other.
+
+// lockPoll is how often a start that waits for a lock tries again.
+const lockPoll = 20 * time.Millisecond
+
+// lockReq is a directory a start locks, and how.
+type lockReq struct {
+	path string
+	excl bool
+}
+
+// locks returns what a start of layout l locks, in the order taken: by
+// path, so that two starts never wait on each other in a cycle. A
+// directory wanted both ways is locked exclusively.
+func (l *layout) locks() []lockReq {
+	want := map[string]bool{} // path → exclusive
+	above := func(p string) {
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			if _, ok := want[d]; !ok {
+				want[d] = false
+			}
+			if d == "/" {
+				return
+			}
+		}
+	}
+	for _, v := range l.views {
+		above(v.path)
+	}
+	for _, p := range l.hideDirs {
+		above(p)
+	}
+	for _, p := range l.hideFiles {
+		above(p)
+	}
+	if l.mode == WorkspaceWrite {
+		want[l.ws] = true
+	}
+	out := make([]lockReq, 0, len(want))
+	for p, excl := range want {
+		out = append(out, lockReq{p, excl})
+	}
+	slices.SortFunc(out, func(a, b lockReq) int { return cmp.Compare(a.path, b.path) })
+	return out
+}
+
+// lock takes l's locks (see locks), waiting for other commands' as long as
+// ctx lets it. A directory the worker cannot open is skipped: a worker of
+// the same user cannot run a command there either. On success l.held
+// owns the descriptors (unlock lets them go); on failure nothing is held.
+// Its errors wrap ErrRefused, and ctx's error when it is done.
+func (l *layout) lock(ctx context.Context) error {
+	for _, r := range l.locks() {
+		f, err := os.Open(r.path)
+		if err != nil {
+			if r.excl {
+				l.unlock()
+				return fmt.Errorf("%w: lock workspace %s: %v", ErrRefused, r.path, err)
+			}
+			continue
+		}
+		how := unix.LOCK_SH
+		if r.excl {
+			how = unix.LOCK_EX
+		}
+		for {
+			err = unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
+			if err == nil || !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				err = ctx.Err()
+			case <-time.After(lockPoll):
+				continue
+			}
+			break
+		}
+		if err != nil {
+			f.Close()
+			l.unlock()
+			what := "directory above it"
+			if r.excl {
+				what = "workspace"
+			}
+			return fmt.Errorf("%w: wait for another command's %s %s: %w", ErrRefused, what, r.path, err)
+		}
+		l.held = append(l.held, f)
+	}
+	return nil
+}
+
+// unlock lets l's locks go. Idempotent.
+func (l *layout) unlock() {
+	for _, f := range l.held {
+		f.Close()
+	}
+	l.held = nil
+}
