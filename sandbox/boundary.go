@@ -498,9 +498,22 @@ func CredentialPaths(home string) []string {
 		return nil
 	}
 	rel := []string{
-		".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc", ".git-credentials",
-		".config/gcloud", ".config/gh", ".config/hub", ".npmrc", ".pypirc", ".cargo/credentials.toml",
-		".cargo/credentials", ".gem/credentials", ".claude/.credentials.json", ".codex/auth.json",
+		// Keys, cloud and cluster logins.
+		".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".oci", ".config/gcloud",
+		".config/doctl", ".config/hcloud", ".terraform.d", ".terraformrc", ".pulumi",
+		".vault-token", ".s3cfg", ".boto", ".config/rclone", ".config/containers",
+		".local/share/containers/auth.json",
+		// Git, forges and package registries.
+		".netrc", ".git-credentials", ".config/git/credentials", ".config/gh", ".config/hub",
+		".config/glab-cli", ".npmrc", ".yarnrc.yml", ".pypirc", ".cargo/credentials.toml",
+		".cargo/credentials", ".gem/credentials", ".m2/settings-security.xml", ".gradle/gradle.properties",
+		// Databases.
+		".pgpass", ".my.cnf", ".mylogin.cnf",
+		// Password stores, keyrings and browser profiles.
+		".password-store", ".local/share/keyrings", ".config/op", ".mozilla", ".config/google-chrome",
+		".config/chromium", ".config/BraveSoftware", ".config/microsoft-edge",
+		// Agents' logins and Logbook's own.
+		".claude.json", ".claude/.credentials.json", ".codex/auth.json",
 		".config/logbook", ".local/share/logbook",
 	}
 	out := make([]string, len(rel))

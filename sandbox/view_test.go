@@ -94,6 +94,34 @@ func TestBoundary_HomeCredentials(t *testing.T) {
 	}
 }
 
+// A home full of credential files, with the allowlist reaching into it:
+// every directory that holds one (~/.config, ~/.local, ~/.ssh, …) is an
+// allowlist entry. Each file stays unreadable in the restricted modes, as
+// CredentialPaths covers it even there.
+func TestBoundary_AllowedHomeCredentials(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	home := filepath.Join(outsideDir(t), "home")
+	credentialHome(t, home)
+	var allow []Allow
+	for _, f := range credentialFiles() {
+		if top, _, ok := strings.Cut(f, "/"); ok && !slices.ContainsFunc(allow, func(a Allow) bool { return a.Path == filepath.Join(home, top) }) {
+			allow = append(allow, Allow{Path: filepath.Join(home, top)})
+		}
+	}
+	ws := t.TempDir()
+	script := `for f in "$@"; do grep -qs ` + credentialMark + ` "$HOME/$f" && echo "read $f"; done; true`
+	for _, m := range []Mode{ReadOnly, WorkspaceWrite} {
+		s := Spec{Argv: append([]string{"sh", "-c", script, "sh"}, credentialFiles()...),
+			Env: append(testEnv(), "HOME="+home), Workspace: ws, Mode: m, Grace: testGrace,
+			Allow: allow, Hidden: CredentialPaths(home)}
+		_, r := run(t, s)
+		if out := r.text(Stdout); out != "" {
+			t.Errorf("%s, %d allowlist entries in the home: %s", m, len(allow), out)
+		}
+	}
+}
+
 // What a restricted command sees, row by row as README.md's table gives
 // it: "rw" writable, "ro" readable only, "-" absent or unreadable.
 func TestBoundary_View(t *testing.T) {
