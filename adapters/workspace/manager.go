@@ -579,7 +579,7 @@ func (m *Manager) addWorktree(ctx context.Context, project string, st workspace.
 	if branchExists(ctx, project, st.Branch) {
 		return false, &stepError{"worktree", fmt.Errorf("branch %s exists already in %s; Logbook does not take over a branch it did not make", st.Branch, project)}
 	}
-	if err := os.MkdirAll(filepath.Dir(st.Path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(st.Path), 0o700); err != nil {
 		return false, &stepError{"worktree", err}
 	}
 	if _, err := git(ctx, project, "worktree", "add", "--quiet", "-b", st.Branch, st.Path, st.BaseCommit); err != nil {

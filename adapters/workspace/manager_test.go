@@ -266,6 +266,17 @@ func TestCreate_NoOrigin(t *testing.T) {
 	if err != nil || ws.Status != workspace.StatusReady || ws.BaseRef != "origin/main" || !strings.HasPrefix(ws.Fallback, "origin unreachable") {
 		t.Errorf("unreachable origin: %+v %v", ws, err)
 	}
+	// The folders made for it are its owner's only (README: the data
+	// dir's directories are 0700).
+	for _, d := range []string{filepath.Dir(ws.Path), filepath.Dir(filepath.Dir(ws.Path))} {
+		fi, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o700 && d != h.root {
+			t.Errorf("%s: mode %v, want 0700", d, fi.Mode().Perm())
+		}
+	}
 	// No origin at all: the local trunk.
 	run(t, proj, "git", "remote", "remove", "origin")
 	ws, err = m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "b"})
