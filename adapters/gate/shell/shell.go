@@ -841,7 +841,30 @@ func (r *reader) words(w *syntax.Word, depth int) []Word {
 		}
 		return out
 	}
+	if unsplitBraces(w) {
+		// A list expand does not see but bash may ("x{},}" is x} x):
+		// unknown.
+		return []Word{{Reading: Wild, Glob: "${_}"}}
+	}
 	return []Word{decode(w, false)}
+}
+
+// unsplitBraces reports whether word w, in which syntax.SplitBraces found
+// no brace list, still holds an unquoted "{" with a "," or ".." and then
+// a "}" after it: bash reads some of those as lists (a "}" right after
+// the "{" is a member, not the end), so the word is not known.
+func unsplitBraces(w *syntax.Word) bool {
+	var b strings.Builder
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok {
+			b.WriteString(l.Value)
+		} else {
+			b.WriteByte(0)
+		}
+	}
+	s := b.String()
+	i, j := strings.IndexByte(s, '{'), strings.LastIndexByte(s, '}')
+	return i >= 0 && j > i && (strings.Contains(s[i:j], ",") || strings.Contains(s[i:j], ".."))
 }
 
 // oddBraces reports whether word w, split into brace lists, holds one
