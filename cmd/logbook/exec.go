@@ -160,6 +160,11 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if err != nil {
 		return fmt.Errorf("exec: workspace: %w", err)
 	}
+	if f.workspace == "" { // the current directory is stored too
+		if err := refuseSecrets(g, "exec", typedField{"the current directory (the default --workspace)", "folder", []string{ws}}); err != nil {
+			return err
+		}
+	}
 	// A folder that does not exist is refused once the registry has had
 	// its say: a workspace still initializing has no folder yet, and the
 	// refusal should say so.
