@@ -54,12 +54,12 @@ type job struct {
 	dropped atomic.Int64  // bytes past maxOut: counted, not stored
 	maxOut  int64         // cap on stored output, bytes
 
-	mu        sync.Mutex
-	p         *sandbox.Process
-	stopWant  bool // a stop arrived before the process was known
+	mu       sync.Mutex
+	p        *sandbox.Process
+	stopWant bool // a stop arrived before the process was known
 	// cancel ends the context the process was started with: a stop that
 	// arrives while sandbox.Start waits for the workspace ends the wait.
-	cancel context.CancelFunc
+	cancel    context.CancelFunc
 	abandoned atomic.Bool
 	stdin     sync.Mutex // serializes writes to the process's stdin
 }
