@@ -237,6 +237,38 @@ func TestWorker_StopBeforeStart(t *testing.T) {
 	}
 }
 
+// Two workspace_write commands in one workspace: the second waits for
+// the first's workspace, and a stop that arrives meanwhile ends the wait;
+// the stopped command never runs, and the first is not disturbed.
+func TestWorker_StopWhileWaitingForWorkspace(t *testing.T) {
+	needBwrap(t)
+	e := newEnv(t, false)
+	e.startWorker(e.workerConfig())
+	first := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", `echo ready; while [ ! -e go ]; do sleep 0.05; done`))
+	e.waitFor("the first command", func() bool { _, o := e.read(first); return strings.Contains(o.all.String(), "ready") })
+	second := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "touch ran"))
+	e.waitFor("the second command taken", func() bool { st, _ := e.read(second); return st.Status == command.StatusStarted })
+	time.Sleep(200 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(e.ws, "ran")); err == nil {
+		t.Fatal("the second command ran beside the first")
+	}
+	if err := e.client.Stop(t.Context(), second, "tester", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := e.follow(second, 10*time.Second); st.Status != command.StatusRefused {
+		t.Errorf("second: status %s, want refused", st.Status)
+	}
+	if err := os.WriteFile(filepath.Join(e.ws, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := e.follow(first, 10*time.Second); st.Status != command.StatusExited || st.ExitCode == nil || *st.ExitCode != 0 {
+		t.Errorf("first: status %s, exit %v", st.Status, st.ExitCode)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "ran")); err == nil {
+		t.Error("the stopped command ran")
+	}
+}
+
 func TestWorker_Stdin(t *testing.T) {
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
