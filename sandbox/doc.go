@@ -138,8 +138,10 @@
 //     does not stop connect(2);
 //   - a repository created during the command below the top level (a new
 //     sub/.git) is writable; only names that exist at the start, and
-//     missing top-level ones, are protected; likewise a hard link made
-//     into the workspace from outside while the command runs;
+//     missing top-level ones, are protected. That includes a submodule
+//     whose checkout is missing: a .git made at its path is one git on
+//     the host then enters (git status recurses into it); likewise a hard
+//     link made into the workspace from outside while the command runs;
 //   - writes to a writable (Allow.Write) allowlist entry reach the host,
 //     and nothing stops a command from swapping directories in one while
 //     another command mounts a path below it (the workspace or a hidden
