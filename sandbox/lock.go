@@ -131,3 +131,25 @@ func (l *layout) unlock() {
 	}
 	l.held = nil
 }
+
+// Busy reports whether a restricted Start of spec would now wait for
+// another command's locks (see lock): a worker asks before it takes a
+// command, so that one which would wait holds no slot meanwhile. The
+// answer may be stale as soon as it is given; Start waits in that case.
+// FullAccess is never busy, and neither is a spec Start would refuse
+// (Start says why).
+func Busy(spec Spec) bool {
+	if spec.Mode == FullAccess {
+		return false
+	}
+	pl, err := validate(spec)
+	if err != nil || !pl.restricted {
+		return false
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // one try each, no wait
+	l := pl.layout
+	err = l.lock(ctx)
+	l.unlock()
+	return errors.Is(err, context.Canceled)
+}

@@ -68,6 +68,16 @@ func TestStart_WaitsForWriter(t *testing.T) {
 		_, err = p.Wait()
 		return err
 	}
+	busy := func(s Spec) bool {
+		s.Argv, s.Env = []string{"true"}, testEnv()
+		return Busy(s)
+	}
+	if !busy(Spec{Workspace: ws, Mode: WorkspaceWrite}) || !busy(Spec{Workspace: filepath.Join(ws, "sub"), Mode: ReadOnly}) {
+		t.Error("Busy: a writer or a reader below it not busy while a writer runs")
+	}
+	if busy(Spec{Workspace: ws, Mode: ReadOnly}) || busy(Spec{Workspace: ws, Mode: FullAccess}) {
+		t.Error("Busy: a reader of the workspace or full_access busy while a writer runs")
+	}
 	for _, tc := range []struct {
 		name string
 		spec Spec
@@ -86,6 +96,9 @@ func TestStart_WaitsForWriter(t *testing.T) {
 		t.Errorf("reader of the workspace: %v", err)
 	}
 	release()
+	if busy(Spec{Workspace: ws, Mode: WorkspaceWrite}) {
+		t.Error("Busy: a writer busy once the first has ended")
+	}
 	if err := start(Spec{Workspace: ws, Mode: WorkspaceWrite}, 10*time.Second); err != nil {
 		t.Errorf("writer after the first ended: %v", err)
 	}

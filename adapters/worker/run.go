@@ -186,6 +186,13 @@ func (w *Worker) take(ctx, procCtx context.Context, id string) (verdict, error) 
 	} else if reason != "" {
 		return verdictDone, w.refuse(ctx, id, reason, "admit")
 	}
+	// A restricted command whose workspace another command holds would
+	// wait in sandbox.Start, holding a slot: it is put back and taken
+	// again when the workspace is free (still requested, so a stop
+	// meanwhile refuses it).
+	if sandbox.Busy(spec) {
+		return verdictRetry, nil
+	}
 	return w.start(ctx, procCtx, st, last, spec)
 }
 

@@ -237,20 +237,30 @@ func TestWorker_StopBeforeStart(t *testing.T) {
 	}
 }
 
-// Two workspace_write commands in one workspace: the second waits for
-// the first's workspace, and a stop that arrives meanwhile ends the wait;
-// the stopped command never runs, and the first is not disturbed.
+// Two workspace_write commands in one workspace: the second stays
+// requested while the first holds the workspace, holding no worker slot
+// (a command elsewhere runs meanwhile), and a stop refuses it; the
+// stopped command never runs, and the first is not disturbed.
 func TestWorker_StopWhileWaitingForWorkspace(t *testing.T) {
 	needBwrap(t)
 	e := newEnv(t, false)
-	e.startWorker(e.workerConfig())
+	cfg := e.workerConfig()
+	cfg.MaxRunning = 2
+	e.startWorker(cfg)
 	first := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", `echo ready; while [ ! -e go ]; do sleep 0.05; done`))
 	e.waitFor("the first command", func() bool { _, o := e.read(first); return strings.Contains(o.all.String(), "ready") })
 	second := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "touch ran"))
-	e.waitFor("the second command taken", func() bool { st, _ := e.read(second); return st.Status == command.StatusStarted })
-	time.Sleep(200 * time.Millisecond)
+	third := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "touch ran3"))
+	time.Sleep(500 * time.Millisecond)
 	if _, err := os.Stat(filepath.Join(e.ws, "ran")); err == nil {
 		t.Fatal("the second command ran beside the first")
+	}
+	if st, _ := e.read(second); st.Status != command.StatusRequested {
+		t.Errorf("second while the first runs: status %s, want requested", st.Status)
+	}
+	other := e.submit(e.request(events.ModeFullAccess, "echo", "elsewhere"))
+	if st, _ := e.follow(other, 10*time.Second); st.Status != command.StatusExited {
+		t.Errorf("a command beside the waiting ones: status %s, want exited", st.Status)
 	}
 	if err := e.client.Stop(t.Context(), second, "tester", "test"); err != nil {
 		t.Fatal(err)
@@ -266,6 +276,12 @@ func TestWorker_StopWhileWaitingForWorkspace(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.ws, "ran")); err == nil {
 		t.Error("the stopped command ran")
+	}
+	if st, _ := e.follow(third, 10*time.Second); st.Status != command.StatusExited {
+		t.Errorf("third, once the workspace is free: status %s, want exited", st.Status)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "ran3")); err != nil {
+		t.Errorf("third: %v", err)
 	}
 }
 
