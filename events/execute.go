@@ -92,7 +92,17 @@ func (x *Executor[S]) Execute(ctx context.Context, agg Aggregate, decide func(S)
 		}
 		evs, err := decide(c.s)
 		if err != nil {
-			return Appended{}, c.s, err
+			// A cached state another process has since moved past would
+			// refuse what the log allows (a command the cache last saw
+			// before it was requested): a refusal is of the current state.
+			fresh, moved, rerr := x.refresh(ctx, c)
+			if rerr != nil {
+				return Appended{}, c.s, errors.Join(err, rerr)
+			}
+			if moved {
+				continue
+			}
+			return Appended{}, fresh.s, err
 		}
 		if len(evs) == 0 {
 			// Appending nothing runs no optimistic check, so a cached

@@ -318,3 +318,34 @@ func TestExecutorConflictCatchesUp(t *testing.T) {
 		}
 	}
 }
+
+// TestExecutorRefusalIsOfTheCurrentState: an executor whose cached state
+// another writer has moved past does not refuse on the stale state; it
+// catches up and decides again (a worker's cache that last saw a command
+// before its request must not call it "never requested").
+func TestExecutorRefusalIsOfTheCurrentState(t *testing.T) {
+	l, _ := newLog(t)
+	reg := events.NewRegistry()
+	x := &events.Executor[int]{
+		Log: l, Reg: reg,
+		Init:   func(events.Aggregate) int { return 0 },
+		Evolve: func(n int, _ events.Envelope) int { return n + 1 },
+		IDs:    ulid.Make, Host: "h", Actor: "a",
+	}
+	agg := session("stale")
+	noop := func(int) (events.Decision, error) { return nil, nil }
+	if _, n, err := x.Execute(t.Context(), agg, noop); err != nil || n != 0 {
+		t.Fatalf("first look: %d, %v", n, err)
+	}
+	mustAppend(t, l, decision(reg, agg, 0, 1, 2)) // another writer
+	errNone := fmt.Errorf("nothing to act on")
+	_, n, err := x.Execute(t.Context(), agg, func(n int) (events.Decision, error) {
+		if n == 0 {
+			return nil, errNone
+		}
+		return nil, nil
+	})
+	if err != nil || n != 2 {
+		t.Errorf("Execute on a state moved past: state %d, %v; want 2, nil", n, err)
+	}
+}
