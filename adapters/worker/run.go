@@ -342,11 +342,18 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	}
 	// command.started is this worker's: from here on only this worker may
 	// start a process for the command, and every way out records an end.
+	// What follows the process's start gets a bound of its own: the
+	// start may have taken long (a workspace another command held).
+	fresh := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), DefaultAppendTimeout)
+	}
 	refuseOwn := func(reason, event string) (verdict, error) {
 		forget()
 		reason = w.cfg.Redactor.Redact(reason) // it may quote the request (argv[0], cwd)
-		err := w.refuseStarted(actx, st.ID, reason, event)
-		w.detach(actx, st.ID, st.Session, "refused", events.Cause{Kind: "worker", Event: event, Detail: reason, Ref: j.started.String()})
+		rctx, cancel := fresh()
+		defer cancel()
+		err := w.refuseStarted(rctx, st.ID, reason, event)
+		w.detach(rctx, st.ID, st.Session, "refused", events.Cause{Kind: "worker", Event: event, Detail: reason, Ref: j.started.String()})
 		return verdictDone, err
 	}
 	// The session first, so it is working before the command runs; a
@@ -405,7 +412,9 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	j.setProcess(p)
 	j.live.Store(true)
 	w.log.Info("started", "command", st.ID, "session", st.Session, "pid", p.Pid(), "mode", st.Mode, "argv", redactArgv(w.cfg.Redactor, st.Argv))
-	w.recordRunning(actx, j, p)
+	rctx, rcancel := fresh()
+	defer rcancel()
+	w.recordRunning(rctx, j, p)
 	started = true
 	go w.supervise(j, st)
 	return verdictStarted, nil
