@@ -11,9 +11,13 @@ import (
 // and the system directories (SystemDirs), at the same path. Everything
 // else on the host is absent from the boundary: deny by default.
 type Allow struct {
-	// Path is absolute and clean. A path that does not exist when the
-	// command starts is skipped; one inside the workspace is skipped too
-	// (the workspace's own mode decides there).
+	// Path is absolute, clean and resolved (as filepath.EvalSymlinks
+	// returns it; ResolveAllow resolves a list). A path that does not
+	// exist when the command starts is skipped; one inside the workspace
+	// is skipped too (the workspace's own mode decides there); and so is
+	// one that then resolves elsewhere, through a symbolic link: a command
+	// that can write where the entry lies could have swapped it for a
+	// link to a directory the allowlist never named.
 	Path string
 	// Write makes it writable in WorkspaceWrite; in ReadOnly it is
 	// read-only all the same. What a command writes there reaches the host
@@ -110,4 +114,19 @@ func DefaultAllow(home string, getenv func(string) string) []Allow {
 // is covered by an empty one. The caller owns the returned slice.
 func SystemDirs() []string {
 	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
+}
+
+// ResolveAllow returns as with each Path that exists resolved through its
+// symbolic links (filepath.EvalSymlinks), once: how a worker pins its
+// allowlist when it starts. Paths that do not exist are kept as given.
+// The caller owns the returned slice.
+func ResolveAllow(as []Allow) []Allow {
+	out := make([]Allow, len(as))
+	for i, a := range as {
+		if real, err := filepath.EvalSymlinks(a.Path); err == nil {
+			a.Path = real
+		}
+		out[i] = a
+	}
+	return out
 }

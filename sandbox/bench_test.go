@@ -219,7 +219,7 @@ func BenchmarkLayout(b *testing.B) {
 	b.Run("claim", func(b *testing.B) {
 		for b.Loop() {
 			l := newLayout(WorkspaceWrite, ws, ws, "", nil, nil)
-			if err := l.claim(context.Background()); err != nil {
+			if err := l.claim(context.Background(), func() (layout, error) { return l, nil }); err != nil {
 				b.Fatal(err)
 			}
 			l.release()

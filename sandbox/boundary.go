@@ -98,8 +98,8 @@ func newLayout(m Mode, ws, dir, home string, allow []Allow, hide []string) layou
 	views := []view{{ws, wsKind}}
 	for _, a := range allow {
 		real, err := filepath.EvalSymlinks(a.Path)
-		if err != nil || real == "/" || within(ws, real) {
-			continue // missing, or the workspace's own mode decides
+		if err != nil || real == "/" || within(ws, real) || real != filepath.Clean(a.Path) {
+			continue // missing, the workspace's own mode decides, or swapped for a link
 		}
 		if fi, err := os.Stat(real); err != nil || !fi.IsDir() && !fi.Mode().IsRegular() {
 			continue
@@ -291,21 +291,38 @@ func (l *layout) scan(extra []string) error {
 	}
 	l.protected = slices.DeleteFunc(l.protected, func(p string) bool { return top[p] })
 	l.links = links
-	// A protected path's parent could be renamed away and a new one,
-	// with a writable path of the same name, made in its place (mv vend
-	// vend-old && git init vend): each directory between the workspace
-	// and a protected path is a mount point inside the boundary, bound
+	// A protected or hidden path's parent could be renamed away and a
+	// new one, with a writable path of the same name, made in its place
+	// (mv vend vend-old && git init vend; or a decoy data dir, with the
+	// real one moved where the hidden list does not look): each directory
+	// between a writable view (the workspace, a writable allowlist entry)
+	// and such a path in it is a mount point inside the boundary, bound
 	// onto itself, which rename(2) and rmdir(2) refuse (EBUSY).
+	var roots []string
+	for _, v := range l.views {
+		if v.kind == viewRW {
+			roots = append(roots, v.path)
+		}
+	}
 	seen := map[string]bool{}
 	l.ancestors = nil
-	for _, p := range l.protected {
-		for d := filepath.Dir(p); d != l.ws && within(l.ws, d) && !seen[d]; d = filepath.Dir(d) {
+	for _, p := range slices.Concat(l.protected, l.hideDirs, l.hideFiles) {
+		root := ""
+		for _, r := range roots {
+			if within(r, p) && len(r) > len(root) {
+				root = r
+			}
+		}
+		if root == "" {
+			continue
+		}
+		for d := filepath.Dir(p); d != root && within(root, d) && !seen[d]; d = filepath.Dir(d) {
 			seen[d] = true
 			l.ancestors = append(l.ancestors, d)
 		}
 	}
 	if len(l.ancestors) > maxAncestorMounts {
-		return fmt.Errorf("%w: workspace %s: %d directories hold protected paths below the top level (at most %d): run it in read_only or full_access", ErrRefused, l.ws, len(l.ancestors), maxAncestorMounts)
+		return fmt.Errorf("%w: workspace %s: %d directories hold protected or hidden paths below the top level (at most %d): run it in read_only or full_access", ErrRefused, l.ws, len(l.ancestors), maxAncestorMounts)
 	}
 	slices.SortFunc(l.ancestors, func(a, b string) int {
 		return cmp.Or(cmp.Compare(strings.Count(a, "/"), strings.Count(b, "/")), cmp.Compare(a, b))

@@ -60,15 +60,20 @@
 // workspace and a nested protected path is bound onto itself, a mount
 // point too, so it can be neither renamed nor removed: a nested
 // repository cannot be moved aside and a writable one made in its place.
-// More than 256 such directories refuse the workspace.
+// The same holds for a hidden path in a writable view (the data dir in
+// the workspace): it and the directories above it stay where the hidden
+// list names them. More than 256 such directories refuse the workspace.
 //
 // bubblewrap resolves each path when it mounts it, so a start locks, with
 // flock(2), for every worker process on the host: a WorkspaceWrite command
 // holds its workspace exclusively from before it is searched until its
 // boundary is gone, and every restricted start holds shared each directory
 // above a path it mounts by name (the workspace, the allowlist entries,
-// the hidden paths) while it runs. No command can swap a directory for a
-// symbolic link between the search and the mounts: two WorkspaceWrite
+// the hidden paths) while it runs, opening none of them through a
+// symbolic link; once it holds them it resolves every path again and
+// refuses (ErrRefused) if one now resolves elsewhere than when it was
+// planned. No command can swap a directory for a symbolic link between
+// the search and the mounts: two WorkspaceWrite
 // commands in one workspace, or one in a directory below another's, run
 // one after the other, the second waiting for as long as its context
 // lets it. A ReadOnly command of the same workspace does not wait.

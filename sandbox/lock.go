@@ -85,7 +85,11 @@ func (l *layout) locks() []lockReq {
 // Its errors wrap ErrRefused, and ctx's error when it is done.
 func (l *layout) lock(ctx context.Context) error {
 	for _, r := range l.locks() {
-		f, err := os.Open(r.path)
+		f, err := openDir(r.path)
+		if errors.Is(err, unix.ELOOP) {
+			l.unlock()
+			return fmt.Errorf("%w: %s has become a symbolic link since the command was planned", ErrRefused, r.path)
+		}
 		if err != nil {
 			if r.excl {
 				l.unlock()
@@ -122,6 +126,41 @@ func (l *layout) lock(ctx context.Context) error {
 		l.held = append(l.held, f)
 	}
 	return nil
+}
+
+// openDir opens directory p for a lock without following a symbolic
+// link anywhere along it (openat2 RESOLVE_NO_SYMLINKS, Linux 5.6; before
+// that, O_NOFOLLOW on the last component only): ELOOP when one is there.
+// The paths locked are resolved ones, so a link means one was swapped in.
+func openDir(p string) (*os.File, error) {
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, p, &how)
+	if errors.Is(err, unix.ENOSYS) {
+		fd, err = unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	return os.NewFile(uintptr(fd), p), nil
+}
+
+// differs reports what differs between layout l, planned before its locks
+// were taken, and fresh, planned again under them ("" if nothing): the
+// paths a command mounts must be those it was planned and admitted with.
+func (l *layout) differs(fresh layout) string {
+	switch {
+	case l.ws != fresh.ws:
+		return fmt.Sprintf("the workspace resolved to %s, now to %s", l.ws, fresh.ws)
+	case l.dir != fresh.dir:
+		return fmt.Sprintf("the working directory resolved to %s, now to %s", l.dir, fresh.dir)
+	case !slices.Equal(l.views, fresh.views):
+		return "the allowlist or the home resolves elsewhere"
+	case !slices.Equal(l.hideDirs, fresh.hideDirs) || !slices.Equal(l.hideFiles, fresh.hideFiles):
+		return "a hidden path resolves elsewhere"
+	case !slices.Equal(l.system, fresh.system):
+		return "the system directories changed"
+	}
+	return ""
 }
 
 // unlock lets l's locks go. Idempotent.

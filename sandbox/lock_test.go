@@ -103,3 +103,95 @@ func TestStart_WaitsForWriter(t *testing.T) {
 		t.Errorf("writer after the first ended: %v", err)
 	}
 }
+
+// A command waiting for another's workspace, whose own workspace or
+// allowlist entry lies in it: the running command swaps that directory
+// for a symbolic link to a secret and ends. The waiting one is refused,
+// naming the change; it never runs on the link's target.
+func TestStart_SwappedWhileWaiting(t *testing.T) {
+	requireBwrap(t)
+	secret := outsideDir(t)
+	must(t, os.WriteFile(filepath.Join(secret, "key"), []byte("s3cr3t\n"), 0o644))
+	for _, tc := range []struct {
+		name string
+		spec func(ws string) Spec
+	}{
+		{"reader below it", func(ws string) Spec { return Spec{Workspace: filepath.Join(ws, "sub"), Mode: ReadOnly} }},
+		{"writer below it", func(ws string) Spec { return Spec{Workspace: filepath.Join(ws, "sub"), Mode: WorkspaceWrite} }},
+		{"allowlist entry in it", func(ws string) Spec {
+			return Spec{Workspace: t.TempDir(), Mode: ReadOnly, Allow: []Allow{{Path: filepath.Join(ws, "sub")}},
+				Hidden: []string{filepath.Join(ws, "sub", "x")}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			must(t, os.Mkdir(filepath.Join(ws, "sub"), 0o755))
+			must(t, unix.Mkfifo(filepath.Join(ws, "go"), 0o666))
+			a, err := Start(context.Background(), Spec{Argv: []string{"sh", "-c", "read x < go; mv sub sub.old && ln -s " + secret + " sub"},
+				Env: testEnv(), Workspace: ws, Mode: WorkspaceWrite, Grace: testGrace}, nil)
+			must(t, err)
+			s := tc.spec(ws)
+			s.Argv, s.Env, s.Grace = []string{"sh", "-c", "cat " + filepath.Join(ws, "sub", "key") + " key 2>/dev/null; true"}, testEnv(), testGrace
+			r := newRecorder("")
+			type started struct {
+				p   *Process
+				err error
+			}
+			bc := make(chan started, 1)
+			go func() { p, err := Start(context.Background(), s, r.emit); bc <- started{p, err} }()
+			time.Sleep(100 * time.Millisecond)
+			must(t, os.WriteFile(filepath.Join(ws, "go"), []byte("go\n"), 0o644))
+			if res, err := a.Wait(); err != nil || res.ExitCode != 0 {
+				t.Fatalf("the swap: %+v, %v", res, err)
+			}
+			b := <-bc
+			if b.err == nil {
+				res, _ := b.p.Wait()
+				t.Fatalf("started after the swap (exit %d, stdout %q)", res.ExitCode, r.text(Stdout))
+			}
+			if !errors.Is(b.err, ErrRefused) {
+				t.Errorf("refusal %v does not wrap ErrRefused", b.err)
+			}
+		})
+	}
+}
+
+// An allowlist entry swapped for a symbolic link between two commands
+// (no wait involved) is left out: the link's target is not mounted.
+func TestStart_AllowEntrySwappedForLink(t *testing.T) {
+	requireBwrap(t)
+	secret := outsideDir(t)
+	must(t, os.WriteFile(filepath.Join(secret, "key"), []byte("s3cr3t\n"), 0o644))
+	tools := filepath.Join(outsideDir(t), "tools")
+	must(t, os.Mkdir(tools, 0o755))
+	allow := ResolveAllow([]Allow{{Path: tools}})
+	must(t, os.Remove(tools))
+	must(t, os.Symlink(secret, tools))
+	s := Spec{Argv: []string{"sh", "-c", "cat " + tools + "/key " + secret + "/key 2>/dev/null; true"}, Env: testEnv(),
+		Workspace: t.TempDir(), Mode: ReadOnly, Grace: testGrace, Allow: allow}
+	if _, r := run(t, s); r.text(Stdout) != "" {
+		t.Errorf("read through the swapped allowlist entry: %q", r.text(Stdout))
+	}
+}
+
+// A hidden path (the data dir, say) two levels into the workspace: a
+// workspace_write command can neither move it nor the directory above
+// it, so no later command finds it where the hidden list does not look.
+func TestBoundary_HiddenParentNotRenamed(t *testing.T) {
+	requireBwrap(t)
+	ws := t.TempDir()
+	data := filepath.Join(ws, "x", "data")
+	must(t, os.MkdirAll(data, 0o700))
+	must(t, os.WriteFile(filepath.Join(data, "creds.json"), []byte("s3cr3t\n"), 0o600))
+	for _, m := range []Mode{WorkspaceWrite, ReadOnly} {
+		s := Spec{Argv: []string{"sh", "-c", `mv x y 2>/dev/null && echo moved x; mv x/data d 2>/dev/null && echo moved data
+			cat y/data/creds.json d/creds.json x/data/creds.json 2>/dev/null; true`},
+			Env: testEnv(), Workspace: ws, Mode: m, Grace: testGrace, Hidden: []string{data}}
+		if _, r := run(t, s); r.text(Stdout) != "" {
+			t.Errorf("%s: %q", m, r.text(Stdout))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(data, "creds.json")); err != nil {
+		t.Errorf("the hidden dir moved: %v", err)
+	}
+}

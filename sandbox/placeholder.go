@@ -40,15 +40,27 @@ func isPlaceholder(fi fs.FileInfo) bool {
 	return fi.IsDir() || fi.Mode().IsRegular() && fi.Size() == 0
 }
 
-// claim takes l's locks (see lock), waiting as long as ctx lets it. In
-// WorkspaceWrite it then searches the workspace (scan) and decides the
-// top-level protected names: one that exists is bound read-only
-// (l.protected), one that is missing or is a placeholder is kept missing
-// (l.absentDirs, l.absentFiles), its placeholder made if need be. release
-// ends it. Its errors wrap ErrRefused.
-func (l *layout) claim(ctx context.Context) error {
+// claim takes l's locks (see lock), waiting as long as ctx lets it, then
+// plans the layout again (replan) and refuses if any path it mounts has
+// come to resolve elsewhere meanwhile (a directory swapped for a link
+// while it waited). In WorkspaceWrite it then searches the workspace
+// (scan) and decides the top-level protected names: one that exists is
+// bound read-only (l.protected), one that is missing or is a placeholder
+// is kept missing (l.absentDirs, l.absentFiles), its placeholder made if
+// need be. release ends it. Its errors wrap ErrRefused.
+func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error {
 	if err := l.lock(ctx); err != nil {
 		return err
+	}
+	fresh, err := replan()
+	if err == nil {
+		if d := l.differs(fresh); d != "" {
+			err = errors.New(d)
+		}
+	}
+	if err != nil {
+		l.unlock()
+		return fmt.Errorf("%w: workspace %s changed while the command waited for it: %v", ErrRefused, l.ws, err)
 	}
 	if l.mode != WorkspaceWrite {
 		return nil

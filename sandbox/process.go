@@ -259,7 +259,11 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 	if pl.restricted {
 		// The top-level protected names are decided under the
 		// workspace's lock, held until the boundary is gone.
-		if err := pl.layout.claim(ctx); err != nil {
+		replan := func() (layout, error) {
+			again, err := validate(spec)
+			return again.layout, err
+		}
+		if err := pl.layout.claim(ctx, replan); err != nil {
 			p.closeFiles()
 			closeAll(child...)
 			closeAll(block)
@@ -444,6 +448,17 @@ func openPTY() (master, slave *os.File, err error) {
 		return nil, nil, fmt.Errorf("pty master non-blocking: %w", err)
 	}
 	return os.NewFile(uintptr(fd), m.Name()), s, nil
+}
+
+// Workspace returns, in the restricted modes, the workspace's path as its
+// boundary mounts it: Spec.Workspace resolved when the command's locks
+// were taken ("" in FullAccess). A caller that admitted the command on a
+// resolved path compares the two before it releases a held command.
+func (p *Process) Workspace() string {
+	if !p.restricted {
+		return ""
+	}
+	return p.layout.ws
 }
 
 // Pid returns the host process id of the process group leader: the command

@@ -177,6 +177,11 @@ func (w *Worker) take(ctx, procCtx context.Context, id string) (verdict, error) 
 	if err := namesSecret(id, st.Session, st.Workspace, st.Cwd, w.cfg.Redactor); err != nil {
 		return verdictDone, w.refuse(ctx, id, "refused: "+err.Error()+"; a command whose request names a secret is not run", "secrets")
 	}
+	// One resolution of the workspace serves admission and the sandbox,
+	// which refuses to run on another (sandbox.Process.Workspace).
+	if ws, err := filepath.EvalSymlinks(filepath.Clean(st.Workspace)); err == nil && filepath.IsAbs(st.Workspace) {
+		st.Workspace = ws
+	}
 	spec, reason := w.spec(st)
 	if reason != "" {
 		return verdictDone, w.refuse(ctx, id, reason, "spec")
@@ -394,6 +399,11 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	}
 	if serr != nil {
 		return abort(refusal(serr), "sandbox.start")
+	}
+	if p != nil && p.Workspace() != spec.Workspace {
+		// Admitted on one folder, about to run on another: a directory
+		// along the path was swapped for a link meanwhile.
+		return abort("workspace "+spec.Workspace+" resolved to "+p.Workspace()+" by the time its boundary was built", "sandbox.start")
 	}
 	if p == nil {
 		close(j.gate)

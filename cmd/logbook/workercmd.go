@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -78,6 +79,16 @@ func sandboxAllow(vals []string) ([]sandbox.Allow, error) {
 			return nil, usageErrorf("--sandbox-allow %q: %s does not exist or cannot be read", v, a.Path)
 		}
 		out = append(out, a)
+	}
+	// Pinned now: a restricted command's start leaves out an entry that
+	// has come to resolve elsewhere (sandbox.Allow).
+	out = sandbox.ResolveAllow(out)
+	if h, err := filepath.EvalSymlinks(home); err == nil {
+		for _, a := range out {
+			if a.Path == h || strings.HasPrefix(h, a.Path+"/") || a.Path == "/" {
+				return nil, usageErrorf("--sandbox-allow: %s is, through a symbolic link, the home directory or above it: name a directory inside it", a.Path)
+			}
+		}
 	}
 	return out, nil
 }
