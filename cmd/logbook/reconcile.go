@@ -106,6 +106,10 @@ type reconciler struct {
 	stderr       io.Writer
 	passes       int  // passes run to the end so far
 	holding      bool // the last pass was held off (unsettled), and said so
+	// wake is when a session the last pass found silent but still in
+	// its quiet period (claude.Quiet) comes out of it: the next pass
+	// runs then if that is before the next interval. Zero: none.
+	wake time.Time
 }
 
 // readyEvery is how often the reconciler looks at ready sessions (whose
@@ -142,10 +146,27 @@ func (r *reconciler) Run(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		r.tick(ctx)
+		var (
+			soon <-chan time.Time
+			w    *time.Timer
+		)
+		if !r.wake.IsZero() {
+			// A session silent but for its quiet period is looked at
+			// again when that ends, not an interval later.
+			w = time.NewTimer(max(time.Until(r.wake), minReconcileEvery))
+			soon = w.C
+		}
 		select {
 		case <-ctx.Done():
+			if w != nil {
+				w.Stop()
+			}
 			return nil
 		case <-t.C:
+		case <-soon:
+		}
+		if w != nil {
+			w.Stop()
 		}
 	}
 }
@@ -197,6 +218,7 @@ func (r *reconciler) pass(ctx context.Context) (int, error) {
 		phases = append(phases, events.PhaseReady)
 	}
 	var due []string
+	r.wake = time.Time{}
 	for _, phase := range phases {
 		// One row decoded at a time, and only the sessions a tick would
 		// change kept: a pass over thousands of sessions holds one
@@ -216,6 +238,16 @@ func (r *reconciler) pass(ctx context.Context) (int, error) {
 				return false, fmt.Errorf("session %s: decode row: %w", id, err)
 			}
 			stale := busy && r.abandonAfter > 0 && now.Sub(head.ObservedAt) >= r.abandonAfter
+			if quiet := head.ReceivedAt.Add(claude.Quiet); stale && quiet.After(now) {
+				// Silent by the agent's account, but still taking
+				// lines in (an import): looked at again when quiet.
+				if r.wake.IsZero() || quiet.Before(r.wake) {
+					r.wake = quiet
+				}
+				if head.AgentProcess == nil {
+					return true, nil
+				}
+			}
 			if !head.due(stale, check) {
 				return true, nil
 			}
@@ -274,6 +306,7 @@ func (r *reconciler) pass(ctx context.Context) (int, error) {
 // JSON) that a tick decides on.
 type tickHead struct {
 	ObservedAt   time.Time       `json:"observed_at"`
+	ReceivedAt   time.Time       `json:"received_at"`
 	AgentProcess *events.Process `json:"agent_process"`
 }
 
