@@ -96,7 +96,7 @@ func sessionRequestCmd(ctx context.Context, g *globals, verb string, req api.Ses
 
 // reconciler runs the reconciler in serve: every interval it looks at
 // the sessions that may need a mark (those with a known agent process,
-// and those working or waiting with nothing observed for abandonAfter)
+// and those working with nothing observed for abandonAfter)
 // and lets claude.Ingester.Reconcile decide from what it sees.
 type reconciler struct {
 	svc          *api.Service
@@ -226,7 +226,6 @@ func (r *reconciler) pass(ctx context.Context) (int, error) {
 		// state first also means quiet sessions are never read from the
 		// log (which would make the server load every old block of
 		// theirs); Reconcile decides again on the log's state.
-		busy := phase != events.PhaseReady
 		err := r.svc.Store.SessionRows(phase, "", func(id string, row []byte) (bool, error) {
 			// The fields a tick decides on are read first, into a small
 			// value: a session whose agent process lives, or that has
@@ -237,7 +236,10 @@ func (r *reconciler) pass(ctx context.Context) (int, error) {
 			if err := json.Unmarshal(row, &head); err != nil {
 				return false, fmt.Errorf("session %s: decode row: %w", id, err)
 			}
-			stale := busy && r.abandonAfter > 0 && now.Sub(head.ObservedAt) >= r.abandonAfter
+			// A waiting session waits on a person: never stale
+			// (reducers/session's tick), so only its agent process
+			// is looked at, and its state is not decoded every pass.
+			stale := phase == events.PhaseWorking && r.abandonAfter > 0 && now.Sub(head.ObservedAt) >= r.abandonAfter
 			if quiet := head.ReceivedAt.Add(claude.Quiet); stale && quiet.After(now) {
 				// Silent by the agent's account, but still taking
 				// lines in (an import): looked at again when quiet.
