@@ -55,6 +55,23 @@ type Tick struct {
 	LastObserved time.Time     `json:"last_observed"`    // the session's last observation of the agent, as read
 	AbandonAfter int64         `json:"abandon_after_ms"` // idle time after which open entries are stale, ms; 0: never
 	Check        *ProcessCheck `json:"check,omitempty"`  // the agent process and its check; nil: none known
+	// LastRef is the event id of the observation LastObserved was taken
+	// from: the mark's evidence resolves to a stored observation. ""
+	// in ticks stored before it was kept.
+	LastRef string `json:"last_ref,omitempty"`
+	// LastReceived is when the appending host last took in an
+	// observation of the session (Observation.Received), live or read
+	// from history: the quiet period is measured from it. Zero: unknown.
+	LastReceived time.Time `json:"last_received,omitzero"`
+	// QuietMS is how long after LastReceived nothing may be marked
+	// stale, ms: an import in progress is not silence. 0: no quiet
+	// period (ticks stored before it was kept).
+	QuietMS int64 `json:"quiet_ms,omitempty"`
+	// ClockOffsetMS is the agent clock's offset as the session had
+	// learned it (Observation.Live), ms: the server's clock minus the
+	// agent's; positive when the agent's clock is behind. Evidence
+	// only: it is never acted on as silence.
+	ClockOffsetMS int64 `json:"clock_offset_ms,omitempty"`
 }
 
 // Idle returns how long nothing had been observed at t.Now.

@@ -1,5 +1,7 @@
 package events
 
+import "time"
+
 // Observation is what an adapter saw, normalized and agent-neutral: the
 // input of a session decision. The adapter that parsed it fills Signals;
 // the reducer decides only from Signals and Meta, so re-running today's
@@ -28,7 +30,21 @@ type Observation struct {
 	// before it was kept).
 	Fingerprint *Fingerprint `json:"fingerprint,omitempty"`
 	Process     *Process     `json:"process,omitempty"` // the agent process a hook ran under, when found
-	Tick        *Tick        `json:"tick,omitempty"`    // set in a TickObserved only
+	// Received is when the appending host took the observation in, by
+	// its own clock: a hook's receipt (its spool entry's time), the
+	// moment a transcript line was read. Zero in observations stored
+	// before it was kept. Staleness is judged on this clock, never on
+	// the agent's (see Live).
+	Received time.Time `json:"received,omitzero"`
+	// Live is set when the observation arrived as the agent wrote it: a
+	// hook, or a transcript line serve --watch saw appended to a file it
+	// was following. Such an observation is dated by Received, and a
+	// line's AgentTime beside it gives the agent's clock offset. A line
+	// read from a file not written live (an import, the first read of a
+	// file present when the watcher started) is history: it is dated by
+	// its AgentTime corrected by the offset learned, if any.
+	Live bool  `json:"live,omitempty"`
+	Tick *Tick `json:"tick,omitempty"` // set in a TickObserved only
 	// RewrittenFrom is set on the first line imported into a session that
 	// holds a rewritten transcript as a new history (import --as-new): the
 	// session the file diverged from. The session's start links to it.

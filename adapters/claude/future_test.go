@@ -112,5 +112,10 @@ func TestHook_FutureTime(t *testing.T) {
 		if !r.At.Equal(bound) {
 			t.Errorf("%s at %v; want the bound %v", r.Type, r.At, bound)
 		}
+		// The hook is live, received at the bound too: a far-future
+		// receipt would keep the session from ever looking silent.
+		if o, ok := events.Observed(r.Data); ok && (!o.Live || !o.Received.Equal(bound)) {
+			t.Errorf("%s: live %v, received %v; want live, received at the bound %v", r.Type, o.Live, o.Received, bound)
+		}
 	}
 }

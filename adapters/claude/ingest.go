@@ -287,6 +287,10 @@ func (in *Ingester) HookThen(ctx context.Context, e Entry, then Then) (events.Ap
 		p := *e.Process
 		o.Process = &p
 	}
+	// A hook arrives as the agent runs: it is dated by its receipt here
+	// (its spool entry's time, bounded like its decisions' time).
+	recv, _ := events.BoundTime(e.Time, in.clock())
+	o.Received, o.Live = recv.UTC().Truncate(time.Microsecond), true
 	agg, err := hookAggregate(o)
 	if err != nil {
 		return events.Appended{}, session.State{}, fmt.Errorf("hook %s: %w", e.ID, err)
@@ -524,6 +528,7 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		last = firstTime(f, path)
 	}
 	now := in.clock()
+	live := isLiveRead(ctx)
 	future := false // a line past now's bound was warned of
 	uuids := map[string]bool{}
 	var unknown []int // oversized lines whose uuid their head does not hold
@@ -648,6 +653,9 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: %s", path, l.N, p))
 		}
 		o.Fingerprint = &fp
+		// When this host took the line in, and whether it was read as
+		// the agent wrote it (Watch) or is history (an import).
+		o.Received, o.Live = in.clock().UTC().Truncate(time.Microsecond), live
 		if rewrittenFrom != "" {
 			o.RewrittenFrom, rewrittenFrom = rewrittenFrom, ""
 		}
@@ -1139,4 +1147,20 @@ func realPath(path string) string {
 		return path
 	}
 	return r
+}
+
+// liveKey is the context key of a live read (withLiveRead).
+type liveKey struct{}
+
+// withLiveRead returns ctx marking the transcript reads made under it as
+// live: the lines were appended while Watch followed the file, so each
+// observation is dated by its receipt (events.Observation.Live).
+func withLiveRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, liveKey{}, true)
+}
+
+// isLiveRead reports whether ctx marks a live read (withLiveRead).
+func isLiveRead(ctx context.Context) bool {
+	live, _ := ctx.Value(liveKey{}).(bool)
+	return live
 }

@@ -15,10 +15,16 @@ const ParserTick = "logbook-reconciler/1"
 // decisions.
 const ActorReconciler = "logbook-reconciler"
 
+// Quiet is how long after the last observation a session took in (its
+// ReceivedAt, by the appending host's clock) a tick marks nothing stale:
+// lines still arriving, as from an import in progress, are not silence.
+const Quiet = 2 * time.Second
+
 // Reconcile looks at session agg once at time now: when the session has
 // an agent process, check reports whether it still runs; abandonAfter
 // (0: never) is how long a session without a known process may go
-// unobserved before its open entries are marked stale. What it saw is an
+// unobserved before its open entries are marked stale; nothing is marked
+// stale within Quiet of the session's last receipt. What it saw is an
 // events.Tick; when session.Decide finds that the tick means something
 // (an agent_gone end, stale marks), the tick is appended as a
 // TickObserved with those decisions in one batch, so replay --rederive
@@ -51,7 +57,13 @@ func (in *Ingester) tick(s session.State, agg events.Aggregate, now time.Time, a
 	if !s.Exists() || s.Phase == events.PhaseEnded {
 		return nil, nil
 	}
-	t := events.Tick{Now: now, LastObserved: s.ObservedAt, AbandonAfter: abandonAfter.Milliseconds()}
+	t := events.Tick{
+		Now: now, LastObserved: s.ObservedAt, LastRef: s.ObservedRef, LastReceived: s.ReceivedAt,
+		AbandonAfter: abandonAfter.Milliseconds(), QuietMS: Quiet.Milliseconds(),
+	}
+	if !s.ClockOffsetAt.IsZero() {
+		t.ClockOffsetMS = s.ClockOffsetMS
+	}
 	if s.AgentProcess != nil && check != nil {
 		c := check(*s.AgentProcess)
 		t.Check = &c

@@ -47,7 +47,18 @@ func TestReconcile_Stale(t *testing.T) {
 	if err != nil || ap.Last != 0 || st.Phase != events.PhaseWorking {
 		t.Fatalf("early tick: appended %+v, phase %s, err %v; want nothing", ap, st.Phase, err)
 	}
+	// Within Quiet of the import's receipt, nothing is silent yet: the
+	// import may be going on.
+	if !working.ReceivedAt.After(seen) {
+		t.Fatalf("received_at %s: the import's receipt not recorded", working.ReceivedAt)
+	}
+	if ok, err := in.WouldReconcile(working, working.ReceivedAt.Add(Quiet-time.Millisecond), 30*time.Minute, nil); ok || err != nil {
+		t.Errorf("WouldReconcile within the quiet period = %v, %v; want false", ok, err)
+	}
 	now := seen.Add(72 * time.Hour)
+	if q := working.ReceivedAt.Add(Quiet); now.Before(q) {
+		now = q.UTC()
+	}
 	if ok, err := in.WouldReconcile(working, now, 30*time.Minute, nil); !ok || err != nil {
 		t.Errorf("WouldReconcile after abandon-after = %v, %v; want true", ok, err)
 	}

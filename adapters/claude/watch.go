@@ -49,6 +49,11 @@ type watched struct {
 	skip     bool  // not a transcript
 	special  bool  // not a regular file (a FIFO, a device): never opened
 	failed   string
+	// live is set once the file's lines are read as the agent writes
+	// them: after its first import, or from the start for a file that
+	// appeared after Watch started. What a file held when Watch started
+	// is history (events.Observation.Live).
+	live bool
 }
 
 // watcher is one run of Ingester.Watch.
@@ -59,6 +64,9 @@ type watcher struct {
 	roots map[string]string // resolved root → the root as the caller named it
 	files map[string]*watched
 	dirty map[string]bool
+	// started is set after the first walk of the roots is imported:
+	// files found later appeared while Watch ran.
+	started bool
 }
 
 // Watch follows the Claude Code transcripts under cfg.Roots as they are
@@ -109,6 +117,7 @@ func (in *Ingester) Watch(ctx context.Context, cfg WatchConfig) error {
 	}
 	w.rescan()
 	w.process(ctx)
+	w.started = true
 	t := time.NewTicker(cfg.Rescan)
 	defer t.Stop()
 	for {
@@ -295,7 +304,7 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 	changed := "" // what makes the file suspect, for the report
 	switch {
 	case !seen:
-		f = &watched{}
+		f = &watched{live: w.started}
 		w.files[name] = f
 		if w.cfg.Accept != nil {
 			if ok, why := w.cfg.Accept(name); !ok {
@@ -332,12 +341,16 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 	// against the fingerprint of the last line imported and, if they
 	// differ, records session.transcript_diverged and appends nothing.
 	var res []FileResult
-	if w.cfg.Import != nil {
-		res, err = w.cfg.Import(ctx, name)
-	} else {
-		res, err = w.in.ImportTranscript(ctx, t, nil)
+	ictx := ctx
+	if f.live && changed == "" {
+		ictx = withLiveRead(ctx)
 	}
-	f.dev, f.ino, f.size = dev, ino, size
+	if w.cfg.Import != nil {
+		res, err = w.cfg.Import(ictx, name)
+	} else {
+		res, err = w.in.ImportTranscript(ictx, t, nil)
+	}
+	f.dev, f.ino, f.size, f.live = dev, ino, size, true
 	if _, ok := errors.AsType[*DivergedError](err); ok {
 		f.diverged = true
 		if changed == "" {

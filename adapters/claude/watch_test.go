@@ -233,3 +233,81 @@ func TestWatch_ImportBeside(t *testing.T) {
 		t.Errorf("%d line observations in the log, want %d: a line was doubled or lost", n, want)
 	}
 }
+
+// TestWatch_LiveLinesDatedByReceipt: what a file held when Watch started
+// is history (Live unset); a line appended while Watch follows the file,
+// and every line of a file that appeared while it ran, is live and
+// carries its receipt on this host's clock. An agent whose clock lags by
+// 40 minutes is then heard from now, its offset learned, and a
+// reconciler tick finds nothing stale (issue case claude-phase/75).
+func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
+	const sid = "5e551011-0000-4000-8000-000000000075"
+	const lag = 40 * time.Minute
+	line := func(n int, at time.Time, body string) []byte {
+		parent := "null"
+		if n > 1 {
+			parent = fmt.Sprintf(`"u%d"`, n-1)
+		}
+		return fmt.Appendf(nil, `{"type":%s,"uuid":"u%d","parentUuid":%s,"sessionId":"%s","timestamp":"%s",%s}`+"\n",
+			map[bool]string{true: `"user"`, false: `"assistant"`}[n == 1], n, parent, sid, at.UTC().Format("2006-01-02T15:04:05.000Z"), body)
+	}
+	prompt := `"message":{"role":"user","content":"build it"}`
+	use := func(id string) string {
+		return `"message":{"role":"assistant","model":"m","content":[{"type":"tool_use","id":"` + id + `","name":"Bash","input":{"command":"make"}}],"stop_reason":"tool_use"}`
+	}
+	log := openLog(t)
+	in := newTestIngester(t, log)
+	root := t.TempDir()
+	dir := filepath.Join(root, "-home-user-shop")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, sid+".jsonl")
+	appendFile(t, path, line(1, time.Now().Add(-lag), prompt)) // there before Watch starts
+	startWatch(t, in, 20*time.Millisecond, root)
+	eventually(t, "the first line", func() bool { return loggedState(t, log, sid).Lines == 1 })
+	appendFile(t, path, line(2, time.Now().Add(-lag), use("toolu_1")))
+	eventually(t, "the appended line", func() bool { return loggedState(t, log, sid).Lines == 2 })
+	after := time.Now()
+
+	recs, _, err := log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []bool
+	for _, r := range recs {
+		if o, ok := events.Observed(r.Data); ok && o.Line > 0 {
+			live = append(live, o.Live)
+			if o.Received.IsZero() || o.Received.After(after) {
+				t.Errorf("line %d received %s", o.Line, o.Received)
+			}
+		}
+	}
+	if fmt.Sprint(live) != "[false true]" {
+		t.Errorf("live per line = %v, want [false true]: history first, then live", live)
+	}
+	st := loggedState(t, log, sid)
+	if off := time.Duration(st.ClockOffsetMS) * time.Millisecond; off < lag-time.Minute || off > lag+time.Minute {
+		t.Errorf("clock offset %s, want about %s", off, lag)
+	}
+	if !strings.Contains(st.ClockOffset(), "behind the server's") {
+		t.Errorf("clock offset shown as %q", st.ClockOffset())
+	}
+	if idle := time.Since(st.ObservedAt); idle > time.Minute {
+		t.Errorf("observed_at %s: %s ago, want the receipt of the last line", st.ObservedAt, idle)
+	}
+	now := time.Now().Add(Quiet)
+	if ok, err := in.WouldReconcile(st, now, 30*time.Minute, nil); ok || err != nil {
+		t.Errorf("WouldReconcile on a live session with a lagging clock = %v, %v; want false", ok, err)
+	}
+
+	// A file that appears while Watch runs is followed live from its
+	// first line.
+	const sid2 = "5e551011-0000-4000-8000-000000000076"
+	path2 := filepath.Join(dir, sid2+".jsonl")
+	appendFile(t, path2, bytes.ReplaceAll(line(1, time.Now().Add(-lag), prompt), []byte(sid), []byte(sid2)))
+	eventually(t, "the new file's line", func() bool { return loggedState(t, log, sid2).Lines == 1 })
+	if st2 := loggedState(t, log, sid2); st2.ClockOffsetAt.IsZero() {
+		t.Errorf("a file that appeared while watched: no offset learned, its line not taken as live")
+	}
+}

@@ -29,6 +29,7 @@ type Ingester struct {
 	base    *claude.Ingester
 	parser  *Parser
 	private []string // IngestConfig.Private
+	clock   events.Clock
 	mu      sync.Mutex
 	states  map[string]FileState // rollout path → its state after its last imported line
 }
@@ -67,7 +68,11 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 	if err != nil {
 		return nil, fmt.Errorf("codex ingester: %w", err)
 	}
-	return &Ingester{base: base, parser: cfg.Parser, private: cfg.Private, states: map[string]FileState{}}, nil
+	clock := cfg.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	return &Ingester{base: base, parser: cfg.Parser, private: cfg.Private, clock: clock, states: map[string]FileState{}}, nil
 }
 
 // uuidTail matches the thread id Codex CLI ends a rollout's file name
@@ -210,6 +215,10 @@ func (in *Ingester) Notify(ctx context.Context, e claude.Entry) (events.Appended
 		p := *e.Process
 		o.Process = &p
 	}
+	// A notify payload arrives as the agent runs: it is dated by its
+	// receipt here (its spool entry's time, bounded like its decisions').
+	recv, _ := events.BoundTime(e.Time, in.clock())
+	o.Received, o.Live = recv.UTC().Truncate(time.Microsecond), true
 	agg := events.Aggregate{Kind: events.KindSession, ID: o.Meta.SessionID}
 	if err := agg.Validate(); err != nil {
 		return events.Appended{}, fmt.Errorf("spool entry %s: %w: %v", e.ID, claude.ErrFieldType, err)

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/internal/specialtest"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 // TestWatch_SpecialFiles: with real inotify, a FIFO and a symlink to
@@ -77,5 +79,51 @@ func TestWatch_SpecialFiles(t *testing.T) {
 	}
 	if n := count("not a regular file"); n != 2 {
 		t.Errorf("%d reports of a file that is not regular, want 2: %q", n, reports)
+	}
+}
+
+// TestWatch_LiveRolloutLaggingClock: a rollout that appears under a
+// watched sessions tree is followed live: each line carries its receipt,
+// the agent clock's offset (here months behind: the lines are dated
+// May) is learned, and the session, still working, is not stale however
+// old its own timestamps look (issue case claude-phase/75, Codex CLI).
+func TestWatch_LiveRolloutLaggingClock(t *testing.T) {
+	l := openLog(t)
+	in := newIngester(t, l, false)
+	root := filepath.Join(t.TempDir(), "sessions")
+	day := filepath.Join(root, "2026", "05", "23")
+	if err := os.MkdirAll(day, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Watch(ctx, WatchConfig{Roots: []string{root}, Rescan: 20 * time.Millisecond}) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("watch: %v", err)
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // the watcher has started: the file is new
+	path := filepath.Join(day, "rollout-2026-05-23T18-54-05-"+tid+".jsonl")
+	write(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "build it"))
+	write(t, path, call(2, "call_1", "shell", `{"command":["make"]}`))
+	var st session.State
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if st = stateOf(t, l, tid); st.Lines == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 20s for 4 lines; have %d", st.Lines)
+		}
+	}
+	if st.Phase != events.PhaseWorking || st.ClockOffsetAt.IsZero() || st.ClockOffsetMS < (24*time.Hour).Milliseconds() {
+		t.Fatalf("phase %s, clock offset %d ms (learned %v); want working, the agent's clock months behind", st.Phase, st.ClockOffsetMS, !st.ClockOffsetAt.IsZero())
+	}
+	if idle := time.Since(st.ObservedAt); idle > time.Minute {
+		t.Errorf("observed_at %s (%s ago); want the last line's receipt", st.ObservedAt, idle)
+	}
+	if ok, err := in.base.WouldReconcile(st, time.Now().Add(claude.Quiet), 30*time.Minute, nil); ok || err != nil {
+		t.Errorf("WouldReconcile = %v, %v; want false: lines arrived seconds ago", ok, err)
 	}
 }

@@ -294,6 +294,10 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 		Kind:    o.Kind,
 		Meta:    meta,
 		Signals: o.Signals,
+		// A posted observation arrives as the harness runs: it is
+		// dated by its receipt here.
+		Received: now.UTC().Truncate(time.Microsecond),
+		Live:     true,
 	}
 	if future {
 		obs.AgentTime = o.At.UTC().Format(time.RFC3339Nano)

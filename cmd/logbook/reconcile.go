@@ -96,7 +96,7 @@ func sessionRequestCmd(ctx context.Context, g *globals, verb string, req api.Ses
 
 // reconciler runs the reconciler in serve: every interval it looks at
 // the sessions that may need a mark (those with a known agent process,
-// and those working or waiting with nothing observed for abandonAfter)
+// and those working with nothing observed for abandonAfter)
 // and lets claude.Ingester.Reconcile decide from what it sees.
 type reconciler struct {
 	svc          *api.Service
@@ -106,6 +106,10 @@ type reconciler struct {
 	stderr       io.Writer
 	passes       int  // passes run to the end so far
 	holding      bool // the last pass was held off (unsettled), and said so
+	// wake is when a session the last pass found silent but still in
+	// its quiet period (claude.Quiet) comes out of it: the next pass
+	// runs then if that is before the next interval. Zero: none.
+	wake time.Time
 }
 
 // readyEvery is how often the reconciler looks at ready sessions (whose
@@ -142,10 +146,27 @@ func (r *reconciler) Run(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		r.tick(ctx)
+		var (
+			soon <-chan time.Time
+			w    *time.Timer
+		)
+		if !r.wake.IsZero() {
+			// A session silent but for its quiet period is looked at
+			// again when that ends, not an interval later.
+			w = time.NewTimer(max(time.Until(r.wake), minReconcileEvery))
+			soon = w.C
+		}
 		select {
 		case <-ctx.Done():
+			if w != nil {
+				w.Stop()
+			}
 			return nil
 		case <-t.C:
+		case <-soon:
+		}
+		if w != nil {
+			w.Stop()
 		}
 	}
 }
@@ -197,6 +218,7 @@ func (r *reconciler) pass(ctx context.Context) (int, error) {
 		phases = append(phases, events.PhaseReady)
 	}
 	var due []string
+	r.wake = time.Time{}
 	for _, phase := range phases {
 		// One row decoded at a time, and only the sessions a tick would
 		// change kept: a pass over thousands of sessions holds one
@@ -204,7 +226,6 @@ func (r *reconciler) pass(ctx context.Context) (int, error) {
 		// state first also means quiet sessions are never read from the
 		// log (which would make the server load every old block of
 		// theirs); Reconcile decides again on the log's state.
-		busy := phase != events.PhaseReady
 		err := r.svc.Store.SessionRows(phase, "", func(id string, row []byte) (bool, error) {
 			// The fields a tick decides on are read first, into a small
 			// value: a session whose agent process lives, or that has
@@ -215,7 +236,20 @@ func (r *reconciler) pass(ctx context.Context) (int, error) {
 			if err := json.Unmarshal(row, &head); err != nil {
 				return false, fmt.Errorf("session %s: decode row: %w", id, err)
 			}
-			stale := busy && r.abandonAfter > 0 && now.Sub(head.ObservedAt) >= r.abandonAfter
+			// A waiting session waits on a person: never stale
+			// (reducers/session's tick), so only its agent process
+			// is looked at, and its state is not decoded every pass.
+			stale := phase == events.PhaseWorking && r.abandonAfter > 0 && now.Sub(head.ObservedAt) >= r.abandonAfter
+			if quiet := head.ReceivedAt.Add(claude.Quiet); stale && quiet.After(now) {
+				// Silent by the agent's account, but still taking
+				// lines in (an import): looked at again when quiet.
+				if r.wake.IsZero() || quiet.Before(r.wake) {
+					r.wake = quiet
+				}
+				if head.AgentProcess == nil {
+					return true, nil
+				}
+			}
 			if !head.due(stale, check) {
 				return true, nil
 			}
@@ -274,6 +308,7 @@ func (r *reconciler) pass(ctx context.Context) (int, error) {
 // JSON) that a tick decides on.
 type tickHead struct {
 	ObservedAt   time.Time       `json:"observed_at"`
+	ReceivedAt   time.Time       `json:"received_at"`
 	AgentProcess *events.Process `json:"agent_process"`
 }
 

@@ -34,7 +34,10 @@ of 8 or more characters that tells the listed sessions apart: any unique
 prefix of an id names the session in every command that takes one.
 
 --stale lists only sessions working or waiting with nothing observed of the
-agent for --older. --watch redraws the list whenever an event of a session
+agent for --older, measured on this host's clock (what arrived live counts
+at its receipt, whatever the agent's clock said). A session waiting for a
+person (a question, a permission prompt, a plan to approve) is listed with
+a line saying since when it waits: that is a fact, not a stale mark. --watch redraws the list whenever an event of a session
 is appended (through the running server).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -289,6 +292,15 @@ func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessi
 	if err := termPrint(g.stdout, func(w io.Writer) error { return v.print(w, sel) }); err != nil {
 		return err
 	}
+	if f.stale {
+		// A session waiting on a person is listed, but its silence is the
+		// person's: it is never marked stale, and says so.
+		for _, r := range sel {
+			if r.Phase == events.PhaseWaiting {
+				fmt.Fprintf(g.stdout, "%s is waiting for a person (%s) since %s: not stale, it waits until they answer\n", cell(r.ID), cell(dash(r.Activity)), v.time(r.Since))
+			}
+		}
+	}
 	if hidden > 0 {
 		fmt.Fprintf(g.stderr, "%s last active over a day ago not shown (--all shows them)\n", plural(hidden, "ended session"))
 	}
@@ -503,6 +515,10 @@ func printSession(w io.Writer, r api.SessionReply, now time.Time, prices *usage.
 	row("updated", s.UpdatedAt.Format(time.RFC3339Nano))
 	row("since", fmt.Sprintf("%s (%s in %s %s)", s.Since.Format(time.RFC3339Nano), usage.Age(now, s.Since), s.Phase, dash(s.Activity)))
 	row("last observed", fmt.Sprintf("%s (%s ago)", api.LastSeen(s).Format(time.RFC3339Nano), usage.Age(now, api.LastSeen(s))))
+	if off := s.ClockOffset(); off != "" {
+		// Shown, never acted on: staleness is judged on this host's clock.
+		row("agent clock", fmt.Sprintf("%s (learned from a line received at %s; staleness is judged on the server's clock)", strings.TrimPrefix(off, "agent clock "), s.ClockOffsetAt.Format(time.RFC3339)))
+	}
 	if p := s.AgentProcess; p != nil {
 		row("agent process", fmt.Sprintf("%s, started at tick %d, boot %s", p, p.Start, dash(p.Boot)))
 	}

@@ -491,10 +491,15 @@ const (
 // tick decides what a reconciler tick means, from the evidence it carries
 // and s alone. When the session's known agent process was found gone,
 // every open entry is abandoned and the session ends (agent_gone). When
-// no process is known and the session is working or waiting with nothing
-// observed for at least the tick's abandon-after time, every entry only
-// the agent could close (one an observation opened) gets a stale mark,
-// the turn ends, and the phase follows. Anything else decides nothing.
+// no process is known, the session is working, waits on no person
+// (State.PersonWait), nothing was heard from the agent for at least the
+// tick's abandon-after time (ObservedAt, on the server's clock) and
+// nothing was taken in for the tick's quiet period (ReceivedAt), every
+// entry only the agent could close (one an observation opened) gets a
+// stale mark, the turn ends, and the phase follows. Anything else
+// decides nothing: a question, a permission prompt, a plan approval or
+// an open review waits on a person, and a person's silence is not the
+// agent's.
 func (d *decider) tick(t events.Tick) {
 	s := d.s
 	if !s.Exists() || s.Phase == events.PhaseEnded {
@@ -521,13 +526,22 @@ func (d *decider) tick(t events.Tick) {
 	if s.Phase != events.PhaseWorking && s.Phase != events.PhaseWaiting {
 		return
 	}
+	if _, _, waits := s.PersonWait(); waits {
+		return
+	}
 	after := time.Duration(t.AbandonAfter) * time.Millisecond
 	idle := t.Now.Sub(s.ObservedAt)
 	if after <= 0 || idle < after {
 		return
 	}
+	if quiet := time.Duration(t.QuietMS) * time.Millisecond; quiet > 0 && !s.ReceivedAt.IsZero() && t.Now.Sub(s.ReceivedAt) < quiet {
+		return // still taking observations in: an import is not silence
+	}
 	ev := fmt.Sprintf("nothing observed for %s (since %s; abandon after %s)",
 		idle.Round(time.Second), s.ObservedAt.UTC().Format(time.RFC3339), after)
+	if off := s.ClockOffset(); off != "" {
+		ev = strings.TrimSuffix(ev, ")") + "; " + off + ")"
+	}
 	d.cause.Detail = ReasonStale
 	for _, e := range s.Entries {
 		if k := e.Cause.Kind; k == "hook" || k == "transcript" {

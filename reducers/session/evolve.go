@@ -58,7 +58,7 @@ func (s *State) Evolve(e events.Envelope) {
 			return // the reconciler's, not the agent's
 		}
 		foldUsage(s, o, e.At)
-		s.ObservedAt = e.At
+		s.heard(o, e)
 		if o.Process != nil {
 			p := *o.Process
 			s.AgentProcess = &p
@@ -233,4 +233,49 @@ func or(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// heard folds what observation o (of envelope e) says of when the agent
+// was last heard from (ObservedAt, ReceivedAt) and of its clock
+// (ClockOffsetMS), as State documents them.
+func (s *State) heard(o *events.Observation, e events.Envelope) {
+	recv := o.Received.UTC().Truncate(time.Microsecond)
+	if !o.Received.IsZero() && recv.After(s.ReceivedAt) {
+		s.ReceivedAt = recv
+	}
+	agent, hasAgent := agentTime(o)
+	if o.Live && !o.Received.IsZero() && o.Line > 0 && hasAgent {
+		s.ClockOffsetMS = recv.Sub(agent).Milliseconds()
+		s.ClockOffsetAt = recv
+	}
+	at := e.At
+	switch {
+	case o.Live && !o.Received.IsZero():
+		at = recv
+	case o.Line > 0 && !s.ClockOffsetAt.IsZero():
+		if hasAgent {
+			at = agent
+		}
+		at = at.Add(time.Duration(s.ClockOffsetMS) * time.Millisecond)
+	}
+	if s.ObservedAt.IsZero() || at.After(s.ObservedAt) {
+		s.ObservedAt = at
+		s.ObservedRef = ""
+		if !e.ID.IsZero() {
+			s.ObservedRef = e.ID.String()
+		}
+	}
+}
+
+// agentTime returns the agent's own timestamp of o (AgentTime, RFC 3339)
+// and whether it has one that parses.
+func agentTime(o *events.Observation) (time.Time, bool) {
+	if o.AgentTime == "" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, o.AgentTime)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.UTC().Truncate(time.Microsecond), true
 }

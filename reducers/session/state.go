@@ -75,10 +75,29 @@ type State struct {
 	UpdatedAt      time.Time      `json:"updated_at"`
 	// Since is when the session entered its current phase and activity.
 	Since time.Time `json:"since"`
-	// ObservedAt is the time of the last observation of the agent (a
-	// transcript line or a hook; reconciler ticks do not count): what
-	// staleness is measured from.
+	// ObservedAt is when Logbook last heard from the agent (a transcript
+	// line or a hook; reconciler ticks do not count), on the server's
+	// clock: what staleness is measured from. A live observation
+	// (events.Observation.Live) counts at its receipt; a history line at
+	// its agent time plus ClockOffsetMS when an offset is known, else at
+	// its own time; the latest of these, so history read after a live
+	// report never moves it back.
 	ObservedAt time.Time `json:"observed_at"`
+	// ObservedRef is the event id of the observation ObservedAt was
+	// taken from.
+	ObservedRef string `json:"observed_ref,omitempty"`
+	// ReceivedAt is the latest receipt (events.Observation.Received) of
+	// any observation of the agent, live or history, by the appending
+	// host's clock: a stale mark waits for a quiet period after it.
+	ReceivedAt time.Time `json:"received_at,omitzero"`
+	// ClockOffsetMS is the agent clock's offset learned from the last
+	// live transcript line: its receipt minus its agent time, ms;
+	// positive when the agent's clock is behind the server's, negative
+	// when ahead. Meaningful only when ClockOffsetAt is set.
+	ClockOffsetMS int64 `json:"clock_offset_ms,omitempty"`
+	// ClockOffsetAt is the receipt of the line ClockOffsetMS was learned
+	// from; zero: no offset known.
+	ClockOffsetAt time.Time `json:"clock_offset_at,omitzero"`
 	// AgentProcess is the agent process the newest hook that found one
 	// ran under; nil when none is known (transcripts only).
 	AgentProcess *events.Process `json:"agent_process,omitempty"`
@@ -314,3 +333,39 @@ func contains(xs []string, v string) bool {
 
 // Init returns the state of agg before its first event.
 func Init(agg events.Aggregate) State { return State{ID: agg.ID} }
+
+// PersonWait reports whether the session waits on a person, on what and
+// since when: a question, a permission prompt or a plan approval (the
+// waiting phase, what being its activity, since when it began), or an
+// open review (what "review", since the session's phase began). Such a
+// session is never marked stale: it waits until the person answers, the
+// session ends or its agent process is known gone.
+func (s State) PersonWait() (what string, since time.Time, ok bool) {
+	switch {
+	case s.Phase == events.PhaseEnded || !s.Exists():
+		return "", time.Time{}, false
+	case s.Phase == events.PhaseWaiting:
+		return s.Activity, s.Since, true
+	case len(s.OpenReviews) > 0 || len(s.Pending) > 0:
+		return "review", s.Since, true
+	}
+	return "", time.Time{}, false
+}
+
+// ClockOffset describes the agent clock's learned offset against the
+// server's, e.g. "agent clock 40m0s behind the server's" or "agent clock
+// 2h0m0s ahead of the server's", rounded to the second; "" when no
+// offset is known or it is under a second.
+func (s State) ClockOffset() string {
+	if s.ClockOffsetAt.IsZero() {
+		return ""
+	}
+	d := (time.Duration(s.ClockOffsetMS) * time.Millisecond).Round(time.Second)
+	switch {
+	case d > 0:
+		return "agent clock " + d.String() + " behind the server's"
+	case d < 0:
+		return "agent clock " + (-d).String() + " ahead of the server's"
+	}
+	return ""
+}

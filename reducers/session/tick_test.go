@@ -108,9 +108,13 @@ func TestDecide_TickStale(t *testing.T) {
 		if h.s.Phase != events.PhaseWaiting {
 			t.Fatalf("phase %s, want waiting", h.s.Phase)
 		}
-		h.tick(h.s.ObservedAt.Add(time.Hour), after, nil)
-		if h.s.Phase != events.PhaseReady || len(h.s.OpenReviews) != 0 {
-			t.Errorf("after: phase %s, open reviews %v", h.s.Phase, h.s.OpenReviews)
+		// A permission prompt waits on a person: their silence, a week
+		// of it, is no stale mark.
+		if got := h.tick(h.s.ObservedAt.Add(7*24*time.Hour), after, nil); got != nil {
+			t.Errorf("decided %v on a permission prompt", types(got))
+		}
+		if h.s.Phase != events.PhaseWaiting || len(h.s.OpenReviews) != 1 {
+			t.Errorf("after: phase %s, open reviews %v; want still waiting on the prompt", h.s.Phase, h.s.OpenReviews)
 		}
 	})
 	t.Run("KeepsWorkersEntries", func(t *testing.T) {
