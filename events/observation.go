@@ -122,6 +122,16 @@ type Usage struct {
 	CacheWrite int64  `json:"cache_write,omitempty"` // input tokens written to the prompt cache
 	CacheRead  int64  `json:"cache_read,omitempty"`  // input tokens read from the prompt cache
 	Reasoning  int64  `json:"reasoning,omitempty"`   // of Output, reasoning tokens (informational)
+	// CacheWrite1h is the part of CacheWrite written with a one-hour
+	// lifetime (Claude Code message.usage.cache_creation.
+	// ephemeral_1h_input_tokens), which Anthropic bills at twice the
+	// input price; the rest of CacheWrite is the five-minute kind (1.25x).
+	CacheWrite1h int64 `json:"cache_write_1h,omitempty"`
+	// ServiceTier is the tier the call was served in as the agent
+	// reported it (Claude Code message.usage.service_tier: standard,
+	// priority, batch; Codex: the turn's service_tier, flex or priority);
+	// "" is the standard tier.
+	ServiceTier string `json:"service_tier,omitempty"`
 	// Cumulative marks a running total for the session (Codex
 	// token_count total_token_usage): the reducer counts its growth over
 	// the previous total, not the reading itself.
