@@ -372,7 +372,9 @@ const UsageRefused = "usage refused: "
 
 // usageSig returns the usage signal of an assistant message's usage
 // object (Claude Code v2.1.x: input_tokens, output_tokens,
-// cache_creation_input_tokens, cache_read_input_tokens), with ID the
+// cache_creation_input_tokens, cache_read_input_tokens,
+// cache_creation.ephemeral_1h_input_tokens as CacheWrite1h, service_tier
+// other than "standard" as ServiceTier), with ID the
 // message id: Claude Code writes a message that has several content
 // blocks on several lines, each with the message's usage, and the reducer
 // counts one message id once. A field that is not a whole number from 0
@@ -398,6 +400,30 @@ func usageSig(u object, id, model string, probs *[]string) (events.Sig, bool) {
 			return events.Sig{}, false
 		}
 		*f.dst = v
+	}
+	// cache_creation {ephemeral_5m_input_tokens, ephemeral_1h_input_tokens}
+	// splits cache_creation_input_tokens by lifetime (Claude Code 2.1,
+	// Messages API usage); the one-hour part is billed at 2x input.
+	if cc, ok := u.quiet().obj("cache_creation"); ok {
+		v, why := tokenCount(cc.raw("ephemeral_1h_input_tokens"))
+		if why != "" {
+			*probs = append(*probs, fmt.Sprintf(UsageRefused+"field %q: %s", cc.at("ephemeral_1h_input_tokens"), why))
+			return events.Sig{}, false
+		}
+		if v > out.CacheWrite {
+			// An older writer that left cache_creation_input_tokens out.
+			if IsAbsent(u.raw("cache_creation_input_tokens")) {
+				out.CacheWrite = v
+			} else {
+				*probs = append(*probs, fmt.Sprintf(UsageRefused+"field %q: %d over cache_creation_input_tokens %d", cc.at("ephemeral_1h_input_tokens"), v, out.CacheWrite))
+				return events.Sig{}, false
+			}
+		}
+		out.CacheWrite1h = v
+	}
+	out.ServiceTier = u.quiet().str("service_tier")
+	if out.ServiceTier == "standard" {
+		out.ServiceTier = ""
 	}
 	out.Model = model
 	if out.Total() == 0 {
