@@ -57,7 +57,7 @@ func handTotals(t *testing.T, path string) Tokens {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	type cu struct{ in, out, cw, cr int64 }
+	type cu struct{ in, out, cw, cw1h, cr int64 }
 	byID := map[string]*cu{}
 	var order []string
 	var last *Tokens
@@ -72,6 +72,9 @@ func handTotals(t *testing.T, path string) Tokens {
 					Out int64 `json:"output_tokens"`
 					CW  int64 `json:"cache_creation_input_tokens"`
 					CR  int64 `json:"cache_read_input_tokens"`
+					CC  struct {
+						H1 int64 `json:"ephemeral_1h_input_tokens"`
+					} `json:"cache_creation"`
 				} `json:"usage"`
 			} `json:"message"`
 			Payload struct {
@@ -97,6 +100,7 @@ func handTotals(t *testing.T, path string) Tokens {
 				order = append(order, l.Message.ID)
 			}
 			c.in, c.out, c.cw, c.cr = max(c.in, u.In), max(c.out, u.Out), max(c.cw, u.CW), max(c.cr, u.CR)
+			c.cw1h = max(c.cw1h, u.CC.H1)
 		}
 		if l.Type == "event_msg" && l.Payload.Type == "token_count" && l.Payload.Info != nil && l.Payload.Info.Total != nil {
 			tt := l.Payload.Info.Total
@@ -109,6 +113,7 @@ func handTotals(t *testing.T, path string) Tokens {
 		sum.Input += c.in
 		sum.Output += c.out
 		sum.CacheWrite += c.cw
+		sum.CacheWrite1h += c.cw1h
 		sum.CacheRead += c.cr
 	}
 	if last != nil {
