@@ -93,6 +93,8 @@ type FileState struct {
 	// afresh); HaveBase is false before the first total.
 	Base     events.Usage
 	HaveBase bool
+	// Own is true once a total of the thread's own (not copied) was read.
+	Own bool
 	// stdin maps the call id of a write_stdin call to the unified exec
 	// session it writes to, so its output can end that background
 	// terminal.
@@ -553,9 +555,9 @@ func eventMsg(st *FileState, pl object, sub string, o *events.Observation) []eve
 // from the last) add up the same in whatever order they are imported:
 // the growth of the total over the file's previous one (Base: its fresh
 // input part may be negative, where the call's cached and written counts
-// overlap, so that the thread's sum is exact); for the
-// file's first total, last_token_usage (the call itself), else the whole
-// total. Input is the fresh part (input_tokens less the cached and the
+// overlap, so that the thread's sum is exact); for the thread's first own
+// total in the file, last_token_usage (the call itself), else the growth
+// over a copied total, else the whole total. Input is the fresh part (input_tokens less the cached and the
 // cache-written parts), CacheRead the cached part, CacheWrite the
 // written part; its ID is "codex-total:" and the running total it
 // reached (input/cached/written/output), which names one call of a
@@ -581,17 +583,21 @@ func tokenCount(st *FileState, pl object, o *events.Observation) []events.Sig {
 				st.Base, st.HaveBase = u, true
 			default:
 				d := u
-				switch {
-				case st.HaveBase && !totalBelow(u, st.Base):
+				if st.HaveBase && !totalBelow(u, st.Base) {
 					d = minusUsage(u, st.Base)
-				case !st.HaveBase:
+				}
+				if !st.Own {
+					// The first total of this thread's own in the file: it
+					// may go on from totals this file does not hold (a
+					// resumed thread's earlier file) or from the copied
+					// ones, or start afresh; the call's own usage says.
 					if last, ok := info.quiet().obj("last_token_usage"); ok {
 						if l, _, why := readTokenUsage(last.quiet()); why == "" && !totalBelow(u, l) {
 							d = l
 						}
 					}
 				}
-				st.Base, st.HaveBase = u, true
+				st.Base, st.HaveBase, st.Own = u, true, true
 				if d.Total() == 0 && d.Reasoning == 0 {
 					break // the same total again
 				}
