@@ -289,3 +289,116 @@ func TestReportSession(t *testing.T) {
 		t.Errorf("q's limits %+v, want its account's latest reading", q.Limits)
 	}
 }
+
+// TestGroup_AnyZone cuts days at each zone's own midnight, to the minute:
+// +5:30 (Asia/Kolkata), +5:45 (Asia/Kathmandu), -9:30 (Pacific/Marquesas)
+// and both sides of a DST change day (America/New_York, 2026-03-08, a day
+// of 23 hours).
+func TestGroup_AnyZone(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, c := range []struct {
+		zone         string
+		before, from string // the last UTC minute of one local day, the first of the next
+		day1, day2   string
+	}{
+		{"Asia/Kolkata", "2026-05-23T18:29:00Z", "2026-05-23T18:30:00Z", "2026-05-23", "2026-05-24"},
+		{"Asia/Kathmandu", "2026-05-23T18:14:00Z", "2026-05-23T18:15:00Z", "2026-05-23", "2026-05-24"},
+		{"Pacific/Marquesas", "2026-05-24T09:29:00Z", "2026-05-24T09:30:00Z", "2026-05-23", "2026-05-24"},
+		{"America/New_York", "2026-03-08T04:59:00Z", "2026-03-08T05:00:00Z", "2026-03-07", "2026-03-08"},
+		{"America/New_York", "2026-03-09T03:59:00Z", "2026-03-09T04:00:00Z", "2026-03-08", "2026-03-09"},
+	} {
+		loc, err := time.LoadLocation(c.zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss := []session.State{{ID: "s", Usage: []session.UsageBucket{
+			{Model: "claude-opus-4-7", Minute: at(c.before), Input: 1, Calls: 1},
+			{Model: "claude-opus-4-7", Minute: at(c.from), Input: 10, Calls: 1},
+		}}}
+		lines, err := Group(ss, Query{By: ByDay, Loc: loc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lines) != 2 || lines[0].Key != c.day1 || lines[0].Tokens.Input != 1 || lines[1].Key != c.day2 || lines[1].Tokens.Input != 10 {
+			t.Errorf("%s, %s and %s: %+v, want %s then %s", c.zone, c.before, c.from, lines, c.day1, c.day2)
+		}
+	}
+}
+
+// TestGroup_WeekMonthBlock: weeks start on Monday in the zone, months
+// are calendar months, and a 5-hour block starts at the hour of the
+// first call after the last block ended.
+func TestGroup_WeekMonthBlock(t *testing.T) {
+	m := func(d, h, min int) time.Time { return time.Date(2026, 11, d, h, min, 0, 0, time.UTC) }
+	ss := []session.State{{ID: "s", Usage: []session.UsageBucket{
+		{Model: "gpt-5.5", Minute: m(29, 23, 50), Input: 1}, // Sunday
+		{Model: "gpt-5.5", Minute: m(30, 0, 10), Input: 2},  // Monday, 20 minutes later
+		{Model: "gpt-5.5", Minute: m(30, 3, 59), Input: 4},  // still the block of 23:00 (to 04:00)
+		{Model: "gpt-5.5", Minute: m(30, 6, 1), Input: 8},   // a new block at 06:00
+	}}}
+	week, _ := Group(ss, Query{By: ByWeek})
+	if len(week) != 2 || week[0].Key != "2026-11-23" || week[0].Tokens.Input != 1 || week[1].Key != "2026-11-30" || week[1].Tokens.Input != 14 {
+		t.Errorf("weeks %+v", week)
+	}
+	month, _ := Group(ss, Query{By: ByMonth})
+	if len(month) != 1 || month[0].Key != "2026-11" || month[0].Tokens.Input != 15 {
+		t.Errorf("months %+v", month)
+	}
+	blocks, _ := Group(ss, Query{By: ByBlock})
+	if len(blocks) != 2 || blocks[0].Key != "2026-11-29T23:00:00Z" || blocks[0].Tokens.Input != 7 || blocks[1].Key != "2026-11-30T06:00:00Z" || blocks[1].Tokens.Input != 8 {
+		t.Errorf("blocks %+v", blocks)
+	}
+}
+
+// TestPrices_Billed prices what the vendor bills: one-hour cache writes
+// at 2x input, five-minute ones at 1.25x, a call over 200K input tokens
+// at Sonnet 4.5's long-context rates, a service tier at its own rates or
+// none, and gpt-5.6-sol at its promotional price only until 2026-11-21;
+// --explain names the entry and tier of each part.
+func TestPrices_Billed(t *testing.T) {
+	tb := Shipped()
+	day := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	ss := []session.State{{ID: "s", Usage: []session.UsageBucket{
+		{Model: "claude-opus-4-7", Minute: day, CacheWrite: 1_000_000, CacheWrite1h: 600_000, Calls: 1},
+		{Model: "claude-sonnet-4-5-20250929", Minute: day, Above: 200_000, Input: 1_000_000, Calls: 1},
+		{Model: "gpt-5.5", Minute: day, Tier: "priority", Input: 1_000_000, Calls: 1},
+		{Model: "gpt-5.6-sol", Minute: day, Input: 1_000_000, Calls: 1},
+		{Model: "gpt-5.6-sol", Minute: day.AddDate(0, 0, 2), Input: 1_000_000, Calls: 1},
+	}}}
+	rep, err := NewReport(ss, Query{By: ByModel, Explain: true}, tb, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		"claude-opus-4-7":            0.4*6.25 + 0.6*10,
+		"claude-sonnet-4-5-20250929": 6,
+		"gpt-5.5":                    10,
+		"gpt-5.6-sol":                4 + 5,
+	}
+	for _, l := range rep.Lines {
+		if l.Cost == nil || math.Abs(*l.Cost-want[l.Model]) > 1e-9 {
+			t.Errorf("%s: %v, want $%g", l.Model, l.Cost, want[l.Model])
+		}
+		if len(l.Explain) == 0 {
+			t.Errorf("%s: nothing explained", l.Model)
+		}
+	}
+	var b strings.Builder
+	rep.WriteText(&b, day)
+	for _, w := range []string{"entry gpt-5.6-sol (openai-gpt-5.6-sol", "entry gpt-5.6-sol (litellm", "priority tier", "input over 200000 tokens"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("--explain lacks %q:\n%s", w, b.String())
+		}
+	}
+	ss[0].Usage = []session.UsageBucket{{Model: "claude-opus-4-7", Minute: day, Tier: "priority", Input: 5, Calls: 1}}
+	rep, _ = NewReport(ss, Query{By: ByModel}, tb, day)
+	if rep.Lines[0].Cost != nil || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], `service tier "priority"`) {
+		t.Errorf("a tier with no price: %+v %v", rep.Lines[0].Cost, rep.Warnings)
+	}
+}
