@@ -132,6 +132,12 @@ type Usage struct {
 	// priority, batch; Codex: the turn's service_tier, flex or priority);
 	// "" is the standard tier.
 	ServiceTier string `json:"service_tier,omitempty"`
+	// RunningTotal is the agent's own count of the session's spend so far
+	// after this call, where it keeps one (Codex token_count
+	// total_token_usage, less the history a fork or a subagent copied),
+	// in the classes above; `usage --check` compares it with the sum of
+	// the calls. nil: the agent keeps none.
+	RunningTotal *Usage `json:"running_total,omitempty"`
 	// Cumulative marks a running total for the session (Codex
 	// token_count total_token_usage): the reducer counts its growth over
 	// the previous total, not the reading itself.

@@ -95,6 +95,9 @@ type FileState struct {
 	HaveBase bool
 	// Own is true once a total of the thread's own (not copied) was read.
 	Own bool
+	// Copied is the last total read in the copied history, which the
+	// thread's own totals go on from; zero when none was copied.
+	Copied events.Usage
 	// stdin maps the call id of a write_stdin call to the unified exec
 	// session it writes to, so its output can end that background
 	// terminal.
@@ -580,7 +583,7 @@ func tokenCount(st *FileState, pl object, o *events.Observation) []events.Sig {
 			case st.Copying:
 				// The origin's spend, copied in: it sets where this
 				// thread's own totals start from and counts nothing here.
-				st.Base, st.HaveBase = u, true
+				st.Base, st.HaveBase, st.Copied = u, true, u
 			default:
 				d := u
 				if st.HaveBase && !totalBelow(u, st.Base) {
@@ -594,6 +597,9 @@ func tokenCount(st *FileState, pl object, o *events.Observation) []events.Sig {
 					if last, ok := info.quiet().obj("last_token_usage"); ok {
 						if l, _, why := readTokenUsage(last.quiet()); why == "" && !totalBelow(u, l) {
 							d = l
+							if l == u {
+								st.Copied = events.Usage{} // a counter of its own, from zero
+							}
 						}
 					}
 				}
@@ -602,6 +608,10 @@ func tokenCount(st *FileState, pl object, o *events.Observation) []events.Sig {
 					break // the same total again
 				}
 				d.Model, d.ServiceTier = st.Model, st.Tier
+				if !totalBelow(u, st.Copied) {
+					rt := minusUsage(u, st.Copied)
+					d.RunningTotal = &rt
+				}
 				sigs = append(sigs, events.Sig{Kind: events.SigUsage, ID: "codex-total:" + raw, Usage: &d})
 			}
 		}

@@ -113,6 +113,9 @@ type State struct {
 	// Context is the context window the session's last model call used
 	// (its input and output tokens); nil before the first reading.
 	Context *ContextUse `json:"context,omitempty"`
+	// AgentTotal is the largest running total of its own spend the agent
+	// reported (events.Usage.RunningTotal); nil when it reports none.
+	AgentTotal *events.Usage `json:"agent_total,omitempty"`
 	// RecentMessages holds the last RecentMessages message ids whose
 	// usage was counted, with what was counted.
 	RecentMessages []MessageUsage `json:"recent_messages,omitempty"`

@@ -137,6 +137,11 @@ func foldUsage(s *State, o *events.Observation, at time.Time) {
 				above = aboveOf(u.Input + u.CacheWrite + u.CacheRead)
 			}
 			s.Usage = addBucket(s.Usage, model, at.UTC().Truncate(time.Minute), u.ServiceTier, above, d, !repeat)
+			if rt := u.RunningTotal; rt != nil && (s.AgentTotal == nil || rt.Total() > s.AgentTotal.Total()) {
+				t := *rt
+				t.RunningTotal = nil
+				s.AgentTotal = &t
+			}
 			if !u.Cumulative && (s.Context == nil || !at.Before(s.Context.At)) {
 				s.Context = &ContextUse{Model: model, Tokens: u.Total(), At: at.UTC()}
 			}
