@@ -3,6 +3,7 @@ package usage
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -32,6 +33,63 @@ type Report struct {
 	// Warnings name what was not priced and why (a model or service tier
 	// with no price), one line each.
 	Warnings []string `json:"warnings,omitempty"`
+	// Checks, with Query.Check, compare each selected session's spend
+	// with the agent's own count, in session order.
+	Checks []Check `json:"checks,omitempty"`
+}
+
+// CheckTolerance is the largest difference, in percent, between
+// Logbook's count of a session's tokens and the agent's own that `usage
+// --check` lets pass.
+const CheckTolerance = 1.0
+
+// Check compares the tokens Logbook counted for a session (the sum of its
+// calls) with the agent's own running total (Codex's token_count
+// total_token_usage, less a copied history), input side (fresh, cache
+// writes and cache reads) and output apart: Diff is the larger relative
+// difference in percent, OK whether it is within CheckTolerance.
+type Check struct {
+	Session       string  `json:"session"`
+	LogbookInput  int64   `json:"logbook_input"`
+	AgentInput    int64   `json:"agent_input"`
+	LogbookOutput int64   `json:"logbook_output"`
+	AgentOutput   int64   `json:"agent_output"`
+	Diff          float64 `json:"diff_percent"`
+	OK            bool    `json:"ok"`
+}
+
+// checks returns the Checks of the sessions of ss that q selects and whose
+// agent reported a running total, over all their usage.
+func checks(ss []session.State, q Query) []Check {
+	var out []Check
+	for _, s := range ss {
+		if s.AgentTotal == nil || q.Session != "" && s.ID != q.Session && s.Parent != q.Session {
+			continue
+		}
+		var tok Tokens
+		for _, b := range s.Usage {
+			tok.add(b)
+		}
+		c := Check{Session: s.ID, LogbookInput: tok.Input + tok.CacheWrite + tok.CacheRead, LogbookOutput: tok.Output,
+			AgentInput: s.AgentTotal.Input + s.AgentTotal.CacheWrite + s.AgentTotal.CacheRead, AgentOutput: s.AgentTotal.Output}
+		rel := func(a, b int64) float64 {
+			if a == b {
+				return 0
+			}
+			return 100 * math.Abs(float64(a-b)) / math.Max(float64(max(a, b)), 1)
+		}
+		c.Diff = max(rel(c.LogbookInput, c.AgentInput), rel(c.LogbookOutput, c.AgentOutput))
+		c.OK = c.Diff <= CheckTolerance
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Session < out[j].Session })
+	return out
+}
+
+// CheckFailed reports whether a check of r found a difference over
+// CheckTolerance.
+func (r Report) CheckFailed() bool {
+	return slices.ContainsFunc(r.Checks, func(c Check) bool { return !c.OK })
 }
 
 // ContextUse is the context window the last call of a session used:
@@ -154,6 +212,9 @@ func NewReport(ss []session.State, q Query, t *Table, now time.Time) (Report, er
 				rep.Context = ContextOf(s, t)
 			}
 		}
+	}
+	if q.Check {
+		rep.Checks = checks(ss, q)
 	}
 	return rep, nil
 }
@@ -314,6 +375,16 @@ func (r Report) WriteTextTables(w io.Writer, now time.Time, table func(head []st
 			fmt.Fprintf(w, "context: the last call used %d of %s's %d tokens (%.1f%%)\n", r.Context.Tokens, r.Context.Model, r.Context.Window, r.Context.Percent)
 		} else {
 			fmt.Fprintf(w, "context: the last call used %d tokens (%s's window unknown)\n", r.Context.Tokens, dash(r.Context.Model))
+		}
+	}
+	if len(r.Checks) > 0 {
+		fmt.Fprintf(w, "\ncheck against the agent's own counts (a difference over %g%% fails):\n", CheckTolerance)
+		for _, c := range r.Checks {
+			verdict := "ok"
+			if !c.OK {
+				verdict = "DIFFERS"
+			}
+			fmt.Fprintf(w, "%s: %s: input %d (agent %d), output %d (agent %d), %.2f%% apart\n", c.Session, verdict, c.LogbookInput, c.AgentInput, c.LogbookOutput, c.AgentOutput, c.Diff)
 		}
 	}
 	if explained := slices.ContainsFunc(r.Lines, func(l PricedLine) bool { return len(l.Explain) > 0 }); explained {

@@ -78,6 +78,9 @@ type Query struct {
 	// Explain asks NewReport to say, for each priced line, which table
 	// entry, tier and long-context band priced which tokens.
 	Explain bool
+	// Check asks NewReport to compare each selected session's spend with
+	// the agent's own running total, where it keeps one (Report.Checks).
+	Check bool
 }
 
 // Line is the tokens of one group and model. For BySession, Parent names
