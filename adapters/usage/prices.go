@@ -617,3 +617,70 @@ func (t *Table) ContextWindow(model string) int64 {
 	}
 	return 0
 }
+
+// LiteLLMProviders are the litellm_provider values whose entries
+// SubsetLiteLLM keeps: the vendors whose agents Logbook reads.
+var LiteLLMProviders = []string{"anthropic", "openai"}
+
+// liteLLMKept matches the members of a LiteLLM entry SubsetLiteLLM keeps:
+// the per-token prices Logbook reads (and their band and tier variants),
+// the input window, the provider and the mode.
+var liteLLMKept = regexp.MustCompile(`^(litellm_provider|mode|max_input_tokens|(input_cost_per_token|output_cost_per_token|cache_creation_input_token_cost|cache_creation_input_token_cost_above_1hr|cache_read_input_token_cost)(_above_\d+k_tokens|_priority|_flex|_batches)?)$`)
+
+// SubsetLiteLLM returns the litellm.json Logbook ships, made from full,
+// the text of LiteLLM's model_prices_and_context_window.json (a JSON
+// object of model name to entry, with a "sample_spec" entry): the entries
+// of LiteLLMProviders in mode chat or responses that have a per-token
+// input and output price, each with the members liteLLMKept matches, and
+// source, version (the upstream release or revision it came from) and
+// read (YYYY-MM-DD) beside them. Its error names the entry that cannot be
+// read; the result is read back with ParseLiteLLM before it is returned.
+func SubsetLiteLLM(full []byte, version, read string) ([]byte, error) {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(full, &all); err != nil {
+		return nil, jsonfault.Fault(full, err, "the LiteLLM table")
+	}
+	if _, err := time.Parse(time.DateOnly, read); err != nil {
+		return nil, fmt.Errorf("read %q: want a day, YYYY-MM-DD", read)
+	}
+	out := liteLLMFile{
+		Source:  "LiteLLM model_prices_and_context_window.json, https://github.com/BerriAI/litellm (MIT licence): the entries of the anthropic and openai providers that Logbook prices, price and context-window fields only",
+		Version: version, Read: read, Models: map[string]json.RawMessage{},
+	}
+	for _, name := range slices.Sorted(maps.Keys(all)) {
+		if name == "sample_spec" {
+			continue
+		}
+		var e map[string]json.RawMessage
+		if json.Unmarshal(all[name], &e) != nil {
+			continue // not an entry
+		}
+		var provider, mode string
+		_ = json.Unmarshal(e["litellm_provider"], &provider)
+		_ = json.Unmarshal(e["mode"], &mode)
+		if !slices.Contains(LiteLLMProviders, provider) || (mode != "chat" && mode != "responses") ||
+			e["input_cost_per_token"] == nil || e["output_cost_per_token"] == nil {
+			continue
+		}
+		kept := map[string]json.RawMessage{}
+		for k, v := range e {
+			if liteLLMKept.MatchString(k) {
+				kept[k] = v
+			}
+		}
+		b, err := json.Marshal(kept)
+		if err != nil {
+			return nil, fmt.Errorf("LiteLLM entry %q: %w", name, err)
+		}
+		out.Models[name] = b
+	}
+	b, err := json.MarshalIndent(out, "", " ")
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, '\n')
+	if _, _, err := ParseLiteLLM(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}

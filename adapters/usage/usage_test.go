@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -400,5 +401,93 @@ func TestPrices_Billed(t *testing.T) {
 	rep, _ = NewReport(ss, Query{By: ByModel}, tb, day)
 	if rep.Lines[0].Cost != nil || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], `service tier "priority"`) {
 		t.Errorf("a tier with no price: %+v %v", rep.Lines[0].Cost, rep.Warnings)
+	}
+}
+
+// TestReport_CheckAndContext: --check passes a session whose calls add up
+// to the agent's own running total within 1% and fails one that does
+// not; with a session asked for, the last call's context is measured
+// against the model's window from the table.
+func TestReport_CheckAndContext(t *testing.T) {
+	at := hour(23, 10)
+	ss := []session.State{
+		{ID: "even", Usage: []session.UsageBucket{{Model: "gpt-5.5", Minute: at, Input: 900, CacheRead: 100, Output: 100, Calls: 2}},
+			AgentTotal: &events.Usage{Input: 905, CacheRead: 100, Output: 100},
+			Context:    &session.ContextUse{Model: "gpt-5.5", Tokens: 105_000, At: at}},
+		{ID: "off", Usage: []session.UsageBucket{{Model: "gpt-5.5", Minute: at, Input: 1100, Output: 100, Calls: 2}},
+			AgentTotal: &events.Usage{Input: 1000, Output: 100}},
+		{ID: "claude", Usage: []session.UsageBucket{{Model: "claude-opus-4-7", Minute: at, Input: 1, Calls: 1}}},
+	}
+	rep, err := NewReport(ss, Query{Check: true}, Shipped(), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Checks) != 2 || !rep.Checks[0].OK || rep.Checks[1].OK || !rep.CheckFailed() || math.Abs(rep.Checks[1].Diff-100.0/11) > 1e-9 {
+		t.Fatalf("checks %+v", rep.Checks)
+	}
+	var b strings.Builder
+	rep.WriteText(&b, at)
+	if !strings.Contains(b.String(), "off: DIFFERS: input 1100 (agent 1000), output 100 (agent 100), 9.09% apart") {
+		t.Errorf("the check is not shown:\n%s", b.String())
+	}
+	rep, _ = NewReport(ss, Query{Session: "even"}, Shipped(), at)
+	if rep.Context == nil || rep.Context.Window != 1_050_000 || math.Abs(rep.Context.Percent-10) > 1e-9 {
+		t.Fatalf("context %+v", rep.Context)
+	}
+}
+
+// TestSubsetLiteLLM keeps the anthropic and openai chat entries of
+// LiteLLM's table, their price fields only, and reads them as prices per
+// million tokens; the refresh tool's output of the shipped subset is the
+// shipped subset.
+func TestSubsetLiteLLM(t *testing.T) {
+	full := `{
+ "sample_spec": {"input_cost_per_token": 0.0, "litellm_provider": "one of"},
+ "claude-x-1": {"input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05, "cache_creation_input_token_cost": 3.75e-06,
+   "cache_creation_input_token_cost_above_1hr": 6e-06, "cache_read_input_token_cost": 3e-07, "input_cost_per_token_above_200k_tokens": 6e-06,
+   "litellm_provider": "anthropic", "max_input_tokens": 1000000, "mode": "chat", "supports_vision": true},
+ "bedrock/claude-x-1": {"input_cost_per_token": 1e-06, "output_cost_per_token": 1e-06, "litellm_provider": "bedrock", "mode": "chat"},
+ "gpt-image-9": {"input_cost_per_token": 5e-06, "output_cost_per_token": 1e-05, "litellm_provider": "openai", "mode": "image_generation"},
+ "gpt-x": {"input_cost_per_token": 1e-06, "output_cost_per_token": 8e-06, "input_cost_per_token_priority": 2e-06, "litellm_provider": "openai", "mode": "responses"}
+}`
+	b, err := SubsetLiteLLM([]byte(full), "litellm 9.9.9", "2026-12-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, models, err := ParseLiteLLM(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Version != "litellm 9.9.9" || info.Read != "2026-12-01" || len(models) != 2 || strings.Contains(string(b), "supports_vision") {
+		t.Fatalf("%+v %v\n%s", info, models, b)
+	}
+	c := models["claude-x-1"]
+	if c.Input != 3 || c.Output != 15 || c.CacheWrite != 3.75 || c.CacheWrite1h == nil || *c.CacheWrite1h != 6 || c.CacheRead != 0.3 || c.ContextWindow != 1_000_000 || *c.Above["200000"].Input != 6 {
+		t.Errorf("claude-x-1 %+v", c)
+	}
+	if g := models["gpt-x"]; g.CacheWrite != 1 || g.CacheRead != 1 || *g.Tiers["priority"].Input != 2 {
+		t.Errorf("gpt-x %+v: cache writes and reads are input where no price is given", g)
+	}
+	if _, err := SubsetLiteLLM([]byte(`{"x":`), "v", "2026-12-01"); err == nil {
+		t.Error("a broken table accepted")
+	}
+	// The shipped subset, put through the tool again, is itself.
+	var f struct {
+		Version string                     `json:"version"`
+		Read    string                     `json:"read"`
+		Models  map[string]json.RawMessage `json:"models"`
+	}
+	if err := json.Unmarshal(shippedLiteLLM, &f); err != nil {
+		t.Fatal(err)
+	}
+	whole, _ := json.Marshal(f.Models)
+	again, err := SubsetLiteLLM(whole, f.Version, f.Read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, a, _ := ParseLiteLLM(again)
+	_, s, _ := ParseLiteLLM(shippedLiteLLM)
+	if len(a) != len(s) || len(s) < 20 {
+		t.Errorf("refreshed %d entries, shipped %d", len(a), len(s))
 	}
 }
