@@ -112,9 +112,11 @@ type Sig struct {
 }
 
 // Usage is what one model call (or, with Cumulative, a session so far)
-// spent, in tokens. Fields are ≥ 0; an adapter refuses a reading with a
-// negative, non-numeric or absurd field (over MaxUsageTokens) instead of
-// emitting it.
+// spent, in tokens. Fields are ≥ 0 but for Input of a Codex call, which
+// may be below 0 where the call's cached and written counts overlap (the
+// thread's sum is exact); an adapter refuses a reading with a negative,
+// non-numeric or absurd count (over MaxUsageTokens) instead of emitting
+// it.
 type Usage struct {
 	Model      string `json:"model,omitempty"`
 	Input      int64  `json:"input,omitempty"`       // input tokens not read from or written to the cache

@@ -497,10 +497,11 @@ func (t *Table) RateOf(model string, minute time.Time, tier string, above int64)
 		set(&r.Output, x.Output)
 		set(&r.CacheWrite, x.CacheWrite)
 		set(&r.CacheRead, x.CacheRead)
-		if x.CacheWrite1h != nil {
+		switch {
+		case x.CacheWrite1h != nil:
 			oneHour = x.CacheWrite1h
-		} else if x.Input != nil && p.CacheWrite1h == nil {
-			oneHour = nil
+		case x.Input != nil:
+			oneHour = nil // twice the new input
 		}
 	}
 	if above > 0 {
