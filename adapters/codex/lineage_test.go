@@ -31,11 +31,20 @@ func tokens(sec int, in, out, lastIn, lastOut int64) string {
 // start afresh, and whichever file is imported first.
 func TestImport_SubagentLineage(t *testing.T) {
 	const (
-		parent     = "019e6f00-0000-7000-8000-000000000001"
-		parentTurn = "019e6f00-0001-7000-8000-000000000003" // before the subagent's thread
-		sub        = "019e7000-0000-7000-8000-000000000002"
-		ownTurn    = "019e7000-0001-7000-8000-00000000000a" // after it
+		parent = "019e6f00-0000-7000-8000-000000000001"
+		sub    = "019e7000-0000-7000-8000-000000000002"
 	)
+	for _, ids := range [][2]string{
+		// UUIDv7 turn ids: the parent's before the subagent's thread, its own after.
+		{"019e6f00-0001-7000-8000-000000000003", "019e7000-0001-7000-8000-00000000000a"},
+		// Other ids: the copied lines' times are before the thread began.
+		{"parent-turn-1", "own-turn-1"},
+	} {
+		subagentLineage(t, parent, sub, ids[0], ids[1])
+	}
+}
+
+func subagentLineage(t *testing.T, parent, sub, parentTurn, ownTurn string) {
 	parentLines := []string{meta(parent, ""), turnCtx(1, parentTurn), turnStart(1, parentTurn), userMsg(1, "split the work"),
 		tokens(2, 20000, 1000, 20000, 1000), turnDone(3, parentTurn)}
 	subMeta := ev(4, "session_meta", fmt.Sprintf(`{"id":%q,"cwd":"/home/user/p","originator":"codex-tui","cli_version":"0.147.0","source":{"subagent":{"thread_spawn":{"parent_thread_id":%q,"depth":1,"agent_role":"explorer"}}},"thread_source":"subagent"}`, sub, parent))
@@ -46,7 +55,7 @@ func TestImport_SubagentLineage(t *testing.T) {
 		"no last, go on": {tokens(6, 35000, 1900, 0, 0), tokens(7, 49000, 2700, 0, 0)},
 	} {
 		for _, subFirst := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/sub first %v", name, subFirst), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s/sub first %v", ownTurn, name, subFirst), func(t *testing.T) {
 				dir := t.TempDir()
 				pp := filepath.Join(dir, "rollout-2026-05-23T16-54-00-"+parent+".jsonl")
 				sp := filepath.Join(dir, "rollout-2026-05-23T16-54-04-"+sub+".jsonl")

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
@@ -78,9 +79,12 @@ type FileState struct {
 	// subagent's rollout (session_meta source.subagent.thread_spawn.
 	// parent_thread_id, Codex CLI 0.13x+).
 	Parent string
-	Metas  int    // session_meta lines seen
-	Model  string // the model of the last turn_context
-	Tier   string // the service_tier of the last turn_context; "": standard
+	Metas  int // session_meta lines seen
+	// Began is when the thread began: its session_meta's timestamp (of
+	// the payload, else of the line).
+	Began string
+	Model string // the model of the last turn_context
+	Tier  string // the service_tier of the last turn_context; "": standard
 	// Copying is true while the lines of a fork or a subagent's rollout
 	// are the history it copied from its origin or parent: from the
 	// origin's session_meta (a fork) or the file's own (a subagent) to
@@ -298,7 +302,7 @@ func (p *Parser) envelope(st *FileState, t object, o *events.Observation, n int)
 	case "session_meta":
 		return sessionMeta(st, pl, o)
 	case "turn_context":
-		st.turn(pl.quiet().str("turn_id"))
+		st.turn(pl.quiet().str("turn_id"), o.AgentTime)
 		st.Tier = serviceTier(pl.quiet().str("service_tier"))
 		o.Meta.Cwd = pl.str("cwd")
 		o.Meta.Model = pl.str("model")
@@ -412,6 +416,7 @@ func sessionMeta(st *FileState, pl object, o *events.Observation) []events.Sig {
 		return nil
 	}
 	st.SessionID = id
+	st.Began = cmp.Or(pl.quiet().str("timestamp"), o.AgentTime)
 	st.ForkedFrom = pl.str("forked_from_id")
 	o.Meta.SessionID = id
 	o.Meta.ForkedFrom = st.ForkedFrom
@@ -499,7 +504,7 @@ func eventMsg(st *FileState, pl object, sub string, o *events.Observation) []eve
 	case "token_count":
 		return tokenCount(st, pl, o)
 	case "task_started", "turn_started":
-		st.turn(pl.str("turn_id"))
+		st.turn(pl.str("turn_id"), o.AgentTime)
 		return []events.Sig{{Kind: events.SigPrompt, ID: pl.str("turn_id")}}
 	case "user_message":
 		return []events.Sig{{Kind: events.SigPrompt, Status: events.PromptInTurn, Text: pl.str("message")}}
@@ -648,15 +653,21 @@ func tokenCount(st *FileState, pl object, o *events.Observation) []events.Sig {
 // thread ids are UUIDv7, whose first 48 bits are the Unix milliseconds of
 // their making; a turn id without that time ends the copy too, so a fork
 // then counts as before rather than losing its own spend.
-func (st *FileState) turn(id string) {
+func (st *FileState) turn(id, at string) {
 	if !st.Copying || id == "" {
 		return
 	}
 	tt, ok1 := uuidv7Millis(id)
 	ft, ok2 := uuidv7Millis(st.SessionID)
-	if !ok1 || !ok2 || tt >= ft {
-		st.Copying = false
+	if ok1 && ok2 {
+		st.Copying = tt < ft
+		return
 	}
+	// Ids that are not UUIDv7: a copied line keeps the time it was
+	// first written at, before the thread began.
+	lt, err1 := time.Parse(time.RFC3339Nano, at)
+	bt, err2 := time.Parse(time.RFC3339Nano, st.Began)
+	st.Copying = err1 == nil && err2 == nil && lt.Before(bt)
 }
 
 // uuidv7Millis returns the Unix milliseconds in a UUIDv7's first 48 bits.
