@@ -391,12 +391,16 @@ func (r Report) WriteTextTables(w io.Writer, now time.Time, table func(head []st
 		fmt.Fprintln(w, "\nhow each line was priced (per million tokens: input, output, 5-minute and 1-hour cache write, cache read):")
 		for _, l := range r.Lines {
 			for _, e := range l.Explain {
-				band := "up to any long-context threshold"
+				band := "no long-context band"
 				if e.Above > 0 {
 					band = fmt.Sprintf("input over %d tokens", e.Above)
 				}
-				fmt.Fprintf(w, "%s %s: %d tokens at entry %s (%s, read %s), %s tier, %s: $%g $%g $%g $%g $%g = $%.4f\n",
-					dash(l.Key), dash(l.Model), e.Tokens.Total(), e.Entry, e.Source, e.Date, e.Tier, band,
+				what := dash(l.Key) + " " + dash(l.Model)
+				if r.By == ByModel {
+					what = dash(l.Model)
+				}
+				fmt.Fprintf(w, "%s: %d tokens at entry %s (%s, read %s), %s tier, %s: $%g $%g $%g $%g $%g = $%.4f\n",
+					what, e.Tokens.Total(), e.Entry, e.Source, e.Date, e.Tier, band,
 					e.Input, e.Output, e.CacheWrite, e.CacheWrite1h, e.CacheRead, e.Cost)
 			}
 		}
