@@ -41,7 +41,7 @@ type Price struct {
 	ContextWindow int64 `json:"context_window,omitempty"`
 	// Above holds the rates of a call whose input (fresh, cache writes
 	// and cache reads) went over a number of tokens, keyed by that number
-	// ("200000", "272000": one of session.LongContextThresholds); a rate
+	// ("200000", "272000": one of session.LongContextThresholds()); a rate
 	// it leaves out is the base one.
 	Above map[string]Rates `json:"above,omitempty"`
 	// Tiers holds the rates of a service tier ("priority", "flex",
@@ -203,8 +203,8 @@ func checkPrice(p Price) error {
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Above)) {
 		n, err := strconv.ParseInt(k, 10, 64)
-		if err != nil || !slices.Contains(session.LongContextThresholds, n) {
-			return fmt.Errorf("above %q: want one of %v (input tokens)", k, session.LongContextThresholds)
+		if err != nil || !slices.Contains(session.LongContextThresholds(), n) {
+			return fmt.Errorf("above %q: want one of %v (input tokens)", k, session.LongContextThresholds())
 		}
 		rates("above."+k+".", p.Above[k])
 	}
@@ -357,7 +357,7 @@ func liteLLMPrice(raw json.RawMessage) (Price, bool, error) {
 		case m[2] != "":
 			n, _ := strconv.ParseInt(m[2], 10, 64)
 			key := strconv.FormatInt(n*1000, 10)
-			if !slices.Contains(session.LongContextThresholds, n*1000) {
+			if !slices.Contains(session.LongContextThresholds(), n*1000) {
 				continue // a band Logbook does not keep
 			}
 			if p.Above == nil {
@@ -476,7 +476,7 @@ var ErrNoPrice = errors.New("no price")
 
 // RateOf returns the rates of a call of model made at minute, served in
 // tier ("" standard) with an input over above tokens (a band of
-// session.LongContextThresholds, 0: none): the entry's base rates, with
+// session.LongContextThresholds(), 0: none): the entry's base rates, with
 // its rates of the largest band not over above put over them, and its
 // tier's over those; a one-hour cache write is cache_write_1h where the
 // entry gives one, else twice input. Its error wraps ErrNoPrice.

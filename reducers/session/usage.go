@@ -52,12 +52,12 @@ type UsageBucket struct {
 // *_above_272k_tokens price fields), in increasing order. A call's
 // bucket records the largest one its input went over, so the rate is
 // chosen when the usage is priced.
-var LongContextThresholds = []int64{128_000, 200_000, 256_000, 272_000}
+func LongContextThresholds() []int64 { return []int64{128_000, 200_000, 256_000, 272_000} }
 
 // aboveOf returns the largest of LongContextThresholds below prompt, or 0.
 func aboveOf(prompt int64) int64 {
 	var a int64
-	for _, t := range LongContextThresholds {
+	for _, t := range LongContextThresholds() {
 		if prompt > t {
 			a = t
 		}
