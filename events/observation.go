@@ -128,9 +128,11 @@ type Sig struct {
 }
 
 // Usage is what one model call (or, with Cumulative, a session so far)
-// spent, in tokens. Fields are ≥ 0; an adapter refuses a reading with a
-// negative, non-numeric or absurd field (over MaxUsageTokens) instead of
-// emitting it.
+// spent, in tokens. Fields are ≥ 0 but for Input of a Codex call, which
+// may be below 0 where the call's cached and written counts overlap (the
+// thread's sum is exact); an adapter refuses a reading with a negative,
+// non-numeric or absurd count (over MaxUsageTokens) instead of emitting
+// it.
 type Usage struct {
 	Model      string `json:"model,omitempty"`
 	Input      int64  `json:"input,omitempty"`       // input tokens not read from or written to the cache
@@ -138,6 +140,22 @@ type Usage struct {
 	CacheWrite int64  `json:"cache_write,omitempty"` // input tokens written to the prompt cache
 	CacheRead  int64  `json:"cache_read,omitempty"`  // input tokens read from the prompt cache
 	Reasoning  int64  `json:"reasoning,omitempty"`   // of Output, reasoning tokens (informational)
+	// CacheWrite1h is the part of CacheWrite written with a one-hour
+	// lifetime (Claude Code message.usage.cache_creation.
+	// ephemeral_1h_input_tokens), which Anthropic bills at twice the
+	// input price; the rest of CacheWrite is the five-minute kind (1.25x).
+	CacheWrite1h int64 `json:"cache_write_1h,omitempty"`
+	// ServiceTier is the tier the call was served in as the agent
+	// reported it (Claude Code message.usage.service_tier: standard,
+	// priority, batch; Codex: the turn's service_tier, flex or priority);
+	// "" is the standard tier.
+	ServiceTier string `json:"service_tier,omitempty"`
+	// RunningTotal is the agent's own count of the session's spend so far
+	// after this call, where it keeps one (Codex token_count
+	// total_token_usage, less the history a fork or a subagent copied),
+	// in the classes above; `usage --check` compares it with the sum of
+	// the calls. nil: the agent keeps none.
+	RunningTotal *Usage `json:"running_total,omitempty"`
 	// Cumulative marks a running total for the session (Codex
 	// token_count total_token_usage): the reducer counts its growth over
 	// the previous total, not the reading itself.

@@ -372,7 +372,10 @@ const UsageRefused = "usage refused: "
 
 // usageSig returns the usage signal of an assistant message's usage
 // object (Claude Code v2.1.x: input_tokens, output_tokens,
-// cache_creation_input_tokens, cache_read_input_tokens), with ID the
+// cache_creation_input_tokens, cache_read_input_tokens,
+// cache_creation.ephemeral_1h_input_tokens as CacheWrite1h, a service
+// tier, speed or region billed otherwise as ServiceTier: billingTier),
+// with ID the
 // message id: Claude Code writes a message that has several content
 // blocks on several lines, each with the message's usage, and the reducer
 // counts one message id once. A field that is not a whole number from 0
@@ -399,11 +402,54 @@ func usageSig(u object, id, model string, probs *[]string) (events.Sig, bool) {
 		}
 		*f.dst = v
 	}
+	// cache_creation {ephemeral_5m_input_tokens, ephemeral_1h_input_tokens}
+	// splits cache_creation_input_tokens by lifetime (Claude Code 2.1,
+	// Messages API usage); the one-hour part is billed at 2x input.
+	if cc, ok := u.quiet().obj("cache_creation"); ok {
+		v, why := tokenCount(cc.raw("ephemeral_1h_input_tokens"))
+		if why != "" {
+			*probs = append(*probs, fmt.Sprintf(UsageRefused+"field %q: %s", cc.at("ephemeral_1h_input_tokens"), why))
+			return events.Sig{}, false
+		}
+		if v > out.CacheWrite {
+			// An older writer that left cache_creation_input_tokens out.
+			if IsAbsent(u.raw("cache_creation_input_tokens")) {
+				out.CacheWrite = v
+			} else {
+				*probs = append(*probs, fmt.Sprintf(UsageRefused+"field %q: %d over cache_creation_input_tokens %d", cc.at("ephemeral_1h_input_tokens"), v, out.CacheWrite))
+				return events.Sig{}, false
+			}
+		}
+		out.CacheWrite1h = v
+	}
+	out.ServiceTier = billingTier(u.quiet())
 	out.Model = model
 	if out.Total() == 0 {
 		return events.Sig{}, false
 	}
 	return events.Sig{Kind: events.SigUsage, ID: id, Usage: &out}, true
+}
+
+// billingTier returns what of a usage object bills a call otherwise than
+// the standard rates, as events.Usage.ServiceTier: its service_tier other
+// than "standard", "speed-<speed>" for a speed other than "standard"
+// (fast mode), and "geo-<inference_geo>" for a region other than "",
+// "global" or "not_available" (US-only inference), joined by "+"; "" when
+// none (Claude Code 2.1, Messages API usage). A price table prices such a
+// tier only where it names it: otherwise the call has no price, never the
+// standard one.
+func billingTier(u object) string {
+	var parts []string
+	if t := u.str("service_tier"); t != "" && t != "standard" {
+		parts = append(parts, t)
+	}
+	if s := u.str("speed"); s != "" && s != "standard" {
+		parts = append(parts, "speed-"+s)
+	}
+	if g := u.str("inference_geo"); g != "" && g != "global" && g != "not_available" {
+		parts = append(parts, "geo-"+g)
+	}
+	return strings.Join(parts, "+")
 }
 
 // tokenCount reads a token count: absent or null is 0; anything but a

@@ -39,7 +39,18 @@ func TestUsage_Signals(t *testing.T) {
 	if u := usageOf(o); u == nil || *u != (events.Usage{Model: "claude-opus-4-7", Input: 6, Output: 115, CacheWrite: 12819, CacheRead: 16742}) || len(o.Problems) != 0 {
 		t.Fatalf("usage %+v problems %v", u, o.Problems)
 	}
+	// One-hour cache writes, and what bills a call otherwise: a tier, fast
+	// mode, US-only inference.
+	o, _ = p.Line("t.jsonl", 1, line(`,"usage":{"input_tokens":6,"cache_creation_input_tokens":12783,"cache_read_input_tokens":16742,"output_tokens":6,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":12783},"service_tier":"standard","speed":"standard","inference_geo":"not_available"}`))
+	if u := usageOf(o); u == nil || u.CacheWrite1h != 12783 || u.CacheWrite != 12783 || u.ServiceTier != "" {
+		t.Fatalf("one-hour writes: %+v %v", u, o.Problems)
+	}
+	o, _ = p.Line("t.jsonl", 1, line(`,"usage":{"input_tokens":6,"output_tokens":6,"service_tier":"priority","speed":"fast","inference_geo":"us"}`))
+	if u := usageOf(o); u == nil || u.ServiceTier != "priority+speed-fast+geo-us" {
+		t.Fatalf("tier: %+v", u)
+	}
 	for name, bad := range map[string]string{
+		"1h over all":    `,"usage":{"input_tokens":1,"output_tokens":1,"cache_creation_input_tokens":5,"cache_creation":{"ephemeral_1h_input_tokens":9}}`,
 		"negative":       `,"usage":{"input_tokens":-5,"output_tokens":1}`,
 		"non-numeric":    `,"usage":{"input_tokens":"many","output_tokens":1}`,
 		"fractional":     `,"usage":{"input_tokens":1.5,"output_tokens":1}`,

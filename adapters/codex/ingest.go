@@ -231,6 +231,38 @@ func (in *Ingester) Notify(ctx context.Context, e claude.Entry) (events.Appended
 	return ap, err
 }
 
+// ByThread groups paths, rollout files, by the session each is imported
+// into (SessionOf: a thread's id), for an importer to import each group
+// in order on one worker: a `codex resume` writes a new rollout for the
+// same thread, and the session's log then holds its files' lines in the
+// same order however the files were named or scheduled. Groups come in
+// the order of their first file in paths; a group's files in the order
+// of their names (rollout-<time>-<id>.jsonl sorts in time), then paths.
+func ByThread(paths []string) [][]string {
+	var out [][]string
+	at := map[string]int{}
+	for _, p := range paths {
+		id := SessionOf(p).ID
+		i, ok := at[id]
+		if !ok {
+			i = len(out)
+			at[id] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], p)
+	}
+	for _, g := range out {
+		sort.SliceStable(g, func(i, j int) bool {
+			bi, bj := filepath.Base(g[i]), filepath.Base(g[j])
+			if bi != bj {
+				return bi < bj
+			}
+			return g[i] < g[j]
+		})
+	}
+	return out
+}
+
 // Discover returns the rollout files named by paths, in path order (a
 // sessions tree's YYYY/MM/DD folders sort in time, so a fork comes after
 // its origin): a file is taken as named; a directory is walked for

@@ -476,8 +476,14 @@ func TestTokenCount(t *testing.T) {
 	if err != nil || len(o.Problems) != 0 || len(o.Signals) != 3 {
 		t.Fatalf("%+v, %v", o, err)
 	}
-	if u := o.Signals[0].Usage; u == nil || *u != (events.Usage{Model: "gpt-5.5", Input: 26236, CacheRead: 3456, Output: 17, Reasoning: 10, Cumulative: true}) {
-		t.Fatalf("usage %+v", o.Signals[0].Usage)
+	u := o.Signals[0].Usage
+	if u == nil || u.RunningTotal == nil || *u.RunningTotal != (events.Usage{Input: 26236, CacheRead: 3456, Output: 17, Reasoning: 10}) {
+		t.Fatalf("usage %+v", u)
+	}
+	c := *u
+	c.RunningTotal = nil
+	if c != (events.Usage{Model: "gpt-5.5", Input: 26236, CacheRead: 3456, Output: 17, Reasoning: 10}) || o.Signals[0].ID != "codex-total:29692/3456/0/17" {
+		t.Fatalf("usage %+v %q", o.Signals[0].Usage, o.Signals[0].ID)
 	}
 	if l := o.Signals[2].Limit; l == nil || *l != (events.Limit{Account: "codex/plus", Window: "secondary", UsedPercent: 2.5, Minutes: 10080, ResetsAt: 1780095379}) {
 		t.Fatalf("limit %+v", o.Signals[2].Limit)

@@ -2,14 +2,17 @@ package codex
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
@@ -72,17 +75,33 @@ type FileState struct {
 	Format     string // FormatEnvelope or FormatLegacy, from the first line that tells
 	SessionID  string // the thread id of the first session_meta
 	ForkedFrom string // its forked_from_id
-	Metas      int    // session_meta lines seen
-	Model      string // the model of the last turn_context
-	// Copying is true while the lines of a fork are its origin's history,
-	// which Codex copies in after the fork's own session_meta: from the
-	// origin's session_meta to the first turn that began after the fork.
+	// Parent is the thread id of the thread that spawned this one, for a
+	// subagent's rollout (session_meta source.subagent.thread_spawn.
+	// parent_thread_id, Codex CLI 0.13x+).
+	Parent string
+	Metas  int // session_meta lines seen
+	// Began is when the thread began: its session_meta's timestamp (of
+	// the payload, else of the line).
+	Began string
+	Model string // the model of the last turn_context
+	Tier  string // the service_tier of the last turn_context; "": standard
+	// Copying is true while the lines of a fork or a subagent's rollout
+	// are the history it copied from its origin or parent: from the
+	// origin's session_meta (a fork) or the file's own (a subagent) to
+	// the first turn that began after the thread was made (its turn id,
+	// a UUIDv7, is not older than the thread's).
 	Copying bool
-	// Base is the origin's last running total read while Copying. A
-	// fork's own token_count totals go on from it, so the fork's spend is
-	// their growth over Base (zero once a total falls below it: a counter
-	// that started afresh).
-	Base events.Usage
+	// Base is the last running total read in this file (while Copying,
+	// the origin's). The next token_count's spend is its growth over Base
+	// (all of it once a total falls below it: a counter that started
+	// afresh); HaveBase is false before the first total.
+	Base     events.Usage
+	HaveBase bool
+	// Own is true once a total of the thread's own (not copied) was read.
+	Own bool
+	// Copied is the last total read in the copied history, which the
+	// thread's own totals go on from; zero when none was copied.
+	Copied events.Usage
 	// stdin maps the call id of a write_stdin call to the unified exec
 	// session it writes to, so its output can end that background
 	// terminal.
@@ -151,7 +170,13 @@ const (
 // cli_version, Cwd, GitBranch, ForkedFrom = forked_from_id; turn_context:
 // Model, Cwd, AgentMode = sandbox_policy type) and Signals:
 //
-//	session_meta, first in the file   session_start (Name: source)
+//	session_meta, first in the file   session_start (Name: source); a
+//	                                  subagent's (source.subagent.thread_spawn)
+//	                                  sets Meta.AgentID to its id,
+//	                                  Meta.SessionID to the parent thread's
+//	                                  and Meta.AgentType to its role, and
+//	                                  every other signal of the parent's
+//	                                  history it copies is dropped
 //	session_meta, later               none; a Problems entry unless it is
 //	                                  the fork origin's (a fork copies the
 //	                                  origin's history) or the same id
@@ -169,12 +194,13 @@ const (
 //	                                  background_done (Task exec-<id>)
 //	event_msg context_compacted, compacted
 //	                                  compact_end
-//	event_msg token_count             usage (cumulative: info.total_token_usage,
-//	                                  of the last turn_context's model) and
-//	                                  rate_limit per window (see tokenCount);
-//	                                  in a fork, its growth over the origin's
-//	                                  total the fork copied, and none in the
-//	                                  copy (FileState.Copying)
+//	event_msg token_count             usage (one call's: the growth of
+//	                                  info.total_token_usage, of the last
+//	                                  turn_context's model and service tier)
+//	                                  and rate_limit per window (see
+//	                                  tokenCount); none in a fork's or a
+//	                                  subagent's copy of its origin's history
+//	                                  (FileState.Copying)
 //	event_msg error                   api_error (failed), turn_end (Name "error")
 //	event_msg stream_error            api_error (retrying)
 //	response_item message assistant   text
@@ -243,6 +269,11 @@ func (p *Parser) Line(st *FileState, path string, n int, b []byte) (events.Obser
 	} else {
 		sigs = p.legacy(st, t, &o, n)
 	}
+	if st.Parent != "" && st.Copying {
+		// A subagent's copy of its parent's history: the parent's turns,
+		// recorded in the parent's session, not this one's.
+		sigs = slices.DeleteFunc(sigs, func(s events.Sig) bool { return s.Kind != events.SigSessionStart })
+	}
 	o.Signals = sigs
 	o.Problems = append(o.Problems, probs...)
 	if err := claude.SecretID(p.red, o); err != nil {
@@ -271,7 +302,8 @@ func (p *Parser) envelope(st *FileState, t object, o *events.Observation, n int)
 	case "session_meta":
 		return sessionMeta(st, pl, o)
 	case "turn_context":
-		st.turn(pl.quiet().str("turn_id"))
+		st.turn(pl.quiet().str("turn_id"), o.AgentTime)
+		st.Tier = serviceTier(pl.quiet().str("service_tier"))
 		o.Meta.Cwd = pl.str("cwd")
 		o.Meta.Model = pl.str("model")
 		if o.Meta.Model != "" {
@@ -296,6 +328,66 @@ func (p *Parser) envelope(st *FileState, t object, o *events.Observation, n int)
 	return nil
 }
 
+// readTokenUsage reads a Codex TokenUsage object as one usage: Input
+// the fresh part of input_tokens, CacheRead cached_input_tokens,
+// CacheWrite cache_write_input_tokens, Output output_tokens (reasoning
+// included), Reasoning reasoning_output_tokens. raw is its counts as
+// "input/cached/written/output"; refused says why it cannot be used.
+func readTokenUsage(tot object) (u events.Usage, raw, refused string) {
+	var input, cached int64
+	for _, f := range []struct {
+		key string
+		dst *int64
+	}{
+		{"input_tokens", &input}, {"cached_input_tokens", &cached}, {"cache_write_input_tokens", &u.CacheWrite},
+		{"output_tokens", &u.Output}, {"reasoning_output_tokens", &u.Reasoning},
+	} {
+		v, why := claude.TokenCount(tot.raw(f.key))
+		if why == "" && (f.key == "input_tokens" || f.key == "output_tokens") && claude.IsAbsent(tot.raw(f.key)) {
+			why = "missing"
+		}
+		if why != "" && refused == "" {
+			refused = fmt.Sprintf("field %q: %s", tot.at(f.key), why)
+		}
+		*f.dst = v
+	}
+	if refused == "" && cached+u.CacheWrite > input {
+		refused = fmt.Sprintf("cached_input_tokens %d and cache_write_input_tokens %d over input_tokens %d", cached, u.CacheWrite, input)
+	}
+	u.Input, u.CacheRead = input-cached-u.CacheWrite, cached
+	return u, fmt.Sprintf("%d/%d/%d/%d", input, cached, u.CacheWrite, u.Output), refused
+}
+
+// totalBelow reports whether the running total u is below b: its input
+// (all of input_tokens), cached input, output or reasoning count is, as
+// in a counter that started afresh. The fresh part alone may go down: a
+// call whose cached and written counts overlap (their sum over its
+// input_tokens) takes from it.
+func totalBelow(u, b events.Usage) bool {
+	return u.Input+u.CacheRead+u.CacheWrite < b.Input+b.CacheRead+b.CacheWrite ||
+		u.CacheRead < b.CacheRead || u.Output < b.Output || u.Reasoning < b.Reasoning
+}
+
+// minusUsage returns u less t, field by field.
+func minusUsage(u, t events.Usage) events.Usage {
+	u.Input -= t.Input
+	u.CacheRead -= t.CacheRead
+	u.CacheWrite -= t.CacheWrite
+	u.Output -= t.Output
+	u.Reasoning -= t.Reasoning
+	return u
+}
+
+// serviceTier returns the tier a turn_context's service_tier names as
+// events.Usage.ServiceTier does: "" for none, default or auto.
+func serviceTier(t string) string {
+	switch t {
+	case "", "default", "auto", "standard":
+		return ""
+	}
+	return t
+}
+
 // sandboxType returns the sandbox_policy's type: an object {type} since
 // 0.40, a bare string in some versions.
 func sandboxType(pl object) string {
@@ -312,9 +404,10 @@ func sessionMeta(st *FileState, pl object, o *events.Observation) []events.Sig {
 	st.Metas++
 	if st.Metas > 1 {
 		switch id {
-		case st.ForkedFrom, st.SessionID:
-			// A fork copies its origin's history, session_meta included.
-			if id == st.ForkedFrom && id != "" {
+		case st.ForkedFrom, st.Parent, st.SessionID:
+			// A fork copies its origin's history, session_meta included;
+			// a subagent may copy its parent's so.
+			if id != "" && (id == st.ForkedFrom || id == st.Parent) {
 				st.Copying = true
 			}
 		default:
@@ -323,9 +416,18 @@ func sessionMeta(st *FileState, pl object, o *events.Observation) []events.Sig {
 		return nil
 	}
 	st.SessionID = id
+	st.Began = cmp.Or(pl.quiet().str("timestamp"), o.AgentTime)
 	st.ForkedFrom = pl.str("forked_from_id")
 	o.Meta.SessionID = id
 	o.Meta.ForkedFrom = st.ForkedFrom
+	if parent, role := spawnedBy(pl); parent != "" && parent != id {
+		// A subagent's thread: its session is its own, linked to the
+		// parent's as Claude Code's subagents are (Meta.AgentID its own
+		// id, Meta.SessionID the parent's), and the history it starts
+		// with is the parent's.
+		st.Parent, st.Copying = parent, true
+		o.Meta.AgentID, o.Meta.SessionID, o.Meta.AgentType = id, parent, role
+	}
 	o.Meta.Cwd = pl.str("cwd")
 	o.Meta.Version = pl.str("cli_version")
 	if g, ok := pl.obj("git"); ok {
@@ -340,6 +442,32 @@ func sessionMeta(st *FileState, pl object, o *events.Observation) []events.Sig {
 		}
 	}
 	return []events.Sig{{Kind: events.SigSessionStart, Name: or(source, "startup")}}
+}
+
+// spawnedBy returns the parent thread id and the role of a subagent's
+// session_meta payload: source {"subagent": {"thread_spawn":
+// {parent_thread_id, depth, agent_role?, agent_nickname?}}} (Codex CLI
+// 0.13x+), or the payload's parent_thread_id; the role is agent_role or
+// agent_nickname (of thread_spawn or the payload), else "subagent".
+// Both are "" for any other source.
+func spawnedBy(pl object) (parent, role string) {
+	q := pl.quiet()
+	var ts object
+	if src, ok := q.obj("source"); ok {
+		if sa, ok := src.quiet().obj("subagent"); ok {
+			ts, _ = sa.quiet().obj("thread_spawn")
+			ts = ts.quiet()
+		}
+	}
+	parent = ts.str("parent_thread_id")
+	if parent == "" {
+		parent = q.str("parent_thread_id")
+	}
+	if parent == "" {
+		return "", ""
+	}
+	role = cmp.Or(ts.str("agent_role"), ts.str("agent_nickname"), q.str("agent_role"), q.str("agent_nickname"), "subagent")
+	return parent, role
 }
 
 func responseItem(st *FileState, pl object, sub string, o *events.Observation) []events.Sig {
@@ -376,7 +504,7 @@ func eventMsg(st *FileState, pl object, sub string, o *events.Observation) []eve
 	case "token_count":
 		return tokenCount(st, pl, o)
 	case "task_started", "turn_started":
-		st.turn(pl.str("turn_id"))
+		st.turn(pl.str("turn_id"), o.AgentTime)
 		return []events.Sig{{Kind: events.SigPrompt, ID: pl.str("turn_id")}}
 	case "user_message":
 		return []events.Sig{{Kind: events.SigPrompt, Status: events.PromptInTurn, Text: pl.str("message")}}
@@ -425,62 +553,71 @@ func eventMsg(st *FileState, pl object, sub string, o *events.Observation) []eve
 }
 
 // tokenCount returns the usage and rate-limit signals of a token_count
-// event (Codex CLI 0.130 and 0.144): info.total_token_usage is the
-// session's running total {input_tokens (cached included),
-// cached_input_tokens, cache_write_input_tokens (0.144), output_tokens
-// (reasoning included), reasoning_output_tokens}, sent as a cumulative
-// usage of the last turn_context's model; rate_limits {limit_id,
-// plan_type, primary, secondary: {used_percent, window_minutes,
-// resets_at (Unix seconds)}} gives one rate_limit signal per window.
-// A count that is not a whole number from 0 to events.MaxUsageTokens,
-// input_tokens or output_tokens absent, or cached tokens over the input,
-// refuses the usage (a claude.UsageRefused Problems entry); the rate
-// limits still count.
+// event (Codex CLI 0.130 to 0.150): info.total_token_usage is the
+// thread's running total and info.last_token_usage the latest call's,
+// each {input_tokens, cached_input_tokens and cache_write_input_tokens
+// (0.144+; both parts of input_tokens, as OpenAI's usage counts them),
+// output_tokens, reasoning_output_tokens (part of output_tokens)}. The
+// usage signal is one call's spend, not a running total, so that files
+// of one thread (a `codex resume` writes a new one whose totals go on
+// from the last) add up the same in whatever order they are imported:
+// the growth of the total over the file's previous one (Base: its fresh
+// input part may be negative, where the call's cached and written counts
+// overlap, so that the thread's sum is exact); for the thread's first own
+// total in the file, last_token_usage (the call itself), else the growth
+// over a copied total, else the whole total. Input is the fresh part (input_tokens less the cached and the
+// cache-written parts), CacheRead the cached part, CacheWrite the
+// written part; its ID is "codex-total:" and the running total it
+// reached (input/cached/written/output), which names one call of a
+// thread, so a total read in two files counts once. A reading that
+// repeats the previous total gives no usage signal. Rate limits
+// {limit_id, plan_type, primary, secondary: {used_percent,
+// window_minutes, resets_at (Unix seconds)}} give one rate_limit signal
+// per window. A count that is not a whole number from 0 to
+// events.MaxUsageTokens, input_tokens or output_tokens absent, or cached
+// and written tokens over the input, refuses the usage (a
+// claude.UsageRefused Problems entry); the rate limits still count.
 func tokenCount(st *FileState, pl object, o *events.Observation) []events.Sig {
 	var sigs []events.Sig
 	if info, ok := pl.obj("info"); ok {
 		if tot, ok := info.obj("total_token_usage"); ok {
-			var u events.Usage
-			var input, cached int64
-			refused := ""
-			for _, f := range []struct {
-				key string
-				dst *int64
-			}{
-				{"input_tokens", &input}, {"cached_input_tokens", &cached}, {"cache_write_input_tokens", &u.CacheWrite},
-				{"output_tokens", &u.Output}, {"reasoning_output_tokens", &u.Reasoning},
-			} {
-				v, why := claude.TokenCount(tot.raw(f.key))
-				if why == "" && (f.key == "input_tokens" || f.key == "output_tokens") && claude.IsAbsent(tot.raw(f.key)) {
-					why = "missing"
-				}
-				if why != "" && refused == "" {
-					refused = fmt.Sprintf("field %q: %s", tot.at(f.key), why)
-				}
-				*f.dst = v
-			}
-			if refused == "" && cached > input {
-				refused = fmt.Sprintf("cached_input_tokens %d over input_tokens %d", cached, input)
-			}
-			u.Input, u.CacheRead = input-cached, cached
+			u, raw, refused := readTokenUsage(tot)
 			switch {
 			case refused != "":
 				o.Problems = append(o.Problems, claude.UsageRefused+refused)
 			case st.Copying:
-				// The origin's spend, copied into the fork: it sets where the
-				// fork's own totals start from and counts nothing here.
-				st.Base = u
+				// The origin's spend, copied in: it sets where this
+				// thread's own totals start from and counts nothing here.
+				st.Base, st.HaveBase, st.Copied = u, true, u
 			default:
-				if usageBelow(u, st.Base) {
-					st.Base = events.Usage{}
+				d := u
+				if st.HaveBase && !totalBelow(u, st.Base) {
+					d = minusUsage(u, st.Base)
 				}
-				u.Input -= st.Base.Input
-				u.CacheRead -= st.Base.CacheRead
-				u.CacheWrite -= st.Base.CacheWrite
-				u.Output -= st.Base.Output
-				u.Reasoning -= st.Base.Reasoning
-				u.Model, u.Cumulative = st.Model, true
-				sigs = append(sigs, events.Sig{Kind: events.SigUsage, Usage: &u})
+				if !st.Own {
+					// The first total of this thread's own in the file: it
+					// may go on from totals this file does not hold (a
+					// resumed thread's earlier file) or from the copied
+					// ones, or start afresh; the call's own usage says.
+					if last, ok := info.quiet().obj("last_token_usage"); ok {
+						if l, _, why := readTokenUsage(last.quiet()); why == "" && !totalBelow(u, l) {
+							d = l
+							if l == u {
+								st.Copied = events.Usage{} // a counter of its own, from zero
+							}
+						}
+					}
+				}
+				st.Base, st.HaveBase, st.Own = u, true, true
+				if d.Total() == 0 && d.Reasoning == 0 {
+					break // the same total again
+				}
+				d.Model, d.ServiceTier = st.Model, st.Tier
+				if !totalBelow(u, st.Copied) {
+					rt := minusUsage(u, st.Copied)
+					d.RunningTotal = &rt
+				}
+				sigs = append(sigs, events.Sig{Kind: events.SigUsage, ID: "codex-total:" + raw, Usage: &d})
 			}
 		}
 	}
@@ -511,25 +648,26 @@ func tokenCount(st *FileState, pl object, o *events.Observation) []events.Sig {
 	return sigs
 }
 
-// usageBelow reports whether any count of u is below b's.
-func usageBelow(u, b events.Usage) bool {
-	return u.Input < b.Input || u.CacheRead < b.CacheRead || u.CacheWrite < b.CacheWrite || u.Output < b.Output || u.Reasoning < b.Reasoning
-}
-
 // turn notes that a turn with id began: a fork's copy of its origin's
 // history ends at the first turn that began after the fork. Codex turn and
 // thread ids are UUIDv7, whose first 48 bits are the Unix milliseconds of
 // their making; a turn id without that time ends the copy too, so a fork
 // then counts as before rather than losing its own spend.
-func (st *FileState) turn(id string) {
+func (st *FileState) turn(id, at string) {
 	if !st.Copying || id == "" {
 		return
 	}
 	tt, ok1 := uuidv7Millis(id)
 	ft, ok2 := uuidv7Millis(st.SessionID)
-	if !ok1 || !ok2 || tt >= ft {
-		st.Copying = false
+	if ok1 && ok2 {
+		st.Copying = tt < ft
+		return
 	}
+	// Ids that are not UUIDv7: a copied line keeps the time it was
+	// first written at, before the thread began.
+	lt, err1 := time.Parse(time.RFC3339Nano, at)
+	bt, err2 := time.Parse(time.RFC3339Nano, st.Began)
+	st.Copying = err1 == nil && err2 == nil && lt.Before(bt)
 }
 
 // uuidv7Millis returns the Unix milliseconds in a UUIDv7's first 48 bits.

@@ -39,10 +39,12 @@ func (s *Server) sessionUsage(st session.State, kids []session.State) SessionUsa
 }
 
 // usage answers GET /v1/usage: the usage view grouped by ?by= (session,
-// model, day or project; default session), from ?since= (7d, 12h, 30m or
-// a day YYYY-MM-DD) on, of ?session= and its subagents, with days cut in
-// ?tz= (UTC, Local or an IANA name), priced now: usage.Report, the JSON
-// `logbook usage --json` prints.
+// model, day, week, month, block or project; default session), from
+// ?since= (7d, 12h, 30m or a day YYYY-MM-DD) on, of ?session= and its
+// subagents, with days cut in ?tz= (UTC, Local or an IANA name), priced
+// now, with ?explain=true each line's rates and ?check=true the agent's
+// own counts compared: usage.Report, the JSON `logbook usage --json`
+// prints.
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	now := s.cfg.Clock()
@@ -51,7 +53,7 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: tz %v", errBadRequest, err))
 		return
 	}
-	q := usage.Query{By: v.Get("by"), Session: v.Get("session"), Loc: loc}
+	q := usage.Query{By: v.Get("by"), Session: v.Get("session"), Loc: loc, Explain: v.Get("explain") == "true", Check: v.Get("check") == "true"}
 	for _, name := range []string{"by", "session", "since", "tz"} {
 		if vs, ok := v[name]; ok && (len(vs) == 0 || vs[0] == "") {
 			s.fail(w, r, fmt.Errorf("%w: %s is given empty: give it a value or leave it out", errBadRequest, name))

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/codex"
@@ -57,7 +59,7 @@ func handTotals(t *testing.T, path string) Tokens {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	type cu struct{ in, out, cw, cr int64 }
+	type cu struct{ in, out, cw, cw1h, cr int64 }
 	byID := map[string]*cu{}
 	var order []string
 	var last *Tokens
@@ -72,6 +74,9 @@ func handTotals(t *testing.T, path string) Tokens {
 					Out int64 `json:"output_tokens"`
 					CW  int64 `json:"cache_creation_input_tokens"`
 					CR  int64 `json:"cache_read_input_tokens"`
+					CC  struct {
+						H1 int64 `json:"ephemeral_1h_input_tokens"`
+					} `json:"cache_creation"`
 				} `json:"usage"`
 			} `json:"message"`
 			Payload struct {
@@ -97,6 +102,7 @@ func handTotals(t *testing.T, path string) Tokens {
 				order = append(order, l.Message.ID)
 			}
 			c.in, c.out, c.cw, c.cr = max(c.in, u.In), max(c.out, u.Out), max(c.cw, u.CW), max(c.cr, u.CR)
+			c.cw1h = max(c.cw1h, u.CC.H1)
 		}
 		if l.Type == "event_msg" && l.Payload.Type == "token_count" && l.Payload.Info != nil && l.Payload.Info.Total != nil {
 			tt := l.Payload.Info.Total
@@ -109,6 +115,7 @@ func handTotals(t *testing.T, path string) Tokens {
 		sum.Input += c.in
 		sum.Output += c.out
 		sum.CacheWrite += c.cw
+		sum.CacheWrite1h += c.cw1h
 		sum.CacheRead += c.cr
 	}
 	if last != nil {
@@ -275,5 +282,226 @@ func TestCorpus_ForkedRollout(t *testing.T) {
 	got, st := viewTotals(t, log, fork)
 	if got != want || st.ForkedFrom != origin {
 		t.Errorf("fork (from %q): view %+v, want its own turn only %+v", st.ForkedFrom, got, want)
+	}
+}
+
+// vendorRate is a model's price per million tokens as its vendor
+// publishes it, written here apart from the shipped tables: Anthropic's
+// pricing page (platform.claude.com/docs/en/about-claude/pricing: a
+// five-minute cache write 1.25x input, a one-hour one 2x, a cache read
+// 0.1x) and OpenAI's model pages (developers.openai.com/api/docs/models:
+// cached input; gpt-5.6-sol at its promotional price until 2026-11-21,
+// cache writes 1.25x input; other models' cache writes billed as input;
+// past 272K input tokens, input 2x and output 1.5x).
+type vendorRate struct{ in, out, cw5m, cw1h, cr float64 }
+
+func vendorRateOf(t *testing.T, model string, at time.Time, prompt int64) vendorRate {
+	t.Helper()
+	anthropic := func(in, out float64) vendorRate { return vendorRate{in, out, in * 1.25, in * 2, in / 10} }
+	openai := func(in, out, cached float64) vendorRate {
+		if prompt > 272_000 {
+			in, out, cached = in*2, out*1.5, cached*2
+		}
+		return vendorRate{in, out, in, in, cached}
+	}
+	switch model {
+	case "claude-opus-4-7":
+		return anthropic(5, 25)
+	case "claude-sonnet-4-6":
+		return anthropic(3, 15)
+	case "claude-haiku-4-5-20251001":
+		return anthropic(1, 5)
+	case "gpt-5.4":
+		return openai(2.5, 15, 0.25)
+	case "gpt-5.5":
+		return openai(5, 30, 0.5)
+	case "gpt-5.6-sol":
+		if at.Before(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)) {
+			r := openai(4, 20, 0.4)
+			r.cw5m, r.cw1h = r.in*1.25, r.in*1.25
+			return r
+		}
+		r := openai(5, 30, 0.5)
+		r.cw5m, r.cw1h = r.in*1.25, r.in*1.25
+		return r
+	}
+	t.Fatalf("no vendor rate written down for %q: add it from the vendor's page", model)
+	return vendorRate{}
+}
+
+// handCost prices a recording by the vendors' rates, by the hand rules of
+// handTotals: each Claude Code message once (its one-hour cache writes at
+// the one-hour rate), each Codex call as the growth of the running total
+// (cached input and cache writes parts of the input) at the model of the
+// last turn_context.
+func handCost(t *testing.T, path string) float64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	type msg struct {
+		model                 string
+		at                    time.Time
+		in, out, cw, cw1h, cr int64
+	}
+	byID := map[string]*msg{}
+	var order []string
+	var cost float64
+	var model string
+	var prev [4]int64
+	for sc.Scan() {
+		var l struct {
+			Type      string    `json:"type"`
+			Timestamp time.Time `json:"timestamp"`
+			Message   struct {
+				ID    string `json:"id"`
+				Model string `json:"model"`
+				Usage *struct {
+					In  int64 `json:"input_tokens"`
+					Out int64 `json:"output_tokens"`
+					CW  int64 `json:"cache_creation_input_tokens"`
+					CR  int64 `json:"cache_read_input_tokens"`
+					CC  struct {
+						H1 int64 `json:"ephemeral_1h_input_tokens"`
+					} `json:"cache_creation"`
+				} `json:"usage"`
+			} `json:"message"`
+			Payload struct {
+				Type  string `json:"type"`
+				Model string `json:"model"`
+				Info  *struct {
+					Total *struct {
+						In     int64 `json:"input_tokens"`
+						Cached int64 `json:"cached_input_tokens"`
+						Write  int64 `json:"cache_write_input_tokens"`
+						Out    int64 `json:"output_tokens"`
+					} `json:"total_token_usage"`
+					Last *struct {
+						In int64 `json:"input_tokens"`
+					} `json:"last_token_usage"`
+				} `json:"info"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		if l.Type == "turn_context" && l.Payload.Model != "" {
+			model = l.Payload.Model
+		}
+		if l.Type == "assistant" && l.Message.Usage != nil && !strings.HasPrefix(l.Message.Model, "<") {
+			u := l.Message.Usage
+			m := byID[l.Message.ID]
+			if m == nil {
+				m = &msg{model: l.Message.Model, at: l.Timestamp}
+				byID[l.Message.ID] = m
+				order = append(order, l.Message.ID)
+			}
+			m.in, m.out, m.cw, m.cr, m.cw1h = max(m.in, u.In), max(m.out, u.Out), max(m.cw, u.CW), max(m.cr, u.CR), max(m.cw1h, u.CC.H1)
+		}
+		if l.Type == "event_msg" && l.Payload.Type == "token_count" && l.Payload.Info != nil && l.Payload.Info.Total != nil {
+			tt := l.Payload.Info.Total
+			cur := [4]int64{tt.In, tt.Cached, tt.Write, tt.Out}
+			d := [4]int64{cur[0] - prev[0], cur[1] - prev[1], cur[2] - prev[2], cur[3] - prev[3]}
+			prev = cur
+			var prompt int64
+			if l.Payload.Info.Last != nil {
+				prompt = l.Payload.Info.Last.In
+			}
+			r := vendorRateOf(t, model, l.Timestamp, prompt)
+			fresh := d[0] - d[1] - d[2]
+			cost += (float64(fresh)*r.in + float64(d[1])*r.cr + float64(d[2])*r.cw5m + float64(d[3])*r.out) / 1e6
+		}
+	}
+	for _, id := range order {
+		m := byID[id]
+		r := vendorRateOf(t, m.model, m.at, m.in+m.cw+m.cr)
+		cost += (float64(m.in)*r.in + float64(m.out)*r.out + float64(m.cw-m.cw1h)*r.cw5m + float64(m.cw1h)*r.cw1h + float64(m.cr)*r.cr) / 1e6
+	}
+	return cost
+}
+
+// TestCorpus_Cost imports every recording and compares the cost Logbook
+// gives each one's session (priced by the shipped tables) with handCost,
+// the vendors' rates applied by hand, to a millionth of a dollar; and the
+// cost by day in Asia/Kolkata adds up to the same.
+func TestCorpus_Cost(t *testing.T) {
+	root := corpus(t)
+	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
+	cl, err := claude.NewIngester(claude.IngestConfig{Log: log, Host: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cx, err := codex.NewIngester(codex.IngestConfig{Log: log, Host: "test", SkipInvalid: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type file struct{ path, session string }
+	var files []file
+	ts, err := claude.Discover(filepath.Join(root, "claude"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range ts {
+		if filepath.Base(tr.Path) != "transcript.jsonl" {
+			continue
+		}
+		rs, err := cl.ImportTranscript(t.Context(), tr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			files = append(files, file{r.Path, r.Session})
+		}
+	}
+	rollouts, _ := filepath.Glob(filepath.Join(root, "codex", "*", "transcript.jsonl"))
+	for _, p := range rollouts {
+		r, err := cx.ImportFile(t.Context(), p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, file{r.Path, r.Session})
+	}
+	if len(files) == 0 {
+		t.Skip("no recordings")
+	}
+	tb := Shipped()
+	var states []session.State
+	var total, hand float64
+	for _, f := range files {
+		rel, _ := filepath.Rel(root, f.path)
+		_, st := viewTotals(t, log, f.session)
+		states = append(states, st)
+		want := handCost(t, f.path)
+		sp := SpendOf([]session.State{st}, tb)
+		got := 0.0
+		if sp.Cost != nil {
+			got = *sp.Cost
+		}
+		if len(sp.Unpriced) > 0 || math.Abs(got-want) > 1e-6 {
+			t.Errorf("%s: Logbook $%.6f (unpriced %v), by the vendors' rates $%.6f", rel, got, sp.Unpriced, want)
+		}
+		t.Logf("%-62s $%.6f", rel, got)
+		total += got
+		hand += want
+	}
+	kolkata, _ := time.LoadLocation("Asia/Kolkata")
+	rep, err := NewReport(states, Query{By: ByDay, Loc: kolkata}, tb, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var days float64
+	for _, l := range rep.Lines {
+		if l.Cost == nil {
+			t.Errorf("day %s %s: no price", l.Key, l.Model)
+			continue
+		}
+		days += *l.Cost
+	}
+	if math.Abs(days-hand) > 1e-6 || math.Abs(total-hand) > 1e-6 {
+		t.Errorf("by day in Asia/Kolkata $%.6f, by session $%.6f, by the vendors' rates $%.6f", days, total, hand)
 	}
 }

@@ -3,6 +3,7 @@ package usage
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -26,6 +27,94 @@ type Report struct {
 	// never folded into the parent's own lines.
 	Subagents []ParentSpend `json:"subagents,omitempty"`
 	Limits    []Limit       `json:"limits"`
+	// Context is, for a session asked for (Query.Session), the context
+	// window its last model call used; nil otherwise or before any call.
+	Context *ContextUse `json:"context,omitempty"`
+	// Warnings name what was not priced and why (a model or service tier
+	// with no price), one line each.
+	Warnings []string `json:"warnings,omitempty"`
+	// Checks, with Query.Check, compare each selected session's spend
+	// with the agent's own count, in session order.
+	Checks []Check `json:"checks,omitempty"`
+}
+
+// CheckTolerance is the largest difference, in percent, between
+// Logbook's count of a session's tokens and the agent's own that `usage
+// --check` lets pass.
+const CheckTolerance = 1.0
+
+// Check compares the tokens Logbook counted for a session (the sum of its
+// calls) with the agent's own running total (Codex's token_count
+// total_token_usage, less a copied history), input side (fresh, cache
+// writes and cache reads) and output apart: Diff is the larger relative
+// difference in percent, OK whether it is within CheckTolerance.
+type Check struct {
+	Session       string  `json:"session"`
+	LogbookInput  int64   `json:"logbook_input"`
+	AgentInput    int64   `json:"agent_input"`
+	LogbookOutput int64   `json:"logbook_output"`
+	AgentOutput   int64   `json:"agent_output"`
+	Diff          float64 `json:"diff_percent"`
+	OK            bool    `json:"ok"`
+}
+
+// checks returns the Checks of the sessions of ss that q selects and whose
+// agent reported a running total, over all their usage.
+func checks(ss []session.State, q Query) []Check {
+	var out []Check
+	for _, s := range ss {
+		if s.AgentTotal == nil || q.Session != "" && s.ID != q.Session && s.Parent != q.Session {
+			continue
+		}
+		var tok Tokens
+		for _, b := range s.Usage {
+			tok.add(b)
+		}
+		c := Check{Session: s.ID, LogbookInput: tok.Input + tok.CacheWrite + tok.CacheRead, LogbookOutput: tok.Output,
+			AgentInput: s.AgentTotal.Input + s.AgentTotal.CacheWrite + s.AgentTotal.CacheRead, AgentOutput: s.AgentTotal.Output}
+		rel := func(a, b int64) float64 {
+			if a == b {
+				return 0
+			}
+			return 100 * math.Abs(float64(a-b)) / math.Max(float64(max(a, b)), 1)
+		}
+		c.Diff = max(rel(c.LogbookInput, c.AgentInput), rel(c.LogbookOutput, c.AgentOutput))
+		c.OK = c.Diff <= CheckTolerance
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Session < out[j].Session })
+	return out
+}
+
+// CheckFailed reports whether a check of r found a difference over
+// CheckTolerance.
+func (r Report) CheckFailed() bool {
+	return slices.ContainsFunc(r.Checks, func(c Check) bool { return !c.OK })
+}
+
+// ContextUse is the context window the last call of a session used:
+// Tokens of the model's Window (from the price table; 0: unknown) and
+// Percent of it (0 when the window is unknown).
+type ContextUse struct {
+	session.ContextUse
+	Window  int64   `json:"window"`
+	Percent float64 `json:"percent"`
+}
+
+// ContextOf returns s's last call's context use measured against its
+// model's window in t, or nil when s reported no call.
+func ContextOf(s session.State, t *Table) *ContextUse {
+	if s.Context == nil {
+		return nil
+	}
+	c := &ContextUse{ContextUse: *s.Context}
+	if t != nil {
+		c.Window = t.ContextWindow(c.Model)
+	}
+	if c.Window > 0 {
+		c.Percent = 100 * float64(c.Tokens) / float64(c.Window)
+	}
+	return c
 }
 
 // ParentSpend is what all the subagents of session Parent spent.
@@ -34,22 +123,27 @@ type ParentSpend struct {
 	Spend
 }
 
-// PriceInfo names the price table a Report was priced with.
+// PriceInfo names the price table a Report was priced with: Logbook's
+// entries (Version, Date, Sources) and a data dir's file over them
+// (Override), over LiteLLM's table (its version and the day it was read).
 type PriceInfo struct {
 	Version  int               `json:"version"`
 	Date     string            `json:"date"`
 	Currency string            `json:"currency"`
 	Sources  map[string]string `json:"sources"`
 	Override string            `json:"override,omitempty"`
+	LiteLLM  LiteLLM           `json:"litellm"`
 }
 
 // PricedLine is a Line with its cost in the table's currency: Cost is nil
-// when the line's model has no price; SubagentsCost is nil when the line
-// has no subagents or no price.
+// when some of the line's tokens have no price; SubagentsCost is nil when
+// the line has no subagents or no price. Explain, with Query.Explain,
+// says which entry, tier and band priced which of its tokens.
 type PricedLine struct {
 	Line
-	Cost          *float64 `json:"cost"`
-	SubagentsCost *float64 `json:"subagents_cost"`
+	Cost          *float64    `json:"cost"`
+	SubagentsCost *float64    `json:"subagents_cost"`
+	Explain       []Explained `json:"explain,omitempty"`
 }
 
 // NewReport groups the usage of ss by q (see Group), prices each line
@@ -84,17 +178,43 @@ func NewReport(ss []session.State, q Query, t *Table, now time.Time) (Report, er
 	if by == BySession {
 		rep.Subagents = subagentSpend(ss, q, t)
 	}
-	rep.Prices = PriceInfo{Version: t.Version, Date: t.Date, Currency: t.Currency, Sources: t.Sources, Override: t.Override}
+	rep.Prices = PriceInfo{Version: t.Version, Date: t.Date, Currency: t.Currency, Sources: t.Sources, Override: t.Override, LiteLLM: t.LiteLLM}
+	warned := map[string]bool{}
+	warn := func(err error) {
+		if w := err.Error(); !warned[w] {
+			warned[w] = true
+			rep.Warnings = append(rep.Warnings, w+": its tokens are shown and not counted in the cost")
+		}
+	}
 	for _, l := range lines {
 		pl := PricedLine{Line: l}
-		if c, ok := t.Cost(l.Model, l.Tokens); ok {
+		c, parts, err := t.LineCost(l)
+		if err != nil {
+			warn(err)
+		} else {
 			pl.Cost = &c
+			if q.Explain {
+				pl.Explain = parts
+			}
 			if l.Subagents != nil {
-				sc, _ := t.Cost(l.Model, *l.Subagents)
-				pl.SubagentsCost = &sc
+				if sc, _, err := t.SubagentsCost(l); err == nil {
+					pl.SubagentsCost = &sc
+				} else {
+					warn(err)
+				}
 			}
 		}
 		rep.Lines = append(rep.Lines, pl)
+	}
+	if q.Session != "" {
+		for _, s := range ss {
+			if s.ID == q.Session {
+				rep.Context = ContextOf(s, t)
+			}
+		}
+	}
+	if q.Check {
+		rep.Checks = checks(ss, q)
 	}
 	return rep, nil
 }
@@ -108,7 +228,7 @@ func subagentSpend(ss []session.State, q Query, t *Table) []ParentSpend {
 			continue
 		}
 		if !q.Since.IsZero() {
-			s.Usage = slices.DeleteFunc(slices.Clone(s.Usage), func(b session.UsageBucket) bool { return !b.Hour.Add(time.Hour).After(q.Since) })
+			s.Usage = slices.DeleteFunc(slices.Clone(s.Usage), func(b session.UsageBucket) bool { return !selected(b, q.Since) })
 		}
 		kids[s.Parent] = append(kids[s.Parent], s)
 	}
@@ -136,13 +256,14 @@ func CostText(c *float64) string {
 // Columns returns the header and the cells of each line as the usage
 // table shows them (WriteText, and the board's usage view): the group
 // and model (the model alone by model), input, output, cache write and
-// cache read tokens, cost, and the subagents' tokens and cost.
+// of it one-hour writes, cache read tokens, cost, and the subagents'
+// tokens and cost.
 func (r Report) Columns() (head []string, rows [][]string) {
 	head = []string{strings.ToUpper(r.By), "MODEL"}
 	if r.By == ByModel {
 		head = []string{"MODEL"}
 	}
-	head = append(head, "INPUT", "OUTPUT", "CACHE WRITE", "CACHE READ", "COST", "SUBAGENTS")
+	head = append(head, "INPUT", "OUTPUT", "CACHE WRITE", "OF IT 1H", "CACHE READ", "COST", "SUBAGENTS")
 	for _, l := range r.Lines {
 		sub := "-"
 		if l.Subagents != nil {
@@ -160,7 +281,7 @@ func (r Report) Columns() (head []string, rows [][]string) {
 			cells = []string{dash(l.Model)}
 		}
 		cells = append(cells, strconv.FormatInt(l.Tokens.Input, 10), strconv.FormatInt(l.Tokens.Output, 10),
-			strconv.FormatInt(l.Tokens.CacheWrite, 10), strconv.FormatInt(l.Tokens.CacheRead, 10), CostText(l.Cost), sub)
+			strconv.FormatInt(l.Tokens.CacheWrite, 10), strconv.FormatInt(l.Tokens.CacheWrite1h, 10), strconv.FormatInt(l.Tokens.CacheRead, 10), CostText(l.Cost), sub)
 		rows = append(rows, cells)
 	}
 	return head, rows
@@ -182,9 +303,10 @@ func (r Report) TotalText() string {
 	if unpriced {
 		note = " (lines with no price are not in it)"
 	}
-	s := fmt.Sprintf("total cost: $%.4f%s; prices: table v%d of %s, %s per million tokens", total, note, r.Prices.Version, r.Prices.Date, r.Prices.Currency)
+	s := fmt.Sprintf("total cost: $%.4f%s; prices: LiteLLM's table (%s, read %s) under Logbook's v%d of %s, %s per million tokens",
+		total, note, r.Prices.LiteLLM.Version, r.Prices.LiteLLM.Read, r.Prices.Version, r.Prices.Date, r.Prices.Currency)
 	if r.Prices.Override != "" {
-		s += ", with " + r.Prices.Override + " over it"
+		s += ", with " + r.Prices.Override + " over them"
 	}
 	return s
 }
@@ -245,6 +367,44 @@ func (r Report) WriteTextTables(w io.Writer, now time.Time, table func(head []st
 		}
 	}
 	fmt.Fprintf(w, "\n%s\n", r.TotalText())
+	for _, x := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", x)
+	}
+	if r.Context != nil {
+		if r.Context.Window > 0 {
+			fmt.Fprintf(w, "context: the last call used %d of %s's %d tokens (%.1f%%)\n", r.Context.Tokens, r.Context.Model, r.Context.Window, r.Context.Percent)
+		} else {
+			fmt.Fprintf(w, "context: the last call used %d tokens (%s's window unknown)\n", r.Context.Tokens, dash(r.Context.Model))
+		}
+	}
+	if len(r.Checks) > 0 {
+		fmt.Fprintf(w, "\ncheck against the agent's own counts (a difference over %g%% fails):\n", CheckTolerance)
+		for _, c := range r.Checks {
+			verdict := "ok"
+			if !c.OK {
+				verdict = "DIFFERS"
+			}
+			fmt.Fprintf(w, "%s: %s: input %d (agent %d), output %d (agent %d), %.2f%% apart\n", c.Session, verdict, c.LogbookInput, c.AgentInput, c.LogbookOutput, c.AgentOutput, c.Diff)
+		}
+	}
+	if explained := slices.ContainsFunc(r.Lines, func(l PricedLine) bool { return len(l.Explain) > 0 }); explained {
+		fmt.Fprintln(w, "\nhow each line was priced (per million tokens: input, output, 5-minute and 1-hour cache write, cache read):")
+		for _, l := range r.Lines {
+			for _, e := range l.Explain {
+				band := "no long-context band"
+				if e.Above > 0 {
+					band = fmt.Sprintf("input over %d tokens", e.Above)
+				}
+				what := dash(l.Key) + " " + dash(l.Model)
+				if r.By == ByModel {
+					what = dash(l.Model)
+				}
+				fmt.Fprintf(w, "%s: %d tokens at entry %s (%s, read %s), %s tier, %s: $%g $%g $%g $%g $%g = $%.4f\n",
+					what, e.Tokens.Total(), e.Entry, e.Source, e.Date, e.Tier, band,
+					e.Input, e.Output, e.CacheWrite, e.CacheWrite1h, e.CacheRead, e.Cost)
+			}
+		}
+	}
 	if len(r.Limits) == 0 {
 		return nil
 	}
@@ -274,7 +434,7 @@ func SpendOf(ss []session.State, t *Table) Spend {
 		if t == nil {
 			continue
 		}
-		if c, ok := t.Cost(l.Model, l.Tokens); ok {
+		if c, _, err := t.LineCost(l); err == nil {
 			cost += c
 			priced = true
 		} else {

@@ -1,43 +1,38 @@
 // Package usage answers "what did this agent spend": it groups the usage
-// the session projection keeps (session.State.Usage: tokens per model and
-// UTC hour, folded from the adapters' usage signals) by session, model,
-// day or project, and prices tokens at query time from a versioned price
-// table, so a price correction never rewrites history.
+// the session projection keeps (session.State.Usage: tokens per model, UTC
+// minute, service tier and long-context band, folded from the adapters'
+// usage signals) by session, model, day, week, month, 5-hour block or
+// project, and prices tokens at query time from a versioned price table,
+// so a price correction never rewrites history.
 //
-// The price table ships with the binary (prices.json beside this file:
-// dated, its sources named, per million tokens) and a file in the data
-// dir (prices.json, the same format) overrides it model by model. A model
-// the table does not name has no price: it shows its tokens and "no
-// price", never $0.
+// The price table ships with the binary: LiteLLM's model price table
+// (litellm.json beside this file, a dated subset of its
+// model_prices_and_context_window.json, refreshed by
+// scripts/refresh-prices.sh), with Logbook's own entries (prices.json
+// beside this file: dated, their sources named, per million tokens) over
+// it, and a file in the data dir (prices.json, the same format) over both,
+// model by model. A model the table does not name has no price: it shows
+// its tokens and "no price", never $0.
 package usage
 
 import (
-	"bytes"
-	_ "embed"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
-	"math"
-	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"time"
 
-	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
-	"github.com/logbook-dev/logbook/adapters/jsonfault"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 // Tokens are token counts summed over usage buckets.
 type Tokens struct {
-	Input      int64 `json:"input"`
-	Output     int64 `json:"output"`
-	CacheWrite int64 `json:"cache_write"`
-	CacheRead  int64 `json:"cache_read"`
-	Reasoning  int64 `json:"reasoning"` // of Output
-	Calls      int64 `json:"calls"`
+	Input        int64 `json:"input"`
+	Output       int64 `json:"output"`
+	CacheWrite   int64 `json:"cache_write"`
+	CacheWrite1h int64 `json:"cache_write_1h"` // of CacheWrite, the one-hour kind
+	CacheRead    int64 `json:"cache_read"`
+	Reasoning    int64 `json:"reasoning"` // of Output
+	Calls        int64 `json:"calls"`
 }
 
 // Total returns input, output and cache tokens summed.
@@ -47,6 +42,7 @@ func (t *Tokens) add(b session.UsageBucket) {
 	t.Input += b.Input
 	t.Output += b.Output
 	t.CacheWrite += b.CacheWrite
+	t.CacheWrite1h += b.CacheWrite1h
 	t.CacheRead += b.CacheRead
 	t.Reasoning += b.Reasoning
 	t.Calls += b.Calls
@@ -54,7 +50,8 @@ func (t *Tokens) add(b session.UsageBucket) {
 
 // Plus returns t and u summed.
 func (t Tokens) Plus(u Tokens) Tokens {
-	return Tokens{t.Input + u.Input, t.Output + u.Output, t.CacheWrite + u.CacheWrite, t.CacheRead + u.CacheRead, t.Reasoning + u.Reasoning, t.Calls + u.Calls}
+	return Tokens{t.Input + u.Input, t.Output + u.Output, t.CacheWrite + u.CacheWrite, t.CacheWrite1h + u.CacheWrite1h,
+		t.CacheRead + u.CacheRead, t.Reasoning + u.Reasoning, t.Calls + u.Calls}
 }
 
 // Groupings Group knows.
@@ -62,30 +59,75 @@ const (
 	BySession = "session"
 	ByModel   = "model"
 	ByDay     = "day"
+	ByWeek    = "week"  // key: the Monday that starts the week, YYYY-MM-DD
+	ByMonth   = "month" // key: YYYY-MM
+	ByBlock   = "block" // key: the start of a 5-hour billing block, RFC 3339 in the zone
 	ByProject = "project"
 )
 
+// BlockLength is how long a usage block lasts (ByBlock): the five hours
+// of a plan's usage window, as ccusage's blocks report counts them.
+const BlockLength = 5 * time.Hour
+
 // Query selects and groups usage.
 type Query struct {
-	By      string         // BySession (default), ByModel, ByDay or ByProject
-	Since   time.Time      // buckets of the hours that end after it; zero: all
+	By      string         // BySession (default), ByModel, ByDay, ByWeek, ByMonth, ByBlock or ByProject
+	Since   time.Time      // buckets of the minutes that end after it; zero: all
 	Session string         // only this session and its subagents; "": all
-	Loc     *time.Location // the zone days are cut in; nil: UTC
+	Loc     *time.Location // the zone days, weeks, months and blocks are cut in; nil: UTC
+	// Explain asks NewReport to say, for each priced line, which table
+	// entry, tier and long-context band priced which tokens.
+	Explain bool
+	// Check asks NewReport to compare each selected session's spend with
+	// the agent's own running total, where it keeps one (Report.Checks).
+	Check bool
 }
 
 // Line is the tokens of one group and model. For BySession, Parent names
 // the parent of a subagent's session, and a parent's lines carry its
 // subagents' sum in Subagents (never folded into its own tokens).
 type Line struct {
-	Key       string  `json:"key"`   // session id, model, day (YYYY-MM-DD) or project (cwd)
+	Key       string  `json:"key"`   // session id, model, day (YYYY-MM-DD), week, month, block or project (cwd)
 	Model     string  `json:"model"` // "" when the agent did not name it
 	Tokens    Tokens  `json:"tokens"`
 	Parent    string  `json:"parent,omitempty"`
 	Subagents *Tokens `json:"subagents,omitempty"`
+	// buckets and subBuckets are the usage buckets summed in Tokens and
+	// Subagents: each is priced at its own minute, tier and band.
+	buckets, subBuckets []session.UsageBucket
+}
+
+// selected reports whether b's minute ends after since (zero: all).
+func selected(b session.UsageBucket, since time.Time) bool {
+	return since.IsZero() || b.Minute.Add(time.Minute).After(since)
+}
+
+// blockStarts returns the starts of the 5-hour blocks the minutes of
+// usage in ss fall in: a block starts at the hour (in loc) of the first
+// minute not in an earlier block and lasts BlockLength.
+func blockStarts(ss []session.State, since time.Time, loc *time.Location) []time.Time {
+	var mins []time.Time
+	for _, s := range ss {
+		for _, b := range s.Usage {
+			if selected(b, since) {
+				mins = append(mins, b.Minute)
+			}
+		}
+	}
+	slices.SortFunc(mins, func(a, b time.Time) int { return a.Compare(b) })
+	var starts []time.Time
+	for _, m := range mins {
+		if n := len(starts); n > 0 && m.Before(starts[n-1].Add(BlockLength)) {
+			continue
+		}
+		l := m.In(loc)
+		starts = append(starts, time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), 0, 0, 0, loc))
+	}
+	return starts
 }
 
 // Group sums the usage of ss by q, one line per group and model, in key
-// then model order (days in time order).
+// then model order (days, weeks, months and blocks in time order).
 func Group(ss []session.State, q Query) ([]Line, error) {
 	loc := q.Loc
 	if loc == nil {
@@ -96,20 +138,27 @@ func Group(ss []session.State, q Query) ([]Line, error) {
 		by = BySession
 	}
 	switch by {
-	case BySession, ByModel, ByDay, ByProject:
+	case BySession, ByModel, ByDay, ByWeek, ByMonth, ByBlock, ByProject:
 	default:
-		return nil, fmt.Errorf("usage: unknown grouping %q (want session, model, day or project)", by)
+		return nil, fmt.Errorf("usage: unknown grouping %q (want session, model, day, week, month, block or project)", by)
+	}
+	var blocks []time.Time
+	if by == ByBlock {
+		sel := slices.DeleteFunc(slices.Clone(ss), func(s session.State) bool {
+			return q.Session != "" && s.ID != q.Session && s.Parent != q.Session
+		})
+		blocks = blockStarts(sel, q.Since, loc)
 	}
 	type key struct{ k, model string }
 	sums := map[key]*Line{}
-	children := map[key]*Tokens{} // parent session and model → its subagents' sum
+	children := map[key]*Line{} // parent session and model → its subagents' sum
 	for _, s := range ss {
-		selected := q.Session == "" || s.ID == q.Session || s.Parent == q.Session
-		if !selected && (by != BySession || s.Parent == "") {
+		chosen := q.Session == "" || s.ID == q.Session || s.Parent == q.Session
+		if !chosen && (by != BySession || s.Parent == "") {
 			continue
 		}
 		for _, b := range s.Usage {
-			if !q.Since.IsZero() && !b.Hour.Add(time.Hour).After(q.Since) { // the hour ended by then
+			if !selected(b, q.Since) {
 				continue
 			}
 			if by == BySession && s.Parent != "" {
@@ -117,22 +166,37 @@ func Group(ss []session.State, q Query) ([]Line, error) {
 				// when the query selects only one.
 				c := children[key{s.Parent, b.Model}]
 				if c == nil {
-					c = &Tokens{}
+					c = &Line{}
 					children[key{s.Parent, b.Model}] = c
 				}
-				c.add(b)
+				c.Tokens.add(b)
+				c.buckets = append(c.buckets, b)
 			}
-			if !selected {
+			if !chosen {
 				continue
 			}
 			var k string
-			switch by {
+			switch t := b.Minute.In(loc); by {
 			case BySession:
 				k = s.ID
 			case ByModel:
 				k = b.Model
 			case ByDay:
-				k = b.Hour.In(loc).Format("2006-01-02")
+				k = t.Format(time.DateOnly)
+			case ByWeek:
+				// Monday, counted in calendar days so a DST change
+				// does not move it.
+				k = time.Date(t.Year(), t.Month(), t.Day()-(int(t.Weekday())+6)%7, 0, 0, 0, 0, loc).Format(time.DateOnly)
+			case ByMonth:
+				k = t.Format("2006-01")
+			case ByBlock:
+				i, _ := slices.BinarySearchFunc(blocks, b.Minute, func(s, m time.Time) int {
+					if s.After(m) {
+						return 1
+					}
+					return -1
+				})
+				k = blocks[max(i-1, 0)].Format(time.RFC3339)
 			case ByProject:
 				k = s.Cwd
 			}
@@ -145,6 +209,7 @@ func Group(ss []session.State, q Query) ([]Line, error) {
 				sums[key{k, b.Model}] = l
 			}
 			l.Tokens.add(b)
+			l.buckets = append(l.buckets, b)
 		}
 	}
 	for k, c := range children {
@@ -152,7 +217,8 @@ func Group(ss []session.State, q Query) ([]Line, error) {
 		// subagents used gets no line of zeros (Report.Subagents has the
 		// sum over all models).
 		if l := sums[k]; l != nil {
-			l.Subagents = c
+			t := c.Tokens
+			l.Subagents, l.subBuckets = &t, c.buckets
 		}
 	}
 	out := make([]Line, 0, len(sums))
@@ -211,178 +277,12 @@ func limitsOf(ss []session.State, accounts map[string]bool, now time.Time) []Lim
 	return out
 }
 
-// Price is what one million tokens of a model cost, in the table's
-// currency.
-type Price struct {
-	Source     string  `json:"source,omitempty"` // a key of Table.Sources
-	Date       string  `json:"date,omitempty"`   // YYYY-MM-DD this price was read from its source; "": the table's Date
-	Input      float64 `json:"input"`
-	Output     float64 `json:"output"`
-	CacheWrite float64 `json:"cache_write"`
-	CacheRead  float64 `json:"cache_read"`
-}
-
-// Table is a versioned, dated price table.
-type Table struct {
-	Version  int               `json:"version"`
-	Date     string            `json:"date"` // YYYY-MM-DD the prices were read from their sources
-	Currency string            `json:"currency"`
-	Unit     string            `json:"unit"`
-	Sources  map[string]string `json:"sources"`
-	Models   map[string]Price  `json:"models"`
-	// Override names the file that overrode some models, "" if none.
-	Override string `json:"override,omitempty"`
-}
-
-//go:embed prices.json
-var shipped []byte
-
-// Shipped returns the price table shipped with Logbook.
-func Shipped() *Table {
-	t, err := parseTable(shipped)
-	if err != nil {
-		panic(fmt.Sprintf("usage: shipped price table: %v", err))
-	}
-	return t
-}
-
-// MaxTableFile is the most bytes a price table file may hold: 4 MiB.
-const MaxTableFile = 4 << 20
-
-// LoadTable returns the shipped table with the models of the table file
-// at path (if it exists) put over it. Errors name path: a file that is
-// not a price table, a negative price, a table of another currency.
-func LoadTable(path string) (*Table, error) {
-	t := Shipped()
-	b, err := hookspool.ReadRegular(path, MaxTableFile)
-	if errors.Is(err, os.ErrNotExist) {
-		return t, nil
-	}
-	if err != nil {
-		// A FIFO or a device in its place is refused without reading.
-		return nil, fmt.Errorf("price table %w", err) // err names path
-	}
-	o, err := parseTable(b)
-	if err != nil {
-		return nil, fmt.Errorf("price table %s: %w", path, err)
-	}
-	if o.Currency != "" && o.Currency != t.Currency {
-		return nil, fmt.Errorf("price table %s: currency %s, the shipped table's is %s", path, o.Currency, t.Currency)
-	}
-	for m, p := range o.Models {
-		t.Models[m] = p
-	}
-	for k, v := range o.Sources {
-		t.Sources[k] = v
-	}
-	t.Override = path
-	if o.Date != "" {
-		t.Date += ", " + o.Date + " (override)"
-	}
-	return t, nil
-}
-
-// parseTable reads b as a price table (the JSON object Table describes,
-// no other members). Its errors say where: the line and column of a
-// syntax error, of a member of the wrong type (with the member's path,
-// "models.x.input") or of an unknown member.
-func parseTable(b []byte) (*Table, error) {
-	var t Table
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&t); err != nil {
-		fe := jsonfault.Fault(b, err, "the table")
-		if jsonfault.UnknownMember(err) {
-			fe = fmt.Errorf("%w (want version, date, currency, unit, sources, models; a model's: source, date, input, output, cache_write, cache_read)", fe)
-		}
-		return nil, fe
-	}
-	if t.Models == nil {
-		t.Models = map[string]Price{}
-	}
-	if t.Sources == nil {
-		t.Sources = map[string]string{}
-	}
-	if !slices.Contains(TableVersions, t.Version) {
-		v := fmt.Sprint(t.Version)
-		if t.Version == 0 {
-			v = "missing (0)"
-		}
-		return nil, fmt.Errorf("version %s: this Logbook reads price table versions %v", v, TableVersions)
-	}
-	if len(t.Models) == 0 {
-		return nil, errors.New(`"models" names no model: a price table prices at least one`)
-	}
-	for _, m := range slices.Sorted(maps.Keys(t.Models)) {
-		p := t.Models[m]
-		for _, f := range []struct {
-			name string
-			v    float64
-		}{{"input", p.Input}, {"output", p.Output}, {"cache_write", p.CacheWrite}, {"cache_read", p.CacheRead}} {
-			switch {
-			case f.v < 0:
-				return nil, fmt.Errorf("model %q: %s %g is a negative price", m, f.name, f.v)
-			case !(f.v <= MaxPrice): // NaN and Inf included
-				return nil, fmt.Errorf("model %q: %s %g is over the bound of %g dollars per million tokens", m, f.name, f.v, float64(MaxPrice))
-			}
-		}
-	}
-	return &t, nil
-}
-
-// TableVersions are the price table versions parseTable reads: 1 and 2
-// are the same shape (2 dates and sources each model's entry).
-var TableVersions = []int{1, 2}
-
-// MaxPrice bounds every price of a table, in dollars per million tokens:
-// a larger one is a mistake, not a price, and with it a cost could
-// overflow to +Inf, which JSON cannot carry.
-const MaxPrice = 1e6
-
-// DateOf returns the day model's price was read from its source: its
-// entry's own date, else the table's.
-func (t *Table) DateOf(model string) string {
-	if p, ok := t.PriceOf(model); ok && p.Date != "" {
-		return p.Date
-	}
-	return t.Date
-}
-
-// dated matches a model name's release-date suffix, "-20251001".
-var dated = regexp.MustCompile(`-\d{8}$`)
-
-// PriceOf returns the price of model: its own entry, else the entry of
-// its name without a release-date suffix (claude-haiku-4-5-20251001 is
-// claude-haiku-4-5). ok is false when the table names neither.
-func (t *Table) PriceOf(model string) (Price, bool) {
-	if p, ok := t.Models[model]; ok {
-		return p, true
-	}
-	p, ok := t.Models[dated.ReplaceAllString(model, "")]
-	return p, ok
-}
-
-// Cost returns what tok of model cost, and false when model has no price
-// or the cost is not a finite number (a table built in code past
-// parseTable's bounds), so that no Inf or NaN reaches a report or JSON.
-func (t *Table) Cost(model string, tok Tokens) (float64, bool) {
-	p, ok := t.PriceOf(model)
-	if !ok {
-		return 0, false
-	}
-	c := (float64(tok.Input)*p.Input + float64(tok.Output)*p.Output +
-		float64(tok.CacheWrite)*p.CacheWrite + float64(tok.CacheRead)*p.CacheRead) / 1e6
-	if math.IsInf(c, 0) || math.IsNaN(c) {
-		return 0, false
-	}
-	return c, true
-}
-
-// Unpriced returns the models of lines the table has no price for.
+// Unpriced returns the models of lines the table has no price for (in
+// some tier or at some time of their usage).
 func (t *Table) Unpriced(lines []Line) []string {
 	var out []string
 	for _, l := range lines {
-		if _, ok := t.PriceOf(l.Model); !ok && !slices.Contains(out, l.Model) {
+		if _, _, err := t.LineCost(l); err != nil && !slices.Contains(out, l.Model) {
 			out = append(out, l.Model)
 		}
 	}

@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,14 +18,14 @@ func hour(d, h int) time.Time { return time.Date(2026, 5, d, h, 0, 0, 0, time.UT
 func states() []session.State {
 	return []session.State{
 		{ID: "p", Cwd: "/a", Usage: []session.UsageBucket{
-			{Model: "claude-opus-4-5", Hour: hour(23, 23), Input: 10, Output: 100, Calls: 1},
-			{Model: "claude-sonnet-4-5", Hour: hour(24, 1), Input: 20, Output: 200, Calls: 2},
+			{Model: "claude-opus-4-5", Minute: hour(23, 23), Input: 10, Output: 100, Calls: 1},
+			{Model: "claude-sonnet-4-5", Minute: hour(24, 1), Input: 20, Output: 200, Calls: 2},
 		}},
 		{ID: "agent-x", Parent: "p", Cwd: "/a", Usage: []session.UsageBucket{
-			{Model: "claude-haiku-4-5-20251001", Hour: hour(23, 22), Input: 5, CacheRead: 1000, Calls: 1},
+			{Model: "claude-haiku-4-5-20251001", Minute: hour(23, 22), Input: 5, CacheRead: 1000, Calls: 1},
 		}},
 		{ID: "q", Cwd: "/b", Usage: []session.UsageBucket{
-			{Model: "mystery-1", Hour: hour(24, 2), Input: 7, Output: 7, Calls: 1},
+			{Model: "mystery-1", Minute: hour(24, 2), Input: 7, Output: 7, Calls: 1},
 		}, Limits: []session.LimitReading{{Limit: events.Limit{Account: "codex/plus", Window: "primary", UsedPercent: 40, ResetsAt: hour(24, 5).Unix()}, MeasuredAt: hour(24, 2)}}},
 		{ID: "r", Limits: []session.LimitReading{{Limit: events.Limit{Account: "codex/plus", Window: "primary", UsedPercent: 10, ResetsAt: hour(24, 5).Unix()}, MeasuredAt: hour(24, 1)}}},
 	}
@@ -80,7 +81,7 @@ func TestGroup(t *testing.T) {
 	if len(one) != 3 {
 		t.Fatalf("session p and its subagent %+v", one)
 	}
-	if _, err := Group(ss, Query{By: "week"}); err == nil {
+	if _, err := Group(ss, Query{By: "fortnight"}); err == nil {
 		t.Error("unknown grouping accepted")
 	}
 }
@@ -118,8 +119,10 @@ func TestPrices(t *testing.T) {
 	if c, ok := tb.Cost("claude-opus-4-7", Tokens{Input: 1_000_000, Output: 1_000_000, CacheWrite: 1_000_000, CacheRead: 1_000_000}); !ok || c < 36.7499 || c > 36.7501 {
 		t.Errorf("opus 4.7: %v %v, want 5+25+6.25+0.50", c, ok)
 	}
-	if c, ok := tb.Cost("gpt-5.6-sol", Tokens{Input: 1_000_000, CacheRead: 1_000_000, Output: 1_000_000}); !ok || c < 24.3999 || c > 24.4001 {
-		t.Errorf("gpt-5.6-sol: %v %v, want 4+0.40+20", c, ok)
+	// gpt-5.6-sol's promotional price held until 2026-11-21; now it is
+	// LiteLLM's entry's.
+	if c, ok := tb.Cost("gpt-5.6-sol", Tokens{Input: 1_000_000, CacheRead: 1_000_000, Output: 1_000_000}); !ok || c < 35.4999 || c > 35.5001 {
+		t.Errorf("gpt-5.6-sol: %v %v, want 5+0.50+30", c, ok)
 	}
 	c, ok := tb.Cost("claude-haiku-4-5-20251001", Tokens{Input: 1_000_000, CacheRead: 1_000_000})
 	if !ok || c < 1.0999 || c > 1.1001 {
@@ -150,8 +153,8 @@ func TestPrices(t *testing.T) {
 		"huge":           {`{"version":2,"models":{"x":{"input":1,"output":1e308}}}`, `model "x": output 1e+308 is over the bound of 1e+06 dollars per million tokens`},
 		"just over":      {`{"version":2,"models":{"x":{"cache_read":1000000.5}}}`, `model "x": cache_read 1.0000005e+06 is over the bound`},
 		"overflow":       {"{\"version\":2,\n \"models\":{\"x\":{\"input\":1e999}}}", `line 2, column 29: "models.input" is a JSON number 1e999, want float64`},
-		"version 99":     {`{"version":99}`, "version 99: this Logbook reads price table versions [1 2]"},
-		"no version":     {`{"models":{"x":{}}}`, "version missing (0): this Logbook reads price table versions [1 2]"},
+		"version 99":     {`{"version":99}`, "version 99: this Logbook reads price table versions [1 2 3]"},
+		"no version":     {`{"models":{"x":{}}}`, "version missing (0): this Logbook reads price table versions [1 2 3]"},
 		"no models":      {`{"version":2}`, `"models" names no model`},
 		"empty models":   {`{"version":2,"models":{}}`, `"models" names no model`},
 		"unknown field":  {"{\n \"modles\":{}}", `line 2, column 2: unknown member "modles"`},
@@ -199,16 +202,17 @@ func TestReport_Text(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"SESSION  ", "agent-x (subagent of p)  claude-haiku-4-5-20251001",
-		"q        ", "mystery-1  7  7  0  0  no price",
+		"q        ", "mystery-1  7  7  0  0  0  no price",
 		"p        ", "p: 1005 (input 5, output 0, cache write 0, cache read 1000); cost $0.0001",
-		"total cost: $", "(lines with no price are not in it); prices: table v2 of 2026-11-30, USD per million tokens",
+		"total cost: $", "(lines with no price are not in it); prices: LiteLLM's table (git 00035b69f416be24e2e323c13198d9b7d2d1bdf9, read 2026-12-02) under Logbook's v3 of 2026-12-02, USD per million tokens",
+		`warning: no price for model "mystery-1"`,
 		"codex/plus  primary  expired (was 40.0%)  2026-05-24T05:00:00Z  2026-05-24T02:00:00Z (4h00m ago)",
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(out), " "), strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("the table lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "mystery-1  7  7  0  0  $") {
+	if strings.Contains(out, "mystery-1  7  7  0  0  0  $") {
 		t.Errorf("an unknown model was priced:\n%s", out)
 	}
 	sp := SpendOf(states()[2:3], tb)
@@ -252,7 +256,7 @@ func TestParseSinceAndZone(t *testing.T) {
 // accounts.
 func TestReportSession(t *testing.T) {
 	ss := append(states(), session.State{ID: "agent-y", Parent: "p", Usage: []session.UsageBucket{
-		{Model: "claude-haiku-4-5-20251001", Hour: hour(23, 22), Input: 1, CacheRead: 2000, Calls: 1},
+		{Model: "claude-haiku-4-5-20251001", Minute: hour(23, 22), Input: 1, CacheRead: 2000, Calls: 1},
 	}})
 	now := hour(24, 3)
 	sub, err := NewReport(ss, Query{Session: "agent-x"}, Shipped(), now)
@@ -284,5 +288,206 @@ func TestReportSession(t *testing.T) {
 	q, _ := NewReport(ss, Query{Session: "q"}, Shipped(), now)
 	if len(q.Limits) != 1 || q.Limits[0].Account != "codex/plus" || q.Limits[0].UsedPercent != 40 {
 		t.Errorf("q's limits %+v, want its account's latest reading", q.Limits)
+	}
+}
+
+// TestGroup_AnyZone cuts days at each zone's own midnight, to the minute:
+// +5:30 (Asia/Kolkata), +5:45 (Asia/Kathmandu), -9:30 (Pacific/Marquesas)
+// and both sides of a DST change day (America/New_York, 2026-03-08, a day
+// of 23 hours).
+func TestGroup_AnyZone(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, c := range []struct {
+		zone         string
+		before, from string // the last UTC minute of one local day, the first of the next
+		day1, day2   string
+	}{
+		{"Asia/Kolkata", "2026-05-23T18:29:00Z", "2026-05-23T18:30:00Z", "2026-05-23", "2026-05-24"},
+		{"Asia/Kathmandu", "2026-05-23T18:14:00Z", "2026-05-23T18:15:00Z", "2026-05-23", "2026-05-24"},
+		{"Pacific/Marquesas", "2026-05-24T09:29:00Z", "2026-05-24T09:30:00Z", "2026-05-23", "2026-05-24"},
+		{"America/New_York", "2026-03-08T04:59:00Z", "2026-03-08T05:00:00Z", "2026-03-07", "2026-03-08"},
+		{"America/New_York", "2026-03-09T03:59:00Z", "2026-03-09T04:00:00Z", "2026-03-08", "2026-03-09"},
+	} {
+		loc, err := time.LoadLocation(c.zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss := []session.State{{ID: "s", Usage: []session.UsageBucket{
+			{Model: "claude-opus-4-7", Minute: at(c.before), Input: 1, Calls: 1},
+			{Model: "claude-opus-4-7", Minute: at(c.from), Input: 10, Calls: 1},
+		}}}
+		lines, err := Group(ss, Query{By: ByDay, Loc: loc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lines) != 2 || lines[0].Key != c.day1 || lines[0].Tokens.Input != 1 || lines[1].Key != c.day2 || lines[1].Tokens.Input != 10 {
+			t.Errorf("%s, %s and %s: %+v, want %s then %s", c.zone, c.before, c.from, lines, c.day1, c.day2)
+		}
+	}
+}
+
+// TestGroup_WeekMonthBlock: weeks start on Monday in the zone, months
+// are calendar months, and a 5-hour block starts at the hour of the
+// first call after the last block ended.
+func TestGroup_WeekMonthBlock(t *testing.T) {
+	m := func(d, h, min int) time.Time { return time.Date(2026, 11, d, h, min, 0, 0, time.UTC) }
+	ss := []session.State{{ID: "s", Usage: []session.UsageBucket{
+		{Model: "gpt-5.5", Minute: m(29, 23, 50), Input: 1}, // Sunday
+		{Model: "gpt-5.5", Minute: m(30, 0, 10), Input: 2},  // Monday, 20 minutes later
+		{Model: "gpt-5.5", Minute: m(30, 3, 59), Input: 4},  // still the block of 23:00 (to 04:00)
+		{Model: "gpt-5.5", Minute: m(30, 6, 1), Input: 8},   // a new block at 06:00
+	}}}
+	week, _ := Group(ss, Query{By: ByWeek})
+	if len(week) != 2 || week[0].Key != "2026-11-23" || week[0].Tokens.Input != 1 || week[1].Key != "2026-11-30" || week[1].Tokens.Input != 14 {
+		t.Errorf("weeks %+v", week)
+	}
+	month, _ := Group(ss, Query{By: ByMonth})
+	if len(month) != 1 || month[0].Key != "2026-11" || month[0].Tokens.Input != 15 {
+		t.Errorf("months %+v", month)
+	}
+	blocks, _ := Group(ss, Query{By: ByBlock})
+	if len(blocks) != 2 || blocks[0].Key != "2026-11-29T23:00:00Z" || blocks[0].Tokens.Input != 7 || blocks[1].Key != "2026-11-30T06:00:00Z" || blocks[1].Tokens.Input != 8 {
+		t.Errorf("blocks %+v", blocks)
+	}
+}
+
+// TestPrices_Billed prices what the vendor bills: one-hour cache writes
+// at 2x input, five-minute ones at 1.25x, a call over 200K input tokens
+// at Sonnet 4.5's long-context rates, a service tier at its own rates or
+// none, and gpt-5.6-sol at its promotional price only until 2026-11-21;
+// --explain names the entry and tier of each part.
+func TestPrices_Billed(t *testing.T) {
+	tb := Shipped()
+	day := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	ss := []session.State{{ID: "s", Usage: []session.UsageBucket{
+		{Model: "claude-opus-4-7", Minute: day, CacheWrite: 1_000_000, CacheWrite1h: 600_000, Calls: 1},
+		{Model: "claude-sonnet-4-5-20250929", Minute: day, Above: 200_000, Input: 1_000_000, Calls: 1},
+		{Model: "gpt-5.5", Minute: day, Tier: "priority", Input: 1_000_000, Calls: 1},
+		{Model: "gpt-5.6-sol", Minute: day, Input: 1_000_000, Calls: 1},
+		{Model: "gpt-5.6-sol", Minute: day.AddDate(0, 0, 2), Input: 1_000_000, Calls: 1},
+	}}}
+	rep, err := NewReport(ss, Query{By: ByModel, Explain: true}, tb, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		"claude-opus-4-7":            0.4*6.25 + 0.6*10,
+		"claude-sonnet-4-5-20250929": 6,
+		"gpt-5.5":                    10,
+		"gpt-5.6-sol":                4 + 5,
+	}
+	for _, l := range rep.Lines {
+		if l.Cost == nil || math.Abs(*l.Cost-want[l.Model]) > 1e-9 {
+			t.Errorf("%s: %v, want $%g", l.Model, l.Cost, want[l.Model])
+		}
+		if len(l.Explain) == 0 {
+			t.Errorf("%s: nothing explained", l.Model)
+		}
+	}
+	var b strings.Builder
+	rep.WriteText(&b, day)
+	for _, w := range []string{"entry gpt-5.6-sol (openai-gpt-5.6-sol", "entry gpt-5.6-sol (litellm", "priority tier", "input over 200000 tokens"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("--explain lacks %q:\n%s", w, b.String())
+		}
+	}
+	ss[0].Usage = []session.UsageBucket{{Model: "claude-opus-4-7", Minute: day, Tier: "priority", Input: 5, Calls: 1}}
+	rep, _ = NewReport(ss, Query{By: ByModel}, tb, day)
+	if rep.Lines[0].Cost != nil || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], `service tier "priority"`) {
+		t.Errorf("a tier with no price: %+v %v", rep.Lines[0].Cost, rep.Warnings)
+	}
+}
+
+// TestReport_CheckAndContext: --check passes a session whose calls add up
+// to the agent's own running total within 1% and fails one that does
+// not; with a session asked for, the last call's context is measured
+// against the model's window from the table.
+func TestReport_CheckAndContext(t *testing.T) {
+	at := hour(23, 10)
+	ss := []session.State{
+		{ID: "even", Usage: []session.UsageBucket{{Model: "gpt-5.5", Minute: at, Input: 900, CacheRead: 100, Output: 100, Calls: 2}},
+			AgentTotal: &events.Usage{Input: 905, CacheRead: 100, Output: 100},
+			Context:    &session.ContextUse{Model: "gpt-5.5", Tokens: 105_000, At: at}},
+		{ID: "off", Usage: []session.UsageBucket{{Model: "gpt-5.5", Minute: at, Input: 1100, Output: 100, Calls: 2}},
+			AgentTotal: &events.Usage{Input: 1000, Output: 100}},
+		{ID: "claude", Usage: []session.UsageBucket{{Model: "claude-opus-4-7", Minute: at, Input: 1, Calls: 1}}},
+	}
+	rep, err := NewReport(ss, Query{Check: true}, Shipped(), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Checks) != 2 || !rep.Checks[0].OK || rep.Checks[1].OK || !rep.CheckFailed() || math.Abs(rep.Checks[1].Diff-100.0/11) > 1e-9 {
+		t.Fatalf("checks %+v", rep.Checks)
+	}
+	var b strings.Builder
+	rep.WriteText(&b, at)
+	if !strings.Contains(b.String(), "off: DIFFERS: input 1100 (agent 1000), output 100 (agent 100), 9.09% apart") {
+		t.Errorf("the check is not shown:\n%s", b.String())
+	}
+	rep, _ = NewReport(ss, Query{Session: "even"}, Shipped(), at)
+	if rep.Context == nil || rep.Context.Window != 1_050_000 || math.Abs(rep.Context.Percent-10) > 1e-9 {
+		t.Fatalf("context %+v", rep.Context)
+	}
+}
+
+// TestSubsetLiteLLM keeps the anthropic and openai chat entries of
+// LiteLLM's table, their price fields only, and reads them as prices per
+// million tokens; the refresh tool's output of the shipped subset is the
+// shipped subset.
+func TestSubsetLiteLLM(t *testing.T) {
+	full := `{
+ "sample_spec": {"input_cost_per_token": 0.0, "litellm_provider": "one of"},
+ "claude-x-1": {"input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05, "cache_creation_input_token_cost": 3.75e-06,
+   "cache_creation_input_token_cost_above_1hr": 6e-06, "cache_read_input_token_cost": 3e-07, "input_cost_per_token_above_200k_tokens": 6e-06,
+   "litellm_provider": "anthropic", "max_input_tokens": 1000000, "mode": "chat", "supports_vision": true},
+ "bedrock/claude-x-1": {"input_cost_per_token": 1e-06, "output_cost_per_token": 1e-06, "litellm_provider": "bedrock", "mode": "chat"},
+ "gpt-image-9": {"input_cost_per_token": 5e-06, "output_cost_per_token": 1e-05, "litellm_provider": "openai", "mode": "image_generation"},
+ "gpt-x": {"input_cost_per_token": 1e-06, "output_cost_per_token": 8e-06, "input_cost_per_token_priority": 2e-06, "litellm_provider": "openai", "mode": "responses"}
+}`
+	b, err := SubsetLiteLLM([]byte(full), "litellm 9.9.9", "2026-12-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, models, err := ParseLiteLLM(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Version != "litellm 9.9.9" || info.Read != "2026-12-01" || len(models) != 2 || strings.Contains(string(b), "supports_vision") {
+		t.Fatalf("%+v %v\n%s", info, models, b)
+	}
+	c := models["claude-x-1"]
+	if c.Input != 3 || c.Output != 15 || c.CacheWrite != 3.75 || c.CacheWrite1h == nil || *c.CacheWrite1h != 6 || c.CacheRead != 0.3 || c.ContextWindow != 1_000_000 || *c.Above["200000"].Input != 6 {
+		t.Errorf("claude-x-1 %+v", c)
+	}
+	if g := models["gpt-x"]; g.CacheWrite != 1 || g.CacheRead != 1 || *g.Tiers["priority"].Input != 2 {
+		t.Errorf("gpt-x %+v: cache writes and reads are input where no price is given", g)
+	}
+	if _, err := SubsetLiteLLM([]byte(`{"x":`), "v", "2026-12-01"); err == nil {
+		t.Error("a broken table accepted")
+	}
+	// The shipped subset, put through the tool again, is itself.
+	var f struct {
+		Version string                     `json:"version"`
+		Read    string                     `json:"read"`
+		Models  map[string]json.RawMessage `json:"models"`
+	}
+	if err := json.Unmarshal(shippedLiteLLM, &f); err != nil {
+		t.Fatal(err)
+	}
+	whole, _ := json.Marshal(f.Models)
+	again, err := SubsetLiteLLM(whole, f.Version, f.Read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, a, _ := ParseLiteLLM(again)
+	_, s, _ := ParseLiteLLM(shippedLiteLLM)
+	if len(a) != len(s) || len(s) < 20 {
+		t.Errorf("refreshed %d entries, shipped %d", len(a), len(s))
 	}
 }

@@ -120,37 +120,41 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 		diverged int      // rollouts stopped by a *claude.DivergedError
 		wg       sync.WaitGroup
 	)
-	work := make(chan string)
+	// A thread's files (a resumed thread has several) go to one worker,
+	// in order, so its session's log is the same whatever the scheduling.
+	work := make(chan []string)
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for f := range work {
-				r, err := ing.ImportFile(ctx, f, func(int) { prog.line() })
-				mu.Lock()
-				if what, ok := yet[f]; ok && err == nil && r.Appended == 0 && r.Lines == 0 && len(r.Warnings) == 0 {
-					nothing = append(nothing, fmt.Sprintf("%s: %s, nothing to import yet", cmp.Or(given[f], f), what))
+			for group := range work {
+				for _, f := range group {
+					r, err := ing.ImportFile(ctx, f, func(int) { prog.line() })
+					mu.Lock()
+					if what, ok := yet[f]; ok && err == nil && r.Appended == 0 && r.Lines == 0 && len(r.Warnings) == 0 {
+						nothing = append(nothing, fmt.Sprintf("%s: %s, nothing to import yet", cmp.Or(given[f], f), what))
+						mu.Unlock()
+						prog.file()
+						continue
+					}
+					sum.Files = append(sum.Files, newImportFile(r))
+					sum.Appended += r.Appended
+					sum.Skipped += r.Skipped
+					if err != nil {
+						sum.Errors = append(sum.Errors, err.Error())
+						if _, ok := errors.AsType[*claude.DivergedError](err); ok {
+							diverged++
+						}
+					}
 					mu.Unlock()
 					prog.file()
-					continue
 				}
-				sum.Files = append(sum.Files, newImportFile(r))
-				sum.Appended += r.Appended
-				sum.Skipped += r.Skipped
-				if err != nil {
-					sum.Errors = append(sum.Errors, err.Error())
-					if _, ok := errors.AsType[*claude.DivergedError](err); ok {
-						diverged++
-					}
-				}
-				mu.Unlock()
-				prog.file()
 			}
 		}()
 	}
-	for _, f := range rollouts {
+	for _, g := range codex.ByThread(rollouts) {
 		select {
-		case work <- f:
+		case work <- g:
 		case <-ctx.Done():
 		}
 	}

@@ -127,9 +127,9 @@ func TestUsageTableAlignsEscapedFields(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	h := now.Add(-time.Hour).Truncate(time.Hour)
 	ss := []session.State{
-		{ID: "01PLAINPLAINPLAIN000000000", Cwd: "/src/app", Usage: []session.UsageBucket{{Model: "opus", Hour: h, Input: 10, Output: 20, Calls: 1}}},
-		{ID: "01EVILEVILEVIL000000000000", Cwd: "/src/\x1b[2Jevil\x07x", Usage: []session.UsageBucket{{Model: "\x1b[31mx\x07y", Hour: h, Input: 1000, Output: 2, Calls: 1}}},
-		{ID: "01CJK日本語CJK000000000000", Cwd: "/ホーム/プロジェクト", Usage: []session.UsageBucket{{Model: "m\u202eodel\tz", Hour: h, Input: 5, Calls: 1}}},
+		{ID: "01PLAINPLAINPLAIN000000000", Cwd: "/src/app", Usage: []session.UsageBucket{{Model: "opus", Minute: h, Input: 10, Output: 20, Calls: 1}}},
+		{ID: "01EVILEVILEVIL000000000000", Cwd: "/src/\x1b[2Jevil\x07x", Usage: []session.UsageBucket{{Model: "\x1b[31mx\x07y", Minute: h, Input: 1000, Output: 2, Calls: 1}}},
+		{ID: "01CJK日本語CJK000000000000", Cwd: "/ホーム/プロジェクト", Usage: []session.UsageBucket{{Model: "m\u202eodel\tz", Minute: h, Input: 5, Calls: 1}}},
 	}
 	for _, by := range []string{usage.BySession, usage.ByModel, usage.ByProject} {
 		rep, err := usage.NewReport(ss, usage.Query{By: by, Loc: time.UTC}, usage.Shipped(), now)

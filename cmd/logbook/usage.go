@@ -18,17 +18,26 @@ import (
 func usageCmd(g *globals) *cobra.Command {
 	var (
 		by, since, sess, tz string
+		explain, check      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "usage",
-		Short: "Tokens, cost and plan-limit headroom by session, model, day or project",
-		Long: `usage sums the tokens the session projection keeps (from Claude Code's
-message.usage, counted once per message id, and Codex's token_count totals,
-counted as growth) by session, model, day or project, and prices them with
-the price table shipped with Logbook (dated, its sources named) or the
-data dir's prices.json over it. Cost is computed now, from tokens: a price
-correction never rewrites history. A model without a price shows its
-tokens and "no price". By session, a subagent is its own line and, under
+		Short: "Tokens, cost and plan-limit headroom by session, model, day, week, month, 5-hour block or project",
+		Long: `usage sums the tokens the session projection keeps per minute (from Claude
+Code's message.usage, counted once per message id, one-hour cache writes
+apart, and Codex's token_count totals, counted per call, cached and written
+input as parts of the input) by session, model, day, week (from Monday),
+month, 5-hour block or project, in any time zone, and prices each call as
+the vendor bills it: LiteLLM's model price table (shipped with Logbook,
+dated) under Logbook's own entries (their sources named) and the data dir's
+prices.json over both; one-hour cache writes, long-context rates and the
+service tier included. --explain says which entry, tier and band priced
+each line. Cost is computed now, from tokens: a price correction never
+rewrites history. A model or tier without a price shows its tokens, "no
+price" and a warning, never $0. --check compares each session's tokens
+with the agent's own running total where it keeps one (Codex) and exits 1
+when one differs by more than 1%. With --session, the context window the
+last call used is shown against the model's. By session, a subagent is its own line and, under
 the table, each parent shows the sum over all its subagents apart from
 its own spend (--session of a subagent shows the subagent's own spend). The
 latest plan-limit reading per account and window follows (with --session,
@@ -36,17 +45,19 @@ only of the accounts that session reported), with when it was measured; a
 window past its reset shows as expired.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runUsage(cmd, g, by, since, sess, tz)
+			return runUsage(cmd, g, usage.Query{By: by, Explain: explain, Check: check}, since, sess, tz)
 		},
 	}
-	cmd.Flags().StringVar(&by, "by", usage.BySession, "group by session, model, day or project")
+	cmd.Flags().StringVar(&by, "by", usage.BySession, "group by session, model, day, week, month, block (5 hours) or project")
+	cmd.Flags().BoolVar(&explain, "explain", false, "say which price entry, tier and long-context band priced each line")
+	cmd.Flags().BoolVar(&check, "check", false, "compare each session's tokens with the agent's own running total; exit 1 past a 1% difference")
 	cmd.Flags().StringVar(&since, "since", "", "only usage from this long ago (7d, 12h, 30m) or this day (2026-05-23) on")
 	cmd.Flags().StringVar(&sess, "session", "", "only this session (an id or a unique prefix) and its subagents")
 	cmd.Flags().StringVar(&tz, "tz", "UTC", "the time zone days are cut in: UTC, Local, or a name such as Europe/Berlin")
 	return cmd
 }
 
-func runUsage(cmd *cobra.Command, g *globals, by, since, sess, tz string) error {
+func runUsage(cmd *cobra.Command, g *globals, q usage.Query, since, sess, tz string) error {
 	ctx := cmd.Context()
 	loc, err := usage.LoadZone(tz)
 	if err != nil {
@@ -72,14 +83,23 @@ func runUsage(cmd *cobra.Command, g *globals, by, since, sess, tz string) error 
 		if err != nil {
 			return err
 		}
-		rep, err := usage.NewReport(ss, usage.Query{By: by, Since: from, Session: sess, Loc: loc}, prices, time.Now())
+		q.Since, q.Session, q.Loc = from, sess, loc
+		rep, err := usage.NewReport(ss, q, prices, time.Now())
 		if err != nil {
 			return &exitError{code: codeUsage, err: err}
 		}
 		if g.json {
-			return writeJSON(g.stdout, rep)
+			err = writeJSON(g.stdout, rep)
+		} else {
+			err = termPrint(g.stdout, func(w io.Writer) error { return writeUsage(w, rep, time.Now()) })
+			if err == nil && q.Check && len(rep.Checks) == 0 {
+				fmt.Fprintln(g.stderr, "check: no session's agent reported its own running total (Codex does; Claude Code's transcripts carry none)")
+			}
 		}
-		return termPrint(g.stdout, func(w io.Writer) error { return writeUsage(w, rep, time.Now()) })
+		if err == nil && rep.CheckFailed() {
+			return &exitError{code: 1, err: fmt.Errorf("usage --check: Logbook's tokens differ from the agent's own by more than %g%% (above)", usage.CheckTolerance)}
+		}
+		return err
 	})
 }
 

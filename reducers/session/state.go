@@ -122,12 +122,19 @@ type State struct {
 	Diverged      map[string]string `json:"diverged,omitempty"`
 	RewrittenFrom string            `json:"rewritten_from,omitempty"` // the session whose rewritten transcript this one holds
 	ForkedFrom    string            `json:"forked_from,omitempty"`    // the agent's session id this conversation was forked from (Codex /fork)
-	// Usage is what the session spent, per model and UTC hour; its own
+	// Usage is what the session spent, per model, UTC minute, tier and
+	// long-context band, in (minute, model, tier, band) order; its own
 	// spend only (a subagent's is in the subagent's session).
 	Usage []UsageBucket `json:"usage,omitempty"`
 	// UsageTotal is the last cumulative usage reading (Codex
 	// token_count), which the next one is counted against.
 	UsageTotal *events.Usage `json:"usage_total,omitempty"`
+	// Context is the context window the session's last model call used
+	// (its input and output tokens); nil before the first reading.
+	Context *ContextUse `json:"context,omitempty"`
+	// AgentTotal is the largest running total of its own spend the agent
+	// reported (events.Usage.RunningTotal); nil when it reports none.
+	AgentTotal *events.Usage `json:"agent_total,omitempty"`
 	// RecentMessages holds the last RecentMessages message ids whose
 	// usage was counted, with what was counted.
 	RecentMessages []MessageUsage `json:"recent_messages,omitempty"`

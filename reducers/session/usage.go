@@ -1,7 +1,9 @@
 package session
 
 import (
+	"cmp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/logbook-dev/logbook/events"
@@ -13,23 +15,63 @@ const (
 	// was counted for them, so a message whose usage an agent writes on
 	// several lines counts once.
 	RecentMessages = 64
-	// MaxUsageBuckets bounds a session's usage buckets (one per model and
-	// hour); past it, new hours fold into the last bucket of their model.
-	MaxUsageBuckets = 2000
+	// MaxUsageBuckets bounds a session's usage buckets (one per model,
+	// minute, tier and band); past it, a new minute folds into the latest
+	// bucket of its model, tier and band (else the latest bucket).
+	MaxUsageBuckets = 4000
 )
 
-// UsageBucket is what a session spent with one model in one UTC hour, in
-// tokens. The usage view groups buckets by session, model, project and
-// day; hours let a day be cut in any time zone.
+// UsageBucket is what a session spent with one model in one UTC minute,
+// in one service tier and long-context band, in tokens. The usage view
+// groups buckets by session, model, project, day, week or month; minutes
+// let a day be cut exactly in any time zone (every IANA zone's offset is a
+// whole number of minutes), and the tier and band let each call be priced
+// at the rate the vendor billed it.
 type UsageBucket struct {
-	Model      string    `json:"model"` // "" when the agent did not name it
-	Hour       time.Time `json:"hour"`  // UTC, truncated to the hour
-	Input      int64     `json:"input,omitempty"`
-	Output     int64     `json:"output,omitempty"`
-	CacheWrite int64     `json:"cache_write,omitempty"`
-	CacheRead  int64     `json:"cache_read,omitempty"`
-	Reasoning  int64     `json:"reasoning,omitempty"`
-	Calls      int64     `json:"calls,omitempty"` // usage readings counted
+	Model  string    `json:"model"`  // "" when the agent did not name it
+	Minute time.Time `json:"minute"` // UTC, truncated to the minute
+	// Tier is the service tier the calls were served in ("" standard;
+	// see events.Usage.ServiceTier).
+	Tier string `json:"tier,omitempty"`
+	// Above is the largest of LongContextThresholds that the input of
+	// each call counted here went over (input, cache writes and cache
+	// reads of the one call); 0: none.
+	Above        int64 `json:"above,omitempty"`
+	Input        int64 `json:"input,omitempty"`
+	Output       int64 `json:"output,omitempty"`
+	CacheWrite   int64 `json:"cache_write,omitempty"`
+	CacheWrite1h int64 `json:"cache_write_1h,omitempty"` // of CacheWrite, the one-hour kind
+	CacheRead    int64 `json:"cache_read,omitempty"`
+	Reasoning    int64 `json:"reasoning,omitempty"`
+	Calls        int64 `json:"calls,omitempty"` // usage readings counted
+}
+
+// LongContextThresholds are the input sizes, in tokens, past which a
+// vendor bills a call at a long-context rate (LiteLLM's
+// *_above_128k_tokens, *_above_200k_tokens, *_above_256k_tokens and
+// *_above_272k_tokens price fields), in increasing order. A call's
+// bucket records the largest one its input went over, so the rate is
+// chosen when the usage is priced.
+func LongContextThresholds() []int64 { return []int64{128_000, 200_000, 256_000, 272_000} }
+
+// aboveOf returns the largest of LongContextThresholds below prompt, or 0.
+func aboveOf(prompt int64) int64 {
+	var a int64
+	for _, t := range LongContextThresholds() {
+		if prompt > t {
+			a = t
+		}
+	}
+	return a
+}
+
+// ContextUse is the context window the last model call of a session
+// used: the tokens of its input (fresh, cache writes and cache reads)
+// and output, the model and when it was seen.
+type ContextUse struct {
+	Model  string    `json:"model"`
+	Tokens int64     `json:"tokens"`
+	At     time.Time `json:"at"`
 }
 
 // Tokens returns the bucket's input, output and cache tokens summed.
@@ -90,7 +132,19 @@ func foldUsage(s *State, o *events.Observation, at time.Time) {
 			}
 			// A message seen before adds its growth, not a call.
 			repeat := !u.Cumulative && sig.ID != "" && len(s.RecentMessages) > 0 && d != u
-			s.Usage = addBucket(s.Usage, model, at.UTC().Truncate(time.Hour), d, !repeat)
+			above := int64(0)
+			if !u.Cumulative {
+				above = aboveOf(u.Input + u.CacheWrite + u.CacheRead)
+			}
+			s.Usage = addBucket(s.Usage, model, at.UTC().Truncate(time.Minute), u.ServiceTier, above, d, !repeat)
+			if rt := u.RunningTotal; rt != nil && (s.AgentTotal == nil || rt.Total() > s.AgentTotal.Total()) {
+				t := *rt
+				t.RunningTotal = nil
+				s.AgentTotal = &t
+			}
+			if !u.Cumulative && (s.Context == nil || !at.Before(s.Context.At)) {
+				s.Context = &ContextUse{Model: model, Tokens: u.Total(), At: at.UTC()}
+			}
 		case sig.Kind == events.SigRateLimit && sig.Limit != nil:
 			l := LimitReading{Limit: *sig.Limit, MeasuredAt: at.UTC()}
 			s.Limits = slices.Clone(s.Limits)
@@ -105,30 +159,57 @@ func foldUsage(s *State, o *events.Observation, at time.Time) {
 	}
 }
 
-func addBucket(bs []UsageBucket, model string, hour time.Time, d events.Usage, call bool) []UsageBucket {
+// addBucket returns bs with d added to the bucket of model, minute, tier
+// and above, kept in (minute, model, tier, above) order so that the same
+// readings give the same buckets in whatever order they were folded.
+func addBucket(bs []UsageBucket, model string, minute time.Time, tier string, above int64, d events.Usage, call bool) []UsageBucket {
 	bs = slices.Clone(bs)
-	i := slices.IndexFunc(bs, func(b UsageBucket) bool { return b.Model == model && b.Hour.Equal(hour) })
-	if i < 0 {
+	key := UsageBucket{Model: model, Minute: minute, Tier: tier, Above: above}
+	i, found := slices.BinarySearchFunc(bs, key, cmpBucket)
+	if !found {
 		if len(bs) >= MaxUsageBuckets {
-			i = slices.IndexFunc(bs, func(b UsageBucket) bool { return b.Model == model })
+			i = lastIndex(bs, func(b UsageBucket) bool { return b.Model == model && b.Tier == tier && b.Above == above })
 			if i < 0 {
 				i = len(bs) - 1
 			}
 		} else {
-			bs = append(bs, UsageBucket{Model: model, Hour: hour})
-			i = len(bs) - 1
+			bs = slices.Insert(bs, i, key)
 		}
 	}
 	b := &bs[i]
 	b.Input += d.Input
 	b.Output += d.Output
 	b.CacheWrite += d.CacheWrite
+	b.CacheWrite1h += d.CacheWrite1h
 	b.CacheRead += d.CacheRead
 	b.Reasoning += d.Reasoning
 	if call {
 		b.Calls++
 	}
 	return bs
+}
+
+// cmpBucket orders buckets by minute, model, tier and band.
+func cmpBucket(a, b UsageBucket) int {
+	if c := a.Minute.Compare(b.Minute); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Model, b.Model); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Tier, b.Tier); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Above, b.Above)
+}
+
+func lastIndex(bs []UsageBucket, f func(UsageBucket) bool) int {
+	for i := len(bs) - 1; i >= 0; i-- {
+		if f(bs[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // below reports whether any field of u is below t's.
@@ -141,6 +222,7 @@ func minus(u, t events.Usage) events.Usage {
 	u.Output -= t.Output
 	u.CacheWrite -= t.CacheWrite
 	u.CacheRead -= t.CacheRead
+	u.CacheWrite1h -= t.CacheWrite1h
 	u.Reasoning -= t.Reasoning
 	return u
 }
@@ -150,6 +232,7 @@ func growth(u, prev events.Usage) events.Usage {
 	g := func(a, b int64) int64 { return max(a-b, 0) }
 	u.Input, u.Output = g(u.Input, prev.Input), g(u.Output, prev.Output)
 	u.CacheWrite, u.CacheRead = g(u.CacheWrite, prev.CacheWrite), g(u.CacheRead, prev.CacheRead)
+	u.CacheWrite1h = min(g(u.CacheWrite1h, prev.CacheWrite1h), u.CacheWrite)
 	u.Reasoning = g(u.Reasoning, prev.Reasoning)
 	return u
 }
@@ -158,6 +241,7 @@ func growth(u, prev events.Usage) events.Usage {
 func most(u, prev events.Usage) events.Usage {
 	u.Input, u.Output = max(u.Input, prev.Input), max(u.Output, prev.Output)
 	u.CacheWrite, u.CacheRead = max(u.CacheWrite, prev.CacheWrite), max(u.CacheRead, prev.CacheRead)
+	u.CacheWrite1h = max(u.CacheWrite1h, prev.CacheWrite1h)
 	u.Reasoning = max(u.Reasoning, prev.Reasoning)
 	return u
 }

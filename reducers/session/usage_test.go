@@ -54,15 +54,15 @@ func TestUsage_CumulativeDeltas(t *testing.T) {
 	}
 }
 
-func TestUsage_ModelRenamedAndHours(t *testing.T) {
+func TestUsage_ModelRenamedAndMinutes(t *testing.T) {
 	s := Init(events.Aggregate{Kind: events.KindSession, ID: "s1"})
 	s = foldObs(s, 1, 0, usageSig("m1", "gpt-5.4", 1, 1))
 	s = foldObs(s, 2, 30, usageSig("m2", "gpt-5.5", 2, 2)) // renamed mid-session
-	s = foldObs(s, 3, 70, usageSig("m3", "gpt-5.5", 3, 3)) // the next hour (next UTC day)
+	s = foldObs(s, 3, 70, usageSig("m3", "gpt-5.5", 3, 3)) // the next UTC day, at 00:10
 	if len(s.Usage) != 3 {
 		t.Fatalf("buckets %+v", s.Usage)
 	}
-	if s.Usage[0].Model != "gpt-5.4" || s.Usage[1].Model != "gpt-5.5" || !s.Usage[2].Hour.Equal(time.Date(2026, 5, 24, 0, 0, 0, 0, time.UTC)) {
+	if s.Usage[0].Model != "gpt-5.4" || s.Usage[1].Model != "gpt-5.5" || !s.Usage[2].Minute.Equal(time.Date(2026, 5, 24, 0, 10, 0, 0, time.UTC)) {
 		t.Fatalf("buckets %+v", s.Usage)
 	}
 }
@@ -76,5 +76,65 @@ func TestUsage_LimitsLatest(t *testing.T) {
 	s = foldObs(s, 2, 5, lim("primary", 4))
 	if len(s.Limits) != 2 || s.Limits[0].UsedPercent != 4 || s.Limits[1].UsedPercent != 10 || !s.Limits[0].MeasuredAt.Equal(time.Date(2026, 5, 23, 23, 5, 0, 0, time.UTC)) {
 		t.Fatalf("limits %+v", s.Limits)
+	}
+}
+
+// TestUsage_OneHourCacheWrites keeps a message's one-hour cache writes
+// apart from its five-minute ones, counted once per message id.
+func TestUsage_OneHourCacheWrites(t *testing.T) {
+	s := Init(events.Aggregate{Kind: events.KindSession, ID: "s1"})
+	u := func(cw, cw1h int64) events.Sig {
+		return events.Sig{Kind: events.SigUsage, ID: "msg_1", Usage: &events.Usage{Model: "claude-opus-4-7", Input: 3, Output: 5, CacheWrite: cw, CacheWrite1h: cw1h}}
+	}
+	s = foldObs(s, 1, 0, u(12783, 12783))
+	s = foldObs(s, 2, 0, u(12783, 12783)) // the same message on another line
+	if len(s.Usage) != 1 || s.Usage[0].CacheWrite != 12783 || s.Usage[0].CacheWrite1h != 12783 || s.Usage[0].Calls != 1 {
+		t.Fatalf("buckets %+v", s.Usage)
+	}
+}
+
+// TestUsage_OrderFree folds the same readings in every order of three and
+// gets the same buckets, and keeps a long-context call and another tier
+// in buckets of their own.
+func TestUsage_OrderFree(t *testing.T) {
+	sigs := []struct {
+		m   int
+		sig events.Sig
+	}{
+		{0, usageSig("a", "gpt-5.5", 1000, 10)},
+		{3, events.Sig{Kind: events.SigUsage, ID: "b", Usage: &events.Usage{Model: "gpt-5.5", Input: 1000, CacheRead: 280_000, Output: 10}}},
+		{3, events.Sig{Kind: events.SigUsage, ID: "c", Usage: &events.Usage{Model: "gpt-5.5", Input: 7, Output: 1, ServiceTier: "priority"}}},
+	}
+	var first []UsageBucket
+	for _, p := range [][]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
+		s := Init(events.Aggregate{Kind: events.KindSession, ID: "s1"})
+		for i, k := range p {
+			s = foldObs(s, i+1, sigs[k].m, sigs[k].sig)
+		}
+		if first == nil {
+			first = s.Usage
+			if len(first) != 3 || first[1].Above != 272_000 || first[2].Tier != "priority" || first[1].Above+first[2].Above != 272_000 {
+				t.Fatalf("buckets %+v", first)
+			}
+			continue
+		}
+		if len(s.Usage) != len(first) {
+			t.Fatalf("order %v: %+v, want %+v", p, s.Usage, first)
+		}
+		for i := range first {
+			if s.Usage[i] != first[i] {
+				t.Fatalf("order %v: %+v, want %+v", p, s.Usage, first)
+			}
+		}
+	}
+}
+
+// TestUsage_Context keeps the last call's context use.
+func TestUsage_Context(t *testing.T) {
+	s := Init(events.Aggregate{Kind: events.KindSession, ID: "s1"})
+	s = foldObs(s, 1, 0, usageSig("a", "claude-opus-4-7", 6, 10))
+	s = foldObs(s, 2, 1, usageSig("b", "claude-opus-4-7", 50, 20))
+	if s.Context == nil || s.Context.Tokens != 50+20+100 || s.Context.Model != "claude-opus-4-7" {
+		t.Fatalf("context %+v", s.Context)
 	}
 }

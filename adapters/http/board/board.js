@@ -410,7 +410,7 @@ function pageCommandEvent(id) {
 let usageView = null; // {by}
 let usageTimer = null;
 
-const BYS = ["day", "model", "session", "project"];
+const BYS = ["day", "week", "month", "block", "model", "session", "project"];
 
 function dashed(s) { return s && String(s).trim() ? String(s) : "-"; }
 function costText(c) { return c === null || c === undefined ? "no price" : "$" + c.toFixed(4); }
@@ -419,7 +419,7 @@ function total(t) { return t.input + t.output + t.cache_write + t.cache_read; }
 // usageColumns mirrors usage.Report.Columns.
 function usageColumns(rep) {
   const byModel = rep.by === "model";
-  const head = (byModel ? ["MODEL"] : [rep.by.toUpperCase(), "MODEL"]).concat(["INPUT", "OUTPUT", "CACHE WRITE", "CACHE READ", "COST", "SUBAGENTS"]);
+  const head = (byModel ? ["MODEL"] : [rep.by.toUpperCase(), "MODEL"]).concat(["INPUT", "OUTPUT", "CACHE WRITE", "OF IT 1H", "CACHE READ", "COST", "SUBAGENTS"]);
   const rows = rep.lines.map((l) => {
     let sub = "-";
     if (l.subagents) {
@@ -428,7 +428,7 @@ function usageColumns(rep) {
     }
     const key = l.key + (l.parent ? " (subagent of " + l.parent + ")" : "");
     const cells = byModel ? [dashed(l.model)] : [dashed(key), dashed(l.model)];
-    return cells.concat([String(l.tokens.input), String(l.tokens.output), String(l.tokens.cache_write), String(l.tokens.cache_read), costText(l.cost), sub]);
+    return cells.concat([String(l.tokens.input), String(l.tokens.output), String(l.tokens.cache_write), String(l.tokens.cache_write_1h || 0), String(l.tokens.cache_read), costText(l.cost), sub]);
   });
   return [head, rows];
 }
@@ -438,8 +438,9 @@ function usageTotal(rep) {
   let sum = 0, unpriced = false;
   for (const l of rep.lines) { if (l.cost === null || l.cost === undefined) unpriced = true; else sum += l.cost; }
   let s = "total cost: $" + sum.toFixed(4) + (unpriced ? " (lines with no price are not in it)" : "") +
-    "; prices: table v" + rep.prices.version + " of " + rep.prices.date + ", " + rep.prices.currency + " per million tokens";
-  if (rep.prices.override) s += ", with " + rep.prices.override + " over it";
+    "; prices: LiteLLM's table (" + rep.prices.litellm.version + ", read " + rep.prices.litellm.read + ") under Logbook's v" +
+    rep.prices.version + " of " + rep.prices.date + ", " + rep.prices.currency + " per million tokens";
+  if (rep.prices.override) s += ", with " + rep.prices.override + " over them";
   return s;
 }
 
