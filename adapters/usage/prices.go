@@ -256,7 +256,7 @@ type liteLLMFile struct {
 var liteLLMKey = regexp.MustCompile(`^(input_cost_per_token|output_cost_per_token|cache_creation_input_token_cost|cache_creation_input_token_cost_above_1hr|cache_read_input_token_cost)(?:_above_(\d+)k_tokens|_(priority|flex|batches))$`)
 
 // ParseLiteLLM reads b, a litellm.json (the subset of LiteLLM's
-// model_prices_and_context_window.json that scripts/refresh-prices.sh
+// model_prices_and_context_window.json that .ci/refresh-prices
 // writes: {source, version, read, models: {name: LiteLLM entry}}), into
 // prices per million tokens with Source SourceLiteLLM: input_cost_per_token,
 // output_cost_per_token, cache_creation_input_token_cost (absent: cache

@@ -8,7 +8,7 @@
 // The price table ships with the binary: LiteLLM's model price table
 // (litellm.json beside this file, a dated subset of its
 // model_prices_and_context_window.json, refreshed by
-// scripts/refresh-prices.sh), with Logbook's own entries (prices.json
+// .ci/refresh-prices), with Logbook's own entries (prices.json
 // beside this file: dated, their sources named, per million tokens) over
 // it, and a file in the data dir (prices.json, the same format) over both,
 // model by model. A model the table does not name has no price: it shows

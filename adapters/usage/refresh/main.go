@@ -5,7 +5,7 @@
 //
 //	go run ./adapters/usage/refresh -in full.json -version 1.80.0 [-read 2026-12-02] [-out adapters/usage/litellm.json]
 //
-// scripts/refresh-prices.sh fetches the table and runs it. It exits 1
+// .ci/refresh-prices fetches the table and runs it. It exits 1
 // naming what it could not read or write.
 package main
 
