@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
 // Binaries built once per test binary, in a directory TestMain removes.
@@ -152,7 +154,7 @@ func (e *env) connectURL(role, url string, opts ...nats.Option) *nats.Conn {
 	if err := json.Unmarshal(b, &c); err != nil {
 		e.t.Fatal(err)
 	}
-	nc, err := nats.Connect(url, append([]nats.Option{nats.UserInfo(c.User, c.Password), nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, opts...)...)
+	nc, err := nats.Connect(url, append([]nats.Option{nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(role)), nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // Role is what a NATS user of the embedded server may do with the log.
@@ -105,9 +106,32 @@ type Grants struct {
 // see ackSubjects.)
 const replyWindow = 6 * time.Minute
 
-// inbox is the client's reply subjects: every request's answer, and the
-// deliveries of pull consumers, arrive there.
-const inbox = "_INBOX.>"
+// InboxPrefix returns the prefix of the reply subjects of a connection
+// with role's credentials, "_INBOX.<role>" (e.g. "_INBOX.reader"):
+// every answer to its requests, and every delivery of its pull
+// consumers, arrives under it. Every role but RoleAdmin may subscribe
+// under its own prefix and nowhere else, so a reader cannot listen to the
+// answers serve gives a writer. It returns "" for RoleAdmin and for a
+// role Roles does not list (the client library's default, "_INBOX").
+func InboxPrefix(role Role) string {
+	if role == RoleAdmin || !slices.Contains(Roles, role) {
+		return ""
+	}
+	return "_INBOX." + string(role)
+}
+
+// InboxOption returns the connection option that makes a connection with
+// role's credentials use InboxPrefix(role) (nats.CustomInboxPrefix);
+// every connection with credentials of a role but admin needs it, or
+// the server refuses its first request's subscription. For RoleAdmin and
+// an unknown role it changes nothing.
+func InboxOption(role Role) nats.Option {
+	p := InboxPrefix(role)
+	if p == "" {
+		return func(*nats.Options) error { return nil }
+	}
+	return nats.CustomInboxPrefix(p)
+}
 
 // jsAPI returns the JetStream API subject for op (e.g. "STREAM.INFO")
 // with the tokens after it.
@@ -163,7 +187,7 @@ func Permissions(role Role, g Grants) *server.Permissions {
 	}
 	pub := []string{jsAPI("INFO"), ackSubjects(StreamName)}
 	pub = append(pub, readStream(StreamName)...)
-	sub := []string{inbox}
+	sub := []string{InboxPrefix(role) + ".>"}
 	denyPub := []string{
 		jsAPI("STREAM.CREATE", StreamName),
 		jsAPI("STREAM.UPDATE", StreamName),

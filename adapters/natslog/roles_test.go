@@ -93,7 +93,7 @@ func connectRole(t *testing.T, s *Server, role Role) (*nats.Conn, *violations) {
 		}
 	}
 	v := &violations{}
-	nc, err := nats.Connect(s.ClientURL(), nats.UserInfo(string(role), pass), nats.ErrorHandler(v.handler))
+	nc, err := nats.Connect(s.ClientURL(), nats.UserInfo(string(role), pass), InboxOption(role), nats.ErrorHandler(v.handler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,5 +349,35 @@ func TestRoles_SpoofedAnswerRefused(t *testing.T) {
 	defer fv.mu.Unlock()
 	if len(fv.errs) > 0 {
 		t.Errorf("the follower was refused: %v", fv.errs)
+	}
+}
+
+// Each role but admin subscribes under its own inbox only: a
+// subscription to every inbox, or to another role's, is the server's
+// permissions violation, so a reader cannot listen to the answers serve
+// gives a writer.
+func TestRoles_OwnInboxOnly(t *testing.T) {
+	s := rolesServer(t)
+	for _, role := range []Role{RoleReader, RoleFollower, RoleWorker, RoleWriter, RoleServe} {
+		others := []string{"_INBOX.>", "_INBOX.*.>", ">"}
+		for _, r := range Roles {
+			if r != role && r != RoleAdmin {
+				others = append(others, InboxPrefix(r)+".>")
+			}
+		}
+		for _, subject := range others {
+			t.Run(string(role)+"/"+subject, func(t *testing.T) {
+				t.Parallel()
+				nc, v := connectRole(t, s, role)
+				if _, err := nc.SubscribeSync(subject); err != nil {
+					t.Fatal(err)
+				}
+				nc.Flush()
+				t.Log(v.wait(t, subject))
+			})
+		}
+	}
+	if p := InboxPrefix(RoleAdmin); p != "" {
+		t.Errorf("admin's inbox prefix %q, want the default", p)
 	}
 }

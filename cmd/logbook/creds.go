@@ -200,7 +200,8 @@ func adminCredentials(file string) (creds, error) {
 }
 
 // credsOptions returns the connection options of --creds (or
-// LOGBOOK_CREDS) and the URL the file names, if any.
+// LOGBOOK_CREDS) — its user, and its role's inbox prefix — and the URL
+// the file names, if any.
 func (g *globals) credsOptions() ([]nats.Option, string, error) {
 	if g.credsPath == "" {
 		return nil, "", nil
@@ -209,7 +210,7 @@ func (g *globals) credsOptions() ([]nats.Option, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("--creds: %w", err)
 	}
-	return []nats.Option{nats.UserInfo(c.User, c.Password)}, c.URL, nil
+	return []nats.Option{nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(c.Role))}, c.URL, nil
 }
 
 // inside reports whether path is dir or lies under it.

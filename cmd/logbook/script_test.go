@@ -179,7 +179,7 @@ func TestScripts(t *testing.T) {
 				c, err := readCreds(ts.MkAbs(args[0]))
 				ts.Check(err)
 				var denied atomic.Value
-				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(c.Role)), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 					if errors.Is(err, nats.ErrPermissionViolation) {
 						denied.Store(err)
 					}
@@ -222,7 +222,7 @@ func TestScripts(t *testing.T) {
 				ts.Check(err)
 				var mu sync.Mutex
 				denied := map[string]bool{}
-				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(c.Role)), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 					if errors.Is(err, nats.ErrPermissionViolation) {
 						mu.Lock()
 						denied[err.Error()] = true
@@ -286,7 +286,7 @@ func TestScripts(t *testing.T) {
 				}
 				c, err := dd.credentials()
 				ts.Check(err)
-				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password))
+				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.RoleWriter))
 				ts.Check(err)
 				defer nc.Close()
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
