@@ -128,7 +128,7 @@ was down.`,
 	bound(cmd.Flags(), "workers", 0, maxWorkers)
 	bound(cmd.Flags(), "views-cache", 1, maxViewsCacheMiB)
 	cmd.Flags().StringVar(&pprofAt, "pprof", "", "loopback host:port to serve net/http/pprof (/debug/pprof/) and the Go runtime's memory figures (/debug/memstats) on; off when empty")
-	cmd.Flags().StringVar(&role, "role", "writer", "writer, or reader: with --nats-url, build the projection and answer queries but append nothing (no hooks, reconciler, workers or --watch); a follower such as a fleet board")
+	cmd.Flags().StringVar(&role, "role", "writer", "writer (with --nats-url: serve credentials), or reader: with --nats-url and follower credentials, build the projection and answer queries on the follower's own subjects but append nothing (no hooks, reconciler, workers or --watch); a follower such as a fleet board")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "serve's log: text (log/slog key=value lines) or json (one JSON object a line)")
 	cmd.Flags().StringVar(&fsync, "fsync", "always", "when the log reaches the disk: always (before every acknowledgement) or interval (every second; faster, can lose the last second on an OS crash)")
 	return cmd
