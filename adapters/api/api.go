@@ -23,14 +23,27 @@ import (
 // Each server answers on a prefix of its own, logbook.api.<server id>.,
 // written to serve.json, so that several hosts on one NATS cluster each
 // answer for their own projection; all of them also answer, as one queue
-// group, on AnyPrefix, for a client that knows no server.
+// group, on AnyPrefix, for a client that knows no server. A follower
+// (serve --role reader) answers the verbs that only read on a prefix of
+// its own outside logbook.api., FollowerPrefixFor, so that credentials
+// that may answer a follower's requests cannot take a writing server's.
 const AnyPrefix = "logbook.api.any."
+
+// FollowerRoot begins every follower's API prefix.
+const FollowerRoot = "logbook.ro."
 
 // PrefixFor returns the API prefix of the server for the data dir at
 // absolute path dir on host: "logbook.api.<12 hex digits>.".
 func PrefixFor(host, dir string) string {
 	sum := sha256.Sum256([]byte(host + "\x00" + dir))
 	return "logbook.api." + hex.EncodeToString(sum[:6]) + "."
+}
+
+// FollowerPrefixFor returns the API prefix of a follower (serve --role
+// reader) for the data dir at absolute path dir on host:
+// "logbook.ro.<12 hex digits>.", the same digits as PrefixFor.
+func FollowerPrefixFor(host, dir string) string {
+	return FollowerRoot + strings.TrimPrefix(PrefixFor(host, dir), "logbook.api.")
 }
 
 // API verbs, each with its request and answer.

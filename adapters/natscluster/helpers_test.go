@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
 // Binaries built once per test binary, in a directory TestMain removes.
@@ -152,7 +154,7 @@ func (e *env) connectURL(role, url string, opts ...nats.Option) *nats.Conn {
 	if err := json.Unmarshal(b, &c); err != nil {
 		e.t.Fatal(err)
 	}
-	nc, err := nats.Connect(url, append([]nats.Option{nats.UserInfo(c.User, c.Password), nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, opts...)...)
+	nc, err := nats.Connect(url, append([]nats.Option{nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(role)), nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -202,6 +204,23 @@ func (l *lockedBuffer) String() string {
 
 var hostLogs sync.Map // *host → *lockedBuffer
 
+// serveRole returns the role whose credentials the host's process of
+// args runs with: a host of role writer runs serve as serve and a
+// host of role reader runs it as follower (the roles that answer
+// requests); its CLI keeps the host's role.
+func serveRole(role string, args []string) string {
+	if len(args) == 0 || args[0] != "serve" {
+		return role
+	}
+	switch role {
+	case "writer":
+		return "serve"
+	case "reader":
+		return "follower"
+	}
+	return role
+}
+
 // start starts the host's process and, for serve, waits until serve.json
 // names it.
 func (h *host) start() {
@@ -212,7 +231,7 @@ func (h *host) start() {
 		h.e.t.Fatalf("%s runs already", h.name)
 	}
 	os.Remove(filepath.Join(h.data, "serve.json"))
-	args := append([]string{"--data", h.data, "--nats-url", h.e.c.URL(), "--creds", h.e.credsFile(h.role)}, h.args...)
+	args := append([]string{"--data", h.data, "--nats-url", h.e.c.URL(), "--creds", h.e.credsFile(serveRole(h.role, h.args))}, h.args...)
 	cmd := exec.Command(logbookBin, args...)
 	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=")
 	lb, _ := hostLogs.LoadOrStore(h, &lockedBuffer{})

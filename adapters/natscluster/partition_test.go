@@ -38,7 +38,7 @@ func TestPartition(t *testing.T) {
 	if err := cut.StartIsolated(); err != nil {
 		t.Fatal(err)
 	}
-	minor, err := nats.Connect(cut.URL(), nats.UserInfo("writer", e.password("writer")), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true), nats.ReconnectWait(50*time.Millisecond))
+	minor, err := nats.Connect(cut.URL(), nats.UserInfo("writer", e.password("writer")), natslog.InboxOption(natslog.RoleWriter), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func TestStreamInit(t *testing.T) {
 	h := e.newHost("w1", "writer", "serve", "--workers", "0")
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	_, stderr, err = e.logbook(ctx, "--data", h.data, "--nats-url", e.c.URL(), "--creds", e.credsFile("writer"), "serve", "--workers", "0")
+	_, stderr, err = e.logbook(ctx, "--data", h.data, "--nats-url", e.c.URL(), "--creds", e.credsFile("serve"), "serve", "--workers", "0")
 	if err == nil || !strings.Contains(stderr, "deny_delete is false") {
 		t.Errorf("serve on a bad stream: err %v, stderr %q", err, stderr)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // Role is what a NATS user of the embedded server may do with the log.
@@ -18,35 +19,48 @@ type Role string
 // The roles, narrowest first.
 const (
 	// RoleReader reads the stream: stream info, direct and stored-message
-	// gets, and consumers of its own (ordered consumers), and calls and
-	// answers the API verbs that only read (Grants.ReadAPI; a follower
-	// host answers them on its own prefix, never on Grants.SharedAPI).
-	// It publishes nothing on lb.> and calls no stream API that changes
+	// gets, and consumers of its own (ordered consumers), and calls the
+	// API verbs that only read (Grants.ReadAPI and Grants.FollowerAPI).
+	// It subscribes to nothing but its inbox and answers nothing: it
+	// cannot take a request meant for a server, nor reply to one. It
+	// publishes nothing on lb.> and calls no stream API that changes
 	// anything.
 	RoleReader Role = "reader"
+	// RoleFollower is RoleReader plus answering the read verbs on the
+	// followers' subjects (Grants.FollowerAPI): what `serve --role
+	// reader` does on a host that follows a log. It cannot subscribe to
+	// the API subjects of a server that appends (Grants.API).
+	RoleFollower Role = "follower"
 	// RoleWorker is RoleReader plus what a sandbox worker does: append
 	// command and session events and command output, take requests off
 	// the workers' durable consumer (and ack them), keep its KV buckets,
 	// and answer on its core subjects (stdin).
 	RoleWorker Role = "worker"
-	// RoleWriter is RoleReader plus what serve, hook and the CLI do:
-	// append any event, answer and call the request/reply API, read the
-	// workers' heartbeats, and send stdin to a worker.
+	// RoleWriter is RoleReader plus what hooks, importers and the CLI do:
+	// append any event, call the request/reply API (Grants.API), read the
+	// workers' heartbeats, and send stdin to a worker. It subscribes to
+	// nothing but its inbox and answers no request: a request to serve
+	// (the gate's, verify's) cannot be taken or answered with it.
 	RoleWriter Role = "writer"
+	// RoleServe is RoleWriter plus taking and answering the
+	// request/reply API (Grants.API): what serve's own connection does.
+	// The data dir does not hold it: the embedded server's serve user
+	// has a password that only the serve process knows.
+	RoleServe Role = "serve"
 	// RoleAdmin may do anything, the stream's create, update and delete
 	// included. No running process holds it by default.
 	RoleAdmin Role = "admin"
 )
 
 // Roles lists every role, narrowest first.
-var Roles = []Role{RoleReader, RoleWorker, RoleWriter, RoleAdmin}
+var Roles = []Role{RoleReader, RoleFollower, RoleWorker, RoleWriter, RoleServe, RoleAdmin}
 
 // ParseRole returns the Role named s, or an error naming the roles.
 func ParseRole(s string) (Role, error) {
 	if r := Role(s); slices.Contains(Roles, r) {
 		return r, nil
 	}
-	return "", fmt.Errorf("role %q: want reader, worker, writer or admin", s)
+	return "", fmt.Errorf("role %q: want reader, follower, worker, writer, serve or admin", s)
 }
 
 // Grants names what lies outside the LOGBOOK stream that the roles use:
@@ -65,16 +79,17 @@ type Grants struct {
 	// reads (the live workers).
 	WriterReadBuckets []string
 	// API is the request/reply API's subject filter (e.g.
-	// "logbook.api.>"): RoleWriter calls and answers it.
+	// "logbook.api.>"): RoleWriter calls it, RoleServe also takes and
+	// answers it.
 	API string
-	// ReadAPI are the request/reply API subjects that only read (e.g.
-	// "logbook.api.*.sessions"): RoleReader may call them, and answer
-	// them outside SharedAPI.
+	// ReadAPI are the subjects of API's verbs that only read (e.g.
+	// "logbook.api.*.sessions"): RoleReader and RoleFollower may call
+	// them.
 	ReadAPI []string
-	// SharedAPI is the subject filter of the API that any server answers
-	// (e.g. "logbook.api.any.>"): RoleReader may not answer on it, so a
-	// follower answers only requests addressed to it.
-	SharedAPI string
+	// FollowerAPI are the subjects, outside API, on which followers
+	// answer the read verbs (e.g. "logbook.ro.*.sessions"): every role
+	// but RoleWorker may call them, and RoleFollower answers them.
+	FollowerAPI []string
 	// WorkerControl is the core subject filter workers answer on (e.g.
 	// "logbook.worker.>"): RoleWorker subscribes, RoleWriter sends.
 	WorkerControl string
@@ -91,9 +106,32 @@ type Grants struct {
 // see ackSubjects.)
 const replyWindow = 6 * time.Minute
 
-// inbox is the client's reply subjects: every request's answer, and the
-// deliveries of pull consumers, arrive there.
-const inbox = "_INBOX.>"
+// InboxPrefix returns the prefix of the reply subjects of a connection
+// with role's credentials, "_INBOX.<role>" (e.g. "_INBOX.reader"):
+// every answer to its requests, and every delivery of its pull
+// consumers, arrives under it. Every role but RoleAdmin may subscribe
+// under its own prefix and nowhere else, so a reader cannot listen to the
+// answers serve gives a writer. It returns "" for RoleAdmin and for a
+// role Roles does not list (the client library's default, "_INBOX").
+func InboxPrefix(role Role) string {
+	if role == RoleAdmin || !slices.Contains(Roles, role) {
+		return ""
+	}
+	return "_INBOX." + string(role)
+}
+
+// InboxOption returns the connection option that makes a connection with
+// role's credentials use InboxPrefix(role) (nats.CustomInboxPrefix);
+// every connection with credentials of a role but admin needs it, or
+// the server refuses its first request's subscription. For RoleAdmin and
+// an unknown role it changes nothing.
+func InboxOption(role Role) nats.Option {
+	p := InboxPrefix(role)
+	if p == "" {
+		return func(*nats.Options) error { return nil }
+	}
+	return nats.CustomInboxPrefix(p)
+}
 
 // jsAPI returns the JetStream API subject for op (e.g. "STREAM.INFO")
 // with the tokens after it.
@@ -149,7 +187,7 @@ func Permissions(role Role, g Grants) *server.Permissions {
 	}
 	pub := []string{jsAPI("INFO"), ackSubjects(StreamName)}
 	pub = append(pub, readStream(StreamName)...)
-	sub := []string{inbox}
+	sub := []string{InboxPrefix(role) + ".>"}
 	denyPub := []string{
 		jsAPI("STREAM.CREATE", StreamName),
 		jsAPI("STREAM.UPDATE", StreamName),
@@ -176,18 +214,15 @@ func Permissions(role Role, g Grants) *server.Permissions {
 		}
 	}
 	var resp *server.ResponsePermission
-	var denySub []string
 	switch role {
-	case RoleReader:
+	case RoleReader, RoleFollower:
 		pub = append(pub, g.ReadAPI...)
-		if len(g.ReadAPI) > 0 {
-			sub = append(sub, g.ReadAPI...)
-			if g.SharedAPI != "" {
-				denySub = append(denySub, g.SharedAPI)
-			}
+		pub = append(pub, g.FollowerAPI...)
+		if role == RoleFollower && len(g.FollowerAPI) > 0 {
+			sub = append(sub, g.FollowerAPI...)
 			resp = &server.ResponsePermission{MaxMsgs: -1, Expires: replyWindow}
 		}
-	case RoleWriter:
+	case RoleWriter, RoleServe:
 		pub = append(pub, StreamSubjects)
 		for _, b := range g.WriterReadBuckets {
 			pub = append(pub, jsAPI("STREAM.INFO", kvStream(b)), ackSubjects(kvStream(b)))
@@ -195,12 +230,17 @@ func Permissions(role Role, g Grants) *server.Permissions {
 		}
 		if g.API != "" {
 			pub = append(pub, g.API)
-			sub = append(sub, g.API)
 		}
+		pub = append(pub, g.FollowerAPI...)
 		if g.WorkerControl != "" {
 			pub = append(pub, g.WorkerControl)
 		}
-		resp = &server.ResponsePermission{MaxMsgs: -1, Expires: replyWindow}
+		if role == RoleServe {
+			if g.API != "" {
+				sub = append(sub, g.API)
+			}
+			resp = &server.ResponsePermission{MaxMsgs: -1, Expires: replyWindow}
+		}
 	case RoleWorker:
 		pub = append(pub, "lb.ev.command.>", "lb.ev.session.>", "lb.out.>")
 		if g.WorkerDurable != "" {
@@ -218,7 +258,7 @@ func Permissions(role Role, g Grants) *server.Permissions {
 	}
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: pub, Deny: denyPub},
-		Subscribe: &server.SubjectPermission{Allow: sub, Deny: denySub},
+		Subscribe: &server.SubjectPermission{Allow: sub},
 		Response:  resp,
 	}
 }

@@ -20,6 +20,8 @@ var testGrants = Grants{
 	WorkerBuckets:     []string{"logbook-workers", "logbook-claims"},
 	WriterReadBuckets: []string{"logbook-workers"},
 	API:               "logbook.api.>",
+	ReadAPI:           []string{"logbook.api.*.verify", "logbook.api.*.sessions"},
+	FollowerAPI:       []string{"logbook.ro.*.verify", "logbook.ro.*.sessions"},
 	WorkerControl:     "logbook.worker.>",
 }
 
@@ -28,7 +30,7 @@ var testGrants = Grants{
 func rolesServer(t *testing.T) *Server {
 	t.Helper()
 	var users []User
-	for _, r := range []Role{RoleWriter, RoleReader, RoleWorker, RoleAdmin} {
+	for _, r := range []Role{RoleWriter, RoleReader, RoleFollower, RoleWorker, RoleServe, RoleAdmin} {
 		users = append(users, User{Name: string(r), Password: NewPassword(), Role: r})
 	}
 	s, err := StartEmbedded(t.Context(), EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", Users: users, Grants: testGrants})
@@ -91,7 +93,7 @@ func connectRole(t *testing.T, s *Server, role Role) (*nats.Conn, *violations) {
 		}
 	}
 	v := &violations{}
-	nc, err := nats.Connect(s.ClientURL(), nats.UserInfo(string(role), pass), nats.ErrorHandler(v.handler))
+	nc, err := nats.Connect(s.ClientURL(), nats.UserInfo(string(role), pass), InboxOption(role), nats.ErrorHandler(v.handler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +161,7 @@ func TestRoles_RefusedByServer(t *testing.T) {
 func TestRoles_DoTheirWork(t *testing.T) {
 	s := rolesServer(t)
 	reg := events.NewRegistry()
-	for _, role := range []Role{RoleReader, RoleWorker, RoleWriter} {
+	for _, role := range []Role{RoleReader, RoleFollower, RoleWorker, RoleWriter, RoleServe} {
 		t.Run(string(role), func(t *testing.T) {
 			nc, v := connectRole(t, s, role)
 			l, err := Open(t.Context(), nc, Config{Timeout: 2 * time.Second})
@@ -184,7 +186,7 @@ func TestRoles_DoTheirWork(t *testing.T) {
 			}
 			cancel()
 			switch role {
-			case RoleWriter:
+			case RoleWriter, RoleServe:
 				mustAppend(t, l, decision(reg, session("w-"+string(role)), 0, 1, 1))
 			case RoleWorker:
 				if _, err := l.PublishOutput(t.Context(), "c1", "m1", []byte("out")); err != nil {
@@ -208,9 +210,9 @@ type attempt struct {
 // tryAll makes every attempt as every role but admin (and publish as a
 // reader), in parallel, each on a connection of its own.
 func tryAll(t *testing.T, s *Server, attempts []attempt, publish attempt) {
-	for _, role := range []Role{RoleReader, RoleWorker, RoleWriter} {
+	for _, role := range []Role{RoleReader, RoleFollower, RoleWorker, RoleWriter, RoleServe} {
 		as := attempts
-		if role == RoleReader {
+		if role == RoleReader || role == RoleFollower {
 			as = append(as, publish)
 		}
 		for _, a := range as {
@@ -235,7 +237,7 @@ func tryAll(t *testing.T, s *Server, attempts []attempt, publish attempt) {
 func TestRoles_AckOnlyOwnConsumers(t *testing.T) {
 	s := rolesServer(t)
 	ack := "$JS.ACK." + StreamName + "." + testGrants.WorkerDurable + ".1.1.1.1.1.0"
-	for _, role := range []Role{RoleReader, RoleWriter} {
+	for _, role := range []Role{RoleReader, RoleFollower, RoleWriter, RoleServe} {
 		t.Run(string(role), func(t *testing.T) {
 			nc, v := connectRole(t, s, role)
 			if err := nc.Publish(ack, []byte("+ACK")); err != nil {
@@ -247,10 +249,135 @@ func TestRoles_AckOnlyOwnConsumers(t *testing.T) {
 			t.Log(v.wait(t, ack))
 		})
 	}
-	for _, role := range []Role{RoleReader, RoleWriter, RoleWorker} {
+	for _, role := range []Role{RoleReader, RoleFollower, RoleWriter, RoleServe, RoleWorker} {
 		p := Permissions(role, testGrants)
 		if !slices.Contains(p.Publish.Allow, ackSubjects(StreamName)) {
 			t.Errorf("%s may not ack its own consumers' deliveries: allow %v", role, p.Publish.Allow)
 		}
+	}
+}
+
+// Only serve takes requests on the API's subjects: with every other
+// role, a subscription to a server's verify or gate subject (its own
+// prefix, the shared one, or a wildcard over them) is the server's
+// permissions violation, and so is a follower's on another's
+// subjects outside the followers' own.
+func TestRoles_OnlyServeTakesAPIRequests(t *testing.T) {
+	s := rolesServer(t)
+	subjects := []string{"logbook.api.0a1b2c3d4e5f.verify", "logbook.api.any.verify", "logbook.api.any.gate", "logbook.api.*.verify", "logbook.api.>", ">"}
+	for _, role := range []Role{RoleReader, RoleFollower, RoleWorker, RoleWriter} {
+		for _, subject := range subjects {
+			t.Run(string(role)+"/"+subject, func(t *testing.T) {
+				t.Parallel()
+				nc, v := connectRole(t, s, role)
+				if _, err := nc.SubscribeSync(subject); err != nil {
+					t.Fatal(err)
+				}
+				if err := nc.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				t.Log(v.wait(t, subject))
+			})
+		}
+	}
+	t.Run("reader/followers' subjects", func(t *testing.T) {
+		nc, v := connectRole(t, s, RoleReader)
+		if _, err := nc.SubscribeSync("logbook.ro.0a1b2c3d4e5f.verify"); err != nil {
+			t.Fatal(err)
+		}
+		nc.Flush()
+		t.Log(v.wait(t, "logbook.ro.0a1b2c3d4e5f.verify"))
+	})
+}
+
+// A forged answer: serve answers verify on its prefix with the true
+// hash; with every other role an attacker subscribes to the same subject
+// and answers with a spoofed one. The server refuses the subscription,
+// and the owner's five calls all get the true hash. A follower answers
+// on the followers' subjects, where a writer's call reaches it.
+func TestRoles_SpoofedAnswerRefused(t *testing.T) {
+	s := rolesServer(t)
+	const subject = "logbook.api.0a1b2c3d4e5f.verify"
+	srv, _ := connectRole(t, s, RoleServe)
+	if _, err := srv.Subscribe(subject, func(m *nats.Msg) { m.Respond([]byte("true-hash")) }); err != nil {
+		t.Fatal(err)
+	}
+	srv.Flush()
+	for _, role := range []Role{RoleReader, RoleFollower, RoleWorker, RoleWriter} {
+		nc, v := connectRole(t, s, role)
+		for _, sub := range []string{subject, "logbook.api.*.verify"} {
+			if _, err := nc.Subscribe(sub, func(m *nats.Msg) { m.Respond([]byte("spoofed-by-" + string(role))) }); err != nil {
+				t.Fatal(err)
+			}
+			nc.Flush()
+			t.Logf("%s: %v", role, v.wait(t, sub))
+		}
+	}
+	owner, v := connectRole(t, s, RoleWriter)
+	for i := range 5 {
+		m, err := owner.Request(subject, []byte("{}"), 2*time.Second)
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if string(m.Data) != "true-hash" {
+			t.Fatalf("call %d answered %q", i, m.Data)
+		}
+	}
+	v.mu.Lock()
+	if len(v.errs) > 0 {
+		t.Errorf("the owner's calls were refused: %v", v.errs)
+	}
+	v.mu.Unlock()
+	// A follower answers its own kind of subject, and a writer or a
+	// reader reaches it there.
+	f, fv := connectRole(t, s, RoleFollower)
+	if _, err := f.Subscribe("logbook.ro.0a1b2c3d4e5f.verify", func(m *nats.Msg) { m.Respond([]byte("follower")) }); err != nil {
+		t.Fatal(err)
+	}
+	f.Flush()
+	for _, role := range []Role{RoleReader, RoleWriter} {
+		nc, _ := connectRole(t, s, role)
+		m, err := nc.Request("logbook.ro.0a1b2c3d4e5f.verify", []byte("{}"), 2*time.Second)
+		if err != nil {
+			t.Fatalf("%s calling a follower: %v", role, err)
+		}
+		if string(m.Data) != "follower" {
+			t.Fatalf("%s calling a follower: answered %q", role, m.Data)
+		}
+	}
+	fv.mu.Lock()
+	defer fv.mu.Unlock()
+	if len(fv.errs) > 0 {
+		t.Errorf("the follower was refused: %v", fv.errs)
+	}
+}
+
+// Each role but admin subscribes under its own inbox only: a
+// subscription to every inbox, or to another role's, is the server's
+// permissions violation, so a reader cannot listen to the answers serve
+// gives a writer.
+func TestRoles_OwnInboxOnly(t *testing.T) {
+	s := rolesServer(t)
+	for _, role := range []Role{RoleReader, RoleFollower, RoleWorker, RoleWriter, RoleServe} {
+		others := []string{"_INBOX.>", "_INBOX.*.>", ">"}
+		for _, r := range Roles {
+			if r != role && r != RoleAdmin {
+				others = append(others, InboxPrefix(r)+".>")
+			}
+		}
+		for _, subject := range others {
+			t.Run(string(role)+"/"+subject, func(t *testing.T) {
+				t.Parallel()
+				nc, v := connectRole(t, s, role)
+				if _, err := nc.SubscribeSync(subject); err != nil {
+					t.Fatal(err)
+				}
+				nc.Flush()
+				t.Log(v.wait(t, subject))
+			})
+		}
+	}
+	if p := InboxPrefix(RoleAdmin); p != "" {
+		t.Errorf("admin's inbox prefix %q, want the default", p)
 	}
 }

@@ -283,7 +283,7 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	if s.cfg.User != "" {
 		all = append(all, nats.UserInfo(s.cfg.User, s.cfg.Password))
 	} else if len(s.cfg.Users) > 0 {
-		all = append(all, nats.UserInfo(s.cfg.Users[0].Name, s.cfg.Users[0].Password))
+		all = append(all, nats.UserInfo(s.cfg.Users[0].Name, s.cfg.Users[0].Password), InboxOption(s.cfg.Users[0].Role))
 	}
 	nc, err := nats.Connect("", append(all, opts...)...)
 	if err != nil {
@@ -298,7 +298,7 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 func (s *Server) ConnectAs(role Role, opts ...nats.Option) (*nats.Conn, error) {
 	for _, u := range s.cfg.Users {
 		if u.Role == role {
-			all := []nats.Option{nats.InProcessServer(s.ns), nats.SyncQueueLen(SyncQueueLen), nats.UserInfo(u.Name, u.Password)}
+			all := []nats.Option{nats.InProcessServer(s.ns), nats.SyncQueueLen(SyncQueueLen), nats.UserInfo(u.Name, u.Password), InboxOption(role)}
 			nc, err := nats.Connect("", append(all, opts...)...)
 			if err != nil {
 				return nil, fmt.Errorf("natslog: connect in process as %s: %w", role, err)

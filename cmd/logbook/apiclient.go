@@ -32,6 +32,13 @@ func apiPrefixFor(dd dataDir) string {
 	return api.PrefixFor(host, string(dd))
 }
 
+// followerPrefixFor returns the API prefix a follower (serve --role
+// reader) on dd answers on.
+func followerPrefixFor(dd dataDir) string {
+	host, _ := os.Hostname()
+	return api.FollowerPrefixFor(host, string(dd))
+}
+
 // withAPI runs fn with a caller that reaches the running server, or, when
 // none runs, a service of this process's own on the data dir whose
 // projection has first caught up with the log.

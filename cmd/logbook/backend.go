@@ -201,7 +201,7 @@ func (g *globals) serverURL(dd dataDir) (string, []nats.Option, bool) {
 	if err != nil {
 		return "", nil, false
 	}
-	return si.URL, []nats.Option{nats.UserInfo(c.User, c.Password)}, true
+	return si.URL, []nats.Option{nats.UserInfo(c.User, c.Password), natslog.InboxOption(role)}, true
 }
 
 // connRole returns the role serverURL connects as, or "" when unknown (an

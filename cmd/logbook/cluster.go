@@ -164,12 +164,16 @@ func credsClusterCmd(g *globals) *cobra.Command {
 		Long: `cluster writes, in DIR (created 0700; refused if it holds users.conf),
 users.conf — a nats-server authorization block with one user per role and
 the permissions the embedded server gives them — for every node's config
-to include, and reader.json, worker.json, writer.json and admin.json, the
-credentials files of those users (0600) with --url as their url.
+to include, and reader.json, follower.json, worker.json, writer.json,
+serve.json and admin.json, the credentials files of those users (0600)
+with --url as their url.
 
 Give each host only the file of its role: admin.json to whoever runs
-` + "`logbook stream init`" + `, writer.json to serve hosts that append, reader.json
-to followers, worker.json to worker hosts.`,
+` + "`logbook stream init`" + `, serve.json to serve hosts that append, writer.json
+to the hooks and the CLI that reach them, follower.json to followers
+(serve --role reader), reader.json to tools that only read, worker.json to
+worker hosts. Only serve.json may take and answer a request made to a
+serve (the gate's, verify's): keep it where no agent runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
@@ -199,7 +203,7 @@ to followers, worker.json to worker hosts.`,
 			if err := writeFileAtomic(filepath.Join(out, "users.conf"), []byte(header+conf), 0o600); err != nil {
 				return fmt.Errorf("--out: %w", err)
 			}
-			fmt.Fprintf(g.stderr, "logbook creds: users.conf and reader, worker, writer and admin credentials in %s\n", out)
+			fmt.Fprintf(g.stderr, "logbook creds: users.conf and reader, follower, worker, writer, serve and admin credentials in %s\n", out)
 			return nil
 		},
 	}

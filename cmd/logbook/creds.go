@@ -26,8 +26,8 @@ import (
 //
 //	{"user": "reader", "password": "…", "role": "reader", "url": "nats://127.0.0.1:4222"}
 //
-// role is reader, worker, writer or admin (absent: writer, as creds.json
-// was before roles); url is optional (where the issuing server listened).
+// role is reader, follower, worker, writer, serve or admin (absent:
+// writer, as creds.json was before roles); url is optional (where the issuing server listened).
 // Files are written 0600.
 type creds struct {
 	User     string `json:"user"`
@@ -94,11 +94,16 @@ func writeCreds(path string, c creds) error {
 }
 
 // roleCredentials loads the data dir's credentials of role (reader,
-// worker or writer), creating them (0600, a fresh random password) if
-// absent. The data dir never holds admin credentials.
+// follower, worker or writer), creating them (0600, a fresh random
+// password) if absent. The data dir never holds admin or serve
+// credentials: serve's password lives only in the serve process, so that
+// nothing the data dir holds can answer a request made to serve.
 func (d dataDir) roleCredentials(role natslog.Role) (creds, error) {
-	if role == natslog.RoleAdmin {
+	switch role {
+	case natslog.RoleAdmin:
 		return creds{}, errors.New("credentials: the data dir holds no admin credentials (see `logbook creds issue --role admin`)")
+	case natslog.RoleServe:
+		return creds{}, errors.New("credentials: the data dir holds no serve credentials: serve's own password lives only in the serve process (for a cluster of your own, `logbook creds cluster` writes serve.json)")
 	}
 	path := d.credsFile(role)
 	c, err := readCreds(path)
@@ -132,14 +137,14 @@ func grants() natslog.Grants {
 		WorkerBuckets:     []string{worker.HeartbeatBucket, worker.ClaimBucket},
 		WriterReadBuckets: []string{worker.HeartbeatBucket},
 		API:               "logbook.api.>",
-		SharedAPI:         api.AnyPrefix + ">",
 		WorkerControl:     "logbook.worker.>",
 		ReadAPI:           readAPI(readVerbs...),
+		FollowerAPI:       followerAPI(readVerbs...),
 	}
 }
 
 // readVerbs are the API verbs that only read: what RoleReader may call,
-// and what serve --role reader answers.
+// and what serve --role reader answers (on its follower prefix).
 var readVerbs = []string{api.VerbSessions, api.VerbSession, api.VerbVerify, api.VerbStatus, api.VerbCommands, api.VerbCommand, api.VerbWorkspaces, api.VerbWorkspaceAt}
 
 // readAPI returns the API subjects of verbs on every server.
@@ -151,12 +156,22 @@ func readAPI(verbs ...string) []string {
 	return s
 }
 
-// embeddedUsers returns the users of the data dir's embedded server: the
-// writer first (the server's own connection), reader, worker, and admin
-// with admin's credentials.
+// followerAPI returns the subjects of verbs on every follower.
+func followerAPI(verbs ...string) []string {
+	var s []string
+	for _, v := range verbs {
+		s = append(s, api.FollowerRoot+"*."+v)
+	}
+	return s
+}
+
+// embeddedUsers returns the users of the data dir's embedded server:
+// serve first (the server's own connection, with a fresh random password
+// no file holds), writer, reader, follower and worker with the data
+// dir's credentials, and admin with admin's.
 func (d dataDir) embeddedUsers(admin creds) ([]natslog.User, error) {
-	var us []natslog.User
-	for _, r := range []natslog.Role{natslog.RoleWriter, natslog.RoleReader, natslog.RoleWorker} {
+	us := []natslog.User{{Name: string(natslog.RoleServe), Password: natslog.NewPassword(), Role: natslog.RoleServe}}
+	for _, r := range []natslog.Role{natslog.RoleWriter, natslog.RoleReader, natslog.RoleFollower, natslog.RoleWorker} {
 		c, err := d.roleCredentials(r)
 		if err != nil {
 			return nil, err
@@ -185,7 +200,8 @@ func adminCredentials(file string) (creds, error) {
 }
 
 // credsOptions returns the connection options of --creds (or
-// LOGBOOK_CREDS) and the URL the file names, if any.
+// LOGBOOK_CREDS) — its user, and its role's inbox prefix — and the URL
+// the file names, if any.
 func (g *globals) credsOptions() ([]nats.Option, string, error) {
 	if g.credsPath == "" {
 		return nil, "", nil
@@ -194,7 +210,7 @@ func (g *globals) credsOptions() ([]nats.Option, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("--creds: %w", err)
 	}
-	return []nats.Option{nats.UserInfo(c.User, c.Password)}, c.URL, nil
+	return []nats.Option{nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(c.Role))}, c.URL, nil
 }
 
 // inside reports whether path is dir or lies under it.
@@ -287,7 +303,7 @@ func credsCmd(g *globals) *cobra.Command {
 	var role, out string
 	var force bool
 	issue := &cobra.Command{
-		Use:   "issue --role reader|worker|writer|admin [--out FILE [--force]]",
+		Use:   "issue --role reader|follower|worker|writer|admin [--out FILE [--force]]",
 		Short: "Write a credentials file for another tool or host",
 		Long: `issue writes the credentials of a role on the data dir's server to FILE
 (0600; default: standard output), with the URL of the running server if
@@ -296,14 +312,20 @@ appears in a command line. FILE must not exist yet, or be a regular file
 and --force given: a symlink, a FIFO, a device or a directory there is
 refused (to pipe the credentials, leave out --out).
 
-  reader  reads the stream (consumers, gets); appends nothing
-  worker  runs commands: command and session events, output, its buckets
-  writer  what serve, hook and the CLI do: any event, the API
-  admin   may also create, update, delete and purge the stream
+  reader    reads the stream (consumers, gets) and calls the read verbs;
+            appends nothing, takes and answers no request
+  follower  a reader that answers the read verbs on a follower's own
+            subjects (serve --role reader --nats-url URL --creds FILE)
+  worker    runs commands: command and session events, output, its buckets
+  writer    what hook and the CLI do: any event, calls to the API; it
+            cannot take or answer a request made to serve
+  admin     may also create, update, delete and purge the stream
 
 Only admin may delete, purge or update the stream. admin credentials are
 never kept in the data dir: issue --role admin makes a new one that a
-server accepts only when started with serve --admin-creds FILE.`,
+server accepts only when started with serve --admin-creds FILE. serve's
+own credentials (the only ones that answer the API: the gate, verify)
+are never issued: the embedded server's live only in the serve process.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := natslog.ParseRole(role)
@@ -313,6 +335,9 @@ server accepts only when started with serve --admin-creds FILE.`,
 			dd, err := resolveDataDir(g.data)
 			if err != nil {
 				return err
+			}
+			if r == natslog.RoleServe {
+				return usageErrorf("--role serve: serve's credentials are never issued; the embedded server's live only in the serve process (for a cluster of your own, `logbook creds cluster` writes serve.json)")
 			}
 			if r == natslog.RoleAdmin && out != "" && writesInto(out, string(dd)) {
 				return fmt.Errorf("--out %s: admin credentials stay out of the data dir %s", out, dd)
@@ -352,7 +377,7 @@ server accepts only when started with serve --admin-creds FILE.`,
 			return nil
 		},
 	}
-	issue.Flags().StringVar(&role, "role", "", "reader, worker, writer or admin")
+	issue.Flags().StringVar(&role, "role", "", "reader, follower, worker, writer or admin")
 	issue.Flags().StringVar(&out, "out", "", "new file to write (0600); default standard output")
 	issue.Flags().BoolVar(&force, "force", false, "replace the regular file --out names if it exists")
 	_ = issue.MarkFlagRequired("role")
@@ -363,7 +388,7 @@ server accepts only when started with serve --admin-creds FILE.`,
 // startRoles starts the data dir's embedded server with a user per role
 // (embeddedUsers) and, as admin, creates the stream or checks its
 // settings (natslog.Open); then it drops the admin connection. The
-// server's own connection is the writer's.
+// server's own connection is serve's.
 func startRoles(ctx context.Context, dd dataDir, mode natslog.Fsync, listen string, admin creds, cfg natslog.Config) (*natslog.Server, error) {
 	users, err := dd.embeddedUsers(admin)
 	if err != nil {

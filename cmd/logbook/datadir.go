@@ -22,8 +22,9 @@ import (
 //	jetstream/   the embedded JetStream store: the log
 //	views/       Pebble projections
 //	spool/       hook payloads waiting for a server
-//	creds.json   the writer's NATS credentials (serve, hook, CLI)
-//	creds-reader.json, creds-worker.json  the reader's and worker's
+//	creds.json   the writer's NATS credentials (hook, CLI)
+//	creds-reader.json, creds-follower.json, creds-worker.json  the
+//	             reader's, follower's and worker's
 //	stream.json  which stream the projection was made from (see streamLoss)
 //
 // Every file is 0600 and every directory 0700: lock tightens an existing

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -177,7 +179,7 @@ func TestScripts(t *testing.T) {
 				c, err := readCreds(ts.MkAbs(args[0]))
 				ts.Check(err)
 				var denied atomic.Value
-				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(c.Role)), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 					if errors.Is(err, nats.ErrPermissionViolation) {
 						denied.Store(err)
 					}
@@ -199,6 +201,79 @@ func TestScripts(t *testing.T) {
 					ts.Logf("%v", denied.Load())
 				}
 			},
+			// apitake CREDS VERB... tries, with the credentials file
+			// CREDS, to take the running serve's requests for each VERB
+			// (on its own prefix, on the shared one, and on every
+			// server's) and to answer each with a spoofed reply (a verify
+			// report of hash "5p00fed", equal). With !, it checks that
+			// the server refuses every subscription with a permissions
+			// violation; the connection stays open, answering whatever
+			// it is given, until the script ends.
+			"apitake": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) < 2 {
+					ts.Fatalf("usage: apitake CREDS VERB...")
+				}
+				dd := dataDir(ts.Getenv("LOGBOOK_DATA"))
+				si, ok := dd.readServeInfo()
+				if !ok {
+					ts.Fatalf("no serve.json")
+				}
+				c, err := readCreds(ts.MkAbs(args[0]))
+				ts.Check(err)
+				var mu sync.Mutex
+				denied := map[string]bool{}
+				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(c.Role)), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+					if errors.Is(err, nats.ErrPermissionViolation) {
+						mu.Lock()
+						denied[err.Error()] = true
+						mu.Unlock()
+					}
+				}))
+				ts.Check(err)
+				ts.Defer(nc.Close)
+				spoof := []byte(`{"data":{"seq":1,"live_hash":"5p00fed","replay_hash":"5p00fed","equal":true}}`)
+				var subjects []string
+				for _, verb := range args[1:] {
+					subjects = append(subjects, si.API+verb, api.AnyPrefix+verb, "logbook.api.*."+verb)
+				}
+				for _, subject := range subjects {
+					_, err := nc.Subscribe(subject, func(m *nats.Msg) { m.Respond(spoof) })
+					ts.Check(err)
+					_, err = nc.QueueSubscribe(subject, "logbook-api", func(m *nats.Msg) { m.Respond(spoof) })
+					ts.Check(err)
+				}
+				ts.Check(nc.Flush())
+				refused := func(subject string) bool {
+					mu.Lock()
+					defer mu.Unlock()
+					for e := range denied {
+						if strings.Contains(e, `"`+subject+`"`) && strings.Contains(strings.ToLower(e), "subscription") {
+							return true
+						}
+					}
+					return false
+				}
+				for _, subject := range subjects {
+					var ok bool
+					for range 200 {
+						if ok = refused(subject); ok {
+							break
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+					switch {
+					case neg && !ok:
+						ts.Fatalf("as %s: no permissions violation for a subscription to %s", c.Role, subject)
+					case !neg && ok:
+						ts.Fatalf("as %s: subscription to %s refused", c.Role, subject)
+					}
+				}
+				mu.Lock()
+				for e := range denied {
+					ts.Logf("%s", e)
+				}
+				mu.Unlock()
+			},
 			// apicall VERB JSON sends JSON as it is to the running
 			// serve's API verb VERB with the data dir's writer
 			// credentials, as any NATS client may (no redaction, no
@@ -211,7 +286,7 @@ func TestScripts(t *testing.T) {
 				}
 				c, err := dd.credentials()
 				ts.Check(err)
-				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password))
+				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.RoleWriter))
 				ts.Check(err)
 				defer nc.Close()
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -84,6 +84,9 @@ was down.`,
 				fmt.Fprintf(g.stderr, "logbook serve: profiles on http://%s/debug/pprof/ and memory figures on http://%s/debug/memstats\n", at, at)
 			}
 			wp := workerPool{n: workers, flags: wf, live: live, gate: gf, http: hf}
+			if err := checkServeCreds(g, role); err != nil {
+				return err
+			}
 			switch role {
 			case string(natslog.RoleWriter):
 				if g.natsURL != "" {
@@ -96,7 +99,7 @@ was down.`,
 				}
 			case string(natslog.RoleReader):
 				if g.natsURL == "" {
-					return usageErrorf("--role reader follows a cluster of your own: pass --nats-url and --creds with reader credentials")
+					return usageErrorf("--role reader follows a cluster of your own: pass --nats-url and --creds with follower credentials")
 				}
 				if cmd.Flags().Changed("workers") && workers != 0 {
 					return usageErrorf("--role reader --workers %d: a reader appends nothing, so it runs no workers", workers)
@@ -125,7 +128,7 @@ was down.`,
 	bound(cmd.Flags(), "workers", 0, maxWorkers)
 	bound(cmd.Flags(), "views-cache", 1, maxViewsCacheMiB)
 	cmd.Flags().StringVar(&pprofAt, "pprof", "", "loopback host:port to serve net/http/pprof (/debug/pprof/) and the Go runtime's memory figures (/debug/memstats) on; off when empty")
-	cmd.Flags().StringVar(&role, "role", "writer", "writer, or reader: with --nats-url, build the projection and answer queries but append nothing (no hooks, reconciler, workers or --watch); a follower such as a fleet board")
+	cmd.Flags().StringVar(&role, "role", "writer", "writer (with --nats-url: serve credentials), or reader: with --nats-url and follower credentials, build the projection and answer queries on the follower's own subjects but append nothing (no hooks, reconciler, workers or --watch); a follower such as a fleet board")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "serve's log: text (log/slog key=value lines) or json (one JSON object a line)")
 	cmd.Flags().StringVar(&fsync, "fsync", "always", "when the log reaches the disk: always (before every acknowledgement) or interval (every second; faster, can lose the last second on an OS crash)")
 	return cmd
@@ -310,6 +313,9 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 	}
 	prefix := apiPrefixFor(dd)
+	if wp.reader {
+		prefix = followerPrefixFor(dd)
+	}
 	var logMu sync.Mutex
 	logAPI := func(format string, args ...any) {
 		logMu.Lock()
@@ -632,4 +638,28 @@ func transientLogError(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoHeartbeat) ||
 		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
+}
+
+// checkServeCreds refuses, as a usage error, --creds of a role that
+// cannot do what serve --role role does: serve answers the API, which
+// takes serve credentials (a writer's may only call it), and a follower
+// (--role reader) answers the read verbs on its own subjects, which takes
+// follower credentials (a reader's answer nothing). Credentials that
+// cannot be read are left for the connection to report.
+func checkServeCreds(g *globals, role string) error {
+	if g.credsPath == "" {
+		return nil
+	}
+	c, err := readCreds(g.credsPath)
+	if err != nil {
+		return nil
+	}
+	want := natslog.RoleServe
+	if role == string(natslog.RoleReader) {
+		want = natslog.RoleFollower
+	}
+	if c.Role == string(want) || c.Role == string(natslog.RoleAdmin) {
+		return nil
+	}
+	return usageErrorf("--creds %s: role %s; serve --role %s answers requests, which takes %s credentials (`logbook creds cluster` writes %s.json)", g.credsPath, c.Role, role, want, want)
 }

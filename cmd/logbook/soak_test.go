@@ -307,7 +307,7 @@ func (s *soak) withServer(ctx context.Context, pid int, fn func(*nats.Conn) erro
 	if err != nil {
 		return err
 	}
-	nc, err := natslog.Connect(si.URL, nats.UserInfo(c.User, c.Password), nats.Timeout(time.Second), nats.NoReconnect())
+	nc, err := natslog.Connect(si.URL, nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(c.Role)), nats.Timeout(time.Second), nats.NoReconnect())
 	if err != nil {
 		return err
 	}
