@@ -69,8 +69,9 @@
 // holds its workspace exclusively from before it is searched until its
 // boundary is gone, and every restricted start holds shared each directory
 // above a path it mounts by name (the workspace, the allowlist entries,
-// the hidden paths) while it runs, opening none of them through a
-// symbolic link; once it holds them it resolves every path again and
+// the hidden paths; not the home's tmpfs) while it runs, opening none of
+// them through a symbolic link, and refusing where it cannot open one (a
+// command could make a directory unreadable to pass the lock by); once it holds them it resolves every path again and
 // refuses (ErrRefused) if one now resolves elsewhere than when it was
 // planned. No command can swap a directory for a symbolic link between
 // the search and the mounts: two WorkspaceWrite

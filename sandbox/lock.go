@@ -59,7 +59,9 @@ func (l *layout) locks() []lockReq {
 		}
 	}
 	for _, v := range l.views {
-		above(v.path)
+		if v.kind != viewEmpty { // the home's tmpfs: a swap there only hides more
+			above(v.path)
+		}
 	}
 	for _, p := range l.hideDirs {
 		above(p)
@@ -79,8 +81,8 @@ func (l *layout) locks() []lockReq {
 }
 
 // lock takes l's locks (see locks), waiting for other commands' as long as
-// ctx lets it. A directory the worker cannot open is skipped: a worker of
-// the same user cannot run a command there either. On success l.held
+// ctx lets it. A directory the worker cannot open (read) refuses the
+// start: it cannot be locked, so a command there could go unseen. On success l.held
 // owns the descriptors (unlock lets them go); on failure nothing is held.
 // Its errors wrap ErrRefused, and ctx's error when it is done.
 func (l *layout) lock(ctx context.Context) error {
@@ -91,11 +93,14 @@ func (l *layout) lock(ctx context.Context) error {
 			return fmt.Errorf("%w: %s has become a symbolic link since the command was planned", ErrRefused, r.path)
 		}
 		if err != nil {
+			// Not skipped: a command that can write there could have
+			// made it unreadable (chmod 0300) to pass the lock by.
+			l.unlock()
+			what := "directory"
 			if r.excl {
-				l.unlock()
-				return fmt.Errorf("%w: lock workspace %s: %v", ErrRefused, r.path, err)
+				what = "workspace"
 			}
-			continue
+			return fmt.Errorf("%w: lock %s %s: %v", ErrRefused, what, r.path, err)
 		}
 		how := unix.LOCK_SH
 		if r.excl {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,5 +194,39 @@ func TestBoundary_HiddenParentNotRenamed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(data, "creds.json")); err != nil {
 		t.Errorf("the hidden dir moved: %v", err)
+	}
+}
+
+// A running workspace_write command makes its workspace unreadable
+// (chmod 0300) so that another command's lock on it could not be taken:
+// the other, whose workspace lies below, is refused (or, as root, who
+// reads it anyway, waits); it never runs beside the first.
+func TestStart_UnreadableLockDirectory(t *testing.T) {
+	requireBwrap(t)
+	ws := t.TempDir()
+	t.Cleanup(func() { os.Chmod(ws, 0o755) })
+	must(t, os.Mkdir(filepath.Join(ws, "sub"), 0o755))
+	must(t, unix.Mkfifo(filepath.Join(ws, "go"), 0o666))
+	a, err := Start(context.Background(), Spec{Argv: []string{"sh", "-c", "chmod 0300 . && : > sub/ready; read x < go"},
+		Env: testEnv(), Workspace: ws, Mode: WorkspaceWrite, Grace: testGrace}, nil)
+	must(t, err)
+	waitFor(t, "the chmod", func() bool { _, err := os.Stat(filepath.Join(ws, "sub/ready")); return err == nil })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	s := Spec{Argv: []string{"true"}, Env: testEnv(), Workspace: filepath.Join(ws, "sub"), Mode: ReadOnly, Grace: testGrace, Probed: true}
+	if Busy(s) && os.Geteuid() != 0 {
+		t.Error("Busy: an unreadable directory above it reported busy, not refused")
+	}
+	p, err := Start(ctx, s, nil)
+	if err == nil {
+		p.Wait()
+		t.Fatal("started beside a writer whose workspace it could not lock")
+	}
+	if os.Geteuid() != 0 && !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("refusal %v does not say why", err)
+	}
+	must(t, os.WriteFile(filepath.Join(ws, "go"), []byte("go\n"), 0o644))
+	if _, err := a.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }
