@@ -22,6 +22,7 @@ package shell
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -823,7 +824,9 @@ func (r *reader) words(w *syntax.Word, depth int) []Word {
 	}
 	r.nested(w, depth)
 	w = cloneWord(w)
-	if syntax.SplitBraces(w) {
+	// SplitBraces can report a split that made no list ("{0},}" becomes
+	// four literals): that word is read as one not split.
+	if syntax.SplitBraces(w) && slices.ContainsFunc(w.Parts, func(p syntax.WordPart) bool { _, ok := p.(*syntax.BraceExp); return ok }) {
 		if oddBraces(w) {
 			// Nested lists and sequences other than plain numbers or
 			// letters: bash and expand disagree on some; unknown.

@@ -203,3 +203,24 @@ func BenchmarkRead_200KiB(b *testing.B) {
 		Read(src)
 	}
 }
+
+// Words with unquoted braces that mvdan's SplitBraces does not turn into
+// a list but bash expands ("{0},}" is 0}; "x{},}" is x} x) are unknown,
+// never read as the literal word.
+func TestRead_BracesBashExpandsAlone(t *testing.T) {
+	for _, src := range []string{"{0},}", "x{},}", "0{0},0{0}0}", "a{},b}c", "{}..}"} {
+		s := Read(src)
+		if len(s.Commands) != 1 || len(s.Commands[0].Args) != 1 || s.Commands[0].Args[0].Reading != Wild {
+			t.Errorf("%q read as %+v, want one unknown word", src, s.Commands)
+		}
+	}
+	for _, src := range []string{"a{b,c}", "{}", "find . -exec rm {} +", "x{a..c}"} {
+		for _, c := range Read(src).Commands {
+			for _, a := range c.Args {
+				if a.Reading == Wild {
+					t.Errorf("%q: a word read as unknown: %+v", src, c.Args)
+				}
+			}
+		}
+	}
+}
