@@ -77,7 +77,9 @@
 // the search and the mounts: two WorkspaceWrite
 // commands in one workspace, or one in a directory below another's, run
 // one after the other, the second waiting for as long as its context
-// lets it. A ReadOnly command of the same workspace does not wait.
+// lets it. A ReadOnly command of the same workspace does not wait, and a
+// ReadOnly command lets its locks go once its command runs (its mounts
+// are made by then), so a long reader holds up no writer.
 //
 // Git commands that only read (status, diff, log) work; commands that
 // write a repository (add, commit, fetch) fail; run them in FullAccess.

@@ -230,3 +230,33 @@ func TestStart_UnreadableLockDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A long read_only command below a workspace holds up no workspace_write
+// command there once it runs: its locks guard only its own setup.
+func TestStart_ReaderHoldsUpNoWriter(t *testing.T) {
+	requireBwrap(t)
+	ws := t.TempDir()
+	sub := filepath.Join(ws, "sub")
+	must(t, os.Mkdir(sub, 0o755))
+	must(t, unix.Mkfifo(filepath.Join(sub, "go"), 0o666))
+	r := newRecorder("up")
+	reader, err := Start(context.Background(), Spec{Argv: []string{"sh", "-c", "echo up; read x < go"}, Env: testEnv(),
+		Workspace: sub, Mode: ReadOnly, Grace: testGrace}, r.emit)
+	must(t, err)
+	defer func() {
+		must(t, os.WriteFile(filepath.Join(sub, "go"), []byte("go\n"), 0o644))
+		reader.Wait()
+	}()
+	r.awaitOutput(t, "the reader's up")
+	s := Spec{Argv: []string{"true"}, Env: testEnv(), Workspace: ws, Mode: WorkspaceWrite, Grace: testGrace, Probed: true}
+	waitFor(t, "the reader's locks to go", func() bool { return !Busy(s) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := Start(ctx, s, nil)
+	if err != nil {
+		t.Fatalf("a writer beside a running reader: %v", err)
+	}
+	if res, err := p.Wait(); err != nil || res.ExitCode != 0 {
+		t.Errorf("writer: %+v, %v", res, err)
+	}
+}

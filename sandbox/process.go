@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -118,6 +120,7 @@ type Process struct {
 	statusR    *bufio.Reader
 	procs      int           // restricted: the process limit Release puts in place
 	released   chan struct{} // restricted: closed once Release is done, or will not be
+	unlocked   chan struct{} // ReadOnly: closed once its locks are let go after the setup; nil before Release
 	cg         *cgroup       // the command's cgroup; nil if none could be made
 	limits     Applied
 	setupErr   error  // the limits could not be put in place: bwrap was killed; under mu
@@ -391,7 +394,39 @@ func (p *Process) release(block *os.File, procs int) error {
 	if _, err := block.Write([]byte{1}); err != nil {
 		return fmt.Errorf("release the sandbox: %w", err)
 	}
+	if p.layout.mode == ReadOnly {
+		// A reader's locks guard its mounts while bwrap makes them, and
+		// it writes nothing another command's mounts depend on: they go
+		// once the command runs, so a long reader holds up no writer.
+		p.unlocked = make(chan struct{})
+		go func() {
+			defer close(p.unlocked)
+			if awaitChild(pid, releaseWait) {
+				p.layout.unlock()
+			}
+		}()
+	}
 	return nil
+}
+
+// awaitChild waits, up to d, until process pid (bwrap's sandbox, pid 1 of
+// its namespace) has a child, the command, which it starts only once its
+// mounts are made, or is gone; it reports whether either happened. A
+// kernel without /proc/PID/task/TID/children answers false at once.
+func awaitChild(pid int, d time.Duration) bool {
+	dir := "/proc/" + strconv.Itoa(pid)
+	children := dir + "/task/" + strconv.Itoa(pid) + "/children"
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		b, err := os.ReadFile(children)
+		if err == nil && len(bytes.TrimSpace(b)) > 0 {
+			return true
+		}
+		if err != nil {
+			_, serr := os.Stat(dir)
+			return errors.Is(serr, fs.ErrNotExist)
+		}
+	}
+	return false
 }
 
 // releaseWait bounds the wait for bwrap to report its sandbox's process.
@@ -653,6 +688,9 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult) {
 		// Placeholders go only once nothing in the boundary can see
 		// their mounts detached.
 		p.awaitSandbox()
+		if p.unlocked != nil {
+			<-p.unlocked
+		}
 		p.layout.release()
 	}
 	if p.cg != nil {
