@@ -76,8 +76,8 @@ const (
 	SigQuestion       = "question"        // the agent asked the user and waits; ID: tool use id, Name: tool; Status QuestionPrefilled: see there
 	SigAnswer         = "answer"          // the user's answer to the agent's question; ID: the question's tool use id; Text: the answer only
 	SigIdle           = "idle"            // the agent waits for input (idle prompt)
-	SigCompactStart   = "compact_start"   // context compaction began
-	SigCompactEnd     = "compact_end"     // context compaction finished
+	SigCompactStart   = "compact_start"   // context compaction began; Name: trigger (CompactManual: see there)
+	SigCompactEnd     = "compact_end"     // context compaction finished; Name: trigger or source
 	SigBackgroundDone = "background_done" // Task: background task id, Status: completed|failed|killed
 	SigSubagentStart  = "subagent_start"  // ID: agent id, Name: agent type
 	SigSubagentStop   = "subagent_stop"   // ID: agent id
@@ -92,6 +92,14 @@ const (
 // it reported the start of the prompt's turn (Codex writes task_started,
 // then user_message): it opens a turn only when none is open.
 const PromptInTurn = "in_turn"
+
+// CompactManual is the Name of a compact_start or compact_end signal of a
+// compaction the person asked for at the agent's prompt (Claude Code's
+// /compact: PreCompact, PostCompact or compact_boundary with trigger
+// "manual"): the agent was at its prompt, so a turn still open then was
+// over. Any other Name ("auto", "compact", "summary", …) says nothing of
+// the turn.
+const CompactManual = "manual"
 
 // QuestionPrefilled is the Status of a question signal whose call the
 // model sent with answers already filled in: whatever answer its result

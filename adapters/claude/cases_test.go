@@ -28,13 +28,15 @@ const casesDir = "../../testdata/claude/cases"
 // feeder sends hook payloads and transcripts to one log through one
 // Ingester, as `logbook hook claude` and `logbook import claude` do.
 type feeder struct {
-	t  *testing.T
-	in *Ingester
-	n  int
+	t   *testing.T
+	in  *Ingester
+	log events.Log
+	n   int
 }
 
 func newFeeder(t *testing.T) *feeder {
-	return &feeder{t: t, in: newTestIngester(t, openLog(t))}
+	l := openLog(t)
+	return &feeder{t: t, in: newTestIngester(t, l), log: l}
 }
 
 // hooks sends each payload as one spool entry, in order.
@@ -236,6 +238,107 @@ func TestCase25_CompactBracket(t *testing.T) {
 			tl(s, "system", "subtype", "compact_boundary", "compactMetadata", map[string]any{"trigger": "manual"}))
 		f.want(s, events.PhaseReady, "-", nil, 0)
 	})
+}
+
+// TestCompact_ManualAfterAnUnendedTurn: a /compact typed at the prompt
+// after a turn whose end was never reported (a tool result, then
+// nothing) ends that turn: the agent was at its prompt. Hooks with
+// SessionStart(compact) or PostCompact, a transcript alone (which has no
+// line for the compaction's start), and a late transcript line of a
+// compaction from before the open turn, which ends nothing.
+func TestCompact_ManualAfterAnUnendedTurn(t *testing.T) {
+	unended := func(s string) []string {
+		return []string{hk(s, "SessionStart", "source", "startup"), hk(s, "UserPromptSubmit", "prompt", "run the tests"),
+			hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "go test ./..."}),
+			hk(s, "PostToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "go test ./..."}, "tool_response", map[string]any{"stdout": "ok"})}
+	}
+	ended := func(t *testing.T, f *feeder, s, outcome string) {
+		t.Helper()
+		f.want(s, events.PhaseReady, "-", nil, 0)
+		if st := f.state(s); st.TurnOpen {
+			t.Error("the turn before the compaction is still open")
+		}
+		got := ""
+		for _, ty := range typesOfSession(t, f, s) {
+			if strings.HasPrefix(ty, "session.turn_ended:") {
+				got = strings.TrimPrefix(ty, "session.turn_ended:")
+			}
+		}
+		if got != outcome {
+			t.Errorf("turn outcome %q, want %q", got, outcome)
+		}
+	}
+	t.Run("hooks, SessionStart compact", func(t *testing.T) {
+		const s = "s-compact-a"
+		f := newFeeder(t)
+		f.hooks(unended(s)...)
+		f.want(s, events.PhaseWorking, "thinking", nil, 0)
+		f.hooks(hk(s, "PreCompact", "trigger", "manual", "custom_instructions", ""), hk(s, "SessionStart", "source", "compact"))
+		ended(t, f, s, "completed")
+	})
+	t.Run("hooks, PostCompact", func(t *testing.T) {
+		const s = "s-compact-b"
+		f := newFeeder(t)
+		f.hooks(unended(s)...)
+		f.hooks(hk(s, "PreCompact", "trigger", "manual"), hk(s, "PostCompact", "trigger", "manual"))
+		ended(t, f, s, "completed")
+	})
+	t.Run("hooks, a call still open", func(t *testing.T) {
+		const s = "s-compact-c"
+		f := newFeeder(t)
+		f.hooks(unended(s)[:3]...)
+		f.hooks(hk(s, "PreCompact", "trigger", "manual"), hk(s, "PostCompact", "trigger", "manual"))
+		ended(t, f, s, "interrupted")
+	})
+	t.Run("transcript", func(t *testing.T) {
+		const s = "s-compact-d"
+		f := newFeeder(t)
+		f.transcript(s, tUser(s, "run the tests"),
+			tAssistant(s, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "go test ./..."})),
+			tResult(s, "t1", "ok", map[string]any{"stdout": "ok"}),
+			tUser(s, "<command-name>/compact</command-name>"),
+			tl(s, "system", "subtype", "compact_boundary", "compactMetadata", map[string]any{"trigger": "manual"}),
+			tl(s, "user", "isCompactSummary", true, "message", map[string]any{"role": "user", "content": "This session is being continued…"}))
+		ended(t, f, s, "completed")
+	})
+	t.Run("auto compaction inside a turn keeps it", func(t *testing.T) {
+		const s = "s-compact-e"
+		f := newFeeder(t)
+		f.transcript(s, tUser(s, "run the tests"),
+			tAssistant(s, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "go test ./..."})),
+			tResult(s, "t1", "ok", map[string]any{"stdout": "ok"}),
+			tl(s, "system", "subtype", "compact_boundary", "compactMetadata", map[string]any{"trigger": "auto"}))
+		f.want(s, events.PhaseWorking, "thinking", nil, 0)
+	})
+	t.Run("a late line of an earlier compaction", func(t *testing.T) {
+		// The hooks began a turn at 10:00:02; the transcript's compaction
+		// line, read afterwards, is of 10:00:00.
+		const s = "s-compact-f"
+		f := newFeeder(t)
+		f.hooks(unended(s)[:2]...)
+		f.transcript(s, tUser(s, "<command-name>/compact</command-name>"),
+			tl(s, "system", "subtype", "compact_boundary", "compactMetadata", map[string]any{"trigger": "manual"}))
+		f.want(s, events.PhaseWorking, "thinking", nil, 0)
+	})
+}
+
+// typesOfSession lists the session's event types, a turn end with its
+// outcome ("session.turn_ended:completed").
+func typesOfSession(t *testing.T, f *feeder, id string) []string {
+	t.Helper()
+	recs, _, err := f.log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range recs {
+		ty := r.Type
+		if d, ok := r.Data.(events.SessionTurnEnded); ok {
+			ty += ":" + d.Outcome
+		}
+		out = append(out, ty)
+	}
+	return out
 }
 
 // TestCase27_BlockingTools: a call that shows a dialog (ExitPlanMode,

@@ -580,3 +580,34 @@ func TestUUIDv7Millis(t *testing.T) {
 		}
 	}
 }
+
+// TestImport_CompactAfterAnUnendedTurn: Codex runs a /compact typed at
+// the prompt as a task of its own (task_started, compacted,
+// context_compacted, task_complete), so a turn whose end was never
+// written (a call's output, then nothing) is over once the compaction's
+// task starts, and the session is ready after it; an automatic
+// compaction inside a turn (no task_started of its own) keeps the turn.
+func TestImport_CompactAfterAnUnendedTurn(t *testing.T) {
+	l := openLog(t)
+	in := newIngester(t, l, false)
+	path := rolloutPath(t, tid)
+	write(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "run the tests"),
+		call(2, "c1", "exec_command", `{"cmd":"go test ./..."}`),
+		output(3, "c1", "Chunk ID: a\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\nok\n"),
+		ev(4, "compacted", `{"message":"","replacement_history":[]}`),
+		ev(4, "event_msg", `{"type":"context_compacted"}`))
+	if _, err := in.ImportFile(t.Context(), path, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := stateOf(t, l, tid); st.Phase != events.PhaseWorking || !st.TurnOpen {
+		t.Fatalf("after an automatic compaction inside the turn: %s, turn open %v", st.Phase, st.TurnOpen)
+	}
+	write(t, path, turnStart(10, "t2"), ev(11, "compacted", `{"message":"","replacement_history":[]}`),
+		ev(11, "event_msg", `{"type":"context_compacted"}`), turnDone(12, "t2"))
+	if _, err := in.ImportFile(t.Context(), path, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := stateOf(t, l, tid); st.Phase != events.PhaseReady || st.TurnOpen || st.Turns != 2 || len(st.Entries) != 0 {
+		t.Fatalf("after the compaction's own task: %s, turn open %v, turns %d, entries %+v", st.Phase, st.TurnOpen, st.Turns, st.Entries)
+	}
+}

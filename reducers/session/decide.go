@@ -759,23 +759,26 @@ func (d *decider) signalNow(sig events.Sig) {
 		if d.s.Phase == events.PhaseWaiting && d.s.Activity == "question" {
 			return
 		}
-		outcome := turnCompleted
-		if d.s.lane(events.LaneMain) || len(d.s.OpenReviews) > 0 {
-			outcome = "interrupted"
-		}
-		d.abandonLane(events.LaneMain, "dismissed")
-		d.closeReviews(events.ReviewRejected, "dismissed: the agent went back to its prompt")
-		d.endTurn(outcome)
+		d.atPrompt()
 		d.settle()
 	case events.SigCompactStart:
+		if d.manualCompaction(sig) {
+			d.atPrompt()
+		}
 		d.phase(events.PhaseWorking, "compacting", "")
 	case events.SigCompactEnd:
-		if d.s.Activity == "compacting" {
+		switch {
+		case d.s.Activity == "compacting":
 			if d.s.TurnOpen {
 				d.phase(events.PhaseWorking, "thinking", "")
 			} else {
 				d.settle()
 			}
+		case d.manualCompaction(sig):
+			// The compaction's start was not seen (a transcript has no
+			// line for it): its end says as much about the turn.
+			d.atPrompt()
+			d.settle()
 		}
 	case events.SigBackgroundDone:
 		d.closeWork(sig.Task, or(sig.Status, events.OutcomeOK))
@@ -800,6 +803,30 @@ func (d *decider) signalNow(sig events.Sig) {
 			d.phase(events.PhaseWorking, "api_retry", "")
 		}
 	}
+}
+
+// atPrompt ends what the agent's return to its prompt ends when no turn
+// end was reported: open main-lane calls are abandoned ("dismissed"),
+// open reviews rejected, and the turn ends completed, or interrupted if
+// a call or review was still open. The caller settles.
+func (d *decider) atPrompt() {
+	outcome := turnCompleted
+	if d.s.lane(events.LaneMain) || len(d.s.OpenReviews) > 0 {
+		outcome = "interrupted"
+	}
+	d.abandonLane(events.LaneMain, "dismissed")
+	d.closeReviews(events.ReviewRejected, "dismissed: the agent went back to its prompt")
+	d.endTurn(outcome)
+}
+
+// manualCompaction reports whether sig, a compaction's start or end,
+// tells of one the person asked for at the prompt (events.CompactManual)
+// while a turn is open that began no later than the report: the agent
+// was back at its prompt, so that turn is over though its end was never
+// reported. A report older than the open turn's start (a transcript line
+// read after the next prompt's hook) is of an earlier turn.
+func (d *decider) manualCompaction(sig events.Sig) bool {
+	return sig.Name == events.CompactManual && d.s.TurnOpen && !d.at.Before(d.s.TurnStartedAt)
 }
 
 // closeWork closes the background work named id, a background task or a
