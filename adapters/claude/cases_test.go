@@ -322,6 +322,76 @@ func TestCompact_ManualAfterAnUnendedTurn(t *testing.T) {
 	})
 }
 
+// TestHooks_RunTwice: Claude Code 2.0.17 to 2.0.22 run each hook 2 to 4
+// times, and their UserPromptSubmit carries no prompt_id: the copies of
+// one prompt make one turn, never a first one "superseded". A prompt of
+// the same text after the turn's first call, after its end, or under
+// another prompt id is a new prompt; a transcript line of the prompt
+// (no promptId either) is the same one.
+func TestHooks_RunTwice(t *testing.T) {
+	prompt := func(s string) string { return hk(s, "UserPromptSubmit", "prompt", "fix the build") }
+	pre := func(s string) string {
+		return hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "make"})
+	}
+	post := func(s string) string {
+		return hk(s, "PostToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "make"}, "tool_response", map[string]any{"stdout": "ok"})
+	}
+	outcomes := func(t *testing.T, f *feeder, s string) []string {
+		var out []string
+		for _, ty := range typesOfSession(t, f, s) {
+			if o, ok := strings.CutPrefix(ty, "session.turn_ended:"); ok {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	t.Run("every hook run 2 to 4 times", func(t *testing.T) {
+		const s = "s-twice-a"
+		f := newFeeder(t)
+		start := hk(s, "SessionStart", "source", "startup")
+		stop := hk(s, "Stop")
+		f.hooks(start, start, prompt(s), prompt(s), prompt(s), prompt(s), pre(s), pre(s), post(s), post(s), post(s), stop, stop)
+		f.want(s, events.PhaseReady, "-", nil, 0)
+		st := f.state(s)
+		if got := outcomes(t, f, s); st.Turns != 1 || st.ToolCalls != 1 || !slices.Equal(got, []string{"completed"}) {
+			t.Errorf("turns %d, calls %d, outcomes %v: want one turn completed and one call", st.Turns, st.ToolCalls, got)
+		}
+	})
+	t.Run("the same text in the next turn", func(t *testing.T) {
+		const s = "s-twice-b"
+		f := newFeeder(t)
+		f.hooks(prompt(s), prompt(s), hk(s, "Stop"), prompt(s), prompt(s))
+		if st := f.state(s); st.Turns != 2 || !st.TurnOpen {
+			t.Errorf("turns %d, open %v: want a second turn", st.Turns, st.TurnOpen)
+		}
+	})
+	t.Run("the same text after the turn's first call", func(t *testing.T) {
+		const s = "s-twice-c"
+		f := newFeeder(t)
+		f.hooks(prompt(s), pre(s), post(s), prompt(s))
+		if got := outcomes(t, f, s); f.state(s).Turns != 2 || !slices.Equal(got, []string{"superseded"}) {
+			t.Errorf("turns %d, outcomes %v: want a new turn", f.state(s).Turns, got)
+		}
+	})
+	t.Run("the same text under two prompt ids", func(t *testing.T) {
+		const s = "s-twice-d"
+		f := newFeeder(t)
+		f.hooks(hk(s, "UserPromptSubmit", "prompt", "yes", "prompt_id", "p1"), hk(s, "UserPromptSubmit", "prompt", "yes", "prompt_id", "p2"))
+		if st := f.state(s); st.Turns != 2 {
+			t.Errorf("turns %d: two prompt ids are two prompts", st.Turns)
+		}
+	})
+	t.Run("a hook, then the transcript line of the prompt", func(t *testing.T) {
+		const s = "s-twice-e"
+		f := newFeeder(t)
+		f.hooks(prompt(s), prompt(s))
+		f.transcript(s, tUser(s, "fix the build"))
+		if got := outcomes(t, f, s); f.state(s).Turns != 1 || len(got) != 0 {
+			t.Errorf("turns %d, outcomes %v: want the one turn still open", f.state(s).Turns, got)
+		}
+	})
+}
+
 // typesOfSession lists the session's event types, a turn end with its
 // outcome ("session.turn_ended:completed").
 func typesOfSession(t *testing.T, f *feeder, id string) []string {

@@ -681,6 +681,14 @@ func (d *decider) signalNow(sig events.Sig) {
 			}
 			return
 		}
+		if d.repeatedPrompt(sig) {
+			// The open turn's own prompt reported again: Claude Code
+			// 2.0.17 to 2.0.22 run each hook 2 to 4 times, and a
+			// version without prompt ids gives nothing else to tell
+			// the copies by.
+			d.working("thinking", "")
+			return
+		}
 		if d.s.BreakerTripped {
 			// The user spoke again: the refusals so far are answered.
 			d.emit(events.ReviewBreakerReset{Reason: "the user's new prompt"})
@@ -695,14 +703,14 @@ func (d *decider) signalNow(sig events.Sig) {
 			// is recorded.
 			d.endTurn("forked")
 			d.emit(events.SessionForked{Turn: d.s.Turns + 1, PromptID: sig.ID, Open: open})
-			d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID})
+			d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID, PromptSum: events.PromptSum(sig.Text)})
 			d.phase(events.PhaseWorking, "thinking", "")
 			return
 		}
 		d.abandonLane(events.LaneMain, "superseded")
 		d.closeReviews(events.ReviewRejected, "superseded by a new prompt")
 		d.endTurn("superseded")
-		d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID})
+		d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID, PromptSum: events.PromptSum(sig.Text)})
 		d.phase(events.PhaseWorking, "thinking", "")
 	case events.SigThinking:
 		d.working("thinking", "")
@@ -803,6 +811,16 @@ func (d *decider) signalNow(sig events.Sig) {
 			d.phase(events.PhaseWorking, "api_retry", "")
 		}
 	}
+}
+
+// repeatedPrompt reports whether sig, a prompt, is the open turn's own
+// prompt reported again though no prompt id says so: one of the two has
+// no id, its text is the turn's prompt's (events.PromptSum, non-empty),
+// and the turn has opened no call yet. A prompt of the same text after
+// the turn's first call, or after its end, is a new prompt.
+func (d *decider) repeatedPrompt(sig events.Sig) bool {
+	return d.s.TurnOpen && d.s.TurnCalls == 0 && (sig.ID == "" || d.s.PromptID == "") &&
+		d.s.PromptSum != "" && events.PromptSum(sig.Text) == d.s.PromptSum
 }
 
 // atPrompt ends what the agent's return to its prompt ends when no turn

@@ -101,6 +101,7 @@ func (s *State) Evolve(e events.Envelope) {
 		})
 		if d.Lane == events.LaneMain {
 			s.ToolCalls++
+			s.TurnCalls++
 		}
 	case events.SessionEntryClosed:
 		s.Entries = without(s.Entries, d.EntryID)
@@ -136,6 +137,7 @@ func (s *State) Evolve(e events.Envelope) {
 		s.TurnOpen = true
 		s.TurnStartedAt = e.At
 		s.PromptID = d.PromptID
+		s.PromptSum, s.TurnCalls = d.PromptSum, 0
 		s.Released = false
 		s.Refusals = 0 // the user spoke: denials in a row count again from here
 		if d.PromptID != "" {

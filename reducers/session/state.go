@@ -71,8 +71,14 @@ type State struct {
 	Lines          int            `json:"lines"`               // transcript lines observed, all sources
 	Cursors        PerSource[int] `json:"cursors,omitzero"`    // last line observed per transcript file name: the import cursors
 	PromptID       string         `json:"prompt_id,omitempty"` // the open turn's prompt id, if the agent gave one
-	StartedAt      time.Time      `json:"started_at"`
-	UpdatedAt      time.Time      `json:"updated_at"`
+	// PromptSum is the last turn's events.SessionTurnStarted.PromptSum,
+	// and TurnCalls how many main-lane calls that turn opened: a prompt
+	// without an id of the same text while the turn has opened none is
+	// that prompt reported again.
+	PromptSum string    `json:"prompt_sum,omitempty"`
+	TurnCalls int       `json:"turn_calls,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// Since is when the session entered its current phase and activity.
 	Since time.Time `json:"since"`
 	// ObservedAt is the time of the last observation of the agent (a
