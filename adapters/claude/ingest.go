@@ -639,7 +639,10 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 				unknown = append(unknown, l.N)
 			}
 		}
-		if o.ParentUUID != "" && startCursor == 0 && !uuids[o.ParentUUID] {
+		// The session's lines imported before (from this file or any
+		// other) count as earlier lines: the warning does not depend on
+		// how the file was cut across imports.
+		if o.ParentUUID != "" && !uuids[o.ParentUUID] && !s.UUIDs.Has(o.ParentUUID) {
 			p := fmt.Sprintf("parentUuid %s points to no earlier line", o.ParentUUID)
 			if len(unknown) > 0 {
 				p = fmt.Sprintf("parentUuid %s points to no earlier line whose uuid is known (line %s, over the size limit, was recorded without it and may be the parent)", o.ParentUUID, joinInts(unknown))

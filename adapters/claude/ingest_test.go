@@ -568,3 +568,67 @@ func TestImportFile_ParsersBound(t *testing.T) {
 		}
 	}
 }
+
+// TestImportFile_DanglingParentWhateverTheCut: a line whose parentUuid
+// names no line of the session is warned of and recorded with that
+// problem alike whether the file is imported in one go or in parts
+// (lines 1–2, then 1–4; line 1, then 1–4); a parent imported by an
+// earlier part is found. The same holds for a second file of the session.
+func TestImportFile_DanglingParentWhateverTheCut(t *testing.T) {
+	lines := []string{fxUser("u1", "", "hi"), fxAssistant("a2", "u1", "hello"), fxUser("u3", "gone", "again"), fxAssistant("a4", "u1", "done")}
+	type got struct{ warnings, problems []string }
+	run := func(t *testing.T, cuts ...int) got {
+		l := openLog(t)
+		in := newTestIngester(t, l)
+		path := filepath.Join(t.TempDir(), "s-1.jsonl")
+		agg, _ := SessionAggregate("s-1", "")
+		var g got
+		from := 0
+		for _, to := range cuts {
+			writeLines(t, path, lines[from:to]...)
+			from = to
+			r, err := in.ImportFile(t.Context(), path, agg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range r.Warnings {
+				g.warnings = append(g.warnings, strings.TrimPrefix(w, path))
+			}
+		}
+		recs, _, err := l.Load(t.Context(), agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if o, ok := events.Observed(r.Data); ok {
+				for _, p := range o.Problems {
+					g.problems = append(g.problems, fmt.Sprintf("line %d: %s", o.Line, p))
+				}
+			}
+		}
+		return g
+	}
+	want := got{warnings: []string{":3: parentUuid gone points to no earlier line"}, problems: []string{"line 3: parentUuid gone points to no earlier line"}}
+	for _, cuts := range [][]int{{4}, {2, 4}, {1, 4}, {3, 4}, {1, 2, 3, 4}} {
+		t.Run(fmt.Sprint(cuts), func(t *testing.T) {
+			if g := run(t, cuts...); !slices.Equal(g.warnings, want.warnings) || !slices.Equal(g.problems, want.problems) {
+				t.Errorf("warnings %q, problems %q; want %q, %q", g.warnings, g.problems, want.warnings, want.problems)
+			}
+		})
+	}
+	t.Run("a parent in another file of the session", func(t *testing.T) {
+		l := openLog(t)
+		in := newTestIngester(t, l)
+		dir := t.TempDir()
+		agg, _ := SessionAggregate("s-1", "")
+		first, second := filepath.Join(dir, "s-1.jsonl"), filepath.Join(dir, "s-1-continued.jsonl")
+		writeLines(t, first, lines[:2]...)
+		writeLines(t, second, fxUser("u5", "a2", "go on"))
+		for _, p := range []string{first, second} {
+			r, err := in.ImportFile(t.Context(), p, agg, nil)
+			if err != nil || len(r.Warnings) > 0 {
+				t.Errorf("%s: %+v, %v", p, r.Warnings, err)
+			}
+		}
+	})
+}

@@ -44,6 +44,7 @@ func (s *State) Evolve(e events.Envelope) {
 		s.Observations++
 		if o.Line > 0 && o.Line > s.Cursor(o.Path) {
 			s.Lines++
+			s.UUIDs = s.UUIDs.Add(o.UUID)
 			name := source(o.Path)
 			s.Cursors = s.Cursors.Set(name, o.Line)
 			if f, _ := s.Fingerprints.Get(name); o.Fingerprint != nil || f != (events.Fingerprint{}) {

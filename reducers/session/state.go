@@ -96,6 +96,9 @@ type State struct {
 	// life (bounded by MaxIDs): a late duplicate of such a call or prompt
 	// decides nothing.
 	Calls IDSet `json:"calls,omitzero"`
+	// UUIDs holds the agent's uuid of every transcript line observed, from
+	// any file (bounded by MaxIDs): what a line's parentUuid may name.
+	UUIDs IDSet `json:"uuids,omitzero"`
 	// Unfinished holds every abandoned entry: its result, if it comes
 	// later, is recorded as a late result (session.entry_late_result).
 	Unfinished  IDSet `json:"unfinished,omitzero"`
