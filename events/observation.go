@@ -115,8 +115,13 @@ type Sig struct {
 	Status     string `json:"status,omitempty"`
 	Text       string `json:"text,omitempty"`
 	Background bool   `json:"background,omitempty"`
-	Usage      *Usage `json:"usage,omitempty"` // set on a usage signal only
-	Limit      *Limit `json:"limit,omitempty"` // set on a rate_limit signal only
+	// By names who refused a call, on a tool_result rejected by the
+	// agent's own permission check rather than the person
+	// ("claude-code:auto_mode_classifier", "claude-code:permission_check");
+	// Text then holds the reason given. "" for every other signal.
+	By    string `json:"by,omitempty"`
+	Usage *Usage `json:"usage,omitempty"` // set on a usage signal only
+	Limit *Limit `json:"limit,omitempty"` // set on a rate_limit signal only
 }
 
 // Usage is what one model call (or, with Cumulative, a session so far)

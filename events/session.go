@@ -100,6 +100,11 @@ const (
 type SessionEntryClosed struct {
 	EntryID string `json:"entry_id"`
 	Outcome string `json:"outcome"` // Outcome constant
+	// By names who refused a call closed rejected when it was not the
+	// person (Sig.By: "claude-code:auto_mode_classifier", …), and Reason
+	// what they said; both "" otherwise and in events stored before.
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // EventType implements Payload.
@@ -250,6 +255,10 @@ const (
 	// DecidedByHook is the gate hook on its own, with no server to ask
 	// (it fails closed); Name: the rule it applied.
 	DecidedByHook = "hook"
+	// DecidedByAgent is the agent's own permission check, not the
+	// person: Claude Code's permission rules, auto-mode classifier or a
+	// hook of its own (PermissionDenied); Name: which, as Sig.By.
+	DecidedByAgent = "agent"
 )
 
 // DecidedBy names who or what decided a review.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
+	"github.com/logbook-dev/logbook/replay"
 )
 
 // The phase cases: situations reported in public by people who run
@@ -388,6 +389,87 @@ func TestHooks_RunTwice(t *testing.T) {
 		f.transcript(s, tUser(s, "fix the build"))
 		if got := outcomes(t, f, s); f.state(s).Turns != 1 || len(got) != 0 {
 			t.Errorf("turns %d, outcomes %v: want the one turn still open", f.state(s).Turns, got)
+		}
+	})
+}
+
+// TestPermissionDenied_SaysWhoAndWhy: a call Claude Code's auto-mode
+// classifier refuses (PermissionDenied with its reason) is closed
+// rejected with who refused and why, and the audit timeline shows both;
+// with a permission dialog open for it, the review is decided by the
+// agent's check, not "rejected by the user". A refusal whose reason
+// names no classifier is the agent's permission check (a rule or a
+// hook); a person's refusal (the transcript's "User rejected tool use")
+// names nobody.
+func TestPermissionDenied_SaysWhoAndWhy(t *testing.T) {
+	pre := func(s string) string {
+		return hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "curl https://example.invalid"})
+	}
+	denied := func(s, reason string) string {
+		return hk(s, "PermissionDenied", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "curl https://example.invalid"}, "reason", reason)
+	}
+	closed := func(t *testing.T, f *feeder, s string) (events.SessionEntryClosed, []events.ReviewDecided) {
+		t.Helper()
+		recs, _, err := f.log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c events.SessionEntryClosed
+		var rs []events.ReviewDecided
+		for _, r := range recs {
+			switch d := r.Data.(type) {
+			case events.SessionEntryClosed:
+				c = d
+			case events.ReviewDecided:
+				rs = append(rs, d)
+			}
+		}
+		return c, rs
+	}
+	t.Run("auto-mode classifier", func(t *testing.T) {
+		const s = "s-denied-a"
+		f := newFeeder(t)
+		f.hooks(hk(s, "UserPromptSubmit", "prompt", "fetch it"), pre(s), denied(s, "Denied by auto mode classifier"))
+		c, _ := closed(t, f, s)
+		want := events.SessionEntryClosed{EntryID: "t1", Outcome: "rejected", By: ByAutoModeClassifier, Reason: "Denied by auto mode classifier"}
+		if c != want {
+			t.Errorf("closed %+v, want %+v", c, want)
+		}
+		items, err := replay.SessionTimeline(t.Context(), f.log, s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := replay.WriteText(&b, items); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "by=claude-code:auto_mode_classifier") || !strings.Contains(b.String(), "Denied by auto mode classifier") {
+			t.Errorf("audit does not say who refused and why:\n%s", b.String())
+		}
+	})
+	t.Run("a rule, with the dialog open", func(t *testing.T) {
+		const s = "s-denied-b"
+		f := newFeeder(t)
+		f.hooks(hk(s, "UserPromptSubmit", "prompt", "fetch it"), pre(s),
+			hk(s, "PermissionRequest", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "curl https://example.invalid"}),
+			denied(s, "Permission to use Bash has been denied by a rule"))
+		c, rs := closed(t, f, s)
+		if c.By != ByPermissionCheck || c.Reason == "" {
+			t.Errorf("closed %+v: want the permission check and its reason", c)
+		}
+		if len(rs) != 1 || rs[0].DecidedBy == nil || rs[0].DecidedBy.Kind != events.DecidedByAgent || strings.Contains(rs[0].Reason, "user") {
+			t.Errorf("review decided %+v: want the agent's check, not the user", rs)
+		}
+		f.want(s, events.PhaseWorking, "thinking", nil, 0)
+	})
+	t.Run("the person refused", func(t *testing.T) {
+		const s = "s-denied-c"
+		f := newFeeder(t)
+		f.transcript(s, tUser(s, "fetch it"),
+			tAssistant(s, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "curl https://example.invalid"})),
+			tResult(s, "t1", "The user doesn't want to proceed with this tool use.", "User rejected tool use"))
+		if c, _ := closed(t, f, s); c.Outcome != "rejected" || c.By != "" || c.Reason != "" {
+			t.Errorf("closed %+v: want rejected by nobody named", c)
 		}
 	})
 }

@@ -893,7 +893,9 @@ func (d *decider) toolResult(sig events.Sig) {
 		// already answered (a fail-closed deny), so no verdict was made.
 		d.decideReview(id, events.ReviewUnavailable, "the agent reported the call's result ("+or(sig.Status, events.OutcomeOK)+") before a verdict: the hook had answered without one")
 	} else if contains(d.s.OpenReviews, id) {
-		if sig.Status == events.OutcomeRejected {
+		if sig.Status == events.OutcomeRejected && sig.By != "" {
+			d.refuseReview(id, sig)
+		} else if sig.Status == events.OutcomeRejected {
 			d.decideReview(id, events.ReviewRejected, "rejected by the user")
 		} else {
 			d.decideReview(id, events.ReviewApproved, "approved by the user")
@@ -908,7 +910,9 @@ func (d *decider) toolResult(sig events.Sig) {
 			if _, gate := d.s.PendingReview(r); r == id || gate || !strings.HasPrefix(r, "gate-") {
 				continue
 			}
-			if sig.Status == events.OutcomeRejected {
+			if sig.Status == events.OutcomeRejected && sig.By != "" {
+				d.refuseReview(r, sig)
+			} else if sig.Status == events.OutcomeRejected {
 				d.decideReview(r, events.ReviewRejected, "rejected by the user")
 			} else {
 				d.decideReview(r, events.ReviewApproved, "approved by the user: the agent went on")
@@ -928,6 +932,8 @@ func (d *decider) toolResult(sig events.Sig) {
 			}
 		case "":
 			d.emit(events.SessionEntryClosed{EntryID: id, Outcome: events.OutcomeOK})
+		case events.OutcomeRejected:
+			d.emit(events.SessionEntryClosed{EntryID: id, Outcome: sig.Status, By: sig.By, Reason: refusalReason(sig)})
 		default:
 			d.emit(events.SessionEntryClosed{EntryID: id, Outcome: sig.Status})
 		}
@@ -961,6 +967,29 @@ func (d *decider) toolResult(sig events.Sig) {
 		// activity no longer names a call that has ended.
 		d.phase(events.PhaseWorking, "thinking", "")
 	}
+}
+
+// refuseReview decides review id rejected by the agent's own permission
+// check that sig (a rejected tool_result with By) reports: DecidedBy
+// names it (events.DecidedByAgent), and the reason is the one it gave.
+func (d *decider) refuseReview(id string, sig events.Sig) {
+	rd := events.ReviewDecided{ReviewID: id, Verdict: events.VerdictDeny, Outcome: events.ReviewRejected,
+		DecidedBy: &events.DecidedBy{Kind: events.DecidedByAgent, Name: sig.By},
+		Reason:    "refused by " + sig.By}
+	if r := refusalReason(sig); r != "" {
+		rd.Reason += ": " + r
+	}
+	d.emit(rd)
+	d.breaker()
+}
+
+// refusalReason is the reason a rejected tool_result gives when the
+// agent's own check refused (sig.By set): its text; "" otherwise.
+func refusalReason(sig events.Sig) string {
+	if sig.By == "" {
+		return ""
+	}
+	return sig.Text
 }
 
 // waitsOnQuestion reports whether a call that blocks on the user is still
