@@ -33,7 +33,18 @@ type Observation struct {
 	// holds a rewritten transcript as a new history (import --as-new): the
 	// session the file diverged from. The session's start links to it.
 	RewrittenFrom string `json:"rewritten_from,omitempty"`
+	// Copied is set on an observation of Kind KindCopy: it stands for
+	// the Copied lines of Path ending at Line (≥ 1), each one a line the
+	// session already holds by its UUID from another file or an earlier
+	// line (a backup, a synced copy of the transcript). They are recorded
+	// once, without their text, and decide nothing; 0 on every other
+	// observation.
+	Copied int `json:"copied,omitempty"`
 }
+
+// KindCopy is the Kind of an observation that stands for a run of
+// transcript lines the session already holds (Observation.Copied).
+const KindCopy = "copy"
 
 // Meta is session metadata carried by an observation; empty fields are
 // unknown, not cleared.

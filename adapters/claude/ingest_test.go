@@ -632,3 +632,77 @@ func TestImportFile_DanglingParentWhateverTheCut(t *testing.T) {
 		}
 	})
 }
+
+// TestImportFile_CopyAtAnotherPath: the same transcript copied to a
+// second path (a backup, a synced folder) and imported into the same
+// session adds no line again: its lines, the session's already by their
+// uuids (or, for lines without one, by number and bytes), are recorded as
+// one copy observation that decides nothing. Lines new to the session
+// are imported from whichever file has them first; the other file's
+// copies of them then add nothing either.
+func TestImportFile_CopyAtAnotherPath(t *testing.T) {
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	agg, _ := SessionAggregate("s-1", "")
+	orig := filepath.Join(t.TempDir(), "s-1.jsonl")
+	backup := filepath.Join(t.TempDir(), "s-1.backup.jsonl")
+	first := []string{`{"type":"queue-operation","operation":"enqueue","timestamp":"2026-04-24T19:18:59.000Z","sessionId":"s-1"}` + "\n",
+		fxUser("u1", "", "hi"), fxAssistant("a2", "u1", "hello"), fxUser("u3", "a2", "again"), fxAssistant("a4", "u3", "done")}
+	writeLines(t, orig, first...)
+	writeLines(t, backup, first...)
+	imp := func(path string) FileResult {
+		t.Helper()
+		r, err := in.ImportFile(t.Context(), path, agg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	count := func() (obs, decisions int) {
+		recs, _, err := l.Load(t.Context(), agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if _, ok := events.Observed(r.Data); ok {
+				obs++
+			} else {
+				decisions++
+			}
+		}
+		return obs, decisions
+	}
+	if r := imp(orig); r.Appended != 5 {
+		t.Fatalf("original: %+v", r)
+	}
+	obs, decs := count()
+	before := stateOf(t, in, agg.ID)
+	if r := imp(backup); r.Appended != 0 || r.Lines != 5 {
+		t.Errorf("copy: appended %d, cursor %d; want 0, 5", r.Appended, r.Lines)
+	}
+	obs2, decs2 := count()
+	if obs2 != obs+1 || decs2 != decs {
+		t.Errorf("the copy added %d observations and %d decisions; want 1 and 0", obs2-obs, decs2-decs)
+	}
+	after := stateOf(t, in, agg.ID)
+	if after.Turns != before.Turns || after.Phase != before.Phase || after.ToolCalls != before.ToolCalls {
+		t.Errorf("the copy changed the session: turns %d→%d, phase %s→%s", before.Turns, after.Turns, before.Phase, after.Phase)
+	}
+	if r := imp(backup); r.Appended != 0 {
+		t.Errorf("the copy again: %+v", r)
+	}
+
+	// The backup gets the next lines first, then the original.
+	next := []string{fxUser("u5", "a4", "one more"), fxAssistant("a6", "u5", "sure")}
+	writeLines(t, backup, next...)
+	if r := imp(backup); r.Appended != 2 {
+		t.Errorf("new lines in the copy: appended %d, want 2", r.Appended)
+	}
+	writeLines(t, orig, next...)
+	if r := imp(orig); r.Appended != 0 || r.Lines != 7 {
+		t.Errorf("the original's copies of them: appended %d, cursor %d; want 0, 7", r.Appended, r.Lines)
+	}
+	if s := stateOf(t, in, agg.ID); s.Turns != 3 || s.Phase != events.PhaseReady {
+		t.Errorf("turns %d, phase %s; want 3, ready", s.Turns, s.Phase)
+	}
+}

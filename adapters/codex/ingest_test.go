@@ -611,3 +611,29 @@ func TestImport_CompactAfterAnUnendedTurn(t *testing.T) {
 		t.Fatalf("after the compaction's own task: %s, turn open %v, turns %d, entries %+v", st.Phase, st.TurnOpen, st.Turns, st.Entries)
 	}
 }
+
+// TestImport_CopyAtAnotherPath: a rollout copied under another name (its
+// lines carry no uuid: they are known by number and bytes) imports
+// nothing again into its session.
+func TestImport_CopyAtAnotherPath(t *testing.T) {
+	l := openLog(t)
+	in := newIngester(t, l, false)
+	path := rolloutPath(t, tid)
+	lines := []string{meta(tid, ""), turnStart(1, "t1"), userMsg(1, "run the tests"),
+		call(2, "c1", "exec_command", `{"cmd":"go test ./..."}`),
+		output(3, "c1", "Chunk ID: a\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\nok\n"), turnDone(4, "t1")}
+	write(t, path, lines...)
+	if r, err := in.ImportFile(t.Context(), path, nil); err != nil || r.Appended != 6 {
+		t.Fatalf("import: %+v, %v", r, err)
+	}
+	before := stateOf(t, l, tid)
+	copyPath := filepath.Join(t.TempDir(), "rollout-backup-"+tid+".jsonl")
+	write(t, copyPath, lines...)
+	r, err := in.ImportFile(t.Context(), copyPath, nil)
+	if err != nil || r.Session != tid || r.Appended != 0 {
+		t.Fatalf("the copy: %+v, %v; want nothing appended to %s", r, err, tid)
+	}
+	if after := stateOf(t, l, tid); after.Turns != before.Turns || after.Observations != before.Observations+1 || after.Phase != events.PhaseReady {
+		t.Errorf("the copy: turns %d→%d, observations %d→%d, phase %s", before.Turns, after.Turns, before.Observations, after.Observations, after.Phase)
+	}
+}

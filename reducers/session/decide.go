@@ -207,8 +207,13 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 	if s.Seen(o) {
 		return nil, nil
 	}
-	if next := s.Cursor(o.Path) + 1; o.Line > 0 && o.Line != next {
-		return nil, fmt.Errorf("observe line %d of %s in session %s: %w: next line is %d", o.Line, o.Path, c.Obs.Agg.ID, events.ErrRejected, next)
+	if next := s.Cursor(o.Path) + 1; o.Line > 0 && o.Line-max(o.Copied, 1)+1 != next {
+		return nil, fmt.Errorf("observe line %d of %s in session %s: %w: next line is %d", o.Line-max(o.Copied, 1)+1, o.Path, c.Obs.Agg.ID, events.ErrRejected, next)
+	}
+	if o.Copied > 0 {
+		// Lines the session holds already, from another file: a line's
+		// identity is its uuid, wherever the file lies.
+		return nil, nil
 	}
 	if s.Released && !startsAgain(o.Signals) {
 		// A late report of work the parent already took the result of.

@@ -43,8 +43,8 @@ func (s *State) Evolve(e events.Envelope) {
 	if o, ok := events.Observed(e.Data); ok {
 		s.Observations++
 		if o.Line > 0 && o.Line > s.Cursor(o.Path) {
-			s.Lines++
-			s.UUIDs = s.UUIDs.Add(o.UUID)
+			s.Lines += max(o.Copied, 1)
+			s.LineIDs = s.LineIDs.Add(LineID(o))
 			name := source(o.Path)
 			s.Cursors = s.Cursors.Set(name, o.Line)
 			if f, _ := s.Fingerprints.Get(name); o.Fingerprint != nil || f != (events.Fingerprint{}) {

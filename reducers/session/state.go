@@ -10,6 +10,7 @@ package session
 
 import (
 	pathpkg "path"
+	"strconv"
 	"time"
 
 	"github.com/logbook-dev/logbook/events"
@@ -96,9 +97,11 @@ type State struct {
 	// life (bounded by MaxIDs): a late duplicate of such a call or prompt
 	// decides nothing.
 	Calls IDSet `json:"calls,omitzero"`
-	// UUIDs holds the agent's uuid of every transcript line observed, from
-	// any file (bounded by MaxIDs): what a line's parentUuid may name.
-	UUIDs IDSet `json:"uuids,omitzero"`
+	// LineIDs holds the identity (LineID) of every transcript line
+	// observed, from any file (bounded by MaxIDs): the agent's uuids are
+	// what a line's parentUuid may name, and a line of another file with
+	// an identity held here is a copy (events.KindCopy).
+	LineIDs IDSet `json:"line_ids,omitzero"`
 	// Unfinished holds every abandoned entry: its result, if it comes
 	// later, is recorded as a late result (session.entry_late_result).
 	Unfinished  IDSet `json:"unfinished,omitzero"`
@@ -323,3 +326,18 @@ func contains(xs []string, v string) bool {
 
 // Init returns the state of agg before its first event.
 func Init(agg events.Aggregate) State { return State{ID: agg.ID} }
+
+// LineID returns the identity of transcript line o within its session,
+// wherever its file lies: the agent's uuid of the line; for a line
+// without one, "line:<n>:<SHA-256 of its bytes>" (so the same line of a
+// copy of the file is known, and the same bytes at another place of a
+// file are another line); "" for a line without either.
+func LineID(o *events.Observation) string {
+	switch {
+	case o.UUID != "":
+		return o.UUID
+	case o.Fingerprint != nil && o.Fingerprint.SHA256 != "":
+		return "line:" + strconv.Itoa(o.Line) + ":" + o.Fingerprint.SHA256
+	}
+	return ""
+}
