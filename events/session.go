@@ -220,6 +220,11 @@ type ReviewRequested struct {
 	// Gate marks a review the gate decides (rules, a reviewer program, a
 	// person answering with `review allow|deny`).
 	Gate bool `json:"gate,omitempty"`
+	// Notice marks a review opened by a notice of the dialog that names
+	// only its tool (Claude Code's Notification permission_prompt):
+	// Action then holds the notice's message, not the action. False in
+	// events stored before the field existed.
+	Notice bool `json:"notice,omitempty"`
 	// Event is the hook that asked: "PreToolUse", "PermissionRequest",
 	// "exec" (an elevation), "stdin" (input to a running command).
 	Event string `json:"event,omitempty"`

@@ -474,6 +474,59 @@ func TestPermissionDenied_SaysWhoAndWhy(t *testing.T) {
 	})
 }
 
+// TestPermission_OneDialogOneReview: a permission dialog that a
+// recorder-only hook reports twice (PermissionRequest, then
+// Notification permission_prompt, in either order; a PermissionRequest
+// run twice, as 2.0.17–2.0.22 do) is one review, decided once by the
+// call's result; two dialogs of one tool with different actions are two.
+func TestPermission_OneDialogOneReview(t *testing.T) {
+	pre := func(s, id, cmd string) string {
+		return hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", id, "tool_input", map[string]any{"command": cmd})
+	}
+	req := func(s, cmd string) string {
+		return hk(s, "PermissionRequest", "tool_name", "Bash", "tool_input", map[string]any{"command": cmd})
+	}
+	note := func(s string) string {
+		return hk(s, "Notification", "notification_type", "permission_prompt", "message", "Claude needs your permission to use Bash")
+	}
+	post := func(s, id string) string {
+		return hk(s, "PostToolUse", "tool_name", "Bash", "tool_use_id", id, "tool_input", map[string]any{"command": "x"}, "tool_response", map[string]any{"stdout": "ok"})
+	}
+	for _, tt := range []struct {
+		name    string
+		dialog  func(s string) []string
+		reviews int
+	}{
+		{"request, then notification", func(s string) []string { return []string{req(s, "rm -rf build"), note(s)} }, 1},
+		{"notification, then request", func(s string) []string { return []string{note(s), req(s, "rm -rf build")} }, 1},
+		{"request run twice", func(s string) []string {
+			return []string{req(s, "rm -rf build"), req(s, "rm -rf build"), note(s), note(s)}
+		}, 1},
+		{"two calls, two dialogs", func(s string) []string {
+			return []string{pre(s, "t2", "rm -rf dist"), req(s, "rm -rf build"), req(s, "rm -rf dist")}
+		}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := "s-dialog-" + strings.ReplaceAll(tt.name, " ", "-")
+			s = strings.ReplaceAll(s, ",", "")
+			f := newFeeder(t)
+			f.hooks(hk(s, "UserPromptSubmit", "prompt", "clean up"), pre(s, "t1", "rm -rf build"))
+			f.hooks(tt.dialog(s)...)
+			st := f.state(s)
+			if st.Phase != events.PhaseWaiting || len(st.OpenReviews) != tt.reviews {
+				t.Fatalf("phase %s, open reviews %v; want waiting with %d", st.Phase, st.OpenReviews, tt.reviews)
+			}
+			f.hooks(post(s, "t1"))
+			if tt.reviews == 1 {
+				st := f.state(s)
+				if len(st.OpenReviews) != 0 || len(st.Verdicts) != 1 || st.Phase != events.PhaseWorking {
+					t.Errorf("after the result: phase %s, open %v, verdicts %v; want working, none open, one verdict", st.Phase, st.OpenReviews, st.Verdicts)
+				}
+			}
+		})
+	}
+}
+
 // typesOfSession lists the session's event types, a turn end with its
 // outcome ("session.turn_ended:completed").
 func typesOfSession(t *testing.T, f *feeder, id string) []string {

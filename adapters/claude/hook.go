@@ -204,7 +204,9 @@ func parseHook(b []byte) (events.Observation, error) {
 
 // SpooledHook parses a spooled hook payload like Hook, but keys a payload
 // without a tool_use_id by its spool entry: "hook:<event>:spool:<e.ID>",
-// and a PermissionRequest without one asks under PermissionID(e.ID).
+// and a PermissionRequest without one asks under PermissionID(e.ID) (a
+// Notification permission_prompt names no call, and keeps no id: it is a
+// notice of a dialog another report may have opened).
 // The entry id is unique per hook run and stays the same when delivery of
 // the entry is retried, so redelivery is dropped and equal payloads of two
 // runs are not.
@@ -217,7 +219,7 @@ func (p *Parser) SpooledHook(e Entry) (events.Observation, error) {
 		o.Key = "hook:" + o.Kind + ":spool:" + e.ID
 	}
 	for i, s := range o.Signals {
-		if s.Kind == events.SigPermission && s.ID == "" {
+		if s.Kind == events.SigPermission && s.ID == "" && o.Kind == "PermissionRequest" {
 			// A permission dialog without a tool_use_id is its own: the
 			// gate reviews it under the same id (gate.Request.Ref), never
 			// under another call's.

@@ -741,8 +741,8 @@ func (d *decider) signalNow(sig events.Sig) {
 		if id == "" {
 			id = fmt.Sprintf("permission-turn-%d", d.s.Turns)
 		}
-		if !contains(d.s.OpenReviews, id) && !d.s.RecentClosed.Has(id) {
-			d.emit(events.ReviewRequested{ReviewID: id, Tool: sig.Name, Action: sig.Text})
+		if !contains(d.s.OpenReviews, id) && !d.s.RecentClosed.Has(id) && d.sameDialog(sig) == "" {
+			d.emit(events.ReviewRequested{ReviewID: id, Tool: sig.Name, Action: sig.Text, Notice: sig.ID == ""})
 		}
 		d.phase(events.PhaseWaiting, "review", sig.ID)
 	case events.SigTurnEnd:
@@ -816,6 +816,25 @@ func (d *decider) signalNow(sig events.Sig) {
 			d.phase(events.PhaseWorking, "api_retry", "")
 		}
 	}
+}
+
+// sameDialog returns the open review that permission signal sig reports
+// again, or "": one prompt on the person's screen is one review. A
+// review of the same tool is the same dialog when either report names
+// only the tool (a notice: sig without a call id, or a review a notice
+// opened), or both name the same action (a PermissionRequest run twice).
+// Two dialogs of one tool with different actions (parallel calls) are
+// two reviews.
+func (d *decider) sameDialog(sig events.Sig) string {
+	for _, g := range d.s.Dialogs {
+		if sig.Name != "" && g.Tool != "" && g.Tool != sig.Name {
+			continue
+		}
+		if sig.ID == "" || g.Notice || g.Action == sig.Text {
+			return g.Review
+		}
+	}
+	return ""
 }
 
 // repeatedPrompt reports whether sig, a prompt, is the open turn's own

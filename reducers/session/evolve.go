@@ -163,6 +163,7 @@ func (s *State) Evolve(e events.Envelope) {
 	case events.ReviewRequested:
 		if !contains(s.OpenReviews, d.ReviewID) {
 			s.OpenReviews = append(slices.Clip(s.OpenReviews), d.ReviewID)
+			s.Dialogs = append(slices.Clip(s.Dialogs), Dialog{Review: d.ReviewID, Tool: d.Tool, Action: d.Action, Notice: d.Notice})
 		}
 		if d.Gate {
 			s.Pending = append(slices.Clip(s.Pending), PendingReview{
@@ -172,6 +173,7 @@ func (s *State) Evolve(e events.Envelope) {
 		}
 	case events.ReviewDecided:
 		s.OpenReviews = slices.DeleteFunc(slices.Clone(s.OpenReviews), func(id string) bool { return id == d.ReviewID })
+		s.Dialogs = slices.DeleteFunc(slices.Clone(s.Dialogs), func(g Dialog) bool { return g.Review == d.ReviewID })
 		s.Verdicts = pushBounded(s.Verdicts, d.Verdict == events.VerdictDeny, ReviewWindow)
 		if d.Verdict == events.VerdictDeny {
 			s.Refusals++

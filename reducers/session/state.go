@@ -128,6 +128,10 @@ type State struct {
 	// reported, per account and window.
 	Limits      []LimitReading `json:"limits,omitempty"`
 	OpenReviews []string       `json:"open_reviews,omitempty"`
+	// Dialogs holds, per open review, the permission dialog it stands
+	// for (oldest first): a second report of the same dialog opens no
+	// second review.
+	Dialogs []Dialog `json:"dialogs,omitempty"`
 	// Verdicts holds the last ReviewWindow verdicts since the last
 	// breaker reset, oldest first, true = deny.
 	Verdicts       []bool `json:"verdicts,omitempty"`
@@ -141,6 +145,16 @@ type State struct {
 	// Decided holds the last RecentDecided verdicts on gate reviews,
 	// newest last: a late answer is refused naming the first.
 	Decided []DecidedReview `json:"decided_reviews,omitempty"`
+}
+
+// Dialog is the permission dialog an open review stands for: its tool,
+// and its action unless only a notice (events.ReviewRequested.Notice)
+// reported it.
+type Dialog struct {
+	Review string `json:"review"`
+	Tool   string `json:"tool,omitempty"`
+	Action string `json:"action,omitempty"`
+	Notice bool   `json:"notice,omitempty"`
 }
 
 // RecentDecided is how many decided gate reviews a State remembers.
