@@ -1,10 +1,5 @@
 package events
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-)
-
 // Session phases: what a fleet board shows.
 const (
 	PhaseReady   = "ready"   // idle, waiting for the next prompt
@@ -158,20 +153,10 @@ type SessionTurnStarted struct {
 	PromptID string `json:"prompt_id,omitempty"`
 	// PromptSum identifies the prompt's text as its signal carried it
 	// (redacted, at most 200 bytes): 16 lower-case hex digits of its
-	// SHA-256 (PromptSum), "" for a prompt without text and in events
+	// SHA-256 (session.PromptSum), "" for a prompt without text and in events
 	// stored before the field existed. A report of a prompt without a
 	// prompt id is told from a new prompt by it.
 	PromptSum string `json:"prompt_sum,omitempty"`
-}
-
-// PromptSum returns the PromptSum of a prompt's text: 16 lower-case hex
-// digits of the SHA-256 of text, or "" when text is empty.
-func PromptSum(text string) string {
-	if text == "" {
-		return ""
-	}
-	sum := sha256.Sum256([]byte(text))
-	return hex.EncodeToString(sum[:8])
 }
 
 // EventType implements Payload.

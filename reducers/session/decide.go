@@ -1,6 +1,8 @@
 package session
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -708,14 +710,14 @@ func (d *decider) signalNow(sig events.Sig) {
 			// is recorded.
 			d.endTurn("forked")
 			d.emit(events.SessionForked{Turn: d.s.Turns + 1, PromptID: sig.ID, Open: open})
-			d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID, PromptSum: events.PromptSum(sig.Text)})
+			d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID, PromptSum: PromptSum(sig.Text)})
 			d.phase(events.PhaseWorking, "thinking", "")
 			return
 		}
 		d.abandonLane(events.LaneMain, "superseded")
 		d.closeReviews(events.ReviewRejected, "superseded by a new prompt")
 		d.endTurn("superseded")
-		d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID, PromptSum: events.PromptSum(sig.Text)})
+		d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID, PromptSum: PromptSum(sig.Text)})
 		d.phase(events.PhaseWorking, "thinking", "")
 	case events.SigThinking:
 		d.working("thinking", "")
@@ -837,14 +839,25 @@ func (d *decider) sameDialog(sig events.Sig) string {
 	return ""
 }
 
+// PromptSum returns the identity of a prompt's text that
+// events.SessionTurnStarted.PromptSum holds: 16 lower-case hex digits of
+// the SHA-256 of text, or "" when text is empty.
+func PromptSum(text string) string {
+	if text == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:8])
+}
+
 // repeatedPrompt reports whether sig, a prompt, is the open turn's own
 // prompt reported again though no prompt id says so: one of the two has
-// no id, its text is the turn's prompt's (events.PromptSum, non-empty),
+// no id, its text is the turn's prompt's (PromptSum, non-empty),
 // and the turn has opened no call yet. A prompt of the same text after
 // the turn's first call, or after its end, is a new prompt.
 func (d *decider) repeatedPrompt(sig events.Sig) bool {
 	return d.s.TurnOpen && d.s.TurnCalls == 0 && (sig.ID == "" || d.s.PromptID == "") &&
-		d.s.PromptSum != "" && events.PromptSum(sig.Text) == d.s.PromptSum
+		d.s.PromptSum != "" && PromptSum(sig.Text) == d.s.PromptSum
 }
 
 // atPrompt ends what the agent's return to its prompt ends when no turn
