@@ -49,7 +49,18 @@ type Observation struct {
 	// holds a rewritten transcript as a new history (import --as-new): the
 	// session the file diverged from. The session's start links to it.
 	RewrittenFrom string `json:"rewritten_from,omitempty"`
+	// Copied is set on an observation of Kind KindCopy: it stands for
+	// the Copied lines of Path ending at Line (≥ 1), each one a line the
+	// session already holds by its UUID from another file or an earlier
+	// line (a backup, a synced copy of the transcript). They are recorded
+	// once, without their text, and decide nothing; 0 on every other
+	// observation.
+	Copied int `json:"copied,omitempty"`
 }
+
+// KindCopy is the Kind of an observation that stands for a run of
+// transcript lines the session already holds (Observation.Copied).
+const KindCopy = "copy"
 
 // Meta is session metadata carried by an observation; empty fields are
 // unknown, not cleared.
@@ -92,8 +103,8 @@ const (
 	SigQuestion       = "question"        // the agent asked the user and waits; ID: tool use id, Name: tool; Status QuestionPrefilled: see there
 	SigAnswer         = "answer"          // the user's answer to the agent's question; ID: the question's tool use id; Text: the answer only
 	SigIdle           = "idle"            // the agent waits for input (idle prompt)
-	SigCompactStart   = "compact_start"   // context compaction began
-	SigCompactEnd     = "compact_end"     // context compaction finished
+	SigCompactStart   = "compact_start"   // context compaction began; Name: trigger (CompactManual: see there)
+	SigCompactEnd     = "compact_end"     // context compaction finished; Name: trigger or source
 	SigBackgroundDone = "background_done" // Task: background task id, Status: completed|failed|killed
 	SigSubagentStart  = "subagent_start"  // ID: agent id, Name: agent type
 	SigSubagentStop   = "subagent_stop"   // ID: agent id
@@ -109,6 +120,14 @@ const (
 // then user_message): it opens a turn only when none is open.
 const PromptInTurn = "in_turn"
 
+// CompactManual is the Name of a compact_start or compact_end signal of a
+// compaction the person asked for at the agent's prompt (Claude Code's
+// /compact: PreCompact, PostCompact or compact_boundary with trigger
+// "manual"): the agent was at its prompt, so a turn still open then was
+// over. Any other Name ("auto", "compact", "summary", …) says nothing of
+// the turn.
+const CompactManual = "manual"
+
 // QuestionPrefilled is the Status of a question signal whose call the
 // model sent with answers already filled in: whatever answer its result
 // reports is the model's own words, never the user's.
@@ -123,8 +142,13 @@ type Sig struct {
 	Status     string `json:"status,omitempty"`
 	Text       string `json:"text,omitempty"`
 	Background bool   `json:"background,omitempty"`
-	Usage      *Usage `json:"usage,omitempty"` // set on a usage signal only
-	Limit      *Limit `json:"limit,omitempty"` // set on a rate_limit signal only
+	// By names who refused a call, on a tool_result rejected by the
+	// agent's own permission check rather than the person
+	// ("claude-code:auto_mode_classifier", "claude-code:permission_check");
+	// Text then holds the reason given. "" for every other signal.
+	By    string `json:"by,omitempty"`
+	Usage *Usage `json:"usage,omitempty"` // set on a usage signal only
+	Limit *Limit `json:"limit,omitempty"` // set on a rate_limit signal only
 }
 
 // Usage is what one model call (or, with Cumulative, a session so far)

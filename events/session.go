@@ -95,6 +95,11 @@ const (
 type SessionEntryClosed struct {
 	EntryID string `json:"entry_id"`
 	Outcome string `json:"outcome"` // Outcome constant
+	// By names who refused a call closed rejected when it was not the
+	// person (Sig.By: "claude-code:auto_mode_classifier", …), and Reason
+	// what they said; both "" otherwise and in events stored before.
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // EventType implements Payload.
@@ -146,6 +151,12 @@ func (SessionDescribed) EventType() string { return "session.described" }
 type SessionTurnStarted struct {
 	Turn     int    `json:"turn"`
 	PromptID string `json:"prompt_id,omitempty"`
+	// PromptSum identifies the prompt's text as its signal carried it
+	// (redacted, at most 200 bytes): 16 lower-case hex digits of its
+	// SHA-256 (session.PromptSum), "" for a prompt without text and in events
+	// stored before the field existed. A report of a prompt without a
+	// prompt id is told from a new prompt by it.
+	PromptSum string `json:"prompt_sum,omitempty"`
 }
 
 // EventType implements Payload.
@@ -194,6 +205,11 @@ type ReviewRequested struct {
 	// Gate marks a review the gate decides (rules, a reviewer program, a
 	// person answering with `review allow|deny`).
 	Gate bool `json:"gate,omitempty"`
+	// Notice marks a review opened by a notice of the dialog that names
+	// only its tool (Claude Code's Notification permission_prompt):
+	// Action then holds the notice's message, not the action. False in
+	// events stored before the field existed.
+	Notice bool `json:"notice,omitempty"`
 	// Event is the hook that asked: "PreToolUse", "PermissionRequest",
 	// "exec" (an elevation), "stdin" (input to a running command).
 	Event string `json:"event,omitempty"`
@@ -229,6 +245,10 @@ const (
 	// DecidedByHook is the gate hook on its own, with no server to ask
 	// (it fails closed); Name: the rule it applied.
 	DecidedByHook = "hook"
+	// DecidedByAgent is the agent's own permission check, not the
+	// person: Claude Code's permission rules, auto-mode classifier or a
+	// hook of its own (PermissionDenied); Name: which, as Sig.By.
+	DecidedByAgent = "agent"
 )
 
 // DecidedBy names who or what decided a review.

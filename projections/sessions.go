@@ -58,7 +58,7 @@ func activityKey(s session.State) string {
 	return ActivityKey(session.Summarize(s).LastActivity())
 }
 
-// SessionView is the "sessions" view, schema version 6: one row per
+// SessionView is the "sessions" view (schema: Version): one row per
 // session aggregate holding the JSON of its reducers/session.State, kept
 // by loading the row, folding the record with session.Evolve and storing
 // it, plus the phase and parent indexes and the summary rows in step with
@@ -83,7 +83,7 @@ func (SessionView) Name() string { return "sessions" }
 
 // Version implements View. Bump it when session.State's JSON or the
 // view's keys change.
-func (SessionView) Version() int { return 11 } // 5: gate reviews, refusals; 6: summary rows; 7: usage and plan limits; 8: activity index; 9: breaker run restarted by a prompt, window by a reset; 10: observed_at on the server's clock, receipts and the agent clock offset; 11: usage per minute, tier and band, context, agent totals
+func (SessionView) Version() int { return 12 } // 5: gate reviews, refusals; 6: summary rows; 7: usage and plan limits; 8: activity index; 9: breaker run restarted by a prompt, window by a reset; 10: observed_at on the server's clock, receipts and the agent clock offset; 11: usage per minute, tier and band, context, agent totals; 12: line uuids, the turn's prompt sum and calls
 
 // sessionRow is one session being folded.
 type sessionRow struct {

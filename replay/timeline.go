@@ -139,6 +139,8 @@ func describe(it *Item, p events.Payload) {
 	case events.SessionEntryClosed:
 		it.Entry = d.EntryID
 		kv.add("outcome", d.Outcome)
+		kv.add("by", d.By)
+		kv.add("reason", d.Reason)
 	case events.SessionEntryAbandoned:
 		it.Entry = d.EntryID
 		kv.add("reason", d.Reason)

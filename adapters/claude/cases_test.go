@@ -16,6 +16,7 @@ import (
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
+	"github.com/logbook-dev/logbook/replay"
 )
 
 // The phase cases: situations reported in public by people who run
@@ -28,13 +29,15 @@ const casesDir = "../../testdata/claude/cases"
 // feeder sends hook payloads and transcripts to one log through one
 // Ingester, as `logbook hook claude` and `logbook import claude` do.
 type feeder struct {
-	t  *testing.T
-	in *Ingester
-	n  int
+	t   *testing.T
+	in  *Ingester
+	log events.Log
+	n   int
 }
 
 func newFeeder(t *testing.T) *feeder {
-	return &feeder{t: t, in: newTestIngester(t, openLog(t))}
+	l := openLog(t)
+	return &feeder{t: t, in: newTestIngester(t, l), log: l}
 }
 
 // hooks sends each payload as one spool entry, in order.
@@ -236,6 +239,311 @@ func TestCase25_CompactBracket(t *testing.T) {
 			tl(s, "system", "subtype", "compact_boundary", "compactMetadata", map[string]any{"trigger": "manual"}))
 		f.want(s, events.PhaseReady, "-", nil, 0)
 	})
+}
+
+// TestCompact_ManualAfterAnUnendedTurn: a /compact typed at the prompt
+// after a turn whose end was never reported (a tool result, then
+// nothing) ends that turn: the agent was at its prompt. Hooks with
+// SessionStart(compact) or PostCompact, a transcript alone (which has no
+// line for the compaction's start), and a late transcript line of a
+// compaction from before the open turn, which ends nothing.
+func TestCompact_ManualAfterAnUnendedTurn(t *testing.T) {
+	unended := func(s string) []string {
+		return []string{hk(s, "SessionStart", "source", "startup"), hk(s, "UserPromptSubmit", "prompt", "run the tests"),
+			hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "go test ./..."}),
+			hk(s, "PostToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "go test ./..."}, "tool_response", map[string]any{"stdout": "ok"})}
+	}
+	ended := func(t *testing.T, f *feeder, s, outcome string) {
+		t.Helper()
+		f.want(s, events.PhaseReady, "-", nil, 0)
+		if st := f.state(s); st.TurnOpen {
+			t.Error("the turn before the compaction is still open")
+		}
+		got := ""
+		for _, ty := range typesOfSession(t, f, s) {
+			if strings.HasPrefix(ty, "session.turn_ended:") {
+				got = strings.TrimPrefix(ty, "session.turn_ended:")
+			}
+		}
+		if got != outcome {
+			t.Errorf("turn outcome %q, want %q", got, outcome)
+		}
+	}
+	t.Run("hooks, SessionStart compact", func(t *testing.T) {
+		const s = "s-compact-a"
+		f := newFeeder(t)
+		f.hooks(unended(s)...)
+		f.want(s, events.PhaseWorking, "thinking", nil, 0)
+		f.hooks(hk(s, "PreCompact", "trigger", "manual", "custom_instructions", ""), hk(s, "SessionStart", "source", "compact"))
+		ended(t, f, s, "completed")
+	})
+	t.Run("hooks, PostCompact", func(t *testing.T) {
+		const s = "s-compact-b"
+		f := newFeeder(t)
+		f.hooks(unended(s)...)
+		f.hooks(hk(s, "PreCompact", "trigger", "manual"), hk(s, "PostCompact", "trigger", "manual"))
+		ended(t, f, s, "completed")
+	})
+	t.Run("hooks, a call still open", func(t *testing.T) {
+		const s = "s-compact-c"
+		f := newFeeder(t)
+		f.hooks(unended(s)[:3]...)
+		f.hooks(hk(s, "PreCompact", "trigger", "manual"), hk(s, "PostCompact", "trigger", "manual"))
+		ended(t, f, s, "interrupted")
+	})
+	t.Run("transcript", func(t *testing.T) {
+		const s = "s-compact-d"
+		f := newFeeder(t)
+		f.transcript(s, tUser(s, "run the tests"),
+			tAssistant(s, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "go test ./..."})),
+			tResult(s, "t1", "ok", map[string]any{"stdout": "ok"}),
+			tUser(s, "<command-name>/compact</command-name>"),
+			tl(s, "system", "subtype", "compact_boundary", "compactMetadata", map[string]any{"trigger": "manual"}),
+			tl(s, "user", "isCompactSummary", true, "message", map[string]any{"role": "user", "content": "This session is being continued…"}))
+		ended(t, f, s, "completed")
+	})
+	t.Run("auto compaction inside a turn keeps it", func(t *testing.T) {
+		const s = "s-compact-e"
+		f := newFeeder(t)
+		f.transcript(s, tUser(s, "run the tests"),
+			tAssistant(s, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "go test ./..."})),
+			tResult(s, "t1", "ok", map[string]any{"stdout": "ok"}),
+			tl(s, "system", "subtype", "compact_boundary", "compactMetadata", map[string]any{"trigger": "auto"}))
+		f.want(s, events.PhaseWorking, "thinking", nil, 0)
+	})
+	t.Run("a late line of an earlier compaction", func(t *testing.T) {
+		// The hooks began a turn at 10:00:02; the transcript's compaction
+		// line, read afterwards, is of 10:00:00.
+		const s = "s-compact-f"
+		f := newFeeder(t)
+		f.hooks(unended(s)[:2]...)
+		f.transcript(s, tUser(s, "<command-name>/compact</command-name>"),
+			tl(s, "system", "subtype", "compact_boundary", "compactMetadata", map[string]any{"trigger": "manual"}))
+		f.want(s, events.PhaseWorking, "thinking", nil, 0)
+	})
+}
+
+// TestHooks_RunTwice: Claude Code 2.0.17 to 2.0.22 run each hook 2 to 4
+// times, and their UserPromptSubmit carries no prompt_id: the copies of
+// one prompt make one turn, never a first one "superseded". A prompt of
+// the same text after the turn's first call, after its end, or under
+// another prompt id is a new prompt; a transcript line of the prompt
+// (no promptId either) is the same one.
+func TestHooks_RunTwice(t *testing.T) {
+	prompt := func(s string) string { return hk(s, "UserPromptSubmit", "prompt", "fix the build") }
+	pre := func(s string) string {
+		return hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "make"})
+	}
+	post := func(s string) string {
+		return hk(s, "PostToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "make"}, "tool_response", map[string]any{"stdout": "ok"})
+	}
+	outcomes := func(t *testing.T, f *feeder, s string) []string {
+		var out []string
+		for _, ty := range typesOfSession(t, f, s) {
+			if o, ok := strings.CutPrefix(ty, "session.turn_ended:"); ok {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	t.Run("every hook run 2 to 4 times", func(t *testing.T) {
+		const s = "s-twice-a"
+		f := newFeeder(t)
+		start := hk(s, "SessionStart", "source", "startup")
+		stop := hk(s, "Stop")
+		f.hooks(start, start, prompt(s), prompt(s), prompt(s), prompt(s), pre(s), pre(s), post(s), post(s), post(s), stop, stop)
+		f.want(s, events.PhaseReady, "-", nil, 0)
+		st := f.state(s)
+		if got := outcomes(t, f, s); st.Turns != 1 || st.ToolCalls != 1 || !slices.Equal(got, []string{"completed"}) {
+			t.Errorf("turns %d, calls %d, outcomes %v: want one turn completed and one call", st.Turns, st.ToolCalls, got)
+		}
+	})
+	t.Run("the same text in the next turn", func(t *testing.T) {
+		const s = "s-twice-b"
+		f := newFeeder(t)
+		f.hooks(prompt(s), prompt(s), hk(s, "Stop"), prompt(s), prompt(s))
+		if st := f.state(s); st.Turns != 2 || !st.TurnOpen {
+			t.Errorf("turns %d, open %v: want a second turn", st.Turns, st.TurnOpen)
+		}
+	})
+	t.Run("the same text after the turn's first call", func(t *testing.T) {
+		const s = "s-twice-c"
+		f := newFeeder(t)
+		f.hooks(prompt(s), pre(s), post(s), prompt(s))
+		if got := outcomes(t, f, s); f.state(s).Turns != 2 || !slices.Equal(got, []string{"superseded"}) {
+			t.Errorf("turns %d, outcomes %v: want a new turn", f.state(s).Turns, got)
+		}
+	})
+	t.Run("the same text under two prompt ids", func(t *testing.T) {
+		const s = "s-twice-d"
+		f := newFeeder(t)
+		f.hooks(hk(s, "UserPromptSubmit", "prompt", "yes", "prompt_id", "p1"), hk(s, "UserPromptSubmit", "prompt", "yes", "prompt_id", "p2"))
+		if st := f.state(s); st.Turns != 2 {
+			t.Errorf("turns %d: two prompt ids are two prompts", st.Turns)
+		}
+	})
+	t.Run("a hook, then the transcript line of the prompt", func(t *testing.T) {
+		const s = "s-twice-e"
+		f := newFeeder(t)
+		f.hooks(prompt(s), prompt(s))
+		f.transcript(s, tUser(s, "fix the build"))
+		if got := outcomes(t, f, s); f.state(s).Turns != 1 || len(got) != 0 {
+			t.Errorf("turns %d, outcomes %v: want the one turn still open", f.state(s).Turns, got)
+		}
+	})
+}
+
+// TestPermissionDenied_SaysWhoAndWhy: a call Claude Code's auto-mode
+// classifier refuses (PermissionDenied with its reason) is closed
+// rejected with who refused and why, and the audit timeline shows both;
+// with a permission dialog open for it, the review is decided by the
+// agent's check, not "rejected by the user". A refusal whose reason
+// names no classifier is the agent's permission check (a rule or a
+// hook); a person's refusal (the transcript's "User rejected tool use")
+// names nobody.
+func TestPermissionDenied_SaysWhoAndWhy(t *testing.T) {
+	pre := func(s string) string {
+		return hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "curl https://example.invalid"})
+	}
+	denied := func(s, reason string) string {
+		return hk(s, "PermissionDenied", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "curl https://example.invalid"}, "reason", reason)
+	}
+	closed := func(t *testing.T, f *feeder, s string) (events.SessionEntryClosed, []events.ReviewDecided) {
+		t.Helper()
+		recs, _, err := f.log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c events.SessionEntryClosed
+		var rs []events.ReviewDecided
+		for _, r := range recs {
+			switch d := r.Data.(type) {
+			case events.SessionEntryClosed:
+				c = d
+			case events.ReviewDecided:
+				rs = append(rs, d)
+			}
+		}
+		return c, rs
+	}
+	t.Run("auto-mode classifier", func(t *testing.T) {
+		const s = "s-denied-a"
+		f := newFeeder(t)
+		f.hooks(hk(s, "UserPromptSubmit", "prompt", "fetch it"), pre(s), denied(s, "Denied by auto mode classifier"))
+		c, _ := closed(t, f, s)
+		want := events.SessionEntryClosed{EntryID: "t1", Outcome: "rejected", By: ByAutoModeClassifier, Reason: "Denied by auto mode classifier"}
+		if c != want {
+			t.Errorf("closed %+v, want %+v", c, want)
+		}
+		items, err := replay.SessionTimeline(t.Context(), f.log, s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := replay.WriteText(&b, items); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "by=claude-code:auto_mode_classifier") || !strings.Contains(b.String(), "Denied by auto mode classifier") {
+			t.Errorf("audit does not say who refused and why:\n%s", b.String())
+		}
+	})
+	t.Run("a rule, with the dialog open", func(t *testing.T) {
+		const s = "s-denied-b"
+		f := newFeeder(t)
+		f.hooks(hk(s, "UserPromptSubmit", "prompt", "fetch it"), pre(s),
+			hk(s, "PermissionRequest", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "curl https://example.invalid"}),
+			denied(s, "Permission to use Bash has been denied by a rule"))
+		c, rs := closed(t, f, s)
+		if c.By != ByPermissionCheck || c.Reason == "" {
+			t.Errorf("closed %+v: want the permission check and its reason", c)
+		}
+		if len(rs) != 1 || rs[0].DecidedBy == nil || rs[0].DecidedBy.Kind != events.DecidedByAgent || strings.Contains(rs[0].Reason, "user") {
+			t.Errorf("review decided %+v: want the agent's check, not the user", rs)
+		}
+		f.want(s, events.PhaseWorking, "thinking", nil, 0)
+	})
+	t.Run("the person refused", func(t *testing.T) {
+		const s = "s-denied-c"
+		f := newFeeder(t)
+		f.transcript(s, tUser(s, "fetch it"),
+			tAssistant(s, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "curl https://example.invalid"})),
+			tResult(s, "t1", "The user doesn't want to proceed with this tool use.", "User rejected tool use"))
+		if c, _ := closed(t, f, s); c.Outcome != "rejected" || c.By != "" || c.Reason != "" {
+			t.Errorf("closed %+v: want rejected by nobody named", c)
+		}
+	})
+}
+
+// TestPermission_OneDialogOneReview: a permission dialog that a
+// recorder-only hook reports twice (PermissionRequest, then
+// Notification permission_prompt, in either order; a PermissionRequest
+// run twice, as 2.0.17–2.0.22 do) is one review, decided once by the
+// call's result; two dialogs of one tool with different actions are two.
+func TestPermission_OneDialogOneReview(t *testing.T) {
+	pre := func(s, id, cmd string) string {
+		return hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", id, "tool_input", map[string]any{"command": cmd})
+	}
+	req := func(s, cmd string) string {
+		return hk(s, "PermissionRequest", "tool_name", "Bash", "tool_input", map[string]any{"command": cmd})
+	}
+	note := func(s string) string {
+		return hk(s, "Notification", "notification_type", "permission_prompt", "message", "Claude needs your permission to use Bash")
+	}
+	post := func(s, id string) string {
+		return hk(s, "PostToolUse", "tool_name", "Bash", "tool_use_id", id, "tool_input", map[string]any{"command": "x"}, "tool_response", map[string]any{"stdout": "ok"})
+	}
+	for _, tt := range []struct {
+		name    string
+		dialog  func(s string) []string
+		reviews int
+	}{
+		{"request, then notification", func(s string) []string { return []string{req(s, "rm -rf build"), note(s)} }, 1},
+		{"notification, then request", func(s string) []string { return []string{note(s), req(s, "rm -rf build")} }, 1},
+		{"request run twice", func(s string) []string {
+			return []string{req(s, "rm -rf build"), req(s, "rm -rf build"), note(s), note(s)}
+		}, 1},
+		{"two calls, two dialogs", func(s string) []string {
+			return []string{pre(s, "t2", "rm -rf dist"), req(s, "rm -rf build"), req(s, "rm -rf dist")}
+		}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := "s-dialog-" + strings.ReplaceAll(tt.name, " ", "-")
+			s = strings.ReplaceAll(s, ",", "")
+			f := newFeeder(t)
+			f.hooks(hk(s, "UserPromptSubmit", "prompt", "clean up"), pre(s, "t1", "rm -rf build"))
+			f.hooks(tt.dialog(s)...)
+			st := f.state(s)
+			if st.Phase != events.PhaseWaiting || len(st.OpenReviews) != tt.reviews {
+				t.Fatalf("phase %s, open reviews %v; want waiting with %d", st.Phase, st.OpenReviews, tt.reviews)
+			}
+			f.hooks(post(s, "t1"))
+			if tt.reviews == 1 {
+				st := f.state(s)
+				if len(st.OpenReviews) != 0 || len(st.Verdicts) != 1 || st.Phase != events.PhaseWorking {
+					t.Errorf("after the result: phase %s, open %v, verdicts %v; want working, none open, one verdict", st.Phase, st.OpenReviews, st.Verdicts)
+				}
+			}
+		})
+	}
+}
+
+// typesOfSession lists the session's event types, a turn end with its
+// outcome ("session.turn_ended:completed").
+func typesOfSession(t *testing.T, f *feeder, id string) []string {
+	t.Helper()
+	recs, _, err := f.log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range recs {
+		ty := r.Type
+		if d, ok := r.Data.(events.SessionTurnEnded); ok {
+			ty += ":" + d.Outcome
+		}
+		out = append(out, ty)
+	}
+	return out
 }
 
 // TestCase27_BlockingTools: a call that shows a dialog (ExitPlanMode,

@@ -50,7 +50,9 @@ func ParseHook(b []byte, cfg Config) (events.Observation, error) {
 //	                    prefilled when tool_input.answers is set)
 //	PermissionRequest   permission (ID tool_use_id if present, Name tool_name,
 //	                    Text: command, path …)
-//	PermissionDenied    tool_result rejected (ID tool_use_id, Name tool_name)
+//	PermissionDenied    tool_result rejected (ID tool_use_id, Name tool_name,
+//	                    Text reason, By deniedBy(reason): Claude Code's own
+//	                    check refused, not the person)
 //	PostToolUse         tool_result (Name tool_name) as for a transcript tool
 //	                    result, from tool_response: ok, backgrounded (Task
 //	                    backgroundTaskId), interrupted …; then background_done
@@ -137,7 +139,8 @@ func parseHook(b []byte) (events.Observation, error) {
 		in, _ := t.obj("tool_input")
 		o.Signals = []events.Sig{{Kind: events.SigPermission, ID: toolID, Name: tool, Text: toolSummary(tool, in)}}
 	case "PermissionDenied":
-		o.Signals = []events.Sig{{Kind: events.SigToolResult, ID: toolID, Name: tool, Status: StatusRejected, Text: lenientText(t, "reason")}}
+		reason := lenientText(t, "reason")
+		o.Signals = []events.Sig{{Kind: events.SigToolResult, ID: toolID, Name: tool, Status: StatusRejected, Text: reason, By: deniedBy(reason)}}
 	case "PostToolUse":
 		resp := t.raw("tool_response")
 		o.Signals = result{id: toolID, content: textOf(resp), detail: resp}.signals()
@@ -201,7 +204,9 @@ func parseHook(b []byte) (events.Observation, error) {
 
 // SpooledHook parses a spooled hook payload like Hook, but keys a payload
 // without a tool_use_id by its spool entry: "hook:<event>:spool:<e.ID>",
-// and a PermissionRequest without one asks under PermissionID(e.ID).
+// and a PermissionRequest without one asks under PermissionID(e.ID) (a
+// Notification permission_prompt names no call, and keeps no id: it is a
+// notice of a dialog another report may have opened).
 // The entry id is unique per hook run and stays the same when delivery of
 // the entry is retried, so redelivery is dropped and equal payloads of two
 // runs are not.
@@ -214,7 +219,7 @@ func (p *Parser) SpooledHook(e Entry) (events.Observation, error) {
 		o.Key = "hook:" + o.Kind + ":spool:" + e.ID
 	}
 	for i, s := range o.Signals {
-		if s.Kind == events.SigPermission && s.ID == "" {
+		if s.Kind == events.SigPermission && s.ID == "" && o.Kind == "PermissionRequest" {
 			// A permission dialog without a tool_use_id is its own: the
 			// gate reviews it under the same id (gate.Request.Ref), never
 			// under another call's.
@@ -222,6 +227,23 @@ func (p *Parser) SpooledHook(e Entry) (events.Observation, error) {
 		}
 	}
 	return o, nil
+}
+
+// Who refused a call that PermissionDenied reports (Sig.By): Claude
+// Code's auto-mode classifier when its reason says so, else its own
+// permission check (a rule or a hook: the hook does not say which).
+const (
+	ByAutoModeClassifier = "claude-code:auto_mode_classifier"
+	ByPermissionCheck    = "claude-code:permission_check"
+)
+
+// deniedBy names who refused a call PermissionDenied reports, from the
+// hook's reason ("Denied by auto mode classifier", …).
+func deniedBy(reason string) string {
+	if r := strings.ToLower(reason); strings.Contains(r, "classifier") || strings.Contains(r, "auto mode") || strings.Contains(r, "auto-mode") {
+		return ByAutoModeClassifier
+	}
+	return ByPermissionCheck
 }
 
 // PermissionID is the review id of a spooled PermissionRequest without a

@@ -644,7 +644,10 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 				unknown = append(unknown, l.N)
 			}
 		}
-		if o.ParentUUID != "" && startCursor == 0 && !uuids[o.ParentUUID] {
+		// The session's lines imported before (from this file or any
+		// other) count as earlier lines: the warning does not depend on
+		// how the file was cut across imports.
+		if o.ParentUUID != "" && !uuids[o.ParentUUID] && !s.LineIDs.Has(o.ParentUUID) {
 			p := fmt.Sprintf("parentUuid %s points to no earlier line", o.ParentUUID)
 			if len(unknown) > 0 {
 				p = fmt.Sprintf("parentUuid %s points to no earlier line whose uuid is known (line %s, over the size limit, was recorded without it and may be the parent)", o.ParentUUID, joinInts(unknown))
@@ -770,6 +773,29 @@ func joinInts(ns []int) string {
 	return strings.Join(s, ", ")
 }
 
+// copyObservation returns the observation that stands for lines, a run
+// of consecutive transcript lines of one file each of which the session
+// already holds by its uuid (events.KindCopy): the last line's id, time,
+// key, path, line and fingerprint, how many lines it stands for, and no
+// text or signals.
+func copyObservation(reg *events.Registry, lines []runLine) events.Envelope {
+	first, _ := events.Observed(lines[0].obs.Data)
+	last := lines[len(lines)-1].obs
+	lo, _ := events.Observed(last.Data)
+	o := events.Observation{
+		Key: lo.Key, Parser: lo.Parser, Path: lo.Path, Line: lo.Line, Kind: events.KindCopy,
+		Meta: events.Meta{Agent: lo.Meta.Agent}, Fingerprint: lo.Fingerprint, Copied: len(lines),
+		Problems: []string{fmt.Sprintf("lines %d–%d hold lines the session already has (the same uuids, from %s or another file): recorded once, without their text", first.Line, lo.Line, filepath.Base(lo.Path))},
+	}
+	var p events.Payload = events.ClaudeLineObserved{Observation: o}
+	if _, ok := last.Data.(events.CodexLineObserved); ok {
+		p = events.CodexLineObserved{Observation: o}
+	}
+	e := reg.New(p)
+	e.ID, e.Agg, e.At = last.ID, last.Agg, last.At
+	return e
+}
+
 // maxRunLines bounds the lines ImportFile decides together; each line
 // yields at least one event, so more could not go into one atomic batch
 // (events.MaxBatch) anyway.
@@ -816,6 +842,23 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 			// Most lines decide one or two events: room for three a
 			// line spares the batch its regrowth.
 			evs := make([]events.Envelope, 0, min(events.MaxBatch, 3*len(run)))
+			// copied is the run of lines, just before the current one,
+			// that the session already holds by their uuids: they go in
+			// as one observation (events.KindCopy) when it ends.
+			var copied []runLine
+			addCopied := func() {
+				if len(copied) == 0 {
+					return
+				}
+				e := copyObservation(in.reg, copied)
+				copied = copied[:0]
+				if _, err := session.Decide(s, session.Observe{Obs: e}); err != nil {
+					return // the line after the copies says what is wrong
+				}
+				e.Agg, e.Ver = agg, s.Ver+1
+				s = session.Evolve(s, e)
+				evs = append(evs, e)
+			}
 			for _, rl := range run {
 				o, _ := events.Observed(rl.obs.Data)
 				if s.Seen(o) {
@@ -823,6 +866,13 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 					taken++
 					continue
 				}
+				if id := session.LineID(o); id != "" && s.LineIDs.Has(id) && len(evs)+1 < events.MaxBatch {
+					copied = append(copied, rl)
+					outs = append(outs, lineOutcome{})
+					taken++
+					continue
+				}
+				addCopied()
 				decs, err := session.Decide(s, session.Observe{Obs: rl.obs})
 				if err != nil {
 					stop, stopAt = err, rl.n
@@ -840,6 +890,7 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 				outs = append(outs, lineOutcome{appended: true, parent: s.Parent, agentID: s.AgentID, turnOpen: s.TurnOpen})
 				taken++
 			}
+			addCopied()
 			return evs, nil
 		})
 		if err != nil {

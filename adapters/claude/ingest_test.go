@@ -568,3 +568,141 @@ func TestImportFile_ParsersBound(t *testing.T) {
 		}
 	}
 }
+
+// TestImportFile_DanglingParentWhateverTheCut: a line whose parentUuid
+// names no line of the session is warned of and recorded with that
+// problem alike whether the file is imported in one go or in parts
+// (lines 1–2, then 1–4; line 1, then 1–4); a parent imported by an
+// earlier part is found. The same holds for a second file of the session.
+func TestImportFile_DanglingParentWhateverTheCut(t *testing.T) {
+	lines := []string{fxUser("u1", "", "hi"), fxAssistant("a2", "u1", "hello"), fxUser("u3", "gone", "again"), fxAssistant("a4", "u1", "done")}
+	type got struct{ warnings, problems []string }
+	run := func(t *testing.T, cuts ...int) got {
+		l := openLog(t)
+		in := newTestIngester(t, l)
+		path := filepath.Join(t.TempDir(), "s-1.jsonl")
+		agg, _ := SessionAggregate("s-1", "")
+		var g got
+		from := 0
+		for _, to := range cuts {
+			writeLines(t, path, lines[from:to]...)
+			from = to
+			r, err := in.ImportFile(t.Context(), path, agg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range r.Warnings {
+				g.warnings = append(g.warnings, strings.TrimPrefix(w, path))
+			}
+		}
+		recs, _, err := l.Load(t.Context(), agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if o, ok := events.Observed(r.Data); ok {
+				for _, p := range o.Problems {
+					g.problems = append(g.problems, fmt.Sprintf("line %d: %s", o.Line, p))
+				}
+			}
+		}
+		return g
+	}
+	want := got{warnings: []string{":3: parentUuid gone points to no earlier line"}, problems: []string{"line 3: parentUuid gone points to no earlier line"}}
+	for _, cuts := range [][]int{{4}, {2, 4}, {1, 4}, {3, 4}, {1, 2, 3, 4}} {
+		t.Run(fmt.Sprint(cuts), func(t *testing.T) {
+			if g := run(t, cuts...); !slices.Equal(g.warnings, want.warnings) || !slices.Equal(g.problems, want.problems) {
+				t.Errorf("warnings %q, problems %q; want %q, %q", g.warnings, g.problems, want.warnings, want.problems)
+			}
+		})
+	}
+	t.Run("a parent in another file of the session", func(t *testing.T) {
+		l := openLog(t)
+		in := newTestIngester(t, l)
+		dir := t.TempDir()
+		agg, _ := SessionAggregate("s-1", "")
+		first, second := filepath.Join(dir, "s-1.jsonl"), filepath.Join(dir, "s-1-continued.jsonl")
+		writeLines(t, first, lines[:2]...)
+		writeLines(t, second, fxUser("u5", "a2", "go on"))
+		for _, p := range []string{first, second} {
+			r, err := in.ImportFile(t.Context(), p, agg, nil)
+			if err != nil || len(r.Warnings) > 0 {
+				t.Errorf("%s: %+v, %v", p, r.Warnings, err)
+			}
+		}
+	})
+}
+
+// TestImportFile_CopyAtAnotherPath: the same transcript copied to a
+// second path (a backup, a synced folder) and imported into the same
+// session adds no line again: its lines, the session's already by their
+// uuids (or, for lines without one, by number and bytes), are recorded as
+// one copy observation that decides nothing. Lines new to the session
+// are imported from whichever file has them first; the other file's
+// copies of them then add nothing either.
+func TestImportFile_CopyAtAnotherPath(t *testing.T) {
+	l := openLog(t)
+	in := newTestIngester(t, l)
+	agg, _ := SessionAggregate("s-1", "")
+	orig := filepath.Join(t.TempDir(), "s-1.jsonl")
+	backup := filepath.Join(t.TempDir(), "s-1.backup.jsonl")
+	first := []string{`{"type":"queue-operation","operation":"enqueue","timestamp":"2026-04-24T19:18:59.000Z","sessionId":"s-1"}` + "\n",
+		fxUser("u1", "", "hi"), fxAssistant("a2", "u1", "hello"), fxUser("u3", "a2", "again"), fxAssistant("a4", "u3", "done")}
+	writeLines(t, orig, first...)
+	writeLines(t, backup, first...)
+	imp := func(path string) FileResult {
+		t.Helper()
+		r, err := in.ImportFile(t.Context(), path, agg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	count := func() (obs, decisions int) {
+		recs, _, err := l.Load(t.Context(), agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if _, ok := events.Observed(r.Data); ok {
+				obs++
+			} else {
+				decisions++
+			}
+		}
+		return obs, decisions
+	}
+	if r := imp(orig); r.Appended != 5 {
+		t.Fatalf("original: %+v", r)
+	}
+	obs, decs := count()
+	before := stateOf(t, in, agg.ID)
+	if r := imp(backup); r.Appended != 0 || r.Lines != 5 {
+		t.Errorf("copy: appended %d, cursor %d; want 0, 5", r.Appended, r.Lines)
+	}
+	obs2, decs2 := count()
+	if obs2 != obs+1 || decs2 != decs {
+		t.Errorf("the copy added %d observations and %d decisions; want 1 and 0", obs2-obs, decs2-decs)
+	}
+	after := stateOf(t, in, agg.ID)
+	if after.Turns != before.Turns || after.Phase != before.Phase || after.ToolCalls != before.ToolCalls {
+		t.Errorf("the copy changed the session: turns %d→%d, phase %s→%s", before.Turns, after.Turns, before.Phase, after.Phase)
+	}
+	if r := imp(backup); r.Appended != 0 {
+		t.Errorf("the copy again: %+v", r)
+	}
+
+	// The backup gets the next lines first, then the original.
+	next := []string{fxUser("u5", "a4", "one more"), fxAssistant("a6", "u5", "sure")}
+	writeLines(t, backup, next...)
+	if r := imp(backup); r.Appended != 2 {
+		t.Errorf("new lines in the copy: appended %d, want 2", r.Appended)
+	}
+	writeLines(t, orig, next...)
+	if r := imp(orig); r.Appended != 0 || r.Lines != 7 {
+		t.Errorf("the original's copies of them: appended %d, cursor %d; want 0, 7", r.Appended, r.Lines)
+	}
+	if s := stateOf(t, in, agg.ID); s.Turns != 3 || s.Phase != events.PhaseReady {
+		t.Errorf("turns %d, phase %s; want 3, ready", s.Turns, s.Phase)
+	}
+}

@@ -586,3 +586,60 @@ func TestUUIDv7Millis(t *testing.T) {
 		}
 	}
 }
+
+// TestImport_CompactAfterAnUnendedTurn: Codex runs a /compact typed at
+// the prompt as a task of its own (task_started, compacted,
+// context_compacted, task_complete), so a turn whose end was never
+// written (a call's output, then nothing) is over once the compaction's
+// task starts, and the session is ready after it; an automatic
+// compaction inside a turn (no task_started of its own) keeps the turn.
+func TestImport_CompactAfterAnUnendedTurn(t *testing.T) {
+	l := openLog(t)
+	in := newIngester(t, l, false)
+	path := rolloutPath(t, tid)
+	write(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "run the tests"),
+		call(2, "c1", "exec_command", `{"cmd":"go test ./..."}`),
+		output(3, "c1", "Chunk ID: a\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\nok\n"),
+		ev(4, "compacted", `{"message":"","replacement_history":[]}`),
+		ev(4, "event_msg", `{"type":"context_compacted"}`))
+	if _, err := in.ImportFile(t.Context(), path, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := stateOf(t, l, tid); st.Phase != events.PhaseWorking || !st.TurnOpen {
+		t.Fatalf("after an automatic compaction inside the turn: %s, turn open %v", st.Phase, st.TurnOpen)
+	}
+	write(t, path, turnStart(10, "t2"), ev(11, "compacted", `{"message":"","replacement_history":[]}`),
+		ev(11, "event_msg", `{"type":"context_compacted"}`), turnDone(12, "t2"))
+	if _, err := in.ImportFile(t.Context(), path, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := stateOf(t, l, tid); st.Phase != events.PhaseReady || st.TurnOpen || st.Turns != 2 || len(st.Entries) != 0 {
+		t.Fatalf("after the compaction's own task: %s, turn open %v, turns %d, entries %+v", st.Phase, st.TurnOpen, st.Turns, st.Entries)
+	}
+}
+
+// TestImport_CopyAtAnotherPath: a rollout copied under another name (its
+// lines carry no uuid: they are known by number and bytes) imports
+// nothing again into its session.
+func TestImport_CopyAtAnotherPath(t *testing.T) {
+	l := openLog(t)
+	in := newIngester(t, l, false)
+	path := rolloutPath(t, tid)
+	lines := []string{meta(tid, ""), turnStart(1, "t1"), userMsg(1, "run the tests"),
+		call(2, "c1", "exec_command", `{"cmd":"go test ./..."}`),
+		output(3, "c1", "Chunk ID: a\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\nok\n"), turnDone(4, "t1")}
+	write(t, path, lines...)
+	if r, err := in.ImportFile(t.Context(), path, nil); err != nil || r.Appended != 6 {
+		t.Fatalf("import: %+v, %v", r, err)
+	}
+	before := stateOf(t, l, tid)
+	copyPath := filepath.Join(t.TempDir(), "rollout-backup-"+tid+".jsonl")
+	write(t, copyPath, lines...)
+	r, err := in.ImportFile(t.Context(), copyPath, nil)
+	if err != nil || r.Session != tid || r.Appended != 0 {
+		t.Fatalf("the copy: %+v, %v; want nothing appended to %s", r, err, tid)
+	}
+	if after := stateOf(t, l, tid); after.Turns != before.Turns || after.Observations != before.Observations+1 || after.Phase != events.PhaseReady {
+		t.Errorf("the copy: turns %d→%d, observations %d→%d, phase %s", before.Turns, after.Turns, before.Observations, after.Observations, after.Phase)
+	}
+}

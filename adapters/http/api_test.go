@@ -531,3 +531,26 @@ func TestIDPrefixes(t *testing.T) {
 		t.Errorf("the gate's waiter got %+v", v)
 	}
 }
+
+// TestPending_RecorderDialogIsOneWaitingRow: a permission dialog a
+// recorder-only hook reports twice (PermissionRequest without a
+// tool_use_id, then Notification permission_prompt) is one row of
+// /v1/pending, "waiting" (answered on the agent's screen, not through
+// Logbook), not two "review" rows nobody can answer; once the call's
+// result comes, none.
+func TestPending_RecorderDialogIsOneWaitingRow(t *testing.T) {
+	e := newEnv(t)
+	e.prompt(sid(1), "p1")
+	e.hook(sid(1), "PermissionRequest", map[string]any{"tool_name": "Bash", "tool_input": map[string]any{"command": "rm -rf build"}})
+	e.waitSeq(e.permission(sid(1), "Bash"))
+	var pend struct{ Decisions []Decision }
+	e.get("/v1/pending?min_seq="+itoa(e.api.hub.Last()), 200, &pend)
+	if len(pend.Decisions) != 1 || pend.Decisions[0].Kind != "waiting" || pend.Decisions[0].Review != "" {
+		t.Fatalf("pending: %+v; want one waiting row", pend.Decisions)
+	}
+	e.waitSeq(e.toolDone(sid(1), "Bash", "toolu_Bash"))
+	e.get("/v1/pending?min_seq="+itoa(e.api.hub.Last()), 200, &pend)
+	if len(pend.Decisions) != 0 {
+		t.Errorf("pending after the result: %+v", pend.Decisions)
+	}
+}

@@ -57,6 +57,11 @@ type summaryRow struct {
 	Entries []struct {
 		OpenedAt time.Time `json:"opened_at"`
 	} `json:"entries"`
+	// Pending holds the gate's open reviews: the ones a person can
+	// answer through Logbook.
+	Pending []struct {
+		ID string `json:"id"`
+	} `json:"pending_reviews"`
 }
 
 func decodeSummary(row []byte) (SessionSummary, error) {
@@ -557,24 +562,27 @@ type Decision struct {
 }
 
 // Pending returns the pending decisions across all sessions, oldest
-// first: each open review, and each session waiting on a person for
-// something other than a review (a question, a permission prompt the
-// gate does not review).
+// first: each open review of the gate (answerable with POST
+// /v1/reviews/{id} or `logbook review allow|deny`), and one "waiting"
+// row for each session that has none of those yet waits on a person (a
+// question, or a permission dialog on the agent's own screen that the
+// gate does not review: it is answered there, not through Logbook).
 func (s *Server) Pending() ([]Decision, error) {
 	out := []Decision{}
 	for _, phase := range []string{events.PhaseWaiting, events.PhaseWorking, events.PhaseReady} {
 		err := s.store.SessionRows(phase, "", func(id string, row []byte) (bool, error) {
-			sum, err := decodeSummary(row)
-			if err != nil {
+			var sr summaryRow
+			if err := json.Unmarshal(row, &sr); err != nil {
 				return false, fmt.Errorf("session %s: decode row: %w", id, err)
 			}
+			sum := finishSummary(sr)
 			d := Decision{Session: sum.ID, Activity: sum.Activity, Since: sum.Since, Cwd: sum.Cwd, Model: sum.Model, Agent: sum.Agent, Parent: sum.Parent}
-			if phase == events.PhaseWaiting && len(sum.OpenReviews) == 0 {
-				d.Kind = "waiting"
+			for _, rv := range sr.Pending {
+				d.Kind, d.Review = "review", rv.ID
 				out = append(out, d)
 			}
-			for _, rv := range sum.OpenReviews {
-				d.Kind, d.Review = "review", rv
+			if len(sr.Pending) == 0 && (phase == events.PhaseWaiting || len(sum.OpenReviews) > 0) {
+				d.Kind = "waiting"
 				out = append(out, d)
 			}
 			return true, nil

@@ -341,6 +341,9 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (workspace.Stat
 		if st.Project != req.Project {
 			return st, fmt.Errorf("workspace create: %w: id %s names a workspace of project %s", events.ErrRejected, req.ID, st.Project)
 		}
+		if st.Gone() {
+			return st, fmt.Errorf("workspace create: %w: id %s names a workspace that is %s: give another id", events.ErrRejected, req.ID, st.Status)
+		}
 		return st, nil
 	}
 	p, err := m.Project(ctx, req.Project)
@@ -372,8 +375,10 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (workspace.Stat
 		return workspace.State{}, fmt.Errorf("workspace create: %w", err)
 	}
 	key := ps.Workspaces[req.ID]
+	// A name given in the request is the one who asked's (a person's);
+	// a placeholder a session asked for is its chat's to name.
 	named := events.ByPerson
-	if req.Session != "" {
+	if req.Session != "" && req.Placeholder {
 		named = events.ByChat
 	}
 	res := workspace.Reserve{
@@ -876,8 +881,12 @@ func (m *Manager) Delegate(ctx context.Context, id, ws, parent, title string) (t
 	if err := events.ValidID(id); err != nil {
 		return task.State{}, fmt.Errorf("task delegate: id: %w", err)
 	}
-	if _, err := m.Workspace(ctx, ws); err != nil {
+	w, err := m.Workspace(ctx, ws)
+	if err != nil {
 		return task.State{}, fmt.Errorf("task delegate: %w", err)
+	}
+	if w.Gone() {
+		return task.State{}, fmt.Errorf("task delegate: %w: workspace %s is %s: delegate to a live workspace", events.ErrRejected, ws, w.Status)
 	}
 	cmd := task.Delegate{Workspace: ws, Parent: parent, Title: title, At: m.now(), Cause: m.cause("task delegate", ws)}
 	_, st, err := m.tasks.Execute(ctx, events.Aggregate{Kind: events.KindTask, ID: id}, func(s task.State) (events.Decision, error) { return task.Decide(s, cmd) })
@@ -900,9 +909,16 @@ type Seen struct {
 // interruption, it resumes it.
 func (m *Manager) Progress(ctx context.Context, t task.State, seen []Seen) (task.State, error) {
 	agg := events.Aggregate{Kind: events.KindTask, ID: t.ID}
+	var archived time.Time // when the task's workspace began archiving
+	if w, err := m.Workspace(ctx, t.Workspace); err == nil && w.Gone() {
+		archived = w.ArchivedAt
+		if archived.IsZero() {
+			archived = w.UpdatedAt // archiving, not yet archived
+		}
+	}
 	for _, s := range seen {
 		cause := events.Cause{Kind: "system", Event: "session seen", Detail: s.Session, Ref: s.Ref}
-		cmds := []task.Command{task.Observe{Session: s.Session, At: s.At, Cause: cause}}
+		cmds := []task.Command{task.Observe{Session: s.Session, At: s.At, ArchivedAt: archived, Cause: cause}}
 		if s.Ended {
 			cmds = append(cmds, task.End{Session: s.Session, Failed: s.Failed, Reason: s.Reason, At: s.At, Cause: cause})
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	projectpkg "github.com/logbook-dev/logbook/reducers/project"
+	"github.com/logbook-dev/logbook/reducers/task"
 	"github.com/logbook-dev/logbook/reducers/workspace"
 )
 
@@ -700,3 +701,53 @@ func decideProject(s projectState, id, name string) (events.Decision, error) {
 }
 
 func testNow() time.Time { return time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC) }
+
+// TestArchived_TakesNoNewWork: an archived workspace takes no task (task
+// delegate is refused), its id cannot be created again (an error, not
+// the archived workspace as if made), and a task delegated before the
+// archiving does not become running for a session seen after it, nor
+// for one seen before its delegation. A name given in the request is a
+// person's, with or without a session; a placeholder a session asked
+// for is its chat's to name.
+func TestArchived_TakesNoNewWork(t *testing.T) {
+	h := newHarness(t)
+	sb := needBwrap(t)
+	m := h.manager(t, func(c *Config) { c.Setup, c.Poll = sb, 20*time.Millisecond })
+	proj, _ := repo(t)
+	p, _ := m.AddProject(t.Context(), proj, "", nil)
+	ws, err := m.Create(t.Context(), CreateRequest{ID: "w-named", Project: p.ID, Name: "mine", Session: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws.NamedBy != events.ByPerson {
+		t.Errorf("a name given with --session is named by %q, want %q", ws.NamedBy, events.ByPerson)
+	}
+	ph, err := m.Create(t.Context(), CreateRequest{ID: "w-ph", Project: p.ID, Name: "untitled-1", Session: "s1", Placeholder: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ph.NamedBy != events.ByChat {
+		t.Errorf("a placeholder a session asked for is named by %q, want %q", ph.NamedBy, events.ByChat)
+	}
+	tk, err := m.Delegate(t.Context(), "t-before", ws.ID, "s1", "fix it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Archive(t.Context(), ws.ID, "s1", events.ByChat); err != nil {
+		t.Fatal(err)
+	}
+	ws, _ = m.Workspace(t.Context(), ws.ID)
+	if _, err := m.Delegate(t.Context(), "t-after", ws.ID, "s1", "more"); !errors.Is(err, events.ErrRejected) || !strings.Contains(err.Error(), "archived") {
+		t.Errorf("delegate to an archived workspace: %v", err)
+	}
+	if got, err := m.Create(t.Context(), CreateRequest{ID: ws.ID, Project: p.ID, Name: "again"}); !errors.Is(err, events.ErrRejected) || !strings.Contains(err.Error(), "archived") {
+		t.Errorf("create --id of an archived workspace: %+v, %v", got.Status, err)
+	}
+	got, err := m.Progress(t.Context(), tk, []Seen{
+		{Session: "c1", At: tk.DelegatedAt.Add(-time.Minute), Ref: "r1"},
+		{Session: "c2", At: ws.ArchivedAt.Add(time.Second), Ref: "r2"},
+	})
+	if err != nil || got.Status != task.StatusDelegated {
+		t.Errorf("progress: %s, %v; want it still delegated", got.Status, err)
+	}
+}

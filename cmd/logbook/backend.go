@@ -96,7 +96,20 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		return nil, fmt.Errorf("%s needs a running server: start `logbook serve`", strings.TrimPrefix(g.cmdName, "logbook "))
 	}
 	if !b.remote {
-		lock, err := dd.lock(g.cmdName)
+		role := g.cmdName
+		if g.reads {
+			role += readerMark
+		}
+		var lock *os.File
+		if g.follows {
+			// A follower never asks another reader to give the lock
+			// up: two would take it from each other in turn.
+			lock, err = dd.lock(role)
+		} else {
+			lock, err = dd.lockOver(ctx, role, func(holder string) {
+				fmt.Fprintf(g.stderr, "%s: waiting for %s, which only reads the data dir, to give it up\n", g.cmdName, holder)
+			})
+		}
 		if errors.Is(err, errBusy) {
 			if strings.Contains(err.Error(), "logbook serve") {
 				return nil, fmt.Errorf("%w; `logbook serve` holds it but does not answer (%s)", err, dd.path("serve.json"))

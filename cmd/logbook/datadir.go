@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,8 @@ import (
 //	creds-reader.json, creds-follower.json, creds-worker.json  the
 //	             reader's, follower's and worker's
 //	stream.json  which stream the projection was made from (see streamLoss)
+//	handover     flock held by a process waiting for lock while a reader
+//	             holds it: the reader gives the lock up (see lockOver)
 //
 // Every file is 0600 and every directory 0700: lock tightens an existing
 // data dir to that (tighten). No file here holds admin credentials.
@@ -133,8 +136,16 @@ func (d dataDir) tighten() error {
 // errBusy reports a data dir locked by another process.
 var errBusy = errors.New("data dir in use")
 
+// readerMark ends the role a command that only reads writes in the lock
+// file ("logbook events tail (reads) pid 42"): a writer that finds the
+// lock so held asks the reader to give it up (lockOver) rather than
+// refuse.
+const readerMark = " (reads)"
+
 // lock takes the data dir's exclusive lock without waiting. The lock file
-// holds the owner's pid for error messages. Closing the file releases it.
+// holds the owner's "ROLE pid N" line for error messages (ROLE ends with
+// readerMark for a command that only reads). Closing the file releases
+// it. It wraps errBusy, naming the holder, when another process has it.
 func (d dataDir) lock(role string) (*os.File, error) {
 	if err := d.ensure(); err != nil {
 		return nil, err
@@ -142,6 +153,11 @@ func (d dataDir) lock(role string) (*os.File, error) {
 	if err := d.tighten(); err != nil {
 		return nil, err
 	}
+	return d.tryLock(role)
+}
+
+// tryLock is lock without the data dir's checks: one attempt at the flock.
+func (d dataDir) tryLock(role string) (*os.File, error) {
 	f, err := os.OpenFile(d.path("lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		cause := err
@@ -165,12 +181,106 @@ func (d dataDir) lock(role string) (*os.File, error) {
 // lock but not yet written (or not all of) that line is "another logbook
 // process (its pid not yet written)", never an empty name.
 func lockHolder(b []byte) string {
+	owner, ok := lockLine(b)
+	if !ok {
+		return "another logbook process (its pid not yet written)"
+	}
+	return owner
+}
+
+// lockLine returns the lock file's whole "ROLE pid N" line from its text
+// b, and false while it is not all written.
+func lockLine(b []byte) (string, bool) {
 	owner := strings.TrimSpace(string(b))
 	role, pid, ok := strings.Cut(owner, " pid ")
 	if n, err := strconv.Atoi(pid); ok && err == nil && n > 0 && role != "" && strings.HasSuffix(string(b), "\n") {
-		return owner
+		return owner, true
 	}
-	return "another logbook process (its pid not yet written)"
+	return "", false
+}
+
+// handoverFile is the file a process waiting for the data dir's lock
+// holds an exclusive flock on while it waits for a reader to give the
+// lock up; it stays in the data dir, empty, once the wait is over.
+const handoverFile = "handover"
+
+// handoverPoll is how often a reader that holds the lock looks whether a
+// writer waits for it, and how often a writer waiting looks whether the
+// reader has let it go.
+const handoverPoll = 50 * time.Millisecond
+
+// lockOver is lock for a process that writes (serve, import) or reads
+// once: when the lock's holder is a command that only reads, it asks
+// that reader to give the lock up, through the handover file, and waits
+// until it has or has ended, saying once, through wait, who it waits for
+// when that takes over 2 s. A reader that follows the log gives the lock
+// up within handoverPoll; one that reads once ends. It returns lock's
+// error (wrapping errBusy) when the holder writes, and ctx's error when
+// ctx ends first.
+func (d dataDir) lockOver(ctx context.Context, role string, wait func(holder string)) (*os.File, error) {
+	f, err := d.lock(role)
+	if !errors.Is(err, errBusy) {
+		return f, err
+	}
+	h, err := d.askHandover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	start, told := time.Now(), false
+	for {
+		f, err := d.tryLock(role)
+		if !errors.Is(err, errBusy) {
+			return f, err
+		}
+		b, _ := os.ReadFile(d.path("lock"))
+		owner, whole := lockLine(b)
+		role, _, _ := strings.Cut(owner, " pid ")
+		switch {
+		case whole && !strings.HasSuffix(role, readerMark):
+			return nil, err // a writer: not ours to take over
+		case !whole && time.Since(start) > time.Second:
+			return nil, err // a holder that never says who it is
+		case whole && !told && time.Since(start) > 2*time.Second:
+			wait(owner)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(handoverPoll):
+		}
+	}
+}
+
+// askHandover takes the handover file's exclusive flock, waiting while
+// another process holds it, and returns the file (closing it lets the
+// flock go).
+func (d dataDir) askHandover(ctx context.Context) (*os.File, error) {
+	f, err := os.OpenFile(d.path(handoverFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("data dir %s: cannot ask its reader to give the lock up: %w", d, err)
+	}
+	for syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(handoverPoll):
+		}
+	}
+	return f, nil
+}
+
+// handoverWanted reports whether a process waits for the data dir's lock
+// (holds the handover file's flock), asking its reader to give it up.
+func (d dataDir) handoverWanted() bool {
+	f, err := os.Open(d.path(handoverFile))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) != nil
 }
 
 // serveInfo says where a running server listens.

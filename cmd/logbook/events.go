@@ -1,9 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,13 +28,23 @@ func eventsCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			b, err := openBackend(ctx, g)
+			g.follows = follow
+			var b *backend
+			var err error
+			if follow {
+				b, err = openFollower(ctx, g, false)
+			} else {
+				b, err = openBackend(ctx, g)
+			}
 			if err != nil {
+				if follow && ctx.Err() != nil {
+					return nil
+				}
 				return err
 			}
-			defer b.Close()
 			last, err := b.log.LastSeq(ctx)
 			if err != nil {
+				b.Close()
 				return err
 			}
 			start := from
@@ -39,11 +54,11 @@ func eventsCmd(g *globals) *cobra.Command {
 					start = last - n + 1
 				}
 			}
-			read := b.log.Read
 			if follow {
-				read = b.log.Follow
+				return followLog(ctx, g, b, start)
 			}
-			for r, err := range read(ctx, start) {
+			defer b.Close()
+			for r, err := range b.log.Read(ctx, start) {
 				if err != nil {
 					if ctx.Err() != nil {
 						return nil
@@ -53,9 +68,6 @@ func eventsCmd(g *globals) *cobra.Command {
 				if err := printRecord(g.stdout, r, g.json); err != nil {
 					return err
 				}
-			}
-			if follow && ctx.Err() != nil {
-				return nil
 			}
 			return nil
 		},
@@ -108,4 +120,143 @@ func summary(e events.Envelope) string {
 		return s
 	}
 	return ""
+}
+
+// errReopen ends one stretch of followLog's reading: the follower gave
+// the data dir up to a writer, or the server it read through stopped.
+var errReopen = errors.New("follow: reopen")
+
+// followLog prints the log's events from sequence next on, as they are
+// appended, until ctx ends (then it returns nil). It starts on b and
+// closes every backend it opens. Holding the data dir itself (no server
+// runs), it gives the data dir's lock up as soon as a writer asks for it
+// (serve starting, an import: see lockOver) and goes on through the
+// server once it answers, or directly once the writer is done; reading
+// through a server that stops, it goes on directly. No event is printed
+// twice or left out across such a change, and each change is said on
+// stderr. Other errors (a log it cannot read, stdout closed) end it.
+func followLog(ctx context.Context, g *globals, b *backend, next uint64) error {
+	for {
+		err := followStretch(ctx, g, b, &next)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !errors.Is(err, errReopen) {
+			return err
+		}
+		if b, err = openFollower(ctx, g, true); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// followStretch prints, on b, the events from *next on until ctx ends, a
+// writer asks for the data dir b holds, or the server b reads through
+// stops (both errReopen), advancing *next past each one printed. It
+// closes b.
+func followStretch(ctx context.Context, g *globals, b *backend, next *uint64) error {
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var asked atomic.Bool
+	watched := make(chan struct{})
+	if b.remote {
+		close(watched)
+	} else {
+		go func() {
+			defer close(watched)
+			t := time.NewTicker(handoverPoll)
+			defer t.Stop()
+			for {
+				select {
+				case <-fctx.Done():
+					return
+				case <-t.C:
+					if b.dd.handoverWanted() {
+						asked.Store(true)
+						cancel()
+						return
+					}
+				}
+			}
+		}()
+	}
+	var ferr error
+	for r, err := range b.log.Follow(fctx, *next) {
+		if err != nil {
+			ferr = err
+			break
+		}
+		if err := printRecord(g.stdout, r, g.json); err != nil {
+			ferr = err
+			break
+		}
+		*next = r.Seq + 1
+	}
+	cancel()
+	<-watched
+	lost := b.remote && !b.nc.IsConnected()
+	b.Close()
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case asked.Load():
+		fmt.Fprintf(g.stderr, "%s: gave the data dir up to a command that asked for it\n", g.cmdName)
+		return errReopen
+	case lost:
+		fmt.Fprintf(g.stderr, "%s: the server stopped\n", g.cmdName)
+		return errReopen
+	case ferr != nil:
+		return ferr
+	}
+	return fmt.Errorf("follow from %d: the log's reader ended", *next)
+}
+
+// openFollower opens a backend for a follower: through the server when
+// one answers, else on the data dir directly; while a writer holds the
+// data dir or asks for it, it waits (saying once for whom on stderr)
+// until ctx ends, which it returns. It says which way it reads when it
+// waited or moved (the follower left another backend). Other errors of
+// openBackend are returned at once.
+func openFollower(ctx context.Context, g *globals, moved bool) (*backend, error) {
+	dd, err := resolveDataDir(g.data)
+	if err != nil {
+		return nil, err
+	}
+	said := false
+	for {
+		if !dd.handoverWanted() {
+			b, err := openBackend(ctx, g)
+			switch {
+			case err == nil:
+				if moved || said {
+					how := "the data dir directly"
+					if b.remote {
+						how = "the server"
+						if si, ok := dd.readServeInfo(); ok {
+							how = fmt.Sprintf("logbook serve pid %d", si.PID)
+						}
+					}
+					fmt.Fprintf(g.stderr, "%s: following through %s\n", g.cmdName, how)
+				}
+				return b, nil
+			case !errors.Is(err, errBusy):
+				return nil, err
+			case !said:
+				msg := err.Error()
+				if i := strings.Index(msg, "; "); i > 0 {
+					msg = msg[:i]
+				}
+				fmt.Fprintf(g.stderr, "%s: %s: waiting\n", g.cmdName, msg)
+				said = true
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(4 * handoverPoll):
+		}
+	}
 }

@@ -54,10 +54,14 @@ type globals struct {
 	requireServer bool
 	// reads is set for a command that only reads the data dir
 	// (markReads): openBackend refuses a data dir with no Logbook data.
-	reads  bool
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+	reads bool
+	// follows is set for a command that reads the log as it grows
+	// (events tail --follow): it holds the data dir's lock, when no
+	// server runs, only until a writer asks for it (see followLog).
+	follows bool
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
 }
 
 // exitError carries a specific exit code.

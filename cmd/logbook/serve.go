@@ -211,7 +211,11 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		l.Close()
 	}
-	lock, err := dd.lock("logbook serve")
+	// A command that only reads gives the lock up when asked: serve
+	// never refuses to start for a reader.
+	lock, err := dd.lockOver(ctx, "logbook serve", func(holder string) {
+		fmt.Fprintf(g.stderr, "logbook serve: waiting for %s, which only reads the data dir, to give it up\n", holder)
+	})
 	if err != nil {
 		return err
 	}

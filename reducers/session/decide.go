@@ -1,6 +1,8 @@
 package session
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -207,8 +209,13 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 	if s.Seen(o) {
 		return nil, nil
 	}
-	if next := s.Cursor(o.Path) + 1; o.Line > 0 && o.Line != next {
-		return nil, fmt.Errorf("observe line %d of %s in session %s: %w: next line is %d", o.Line, o.Path, c.Obs.Agg.ID, events.ErrRejected, next)
+	if next := s.Cursor(o.Path) + 1; o.Line > 0 && o.Line-max(o.Copied, 1)+1 != next {
+		return nil, fmt.Errorf("observe line %d of %s in session %s: %w: next line is %d", o.Line-max(o.Copied, 1)+1, o.Path, c.Obs.Agg.ID, events.ErrRejected, next)
+	}
+	if o.Copied > 0 {
+		// Lines the session holds already, from another file: a line's
+		// identity is its uuid, wherever the file lies.
+		return nil, nil
 	}
 	if s.Released && !startsAgain(o.Signals) {
 		// A late report of work the parent already took the result of.
@@ -695,6 +702,14 @@ func (d *decider) signalNow(sig events.Sig) {
 			}
 			return
 		}
+		if d.repeatedPrompt(sig) {
+			// The open turn's own prompt reported again: Claude Code
+			// 2.0.17 to 2.0.22 run each hook 2 to 4 times, and a
+			// version without prompt ids gives nothing else to tell
+			// the copies by.
+			d.working("thinking", "")
+			return
+		}
 		if d.s.BreakerTripped {
 			// The user spoke again: the refusals so far are answered.
 			d.emit(events.ReviewBreakerReset{Reason: "the user's new prompt"})
@@ -709,14 +724,14 @@ func (d *decider) signalNow(sig events.Sig) {
 			// is recorded.
 			d.endTurn("forked")
 			d.emit(events.SessionForked{Turn: d.s.Turns + 1, PromptID: sig.ID, Open: open})
-			d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID})
+			d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID, PromptSum: PromptSum(sig.Text)})
 			d.phase(events.PhaseWorking, "thinking", "")
 			return
 		}
 		d.abandonLane(events.LaneMain, "superseded")
 		d.closeReviews(events.ReviewRejected, "superseded by a new prompt")
 		d.endTurn("superseded")
-		d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID})
+		d.emit(events.SessionTurnStarted{Turn: d.s.Turns + 1, PromptID: sig.ID, PromptSum: PromptSum(sig.Text)})
 		d.phase(events.PhaseWorking, "thinking", "")
 	case events.SigThinking:
 		d.working("thinking", "")
@@ -742,8 +757,8 @@ func (d *decider) signalNow(sig events.Sig) {
 		if id == "" {
 			id = fmt.Sprintf("permission-turn-%d", d.s.Turns)
 		}
-		if !contains(d.s.OpenReviews, id) && !d.s.RecentClosed.Has(id) {
-			d.emit(events.ReviewRequested{ReviewID: id, Tool: sig.Name, Action: sig.Text})
+		if !contains(d.s.OpenReviews, id) && !d.s.RecentClosed.Has(id) && d.sameDialog(sig) == "" {
+			d.emit(events.ReviewRequested{ReviewID: id, Tool: sig.Name, Action: sig.Text, Notice: sig.ID == ""})
 		}
 		d.phase(events.PhaseWaiting, "review", sig.ID)
 	case events.SigTurnEnd:
@@ -773,23 +788,26 @@ func (d *decider) signalNow(sig events.Sig) {
 		if d.s.Phase == events.PhaseWaiting && d.s.Activity == "question" {
 			return
 		}
-		outcome := turnCompleted
-		if d.s.lane(events.LaneMain) || len(d.s.OpenReviews) > 0 {
-			outcome = "interrupted"
-		}
-		d.abandonLane(events.LaneMain, "dismissed")
-		d.closeReviews(events.ReviewRejected, "dismissed: the agent went back to its prompt")
-		d.endTurn(outcome)
+		d.atPrompt()
 		d.settle()
 	case events.SigCompactStart:
+		if d.manualCompaction(sig) {
+			d.atPrompt()
+		}
 		d.phase(events.PhaseWorking, "compacting", "")
 	case events.SigCompactEnd:
-		if d.s.Activity == "compacting" {
+		switch {
+		case d.s.Activity == "compacting":
 			if d.s.TurnOpen {
 				d.phase(events.PhaseWorking, "thinking", "")
 			} else {
 				d.settle()
 			}
+		case d.manualCompaction(sig):
+			// The compaction's start was not seen (a transcript has no
+			// line for it): its end says as much about the turn.
+			d.atPrompt()
+			d.settle()
 		}
 	case events.SigBackgroundDone:
 		d.closeWork(sig.Task, or(sig.Status, events.OutcomeOK))
@@ -814,6 +832,70 @@ func (d *decider) signalNow(sig events.Sig) {
 			d.phase(events.PhaseWorking, "api_retry", "")
 		}
 	}
+}
+
+// sameDialog returns the open review that permission signal sig reports
+// again, or "": one prompt on the person's screen is one review. A
+// review of the same tool is the same dialog when either report names
+// only the tool (a notice: sig without a call id, or a review a notice
+// opened), or both name the same action (a PermissionRequest run twice).
+// Two dialogs of one tool with different actions (parallel calls) are
+// two reviews.
+func (d *decider) sameDialog(sig events.Sig) string {
+	for _, g := range d.s.Dialogs {
+		if sig.Name != "" && g.Tool != "" && g.Tool != sig.Name {
+			continue
+		}
+		if sig.ID == "" || g.Notice || g.Action == sig.Text {
+			return g.Review
+		}
+	}
+	return ""
+}
+
+// PromptSum returns the identity of a prompt's text that
+// events.SessionTurnStarted.PromptSum holds: 16 lower-case hex digits of
+// the SHA-256 of text, or "" when text is empty.
+func PromptSum(text string) string {
+	if text == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:8])
+}
+
+// repeatedPrompt reports whether sig, a prompt, is the open turn's own
+// prompt reported again though no prompt id says so: one of the two has
+// no id, its text is the turn's prompt's (PromptSum, non-empty),
+// and the turn has opened no call yet. A prompt of the same text after
+// the turn's first call, or after its end, is a new prompt.
+func (d *decider) repeatedPrompt(sig events.Sig) bool {
+	return d.s.TurnOpen && d.s.TurnCalls == 0 && (sig.ID == "" || d.s.PromptID == "") &&
+		d.s.PromptSum != "" && PromptSum(sig.Text) == d.s.PromptSum
+}
+
+// atPrompt ends what the agent's return to its prompt ends when no turn
+// end was reported: open main-lane calls are abandoned ("dismissed"),
+// open reviews rejected, and the turn ends completed, or interrupted if
+// a call or review was still open. The caller settles.
+func (d *decider) atPrompt() {
+	outcome := turnCompleted
+	if d.s.lane(events.LaneMain) || len(d.s.OpenReviews) > 0 {
+		outcome = "interrupted"
+	}
+	d.abandonLane(events.LaneMain, "dismissed")
+	d.closeReviews(events.ReviewRejected, "dismissed: the agent went back to its prompt")
+	d.endTurn(outcome)
+}
+
+// manualCompaction reports whether sig, a compaction's start or end,
+// tells of one the person asked for at the prompt (events.CompactManual)
+// while a turn is open that began no later than the report: the agent
+// was back at its prompt, so that turn is over though its end was never
+// reported. A report older than the open turn's start (a transcript line
+// read after the next prompt's hook) is of an earlier turn.
+func (d *decider) manualCompaction(sig events.Sig) bool {
+	return sig.Name == events.CompactManual && d.s.TurnOpen && !d.at.Before(d.s.TurnStartedAt)
 }
 
 // closeWork closes the background work named id, a background task or a
@@ -862,7 +944,9 @@ func (d *decider) toolResult(sig events.Sig) {
 		// already answered (a fail-closed deny), so no verdict was made.
 		d.decideReview(id, events.ReviewUnavailable, "the agent reported the call's result ("+or(sig.Status, events.OutcomeOK)+") before a verdict: the hook had answered without one")
 	} else if contains(d.s.OpenReviews, id) {
-		if sig.Status == events.OutcomeRejected {
+		if sig.Status == events.OutcomeRejected && sig.By != "" {
+			d.refuseReview(id, sig)
+		} else if sig.Status == events.OutcomeRejected {
 			d.decideReview(id, events.ReviewRejected, "rejected by the user")
 		} else {
 			d.decideReview(id, events.ReviewApproved, "approved by the user")
@@ -877,7 +961,9 @@ func (d *decider) toolResult(sig events.Sig) {
 			if _, gate := d.s.PendingReview(r); r == id || gate || !strings.HasPrefix(r, "gate-") {
 				continue
 			}
-			if sig.Status == events.OutcomeRejected {
+			if sig.Status == events.OutcomeRejected && sig.By != "" {
+				d.refuseReview(r, sig)
+			} else if sig.Status == events.OutcomeRejected {
 				d.decideReview(r, events.ReviewRejected, "rejected by the user")
 			} else {
 				d.decideReview(r, events.ReviewApproved, "approved by the user: the agent went on")
@@ -897,6 +983,8 @@ func (d *decider) toolResult(sig events.Sig) {
 			}
 		case "":
 			d.emit(events.SessionEntryClosed{EntryID: id, Outcome: events.OutcomeOK})
+		case events.OutcomeRejected:
+			d.emit(events.SessionEntryClosed{EntryID: id, Outcome: sig.Status, By: sig.By, Reason: refusalReason(sig)})
 		default:
 			d.emit(events.SessionEntryClosed{EntryID: id, Outcome: sig.Status})
 		}
@@ -930,6 +1018,29 @@ func (d *decider) toolResult(sig events.Sig) {
 		// activity no longer names a call that has ended.
 		d.phase(events.PhaseWorking, "thinking", "")
 	}
+}
+
+// refuseReview decides review id rejected by the agent's own permission
+// check that sig (a rejected tool_result with By) reports: DecidedBy
+// names it (events.DecidedByAgent), and the reason is the one it gave.
+func (d *decider) refuseReview(id string, sig events.Sig) {
+	rd := events.ReviewDecided{ReviewID: id, Verdict: events.VerdictDeny, Outcome: events.ReviewRejected,
+		DecidedBy: &events.DecidedBy{Kind: events.DecidedByAgent, Name: sig.By},
+		Reason:    "refused by " + sig.By}
+	if r := refusalReason(sig); r != "" {
+		rd.Reason += ": " + r
+	}
+	d.emit(rd)
+	d.breaker()
+}
+
+// refusalReason is the reason a rejected tool_result gives when the
+// agent's own check refused (sig.By set): its text; "" otherwise.
+func refusalReason(sig events.Sig) string {
+	if sig.By == "" {
+		return ""
+	}
+	return sig.Text
 }
 
 // waitsOnQuestion reports whether a call that blocks on the user is still

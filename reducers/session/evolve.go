@@ -43,7 +43,8 @@ func (s *State) Evolve(e events.Envelope) {
 	if o, ok := events.Observed(e.Data); ok {
 		s.Observations++
 		if o.Line > 0 && o.Line > s.Cursor(o.Path) {
-			s.Lines++
+			s.Lines += max(o.Copied, 1)
+			s.LineIDs = s.LineIDs.Add(LineID(o))
 			name := source(o.Path)
 			s.Cursors = s.Cursors.Set(name, o.Line)
 			if f, _ := s.Fingerprints.Get(name); o.Fingerprint != nil || f != (events.Fingerprint{}) {
@@ -101,6 +102,7 @@ func (s *State) Evolve(e events.Envelope) {
 		})
 		if d.Lane == events.LaneMain {
 			s.ToolCalls++
+			s.TurnCalls++
 		}
 	case events.SessionEntryClosed:
 		s.Entries = without(s.Entries, d.EntryID)
@@ -136,6 +138,7 @@ func (s *State) Evolve(e events.Envelope) {
 		s.TurnOpen = true
 		s.TurnStartedAt = e.At
 		s.PromptID = d.PromptID
+		s.PromptSum, s.TurnCalls = d.PromptSum, 0
 		s.Released = false
 		s.Refusals = 0 // the user spoke: denials in a row count again from here
 		if d.PromptID != "" {
@@ -160,6 +163,7 @@ func (s *State) Evolve(e events.Envelope) {
 	case events.ReviewRequested:
 		if !contains(s.OpenReviews, d.ReviewID) {
 			s.OpenReviews = append(slices.Clip(s.OpenReviews), d.ReviewID)
+			s.Dialogs = append(slices.Clip(s.Dialogs), Dialog{Review: d.ReviewID, Tool: d.Tool, Action: d.Action, Notice: d.Notice})
 		}
 		if d.Gate {
 			s.Pending = append(slices.Clip(s.Pending), PendingReview{
@@ -169,6 +173,7 @@ func (s *State) Evolve(e events.Envelope) {
 		}
 	case events.ReviewDecided:
 		s.OpenReviews = slices.DeleteFunc(slices.Clone(s.OpenReviews), func(id string) bool { return id == d.ReviewID })
+		s.Dialogs = slices.DeleteFunc(slices.Clone(s.Dialogs), func(g Dialog) bool { return g.Review == d.ReviewID })
 		s.Verdicts = pushBounded(s.Verdicts, d.Verdict == events.VerdictDeny, ReviewWindow)
 		if d.Verdict == events.VerdictDeny {
 			s.Refusals++

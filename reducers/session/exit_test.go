@@ -159,6 +159,35 @@ func TestExitTable(t *testing.T) {
 			h.hook("pre", sig(events.SigCompactStart, "name", "manual"))
 			h.hook("post", sig(events.SigCompactEnd, "name", "compact"))
 		}, want{phase: events.PhaseReady}},
+		{"manual compaction after a turn that never got its end (hooks)", func(h *history) {
+			prompt(h)
+			call(h, "t1", "Bash")
+			h.line(m, sig(events.SigToolResult, "id", "t1", "status", "ok"))
+			h.hook("pre", sig(events.SigCompactStart, "name", "manual"))
+			h.hook("post", sig(events.SigCompactEnd, "name", "compact"))
+		}, want{phase: events.PhaseReady, outcome: "completed"}},
+		{"manual compaction after a turn that never got its end (transcript)", func(h *history) {
+			prompt(h)
+			call(h, "t1", "Bash")
+			h.line(m, sig(events.SigToolResult, "id", "t1", "status", "ok"))
+			h.line(m, sig(events.SigCompactEnd, "name", "manual"))
+			h.line(m, sig(events.SigCompactEnd, "name", "summary"))
+		}, want{phase: events.PhaseReady, outcome: "completed"}},
+		{"manual compaction with a call still open", func(h *history) {
+			prompt(h)
+			call(h, "t1", "Bash")
+			h.line(m, sig(events.SigCompactEnd, "name", "manual"))
+		}, want{phase: events.PhaseReady, outcome: "interrupted"}},
+		{"auto compaction inside a turn", func(h *history) {
+			prompt(h)
+			h.hook("pre", sig(events.SigCompactStart, "name", "auto"))
+			h.line(m, sig(events.SigCompactEnd, "name", "auto"))
+		}, want{phase: events.PhaseWorking, activity: "thinking"}},
+		{"an auto compaction's end alone moves nothing", func(h *history) {
+			prompt(h)
+			call(h, "t1", "Bash")
+			h.line(m, sig(events.SigCompactEnd, "name", "auto"))
+		}, want{phase: events.PhaseWorking, activity: "tool:Bash", entries: 1}},
 		{"session end closes everything", func(h *history) {
 			prompt(h)
 			call(h, "t1", "Bash")

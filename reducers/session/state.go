@@ -10,6 +10,7 @@ package session
 
 import (
 	pathpkg "path"
+	"strconv"
 	"time"
 
 	"github.com/logbook-dev/logbook/events"
@@ -71,8 +72,14 @@ type State struct {
 	Lines          int            `json:"lines"`               // transcript lines observed, all sources
 	Cursors        PerSource[int] `json:"cursors,omitzero"`    // last line observed per transcript file name: the import cursors
 	PromptID       string         `json:"prompt_id,omitempty"` // the open turn's prompt id, if the agent gave one
-	StartedAt      time.Time      `json:"started_at"`
-	UpdatedAt      time.Time      `json:"updated_at"`
+	// PromptSum is the last turn's events.SessionTurnStarted.PromptSum,
+	// and TurnCalls how many main-lane calls that turn opened: a prompt
+	// without an id of the same text while the turn has opened none is
+	// that prompt reported again.
+	PromptSum string    `json:"prompt_sum,omitempty"`
+	TurnCalls int       `json:"turn_calls,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// Since is when the session entered its current phase and activity.
 	Since time.Time `json:"since"`
 	// ObservedAt is when Logbook last heard from the agent (a transcript
@@ -109,6 +116,11 @@ type State struct {
 	// life (bounded by MaxIDs): a late duplicate of such a call or prompt
 	// decides nothing.
 	Calls IDSet `json:"calls,omitzero"`
+	// LineIDs holds the identity (LineID) of every transcript line
+	// observed, from any file (bounded by MaxIDs): the agent's uuids are
+	// what a line's parentUuid may name, and a line of another file with
+	// an identity held here is a copy (events.KindCopy).
+	LineIDs IDSet `json:"line_ids,omitzero"`
 	// Unfinished holds every abandoned entry: its result, if it comes
 	// later, is recorded as a late result (session.entry_late_result).
 	Unfinished  IDSet `json:"unfinished,omitzero"`
@@ -142,6 +154,10 @@ type State struct {
 	// reported, per account and window.
 	Limits      []LimitReading `json:"limits,omitempty"`
 	OpenReviews []string       `json:"open_reviews,omitempty"`
+	// Dialogs holds, per open review, the permission dialog it stands
+	// for (oldest first): a second report of the same dialog opens no
+	// second review.
+	Dialogs []Dialog `json:"dialogs,omitempty"`
 	// Verdicts holds the last ReviewWindow verdicts since the last
 	// breaker reset, oldest first, true = deny.
 	Verdicts       []bool `json:"verdicts,omitempty"`
@@ -155,6 +171,16 @@ type State struct {
 	// Decided holds the last RecentDecided verdicts on gate reviews,
 	// newest last: a late answer is refused naming the first.
 	Decided []DecidedReview `json:"decided_reviews,omitempty"`
+}
+
+// Dialog is the permission dialog an open review stands for: its tool,
+// and its action unless only a notice (events.ReviewRequested.Notice)
+// reported it.
+type Dialog struct {
+	Review string `json:"review"`
+	Tool   string `json:"tool,omitempty"`
+	Action string `json:"action,omitempty"`
+	Notice bool   `json:"notice,omitempty"`
 }
 
 // RecentDecided is how many decided gate reviews a State remembers.
@@ -373,6 +399,21 @@ func (s State) ClockOffset() string {
 		return "agent clock " + d.String() + " behind the server's"
 	case d < 0:
 		return "agent clock " + (-d).String() + " ahead of the server's"
+	}
+	return ""
+}
+
+// LineID returns the identity of transcript line o within its session,
+// wherever its file lies: the agent's uuid of the line; for a line
+// without one, "line:<n>:<SHA-256 of its bytes>" (so the same line of a
+// copy of the file is known, and the same bytes at another place of a
+// file are another line); "" for a line without either.
+func LineID(o *events.Observation) string {
+	switch {
+	case o.UUID != "":
+		return o.UUID
+	case o.Fingerprint != nil && o.Fingerprint.SHA256 != "":
+		return "line:" + strconv.Itoa(o.Line) + ":" + o.Fingerprint.SHA256
 	}
 	return ""
 }

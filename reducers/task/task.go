@@ -67,12 +67,16 @@ type Delegate struct {
 }
 
 // Observe records that Session was seen working in the task's workspace,
-// its last activity at At. An interrupted task resumes only for activity
-// after the interruption.
+// its last activity at At. Only activity at or after the delegation, and
+// before ArchivedAt (when the workspace began archiving; zero while it
+// lives), counts: a session seen earlier worked there before the task
+// existed, and one seen later works in a workspace that is gone. An
+// interrupted task resumes only for activity after the interruption.
 type Observe struct {
-	Session string
-	At      time.Time
-	Cause   events.Cause
+	Session    string
+	At         time.Time
+	ArchivedAt time.Time
+	Cause      events.Cause
 }
 
 // End records the real end of Session: Failed when it ended in failure.
@@ -115,7 +119,8 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 		}
 		return one(events.TaskDelegated{Workspace: c.Workspace, Parent: c.Parent, Title: c.Title}, c.At, c.Cause), nil
 	case Observe:
-		if c.Session == "" || c.Session == s.Parent {
+		if c.Session == "" || c.Session == s.Parent || c.At.Before(s.DelegatedAt) ||
+			!c.ArchivedAt.IsZero() && !c.At.Before(c.ArchivedAt) {
 			return nil, nil
 		}
 		switch s.Status {

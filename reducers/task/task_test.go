@@ -78,3 +78,22 @@ func TestDecide_Completed(t *testing.T) {
 		t.Errorf("delegate without workspace: %v", err)
 	}
 }
+
+// TestDecide_ObserveOutsideTheTasksLife: a session seen working before
+// the task was delegated, or at or after its workspace began archiving,
+// does not make it running; one seen in between does, at its own time.
+func TestDecide_ObserveOutsideTheTasksLife(t *testing.T) {
+	archived := t0.Add(time.Hour)
+	s, types := run(t, Init(events.Aggregate{Kind: events.KindTask, ID: "t1"}),
+		Delegate{Workspace: "w1", Parent: "p", At: t0, Cause: cause},
+		Observe{Session: "c", At: t0.Add(-time.Minute), Cause: cause},
+		Observe{Session: "c", At: archived, ArchivedAt: archived, Cause: cause},
+		Observe{Session: "c", At: archived.Add(time.Minute), ArchivedAt: archived, Cause: cause})
+	if s.Status != StatusDelegated || len(types) != 1 {
+		t.Fatalf("status %s, events %v: want delegated only", s.Status, types)
+	}
+	s, _ = run(t, s, Observe{Session: "c", At: t0.Add(time.Minute), ArchivedAt: archived, Cause: cause})
+	if s.Status != StatusRunning || s.UpdatedAt.Before(s.DelegatedAt) {
+		t.Errorf("status %s at %s (delegated %s): want running, not before the delegation", s.Status, s.UpdatedAt, s.DelegatedAt)
+	}
+}

@@ -233,6 +233,9 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 			if s.Project != c.Project {
 				return nil, fmt.Errorf("reserve workspace %s: %w: the id names a workspace of project %s", s.ID, events.ErrRejected, s.Project)
 			}
+			if s.Gone() {
+				return nil, fmt.Errorf("reserve workspace %s: %w: the id names a workspace that is %s", s.ID, events.ErrRejected, s.Status)
+			}
 			return nil, nil
 		}
 		if c.Project == "" || c.Key == "" || c.Path == "" || c.Branch == "" || c.Runner == "" {

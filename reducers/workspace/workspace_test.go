@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,6 +164,18 @@ func TestDecide_NotFound(t *testing.T) {
 	for _, cmd := range []Command{Archive{As: events.ByPerson}, Rename{Name: "x", Branch: "y"}, Resume{Runner: "r"}} {
 		if _, err := Decide(s, cmd); !errors.Is(err, events.ErrNotFound) {
 			t.Errorf("%T on nothing: %v", cmd, err)
+		}
+	}
+}
+
+// TestDecide_ReserveArchivedID: reserving the id of a workspace that is
+// archiving or archived is refused, never answered as done.
+func TestDecide_ReserveArchivedID(t *testing.T) {
+	for _, status := range []string{StatusArchiving, StatusArchived} {
+		s := State{ID: "w1", Ver: 9, Project: "p1", Status: status}
+		_, err := Decide(s, Reserve{Project: "p1", Name: "again", Key: "k", Path: "/x", Branch: "b", NamedBy: events.ByPerson, Runner: "r"})
+		if !errors.Is(err, events.ErrRejected) || !strings.Contains(err.Error(), status) {
+			t.Errorf("%s: %v, want rejected naming it", status, err)
 		}
 	}
 }
