@@ -97,7 +97,7 @@ const (
 	SigText           = "text"            // the model wrote text
 	SigToolUse        = "tool_use"        // ID: tool use id, Name: tool; Background: run_in_background
 	SigToolResult     = "tool_result"     // ID: tool use id, Status: ok|error|rejected|interrupted|backgrounded; Task: background task id
-	SigTurnEnd        = "turn_end"        // the model finished its turn
+	SigTurnEnd        = "turn_end"        // the model finished its turn; Status TurnEndQuestion or TurnEndPlan: see there
 	SigInterrupt      = "interrupt"       // the user interrupted the turn
 	SigPermission     = "permission"      // a permission prompt waits; ID: tool use id if known, Name: tool
 	SigQuestion       = "question"        // the agent asked the user and waits; ID: tool use id, Name: tool; Status QuestionPrefilled: see there
@@ -127,6 +127,18 @@ const PromptInTurn = "in_turn"
 // over. Any other Name ("auto", "compact", "summary", …) says nothing of
 // the turn.
 const CompactManual = "manual"
+
+// TurnEndQuestion and TurnEndPlan are Statuses of a turn_end signal
+// whose turn's last message leaves the person something to answer, as
+// the adapter read it from the turn's end itself (Codex's task_complete
+// carries last_agent_message): a question (the message ends with "?"),
+// or a plan to approve (Codex 0.1xx plan mode: the message holds a
+// <proposed_plan> block, and Codex asks "Implement this plan?"). The
+// session then waits on the person, and is never marked stale for it.
+const (
+	TurnEndQuestion = "question"
+	TurnEndPlan     = "plan"
+)
 
 // QuestionPrefilled is the Status of a question signal whose call the
 // model sent with answers already filled in: whatever answer its result

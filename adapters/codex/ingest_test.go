@@ -146,6 +146,45 @@ func TestImport_Turns(t *testing.T) {
 	}
 }
 
+// A Codex turn that ends proposing a plan (plan mode's <proposed_plan>
+// block; Codex then asks "Implement this plan?") or asking a question
+// waits on the person, and the person's next prompt starts a turn.
+func TestImport_TurnEndLeftToPerson(t *testing.T) {
+	for _, tc := range []struct{ last, activity string }{
+		{"Here is the plan.\n<proposed_plan>\n1. Add a test\n2. Fix it\n</proposed_plan>", "plan"},
+		{"Which database should I use?", "question"},
+		{"Done.", ""},
+	} {
+		l := openLog(t)
+		in := newIngester(t, l, false)
+		path := rolloutPath(t, tid)
+		done := ev(3, "event_msg", fmt.Sprintf(`{"type":"task_complete","turn_id":"t1","last_agent_message":%q}`, tc.last))
+		write(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "plan the fix"), done)
+		if _, err := in.ImportFile(t.Context(), path, nil); err != nil {
+			t.Fatal(err)
+		}
+		st := stateOf(t, l, tid)
+		want := events.PhaseWaiting
+		if tc.activity == "" {
+			want = events.PhaseReady
+		}
+		if st.Phase != want || tc.activity != "" && st.Activity != tc.activity {
+			t.Errorf("%q: %s/%s, want %s/%s", tc.last, st.Phase, st.Activity, want, tc.activity)
+			continue
+		}
+		if _, _, ok := st.PersonWait(); ok != (tc.activity != "") {
+			t.Errorf("%q: PersonWait %v", tc.last, ok)
+		}
+		write(t, path, turnStart(9, "t2"), userMsg(9, "implement it"))
+		if _, err := in.ImportFile(t.Context(), path, nil); err != nil {
+			t.Fatal(err)
+		}
+		if st := stateOf(t, l, tid); st.Phase != events.PhaseWorking {
+			t.Errorf("%q: after the next prompt %s", tc.last, st.Phase)
+		}
+	}
+}
+
 func TestImport_ForkIsItsOwnSession(t *testing.T) {
 	l := openLog(t)
 	in := newIngester(t, l, false)

@@ -514,7 +514,15 @@ func eventMsg(st *FileState, pl object, sub string, o *events.Observation) []eve
 		}
 		return nil
 	case "task_complete", "turn_complete":
-		return []events.Sig{{Kind: events.SigTurnEnd, Name: "task_complete"}}
+		end := events.Sig{Kind: events.SigTurnEnd, Name: "task_complete"}
+		last := strings.TrimSpace(pl.quiet().str("last_agent_message"))
+		switch {
+		case strings.Contains(last, "<proposed_plan>"):
+			end.Status = events.TurnEndPlan
+		case strings.HasSuffix(last, "?"):
+			end.Status = events.TurnEndQuestion
+		}
+		return []events.Sig{end}
 	case "turn_aborted":
 		return []events.Sig{{Kind: events.SigInterrupt, Name: or(pl.str("reason"), "interrupted")}}
 	case "exec_approval_request", "request_permissions":

@@ -193,6 +193,12 @@ func TestDecide_PersonWaitNeverStale(t *testing.T) {
 		"PlanApproval": func(h *history) {
 			h.line(meta1, sig(events.SigToolUse, "id", "toolu_p", "name", "ExitPlanMode"), sig(events.SigQuestion, "id", "toolu_p", "name", "ExitPlanMode"))
 		},
+		"CodexProposedPlan": func(h *history) {
+			h.line(meta1, sig(events.SigTurnEnd, "status", events.TurnEndPlan))
+		},
+		"CodexQuestionAtTurnEnd": func(h *history) {
+			h.line(meta1, sig(events.SigTurnEnd, "status", events.TurnEndQuestion))
+		},
 		"PermissionPrompt": func(h *history) {
 			h.line(meta1, sig(events.SigToolUse, "id", "toolu_b", "name", "Bash"))
 			h.hook("perm", sig(events.SigPermission, "id", "toolu_b", "name", "Bash"))

@@ -665,8 +665,8 @@ func (d *decider) signal(sig events.Sig) {
 		case events.SigText:
 			d.lastText = sig.Text
 		case events.SigTurnEnd:
-			if q := strings.TrimSpace(d.lastText); strings.HasSuffix(q, "?") && d.s.Phase == events.PhaseReady {
-				d.phase(events.PhaseWaiting, "question", "")
+			if what := d.leftToPerson(sig); what != "" && d.s.Phase == events.PhaseReady {
+				d.phase(events.PhaseWaiting, what, "")
 			}
 		case events.SigToolResult, events.SigBackgroundDone, events.SigSubagentStop, events.SigMode,
 			events.SigSessionStart, events.SigSessionEnd:
@@ -675,6 +675,19 @@ func (d *decider) signal(sig events.Sig) {
 		return // a late prompt is the prompt of the turn already ended
 	}
 	d.signalNow(sig)
+}
+
+// leftToPerson returns what turn_end sig leaves the person to answer:
+// "plan" (a plan to approve), "question" (the turn's last text, or the
+// adapter's reading of it, asks one), or "".
+func (d *decider) leftToPerson(sig events.Sig) string {
+	switch {
+	case sig.Status == events.TurnEndPlan:
+		return "plan"
+	case sig.Status == events.TurnEndQuestion, strings.HasSuffix(strings.TrimSpace(d.lastText), "?"):
+		return "question"
+	}
+	return ""
 }
 
 // signalNow decides sig for a session that is not ended.
@@ -767,12 +780,12 @@ func (d *decider) signalNow(sig events.Sig) {
 		// The agent stopped: nothing of this turn can still be answered.
 		d.closeReviews(events.ReviewUnavailable, "turn ended")
 		d.abandonLane(events.LaneMain, "turn_ended")
-		if q := strings.TrimSpace(d.lastText); strings.HasSuffix(q, "?") {
-			d.phase(events.PhaseWaiting, "question", "")
+		if what := d.leftToPerson(sig); what != "" {
+			d.phase(events.PhaseWaiting, what, "")
 			return
 		}
-		if !wasOpen && d.s.Phase == events.PhaseWaiting && d.s.Activity == "question" {
-			return // the turn already ended on a question; a second end repeats it
+		if !wasOpen && d.s.Phase == events.PhaseWaiting && (d.s.Activity == "question" || d.s.Activity == "plan") {
+			return // the turn already ended on a question or a plan; a second end repeats it
 		}
 		d.settle()
 	case events.SigInterrupt:
@@ -785,7 +798,7 @@ func (d *decider) signalNow(sig events.Sig) {
 		// anything else of the turn is over: a dialog dismissed (Esc on a
 		// permission prompt fires no hook), or a turn whose end was not
 		// reported.
-		if d.s.Phase == events.PhaseWaiting && d.s.Activity == "question" {
+		if d.s.Phase == events.PhaseWaiting && (d.s.Activity == "question" || d.s.Activity == "plan") {
 			return
 		}
 		d.atPrompt()
