@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -127,6 +128,48 @@ func ResolveAllow(as []Allow) []Allow {
 			a.Path = real
 		}
 		out[i] = a
+	}
+	return out
+}
+
+// HideAround returns hidden (Spec.Hidden) with each path that holds one of
+// keep (a directory where workspaces lie, such as Logbook's own
+// workspaces root inside its data dir) replaced by what it holds but the
+// way to that keep path, level by level: a restricted command's workspace
+// may lie in a kept directory, and never in a hidden path (Start refuses
+// it), nor see what else the hidden path holds. Entries are read once,
+// now: one made later in such a directory is not hidden. The caller owns
+// the returned slice.
+func HideAround(hidden, keep []string) []string {
+	var out []string
+	var add func(h string)
+	add = func(h string) {
+		var inside []string
+		for _, k := range keep {
+			if k != h && within(h, k) {
+				inside = append(inside, k)
+			}
+		}
+		if len(inside) == 0 {
+			if !slices.ContainsFunc(keep, func(k string) bool { return k == h }) {
+				out = append(out, h)
+			}
+			return
+		}
+		des, err := os.ReadDir(h)
+		if err != nil {
+			return // unreadable by the worker, so by its commands
+		}
+		for _, de := range des {
+			add(filepath.Join(h, de.Name()))
+		}
+	}
+	for _, h := range hidden {
+		if real, err := filepath.EvalSymlinks(h); err == nil {
+			add(real)
+		} else {
+			out = append(out, h)
+		}
 	}
 	return out
 }

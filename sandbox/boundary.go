@@ -78,6 +78,7 @@ type layout struct {
 	absentFiles []string   // missing top-level names kept missing: /dev/null bound
 	held        []*os.File // the directories locked (see lock), from claim to release
 
+	inHidden  string   // a hidden path the workspace lies in: the start is refused
 	hideDirs  []string // directories covered by an empty read-only tmpfs
 	hideFiles []string // files covered by /dev/null
 	tmpBytes  int64
@@ -131,8 +132,18 @@ func newLayout(m Mode, ws, dir, home string, allow []Allow, hide []string) layou
 			continue
 		}
 		real, err := filepath.EvalSymlinks(filepath.Clean(h))
-		if err != nil || real == "/" || !l.sees(real) {
-			continue // missing, or already out of sight
+		if err != nil || real == "/" {
+			continue // missing
+		}
+		// A view inside a hidden path would show it from within, where
+		// covering the hidden path itself hides nothing: the workspace is
+		// refused (validate), an allowlist entry left out.
+		if within(real, ws) && l.inHidden == "" {
+			l.inHidden = real
+		}
+		l.views = slices.DeleteFunc(l.views, func(v view) bool { return v.path != ws && within(real, v.path) })
+		if !l.sees(real) {
+			continue // already out of sight
 		}
 		fi, err := os.Stat(real)
 		if err != nil {

@@ -260,3 +260,42 @@ func TestStart_ReaderHoldsUpNoWriter(t *testing.T) {
 		t.Errorf("writer: %+v, %v", res, err)
 	}
 }
+
+// A workspace inside a hidden path (the data dir, a credential
+// directory) is refused, and an allowlist entry inside one is left out:
+// covering the hidden path hides nothing from within. HideAround lets
+// Logbook's own workspaces root, inside the data dir, be used while the
+// rest of the data dir stays hidden.
+func TestStart_InsideHidden(t *testing.T) {
+	requireBwrap(t)
+	data := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(data, "jetstream"), 0o700))
+	must(t, os.WriteFile(filepath.Join(data, "creds.json"), []byte("s3cr3t\n"), 0o600))
+	must(t, os.MkdirAll(filepath.Join(data, "workspaces", "w1"), 0o700))
+	for _, m := range []Mode{ReadOnly, WorkspaceWrite} {
+		for _, ws := range []string{data, filepath.Join(data, "jetstream")} {
+			_, err := Start(context.Background(), Spec{Argv: []string{"true"}, Env: testEnv(), Workspace: ws, Mode: m,
+				Grace: testGrace, Hidden: []string{data}}, nil)
+			if !errors.Is(err, ErrRefused) {
+				t.Errorf("%s in %s, inside the hidden %s: %v", m, ws, data, err)
+			}
+		}
+	}
+	s := Spec{Argv: []string{"sh", "-c", "cat " + data + "/creds.json 2>/dev/null; true"}, Env: testEnv(), Workspace: t.TempDir(),
+		Mode: ReadOnly, Grace: testGrace, Hidden: []string{data}, Allow: []Allow{{Path: filepath.Join(data, "jetstream")}}}
+	if _, r := run(t, s); r.text(Stdout) != "" {
+		t.Errorf("read through an allowlist entry inside a hidden path: %q", r.text(Stdout))
+	}
+	hidden := HideAround([]string{data}, []string{filepath.Join(data, "workspaces")})
+	s = Spec{Argv: []string{"sh", "-c", "cat ../../creds.json 2>/dev/null; ls ../../jetstream >/dev/null 2>&1 && echo listed; echo ok"}, Env: testEnv(),
+		Workspace: filepath.Join(data, "workspaces", "w1"), Mode: WorkspaceWrite, Grace: testGrace, Hidden: hidden}
+	if _, r := run(t, s); r.text(Stdout) != "ok\n" {
+		t.Errorf("a workspace in the kept root: %q, %q (hidden %q)", r.text(Stdout), r.text(Stderr), hidden)
+	}
+	for _, ws := range []string{data, filepath.Join(data, "jetstream")} {
+		_, err := Start(context.Background(), Spec{Argv: []string{"true"}, Env: testEnv(), Workspace: ws, Mode: ReadOnly, Grace: testGrace, Hidden: hidden}, nil)
+		if ws != data && !errors.Is(err, ErrRefused) {
+			t.Errorf("%s with the data dir hidden around its workspaces: %v", ws, err)
+		}
+	}
+}

@@ -261,6 +261,9 @@ func validate(s Spec) (plan, error) {
 	if restricted {
 		home, _ := envValue(env, "HOME")
 		l = newLayout(s.Mode, ws, dir, home, s.Allow, s.Hidden)
+		if l.inHidden != "" {
+			return plan{}, fmt.Errorf("start %q in mode %s: %w: workspace %s lies in %s, which restricted commands must not see", name, s.Mode, ErrRefused, ws, l.inHidden)
+		}
 		visible = func(p string) bool {
 			if real, err := filepath.EvalSymlinks(p); err == nil {
 				p = real

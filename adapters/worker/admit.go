@@ -105,7 +105,17 @@ func (w *Worker) admit(ctx context.Context, st command.State) (string, error) {
 	}
 	cwdHere := false
 	if sess.Cwd != "" && filepath.IsAbs(sess.Cwd) {
-		if r, err := filepath.EvalSymlinks(sess.Cwd); err == nil {
+		// The session's directory as this worker first found it bounds
+		// every later command: one that has since gone, or resolves
+		// elsewhere (another command moved it, or swapped it for a
+		// link), does not widen the bound.
+		r, err := filepath.EvalSymlinks(sess.Cwd)
+		pin, pinned := w.cwdPins.Load(sess.ID)
+		switch {
+		case pinned && (err != nil || r != pin.(string)):
+			return fmt.Sprintf("refused: session %s's directory %s no longer resolves to %s, as when this worker first ran a command of it", sess.ID, sess.Cwd, pin), nil
+		case err == nil:
+			w.cwdPins.LoadOrStore(sess.ID, r)
 			sess.Cwd, cwdHere = r, true
 		}
 	}

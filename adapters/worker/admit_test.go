@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +124,39 @@ func TestAdmission_Elevation(t *testing.T) {
 	// Without an elevation, an agent in auto stays held to its mode.
 	if got := admission(granted("allow", "full_access", 3, 3, events.ModeAuto), by, events.ModeFullAccess, "", "/home/u/p", "/home/u", false); !strings.Contains(got, "wider") {
 		t.Errorf("no elevation: %q", got)
+	}
+}
+
+// A session's directory that another command moves away, or swaps for a
+// link, after this worker first ran a command of the session, does not
+// widen the bound: a later command outside it is refused.
+func TestWorker_SessionDirectoryPinned(t *testing.T) {
+	e := newEnv(t, false)
+	e.startWorker(e.workerConfig())
+	first := e.submit(e.request(events.ModeFullAccess, "true"))
+	if st, _ := e.follow(first, 10*time.Second); st.Status != command.StatusExited {
+		t.Fatalf("first: %s", st.Status)
+	}
+	elsewhere := t.TempDir()
+	if err := os.Rename(e.ws, e.ws+".gone"); err != nil {
+		t.Fatal(err)
+	}
+	for _, swap := range []func() error{
+		func() error { return nil },                                       // gone
+		func() error { return os.Symlink(filepath.Dir(elsewhere), e.ws) }, // a link above elsewhere
+	} {
+		if err := swap(); err != nil {
+			t.Fatal(err)
+		}
+		req := e.request(events.ModeFullAccess, "touch", "ran")
+		req.Workspace = elsewhere
+		id := e.submit(req)
+		st, _ := e.follow(id, 10*time.Second)
+		if st.Status != command.StatusRefused || !strings.Contains(st.EndReason, "no longer resolves") {
+			t.Errorf("status %s (%s), want refused: the session's directory moved", st.Status, st.EndReason)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "ran")); err == nil {
+		t.Error("a command ran outside the session's directory")
 	}
 }

@@ -154,6 +154,7 @@ type Worker struct {
 	js       jetstream.JetStream
 	log      *slog.Logger
 	cmds     *events.Executor[command.State]
+	cwdPins  sync.Map // session id → its directory, resolved, as admit first found it
 	sessions *events.Executor[session.State]
 
 	beats  jetstream.KeyValue

@@ -17,6 +17,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/worker"
+	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/sandbox"
 )
 
@@ -144,7 +145,16 @@ func hiddenPaths(dd string) []string {
 	if home, err := os.UserHomeDir(); err == nil {
 		hide = append(hide, sandbox.CredentialPaths(home)...)
 	}
-	return hide
+	// Logbook's own workspaces may lie in the data dir: around them.
+	var keep []string
+	if root, err := wsadapter.DefaultRoot(); err == nil {
+		if _, err := os.Stat(root); err == nil {
+			if real, err := filepath.EvalSymlinks(root); err == nil {
+				keep = append(keep, real)
+			}
+		}
+	}
+	return sandbox.HideAround(hide, keep)
 }
 
 func workerCmd(g *globals) *cobra.Command {

@@ -23,7 +23,6 @@ import (
 	"github.com/logbook-dev/logbook/reducers/task"
 	"github.com/logbook-dev/logbook/reducers/workspace"
 	"github.com/logbook-dev/logbook/replay"
-	"github.com/logbook-dev/logbook/sandbox"
 )
 
 // newWorkspaceManager returns a workspace manager on b: setup commands
@@ -42,8 +41,7 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 			env = append(env, k+"="+v)
 		}
 	}
-	home, _ := os.UserHomeDir()
-	hidden := append([]string{string(b.dd)}, sandbox.CredentialPaths(home)...)
+	hidden := hiddenPaths(string(b.dd))
 	// Names, titles, ids and folders a rule of the data dir takes for a
 	// secret are refused, by the rules serve follows when it runs.
 	red, err := b.redactor()
