@@ -165,8 +165,39 @@ func (l *Log) loadPage(ctx context.Context, subject string, from uint64, recs *[
 
 // LastSeq implements events.Log: the stream sequence of the last message
 // of any subject (0 when empty). On a replicated stream it is the
-// leader's, asked again while the stream has none.
+// leader's, asked again while the stream has none: no answer from a
+// replica that knows no leader, nor from one that just restarted and
+// answers for itself while it catches up, is taken for the end, so a read
+// up to it is never short. Asking is bounded by ElectionWait when ctx
+// has no deadline; then its error says it waited for a leader.
 func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	last, err := l.infoLastSeq(ctx)
+	if err != nil || !l.leaderReads {
+		return last, err
+	}
+	// A replica that was just restarted, and is the group's preferred
+	// member, answers stream info with its own state (nats-server does so
+	// for a group just created), which may be far behind or empty. Only
+	// the leader answers a get: its last message bounds the end from
+	// below.
+	m, err := l.leaderGet(ctx, msgGetRequest{LastBySubj: StreamSubjects})
+	if errors.Is(err, errNoMsg) {
+		return last, nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("last seq of %s: waited for the stream leader to answer: %w", StreamName, err)
+		}
+		return 0, fmt.Errorf("last seq of %s: %w", StreamName, err)
+	}
+	return max(last, m.Sequence), nil
+}
+
+// infoLastSeq is the last sequence stream info reports; on a replicated
+// stream only from a server that knows the stream's leader.
+func (l *Log) infoLastSeq(ctx context.Context) (uint64, error) {
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	var info *jetstream.StreamInfo
@@ -181,6 +212,9 @@ func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 		return err
 	})
 	if err != nil {
+		if errors.Is(err, errLeaderless) || ctx.Err() != nil {
+			return 0, fmt.Errorf("last seq of %s: waited for the stream to have a leader: %w", StreamName, err)
+		}
 		return 0, fmt.Errorf("last seq of %s: %w", StreamName, err)
 	}
 	return info.State.LastSeq, nil
