@@ -39,12 +39,17 @@ func (e *env) consumerLeader() *Node {
 	}
 }
 
-// A worker's pending pull is lost when the node leading the workers'
-// consumer stops answering without stepping down (a loaded machine, a
-// stopped process): the other nodes elect a new leader that knows
-// nothing of the pull. The worker must notice the missed heartbeats and
-// pull again within seconds, so a command requested meanwhile starts
-// while exec still waits for it, not 30 s later in the background.
+// The node leading the workers' consumer stops answering without
+// stepping down (a loaded machine, a stopped process), and it may lead
+// the stream and the workers' buckets too. A command requested meanwhile
+// must start and finish while exec still waits for it: exec opens the
+// stream, finds a live worker and watches the output across the
+// elections, each request bounded and asked again; the worker notices
+// within seconds that its pull went silent and pulls again (nats.go's
+// default noticed after 30 s: the delay a worker showed under load when
+// its first pull was lost to a consumer still electing its leader).
+// Before, exec exited 1 after 5 s: "open stream LOGBOOK: context
+// deadline exceeded".
 func TestWorkerPullLostWithLeader(t *testing.T) {
 	e := newEnv(t)
 	e.streamInit()
