@@ -170,6 +170,7 @@ type host struct {
 	data string
 	role string // credentials: writer, reader or worker
 	args []string
+	url  string // the NATS URL its processes use; "" means the whole cluster's
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -231,7 +232,7 @@ func (h *host) start() {
 		h.e.t.Fatalf("%s runs already", h.name)
 	}
 	os.Remove(filepath.Join(h.data, "serve.json"))
-	args := append([]string{"--data", h.data, "--nats-url", h.e.c.URL(), "--creds", h.e.credsFile(serveRole(h.role, h.args))}, h.args...)
+	args := append([]string{"--data", h.data, "--nats-url", h.natsURL(), "--creds", h.e.credsFile(serveRole(h.role, h.args))}, h.args...)
 	cmd := exec.Command(logbookBin, args...)
 	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=")
 	lb, _ := hostLogs.LoadOrStore(h, &lockedBuffer{})
@@ -267,6 +268,14 @@ func (h *host) start() {
 	}
 }
 
+// natsURL is the URL the host's processes connect to.
+func (h *host) natsURL() string {
+	if h.url != "" {
+		return h.url
+	}
+	return h.e.c.URL()
+}
+
 // output is what the host's processes wrote so far.
 func (h *host) output() string {
 	lb, ok := hostLogs.Load(h)
@@ -300,14 +309,14 @@ func (h *host) stop(sig syscall.Signal) {
 func (h *host) cli(args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(h.e.t.Context(), 60*time.Second)
 	defer cancel()
-	return h.e.logbook(ctx, append([]string{"--data", h.data, "--nats-url", h.e.c.URL(), "--creds", h.e.credsFile(h.role)}, args...)...)
+	return h.e.logbook(ctx, append([]string{"--data", h.data, "--nats-url", h.natsURL(), "--creds", h.e.credsFile(h.role)}, args...)...)
 }
 
 // cliIn runs a logbook command with stdin.
 func (h *host) cliIn(stdin []byte, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(h.e.t.Context(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, logbookBin, append([]string{"--data", h.data, "--nats-url", h.e.c.URL(), "--creds", h.e.credsFile(h.role)}, args...)...)
+	cmd := exec.CommandContext(ctx, logbookBin, append([]string{"--data", h.data, "--nats-url", h.natsURL(), "--creds", h.e.credsFile(h.role)}, args...)...)
 	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=")
 	var out, errb bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &out, &errb

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -99,13 +100,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natslog: open: %w", err)
 	}
-	st, err := js.Stream(ctx, StreamName)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		st, err = js.CreateStream(ctx, cfg.StreamConfig())
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // created meanwhile
-			st, err = js.Stream(ctx, StreamName)
-		}
-	}
+	st, err := openStream(ctx, js, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("natslog: open stream %s: %w", StreamName, err)
 	}
@@ -125,6 +120,41 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 	}
 	go l.run()
 	return l, nil
+}
+
+// openStream looks the stream up, or creates it, each attempt bounded by
+// cfg.Timeout, and asks again while the cluster cannot serve the request
+// (Unserved: a stream or meta leader being elected) for up to
+// ElectionWait. When the wait ends first, its error says what it waited
+// for and wraps the last attempt's error.
+func openStream(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream.Stream, error) {
+	start, pause := time.Now(), firstPause
+	for {
+		actx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		st, err := js.Stream(actx, StreamName)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			st, err = js.CreateStream(actx, cfg.StreamConfig())
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // created meanwhile
+				st, err = js.Stream(actx, StreamName)
+			}
+		}
+		cancel()
+		if err == nil || !Unserved(ctx, err) {
+			return st, err
+		}
+		if waited := time.Since(start); waited+pause > ElectionWait {
+			return nil, fmt.Errorf("no leader answered for %s (waited %v for an election, at most %v): %w",
+				StreamName, waited.Round(time.Second), ElectionWait, err)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, errors.Join(ctx.Err(), err)
+		}
+		pause = min(pause*2, maxPause)
+	}
 }
 
 // Close stops the committer: an append already sent to the server gets

@@ -165,8 +165,39 @@ func (l *Log) loadPage(ctx context.Context, subject string, from uint64, recs *[
 
 // LastSeq implements events.Log: the stream sequence of the last message
 // of any subject (0 when empty). On a replicated stream it is the
-// leader's, asked again while the stream has none.
+// leader's, asked again while the stream has none: no answer from a
+// replica that knows no leader, nor from one that just restarted and
+// answers for itself while it catches up, is taken for the end, so a read
+// up to it is never short. Asking is bounded by ElectionWait when ctx
+// has no deadline; then its error says it waited for a leader.
 func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	last, err := l.infoLastSeq(ctx)
+	if err != nil || !l.leaderReads {
+		return last, err
+	}
+	// A replica that was just restarted, and is the group's preferred
+	// member, answers stream info with its own state (nats-server does so
+	// for a group just created), which may be far behind or empty. Only
+	// the leader answers a get: its last message bounds the end from
+	// below.
+	m, err := l.leaderGet(ctx, msgGetRequest{LastBySubj: StreamSubjects})
+	if errors.Is(err, errNoMsg) {
+		return last, nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("last seq of %s: waited for the stream leader to answer: %w", StreamName, err)
+		}
+		return 0, fmt.Errorf("last seq of %s: %w", StreamName, err)
+	}
+	return max(last, m.Sequence), nil
+}
+
+// infoLastSeq is the last sequence stream info reports; on a replicated
+// stream only from a server that knows the stream's leader.
+func (l *Log) infoLastSeq(ctx context.Context) (uint64, error) {
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	var info *jetstream.StreamInfo
@@ -181,6 +212,9 @@ func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 		return err
 	})
 	if err != nil {
+		if errors.Is(err, errLeaderless) || ctx.Err() != nil {
+			return 0, fmt.Errorf("last seq of %s: waited for the stream to have a leader: %w", StreamName, err)
+		}
 		return 0, fmt.Errorf("last seq of %s: %w", StreamName, err)
 	}
 	return info.State.LastSeq, nil
@@ -191,7 +225,10 @@ func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 // output (lb.out.*) is skipped. A stored event that does not decode is
 // yielded as a *DecodeError naming its sequence, and reading goes on if
 // the loop does. Other errors (ctx, the server) are yielded once and end
-// the sequence. The iterator reads through an ordered consumer pulling
+// the sequence. On a replicated stream a read that ends before the
+// leader's last event (a replica still catching up) yields an error
+// saying so: a short history never passes for the whole. The iterator
+// reads through an ordered consumer pulling
 // as ReadPull says and decodes on up to GOMAXPROCS goroutines of
 // its own, all stopped when it returns. It is single-use and not safe for
 // concurrent iteration.
@@ -246,7 +283,34 @@ func (l *Log) readRecords(ctx context.Context, from uint64, yield func(events.Re
 		return end, true
 	}
 	src := func(ctx context.Context, y func(Msg, error) bool) { l.consume(ctx, eventFilter, from, end, y) }
-	return end, l.decodeParallel(ctx, src, yield)
+	// seen is the last sequence yielded: on a replicated stream a read
+	// that stops before end while the leader holds events after seen is
+	// short (a replica behind, a consumer that ended early), and fails
+	// rather than passing for the whole history.
+	seen := max(from, 1) - 1
+	counted := func(r events.Record, err error) bool {
+		if err == nil {
+			seen = max(seen, r.Seq)
+		} else if de, ok := errors.AsType[*DecodeError](err); ok {
+			seen = max(seen, de.Seq)
+		}
+		return yield(r, err)
+	}
+	if !l.decodeParallel(ctx, src, counted) {
+		return end, false
+	}
+	if !l.leaderReads || seen >= end {
+		return end, true
+	}
+	done, err := l.noneFrom(ctx, eventFilter, seen+1, end)
+	if err == nil && !done {
+		err = fmt.Errorf("the read ended at seq %d while the stream leader holds events up to %d (a replica still catching up?)", seen, end)
+	}
+	if err != nil {
+		yield(events.Record{}, fmt.Errorf("read %s from %d: %w", eventFilter, from, err))
+		return end, false
+	}
+	return end, true
 }
 
 // ReadRaw yields the stored messages matching filter (a subject with

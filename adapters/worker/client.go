@@ -314,18 +314,34 @@ func (c *Client) Stdin(ctx context.Context, id string, data []byte, opts StdinOp
 }
 
 // Workers returns the live workers: the identities in HeartbeatBucket,
-// ordered by id. None is not an error.
+// ordered by id. None is not an error. While the cluster elects a leader
+// it asks again, each attempt bounded by 5 s, for up to
+// natslog.ElectionWait (30 s); then its error says so.
 func (c *Client) Workers(ctx context.Context) ([]Identity, error) {
+	var out []Identity
+	err := electionBound(ctx, "list workers", func(actx context.Context) error {
+		var err error
+		out, err = c.workers(actx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workers: %w", err)
+	}
+	return out, ctx.Err()
+}
+
+// workers is one attempt of Workers under ctx.
+func (c *Client) workers(ctx context.Context) ([]Identity, error) {
 	kv, err := c.js.KeyValue(ctx, HeartbeatBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("workers: %w", err)
+		return nil, err
 	}
 	lister, err := kv.ListKeys(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("workers: %w", err)
+		return nil, err
 	}
 	var out []Identity
 	for k := range lister.Keys() {
@@ -387,7 +403,7 @@ func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions, fn fun
 		return st, fmt.Errorf("watch: %w", err)
 	}
 	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
-	cons, err := c.js.OrderedConsumer(ctx, natslog.StreamName, jetstream.OrderedConsumerConfig{
+	cons, err := orderedConsumer(ctx, c.js, jetstream.OrderedConsumerConfig{
 		FilterSubjects:   []string{agg.Subject(), natslog.OutputSubject(id)},
 		DeliverPolicy:    jetstream.DeliverAllPolicy,
 		MaxResetAttempts: natslog.ResetAttempts,
@@ -408,7 +424,8 @@ func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions, fn fun
 			_ = c.js.DeleteConsumer(dctx, natslog.StreamName, info.Name)
 		}
 	}()
-	it, err := cons.Messages(jetstream.PullMaxMessages(500))
+	it, err := cons.Messages(jetstream.PullMaxMessages(500),
+		jetstream.PullExpiry(requestExpiry), jetstream.PullHeartbeat(requestHeartbeat))
 	if err != nil {
 		return st, fmt.Errorf("watch %s: %w", id, err)
 	}
@@ -443,6 +460,54 @@ func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions, fn fun
 			return st, nil
 		}
 	}
+}
+
+// attemptTimeout bounds one attempt of a request that electionBound
+// sends again. The server places a consumer of one replica on a random
+// peer of the stream, which may be a node that stopped answering and is
+// not yet known as offline: the create then gets no answer, and another
+// attempt may land on a live node.
+const attemptTimeout = 5 * time.Second
+
+// electionBound runs req, each attempt bounded by attemptTimeout, and
+// again while the cluster does not serve it (natslog.Unserved: a leader
+// being elected, a node that stopped answering) for up to
+// natslog.ElectionWait or until ctx ends. When the wait ends first its
+// error names what (e.g. "list workers"), how long it waited and for
+// what, and wraps the last attempt's error.
+func electionBound(ctx context.Context, what string, req func(context.Context) error) error {
+	start, pause := time.Now(), 100*time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := req(actx)
+		cancel()
+		if err == nil || !natslog.Unserved(ctx, err) {
+			return err
+		}
+		if waited := time.Since(start); waited+pause > natslog.ElectionWait {
+			return fmt.Errorf("%s: the cluster did not answer in %v (waited for a leader to be elected, at most %v): %w",
+				what, waited.Round(time.Second), natslog.ElectionWait, err)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(ctx.Err(), err)
+		}
+		pause = min(pause*2, time.Second)
+	}
+}
+
+// orderedConsumer creates an ordered consumer of cfg on the log's
+// stream, waiting out an election (electionBound).
+func orderedConsumer(ctx context.Context, js jetstream.JetStream, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	var cons jetstream.Consumer
+	err := electionBound(ctx, "create a consumer on "+natslog.StreamName, func(ctx context.Context) (err error) {
+		cons, err = js.OrderedConsumer(ctx, natslog.StreamName, cfg)
+		return err
+	})
+	return cons, err
 }
 
 // chunkOf returns the output chunk msg holds, cut to start at after, and

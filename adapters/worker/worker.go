@@ -66,6 +66,17 @@ const (
 // all workers of the durable.
 const maxAckPending = 256
 
+// requestExpiry and requestHeartbeat bound the intake's pulls. A pull the
+// server lost (sent while the cluster elected the consumer's leader, or
+// parked on a leader that a loaded or stopped node lost without stepping
+// down) shows as two missed heartbeats, and the intake pulls again: after
+// about 2×requestHeartbeat rather than nats.go's default of 30 s (half
+// the 30 s expiry, twice), during which waiting commands would not start.
+const (
+	requestExpiry    = 10 * time.Second
+	requestHeartbeat = 2 * time.Second
+)
+
 // Config configures a Worker. Conn and Log are required; the rest has
 // defaults.
 type Config struct {
@@ -343,9 +354,24 @@ func (w *Worker) waitJobs() {
 
 // setup binds the KV buckets, stores the first heartbeat and ensures the
 // durable consumer.
+//
+// A bucket it creates has as many replicas as the log's stream: on a
+// cluster a bucket on one node would stop every worker (no claim, no
+// heartbeat) while that node is down. A bucket that exists keeps its
+// own replicas; one with fewer than the stream's is logged at WARN.
 func (w *Worker) setup(ctx context.Context) error {
-	var err error
-	w.beats, err = bucket(ctx, w.js, jetstream.KeyValueConfig{
+	var replicas int
+	err := untilServed(ctx, w.log, "stream "+natslog.StreamName, func(ctx context.Context) error {
+		st, err := w.js.Stream(ctx, natslog.StreamName)
+		if err == nil {
+			replicas = st.CachedInfo().Config.Replicas
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("worker %s: stream %s: %w", w.id.ID, natslog.StreamName, err)
+	}
+	w.beats, err = w.bucket(ctx, replicas, jetstream.KeyValueConfig{
 		Bucket: HeartbeatBucket, Description: "live Logbook workers", History: 1, TTL: w.cfg.Lapse,
 		Storage: jetstream.MemoryStorage,
 	})
@@ -360,7 +386,7 @@ func (w *Worker) setup(ctx context.Context) error {
 	if w.lapse <= 0 {
 		return fmt.Errorf("worker %s: heartbeat bucket %s has no TTL; recreate it", w.id.ID, HeartbeatBucket)
 	}
-	w.claims, err = bucket(ctx, w.js, jetstream.KeyValueConfig{
+	w.claims, err = w.bucket(ctx, replicas, jetstream.KeyValueConfig{
 		Bucket: ClaimBucket, Description: "which worker may start a command", History: 1, TTL: ClaimTTL,
 		Storage: jetstream.MemoryStorage,
 	})
@@ -373,14 +399,27 @@ func (w *Worker) setup(ctx context.Context) error {
 	return nil
 }
 
-// bucket creates the KV bucket of cfg, or binds it if it exists.
-func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	kv, err := js.CreateKeyValue(ctx, cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(ctx, cfg.Bucket)
-	}
+// bucket creates the KV bucket of cfg with replicas replicas, or binds it
+// if it exists (warning when it has fewer), asking again while the
+// cluster elects a leader (untilServed).
+func (w *Worker) bucket(ctx context.Context, replicas int, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	cfg.Replicas = max(replicas, 1)
+	var kv jetstream.KeyValue
+	err := untilServed(ctx, w.log, "bucket "+cfg.Bucket, func(ctx context.Context) (err error) {
+		kv, err = w.js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = w.js.KeyValue(ctx, cfg.Bucket)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	}
+	if st, err := kv.Status(ctx); err == nil {
+		if ks, ok := st.(*jetstream.KeyValueBucketStatus); ok && ks.StreamInfo().Config.Replicas < cfg.Replicas {
+			w.log.Warn("bucket has fewer replicas than the log's stream: while a node that holds it is down no worker starts a command; delete it with no worker running, to have it created again",
+				"bucket", cfg.Bucket, "replicas", ks.StreamInfo().Config.Replicas, "stream_replicas", cfg.Replicas)
+		}
 	}
 	return kv, nil
 }
@@ -408,7 +447,8 @@ func (w *Worker) intake(ctx, procCtx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker %s: consumer %s: %w", w.id.ID, DurableName, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1))
+	it, err := cons.Messages(jetstream.PullMaxMessages(1),
+		jetstream.PullExpiry(requestExpiry), jetstream.PullHeartbeat(requestHeartbeat))
 	if err != nil {
 		return fmt.Errorf("worker %s: consume %s: %w", w.id.ID, DurableName, err)
 	}
@@ -431,6 +471,11 @@ func (w *Worker) intake(ctx, procCtx context.Context) error {
 			// feed now, while the server that can say why is still up.
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, jetstream.ErrConsumerDeleted) {
 				return fmt.Errorf("worker %s: request feed closed: %w", w.id.ID, err)
+			}
+			if errors.Is(err, jetstream.ErrNoHeartbeat) {
+				// The pending pull is lost; Next pulls again.
+				w.log.Warn("request feed: no heartbeat from the consumer's leader; pulling again", "after", 2*requestHeartbeat)
+				continue
 			}
 			w.log.Warn("next request", "err", err)
 			continue

@@ -662,7 +662,7 @@ func TestWorker_TakesOverADeadWorkersClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims, err := bucket(t.Context(), js, jetstream.KeyValueConfig{Bucket: ClaimBucket, History: 1, TTL: ClaimTTL, Storage: jetstream.MemoryStorage})
+	claims, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: ClaimBucket, History: 1, TTL: ClaimTTL, Storage: jetstream.MemoryStorage})
 	if err != nil {
 		t.Fatal(err)
 	}

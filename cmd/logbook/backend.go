@@ -89,7 +89,7 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 			b.nc, b.remote = nc, true
 			d.Register(nc)
 		} else if g.natsURL != "" || g.credsPath != "" {
-			return nil, err
+			return nil, g.connectError(url, err)
 		}
 	}
 	if !b.remote && g.requireServer {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
@@ -59,6 +61,11 @@ whole output; --follow waits for more until the command ends.`,
 			if err != nil {
 				if errors.Is(err, context.Canceled) {
 					return nil
+				}
+				if lostServer(err) {
+					printer.close()
+					return fmt.Errorf("command output %s: the connection to the log's server closed before the command ended (did `logbook serve` stop?); the command may still run: come back with `logbook command output %s --follow --after %d`",
+						id, id, max(after, printer.pos))
 				}
 				return err
 			}
@@ -272,4 +279,12 @@ func printCommands(w io.Writer, cs []command.State, withSession bool) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", cell(status), cell(code), cell(c.Mode), c.RequestedAt.Format(time.RFC3339), dur, c.OutputBytes, argv)
 	}
 	return tw.Flush()
+}
+
+// lostServer reports whether err, from a read of the log, says the
+// connection to its server is gone for good (nats.go's "messages iterator
+// closed: connection closed"): on one host, serve stopped.
+func lostServer(err error) bool {
+	return errors.Is(err, nats.ErrConnectionClosed) ||
+		errors.Is(err, jetstream.ErrMsgIteratorClosed) && !errors.Is(err, jetstream.ErrConsumerDeleted)
 }

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
@@ -269,7 +270,11 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 			return err
 		}
 	}
-	if err := awaitWorker(ctx, cl); err != nil {
+	grace := workerGrace
+	if g.natsURL != "" {
+		grace = natslog.ElectionWait
+	}
+	if err := awaitWorker(ctx, cl, grace); err != nil {
 		return err
 	}
 	rows, err := api.ListCommands(ctx, call, api.CommandsRequest{Session: f.session, Active: true}, 0)
@@ -387,13 +392,15 @@ func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *outputPrint
 const backgroundGrace = 5 * time.Second
 
 // workerGrace is how long exec waits for a live worker (one starting
-// with the server, say) before it gives up.
+// with the server, say) before it gives up. On a cluster (--nats-url) it
+// waits natslog.ElectionWait instead: while the heartbeat bucket elects
+// a leader the workers cannot beat, and their entries lapse.
 const workerGrace = 5 * time.Second
 
-// awaitWorker returns once some worker is alive, or fails after
-// workerGrace: a request nobody takes would only be waited on.
-func awaitWorker(ctx context.Context, cl *worker.Client) error {
-	deadline := time.Now().Add(workerGrace)
+// awaitWorker returns once some worker is alive, or fails after grace: a
+// request nobody takes would only be waited on.
+func awaitWorker(ctx context.Context, cl *worker.Client, grace time.Duration) error {
+	deadline := time.Now().Add(grace)
 	for {
 		ws, err := cl.Workers(ctx)
 		if err != nil {
@@ -403,7 +410,7 @@ func awaitWorker(ctx context.Context, cl *worker.Client) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return errors.New("exec: no live worker: run `logbook serve` (--workers 2 by default) or `logbook worker`")
+			return fmt.Errorf("exec: no live worker for %v: run `logbook serve` (--workers 2 by default) or `logbook worker`", grace)
 		}
 		select {
 		case <-ctx.Done():

@@ -187,7 +187,7 @@ func deliverHook(ctx context.Context, g *globals, dd dataDir, req api.HookReques
 	d, handle := api.Watch(g.connRole(dd))
 	nc, err := natslog.Connect(url, append(opts, nats.Timeout(500*time.Millisecond), nats.MaxReconnects(0), nats.NoReconnect(), nats.ErrorHandler(handle))...)
 	if err != nil {
-		return err
+		return g.connectError(url, err)
 	}
 	d.Register(nc)
 	defer api.Forget(nc)

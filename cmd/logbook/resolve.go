@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -58,13 +60,35 @@ func aggregateIDs(ctx context.Context, b *backend, kind, prefix string) ([]strin
 	if err != nil {
 		return nil, err
 	}
-	s, err := js.Stream(ctx, natslog.StreamName)
-	if err != nil {
-		return nil, err
-	}
 	base := events.SubjectEvents + "." + kind + "."
 	filter := base + ">"
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	// During an election no server answers, or a replica that knows no
+	// leader answers for itself (its subjects may lag): ask again, each
+	// attempt bounded, for up to natslog.ElectionWait.
+	var info *jetstream.StreamInfo
+	start, pause := time.Now(), 100*time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, natslog.DefaultTimeout)
+		var s jetstream.Stream
+		s, err = js.Stream(actx, natslog.StreamName)
+		if err == nil {
+			info, err = s.Info(actx, jetstream.WithSubjectFilter(filter))
+		}
+		cancel()
+		if err == nil && info.Cluster != nil && info.Config.Replicas > 1 && info.Cluster.Leader == "" {
+			err = errors.New("the stream has no leader")
+		} else if err == nil || !natslog.Unserved(ctx, err) {
+			break
+		}
+		if waited := time.Since(start); waited+pause > natslog.ElectionWait || ctx.Err() != nil {
+			return nil, fmt.Errorf("stream %s: waited %v for a leader to answer: %w", natslog.StreamName, waited.Round(time.Second), err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
+	}
 	if err != nil {
 		return nil, err
 	}

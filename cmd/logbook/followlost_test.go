@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// command output --follow whose serve dies says so in the user's terms:
+// the server it read from stopped, the command may still run, and how to
+// come back; not nats.go's "messages iterator closed".
+func TestCommandOutputFollow_ServeDies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs serve")
+	}
+	s := newSoak(t, soakBuild(t), 1)
+	ctx := t.Context()
+	srv, _ := s.startServe(ctx)
+	if err := s.ts[0].Grow(5, false); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := s.run(ctx, nil, "import", "claude", s.dir); err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	ws := t.TempDir()
+	sess := s.ts[0].Session
+	for deadline := time.Now().Add(30 * time.Second); ; { // the import reaches serve's view
+		out, err := s.run(ctx, nil, "sessions", "--all")
+		if err == nil && bytes.Contains(out, []byte(sess[:8])) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s not listed 30 s after the import: %v\n%s", sess, err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if out, err := s.run(ctx, nil, "exec", "--session", sess, "--mode", "read_only", "--workspace", ws, "--id", "follow-1", "--wait", "0",
+		"--", "sh", "-c", "echo first; sleep 60"); err != nil {
+		t.Fatalf("exec: %v\n%s", err, out)
+	}
+	c := s.command(ctx, nil, "command", "output", "follow-1", "--follow")
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	ch, err := s.procs.start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // following
+	srv.kill()
+	select {
+	case <-ch.gone:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("command output --follow still runs 60 s after serve died:\n%s", out.String())
+	}
+	got := out.String()
+	if ch.err == nil || strings.Contains(got, "iterator closed") || !strings.Contains(got, "did `logbook serve` stop?") ||
+		!strings.Contains(got, "logbook command output follow-1 --follow --after") {
+		t.Errorf("command output --follow after serve died: %v\n%s", ch.err, got)
+	}
+}
