@@ -467,6 +467,12 @@ type Transcript struct {
 	// which Claude Code names after the session id.
 	SessionID string
 	Subagents []Subagent // sorted by Path
+	// Pinned keeps SessionID even where the file is not named after a
+	// session and its lines carry a sessionId: a watched file keeps the
+	// session its first import chose (a copy read while it was being
+	// written may have shown no sessionId yet), so one file is one
+	// session.
+	Pinned bool
 }
 
 // Subagent is one subagent transcript, subagents/agent-<id>.jsonl.

@@ -1078,7 +1078,7 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 		// Claude Code names a transcript after its session (a UUID); a
 		// file named otherwise (a copy, a recording) is identified by
 		// the sessionId its lines carry.
-		if id := in.sessionIDOf(t.Path); id != "" && !looksLikeUUID(t.SessionID) {
+		if id := in.sessionIDOf(t.Path); id != "" && !looksLikeUUID(t.SessionID) && !t.Pinned {
 			sid = id
 		}
 	}

@@ -54,6 +54,9 @@ type watched struct {
 	// appeared after Watch started. What a file held when Watch started
 	// is history (events.Observation.Live).
 	live bool
+	// session is the aggregate id the file's first import went to: the
+	// later ones go there too (Transcript.Pinned).
+	session string
 }
 
 // watcher is one run of Ingester.Watch.
@@ -334,6 +337,8 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 			return
 		}
 		t = ts[0]
+	} else if f.session != "" {
+		t = Transcript{Path: name, SessionID: f.session, Pinned: true}
 	} else {
 		t = Transcript{Path: name, SessionID: sessionID(name)}
 	}
@@ -367,6 +372,9 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 		return
 	}
 	f.failed = ""
+	if f.session == "" && w.cfg.Import == nil && !isSubagentFile(name) && len(res) > 0 && res[0].Appended > 0 {
+		f.session = res[0].Session
+	}
 	for _, r := range res {
 		if r.Appended > 0 && w.cfg.Imported != nil {
 			w.cfg.Imported(r)

@@ -311,3 +311,33 @@ func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
 		t.Errorf("a file that appeared while watched: no offset learned, its line not taken as live")
 	}
 }
+
+// A transcript copied into a watched folder under a name that is not its
+// session's, read while the copy is under way (its first complete line
+// carries no sessionId yet): every line goes to the session its first
+// import chose, one file being one session.
+func TestWatch_CopyIsOneSession(t *testing.T) {
+	const sid = "5e551011-0000-4000-8000-000000000001"
+	fixture, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", "projects", "-home-user-project", sid+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(fixture, []byte("\n"))
+	if len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	log := openLog(t)
+	in := newTestIngester(t, log)
+	root := t.TempDir()
+	startWatch(t, in, time.Hour, root)
+	path := filepath.Join(root, "transcript.jsonl")
+	appendFile(t, path, lines[1]) // file-history-snapshot: no sessionId
+	eventually(t, "the first line", func() bool { return loggedState(t, log, "transcript").Lines == 1 })
+	for _, l := range append([][]byte{lines[0]}, lines[2:]...) {
+		appendFile(t, path, l)
+	}
+	eventually(t, "every line", func() bool { return loggedState(t, log, "transcript").Lines == len(lines) })
+	if n := loggedState(t, log, sid).Lines; n != 0 {
+		t.Errorf("%d lines went to a second session, %s", n, sid)
+	}
+}
