@@ -103,8 +103,9 @@ func selected(b session.UsageBucket, since time.Time) bool {
 }
 
 // blockStarts returns the starts of the 5-hour blocks the minutes of
-// usage in ss fall in: a block starts at the hour (in loc) of the first
-// minute not in an earlier block and lasts BlockLength.
+// usage in ss fall in: a block starts at the UTC hour of the first minute
+// not in an earlier block (as ccusage counts them, so the blocks are the
+// same in every zone; loc only shows them) and lasts BlockLength.
 func blockStarts(ss []session.State, since time.Time, loc *time.Location) []time.Time {
 	var mins []time.Time
 	for _, s := range ss {
@@ -120,8 +121,7 @@ func blockStarts(ss []session.State, since time.Time, loc *time.Location) []time
 		if n := len(starts); n > 0 && m.Before(starts[n-1].Add(BlockLength)) {
 			continue
 		}
-		l := m.In(loc)
-		starts = append(starts, time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), 0, 0, 0, loc))
+		starts = append(starts, m.UTC().Truncate(time.Hour).In(loc))
 	}
 	return starts
 }

@@ -355,6 +355,24 @@ func TestGroup_WeekMonthBlock(t *testing.T) {
 	if len(blocks) != 2 || blocks[0].Key != "2026-11-29T23:00:00Z" || blocks[0].Tokens.Input != 7 || blocks[1].Key != "2026-11-30T06:00:00Z" || blocks[1].Tokens.Input != 8 {
 		t.Errorf("blocks %+v", blocks)
 	}
+	// The blocks are the same in every zone (they start at a UTC hour);
+	// a zone only shows them: +5:45, -3:30 and +5:30 cut no hour alike.
+	for _, zone := range []string{"Asia/Kathmandu", "America/St_Johns", "Asia/Kolkata"} {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Skip(err)
+		}
+		zb, _ := Group(ss, Query{By: ByBlock, Loc: loc})
+		if len(zb) != len(blocks) {
+			t.Fatalf("%s: %d blocks, want %d", zone, len(zb), len(blocks))
+		}
+		for i := range zb {
+			at, err := time.Parse(time.RFC3339, zb[i].Key)
+			if err != nil || !at.Equal(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC).Add(time.Duration(i)*7*time.Hour)) || zb[i].Tokens != blocks[i].Tokens {
+				t.Errorf("%s: block %d %+v, want the UTC block %+v", zone, i, zb[i], blocks[i])
+			}
+		}
+	}
 }
 
 // TestPrices_Billed prices what the vendor bills: one-hour cache writes
