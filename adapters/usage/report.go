@@ -291,20 +291,24 @@ func (r Report) Columns() (head []string, rows [][]string) {
 // lines and the price table they were priced with.
 func (r Report) TotalText() string {
 	var total float64
-	unpriced := false
+	priced, unpriced := false, false
 	for _, l := range r.Lines {
 		if l.Cost != nil {
 			total += *l.Cost
+			priced = true
 		} else {
 			unpriced = true
 		}
 	}
-	note := ""
-	if unpriced {
-		note = " (lines with no price are not in it)"
+	cost := fmt.Sprintf("$%.4f", total)
+	switch {
+	case unpriced && !priced:
+		cost = "no price" // never $0 for what no table prices
+	case unpriced:
+		cost += " (lines with no price are not in it)"
 	}
-	s := fmt.Sprintf("total cost: $%.4f%s; prices: LiteLLM's table (%s, read %s) under Logbook's v%d of %s, %s per million tokens",
-		total, note, r.Prices.LiteLLM.Version, r.Prices.LiteLLM.Read, r.Prices.Version, r.Prices.Date, r.Prices.Currency)
+	s := fmt.Sprintf("total cost: %s; prices: LiteLLM's table (%s, read %s) under Logbook's v%d of %s, %s per million tokens",
+		cost, r.Prices.LiteLLM.Version, r.Prices.LiteLLM.Read, r.Prices.Version, r.Prices.Date, r.Prices.Currency)
 	if r.Prices.Override != "" {
 		s += ", with " + r.Prices.Override + " over them"
 	}

@@ -509,3 +509,16 @@ func TestSubsetLiteLLM(t *testing.T) {
 		t.Errorf("refreshed %d entries, shipped %d", len(a), len(s))
 	}
 }
+
+// A report whose lines all lack a price says so in its total, never $0.
+func TestReport_TotalWithNoPrice(t *testing.T) {
+	day := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	ss := []session.State{{ID: "s", Usage: []session.UsageBucket{{Model: "gpt-weird-9", Minute: day, Input: 100, Calls: 1}}}}
+	rep, err := NewReport(ss, Query{By: ByModel}, Shipped(), day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.TotalText(); !strings.HasPrefix(got, "total cost: no price;") {
+		t.Errorf("total %q", got)
+	}
+}
