@@ -224,3 +224,21 @@ func TestRead_BracesBashExpandsAlone(t *testing.T) {
 		}
 	}
 }
+
+// sh -c followed by a + option, or by a lone - (the end of the options,
+// as --): the command string is not the + word, nor the -.
+func TestRead_ShellDashCOptionsAfter(t *testing.T) {
+	if s := Read("sh -c + '00'"); s.Commands[0].Opaque == "" {
+		t.Errorf("sh -c + '00': %+v, want the shell opaque", s.Commands)
+	}
+	s := Read("bash -c - 'rm -rf x'")
+	found := false
+	for _, c := range s.Commands {
+		if len(c.Args) > 0 && c.Args[0].Value == "rm" {
+			found = true
+		}
+	}
+	if !found && s.Commands[0].Opaque == "" {
+		t.Errorf("bash -c - 'rm -rf x': %+v, want rm read (or the shell opaque)", s.Commands)
+	}
+}

@@ -437,12 +437,18 @@ func (r *reader) shell(at int, name string, rest []Word, st *syntax.Stmt, depth 
 			// word after is the command string.
 			j := i + 1
 			for j < len(rest) && rest[j].Static && strings.HasPrefix(rest[j].Value, "-") && rest[j].Value != "-" && rest[j].Value != "--" {
-				if rest[j].Value == "-o" || rest[j].Value == "+o" || rest[j].Value == "-O" || rest[j].Value == "+O" {
+				if rest[j].Value == "-o" || rest[j].Value == "-O" {
 					j++
 				}
 				j++
 			}
-			if j < len(rest) && rest[j].Value == "--" {
+			if j < len(rest) && strings.HasPrefix(rest[j].Value, "+") {
+				// +o, +x, a lone +: shells differ on where the options
+				// end after them (dash takes "sh -c + 00" to run 00).
+				r.opaque(at, name+" -c followed by a + option, which shells read differently")
+				return
+			}
+			if j < len(rest) && (rest[j].Value == "--" || rest[j].Value == "-") {
 				j++
 			}
 			if j >= len(rest) {
