@@ -58,13 +58,17 @@ type Check struct {
 	OK            bool    `json:"ok"`
 }
 
-// checks returns the Checks of the sessions of ss that q selects and whose
-// agent reported a running total, over all their usage.
+// checks returns the Checks of the sessions of ss that q selects (with
+// usage since q.Since, if set) and whose agent reported a running total,
+// over all their usage: the agent's total is the whole session's.
 func checks(ss []session.State, q Query) []Check {
 	var out []Check
 	for _, s := range ss {
 		if s.AgentTotal == nil || q.Session != "" && s.ID != q.Session && s.Parent != q.Session {
 			continue
+		}
+		if !slices.ContainsFunc(s.Usage, func(b session.UsageBucket) bool { return selected(b, q.Since) }) {
+			continue // nothing in the period the report covers
 		}
 		var tok Tokens
 		for _, b := range s.Usage {

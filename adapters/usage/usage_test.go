@@ -522,3 +522,21 @@ func TestReport_TotalWithNoPrice(t *testing.T) {
 		t.Errorf("total %q", got)
 	}
 }
+
+// usage --check checks only the sessions with usage in the period a
+// report covers (--since), each over its whole spend.
+func TestReport_CheckSince(t *testing.T) {
+	day := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	total := &events.Usage{Input: 100}
+	ss := []session.State{
+		{ID: "old", AgentTotal: total, Usage: []session.UsageBucket{{Model: "gpt-5.5", Minute: day.AddDate(0, 0, -10), Input: 100, Calls: 1}}},
+		{ID: "new", AgentTotal: total, Usage: []session.UsageBucket{{Model: "gpt-5.5", Minute: day, Input: 100, Calls: 1}}},
+	}
+	rep, err := NewReport(ss, Query{By: BySession, Check: true, Since: day.AddDate(0, 0, -1)}, Shipped(), day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Checks) != 1 || rep.Checks[0].Session != "new" || !rep.Checks[0].OK {
+		t.Errorf("checks %+v, want only the session with usage since", rep.Checks)
+	}
+}
