@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -106,25 +105,9 @@ func SecretID(r *Redactor, o events.Observation) error {
 		if v == "" {
 			return nil
 		}
-		red := r.Redact(v)
-		if red == v {
+		rules := r.Matches(v)
+		if rules == nil {
 			return nil
-		}
-		var rules []string
-		for rest := red; ; {
-			i := strings.Index(rest, "[REDACTED:")
-			if i < 0 {
-				break
-			}
-			rest = rest[i+len("[REDACTED:"):]
-			j := strings.IndexByte(rest, ']')
-			if j < 0 {
-				break
-			}
-			if name := rest[:j]; !slices.Contains(rules, name) {
-				rules = append(rules, name)
-			}
-			rest = rest[j:]
 		}
 		return fmt.Errorf("%s %w (rule %s)", what, ErrSecretID, strings.Join(rules, ", "))
 	}
