@@ -90,8 +90,10 @@ func appendFile(t *testing.T, path string, b []byte) {
 // (a torn last line among them) into a new project directory under a
 // running watcher, then a subagent's transcript: the session follows each
 // line, and ends as an import of the whole file leaves it.
-func TestWatch_FollowsTranscript(t *testing.T) {
-	const sid = "5e551011-0000-4000-8000-000000000001"
+// fixtureLines returns the lines of testdata's transcript of session
+// sid, each with its newline.
+func fixtureLines(t *testing.T, sid string) [][]byte {
+	t.Helper()
 	fixture, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", "projects", "-home-user-project", sid+".jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -100,6 +102,12 @@ func TestWatch_FollowsTranscript(t *testing.T) {
 	if len(lines[len(lines)-1]) == 0 {
 		lines = lines[:len(lines)-1]
 	}
+	return lines
+}
+
+func TestWatch_FollowsTranscript(t *testing.T) {
+	const sid = "5e551011-0000-4000-8000-000000000001"
+	lines := fixtureLines(t, sid)
 	log := openLog(t)
 	in := newTestIngester(t, log)
 	root := t.TempDir()
@@ -318,14 +326,7 @@ func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
 // import chose, one file being one session.
 func TestWatch_CopyIsOneSession(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-000000000001"
-	fixture, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", "projects", "-home-user-project", sid+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := bytes.SplitAfter(fixture, []byte("\n"))
-	if len(lines[len(lines)-1]) == 0 {
-		lines = lines[:len(lines)-1]
-	}
+	lines := fixtureLines(t, sid)
 	log := openLog(t)
 	in := newTestIngester(t, log)
 	root := t.TempDir()
