@@ -93,10 +93,7 @@ func (w *Worker) admit(ctx context.Context, st command.State) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("admit %s: load session %s: %w", st.ID, st.Session, err)
 	}
-	ws := filepath.Clean(st.Workspace)
-	if r, err := filepath.EvalSymlinks(ws); err == nil {
-		ws = r
-	}
+	ws := filepath.Clean(st.Workspace) // resolved by take, once for admission and the sandbox
 	home, _ := os.UserHomeDir()
 	if home != "" {
 		if r, err := filepath.EvalSymlinks(home); err == nil {
