@@ -134,14 +134,9 @@ func (f *sessionsFlags) request() api.SessionsRequest {
 	return req
 }
 
-// lastActivity is when anything was last observed of the agent of s or
-// recorded for it: what the list is sorted by.
-func (r sessionRow) lastActivity() time.Time {
-	if r.ObservedAt.After(r.UpdatedAt) {
-		return r.ObservedAt
-	}
-	return r.UpdatedAt
-}
+// lastActivity is session.Summary.LastActivity of r: when its agent was
+// last heard from, what the list is sorted by.
+func (r sessionRow) lastActivity() time.Time { return r.Summary.LastActivity() }
 
 // selectSessions keeps the rows of rs f asks for, the most recently
 // active first (ties: by id), at most f.limit of them; hidden counts the

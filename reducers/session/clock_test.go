@@ -239,3 +239,25 @@ func TestDecide_PersonWaitNeverStale(t *testing.T) {
 }
 
 var meta1 = events.Meta{SessionID: "s1"}
+
+// TestSummary_StaleMarkIsNotActivity: the reconciler's tick and its stale
+// mark are not the agent's activity: a session marked stale keeps, as its
+// last activity, the time its agent was last heard from.
+func TestSummary_StaleMarkIsNotActivity(t *testing.T) {
+	const after, quiet = 30 * time.Minute, 2 * time.Second
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	h := newHistory(t)
+	h.lineAt(at, at, true, sig(events.SigPrompt, "id", "p1"))
+	h.lineAt(at, at, true, sig(events.SigToolUse, "id", "toolu_1", "name", "Bash"))
+	mark := at.Add(2 * after)
+	if got := h.tickQ(mark, after, quiet); len(got) == 0 {
+		t.Fatalf("no stale mark %s after the last line", 2*after)
+	}
+	sum := session.Summarize(h.s)
+	if !sum.UpdatedAt.Equal(mark) {
+		t.Errorf("updated_at %s, want the mark's time %s", sum.UpdatedAt, mark)
+	}
+	if got := sum.LastActivity(); !got.Equal(at) {
+		t.Errorf("last activity %s, want the last line's %s, not the mark's", got, at)
+	}
+}

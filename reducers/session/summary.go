@@ -40,12 +40,14 @@ func Summarize(s State) Summary {
 	}
 }
 
-// LastActivity is when anything was last observed of the session's agent
-// or recorded for it: the later of ObservedAt and UpdatedAt. Lists of
-// sessions sort by it, the most recent first.
+// LastActivity is when the session's agent was last heard from:
+// ObservedAt, or UpdatedAt for a session nothing was observed of (one
+// made by the CLI alone). The reconciler's ticks and marks move UpdatedAt
+// but are not the agent's activity, so a session marked stale keeps the
+// time it went quiet. Lists of sessions sort by it, the most recent first.
 func (s Summary) LastActivity() time.Time {
-	if s.ObservedAt.After(s.UpdatedAt) {
-		return s.ObservedAt
+	if s.ObservedAt.IsZero() {
+		return s.UpdatedAt
 	}
-	return s.UpdatedAt
+	return s.ObservedAt
 }
