@@ -137,9 +137,9 @@ func ResolveAllow(as []Allow) []Allow {
 // workspaces root inside its data dir) replaced by what it holds but the
 // way to that keep path, level by level: a restricted command's workspace
 // may lie in a kept directory, and never in a hidden path (Start refuses
-// it), nor see what else the hidden path holds. Entries are read once,
-// now: one made later in such a directory is not hidden. The caller owns
-// the returned slice.
+// it), nor see what else the hidden path holds. Entries are read now: one
+// made later in such a directory is not in the result, so Start calls it
+// anew for each command (Spec.Keep). The caller owns the returned slice.
 func HideAround(hidden, keep []string) []string {
 	var out []string
 	var add func(h string)

@@ -299,3 +299,31 @@ func TestStart_InsideHidden(t *testing.T) {
 		}
 	}
 }
+
+// Spec.Keep hides around at each start: a workspace that holds the data
+// dir (a home, say) sees nothing the data dir gained after the worker
+// started, while a workspace in the kept root still works.
+func TestStart_KeepHidesWhatCameLater(t *testing.T) {
+	requireBwrap(t)
+	home := t.TempDir()
+	data := filepath.Join(home, "data")
+	root := filepath.Join(data, "workspaces")
+	must(t, os.MkdirAll(filepath.Join(root, "w1"), 0o700))
+	must(t, os.WriteFile(filepath.Join(data, "creds.json"), []byte("s3cr3t\n"), 0o600))
+	spec := func(ws, script string, m Mode) Spec {
+		return Spec{Argv: []string{"sh", "-c", script}, Env: testEnv(), Workspace: ws, Mode: m, Grace: testGrace,
+			Hidden: []string{data}, Keep: []string{root}}
+	}
+	// Made after the worker's Spec was: a key, and a directory of them.
+	must(t, os.WriteFile(filepath.Join(data, "late.key"), []byte("s3cr3t\n"), 0o600))
+	must(t, os.MkdirAll(filepath.Join(data, "keys"), 0o700))
+	must(t, os.WriteFile(filepath.Join(data, "keys", "admin.key"), []byte("s3cr3t\n"), 0o600))
+	for _, m := range []Mode{ReadOnly, WorkspaceWrite} {
+		if _, r := run(t, spec(home, "cat data/creds.json data/late.key data/keys/admin.key 2>/dev/null; echo ok", m)); r.text(Stdout) != "ok\n" {
+			t.Errorf("%s in %s: the data dir's entries: %q, %q", m, home, r.text(Stdout), r.text(Stderr))
+		}
+		if _, r := run(t, spec(filepath.Join(root, "w1"), "echo ok", m)); r.text(Stdout) != "ok\n" {
+			t.Errorf("%s in the kept root: %q, %q", m, r.text(Stdout), r.text(Stderr))
+		}
+	}
+}

@@ -126,6 +126,14 @@ type Spec struct {
 	// read-only file. Paths that do not exist, or are out of sight
 	// anyway, are skipped. Ignored in FullAccess.
 	Hidden []string
+	// Keep lists directories inside Hidden paths where workspaces may lie
+	// (Logbook's workspaces root in its data dir). At each start a hidden
+	// path that holds one is covered entry by entry, but for the way to
+	// the kept directory (HideAround), as it is then: a workspace may lie
+	// in a kept directory and see nothing else of the hidden path, an
+	// entry made in it after the worker started included. Ignored in
+	// FullAccess.
+	Keep []string
 	// Limits bound what a restricted command may use; the zero value means
 	// the defaults. Ignored in FullAccess.
 	Limits Limits
@@ -260,7 +268,11 @@ func validate(s Spec) (plan, error) {
 	var l layout
 	if restricted {
 		home, _ := envValue(env, "HOME")
-		l = newLayout(s.Mode, ws, dir, home, s.Allow, s.Hidden)
+		hidden := s.Hidden
+		if len(s.Keep) > 0 {
+			hidden = HideAround(s.Hidden, s.Keep)
+		}
+		l = newLayout(s.Mode, ws, dir, home, s.Allow, hidden)
 		if l.inHidden != "" {
 			return plan{}, fmt.Errorf("start %q in mode %s: %w: workspace %s lies in %s, which restricted commands must not see", name, s.Mode, ErrRefused, ws, l.inHidden)
 		}

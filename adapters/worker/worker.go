@@ -106,6 +106,9 @@ type Config struct {
 	// Logbook data dir (credentials, spool, views) and credential files,
 	// as sandbox.Spec.Hidden.
 	Hidden []string
+	// Keep lists directories inside Hidden where workspaces lie, as
+	// sandbox.Spec.Keep: hidden around at each command's start.
+	Keep []string
 	// Allow lists the host paths restricted commands see besides their
 	// workspace and the system directories, as sandbox.Spec.Allow; nil
 	// means none (serve and worker pass sandbox.DefaultAllow unless

@@ -19,6 +19,9 @@ type SandboxSetup struct {
 	// Hidden lists paths a setup command must not see: the data dir,
 	// credential files (see sandbox.Spec.Hidden).
 	Hidden []string
+	// Keep lists directories inside Hidden where workspaces lie (see
+	// sandbox.Spec.Keep).
+	Keep []string
 }
 
 // RunSetup implements SetupRunner: it writes the command's output to
@@ -34,7 +37,7 @@ func (r SandboxSetup) RunSetup(ctx context.Context, s Setup) (int, int64, error)
 	var n int64
 	p, err := sandbox.Start(ctx, sandbox.Spec{
 		Argv: s.Argv, Env: r.Env, Workspace: s.Dir, Mode: sandbox.WorkspaceWrite,
-		Protected: s.Protected, Hidden: r.Hidden,
+		Protected: s.Protected, Hidden: r.Hidden, Keep: r.Keep,
 	}, func(c sandbox.Chunk) {
 		n += int64(len(c.Data))
 		_, _ = out.Write(c.Data) // a full disk loses output, not the result

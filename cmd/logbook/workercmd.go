@@ -120,12 +120,14 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 	if err != nil {
 		return nil, err
 	}
+	hide, keep := hiddenPaths(string(b.dd))
 	var ws []*worker.Worker
 	for range n {
 		w, err := worker.New(worker.Config{
 			Conn: b.nc, Log: b.log, Reg: b.reg,
 			Grace: f.grace, Bwrap: f.bwrap, Lapse: f.lapse,
-			Hidden:   hiddenPaths(string(b.dd)),
+			Hidden:   hide,
+			Keep:     keep,
 			Allow:    allow,
 			Logger:   slog.New(slog.NewTextHandler(logw, nil)),
 			Redactor: red,
@@ -138,15 +140,15 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 	return ws, nil
 }
 
-// hiddenPaths returns what restricted commands must not see: the data dir
-// dd and the credential paths in the worker's home.
-func hiddenPaths(dd string) []string {
-	hide := []string{dd}
+// hiddenPaths returns what restricted commands must not see, the data
+// dir dd and the credential paths in the worker's home, and the
+// directories in them where workspaces lie (Logbook's own workspaces
+// root), which they are hidden around at each command's start.
+func hiddenPaths(dd string) (hide, keep []string) {
+	hide = []string{dd}
 	if home, err := os.UserHomeDir(); err == nil {
 		hide = append(hide, sandbox.CredentialPaths(home)...)
 	}
-	// Logbook's own workspaces may lie in the data dir: around them.
-	var keep []string
 	if root, err := wsadapter.DefaultRoot(); err == nil {
 		if _, err := os.Stat(root); err == nil {
 			if real, err := filepath.EvalSymlinks(root); err == nil {
@@ -154,7 +156,7 @@ func hiddenPaths(dd string) []string {
 			}
 		}
 	}
-	return sandbox.HideAround(hide, keep)
+	return hide, keep
 }
 
 func workerCmd(g *globals) *cobra.Command {

@@ -41,7 +41,7 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 			env = append(env, k+"="+v)
 		}
 	}
-	hidden := hiddenPaths(string(b.dd))
+	hidden, keep := hiddenPaths(string(b.dd))
 	// Names, titles, ids and folders a rule of the data dir takes for a
 	// secret are refused, by the rules serve follows when it runs.
 	red, err := b.redactor()
@@ -49,7 +49,7 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 		return nil, err
 	}
 	cfg := wsadapter.Config{Log: b.log, Reg: b.reg, Host: host, Actor: actor, Root: root,
-		Setup: wsadapter.SandboxSetup{Env: env, Hidden: hidden}, Redactor: red}
+		Setup: wsadapter.SandboxSetup{Env: env, Hidden: hidden, Keep: keep}, Redactor: red}
 	if b.remote {
 		// Only a server's workers run commands: without one, none runs.
 		cl, err := newCommandClient(b)
