@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -134,6 +135,21 @@ func flagError(err error) error {
 // conventions applies the conventions above to root and every command
 // under it.
 func conventions(root *cobra.Command) {
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				if err == nil {
+					err = unknownSubcommand(cmd, rest)
+				}
+				return err
+			}
+			cmd.InitDefaultHelpFlag()
+			return cmd.Help()
+		},
+	})
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{flagError(err)} })
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -172,6 +188,29 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 	}
 	msg += fmt.Sprintf("\n\nRun '%s --help' for its commands.", cmd.CommandPath())
 	return &usageError{errors.New(msg)}
+}
+
+// helpForUnknown returns unknownSubcommand's usage error for a command
+// line that asks for help (-h, --help) of a command a group does not have
+// ("logbook nosuch --help"), where cobra would print the group's help and
+// exit 0, telling a script that checks for a command that it exists. It
+// returns nil for every other command line.
+func helpForUnknown(root *cobra.Command, args []string) error {
+	if !slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "--help" }) {
+		return nil
+	}
+	c, rest, err := root.Find(args)
+	if err != nil || !c.HasSubCommands() {
+		return nil
+	}
+	c.InitDefaultHelpFlag()
+	if err := c.ParseFlags(rest); err != nil {
+		return nil // Execute reports it
+	}
+	if extra := c.Flags().Args(); len(extra) > 0 {
+		return unknownSubcommand(c, extra)
+	}
+	return nil
 }
 
 // exitCode maps the error a command line ended with to the process's

@@ -91,6 +91,9 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if gatedHookArgs(root, args) {
 		return runGatedHook(ctx, root, g, hookfast.AsksHelp(args) && !hookfast.StdinIsTerminal(stdin))
 	}
+	if err := helpForUnknown(root, args); err != nil {
+		return err
+	}
 	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil && exitCode(err) == codeUsage && (cmd.CommandPath() == "logbook hook" || strings.HasPrefix(cmd.CommandPath(), "logbook hook ")) {
 		// An agent reads exit 2 as "block": a hook never exits 2 for
