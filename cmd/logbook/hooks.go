@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"mvdan.cc/sh/v3/shell"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
@@ -231,19 +232,40 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// isLogbookHook reports whether a hook command is Logbook's: its program
-// is logbook-hook, or logbook run as `hook …`.
+// isLogbookHook reports whether a hook command is Logbook's, by what it
+// runs (its words as sh splits them): a program named logbook-hook, or
+// logbook run as `hook …`, or this very binary or the logbook-hook
+// beside it under any name (a build installed as logbook-dev, say), run
+// as the commands hookCommand and gateHookCommand write.
 func isLogbookHook(command string) bool {
-	fields := strings.Fields(command)
-	if len(fields) == 0 {
+	fields, err := shell.Fields(command, func(string) string { return "" })
+	if err != nil || len(fields) == 0 {
 		return false
 	}
-	prog := filepath.Base(strings.Trim(fields[0], `'"`))
-	switch prog {
+	prog := fields[0]
+	switch filepath.Base(prog) {
 	case "logbook-hook":
 		return true
 	case "logbook":
 		return slices.Contains(fields[1:], "hook")
+	}
+	if !filepath.IsAbs(prog) {
+		return false
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return false
+	}
+	same := func(a, b string) bool {
+		sa, errA := os.Stat(a)
+		sb, errB := os.Stat(b)
+		return errA == nil && errB == nil && os.SameFile(sa, sb)
+	}
+	switch {
+	case same(prog, self):
+		return slices.Contains(fields[1:], "hook")
+	case same(prog, filepath.Join(filepath.Dir(self), "logbook-hook")):
+		return true
 	}
 	return false
 }
