@@ -461,7 +461,7 @@ func (g *Gate) finish(ctx context.Context, agg events.Aggregate, req Request, p 
 	case p.early != nil:
 		return *p.early, nil
 	case p.wait:
-		return g.await(ctx, agg, p.rq.ReviewID, budget)
+		return g.await(ctx, agg, p.rq.ReviewID, budget, req.BudgetMS)
 	}
 	id := p.rq.ReviewID
 	if r, ok := st.DecidedReview(id); ok {
@@ -472,7 +472,7 @@ func (g *Gate) finish(ctx context.Context, agg events.Aggregate, req Request, p 
 			return Verdict{}, err
 		}
 	}
-	return g.await(ctx, agg, id, budget)
+	return g.await(ctx, agg, id, budget, req.BudgetMS)
 }
 
 func (g *Gate) runReviewer(ctx context.Context, agg events.Aggregate, id string, req Request, rq events.ReviewRequested, st session.State, budget time.Duration) error {
@@ -513,8 +513,10 @@ func (g *Gate) answer(ctx context.Context, agg events.Aggregate, id string, a re
 
 // await waits for review id's verdict until budget has passed since it
 // was requested, then decides it timed_out (unless someone answered
-// first) and returns the verdict recorded.
-func (g *Gate) await(ctx context.Context, agg events.Aggregate, id string, budget time.Duration) (Verdict, error) {
+// first) and returns the verdict recorded. askedMS is the budget the
+// request asked for (Request.BudgetMS): when the gate's own was shorter,
+// the timed_out reason says so.
+func (g *Gate) await(ctx context.Context, agg events.Aggregate, id string, budget time.Duration, askedMS int64) (Verdict, error) {
 	poll := g.Poll
 	if poll <= 0 {
 		poll = 20 * time.Millisecond
@@ -536,6 +538,9 @@ func (g *Gate) await(ctx context.Context, agg events.Aggregate, id string, budge
 		if g.now().Sub(p.RequestedAt) >= budget {
 			a := review.Answer{Outcome: events.ReviewTimedOut, Risk: p.Risk, By: events.DecidedBy{Kind: events.DecidedByTimeout, Name: "gate budget " + budget.String()},
 				Reason: fmt.Sprintf("no verdict within %s", budget)}
+			if asked := time.Duration(askedMS) * time.Millisecond; asked > budget {
+				a.Reason += fmt.Sprintf(" (the server's review budget, --review-budget; the hook asked for %s)", asked)
+			}
 			if err := g.answer(ctx, agg, id, a, "", ulid.Make().String()); err != nil {
 				return Verdict{}, err
 			}

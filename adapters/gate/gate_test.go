@@ -288,6 +288,24 @@ func TestGate_PersonTimesOut(t *testing.T) {
 	}
 }
 
+// A hook that asks for a longer budget than the gate's own waits the
+// gate's, and the verdict says so rather than cutting it silently.
+func TestGate_LongerBudgetAskedIsSaid(t *testing.T) {
+	r := newRig(t, `review = ["Bash(git push:*)"]`)
+	r.gate.Budget = 300 * time.Millisecond
+	r.hook("UserPromptSubmit", map[string]any{"prompt": "push it"})
+	input := map[string]any{"command": "git push"}
+	ref := r.hook("PreToolUse", map[string]any{"tool_name": "Bash", "tool_input": input, "tool_use_id": "toolu_1"})
+	b, _ := json.Marshal(input)
+	v, err := r.gate.Decide(t.Context(), Request{Session: r.sess, Event: EventPreToolUse, Tool: "Bash", Input: b, ID: "toolu_1", Cwd: "/tmp", Ref: ref, BudgetMS: 500_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Outcome != "timed_out" || !strings.Contains(v.Reason, "no verdict within 300ms") || !strings.Contains(v.Reason, "--review-budget; the hook asked for 8m20s") {
+		t.Errorf("got %+v", v)
+	}
+}
+
 func TestGate_SweepAfterAStop(t *testing.T) {
 	r := newRig(t, `review = ["Bash(git push:*)"]`)
 	r.hook("UserPromptSubmit", map[string]any{"prompt": "push it"})

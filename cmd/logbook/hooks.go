@@ -72,7 +72,16 @@ recorder. A --data given to logbook is passed on to the hook.`,
 			if f.budget < time.Millisecond || f.budget > maxGateBudget {
 				return usageErrorf("--budget %v: want from 1ms to %v, as hook claude --gate takes", f.budget, maxGateBudget)
 			}
-			return hooksEdit(g, f, true)
+			if err := hooksEdit(g, f, true); err != nil {
+				return err
+			}
+			if f.gate && f.budget > gate.DefaultBudget {
+				// The server's own budget bounds every review: say so
+				// rather than let a longer one be cut unseen.
+				b := budgetFlag(f.budget)
+				fmt.Fprintf(g.stderr, "note: a review waits at most serve's --review-budget (default %s), whatever the hook's --budget: start serve with --review-budget %s for reviews to wait %s\n", budgetFlag(gate.DefaultBudget), b, b)
+			}
+			return nil
 		},
 	}
 	uninstall := &cobra.Command{
@@ -168,12 +177,17 @@ func gateHookCommand(g *globals, budget time.Duration) string {
 	if self, _ := os.Executable(); !lookPathIs("logbook") && self != "" {
 		cmd = shellQuote(self)
 	}
-	b := budget.String() // 1.5s, 250ms
-	if budget%time.Second == 0 {
-		b = fmt.Sprintf("%ds", int(budget.Seconds())) // 90s, not 1m30s
-	}
-	cmd += " hook" + dataArg(g) + " claude --gate --budget " + b
+	cmd += " hook" + dataArg(g) + " claude --gate --budget " + budgetFlag(budget)
 	return cmd
+}
+
+// budgetFlag returns budget as a --budget value: whole seconds as "90s"
+// (not 1m30s), anything finer as time.Duration prints it (1.5s, 250ms).
+func budgetFlag(budget time.Duration) string {
+	if budget%time.Second == 0 {
+		return fmt.Sprintf("%ds", int(budget.Seconds()))
+	}
+	return budget.String()
 }
 
 // dataArg returns " --data DIR" for the --data given to logbook, as an
