@@ -263,10 +263,14 @@ func ByThread(paths []string) [][]string {
 	return out
 }
 
-// Discover returns the rollout files named by paths, in path order (a
-// sessions tree's YYYY/MM/DD folders sort in time, so a fork comes after
-// its origin): a file is taken as named; a directory is walked for
-// rollout-*.jsonl files. A path that does not exist is an error.
+// Discover returns the candidate rollout files named by paths, in path
+// order (a sessions tree's YYYY/MM/DD folders sort in time, so a fork
+// comes after its origin): a file is taken as named; a directory is
+// walked for .jsonl files (rollout-*.jsonl in Codex CLI's own tree, but a
+// copied rollout may be named anything), links to files among them, so
+// the caller sniffs each (LooksLikeRollout) and says which it skipped
+// rather than a folder seeming empty. A path that does not exist is an
+// error.
 func Discover(paths ...string) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
@@ -287,10 +291,16 @@ func Discover(paths ...string) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			if !d.IsDir() && IsRolloutName(f) && !seen[f] {
-				seen[f] = true
-				found = append(found, f)
+			if d.IsDir() || !strings.HasSuffix(f, ".jsonl") || seen[f] {
+				return nil
 			}
+			if d.Type()&fs.ModeSymlink != 0 {
+				if st, err := os.Stat(f); err != nil || st.IsDir() {
+					return nil // a link to a directory is not walked: no loop traps the walk
+				}
+			}
+			seen[f] = true
+			found = append(found, f)
 			return nil
 		})
 		if err != nil {

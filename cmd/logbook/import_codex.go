@@ -35,7 +35,8 @@ lines that are new; a last line still being written waits for the next
 import; a line that does not parse stops that file with its path and line
 (--skip-invalid records it without signals and goes on). A forked
 conversation is a session of its own that names the one it was forked
-from. Directories are walked for rollout-*.jsonl; files are taken as named.
+from. Directories are walked for .jsonl files, each taken if its first
+line is a rollout's and listed as skipped if not; files are taken as named.
 
 A rollout that no longer holds what was imported from it (truncated or
 rewritten) stops with an error naming it, recorded on its session as
@@ -63,7 +64,7 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 		return err
 	}
 	if len(files) == 0 {
-		fmt.Fprintf(g.stderr, "warning: no rollout-*.jsonl files under %s (name a rollout file to import it under another name)\n", strings.Join(paths, ", "))
+		fmt.Fprintf(g.stderr, "warning: no .jsonl files under %s (Codex CLI keeps its rollouts under ~/.codex/sessions)\n", strings.Join(paths, ", "))
 	}
 	var rollouts, unreadable []string
 	// Rollouts with no line to import yet (empty, or blank lines only),
