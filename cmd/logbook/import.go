@@ -69,6 +69,18 @@ type importSummary struct {
 	NotTranscripts []string     `json:"skipped_files,omitempty"` // files that are not transcripts
 }
 
+// line returns the summary's last line, files counted as kind ("transcript
+// file"): how many were read, lines appended, lines the log had already,
+// and how many files stopped at an error (only the lines before it are
+// in the log) or could not be read.
+func (s importSummary) line(kind string) string {
+	l := fmt.Sprintf("imported %s: %s appended, %d already in the log", plural(len(s.Files), kind), plural(s.Appended, "line"), s.Skipped)
+	if n := len(s.Errors); n > 0 {
+		l += fmt.Sprintf("; %d stopped at an error", n)
+	}
+	return l
+}
+
 // importFile is one transcript file of importSummary: a
 // claude.FileResult with the JSON names of every other command.
 type importFile struct {
@@ -340,7 +352,7 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 		for _, e := range sum.Errors {
 			fmt.Fprintf(g.stderr, "error: %s\n", termSafe(e))
 		}
-		fmt.Fprintf(g.stdout, "imported %s: %s appended, %d already in the log\n", plural(len(sum.Files), "transcript file"), plural(sum.Appended, "line"), sum.Skipped)
+		fmt.Fprintln(g.stdout, sum.line("transcript file"))
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()

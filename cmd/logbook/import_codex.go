@@ -184,7 +184,7 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 		for _, e := range sum.Errors {
 			fmt.Fprintf(g.stderr, "error: %s\n", termSafe(e))
 		}
-		fmt.Fprintf(g.stdout, "imported %s: %s appended, %d already in the log\n", plural(len(sum.Files), "rollout file"), plural(sum.Appended, "line"), sum.Skipped)
+		fmt.Fprintln(g.stdout, sum.line("rollout file"))
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
