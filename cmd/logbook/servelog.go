@@ -23,8 +23,26 @@ import (
 // It is safe for concurrent use; a part of a line waits for its end.
 type serveLog struct {
 	mu   sync.Mutex
+	h    slog.Handler // the handler without a component
 	log  *slog.Logger
 	pend []byte
+}
+
+// logger returns a logger whose records go to the same log as the lines
+// written to s, as they are (their own levels and attributes), marked
+// with component: for a part that logs with log/slog (a worker), so its
+// records are not wrapped as the message of another.
+func (s *serveLog) logger(component string) *slog.Logger {
+	return slog.New(s.h).With("component", component)
+}
+
+// partLogger returns the logger a part of serve writes to w with: w's own
+// when w is serve's log, else a text handler on w.
+func partLogger(w io.Writer, component string) *slog.Logger {
+	if s, ok := w.(*serveLog); ok {
+		return s.logger(component)
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
 }
 
 // newServeLog returns a serveLog writing to w in format "text" or "json".
@@ -34,7 +52,7 @@ func newServeLog(w io.Writer, format string) *serveLog {
 	if format == "json" {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	return &serveLog{log: slog.New(h).With("component", "serve")}
+	return &serveLog{h: h, log: slog.New(h).With("component", "serve")}
 }
 
 // Write logs each whole line of p.

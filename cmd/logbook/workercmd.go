@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,7 +128,7 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 			Hidden:   hide,
 			Keep:     keep,
 			Allow:    allow,
-			Logger:   slog.New(slog.NewTextHandler(logw, nil)),
+			Logger:   partLogger(logw, "worker"),
 			Redactor: red,
 		})
 		if err != nil {
