@@ -40,21 +40,46 @@ import (
 const EnvRoot = "LOGBOOK_WORKSPACES"
 
 // DefaultRoot returns where new workspaces go: $LOGBOOK_WORKSPACES, else
-// $XDG_DATA_HOME/logbook/workspaces, else
-// ~/.local/share/logbook/workspaces. A workspace's path is fixed when it
-// is reserved, so changing the root affects only new workspaces.
+// $XDG_DATA_HOME/logbook-workspaces, else
+// ~/.local/share/logbook-workspaces: beside the default data dir, not in
+// it, so that a session working in a workspace is not taken for one
+// reaching into the data dir (the gate's guard), and what restricted
+// commands must not see of the data dir stays one hidden path. A
+// workspace's path is fixed when it is reserved, so changing the root
+// affects only new workspaces; LegacyRoot is where they went before.
 func DefaultRoot() (string, error) {
 	if r := os.Getenv(EnvRoot); r != "" {
 		return filepath.Abs(r)
 	}
+	share, err := dataHome()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(share, "logbook-workspaces"), nil
+}
+
+// LegacyRoot returns where new workspaces went by default before they
+// moved beside the data dir: $XDG_DATA_HOME/logbook/workspaces, else
+// ~/.local/share/logbook/workspaces, inside the default data dir.
+// Workspaces reserved there stay there.
+func LegacyRoot() (string, error) {
+	share, err := dataHome()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(share, "logbook", "workspaces"), nil
+}
+
+// dataHome returns $XDG_DATA_HOME, else ~/.local/share.
+func dataHome() (string, error) {
 	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
-		return filepath.Join(x, "logbook", "workspaces"), nil
+		return x, nil
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return "", fmt.Errorf("workspaces root: %w (set %s)", err, EnvRoot)
 	}
-	return filepath.Join(home, ".local", "share", "logbook", "workspaces"), nil
+	return filepath.Join(home, ".local", "share"), nil
 }
 
 // Setup is one setup command to run in a workspace.

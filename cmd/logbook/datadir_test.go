@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 )
 
 // TestLock_HolderNotYetWritten: a command that finds the data dir's lock
@@ -36,5 +38,28 @@ func TestLock_HolderNotYetWritten(t *testing.T) {
 	}
 	if _, err := d.lock("logbook sessions"); err == nil || !strings.HasSuffix(err.Error(), "is held by logbook serve pid 4242") {
 		t.Errorf("written holder: %v", err)
+	}
+}
+
+// TestDefaultWorkspacesOutsideDataDir: by default workspaces lie beside
+// the data dir, never in it, so the gate's data-dir guard does not take a
+// session working in one for a session reaching into the data dir.
+func TestDefaultWorkspacesOutsideDataDir(t *testing.T) {
+	for _, xdg := range []string{"", t.TempDir()} {
+		t.Setenv("HOME", t.TempDir())
+		t.Setenv("XDG_DATA_HOME", xdg)
+		t.Setenv("LOGBOOK_DATA", "")
+		t.Setenv(wsadapter.EnvRoot, "")
+		dd, err := resolveDataDir("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, err := wsadapter.DefaultRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inside(root, string(dd)) || inside(string(dd), root) {
+			t.Errorf("XDG_DATA_HOME=%q: workspaces root %s and data dir %s overlap", xdg, root, dd)
+		}
 	}
 }

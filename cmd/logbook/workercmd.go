@@ -141,16 +141,17 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 
 // hiddenPaths returns what restricted commands must not see, the data
 // dir dd and the credential paths in the worker's home, and the
-// directories in them where workspaces lie (Logbook's own workspaces
-// root), which they are hidden around at each command's start.
+// directories in them where workspaces lie (Logbook's workspaces root,
+// and the one inside the data dir where they went before), which they are
+// hidden around at each command's start.
 func hiddenPaths(dd string) (hide, keep []string) {
 	hide = []string{dd}
 	if home, err := os.UserHomeDir(); err == nil {
 		hide = append(hide, sandbox.CredentialPaths(home)...)
 	}
-	if root, err := wsadapter.DefaultRoot(); err == nil {
-		if _, err := os.Stat(root); err == nil {
-			if real, err := filepath.EvalSymlinks(root); err == nil {
+	for _, root := range []func() (string, error){wsadapter.DefaultRoot, wsadapter.LegacyRoot} {
+		if r, err := root(); err == nil {
+			if real, err := filepath.EvalSymlinks(r); err == nil {
 				keep = append(keep, real)
 			}
 		}

@@ -224,7 +224,7 @@ folder) and materializes it, each step an event: the base (with no --base,
 origin is fetched and origin/<trunk> used, else the local trunk; --base REF
 is used exactly), git worktree add -b worktree/<key> in
 $LOGBOOK_WORKSPACES/<project key>/<key> (default
-$XDG_DATA_HOME/logbook/workspaces/...), the project's sync and
+$XDG_DATA_HOME/logbook-workspaces/...), the project's sync and
 protected_sync files, and its setup_commands run as sandboxed commands
 (they need a running server), all from .logbook/workspace.toml. The
 project's own work tree, HEAD and branches are never touched.
