@@ -199,6 +199,9 @@ func helpForUnknown(root *cobra.Command, args []string) error {
 	if !slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "--help" }) {
 		return nil
 	}
+	// The commands cobra adds itself, as Execute will.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd(args...)
 	c, rest, err := root.Find(args)
 	if err != nil || !c.HasSubCommands() {
 		return nil
