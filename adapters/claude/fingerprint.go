@@ -9,6 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/logbook-dev/logbook/events"
 )
@@ -152,7 +156,22 @@ type DivergedError struct {
 func (e *DivergedError) Error() string {
 	line, what := divergence(e.Imported, e.Found, e.Size)
 	return fmt.Sprintf("%s:%d: the transcript changed under Logbook: %s; session %s keeps the %d lines it imported, and importing this file stops here (recorded as session.transcript_diverged); to import the file as it is now as a new history linked to it, run: %s --as-new %s (it goes to session %s)",
-		e.Path, line, what, e.Session, e.Imported.Line, cmp.Or(e.Command, "logbook import claude"), e.Path, e.NewSession)
+		e.Path, line, what, e.Session, e.Imported.Line, cmp.Or(e.Command, "logbook import claude"), shellWord(e.Path), e.NewSession)
+}
+
+// shellWord returns path as one word a POSIX shell reads back as path,
+// quoted (mvdan.cc/sh's syntax.Quote) when it holds anything the shell
+// would split or expand, and led by ./ when it begins with a dash: the
+// path in a command line to copy.
+func shellWord(path string) string {
+	if strings.HasPrefix(path, "-") {
+		path = "./" + path
+	}
+	q, err := syntax.Quote(path, syntax.LangPOSIX)
+	if err != nil {
+		return strconv.Quote(path) // a NUL byte: no shell word holds it
+	}
+	return q
 }
 
 // divergence describes how a transcript file of size bytes differs from

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"mvdan.cc/sh/v3/shell"
+
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -233,5 +235,23 @@ func swapTo(t *testing.T, path, target string) {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The command a divergence tells to run takes the path back as one word
+// in a shell: quoted, never split or expanded, never read as a flag.
+func TestDivergedError_PathIsOneShellWord(t *testing.T) {
+	for path, want := range map[string]string{
+		"/tmp/a.jsonl": "/tmp/a.jsonl",
+		"/tmp/w sp/pro ject's \"q\" ü$(x)/a `b`.jsonl": "/tmp/w sp/pro ject's \"q\" ü$(x)/a `b`.jsonl",
+		"-rf.jsonl": "./-rf.jsonl",
+	} {
+		msg := (&DivergedError{Path: path, Session: "s1", NewSession: "s1-r1"}).Error()
+		_, cmd, _ := strings.Cut(msg, "run: ")
+		cmd, _, _ = strings.Cut(cmd, " (it goes")
+		words, err := shell.Fields(cmd, func(string) string { return "EXPANDED" })
+		if err != nil || len(words) != 5 || words[4] != want {
+			t.Errorf("%q: the shell reads %q as %q (%v), want its last word %q", path, cmd, words, err, want)
+		}
 	}
 }
