@@ -1115,9 +1115,12 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 }
 
 // LooksLikeTranscript reports whether the file at path reads as a Claude
-// Code transcript: its first line is a JSON object with a string "type".
-// An empty file qualifies (a session just created). When it does not, the
-// reason says why, for a message that names the file.
+// Code transcript: its first line is a JSON object with a "type", and not
+// a Codex CLI rollout's envelope (a "payload" beside a type of Codex's:
+// session_meta, response_item, event_msg, turn_context, compacted; Codex
+// CLI 0.40 and later). An empty file qualifies (a session just created).
+// When it does not, the reason says why, for a message that names the
+// file.
 func LooksLikeTranscript(path string) (bool, string) {
 	l, err := FirstLine(path)
 	if err != nil {
@@ -1127,7 +1130,8 @@ func LooksLikeTranscript(path string) (bool, string) {
 		return true, ""
 	}
 	var v struct {
-		Type *string `json:"type"`
+		Type    *string         `json:"type"`
+		Payload json.RawMessage `json:"payload"`
 	}
 	if err := json.Unmarshal(l.Bytes, &v); err != nil {
 		return true, "" // the import reports the bad line with its position
@@ -1135,8 +1139,16 @@ func LooksLikeTranscript(path string) (bool, string) {
 	if v.Type == nil {
 		return false, "its first line has no \"type\" field"
 	}
+	if v.Payload != nil && codexEnvelopeTypes[*v.Type] {
+		return false, "it is a Codex CLI rollout (its first line is a " + *v.Type + " envelope): import it with `logbook import codex`"
+	}
 	return true, ""
 }
+
+// codexEnvelopeTypes are the "type" values of a Codex CLI rollout line's
+// envelope ({"timestamp", "type", "payload"}), none of which a Claude
+// Code transcript line has.
+var codexEnvelopeTypes = map[string]bool{"session_meta": true, "response_item": true, "event_msg": true, "turn_context": true, "compacted": true}
 
 // looksLikeUUID reports whether s has the 8-4-4-4-12 hex shape of the
 // session ids Claude Code names transcripts after.
