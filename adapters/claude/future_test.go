@@ -87,6 +87,105 @@ func TestImportFile_FutureTimestamp(t *testing.T) {
 	}
 }
 
+// TestImportFile_UnusableTimestamp: a line whose timestamp does not
+// parse, or dates it in year 1 (a zero time written out), is dated as the
+// line before it, with a problem on the line and a warning naming file
+// and line, never at the importing host's clock. A resumed import dates
+// its undated lines by when the agent was last heard from, not by the
+// session's last event: a stale mark made now does not date history now.
+func TestImportFile_UnusableTimestamp(t *testing.T) {
+	const sid = "5e551011-0000-4000-8000-0000000000f2"
+	log := openLog(t)
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	in, err := NewIngester(IngestConfig{Log: log, Host: "test", Clock: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := func(uuid, parent, ts, text string) string {
+		tsField := ""
+		if ts != "" {
+			tsField = `"timestamp":"` + ts + `",`
+		}
+		return `{"type":"user","uuid":"` + uuid + `","parentUuid":` + parent + `,"sessionId":"` + sid + `",` + tsField + `"message":{"role":"user","content":"` + text + `"}}` + "\n"
+	}
+	first := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	last := first.Add(5 * time.Minute)
+	path := filepath.Join(t.TempDir(), sid+".jsonl")
+	transcript := line("u1", "null", "2026-11-25T09:00:00Z", "one") +
+		line("u2", `"u1"`, "yesterday", "two") +
+		line("u3", `"u2"`, "0001-01-01T00:00:00Z", "three") +
+		`{"type":"assistant","uuid":"u4","parentUuid":"u3","sessionId":"` + sid + `","timestamp":"2026-11-25T09:05:00Z","message":{"role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"make"}}],"stop_reason":"tool_use"}}` + "\n"
+	if err := os.WriteFile(path, []byte(transcript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
+	res, err := in.ImportFile(t.Context(), path, agg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) != 2 || !strings.Contains(res.Warnings[0], path+`:2: timestamp "yesterday" is not a time`) || !strings.Contains(res.Warnings[1], path+`:3: timestamp "0001-01-01T00:00:00Z"`) {
+		t.Errorf("warnings = %q; want lines 2 and 3 named", res.Warnings)
+	}
+	dated := func(recs []events.Record) map[int]time.Time {
+		at := map[int]time.Time{}
+		for _, r := range recs {
+			if o, ok := events.Observed(r.Data); ok && o.Line > 0 {
+				at[o.Line] = r.At
+				if (o.Line == 2 || o.Line == 3) && len(o.Problems) == 0 {
+					t.Errorf("line %d has no problem recorded", o.Line)
+				}
+			}
+		}
+		return at
+	}
+	recs, _, err := log.Load(t.Context(), agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, at := range dated(recs) {
+		want := first
+		if n == 4 {
+			want = last
+		}
+		if !at.Equal(want) {
+			t.Errorf("line %d dated %v, want %v", n, at, want)
+		}
+	}
+
+	// Silent past abandon-after: the reconciler marks it stale now.
+	const after = 30 * time.Minute
+	if ap, _, err := in.Reconcile(t.Context(), agg, now.Add(time.Minute), after, nil); err != nil || ap.Last == 0 {
+		t.Fatalf("tick: appended %+v, err %v; want a stale mark", ap, err)
+	}
+	// The transcript goes on, undated and then dated badly: both lines
+	// are dated as line 4, when the agent was last heard from.
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(line("u5", `"u4"`, "", "five") + line("u6", `"u5"`, "not a time", "six")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	now = now.Add(time.Hour)
+	if _, err := in.ImportFile(t.Context(), path, agg, nil); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err = log.Load(t.Context(), agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := dated(recs)
+	for _, n := range []int{5, 6} {
+		if !at[n].Equal(last) {
+			t.Errorf("resumed: line %d dated %v, want line 4's %v, not the stale mark's", n, at[n], last)
+		}
+	}
+	if st := session.Fold(session.Init(agg), recs); !st.ObservedAt.Equal(last) {
+		t.Errorf("observed at %v, want %v", st.ObservedAt, last)
+	}
+}
+
 // TestHook_FutureTime: a spool entry whose time lies in the far future
 // (its ULID names it) is observed at the clock's bound.
 func TestHook_FutureTime(t *testing.T) {

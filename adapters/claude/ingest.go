@@ -521,7 +521,15 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	res.Lines = s.Cursor(path)
 	res.Skipped = s.Cursor(path)
 	lastFP, _ = s.Fingerprint(path)
-	last := s.UpdatedAt
+	// A line with no time of its own takes the time of the line before
+	// it: on a resumed import, when the agent was last heard from
+	// (ObservedAt), never the time of the session's last event, which
+	// may be the server's (a stale mark, a person's verdict) and would
+	// date history now.
+	last := s.ObservedAt
+	if last.IsZero() {
+		last = s.UpdatedAt
+	}
 	if last.IsZero() {
 		// Lines before the first timestamped one take its time, so an
 		// import decides the same events on every host.
@@ -663,8 +671,12 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			o.RewrittenFrom, rewrittenFrom = rewrittenFrom, ""
 		}
 		at := last
-		if t, err := time.Parse(time.RFC3339Nano, o.AgentTime); err == nil {
+		if t, ok := usableTime(o.AgentTime); ok {
 			at = t
+		} else if o.AgentTime != "" {
+			p := fmt.Sprintf("timestamp %q is not a time Logbook can date the line by (RFC 3339, year %d or later); it is dated as the line before it", o.AgentTime, minLineYear)
+			o.Problems = append(o.Problems, p)
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: %s", path, l.N, p))
 		}
 		if at.IsZero() {
 			at = in.clock()
@@ -1027,17 +1039,30 @@ func firstOf[V any](f *os.File, path string, ok func(V) bool) (V, bool) {
 	return zero, false
 }
 
-// firstTime returns the first timestamp among the first lines of f, the
-// transcript opened from path, or the zero time.
+// minLineYear is the earliest year a line's timestamp may date it by: an
+// earlier one (0001-01-01T00:00:00Z, a zero value written out) is no time
+// an agent wrote a line at.
+const minLineYear = 2000
+
+// usableTime returns the time of a line's timestamp ts (RFC 3339, as
+// Claude Code and Codex CLI write it) and whether it is one a line can
+// be dated by: it parses, and its year is minLineYear or later.
+func usableTime(ts string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	return t, err == nil && t.Year() >= minLineYear
+}
+
+// firstTime returns the first usable timestamp among the first lines of
+// f, the transcript opened from path, or the zero time.
 func firstTime(f *os.File, path string) time.Time {
 	type line struct {
 		Timestamp string `json:"timestamp"`
 	}
 	v, _ := firstOf(f, path, func(v line) bool {
-		_, err := time.Parse(time.RFC3339Nano, v.Timestamp)
-		return err == nil
+		_, ok := usableTime(v.Timestamp)
+		return ok
 	})
-	t, _ := time.Parse(time.RFC3339Nano, v.Timestamp)
+	t, _ := usableTime(v.Timestamp)
 	return t
 }
 
