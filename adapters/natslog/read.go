@@ -350,7 +350,7 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = from
 	}
-	cons, err := l.js.OrderedConsumer(ctx, StreamName, cfg)
+	cons, err := l.orderedConsumer(ctx, cfg)
 	if err != nil {
 		fail(err)
 		return
@@ -414,6 +414,28 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 			return
 		}
 	}
+}
+
+// orderedConsumer creates an ordered consumer with cfg, each attempt
+// bounded by Config.Timeout, and asks again while no leader answers (see
+// untilAnswered): a create request sent while the cluster has no meta
+// leader (a node just restarted, an election) gets no answer at all, and
+// waiting on it for the read's whole deadline read nothing. Asking is
+// bounded by ElectionWait when ctx has no deadline (Config.Timeout on a
+// stream of one replica); then the error says what it waited for.
+func (l *Log) orderedConsumer(ctx context.Context, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	wctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	start := time.Now()
+	var cons jetstream.Consumer
+	err := l.untilAnswered(wctx, func(actx context.Context) (err error) {
+		cons, err = l.js.OrderedConsumer(actx, StreamName, cfg)
+		return err
+	})
+	if err != nil && wctx.Err() != nil {
+		return nil, fmt.Errorf("create a consumer on %s: no leader answered in %v: %w", StreamName, time.Since(start).Round(time.Second), err)
+	}
+	return cons, err
 }
 
 // noneFrom reports whether the stream leader holds no message on filter
