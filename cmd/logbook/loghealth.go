@@ -107,7 +107,7 @@ func (h *logHealth) statusReply(ctx context.Context, l *natslog.Log, store *proj
 		return reply, err
 	}
 	last, err := l.LastSeq(ctx)
-	if natslog.Unavailable(err) {
+	if natslog.Unavailable(err) && ctx.Err() == nil { // not the caller's own deadline
 		h.failed(err)
 		since, why := h.state()
 		reply.LogUnavailableSince, reply.LogError = &since, why
