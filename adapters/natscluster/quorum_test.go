@@ -145,7 +145,7 @@ func TestQuorumLoss(t *testing.T) {
 // unavailableGauge returns the logbook_log_unavailable_seconds line of
 // serve's /metrics on h when its value is above 0, else "".
 func unavailableGauge(t *testing.T, h *host) string {
-	m := regexp.MustCompile(`board, API and metrics on (http://\S+)`).FindStringSubmatch(h.output())
+	m := regexp.MustCompile(`board, API and metrics on (http://[^\s"]+)`).FindStringSubmatch(h.output())
 	if m == nil {
 		t.Fatalf("%s does not say where its metrics are:\n%s", h.name, tail(h.output(), 2000))
 	}
@@ -156,6 +156,9 @@ func unavailableGauge(t *testing.T, h *host) string {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Logf("GET /metrics: %s: %s", resp.Status, tail(string(body), 300))
+	}
 	for _, line := range strings.Split(string(body), "\n") {
 		if v, ok := strings.CutPrefix(line, "logbook_log_unavailable_seconds "); ok && v != "0" {
 			return line
