@@ -517,6 +517,11 @@ type StatusReply struct {
 	LastSeq    uint64    `json:"last_seq"`
 	Durability string    `json:"durability"`
 	Started    time.Time `json:"started"`
+	// LogUnavailableSince is set while the server's log does not answer
+	// (a cluster without quorum): the reply then comes from the
+	// projection, at Checkpoint, LastSeq is 0 and LogError says why.
+	LogUnavailableSince *time.Time `json:"log_unavailable_since,omitempty"`
+	LogError            string     `json:"log_error,omitempty"`
 }
 
 // IsInputError reports an error about the input itself, which no retry

@@ -2,6 +2,7 @@ package natscluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -35,6 +36,11 @@ func appendRun(t *testing.T, l *natslog.Log, reg *events.Registry, prefix string
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		_, err := l.Append(ctx, events.Batch{Agg: agg, Events: evs})
+		// A leader killed with the batch in flight leaves its outcome
+		// unknown: the same batch again is stored once.
+		for errors.Is(err, natslog.ErrUnknownOutcome) && ctx.Err() == nil {
+			_, err = l.Append(ctx, events.Batch{Agg: agg, Events: evs})
+		}
 		cancel()
 		if err != nil {
 			t.Fatal(err)
@@ -53,10 +59,13 @@ func appendRun(t *testing.T, l *natslog.Log, reg *events.Registry, prefix string
 // follow (the projector's) went on past the end and skipped the events
 // between.
 //
-// It runs in .ci/cluster only: on a loaded machine a run now and then
-// finds the whole log empty to every reader for a minute after the
-// restart (the stream's last sequence 0 and nothing delivered), which is
-// not explained yet.
+// When the killed node was the JetStream meta leader, the readers' first
+// consumer creations went out while the cluster had none: nobody answers
+// such a request, and each waited out the read's whole deadline; the
+// read then ended, cut by its context, with no error and no event (an
+// empty history passing for the whole, 4 runs in 10). A consumer is now
+// asked for again, each attempt bounded, and a read cut short says so.
+// It runs in .ci/cluster only (a cluster, a kill and a restart).
 func TestReadWhileReplicaCatchesUp(t *testing.T) {
 	if os.Getenv("LOGBOOK_CLUSTER_KILLS") == "" {
 		t.Skip("long form: .ci/cluster")

@@ -2,6 +2,7 @@ package natslog
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 
@@ -26,8 +27,11 @@ type chunk struct {
 // and must return soon after its ctx is done; an error it yields ends
 // the sequence after the messages before it. Every goroutine started
 // here has returned when decodeParallel returns. It reports false if the
-// sequence ended early (yield returned false or src failed).
+// sequence ended early (yield returned false or src failed). When ctx
+// ends first, the sequence ends with an error (src's, or ctx's): a read
+// cut short never ends as if it had reached its end.
 func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func(Msg, error) bool), yield func(events.Record, error) bool) bool {
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -65,6 +69,10 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 			}
 		})
 	}
+	var (
+		cut     bool  // ctx ended before src's last chunk went out
+		lostErr error // src's error in that chunk, if any
+	)
 	wg.Go(func() {
 		defer close(ordered)
 		defer close(work)
@@ -97,6 +105,7 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 		if !stopped && (len(c.msgs) > 0 || c.err != nil) {
 			send()
 		}
+		cut, lostErr = stopped, c.err
 	})
 
 	for c := range ordered {
@@ -114,6 +123,17 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 		case free <- c:
 		default:
 		}
+	}
+	if err := parent.Err(); err != nil {
+		wg.Wait() // src has returned: cut and lostErr are set
+		if !cut {
+			return true // src went to its end first
+		}
+		if lostErr == nil {
+			lostErr = fmt.Errorf("read: %w", err)
+		}
+		yield(events.Record{}, lostErr)
+		return false
 	}
 	return ctx.Err() == nil
 }

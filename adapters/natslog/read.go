@@ -283,10 +283,11 @@ func (l *Log) readRecords(ctx context.Context, from uint64, yield func(events.Re
 		return end, true
 	}
 	src := func(ctx context.Context, y func(Msg, error) bool) { l.consume(ctx, eventFilter, from, end, y) }
-	// seen is the last sequence yielded: on a replicated stream a read
-	// that stops before end while the leader holds events after seen is
-	// short (a replica behind, a consumer that ended early), and fails
-	// rather than passing for the whole history.
+	// seen is the last sequence yielded: a read that stops before end
+	// while the stream (its leader) holds events after seen is short (a
+	// replica behind, a consumer that ended early, a server that went
+	// away), and fails rather than passing for the whole history. One
+	// get tells: the messages after seen may be command output only.
 	seen := max(from, 1) - 1
 	counted := func(r events.Record, err error) bool {
 		if err == nil {
@@ -299,12 +300,12 @@ func (l *Log) readRecords(ctx context.Context, from uint64, yield func(events.Re
 	if !l.decodeParallel(ctx, src, counted) {
 		return end, false
 	}
-	if !l.leaderReads || seen >= end {
+	if seen >= end {
 		return end, true
 	}
 	done, err := l.noneFrom(ctx, eventFilter, seen+1, end)
 	if err == nil && !done {
-		err = fmt.Errorf("the read ended at seq %d while the stream leader holds events up to %d (a replica still catching up?)", seen, end)
+		err = fmt.Errorf("the read ended at seq %d while the stream holds events up to %d (a replica still catching up, or the server went away?)", seen, end)
 	}
 	if err != nil {
 		yield(events.Record{}, fmt.Errorf("read %s from %d: %w", eventFilter, from, err))
@@ -350,7 +351,7 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = from
 	}
-	cons, err := l.js.OrderedConsumer(ctx, StreamName, cfg)
+	cons, err := l.orderedConsumer(ctx, cfg)
 	if err != nil {
 		fail(err)
 		return
@@ -416,16 +417,38 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 	}
 }
 
-// noneFrom reports whether the stream leader holds no message on filter
-// with a sequence from next up to end.
+// orderedConsumer creates an ordered consumer with cfg, each attempt
+// bounded by Config.Timeout, and asks again while no leader answers (see
+// untilAnswered): a create request sent while the cluster has no meta
+// leader (a node just restarted, an election) gets no answer at all, and
+// waiting on it for the read's whole deadline read nothing. Asking is
+// bounded by ElectionWait when ctx has no deadline (Config.Timeout on a
+// stream of one replica); then the error says what it waited for.
+func (l *Log) orderedConsumer(ctx context.Context, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
+	wctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	start := time.Now()
+	var cons jetstream.Consumer
+	err := l.untilAnswered(wctx, func(actx context.Context) (err error) {
+		cons, err = l.js.OrderedConsumer(actx, StreamName, cfg)
+		return err
+	})
+	if err != nil && wctx.Err() != nil {
+		return nil, fmt.Errorf("create a consumer on %s: no leader answered in %v: %w", StreamName, time.Since(start).Round(time.Second), err)
+	}
+	return cons, err
+}
+
+// noneFrom reports whether the stream (its leader, on a replicated
+// stream) holds no message on filter with a sequence from next up to end.
 func (l *Log) noneFrom(ctx context.Context, filter string, next, end uint64) (bool, error) {
 	if next > end {
 		return true, nil
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
-	m, err := l.leaderGet(ctx, msgGetRequest{Seq: next, NextBySubj: filter})
-	if errors.Is(err, errNoMsg) {
+	m, err := l.getMsg(ctx, next, filter)
+	if errors.Is(err, errNoMsg) || errors.Is(err, jetstream.ErrMsgNotFound) {
 		return true, nil
 	}
 	if err != nil {

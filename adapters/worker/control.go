@@ -129,23 +129,65 @@ func (w *Worker) beat(ctx context.Context) error {
 // control follows every command event from the start of the log: it
 // keeps the set of commands that have not ended (for reap) and stops the
 // commands this worker runs when they get a stop request or are
-// abandoned.
+// abandoned. A feed that fails for good (its ordered consumer could not
+// be re-created: a node or the connection gone for longer than the
+// client's resets, the stream without a leader) is created again from
+// the message after the last one it delivered, after a pause growing to
+// controlMaxPause, for as long as the worker runs: the worker never
+// stops following stop requests while it may run commands.
 func (w *Worker) control(ctx context.Context) error {
+	var next uint64 // stream sequence of the next message to read; 0: from the start
+	for pause := controlFirstPause; ; pause = min(pause*2, controlMaxPause) {
+		delivered, err := w.controlFeed(ctx, &next)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if delivered {
+			pause = controlFirstPause
+		}
+		w.log.Warn("control feed: following it again", "from_seq", max(next, 1), "in", pause, "err", err)
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Pauses before the control feed is created again after a failure:
+// doubling from controlFirstPause up to controlMaxPause, and back to the
+// first once a feed has delivered a message.
+const (
+	controlFirstPause = 250 * time.Millisecond
+	controlMaxPause   = 5 * time.Second
+)
+
+// controlFeed runs one ordered consumer of the control feed from *next
+// (the start when 0), advancing *next past each message it handles, until
+// ctx ends (nil) or the feed fails (the error). delivered reports whether
+// it handled a message.
+func (w *Worker) controlFeed(ctx context.Context, next *uint64) (delivered bool, err error) {
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects:   []string{CommandFilter, SessionFilter},
+		DeliverPolicy:    jetstream.DeliverAllPolicy,
+		MaxResetAttempts: natslog.ResetAttempts,
+	}
+	if *next > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, *next
+	}
 	var cons jetstream.Consumer
-	err := untilServed(ctx, w.log, "control feed", func(ctx context.Context) (err error) {
-		cons, err = w.js.OrderedConsumer(ctx, natslog.StreamName, jetstream.OrderedConsumerConfig{
-			FilterSubjects:   []string{CommandFilter, SessionFilter},
-			DeliverPolicy:    jetstream.DeliverAllPolicy,
-			MaxResetAttempts: natslog.ResetAttempts,
-		})
+	err = untilServed(ctx, w.log, "control feed", func(ctx context.Context) (err error) {
+		cons, err = w.js.OrderedConsumer(ctx, natslog.StreamName, cfg)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("worker %s: control feed: %w", w.id.ID, err)
+		return false, fmt.Errorf("worker %s: control feed: %w", w.id.ID, err)
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
 	if err != nil {
-		return fmt.Errorf("worker %s: control feed: %w", w.id.ID, err)
+		return false, fmt.Errorf("worker %s: control feed: %w", w.id.ID, err)
 	}
 	defer it.Stop()
 	unwatch := context.AfterFunc(ctx, it.Stop) // Next misses ctx during a reset
@@ -161,17 +203,21 @@ func (w *Worker) control(ctx context.Context) error {
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return delivered, nil
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				w.setCaughtUp()
 				continue
 			}
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return fmt.Errorf("worker %s: control feed closed: %w", w.id.ID, err)
+				return delivered, fmt.Errorf("worker %s: control feed closed: %w", w.id.ID, err)
 			}
 			w.log.Warn("control feed", "err", err)
 			continue
+		}
+		md, mdErr := msg.Metadata()
+		if mdErr == nil && md.Sequence.Stream < *next {
+			continue // delivered again after a reset: handled already
 		}
 		if strings.HasPrefix(msg.Subject(), sessionPrefix) && msg.Headers().Get(natslog.HeaderType) != sessionEnded {
 			// Of a session's events only its end matters here.
@@ -182,8 +228,12 @@ func (w *Worker) control(ctx context.Context) error {
 		} else {
 			w.observe(e)
 		}
-		if md, err := msg.Metadata(); err == nil && md.NumPending == 0 {
-			w.setCaughtUp()
+		delivered = true
+		if mdErr == nil {
+			*next = md.Sequence.Stream + 1
+			if md.NumPending == 0 {
+				w.setCaughtUp()
+			}
 		}
 	}
 }

@@ -84,7 +84,11 @@
 // the command. Each worker therefore also follows every command event
 // with an ordered consumer (its control feed) and calls sandbox Stop when
 // a command it runs gets command.stop_requested (which an eviction of a
-// started command also appends) or command.abandoned.
+// started command also appends) or command.abandoned. A feed whose
+// consumer cannot be re-created (a stream without a leader for longer
+// than the client's resets) is followed again from the message after the
+// last one it delivered, after pauses growing to 5 s, for as long as the
+// worker runs.
 //
 // # A session's end
 //

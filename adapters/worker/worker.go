@@ -396,7 +396,9 @@ func (w *Worker) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker %s: %w", w.id.ID, err)
 	}
-	if err := w.putBeat(ctx); err != nil {
+	// The bucket's stream may be electing a leader (a node killed as
+	// the worker starts): the first heartbeat waits that out.
+	if err := untilServed(ctx, w.log, "first heartbeat", w.putBeat); err != nil {
 		return fmt.Errorf("worker %s: first heartbeat: %w", w.id.ID, err)
 	}
 	return nil

@@ -295,6 +295,19 @@ func checkServer(ctx context.Context, g *globals, dd dataDir) doctorCheck {
 		c.Fix = "start one: logbook serve (it replaces the stale file); or remove " + dd.path("serve.json")
 		return c
 	}
+	if ok {
+		// A serve whose cluster lost its quorum answers from its
+		// projection; opening the log would only wait for a leader.
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		st, err := serveStatus(sctx, g, dd)
+		cancel()
+		if err == nil && st.LogUnavailableSince != nil {
+			c.Status = checkWarn
+			c.Detail = fmt.Sprintf("answers at %s (pid %d) from its projection at seq %d; %s", si.URL, si.PID, st.Checkpoint, unavailableText(*st.LogUnavailableSince, st.LogError))
+			c.Fix = "hooks wait in serve's journal and go into the log, in order, once the stream has a leader again: bring the cluster's nodes back"
+			return c
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	gg := *g

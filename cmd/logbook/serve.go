@@ -284,13 +284,13 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	verbs := svc.Handlers()
 	gs := gateService(b, svc, store, wp.gate, g.stderr)
 	maps.Copy(verbs, gs.Handlers())
+	health := &logHealth{}
 	verbs[api.VerbStatus] = func(ctx context.Context, _ []byte) (any, error) {
-		// The hooks taken on the socket before the call are in LastSeq.
-		if err := svc.WaitIntake(ctx); err != nil {
+		reply, err := health.statusReply(ctx, b.log, store, durability, svc.WaitIntake)
+		if err != nil {
 			return nil, err
 		}
-		last, err := b.log.LastSeq(ctx)
-		return api.StatusReply{Checkpoint: store.Checkpoint(), LastSeq: last, Durability: durability}, err
+		return reply, nil
 	}
 	if wp.reader {
 		// A follower answers what a reader may ask, on its own prefix only
@@ -444,6 +444,15 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	{
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {
+			health.probe(ctx, b.log, func(format string, args ...any) {
+				fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
+			})
+			return nil
+		}, func(error) { cancel() })
+	}
+	{
+		ctx, cancel := context.WithCancel(ctx)
+		grp.Add(func() error {
 			return b.log.WatchStream(ctx, sid, time.Second)
 		}, func(error) { cancel() })
 	}
@@ -461,7 +470,13 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 				// A cluster electing a stream leader, or a node going
 				// away, answers late or not at all for a while: the
 				// projection goes on from its checkpoint once it answers.
-				fmt.Fprintf(g.stderr, "logbook serve: projector: %v; again in 1s\n", err)
+				// While the log is unavailable the probe has said so once.
+				if since, _ := health.state(); since.IsZero() {
+					fmt.Fprintf(g.stderr, "logbook serve: projector: %v; again in 1s\n", err)
+				}
+				if natslog.Unavailable(err) {
+					health.failed(err)
+				}
 				select {
 				case <-ctx.Done():
 					return nil
@@ -523,6 +538,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}, func(error) { cancel() })
 	}
 	if web != nil {
+		web.metrics.Registry().MustRegister(health.gauge())
 		fmt.Fprintf(g.stderr, "logbook serve: board, API and metrics on %s\n", web.url())
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error { return web.run(ctx, wp.http) }, func(error) { cancel() })
@@ -631,15 +647,16 @@ func redactURL(s string) string {
 }
 
 // transientLogError reports an error of the log that a later try may not
-// meet: a timeout, no responders (a stream without a leader for a
-// while), a connection being re-established. A record that does not
+// meet: a timeout, no responders or "temporarily unavailable" (a stream
+// without a leader for a while: an election, a lost quorum; see
+// natslog.Unavailable), a connection being re-established. A record that does not
 // decode, or a view that fails, is not one.
 func transientLogError(err error) bool {
 	var de *natslog.DecodeError
 	if errors.As(err, &de) {
 		return false
 	}
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+	return natslog.Unavailable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoHeartbeat) ||
 		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
 }
