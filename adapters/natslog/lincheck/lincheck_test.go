@@ -53,7 +53,8 @@ func TestEmbeddedLinearizable(t *testing.T) {
 	ops, conflicts := 0, 0
 	for h := range n {
 		w := lincheck.Workload{Clients: logs, Prefix: fmt.Sprintf("lin%d", h), Aggs: 2, Ops: 15, Seed: uint64(h), OpTimeout: 30 * time.Second}
-		rec, final, err := w.Run(t.Context())
+		rec := w.Run(t.Context())
+		final, err := w.FinalState(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,15 +36,11 @@ type Workload struct {
 	Pause func(ctx context.Context)
 }
 
-// Run runs w: every client concurrently, then a final load of each
-// aggregate from w.Final (retried until ctx ends, since a cluster may be
-// electing a leader). It returns the recorder and the final state.
-func (w Workload) Run(ctx context.Context) (*Recorder, Final, error) {
+// Run runs w's clients concurrently and returns the recorder of their
+// operations once all have stopped.
+func (w Workload) Run(ctx context.Context) *Recorder {
 	reg := events.NewRegistry()
-	aggs := make([]events.Aggregate, w.Aggs)
-	for i := range aggs {
-		aggs[i] = events.Aggregate{Kind: events.KindSession, ID: fmt.Sprintf("%s-%d", w.Prefix, i)}
-	}
+	aggs := w.aggs()
 	rec := New()
 	var wg sync.WaitGroup
 	for c, l := range w.Clients {
@@ -55,21 +51,37 @@ func (w Workload) Run(ctx context.Context) (*Recorder, Final, error) {
 		}()
 	}
 	wg.Wait()
+	return rec
+}
+
+// FinalState loads each of w's aggregates from w.Final (Clients[0] if
+// nil), retrying every 200 ms until it succeeds or ctx ends (a cluster
+// may be electing a leader). Call it once every fault has healed, so that
+// no append is still in flight.
+func (w Workload) FinalState(ctx context.Context) (Final, error) {
 	final := w.Final
 	if final == nil {
 		final = w.Clients[0]
 	}
 	for {
-		f, err := LoadFinal(ctx, final, aggs)
+		f, err := LoadFinal(ctx, final, w.aggs())
 		if err == nil {
-			return rec, f, nil
+			return f, nil
 		}
 		select {
 		case <-ctx.Done():
-			return rec, nil, err
+			return nil, err
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+func (w Workload) aggs() []events.Aggregate {
+	aggs := make([]events.Aggregate, w.Aggs)
+	for i := range aggs {
+		aggs[i] = events.Aggregate{Kind: events.KindSession, ID: fmt.Sprintf("%s-%d", w.Prefix, i)}
+	}
+	return aggs
 }
 
 // view is what one client last saw of an aggregate.
