@@ -321,3 +321,46 @@ func tailString(s string, n int) string {
 	}
 	return s
 }
+
+// The probe tells a full disk and a read-only one from one that takes
+// writes, and the pause it drives says since when. (A tmpfs with files
+// open for writing refuses a read-only remount, EBUSY, so the read-only
+// case is this probe's, not a running serve's.)
+func TestDiskPauseProbe(t *testing.T) {
+	disk := filepath.Join(t.TempDir(), "disk")
+	mountTmpfs(t, disk, 4<<20)
+	if why := probeDir(disk, true); why != "" {
+		t.Fatalf("empty disk: %s", why)
+	}
+	var logs syncBuffer
+	p := newDiskPause(func(format string, args ...any) { fmt.Fprintf(&logs, format+"\n", args...) })
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); p.watch(ctx, []string{disk}) }()
+	defer func() { cancel(); <-done }()
+
+	filler := fillDisk(t, disk)
+	if why := probeDir(disk, false); !strings.Contains(why, "bytes free") {
+		t.Errorf("full disk: probe says %q", why)
+	}
+	waitFor(t, 30*time.Second, "pause on the full disk", func() bool { return strings.HasPrefix(p.String(), "appends paused: disk full since ") })
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "pause ended after the disk was freed", func() bool { return p.String() == "" })
+
+	if err := syscall.Mount("", disk, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		t.Fatalf("remount read-only: %v", err)
+	}
+	if why := probeDir(disk, true); why != "read-only file system" {
+		t.Errorf("read-only disk: probe says %q", why)
+	}
+	waitFor(t, 30*time.Second, "pause on the read-only disk", func() bool { return strings.Contains(p.String(), "read-only file system") })
+	if err := syscall.Mount("", disk, "", syscall.MS_REMOUNT, ""); err != nil {
+		t.Fatalf("remount read-write: %v", err)
+	}
+	waitFor(t, 30*time.Second, "pause ended after the remount", func() bool { return p.String() == "" })
+	if got := logs.String(); !strings.Contains(got, "appends resumed") {
+		t.Errorf("log: %s", got)
+	}
+}
