@@ -12,6 +12,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/adapters/api"
 )
 
 // A full disk (or one remounted read-only) pauses serve's writes; it does
@@ -217,4 +219,20 @@ const verbDisk = "disk"
 // appends go on).
 type diskReply struct {
 	Paused string `json:"paused,omitempty"`
+}
+
+// diskPaused asks the server b talks to whether its appends are paused
+// by a full disk: diskPause.String, or "" (not paused, no server, a
+// server that does not answer within 2 s or knows no disk verb).
+func (b *backend) diskPaused(ctx context.Context) string {
+	if b == nil || !b.remote || b.api == "" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var r diskReply
+	if err := api.Call(ctx, b.nc, b.api, verbDisk, struct{}{}, &r); err != nil {
+		return ""
+	}
+	return r.Paused
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/cmd/logbook/internal/bench"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -363,4 +364,94 @@ func TestDiskPauseProbe(t *testing.T) {
 	if got := logs.String(); !strings.Contains(got, "appends resumed") {
 		t.Errorf("log: %s", got)
 	}
+}
+
+// An import while JetStream's store is full fails with an error saying
+// so, acknowledging nothing it did not append; once the disk is freed,
+// serve takes appends again and the same import appends every line
+// once.
+func TestDiskFullImport(t *testing.T) {
+	root := t.TempDir()
+	data := filepath.Join(root, "data")
+	disk := filepath.Join(data, "jetstream")
+	mountTmpfs(t, disk, 48<<20)
+	s := &soak{t: t, bin: soakBuild(t), data: data, dir: filepath.Join(root, "projects")}
+	t.Cleanup(s.procs.killAll)
+	ts, err := bench.NewSynthTranscripts(s.dir, 3, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range ts {
+		if err := tr.Grow(200, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := t.Context()
+	s.startServe(ctx)
+	filler := fillDisk(t, disk)
+	waitFor(t, 30*time.Second, "doctor saying appends are paused", func() bool {
+		out, _ := s.run(ctx, nil, "doctor")
+		return strings.Contains(string(out), "appends paused: disk full since")
+	})
+	out, err := s.run(ctx, nil, "import", "claude", s.dir)
+	if err == nil {
+		t.Fatalf("import on the full disk succeeded:\n%s", out)
+	}
+	fullOut := string(out)
+	if !strings.Contains(fullOut, "serve says appends paused: disk full since") {
+		t.Errorf("import on the full disk does not say why:\n%s", fullOut)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "an import that succeeds after the disk was freed", func() bool {
+		_, err := s.run(ctx, nil, "import", "claude", s.dir)
+		return err == nil
+	})
+	d := &diskFull{soak: s}
+	lines := map[string]map[int]int{}
+	err = d.withServer(ctx, 0, func(nc *nats.Conn) error {
+		l, err := natslog.Open(ctx, nc, natslog.Config{})
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		for r, err := range l.Read(ctx, 1) {
+			if err != nil {
+				return err
+			}
+			if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.line" {
+				if lines[r.Agg.ID] == nil {
+					lines[r.Agg.ID] = map[int]int{}
+				}
+				lines[r.Agg.ID][o.Line]++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total, lost, doubled int
+	for _, tr := range ts {
+		total += tr.Lines
+		for n := 1; n <= tr.Lines; n++ {
+			switch c := lines[tr.Aggregate()][n]; {
+			case c == 0:
+				lost++
+			case c > 1:
+				doubled += c - 1
+			}
+		}
+	}
+	t.Logf("import on a full JetStream store: %s; after the disk was freed: lines %d, lost %d, doubled %d", lastLineOf(fullOut), total, lost, doubled)
+	if lost > 0 || doubled > 0 {
+		t.Errorf("lost %d, doubled %d", lost, doubled)
+	}
+}
+
+// lastLineOf returns the last non-empty line of s.
+func lastLineOf(s string) string {
+	ls := strings.Split(strings.TrimSpace(s), "\n")
+	return ls[len(ls)-1]
 }

@@ -312,12 +312,8 @@ func checkServer(ctx context.Context, g *globals, dd dataDir) doctorCheck {
 	// A full disk pauses appends without stopping serve; it answers
 	// this at once, while what waits on appends would time out (an older
 	// serve answers no disk verb: nothing to say then).
-	dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
-	var disk diskReply
-	derr := api.Call(dctx, b.nc, b.api, verbDisk, struct{}{}, &disk)
-	dcancel()
-	if derr == nil && disk.Paused != "" {
-		c.Status, c.Detail = checkWarn, fmt.Sprintf("answers at %s (pid %d); %s", si.URL, si.PID, disk.Paused)
+	if paused := b.diskPaused(ctx); paused != "" {
+		c.Status, c.Detail = checkWarn, fmt.Sprintf("answers at %s (pid %d); %s", si.URL, si.PID, paused)
 		c.Fix = "free space on that file system (or remount it read-write): serve probes it and appends what waits, in order, once it takes writes"
 		return c
 	}
