@@ -26,6 +26,10 @@ type MetricsOptions struct {
 	// LastSeq returns the log's last sequence (the projection lag's
 	// reference); nil: the Server's log.
 	LastSeq func(ctx context.Context) (uint64, error)
+	// PausedSince returns since when appends are paused because a part
+	// of the data dir is full or read-only, and the zero time while they
+	// go on; nil: never paused.
+	PausedSince func() time.Time
 }
 
 // Metrics is Logbook's Prometheus registry: names logbook_*, base units
@@ -91,6 +95,19 @@ func NewMetrics(opts MetricsOptions) *Metrics {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "logbook_commands_active", Help: "Commands requested or running now, by the projection.",
 	}, m.activeCommands))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "logbook_appends_paused_since_seconds",
+		Help: "Appends paused: disk full since this Unix time (a part of the data dir full or read-only); 0 while appends go on.",
+	}, func() float64 {
+		if opts.PausedSince == nil {
+			return 0
+		}
+		since := opts.PausedSince()
+		if since.IsZero() {
+			return 0
+		}
+		return float64(since.UnixNano()) / 1e9
+	}))
 	m.reg.MustRegister(consumersCollector{m})
 	return m
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,5 +70,32 @@ func TestMetrics_READMENames(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("README.md lists %v\n/metrics serves %v", want, got)
+	}
+}
+
+// logbook_appends_paused_since_seconds is the pause's start while
+// appends are paused and 0 otherwise.
+func TestMetrics_AppendsPausedSince(t *testing.T) {
+	var since time.Time
+	m := NewMetrics(MetricsOptions{PausedSince: func() time.Time { return since }})
+	value := func() float64 {
+		mfs, err := m.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "logbook_appends_paused_since_seconds" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("logbook_appends_paused_since_seconds not served")
+		return 0
+	}
+	if v := value(); v != 0 {
+		t.Errorf("not paused: %v, want 0", v)
+	}
+	since = time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
+	if v := value(); v != float64(since.Unix()) {
+		t.Errorf("paused: %v, want %d", v, since.Unix())
 	}
 }

@@ -202,7 +202,7 @@ func (l *Log) pipelined(batch []*request) bool {
 		case ack := <-futures[i].Ok():
 			r.answer(outcome{app: events.Appended{First: ack.Sequence, Last: ack.Sequence, Duplicate: ack.Duplicate}})
 		case err := <-futures[i].Err():
-			if noResponders(err) {
+			if noResponders(err) || busy(err) {
 				resend = append(resend, r)
 				continue
 			}
@@ -265,14 +265,20 @@ func noResponders(err error) bool {
 }
 
 // again reports whether a send that failed with err, first tried at
-// start, goes out again: err is noResponders and ElectionWait has not
-// passed. It pauses (pause, then doubled up to maxPause) before saying
+// start, goes out again: err is noResponders or busy, and ElectionWait
+// has not passed. It pauses (pause, then doubled up to maxPause) before saying
 // so, and says no at once when the Log is closed.
 func (l *Log) again(err error, start time.Time, pause *time.Duration) bool {
-	if !noResponders(err) || time.Since(start)+*pause > ElectionWait {
+	wait := *pause
+	if busy(err) {
+		wait = busyPause
+	} else if !noResponders(err) {
 		return false
 	}
-	t := time.NewTimer(*pause)
+	if time.Since(start)+wait > ElectionWait {
+		return false
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-t.C:

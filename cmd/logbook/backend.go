@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/nats-io/nats.go"
 
 	"github.com/logbook-dev/logbook/adapters/api"
@@ -38,6 +39,11 @@ type backend struct {
 	// views, local only, is the projection checkLog opened and checked
 	// at the start, until openViews takes it; Close closes it otherwise.
 	views *projections.Store
+	// viewsFS, when not nil, is the file system openViews opens the
+	// views in (serve's: writes held while the disk is full).
+	viewsFS vfs.FS
+	// pause, in serve, is what it knows of a full disk (diskfull.go).
+	pause *diskPause
 }
 
 // parser returns the Claude Code parser with the data dir's redaction

@@ -322,6 +322,14 @@ func checkServer(ctx context.Context, g *globals, dd dataDir) doctorCheck {
 		return c
 	}
 	defer b.Close()
+	// A full disk pauses appends without stopping serve; it answers
+	// this at once, while what waits on appends would time out (an older
+	// serve answers no disk verb: nothing to say then).
+	if paused := b.diskPaused(ctx); paused != "" {
+		c.Status, c.Detail = checkWarn, fmt.Sprintf("answers at %s (pid %d); %s", si.URL, si.PID, paused)
+		c.Fix = "free space on that file system (or remount it read-write): serve probes it and appends what waits, in order, once it takes writes"
+		return c
+	}
 	last, err := b.log.LastSeq(cctx)
 	if err != nil {
 		c.Status, c.Detail, c.Fix = checkFail, "server answers, its log does not: "+err.Error(), "look at serve's log"

@@ -78,6 +78,7 @@ func newHTTP(f httpFlags, dd dataDir, b *backend, store *projections.Store, svc 
 		ConsumersPending: func(ctx context.Context) (map[string]uint64, error) {
 			return consumersPending(ctx, b)
 		},
+		PausedSince: b.pausedSince,
 	})
 	cl, err := newCommandClient(b)
 	if err != nil {

@@ -361,7 +361,11 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 		return &exitError{code: 1, err: fmt.Errorf("%s changed under Logbook (errors above); the log keeps what was imported; import with --as-new to record them as new histories", plural(diverged, "transcript"))}
 	}
 	if len(sum.Errors) > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%s stopped early (errors above); the lines before the error are imported, and importing again resumes there", plural(len(sum.Errors), "transcript"))}
+		why := ""
+		if paused := b.diskPaused(ctx); paused != "" {
+			why = "; serve says " + paused + ": free space there and import again"
+		}
+		return &exitError{code: 1, err: fmt.Errorf("%s stopped early (errors above)%s; the lines before the error are imported, and importing again resumes there", plural(len(sum.Errors), "transcript"), why)}
 	}
 	return nil
 }

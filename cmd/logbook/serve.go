@@ -253,6 +253,13 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if b.log, err = natslog.Open(ctx, b.nc, cfg); err != nil {
 		return err
 	}
+	// A full disk pauses appends and the views' writes; serve probes and
+	// goes on once the disk takes writes again (diskfull.go).
+	pause := newDiskPause(func(format string, args ...any) {
+		fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
+	})
+	defer pause.close()
+	b.pause, b.viewsFS = pause, pause.viewsFS(dd.path("views"))
 	store, err := openViews(ctx, g, b)
 	if err != nil {
 		return err
@@ -291,6 +298,9 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			return nil, err
 		}
 		return reply, nil
+	}
+	verbs[verbDisk] = func(context.Context, []byte) (any, error) {
+		return diskReply{Paused: pause.String()}, nil
 	}
 	if wp.reader {
 		// A follower answers what a reader may ask, on its own prefix only
@@ -436,6 +446,17 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			<-ctx.Done()
 			return nil
 		}, func(error) { cancel() })
+	}
+	if !wp.reader {
+		dirs := []string{string(dd), dd.path("views"), dd.path("spool")}
+		if b.srv != nil {
+			dirs = append(dirs, dd.path("jetstream"))
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		grp.Add(func() error {
+			pause.watch(ctx, dirs)
+			return nil
+		}, func(error) { cancel(); pause.close() })
 	}
 	sid, err := b.log.Identity(ctx)
 	if err != nil {
@@ -585,7 +606,7 @@ func openViews(ctx context.Context, g *globals, b *backend) (*projections.Store,
 		return s, nil
 	}
 	dd, log := b.dd, b.log
-	store, err := projections.Open(dd.path("views"), projections.Options{CacheSize: g.viewsCache})
+	store, err := projections.Open(dd.path("views"), projections.Options{CacheSize: g.viewsCache, FS: b.viewsFS})
 	if errors.Is(err, projections.ErrCorrupt) {
 		return nil, err // names the file and the fix
 	}

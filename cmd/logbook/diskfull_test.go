@@ -1,0 +1,457 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/cmd/logbook/internal/bench"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// mountTmpfs mounts a tmpfs of size bytes at dir (created if absent) and
+// unmounts it when the test ends. It skips the test when not root or
+// when the mount is refused (a container without CAP_SYS_ADMIN).
+func mountTmpfs(t *testing.T, dir string, size int64) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a full disk is a tmpfs mounted for the test: needs root")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
+		t.Skipf("mount tmpfs on %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		for i := 0; ; i++ {
+			err := syscall.Unmount(dir, 0)
+			if err == nil || i == 50 {
+				if err != nil {
+					_ = syscall.Unmount(dir, syscall.MNT_DETACH)
+				}
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // a process still exiting holds it busy
+		}
+	})
+}
+
+// fillDisk writes a file in dir until the file system refuses more
+// (ENOSPC), first in large writes then in small ones, and returns its
+// path; removing it frees the disk.
+func fillDisk(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, n := range []int{1 << 20, 4 << 10, 512, 1} {
+		buf := make([]byte, n)
+		for {
+			if _, err := f.Write(buf); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					t.Fatalf("fill %s: %v", path, err)
+				}
+				break
+			}
+		}
+	}
+	return path
+}
+
+// diskFull is one full-disk run: a serve on a data dir part of which is a
+// small tmpfs, hooks sent by `logbook hook claude` all along.
+type diskFull struct {
+	*soak
+	sid     string
+	hookBin string
+	mu      sync.Mutex
+	acked   []string // tool_use_ids of the hooks acknowledged (exit 0)
+	tried   int
+	phase   string // "before", "full", "freed"
+	per     map[string][2]int
+}
+
+func (d *diskFull) hookLoop(ctx context.Context) {
+	for n := 0; ctx.Err() == nil; n++ {
+		tool := fmt.Sprintf("toolu_disk_%d", n)
+		payload := fmt.Appendf(nil, `{"session_id":%q,"transcript_path":"/home/user/.claude/projects/p/%s.jsonl","cwd":"/home/user/project","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"go vet ./..."},"tool_use_id":%q}`,
+			d.sid, d.sid, tool)
+		// In turn through logbook-hook (the socket, into serve's journal)
+		// and logbook hook claude (the API, appending at once).
+		var out []byte
+		var err error
+		if n%2 == 0 {
+			out, err = d.runHook(ctx, payload)
+		} else {
+			out, err = d.run(ctx, payload, "hook", "claude")
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		d.mu.Lock()
+		p := d.per[d.phase]
+		p[0]++
+		if err == nil {
+			p[1]++
+			d.acked = append(d.acked, tool)
+		} else if p[0]-p[1] <= 3 {
+			d.t.Logf("hook %s (%s) not acknowledged: %v: %s", tool, d.phase, err, strings.TrimSpace(string(out)))
+		}
+		d.per[d.phase] = p
+		d.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// runHook runs logbook-hook claude on the data dir with payload.
+func (d *diskFull) runHook(ctx context.Context, payload []byte) ([]byte, error) {
+	c := exec.CommandContext(ctx, d.hookBin, "--data", d.data, "claude")
+	c.Env = append(os.Environ(), "LOGBOOK_DATA="+d.data)
+	c.Stdin = bytes.NewReader(payload)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	c.WaitDelay = 5 * time.Second
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	ch, err := d.procs.start(c)
+	if err != nil {
+		return nil, err
+	}
+	<-ch.gone
+	return out.Bytes(), ch.err
+}
+
+// hookBuild builds logbook-hook beside the logbook binary bin (where it
+// finds logbook for what it does not handle itself), once.
+func hookBuild(t *testing.T, bin string) string {
+	t.Helper()
+	fastHookBin.once.Do(func() {
+		path := filepath.Join(filepath.Dir(bin), "logbook-hook")
+		out, err := exec.Command("go", "build", "-o", path, "../logbook-hook").CombinedOutput()
+		if err != nil {
+			fastHookBin.err = fmt.Errorf("go build logbook-hook: %v\n%s", err, out)
+			return
+		}
+		fastHookBin.path = path
+	})
+	if fastHookBin.err != nil {
+		t.Fatal(fastHookBin.err)
+	}
+	return fastHookBin.path
+}
+
+var fastHookBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func (d *diskFull) setPhase(p string) {
+	d.mu.Lock()
+	d.phase = p
+	d.mu.Unlock()
+}
+
+func (d *diskFull) ackedIn(p string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.per[p][1]
+}
+
+// logged reads the whole log from the running server and counts each
+// hook's observations by tool_use_id.
+func (d *diskFull) logged(ctx context.Context) (map[string]int, error) {
+	seen := map[string]int{}
+	err := d.withServer(ctx, 0, func(nc *nats.Conn) error {
+		l, err := natslog.Open(ctx, nc, natslog.Config{})
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		for r, err := range l.Read(ctx, 1) {
+			if err != nil {
+				return err
+			}
+			if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.hook" {
+				if i := strings.LastIndex(o.Key, ":"); i >= 0 {
+					seen[o.Key[i+1:]]++
+				}
+			}
+		}
+		return nil
+	})
+	return seen, err
+}
+
+// Each part of the data dir filled under a running serve, hooks flowing,
+// and freed: serve takes appends again without a restart, every hook
+// acknowledged is in the log once. The parts: JetStream's store (and its
+// metadata, in the same directory), Pebble's views, and the whole data
+// dir (the hook journal and the spool with the rest).
+func TestDiskFullRecovers(t *testing.T) {
+	for _, part := range []string{"jetstream", "views", "data"} {
+		t.Run(part, func(t *testing.T) { testDiskFull(t, part) })
+	}
+}
+
+func testDiskFull(t *testing.T, part string) {
+	root := t.TempDir()
+	data := filepath.Join(root, "data")
+	disk := data
+	if part != "data" {
+		disk = filepath.Join(data, part)
+	}
+	mountTmpfs(t, disk, 48<<20)
+	s := &soak{t: t, bin: soakBuild(t), data: data}
+	t.Cleanup(s.procs.killAll)
+	t.Cleanup(func() {
+		b, err := os.ReadFile(filepath.Join(root, "serve.log"))
+		if keep := os.Getenv("LOGBOOK_DISKFULL_LOG"); keep != "" && err == nil {
+			os.WriteFile(keep+"-"+part, b, 0o644)
+		}
+		if err == nil && (t.Failed() || testing.Verbose()) {
+			t.Logf("serve.log (tail):\n%s", tailString(string(b), 3000))
+		}
+	})
+	d := &diskFull{soak: s, hookBin: hookBuild(t, s.bin), sid: "disk-" + part, phase: "before", per: map[string][2]int{}}
+	ctx := t.Context()
+	s.startServe(ctx)
+
+	load, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { d.hookLoop(load) })
+	waitFor(t, time.Minute, "10 hooks acknowledged before the fill", func() bool { return d.ackedIn("before") >= 10 })
+
+	d.setPhase("full")
+	filler := fillDisk(t, disk)
+	full := time.Now()
+	// Hooks go on against the full disk for a while; doctor says so.
+	var doc string
+	waitFor(t, 30*time.Second, "doctor saying appends are paused", func() bool {
+		out, _ := s.run(ctx, nil, "doctor")
+		doc = string(out)
+		return strings.Contains(doc, "appends paused: disk full since")
+	})
+	time.Sleep(time.Until(full.Add(3 * time.Second)))
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	d.setPhase("freed")
+	freed := time.Now()
+	waitFor(t, 2*time.Minute, "10 hooks acknowledged after the disk was freed", func() bool { return d.ackedIn("freed") >= 10 })
+	resumed := time.Since(freed)
+	waitFor(t, 30*time.Second, "doctor saying appends go on", func() bool {
+		out, _ := s.run(ctx, nil, "doctor")
+		return !strings.Contains(string(out), "appends paused")
+	})
+	stop()
+	wg.Wait()
+
+	// Everything acknowledged reaches the log: wait until the journal
+	// and the spool are empty and the views caught up.
+	var seen map[string]int
+	waitFor(t, 2*time.Minute, "every acknowledged hook in the log", func() bool {
+		var err error
+		seen, err = d.logged(ctx)
+		if err != nil {
+			return false
+		}
+		for _, id := range d.acked {
+			if seen[id] == 0 {
+				return false
+			}
+		}
+		return len(s.spooled()) == 0
+	})
+	var lost, doubled, appended int
+	for _, id := range d.acked {
+		switch c := seen[id]; {
+		case c == 0:
+			lost++
+		case c > 1:
+			doubled += c - 1
+		}
+	}
+	for _, c := range seen {
+		appended += c
+		if c > 1 {
+			t.Errorf("a hook is in the log %d times", c)
+		}
+	}
+	t.Logf("disk full (%s, %s): hooks sent %d, acknowledged %d (while full: %d of %d), appended %d, lost %d, doubled %d; full for %s, appending again %s after the disk was freed",
+		part, disk, d.per["before"][0]+d.per["full"][0]+d.per["freed"][0], len(d.acked), d.per["full"][1], d.per["full"][0], appended, lost, doubled,
+		freed.Sub(full).Round(time.Millisecond), resumed.Round(time.Millisecond))
+	if lost > 0 || doubled > 0 {
+		t.Errorf("lost %d, doubled %d", lost, doubled)
+	}
+}
+
+// waitFor polls cond every 50 ms until it holds, failing the test with
+// what after within.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %s", what, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// tailString returns the last n bytes of s.
+func tailString(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// The probe tells a full disk and a read-only one from one that takes
+// writes, and the pause it drives says since when. (A tmpfs with files
+// open for writing refuses a read-only remount, EBUSY, so the read-only
+// case is this probe's, not a running serve's.)
+func TestDiskPauseProbe(t *testing.T) {
+	disk := filepath.Join(t.TempDir(), "disk")
+	mountTmpfs(t, disk, 4<<20)
+	if why := probeDir(disk, true); why != "" {
+		t.Fatalf("empty disk: %s", why)
+	}
+	var logs syncBuffer
+	p := newDiskPause(func(format string, args ...any) { fmt.Fprintf(&logs, format+"\n", args...) })
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); p.watch(ctx, []string{disk}) }()
+	defer func() { cancel(); <-done }()
+
+	filler := fillDisk(t, disk)
+	if why := probeDir(disk, false); !strings.Contains(why, "bytes free") {
+		t.Errorf("full disk: probe says %q", why)
+	}
+	waitFor(t, 30*time.Second, "pause on the full disk", func() bool { return strings.HasPrefix(p.String(), "appends paused: disk full since ") })
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "pause ended after the disk was freed", func() bool { return p.String() == "" })
+
+	if err := syscall.Mount("", disk, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		t.Fatalf("remount read-only: %v", err)
+	}
+	if why := probeDir(disk, true); why != "read-only file system" {
+		t.Errorf("read-only disk: probe says %q", why)
+	}
+	waitFor(t, 30*time.Second, "pause on the read-only disk", func() bool { return strings.Contains(p.String(), "read-only file system") })
+	if err := syscall.Mount("", disk, "", syscall.MS_REMOUNT, ""); err != nil {
+		t.Fatalf("remount read-write: %v", err)
+	}
+	waitFor(t, 30*time.Second, "pause ended after the remount", func() bool { return p.String() == "" })
+	if got := logs.String(); !strings.Contains(got, "appends resumed") {
+		t.Errorf("log: %s", got)
+	}
+}
+
+// An import while JetStream's store is full fails with an error saying
+// so, acknowledging nothing it did not append; once the disk is freed,
+// serve takes appends again and the same import appends every line
+// once.
+func TestDiskFullImport(t *testing.T) {
+	root := t.TempDir()
+	data := filepath.Join(root, "data")
+	disk := filepath.Join(data, "jetstream")
+	mountTmpfs(t, disk, 48<<20)
+	s := &soak{t: t, bin: soakBuild(t), data: data, dir: filepath.Join(root, "projects")}
+	t.Cleanup(s.procs.killAll)
+	ts, err := bench.NewSynthTranscripts(s.dir, 3, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range ts {
+		if err := tr.Grow(200, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := t.Context()
+	s.startServe(ctx)
+	filler := fillDisk(t, disk)
+	waitFor(t, 30*time.Second, "doctor saying appends are paused", func() bool {
+		out, _ := s.run(ctx, nil, "doctor")
+		return strings.Contains(string(out), "appends paused: disk full since")
+	})
+	out, err := s.run(ctx, nil, "import", "claude", s.dir)
+	if err == nil {
+		t.Fatalf("import on the full disk succeeded:\n%s", out)
+	}
+	fullOut := string(out)
+	if !strings.Contains(fullOut, "serve says appends paused: disk full since") {
+		t.Errorf("import on the full disk does not say why:\n%s", fullOut)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "an import that succeeds after the disk was freed", func() bool {
+		_, err := s.run(ctx, nil, "import", "claude", s.dir)
+		return err == nil
+	})
+	d := &diskFull{soak: s}
+	lines := map[string]map[int]int{}
+	err = d.withServer(ctx, 0, func(nc *nats.Conn) error {
+		l, err := natslog.Open(ctx, nc, natslog.Config{})
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		for r, err := range l.Read(ctx, 1) {
+			if err != nil {
+				return err
+			}
+			if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.line" {
+				if lines[r.Agg.ID] == nil {
+					lines[r.Agg.ID] = map[int]int{}
+				}
+				lines[r.Agg.ID][o.Line]++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total, lost, doubled int
+	for _, tr := range ts {
+		total += tr.Lines
+		for n := 1; n <= tr.Lines; n++ {
+			switch c := lines[tr.Aggregate()][n]; {
+			case c == 0:
+				lost++
+			case c > 1:
+				doubled += c - 1
+			}
+		}
+	}
+	t.Logf("import on a full JetStream store: %s; after the disk was freed: lines %d, lost %d, doubled %d", lastLineOf(fullOut), total, lost, doubled)
+	if lost > 0 || doubled > 0 {
+		t.Errorf("lost %d, doubled %d", lost, doubled)
+	}
+}
+
+// lastLineOf returns the last non-empty line of s.
+func lastLineOf(s string) string {
+	ls := strings.Split(strings.TrimSpace(s), "\n")
+	return ls[len(ls)-1]
+}
