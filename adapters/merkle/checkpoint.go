@@ -33,8 +33,12 @@ type Checkpoint struct {
 // deleted and made again has another origin. It has no spaces and no
 // '+', as tlog-checkpoint asks.
 func Origin(id natslog.Identity) string {
-	return "logbook.local/" + natslog.StreamName + "/" + id.Created.UTC().Format("20060102T150405.000000000Z")
+	return OriginPrefix + id.Created.UTC().Format("20060102T150405.000000000Z")
 }
+
+// OriginPrefix begins every origin Origin returns; the rest is the
+// stream's creation time.
+const OriginPrefix = "logbook.local/" + natslog.StreamName + "/"
 
 // String returns the note text: origin, size, std-base64 root, each
 // ending in "\n".

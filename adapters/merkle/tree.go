@@ -40,6 +40,36 @@ func OpenTree(path string) (*Tree, error) {
 		f.Close()
 		return nil, fmt.Errorf("read tree %s: %w", path, err)
 	}
+	t := parseTree(b)
+	keep := int64(len(t.hashes))
+	if int64(len(b)) != keep*tlog.HashSize {
+		if err := f.Truncate(keep * tlog.HashSize); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("cut tree %s to %d leaves: %w", path, t.n, err)
+		}
+	}
+	if _, err := f.Seek(keep*tlog.HashSize, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open tree %s: %w", path, err)
+	}
+	t.f, t.synced = f, keep
+	return t, nil
+}
+
+// LoadTree reads the stored-hash file at path into a tree in memory,
+// leaving the file alone (another process may be appending to it): a
+// tail that is not a whole leaf's worth is left out.
+func LoadTree(path string) (*Tree, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", path, err)
+	}
+	return parseTree(b), nil
+}
+
+// parseTree returns the tree of the most leaves whose stored hashes b
+// holds whole.
+func parseTree(b []byte) *Tree {
 	stored := int64(len(b) / tlog.HashSize)
 	// n is the most leaves whose stored hashes fit in the file.
 	var n int64
@@ -52,21 +82,11 @@ func OpenTree(path string) (*Tree, error) {
 		}
 	}
 	keep := tlog.StoredHashCount(n)
-	t := &Tree{hashes: make([]tlog.Hash, keep, keep+1024), n: n, f: f, synced: keep}
+	t := &Tree{hashes: make([]tlog.Hash, keep, keep+1024), n: n}
 	for i := range keep {
 		copy(t.hashes[i][:], b[i*tlog.HashSize:])
 	}
-	if int64(len(b)) != keep*tlog.HashSize {
-		if err := f.Truncate(keep * tlog.HashSize); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("cut tree %s to %d leaves: %w", path, n, err)
-		}
-	}
-	if _, err := f.Seek(keep*tlog.HashSize, io.SeekStart); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("open tree %s: %w", path, err)
-	}
-	return t, nil
+	return t
 }
 
 // Size returns the number of leaves.

@@ -165,7 +165,8 @@ func (w *Witnesser) Run(ctx context.Context) error {
 			if w.Logf != nil {
 				w.Logf("witness: checkpoint %d skipped: %v", m.Seq, err)
 			}
-			return w.save(&st) == nil
+			rerr = w.save(&st)
+			return rerr == nil
 		}
 		cp, err := ParseCheckpoint(n.Text)
 		signer := n.Sigs[0].Name
@@ -173,13 +174,16 @@ func (w *Witnesser) Run(ctx context.Context) error {
 			r := Refusal{CheckpointSeq: m.Seq, Checkpoint: cp, Signer: signer, From: uint64(from), To: uint64(to), Reason: reason}
 			st.Refused++
 			st.Refusal, st.RefusedAt = r.Error(), time.Now().UTC()
+			if rerr = w.save(&st); rerr != nil {
+				return false
+			}
 			if w.Logf != nil {
 				w.Logf("%s", r.Error())
 			}
 			if w.Refused != nil {
 				w.Refused(r)
 			}
-			return w.save(&st) == nil
+			return true
 		}
 		if err != nil {
 			return refuse(err.Error(), 1, 1)
@@ -221,7 +225,8 @@ func (w *Witnesser) Run(ctx context.Context) error {
 				if w.Logf != nil {
 					w.Logf("witness: checkpoint %d (size %d) is older than the last co-signed (size %d): not co-signed again", m.Seq, cp.Size, last.Size)
 				}
-				return w.save(&st) == nil
+				rerr = w.save(&st)
+				return rerr == nil
 			}
 			p, err := tlog.ProveTree(cp.Size, last.Size, w.Tree)
 			if err == nil {
@@ -243,15 +248,14 @@ func (w *Witnesser) Run(ctx context.Context) error {
 		}
 		st.Last = &cp
 		st.Cosigned++
+		if rerr = w.save(&st); rerr != nil {
+			return false
+		}
 		if w.Logf != nil {
 			w.Logf("witness: co-signed checkpoint %d (size %d)", m.Seq, cp.Size)
 		}
 		if w.Cosigned != nil {
 			w.Cosigned(cp)
-		}
-		if err := w.save(&st); err != nil {
-			rerr = err
-			return false
 		}
 		return true
 	})
