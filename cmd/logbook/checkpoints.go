@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/merkle"
-	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
 // checkpointFlags are serve's checkpoint settings.
@@ -85,8 +84,12 @@ const witnessState = "witness.json"
 // host), the Witnesser that checks and co-signs them. Neither stops
 // serve: a server error is said and tried again, a hole in the log or a
 // refused checkpoint is said loudly and counted.
-func checkpointActor(ctx context.Context, g *globals, b *backend, sid natslog.Identity, reader bool, f checkpointFlags, web *httpServer) (func(context.Context) error, func(), error) {
+func checkpointActor(ctx context.Context, g *globals, b *backend, reader bool, f checkpointFlags, web *httpServer) (func(context.Context) error, func(), error) {
 	dd := b.dd
+	sid, err := b.log.Identity(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	say := func(format string, args ...any) { fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...) }
 	js, err := jetstream.New(b.nc)
 	if err != nil {

@@ -389,6 +389,13 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			}
 		}()
 	}
+	// The log's checkpoints: a writer signs them, a reader witnesses.
+	// Set up before serve.json names this server.
+	checkpoints, closeTree, err := checkpointActor(ctx, g, b, wp.reader, wp.ckpt, web)
+	if err != nil {
+		return err
+	}
+	defer closeTree()
 	if err := b.nc.Flush(); err != nil { // the server has the subscriptions before serve.json names it
 		return fmt.Errorf("serve the API: %w", err)
 	}
@@ -453,14 +460,8 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}, func(error) { cancel() })
 	}
 	{
-		// The log's checkpoints: a writer signs them, a reader witnesses.
-		run, closeTree, err := checkpointActor(ctx, g, b, sid, wp.reader, wp.ckpt, web)
-		if err != nil {
-			return err
-		}
-		defer closeTree()
 		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error { return run(ctx) }, func(error) { cancel() })
+		grp.Add(func() error { return checkpoints(ctx) }, func(error) { cancel() })
 	}
 	{
 		ctx, cancel := context.WithCancel(ctx)
