@@ -1,6 +1,7 @@
 package merkle
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -19,8 +20,9 @@ type Tree struct {
 	mu     sync.RWMutex
 	hashes []tlog.Hash
 	n      int64    // leaves
-	f      *os.File // nil in memory
-	synced int64    // hashes known to be on disk
+	f      *os.File      // nil in memory
+	w      *bufio.Writer // buffers f's appends until Sync
+	synced int64         // hashes known to be on disk
 }
 
 // NewTree returns an empty tree held in memory only.
@@ -52,7 +54,7 @@ func OpenTree(path string) (*Tree, error) {
 		f.Close()
 		return nil, fmt.Errorf("open tree %s: %w", path, err)
 	}
-	t.f, t.synced = f, keep
+	t.f, t.w, t.synced = f, bufio.NewWriterSize(f, 64<<10), keep
 	return t, nil
 }
 
@@ -116,7 +118,7 @@ func (t *Tree) readLocked(idx []int64) ([]tlog.Hash, error) {
 }
 
 // AppendHash adds a leaf whose RFC 6962 leaf hash is h, and writes the
-// new stored hashes to the file (not synced: see Sync).
+// new stored hashes to the file (buffered, not synced: see Sync).
 func (t *Tree) AppendHash(h tlog.Hash) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -124,13 +126,11 @@ func (t *Tree) AppendHash(h tlog.Hash) error {
 	if err != nil {
 		return fmt.Errorf("append leaf %d: %w", t.n, err)
 	}
-	if t.f != nil {
-		buf := make([]byte, 0, len(hs)*tlog.HashSize)
+	if t.w != nil {
 		for _, x := range hs {
-			buf = append(buf, x[:]...)
-		}
-		if _, err := t.f.Write(buf); err != nil {
-			return fmt.Errorf("append leaf %d to %s: %w", t.n, t.f.Name(), err)
+			if _, err := t.w.Write(x[:]); err != nil {
+				return fmt.Errorf("append leaf %d to %s: %w", t.n, t.f.Name(), err)
+			}
 		}
 	}
 	t.hashes = append(t.hashes, hs...)
@@ -138,13 +138,16 @@ func (t *Tree) AppendHash(h tlog.Hash) error {
 	return nil
 }
 
-// Sync makes every appended hash durable (fsync); nothing for a tree in
-// memory.
+// Sync writes out every appended hash and makes it durable (fsync);
+// nothing for a tree in memory.
 func (t *Tree) Sync() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.f == nil || t.synced == int64(len(t.hashes)) {
 		return nil
+	}
+	if err := t.w.Flush(); err != nil {
+		return fmt.Errorf("write tree %s: %w", t.f.Name(), err)
 	}
 	if err := t.f.Sync(); err != nil {
 		return fmt.Errorf("sync tree %s: %w", t.f.Name(), err)
