@@ -19,7 +19,7 @@ import (
 type Tree struct {
 	mu     sync.RWMutex
 	hashes []tlog.Hash
-	n      int64    // leaves
+	n      int64         // leaves
 	f      *os.File      // nil in memory
 	w      *bufio.Writer // buffers f's appends until Sync
 	synced int64         // hashes known to be on disk

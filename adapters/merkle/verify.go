@@ -24,7 +24,7 @@ type Problem struct {
 // Verified is one checkpoint as Verify found it.
 type Verified struct {
 	Seq        uint64     // its sequence in CheckpointStream
-	Checkpoint Checkpoint //
+	Checkpoint Checkpoint // as signed
 	Signer     string     // name of the checkpoint key that signed it
 	Witnesses  []string   // names of the trusted witnesses that co-signed it
 	Agrees     bool       // its root is the stored log's root at its size
@@ -60,6 +60,13 @@ func (r Report) FirstBad() (Problem, bool) {
 // Disagreements are Problems; an error is a failure to read.
 func Verify(ctx context.Context, l *natslog.Log, js jetstream.JetStream, keys Keys, stored map[string]*Tree) (Report, error) {
 	rep := Report{Stored: -1, Tree: NewTree()}
+	// The checkpoints are read before the log: each covers messages the
+	// stream held when it was signed, so a live log's tree, read after,
+	// reaches every one (one published meanwhile is not seen).
+	all, err := ReadAll(ctx, js)
+	if err != nil {
+		return rep, err
+	}
 	id, err := l.Identity(ctx)
 	if err != nil {
 		return rep, err
@@ -101,10 +108,6 @@ func Verify(ctx context.Context, l *natslog.Log, js jetstream.JetStream, keys Ke
 			rep.Problems = append(rep.Problems, Problem{Seq: uint64(rep.Size) + 1, What: fmt.Sprintf(
 				"seq %d: the locally stored hashes%s cover seq 1..%d, the stream only 1..%d", rep.Size+1, of, st.Size(), rep.Size)})
 		}
-	}
-	all, err := ReadAll(ctx, js)
-	if err != nil {
-		return rep, err
 	}
 	cosigs := map[uint64][]Stored{}
 	for _, m := range all {
@@ -156,8 +159,8 @@ func cmpSeq(a, b uint64) int {
 	return 0
 }
 
-// witnessed names a checkpoint for a problem: "witnessed checkpoint 7"
-// or "checkpoint 7 (no trusted witness)".
+// name names v for a problem, e.g. "witnessed checkpoint 7 (size 12,
+// co-signed by [w])" or "checkpoint 7 (size 12, no trusted witness)".
 func (v Verified) name() string {
 	if len(v.Witnesses) > 0 {
 		return fmt.Sprintf("witnessed checkpoint %d (size %d, co-signed by %v)", v.Seq, v.Checkpoint.Size, v.Witnesses)
