@@ -137,9 +137,10 @@ func keys(t testing.TB, dirs ...string) Keys {
 	return k
 }
 
-// witnessing runs a Witnesser for dir on l until the test ends; it
-// reports cosignatures and refusals on the channels it returns.
-func witnessing(t testing.TB, dir string, l *natslog.Log, nc *nats.Conn, trust Keys) (cosigned chan Checkpoint, refused chan Refusal) {
+// witnessing runs a Witnesser for dir on l until the test ends or stop
+// is called (before its server stops); it reports cosignatures and
+// refusals on the channels it returns.
+func witnessing(t testing.TB, dir string, l *natslog.Log, nc *nats.Conn, trust Keys) (cosigned chan Checkpoint, refused chan Refusal, stop func()) {
 	t.Helper()
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -167,8 +168,9 @@ func witnessing(t testing.TB, dir string, l *natslog.Log, nc *nats.Conn, trust K
 			t.Errorf("witness: %v", err)
 		}
 	})
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return cosigned, refused
+	stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return cosigned, refused, stop
 }
 
 // flipByte flips one bit of the first byte of marker in path.

@@ -40,7 +40,8 @@ func verify(t *testing.T, h *host, k Keys, stored map[string]*Tree) Report {
 }
 
 // setup fills a log on a fresh host, publishes a checkpoint of it and has
-// a witness (another data dir, its own connection) co-sign it.
+// a witness (another data dir, its own connection) co-sign it; the
+// witness then stops.
 func setup(t *testing.T) (h *host, cp *Checkpointer, wdir string) {
 	h = start(t, t.TempDir())
 	fill(t, h)
@@ -62,10 +63,11 @@ func setup(t *testing.T) (h *host, cp *Checkpointer, wdir string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { wl.Close() })
-	cos, ref := witnessing(t, wdir, wl, nc, keys(t, h.dir))
+	cos, ref, stop := witnessing(t, wdir, wl, nc, keys(t, h.dir))
 	if got := waitCosigned(t, cos, ref); got.Size != 7 {
 		t.Fatalf("co-signed size %d, want 7", got.Size)
 	}
+	stop()
 	return h, cp, wdir
 }
 
@@ -206,8 +208,8 @@ func TestWitnessRefusesAForkedCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The witness is already following: a second one, on its own
-	// connection, sees the fork too.
+	// A witness on its own connection sees the honest checkpoint, then
+	// the fork.
 	nc, err := h.srv.Connect()
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +221,7 @@ func TestWitnessRefusesAForkedCheckpoint(t *testing.T) {
 	}
 	defer wl.Close()
 	w2 := t.TempDir()
-	cos, ref := witnessing(t, w2, wl, nc, keys(t, h.dir))
+	cos, ref, _ := witnessing(t, w2, wl, nc, keys(t, h.dir))
 	waitCosigned(t, cos, ref) // the honest checkpoint of size 7
 	if _, err := PublishCheckpoint(ctx, h.js, signed); err != nil {
 		t.Fatal(err)

@@ -29,9 +29,9 @@ func (r *refusals) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
 }
 
 // violated reports whether the server named subject in a permissions
-// violation, waiting up to 5 s for it.
+// violation, waiting up to 30 s for it (a loaded machine).
 func (r *refusals) violated(subject string) bool {
-	for range 500 {
+	for range 3000 {
 		r.mu.Lock()
 		for _, err := range r.errs {
 			if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), `"`+subject+`"`) {
