@@ -52,6 +52,7 @@ type Metrics struct {
 	abandoned     *prometheus.CounterVec // aggregate, reason
 	observations  *prometheus.CounterVec // outcome
 	streams       prometheus.Gauge
+	checkpoints   *prometheus.CounterVec // outcome
 
 	mu  sync.Mutex
 	srv *Server
@@ -67,6 +68,7 @@ func NewMetrics(opts MetricsOptions) *Metrics {
 	f := promauto{m.reg}
 	m.appends = f.counters("logbook_appends_total", "Batches appended through this process, by the first event's type and outcome (ok, duplicate, conflict, refused, error).", "type", "outcome")
 	m.appendSeconds = f.histograms("logbook_append_seconds", "Time to append one batch through this process, by outcome.", "outcome")
+	m.checkpoints = f.counters("logbook_checkpoints_total", "Checkpoints of the log's Merkle tree this process published (outcome published), or as a witness co-signed or refused (cosigned, refused).", "outcome")
 	m.stored = f.counters("logbook_events_total", "Events stored on the log (by any process) since this server started, by type.", "type")
 	m.apiSeconds = f.histograms("logbook_api_request_seconds", "Time to answer one API request, by verb (hook is the hook's delivery) and outcome (ok, error).", "verb", "outcome")
 	m.spoolDeliv = f.counters("logbook_spool_deliveries_total", "Spooled hook payloads the server's drain took, by outcome (delivered).", "outcome")
@@ -174,6 +176,12 @@ func label(s string) string {
 // and failed when err is not nil.
 func (m *Metrics) ObserveAPI(verb string, d time.Duration, err error) {
 	m.apiSeconds.WithLabelValues(verb, outcome(err)).Observe(d.Seconds())
+}
+
+// ObserveCheckpoint counts one checkpoint: "published" by serve, or
+// "cosigned" or "refused" by a witness.
+func (m *Metrics) ObserveCheckpoint(outcome string) {
+	m.checkpoints.WithLabelValues(outcome).Inc()
 }
 
 // ObserveSpool records n spooled payloads delivered by a drain.

@@ -93,6 +93,17 @@ type Grants struct {
 	// WorkerControl is the core subject filter workers answer on (e.g.
 	// "logbook.worker.>"): RoleWorker subscribes, RoleWriter sends.
 	WorkerControl string
+	// Checkpoints is the stream of the log's signed checkpoints and their
+	// witnesses' cosignatures (e.g. "LOGBOOK_CHECKPOINTS"): every role
+	// reads it; only RoleServe may create it; no role but admin may
+	// update, delete or purge it.
+	Checkpoints string
+	// CheckpointPublish is the subject of Checkpoints that only RoleServe
+	// publishes on (the checkpoints it signs).
+	CheckpointPublish string
+	// CosignPublish is the subject filter of Checkpoints that
+	// RoleFollower and RoleServe publish on (a witness's cosignatures).
+	CosignPublish string
 }
 
 // replyWindow is how long a writer or worker may answer a request it
@@ -211,6 +222,22 @@ func Permissions(role Role, g Grants) *server.Permissions {
 		if role != RoleWorker {
 			// Acks settle the workers' queue of requests: theirs alone.
 			denyPub = append(denyPub, "$JS.ACK."+StreamName+"."+g.WorkerDurable+".>")
+		}
+	}
+	if g.Checkpoints != "" {
+		pub = append(pub, readStream(g.Checkpoints)...)
+		pub = append(pub, ackSubjects(g.Checkpoints))
+		denyPub = append(denyPub,
+			jsAPI("STREAM.UPDATE", g.Checkpoints),
+			jsAPI("STREAM.DELETE", g.Checkpoints),
+			jsAPI("STREAM.PURGE", g.Checkpoints),
+			jsAPI("STREAM.MSG.DELETE", g.Checkpoints),
+		)
+		switch role {
+		case RoleServe:
+			pub = append(pub, jsAPI("STREAM.CREATE", g.Checkpoints), g.CheckpointPublish, g.CosignPublish)
+		case RoleFollower:
+			pub = append(pub, g.CosignPublish)
 		}
 	}
 	var resp *server.ResponsePermission

@@ -17,6 +17,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/jsonfault"
+	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/worker"
 )
@@ -140,6 +141,9 @@ func grants() natslog.Grants {
 		WorkerControl:     "logbook.worker.>",
 		ReadAPI:           readAPI(readVerbs...),
 		FollowerAPI:       followerAPI(readVerbs...),
+		Checkpoints:       merkle.CheckpointStream,
+		CheckpointPublish: merkle.CheckpointSubject,
+		CosignPublish:     merkle.CosignSubjects,
 	}
 }
 

@@ -134,6 +134,9 @@ func runDoctor(ctx context.Context, g *globals, bwrap string) []doctorCheck {
 	if c, ok := checkJournal(dd); ok {
 		add(c)
 	}
+	if c, ok := checkWitness(dd); ok {
+		add(c)
+	}
 	add(checkHooks())
 
 	// Agents' data.

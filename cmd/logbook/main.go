@@ -165,6 +165,8 @@ Ids: any unique prefix of a session or command id names it.`,
 		projectCmd(g),
 		workspaceCmd(g),
 		taskCmd(g),
+		checkpointCmd(g),
+		verifyCmd(g),
 	)
 	conventions(root)
 	return root

@@ -43,6 +43,7 @@ func serveCmd(g *globals) *cobra.Command {
 		// logFormat is --log-format: serve's log as slog text or JSON.
 		logFormat string
 		hf        httpFlags
+		ck        checkpointFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -83,7 +84,7 @@ was down.`,
 				defer stop()
 				fmt.Fprintf(g.stderr, "logbook serve: profiles on http://%s/debug/pprof/ and memory figures on http://%s/debug/memstats\n", at, at)
 			}
-			wp := workerPool{n: workers, flags: wf, live: live, gate: gf, http: hf}
+			wp := workerPool{n: workers, flags: wf, live: live, gate: gf, http: hf, ckpt: ck}
 			if err := checkServeCreds(g, role); err != nil {
 				return err
 			}
@@ -130,6 +131,7 @@ was down.`,
 	cmd.Flags().StringVar(&pprofAt, "pprof", "", "loopback host:port to serve net/http/pprof (/debug/pprof/) and the Go runtime's memory figures (/debug/memstats) on; off when empty")
 	cmd.Flags().StringVar(&role, "role", "writer", "writer (with --nats-url: serve credentials), or reader: with --nats-url and follower credentials, build the projection and answer queries on the follower's own subjects but append nothing (no hooks, reconciler, workers or --watch); a follower such as a fleet board")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "serve's log: text (log/slog key=value lines) or json (one JSON object a line)")
+	ck.add(cmd)
 	cmd.Flags().StringVar(&fsync, "fsync", "always", "when the log reaches the disk: always (before every acknowledgement) or interval (every second; faster, can lose the last second on an OS crash)")
 	return cmd
 }
@@ -145,6 +147,9 @@ type workerPool struct {
 	// reader is serve --role reader: no appends, only the read verbs.
 	reader bool
 	http   httpFlags // the HTTP API and board; off when its addr is ""
+	// ckpt is when a writer signs checkpoints (zero: the defaults); a
+	// reader witnesses them.
+	ckpt checkpointFlags
 }
 
 // intakeJournal is the file, in the data dir, of the hooks serve took on
@@ -394,6 +399,13 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			}
 		}()
 	}
+	// The log's checkpoints: a writer signs them, a reader witnesses.
+	// Set up before serve.json names this server.
+	checkpoints, closeTree, err := checkpointActor(ctx, g, b, wp.reader, wp.ckpt, web)
+	if err != nil {
+		return err
+	}
+	defer closeTree()
 	if err := b.nc.Flush(); err != nil { // the server has the subscriptions before serve.json names it
 		return fmt.Errorf("serve the API: %w", err)
 	}
@@ -476,6 +488,10 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		grp.Add(func() error {
 			return b.log.WatchStream(ctx, sid, time.Second)
 		}, func(error) { cancel() })
+	}
+	{
+		ctx, cancel := context.WithCancel(ctx)
+		grp.Add(func() error { return checkpoints(ctx) }, func(error) { cancel() })
 	}
 	{
 		ctx, cancel := context.WithCancel(ctx)

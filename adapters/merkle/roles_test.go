@@ -1,0 +1,152 @@
+package merkle
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+)
+
+var grants = natslog.Grants{Checkpoints: CheckpointStream, CheckpointPublish: CheckpointSubject, CosignPublish: CosignSubjects}
+
+// refusals collects the permission violations the server reports.
+type refusals struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (r *refusals) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, err)
+}
+
+// violated reports whether the server named subject in a permissions
+// violation, waiting up to 30 s for it (a loaded machine).
+func (r *refusals) violated(subject string) bool {
+	for range 3000 {
+		r.mu.Lock()
+		for _, err := range r.errs {
+			if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), `"`+subject+`"`) {
+				r.mu.Unlock()
+				return true
+			}
+		}
+		r.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// Serve creates the checkpoint stream and publishes checkpoints; a
+// follower publishes cosignatures; every role reads both. A reader, a
+// writer and a worker publish neither, a follower no checkpoint: each
+// attempt is the server's permissions violation.
+func TestRolesOnCheckpoints(t *testing.T) {
+	pass := map[natslog.Role]string{}
+	var users []natslog.User
+	for _, r := range natslog.Roles {
+		pass[r] = natslog.NewPassword()
+		users = append(users, natslog.User{Name: string(r), Password: pass[r], Role: r})
+	}
+	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", Users: users, Grants: grants})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown() })
+	connect := func(role natslog.Role) (*nats.Conn, jetstream.JetStream, *refusals) {
+		r := &refusals{}
+		nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo(string(role), pass[role]), natslog.InboxOption(role), nats.ErrorHandler(r.handler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nc, js, r
+	}
+	ctx := t.Context()
+	anc, _, _ := connect(natslog.RoleAdmin)
+	l, err := natslog.Open(ctx, anc, natslog.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	appendStarted(t, l, "s1", "/work")
+
+	_, sjs, sref := connect(natslog.RoleServe)
+	if _, err := EnsureStream(ctx, sjs); err != nil {
+		t.Fatalf("serve creates %s: %v", CheckpointStream, err)
+	}
+	dir := t.TempDir()
+	signer, _, err := LoadCheckpointKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := Checkpoint{Origin: "o", Size: 1}.Sign(signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpSeq, err := PublishCheckpoint(ctx, sjs, signed)
+	if err != nil {
+		t.Fatalf("serve publishes a checkpoint: %v", err)
+	}
+	w, err := LoadWitnessKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fjs, fref := connect(natslog.RoleFollower)
+	if err := PublishCosignature(ctx, fjs, w, cpSeq, signed); err != nil {
+		t.Fatalf("follower publishes a cosignature: %v", err)
+	}
+	for _, role := range []natslog.Role{natslog.RoleReader, natslog.RoleFollower, natslog.RoleWorker, natslog.RoleWriter, natslog.RoleServe} {
+		_, js, _ := connect(role)
+		all, err := ReadAll(ctx, js)
+		if err != nil || len(all) != 2 {
+			t.Fatalf("%s reads the checkpoints: %d, %v; want 2", role, len(all), err)
+		}
+	}
+	for _, r := range []*refusals{sref, fref} {
+		r.mu.Lock()
+		if len(r.errs) > 0 {
+			t.Fatalf("refused: %v", r.errs)
+		}
+		r.mu.Unlock()
+	}
+	for _, c := range []struct {
+		role    natslog.Role
+		subject string
+	}{
+		{natslog.RoleReader, CheckpointSubject},
+		{natslog.RoleReader, CosignSubject(w.KeyHash())},
+		{natslog.RoleWriter, CheckpointSubject},
+		{natslog.RoleWriter, CosignSubject(w.KeyHash())},
+		{natslog.RoleWorker, CheckpointSubject},
+		{natslog.RoleFollower, CheckpointSubject},
+		{natslog.RoleServe, "$JS.API.STREAM.DELETE." + CheckpointStream},
+		{natslog.RoleServe, "$JS.API.STREAM.PURGE." + CheckpointStream},
+		{natslog.RoleWriter, "$JS.API.STREAM.MSG.DELETE." + CheckpointStream},
+	} {
+		nc, _, ref := connect(c.role)
+		ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		_, _ = nc.RequestWithContext(ctx, c.subject, signed)
+		cancel()
+		if !ref.violated(c.subject) {
+			t.Errorf("%s on %s: no permissions violation; got %v", c.role, c.subject, ref.errs)
+		}
+	}
+	_, ajs, _ := connect(natslog.RoleAdmin)
+	all, err := ReadAll(ctx, ajs)
+	if err != nil || len(all) != 2 {
+		t.Fatalf("after the attempts: %d messages, %v; want 2", len(all), err)
+	}
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+)
+
+// verifyCLI runs `logbook --data data verify ARGS...` and returns its
+// output and exit code.
+func verifyCLI(t *testing.T, data string, args ...string) (string, int) {
+	t.Helper()
+	var out syncBuffer
+	err := runCLI(t.Context(), append([]string{"--data", data, "verify"}, args...), strings.NewReader(""), &out, &out)
+	if err != nil {
+		out.Write([]byte(err.Error() + "\n"))
+	}
+	return out.String(), exitCode(err)
+}
+
+// seqOf returns the stream sequence of the first message of data's log
+// whose body holds marker (no server may run on data).
+func seqOf(t *testing.T, data, marker string) uint64 {
+	t.Helper()
+	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: dataDir(data).path("jetstream")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	l, err := natslog.Open(t.Context(), srv.Conn(), natslog.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var seq uint64
+	for m, err := range l.ReadRaw(t.Context(), natslog.StreamSubjects, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq == 0 && bytes.Contains(m.Data, []byte(marker)) {
+			seq = m.Seq
+		}
+	}
+	if seq == 0 {
+		t.Fatalf("no message holds %q", marker)
+	}
+	return seq
+}
+
+// `logbook verify` on a log serve checkpointed: exit 0 and an inclusion
+// proof; after one byte of a block file is flipped with serve stopped,
+// exit 1 naming the sequence of the message the byte was in; a usage
+// error is exit 2.
+func TestVerifyCLINamesTheFlippedSequence(t *testing.T) {
+	data := t.TempDir()
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	logs := &syncBuffer{}
+	go func() {
+		served <- runCLI(ctx, []string{"--data", data, "serve", "--workers", "0", "--checkpoint-every", "1", "--checkpoint-interval", "1s"}, strings.NewReader(""), logs, logs)
+	}()
+	waitServer(t, dataDir(data))
+	for i, cwd := range []string{"/work/one", "/work/MARKER-two", "/work/three"} {
+		promptSession(t, t.Context(), data, "verify-"+strconv.Itoa(i), cwd)
+	}
+	// Wait for a checkpoint that covers the log (serve signs one at most
+	// a second after the log grew).
+	deadline := time.Now().Add(time.Minute)
+	var out string
+	for {
+		var code int
+		out, code = verifyCLI(t, data, "--seq", "1")
+		if code == 0 && strings.Contains(out, "proof:") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint covering seq 1 within a minute:\n%s\nserve:\n%s", out, logs.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("verify --seq 1:\n%s", out)
+	if out, code := verifyCLI(t, data, "--seq", "1", "--id", "01J00000000000000000000000"); code != codeUsage {
+		t.Fatalf("--seq and --id: exit %d, want %d:\n%s", code, codeUsage, out)
+	}
+	stop()
+	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("serve: %v\n%s", err, logs.String())
+	}
+	want := seqOf(t, data, "MARKER-two")
+	blk := dataDir(data).path("jetstream", "jetstream", "$G", "streams", natslog.StreamName, "msgs", "1.blk")
+	b, err := os.ReadFile(blk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, []byte("MARKER-two")) // the block holds messages in sequence order
+	if i < 0 {
+		t.Fatalf("%s holds no MARKER-two", blk)
+	}
+	b[i] ^= 1
+	if err := os.WriteFile(blk, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := verifyCLI(t, data)
+	t.Logf("verify after the flip:\n%s", out)
+	if code != codeError || !strings.Contains(out, "first bad sequence "+strconv.FormatUint(want, 10)+":") {
+		t.Fatalf("exit %d, want %d naming seq %d:\n%s", code, codeError, want, out)
+	}
+}
