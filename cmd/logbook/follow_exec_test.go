@@ -88,6 +88,23 @@ func (p followProcs) serve(ctx context.Context, log *syncBuffer) served {
 	}
 }
 
+// spoolEmpty waits until the data dir's spool holds no hook payload: a
+// running serve has delivered them all.
+func (p followProcs) spoolEmpty(log *syncBuffer) {
+	p.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		spooled, _ := filepath.Glob(filepath.Join(p.data, "spool", "*.json"))
+		if len(spooled) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%d hook payloads still in the spool after 60 s:\n%s", len(spooled), log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // stop ends serve with SIGTERM and waits until it has exited.
 func (p followProcs) stop(s served) {
 	p.t.Helper()
@@ -181,7 +198,11 @@ func TestFollower_NeverLocksOutAWriter(t *testing.T) {
 	defer cancel()
 	p.hooks(ctx, "hooks-before.jsonl")
 	var log syncBuffer
-	p.stop(p.serve(ctx, &log)) // the first hooks are in the log; no server runs now
+	// With no server the first hooks wait in the spool: serve delivers
+	// them once it runs (not before it answers), so stop it only then.
+	s0 := p.serve(ctx, &log)
+	p.spoolEmpty(&log)
+	p.stop(s0) // the first hooks are in the log; no server runs now
 	first := p.lastSeq(ctx)
 
 	var out, errs syncBuffer
