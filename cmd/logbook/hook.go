@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -214,6 +215,42 @@ func gatedHookArgs(root *cobra.Command, args []string) bool {
 	}
 	path := cmd.CommandPath()
 	return path == "logbook hook" || strings.HasPrefix(path, "logbook hook ")
+}
+
+// HelpDropsPayloadMessage is what an ungated `logbook hook …` or
+// logbook-hook says, exit 1, when its command line asks for help (-h,
+// --help) and a payload is piped in: the payload would be dropped.
+const HelpDropsPayloadMessage = "-h/--help with a payload on stdin: the payload was not delivered (help is printed above); take -h/--help out of the hook's command line"
+
+// hookHelpWithPayload returns the usage mistake of an ungated hook
+// command line (logbook hook, hook claude, hook codex) that asks for help
+// while a payload is piped in, after printing the help on stderr: exit 1
+// as the hook's other usage mistakes (never 2, which Claude Code reads as
+// "block"), rather than help on stdout with exit 0 and the payload
+// dropped unseen. A terminal, or stdin that holds only white space, asks
+// for help: it returns nil and the help is printed as usual. A gated one
+// is runGatedHook's.
+func hookHelpWithPayload(root *cobra.Command, args []string, stdin io.Reader, stderr io.Writer) error {
+	if !hookfast.AsksHelp(args) || hookfast.Gated(args) || stdin == nil || hookfast.StdinIsTerminal(stdin) {
+		return nil
+	}
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == nil {
+		return nil
+	}
+	if path := cmd.CommandPath(); path != "logbook hook" && !strings.HasPrefix(path, "logbook hook ") {
+		return nil
+	}
+	payload, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
+	if err != nil || len(bytes.TrimSpace(payload)) == 0 {
+		return nil
+	}
+	cmd.SetOut(stderr)
+	cmd.InitDefaultHelpFlag()
+	if err := cmd.Help(); err != nil {
+		return err
+	}
+	return &exitError{code: codeError, err: errors.New(HelpDropsPayloadMessage)}
 }
 
 // answerWriter notes whether anything was written through it.

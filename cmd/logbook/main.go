@@ -94,6 +94,9 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err := helpForUnknown(root, args); err != nil {
 		return err
 	}
+	if err := hookHelpWithPayload(root, args, stdin, stderr); err != nil {
+		return err
+	}
 	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil && exitCode(err) == codeUsage && (cmd.CommandPath() == "logbook hook" || strings.HasPrefix(cmd.CommandPath(), "logbook hook ")) {
 		// An agent reads exit 2 as "block": a hook never exits 2 for
