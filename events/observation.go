@@ -43,7 +43,13 @@ type Observation struct {
 	// read from a file not written live (an import, the first read of a
 	// file present when the watcher started) is history: it is dated by
 	// its AgentTime corrected by the offset learned, if any.
-	Live bool  `json:"live,omitempty"`
+	Live bool `json:"live,omitempty"`
+	// More is set on a history line (not Live) when the import pass
+	// that read it read on past it in the same file: an import is under
+	// way while the last line a session took in says so. The last line a
+	// pass read (at the file's end, at a line that stops it) has it
+	// clear, and so has every line imported before it was recorded.
+	More bool  `json:"more,omitempty"`
 	Tick *Tick `json:"tick,omitempty"` // set in a TickObserved only
 	// RewrittenFrom is set on the first line imported into a session that
 	// holds a rewritten transcript as a new history (import --as-new): the

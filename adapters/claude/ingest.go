@@ -606,6 +606,7 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			if le, ok := errors.AsType[*LineError](err); ok && errors.Is(le, ErrLineTooLong) && l.Sum != "" {
 				long = le
 			} else {
+				ended(run, src)
 				err = flush(err)
 				return res, lastFP, err
 			}
@@ -629,6 +630,7 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			o = events.Observation{Key: fmt.Sprintf("line:%d", l.N), Parser: src.Parser, Path: path, Line: l.N, Kind: "blank", Problems: []string{"blank line"}}
 		} else if o, err = src.Parse(path, l.N, l.Bytes); err != nil {
 			if !in.skip || o.Kind != "invalid" {
+				ended(run, src)
 				err = flush(err)
 				return res, lastFP, err
 			}
@@ -692,9 +694,14 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			at = b
 		}
 		last = at
+		// History: the pass reads on past this line, unless it proves
+		// the last (ended); a session whose last line says so is being
+		// imported.
+		o.More = !o.Live
 		obs := in.reg.New(src.Wrap(o))
 		obs.ID, obs.Agg, obs.At = in.x.IDs(), agg, at.UTC().Truncate(time.Microsecond)
-		run = append(run, runLine{n: l.N, obs: obs})
+		// A full run goes out when the next line comes, so the run the
+		// pass ends with is never empty and its last line can say so.
 		if len(run) >= maxRunLines {
 			if err := flush(nil); err != nil {
 				return res, lastFP, err
@@ -703,9 +710,25 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 				return res, lastFP, err
 			}
 		}
+		run = append(run, runLine{n: l.N, obs: obs})
 	}
+	ended(run, src)
 	err = flush(nil)
 	return res, lastFP, err
+}
+
+// ended marks the last line of run, the last this pass of an import read
+// of its file, as such: its observation's More is cleared.
+func ended(run []runLine, src LineSource) {
+	if len(run) == 0 {
+		return
+	}
+	r := &run[len(run)-1]
+	if o, ok := events.Observed(r.obs.Data); ok && o.More {
+		c := *o
+		c.More = false
+		r.obs.Data = src.Wrap(c)
+	}
 }
 
 // oversized returns the observation of line l of the transcript at path,

@@ -17,6 +17,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 // openLog starts an embedded JetStream server in a temporary directory
@@ -704,5 +705,65 @@ func TestImportFile_CopyAtAnotherPath(t *testing.T) {
 	}
 	if s := stateOf(t, in, agg.ID); s.Turns != 3 || s.Phase != events.PhaseReady {
 		t.Errorf("turns %d, phase %s; want 3, ready", s.Turns, s.Phase)
+	}
+}
+
+// TestImportFile_MoreUntilTheLast: every history line an import pass
+// appends says the pass read on past it (More), but the last one it read
+// (at the end of the file, or before a line that stops it), across runs:
+// a session is Importing only while an import is under way.
+func TestImportFile_MoreUntilTheLast(t *testing.T) {
+	const sid = "5e551011-0000-4000-8000-00000000a0e1"
+	log := openLog(t)
+	in := newTestIngester(t, log)
+	path := filepath.Join(t.TempDir(), sid+".jsonl")
+	var b strings.Builder
+	n := events.MaxBatch + 3 // two runs
+	for i := 1; i <= n; i++ {
+		parent := "null"
+		if i > 1 {
+			parent = fmt.Sprintf(`"u%d"`, i-1)
+		}
+		fmt.Fprintf(&b, `{"type":"user","uuid":"u%d","parentUuid":%s,"sessionId":"%s","timestamp":"2026-11-25T09:00:00.000Z","message":{"role":"user","content":"line %d"}}`+"\n", i, parent, sid, i)
+	}
+	b.WriteString("{not json\n")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
+	if _, err := in.ImportFile(t.Context(), path, agg, nil); err == nil {
+		t.Fatal("import past a bad line: no error")
+	}
+	recs, _, err := log.Load(t.Context(), agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := 0
+	for _, r := range recs {
+		o, ok := events.Observed(r.Data)
+		if !ok || o.Line == 0 {
+			continue
+		}
+		lines++
+		if want := o.Line < n; o.More != want {
+			t.Errorf("line %d: more %v, want %v", o.Line, o.More, want)
+		}
+	}
+	if lines != n {
+		t.Fatalf("%d lines imported, want %d", lines, n)
+	}
+	if st := session.Fold(session.Init(agg), recs); st.Importing {
+		t.Errorf("importing after the pass ended")
+	}
+	// Folded up to a line in the middle, the session is being imported.
+	var mid []events.Record
+	for _, r := range recs {
+		mid = append(mid, r)
+		if o, ok := events.Observed(r.Data); ok && o.Line == n/2 {
+			break
+		}
+	}
+	if st := session.Fold(session.Init(agg), mid); !st.Importing {
+		t.Errorf("not importing halfway through the pass")
 	}
 }

@@ -20,11 +20,29 @@ const ActorReconciler = "logbook-reconciler"
 // lines still arriving, as from an import in progress, are not silence.
 const Quiet = 2 * time.Second
 
+// QuietImporting is Quiet for a session an import is under way in (its
+// last line taken in says the import read on past it: State.Importing):
+// the import may pause between its runs for longer than Quiet on a loaded
+// host, and its next run may hold the results of the entries it left
+// open. An import that stopped for good (killed) leaves the session to
+// be marked once QuietImporting has passed.
+const QuietImporting = 2 * time.Minute
+
+// quietFor returns the quiet period a tick on s waits after its last
+// receipt: QuietImporting while an import is under way, else Quiet.
+func quietFor(s session.State) time.Duration {
+	if s.Importing {
+		return QuietImporting
+	}
+	return Quiet
+}
+
 // Reconcile looks at session agg once at time now: when the session has
 // an agent process, check reports whether it still runs; abandonAfter
 // (0: never) is how long a session without a known process may go
 // unobserved before its open entries are marked stale; nothing is marked
-// stale within Quiet of the session's last receipt. What it saw is an
+// stale within Quiet of the session's last receipt (QuietImporting while
+// an import is under way). What it saw is an
 // events.Tick; when session.Decide finds that the tick means something
 // (an agent_gone end, stale marks), the tick is appended as a
 // TickObserved with those decisions in one batch, so replay --rederive
@@ -59,7 +77,7 @@ func (in *Ingester) tick(s session.State, agg events.Aggregate, now time.Time, a
 	}
 	t := events.Tick{
 		Now: now, LastObserved: s.ObservedAt, LastRef: s.ObservedRef, LastReceived: s.ReceivedAt,
-		AbandonAfter: abandonAfter.Milliseconds(), QuietMS: Quiet.Milliseconds(),
+		AbandonAfter: abandonAfter.Milliseconds(), QuietMS: quietFor(s).Milliseconds(),
 	}
 	if !s.ClockOffsetAt.IsZero() {
 		t.ClockOffsetMS = s.ClockOffsetMS

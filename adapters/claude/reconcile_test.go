@@ -55,6 +55,20 @@ func TestReconcile_Stale(t *testing.T) {
 	if ok, err := in.WouldReconcile(working, working.ReceivedAt.Add(Quiet-time.Millisecond), 30*time.Minute, nil); ok || err != nil {
 		t.Errorf("WouldReconcile within the quiet period = %v, %v; want false", ok, err)
 	}
+	// The import read the file to its end: its last line says so.
+	if working.Importing {
+		t.Errorf("importing after an import that read its file to the end")
+	}
+	// While an import is under way (its last line said it read on),
+	// the quiet period is QuietImporting: it may pause between runs.
+	importing := working
+	importing.Importing = true
+	if ok, err := in.WouldReconcile(importing, importing.ReceivedAt.Add(QuietImporting-time.Millisecond), 30*time.Minute, nil); ok || err != nil {
+		t.Errorf("WouldReconcile within the importing quiet period = %v, %v; want false", ok, err)
+	}
+	if ok, err := in.WouldReconcile(importing, importing.ReceivedAt.Add(QuietImporting), 30*time.Minute, nil); !ok || err != nil {
+		t.Errorf("WouldReconcile after the importing quiet period = %v, %v; want true", ok, err)
+	}
 	now := seen.Add(72 * time.Hour)
 	if q := working.ReceivedAt.Add(Quiet); now.Before(q) {
 		now = q.UTC()

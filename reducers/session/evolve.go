@@ -248,6 +248,7 @@ func (s *State) heard(o *events.Observation, e events.Envelope) {
 	if !o.Received.IsZero() && recv.After(s.ReceivedAt) {
 		s.ReceivedAt = recv
 	}
+	s.Importing = o.More && !o.Live && o.Line > 0
 	agent, hasAgent := agentTime(o)
 	if o.Live && !o.Received.IsZero() && o.Line > 0 && hasAgent {
 		s.ClockOffsetMS = recv.Sub(agent).Milliseconds()

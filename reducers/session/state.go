@@ -97,6 +97,11 @@ type State struct {
 	// any observation of the agent, live or history, by the appending
 	// host's clock: a stale mark waits for a quiet period after it.
 	ReceivedAt time.Time `json:"received_at,omitzero"`
+	// Importing is set while the last observation of the agent taken in
+	// is a history line whose import pass read on past it
+	// (events.Observation.More): an import is under way, and may pause
+	// between its runs. Any other observation of the agent clears it.
+	Importing bool `json:"importing,omitempty"`
 	// ClockOffsetMS is the agent clock's offset learned from the last
 	// live transcript line: its receipt minus its agent time, ms;
 	// positive when the agent's clock is behind the server's, negative
