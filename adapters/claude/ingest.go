@@ -683,6 +683,14 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		if at.IsZero() {
 			at = in.clock()
 		}
+		if o.Live {
+			// Read as the agent wrote it: the line happened now, by this
+			// host's clock, whatever the agent's says (AgentTime keeps
+			// that, and the offset between them is learned from it), so
+			// a session's times agree with its hooks' and with the
+			// server's, however far the agent's clock is off.
+			at = o.Received
+		}
 		// A line dated past this host's clock (and so every line after
 		// it that has no time of its own) takes the bound instead; the
 		// observation keeps the line's own timestamp (AgentTime).
