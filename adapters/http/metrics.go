@@ -26,6 +26,10 @@ type MetricsOptions struct {
 	// LastSeq returns the log's last sequence (the projection lag's
 	// reference); nil: the Server's log.
 	LastSeq func(ctx context.Context) (uint64, error)
+	// Quarantined returns how many distinct stored events the server's
+	// reads have left out of every fold as unattested (bad or missing
+	// signatures, unknown or revoked keys, out of role); nil counts 0.
+	Quarantined func() uint64
 }
 
 // Metrics is Logbook's Prometheus registry: names logbook_*, base units
@@ -73,6 +77,14 @@ func NewMetrics(opts MetricsOptions) *Metrics {
 	m.streams = prometheus.NewGauge(prometheus.GaugeOpts{Name: "logbook_http_streams", Help: "Open SSE streams."})
 	m.reg.MustRegister(m.streams)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "logbook_events_quarantined_total", Help: "Stored events the server's reads left out of every fold as unattested, since it started.",
+	}, func() float64 {
+		if opts.Quarantined == nil {
+			return 0
+		}
+		return float64(opts.Quarantined())
+	}))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "logbook_projection_lag_events", Help: "Stream sequences the log holds past the projection's checkpoint.",
 	}, m.lagEvents))

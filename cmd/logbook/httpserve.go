@@ -78,6 +78,7 @@ func newHTTP(f httpFlags, dd dataDir, b *backend, store *projections.Store, svc 
 		ConsumersPending: func(ctx context.Context) (map[string]uint64, error) {
 			return consumersPending(ctx, b)
 		},
+		Quarantined: func() uint64 { _, n := b.log.Quarantined(); return n },
 	})
 	cl, err := newCommandClient(b)
 	if err != nil {
