@@ -1,7 +1,7 @@
 package events
 
 // The key aggregate binds signing keys to principals and roles. Its
-// events are signed by the admin key a host pins (adapters/attest), and
+// events are signed by the admin key a host pins (adapters/attestation), and
 // a reader folds them in stream order to know, at each sequence, which
 // keys may append what:
 //
@@ -20,7 +20,7 @@ const SigningAggregate = "signing"
 // KeyRegistered binds the Ed25519 public key Public (standard base64 of
 // its 32 bytes; its id is the aggregate id) to Principal (e.g.
 // "serve@build-3", "worker@build-3", "alice@build-3") in Role (admin,
-// serve, writer, worker: adapters/attest.Roles). From its sequence on,
+// serve, writer, worker: adapters/attestation.Roles). From its sequence on,
 // events signed by the key are attested when Role may append their type.
 type KeyRegistered struct {
 	Public    string `json:"public"`

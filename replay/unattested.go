@@ -6,7 +6,7 @@ import (
 )
 
 // Unattested is a stored event the log left out of every fold because
-// its signature does not attest it (adapters/attest): unsigned after
+// its signature does not attest it (adapters/attestation): unsigned after
 // signing began, badly signed, signed by an unknown or revoked key, or
 // out of its key's role. Its JSON field names are stable.
 type Unattested struct {

@@ -12,14 +12,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
-	"github.com/logbook-dev/logbook/adapters/attest"
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
 )
 
 // Signer signs an appended message: given its subject, its
 // Nats-Expected-Last-Subject-Sequence header ("" when it carries none)
 // and its body, it returns the Lb-Key and Lb-Sig header values
-// (attest.Key implements it). It must be safe for concurrent use.
+// (attestation.Key implements it). It must be safe for concurrent use.
 type Signer interface {
 	Sign(subject, expect string, data []byte) (keyID, sig string)
 }
@@ -67,20 +67,20 @@ func sign(s Signer, m *nats.Msg) {
 		return
 	}
 	id, sig := s.Sign(m.Subject, m.Header.Get(jetstream.ExpectedLastSubjSeqHeader), m.Data)
-	m.Header[attest.HeaderKey] = []string{id}
-	m.Header[attest.HeaderSig] = []string{sig}
+	m.Header[attestation.HeaderKey] = []string{id}
+	m.Header[attestation.HeaderSig] = []string{sig}
 }
 
 // Quarantined is a stored event a Verifier refused: never folded by a
 // reader of this Log, always shown.
 type Quarantined struct {
-	Seq     uint64           `json:"seq"`
-	Subject string           `json:"subject"`
-	Type    string           `json:"type"`
-	Agg     events.Aggregate `json:"agg"`
-	ID      string           `json:"id"`
-	Verdict attest.Verdict   `json:"verdict"`
-	Event   events.Envelope  `json:"-"`
+	Seq     uint64              `json:"seq"`
+	Subject string              `json:"subject"`
+	Type    string              `json:"type"`
+	Agg     events.Aggregate    `json:"agg"`
+	ID      string              `json:"id"`
+	Verdict attestation.Verdict `json:"verdict"`
+	Event   events.Envelope     `json:"-"`
 }
 
 // maxQuarantined bounds the quarantined events a Log remembers; the
@@ -131,17 +131,17 @@ func (l *Log) Quarantined() ([]Quarantined, uint64) {
 }
 
 // Verifier returns the Log's Verifier (nil when it reads unjudged).
-func (l *Log) Verifier() *attest.Verifier { return l.cfg.Verifier }
+func (l *Log) Verifier() *attestation.Verifier { return l.cfg.Verifier }
 
 // attestMsg is what the Verifier judges of a stored message.
-func attestMsg(seq uint64, subject string, h nats.Header, data []byte) attest.Message {
-	return attest.Message{Seq: seq, Subject: subject, Expect: h.Get(jetstream.ExpectedLastSubjSeqHeader),
-		KeyID: h.Get(attest.HeaderKey), Sig: h.Get(attest.HeaderSig), Data: data}
+func attestMsg(seq uint64, subject string, h nats.Header, data []byte) attestation.Message {
+	return attestation.Message{Seq: seq, Subject: subject, Expect: h.Get(jetstream.ExpectedLastSubjSeqHeader),
+		KeyID: h.Get(attestation.HeaderKey), Sig: h.Get(attestation.HeaderSig), Data: data}
 }
 
 // judge returns whether rec, decoded from m with pre from Precheck, is
 // folded; a quarantined one is remembered.
-func (l *Log) judge(m attest.Message, rec events.Record, pre attest.Pre) (attest.Verdict, bool) {
+func (l *Log) judge(m attestation.Message, rec events.Record, pre attestation.Pre) (attestation.Verdict, bool) {
 	v := l.cfg.Verifier
 	vd := v.Judge(m, rec.Envelope, pre)
 	if !vd.Status.Quarantined() {
@@ -224,7 +224,7 @@ func (l *Log) appendKeyEvent(ctx context.Context, admin Signer, id string, ver, 
 // RegisterKey appends key.registered for k (its public key, principal
 // and role), signed by admin, the key whose public part the readers pin.
 // It reports false, appending nothing, when k's id is registered already.
-func (l *Log) RegisterKey(ctx context.Context, admin Signer, k *attest.Key, host string, at time.Time) (bool, error) {
+func (l *Log) RegisterKey(ctx context.Context, admin Signer, k *attestation.Key, host string, at time.Time) (bool, error) {
 	return l.appendKeyEvent(ctx, admin, k.ID, 1, 0,
 		events.KeyRegistered{Public: k.PublicText(), Principal: k.Principal, Role: string(k.Role)}, host, at)
 }

@@ -20,7 +20,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/logbook-dev/logbook/adapters/attest"
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -34,7 +34,7 @@ func BenchmarkAttestAppend(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			l, _ := newLog(b)
 			if signed {
-				k, err := attest.NewKey("serve@bench", attest.RoleServe)
+				k, err := attestation.NewKey("serve@bench", attestation.RoleServe)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -69,11 +69,11 @@ func BenchmarkAttestRead(b *testing.B) {
 	const n = 50_000
 	reg := events.NewRegistry()
 	s := startServer(b, b.TempDir())
-	admin, err := attest.NewKey("admin@bench", attest.RoleAdmin)
+	admin, err := attestation.NewKey("admin@bench", attestation.RoleAdmin)
 	if err != nil {
 		b.Fatal(err)
 	}
-	k, err := attest.NewKey("serve@bench", attest.RoleServe)
+	k, err := attestation.NewKey("serve@bench", attestation.RoleServe)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func BenchmarkAttestRead(b *testing.B) {
 			for b.Loop() {
 				cfg := Config{}
 				if verified {
-					cfg.Verifier = attest.NewVerifier(admin.Public())
+					cfg.Verifier = attestation.NewVerifier(admin.Public())
 				}
 				l, err := Open(b.Context(), s.Conn(), cfg)
 				if err != nil {

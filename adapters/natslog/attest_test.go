@@ -9,14 +9,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/logbook-dev/logbook/adapters/attest"
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
 )
 
 // signedLog opens a Log on s that judges reads against admin's pin.
-func signedLog(t *testing.T, s *Server, admin *attest.Key) *Log {
+func signedLog(t *testing.T, s *Server, admin *attestation.Key) *Log {
 	t.Helper()
-	l, err := Open(t.Context(), s.Conn(), Config{Verifier: attest.NewVerifier(admin.Public())})
+	l, err := Open(t.Context(), s.Conn(), Config{Verifier: attestation.NewVerifier(admin.Public())})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -24,9 +24,9 @@ func signedLog(t *testing.T, s *Server, admin *attest.Key) *Log {
 	return l
 }
 
-func mustKey(t *testing.T, principal string, role attest.Role) *attest.Key {
+func mustKey(t *testing.T, principal string, role attestation.Role) *attestation.Key {
 	t.Helper()
-	k, err := attest.NewKey(principal, role)
+	k, err := attestation.NewKey(principal, role)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func mustKey(t *testing.T, principal string, role attest.Role) *attest.Key {
 // a holder of NATS credentials can, with the expected-sequence check
 // expect, signed by k (nil: unsigned); edit, if set, changes the body
 // after signing.
-func forge(t *testing.T, nc *nats.Conn, e events.Envelope, expect uint64, k *attest.Key, edit func([]byte) []byte) uint64 {
+func forge(t *testing.T, nc *nats.Conn, e events.Envelope, expect uint64, k *attestation.Key, edit func([]byte) []byte) uint64 {
 	t.Helper()
 	data, err := e.MarshalJSON()
 	if err != nil {
@@ -76,7 +76,7 @@ func verdict(reg *events.Registry, agg events.Aggregate, ver uint64) events.Enve
 // the next real append on the aggregate still succeeds.
 func TestAttest_QuarantineForgeries(t *testing.T) {
 	s := startServer(t, t.TempDir())
-	admin := mustKey(t, "admin@h", attest.RoleAdmin)
+	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
 	l := signedLog(t, s, admin)
 	reg := events.NewRegistry()
 	ctx := t.Context()
@@ -89,10 +89,10 @@ func TestAttest_QuarantineForgeries(t *testing.T) {
 	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); ok || err != nil {
 		t.Fatalf("second BeginSigning = %v, %v; want false, nil", ok, err)
 	}
-	serve := mustKey(t, "serve@h", attest.RoleServe)
-	writer := mustKey(t, "writer@h", attest.RoleWriter)
-	stranger := mustKey(t, "serve@elsewhere", attest.RoleServe)
-	for _, k := range []*attest.Key{serve, writer} {
+	serve := mustKey(t, "serve@h", attestation.RoleServe)
+	writer := mustKey(t, "writer@h", attestation.RoleWriter)
+	stranger := mustKey(t, "serve@elsewhere", attestation.RoleServe)
+	for _, k := range []*attestation.Key{serve, writer} {
 		if ok, err := l.RegisterKey(ctx, admin, k, "h", testTime); !ok || err != nil {
 			t.Fatalf("RegisterKey(%s) = %v, %v", k.Principal, ok, err)
 		}
@@ -100,23 +100,23 @@ func TestAttest_QuarantineForgeries(t *testing.T) {
 	l.SetSigner(serve)
 	real := mustAppend(t, l, decision(reg, a, old.Last, 2, 1))
 
-	want := map[uint64]attest.Status{}
+	want := map[uint64]attestation.Status{}
 	last := real.Last
 	for _, f := range []struct {
-		k      *attest.Key
+		k      *attestation.Key
 		edit   func([]byte) []byte
-		status attest.Status
+		status attestation.Status
 	}{
-		{nil, nil, attest.Unsigned},
-		{writer, nil, attest.OutOfRole},
+		{nil, nil, attestation.Unsigned},
+		{writer, nil, attestation.OutOfRole},
 		{serve, func(b []byte) []byte {
 			var m map[string]any
 			json.Unmarshal(b, &m)
 			m["actor"] = "x"
 			b, _ = json.Marshal(m)
 			return b
-		}, attest.BadSignature},
-		{stranger, nil, attest.UnknownKey},
+		}, attestation.BadSignature},
+		{stranger, nil, attestation.UnknownKey},
 	} {
 		last = forge(t, s.Conn(), verdict(reg, a, 3), last, f.k, f.edit)
 		want[last] = f.status
@@ -172,15 +172,15 @@ func TestAttest_QuarantineForgeries(t *testing.T) {
 // attested, what it signs after is refused.
 func TestAttest_Revocation(t *testing.T) {
 	s := startServer(t, t.TempDir())
-	admin := mustKey(t, "admin@h", attest.RoleAdmin)
+	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
 	l := signedLog(t, s, admin)
 	reg := events.NewRegistry()
 	ctx := t.Context()
 	if _, err := l.BeginSigning(ctx, admin, "h", testTime); err != nil {
 		t.Fatal(err)
 	}
-	k1, k2 := mustKey(t, "serve@h", attest.RoleServe), mustKey(t, "serve@h", attest.RoleServe)
-	for _, k := range []*attest.Key{k1, k2} {
+	k1, k2 := mustKey(t, "serve@h", attestation.RoleServe), mustKey(t, "serve@h", attestation.RoleServe)
+	for _, k := range []*attestation.Key{k1, k2} {
 		if _, err := l.RegisterKey(ctx, admin, k, "h", testTime); err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +212,7 @@ func TestAttest_Revocation(t *testing.T) {
 		t.Errorf("read %v: want %d..%d and %d, not %d", got, before.First, before.Last, rotated.Last, after.Last)
 	}
 	qs, _ := l2.Quarantined()
-	if len(qs) != 1 || qs[0].Verdict.Status != attest.UnknownKey {
+	if len(qs) != 1 || qs[0].Verdict.Status != attestation.UnknownKey {
 		t.Errorf("quarantined %+v, want seq %d unknown-or-revoked-key", qs, after.Last)
 	}
 }

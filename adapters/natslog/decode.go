@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/logbook-dev/logbook/adapters/attest"
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -17,9 +17,9 @@ type chunk struct {
 	msgs []Msg
 	recs []events.Record
 	errs []error
-	pres []attest.Pre  // signatures checked ahead, when the Log has a Verifier
-	err  error         // from the source, after msgs; ends the sequence
-	done chan struct{} // closed when recs and errs are filled
+	pres []attestation.Pre // signatures checked ahead, when the Log has a Verifier
+	err  error             // from the source, after msgs; ends the sequence
+	done chan struct{}     // closed when recs and errs are filled
 }
 
 // decodeParallel yields, in order, the records of the messages src
@@ -67,7 +67,7 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 					// Ed25519 verification costs more than decoding:
 					// done here, in parallel, Judge only decides.
 					if cap(c.pres) < len(c.msgs) {
-						c.pres = make([]attest.Pre, len(c.msgs))
+						c.pres = make([]attestation.Pre, len(c.msgs))
 					}
 					c.pres = c.pres[:len(c.msgs)]
 					for i, m := range c.msgs {

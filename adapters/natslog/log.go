@@ -370,7 +370,7 @@ type outcome struct {
 // newRequest encodes b's envelopes into messages: subject b.Agg.Subject(),
 // body the envelope's JSON, headers Nats-Msg-Id and Lb-Type, on the
 // first message Nats-Expected-Last-Subject-Sequence = b.Expect, and,
-// when s is not nil, Lb-Key and Lb-Sig signing each (attest.Signed).
+// when s is not nil, Lb-Key and Lb-Sig signing each (attestation.Signed).
 func newRequest(b events.Batch, s Signer) (*request, error) {
 	subject := b.Agg.Subject()
 	msgs := make([]*nats.Msg, len(b.Events))

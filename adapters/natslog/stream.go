@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/logbook-dev/logbook/adapters/attest"
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -57,7 +57,7 @@ type Config struct {
 	// Verifier, when set, judges every event read (Read, Follow, Load,
 	// LoadAfter) against the log's key events: a quarantined one is not
 	// yielded but kept for Quarantined. nil reads every event unjudged.
-	Verifier *attest.Verifier
+	Verifier *attestation.Verifier
 }
 
 // DefaultMergeMin is Config.MergeMin's default, measured under fsync

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/logbook-dev/logbook/adapters/attest"
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/replay"
@@ -37,9 +37,9 @@ func (d dataDir) keyPath(name string) string { return d.path("keys", name) }
 // adminKey returns the data dir's admin key, making it and its pin
 // (keys/admin.key, keys/admin.pub) when neither exists. A pin without
 // its key, or a key that is not the pin's, is an error naming both.
-func (d dataDir) adminKey() (*attest.Key, error) {
-	k, err := attest.ReadKey(d.keyPath("admin.key"))
-	pin, perr := attest.ReadPin(d.keyPath("admin.pub"))
+func (d dataDir) adminKey() (*attestation.Key, error) {
+	k, err := attestation.ReadKey(d.keyPath("admin.key"))
+	pin, perr := attestation.ReadPin(d.keyPath("admin.pub"))
 	switch {
 	case err == nil && perr == nil:
 		if !k.Public().Equal(pin) {
@@ -50,13 +50,13 @@ func (d dataDir) adminKey() (*attest.Key, error) {
 		if err := d.ensure(); err != nil {
 			return nil, err
 		}
-		if k, err = attest.NewKey("admin@"+hostName(), attest.RoleAdmin); err != nil {
+		if k, err = attestation.NewKey("admin@"+hostName(), attestation.RoleAdmin); err != nil {
 			return nil, err
 		}
-		if err := attest.WriteKey(d.keyPath("admin.key"), k); err != nil {
+		if err := attestation.WriteKey(d.keyPath("admin.key"), k); err != nil {
 			return nil, fmt.Errorf("signing keys: %w", err)
 		}
-		if err := attest.WritePin(d.keyPath("admin.pub"), k.Public()); err != nil {
+		if err := attestation.WritePin(d.keyPath("admin.pub"), k.Public()); err != nil {
 			return nil, fmt.Errorf("signing keys: %w", err)
 		}
 		return k, nil
@@ -70,7 +70,7 @@ func (d dataDir) adminKey() (*attest.Key, error) {
 // pinned returns the pinned admin public key, making the admin key when
 // the data dir has none yet.
 func (d dataDir) pinned() (ed25519.PublicKey, error) {
-	pin, err := attest.ReadPin(d.keyPath("admin.pub"))
+	pin, err := attestation.ReadPin(d.keyPath("admin.pub"))
 	if errors.Is(err, fs.ErrNotExist) {
 		k, err := d.adminKey()
 		if err != nil {
@@ -83,9 +83,9 @@ func (d dataDir) pinned() (ed25519.PublicKey, error) {
 
 // principalKey returns the data dir's key file name for role, making it
 // (principal user@host) when absent.
-func (d dataDir) principalKey(name string, role attest.Role) (*attest.Key, error) {
+func (d dataDir) principalKey(name string, role attestation.Role) (*attestation.Key, error) {
 	path := d.keyPath(name)
-	k, err := attest.ReadKey(path)
+	k, err := attestation.ReadKey(path)
 	if err == nil {
 		if k.Role != role {
 			return nil, fmt.Errorf("signing keys: %s has role %s, want %s; remove it to make a new one", path, k.Role, role)
@@ -95,10 +95,10 @@ func (d dataDir) principalKey(name string, role attest.Role) (*attest.Key, error
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("signing keys: %w", err)
 	}
-	if k, err = attest.NewKey(userName()+"@"+hostName(), role); err != nil {
+	if k, err = attestation.NewKey(userName()+"@"+hostName(), role); err != nil {
 		return nil, err
 	}
-	if err := attest.WriteKey(path, k); err != nil {
+	if err := attestation.WriteKey(path, k); err != nil {
 		return nil, fmt.Errorf("signing keys: %w", err)
 	}
 	return k, nil
@@ -127,7 +127,7 @@ func (d dataDir) attestConfig(cfg natslog.Config) (natslog.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	cfg.Verifier = attest.NewVerifier(pin)
+	cfg.Verifier = attestation.NewVerifier(pin)
 	return cfg, nil
 }
 
@@ -138,11 +138,12 @@ func keyRegistered(ctx context.Context, l *natslog.Log, id string) (bool, error)
 }
 
 // startSigning makes l sign with k: it registers k with the data dir's
-// admin key unless registered, and, when begin is set (serve, or a
-// command on the data dir while no serve runs), appends signing.began
+// admin key unless registered (a worker key must be registered already:
+// a worker may not append key events), and, when begin is set (serve, or
+// a command on the data dir while no serve runs), appends signing.began
 // unless the log has one.
-func (d dataDir) startSigning(ctx context.Context, l *natslog.Log, k *attest.Key, begin bool) error {
-	var admin *attest.Key
+func (d dataDir) startSigning(ctx context.Context, l *natslog.Log, k *attestation.Key, begin bool) error {
+	var admin *attestation.Key
 	loadAdmin := func() error {
 		var err error
 		if admin == nil {
@@ -168,6 +169,11 @@ func (d dataDir) startSigning(ctx context.Context, l *natslog.Log, k *attest.Key
 	ok, err := keyRegistered(ctx, l, k.ID)
 	if err != nil {
 		return err
+	}
+	if !ok && k.Role == attestation.RoleWorker {
+		// A worker may not append key events; serve registers the
+		// data dir's worker key when it starts.
+		return fmt.Errorf("signing keys: the worker key %s (%s) is not registered on the log: start serve on this data dir, which registers it", k.ID, d.keyPath("worker.key"))
 	}
 	if !ok {
 		if err := loadAdmin(); err != nil {
@@ -203,11 +209,11 @@ func unattested(l *natslog.Log, subject string) []replay.Unattested {
 // issued, a fresh signing key for that role registered on the data dir's
 // log with its admin key, and the pinned admin key.
 func issueKey(ctx context.Context, g *globals, dd dataDir, role natslog.Role, c *creds) error {
-	ar := attest.RoleWriter
+	ar := attestation.RoleWriter
 	if role == natslog.RoleWorker {
-		ar = attest.RoleWorker
+		ar = attestation.RoleWorker
 	}
-	k, err := attest.NewKey(fmt.Sprintf("%s@%s (issued %s)", role, hostName(), time.Now().UTC().Format(time.RFC3339)), ar)
+	k, err := attestation.NewKey(fmt.Sprintf("%s@%s (issued %s)", role, hostName(), time.Now().UTC().Format(time.RFC3339)), ar)
 	if err != nil {
 		return err
 	}
@@ -229,15 +235,47 @@ func issueKey(ctx context.Context, g *globals, dd dataDir, role natslog.Role, c 
 
 // credsSigning sets cfg's Verifier from a --creds file that carries the
 // admin key, and returns the file's signing key (nil when it has none).
-func credsSigning(path string, cfg natslog.Config) (natslog.Config, *attest.Key) {
+func credsSigning(path string, cfg natslog.Config) (natslog.Config, *attestation.Key) {
 	c, err := readCreds(path)
 	if err != nil || c.Key == nil || c.Admin == "" {
 		return cfg, nil
 	}
-	pin, err := attest.ParsePublic(c.Admin)
+	pin, err := attestation.ParsePublic(c.Admin)
 	if err != nil {
 		return cfg, nil
 	}
-	cfg.Verifier = attest.NewVerifier(pin)
+	cfg.Verifier = attestation.NewVerifier(pin)
 	return cfg, c.Key
+}
+
+// registerDataDirKeys registers the data dir's writer and worker keys
+// (making them if absent), so that processes connecting to serve with the
+// data dir's credentials of those roles sign with registered keys.
+func (d dataDir) registerDataDirKeys(ctx context.Context, l *natslog.Log) error {
+	var admin *attestation.Key
+	for _, p := range []struct {
+		name string
+		role attestation.Role
+	}{{"writer.key", attestation.RoleWriter}, {"worker.key", attestation.RoleWorker}} {
+		k, err := d.principalKey(p.name, p.role)
+		if err != nil {
+			return err
+		}
+		ok, err := keyRegistered(ctx, l, k.ID)
+		if err != nil || ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if admin == nil {
+			if admin, err = d.adminKey(); err != nil {
+				return err
+			}
+		}
+		if _, err := l.RegisterKey(ctx, admin, k, hostName(), time.Now()); err != nil {
+			return fmt.Errorf("register key %s (%s): %w", k.ID, k.Principal, err)
+		}
+	}
+	return nil
 }

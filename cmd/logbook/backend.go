@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/logbook-dev/logbook/adapters/api"
-	"github.com/logbook-dev/logbook/adapters/attest"
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
@@ -130,7 +130,7 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	}
 	cfg := natslog.Config{Registry: b.reg}
 	own := g.natsURL == "" && g.credsPath == "" // the data dir's own server
-	var credsKey *attest.Key
+	var credsKey *attestation.Key
 	if own {
 		if cfg, err = dd.attestConfig(cfg); err != nil {
 			b.Close()
@@ -174,13 +174,13 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 // has not; one reaching the data dir's serve signs with the key of its
 // role (keys/writer.key, keys/worker.key). A reader signs nothing.
 func (b *backend) sign(ctx context.Context, g *globals) error {
-	name, role := "local.key", attest.RoleServe
+	name, role := "local.key", attestation.RoleServe
 	if b.remote {
 		switch g.role {
 		case "", natslog.RoleWriter:
-			name, role = "writer.key", attest.RoleWriter
+			name, role = "writer.key", attestation.RoleWriter
 		case natslog.RoleWorker:
-			name, role = "worker.key", attest.RoleWorker
+			name, role = "worker.key", attestation.RoleWorker
 		default:
 			return nil
 		}

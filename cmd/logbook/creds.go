@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
-	"github.com/logbook-dev/logbook/adapters/attest"
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/jsonfault"
@@ -40,8 +40,8 @@ type creds struct {
 	// issuing data dir's pinned admin key (standard base64): a process
 	// connecting with the file signs what it appends with Key and
 	// judges what it reads against Admin.
-	Key   *attest.Key `json:"key,omitempty"`
-	Admin string      `json:"admin,omitempty"`
+	Key   *attestation.Key `json:"key,omitempty"`
+	Admin string           `json:"admin,omitempty"`
 }
 
 // credsFile is the data dir's file of role's credentials.

@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
-	"github.com/logbook-dev/logbook/adapters/attest"
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -102,7 +102,7 @@ func TestForgedVerdict_Quarantined(t *testing.T) {
 			}
 		}
 	}
-	wkey, err := dd.principalKey("writer.key", attest.RoleWriter)
+	wkey, err := dd.principalKey("writer.key", attestation.RoleWriter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestForgedVerdict_Quarantined(t *testing.T) {
 	var forged []uint64
 	for i, f := range []struct {
 		nc  *nats.Conn
-		key *attest.Key
+		key *attestation.Key
 	}{{wnc, nil}, {rnc, wkey}} {
 		e := reg.New(events.ReviewDecided{ReviewID: review, Verdict: events.VerdictAllow, Outcome: events.ReviewApproved,
 			DecidedBy: &events.DecidedBy{Kind: events.DecidedByUser, Name: "alice@example.com"}, Reason: "looks fine"})
@@ -126,8 +126,8 @@ func TestForgedVerdict_Quarantined(t *testing.T) {
 		m.Header.Set(natslog.HeaderType, e.Type)
 		if f.key != nil {
 			id, sig := f.key.Sign(m.Subject, m.Header.Get(jetstream.ExpectedLastSubjSeqHeader), m.Data)
-			m.Header.Set(attest.HeaderKey, id)
-			m.Header.Set(attest.HeaderSig, sig)
+			m.Header.Set(attestation.HeaderKey, id)
+			m.Header.Set(attestation.HeaderSig, sig)
 		}
 		js, err := jetstream.New(f.nc)
 		if err != nil {
@@ -303,10 +303,10 @@ func TestCredsIssue_CarriesARegisteredKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Key == nil || c.Key.Role != attest.RoleWorker || c.Admin == "" {
+	if c.Key == nil || c.Key.Role != attestation.RoleWorker || c.Admin == "" {
 		t.Fatalf("issued worker credentials carry key %+v, admin %q; want a worker key and the admin key", c.Key, c.Admin)
 	}
-	if pin, err := attest.ReadPin(dd.keyPath("admin.pub")); err != nil || !pin.Equal(mustPublic(t, c.Admin)) {
+	if pin, err := attestation.ReadPin(dd.keyPath("admin.pub")); err != nil || !pin.Equal(mustPublic(t, c.Admin)) {
 		t.Errorf("issued admin key %s is not the data dir's pin (%v)", c.Admin, err)
 	}
 	l, nc := connectAs(t, dd, natslog.RoleWorker)
@@ -323,8 +323,8 @@ func TestCredsIssue_CarriesARegisteredKey(t *testing.T) {
 	m := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: body}
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	id, sig := c.Key.Sign(m.Subject, "0", m.Data)
-	m.Header.Set(attest.HeaderKey, id)
-	m.Header.Set(attest.HeaderSig, sig)
+	m.Header.Set(attestation.HeaderKey, id)
+	m.Header.Set(attestation.HeaderSig, sig)
 	js, _ := jetstream.New(nc)
 	ack, err := js.PublishMsg(t.Context(), m)
 	if err != nil {
@@ -348,7 +348,7 @@ func TestCredsIssue_CarriesARegisteredKey(t *testing.T) {
 
 func mustPublic(t *testing.T, s string) ed25519.PublicKey {
 	t.Helper()
-	pub, err := attest.ParsePublic(s)
+	pub, err := attestation.ParsePublic(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
-	"github.com/logbook-dev/logbook/adapters/attest"
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/natslog"
@@ -266,11 +266,14 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		// serve signs with a key of its own, made now and kept only in
 		// memory, registered with the admin key; a log written before
 		// signing began is marked where it did.
-		key, err := attest.NewKey("serve@"+hostName(), attest.RoleServe)
+		key, err := attestation.NewKey("serve@"+hostName(), attestation.RoleServe)
 		if err != nil {
 			return err
 		}
 		if err := dd.startSigning(ctx, b.log, key, true); err != nil {
+			return err
+		}
+		if err := dd.registerDataDirKeys(ctx, b.log); err != nil {
 			return err
 		}
 		cfg.Signer = key

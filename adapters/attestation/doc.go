@@ -51,4 +51,4 @@
 // unknown or revoked key, or out of its key's role. Verification runs
 // before folding, in the log adapter; reducers never see a quarantined
 // event.
-package attest
+package attestation
