@@ -262,10 +262,16 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if b.log, err = natslog.Open(ctx, b.nc, cfg); err != nil {
 		return err
 	}
+	store, err := openViews(ctx, g, b)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
 	if g.natsURL == "" && !wp.reader {
 		// serve signs with a key of its own, made now and kept only in
 		// memory, registered with the admin key; a log written before
-		// signing began is marked where it did.
+		// signing began is marked where it did. Nothing is appended
+		// before openViews has checked the log lost nothing.
 		key, err := attestation.NewKey("serve@"+hostName(), attestation.RoleServe)
 		if err != nil {
 			return err
@@ -278,11 +284,6 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		cfg.Signer = key
 	}
-	store, err := openViews(ctx, g, b)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
 	// Everything serve redacts follows redact.txt as it changes.
 	if b.rules, err = newLiveRules(dd, g.stderr, "logbook serve"); err != nil {
 		return err
