@@ -108,6 +108,8 @@ func envelope(reg *events.Registry, p events.Payload) events.Envelope {
 	switch k, _, _ := strings.Cut(e.Type, "."); k {
 	case events.KindProject, events.KindWorkspace, events.KindTask:
 		e.Agg = events.Aggregate{Kind: k, ID: "01JDQ7Z8V6T8Q2W3E4R5T6Y7W1"}
+	case "key", "signing":
+		e.Agg = events.Aggregate{Kind: events.KindKey, ID: "4e8b0c2d1a3f5e6d"}
 	}
 	e.Cause = &events.Cause{Kind: "hook", Event: "PreToolUse", Detail: "Bash", Ref: "01JDQ7Z8V6T8Q2W3E4R5T6Y7Z7"}
 	e.Corr, e.Host, e.Actor = "turn-7", "build-3", "claude-code"
@@ -117,7 +119,7 @@ func envelope(reg *events.Registry, p events.Payload) events.Envelope {
 func TestGolden(t *testing.T) {
 	reg := events.NewRegistry()
 	seen := map[string]bool{}
-	for _, p := range append(samples(), workspaceSamples()...) {
+	for _, p := range append(append(samples(), workspaceSamples()...), keySamples()...) {
 		seen[p.EventType()] = true
 		t.Run(p.EventType(), func(t *testing.T) {
 			e := envelope(reg, p)

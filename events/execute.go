@@ -178,16 +178,18 @@ func (x *Executor[S]) State(ctx context.Context, agg Aggregate) (S, error) {
 }
 
 // refresh brings c, a state from load, up to date with the events the log
-// holds past it, remembers the result and reports whether there were any.
+// holds past it, remembers the result and reports whether there were any
+// (or the aggregate's last sequence moved past events the log left out).
 // With a Log that is not a LoaderAfter it reloads the aggregate whole.
 func (x *Executor[S]) refresh(ctx context.Context, c cached[S]) (cached[S], bool, error) {
 	var recs []Record
+	var last uint64
 	var err error
 	if la, ok := x.Log.(LoaderAfter); ok {
-		recs, _, err = la.LoadAfter(ctx, c.agg, c.last)
+		recs, last, err = la.LoadAfter(ctx, c.agg, c.last)
 	} else {
 		var all []Record
-		all, _, err = x.Log.Load(ctx, c.agg)
+		all, last, err = x.Log.Load(ctx, c.agg)
 		for _, r := range all {
 			if r.Seq > c.last {
 				recs = append(recs, r)
@@ -198,13 +200,17 @@ func (x *Executor[S]) refresh(ctx context.Context, c cached[S]) (cached[S], bool
 		x.forget(c.agg)
 		return c, false, err
 	}
-	if len(recs) == 0 {
+	// A log that leaves events out of what it returns (a quarantined
+	// forgery) still reports the aggregate's last sequence past them:
+	// the next append is checked against it.
+	if len(recs) == 0 && last <= c.last {
 		return c, false, nil
 	}
 	for _, r := range recs {
 		c.s = x.Evolve(c.s, r.Envelope)
 		c.ver, c.last = r.Ver, r.Seq
 	}
+	c.last = max(c.last, last)
 	x.remember(c)
 	return c, true, nil
 }

@@ -63,6 +63,7 @@ func NewRegistry() *Registry {
 	r.Register(HarnessObserved{}, 1, false)
 	registerCommand(r)
 	registerWorkspace(r)
+	registerKey(r)
 	return r
 }
 

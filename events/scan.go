@@ -830,6 +830,8 @@ func kindName(v []byte) string {
 		return KindProject
 	case KindTask:
 		return KindTask
+	case KindKey:
+		return KindKey
 	}
 	return string(v)
 }

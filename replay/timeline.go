@@ -37,6 +37,9 @@ type Item struct {
 	Detail   string        `json:"detail,omitempty"`
 	Cause    *events.Cause `json:"cause,omitempty"`
 	Obs      *ObsRef       `json:"obs,omitempty"`
+	// Unattested is set on an event the log left out of every fold
+	// (see Unattested); its other fields are then Seq, Type and Detail.
+	Unattested *Unattested `json:"unattested,omitempty"`
 }
 
 // ObsRef summarizes the observation behind an Item. JSON names: id, seq,

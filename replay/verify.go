@@ -24,6 +24,10 @@ type Report struct {
 	// Diff is the first key, in key order, where the two differ; nil
 	// when Equal.
 	Diff *Diff `json:"diff,omitempty"`
+	// Unattested lists the events the log left out of both folds as
+	// unattested (filled in by a caller whose log judges signatures);
+	// any makes the check fail.
+	Unattested []Unattested `json:"unattested,omitempty"`
 }
 
 // Diff is one key whose value differs between two projections.

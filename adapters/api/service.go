@@ -46,6 +46,9 @@ type Service struct {
 	red          *claude.Redactor                // the data dir's rules, for rejected spool entries
 	sx           *events.Executor[session.State] // requests a person makes of a session
 	intake       atomic.Pointer[Intake]          // hooks taken on the socket, set by OpenIntake
+	// Unattested, when set, lists the events the log has left out of
+	// every fold as unattested; Verify reports them.
+	Unattested func() []replay.Unattested
 	// pageBytes is the most bytes of rows a page of a listing holds, so
 	// that it fits one message of the connection.
 	pageBytes int
@@ -507,8 +510,14 @@ func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
 	return r, nil
 }
 
+// Verify answers VerbVerify: replay.Verify of the live store, with the
+// events the log left out as unattested (Unattested).
 func (s *Service) Verify(ctx context.Context, _ []byte) (any, error) {
-	return replay.Verify(ctx, s.Log, s.Store)
+	r, err := replay.Verify(ctx, s.Log, s.Store)
+	if err == nil && s.Unattested != nil {
+		r.Unattested = s.Unattested()
+	}
+	return r, err
 }
 
 // StatusReply describes a running server.

@@ -30,6 +30,10 @@ type MetricsOptions struct {
 	// of the data dir is full or read-only, and the zero time while they
 	// go on; nil: never paused.
 	PausedSince func() time.Time
+	// Quarantined returns how many distinct stored events the server's
+	// reads have left out of every fold as unattested (bad or missing
+	// signatures, unknown or revoked keys, out of role); nil counts 0.
+	Quarantined func() uint64
 }
 
 // Metrics is Logbook's Prometheus registry: names logbook_*, base units
@@ -79,6 +83,14 @@ func NewMetrics(opts MetricsOptions) *Metrics {
 	m.streams = prometheus.NewGauge(prometheus.GaugeOpts{Name: "logbook_http_streams", Help: "Open SSE streams."})
 	m.reg.MustRegister(m.streams)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "logbook_events_quarantined_total", Help: "Stored events the server's reads left out of every fold as unattested, since it started.",
+	}, func() float64 {
+		if opts.Quarantined == nil {
+			return 0
+		}
+		return float64(opts.Quarantined())
+	}))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "logbook_projection_lag_events", Help: "Stream sequences the log holds past the projection's checkpoint.",
 	}, m.lagEvents))

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -17,8 +18,9 @@ type chunk struct {
 	msgs []Msg
 	recs []events.Record
 	errs []error
-	err  error         // from the source, after msgs; ends the sequence
-	done chan struct{} // closed when recs and errs are filled
+	pres []attestation.Pre // signatures checked ahead, when the Log has a Verifier
+	err  error             // from the source, after msgs; ends the sequence
+	done chan struct{}     // closed when recs and errs are filled
 }
 
 // decodeParallel yields, in order, the records of the messages src
@@ -64,6 +66,17 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 				c.recs, c.errs = c.recs[:len(c.msgs)], c.errs[:len(c.msgs)]
 				for i, m := range c.msgs {
 					c.recs[i], c.errs[i] = l.decode(d, m.Seq, m.Subject, m.Data)
+				}
+				if v := l.cfg.Verifier; v != nil {
+					// Ed25519 verification costs more than decoding:
+					// done here, in parallel, Judge only decides.
+					if cap(c.pres) < len(c.msgs) {
+						c.pres = make([]attestation.Pre, len(c.msgs))
+					}
+					c.pres = c.pres[:len(c.msgs)]
+					for i, m := range c.msgs {
+						c.pres[i] = v.Precheck(attestMsg(m.Seq, m.Subject, m.Header, m.Data))
+					}
 				}
 				close(c.done)
 			}
@@ -111,6 +124,14 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 	for c := range ordered {
 		<-c.done
 		for i := range c.msgs {
+			if c.errs[i] == nil && l.cfg.Verifier != nil {
+				m := &c.msgs[i]
+				_, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), c.recs[i], c.pres[i])
+				l.cfg.Verifier.Advance(m.Seq)
+				if !fold {
+					continue
+				}
+			}
 			if !yield(c.recs[i], c.errs[i]) {
 				return false
 			}

@@ -116,7 +116,7 @@ func (l *Log) getMsg(ctx context.Context, seq uint64, subject string) (*jetstrea
 
 // leaderPage is loadPage on a replicated stream: up to loadPage events of
 // subject from stream sequence from on, one leader get each.
-func (l *Log) leaderPage(ctx context.Context, subject string, from uint64, recs *[]events.Record) (got int, more bool, err error) {
+func (l *Log) leaderPage(ctx context.Context, subject string, from uint64, recs *[]events.Record, last *uint64) (got int, more bool, err error) {
 	d := l.reg.NewDecoder()
 	for got < loadPage {
 		m, err := l.leaderGet(ctx, msgGetRequest{Seq: from, NextBySubj: subject})
@@ -130,8 +130,15 @@ func (l *Log) leaderPage(ctx context.Context, subject string, from uint64, recs 
 		if err != nil {
 			return got, false, err
 		}
-		*recs = append(*recs, rec)
 		got++
+		*last = m.Sequence
+		fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, rec)
+		if err != nil {
+			return got, false, err
+		}
+		if fold {
+			*recs = append(*recs, rec)
+		}
 		from = m.Sequence + 1
 	}
 	return got, true, nil

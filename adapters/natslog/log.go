@@ -66,6 +66,9 @@ type Log struct {
 	inflight sync.WaitGroup
 	closeMu  sync.RWMutex // held for reading by a direct send, for writing by Close
 	closed   bool         // guarded by closeMu
+
+	signer atomic.Pointer[signerBox] // signs appended messages; nil box or signer: none
+	quar   quarantine                // events the Verifier refused on reads
 }
 
 // DirectMin is the fewest events in one decision that its caller sends
@@ -117,6 +120,9 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 		quit:        make(chan struct{}),
 		done:        make(chan struct{}),
 		direct:      make(chan struct{}, maxDirect),
+	}
+	if cfg.Signer != nil {
+		l.SetSigner(cfg.Signer)
 	}
 	go l.run()
 	return l, nil
@@ -288,7 +294,7 @@ func (l *Log) prepare(b events.Batch) (*request, error) {
 	if err := l.validate(b); err != nil {
 		return nil, err
 	}
-	return newRequest(b)
+	return newRequest(b, l.currentSigner())
 }
 
 // validate checks b's envelopes and shape; errors wrap events sentinels.
@@ -362,9 +368,10 @@ type outcome struct {
 }
 
 // newRequest encodes b's envelopes into messages: subject b.Agg.Subject(),
-// body the envelope's JSON, headers Nats-Msg-Id and Lb-Type, and on the
-// first message Nats-Expected-Last-Subject-Sequence = b.Expect.
-func newRequest(b events.Batch) (*request, error) {
+// body the envelope's JSON, headers Nats-Msg-Id and Lb-Type, on the
+// first message Nats-Expected-Last-Subject-Sequence = b.Expect, and,
+// when s is not nil, Lb-Key and Lb-Sig signing each (attestation.Signed).
+func newRequest(b events.Batch, s Signer) (*request, error) {
 	subject := b.Agg.Subject()
 	msgs := make([]*nats.Msg, len(b.Events))
 	for i := range b.Events {
@@ -373,13 +380,14 @@ func newRequest(b events.Batch) (*request, error) {
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", i, err)
 		}
-		h := make(nats.Header, 6) // room for the batch headers
+		h := make(nats.Header, 8) // room for the batch and signature headers
 		h[jetstream.MsgIDHeader] = []string{e.ID.String()}
 		h[HeaderType] = []string{e.Type}
 		if i == 0 {
 			h[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(b.Expect, 10)}
 		}
 		msgs[i] = &nats.Msg{Subject: subject, Header: h, Data: data}
+		sign(s, msgs[i])
 	}
 	return &request{
 		agg:     b.Agg,

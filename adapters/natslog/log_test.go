@@ -350,7 +350,7 @@ func TestLog_MergedBatchMemberFailsAlone(t *testing.T) {
 	}
 	var reqs []*request
 	for _, b := range batches {
-		r, err := newRequest(b)
+		r, err := newRequest(b, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -395,7 +395,7 @@ func TestLog_MergedBatchMemberFailsAlone(t *testing.T) {
 func TestPick(t *testing.T) {
 	reg := events.NewRegistry()
 	req := func(id string, n int) *request {
-		r, err := newRequest(decision(reg, session(id), 0, 1, n))
+		r, err := newRequest(decision(reg, session(id), 0, 1, n), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -116,15 +116,11 @@ func (l *Log) LoadAfter(ctx context.Context, agg events.Aggregate, after uint64)
 	var recs []events.Record
 	last := after
 	for from := after + 1; ; from = last + 1 {
-		got, more, err := l.loadPage(ctx, subject, from, &recs)
+		got, more, err := l.loadPage(ctx, subject, from, &recs, &last)
 		if err != nil {
 			return nil, 0, fmt.Errorf("load %s: %w", agg, err)
 		}
-		if got == 0 {
-			break
-		}
-		last = recs[len(recs)-1].Seq
-		if !more {
+		if got == 0 || !more {
 			break
 		}
 	}
@@ -132,12 +128,14 @@ func (l *Log) LoadAfter(ctx context.Context, agg events.Aggregate, after uint64)
 }
 
 // loadPage appends to recs up to loadPage events of subject from stream
-// sequence from on. It reports how many it got and whether more follow.
-func (l *Log) loadPage(ctx context.Context, subject string, from uint64, recs *[]events.Record) (got int, more bool, err error) {
+// sequence from on, and sets *last to the sequence of the last one read
+// (a quarantined event among them too, which it leaves out of recs). It
+// reports how many it read and whether more follow.
+func (l *Log) loadPage(ctx context.Context, subject string, from uint64, recs *[]events.Record, last *uint64) (got int, more bool, err error) {
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	if l.leaderReads {
-		return l.leaderPage(ctx, subject, from, recs)
+		return l.leaderPage(ctx, subject, from, recs, last)
 	}
 	msgs, err := jetstreamext.GetBatch(ctx, l.js, StreamName, loadPage,
 		jetstreamext.GetBatchSeq(from), jetstreamext.GetBatchSubject(subject))
@@ -156,9 +154,16 @@ func (l *Log) loadPage(ctx context.Context, subject string, from uint64, recs *[
 		if err != nil {
 			return 0, false, err
 		}
-		*recs = append(*recs, rec)
 		got++
 		more = m.Header.Get("Nats-Num-Pending") != "0"
+		*last = m.Sequence
+		fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, rec)
+		if err != nil {
+			return 0, false, err
+		}
+		if fold {
+			*recs = append(*recs, rec)
+		}
 	}
 	return got, more, nil
 }
@@ -260,7 +265,19 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 				quiet(events.Record{}, err)
 				return
 			}
-			if !yield(l.decode(d, m.Seq, m.Subject, m.Data)) {
+			rec, err := l.decode(d, m.Seq, m.Subject, m.Data)
+			if err == nil && l.cfg.Verifier != nil {
+				if err := l.catchUpKeys(ctx, m.Seq-1); err != nil {
+					quiet(events.Record{}, err)
+					return
+				}
+				_, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), rec, 0)
+				l.cfg.Verifier.Advance(m.Seq)
+				if !fold {
+					continue
+				}
+			}
+			if !yield(rec, err) {
 				return
 			}
 		}
@@ -281,6 +298,10 @@ func (l *Log) readRecords(ctx context.Context, from uint64, yield func(events.Re
 	}
 	if end == 0 || from > end {
 		return end, true
+	}
+	if err := l.catchUpKeys(ctx, max(from, 1)-1); err != nil {
+		yield(events.Record{}, fmt.Errorf("read %s from %d: %w", eventFilter, from, err))
+		return end, false
 	}
 	src := func(ctx context.Context, y func(Msg, error) bool) { l.consume(ctx, eventFilter, from, end, y) }
 	// seen is the last sequence yielded: a read that stops before end

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -50,6 +51,13 @@ type Config struct {
 	// many per-message fsyncs; under FsyncInterval a plain publish costs
 	// no fsync, so set MergeMin to MaxBatch+1 there (events.MaxBatch + 1).
 	MergeMin int
+	// Signer, when set, signs every appended message (see Signer); nil
+	// appends unsigned messages. SetSigner replaces it after Open.
+	Signer Signer
+	// Verifier, when set, judges every event read (Read, Follow, Load,
+	// LoadAfter) against the log's key events: a quarantined one is not
+	// yielded but kept for Quarantined. nil reads every event unjudged.
+	Verifier *attestation.Verifier
 }
 
 // DefaultMergeMin is Config.MergeMin's default, measured under fsync

@@ -52,7 +52,19 @@ from.`,
 			if err != nil {
 				return err
 			}
-			return printAudit(g, items)
+			// The log left the events it could not attest out of the
+			// timeline: each is shown, in its place, as unattested.
+			subjects := map[string]bool{events.Aggregate{Kind: events.KindSession, ID: id}.Subject(): true}
+			for _, c := range ids {
+				subjects[events.Aggregate{Kind: events.KindCommand, ID: c}.Subject()] = true
+			}
+			var us []replay.Unattested
+			for _, u := range unattested(b.log, "") {
+				if subjects[u.Subject] {
+					us = append(us, u)
+				}
+			}
+			return printAudit(g, replay.WithUnattested(items, us))
 		},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
@@ -133,7 +134,18 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		}
 		b.srv, b.nc = srv, srv.Conn()
 	}
-	l, err := natslog.Open(ctx, b.nc, natslog.Config{Registry: b.reg})
+	cfg := natslog.Config{Registry: b.reg}
+	own := g.natsURL == "" && g.credsPath == "" // the data dir's own server
+	var credsKey *attestation.Key
+	if own {
+		if cfg, err = dd.attestConfig(cfg); err != nil {
+			b.Close()
+			return nil, err
+		}
+	} else if g.credsPath != "" {
+		cfg, credsKey = credsSigning(g.credsPath, cfg)
+	}
+	l, err := natslog.Open(ctx, b.nc, cfg)
 	if err != nil {
 		b.Close()
 		return nil, err
@@ -147,10 +159,43 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 			return nil, err
 		}
 	}
+	if own && !g.reads {
+		if err := b.sign(ctx, g); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	if credsKey != nil {
+		l.SetSigner(credsKey) // registered when the file was issued
+	}
 	if g.natsURL == "" {
 		b.settle(ctx)
 	}
 	return b, nil
+}
+
+// sign makes b's log sign what it appends with the data dir's key of
+// the principal b is: a command on the data dir while no serve runs
+// signs as serve would (keys/local.key) and begins signing if the log
+// has not; one reaching the data dir's serve signs with the key of its
+// role (keys/writer.key, keys/worker.key). A reader signs nothing.
+func (b *backend) sign(ctx context.Context, g *globals) error {
+	name, role := "local.key", attestation.RoleServe
+	if b.remote {
+		switch g.role {
+		case "", natslog.RoleWriter:
+			name, role = "writer.key", attestation.RoleWriter
+		case natslog.RoleWorker:
+			name, role = "worker.key", attestation.RoleWorker
+		default:
+			return nil
+		}
+	}
+	k, err := b.dd.principalKey(name, role)
+	if err != nil {
+		return err
+	}
+	return b.dd.startSigning(ctx, b.log, k, !b.remote)
 }
 
 // settle waits, when b reaches the data dir's own serve, for the hooks

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/jsonfault"
@@ -35,6 +36,13 @@ type creds struct {
 	Password string `json:"password"`
 	Role     string `json:"role,omitempty"`
 	URL      string `json:"url,omitempty"`
+	// Key, in what `creds issue --role writer|worker` writes, is a
+	// signing key of its own registered for the role, and Admin the
+	// issuing data dir's pinned admin key (standard base64): a process
+	// connecting with the file signs what it appends with Key and
+	// judges what it reads against Admin.
+	Key   *attestation.Key `json:"key,omitempty"`
+	Admin string           `json:"admin,omitempty"`
 }
 
 // credsFile is the data dir's file of role's credentials.
@@ -323,6 +331,10 @@ refused (to pipe the credentials, leave out --out).
   worker    runs commands: command and session events, output, its buckets
   writer    what hook and the CLI do: any event, calls to the API; it
             cannot take or answer a request made to serve
+
+worker and writer credentials also carry a signing key of their own,
+registered on the log for that role with the data dir's admin key, and the
+pinned admin key: what is appended with them is signed by that key.
   admin     may also create, update, delete and purge the stream
 
 Only admin may delete, purge or update the stream. admin credentials are
@@ -359,6 +371,11 @@ are never issued: the embedded server's live only in the serve process.`,
 			}
 			if si, ok := dd.readServeInfo(); ok {
 				c.URL = si.URL
+			}
+			if r == natslog.RoleWriter || r == natslog.RoleWorker {
+				if err := issueKey(cmd.Context(), g, dd, r, &c); err != nil {
+					return err
+				}
 			}
 			if out == "" {
 				return writeJSON(g.stdout, c)

@@ -79,6 +79,7 @@ func newHTTP(f httpFlags, dd dataDir, b *backend, store *projections.Store, svc 
 			return consumersPending(ctx, b)
 		},
 		PausedSince: b.pausedSince,
+		Quarantined: func() uint64 { _, n := b.log.Quarantined(); return n },
 	})
 	cl, err := newCommandClient(b)
 	if err != nil {

@@ -89,6 +89,16 @@ recorded (exit 1 when any do).
 				if !r.Agree() {
 					return &exitError{code: 1, err: fmt.Errorf("decisions diverge")}
 				}
+				// The events of the session the log left out as
+				// unattested: neither folded nor decided again.
+				if us := unattested(b.log, p.Agg.Subject()); len(us) > 0 {
+					if !g.json {
+						for _, u := range us {
+							fmt.Fprintf(g.stdout, "  UNATTESTED: %s\n", termSafe(u.String()))
+						}
+					}
+					return &exitError{code: 1, err: fmt.Errorf("session %s holds %s, left out of the fold", sess, plural(len(us), "unattested event"))}
+				}
 				return nil
 			case dump && g.json:
 				for r, err := range replay.Records(ctx, b.log, p) {
@@ -222,9 +232,15 @@ func replayVerify(ctx context.Context, g *globals) error {
 			} else {
 				fmt.Fprintf(g.stdout, "DIFFERENT: %s\n", r)
 			}
+			for _, u := range r.Unattested {
+				fmt.Fprintf(g.stdout, "UNATTESTED: %s\n", termSafe(u.String()))
+			}
 		}
 		if !r.Equal {
 			return &exitError{code: 1, err: fmt.Errorf("live projection differs from the log")}
+		}
+		if n := len(r.Unattested); n > 0 {
+			return &exitError{code: 1, err: fmt.Errorf("the log holds %s, left out of every fold", plural(n, "unattested event"))}
 		}
 		return nil
 	})

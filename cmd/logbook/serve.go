@@ -20,11 +20,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/replay"
 )
 
 func serveCmd(g *globals) *cobra.Command {
@@ -235,6 +237,13 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if mode == natslog.FsyncInterval && g.natsURL == "" {
 		cfg.MergeMin = events.MaxBatch + 1 // no fsync per publish: batches would only add cost
 	}
+	if g.natsURL == "" {
+		// The data dir's own server: reads are judged against the
+		// admin key pinned in keys/admin.pub.
+		if cfg, err = dd.attestConfig(cfg); err != nil {
+			return err
+		}
+	}
 	if g.natsURL != "" {
 		opts, _, err := g.credsOptions()
 		if err != nil {
@@ -270,6 +279,23 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	defer store.Close()
+	if g.natsURL == "" && !wp.reader {
+		// serve signs with a key of its own, made now and kept only in
+		// memory, registered with the admin key; a log written before
+		// signing began is marked where it did. Nothing is appended
+		// before openViews has checked the log lost nothing.
+		key, err := attestation.NewKey("serve@"+hostName(), attestation.RoleServe)
+		if err != nil {
+			return err
+		}
+		if err := dd.startSigning(ctx, b.log, key, true); err != nil {
+			return err
+		}
+		if err := dd.registerDataDirKeys(ctx, b.log); err != nil {
+			return err
+		}
+		cfg.Signer = key
+	}
 	// Everything serve redacts follows redact.txt as it changes.
 	if b.rules, err = newLiveRules(dd, g.stderr, "logbook serve"); err != nil {
 		return err
@@ -278,6 +304,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if err != nil {
 		return err
 	}
+	svc.Unattested = func() []replay.Unattested { return unattested(b.log, "") }
 	var in *api.Intake
 	if !wp.reader {
 		// Opened before any verb is served: hooks taken before a stop

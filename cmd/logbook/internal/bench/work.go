@@ -22,6 +22,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
@@ -688,6 +689,12 @@ func (e *benchEnv) startServe(ctx context.Context, data, fsync string, args ...s
 	if err != nil {
 		s.close()
 		return nil, err
+	}
+	// What the bench appends itself is signed as the data dir's writer
+	// appends it (serve registered keys/writer.key when it started): an
+	// unsigned event would be quarantined, and never projected.
+	if k, kerr := attestation.ReadKey(filepath.Join(s.data, "keys", "writer.key")); kerr == nil {
+		s.log.SetSigner(k)
 	}
 	return s, nil
 }

@@ -1,0 +1,54 @@
+// Package attest signs the events a principal appends and checks them
+// when the log is read: which key signed each stored event, whether that
+// key was registered and not revoked at the event's sequence, and whether
+// the key's role may append the event's type.
+//
+// # Where the signature travels
+//
+// The signature rides in two NATS message headers, not in the envelope
+// JSON, so an event's stored body, and the state hash of a log without a
+// forgery, are what they were before signing:
+//
+//	Lb-Key  the key id: lowercase hex of the first 8 bytes of the
+//	        SHA-256 of the 32-byte Ed25519 public key (16 characters)
+//	Lb-Sig  the standard base64 (RFC 4648 §4, padded) Ed25519 signature
+//	        (RFC 8032) of the signed form below
+//
+// # The signed form
+//
+// Ed25519 signs these bytes (Signed), one line each, each ended by '\n'
+// except the data:
+//
+//	logbook event signature v1
+//	<subject>                    e.g. lb.ev.session.3f2a…
+//	<expect>                     Nats-Expected-Last-Subject-Sequence, or "-"
+//	<data>                       the message body: the envelope JSON
+//
+// The envelope JSON holds the event's id, type, v, agg, ver, at, cause,
+// corr, host, actor and data, so all of them are covered. <expect> is the
+// aggregate's last stream sequence the append was decided against, as
+// the message's Nats-Expected-Last-Subject-Sequence header says. JetStream
+// (nats-server v2.12) stores that header with the message both for a
+// plain publish and for the first member of an atomic batch, and a
+// reader gets it back with the message; the other members of a batch
+// carry none, and sign "-". Only what a reader can read back is signed:
+// the stream sequence is assigned by the server after signing and is not
+// covered (its order is what the Merkle checkpoints cover).
+//
+// # Keys and roles
+//
+// A key is bound to a principal ("serve@build-3", "worker@build-3",
+// "alice@build-3") and a Role by a key.registered event on the key
+// aggregate lb.ev.key.<key-id>, and unbound by key.revoked; both must be
+// signed by the admin key whose public part the host pins (the data
+// dir's keys/admin.pub). Which role may append which event type is the
+// written table Table. The admin key itself signs only key events and
+// signing.began.
+//
+// A Verifier folds the key events in stream order and judges each event
+// (Status): attested, before signing (stored before the log's
+// signing.began), or quarantined as unsigned, badly signed, signed by an
+// unknown or revoked key, or out of its key's role. Verification runs
+// before folding, in the log adapter; reducers never see a quarantined
+// event.
+package attestation

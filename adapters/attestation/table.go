@@ -1,0 +1,88 @@
+package attestation
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Role is what a signing key may append. It is not the NATS role of a
+// connection (adapters/natslog.Role): the signature, not the connection,
+// says who appended a stored event.
+type Role string
+
+// Signing roles.
+const (
+	// RoleAdmin signs key.registered, key.revoked and signing.began: the
+	// key whose public part each host pins.
+	RoleAdmin Role = "admin"
+	// RoleServe is a host's serve (an ephemeral key made at each start,
+	// held in memory only), or a command that opened the data dir
+	// directly while no serve ran: the gate, the intake of hooks, the
+	// API's verbs. It appends every event but the admin's.
+	RoleServe Role = "serve"
+	// RoleWriter is an importer, a hook writer or a person's CLI that
+	// appends to a running serve's log: observations and the decisions
+	// that follow from them, never a verdict.
+	RoleWriter Role = "writer"
+	// RoleWorker is a sandbox worker: the events of the commands it runs
+	// and of their sessions.
+	RoleWorker Role = "worker"
+)
+
+// Roles lists every signing role.
+var Roles = []Role{RoleAdmin, RoleServe, RoleWriter, RoleWorker}
+
+// ParseRole returns the Role named s, or an error wrapping ErrNoRole.
+func ParseRole(s string) (Role, error) {
+	for _, r := range Roles {
+		if string(r) == s {
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("%w %q: want admin, serve, writer or worker", ErrNoRole, s)
+}
+
+// Rule is one row of Table: Role may (Allow) or may not append the event
+// types matching Types. A type matches an entry equal to it, or an entry
+// ending in "." that prefixes it ("review." matches review.decided); "*"
+// matches every type.
+type Rule struct {
+	Role  Role
+	Allow bool
+	Types []string
+}
+
+// Table says which role may append which event types. For each role the
+// rows are read in order and the first whose Types match decides; a type
+// no row of the role matches is refused. Only the admin key binds keys
+// and begins signing; only serve (the gate, a decider) records a verdict
+// (review.decided, with decided_by rule, reviewer, person, timeout or
+// breaker) or trips and resets the breaker: a person's verdict reaches
+// the log through serve, which names the person from the socket's peer
+// credentials or the HTTP token. A writer appends observations, session
+// decisions, workspaces and commands' requests; a worker the events of
+// its commands and their sessions. The README's "What the log proves"
+// mirrors this table.
+var Table = []Rule{
+	{RoleAdmin, true, []string{"key.", "signing.began"}},
+	{RoleServe, false, []string{"key.", "signing.began"}},
+	{RoleServe, true, []string{"*"}},
+	{RoleWriter, false, []string{"key.", "signing.began", "review.decided", "review.breaker_tripped", "review.breaker_reset"}},
+	{RoleWriter, true, []string{"*"}},
+	{RoleWorker, true, []string{"command.", "session."}},
+}
+
+// Permitted reports whether role may append events of type typ, by Table.
+func Permitted(role Role, typ string) bool {
+	for _, r := range Table {
+		if r.Role != role {
+			continue
+		}
+		for _, t := range r.Types {
+			if t == "*" || t == typ || strings.HasSuffix(t, ".") && strings.HasPrefix(typ, t) {
+				return r.Allow
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,236 @@
+package attestation
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"fmt"
+	"sync"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// Status is the verdict on one stored event.
+type Status string
+
+// Statuses. Attested and BeforeSigning are folded; the others are
+// quarantined: never folded, always shown.
+const (
+	Attested      Status = "attested"       // a valid signature by a live key whose role may append the type
+	BeforeSigning Status = "before-signing" // stored before signing.began; not checked
+	Unsigned      Status = "unsigned"       // no Lb-Key or Lb-Sig after signing.began
+	BadSignature  Status = "bad-signature"  // the signature does not verify over Signed
+	UnknownKey    Status = "unknown-or-revoked-key"
+	OutOfRole     Status = "out-of-role" // the key's role may not append the type (Table)
+)
+
+// Quarantined reports whether s keeps an event out of every fold.
+func (s Status) Quarantined() bool { return s != Attested && s != BeforeSigning }
+
+// Message is what a reader has of one stored event to judge it.
+type Message struct {
+	Seq     uint64 // stream sequence
+	Subject string
+	Expect  string // the Nats-Expected-Last-Subject-Sequence header, "" when absent
+	KeyID   string // the Lb-Key header
+	Sig     string // the Lb-Sig header
+	Data    []byte // the body as stored; not retained
+}
+
+// Pre is a signature checked ahead of Judge, possibly on another
+// goroutine: Verifier.Precheck's result.
+type Pre uint8
+
+const (
+	preNone    Pre = iota // not checked: Judge checks it
+	preGood               // verified with the key's public key
+	preBad                // did not verify
+	preMissing            // no key id or signature
+)
+
+// Verdict is a Verifier's judgement of one event.
+type Verdict struct {
+	Status    Status `json:"status"`
+	Key       string `json:"key,omitempty"`       // the Lb-Key header
+	Principal string `json:"principal,omitempty"` // the key's principal, when registered
+	Role      Role   `json:"role,omitempty"`      // the key's role, when registered
+	Why       string `json:"why,omitempty"`       // for a quarantined event, in words
+}
+
+// keyState is one key as the key events registered it.
+type keyState struct {
+	pub       ed25519.PublicKey
+	principal string
+	role      Role
+	reg, rev  uint64 // sequences of key.registered and key.revoked (0: none)
+}
+
+// Verifier judges stored events against the key events of the same log
+// and the pinned admin key. It is safe for concurrent use. Its key state
+// is a function of the key events' sequences, not of the order they are
+// observed in, so several readers (a follow, aggregate loads) may feed
+// it: every key event at or below Horizon has been observed.
+type Verifier struct {
+	admin   ed25519.PublicKey
+	adminID string
+
+	mu      sync.RWMutex
+	keys    map[string]*keyState // guarded by mu
+	pubs    sync.Map             // key id → ed25519.PublicKey, for Precheck
+	signing uint64               // sequence of signing.began; 0: not yet; guarded by mu
+	horizon uint64               // guarded by mu
+}
+
+// NewVerifier returns a Verifier that trusts admin, the pinned admin
+// public key (32 bytes), for key events.
+func NewVerifier(admin ed25519.PublicKey) *Verifier {
+	v := &Verifier{admin: admin, adminID: KeyID(admin), keys: make(map[string]*keyState)}
+	v.pubs.Store(v.adminID, admin)
+	return v
+}
+
+// AdminID returns the pinned admin key's id.
+func (v *Verifier) AdminID() string { return v.adminID }
+
+// Horizon returns the sequence up to which every key event has been
+// observed (Judge or Advance).
+func (v *Verifier) Horizon() uint64 {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.horizon
+}
+
+// Advance records that every key event up to seq has been observed.
+func (v *Verifier) Advance(seq uint64) {
+	v.mu.Lock()
+	v.horizon = max(v.horizon, seq)
+	v.mu.Unlock()
+}
+
+// SigningFrom returns the sequence of the log's signing.began (0: none
+// observed).
+func (v *Verifier) SigningFrom() uint64 {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.signing
+}
+
+// Precheck verifies m's signature if its key's public key is known yet;
+// it holds no lock for the verification, so decoding goroutines call it
+// in parallel and Judge, in order, only decides.
+func (v *Verifier) Precheck(m Message) Pre {
+	if m.KeyID == "" || m.Sig == "" {
+		return preMissing
+	}
+	pub, ok := v.pubs.Load(m.KeyID)
+	if !ok {
+		return preNone
+	}
+	if verify(pub.(ed25519.PublicKey), m) {
+		return preGood
+	}
+	return preBad
+}
+
+func verify(pub ed25519.PublicKey, m Message) bool {
+	sig, err := base64.StdEncoding.DecodeString(m.Sig)
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return false
+	}
+	return ed25519.Verify(pub, Signed(m.Subject, m.Expect, m.Data), sig)
+}
+
+// Judge returns the verdict on m, the stored event rec (its Type and
+// Data decoded), given pre from Precheck (or the zero Pre), and observes
+// rec when it is an attested key event. Every key event below m.Seq must
+// have been observed first (Horizon ≥ m.Seq-1, or the caller feeds every
+// event in stream order); a caller that reads every event in order calls
+// Advance after each.
+func (v *Verifier) Judge(m Message, rec events.Envelope, pre Pre) Verdict {
+	vd := v.judge(m, rec.Type, pre)
+	if vd.Status == Attested && rec.Agg.Kind == events.KindKey {
+		v.observe(m.Seq, rec)
+	}
+	return vd
+}
+
+func (v *Verifier) judge(m Message, typ string, pre Pre) Verdict {
+	v.mu.RLock()
+	signing := v.signing
+	k := v.keys[m.KeyID]
+	var ks keyState
+	if k != nil {
+		ks = *k
+	}
+	v.mu.RUnlock()
+	vd := Verdict{Key: m.KeyID}
+	isAdmin := m.KeyID != "" && m.KeyID == v.adminID
+	if k != nil {
+		vd.Principal, vd.Role = ks.principal, ks.role
+	} else if isAdmin {
+		vd.Principal, vd.Role = "admin", RoleAdmin
+	}
+	// signing.began opens signing with its own sequence: it must be
+	// attested itself, which is checked below.
+	if (signing == 0 || m.Seq < signing) && typ != (events.SigningBegan{}).EventType() {
+		vd.Status = BeforeSigning
+		return vd
+	}
+	if pre == preMissing || m.KeyID == "" || m.Sig == "" {
+		vd.Status, vd.Why = Unsigned, "no Lb-Key and Lb-Sig headers"
+		return vd
+	}
+	var pub ed25519.PublicKey
+	switch {
+	case isAdmin:
+		pub = v.admin
+	case k != nil && ks.reg < m.Seq && (ks.rev == 0 || m.Seq <= ks.rev):
+		pub = ks.pub
+	case k != nil && ks.reg >= m.Seq:
+		vd.Status, vd.Why = UnknownKey, fmt.Sprintf("key %s (%s) was registered at seq %d, after this event", m.KeyID, ks.principal, ks.reg)
+		return vd
+	case k != nil:
+		vd.Status, vd.Why = UnknownKey, fmt.Sprintf("key %s (%s) was revoked at seq %d", m.KeyID, ks.principal, ks.rev)
+		return vd
+	default:
+		vd.Status, vd.Why = UnknownKey, fmt.Sprintf("key %s is not registered by the admin key %s", m.KeyID, v.adminID)
+		return vd
+	}
+	ok := pre == preGood
+	if pre == preNone {
+		ok = verify(pub, m)
+	}
+	if !ok {
+		vd.Status, vd.Why = BadSignature, fmt.Sprintf("the signature of key %s does not verify", m.KeyID)
+		return vd
+	}
+	if !Permitted(vd.Role, typ) {
+		vd.Status, vd.Why = OutOfRole, fmt.Sprintf("role %s (%s) may not append %s", vd.Role, vd.Principal, typ)
+		return vd
+	}
+	vd.Status = Attested
+	return vd
+}
+
+// observe folds an attested key event at seq.
+func (v *Verifier) observe(seq uint64, rec events.Envelope) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch d := rec.Data.(type) {
+	case events.KeyRegistered:
+		pub, err := ParsePublic(d.Public)
+		role, rerr := ParseRole(d.Role)
+		if err != nil || rerr != nil || KeyID(pub) != rec.Agg.ID || v.keys[rec.Agg.ID] != nil || role == RoleAdmin {
+			return // a registration that binds nothing: not a key
+		}
+		v.keys[rec.Agg.ID] = &keyState{pub: pub, principal: d.Principal, role: role, reg: seq}
+		v.pubs.Store(rec.Agg.ID, pub)
+	case events.KeyRevoked:
+		if k := v.keys[rec.Agg.ID]; k != nil && (k.rev == 0 || seq < k.rev) {
+			k.rev = seq
+		}
+	case events.SigningBegan:
+		if v.signing == 0 || seq < v.signing {
+			v.signing = seq
+		}
+	}
+}

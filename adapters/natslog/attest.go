@@ -1,0 +1,257 @@
+package natslog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// Signer signs an appended message: given its subject, its
+// Nats-Expected-Last-Subject-Sequence header ("" when it carries none)
+// and its body, it returns the Lb-Key and Lb-Sig header values
+// (attestation.Key implements it). It must be safe for concurrent use.
+type Signer interface {
+	Sign(subject, expect string, data []byte) (keyID, sig string)
+}
+
+// signerBox holds a Signer for an atomic.Pointer.
+type signerBox struct{ s Signer }
+
+// SetSigner makes s sign every message appended from now on (nil: none).
+// Safe for concurrent use with Append.
+func (l *Log) SetSigner(s Signer) { l.signer.Store(&signerBox{s}) }
+
+func (l *Log) currentSigner() Signer {
+	if b := l.signer.Load(); b != nil {
+		return b.s
+	}
+	return nil
+}
+
+// AppendSigned is Append with b's messages signed by s instead of the
+// Log's signer: how a key event is appended with the admin key. Its
+// outcomes are Append's; b goes out alone (never merged).
+func (l *Log) AppendSigned(ctx context.Context, b events.Batch, s Signer) (events.Appended, error) {
+	if err := l.validate(b); err != nil {
+		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, err)
+	}
+	r, err := newRequest(b, s)
+	if err != nil {
+		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, err)
+	}
+	l.closeMu.RLock()
+	if l.closed {
+		l.closeMu.RUnlock()
+		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, ErrClosed)
+	}
+	l.inflight.Add(1)
+	l.closeMu.RUnlock()
+	defer l.inflight.Done()
+	o := l.commitOne(r)
+	return o.app, o.err
+}
+
+// sign adds the Lb-Key and Lb-Sig headers to m with s.
+func sign(s Signer, m *nats.Msg) {
+	if s == nil {
+		return
+	}
+	id, sig := s.Sign(m.Subject, m.Header.Get(jetstream.ExpectedLastSubjSeqHeader), m.Data)
+	m.Header[attestation.HeaderKey] = []string{id}
+	m.Header[attestation.HeaderSig] = []string{sig}
+}
+
+// Quarantined is a stored event a Verifier refused: never folded by a
+// reader of this Log, always shown.
+type Quarantined struct {
+	Seq     uint64              `json:"seq"`
+	Subject string              `json:"subject"`
+	Type    string              `json:"type"`
+	Agg     events.Aggregate    `json:"agg"`
+	ID      string              `json:"id"`
+	Verdict attestation.Verdict `json:"verdict"`
+	Event   events.Envelope     `json:"-"`
+}
+
+// maxQuarantined bounds the quarantined events a Log remembers; the
+// count goes on past it.
+const maxQuarantined = 10000
+
+// quarantine remembers q (once per sequence).
+type quarantine struct {
+	mu   sync.Mutex
+	seen map[uint64]Quarantined
+	n    uint64
+}
+
+func (qs *quarantine) add(q Quarantined) {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	if _, ok := qs.seen[q.Seq]; ok {
+		return
+	}
+	if qs.seen == nil {
+		qs.seen = make(map[uint64]Quarantined)
+	}
+	qs.n++
+	if len(qs.seen) < maxQuarantined {
+		qs.seen[q.Seq] = q
+	}
+}
+
+// Quarantined returns the events this Log's reads have quarantined so
+// far (up to 10000, by sequence) and how many distinct ones there were.
+func (l *Log) Quarantined() ([]Quarantined, uint64) {
+	l.quar.mu.Lock()
+	defer l.quar.mu.Unlock()
+	out := make([]Quarantined, 0, len(l.quar.seen))
+	for _, q := range l.quar.seen {
+		out = append(out, q)
+	}
+	slices.SortFunc(out, func(a, b Quarantined) int {
+		switch {
+		case a.Seq < b.Seq:
+			return -1
+		case a.Seq > b.Seq:
+			return 1
+		}
+		return 0
+	})
+	return out, l.quar.n
+}
+
+// Verifier returns the Log's Verifier (nil when it reads unjudged).
+func (l *Log) Verifier() *attestation.Verifier { return l.cfg.Verifier }
+
+// attestMsg is what the Verifier judges of a stored message.
+func attestMsg(seq uint64, subject string, h nats.Header, data []byte) attestation.Message {
+	return attestation.Message{Seq: seq, Subject: subject, Expect: h.Get(jetstream.ExpectedLastSubjSeqHeader),
+		KeyID: h.Get(attestation.HeaderKey), Sig: h.Get(attestation.HeaderSig), Data: data}
+}
+
+// judge returns whether rec, decoded from m with pre from Precheck, is
+// folded; a quarantined one is remembered.
+func (l *Log) judge(m attestation.Message, rec events.Record, pre attestation.Pre) (attestation.Verdict, bool) {
+	v := l.cfg.Verifier
+	vd := v.Judge(m, rec.Envelope, pre)
+	if !vd.Status.Quarantined() {
+		return vd, true
+	}
+	l.quar.add(Quarantined{Seq: rec.Seq, Subject: rec.Subject, Type: rec.Type, Agg: rec.Agg, ID: rec.ID.String(), Verdict: vd, Event: rec.Envelope})
+	return vd, false
+}
+
+// keySubjects matches every key event.
+const keySubjects = events.SubjectEvents + "." + events.KindKey + ".>"
+
+// catchUpKeys makes the Verifier observe every key event up to seq,
+// reading them from its horizon on with one get per key event and one
+// more that finds none: how a load of one aggregate's subject, which
+// sees no key events, knows the keys at its events' sequences.
+func (l *Log) catchUpKeys(ctx context.Context, seq uint64) error {
+	v := l.cfg.Verifier
+	if v == nil {
+		return nil
+	}
+	from := v.Horizon() + 1
+	if from > seq {
+		return nil
+	}
+	d := l.reg.NewDecoder()
+	for from <= seq {
+		m, err := l.getMsg(ctx, from, keySubjects)
+		if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, errNoMsg) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("key events from %d: %w", from, err)
+		}
+		if m.Sequence > seq {
+			break
+		}
+		rec, err := l.decode(d, m.Sequence, m.Subject, m.Data)
+		if err == nil {
+			v.Judge(attestMsg(m.Sequence, m.Subject, m.Header, m.Data), rec.Envelope, 0)
+		}
+		v.Advance(m.Sequence)
+		from = m.Sequence + 1
+	}
+	v.Advance(seq)
+	return nil
+}
+
+// judgeLoaded judges rec, an event a load of one subject read, after
+// catching the Verifier's keys up to it, and reports whether it is folded.
+func (l *Log) judgeLoaded(ctx context.Context, seq uint64, subject string, h nats.Header, data []byte, rec events.Record) (bool, error) {
+	if l.cfg.Verifier == nil {
+		return true, nil
+	}
+	if err := l.catchUpKeys(ctx, seq-1); err != nil {
+		return false, err
+	}
+	_, fold := l.judge(attestMsg(seq, subject, h, data), rec, 0)
+	return fold, nil
+}
+
+// appendKeyEvent appends p as the first event of the key aggregate id,
+// signed by admin, at time at on host. It reports false, appending
+// nothing, when the aggregate has events already.
+func (l *Log) appendKeyEvent(ctx context.Context, admin Signer, id string, ver, expect uint64, p events.Payload, host string, at time.Time) (bool, error) {
+	e := l.reg.New(p)
+	e.ID = ulid.Make()
+	e.Agg = events.Aggregate{Kind: events.KindKey, ID: id}
+	e.Ver = ver
+	e.At = at.UTC().Truncate(time.Microsecond)
+	e.Host = host
+	e.Actor = "admin"
+	_, err := l.AppendSigned(ctx, events.Batch{Agg: e.Agg, Expect: expect, Events: []events.Envelope{e}}, admin)
+	if errors.Is(err, events.ErrConflict) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// RegisterKey appends key.registered for k (its public key, principal
+// and role), signed by admin, the key whose public part the readers pin.
+// It reports false, appending nothing, when k's id is registered already.
+func (l *Log) RegisterKey(ctx context.Context, admin Signer, k *attestation.Key, host string, at time.Time) (bool, error) {
+	return l.appendKeyEvent(ctx, admin, k.ID, 1, 0,
+		events.KeyRegistered{Public: k.PublicText(), Principal: k.Principal, Role: string(k.Role)}, host, at)
+}
+
+// RevokeKey appends key.revoked for the registered key id, signed by
+// admin: events that key signs after it are refused. Errors wrap
+// events.ErrNotFound when id was never registered, events.ErrConflict
+// when it is revoked already.
+func (l *Log) RevokeKey(ctx context.Context, admin Signer, id, reason, host string, at time.Time) error {
+	agg := events.Aggregate{Kind: events.KindKey, ID: id}
+	recs, last, err := l.Load(ctx, agg)
+	if err != nil {
+		return err
+	}
+	if last == 0 {
+		return fmt.Errorf("revoke key %s: %w", id, events.ErrNotFound)
+	}
+	ok, err := l.appendKeyEvent(ctx, admin, id, uint64(len(recs))+1, last, events.KeyRevoked{Reason: reason}, host, at)
+	if err == nil && (!ok || len(recs) > 1) {
+		err = fmt.Errorf("revoke key %s: %w: revoked already or changed meanwhile", id, events.ErrConflict)
+	}
+	return err
+}
+
+// BeginSigning appends signing.began, signed by admin, unless the log
+// has one: from its sequence on every event must be signed. It reports
+// whether it appended it.
+func (l *Log) BeginSigning(ctx context.Context, admin Signer, host string, at time.Time) (bool, error) {
+	return l.appendKeyEvent(ctx, admin, events.SigningAggregate, 1, 0, events.SigningBegan{Host: host}, host, at)
+}

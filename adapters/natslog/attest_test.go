@@ -1,0 +1,218 @@
+package natslog
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// signedLog opens a Log on s that judges reads against admin's pin.
+func signedLog(t *testing.T, s *Server, admin *attestation.Key) *Log {
+	t.Helper()
+	l, err := Open(t.Context(), s.Conn(), Config{Verifier: attestation.NewVerifier(admin.Public())})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func mustKey(t *testing.T, principal string, role attestation.Role) *attestation.Key {
+	t.Helper()
+	k, err := attestation.NewKey(principal, role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// forge publishes e on its aggregate's subject straight to the stream, as
+// a holder of NATS credentials can, with the expected-sequence check
+// expect, signed by k (nil: unsigned); edit, if set, changes the body
+// after signing.
+func forge(t *testing.T, nc *nats.Conn, e events.Envelope, expect uint64, k *attestation.Key, edit func([]byte) []byte) uint64 {
+	t.Helper()
+	data, err := e.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &nats.Msg{Subject: e.Agg.Subject(), Header: nats.Header{}, Data: data}
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(expect, 10))
+	m.Header.Set(HeaderType, e.Type)
+	if k != nil {
+		sign(k, m)
+	}
+	if edit != nil {
+		m.Data = edit(m.Data)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js.PublishMsg(t.Context(), m)
+	if err != nil {
+		t.Fatalf("forge %s: %v", e.Type, err)
+	}
+	return ack.Sequence
+}
+
+func verdict(reg *events.Registry, agg events.Aggregate, ver uint64) events.Envelope {
+	return envelope(reg, agg, ver, events.ReviewDecided{ReviewID: "r1", Verdict: events.VerdictAllow, Outcome: events.ReviewApproved,
+		DecidedBy: &events.DecidedBy{Kind: "person", Name: "alice@example.com"}, Reason: "fine"})
+}
+
+// TestAttest_QuarantineForgeries appends a log that is unsigned at
+// first, then signed, and forges verdicts on it every way a holder of
+// the stream's credentials can: unsigned, signed by a key whose role may
+// not decide, signed and then edited, signed by an unregistered key. No
+// forgery is folded by Read or Load, each is named with its status, and
+// the next real append on the aggregate still succeeds.
+func TestAttest_QuarantineForgeries(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
+	l := signedLog(t, s, admin)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	a := session("a")
+
+	old := mustAppend(t, l, decision(reg, a, 0, 1, 1)) // unsigned, before signing
+	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); !ok || err != nil {
+		t.Fatalf("BeginSigning = %v, %v", ok, err)
+	}
+	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); ok || err != nil {
+		t.Fatalf("second BeginSigning = %v, %v; want false, nil", ok, err)
+	}
+	serve := mustKey(t, "serve@h", attestation.RoleServe)
+	writer := mustKey(t, "writer@h", attestation.RoleWriter)
+	stranger := mustKey(t, "serve@elsewhere", attestation.RoleServe)
+	for _, k := range []*attestation.Key{serve, writer} {
+		if ok, err := l.RegisterKey(ctx, admin, k, "h", testTime); !ok || err != nil {
+			t.Fatalf("RegisterKey(%s) = %v, %v", k.Principal, ok, err)
+		}
+	}
+	l.SetSigner(serve)
+	real := mustAppend(t, l, decision(reg, a, old.Last, 2, 1))
+
+	want := map[uint64]attestation.Status{}
+	last := real.Last
+	for _, f := range []struct {
+		k      *attestation.Key
+		edit   func([]byte) []byte
+		status attestation.Status
+	}{
+		{nil, nil, attestation.Unsigned},
+		{writer, nil, attestation.OutOfRole},
+		{serve, func(b []byte) []byte {
+			var m map[string]any
+			json.Unmarshal(b, &m)
+			m["actor"] = "x"
+			b, _ = json.Marshal(m)
+			return b
+		}, attestation.BadSignature},
+		{stranger, nil, attestation.UnknownKey},
+	} {
+		last = forge(t, s.Conn(), verdict(reg, a, 3), last, f.k, f.edit)
+		want[last] = f.status
+	}
+
+	recs, lastSeq, err := l.Load(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || lastSeq != last {
+		t.Fatalf("Load = %d records, last %d; want the 2 real ones, last %d (the last forgery)", len(recs), lastSeq, last)
+	}
+	for _, r := range readAll(t, l, 1) {
+		if _, bad := want[r.Seq]; bad {
+			t.Errorf("Read yielded forged seq %d (%s)", r.Seq, r.Type)
+		}
+	}
+	qs, n := l.Quarantined()
+	if n != uint64(len(want)) {
+		t.Errorf("quarantined %d, want %d: %+v", n, len(want), qs)
+	}
+	for _, q := range qs {
+		if q.Verdict.Status != want[q.Seq] {
+			t.Errorf("seq %d: status %s, want %s (%s)", q.Seq, q.Verdict.Status, want[q.Seq], q.Verdict.Why)
+		}
+	}
+	// The next real decision appends after the forgeries.
+	if _, err := l.Append(ctx, decision(reg, a, last, 3, 1)); err != nil {
+		t.Fatalf("append after the forgeries: %v", err)
+	}
+	recs, _, err = l.Load(ctx, a)
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("Load = %d records, %v; want 3", len(recs), err)
+	}
+
+	// A fresh reader, from the start and from the middle, judges alike.
+	for _, from := range []uint64{1, real.Last} {
+		l2 := signedLog(t, s, admin)
+		n := 0
+		for r := range l2.Read(ctx, from) {
+			if _, bad := want[r.Seq]; bad {
+				t.Errorf("fresh Read(%d) yielded forged seq %d", from, r.Seq)
+			}
+			n++
+		}
+		if _, q := l2.Quarantined(); q != uint64(len(want)) {
+			t.Errorf("fresh Read(%d): quarantined %d, want %d", from, q, len(want))
+		}
+	}
+}
+
+// TestAttest_Revocation revokes a key: what it signed before stays
+// attested, what it signs after is refused.
+func TestAttest_Revocation(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
+	l := signedLog(t, s, admin)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	if _, err := l.BeginSigning(ctx, admin, "h", testTime); err != nil {
+		t.Fatal(err)
+	}
+	k1, k2 := mustKey(t, "serve@h", attestation.RoleServe), mustKey(t, "serve@h", attestation.RoleServe)
+	for _, k := range []*attestation.Key{k1, k2} {
+		if _, err := l.RegisterKey(ctx, admin, k, "h", testTime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.SetSigner(k1)
+	before := mustAppend(t, l, decision(reg, session("a"), 0, 1, 2))
+	if err := l.RevokeKey(ctx, admin, k1.ID, "rotated", "h", testTime); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RevokeKey(ctx, admin, k1.ID, "again", "h", testTime); !errors.Is(err, events.ErrConflict) {
+		t.Errorf("second RevokeKey = %v, want ErrConflict", err)
+	}
+	if err := l.RevokeKey(ctx, admin, "0123456789abcdef", "none", "h", testTime); !errors.Is(err, events.ErrNotFound) {
+		t.Errorf("RevokeKey(unknown) = %v, want ErrNotFound", err)
+	}
+	after := mustAppend(t, l, decision(reg, session("b"), 0, 1, 1)) // still k1: refused
+	l.SetSigner(k2)
+	rotated := mustAppend(t, l, decision(reg, session("c"), 0, 1, 1))
+
+	l2 := signedLog(t, s, admin)
+	got := map[uint64]bool{}
+	for r, err := range l2.Read(ctx, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[r.Seq] = true
+	}
+	if !got[before.First] || !got[before.Last] || !got[rotated.Last] || got[after.Last] {
+		t.Errorf("read %v: want %d..%d and %d, not %d", got, before.First, before.Last, rotated.Last, after.Last)
+	}
+	qs, _ := l2.Quarantined()
+	if len(qs) != 1 || qs[0].Verdict.Status != attestation.UnknownKey {
+		t.Errorf("quarantined %+v, want seq %d unknown-or-revoked-key", qs, after.Last)
+	}
+}

@@ -1,0 +1,356 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// cliExit runs the CLI and returns its stdout, stderr and exit code.
+func cliExit(t *testing.T, data string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := runCLI(t.Context(), append([]string{"--data", data}, args...), bytes.NewReader(nil), &out, &errb)
+	code := 0
+	if err != nil {
+		code = 1
+		if ee, ok := errors.AsType[*exitError](err); ok {
+			code = ee.code
+		}
+		fmt.Fprintf(&errb, "%v\n", err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// connectAs connects to the data dir's serve with the data dir's
+// credentials of role, as anything running as the user can.
+func connectAs(t *testing.T, dd dataDir, role natslog.Role) (*natslog.Log, *nats.Conn) {
+	t.Helper()
+	c, err := dd.roleCredentials(role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	si, ok := dd.readServeInfo()
+	if !ok {
+		t.Fatal("no serve.json")
+	}
+	nc, err := natslog.Connect(si.URL, nats.UserInfo(c.User, c.Password), natslog.InboxOption(role))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	l, err := natslog.Open(t.Context(), nc, natslog.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l, nc
+}
+
+// TestForgedVerdict_Quarantined forges the verdict a gated hook waits
+// for on a `git push` review: a review.decided by a person, published
+// straight to the stream with the expected-sequence check, once with the
+// worker's credentials (unsigned) and once with the writer's credentials
+// signed by the data dir's writer key (whose role may not decide). The
+// hook does not take either: it keeps waiting and answers as for no
+// verdict (timed out, deny). audit shows both as unattested with who
+// appended them, /metrics counts them, replay --verify exits 1 naming
+// their sequences, and replay --rederive reports them.
+func TestForgedVerdict_Quarantined(t *testing.T) {
+	addr := freeLoopbackPort(t)
+	r := newGateRig(t, "f0a9ed00-0000-4000-8000-00000000f0a9", map[string]string{
+		"policy.toml": "review = [\"Bash(git push:*)\"]\n",
+	}, "--http", addr)
+	dd := dataDir(r.data)
+	answered := make(chan string, 1)
+	go func() {
+		out, _ := r.hook(true, map[string]any{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "p1", "tool_input": map[string]any{"command": "git push origin main"}})
+		answered <- out
+	}()
+	worker, wnc := connectAs(t, dd, natslog.RoleWorker)
+	_, rnc := connectAs(t, dd, natslog.RoleWriter)
+	agg := events.Aggregate{Kind: events.KindSession, ID: r.sid}
+	var review string
+	var last, ver uint64
+	for deadline := time.Now().Add(20 * time.Second); review == ""; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no review.requested for the push")
+		}
+		recs, l, err := worker.Load(t.Context(), agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range recs {
+			if rq, ok := rec.Data.(events.ReviewRequested); ok {
+				review, last, ver = rq.ReviewID, l, recs[len(recs)-1].Ver
+			}
+		}
+	}
+	wkey, err := dd.principalKey("writer.key", attestation.RoleWriter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := events.NewRegistry()
+	var forged []uint64
+	for i, f := range []struct {
+		nc  *nats.Conn
+		key *attestation.Key
+	}{{wnc, nil}, {rnc, wkey}} {
+		e := reg.New(events.ReviewDecided{ReviewID: review, Verdict: events.VerdictAllow, Outcome: events.ReviewApproved,
+			DecidedBy: &events.DecidedBy{Kind: events.DecidedByUser, Name: "alice@example.com"}, Reason: "looks fine"})
+		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, ver+1, time.Now().UTC().Truncate(time.Microsecond)
+		e.Cause = &events.Cause{Kind: events.CauseGate, Event: "answer", Ref: ulid.Make().String()}
+		e.Actor = "person:alice@example.com"
+		data, err := e.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: data}
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(last, 10))
+		m.Header.Set(natslog.HeaderType, e.Type)
+		if f.key != nil {
+			id, sig := f.key.Sign(m.Subject, m.Header.Get(jetstream.ExpectedLastSubjSeqHeader), m.Data)
+			m.Header.Set(attestation.HeaderKey, id)
+			m.Header.Set(attestation.HeaderSig, sig)
+		}
+		js, err := jetstream.New(f.nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ack, err := js.PublishMsg(t.Context(), m)
+		if err != nil {
+			t.Fatalf("forgery %d: %v", i, err)
+		}
+		forged = append(forged, ack.Sequence)
+		last = ack.Sequence
+	}
+
+	out := <-answered
+	if strings.Contains(out, `"permissionDecision":"allow"`) || !strings.Contains(out, `"permissionDecision":"deny"`) {
+		t.Fatalf("the hook answered %s; want the deny of a review with no verdict", out)
+	}
+	audit := cli(t, r.data, "audit", r.sid)
+	for i, seq := range forged {
+		line := ""
+		for l := range strings.Lines(audit) {
+			if strings.HasPrefix(l, fmt.Sprintf("#%d ", seq)) {
+				line = l
+			}
+		}
+		want := []string{"UNATTESTED", "unsigned"}
+		if i == 1 {
+			want = []string{"UNATTESTED", "out-of-role", wkey.Principal, wkey.ID}
+		}
+		for _, w := range want {
+			if !strings.Contains(line, w) {
+				t.Errorf("audit line of forged seq %d %q lacks %q:\n%s", seq, line, w, audit)
+			}
+		}
+	}
+	if !strings.Contains(audit, "timed_out") {
+		t.Errorf("audit shows no timeout verdict:\n%s", audit)
+	}
+	var metrics string
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(metrics, "logbook_events_quarantined_total 2"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics does not count 2 quarantined events:\n%s", metrics)
+		}
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		metrics = string(b)
+	}
+	vout, verr, code := cliExit(t, r.data, "replay", "--verify")
+	if code != 1 {
+		t.Errorf("replay --verify exit %d, want 1:\n%s%s", code, vout, verr)
+	}
+	for _, seq := range forged {
+		if !strings.Contains(vout, fmt.Sprintf("seq %d", seq)) {
+			t.Errorf("replay --verify does not name seq %d:\n%s", seq, vout)
+		}
+	}
+	rout, rerr, code := cliExit(t, r.data, "replay", "--rederive", "--session", r.sid)
+	if code != 1 || !strings.Contains(rout, fmt.Sprintf("seq %d", forged[0])) {
+		t.Errorf("replay --rederive exit %d, want 1 naming seq %d:\n%s%s", code, forged[0], rout, rerr)
+	}
+}
+
+// TestSigning_BeginsOnALogWrittenUnsigned writes a log as a build
+// without signing did (no keys in the data dir, no signature headers),
+// then starts serve: serve begins signing (an admin-signed
+// signing.began) and registers its key. The events before it are folded
+// as "before signing" and the state hash is what it was; an unsigned
+// event appended after it is quarantined even when it is dated before
+// signing began.
+func TestSigning_BeginsOnALogWrittenUnsigned(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	dd := dataDir(data)
+	if err := dd.ensure(); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: dd.path("jetstream")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := natslog.Open(t.Context(), srv.Conn(), natslog.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := events.NewRegistry()
+	sid := "0b5e55ed-0000-4000-8000-000000000001"
+	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
+	old := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	mk := func(ver uint64, p events.Payload) events.Envelope {
+		e := reg.New(p)
+		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, ver, old
+		e.Cause = &events.Cause{Kind: "hook", Event: "SessionStart", Ref: ulid.Make().String()}
+		return e
+	}
+	app, err := l.Append(t.Context(), events.Batch{Agg: agg, Events: []events.Envelope{
+		mk(1, events.SessionStarted{Agent: "claude-code", Cwd: "/w"}),
+		mk(2, events.SessionDescribed{Model: "before-signing"}),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if err := srv.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	hash := func(out string) string {
+		_, h, _ := strings.Cut(out, "state hash ")
+		h, _, _ = strings.Cut(h, "\n")
+		return h
+	}
+	before := hash(cli(t, data, "replay"))
+	if before == "" {
+		t.Fatal("replay printed no state hash")
+	}
+
+	serveInProcess(t, data, "--workers", "0", "--reconcile-every", "0", "--fsync", "interval")
+	if out, errOut, code := cliExit(t, data, "replay", "--verify"); code != 0 {
+		t.Fatalf("replay --verify on the unforged log: exit %d\n%s%s", code, out, errOut)
+	}
+	if after := hash(cli(t, data, "replay")); after != before {
+		t.Errorf("state hash %s after signing began, %s before", after, before)
+	}
+	if audit := cli(t, data, "audit", sid); strings.Contains(audit, "UNATTESTED") || !strings.Contains(audit, "session.described") {
+		t.Errorf("audit of the events before signing:\n%s", audit)
+	}
+
+	// An unsigned event dated before signing began, appended after it.
+	_, nc := connectAs(t, dd, natslog.RoleWriter)
+	e := mk(3, events.SessionDescribed{Model: "backdated"})
+	body, _ := e.MarshalJSON()
+	m := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: body}
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(app.Last, 10))
+	js, _ := jetstream.New(nc)
+	ack, err := js.PublishMsg(t.Context(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var code int
+		out, _, code = cliExit(t, data, "replay", "--verify")
+		if code == 1 && strings.Contains(out, fmt.Sprintf("seq %d", ack.Sequence)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replay --verify exit %d does not name the backdated unsigned seq %d:\n%s", code, ack.Sequence, out)
+		}
+	}
+	for _, seq := range []uint64{app.First, app.Last} {
+		if strings.Contains(out, fmt.Sprintf("seq %d ", seq)) {
+			t.Errorf("replay --verify names seq %d, written before signing:\n%s", seq, out)
+		}
+	}
+	if !strings.Contains(out, "unsigned") {
+		t.Errorf("replay --verify does not say unsigned:\n%s", out)
+	}
+}
+
+// TestCredsIssue_CarriesARegisteredKey: `creds issue --role worker`
+// writes a file with a signing key of its own, registered on the log for
+// the worker role, and the pinned admin key. A verdict signed with it is
+// out of the worker's role: replay --verify names it and its principal.
+func TestCredsIssue_CarriesARegisteredKey(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	serveInProcess(t, data, "--workers", "0", "--reconcile-every", "0", "--fsync", "interval")
+	dd := dataDir(data)
+	out := filepath.Join(t.TempDir(), "worker.json")
+	cli(t, data, "creds", "issue", "--role", "worker", "--out", out)
+	c, err := readCreds(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Key == nil || c.Key.Role != attestation.RoleWorker || c.Admin == "" {
+		t.Fatalf("issued worker credentials carry key %+v, admin %q; want a worker key and the admin key", c.Key, c.Admin)
+	}
+	if pin, err := attestation.ReadPin(dd.keyPath("admin.pub")); err != nil || !pin.Equal(mustPublic(t, c.Admin)) {
+		t.Errorf("issued admin key %s is not the data dir's pin (%v)", c.Admin, err)
+	}
+	l, nc := connectAs(t, dd, natslog.RoleWorker)
+	recs, _, err := l.Load(t.Context(), events.Aggregate{Kind: events.KindKey, ID: c.Key.ID})
+	if err != nil || len(recs) != 1 || recs[0].Data.(events.KeyRegistered).Role != "worker" {
+		t.Fatalf("key.registered of the issued key: %v, %v", recs, err)
+	}
+	reg := events.NewRegistry()
+	agg := events.Aggregate{Kind: events.KindSession, ID: "c0ffee00-0000-4000-8000-000000000001"}
+	e := reg.New(events.ReviewDecided{ReviewID: "x", Verdict: events.VerdictAllow, Outcome: events.ReviewApproved})
+	e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, 1, time.Now().UTC().Truncate(time.Microsecond)
+	e.Cause = &events.Cause{Kind: events.CauseGate, Event: "answer", Ref: ulid.Make().String()}
+	body, _ := e.MarshalJSON()
+	m := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: body}
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	id, sig := c.Key.Sign(m.Subject, "0", m.Data)
+	m.Header.Set(attestation.HeaderKey, id)
+	m.Header.Set(attestation.HeaderSig, sig)
+	js, _ := jetstream.New(nc)
+	ack, err := js.PublishMsg(t.Context(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vout string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var code int
+		vout, _, code = cliExit(t, data, "replay", "--verify")
+		if code == 1 && strings.Contains(vout, fmt.Sprintf("seq %d", ack.Sequence)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replay --verify exit %d does not name seq %d:\n%s", code, ack.Sequence, vout)
+		}
+	}
+	if !strings.Contains(vout, "out-of-role") || !strings.Contains(vout, c.Key.Principal) {
+		t.Errorf("replay --verify does not name out-of-role and %s:\n%s", c.Key.Principal, vout)
+	}
+}
+
+func mustPublic(t *testing.T, s string) ed25519.PublicKey {
+	t.Helper()
+	pub, err := attestation.ParsePublic(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub
+}
