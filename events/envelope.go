@@ -241,6 +241,11 @@ func appendJSONString(b []byte, s string) []byte {
 type Record struct {
 	Seq     uint64 // stream sequence: the global order and the checkpoint unit
 	Subject string // the message's subject
+	// Quarantined marks an event the log's reads leave out of every fold
+	// (its signature, key or role refused): a Read or Follow yields it
+	// only under a ctx from WithQuarantined, so a reader that keeps a
+	// position (a projection's checkpoint) moves past it. Never fold one.
+	Quarantined bool
 	Envelope
 }
 

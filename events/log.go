@@ -56,6 +56,25 @@ type Log interface {
 	LastSeq(ctx context.Context) (uint64, error)
 }
 
+// quarantinedKey is the context key of WithQuarantined.
+type quarantinedKey struct{}
+
+// WithQuarantined returns ctx marked so that a Log's Read and Follow
+// under it yield the events they leave out of every fold (a quarantine)
+// too, each marked Record.Quarantined, in their place in the order: for a
+// reader that keeps a position in the log and must move past them (a
+// projection's checkpoint) without folding them. A Log that quarantines
+// nothing yields no such record.
+func WithQuarantined(ctx context.Context) context.Context {
+	return context.WithValue(ctx, quarantinedKey{}, true)
+}
+
+// WantsQuarantined reports whether ctx is from WithQuarantined.
+func WantsQuarantined(ctx context.Context) bool {
+	v, _ := ctx.Value(quarantinedKey{}).(bool)
+	return v
+}
+
 // LoaderAfter is implemented by a Log that can load an aggregate's events
 // past a stream sequence. An Executor uses it to bring a cached state up
 // to date cheaply before it trusts a decision to append nothing.

@@ -111,11 +111,12 @@ func recordError(seq, last uint64, err error) error {
 // every view. It holds the store's writer lock and read lock from begin to
 // commit or abort.
 type batch struct {
-	s    *Store
-	b    *pebble.Batch
-	txs  []Tx
-	n    int    // records applied
-	last uint64 // Seq of the last record applied, or the checkpoint
+	s       *Store
+	b       *pebble.Batch
+	txs     []Tx
+	n       int    // records applied
+	skipped int    // quarantined records passed over (Record.Quarantined)
+	last    uint64 // Seq of the last record applied or passed over, or the checkpoint
 }
 
 // begin starts a batch on the committed state.
@@ -151,6 +152,13 @@ func (w *batch) add(r events.Record) error {
 	if r.Seq <= w.last {
 		return nil
 	}
+	if r.Quarantined {
+		// Never folded; the checkpoint moves past it, so a wait for
+		// the log's last event is not held up by one.
+		w.skipped++
+		w.last = r.Seq
+		return nil
+	}
 	for i, v := range w.s.views {
 		if err := v.Apply(&w.txs[i], r); err != nil {
 			return fmt.Errorf("project record %d (%s %s) in view %s: %w", r.Seq, r.Type, r.Agg, v.Name(), err)
@@ -167,7 +175,7 @@ func (w *batch) add(r events.Record) error {
 func (w *batch) commit() (_ int, err error) {
 	defer w.release()
 	defer guard(w.s.dir, &err)
-	if w.n == 0 { // no view was called: the memos still match
+	if w.n == 0 && w.skipped == 0 { // no view was called: the memos still match
 		return 0, nil
 	}
 	w.s.carry = carried{} // until the commit succeeds

@@ -78,7 +78,7 @@ func (r *Runner) step(ctx context.Context, most int) (int, error) {
 			return 0, err
 		}
 	}
-	recs := r.Log.Read(ctx, target.Checkpoint()+1)
+	recs := r.Log.Read(events.WithQuarantined(ctx), target.Checkpoint()+1)
 	if most > 0 {
 		recs = limit(recs, most)
 	}
@@ -129,7 +129,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	go func() {
 		defer close(done)
 		defer close(items)
-		for rec, err := range r.Log.Follow(fctx, from) {
+		for rec, err := range r.Log.Follow(events.WithQuarantined(fctx), from) {
 			select {
 			case items <- item{rec, err}:
 			case <-fctx.Done():

@@ -1,16 +1,19 @@
 package natslog
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
 )
 
 // signedLog opens a Log on s that judges reads against admin's pin.
@@ -214,5 +217,55 @@ func TestAttest_Revocation(t *testing.T) {
 	qs, _ := l2.Quarantined()
 	if len(qs) != 1 || qs[0].Verdict.Status != attestation.UnknownKey {
 		t.Errorf("quarantined %+v, want seq %d unknown-or-revoked-key", qs, after.Last)
+	}
+}
+
+// TestAttest_ProjectionMovesPastAForgery: a forgery that is the log's
+// newest event holds no wait for the log's end: a projection's runner,
+// catching up and following, moves its checkpoint past quarantined
+// events without folding them, so a read-your-writes wait for the last
+// event sequence returns.
+func TestAttest_ProjectionMovesPastAForgery(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
+	l := signedLog(t, s, admin)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	a := session("a")
+	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); !ok || err != nil {
+		t.Fatalf("BeginSigning = %v, %v", ok, err)
+	}
+	serve := mustKey(t, "serve@h", attestation.RoleServe)
+	if ok, err := l.RegisterKey(ctx, admin, serve, "h", testTime); !ok || err != nil {
+		t.Fatalf("RegisterKey = %v, %v", ok, err)
+	}
+	l.SetSigner(serve)
+	real := mustAppend(t, l, decision(reg, a, 0, 1, 1))
+	forged := forge(t, s.Conn(), verdict(reg, a, 2), real.Last, nil, nil)
+
+	store, err := projections.OpenMem(projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	r := &projections.Runner{Log: l, Store: store}
+	if _, err := r.RunToEnd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cp := store.Checkpoint(); cp != forged {
+		t.Fatalf("caught up to %d, want past the forgery at %d", cp, forged)
+	}
+	run, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(run) }()
+	defer func() { cancel(); <-done }()
+	forged = forge(t, s.Conn(), verdict(reg, a, 2), forged, nil, nil)
+	wait, stop := context.WithTimeout(ctx, 20*time.Second)
+	defer stop()
+	if err := store.WaitFor(wait, forged); err != nil {
+		t.Fatalf("following: %v", err)
+	}
+	if _, n := l.Quarantined(); n != 2 {
+		t.Errorf("%d quarantined, want 2", n)
 	}
 }

@@ -121,6 +121,7 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 		cut, lostErr = stopped, c.err
 	})
 
+	marked := events.WantsQuarantined(parent)
 	for c := range ordered {
 		<-c.done
 		for i := range c.msgs {
@@ -129,7 +130,10 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 				_, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), c.recs[i], c.pres[i])
 				l.cfg.Verifier.Advance(m.Seq)
 				if !fold {
-					continue
+					if !marked {
+						continue
+					}
+					c.recs[i].Quarantined = true
 				}
 			}
 			if !yield(c.recs[i], c.errs[i]) {

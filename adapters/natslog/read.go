@@ -274,7 +274,10 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 				_, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), rec, 0)
 				l.cfg.Verifier.Advance(m.Seq)
 				if !fold {
-					continue
+					if !events.WantsQuarantined(ctx) {
+						continue
+					}
+					rec.Quarantined = true
 				}
 			}
 			if !yield(rec, err) {
@@ -309,16 +312,22 @@ func (l *Log) readRecords(ctx context.Context, from uint64, yield func(events.Re
 	// replica behind, a consumer that ended early, a server that went
 	// away), and fails rather than passing for the whole history. One
 	// get tells: the messages after seen may be command output only.
+	// Quarantined events count as seen (they are in the stream), and go
+	// on to the caller only when its ctx asks for them.
 	seen := max(from, 1) - 1
+	wants := events.WantsQuarantined(ctx)
 	counted := func(r events.Record, err error) bool {
 		if err == nil {
 			seen = max(seen, r.Seq)
 		} else if de, ok := errors.AsType[*DecodeError](err); ok {
 			seen = max(seen, de.Seq)
 		}
+		if r.Quarantined && !wants {
+			return true
+		}
 		return yield(r, err)
 	}
-	if !l.decodeParallel(ctx, src, counted) {
+	if !l.decodeParallel(events.WithQuarantined(ctx), src, counted) {
 		return end, false
 	}
 	if seen >= end {
