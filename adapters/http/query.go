@@ -346,11 +346,13 @@ func (s *Server) caughtUp(ctx context.Context) error {
 
 // waitSeq waits, when the request asks with ?min_seq=N, until the
 // projection has applied sequence N (at most 5 s), so a client that saw
-// an event on the stream reads a row that includes it.
+// an event on the stream reads a row that includes it; without min_seq,
+// until it has applied every event the log holds now (caughtUp):
+// read-your-writes, as the command line has it.
 func (s *Server) waitSeq(r *http.Request) error {
 	v := r.URL.Query().Get("min_seq")
 	if v == "" {
-		return nil
+		return s.caughtUp(r.Context())
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil {
@@ -596,11 +598,7 @@ func (s *Server) Pending() ([]Decision, error) {
 }
 
 func (s *Server) pending(w http.ResponseWriter, r *http.Request) {
-	wait := s.waitSeq
-	if r.URL.Query().Get("min_seq") == "" {
-		wait = func(r *http.Request) error { return s.caughtUp(r.Context()) }
-	}
-	if err := wait(r); err != nil {
+	if err := s.waitSeq(r); err != nil {
 		s.fail(w, r, err)
 		return
 	}
