@@ -208,7 +208,10 @@ func (x *Executor[S]) refresh(ctx context.Context, c cached[S]) (cached[S], bool
 	}
 	for _, r := range recs {
 		c.s = x.Evolve(c.s, r.Envelope)
-		c.ver, c.last = r.Ver, r.Seq
+		// The highest ver, not the last one's: an event stored again
+		// later (a replayed message, its ver long past) must not set
+		// the next decision's ver back below what the fold has seen.
+		c.ver, c.last = max(c.ver, r.Ver), r.Seq
 	}
 	c.last = max(c.last, last)
 	x.remember(c)
@@ -231,7 +234,7 @@ func (x *Executor[S]) load(ctx context.Context, agg Aggregate) (cached[S], error
 	c := cached[S]{agg: agg, s: x.Init(agg), last: last}
 	for _, r := range recs {
 		c.s = x.Evolve(c.s, r.Envelope)
-		c.ver = r.Ver
+		c.ver = max(c.ver, r.Ver) // see refresh: a replayed event sets nothing back
 	}
 	x.remember(c)
 	return c, nil

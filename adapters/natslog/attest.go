@@ -80,7 +80,9 @@ type Quarantined struct {
 	Agg     events.Aggregate    `json:"agg"`
 	ID      string              `json:"id"`
 	Verdict attestation.Verdict `json:"verdict"`
-	Event   events.Envelope     `json:"-"`
+	// At is the event's own time, as it claims it. The event itself is
+	// not kept: a flood of large forgeries costs a few hundred bytes each.
+	At time.Time `json:"at"`
 }
 
 // maxQuarantined bounds the quarantined events a Log remembers; the
@@ -94,7 +96,22 @@ type quarantine struct {
 	n    uint64
 }
 
+// maxQuarantinedField bounds each string a quarantine entry keeps of what
+// a forger chose (the Lb-Key header, the subject), in bytes.
+const maxQuarantinedField = 256
+
+// clip returns s cut to at most n bytes.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
 func (qs *quarantine) add(q Quarantined) {
+	q.Subject, q.Type, q.ID = clip(q.Subject, maxQuarantinedField), clip(q.Type, maxQuarantinedField), clip(q.ID, maxQuarantinedField)
+	q.Verdict.Key, q.Verdict.Why = clip(q.Verdict.Key, maxQuarantinedField), clip(q.Verdict.Why, 4*maxQuarantinedField)
+	q.Agg.ID = clip(q.Agg.ID, maxQuarantinedField)
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
 	if _, ok := qs.seen[q.Seq]; ok {
@@ -147,8 +164,37 @@ func (l *Log) judge(m attestation.Message, rec events.Record, pre attestation.Pr
 	if !vd.Status.Quarantined() {
 		return vd, true
 	}
-	l.quar.add(Quarantined{Seq: rec.Seq, Subject: rec.Subject, Type: rec.Type, Agg: rec.Agg, ID: rec.ID.String(), Verdict: vd, Event: rec.Envelope})
+	l.quar.add(Quarantined{Seq: rec.Seq, Subject: rec.Subject, Type: rec.Type, Agg: rec.Agg, ID: rec.ID.String(), Verdict: vd, At: rec.At})
 	return vd, false
+}
+
+// undecodable reports whether a stored message that does not decode (derr)
+// is quarantined rather than an error: once signing began, one that is
+// unsigned, badly signed or signed by a key the key events do not attest
+// (a forger's junk) is never folded and stops no read, and so is one a
+// registered key signed, which no role may append (its type unknown). It
+// is recorded among the Quarantined, its error in Why. A message before
+// signing, or on a Log without a Verifier, keeps its decode error.
+func (l *Log) undecodable(ctx context.Context, seq uint64, subject string, h nats.Header, data []byte, pre attestation.Pre, derr error) (bool, error) {
+	v := l.cfg.Verifier
+	if v == nil {
+		return false, nil
+	}
+	if err := l.catchUpKeys(ctx, seq-1); err != nil {
+		return false, err
+	}
+	m := attestMsg(seq, subject, h, data)
+	vd := v.Judge(m, events.Envelope{}, pre)
+	v.Advance(seq)
+	if !vd.Status.Quarantined() {
+		return false, nil
+	}
+	vd.Why = "does not decode: " + derr.Error()
+	if vd.Status == attestation.OutOfRole {
+		vd.Why = "signed, but " + vd.Why
+	}
+	l.quar.add(Quarantined{Seq: seq, Subject: subject, Verdict: vd})
+	return true, nil
 }
 
 // keySubjects matches every key event.

@@ -269,3 +269,71 @@ func TestAttest_ProjectionMovesPastAForgery(t *testing.T) {
 		t.Errorf("%d quarantined, want 2", n)
 	}
 }
+
+// TestAttest_JunkStopsNothing: once signing began, a message a holder of
+// the stream's credentials publishes that does not even decode (not
+// JSON, no cause, ver 0, another subject's event) is quarantined like
+// any unattested event: no read, load or projection stops at it.
+func TestAttest_JunkStopsNothing(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
+	l := signedLog(t, s, admin)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	a := session("a")
+	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); !ok || err != nil {
+		t.Fatalf("BeginSigning = %v, %v", ok, err)
+	}
+	serve := mustKey(t, "serve@h", attestation.RoleServe)
+	if ok, err := l.RegisterKey(ctx, admin, serve, "h", testTime); !ok || err != nil {
+		t.Fatalf("RegisterKey = %v, %v", ok, err)
+	}
+	l.SetSigner(serve)
+	real := mustAppend(t, l, decision(reg, a, 0, 1, 1))
+	js, err := jetstream.New(s.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid, err := decision(reg, session("b"), 0, 1, 1).Events[0].MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := map[string][]byte{
+		"lb.ev.session.a":   []byte("not json at all"),
+		"lb.ev.session.zzz": []byte(`{"id":"x"}`),
+		"lb.ev.session.c":   valid, // session b's event on c's subject
+	}
+	var last uint64
+	for subj, body := range junk {
+		ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subj, Header: nats.Header{HeaderType: []string{"session.started"}}, Data: body})
+		if err != nil {
+			t.Fatalf("publish junk on %s: %v", subj, err)
+		}
+		last = max(last, ack.Sequence)
+	}
+	for r, err := range l.Read(ctx, 1) {
+		if err != nil {
+			t.Fatalf("Read stopped at junk: %v", err)
+		}
+		if r.Seq > real.Last {
+			t.Errorf("Read yielded junk seq %d", r.Seq)
+		}
+	}
+	if recs, _, err := l.Load(ctx, a); err != nil || len(recs) != 1 {
+		t.Errorf("Load(a) = %d records, %v; want the real one", len(recs), err)
+	}
+	store, err := projections.OpenMem(projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if _, err := (&projections.Runner{Log: l, Store: store}).RunToEnd(ctx); err != nil {
+		t.Fatalf("projection stopped at junk: %v", err)
+	}
+	if cp := store.Checkpoint(); cp != last {
+		t.Errorf("projection at %d, want past the junk at %d", cp, last)
+	}
+	if _, n := l.Quarantined(); n != uint64(len(junk)) {
+		t.Errorf("%d quarantined, want %d", n, len(junk))
+	}
+}

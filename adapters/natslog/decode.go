@@ -125,7 +125,19 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 	for c := range ordered {
 		<-c.done
 		for i := range c.msgs {
-			if c.errs[i] == nil && l.cfg.Verifier != nil {
+			if c.errs[i] != nil && l.cfg.Verifier != nil {
+				m := &c.msgs[i]
+				q, err := l.undecodable(ctx, m.Seq, m.Subject, m.Header, m.Data, c.pres[i], c.errs[i])
+				switch {
+				case err != nil:
+					c.errs[i] = err
+				case q && !marked:
+					continue
+				case q:
+					c.recs[i] = events.Record{Seq: m.Seq, Subject: m.Subject, Quarantined: true}
+					c.errs[i] = nil
+				}
+			} else if c.errs[i] == nil && l.cfg.Verifier != nil {
 				m := &c.msgs[i]
 				_, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), c.recs[i], c.pres[i])
 				l.cfg.Verifier.Advance(m.Seq)

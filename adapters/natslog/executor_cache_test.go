@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/events"
@@ -347,5 +349,82 @@ func TestExecutorRefusalIsOfTheCurrentState(t *testing.T) {
 	})
 	if err != nil || n != 2 {
 		t.Errorf("Execute on a state moved past: state %d, %v; want 2, nil", n, err)
+	}
+}
+
+// TestExecutorReplayedEventSetsNoVerBack: a message stored again later
+// (a replay of an old event, its ver long past) does not set the next
+// decision's ver back: the executor numbers from the highest ver it
+// folded, so the fold, which skips a ver it has seen, takes the next
+// decision.
+func TestExecutorReplayedEventSetsNoVerBack(t *testing.T) {
+	l, s := newLog(t)
+	reg := events.NewRegistry()
+	newX := func() *events.Executor[int] {
+		return &events.Executor[int]{
+			Log: l, Reg: reg,
+			Init:   func(events.Aggregate) int { return 0 },
+			Evolve: func(n int, _ events.Envelope) int { return n + 1 },
+			IDs:    ulid.Make, Host: "h", Actor: "a",
+		}
+	}
+	step := func(x *events.Executor[int]) {
+		t.Helper()
+		if _, _, err := x.Execute(t.Context(), session("r"), func(n int) (events.Decision, error) {
+			var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", n+1)}
+			if n == 0 {
+				p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
+			}
+			e := reg.New(p)
+			e.At = time.Now()
+			e.Cause = &events.Cause{Kind: "cli", Event: "test", Ref: "r"}
+			return events.Decision{e}, nil
+		}); err != nil {
+			t.Fatalf("Execute: %v", err)
+		}
+	}
+	x := newX()
+	for range 3 {
+		step(x)
+	}
+	recs, _, err := l.Load(t.Context(), session("r"))
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("Load: %d, %v", len(recs), err)
+	}
+	first, err := l.getMsg(t.Context(), recs[0].Seq, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(s.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a replayer copies it: every header but those the server would
+	// check (the expected sequence, the message id).
+	h := nats.Header{}
+	for k, v := range first.Header {
+		if k != jetstream.ExpectedLastSubjSeqHeader && k != jetstream.MsgIDHeader {
+			h[k] = v
+		}
+	}
+	if _, err := js.PublishMsg(t.Context(), &nats.Msg{Subject: first.Subject, Header: h, Data: first.Data}); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	// The replay carries the first message's Nats-Sequence and
+	// Nats-Subject headers, which a direct get's reader must not take
+	// for the server's.
+	if _, last, err := l.Load(t.Context(), session("r")); err != nil || last != recs[2].Seq+1 {
+		t.Fatalf("Load after the replay: last %d, %v; want %d, the replay's own", last, err, recs[2].Seq+1)
+	}
+	if last, err := l.LastEventSeq(t.Context()); err != nil || last != recs[2].Seq+1 {
+		t.Fatalf("LastEventSeq after the replay: %d, %v; want %d", last, err, recs[2].Seq+1)
+	}
+	step(newX()) // a fresh executor loads the replay last
+	recs, _, err = l.Load(t.Context(), session("r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := recs[len(recs)-1].Ver; got != 4 {
+		t.Errorf("the decision after the replay has ver %d, want 4", got)
 	}
 }

@@ -62,6 +62,7 @@ func (l *Log) LastStored(ctx context.Context) (uint64, error) {
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	m, err := l.stream.GetLastMsgForSubject(ctx, StreamSubjects)
+	served(m)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -102,6 +103,26 @@ func (l *Log) leaderGet(ctx context.Context, req msgGetRequest) (*jetstream.RawS
 	return m, nil
 }
 
+// served makes m's sequence and subject the ones the server gave a direct
+// get's answer: its Nats-Sequence and Nats-Subject headers come after any
+// the publisher stored with the message, which a holder of the stream's
+// credentials may set to anything (a replayed message copies them), and
+// a client reads the first. It returns m.
+func served(m *jetstream.RawStreamMsg) *jetstream.RawStreamMsg {
+	if m == nil {
+		return m
+	}
+	if vs := m.Header.Values(jetstream.SequenceHeader); len(vs) > 1 {
+		if n, err := strconv.ParseUint(vs[len(vs)-1], 10, 64); err == nil {
+			m.Sequence = n
+		}
+	}
+	if vs := m.Header.Values(jetstream.SubjectHeader); len(vs) > 1 {
+		m.Subject = vs[len(vs)-1]
+	}
+	return m
+}
+
 // getMsg is l.stream.GetMsg, from the leader on a replicated stream.
 func (l *Log) getMsg(ctx context.Context, seq uint64, subject string) (*jetstream.RawStreamMsg, error) {
 	if !l.leaderReads {
@@ -109,7 +130,8 @@ func (l *Log) getMsg(ctx context.Context, seq uint64, subject string) (*jetstrea
 		if subject != "" {
 			opts = append(opts, jetstream.WithGetMsgSubject(subject))
 		}
-		return l.stream.GetMsg(ctx, seq, opts...)
+		m, err := l.stream.GetMsg(ctx, seq, opts...)
+		return served(m), err
 	}
 	return l.leaderGet(ctx, msgGetRequest{Seq: seq, NextBySubj: subject})
 }
@@ -128,7 +150,13 @@ func (l *Log) leaderPage(ctx context.Context, subject string, from uint64, recs 
 		}
 		rec, err := l.decode(d, m.Sequence, m.Subject, m.Data)
 		if err != nil {
-			return got, false, err
+			if q, qerr := l.undecodable(ctx, m.Sequence, m.Subject, m.Header, m.Data, 0, err); qerr != nil || !q {
+				return got, false, errors.Join(err, qerr)
+			}
+			got++
+			*last = m.Sequence
+			from = m.Sequence + 1
+			continue
 		}
 		got++
 		*last = m.Sequence

@@ -150,9 +150,16 @@ func (l *Log) loadPage(ctx context.Context, subject string, from uint64, recs *[
 		if err != nil {
 			return 0, false, err
 		}
+		served(m)
 		rec, err := l.decode(d, m.Sequence, m.Subject, m.Data)
 		if err != nil {
-			return 0, false, err
+			if q, qerr := l.undecodable(ctx, m.Sequence, m.Subject, m.Header, m.Data, 0, err); qerr != nil || !q {
+				return 0, false, errors.Join(err, qerr)
+			}
+			got++
+			more = m.Header.Get("Nats-Num-Pending") != "0"
+			*last = m.Sequence
+			continue
 		}
 		got++
 		more = m.Header.Get("Nats-Num-Pending") != "0"
@@ -266,7 +273,17 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 				return
 			}
 			rec, err := l.decode(d, m.Seq, m.Subject, m.Data)
-			if err == nil && l.cfg.Verifier != nil {
+			if err != nil {
+				q, qerr := l.undecodable(ctx, m.Seq, m.Subject, m.Header, m.Data, 0, err)
+				switch {
+				case qerr != nil:
+					err = qerr
+				case q && !events.WantsQuarantined(ctx):
+					continue
+				case q:
+					rec, err = events.Record{Seq: m.Seq, Subject: m.Subject, Quarantined: true}, nil
+				}
+			} else if l.cfg.Verifier != nil {
 				if err := l.catchUpKeys(ctx, m.Seq-1); err != nil {
 					quiet(events.Record{}, err)
 					return
@@ -512,6 +529,7 @@ func (l *Log) LastEventSeq(ctx context.Context) (uint64, error) {
 		m, err = l.leaderGet(ctx, msgGetRequest{LastBySubj: events.SubjectEvents + ".>"})
 	} else {
 		m, err = l.stream.GetLastMsgForSubject(ctx, events.SubjectEvents+".>")
+		served(m)
 	}
 	if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, errNoMsg) {
 		return 0, nil

@@ -199,7 +199,7 @@ func unattested(l *natslog.Log, subject string) []replay.Unattested {
 		if subject != "" && q.Subject != subject {
 			continue
 		}
-		out = append(out, replay.Unattested{Seq: q.Seq, Subject: q.Subject, Type: q.Type, ID: q.ID, At: q.Event.At, Status: string(q.Verdict.Status),
+		out = append(out, replay.Unattested{Seq: q.Seq, Subject: q.Subject, Type: q.Type, ID: q.ID, At: q.At, Status: string(q.Verdict.Status),
 			Key: q.Verdict.Key, Principal: q.Verdict.Principal, Role: string(q.Verdict.Role), Why: q.Verdict.Why})
 	}
 	return out

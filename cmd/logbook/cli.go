@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
@@ -252,14 +253,18 @@ var sentinelPhrases = []struct{ text, say string }{
 	{events.ErrUnknownType.Error(), "unknown event type"},
 	{events.ErrUnknownVersion.Error(), "unknown schema version"},
 	{sandbox.ErrRefused.Error(), "refused"},
+	{nats.ErrConnectionClosed.Error(), "the server went away (its connection closed)"},
 }
 
 // userMessage returns err's message as a person reads it: the sentinels'
 // package prefixes gone ("events: command rejected: unknown phase" reads
 // "unknown phase"), a prefix said twice said once ("hook claude: claude
 // hook: …" reads "hook claude: …").
-func userMessage(err error) string {
-	msg := err.Error()
+func userMessage(err error) string { return userText(err.Error()) }
+
+// userText is userMessage of an error's text msg (one a summary kept as
+// a string).
+func userText(msg string) string {
 	for _, p := range sentinelPhrases {
 		if p.text == events.ErrNotFound.Error() {
 			msg = strings.ReplaceAll(msg, p.text, p.say)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -26,6 +27,7 @@ func TestUserMessage_SaysEachThingOnce(t *testing.T) {
 		{errors.New("hook codex: codex notify: malformed JSON at byte 2"), "hook codex: malformed JSON at byte 2"},
 		{errors.New("come back with: logbook command output x --follow"), "come back with: logbook command output x --follow"},
 		{errors.New("a: b: a: c"), "a: b: a: c"},
+		{fmt.Errorf("load session/x: key events from 762: %w", nats.ErrConnectionClosed), "load session/x: key events from 762: the server went away (its connection closed)"},
 	} {
 		if got := userMessage(c.err); got != c.want {
 			t.Errorf("userMessage(%q) = %q, want %q", c.err, got, c.want)

@@ -196,7 +196,7 @@ func namedPathsError(g *globals, errs []string) error {
 	}
 	if !g.json {
 		for _, e := range errs {
-			fmt.Fprintf(g.stderr, "error: %s\n", termSafe(e))
+			fmt.Fprintf(g.stderr, "error: %s\n", termSafe(userText(e)))
 		}
 	}
 	return &exitError{code: 1, err: fmt.Errorf("%d named paths cannot be imported (above); nothing was imported", len(errs))}
@@ -350,7 +350,7 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 			fmt.Fprintf(g.stderr, "skipped: %s\n", termSafe(s))
 		}
 		for _, e := range sum.Errors {
-			fmt.Fprintf(g.stderr, "error: %s\n", termSafe(e))
+			fmt.Fprintf(g.stderr, "error: %s\n", termSafe(userText(e)))
 		}
 		fmt.Fprintln(g.stdout, sum.line("transcript file"))
 	}

@@ -182,7 +182,7 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 			fmt.Fprintf(g.stderr, "skipped: %s\n", termSafe(s))
 		}
 		for _, e := range sum.Errors {
-			fmt.Fprintf(g.stderr, "error: %s\n", termSafe(e))
+			fmt.Fprintf(g.stderr, "error: %s\n", termSafe(userText(e)))
 		}
 		fmt.Fprintln(g.stdout, sum.line("rollout file"))
 	}
