@@ -214,13 +214,15 @@ func TestWitnessRefusesAForkedCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(func() { nc.Close() })
 	wl, err := natslog.Open(ctx, nc, natslog.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer wl.Close()
+	t.Cleanup(func() { wl.Close() })
 	w2 := t.TempDir()
+	// Its Cleanup, made after those above, stops the witness before its
+	// connection closes under it.
 	cos, ref, _ := witnessing(t, w2, wl, nc, keys(t, h.dir))
 	waitCosigned(t, cos, ref) // the honest checkpoint of size 7
 	if _, err := PublishCheckpoint(ctx, h.js, signed); err != nil {
