@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/logbook-dev/logbook/events"
 )
 
 func TestPermitted(t *testing.T) {
@@ -33,6 +35,28 @@ func TestPermitted(t *testing.T) {
 	for _, tt := range tests {
 		if got := Permitted(tt.role, tt.typ); got != tt.want {
 			t.Errorf("Permitted(%s, %s) = %v, want %v", tt.role, tt.typ, got, tt.want)
+		}
+	}
+}
+
+// A worker appends only what it caused: an event it signs that claims a
+// person, the gate or a hook as its cause is out of its role.
+func TestCausePermitted(t *testing.T) {
+	for _, tt := range []struct {
+		role Role
+		c    *events.Cause
+		want bool
+	}{
+		{RoleWorker, &events.Cause{Kind: "worker", Event: "command.exited", Ref: "c1"}, true},
+		{RoleWorker, nil, true},
+		{RoleWorker, &events.Cause{Kind: "cli", Event: "session.end", Ref: "r"}, false},
+		{RoleWorker, &events.Cause{Kind: "gate", Event: "review.allow", Ref: "r"}, false},
+		{RoleWorker, &events.Cause{Kind: "hook", Event: "Stop", Ref: "r"}, false},
+		{RoleServe, &events.Cause{Kind: "cli", Event: "session.end", Ref: "r"}, true},
+		{RoleWriter, &events.Cause{Kind: "hook", Event: "Stop", Ref: "r"}, true},
+	} {
+		if got := CausePermitted(tt.role, tt.c); got != tt.want {
+			t.Errorf("CausePermitted(%s, %+v) = %v, want %v", tt.role, tt.c, got, tt.want)
 		}
 	}
 }

@@ -2,7 +2,10 @@ package attestation
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/logbook-dev/logbook/events"
 )
 
 // Role is what a signing key may append. It is not the NATS role of a
@@ -70,6 +73,22 @@ var Table = []Rule{
 	{RoleWriter, false, []string{"key.", "signing.began", "review.decided", "review.breaker_tripped", "review.breaker_reset"}},
 	{RoleWriter, true, []string{"*"}},
 	{RoleWorker, true, []string{"command.", "session."}},
+}
+
+// CauseKinds bounds, for a role, the causes (events.Cause.Kind) of the
+// events it may append: a worker appends only what a worker decided (its
+// commands' starts and ends, its processes' sessions), never an event
+// that claims a person, the gate or a hook caused it. A role not listed
+// may append any cause its types allow.
+var CauseKinds = map[Role][]string{
+	RoleWorker: {"worker"},
+}
+
+// CausePermitted reports whether role may append an event with cause c
+// (nil: an event with none, an observation), by CauseKinds.
+func CausePermitted(role Role, c *events.Cause) bool {
+	kinds, bounded := CauseKinds[role]
+	return !bounded || c == nil || slices.Contains(kinds, c.Kind)
 }
 
 // Permitted reports whether role may append events of type typ, by Table.

@@ -147,6 +147,9 @@ func verify(pub ed25519.PublicKey, m Message) bool {
 // Advance after each.
 func (v *Verifier) Judge(m Message, rec events.Envelope, pre Pre) Verdict {
 	vd := v.judge(m, rec.Type, pre)
+	if vd.Status == Attested && !CausePermitted(vd.Role, rec.Cause) {
+		vd.Status, vd.Why = OutOfRole, fmt.Sprintf("role %s (%s) may append only what it caused itself, not an event caused by %s", vd.Role, vd.Principal, rec.Cause.Kind)
+	}
 	if vd.Status == Attested && rec.Agg.Kind == events.KindKey {
 		v.observe(m.Seq, rec)
 	}
