@@ -203,7 +203,10 @@ func (v *Verifier) judge(m Message, typ string, pre Pre) Verdict {
 		ok = verify(pub, m)
 	}
 	if !ok {
-		vd.Status, vd.Why = BadSignature, fmt.Sprintf("the signature of key %s does not verify", m.KeyID)
+		// Who the key belongs to is a claim the signature does not
+		// back: the verdict names no principal.
+		vd.Status, vd.Why = BadSignature, fmt.Sprintf("the signature of key %s (%s's) does not verify", m.KeyID, vd.Principal)
+		vd.Principal, vd.Role = "", ""
 		return vd
 	}
 	if !Permitted(vd.Role, typ) {
