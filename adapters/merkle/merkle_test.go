@@ -1,6 +1,7 @@
 package merkle
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -254,5 +255,52 @@ func TestWitnessRefusesAForkedCheckpoint(t *testing.T) {
 	p, ok := rep.FirstBad()
 	if !ok || p.Seq != 8 {
 		t.Fatalf("first bad %+v (%v), want seq 8", p, ok)
+	}
+}
+
+// TestTreeSyncAfterAFullDisk: a Sync that cannot write (a full disk)
+// changes nothing it relies on: once the disk takes writes again, the
+// next Sync writes every hash at its place, and the file holds the tree.
+func TestTreeSyncAfterAFullDisk(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.hashes")
+	tr, err := OpenTree(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	defer full.Close()
+	file := tr.f
+	tr.f = full
+	for i := range 5 {
+		if err := tr.AppendHash(tlog.RecordHash([]byte{byte(i)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tr.Sync(); err == nil {
+		t.Fatal("Sync on a full disk: no error")
+	}
+	if err := tr.AppendHash(tlog.RecordHash([]byte{5})); err != nil {
+		t.Fatalf("append while the disk is full: %v", err)
+	}
+	tr.f = file
+	if err := tr.Sync(); err != nil {
+		t.Fatalf("Sync once the disk takes writes: %v", err)
+	}
+	want, err := tr.Root(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadTree(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := back.Root(6); err != nil || got != want {
+		t.Fatalf("the file's tree: root %v, %v; want %v", got, err, want)
 	}
 }

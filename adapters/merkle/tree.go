@@ -1,7 +1,6 @@
 package merkle
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -19,10 +18,9 @@ import (
 type Tree struct {
 	mu     sync.RWMutex
 	hashes []tlog.Hash
-	n      int64         // leaves
-	f      *os.File      // nil in memory
-	w      *bufio.Writer // buffers f's appends until Sync
-	synced int64         // hashes known to be on disk
+	n      int64    // leaves
+	f      *os.File // nil in memory
+	synced int64    // hashes known to be on disk (the file's first synced*32 bytes)
 }
 
 // NewTree returns an empty tree held in memory only.
@@ -54,7 +52,7 @@ func OpenTree(path string) (*Tree, error) {
 		f.Close()
 		return nil, fmt.Errorf("open tree %s: %w", path, err)
 	}
-	t.f, t.w, t.synced = f, bufio.NewWriterSize(f, 64<<10), keep
+	t.f, t.synced = f, keep
 	return t, nil
 }
 
@@ -117,8 +115,8 @@ func (t *Tree) readLocked(idx []int64) ([]tlog.Hash, error) {
 	return out, nil
 }
 
-// AppendHash adds a leaf whose RFC 6962 leaf hash is h, and writes the
-// new stored hashes to the file (buffered, not synced: see Sync).
+// AppendHash adds a leaf whose RFC 6962 leaf hash is h, in memory; Sync
+// writes it to the file.
 func (t *Tree) AppendHash(h tlog.Hash) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -126,27 +124,26 @@ func (t *Tree) AppendHash(h tlog.Hash) error {
 	if err != nil {
 		return fmt.Errorf("append leaf %d: %w", t.n, err)
 	}
-	if t.w != nil {
-		for _, x := range hs {
-			if _, err := t.w.Write(x[:]); err != nil {
-				return fmt.Errorf("append leaf %d to %s: %w", t.n, t.f.Name(), err)
-			}
-		}
-	}
 	t.hashes = append(t.hashes, hs...)
 	t.n++
 	return nil
 }
 
-// Sync writes out every appended hash and makes it durable (fsync);
-// nothing for a tree in memory.
+// Sync writes out every hash appended since the last Sync, at its place in
+// the file, and makes it durable (fsync); nothing for a tree in memory. A
+// write that fails (a full disk) changes nothing Sync relies on: the next
+// Sync writes the same hashes at the same place again.
 func (t *Tree) Sync() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.f == nil || t.synced == int64(len(t.hashes)) {
 		return nil
 	}
-	if err := t.w.Flush(); err != nil {
+	buf := make([]byte, 0, (int64(len(t.hashes))-t.synced)*tlog.HashSize)
+	for _, h := range t.hashes[t.synced:] {
+		buf = append(buf, h[:]...)
+	}
+	if _, err := t.f.WriteAt(buf, t.synced*tlog.HashSize); err != nil {
 		return fmt.Errorf("write tree %s: %w", t.f.Name(), err)
 	}
 	if err := t.f.Sync(); err != nil {
