@@ -115,6 +115,10 @@ type Witnesser struct {
 	Cosigned func(Checkpoint)
 }
 
+// witnessRetry is the pause before a witness reads the log again after a
+// read failed.
+const witnessRetry = 5 * time.Second
+
 // Run witnesses until ctx is done (then it returns nil). Errors of the
 // server or the state file end it.
 func (w *Witnesser) Run(ctx context.Context) error {
@@ -141,11 +145,28 @@ func (w *Witnesser) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		defer close(stopped)
-		err := Extend(fctx, w.Log, w.Tree, true, func(int64) { signal() })
-		mu.Lock()
-		gap = err
-		mu.Unlock()
-		signal()
+		for {
+			err := Extend(fctx, w.Log, w.Tree, true, func(int64) { signal() })
+			if _, isGap := errors.AsType[*GapError](err); err == nil || isGap || fctx.Err() != nil {
+				mu.Lock()
+				gap = err
+				mu.Unlock()
+				signal()
+				return
+			}
+			// A read that failed (no leader yet, a lost connection) is
+			// no gap in the log: the tree goes on from where it stands
+			// once the log answers, and no checkpoint is refused for it.
+			if w.Logf != nil {
+				w.Logf("witness: reading the log: %v; again in %s", err, witnessRetry)
+			}
+			select {
+			case <-fctx.Done():
+				signal()
+				return
+			case <-time.After(witnessRetry):
+			}
+		}
 	}()
 	// agreed is, per signer, the largest size this host found the same
 	// root at: the start of a refusal's range.
