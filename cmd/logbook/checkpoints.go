@@ -257,7 +257,7 @@ func checkpointCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "trusted %s in %s\n", plural(len(args), "key"), dd.path(merkle.TrustedKeysFile))
+			fmt.Fprintf(g.stdout, "trusted %s in %s; a serve already running reads it at its next start\n", plural(len(args), "key"), dd.path(merkle.TrustedKeysFile))
 			return nil
 		},
 	}

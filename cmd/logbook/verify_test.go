@@ -89,6 +89,9 @@ func TestVerifyCLINamesTheFlippedSequence(t *testing.T) {
 	if out, code := verifyCLI(t, data, "--seq", "1", "--id", "01J00000000000000000000000"); code != codeUsage {
 		t.Fatalf("--seq and --id: exit %d, want %d:\n%s", code, codeUsage, out)
 	}
+	if out, code := verifyCLI(t, data, "--seq", "0"); code != codeUsage || !strings.Contains(out, "stream sequences begin at 1") {
+		t.Fatalf("--seq 0: exit %d, want %d:\n%s", code, codeUsage, out)
+	}
 	stop()
 	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("serve: %v\n%s", err, logs.String())

@@ -41,6 +41,9 @@ stored log and a checkpoint or the stored hashes disagree, 2 on a usage
 error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("seq") && seq == 0 {
+				return usageErrorf("--seq 0: stream sequences begin at 1")
+			}
 			if seq > 0 && id != "" {
 				return usageErrorf("--seq and --id: give one")
 			}
