@@ -365,7 +365,7 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 		if paused := b.diskPaused(ctx); paused != "" {
 			why = "; serve says " + paused + ": free space there and import again"
 		}
-		return &exitError{code: 1, err: fmt.Errorf("%s stopped early (errors above)%s; the lines before each error are imported; importing again resumes at the line that stopped it, once it is fixed or with --skip-invalid for a line that does not parse", plural(len(sum.Errors), "transcript"), why)}
+		return &exitError{code: 1, err: fmt.Errorf("%s stopped early (errors above)%s; the lines before each error are imported, and importing again resumes at the line that stopped it (a line that does not parse must be fixed first, or passed with --skip-invalid)", plural(len(sum.Errors), "transcript"), why)}
 	}
 	return nil
 }

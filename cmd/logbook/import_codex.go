@@ -193,7 +193,7 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 		return &exitError{code: 1, err: fmt.Errorf("%s changed under Logbook (errors above); the log keeps what was imported; import with --as-new to record them as new histories", plural(diverged, "rollout"))}
 	}
 	if len(sum.Errors) > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%s stopped early (errors above); the lines before each error are imported; importing again resumes at the line that stopped it, once it is fixed or with --skip-invalid for a line that does not parse", plural(len(sum.Errors), "rollout"))}
+		return &exitError{code: 1, err: fmt.Errorf("%s stopped early (errors above); the lines before each error are imported, and importing again resumes at the line that stopped it (a line that does not parse must be fixed first, or passed with --skip-invalid)", plural(len(sum.Errors), "rollout"))}
 	}
 	return nil
 }
