@@ -22,9 +22,9 @@ import (
 // origin, its tree size and the RFC 6962 root of that many leaves. It
 // carries no extension lines.
 type Checkpoint struct {
-	Origin string    // see Origin
-	Size   int64     // leaves, i.e. stream sequences 1..Size
-	Root   tlog.Hash // tree hash of the first Size leaves
+	Origin string    `json:"origin"` // see Origin
+	Size   int64     `json:"size"`   // leaves, i.e. stream sequences 1..Size
+	Root   tlog.Hash `json:"root"`   // tree hash of the first Size leaves
 }
 
 // Origin returns the checkpoint origin of one incarnation of the LOGBOOK

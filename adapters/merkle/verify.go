@@ -17,17 +17,17 @@ import (
 // Problem is one disagreement Verify found, at the stream sequence where
 // it starts.
 type Problem struct {
-	Seq  uint64 // the first stream sequence concerned (1-based); 0: none in particular
-	What string // a sentence
+	Seq  uint64 `json:"seq"`  // the first stream sequence concerned (1-based); 0: none in particular
+	What string `json:"what"` // a sentence
 }
 
 // Verified is one checkpoint as Verify found it.
 type Verified struct {
-	Seq        uint64     // its sequence in CheckpointStream
-	Checkpoint Checkpoint // as signed
-	Signer     string     // name of the checkpoint key that signed it
-	Witnesses  []string   // names of the trusted witnesses that co-signed it
-	Agrees     bool       // its root is the stored log's root at its size
+	Seq        uint64     `json:"seq"`        // its sequence in CheckpointStream
+	Checkpoint Checkpoint `json:"checkpoint"` // as signed
+	Signer     string     `json:"signer"`     // name of the checkpoint key that signed it
+	Witnesses  []string   `json:"witnesses"`  // names of the trusted witnesses that co-signed it (never null)
+	Agrees     bool       `json:"agrees"`     // its root is the stored log's root at its size
 }
 
 // Report is what Verify found.
@@ -129,7 +129,7 @@ func Verify(ctx context.Context, l *natslog.Log, js jetstream.JetStream, keys Ke
 			rep.Problems = append(rep.Problems, Problem{What: fmt.Sprintf("checkpoint %d: %v", m.Seq, err)})
 			continue
 		}
-		v := Verified{Seq: m.Seq, Checkpoint: cp, Signer: n.Sigs[0].Name}
+		v := Verified{Seq: m.Seq, Checkpoint: cp, Signer: n.Sigs[0].Name, Witnesses: []string{}}
 		for _, c := range cosigs[m.Seq] {
 			cn, err := note.Open(c.Data, note.VerifierList(keys.Witness...))
 			if err != nil || cn.Text != n.Text {
@@ -271,10 +271,10 @@ func consistent(a, b Checkpoint, t *Tree) (ok, tried bool) {
 // Inclusion is a proof that the message at Seq is leaf Seq-1 of a
 // checkpoint's tree.
 type Inclusion struct {
-	Seq        uint64
-	Leaf       tlog.Hash
-	Checkpoint Verified
-	Proof      tlog.RecordProof
+	Seq        uint64           `json:"seq"`
+	Leaf       tlog.Hash        `json:"leaf"`
+	Checkpoint Verified         `json:"checkpoint"`
+	Proof      tlog.RecordProof `json:"proof"`
 }
 
 // Prove returns the inclusion proof of seq in the smallest checkpoint

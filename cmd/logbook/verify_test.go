@@ -92,6 +92,10 @@ func TestVerifyCLINamesTheFlippedSequence(t *testing.T) {
 	if out, code := verifyCLI(t, data, "--seq", "0"); code != codeUsage || !strings.Contains(out, "stream sequences begin at 1") {
 		t.Fatalf("--seq 0: exit %d, want %d:\n%s", code, codeUsage, out)
 	}
+	// --json: one style of names, and a list is never null.
+	if out, code := verifyCLI(t, data, "--json"); code != 0 || !strings.Contains(out, `"problems": []`) || strings.Contains(out, `"Seq"`) {
+		t.Fatalf("verify --json: exit %d:\n%s", code, out)
+	}
 	stop()
 	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("serve: %v\n%s", err, logs.String())

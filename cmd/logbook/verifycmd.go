@@ -112,6 +112,12 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 	if g.json {
 		out := verifyReport{Origin: rep.Origin, Size: rep.Size, LastSeq: rep.LastSeq, Stored: rep.Stored, Checkpoints: rep.Checkpoints,
 			Untrusted: rep.Untrusted, Problems: rep.Problems, Inclusion: inc}
+		if out.Checkpoints == nil {
+			out.Checkpoints = []merkle.Verified{}
+		}
+		if out.Problems == nil {
+			out.Problems = []merkle.Problem{} // an empty list, never null
+		}
 		enc := json.NewEncoder(g.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
