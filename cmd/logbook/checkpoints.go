@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -224,6 +225,12 @@ func checkpointCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if g.json {
+				return writeJSON(g.stdout, struct {
+					Checkpoint string `json:"checkpoint"`
+					Witness    string `json:"witness"`
+				}{vkey, w.VerifierKey()})
+			}
 			fmt.Fprintf(g.stdout, "checkpoint %s\nwitness %s\n", vkey, w.VerifierKey())
 			return nil
 		},
@@ -246,6 +253,27 @@ func checkpointCmd(g *globals) *cobra.Command {
 			if err := os.MkdirAll(string(dd), 0o700); err != nil {
 				return err
 			}
+			// A key trusted already is not written again.
+			had, err := os.ReadFile(dd.path(merkle.TrustedKeysFile))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			known := map[string]bool{}
+			for l := range strings.Lines(string(had)) {
+				known[strings.TrimSpace(l)] = true
+			}
+			var add []string
+			for _, a := range args {
+				if a = strings.TrimSpace(a); !known[a] {
+					known[a] = true
+					add = append(add, a)
+				}
+			}
+			if len(add) == 0 {
+				fmt.Fprintf(g.stdout, "trusted already in %s\n", dd.path(merkle.TrustedKeysFile))
+				return nil
+			}
+			args = add
 			f, err := os.OpenFile(dd.path(merkle.TrustedKeysFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 			if err != nil {
 				return err
