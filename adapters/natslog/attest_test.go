@@ -220,34 +220,50 @@ func TestAttest_Revocation(t *testing.T) {
 	}
 }
 
+// signingLog starts a server and opens a Log on it that judges reads
+// against a fresh admin key, has begun signing, and signs its appends
+// with a registered serve key.
+func signingLog(t *testing.T) (*Server, *Log) {
+	t.Helper()
+	s := startServer(t, t.TempDir())
+	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
+	l := signedLog(t, s, admin)
+	if ok, err := l.BeginSigning(t.Context(), admin, "h", testTime); !ok || err != nil {
+		t.Fatalf("BeginSigning = %v, %v", ok, err)
+	}
+	serve := mustKey(t, "serve@h", attestation.RoleServe)
+	if ok, err := l.RegisterKey(t.Context(), admin, serve, "h", testTime); !ok || err != nil {
+		t.Fatalf("RegisterKey = %v, %v", ok, err)
+	}
+	l.SetSigner(serve)
+	return s, l
+}
+
+// memStore opens a projection store in memory, closed when the test ends.
+func memStore(t *testing.T) *projections.Store {
+	t.Helper()
+	store, err := projections.OpenMem(projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
 // TestAttest_ProjectionMovesPastAForgery: a forgery that is the log's
 // newest event holds no wait for the log's end: a projection's runner,
 // catching up and following, moves its checkpoint past quarantined
 // events without folding them, so a read-your-writes wait for the last
 // event sequence returns.
 func TestAttest_ProjectionMovesPastAForgery(t *testing.T) {
-	s := startServer(t, t.TempDir())
-	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
-	l := signedLog(t, s, admin)
+	s, l := signingLog(t)
 	reg := events.NewRegistry()
 	ctx := t.Context()
 	a := session("a")
-	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); !ok || err != nil {
-		t.Fatalf("BeginSigning = %v, %v", ok, err)
-	}
-	serve := mustKey(t, "serve@h", attestation.RoleServe)
-	if ok, err := l.RegisterKey(ctx, admin, serve, "h", testTime); !ok || err != nil {
-		t.Fatalf("RegisterKey = %v, %v", ok, err)
-	}
-	l.SetSigner(serve)
 	real := mustAppend(t, l, decision(reg, a, 0, 1, 1))
 	forged := forge(t, s.Conn(), verdict(reg, a, 2), real.Last, nil, nil)
 
-	store, err := projections.OpenMem(projections.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := memStore(t)
 	r := &projections.Runner{Log: l, Store: store}
 	if _, err := r.RunToEnd(ctx); err != nil {
 		t.Fatal(err)
@@ -275,20 +291,10 @@ func TestAttest_ProjectionMovesPastAForgery(t *testing.T) {
 // JSON, no cause, ver 0, another subject's event) is quarantined like
 // any unattested event: no read, load or projection stops at it.
 func TestAttest_JunkStopsNothing(t *testing.T) {
-	s := startServer(t, t.TempDir())
-	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
-	l := signedLog(t, s, admin)
+	s, l := signingLog(t)
 	reg := events.NewRegistry()
 	ctx := t.Context()
 	a := session("a")
-	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); !ok || err != nil {
-		t.Fatalf("BeginSigning = %v, %v", ok, err)
-	}
-	serve := mustKey(t, "serve@h", attestation.RoleServe)
-	if ok, err := l.RegisterKey(ctx, admin, serve, "h", testTime); !ok || err != nil {
-		t.Fatalf("RegisterKey = %v, %v", ok, err)
-	}
-	l.SetSigner(serve)
 	real := mustAppend(t, l, decision(reg, a, 0, 1, 1))
 	js, err := jetstream.New(s.Conn())
 	if err != nil {
@@ -322,11 +328,7 @@ func TestAttest_JunkStopsNothing(t *testing.T) {
 	if recs, _, err := l.Load(ctx, a); err != nil || len(recs) != 1 {
 		t.Errorf("Load(a) = %d records, %v; want the real one", len(recs), err)
 	}
-	store, err := projections.OpenMem(projections.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := memStore(t)
 	if _, err := (&projections.Runner{Log: l, Store: store}).RunToEnd(ctx); err != nil {
 		t.Fatalf("projection stopped at junk: %v", err)
 	}

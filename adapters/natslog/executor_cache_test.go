@@ -28,6 +28,20 @@ func (l *loadCounter) Load(ctx context.Context, agg events.Aggregate) ([]events.
 	return l.Log.Load(ctx, agg)
 }
 
+// nextDecision is the decision the executor tests make on an aggregate
+// whose state counts n events: its start when n is 0, else an activity
+// change; ref is its cause's reference.
+func nextDecision(reg *events.Registry, n int, ref string) events.Decision {
+	var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", n+1)}
+	if n == 0 {
+		p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
+	}
+	e := reg.New(p)
+	e.At = time.Now()
+	e.Cause = &events.Cause{Kind: "cli", Event: "test", Ref: ref}
+	return events.Decision{e}
+}
+
 // TestExecutorCacheLRU: the executor keeps at most MaxCached states and
 // drops the least recently used one, which is reloaded from the log —
 // with every event — when next needed.
@@ -44,14 +58,7 @@ func TestExecutorCacheLRU(t *testing.T) {
 	step := func(id string) int {
 		t.Helper()
 		_, n, err := x.Execute(t.Context(), session(id), func(n int) (events.Decision, error) {
-			var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", n+1)}
-			if n == 0 {
-				p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
-			}
-			e := reg.New(p)
-			e.At = time.Now()
-			e.Cause = &events.Cause{Kind: "cli", Event: "test", Ref: id}
-			return events.Decision{e}, nil
+			return nextDecision(reg, n, id), nil
 		})
 		if err != nil {
 			t.Fatalf("Execute %s: %v", id, err)
@@ -104,14 +111,7 @@ func TestExecutorCacheSettled(t *testing.T) {
 	step := func(id string) int {
 		t.Helper()
 		_, n, err := x.Execute(t.Context(), session(id), func(n int) (events.Decision, error) {
-			var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", n+1)}
-			if n == 0 {
-				p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
-			}
-			e := reg.New(p)
-			e.At = time.Now()
-			e.Cause = &events.Cause{Kind: "cli", Event: "test", Ref: id}
-			return events.Decision{e}, nil
+			return nextDecision(reg, n, id), nil
 		})
 		if err != nil {
 			t.Fatalf("Execute %s: %v", id, err)
@@ -158,14 +158,7 @@ func TestExecutorCacheConcurrent(t *testing.T) {
 			for i := range steps {
 				id := fmt.Sprintf("c%d", (w+i)%aggs)
 				_, _, err := x.Execute(t.Context(), session(id), func(n int) (events.Decision, error) {
-					var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", n+1)}
-					if n == 0 {
-						p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
-					}
-					e := reg.New(p)
-					e.At = time.Now()
-					e.Cause = &events.Cause{Kind: "cli", Event: "test", Ref: id}
-					return events.Decision{e}, nil
+					return nextDecision(reg, n, id), nil
 				})
 				if err != nil {
 					t.Errorf("Execute %s: %v", id, err)
@@ -219,14 +212,7 @@ func TestExecutorCacheStale(t *testing.T) {
 			if n >= want { // nothing to do from where this state stands
 				return nil, nil
 			}
-			var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", n+1)}
-			if n == 0 {
-				p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
-			}
-			e := reg.New(p)
-			e.At = time.Now()
-			e.Cause = &events.Cause{Kind: "cli", Event: "test", Ref: "r"}
-			return events.Decision{e}, nil
+			return nextDecision(reg, n, "r"), nil
 		}
 	}
 	a, b := newX(), newX()
@@ -279,14 +265,7 @@ func TestExecutorConflictCatchesUp(t *testing.T) {
 	}
 	step := func(x *events.Executor[int]) func(int) (events.Decision, error) {
 		return func(n int) (events.Decision, error) {
-			var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", n+1)}
-			if n == 0 {
-				p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
-			}
-			e := reg.New(p)
-			e.At = time.Now()
-			e.Cause = &events.Cause{Kind: "cli", Event: "test", Ref: "r"}
-			return events.Decision{e}, nil
+			return nextDecision(reg, n, "r"), nil
 		}
 	}
 	a, b := newX(), newX()
@@ -371,14 +350,7 @@ func TestExecutorReplayedEventSetsNoVerBack(t *testing.T) {
 	step := func(x *events.Executor[int]) {
 		t.Helper()
 		if _, _, err := x.Execute(t.Context(), session("r"), func(n int) (events.Decision, error) {
-			var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", n+1)}
-			if n == 0 {
-				p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
-			}
-			e := reg.New(p)
-			e.At = time.Now()
-			e.Cause = &events.Cause{Kind: "cli", Event: "test", Ref: "r"}
-			return events.Decision{e}, nil
+			return nextDecision(reg, n, "r"), nil
 		}); err != nil {
 			t.Fatalf("Execute: %v", err)
 		}
