@@ -726,7 +726,10 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult) {
 	p.mu.Unlock()
 	if setupErr != nil {
 		err = errors.Join(err, setupErr)
-	} else if p.status != nil && res.Signal == "" {
+	} else if p.status != nil && res.Signal == "" && !res.Stopped {
+		// A stop that lands while bubblewrap still sets the boundary up
+		// ends it before the command runs: that is the stop asked for,
+		// not a refusal.
 		err = errors.Join(err, p.checkStatus(deadline, res.ExitCode))
 	}
 	d := <-drained

@@ -927,3 +927,22 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A Stop that lands while bubblewrap is still setting the boundary up
+// ends the run as stopped, never as refused.
+func TestStop_DuringSetup(t *testing.T) {
+	t.Parallel()
+	for _, m := range []Mode{WorkspaceWrite, ReadOnly} {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			for i := range 15 {
+				p := start(t, newSpec(t, m, true, "sleep", "60"), newRecorder(""))
+				p.Stop()
+				res, err := p.Wait()
+				if err != nil || !res.Stopped {
+					t.Fatalf("run %d: Wait = %+v, %v; want Stopped and no error", i, res, err)
+				}
+			}
+		})
+	}
+}
