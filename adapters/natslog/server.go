@@ -94,6 +94,11 @@ type EmbeddedConfig struct {
 	// Logger receives the server's notices, warnings and errors; nil
 	// (the default) turns server logging off.
 	Logger *slog.Logger
+	// Healed, if set, is told each time the Server restarted JetStream
+	// to clear a store write error (see HealStore): the error cleared,
+	// and the restart's own error if it failed. It runs on the Server's
+	// own goroutine; it must not block.
+	Healed func(writeError string, err error)
 }
 
 // Validate reports a config StartEmbedded would refuse: empty StoreDir,
@@ -192,11 +197,14 @@ func (c EmbeddedConfig) Durability() string {
 // client connection it owns. Its methods are safe for concurrent use.
 // Call Shutdown when done, after closing every Log opened on Conn.
 type Server struct {
-	cfg  EmbeddedConfig
-	ns   *server.Server
-	nc   *nats.Conn
-	once sync.Once
-	err  error
+	cfg      EmbeddedConfig
+	storeDir string // absolute cfg.StoreDir
+	ns       *server.Server
+	nc       *nats.Conn
+	once     sync.Once
+	err      error
+	quit     chan struct{} // closed by Shutdown: stops heal
+	healMu   sync.Mutex    // one HealStore at a time
 }
 
 // StartEmbedded starts a JetStream server storing under cfg.StoreDir and
@@ -260,7 +268,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Server, error) {
 		ns.WaitForShutdown()
 		return nil, fmt.Errorf("natslog: embedded %s: not ready after %s", dir, wait)
 	}
-	s := &Server{cfg: cfg, ns: ns}
+	s := &Server{cfg: cfg, storeDir: dir, ns: ns, quit: make(chan struct{})}
 	nc, err := s.Connect(nats.Name("logbook-embedded"))
 	if err != nil {
 		ns.Shutdown()
@@ -268,6 +276,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Server, error) {
 		return nil, err
 	}
 	s.nc = nc
+	go s.heal()
 	return s, nil
 }
 
@@ -331,6 +340,9 @@ func (s *Server) Name() string { return s.ns.Name() }
 // It is idempotent; later calls return the first call's error.
 func (s *Server) Shutdown() error {
 	s.once.Do(func() {
+		close(s.quit)
+		s.healMu.Lock() // a restart under way ends first
+		defer s.healMu.Unlock()
 		if s.nc != nil {
 			closed := make(chan struct{})
 			s.nc.SetClosedHandler(func(*nats.Conn) { close(closed) })

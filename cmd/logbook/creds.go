@@ -409,14 +409,16 @@ are never issued: the embedded server's live only in the serve process.`,
 // startRoles starts the data dir's embedded server with a user per role
 // (embeddedUsers) and, as admin, creates the stream or checks its
 // settings (natslog.Open); then it drops the admin connection. The
-// server's own connection is serve's.
-func startRoles(ctx context.Context, dd dataDir, mode natslog.Fsync, listen string, admin creds, cfg natslog.Config) (*natslog.Server, error) {
+// server's own connection is serve's. healed is told of each restart of
+// JetStream that clears a store write error (natslog.EmbeddedConfig).
+func startRoles(ctx context.Context, dd dataDir, mode natslog.Fsync, listen string, admin creds, cfg natslog.Config, healed func(writeError string, err error)) (*natslog.Server, error) {
 	users, err := dd.embeddedUsers(admin)
 	if err != nil {
 		return nil, err
 	}
 	srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{
 		StoreDir: dd.path("jetstream"), Fsync: mode, Listen: listen, Users: users, Grants: grants(),
+		Healed: healed,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start log in %s: %w", dd, err)

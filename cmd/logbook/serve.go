@@ -255,7 +255,13 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		b.nc = nc
 	} else {
-		srv, err := startRoles(ctx, dd, mode, listen, admin, cfg)
+		srv, err := startRoles(ctx, dd, mode, listen, admin, cfg, func(werr string, err error) {
+			if err != nil {
+				fmt.Fprintf(g.stderr, "logbook serve: the log's store refused a write (%s) and could not be restarted: %v; restart serve\n", werr, err)
+				return
+			}
+			fmt.Fprintf(g.stderr, "logbook serve: the log's store takes writes again: JetStream restarted to clear its write error (%s)\n", werr)
+		})
 		if err != nil {
 			return err
 		}

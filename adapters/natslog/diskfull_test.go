@@ -1,0 +1,142 @@
+package natslog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// The store on a file system that fills up and is freed again: appends
+// fail while it is full and go on once it is freed, without a restart of
+// the process; every append acknowledged before, during and after is in
+// the log once, and the aggregate's versions have no gap. JetStream holds
+// a write error for good (until its restart); the embedded Server clears
+// it (see HealStore).
+func TestDiskFullStoreRecovers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a full disk is a tmpfs mounted for the test: needs root")
+	}
+	for _, left := range []int{0, 1 << 10, 8 << 10} {
+		t.Run(fmt.Sprint(left), func(t *testing.T) {
+			dir := t.TempDir()
+			if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=8388608,mode=0700"); err != nil {
+				t.Skipf("mount tmpfs: %v", err)
+			}
+			t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+			s := startServer(t, filepath.Join(dir, "js"))
+			l, err := Open(t.Context(), s.Conn(), Config{Timeout: 500 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+			reg := events.NewRegistry()
+			agg := session("full")
+			var ver uint64
+			acked := map[string]bool{}
+			appendN := func(n int) error {
+				b := decision(reg, agg, ver, ver+1, n)
+				if _, err := l.Append(t.Context(), b); err != nil {
+					return err
+				}
+				ver += uint64(n)
+				for _, e := range b.Events {
+					acked[e.ID.String()] = true
+				}
+				return nil
+			}
+			for i := range 20 {
+				if err := appendN(1 + i%3); err != nil {
+					t.Fatal(err)
+				}
+			}
+			filler := filepath.Join(dir, "filler")
+			f, err := os.Create(filler)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []int{1 << 20, 4 << 10, 512, 1} {
+				buf := make([]byte, n)
+				for {
+					if _, err := f.Write(buf); err != nil {
+						break
+					}
+				}
+			}
+			fi, err := f.Stat()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Truncate(fi.Size() - int64(left)); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			var failed int
+			for i := range 30 {
+				if err := appendN(1 + i%3); err != nil {
+					// An outcome unknown may be stored: learn the
+					// version from the log before the next decision.
+					ver = aggVersion(t, l, agg)
+					failed++
+				}
+			}
+			if failed == 0 {
+				t.Fatal("no append failed on the full disk: the test filled nothing")
+			}
+			if err := os.Remove(filler); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for ok := 0; ok < 10; {
+				if err := appendN(1 + ok%3); err != nil {
+					if time.Now().After(deadline) {
+						t.Fatalf("appends do not go on after the disk was freed: %v", err)
+					}
+					if errors.Is(err, events.ErrConflict) || errors.Is(err, ErrUnknownOutcome) {
+						ver = aggVersion(t, l, agg)
+					}
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				ok++
+			}
+			seen := map[string]int{}
+			var want uint64
+			for r, err := range l.Read(t.Context(), 1) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want++; r.Ver != want {
+					t.Fatalf("version %d at sequence %d, want %d", r.Ver, r.Seq, want)
+				}
+				seen[r.ID.String()]++
+			}
+			for id := range acked {
+				if seen[id] != 1 {
+					t.Errorf("acknowledged event %s is in the log %d times", id, seen[id])
+				}
+			}
+			t.Logf("%d of 30 appends failed while full; %d events acknowledged, %d in the log", failed, len(acked), want)
+		})
+	}
+}
+
+// aggVersion reads the log for agg's last version.
+func aggVersion(t *testing.T, l *Log, agg events.Aggregate) uint64 {
+	t.Helper()
+	var v uint64
+	for r, err := range l.Read(t.Context(), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Agg == agg {
+			v = r.Ver
+		}
+	}
+	return v
+}
