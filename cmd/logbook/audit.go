@@ -48,8 +48,11 @@ from.`,
 			if err != nil {
 				return err
 			}
+			// A session whose every event the log quarantined reads as
+			// none: it is shown below, as what it is.
 			items, err := replay.SessionTimeline(cmd.Context(), b.log, id, ids)
-			if err != nil {
+			notFound := errors.Is(err, events.ErrNotFound)
+			if err != nil && !notFound {
 				return err
 			}
 			// The log left the events it could not attest out of the
@@ -63,6 +66,9 @@ from.`,
 				if subjects[u.Subject] {
 					us = append(us, u)
 				}
+			}
+			if notFound && len(us) == 0 {
+				return err
 			}
 			return printAudit(g, replay.WithUnattested(items, us))
 		},

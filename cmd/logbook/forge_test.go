@@ -194,6 +194,53 @@ func TestForgedVerdict_Quarantined(t *testing.T) {
 	}
 }
 
+// TestAudit_SessionOfForgeriesOnly: a session whose every event is a
+// forgery (appended with the worker's credentials, unsigned) is in no
+// view; audit of its id shows each forged event as unattested instead of
+// saying there is no such session.
+func TestAudit_SessionOfForgeriesOnly(t *testing.T) {
+	r := newGateRig(t, "f0a9ed00-0000-4000-8000-00000000f0b1", nil)
+	_, wnc := connectAs(t, dataDir(r.data), natslog.RoleWorker)
+	const sid = "f0a9ed00-0000-4000-8000-00000000f0b2"
+	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
+	e := events.NewRegistry().New(events.SessionStarted{Agent: "claude", Cwd: "/work"})
+	e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, 1, time.Now().UTC().Truncate(time.Microsecond)
+	e.Cause = &events.Cause{Kind: "hook", Event: "SessionStart", Ref: ulid.Make().String()}
+	data, err := e.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: data}
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	m.Header.Set(natslog.HeaderType, e.Type)
+	js, err := jetstream.New(wnc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js.PublishMsg(t.Context(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := cliExit(t, r.data, "audit", sid)
+	if code != 0 {
+		t.Fatalf("audit %s: exit %d:\n%s%s", sid, code, out, errOut)
+	}
+	prefix := fmt.Sprintf("#%d ", ack.Sequence)
+	var line string
+	for l := range strings.Lines(out) {
+		if strings.HasPrefix(l, prefix) {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "UNATTESTED") || !strings.Contains(line, "unsigned") {
+		t.Errorf("audit of a session of forgeries only: line of seq %d is %q; want it unattested, unsigned:\n%s", ack.Sequence, line, out)
+	}
+	// An id nothing was ever appended for is still not found.
+	if _, errOut, code := cliExit(t, r.data, "audit", "f0a9ed00-0000-4000-8000-00000000f0b3"); code == 0 || !strings.Contains(errOut, "not found") {
+		t.Errorf("audit of an unknown session: exit %d, %q; want not found", code, errOut)
+	}
+}
+
 // TestSigning_BeginsOnALogWrittenUnsigned writes a log as a build
 // without signing did (no keys in the data dir, no signature headers),
 // then starts serve: serve begins signing (an admin-signed
