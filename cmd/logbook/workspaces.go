@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,14 +13,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
-	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/project"
 	"github.com/logbook-dev/logbook/reducers/task"
 	"github.com/logbook-dev/logbook/reducers/workspace"
-	"github.com/logbook-dev/logbook/replay"
 )
 
 // newWorkspaceManager returns a workspace manager on b: setup commands
@@ -554,50 +551,6 @@ tasks along).`,
 	delegate.Flags().StringVar(&df.title, "title", "", "what the task is")
 	cmd.AddCommand(markReads(list), markReads(show), delegate)
 	return cmd
-}
-
-// workspaceTimeline returns the audit timeline of workspace id: its
-// events, those of the tasks delegated to it and those of the commands
-// run in its folder, all found by reading the log alone.
-func workspaceTimeline(ctx context.Context, b *backend, id string) ([]replay.Item, error) {
-	recs, _, err := b.log.Load(ctx, events.Aggregate{Kind: events.KindWorkspace, ID: id})
-	if err != nil || len(recs) == 0 {
-		return nil, fmt.Errorf("workspace %s: %w", id, events.ErrNotFound)
-	}
-	path := ""
-	if d, ok := recs[0].Data.(events.WorkspaceReserved); ok {
-		path = d.Path
-	}
-	var tasks, commands []string
-	for _, f := range []struct{ filter, typ string }{
-		{events.SubjectEvents + "." + events.KindTask + ".*", (events.TaskDelegated{}).EventType()},
-		{worker.CommandFilter, (events.CommandRequested{}).EventType()},
-	} {
-		for m, err := range b.log.ReadRaw(ctx, f.filter, 1) {
-			if err != nil {
-				return nil, err
-			}
-			if m.Header.Get(natslog.HeaderType) != f.typ {
-				continue
-			}
-			var d struct {
-				Agg  events.Aggregate `json:"agg"`
-				Data struct {
-					Workspace string `json:"workspace"`
-				} `json:"data"`
-			}
-			if json.Unmarshal(m.Data, &d) != nil {
-				continue
-			}
-			switch {
-			case d.Agg.Kind == events.KindTask && d.Data.Workspace == id:
-				tasks = append(tasks, d.Agg.ID)
-			case d.Agg.Kind == events.KindCommand && path != "" && (d.Data.Workspace == path || strings.HasPrefix(d.Data.Workspace, path+"/")):
-				commands = append(commands, d.Agg.ID)
-			}
-		}
-	}
-	return replay.WorkspaceTimeline(ctx, b.log, id, tasks, commands)
 }
 
 // workspaceTick is how often serve moves delegated tasks along.
