@@ -19,22 +19,16 @@ func FindProject(projects []project.State, ref string) (project.State, error) {
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
 	}
-	var found []project.State
-	for _, p := range projects {
-		if p.ID == ref || p.Key == ref || p.Path == abs {
-			return p, nil
-		}
-		if p.Name == ref {
-			found = append(found, p)
-		}
-	}
-	switch len(found) {
+	p, n := pick(projects,
+		func(p project.State) bool { return p.ID == ref || p.Key == ref || p.Path == abs },
+		func(p project.State) bool { return p.Name == ref })
+	switch n {
 	case 1:
-		return found[0], nil
+		return p, nil
 	case 0:
-		return project.State{}, fmt.Errorf("project %q: %w: add it with `logbook project add PATH`", ref, events.ErrNotFound)
+		return p, fmt.Errorf("project %q: %w: add it with `logbook project add PATH`", ref, events.ErrNotFound)
 	}
-	return project.State{}, fmt.Errorf("project %q: %d projects have that name: give its id or key", ref, len(found))
+	return p, fmt.Errorf("project %q: %d projects have that name: give its id or key", ref, n)
 }
 
 // FindWorkspace returns the workspace of list that ref names: its id, or
@@ -42,20 +36,33 @@ func FindProject(projects []project.State, ref string) (project.State, error) {
 // events.ErrNotFound; a key several workspaces have is an error asking
 // for the id.
 func FindWorkspace(list []workspace.State, ref string) (workspace.State, error) {
-	var found []workspace.State
-	for _, w := range list {
-		if w.ID == ref {
-			return w, nil
-		}
-		if w.Key == ref {
-			found = append(found, w)
-		}
-	}
-	switch len(found) {
+	w, n := pick(list,
+		func(w workspace.State) bool { return w.ID == ref },
+		func(w workspace.State) bool { return w.Key == ref })
+	switch n {
 	case 1:
-		return found[0], nil
+		return w, nil
 	case 0:
-		return workspace.State{}, fmt.Errorf("workspace %q: %w", ref, events.ErrNotFound)
+		return w, fmt.Errorf("workspace %q: %w", ref, events.ErrNotFound)
 	}
-	return workspace.State{}, fmt.Errorf("workspace %q: %d workspaces have that key: give its id", ref, len(found))
+	return w, fmt.Errorf("workspace %q: %d workspaces have that key: give its id", ref, n)
+}
+
+// pick returns the first element of list that exact matches, with n 1;
+// else, when loose matches one element alone, that one with n 1; else
+// the zero S with n the number loose matches (0: none, more: ambiguous).
+func pick[S any](list []S, exact, loose func(S) bool) (s S, n int) {
+	var found []S
+	for _, e := range list {
+		if exact(e) {
+			return e, 1
+		}
+		if loose(e) {
+			found = append(found, e)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], 1
+	}
+	return s, len(found)
 }

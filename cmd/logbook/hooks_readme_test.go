@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,25 +12,43 @@ import (
 	"github.com/logbook-dev/logbook/adapters/gate"
 )
 
-// TestREADME_GateSnippetIsWhatInstallWrites holds the README's gate
-// snippet to `hooks install --gate` with its default budget: the same
-// two events, command and timeout.
-func TestREADME_GateSnippetIsWhatInstallWrites(t *testing.T) {
+// readmeSnippet returns the first of the README's JSON blocks that holds
+// every one of has; the test fails when there is none (what names it).
+func readmeSnippet(t *testing.T, what string, has ...string) string {
+	t.Helper()
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var snippet string
 	for _, block := range strings.Split(string(b), "```json\n")[1:] {
 		block, _, _ = strings.Cut(block, "```")
-		if strings.Contains(block, `"PreToolUse"`) && strings.Contains(block, "--gate") {
-			snippet = block
-			break
+		if !slices.ContainsFunc(has, func(h string) bool { return !strings.Contains(block, h) }) {
+			return block
 		}
 	}
-	if snippet == "" {
-		t.Fatal("README: no settings.json snippet wiring the gate")
+	t.Fatalf("README: no settings.json snippet wiring %s", what)
+	return ""
+}
+
+// TestREADME_SettingsSnippetIsWhatInstallWrites holds the README's
+// settings.json snippet to `hooks install`: the same events (every one
+// the Claude Code adapter understands), matchers and command.
+func TestREADME_SettingsSnippetIsWhatInstallWrites(t *testing.T) {
+	snippet := readmeSnippet(t, "logbook-hook claude", `"SessionStart"`, `"logbook-hook claude"`)
+	want, err := settings.Edit(nil, settings.Wires{Recorder: "logbook-hook claude"}, "")
+	if err != nil {
+		t.Fatal(err)
 	}
+	if !sameJSON([]byte(snippet), want) {
+		t.Errorf("README's settings snippet is not what hooks install writes; want:\n%s\ngot:\n%s", want, snippet)
+	}
+}
+
+// TestREADME_GateSnippetIsWhatInstallWrites holds the README's gate
+// snippet to `hooks install --gate` with its default budget: the same
+// two events, command and timeout.
+func TestREADME_GateSnippetIsWhatInstallWrites(t *testing.T) {
+	snippet := readmeSnippet(t, "the gate", `"PreToolUse"`, "--gate")
 	w := installWires(&globals{}, hooksFlags{gate: true, budget: gate.DefaultBudget})
 	_, rest, _ := strings.Cut(w.Gate, " hook ")
 	w.Gate = "logbook hook " + rest // as PATH finds it

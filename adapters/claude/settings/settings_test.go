@@ -7,35 +7,6 @@ import (
 	"testing"
 )
 
-// TestREADME_SettingsSnippetIsWhatInstallWrites holds the README's
-// settings.json snippet to what Edit writes for `hooks install`: the same
-// events (every one the Claude Code adapter understands), matchers and
-// command.
-func TestREADME_SettingsSnippetIsWhatInstallWrites(t *testing.T) {
-	b, err := os.ReadFile("../../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var snippet string
-	for _, block := range strings.Split(string(b), "```json\n")[1:] {
-		block, _, _ = strings.Cut(block, "```")
-		if strings.Contains(block, `"SessionStart"`) && strings.Contains(block, `"logbook-hook claude"`) {
-			snippet = block
-			break
-		}
-	}
-	if snippet == "" {
-		t.Fatal("README: no settings.json snippet wiring logbook-hook claude")
-	}
-	want, err := Edit(nil, Wires{Recorder: "logbook-hook claude"}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !jsonEqual([]byte(snippet), want) {
-		t.Errorf("README's settings snippet is not what hooks install writes; want:\n%s\ngot:\n%s", want, snippet)
-	}
-}
-
 // A build under another name (logbook-dev, the test binary) knows its own
 // hook entries by what they run, so `hooks install` run again replaces
 // them rather than adding them a second time; another program's hook
