@@ -79,8 +79,14 @@ type Reconciler struct {
 	wake time.Time
 }
 
-// New returns a Reconciler on cfg. It starts nothing: call Run.
+// New returns a Reconciler on cfg; a negative AbandonAfter is taken as 0.
+// It starts nothing: call Run. It panics when cfg.Service is nil or
+// cfg.Interval is not positive, a caller's mistake (serve's flags are
+// checked before).
 func New(cfg Config) *Reconciler {
+	if cfg.Service == nil || cfg.Interval <= 0 {
+		panic(fmt.Sprintf("reconcile.New: Service %v, Interval %v: want a service and a positive interval", cfg.Service != nil, cfg.Interval))
+	}
 	cfg.AbandonAfter = max(cfg.AbandonAfter, 0)
 	return &Reconciler{cfg: cfg}
 }
