@@ -68,25 +68,6 @@ func newGate(b *backend, f gateFlags, stderr io.Writer) *gate.Gate {
 	return g
 }
 
-// policyEvery is how often serve reads the data dir's policy file
-// again to report a fault in it (or its fix) on stderr.
-const policyEvery = time.Second
-
-// watchPolicies reports, until ctx ends, the data dir's policy file
-// when it stops parsing or parses again (gate.Gate.CheckPolicies).
-func watchPolicies(ctx context.Context, g *gate.Gate) {
-	t := time.NewTicker(policyEvery)
-	defer t.Stop()
-	for {
-		g.CheckPolicies()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
 // gateService puts the gate on the API beside svc's verbs.
 func gateService(b *backend, svc *api.Service, store *projections.Store, f gateFlags, stderr io.Writer) *gate.Service {
 	gt := newGate(b, f, stderr)

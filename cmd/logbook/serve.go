@@ -598,7 +598,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {
 			sweepReviews(ctx, gs, g.stderr)
-			watchPolicies(ctx, gs.Gate)
+			gs.Gate.WatchPolicies(ctx)
 			return nil
 		}, func(error) { cancel() })
 	}
