@@ -99,6 +99,7 @@ type UnsettledError struct {
 	Err error
 }
 
+// Error says how many sessions the pass decided nothing on, and why.
 func (e *UnsettledError) Error() string {
 	noun := "sessions"
 	if e.Due == 1 {
