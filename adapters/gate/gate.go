@@ -124,6 +124,26 @@ func (g *Gate) notePolicies(dir string, broken, stale []error) {
 	}
 }
 
+// PolicyEvery is how often WatchPolicies reads the policy file again.
+const PolicyEvery = time.Second
+
+// WatchPolicies runs CheckPolicies at once and then every PolicyEvery
+// until ctx is done, so that a policy file that stops parsing (or parses
+// again) is reported when it is saved. It blocks; run it on a goroutine
+// the caller owns and stops through ctx.
+func (g *Gate) WatchPolicies(ctx context.Context) {
+	t := time.NewTicker(PolicyEvery)
+	defer t.Stop()
+	for {
+		g.CheckPolicies()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // CheckPolicies reads the data dir's policy file now, if it changed,
 // and reports a fault or a fix through Logf (notePolicies); serve runs it
 // every second, so a file that stops parsing is reported when it is

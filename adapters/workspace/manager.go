@@ -3,7 +3,9 @@
 // reserves workspaces (idempotent by the requested id), materializes them
 // (base, `git worktree add`, sync files, setup commands), recovers a
 // materialization a crash interrupted, renames, archives and cleans up,
-// measures what changed, and moves delegated tasks along.
+// measures what changed, and moves delegated tasks along (Follow, serve's
+// workspace actor); FindProject and FindWorkspace resolve what a person
+// calls one.
 //
 // Decisions go through reducers/project, reducers/workspace and
 // reducers/task with optimistic concurrency on each aggregate's subject;

@@ -2,7 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -78,6 +83,57 @@ func TestArchitecture(t *testing.T) {
 				t.Errorf("%s imports %s: %s/ may import only the standard library and %v", p.ImportPath, imp, folder, ext)
 			}
 		}
+	}
+}
+
+// TestCmdCallsNoReducer keeps decisions out of the binaries: no non-test
+// file under cmd/ calls a reducer's Decide, Evolve, Fold or Init. A
+// reducer is called by the package whose knowledge the decision is (an
+// ingester, the reconciler, a service, replay); cmd parses flags, wires
+// and prints. Passing a reducer's function as a value (an
+// events.Executor's Evolve) is wiring, and allowed.
+func TestCmdCallsNoReducer(t *testing.T) {
+	const reducers = "github.com/logbook-dev/logbook/reducers/"
+	files, err := filepath.Glob("../*/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	banned := map[string]bool{"Decide": true, "Evolve": true, "Fold": true, "Init": true}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkgs := map[string]bool{} // local names of the reducer packages f imports
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if !strings.HasPrefix(path, reducers) {
+				continue
+			}
+			local := path[strings.LastIndex(path, "/")+1:]
+			if imp.Name != nil {
+				local = imp.Name.Name
+			}
+			pkgs[local] = true
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && pkgs[x.Name] && banned[sel.Sel.Name] {
+				t.Errorf("%s: cmd calls %s.%s: a decision belongs in the package whose knowledge it is", fset.Position(call.Pos()), x.Name, sel.Sel.Name)
+			}
+			return true
+		})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/worker"
+	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/replay"
 )
@@ -37,7 +38,7 @@ from.`,
 			var nf *notFoundError
 			if errors.As(err, &nf) {
 				// Not a session: a workspace's whole life, if it is one.
-				if wi, werr := workspaceTimeline(cmd.Context(), b, args[0]); werr == nil {
+				if wi, werr := wsadapter.Timeline(cmd.Context(), b.log, args[0]); werr == nil {
 					return printAudit(g, wi)
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
@@ -43,8 +44,8 @@ type backend struct {
 	// viewsFS, when not nil, is the file system openViews opens the
 	// views in (serve's: writes held while the disk is full).
 	viewsFS vfs.FS
-	// pause, in serve, is what it knows of a full disk (diskfull.go).
-	pause *diskPause
+	// pause, in serve, is what it knows of a full disk (adapters/diskfull).
+	pause *diskfull.Pause
 }
 
 // parser returns the Claude Code parser with the data dir's redaction

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/cmd/logbook/internal/bench"
 	"github.com/logbook-dev/logbook/events"
@@ -330,18 +331,18 @@ func tailString(s string, n int) string {
 func TestDiskPauseProbe(t *testing.T) {
 	disk := filepath.Join(t.TempDir(), "disk")
 	mountTmpfs(t, disk, 4<<20)
-	if why := probeDir(disk, true); why != "" {
+	if why := diskfull.Probe(disk, true); why != "" {
 		t.Fatalf("empty disk: %s", why)
 	}
 	var logs syncBuffer
-	p := newDiskPause(func(format string, args ...any) { fmt.Fprintf(&logs, format+"\n", args...) })
+	p := diskfull.NewPause(func(format string, args ...any) { fmt.Fprintf(&logs, format+"\n", args...) })
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
-	go func() { defer close(done); p.watch(ctx, []string{disk}) }()
+	go func() { defer close(done); p.Watch(ctx, []string{disk}) }()
 	defer func() { cancel(); <-done }()
 
 	filler := fillDisk(t, disk)
-	if why := probeDir(disk, false); !strings.Contains(why, "bytes free") {
+	if why := diskfull.Probe(disk, false); !strings.Contains(why, "bytes free") {
 		t.Errorf("full disk: probe says %q", why)
 	}
 	waitFor(t, 30*time.Second, "pause on the full disk", func() bool { return strings.HasPrefix(p.String(), "appends paused: disk full since ") })
@@ -353,7 +354,7 @@ func TestDiskPauseProbe(t *testing.T) {
 	if err := syscall.Mount("", disk, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
 		t.Fatalf("remount read-only: %v", err)
 	}
-	if why := probeDir(disk, true); why != "read-only file system" {
+	if why := diskfull.Probe(disk, true); why != "read-only file system" {
 		t.Errorf("read-only disk: probe says %q", why)
 	}
 	waitFor(t, 30*time.Second, "pause on the read-only disk", func() bool { return strings.Contains(p.String(), "read-only file system") })

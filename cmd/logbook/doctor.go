@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/claude/settings"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/journal"
 
@@ -374,8 +375,8 @@ func checkHooks() doctorCheck {
 	}
 	wd, _ := os.Getwd()
 	wired := map[string]bool{}
-	for _, p := range []string{user, filepath.Join(wd, ".claude", "settings.json"), filepath.Join(wd, ".claude", "settings.local.json")} {
-		m, err := logbookHooksIn(p)
+	for _, p := range append([]string{user}, settings.ProjectPaths(wd)...) {
+		m, err := settings.HooksIn(p, selfPath())
 		if err != nil {
 			c.Status, c.Detail, c.Fix = checkFail, err.Error(), "fix the JSON, then run logbook hooks install"
 			return c

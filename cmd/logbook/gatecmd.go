@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -67,25 +66,6 @@ func newGate(b *backend, f gateFlags, stderr io.Writer) *gate.Gate {
 	// force (serve has refused to start on one that does not parse).
 	g.Policies.Load(b.dd.path(gate.PolicyFile))
 	return g
-}
-
-// policyEvery is how often serve reads the data dir's policy file
-// again to report a fault in it (or its fix) on stderr.
-const policyEvery = time.Second
-
-// watchPolicies reports, until ctx ends, the data dir's policy file
-// when it stops parsing or parses again (gate.Gate.CheckPolicies).
-func watchPolicies(ctx context.Context, g *gate.Gate) {
-	t := time.NewTicker(policyEvery)
-	defer t.Stop()
-	for {
-		g.CheckPolicies()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }
 
 // gateService puts the gate on the API beside svc's verbs.
@@ -491,15 +471,11 @@ func sessionModeCmd(g *globals) *cobra.Command {
 // the review whose allow grants it. Refused outside auto mode; a deny is
 // an error that says who decided and what it means.
 func elevate(ctx context.Context, call api.Caller, f execFlags, req command.Request) (string, error) {
-	in, err := json.Marshal(map[string]any{"command": strings.Join(req.Argv, " "), "argv": req.Argv, "workspace": req.Workspace, "cwd": req.Cwd})
+	gr, err := gate.ElevateRequest(req.Session, f.id, req.Argv, req.Workspace, req.Cwd, f.justification, ulid.Make().String())
 	if err != nil {
 		return "", err
 	}
 	var v gate.Verdict
-	gr := gate.Request{
-		Session: req.Session, Event: gate.EventExec, Tool: "exec", Input: in, ID: "elevate-" + f.id,
-		Cwd: req.Workspace, Ref: ulid.Make().String(), Grant: events.ModeFullAccess, Reason: f.justification,
-	}
 	if err := call(ctx, gate.VerbGateRequest, gr, &v); err != nil {
 		return "", fmt.Errorf("exec --elevate: %w", err)
 	}
@@ -540,16 +516,11 @@ func reviewStdin(ctx context.Context, b *backend, cl *worker.Client, id string, 
 	if err != nil {
 		return fmt.Errorf("command stdin: %w", err)
 	}
-	in := map[string]any{"command": id, "bytes": len(data)}
-	if !secret {
-		in["text"] = string(data)
-	}
-	raw, err := json.Marshal(in)
+	req, err := gate.StdinRequest(st.Session, id, data, secret, ulid.Make().String())
 	if err != nil {
 		return err
 	}
 	var v gate.Verdict
-	req := gate.Request{Session: st.Session, Event: gate.EventStdin, Tool: "stdin", Input: raw, Ref: ulid.Make().String()}
 	// A request without an id is reviewed, if at all, under the id its
 	// ref gives.
 	rid := claude.PermissionID(req.Ref)

@@ -2,25 +2,21 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"mvdan.cc/sh/v3/shell"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/claude/settings"
 	"github.com/logbook-dev/logbook/adapters/gate"
-	"github.com/logbook-dev/logbook/adapters/jsonfault"
 )
 
 // claudeHookEvents are the hook events `hooks install` wires: every one
@@ -58,7 +54,7 @@ one as settings.json.<time>.bak, and the change is printed as a diff;
 --dry-run prints the diff and writes nothing. --gate wires PreToolUse and
 PermissionRequest to ` + "`logbook hook claude --gate --budget D`" + ` instead, so the
 hook answers them with the gate's decision, with a "timeout" of D plus
-` + fmt.Sprint(int(gateTimeoutMargin.Seconds())) + ` seconds: Claude Code must never kill a hook that waits for a
+` + fmt.Sprint(int(settings.GateTimeoutMargin.Seconds())) + ` seconds: Claude Code must never kill a hook that waits for a
 verdict (a hook it kills lets the tool run). The other events keep the
 recorder. A --data given to logbook is passed on to the hook.`,
 		Args: cobra.NoArgs,
@@ -109,7 +105,7 @@ recorder. A --data given to logbook is passed on to the hook.`,
 		}
 	}
 	install.Flags().BoolVar(&f.gate, "gate", false, "wire PreToolUse and PermissionRequest to the gate (hook claude --gate), with a timeout longer than its budget")
-	install.Flags().DurationVar(&f.budget, "budget", gate.DefaultBudget, "with --gate: the most the gated hook waits for a verdict; its timeout in settings.json is this plus "+fmt.Sprint(int(gateTimeoutMargin.Seconds()))+"s")
+	install.Flags().DurationVar(&f.budget, "budget", gate.DefaultBudget, "with --gate: the most the gated hook waits for a verdict; its timeout in settings.json is this plus "+fmt.Sprint(int(settings.GateTimeoutMargin.Seconds()))+"s")
 	cmd.AddCommand(install, uninstall, status)
 	return cmd
 }
@@ -120,7 +116,7 @@ func userSettingsPath() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("home directory: %w (use --project DIR)", err)
 	}
-	return filepath.Join(home, ".claude", "settings.json"), nil
+	return settings.UserPath(home), nil
 }
 
 // settingsPath returns the settings.json f names.
@@ -133,37 +129,17 @@ func (f hooksFlags) settingsPath() (string, error) {
 		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
 			return "", usageErrorf("--project %s: not a directory", f.project)
 		}
-		return filepath.Join(abs, ".claude", "settings.json"), nil
+		return settings.ProjectPath(abs), nil
 	}
 	return userSettingsPath()
 }
 
-// gateTimeoutMargin is how much longer than the gated hook's budget
-// Claude Code lets it run (the hook's "timeout" in settings.json): the
-// hook itself waits its budget plus hookGateMargin for the server, and
-// needs a moment to start and answer.
-const gateTimeoutMargin = 30 * time.Second
-
-// hookWires are the hook commands `hooks install` writes: recorder for
-// every event; with gate set, gate (with its timeout, in seconds) for
-// the events the gate answers, PreToolUse and PermissionRequest.
-type hookWires struct {
-	recorder string
-	gate     string
-	timeout  int
-}
-
-// gated reports whether event ev is wired to the gate.
-func (w hookWires) gated(ev string) bool {
-	return w.gate != "" && (ev == gate.EventPreToolUse || ev == gate.EventPermissionRequest)
-}
-
 // installWires returns the hook commands `hooks install` writes for f.
-func installWires(g *globals, f hooksFlags) hookWires {
-	w := hookWires{recorder: hookCommand(g)}
+func installWires(g *globals, f hooksFlags) settings.Wires {
+	w := settings.Wires{Recorder: hookCommand(g)}
 	if f.gate {
-		w.gate = gateHookCommand(g, f.budget)
-		w.timeout = int(math.Ceil((f.budget + gateTimeoutMargin).Seconds()))
+		w.Gate = gateHookCommand(g, f.budget)
+		w.Timeout = settings.GateTimeout(f.budget)
 	}
 	return w
 }
@@ -246,44 +222,6 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// isLogbookHook reports whether a hook command is Logbook's, by what it
-// runs (its words as sh splits them): a program named logbook-hook, or
-// logbook run as `hook …`, or this very binary or the logbook-hook
-// beside it under any name (a build installed as logbook-dev, say), run
-// as the commands hookCommand and gateHookCommand write.
-func isLogbookHook(command string) bool {
-	fields, err := shell.Fields(command, func(string) string { return "" })
-	if err != nil || len(fields) == 0 {
-		return false
-	}
-	prog := fields[0]
-	switch filepath.Base(prog) {
-	case "logbook-hook":
-		return true
-	case "logbook":
-		return slices.Contains(fields[1:], "hook")
-	}
-	if !filepath.IsAbs(prog) {
-		return false
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return false
-	}
-	same := func(a, b string) bool {
-		sa, errA := os.Stat(a)
-		sb, errB := os.Stat(b)
-		return errA == nil && errB == nil && os.SameFile(sa, sb)
-	}
-	switch {
-	case same(prog, self):
-		return slices.Contains(fields[1:], "hook")
-	case same(prog, filepath.Join(filepath.Dir(self), "logbook-hook")):
-		return true
-	}
-	return false
-}
-
 // hooksEdit installs (install true) or removes Logbook's hooks in the
 // settings file f names, printing the diff; nothing is written when
 // nothing changes or with --dry-run.
@@ -292,7 +230,7 @@ func hooksEdit(g *globals, f hooksFlags, install bool) error {
 	if err != nil {
 		return err
 	}
-	target, err := settingsTarget(path)
+	target, err := settings.Target(path)
 	if err != nil {
 		return err
 	}
@@ -301,11 +239,11 @@ func hooksEdit(g *globals, f hooksFlags, install bool) error {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
 	existed := err == nil
-	var wires hookWires
+	var wires settings.Wires
 	if install {
 		wires = installWires(g, f)
 	}
-	updated, err := editSettings(old, wires)
+	updated, err := settings.Edit(old, wires, selfPath())
 	if err != nil {
 		return fmt.Errorf("%s: %w; fix it or move it aside, then run this again", path, err)
 	}
@@ -326,7 +264,7 @@ func hooksEdit(g *globals, f hooksFlags, install bool) error {
 			return err
 		}
 		mode = st.Mode().Perm()
-		backup, err := writeBackup(path, old, mode)
+		backup, err := settings.WriteBackup(path, old, mode)
 		if err != nil {
 			return fmt.Errorf("back up %s: %w", path, err)
 		}
@@ -344,446 +282,16 @@ func hooksEdit(g *globals, f hooksFlags, install bool) error {
 		fmt.Fprintf(g.stdout, "wrote %s (%s links to it)\n", target, path)
 	}
 	if install {
-		if wires.gate == "" {
-			fmt.Fprintf(g.stdout, "wired %s to %s\n", plural(len(claudeHookEvents), "hook event"), wires.recorder)
+		if wires.Gate == "" {
+			fmt.Fprintf(g.stdout, "wired %s to %s\n", plural(len(claudeHookEvents), "hook event"), wires.Recorder)
 		} else {
 			fmt.Fprintf(g.stdout, "wired %s to %s, and %s and %s to %s with a timeout of %d s\n",
-				plural(len(claudeHookEvents)-2, "hook event"), wires.recorder, gate.EventPreToolUse, gate.EventPermissionRequest, wires.gate, wires.timeout)
+				plural(len(claudeHookEvents)-2, "hook event"), wires.Recorder, gate.EventPreToolUse, gate.EventPermissionRequest, wires.Gate, wires.Timeout)
 		}
 	} else {
 		fmt.Fprintln(g.stdout, "removed Logbook's hooks")
 	}
 	return nil
-}
-
-// maxSettingsLinks is how many symlinks settingsTarget follows before
-// it calls the chain a loop (Linux's own limit is 40).
-const maxSettingsLinks = 40
-
-// settingsTarget returns the file a settings file path names: path
-// itself when it is not a symlink (or does not exist yet), else the
-// file at the end of its chain of symlinks (each relative one taken
-// from the directory of the link that holds it). Rewriting the target
-// in its own directory keeps path a link. A dangling symlink, a loop
-// or a chain longer than maxSettingsLinks, and a target that is not a
-// regular file are errors naming path.
-func settingsTarget(path string) (string, error) {
-	p := path
-	for hops := 0; ; hops++ {
-		st, err := os.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) && p == path {
-			return path, nil
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%s: a dangling symlink: its target %s does not exist; fix or remove the link, then run this again", path, p)
-		}
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", path, err)
-		}
-		if st.Mode()&fs.ModeSymlink == 0 {
-			if !st.Mode().IsRegular() {
-				return "", fmt.Errorf("%s: %s is not a regular file", path, p)
-			}
-			if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil && p != path {
-				p = filepath.Join(dir, filepath.Base(p))
-			}
-			return p, nil
-		}
-		if hops >= maxSettingsLinks {
-			return "", fmt.Errorf("%s: a symlink loop (more than %d links followed)", path, maxSettingsLinks)
-		}
-		dest, err := os.Readlink(p)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", path, err)
-		}
-		if !filepath.IsAbs(dest) {
-			// Not filepath.Join: a ".." after a symlinked directory is
-			// the kernel's to resolve, not a lexical clean's.
-			dest = filepath.Dir(p) + string(filepath.Separator) + dest
-		}
-		p = dest
-	}
-}
-
-// hookEntry is one hook of a group in settings.json.
-type hookEntry struct {
-	Type    string `json:"type"`
-	Command string `json:"command"`
-	Timeout int    `json:"timeout,omitempty"` // seconds
-}
-
-// writeBackup writes old beside path as path.<UTC time>.bak (…-2.bak and
-// on when that exists: a backup is never overwritten) and returns its
-// name.
-func writeBackup(path string, old []byte, mode fs.FileMode) (string, error) {
-	base := fmt.Sprintf("%s.%s", path, time.Now().UTC().Format("20060102T150405Z"))
-	for n := 1; ; n++ {
-		name := base + ".bak"
-		if n > 1 {
-			name = fmt.Sprintf("%s-%d.bak", base, n)
-		}
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		_, err = f.Write(old)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		return name, err
-	}
-}
-
-// editSettings returns settings.json text old with every Logbook hook
-// removed and, when wires.recorder is set, one group per event of
-// claudeHookEvents added, running wires.gate (with its timeout) for the
-// events the gate answers when that is set, else wires.recorder. Keys
-// keep their order; an event left with no group and a "hooks" left
-// empty are removed.
-func editSettings(old []byte, wires hookWires) ([]byte, error) {
-	top, hooks, err := parseSettings(old)
-	if err != nil {
-		return nil, err
-	}
-	for i := 0; i < len(hooks); i++ {
-		ev := hooks[i].key
-		groups, err := hookGroups(ev, hooks[i].val)
-		if err != nil {
-			return nil, err
-		}
-		kept, changed, err := withoutLogbook(ev, groups)
-		if err != nil {
-			return nil, err
-		}
-		if !changed {
-			continue
-		}
-		if len(kept) == 0 {
-			hooks = slices.Delete(hooks, i, i+1)
-			i--
-			continue
-		}
-		hooks[i].val = rawList(kept)
-	}
-	if wires.recorder != "" {
-		for _, ev := range claudeHookEvents {
-			entry := hookEntry{Type: "command", Command: wires.recorder}
-			if wires.gated(ev) {
-				entry = hookEntry{Type: "command", Command: wires.gate, Timeout: wires.timeout}
-			}
-			group := struct {
-				Matcher string `json:"matcher,omitempty"`
-				Hooks   []any  `json:"hooks"`
-			}{Hooks: []any{entry}}
-			if claude.ToolHookEvent(ev) {
-				group.Matcher = "*"
-			}
-			var groups []json.RawMessage
-			if raw, ok := hooks.get(ev); ok {
-				if groups, err = hookGroups(ev, raw); err != nil {
-					return nil, err
-				}
-			}
-			b, err := marshalPlain(group)
-			if err != nil {
-				return nil, err
-			}
-			hooks.set(ev, rawList(append(groups, b)))
-		}
-	}
-	if len(hooks) == 0 {
-		top.remove("hooks")
-	} else {
-		raw, _ := hooks.MarshalJSON()
-		top.set("hooks", raw)
-	}
-	if len(top) == 0 && len(bytes.TrimSpace(old)) == 0 {
-		return old, nil
-	}
-	flat, _ := top.MarshalJSON()
-	var out bytes.Buffer
-	if err := json.Indent(&out, flat, "", "  "); err != nil {
-		return nil, err
-	}
-	out.WriteByte('\n')
-	// Unchanged content keeps the file as its owner wrote it.
-	if len(old) > 0 && jsonEqual(old, out.Bytes()) {
-		return old, nil
-	}
-	return out.Bytes(), nil
-}
-
-// jsonKind names the JSON type of the value raw begins with, as a
-// sentence names it: "an object", "a list", "a string", "a number", "true
-// or false", "null"; "" for what is not JSON.
-func jsonKind(raw []byte) string {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 {
-		return ""
-	}
-	switch c := t[0]; {
-	case c == '{':
-		return "an object"
-	case c == '[':
-		return "a list"
-	case c == '"':
-		return "a string"
-	case c == '-' || c >= '0' && c <= '9':
-		return "a number"
-	case c == 't' || c == 'f':
-		return "true or false"
-	case c == 'n':
-		return "null"
-	}
-	return ""
-}
-
-// parseSettings reads settings.json text b as Claude Code's settings
-// (an object whose "hooks" member, when present, is an object of hook
-// events) and returns the top object and its "hooks". Empty text is an
-// empty object. The error says what is where and what was expected, in
-// JSON's terms (the file's name is the caller's to add).
-func parseSettings(b []byte) (top, hooks object, err error) {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, nil, nil
-	}
-	if !json.Valid(b) {
-		var v any
-		err := json.Unmarshal(b, &v)
-		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-			line := 1 + bytes.Count(b[:min(int(se.Offset), len(b))], []byte("\n"))
-			return nil, nil, fmt.Errorf("not valid JSON: %v (line %d)", se, line)
-		}
-		return nil, nil, fmt.Errorf("not valid JSON: %v", err)
-	}
-	if k := jsonKind(b); k != "an object" {
-		return nil, nil, fmt.Errorf(`the file holds %s; want an object such as {"hooks": {...}}`, k)
-	}
-	if k, dup := jsonfault.DuplicateKey(b, false); dup {
-		// Written back, the file would keep only the last of the two.
-		return nil, nil, fmt.Errorf("key %q is given twice (Claude Code reads the last one); keep one and run again", k)
-	}
-	if err := json.Unmarshal(b, &top); err != nil {
-		return nil, nil, fmt.Errorf("not valid JSON: %v", err)
-	}
-	raw, ok := top.get("hooks")
-	if !ok || jsonKind(raw) == "null" {
-		return top, nil, nil
-	}
-	if k := jsonKind(raw); k != "an object" {
-		return nil, nil, fmt.Errorf(`"hooks" is %s; want an object of hook events such as {"PreToolUse": [...]}`, k)
-	}
-	if err := json.Unmarshal(raw, &hooks); err != nil {
-		return nil, nil, fmt.Errorf(`"hooks": %v`, err)
-	}
-	return top, hooks, nil
-}
-
-// hookGroups returns the groups of hook event ev (raw: its value in
-// "hooks"), each an object; null is none.
-func hookGroups(ev string, raw json.RawMessage) ([]json.RawMessage, error) {
-	if jsonKind(raw) == "null" {
-		return nil, nil
-	}
-	if k := jsonKind(raw); k != "a list" {
-		return nil, fmt.Errorf(`"hooks"."%s" is %s; want a list of hook groups such as [{"matcher": "*", "hooks": [...]}]`, ev, k)
-	}
-	var groups []json.RawMessage
-	if err := json.Unmarshal(raw, &groups); err != nil {
-		return nil, fmt.Errorf(`"hooks"."%s": %v`, ev, err)
-	}
-	for i, g := range groups {
-		if k := jsonKind(g); k != "an object" {
-			return nil, fmt.Errorf(`"hooks"."%s"[%d] is %s; want a hook group such as {"matcher": "*", "hooks": [...]}`, ev, i, k)
-		}
-	}
-	return groups, nil
-}
-
-// groupHooks returns the hooks of group i of event ev: its "hooks"
-// member, a list of objects; ok false when the group has none.
-func groupHooks(ev string, i int, obj object) (hs []json.RawMessage, ok bool, err error) {
-	raw, ok := obj.get("hooks")
-	if !ok || jsonKind(raw) == "null" {
-		return nil, false, nil
-	}
-	if k := jsonKind(raw); k != "a list" {
-		return nil, false, fmt.Errorf(`"hooks"."%s"[%d]."hooks" is %s; want a list of hooks such as [{"type": "command", "command": "..."}]`, ev, i, k)
-	}
-	if err := json.Unmarshal(raw, &hs); err != nil {
-		return nil, false, fmt.Errorf(`"hooks"."%s"[%d]."hooks": %v`, ev, i, err)
-	}
-	for j, h := range hs {
-		if k := jsonKind(h); k != "an object" {
-			return nil, false, fmt.Errorf(`"hooks"."%s"[%d]."hooks"[%d] is %s; want a hook such as {"type": "command", "command": "..."}`, ev, i, j, k)
-		}
-	}
-	return hs, true, nil
-}
-
-// hookCommandOf returns hook h's "command" when it is a string.
-func hookCommandOf(h json.RawMessage) string {
-	var c struct {
-		Command json.RawMessage `json:"command"`
-	}
-	var cmd string
-	if json.Unmarshal(h, &c) == nil && json.Unmarshal(c.Command, &cmd) == nil {
-		return cmd
-	}
-	return ""
-}
-
-// withoutLogbook returns the groups of event ev with Logbook's hooks
-// taken out of each, dropping a group left with none; changed reports
-// whether any was.
-func withoutLogbook(ev string, groups []json.RawMessage) (kept []json.RawMessage, changed bool, err error) {
-	for i, g := range groups {
-		var obj object
-		if err := json.Unmarshal(g, &obj); err != nil {
-			return nil, false, fmt.Errorf(`"hooks"."%s"[%d]: %v`, ev, i, err)
-		}
-		hs, ok, err := groupHooks(ev, i, obj)
-		if err != nil {
-			return nil, false, err
-		}
-		if !ok {
-			kept = append(kept, g)
-			continue
-		}
-		var left []json.RawMessage
-		for _, h := range hs {
-			if isLogbookHook(hookCommandOf(h)) {
-				changed = true
-				continue
-			}
-			left = append(left, h)
-		}
-		if len(left) == len(hs) {
-			kept = append(kept, g)
-			continue
-		}
-		if len(left) == 0 {
-			continue
-		}
-		obj.set("hooks", rawList(left))
-		g, _ = obj.MarshalJSON()
-		kept = append(kept, g)
-	}
-	return kept, changed, nil
-}
-
-// rawList joins JSON values into a JSON list, as they are (json.Marshal
-// would escape their <, > and &).
-func rawList(vs []json.RawMessage) json.RawMessage {
-	b := []byte{'['}
-	for i, v := range vs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, v...)
-	}
-	return append(b, ']')
-}
-
-// marshalPlain is json.Marshal without escaping <, > and &: a command
-// line in settings.json reads as written.
-func marshalPlain(v any) (json.RawMessage, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// jsonEqual reports whether a and b are the same JSON value.
-func jsonEqual(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
-}
-
-// object is a JSON object that keeps its keys in order, its values as
-// they were written.
-type object []member
-
-type member struct {
-	key string
-	val json.RawMessage
-}
-
-func (o object) get(k string) (json.RawMessage, bool) {
-	for _, m := range o {
-		if m.key == k {
-			return m.val, true
-		}
-	}
-	return nil, false
-}
-
-func (o *object) set(k string, v json.RawMessage) {
-	for i := range *o {
-		if (*o)[i].key == k {
-			(*o)[i].val = v
-			return
-		}
-	}
-	*o = append(*o, member{k, v})
-}
-
-func (o *object) remove(k string) {
-	*o = slices.DeleteFunc(*o, func(m member) bool { return m.key == k })
-}
-
-// UnmarshalJSON reads a JSON object, keeping its keys' order.
-func (o *object) UnmarshalJSON(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	t, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if t != json.Delim('{') {
-		return fmt.Errorf("want an object, got %v", t)
-	}
-	*o = nil
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return err
-		}
-		o.set(t.(string), v)
-	}
-	_, err = dec.Token()
-	return err
-}
-
-// MarshalJSON writes the object's keys in order.
-func (o object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, m := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(m.key)
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(m.val)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
 }
 
 // writeLineDiff prints the lines of a and b that differ, as a unified
@@ -855,13 +363,6 @@ func splitLines(s string) []string {
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }
 
-// hookWiring is where one hook event is wired to Logbook.
-type hookWiring struct {
-	Event   string   `json:"event"`
-	User    []string `json:"user"`    // Logbook's commands in the user's settings
-	Project []string `json:"project"` // and in the project's (settings.json, settings.local.json)
-}
-
 // hooksStatus prints, for each hook event Logbook reads, the Logbook
 // commands wired to it in the user's and the project's settings.
 func hooksStatus(g *globals, f hooksFlags) error {
@@ -877,50 +378,18 @@ func hooksStatus(g *globals, f hooksFlags) error {
 	if err != nil {
 		return err
 	}
-	projectFiles := []string{filepath.Join(dir, ".claude", "settings.json"), filepath.Join(dir, ".claude", "settings.local.json")}
-	wired := func(paths ...string) (map[string][]string, error) {
-		out := map[string][]string{}
-		for _, p := range paths {
-			m, err := logbookHooksIn(p)
-			if err != nil {
-				return nil, err
-			}
-			for ev, cmds := range m {
-				out[ev] = append(out[ev], cmds...)
-			}
-		}
-		return out, nil
-	}
-	u, err := wired(user)
+	projectFiles := settings.ProjectPaths(dir)
+	rows, missing, err := settings.Status(user, projectFiles, selfPath())
 	if err != nil {
 		return err
-	}
-	p, err := wired(projectFiles...)
-	if err != nil {
-		return err
-	}
-	rows := make([]hookWiring, 0, len(claudeHookEvents))
-	missing := 0
-	for _, ev := range claudeHookEvents {
-		r := hookWiring{Event: ev, User: u[ev], Project: p[ev]}
-		if r.User == nil {
-			r.User = []string{}
-		}
-		if r.Project == nil {
-			r.Project = []string{}
-		}
-		if len(r.User)+len(r.Project) == 0 {
-			missing++
-		}
-		rows = append(rows, r)
 	}
 	if g.json {
 		return writeJSON(g.stdout, struct {
-			UserSettings     string       `json:"user_settings"`
-			ProjectSettings  []string     `json:"project_settings"`
-			Events           []hookWiring `json:"events"`
-			EventsNotWired   int          `json:"events_not_wired"`
-			EventsUnderstood int          `json:"events_understood"`
+			UserSettings     string            `json:"user_settings"`
+			ProjectSettings  []string          `json:"project_settings"`
+			Events           []settings.Wiring `json:"events"`
+			EventsNotWired   int               `json:"events_not_wired"`
+			EventsUnderstood int               `json:"events_understood"`
 		}{user, projectFiles, rows, missing, len(claudeHookEvents)})
 	}
 	fmt.Fprintf(g.stdout, "user:    %s\nproject: %s\n\n", user, strings.Join(projectFiles, ", "))
@@ -944,49 +413,12 @@ func hooksStatus(g *globals, f hooksFlags) error {
 	return nil
 }
 
-// logbookHooksIn returns the Logbook hook commands in settings file path
-// by event; a file that does not exist has none, a dangling symlink or
-// a loop in its place is an error (settingsTarget).
-func logbookHooksIn(path string) (map[string][]string, error) {
-	target, err := settingsTarget(path)
+// selfPath returns the running binary's path, "" when it is not known:
+// what settings.IsLogbookHook knows this build's own hook entries by.
+func selfPath() string {
+	self, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return ""
 	}
-	b, err := os.ReadFile(target)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	bad := func(err error) error {
-		return fmt.Errorf("%s: %w; fix it, or move it aside and run `logbook hooks install`", path, err)
-	}
-	_, hooks, err := parseSettings(b)
-	if err != nil {
-		return nil, bad(err)
-	}
-	out := map[string][]string{}
-	for _, m := range hooks {
-		groups, err := hookGroups(m.key, m.val)
-		if err != nil {
-			return nil, bad(err)
-		}
-		for i, g := range groups {
-			var obj object
-			if err := json.Unmarshal(g, &obj); err != nil {
-				return nil, bad(fmt.Errorf(`"hooks"."%s"[%d]: %v`, m.key, i, err))
-			}
-			hs, _, err := groupHooks(m.key, i, obj)
-			if err != nil {
-				return nil, bad(err)
-			}
-			for _, h := range hs {
-				if c := hookCommandOf(h); isLogbookHook(c) {
-					out[m.key] = append(out[m.key], c)
-				}
-			}
-		}
-	}
-	return out, nil
+	return self
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/adapters/reconcile"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -299,13 +301,14 @@ func TestReconciler_HoldsOffForTheIntake(t *testing.T) {
 	}
 
 	var stderr syncBuffer
-	r := &reconciler{svc: svc, interval: minReconcileEvery, host: host, boot: claude.BootID(), stderr: &stderr}
-	n, err := r.pass(ctx)
-	if _, held := errors.AsType[*unsettledError](err); !held || n != 0 {
+	r := reconcile.New(reconcile.Config{Service: svc, Interval: reconcile.MinInterval, Host: host, Boot: claude.BootID(),
+		Report: func(msg string) { fmt.Fprintf(&stderr, "logbook serve: reconciler: %s\n", msg) }})
+	n, err := r.Pass(ctx)
+	if _, held := errors.AsType[*reconcile.UnsettledError](err); !held || n != 0 {
 		t.Fatalf("pass with 3 hooks queued: %d marked, %v; want none, held off", n, err)
 	}
-	r.tick(ctx)
-	r.tick(ctx)
+	r.Tick(ctx)
+	r.Tick(ctx)
 	if got := strings.Count(stderr.String(), "\n"); got != 1 || !strings.Contains(stderr.String(), "deciding nothing on 1 session until the hooks taken before the pass are in the log") {
 		t.Errorf("held off 3 times, said %q; want it said once", stderr.String())
 	}
@@ -315,10 +318,10 @@ func TestReconciler_HoldsOffForTheIntake(t *testing.T) {
 		}
 	}
 	settle()
-	if n, err := r.pass(ctx); err != nil || n != 0 {
+	if n, err := r.Pass(ctx); err != nil || n != 0 {
 		t.Errorf("pass with the hooks in the log: %d marked, %v; want none", n, err)
 	}
-	r.tick(ctx)
+	r.Tick(ctx)
 	if !strings.Contains(stderr.String(), "deciding again") {
 		t.Errorf("said %q, want that it decides again", stderr.String())
 	}

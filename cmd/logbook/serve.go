@@ -21,6 +21,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/natslog"
@@ -274,12 +275,12 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	// A full disk pauses appends and the views' writes; serve probes and
-	// goes on once the disk takes writes again (diskfull.go).
-	pause := newDiskPause(func(format string, args ...any) {
+	// goes on once the disk takes writes again (adapters/diskfull).
+	pause := diskfull.NewPause(func(format string, args ...any) {
 		fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
 	})
-	defer pause.close()
-	b.pause, b.viewsFS = pause, pause.viewsFS(dd.path("views"))
+	defer pause.Close()
+	b.pause, b.viewsFS = pause, pause.ViewsFS(dd.path("views"))
 	store, err := openViews(ctx, g, b)
 	if err != nil {
 		return err
@@ -499,9 +500,9 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {
-			pause.watch(ctx, dirs)
+			pause.Watch(ctx, dirs)
 			return nil
-		}, func(error) { cancel(); pause.close() })
+		}, func(error) { cancel(); pause.Close() })
 	}
 	sid, err := b.log.Identity(ctx)
 	if err != nil {
@@ -603,7 +604,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {
 			sweepReviews(ctx, gs, g.stderr)
-			watchPolicies(ctx, gs.Gate)
+			gs.Gate.WatchPolicies(ctx)
 			return nil
 		}, func(error) { cancel() })
 	}

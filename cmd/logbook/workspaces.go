@@ -2,27 +2,23 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
-	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/project"
 	"github.com/logbook-dev/logbook/reducers/task"
 	"github.com/logbook-dev/logbook/reducers/workspace"
-	"github.com/logbook-dev/logbook/replay"
 )
 
 // newWorkspaceManager returns a workspace manager on b: setup commands
@@ -35,12 +31,7 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	var env []string
-	for _, k := range inheritedEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
+	env := inheritEnv()
 	hidden, keep := hiddenPaths(string(b.dd))
 	// Names, titles, ids and folders a rule of the data dir takes for a
 	// secret are refused, by the rules serve follows when it runs.
@@ -86,50 +77,33 @@ func workspaceView(ctx context.Context, call api.Caller) (api.WorkspacesReply, e
 	return r, err
 }
 
-// findProject returns the project ref names: its id, storage key, name
-// or folder.
-func findProject(v api.WorkspacesReply, ref string) (project.State, error) {
-	abs, _ := filepath.Abs(ref)
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
-	var found []project.State
-	for _, p := range v.Projects {
-		if p.ID == ref || p.Key == ref || p.Path == abs {
-			return p, nil
+// withWorkspaces runs fn through the API (withAPI) with the whole
+// workspace view, read first.
+func withWorkspaces(ctx context.Context, g *globals, fn func(b *backend, call api.Caller, v api.WorkspacesReply) error) error {
+	return withAPI(ctx, g, func(b *backend, call api.Caller) error {
+		v, err := workspaceView(ctx, call)
+		if err != nil {
+			return err
 		}
-		if p.Name == ref {
-			found = append(found, p)
-		}
-	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
-		return project.State{}, fmt.Errorf("project %q: %w: add it with `logbook project add PATH`", ref, events.ErrNotFound)
-	}
-	return project.State{}, fmt.Errorf("project %q: %d projects have that name: give its id or key", ref, len(found))
+		return fn(b, call, v)
+	})
 }
 
-// findWorkspace returns the workspace ref names: its id, or a storage
-// key only one workspace has.
-func findWorkspace(v api.WorkspacesReply, ref string) (workspace.State, error) {
-	var found []workspace.State
-	for _, w := range v.Workspaces {
-		if w.ID == ref {
-			return w, nil
+// withWorkspace runs fn (withWorkspaces) on the workspace ref names (its
+// id, or a key only one workspace has) and a manager that acts for the
+// person running the command.
+func withWorkspace(ctx context.Context, g *globals, ref string, fn func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error) error {
+	return withWorkspaces(ctx, g, func(b *backend, call api.Caller, v api.WorkspacesReply) error {
+		ws, err := wsadapter.FindWorkspace(v.Workspaces, ref)
+		if err != nil {
+			return err
 		}
-		if w.Key == ref {
-			found = append(found, w)
+		m, err := newWorkspaceManager(b, call, personActor())
+		if err != nil {
+			return err
 		}
-	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
-		return workspace.State{}, fmt.Errorf("workspace %q: %w", ref, events.ErrNotFound)
-	}
-	return workspace.State{}, fmt.Errorf("workspace %q: %d workspaces have that key: give its id", ref, len(found))
+		return fn(v, ws, m)
+	})
 }
 
 func projectCmd(g *globals) *cobra.Command {
@@ -149,11 +123,7 @@ worktree is refused.`,
 				typedField{"PATH", "folder", []string{args[0]}}); err != nil {
 				return err
 			}
-			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
-				v, err := workspaceView(cmd.Context(), call)
-				if err != nil {
-					return err
-				}
+			return withWorkspaces(cmd.Context(), g, func(b *backend, call api.Caller, v api.WorkspacesReply) error {
 				taken := map[string]string{}
 				for _, p := range v.Projects {
 					taken[p.Key] = p.ID
@@ -180,11 +150,7 @@ worktree is refused.`,
 		Short: "List projects",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
-				v, err := workspaceView(cmd.Context(), call)
-				if err != nil {
-					return err
-				}
+			return withWorkspaces(cmd.Context(), g, func(_ *backend, _ api.Caller, v api.WorkspacesReply) error {
 				if g.json {
 					return writeJSON(g.stdout, nonNil(v.Projects))
 				}
@@ -243,12 +209,8 @@ reason (exit status 1).`,
 				typedField{"--base", "ref", []string{cf.base}}); err != nil {
 				return err
 			}
-			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
-				v, err := workspaceView(cmd.Context(), call)
-				if err != nil {
-					return err
-				}
-				p, err := findProject(v, cf.project)
+			return withWorkspaces(cmd.Context(), g, func(b *backend, call api.Caller, v api.WorkspacesReply) error {
+				p, err := wsadapter.FindProject(v.Projects, cf.project)
 				if err != nil {
 					return fmt.Errorf("workspace create: %w", err)
 				}
@@ -288,14 +250,10 @@ reason (exit status 1).`,
 		Short: "List workspaces, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
-				v, err := workspaceView(cmd.Context(), call)
-				if err != nil {
-					return err
-				}
+			return withWorkspaces(cmd.Context(), g, func(_ *backend, _ api.Caller, v api.WorkspacesReply) error {
 				pid := ""
 				if lf.project != "" {
-					p, err := findProject(v, lf.project)
+					p, err := wsadapter.FindProject(v.Projects, lf.project)
 					if err != nil {
 						return err
 					}
@@ -330,19 +288,7 @@ reason (exit status 1).`,
 		Short: "Show a workspace: status, branch, path, owner, sessions (most recently active first), tasks and changes",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
-				v, err := workspaceView(cmd.Context(), call)
-				if err != nil {
-					return err
-				}
-				ws, err := findWorkspace(v, args[0])
-				if err != nil {
-					return err
-				}
-				m, err := newWorkspaceManager(b, call, personActor())
-				if err != nil {
-					return err
-				}
+			return withWorkspace(cmd.Context(), g, args[0], func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
 				r := workspaceShow{Workspace: ws, Sessions: nonNil(v.Sessions[ws.ID]), Tasks: []task.State{}}
 				for _, t := range v.Tasks {
 					if t.Workspace == ws.ID {
@@ -378,19 +324,7 @@ own it; without, a person does, recorded as such.`,
 			if err := refuseSecrets(g, "workspace archive", typedField{"--session", "session id", []string{archiveSession}}); err != nil {
 				return err
 			}
-			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
-				v, err := workspaceView(cmd.Context(), call)
-				if err != nil {
-					return err
-				}
-				ws, err := findWorkspace(v, args[0])
-				if err != nil {
-					return err
-				}
-				m, err := newWorkspaceManager(b, call, personActor())
-				if err != nil {
-					return err
-				}
+			return withWorkspace(cmd.Context(), g, args[0], func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
 				by, as := archiveSession, events.ByChat
 				if by == "" {
 					by, as = personActor(), events.ByPerson
@@ -433,19 +367,7 @@ own it; without, a person does, recorded as such.`,
 				typedField{"--session", "session id", []string{renameSession}}); err != nil {
 				return err
 			}
-			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
-				v, err := workspaceView(cmd.Context(), call)
-				if err != nil {
-					return err
-				}
-				ws, err := findWorkspace(v, args[0])
-				if err != nil {
-					return err
-				}
-				m, err := newWorkspaceManager(b, call, personActor())
-				if err != nil {
-					return err
-				}
+			return withWorkspace(cmd.Context(), g, args[0], func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
 				by, as := renameSession, events.ByChat
 				if by == "" {
 					by, as = "", events.ByPerson
@@ -548,11 +470,7 @@ func taskCmd(g *globals) *cobra.Command {
 		Short: "List tasks, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
-				v, err := workspaceView(cmd.Context(), call)
-				if err != nil {
-					return err
-				}
+			return withWorkspaces(cmd.Context(), g, func(_ *backend, _ api.Caller, v api.WorkspacesReply) error {
 				if g.json {
 					return writeJSON(g.stdout, nonNil(v.Tasks))
 				}
@@ -572,11 +490,7 @@ func taskCmd(g *globals) *cobra.Command {
 		Short: "Show a task",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAPI(cmd.Context(), g, func(_ *backend, call api.Caller) error {
-				v, err := workspaceView(cmd.Context(), call)
-				if err != nil {
-					return err
-				}
+			return withWorkspaces(cmd.Context(), g, func(_ *backend, _ api.Caller, v api.WorkspacesReply) error {
 				for _, t := range v.Tasks {
 					if t.ID == args[0] {
 						if g.json {
@@ -613,19 +527,7 @@ tasks along).`,
 				typedField{"--session", "session id", []string{df.parent}}, typedField{"--title", "title", []string{df.title}}); err != nil {
 				return err
 			}
-			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
-				v, err := workspaceView(cmd.Context(), call)
-				if err != nil {
-					return err
-				}
-				ws, err := findWorkspace(v, df.ws)
-				if err != nil {
-					return err
-				}
-				m, err := newWorkspaceManager(b, call, personActor())
-				if err != nil {
-					return err
-				}
+			return withWorkspace(cmd.Context(), g, df.ws, func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
 				t, err := m.Delegate(cmd.Context(), df.id, ws.ID, df.parent, df.title)
 				if err != nil {
 					return err
@@ -646,70 +548,13 @@ tasks along).`,
 	return cmd
 }
 
-// workspaceTimeline returns the audit timeline of workspace id: its
-// events, those of the tasks delegated to it and those of the commands
-// run in its folder, all found by reading the log alone.
-func workspaceTimeline(ctx context.Context, b *backend, id string) ([]replay.Item, error) {
-	recs, _, err := b.log.Load(ctx, events.Aggregate{Kind: events.KindWorkspace, ID: id})
-	if err != nil || len(recs) == 0 {
-		return nil, fmt.Errorf("workspace %s: %w", id, events.ErrNotFound)
-	}
-	path := ""
-	if d, ok := recs[0].Data.(events.WorkspaceReserved); ok {
-		path = d.Path
-	}
-	var tasks, commands []string
-	for _, f := range []struct{ filter, typ string }{
-		{events.SubjectEvents + "." + events.KindTask + ".*", (events.TaskDelegated{}).EventType()},
-		{worker.CommandFilter, (events.CommandRequested{}).EventType()},
-	} {
-		for m, err := range b.log.ReadRaw(ctx, f.filter, 1) {
-			if err != nil {
-				return nil, err
-			}
-			if m.Header.Get(natslog.HeaderType) != f.typ {
-				continue
-			}
-			var d struct {
-				Agg  events.Aggregate `json:"agg"`
-				Data struct {
-					Workspace string `json:"workspace"`
-				} `json:"data"`
-			}
-			if json.Unmarshal(m.Data, &d) != nil {
-				continue
-			}
-			switch {
-			case d.Agg.Kind == events.KindTask && d.Data.Workspace == id:
-				tasks = append(tasks, d.Agg.ID)
-			case d.Agg.Kind == events.KindCommand && path != "" && (d.Data.Workspace == path || strings.HasPrefix(d.Data.Workspace, path+"/")):
-				commands = append(commands, d.Agg.ID)
-			}
-		}
-	}
-	return replay.WorkspaceTimeline(ctx, b.log, id, tasks, commands)
-}
-
 // workspaceTick is how often serve moves delegated tasks along.
-const workspaceTick = 2 * time.Second
+const workspaceTick = wsadapter.FollowEvery
 
-// runWorkspaces is serve's workspace actor: once the projection has
-// caught up it finishes what a crash left (materializations whose runner
-// is gone, archives and cleanups) and interrupts the tasks whose session
-// neither ended nor was seen since, then, until ctx is done, moves tasks
-// along from the sessions seen in their workspaces and names placeholder
-// workspaces after the first session that names itself in them.
+// runWorkspaces is serve's workspace actor (wsadapter.Manager.Follow),
+// its manager acting as "logbook" and stopping the commands of an
+// archived workspace through serve's own workers.
 func runWorkspaces(ctx context.Context, b *backend, svc *api.Service, stderr io.Writer) error {
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(stderr, "logbook serve: workspaces: "+format+"\n", args...)
-	}
-	for svc.CaughtUp(ctx) != nil {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(workspaceTick):
-		}
-	}
 	call := api.Local(svc.Handlers())
 	m, err := newWorkspaceManager(b, call, "logbook")
 	if err != nil {
@@ -719,76 +564,10 @@ func runWorkspaces(ctx context.Context, b *backend, svc *api.Service, stderr io.
 		// serve's own backend is not remote, yet its workers run commands.
 		m.SetStop(func(ctx context.Context, path string) error { return stopWorkspaceCommands(ctx, cl, call, path) })
 	}
-	if list, err := svc.Store.Workspaces(); err != nil {
-		logf("%v", err)
-	} else if n, err := m.Recover(ctx, list); err != nil {
-		logf("recovered %d: %v", n, err)
-	} else if n > 0 {
-		logf("recovered %d workspaces a crash left unfinished", n)
-	}
-	if tasks, err := svc.Store.Tasks(); err == nil {
-		for _, t := range tasks {
-			if t.Status != task.StatusRunning && t.Status != task.StatusResumed {
-				continue
-			}
-			if st, err := svc.Store.Session(t.Session); err == nil && st.Phase == events.PhaseEnded {
-				continue // its end is decided below
-			}
-			if _, err := m.Interrupt(ctx, t.ID); err != nil {
-				logf("interrupt task %s: %v", t.ID, err)
-			}
-		}
-	}
-	for {
-		if err := progressTasks(ctx, m, svc); err != nil && ctx.Err() == nil {
-			logf("%v", err)
-		}
-		if err := nameWorkspaces(ctx, m, svc); err != nil && ctx.Err() == nil {
-			logf("%v", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(workspaceTick):
-		}
-	}
-}
-
-// progressTasks moves each task that has not ended along from the
-// sessions linked to its workspace, oldest first.
-func progressTasks(ctx context.Context, m *wsadapter.Manager, svc *api.Service) error {
-	if err := svc.CaughtUp(ctx); err != nil {
-		return err
-	}
-	tasks, err := svc.Store.Tasks()
-	if err != nil {
-		return err
-	}
-	for _, t := range tasks {
-		if t.Ended() {
-			continue
-		}
-		ids, err := svc.Store.WorkspaceSessions(t.Workspace)
-		if err != nil {
-			return err
-		}
-		var seen []wsadapter.Seen
-		for _, id := range ids {
-			st, err := svc.Store.Session(id)
-			if err != nil || id == t.Parent || (t.Session != "" && id != t.Session) {
-				continue
-			}
-			seen = append(seen, wsadapter.Seen{
-				Session: id, Ended: st.Phase == events.PhaseEnded, Failed: st.EndReason == "agent_gone",
-				Reason: st.EndReason, At: st.UpdatedAt, Ref: fmt.Sprintf("%s-%d", id, st.Ver),
-			})
-		}
-		slices.SortStableFunc(seen, func(a, b wsadapter.Seen) int { return a.At.Compare(b.At) })
-		if _, err := m.Progress(ctx, t, seen); err != nil {
-			return fmt.Errorf("task %s: %w", t.ID, err)
-		}
-	}
-	return nil
+	return m.Follow(ctx, wsadapter.FollowConfig{
+		Views: svc.Store, CaughtUp: svc.CaughtUp, Every: workspaceTick,
+		Report: func(msg string) { fmt.Fprintf(stderr, "logbook serve: workspaces: %s\n", msg) },
+	})
 }
 
 // workspaceOpen returns nil unless dir lies in a workspace that cannot
@@ -823,32 +602,4 @@ func resolveExisting(p string) string {
 		rest = filepath.Join(filepath.Base(dir), rest)
 		dir = parent
 	}
-}
-
-// nameWorkspaces gives each ready workspace whose name is a placeholder
-// the title of the first session that named itself in it.
-func nameWorkspaces(ctx context.Context, m *wsadapter.Manager, svc *api.Service) error {
-	list, err := svc.Store.Workspaces()
-	if err != nil {
-		return err
-	}
-	for _, w := range list {
-		if !w.Placeholder || w.Status != workspace.StatusReady {
-			continue
-		}
-		ids, err := svc.Store.WorkspaceSessions(w.ID)
-		if err != nil {
-			return err
-		}
-		var named []wsadapter.Named
-		for _, id := range ids {
-			if st, err := svc.Store.Session(id); err == nil && st.Title != "" {
-				named = append(named, wsadapter.Named{Session: id, Title: st.Title, Started: st.StartedAt})
-			}
-		}
-		if _, err := m.NameFromSessions(ctx, w, named); err != nil {
-			return fmt.Errorf("name workspace %s: %w", w.ID, err)
-		}
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package reconcile
 
 import (
 	"encoding/json"
