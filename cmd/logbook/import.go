@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
@@ -82,7 +83,7 @@ func (s importSummary) line(kind string) string {
 }
 
 // importFile is one transcript file of importSummary: a
-// claude.FileResult with the JSON names of every other command.
+// ingest.FileResult with the JSON names of every other command.
 type importFile struct {
 	Path     string   `json:"path"`
 	Session  string   `json:"session"`
@@ -93,7 +94,7 @@ type importFile struct {
 	Warnings []string `json:"warnings"`
 }
 
-func newImportFile(r claude.FileResult) importFile {
+func newImportFile(r ingest.FileResult) importFile {
 	w := r.Warnings
 	if w == nil {
 		w = []string{}
@@ -150,7 +151,7 @@ func nothingYet(path string, size int64) (string, bool) {
 	if size == 0 {
 		return "empty file", true
 	}
-	if blank, err := claude.BlankOnly(context.Background(), path); err == nil && blank {
+	if blank, err := ingest.BlankOnly(context.Background(), path); err == nil && blank {
 		return "only blank lines", true
 	}
 	return "", false
@@ -163,7 +164,7 @@ func nothingYet(path string, size int64) (string, bool) {
 // terabyte is not read through); this tells it from one of another
 // format.
 func unreadableFirst(path string) error {
-	if _, err := claude.FirstLine(path); errors.Is(err, claude.ErrLineTooLong) {
+	if _, err := ingest.FirstLine(path); errors.Is(err, claude.ErrLineTooLong) {
 		return err
 	}
 	return nil
@@ -271,7 +272,7 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 	if gone := id.Gone(); gone > 0 {
 		incarnation += fmt.Sprintf(" gone %d", gone)
 	}
-	index, err := claude.OpenSkipIndex(b.dd.path("import-index.json"), incarnation)
+	index, err := ingest.OpenSkipIndex(b.dd.path("import-index.json"), incarnation)
 	if err != nil {
 		fmt.Fprintf(g.stderr, "warning: %v; every file's session is read from the log this time\n", err)
 	}
@@ -309,7 +310,7 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 				}
 				if err != nil {
 					sum.Errors = append(sum.Errors, err.Error())
-					if _, ok := errors.AsType[*claude.DivergedError](err); ok {
+					if _, ok := errors.AsType[*ingest.DivergedError](err); ok {
 						diverged++
 					}
 				}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/codex"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 )
 
 func importCodexCmd(g *globals) *cobra.Command {
@@ -118,7 +118,7 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 		mu       sync.Mutex
 		sum      importSummary
 		nothing  []string // notes of rollouts with nothing to import yet
-		diverged int      // rollouts stopped by a *claude.DivergedError
+		diverged int      // rollouts stopped by a *ingest.DivergedError
 		wg       sync.WaitGroup
 	)
 	// A thread's files (a resumed thread has several) go to one worker,
@@ -143,7 +143,7 @@ func importCodex(ctx context.Context, g *globals, paths []string, workers int, s
 					sum.Skipped += r.Skipped
 					if err != nil {
 						sum.Errors = append(sum.Errors, err.Error())
-						if _, ok := errors.AsType[*claude.DivergedError](err); ok {
+						if _, ok := errors.AsType[*ingest.DivergedError](err); ok {
 							diverged++
 						}
 					}
