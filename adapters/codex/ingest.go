@@ -24,11 +24,10 @@ import (
 // it causes; the same per-file cursor, fingerprints, torn-line wait and
 // line errors as every agent's). It is safe for concurrent use.
 type Ingester struct {
-	base    *ingest.Ingester
-	parser  *Parser
-	private []string // IngestConfig.Private
-	mu      sync.Mutex
-	states  map[string]FileState // rollout path → its state after its last imported line
+	base   *ingest.Ingester
+	parser *Parser
+	mu     sync.Mutex
+	states map[string]FileState // rollout path → its state after its last imported line
 }
 
 // IngestConfig configures an Ingester; the fields mean what they mean in
@@ -68,7 +67,7 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 	if err != nil {
 		return nil, fmt.Errorf("codex ingester: %w", err)
 	}
-	return &Ingester{base: base, parser: cfg.Parser, private: cfg.Private, states: map[string]FileState{}}, nil
+	return &Ingester{base: base, parser: cfg.Parser, states: map[string]FileState{}}, nil
 }
 
 // uuidTail matches the thread id Codex CLI ends a rollout's file name
@@ -129,10 +128,10 @@ func sessionOf(path string, l ingest.Line, err error) events.Aggregate {
 // that leads into a private dir (IngestConfig.Private) is refused with an
 // error wrapping ingest.ErrPrivate, and nothing is read or appended.
 func (in *Ingester) ImportFile(ctx context.Context, path string, progress func(line int)) (ingest.FileResult, error) {
-	if err := ingest.CheckPrivate(path, in.private); err != nil {
+	if err := ingest.CheckPrivate(path, in.base.Private()); err != nil {
 		return ingest.FileResult{Path: path}, err
 	}
-	f, _, err := ingest.OpenTranscript(path, in.private)
+	f, _, err := ingest.OpenTranscript(path, in.base.Private())
 	if errors.Is(err, ingest.ErrPrivate) {
 		return ingest.FileResult{Path: path}, err
 	}
