@@ -153,6 +153,9 @@ type DivergedError struct {
 	Command string
 }
 
+// Error returns "path:line: the transcript changed under Logbook: …",
+// ending with the command (Command --as-new path, the path quoted as one
+// shell word) that imports the file as it is now.
 func (e *DivergedError) Error() string {
 	line, what := divergence(e.Imported, e.Found, e.Size)
 	return fmt.Sprintf("%s:%d: the transcript changed under Logbook: %s; session %s keeps the %d lines it imported, and importing this file stops here (recorded as session.transcript_diverged); to import the file as it is now as a new history linked to it, run: %s --as-new %s (it goes to session %s)",
