@@ -158,13 +158,13 @@ func nothingYet(path string, size int64) (string, bool) {
 }
 
 // unreadableFirst returns the error of a file whose first line is longer
-// than claude.MaxLineBytes, naming the file and line 1 as an import names
+// than ingest.MaxLineBytes, naming the file and line 1 as an import names
 // such a line anywhere in a file; nil for any other file. The importers'
 // Looks functions refuse such a file at once (so a sparse file of a
 // terabyte is not read through); this tells it from one of another
 // format.
 func unreadableFirst(path string) error {
-	if _, err := ingest.FirstLine(path); errors.Is(err, claude.ErrLineTooLong) {
+	if _, err := ingest.FirstLine(path); errors.Is(err, ingest.ErrLineTooLong) {
 		return err
 	}
 	return nil
