@@ -15,6 +15,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/codex"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/reducers/command"
@@ -42,7 +43,7 @@ type Service struct {
 	// verdict a gated hook gave without a server (claude.Entry.Verdict)
 	// into what records it in the entry's own batch (the gate's
 	// RecordLocal); nil records the observation alone.
-	LocalVerdict func(claude.Entry) claude.Then
+	LocalVerdict func(claude.Entry) ingest.Then
 	red          *claude.Redactor                // the data dir's rules, for rejected spool entries
 	sx           *events.Executor[session.State] // requests a person makes of a session
 	intake       atomic.Pointer[Intake]          // hooks taken on the socket, set by OpenIntake
@@ -140,10 +141,10 @@ func (s *Service) Hook(ctx context.Context, data []byte) (any, error) {
 }
 
 // HookThen is Hook with then deciding more on the session in the hook's
-// own batch (claude.Then; the gate's verdict by a rule): one append for
+// own batch (ingest.Then; the gate's verdict by a rule): one append for
 // both. It returns the session's state after the batch; then is never
 // called for a Codex notify payload.
-func (s *Service) HookThen(ctx context.Context, data []byte, then claude.Then) (HookReply, session.State, error) {
+func (s *Service) HookThen(ctx context.Context, data []byte, then ingest.Then) (HookReply, session.State, error) {
 	e, err := hookEntry(data)
 	if err != nil {
 		return HookReply{}, session.State{}, err

@@ -101,7 +101,7 @@ func (f *feeder) transcript(id string, lines ...string) {
 
 func (f *feeder) state(id string) session.State {
 	f.t.Helper()
-	s, err := f.in.x.State(context.Background(), events.Aggregate{Kind: events.KindSession, ID: id})
+	s, err := f.in.Sessions().State(context.Background(), events.Aggregate{Kind: events.KindSession, ID: id})
 	if err != nil {
 		f.t.Fatal(err)
 	}

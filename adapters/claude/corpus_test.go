@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -63,7 +64,7 @@ func short(s events.Sig) string {
 func parseFile(t *testing.T, p *Parser, path string) []events.Observation {
 	t.Helper()
 	var obs []events.Observation
-	for l, err := range ReadLines(path, 0) {
+	for l, err := range ingest.ReadLines(path, 0) {
 		if err != nil {
 			t.Fatalf("read: %v", err)
 		}

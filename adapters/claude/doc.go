@@ -11,8 +11,9 @@
 //     line with a top-level "type" (user, assistant, system, attachment,
 //     queue-operation, permission-mode, ai-title, …), and the subagent
 //     transcripts beside them in <session-id>/subagents/agent-<id>.jsonl.
-//     ParseLine maps one line; ReadLines and ReadFrom yield complete lines
-//     of a file that may still be growing; Discover finds the files.
+//     ParseLine maps one line; Discover finds the files; the agent-neutral
+//     engine (adapters/ingest) reads, imports and follows them
+//     (Ingester, which embeds ingest.Ingester).
 //   - Hooks: the JSON object Claude Code writes to a hook command's stdin
 //     (the hooks reference's common fields plus per-event fields, keyed by
 //     "hook_event_name"). ParseHook maps one payload; Spool keeps payloads

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -30,7 +31,7 @@ func checkObservation(t *testing.T, p *Parser, o events.Observation) {
 // observation whose Raw is valid UTF-8 within the cap. Seeds: every line
 // of testdata/session.jsonl and testdata/fuzz/FuzzParseLine.
 func FuzzParseLine(f *testing.F) {
-	for l, err := range ReadLines(filepath.Join("testdata", "session.jsonl"), 0) {
+	for l, err := range ingest.ReadLines(filepath.Join("testdata", "session.jsonl"), 0) {
 		if err == nil && !l.Torn {
 			f.Add(l.Bytes)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
@@ -60,7 +61,7 @@ func BenchmarkImport(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		log, srv := natslogtest.Start(b, natslog.FsyncAlways)
-		x, err := OpenSkipIndex(filepath.Join(b.TempDir(), "import-index.json"), "bench")
+		x, err := ingest.OpenSkipIndex(filepath.Join(b.TempDir(), "import-index.json"), "bench")
 		if err != nil {
 			b.Fatal(err)
 		}

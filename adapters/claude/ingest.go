@@ -1,94 +1,54 @@
 package claude
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
 
-	"github.com/oklog/ulid/v2"
-
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
+	"github.com/oklog/ulid/v2"
 )
 
-// Ingester turns Claude Code observations into session decisions on the
-// log: each observation and the decisions it causes are appended to the
-// session's aggregate as one atomic batch, so the log never holds one
-// without the other. It is safe for concurrent use.
+// Ingester turns Claude Code transcripts and hook payloads into session
+// decisions on the log through the agent-neutral engine it embeds
+// (ingest.Ingester: Observe, ObserveThen, Sessions and the cursor,
+// fingerprint, batching and skip-index rules of every import). This
+// package gives it the format: how a transcript line and a hook become
+// observations, where the files live. It is safe for concurrent use.
 type Ingester struct {
+	*ingest.Ingester
 	parser *Parser
-	reg    *events.Registry
-	x      *events.Executor[session.State]
-	clock  events.Clock
-	skip   bool
-	asNew  bool
-	// command is the import command DivergedError names
-	// (IngestConfig.Command).
-	command string
-	index   *SkipIndex
-	// private lists the directories no transcript is read from
-	// (IngestConfig.Private).
-	private []string
-	// parsing holds a token per ImportFile call reading and parsing
-	// lines now (IngestConfig.Parsers); nil: no bound.
-	parsing chan struct{}
 }
 
-// IngestConfig configures an Ingester.
+// IngestConfig configures an Ingester; the fields mean what they mean in
+// ingest.Config.
 type IngestConfig struct {
-	Log    events.Log
-	Parser *Parser          // nil: NewParser(Config{})
-	Reg    *events.Registry // nil: events.NewRegistry()
-	IDs    events.IDSource  // nil: ulid.Make
-	Clock  events.Clock     // nil: time.Now; the time of lines without a timestamp in a new session, and the bound of every observation's time (events.BoundTime)
-	Host   string           // stamped on decided events
-	// SkipInvalid records a transcript line that does not parse as an
-	// observation with no signals (kind "invalid", the error in its
-	// problems, the text redacted and capped) and goes on, instead of
-	// stopping the file there.
+	Log         events.Log
+	Parser      *Parser // nil: NewParser(Config{})
+	Reg         *events.Registry
+	IDs         events.IDSource
+	Clock       events.Clock
+	Host        string
 	SkipInvalid bool
-	// AsNew imports a transcript that no longer holds what was imported
-	// from it (a *DivergedError otherwise) as a new history: from its
-	// first line into the session named in its divergence record,
-	// "<session>-r<n>", whose start links to the old session.
-	AsNew bool
-	// Command is the command that imports this Ingester's files, named
-	// in a *DivergedError's advice with its --as-new flag; "" is
+	AsNew       bool
+	// Command is the import command a *DivergedError names; "" is
 	// "logbook import claude".
 	Command string
 	// Actor is stamped on decided events; "" is "claude-code".
-	Actor string
-	// Skip, if set, lets ImportFile skip a file that has not changed since
-	// an import of it left nothing behind, without loading its session
-	// from the log, and remembers files so imported (see SkipIndex).
-	Skip *SkipIndex
-	// Parsers, if > 0, bounds the ImportFile calls that read and parse
-	// lines at once; a call whose run is being decided and appended
-	// does not count, so callers may run many more files at once than
-	// there are processors: their runs reach the log together, where
-	// group commit merges them into fewer atomic batches, while others
-	// parse. 0: no bound.
+	Actor   string
+	Skip    *ingest.SkipIndex
 	Parsers int
-	// Private lists directories (the data dir) whose files are never
-	// read as transcripts: ImportFile refuses a path that leads into one
-	// (CheckPrivate) before it reads or appends anything, then reads the
-	// file through one descriptor checked where it leads (CheckOpened:
-	// a hard link to a file there, or a path swapped for a link into one
-	// since, is refused too); Watch reports such a path once and never
-	// imports it.
 	Private []string
 }
 
-// NewIngester returns an Ingester appending to cfg.Log.
+// NewIngester returns an Ingester appending to cfg.Log. Errors: no Log,
+// NewParser's.
 func NewIngester(cfg IngestConfig) (*Ingester, error) {
 	if cfg.Log == nil {
 		return nil, errors.New("claude ingester: no log")
@@ -100,172 +60,33 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 		}
 		cfg.Parser = p
 	}
-	if cfg.Reg == nil {
-		cfg.Reg = events.NewRegistry()
-	}
-	if cfg.IDs == nil {
-		cfg.IDs = ulid.Make
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = time.Now
-	}
-	var parsing chan struct{}
-	if cfg.Parsers > 0 {
-		parsing = make(chan struct{}, cfg.Parsers)
-	}
-	return &Ingester{
-		parsing: parsing,
-		parser:  cfg.Parser,
-		reg:     cfg.Reg,
-		clock:   cfg.Clock,
-		skip:    cfg.SkipInvalid,
-		asNew:   cfg.AsNew,
-		command: cmp.Or(cfg.Command, "logbook import claude"),
-		index:   cfg.Skip,
-		private: cfg.Private,
-		x: &events.Executor[session.State]{
-			Log: cfg.Log, Reg: cfg.Reg, Init: session.Init, Evolve: session.Evolve,
-			IDs: cfg.IDs, Host: cfg.Host, Actor: cmpOr(cfg.Actor, "claude-code"),
-		},
-	}, nil
-}
-
-// Sessions returns the executor the ingester decides sessions with:
-// another decider of the same process (the gate) shares its cache, so
-// the two do not conflict with each other's appends.
-func (in *Ingester) Sessions() *events.Executor[session.State] { return in.x }
-
-// Observe appends the observation p, with event id id and time at, and
-// the decisions it causes, to agg as one batch. An at past the clock's
-// bound (events.BoundTime) is recorded at the bound. An observation the
-// session has already seen appends nothing (Appended is zero). Errors:
-// the reducer's refusal (events.ErrRejected), validation errors, the log's.
-func (in *Ingester) Observe(ctx context.Context, agg events.Aggregate, id ulid.ULID, at time.Time, p events.Payload) (events.Appended, session.State, error) {
-	return in.observe(ctx, agg, id, at, p, nil)
-}
-
-// Then decides more on a session in the batch of an observation, after
-// the observation's own decisions: st is the session's state with them
-// folded in (or as it stands, when the observation was seen before and
-// appends nothing). It may run more than once (once per attempt of the
-// batch) and must decide from st alone. Its events are appended after
-// the observation's; its error leaves them out and is returned once the
-// observation's batch is appended.
-type Then func(st session.State) (events.Decision, error)
-
-func (in *Ingester) observe(ctx context.Context, agg events.Aggregate, id ulid.ULID, at time.Time, p events.Payload, then Then) (events.Appended, session.State, error) {
-	at, _ = events.BoundTime(at, in.clock())
-	obs := in.reg.New(p)
-	obs.ID, obs.Agg, obs.At = id, agg, at.UTC().Truncate(time.Microsecond)
-	o, _ := events.Observed(p)
-	var (
-		thenErr error
-		fresh   bool // the batch holds the observation
-	)
-	ap, st, err := in.x.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
-		thenErr, fresh = nil, false
-		var out events.Decision
-		if !s.Seen(o) {
-			decs, err := session.Decide(s, session.Observe{Obs: obs})
-			if err != nil {
-				return nil, err
-			}
-			out, fresh = append([]events.Envelope{obs}, decs...), true
-		}
-		if then == nil {
-			return out, nil
-		}
-		after := s
-		for i, e := range out {
-			e.Ver = s.Ver + uint64(i) + 1
-			after = session.Evolve(after, e)
-		}
-		more, err := then(after)
-		if err != nil {
-			thenErr = err
-			return out, nil
-		}
-		return append(out, more...), nil
+	base, err := ingest.New(ingest.Config{
+		Log: cfg.Log, Reg: cfg.Reg, IDs: cfg.IDs, Clock: cfg.Clock, Host: cfg.Host,
+		SkipInvalid: cfg.SkipInvalid, AsNew: cfg.AsNew, Skip: cfg.Skip, Parsers: cfg.Parsers, Private: cfg.Private,
+		Command: cmp.Or(cfg.Command, "logbook import claude"), Actor: cmp.Or(cfg.Actor, "claude-code"),
 	})
-	if err == nil {
-		err = thenErr
+	if err != nil {
+		return nil, fmt.Errorf("claude ingester: %w", err)
 	}
-	if err != nil || !fresh || ap.Last == 0 {
-		return ap, st, err
-	}
-	if err := in.release(ctx, agg, obs, o); err != nil {
-		return ap, st, err
-	}
-	return ap, st, in.finished(ctx, agg, st, obs, o)
+	return &Ingester{Ingester: base, parser: cfg.Parser}, nil
 }
 
-// finished tells the parent of a subagent whose own report o ended its
-// turn (its transcript's last message) that the subagent's work is over:
-// the parent's entry for it (agent-<id> or bg-<id>) closes, as a lost
-// SubagentStop would have closed it.
-func (in *Ingester) finished(ctx context.Context, agg events.Aggregate, st session.State, obs events.Envelope, o *events.Observation) error {
-	if st.Parent == "" || st.AgentID == "" || st.TurnOpen || !slices.ContainsFunc(o.Signals, func(s events.Sig) bool { return s.Kind == events.SigTurnEnd }) {
-		return nil
+// Lines is the Claude Code transcript format as the engine reads it:
+// Parser.Line, stored as events.ClaudeLineObserved.
+func (in *Ingester) Lines() ingest.LineSource {
+	return ingest.LineSource{
+		Parse:  in.parser.Line,
+		Wrap:   func(o events.Observation) events.Payload { return events.ClaudeLineObserved{Observation: o} },
+		Parser: ParserLine,
 	}
-	parent, err := SessionAggregate(st.Parent, "")
-	if err != nil || parent == agg {
-		return nil
-	}
-	kind := "hook"
-	if o.Line > 0 {
-		kind = "transcript"
-	}
-	cause := events.Cause{Kind: kind, Event: o.Kind, Ref: obs.ID.String(), Detail: "subagent " + agg.ID}
-	for _, id := range []string{"agent-" + st.AgentID, "bg-" + st.AgentID} {
-		_, _, err := in.x.Execute(ctx, parent, func(s session.State) (events.Decision, error) {
-			return session.Decide(s, session.Detach{EntryID: id, Outcome: events.OutcomeOK, At: obs.At, Cause: cause})
-		})
-		if err != nil {
-			return fmt.Errorf("subagent %s done, parent %s: %w", agg.ID, parent.ID, err)
-		}
-	}
-	return nil
 }
 
-// release tells each subagent whose work the observation o of session agg
-// reports over (its result reached the parent, its SubagentStop, its task
-// notification) that it is done (session.Release), so the subagent's own
-// row agrees with its parent's entries. A subagent without a session of
-// its own is left alone. It runs after the parent's batch is appended; an
-// error here leaves that batch in place.
-func (in *Ingester) release(ctx context.Context, agg events.Aggregate, obs events.Envelope, o *events.Observation) error {
-	kind := "hook"
-	if o.Line > 0 {
-		kind = "transcript"
-	}
-	for _, sig := range o.Signals {
-		id := ""
-		switch sig.Kind {
-		case events.SigToolResult:
-			if sig.Status != StatusBackgrounded {
-				id = sig.Task
-			}
-		case events.SigSubagentStop:
-			id = sig.ID
-		case events.SigBackgroundDone:
-			id = sig.Task
-		}
-		if id == "" {
-			continue
-		}
-		child, err := SessionAggregate(agg.ID, id)
-		if err != nil || child == agg {
-			continue
-		}
-		cause := events.Cause{Kind: kind, Event: o.Kind, Ref: obs.ID.String(), Detail: "parent " + agg.ID}
-		_, _, err = in.x.Execute(ctx, child, func(s session.State) (events.Decision, error) {
-			return session.Decide(s, session.Release{At: obs.At, Cause: cause})
-		})
-		if err != nil {
-			return fmt.Errorf("release subagent %s of %s: %w", id, agg.ID, err)
-		}
-	}
-	return nil
+// ImportFile imports the Claude Code transcript at path into agg from the
+// line after the session's cursor, as ingest.Ingester.ImportFile does
+// with the Claude Code format (Lines); its results and errors are that
+// method's.
+func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggregate, progress func(line int)) (ingest.FileResult, error) {
+	return in.Ingester.ImportFile(ctx, path, agg, in.Lines(), progress)
 }
 
 // Hook ingests one spooled hook payload. The observation's event id is the
@@ -278,28 +99,19 @@ func (in *Ingester) Hook(ctx context.Context, e Entry) (events.Appended, error) 
 // HookThen is Hook with then deciding more in the observation's batch
 // (see Then): one append for both. It returns the session's state after
 // the batch.
-func (in *Ingester) HookThen(ctx context.Context, e Entry, then Then) (events.Appended, session.State, error) {
+func (in *Ingester) HookThen(ctx context.Context, e Entry, then ingest.Then) (events.Appended, session.State, error) {
 	o, err := in.parser.SpooledHook(e)
 	if err != nil {
 		return events.Appended{}, session.State{}, err
 	}
-	if e.Process != nil {
-		p := *e.Process
-		o.Process = &p
-	}
-	// A hook arrives as the agent runs: it is dated by its receipt here
-	// (its spool entry's time, bounded like its decisions' time).
-	recv, _ := events.BoundTime(e.Time, in.clock())
-	o.Received, o.Live = recv.UTC().Truncate(time.Microsecond), true
 	agg, err := hookAggregate(o)
 	if err != nil {
 		return events.Appended{}, session.State{}, fmt.Errorf("hook %s: %w", e.ID, err)
 	}
-	id, err := ulid.ParseStrict(e.ID)
-	if err != nil {
-		return events.Appended{}, session.State{}, fmt.Errorf("hook %s: entry id: %w", e.ID, err)
-	}
-	return in.observe(ctx, agg, id, e.Time, events.ClaudeHookObserved{Observation: o}, then)
+	// A hook arrives as the agent runs: it is dated by its receipt here
+	// (ObserveEntry).
+	wrap := func(o events.Observation) events.Payload { return events.ClaudeHookObserved{Observation: o} }
+	return in.ObserveEntry(ctx, "hook", e, agg, o, wrap, then)
 }
 
 // CheckHook parses spooled hook entry e as HookThen does and returns the
@@ -334,769 +146,6 @@ func hookAggregate(o events.Observation) (events.Aggregate, error) {
 	return SessionAggregate(o.Meta.SessionID, agentID)
 }
 
-// FileResult reports one transcript file's import.
-type FileResult struct {
-	Path     string
-	Session  string // aggregate id
-	Appended int    // lines appended now
-	Skipped  int    // lines already in the log
-	Lines    int    // the session's line cursor after the import
-	Torn     bool   // the last line is incomplete and waits for the next import
-	Warnings []string
-}
-
-// ImportFile imports the transcript at path into agg from the line after
-// the session's cursor. It decides runs of lines in memory (each line's
-// observation, then the decisions it causes, in order) and appends each
-// run as one atomic batch of at most events.MaxBatch events, with
-// optimistic concurrency on agg at the run's start; on a conflict the run
-// is decided again on the state the log has then (appendRun). A crash
-// between batches loses nothing and doubles nothing: the session's line
-// cursor moves with the batch that holds the line. It stops at a torn
-// last line (reported, not an error) and at the first line that does not
-// parse, returning a *LineError naming path and line: the lines before it
-// are imported, nothing of it is appended. progress, if not nil, is called
-// for each line after the batch holding it is appended.
-//
-// Each line's observation keeps its fingerprint (events.Fingerprint), and
-// the session keeps the last one per file. Before reading on, ImportFile
-// checks that the file still holds that line (CheckFingerprint); when it
-// does not (the file was truncated or rewritten) it records
-// session.transcript_diverged once and returns a *DivergedError, unless
-// the rewritten form was already imported as a new history (it goes on
-// there, with a warning) or the Ingester imports AsNew (it starts it).
-// The lines already imported are never touched.
-func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggregate, progress func(line int)) (FileResult, error) {
-	return in.ImportFileFrom(ctx, path, agg, in.claudeLines(), progress)
-}
-
-// LineSource is how ImportFileFrom reads one transcript format: Parse
-// parses line n (1-based) of the file at path, b (with or without its
-// newline), as Parser.Line does (with an error, an observation of Kind
-// "invalid" that --skip-invalid records); Wrap makes the observation the
-// payload stored on the log. Parse is called in line order, once per line
-// read, from one goroutine.
-type LineSource struct {
-	Parse  func(path string, n int, b []byte) (events.Observation, error)
-	Wrap   func(events.Observation) events.Payload
-	Parser string // the parser name stamped on blank lines
-}
-
-// claudeLines is the Claude Code transcript source.
-func (in *Ingester) claudeLines() LineSource {
-	return LineSource{
-		Parse:  in.parser.Line,
-		Wrap:   func(o events.Observation) events.Payload { return events.ClaudeLineObserved{Observation: o} },
-		Parser: ParserLine,
-	}
-}
-
-// ImportFileFrom is ImportFile for a transcript of another format, read
-// by src: the same per-file cursor, fingerprints, torn-line wait, line
-// errors and --skip-invalid.
-func (in *Ingester) ImportFileFrom(ctx context.Context, path string, agg events.Aggregate, src LineSource, progress func(line int)) (FileResult, error) {
-	if err := CheckPrivate(path, in.private); err != nil {
-		return FileResult{Path: path, Session: agg.ID}, err
-	}
-	if in.index == nil {
-		res, _, err := in.importFileAt(ctx, path, agg, src, progress)
-		return asGiven(path, res, err)
-	}
-	if e, ok := in.index.unchanged(path, agg, in.private); ok {
-		return FileResult{Path: path, Session: e.Session, Skipped: e.Fingerprint.Line, Lines: e.Fingerprint.Line}, nil
-	}
-	res, fp, err := in.importFileAt(ctx, path, agg, src, progress)
-	if err != nil || res.Torn || len(res.Warnings) > 0 || res.Lines != fp.Line {
-		in.index.forget(path)
-	} else {
-		in.index.record(path, agg, res.Session, fp)
-	}
-	return asGiven(path, res, err)
-}
-
-// asGiven names path as the caller gave it in res's warnings and in
-// err, where importFileAt named the file by its real path (a symlinked
-// transcript's cursor is kept under its target's path).
-func asGiven(path string, res FileResult, err error) (FileResult, error) {
-	real := realPath(path)
-	if real == path {
-		return res, err
-	}
-	for i, w := range res.Warnings {
-		res.Warnings[i] = strings.ReplaceAll(w, real, path)
-	}
-	if err != nil {
-		err = &givenPathError{given: path, real: real, err: err}
-	}
-	return res, err
-}
-
-// givenPathError is err with the file's real path in its text replaced
-// by the path as given; it unwraps to err.
-type givenPathError struct {
-	given, real string
-	err         error
-}
-
-func (e *givenPathError) Error() string {
-	return strings.ReplaceAll(e.err.Error(), e.real, e.given)
-}
-
-func (e *givenPathError) Unwrap() error { return e.err }
-
-// importFileAt is ImportFileFrom without the index; it also returns the
-// fingerprint of the last line of the file now in the log (zero if none).
-func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Aggregate, src LineSource, progress func(line int)) (FileResult, events.Fingerprint, error) {
-	res := FileResult{Path: path, Session: agg.ID}
-	var lastFP events.Fingerprint
-	s, err := in.x.State(ctx, agg)
-	if err != nil {
-		return res, lastFP, err
-	}
-	// The per-file cursor is kept under the file's real path, so that a
-	// symbolic link to a transcript imported before finds its lines in
-	// the log; a cursor the log already keeps under the path as given
-	// (an import before this rule) goes on there.
-	if real := realPath(path); real != path && s.Cursor(path) == 0 {
-		path = real
-	}
-	// The file is opened once and every read of this import goes through
-	// that one descriptor, checked where it leads (CheckOpened): a path
-	// swapped for a link into the data dir after ImportFileFrom checked
-	// it, or a hard link to a file there, is never read.
-	f, _, err := OpenTranscript(path, in.private)
-	if err != nil {
-		if errors.Is(err, ErrPrivate) {
-			return res, lastFP, err
-		}
-		return res, lastFP, fmt.Errorf("read transcript: %w", err)
-	}
-	defer f.Close()
-	rewrittenFrom := ""
-	for hops := 0; ; hops++ {
-		fp, ok := s.Fingerprint(path)
-		if !ok || s.Cursor(path) == 0 {
-			break
-		}
-		if hops >= 16 {
-			return res, lastFP, fmt.Errorf("%s: changed under Logbook more than %d times (the newest history is session %s); stopped", path, hops, agg.ID)
-		}
-		found, size, same, err := checkFingerprintOf(f, path, fp)
-		if err != nil {
-			return res, lastFP, err
-		}
-		if same {
-			break
-		}
-		if f, err := in.firstDifference(ctx, agg, f, path); err != nil {
-			return res, lastFP, err
-		} else if f != nil {
-			found = *f
-		}
-		next, err := in.diverge(ctx, agg, path, fp, found, size)
-		if err != nil {
-			return res, lastFP, err
-		}
-		// Read from the log, not the cache: another process may have
-		// started the new history (import --as-new) since.
-		recs, _, err := in.x.Log.Load(ctx, next)
-		if err != nil {
-			return res, lastFP, err
-		}
-		ns := session.Fold(session.Init(next), recs)
-		if !in.asNew && ns.Cursor(path) == 0 {
-			res.Skipped = fp.Line // kept by agg
-			return res, lastFP, &DivergedError{Path: path, Session: agg.ID, NewSession: next.ID, Imported: fp, Found: found, Size: size, Command: in.command}
-		}
-		if !in.asNew {
-			line, what := divergence(fp, found, size)
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: changed under Logbook: %s; session %s keeps the %d lines it imported, and its rewritten form goes on in session %s", path, line, what, agg.ID, fp.Line, next.ID))
-		}
-		if !ns.Exists() {
-			rewrittenFrom = agg.ID
-		}
-		agg, s = next, ns
-		res.Session = agg.ID
-	}
-	res.Lines = s.Cursor(path)
-	res.Skipped = s.Cursor(path)
-	lastFP, _ = s.Fingerprint(path)
-	// A line with no time of its own takes the time of the line before
-	// it: on a resumed import, when the agent was last heard from
-	// (ObservedAt), never the time of the session's last event, which
-	// may be the server's (a stale mark, a person's verdict) and would
-	// date history now.
-	last := s.ObservedAt
-	if last.IsZero() {
-		last = s.UpdatedAt
-	}
-	if last.IsZero() {
-		// Lines before the first timestamped one take its time, so an
-		// import decides the same events on every host.
-		last = firstTime(f, path)
-	}
-	now := in.clock()
-	live := isLiveRead(ctx)
-	future := false // a line past now's bound was warned of
-	uuids := map[string]bool{}
-	var unknown []int // oversized lines whose uuid their head does not hold
-	startCursor := s.Cursor(path)
-	if startCursor == 0 && !s.Exists() {
-		// A file of blank lines only starts no session: nothing is
-		// appended until a line that is not blank comes (its blank lines
-		// then keep their numbers).
-		if blank, err := blankOnly(readLinesOf(ctx, f, path, Cursor{}, 0, MaxLineBytes, 0)); err != nil {
-			return res, lastFP, err
-		} else if blank {
-			return res, lastFP, nil
-		}
-	}
-	var run []runLine
-	// A parse slot (IngestConfig.Parsers) is held while lines are read
-	// and parsed, never while a run is appended: nothing that waits for
-	// a slot then holds what an append needs.
-	held := false
-	hold := func() error {
-		if in.parsing == nil || held {
-			return nil
-		}
-		select {
-		case in.parsing <- struct{}{}:
-			held = true
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	let := func() {
-		if held {
-			<-in.parsing
-			held = false
-		}
-	}
-	defer let()
-	// flush appends the lines in run; stop is the error that ended the
-	// run (a line that does not parse), returned once the lines before it
-	// are in the log.
-	flush := func(stop error) error {
-		let()
-		if err := in.appendRun(ctx, agg, path, run, &res, progress); err != nil {
-			return err
-		}
-		if len(run) > 0 {
-			o, _ := events.Observed(run[len(run)-1].obs.Data)
-			lastFP = *o.Fingerprint
-		}
-		run = run[:0]
-		return stop
-	}
-	// Read on from the end of the last line imported when the session
-	// remembers where it ends (the fingerprint check above found it
-	// there), else from the start, skipping the lines imported.
-	lines := readLinesOf(ctx, f, path, Cursor{}, startCursor, MaxLineBytes, 0)
-	if fp, ok := s.Fingerprint(path); ok && fp.Line == startCursor && fp.End > 0 {
-		lines = readLinesOf(ctx, f, path, Cursor{Line: fp.Line, Offset: fp.End}, fp.Line, MaxLineBytes, 0)
-	}
-	if err := hold(); err != nil {
-		return res, lastFP, err
-	}
-	for l, err := range lines {
-		var long *LineError // a line too long to hold, read through
-		if err != nil {
-			if le, ok := errors.AsType[*LineError](err); ok && errors.Is(le, ErrLineTooLong) && l.Sum != "" {
-				long = le
-			} else {
-				ended(run, src)
-				err = flush(err)
-				return res, lastFP, err
-			}
-		}
-		if l.Torn {
-			res.Torn = true
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: incomplete last line (%d bytes, no newline yet); it will be imported once complete", path, l.N, l.Size))
-			break
-		}
-		fp := LineFingerprint(l)
-		if l.N == 1 {
-			l.Bytes = bytes.TrimPrefix(l.Bytes, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
-			l.Head = bytes.TrimPrefix(l.Head, []byte("\xef\xbb\xbf"))
-		}
-		var o events.Observation
-		if long != nil {
-			o = oversized(src, path, l, long)
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%v (recorded without signals: its first %d bytes, its size and its SHA-256)", long, o.Cut.Kept))
-		} else if len(bytes.TrimSpace(l.Bytes)) == 0 {
-			// A blank line carries nothing, but it keeps its number.
-			o = events.Observation{Key: fmt.Sprintf("line:%d", l.N), Parser: src.Parser, Path: path, Line: l.N, Kind: "blank", Problems: []string{"blank line"}}
-		} else if o, err = src.Parse(path, l.N, l.Bytes); err != nil {
-			if !in.skip || o.Kind != "invalid" {
-				ended(run, src)
-				err = flush(err)
-				return res, lastFP, err
-			}
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%v (recorded without signals)", err))
-		}
-		for _, p := range o.Problems {
-			if strings.HasPrefix(p, UsageRefused) {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: %s (the line is recorded; its usage counts nothing)", path, l.N, p))
-			}
-		}
-		if o.UUID != "" {
-			uuids[o.UUID] = true
-		}
-		if long != nil {
-			// The line is kept without its content, but a uuid in its
-			// head still names it as a parent; one past the head is
-			// unknown, and any line may be its child.
-			if u := headUUID(l.Head); u != "" {
-				uuids[u] = true
-			} else {
-				unknown = append(unknown, l.N)
-			}
-		}
-		// The session's lines imported before (from this file or any
-		// other) count as earlier lines: the warning does not depend on
-		// how the file was cut across imports.
-		if o.ParentUUID != "" && !uuids[o.ParentUUID] && !s.LineIDs.Has(o.ParentUUID) {
-			p := fmt.Sprintf("parentUuid %s points to no earlier line", o.ParentUUID)
-			if len(unknown) > 0 {
-				p = fmt.Sprintf("parentUuid %s points to no earlier line whose uuid is known (line %s, over the size limit, was recorded without it and may be the parent)", o.ParentUUID, joinInts(unknown))
-			}
-			o.Problems = append(o.Problems, p)
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: %s", path, l.N, p))
-		}
-		o.Fingerprint = &fp
-		// When this host took the line in, and whether it was read as
-		// the agent wrote it (Watch) or is history (an import).
-		o.Received, o.Live = in.clock().UTC().Truncate(time.Microsecond), live
-		if rewrittenFrom != "" {
-			o.RewrittenFrom, rewrittenFrom = rewrittenFrom, ""
-		}
-		at := last
-		if t, ok := usableTime(o.AgentTime); ok {
-			at = t
-		} else if o.AgentTime != "" {
-			p := fmt.Sprintf("timestamp %q is not a time Logbook can date the line by (RFC 3339, year %d or later); it is dated as the line before it", o.AgentTime, minLineYear)
-			o.Problems = append(o.Problems, p)
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: %s", path, l.N, p))
-		}
-		if at.IsZero() {
-			at = in.clock()
-		}
-		if o.Live {
-			// Read as the agent wrote it: the line happened now, by this
-			// host's clock, whatever the agent's says (AgentTime keeps
-			// that, and the offset between them is learned from it), so
-			// a session's times agree with its hooks' and with the
-			// server's, however far the agent's clock is off.
-			at = o.Received
-		}
-		// A line dated past this host's clock (and so every line after
-		// it that has no time of its own) takes the bound instead; the
-		// observation keeps the line's own timestamp (AgentTime).
-		if b, over := events.BoundTime(at, now); over {
-			if !future {
-				future = true
-				res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: timestamp %s lies past this host's clock; the line and any later one dated past %s are recorded at that bound", path, l.N, at.UTC().Format(time.RFC3339Nano), b.UTC().Format(time.RFC3339)))
-			}
-			at = b
-		}
-		last = at
-		// History: the pass reads on past this line, unless it proves
-		// the last (ended); a session whose last line says so is being
-		// imported.
-		o.More = !o.Live
-		obs := in.reg.New(src.Wrap(o))
-		obs.ID, obs.Agg, obs.At = in.x.IDs(), agg, at.UTC().Truncate(time.Microsecond)
-		// A full run goes out when the next line comes, so the run the
-		// pass ends with is never empty and its last line can say so.
-		if len(run) >= maxRunLines {
-			if err := flush(nil); err != nil {
-				return res, lastFP, err
-			}
-			if err := hold(); err != nil {
-				return res, lastFP, err
-			}
-		}
-		run = append(run, runLine{n: l.N, obs: obs})
-	}
-	ended(run, src)
-	err = flush(nil)
-	return res, lastFP, err
-}
-
-// ended marks the last line of run, the last this pass of an import read
-// of its file, as such: its observation's More is cleared.
-func ended(run []runLine, src LineSource) {
-	if len(run) == 0 {
-		return
-	}
-	r := &run[len(run)-1]
-	if o, ok := events.Observed(r.obs.Data); ok && o.More {
-		c := *o
-		c.More = false
-		r.obs.Data = src.Wrap(c)
-	}
-}
-
-// oversized returns the observation of line l of the transcript at path,
-// too long to hold (lerr wraps ErrLineTooLong): kind "invalid", no
-// signals, the error in Problems, the agent src names (Meta.Agent), Raw
-// the start of its head as src parses a line that does not parse
-// (redacted, cut to the cap), and Cut the whole
-// line's size and SHA-256, so the line keeps its number and the import
-// goes on past it.
-func oversized(src LineSource, path string, l Line, lerr *LineError) events.Observation {
-	p, _ := src.Parse(path, l.N, l.Head)
-	o := events.Observation{Key: p.Key, Parser: p.Parser, Path: path, Line: l.N, Kind: "invalid",
-		Meta:     events.Meta{Agent: p.Meta.Agent},
-		Problems: []string{fmt.Sprintf("line %d: %v; recorded without signals", l.N, lerr.Err)}}
-	o.Raw = p.Raw
-	o.Cut = &events.Cut{Size: int64(l.Size), SHA256: l.Sum, Kept: len(p.Raw)}
-	return o
-}
-
-// headUUID returns the top-level "uuid" of a transcript line from head,
-// its first bytes (an oversized line's Line.Head, which is cut and so not
-// valid JSON), when the member lies wholly within head; "" otherwise. It
-// reads head as a stream of JSON tokens and stops at the first that does
-// not parse.
-func headUUID(head []byte) string {
-	d := json.NewDecoder(bytes.NewReader(head))
-	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
-		return "" // a line is an object
-	}
-	depth, key := 1, true // key: the next token at depth 1 is a member name
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			return ""
-		}
-		switch v := tok.(type) {
-		case json.Delim:
-			if v == '{' || v == '[' {
-				depth++
-				continue
-			}
-			depth--
-			if depth == 1 {
-				key = true // a nested value ended
-			}
-			if depth == 0 {
-				return ""
-			}
-			continue
-		}
-		if depth != 1 {
-			continue
-		}
-		if !key {
-			key = true
-			continue
-		}
-		name, _ := tok.(string)
-		key = false
-		if name != "uuid" {
-			continue
-		}
-		val, err := d.Token()
-		if s, ok := val.(string); err == nil && ok {
-			return s
-		}
-		return ""
-	}
-}
-
-// joinInts writes ns as "1, 2, 3".
-func joinInts(ns []int) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ", ")
-}
-
-// copyObservation returns the observation that stands for lines, a run
-// of consecutive transcript lines of one file each of which the session
-// already holds by its uuid (events.KindCopy): the last line's id, time,
-// key, path, line and fingerprint, how many lines it stands for, and no
-// text or signals.
-func copyObservation(reg *events.Registry, lines []runLine) events.Envelope {
-	first, _ := events.Observed(lines[0].obs.Data)
-	last := lines[len(lines)-1].obs
-	lo, _ := events.Observed(last.Data)
-	o := events.Observation{
-		Key: lo.Key, Parser: lo.Parser, Path: lo.Path, Line: lo.Line, Kind: events.KindCopy,
-		Meta: events.Meta{Agent: lo.Meta.Agent}, Fingerprint: lo.Fingerprint, Copied: len(lines),
-		Problems: []string{fmt.Sprintf("lines %d–%d hold lines the session already has (the same uuids, from %s or another file): recorded once, without their text", first.Line, lo.Line, filepath.Base(lo.Path))},
-	}
-	var p events.Payload = events.ClaudeLineObserved{Observation: o}
-	if _, ok := last.Data.(events.CodexLineObserved); ok {
-		p = events.CodexLineObserved{Observation: o}
-	}
-	e := reg.New(p)
-	e.ID, e.Agg, e.At = last.ID, last.Agg, last.At
-	return e
-}
-
-// maxRunLines bounds the lines ImportFile decides together; each line
-// yields at least one event, so more could not go into one atomic batch
-// (events.MaxBatch) anyway.
-const maxRunLines = events.MaxBatch
-
-// runLine is one parsed transcript line waiting in a run: its line
-// number and its observation, with id, aggregate and time set.
-type runLine struct {
-	n   int
-	obs events.Envelope
-}
-
-// lineOutcome is what deciding one line of a run gave: whether it
-// appended (it was not seen before), and what finished needs of the
-// session's state just after it.
-type lineOutcome struct {
-	appended bool
-	parent   string
-	agentID  string
-	turnOpen bool
-}
-
-// appendRun decides the lines of run in order against agg's state, each
-// line's observation followed by its decisions, and appends them as one
-// atomic batch with optimistic concurrency on agg at the run's start (on a
-// conflict the Executor brings the state up to date and the run is
-// decided again, lines now seen appending nothing). A run whose events
-// would pass events.MaxBatch goes out as several batches, each ending at a
-// line's end. A line the reducer refuses ends the run there: the lines
-// before it are appended, and the error names path and line. A run the
-// log refuses whole is appended again line by line, with the same result. After each
-// batch the subagents its lines report done are released, and res and
-// progress hear of every line.
-func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path string, run []runLine, res *FileResult, progress func(line int)) error {
-	for len(run) > 0 {
-		var (
-			outs   []lineOutcome
-			stop   error
-			stopAt int
-			taken  int
-		)
-		_, st, err := in.x.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
-			outs, stop, stopAt, taken = outs[:0], nil, 0, 0
-			// Most lines decide one or two events: room for three a
-			// line spares the batch its regrowth.
-			evs := make([]events.Envelope, 0, min(events.MaxBatch, 3*len(run)))
-			// copied is the run of lines, just before the current one,
-			// that the session already holds by their uuids: they go in
-			// as one observation (events.KindCopy) when it ends.
-			var copied []runLine
-			addCopied := func() {
-				if len(copied) == 0 {
-					return
-				}
-				e := copyObservation(in.reg, copied)
-				copied = copied[:0]
-				if _, err := session.Decide(s, session.Observe{Obs: e}); err != nil {
-					return // the line after the copies says what is wrong
-				}
-				e.Agg, e.Ver = agg, s.Ver+1
-				s = session.Evolve(s, e)
-				evs = append(evs, e)
-			}
-			for _, rl := range run {
-				o, _ := events.Observed(rl.obs.Data)
-				if s.Seen(o) {
-					outs = append(outs, lineOutcome{})
-					taken++
-					continue
-				}
-				if id := session.LineID(o); id != "" && s.LineIDs.Has(id) && len(evs)+1 < events.MaxBatch {
-					copied = append(copied, rl)
-					outs = append(outs, lineOutcome{})
-					taken++
-					continue
-				}
-				addCopied()
-				decs, err := session.Decide(s, session.Observe{Obs: rl.obs})
-				if err != nil {
-					stop, stopAt = err, rl.n
-					break
-				}
-				if len(evs) > 0 && len(evs)+1+len(decs) > events.MaxBatch {
-					break // the next batch's
-				}
-				at := len(evs)
-				evs = append(append(evs, rl.obs), decs...)
-				for _, e := range evs[at:] {
-					e.Agg, e.Ver = agg, s.Ver+1
-					s = session.Evolve(s, e)
-				}
-				outs = append(outs, lineOutcome{appended: true, parent: s.Parent, agentID: s.AgentID, turnOpen: s.TurnOpen})
-				taken++
-			}
-			addCopied()
-			return evs, nil
-		})
-		if err != nil {
-			if len(run) == 1 || ctx.Err() != nil {
-				return fmt.Errorf("%s:%d: %w", path, run[0].n, err)
-			}
-			// The log refused the run whole (an event it will not take,
-			// say): append it line by line, so the lines before the one
-			// at fault are imported and the error names that line.
-			for i := range run {
-				if err := in.appendRun(ctx, agg, path, run[i:i+1], res, progress); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		for i, out := range outs {
-			rl := run[i]
-			if !out.appended {
-				res.Skipped++
-			} else {
-				res.Appended++
-				o, _ := events.Observed(rl.obs.Data)
-				if err := in.release(ctx, agg, rl.obs, o); err != nil {
-					return fmt.Errorf("%s:%d: %w", path, rl.n, err)
-				}
-				after := session.State{Parent: out.parent, AgentID: out.agentID, TurnOpen: out.turnOpen}
-				if err := in.finished(ctx, agg, after, rl.obs, o); err != nil {
-					return fmt.Errorf("%s:%d: %w", path, rl.n, err)
-				}
-			}
-			if progress != nil {
-				progress(rl.n)
-			}
-		}
-		res.Lines = st.Cursor(path)
-		if stop != nil {
-			return fmt.Errorf("%s:%d: %w", path, stopAt, stop)
-		}
-		run = run[taken:]
-	}
-	return nil
-}
-
-// diverge records on agg that the transcript at path no longer holds its
-// imported line fp (session.transcript_diverged, once per file) and
-// returns the session its rewritten form goes to.
-func (in *Ingester) diverge(ctx context.Context, agg events.Aggregate, path string, fp, found events.Fingerprint, size int64) (events.Aggregate, error) {
-	cmd := session.Diverge{
-		Path: path, Imported: fp, Found: found, Size: size, At: in.clock().UTC().Truncate(time.Microsecond),
-		Cause: events.Cause{Kind: "transcript", Event: "diverged", Detail: filepath.Base(path), Ref: fmt.Sprintf("%s:%d", path, fp.Line)},
-	}
-	_, st, err := in.x.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
-		return session.Decide(s, cmd)
-	})
-	if err != nil {
-		return agg, fmt.Errorf("%s: record divergence: %w", path, err)
-	}
-	next := events.Aggregate{Kind: events.KindSession, ID: st.DivergedTo(path)}
-	if err := next.Validate(); err != nil {
-		return agg, fmt.Errorf("%s: new session: %w", path, err)
-	}
-	return next, nil
-}
-
-// firstDifference compares f, the transcript opened from path, line by line, with the
-// fingerprints agg's stored observations of it hold, and returns the
-// fingerprint of the first line that differs, or, for a file that is a
-// shorter prefix of what was imported, its end (Line: its complete lines,
-// no SHA256). It returns nil when no stored line has a fingerprint to
-// compare with, or every one matches.
-func (in *Ingester) firstDifference(ctx context.Context, agg events.Aggregate, f *os.File, path string) (*events.Fingerprint, error) {
-	recs, _, err := in.x.Log.Load(ctx, agg)
-	if err != nil {
-		return nil, err
-	}
-	imported := map[int]string{}
-	last := 0
-	for _, r := range recs {
-		o, ok := events.Observed(r.Data)
-		if ok && o.Line > 0 && o.Fingerprint != nil && filepath.Base(o.Path) == filepath.Base(path) {
-			imported[o.Line] = o.Fingerprint.SHA256
-			last = max(last, o.Line)
-		}
-	}
-	if len(imported) == 0 {
-		return nil, nil
-	}
-	n := 0
-	var end int64
-	for l, err := range readLinesOf(ctx, f, path, Cursor{}, 0, MaxLineBytes, 0) {
-		if err != nil {
-			if _, ok := errors.AsType[*LineError](err); !ok || l.Sum == "" {
-				if ok {
-					continue
-				}
-				return nil, err
-			}
-		}
-		if l.Torn || l.N > last {
-			break
-		}
-		fp := LineFingerprint(l)
-		if sum, ok := imported[l.N]; ok && sum != fp.SHA256 {
-			return &fp, nil
-		}
-		n, end = l.N, l.End
-	}
-	if n < last {
-		return &events.Fingerprint{Line: n, Offset: end, End: end}, nil
-	}
-	return nil, nil
-}
-
-// headLines is how many leading lines firstTime and sessionIDOf look at.
-const headLines = 64
-
-// firstOf decodes each of the first headLines complete lines of f, the
-// transcript opened from path, into a fresh V and returns the first for
-// which ok reports true.
-func firstOf[V any](f *os.File, path string, ok func(V) bool) (V, bool) {
-	n := 0
-	for l, err := range readLinesOf(context.Background(), f, path, Cursor{}, 0, MaxLineBytes, 0) {
-		if err != nil || l.Torn || n >= headLines {
-			break
-		}
-		n++
-		var v V
-		if json.Unmarshal(l.Bytes, &v) == nil && ok(v) {
-			return v, true
-		}
-	}
-	var zero V
-	return zero, false
-}
-
-// minLineYear is the earliest year a line's timestamp may date it by: an
-// earlier one (0001-01-01T00:00:00Z, a zero value written out) is no time
-// an agent wrote a line at.
-const minLineYear = 2000
-
-// usableTime returns the time of a line's timestamp ts (RFC 3339, as
-// Claude Code and Codex CLI write it) and whether it is one a line can
-// be dated by: it parses, and its year is minLineYear or later.
-func usableTime(ts string) (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	return t, err == nil && t.Year() >= minLineYear
-}
-
-// firstTime returns the first usable timestamp among the first lines of
-// f, the transcript opened from path, or the zero time.
-func firstTime(f *os.File, path string) time.Time {
-	type line struct {
-		Timestamp string `json:"timestamp"`
-	}
-	v, _ := firstOf(f, path, func(v line) bool {
-		_, ok := usableTime(v.Timestamp)
-		return ok
-	})
-	t, _ := usableTime(v.Timestamp)
-	return t
-}
-
 // sessionIDOf returns the sessionId the lines of the transcript at path
 // carry (the first one among its first lines), or "" if none does or the
 // file cannot be read (its import says why). Claude Code names a
@@ -1104,7 +153,7 @@ func firstTime(f *os.File, path string) time.Time {
 // identity this way. The file is opened as an import opens it, checked
 // against the Ingester's private dirs.
 func (in *Ingester) sessionIDOf(path string) string {
-	f, _, err := OpenTranscript(path, in.private)
+	f, _, err := ingest.OpenTranscript(path, in.Private())
 	if err != nil {
 		return ""
 	}
@@ -1112,7 +161,7 @@ func (in *Ingester) sessionIDOf(path string) string {
 	type line struct {
 		SessionID string `json:"sessionId"`
 	}
-	v, _ := firstOf(f, path, func(v line) bool { return v.SessionID != "" && events.ValidID(v.SessionID) == nil })
+	v, _ := ingest.FirstOf(f, path, func(v line) bool { return v.SessionID != "" && events.ValidID(v.SessionID) == nil })
 	return v.SessionID
 }
 
@@ -1121,8 +170,8 @@ func (in *Ingester) sessionIDOf(path string) string {
 // The session is the one the transcript's lines name (sessionId), else
 // t.SessionID; each subagent is its own session, agent-<id>, whose parent
 // it names.
-func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress func(path string, line int)) ([]FileResult, error) {
-	var out []FileResult
+func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress func(path string, line int)) ([]ingest.FileResult, error) {
+	var out []ingest.FileResult
 	step := func(path string) func(int) {
 		if progress == nil {
 			return nil
@@ -1144,7 +193,7 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 		agentID := strings.TrimPrefix(sa.AgentID, "agent-")
 		if agentID == "" {
 			// No agent id in its name or lines: the file itself names it.
-			agentID = sanitizeID(strings.TrimSuffix(filepath.Base(sa.Path), ".jsonl"))
+			agentID = ingest.SanitizeID(strings.TrimSuffix(filepath.Base(sa.Path), ".jsonl"))
 		}
 		agg, err := SessionAggregate(sid, agentID)
 		if err != nil {
@@ -1162,12 +211,54 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 			return out, fmt.Errorf("%s: %w", t.Path, err)
 		}
 		r, err := in.ImportFile(ctx, t.Path, agg, step(t.Path))
-		out = append([]FileResult{r}, out...) // the main transcript's result first
+		out = append([]ingest.FileResult{r}, out...) // the main transcript's result first
 		if err != nil {
 			return out, err
 		}
 	}
 	return out, nil
+}
+
+// WatchConfig configures Watch: ingest.WatchConfig, whose Accept and
+// Import may be left nil here.
+type WatchConfig = ingest.WatchConfig
+
+// Watch follows the Claude Code transcripts under cfg.Roots (such as
+// ~/.claude/projects) as they are written, with the engine's watcher
+// (ingest.Ingester.Watch; its errors). cfg.Accept and cfg.Import, when
+// nil, are Claude Code's: LooksLikeTranscript, and ImportTranscript of
+// the file's transcript (a subagent's file with its parent's session, a
+// file imported before into the session it went to).
+func (in *Ingester) Watch(ctx context.Context, cfg WatchConfig) error {
+	if cfg.Accept == nil {
+		cfg.Accept = func(path string) (bool, string) {
+			ok, why := LooksLikeTranscript(path)
+			return ok, "not a Claude Code transcript: " + why
+		}
+	}
+	if cfg.Import == nil {
+		cfg.Import = in.importWatched
+	}
+	return in.Ingester.Watch(ctx, cfg)
+}
+
+// importWatched imports the transcript at path that Watch saw change;
+// session is where its first import went ("" before one appended).
+func (in *Ingester) importWatched(ctx context.Context, path, session string) ([]ingest.FileResult, error) {
+	var t Transcript
+	switch {
+	case isSubagentFile(path):
+		ts, err := Discover(path)
+		if err != nil || len(ts) != 1 {
+			return nil, fmt.Errorf("%s: no session for this subagent transcript: %v", path, err)
+		}
+		t = ts[0]
+	case session != "":
+		t = Transcript{Path: path, SessionID: session, Pinned: true}
+	default:
+		t = Transcript{Path: path, SessionID: sessionID(path)}
+	}
+	return in.ImportTranscript(ctx, t, nil)
 }
 
 // LooksLikeTranscript reports whether the file at path reads as a Claude
@@ -1178,7 +269,7 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 // When it does not, the reason says why, for a message that names the
 // file.
 func LooksLikeTranscript(path string) (bool, string) {
-	l, err := FirstLine(path)
+	l, err := ingest.FirstLine(path)
 	if err != nil {
 		return false, err.Error()
 	}
@@ -1226,60 +317,4 @@ func looksLikeUUID(s string) bool {
 		}
 	}
 	return true
-}
-
-// sanitizeID maps s onto the characters an aggregate id may hold
-// ([A-Za-z0-9_-]), replacing the others with '_' and keeping at most 100
-// bytes.
-func sanitizeID(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '_'
-		}
-	}
-	if len(b) > 100 {
-		b = b[:100]
-	}
-	if len(b) == 0 {
-		return "unnamed"
-	}
-	return string(b)
-}
-
-// cmpOr returns a, or b when a is empty.
-func cmpOr(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a
-}
-
-// realPath is path made absolute with every symbolic link resolved, or
-// path itself when that fails (the file is gone: its read reports it).
-func realPath(path string) string {
-	r, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return path
-	}
-	if r, err = filepath.Abs(r); err != nil {
-		return path
-	}
-	return r
-}
-
-// liveKey is the context key of a live read (withLiveRead).
-type liveKey struct{}
-
-// withLiveRead returns ctx marking the transcript reads made under it as
-// live: the lines were appended while Watch followed the file, so each
-// observation is dated by its receipt (events.Observation.Live).
-func withLiveRead(ctx context.Context) context.Context {
-	return context.WithValue(ctx, liveKey{}, true)
-}
-
-// isLiveRead reports whether ctx marks a live read (withLiveRead).
-func isLiveRead(ctx context.Context) bool {
-	live, _ := ctx.Value(liveKey{}).(bool)
-	return live
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
@@ -349,12 +350,12 @@ func TestImportFile_BlankOnly(t *testing.T) {
 	if last, _ := l.LastSeq(ctx); last != 0 {
 		t.Fatalf("blank import appended %d messages", last)
 	}
-	if blank, err := BlankOnly(ctx, path); !blank || err != nil {
-		t.Errorf("BlankOnly = %v, %v; want true", blank, err)
+	if blank, err := ingest.BlankOnly(ctx, path); !blank || err != nil {
+		t.Errorf("ingest.BlankOnly = %v, %v; want true", blank, err)
 	}
 	writeLines(t, path, fxUser("u1", "", "hi"))
-	if blank, err := BlankOnly(ctx, path); blank || err != nil {
-		t.Errorf("BlankOnly with a line = %v, %v; want false", blank, err)
+	if blank, err := ingest.BlankOnly(ctx, path); blank || err != nil {
+		t.Errorf("ingest.BlankOnly with a line = %v, %v; want false", blank, err)
 	}
 	r, err = in.ImportFile(ctx, path, agg, nil)
 	if err != nil || r.Appended != 4 || r.Lines != 4 {
@@ -362,8 +363,8 @@ func TestImportFile_BlankOnly(t *testing.T) {
 	}
 	empty := filepath.Join(t.TempDir(), "e.jsonl")
 	writeLines(t, empty)
-	if blank, err := BlankOnly(ctx, empty); blank || err != nil {
-		t.Errorf("BlankOnly of an empty file = %v, %v; want false", blank, err)
+	if blank, err := ingest.BlankOnly(ctx, empty); blank || err != nil {
+		t.Errorf("ingest.BlankOnly of an empty file = %v, %v; want false", blank, err)
 	}
 }
 
@@ -493,7 +494,7 @@ func TestImportFile_ParsersBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	var active, most atomic.Int64
-	src := in.claudeLines()
+	src := in.Lines()
 	parse := src.Parse
 	src.Parse = func(path string, n int, b []byte) (events.Observation, error) {
 		now := active.Add(1)
@@ -536,7 +537,7 @@ func TestImportFile_ParsersBound(t *testing.T) {
 	errs := make([]error, len(files))
 	for i, f := range files {
 		wg.Go(func() {
-			r, err := in.ImportFileFrom(ctx, f.path, f.agg, src, nil)
+			r, err := in.Ingester.ImportFile(ctx, f.path, f.agg, src, nil)
 			if err == nil && r.Appended != f.lines {
 				err = fmt.Errorf("%s: appended %d lines, want %d", f.path, r.Appended, f.lines)
 			}
@@ -651,7 +652,7 @@ func TestImportFile_CopyAtAnotherPath(t *testing.T) {
 		fxUser("u1", "", "hi"), fxAssistant("a2", "u1", "hello"), fxUser("u3", "a2", "again"), fxAssistant("a4", "u3", "done")}
 	writeLines(t, orig, first...)
 	writeLines(t, backup, first...)
-	imp := func(path string) FileResult {
+	imp := func(path string) ingest.FileResult {
 		t.Helper()
 		r, err := in.ImportFile(t.Context(), path, agg, nil)
 		if err != nil {

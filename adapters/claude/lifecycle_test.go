@@ -13,6 +13,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
@@ -53,7 +54,7 @@ func (f *hookFeeder) sendFile(path string) {
 func stateOf(t *testing.T, in *Ingester, id string) session.State {
 	t.Helper()
 	agg := events.Aggregate{Kind: events.KindSession, ID: id}
-	recs, _, err := in.x.Log.Load(t.Context(), agg)
+	recs, _, err := in.Sessions().Log.Load(t.Context(), agg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,16 +289,16 @@ func TestCheckFingerprint(t *testing.T) {
 				t.Fatal(err)
 			}
 			var fp events.Fingerprint
-			for l, err := range ReadLines(path, 0) {
+			for l, err := range ingest.ReadLines(path, 0) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				fp = LineFingerprint(l)
+				fp = ingest.LineFingerprint(l)
 			}
 			if err := os.WriteFile(path, []byte(tc.after), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			found, size, same, err := CheckFingerprint(path, fp)
+			found, size, same, err := ingest.CheckFingerprint(path, fp)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -309,7 +310,7 @@ func TestCheckFingerprint(t *testing.T) {
 			}
 		})
 	}
-	if _, _, _, err := CheckFingerprint(filepath.Join(t.TempDir(), "gone.jsonl"), events.Fingerprint{Line: 1, End: 3}); err == nil {
+	if _, _, _, err := ingest.CheckFingerprint(filepath.Join(t.TempDir(), "gone.jsonl"), events.Fingerprint{Line: 1, End: 3}); err == nil {
 		t.Error("a missing file is not an error")
 	}
 }
@@ -345,9 +346,9 @@ func TestImportFile_Rewritten(t *testing.T) {
 	put("rewritten")
 	for range 2 {
 		_, err := in.ImportFile(t.Context(), path, agg, nil)
-		de, ok := errors.AsType[*DivergedError](err)
+		de, ok := errors.AsType[*ingest.DivergedError](err)
 		if !ok {
-			t.Fatalf("rewritten file: %v, want a *DivergedError", err)
+			t.Fatalf("rewritten file: %v, want a *ingest.DivergedError", err)
 		}
 		if de.Found.Line != 3 || de.Imported.Line != 4 || de.NewSession != id+"-r1" || !strings.HasPrefix(err.Error(), path+":3: ") {
 			t.Errorf("divergence %+v: %v", de, err)
@@ -411,7 +412,7 @@ func TestImportFile_RewrittenConcurrent(t *testing.T) {
 		}()
 	}
 	for range 4 {
-		if _, ok := errors.AsType[*DivergedError](<-errs); !ok {
+		if _, ok := errors.AsType[*ingest.DivergedError](<-errs); !ok {
 			t.Error("an import did not report the divergence")
 		}
 	}

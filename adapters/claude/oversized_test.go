@@ -175,22 +175,3 @@ func TestImportFile_OversizedParent(t *testing.T) {
 		t.Errorf("parent warnings:\n got %q\nwant %q", got, want)
 	}
 }
-
-func TestHeadUUID(t *testing.T) {
-	for _, c := range []struct{ head, want string }{
-		{`{"type":"user","uuid":"u2","message":{"content":"xxx`, "u2"},
-		{`{"message":{"uuid":"nested","content":[{"uuid":"deeper"}]},"uuid":"top","x":"`, "top"},
-		{`{"message":{"uuid":"nested","content":"xxxx`, ""},
-		{`{"a":[1,{"uuid":"in-array"}],"uuid":"u"}`, "u"},
-		{`{"uuid":"cut-in-the-mid`, ""},
-		{`{"uuid":7}`, ""},
-		{`{"a":"uuid","b":"uuid"}`, ""},
-		{`["uuid","u"]`, ""},
-		{``, ""},
-		{`not json`, ""},
-	} {
-		if got := headUUID([]byte(c.head)); got != c.want {
-			t.Errorf("headUUID(%q) = %q, want %q", c.head, got, c.want)
-		}
-	}
-}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 	"github.com/logbook-dev/logbook/adapters/redact/cut"
 	"github.com/logbook-dev/logbook/events"
@@ -23,28 +24,16 @@ const (
 )
 
 // DefaultMaxRaw is the cap on Observation.Raw when Config.MaxRaw is 0:
-// 64 KiB.
-const DefaultMaxRaw = 64 << 10
+// 64 KiB (ingest.DefaultMaxRaw).
+const DefaultMaxRaw = ingest.DefaultMaxRaw
 
-// MaxSigText is the longest Sig.Text, in bytes.
-const MaxSigText = 200
+// MaxSigText is the longest Sig.Text, in bytes (ingest.MaxSigText).
+const MaxSigText = ingest.MaxSigText
 
-// Config configures parsing. The zero value is valid: default redaction
-// rules and a DefaultMaxRaw cap.
-type Config struct {
-	// RedactPatterns are extra Go regular expressions (RE2 syntax, package
-	// regexp) applied after the default rules; the i-th pattern's matches
-	// (1-based) become "[REDACTED:custom-<i>]".
-	RedactPatterns []string
-	// Redactor, when not nil, is the redaction the parser applies in
-	// place of the default rules and RedactPatterns (which must then be
-	// empty): one built by redact.Live applies rules that change while
-	// the process runs.
-	Redactor *Redactor
-	// MaxRaw caps Observation.Raw in bytes, measured after redaction.
-	// 0 means DefaultMaxRaw; a negative value is an error.
-	MaxRaw int
-}
+// Config configures parsing: extra redaction patterns or a Redactor, and
+// the cap on Observation.Raw (ingest.ParserConfig). The zero value is
+// valid.
+type Config = ingest.ParserConfig
 
 // Parser parses transcript lines and hook payloads with one compiled
 // Config. Build it once with NewParser and reuse it: it is immutable and
@@ -58,22 +47,9 @@ type Parser struct {
 // pattern of cfg.RedactPatterns that does not compile, or an error if
 // cfg.MaxRaw is negative.
 func NewParser(cfg Config) (*Parser, error) {
-	if cfg.MaxRaw < 0 {
-		return nil, fmt.Errorf("claude parser: MaxRaw %d is negative", cfg.MaxRaw)
-	}
-	red := cfg.Redactor
-	if red != nil && len(cfg.RedactPatterns) > 0 {
-		return nil, errors.New("claude parser: Redactor and RedactPatterns both set")
-	}
-	if red == nil {
-		var err error
-		if red, err = NewRedactor(cfg.RedactPatterns); err != nil {
-			return nil, err
-		}
-	}
-	maxRaw := cfg.MaxRaw
-	if maxRaw == 0 {
-		maxRaw = DefaultMaxRaw
+	red, maxRaw, err := cfg.Compile("claude parser")
+	if err != nil {
+		return nil, err
 	}
 	return &Parser{red: red, maxRaw: maxRaw}, nil
 }
@@ -84,86 +60,27 @@ func (p *Parser) Redactor() *Redactor { return p.red }
 // MaxRaw returns the cap on Observation.Raw in bytes.
 func (p *Parser) MaxRaw() int { return p.maxRaw }
 
-// Errors a parse wraps; test with errors.Is.
+// Errors a parse wraps; test with errors.Is: ingest's values.
 var (
-	// ErrLineTooLong reports a transcript line longer than MaxLineBytes.
-	ErrLineTooLong = errors.New("line too long")
-	// ErrSecretID reports an id that a redaction rule matches. An id
-	// names things on the log for good (an aggregate, a tool call, a
-	// line's link), so it is neither stored as it is nor rewritten (a
-	// rewritten id is no longer valid, or names another's entry): the
-	// input is refused.
-	ErrSecretID = errors.New("looks like a secret to a redaction rule, and an id is never redacted: send ids that hold none, or narrow the rule")
+	// ErrLineTooLong is ingest.ErrLineTooLong: a transcript line longer
+	// than MaxLineBytes.
+	ErrLineTooLong = ingest.ErrLineTooLong
+	// ErrSecretID is ingest.ErrSecretID: an id that a redaction rule
+	// matches, refused, never redacted.
+	ErrSecretID = ingest.ErrSecretID
 )
 
-// SecretID returns nil, or an error wrapping ErrSecretID that names the
-// first of o's ids a rule of r matches, and the rules, never the id. The
-// ids are Meta.SessionID, Meta.AgentID, Meta.ForkedFrom, UUID,
-// ParentUUID and each signal's ID and Task.
-func SecretID(r *Redactor, o events.Observation) error {
-	check := func(what, v string) error {
-		if v == "" {
-			return nil
-		}
-		rules := r.Matches(v)
-		if rules == nil {
-			return nil
-		}
-		return fmt.Errorf("%s %w (rule %s)", what, ErrSecretID, strings.Join(rules, ", "))
-	}
-	for _, f := range []struct{ what, v string }{
-		{"session id", o.Meta.SessionID}, {"agent id", o.Meta.AgentID}, {"forked-from session id", o.Meta.ForkedFrom},
-		{"uuid", o.UUID}, {"parent uuid", o.ParentUUID},
-	} {
-		if err := check(f.what, f.v); err != nil {
-			return err
-		}
-	}
-	for _, sg := range o.Signals {
-		if err := check(sg.Kind+" id", sg.ID); err != nil {
-			return err
-		}
-		if err := check(sg.Kind+" task id", sg.Task); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// MaxLineBytes is the longest transcript line read whole:
+// ingest.MaxLineBytes, 64 MiB.
+const MaxLineBytes = ingest.MaxLineBytes
 
-// RedactKind returns kind and key as finish stores them: a kind the
-// parser knows (known) is vocabulary and kept; another is redacted as
-// text, and the same text in key (where it follows the first ':') with
-// it, so that distinct keys stay distinct.
-func RedactKind(r *Redactor, kind, key string, known bool) (string, string) {
-	if known || kind == "" {
-		return kind, key
-	}
-	red := r.Redact(kind)
-	if red == kind {
-		return kind, key
-	}
-	return red, strings.Replace(key, ":"+kind+":", ":"+red+":", 1)
-}
+// LineError reports a transcript line that could not be parsed, or read
+// (ingest.LineError).
+type LineError = ingest.LineError
 
-// LineError reports a transcript line that could not be parsed, or read.
-// It wraps ErrSyntax, ErrInvalidUTF8, ErrNotObject or ErrLineTooLong.
-type LineError struct {
-	Path string // transcript path as given
-	Line int    // 1-based line number
-	Col  int    // 1-based byte column where the problem was found; 0 if unknown
-	Err  error
-}
-
-// Error returns "path:line: what" or "path:line:col: what".
-func (e *LineError) Error() string {
-	if e.Col > 0 {
-		return fmt.Sprintf("%s:%d:%d: %v", e.Path, e.Line, e.Col, e.Err)
-	}
-	return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err)
-}
-
-// Unwrap returns the cause.
-func (e *LineError) Unwrap() error { return e.Err }
+// SecretID is ingest.SecretID: nil, or an error wrapping ErrSecretID
+// naming the first of o's ids a rule of r matches.
+func SecretID(r *Redactor, o events.Observation) error { return ingest.SecretID(r, o) }
 
 // decodeObject checks that b is valid UTF-8 holding one JSON object and
 // returns its members. On failure it returns the 1-based byte column of
@@ -209,7 +126,7 @@ func (p *Parser) finish(o events.Observation, orig []byte) events.Observation {
 	for _, f := range []*string{&m.AgentType, &m.Cwd, &m.Model, &m.Version, &m.GitBranch, &m.AgentMode, &m.Title} {
 		*f = r.Redact(*f)
 	}
-	o.Kind, o.Key = RedactKind(r, o.Kind, o.Key, knownKind(o.Kind))
+	o.Kind, o.Key = ingest.RedactKind(r, o.Kind, o.Key, knownKind(o.Kind))
 	o.AgentTime = r.Redact(o.AgentTime)
 	for i := range o.Problems {
 		o.Problems[i] = r.Redact(o.Problems[i])

@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"mvdan.cc/sh/v3/shell"
-
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -65,13 +64,13 @@ func TestImportFile_HardLinkIntoDataDir(t *testing.T) {
 	if err := os.Link(creds, link); err != nil {
 		t.Skipf("no hard links here: %v", err)
 	}
-	if err := CheckPrivate(link, []string{data}); err != nil {
+	if err := ingest.CheckPrivate(link, []string{data}); err != nil {
 		t.Fatalf("the path check alone refuses the link (%v): the test proves nothing", err)
 	}
 	agg, _ := SessionAggregate(sid, "")
 	_, err := in.ImportFile(t.Context(), link, agg, nil)
-	if !errors.Is(err, ErrPrivate) {
-		t.Fatalf("ImportFile of a hard link to %s: %v, want ErrPrivate", creds, err)
+	if !errors.Is(err, ingest.ErrPrivate) {
+		t.Fatalf("ImportFile of a hard link to %s: %v, want ingest.ErrPrivate", creds, err)
 	}
 	for _, want := range []string{link + ": ", "hard link to " + creds, "a file of the data dir"} {
 		if !strings.Contains(err.Error(), want) {
@@ -82,8 +81,8 @@ func TestImportFile_HardLinkIntoDataDir(t *testing.T) {
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("discover: %+v, %v", ts, err)
 	}
-	if _, err := in.ImportTranscript(t.Context(), ts[0], nil); !errors.Is(err, ErrPrivate) {
-		t.Fatalf("ImportTranscript: %v, want ErrPrivate", err)
+	if _, err := in.ImportTranscript(t.Context(), ts[0], nil); !errors.Is(err, ingest.ErrPrivate) {
+		t.Fatalf("ImportTranscript: %v, want ingest.ErrPrivate", err)
 	}
 	noneLogged(t, l, sid)
 	noneLogged(t, l, "5e551011-0000-4000-8000-00000000c0de")
@@ -116,49 +115,6 @@ func TestImportFile_HardLinkElsewhere(t *testing.T) {
 	}
 	if st := loggedState(t, l, sid); st.Lines != 2 {
 		t.Fatalf("session holds %d lines, want 2", st.Lines)
-	}
-}
-
-// TestCheckOpened_SymlinkIntoDataDir: the check of an opened file looks
-// at where the descriptor leads, not at the name it was opened by: a
-// file opened through a symlink into the data dir (as a path swapped
-// after CheckPrivate passed it would be) is refused, in CheckPrivate's
-// words; an import whose path turns into such a link between the path
-// check and its open reads nothing of it.
-func TestCheckOpened_SymlinkIntoDataDir(t *testing.T) {
-	data, creds, in, l := privateSetup(t)
-	const sid = "c0000004-0000-4000-8000-000000000004"
-	dir := t.TempDir()
-	path := filepath.Join(dir, sid+".jsonl")
-	writeFile(t, path, privateLine(sid, "u1"))
-	dirs := []string{data}
-
-	// At check time the path is a regular transcript…
-	if err := CheckPrivate(path, dirs); err != nil {
-		t.Fatal(err)
-	}
-	// …at open time, a symlink into the data dir.
-	swapTo(t, path, creds)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	err = CheckOpened(f, path, dirs)
-	if !errors.Is(err, ErrPrivate) || !strings.HasPrefix(err.Error(), path+": points into the data dir "+data+" (it resolves to ") {
-		t.Fatalf("CheckOpened: %v, want %s: points into the data dir %s (it resolves to …)", err, path, data)
-	}
-	// The import past its path check (importFileAt, which ImportFileFrom
-	// runs once CheckPrivate passed) opens the link and stops there.
-	agg, _ := SessionAggregate(sid, "")
-	if _, _, err := in.importFileAt(t.Context(), path, agg, in.claudeLines(), nil); !errors.Is(err, ErrPrivate) {
-		t.Fatalf("import of a path swapped after its check: %v, want ErrPrivate", err)
-	}
-	noneLogged(t, l, sid)
-	noneLogged(t, l, "5e551011-0000-4000-8000-00000000c0de")
-	// Without private dirs the same file passes.
-	if err := CheckOpened(f, path, nil); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -204,10 +160,10 @@ func TestImportFile_SwappedWhileImporting(t *testing.T) {
 			break
 		}
 		_, err := in.ImportFile(t.Context(), path, agg, nil)
-		if errors.Is(err, ErrPrivate) {
+		if errors.Is(err, ingest.ErrPrivate) {
 			refused++
 		} else if err != nil {
-			t.Errorf("import: %v, want nil or ErrPrivate", err)
+			t.Errorf("import: %v, want nil or ingest.ErrPrivate", err)
 		} else {
 			passed++
 		}
@@ -235,23 +191,5 @@ func swapTo(t *testing.T, path, target string) {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// The command a divergence tells to run takes the path back as one word
-// in a shell: quoted, never split or expanded, never read as a flag.
-func TestDivergedError_PathIsOneShellWord(t *testing.T) {
-	for path, want := range map[string]string{
-		"/tmp/a.jsonl": "/tmp/a.jsonl",
-		"/tmp/w sp/pro ject's \"q\" ü$(x)/a `b`.jsonl": "/tmp/w sp/pro ject's \"q\" ü$(x)/a `b`.jsonl",
-		"-rf.jsonl": "./-rf.jsonl",
-	} {
-		msg := (&DivergedError{Path: path, Session: "s1", NewSession: "s1-r1"}).Error()
-		_, cmd, _ := strings.Cut(msg, "run: ")
-		cmd, _, _ = strings.Cut(cmd, " (it goes")
-		words, err := shell.Fields(cmd, func(string) string { return "EXPANDED" })
-		if err != nil || len(words) != 5 || words[4] != want {
-			t.Errorf("%q: the shell reads %q as %q (%v), want its last word %q", path, cmd, words, err, want)
-		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -38,7 +39,7 @@ func TestSkipIndex(t *testing.T) {
 	l := &loadCounting{Log: openLog(t)}
 	dir := t.TempDir()
 	ipath := filepath.Join(dir, "import-index.json")
-	x, err := OpenSkipIndex(ipath, "one")
+	x, err := ingest.OpenSkipIndex(ipath, "one")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestSkipIndex(t *testing.T) {
 	path := filepath.Join(dir, "s-1.jsonl")
 	agg, _ := SessionAggregate("s-1", "")
 	writeLines(t, path, fxUser("u1", "", "hi"), fxAssistant("a1", "u1", "ok"))
-	importOnce := func(string) (FileResult, int64, error) {
+	importOnce := func(string) (ingest.FileResult, int64, error) {
 		t.Helper()
 		before := l.loads.Load()
 		r, err := in.ImportFile(ctx, path, agg, nil)
@@ -89,8 +90,8 @@ func TestSkipIndex(t *testing.T) {
 	copy(b2[len(b2)-len(fxAssistant("a2", "u2", "yes")):], fxAssistant("a2", "u2", "no!"))
 	os.WriteFile(path, b2, 0o644)
 	os.Chtimes(path, st.ModTime(), st.ModTime())
-	if _, _, err := importOnce("rewritten"); !errors.As(err, new(*DivergedError)) {
-		t.Fatalf("rewritten last line: err = %v, want a DivergedError", err)
+	if _, _, err := importOnce("rewritten"); !errors.As(err, new(*ingest.DivergedError)) {
+		t.Fatalf("rewritten last line: err = %v, want a ingest.DivergedError", err)
 	}
 	os.WriteFile(path, b, 0o644)
 	os.Chtimes(path, st.ModTime(), st.ModTime())
@@ -111,14 +112,14 @@ func TestSkipIndex(t *testing.T) {
 	if err := x.Save(); err != nil {
 		t.Fatal(err)
 	}
-	if y, err := OpenSkipIndex(ipath, "one"); err != nil || y.Len() != 1 {
+	if y, err := ingest.OpenSkipIndex(ipath, "one"); err != nil || y.Len() != 1 {
 		t.Fatalf("reopened: %d files, %v; want 1", y.Len(), err)
 	}
-	if y, err := OpenSkipIndex(ipath, "two"); err != nil || y.Len() != 0 {
+	if y, err := ingest.OpenSkipIndex(ipath, "two"); err != nil || y.Len() != 0 {
 		t.Fatalf("another stream: %d files, %v; want none", y.Len(), err)
 	}
 	os.WriteFile(ipath, []byte("{"), 0o600)
-	if y, err := OpenSkipIndex(ipath, "one"); err == nil || y == nil || y.Len() != 0 {
+	if y, err := ingest.OpenSkipIndex(ipath, "one"); err == nil || y == nil || y.Len() != 0 {
 		t.Fatalf("malformed index: %v, %v; want an error and an empty index", y, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/internal/specialtest"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -25,15 +26,15 @@ func TestReadLines_NotRegular(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, errs := collect(t, ReadLines(c.path, 0))
+			_, errs := collect(t, ingest.ReadLines(c.path, 0))
 			if len(errs) != 1 || !errors.Is(errs[0], ErrNotRegular) || !strings.Contains(errs[0].Error(), c.what) || !strings.Contains(errs[0].Error(), c.path) {
-				t.Errorf("ReadLines(%s): errors %v, want one wrapping ErrNotRegular naming the path and %q", c.path, errs, c.what)
+				t.Errorf("ingest.ReadLines(%s): errors %v, want one wrapping ErrNotRegular naming the path and %q", c.path, errs, c.what)
 			}
 			if ok, why := LooksLikeTranscript(c.path); ok || !strings.Contains(why, "not a regular file") {
 				t.Errorf("LooksLikeTranscript(%s) = %v, %q; want false, not a regular file", c.path, ok, why)
 			}
-			if _, _, _, err := CheckFingerprint(c.path, events.Fingerprint{Line: 1, Offset: 0, End: 2}); !errors.Is(err, ErrNotRegular) {
-				t.Errorf("CheckFingerprint(%s): %v, want ErrNotRegular", c.path, err)
+			if _, _, _, err := ingest.CheckFingerprint(c.path, events.Fingerprint{Line: 1, Offset: 0, End: 2}); !errors.Is(err, ErrNotRegular) {
+				t.Errorf("ingest.CheckFingerprint(%s): %v, want ErrNotRegular", c.path, err)
 			}
 		}()
 		select {
@@ -50,8 +51,8 @@ func TestReadLines_NotRegular(t *testing.T) {
 func TestReadLines_BoundedPass(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	writeFile(t, path, "{\"a\":1}\n{\"a\":2}\n")
-	var got []Line
-	for l, err := range ReadLines(path, 0) {
+	var got []ingest.Line
+	for l, err := range ingest.ReadLines(path, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +65,7 @@ func TestReadLines_BoundedPass(t *testing.T) {
 		t.Fatalf("first pass: %+v, want lines 1 and 2 only", got)
 	}
 	got = got[:0]
-	for l, err := range ReadFrom(path, Cursor{Line: 2, Offset: 16}) {
+	for l, err := range ingest.ReadFrom(path, ingest.Cursor{Line: 2, Offset: 16}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +155,7 @@ func TestFirstLine_Sparse(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, err := FirstLine(path); !errors.Is(err, ErrLineTooLong) {
+		if _, err := ingest.FirstLine(path); !errors.Is(err, ErrLineTooLong) {
 			t.Errorf("FirstLine: %v, want ErrLineTooLong", err)
 		}
 		if ok, why := LooksLikeTranscript(path); ok || !strings.Contains(why, "longer") && !strings.Contains(why, "too long") {
@@ -164,14 +165,14 @@ func TestFirstLine_Sparse(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(60 * time.Second):
-		t.Fatal("FirstLine read on past one line's limit")
+		t.Fatal("ingest.FirstLine read on past one line's limit")
 	}
 	// Small files: a line, a torn line, nothing.
-	for content, want := range map[string]Line{"{\"type\":\"x\"}\n{}": {N: 1, End: 13, Bytes: []byte(`{"type":"x"}`), Size: 12}, "{\"ty": {N: 1, Torn: true, Size: 4}, "": {N: 1, Torn: true}} {
+	for content, want := range map[string]ingest.Line{"{\"type\":\"x\"}\n{}": {N: 1, End: 13, Bytes: []byte(`{"type":"x"}`), Size: 12}, "{\"ty": {N: 1, Torn: true, Size: 4}, "": {N: 1, Torn: true}} {
 		writeFile(t, path, content)
-		got, err := FirstLine(path)
+		got, err := ingest.FirstLine(path)
 		if err != nil || got.N != want.N || got.Torn != want.Torn || got.Size != want.Size || string(got.Bytes) != string(want.Bytes) {
-			t.Errorf("FirstLine(%q) = %+v, %v; want %+v", content, got, err, want)
+			t.Errorf("ingest.FirstLine(%q) = %+v, %v; want %+v", content, got, err, want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -364,11 +365,10 @@ func assistantLine(t object, meta *events.Meta) []events.Sig {
 	return sigs
 }
 
-// UsageRefused begins the Problems entry of a line whose usage a parser
-// refused (an input or output count missing, a count negative, not a
-// whole number or absurd): the line is recorded and its usage counts
-// nothing. An importer warns of each.
-const UsageRefused = "usage refused: "
+// UsageRefused begins the Problems entry of a line whose usage the
+// parser refused (ingest.UsageRefused): the line is recorded and its
+// usage counts nothing.
+const UsageRefused = ingest.UsageRefused
 
 // usageSig returns the usage signal of an assistant message's usage
 // object (Claude Code v2.1.x: input_tokens, output_tokens,
@@ -392,8 +392,8 @@ func usageSig(u object, id, model string, probs *[]string) (events.Sig, bool) {
 		{"input_tokens", &out.Input}, {"output_tokens", &out.Output},
 		{"cache_creation_input_tokens", &out.CacheWrite}, {"cache_read_input_tokens", &out.CacheRead},
 	} {
-		v, why := tokenCount(u.raw(f.key))
-		if why == "" && (f.key == "input_tokens" || f.key == "output_tokens") && IsAbsent(u.raw(f.key)) {
+		v, why := ingest.TokenCount(u.raw(f.key))
+		if why == "" && (f.key == "input_tokens" || f.key == "output_tokens") && ingest.IsAbsent(u.raw(f.key)) {
 			why = "missing" // every reading carries both; cache counts may be absent (0)
 		}
 		if why != "" {
@@ -406,14 +406,14 @@ func usageSig(u object, id, model string, probs *[]string) (events.Sig, bool) {
 	// splits cache_creation_input_tokens by lifetime (Claude Code 2.1,
 	// Messages API usage); the one-hour part is billed at 2x input.
 	if cc, ok := u.quiet().obj("cache_creation"); ok {
-		v, why := tokenCount(cc.raw("ephemeral_1h_input_tokens"))
+		v, why := ingest.TokenCount(cc.raw("ephemeral_1h_input_tokens"))
 		if why != "" {
 			*probs = append(*probs, fmt.Sprintf(UsageRefused+"field %q: %s", cc.at("ephemeral_1h_input_tokens"), why))
 			return events.Sig{}, false
 		}
 		if v > out.CacheWrite {
 			// An older writer that left cache_creation_input_tokens out.
-			if IsAbsent(u.raw("cache_creation_input_tokens")) {
+			if ingest.IsAbsent(u.raw("cache_creation_input_tokens")) {
 				out.CacheWrite = v
 			} else {
 				*probs = append(*probs, fmt.Sprintf(UsageRefused+"field %q: %d over cache_creation_input_tokens %d", cc.at("ephemeral_1h_input_tokens"), v, out.CacheWrite))
@@ -451,37 +451,6 @@ func billingTier(u object) string {
 	}
 	return strings.Join(parts, "+")
 }
-
-// tokenCount reads a token count: absent or null is 0; anything but a
-// whole number from 0 to events.MaxUsageTokens says why it is refused.
-func tokenCount(raw []byte) (int64, string) {
-	switch k := jsonKind(raw); k {
-	case "nothing", "null":
-		return 0, ""
-	case "number":
-		v, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
-		switch {
-		case err != nil:
-			return 0, fmt.Sprintf("%s is not a whole number", raw)
-		case v < 0:
-			return 0, fmt.Sprintf("%d is negative", v)
-		case v > events.MaxUsageTokens:
-			return 0, fmt.Sprintf("%d is absurdly large", v)
-		}
-		return v, ""
-	default:
-		return 0, "want a number, got " + k
-	}
-}
-
-// IsAbsent reports whether a member's raw JSON value is absent or null.
-func IsAbsent(raw []byte) bool { return raw == nil || string(raw) == "null" }
-
-// TokenCount reads one token count of a usage object, as the Claude Code
-// parser does (for other adapters): absent or null is 0; why is set when
-// the value is refused (negative, fractional, non-numeric, over
-// events.MaxUsageTokens).
-func TokenCount(raw []byte) (n int64, why string) { return tokenCount(raw) }
 
 // toolUse returns the tool_use signal of a call to name with id, whose
 // input is member inKey of o, and a question signal for AskUserQuestion.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 )
 
@@ -55,7 +56,7 @@ func scanLines(t testing.TB) [][]byte {
 		files = append(files, corpus...)
 	}
 	for _, f := range files {
-		for l, err := range ReadLines(f, 0) {
+		for l, err := range ingest.ReadLines(f, 0) {
 			if err == nil && !l.Torn {
 				out = append(out, slices.Clone(l.Bytes))
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -85,7 +86,7 @@ func TestParser_Line_Session(t *testing.T) {
 		42: {"permission-mode", []string{"mode:plan"}},
 	}
 	got := map[int]events.Observation{}
-	for l, err := range ReadLines(path, 0) {
+	for l, err := range ingest.ReadLines(path, 0) {
 		if err != nil {
 			t.Fatal(err)
 		}

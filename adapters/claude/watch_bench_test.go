@@ -25,6 +25,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/projections"
@@ -60,7 +61,7 @@ func BenchmarkWatch(b *testing.B) {
 			b.Fatal(err)
 		}
 		done := make(chan error, 1)
-		go func() { done <- in.Watch(ctx, WatchConfig{Roots: []string{root}, Rescan: time.Hour}) }()
+		go func() { done <- in.Watch(ctx, ingest.WatchConfig{Roots: []string{root}, Rescan: time.Hour}) }()
 		f, err := os.OpenFile(filepath.Join(dir, sid+".jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
 			b.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
@@ -40,7 +41,9 @@ func startWatch(t *testing.T, in *Ingester, rescan time.Duration, root string) *
 	rep := &reports{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- in.Watch(ctx, WatchConfig{Roots: []string{root}, Rescan: rescan, Report: rep.add}) }()
+	go func() {
+		done <- in.Watch(ctx, ingest.WatchConfig{Roots: []string{root}, Rescan: rescan, Report: rep.add})
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -35,6 +35,8 @@
 // the observation is recorded, flagged in Observation.Problems, and
 // yields no signal.
 //
-// Redaction and caps are those of adapters/claude (the same Config): Raw,
-// signal texts and Meta strings are redacted, Raw is cut to Config.MaxRaw.
+// Redaction and caps are every agent's (ingest.ParserConfig, the same as
+// Claude Code's): Raw, signal texts and Meta strings are redacted, Raw is
+// cut to Config.MaxRaw. Reading, importing and following rollouts is the
+// agent-neutral engine's (adapters/ingest).
 package codex

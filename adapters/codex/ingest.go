@@ -14,28 +14,24 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oklog/ulid/v2"
-
-	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
 )
 
 // Ingester turns Codex CLI rollouts and notify payloads into session
-// decisions on the log, through adapters/claude's ingest path (one atomic
-// batch per line: the observation and the decisions it causes; the same
-// per-file cursor, fingerprints, torn-line wait and line errors). It is
-// safe for concurrent use.
+// decisions on the log through the agent-neutral engine (ingest.Ingester:
+// one atomic batch per run of lines, the observation and the decisions
+// it causes; the same per-file cursor, fingerprints, torn-line wait and
+// line errors as every agent's). It is safe for concurrent use.
 type Ingester struct {
-	base    *claude.Ingester
-	parser  *Parser
-	private []string // IngestConfig.Private
-	clock   events.Clock
-	mu      sync.Mutex
-	states  map[string]FileState // rollout path → its state after its last imported line
+	base   *ingest.Ingester
+	parser *Parser
+	mu     sync.Mutex
+	states map[string]FileState // rollout path → its state after its last imported line
 }
 
 // IngestConfig configures an Ingester; the fields mean what they mean in
-// claude.IngestConfig.
+// ingest.Config.
 type IngestConfig struct {
 	Log         events.Log
 	Parser      *Parser // nil: NewParser(Config{})
@@ -45,10 +41,10 @@ type IngestConfig struct {
 	Host        string
 	SkipInvalid bool
 	// AsNew imports a rollout that no longer holds what was imported
-	// from it as a new history (claude.IngestConfig.AsNew).
+	// from it as a new history (ingest.Config.AsNew).
 	AsNew bool
 	// Private lists directories (the data dir) whose files are never
-	// read as rollouts (claude.IngestConfig.Private).
+	// read as rollouts (ingest.Config.Private).
 	Private []string
 }
 
@@ -61,18 +57,17 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 		}
 		cfg.Parser = p
 	}
-	base, err := claude.NewIngester(claude.IngestConfig{
+	if cfg.Log == nil {
+		return nil, errors.New("codex ingester: no log")
+	}
+	base, err := ingest.New(ingest.Config{
 		Log: cfg.Log, Reg: cfg.Reg, IDs: cfg.IDs, Clock: cfg.Clock, Host: cfg.Host,
 		SkipInvalid: cfg.SkipInvalid, AsNew: cfg.AsNew, Command: "logbook import codex", Actor: Agent, Private: cfg.Private,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("codex ingester: %w", err)
 	}
-	clock := cfg.Clock
-	if clock == nil {
-		clock = time.Now
-	}
-	return &Ingester{base: base, parser: cfg.Parser, private: cfg.Private, clock: clock, states: map[string]FileState{}}, nil
+	return &Ingester{base: base, parser: cfg.Parser, states: map[string]FileState{}}, nil
 }
 
 // uuidTail matches the thread id Codex CLI ends a rollout's file name
@@ -84,13 +79,13 @@ var uuidTail = regexp.MustCompile(`([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 // with a valid id, else the thread id in its file name, else the file's
 // name mapped onto the characters an aggregate id may hold.
 func SessionOf(path string) events.Aggregate {
-	l, err := claude.FirstLine(path)
+	l, err := ingest.FirstLine(path)
 	return sessionOf(path, l, err)
 }
 
 // sessionOf is SessionOf for the rollout at path whose first line is l
 // (err: FirstLine's error).
-func sessionOf(path string, l claude.Line, err error) events.Aggregate {
+func sessionOf(path string, l ingest.Line, err error) events.Aggregate {
 	id := ""
 	if err == nil && !l.Torn {
 		var v struct {
@@ -113,49 +108,49 @@ func sessionOf(path string, l claude.Line, err error) events.Aggregate {
 		if m := uuidTail.FindStringSubmatch(filepath.Base(path)); m != nil {
 			id = m[1]
 		} else {
-			id = sanitizeID(strings.TrimSuffix(filepath.Base(path), ".jsonl"))
+			id = ingest.SanitizeID(strings.TrimSuffix(filepath.Base(path), ".jsonl"))
 		}
 	}
 	return events.Aggregate{Kind: events.KindSession, ID: id}
 }
 
 // ImportFile imports the rollout at path into its session (SessionOf)
-// from the line after the session's cursor, as claude.Ingester.ImportFile
+// from the line after the session's cursor, as ingest.Ingester.ImportFile
 // does: it stops at a torn last line (reported, not an error) and at the
-// first line that does not parse, returning a *claude.LineError naming
+// first line that does not parse, returning a *ingest.LineError naming
 // path and line (with SkipInvalid the line is recorded without signals
 // and the import goes on). A rollout imported twice, or by two processes
 // at once, appends each line once.
 //
 // The rollout is read through descriptors checked where they lead
-// (claude.OpenTranscript): one for its session id and the parser's state,
-// and the one claude.Ingester.ImportFileFrom reads its lines through. One
+// (ingest.OpenTranscript): one for its session id and the parser's state,
+// and the one ingest.Ingester.ImportFile reads its lines through. One
 // that leads into a private dir (IngestConfig.Private) is refused with an
-// error wrapping claude.ErrPrivate, and nothing is read or appended.
-func (in *Ingester) ImportFile(ctx context.Context, path string, progress func(line int)) (claude.FileResult, error) {
-	if err := claude.CheckPrivate(path, in.private); err != nil {
-		return claude.FileResult{Path: path}, err
+// error wrapping ingest.ErrPrivate, and nothing is read or appended.
+func (in *Ingester) ImportFile(ctx context.Context, path string, progress func(line int)) (ingest.FileResult, error) {
+	if err := ingest.CheckPrivate(path, in.base.Private()); err != nil {
+		return ingest.FileResult{Path: path}, err
 	}
-	f, _, err := claude.OpenTranscript(path, in.private)
-	if errors.Is(err, claude.ErrPrivate) {
-		return claude.FileResult{Path: path}, err
+	f, _, err := ingest.OpenTranscript(path, in.base.Private())
+	if errors.Is(err, ingest.ErrPrivate) {
+		return ingest.FileResult{Path: path}, err
 	}
 	var agg events.Aggregate
 	if err != nil {
 		// Named by its file name; the import reports why it cannot be read.
-		agg = sessionOf(path, claude.Line{}, err)
+		agg = sessionOf(path, ingest.Line{}, err)
 	} else {
 		defer f.Close()
-		l, err := claude.FirstLineOf(f, path)
+		l, err := ingest.FirstLineOf(f, path)
 		agg = sessionOf(path, l, err)
 	}
 	if err := agg.Validate(); err != nil {
-		return claude.FileResult{Path: path}, fmt.Errorf("%s: session id: %w", path, err)
+		return ingest.FileResult{Path: path}, fmt.Errorf("%s: session id: %w", path, err)
 	}
 	in.mu.Lock()
 	st := in.states[path].Clone()
 	in.mu.Unlock()
-	src := claude.LineSource{
+	src := ingest.LineSource{
 		Parser: ParserLine,
 		Wrap:   func(o events.Observation) events.Payload { return events.CodexLineObserved{Observation: o} },
 		Parse: func(path string, n int, b []byte) (events.Observation, error) {
@@ -165,7 +160,7 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, progress func(l
 			return in.parser.Line(&st, path, n, b)
 		},
 	}
-	res, err := in.base.ImportFileFrom(ctx, path, agg, src, progress)
+	res, err := in.base.ImportFile(ctx, path, agg, src, progress)
 	if res.Lines > 0 {
 		if st.Line != res.Lines {
 			st = in.rebuild(f, path, res.Lines)
@@ -189,8 +184,8 @@ func (in *Ingester) rebuild(f *os.File, path string, upto int) FileState {
 		st.Line = upto
 		return st
 	}
-	for l, err := range claude.ReadLinesOf(f, path, 0) {
-		if errors.Is(err, claude.ErrLineTooLong) && l.N <= upto {
+	for l, err := range ingest.ReadLinesOf(f, path, 0) {
+		if errors.Is(err, ingest.ErrLineTooLong) && l.N <= upto {
 			st.Line = l.N // recorded without signals: it changes nothing
 			continue
 		}
@@ -206,28 +201,19 @@ func (in *Ingester) rebuild(f *os.File, path string, upto int) FileState {
 // Notify ingests one spooled notify payload. The observation's event id
 // is the spool entry's ULID, so redelivering an entry appends nothing
 // twice.
-func (in *Ingester) Notify(ctx context.Context, e claude.Entry) (events.Appended, error) {
+func (in *Ingester) Notify(ctx context.Context, e ingest.Entry) (events.Appended, error) {
 	o, err := in.parser.Notify(e.Payload)
 	if err != nil {
 		return events.Appended{}, fmt.Errorf("spool entry %s: %w", e.ID, err)
 	}
-	if e.Process != nil {
-		p := *e.Process
-		o.Process = &p
-	}
-	// A notify payload arrives as the agent runs: it is dated by its
-	// receipt here (its spool entry's time, bounded like its decisions').
-	recv, _ := events.BoundTime(e.Time, in.clock())
-	o.Received, o.Live = recv.UTC().Truncate(time.Microsecond), true
 	agg := events.Aggregate{Kind: events.KindSession, ID: o.Meta.SessionID}
 	if err := agg.Validate(); err != nil {
-		return events.Appended{}, fmt.Errorf("spool entry %s: %w: %v", e.ID, claude.ErrFieldType, err)
+		return events.Appended{}, fmt.Errorf("spool entry %s: %w: %v", e.ID, ingest.ErrFieldType, err)
 	}
-	id, err := ulid.ParseStrict(e.ID)
-	if err != nil {
-		return events.Appended{}, fmt.Errorf("spool entry %s: entry id: %w", e.ID, err)
-	}
-	ap, _, err := in.base.Observe(ctx, agg, id, e.Time, events.CodexNotifyObserved{Observation: o})
+	// A notify payload arrives as the agent runs: it is dated by its
+	// receipt here (ObserveEntry).
+	wrap := func(o events.Observation) events.Payload { return events.CodexNotifyObserved{Observation: o} }
+	ap, _, err := in.base.ObserveEntry(ctx, "spool entry", e, agg, o, wrap, nil)
 	return ap, err
 }
 
@@ -325,7 +311,7 @@ func IsRolloutName(path string) bool {
 // line with its position). An empty file qualifies. When it does not, the
 // reason says why.
 func LooksLikeRollout(path string) (bool, string) {
-	l, err := claude.FirstLine(path)
+	l, err := ingest.FirstLine(path)
 	if err != nil {
 		return false, err.Error()
 	}
@@ -364,43 +350,26 @@ func IsSessionsDir(dir string) bool {
 }
 
 // WatchConfig configures Watch; its fields mean what they mean in
-// claude.WatchConfig.
+// ingest.WatchConfig.
 type WatchConfig struct {
 	Roots    []string
 	Rescan   time.Duration
 	Report   func(msg string)
-	Imported func(claude.FileResult)
+	Imported func(ingest.FileResult)
 }
 
 // Watch follows the rollouts under cfg.Roots (such as ~/.codex/sessions)
-// as Codex CLI writes them, until ctx is done, with adapters/claude's
-// watcher: new files and appended lines are imported with ImportFile's
+// as Codex CLI writes them, until ctx is done, with the engine's watcher
+// (ingest.Ingester.Watch): new files and appended lines are imported with ImportFile's
 // cursor, a torn last line once it is complete, a file that changed under
-// Logbook is reported and followed no more. Errors are claude.Watch's.
+// Logbook is reported and followed no more. Errors are ingest.Ingester.Watch's.
 func (in *Ingester) Watch(ctx context.Context, cfg WatchConfig) error {
-	return in.base.Watch(ctx, claude.WatchConfig{
+	return in.base.Watch(ctx, ingest.WatchConfig{
 		Roots: cfg.Roots, Rescan: cfg.Rescan, Report: cfg.Report, Imported: cfg.Imported,
 		Accept: LooksLikeRollout,
-		Import: func(ctx context.Context, path string) ([]claude.FileResult, error) {
+		Import: func(ctx context.Context, path, _ string) ([]ingest.FileResult, error) {
 			r, err := in.ImportFile(ctx, path, nil)
-			return []claude.FileResult{r}, err
+			return []ingest.FileResult{r}, err
 		},
 	})
-}
-
-// sanitizeID maps s onto the characters an aggregate id may hold.
-func sanitizeID(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '_'
-		}
-	}
-	if len(b) > 100 {
-		b = b[:100]
-	}
-	if len(b) == 0 {
-		return "unnamed"
-	}
-	return string(b)
 }

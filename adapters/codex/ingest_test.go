@@ -12,7 +12,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -229,8 +229,8 @@ func TestImport_BadInput(t *testing.T) {
 		path := rolloutPath(t, tid)
 		write(t, path, meta(tid, ""), "{not json}\n", turnStart(2, "t1"))
 		r, err := in.ImportFile(ctx, path, nil)
-		var le *claude.LineError
-		if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, claude.ErrSyntax) || !strings.Contains(err.Error(), filepath.Base(path)+":2") {
+		var le *ingest.LineError
+		if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, ingest.ErrSyntax) || !strings.Contains(err.Error(), filepath.Base(path)+":2") {
 			t.Fatalf("err = %v, want a syntax error at line 2", err)
 		}
 		if r.Appended != 1 || r.Lines != 1 {
@@ -327,8 +327,8 @@ func TestImport_BadInput(t *testing.T) {
 		path := rolloutPath(t, tid)
 		write(t, path, meta(tid, ""), "{\"type\":\"event_msg\",\"payload\":{\"type\":\"user_message\",\"message\":\"\xff\xfe\"}}\n")
 		_, err := in.ImportFile(ctx, path, nil)
-		var le *claude.LineError
-		if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, claude.ErrInvalidUTF8) {
+		var le *ingest.LineError
+		if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, ingest.ErrInvalidUTF8) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -365,7 +365,7 @@ func TestImport_BadInput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		big := make([]byte, claude.MaxLineBytes+2)
+		big := make([]byte, ingest.MaxLineBytes+2)
 		for i := range big {
 			big[i] = 'y'
 		}
@@ -380,7 +380,7 @@ func TestImport_BadInput(t *testing.T) {
 			t.Fatalf("import: %+v, %v", r, err)
 		}
 		o := observations(t, l, tid)[1]
-		if o.Line != 2 || o.Kind != "invalid" || o.Meta.Agent != Agent || o.Cut == nil || o.Cut.Size != claude.MaxLineBytes+1 || o.Cut.SHA256 == "" || len(o.Signals) != 0 {
+		if o.Line != 2 || o.Kind != "invalid" || o.Meta.Agent != Agent || o.Cut == nil || o.Cut.Size != ingest.MaxLineBytes+1 || o.Cut.SHA256 == "" || len(o.Signals) != 0 {
 			t.Fatalf("line 2: line %d, kind %q, cut %+v, signals %v", o.Line, o.Kind, o.Cut, o.Signals)
 		}
 		// Another process reads the rollout's state up to its cursor past
@@ -451,7 +451,7 @@ func TestNotify(t *testing.T) {
 		t.Fatal("IsNotify = false")
 	}
 	id := ulid.Make().String()
-	e := claude.Entry{ID: id, Time: time.Date(2026, 5, 23, 16, 55, 0, 0, time.UTC), Payload: []byte(payload)}
+	e := ingest.Entry{ID: id, Time: time.Date(2026, 5, 23, 16, 55, 0, 0, time.UTC), Payload: []byte(payload)}
 	ap, err := in.Notify(ctx, e)
 	if err != nil || ap.Last == 0 {
 		t.Fatalf("notify: %+v, %v", ap, err)

@@ -15,8 +15,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -37,35 +38,37 @@ const (
 	FormatLegacy   = "legacy"   // before 0.40
 )
 
-// Config is adapters/claude's parser configuration: extra redaction
-// patterns and the cap on Observation.Raw.
-type Config = claude.Config
+// Config is the agents' shared parser configuration
+// (ingest.ParserConfig): extra redaction patterns or a Redactor, and the
+// cap on Observation.Raw.
+type Config = ingest.ParserConfig
 
 // Parser parses rollout lines and notify payloads with one compiled
 // Config. It is immutable and safe for concurrent use; the per-file
 // context a rollout line needs is a FileState the caller keeps.
 type Parser struct {
-	red    *claude.Redactor
+	red    *redact.Redactor
 	maxRaw int
 }
 
-// NewParser compiles cfg; its errors are claude.NewParser's.
+// NewParser compiles cfg; its errors are ingest.ParserConfig.Compile's.
 func NewParser(cfg Config) (*Parser, error) {
-	cp, err := claude.NewParser(cfg)
+	red, maxRaw, err := cfg.Compile("codex parser")
 	if err != nil {
 		return nil, err
 	}
-	return &Parser{red: cp.Redactor(), maxRaw: cp.MaxRaw()}, nil
+	return &Parser{red: red, maxRaw: maxRaw}, nil
 }
 
-// NewParserFrom returns a Parser with cp's redaction rules and raw cap,
-// so both agents' observations are redacted alike.
-func NewParserFrom(cp *claude.Parser) *Parser {
-	return &Parser{red: cp.Redactor(), maxRaw: cp.MaxRaw()}
+// NewParserFrom returns a Parser with r's redaction rules and raw cap
+// (another agent's parser, such as Claude Code's), so both agents'
+// observations are redacted alike.
+func NewParserFrom(r ingest.Redaction) *Parser {
+	return &Parser{red: r.Redactor(), maxRaw: r.MaxRaw()}
 }
 
 // Redactor returns the parser's redaction rules.
-func (p *Parser) Redactor() *claude.Redactor { return p.red }
+func (p *Parser) Redactor() *redact.Redactor { return p.red }
 
 // FileState is what the lines of one rollout read so far tell about the
 // lines after them. Parser.Line updates it; it is rebuilt by parsing the
@@ -229,9 +232,9 @@ const (
 // first line that is not a session_meta (the importer then names the
 // session after the file).
 //
-// Errors are *claude.LineError values naming path and n, wrapping
-// claude.ErrInvalidUTF8, claude.ErrSyntax, claude.ErrNotObject, or
-// claude.ErrSecretID when a redaction rule matches one of the line's ids
+// Errors are *ingest.LineError values naming path and n, wrapping
+// ingest.ErrInvalidUTF8, ingest.ErrSyntax, ingest.ErrNotObject, or
+// ingest.ErrSecretID when a redaction rule matches one of the line's ids
 // (ids are never redacted); the observation is still returned, Kind
 // "invalid", with Raw and the error in Problems, so an importer can
 // record it (--skip-invalid).
@@ -245,7 +248,7 @@ func (p *Parser) Line(st *FileState, path string, n int, b []byte) (events.Obser
 	if err != nil {
 		o.Kind = "invalid"
 		o.Problems = []string{fmt.Sprintf("line %d:%d: %v", n, col, err)}
-		return p.finish(o, b), &claude.LineError{Path: path, Line: n, Col: col, Err: err}
+		return p.finish(o, b), &ingest.LineError{Path: path, Line: n, Col: col, Err: err}
 	}
 	var probs []string
 	t := objectOf(top, &probs)
@@ -276,9 +279,9 @@ func (p *Parser) Line(st *FileState, path string, n int, b []byte) (events.Obser
 	}
 	o.Signals = sigs
 	o.Problems = append(o.Problems, probs...)
-	if err := claude.SecretID(p.red, o); err != nil {
+	if err := ingest.SecretID(p.red, o); err != nil {
 		// Recorded as an invalid line: no ids, no signals.
-		lerr := &claude.LineError{Path: path, Line: n, Err: err}
+		lerr := &ingest.LineError{Path: path, Line: n, Err: err}
 		o = events.Observation{Key: o.Key, Parser: o.Parser, Path: path, Line: n, Kind: "invalid",
 			Meta: events.Meta{Agent: Agent}, Problems: []string{fmt.Sprintf("line %d: %v", n, err)}}
 		return p.finish(o, b), lerr
@@ -342,8 +345,8 @@ func readTokenUsage(tot object) (u events.Usage, raw, refused string) {
 		{"input_tokens", &input}, {"cached_input_tokens", &cached}, {"cache_write_input_tokens", &u.CacheWrite},
 		{"output_tokens", &u.Output}, {"reasoning_output_tokens", &u.Reasoning},
 	} {
-		v, why := claude.TokenCount(tot.raw(f.key))
-		if why == "" && (f.key == "input_tokens" || f.key == "output_tokens") && claude.IsAbsent(tot.raw(f.key)) {
+		v, why := ingest.TokenCount(tot.raw(f.key))
+		if why == "" && (f.key == "input_tokens" || f.key == "output_tokens") && ingest.IsAbsent(tot.raw(f.key)) {
 			why = "missing"
 		}
 		if why != "" && refused == "" {
@@ -584,7 +587,7 @@ func eventMsg(st *FileState, pl object, sub string, o *events.Observation) []eve
 // per window. A count that is not a whole number from 0 to
 // events.MaxUsageTokens, input_tokens or output_tokens absent, or cached
 // and written tokens over the input, refuses the usage (a
-// claude.UsageRefused Problems entry); the rate limits still count.
+// ingest.UsageRefused Problems entry); the rate limits still count.
 func tokenCount(st *FileState, pl object, o *events.Observation) []events.Sig {
 	var sigs []events.Sig
 	if info, ok := pl.obj("info"); ok {
@@ -592,7 +595,7 @@ func tokenCount(st *FileState, pl object, o *events.Observation) []events.Sig {
 			u, raw, refused := readTokenUsage(tot)
 			switch {
 			case refused != "":
-				o.Problems = append(o.Problems, claude.UsageRefused+refused)
+				o.Problems = append(o.Problems, ingest.UsageRefused+refused)
 			case st.Copying:
 				// The origin's spend, copied in: it sets where this
 				// thread's own totals start from and counts nothing here.
@@ -825,7 +828,7 @@ func (p *Parser) legacy(st *FileState, t object, o *events.Observation, n int) [
 // "turn-id", "cwd", "input-messages": [..], "last-assistant-message"}.
 //
 // "type" and "thread-id" are required: without them, or not strings, the
-// error wraps claude.ErrMissingField or claude.ErrFieldType and names the
+// error wraps ingest.ErrMissingField or ingest.ErrFieldType and names the
 // field. The observation has Key "notify:<type>:<turn-id>" (a turn's
 // notification recorded once), Parser ParserNotify, Kind the type, Meta
 // (SessionID thread-id, Cwd, Agent "codex"), and Signals: for
@@ -837,11 +840,11 @@ func (p *Parser) Notify(b []byte) (events.Observation, error) {
 	if err != nil {
 		return o, err
 	}
-	if err := claude.SecretID(p.red, o); err != nil {
+	if err := ingest.SecretID(p.red, o); err != nil {
 		return events.Observation{}, &NotifyError{Field: "thread-id", Err: err}
 	}
 	if turn := strings.TrimPrefix(o.Key, "notify:"+o.Kind+":"); !strings.HasPrefix(turn, "sha256:") && p.red.Redact(turn) != turn {
-		return events.Observation{}, &NotifyError{Field: "turn-id", Err: claude.ErrSecretID}
+		return events.Observation{}, &NotifyError{Field: "turn-id", Err: ingest.ErrSecretID}
 	}
 	return p.finish(o, b), nil
 }
@@ -860,24 +863,24 @@ func parseNotify(b []byte) (events.Observation, error) {
 		return o, &NotifyError{Err: err}
 	}
 	if k, dup := jsonx.DuplicateKey(b, false); dup {
-		return o, &NotifyError{Err: fmt.Errorf("%w %q: the payload names it more than once", claude.ErrDuplicateKey, k)}
+		return o, &NotifyError{Err: fmt.Errorf("%w %q: the payload names it more than once", ingest.ErrDuplicateKey, k)}
 	}
 	var probs []string
 	t := objectOf(top, &probs)
 	for _, f := range []string{"type", "thread-id"} {
 		r, ok := top[f]
 		if !ok || jsonKind(r) == "null" {
-			return o, &NotifyError{Field: f, Err: claude.ErrMissingField}
+			return o, &NotifyError{Field: f, Err: ingest.ErrMissingField}
 		}
 		if k := jsonKind(r); k != "string" {
-			return o, &NotifyError{Field: f, Err: fmt.Errorf("%w: want string, got %s", claude.ErrFieldType, k)}
+			return o, &NotifyError{Field: f, Err: fmt.Errorf("%w: want string, got %s", ingest.ErrFieldType, k)}
 		}
 	}
 	typ := t.str("type")
 	o.Kind = typ
 	o.Meta.SessionID = t.str("thread-id")
 	if o.Meta.SessionID == "" {
-		return o, &NotifyError{Field: "thread-id", Err: claude.ErrMissingField}
+		return o, &NotifyError{Field: "thread-id", Err: ingest.ErrMissingField}
 	}
 	if err := events.ValidID(o.Meta.SessionID); err != nil {
 		// A string of the right type whose characters cannot name the
@@ -905,11 +908,11 @@ func parseNotify(b []byte) (events.Observation, error) {
 }
 
 // NotifyError reports a notify payload that could not be used. It wraps
-// claude.ErrSyntax, claude.ErrInvalidUTF8, claude.ErrNotObject,
-// claude.ErrDuplicateKey (a member named twice in one object, at any
-// depth), claude.ErrMissingField, claude.ErrFieldType, events.ErrMalformed
+// ingest.ErrSyntax, ingest.ErrInvalidUTF8, ingest.ErrNotObject,
+// ingest.ErrDuplicateKey (a member named twice in one object, at any
+// depth), ingest.ErrMissingField, ingest.ErrFieldType, events.ErrMalformed
 // (a thread-id that cannot name a session: a byte outside [A-Za-z0-9_-],
-// or over events.MaxIDLen bytes) or claude.ErrSecretID (a thread-id or
+// or over events.MaxIDLen bytes) or ingest.ErrSecretID (a thread-id or
 // turn-id that a redaction rule matches).
 type NotifyError struct {
 	Field string // the offending field, if any
@@ -940,8 +943,8 @@ func IsNotify(b []byte) bool {
 	return thread && !hook
 }
 
-// MaxSigText is the longest Sig.Text, in bytes (claude.MaxSigText).
-const MaxSigText = claude.MaxSigText
+// MaxSigText is the longest Sig.Text, in bytes (ingest.MaxSigText).
+const MaxSigText = ingest.MaxSigText
 
 // finish redacts o's text fields, sets Raw from orig (redacted, cut to the
 // cap with Cut set) and returns o.
@@ -956,7 +959,7 @@ func (p *Parser) finish(o events.Observation, orig []byte) events.Observation {
 	for _, f := range []*string{&m.Cwd, &m.Model, &m.Version, &m.GitBranch, &m.AgentMode, &m.Title} {
 		*f = r.Redact(*f)
 	}
-	o.Kind, o.Key = claude.RedactKind(r, o.Kind, o.Key, false)
+	o.Kind, o.Key = ingest.RedactKind(r, o.Kind, o.Key, false)
 	o.AgentTime = r.Redact(o.AgentTime)
 	for i := range o.Problems {
 		o.Problems[i] = r.Redact(o.Problems[i])
@@ -974,13 +977,13 @@ func (p *Parser) finish(o events.Observation, orig []byte) events.Observation {
 
 // decodeObject checks that b is valid UTF-8 holding one JSON object and
 // returns its members, or the 1-based column of the problem and an error
-// wrapping claude.ErrInvalidUTF8, claude.ErrSyntax or claude.ErrNotObject.
+// wrapping ingest.ErrInvalidUTF8, ingest.ErrSyntax or ingest.ErrNotObject.
 func decodeObject(b []byte) (map[string]json.RawMessage, int, error) {
 	if !utf8.Valid(b) {
 		for i := 0; i < len(b); {
 			r, n := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && n <= 1 {
-				return nil, i + 1, fmt.Errorf("%w at byte %d", claude.ErrInvalidUTF8, i)
+				return nil, i + 1, fmt.Errorf("%w at byte %d", ingest.ErrInvalidUTF8, i)
 			}
 			i += n
 		}
@@ -989,10 +992,10 @@ func decodeObject(b []byte) (map[string]json.RawMessage, int, error) {
 	err := json.Unmarshal(b, &m)
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return nil, int(se.Offset), fmt.Errorf("%w at byte %d: %v", claude.ErrSyntax, se.Offset, se)
+		return nil, int(se.Offset), fmt.Errorf("%w at byte %d: %v", ingest.ErrSyntax, se.Offset, se)
 	}
 	if err != nil || m == nil {
-		return nil, 1, fmt.Errorf("%w: got %s", claude.ErrNotObject, jsonKind(bytes.TrimSpace(b)))
+		return nil, 1, fmt.Errorf("%w: got %s", ingest.ErrNotObject, jsonKind(bytes.TrimSpace(b)))
 	}
 	return m, 0, nil
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -33,7 +33,7 @@ func TestImport_HardLinkIntoDataDir(t *testing.T) {
 		t.Skipf("no hard links here: %v", err)
 	}
 	_, err = in.ImportFile(t.Context(), link, nil)
-	if !errors.Is(err, claude.ErrPrivate) {
+	if !errors.Is(err, ingest.ErrPrivate) {
 		t.Fatalf("ImportFile of a hard link to %s: %v, want ErrPrivate", creds, err)
 	}
 	for _, want := range []string{link + ": ", "hard link to " + creds} {
@@ -68,14 +68,14 @@ func TestOpenTranscript_SymlinkIntoDataDir(t *testing.T) {
 	creds := filepath.Join(data, "creds.json")
 	write(t, creds, meta(tid, ""), userMsg(1, "hunter2"))
 	path := rolloutPath(t, tid)
-	if err := claude.CheckPrivate(path, []string{data}); err != nil {
+	if err := ingest.CheckPrivate(path, []string{data}); err != nil {
 		t.Fatal(err) // no file yet: the path passes
 	}
 	if err := os.Symlink(creds, path); err != nil {
 		t.Fatal(err)
 	}
-	f, _, err := claude.OpenTranscript(path, []string{data})
-	if !errors.Is(err, claude.ErrPrivate) || f != nil {
+	f, _, err := ingest.OpenTranscript(path, []string{data})
+	if !errors.Is(err, ingest.ErrPrivate) || f != nil {
 		t.Fatalf("OpenTranscript of a link into the data dir: %v, want ErrPrivate", err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 )
 
 // A redaction rule never rewrites a Codex id: a notify payload whose
@@ -22,7 +22,7 @@ func TestSecretIDsAreRefusedNotRewritten(t *testing.T) {
 		"turn-id":   `{"type":"agent-turn-complete","thread-id":"t-1","turn-id":"u-zz2","last-assistant-message":"done"}`,
 	} {
 		_, err := p.Notify([]byte(payload))
-		if !errors.Is(err, claude.ErrSecretID) || !strings.Contains(err.Error(), field) || strings.Contains(err.Error(), "zz") {
+		if !errors.Is(err, ingest.ErrSecretID) || !strings.Contains(err.Error(), field) || strings.Contains(err.Error(), "zz") {
 			t.Errorf("%s: got %v, want ErrSecretID naming the field, not the id", field, err)
 		}
 	}
@@ -33,7 +33,7 @@ func TestSecretIDsAreRefusedNotRewritten(t *testing.T) {
 
 	st := &FileState{}
 	lo, err := p.Line(st, "r.jsonl", 1, []byte(strings.TrimSpace(meta("s-zz4", ""))))
-	if !errors.Is(err, claude.ErrSecretID) || strings.Contains(err.Error(), "zz4") {
+	if !errors.Is(err, ingest.ErrSecretID) || strings.Contains(err.Error(), "zz4") {
 		t.Fatalf("line: got %v, want ErrSecretID without the id", err)
 	}
 	if lo.Kind != "invalid" || lo.Meta.SessionID != "" || len(lo.Signals) != 0 {

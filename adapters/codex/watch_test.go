@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/internal/specialtest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -123,7 +123,7 @@ func TestWatch_LiveRolloutLaggingClock(t *testing.T) {
 	if idle := time.Since(st.ObservedAt); idle > time.Minute {
 		t.Errorf("observed_at %s (%s ago); want the last line's receipt", st.ObservedAt, idle)
 	}
-	if ok, err := in.base.WouldReconcile(st, time.Now().Add(claude.Quiet), 30*time.Minute, nil); ok || err != nil {
+	if ok, err := in.base.WouldReconcile(st, time.Now().Add(ingest.Quiet), 30*time.Minute, nil); ok || err != nil {
 		t.Errorf("WouldReconcile = %v, %v; want false: lines arrived seconds ago", ok, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
@@ -84,7 +85,7 @@ func TestHookInput(t *testing.T) {
 // input that is not the uncut payload's own is refused.
 func TestService_JudgesTheWholeInput(t *testing.T) {
 	r := newRig(t, "allow = [\"Bash(ls:*)\", \"Bash(echo:*)\"]\ndeny = [\"Bash(rm -rf:*)\", \"Bash(curl:*)\"]\n")
-	svc := &Service{Gate: r.gate, Ingest: func(ctx context.Context, data []byte, then claude.Then) (session.State, error) {
+	svc := &Service{Gate: r.gate, Ingest: func(ctx context.Context, data []byte, then ingest.Then) (session.State, error) {
 		var req HookGateRequest
 		if err := json.Unmarshal(data, &req); err != nil {
 			return session.State{}, err

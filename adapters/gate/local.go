@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/review"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -37,7 +38,7 @@ func LocalVerdict(why string, at time.Time, budget time.Duration) claude.LocalVe
 // server, stands), and nothing but the observation when the session
 // cannot take a review (it has ended): it never fails, so the entry is
 // still delivered.
-func (g *Gate) RecordLocal(e claude.Entry) claude.Then {
+func (g *Gate) RecordLocal(e claude.Entry) ingest.Then {
 	if e.Verdict == nil {
 		return nil
 	}

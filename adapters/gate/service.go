@@ -12,6 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
@@ -43,7 +44,7 @@ const (
 type Service struct {
 	Gate     *Gate
 	Store    *projections.Store
-	Ingest   func(ctx context.Context, data []byte, then claude.Then) (session.State, error)
+	Ingest   func(ctx context.Context, data []byte, then ingest.Then) (session.State, error)
 	CaughtUp func(ctx context.Context) error
 	Redactor *redact.Redactor
 }

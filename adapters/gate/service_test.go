@@ -15,6 +15,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
@@ -68,7 +69,7 @@ func TestService_HookAndRuleInOneBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := &Gate{Sessions: ing.Sessions(), Log: log, Policies: &Policies{DataDir: dir}, Budget: time.Minute, Poll: 5 * time.Millisecond}
-	svc := &Service{Gate: g, Ingest: func(ctx context.Context, data []byte, then claude.Then) (session.State, error) {
+	svc := &Service{Gate: g, Ingest: func(ctx context.Context, data []byte, then ingest.Then) (session.State, error) {
 		var req HookGateRequest
 		if err := json.Unmarshal(data, &req); err != nil {
 			return session.State{}, err
@@ -180,7 +181,7 @@ func TestService_EachHookDecidedOnItsOwnCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := &Gate{Sessions: ing.Sessions(), Log: log, Policies: &Policies{DataDir: dir}, Budget: time.Minute, Poll: 5 * time.Millisecond}
-	svc := &Service{Gate: g, Ingest: func(ctx context.Context, data []byte, then claude.Then) (session.State, error) {
+	svc := &Service{Gate: g, Ingest: func(ctx context.Context, data []byte, then ingest.Then) (session.State, error) {
 		var req HookGateRequest
 		if err := json.Unmarshal(data, &req); err != nil {
 			return session.State{}, err

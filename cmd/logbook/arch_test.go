@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -134,6 +135,66 @@ func TestCmdCallsNoReducer(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// TestAgentsApart enforces DESIGN.md's rule for agent adapters: each
+// agent's package (adapters/<agent>, and the packages below it) imports
+// adapters/ingest, the agent-neutral engine, and never another agent's
+// package, nor do its tests; the engine imports no agent's package but the
+// hook spool, which every agent's hooks pass through
+// (adapters/claude/hookspool).
+func TestAgentsApart(t *testing.T) {
+	const mod = "github.com/logbook-dev/logbook"
+	agents := []string{"claude", "codex"}
+	shared := map[string]bool{"adapters/claude/hookspool": true}
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports", mod+"/adapters/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	// agentOf returns the agent whose package rel (a path in the module)
+	// is, or "".
+	agentOf := func(rel string) string {
+		for _, a := range agents {
+			if rel == "adapters/"+a || strings.HasPrefix(rel, "adapters/"+a+"/") {
+				return a
+			}
+		}
+		return ""
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	seen := map[string]bool{}
+	for dec.More() {
+		var p struct {
+			ImportPath                         string
+			Imports, TestImports, XTestImports []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		rel := strings.TrimPrefix(p.ImportPath, mod+"/")
+		from := agentOf(rel)
+		engine := rel == "adapters/ingest" || strings.HasPrefix(rel, "adapters/ingest/")
+		if from != "" {
+			seen[from] = true
+		}
+		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
+			target := strings.TrimPrefix(imp, mod+"/")
+			to := agentOf(target)
+			switch {
+			case to == "" || to == from:
+			case engine && shared[target]:
+			case engine:
+				t.Errorf("%s imports %s: the engine imports no agent's package", p.ImportPath, imp)
+			case from != "":
+				t.Errorf("%s imports %s: an agent's package imports adapters/ingest, never another agent's", p.ImportPath, imp)
+			}
+		}
+	}
+	for _, a := range agents {
+		if !seen[a] {
+			t.Errorf("no package adapters/%s: the agents this test keeps apart are %v", a, agents)
+		}
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/adapters/worker"
@@ -72,7 +73,7 @@ func newGate(b *backend, f gateFlags, stderr io.Writer) *gate.Gate {
 func gateService(b *backend, svc *api.Service, store *projections.Store, f gateFlags, stderr io.Writer) *gate.Service {
 	gt := newGate(b, f, stderr)
 	gt.Sessions = svc.Ing.Sessions()
-	ingest := func(ctx context.Context, data []byte, then claude.Then) (session.State, error) {
+	ingest := func(ctx context.Context, data []byte, then ingest.Then) (session.State, error) {
 		_, st, err := svc.HookThen(ctx, data, then)
 		return st, err
 	}

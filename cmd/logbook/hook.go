@@ -97,6 +97,19 @@ func hookClaude(ctx context.Context, g *globals) error {
 	if err != nil {
 		return fmt.Errorf("hook claude: read stdin: %w", err)
 	}
+	return recordHook(ctx, g, "hook claude", payload, claude.PrepareHook)
+}
+
+// recordHook records payload, one hook payload of an agent's (name is
+// the command, "hook claude", that leads its errors): prepare checks it
+// and returns what is spooled and sent (the payload, or a copy cut to the
+// send cap), or the error of a payload that cannot be used. A usable
+// payload goes straight to the running server when nothing waits in the
+// spool, else into the spool behind what waits; it returns nil either
+// way. An unusable one (prepare's error, or one the server refuses as
+// input) is kept aside, redacted, in the spool's rejected folder, and the
+// error, redacted, names where.
+func recordHook(ctx context.Context, g *globals, name string, payload []byte, prepare func([]byte) ([]byte, error)) error {
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
 		return err
@@ -109,7 +122,7 @@ func hookClaude(ctx context.Context, g *globals) error {
 	if len(payload) > maxHookPayload {
 		err = fmt.Errorf("payload over %d MiB refused", maxHookPayload>>20)
 	} else {
-		prepared, err = claude.PrepareHook(payload)
+		prepared, err = prepare(payload)
 	}
 	if err != nil {
 		// Bad input: exit 1, and keep it (redacted) where a person can
@@ -118,14 +131,14 @@ func hookClaude(ctx context.Context, g *globals) error {
 		// payload kept aside is.
 		p, perr := dd.parser()
 		if perr != nil {
-			return fmt.Errorf("hook claude: %w (not kept: %v)", redactErr(redact.Default(), err), perr)
+			return fmt.Errorf("%s: %w (not kept: %v)", name, redactErr(redact.Default(), err), perr)
 		}
 		id, kerr := sp.KeepAside(payload, err, p.Redactor())
 		err = redactErr(p.Redactor(), err)
 		if kerr != nil {
-			return fmt.Errorf("hook claude: %w (not kept: %v)", err, kerr)
+			return fmt.Errorf("%s: %w (not kept: %v)", name, err, kerr)
 		}
-		return fmt.Errorf("hook claude: %w (kept aside as %s)", err, filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"))
+		return fmt.Errorf("%s: %w (kept aside as %s)", name, err, filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"))
 	}
 	// The agent process this hook runs under, for the reconciler to
 	// watch; a hook that finds none (run by hand, /proc unreadable) is
@@ -149,20 +162,20 @@ func hookClaude(ctx context.Context, g *globals) error {
 		if api.IsInputError(err) {
 			p, perr := dd.parser()
 			if perr != nil {
-				return fmt.Errorf("hook claude: %w (not kept: %v)", redactErr(redact.Default(), err), perr)
+				return fmt.Errorf("%s: %w (not kept: %v)", name, redactErr(redact.Default(), err), perr)
 			}
 			kerr := sp.Reject(id, prepared, err, p.Redactor())
 			err = redactErr(p.Redactor(), err)
 			if kerr != nil {
-				return fmt.Errorf("hook claude: %w (not kept: %v)", err, kerr)
+				return fmt.Errorf("%s: %w (not kept: %v)", name, err, kerr)
 			}
-			return fmt.Errorf("hook claude: %w (kept aside as %s)", err, filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"))
+			return fmt.Errorf("%s: %w (kept aside as %s)", name, err, filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"))
 		}
 	}
 	// Under the id already sent, so a server that took it after all sees
 	// the spooled copy as the same observation.
 	if perr := sp.PutAs(id, prepared, agent); perr != nil {
-		return fmt.Errorf("hook claude: spool: %w", perr)
+		return fmt.Errorf("%s: spool: %w", name, perr)
 	}
 	if err != nil {
 		// The payload is safe in the spool; the server delivers it later.

@@ -4,16 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
-	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 
-	"github.com/logbook-dev/logbook/adapters/api"
-	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/codex"
-	"github.com/logbook-dev/logbook/adapters/redact"
 )
 
 func hookCodexCmd(g *globals) *cobra.Command {
@@ -49,62 +43,7 @@ func hookCodex(ctx context.Context, g *globals, args []string) error {
 			return fmt.Errorf("hook codex: read stdin: %w", err)
 		}
 	}
-	dd, err := resolveDataDir(g.data)
-	if err != nil {
-		return err
-	}
-	sp, err := claude.Open(dd.path("spool"))
-	if err != nil {
-		return err
-	}
-	if len(payload) > maxHookPayload {
-		err = fmt.Errorf("payload over %d MiB refused", maxHookPayload>>20)
-	} else {
-		err = codex.CheckNotify(payload)
-	}
-	if err != nil {
-		p, perr := dd.parser()
-		if perr != nil {
-			return fmt.Errorf("hook codex: %w (not kept: %v)", redactErr(redact.Default(), err), perr)
-		}
-		id, kerr := sp.KeepAside(payload, err, p.Redactor())
-		err = redactErr(p.Redactor(), err) // it may quote the payload
-		if kerr != nil {
-			return fmt.Errorf("hook codex: %w (not kept: %v)", err, kerr)
-		}
-		return fmt.Errorf("hook codex: %w (kept aside as %s)", err, filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"))
-	}
-	host, _ := os.Hostname()
-	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
-	ctx, cancel := context.WithTimeout(ctx, hookTimeout)
-	defer cancel()
-	id := ulid.Make().String()
-	// As hook claude: straight to the server when nothing waits in the
-	// spool, else behind what waits.
-	waiting, err := sp.HasPending()
-	if err == nil && !waiting {
-		err = deliverHook(ctx, g, dd, api.HookRequest{ID: id, Text: string(payload), Process: agent})
-		if err == nil {
-			return nil
-		}
-		if api.IsInputError(err) {
-			p, perr := dd.parser()
-			if perr != nil {
-				return fmt.Errorf("hook codex: %w (not kept: %v)", redactErr(redact.Default(), err), perr)
-			}
-			kerr := sp.Reject(id, payload, err, p.Redactor())
-			err = redactErr(p.Redactor(), err)
-			if kerr != nil {
-				return fmt.Errorf("hook codex: %w (not kept: %v)", err, kerr)
-			}
-			return fmt.Errorf("hook codex: %w (kept aside as %s)", err, filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"))
-		}
-	}
-	if perr := sp.PutAs(id, payload, agent); perr != nil {
-		return fmt.Errorf("hook codex: spool: %w", perr)
-	}
-	if err != nil {
-		fmt.Fprintf(g.stderr, "logbook hook: kept in spool: %v\n", redactErr(hookRedactor(g), err))
-	}
-	return nil
+	// A notify payload is spooled as Codex CLI sent it: CheckNotify only
+	// checks it.
+	return recordHook(ctx, g, "hook codex", payload, func(b []byte) ([]byte, error) { return b, codex.CheckNotify(b) })
 }

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
@@ -48,7 +49,7 @@ now as a new history, session <id>-r<n>, linked to the old one; later
 imports of the file go on there.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return importClaude(cmd.Context(), g, args, workers, skipInvalid, asNew)
+			return runImport(cmd.Context(), g, claudeImport(), args, importOptions{workers: workers, skipInvalid: skipInvalid, asNew: asNew})
 		},
 	}
 	claudeImport.Flags().IntVar(&workers, "workers", 4, "transcripts read and parsed at once (up to 4 times as many are under way, waiting for the log)")
@@ -60,7 +61,7 @@ imports of the file go on there.`,
 	return cmd
 }
 
-// importSummary is what `import claude --json` prints.
+// importSummary is what `import <agent> --json` prints.
 type importSummary struct {
 	Files          []importFile `json:"files"`
 	Appended       int          `json:"appended"`
@@ -82,7 +83,7 @@ func (s importSummary) line(kind string) string {
 }
 
 // importFile is one transcript file of importSummary: a
-// claude.FileResult with the JSON names of every other command.
+// ingest.FileResult with the JSON names of every other command.
 type importFile struct {
 	Path     string   `json:"path"`
 	Session  string   `json:"session"`
@@ -93,7 +94,7 @@ type importFile struct {
 	Warnings []string `json:"warnings"`
 }
 
-func newImportFile(r claude.FileResult) importFile {
+func newImportFile(r ingest.FileResult) importFile {
 	w := r.Warnings
 	if w == nil {
 		w = []string{}
@@ -150,20 +151,20 @@ func nothingYet(path string, size int64) (string, bool) {
 	if size == 0 {
 		return "empty file", true
 	}
-	if blank, err := claude.BlankOnly(context.Background(), path); err == nil && blank {
+	if blank, err := ingest.BlankOnly(context.Background(), path); err == nil && blank {
 		return "only blank lines", true
 	}
 	return "", false
 }
 
 // unreadableFirst returns the error of a file whose first line is longer
-// than claude.MaxLineBytes, naming the file and line 1 as an import names
+// than ingest.MaxLineBytes, naming the file and line 1 as an import names
 // such a line anywhere in a file; nil for any other file. The importers'
 // Looks functions refuse such a file at once (so a sparse file of a
 // terabyte is not read through); this tells it from one of another
 // format.
 func unreadableFirst(path string) error {
-	if _, err := claude.FirstLine(path); errors.Is(err, claude.ErrLineTooLong) {
+	if _, err := ingest.FirstLine(path); errors.Is(err, ingest.ErrLineTooLong) {
 		return err
 	}
 	return nil
@@ -202,43 +203,100 @@ func namedPathsError(g *globals, errs []string) error {
 	return &exitError{code: 1, err: fmt.Errorf("%d named paths cannot be imported (above); nothing was imported", len(errs))}
 }
 
-func importClaude(ctx context.Context, g *globals, paths []string, workers int, skipInvalid, asNew bool) error {
-	errs, skipped := namedPaths(paths, ".jsonl", "a Claude Code transcript", " (a .jsonl file, as under ~/.claude/projects)", claude.LooksLikeTranscript)
+// importOptions are the flags every `logbook import <agent>` takes.
+type importOptions struct {
+	workers     int  // --workers: files read and parsed at once, at least 1
+	skipInvalid bool // --skip-invalid
+	asNew       bool // --as-new
+}
+
+// importFormat is what `logbook import` knows of one agent's files,
+// beyond what adapters/ingest does alike for every agent. U is the unit
+// one worker imports at a time: a Claude Code transcript with its
+// subagents' files, a Codex CLI rollout.
+type importFormat[U any] struct {
+	// noun names one file of the format in messages ("transcript").
+	noun string
+	// what names the format ("a Claude Code transcript"), ext is the
+	// extension a named file must have ("" for any), hint says where such
+	// files are found; looks says whether a file reads as one and why not
+	// (namedPaths). notOne leads the note of a found file looks refuses
+	// ("" when looks' reason says so itself).
+	what, ext, hint, notOne string
+	looks                   func(path string) (bool, string)
+	// discover returns the units under paths (files and directories,
+	// each checked by namedPaths), in order. Errors end the import
+	// before anything is read or appended.
+	discover func(g *globals, paths []string) ([]U, error)
+	// file returns the file of u judged before its import ("" for none)
+	// and whether it is u's only file: only then may it be noted as
+	// holding nothing to import yet.
+	file func(u U) (path string, only bool)
+	// emptyDirs, if set, names the files (plural) a named directory
+	// should hold: one with none is noted as skipped.
+	emptyDirs string
+	// group orders units into groups, each imported in order by one
+	// worker; nil: each unit is a group of its own.
+	group func(units []U) [][]U
+	// open starts the import on b: the agent's ingester, how many units
+	// may be under way at once, how to import one (calling line after
+	// each line appended), and what to do at the end (nil: nothing).
+	// Errors end the import before anything is appended.
+	open func(ctx context.Context, g *globals, b *backend, o importOptions) (importRun[U], error)
+}
+
+// importRun is one import's ingester, as importFormat.open starts it.
+type importRun[U any] struct {
+	workers int // units under way at once, at least 1
+	run     func(ctx context.Context, u U, line func()) ([]ingest.FileResult, error)
+	end     func()
+}
+
+// runImport imports the files paths name in format f: it checks the
+// named paths (namedPaths), finds the units, notes the files that are not
+// the format's or hold nothing to import yet, imports the others on
+// o.workers workers, and prints the summary (importSummary; --json: as
+// JSON). It returns an *exitError when a named path cannot be imported or
+// a file stopped early.
+func runImport[U any](ctx context.Context, g *globals, f importFormat[U], paths []string, o importOptions) error {
+	errs, skipped := namedPaths(paths, f.ext, f.what, f.hint, f.looks)
 	if len(errs) > 0 {
 		return namedPathsError(g, errs)
 	}
-	ts, err := claude.Discover(paths...)
+	units, err := f.discover(g, paths)
 	if err != nil {
 		return err
 	}
 	var unreadable, found []string // found files whose first line cannot be read: errors, paths
-	// Transcripts with no line to import yet (empty, or blank lines only),
+	// Files with no line to import yet (empty, or blank lines only),
 	// and what they hold. Each is imported all the same: one that held
 	// lines imported before was cut, and its import reports that as any
 	// truncation; for the others the import appends nothing, and they are
 	// noted as skipped.
 	yet := map[string]string{}
-	ts = slices.DeleteFunc(ts, func(t claude.Transcript) bool {
-		if t.Path == "" {
+	units = slices.DeleteFunc(units, func(u U) bool {
+		path, only := f.file(u)
+		if path == "" {
 			return false
 		}
-		if st, err := os.Stat(t.Path); err == nil && len(t.Subagents) == 0 {
-			if what, none := nothingYet(t.Path, st.Size()); none {
-				yet[t.Path] = what
+		if st, err := os.Stat(path); err == nil && only {
+			if what, none := nothingYet(path, st.Size()); none {
+				yet[path] = what
+				found = append(found, path)
 				return false
 			}
 		}
-		ok, why := claude.LooksLikeTranscript(t.Path)
-		if err := unreadableFirst(t.Path); !ok && err != nil {
-			unreadable, found = append(unreadable, err.Error()), append(found, t.Path)
-		} else if !ok {
-			skipped = append(skipped, fmt.Sprintf("%s: not a Claude Code transcript: %s", t.Path, why))
+		if ok, why := f.looks(path); !ok {
+			if err := unreadableFirst(path); err != nil {
+				unreadable, found = append(unreadable, err.Error()), append(found, path)
+			} else {
+				skipped = append(skipped, fmt.Sprintf("%s: %s%s", path, f.notOne, why))
+			}
+			return true
 		}
-		return !ok
+		found = append(found, path)
+		return false
 	})
-	for _, t := range ts {
-		found = append(found, t.Path)
-	}
 	// Named ones are noted after their import, under the name given.
 	given := map[string]string{}
 	for _, p := range paths {
@@ -247,88 +305,77 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 			skipped = slices.DeleteFunc(skipped, func(n string) bool { return strings.HasPrefix(n, p+": ") })
 		}
 	}
-	skipped = append(skipped, emptyDirs(paths, found, "Claude Code transcripts (.jsonl files)")...)
+	if f.emptyDirs != "" {
+		skipped = append(skipped, emptyDirs(paths, found, f.emptyDirs)...)
+	}
 	b, err := openBackend(ctx, g)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	host, _ := os.Hostname()
-	parser, err := b.dd.parser()
+	o.workers = max(o.workers, 1)
+	r, err := f.open(ctx, g, b, o)
 	if err != nil {
 		return err
 	}
-	// Files unchanged since an import left nothing of them behind are
-	// skipped without reading their sessions from the log; the index
-	// belongs to this incarnation of the stream, as it was when the
-	// index was written: a stream that lost messages since (accepted
-	// with serve --accept-stream-loss) has every file read again.
-	id, err := b.log.Identity(ctx)
-	if err != nil {
-		return err
-	}
-	incarnation := natslog.StreamName + "@" + id.Created.Format(time.RFC3339Nano)
-	if gone := id.Gone(); gone > 0 {
-		incarnation += fmt.Sprintf(" gone %d", gone)
-	}
-	index, err := claude.OpenSkipIndex(b.dd.path("import-index.json"), incarnation)
-	if err != nil {
-		fmt.Fprintf(g.stderr, "warning: %v; every file's session is read from the log this time\n", err)
-	}
-	if workers < 1 {
-		workers = 1
-	}
-	ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Parser: parser, Host: host, SkipInvalid: skipInvalid, AsNew: asNew, Skip: index, Parsers: workers, Private: []string{string(b.dd)}})
-	if err != nil {
-		return err
-	}
-	prog := newProgress(g.stderr, len(ts))
+	prog := newProgress(g.stderr, len(units))
 	var (
 		mu       sync.Mutex
 		sum      importSummary
 		diverged int      // files that changed under Logbook
-		nothing  []string // notes of transcripts with nothing to import yet
+		nothing  []string // notes of files with nothing to import yet
 		wg       sync.WaitGroup
 	)
-	work := make(chan claude.Transcript)
-	for range workers * importWaiting {
+	groups := [][]U{}
+	if f.group != nil {
+		groups = f.group(units)
+	} else {
+		for _, u := range units {
+			groups = append(groups, []U{u})
+		}
+	}
+	work := make(chan []U)
+	for range r.workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for t := range work {
-				rs, err := ing.ImportTranscript(ctx, t, func(string, int) { prog.line() })
-				mu.Lock()
-				if what, ok := yet[t.Path]; ok && err == nil && len(rs) == 1 && rs[0].Appended == 0 && rs[0].Lines == 0 && len(rs[0].Warnings) == 0 {
-					nothing = append(nothing, fmt.Sprintf("%s: %s, nothing to import yet", cmp.Or(given[t.Path], t.Path), what))
-					rs = nil
-				}
-				for _, r := range rs {
-					sum.Files = append(sum.Files, newImportFile(r))
-					sum.Appended += r.Appended
-					sum.Skipped += r.Skipped
-				}
-				if err != nil {
-					sum.Errors = append(sum.Errors, err.Error())
-					if _, ok := errors.AsType[*claude.DivergedError](err); ok {
-						diverged++
+			for grp := range work {
+				for _, u := range grp {
+					rs, err := r.run(ctx, u, prog.line)
+					path, _ := f.file(u)
+					mu.Lock()
+					if what, ok := yet[path]; ok && err == nil && len(rs) == 1 && rs[0].Appended == 0 && rs[0].Lines == 0 && len(rs[0].Warnings) == 0 {
+						nothing = append(nothing, fmt.Sprintf("%s: %s, nothing to import yet", cmp.Or(given[path], path), what))
+						rs = nil
 					}
+					for _, r := range rs {
+						sum.Files = append(sum.Files, newImportFile(r))
+						sum.Appended += r.Appended
+						sum.Skipped += r.Skipped
+					}
+					if err != nil {
+						sum.Errors = append(sum.Errors, err.Error())
+						if _, ok := errors.AsType[*ingest.DivergedError](err); ok {
+							diverged++
+						}
+					}
+					mu.Unlock()
+					prog.file()
 				}
-				mu.Unlock()
-				prog.file()
 			}
 		}()
 	}
-	for _, t := range ts {
+	for _, grp := range groups {
 		select {
-		case work <- t:
+		case work <- grp:
 		case <-ctx.Done():
 		}
 	}
 	close(work)
 	wg.Wait()
 	prog.done()
-	if err := index.Save(); err != nil {
-		fmt.Fprintf(g.stderr, "warning: %v; the next import reads every file's session again\n", err)
+	if r.end != nil {
+		r.end()
 	}
 	slices.Sort(nothing)
 	sum.NotTranscripts = append(nothing, skipped...)
@@ -352,22 +399,75 @@ func importClaude(ctx context.Context, g *globals, paths []string, workers int, 
 		for _, e := range sum.Errors {
 			fmt.Fprintf(g.stderr, "error: %s\n", termSafe(userText(e)))
 		}
-		fmt.Fprintln(g.stdout, sum.line("transcript file"))
+		fmt.Fprintln(g.stdout, sum.line(f.noun+" file"))
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if diverged > 0 && diverged == len(sum.Errors) {
-		return &exitError{code: 1, err: fmt.Errorf("%s changed under Logbook (errors above); the log keeps what was imported; import with --as-new to record them as new histories", plural(diverged, "transcript"))}
+		return &exitError{code: 1, err: fmt.Errorf("%s changed under Logbook (errors above); the log keeps what was imported; import with --as-new to record them as new histories", plural(diverged, f.noun))}
 	}
 	if len(sum.Errors) > 0 {
 		why := ""
 		if paused := b.diskPaused(ctx); paused != "" {
 			why = "; serve says " + paused + ": free space there and import again"
 		}
-		return &exitError{code: 1, err: fmt.Errorf("%s stopped early (errors above)%s; the lines before each error are imported, and importing again resumes at the line that stopped it (a line that does not parse must be fixed first, or passed with --skip-invalid)", plural(len(sum.Errors), "transcript"), why)}
+		return &exitError{code: 1, err: fmt.Errorf("%s stopped early (errors above)%s; the lines before each error are imported, and importing again resumes at the line that stopped it (a line that does not parse must be fixed first, or passed with --skip-invalid)", plural(len(sum.Errors), f.noun), why)}
 	}
 	return nil
+}
+
+// claudeImport is Claude Code's format for runImport: a unit is a
+// session's transcript with its subagents' transcripts, imported into
+// the session the transcript names; files unchanged since an import left
+// nothing of them behind are skipped by the data dir's import index.
+func claudeImport() importFormat[claude.Transcript] {
+	return importFormat[claude.Transcript]{
+		noun: "transcript", what: "a Claude Code transcript", ext: ".jsonl", hint: " (a .jsonl file, as under ~/.claude/projects)",
+		notOne: "not a Claude Code transcript: ", looks: claude.LooksLikeTranscript,
+		discover:  func(_ *globals, paths []string) ([]claude.Transcript, error) { return claude.Discover(paths...) },
+		file:      func(t claude.Transcript) (string, bool) { return t.Path, len(t.Subagents) == 0 },
+		emptyDirs: "Claude Code transcripts (.jsonl files)",
+		open: func(ctx context.Context, g *globals, b *backend, o importOptions) (importRun[claude.Transcript], error) {
+			var r importRun[claude.Transcript]
+			host, _ := os.Hostname()
+			parser, err := b.dd.parser()
+			if err != nil {
+				return r, err
+			}
+			// Files unchanged since an import left nothing of them behind are
+			// skipped without reading their sessions from the log; the index
+			// belongs to this incarnation of the stream, as it was when the
+			// index was written: a stream that lost messages since (accepted
+			// with serve --accept-stream-loss) has every file read again.
+			id, err := b.log.Identity(ctx)
+			if err != nil {
+				return r, err
+			}
+			incarnation := natslog.StreamName + "@" + id.Created.Format(time.RFC3339Nano)
+			if gone := id.Gone(); gone > 0 {
+				incarnation += fmt.Sprintf(" gone %d", gone)
+			}
+			index, err := ingest.OpenSkipIndex(b.dd.path("import-index.json"), incarnation)
+			if err != nil {
+				fmt.Fprintf(g.stderr, "warning: %v; every file's session is read from the log this time\n", err)
+			}
+			ing, err := claude.NewIngester(claude.IngestConfig{Log: b.log, Reg: b.reg, Parser: parser, Host: host, SkipInvalid: o.skipInvalid, AsNew: o.asNew, Skip: index, Parsers: o.workers, Private: []string{string(b.dd)}})
+			if err != nil {
+				return r, err
+			}
+			r.workers = o.workers * importWaiting
+			r.run = func(ctx context.Context, t claude.Transcript, line func()) ([]ingest.FileResult, error) {
+				return ing.ImportTranscript(ctx, t, func(string, int) { line() })
+			}
+			r.end = func() {
+				if err := index.Save(); err != nil {
+					fmt.Fprintf(g.stderr, "warning: %v; the next import reads every file's session again\n", err)
+				}
+			}
+			return r, nil
+		},
+	}
 }
 
 // importWaiting is how many transcripts an import has under way per

@@ -1,4 +1,4 @@
-package claude
+package ingest
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 )
 
 // WatchConfig configures Ingester.Watch.
@@ -32,13 +33,19 @@ type WatchConfig struct {
 	// Imported, if set, is called after each file import that appended
 	// lines, from Watch's goroutine.
 	Imported func(FileResult)
-	// Accept and Import follow another agent's transcripts with the same
-	// watcher (adapters/codex: Codex rollouts): Accept says whether the
-	// file at path is one (and why not), Import imports it from its
-	// cursor. Both nil: Claude Code transcripts (LooksLikeTranscript,
-	// ImportTranscript). Both are called from Watch's goroutine.
-	Accept func(path string) (bool, string)
-	Import func(ctx context.Context, path string) ([]FileResult, error)
+	// Accept says whether the file at path is one of the agent's
+	// transcripts, and why not (a sentence Report passes on, naming
+	// neither the file nor the agent's format: the watcher names the
+	// file). Required; called from Watch's goroutine.
+	Accept func(path string) (ok bool, why string)
+	// Import imports the file at path from its cursor and returns its
+	// results, the file's own first. session is the aggregate id the
+	// file's first import that appended went to ("" before one did): an
+	// agent whose file names its session only by its name or first lines
+	// imports it there again (a renamed or rewritten file stays in its
+	// session). Required; called from Watch's goroutine, with a ctx that
+	// marks a live read (lines read as the agent writes them).
+	Import func(ctx context.Context, path, session string) ([]FileResult, error)
 }
 
 // watched is what Watch remembers of one transcript file.
@@ -55,7 +62,7 @@ type watched struct {
 	// is history (events.Observation.Live).
 	live bool
 	// session is the aggregate id the file's first import went to: the
-	// later ones go there too (Transcript.Pinned).
+	// later ones are told it (WatchConfig.Import).
 	session string
 }
 
@@ -72,11 +79,11 @@ type watcher struct {
 	started bool
 }
 
-// Watch follows the Claude Code transcripts under cfg.Roots as they are
-// written, until ctx is done: new files, lines appended to them, and a
-// torn last line once it is complete are imported with the same per-file
-// cursor as ImportTranscript (so an import and Watch never append a line
-// twice). It learns of changes through inotify (github.com/fsnotify/
+// Watch follows the agent's transcripts (*.jsonl files that cfg.Accept
+// takes) under cfg.Roots as they are written, until ctx is done: new
+// files, lines appended to them, and a torn last line once it is complete
+// are imported by cfg.Import with the same per-file cursor as an import
+// (so an import and Watch never append a line twice). It learns of changes through inotify (github.com/fsnotify/
 // fsnotify) and walks every root again every cfg.Rescan. A file that no
 // longer holds what was imported (ImportFile's fingerprint check: it
 // shrank, or another file with other lines took its name) is reported and
@@ -87,6 +94,9 @@ type watcher struct {
 func (in *Ingester) Watch(ctx context.Context, cfg WatchConfig) error {
 	if len(cfg.Roots) == 0 {
 		return errors.New("watch transcripts: no directory")
+	}
+	if cfg.Accept == nil || cfg.Import == nil {
+		return errors.New("watch transcripts: no Accept or Import")
 	}
 	if cfg.Rescan <= 0 {
 		cfg.Rescan = 2 * time.Second
@@ -289,7 +299,7 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 			return
 		}
 		w.files[name] = &watched{dev: dev, ino: ino, size: size, special: true}
-		w.cfg.Report(fmt.Sprintf("%v; it is not read, other transcripts are still followed", notRegular(name, st.Mode())))
+		w.cfg.Report(fmt.Sprintf("%v; it is not read, other transcripts are still followed", hookspool.NotRegular(name, st.Mode())))
 		return
 	}
 	if err := CheckPrivate(name, w.in.private); err != nil {
@@ -309,15 +319,9 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 	case !seen:
 		f = &watched{live: w.started}
 		w.files[name] = f
-		if w.cfg.Accept != nil {
-			if ok, why := w.cfg.Accept(name); !ok {
-				f.skip = true
-				w.cfg.Report(fmt.Sprintf("%s: %s", name, why))
-				return
-			}
-		} else if ok, why := LooksLikeTranscript(name); !ok {
+		if ok, why := w.cfg.Accept(name); !ok {
 			f.skip = true
-			w.cfg.Report(fmt.Sprintf("%s: not a Claude Code transcript: %s", name, why))
+			w.cfg.Report(fmt.Sprintf("%s: %s", name, why))
 			return
 		}
 	case f.skip || f.diverged:
@@ -327,21 +331,6 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 	case size < f.size:
 		changed = fmt.Sprintf("was truncated from %d to %d bytes", f.size, size)
 	}
-	var t Transcript
-	if w.cfg.Import != nil {
-		// Another agent's transcript: its importer names its session.
-	} else if isSubagentFile(name) {
-		ts, err := Discover(name)
-		if err != nil || len(ts) != 1 {
-			w.cfg.Report(fmt.Sprintf("%s: no session for this subagent transcript: %v", name, err))
-			return
-		}
-		t = ts[0]
-	} else if f.session != "" {
-		t = Transcript{Path: name, SessionID: f.session, Pinned: true}
-	} else {
-		t = Transcript{Path: name, SessionID: sessionID(name)}
-	}
 	// A suspect file is still handed to the import: it checks the file
 	// against the fingerprint of the last line imported and, if they
 	// differ, records session.transcript_diverged and appends nothing.
@@ -350,11 +339,7 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 	if f.live && changed == "" {
 		ictx = withLiveRead(ctx)
 	}
-	if w.cfg.Import != nil {
-		res, err = w.cfg.Import(ictx, name)
-	} else {
-		res, err = w.in.ImportTranscript(ictx, t, nil)
-	}
+	res, err = w.cfg.Import(ictx, name, f.session)
 	f.dev, f.ino, f.size, f.live = dev, ino, size, true
 	if _, ok := errors.AsType[*DivergedError](err); ok {
 		f.diverged = true
@@ -372,7 +357,7 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 		return
 	}
 	f.failed = ""
-	if f.session == "" && w.cfg.Import == nil && !isSubagentFile(name) && len(res) > 0 && res[0].Appended > 0 {
+	if f.session == "" && len(res) > 0 && res[0].Appended > 0 {
 		f.session = res[0].Session
 	}
 	for _, r := range res {

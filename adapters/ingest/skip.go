@@ -1,4 +1,4 @@
-package claude
+package ingest
 
 import (
 	"encoding/json"

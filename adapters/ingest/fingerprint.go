@@ -1,7 +1,6 @@
-package claude
+package ingest
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +13,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -46,7 +46,7 @@ func LineFingerprint(l Line) events.Fingerprint {
 // size is the file's size in bytes. err is set only when the file cannot
 // be read (it names path); a missing file is an error, not a divergence.
 func CheckFingerprint(path string, fp events.Fingerprint) (found events.Fingerprint, size int64, same bool, err error) {
-	f, _, err := OpenRegular(path)
+	f, _, err := hookspool.OpenRegular(path)
 	if err != nil {
 		return found, 0, false, fmt.Errorf("check transcript: %w", err)
 	}
@@ -139,7 +139,7 @@ func lineAt(f *os.File, path string, n int, size int64) (events.Fingerprint, int
 // DivergedError reports a transcript file that no longer holds what was
 // imported from it: truncated or rewritten since. Nothing of it was
 // appended; the divergence itself was recorded on Session
-// (session.transcript_diverged). Importing with IngestConfig.AsNew
+// (session.transcript_diverged). Importing with Config.AsNew
 // imports the file as it is now into NewSession, linked to Session.
 type DivergedError struct {
 	Path       string
@@ -149,14 +149,17 @@ type DivergedError struct {
 	Found      events.Fingerprint // what the file holds there now
 	Size       int64              // the file's size now
 	// Command is the import command that takes --as-new for this file,
-	// e.g. "logbook import codex"; "" is "logbook import claude".
+	// e.g. "logbook import codex" (Config.Command).
 	Command string
 }
 
+// Error returns "path:line: the transcript changed under Logbook: …",
+// ending with the command (Command --as-new path, the path quoted as one
+// shell word) that imports the file as it is now.
 func (e *DivergedError) Error() string {
 	line, what := divergence(e.Imported, e.Found, e.Size)
 	return fmt.Sprintf("%s:%d: the transcript changed under Logbook: %s; session %s keeps the %d lines it imported, and importing this file stops here (recorded as session.transcript_diverged); to import the file as it is now as a new history linked to it, run: %s --as-new %s (it goes to session %s)",
-		e.Path, line, what, e.Session, e.Imported.Line, cmp.Or(e.Command, "logbook import claude"), shellWord(e.Path), e.NewSession)
+		e.Path, line, what, e.Session, e.Imported.Line, e.Command, shellWord(e.Path), e.NewSession)
 }
 
 // shellWord returns path as one word a POSIX shell reads back as path,

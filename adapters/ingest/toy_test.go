@@ -1,0 +1,157 @@
+package ingest_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// toy is a third agent, written here with nothing but this package's
+// exported API, to show what an agent adapter gives the engine: its
+// format. A toy transcript is <session>.toy.jsonl, one JSON object a line,
+// {"at": RFC 3339 time, "who": "user"|"agent", "said": text}; a user line
+// starts a turn (a prompt signal), an agent line ends it (a turn_end
+// signal). Its lines are stored as Codex CLI line observations: a real
+// agent registers its own line event type in package events.
+type toy struct{ *ingest.Ingester }
+
+// toyLines is how a toy line becomes an observation.
+func toyLines() ingest.LineSource {
+	return ingest.LineSource{
+		Parser: "toy/1",
+		Wrap:   func(o events.Observation) events.Payload { return events.CodexLineObserved{Observation: o} },
+		Parse: func(path string, n int, b []byte) (events.Observation, error) {
+			o := events.Observation{Key: fmt.Sprintf("toy:%d", n), Parser: "toy/1", Path: path, Line: n, Kind: "invalid",
+				Meta: events.Meta{Agent: "toy"}, Raw: "{}"}
+			var v struct{ At, Who, Said string }
+			if err := json.Unmarshal(b, &v); err != nil {
+				return o, &ingest.LineError{Path: path, Line: n, Err: fmt.Errorf("%w: %v", ingest.ErrSyntax, err)}
+			}
+			o.Kind, o.AgentTime = v.Who, v.At
+			switch v.Who {
+			case "user":
+				o.Signals = []events.Sig{{Kind: events.SigPrompt, ID: fmt.Sprintf("p%d", n), Text: v.Said}}
+			case "agent":
+				o.Signals = []events.Sig{{Kind: events.SigText, Text: v.Said}, {Kind: events.SigTurnEnd}}
+			}
+			return o, nil
+		},
+	}
+}
+
+// session is the session a toy transcript goes to: its file's name.
+func (toy) session(path string) events.Aggregate {
+	id := ingest.SanitizeID(strings.TrimSuffix(filepath.Base(path), ".toy.jsonl"))
+	return events.Aggregate{Kind: events.KindSession, ID: id}
+}
+
+// importFile imports one toy transcript.
+func (a toy) importFile(ctx context.Context, path string) (ingest.FileResult, error) {
+	return a.ImportFile(ctx, path, a.session(path), toyLines(), nil)
+}
+
+// watch follows the toy transcripts under root.
+func (a toy) watch(ctx context.Context, root string, report func(string)) error {
+	return a.Watch(ctx, ingest.WatchConfig{
+		Roots: []string{root}, Rescan: 50 * time.Millisecond, Report: report,
+		Accept: func(path string) (bool, string) {
+			return strings.HasSuffix(path, ".toy.jsonl"), "not a toy transcript"
+		},
+		Import: func(ctx context.Context, path, _ string) ([]ingest.FileResult, error) {
+			r, err := a.importFile(ctx, path)
+			return []ingest.FileResult{r}, err
+		},
+	})
+}
+
+// TestToyAgent imports a toy transcript, again (nothing new), with a torn
+// last line (it waits), completed (it comes), and follows it as it grows:
+// the cursor, the torn-line wait, the batches and the watcher are the
+// engine's, the format the toy's.
+func TestToyAgent(t *testing.T) {
+	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
+	eng, err := ingest.New(ingest.Config{Log: log, Host: "test", Command: "logbook import toy", Actor: "toy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := toy{eng}
+	root := t.TempDir()
+	path := filepath.Join(root, "s1.toy.jsonl")
+	line := func(who, said string, sec int) string {
+		return fmt.Sprintf(`{"at":"2026-05-01T10:00:%02dZ","who":%q,"said":%q}`, sec, who, said)
+	}
+	write := func(s string) {
+		t.Helper()
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := t.Context()
+	write(line("user", "hello", 1) + "\n" + line("agent", "hi", 2) + "\n" + `{"at":"2026-05`)
+	r, err := a.importFile(ctx, path)
+	if err != nil || r.Appended != 2 || r.Lines != 2 || !r.Torn || r.Session != "s1" {
+		t.Fatalf("first import: %+v, %v; want 2 lines appended into s1, the third torn", r, err)
+	}
+	if r, err := a.importFile(ctx, path); err != nil || r.Appended != 0 || r.Skipped != 2 {
+		t.Fatalf("second import: %+v, %v; want nothing new", r, err)
+	}
+	write(`-01T10:00:03Z","who":"user","said":"more"}` + "\n")
+	if r, err := a.importFile(ctx, path); err != nil || r.Appended != 1 || r.Lines != 3 || r.Torn {
+		t.Fatalf("import of the completed line: %+v, %v; want it appended", r, err)
+	}
+	st, err := a.Sessions().State(ctx, a.session(path))
+	if err != nil || st.Phase != events.PhaseWorking || st.Cursor(path) != 3 {
+		t.Fatalf("session after 3 lines: phase %q, cursor %d, %v; want working at line 3", st.Phase, st.Cursor(path), err)
+	}
+
+	wctx, cancel := context.WithCancel(ctx)
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		reports []string
+	)
+	wg.Go(func() {
+		if err := a.watch(wctx, root, func(m string) { mu.Lock(); reports = append(reports, m); mu.Unlock() }); err != nil {
+			t.Error(err)
+		}
+	})
+	write(line("agent", "done", 4) + "\n")
+	if err := os.WriteFile(filepath.Join(root, "notes.jsonl"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, err = a.Sessions().State(ctx, a.session(path))
+		if err == nil && st.Cursor(path) == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the watcher did not import line 4: cursor %d, %v", st.Cursor(path), err)
+		}
+	}
+	cancel()
+	wg.Wait()
+	if st.Phase != events.PhaseReady {
+		t.Errorf("session after the agent's answer: phase %q, want ready", st.Phase)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reports) != 1 || !strings.HasSuffix(reports[0], "notes.jsonl: not a toy transcript") {
+		t.Errorf("reports %q, want one: notes.jsonl is not a toy transcript", reports)
+	}
+}
