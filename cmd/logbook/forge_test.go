@@ -315,8 +315,11 @@ func TestSigning_BeginsOnALogWrittenUnsigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// replay --verify reads up to the live projection's checkpoint: it
+	// names the forgery once serve's projector has passed it, which under
+	// a loaded machine takes more than a moment.
 	var out string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		var code int
 		out, _, code = cliExit(t, data, "replay", "--verify")
 		if code == 1 && strings.Contains(out, fmt.Sprintf("seq %d", ack.Sequence)) {
