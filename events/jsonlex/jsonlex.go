@@ -254,9 +254,9 @@ func InvalidUTF8(b []byte) int {
 // bytes between the quotes, which String has read as well formed), as
 // encoding/json decodes it: escapes resolved, a \u surrogate pair joined,
 // a lone or broken surrogate escape and each byte of invalid UTF-8 as
-// U+FFFD. It returns the extended buffer; lossy reports that a U+FFFD
-// stood for a lone surrogate or an invalid byte, which a strict reader
-// refuses.
+// U+FFFD. It returns the extended buffer, as append does (it may share
+// dst's memory; inner is only read); lossy reports that a U+FFFD stood
+// for a lone surrogate or an invalid byte, which a strict reader refuses.
 //
 // max ≥ 0 stops the decoding once the text appended is longer than max
 // bytes: the text is then a prefix of the decoded string, longer than
