@@ -295,19 +295,16 @@ func (s *hookScan) array(depth int) bool {
 	}
 }
 
-// name decodes a member name's span (quotes included).
+// name decodes a member name's span (quotes included) as encoding/json
+// does (jsonlex.Unquote); ok is always true, the span being a string
+// that str has read.
 func (s *hookScan) name(sp span) (string, bool) {
 	raw := s.b[sp.from+1 : sp.to-1]
-	for _, c := range raw {
-		if c == '\\' {
-			var n string
-			if json.Unmarshal(s.b[sp.from:sp.to], &n) != nil {
-				return "", false
-			}
-			return n, true
-		}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw), true
 	}
-	return string(raw), true
+	n, _ := jsonlex.Unquote(make([]byte, 0, len(raw)), raw, -1)
+	return string(n), true
 }
 
 // str reads a string and returns its span, quotes included; one longer
