@@ -50,43 +50,13 @@ func Space(b []byte, i int) int {
 	return i
 }
 
-// plain marks the bytes a string holds as they are: printable ASCII
-// other than '"' and '\\'.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// Masks for Plain's eight-bytes-at-a-time test.
+// Masks for String's eight-bytes-at-a-time test: a lane's bit in msb8 is
+// set for a quote, a backslash or a control byte, and the lowest set bit
+// is exact (a borrow only sets bits above a lane that is already set).
 const (
 	lsb8 = 0x0101010101010101
 	msb8 = 0x8080808080808080
 )
-
-// Plain returns the index of the first byte of b at or after i that a
-// JSON string does not hold as itself in ASCII — a quote, a backslash, a
-// control byte (below 0x20) or a byte of 0x80 or more — or len(b) if
-// none. It reads eight bytes at a time while eight remain: a lane's mask
-// bit is set for such a byte, and the lowest set bit is exact (a borrow
-// only sets bits above a lane that is already set).
-func Plain(b []byte, i int) int {
-	for i+8 <= len(b) {
-		x := binary.LittleEndian.Uint64(b[i:])
-		q := x ^ (lsb8 * '"')
-		e := x ^ (lsb8 * '\\')
-		m := ((x-lsb8*0x20)&^x | (q-lsb8)&^q | (e-lsb8)&^e | x) & msb8
-		if m != 0 {
-			return i + bits.TrailingZeros64(m)/8
-		}
-		i += 8
-	}
-	for i < len(b) && plain[b[i]] {
-		i++
-	}
-	return i
-}
 
 // String reads the JSON string whose opening quote is b[i] (RFC 8259
 // section 7): no control byte (below 0x20) unescaped, and each escape one
@@ -98,35 +68,52 @@ func Plain(b []byte, i int) int {
 // false for a string that is not well formed or not closed, and next is
 // then the offset of the byte that ends it (len(b) when unclosed).
 func String(b []byte, i int) (next int, esc, high, ok bool) {
+	var hi uint64 // the bytes outside ASCII seen, or'd together
 	for i++; ; {
-		i = Plain(b, i)
-		if i >= len(b) {
-			return i, esc, high, false
+		// Eight bytes at a time while eight remain, past every byte that
+		// is neither a quote, a backslash nor a control byte; the lanes of
+		// 0x80 or more are or'd into hi.
+		for i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			q := x ^ (lsb8 * '"')
+			e := x ^ (lsb8 * '\\')
+			if m := ((x-lsb8*0x20)&^x | (q-lsb8)&^q | (e-lsb8)&^e) & msb8; m != 0 {
+				k := bits.TrailingZeros64(m) &^ 7 // the bit offset of the lane
+				hi |= x & msb8 & (1<<k - 1)
+				i += k / 8
+				break
+			}
+			hi |= x & msb8
+			i += 8
 		}
-		switch c := b[i]; {
-		case c == '"':
-			return i + 1, esc, high, true
-		case c == '\\':
+		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
+			hi |= uint64(b[i] & 0x80)
+			i++
+		}
+		if i >= len(b) {
+			return i, esc, hi != 0, false
+		}
+		switch b[i] {
+		case '"':
+			return i + 1, esc, hi != 0, true
+		case '\\':
 			esc = true
 			if i+1 >= len(b) {
-				return i, esc, high, false
+				return i, esc, hi != 0, false
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(b) || !isHex4(b[i+2:i+6]) {
-					return i, esc, high, false
+					return i, esc, hi != 0, false
 				}
 				i += 6
 			default:
-				return i, esc, high, false
+				return i, esc, hi != 0, false
 			}
-		case c < 0x20:
-			return i, esc, high, false
-		default: // c >= utf8.RuneSelf
-			high = true
-			i++
+		default: // a control byte
+			return i, esc, hi != 0, false
 		}
 	}
 }
