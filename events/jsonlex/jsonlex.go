@@ -23,7 +23,6 @@
 package jsonlex
 
 import (
-	"bytes"
 	"encoding/binary"
 	"math/bits"
 	"unicode/utf16"
@@ -58,6 +57,15 @@ const (
 	msb8 = 0x8080808080808080
 )
 
+// held marks the bytes a string holds as they are: any but a quote, a
+// backslash and the control bytes (below 0x20). It is read only.
+var held = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // String reads the JSON string whose opening quote is b[i] (RFC 8259
 // section 7): no control byte (below 0x20) unescaped, and each escape one
 // of \" \\ \/ \b \f \n \r \t or \u and four hex digits. It returns the
@@ -86,7 +94,7 @@ func String(b []byte, i int) (next int, esc, high, ok bool) {
 			hi |= x & msb8
 			i += 8
 		}
-		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
+		for i < len(b) && held[b[i]] {
 			hi |= uint64(b[i] & 0x80)
 			i++
 		}
@@ -250,36 +258,30 @@ func InvalidUTF8(b []byte) int {
 // max, and possibly cut inside a character; max < 0 decodes it all.
 func Unquote(dst, inner []byte, max int) (out []byte, lossy bool) {
 	base := len(dst)
-	room := func() int {
-		if max < 0 {
-			return len(inner)
-		}
-		return max + 1 - (len(dst) - base)
-	}
 	for i := 0; i < len(inner) && (max < 0 || len(dst)-base <= max); {
 		c := inner[i]
 		if c != '\\' {
-			j := len(inner)
-			if n := bytes.IndexByte(inner[i:], '\\'); n >= 0 {
-				j = i + n
+			// A run of ASCII, copied at once (up to max+1 bytes in all).
+			j := i
+			for j < len(inner) && inner[j] != '\\' && inner[j] < utf8.RuneSelf {
+				j++
 			}
-			k := min(j, i+room())
-			if utf8.Valid(inner[i:k]) {
-				dst = append(dst, inner[i:k]...)
-				i = k
+			if j > i {
+				if max >= 0 {
+					j = min(j, i+max+1-(len(dst)-base))
+				}
+				dst = append(dst, inner[i:j]...)
+				i = j
 				continue
 			}
-			// Invalid UTF-8 (or a character cut at k): one character at
-			// a time.
-			for i < j && (max < 0 || len(dst)-base <= max) {
-				r, n := utf8.DecodeRune(inner[i:j])
-				if r == utf8.RuneError && n == 1 {
-					dst, lossy = utf8.AppendRune(dst, utf8.RuneError), true
-				} else {
-					dst = append(dst, inner[i:i+n]...)
-				}
-				i += n
+			// One character outside ASCII, or a byte of invalid UTF-8.
+			r, n := utf8.DecodeRune(inner[i:])
+			if r == utf8.RuneError && n == 1 {
+				dst, lossy = utf8.AppendRune(dst, utf8.RuneError), true
+			} else {
+				dst = append(dst, inner[i:i+n]...)
 			}
+			i += n
 			continue
 		}
 		switch e := inner[i+1]; e {
