@@ -49,22 +49,61 @@ func Space(b []byte, i int) int {
 	return i
 }
 
-// Masks for String's eight-bytes-at-a-time test: a lane's bit in msb8 is
-// set for a quote, a backslash or a control byte, and the lowest set bit
-// is exact (a borrow only sets bits above a lane that is already set).
+// Tables of the bytes a string holds as they are. ascii: printable ASCII
+// other than '"' and '\\'. held: those and every byte of 0x80 or more.
+// Both are read only.
+var ascii, held = func() (a, h [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		h[c] = c != '"' && c != '\\'
+		a[c] = h[c] && c < utf8.RuneSelf
+	}
+	return a, h
+}()
+
+// Masks for the eight-bytes-at-a-time tests of plainASCII and plainHeld:
+// a lane's bit in msb8 is set for a byte the test stops at, and the
+// lowest set bit is exact (a borrow only sets bits above a lane that is
+// already set).
 const (
 	lsb8 = 0x0101010101010101
 	msb8 = 0x8080808080808080
 )
 
-// held marks the bytes a string holds as they are: any but a quote, a
-// backslash and the control bytes (below 0x20). It is read only.
-var held = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
-		t[c] = c != '"' && c != '\\'
+// plainASCII returns the index of the first byte of b at or after i that
+// is a quote, a backslash, a control byte or a byte of 0x80 or more, or
+// len(b).
+func plainASCII(b []byte, i int) int {
+	for i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ (lsb8 * '"')
+		e := x ^ (lsb8 * '\\')
+		if m := ((x-lsb8*0x20)&^x | (q-lsb8)&^q | (e-lsb8)&^e | x) & msb8; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
 	}
-	return t
-}()
+	for i < len(b) && ascii[b[i]] {
+		i++
+	}
+	return i
+}
+
+// plainHeld is plainASCII passing over bytes of 0x80 or more.
+func plainHeld(b []byte, i int) int {
+	for i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ (lsb8 * '"')
+		e := x ^ (lsb8 * '\\')
+		if m := ((x-lsb8*0x20)&^x | (q-lsb8)&^q | (e-lsb8)&^e) & msb8; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
+	}
+	for i < len(b) && held[b[i]] {
+		i++
+	}
+	return i
+}
 
 // String reads the JSON string whose opening quote is b[i] (RFC 8259
 // section 7): no control byte (below 0x20) unescaped, and each escape one
@@ -74,54 +113,43 @@ var held = func() (t [256]bool) {
 // of \u surrogates is checked: a caller that requires valid UTF-8 checks
 // the bytes when high is set, and Unquote reports a lone surrogate. ok is
 // false for a string that is not well formed or not closed, and next is
-// then the offset of the byte that ends it (len(b) when unclosed).
+// then the offset of the byte that ends it (len(b) when unclosed). It
+// reads eight bytes at a time: until the first byte of 0x80 or more,
+// stopping at it, and then passing over such bytes.
 func String(b []byte, i int) (next int, esc, high, ok bool) {
-	var hi uint64 // the bytes outside ASCII seen, or'd together
 	for i++; ; {
-		// Eight bytes at a time while eight remain, past every byte that
-		// is neither a quote, a backslash nor a control byte; the lanes of
-		// 0x80 or more are or'd into hi.
-		for i+8 <= len(b) {
-			x := binary.LittleEndian.Uint64(b[i:])
-			q := x ^ (lsb8 * '"')
-			e := x ^ (lsb8 * '\\')
-			if m := ((x-lsb8*0x20)&^x | (q-lsb8)&^q | (e-lsb8)&^e) & msb8; m != 0 {
-				k := bits.TrailingZeros64(m) &^ 7 // the bit offset of the lane
-				hi |= x & msb8 & (1<<k - 1)
-				i += k / 8
-				break
-			}
-			hi |= x & msb8
-			i += 8
-		}
-		for i < len(b) && held[b[i]] {
-			hi |= uint64(b[i] & 0x80)
-			i++
+		if high {
+			i = plainHeld(b, i)
+		} else {
+			i = plainASCII(b, i)
 		}
 		if i >= len(b) {
-			return i, esc, hi != 0, false
+			return i, esc, high, false
 		}
-		switch b[i] {
-		case '"':
-			return i + 1, esc, hi != 0, true
-		case '\\':
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, esc, high, true
+		case c == '\\':
 			esc = true
 			if i+1 >= len(b) {
-				return i, esc, hi != 0, false
+				return i, esc, high, false
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(b) || !isHex4(b[i+2:i+6]) {
-					return i, esc, hi != 0, false
+					return i, esc, high, false
 				}
 				i += 6
 			default:
-				return i, esc, hi != 0, false
+				return i, esc, high, false
 			}
-		default: // a control byte
-			return i, esc, hi != 0, false
+		case c < 0x20:
+			return i, esc, high, false
+		default: // c >= utf8.RuneSelf
+			high = true
+			i++
 		}
 	}
 }
