@@ -9,9 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/logbook-dev/logbook/events/jsonlex"
 )
 
 // This file holds the registry's first decoding tier: a hand-written
@@ -23,11 +24,13 @@ import (
 // encoding/json. It accepts a strict subset of what the encoding/json tier
 // (decodeSlow) accepts and builds the same value for it: keys spelled
 // exactly as the Go type's JSON names, each at most once; strings in
-// valid UTF-8, without control bytes, with escapes other than UTF-16
+// valid UTF-8, without control bytes, with escapes other than lone UTF-16
 // surrogates; integers as plain digits; no null; only whitespace after
-// the envelope. Anything else — including every input the encoding/json
-// tier refuses — makes it give up (ok false) before any error is
-// reported, so errors always come from that tier and read the same.
+// the envelope. Its strings, numbers and white space are read by
+// events/jsonlex, the lexer the adapters' readers share. Anything else —
+// including every input the encoding/json tier refuses — makes it give
+// up (ok false) before any error is reported, so errors always come from
+// that tier and read the same.
 // TestDecodeScanMatchesReference and FuzzDecodeScan hold it to that.
 
 // Envelope member bits, for refusing duplicates.
@@ -209,16 +212,8 @@ func (ti *typeInfo) box(pv reflect.Value) Payload {
 	return p
 }
 
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+// ws skips JSON white space.
+func (s *scanner) ws() { s.i = jsonlex.Space(s.b, s.i) }
 
 // byte1 consumes c after whitespace.
 func (s *scanner) byte1(c byte) bool {
@@ -234,43 +229,6 @@ func (s *scanner) byte1(c byte) bool {
 	return false
 }
 
-// plain marks the bytes a string holds as they are: printable ASCII
-// other than '"' and '\\'.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// Masks for plainRun's eight-bytes-at-a-time test.
-const (
-	lsb8 = 0x0101010101010101
-	msb8 = 0x8080808080808080
-)
-
-// plainRun returns the index of the first byte of b at or after i that is
-// not plain (len(b) if none): eight bytes at a time while eight remain,
-// then by the table. A lane's mask bit is set for a control byte, '"',
-// '\\' or a byte ≥ 0x80; the lowest set bit is exact (borrows only set
-// bits above a lane that is already set).
-func plainRun(b []byte, i int) int {
-	for i+8 <= len(b) {
-		x := binary.LittleEndian.Uint64(b[i:])
-		q := x ^ (lsb8 * '"')
-		e := x ^ (lsb8 * '\\')
-		m := ((x-lsb8*0x20)&^x | (q-lsb8)&^q | (e-lsb8)&^e | x) & msb8
-		if m != 0 {
-			return i + bits.TrailingZeros64(m)/8
-		}
-		i += 8
-	}
-	for i < len(b) && plain[b[i]] {
-		i++
-	}
-	return i
-}
-
 // raw returns the bytes of a string without escapes, control bytes or
 // invalid UTF-8 (whose decoding by encoding/json would differ from the
 // bytes), without its quotes.
@@ -278,154 +236,59 @@ func (s *scanner) raw() ([]byte, bool) {
 	if !s.byte1('"') {
 		return nil, false
 	}
-	start := s.i
-	ascii := true
-	for {
-		s.i = plainRun(s.b, s.i)
-		if s.i >= len(s.b) {
-			return nil, false
-		}
-		switch c := s.b[s.i]; {
-		case c == '"':
-			v := s.b[start:s.i]
-			s.i++
-			if !ascii && !utf8.Valid(v) {
-				return nil, false
-			}
-			return v, true
-		case c == '\\' || c < 0x20:
-			return nil, false
-		default: // c >= utf8.RuneSelf
-			ascii = false
-			s.i++
-		}
+	next, esc, high, ok := jsonlex.String(s.b, s.i-1)
+	if !ok || esc {
+		return nil, false
 	}
+	v := s.b[s.i : next-1]
+	s.i = next
+	if high && !utf8.Valid(v) {
+		return nil, false
+	}
+	return v, true
 }
 
 // str reads a string as encoding/json decodes it: escapes resolved. It
-// gives up on invalid UTF-8 and on a \u escape of a UTF-16 surrogate,
-// which encoding/json turns into U+FFFD.
+// gives up on invalid UTF-8 and on a \u escape of a lone UTF-16
+// surrogate, which encoding/json turns into U+FFFD.
 func (s *scanner) str() (string, bool) {
 	if !s.byte1('"') {
 		return "", false
 	}
-	start := s.i
-	ascii := true
-	for {
-		s.i = plainRun(s.b, s.i)
-		if s.i >= len(s.b) {
-			return "", false
-		}
-		switch c := s.b[s.i]; {
-		case c == '"':
-			v := s.b[start:s.i]
-			s.i++
-			if !ascii && !utf8.Valid(v) {
-				return "", false
-			}
-			return s.intern(v), true
-		case c == '\\':
-			return s.unescape(start, ascii)
-		case c < 0x20:
-			return "", false
-		default: // c >= utf8.RuneSelf
-			ascii = false
-			s.i++
-		}
+	next, esc, high, ok := jsonlex.String(s.b, s.i-1)
+	if !ok {
+		return "", false
 	}
-}
-
-// unescape finishes str from the first escape at s.i; the string began
-// at start.
-func (s *scanner) unescape(start int, ascii bool) (string, bool) {
-	buf := make([]byte, s.i-start, s.i-start+32)
-	copy(buf, s.b[start:s.i])
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			if !ascii && !utf8.Valid(buf) {
-				return "", false
-			}
-			return string(buf), true
-		case c == '\\':
-			if s.i+1 >= len(s.b) {
-				return "", false
-			}
-			e := s.b[s.i+1]
-			s.i += 2
-			switch e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				if s.i+4 > len(s.b) {
-					return "", false
-				}
-				r := rune(0)
-				for _, h := range s.b[s.i : s.i+4] {
-					switch {
-					case '0' <= h && h <= '9':
-						h -= '0'
-					case 'a' <= h && h <= 'f':
-						h -= 'a' - 10
-					case 'A' <= h && h <= 'F':
-						h -= 'A' - 10
-					default:
-						return "", false
-					}
-					r = r<<4 | rune(h)
-				}
-				s.i += 4
-				if utf16.IsSurrogate(r) {
-					return "", false
-				}
-				buf = utf8.AppendRune(buf, r)
-			default:
-				return "", false
-			}
-			continue
-		case c < 0x20:
+	v := s.b[s.i : next-1]
+	s.i = next
+	if esc {
+		buf, lossy := jsonlex.Unquote(make([]byte, 0, len(v)), v, -1)
+		if lossy {
 			return "", false
-		case c >= utf8.RuneSelf:
-			ascii = false
 		}
-		buf = append(buf, c)
-		s.i++
+		return string(buf), true
 	}
-	return "", false
+	if high && !utf8.Valid(v) {
+		return "", false
+	}
+	return s.intern(v), true
 }
 
 // digits returns an integer literal: an optional minus (when neg) and
-// digits without a leading zero.
+// digits without a leading zero, not followed by a fraction or exponent
+// (a number encoding/json would refuse for an integer, left to that
+// tier).
 func (s *scanner) digits(neg bool) ([]byte, bool) {
 	s.ws()
 	start := s.i
-	if neg && s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
-	}
-	d := s.i
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		s.i++
-	}
-	if s.i == d || s.b[d] == '0' && s.i-d > 1 {
+	if !neg && s.i < len(s.b) && s.b[s.i] == '-' {
 		return nil, false
 	}
-	// A fraction or exponent is a number encoding/json would refuse for
-	// an integer: leave it to that tier.
-	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+	next, ok := jsonlex.Integer(s.b, s.i)
+	if !ok {
 		return nil, false
 	}
+	s.i = next
 	return s.b[start:s.i], true
 }
 
@@ -433,37 +296,11 @@ func (s *scanner) digits(neg bool) ([]byte, bool) {
 func (s *scanner) number() ([]byte, bool) {
 	s.ws()
 	start := s.i
-	digits := func() int {
-		d := s.i
-		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-			s.i++
-		}
-		return s.i - d
-	}
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
-	}
-	switch {
-	case s.i < len(s.b) && s.b[s.i] == '0':
-		s.i++
-	case digits() == 0:
+	next, ok := jsonlex.Number(s.b, s.i)
+	if !ok {
 		return nil, false
 	}
-	if s.i < len(s.b) && s.b[s.i] == '.' {
-		s.i++
-		if digits() == 0 {
-			return nil, false
-		}
-	}
-	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		s.i++
-		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
-			s.i++
-		}
-		if digits() == 0 {
-			return nil, false
-		}
-	}
+	s.i = next
 	return s.b[start:s.i], true
 }
 
@@ -512,19 +349,11 @@ func (s *scanner) skip() ([]byte, bool) {
 		c := s.b[s.i]
 		switch c {
 		case '"':
-			s.i++
-			for {
-				if s.i >= len(s.b) {
-					return nil, false
-				}
-				c := s.b[s.i]
-				s.i++
-				if c == '\\' {
-					s.i++
-				} else if c == '"' {
-					break
-				}
+			next, _, _, ok := jsonlex.String(s.b, s.i)
+			if !ok {
+				return nil, false
 			}
+			s.i = next
 			if depth == 0 {
 				return s.b[start:s.i], true
 			}

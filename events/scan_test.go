@@ -323,3 +323,24 @@ func TestKnownIn(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeScanSurrogates checks that the scanner decides a string
+// holding an escaped UTF-16 surrogate pair, as encoding/json decodes it,
+// and leaves one holding a lone surrogate to the encoding/json tier.
+func TestDecodeScanSurrogates(t *testing.T) {
+	r := NewRegistry()
+	b := richSeeds(t)[0]
+	for _, c := range []struct {
+		esc    string
+		decide bool
+	}{{`\ud83d\ude00`, true}, {`\ud83d`, false}, {`\ude00\ud83d`, false}} {
+		in := bytes.Replace(b, []byte("☃"), []byte(c.esc), 1)
+		if bytes.Equal(in, b) {
+			t.Fatal("the rich seed holds no ☃")
+		}
+		checkSame(t, r, r.NewDecoder(), in)
+		if _, ok, _ := r.decodeScan(in, nil); ok != c.decide {
+			t.Errorf("%s: scanner decides %v, want %v", c.esc, ok, c.decide)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/events/jsonlex"
 )
 
 // Parser names and versions stamped on Observation.Parser. A change in
@@ -979,14 +980,8 @@ func (p *Parser) finish(o events.Observation, orig []byte) events.Observation {
 // returns its members, or the 1-based column of the problem and an error
 // wrapping ingest.ErrInvalidUTF8, ingest.ErrSyntax or ingest.ErrNotObject.
 func decodeObject(b []byte) (map[string]json.RawMessage, int, error) {
-	if !utf8.Valid(b) {
-		for i := 0; i < len(b); {
-			r, n := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && n <= 1 {
-				return nil, i + 1, fmt.Errorf("%w at byte %d", ingest.ErrInvalidUTF8, i)
-			}
-			i += n
-		}
+	if i := jsonlex.InvalidUTF8(b); i >= 0 {
+		return nil, i + 1, fmt.Errorf("%w at byte %d", ingest.ErrInvalidUTF8, i)
 	}
 	var m map[string]json.RawMessage
 	err := json.Unmarshal(b, &m)

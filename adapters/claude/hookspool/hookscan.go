@@ -2,14 +2,13 @@ package hookspool
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
+	"github.com/logbook-dev/logbook/events/jsonlex"
 )
 
 // Limits on the shape of a hook payload, checked in the one pass that
@@ -66,7 +65,7 @@ type span struct{ from, to int }
 // twice in one object, at any depth; ErrNotObject for well-formed JSON that is
 // not an object.
 func scanHook(b []byte, long int) (*hookScan, error) {
-	if i := jsonx.InvalidUTF8(b); i >= 0 {
+	if i := jsonlex.InvalidUTF8(b); i >= 0 {
 		return nil, fmt.Errorf("%w at byte %d", ErrInvalidUTF8, i)
 	}
 	s := &hookScan{b: b, long: long}
@@ -96,16 +95,7 @@ func scanHook(b []byte, long int) (*hookScan, error) {
 }
 
 // ws skips JSON whitespace.
-func (s *hookScan) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\r', '\n':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *hookScan) ws() { s.i = jsonlex.Space(s.b, s.i) }
 
 // value reads one JSON value at nesting level depth (1 for the top).
 func (s *hookScan) value(depth int) bool {
@@ -132,7 +122,9 @@ func (s *hookScan) value(depth int) bool {
 	case c == 'n':
 		return s.literal("null")
 	case c == '-' || c >= '0' && c <= '9':
-		return s.number()
+		var ok bool
+		s.i, ok = jsonlex.Number(s.b, s.i)
+		return ok
 	}
 	return false
 }
@@ -303,196 +295,46 @@ func (s *hookScan) array(depth int) bool {
 	}
 }
 
-// name decodes a member name's span (quotes included).
+// name decodes a member name's span (quotes included) as encoding/json
+// does (jsonlex.Unquote); ok is always true, the span being a string
+// that str has read.
 func (s *hookScan) name(sp span) (string, bool) {
 	raw := s.b[sp.from+1 : sp.to-1]
-	for _, c := range raw {
-		if c == '\\' {
-			var n string
-			if json.Unmarshal(s.b[sp.from:sp.to], &n) != nil {
-				return "", false
-			}
-			return n, true
-		}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw), true
 	}
-	return string(raw), true
+	n, _ := jsonlex.Unquote(make([]byte, 0, len(raw)), raw, -1)
+	return string(n), true
 }
 
 // str reads a string and returns its span, quotes included; one longer
 // than s.long bytes between its quotes is recorded in s.longs.
 func (s *hookScan) str() (span, bool) {
 	from := s.i
-	s.i++ // '"'
-	b := s.b
-	for s.i < len(b) {
-		// Eight plain bytes at a time: none a quote, a backslash or a
-		// control character.
-		for s.i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[s.i:])) {
-			s.i += 8
-		}
-		if s.i >= len(b) {
-			break
-		}
-		c := b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			if s.long > 0 && s.i-from-2 > s.long {
-				s.longs = append(s.longs, span{from, s.i})
-			}
-			return span{from, s.i}, true
-		case c == '\\':
-			if s.i+1 >= len(b) {
-				return span{}, false
-			}
-			switch b[s.i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i += 2
-			case 'u':
-				if s.i+6 > len(b) || !isHex4(b[s.i+2:s.i+6]) {
-					return span{}, false
-				}
-				s.i += 6
-			default:
-				return span{}, false
-			}
-		case c < 0x20:
-			return span{}, false
-		default:
-			s.i++
-		}
+	i, _, _, ok := jsonlex.String(s.b, s.i)
+	s.i = i
+	if !ok {
+		return span{}, false
 	}
-	return span{}, false
-}
-
-// plain8 reports whether none of the 8 bytes of w is '"', '\\' or a
-// control character (below 0x20): the bit tricks of "Bit Twiddling
-// Hacks" (haszero, hasless), exact as a test of presence.
-func plain8(w uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	zero := func(x uint64) uint64 { return (x - ones) & ^x & highs }
-	return zero(w^('"'*ones))|zero(w^('\\'*ones))|((w-0x20*ones) & ^w & highs) == 0
-}
-
-func isHex4(h []byte) bool {
-	for _, c := range h {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return false
-		}
+	if s.long > 0 && i-from-2 > s.long {
+		s.longs = append(s.longs, span{from, i})
 	}
-	return true
+	return span{from, i}, true
 }
 
 // literal reads true, false or null.
 func (s *hookScan) literal(lit string) bool {
-	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
-		return false
-	}
-	s.i += len(lit)
-	return true
-}
-
-// number reads a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (s *hookScan) number() bool {
-	b := s.b
-	digits := func() bool {
-		n := s.i
-		for s.i < len(b) && b[s.i] >= '0' && b[s.i] <= '9' {
-			s.i++
-		}
-		return s.i > n
-	}
-	if b[s.i] == '-' {
-		s.i++
-	}
-	if s.i < len(b) && b[s.i] == '0' {
-		s.i++
-	} else if !digits() {
-		return false
-	}
-	if s.i < len(b) && b[s.i] == '.' {
-		s.i++
-		if !digits() {
-			return false
-		}
-	}
-	if s.i < len(b) && (b[s.i] == 'e' || b[s.i] == 'E') {
-		s.i++
-		if s.i < len(b) && (b[s.i] == '+' || b[s.i] == '-') {
-			s.i++
-		}
-		if !digits() {
-			return false
-		}
-	}
-	return true
+	i, ok := jsonlex.Literal(s.b, s.i, lit)
+	s.i = i
+	return ok
 }
 
 // unquotePrefix decodes the JSON string raw (quotes included, already
 // checked well-formed) as encoding/json does, but stops once it has more
 // than n bytes: it returns the decoded text, or a prefix of it longer than
-// n bytes. An escaped lone surrogate decodes to U+FFFD.
+// n bytes. An escaped lone surrogate decodes to U+FFFD (jsonlex.Unquote).
 func unquotePrefix(raw []byte, n int) string {
 	raw = raw[1 : len(raw)-1]
-	out := make([]byte, 0, min(len(raw), n+utf8.UTFMax))
-	for i := 0; i < len(raw) && len(out) <= n; {
-		c := raw[i]
-		if c != '\\' {
-			j := i + 1
-			for j < len(raw) && raw[j] != '\\' && len(out)+j-i <= n {
-				j++
-			}
-			out = append(out, raw[i:j]...)
-			i = j
-			continue
-		}
-		switch e := raw[i+1]; e {
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r := hex4(raw[i+2 : i+6])
-			i += 6
-			if utf16.IsSurrogate(r) {
-				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-					if d := utf16.DecodeRune(r, hex4(raw[i+2:i+6])); d != utf8.RuneError {
-						out = utf8.AppendRune(out, d)
-						i += 6
-						continue
-					}
-				}
-				r = utf8.RuneError
-			}
-			out = utf8.AppendRune(out, r)
-			continue
-		default: // '"', '\\', '/'
-			out = append(out, e)
-		}
-		i += 2
-	}
+	out, _ := jsonlex.Unquote(make([]byte, 0, min(len(raw), n+utf8.UTFMax)), raw, n)
 	return string(out)
-}
-
-// hex4 returns the value of 4 hex digits.
-func hex4(h []byte) rune {
-	var r rune
-	for _, c := range h {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c = c - 'a' + 10
-		default:
-			c = c - 'A' + 10
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
 }

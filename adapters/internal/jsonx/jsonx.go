@@ -13,24 +13,14 @@ import (
 	"iter"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/logbook-dev/logbook/events/jsonlex"
 )
 
 // InvalidUTF8 returns the offset of the first byte of b that is not part
-// of a valid UTF-8 sequence, or -1 when b is valid UTF-8.
-func InvalidUTF8(b []byte) int {
-	if utf8.Valid(b) {
-		return -1
-	}
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			return i
-		}
-		i += n
-	}
-	return -1
-}
+// of a valid UTF-8 sequence, or -1 when b is valid UTF-8
+// (jsonlex.InvalidUTF8).
+func InvalidUTF8(b []byte) int { return jsonlex.InvalidUTF8(b) }
 
 // Kind names the JSON type of raw: "object", "array", "string", "number",
 // "boolean", "null", or "nothing" when raw is empty. It reads the first

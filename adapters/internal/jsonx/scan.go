@@ -2,14 +2,16 @@ package jsonx
 
 import (
 	"math"
-	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/logbook-dev/logbook/events/jsonlex"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects Parse accepts:
-// 10,000, the limit of encoding/json, so the two refuse the same texts.
-const MaxDepth = 10000
+// 10,000 (jsonlex.MaxDepth), the limit of encoding/json, so the two
+// refuse the same texts.
+const MaxDepth = jsonlex.MaxDepth
 
 // Doc is one JSON text (RFC 8259) checked in a single pass, with every
 // value indexed by its span, so its members are read where they lie,
@@ -139,17 +141,7 @@ type parser struct {
 
 // ws returns the index of the first byte at or after i that is not JSON
 // white space.
-func (p *parser) ws(i int) int {
-	for i < len(p.src) {
-		switch p.src[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
+func (p *parser) ws(i int) int { return jsonlex.Space(p.src, i) }
 
 // value reads the value starting at src[i] (no white space before it),
 // nested depth containers deep, and returns the index just after it. It
@@ -181,19 +173,19 @@ func (p *parser) value(i, depth int) (int, bool) {
 		i, ok = p.array(i, depth+1)
 	case c == '"':
 		kind = '"'
-		i, esc, high, ok = p.str(i)
+		i, esc, high, ok = jsonlex.String(p.src, i)
 	case c == 't':
 		kind = 't'
-		i, ok = p.lit(i, "true")
+		i, ok = jsonlex.Literal(p.src, i, "true")
 	case c == 'f':
 		kind = 'f'
-		i, ok = p.lit(i, "false")
+		i, ok = jsonlex.Literal(p.src, i, "false")
 	case c == 'n':
 		kind = 'n'
-		i, ok = p.lit(i, "null")
+		i, ok = jsonlex.Literal(p.src, i, "null")
 	case c == '-' || c >= '0' && c <= '9':
 		kind = '0'
-		i, ok = p.number(i)
+		i, ok = jsonlex.Number(p.src, i)
 	default:
 		return i, false
 	}
@@ -271,111 +263,6 @@ func (p *parser) array(i, depth int) (int, bool) {
 			return i, false
 		}
 	}
-}
-
-// str reads the string whose opening quote is src[i]; esc reports a
-// backslash escape in it, high a byte outside ASCII.
-func (p *parser) str(i int) (next int, esc, high, ok bool) {
-	src := p.src
-	for i++; i < len(src); {
-		for i < len(src) && plain[src[i]] {
-			i++
-		}
-		if i >= len(src) {
-			break
-		}
-		c := src[i]
-		switch {
-		case c == '"':
-			return i + 1, esc, high, true
-		case c < 0x20:
-			return i, esc, high, false
-		case c == '\\':
-			esc = true
-			if i+1 >= len(src) {
-				return i, esc, high, false
-			}
-			switch src[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(src) {
-					return i, esc, high, false
-				}
-				for _, h := range src[i+2 : i+6] {
-					if !isHex(h) {
-						return i, esc, high, false
-					}
-				}
-				i += 6
-			default:
-				return i, esc, high, false
-			}
-		default:
-			high = high || c >= utf8.RuneSelf
-			i++
-		}
-	}
-	return i, esc, high, false
-}
-
-// plain marks the bytes a string holds as they are: not a quote, a
-// backslash, a control character or a byte outside ASCII.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-func (p *parser) lit(i int, word string) (int, bool) {
-	if len(p.src)-i < len(word) || string(p.src[i:i+len(word)]) != word {
-		return i, false
-	}
-	return i + len(word), true
-}
-
-// number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
-func (p *parser) number(i int) (int, bool) {
-	src := p.src
-	digits := func(i int) (int, bool) {
-		j := i
-		for j < len(src) && src[j] >= '0' && src[j] <= '9' {
-			j++
-		}
-		return j, j > i
-	}
-	if src[i] == '-' {
-		i++
-	}
-	if i >= len(src) {
-		return i, false
-	}
-	var ok bool
-	if src[i] == '0' {
-		i++
-	} else if i, ok = digits(i); !ok {
-		return i, false
-	}
-	if i < len(src) && src[i] == '.' {
-		if i, ok = digits(i + 1); !ok {
-			return i, false
-		}
-	}
-	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
-		i++
-		if i < len(src) && (src[i] == '+' || src[i] == '-') {
-			i++
-		}
-		if i, ok = digits(i); !ok {
-			return i, false
-		}
-	}
-	return i, true
 }
 
 // kindName names a node kind as Kind does.
@@ -467,72 +354,8 @@ func UnquoteString(s string) string {
 }
 
 // unquote decodes the inside of a well-formed JSON string as
-// encoding/json does.
+// encoding/json does (jsonlex.Unquote).
 func unquote(s []byte) string {
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\\':
-			switch e := s[i+1]; e {
-			case 'b':
-				b = append(b, '\b')
-			case 'f':
-				b = append(b, '\f')
-			case 'n':
-				b = append(b, '\n')
-			case 'r':
-				b = append(b, '\r')
-			case 't':
-				b = append(b, '\t')
-			case 'u':
-				r := hex4(s[i+2 : i+6])
-				i += 6
-				if utf16.IsSurrogate(r) {
-					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
-						if dec := utf16.DecodeRune(r, hex4(s[i+2:i+6])); dec != utf8.RuneError {
-							b = utf8.AppendRune(b, dec)
-							i += 6
-							continue
-						}
-					}
-					r = utf8.RuneError
-				}
-				b = utf8.AppendRune(b, r)
-				continue
-			default: // '"', '\\', '/'
-				b = append(b, e)
-			}
-			i += 2
-		case c < utf8.RuneSelf:
-			b = append(b, c)
-			i++
-		default:
-			r, n := utf8.DecodeRune(s[i:])
-			if r == utf8.RuneError && n == 1 {
-				b = utf8.AppendRune(b, utf8.RuneError)
-			} else {
-				b = append(b, s[i:i+n]...)
-			}
-			i += n
-		}
-	}
+	b, _ := jsonlex.Unquote(make([]byte, 0, len(s)), s, -1)
 	return string(b)
-}
-
-// hex4 reads four hex digits.
-func hex4(h []byte) rune {
-	var r rune
-	for _, c := range h {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c = c - 'a' + 10
-		default:
-			c = c - 'A' + 10
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
 }
