@@ -92,7 +92,12 @@ func CausePermitted(role Role, c *events.Cause) bool {
 }
 
 // Permitted reports whether role may append events of type typ, by Table.
+// No role may append an event without a type ("": one whose envelope
+// does not decode), "*" rows included.
 func Permitted(role Role, typ string) bool {
+	if typ == "" {
+		return false
+	}
 	for _, r := range Table {
 		if r.Role != role {
 			continue

@@ -288,8 +288,9 @@ func TestAttest_ProjectionMovesPastAForgery(t *testing.T) {
 
 // TestAttest_JunkStopsNothing: once signing began, a message a holder of
 // the stream's credentials publishes that does not even decode (not
-// JSON, no cause, ver 0, another subject's event) is quarantined like
-// any unattested event: no read, load or projection stops at it.
+// JSON, no cause, ver 0, another subject's event), even signed by a
+// registered key, is quarantined like any unattested event: no read,
+// load or projection stops at it.
 func TestAttest_JunkStopsNothing(t *testing.T) {
 	s, l := signingLog(t)
 	reg := events.NewRegistry()
@@ -317,6 +318,15 @@ func TestAttest_JunkStopsNothing(t *testing.T) {
 		}
 		last = max(last, ack.Sequence)
 	}
+	// Junk signed by a registered key whose role may append any type:
+	// what does not decode has no type, which no role may append.
+	m := &nats.Msg{Subject: "lb.ev.session.signed", Header: nats.Header{HeaderType: []string{"session.started"}}, Data: []byte(`{"id":"x"}`)}
+	sign(l.currentSigner(), m)
+	ack, err := js.PublishMsg(ctx, m)
+	if err != nil {
+		t.Fatalf("publish signed junk: %v", err)
+	}
+	junk[m.Subject], last = m.Data, ack.Sequence
 	for r, err := range l.Read(ctx, 1) {
 		if err != nil {
 			t.Fatalf("Read stopped at junk: %v", err)
