@@ -240,3 +240,26 @@ func (v *Verifier) observe(seq uint64, rec events.Envelope) {
 		}
 	}
 }
+
+// KeyInfo is what the key events a Verifier observed say of one key.
+type KeyInfo struct {
+	ID         string
+	Principal  string
+	Role       Role
+	Registered uint64 // sequence of its key.registered
+	Revoked    uint64 // sequence of its key.revoked; 0: live
+}
+
+// Key returns what the key events observed so far say of the key id, and
+// false when no attested key.registered binds it (yet). The pinned admin
+// key is not among them. Observing is Judge's: the answer is as of
+// Horizon.
+func (v *Verifier) Key(id string) (KeyInfo, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	k := v.keys[id]
+	if k == nil {
+		return KeyInfo{}, false
+	}
+	return KeyInfo{ID: id, Principal: k.principal, Role: k.role, Registered: k.reg, Revoked: k.rev}, true
+}

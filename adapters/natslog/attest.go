@@ -2,6 +2,8 @@ package natslog
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -271,8 +273,43 @@ func (l *Log) appendKeyEvent(ctx context.Context, admin Signer, id string, ver, 
 // and role), signed by admin, the key whose public part the readers pin.
 // It reports false, appending nothing, when k's id is registered already.
 func (l *Log) RegisterKey(ctx context.Context, admin Signer, k *attestation.Key, host string, at time.Time) (bool, error) {
-	return l.appendKeyEvent(ctx, admin, k.ID, 1, 0,
-		events.KeyRegistered{Public: k.PublicText(), Principal: k.Principal, Role: string(k.Role)}, host, at)
+	return l.RegisterPublic(ctx, admin, k.Public(), k.Principal, k.Role, host, at)
+}
+
+// RegisterPublic is RegisterKey for a key of which only the public part
+// (32 bytes) is at hand: how an admin registers the key of another host.
+// It refuses, appending nothing, a public key that is not 32 bytes, an
+// empty principal, and a role that is not serve, writer or worker.
+func (l *Log) RegisterPublic(ctx context.Context, admin Signer, pub ed25519.PublicKey, principal string, role attestation.Role, host string, at time.Time) (bool, error) {
+	if len(pub) != ed25519.PublicKeySize {
+		return false, fmt.Errorf("register key: public key of %d bytes, want %d", len(pub), ed25519.PublicKeySize)
+	}
+	id := attestation.KeyID(pub)
+	if principal == "" {
+		return false, fmt.Errorf("register key %s: no principal", id)
+	}
+	if _, err := attestation.ParseRole(string(role)); err != nil || role == attestation.RoleAdmin {
+		return false, fmt.Errorf("register key %s: role %q: want serve, writer or worker", id, role)
+	}
+	return l.appendKeyEvent(ctx, admin, id, 1, 0,
+		events.KeyRegistered{Public: base64.StdEncoding.EncodeToString(pub), Principal: principal, Role: string(role)}, host, at)
+}
+
+// KeyState returns what the log's key events say of the key id, read up
+// to the end of its key aggregate and judged by the Log's Verifier: a
+// key.registered that the pinned admin key did not sign binds nothing.
+// It reports false when no attested key.registered binds id. Errors are
+// Load's, or say the Log has no Verifier.
+func (l *Log) KeyState(ctx context.Context, id string) (attestation.KeyInfo, bool, error) {
+	v := l.cfg.Verifier
+	if v == nil {
+		return attestation.KeyInfo{}, false, fmt.Errorf("key %s: the log is read without a pinned admin key", id)
+	}
+	if _, _, err := l.Load(ctx, events.Aggregate{Kind: events.KindKey, ID: id}); err != nil {
+		return attestation.KeyInfo{}, false, err
+	}
+	k, ok := v.Key(id)
+	return k, ok, nil
 }
 
 // RevokeKey appends key.revoked for the registered key id, signed by

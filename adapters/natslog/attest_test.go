@@ -349,3 +349,66 @@ func TestAttest_JunkStopsNothing(t *testing.T) {
 		t.Errorf("%d quarantined, want %d", n, len(junk))
 	}
 }
+
+// TestAttest_RegisterPublic registers a key of which only the public
+// part is known, as an admin does for another host's key: bad input is
+// refused with nothing appended, and a second Log on the same stream,
+// with only the pin, learns the key from the log (KeyState), and its
+// revocation.
+func TestAttest_RegisterPublic(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
+	l := signedLog(t, s, admin)
+	ctx := t.Context()
+	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); !ok || err != nil {
+		t.Fatalf("BeginSigning = %v, %v", ok, err)
+	}
+	k := mustKey(t, "writer@other", attestation.RoleWriter)
+	before, err := l.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []struct {
+		name      string
+		pub       []byte
+		principal string
+		role      attestation.Role
+	}{
+		{"short key", k.Public()[:31], "writer@other", attestation.RoleWriter},
+		{"no principal", k.Public(), "", attestation.RoleWriter},
+		{"admin role", k.Public(), "writer@other", attestation.RoleAdmin},
+		{"unknown role", k.Public(), "writer@other", "root"},
+	} {
+		if _, err := l.RegisterPublic(ctx, admin, bad.pub, bad.principal, bad.role, "h", testTime); err == nil {
+			t.Errorf("%s: registered", bad.name)
+		}
+	}
+	if after, _ := l.LastSeq(ctx); after != before {
+		t.Fatalf("refused registrations moved the log from %d to %d", before, after)
+	}
+	if ok, err := l.RegisterPublic(ctx, admin, k.Public(), k.Principal, k.Role, "h", testTime); !ok || err != nil {
+		t.Fatalf("RegisterPublic = %v, %v", ok, err)
+	}
+	other := signedLog(t, s, admin)
+	info, ok, err := other.KeyState(ctx, k.ID)
+	if err != nil || !ok || info.Role != attestation.RoleWriter || info.Principal != k.Principal || info.Registered == 0 || info.Revoked != 0 {
+		t.Fatalf("KeyState on another Log = %+v, %v, %v", info, ok, err)
+	}
+	if err := l.RevokeKey(ctx, admin, k.ID, "retired", "h", testTime); err != nil {
+		t.Fatal(err)
+	}
+	if info, ok, err = other.KeyState(ctx, k.ID); err != nil || !ok || info.Revoked == 0 {
+		t.Fatalf("KeyState after revocation = %+v, %v, %v", info, ok, err)
+	}
+	// A key.registered signed by anyone but the admin binds nothing.
+	mallory := mustKey(t, "mallory@h", attestation.RoleServe)
+	if _, err := l.RegisterKey(ctx, mallory, mallory, "h", testTime); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := other.KeyState(ctx, mallory.ID); err != nil || ok {
+		t.Fatalf("KeyState of a self-registered key = %v, %v; want not registered", ok, err)
+	}
+	if _, _, err := (&Log{}).KeyState(ctx, k.ID); err == nil {
+		t.Error("KeyState on a Log without a Verifier: no error")
+	}
+}
