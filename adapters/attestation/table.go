@@ -18,8 +18,9 @@ const (
 	// RoleAdmin signs key.registered, key.revoked and signing.began: the
 	// key whose public part each host pins.
 	RoleAdmin Role = "admin"
-	// RoleServe is a host's serve (an ephemeral key made at each start,
-	// held in memory only), or a command that opened the data dir
+	// RoleServe is a host's serve (on its data dir's log an ephemeral
+	// key made at each start, held in memory only; on a cluster a key
+	// file the admin registered), or a command that opened the data dir
 	// directly while no serve ran: the gate, the intake of hooks, the
 	// API's verbs. It appends every event but the admin's.
 	RoleServe Role = "serve"
