@@ -24,7 +24,7 @@ func existingDataDir(flag string) (dataDir, error) {
 	}
 	st, err := os.Stat(string(dd))
 	if errors.Is(err, fs.ErrNotExist) {
-		return dd, fmt.Errorf("data dir %s does not exist (a mistyped --data?); it is made by `logbook serve`, or by the command that sets it up", dd)
+		return dd, fmt.Errorf("data dir %s does not exist (a mistyped --data?): start `logbook serve` on it, or make it, first", dd)
 	}
 	if err != nil {
 		return dd, fmt.Errorf("data dir: %w", err)
