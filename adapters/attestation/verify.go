@@ -1,9 +1,11 @@
 package attestation
 
 import (
+	"cmp"
 	"crypto/ed25519"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/logbook-dev/logbook/events"
@@ -262,4 +264,17 @@ func (v *Verifier) Key(id string) (KeyInfo, bool) {
 		return KeyInfo{}, false
 	}
 	return KeyInfo{ID: id, Principal: k.principal, Role: k.role, Registered: k.reg, Revoked: k.rev}, true
+}
+
+// Keys returns every key the key events observed so far registered, in
+// the order of their registration (as of Horizon).
+func (v *Verifier) Keys() []KeyInfo {
+	v.mu.RLock()
+	out := make([]KeyInfo, 0, len(v.keys))
+	for id, k := range v.keys {
+		out = append(out, KeyInfo{ID: id, Principal: k.principal, Role: k.role, Registered: k.reg, Revoked: k.rev})
+	}
+	v.mu.RUnlock()
+	slices.SortFunc(out, func(a, b KeyInfo) int { return cmp.Compare(a.Registered, b.Registered) })
+	return out
 }

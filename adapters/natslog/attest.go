@@ -312,6 +312,25 @@ func (l *Log) KeyState(ctx context.Context, id string) (attestation.KeyInfo, boo
 	return k, ok, nil
 }
 
+// Keys returns every key the log's key events register, judged by the
+// Log's Verifier, in the order of their registration: it reads the key
+// events up to the log's current end (one get per key event). Errors are
+// the reads', or say the Log has no Verifier.
+func (l *Log) Keys(ctx context.Context) ([]attestation.KeyInfo, error) {
+	v := l.cfg.Verifier
+	if v == nil {
+		return nil, errors.New("keys: the log is read without a pinned admin key")
+	}
+	last, err := l.LastSeq(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	if err := l.catchUpKeys(ctx, last); err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	return v.Keys(), nil
+}
+
 // RevokeKey appends key.revoked for the registered key id, signed by
 // admin: events that key signs after it are refused. Errors wrap
 // events.ErrNotFound when id was never registered, events.ErrConflict

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
@@ -404,6 +405,36 @@ func registerOnCluster(ctx context.Context, l *natslog.Log, admin *attestation.K
 	}
 	if _, err := l.RegisterPublic(ctx, admin, pub, principal, role, hostName(), now); err != nil {
 		return fmt.Errorf("register key %s (%s): %w", attestation.KeyID(pub), principal, err)
+	}
+	return nil
+}
+
+// revokeOldServeKeys revokes, with the data dir's admin key, every key
+// the data dir's log registered for an earlier start of serve (role
+// serve, principal serve@…) that is still live, now that serve signs
+// with k: a key held only in the memory of a serve that has stopped
+// signs nothing more, and one that leaked from it must not either.
+// What those keys signed before stays attested. keys/local.key, whose
+// principal is the user's, is left alone.
+func (d dataDir) revokeOldServeKeys(ctx context.Context, l *natslog.Log, k *attestation.Key) error {
+	keys, err := l.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	var admin *attestation.Key
+	for _, old := range keys {
+		if old.ID == k.ID || old.Role != attestation.RoleServe || old.Revoked != 0 || !strings.HasPrefix(old.Principal, "serve@") {
+			continue
+		}
+		if admin == nil {
+			if admin, err = d.adminKey(); err != nil {
+				return err
+			}
+		}
+		err := l.RevokeKey(ctx, admin, old.ID, "serve started with the key "+k.ID, hostName(), time.Now())
+		if err != nil && !errors.Is(err, events.ErrConflict) {
+			return fmt.Errorf("revoke the earlier serve key %s: %w", old.ID, err)
+		}
 	}
 	return nil
 }

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
 // TestKeys_Commands runs `logbook keys` on data dirs of the embedded
@@ -86,5 +89,59 @@ func TestKeys_Commands(t *testing.T) {
 	}
 	if _, errb, code := cliExit(t, admin, "keys", "revoke", "--reason", "again", w.ID); code != 1 || !strings.Contains(errb, "revoked already") {
 		t.Fatalf("keys revoke again: exit %d\n%s", code, errb)
+	}
+}
+
+// TestServe_RevokesItsEarlierKey starts serve three times on one data
+// dir: each start signs with a key of its own and revokes the key of the
+// start before, so only the last serve's key is live; the data dir's
+// local, writer and worker keys stay live.
+func TestServe_RevokesItsEarlierKey(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	for range 3 {
+		ctx, stop := context.WithCancel(t.Context())
+		served := make(chan error, 1)
+		var logs syncBuffer
+		go func() {
+			served <- runCLI(ctx, []string{"--data", data, "serve", "--workers", "0", "--reconcile-every", "0", "--fsync", "interval"}, strings.NewReader(""), &logs, &logs)
+		}()
+		waitServer(t, dataDir(data))
+		stop()
+		if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("serve: %v\n%s", err, logs.String())
+		}
+	}
+	dd := dataDir(data)
+	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: dd.path("jetstream")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown() })
+	cfg, err := dd.attestConfig(natslog.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := natslog.Open(t.Context(), srv.Conn(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	keys, err := l.Keys(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serves, live []string
+	for _, k := range keys {
+		if strings.HasPrefix(k.Principal, "serve@") {
+			serves = append(serves, k.ID)
+			if k.Revoked == 0 {
+				live = append(live, k.ID)
+			}
+		} else if k.Revoked != 0 {
+			t.Errorf("key %s (%s, %s) revoked", k.ID, k.Principal, k.Role)
+		}
+	}
+	if len(serves) != 3 || len(live) != 1 || live[0] != serves[2] {
+		t.Fatalf("serve keys %v, live %v: want 3, only the last live\n%+v", serves, live, keys)
 	}
 }

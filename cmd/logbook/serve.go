@@ -299,6 +299,9 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		if err := dd.registerDataDirKeys(ctx, b.log); err != nil {
 			return err
 		}
+		if err := dd.revokeOldServeKeys(ctx, b.log, key); err != nil {
+			return err
+		}
 		cfg.Signer = key
 	}
 	switch {
