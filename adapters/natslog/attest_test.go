@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
@@ -410,5 +411,51 @@ func TestAttest_RegisterPublic(t *testing.T) {
 	}
 	if _, _, err := (&Log{}).KeyState(ctx, k.ID); err == nil {
 		t.Error("KeyState on a Log without a Verifier: no error")
+	}
+}
+
+// TestAttest_ForgedKeyEventsSquatNothing: a holder of the stream's
+// credentials publishes, before the admin, an unsigned signing.began and
+// a key.registered for a key it knows the public part of, signed by its
+// own key. Neither counts: BeginSigning and RegisterPublic append the
+// admin's events after them, signing begins at the admin's, and the key
+// is bound as the admin registered it.
+func TestAttest_ForgedKeyEventsSquatNothing(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
+	l := signedLog(t, s, admin)
+	ctx := t.Context()
+	reg := events.NewRegistry()
+	mallory := mustKey(t, "mallory@h", attestation.RoleServe)
+	k := mustKey(t, "writer@other", attestation.RoleWriter)
+	sb := reg.New(events.SigningBegan{Host: "h"})
+	sb.ID, sb.Agg, sb.Ver, sb.At = ulid.Make(), events.Aggregate{Kind: events.KindKey, ID: events.SigningAggregate}, 1, testTime
+	forgedBegin := forge(t, s.Conn(), sb, 0, nil, nil)
+	kr := reg.New(events.KeyRegistered{Public: k.PublicText(), Principal: "mallory's pick", Role: string(attestation.RoleServe)})
+	kr.ID, kr.Agg, kr.Ver, kr.At = ulid.Make(), events.Aggregate{Kind: events.KindKey, ID: k.ID}, 1, testTime
+	forge(t, s.Conn(), kr, 0, mallory, nil)
+
+	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); !ok || err != nil {
+		t.Fatalf("BeginSigning over a forged signing.began = %v, %v", ok, err)
+	}
+	if _, _, err := l.Load(ctx, sb.Agg); err != nil { // the Verifier observes what it reads
+		t.Fatal(err)
+	}
+	if from := l.Verifier().SigningFrom(); from <= forgedBegin {
+		t.Fatalf("signing from %d, want after the forged signing.began at %d", from, forgedBegin)
+	}
+	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); ok || err != nil {
+		t.Fatalf("BeginSigning again = %v, %v; want nothing appended", ok, err)
+	}
+	if ok, err := l.RegisterPublic(ctx, admin, k.Public(), k.Principal, k.Role, "h", testTime); !ok || err != nil {
+		t.Fatalf("RegisterPublic over a forged key.registered = %v, %v", ok, err)
+	}
+	other := signedLog(t, s, admin)
+	info, ok, err := other.KeyState(ctx, k.ID)
+	if err != nil || !ok || info.Role != attestation.RoleWriter || info.Principal != k.Principal {
+		t.Fatalf("KeyState = %+v, %v, %v; want the admin's registration", info, ok, err)
+	}
+	if ok, err := l.RegisterPublic(ctx, admin, k.Public(), k.Principal, k.Role, "h", testTime); ok || err != nil {
+		t.Fatalf("RegisterPublic again = %v, %v; want nothing appended", ok, err)
 	}
 }

@@ -136,8 +136,14 @@ func (d dataDir) attestConfig(cfg natslog.Config) (natslog.Config, error) {
 	return cfg, nil
 }
 
-// keyRegistered reports whether l holds key.registered for id.
+// keyRegistered reports whether l holds key.registered for id: with a
+// Verifier, one the pinned admin key signed (a forger's does not bind
+// the key); without, any.
 func keyRegistered(ctx context.Context, l *natslog.Log, id string) (bool, error) {
+	if l.Verifier() != nil {
+		_, ok, err := l.KeyState(ctx, id)
+		return ok, err
+	}
 	_, last, err := l.Load(ctx, events.Aggregate{Kind: events.KindKey, ID: id})
 	return last > 0, err
 }
@@ -158,17 +164,13 @@ func (d dataDir) startSigning(ctx context.Context, l *natslog.Log, k *attestatio
 	}
 	now := time.Now()
 	if begin && l.Verifier() != nil {
-		began, err := keyRegistered(ctx, l, events.SigningAggregate)
-		if err != nil {
+		// BeginSigning appends nothing when the admin's signing.began
+		// is there; a forged one does not count.
+		if err := loadAdmin(); err != nil {
 			return err
 		}
-		if !began {
-			if err := loadAdmin(); err != nil {
-				return err
-			}
-			if _, err := l.BeginSigning(ctx, admin, hostName(), now); err != nil {
-				return fmt.Errorf("begin signing: %w", err)
-			}
+		if _, err := l.BeginSigning(ctx, admin, hostName(), now); err != nil {
+			return fmt.Errorf("begin signing: %w", err)
 		}
 	}
 	ok, err := keyRegistered(ctx, l, k.ID)
