@@ -31,6 +31,8 @@ func TestPermitted(t *testing.T) {
 		{RoleWorker, "review.decided", false},
 		{RoleWorker, "workspace.ready", false},
 		{Role("nobody"), "session.started", false},
+		{RoleServe, "", false},
+		{RoleWriter, "", false},
 	}
 	for _, tt := range tests {
 		if got := Permitted(tt.role, tt.typ); got != tt.want {

@@ -18,8 +18,9 @@ const (
 	// RoleAdmin signs key.registered, key.revoked and signing.began: the
 	// key whose public part each host pins.
 	RoleAdmin Role = "admin"
-	// RoleServe is a host's serve (an ephemeral key made at each start,
-	// held in memory only), or a command that opened the data dir
+	// RoleServe is a host's serve (on its data dir's log an ephemeral
+	// key made at each start, held in memory only; on a cluster a key
+	// file the admin registered), or a command that opened the data dir
 	// directly while no serve ran: the gate, the intake of hooks, the
 	// API's verbs. It appends every event but the admin's.
 	RoleServe Role = "serve"
@@ -92,7 +93,12 @@ func CausePermitted(role Role, c *events.Cause) bool {
 }
 
 // Permitted reports whether role may append events of type typ, by Table.
+// No role may append an event without a type ("": one whose envelope
+// does not decode), "*" rows included.
 func Permitted(role Role, typ string) bool {
+	if typ == "" {
+		return false
+	}
 	for _, r := range Table {
 		if r.Role != role {
 			continue

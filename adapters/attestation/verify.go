@@ -1,9 +1,11 @@
 package attestation
 
 import (
+	"cmp"
 	"crypto/ed25519"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/logbook-dev/logbook/events"
@@ -239,4 +241,40 @@ func (v *Verifier) observe(seq uint64, rec events.Envelope) {
 			v.signing = seq
 		}
 	}
+}
+
+// KeyInfo is what the key events a Verifier observed say of one key.
+type KeyInfo struct {
+	ID         string
+	Principal  string
+	Role       Role
+	Registered uint64 // sequence of its key.registered
+	Revoked    uint64 // sequence of its key.revoked; 0: live
+}
+
+// Key returns what the key events observed so far say of the key id, and
+// false when no attested key.registered binds it (yet). The pinned admin
+// key is not among them. Observing is Judge's: the answer is as of
+// Horizon.
+func (v *Verifier) Key(id string) (KeyInfo, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	k := v.keys[id]
+	if k == nil {
+		return KeyInfo{}, false
+	}
+	return KeyInfo{ID: id, Principal: k.principal, Role: k.role, Registered: k.reg, Revoked: k.rev}, true
+}
+
+// Keys returns every key the key events observed so far registered, in
+// the order of their registration (as of Horizon).
+func (v *Verifier) Keys() []KeyInfo {
+	v.mu.RLock()
+	out := make([]KeyInfo, 0, len(v.keys))
+	for id, k := range v.keys {
+		out = append(out, KeyInfo{ID: id, Principal: k.principal, Role: k.role, Registered: k.reg, Revoked: k.rev})
+	}
+	v.mu.RUnlock()
+	slices.SortFunc(out, func(a, b KeyInfo) int { return cmp.Compare(a.Registered, b.Registered) })
+	return out
 }

@@ -2,6 +2,8 @@ package natslog
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -249,9 +251,9 @@ func (l *Log) judgeLoaded(ctx context.Context, seq uint64, subject string, h nat
 	return fold, nil
 }
 
-// appendKeyEvent appends p as the first event of the key aggregate id,
-// signed by admin, at time at on host. It reports false, appending
-// nothing, when the aggregate has events already.
+// appendKeyEvent appends p as event ver of the key aggregate id, whose
+// last sequence must still be expect, signed by admin, at time at on
+// host. It reports false, appending nothing, when the aggregate moved.
 func (l *Log) appendKeyEvent(ctx context.Context, admin Signer, id string, ver, expect uint64, p events.Payload, host string, at time.Time) (bool, error) {
 	e := l.reg.New(p)
 	e.ID = ulid.Make()
@@ -271,8 +273,92 @@ func (l *Log) appendKeyEvent(ctx context.Context, admin Signer, id string, ver, 
 // and role), signed by admin, the key whose public part the readers pin.
 // It reports false, appending nothing, when k's id is registered already.
 func (l *Log) RegisterKey(ctx context.Context, admin Signer, k *attestation.Key, host string, at time.Time) (bool, error) {
-	return l.appendKeyEvent(ctx, admin, k.ID, 1, 0,
-		events.KeyRegistered{Public: k.PublicText(), Principal: k.Principal, Role: string(k.Role)}, host, at)
+	return l.RegisterPublic(ctx, admin, k.Public(), k.Principal, k.Role, host, at)
+}
+
+// RegisterPublic is RegisterKey for a key of which only the public part
+// (32 bytes) is at hand: how an admin registers the key of another host.
+// It refuses, appending nothing, a public key that is not 32 bytes, an
+// empty principal, and a role that is not serve, writer or worker.
+func (l *Log) RegisterPublic(ctx context.Context, admin Signer, pub ed25519.PublicKey, principal string, role attestation.Role, host string, at time.Time) (bool, error) {
+	if len(pub) != ed25519.PublicKeySize {
+		return false, fmt.Errorf("register key: public key of %d bytes, want %d", len(pub), ed25519.PublicKeySize)
+	}
+	id := attestation.KeyID(pub)
+	if principal == "" {
+		return false, fmt.Errorf("register key %s: no principal", id)
+	}
+	if _, err := attestation.ParseRole(string(role)); err != nil || role == attestation.RoleAdmin {
+		return false, fmt.Errorf("register key %s: role %q: want serve, writer or worker", id, role)
+	}
+	return l.appendKeyFirst(ctx, admin, id, events.KeyRegistered{Public: base64.StdEncoding.EncodeToString(pub), Principal: principal, Role: string(role)}, host, at,
+		func(v *attestation.Verifier) bool { _, ok := v.Key(id); return ok })
+}
+
+// appendKeyFirst appends p, signed by admin, to the key aggregate id
+// unless it holds one already: with a Verifier, unless done reports
+// (after the aggregate's events were read and judged) that it holds an
+// attested one, so that events a forger put there first (unsigned, or
+// signed by anyone but the admin) are passed over rather than taken
+// for it; without one, unless the aggregate has any event. It reports
+// whether it appended p; false, nil also when another append moved the
+// aggregate meanwhile.
+func (l *Log) appendKeyFirst(ctx context.Context, admin Signer, id string, p events.Payload, host string, at time.Time, done func(*attestation.Verifier) bool) (bool, error) {
+	v := l.cfg.Verifier
+	if v == nil {
+		return l.appendKeyEvent(ctx, admin, id, 1, 0, p, host, at)
+	}
+	recs, last, err := l.Load(ctx, events.Aggregate{Kind: events.KindKey, ID: id})
+	if err != nil {
+		return false, err
+	}
+	if done(v) {
+		return false, nil
+	}
+	// The version after the events folded; past 1 when only quarantined
+	// ones are there (an append on a subject that holds any is never
+	// version 1). A forger's version is a claim nobody folds.
+	ver := uint64(len(recs)) + 1
+	if last > 0 {
+		ver = max(ver, 2)
+	}
+	return l.appendKeyEvent(ctx, admin, id, ver, last, p, host, at)
+}
+
+// KeyState returns what the log's key events say of the key id, read up
+// to the end of its key aggregate and judged by the Log's Verifier: a
+// key.registered that the pinned admin key did not sign binds nothing.
+// It reports false when no attested key.registered binds id. Errors are
+// Load's, or say the Log has no Verifier.
+func (l *Log) KeyState(ctx context.Context, id string) (attestation.KeyInfo, bool, error) {
+	v := l.cfg.Verifier
+	if v == nil {
+		return attestation.KeyInfo{}, false, fmt.Errorf("key %s: the log is read without a pinned admin key", id)
+	}
+	if _, _, err := l.Load(ctx, events.Aggregate{Kind: events.KindKey, ID: id}); err != nil {
+		return attestation.KeyInfo{}, false, err
+	}
+	k, ok := v.Key(id)
+	return k, ok, nil
+}
+
+// Keys returns every key the log's key events register, judged by the
+// Log's Verifier, in the order of their registration: it reads the key
+// events up to the log's current end (one get per key event). Errors are
+// the reads', or say the Log has no Verifier.
+func (l *Log) Keys(ctx context.Context) ([]attestation.KeyInfo, error) {
+	v := l.cfg.Verifier
+	if v == nil {
+		return nil, errors.New("keys: the log is read without a pinned admin key")
+	}
+	last, err := l.LastSeq(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	if err := l.catchUpKeys(ctx, last); err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	return v.Keys(), nil
 }
 
 // RevokeKey appends key.revoked for the registered key id, signed by
@@ -296,8 +382,10 @@ func (l *Log) RevokeKey(ctx context.Context, admin Signer, id, reason, host stri
 }
 
 // BeginSigning appends signing.began, signed by admin, unless the log
-// has one: from its sequence on every event must be signed. It reports
+// has one (with a Verifier: one the admin signed; a forged one does not
+// count): from its sequence on every event must be signed. It reports
 // whether it appended it.
 func (l *Log) BeginSigning(ctx context.Context, admin Signer, host string, at time.Time) (bool, error) {
-	return l.appendKeyEvent(ctx, admin, events.SigningAggregate, 1, 0, events.SigningBegan{Host: host}, host, at)
+	return l.appendKeyFirst(ctx, admin, events.SigningAggregate, events.SigningBegan{Host: host}, host, at,
+		func(v *attestation.Verifier) bool { return v.SigningFrom() != 0 })
 }

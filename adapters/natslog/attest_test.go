@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
@@ -288,8 +289,9 @@ func TestAttest_ProjectionMovesPastAForgery(t *testing.T) {
 
 // TestAttest_JunkStopsNothing: once signing began, a message a holder of
 // the stream's credentials publishes that does not even decode (not
-// JSON, no cause, ver 0, another subject's event) is quarantined like
-// any unattested event: no read, load or projection stops at it.
+// JSON, no cause, ver 0, another subject's event), even signed by a
+// registered key, is quarantined like any unattested event: no read,
+// load or projection stops at it.
 func TestAttest_JunkStopsNothing(t *testing.T) {
 	s, l := signingLog(t)
 	reg := events.NewRegistry()
@@ -317,6 +319,15 @@ func TestAttest_JunkStopsNothing(t *testing.T) {
 		}
 		last = max(last, ack.Sequence)
 	}
+	// Junk signed by a registered key whose role may append any type:
+	// what does not decode has no type, which no role may append.
+	m := &nats.Msg{Subject: "lb.ev.session.signed", Header: nats.Header{HeaderType: []string{"session.started"}}, Data: []byte(`{"id":"x"}`)}
+	sign(l.currentSigner(), m)
+	ack, err := js.PublishMsg(ctx, m)
+	if err != nil {
+		t.Fatalf("publish signed junk: %v", err)
+	}
+	junk[m.Subject], last = m.Data, ack.Sequence
 	for r, err := range l.Read(ctx, 1) {
 		if err != nil {
 			t.Fatalf("Read stopped at junk: %v", err)
@@ -337,5 +348,114 @@ func TestAttest_JunkStopsNothing(t *testing.T) {
 	}
 	if _, n := l.Quarantined(); n != uint64(len(junk)) {
 		t.Errorf("%d quarantined, want %d", n, len(junk))
+	}
+}
+
+// TestAttest_RegisterPublic registers a key of which only the public
+// part is known, as an admin does for another host's key: bad input is
+// refused with nothing appended, and a second Log on the same stream,
+// with only the pin, learns the key from the log (KeyState), and its
+// revocation.
+func TestAttest_RegisterPublic(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
+	l := signedLog(t, s, admin)
+	ctx := t.Context()
+	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); !ok || err != nil {
+		t.Fatalf("BeginSigning = %v, %v", ok, err)
+	}
+	k := mustKey(t, "writer@other", attestation.RoleWriter)
+	before, err := l.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []struct {
+		name      string
+		pub       []byte
+		principal string
+		role      attestation.Role
+	}{
+		{"short key", k.Public()[:31], "writer@other", attestation.RoleWriter},
+		{"no principal", k.Public(), "", attestation.RoleWriter},
+		{"admin role", k.Public(), "writer@other", attestation.RoleAdmin},
+		{"unknown role", k.Public(), "writer@other", "root"},
+	} {
+		if _, err := l.RegisterPublic(ctx, admin, bad.pub, bad.principal, bad.role, "h", testTime); err == nil {
+			t.Errorf("%s: registered", bad.name)
+		}
+	}
+	if after, _ := l.LastSeq(ctx); after != before {
+		t.Fatalf("refused registrations moved the log from %d to %d", before, after)
+	}
+	if ok, err := l.RegisterPublic(ctx, admin, k.Public(), k.Principal, k.Role, "h", testTime); !ok || err != nil {
+		t.Fatalf("RegisterPublic = %v, %v", ok, err)
+	}
+	other := signedLog(t, s, admin)
+	info, ok, err := other.KeyState(ctx, k.ID)
+	if err != nil || !ok || info.Role != attestation.RoleWriter || info.Principal != k.Principal || info.Registered == 0 || info.Revoked != 0 {
+		t.Fatalf("KeyState on another Log = %+v, %v, %v", info, ok, err)
+	}
+	if err := l.RevokeKey(ctx, admin, k.ID, "retired", "h", testTime); err != nil {
+		t.Fatal(err)
+	}
+	if info, ok, err = other.KeyState(ctx, k.ID); err != nil || !ok || info.Revoked == 0 {
+		t.Fatalf("KeyState after revocation = %+v, %v, %v", info, ok, err)
+	}
+	// A key.registered signed by anyone but the admin binds nothing.
+	mallory := mustKey(t, "mallory@h", attestation.RoleServe)
+	if _, err := l.RegisterKey(ctx, mallory, mallory, "h", testTime); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := other.KeyState(ctx, mallory.ID); err != nil || ok {
+		t.Fatalf("KeyState of a self-registered key = %v, %v; want not registered", ok, err)
+	}
+	if _, _, err := (&Log{}).KeyState(ctx, k.ID); err == nil {
+		t.Error("KeyState on a Log without a Verifier: no error")
+	}
+}
+
+// TestAttest_ForgedKeyEventsSquatNothing: a holder of the stream's
+// credentials publishes, before the admin, an unsigned signing.began and
+// a key.registered for a key it knows the public part of, signed by its
+// own key. Neither counts: BeginSigning and RegisterPublic append the
+// admin's events after them, signing begins at the admin's, and the key
+// is bound as the admin registered it.
+func TestAttest_ForgedKeyEventsSquatNothing(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
+	l := signedLog(t, s, admin)
+	ctx := t.Context()
+	reg := events.NewRegistry()
+	mallory := mustKey(t, "mallory@h", attestation.RoleServe)
+	k := mustKey(t, "writer@other", attestation.RoleWriter)
+	sb := reg.New(events.SigningBegan{Host: "h"})
+	sb.ID, sb.Agg, sb.Ver, sb.At = ulid.Make(), events.Aggregate{Kind: events.KindKey, ID: events.SigningAggregate}, 1, testTime
+	forgedBegin := forge(t, s.Conn(), sb, 0, nil, nil)
+	kr := reg.New(events.KeyRegistered{Public: k.PublicText(), Principal: "mallory's pick", Role: string(attestation.RoleServe)})
+	kr.ID, kr.Agg, kr.Ver, kr.At = ulid.Make(), events.Aggregate{Kind: events.KindKey, ID: k.ID}, 1, testTime
+	forge(t, s.Conn(), kr, 0, mallory, nil)
+
+	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); !ok || err != nil {
+		t.Fatalf("BeginSigning over a forged signing.began = %v, %v", ok, err)
+	}
+	if _, _, err := l.Load(ctx, sb.Agg); err != nil { // the Verifier observes what it reads
+		t.Fatal(err)
+	}
+	if from := l.Verifier().SigningFrom(); from <= forgedBegin {
+		t.Fatalf("signing from %d, want after the forged signing.began at %d", from, forgedBegin)
+	}
+	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); ok || err != nil {
+		t.Fatalf("BeginSigning again = %v, %v; want nothing appended", ok, err)
+	}
+	if ok, err := l.RegisterPublic(ctx, admin, k.Public(), k.Principal, k.Role, "h", testTime); !ok || err != nil {
+		t.Fatalf("RegisterPublic over a forged key.registered = %v, %v", ok, err)
+	}
+	other := signedLog(t, s, admin)
+	info, ok, err := other.KeyState(ctx, k.ID)
+	if err != nil || !ok || info.Role != attestation.RoleWriter || info.Principal != k.Principal {
+		t.Fatalf("KeyState = %+v, %v, %v; want the admin's registration", info, ok, err)
+	}
+	if ok, err := l.RegisterPublic(ctx, admin, k.Public(), k.Principal, k.Role, "h", testTime); ok || err != nil {
+		t.Fatalf("RegisterPublic again = %v, %v; want nothing appended", ok, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
@@ -25,8 +26,12 @@ import (
 //	keys/writer.key    the key of the CLI, importers and hook writers
 //	                   appending to a running serve's log (role writer)
 //	keys/worker.key    the key of a worker process (role worker)
+//	keys/serve.key     serve's key on a cluster of one's own (role serve)
 //
-// serve's own key is made at each start and kept only in memory. In
+// serve's own key on the data dir's log is made at each start and kept
+// only in memory. On a cluster (--nats-url) every key is a file, which
+// the cluster's admin registers on the log (`logbook keys register`),
+// and the data dir holds only the admin key's pin. In
 // per-user mode all of these are readable by the user the agent runs as:
 // a forgery is detected after the fact (checkpoints, witnesses), not
 // prevented.
@@ -131,8 +136,14 @@ func (d dataDir) attestConfig(cfg natslog.Config) (natslog.Config, error) {
 	return cfg, nil
 }
 
-// keyRegistered reports whether l holds key.registered for id.
+// keyRegistered reports whether l holds key.registered for id: with a
+// Verifier, one the pinned admin key signed (a forger's does not bind
+// the key); without, any.
 func keyRegistered(ctx context.Context, l *natslog.Log, id string) (bool, error) {
+	if l.Verifier() != nil {
+		_, ok, err := l.KeyState(ctx, id)
+		return ok, err
+	}
 	_, last, err := l.Load(ctx, events.Aggregate{Kind: events.KindKey, ID: id})
 	return last > 0, err
 }
@@ -153,17 +164,13 @@ func (d dataDir) startSigning(ctx context.Context, l *natslog.Log, k *attestatio
 	}
 	now := time.Now()
 	if begin && l.Verifier() != nil {
-		began, err := keyRegistered(ctx, l, events.SigningAggregate)
-		if err != nil {
+		// BeginSigning appends nothing when the admin's signing.began
+		// is there; a forged one does not count.
+		if err := loadAdmin(); err != nil {
 			return err
 		}
-		if !began {
-			if err := loadAdmin(); err != nil {
-				return err
-			}
-			if _, err := l.BeginSigning(ctx, admin, hostName(), now); err != nil {
-				return fmt.Errorf("begin signing: %w", err)
-			}
+		if _, err := l.BeginSigning(ctx, admin, hostName(), now); err != nil {
+			return fmt.Errorf("begin signing: %w", err)
 		}
 	}
 	ok, err := keyRegistered(ctx, l, k.ID)
@@ -275,6 +282,160 @@ func (d dataDir) registerDataDirKeys(ctx context.Context, l *natslog.Log) error 
 		}
 		if _, err := l.RegisterKey(ctx, admin, k, hostName(), time.Now()); err != nil {
 			return fmt.Errorf("register key %s (%s): %w", k.ID, k.Principal, err)
+		}
+	}
+	return nil
+}
+
+// clusterAttestConfig sets cfg's Verifier for a host of one's own NATS
+// cluster (--nats-url, or a --creds file without a key of its own) from
+// the data dir's keys/admin.pub, and reports whether it is pinned. A
+// host without a pin reads unjudged and appends unsigned, as before
+// signing: every host of a cluster pins the same admin key with `logbook
+// keys pin`. Unlike the data dir's own log, the admin key is never made
+// here: the cluster's admin key lives where `logbook keys admin` made it.
+func (d dataDir) clusterAttestConfig(cfg natslog.Config) (natslog.Config, bool, error) {
+	pin, err := attestation.ReadPin(d.keyPath("admin.pub"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return cfg, false, nil
+	}
+	if err != nil {
+		return cfg, false, fmt.Errorf("signing keys: %w", err)
+	}
+	cfg.Verifier = attestation.NewVerifier(pin)
+	return cfg, true, nil
+}
+
+// clusterKey returns the data dir's signing key for the NATS role role
+// on a cluster of one's own, making it when absent, and its file name:
+// serve's credentials sign with keys/serve.key (role serve), a writer's
+// with keys/writer.key, a worker's with keys/worker.key. It returns a nil
+// key for the roles that append nothing.
+func (d dataDir) clusterKey(role natslog.Role) (*attestation.Key, string, error) {
+	var name string
+	var ar attestation.Role
+	switch role {
+	case natslog.RoleServe:
+		name, ar = "serve.key", attestation.RoleServe
+	case natslog.RoleWriter:
+		name, ar = "writer.key", attestation.RoleWriter
+	case natslog.RoleWorker:
+		name, ar = "worker.key", attestation.RoleWorker
+	default:
+		return nil, "", nil
+	}
+	k, err := d.principalKey(name, ar)
+	return k, name, err
+}
+
+// notRegisteredError says that k, the data dir's key in file name, is
+// not registered on the cluster's log, and how the admin registers it.
+func notRegisteredError(d dataDir, name string, k *attestation.Key, why string) error {
+	return fmt.Errorf("signing keys: the %s key %s (%s, %s) %s: where the cluster's admin key is, run\n"+
+		"  logbook keys register --data ADMIN_DIR --nats-url URL --creds admin.json --role %s --principal '%s' %s\n"+
+		"(`logbook keys show --data %s` prints it)", k.Role, k.ID, k.Principal, d.keyPath(name), why, k.Role, k.Principal, k.PublicText(), d)
+}
+
+// joinSigning makes l, the log on a cluster of one's own read with the
+// pinned admin key, sign what it appends with k (the data dir's key
+// file name): k must be registered, and not revoked, by key events on
+// the log signed by the pinned admin key. Which keys are registered is
+// the log's to say, never the data dir's: every host learns them by
+// reading. When the data dir holds the admin key itself
+// (keys/admin.key, the pin's), it registers k, beginning signing first
+// when the log has not; otherwise an unregistered key is an error
+// naming the command that registers it.
+func (d dataDir) joinSigning(ctx context.Context, l *natslog.Log, name string, k *attestation.Key) error {
+	info, ok, err := l.KeyState(ctx, k.ID)
+	if err != nil {
+		return err
+	}
+	if ok && info.Revoked != 0 {
+		return fmt.Errorf("signing keys: the %s key %s (%s, %s) was revoked at seq %d: remove the file to make a new key, and register that", k.Role, k.ID, k.Principal, d.keyPath(name), info.Revoked)
+	}
+	if ok && info.Role != k.Role {
+		return fmt.Errorf("signing keys: the key %s (%s) is registered on the log with role %s, not %s", k.ID, d.keyPath(name), info.Role, k.Role)
+	}
+	if !ok {
+		admin, err := d.ownAdminKey()
+		if err != nil {
+			return err
+		}
+		if admin == nil {
+			why := "is not registered on the log"
+			if l.Verifier().SigningFrom() == 0 {
+				why = "is not registered on the log, which has not begun signing"
+			}
+			return notRegisteredError(d, name, k, why)
+		}
+		if err := registerOnCluster(ctx, l, admin, k.Public(), k.Principal, k.Role); err != nil {
+			return err
+		}
+	}
+	l.SetSigner(k)
+	return nil
+}
+
+// ownAdminKey returns the data dir's admin key when it holds one (the
+// pin's), or nil when it holds only the pin.
+func (d dataDir) ownAdminKey() (*attestation.Key, error) {
+	k, err := attestation.ReadKey(d.keyPath("admin.key"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("signing keys: %w", err)
+	}
+	pin, err := attestation.ReadPin(d.keyPath("admin.pub"))
+	if err != nil {
+		return nil, fmt.Errorf("signing keys: %w", err)
+	}
+	if !k.Public().Equal(pin) {
+		return nil, fmt.Errorf("signing keys: %s is not the key pinned in %s", d.keyPath("admin.key"), d.keyPath("admin.pub"))
+	}
+	return k, nil
+}
+
+// registerOnCluster appends, signed by admin, signing.began when the log
+// has none, then key.registered for pub (a key registered before
+// signing began would bind nothing). A key registered already is left
+// as it is.
+func registerOnCluster(ctx context.Context, l *natslog.Log, admin *attestation.Key, pub ed25519.PublicKey, principal string, role attestation.Role) error {
+	now := time.Now()
+	if _, err := l.BeginSigning(ctx, admin, hostName(), now); err != nil {
+		return fmt.Errorf("begin signing: %w", err)
+	}
+	if _, err := l.RegisterPublic(ctx, admin, pub, principal, role, hostName(), now); err != nil {
+		return fmt.Errorf("register key %s (%s): %w", attestation.KeyID(pub), principal, err)
+	}
+	return nil
+}
+
+// revokeOldServeKeys revokes, with the data dir's admin key, every key
+// the data dir's log registered for an earlier start of serve (role
+// serve, principal serve@…) that is still live, now that serve signs
+// with k: a key held only in the memory of a serve that has stopped
+// signs nothing more, and one that leaked from it must not either.
+// What those keys signed before stays attested. keys/local.key, whose
+// principal is the user's, is left alone.
+func (d dataDir) revokeOldServeKeys(ctx context.Context, l *natslog.Log, k *attestation.Key) error {
+	keys, err := l.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	var admin *attestation.Key
+	for _, old := range keys {
+		if old.ID == k.ID || old.Role != attestation.RoleServe || old.Revoked != 0 || !strings.HasPrefix(old.Principal, "serve@") {
+			continue
+		}
+		if admin == nil {
+			if admin, err = d.adminKey(); err != nil {
+				return err
+			}
+		}
+		err := l.RevokeKey(ctx, admin, old.ID, "serve started with the key "+k.ID, hostName(), time.Now())
+		if err != nil && !errors.Is(err, events.ErrConflict) {
+			return fmt.Errorf("revoke the earlier serve key %s: %w", old.ID, err)
 		}
 	}
 	return nil

@@ -146,6 +146,15 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	} else if g.credsPath != "" {
 		cfg, credsKey = credsSigning(g.credsPath, cfg)
 	}
+	// A host of one's own cluster: judged, and signing, when the data
+	// dir pins the cluster's admin key.
+	var pinned bool
+	if !own && credsKey == nil {
+		if cfg, pinned, err = dd.clusterAttestConfig(cfg); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
 	l, err := natslog.Open(ctx, b.nc, cfg)
 	if err != nil {
 		b.Close()
@@ -168,6 +177,12 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	}
 	if credsKey != nil {
 		l.SetSigner(credsKey) // registered when the file was issued
+	}
+	if pinned && !g.reads {
+		if err := b.signOnCluster(ctx, g); err != nil {
+			b.Close()
+			return nil, err
+		}
 	}
 	if g.natsURL == "" {
 		b.settle(ctx)
@@ -197,6 +212,26 @@ func (b *backend) sign(ctx context.Context, g *globals) error {
 		return err
 	}
 	return b.dd.startSigning(ctx, b.log, k, !b.remote)
+}
+
+// signOnCluster makes b's log, on a cluster of one's own whose admin
+// key the data dir pins, sign with the data dir's key of the role b
+// connects as (its --creds file's; without one, the command's role,
+// writer by default): the key must be registered on the log (see
+// joinSigning). A role that appends nothing signs nothing.
+func (b *backend) signOnCluster(ctx context.Context, g *globals) error {
+	role := natslog.Role(g.connRole(b.dd))
+	if role == "" {
+		role = g.role
+	}
+	if role == "" {
+		role = natslog.RoleWriter
+	}
+	k, name, err := b.dd.clusterKey(role)
+	if err != nil || k == nil {
+		return err
+	}
+	return b.dd.joinSigning(ctx, b.log, name, k)
 }
 
 // settle waits, when b reaches the data dir's own serve, for the hooks

@@ -208,13 +208,13 @@ func checkpointCmd(g *globals) *cobra.Command {
 	key := &cobra.Command{
 		Use:   "key",
 		Short: "Print this data dir's checkpoint key and witness key (verifier keys, safe to share), making them if missing",
-		Args:  cobra.NoArgs,
+		Long: `key prints the verifier keys of the data dir's checkpoint key and witness
+key, making the keys when the data dir has none yet. It refuses a data
+dir that does not exist: keys made in a mistyped --data sign nothing.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dd, err := resolveDataDir(g.data)
+			dd, err := existingDataDir(g.data)
 			if err != nil {
-				return err
-			}
-			if err := os.MkdirAll(string(dd), 0o700); err != nil {
 				return err
 			}
 			_, vkey, err := merkle.LoadCheckpointKey(string(dd))

@@ -170,6 +170,7 @@ Ids: any unique prefix of a session or command id names it.`,
 		taskCmd(g),
 		checkpointCmd(g),
 		verifyCmd(g),
+		keysCmd(g),
 	)
 	conventions(root)
 	return root

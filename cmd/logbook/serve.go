@@ -238,12 +238,17 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if mode == natslog.FsyncInterval && g.natsURL == "" {
 		cfg.MergeMin = events.MaxBatch + 1 // no fsync per publish: batches would only add cost
 	}
+	pinned := true
 	if g.natsURL == "" {
 		// The data dir's own server: reads are judged against the
 		// admin key pinned in keys/admin.pub.
 		if cfg, err = dd.attestConfig(cfg); err != nil {
 			return err
 		}
+	} else if cfg, pinned, err = dd.clusterAttestConfig(cfg); err != nil {
+		// A cluster of one's own: against the cluster's admin key,
+		// when the data dir pins it.
+		return err
 	}
 	if g.natsURL != "" {
 		opts, _, err := g.credsOptions()
@@ -301,7 +306,28 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		if err := dd.registerDataDirKeys(ctx, b.log); err != nil {
 			return err
 		}
+		if err := dd.revokeOldServeKeys(ctx, b.log, key); err != nil {
+			return err
+		}
 		cfg.Signer = key
+	}
+	switch {
+	case g.natsURL != "" && !pinned:
+		fmt.Fprintf(g.stderr, "logbook serve: no admin key pinned in %s: events are appended unsigned and read unjudged; pin the cluster's admin key with `logbook keys pin`\n", dd.keyPath("admin.pub"))
+	case g.natsURL != "" && wp.reader:
+		fmt.Fprintf(g.stderr, "logbook serve: reads judged against the admin key %s\n", b.log.Verifier().AdminID())
+	case g.natsURL != "":
+		// serve on a cluster signs with the data dir's serve key, which
+		// the cluster's admin registered on the log: every host learns
+		// the keys from the log.
+		key, name, err := dd.clusterKey(natslog.RoleServe)
+		if err != nil {
+			return err
+		}
+		if err := dd.joinSigning(ctx, b.log, name, key); err != nil {
+			return err
+		}
+		fmt.Fprintf(g.stderr, "logbook serve: signing with key %s (%s); reads judged against the admin key %s\n", key.ID, key.Principal, b.log.Verifier().AdminID())
 	}
 	// Everything serve redacts follows redact.txt as it changes.
 	if b.rules, err = newLiveRules(dd, g.stderr, "logbook serve"); err != nil {

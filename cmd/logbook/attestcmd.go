@@ -1,0 +1,276 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+)
+
+// existingDataDir resolves the data dir of flag and refuses one that
+// does not exist, or is not a directory: a command that prints or uses
+// what a data dir holds never makes one from a mistyped --data.
+func existingDataDir(flag string) (dataDir, error) {
+	dd, err := resolveDataDir(flag)
+	if err != nil {
+		return dd, err
+	}
+	st, err := os.Stat(string(dd))
+	if errors.Is(err, fs.ErrNotExist) {
+		return dd, fmt.Errorf("data dir %s does not exist (a mistyped --data?): start `logbook serve` on it, or make it, first", dd)
+	}
+	if err != nil {
+		return dd, fmt.Errorf("data dir: %w", err)
+	}
+	if !st.IsDir() {
+		return dd, fmt.Errorf("data dir %s is not a directory", dd)
+	}
+	return dd, nil
+}
+
+// keyLine is one key `logbook keys show` prints.
+type keyLine struct {
+	Role      attestation.Role `json:"role"`
+	ID        string           `json:"id"`
+	Public    string           `json:"public"`
+	Principal string           `json:"principal"`
+	File      string           `json:"file"`
+}
+
+// keysCmd is `logbook keys`: the admin key a cluster's hosts pin, and the
+// registration of each host's signing keys on the log.
+func keysCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "keys",
+		Short: "The signing keys of a cluster's hosts: pin the admin key, register each host's keys",
+		Long: `keys sets up signing on a NATS cluster of your own (--nats-url), where every
+host must judge the log alike. The cluster's admin key is made once
+(keys admin) and only its public part goes to the hosts (keys pin). Each
+host signs with keys of its own (keys show prints them), which the admin
+registers on the log (keys register): the key events on the log, signed by
+the pinned admin key, are what every host reads to know which keys are
+registered; no host takes them from a file.`,
+	}
+	admin := &cobra.Command{
+		Use:   "admin",
+		Short: "Make this data dir's admin key if it has none, and print its public part (to pin on every host)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dd, err := resolveDataDir(g.data)
+			if err != nil {
+				return err
+			}
+			k, err := dd.adminKey()
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return writeJSON(g.stdout, struct {
+					ID     string `json:"id"`
+					Public string `json:"public"`
+				}{k.ID, k.PublicText()})
+			}
+			fmt.Fprintf(g.stdout, "admin %s %s\n", k.ID, k.PublicText())
+			return nil
+		},
+	}
+	pin := &cobra.Command{
+		Use:   "pin PUBLIC",
+		Short: "Pin the cluster's admin public key (as `logbook keys admin` prints it) in this data dir",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pub, err := attestation.ParsePublic(args[0])
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			dd, err := resolveDataDir(g.data)
+			if err != nil {
+				return err
+			}
+			path := dd.keyPath("admin.pub")
+			had, err := attestation.ReadPin(path)
+			switch {
+			case err == nil && had.Equal(pub):
+				fmt.Fprintf(g.stdout, "admin key %s pinned already in %s\n", attestation.KeyID(pub), path)
+				return nil
+			case err == nil:
+				return fmt.Errorf("%s pins another admin key, %s; every key event this host read was judged against it: remove the file to pin %s", path, attestation.KeyID(had), attestation.KeyID(pub))
+			case !errors.Is(err, fs.ErrNotExist):
+				return err
+			}
+			if err := dd.ensure(); err != nil {
+				return err
+			}
+			if err := attestation.WritePin(path, pub); err != nil {
+				return fmt.Errorf("signing keys: %w", err)
+			}
+			fmt.Fprintf(g.stdout, "pinned admin key %s in %s; a serve already running reads it at its next start\n", attestation.KeyID(pub), path)
+			return nil
+		},
+	}
+	show := &cobra.Command{
+		Use:   "show",
+		Short: "Print the keys this host signs with on a cluster (serve, writer, worker), making them if missing",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dd, err := existingDataDir(g.data)
+			if err != nil {
+				return err
+			}
+			var lines []keyLine
+			for _, r := range []natslog.Role{natslog.RoleServe, natslog.RoleWriter, natslog.RoleWorker} {
+				k, name, err := dd.clusterKey(r)
+				if err != nil {
+					return err
+				}
+				lines = append(lines, keyLine{Role: k.Role, ID: k.ID, Public: k.PublicText(), Principal: k.Principal, File: dd.keyPath(name)})
+			}
+			if g.json {
+				return writeJSON(g.stdout, lines)
+			}
+			if pin, err := attestation.ReadPin(dd.keyPath("admin.pub")); err == nil {
+				fmt.Fprintf(g.stdout, "pinned admin %s\n", attestation.KeyID(pin))
+			} else {
+				fmt.Fprintf(g.stdout, "pinned admin none: run `logbook keys pin` with the cluster's admin key\n")
+			}
+			for _, l := range lines {
+				fmt.Fprintf(g.stdout, "%s %s %s %s\n", l.Role, l.ID, l.Public, l.Principal)
+			}
+			return nil
+		},
+	}
+	var role, principal string
+	register := &cobra.Command{
+		Use:   "register --role serve|writer|worker --principal NAME PUBLIC",
+		Short: "Register a host's key on the log, signed with this data dir's admin key",
+		Long: `register appends key.registered for the public key PUBLIC (as ` + "`logbook keys show`" + `
+prints it on the host that holds the key), binding it to --principal and
+--role, signed with this data dir's admin key (keys/admin.key). On a
+cluster pass --nats-url and admin credentials (--creds admin.json). A log
+that has not begun signing begins first (signing.began): from then on an
+unsigned event, or one signed by a key not registered, is quarantined on
+every host that pins the admin key.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			pub, err := attestation.ParsePublic(args[0])
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			r, err := attestation.ParseRole(role)
+			if err != nil || r == attestation.RoleAdmin {
+				return usageErrorf("--role %q: want serve, writer or worker", role)
+			}
+			if principal = strings.TrimSpace(principal); principal == "" {
+				return usageErrorf("--principal: want who holds the key, as `logbook keys show` prints it")
+			}
+			dd, err := existingDataDir(g.data)
+			if err != nil {
+				return err
+			}
+			admin, err := dd.ownAdminKey()
+			if err != nil {
+				return err
+			}
+			if admin == nil {
+				return fmt.Errorf("%s: no admin key here; run keys register with the --data of the host where `logbook keys admin` made it", dd.keyPath("admin.key"))
+			}
+			b, err := openBackend(ctx, g)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			if v := b.log.Verifier(); v == nil || v.AdminID() != admin.ID {
+				return fmt.Errorf("%s does not pin the admin key %s: run `logbook keys pin` first", dd.keyPath("admin.pub"), admin.ID)
+			}
+			id := attestation.KeyID(pub)
+			info, ok, err := b.log.KeyState(ctx, id)
+			if err != nil {
+				return err
+			}
+			if ok {
+				if info.Role != r || info.Principal != principal {
+					return fmt.Errorf("key %s is registered already, at seq %d, as %s (%s): a key is registered once", id, info.Registered, info.Principal, info.Role)
+				}
+				fmt.Fprintf(g.stdout, "key %s (%s, %s) registered already at seq %d\n", id, principal, r, info.Registered)
+				return nil
+			}
+			if err := registerOnCluster(ctx, b.log, admin, pub, principal, r); err != nil {
+				return err
+			}
+			if info, ok, err = b.log.KeyState(ctx, id); err != nil {
+				return err
+			}
+			if !ok {
+				// Something other than the admin's key.registered
+				// holds the key's aggregate: nothing was bound.
+				return fmt.Errorf("key %s: the log holds an event for it that the admin key did not sign; nothing registered (see `logbook audit`)", id)
+			}
+			fmt.Fprintf(g.stdout, "registered key %s (%s, %s) at seq %d\n", id, principal, r, info.Registered)
+			return nil
+		},
+	}
+	register.Flags().StringVar(&role, "role", "", "what the key may append: serve (a host's serve), writer (its CLI, hooks and importers) or worker (its workers)")
+	register.Flags().StringVar(&principal, "principal", "", "who holds the key, e.g. user@host as keys show prints it")
+	var reason string
+	revoke := &cobra.Command{
+		Use:   "revoke KEY-ID",
+		Short: "Revoke a registered key, signed with this data dir's admin key: what it signs from then on is quarantined",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			id := strings.TrimSpace(args[0])
+			if !isKeyID(id) {
+				return usageErrorf("key id %q: want the 16 hex characters `logbook keys show` prints", args[0])
+			}
+			if reason = strings.TrimSpace(reason); reason == "" {
+				return usageErrorf("--reason: want why the key is revoked")
+			}
+			dd, err := existingDataDir(g.data)
+			if err != nil {
+				return err
+			}
+			admin, err := dd.ownAdminKey()
+			if err != nil {
+				return err
+			}
+			if admin == nil {
+				return fmt.Errorf("%s: no admin key here; run keys revoke with the --data of the host where `logbook keys admin` made it", dd.keyPath("admin.key"))
+			}
+			b, err := openBackend(ctx, g)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			if err := b.log.RevokeKey(ctx, admin, id, reason, hostName(), time.Now()); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "revoked key %s\n", id)
+			return nil
+		},
+	}
+	revoke.Flags().StringVar(&reason, "reason", "", "why the key is revoked, recorded in key.revoked")
+	cmd.AddCommand(admin, pin, show, register, revoke)
+	return cmd
+}
+
+// isKeyID reports whether s is a key id as attestation.KeyID makes it:
+// 16 lowercase hex characters.
+func isKeyID(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
