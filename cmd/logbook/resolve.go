@@ -26,7 +26,24 @@ func resolveID(ctx context.Context, b *backend, kind, id string) (string, error)
 	if id == "" {
 		return "", usageErrorf("want a %s id (or a prefix of one)", kind)
 	}
-	ids, err := aggregateIDs(ctx, b, kind, id)
+	if b.down != nil {
+		// The stream cannot list its subjects without a leader: the
+		// server answers for the id as given, from its projection.
+		return id, nil
+	}
+	lctx := ctx
+	if b.staleOK {
+		// A read that may answer from the projection does not wait out
+		// a lost quorum here either: past staleResolveWait the server
+		// answers for the id as given.
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithTimeout(ctx, staleResolveWait)
+		defer cancel()
+	}
+	ids, err := aggregateIDs(lctx, b, kind, id)
+	if err != nil && b.staleOK && lctx.Err() != nil && ctx.Err() == nil {
+		return id, nil
+	}
 	if err != nil {
 		return "", fmt.Errorf("look up %s %q: %w", kind, id, err)
 	}
@@ -52,6 +69,11 @@ func resolveID(ctx context.Context, b *backend, kind, id string) (string, error)
 	b2.WriteString("\ngive more of the id")
 	return "", usageErrorf("%s", b2.String())
 }
+
+// staleResolveWait bounds how long resolveID of a read that may answer
+// from the projection (globals.staleOK) waits for the stream to list its
+// subjects.
+const staleResolveWait = 3 * time.Second
 
 // aggregateIDs returns the ids of the aggregates of kind whose id begins
 // with prefix, read from the subjects of the log's stream.
