@@ -31,17 +31,9 @@ func resolveID(ctx context.Context, b *backend, kind, id string) (string, error)
 		// server answers for the id as given, from its projection.
 		return id, nil
 	}
-	lctx := ctx
-	if b.staleOK {
-		// A read that may answer from the projection does not wait out
-		// a lost quorum here either: past staleResolveWait the server
-		// answers for the id as given.
-		var cancel context.CancelFunc
-		lctx, cancel = context.WithTimeout(ctx, staleResolveWait)
-		defer cancel()
-	}
-	ids, err := aggregateIDs(lctx, b, kind, id)
-	if err != nil && b.staleOK && lctx.Err() != nil && ctx.Err() == nil {
+	ids, err := lookupIDs(ctx, b, kind, id)
+	if errors.Is(err, errLogDown) {
+		// The server answers for the id as given, from its projection.
 		return id, nil
 	}
 	if err != nil {
@@ -70,10 +62,50 @@ func resolveID(ctx context.Context, b *backend, kind, id string) (string, error)
 	return "", usageErrorf("%s", b2.String())
 }
 
-// staleResolveWait bounds how long resolveID of a read that may answer
-// from the projection (globals.staleOK) waits for the stream to list its
-// subjects.
-const staleResolveWait = 3 * time.Second
+// staleResolveEvery is how often lookupIDs asks the server whether its
+// log answers while the stream lists its subjects.
+const staleResolveEvery = time.Second
+
+// errLogDown is lookupIDs' error when the server says its log does not
+// answer.
+var errLogDown = errors.New("log unavailable")
+
+// lookupIDs is aggregateIDs for resolveID. A read that may answer from
+// the projection (backend.staleOK) through a server does not wait out a
+// lost quorum here: while the stream lists its subjects it asks the
+// server every staleResolveEvery whether its log answers, and fails with
+// errLogDown once it says not (backend.logDown). Any other waits as long
+// as the stream takes.
+func lookupIDs(ctx context.Context, b *backend, kind, prefix string) ([]string, error) {
+	if !b.staleOK || !b.remote {
+		return aggregateIDs(ctx, b, kind, prefix)
+	}
+	type result struct {
+		ids []string
+		err error
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan result, 1)
+	go func() {
+		ids, err := aggregateIDs(lctx, b, kind, prefix)
+		done <- result{ids, err}
+	}()
+	t := time.NewTicker(staleResolveEvery)
+	defer t.Stop()
+	for {
+		select {
+		case r := <-done:
+			return r.ids, r.err
+		case <-t.C:
+			if b.logDown(ctx) {
+				cancel()
+				<-done
+				return nil, errLogDown
+			}
+		}
+	}
+}
 
 // aggregateIDs returns the ids of the aggregates of kind whose id begins
 // with prefix, read from the subjects of the log's stream.
