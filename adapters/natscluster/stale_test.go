@@ -62,6 +62,11 @@ func TestQuorumLoss_ReadsFromTheProjection(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	// Not a wait for a leader (natslog.ElectionWait, 30 s): a read
+	// begun as the quorum went answers once serve notices.
+	if took := time.Since(lost); took > 25*time.Second {
+		t.Errorf("the first stale answer came %s after the loss, want under 25 s", took.Round(100*time.Millisecond))
+	}
 	t.Logf("serve answered stale %s after the loss", time.Since(lost).Round(100*time.Millisecond))
 
 	timed := func(args ...string) (string, string, time.Duration) {

@@ -166,8 +166,26 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	} else if g.credsPath != "" {
 		cfg, credsKey = credsSigning(g.credsPath, cfg)
 	}
-	l, err := openLogWithin(ctx, b.nc, cfg, g.logWait)
-	if err != nil {
+	var l *natslog.Log
+	if b.remote && g.staleOK {
+		// The cluster may lose its quorum while the stream is opened:
+		// the read goes on from serve's projection once serve says so.
+		down, err := b.untilDown(ctx, func(ctx context.Context) error {
+			var err error
+			l, err = natslog.Open(ctx, b.nc, cfg)
+			return err
+		})
+		if down {
+			if l != nil {
+				l.Close()
+			}
+			return b, nil
+		}
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+	} else if l, err = openLogWithin(ctx, b.nc, cfg, g.logWait); err != nil {
 		b.Close()
 		return nil, err
 	}

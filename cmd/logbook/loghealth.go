@@ -257,3 +257,36 @@ func logUnavailable(err error) error {
 	}
 	return fmt.Errorf("log unavailable: no leader for stream %s: %w", natslog.StreamName, err)
 }
+
+// staleCheckEvery is how often untilDown asks the server whether its log
+// answers.
+const staleCheckEvery = time.Second
+
+// untilDown runs f, and while it runs asks the server b reaches every
+// staleCheckEvery whether its log answers (backend.logDown): once the
+// server says it does not, f's context is cancelled and, once f has
+// returned, untilDown reports down (f's error dropped). Otherwise it
+// returns f's error. For a read that may answer from the projection: a
+// wait on the log (its stream opened, its subjects listed) that began
+// just as the cluster lost its quorum ends when serve notices, not after
+// natslog.ElectionWait.
+func (b *backend) untilDown(ctx context.Context, f func(context.Context) error) (down bool, err error) {
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f(fctx) }()
+	t := time.NewTicker(staleCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-done:
+			return false, err
+		case <-t.C:
+			if b.logDown(ctx) {
+				cancel()
+				<-done
+				return true, nil
+			}
+		}
+	}
+}

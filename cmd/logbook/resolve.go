@@ -62,49 +62,29 @@ func resolveID(ctx context.Context, b *backend, kind, id string) (string, error)
 	return "", usageErrorf("%s", b2.String())
 }
 
-// staleResolveEvery is how often lookupIDs asks the server whether its
-// log answers while the stream lists its subjects.
-const staleResolveEvery = time.Second
-
 // errLogDown is lookupIDs' error when the server says its log does not
 // answer.
 var errLogDown = errors.New("log unavailable")
 
 // lookupIDs is aggregateIDs for resolveID. A read that may answer from
 // the projection (backend.staleOK) through a server does not wait out a
-// lost quorum here: while the stream lists its subjects it asks the
-// server every staleResolveEvery whether its log answers, and fails with
-// errLogDown once it says not (backend.logDown). Any other waits as long
-// as the stream takes.
+// lost quorum here: it fails with errLogDown once the server says its log
+// does not answer (backend.untilDown). Any other waits as long as the
+// stream takes.
 func lookupIDs(ctx context.Context, b *backend, kind, prefix string) ([]string, error) {
 	if !b.staleOK || !b.remote {
 		return aggregateIDs(ctx, b, kind, prefix)
 	}
-	type result struct {
-		ids []string
-		err error
+	var ids []string
+	down, err := b.untilDown(ctx, func(ctx context.Context) error {
+		var err error
+		ids, err = aggregateIDs(ctx, b, kind, prefix)
+		return err
+	})
+	if down {
+		return nil, errLogDown
 	}
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan result, 1)
-	go func() {
-		ids, err := aggregateIDs(lctx, b, kind, prefix)
-		done <- result{ids, err}
-	}()
-	t := time.NewTicker(staleResolveEvery)
-	defer t.Stop()
-	for {
-		select {
-		case r := <-done:
-			return r.ids, r.err
-		case <-t.C:
-			if b.logDown(ctx) {
-				cancel()
-				<-done
-				return nil, errLogDown
-			}
-		}
-	}
+	return ids, err
 }
 
 // aggregateIDs returns the ids of the aggregates of kind whose id begins
