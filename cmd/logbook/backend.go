@@ -144,16 +144,10 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		}
 		b.srv, b.nc = srv, srv.Conn()
 	}
-	if b.remote && (g.staleOK || g.logWait > 0) && b.logDown(ctx) {
-		if g.staleOK {
-			// Opening the log would wait natslog.ElectionWait for a
-			// leader and fail; the server answers from its projection
-			// meanwhile.
-			return b, nil
-		}
-		err := logDownError(b.down)
-		b.Close()
-		return nil, err
+	if b.remote && g.staleOK && b.logDown(ctx) {
+		// Opening the log would wait natslog.ElectionWait for a leader
+		// and fail; the server answers from its projection meanwhile.
+		return b, nil
 	}
 	cfg := natslog.Config{Registry: b.reg}
 	own := g.natsURL == "" && g.credsPath == "" // the data dir's own server

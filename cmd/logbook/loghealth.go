@@ -213,13 +213,6 @@ func logWaitFlag(cmd *cobra.Command, g *globals) {
 	}
 }
 
-// logDownError is the error of a command that needs the log while the
-// server's status st says it does not answer.
-func logDownError(st *api.StatusReply) error {
-	return fmt.Errorf("log unavailable: no leader for stream %s: the server says %s; try again once the cluster has its quorum",
-		natslog.StreamName, unavailableText(*st.LogUnavailableSince, st.LogError))
-}
-
 // openLogWithin is natslog.Open, then a question only the stream's
 // leader answers (its last sequence), together waiting at most wait (0:
 // Open alone, which waits up to natslog.ElectionWait) for a stream leader

@@ -62,9 +62,8 @@ type globals struct {
 	staleOK bool
 	// logWait, when above 0, bounds how long a command waits for the
 	// log's stream leader when it opens the log (replay and verify
-	// --wait): past it, or at once when the running server says its log
-	// does not answer, the command fails naming the cause (logDownError)
-	// instead of waiting natslog.ElectionWait and more.
+	// --wait): past it the command fails naming the cause
+	// (openLogWithin) instead of waiting natslog.ElectionWait and more.
 	logWait time.Duration
 	// follows is set for a command that reads the log as it grows
 	// (events tail --follow): it holds the data dir's lock, when no
