@@ -174,7 +174,11 @@ func Serve(nc *nats.Conn, subject string, handle func(ctx context.Context, data 
 // answer works on request m of subject with handle and sends the answer.
 func answer(nc *nats.Conn, m *nats.Msg, subject string, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any)) {
 	verb := subject[strings.LastIndexByte(subject, '.')+1:]
-	b := work(context.Background(), verb, m.Data, handle, logf, heartbeat(nc, m.Reply))
+	ctx := context.Background()
+	if m.Header.Get(headerStaleOK) != "" {
+		ctx = AllowStale(ctx)
+	}
+	b := work(ctx, verb, m.Data, handle, logf, heartbeat(nc, m.Reply))
 	if err := respond(nc, m, b); err != nil {
 		logf("api %s: answer of %d bytes not sent: %v", verb, len(b), err)
 		b, _ = json.Marshal(Reply{Error: fmt.Sprintf("%s: answer of %d bytes not sent: %v", verb, len(b), err)})
@@ -268,7 +272,9 @@ const NoRespondersWait = 2 * time.Second
 
 // Call sends req to the server answering on prefix and decodes its
 // answer into resp; a resp of type *[]byte gets the answer's JSON as it
-// came, not decoded (nor checked). It waits as long as the server sends
+// came, not decoded (nor checked). A ctx from AllowStale lets the server
+// answer a read from its projection as it stands while its log does not
+// answer (the answer's Stale says so). It waits as long as the server sends
 // heartbeats (until ctx is done), and fails when nothing came for
 // idleTimeout. A request no server took is sent again, with pauses from
 // 25 ms doubling, for up to NoRespondersWait; the error then wraps
@@ -350,7 +356,11 @@ func request(ctx context.Context, nc *nats.Conn, subject string, b []byte) ([]by
 	// A refused publish is reported on the connection, not answered.
 	ctx, stop := WatchDenied(ctx, nc, func(op, s string) bool { return op == "publish" && s == subject })
 	defer stop()
-	if err := nc.PublishRequest(subject, inbox, b); err != nil {
+	msg := &nats.Msg{Subject: subject, Reply: inbox, Data: b}
+	if staleAllowed(ctx) {
+		msg.Header = nats.Header{headerStaleOK: []string{"true"}}
+	}
+	if err := nc.PublishMsg(msg); err != nil {
 		return nil, err
 	}
 	next := func() (*nats.Msg, error) {

@@ -53,6 +53,14 @@ func Local(handlers map[string]func(context.Context, []byte) (any, error)) Calle
 // json.RawMessage to pass the stored JSON on. Pages are decoded by two goroutines while the next
 // ones are asked for.
 func ListSessions[T any](ctx context.Context, call Caller, req SessionsRequest, limit int) ([]T, error) {
+	out, _, err := ListSessionsAsOf[T](ctx, call, req, limit)
+	return out, err
+}
+
+// ListSessionsAsOf is ListSessions that also returns the Stale of the
+// list's first page: set when the server answered from its projection as
+// it stood while its log did not answer (a ctx from AllowStale).
+func ListSessionsAsOf[T any](ctx context.Context, call Caller, req SessionsRequest, limit int) ([]T, Stale, error) {
 	type page struct {
 		raw []byte
 		out []T
@@ -79,6 +87,8 @@ func ListSessions[T any](ctx context.Context, call Caller, req SessionsRequest, 
 		pages []*page
 		err   error
 		n     int
+		stale Stale
+		first = true
 	)
 	for {
 		if limit > 0 {
@@ -88,9 +98,15 @@ func ListSessions[T any](ctx context.Context, call Caller, req SessionsRequest, 
 		if err = call(ctx, VerbSessions, req, &p.raw); err != nil {
 			break
 		}
-		var next string
-		if next, n, err = pageNext(p.raw, n); err != nil {
+		var (
+			next string
+			st   Stale
+		)
+		if next, n, st, err = pageNext(p.raw, n); err != nil {
 			break
+		}
+		if first {
+			stale, first = st, false
 		}
 		pages = append(pages, p)
 		todo <- p
@@ -102,24 +118,36 @@ func ListSessions[T any](ctx context.Context, call Caller, req SessionsRequest, 
 	close(todo)
 	wg.Wait()
 	if err != nil {
-		return nil, err
+		return nil, Stale{}, err
 	}
 	out := make([]T, 0, n)
 	for _, p := range pages {
 		if p.err != nil {
-			return nil, fmt.Errorf("sessions page: %w", p.err)
+			return nil, Stale{}, fmt.Errorf("sessions page: %w", p.err)
 		}
 		out = append(out, p.out...)
 	}
-	return out, nil
+	return out, stale, nil
 }
 
-// pageNext reads the cursor and the row count at the head of a sessions
-// page, without reading its rows, and adds the count to n.
-func pageNext(raw []byte, n int) (string, int, error) {
+// PageStale returns the Stale at the head of a sessions page (raw, as
+// the sessions verb answers it), reading no further than its rows; the
+// zero Stale for a page that is not stale or does not parse.
+func PageStale(raw []byte) Stale {
+	_, _, st, _ := pageNext(raw, 0)
+	return st
+}
+
+// pageNext reads the cursor, the row count and the Stale at the head of
+// a sessions page, without reading its rows, and adds the count to n.
+// Next and rows come first; after them it reads the Stale's fields and
+// passes over any other field up to "sessions", so a server of a later
+// version may add fields there.
+func pageNext(raw []byte, n int) (string, int, Stale, error) {
+	var stale Stale
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return "", n, fmt.Errorf("sessions page: want an object, got %v (%v)", t, err)
+		return "", n, stale, fmt.Errorf("sessions page: want an object, got %v (%v)", t, err)
 	}
 	var (
 		next string
@@ -128,7 +156,7 @@ func pageNext(raw []byte, n int) (string, int, error) {
 	for rows < 0 {
 		t, err := dec.Token()
 		if err != nil {
-			return "", n, fmt.Errorf("sessions page: %w", err)
+			return "", n, stale, fmt.Errorf("sessions page: %w", err)
 		}
 		switch t {
 		case "next":
@@ -136,33 +164,65 @@ func pageNext(raw []byte, n int) (string, int, error) {
 		case "rows":
 			err = dec.Decode(&rows)
 		default:
-			return "", n, fmt.Errorf("sessions page: field %v before next and rows", t)
+			return "", n, stale, fmt.Errorf("sessions page: field %v before next and rows", t)
 		}
 		if err != nil {
-			return "", n, fmt.Errorf("sessions page: %w", err)
+			return "", n, stale, fmt.Errorf("sessions page: %w", err)
 		}
 	}
 	if next != "" && rows == 0 {
-		return "", n, fmt.Errorf("sessions page: empty, yet it names a next page %q", next)
+		return "", n, stale, fmt.Errorf("sessions page: empty, yet it names a next page %q", next)
 	}
-	return next, n + rows, nil
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil || t == "sessions" {
+			break
+		}
+		switch t {
+		case "log_unavailable_since":
+			err = dec.Decode(&stale.LogUnavailableSince)
+		case "as_of_seq":
+			err = dec.Decode(&stale.AsOfSeq)
+		case "log_error":
+			err = dec.Decode(&stale.LogError)
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return "", n, stale, fmt.Errorf("sessions page: %v: %w", t, err)
+		}
+	}
+	return next, n + rows, stale, nil
 }
 
 // ListCommands asks for the command list page after page and returns
 // at most limit commands (0: all), oldest first.
 func ListCommands(ctx context.Context, call Caller, req CommandsRequest, limit int) ([]command.State, error) {
+	out, _, err := ListCommandsAsOf(ctx, call, req, limit)
+	return out, err
+}
+
+// ListCommandsAsOf is ListCommands that also returns the Stale of the
+// list's first page: set when the server answered from its projection as
+// it stood while its log did not answer (a ctx from AllowStale).
+func ListCommandsAsOf(ctx context.Context, call Caller, req CommandsRequest, limit int) ([]command.State, Stale, error) {
 	out := []command.State{}
-	for {
+	var stale Stale
+	for first := true; ; first = false {
 		if limit > 0 {
 			req.Limit = limit - len(out)
 		}
 		var p CommandsPage
 		if err := call(ctx, VerbCommands, req, &p); err != nil {
-			return nil, err
+			return nil, Stale{}, err
+		}
+		if first {
+			stale = p.Stale
 		}
 		out = append(out, p.Commands...)
 		if p.Next == "" || (limit > 0 && len(out) >= limit) || len(p.Commands) == 0 {
-			return out, nil
+			return out, stale, nil
 		}
 		req.After = p.Next
 	}

@@ -22,10 +22,12 @@ type CommandsRequest struct {
 }
 
 // CommandsPage is one page of the command list. Next, when set, is the
-// After of the next page; "" means the list ends with this page.
+// After of the next page; "" means the list ends with this page. Stale,
+// when set, says the page was read while the log did not answer.
 type CommandsPage struct {
 	Commands []command.State `json:"commands"`
 	Next     string          `json:"next,omitempty"`
+	Stale
 }
 
 // commandCursor returns the place of c in the command list's order: its
@@ -45,14 +47,15 @@ func (s *Service) Commands(ctx context.Context, data []byte) (any, error) {
 	if req.Limit < 0 {
 		return nil, fmt.Errorf("commands: %w: limit %d (want 0 or more)", events.ErrRejected, req.Limit)
 	}
-	if err := s.CaughtUp(ctx); err != nil {
+	stale, err := s.readCaughtUp(ctx)
+	if err != nil {
 		return nil, err
 	}
 	all, err := s.Store.Commands(req.Session, req.Active)
 	if err != nil {
 		return nil, err
 	}
-	page := CommandsPage{Commands: []command.State{}}
+	page := CommandsPage{Commands: []command.State{}, Stale: stale}
 	size := 0
 	for _, c := range all {
 		if req.After != "" && commandCursor(c) <= req.After {

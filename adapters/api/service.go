@@ -50,6 +50,11 @@ type Service struct {
 	// Unattested, when set, lists the events the log has left out of
 	// every fold as unattested; Verify reports them.
 	Unattested func() []replay.Unattested
+	// LogState, when set (serve sets it), says whether the log answers:
+	// while it does not, a read a client allows to be stale
+	// (AllowStale) is answered from the projection as it stands. Nil:
+	// every read catches up first.
+	LogState LogState
 	// pageBytes is the most bytes of rows a page of a listing holds, so
 	// that it fits one message of the connection.
 	pageBytes int
@@ -318,11 +323,15 @@ const OrderActivity = "activity"
 
 // SessionsPage is one page of the session list, its fields in this
 // order on the wire. Next, when set, is the After of the next page; ""
-// means the list ends with this page. Rows counts Sessions. Each page is
-// read from a snapshot of its own.
+// means the list ends with this page. Rows counts Sessions. Stale, when
+// set, says the page was read while the log did not answer; its fields
+// come after rows, where a client that reads only next and rows
+// (pageNext of an older version) never looks. Each page is read from a
+// snapshot of its own.
 type SessionsPage struct {
-	Next     string          `json:"next"`
-	Rows     int             `json:"rows"`
+	Next string `json:"next"`
+	Rows int    `json:"rows"`
+	Stale
 	Sessions []session.State `json:"sessions"`
 }
 
@@ -378,11 +387,18 @@ func (s *Service) Sessions(ctx context.Context, data []byte) (any, error) {
 	case !req.Summaries || req.StaleMS > 0:
 		return nil, fmt.Errorf("sessions: %w: order activity lists summaries, without stale", events.ErrRejected)
 	}
+	var stale Stale
 	if req.After == "" {
 		// Read-your-writes for the list as of its first page; the
 		// pages after it follow the projection as it is.
-		if err := s.CaughtUp(ctx); err != nil {
+		var err error
+		if stale, err = s.readCaughtUp(ctx); err != nil {
 			return nil, err
+		}
+	} else if s.LogState != nil && staleAllowed(ctx) {
+		// A later page of a stale list is stale too.
+		if since, why := s.LogState(); !since.IsZero() {
+			stale = Stale{LogUnavailableSince: &since, LogError: why, AsOfSeq: s.Store.Checkpoint()}
 		}
 	}
 	// The page is written by hand around the stored rows: they are
@@ -444,7 +460,8 @@ func (s *Service) Sessions(ctx context.Context, data []byte) (any, error) {
 	head, err := json.Marshal(struct {
 		Next string `json:"next"`
 		Rows int    `json:"rows"`
-	}{next, n})
+		Stale
+	}{next, n, stale})
 	if err != nil {
 		return nil, err
 	}
@@ -462,13 +479,15 @@ type SessionRequest struct {
 }
 
 // SessionReply is one session's row, its subagents, its commands (oldest
-// first) and the projection's checkpoint.
+// first) and the projection's checkpoint; Stale, when set, says it was
+// read while the log did not answer.
 type SessionReply struct {
 	Session    session.State   `json:"session"`
 	Children   []session.State `json:"children"`
 	Commands   []command.State `json:"commands"`
 	Checkpoint uint64          `json:"checkpoint"`
 	Workspace  string          `json:"workspace,omitempty"` // the workspace its cwd lies in, if any
+	Stale
 }
 
 func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
@@ -476,7 +495,8 @@ func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, fmt.Errorf("session request: %w: %v", events.ErrMalformed, err)
 	}
-	if err := s.CaughtUp(ctx); err != nil {
+	stale, err := s.readCaughtUp(ctx)
+	if err != nil {
 		return nil, err
 	}
 	st, err := s.Store.Session(req.ID)
@@ -504,7 +524,7 @@ func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
 	if cmds == nil {
 		cmds = []command.State{}
 	}
-	r := SessionReply{Session: st, Children: kids, Commands: cmds, Checkpoint: s.Store.Checkpoint()}
+	r := SessionReply{Session: st, Children: kids, Commands: cmds, Checkpoint: s.Store.Checkpoint(), Stale: stale}
 	if l, err := s.Store.SessionWorkspace(req.ID); err == nil {
 		r.Workspace = l.Workspace
 	}

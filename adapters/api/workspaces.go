@@ -32,22 +32,25 @@ type WorkspaceSession struct {
 
 // WorkspacesReply is the whole workspace view: every project, workspace
 // (oldest first) and task (oldest first), and the sessions of each
-// workspace by workspace id, most recently active first.
+// workspace by workspace id, most recently active first. Stale, when
+// set, says it was read while the log did not answer.
 type WorkspacesReply struct {
 	Projects   []project.State               `json:"projects"`
 	Workspaces []workspace.State             `json:"workspaces"`
 	Tasks      []task.State                  `json:"tasks"`
 	Sessions   map[string][]WorkspaceSession `json:"sessions"`
+	Stale
 }
 
 // Workspaces answers VerbWorkspaces from the projection, once it has
-// caught up with the log.
+// caught up with the log, or, for a request that allows it (AllowStale)
+// while the log does not answer, as it stands.
 func (s *Service) Workspaces(ctx context.Context, _ []byte) (any, error) {
-	if err := s.CaughtUp(ctx); err != nil {
+	stale, err := s.readCaughtUp(ctx)
+	if err != nil {
 		return nil, err
 	}
-	var r WorkspacesReply
-	var err error
+	r := WorkspacesReply{Stale: stale}
 	if r.Projects, err = s.Store.Projects(); err != nil {
 		return nil, err
 	}

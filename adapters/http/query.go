@@ -204,6 +204,7 @@ type sessionsPage struct {
 	Sessions   []SessionSummary `json:"sessions"`
 	Next       string           `json:"next,omitempty"`
 	Checkpoint uint64           `json:"checkpoint"`
+	staleMark
 }
 
 func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
@@ -213,15 +214,16 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	var stale staleMark
 	if q.cursor == "" {
 		// Read-your-writes for a list's first page, as the command line
 		// has it: what was appended before the request is in it.
-		if err := s.caughtUp(r.Context()); err != nil {
+		if stale, err = s.readCaughtUp(w, r); err != nil {
 			s.fail(w, r, err)
 			return
 		}
 	}
-	page := sessionsPage{Sessions: []SessionSummary{}, Checkpoint: s.store.Checkpoint()}
+	page := sessionsPage{Sessions: []SessionSummary{}, Checkpoint: s.store.Checkpoint(), staleMark: stale}
 	if q.sort == "id" {
 		// In id order the store pages for us: the cursor is the last id.
 		after := ""
@@ -347,20 +349,21 @@ func (s *Server) caughtUp(ctx context.Context) error {
 // waitSeq waits, when the request asks with ?min_seq=N, until the
 // projection has applied sequence N (at most 5 s), so a client that saw
 // an event on the stream reads a row that includes it; without min_seq,
-// until it has applied every event the log holds now (caughtUp):
-// read-your-writes, as the command line has it.
-func (s *Server) waitSeq(r *http.Request) error {
+// until it has applied every event the log holds now (readCaughtUp):
+// read-your-writes, as the command line has it, or, while the log does
+// not answer, the projection as it stands, marked stale.
+func (s *Server) waitSeq(w http.ResponseWriter, r *http.Request) (staleMark, error) {
 	v := r.URL.Query().Get("min_seq")
 	if v == "" {
-		return s.caughtUp(r.Context())
+		return s.readCaughtUp(w, r)
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil {
-		return fmt.Errorf("%w: min_seq %q: want a stream sequence", errBadRequest, v)
+		return staleMark{}, fmt.Errorf("%w: min_seq %q: want a stream sequence", errBadRequest, v)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	return s.store.WaitFor(ctx, n)
+	return staleMark{}, s.store.WaitFor(ctx, n)
 }
 
 // sessionReply is GET /v1/sessions/{id}'s answer: the full row, its
@@ -372,10 +375,12 @@ type sessionReply struct {
 	Commands   []command.State  `json:"commands"`
 	Usage      SessionUsage     `json:"usage"`
 	Checkpoint uint64           `json:"checkpoint"`
+	staleMark
 }
 
 func (s *Server) session(w http.ResponseWriter, r *http.Request) {
-	if err := s.waitSeq(r); err != nil {
+	stale, err := s.waitSeq(w, r)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -395,7 +400,11 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Query().Get("summary") == "true" {
 		sum := Summary(st)
-		writeJSON(w, http.StatusOK, map[string]any{"session": sum, "checkpoint": cp})
+		out := map[string]any{"session": sum, "checkpoint": cp}
+		if stale.LogUnavailableSince != nil {
+			out["log_unavailable_since"], out["as_of_seq"] = stale.LogUnavailableSince, stale.AsOfSeq
+		}
+		writeJSON(w, http.StatusOK, out)
 		return
 	}
 	kids, err := s.store.Children(id)
@@ -409,7 +418,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	spend := s.sessionUsage(st, kids)
-	rep := sessionReply{Session: st, Children: []SessionSummary{}, Commands: nonNil(cmds), Usage: spend, Checkpoint: cp}
+	rep := sessionReply{Session: st, Children: []SessionSummary{}, Commands: nonNil(cmds), Usage: spend, Checkpoint: cp, staleMark: stale}
 	for _, k := range kids {
 		rep.Children = append(rep.Children, Summary(k))
 	}
@@ -458,7 +467,7 @@ func (s *Server) sessionCommands(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) command(w http.ResponseWriter, r *http.Request) {
-	if err := s.waitSeq(r); err != nil {
+	if _, err := s.waitSeq(w, r); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -598,7 +607,7 @@ func (s *Server) Pending() ([]Decision, error) {
 }
 
 func (s *Server) pending(w http.ResponseWriter, r *http.Request) {
-	if err := s.waitSeq(r); err != nil {
+	if _, err := s.waitSeq(w, r); err != nil {
 		s.fail(w, r, err)
 		return
 	}

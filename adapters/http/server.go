@@ -91,6 +91,12 @@ type Config struct {
 	// redact.txt rules over the built-in ones, as the hook and the
 	// transcript import use); nil: redact.Default().
 	Redactor *redact.Redactor
+	// LogState, when set, reports since when the log has not answered
+	// (zero time: it answers) and why; safe for concurrent use. While it
+	// does not, a GET that would wait for the projection to catch up with
+	// the log answers from the projection as it stands, marked stale
+	// (HeaderLogUnavailableSince, HeaderAsOfSeq). Nil: every read waits.
+	LogState func() (since time.Time, why string)
 }
 
 // Server is the HTTP API, the SSE stream, the board and the metrics of

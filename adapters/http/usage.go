@@ -66,7 +66,7 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := s.caughtUp(r.Context()); err != nil {
+	if _, err := s.readCaughtUp(w, r); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -49,9 +49,21 @@ func withAPI(ctx context.Context, g *globals, fn func(b *backend, call api.Calle
 	}
 	defer b.Close()
 	if b.remote {
-		return fn(b, func(ctx context.Context, verb string, req, resp any) error {
-			return api.Call(ctx, b.nc, b.api, verb, req, resp)
+		var stale api.Stale
+		err := fn(b, func(ctx context.Context, verb string, req, resp any) error {
+			if !g.staleOK {
+				return api.Call(ctx, b.nc, b.api, verb, req, resp)
+			}
+			err := api.Call(api.AllowStale(ctx), b.nc, b.api, verb, req, resp)
+			if st := staleOf(verb, resp); err == nil && st.IsStale() && !stale.IsStale() {
+				stale = st
+			}
+			return err
 		})
+		if err == nil {
+			staleNote(g, stale)
+		}
+		return err
 	}
 	store, err := openViews(ctx, g, b)
 	if err != nil {

@@ -46,6 +46,16 @@ type backend struct {
 	viewsFS vfs.FS
 	// pause, in serve, is what it knows of a full disk (adapters/diskfull).
 	pause *diskfull.Pause
+	// down, remote only, is the status of a server that said its log
+	// does not answer, asked by a command that needs only the
+	// projection (globals.staleOK): such a backend has no log (nil), and
+	// the command answers through the server's API alone.
+	down *api.StatusReply
+	// asked is set once the server's status was asked (it settles as
+	// settle would).
+	asked bool
+	// staleOK is globals.staleOK of the command b is opened for.
+	staleOK bool
 }
 
 // parser returns the Claude Code parser with the data dir's redaction
@@ -82,7 +92,7 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	if g.reads && g.natsURL == "" && g.credsPath == "" && !hasLogbookData(dd) {
 		return nil, noDataError(dd)
 	}
-	b := &backend{dd: dd, reg: events.NewRegistry()}
+	b := &backend{dd: dd, reg: events.NewRegistry(), staleOK: g.staleOK}
 	b.api = api.AnyPrefix
 	if si, ok := dd.readServeInfo(); ok && si.API != "" {
 		b.api = si.API
@@ -135,6 +145,11 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		}
 		b.srv, b.nc = srv, srv.Conn()
 	}
+	if b.remote && g.staleOK && b.logDown(ctx) {
+		// Opening the log would wait natslog.ElectionWait for a leader
+		// and fail; the server answers from its projection meanwhile.
+		return b, nil
+	}
 	cfg := natslog.Config{Registry: b.reg}
 	own := g.natsURL == "" && g.credsPath == "" // the data dir's own server
 	var credsKey *attestation.Key
@@ -155,8 +170,26 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 			return nil, err
 		}
 	}
-	l, err := natslog.Open(ctx, b.nc, cfg)
-	if err != nil {
+	var l *natslog.Log
+	if b.remote && g.staleOK {
+		// The cluster may lose its quorum while the stream is opened:
+		// the read goes on from serve's projection once serve says so.
+		down, err := b.untilDown(ctx, func(ctx context.Context) error {
+			var err error
+			l, err = natslog.Open(ctx, b.nc, cfg)
+			return err
+		})
+		if down {
+			if l != nil {
+				l.Close()
+			}
+			return b, nil
+		}
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+	} else if l, err = openLogWithin(ctx, b.nc, cfg, g.logWait); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -240,12 +273,32 @@ func (b *backend) signOnCluster(ctx context.Context, g *globals) error {
 // so what the caller reads next holds them. A serve that cannot say
 // within api.IntakeWait is not waited for longer.
 func (b *backend) settle(ctx context.Context) {
-	if !b.remote || b.api == api.AnyPrefix {
+	if !b.remote || b.api == api.AnyPrefix || b.asked {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, api.IntakeWait+time.Second)
 	defer cancel()
 	_ = api.Call(ctx, b.nc, b.api, api.VerbStatus, struct{}{}, &api.StatusReply{})
+}
+
+// logDown asks the server b reaches for its status, as settle does, and
+// reports whether it says its log does not answer (a cluster that lost
+// its quorum); it then keeps the status in b.down. A server that does not
+// answer within api.IntakeWait (or an older one that does not say) is
+// taken as one whose log answers.
+func (b *backend) logDown(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, api.IntakeWait+time.Second)
+	defer cancel()
+	var st api.StatusReply
+	if err := api.Call(ctx, b.nc, b.api, api.VerbStatus, struct{}{}, &st); err != nil {
+		return false
+	}
+	b.asked = true
+	if st.LogUnavailableSince == nil {
+		return false
+	}
+	b.down = &st
+	return true
 }
 
 // Close releases everything the backend holds, in reverse order.

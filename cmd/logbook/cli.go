@@ -89,6 +89,20 @@ var readCommands = map[string]bool{
 	"logbook workspace list": true, "logbook workspace show": true,
 }
 
+// projectionCommands are the read commands that need nothing but the
+// projection, asked through the running server's API: while that
+// server's log does not answer (a cluster that lost its quorum) they
+// answer from its projection as it stands, with a line saying so
+// (staleNote), instead of waiting for a log that cannot say where it
+// ends. Commands that read the log itself (audit, events, replay,
+// workspace show's changes), and every command that decides or appends,
+// are not among them and wait or fail as the log does.
+var projectionCommands = map[string]bool{
+	"logbook sessions": true, "logbook session show": true, "logbook commands": true,
+	"logbook workspace list": true, "logbook project list": true,
+	"logbook task list": true, "logbook task show": true,
+}
+
 // neverEmpty are the flags whose empty value would silently mean "not
 // given" (no filter, the default data dir, the current directory as the
 // workspace, a new id, standard output): given empty, they are a usage

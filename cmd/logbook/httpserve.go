@@ -94,8 +94,8 @@ func newHTTP(f httpFlags, dd dataDir, b *backend, store *projections.Store, svc 
 	}
 	cfg := httpapi.Config{
 		Log: b.log, Store: store, Reg: b.reg, Host: hostname(), Output: cl, Metrics: m, Loopback: loop, Reviews: reviews,
-		Redactor: parser.Redactor(),
-		Prices:   func() (*usage.Table, error) { return usage.LoadTable(dd.path("prices.json")) },
+		Redactor: parser.Redactor(), LogState: svc.LogState,
+		Prices: func() (*usage.Table, error) { return usage.LoadTable(dd.path("prices.json")) },
 		Timeline: func(ctx context.Context, id string, cmds []string) (any, error) {
 			return replay.SessionTimeline(ctx, b.log, id, cmds)
 		},

@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/natslog"
@@ -159,4 +162,124 @@ func serveStatus(ctx context.Context, g *globals, dd dataDir) (api.StatusReply, 
 	}
 	err = api.Call(ctx, nc, prefix, api.VerbStatus, struct{}{}, &st)
 	return st, err
+}
+
+// staleOf returns the api.Stale of an answer resp of verb, as a Caller
+// decoded it: a sessions page kept undecoded (*[]byte) is read as far as
+// its head, any other answer that embeds an api.Stale says its own. The
+// zero Stale for the rest.
+func staleOf(verb string, resp any) api.Stale {
+	switch r := resp.(type) {
+	case *[]byte:
+		if verb == api.VerbSessions {
+			return api.PageStale(*r)
+		}
+	case interface{ StaleInfo() api.Stale }:
+		return r.StaleInfo()
+	}
+	return api.Stale{}
+}
+
+// staleNote says on stderr that what a command printed was read from the
+// server's projection while its log did not answer (st): as a line for a
+// person, or, with --json, as one JSON object with st's fields
+// (log_unavailable_since, as_of_seq, log_error), so that stdout keeps its
+// shape. It says nothing for an answer that is not stale.
+func staleNote(g *globals, st api.Stale) {
+	if !st.IsStale() {
+		return
+	}
+	if g.json {
+		b, _ := json.Marshal(st)
+		fmt.Fprintf(g.stderr, "%s\n", b)
+		return
+	}
+	fmt.Fprintf(g.stderr, "%s: %s\n", g.cmdName, termSafe(st.Text(time.Now())))
+}
+
+// defaultLogWait is replay's and verify's --wait: how long they wait for
+// the log's stream leader before failing.
+const defaultLogWait = 10 * time.Second
+
+// logWaitFlag adds --wait to cmd, which sets g.logWait when cmd runs
+// (and only then: another command's g.logWait stays 0).
+func logWaitFlag(cmd *cobra.Command, g *globals) {
+	wait := cmd.Flags().Duration("wait", defaultLogWait, "how long to wait for the log's stream leader (a cluster electing one, or without quorum) before failing")
+	boundDuration(cmd.Flags(), "wait", time.Second, time.Hour, false)
+	run := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		g.logWait = *wait
+		return run(cmd, args)
+	}
+}
+
+// openLogWithin is natslog.Open, then a question only the stream's
+// leader answers (its last sequence), together waiting at most wait (0:
+// Open alone, which waits up to natslog.ElectionWait) for a stream leader
+// to answer; past it the error says the log is unavailable and names the
+// stream. A stream's info may be answered without a leader, its messages
+// are not.
+func openLogWithin(ctx context.Context, nc *nats.Conn, cfg natslog.Config, wait time.Duration) (*natslog.Log, error) {
+	if wait <= 0 {
+		return natslog.Open(ctx, nc, cfg)
+	}
+	octx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	l, err := natslog.Open(octx, nc, cfg)
+	if err == nil {
+		if _, err = l.LastSeq(octx); err != nil {
+			l.Close()
+		}
+	}
+	if err != nil && ctx.Err() == nil && (octx.Err() != nil || natslog.Unavailable(err)) {
+		return nil, fmt.Errorf("log unavailable: no leader for stream %s answered within %s (--wait): %w", natslog.StreamName, wait, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// logUnavailable returns err, when it says the log does not answer
+// (natslog.Unavailable: a cluster without a stream leader), as the error
+// of a command that needs the log: "log unavailable: no leader for
+// stream LOGBOOK: …". Any other err is returned as it is.
+func logUnavailable(err error) error {
+	if err == nil || !natslog.Unavailable(err) || strings.HasPrefix(err.Error(), "log unavailable") {
+		return err
+	}
+	return fmt.Errorf("log unavailable: no leader for stream %s: %w", natslog.StreamName, err)
+}
+
+// staleCheckEvery is how often untilDown asks the server whether its log
+// answers.
+const staleCheckEvery = time.Second
+
+// untilDown runs f, and while it runs asks the server b reaches every
+// staleCheckEvery whether its log answers (backend.logDown): once the
+// server says it does not, f's context is cancelled and, once f has
+// returned, untilDown reports down (f's error dropped). Otherwise it
+// returns f's error. For a read that may answer from the projection: a
+// wait on the log (its stream opened, its subjects listed) that began
+// just as the cluster lost its quorum ends when serve notices, not after
+// natslog.ElectionWait.
+func (b *backend) untilDown(ctx context.Context, f func(context.Context) error) (down bool, err error) {
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f(fctx) }()
+	t := time.NewTicker(staleCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-done:
+			return false, err
+		case <-t.C:
+			if b.logDown(ctx) {
+				cancel()
+				<-done
+				return true, nil
+			}
+		}
+	}
 }

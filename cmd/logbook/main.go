@@ -55,6 +55,16 @@ type globals struct {
 	// reads is set for a command that only reads the data dir
 	// (markReads): openBackend refuses a data dir with no Logbook data.
 	reads bool
+	// staleOK is set for a read command that answers from the
+	// projection alone (projectionCommands): through a server whose log
+	// does not answer, it answers from the projection as it stands,
+	// marked stale, rather than waiting for the log.
+	staleOK bool
+	// logWait, when above 0, bounds how long a command waits for the
+	// log's stream leader when it opens the log (replay and verify
+	// --wait): past it the command fails naming the cause
+	// (openLogWithin) instead of waiting natslog.ElectionWait and more.
+	logWait time.Duration
 	// follows is set for a command that reads the log as it grows
 	// (events tail --follow): it holds the data dir's lock, when no
 	// server runs, only until a writer asks for it (see followLog).
@@ -127,6 +137,7 @@ Ids: any unique prefix of a session or command id names it.`,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			g.cmdName = cmd.CommandPath()
 			g.reads = readsOnly(cmd)
+			g.staleOK = g.reads && projectionCommands[cmd.CommandPath()]
 			if err := checkRanges(cmd); err != nil {
 				return err
 			}

@@ -43,7 +43,7 @@ recorded (exit 1 when any do).
 				return err
 			}
 			if verify {
-				return replayVerify(ctx, g)
+				return logUnavailable(replayVerify(ctx, g))
 			}
 			p := replay.Point{Seq: seq}
 			if at != "" {
@@ -151,6 +151,7 @@ recorded (exit 1 when any do).
 	f.BoolVar(&verify, "verify", false, "compare the live projection with a fresh replay")
 	f.BoolVar(&rederive, "rederive", false, "decide a session's observations again with today's reducer (needs --session)")
 	f.BoolVar(&dump, "dump", false, "print one line per record instead")
+	logWaitFlag(cmd, g)
 	return cmd
 }
 

@@ -26,7 +26,16 @@ func resolveID(ctx context.Context, b *backend, kind, id string) (string, error)
 	if id == "" {
 		return "", usageErrorf("want a %s id (or a prefix of one)", kind)
 	}
-	ids, err := aggregateIDs(ctx, b, kind, id)
+	if b.down != nil {
+		// The stream cannot list its subjects without a leader: the
+		// server answers for the id as given, from its projection.
+		return id, nil
+	}
+	ids, err := lookupIDs(ctx, b, kind, id)
+	if errors.Is(err, errLogDown) {
+		// The server answers for the id as given, from its projection.
+		return id, nil
+	}
 	if err != nil {
 		return "", fmt.Errorf("look up %s %q: %w", kind, id, err)
 	}
@@ -51,6 +60,31 @@ func resolveID(ctx context.Context, b *backend, kind, id string) (string, error)
 	}
 	b2.WriteString("\ngive more of the id")
 	return "", usageErrorf("%s", b2.String())
+}
+
+// errLogDown is lookupIDs' error when the server says its log does not
+// answer.
+var errLogDown = errors.New("log unavailable")
+
+// lookupIDs is aggregateIDs for resolveID. A read that may answer from
+// the projection (backend.staleOK) through a server does not wait out a
+// lost quorum here: it fails with errLogDown once the server says its log
+// does not answer (backend.untilDown). Any other waits as long as the
+// stream takes.
+func lookupIDs(ctx context.Context, b *backend, kind, prefix string) ([]string, error) {
+	if !b.staleOK || !b.remote {
+		return aggregateIDs(ctx, b, kind, prefix)
+	}
+	var ids []string
+	down, err := b.untilDown(ctx, func(ctx context.Context) error {
+		var err error
+		ids, err = aggregateIDs(ctx, b, kind, prefix)
+		return err
+	})
+	if down {
+		return nil, errLogDown
+	}
+	return ids, err
 }
 
 // aggregateIDs returns the ids of the aggregates of kind whose id begins

@@ -357,6 +357,15 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	gs := gateService(b, svc, store, wp.gate, g.stderr)
 	maps.Copy(verbs, gs.Handlers())
 	health := &logHealth{}
+	if b.srv == nil {
+		// While the cluster's log does not answer (no stream leader), the
+		// read verbs a client allows to be stale answer from the
+		// projection as it stands; the gate, the reconciler and every
+		// writer still wait for it (api.AllowStale). The data dir's own
+		// server has no quorum to lose: a probe it does not answer in
+		// time is a slow machine, and reads keep catching up.
+		svc.LogState = health.state
+	}
 	verbs[api.VerbStatus] = func(ctx context.Context, _ []byte) (any, error) {
 		reply, err := health.statusReply(ctx, b.log, store, durability, svc.WaitIntake)
 		if err != nil {

@@ -181,7 +181,8 @@ func (f *sessionsFlags) mostRecent(ctx context.Context, call api.Caller, now tim
 	for len(out) < f.limit {
 		req.Limit = max(2*(f.limit-len(out)), 100)
 		var p struct {
-			Next     string       `json:"next"`
+			Next string `json:"next"`
+			api.Stale
 			Sessions []sessionRow `json:"sessions"`
 		}
 		if err := call(ctx, api.VerbSessions, req, &p); err != nil {
@@ -520,7 +521,11 @@ func printSession(w io.Writer, r api.SessionReply, now time.Time, prices *usage.
 	if s.EndReason != "" {
 		row("ended", s.EndReason)
 	}
-	row("as of", fmt.Sprintf("projection at event %d of the log", r.Checkpoint))
+	if r.IsStale() {
+		row("as of", fmt.Sprintf("projection at event %d of the log; %s", r.Checkpoint, r.Text(now)))
+	} else {
+		row("as of", fmt.Sprintf("projection at event %d of the log", r.Checkpoint))
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -573,6 +578,9 @@ func watchSessions(ctx context.Context, g *globals, f *sessionsFlags) error {
 		return err
 	}
 	defer b.Close()
+	if b.down != nil {
+		return fmt.Errorf("--watch follows the log, which does not answer: %s (without --watch the list comes from the projection)", unavailableText(*b.down.LogUnavailableSince, b.down.LogError))
+	}
 	call := func(ctx context.Context, verb string, req, resp any) error {
 		return api.Call(ctx, b.nc, b.api, verb, req, resp)
 	}

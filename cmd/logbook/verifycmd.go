@@ -54,11 +54,12 @@ error.`,
 					return usageErrorf("--id %q: %v", id, err)
 				}
 			}
-			return runVerify(cmd.Context(), g, seq, want)
+			return logUnavailable(runVerify(cmd.Context(), g, seq, want))
 		},
 	}
 	cmd.Flags().Uint64Var(&seq, "seq", 0, "print the inclusion proof of the message at this stream sequence")
 	cmd.Flags().StringVar(&id, "id", "", "print the inclusion proof of the event with this ULID")
+	logWaitFlag(cmd, g)
 	return markReads(cmd)
 }
 
@@ -219,7 +220,7 @@ func openVerify(ctx context.Context, g *globals) (*backend, error) {
 		}
 		b.srv, b.nc = srv, srv.Conn()
 	}
-	l, err := natslog.Open(ctx, b.nc, natslog.Config{Registry: b.reg})
+	l, err := openLogWithin(ctx, b.nc, natslog.Config{Registry: b.reg}, g.logWait)
 	if err != nil {
 		b.Close()
 		return nil, err
