@@ -1,4 +1,4 @@
-// Package attest signs the events a principal appends and checks them
+// Package attestation signs the events a principal appends and checks them
 // when the log is read: which key signed each stored event, whether that
 // key was registered and not revoked at the event's sequence, and whether
 // the key's role may append the event's type.
