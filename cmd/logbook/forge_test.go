@@ -321,12 +321,13 @@ func TestSigning_BeginsOnALogWrittenUnsigned(t *testing.T) {
 	var out string
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		var code int
-		out, _, code = cliExit(t, data, "replay", "--verify")
+		var errOut string
+		out, errOut, code = cliExit(t, data, "replay", "--verify")
 		if code == 1 && strings.Contains(out, fmt.Sprintf("seq %d", ack.Sequence)) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("replay --verify exit %d does not name the backdated unsigned seq %d:\n%s", code, ack.Sequence, out)
+			t.Fatalf("replay --verify exit %d does not name the backdated unsigned seq %d:\n%s%s", code, ack.Sequence, out, errOut)
 		}
 	}
 	for _, seq := range []uint64{app.First, app.Last} {
@@ -380,15 +381,18 @@ func TestCredsIssue_CarriesARegisteredKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// replay --verify reads up to the live projection's checkpoint: it
+	// names the event once serve's projector has passed it.
 	var vout string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		var code int
-		vout, _, code = cliExit(t, data, "replay", "--verify")
+		var verr string
+		vout, verr, code = cliExit(t, data, "replay", "--verify")
 		if code == 1 && strings.Contains(vout, fmt.Sprintf("seq %d", ack.Sequence)) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("replay --verify exit %d does not name seq %d:\n%s", code, ack.Sequence, vout)
+			t.Fatalf("replay --verify exit %d does not name seq %d:\n%s%s", code, ack.Sequence, vout, verr)
 		}
 	}
 	if !strings.Contains(vout, "out-of-role") || !strings.Contains(vout, c.Key.Principal) {

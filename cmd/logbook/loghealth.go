@@ -201,14 +201,19 @@ func staleNote(g *globals, st api.Stale) {
 // the log's stream leader before failing.
 const defaultLogWait = 10 * time.Second
 
-// logWaitFlag adds --wait to cmd, which sets g.logWait when cmd runs
-// (and only then: another command's g.logWait stays 0).
+// logWaitFlag adds --wait to cmd, which sets g.logWait when cmd runs on
+// a cluster (--nats-url), and only then: the data dir's own server has
+// no leader to elect or lose, and a slow answer there (a loaded machine)
+// is slowness, not a log without quorum. Another command's g.logWait
+// stays 0.
 func logWaitFlag(cmd *cobra.Command, g *globals) {
-	wait := cmd.Flags().Duration("wait", defaultLogWait, "how long to wait for the log's stream leader (a cluster electing one, or without quorum) before failing")
+	wait := cmd.Flags().Duration("wait", defaultLogWait, "on a cluster (--nats-url): how long to wait for the log's stream leader (one being elected, or none without quorum) before failing")
 	boundDuration(cmd.Flags(), "wait", time.Second, time.Hour, false)
 	run := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		g.logWait = *wait
+		if g.natsURL != "" {
+			g.logWait = *wait
+		}
 		return run(cmd, args)
 	}
 }
