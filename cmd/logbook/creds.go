@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -17,6 +15,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/jsonfault"
 	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
@@ -225,66 +224,6 @@ func (g *globals) credsOptions() ([]nats.Option, string, error) {
 	return []nats.Option{nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(c.Role))}, c.URL, nil
 }
 
-// inside reports whether path is dir or lies under it.
-func inside(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-// writesInto reports whether writing file (relative to the working
-// directory or absolute) puts it, or the temporary file written beside
-// it, under dir. It compares where the file's directory really is:
-// symlinks and ".." in it and in dir are resolved as the kernel would
-// resolve them (the file itself need not exist), and the directory and
-// each of its parents are compared with dir by identity (device and
-// inode), so a second path to dir (a bind mount) is caught too.
-func writesInto(file, dir string) bool {
-	if !filepath.IsAbs(file) {
-		wd, err := os.Getwd()
-		if err != nil {
-			return true // cannot tell where file lands: refuse
-		}
-		file = wd + string(filepath.Separator) + file
-	}
-	// The directory is everything before the last separator, taken
-	// before any cleaning: "link/.." is link's target's parent, not ".".
-	parent := file[:strings.LastIndexByte(file, filepath.Separator)+1]
-	at, root := physicalPath(parent), physicalPath(dir)
-	if inside(at, root) {
-		return true
-	}
-	rst, err := os.Stat(root)
-	if err != nil {
-		return false
-	}
-	for d := at; ; d = filepath.Dir(d) {
-		if st, err := os.Stat(d); err == nil && os.SameFile(st, rst) {
-			return true
-		}
-		if d == filepath.Dir(d) {
-			return false
-		}
-	}
-}
-
-// physicalPath returns the absolute path p names with every symlink and
-// ".." resolved, as far as p exists; the part of p that does not exist
-// (where no symlink can be) is joined on lexically.
-func physicalPath(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		if abs, err := filepath.Abs(r); err == nil {
-			return abs
-		}
-	}
-	trimmed := strings.TrimRight(p, string(filepath.Separator))
-	i := strings.LastIndexByte(trimmed, filepath.Separator)
-	if i < 0 {
-		abs, _ := filepath.Abs(p)
-		return abs
-	}
-	return filepath.Join(physicalPath(trimmed[:i+1]), trimmed[i+1:])
-}
-
 // checkOut refuses creds issue's --out path when it exists and is not a
 // regular file (a symlink is neither followed nor replaced; a FIFO or a
 // device is never opened), or is a regular file and force is false. A
@@ -355,7 +294,7 @@ are never issued: the embedded server's live only in the serve process.`,
 			if r == natslog.RoleServe {
 				return usageErrorf("--role serve: serve's credentials are never issued; the embedded server's live only in the serve process (for a cluster of your own, `logbook creds cluster` writes serve.json)")
 			}
-			if r == natslog.RoleAdmin && out != "" && writesInto(out, string(dd)) {
+			if r == natslog.RoleAdmin && out != "" && datadir.WritesInto(out, string(dd)) {
 				return fmt.Errorf("--out %s: admin credentials stay out of the data dir %s", out, dd)
 			}
 			if out != "" {
