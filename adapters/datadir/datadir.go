@@ -2,8 +2,9 @@
 // file handling every process that opens one shares: creating it 0700
 // and refusing another user's, tightening what is in it, the exclusive
 // lock of the process that owns the store and its handover from a
-// reader to a writer, the running server's serve.json, and files written
-// whole (a synced temporary file, then a rename or a link).
+// reader to a writer, the running server's serve.json, the credentials
+// files of the roles, and files written whole (a synced temporary file,
+// then a rename or a link).
 //
 // A Dir is a path; its methods do the file system's I/O and hold no
 // state, so a Dir is safe for concurrent use. The lock a method returns
