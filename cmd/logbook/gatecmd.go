@@ -481,22 +481,7 @@ func resolveReview(ctx context.Context, b *backend, call api.Caller, sess, id st
 	if err := call(ctx, gate.VerbReviews, gate.ReviewsRequest{}, &open); err != nil {
 		return "", "", err
 	}
-	var exact, begins []gate.PendingRow
-	for _, r := range open.Reviews {
-		if sess != "" && r.Session != sess {
-			continue
-		}
-		switch {
-		case r.ID == id:
-			exact = append(exact, r)
-		case strings.HasPrefix(r.ID, id):
-			begins = append(begins, r)
-		}
-	}
-	cands := begins
-	if len(exact) > 0 {
-		cands = exact
-	}
+	cands, exact := gate.MatchReviews(open.Reviews, sess, id)
 	switch len(cands) {
 	case 0:
 		return sess, id, nil
@@ -504,7 +489,7 @@ func resolveReview(ctx context.Context, b *backend, call api.Caller, sess, id st
 		return cands[0].Session, cands[0].ID, nil
 	}
 	var msg strings.Builder
-	if len(exact) > 0 {
+	if exact {
 		fmt.Fprintf(&msg, "review %s is open in %d sessions:", id, len(cands))
 	} else {
 		fmt.Fprintf(&msg, "review id prefix %q is ambiguous: %d open reviews begin with it:", id, len(cands))
@@ -516,7 +501,7 @@ func resolveReview(ctx context.Context, b *backend, call api.Caller, sess, id st
 	if len(cands) > show {
 		fmt.Fprintf(&msg, "\n  … and %d more", len(cands)-show)
 	}
-	if len(exact) > 0 {
+	if exact {
 		msg.WriteString("\nname one with --session")
 	} else {
 		msg.WriteString("\ngive more of the id")
