@@ -414,3 +414,27 @@ func SweepAll(ctx context.Context, g *Gate, store *projections.Store, why string
 }
 
 var _ = time.Second
+
+// MatchReviews returns the open reviews of rows that id names: a review
+// whose whole id is id (exact is then true; the same id may be open in
+// several sessions), else every review whose id begins with id. Reviews
+// of a session other than sess ("" for any) are left out. rows is not
+// modified; the result keeps its order.
+func MatchReviews(rows []PendingRow, sess, id string) (cands []PendingRow, exact bool) {
+	var whole, begins []PendingRow
+	for _, r := range rows {
+		if sess != "" && r.Session != sess {
+			continue
+		}
+		switch {
+		case r.ID == id:
+			whole = append(whole, r)
+		case strings.HasPrefix(r.ID, id):
+			begins = append(begins, r)
+		}
+	}
+	if len(whole) > 0 {
+		return whole, true
+	}
+	return begins, false
+}

@@ -3,195 +3,44 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/natslog"
-	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/replay"
 )
 
-// Signing keys in the data dir (keys/, 0700; each file 0600):
-//
-//	keys/admin.pub     the pinned admin public key: readers trust key
-//	                   events only when this key signed them
-//	keys/admin.key     the admin private key, which registers keys
-//	keys/local.key     the key of a command that opens the data dir
-//	                   directly while no serve runs (role serve)
-//	keys/writer.key    the key of the CLI, importers and hook writers
-//	                   appending to a running serve's log (role writer)
-//	keys/worker.key    the key of a worker process (role worker)
-//	keys/serve.key     serve's key on a cluster of one's own (role serve)
-//
-// serve's own key on the data dir's log is made at each start and kept
-// only in memory. On a cluster (--nats-url) every key is a file, which
-// the cluster's admin registers on the log (`logbook keys register`),
-// and the data dir holds only the admin key's pin. In
-// per-user mode all of these are readable by the user the agent runs as:
-// a forgery is detected after the fact (checkpoints, witnesses), not
-// prevented.
+// The data dir's signing keys (keys/) and signing with them on a log are
+// datadir.Dir's; the methods here are the names cmd calls them by.
 
 // keyPath returns the path of the data dir's key file name.
-func (d dataDir) keyPath(name string) string { return d.path("keys", name) }
+func (d dataDir) keyPath(name string) string { return d.dir().KeyPath(name) }
 
-// adminKey returns the data dir's admin key, making it and its pin
-// (keys/admin.key, keys/admin.pub) when neither exists. A pin without
-// its key, or a key that is not the pin's, is an error naming both.
-func (d dataDir) adminKey() (*attestation.Key, error) {
-	k, err := attestation.ReadKey(d.keyPath("admin.key"))
-	pin, perr := attestation.ReadPin(d.keyPath("admin.pub"))
-	switch {
-	case err == nil && perr == nil:
-		if !k.Public().Equal(pin) {
-			return nil, fmt.Errorf("signing keys: %s is not the key pinned in %s", d.keyPath("admin.key"), d.keyPath("admin.pub"))
-		}
-		return k, nil
-	case errors.Is(err, fs.ErrNotExist) && errors.Is(perr, fs.ErrNotExist):
-		if err := d.ensure(); err != nil {
-			return nil, err
-		}
-		if k, err = attestation.NewKey("admin@"+hostName(), attestation.RoleAdmin); err != nil {
-			return nil, err
-		}
-		if err := attestation.WriteKey(d.keyPath("admin.key"), k); err != nil {
-			return nil, fmt.Errorf("signing keys: %w", err)
-		}
-		if err := attestation.WritePin(d.keyPath("admin.pub"), k.Public()); err != nil {
-			return nil, fmt.Errorf("signing keys: %w", err)
-		}
-		return k, nil
-	case err != nil:
-		return nil, fmt.Errorf("signing keys: %w", err)
-	default:
-		return nil, fmt.Errorf("signing keys: %w", perr)
-	}
-}
-
-// pinned returns the pinned admin public key, making the admin key when
-// the data dir has none yet.
-func (d dataDir) pinned() (ed25519.PublicKey, error) {
-	pin, err := attestation.ReadPin(d.keyPath("admin.pub"))
-	if errors.Is(err, fs.ErrNotExist) {
-		k, err := d.adminKey()
-		if err != nil {
-			return nil, err
-		}
-		return k.Public(), nil
-	}
-	return pin, err
-}
+// adminKey returns the data dir's admin key, making it and its pin when
+// neither exists (datadir.Dir.AdminKey).
+func (d dataDir) adminKey() (*attestation.Key, error) { return d.dir().AdminKey() }
 
 // principalKey returns the data dir's key file name for role, making it
-// (principal user@host) when absent.
+// when absent (datadir.Dir.PrincipalKey).
 func (d dataDir) principalKey(name string, role attestation.Role) (*attestation.Key, error) {
-	path := d.keyPath(name)
-	k, err := attestation.ReadKey(path)
-	if err == nil {
-		if k.Role != role {
-			return nil, fmt.Errorf("signing keys: %s has role %s, want %s; remove it to make a new one", path, k.Role, role)
-		}
-		return k, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("signing keys: %w", err)
-	}
-	if k, err = attestation.NewKey(userName()+"@"+hostName(), role); err != nil {
-		return nil, err
-	}
-	if err := attestation.WriteKey(path, k); err != nil {
-		return nil, fmt.Errorf("signing keys: %w", err)
-	}
-	return k, nil
+	return d.dir().PrincipalKey(name, role)
 }
 
-func hostName() string {
-	h, _ := os.Hostname()
-	if h == "" {
-		h = "localhost"
-	}
-	return h
-}
+// hostName is this host's name as key events name it (datadir.HostName).
+func hostName() string { return datadir.HostName() }
 
-func userName() string {
-	for _, v := range []string{"USER", "LOGNAME"} {
-		if u := os.Getenv(v); u != "" {
-			return u
-		}
-	}
-	return fmt.Sprintf("uid%d", os.Getuid())
-}
-
-// attestConfig sets cfg's Verifier from the data dir's pin.
+// attestConfig sets cfg's Verifier from the data dir's pin
+// (datadir.Dir.AttestConfig).
 func (d dataDir) attestConfig(cfg natslog.Config) (natslog.Config, error) {
-	pin, err := d.pinned()
-	if err != nil {
-		return cfg, err
-	}
-	cfg.Verifier = attestation.NewVerifier(pin)
-	return cfg, nil
+	return d.dir().AttestConfig(cfg)
 }
 
-// keyRegistered reports whether l holds key.registered for id: with a
-// Verifier, one the pinned admin key signed (a forger's does not bind
-// the key); without, any.
-func keyRegistered(ctx context.Context, l *natslog.Log, id string) (bool, error) {
-	if l.Verifier() != nil {
-		_, ok, err := l.KeyState(ctx, id)
-		return ok, err
-	}
-	_, last, err := l.Load(ctx, events.Aggregate{Kind: events.KindKey, ID: id})
-	return last > 0, err
-}
-
-// startSigning makes l sign with k: it registers k with the data dir's
-// admin key unless registered (a worker key must be registered already:
-// a worker may not append key events), and, when begin is set (serve, or
-// a command on the data dir while no serve runs), appends signing.began
-// unless the log has one.
+// startSigning makes l sign with k, registering k first when it is not
+// (datadir.Dir.StartSigning).
 func (d dataDir) startSigning(ctx context.Context, l *natslog.Log, k *attestation.Key, begin bool) error {
-	var admin *attestation.Key
-	loadAdmin := func() error {
-		var err error
-		if admin == nil {
-			admin, err = d.adminKey()
-		}
-		return err
-	}
-	now := time.Now()
-	if begin && l.Verifier() != nil {
-		// BeginSigning appends nothing when the admin's signing.began
-		// is there; a forged one does not count.
-		if err := loadAdmin(); err != nil {
-			return err
-		}
-		if _, err := l.BeginSigning(ctx, admin, hostName(), now); err != nil {
-			return fmt.Errorf("begin signing: %w", err)
-		}
-	}
-	ok, err := keyRegistered(ctx, l, k.ID)
-	if err != nil {
-		return err
-	}
-	if !ok && k.Role == attestation.RoleWorker {
-		// A worker may not append key events; serve registers the
-		// data dir's worker key when it starts.
-		return fmt.Errorf("signing keys: the worker key %s (%s) is not registered on the log: start serve on this data dir, which registers it", k.ID, d.keyPath("worker.key"))
-	}
-	if !ok {
-		if err := loadAdmin(); err != nil {
-			return err
-		}
-		if _, err := l.RegisterKey(ctx, admin, k, hostName(), now); err != nil {
-			return fmt.Errorf("register key %s (%s): %w", k.ID, k.Principal, err)
-		}
-	}
-	l.SetSigner(k)
-	return nil
+	return d.dir().StartSigning(ctx, l, k, begin)
 }
 
 // unattested returns what l's reads have quarantined so far, for a
@@ -241,202 +90,48 @@ func issueKey(ctx context.Context, g *globals, dd dataDir, role natslog.Role, c 
 }
 
 // credsSigning sets cfg's Verifier from a --creds file that carries the
-// admin key, and returns the file's signing key (nil when it has none).
+// admin key, and returns the file's signing key (datadir.CredsSigning).
 func credsSigning(path string, cfg natslog.Config) (natslog.Config, *attestation.Key) {
-	c, err := readCreds(path)
-	if err != nil || c.Key == nil || c.Admin == "" {
-		return cfg, nil
-	}
-	pin, err := attestation.ParsePublic(c.Admin)
-	if err != nil {
-		return cfg, nil
-	}
-	cfg.Verifier = attestation.NewVerifier(pin)
-	return cfg, c.Key
+	return datadir.CredsSigning(path, cfg)
 }
 
 // registerDataDirKeys registers the data dir's writer and worker keys
-// (making them if absent), so that processes connecting to serve with the
-// data dir's credentials of those roles sign with registered keys.
+// (datadir.Dir.RegisterKeys).
 func (d dataDir) registerDataDirKeys(ctx context.Context, l *natslog.Log) error {
-	var admin *attestation.Key
-	for _, p := range []struct {
-		name string
-		role attestation.Role
-	}{{"writer.key", attestation.RoleWriter}, {"worker.key", attestation.RoleWorker}} {
-		k, err := d.principalKey(p.name, p.role)
-		if err != nil {
-			return err
-		}
-		ok, err := keyRegistered(ctx, l, k.ID)
-		if err != nil || ok {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if admin == nil {
-			if admin, err = d.adminKey(); err != nil {
-				return err
-			}
-		}
-		if _, err := l.RegisterKey(ctx, admin, k, hostName(), time.Now()); err != nil {
-			return fmt.Errorf("register key %s (%s): %w", k.ID, k.Principal, err)
-		}
-	}
-	return nil
+	return d.dir().RegisterKeys(ctx, l)
 }
 
-// clusterAttestConfig sets cfg's Verifier for a host of one's own NATS
-// cluster (--nats-url, or a --creds file without a key of its own) from
-// the data dir's keys/admin.pub, and reports whether it is pinned. A
-// host without a pin reads unjudged and appends unsigned, as before
-// signing: every host of a cluster pins the same admin key with `logbook
-// keys pin`. Unlike the data dir's own log, the admin key is never made
-// here: the cluster's admin key lives where `logbook keys admin` made it.
+// clusterAttestConfig sets cfg's Verifier on a cluster of one's own from
+// the data dir's pin, and reports whether there is one
+// (datadir.Dir.ClusterAttestConfig).
 func (d dataDir) clusterAttestConfig(cfg natslog.Config) (natslog.Config, bool, error) {
-	pin, err := attestation.ReadPin(d.keyPath("admin.pub"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return cfg, false, nil
-	}
-	if err != nil {
-		return cfg, false, fmt.Errorf("signing keys: %w", err)
-	}
-	cfg.Verifier = attestation.NewVerifier(pin)
-	return cfg, true, nil
+	return d.dir().ClusterAttestConfig(cfg)
 }
 
-// clusterKey returns the data dir's signing key for the NATS role role
-// on a cluster of one's own, making it when absent, and its file name:
-// serve's credentials sign with keys/serve.key (role serve), a writer's
-// with keys/writer.key, a worker's with keys/worker.key. It returns a nil
-// key for the roles that append nothing.
+// clusterKey returns the data dir's signing key for a NATS role on a
+// cluster of one's own, and its file name (datadir.Dir.ClusterKey).
 func (d dataDir) clusterKey(role natslog.Role) (*attestation.Key, string, error) {
-	var name string
-	var ar attestation.Role
-	switch role {
-	case natslog.RoleServe:
-		name, ar = "serve.key", attestation.RoleServe
-	case natslog.RoleWriter:
-		name, ar = "writer.key", attestation.RoleWriter
-	case natslog.RoleWorker:
-		name, ar = "worker.key", attestation.RoleWorker
-	default:
-		return nil, "", nil
-	}
-	k, err := d.principalKey(name, ar)
-	return k, name, err
+	return d.dir().ClusterKey(role)
 }
 
-// notRegisteredError says that k, the data dir's key in file name, is
-// not registered on the cluster's log, and how the admin registers it.
-func notRegisteredError(d dataDir, name string, k *attestation.Key, why string) error {
-	return fmt.Errorf("signing keys: the %s key %s (%s, %s) %s: where the cluster's admin key is, run\n"+
-		"  logbook keys register --data ADMIN_DIR --nats-url URL --creds admin.json --role %s --principal '%s' %s\n"+
-		"(`logbook keys show --data %s` prints it)", k.Role, k.ID, k.Principal, d.keyPath(name), why, k.Role, k.Principal, k.PublicText(), d)
-}
-
-// joinSigning makes l, the log on a cluster of one's own read with the
-// pinned admin key, sign what it appends with k (the data dir's key
-// file name): k must be registered, and not revoked, by key events on
-// the log signed by the pinned admin key. Which keys are registered is
-// the log's to say, never the data dir's: every host learns them by
-// reading. When the data dir holds the admin key itself
-// (keys/admin.key, the pin's), it registers k, beginning signing first
-// when the log has not; otherwise an unregistered key is an error
-// naming the command that registers it.
+// joinSigning makes l sign with k once the log has it registered
+// (datadir.Dir.JoinSigning).
 func (d dataDir) joinSigning(ctx context.Context, l *natslog.Log, name string, k *attestation.Key) error {
-	info, ok, err := l.KeyState(ctx, k.ID)
-	if err != nil {
-		return err
-	}
-	if ok && info.Revoked != 0 {
-		return fmt.Errorf("signing keys: the %s key %s (%s, %s) was revoked at seq %d: remove the file to make a new key, and register that", k.Role, k.ID, k.Principal, d.keyPath(name), info.Revoked)
-	}
-	if ok && info.Role != k.Role {
-		return fmt.Errorf("signing keys: the key %s (%s) is registered on the log with role %s, not %s", k.ID, d.keyPath(name), info.Role, k.Role)
-	}
-	if !ok {
-		admin, err := d.ownAdminKey()
-		if err != nil {
-			return err
-		}
-		if admin == nil {
-			why := "is not registered on the log"
-			if l.Verifier().SigningFrom() == 0 {
-				why = "is not registered on the log, which has not begun signing"
-			}
-			return notRegisteredError(d, name, k, why)
-		}
-		if err := registerOnCluster(ctx, l, admin, k.Public(), k.Principal, k.Role); err != nil {
-			return err
-		}
-	}
-	l.SetSigner(k)
-	return nil
+	return d.dir().JoinSigning(ctx, l, name, k)
 }
 
-// ownAdminKey returns the data dir's admin key when it holds one (the
-// pin's), or nil when it holds only the pin.
-func (d dataDir) ownAdminKey() (*attestation.Key, error) {
-	k, err := attestation.ReadKey(d.keyPath("admin.key"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("signing keys: %w", err)
-	}
-	pin, err := attestation.ReadPin(d.keyPath("admin.pub"))
-	if err != nil {
-		return nil, fmt.Errorf("signing keys: %w", err)
-	}
-	if !k.Public().Equal(pin) {
-		return nil, fmt.Errorf("signing keys: %s is not the key pinned in %s", d.keyPath("admin.key"), d.keyPath("admin.pub"))
-	}
-	return k, nil
-}
+// ownAdminKey returns the data dir's admin key when it holds one, else
+// nil (datadir.Dir.OwnAdminKey).
+func (d dataDir) ownAdminKey() (*attestation.Key, error) { return d.dir().OwnAdminKey() }
 
-// registerOnCluster appends, signed by admin, signing.began when the log
-// has none, then key.registered for pub (a key registered before
-// signing began would bind nothing). A key registered already is left
-// as it is.
+// registerOnCluster registers pub on a cluster's log with admin,
+// beginning signing first (datadir.RegisterOnCluster).
 func registerOnCluster(ctx context.Context, l *natslog.Log, admin *attestation.Key, pub ed25519.PublicKey, principal string, role attestation.Role) error {
-	now := time.Now()
-	if _, err := l.BeginSigning(ctx, admin, hostName(), now); err != nil {
-		return fmt.Errorf("begin signing: %w", err)
-	}
-	if _, err := l.RegisterPublic(ctx, admin, pub, principal, role, hostName(), now); err != nil {
-		return fmt.Errorf("register key %s (%s): %w", attestation.KeyID(pub), principal, err)
-	}
-	return nil
+	return datadir.RegisterOnCluster(ctx, l, admin, pub, principal, role)
 }
 
-// revokeOldServeKeys revokes, with the data dir's admin key, every key
-// the data dir's log registered for an earlier start of serve (role
-// serve, principal serve@…) that is still live, now that serve signs
-// with k: a key held only in the memory of a serve that has stopped
-// signs nothing more, and one that leaked from it must not either.
-// What those keys signed before stays attested. keys/local.key, whose
-// principal is the user's, is left alone.
+// revokeOldServeKeys revokes the keys of earlier starts of serve
+// (datadir.Dir.RevokeOldServeKeys).
 func (d dataDir) revokeOldServeKeys(ctx context.Context, l *natslog.Log, k *attestation.Key) error {
-	keys, err := l.Keys(ctx)
-	if err != nil {
-		return err
-	}
-	var admin *attestation.Key
-	for _, old := range keys {
-		if old.ID == k.ID || old.Role != attestation.RoleServe || old.Revoked != 0 || !strings.HasPrefix(old.Principal, "serve@") {
-			continue
-		}
-		if admin == nil {
-			if admin, err = d.adminKey(); err != nil {
-				return err
-			}
-		}
-		err := l.RevokeKey(ctx, admin, old.ID, "serve started with the key "+k.ID, hostName(), time.Now())
-		if err != nil && !errors.Is(err, events.ErrConflict) {
-			return fmt.Errorf("revoke the earlier serve key %s: %w", old.ID, err)
-		}
-	}
-	return nil
+	return d.dir().RevokeOldServeKeys(ctx, l, k)
 }

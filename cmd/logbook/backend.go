@@ -14,6 +14,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
@@ -116,7 +117,7 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	if !b.remote {
 		role := g.cmdName
 		if g.reads {
-			role += readerMark
+			role += datadir.ReaderMark
 		}
 		var lock *os.File
 		if g.follows {
@@ -128,7 +129,7 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 				fmt.Fprintf(g.stderr, "%s: waiting for %s, which only reads the data dir, to give it up\n", g.cmdName, holder)
 			})
 		}
-		if errors.Is(err, errBusy) {
+		if errors.Is(err, datadir.ErrBusy) {
 			if strings.Contains(err.Error(), "logbook serve") {
 				return nil, fmt.Errorf("%w; `logbook serve` holds it but does not answer (%s)", err, dd.path("serve.json"))
 			}

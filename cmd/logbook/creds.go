@@ -7,132 +7,31 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
-	"github.com/logbook-dev/logbook/adapters/attestation"
-	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
-	"github.com/logbook-dev/logbook/adapters/jsonfault"
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/worker"
 )
 
-// A credentials file (creds.json and creds-<role>.json in the data dir,
-// and what `creds issue` writes) is one JSON object:
-//
-//	{"user": "reader", "password": "…", "role": "reader", "url": "nats://127.0.0.1:4222"}
-//
-// role is reader, follower, worker, writer, serve or admin (absent:
-// writer, as creds.json was before roles); url is optional (where the issuing server listened).
-// Files are written 0600.
-type creds struct {
-	User     string `json:"user"`
-	Password string `json:"password"`
-	Role     string `json:"role,omitempty"`
-	URL      string `json:"url,omitempty"`
-	// Key, in what `creds issue --role writer|worker` writes, is a
-	// signing key of its own registered for the role, and Admin the
-	// issuing data dir's pinned admin key (standard base64): a process
-	// connecting with the file signs what it appends with Key and
-	// judges what it reads against Admin.
-	Key   *attestation.Key `json:"key,omitempty"`
-	Admin string           `json:"admin,omitempty"`
-}
+// creds is a credentials file's content (datadir.Creds).
+type creds = datadir.Creds
 
-// credsFile is the data dir's file of role's credentials.
-func (d dataDir) credsFile(role natslog.Role) string {
-	if role == natslog.RoleWriter {
-		return d.path("creds.json")
-	}
-	return d.path("creds-" + string(role) + ".json")
-}
+// readCreds loads and checks a credentials file (datadir.ReadCreds).
+func readCreds(path string) (creds, error) { return datadir.ReadCreds(path) }
 
-// maxCredsBytes is the most a credentials file may hold: one is about
-// 150 bytes.
-const maxCredsBytes = 64 << 10
+// writeCreds writes a credentials file, 0600 (datadir.WriteCreds).
+func writeCreds(path string, c creds) error { return datadir.WriteCreds(path, c) }
 
-// readCreds loads a credentials file and checks it has a user, a
-// password and a known role. It opens only a regular file (never
-// blocking on a FIFO nor reading a device) and reads at most
-// maxCredsBytes. Its errors name path and the cause: no such file
-// (wrapping fs.ErrNotExist), not a regular file (wrapping
-// claude.ErrNotRegular), larger than maxCredsBytes (wrapping
-// claude.ErrFileTooLarge), not readable, not JSON or a
-// member of the wrong type (with the line and column), a user or
-// password missing.
-func readCreds(path string) (creds, error) {
-	var c creds
-	b, err := claude.ReadRegular(path, maxCredsBytes)
-	if errors.Is(err, claude.ErrNotRegular) || errors.Is(err, claude.ErrFileTooLarge) {
-		return c, fmt.Errorf("credentials %w", err) // err starts with path
-	}
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			return c, fmt.Errorf("credentials %s: %w", path, err)
-		}
-		return c, fmt.Errorf("credentials %s: cannot read it: %w", path, err)
-	}
-	if err := json.Unmarshal(b, &c); err != nil {
-		return c, fmt.Errorf("credentials %s: %w", path, jsonfault.Fault(b, err, "the credentials"))
-	}
-	if c.User == "" || c.Password == "" {
-		return c, fmt.Errorf("credentials %s: no \"user\" or no \"password\": want {\"user\", \"password\", \"role\"}", path)
-	}
-	if c.Role == "" {
-		c.Role = string(natslog.RoleWriter)
-	}
-	if _, err := natslog.ParseRole(c.Role); err != nil {
-		return c, fmt.Errorf("credentials %s: %w", path, err)
-	}
-	return c, nil
-}
-
-func writeCreds(path string, c creds) error {
-	b, _ := json.MarshalIndent(c, "", "  ")
-	return writeFileAtomic(path, append(b, '\n'), 0o600)
-}
-
-// roleCredentials loads the data dir's credentials of role (reader,
-// follower, worker or writer), creating them (0600, a fresh random
-// password) if absent. The data dir never holds admin or serve
-// credentials: serve's password lives only in the serve process, so that
-// nothing the data dir holds can answer a request made to serve.
+// roleCredentials loads the data dir's credentials of role, creating
+// them if absent (datadir.Dir.RoleCredentials).
 func (d dataDir) roleCredentials(role natslog.Role) (creds, error) {
-	switch role {
-	case natslog.RoleAdmin:
-		return creds{}, errors.New("credentials: the data dir holds no admin credentials (see `logbook creds issue --role admin`)")
-	case natslog.RoleServe:
-		return creds{}, errors.New("credentials: the data dir holds no serve credentials: serve's own password lives only in the serve process (for a cluster of your own, `logbook creds cluster` writes serve.json)")
-	}
-	path := d.credsFile(role)
-	c, err := readCreds(path)
-	if err == nil {
-		if c.Role != string(role) {
-			return c, fmt.Errorf("credentials %s: role %s, want %s; remove it to generate new ones", path, c.Role, role)
-		}
-		return c, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return c, fmt.Errorf("%w; remove it to generate new ones", err)
-	}
-	if err := d.ensure(); err != nil {
-		return c, err
-	}
-	c = creds{User: string(role), Password: natslog.NewPassword(), Role: string(role)}
-	if err := writeCreds(path, c); err != nil {
-		return c, fmt.Errorf("credentials: %w", err)
-	}
-	return c, nil
+	return d.dir().RoleCredentials(role)
 }
 
 // credentials returns the writer's credentials (creds.json): what serve,
@@ -177,22 +76,6 @@ func followerAPI(verbs ...string) []string {
 	return s
 }
 
-// embeddedUsers returns the users of the data dir's embedded server:
-// serve first (the server's own connection, with a fresh random password
-// no file holds), writer, reader, follower and worker with the data
-// dir's credentials, and admin with admin's.
-func (d dataDir) embeddedUsers(admin creds) ([]natslog.User, error) {
-	us := []natslog.User{{Name: string(natslog.RoleServe), Password: natslog.NewPassword(), Role: natslog.RoleServe}}
-	for _, r := range []natslog.Role{natslog.RoleWriter, natslog.RoleReader, natslog.RoleFollower, natslog.RoleWorker} {
-		c, err := d.roleCredentials(r)
-		if err != nil {
-			return nil, err
-		}
-		us = append(us, natslog.User{Name: c.User, Password: c.Password, Role: r})
-	}
-	return append(us, natslog.User{Name: admin.User, Password: admin.Password, Role: natslog.RoleAdmin}), nil
-}
-
 // adminCredentials returns the admin credentials serve starts its
 // embedded server with: those in file (--admin-creds), or a user with a
 // fresh random password that only this process knows, used to create or
@@ -223,66 +106,6 @@ func (g *globals) credsOptions() ([]nats.Option, string, error) {
 		return nil, "", fmt.Errorf("--creds: %w", err)
 	}
 	return []nats.Option{nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(c.Role))}, c.URL, nil
-}
-
-// inside reports whether path is dir or lies under it.
-func inside(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-// writesInto reports whether writing file (relative to the working
-// directory or absolute) puts it, or the temporary file written beside
-// it, under dir. It compares where the file's directory really is:
-// symlinks and ".." in it and in dir are resolved as the kernel would
-// resolve them (the file itself need not exist), and the directory and
-// each of its parents are compared with dir by identity (device and
-// inode), so a second path to dir (a bind mount) is caught too.
-func writesInto(file, dir string) bool {
-	if !filepath.IsAbs(file) {
-		wd, err := os.Getwd()
-		if err != nil {
-			return true // cannot tell where file lands: refuse
-		}
-		file = wd + string(filepath.Separator) + file
-	}
-	// The directory is everything before the last separator, taken
-	// before any cleaning: "link/.." is link's target's parent, not ".".
-	parent := file[:strings.LastIndexByte(file, filepath.Separator)+1]
-	at, root := physicalPath(parent), physicalPath(dir)
-	if inside(at, root) {
-		return true
-	}
-	rst, err := os.Stat(root)
-	if err != nil {
-		return false
-	}
-	for d := at; ; d = filepath.Dir(d) {
-		if st, err := os.Stat(d); err == nil && os.SameFile(st, rst) {
-			return true
-		}
-		if d == filepath.Dir(d) {
-			return false
-		}
-	}
-}
-
-// physicalPath returns the absolute path p names with every symlink and
-// ".." resolved, as far as p exists; the part of p that does not exist
-// (where no symlink can be) is joined on lexically.
-func physicalPath(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		if abs, err := filepath.Abs(r); err == nil {
-			return abs
-		}
-	}
-	trimmed := strings.TrimRight(p, string(filepath.Separator))
-	i := strings.LastIndexByte(trimmed, filepath.Separator)
-	if i < 0 {
-		abs, _ := filepath.Abs(p)
-		return abs
-	}
-	return filepath.Join(physicalPath(trimmed[:i+1]), trimmed[i+1:])
 }
 
 // checkOut refuses creds issue's --out path when it exists and is not a
@@ -355,7 +178,7 @@ are never issued: the embedded server's live only in the serve process.`,
 			if r == natslog.RoleServe {
 				return usageErrorf("--role serve: serve's credentials are never issued; the embedded server's live only in the serve process (for a cluster of your own, `logbook creds cluster` writes serve.json)")
 			}
-			if r == natslog.RoleAdmin && out != "" && writesInto(out, string(dd)) {
+			if r == natslog.RoleAdmin && out != "" && datadir.WritesInto(out, string(dd)) {
 				return fmt.Errorf("--out %s: admin credentials stay out of the data dir %s", out, dd)
 			}
 			if out != "" {
@@ -412,7 +235,7 @@ are never issued: the embedded server's live only in the serve process.`,
 // server's own connection is serve's. healed is told of each restart of
 // JetStream that clears a store write error (natslog.EmbeddedConfig).
 func startRoles(ctx context.Context, dd dataDir, mode natslog.Fsync, listen string, admin creds, cfg natslog.Config, healed func(writeError string, err error)) (*natslog.Server, error) {
-	users, err := dd.embeddedUsers(admin)
+	users, err := dd.dir().EmbeddedUsers(admin)
 	if err != nil {
 		return nil, err
 	}

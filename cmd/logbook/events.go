@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -167,7 +168,7 @@ func followStretch(ctx context.Context, g *globals, b *backend, next *uint64) er
 	} else {
 		go func() {
 			defer close(watched)
-			t := time.NewTicker(handoverPoll)
+			t := time.NewTicker(datadir.HandoverPoll)
 			defer t.Stop()
 			for {
 				select {
@@ -242,7 +243,7 @@ func openFollower(ctx context.Context, g *globals, moved bool) (*backend, error)
 					fmt.Fprintf(g.stderr, "%s: following through %s\n", g.cmdName, how)
 				}
 				return b, nil
-			case !errors.Is(err, errBusy):
+			case !errors.Is(err, datadir.ErrBusy):
 				return nil, err
 			case !said:
 				msg := err.Error()
@@ -256,7 +257,7 @@ func openFollower(ctx context.Context, g *globals, moved bool) (*backend, error)
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(4 * handoverPoll):
+		case <-time.After(4 * datadir.HandoverPoll):
 		}
 	}
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -326,82 +324,40 @@ func checkWorkspace(ws string) error {
 }
 
 // keyID returns the command id exec derives from a session and an
-// idempotency key: "key-" and the first 32 hex digits of the SHA-256 of
-// the session id, a NUL byte and the key. The same pair always names the
-// same command, so a retried request is stored once and run once.
-func keyID(session, key string) string {
-	sum := sha256.Sum256([]byte(session + "\x00" + key))
-	return "key-" + hex.EncodeToString(sum[:16])
-}
+// idempotency key (worker.KeyID).
+func keyID(session, key string) string { return worker.KeyID(session, key) }
 
-// waitExec prints command f.id's output for up to f.wait and returns its
-// exit as exec's; when the wait expires first the command is marked as
-// in the background and exec returns nil.
+// waitExec prints command f.id's output for up to f.wait (worker.Client.Wait)
+// and returns its exit as exec's; when the wait expires first the command
+// is marked as in the background and exec returns nil.
 func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *outputPrinter, f execFlags) error {
-	var st command.State
-	var err error
-	if f.wait > 0 {
-		wctx, cancel := context.WithTimeout(ctx, f.wait)
-		st, err = cl.Watch(wctx, f.id, worker.WatchOptions{Follow: true}, p.print)
-		cancel()
-	} else {
-		// No wait: what is stored now, then the background.
-		st, err = cl.Watch(ctx, f.id, worker.WatchOptions{}, p.print)
-		if err == nil && !st.Ended() {
-			err = context.DeadlineExceeded
-		}
-	}
-	if ctx.Err() != nil {
-		// Interrupted: the command goes on, as when the wait expires.
-		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if berr := cl.Background(bctx, f.id, f.wait); berr == nil {
+	r, err := cl.Wait(ctx, f.id, f.wait, p.print)
+	if r.Interrupted {
+		if r.Background {
 			fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.id)
 		}
-		return ctx.Err()
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		// Marking it takes one append; during a leader election on a
-		// cluster that can wait long, and exec does not outlive its
-		// wait by more than backgroundGrace for it: the command goes on
-		// either way.
-		bctx, cancel := context.WithTimeout(ctx, backgroundGrace)
-		berr := cl.Background(bctx, f.id, f.wait)
-		cancel()
-		if errors.Is(berr, events.ErrRejected) && !errors.As(berr, new(*worker.EndedError)) {
-			berr = nil // backgrounded already: a retry of a backgrounded run
-		}
-		if !errors.As(berr, new(*worker.EndedError)) {
-			if berr != nil && ctx.Err() == nil && bctx.Err() != nil {
-				fmt.Fprintf(g.stderr, "logbook: command %s not marked as in the background: %v\n", f.id, berr)
-				berr = nil
-			}
-			if berr != nil {
-				return fmt.Errorf("exec: %w", berr)
-			}
-			if g.json {
-				return writeJSONLine(g.stdout, p.result(f.id, st, true))
-			}
-			fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background after %s\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.wait, f.id)
-			return nil
-		}
-		// It ended just now: read the rest.
-		st, err = cl.Watch(ctx, f.id, worker.WatchOptions{Follow: true, After: p.pos}, p.print)
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("exec: %w", err)
 	}
+	if r.Background {
+		if r.MarkErr != nil {
+			fmt.Fprintf(g.stderr, "logbook: command %s not marked as in the background: %v\n", f.id, r.MarkErr)
+		}
+		if g.json {
+			return writeJSONLine(g.stdout, p.result(f.id, r.State, true))
+		}
+		fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background after %s\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.wait, f.id)
+		return nil
+	}
 	if g.json {
-		if err := writeJSONLine(g.stdout, p.result(f.id, st, false)); err != nil {
+		if err := writeJSONLine(g.stdout, p.result(f.id, r.State, false)); err != nil {
 			return err
 		}
 	}
-	return exitOf(st)
+	return exitOf(r.State)
 }
-
-// backgroundGrace bounds how long exec, its wait expired, spends marking
-// the command as in the background.
-const backgroundGrace = 5 * time.Second
 
 // workerGrace is how long exec waits for a live worker (one starting
 // with the server, say) before it gives up. On a cluster (--nats-url) it
@@ -409,27 +365,19 @@ const backgroundGrace = 5 * time.Second
 // a leader the workers cannot beat, and their entries lapse.
 const workerGrace = 5 * time.Second
 
-// awaitWorker returns once some worker is alive, or fails after grace: a
-// request nobody takes would only be waited on.
+// awaitWorker returns once some worker is alive, or fails after grace
+// (worker.Client.AwaitWorker), saying how to start one.
 func awaitWorker(ctx context.Context, cl *worker.Client, grace time.Duration) error {
-	deadline := time.Now().Add(grace)
-	for {
-		ws, err := cl.Workers(ctx)
-		if err != nil {
-			return fmt.Errorf("exec: %w", err)
-		}
-		if len(ws) > 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("exec: no live worker for %v: run `logbook serve` (--workers 2 by default) or `logbook worker`", grace)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	err := cl.AwaitWorker(ctx, grace)
+	switch {
+	case errors.Is(err, worker.ErrNoWorker):
+		return fmt.Errorf("exec: no live worker for %v: run `logbook serve` (--workers 2 by default) or `logbook worker`", grace)
+	case err != nil && err == ctx.Err(): // ended while it waited, as it was
+		return err
+	case err != nil:
+		return fmt.Errorf("exec: %w", err)
 	}
+	return nil
 }
 
 // commandEnv builds the command's environment from exec's flags and

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/adapters/datadir"
 )
 
 // followProcs runs the logbook binary on one data dir as separate
@@ -279,7 +281,7 @@ func TestLockOver_WriterHolderRefused(t *testing.T) {
 		t.Errorf("lock held by a writer: %v", err)
 	}
 	held.Close()
-	held, err = d.lock("logbook sessions" + readerMark)
+	held, err = d.lock("logbook sessions" + datadir.ReaderMark)
 	if err != nil {
 		t.Fatal(err)
 	}

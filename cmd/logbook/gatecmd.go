@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,16 +10,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
-	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/adapters/gate/hookgate"
 	"github.com/logbook-dev/logbook/adapters/ingest"
-	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
@@ -150,7 +147,7 @@ func sweepReviews(ctx context.Context, gs *gate.Service, stderr io.Writer) {
 
 // hookGateMargin is how much longer than its budget the hook waits for
 // the server's answer (which decides timed_out at the budget).
-const hookGateMargin = 5 * time.Second
+const hookGateMargin = hookgate.Margin
 
 // hookClaudeGate records one hook payload like hookClaude, asks the
 // server's gate for a verdict and prints it in Claude Code's contract. It
@@ -208,157 +205,37 @@ func hookClaudeGate(ctx context.Context, g *globals, budget time.Duration) (err 
 	return nil
 }
 
-// gateAsk sends the payload to the server's gate, which records it and
-// decides. With payloads waiting in the spool it must not overtake them:
-// it spools its own behind them and waits (within the budget) for the
-// server to deliver them before it asks. A payload the server did not
-// take is left in the spool, as hook claude leaves it.
+// gateAsk sends the payload to the server's gate (hookgate.Asker.Ask)
+// with g's data dir, credentials and server: the spool the payload is
+// kept in when the server does not take it, and the reason a deny gives.
 func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Duration) (gate.Verdict, error) {
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
 		return gate.Verdict{}, err
 	}
-	if len(payload) > maxHookPayload {
-		return gate.Verdict{}, fmt.Errorf("payload over %d MiB refused", maxHookPayload>>20)
-	}
-	prepared, err := claude.PrepareHook(payload)
-	if err != nil {
-		return gate.Verdict{}, fmt.Errorf("unusable hook payload: %w", err)
-	}
-	// A payload over claude.MaxHookSend is recorded cut: its whole tool
-	// input goes beside it for the gate to judge, or, over
-	// gate.MaxJudgedInput, the call is denied here, unjudged.
-	input, err := gate.HookInput(payload)
-	tooLarge, _ := errors.AsType[*gate.TooLargeError](err)
-	if err != nil && tooLarge == nil {
-		return gate.Verdict{}, fmt.Errorf("unusable hook payload: %w", err)
-	}
-	sum := gate.InputDigest([]byte(input)) // "": the payload is whole
-	if tooLarge != nil {
-		sum = tooLarge.Digest
-	}
-	sp, err := claude.Open(dd.path("spool"))
-	if err != nil {
-		return gate.Verdict{}, err
-	}
-	host, _ := os.Hostname()
-	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
-	id := ulid.Make().String()
-	spooled := false
-	// failKept keeps the payload in the spool with the verdict the hook
-	// answers for it on its own (gate.FailClosed with err's words), the
-	// verdict first so a server draining the spool never takes the
-	// payload without it; it records both when it delivers the payload.
-	// A payload spooled before (behind waiting ones) gets its verdict
-	// after: recorded if the server has not delivered it yet. The
-	// verdict of a cut payload names the whole input's digest.
-	failKept := func(err error) (gate.Verdict, error) {
-		why := redactMessage(hookRedactor(g), err.Error())
-		lv := gate.LocalVerdict(why, time.Now(), budget)
-		lv.ArgsDigest = sum
-		if perr := sp.PutVerdict(id, lv); perr != nil {
-			fmt.Fprintf(g.stderr, "logbook hook: verdict not kept: %v\n", perr)
-		}
-		if !spooled {
-			if perr := sp.PutAs(id, prepared, agent); perr != nil {
-				fmt.Fprintf(g.stderr, "logbook hook: not kept: %v\n", perr)
+	a := &hookgate.Asker{
+		SpoolDir:   dd.path("spool"),
+		MaxPayload: maxHookPayload,
+		Budget:     budget,
+		Server: func() (hookgate.Server, error) {
+			if _, _, err := g.credsOptions(); err != nil {
+				return hookgate.Server{}, fmt.Errorf("%w, so no verdict can be made; the call is kept in the spool", err)
 			}
-		}
-		return gate.Verdict{}, err
-	}
-	if tooLarge != nil {
-		// Not asked: the server would judge what it cannot read whole.
-		return failKept(tooLarge)
-	}
-	ctx, cancel := context.WithTimeout(ctx, budget+hookGateMargin)
-	defer cancel()
-	if _, _, err := g.credsOptions(); err != nil {
-		return failKept(fmt.Errorf("%w, so no verdict can be made; the call is kept in the spool", err))
-	}
-	url, opts, ok := g.serverURL(dd)
-	if !ok {
-		return failKept(fmt.Errorf("no Logbook server is running (no %s), so no verdict can be made; the call is kept in the spool", dd.path("serve.json")))
-	}
-	// Credentials that may not ask the gate (a reader's) are refused by
-	// the server at once: the refusal ends the wait, naming the role.
-	d, handle := api.Watch(g.connRole(dd))
-	nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(0), nats.NoReconnect(), nats.ErrorHandler(handle))...)
-	if err != nil {
-		return failKept(errors.New(gateFault(err, budget)))
-	}
-	d.Register(nc)
-	defer api.Forget(nc)
-	defer nc.Close()
-	prefix := api.AnyPrefix
-	if si, ok := dd.readServeInfo(); ok && si.API != "" {
-		prefix = si.API
-	}
-	req := gate.HookGateRequest{ID: id, Text: string(prepared), Input: input, Process: agent, BudgetMS: budget.Milliseconds()}
-	if input != "" {
-		// One NATS message carries the request: the whole input, its JSON
-		// text escaped, beside the cut payload must fit it.
-		if b, err := hooksock.Marshal(req); err == nil && int64(len(b)) > nc.MaxPayload() {
-			return failKept(fmt.Errorf("the tool input is too large to judge (%d bytes; with the payload, a request of %d bytes, over the server's maximum payload of %d)", len(input), len(b), nc.MaxPayload()))
-		}
-	}
-	if waiting, err := sp.HasPending(); err != nil || waiting {
-		if err := sp.PutAs(id, prepared, agent); err != nil {
-			fmt.Fprintf(g.stderr, "logbook hook: not kept: %v\n", err)
-		}
-		spooled = true
-		mine := filepath.Join(sp.Dir(), id+".json")
-		for {
-			if _, err := os.Stat(mine); errors.Is(err, os.ErrNotExist) {
-				break
+			url, opts, ok := g.serverURL(dd)
+			if !ok {
+				return hookgate.Server{}, fmt.Errorf("no Logbook server is running (no %s), so no verdict can be made; the call is kept in the spool", dd.path("serve.json"))
 			}
-			select {
-			case <-ctx.Done():
-				return failKept(fmt.Errorf("the server did not take the spooled hooks before this one within the budget of %s", budget))
-			case <-time.After(20 * time.Millisecond):
+			srv := hookgate.Server{URL: url, Opts: opts, Role: g.connRole(dd)}
+			if si, ok := dd.readServeInfo(); ok {
+				srv.Prefix = si.API
 			}
-		}
+			return srv, nil
+		},
+		Redact:  func(msg string) string { return redactMessage(hookRedactor(g), msg) },
+		Warnf:   func(format string, args ...any) { fmt.Fprintf(g.stderr, "logbook hook: "+format+"\n", args...) },
+		Message: userMessage,
 	}
-	var v gate.Verdict
-	if err := api.Call(ctx, nc, prefix, gate.VerbGate, req, &v); err != nil {
-		if !api.IsInputError(err) {
-			return failKept(errors.New(gateFault(err, budget)))
-		}
-		return gate.Verdict{}, errors.New(gateFault(err, budget))
-	}
-	return v, nil
-}
-
-// gateFault says why the server gave a gated hook no verdict, in words
-// the agent and the user read (never the NATS client's own): err is what
-// connecting or asking the server's gate failed with.
-func gateFault(err error, budget time.Duration) string {
-	const kept = "; the call is kept in the spool"
-	var de *api.DeniedError
-	if errors.As(err, &de) {
-		// The role the server refused, and the credentials to use.
-		return "the gate gave no verdict: " + de.Doing("ask the gate for a verdict").Error() + kept
-	}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-		return fmt.Sprintf("the gate gave no verdict: none came within the budget of %s", budget)
-	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionDraining):
-		return "the gate gave no verdict: the Logbook server went away (it stopped or restarted) before it decided" + kept
-	case errors.Is(err, nats.ErrNoServers), errors.Is(err, nats.ErrNoResponders):
-		return "the gate gave no verdict: the Logbook server named in the data dir's serve.json does not answer (it is not running)" + kept
-	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):
-		return "the gate gave no verdict: the Logbook server refused the hook's credentials (the data dir's creds.json, or --creds)" + kept
-	case errors.Is(err, nats.ErrPermissionViolation):
-		return "the gate gave no verdict: the hook's credentials may not ask the gate" + kept
-	}
-	var re *api.RemoteError
-	if errors.As(err, &re) {
-		return "the gate gave no verdict: " + re.Error()
-	}
-	msg := userMessage(err)
-	if strings.Contains(msg, "nats: ") || strings.Contains(msg, "natslog: ") {
-		return "the gate gave no verdict: the hook could not reach the Logbook server" + kept
-	}
-	return "the gate gave no verdict: " + msg
+	return a.Ask(ctx, payload)
 }
 
 func reviewCmd(g *globals) *cobra.Command {
@@ -604,22 +481,7 @@ func resolveReview(ctx context.Context, b *backend, call api.Caller, sess, id st
 	if err := call(ctx, gate.VerbReviews, gate.ReviewsRequest{}, &open); err != nil {
 		return "", "", err
 	}
-	var exact, begins []gate.PendingRow
-	for _, r := range open.Reviews {
-		if sess != "" && r.Session != sess {
-			continue
-		}
-		switch {
-		case r.ID == id:
-			exact = append(exact, r)
-		case strings.HasPrefix(r.ID, id):
-			begins = append(begins, r)
-		}
-	}
-	cands := begins
-	if len(exact) > 0 {
-		cands = exact
-	}
+	cands, exact := gate.MatchReviews(open.Reviews, sess, id)
 	switch len(cands) {
 	case 0:
 		return sess, id, nil
@@ -627,7 +489,7 @@ func resolveReview(ctx context.Context, b *backend, call api.Caller, sess, id st
 		return cands[0].Session, cands[0].ID, nil
 	}
 	var msg strings.Builder
-	if len(exact) > 0 {
+	if exact {
 		fmt.Fprintf(&msg, "review %s is open in %d sessions:", id, len(cands))
 	} else {
 		fmt.Fprintf(&msg, "review id prefix %q is ambiguous: %d open reviews begin with it:", id, len(cands))
@@ -639,7 +501,7 @@ func resolveReview(ctx context.Context, b *backend, call api.Caller, sess, id st
 	if len(cands) > show {
 		fmt.Fprintf(&msg, "\n  … and %d more", len(cands)-show)
 	}
-	if len(exact) > 0 {
+	if exact {
 		msg.WriteString("\nname one with --session")
 	} else {
 		msg.WriteString("\ngive more of the id")

@@ -12,6 +12,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
@@ -208,7 +209,7 @@ func openVerify(ctx context.Context, g *globals) (*backend, error) {
 		}
 	}
 	if !b.remote {
-		lock, err := dd.lock("logbook verify" + readerMark)
+		lock, err := dd.lock("logbook verify" + datadir.ReaderMark)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,143 @@
+package datadir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
+	"github.com/logbook-dev/logbook/adapters/jsonfault"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+)
+
+// Creds is what a credentials file holds (creds.json and
+// creds-<role>.json in the data dir, and what `creds issue` writes): one
+// JSON object,
+//
+//	{"user": "reader", "password": "…", "role": "reader", "url": "nats://127.0.0.1:4222"}
+//
+// role is reader, follower, worker, writer, serve or admin (absent:
+// writer, as creds.json was before roles); url is optional (where the issuing server listened).
+// Files are written 0600. ReadCreds reads one, WriteCreds writes one.
+type Creds struct {
+	User     string `json:"user"`
+	Password string `json:"password"`
+	Role     string `json:"role,omitempty"`
+	URL      string `json:"url,omitempty"`
+	// Key, in what `creds issue --role writer|worker` writes, is a
+	// signing key of its own registered for the role, and Admin the
+	// issuing data dir's pinned admin key (standard base64): a process
+	// connecting with the file signs what it appends with Key and
+	// judges what it reads against Admin.
+	Key   *attestation.Key `json:"key,omitempty"`
+	Admin string           `json:"admin,omitempty"`
+}
+
+// CredsFile is the data dir's file of role's credentials.
+func (d Dir) CredsFile(role natslog.Role) string {
+	if role == natslog.RoleWriter {
+		return d.Path("creds.json")
+	}
+	return d.Path("creds-" + string(role) + ".json")
+}
+
+// MaxCredsBytes is the most a credentials file may hold: one is about
+// 150 bytes.
+const MaxCredsBytes = 64 << 10
+
+// ReadCreds loads a credentials file and checks it has a user, a
+// password and a known role. It opens only a regular file (never
+// blocking on a FIFO nor reading a device) and reads at most
+// MaxCredsBytes. Its errors name path and the cause: no such file
+// (wrapping fs.ErrNotExist), not a regular file (wrapping
+// hookspool.ErrNotRegular), larger than MaxCredsBytes (wrapping
+// hookspool.ErrFileTooLarge), not readable, not JSON or a
+// member of the wrong type (with the line and column), a user or
+// password missing.
+func ReadCreds(path string) (Creds, error) {
+	var c Creds
+	b, err := hookspool.ReadRegular(path, MaxCredsBytes)
+	if errors.Is(err, hookspool.ErrNotRegular) || errors.Is(err, hookspool.ErrFileTooLarge) {
+		return c, fmt.Errorf("credentials %w", err) // err starts with path
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return c, fmt.Errorf("credentials %s: %w", path, err)
+		}
+		return c, fmt.Errorf("credentials %s: cannot read it: %w", path, err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("credentials %s: %w", path, jsonfault.Fault(b, err, "the credentials"))
+	}
+	if c.User == "" || c.Password == "" {
+		return c, fmt.Errorf("credentials %s: no \"user\" or no \"password\": want {\"user\", \"password\", \"role\"}", path)
+	}
+	if c.Role == "" {
+		c.Role = string(natslog.RoleWriter)
+	}
+	if _, err := natslog.ParseRole(c.Role); err != nil {
+		return c, fmt.Errorf("credentials %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// WriteCreds writes c to path (0600), whole (WriteFileAtomic).
+func WriteCreds(path string, c Creds) error {
+	b, _ := json.MarshalIndent(c, "", "  ")
+	return WriteFileAtomic(path, append(b, '\n'), 0o600)
+}
+
+// RoleCredentials loads the data dir's credentials of role (reader,
+// follower, worker or writer), creating them (0600, a fresh random
+// password) if absent. The data dir never holds admin or serve
+// credentials: serve's password lives only in the serve process, so that
+// nothing the data dir holds can answer a request made to serve.
+func (d Dir) RoleCredentials(role natslog.Role) (Creds, error) {
+	switch role {
+	case natslog.RoleAdmin:
+		return Creds{}, errors.New("credentials: the data dir holds no admin credentials (see `logbook creds issue --role admin`)")
+	case natslog.RoleServe:
+		return Creds{}, errors.New("credentials: the data dir holds no serve credentials: serve's own password lives only in the serve process (for a cluster of your own, `logbook creds cluster` writes serve.json)")
+	}
+	path := d.CredsFile(role)
+	c, err := ReadCreds(path)
+	if err == nil {
+		if c.Role != string(role) {
+			return c, fmt.Errorf("credentials %s: role %s, want %s; remove it to generate new ones", path, c.Role, role)
+		}
+		return c, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return c, fmt.Errorf("%w; remove it to generate new ones", err)
+	}
+	if err := d.Ensure(); err != nil {
+		return c, err
+	}
+	c = Creds{User: string(role), Password: natslog.NewPassword(), Role: string(role)}
+	if err := WriteCreds(path, c); err != nil {
+		return c, fmt.Errorf("credentials: %w", err)
+	}
+	return c, nil
+}
+
+// EmbeddedUsers returns the users of the data dir's embedded server:
+// serve first (the server's own connection, with a fresh random password
+// no file holds), writer, reader, follower and worker with the data
+// dir's credentials, and admin with admin's.
+func (d Dir) EmbeddedUsers(admin Creds) ([]natslog.User, error) {
+	us := []natslog.User{{Name: string(natslog.RoleServe), Password: natslog.NewPassword(), Role: natslog.RoleServe}}
+	for _, r := range []natslog.Role{natslog.RoleWriter, natslog.RoleReader, natslog.RoleFollower, natslog.RoleWorker} {
+		c, err := d.RoleCredentials(r)
+		if err != nil {
+			return nil, err
+		}
+		us = append(us, natslog.User{Name: c.User, Password: c.Password, Role: r})
+	}
+	return append(us, natslog.User{Name: admin.User, Password: admin.Password, Role: natslog.RoleAdmin}), nil
+}
