@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,6 +100,18 @@ func TestVerifyCLINamesTheFlippedSequence(t *testing.T) {
 	stop()
 	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("serve: %v\n%s", err, logs.String())
+	}
+	// Stored hashes cut short (a serve behind, or a damaged file cut to
+	// its whole leaves): verify says which sequences they cover.
+	hashes, _ := filepath.Glob(dataDir(data).path(merkleDir, "*.hashes"))
+	if len(hashes) != 1 {
+		t.Fatalf("stored hashes files: %v", hashes)
+	}
+	if err := os.Truncate(hashes[0], 3*32); err != nil { // the tree of 2 leaves stores 3 hashes
+		t.Fatal(err)
+	}
+	if out, code := verifyCLI(t, data); code != 0 || !strings.Contains(out, "stored hashes: 2 leaves, seq 1..2; seq 3..") || !strings.Contains(out, "stored hashes of seq 1..2\n") {
+		t.Fatalf("verify with two stored leaves: exit %d:\n%s", code, out)
 	}
 	want := seqOf(t, data, "MARKER-two")
 	blk := dataDir(data).path("jetstream", "jetstream", "$G", "streams", natslog.StreamName, "msgs", "1.blk")

@@ -128,9 +128,18 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 	} else {
 		w := g.stdout
 		fmt.Fprintf(w, "log %s: seq 1..%d recomputed (last seq %d)\n", rep.Origin, rep.Size, rep.LastSeq)
-		if rep.Stored >= 0 {
-			fmt.Fprintf(w, "stored hashes: %d leaves\n", rep.Stored)
-		} else {
+		switch {
+		case rep.Stored >= rep.Size:
+			fmt.Fprintf(w, "stored hashes: %s\n", plural(int(rep.Stored), "leaf", "leaves"))
+		case rep.Stored >= 0:
+			// The stored hashes are serve's cache of the tree: a prefix
+			// is what a serve that has not caught up (or a damaged
+			// file cut to its whole leaves) leaves; the rest is
+			// recomputed from the log and checked against the
+			// checkpoints alone.
+			fmt.Fprintf(w, "stored hashes: %s, seq 1..%d; seq %d..%d not stored (checked against the checkpoints only; a running serve stores them)\n",
+				plural(int(rep.Stored), "leaf", "leaves"), rep.Stored, rep.Stored+1, rep.Size)
+		default:
 			fmt.Fprintf(w, "stored hashes: none for this stream in %s\n", b.dd.path(merkleDir))
 		}
 		witnessed := 0
@@ -166,7 +175,14 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		return &exitError{codeError, fmt.Errorf("verify: %w", incErr)}
 	}
 	if !g.json {
-		fmt.Fprintf(g.stdout, "ok: the stored log agrees with every trusted checkpoint and the stored hashes\n")
+		switch {
+		case rep.Stored < 0:
+			fmt.Fprintf(g.stdout, "ok: the stored log agrees with every trusted checkpoint\n")
+		case rep.Stored < rep.Size:
+			fmt.Fprintf(g.stdout, "ok: the stored log agrees with every trusted checkpoint and the stored hashes of seq 1..%d\n", rep.Stored)
+		default:
+			fmt.Fprintf(g.stdout, "ok: the stored log agrees with every trusted checkpoint and the stored hashes\n")
+		}
 	}
 	return nil
 }
