@@ -157,7 +157,8 @@ recorded (exit 1 when any do).
 
 // replayFlagsAlone refuses, as a usage error, a flag of replay the mode
 // asked for would ignore: --verify compares the whole live projection,
-// --rederive decides all of a session's observations.
+// --rederive decides all of a session's observations, --wait bounds only
+// --verify; and --seq 0, which names no sequence.
 func replayFlagsAlone(cmd *cobra.Command) error {
 	for _, m := range []struct {
 		mode   string
@@ -173,6 +174,16 @@ func replayFlagsAlone(cmd *cobra.Command) error {
 			if cmd.Flags().Changed(f) {
 				return usageErrorf("--%s goes without --%s", m.mode, f)
 			}
+		}
+	}
+	// --wait bounds only --verify's wait for the log.
+	if cmd.Flags().Changed("wait") && !cmd.Flags().Changed("verify") {
+		return usageErrorf("--wait goes with --verify")
+	}
+	// The end of the log is the default; an explicit 0 is no sequence.
+	if cmd.Flags().Changed("seq") {
+		if v, err := cmd.Flags().GetUint64("seq"); err == nil && v == 0 {
+			return usageErrorf("--seq 0: stream sequences begin at 1 (leave --seq out for the end of the log)")
 		}
 	}
 	return nil
