@@ -142,6 +142,11 @@ func (d Dir) TryLock(role string) (*os.File, error) {
 		if pe, ok := errors.AsType[*fs.PathError](err); ok {
 			cause = pe.Err
 		}
+		if errors.Is(cause, syscall.EROFS) {
+			// Every command writes here: its lock, the log's store as
+			// the embedded server opens it, the views as they catch up.
+			return nil, fmt.Errorf("data dir %s is on a read-only file system: commands write their lock, the log's store and the views there, even to read; copy it to a writable place (cp -a) and give that to --data", d)
+		}
 		return nil, fmt.Errorf("data dir %s: cannot create the lock file %s: %v; give --data a directory you can write", d, d.Path("lock"), cause)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {

@@ -456,3 +456,30 @@ func lastLineOf(s string) string {
 	ls := strings.Split(strings.TrimSpace(s), "\n")
 	return ls[len(ls)-1]
 }
+
+// A data dir on a file system remounted read-only: a read says why it
+// cannot run and what to do, and doctor fails the data dir check.
+func TestReadOnlyDataDir(t *testing.T) {
+	root := t.TempDir()
+	mountTmpfs(t, root, 64<<20)
+	data := filepath.Join(root, "data")
+	cli(t, data, "import", "claude", "../../testdata/claude/projects")
+	if err := syscall.Mount("", root, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		t.Skipf("remount read-only: %v", err)
+	}
+	_, errOut, code := cliExit(t, data, "sessions")
+	if code != 1 || !strings.Contains(errOut, "read-only file system") || !strings.Contains(errOut, "cp -a") {
+		t.Errorf("sessions on a read-only data dir: exit %d:\n%s", code, errOut)
+	}
+	out, _, _ := cliExit(t, data, "doctor")
+	var line string
+	for l := range strings.Lines(out) {
+		if strings.Contains(l, "data dir") {
+			line = l
+			break
+		}
+	}
+	if !strings.Contains(line, "read-only file system") || !strings.Contains(strings.ToLower(line), "fail") {
+		t.Errorf("doctor on a read-only data dir: %q\n%s", line, out)
+	}
+}

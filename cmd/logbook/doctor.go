@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude/settings"
@@ -169,8 +170,9 @@ func runDoctor(ctx context.Context, g *globals, bwrap string) []doctorCheck {
 	return out
 }
 
-// checkDataDir checks that the data dir is the user's own and closed to
-// others (0700), or that it does not exist yet.
+// checkDataDir checks that the data dir is the user's own, closed to
+// others (0700) and writable (not on a read-only mount), or that it does
+// not exist yet.
 func checkDataDir(dd dataDir) doctorCheck {
 	c := doctorCheck{Name: "data dir"}
 	st, err := os.Stat(string(dd))
@@ -195,6 +197,12 @@ func checkDataDir(dd dataDir) doctorCheck {
 	if perm := st.Mode().Perm(); perm&0o077 != 0 {
 		c.Status, c.Detail = checkWarn, fmt.Sprintf("%s has mode %o: others may read it", dd, perm)
 		c.Fix = fmt.Sprintf("chmod 700 %s (the next logbook command that opens it does this too)", dd)
+		return c
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(string(dd), &fs); err == nil && fs.Flags&unix.ST_RDONLY != 0 {
+		c.Status, c.Detail = checkFail, fmt.Sprintf("%s is on a read-only file system: no command can run on it, not even a read", dd)
+		c.Fix = fmt.Sprintf("remount it read-write, or copy it (cp -a %s DIR) and give DIR to --data", dd)
 		return c
 	}
 	if !hasLogbookData(dd) {
