@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/redact"
+	"github.com/logbook-dev/logbook/events"
 )
 
 // prepareReference is PrepareHook as it was before the one-pass scan:
@@ -40,9 +43,43 @@ func prepareReference(b []byte) ([]byte, error) {
 	}
 	out := cut[:i] + member + cut[i+1:]
 	if len(out) > MaxHookSend {
-		return nil, &HookError{Err: ErrTooLarge}
+		return []byte(out), &HookError{Err: ErrTooLarge}
 	}
 	return []byte(out), nil
+}
+
+// sameButDropped reports why got, a prepared payload that dropped
+// members, is not ref (the payload with its strings cut, over the cap)
+// with members replaced by their size and listed in the cut member; ""
+// when it is.
+func sameButDropped(got, ref []byte) string {
+	var g, r map[string]json.RawMessage
+	if err := json.Unmarshal(got, &g); err != nil {
+		return err.Error()
+	}
+	if err := json.Unmarshal(ref, &r); err != nil {
+		return err.Error()
+	}
+	var cut struct{ Dropped []string }
+	if err := json.Unmarshal(g[CutMember], &cut); err != nil || len(cut.Dropped) == 0 {
+		return fmt.Sprintf("cut member %s lists nothing dropped", g[CutMember])
+	}
+	if len(g) != len(r) {
+		return fmt.Sprintf("%d members, reference %d", len(g), len(r))
+	}
+	for k, rv := range r {
+		gv := g[k]
+		switch {
+		case k == CutMember:
+		case slices.Contains(cut.Dropped, k):
+			if want := fmt.Sprintf(`{"logbook_dropped":%d}`, len(rv)); string(gv) != want {
+				return fmt.Sprintf("dropped %s is %s, want %s", k, gv, want)
+			}
+		case !bytes.Equal(gv, rv):
+			return fmt.Sprintf("member %s differs", k)
+		}
+	}
+	return ""
 }
 
 // randomText returns n bytes or so of JSON string content (no quotes)
@@ -87,7 +124,18 @@ func TestPrepareHook_MatchesReference(t *testing.T) {
 		payload := []byte(b.String())
 		want, werr := prepareReference(payload)
 		got, gerr := PrepareHook(payload)
-		if (werr == nil) != (gerr == nil) || !errors.Is(gerr, ErrTooLarge) && werr != nil {
+		if errors.Is(werr, ErrTooLarge) {
+			// Over the cap with its strings cut: the largest members
+			// are dropped until it fits.
+			if gerr != nil || len(got) > MaxHookSend {
+				t.Fatalf("payload %d: %d bytes, err %v; want its largest members dropped to fit", i, len(got), gerr)
+			}
+			if why := sameButDropped(got, want); why != "" {
+				t.Fatalf("payload %d: %s", i, why)
+			}
+			continue
+		}
+		if (werr == nil) != (gerr == nil) {
 			t.Fatalf("payload %d: err %v, reference %v", i, gerr, werr)
 		}
 		if !bytes.Equal(got, want) {
@@ -105,13 +153,75 @@ func firstDiff(a, b []byte) int {
 	return min(len(a), len(b))
 }
 
+// TestPrepareHook_DropsWhatDoesNotFit: a PostToolUse whose tool_response
+// lists 20,000 paths (920 KB, no string long enough to cut) is recorded
+// with tool_response replaced by its size, named in the cut member, and
+// the call it reports still ends.
+func TestPrepareHook_DropsWhatDoesNotFit(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString(`{"session_id":"S1","hook_event_name":"PostToolUse","tool_name":"Glob","tool_use_id":"tg1","tool_input":{"pattern":"**/*"},"tool_response":{"filenames":[`)
+	for i := range 20_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"/home/user/project/src/module_%05d/file_%05d.go"`, i, i)
+	}
+	b.WriteString(`],"numFiles":20000}}`)
+	out, err := PrepareHook(b.Bytes())
+	if err != nil {
+		t.Fatalf("PrepareHook(%d bytes): %v", b.Len(), err)
+	}
+	if len(out) > MaxHookSend {
+		t.Fatalf("%d bytes prepared, over %d", len(out), MaxHookSend)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(out, &top); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(top["tool_response"]); !strings.HasPrefix(got, `{"logbook_dropped":`) {
+		t.Errorf("tool_response = %.80s; want it dropped", got)
+	}
+	if got := string(top[CutMember]); !strings.Contains(got, `"dropped":["tool_response"]`) || !strings.Contains(got, fmt.Sprintf(`"size":%d`, b.Len())) {
+		t.Errorf("%s = %s", CutMember, got)
+	}
+	if string(top["tool_input"]) != `{"pattern":"**/*"}` || string(top["tool_use_id"]) != `"tg1"` {
+		t.Errorf("kept members changed: %s", out)
+	}
+	p, err := NewParser(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := p.Hook(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Cut == nil || o.Cut.Size != int64(b.Len()) {
+		t.Errorf("observation cut = %+v", o.Cut)
+	}
+	var result bool
+	for _, s := range o.Signals {
+		if s.ID == "tg1" && s.Kind == events.SigToolResult {
+			result = true
+		}
+	}
+	if !result {
+		t.Errorf("no tool result for tg1 in %+v", o.Signals)
+	}
+	again, err := PrepareHook(b.Bytes())
+	if err != nil || !bytes.Equal(again, out) {
+		t.Errorf("PrepareHook is not the same twice: %v", err)
+	}
+}
+
 // TestPrepareHook_Hostile: hostile payloads are refused at once with an
 // error naming what and where, small or huge.
 func TestPrepareHook_Hostile(t *testing.T) {
 	const head = `{"session_id":"S1","hook_event_name":"PostToolUse","tool_use_id":"t1",`
+	// manyKeys puts n members in tool_input, which the gate reviews and
+	// a cut never drops.
 	manyKeys := func(n int) []byte {
 		var b bytes.Buffer
-		b.WriteString(head + `"tool_response":{`)
+		b.WriteString(head + `"tool_input":{`)
 		for i := range n {
 			if i > 0 {
 				b.WriteByte(',')
@@ -137,8 +247,8 @@ func TestPrepareHook_Hostile(t *testing.T) {
 		{"NUL in a string", []byte(head + "\"tool_response\":\"a\x00b\"}"), ErrSyntax, "claude hook: malformed JSON at byte 89: invalid character '\\x00' in string literal"},
 		{"too deep", nest(MaxHookDepth + 1), ErrTooDeep, "claude hook: nested too deep: more than 512 levels at byte 597"},
 		{"200,000 levels", nest(200_000), ErrTooDeep, "claude hook: nested too deep: more than 512 levels at byte 597"},
-		{"300,000 keys", manyKeys(300_000), ErrTooManyKeys, "claude hook: too many keys: more than 65536 object members at byte 1114131"},
-		{"60,000 keys, 1 MB", manyKeys(60_000), ErrTooLarge, "claude hook: payload too large: 1020088 bytes, 1020195 after cutting each string to 4096 bytes, at most 262144"},
+		{"300,000 keys", manyKeys(300_000), ErrTooManyKeys, "claude hook: too many keys: more than 65536 object members at byte 1114128"},
+		{"60,000 keys, 1 MB", manyKeys(60_000), ErrTooLarge, "claude hook: payload too large: 1020085 bytes, 1020192 after cutting each string to 4096 bytes, at most 262144"},
 		{"not an object", []byte(`[` + strings.Repeat(`"x",`, 100_000) + `0]`), ErrNotObject, "claude hook: not a JSON object: got array"},
 	}
 	for _, tt := range tests {

@@ -167,11 +167,15 @@ const (
 // (trailing whitespace removed) when it is at most MaxHookSend bytes;
 // else b with every string cut to MaxHookString bytes (cut.Text,
 // as redact.CutStrings cuts) and a CutMember naming the original's size
-// and SHA-256, sum(b), which the parser turns into the observation's Cut.
+// and SHA-256, sum(b), which the parser turns into the observation's Cut;
+// when that is still over MaxHookSend, its largest top-level members
+// other than those naming the session, event and call and the call's
+// input are each replaced by {DroppedMember: size} until it fits, and the
+// CutMember lists them ("dropped").
 // It reads b once (UTF-8, syntax, MaxHookDepth, MaxHookKeys) and decodes
 // only the top-level fields it checks and the first MaxHookString bytes
 // of each string it cuts. Errors: CheckHook's, and ErrTooLarge for a
-// payload still over MaxHookSend after cutting.
+// payload still over MaxHookSend after cutting and dropping.
 //
 // With sum nil (a binary that links no hash: logbook-hook), a payload
 // over MaxHookSend is checked but not cut: PrepareHook returns it
@@ -214,9 +218,6 @@ func PrepareHook(b []byte, sum func([]byte) [32]byte) ([]byte, error) {
 		member += ","
 	}
 	size += len(member) - 1
-	if size > MaxHookSend {
-		return nil, &HookError{Err: fmt.Errorf("%w: %d bytes, %d after cutting each string to %d bytes, at most %d", ErrTooLarge, len(b), size, MaxHookString, MaxHookSend)}
-	}
 	out := make([]byte, 0, size)
 	out = append(out, b[:s.objAt]...)
 	out = append(out, member...)
@@ -230,12 +231,101 @@ func PrepareHook(b []byte, sum func([]byte) [32]byte) ([]byte, error) {
 		last = sp.to
 	}
 	out = append(out, b[last:]...)
+	if len(out) > MaxHookSend {
+		// Still over with every string cut: a tool's answer of many
+		// small parts (a listing of 20,000 paths). The hook still
+		// happened; what is dropped is the bulk of what it carried.
+		dropped, err := dropMembers(out, len(b), h)
+		if err != nil {
+			return nil, &HookError{Err: fmt.Errorf("%w: %d bytes, %d after cutting each string to %d bytes, at most %d", ErrTooLarge, len(b), len(out), MaxHookString, MaxHookSend)}
+		}
+		out = dropped
+	}
 	// Built from checked parts; checked again, cheaply, as the server
 	// will read it.
 	if err := CheckHook(out); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// keptMembers are the members of a hook payload dropMembers never
+// drops: what names the session, the event and the call, and the call's
+// input, which the gate reviews.
+var keptMembers = map[string]bool{
+	"session_id": true, "transcript_path": true, "cwd": true, "permission_mode": true,
+	"hook_event_name": true, "tool_name": true, "tool_use_id": true, "tool_input": true,
+	"agent_id": true, "agent_type": true, "agent_transcript_path": true, "prompt_id": true,
+	CutMember: true,
+}
+
+// DroppedMember is what dropMembers puts in place of a top-level member
+// it drops: {"logbook_dropped": original size of its value in bytes}.
+const DroppedMember = "logbook_dropped"
+
+// dropMembers returns out, a payload with its strings already cut and
+// over MaxHookSend bytes, with its largest top-level members that are
+// not keptMembers replaced by {DroppedMember: size} until it fits, and
+// its CutMember naming the original's size (orig) and SHA-256 (sum) and
+// the dropped members' names ("dropped"). Members are written in name
+// order. An error when it cannot be made to fit.
+func dropMembers(out []byte, orig int, sum [32]byte) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(out, &top); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(top))
+	for k := range top {
+		// A member of a known kind keeps its kind: the stub is an object.
+		if !keptMembers[k] && hookFieldKind(k) == "" {
+			names = append(names, k)
+		}
+	}
+	// Largest first; ties by name, so the result is the same every time.
+	sort.Slice(names, func(i, j int) bool {
+		if a, b := len(top[names[i]]), len(top[names[j]]); a != b {
+			return a > b
+		}
+		return names[i] < names[j]
+	})
+	size := len(out)
+	var dropped []string
+	for _, k := range names {
+		if size <= MaxHookSend-1024 { // room for the cut member's list
+			break
+		}
+		stub := fmt.Appendf(nil, `{%q:%d}`, DroppedMember, len(top[k]))
+		size += len(stub) - len(top[k])
+		top[k] = stub
+		dropped = append(dropped, k)
+	}
+	sort.Strings(dropped)
+	if len(dropped) > 16 {
+		dropped = append(dropped[:16], fmt.Sprintf("… %d more", len(dropped)-16))
+	}
+	cutv, _ := json.Marshal(map[string]any{"size": orig, "sha256": hex.EncodeToString(sum[:]), "dropped": dropped})
+	top[CutMember] = cutv
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		name, _ := json.Marshal(k)
+		buf.Write(name)
+		buf.WriteByte(':')
+		buf.Write(top[k])
+	}
+	buf.WriteByte('}')
+	if buf.Len() > MaxHookSend {
+		return nil, ErrTooLarge
+	}
+	return buf.Bytes(), nil
 }
 
 // SessionAggregate returns the session aggregate of a Claude Code session
