@@ -573,6 +573,11 @@ const RejectedDir = "rejected"
 // 7 days.
 const DefaultRejectedRetention = 7 * 24 * time.Hour
 
+// MaxRejected is the most entries rejected/ keeps: each one kept aside
+// past it removes the oldest, so a stream of bad payloads holds at most
+// MaxRejected × 1 MiB (what an entry keeps of its payload) on disk.
+const MaxRejected = 256
+
 // Redactor is what Reject and KeepAside redact a payload kept aside
 // with: adapters/claude.Redactor (redact.Redactor) satisfies it.
 type Redactor interface {
@@ -622,6 +627,31 @@ func (s *Spool) keepAside(id string, payload []byte, why error, red Redactor) er
 	}
 	if err := writeFileSync(filepath.Join(dir, id+spoolExt), []byte(text)); err != nil {
 		return fmt.Errorf("spool reject %s: %w", id, err)
+	}
+	return trimRejected(dir, MaxRejected)
+}
+
+// trimRejected removes the oldest entries of dir (rejected/; both files
+// of each, oldest by entry id) past the newest most.
+func trimRejected(dir string, most int) error {
+	ents, err := os.ReadDir(dir) // sorted by name: by entry id, oldest first
+	if err != nil {
+		return fmt.Errorf("spool trim rejected: %w", err)
+	}
+	var ids []string
+	for _, e := range ents {
+		if id, ok := strings.CutSuffix(e.Name(), spoolExt); ok {
+			if _, err := ulid.ParseStrict(id); err == nil {
+				ids = append(ids, id)
+			}
+		}
+	}
+	for _, id := range ids[:max(0, len(ids)-most)] {
+		for _, name := range []string{id + spoolExt, id + ".why"} {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("spool trim rejected: %w", err)
+			}
+		}
 	}
 	return nil
 }

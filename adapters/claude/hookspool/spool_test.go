@@ -3,6 +3,7 @@ package hookspool
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -174,5 +175,40 @@ func TestSpool_Lock(t *testing.T) {
 	}
 	if err := l.Unlock(); err == nil {
 		t.Error("second Unlock succeeded")
+	}
+}
+
+// plainRedactor redacts nothing.
+type plainRedactor struct{}
+
+func (plainRedactor) Redact(text string) string { return text }
+func (plainRedactor) JSON(text string) string   { return text }
+
+// A stream of refused payloads keeps at most MaxRejected of them aside,
+// the newest.
+func TestSpool_RejectedBounded(t *testing.T) {
+	s := openSpool(t)
+	var ids []string
+	for i := range MaxRejected + 20 {
+		id, err := s.KeepAside([]byte(fmt.Sprintf(`{"n":%d}`, i)), errors.New("bad"), plainRedactor{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	ents, err := os.ReadDir(filepath.Join(s.dir, RejectedDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 2*MaxRejected {
+		t.Fatalf("%d files in rejected/, want %d (an entry and its reason each)", len(ents), 2*MaxRejected)
+	}
+	for _, id := range ids[:20] {
+		if _, err := os.Stat(filepath.Join(s.dir, RejectedDir, id+spoolExt)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("oldest entry %s kept: %v", id, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, RejectedDir, ids[len(ids)-1]+".why")); err != nil {
+		t.Errorf("newest entry's reason: %v", err)
 	}
 }
