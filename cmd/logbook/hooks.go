@@ -234,7 +234,7 @@ func hooksEdit(g *globals, f hooksFlags, install bool) error {
 	if err != nil {
 		return err
 	}
-	old, err := os.ReadFile(target)
+	old, err := settings.ReadFile(target)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("read %s: %w", path, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -554,6 +555,34 @@ func (o object) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// MaxFileBytes is the largest settings file Logbook reads or edits:
+// 16 MiB. Claude Code's settings are a few KiB; a larger file is not one
+// to parse whole into memory.
+const MaxFileBytes = 16 << 20
+
+// ReadFile returns the contents of the settings file at target (a path
+// Target resolved). Errors: fs.ErrNotExist when there is none (wrapped),
+// a file over MaxFileBytes (naming its size), or a read error.
+func ReadFile(target string) ([]byte, error) {
+	f, err := os.Open(target)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFileBytes {
+		size := int64(len(b))
+		if fi, err := f.Stat(); err == nil {
+			size = fi.Size()
+		}
+		return nil, fmt.Errorf("%s: %d bytes, over %d: not a settings file Logbook reads or edits; move it aside", target, size, MaxFileBytes)
+	}
+	return b, nil
+}
+
 // HooksIn returns the Logbook hook commands (IsLogbookHook with self) in
 // settings file path, by event, in the file's order; a file that does not
 // exist has none (a nil map). A dangling symlink or a loop in its place
@@ -564,7 +593,7 @@ func HooksIn(path, self string) (map[string][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(target)
+	b, err := ReadFile(target)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -39,3 +39,29 @@ func TestIsLogbookHook_AnyName(t *testing.T) {
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// A settings file over MaxFileBytes is refused naming its size, not read
+// whole into memory.
+func TestReadFile_Oversized(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(MaxFileBytes + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := HooksIn(path, "/usr/local/bin/logbook"); err == nil || !strings.Contains(err.Error(), "16777217 bytes, over 16777216") {
+		t.Errorf("HooksIn on a %d-byte file: %v", MaxFileBytes+1, err)
+	}
+	if err := os.Truncate(path, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadFile(path); err != nil || string(b) != "{}" {
+		t.Errorf("ReadFile of {}: %q, %v", b, err)
+	}
+}
