@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -292,6 +293,28 @@ func (s *Store) WaitFor(ctx context.Context, seq uint64) error {
 		case <-wake:
 		case <-ctx.Done():
 			return fmt.Errorf("wait for seq %d (projected up to %d): %w", seq, s.cp.Load(), ctx.Err())
+		}
+	}
+}
+
+// WaitMoving is WaitFor that gives up only when the store stops moving:
+// it waits until Checkpoint() ≥ seq for as long as the checkpoint
+// advances at least once every idle, so a projector far behind after a
+// large import, or slowed by a loaded machine, is waited for, and one
+// that is stuck is not. The error then names seq, the checkpoint and
+// idle, and wraps context.DeadlineExceeded; ctx's own end, ctx's error;
+// a closed store, ErrClosed.
+func (s *Store) WaitMoving(ctx context.Context, seq uint64, idle time.Duration) error {
+	for {
+		from := s.cp.Load()
+		wctx, cancel := context.WithTimeout(ctx, idle)
+		err := s.WaitFor(wctx, seq)
+		cancel()
+		switch {
+		case err == nil || ctx.Err() != nil || errors.Is(err, ErrClosed):
+			return err
+		case s.cp.Load() == from:
+			return fmt.Errorf("wait for seq %d (projected up to %d, not moving for %s): %w", seq, from, idle, context.DeadlineExceeded)
 		}
 	}
 }

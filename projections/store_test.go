@@ -542,6 +542,32 @@ func TestStore_WaitFor(t *testing.T) {
 	}
 }
 
+// TestStore_WaitMoving: a wait for a sequence far ahead goes on while the
+// projection moves, however long that takes in all, and ends once it
+// stands still for the idle time.
+func TestStore_WaitMoving(t *testing.T) {
+	h := history(t, 11, 60, 2)
+	recs := h.Records
+	s := open(t, t.TempDir(), projections.Options{})
+	target := recs[len(recs)-1].Seq
+	const idle = 200 * time.Millisecond
+	woke := make(chan error, 1)
+	start := time.Now()
+	go func() { woke <- s.WaitMoving(t.Context(), target, idle) }()
+	// Applied in small steps, each within idle, over more than 3×idle.
+	for i := 0; i < len(recs); i += 5 {
+		apply(t, s, recs[:min(i+5, len(recs))], 0)
+		time.Sleep(idle / 4)
+	}
+	if err := <-woke; err != nil {
+		t.Fatalf("WaitMoving while it moved for %s: %v", time.Since(start), err)
+	}
+	err := s.WaitMoving(t.Context(), target+1, idle)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not moving for 200ms") {
+		t.Errorf("WaitMoving past the end = %v, want DeadlineExceeded, not moving", err)
+	}
+}
+
 // TestStore_SessionRows pages through the sessions of a random history,
 // of every phase and of all, with pages of several sizes, as whole rows
 // and as summaries: the pages joined are what Sessions returns, each

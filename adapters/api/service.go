@@ -340,7 +340,8 @@ const pageHeadroom = 1024
 
 // CaughtUp waits until the hooks the server's Intake took before the call
 // are in the log (Intake.Wait), then until the projection has applied
-// every event in the log at that time (at most 5 s each), so a query
+// every event in the log at that time (for as long as it moves: it
+// fails after 5 s without progress), so a query
 // answers with what was appended before it: read-your-writes for the
 // command line, a hook's included.
 func (s *Service) CaughtUp(ctx context.Context) error {
@@ -357,9 +358,7 @@ func (s *Service) CaughtUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := s.Store.WaitFor(ctx, last); err != nil {
+	if err := s.Store.WaitMoving(ctx, last, 5*time.Second); err != nil {
 		return fmt.Errorf("projection is behind the log: %w", err)
 	}
 	return nil

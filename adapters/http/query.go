@@ -338,16 +338,15 @@ func (s *Server) caughtUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := s.store.WaitFor(ctx, last); err != nil {
+	if err := s.store.WaitMoving(ctx, last, 5*time.Second); err != nil {
 		return fmt.Errorf("projection is behind the log: %w", err)
 	}
 	return nil
 }
 
 // waitSeq waits, when the request asks with ?min_seq=N, until the
-// projection has applied sequence N (at most 5 s), so a client that saw
+// projection has applied sequence N (while it moves; 5 s without
+// progress is an error), so a client that saw
 // an event on the stream reads a row that includes it; without min_seq,
 // until it has applied every event the log holds now (readCaughtUp):
 // read-your-writes, as the command line has it, or, while the log does
@@ -361,9 +360,7 @@ func (s *Server) waitSeq(w http.ResponseWriter, r *http.Request) (staleMark, err
 	if err != nil {
 		return staleMark{}, fmt.Errorf("%w: min_seq %q: want a stream sequence", errBadRequest, v)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-	defer cancel()
-	return staleMark{}, s.store.WaitFor(ctx, n)
+	return staleMark{}, s.store.WaitMoving(r.Context(), n, 5*time.Second)
 }
 
 // sessionReply is GET /v1/sessions/{id}'s answer: the full row, its
