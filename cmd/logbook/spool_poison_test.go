@@ -208,9 +208,11 @@ func TestSpool_RefusedKinds(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-00000000d00d"
 	aws := "AK" + "IA" + "QWERTYUIOPASDFGH"
 	head := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"PostToolUse","tool_use_id":"t1","note":"%s",`, sid, aws)
+	// Many keys in tool_input, which the gate reviews and a cut never
+	// drops.
 	manyKeys := func(n int) string {
 		var b strings.Builder
-		b.WriteString(head + `"tool_response":{`)
+		b.WriteString(head + `"tool_input":{`)
 		for i := range n {
 			if i > 0 {
 				b.WriteByte(',')
