@@ -193,6 +193,14 @@ func (d Dir) StartSigning(ctx context.Context, l *natslog.Log, k *attestation.Ke
 		}
 	}
 	l.SetSigner(k)
+	// A key the log revoked signs nothing the readers fold: refused
+	// here, before the command appends anything. keyRegistered read
+	// the key's own events, its revocation among them.
+	if ok {
+		if err := l.CheckSigner(k.ID); err != nil {
+			return fmt.Errorf("signing keys: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -213,7 +221,8 @@ func CredsSigning(path string, cfg natslog.Config) (natslog.Config, *attestation
 
 // RegisterKeys registers the data dir's writer and worker keys
 // (making them if absent), so that processes connecting to serve with the
-// data dir's credentials of those roles sign with registered keys.
+// data dir's credentials of those roles sign with registered keys. A key
+// file whose key the log revoked is replaced by a new key, registered.
 func (d Dir) RegisterKeys(ctx context.Context, l *natslog.Log) error {
 	var admin *attestation.Key
 	for _, p := range []struct {
@@ -225,11 +234,13 @@ func (d Dir) RegisterKeys(ctx context.Context, l *natslog.Log) error {
 			return err
 		}
 		ok, err := keyRegistered(ctx, l, k.ID)
-		if err != nil || ok {
-			if err != nil {
+		if err != nil {
+			return err
+		}
+		if ok {
+			if k, err = d.replaceRevoked(ctx, l, p.name, k); err != nil || k == nil {
 				return err
 			}
-			continue
 		}
 		if admin == nil {
 			if admin, err = d.AdminKey(); err != nil {
@@ -241,6 +252,27 @@ func (d Dir) RegisterKeys(ctx context.Context, l *natslog.Log) error {
 		}
 	}
 	return nil
+}
+
+// replaceRevoked returns nil when the log has not revoked k, the data
+// dir's key file name; otherwise it writes a new key of k's principal
+// and role in its place, and returns that (not registered yet).
+func (d Dir) replaceRevoked(ctx context.Context, l *natslog.Log, name string, k *attestation.Key) (*attestation.Key, error) {
+	if l.Verifier() == nil {
+		return nil, nil
+	}
+	info, ok, err := l.KeyState(ctx, k.ID)
+	if err != nil || !ok || info.Revoked == 0 {
+		return nil, err
+	}
+	nk, err := attestation.NewKey(k.Principal, k.Role)
+	if err != nil {
+		return nil, err
+	}
+	if err := attestation.WriteKey(d.KeyPath(name), nk); err != nil {
+		return nil, fmt.Errorf("signing keys: %w", err)
+	}
+	return nk, nil
 }
 
 // ClusterAttestConfig sets cfg's Verifier for a host of one's own NATS

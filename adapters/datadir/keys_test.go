@@ -1,10 +1,12 @@
 package datadir
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/natslog"
@@ -60,5 +62,60 @@ func TestPrincipalKey(t *testing.T) {
 		if err != nil || name != want || (want == "") != (k == nil) {
 			t.Errorf("ClusterKey(%s): %v, %q, %v: want file %q", role, k, name, err, want)
 		}
+	}
+}
+
+// TestRegisterKeys_ReplacesRevoked: StartSigning refuses a key the log
+// revoked, naming it; RegisterKeys replaces the data dir's revoked
+// writer key with a new, registered one, with which signing starts.
+func TestRegisterKeys_ReplacesRevoked(t *testing.T) {
+	d := Dir(filepath.Join(t.TempDir(), "data"))
+	s, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: d.Path("jetstream")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown() })
+	cfg, err := d.AttestConfig(natslog.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := natslog.Open(t.Context(), s.Conn(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	serve, err := attestation.NewKey("serve@h", attestation.RoleServe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.StartSigning(t.Context(), l, serve, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RegisterKeys(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	w, err := d.PrincipalKey("writer.key", attestation.RoleWriter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := d.AdminKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RevokeKey(t.Context(), admin, w.ID, "test", "h", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.StartSigning(t.Context(), l, w, false); !errors.Is(err, natslog.ErrKeyRefused) || !strings.Contains(err.Error(), w.ID) {
+		t.Fatalf("StartSigning with the revoked writer key: %v, want ErrKeyRefused naming %s", err, w.ID)
+	}
+	if err := d.RegisterKeys(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	nw, err := d.PrincipalKey("writer.key", attestation.RoleWriter)
+	if err != nil || nw.ID == w.ID {
+		t.Fatalf("writer.key after RegisterKeys: %v, %v: want a new key", nw, err)
+	}
+	if err := d.StartSigning(t.Context(), l, nw, false); err != nil {
+		t.Fatalf("StartSigning with the new writer key: %v", err)
 	}
 }

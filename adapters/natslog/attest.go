@@ -59,18 +59,24 @@ func (l *Log) AppendSigned(ctx context.Context, b events.Batch, s Signer) (event
 	l.inflight.Add(1)
 	l.closeMu.RUnlock()
 	defer l.inflight.Done()
+	if len(l.refuseKeys([]*request{r})) == 0 {
+		o := <-r.done
+		return o.app, o.err
+	}
 	o := l.commitOne(r)
 	return o.app, o.err
 }
 
-// sign adds the Lb-Key and Lb-Sig headers to m with s.
-func sign(s Signer, m *nats.Msg) {
+// sign adds the Lb-Key and Lb-Sig headers to m with s, and returns the
+// key id ("" when s is nil).
+func sign(s Signer, m *nats.Msg) string {
 	if s == nil {
-		return
+		return ""
 	}
 	id, sig := s.Sign(m.Subject, m.Header.Get(jetstream.ExpectedLastSubjSeqHeader), m.Data)
 	m.Header[attestation.HeaderKey] = []string{id}
 	m.Header[attestation.HeaderSig] = []string{sig}
+	return id
 }
 
 // Quarantined is a stored event a Verifier refused: never folded by a

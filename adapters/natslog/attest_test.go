@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -200,7 +203,15 @@ func TestAttest_Revocation(t *testing.T) {
 	if err := l.RevokeKey(ctx, admin, "0123456789abcdef", "none", "h", testTime); !errors.Is(err, events.ErrNotFound) {
 		t.Errorf("RevokeKey(unknown) = %v, want ErrNotFound", err)
 	}
-	after := mustAppend(t, l, decision(reg, session("b"), 0, 1, 1)) // still k1: refused
+	// A judged Log refuses to send what k1 signs now; a process that
+	// does not judge (a forger holding k1) can still store it, and
+	// every reader refuses it.
+	if _, err := l.Append(ctx, decision(reg, session("b"), 0, 1, 1)); !errors.Is(err, ErrKeyRefused) {
+		t.Fatalf("Append signed by the revoked k1 = %v, want ErrKeyRefused", err)
+	}
+	raw := openLog(t, s)
+	raw.SetSigner(k1)
+	after := mustAppend(t, raw, decision(reg, session("b"), 0, 1, 1)) // still k1: refused
 	l.SetSigner(k2)
 	rotated := mustAppend(t, l, decision(reg, session("c"), 0, 1, 1))
 
@@ -219,6 +230,78 @@ func TestAttest_Revocation(t *testing.T) {
 	if len(qs) != 1 || qs[0].Verdict.Status != attestation.UnknownKey {
 		t.Errorf("quarantined %+v, want seq %d unknown-or-revoked-key", qs, after.Last)
 	}
+}
+
+// TestAttest_RefusesRevokedSigner revokes, through another Log (another
+// process), the key a Log signs with: the Log's next append, a lone
+// decision, a large one sent directly and decisions merged into one
+// batch alike, is refused before it is sent with an error naming the key,
+// its principal and the revocation's sequence, and nothing is stored; an
+// unregistered key and an unsigned append are refused the same way, and
+// a registered key goes on.
+func TestAttest_RefusesRevokedSigner(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
+	l := signedLog(t, s, admin)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	if _, err := l.BeginSigning(ctx, admin, "h", testTime); err != nil {
+		t.Fatal(err)
+	}
+	k1, k2 := mustKey(t, "writer@h", attestation.RoleWriter), mustKey(t, "serve@h", attestation.RoleServe)
+	for _, k := range []*attestation.Key{k1, k2} {
+		if _, err := l.RegisterKey(ctx, admin, k, "h", testTime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.SetSigner(k1)
+	mustAppend(t, l, decision(reg, session("a"), 0, 1, 2))
+	other := signedLog(t, s, admin)
+	if err := other.RevokeKey(ctx, admin, k1.ID, "leaked", "h", testTime); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := other.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, err error, want ...string) {
+		t.Helper()
+		var ke *KeyRefusedError
+		if !errors.As(err, &ke) {
+			t.Fatalf("%s: %v, want a KeyRefusedError", what, err)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not name %q", what, err, w)
+			}
+		}
+	}
+	want := []string{k1.ID, "writer@h", fmt.Sprintf("revoked at seq %d", rev), "keys register"}
+	_, err = l.Append(ctx, decision(reg, session("b"), 0, 1, 1))
+	check("lone", err, want...)
+	_, err = l.Append(ctx, decision(reg, session("big"), 0, 1, DirectMin))
+	check("direct", err, want...)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = l.Append(ctx, decision(reg, session(fmt.Sprintf("m%d", i)), 0, 1, 1)) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		check(fmt.Sprintf("merged %d", i), err, want...)
+	}
+	if last, err := l.LastSeq(ctx); err != nil || last != rev {
+		t.Fatalf("last seq %d (%v) after the refused appends, want %d: nothing stored", last, err, rev)
+	}
+	stranger := mustKey(t, "x@h", attestation.RoleWriter)
+	l.SetSigner(stranger)
+	_, err = l.Append(ctx, decision(reg, session("c"), 0, 1, 1))
+	check("unregistered", err, stranger.ID, "not registered")
+	l.SetSigner(nil)
+	_, err = l.Append(ctx, decision(reg, session("c"), 0, 1, 1))
+	check("unsigned", err, "unsigned")
+	l.SetSigner(k2)
+	mustAppend(t, l, decision(reg, session("c"), 0, 1, 1))
 }
 
 // signingLog starts a server and opens a Log on it that judges reads
@@ -403,7 +486,10 @@ func TestAttest_RegisterPublic(t *testing.T) {
 	}
 	// A key.registered signed by anyone but the admin binds nothing.
 	mallory := mustKey(t, "mallory@h", attestation.RoleServe)
-	if _, err := l.RegisterKey(ctx, mallory, mallory, "h", testTime); err != nil {
+	if _, err := l.RegisterKey(ctx, mallory, mallory, "h", testTime); !errors.Is(err, ErrKeyRefused) {
+		t.Fatalf("a judged Log appended a key.registered mallory signed: %v", err)
+	}
+	if _, err := openLog(t, s).RegisterKey(ctx, mallory, mallory, "h", testTime); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := other.KeyState(ctx, mallory.ID); err != nil || ok {

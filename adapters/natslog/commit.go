@@ -115,12 +115,17 @@ func pick(pending []*request) (batch, rest []*request) {
 	return batch, rest
 }
 
-// commit sends batch as one atomic batch and answers its members. If the
+// commit sends batch as one atomic batch and answers its members; a
+// member signed by a key the log's key state refuses (refuseKeys) is
+// answered with a *KeyRefusedError and not sent. If the
 // server refuses a merged batch (one member conflicts, was committed
 // before, …), nothing of it was stored, and each member is sent alone so
 // that only the offending one fails.
 func (l *Log) commit(batch []*request) {
 	l.decisions.Add(uint64(len(batch)))
+	if batch = l.refuseKeys(batch); len(batch) == 0 {
+		return
+	}
 	if len(batch) == 1 {
 		batch[0].answer(l.commitOne(batch[0]))
 		return

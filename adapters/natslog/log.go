@@ -212,7 +212,10 @@ func (l *Log) Stats() Stats {
 // It blocks until the server answers or ctx ends.
 //
 // Errors: one wrapping events.ErrConflict if b.Agg's last stream sequence
-// is not b.Expect; ErrClosed after Close; ctx's error alone if ctx ended
+// is not b.Expect; a *KeyRefusedError (wrapping ErrKeyRefused), nothing
+// sent, if the Log's Verifier, its key events caught up to the log's
+// end just before the send, says the key b is signed with is revoked or
+// unknown (or b is unsigned once signing began); ErrClosed after Close; ctx's error alone if ctx ended
 // before the batch was sent (nothing stored); one wrapping
 // ErrUnknownOutcome if the batch was sent and its answer was lost.
 //
@@ -285,6 +288,10 @@ func (l *Log) appendDirect(ctx context.Context, b events.Batch) (events.Appended
 	l.closeMu.RUnlock()
 	defer l.inflight.Done()
 	l.decisions.Add(1)
+	if len(l.refuseKeys([]*request{r})) == 0 {
+		o := <-r.done
+		return o.app, o.err
+	}
 	o := l.commitOne(r)
 	return o.app, o.err
 }
@@ -357,6 +364,7 @@ type request struct {
 	firstID string // Nats-Msg-Id of the first and last message
 	lastID  string
 	msgs    []*nats.Msg
+	keyID   string // the Lb-Key its messages are signed with; "" unsigned
 	state   atomic.Int32
 	done    chan outcome // capacity 1; written once by the committer
 }
@@ -374,6 +382,7 @@ type outcome struct {
 func newRequest(b events.Batch, s Signer) (*request, error) {
 	subject := b.Agg.Subject()
 	msgs := make([]*nats.Msg, len(b.Events))
+	keyID := ""
 	for i := range b.Events {
 		e := &b.Events[i]
 		data, err := e.MarshalJSON()
@@ -387,7 +396,7 @@ func newRequest(b events.Batch, s Signer) (*request, error) {
 			h[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(b.Expect, 10)}
 		}
 		msgs[i] = &nats.Msg{Subject: subject, Header: h, Data: data}
-		sign(s, msgs[i])
+		keyID = sign(s, msgs[i])
 	}
 	return &request{
 		agg:     b.Agg,
@@ -396,6 +405,7 @@ func newRequest(b events.Batch, s Signer) (*request, error) {
 		firstID: b.Events[0].ID.String(),
 		lastID:  b.Events[len(b.Events)-1].ID.String(),
 		msgs:    msgs,
+		keyID:   keyID,
 		done:    make(chan outcome, 1),
 	}, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,8 +16,9 @@ import (
 )
 
 // existingDataDir resolves the data dir of flag and refuses one that
-// does not exist, or is not a directory: a command that prints or uses
-// what a data dir holds never makes one from a mistyped --data.
+// does not exist, is not a directory, or is empty: a command that prints
+// or uses what a data dir holds never makes one, or keys in one, from a
+// mistyped --data.
 func existingDataDir(flag string) (dataDir, error) {
 	dd, err := resolveDataDir(flag)
 	if err != nil {
@@ -32,6 +34,9 @@ func existingDataDir(flag string) (dataDir, error) {
 	if !st.IsDir() {
 		return dd, fmt.Errorf("data dir %s is not a directory", dd)
 	}
+	if ents, err := os.ReadDir(string(dd)); err == nil && len(ents) == 0 {
+		return dd, fmt.Errorf("data dir %s is empty (a mistyped --data?): start `logbook serve` on it, or pin the cluster's admin key there with `logbook keys pin`, first", dd)
+	}
 	return dd, nil
 }
 
@@ -42,6 +47,41 @@ type keyLine struct {
 	Public    string           `json:"public"`
 	Principal string           `json:"principal"`
 	File      string           `json:"file"`
+	// Registered and Revoked are the sequences of the key's
+	// key.registered and key.revoked on the log (0: none, or the log
+	// was not read).
+	Registered uint64 `json:"registered,omitempty"`
+	Revoked    uint64 `json:"revoked,omitempty"`
+}
+
+// keyStates fills in each line's Registered and Revoked from the log's
+// key events, when the data dir has a log (or names a cluster's): a
+// data dir that has none is not given one. It returns why the log was
+// not read ("" when it was).
+func keyStates(ctx context.Context, g *globals, dd dataDir, lines []keyLine) string {
+	if g.natsURL == "" && g.credsPath == "" && !hasLogbookData(dd) {
+		return "no log in this data dir"
+	}
+	rg := *g
+	rg.reads, rg.cmdName = true, "logbook keys show"
+	b, err := openBackend(ctx, &rg)
+	if err != nil {
+		return err.Error()
+	}
+	defer b.Close()
+	if b.log == nil || b.log.Verifier() == nil {
+		return "the log is read without a pinned admin key"
+	}
+	for i := range lines {
+		info, ok, err := b.log.KeyState(ctx, lines[i].ID)
+		if err != nil {
+			return err.Error()
+		}
+		if ok {
+			lines[i].Registered, lines[i].Revoked = info.Registered, info.Revoked
+		}
+	}
+	return ""
 }
 
 // keysCmd is `logbook keys`: the admin key a cluster's hosts pin, and the
@@ -117,7 +157,7 @@ registered; no host takes them from a file.`,
 	}
 	show := &cobra.Command{
 		Use:   "show",
-		Short: "Print the keys this host signs with on a cluster (serve, writer, worker), making them if missing",
+		Short: "Print the keys this host signs with on a cluster (serve, writer, worker), making them if missing, each marked registered, REVOKED or not registered on the log",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dd, err := existingDataDir(g.data)
@@ -132,6 +172,7 @@ registered; no host takes them from a file.`,
 				}
 				lines = append(lines, keyLine{Role: k.Role, ID: k.ID, Public: k.PublicText(), Principal: k.Principal, File: dd.keyPath(name)})
 			}
+			why := keyStates(cmd.Context(), g, dd, lines)
 			if g.json {
 				return writeJSON(g.stdout, lines)
 			}
@@ -141,7 +182,19 @@ registered; no host takes them from a file.`,
 				fmt.Fprintf(g.stdout, "pinned admin none: run `logbook keys pin` with the cluster's admin key\n")
 			}
 			for _, l := range lines {
-				fmt.Fprintf(g.stdout, "%s %s %s %s\n", l.Role, l.ID, l.Public, l.Principal)
+				state := "not registered"
+				switch {
+				case why != "":
+					state = "state unknown"
+				case l.Revoked != 0:
+					state = fmt.Sprintf("REVOKED at seq %d", l.Revoked)
+				case l.Registered != 0:
+					state = fmt.Sprintf("registered at seq %d", l.Registered)
+				}
+				fmt.Fprintf(g.stdout, "%s %s %s %s %s\n", l.Role, l.ID, l.Public, l.Principal, state)
+			}
+			if why != "" {
+				fmt.Fprintf(g.stdout, "key state on the log unknown: %s\n", why)
 			}
 			return nil
 		},
@@ -182,7 +235,9 @@ every host that pins the admin key.`,
 			if admin == nil {
 				return fmt.Errorf("%s: no admin key here; run keys register with the --data of the host where `logbook keys admin` made it", dd.keyPath("admin.key"))
 			}
-			b, err := openBackend(ctx, g)
+			ag := *g
+			ag.adminAppends = true
+			b, err := openBackend(ctx, &ag)
 			if err != nil {
 				return err
 			}
@@ -244,7 +299,9 @@ every host that pins the admin key.`,
 			if admin == nil {
 				return fmt.Errorf("%s: no admin key here; run keys revoke with the --data of the host where `logbook keys admin` made it", dd.keyPath("admin.key"))
 			}
-			b, err := openBackend(ctx, g)
+			ag := *g
+			ag.adminAppends = true
+			b, err := openBackend(ctx, &ag)
 			if err != nil {
 				return err
 			}

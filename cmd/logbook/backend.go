@@ -203,7 +203,7 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 			return nil, err
 		}
 	}
-	if own && !g.reads {
+	if own && !g.reads && !g.adminAppends {
 		if err := b.sign(ctx, g); err != nil {
 			b.Close()
 			return nil, err
@@ -212,7 +212,7 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	if credsKey != nil {
 		l.SetSigner(credsKey) // registered when the file was issued
 	}
-	if pinned && !g.reads {
+	if pinned && !g.reads && !g.adminAppends {
 		if err := b.signOnCluster(ctx, g); err != nil {
 			b.Close()
 			return nil, err

@@ -210,7 +210,8 @@ func checkpointCmd(g *globals) *cobra.Command {
 		Short: "Print this data dir's checkpoint key and witness key (verifier keys, safe to share), making them if missing",
 		Long: `key prints the verifier keys of the data dir's checkpoint key and witness
 key, making the keys when the data dir has none yet. It refuses a data
-dir that does not exist: keys made in a mistyped --data sign nothing.`,
+dir that does not exist or is empty: keys made in a mistyped --data sign
+nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dd, err := existingDataDir(g.data)

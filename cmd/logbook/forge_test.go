@@ -185,7 +185,7 @@ func TestForgedVerdict_Quarantined(t *testing.T) {
 	}
 	for _, seq := range forged {
 		if !strings.Contains(vout, fmt.Sprintf("seq %d", seq)) {
-			t.Errorf("replay --verify does not name seq %d:\n%s", seq, vout)
+			t.Errorf("replay --verify does not name seq %d:\n%s%s", seq, vout, verr)
 		}
 	}
 	rout, rerr, code := cliExit(t, r.data, "replay", "--rederive", "--session", r.sid)

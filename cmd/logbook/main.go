@@ -69,9 +69,14 @@ type globals struct {
 	// (events tail --follow): it holds the data dir's lock, when no
 	// server runs, only until a writer asks for it (see followLog).
 	follows bool
-	stdin   io.Reader
-	stdout  io.Writer
-	stderr  io.Writer
+	// adminAppends is set for a command that appends only key events
+	// signed with the admin key (keys register, keys revoke):
+	// openBackend makes its log sign with no key of its own, so that a
+	// revoked data dir key does not stop the admin.
+	adminAppends bool
+	stdin        io.Reader
+	stdout       io.Writer
+	stderr       io.Writer
 }
 
 // exitError carries a specific exit code.

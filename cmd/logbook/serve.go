@@ -291,6 +291,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	defer store.Close()
+	var sk *serveKey // watches the key serve signs with, when it signs
 	if g.natsURL == "" && !wp.reader {
 		// serve signs with a key of its own, made now and kept only in
 		// memory, registered with the admin key; a log written before
@@ -310,6 +311,13 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			return err
 		}
 		cfg.Signer = key
+		// The data dir holds the admin key that registered key: a
+		// revoked key is replaced while serve runs.
+		admin, err := dd.ownAdminKey()
+		if err != nil {
+			return err
+		}
+		sk = &serveKey{dd: dd, stderr: g.stderr, key: key, logs: []*natslog.Log{b.log}, rotate: admin != nil}
 	}
 	switch {
 	case g.natsURL != "" && !pinned:
@@ -327,6 +335,9 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		if err := dd.joinSigning(ctx, b.log, name, key); err != nil {
 			return err
 		}
+		// keys/serve.key is the cluster admin's to register: a revoked
+		// one is said, not replaced.
+		sk = &serveKey{dd: dd, stderr: g.stderr, key: key, logs: []*natslog.Log{b.log}}
 		fmt.Fprintf(g.stderr, "logbook serve: signing with key %s (%s); reads judged against the admin key %s\n", key.ID, key.Principal, b.log.Verifier().AdminID())
 	}
 	// Everything serve redacts follows redact.txt as it changes.
@@ -511,6 +522,18 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		wb.nc.SetErrorHandler(natsErrors(g.stderr))
 		defer wb.Close()
+		if sk != nil && wb.log.Verifier() != nil {
+			sk.logs = append(sk.logs, wb.log)
+		}
+	}
+	if sk != nil {
+		skCtx, stopSK := context.WithCancel(ctx)
+		skDone := make(chan struct{})
+		go func() {
+			defer close(skDone)
+			sk.run(skCtx)
+		}()
+		defer func() { stopSK(); <-skDone }()
 	}
 	workers, err := newWorkers(wp.n, wb, wp.flags, g.stderr)
 	if err != nil {

@@ -1,0 +1,127 @@
+package natslog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/logbook-dev/logbook/adapters/attestation"
+)
+
+// ErrKeyRefused is wrapped by every KeyRefusedError: an append its
+// readers would quarantine as unsigned or signed by an unknown or revoked
+// key, refused before it was sent.
+var ErrKeyRefused = errors.New("signing key refused")
+
+// KeyRefusedError is an append refused, nothing of it sent, because the
+// log's key state, caught up to its end, says the key it is signed with
+// is revoked or not registered by the pinned admin key (or it is
+// unsigned on a log that has begun signing): every reader would
+// quarantine it, so acknowledging it would lose it from every projection.
+type KeyRefusedError struct {
+	// Key is the id of the key the append is signed with ("" unsigned).
+	Key string
+	// Info is what the key events say of Key; Info.ID is "" when no
+	// attested key.registered binds it.
+	Info attestation.KeyInfo
+	// Admin is the id of the pinned admin key.
+	Admin string
+	// Signing is the sequence of the log's signing.began.
+	Signing uint64
+}
+
+// Error names the key, its principal, the revocation's sequence and the fix.
+func (e *KeyRefusedError) Error() string {
+	const fix = "nothing appended: sign with a registered key (`logbook keys register` a new one with the admin key; a serve makes and registers a new key of its own when it starts again)"
+	switch {
+	case e.Key == "":
+		return fmt.Sprintf("%s: the append is unsigned and the log has begun signing (signing.began at seq %d); %s", ErrKeyRefused, e.Signing, fix)
+	case e.Info.ID == "":
+		return fmt.Sprintf("%s: key %s is not registered on the log by the admin key %s; %s", ErrKeyRefused, e.Key, e.Admin, fix)
+	default:
+		return fmt.Sprintf("%s: key %s (%s, role %s) was revoked at seq %d; %s", ErrKeyRefused, e.Key, e.Info.Principal, e.Info.Role, e.Info.Revoked, fix)
+	}
+}
+
+// Unwrap returns ErrKeyRefused.
+func (e *KeyRefusedError) Unwrap() error { return ErrKeyRefused }
+
+// CatchUpKeys makes the Log's Verifier observe every key event stored so
+// far: one get of the last key event, and, when it is past the
+// Verifier's horizon, one get per key event since. It does nothing on a
+// Log without a Verifier.
+func (l *Log) CatchUpKeys(ctx context.Context) error {
+	v := l.cfg.Verifier
+	if v == nil {
+		return nil
+	}
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	var m *jetstream.RawStreamMsg
+	var err error
+	if l.leaderReads {
+		m, err = l.leaderGet(ctx, msgGetRequest{LastBySubj: keySubjects})
+	} else {
+		m, err = l.stream.GetLastMsgForSubject(ctx, keySubjects)
+		m = served(m)
+	}
+	if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, errNoMsg) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("the last key event: %w", err)
+	}
+	return l.catchUpKeys(ctx, m.Sequence)
+}
+
+// CheckSigner returns a *KeyRefusedError when an append signed by the
+// key id (its Lb-Key; "" unsigned) would be quarantined by the Log's
+// readers as of the key state it has observed: the key is revoked, or
+// not registered by the pinned admin key, or the append is unsigned,
+// after signing began. Call CatchUpKeys first to judge by the key events
+// other processes appended. It returns nil on a Log without a Verifier
+// and before signing began (nothing is judged then).
+func (l *Log) CheckSigner(id string) error {
+	v := l.cfg.Verifier
+	if v == nil {
+		return nil
+	}
+	signing := v.SigningFrom()
+	if signing == 0 || id != "" && id == v.AdminID() {
+		return nil
+	}
+	e := &KeyRefusedError{Key: id, Admin: v.AdminID(), Signing: signing}
+	if id == "" {
+		return e
+	}
+	k, ok := v.Key(id)
+	if ok && k.Revoked == 0 {
+		return nil
+	}
+	if ok {
+		e.Info = k
+	}
+	return e
+}
+
+// refuseKeys answers, before anything of batch is sent, each request
+// that CheckSigner refuses, the key events caught up to the log's end
+// first, and returns the others. When the key events cannot be read it
+// judges by the key state observed so far.
+func (l *Log) refuseKeys(batch []*request) []*request {
+	if l.cfg.Verifier == nil || len(batch) == 0 {
+		return batch
+	}
+	_ = l.CatchUpKeys(context.Background())
+	out := batch[:0:0]
+	for _, r := range batch {
+		if err := l.CheckSigner(r.keyID); err != nil {
+			r.answer(outcome{err: fmt.Errorf("append %s: %w", r.agg, err)})
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
