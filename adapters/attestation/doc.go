@@ -48,7 +48,10 @@
 // A Verifier folds the key events in stream order and judges each event
 // (Status): attested, before signing (stored before the log's
 // signing.began), or quarantined as unsigned, badly signed, signed by an
-// unknown or revoked key, or out of its key's role. Verification runs
+// unknown or revoked key, out of its key's role, or replayed: a signed
+// event stored again as it was, which its signature does not tell (it
+// covers no position), told by its aggregate's order (AggState): its id
+// repeats the last folded event's, or its ver does not follow it. Verification runs
 // before folding, in the log adapter; reducers never see a quarantined
 // event.
 package attestation

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -23,6 +25,10 @@ const (
 	BadSignature  Status = "bad-signature"  // the signature does not verify over Signed
 	UnknownKey    Status = "unknown-or-revoked-key"
 	OutOfRole     Status = "out-of-role" // the key's role may not append the type (Table)
+	// Replayed is a copy of an attested event stored again: its event
+	// id is its aggregate's last attested one, or its ver does not
+	// follow the aggregate's last attested ver.
+	Replayed Status = "replayed"
 )
 
 // Quarantined reports whether s keeps an event out of every fold.
@@ -141,16 +147,54 @@ func verify(pub ed25519.PublicKey, m Message) bool {
 	return ed25519.Verify(pub, Signed(m.Subject, m.Expect, m.Data), sig)
 }
 
+// AggState is what the judged events of one aggregate, up to a stream
+// sequence, say of its order: the last folded (attested, or stored
+// before signing) event. It is a few words whatever the aggregate's
+// length. The zero AggState is an aggregate with no events.
+type AggState struct {
+	Through uint64    // every event of the aggregate up to this stream sequence was judged
+	Ver     uint64    // ver of the last folded event (0: none)
+	Seq     uint64    // its stream sequence
+	ID      ulid.ULID // its event id
+}
+
 // Judge returns the verdict on m, the stored event rec (its Type and
 // Data decoded), given pre from Precheck (or the zero Pre), and observes
 // rec when it is an attested key event. Every key event below m.Seq must
 // have been observed first (Horizon ≥ m.Seq-1, or the caller feeds every
 // event in stream order); a caller that reads every event in order calls
 // Advance after each.
-func (v *Verifier) Judge(m Message, rec events.Envelope, pre Pre) Verdict {
+//
+// With st, the state of rec's aggregate as of every event of it before
+// m.Seq, Judge also checks rec's place in its aggregate, and moves st
+// past m: an event that is attested by its signature but repeats the
+// last folded event's id, or whose ver is not the last folded ver + 1,
+// is Replayed (a signed event published again as stored: its signature
+// still verifies). Only folded events move the expected ver, so a real
+// decision that reuses a quarantined forgery's ver is attested. The
+// aggregate's first folded event may have any ver (after a forgery on an
+// empty subject a real first event has ver 2, as ver 1 needs an empty
+// subject): a copy always follows its original. Events stored before
+// signing are not checked (nothing tells a copy then) but move st. With st nil the order is not checked (how key events are
+// observed out of a read).
+func (v *Verifier) Judge(m Message, rec events.Envelope, pre Pre, st *AggState) Verdict {
 	vd := v.judge(m, rec.Type, pre)
 	if vd.Status == Attested && !CausePermitted(vd.Role, rec.Cause) {
 		vd.Status, vd.Why = OutOfRole, fmt.Sprintf("role %s (%s) may append only what it caused itself, not an event caused by %s", vd.Role, vd.Principal, rec.Cause.Kind)
+	}
+	if st != nil {
+		if vd.Status == Attested {
+			switch {
+			case st.Seq != 0 && rec.ID == st.ID:
+				vd.Status, vd.Why = Replayed, fmt.Sprintf("a copy of event %s, ver %d, stored at seq %d", rec.ID, rec.Ver, st.Seq)
+			case st.Seq != 0 && rec.Ver != st.Ver+1:
+				vd.Status, vd.Why = Replayed, fmt.Sprintf("ver %d does not follow ver %d, the aggregate's last attested event (seq %d): a copy of an earlier event", rec.Ver, st.Ver, st.Seq)
+			}
+		}
+		if !vd.Status.Quarantined() {
+			st.Ver, st.Seq, st.ID = rec.Ver, m.Seq, rec.ID
+		}
+		st.Through = max(st.Through, m.Seq)
 	}
 	if vd.Status == Attested && rec.Agg.Kind == events.KindKey {
 		v.observe(m.Seq, rec)

@@ -165,10 +165,12 @@ func attestMsg(seq uint64, subject string, h nats.Header, data []byte) attestati
 }
 
 // judge returns whether rec, decoded from m with pre from Precheck, is
-// folded; a quarantined one is remembered.
-func (l *Log) judge(m attestation.Message, rec events.Record, pre attestation.Pre) (attestation.Verdict, bool) {
+// folded, given st, its aggregate's order state before it (see
+// attestation.Verifier.Judge), which it moves past rec; a quarantined
+// one is remembered.
+func (l *Log) judge(m attestation.Message, rec events.Record, pre attestation.Pre, st *attestation.AggState) (attestation.Verdict, bool) {
 	v := l.cfg.Verifier
-	vd := v.Judge(m, rec.Envelope, pre)
+	vd := v.Judge(m, rec.Envelope, pre, st)
 	if !vd.Status.Quarantined() {
 		return vd, true
 	}
@@ -192,7 +194,7 @@ func (l *Log) undecodable(ctx context.Context, seq uint64, subject string, h nat
 		return false, err
 	}
 	m := attestMsg(seq, subject, h, data)
-	vd := v.Judge(m, events.Envelope{}, pre)
+	vd := v.Judge(m, events.Envelope{}, pre, nil)
 	v.Advance(seq)
 	if !vd.Status.Quarantined() {
 		return false, nil
@@ -235,7 +237,7 @@ func (l *Log) catchUpKeys(ctx context.Context, seq uint64) error {
 		}
 		rec, err := l.decode(d, m.Sequence, m.Subject, m.Data)
 		if err == nil {
-			v.Judge(attestMsg(m.Sequence, m.Subject, m.Header, m.Data), rec.Envelope, 0)
+			v.Judge(attestMsg(m.Sequence, m.Subject, m.Header, m.Data), rec.Envelope, 0, nil)
 		}
 		v.Advance(m.Sequence)
 		from = m.Sequence + 1
@@ -245,16 +247,103 @@ func (l *Log) catchUpKeys(ctx context.Context, seq uint64) error {
 }
 
 // judgeLoaded judges rec, an event a load of one subject read, after
-// catching the Verifier's keys up to it, and reports whether it is folded.
-func (l *Log) judgeLoaded(ctx context.Context, seq uint64, subject string, h nats.Header, data []byte, rec events.Record) (bool, error) {
+// catching the Verifier's keys up to it, given st, its aggregate's order
+// state before it, and reports whether it is folded.
+func (l *Log) judgeLoaded(ctx context.Context, seq uint64, subject string, h nats.Header, data []byte, rec events.Record, st *attestation.AggState) (bool, error) {
 	if l.cfg.Verifier == nil {
 		return true, nil
 	}
 	if err := l.catchUpKeys(ctx, seq-1); err != nil {
 		return false, err
 	}
-	_, fold := l.judge(attestMsg(seq, subject, h, data), rec, 0)
+	_, fold := l.judge(attestMsg(seq, subject, h, data), rec, 0, st)
 	return fold, nil
+}
+
+// maxAggStates bounds the aggregates whose order state a Log keeps
+// between loads; past it one is forgotten (and loaded from its start
+// when next needed).
+const maxAggStates = 1 << 16
+
+// aggStates holds, per aggregate subject, the order state the Log's
+// reads and loads judged its events up to: where a load that starts mid-history
+// (LoadAfter, a read's first event of an aggregate) takes up the
+// judgement instead of reading the aggregate from its start. A cache:
+// what it forgets is read again.
+type aggStates struct {
+	mu sync.Mutex
+	m  map[string]attestation.AggState
+}
+
+func (a *aggStates) get(subject string) (attestation.AggState, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st, ok := a.m[subject]
+	return st, ok
+}
+
+// put keeps st for subject unless a state judged further is kept.
+func (a *aggStates) put(subject string, st attestation.AggState) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old, ok := a.m[subject]
+	if ok && old.Through >= st.Through {
+		return
+	}
+	if a.m == nil {
+		a.m = make(map[string]attestation.AggState)
+	}
+	if !ok && len(a.m) >= maxAggStates {
+		for k := range a.m {
+			delete(a.m, k)
+			break
+		}
+	}
+	a.m[subject] = st
+}
+
+// order is one read's order state of each aggregate it met: a read from
+// the log's start begins every aggregate with none; one from the middle
+// takes each aggregate's state before its first event there from the
+// Log's reads and loads (stateBefore), so every read path judges every
+// event alike.
+type order struct {
+	l         *Log
+	fromStart bool
+	aggs      map[string]*attestation.AggState
+}
+
+// newOrder returns the order state of a read from stream sequence from.
+func (l *Log) newOrder(from uint64) *order {
+	return &order{l: l, fromStart: from <= 1, aggs: make(map[string]*attestation.AggState)}
+}
+
+// state returns the order state of subject's aggregate before its event
+// at seq, the first the read met, or the state it left the last one in.
+func (o *order) state(ctx context.Context, subject string, seq uint64) (*attestation.AggState, error) {
+	if st := o.aggs[subject]; st != nil {
+		return st, nil
+	}
+	st := new(attestation.AggState)
+	if !o.fromStart {
+		var err error
+		if *st, err = o.l.stateBefore(ctx, subject, seq); err != nil {
+			return nil, err
+		}
+	}
+	o.aggs[subject] = st
+	return st, nil
+}
+
+// stateBefore returns the order state of subject's aggregate as of every
+// event of it before seq, judging what the Log's loads have not judged.
+func (l *Log) stateBefore(ctx context.Context, subject string, seq uint64) (attestation.AggState, error) {
+	if seq <= 1 {
+		return attestation.AggState{}, nil
+	}
+	var recs []events.Record
+	st, _, err := l.loadJudged(ctx, subject, seq-1, seq-1, &recs, false)
+	return st, err
 }
 
 // appendKeyEvent appends p as event ver of the key aggregate id, whose
@@ -321,14 +410,24 @@ func (l *Log) appendKeyFirst(ctx context.Context, admin Signer, id string, p eve
 	if done(v) {
 		return false, nil
 	}
-	// The version after the events folded; past 1 when only quarantined
-	// ones are there (an append on a subject that holds any is never
-	// version 1). A forger's version is a claim nobody folds.
-	ver := uint64(len(recs)) + 1
+	return l.appendKeyEvent(ctx, admin, id, nextVer(recs, last), last, p, host, at)
+}
+
+// nextVer is the version after recs, the folded events of an aggregate
+// whose last stream sequence is last: the last folded one's + 1, which is
+// what a reader's order check expects (attestation.Verifier.Judge); past
+// 1 when only quarantined events are there (an append on a subject that
+// holds any is never version 1). A forger's version is a claim nobody
+// folds.
+func nextVer(recs []events.Record, last uint64) uint64 {
+	ver := uint64(1)
+	if n := len(recs); n > 0 {
+		ver = recs[n-1].Ver + 1
+	}
 	if last > 0 {
 		ver = max(ver, 2)
 	}
-	return l.appendKeyEvent(ctx, admin, id, ver, last, p, host, at)
+	return ver
 }
 
 // KeyState returns what the log's key events say of the key id, read up
@@ -380,7 +479,7 @@ func (l *Log) RevokeKey(ctx context.Context, admin Signer, id, reason, host stri
 	if last == 0 {
 		return fmt.Errorf("revoke key %s: %w", id, events.ErrNotFound)
 	}
-	ok, err := l.appendKeyEvent(ctx, admin, id, uint64(len(recs))+1, last, events.KeyRevoked{Reason: reason}, host, at)
+	ok, err := l.appendKeyEvent(ctx, admin, id, nextVer(recs, last), last, events.KeyRevoked{Reason: reason}, host, at)
 	if err == nil && (!ok || len(recs) > 1) {
 		err = fmt.Errorf("revoke key %s: %w: revoked already or changed meanwhile", id, events.ErrConflict)
 	}

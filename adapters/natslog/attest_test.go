@@ -545,3 +545,219 @@ func TestAttest_ForgedKeyEventsSquatNothing(t *testing.T) {
 		t.Fatalf("RegisterPublic again = %v, %v; want nothing appended", ok, err)
 	}
 }
+
+// republish publishes the stored message at seq again exactly as stored,
+// as a holder of the stream's credentials can: its body and headers,
+// signature included, less Nats-Msg-Id and the atomic batch's headers.
+func republish(t *testing.T, nc *nats.Conn, l *Log, seq uint64) uint64 {
+	t.Helper()
+	var orig Msg
+	for m, err := range l.ReadRaw(t.Context(), events.SubjectEvents+".>", seq) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig = m
+		break
+	}
+	if orig.Seq != seq {
+		t.Fatalf("no message at seq %d", seq)
+	}
+	m := &nats.Msg{Subject: orig.Subject, Header: nats.Header{}, Data: orig.Data}
+	for k, vs := range orig.Header {
+		switch k {
+		case "Nats-Msg-Id", "Nats-Batch-Id", "Nats-Batch-Sequence", "Nats-Batch-Commit":
+			continue
+		}
+		m.Header[k] = vs
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js.PublishMsg(t.Context(), m)
+	if err != nil {
+		t.Fatalf("republish seq %d: %v", seq, err)
+	}
+	return ack.Sequence
+}
+
+// TestAttest_ReplayedCopyQuarantined: a signed event published again
+// exactly as stored (a member of an atomic batch after its first, whose
+// signature covers "-", and a plain append's single event, its expected
+// sequence still true of nothing) still verifies, but repeats its
+// aggregate's history: every read path (Read from the start and the
+// middle, Follow, Load, LoadAfter, a fresh reader) quarantines it as
+// replayed, naming the original, and the next real decision is attested.
+func TestAttest_ReplayedCopyQuarantined(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
+	l := signedLog(t, s, admin)
+	if ok, err := l.BeginSigning(t.Context(), admin, "h", testTime); !ok || err != nil {
+		t.Fatalf("BeginSigning = %v, %v", ok, err)
+	}
+	writer := mustKey(t, "writer@h", attestation.RoleServe)
+	if ok, err := l.RegisterKey(t.Context(), admin, writer, "h", testTime); !ok || err != nil {
+		t.Fatalf("RegisterKey = %v, %v", ok, err)
+	}
+	l.SetSigner(writer)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	a := session("a")
+	first := mustAppend(t, l, decision(reg, a, 0, 1, 1))
+	batch := mustAppend(t, l, decision(reg, a, first.Last, 2, 3)) // vers 2..4
+	member := batch.Last - 1                                      // ver 3: signs "-"
+	copies := map[uint64]uint64{}                                 // copy → original
+	c1 := republish(t, s.Conn(), l, batch.Last)                   // ver 4, signs "-": the last attested event's copy
+	copies[c1] = batch.Last
+	// The copy moved the subject: the next real decision expects it.
+	after := mustAppend(t, l, decision(reg, a, c1, 5, 1))
+	c2 := republish(t, s.Conn(), l, member) // ver 3, after ver 5
+	copies[c2] = member
+	last := mustAppend(t, l, decision(reg, a, c2, 6, 1))
+
+	check := func(what string, recs []events.Record, wantVers int) {
+		t.Helper()
+		vers := 0
+		for _, r := range recs {
+			if r.Agg != a {
+				continue
+			}
+			if _, bad := copies[r.Seq]; bad {
+				t.Errorf("%s folded the copy at seq %d (ver %d)", what, r.Seq, r.Ver)
+			}
+			vers++
+			if r.Ver != uint64(vers) {
+				t.Errorf("%s: seq %d has ver %d, want %d", what, r.Seq, r.Ver, vers)
+			}
+		}
+		if vers != wantVers {
+			t.Errorf("%s: %d events of %s, want %d", what, vers, a, wantVers)
+		}
+	}
+	checkQuar := func(what string, l *Log) {
+		t.Helper()
+		qs, _ := l.Quarantined()
+		got := map[uint64]bool{}
+		for _, q := range qs {
+			got[q.Seq] = true
+			orig, ok := copies[q.Seq]
+			if !ok {
+				t.Errorf("%s: quarantined seq %d (%s): not a copy", what, q.Seq, q.Verdict.Why)
+				continue
+			}
+			if q.Verdict.Status != attestation.Replayed {
+				t.Errorf("%s: seq %d is %s, want %s (%s)", what, q.Seq, q.Verdict.Status, attestation.Replayed, q.Verdict.Why)
+			}
+			if orig == batch.Last && !strings.Contains(q.Verdict.Why, "seq "+strconv.FormatUint(orig, 10)) {
+				t.Errorf("%s: seq %d: %q does not name the original seq %d", what, q.Seq, q.Verdict.Why, orig)
+			}
+		}
+		for c := range copies {
+			if !got[c] {
+				t.Errorf("%s: the copy at seq %d is not quarantined", what, c)
+			}
+		}
+	}
+
+	check("Read", readAll(t, l, 1), 6)
+	checkQuar("Read", l)
+	recs, lastSeq, err := l.Load(ctx, a)
+	if err != nil || lastSeq != last.Last {
+		t.Fatalf("Load = last %d, %v; want %d", lastSeq, err, last.Last)
+	}
+	check("Load", recs, 6)
+
+	// Fresh readers, each on its own path, judge alike.
+	for _, from := range []uint64{1, member, c1, after.Last} {
+		l2 := signedLog(t, s, admin)
+		var got []events.Record
+		for r, err := range l2.Read(ctx, from) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, r)
+		}
+		for _, r := range got {
+			if _, bad := copies[r.Seq]; bad {
+				t.Errorf("fresh Read(%d) folded the copy at seq %d", from, r.Seq)
+			}
+		}
+	}
+	l3 := signedLog(t, s, admin)
+	for _, after := range []uint64{0, first.Last, member, c1, after.Last} {
+		recs, _, err := l3.LoadAfter(ctx, a, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if _, bad := copies[r.Seq]; bad {
+				t.Errorf("LoadAfter(%d) folded the copy at seq %d", after, r.Seq)
+			}
+		}
+	}
+	l4 := signedLog(t, s, admin)
+	for _, after := range []uint64{c2, c1, member} { // loads back in time, after a later one
+		recs, _, err := l4.LoadAfter(ctx, a, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if _, bad := copies[r.Seq]; bad {
+				t.Errorf("LoadAfter(%d) after a later one folded the copy at seq %d", after, r.Seq)
+			}
+		}
+	}
+	checkQuar("LoadAfter", l3)
+
+	// Follow from the start, live too, then from the middle.
+	l5 := signedLog(t, s, admin)
+	fctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var c3, end uint64
+	for r, err := range l5.Follow(fctx, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, bad := copies[r.Seq]; bad || r.Seq == c3 {
+			t.Errorf("Follow(1) folded the copy at seq %d", r.Seq)
+		}
+		if r.Seq == last.Last {
+			c3 = republish(t, s.Conn(), l, member) // one of a plain append would be refused: its expected sequence is past
+			end = mustAppend(t, l, decision(reg, a, c3, 7, 1)).Last
+		}
+		if r.Seq == end {
+			break
+		}
+	}
+	if end == 0 {
+		t.Fatal("Follow(1) did not reach the live copy")
+	}
+	if q, ok := quarantinedAt(l5, c3); !ok || q.Verdict.Status != attestation.Replayed {
+		t.Errorf("Follow(1): the live copy at seq %d: %+v, want replayed", c3, q)
+	}
+	copies[c3] = member
+	l6 := signedLog(t, s, admin)
+	for r, err := range l6.Follow(fctx, c1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, bad := copies[r.Seq]; bad {
+			t.Errorf("Follow(%d) folded the copy at seq %d", c1, r.Seq)
+		}
+		if r.Seq == end {
+			break
+		}
+	}
+	checkQuar("Follow", l6)
+}
+
+// quarantinedAt returns l's quarantine entry at seq.
+func quarantinedAt(l *Log, seq uint64) (Quarantined, bool) {
+	qs, _ := l.Quarantined()
+	for _, q := range qs {
+		if q.Seq == seq {
+			return q, true
+		}
+	}
+	return Quarantined{}, false
+}

@@ -31,8 +31,9 @@ type chunk struct {
 // here has returned when decodeParallel returns. It reports false if the
 // sequence ended early (yield returned false or src failed). When ctx
 // ends first, the sequence ends with an error (src's, or ctx's): a read
-// cut short never ends as if it had reached its end.
-func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func(Msg, error) bool), yield func(events.Record, error) bool) bool {
+// cut short never ends as if it had reached its end. With a Verifier,
+// each event is judged in its aggregate's order with ord.
+func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.Context, func(Msg, error) bool), yield func(events.Record, error) bool) bool {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -139,7 +140,13 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 				}
 			} else if c.errs[i] == nil && l.cfg.Verifier != nil {
 				m := &c.msgs[i]
-				_, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), c.recs[i], c.pres[i])
+				st, err := ord.state(ctx, m.Subject, m.Seq)
+				if err != nil {
+					yield(events.Record{}, fmt.Errorf("read: the order of %s before seq %d: %w", m.Subject, m.Seq, err))
+					return false
+				}
+				_, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), c.recs[i], c.pres[i], st)
+				l.orders.put(m.Subject, *st)
 				l.cfg.Verifier.Advance(m.Seq)
 				if !fold {
 					if !marked {

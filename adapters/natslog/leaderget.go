@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -137,35 +138,25 @@ func (l *Log) getMsg(ctx context.Context, seq uint64, subject string) (*jetstrea
 }
 
 // leaderPage is loadPage on a replicated stream: up to loadPage events of
-// subject from stream sequence from on, one leader get each.
-func (l *Log) leaderPage(ctx context.Context, subject string, from uint64, recs *[]events.Record, last *uint64) (got int, more bool, err error) {
+// p, one leader get each.
+func (l *Log) leaderPage(ctx context.Context, p page, st *attestation.AggState, recs *[]events.Record, last *uint64) (got int, more bool, err error) {
 	d := l.reg.NewDecoder()
+	from := p.from
 	for got < loadPage {
-		m, err := l.leaderGet(ctx, msgGetRequest{Seq: from, NextBySubj: subject})
+		m, err := l.leaderGet(ctx, msgGetRequest{Seq: from, NextBySubj: p.subject})
 		if errors.Is(err, errNoMsg) {
 			return got, false, nil
 		}
 		if err != nil {
 			return got, false, err
 		}
-		rec, err := l.decode(d, m.Sequence, m.Subject, m.Data)
-		if err != nil {
-			if q, qerr := l.undecodable(ctx, m.Sequence, m.Subject, m.Header, m.Data, 0, err); qerr != nil || !q {
-				return got, false, errors.Join(err, qerr)
-			}
-			got++
-			*last = m.Sequence
-			from = m.Sequence + 1
-			continue
+		if p.upto > 0 && m.Sequence > p.upto {
+			return got, false, nil
 		}
 		got++
 		*last = m.Sequence
-		fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, rec)
-		if err != nil {
+		if err := l.loaded(ctx, p, m, d, st, recs); err != nil {
 			return got, false, err
-		}
-		if fold {
-			*recs = append(*recs, rec)
 		}
 		from = m.Sequence + 1
 	}

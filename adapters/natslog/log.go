@@ -69,6 +69,7 @@ type Log struct {
 
 	signer atomic.Pointer[signerBox] // signs appended messages; nil box or signer: none
 	quar   quarantine                // events the Verifier refused on reads
+	orders aggStates                 // aggregate order states loads judged up to, by subject
 }
 
 // DirectMin is the fewest events in one decision that its caller sends

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -112,33 +113,72 @@ func (l *Log) LoadAfter(ctx context.Context, agg events.Aggregate, after uint64)
 	if err := agg.Validate(); err != nil {
 		return nil, 0, fmt.Errorf("load %s: %w", agg, err)
 	}
-	subject := agg.Subject()
 	var recs []events.Record
-	last := after
-	for from := after + 1; ; from = last + 1 {
-		got, more, err := l.loadPage(ctx, subject, from, &recs, &last)
+	_, last, err := l.loadJudged(ctx, agg.Subject(), after, 0, &recs, true)
+	if err != nil {
+		return nil, 0, fmt.Errorf("load %s: %w", agg, err)
+	}
+	return recs, last, nil
+}
+
+// loadJudged reads subject's events up to stream sequence upto (0: the
+// end) and returns the aggregate's order state after them and the
+// sequence of the last one read (after when none follows it). With keep
+// it appends those after after that are folded to recs. With a Verifier
+// every event is judged in its aggregate's order: the judgement takes up
+// where the Log's loads left it when they judged up to at least the last
+// folded event before after, and starts from the aggregate's first event
+// otherwise, so a load that starts mid-history judges as one from the
+// start.
+func (l *Log) loadJudged(ctx context.Context, subject string, after, upto uint64, recs *[]events.Record, keep bool) (attestation.AggState, uint64, error) {
+	var st attestation.AggState
+	start := after
+	if l.cfg.Verifier != nil {
+		start = 0
+		if c, ok := l.orders.get(subject); ok && c.Seq <= after {
+			start = min(c.Through, after)
+			st = c
+			st.Through = start
+		}
+	}
+	last := start
+	for from := start + 1; upto == 0 || from <= upto; from = last + 1 {
+		got, more, err := l.loadPage(ctx, page{subject: subject, from: from, after: after, upto: upto, keep: keep}, &st, recs, &last)
 		if err != nil {
-			return nil, 0, fmt.Errorf("load %s: %w", agg, err)
+			return st, 0, err
 		}
 		if got == 0 || !more {
 			break
 		}
 	}
-	return recs, last, nil
+	if l.cfg.Verifier != nil {
+		st.Through = max(st.Through, last, upto)
+		l.orders.put(subject, st)
+	}
+	return st, max(last, after), nil
 }
 
-// loadPage appends to recs up to loadPage events of subject from stream
-// sequence from on, and sets *last to the sequence of the last one read
-// (a quarantined event among them too, which it leaves out of recs). It
-// reports how many it read and whether more follow.
-func (l *Log) loadPage(ctx context.Context, subject string, from uint64, recs *[]events.Record, last *uint64) (got int, more bool, err error) {
+// page is one batched read of loadJudged: subject's events from stream
+// sequence from on, none past upto (0: no bound), those past after kept
+// when keep.
+type page struct {
+	subject           string
+	from, after, upto uint64
+	keep              bool
+}
+
+// loadPage appends to recs up to loadPage events of p, judged with st,
+// the aggregate's order state, and sets *last to the sequence of the
+// last one read (a quarantined event among them too, which it leaves out
+// of recs). It reports how many it read and whether more follow.
+func (l *Log) loadPage(ctx context.Context, p page, st *attestation.AggState, recs *[]events.Record, last *uint64) (got int, more bool, err error) {
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	if l.leaderReads {
-		return l.leaderPage(ctx, subject, from, recs, last)
+		return l.leaderPage(ctx, p, st, recs, last)
 	}
 	msgs, err := jetstreamext.GetBatch(ctx, l.js, StreamName, loadPage,
-		jetstreamext.GetBatchSeq(from), jetstreamext.GetBatchSubject(subject))
+		jetstreamext.GetBatchSeq(p.from), jetstreamext.GetBatchSubject(p.subject))
 	if err != nil {
 		return 0, false, err
 	}
@@ -151,28 +191,39 @@ func (l *Log) loadPage(ctx context.Context, subject string, from uint64, recs *[
 			return 0, false, err
 		}
 		served(m)
-		rec, err := l.decode(d, m.Sequence, m.Subject, m.Data)
-		if err != nil {
-			if q, qerr := l.undecodable(ctx, m.Sequence, m.Subject, m.Header, m.Data, 0, err); qerr != nil || !q {
-				return 0, false, errors.Join(err, qerr)
-			}
-			got++
-			more = m.Header.Get("Nats-Num-Pending") != "0"
-			*last = m.Sequence
-			continue
+		if p.upto > 0 && m.Sequence > p.upto {
+			return got, false, nil
 		}
 		got++
 		more = m.Header.Get("Nats-Num-Pending") != "0"
 		*last = m.Sequence
-		fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, rec)
-		if err != nil {
+		if err := l.loaded(ctx, p, m, d, st, recs); err != nil {
 			return 0, false, err
-		}
-		if fold {
-			*recs = append(*recs, rec)
 		}
 	}
 	return got, more, nil
+}
+
+// loaded decodes and judges m, read by a load of p, with st, and appends
+// it to recs if p keeps it and it is folded. A message that does not
+// decode is an error unless it is quarantined.
+func (l *Log) loaded(ctx context.Context, p page, m *jetstream.RawStreamMsg, d *events.Decoder, st *attestation.AggState, recs *[]events.Record) error {
+	rec, err := l.decode(d, m.Sequence, m.Subject, m.Data)
+	if err != nil {
+		if q, qerr := l.undecodable(ctx, m.Sequence, m.Subject, m.Header, m.Data, 0, err); qerr != nil || !q {
+			return errors.Join(err, qerr)
+		}
+		st.Through = max(st.Through, m.Sequence)
+		return nil
+	}
+	fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, rec, st)
+	if err != nil {
+		return err
+	}
+	if fold && p.keep && m.Sequence > p.after {
+		*recs = append(*recs, rec)
+	}
+	return nil
 }
 
 // LastSeq implements events.Log: the stream sequence of the last message
@@ -246,7 +297,7 @@ func (l *Log) infoLastSeq(ctx context.Context) (uint64, error) {
 // concurrent iteration.
 func (l *Log) Read(ctx context.Context, from uint64) iter.Seq2[events.Record, error] {
 	return func(yield func(events.Record, error) bool) {
-		l.readRecords(ctx, from, yield)
+		l.readRecords(ctx, from, l.newOrder(from), yield)
 	}
 }
 
@@ -262,7 +313,8 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 			}
 			return yield(r, err)
 		}
-		end, ok := l.readRecords(ctx, from, quiet)
+		ord := l.newOrder(from)
+		end, ok := l.readRecords(ctx, from, ord, quiet)
 		if !ok {
 			return
 		}
@@ -288,7 +340,13 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 					quiet(events.Record{}, err)
 					return
 				}
-				_, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), rec, 0)
+				st, err := ord.state(ctx, m.Subject, m.Seq)
+				if err != nil {
+					quiet(events.Record{}, fmt.Errorf("follow: the order of %s before seq %d: %w", m.Subject, m.Seq, err))
+					return
+				}
+				_, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), rec, 0, st)
+				l.orders.put(m.Subject, *st)
 				l.cfg.Verifier.Advance(m.Seq)
 				if !fold {
 					if !events.WantsQuarantined(ctx) {
@@ -308,9 +366,10 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 const eventFilter = events.SubjectEvents + ".>"
 
 // readRecords yields the decoded events from from up to the log's last
-// sequence now, and returns that sequence and whether the sequence ran
-// to its end (no error, loop not stopped).
-func (l *Log) readRecords(ctx context.Context, from uint64, yield func(events.Record, error) bool) (uint64, bool) {
+// sequence now, judging each event in its aggregate's order with ord,
+// and returns that sequence and whether the sequence ran to its end (no
+// error, loop not stopped).
+func (l *Log) readRecords(ctx context.Context, from uint64, ord *order, yield func(events.Record, error) bool) (uint64, bool) {
 	end, err := l.LastSeq(ctx)
 	if err != nil {
 		yield(events.Record{}, fmt.Errorf("read %s from %d: %w", eventFilter, from, err))
@@ -344,7 +403,7 @@ func (l *Log) readRecords(ctx context.Context, from uint64, yield func(events.Re
 		}
 		return yield(r, err)
 	}
-	if !l.decodeParallel(events.WithQuarantined(ctx), src, counted) {
+	if !l.decodeParallel(events.WithQuarantined(ctx), ord, src, counted) {
 		return end, false
 	}
 	if seen >= end {

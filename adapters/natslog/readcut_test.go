@@ -33,7 +33,7 @@ func TestDecodeParallel_CutByContext(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 			defer cancel()
 			var errs []error
-			whole := l.decodeParallel(ctx, tc.src, func(r events.Record, err error) bool {
+			whole := l.decodeParallel(ctx, l.newOrder(1), tc.src, func(r events.Record, err error) bool {
 				if _, ok := errors.AsType[*DecodeError](err); err != nil && !ok {
 					errs = append(errs, err)
 				}

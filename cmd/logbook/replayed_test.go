@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// verifyNames runs replay --verify until it exits 1 naming every want
+// (serve's projector passes a new event soon, not at once; a want of
+// "live projection at seq N:" waits for it to pass N), and returns its
+// output.
+func verifyNames(t *testing.T, data string, want ...string) (string, string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		out, errOut, code := cliExit(t, data, "replay", "--verify")
+		all := code == 1
+		for _, w := range want {
+			all = all && strings.Contains(out, w)
+		}
+		if all {
+			return out, errOut
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replay --verify exit %d does not name %q:\n%s%s", code, want, out, errOut)
+		}
+	}
+}
+
+// TestReplayedCopy_Quarantined: a writer-signed event that is a member
+// of an atomic batch after its first (no expected sequence; its
+// signature covers "-"), published again exactly as stored with the
+// writer's credentials, still verifies; it is quarantined as replayed,
+// naming the original's sequence: audit marks it, replay --verify exits
+// 1 naming it. Then an unsigned junk message published last is named by
+// replay --verify (exit 1) rather than taken for a log that ends before
+// the live checkpoint.
+func TestReplayedCopy_Quarantined(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	serveInProcess(t, data, "--workers", "0", "--reconcile-every", "0", "--fsync", "interval")
+	dd := dataDir(data)
+	wl, wnc := connectAs(t, dd, natslog.RoleWriter)
+	wkey, err := dd.principalKey("writer.key", attestation.RoleWriter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl.SetSigner(wkey)
+	reg := events.NewRegistry()
+	const sid = "5e9ea7ed-0000-4000-8000-000000000001"
+	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
+	mk := func(ver uint64, p events.Payload) events.Envelope {
+		e := reg.New(p)
+		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, ver, time.Now().UTC().Truncate(time.Microsecond)
+		e.Cause = &events.Cause{Kind: "hook", Event: "SessionStart", Ref: ulid.Make().String()}
+		return e
+	}
+	app, err := wl.Append(t.Context(), events.Batch{Agg: agg, Events: []events.Envelope{
+		mk(1, events.SessionStarted{Agent: "claude-code", Cwd: "/w"}),
+		mk(2, events.SessionDescribed{Model: "m2"}),
+		mk(3, events.SessionDescribed{Model: "m3"}),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := app.Last // ver 3, the last attested event of the session
+	var stored natslog.Msg
+	for m, err := range wl.ReadRaw(t.Context(), agg.Subject(), orig) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = m
+		break
+	}
+	if stored.Seq != orig || stored.Header.Get(attestation.HeaderSig) == "" || stored.Header.Get(jetstream.ExpectedLastSubjSeqHeader) != "" {
+		t.Fatalf("stored seq %d: %v; want a signed batch member with no expected sequence", stored.Seq, stored.Header)
+	}
+	m := &nats.Msg{Subject: stored.Subject, Header: nats.Header{}, Data: stored.Data}
+	for k, vs := range stored.Header {
+		if k == "Nats-Msg-Id" || strings.HasPrefix(k, "Nats-Batch-") {
+			continue
+		}
+		m.Header[k] = vs
+	}
+	js, err := jetstream.New(wnc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js.PublishMsg(t.Context(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := verifyNames(t, data, fmt.Sprintf("live projection at seq %d:", ack.Sequence), fmt.Sprintf("seq %d", ack.Sequence), string(attestation.Replayed), fmt.Sprintf("seq %d", orig))
+	if strings.Contains(out, fmt.Sprintf("UNATTESTED: seq %d ", orig)) {
+		t.Errorf("replay --verify names the original seq %d unattested:\n%s", orig, out)
+	}
+	audit := cli(t, data, "audit", sid)
+	line := ""
+	for l := range strings.Lines(audit) {
+		if strings.HasPrefix(l, fmt.Sprintf("#%d ", ack.Sequence)) {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "UNATTESTED") || !strings.Contains(line, string(attestation.Replayed)) {
+		t.Errorf("audit line of the copy at seq %d is %q; want it unattested, replayed:\n%s", ack.Sequence, line, audit)
+	}
+
+	// Junk, unsigned, last in the log.
+	_, knc := connectAs(t, dd, natslog.RoleWorker)
+	kjs, err := jetstream.New(knc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk, err := kjs.PublishMsg(t.Context(), &nats.Msg{Subject: agg.Subject(), Data: []byte("not an event")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut := verifyNames(t, data, fmt.Sprintf("live projection at seq %d:", junk.Sequence), fmt.Sprintf("UNATTESTED: seq %d ", junk.Sequence), fmt.Sprintf("UNATTESTED: seq %d ", ack.Sequence))
+	if strings.Contains(out+errOut, "before the live checkpoint") {
+		t.Errorf("replay --verify with junk last:\n%s%s", out, errOut)
+	}
+}
