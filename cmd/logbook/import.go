@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
@@ -323,6 +325,7 @@ func runImport[U any](ctx context.Context, g *globals, f importFormat[U], paths 
 		mu       sync.Mutex
 		sum      importSummary
 		diverged int      // files that changed under Logbook
+		lost     int      // files stopped because the server went away
 		nothing  []string // notes of files with nothing to import yet
 		wg       sync.WaitGroup
 	)
@@ -357,6 +360,9 @@ func runImport[U any](ctx context.Context, g *globals, f importFormat[U], paths 
 						sum.Errors = append(sum.Errors, err.Error())
 						if _, ok := errors.AsType[*ingest.DivergedError](err); ok {
 							diverged++
+						}
+						if serverGone(err) {
+							lost++
 						}
 					}
 					mu.Unlock()
@@ -412,9 +418,23 @@ func runImport[U any](ctx context.Context, g *globals, f importFormat[U], paths 
 		if paused := b.diskPaused(ctx); paused != "" {
 			why = "; serve says " + paused + ": free space there and import again"
 		}
+		if lost == len(sum.Errors) {
+			return &exitError{code: 1, err: fmt.Errorf("%s stopped early: the server went away (did `logbook serve` stop?); the lines before each error are imported, and importing again resumes where it stopped", plural(lost, f.noun))}
+		}
+		if lost > 0 {
+			why += fmt.Sprintf("; %d because the server went away (did `logbook serve` stop?)", lost)
+		}
 		return &exitError{code: 1, err: fmt.Errorf("%s stopped early (errors above)%s; the lines before each error are imported, and importing again resumes at the line that stopped it (a line that does not parse must be fixed first, or passed with --skip-invalid)", plural(len(sum.Errors), f.noun), why)}
 	}
 	return nil
+}
+
+// serverGone reports whether err, from an import, says the log's server
+// went away (serve stopped, or no server takes appends any more): the
+// import stopped there, and importing again resumes where it stopped.
+func serverGone(err error) bool {
+	return lostServer(err) || errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrDisconnected)
 }
 
 // claudeImport is Claude Code's format for runImport: a unit is a
