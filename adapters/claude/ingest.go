@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
@@ -262,29 +263,49 @@ func (in *Ingester) importWatched(ctx context.Context, path, session string) ([]
 }
 
 // LooksLikeTranscript reports whether the file at path reads as a Claude
-// Code transcript: its first line is a JSON object with a "type", and not
-// a Codex CLI rollout's envelope (a "payload" beside a type of Codex's:
+// Code transcript: its first line that is not blank is a JSON object with
+// a "type" (one torn, still being written, or damaged, may show it later:
+// the import reports a damaged line with its position), and not a Codex
+// CLI rollout's envelope (a "payload" beside a type of Codex's:
 // session_meta, response_item, event_msg, turn_context, compacted; Codex
-// CLI 0.40 and later). An empty file qualifies (a session just created).
-// When it does not, the reason says why, for a message that names the
-// file.
+// CLI 0.40 and later). A file whose first line is not a JSON object at
+// all (text, binary data) is not one. An empty file, or one of blank
+// lines only, qualifies (a session just created); a complete first line
+// that does not parse and shows no "type" before it stops (the "{" of a
+// pretty-printed JSON file, say) does not. When it does not, the reason
+// says why, for a message that names the file.
 func LooksLikeTranscript(path string) (bool, string) {
-	l, err := ingest.FirstLine(path)
+	if _, err := ingest.FirstLine(path); err != nil {
+		return false, err.Error()
+	}
+	r, err := ingest.ReadFirstRecord(path)
 	if err != nil {
 		return false, err.Error()
 	}
-	if l.Torn {
+	if why := r.NotObject(); why != "" {
+		return false, why
+	}
+	if r.Line == 0 {
+		return true, ""
+	}
+	if !r.Has("type") {
+		switch {
+		case r.Whole:
+			return false, "its first line has no \"type\" field"
+		case !r.Torn:
+			return false, "its first line is not a JSON object (it does not parse, and shows no \"type\" before it stops): " + strconv.Quote(r.Head)
+		}
+		return true, ""
+	}
+	if !r.Whole {
 		return true, ""
 	}
 	var v struct {
 		Type    *string         `json:"type"`
 		Payload json.RawMessage `json:"payload"`
 	}
-	if err := json.Unmarshal(l.Bytes, &v); err != nil {
-		return true, "" // the import reports the bad line with its position
-	}
-	if v.Type == nil {
-		return false, "its first line has no \"type\" field"
+	if err := json.Unmarshal(r.Bytes, &v); err != nil || v.Type == nil {
+		return true, ""
 	}
 	if v.Payload != nil && codexEnvelopeTypes[*v.Type] {
 		return false, "it is a Codex CLI rollout (its first line is a " + *v.Type + " envelope): import it with `logbook import codex`"

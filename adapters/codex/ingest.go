@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -306,27 +307,30 @@ func IsRolloutName(path string) bool {
 }
 
 // LooksLikeRollout reports whether the file at path reads as a Codex CLI
-// rollout: its first line is a JSON object with an envelope "payload" or
-// the legacy header's "id" (or does not parse: the import reports that
-// line with its position). An empty file qualifies. When it does not, the
-// reason says why.
+// rollout: its first line that is not blank is a JSON object with an
+// envelope "payload" or the legacy header's "id" or "record_type" (one
+// torn, still being written, or damaged, may show them later: the import
+// reports a damaged line with its position). A file whose first line is
+// not a JSON object at all (text, binary data), or a complete one that
+// does not parse and shows none of those keys before it stops, is not
+// one. An empty file, or one of blank lines only, qualifies. When it does not, the reason
+// says why.
 func LooksLikeRollout(path string) (bool, string) {
-	l, err := ingest.FirstLine(path)
+	if _, err := ingest.FirstLine(path); err != nil {
+		return false, err.Error()
+	}
+	r, err := ingest.ReadFirstRecord(path)
 	if err != nil {
 		return false, err.Error()
 	}
-	if l.Torn {
+	if why := r.NotObject(); why != "" {
+		return false, "not a Codex CLI rollout: " + why
+	}
+	if r.Line == 0 || r.Has("payload") || r.Has("id") || r.Has("record_type") || r.Torn {
 		return true, ""
 	}
-	var v map[string]json.RawMessage
-	if json.Unmarshal(l.Bytes, &v) != nil {
-		return true, ""
-	}
-	_, payload := v["payload"]
-	_, id := v["id"]
-	_, rt := v["record_type"]
-	if payload || id || rt {
-		return true, ""
+	if !r.Whole {
+		return false, "not a Codex CLI rollout: its first line is not a JSON object (it does not parse, and shows no \"payload\" or \"id\" before it stops): " + strconv.Quote(r.Head)
 	}
 	return false, "not a Codex CLI rollout: its first line has neither an envelope \"payload\" nor a session header \"id\""
 }

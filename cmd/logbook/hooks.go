@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -56,7 +57,8 @@ PermissionRequest to ` + "`logbook hook claude --gate --budget D`" + ` instead, 
 hook answers them with the gate's decision, with a "timeout" of D plus
 ` + fmt.Sprint(int(settings.GateTimeoutMargin.Seconds())) + ` seconds: Claude Code must never kill a hook that waits for a
 verdict (a hook it kills lets the tool run). The other events keep the
-recorder. A --data given to logbook is passed on to the hook.`,
+recorder. The data dir given to logbook, by --data or $LOGBOOK_DATA, is
+passed on to the hook as --data.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("budget") && !f.gate {
@@ -166,11 +168,13 @@ func budgetFlag(budget time.Duration) string {
 	return budget.String()
 }
 
-// dataArg returns " --data DIR" for the --data given to logbook, as an
-// absolute path, or "".
+// dataArg returns " --data DIR" for the data dir given to logbook, by
+// --data or else by $LOGBOOK_DATA (as resolveDataDir picks it), as an
+// absolute path, or "" when neither names one: the hook then finds the
+// default data dir as logbook does.
 func dataArg(g *globals) string {
-	if g.data != "" {
-		if abs, err := filepath.Abs(g.data); err == nil {
+	if d := cmp.Or(g.data, os.Getenv("LOGBOOK_DATA")); d != "" {
+		if abs, err := filepath.Abs(d); err == nil {
 			return " --data " + shellQuote(abs)
 		}
 	}

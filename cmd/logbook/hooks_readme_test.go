@@ -48,6 +48,7 @@ func TestREADME_SettingsSnippetIsWhatInstallWrites(t *testing.T) {
 // snippet to `hooks install --gate` with its default budget: the same
 // two events, command and timeout.
 func TestREADME_GateSnippetIsWhatInstallWrites(t *testing.T) {
+	t.Setenv("LOGBOOK_DATA", "") // no data dir given: the snippet has no --data
 	snippet := readmeSnippet(t, "the gate", `"PreToolUse"`, "--gate")
 	w := installWires(&globals{}, hooksFlags{gate: true, budget: gate.DefaultBudget})
 	_, rest, _ := strings.Cut(w.Gate, " hook ")

@@ -14,10 +14,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
@@ -108,7 +111,7 @@ func newImportFile(r ingest.FileResult) importFile {
 // a named file looks refuses are errors naming the path; a named file
 // that is empty (nothing to import yet) is a note. what names the
 // format ("a Claude Code transcript"), hint where such files are found.
-func namedPaths(paths []string, ext, what, hint string, looks func(string) (bool, string)) (errs, notes []string) {
+func namedPaths(paths []string, ext, what, hint string, looks func(string) (bool, string), private []string) (errs, notes []string) {
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		switch {
@@ -131,6 +134,9 @@ func namedPaths(paths []string, ext, what, hint string, looks func(string) (bool
 			notes = append(notes, fmt.Sprintf("%s: %s, nothing to import yet", p, what))
 			continue
 		}
+		if privatePath(p, private) {
+			continue // the import refuses it, naming where it leads
+		}
 		if ok, why := looks(p); !ok {
 			if err := unreadableFirst(p); err != nil {
 				errs = append(errs, err.Error())
@@ -142,6 +148,25 @@ func namedPaths(paths []string, ext, what, hint string, looks func(string) (bool
 		}
 	}
 	return errs, notes
+}
+
+// privatePath reports whether the file at path leads into one of dirs
+// (the data dir), by a symlink or a hard link (ingest.CheckPrivate,
+// ingest.CheckOpened): it is not judged as a transcript or not, so that
+// the import refuses it with that reason, never reading it.
+func privatePath(path string, dirs []string) bool {
+	if len(dirs) == 0 {
+		return false
+	}
+	if errors.Is(ingest.CheckPrivate(path, dirs), ingest.ErrPrivate) {
+		return true
+	}
+	f, _, err := hookspool.OpenRegular(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return errors.Is(ingest.CheckOpened(f, path, dirs), ingest.ErrPrivate)
 }
 
 // nothingYet reports whether the file at path, of size bytes, holds no
@@ -259,7 +284,11 @@ type importRun[U any] struct {
 // JSON). It returns an *exitError when a named path cannot be imported or
 // a file stopped early.
 func runImport[U any](ctx context.Context, g *globals, f importFormat[U], paths []string, o importOptions) error {
-	errs, skipped := namedPaths(paths, f.ext, f.what, f.hint, f.looks)
+	var private []string // the data dir, whose files the import refuses to read
+	if dd, err := resolveDataDir(g.data); err == nil {
+		private = []string{string(dd)}
+	}
+	errs, skipped := namedPaths(paths, f.ext, f.what, f.hint, f.looks, private)
 	if len(errs) > 0 {
 		return namedPathsError(g, errs)
 	}
@@ -285,6 +314,10 @@ func runImport[U any](ctx context.Context, g *globals, f importFormat[U], paths 
 				found = append(found, path)
 				return false
 			}
+		}
+		if privatePath(path, private) {
+			found = append(found, path)
+			return false // the import refuses it, naming where it leads
 		}
 		if ok, why := f.looks(path); !ok {
 			if err := unreadableFirst(path); err != nil {
@@ -323,6 +356,7 @@ func runImport[U any](ctx context.Context, g *globals, f importFormat[U], paths 
 		mu       sync.Mutex
 		sum      importSummary
 		diverged int      // files that changed under Logbook
+		lost     int      // files stopped because the server went away
 		nothing  []string // notes of files with nothing to import yet
 		wg       sync.WaitGroup
 	)
@@ -357,6 +391,9 @@ func runImport[U any](ctx context.Context, g *globals, f importFormat[U], paths 
 						sum.Errors = append(sum.Errors, err.Error())
 						if _, ok := errors.AsType[*ingest.DivergedError](err); ok {
 							diverged++
+						}
+						if serverGone(err) {
+							lost++
 						}
 					}
 					mu.Unlock()
@@ -412,9 +449,23 @@ func runImport[U any](ctx context.Context, g *globals, f importFormat[U], paths 
 		if paused := b.diskPaused(ctx); paused != "" {
 			why = "; serve says " + paused + ": free space there and import again"
 		}
+		if lost == len(sum.Errors) {
+			return &exitError{code: 1, err: fmt.Errorf("%s stopped early: the server went away (did `logbook serve` stop?); the lines before each error are imported, and importing again resumes where it stopped", plural(lost, f.noun))}
+		}
+		if lost > 0 {
+			why += fmt.Sprintf("; %d because the server went away (did `logbook serve` stop?)", lost)
+		}
 		return &exitError{code: 1, err: fmt.Errorf("%s stopped early (errors above)%s; the lines before each error are imported, and importing again resumes at the line that stopped it (a line that does not parse must be fixed first, or passed with --skip-invalid)", plural(len(sum.Errors), f.noun), why)}
 	}
 	return nil
+}
+
+// serverGone reports whether err, from an import, says the log's server
+// went away (serve stopped, or no server takes appends any more): the
+// import stopped there, and importing again resumes where it stopped.
+func serverGone(err error) bool {
+	return lostServer(err) || errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrDisconnected)
 }
 
 // claudeImport is Claude Code's format for runImport: a unit is a

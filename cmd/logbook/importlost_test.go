@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// An import whose server goes away mid-import says so, and that
+// importing again resumes where it stopped; not that a line that does
+// not parse must be fixed first. Importing again once serve is back
+// succeeds.
+func TestImport_ServeDies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs serve")
+	}
+	s := newSoak(t, soakBuild(t), 1)
+	for _, tr := range s.ts {
+		if err := tr.Grow(8000, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := t.Context()
+	srv, _ := s.startServe(ctx)
+	c := s.command(ctx, nil, "import", "claude", "--workers", "1", s.dir)
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	ch, err := s.procs.start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kill serve once the import has appended some lines, well before it
+	// has all of them.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, err := s.status(ctx)
+		if err == nil && st.LastSeq > 100 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the import appended nothing in 60 s: %v\n%s", err, out.String())
+		}
+	}
+	srv.kill()
+	select {
+	case <-ch.gone:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("import still runs 2 min after serve died:\n%s", out.String())
+	}
+	got := out.String()
+	if ch.err == nil {
+		t.Fatalf("import finished before serve was killed (grow the transcripts):\n%s", got)
+	}
+	if strings.Contains(got, "must be fixed first") || !strings.Contains(got, "server went away") || !strings.Contains(got, "resumes where it stopped") {
+		t.Errorf("import whose serve died does not say so:\n%s", got)
+	}
+	s.startServe(ctx)
+	waitFor(t, 2*time.Minute, "an import that succeeds once serve is back", func() bool {
+		_, err := s.run(ctx, nil, "import", "claude", s.dir)
+		return err == nil
+	})
+}
