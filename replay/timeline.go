@@ -229,14 +229,15 @@ func fingerprint(f events.Fingerprint) string {
 }
 
 // kvs renders "key=value" pairs in the order added, skipping empty
-// values and quoting values that hold spaces, quotes or '='.
+// values and quoting values that hold spaces, quotes, '=' or characters
+// Escape would show escaped (strconv.Quote escapes each of them).
 type kvs []string
 
 func (kv *kvs) add(k, v string) {
 	if v == "" {
 		return
 	}
-	if strings.ContainsAny(v, " \t\n\"=") {
+	if strings.ContainsAny(v, " \"=") || Escape(v) != v {
 		v = strconv.Quote(v)
 	}
 	*kv = append(*kv, k+"="+v)
@@ -286,7 +287,8 @@ func obsRef(r events.Record) *ObsRef {
 // permission prompt's signal carries its command or file, cut to 80
 // characters: tool_use:Bash(go test ./...).
 //
-// Transitions always show activity=, even when empty. It returns the
+// Transitions always show activity=, even when empty. Every field passes
+// Escape: one item is one line whatever its fields hold. It returns the
 // first write error.
 func WriteText(w io.Writer, items []Item) error {
 	var (
@@ -295,7 +297,7 @@ func WriteText(w io.Writer, items []Item) error {
 	)
 	for _, it := range items {
 		b.Reset()
-		fmt.Fprintf(&b, "#%d %s %s", it.Seq, it.At.UTC().Format(events.TimeFormat), it.Type)
+		fmt.Fprintf(&b, "#%d %s %s", it.Seq, it.At.UTC().Format(events.TimeFormat), Escape(it.Type))
 		if it.Obs != nil {
 			if !last.IsZero() && it.At.Before(last) {
 				// The agent's clock went back (a clock step, or lines
@@ -307,30 +309,30 @@ func WriteText(w io.Writer, items []Item) error {
 			}
 		}
 		if it.From != "" || it.To != "" {
-			fmt.Fprintf(&b, " %s→%s", it.From, it.To)
+			fmt.Fprintf(&b, " %s→%s", Escape(it.From), Escape(it.To))
 		}
 		if it.Activity != "" || it.Type == "session.transitioned" {
-			fmt.Fprintf(&b, " activity=%s", it.Activity)
+			fmt.Fprintf(&b, " activity=%s", Escape(it.Activity))
 		}
 		if it.Entry != "" {
-			fmt.Fprintf(&b, " entry=%s", it.Entry)
+			fmt.Fprintf(&b, " entry=%s", Escape(it.Entry))
 		}
 		if it.Detail != "" {
-			b.WriteString(" " + it.Detail)
+			b.WriteString(" " + Escape(it.Detail))
 		}
 		if c := it.Cause; c != nil {
-			fmt.Fprintf(&b, "  cause=%s/%s", c.Kind, c.Event)
+			fmt.Fprintf(&b, "  cause=%s/%s", Escape(c.Kind), Escape(c.Event))
 			if c.Detail != "" {
-				b.WriteString("/" + c.Detail)
+				b.WriteString("/" + Escape(c.Detail))
 			}
-			b.WriteString(" ref=" + c.Ref)
+			b.WriteString(" ref=" + Escape(c.Ref))
 		}
 		if o := it.Obs; o != nil {
-			where := "key " + o.Key
+			where := "key " + Escape(o.Key)
 			if o.Line > 0 {
 				where = "line " + strconv.Itoa(o.Line)
 			}
-			fmt.Fprintf(&b, "  obs=%s %s [%s]", where, o.Kind, strings.Join(o.Signals, " "))
+			fmt.Fprintf(&b, "  obs=%s %s [%s]", where, Escape(o.Kind), Escape(strings.Join(o.Signals, " ")))
 		}
 		b.WriteByte('\n')
 		if _, err := io.WriteString(w, b.String()); err != nil {
