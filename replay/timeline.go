@@ -25,6 +25,12 @@ import (
 //	detail     the rest of the payload as "key=value" pairs, stable order
 //	cause      the envelope's cause (kind, event, detail, ref)
 //	obs        the observation cause.ref names, when it is in the session
+//	signed     the verifier's judgement of the stored event: "attested",
+//	           "before-signing" (stored before signing began), or for an
+//	           unattested one its status; absent when the log was read
+//	           unjudged (no admin key pinned)
+//	key_id     the signing key's id; principal and role: whom the key
+//	           is registered to and what it may append
 type Item struct {
 	Seq      uint64        `json:"seq"`
 	Ver      uint64        `json:"ver"`
@@ -37,6 +43,13 @@ type Item struct {
 	Detail   string        `json:"detail,omitempty"`
 	Cause    *events.Cause `json:"cause,omitempty"`
 	Obs      *ObsRef       `json:"obs,omitempty"`
+	// Signed, KeyID, Principal and Role are who signed the event
+	// (events.Signer), so a verdict signed by a registered but
+	// unexpected key stands out.
+	Signed    string `json:"signed,omitempty"`
+	KeyID     string `json:"key_id,omitempty"`
+	Principal string `json:"principal,omitempty"`
+	Role      string `json:"role,omitempty"`
 	// Unattested is set on an event the log left out of every fold
 	// (see Unattested); its other fields are then Seq, Type and Detail.
 	Unattested *Unattested `json:"unattested,omitempty"`
@@ -88,6 +101,7 @@ func TimelineOf(recs []events.Record) []Item {
 			continue
 		}
 		it := Item{Seq: r.Seq, Ver: r.Ver, At: r.At.UTC(), Type: r.Type, Cause: r.Cause}
+		it.signedBy(r.Signer)
 		describe(&it, r.Data)
 		if d, ok := r.Data.(events.ReviewDecided); ok && len(d.Evidence) > 0 {
 			// The user messages a verdict relied on (prompts, answers to
@@ -117,6 +131,11 @@ func TimelineOf(recs []events.Record) []Item {
 		items = append(items, it)
 	}
 	return items
+}
+
+// signedBy fills it's signer fields from s.
+func (it *Item) signedBy(s events.Signer) {
+	it.Signed, it.KeyID, it.Principal, it.Role = s.Status, s.Key, s.Principal, s.Role
 }
 
 // describe fills it's payload fields from p.
@@ -274,11 +293,15 @@ func obsRef(r events.Record) *ObsRef {
 
 // WriteText writes items one line each, in a stable format:
 //
-//	#<seq> <at> <type> [<from>→<to>] [activity=<a>] [entry=<e>] [<detail>]  cause=<kind>/<event>[/<detail>] ref=<ref>  obs=<line N|key K> <kind> [<signals>]
+//	#<seq> <at> <type> [<from>→<to>] [activity=<a>] [entry=<e>] [<detail>]  signed=<principal>/<role> (key <id>)  cause=<kind>/<event>[/<detail>] ref=<ref>  obs=<line N|key K> <kind> [<signals>]
 //
 // e.g.
 //
-//	#42 2026-04-24T19:19:00.393000Z session.transitioned working→ready activity=  cause=transcript/assistant ref=01J…  obs=line 7 assistant [text turn_end]
+//	#42 2026-04-24T19:19:00.393000Z session.transitioned working→ready activity=  signed=writer@host/writer (key 3fa2…)  cause=transcript/assistant ref=01J…  obs=line 7 assistant [text turn_end]
+//
+// signed= is "before-signing" for an event stored before signing began,
+// and absent when the log was read unjudged and on an unattested item
+// (whose detail names who appended it).
 //
 // Times are in UTC, all of them. An item decided from an observation
 // (its time the agent's) earlier than such an item before it (the agent's
@@ -320,6 +343,9 @@ func WriteText(w io.Writer, items []Item) error {
 		if it.Detail != "" {
 			b.WriteString(" " + Escape(it.Detail))
 		}
+		if s := it.signedText(); s != "" {
+			b.WriteString("  signed=" + s)
+		}
 		if c := it.Cause; c != nil {
 			fmt.Fprintf(&b, "  cause=%s/%s", Escape(c.Kind), Escape(c.Event))
 			if c.Detail != "" {
@@ -340,6 +366,22 @@ func WriteText(w io.Writer, items []Item) error {
 		}
 	}
 	return nil
+}
+
+// signedText returns what WriteText prints after signed=, each part
+// through Escape, or "" for none.
+func (it Item) signedText() string {
+	switch {
+	case it.Unattested != nil || it.Signed == "":
+		return ""
+	case it.Signed == "before-signing":
+		return "before-signing"
+	case it.KeyID == "":
+		return Escape(it.Signed)
+	case it.Principal == "":
+		return fmt.Sprintf("%s (key %s)", Escape(it.Signed), Escape(it.KeyID))
+	}
+	return fmt.Sprintf("%s/%s (key %s)", Escape(it.Principal), Escape(it.Role), Escape(it.KeyID))
 }
 
 // shortText returns s on one line, at most n runes, cut with "…".

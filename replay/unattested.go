@@ -43,7 +43,7 @@ func (u Unattested) String() string {
 
 // WithUnattested returns items with one Item per event of us merged in
 // stream order: Type the event's, Detail "UNATTESTED (<status>) appended
-// by <who>: <why>", Unattested set.
+// by <who>: <why>", the signer fields and Unattested set.
 func WithUnattested(items []Item, us []Unattested) []Item {
 	if len(us) == 0 {
 		return items
@@ -57,6 +57,7 @@ func WithUnattested(items []Item, us []Unattested) []Item {
 		}
 		u := u
 		out = append(out, Item{Seq: u.Seq, Type: u.Type, At: u.At,
+			Signed: u.Status, KeyID: u.Key, Principal: u.Principal, Role: u.Role,
 			Detail:     fmt.Sprintf("UNATTESTED (%s) appended by %s: %s", u.Status, u.Appender(), u.Why),
 			Unattested: &u})
 	}

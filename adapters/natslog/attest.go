@@ -239,15 +239,17 @@ func (l *Log) catchUpKeys(ctx context.Context, seq uint64) error {
 }
 
 // judgeLoaded judges rec, an event a load of one subject read, after
-// catching the Verifier's keys up to it, and reports whether it is folded.
-func (l *Log) judgeLoaded(ctx context.Context, seq uint64, subject string, h nats.Header, data []byte, rec events.Record) (bool, error) {
+// catching the Verifier's keys up to it, sets its Signer, and reports
+// whether it is folded.
+func (l *Log) judgeLoaded(ctx context.Context, seq uint64, subject string, h nats.Header, data []byte, rec *events.Record) (bool, error) {
 	if l.cfg.Verifier == nil {
 		return true, nil
 	}
 	if err := l.catchUpKeys(ctx, seq-1); err != nil {
 		return false, err
 	}
-	_, fold := l.judge(attestMsg(seq, subject, h, data), rec, 0)
+	vd, fold := l.judge(attestMsg(seq, subject, h, data), *rec, 0)
+	rec.Signer = signerOf(vd)
 	return fold, nil
 }
 

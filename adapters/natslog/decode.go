@@ -139,7 +139,8 @@ func (l *Log) decodeParallel(ctx context.Context, src func(context.Context, func
 				}
 			} else if c.errs[i] == nil && l.cfg.Verifier != nil {
 				m := &c.msgs[i]
-				_, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), c.recs[i], c.pres[i])
+				vd, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), c.recs[i], c.pres[i])
+				c.recs[i].Signer = signerOf(vd)
 				l.cfg.Verifier.Advance(m.Seq)
 				if !fold {
 					if !marked {

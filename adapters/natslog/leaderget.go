@@ -160,7 +160,7 @@ func (l *Log) leaderPage(ctx context.Context, subject string, from uint64, recs 
 		}
 		got++
 		*last = m.Sequence
-		fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, rec)
+		fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, &rec)
 		if err != nil {
 			return got, false, err
 		}

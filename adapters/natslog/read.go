@@ -164,7 +164,7 @@ func (l *Log) loadPage(ctx context.Context, subject string, from uint64, recs *[
 		got++
 		more = m.Header.Get("Nats-Num-Pending") != "0"
 		*last = m.Sequence
-		fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, rec)
+		fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, &rec)
 		if err != nil {
 			return 0, false, err
 		}
@@ -288,7 +288,8 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 					quiet(events.Record{}, err)
 					return
 				}
-				_, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), rec, 0)
+				vd, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), rec, 0)
+				rec.Signer = signerOf(vd)
 				l.cfg.Verifier.Advance(m.Seq)
 				if !fold {
 					if !events.WantsQuarantined(ctx) {
