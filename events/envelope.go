@@ -246,7 +246,20 @@ type Record struct {
 	// only under a ctx from WithQuarantined, so a reader that keeps a
 	// position (a projection's checkpoint) moves past it. Never fold one.
 	Quarantined bool
+	// Signer is who signed the stored event, as the log's verifier judged
+	// it when the log read it; its zero value (Status "") when the log
+	// reads unjudged (no admin key pinned) or the record was not read.
+	Signer Signer
 	Envelope
+}
+
+// Signer is the verifier's judgement of who signed a stored event. The
+// strings are the verifier's (adapters/attestation), copied, not parsed.
+type Signer struct {
+	Status    string // "attested", "before-signing", or why it was quarantined
+	Key       string // the signing key's id (16 hex), "" when unsigned
+	Principal string // the key's principal when registered ("admin" for the admin key)
+	Role      string // the key's role when registered: serve, writer, worker, admin
 }
 
 // decodeStrict unmarshals b, one JSON value (RFC 8259), into v, refusing

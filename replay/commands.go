@@ -75,6 +75,7 @@ func CommandTimelineOf(recs []events.Record) []Item {
 	items := make([]Item, 0, len(recs))
 	for _, r := range recs {
 		it := Item{Seq: r.Seq, Ver: r.Ver, At: r.At.UTC(), Type: r.Type, Cause: r.Cause, Entry: CommandEntryPrefix + r.Agg.ID}
+		it.signedBy(r.Signer)
 		describeCommand(&it, r.Data)
 		items = append(items, it)
 	}

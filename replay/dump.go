@@ -13,7 +13,7 @@ import (
 //	<seq> <type> <kind>/<id> ver=<ver> id=<event id> at=<at>
 //
 // e.g. "42 session.transitioned session/s1 ver=12 id=01J… at=2026-04-24T19:19:00.393000Z",
-// with at in events.TimeFormat. It stops at the first error of seq,
+// with at in events.TimeFormat and the type and aggregate through Escape. It stops at the first error of seq,
 // returning it wrapped with the sequence it follows, or at the first write
 // error.
 func Dump(w io.Writer, seq iter.Seq2[events.Record, error]) error {
@@ -23,7 +23,7 @@ func Dump(w io.Writer, seq iter.Seq2[events.Record, error]) error {
 			return fmt.Errorf("dump after seq %d: %w", last, err)
 		}
 		if _, err := fmt.Fprintf(w, "%d %s %s ver=%d id=%s at=%s\n",
-			r.Seq, r.Type, r.Agg, r.Ver, r.ID, r.At.UTC().Format(events.TimeFormat)); err != nil {
+			r.Seq, Escape(r.Type), Escape(r.Agg.String()), r.Ver, r.ID, r.At.UTC().Format(events.TimeFormat)); err != nil {
 			return fmt.Errorf("dump seq %d: %w", r.Seq, err)
 		}
 		last = r.Seq

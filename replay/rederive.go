@@ -150,15 +150,16 @@ func sameDecision(a, b events.Envelope) bool {
 
 // WriteText writes a readable report: a summary line and, for the first
 // divergence, the observation and both decision lists, one event per
-// line as "<type> <data JSON> cause=<kind>/<event>[/<detail>]".
+// line as "<type> <data JSON> cause=<kind>/<event>[/<detail>]"; text
+// fields pass Escape (the JSON escapes its own controls).
 func (r Rederivation) WriteText(w io.Writer) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "session %s: %d observations re-decided, %d diverged\n", r.Session, r.Observations, r.Diverged)
+	fmt.Fprintf(&b, "session %s: %d observations re-decided, %d diverged\n", Escape(r.Session), r.Observations, r.Diverged)
 	if d := r.First; d != nil {
 		o, _ := events.Observed(d.Obs.Data)
-		fmt.Fprintf(&b, "first at #%d %s %s (key %s), event %d\n", d.ObsSeq, d.Obs.Type, o.Kind, o.Key, d.Index)
+		fmt.Fprintf(&b, "first at #%d %s %s (key %s), event %d\n", d.ObsSeq, Escape(d.Obs.Type), Escape(o.Kind), Escape(o.Key), d.Index)
 		if d.Refused != "" {
-			fmt.Fprintf(&b, "today: refused: %s\n", d.Refused)
+			fmt.Fprintf(&b, "today: refused: %s\n", Escape(d.Refused))
 		}
 		for _, part := range []struct {
 			name string
@@ -167,11 +168,11 @@ func (r Rederivation) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "%s:\n", part.name)
 			for _, e := range part.envs {
 				data, _ := json.Marshal(e.Data)
-				fmt.Fprintf(&b, "  %s %s", e.Type, data)
+				fmt.Fprintf(&b, "  %s %s", Escape(e.Type), Escape(string(data)))
 				if c := e.Cause; c != nil {
-					fmt.Fprintf(&b, " cause=%s/%s", c.Kind, c.Event)
+					fmt.Fprintf(&b, " cause=%s/%s", Escape(c.Kind), Escape(c.Event))
 					if c.Detail != "" {
-						b.WriteString("/" + c.Detail)
+						b.WriteString("/" + Escape(c.Detail))
 					}
 				}
 				b.WriteByte('\n')

@@ -25,6 +25,12 @@ import (
 //	detail     the rest of the payload as "key=value" pairs, stable order
 //	cause      the envelope's cause (kind, event, detail, ref)
 //	obs        the observation cause.ref names, when it is in the session
+//	signed     the verifier's judgement of the stored event: "attested",
+//	           "before-signing" (stored before signing began), or for an
+//	           unattested one its status; absent when the log was read
+//	           unjudged (no admin key pinned)
+//	key_id     the signing key's id; principal and role: whom the key
+//	           is registered to and what it may append
 type Item struct {
 	Seq      uint64        `json:"seq"`
 	Ver      uint64        `json:"ver"`
@@ -37,6 +43,13 @@ type Item struct {
 	Detail   string        `json:"detail,omitempty"`
 	Cause    *events.Cause `json:"cause,omitempty"`
 	Obs      *ObsRef       `json:"obs,omitempty"`
+	// Signed, KeyID, Principal and Role are who signed the event
+	// (events.Signer), so a verdict signed by a registered but
+	// unexpected key stands out.
+	Signed    string `json:"signed,omitempty"`
+	KeyID     string `json:"key_id,omitempty"`
+	Principal string `json:"principal,omitempty"`
+	Role      string `json:"role,omitempty"`
 	// Unattested is set on an event the log left out of every fold
 	// (see Unattested); its other fields are then Seq, Type and Detail.
 	Unattested *Unattested `json:"unattested,omitempty"`
@@ -88,6 +101,7 @@ func TimelineOf(recs []events.Record) []Item {
 			continue
 		}
 		it := Item{Seq: r.Seq, Ver: r.Ver, At: r.At.UTC(), Type: r.Type, Cause: r.Cause}
+		it.signedBy(r.Signer)
 		describe(&it, r.Data)
 		if d, ok := r.Data.(events.ReviewDecided); ok && len(d.Evidence) > 0 {
 			// The user messages a verdict relied on (prompts, answers to
@@ -117,6 +131,11 @@ func TimelineOf(recs []events.Record) []Item {
 		items = append(items, it)
 	}
 	return items
+}
+
+// signedBy fills it's signer fields from s.
+func (it *Item) signedBy(s events.Signer) {
+	it.Signed, it.KeyID, it.Principal, it.Role = s.Status, s.Key, s.Principal, s.Role
 }
 
 // describe fills it's payload fields from p.
@@ -229,14 +248,15 @@ func fingerprint(f events.Fingerprint) string {
 }
 
 // kvs renders "key=value" pairs in the order added, skipping empty
-// values and quoting values that hold spaces, quotes or '='.
+// values and quoting values that hold spaces, quotes, '=' or characters
+// Escape would show escaped (strconv.Quote escapes each of them).
 type kvs []string
 
 func (kv *kvs) add(k, v string) {
 	if v == "" {
 		return
 	}
-	if strings.ContainsAny(v, " \t\n\"=") {
+	if strings.ContainsAny(v, " \"=") || Escape(v) != v {
 		v = strconv.Quote(v)
 	}
 	*kv = append(*kv, k+"="+v)
@@ -273,11 +293,15 @@ func obsRef(r events.Record) *ObsRef {
 
 // WriteText writes items one line each, in a stable format:
 //
-//	#<seq> <at> <type> [<from>→<to>] [activity=<a>] [entry=<e>] [<detail>]  cause=<kind>/<event>[/<detail>] ref=<ref>  obs=<line N|key K> <kind> [<signals>]
+//	#<seq> <at> <type> [<from>→<to>] [activity=<a>] [entry=<e>] [<detail>]  signed=<principal>/<role> (key <id>)  cause=<kind>/<event>[/<detail>] ref=<ref>  obs=<line N|key K> <kind> [<signals>]
 //
 // e.g.
 //
-//	#42 2026-04-24T19:19:00.393000Z session.transitioned working→ready activity=  cause=transcript/assistant ref=01J…  obs=line 7 assistant [text turn_end]
+//	#42 2026-04-24T19:19:00.393000Z session.transitioned working→ready activity=  signed=writer@host/writer (key 3fa2…)  cause=transcript/assistant ref=01J…  obs=line 7 assistant [text turn_end]
+//
+// signed= is "before-signing" for an event stored before signing began,
+// and absent when the log was read unjudged and on an unattested item
+// (whose detail names who appended it).
 //
 // Times are in UTC, all of them. An item decided from an observation
 // (its time the agent's) earlier than such an item before it (the agent's
@@ -286,7 +310,8 @@ func obsRef(r events.Record) *ObsRef {
 // permission prompt's signal carries its command or file, cut to 80
 // characters: tool_use:Bash(go test ./...).
 //
-// Transitions always show activity=, even when empty. It returns the
+// Transitions always show activity=, even when empty. Every field passes
+// Escape: one item is one line whatever its fields hold. It returns the
 // first write error.
 func WriteText(w io.Writer, items []Item) error {
 	var (
@@ -295,7 +320,7 @@ func WriteText(w io.Writer, items []Item) error {
 	)
 	for _, it := range items {
 		b.Reset()
-		fmt.Fprintf(&b, "#%d %s %s", it.Seq, it.At.UTC().Format(events.TimeFormat), it.Type)
+		fmt.Fprintf(&b, "#%d %s %s", it.Seq, it.At.UTC().Format(events.TimeFormat), Escape(it.Type))
 		if it.Obs != nil {
 			if !last.IsZero() && it.At.Before(last) {
 				// The agent's clock went back (a clock step, or lines
@@ -307,30 +332,33 @@ func WriteText(w io.Writer, items []Item) error {
 			}
 		}
 		if it.From != "" || it.To != "" {
-			fmt.Fprintf(&b, " %s→%s", it.From, it.To)
+			fmt.Fprintf(&b, " %s→%s", Escape(it.From), Escape(it.To))
 		}
 		if it.Activity != "" || it.Type == "session.transitioned" {
-			fmt.Fprintf(&b, " activity=%s", it.Activity)
+			fmt.Fprintf(&b, " activity=%s", Escape(it.Activity))
 		}
 		if it.Entry != "" {
-			fmt.Fprintf(&b, " entry=%s", it.Entry)
+			fmt.Fprintf(&b, " entry=%s", Escape(it.Entry))
 		}
 		if it.Detail != "" {
-			b.WriteString(" " + it.Detail)
+			b.WriteString(" " + Escape(it.Detail))
+		}
+		if s := it.signedText(); s != "" {
+			b.WriteString("  signed=" + s)
 		}
 		if c := it.Cause; c != nil {
-			fmt.Fprintf(&b, "  cause=%s/%s", c.Kind, c.Event)
+			fmt.Fprintf(&b, "  cause=%s/%s", Escape(c.Kind), Escape(c.Event))
 			if c.Detail != "" {
-				b.WriteString("/" + c.Detail)
+				b.WriteString("/" + Escape(c.Detail))
 			}
-			b.WriteString(" ref=" + c.Ref)
+			b.WriteString(" ref=" + Escape(c.Ref))
 		}
 		if o := it.Obs; o != nil {
-			where := "key " + o.Key
+			where := "key " + Escape(o.Key)
 			if o.Line > 0 {
 				where = "line " + strconv.Itoa(o.Line)
 			}
-			fmt.Fprintf(&b, "  obs=%s %s [%s]", where, o.Kind, strings.Join(o.Signals, " "))
+			fmt.Fprintf(&b, "  obs=%s %s [%s]", where, Escape(o.Kind), Escape(strings.Join(o.Signals, " ")))
 		}
 		b.WriteByte('\n')
 		if _, err := io.WriteString(w, b.String()); err != nil {
@@ -338,6 +366,22 @@ func WriteText(w io.Writer, items []Item) error {
 		}
 	}
 	return nil
+}
+
+// signedText returns what WriteText prints after signed=, each part
+// through Escape, or "" for none.
+func (it Item) signedText() string {
+	switch {
+	case it.Unattested != nil || it.Signed == "":
+		return ""
+	case it.Signed == "before-signing":
+		return "before-signing"
+	case it.KeyID == "":
+		return Escape(it.Signed)
+	case it.Principal == "":
+		return fmt.Sprintf("%s (key %s)", Escape(it.Signed), Escape(it.KeyID))
+	}
+	return fmt.Sprintf("%s/%s (key %s)", Escape(it.Principal), Escape(it.Role), Escape(it.KeyID))
 }
 
 // shortText returns s on one line, at most n runes, cut with "…".

@@ -23,26 +23,27 @@ type Unattested struct {
 }
 
 // Appender names who appended u: the key's principal and id, the key
-// alone when unregistered, or "unsigned".
+// alone when unregistered, or "unsigned"; each field through Escape.
 func (u Unattested) Appender() string {
 	switch {
 	case u.Key == "":
 		return "unsigned"
 	case u.Principal != "":
-		return fmt.Sprintf("%s (key %s, role %s)", u.Principal, u.Key, u.Role)
+		return fmt.Sprintf("%s (key %s, role %s)", Escape(u.Principal), Escape(u.Key), Escape(u.Role))
 	}
-	return "key " + u.Key
+	return "key " + Escape(u.Key)
 }
 
 // String returns e.g. "seq 11 review.decided on lb.ev.session.x:
-// unattested (unsigned): no Lb-Key and Lb-Sig headers".
+// unattested (unsigned): no Lb-Key and Lb-Sig headers", each field
+// through Escape: one line.
 func (u Unattested) String() string {
-	return fmt.Sprintf("seq %d %s on %s: unattested (%s), appended by %s: %s", u.Seq, u.Type, u.Subject, u.Status, u.Appender(), u.Why)
+	return fmt.Sprintf("seq %d %s on %s: unattested (%s), appended by %s: %s", u.Seq, Escape(u.Type), Escape(u.Subject), Escape(u.Status), u.Appender(), Escape(u.Why))
 }
 
 // WithUnattested returns items with one Item per event of us merged in
 // stream order: Type the event's, Detail "UNATTESTED (<status>) appended
-// by <who>: <why>", Unattested set.
+// by <who>: <why>", the signer fields and Unattested set.
 func WithUnattested(items []Item, us []Unattested) []Item {
 	if len(us) == 0 {
 		return items
@@ -56,6 +57,7 @@ func WithUnattested(items []Item, us []Unattested) []Item {
 		}
 		u := u
 		out = append(out, Item{Seq: u.Seq, Type: u.Type, At: u.At,
+			Signed: u.Status, KeyID: u.Key, Principal: u.Principal, Role: u.Role,
 			Detail:     fmt.Sprintf("UNATTESTED (%s) appended by %s: %s", u.Status, u.Appender(), u.Why),
 			Unattested: &u})
 	}

@@ -52,6 +52,7 @@ func payloadItems(recs []events.Record, entry string) []Item {
 	items := make([]Item, 0, len(recs))
 	for _, r := range recs {
 		it := Item{Seq: r.Seq, Ver: r.Ver, At: r.At.UTC(), Type: r.Type, Cause: r.Cause, Entry: entry}
+		it.signedBy(r.Signer)
 		var m map[string]any
 		if b, err := json.Marshal(r.Data); err == nil && json.Unmarshal(b, &m) == nil {
 			keys := make([]string, 0, len(m))

@@ -145,7 +145,8 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 					yield(events.Record{}, fmt.Errorf("read: the order of %s before seq %d: %w", m.Subject, m.Seq, err))
 					return false
 				}
-				_, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), c.recs[i], c.pres[i], st)
+				vd, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), c.recs[i], c.pres[i], st)
+				c.recs[i].Signer = signerOf(vd)
 				l.orders.put(m.Subject, *st)
 				l.cfg.Verifier.Advance(m.Seq)
 				if !fold {

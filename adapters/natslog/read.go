@@ -216,7 +216,7 @@ func (l *Log) loaded(ctx context.Context, p page, m *jetstream.RawStreamMsg, d *
 		st.Through = max(st.Through, m.Sequence)
 		return nil
 	}
-	fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, rec, st)
+	fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, &rec, st)
 	if err != nil {
 		return err
 	}
@@ -345,7 +345,8 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 					quiet(events.Record{}, fmt.Errorf("follow: the order of %s before seq %d: %w", m.Subject, m.Seq, err))
 					return
 				}
-				_, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), rec, 0, st)
+				vd, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), rec, 0, st)
+				rec.Signer = signerOf(vd)
 				l.orders.put(m.Subject, *st)
 				l.cfg.Verifier.Advance(m.Seq)
 				if !fold {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/replay"
 )
 
 // existingDataDir resolves the data dir of flag and refuses one that
@@ -38,6 +39,19 @@ func existingDataDir(flag string) (dataDir, error) {
 		return dd, fmt.Errorf("data dir %s is empty (a mistyped --data?): start `logbook serve` on it, or pin the cluster's admin key there with `logbook keys pin`, first", dd)
 	}
 	return dd, nil
+}
+
+// printable returns nil if s holds no character replay.Escape would show
+// escaped (a control, a separator, a bidirectional mark, a byte that is
+// not UTF-8), else an error naming the first one and its byte offset: a
+// name every audit line will print.
+func printable(s string) error {
+	for i, r := range s {
+		if c := string(r); replay.Escape(c) != c {
+			return fmt.Errorf("%q holds the control character %s at byte %d: want printable text", s, replay.Escape(c), i)
+		}
+	}
+	return nil
 }
 
 // keyLine is one key `logbook keys show` prints.
@@ -191,7 +205,7 @@ registered; no host takes them from a file.`,
 				case l.Registered != 0:
 					state = fmt.Sprintf("registered at seq %d", l.Registered)
 				}
-				fmt.Fprintf(g.stdout, "%s %s %s %s %s\n", l.Role, l.ID, l.Public, l.Principal, state)
+				fmt.Fprintf(g.stdout, "%s %s %s %s %s\n", field(string(l.Role)), field(l.ID), field(l.Public), field(l.Principal), state)
 			}
 			if why != "" {
 				fmt.Fprintf(g.stdout, "key state on the log unknown: %s\n", why)
@@ -224,6 +238,9 @@ every host that pins the admin key.`,
 			if principal = strings.TrimSpace(principal); principal == "" {
 				return usageErrorf("--principal: want who holds the key, as `logbook keys show` prints it")
 			}
+			if err := printable(principal); err != nil {
+				return usageErrorf("--principal: %v", err)
+			}
 			dd, err := existingDataDir(g.data)
 			if err != nil {
 				return err
@@ -252,7 +269,7 @@ every host that pins the admin key.`,
 			}
 			if ok {
 				if info.Role != r || info.Principal != principal {
-					return fmt.Errorf("key %s is registered already, at seq %d, as %s (%s): a key is registered once", id, info.Registered, info.Principal, info.Role)
+					return fmt.Errorf("key %s is registered already, at seq %d, as %s (%s): a key is registered once", id, info.Registered, field(info.Principal), info.Role)
 				}
 				fmt.Fprintf(g.stdout, "key %s (%s, %s) registered already at seq %d\n", id, principal, r, info.Registered)
 				return nil

@@ -80,8 +80,8 @@ func eventsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// printRecord prints one record: a stable text line made safe for a
-// terminal (its values come from the log; see termSanitize), or its
+// printRecord prints one record: a stable text line whose values (they
+// come from the log) pass field, one line whatever they hold, or its
 // envelope as one JSON line with its stream sequence.
 func printRecord(w io.Writer, r events.Record, asJSON bool) error {
 	if asJSON {
@@ -92,7 +92,7 @@ func printRecord(w io.Writer, r events.Record, asJSON bool) error {
 		_, err = fmt.Fprintf(w, "{\"seq\":%d,\"event\":%s}\n", r.Seq, b)
 		return err
 	}
-	_, err := io.WriteString(w, termSafe(fmt.Sprintf("%8d  %s  %-26s %s v%d  %s\n", r.Seq, r.At.Format(events.TimeFormat), r.Type, r.Agg, r.Ver, summary(r.Envelope))))
+	_, err := fmt.Fprintf(w, "%8d  %s  %-26s %s v%d  %s\n", r.Seq, r.At.Format(events.TimeFormat), field(r.Type), field(r.Agg.String()), r.Ver, field(summary(r.Envelope)))
 	return err
 }
 

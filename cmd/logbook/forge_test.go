@@ -303,6 +303,9 @@ func TestSigning_BeginsOnALogWrittenUnsigned(t *testing.T) {
 	if audit := cli(t, data, "audit", sid); strings.Contains(audit, "UNATTESTED") || !strings.Contains(audit, "session.described") {
 		t.Errorf("audit of the events before signing:\n%s", audit)
 	}
+	if audit := cli(t, data, "audit", sid); strings.Count(audit, "signed=") != strings.Count(audit, "signed=before-signing") || rows(audit, "#") != strings.Count(audit, "signed=before-signing") {
+		t.Errorf("audit of the events before signing: want each to say signed=before-signing:\n%s", audit)
+	}
 
 	// An unsigned event dated before signing began, appended after it.
 	_, nc := connectAs(t, dd, natslog.RoleWriter)

@@ -302,7 +302,7 @@ func reviewAnswerCmd(g *globals, verdict string) *cobra.Command {
 				}
 				// The winner's reason is typed text (this one's or a rival
 				// answer's): no escape sequence of it reaches the terminal.
-				_, err = fmt.Fprintf(g.stdout, "review %s of session %s: %s\n", termSafe(out.Review.ID), termSafe(out.Session), termSafe(out.Review.Winner()))
+				_, err = fmt.Fprintf(g.stdout, "review %s of session %s: %s\n", field(out.Review.ID), field(out.Session), field(out.Review.Winner()))
 				return err
 			})
 		},
@@ -496,7 +496,7 @@ func resolveReview(ctx context.Context, b *backend, call api.Caller, sess, id st
 	}
 	const show = 10
 	for _, r := range cands[:min(len(cands), show)] {
-		fmt.Fprintf(&msg, "\n  %s  (session %s, %s)", r.ID, r.Session, r.Tool)
+		fmt.Fprintf(&msg, "\n  %s  (session %s, %s)", field(r.ID), field(r.Session), field(r.Tool))
 	}
 	if len(cands) > show {
 		fmt.Fprintf(&msg, "\n  … and %d more", len(cands)-show)

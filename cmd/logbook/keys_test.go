@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -143,5 +144,32 @@ func TestServe_RevokesItsEarlierKey(t *testing.T) {
 	}
 	if len(serves) != 3 || len(live) != 1 || live[0] != serves[2] {
 		t.Fatalf("serve keys %v, live %v: want 3, only the last live\n%+v", serves, live, keys)
+	}
+}
+
+// TestKeysRegister_RefusesControlsInPrincipal: a principal is printed in
+// every audit line of an event its key signed, so keys register refuses
+// one holding a control character, separator or bidirectional mark as a
+// usage error (exit 2) naming it and its byte, before it opens anything.
+func TestKeysRegister_RefusesControlsInPrincipal(t *testing.T) {
+	admin := t.TempDir()
+	cli(t, admin, "keys", "admin")
+	other, err := attestation.NewKey("x", attestation.RoleWriter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ principal, want string }{
+		{"writer@host\n#9 review.decided", `\n at byte 11`},
+		{"a\x1b[2Kb", `\x1b at byte 1`},
+		{"ab\rc", `\r at byte 2`},
+		{"a\u2028b", `\u2028 at byte 1`},
+		{"a\u202eb", `\u202e at byte 1`},
+		{"a\u0085b", `\u0085 at byte 1`},
+	} {
+		var out, errb bytes.Buffer
+		err := runCLI(t.Context(), []string{"--data", admin, "keys", "register", "--role", "writer", "--principal", c.principal, other.PublicText()}, bytes.NewReader(nil), &out, &errb)
+		if _, ok := errors.AsType[*usageError](err); !ok || exitCode(err) != 2 || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("register --principal %q: %v (exit %d), want a usage error (exit 2) naming %s", c.principal, err, exitCode(err), c.want)
+		}
 	}
 }

@@ -94,7 +94,7 @@ recorded (exit 1 when any do).
 				if us := unattested(b.log, p.Agg.Subject()); len(us) > 0 {
 					if !g.json {
 						for _, u := range us {
-							fmt.Fprintf(g.stdout, "  UNATTESTED: %s\n", termSafe(u.String()))
+							fmt.Fprintf(g.stdout, "  UNATTESTED: %s\n", field(u.String()))
 						}
 					}
 					return &exitError{code: 1, err: fmt.Errorf("session %s holds %s, left out of the fold", sess, plural(len(us), "unattested event"))}
@@ -193,20 +193,20 @@ func replayFlagsAlone(cmd *cobra.Command) error {
 // values come from the log: print it through termPrint.
 func printRederivation(w io.Writer, r replay.Rederivation) error {
 	if r.Agree() {
-		_, err := fmt.Fprintf(w, "session %s: %d observations decided again, all agree with the log\n", r.Session, r.Observations)
+		_, err := fmt.Fprintf(w, "session %s: %d observations decided again, all agree with the log\n", field(r.Session), r.Observations)
 		return err
 	}
 	fmt.Fprintf(w, "session %s: %d of %d observations decide differently today; first at seq %d (%s), event %d:\n",
-		r.Session, r.Diverged, r.Observations, r.First.ObsSeq, r.First.Obs.Type, r.First.Index)
+		field(r.Session), r.Diverged, r.Observations, r.First.ObsSeq, field(r.First.Obs.Type), r.First.Index)
 	for _, e := range r.First.Recorded {
-		fmt.Fprintf(w, "  recorded:  %s %s\n", e.Type, summary(e))
+		fmt.Fprintf(w, "  recorded:  %s %s\n", field(e.Type), field(summary(e)))
 	}
 	for _, e := range r.First.Rederived {
-		fmt.Fprintf(w, "  rederived: %s %s\n", e.Type, summary(e))
+		fmt.Fprintf(w, "  rederived: %s %s\n", field(e.Type), field(summary(e)))
 	}
 	var err error
 	if r.First.Refused != "" {
-		_, err = fmt.Fprintf(w, "  refused today: %s\n", r.First.Refused)
+		_, err = fmt.Fprintf(w, "  refused today: %s\n", field(r.First.Refused))
 	}
 	return err
 }
@@ -245,7 +245,7 @@ func replayVerify(ctx context.Context, g *globals) error {
 				fmt.Fprintf(g.stdout, "DIFFERENT: %s\n", r)
 			}
 			for _, u := range r.Unattested {
-				fmt.Fprintf(g.stdout, "UNATTESTED: %s\n", termSafe(u.String()))
+				fmt.Fprintf(g.stdout, "UNATTESTED: %s\n", field(u.String()))
 			}
 		}
 		if !r.Equal {

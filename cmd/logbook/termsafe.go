@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/logbook-dev/logbook/replay"
 )
 
 // Terminal output is hostile: a command's output, a session's title or an
@@ -219,13 +220,14 @@ func (t *table) Write(p []byte) (int, error) { return t.safe.Write(p) }
 // Flush writes what is held back and lays the table out.
 func (t *table) Flush() error { return errors.Join(t.safe.Close(), t.tw.Flush()) }
 
-// cell returns s, a field for a table cell, made safe for a terminal,
-// with a tab, newline or carriage return in it shown escaped (\t, \n,
-// \r): its width is then that of the text printed.
-func cell(s string) string {
-	s = termSafe(s)
-	if strings.ContainsAny(s, "\t\n\r") {
-		s = strings.NewReplacer("\t", `\t`, "\n", `\n`, "\r", `\r`).Replace(s)
-	}
-	return s
-}
+// cell returns s, a field for a table cell, made safe for a terminal
+// (field): its width is then that of the text printed.
+func cell(s string) string { return field(s) }
+
+// field returns s, one field of a line of text output whose value comes
+// from the log (an agent's tool name, a principal, a reason), made safe
+// for a terminal (termSafe) and then kept on one line: a tab, newline,
+// carriage return, line or paragraph separator or bidirectional mark left
+// in it is shown escaped (replay.Escape). Every agent- or operator-supplied
+// value a human output prints passes field (or cell, in tables).
+func field(s string) string { return replay.Escape(termSafe(s)) }

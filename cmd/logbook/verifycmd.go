@@ -127,7 +127,7 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		}
 	} else {
 		w := g.stdout
-		fmt.Fprintf(w, "log %s: seq 1..%d recomputed (last seq %d)\n", rep.Origin, rep.Size, rep.LastSeq)
+		fmt.Fprintf(w, "log %s: seq 1..%d recomputed (last seq %d)\n", field(rep.Origin), rep.Size, rep.LastSeq)
 		switch {
 		case rep.Stored >= rep.Size:
 			fmt.Fprintf(w, "stored hashes: %s\n", plural(int(rep.Stored), "leaf", "leaves"))
@@ -153,7 +153,7 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 			c := inc.Checkpoint
 			by := "no trusted witness"
 			if len(c.Witnesses) > 0 {
-				by = "witnessed by " + strings.Join(c.Witnesses, ", ")
+				by = "witnessed by " + field(strings.Join(c.Witnesses, ", "))
 			}
 			fmt.Fprintf(w, "seq %d: leaf %s is in checkpoint %d (size %d, root %s, %s); proof:\n",
 				inc.Seq, inc.Leaf, c.Seq, c.Checkpoint.Size, c.Checkpoint.Root, by)
@@ -162,7 +162,7 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 			}
 		}
 		for _, p := range rep.Problems {
-			fmt.Fprintf(w, "BAD: %s\n", p.What)
+			fmt.Fprintf(w, "BAD: %s\n", field(p.What))
 		}
 	}
 	if p, ok := rep.FirstBad(); ok {
