@@ -319,6 +319,12 @@ func (s *Store) WaitMoving(ctx context.Context, seq uint64, idle time.Duration) 
 	}
 }
 
+// StillFor is how long a read waits on a projection that does not move
+// before it says the projection is behind the log (WaitMoving's idle):
+// 15 s, long enough for a projector that starts on a loaded machine or
+// waits out a cluster's election before its first event.
+const StillFor = 15 * time.Second
+
 // Stale reports whether the store's view versions differ from the code's,
 // so its rows are of an old schema and a Runner will rebuild it.
 func (s *Store) Stale() bool {

@@ -341,7 +341,7 @@ const pageHeadroom = 1024
 // CaughtUp waits until the hooks the server's Intake took before the call
 // are in the log (Intake.Wait), then until the projection has applied
 // every event in the log at that time (for as long as it moves: it
-// fails after 5 s without progress), so a query
+// fails after projections.StillFor without progress), so a query
 // answers with what was appended before it: read-your-writes for the
 // command line, a hook's included.
 func (s *Service) CaughtUp(ctx context.Context) error {
@@ -358,7 +358,7 @@ func (s *Service) CaughtUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Store.WaitMoving(ctx, last, 5*time.Second); err != nil {
+	if err := s.Store.WaitMoving(ctx, last, projections.StillFor); err != nil {
 		return fmt.Errorf("projection is behind the log: %w", err)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/reducers/command"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
@@ -338,14 +339,14 @@ func (s *Server) caughtUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.WaitMoving(ctx, last, 5*time.Second); err != nil {
+	if err := s.store.WaitMoving(ctx, last, projections.StillFor); err != nil {
 		return fmt.Errorf("projection is behind the log: %w", err)
 	}
 	return nil
 }
 
 // waitSeq waits, when the request asks with ?min_seq=N, until the
-// projection has applied sequence N (while it moves; 5 s without
+// projection has applied sequence N (while it moves; StillFor without
 // progress is an error), so a client that saw
 // an event on the stream reads a row that includes it; without min_seq,
 // until it has applied every event the log holds now (readCaughtUp):
@@ -360,7 +361,7 @@ func (s *Server) waitSeq(w http.ResponseWriter, r *http.Request) (staleMark, err
 	if err != nil {
 		return staleMark{}, fmt.Errorf("%w: min_seq %q: want a stream sequence", errBadRequest, v)
 	}
-	return staleMark{}, s.store.WaitMoving(r.Context(), n, 5*time.Second)
+	return staleMark{}, s.store.WaitMoving(r.Context(), n, projections.StillFor)
 }
 
 // sessionReply is GET /v1/sessions/{id}'s answer: the full row, its
