@@ -241,20 +241,7 @@ every host that pins the admin key.`,
 			if err := printable(principal); err != nil {
 				return usageErrorf("--principal: %v", err)
 			}
-			dd, err := existingDataDir(g.data)
-			if err != nil {
-				return err
-			}
-			admin, err := dd.ownAdminKey()
-			if err != nil {
-				return err
-			}
-			if admin == nil {
-				return fmt.Errorf("%s: no admin key here; run keys register with the --data of the host where `logbook keys admin` made it", dd.keyPath("admin.key"))
-			}
-			ag := *g
-			ag.adminAppends = true
-			b, err := openBackend(ctx, &ag)
+			dd, admin, b, err := adminBackend(ctx, g, "keys register")
 			if err != nil {
 				return err
 			}
@@ -305,20 +292,7 @@ every host that pins the admin key.`,
 			if reason = strings.TrimSpace(reason); reason == "" {
 				return usageErrorf("--reason: want why the key is revoked")
 			}
-			dd, err := existingDataDir(g.data)
-			if err != nil {
-				return err
-			}
-			admin, err := dd.ownAdminKey()
-			if err != nil {
-				return err
-			}
-			if admin == nil {
-				return fmt.Errorf("%s: no admin key here; run keys revoke with the --data of the host where `logbook keys admin` made it", dd.keyPath("admin.key"))
-			}
-			ag := *g
-			ag.adminAppends = true
-			b, err := openBackend(ctx, &ag)
+			_, admin, b, err := adminBackend(ctx, g, "keys revoke")
 			if err != nil {
 				return err
 			}
@@ -347,4 +321,28 @@ func isKeyID(s string) bool {
 		}
 	}
 	return true
+}
+
+// adminBackend opens, for verb (keys register, keys revoke), the data
+// dir g names, which must exist and hold the admin key, and a backend on
+// it that appends signed with that key. The caller closes the backend.
+func adminBackend(ctx context.Context, g *globals, verb string) (dataDir, *attestation.Key, *backend, error) {
+	dd, err := existingDataDir(g.data)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	admin, err := dd.ownAdminKey()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if admin == nil {
+		return "", nil, nil, fmt.Errorf("%s: no admin key here; run %s with the --data of the host where `logbook keys admin` made it", dd.keyPath("admin.key"), verb)
+	}
+	ag := *g
+	ag.adminAppends = true
+	b, err := openBackend(ctx, &ag)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return dd, admin, b, nil
 }
