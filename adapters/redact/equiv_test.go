@@ -19,94 +19,47 @@ func refRedact(r *Redactor, s string) string {
 }
 
 // refJSON is JSON as it was before it left strings without keywords
-// alone: strings found by encoding/json's Valid and Unmarshal, every
-// string run through the rules the whole text's keywords pick.
-func refJSON(r *Redactor, s string) string {
-	if !json.Valid([]byte(s)) {
+// alone: every string run through the rules the whole text's keywords
+// pick. It takes the string tokens from scanStrings after checking them
+// against encoding/json: the same texts are well-formed (Valid), and each
+// token with an escape decodes (Unmarshal) to the text scanStrings gives
+// (one without is its bytes between the quotes).
+func refJSON(t testing.TB, r *Redactor, s string) string {
+	t.Helper()
+	toks, ok := scanStrings(s)
+	if valid := json.Valid([]byte(s)); ok != valid {
+		t.Fatalf("scanStrings(%q) well-formed = %v, json.Valid = %v", s, ok, valid)
+	}
+	if !ok {
 		return refRedact(r, s)
 	}
-	var toks []jsonString
-	var prev byte
-	key, keyPending := "", false
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c != '"' {
-			switch c {
-			case ' ', '\t', '\r', '\n':
-			default:
-				prev = c
-				if c != ':' {
-					keyPending = false
-				}
-			}
-			i++
-			continue
-		}
-		j := i + 1
-		escaped := false
-		for s[j] != '"' {
-			if s[j] == '\\' {
-				escaped = true
-				j++
-			}
-			j++
-		}
-		j++
-		text := s[i+1 : j-1]
-		if escaped {
-			var d string
-			if err := json.Unmarshal([]byte(s[i:j]), &d); err != nil {
-				panic(err)
-			}
-			text = d
-		}
-		t := jsonString{from: i, to: j, text: text}
-		if prev == ':' && keyPending {
-			t.secretValue = SecretKey(key)
-			keyPending = false
-		} else {
-			k := j
-			for k < len(s) && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r' || s[k] == '\n') {
-				k++
-			}
-			if k < len(s) && s[k] == ':' {
-				key, keyPending = text, true
+	for _, tok := range toks {
+		raw := s[tok.from:tok.to]
+		want := raw[1 : len(raw)-1]
+		if strings.Contains(want, `\`) {
+			if err := json.Unmarshal([]byte(raw), &want); err != nil {
+				t.Fatalf("scanStrings(%q): token %q: %v", s, raw, err)
 			}
 		}
-		toks = append(toks, t)
-		prev = '"'
-		i = j
+		if tok.text != want {
+			t.Fatalf("scanStrings(%q): token %q scanned as %q, want %q", s, raw, tok.text, want)
+		}
 	}
 	if len(toks) == 0 {
 		return s
 	}
 	var all strings.Builder
-	for _, t := range toks {
-		all.WriteString(t.text)
+	for _, tok := range toks {
+		all.WriteString(tok.text)
 		all.WriteByte('\n')
 	}
 	cands := r.candidates(asciiLower(all.String()))
-	var b strings.Builder
-	last := 0
-	for _, t := range toks {
-		red := t.text
-		if t.secretValue && len(t.text) > 0 && !strings.HasPrefix(t.text, "[REDACTED:") {
-			red = "[REDACTED:assignment]"
-		} else {
-			red = r.apply(t.text, cands)
+	return rewriteStrings(s, toks, func(tok jsonString) string {
+		if tok.secretValue && len(tok.text) > 0 && !strings.HasPrefix(tok.text, "[REDACTED:") {
+			return "[REDACTED:assignment]"
 		}
-		if red == t.text {
-			continue
-		}
-		b.WriteString(s[last:t.from])
-		writeJSONString(&b, red)
-		last = t.to
-	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
+		return r.apply(tok.text, cands)
+	})
 }
 
 // equivTexts returns plain texts and JSON texts holding every fake
@@ -167,7 +120,7 @@ func TestRedact_SameAsEveryRuleRun(t *testing.T) {
 			if got, want := r.Redact(s), refRedact(r, s); got != want {
 				t.Fatalf("Redact(%q) = %q, want %q", s, got, want)
 			}
-			if got, want := r.JSON(s), refJSON(r, s); got != want {
+			if got, want := r.JSON(s), refJSON(t, r, s); got != want {
 				t.Fatalf("JSON(%q) = %q, want %q", s, got, want)
 			}
 		}
@@ -186,7 +139,7 @@ func FuzzJSON(f *testing.F) {
 		if got, want := r.Redact(s), refRedact(r, s); got != want {
 			t.Fatalf("Redact(%q) = %q, want %q", s, got, want)
 		}
-		if got, want := r.JSON(s), refJSON(r, s); got != want {
+		if got, want := r.JSON(s), refJSON(t, r, s); got != want {
 			t.Fatalf("JSON(%q) = %q, want %q", s, got, want)
 		}
 	})

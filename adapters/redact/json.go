@@ -38,19 +38,31 @@ func (r *Redactor) JSON(s string) string {
 	var (
 		cands   []*rule
 		scanned bool
-		b       strings.Builder
-		last    int
 	)
-	for _, t := range toks {
-		red := t.text
+	return rewriteStrings(s, toks, func(t jsonString) string {
 		if t.secretValue && len(t.text) > 0 && !strings.HasPrefix(t.text, "[REDACTED:") {
-			red = "[REDACTED:assignment]"
-		} else if r.mayMatch(t.text) {
-			if !scanned {
-				cands, scanned = r.candidatesEach(toks), true
-			}
-			red = r.apply(t.text, cands)
+			return "[REDACTED:assignment]"
 		}
+		if !r.mayMatch(t.text) {
+			return t.text
+		}
+		if !scanned {
+			cands, scanned = r.candidatesEach(toks), true
+		}
+		return r.apply(t.text, cands)
+	})
+}
+
+// rewriteStrings returns s with the string tokens toks (scanStrings(s))
+// replaced by what f returns for each, written canonically by
+// writeJSONString. A token for which f returns its own text keeps its
+// bytes as they were, and s is returned as it is when no token changes.
+// f is called once per token, in order.
+func rewriteStrings(s string, toks []jsonString, f func(jsonString) string) string {
+	var b strings.Builder
+	last := 0
+	for _, t := range toks {
+		red := f(t)
 		if red == t.text {
 			continue
 		}
@@ -146,21 +158,12 @@ func CutStrings(s string, max int) (string, bool) {
 	if !ok {
 		return s, false
 	}
-	var b strings.Builder
-	last := 0
-	for _, t := range toks {
+	return rewriteStrings(s, toks, func(t jsonString) string {
 		if len(t.text) <= max {
-			continue
+			return t.text
 		}
-		b.WriteString(s[last:t.from])
-		writeJSONString(&b, CutText(t.text, max))
-		last = t.to
-	}
-	if last == 0 {
-		return s, true
-	}
-	b.WriteString(s[last:])
-	return b.String(), true
+		return CutText(t.text, max)
+	}), true
 }
 
 // CutText returns text cut to at most max bytes as CutStrings cuts each
