@@ -51,13 +51,9 @@ func (l *Log) AppendSigned(ctx context.Context, b events.Batch, s Signer) (event
 	if err != nil {
 		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, err)
 	}
-	l.closeMu.RLock()
-	if l.closed {
-		l.closeMu.RUnlock()
+	if !l.enterDirect() {
 		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, ErrClosed)
 	}
-	l.inflight.Add(1)
-	l.closeMu.RUnlock()
 	defer l.inflight.Done()
 	if len(l.refuseKeys([]*request{r})) == 0 {
 		o := <-r.done

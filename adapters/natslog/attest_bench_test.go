@@ -16,8 +16,6 @@ package natslog
 
 import (
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
@@ -40,27 +38,7 @@ func BenchmarkAttestAppend(b *testing.B) {
 				}
 				l.SetSigner(k)
 			}
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			for w := range benchWriters {
-				wg.Go(func() {
-					agg := session(fmt.Sprintf("w%d", w))
-					var last, ver uint64
-					for next.Add(1) <= int64(b.N) {
-						ver++
-						a, err := l.Append(b.Context(), decision(reg, agg, last, ver, 1))
-						if err != nil {
-							b.Errorf("writer %d: %v", w, err)
-							return
-						}
-						last = a.Last
-					}
-				})
-			}
-			wg.Wait()
-			b.StopTimer()
-			reportRate(b, b.N)
+			appendWriters(b, l, reg)
 		})
 	}
 }

@@ -23,12 +23,7 @@ import (
 // signedLog opens a Log on s that judges reads against admin's pin.
 func signedLog(t *testing.T, s *Server, admin *attestation.Key) *Log {
 	t.Helper()
-	l, err := Open(t.Context(), s.Conn(), Config{Verifier: attestation.NewVerifier(admin.Public())})
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	return openLogWith(t, s, Config{Verifier: attestation.NewVerifier(admin.Public())})
 }
 
 func mustKey(t *testing.T, principal string, role attestation.Role) *attestation.Key {
@@ -59,15 +54,7 @@ func forge(t *testing.T, nc *nats.Conn, e events.Envelope, expect uint64, k *att
 	if edit != nil {
 		m.Data = edit(m.Data)
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ack, err := js.PublishMsg(t.Context(), m)
-	if err != nil {
-		t.Fatalf("forge %s: %v", e.Type, err)
-	}
-	return ack.Sequence
+	return publishMsg(t, nc, m, "forge "+e.Type)
 }
 
 func verdict(reg *events.Registry, agg events.Aggregate, ver uint64) events.Envelope {
@@ -82,9 +69,7 @@ func verdict(reg *events.Registry, agg events.Aggregate, ver uint64) events.Enve
 // forgery is folded by Read or Load, each is named with its status, and
 // the next real append on the aggregate still succeeds.
 func TestAttest_QuarantineForgeries(t *testing.T) {
-	s := startServer(t, t.TempDir())
-	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
-	l := signedLog(t, s, admin)
+	s, admin, l := judgedLog(t)
 	reg := events.NewRegistry()
 	ctx := t.Context()
 	a := session("a")
@@ -178,20 +163,10 @@ func TestAttest_QuarantineForgeries(t *testing.T) {
 // TestAttest_Revocation revokes a key: what it signed before stays
 // attested, what it signs after is refused.
 func TestAttest_Revocation(t *testing.T) {
-	s := startServer(t, t.TempDir())
-	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
-	l := signedLog(t, s, admin)
+	k1, k2 := mustKey(t, "serve@h", attestation.RoleServe), mustKey(t, "serve@h", attestation.RoleServe)
+	s, admin, l := startSigning(t, k1, k2)
 	reg := events.NewRegistry()
 	ctx := t.Context()
-	if _, err := l.BeginSigning(ctx, admin, "h", testTime); err != nil {
-		t.Fatal(err)
-	}
-	k1, k2 := mustKey(t, "serve@h", attestation.RoleServe), mustKey(t, "serve@h", attestation.RoleServe)
-	for _, k := range []*attestation.Key{k1, k2} {
-		if _, err := l.RegisterKey(ctx, admin, k, "h", testTime); err != nil {
-			t.Fatal(err)
-		}
-	}
 	l.SetSigner(k1)
 	before := mustAppend(t, l, decision(reg, session("a"), 0, 1, 2))
 	if err := l.RevokeKey(ctx, admin, k1.ID, "rotated", "h", testTime); err != nil {
@@ -240,20 +215,10 @@ func TestAttest_Revocation(t *testing.T) {
 // unregistered key and an unsigned append are refused the same way, and
 // a registered key goes on.
 func TestAttest_RefusesRevokedSigner(t *testing.T) {
-	s := startServer(t, t.TempDir())
-	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
-	l := signedLog(t, s, admin)
+	k1, k2 := mustKey(t, "writer@h", attestation.RoleWriter), mustKey(t, "serve@h", attestation.RoleServe)
+	s, admin, l := startSigning(t, k1, k2)
 	reg := events.NewRegistry()
 	ctx := t.Context()
-	if _, err := l.BeginSigning(ctx, admin, "h", testTime); err != nil {
-		t.Fatal(err)
-	}
-	k1, k2 := mustKey(t, "writer@h", attestation.RoleWriter), mustKey(t, "serve@h", attestation.RoleServe)
-	for _, k := range []*attestation.Key{k1, k2} {
-		if _, err := l.RegisterKey(ctx, admin, k, "h", testTime); err != nil {
-			t.Fatal(err)
-		}
-	}
 	l.SetSigner(k1)
 	mustAppend(t, l, decision(reg, session("a"), 0, 1, 2))
 	other := signedLog(t, s, admin)
@@ -304,21 +269,38 @@ func TestAttest_RefusesRevokedSigner(t *testing.T) {
 	mustAppend(t, l, decision(reg, session("c"), 0, 1, 1))
 }
 
-// signingLog starts a server and opens a Log on it that judges reads
-// against a fresh admin key, has begun signing, and signs its appends
-// with a registered serve key.
-func signingLog(t *testing.T) (*Server, *Log) {
+// judgedLog starts a server and opens a Log on it that judges reads
+// against a fresh admin key, returned with it.
+func judgedLog(t *testing.T) (*Server, *attestation.Key, *Log) {
 	t.Helper()
 	s := startServer(t, t.TempDir())
 	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
-	l := signedLog(t, s, admin)
+	return s, admin, signedLog(t, s, admin)
+}
+
+// startSigning starts a server and opens a Log on it that judges reads
+// against a fresh admin key (returned) and has begun signing, with keys
+// registered by the admin. The Log signs nothing until SetSigner.
+func startSigning(t *testing.T, keys ...*attestation.Key) (*Server, *attestation.Key, *Log) {
+	t.Helper()
+	s, admin, l := judgedLog(t)
 	if ok, err := l.BeginSigning(t.Context(), admin, "h", testTime); !ok || err != nil {
 		t.Fatalf("BeginSigning = %v, %v", ok, err)
 	}
-	serve := mustKey(t, "serve@h", attestation.RoleServe)
-	if ok, err := l.RegisterKey(t.Context(), admin, serve, "h", testTime); !ok || err != nil {
-		t.Fatalf("RegisterKey = %v, %v", ok, err)
+	for _, k := range keys {
+		if ok, err := l.RegisterKey(t.Context(), admin, k, "h", testTime); !ok || err != nil {
+			t.Fatalf("RegisterKey(%s) = %v, %v", k.Principal, ok, err)
+		}
 	}
+	return s, admin, l
+}
+
+// signingLog is startSigning with one registered serve key the Log signs
+// its appends with.
+func signingLog(t *testing.T) (*Server, *Log) {
+	t.Helper()
+	serve := mustKey(t, "serve@h", attestation.RoleServe)
+	s, _, l := startSigning(t, serve)
 	l.SetSigner(serve)
 	return s, l
 }
@@ -381,10 +363,6 @@ func TestAttest_JunkStopsNothing(t *testing.T) {
 	ctx := t.Context()
 	a := session("a")
 	real := mustAppend(t, l, decision(reg, a, 0, 1, 1))
-	js, err := jetstream.New(s.Conn())
-	if err != nil {
-		t.Fatal(err)
-	}
 	valid, err := decision(reg, session("b"), 0, 1, 1).Events[0].MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
@@ -396,21 +374,14 @@ func TestAttest_JunkStopsNothing(t *testing.T) {
 	}
 	var last uint64
 	for subj, body := range junk {
-		ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subj, Header: nats.Header{HeaderType: []string{"session.started"}}, Data: body})
-		if err != nil {
-			t.Fatalf("publish junk on %s: %v", subj, err)
-		}
-		last = max(last, ack.Sequence)
+		m := &nats.Msg{Subject: subj, Header: nats.Header{HeaderType: []string{"session.started"}}, Data: body}
+		last = max(last, publishMsg(t, s.Conn(), m, "publish junk on "+subj))
 	}
 	// Junk signed by a registered key whose role may append any type:
 	// what does not decode has no type, which no role may append.
 	m := &nats.Msg{Subject: "lb.ev.session.signed", Header: nats.Header{HeaderType: []string{"session.started"}}, Data: []byte(`{"id":"x"}`)}
 	sign(l.currentSigner(), m)
-	ack, err := js.PublishMsg(ctx, m)
-	if err != nil {
-		t.Fatalf("publish signed junk: %v", err)
-	}
-	junk[m.Subject], last = m.Data, ack.Sequence
+	junk[m.Subject], last = m.Data, publishMsg(t, s.Conn(), m, "publish signed junk")
 	for r, err := range l.Read(ctx, 1) {
 		if err != nil {
 			t.Fatalf("Read stopped at junk: %v", err)
@@ -440,13 +411,8 @@ func TestAttest_JunkStopsNothing(t *testing.T) {
 // with only the pin, learns the key from the log (KeyState), and its
 // revocation.
 func TestAttest_RegisterPublic(t *testing.T) {
-	s := startServer(t, t.TempDir())
-	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
-	l := signedLog(t, s, admin)
+	s, admin, l := startSigning(t)
 	ctx := t.Context()
-	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); !ok || err != nil {
-		t.Fatalf("BeginSigning = %v, %v", ok, err)
-	}
 	k := mustKey(t, "writer@other", attestation.RoleWriter)
 	before, err := l.LastSeq(ctx)
 	if err != nil {
@@ -507,9 +473,7 @@ func TestAttest_RegisterPublic(t *testing.T) {
 // admin's events after them, signing begins at the admin's, and the key
 // is bound as the admin registered it.
 func TestAttest_ForgedKeyEventsSquatNothing(t *testing.T) {
-	s := startServer(t, t.TempDir())
-	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
-	l := signedLog(t, s, admin)
+	s, admin, l := judgedLog(t)
 	ctx := t.Context()
 	reg := events.NewRegistry()
 	mallory := mustKey(t, "mallory@h", attestation.RoleServe)
@@ -570,15 +534,7 @@ func republish(t *testing.T, nc *nats.Conn, l *Log, seq uint64) uint64 {
 		}
 		m.Header[k] = vs
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ack, err := js.PublishMsg(t.Context(), m)
-	if err != nil {
-		t.Fatalf("republish seq %d: %v", seq, err)
-	}
-	return ack.Sequence
+	return publishMsg(t, nc, m, fmt.Sprintf("republish seq %d", seq))
 }
 
 // TestAttest_ReplayedCopyQuarantined: a signed event published again
@@ -589,16 +545,8 @@ func republish(t *testing.T, nc *nats.Conn, l *Log, seq uint64) uint64 {
 // middle, Follow, Load, LoadAfter, a fresh reader) quarantines it as
 // replayed, naming the original, and the next real decision is attested.
 func TestAttest_ReplayedCopyQuarantined(t *testing.T) {
-	s := startServer(t, t.TempDir())
-	admin := mustKey(t, "admin@h", attestation.RoleAdmin)
-	l := signedLog(t, s, admin)
-	if ok, err := l.BeginSigning(t.Context(), admin, "h", testTime); !ok || err != nil {
-		t.Fatalf("BeginSigning = %v, %v", ok, err)
-	}
 	writer := mustKey(t, "writer@h", attestation.RoleServe)
-	if ok, err := l.RegisterKey(t.Context(), admin, writer, "h", testTime); !ok || err != nil {
-		t.Fatalf("RegisterKey = %v, %v", ok, err)
-	}
+	s, admin, l := startSigning(t, writer)
 	l.SetSigner(writer)
 	reg := events.NewRegistry()
 	ctx := t.Context()
@@ -659,6 +607,15 @@ func TestAttest_ReplayedCopyQuarantined(t *testing.T) {
 		}
 	}
 
+	noCopy := func(what string, recs []events.Record) {
+		t.Helper()
+		for _, r := range recs {
+			if _, bad := copies[r.Seq]; bad {
+				t.Errorf("%s folded the copy at seq %d", what, r.Seq)
+			}
+		}
+	}
+
 	check("Read", readAll(t, l, 1), 6)
 	checkQuar("Read", l)
 	recs, lastSeq, err := l.Load(ctx, a)
@@ -669,19 +626,7 @@ func TestAttest_ReplayedCopyQuarantined(t *testing.T) {
 
 	// Fresh readers, each on its own path, judge alike.
 	for _, from := range []uint64{1, member, c1, after.Last} {
-		l2 := signedLog(t, s, admin)
-		var got []events.Record
-		for r, err := range l2.Read(ctx, from) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, r)
-		}
-		for _, r := range got {
-			if _, bad := copies[r.Seq]; bad {
-				t.Errorf("fresh Read(%d) folded the copy at seq %d", from, r.Seq)
-			}
-		}
+		noCopy(fmt.Sprintf("fresh Read(%d)", from), readAll(t, signedLog(t, s, admin), from))
 	}
 	l3 := signedLog(t, s, admin)
 	for _, after := range []uint64{0, first.Last, member, c1, after.Last} {
@@ -689,11 +634,7 @@ func TestAttest_ReplayedCopyQuarantined(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range recs {
-			if _, bad := copies[r.Seq]; bad {
-				t.Errorf("LoadAfter(%d) folded the copy at seq %d", after, r.Seq)
-			}
-		}
+		noCopy(fmt.Sprintf("LoadAfter(%d)", after), recs)
 	}
 	l4 := signedLog(t, s, admin)
 	for _, after := range []uint64{c2, c1, member} { // loads back in time, after a later one
@@ -701,11 +642,7 @@ func TestAttest_ReplayedCopyQuarantined(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range recs {
-			if _, bad := copies[r.Seq]; bad {
-				t.Errorf("LoadAfter(%d) after a later one folded the copy at seq %d", after, r.Seq)
-			}
-		}
+		noCopy(fmt.Sprintf("LoadAfter(%d) after a later one", after), recs)
 	}
 	checkQuar("LoadAfter", l3)
 

@@ -65,31 +65,37 @@ import (
 
 const benchWriters = 64
 
+// appendWriters runs b.N one-event decisions from benchWriters
+// goroutines, each on its own session, timed, and reports the rate.
+func appendWriters(b *testing.B, l *Log, reg *events.Registry) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for w := range benchWriters {
+		wg.Go(func() {
+			agg := session(fmt.Sprintf("w%d", w))
+			var last, ver uint64
+			for next.Add(1) <= int64(b.N) {
+				ver++
+				a, err := l.Append(b.Context(), decision(reg, agg, last, ver, 1))
+				if err != nil {
+					b.Errorf("writer %d: %v", w, err)
+					return
+				}
+				last = a.Last
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	reportRate(b, b.N)
+}
+
 func BenchmarkAppend(b *testing.B) {
 	reg := events.NewRegistry()
 	b.Run("logbook-64writers", func(b *testing.B) {
 		l, _ := newLog(b)
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		b.ResetTimer()
-		for w := range benchWriters {
-			wg.Go(func() {
-				agg := session(fmt.Sprintf("w%d", w))
-				var last, ver uint64
-				for next.Add(1) <= int64(b.N) {
-					ver++
-					a, err := l.Append(b.Context(), decision(reg, agg, last, ver, 1))
-					if err != nil {
-						b.Errorf("writer %d: %v", w, err)
-						return
-					}
-					last = a.Last
-				}
-			})
-		}
-		wg.Wait()
-		b.StopTimer()
-		reportRate(b, b.N)
+		appendWriters(b, l, reg)
 		st := l.Stats()
 		if st.Batches > 0 {
 			b.ReportMetric(float64(st.Decisions)/float64(st.Batches), "decisions/batch")

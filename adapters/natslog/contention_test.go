@@ -54,11 +54,7 @@ func testGroupCommitContended(t *testing.T, mergeMin int) {
 		attempts = 8  // Append calls per writer, re-sends included
 	)
 	s := startServer(t, t.TempDir())
-	l, err := Open(t.Context(), s.Conn(), Config{MergeMin: mergeMin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := openLogWith(t, s, Config{MergeMin: mergeMin})
 	reg := events.NewRegistry()
 
 	aggOf := func(w int) events.Aggregate {

@@ -42,6 +42,31 @@ func nextDecision(reg *events.Registry, n int, ref string) events.Decision {
 	return events.Decision{e}
 }
 
+// countingExecutor returns an Executor on log whose state of an aggregate
+// is the number of its events, keeping at most maxCached states (0: the
+// Executor's default).
+func countingExecutor(log events.Log, reg *events.Registry, maxCached int) *events.Executor[int] {
+	return &events.Executor[int]{
+		Log: log, Reg: reg, MaxCached: maxCached,
+		Init:   func(events.Aggregate) int { return 0 },
+		Evolve: func(n int, _ events.Envelope) int { return n + 1 },
+		IDs:    ulid.Make, Host: "h", Actor: "a",
+	}
+}
+
+// execNext makes x decide nextDecision on session id and returns the
+// state after it; an error fails the test.
+func execNext(t *testing.T, x *events.Executor[int], reg *events.Registry, id string) int {
+	t.Helper()
+	_, n, err := x.Execute(t.Context(), session(id), func(n int) (events.Decision, error) {
+		return nextDecision(reg, n, id), nil
+	})
+	if err != nil {
+		t.Fatalf("Execute %s: %v", id, err)
+	}
+	return n
+}
+
 // TestExecutorCacheLRU: the executor keeps at most MaxCached states and
 // drops the least recently used one, which is reloaded from the log —
 // with every event — when next needed.
@@ -49,22 +74,8 @@ func TestExecutorCacheLRU(t *testing.T) {
 	l, _ := newLog(t)
 	lc := &loadCounter{Log: l, loads: map[string]int{}}
 	reg := events.NewRegistry()
-	x := &events.Executor[int]{
-		Log: lc, Reg: reg, MaxCached: 2,
-		Init:   func(events.Aggregate) int { return 0 },
-		Evolve: func(n int, _ events.Envelope) int { return n + 1 },
-		IDs:    ulid.Make, Host: "h", Actor: "a",
-	}
-	step := func(id string) int {
-		t.Helper()
-		_, n, err := x.Execute(t.Context(), session(id), func(n int) (events.Decision, error) {
-			return nextDecision(reg, n, id), nil
-		})
-		if err != nil {
-			t.Fatalf("Execute %s: %v", id, err)
-		}
-		return n
-	}
+	x := countingExecutor(lc, reg, 2)
+	step := func(id string) int { t.Helper(); return execNext(t, x, reg, id) }
 	step("a")
 	step("b")
 	step("a") // a is now the most recently used
@@ -101,23 +112,9 @@ func TestExecutorCacheSettled(t *testing.T) {
 	l, _ := newLog(t)
 	lc := &loadCounter{Log: l, loads: map[string]int{}}
 	reg := events.NewRegistry()
-	x := &events.Executor[int]{
-		Log: lc, Reg: reg, MaxCached: 100,
-		Init:    func(events.Aggregate) int { return 0 },
-		Evolve:  func(n int, _ events.Envelope) int { return n + 1 },
-		Settled: func(n int) bool { return n >= 2 },
-		IDs:     ulid.Make, Host: "h", Actor: "a",
-	}
-	step := func(id string) int {
-		t.Helper()
-		_, n, err := x.Execute(t.Context(), session(id), func(n int) (events.Decision, error) {
-			return nextDecision(reg, n, id), nil
-		})
-		if err != nil {
-			t.Fatalf("Execute %s: %v", id, err)
-		}
-		return n
-	}
+	x := countingExecutor(lc, reg, 100)
+	x.Settled = func(n int) bool { return n >= 2 }
+	step := func(id string) int { t.Helper(); return execNext(t, x, reg, id) }
 	for i := range 20 {
 		id := fmt.Sprintf("s%d", i)
 		step(id) // at work: kept
@@ -142,15 +139,7 @@ func TestExecutorCacheSettled(t *testing.T) {
 func TestExecutorCacheConcurrent(t *testing.T) {
 	l, _ := newLog(t)
 	reg := events.NewRegistry()
-	newX := func(max int) *events.Executor[int] {
-		return &events.Executor[int]{
-			Log: l, Reg: reg, MaxCached: max,
-			Init:   func(events.Aggregate) int { return 0 },
-			Evolve: func(n int, _ events.Envelope) int { return n + 1 },
-			IDs:    ulid.Make, Host: "h", Actor: "a",
-		}
-	}
-	x := newX(2)
+	x := countingExecutor(l, reg, 2)
 	const workers, steps, aggs = 8, 20, 5
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -167,7 +156,7 @@ func TestExecutorCacheConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	fresh := newX(0)
+	fresh := countingExecutor(l, reg, 0)
 	total := 0
 	for a := range aggs {
 		agg := session(fmt.Sprintf("c%d", a))
@@ -199,14 +188,7 @@ func TestExecutorCacheStale(t *testing.T) {
 	l, _ := newLog(t)
 	lc := &loadCounter{Log: l, loads: map[string]int{}}
 	reg := events.NewRegistry()
-	newX := func() *events.Executor[int] {
-		return &events.Executor[int]{
-			Log: lc, Reg: reg,
-			Init:   func(events.Aggregate) int { return 0 },
-			Evolve: func(n int, _ events.Envelope) int { return n + 1 },
-			IDs:    ulid.Make, Host: "h", Actor: "a",
-		}
-	}
+	newX := func() *events.Executor[int] { return countingExecutor(lc, reg, 0) }
 	grow := func(x *events.Executor[int], want int) func(int) (events.Decision, error) {
 		return func(n int) (events.Decision, error) {
 			if n >= want { // nothing to do from where this state stands
@@ -255,14 +237,7 @@ func TestExecutorConflictCatchesUp(t *testing.T) {
 	l, _ := newLog(t)
 	lc := &loadCounter{Log: l, loads: map[string]int{}}
 	reg := events.NewRegistry()
-	newX := func() *events.Executor[int] {
-		return &events.Executor[int]{
-			Log: lc, Reg: reg,
-			Init:   func(events.Aggregate) int { return 0 },
-			Evolve: func(n int, _ events.Envelope) int { return n + 1 },
-			IDs:    ulid.Make, Host: "h", Actor: "a",
-		}
-	}
+	newX := func() *events.Executor[int] { return countingExecutor(lc, reg, 0) }
 	step := func(x *events.Executor[int]) func(int) (events.Decision, error) {
 		return func(n int) (events.Decision, error) {
 			return nextDecision(reg, n, "r"), nil
@@ -307,12 +282,7 @@ func TestExecutorConflictCatchesUp(t *testing.T) {
 func TestExecutorRefusalIsOfTheCurrentState(t *testing.T) {
 	l, _ := newLog(t)
 	reg := events.NewRegistry()
-	x := &events.Executor[int]{
-		Log: l, Reg: reg,
-		Init:   func(events.Aggregate) int { return 0 },
-		Evolve: func(n int, _ events.Envelope) int { return n + 1 },
-		IDs:    ulid.Make, Host: "h", Actor: "a",
-	}
+	x := countingExecutor(l, reg, 0)
 	agg := session("stale")
 	noop := func(int) (events.Decision, error) { return nil, nil }
 	if _, n, err := x.Execute(t.Context(), agg, noop); err != nil || n != 0 {
@@ -339,14 +309,7 @@ func TestExecutorRefusalIsOfTheCurrentState(t *testing.T) {
 func TestExecutorReplayedEventSetsNoVerBack(t *testing.T) {
 	l, s := newLog(t)
 	reg := events.NewRegistry()
-	newX := func() *events.Executor[int] {
-		return &events.Executor[int]{
-			Log: l, Reg: reg,
-			Init:   func(events.Aggregate) int { return 0 },
-			Evolve: func(n int, _ events.Envelope) int { return n + 1 },
-			IDs:    ulid.Make, Host: "h", Actor: "a",
-		}
-	}
+	newX := func() *events.Executor[int] { return countingExecutor(l, reg, 0) }
 	step := func(x *events.Executor[int]) {
 		t.Helper()
 		if _, _, err := x.Execute(t.Context(), session("r"), func(n int) (events.Decision, error) {

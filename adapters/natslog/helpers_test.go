@@ -31,7 +31,14 @@ func startServer(t testing.TB, dir string) *Server {
 // openLog opens a Log on s, closed at test end (before s shuts down).
 func openLog(t testing.TB, s *Server) *Log {
 	t.Helper()
-	l, err := Open(t.Context(), s.Conn(), Config{})
+	return openLogWith(t, s, Config{})
+}
+
+// openLogWith opens a Log on s with cfg, closed at test end (before s
+// shuts down).
+func openLogWith(t testing.TB, s *Server, cfg Config) *Log {
+	t.Helper()
+	l, err := Open(t.Context(), s.Conn(), cfg)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -280,13 +280,9 @@ func (l *Log) appendDirect(ctx context.Context, b events.Batch) (events.Appended
 		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, ErrClosed)
 	}
 	defer func() { <-l.direct }()
-	l.closeMu.RLock()
-	if l.closed {
-		l.closeMu.RUnlock()
+	if !l.enterDirect() {
 		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, ErrClosed)
 	}
-	l.inflight.Add(1)
-	l.closeMu.RUnlock()
 	defer l.inflight.Done()
 	l.decisions.Add(1)
 	if len(l.refuseKeys([]*request{r})) == 0 {
@@ -413,3 +409,16 @@ func newRequest(b events.Batch, s Signer) (*request, error) {
 
 // answer delivers o to the request's caller; called once per request.
 func (r *request) answer(o outcome) { r.done <- o }
+
+// enterDirect counts a direct send in inflight, which Close waits for,
+// unless the Log is closed: then it returns false and counts nothing. A
+// true return is paired with one l.inflight.Done().
+func (l *Log) enterDirect() bool {
+	l.closeMu.RLock()
+	defer l.closeMu.RUnlock()
+	if l.closed {
+		return false
+	}
+	l.inflight.Add(1)
+	return true
+}

@@ -276,11 +276,7 @@ func TestLog_GroupCommit(t *testing.T) {
 
 func testGroupCommit(t *testing.T, writers, rounds, mergeMin int) {
 	s := startServer(t, t.TempDir())
-	l, err := Open(t.Context(), s.Conn(), Config{MergeMin: mergeMin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := openLogWith(t, s, Config{MergeMin: mergeMin})
 	reg := events.NewRegistry()
 	got := make([][]events.Appended, writers)
 	var wg sync.WaitGroup

@@ -19,13 +19,21 @@ import (
 // bypassing Log's validation, and returns its sequence.
 func publishRaw(t *testing.T, s *Server, subject, data string) uint64 {
 	t.Helper()
-	js, err := jetstream.New(s.Conn())
+	return publishMsg(t, s.Conn(), &nats.Msg{Subject: subject, Data: []byte(data)}, "publish "+subject)
+}
+
+// publishMsg publishes m straight to the stream, as a holder of NATS
+// credentials can, and returns its stream sequence; what names the
+// publish in a failure.
+func publishMsg(t *testing.T, nc *nats.Conn, m *nats.Msg, what string) uint64 {
+	t.Helper()
+	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ack, err := js.Publish(t.Context(), subject, []byte(data))
+	ack, err := js.PublishMsg(t.Context(), m)
 	if err != nil {
-		t.Fatalf("publish %s: %v", subject, err)
+		t.Fatalf("%s: %v", what, err)
 	}
 	return ack.Sequence
 }
