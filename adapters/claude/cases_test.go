@@ -14,6 +14,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 	"github.com/logbook-dev/logbook/replay"
@@ -36,7 +37,7 @@ type feeder struct {
 }
 
 func newFeeder(t *testing.T) *feeder {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	return &feeder{t: t, in: newTestIngester(t, l), log: l}
 }
 
@@ -95,7 +96,7 @@ func (f *feeder) transcript(id string, lines ...string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		f.t.Fatal(err)
 	}
-	writeLines(f.t, filepath.Join(dir, id+".jsonl"), strings.Join(lines, "\n")+"\n")
+	ingesttest.AppendFile(f.t, filepath.Join(dir, id+".jsonl"), strings.Join(lines, "\n")+"\n")
 	f.importDir(dir)
 }
 
@@ -607,35 +608,22 @@ func TestCase28_StoppedBackgroundTask(t *testing.T) {
 	t.Run("task-notification and BashOutput status", func(t *testing.T) {
 		const s = "s28n"
 		f := newFeeder(t)
-		f.transcript(s, tUser(s, "go"),
+		lines := []string{tUser(s, "go"),
 			tAssistant(s, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "make", "run_in_background": true})),
 			tResult(s, "t1", "Command running in background with ID: bk1", map[string]any{"backgroundTaskId": "bk1"}),
 			tAssistant(s, "tool_use", toolUseBlock("t2", "Bash", map[string]any{"command": "sleep 9", "run_in_background": true})),
 			tResult(s, "t2", "Command running in background with ID: bk2", map[string]any{"backgroundTaskId": "bk2"}),
-			tAssistant(s, "end_turn", textBlock("Started.")))
+			tAssistant(s, "end_turn", textBlock("Started."))}
+		f.transcript(s, lines...)
 		f.want(s, events.PhaseWorking, "background", []string{"bg-bk1", "bg-bk2"}, 0)
-		f.transcript(s, tUser(s, "go"),
-			tAssistant(s, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "make", "run_in_background": true})),
-			tResult(s, "t1", "Command running in background with ID: bk1", map[string]any{"backgroundTaskId": "bk1"}),
-			tAssistant(s, "tool_use", toolUseBlock("t2", "Bash", map[string]any{"command": "sleep 9", "run_in_background": true})),
-			tResult(s, "t2", "Command running in background with ID: bk2", map[string]any{"backgroundTaskId": "bk2"}),
-			tAssistant(s, "end_turn", textBlock("Started.")),
-			tUser(s, "is make done?"),
+		lines = append(lines, tUser(s, "is make done?"),
 			tAssistant(s, "tool_use", toolUseBlock("t3", "BashOutput", map[string]any{"bash_id": "bk1"})),
 			tResult(s, "t3", "<status>completed</status>", map[string]any{"shellId": "bk1", "status": "completed", "exitCode": 0}),
 			tAssistant(s, "end_turn", textBlock("Yes.")))
+		f.transcript(s, lines...)
 		f.want(s, events.PhaseWorking, "background", []string{"bg-bk2"}, 0)
-		f.transcript(s, tUser(s, "go"),
-			tAssistant(s, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "make", "run_in_background": true})),
-			tResult(s, "t1", "Command running in background with ID: bk1", map[string]any{"backgroundTaskId": "bk1"}),
-			tAssistant(s, "tool_use", toolUseBlock("t2", "Bash", map[string]any{"command": "sleep 9", "run_in_background": true})),
-			tResult(s, "t2", "Command running in background with ID: bk2", map[string]any{"backgroundTaskId": "bk2"}),
-			tAssistant(s, "end_turn", textBlock("Started.")),
-			tUser(s, "is make done?"),
-			tAssistant(s, "tool_use", toolUseBlock("t3", "BashOutput", map[string]any{"bash_id": "bk1"})),
-			tResult(s, "t3", "<status>completed</status>", map[string]any{"shellId": "bk1", "status": "completed", "exitCode": 0}),
-			tAssistant(s, "end_turn", textBlock("Yes.")),
-			tUser(s, "<task-notification><task-id>bk2</task-id><status>killed</status></task-notification>"))
+		lines = append(lines, tUser(s, "<task-notification><task-id>bk2</task-id><status>killed</status></task-notification>"))
+		f.transcript(s, lines...)
 		f.want(s, events.PhaseReady, "-", nil, 0)
 	})
 }
@@ -732,6 +720,23 @@ func TestCase40_StopWithUnansweredPermission(t *testing.T) {
 	})
 }
 
+// subagentProject makes a Claude Code project folder holding session s's
+// subagents folder and returns the folder, the path of subagent a's
+// transcript in it (not yet written), and cl, which makes a line of that
+// transcript (tl with a's agentId, on the side chain).
+func subagentProject(t *testing.T, s, a string) (proj, subFile string, cl func(typ string, kv ...any) string) {
+	t.Helper()
+	proj = filepath.Join(t.TempDir(), "-home-user-app")
+	sub := filepath.Join(proj, s, "subagents")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cl = func(typ string, kv ...any) string {
+		return tl(s, typ, append([]any{"agentId", a, "isSidechain", true}, kv...)...)
+	}
+	return proj, filepath.Join(sub, "agent-"+a+".jsonl"), cl
+}
+
 // TestSubagentReleasedByParent: once the parent has a subagent's result,
 // the subagent's own row is done too, whatever its transcript last said,
 // and the parent's entries agree with it.
@@ -740,15 +745,8 @@ func TestSubagentReleasedByParent(t *testing.T) {
 	child := "agent-" + a
 	t.Run("transcripts", func(t *testing.T) {
 		f := newFeeder(t)
-		proj := filepath.Join(t.TempDir(), "-home-user-app")
-		sub := filepath.Join(proj, s, "subagents")
-		if err := os.MkdirAll(sub, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cl := func(typ string, kv ...any) string {
-			return tl(s, typ, append([]any{"agentId", a, "isSidechain", true}, kv...)...)
-		}
-		writeLines(t, filepath.Join(sub, "agent-"+a+".jsonl"), strings.Join([]string{
+		proj, subFile, cl := subagentProject(t, s, a)
+		ingesttest.AppendFile(t, subFile, strings.Join([]string{
 			cl("user", "message", map[string]any{"role": "user", "content": "look"}),
 			cl("assistant", "message", map[string]any{"role": "assistant", "model": "m", "content": []any{toolUseBlock("c1", "Glob", map[string]any{"pattern": "*"})}, "stop_reason": nil}),
 			cl("user", "message", map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "c1", "content": "a.go"}}}),
@@ -756,7 +754,7 @@ func TestSubagentReleasedByParent(t *testing.T) {
 			// the file ends the turn.
 			cl("assistant", "message", map[string]any{"role": "assistant", "model": "m", "content": []any{textBlock("Found a.go")}, "stop_reason": nil}),
 		}, "\n")+"\n")
-		writeLines(t, filepath.Join(proj, s+".jsonl"), strings.Join([]string{
+		ingesttest.AppendFile(t, filepath.Join(proj, s+".jsonl"), strings.Join([]string{
 			tUser(s, "explore"),
 			tAssistant(s, "tool_use", toolUseBlock("t1", "Agent", map[string]any{"prompt": "look"})),
 			tResult(s, "t1", "Found a.go", map[string]any{"agentId": a, "status": "completed"}),
@@ -769,7 +767,7 @@ func TestSubagentReleasedByParent(t *testing.T) {
 			t.Errorf("child released %v turn open %v parent %q", st.Released, st.TurnOpen, st.Parent)
 		}
 		// A late line of the released work is recorded and moves nothing.
-		writeLines(t, filepath.Join(sub, "agent-"+a+".jsonl"),
+		ingesttest.AppendFile(t, subFile,
 			cl("assistant", "message", map[string]any{"role": "assistant", "model": "m", "content": []any{toolUseBlock("c2", "Read", map[string]any{"file_path": "a.go"})}, "stop_reason": nil})+"\n")
 		f.importDir(proj)
 		f.want(child, events.PhaseReady, "-", nil, 0)
@@ -825,15 +823,8 @@ func TestSubagentEndClosesParentEntry(t *testing.T) {
 		hk(s, "PostToolUse", "tool_name", "Agent", "tool_use_id", "t1", "tool_response", map[string]any{"isAsync": true, "status": "async_launched", "agentId": a}),
 		hk(s, "Stop"))
 	f.want(s, events.PhaseWorking, "subagent:general-purpose", []string{"agent-" + a}, 0)
-	proj := filepath.Join(t.TempDir(), "-home-user-app")
-	sub := filepath.Join(proj, s, "subagents")
-	if err := os.MkdirAll(sub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cl := func(typ string, kv ...any) string {
-		return tl(s, typ, append([]any{"agentId", a, "isSidechain", true}, kv...)...)
-	}
-	writeLines(t, filepath.Join(sub, "agent-"+a+".jsonl"), strings.Join([]string{
+	proj, subFile, cl := subagentProject(t, s, a)
+	ingesttest.AppendFile(t, subFile, strings.Join([]string{
 		cl("user", "message", map[string]any{"role": "user", "content": "review"}),
 		cl("assistant", "message", map[string]any{"role": "assistant", "model": "m", "content": []any{textBlock("No dead code.")}, "stop_reason": "end_turn"}),
 	}, "\n")+"\n")

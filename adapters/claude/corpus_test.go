@@ -1,41 +1,15 @@
 package claude
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
 )
-
-// corpusDir returns the shared recordings of Claude Code sessions,
-// <module root>/../shared/corpus/claude, or skips the test when they are
-// not there (they are not part of this repository).
-func corpusDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory; cannot locate the shared corpus")
-		}
-		dir = parent
-	}
-	corpus := filepath.Join(dir, "..", "shared", "corpus", "claude")
-	if _, err := os.Stat(corpus); err != nil {
-		t.Skipf("shared Claude Code corpus not found at %s: %v", corpus, err)
-	}
-	return corpus
-}
 
 // short renders a signal compactly: kind[:name][#id][=status][@task][&bg].
 func short(s events.Sig) string {
@@ -95,7 +69,7 @@ func sequence(obs []events.Observation) []string {
 // transcript, logs each file's signal sequence, and checks the facts each
 // scenario exists to show.
 func TestCorpus(t *testing.T) {
-	corpus := corpusDir(t)
+	corpus := ingesttest.Corpus(t, "claude")
 	files, err := filepath.Glob(filepath.Join(corpus, "*", "transcript.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +188,7 @@ func TestCorpus(t *testing.T) {
 // TestCorpus_Discover finds the recorded subagent transcripts beside
 // their parent.
 func TestCorpus_Discover(t *testing.T) {
-	corpus := corpusDir(t)
+	corpus := ingesttest.Corpus(t, "claude")
 	dir := filepath.Join(corpus, "subagent-spawn")
 	got, err := Discover(dir)
 	if err != nil {

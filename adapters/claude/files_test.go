@@ -1,40 +1,13 @@
 package claude
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 )
-
-// writeFile writes content to path, making its directory.
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// collect returns every line and error of seq.
-func collect(t *testing.T, seq func(func(ingest.Line, error) bool)) ([]ingest.Line, []error) {
-	t.Helper()
-	var lines []ingest.Line
-	var errs []error
-	for l, err := range seq {
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		lines = append(lines, l)
-	}
-	return lines, errs
-}
 
 // TestDiscover builds Claude Code's projects layout and finds sessions
 // and their subagents in it.
@@ -42,16 +15,16 @@ func TestDiscover(t *testing.T) {
 	root := t.TempDir()
 	proj := filepath.Join(root, "projects", "-home-user-project")
 	const s1, s2 = "11111111-0000-4000-8000-000000000001", "22222222-0000-4000-8000-000000000002"
-	writeFile(t, filepath.Join(proj, s1+".jsonl"), "{}\n")
-	writeFile(t, filepath.Join(proj, s1, "subagents", "agent-a02.jsonl"), "{}\n")
-	writeFile(t, filepath.Join(proj, s1, "subagents", "agent-a01.jsonl"), "{}\n")
-	writeFile(t, filepath.Join(proj, s1, "subagents", "agent-a01.meta.json"), "{}\n")
-	writeFile(t, filepath.Join(proj, s1, "subagents", "renamed.jsonl"), "{\"type\":\"user\"}\n{\"type\":\"user\",\"agentId\":\"a03\"}\n")
-	writeFile(t, filepath.Join(proj, s1, "tool-results", "toolu_1.txt"), "output")
-	writeFile(t, filepath.Join(proj, s2+".jsonl"), "{}\n")
-	writeFile(t, filepath.Join(root, "projects", "-home-user-other", "notes.txt"), "x")
+	ingesttest.WriteFile(t, filepath.Join(proj, s1+".jsonl"), "{}\n")
+	ingesttest.WriteFile(t, filepath.Join(proj, s1, "subagents", "agent-a02.jsonl"), "{}\n")
+	ingesttest.WriteFile(t, filepath.Join(proj, s1, "subagents", "agent-a01.jsonl"), "{}\n")
+	ingesttest.WriteFile(t, filepath.Join(proj, s1, "subagents", "agent-a01.meta.json"), "{}\n")
+	ingesttest.WriteFile(t, filepath.Join(proj, s1, "subagents", "renamed.jsonl"), "{\"type\":\"user\"}\n{\"type\":\"user\",\"agentId\":\"a03\"}\n")
+	ingesttest.WriteFile(t, filepath.Join(proj, s1, "tool-results", "toolu_1.txt"), "output")
+	ingesttest.WriteFile(t, filepath.Join(proj, s2+".jsonl"), "{}\n")
+	ingesttest.WriteFile(t, filepath.Join(root, "projects", "-home-user-other", "notes.txt"), "x")
 	// Subagents whose parent transcript is gone.
-	writeFile(t, filepath.Join(root, "projects", "-home-user-other", "33333333", "subagents", "agent-b01.jsonl"), "{}\n")
+	ingesttest.WriteFile(t, filepath.Join(root, "projects", "-home-user-other", "33333333", "subagents", "agent-b01.jsonl"), "{}\n")
 
 	sub := func(session, id, name string) Subagent {
 		return Subagent{Path: filepath.Join(proj, session, "subagents", name), AgentID: id, SessionID: session}
@@ -91,8 +64,8 @@ func TestDiscover(t *testing.T) {
 	})
 	t.Run("copied session beside its subagents", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "scenario")
-		writeFile(t, filepath.Join(dir, "transcript.jsonl"), "{}\n")
-		writeFile(t, filepath.Join(dir, "subagents", "agent-c01.jsonl"), "{}\n")
+		ingesttest.WriteFile(t, filepath.Join(dir, "transcript.jsonl"), "{}\n")
+		ingesttest.WriteFile(t, filepath.Join(dir, "subagents", "agent-c01.jsonl"), "{}\n")
 		got, err := Discover(dir)
 		if err != nil {
 			t.Fatal(err)

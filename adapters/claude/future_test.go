@@ -9,9 +9,21 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
+
+// clockedIngester returns an Ingester on log whose clock reads *now, so
+// that the test moves time by setting it.
+func clockedIngester(t *testing.T, log events.Log, now *time.Time) *Ingester {
+	t.Helper()
+	in, err := NewIngester(IngestConfig{Log: log, Host: "test", Clock: func() time.Time { return *now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
 
 // TestImportFile_FutureTimestamp: a transcript line dated in the far
 // future is imported at the importing clock's bound (events.BoundTime),
@@ -21,12 +33,9 @@ import (
 // second import, later, appends nothing.
 func TestImportFile_FutureTimestamp(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-0000000000f0"
-	log := openLog(t)
+	log := ingesttest.OpenLog(t)
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	in, err := NewIngester(IngestConfig{Log: log, Host: "test", Clock: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := clockedIngester(t, log, &now)
 	path := filepath.Join(t.TempDir(), sid+".jsonl")
 	transcript := `{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"` + sid + `","timestamp":"2026-11-25T09:00:00.000Z","message":{"role":"user","content":"run the tests"}}
 {"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"` + sid + `","timestamp":"9999-12-31T23:59:59Z","message":{"role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"make"}}],"stop_reason":"tool_use"}}
@@ -95,12 +104,9 @@ func TestImportFile_FutureTimestamp(t *testing.T) {
 // session's last event: a stale mark made now does not date history now.
 func TestImportFile_UnusableTimestamp(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-0000000000f2"
-	log := openLog(t)
+	log := ingesttest.OpenLog(t)
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	in, err := NewIngester(IngestConfig{Log: log, Host: "test", Clock: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := clockedIngester(t, log, &now)
 	line := func(uuid, parent, ts, text string) string {
 		tsField := ""
 		if ts != "" {
@@ -190,12 +196,9 @@ func TestImportFile_UnusableTimestamp(t *testing.T) {
 // (its ULID names it) is observed at the clock's bound.
 func TestHook_FutureTime(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-0000000000f1"
-	log := openLog(t)
+	log := ingesttest.OpenLog(t)
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	in, err := NewIngester(IngestConfig{Log: log, Host: "test", Clock: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := clockedIngester(t, log, &now)
 	at := time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 	id := ulid.MustNew(ulid.Timestamp(at), strings.NewReader(strings.Repeat("\x01", 16)))
 	p := `{"session_id":"` + sid + `","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"UserPromptSubmit","prompt":"hi"}`

@@ -15,19 +15,11 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
-	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
-
-// openLog starts an embedded JetStream server in a temporary directory
-// and opens the log on it.
-func openLog(t *testing.T) *natslog.Log {
-	t.Helper()
-	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
-	return log
-}
 
 func newTestIngester(t *testing.T, l events.Log) *Ingester {
 	t.Helper()
@@ -36,27 +28,6 @@ func newTestIngester(t *testing.T, l events.Log) *Ingester {
 		t.Fatal(err)
 	}
 	return in
-}
-
-// arcOf returns the phases session id went through, from the log.
-func arcOf(t *testing.T, l events.Log, id string) []string {
-	t.Helper()
-	recs, _, err := l.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var arc []string
-	for _, r := range recs {
-		switch d := r.Data.(type) {
-		case events.SessionStarted:
-			arc = append(arc, events.PhaseReady)
-		case events.SessionTransitioned:
-			arc = append(arc, d.To)
-		case events.SessionEnded:
-			arc = append(arc, events.PhaseEnded)
-		}
-	}
-	return arc
 }
 
 // peerArc reads the phases of a peer's golden replay file.
@@ -84,8 +55,8 @@ func peerArc(t *testing.T, path string) []string {
 // TestIngest_Corpus imports every recorded Claude Code session and
 // compares each session's phase arc with the peer's golden arc.
 func TestIngest_Corpus(t *testing.T) {
-	dir := corpusDir(t)
-	l := openLog(t)
+	dir := ingesttest.Corpus(t, "claude")
+	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	ts, err := Discover(dir)
 	if err != nil {
@@ -100,7 +71,7 @@ func TestIngest_Corpus(t *testing.T) {
 		if err != nil {
 			t.Fatalf("import %s: %v", tr.Path, err)
 		}
-		ours := arcOf(t, l, rs[0].Session)
+		ours := ingesttest.ArcOf(t, l, rs[0].Session)
 		peer := peerArc(t, tr.Path+".replay.json.golden")
 		scenario := filepath.Base(filepath.Dir(tr.Path))
 		final := "agree"
@@ -116,7 +87,7 @@ func TestIngest_Corpus(t *testing.T) {
 			t.Errorf("%s: phase arc differs from the peer's", scenario)
 		}
 		for _, r := range rs[1:] {
-			t.Logf("%-32s   subagent %s: %s", "", r.Session, strings.Join(arcOf(t, l, r.Session), ">"))
+			t.Logf("%-32s   subagent %s: %s", "", r.Session, strings.Join(ingesttest.ArcOf(t, l, r.Session), ">"))
 		}
 	}
 	// A second import appends nothing.
@@ -137,20 +108,6 @@ func TestIngest_Corpus(t *testing.T) {
 	}
 }
 
-func writeLines(t *testing.T, path string, lines ...string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, l := range lines {
-		if _, err := f.WriteString(l); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func fxUser(uuid, parent, text string) string {
 	p := "null"
 	if parent != "" {
@@ -163,14 +120,32 @@ func fxAssistant(uuid, parent, text string) string {
 	return fmt.Sprintf(`{"type":"assistant","uuid":%q,"parentUuid":%q,"sessionId":"s-1","timestamp":"2026-04-24T19:19:02.584Z","message":{"model":"claude-opus-4-7","role":"assistant","content":[{"type":"text","text":%q}],"stop_reason":"end_turn"}}`+"\n", uuid, parent, text)
 }
 
+// fxChain returns n lines of session s-1 taking turns, a prompt "go"
+// first and then a reply "ok", each the parent of the next; their uuids
+// are prefix+"u0", prefix+"u1", ….
+func fxChain(prefix string, n int) []string {
+	var lines []string
+	prev := ""
+	for i := range n {
+		u := fmt.Sprintf("%su%d", prefix, i)
+		if i%2 == 0 {
+			lines = append(lines, fxUser(u, prev, "go"))
+		} else {
+			lines = append(lines, fxAssistant(u, prev, "ok"))
+		}
+		prev = u
+	}
+	return lines
+}
+
 func TestImportFile_GrowsTornAndBad(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	path := filepath.Join(t.TempDir(), "s-1.jsonl")
 	agg, _ := SessionAggregate("s-1", "")
 	ctx := t.Context()
 
-	writeLines(t, path, fxUser("u1", "", "hi"), `{"type":"assistant","uuid":"a1"`) // torn last line
+	ingesttest.AppendFile(t, path, fxUser("u1", "", "hi"), `{"type":"assistant","uuid":"a1"`) // torn last line
 	r, err := in.ImportFile(ctx, path, agg, nil)
 	if err != nil || r.Appended != 1 || !r.Torn {
 		t.Fatalf("first import: %+v, %v; want 1 line and a torn one", r, err)
@@ -183,7 +158,7 @@ func TestImportFile_GrowsTornAndBad(t *testing.T) {
 	}
 	// A malformed line stops the file with its position; nothing of it is appended.
 	before, _ := l.LastSeq(ctx)
-	writeLines(t, path, "{not json}\n", fxUser("u3", "a1", "later"))
+	ingesttest.AppendFile(t, path, "{not json}\n", fxUser("u3", "a1", "later"))
 	r, err = in.ImportFile(ctx, path, agg, nil)
 	var le *LineError
 	if !errors.As(err, &le) || le.Line != 3 || !strings.Contains(err.Error(), "s-1.jsonl:3") {
@@ -194,14 +169,14 @@ func TestImportFile_GrowsTornAndBad(t *testing.T) {
 	}
 	// Invalid UTF-8 is refused the same way.
 	p2 := filepath.Join(t.TempDir(), "s-2.jsonl")
-	writeLines(t, p2, "{\"type\":\"user\",\"message\":\"\xff\xfe\"}\n")
+	ingesttest.AppendFile(t, p2, "{\"type\":\"user\",\"message\":\"\xff\xfe\"}\n")
 	agg2, _ := SessionAggregate("s-2", "")
 	if _, err := in.ImportFile(ctx, p2, agg2, nil); !errors.As(err, &le) {
 		t.Errorf("invalid UTF-8: err = %v", err)
 	}
 	// A parentUuid that points nowhere is recorded and warned about, not fatal.
 	p3 := filepath.Join(t.TempDir(), "s-3.jsonl")
-	writeLines(t, p3, fxUser("u1", "ghost", "hi"))
+	ingesttest.AppendFile(t, p3, fxUser("u1", "ghost", "hi"))
 	agg3, _ := SessionAggregate("s-3", "")
 	r, err = in.ImportFile(ctx, p3, agg3, nil)
 	if err != nil || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "ghost") {
@@ -210,20 +185,9 @@ func TestImportFile_GrowsTornAndBad(t *testing.T) {
 }
 
 func TestImportFile_Concurrent(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	path := filepath.Join(t.TempDir(), "s-1.jsonl")
-	var lines []string
-	prev := ""
-	for i := range 40 {
-		u := fmt.Sprintf("u%d", i)
-		if i%2 == 0 {
-			lines = append(lines, fxUser(u, prev, "go"))
-		} else {
-			lines = append(lines, fxAssistant(u, prev, "ok"))
-		}
-		prev = u
-	}
-	writeLines(t, path, lines...)
+	ingesttest.AppendFile(t, path, fxChain("", 40)...)
 	agg, _ := SessionAggregate("s-1", "")
 	// Two importers, as two processes would be: separate state caches.
 	var wg sync.WaitGroup
@@ -259,15 +223,15 @@ func TestImportFile_Concurrent(t *testing.T) {
 // one session, and a subagent file that names no agent: every line of
 // each lands once, in its own file's order.
 func TestImportTranscript_SharedSession(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "copy-a.jsonl"), filepath.Join(dir, "copy-b.jsonl")
-	writeLines(t, a, fxUser("u1", "", "one"), fxUser("u2", "u1", "two"), fxUser("u3", "u2", "three"))
-	writeLines(t, b, fxUser("v1", "", "uno"), fxUser("v2", "v1", "dos"), fxUser("v3", "v2", "tres"), fxUser("v4", "v3", "cuatro"))
+	ingesttest.AppendFile(t, a, fxUser("u1", "", "one"), fxUser("u2", "u1", "two"), fxUser("u3", "u2", "three"))
+	ingesttest.AppendFile(t, b, fxUser("v1", "", "uno"), fxUser("v2", "v1", "dos"), fxUser("v3", "v2", "tres"), fxUser("v4", "v3", "cuatro"))
 	os.MkdirAll(filepath.Join(dir, "copy-a", "subagents"), 0o755)
 	weird := filepath.Join(dir, "copy-a", "subagents", "weird.jsonl")
-	writeLines(t, weird, fxUser("w1", "", "sub"))
+	ingesttest.AppendFile(t, weird, fxUser("w1", "", "sub"))
 	ts, err := Discover(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +271,7 @@ func TestDiscover_SymlinkedRoot(t *testing.T) {
 	dir := t.TempDir()
 	real := filepath.Join(dir, "real")
 	os.MkdirAll(real, 0o755)
-	writeLines(t, filepath.Join(real, "s-1.jsonl"), fxUser("u1", "", "hi"))
+	ingesttest.AppendFile(t, filepath.Join(real, "s-1.jsonl"), fxUser("u1", "", "hi"))
 	link := filepath.Join(dir, "link")
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
@@ -322,10 +286,10 @@ func TestDiscover_SymlinkedRoot(t *testing.T) {
 }
 
 func TestImportFile_BOMAndBlankLines(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	path := filepath.Join(t.TempDir(), "s-1.jsonl")
-	writeLines(t, path, "\xef\xbb\xbf"+fxUser("u1", "", "hi"), "\n", "   \n", fxAssistant("a1", "u1", "ok"))
+	ingesttest.AppendFile(t, path, "\xef\xbb\xbf"+fxUser("u1", "", "hi"), "\n", "   \n", fxAssistant("a1", "u1", "ok"))
 	agg, _ := SessionAggregate("s-1", "")
 	r, err := in.ImportFile(t.Context(), path, agg, nil)
 	if err != nil || r.Appended != 4 || r.Lines != 4 {
@@ -337,11 +301,11 @@ func TestImportFile_BOMAndBlankLines(t *testing.T) {
 // of nothing; once a line that is not blank follows, every line is
 // imported with its number, the blank ones too.
 func TestImportFile_BlankOnly(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "s-1.jsonl")
-	writeLines(t, path, "\n", "   \n", "\t\r\n")
+	ingesttest.AppendFile(t, path, "\n", "   \n", "\t\r\n")
 	agg, _ := SessionAggregate("s-1", "")
 	r, err := in.ImportFile(ctx, path, agg, nil)
 	if err != nil || r.Appended != 0 || r.Lines != 0 || len(r.Warnings) != 0 {
@@ -353,7 +317,7 @@ func TestImportFile_BlankOnly(t *testing.T) {
 	if blank, err := ingest.BlankOnly(ctx, path); !blank || err != nil {
 		t.Errorf("ingest.BlankOnly = %v, %v; want true", blank, err)
 	}
-	writeLines(t, path, fxUser("u1", "", "hi"))
+	ingesttest.AppendFile(t, path, fxUser("u1", "", "hi"))
 	if blank, err := ingest.BlankOnly(ctx, path); blank || err != nil {
 		t.Errorf("ingest.BlankOnly with a line = %v, %v; want false", blank, err)
 	}
@@ -362,7 +326,7 @@ func TestImportFile_BlankOnly(t *testing.T) {
 		t.Fatalf("grown import: %+v, %v; want 4 lines", r, err)
 	}
 	empty := filepath.Join(t.TempDir(), "e.jsonl")
-	writeLines(t, empty)
+	ingesttest.AppendFile[string](t, empty)
 	if blank, err := ingest.BlankOnly(ctx, empty); blank || err != nil {
 		t.Errorf("ingest.BlankOnly of an empty file = %v, %v; want false", blank, err)
 	}
@@ -390,21 +354,10 @@ func (c *countingLog) Append(ctx context.Context, b events.Batch) (events.Append
 // starting with a line's observation (a line's decisions never leave its
 // batch), every line once and in order; importing again appends nothing.
 func TestImportFile_Runs(t *testing.T) {
-	l := &countingLog{Log: openLog(t)}
+	l := &countingLog{Log: ingesttest.OpenLog(t)}
 	in := newTestIngester(t, l)
 	path := filepath.Join(t.TempDir(), "s-1.jsonl")
-	var lines []string
-	prev := ""
-	for i := range 1500 {
-		u := fmt.Sprintf("u%d", i)
-		if i%2 == 0 {
-			lines = append(lines, fxUser(u, prev, "go"))
-		} else {
-			lines = append(lines, fxAssistant(u, prev, "ok"))
-		}
-		prev = u
-	}
-	writeLines(t, path, lines...)
+	ingesttest.AppendFile(t, path, fxChain("", 1500)...)
 	agg, _ := SessionAggregate("s-1", "")
 	r, err := in.ImportFile(t.Context(), path, agg, nil)
 	if err != nil || r.Appended != 1500 || r.Lines != 1500 {
@@ -451,7 +404,7 @@ func TestImportFile_Runs(t *testing.T) {
 // appended line by line, so the three lines before it are imported and
 // the error names line 4; nothing of line 4 or after is appended.
 func TestImportFile_RunRefused(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	p, err := NewParser(Config{MaxRaw: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
@@ -461,7 +414,7 @@ func TestImportFile_RunRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "s-1.jsonl")
-	writeLines(t, path, fxUser("u1", "", "hi"), fxAssistant("a1", "u1", "ok"), fxUser("u2", "a1", "more"),
+	ingesttest.AppendFile(t, path, fxUser("u1", "", "hi"), fxAssistant("a1", "u1", "ok"), fxUser("u2", "a1", "more"),
 		fxAssistant("a2", "u2", strings.Repeat("x", 2<<20)), fxUser("u3", "a2", "after"))
 	agg, _ := SessionAggregate("s-1", "")
 	r, err := in.ImportFile(t.Context(), path, agg, nil)
@@ -488,7 +441,7 @@ func TestImportFile_RunRefused(t *testing.T) {
 // appended lets another parse), every line lands once and in order, and
 // nothing waits forever.
 func TestImportFile_ParsersBound(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in, err := NewIngester(IngestConfig{Log: l, Host: "test", Parsers: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -515,19 +468,8 @@ func TestImportFile_ParsersBound(t *testing.T) {
 		if i < 2 {
 			n = 1100
 		}
-		var lines []string
-		prev := ""
-		for j := range n {
-			u := fmt.Sprintf("f%d-u%d", i, j)
-			if j%2 == 0 {
-				lines = append(lines, fxUser(u, prev, "go"))
-			} else {
-				lines = append(lines, fxAssistant(u, prev, "ok"))
-			}
-			prev = u
-		}
 		f := file{path: filepath.Join(dir, fmt.Sprintf("s-%d.jsonl", i)), lines: n}
-		writeLines(t, f.path, lines...)
+		ingesttest.AppendFile(t, f.path, fxChain(fmt.Sprintf("f%d-", i), n)...)
 		f.agg, _ = SessionAggregate(fmt.Sprintf("s-%d", i), "")
 		files = append(files, f)
 	}
@@ -580,14 +522,14 @@ func TestImportFile_DanglingParentWhateverTheCut(t *testing.T) {
 	lines := []string{fxUser("u1", "", "hi"), fxAssistant("a2", "u1", "hello"), fxUser("u3", "gone", "again"), fxAssistant("a4", "u1", "done")}
 	type got struct{ warnings, problems []string }
 	run := func(t *testing.T, cuts ...int) got {
-		l := openLog(t)
+		l := ingesttest.OpenLog(t)
 		in := newTestIngester(t, l)
 		path := filepath.Join(t.TempDir(), "s-1.jsonl")
 		agg, _ := SessionAggregate("s-1", "")
 		var g got
 		from := 0
 		for _, to := range cuts {
-			writeLines(t, path, lines[from:to]...)
+			ingesttest.AppendFile(t, path, lines[from:to]...)
 			from = to
 			r, err := in.ImportFile(t.Context(), path, agg, nil)
 			if err != nil {
@@ -619,13 +561,13 @@ func TestImportFile_DanglingParentWhateverTheCut(t *testing.T) {
 		})
 	}
 	t.Run("a parent in another file of the session", func(t *testing.T) {
-		l := openLog(t)
+		l := ingesttest.OpenLog(t)
 		in := newTestIngester(t, l)
 		dir := t.TempDir()
 		agg, _ := SessionAggregate("s-1", "")
 		first, second := filepath.Join(dir, "s-1.jsonl"), filepath.Join(dir, "s-1-continued.jsonl")
-		writeLines(t, first, lines[:2]...)
-		writeLines(t, second, fxUser("u5", "a2", "go on"))
+		ingesttest.AppendFile(t, first, lines[:2]...)
+		ingesttest.AppendFile(t, second, fxUser("u5", "a2", "go on"))
 		for _, p := range []string{first, second} {
 			r, err := in.ImportFile(t.Context(), p, agg, nil)
 			if err != nil || len(r.Warnings) > 0 {
@@ -643,15 +585,15 @@ func TestImportFile_DanglingParentWhateverTheCut(t *testing.T) {
 // are imported from whichever file has them first; the other file's
 // copies of them then add nothing either.
 func TestImportFile_CopyAtAnotherPath(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	agg, _ := SessionAggregate("s-1", "")
 	orig := filepath.Join(t.TempDir(), "s-1.jsonl")
 	backup := filepath.Join(t.TempDir(), "s-1.backup.jsonl")
 	first := []string{`{"type":"queue-operation","operation":"enqueue","timestamp":"2026-04-24T19:18:59.000Z","sessionId":"s-1"}` + "\n",
 		fxUser("u1", "", "hi"), fxAssistant("a2", "u1", "hello"), fxUser("u3", "a2", "again"), fxAssistant("a4", "u3", "done")}
-	writeLines(t, orig, first...)
-	writeLines(t, backup, first...)
+	ingesttest.AppendFile(t, orig, first...)
+	ingesttest.AppendFile(t, backup, first...)
 	imp := func(path string) ingest.FileResult {
 		t.Helper()
 		r, err := in.ImportFile(t.Context(), path, agg, nil)
@@ -696,11 +638,11 @@ func TestImportFile_CopyAtAnotherPath(t *testing.T) {
 
 	// The backup gets the next lines first, then the original.
 	next := []string{fxUser("u5", "a4", "one more"), fxAssistant("a6", "u5", "sure")}
-	writeLines(t, backup, next...)
+	ingesttest.AppendFile(t, backup, next...)
 	if r := imp(backup); r.Appended != 2 {
 		t.Errorf("new lines in the copy: appended %d, want 2", r.Appended)
 	}
-	writeLines(t, orig, next...)
+	ingesttest.AppendFile(t, orig, next...)
 	if r := imp(orig); r.Appended != 0 || r.Lines != 7 {
 		t.Errorf("the original's copies of them: appended %d, cursor %d; want 0, 7", r.Appended, r.Lines)
 	}
@@ -715,7 +657,7 @@ func TestImportFile_CopyAtAnotherPath(t *testing.T) {
 // a session is Importing only while an import is under way.
 func TestImportFile_MoreUntilTheLast(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-00000000a0e1"
-	log := openLog(t)
+	log := ingesttest.OpenLog(t)
 	in := newTestIngester(t, log)
 	path := filepath.Join(t.TempDir(), sid+".jsonl")
 	var b strings.Builder

@@ -14,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
@@ -51,14 +52,10 @@ func (f *hookFeeder) sendFile(path string) {
 	}
 }
 
+// stateOf folds session id from in's log.
 func stateOf(t *testing.T, in *Ingester, id string) session.State {
 	t.Helper()
-	agg := events.Aggregate{Kind: events.KindSession, ID: id}
-	recs, _, err := in.Sessions().Log.Load(t.Context(), agg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return session.Fold(session.Init(agg), recs)
+	return ingesttest.StateOf(t, in.Sessions().Log, id)
 }
 
 // typesOf returns "type entry" of each decision of session id that names
@@ -96,7 +93,7 @@ func typesOf(t *testing.T, l events.Log, id, entry string) []string {
 // Stop, Stop). Edit A ran, so it is closed ok, never abandoned, and the
 // overlap is recorded as session.forked.
 func TestHooks_TwoTerminals(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	f := &hookFeeder{t: t, in: in, at: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	f.sendFile(filepath.Join("testdata", "lifecycle", "two-terminals.hooks.jsonl"))
@@ -126,7 +123,7 @@ func TestHooks_TwoTerminals(t *testing.T) {
 // recorded as a late result, and decides nothing else. The same result
 // sent again appends nothing.
 func TestHooks_LateResultOfAbandonedCall(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	f := &hookFeeder{t: t, in: in, at: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	const id = "late-result-1"
@@ -163,7 +160,7 @@ func TestHooks_LateResultOfAbandonedCall(t *testing.T) {
 // ready; so does a late copy of its PostToolUse. (The windows the session
 // keeps are exceeded in reducers/session's TestDecide_LateDuplicateBeyondWindows.)
 func TestHooks_LateDuplicate(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	f := &hookFeeder{t: t, in: in, at: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	const id = "5e551011-0000-4000-8000-000000000021"
@@ -207,7 +204,7 @@ func TestHooks_LateDuplicate(t *testing.T) {
 // transcript's lines closed its call (another source, another key) is a
 // late copy too: it appends nothing and the session stays ready.
 func TestHooks_LateAfterTranscript(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	const id = "5e551011-0000-4000-8000-000000000014"
 	path := filepath.Join(t.TempDir(), id+".jsonl")
@@ -236,7 +233,7 @@ func TestHooks_LateAfterTranscript(t *testing.T) {
 // with the copy, which is recorded as a copy (the same uuid), not
 // appended as a line of its own: the session stays ready.
 func TestImportFile_DuplicatedToolUseLine(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	lines, err := os.ReadFile(filepath.Join("testdata", "lifecycle", "rewritten.full.jsonl"))
 	if err != nil {
@@ -246,7 +243,7 @@ func TestImportFile_DuplicatedToolUseLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "5e551011-0000-4000-8000-000000000014.jsonl")
 	// prompt, tool_use, tool_result, end_turn, then the tool_use again.
 	for _, l := range append(ls, ls[1]) {
-		writeLines(t, path, l+"\n")
+		ingesttest.AppendFile(t, path, l+"\n")
 	}
 	agg := events.Aggregate{Kind: events.KindSession, ID: "dup-line"}
 	res, err := in.ImportFile(t.Context(), path, agg, nil)
@@ -320,7 +317,7 @@ func TestCheckFingerprint(t *testing.T) {
 // nothing and records the divergence once; AsNew imports it as a new
 // session linked to the old one, and later lines go on there.
 func TestImportFile_Rewritten(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	const id = "5e551011-0000-4000-8000-000000000014"
 	dir := filepath.Join(t.TempDir(), "p")
@@ -328,15 +325,7 @@ func TestImportFile_Rewritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, id+".jsonl")
-	put := func(name string) {
-		b, err := os.ReadFile(filepath.Join("testdata", "lifecycle", "rewritten."+name+".jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(name string) { t.Helper(); putRewritten(t, path, name) }
 	agg := events.Aggregate{Kind: events.KindSession, ID: id}
 	put("full")
 	if res, err := in.ImportFile(t.Context(), path, agg, nil); err != nil || res.Appended != 4 {
@@ -374,28 +363,32 @@ func TestImportFile_Rewritten(t *testing.T) {
 		t.Errorf("new session: from %q observations %d phase %s", ns.RewrittenFrom, ns.Observations, ns.Phase)
 	}
 	// Appended after the rewrite: a plain import goes on in the new session.
-	writeLines(t, path, fxAssistant("e6", "e5", "Done.")+"")
+	ingesttest.AppendFile(t, path, fxAssistant("e6", "e5", "Done.")+"")
 	res, err = in.ImportFile(t.Context(), path, agg, nil)
 	if err != nil || res.Appended != 1 || res.Session != id+"-r1" || len(res.Warnings) != 1 {
 		t.Errorf("after an append: %+v %v", res, err)
 	}
 }
 
+// putRewritten writes testdata/lifecycle/rewritten.<name>.jsonl to path.
+func putRewritten(t *testing.T, path, name string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "lifecycle", "rewritten."+name+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestImportFile_RewrittenConcurrent: imports racing on a rewritten file
 // each report it, and the divergence is recorded once.
 func TestImportFile_RewrittenConcurrent(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	const id = "5e551011-0000-4000-8000-000000000014"
 	path := filepath.Join(t.TempDir(), id+".jsonl")
-	copyFile := func(name string) {
-		b, err := os.ReadFile(filepath.Join("testdata", "lifecycle", "rewritten."+name+".jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyFile := func(name string) { t.Helper(); putRewritten(t, path, name) }
 	agg := events.Aggregate{Kind: events.KindSession, ID: id}
 	copyFile("full")
 	if _, err := newTestIngester(t, l).ImportFile(t.Context(), path, agg, nil); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -51,14 +52,14 @@ func TestImportFile_OversizedLine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes and reads an 80 MiB line")
 	}
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s-1.jsonl")
 	agg, _ := SessionAggregate("s-1", "")
 	ctx := t.Context()
 
-	writeLines(t, path, fxUser("u1", "", "hi"))
+	ingesttest.AppendFile(t, path, fxUser("u1", "", "hi"))
 	size, sum := writeOversized(t, path, 80<<20)
 	// The long line is the file's last: it is imported, and importing
 	// again finds the file unchanged (its fingerprint holds).
@@ -73,7 +74,7 @@ func TestImportFile_OversizedLine(t *testing.T) {
 	if err != nil || r.Appended != 0 || r.Skipped != 2 {
 		t.Fatalf("import again: %+v, %v; want nothing new", r, err)
 	}
-	writeLines(t, path, fxAssistant("a3", "u2", "done"), fxUser("u4", "a3", "next"))
+	ingesttest.AppendFile(t, path, fxAssistant("a3", "u2", "done"), fxUser("u4", "a3", "next"))
 	r, err = in.ImportFile(ctx, path, agg, nil)
 	if err != nil || r.Appended != 2 || r.Lines != 4 {
 		t.Fatalf("import of the lines after it: %+v, %v; want 2 more", r, err)
@@ -123,16 +124,16 @@ func TestImportFile_OversizedParent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes and reads an 80 MiB line")
 	}
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	dir := t.TempDir()
 	ctx := t.Context()
 
 	path := filepath.Join(dir, "s-1.jsonl")
 	agg, _ := SessionAggregate("s-1", "")
-	writeLines(t, path, fxUser("u1", "", "hi"))
+	ingesttest.AppendFile(t, path, fxUser("u1", "", "hi"))
 	writeOversized(t, path, 80<<20) // uuid u2 first, in the head
-	writeLines(t, path, fxAssistant("a3", "u2", "done"))
+	ingesttest.AppendFile(t, path, fxAssistant("a3", "u2", "done"))
 	r, err := in.ImportFile(ctx, path, agg, nil)
 	if err != nil || r.Appended != 3 {
 		t.Fatalf("import: %+v, %v; want 3 lines", r, err)
@@ -145,7 +146,7 @@ func TestImportFile_OversizedParent(t *testing.T) {
 
 	path = filepath.Join(dir, "s-2.jsonl")
 	agg, _ = SessionAggregate("s-2", "")
-	writeLines(t, path, fxUser("v1", "", "hi"))
+	ingesttest.AppendFile(t, path, fxUser("v1", "", "hi"))
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +157,7 @@ func TestImportFile_OversizedParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	writeLines(t, path, fxAssistant("a3", "v2", "done"), fxAssistant("a4", "nowhere", "done"))
+	ingesttest.AppendFile(t, path, fxAssistant("a3", "v2", "done"), fxAssistant("a4", "nowhere", "done"))
 	r, err = in.ImportFile(ctx, path, agg, nil)
 	if err != nil || r.Appended != 4 {
 		t.Fatalf("import: %+v, %v; want 4 lines", r, err)

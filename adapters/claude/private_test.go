@@ -11,42 +11,22 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
 )
-
-// privateLine is a transcript line of session sid with uuid id: the data
-// dir's files in these tests hold such lines, so that reading one as a
-// transcript would append it.
-func privateLine(sid, id string) string {
-	return `{"type":"user","uuid":"` + id + `","parentUuid":null,"isSidechain":false,"sessionId":"` + sid + `","timestamp":"2026-05-01T10:00:00.000Z","message":{"role":"user","content":"hunter2"}}` + "\n"
-}
 
 // privateSetup returns a data dir holding creds.json (a transcript line,
 // so a read of it would import something) and an Ingester that keeps out
 // of it.
 func privateSetup(t *testing.T) (data, creds string, in *Ingester, l events.Log) {
 	t.Helper()
-	data = filepath.Join(t.TempDir(), "data")
-	creds = filepath.Join(data, "sub", "creds.json")
-	writeFile(t, creds, privateLine("5e551011-0000-4000-8000-00000000c0de", "creds-1"))
-	l = openLog(t)
+	data, creds = ingesttest.PrivateData(t)
+	l = ingesttest.OpenLog(t)
 	in, err := NewIngester(IngestConfig{Log: l, Host: "test", Private: []string{data}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return data, creds, in, l
-}
-
-// noneLogged fails t if the log holds anything of session sid.
-func noneLogged(t *testing.T, l events.Log, sid string) {
-	t.Helper()
-	recs, _, err := l.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: sid})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) > 0 {
-		t.Fatalf("session %s holds %d events, want none", sid, len(recs))
-	}
 }
 
 // TestImportFile_HardLinkIntoDataDir: a hard link to a file of the data
@@ -84,8 +64,8 @@ func TestImportFile_HardLinkIntoDataDir(t *testing.T) {
 	if _, err := in.ImportTranscript(t.Context(), ts[0], nil); !errors.Is(err, ingest.ErrPrivate) {
 		t.Fatalf("ImportTranscript: %v, want ingest.ErrPrivate", err)
 	}
-	noneLogged(t, l, sid)
-	noneLogged(t, l, "5e551011-0000-4000-8000-00000000c0de")
+	ingesttest.NoneLogged(t, l, sid)
+	ingesttest.NoneLogged(t, l, ingesttest.PrivateSession)
 
 	// The watcher reports it and imports nothing of it.
 	rep := startWatch(t, in, time.Hour, root)
@@ -93,8 +73,8 @@ func TestImportFile_HardLinkIntoDataDir(t *testing.T) {
 	if err := os.Link(creds, link2); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the watcher's report of the link", func() bool { return rep.has(link2+": ") && rep.has("hard link to "+creds) })
-	noneLogged(t, l, "c0000002-0000-4000-8000-000000000002")
+	ingesttest.Eventually(t, "the watcher's report of the link", func() bool { return rep.has(link2+": ") && rep.has("hard link to "+creds) })
+	ingesttest.NoneLogged(t, l, "c0000002-0000-4000-8000-000000000002")
 }
 
 // TestImportFile_HardLinkElsewhere: a transcript with a second name
@@ -104,7 +84,7 @@ func TestImportFile_HardLinkElsewhere(t *testing.T) {
 	const sid = "c0000003-0000-4000-8000-000000000003"
 	dir := t.TempDir()
 	path := filepath.Join(dir, sid+".jsonl")
-	writeFile(t, path, privateLine(sid, "u1")+privateLine(sid, "u2"))
+	ingesttest.WriteFile(t, path, ingesttest.PrivateLine(sid, "u1")+ingesttest.PrivateLine(sid, "u2"))
 	if err := os.Link(path, filepath.Join(dir, "copy.jsonl")); err != nil {
 		t.Skipf("no hard links here: %v", err)
 	}
@@ -113,7 +93,7 @@ func TestImportFile_HardLinkElsewhere(t *testing.T) {
 	if err != nil || r.Appended != 2 {
 		t.Fatalf("import: %+v, %v", r, err)
 	}
-	if st := loggedState(t, l, sid); st.Lines != 2 {
+	if st := ingesttest.StateOf(t, l, sid); st.Lines != 2 {
 		t.Fatalf("session holds %d lines, want 2", st.Lines)
 	}
 }
@@ -128,7 +108,7 @@ func TestImportFile_SwappedWhileImporting(t *testing.T) {
 	const sid = "c0000005-0000-4000-8000-000000000005"
 	dir := t.TempDir()
 	orig := filepath.Join(dir, "orig.jsonl")
-	writeFile(t, orig, privateLine(sid, "u1"))
+	ingesttest.WriteFile(t, orig, ingesttest.PrivateLine(sid, "u1"))
 	path := filepath.Join(dir, sid+".jsonl")
 	if err := os.Link(orig, path); err != nil {
 		t.Skipf("no hard links here: %v", err)
@@ -139,7 +119,7 @@ func TestImportFile_SwappedWhileImporting(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for ctx.Err() == nil {
-			swapTo(t, path, creds)
+			ingesttest.SwapTo(t, path, creds)
 			tmp := path + ".tmp"
 			if err := os.Link(orig, tmp); err != nil {
 				t.Error(err)
@@ -179,17 +159,5 @@ func TestImportFile_SwappedWhileImporting(t *testing.T) {
 			t.Fatalf("the log holds line %d uuid %q of %s", o.Line, o.UUID, o.Path)
 		}
 	}
-	noneLogged(t, l, "5e551011-0000-4000-8000-00000000c0de")
-}
-
-// swapTo replaces path, atomically, with a symlink to target.
-func swapTo(t *testing.T, path, target string) {
-	t.Helper()
-	tmp := path + ".lnk"
-	if err := os.Symlink(target, tmp); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
+	ingesttest.NoneLogged(t, l, ingesttest.PrivateSession)
 }

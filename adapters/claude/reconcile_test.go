@@ -12,6 +12,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
@@ -21,7 +22,7 @@ import (
 // WouldReconcile, deciding on the state alone, agrees each time.
 func TestReconcile_Stale(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-000000000006"
-	log := openLog(t)
+	log := ingesttest.OpenLog(t)
 	in := newTestIngester(t, log)
 	path := filepath.Join(t.TempDir(), sid+".jsonl")
 	transcript := `{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"` + sid + `","timestamp":"2026-11-25T09:00:00.000Z","message":{"role":"user","content":"run the tests"}}
@@ -140,7 +141,7 @@ func TestReconcile_AgentGone(t *testing.T) {
 	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
 	proc := procOf(t, agent.Process.Pid, "h", boot)
 
-	log := openLog(t)
+	log := ingesttest.OpenLog(t)
 	in := newTestIngester(t, log)
 	for _, p := range []string{
 		`{"session_id":"g1","hook_event_name":"UserPromptSubmit","prompt":"go"}`,

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -36,7 +37,7 @@ func (c *loadCounting) LoadAfter(ctx context.Context, agg events.Aggregate, afte
 // survives Save and OpenSkipIndex.
 func TestSkipIndex(t *testing.T) {
 	ctx := t.Context()
-	l := &loadCounting{Log: openLog(t)}
+	l := &loadCounting{Log: ingesttest.OpenLog(t)}
 	dir := t.TempDir()
 	ipath := filepath.Join(dir, "import-index.json")
 	x, err := ingest.OpenSkipIndex(ipath, "one")
@@ -49,7 +50,7 @@ func TestSkipIndex(t *testing.T) {
 	}
 	path := filepath.Join(dir, "s-1.jsonl")
 	agg, _ := SessionAggregate("s-1", "")
-	writeLines(t, path, fxUser("u1", "", "hi"), fxAssistant("a1", "u1", "ok"))
+	ingesttest.AppendFile(t, path, fxUser("u1", "", "hi"), fxAssistant("a1", "u1", "ok"))
 	importOnce := func(string) (ingest.FileResult, int64, error) {
 		t.Helper()
 		before := l.loads.Load()
@@ -63,12 +64,12 @@ func TestSkipIndex(t *testing.T) {
 		t.Fatalf("unchanged: %+v, %v, %d loads; want skipped unread", r, err, loads)
 	}
 	// A new line is imported.
-	writeLines(t, path, fxUser("u2", "a1", "more"))
+	ingesttest.AppendFile(t, path, fxUser("u2", "a1", "more"))
 	if r, loads, err := importOnce("grown"); err != nil || r.Appended != 1 || loads == 0 {
 		t.Fatalf("grown: %+v, %v, %d loads", r, err, loads)
 	}
 	// A torn tail is not remembered: the next import reads the file.
-	writeLines(t, path, `{"type":"assistant"`)
+	ingesttest.AppendFile(t, path, `{"type":"assistant"`)
 	if r, _, err := importOnce("torn"); err != nil || !r.Torn {
 		t.Fatalf("torn: %+v, %v", r, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/adapters/internal/specialtest"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -26,7 +27,7 @@ func TestReadLines_NotRegular(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, errs := collect(t, ingest.ReadLines(c.path, 0))
+			_, errs := ingesttest.Collect(ingest.ReadLines(c.path, 0))
 			if len(errs) != 1 || !errors.Is(errs[0], ErrNotRegular) || !strings.Contains(errs[0].Error(), c.what) || !strings.Contains(errs[0].Error(), c.path) {
 				t.Errorf("ingest.ReadLines(%s): errors %v, want one wrapping ErrNotRegular naming the path and %q", c.path, errs, c.what)
 			}
@@ -50,7 +51,7 @@ func TestReadLines_NotRegular(t *testing.T) {
 // the next pass, the line cut at that size first as torn.
 func TestReadLines_BoundedPass(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.jsonl")
-	writeFile(t, path, "{\"a\":1}\n{\"a\":2}\n")
+	ingesttest.WriteFile(t, path, "{\"a\":1}\n{\"a\":2}\n")
 	var got []ingest.Line
 	for l, err := range ingest.ReadLines(path, 0) {
 		if err != nil {
@@ -58,7 +59,7 @@ func TestReadLines_BoundedPass(t *testing.T) {
 		}
 		got = append(got, l)
 		if l.N == 1 {
-			appendFile(t, path, []byte("{\"a\":3}\n{\"a\":"))
+			ingesttest.AppendFile(t, path, []byte("{\"a\":3}\n{\"a\":"))
 		}
 	}
 	if len(got) != 2 || got[1].N != 2 || got[1].Torn {
@@ -87,7 +88,7 @@ func TestWatch_SpecialFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := bytes.SplitAfter(fixture, []byte("\n"))
-	log := openLog(t)
+	log := ingesttest.OpenLog(t)
 	in := newTestIngester(t, log)
 	root := t.TempDir()
 	// Events only: a rescan an hour away proves inotify drives it.
@@ -100,28 +101,28 @@ func TestWatch_SpecialFiles(t *testing.T) {
 	fifo := filepath.Join(x, "f1f00001-0000-4000-8000-000000000001.jsonl")
 	zero := filepath.Join(x, "f1f00002-0000-4000-8000-000000000002.jsonl")
 	specialtest.Make(t, fifo, zero)
-	eventually(t, "the FIFO reported", func() bool { return rep.has(fifo + ": not a regular file (a FIFO)") })
-	eventually(t, "the /dev/zero link reported", func() bool { return rep.has(zero + ": not a regular file (a character device)") })
+	ingesttest.Eventually(t, "the FIFO reported", func() bool { return rep.has(fifo + ": not a regular file (a FIFO)") })
+	ingesttest.Eventually(t, "the /dev/zero link reported", func() bool { return rep.has(zero + ": not a regular file (a character device)") })
 
 	dir := filepath.Join(root, "p")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, sid+".jsonl")
-	appendFile(t, path, bytes.Join(lines[:5], nil))
-	eventually(t, "the transcript beside them", func() bool { return loggedState(t, log, sid).Lines == 5 })
+	ingesttest.AppendFile(t, path, bytes.Join(lines[:5], nil))
+	ingesttest.Eventually(t, "the transcript beside them", func() bool { return ingesttest.StateOf(t, log, sid).Lines == 5 })
 
 	// Touched again (a writer on the FIFO side, a new event): no second report.
-	appendFile(t, path, lines[5])
+	ingesttest.AppendFile(t, path, lines[5])
 	if err := os.Chmod(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "line 6", func() bool { return loggedState(t, log, sid).Lines == 6 })
+	ingesttest.Eventually(t, "line 6", func() bool { return ingesttest.StateOf(t, log, sid).Lines == 6 })
 	if err := os.Remove(zero); err != nil {
 		t.Fatal(err)
 	}
-	appendFile(t, path, lines[6])
-	eventually(t, "line 7 after the link is gone", func() bool { return loggedState(t, log, sid).Lines == 7 })
+	ingesttest.AppendFile(t, path, lines[6])
+	ingesttest.Eventually(t, "line 7 after the link is gone", func() bool { return ingesttest.StateOf(t, log, sid).Lines == 7 })
 	rep.mu.Lock()
 	n := 0
 	for _, m := range rep.msgs {
@@ -169,7 +170,7 @@ func TestFirstLine_Sparse(t *testing.T) {
 	}
 	// Small files: a line, a torn line, nothing.
 	for content, want := range map[string]ingest.Line{"{\"type\":\"x\"}\n{}": {N: 1, End: 13, Bytes: []byte(`{"type":"x"}`), Size: 12}, "{\"ty": {N: 1, Torn: true, Size: 4}, "": {N: 1, Torn: true}} {
-		writeFile(t, path, content)
+		ingesttest.WriteFile(t, path, content)
 		got, err := ingest.FirstLine(path)
 		if err != nil || got.N != want.N || got.Torn != want.Torn || got.Size != want.Size || string(got.Bytes) != string(want.Bytes) {
 			t.Errorf("ingest.FirstLine(%q) = %+v, %v; want %+v", content, got, err, want)
@@ -185,7 +186,7 @@ func TestImport_CancelledMidFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), sid+".jsonl")
 	line := `{"type":"user","uuid":"u1","parentUuid":null,"isSidechain":false,"sessionId":"` + sid + `","timestamp":"2026-05-01T10:00:00.000Z","message":{"role":"user","content":"hi"}}` + "\n"
 	sparse(t, path, []byte(line), 1<<40)
-	in := newTestIngester(t, openLog(t))
+	in := newTestIngester(t, ingesttest.OpenLog(t))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -90,7 +91,7 @@ func TestUsage_Signals(t *testing.T) {
 // warns, naming the file, the line and the field; the line is recorded
 // and counts nothing, and the lines around it count.
 func TestUsage_RefusedIsWarned(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	path := filepath.Join(t.TempDir(), "5e551011-0000-4000-8000-000000000031.jsonl")
 	asst := func(uuid, msg, usage string) string {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
-	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 // reports collects what a watcher reports.
@@ -53,42 +53,6 @@ func startWatch(t *testing.T, in *Ingester, rescan time.Duration, root string) *
 	return rep
 }
 
-// loggedState folds session id from the log.
-func loggedState(t *testing.T, l events.Log, id string) session.State {
-	t.Helper()
-	recs, _, err := l.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return session.Fold(session.Init(events.Aggregate{Kind: events.KindSession, ID: id}), recs)
-}
-
-// eventually waits (at most 20 s) until ok holds.
-func eventually(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 20s for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func appendFile(t *testing.T, path string, b []byte) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestWatch_FollowsTranscript writes a recorded transcript line by line
 // (a torn last line among them) into a new project directory under a
 // running watcher, then a subagent's transcript: the session follows each
@@ -111,7 +75,7 @@ func fixtureLines(t *testing.T, sid string) [][]byte {
 func TestWatch_FollowsTranscript(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-000000000001"
 	lines := fixtureLines(t, sid)
-	log := openLog(t)
+	log := ingesttest.OpenLog(t)
 	in := newTestIngester(t, log)
 	root := t.TempDir()
 	// Events only: a rescan an hour away proves inotify drives it.
@@ -127,17 +91,17 @@ func TestWatch_FollowsTranscript(t *testing.T) {
 		if i == 5 {
 			// A torn line: half now, waiting; the rest later.
 			half := len(l) / 2
-			appendFile(t, path, l[:half])
+			ingesttest.AppendFile(t, path, l[:half])
 			time.Sleep(50 * time.Millisecond)
-			if got := loggedState(t, log, sid).Lines; got != i {
+			if got := ingesttest.StateOf(t, log, sid).Lines; got != i {
 				t.Fatalf("a torn line was imported: %d lines, want %d", got, i)
 			}
-			appendFile(t, path, l[half:])
+			ingesttest.AppendFile(t, path, l[half:])
 		} else {
-			appendFile(t, path, l)
+			ingesttest.AppendFile(t, path, l)
 		}
-		eventually(t, fmt.Sprintf("line %d", i+1), func() bool { return loggedState(t, log, sid).Lines == i+1 })
-		if loggedState(t, log, sid).Phase == events.PhaseWorking {
+		ingesttest.Eventually(t, fmt.Sprintf("line %d", i+1), func() bool { return ingesttest.StateOf(t, log, sid).Lines == i+1 })
+		if ingesttest.StateOf(t, log, sid).Phase == events.PhaseWorking {
 			sawWorking = true
 		}
 	}
@@ -146,11 +110,11 @@ func TestWatch_FollowsTranscript(t *testing.T) {
 	}
 
 	// The same file imported in one go leaves the same session.
-	ref := openLog(t)
+	ref := ingesttest.OpenLog(t)
 	if _, err := newTestIngester(t, ref).ImportFile(t.Context(), path, events.Aggregate{Kind: events.KindSession, ID: sid}, nil); err != nil {
 		t.Fatal(err)
 	}
-	got, want := loggedState(t, log, sid), loggedState(t, ref, sid)
+	got, want := ingesttest.StateOf(t, log, sid), ingesttest.StateOf(t, ref, sid)
 	if got.Phase != want.Phase || got.Activity != want.Activity || got.Lines != want.Lines || got.Turns != want.Turns || got.ToolCalls != want.ToolCalls {
 		t.Errorf("watched: %s/%s %d lines %d turns %d calls; imported: %s/%s %d lines %d turns %d calls",
 			got.Phase, got.Activity, got.Lines, got.Turns, got.ToolCalls, want.Phase, want.Activity, want.Lines, want.Turns, want.ToolCalls)
@@ -162,9 +126,9 @@ func TestWatch_FollowsTranscript(t *testing.T) {
 		t.Fatal(err)
 	}
 	agentLine := `{"type":"user","uuid":"a1","parentUuid":null,"isSidechain":true,"agentId":"w1","sessionId":"` + sid + `","timestamp":"2026-05-01T10:05:00.000Z","message":{"role":"user","content":"look around"}}` + "\n"
-	appendFile(t, filepath.Join(sub, "agent-w1.jsonl"), []byte(agentLine))
-	eventually(t, "the subagent's session", func() bool { return loggedState(t, log, "agent-w1").Lines == 1 })
-	if p := loggedState(t, log, "agent-w1").Parent; p != sid {
+	ingesttest.AppendFile(t, filepath.Join(sub, "agent-w1.jsonl"), []byte(agentLine))
+	ingesttest.Eventually(t, "the subagent's session", func() bool { return ingesttest.StateOf(t, log, "agent-w1").Lines == 1 })
+	if p := ingesttest.StateOf(t, log, "agent-w1").Parent; p != sid {
 		t.Errorf("subagent's parent = %q, want %s", p, sid)
 	}
 
@@ -172,10 +136,10 @@ func TestWatch_FollowsTranscript(t *testing.T) {
 	if err := os.Truncate(path, 10); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a truncation report", func() bool { return rep.has("was truncated") })
-	appendFile(t, path, bytes.Join(lines[:3], nil))
+	ingesttest.Eventually(t, "a truncation report", func() bool { return rep.has("was truncated") })
+	ingesttest.AppendFile(t, path, bytes.Join(lines[:3], nil))
 	time.Sleep(100 * time.Millisecond)
-	st := loggedState(t, log, sid)
+	st := ingesttest.StateOf(t, log, sid)
 	if st.Lines != len(lines) {
 		t.Errorf("after truncation: %d lines, want %d (nothing imported again)", st.Lines, len(lines))
 	}
@@ -193,8 +157,8 @@ func TestWatch_FollowsTranscript(t *testing.T) {
 	if err := os.Rename(other, filepath.Join(sub, "agent-w1.jsonl")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a replacement report", func() bool { return rep.has("was replaced") })
-	if got := loggedState(t, log, "agent-w1").Lines; got != 1 {
+	ingesttest.Eventually(t, "a replacement report", func() bool { return rep.has("was replaced") })
+	if got := ingesttest.StateOf(t, log, "agent-w1").Lines; got != 1 {
 		t.Errorf("after replacement: %d lines, want 1", got)
 	}
 }
@@ -208,7 +172,7 @@ func TestWatch_ImportBeside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := openLog(t)
+	log := ingesttest.OpenLog(t)
 	in := newTestIngester(t, log)
 	root := t.TempDir()
 	dir := filepath.Join(root, "p")
@@ -217,11 +181,11 @@ func TestWatch_ImportBeside(t *testing.T) {
 	}
 	path := filepath.Join(dir, sid+".jsonl")
 	lines := bytes.SplitAfter(fixture, []byte("\n"))
-	appendFile(t, path, bytes.Join(lines[:10], nil))
+	ingesttest.AppendFile(t, path, bytes.Join(lines[:10], nil))
 	startWatch(t, in, 20*time.Millisecond, root)
 	other := newTestIngester(t, log) // an `import` of its own
 	for i := 10; i < len(lines); i++ {
-		appendFile(t, path, lines[i])
+		ingesttest.AppendFile(t, path, lines[i])
 		if i%7 == 0 {
 			if _, err := other.ImportTranscript(t.Context(), Transcript{Path: path, SessionID: sid}, nil); err != nil {
 				t.Fatal(err)
@@ -229,7 +193,7 @@ func TestWatch_ImportBeside(t *testing.T) {
 		}
 	}
 	want := bytes.Count(fixture, []byte("\n"))
-	eventually(t, "every line", func() bool { return loggedState(t, log, sid).Lines == want })
+	ingesttest.Eventually(t, "every line", func() bool { return ingesttest.StateOf(t, log, sid).Lines == want })
 	recs, _, err := log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: sid})
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +230,7 @@ func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
 	use := func(id string) string {
 		return `"message":{"role":"assistant","model":"m","content":[{"type":"tool_use","id":"` + id + `","name":"Bash","input":{"command":"make"}}],"stop_reason":"tool_use"}`
 	}
-	log := openLog(t)
+	log := ingesttest.OpenLog(t)
 	in := newTestIngester(t, log)
 	root := t.TempDir()
 	dir := filepath.Join(root, "-home-user-shop")
@@ -274,11 +238,11 @@ func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, sid+".jsonl")
-	appendFile(t, path, line(1, time.Now().Add(-lag), prompt)) // there before Watch starts
+	ingesttest.AppendFile(t, path, line(1, time.Now().Add(-lag), prompt)) // there before Watch starts
 	startWatch(t, in, 20*time.Millisecond, root)
-	eventually(t, "the first line", func() bool { return loggedState(t, log, sid).Lines == 1 })
-	appendFile(t, path, line(2, time.Now().Add(-lag), use("toolu_1")))
-	eventually(t, "the appended line", func() bool { return loggedState(t, log, sid).Lines == 2 })
+	ingesttest.Eventually(t, "the first line", func() bool { return ingesttest.StateOf(t, log, sid).Lines == 1 })
+	ingesttest.AppendFile(t, path, line(2, time.Now().Add(-lag), use("toolu_1")))
+	ingesttest.Eventually(t, "the appended line", func() bool { return ingesttest.StateOf(t, log, sid).Lines == 2 })
 	after := time.Now()
 
 	recs, _, err := log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: sid})
@@ -297,7 +261,7 @@ func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
 	if fmt.Sprint(live) != "[false true]" {
 		t.Errorf("live per line = %v, want [false true]: history first, then live", live)
 	}
-	st := loggedState(t, log, sid)
+	st := ingesttest.StateOf(t, log, sid)
 	if off := time.Duration(st.ClockOffsetMS) * time.Millisecond; off < lag-time.Minute || off > lag+time.Minute {
 		t.Errorf("clock offset %s, want about %s", off, lag)
 	}
@@ -316,9 +280,9 @@ func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
 	// first line.
 	const sid2 = "5e551011-0000-4000-8000-000000000076"
 	path2 := filepath.Join(dir, sid2+".jsonl")
-	appendFile(t, path2, bytes.ReplaceAll(line(1, time.Now().Add(-lag), prompt), []byte(sid), []byte(sid2)))
-	eventually(t, "the new file's line", func() bool { return loggedState(t, log, sid2).Lines == 1 })
-	if st2 := loggedState(t, log, sid2); st2.ClockOffsetAt.IsZero() {
+	ingesttest.AppendFile(t, path2, bytes.ReplaceAll(line(1, time.Now().Add(-lag), prompt), []byte(sid), []byte(sid2)))
+	ingesttest.Eventually(t, "the new file's line", func() bool { return ingesttest.StateOf(t, log, sid2).Lines == 1 })
+	if st2 := ingesttest.StateOf(t, log, sid2); st2.ClockOffsetAt.IsZero() {
 		t.Errorf("a file that appeared while watched: no offset learned, its line not taken as live")
 	}
 }
@@ -330,18 +294,18 @@ func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
 func TestWatch_CopyIsOneSession(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-000000000001"
 	lines := fixtureLines(t, sid)
-	log := openLog(t)
+	log := ingesttest.OpenLog(t)
 	in := newTestIngester(t, log)
 	root := t.TempDir()
 	startWatch(t, in, time.Hour, root)
 	path := filepath.Join(root, "transcript.jsonl")
-	appendFile(t, path, lines[1]) // file-history-snapshot: no sessionId
-	eventually(t, "the first line", func() bool { return loggedState(t, log, "transcript").Lines == 1 })
+	ingesttest.AppendFile(t, path, lines[1]) // file-history-snapshot: no sessionId
+	ingesttest.Eventually(t, "the first line", func() bool { return ingesttest.StateOf(t, log, "transcript").Lines == 1 })
 	for _, l := range append([][]byte{lines[0]}, lines[2:]...) {
-		appendFile(t, path, l)
+		ingesttest.AppendFile(t, path, l)
 	}
-	eventually(t, "every line", func() bool { return loggedState(t, log, "transcript").Lines == len(lines) })
-	if n := loggedState(t, log, sid).Lines; n != 0 {
+	ingesttest.Eventually(t, "every line", func() bool { return ingesttest.StateOf(t, log, "transcript").Lines == len(lines) })
+	if n := ingesttest.StateOf(t, log, sid).Lines; n != 0 {
 		t.Errorf("%d lines went to a second session, %s", n, sid)
 	}
 }

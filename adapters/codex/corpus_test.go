@@ -7,75 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/logbook-dev/logbook/adapters/natslog"
-	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
-	"github.com/logbook-dev/logbook/events"
-	"github.com/logbook-dev/logbook/reducers/session"
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 )
-
-// corpusDir returns the shared Codex CLI recordings,
-// <module root>/../shared/corpus/codex, or skips the test when they are
-// not there (they are not part of this repository).
-func corpusDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory; cannot locate the shared corpus")
-		}
-		dir = parent
-	}
-	corpus := filepath.Join(dir, "..", "shared", "corpus", "codex")
-	if _, err := os.Stat(corpus); err != nil {
-		t.Skipf("shared Codex corpus not found at %s: %v", corpus, err)
-	}
-	return corpus
-}
-
-func openLog(t *testing.T) *natslog.Log {
-	t.Helper()
-	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
-	return log
-}
-
-// arcOf returns the phases session id went through, from the log.
-func arcOf(t *testing.T, l events.Log, id string) []string {
-	t.Helper()
-	recs, _, err := l.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var arc []string
-	for _, r := range recs {
-		switch d := r.Data.(type) {
-		case events.SessionStarted:
-			arc = append(arc, events.PhaseReady)
-		case events.SessionTransitioned:
-			arc = append(arc, d.To)
-		case events.SessionEnded:
-			arc = append(arc, events.PhaseEnded)
-		}
-	}
-	return arc
-}
-
-// stateOf folds session id from the log.
-func stateOf(t *testing.T, l events.Log, id string) session.State {
-	t.Helper()
-	agg := events.Aggregate{Kind: events.KindSession, ID: id}
-	recs, _, err := l.Load(t.Context(), agg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return session.Fold(session.Init(agg), recs)
-}
 
 // peerGolden reads a peer's golden replay file: the arc of its
 // transitions and the final state of the rollout's session (the session
@@ -140,7 +73,7 @@ const malformedNote = "the recording's redaction left an invalid \\u escape in i
 // scenario, our final phase and arc beside the peer's golden ones. Every
 // difference must be explained above. A second import appends nothing.
 func TestCorpus_Agreement(t *testing.T) {
-	dir := corpusDir(t)
+	dir := ingesttest.Corpus(t, "codex")
 	// The recordings are named transcript.jsonl, not rollout-*.jsonl:
 	// named files are taken as they are.
 	all, _ := filepath.Glob(filepath.Join(dir, "*", "transcript.jsonl"))
@@ -151,7 +84,7 @@ func TestCorpus_Agreement(t *testing.T) {
 	if len(rollouts) == 0 {
 		t.Skip("no rollouts in the corpus")
 	}
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in, err := NewIngester(IngestConfig{Log: l, Host: "test", SkipInvalid: true})
 	if err != nil {
 		t.Fatal(err)
@@ -166,9 +99,9 @@ func TestCorpus_Agreement(t *testing.T) {
 		for _, w := range r.Warnings {
 			t.Logf("  %s: skipped: %s — %s", scenario, w, malformedNote)
 		}
-		ours := arcOf(t, l, r.Session)
+		ours := ingesttest.ArcOf(t, l, r.Session)
 		peerArc, peerFinal := peerGolden(t, f+".replay.json.golden")
-		st := stateOf(t, l, r.Session)
+		st := ingesttest.StateOf(t, l, r.Session)
 		final, arc := "agree", "agree"
 		if st.Phase != peerFinal {
 			final = "DIFFER"

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -13,7 +14,7 @@ import (
 // timestamp kept as the observation's AgentTime, with a warning naming
 // file and line; a second import appends nothing.
 func TestImport_FutureTimestamp(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	now := time.Date(2026, 5, 23, 17, 0, 0, 0, time.UTC)
 	in, err := NewIngester(IngestConfig{Log: l, Host: "test", Clock: func() time.Time { return now }})
 	if err != nil {
@@ -21,7 +22,7 @@ func TestImport_FutureTimestamp(t *testing.T) {
 	}
 	path := rolloutPath(t, tid)
 	future := strings.Replace(userMsg(1, "make hello.txt"), "2026-05-23T16:54:01.000Z", "9999-12-31T23:59:59Z", 1)
-	write(t, path, meta(tid, ""), turnStart(1, "t1"), future)
+	ingesttest.AppendFile(t, path, meta(tid, ""), turnStart(1, "t1"), future)
 	r, err := in.ImportFile(t.Context(), path, nil)
 	if err != nil || r.Appended != 3 {
 		t.Fatalf("import: %+v, %v", r, err)
@@ -42,7 +43,7 @@ func TestImport_FutureTimestamp(t *testing.T) {
 			t.Errorf("line 3 agent_time = %q; want the line's own", o.AgentTime)
 		}
 	}
-	if st := stateOf(t, l, tid); !st.ObservedAt.Equal(bound) {
+	if st := ingesttest.StateOf(t, l, tid); !st.ObservedAt.Equal(bound) {
 		t.Errorf("observed at %v; want %v", st.ObservedAt, bound)
 	}
 	now = now.Add(time.Hour)

@@ -13,6 +13,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -54,20 +55,6 @@ func output(sec int, id, out string) string {
 	return ev(sec, "response_item", fmt.Sprintf(`{"type":"function_call_output","call_id":%q,"output":%q}`, id, out))
 }
 
-func write(t *testing.T, path string, lines ...string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, l := range lines {
-		if _, err := f.WriteString(l); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func rolloutPath(t *testing.T, id string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "sessions", "2026", "05", "23")
@@ -87,52 +74,52 @@ func newIngester(t *testing.T, l events.Log, skip bool) *Ingester {
 }
 
 func TestImport_Turns(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newIngester(t, l, false)
 	ctx := t.Context()
 	path := rolloutPath(t, tid)
 
 	// A turn with an approval request waits; its output resumes it.
-	write(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "make hello.txt"),
+	ingesttest.AppendFile(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "make hello.txt"),
 		call(2, "c1", "exec_command", `{"cmd":"printf hi > hello.txt"}`),
 		ev(3, "event_msg", `{"type":"exec_approval_request","call_id":"c1","turn_id":"t1","command":["bash","-lc","printf hi > hello.txt"],"cwd":"/home/user/p"}`))
 	r, err := in.ImportFile(ctx, path, nil)
 	if err != nil || r.Session != tid || r.Appended != 5 {
 		t.Fatalf("import: %+v, %v", r, err)
 	}
-	st := stateOf(t, l, tid)
+	st := ingesttest.StateOf(t, l, tid)
 	if st.Phase != events.PhaseWaiting || st.Turns != 1 || st.Agent != Agent || st.Version != "0.130.0" {
 		t.Fatalf("after the approval request: phase %s turns %d agent %q version %q", st.Phase, st.Turns, st.Agent, st.Version)
 	}
-	write(t, path, output(4, "c1", "Chunk ID: a\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\n"))
+	ingesttest.AppendFile(t, path, output(4, "c1", "Chunk ID: a\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\n"))
 	if _, err := in.ImportFile(ctx, path, nil); err != nil {
 		t.Fatal(err)
 	}
-	if st := stateOf(t, l, tid); st.Phase != events.PhaseWorking {
+	if st := ingesttest.StateOf(t, l, tid); st.Phase != events.PhaseWorking {
 		t.Fatalf("after the approved call's output: %s", st.Phase)
 	}
 	// The user interrupts: the turn ends, the session is ready.
-	write(t, path, ev(5, "event_msg", `{"type":"turn_aborted","turn_id":"t1","reason":"interrupted"}`))
+	ingesttest.AppendFile(t, path, ev(5, "event_msg", `{"type":"turn_aborted","turn_id":"t1","reason":"interrupted"}`))
 	if _, err := in.ImportFile(ctx, path, nil); err != nil {
 		t.Fatal(err)
 	}
-	if st := stateOf(t, l, tid); st.Phase != events.PhaseReady || st.TurnOpen {
+	if st := ingesttest.StateOf(t, l, tid); st.Phase != events.PhaseReady || st.TurnOpen {
 		t.Fatalf("after turn_aborted: %s, turn open %v", st.Phase, st.TurnOpen)
 	}
 	// A turn leaves a background terminal running: the session keeps
 	// working after the turn, until a write_stdin reads its exit.
-	write(t, path, turnStart(6, "t2"), userMsg(6, "start the server"),
+	ingesttest.AppendFile(t, path, turnStart(6, "t2"), userMsg(6, "start the server"),
 		call(7, "c2", "exec_command", `{"cmd":"npm run dev","yield_time_ms":1000}`),
 		output(8, "c2", "Chunk ID: b\nWall time: 1.0 seconds\nProcess running with session ID 42\nOutput:\nready\n"),
 		turnDone(9, "t2"))
 	if _, err := in.ImportFile(ctx, path, nil); err != nil {
 		t.Fatal(err)
 	}
-	st = stateOf(t, l, tid)
+	st = ingesttest.StateOf(t, l, tid)
 	if st.Phase != events.PhaseWorking || st.Activity != "background" || st.TurnOpen || st.Turns != 2 {
 		t.Fatalf("with a background terminal after the turn: %s/%s turn open %v turns %d", st.Phase, st.Activity, st.TurnOpen, st.Turns)
 	}
-	write(t, path, turnStart(10, "t3"), userMsg(10, "stop it"),
+	ingesttest.AppendFile(t, path, turnStart(10, "t3"), userMsg(10, "stop it"),
 		call(11, "c3", "write_stdin", `{"session_id":42,"chars":"\u0003"}`),
 		output(12, "c3", "Chunk ID: c\nWall time: 0.1 seconds\nProcess exited with code 130\nOutput:\n"),
 		turnDone(13, "t3"))
@@ -141,7 +128,7 @@ func TestImport_Turns(t *testing.T) {
 	if _, err := in2.ImportFile(ctx, path, nil); err != nil {
 		t.Fatal(err)
 	}
-	if st := stateOf(t, l, tid); st.Phase != events.PhaseReady || len(st.Entries) != 0 {
+	if st := ingesttest.StateOf(t, l, tid); st.Phase != events.PhaseReady || len(st.Entries) != 0 {
 		t.Fatalf("after the terminal exited: %s, entries %+v", st.Phase, st.Entries)
 	}
 }
@@ -155,15 +142,15 @@ func TestImport_TurnEndLeftToPerson(t *testing.T) {
 		{"Which database should I use?", "question"},
 		{"Done.", ""},
 	} {
-		l := openLog(t)
+		l := ingesttest.OpenLog(t)
 		in := newIngester(t, l, false)
 		path := rolloutPath(t, tid)
 		done := ev(3, "event_msg", fmt.Sprintf(`{"type":"task_complete","turn_id":"t1","last_agent_message":%q}`, tc.last))
-		write(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "plan the fix"), done)
+		ingesttest.AppendFile(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "plan the fix"), done)
 		if _, err := in.ImportFile(t.Context(), path, nil); err != nil {
 			t.Fatal(err)
 		}
-		st := stateOf(t, l, tid)
+		st := ingesttest.StateOf(t, l, tid)
 		want := events.PhaseWaiting
 		if tc.activity == "" {
 			want = events.PhaseReady
@@ -175,26 +162,26 @@ func TestImport_TurnEndLeftToPerson(t *testing.T) {
 		if _, _, ok := st.PersonWait(); ok != (tc.activity != "") {
 			t.Errorf("%q: PersonWait %v", tc.last, ok)
 		}
-		write(t, path, turnStart(9, "t2"), userMsg(9, "implement it"))
+		ingesttest.AppendFile(t, path, turnStart(9, "t2"), userMsg(9, "implement it"))
 		if _, err := in.ImportFile(t.Context(), path, nil); err != nil {
 			t.Fatal(err)
 		}
-		if st := stateOf(t, l, tid); st.Phase != events.PhaseWorking {
+		if st := ingesttest.StateOf(t, l, tid); st.Phase != events.PhaseWorking {
 			t.Errorf("%q: after the next prompt %s", tc.last, st.Phase)
 		}
 	}
 }
 
 func TestImport_ForkIsItsOwnSession(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newIngester(t, l, false)
 	ctx := t.Context()
 	origin := rolloutPath(t, tid)
-	write(t, origin, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "one"), turnDone(2, "t1"))
+	ingesttest.AppendFile(t, origin, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "one"), turnDone(2, "t1"))
 	fork := filepath.Join(filepath.Dir(origin), "rollout-2026-05-23T18-55-00-"+tid2+".jsonl")
 	// A fork writes its own session_meta, then the origin's history,
 	// the origin's session_meta included.
-	write(t, fork, meta(tid2, tid), meta(tid, ""), turnStart(1, "t1"), userMsg(1, "one"), turnDone(2, "t1"),
+	ingesttest.AppendFile(t, fork, meta(tid2, tid), meta(tid, ""), turnStart(1, "t1"), userMsg(1, "one"), turnDone(2, "t1"),
 		turnStart(3, "t2"), userMsg(3, "two"), turnDone(4, "t2"))
 	files, err := Discover(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(origin)))))
 	if err != nil || len(files) != 2 {
@@ -209,7 +196,7 @@ func TestImport_ForkIsItsOwnSession(t *testing.T) {
 			t.Errorf("warning: %s", w)
 		}
 	}
-	o, f := stateOf(t, l, tid), stateOf(t, l, tid2)
+	o, f := ingesttest.StateOf(t, l, tid), ingesttest.StateOf(t, l, tid2)
 	if o.Turns != 1 || f.ForkedFrom != tid || f.Phase != events.PhaseReady || f.Turns != 2 || o.ForkedFrom != "" {
 		t.Fatalf("origin %d turns; fork from %q, %s, %d turns", o.Turns, f.ForkedFrom, f.Phase, f.Turns)
 	}
@@ -224,10 +211,10 @@ func TestImport_ForkIsItsOwnSession(t *testing.T) {
 func TestImport_BadInput(t *testing.T) {
 	ctx := t.Context()
 	t.Run("malformed line stops the file with path and line; nothing of it appended", func(t *testing.T) {
-		l := openLog(t)
+		l := ingesttest.OpenLog(t)
 		in := newIngester(t, l, false)
 		path := rolloutPath(t, tid)
-		write(t, path, meta(tid, ""), "{not json}\n", turnStart(2, "t1"))
+		ingesttest.AppendFile(t, path, meta(tid, ""), "{not json}\n", turnStart(2, "t1"))
 		r, err := in.ImportFile(ctx, path, nil)
 		var le *ingest.LineError
 		if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, ingest.ErrSyntax) || !strings.Contains(err.Error(), filepath.Base(path)+":2") {
@@ -241,31 +228,31 @@ func TestImport_BadInput(t *testing.T) {
 		if err != nil || r.Appended != 2 || len(r.Warnings) != 1 {
 			t.Fatalf("skip-invalid: %+v, %v", r, err)
 		}
-		if st := stateOf(t, l, tid); st.Phase != events.PhaseWorking {
+		if st := ingesttest.StateOf(t, l, tid); st.Phase != events.PhaseWorking {
 			t.Fatalf("phase %s", st.Phase)
 		}
 	})
 	t.Run("torn last line waits", func(t *testing.T) {
-		l := openLog(t)
+		l := ingesttest.OpenLog(t)
 		in := newIngester(t, l, false)
 		path := rolloutPath(t, tid)
 		full := turnStart(1, "t1")
-		write(t, path, meta(tid, ""), full[:20])
+		ingesttest.AppendFile(t, path, meta(tid, ""), full[:20])
 		r, err := in.ImportFile(ctx, path, nil)
 		if err != nil || !r.Torn || r.Appended != 1 {
 			t.Fatalf("torn: %+v, %v", r, err)
 		}
-		write(t, path, full[20:])
+		ingesttest.AppendFile(t, path, full[20:])
 		r, err = in.ImportFile(ctx, path, nil)
 		if err != nil || r.Torn || r.Appended != 1 || r.Skipped != 1 {
 			t.Fatalf("completed: %+v, %v", r, err)
 		}
 	})
 	t.Run("unknown payload type is recorded, flagged, and changes no phase", func(t *testing.T) {
-		l := openLog(t)
+		l := ingesttest.OpenLog(t)
 		in := newIngester(t, l, false)
 		path := rolloutPath(t, tid)
-		write(t, path, meta(tid, ""), ev(1, "event_msg", `{"type":"brand_new_event","x":1}`), ev(2, "future_item", `{"a":1}`))
+		ingesttest.AppendFile(t, path, meta(tid, ""), ev(1, "event_msg", `{"type":"brand_new_event","x":1}`), ev(2, "future_item", `{"a":1}`))
 		if _, err := in.ImportFile(ctx, path, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -273,15 +260,15 @@ func TestImport_BadInput(t *testing.T) {
 		if len(obs) != 3 || len(obs[1].Problems) != 1 || len(obs[2].Problems) != 1 || len(obs[1].Signals)+len(obs[2].Signals) != 0 {
 			t.Fatalf("observations %+v", obs)
 		}
-		if arc := arcOf(t, l, tid); strings.Join(arc, ">") != "ready" {
+		if arc := ingesttest.ArcOf(t, l, tid); strings.Join(arc, ">") != "ready" {
 			t.Fatalf("arc %v", arc)
 		}
 	})
 	t.Run("missing session_meta names the session after the file", func(t *testing.T) {
-		l := openLog(t)
+		l := ingesttest.OpenLog(t)
 		in := newIngester(t, l, false)
 		path := rolloutPath(t, tid)
-		write(t, path, turnStart(1, "t1"), userMsg(1, "hi"))
+		ingesttest.AppendFile(t, path, turnStart(1, "t1"), userMsg(1, "hi"))
 		r, err := in.ImportFile(ctx, path, nil)
 		if err != nil || r.Session != tid {
 			t.Fatalf("%+v, %v", r, err)
@@ -291,10 +278,10 @@ func TestImport_BadInput(t *testing.T) {
 		}
 	})
 	t.Run("a second session_meta for another session is flagged", func(t *testing.T) {
-		l := openLog(t)
+		l := ingesttest.OpenLog(t)
 		in := newIngester(t, l, false)
 		path := rolloutPath(t, tid)
-		write(t, path, meta(tid, ""), meta(tid2, ""))
+		ingesttest.AppendFile(t, path, meta(tid, ""), meta(tid2, ""))
 		if _, err := in.ImportFile(ctx, path, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -302,15 +289,15 @@ func TestImport_BadInput(t *testing.T) {
 		if len(obs) != 2 || len(obs[1].Problems) != 1 || len(obs[1].Signals) != 0 || !strings.Contains(obs[1].Problems[0], tid2) {
 			t.Fatalf("observations %+v", obs)
 		}
-		if st := stateOf(t, l, tid2); st.Exists() {
+		if st := ingesttest.StateOf(t, l, tid2); st.Exists() {
 			t.Fatal("the second id started a session")
 		}
 	})
 	t.Run("legacy and envelope lines mixed", func(t *testing.T) {
-		l := openLog(t)
+		l := ingesttest.OpenLog(t)
 		in := newIngester(t, l, false)
 		path := rolloutPath(t, tid)
-		write(t, path, meta(tid, ""), `{"record_type":"state"}`+"\n", `{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}`+"\n")
+		ingesttest.AppendFile(t, path, meta(tid, ""), `{"record_type":"state"}`+"\n", `{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}`+"\n")
 		if _, err := in.ImportFile(ctx, path, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -322,10 +309,10 @@ func TestImport_BadInput(t *testing.T) {
 		}
 	})
 	t.Run("invalid UTF-8", func(t *testing.T) {
-		l := openLog(t)
+		l := ingesttest.OpenLog(t)
 		in := newIngester(t, l, false)
 		path := rolloutPath(t, tid)
-		write(t, path, meta(tid, ""), "{\"type\":\"event_msg\",\"payload\":{\"type\":\"user_message\",\"message\":\"\xff\xfe\"}}\n")
+		ingesttest.AppendFile(t, path, meta(tid, ""), "{\"type\":\"event_msg\",\"payload\":{\"type\":\"user_message\",\"message\":\"\xff\xfe\"}}\n")
 		_, err := in.ImportFile(ctx, path, nil)
 		var le *ingest.LineError
 		if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, ingest.ErrInvalidUTF8) {
@@ -333,7 +320,7 @@ func TestImport_BadInput(t *testing.T) {
 		}
 	})
 	t.Run("a line over the raw cap keeps its signals and is cut", func(t *testing.T) {
-		l := openLog(t)
+		l := ingesttest.OpenLog(t)
 		p, err := NewParser(Config{MaxRaw: 1024})
 		if err != nil {
 			t.Fatal(err)
@@ -343,7 +330,7 @@ func TestImport_BadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		path := rolloutPath(t, tid)
-		write(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(2, strings.Repeat("x", 100_000)))
+		ingesttest.AppendFile(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(2, strings.Repeat("x", 100_000)))
 		if _, err := in.ImportFile(ctx, path, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -357,10 +344,10 @@ func TestImport_BadInput(t *testing.T) {
 		if testing.Short() {
 			t.Skip("writes 64 MiB")
 		}
-		l := openLog(t)
+		l := ingesttest.OpenLog(t)
 		in := newIngester(t, l, false)
 		path := rolloutPath(t, tid)
-		write(t, path, meta(tid, ""))
+		ingesttest.AppendFile(t, path, meta(tid, ""))
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -374,7 +361,7 @@ func TestImport_BadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.Close()
-		write(t, path, turnStart(3, "t1"))
+		ingesttest.AppendFile(t, path, turnStart(3, "t1"))
 		r, err := in.ImportFile(ctx, path, nil)
 		if err != nil || r.Lines != 3 || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], ":2: line too long") {
 			t.Fatalf("import: %+v, %v", r, err)
@@ -385,7 +372,7 @@ func TestImport_BadInput(t *testing.T) {
 		}
 		// Another process reads the rollout's state up to its cursor past
 		// the long line, and goes on after it.
-		write(t, path, userMsg(4, "next"))
+		ingesttest.AppendFile(t, path, userMsg(4, "next"))
 		r, err = newIngester(t, l, false).ImportFile(ctx, path, nil)
 		if err != nil || r.Appended != 1 || r.Lines != 4 {
 			t.Fatalf("import by another process: %+v, %v", r, err)
@@ -399,7 +386,7 @@ func TestImport_BadInput(t *testing.T) {
 // TestImport_TwiceAndAtOnce imports one rollout from four goroutines at
 // once, then again: every line is appended once.
 func TestImport_TwiceAndAtOnce(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	ctx := t.Context()
 	path := rolloutPath(t, tid)
 	lines := []string{meta(tid, "")}
@@ -407,7 +394,7 @@ func TestImport_TwiceAndAtOnce(t *testing.T) {
 		turn := fmt.Sprintf("t%d", i)
 		lines = append(lines, turnStart(i, turn), userMsg(i, "go"), call(i, "c"+turn, "exec_command", `{"cmd":"ls"}`), output(i, "c"+turn, "Process exited with code 0"), turnDone(i, turn))
 	}
-	write(t, path, lines...)
+	ingesttest.AppendFile(t, path, lines...)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for range 4 {
@@ -432,17 +419,17 @@ func TestImport_TwiceAndAtOnce(t *testing.T) {
 	if obs := observations(t, l, tid); len(obs) != len(lines) {
 		t.Fatalf("%d observations for %d lines", len(obs), len(lines))
 	}
-	if st := stateOf(t, l, tid); st.Turns != 10 || st.Phase != events.PhaseReady {
+	if st := ingesttest.StateOf(t, l, tid); st.Turns != 10 || st.Phase != events.PhaseReady {
 		t.Fatalf("turns %d phase %s", st.Turns, st.Phase)
 	}
 }
 
 func TestNotify(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newIngester(t, l, false)
 	ctx := t.Context()
 	path := rolloutPath(t, tid)
-	write(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "hi"))
+	ingesttest.AppendFile(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "hi"))
 	if _, err := in.ImportFile(ctx, path, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +443,7 @@ func TestNotify(t *testing.T) {
 	if err != nil || ap.Last == 0 {
 		t.Fatalf("notify: %+v, %v", ap, err)
 	}
-	if st := stateOf(t, l, tid); st.Phase != events.PhaseReady || st.TurnOpen {
+	if st := ingesttest.StateOf(t, l, tid); st.Phase != events.PhaseReady || st.TurnOpen {
 		t.Fatalf("after notify: %s", st.Phase)
 	}
 	// Redelivery appends nothing.
@@ -577,22 +564,22 @@ func TestImport_ForkSpendIsItsOwn(t *testing.T) {
 		"counter starts anew": {total(6, 200, 100, 10), total(7, 500, 300, 15)},
 	} {
 		t.Run(name, func(t *testing.T) {
-			l := openLog(t)
+			l := ingesttest.OpenLog(t)
 			in := newIngester(t, l, false)
 			origin := rolloutPath(t, tid)
-			write(t, origin, originLines...)
+			ingesttest.AppendFile(t, origin, originLines...)
 			fork := filepath.Join(filepath.Dir(origin), "rollout-2026-05-23T18-55-00-"+tid2+".jsonl")
 			lines := append([]string{meta(tid2, tid)}, originLines...)
 			lines = append(lines, turnCtx(5, forkTurn), turnStart(5, forkTurn), userMsg(5, "two"))
 			lines = append(lines, own...)
-			write(t, fork, append(lines, turnDone(8, forkTurn))...)
+			ingesttest.AppendFile(t, fork, append(lines, turnDone(8, forkTurn))...)
 			for _, p := range []string{origin, fork} {
 				if _, err := in.ImportFile(t.Context(), p, nil); err != nil {
 					t.Fatal(err)
 				}
 			}
 			sum := func(id string) (tok [4]int64) {
-				for _, b := range stateOf(t, l, id).Usage {
+				for _, b := range ingesttest.StateOf(t, l, id).Usage {
 					tok[0] += b.Input
 					tok[1] += b.CacheRead
 					tok[2] += b.Output
@@ -608,7 +595,7 @@ func TestImport_ForkSpendIsItsOwn(t *testing.T) {
 				t.Errorf("fork: input, cache read, output, calls = %v, want [200 300 15 2]", got)
 			}
 			// The copied rate limits are the origin's old readings.
-			if lim := stateOf(t, l, tid2).Limits; len(lim) != 1 || lim[0].UsedPercent != 7 {
+			if lim := ingesttest.StateOf(t, l, tid2).Limits; len(lim) != 1 || lim[0].UsedPercent != 7 {
 				t.Errorf("fork's limits %+v, want only its own last reading (7%%)", lim)
 			}
 		})
@@ -633,10 +620,10 @@ func TestUUIDv7Millis(t *testing.T) {
 // task starts, and the session is ready after it; an automatic
 // compaction inside a turn (no task_started of its own) keeps the turn.
 func TestImport_CompactAfterAnUnendedTurn(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newIngester(t, l, false)
 	path := rolloutPath(t, tid)
-	write(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "run the tests"),
+	ingesttest.AppendFile(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "run the tests"),
 		call(2, "c1", "exec_command", `{"cmd":"go test ./..."}`),
 		output(3, "c1", "Chunk ID: a\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\nok\n"),
 		ev(4, "compacted", `{"message":"","replacement_history":[]}`),
@@ -644,15 +631,15 @@ func TestImport_CompactAfterAnUnendedTurn(t *testing.T) {
 	if _, err := in.ImportFile(t.Context(), path, nil); err != nil {
 		t.Fatal(err)
 	}
-	if st := stateOf(t, l, tid); st.Phase != events.PhaseWorking || !st.TurnOpen {
+	if st := ingesttest.StateOf(t, l, tid); st.Phase != events.PhaseWorking || !st.TurnOpen {
 		t.Fatalf("after an automatic compaction inside the turn: %s, turn open %v", st.Phase, st.TurnOpen)
 	}
-	write(t, path, turnStart(10, "t2"), ev(11, "compacted", `{"message":"","replacement_history":[]}`),
+	ingesttest.AppendFile(t, path, turnStart(10, "t2"), ev(11, "compacted", `{"message":"","replacement_history":[]}`),
 		ev(11, "event_msg", `{"type":"context_compacted"}`), turnDone(12, "t2"))
 	if _, err := in.ImportFile(t.Context(), path, nil); err != nil {
 		t.Fatal(err)
 	}
-	if st := stateOf(t, l, tid); st.Phase != events.PhaseReady || st.TurnOpen || st.Turns != 2 || len(st.Entries) != 0 {
+	if st := ingesttest.StateOf(t, l, tid); st.Phase != events.PhaseReady || st.TurnOpen || st.Turns != 2 || len(st.Entries) != 0 {
 		t.Fatalf("after the compaction's own task: %s, turn open %v, turns %d, entries %+v", st.Phase, st.TurnOpen, st.Turns, st.Entries)
 	}
 }
@@ -661,24 +648,24 @@ func TestImport_CompactAfterAnUnendedTurn(t *testing.T) {
 // lines carry no uuid: they are known by number and bytes) imports
 // nothing again into its session.
 func TestImport_CopyAtAnotherPath(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newIngester(t, l, false)
 	path := rolloutPath(t, tid)
 	lines := []string{meta(tid, ""), turnStart(1, "t1"), userMsg(1, "run the tests"),
 		call(2, "c1", "exec_command", `{"cmd":"go test ./..."}`),
 		output(3, "c1", "Chunk ID: a\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\nok\n"), turnDone(4, "t1")}
-	write(t, path, lines...)
+	ingesttest.AppendFile(t, path, lines...)
 	if r, err := in.ImportFile(t.Context(), path, nil); err != nil || r.Appended != 6 {
 		t.Fatalf("import: %+v, %v", r, err)
 	}
-	before := stateOf(t, l, tid)
+	before := ingesttest.StateOf(t, l, tid)
 	copyPath := filepath.Join(t.TempDir(), "rollout-backup-"+tid+".jsonl")
-	write(t, copyPath, lines...)
+	ingesttest.AppendFile(t, copyPath, lines...)
 	r, err := in.ImportFile(t.Context(), copyPath, nil)
 	if err != nil || r.Session != tid || r.Appended != 0 {
 		t.Fatalf("the copy: %+v, %v; want nothing appended to %s", r, err, tid)
 	}
-	if after := stateOf(t, l, tid); after.Turns != before.Turns || after.Observations != before.Observations+1 || after.Phase != events.PhaseReady {
+	if after := ingesttest.StateOf(t, l, tid); after.Turns != before.Turns || after.Observations != before.Observations+1 || after.Phase != events.PhaseReady {
 		t.Errorf("the copy: turns %d→%d, observations %d→%d, phase %s", before.Turns, after.Turns, before.Observations, after.Observations, after.Phase)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
@@ -59,12 +60,12 @@ func subagentLineage(t *testing.T, parent, sub, parentTurn, ownTurn string) {
 				dir := t.TempDir()
 				pp := filepath.Join(dir, "rollout-2026-05-23T16-54-00-"+parent+".jsonl")
 				sp := filepath.Join(dir, "rollout-2026-05-23T16-54-04-"+sub+".jsonl")
-				write(t, pp, parentLines...)
+				ingesttest.AppendFile(t, pp, parentLines...)
 				lines := append([]string{subMeta}, copied...)
 				lines = append(lines, turnCtx(5, ownTurn), turnStart(5, ownTurn), userMsg(5, "look at the tests"))
 				lines = append(lines, own...)
 				lines = append(lines, turnDone(8, ownTurn))
-				write(t, sp, lines...)
+				ingesttest.AppendFile(t, sp, lines...)
 				log, _ := natslogtest.Start(t, natslog.FsyncAlways)
 				in, err := NewIngester(IngestConfig{Log: log, Host: "test"})
 				if err != nil {

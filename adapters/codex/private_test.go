@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -22,8 +23,8 @@ func TestImport_HardLinkIntoDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	creds := filepath.Join(data, "creds.json")
-	write(t, creds, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "hunter2"))
-	l := openLog(t)
+	ingesttest.AppendFile(t, creds, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "hunter2"))
+	l := ingesttest.OpenLog(t)
 	in, err := NewIngester(IngestConfig{Log: l, Host: "test", Private: []string{data}})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestImport_HardLinkIntoDataDir(t *testing.T) {
 	}
 
 	path := rolloutPath(t, tid2)
-	write(t, path, meta(tid2, ""), turnStart(1, "t1"), userMsg(1, "hi"))
+	ingesttest.AppendFile(t, path, meta(tid2, ""), turnStart(1, "t1"), userMsg(1, "hi"))
 	if err := os.Link(path, filepath.Join(filepath.Dir(path), "copy.jsonl")); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestOpenTranscript_SymlinkIntoDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	creds := filepath.Join(data, "creds.json")
-	write(t, creds, meta(tid, ""), userMsg(1, "hunter2"))
+	ingesttest.AppendFile(t, creds, meta(tid, ""), userMsg(1, "hunter2"))
 	path := rolloutPath(t, tid)
 	if err := ingest.CheckPrivate(path, []string{data}); err != nil {
 		t.Fatal(err) // no file yet: the path passes

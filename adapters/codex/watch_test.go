@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/adapters/internal/specialtest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -19,7 +20,7 @@ import (
 // /dev/zero named like rollouts are each reported once and never opened;
 // a rollout written beside them is imported; the watcher stops at once.
 func TestWatch_SpecialFiles(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newIngester(t, l, false)
 	root := filepath.Join(t.TempDir(), "sessions")
 	day := filepath.Join(root, "2026", "05", "23")
@@ -65,8 +66,8 @@ func TestWatch_SpecialFiles(t *testing.T) {
 		return count(fifo+": not a regular file (a FIFO)") == 1 && count(zero+": not a regular file (a character device)") == 1
 	})
 	path := filepath.Join(day, "rollout-2026-05-23T18-54-05-"+tid+".jsonl")
-	write(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "make hello.txt"))
-	waitFor("the rollout beside them", func() bool { return stateOf(t, l, tid).Phase == events.PhaseWorking })
+	ingesttest.AppendFile(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "make hello.txt"))
+	waitFor("the rollout beside them", func() bool { return ingesttest.StateOf(t, l, tid).Phase == events.PhaseWorking })
 
 	cancel()
 	select {
@@ -88,7 +89,7 @@ func TestWatch_SpecialFiles(t *testing.T) {
 // May) is learned, and the session, still working, is not stale however
 // old its own timestamps look (issue case claude-phase/75, Codex CLI).
 func TestWatch_LiveRolloutLaggingClock(t *testing.T) {
-	l := openLog(t)
+	l := ingesttest.OpenLog(t)
 	in := newIngester(t, l, false)
 	root := filepath.Join(t.TempDir(), "sessions")
 	day := filepath.Join(root, "2026", "05", "23")
@@ -106,11 +107,11 @@ func TestWatch_LiveRolloutLaggingClock(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond) // the watcher has started: the file is new
 	path := filepath.Join(day, "rollout-2026-05-23T18-54-05-"+tid+".jsonl")
-	write(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "build it"))
-	write(t, path, call(2, "call_1", "shell", `{"command":["make"]}`))
+	ingesttest.AppendFile(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "build it"))
+	ingesttest.AppendFile(t, path, call(2, "call_1", "shell", `{"command":["make"]}`))
 	var st session.State
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if st = stateOf(t, l, tid); st.Lines == 4 {
+		if st = ingesttest.StateOf(t, l, tid); st.Lines == 4 {
 			break
 		}
 		if time.Now().After(deadline) {

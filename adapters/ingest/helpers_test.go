@@ -3,12 +3,9 @@ package ingest
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/logbook-dev/logbook/adapters/natslog"
-	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -35,56 +32,16 @@ func toyLines() LineSource {
 	}
 }
 
-// openLog returns a log on a fresh embedded server.
-func openLog(t *testing.T) *natslog.Log {
-	t.Helper()
-	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
-	return log
-}
-
-// privateLine is a transcript line of session sid with uuid id: the data
-// dir's files in these tests hold such lines, so that reading one as a
-// transcript would append it.
-func privateLine(sid, id string) string {
-	return `{"type":"user","uuid":"` + id + `","parentUuid":null,"isSidechain":false,"sessionId":"` + sid + `","timestamp":"2026-05-01T10:00:00.000Z","message":{"role":"user","content":"hunter2"}}` + "\n"
-}
-
 // privateSetup returns a data dir holding creds.json (a transcript line,
 // so a read of it would import something) and an Ingester that keeps out
 // of it.
 func privateSetup(t *testing.T) (data, creds string, in *Ingester, l events.Log) {
 	t.Helper()
-	data = filepath.Join(t.TempDir(), "data")
-	creds = filepath.Join(data, "sub", "creds.json")
-	writeFile(t, creds, privateLine("5e551011-0000-4000-8000-00000000c0de", "creds-1"))
-	l = openLog(t)
+	data, creds = ingesttest.PrivateData(t)
+	l = ingesttest.OpenLog(t)
 	in, err := New(Config{Log: l, Host: "test", Command: "logbook import toy", Actor: "toy", Private: []string{data}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return data, creds, in, l
-}
-
-// noneLogged fails t if the log holds anything of session sid.
-func noneLogged(t *testing.T, l events.Log, sid string) {
-	t.Helper()
-	recs, _, err := l.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: sid})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) > 0 {
-		t.Fatalf("session %s holds %d events, want none", sid, len(recs))
-	}
-}
-
-// swapTo replaces path with a symbolic link to target, atomically.
-func swapTo(t *testing.T, path, target string) {
-	t.Helper()
-	tmp := path + ".lnk"
-	if err := os.Symlink(target, tmp); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
 	"mvdan.cc/sh/v3/shell"
 )
@@ -41,7 +42,7 @@ func TestCheckOpened_SymlinkIntoDataDir(t *testing.T) {
 	const sid = "c0000004-0000-4000-8000-000000000004"
 	dir := t.TempDir()
 	path := filepath.Join(dir, sid+".jsonl")
-	writeFile(t, path, privateLine(sid, "u1"))
+	ingesttest.WriteFile(t, path, ingesttest.PrivateLine(sid, "u1"))
 	dirs := []string{data}
 
 	// At check time the path is a regular transcript…
@@ -49,7 +50,7 @@ func TestCheckOpened_SymlinkIntoDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	// …at open time, a symlink into the data dir.
-	swapTo(t, path, creds)
+	ingesttest.SwapTo(t, path, creds)
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -65,8 +66,8 @@ func TestCheckOpened_SymlinkIntoDataDir(t *testing.T) {
 	if _, _, err := in.importFileAt(t.Context(), path, agg, toyLines(), nil); !errors.Is(err, ErrPrivate) {
 		t.Fatalf("import of a path swapped after its check: %v, want ErrPrivate", err)
 	}
-	noneLogged(t, l, sid)
-	noneLogged(t, l, "5e551011-0000-4000-8000-00000000c0de")
+	ingesttest.NoneLogged(t, l, sid)
+	ingesttest.NoneLogged(t, l, ingesttest.PrivateSession)
 	// Without private dirs the same file passes.
 	if err := CheckOpened(f, path, nil); err != nil {
 		t.Fatal(err)

@@ -9,38 +9,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 )
 
 // writeFile writes content to path, making its directory.
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// collect returns every line and error of seq.
-func collect(t *testing.T, seq func(func(Line, error) bool)) ([]Line, []error) {
-	t.Helper()
-	var lines []Line
-	var errs []error
-	for l, err := range seq {
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		lines = append(lines, l)
-	}
-	return lines, errs
-}
-
 func TestReadLines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.jsonl")
-	writeFile(t, path, "{\"a\":1}\n{\"b\":2}\r\n\n{\"c\":3}\n{\"d\":")
+	ingesttest.WriteFile(t, path, "{\"a\":1}\n{\"b\":2}\r\n\n{\"c\":3}\n{\"d\":")
 	want := []Line{
 		{N: 1, Offset: 0, End: 8, Bytes: []byte(`{"a":1}`), Size: 7},
 		{N: 2, Offset: 8, End: 17, Bytes: []byte(`{"b":2}`), Size: 7},
@@ -48,7 +25,7 @@ func TestReadLines(t *testing.T) {
 		{N: 4, Offset: 18, End: 26, Bytes: []byte(`{"c":3}`), Size: 7},
 		{N: 5, Offset: 26, Torn: true, Size: 5},
 	}
-	lines, errs := collect(t, ReadLines(path, 0))
+	lines, errs := ingesttest.Collect(ReadLines(path, 0))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -57,17 +34,17 @@ func TestReadLines(t *testing.T) {
 	}
 
 	t.Run("from", func(t *testing.T) {
-		lines, _ := collect(t, ReadLines(path, 3))
+		lines, _ := ingesttest.Collect(ReadLines(path, 3))
 		if diff := cmp.Diff(want[3:], lines); diff != "" {
 			t.Errorf("lines after 3 (-want +got):\n%s", diff)
 		}
-		lines, _ = collect(t, ReadLines(path, 9))
+		lines, _ = ingesttest.Collect(ReadLines(path, 9))
 		if len(lines) != 0 {
 			t.Errorf("lines after 9: %v", lines)
 		}
 	})
 	t.Run("resume from a cursor", func(t *testing.T) {
-		lines, errs := collect(t, ReadFrom(path, Cursor{Line: 2, Offset: 17}))
+		lines, errs := ingesttest.Collect(ReadFrom(path, Cursor{Line: 2, Offset: 17}))
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}
@@ -77,7 +54,7 @@ func TestReadLines(t *testing.T) {
 	})
 	t.Run("cursor not at a line start", func(t *testing.T) {
 		for _, c := range []Cursor{{Line: 1, Offset: 5}, {Line: 9, Offset: 900}} {
-			lines, errs := collect(t, ReadFrom(path, c))
+			lines, errs := ingesttest.Collect(ReadFrom(path, c))
 			if len(lines) != 0 || len(errs) != 1 || !strings.Contains(errs[0].Error(), path) {
 				t.Errorf("ReadFrom(%+v) = %v, %v; want one error naming the file", c, lines, errs)
 			}
@@ -90,7 +67,7 @@ func TestReadLines(t *testing.T) {
 		}
 		f.WriteString("4}\n")
 		f.Close()
-		lines, _ := collect(t, ReadFrom(path, Cursor{Line: 4, Offset: 26}))
+		lines, _ := ingesttest.Collect(ReadFrom(path, Cursor{Line: 4, Offset: 26}))
 		if len(lines) != 1 || string(lines[0].Bytes) != `{"d":4}` || lines[0].Torn || lines[0].N != 5 {
 			t.Errorf("lines %+v", lines)
 		}
@@ -106,7 +83,7 @@ func TestReadLines(t *testing.T) {
 		}
 	})
 	t.Run("missing file", func(t *testing.T) {
-		_, errs := collect(t, ReadLines(filepath.Join(t.TempDir(), "none.jsonl"), 0))
+		_, errs := ingesttest.Collect(ReadLines(filepath.Join(t.TempDir(), "none.jsonl"), 0))
 		if len(errs) != 1 || !errors.Is(errs[0], fs.ErrNotExist) || !strings.Contains(errs[0].Error(), "none.jsonl") {
 			t.Errorf("errors %v", errs)
 		}
@@ -118,8 +95,8 @@ func TestReadLines(t *testing.T) {
 func TestReadLines_Long(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.jsonl")
 	big := `{"t":"` + strings.Repeat("x", 2<<20) + `"}`
-	writeFile(t, path, big+"\n{}\n")
-	lines, errs := collect(t, ReadLines(path, 0))
+	ingesttest.WriteFile(t, path, big+"\n{}\n")
+	lines, errs := ingesttest.Collect(ReadLines(path, 0))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -128,7 +105,7 @@ func TestReadLines_Long(t *testing.T) {
 	}
 
 	// Over the limit: an error for that line, then the next line.
-	lines, errs = collect(t, readLines(t.Context(), path, Cursor{}, 0, 256<<10, 0))
+	lines, errs = ingesttest.Collect(readLines(t.Context(), path, Cursor{}, 0, 256<<10, 0))
 	le, ok := errors.AsType[*LineError](errs[0])
 	if len(errs) != 1 || !ok || !errors.Is(le, ErrLineTooLong) || le.Line != 1 {
 		t.Fatalf("errors %v", errs)

@@ -13,31 +13,69 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/codex"
+	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
-	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
-// corpus returns <module root>/../shared/corpus, or skips the test.
-func corpus(t *testing.T) string {
+// corpusLine is what the hand rules read of one recorded line: a Claude
+// Code assistant message's usage, or a Codex CLI turn_context's model and
+// token_count's totals.
+type corpusLine struct {
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Message   struct {
+		ID    string `json:"id"`
+		Model string `json:"model"`
+		Usage *struct {
+			In  int64 `json:"input_tokens"`
+			Out int64 `json:"output_tokens"`
+			CW  int64 `json:"cache_creation_input_tokens"`
+			CR  int64 `json:"cache_read_input_tokens"`
+			CC  struct {
+				H1 int64 `json:"ephemeral_1h_input_tokens"`
+			} `json:"cache_creation"`
+		} `json:"usage"`
+	} `json:"message"`
+	Payload struct {
+		Type  string `json:"type"`
+		Model string `json:"model"`
+		Info  *struct {
+			Total *struct {
+				In     int64 `json:"input_tokens"`
+				Cached int64 `json:"cached_input_tokens"`
+				Write  int64 `json:"cache_write_input_tokens"`
+				Out    int64 `json:"output_tokens"`
+			} `json:"total_token_usage"`
+			Last *struct {
+				In int64 `json:"input_tokens"`
+			} `json:"last_token_usage"`
+		} `json:"info"`
+	} `json:"payload"`
+}
+
+// eachLine calls fn with every line of the recording at path, in order,
+// decoded; lines that are not JSON are skipped.
+func eachLine(t *testing.T, path string, fn func(l corpusLine)) {
 	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory")
-		}
-		dir = parent
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	c := filepath.Join(dir, "..", "shared", "corpus")
-	if _, err := os.Stat(c); err != nil {
-		t.Skipf("shared corpus not found at %s", c)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var l corpusLine
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		fn(l)
 	}
-	return c
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // handTotals sums a recording's usage by the rules a person would apply
@@ -52,47 +90,11 @@ func corpus(t *testing.T) string {
 // Lines that are not JSON are skipped.
 func handTotals(t *testing.T, path string) Tokens {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	type cu struct{ in, out, cw, cw1h, cr int64 }
 	byID := map[string]*cu{}
 	var order []string
 	var last *Tokens
-	for sc.Scan() {
-		var l struct {
-			Type    string `json:"type"`
-			Message struct {
-				ID    string `json:"id"`
-				Model string `json:"model"`
-				Usage *struct {
-					In  int64 `json:"input_tokens"`
-					Out int64 `json:"output_tokens"`
-					CW  int64 `json:"cache_creation_input_tokens"`
-					CR  int64 `json:"cache_read_input_tokens"`
-					CC  struct {
-						H1 int64 `json:"ephemeral_1h_input_tokens"`
-					} `json:"cache_creation"`
-				} `json:"usage"`
-			} `json:"message"`
-			Payload struct {
-				Type string `json:"type"`
-				Info *struct {
-					Total *struct {
-						In     int64 `json:"input_tokens"`
-						Cached int64 `json:"cached_input_tokens"`
-						Out    int64 `json:"output_tokens"`
-					} `json:"total_token_usage"`
-				} `json:"info"`
-			} `json:"payload"`
-		}
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue
-		}
+	eachLine(t, path, func(l corpusLine) {
 		if l.Type == "assistant" && l.Message.Usage != nil && !strings.HasPrefix(l.Message.Model, "<") {
 			u := l.Message.Usage
 			c := byID[l.Message.ID]
@@ -108,7 +110,7 @@ func handTotals(t *testing.T, path string) Tokens {
 			tt := l.Payload.Info.Total
 			last = &Tokens{Input: tt.In - tt.Cached, CacheRead: tt.Cached, Output: tt.Out}
 		}
-	}
+	})
 	var sum Tokens
 	for _, id := range order {
 		c := byID[id]
@@ -127,12 +129,7 @@ func handTotals(t *testing.T, path string) Tokens {
 // viewTotals sums the usage the session projection would hold for agg.
 func viewTotals(t *testing.T, l events.Log, id string) (Tokens, session.State) {
 	t.Helper()
-	agg := events.Aggregate{Kind: events.KindSession, ID: id}
-	recs, _, err := l.Load(t.Context(), agg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := session.Fold(session.Init(agg), recs)
+	st := ingesttest.StateOf(t, l, id)
 	var tok Tokens
 	for _, b := range st.Usage {
 		tok.add(b)
@@ -141,13 +138,17 @@ func viewTotals(t *testing.T, l events.Log, id string) (Tokens, session.State) {
 	return tok, st
 }
 
-// TestCorpus_Usage imports every recording and compares each file's
-// usage in the view with the hand-readable sum of the file; a subagent's
-// transcript is its own session's, never its parent's. Importing again
-// changes nothing.
-func TestCorpus_Usage(t *testing.T) {
-	root := corpus(t)
-	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
+// corpusFile is one imported recording and the session its usage went to.
+type corpusFile struct{ path, session string }
+
+// importCorpus imports every recording under root into a new log:
+// Claude Code's transcript.jsonl files (with their subagents' files) and
+// Codex CLI's rollouts. It returns the log, each file with its session,
+// and a function that imports them all again. It skips the test when
+// there is no recording.
+func importCorpus(t *testing.T, root string) (*natslog.Log, []corpusFile, func()) {
+	t.Helper()
+	log := ingesttest.OpenLog(t)
 	cl, err := claude.NewIngester(claude.IngestConfig{Log: log, Host: "test"})
 	if err != nil {
 		t.Fatal(err)
@@ -156,35 +157,48 @@ func TestCorpus_Usage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type file struct{ path, session string }
-	var files []file
 	ts, err := claude.Discover(filepath.Join(root, "claude"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tr := range ts {
-		if filepath.Base(tr.Path) != "transcript.jsonl" {
-			continue
-		}
-		rs, err := cl.ImportTranscript(t.Context(), tr, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rs {
-			files = append(files, file{r.Path, r.Session})
-		}
-	}
 	rollouts, _ := filepath.Glob(filepath.Join(root, "codex", "*", "transcript.jsonl"))
-	for _, p := range rollouts {
-		r, err := cx.ImportFile(t.Context(), p, nil)
-		if err != nil {
-			t.Fatal(err)
+	importAll := func() []corpusFile {
+		var files []corpusFile
+		for _, tr := range ts {
+			if filepath.Base(tr.Path) != "transcript.jsonl" {
+				continue
+			}
+			rs, err := cl.ImportTranscript(t.Context(), tr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rs {
+				files = append(files, corpusFile{r.Path, r.Session})
+			}
 		}
-		files = append(files, file{r.Path, r.Session})
+		for _, p := range rollouts {
+			r, err := cx.ImportFile(t.Context(), p, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, corpusFile{r.Path, r.Session})
+		}
+		return files
 	}
+	files := importAll()
 	if len(files) == 0 {
 		t.Skip("no recordings")
 	}
+	return log, files, func() { importAll() }
+}
+
+// TestCorpus_Usage imports every recording and compares each file's
+// usage in the view with the hand-readable sum of the file; a subagent's
+// transcript is its own session's, never its parent's. Importing again
+// changes nothing.
+func TestCorpus_Usage(t *testing.T) {
+	root := ingesttest.Corpus(t)
+	log, files, again := importCorpus(t, root)
 	check := func() {
 		for _, f := range files {
 			rel, _ := filepath.Rel(root, f.path)
@@ -201,18 +215,7 @@ func TestCorpus_Usage(t *testing.T) {
 	}
 	check()
 	before, _ := log.LastSeq(t.Context())
-	for _, tr := range ts {
-		if filepath.Base(tr.Path) == "transcript.jsonl" {
-			if _, err := cl.ImportTranscript(t.Context(), tr, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for _, p := range rollouts {
-		if _, err := cx.ImportFile(t.Context(), p, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	again()
 	if after, _ := log.LastSeq(t.Context()); after != before {
 		t.Errorf("re-import appended %d events", after-before)
 	}
@@ -226,7 +229,7 @@ func TestCorpus_Usage(t *testing.T) {
 // origin what the hand rule reads off the recording, the fork the growth
 // of its own turn.
 func TestCorpus_ForkedRollout(t *testing.T) {
-	root := corpus(t)
+	root := ingesttest.Corpus(t)
 	src := filepath.Join(root, "codex", "fork-conversation", "transcript.jsonl")
 	recorded, err := os.ReadFile(src)
 	if err != nil {
@@ -265,7 +268,7 @@ func TestCorpus_ForkedRollout(t *testing.T) {
 	if err := os.WriteFile(forkPath, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
+	log := ingesttest.OpenLog(t)
 	cx, err := codex.NewIngester(codex.IngestConfig{Log: log, Host: "test", SkipInvalid: true})
 	if err != nil {
 		t.Fatal(err)
@@ -336,13 +339,6 @@ func vendorRateOf(t *testing.T, model string, at time.Time, prompt int64) vendor
 // last turn_context.
 func handCost(t *testing.T, path string) float64 {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	type msg struct {
 		model                 string
 		at                    time.Time
@@ -353,42 +349,7 @@ func handCost(t *testing.T, path string) float64 {
 	var cost float64
 	var model string
 	var prev [4]int64
-	for sc.Scan() {
-		var l struct {
-			Type      string    `json:"type"`
-			Timestamp time.Time `json:"timestamp"`
-			Message   struct {
-				ID    string `json:"id"`
-				Model string `json:"model"`
-				Usage *struct {
-					In  int64 `json:"input_tokens"`
-					Out int64 `json:"output_tokens"`
-					CW  int64 `json:"cache_creation_input_tokens"`
-					CR  int64 `json:"cache_read_input_tokens"`
-					CC  struct {
-						H1 int64 `json:"ephemeral_1h_input_tokens"`
-					} `json:"cache_creation"`
-				} `json:"usage"`
-			} `json:"message"`
-			Payload struct {
-				Type  string `json:"type"`
-				Model string `json:"model"`
-				Info  *struct {
-					Total *struct {
-						In     int64 `json:"input_tokens"`
-						Cached int64 `json:"cached_input_tokens"`
-						Write  int64 `json:"cache_write_input_tokens"`
-						Out    int64 `json:"output_tokens"`
-					} `json:"total_token_usage"`
-					Last *struct {
-						In int64 `json:"input_tokens"`
-					} `json:"last_token_usage"`
-				} `json:"info"`
-			} `json:"payload"`
-		}
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
-			continue
-		}
+	eachLine(t, path, func(l corpusLine) {
 		if l.Type == "turn_context" && l.Payload.Model != "" {
 			model = l.Payload.Model
 		}
@@ -415,7 +376,7 @@ func handCost(t *testing.T, path string) float64 {
 			fresh := d[0] - d[1] - d[2]
 			cost += (float64(fresh)*r.in + float64(d[1])*r.cr + float64(d[2])*r.cw5m + float64(d[3])*r.out) / 1e6
 		}
-	}
+	})
 	for _, id := range order {
 		m := byID[id]
 		r := vendorRateOf(t, m.model, m.at, m.in+m.cw+m.cr)
@@ -429,45 +390,8 @@ func handCost(t *testing.T, path string) float64 {
 // the vendors' rates applied by hand, to a millionth of a dollar; and the
 // cost by day in Asia/Kolkata adds up to the same.
 func TestCorpus_Cost(t *testing.T) {
-	root := corpus(t)
-	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
-	cl, err := claude.NewIngester(claude.IngestConfig{Log: log, Host: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cx, err := codex.NewIngester(codex.IngestConfig{Log: log, Host: "test", SkipInvalid: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type file struct{ path, session string }
-	var files []file
-	ts, err := claude.Discover(filepath.Join(root, "claude"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tr := range ts {
-		if filepath.Base(tr.Path) != "transcript.jsonl" {
-			continue
-		}
-		rs, err := cl.ImportTranscript(t.Context(), tr, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rs {
-			files = append(files, file{r.Path, r.Session})
-		}
-	}
-	rollouts, _ := filepath.Glob(filepath.Join(root, "codex", "*", "transcript.jsonl"))
-	for _, p := range rollouts {
-		r, err := cx.ImportFile(t.Context(), p, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, file{r.Path, r.Session})
-	}
-	if len(files) == 0 {
-		t.Skip("no recordings")
-	}
+	root := ingesttest.Corpus(t)
+	log, files, _ := importCorpus(t, root)
 	tb := Shipped()
 	var states []session.State
 	var total, hand float64
