@@ -2,48 +2,17 @@ package merkle
 
 import (
 	"context"
-	"errors"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/logbook-dev/logbook/adapters/internal/natstest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
 var grants = natslog.Grants{Checkpoints: CheckpointStream, CheckpointPublish: CheckpointSubject, CosignPublish: CosignSubjects}
-
-// refusals collects the permission violations the server reports.
-type refusals struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (r *refusals) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs = append(r.errs, err)
-}
-
-// violated reports whether the server named subject in a permissions
-// violation, waiting up to 30 s for it (a loaded machine).
-func (r *refusals) violated(subject string) bool {
-	for range 3000 {
-		r.mu.Lock()
-		for _, err := range r.errs {
-			if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), `"`+subject+`"`) {
-				r.mu.Unlock()
-				return true
-			}
-		}
-		r.mu.Unlock()
-		time.Sleep(10 * time.Millisecond)
-	}
-	return false
-}
 
 // Serve creates the checkpoint stream and publishes checkpoints; a
 // follower publishes cosignatures; every role reads both. A reader, a
@@ -61,9 +30,9 @@ func TestRolesOnCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Shutdown() })
-	connect := func(role natslog.Role) (*nats.Conn, jetstream.JetStream, *refusals) {
-		r := &refusals{}
-		nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo(string(role), pass[role]), natslog.InboxOption(role), nats.ErrorHandler(r.handler))
+	connect := func(role natslog.Role) (*nats.Conn, jetstream.JetStream, *natstest.Violations) {
+		r := &natstest.Violations{}
+		nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo(string(role), pass[role]), natslog.InboxOption(role), nats.ErrorHandler(r.Handler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,12 +84,10 @@ func TestRolesOnCheckpoints(t *testing.T) {
 			t.Fatalf("%s reads the checkpoints: %d, %v; want 2", role, len(all), err)
 		}
 	}
-	for _, r := range []*refusals{sref, fref} {
-		r.mu.Lock()
-		if len(r.errs) > 0 {
-			t.Fatalf("refused: %v", r.errs)
+	for _, r := range []*natstest.Violations{sref, fref} {
+		if errs := r.Errs(); len(errs) > 0 {
+			t.Fatalf("refused: %v", errs)
 		}
-		r.mu.Unlock()
 	}
 	for _, c := range []struct {
 		role    natslog.Role
@@ -140,8 +107,8 @@ func TestRolesOnCheckpoints(t *testing.T) {
 		ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		_, _ = nc.RequestWithContext(ctx, c.subject, signed)
 		cancel()
-		if !ref.violated(c.subject) {
-			t.Errorf("%s on %s: no permissions violation; got %v", c.role, c.subject, ref.errs)
+		if ref.Wait(c.subject, 30*time.Second) == nil {
+			t.Errorf("%s on %s: no permissions violation; got %v", c.role, c.subject, ref.Errs())
 		}
 	}
 	_, ajs, _ := connect(natslog.RoleAdmin)

@@ -2,16 +2,14 @@ package natslog
 
 import (
 	"context"
-	"errors"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/logbook-dev/logbook/adapters/internal/natstest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -52,36 +50,19 @@ func rolesServer(t *testing.T) *Server {
 	return s
 }
 
-// violations connects as role over TCP (as another host would) and
-// collects the permission violations the server reports to it.
-type violations struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (v *violations) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.errs = append(v.errs, err)
-}
+// violations collects the permission violations the server reports to
+// a connection made by connectRole.
+type violations struct{ natstest.Violations }
 
 // wait returns the server's permission violation naming subject, or
 // fails the test after 5 s.
 func (v *violations) wait(t *testing.T, subject string) error {
 	t.Helper()
-	for range 500 {
-		v.mu.Lock()
-		for _, err := range v.errs {
-			if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), `"`+subject+`"`) {
-				v.mu.Unlock()
-				return err
-			}
-		}
-		v.mu.Unlock()
-		time.Sleep(10 * time.Millisecond)
+	err := v.Wait(subject, 5*time.Second)
+	if err == nil {
+		t.Fatalf("no permissions violation from the server for %s; got %v", subject, v.Errs())
 	}
-	t.Fatalf("no permissions violation from the server for %s; got %v", subject, v.errs)
-	return nil
+	return err
 }
 
 func connectRole(t *testing.T, s *Server, role Role) (*nats.Conn, *violations) {
@@ -93,7 +74,7 @@ func connectRole(t *testing.T, s *Server, role Role) (*nats.Conn, *violations) {
 		}
 	}
 	v := &violations{}
-	nc, err := nats.Connect(s.ClientURL(), nats.UserInfo(string(role), pass), InboxOption(role), nats.ErrorHandler(v.handler))
+	nc, err := nats.Connect(s.ClientURL(), nats.UserInfo(string(role), pass), InboxOption(role), nats.ErrorHandler(v.Handler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,10 +174,8 @@ func TestRoles_DoTheirWork(t *testing.T) {
 					t.Fatalf("PublishOutput: %v", err)
 				}
 			}
-			v.mu.Lock()
-			defer v.mu.Unlock()
-			if len(v.errs) > 0 {
-				t.Fatalf("server refused: %v", v.errs)
+			if errs := v.Errs(); len(errs) > 0 {
+				t.Fatalf("server refused: %v", errs)
 			}
 		})
 	}
@@ -323,11 +302,9 @@ func TestRoles_SpoofedAnswerRefused(t *testing.T) {
 			t.Fatalf("call %d answered %q", i, m.Data)
 		}
 	}
-	v.mu.Lock()
-	if len(v.errs) > 0 {
-		t.Errorf("the owner's calls were refused: %v", v.errs)
+	if errs := v.Errs(); len(errs) > 0 {
+		t.Errorf("the owner's calls were refused: %v", errs)
 	}
-	v.mu.Unlock()
 	// A follower answers its own kind of subject, and a writer or a
 	// reader reaches it there.
 	f, fv := connectRole(t, s, RoleFollower)
@@ -345,10 +322,8 @@ func TestRoles_SpoofedAnswerRefused(t *testing.T) {
 			t.Fatalf("%s calling a follower: answered %q", role, m.Data)
 		}
 	}
-	fv.mu.Lock()
-	defer fv.mu.Unlock()
-	if len(fv.errs) > 0 {
-		t.Errorf("the follower was refused: %v", fv.errs)
+	if errs := fv.Errs(); len(errs) > 0 {
+		t.Errorf("the follower was refused: %v", errs)
 	}
 }
 
