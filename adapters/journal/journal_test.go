@@ -395,6 +395,23 @@ func TestJournal_ConcurrentAppends(t *testing.T) {
 	}
 }
 
+// startSelf starts this test binary running only the test named test,
+// with env added to this process's environment, and returns the process
+// and a scanner of its standard output. The caller waits for it.
+func startSelf(t *testing.T, test string, env ...string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, bufio.NewScanner(out)
+}
+
 // TestJournal_SurvivesKill: a process appending as fast as it can is
 // killed (SIGKILL); every record it was told is on disk comes back, in
 // order, with its data, and the journal takes records after them.
@@ -405,16 +422,7 @@ func TestJournal_SurvivesKill(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "j")
 	for round := range 3 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestJournal_SurvivesKill$")
-		cmd.Env = append(os.Environ(), "JOURNAL_TEST_WRITER="+path)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(out)
+		cmd, sc := startSelf(t, "TestJournal_SurvivesKill", "JOURNAL_TEST_WRITER="+path)
 		acked := map[uint64]string{}
 		for sc.Scan() {
 			seq, data, ok := strings.Cut(sc.Text(), " ")
@@ -770,16 +778,7 @@ func TestJournal_KilledAfterScrub(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "j")
 	for round, die := range []int{1, 2, 7, 40, 0, 0, 3, 0} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestJournal_KilledAfterScrub$")
-		cmd.Env = append(os.Environ(), "JOURNAL_TEST_SCRUBBER="+path, "JOURNAL_TEST_DIE_AFTER="+strconv.Itoa(die))
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(out)
+		cmd, sc := startSelf(t, "TestJournal_KilledAfterScrub", "JOURNAL_TEST_SCRUBBER="+path, "JOURNAL_TEST_DIE_AFTER="+strconv.Itoa(die))
 		appended := map[uint64]string{}
 		var done, trying uint64 // Done returned through done; was called through trying
 		for lines := 0; sc.Scan(); lines++ {
