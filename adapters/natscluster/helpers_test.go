@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,8 +16,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
 )
 
 // Binaries built once per test binary, in a directory TestMain removes.
@@ -363,4 +366,35 @@ func (h *host) verifyAt(seq uint64, within time.Duration) verify {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// envCount returns the count in the environment variable name, or def
+// when it is not set; a value that is not a whole number of at least 1
+// fails the test.
+func envCount(t *testing.T, name string, def int) int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a count", name, s)
+	}
+	return n
+}
+
+// sessionEvent returns the event of session agg at version ver (from 1):
+// its start at 1, else an activity change to "tool:<ver>"; dated now (µs,
+// as stored), caused by the CLI event named event with reference ref.
+func sessionEvent(reg *events.Registry, agg events.Aggregate, ver uint64, event, ref string) events.Envelope {
+	var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", ver)}
+	if ver == 1 {
+		p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
+	}
+	e := reg.New(p)
+	e.ID, e.Agg, e.Ver = ulid.Make(), agg, ver
+	e.At = time.Now().UTC().Truncate(time.Microsecond)
+	e.Cause = &events.Cause{Kind: "cli", Event: event, Ref: ref}
+	return e
 }

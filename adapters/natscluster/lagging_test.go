@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oklog/ulid/v2"
-
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -24,15 +22,7 @@ func appendRun(t *testing.T, l *natslog.Log, reg *events.Registry, prefix string
 		agg := events.Aggregate{Kind: events.KindSession, ID: fmt.Sprintf("%s-%d", prefix, i)}
 		evs := make([]events.Envelope, per)
 		for j := range evs {
-			var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", j)}
-			if j == 0 {
-				p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
-			}
-			e := reg.New(p)
-			e.ID, e.Agg, e.Ver = ulid.Make(), agg, uint64(j+1)
-			e.At = time.Now().UTC().Truncate(time.Microsecond)
-			e.Cause = &events.Cause{Kind: "cli", Event: "lag", Ref: "t"}
-			evs[j] = e
+			evs[j] = sessionEvent(reg, agg, uint64(j+1), "lag", "t")
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		_, err := l.Append(ctx, events.Batch{Agg: agg, Events: evs})

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,16 +21,7 @@ import (
 // linHistories is how many histories TestLinearizableUnderFaults checks:
 // LOGBOOK_LINCHECK_HISTORIES (.ci/cluster sets 200), or 4 in `go test
 // ./...`, one per fault.
-func linHistories(t *testing.T) int {
-	if s := os.Getenv("LOGBOOK_LINCHECK_HISTORIES"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("LOGBOOK_LINCHECK_HISTORIES=%q: want a count", s)
-		}
-		return n
-	}
-	return 4
-}
+func linHistories(t *testing.T) int { return envCount(t, "LOGBOOK_LINCHECK_HISTORIES", 4) }
 
 // The faults injected while a history runs, one per history in turn.
 var linFaults = []string{"kill", "kill-leader", "sigstop", "partition"}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
@@ -51,14 +50,7 @@ func TestPartition(t *testing.T) {
 		key := fmt.Sprintf("%s/%d", agg, ver)
 		ev, ok := evs[key]
 		if !ok {
-			var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", ver)}
-			if ver == 1 {
-				p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
-			}
-			ev = reg.New(p)
-			ev.ID, ev.Agg, ev.Ver = ulid.Make(), agg, ver
-			ev.At = time.Now().UTC().Truncate(time.Microsecond)
-			ev.Cause = &events.Cause{Kind: "cli", Event: "partition", Ref: "t"}
+			ev = sessionEvent(reg, agg, ver, "partition", "t")
 			evs[key] = ev
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)

@@ -1,11 +1,7 @@
 package natscluster
 
 import (
-	"fmt"
 	"testing"
-	"time"
-
-	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
@@ -36,14 +32,7 @@ func TestReadYourWritesAcrossNodes(t *testing.T) {
 	agg := events.Aggregate{Kind: events.KindSession, ID: "ryw-1"}
 	var expect uint64
 	for i := range 200 {
-		var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", i)}
-		if i == 0 {
-			p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
-		}
-		ev := reg.New(p)
-		ev.ID, ev.Agg, ev.Ver = ulid.Make(), agg, uint64(i+1)
-		ev.At = time.Now().UTC().Truncate(time.Microsecond)
-		ev.Cause = &events.Cause{Kind: "cli", Event: "ryw", Ref: "t"}
+		ev := sessionEvent(reg, agg, uint64(i+1), "ryw", "t")
 		app, err := w.Append(t.Context(), events.Batch{Agg: agg, Expect: expect, Events: []events.Envelope{ev}})
 		if err != nil {
 			t.Fatal(err)

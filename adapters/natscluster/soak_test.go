@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,16 +25,7 @@ import (
 
 // kills is how many node kills the soak makes: 2 in `go test ./...`,
 // LOGBOOK_CLUSTER_KILLS in .ci/cluster.
-func kills(t *testing.T) int {
-	if s := os.Getenv("LOGBOOK_CLUSTER_KILLS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("LOGBOOK_CLUSTER_KILLS=%q: want a count", s)
-		}
-		return n
-	}
-	return 2
-}
+func kills(t *testing.T) int { return envCount(t, "LOGBOOK_CLUSTER_KILLS", 2) }
 
 // ack is one acknowledged append of a direct writer.
 type ack struct {
@@ -70,15 +60,7 @@ func (w *directWriter) run(ctx context.Context, aggs int) {
 	}
 	for n := 0; ctx.Err() == nil; n++ {
 		g := as[n%len(as)]
-		var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", g.ver+1)}
-		if g.ver == 0 {
-			p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
-		}
-		e := w.reg.New(p)
-		e.ID = ulid.Make()
-		e.Agg, e.Ver = g.a, g.ver+1
-		e.At = time.Now().UTC().Truncate(time.Microsecond)
-		e.Cause = &events.Cause{Kind: "cli", Event: "soak", Ref: w.name}
+		e := sessionEvent(w.reg, g.a, g.ver+1, "soak", w.name)
 		b := events.Batch{Agg: g.a, Expect: g.expect, Events: []events.Envelope{e}}
 		w.appended.Add(1)
 		for attempt := 0; ; attempt++ {
