@@ -182,19 +182,8 @@ func (s *hookScan) object(depth int) bool {
 			s.limit = fmt.Errorf("%w %q at byte %d: the object names it more than once", ErrDuplicateKey, name, k.from)
 			return false
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			s.ws()
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
+		if done, ok := s.next('}'); done || !ok {
+			return ok
 		}
 	}
 }
@@ -278,21 +267,31 @@ func (s *hookScan) array(depth int) bool {
 		if !s.value(depth + 1) {
 			return false
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			s.ws()
-		case ']':
-			s.i++
-			return true
-		default:
-			return false
+		if done, ok := s.next(']'); done || !ok {
+			return ok
 		}
 	}
+}
+
+// next reads, after white space, what follows a member of an object or
+// an element of an array: ',' and the white space after it (another
+// one follows: done false), or close (done true); ok is false for
+// anything else or the end of the input.
+func (s *hookScan) next(close byte) (done, ok bool) {
+	s.ws()
+	if s.i >= len(s.b) {
+		return false, false
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		s.ws()
+		return false, true
+	case close:
+		s.i++
+		return true, true
+	}
+	return false, false
 }
 
 // name decodes a member name's span (quotes included) as encoding/json

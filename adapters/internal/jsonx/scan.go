@@ -222,17 +222,9 @@ func (p *parser) object(i, depth int) (int, bool) {
 		if i, ok = p.value(p.ws(i+1), depth); !ok {
 			return i, false
 		}
-		i = p.ws(i)
-		if i >= len(p.src) {
-			return i, false
-		}
-		switch p.src[i] {
-		case ',':
-			i = p.ws(i + 1)
-		case '}':
-			return i + 1, true
-		default:
-			return i, false
+		var done bool
+		if i, done, ok = p.next(i, '}'); done || !ok {
+			return i, ok
 		}
 	}
 }
@@ -250,19 +242,30 @@ func (p *parser) array(i, depth int) (int, bool) {
 		if i, ok = p.value(i, depth); !ok {
 			return i, false
 		}
-		i = p.ws(i)
-		if i >= len(p.src) {
-			return i, false
-		}
-		switch p.src[i] {
-		case ',':
-			i = p.ws(i + 1)
-		case ']':
-			return i + 1, true
-		default:
-			return i, false
+		var done bool
+		if i, done, ok = p.next(i, ']'); done || !ok {
+			return i, ok
 		}
 	}
+}
+
+// next reads, from i and after white space, what follows a member of an
+// object or an element of an array: ',' and the white space after it
+// (another one follows: done false), or close (done true). It returns
+// the offset after what it read; ok is false for anything else or the
+// end of the input, at the offset of the fault.
+func (p *parser) next(i int, close byte) (int, bool, bool) {
+	i = p.ws(i)
+	if i >= len(p.src) {
+		return i, false, false
+	}
+	switch p.src[i] {
+	case ',':
+		return p.ws(i + 1), false, true
+	case close:
+		return i + 1, true, true
+	}
+	return i, false, false
 }
 
 // kindName names a node kind as Kind does.
