@@ -398,3 +398,24 @@ func sessionEvent(reg *events.Registry, agg events.Aggregate, ver uint64, event,
 	e.Cause = &events.Cause{Kind: "cli", Event: event, Ref: ref}
 	return e
 }
+
+// nodesURL returns the client URLs of the cluster's nodes at the indexes
+// in order, comma-separated and in that order (for nats.DontRandomize).
+func (e *env) nodesURL(order []int) string {
+	var urls []string
+	for _, j := range order {
+		urls = append(urls, e.c.Nodes[j].URL())
+	}
+	return strings.Join(urls, ",")
+}
+
+// openLog opens a Log with reg on nc, closed when the test ends.
+func (e *env) openLog(nc *nats.Conn, reg *events.Registry) *natslog.Log {
+	e.t.Helper()
+	l, err := natslog.Open(e.t.Context(), nc, natslog.Config{Registry: reg})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { l.Close() })
+	return l
+}

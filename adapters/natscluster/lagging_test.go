@@ -63,11 +63,7 @@ func TestReadWhileReplicaCatchesUp(t *testing.T) {
 	e := newEnv(t)
 	e.streamInit()
 	reg := events.NewRegistry()
-	w, err := natslog.Open(t.Context(), e.connectURL("writer", e.c.Nodes[0].URL()), natslog.Config{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := e.openLog(e.connectURL("writer", e.c.Nodes[0].URL()), reg)
 	total := appendRun(t, w, reg, "before", 5, 100)
 	for round := range 1 {
 		lag := e.c.Nodes[2]

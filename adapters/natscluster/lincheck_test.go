@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/lincheck"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -46,23 +44,9 @@ func TestLinearizableUnderFaults(t *testing.T) {
 	reg := events.NewRegistry()
 	var logs []events.Log
 	for _, order := range [][]int{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}} {
-		var urls []string
-		for _, j := range order {
-			urls = append(urls, e.c.Nodes[j].URL())
-		}
-		nc := e.connectURL("writer", strings.Join(urls, ","), nats.DontRandomize())
-		l, err := natslog.Open(t.Context(), nc, natslog.Config{Registry: reg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		logs = append(logs, l)
+		logs = append(logs, e.openLog(e.connectURL("writer", e.nodesURL(order), nats.DontRandomize()), reg))
 	}
-	fl, err := natslog.Open(t.Context(), e.connect("writer"), natslog.Config{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fl.Close() })
+	fl := e.openLog(e.connect("writer"), reg)
 	js, _ := jetstream.New(e.reader())
 
 	seed := uint64(time.Now().UnixNano())

@@ -15,19 +15,10 @@ func TestReadYourWritesAcrossNodes(t *testing.T) {
 	e := newEnv(t)
 	e.streamInit()
 	reg := events.NewRegistry()
-	w, err := natslog.Open(t.Context(), e.connectURL("writer", e.c.Nodes[0].URL()), natslog.Config{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := e.openLog(e.connectURL("writer", e.c.Nodes[0].URL()), reg)
 	var readers []*natslog.Log
 	for _, nd := range e.c.Nodes[1:] {
-		r, err := natslog.Open(t.Context(), e.connectURL("reader", nd.URL()), natslog.Config{Registry: reg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		readers = append(readers, r)
+		readers = append(readers, e.openLog(e.connectURL("reader", nd.URL()), reg))
 	}
 	agg := events.Aggregate{Kind: events.KindSession, ID: "ryw-1"}
 	var expect uint64

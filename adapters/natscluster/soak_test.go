@@ -255,16 +255,7 @@ func TestNodeKillSoak(t *testing.T) {
 	reg := events.NewRegistry()
 	var dws []*directWriter
 	for i, order := range [][]int{{0, 1, 2}, {2, 1, 0}} {
-		var urls []string
-		for _, j := range order {
-			urls = append(urls, e.c.Nodes[j].URL())
-		}
-		nc := e.connectURL("writer", strings.Join(urls, ","), nats.DontRandomize())
-		l, err := natslog.Open(t.Context(), nc, natslog.Config{Registry: reg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
+		l := e.openLog(e.connectURL("writer", e.nodesURL(order), nats.DontRandomize()), reg)
 		dws = append(dws, &directWriter{name: fmt.Sprintf("direct%d", i+1), log: l, reg: reg})
 	}
 	load, stopLoad := context.WithCancel(t.Context())
