@@ -2,7 +2,6 @@ package claude
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -30,28 +29,6 @@ func newTestIngester(t *testing.T, l events.Log) *Ingester {
 	return in
 }
 
-// peerArc reads the phases of a peer's golden replay file.
-func peerArc(t *testing.T, path string) []string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g struct {
-		Transitions []struct {
-			NewState string `json:"new_state"`
-		} `json:"transitions"`
-	}
-	if err := json.Unmarshal(b, &g); err != nil {
-		t.Fatal(err)
-	}
-	var arc []string
-	for _, tr := range g.Transitions {
-		arc = append(arc, tr.NewState)
-	}
-	return arc
-}
-
 // TestIngest_Corpus imports every recorded Claude Code session and
 // compares each session's phase arc with the peer's golden arc.
 func TestIngest_Corpus(t *testing.T) {
@@ -72,7 +49,7 @@ func TestIngest_Corpus(t *testing.T) {
 			t.Fatalf("import %s: %v", tr.Path, err)
 		}
 		ours := ingesttest.ArcOf(t, l, rs[0].Session)
-		peer := peerArc(t, tr.Path+".replay.json.golden")
+		peer, _ := ingesttest.PeerGolden(t, tr.Path+".replay.json.golden")
 		scenario := filepath.Base(filepath.Dir(tr.Path))
 		final := "agree"
 		if ours[len(ours)-1] != peer[len(peer)-1] {

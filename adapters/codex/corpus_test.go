@@ -1,49 +1,12 @@
 package codex
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 )
-
-// peerGolden reads a peer's golden replay file: the arc of its
-// transitions and the final state of the rollout's session (the session
-// whose id is not a proc-<pid> pre-session), "" if it names none.
-func peerGolden(t *testing.T, path string) (arc []string, final string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g struct {
-		Transitions []struct {
-			NewState string `json:"new_state"`
-		} `json:"transitions"`
-		Sessions []struct {
-			ID    string `json:"session_id"`
-			Final string `json:"final_state"`
-		} `json:"sessions"`
-	}
-	if err := json.Unmarshal(b, &g); err != nil {
-		t.Fatal(err)
-	}
-	for _, tr := range g.Transitions {
-		arc = append(arc, tr.NewState)
-	}
-	for _, s := range g.Sessions {
-		if !strings.HasPrefix(s.ID, "proc-") {
-			final = s.Final
-		}
-	}
-	if final == "" && len(arc) > 0 {
-		final = arc[len(arc)-1]
-	}
-	return arc, final
-}
 
 // explained holds, per scenario, why our final phase or arc differs from
 // the peer's, where it does. The peer debounces (a phase held under 2 s
@@ -100,7 +63,7 @@ func TestCorpus_Agreement(t *testing.T) {
 			t.Logf("  %s: skipped: %s — %s", scenario, w, malformedNote)
 		}
 		ours := ingesttest.ArcOf(t, l, r.Session)
-		peerArc, peerFinal := peerGolden(t, f+".replay.json.golden")
+		peerArc, peerFinal := ingesttest.PeerGolden(t, f+".replay.json.golden")
 		st := ingesttest.StateOf(t, l, r.Session)
 		final, arc := "agree", "agree"
 		if st.Phase != peerFinal {

@@ -10,9 +10,11 @@
 package ingesttest
 
 import (
+	"encoding/json"
 	"iter"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,4 +199,40 @@ func Corpus(t testing.TB, sub ...string) string {
 		t.Skipf("shared corpus not found at %s: %v", corpus, err)
 	}
 	return corpus
+}
+
+// PeerGolden reads a peer's golden replay file (a recording's
+// .replay.json.golden): the arc of its transitions' new states, and the
+// final state of the recording's session (the session whose id is not a
+// proc-<pid> pre-session), else the arc's last phase, "" if neither.
+func PeerGolden(t testing.TB, path string) (arc []string, final string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Transitions []struct {
+			NewState string `json:"new_state"`
+		} `json:"transitions"`
+		Sessions []struct {
+			ID    string `json:"session_id"`
+			Final string `json:"final_state"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range g.Transitions {
+		arc = append(arc, tr.NewState)
+	}
+	for _, s := range g.Sessions {
+		if !strings.HasPrefix(s.ID, "proc-") {
+			final = s.Final
+		}
+	}
+	if final == "" && len(arc) > 0 {
+		final = arc[len(arc)-1]
+	}
+	return arc, final
 }
