@@ -236,3 +236,19 @@ func PeerGolden(t testing.TB, path string) (arc []string, final string) {
 	}
 	return arc, final
 }
+
+// WithinBound fails the test (t.Errorf, going on) for each of recs dated
+// after bound, and for the observation of line whose AgentTime is not
+// agentTime: a line dated past the clock's bound is stored at the bound
+// and keeps its own timestamp as its agent time.
+func WithinBound(t testing.TB, recs []events.Record, bound time.Time, line int, agentTime string) {
+	t.Helper()
+	for _, r := range recs {
+		if r.At.After(bound) {
+			t.Errorf("%s at %v, past the bound %v", r.Type, r.At, bound)
+		}
+		if o, ok := events.Observed(r.Data); ok && o.Line == line && o.AgentTime != agentTime {
+			t.Errorf("line %d agent_time = %q; want the line's own timestamp %q", line, o.AgentTime, agentTime)
+		}
+	}
+}
