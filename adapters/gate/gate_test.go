@@ -72,6 +72,23 @@ func (r *rig) ask(tool, useID string, input map[string]any) (Verdict, error) {
 	return r.gate.Decide(r.t.Context(), Request{Session: r.sess, Event: EventPreToolUse, Tool: tool, Input: b, ID: useID, Cwd: "/tmp", Ref: ref})
 }
 
+// waitPending waits until the review of call id in session sess is
+// pending with g: a hook waits there for a person's verdict.
+func waitPending(t *testing.T, g *Gate, sess, id string) {
+	t.Helper()
+	agg := events.Aggregate{Kind: events.KindSession, ID: sess}
+	for {
+		st, err := g.Sessions.State(t.Context(), agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := st.PendingReview(id); ok {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func (r *rig) setMode(mode string) {
 	r.t.Helper()
 	svc := &Service{Gate: r.gate}
@@ -100,17 +117,7 @@ func TestGate_TwoPeopleAnswerAtOnce(t *testing.T) {
 		}
 		done <- v
 	}()
-	agg := events.Aggregate{Kind: events.KindSession, ID: r.sess}
-	for {
-		st, err := r.gate.Sessions.State(t.Context(), agg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := st.PendingReview("toolu_p"); ok {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitPending(t, r.gate, r.sess, "toolu_p")
 	// Each person through a gate of its own (another process's executor).
 	people := []string{"person:alice@h", "person:bob@h", "person:carol@h", "person:dan@h"}
 	errs := make([]error, len(people))
@@ -149,7 +156,7 @@ func TestGate_TwoPeopleAnswerAtOnce(t *testing.T) {
 	if v.By.Name != people[won] {
 		t.Errorf("the hook got %+v, want %s's verdict", v, people[won])
 	}
-	recs, _, _ := r.log.Load(t.Context(), agg)
+	recs, _, _ := r.log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: r.sess})
 	n := 0
 	for _, rec := range recs {
 		if d, ok := rec.Envelope.Data.(events.ReviewDecided); ok && d.ReviewID == "toolu_p" {
@@ -318,21 +325,12 @@ func TestGate_SweepAfterAStop(t *testing.T) {
 		_, err := r.gate.Decide(ctx, Request{Session: r.sess, Event: EventPreToolUse, Tool: "Bash", Input: json.RawMessage(`{"command":"git push"}`), ID: "toolu_1", Ref: ref})
 		errc <- err
 	}()
-	agg := events.Aggregate{Kind: events.KindSession, ID: r.sess}
-	for {
-		st, err := r.gate.Sessions.State(t.Context(), agg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := st.PendingReview("toolu_1"); ok {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitPending(t, r.gate, r.sess, "toolu_1")
 	cancel()
 	if err := <-errc; err == nil {
 		t.Fatal("no one answered, yet a verdict came")
 	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: r.sess}
 	st, _ := r.gate.Sessions.State(t.Context(), agg)
 	n, err := r.gate.Sweep(t.Context(), st, "stopped")
 	if err != nil || n != 1 {

@@ -1181,35 +1181,26 @@ func globReading(v string, one bool) string {
 
 // unescape removes the backslashes of unquoted text as bash's quote
 // removal does: "\\c" is c.
-func unescape(v string) string {
-	if !strings.Contains(v, `\`) {
-		return v
-	}
-	var b strings.Builder
-	for i := 0; i < len(v); i++ {
-		if v[i] == '\\' && i+1 < len(v) {
-			i++
-			if v[i] == '\n' {
-				continue // a line continuation the parser kept
-			}
-		}
-		b.WriteByte(v[i])
-	}
-	return b.String()
-}
+func unescape(v string) string { return dropBackslashes(v, "") }
 
 // unescapeDouble removes the backslashes bash removes inside double
 // quotes: before $, `, ", \ (a backslash-newline the parser dropped).
-func unescapeDouble(v string) string {
+func unescapeDouble(v string) string { return dropBackslashes(v, "$`\"\\\n") }
+
+// dropBackslashes removes each backslash of v that comes before one of
+// the bytes of before (before any byte when before is empty), keeping
+// that byte; a backslash-newline, a line continuation the parser kept,
+// goes whole.
+func dropBackslashes(v, before string) string {
 	if !strings.Contains(v, `\`) {
 		return v
 	}
 	var b strings.Builder
 	for i := 0; i < len(v); i++ {
-		if v[i] == '\\' && i+1 < len(v) && strings.IndexByte("$`\"\\\n", v[i+1]) >= 0 {
+		if v[i] == '\\' && i+1 < len(v) && (before == "" || strings.IndexByte(before, v[i+1]) >= 0) {
 			i++
 			if v[i] == '\n' {
-				continue // a line continuation the parser kept
+				continue
 			}
 		}
 		b.WriteByte(v[i])
