@@ -19,6 +19,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/logbook-dev/logbook/events"
 )
 
 // Store keys owned by the store itself.
@@ -317,6 +319,29 @@ func (s *Store) WaitMoving(ctx context.Context, seq uint64, idle time.Duration) 
 			return fmt.Errorf("wait for seq %d (projected up to %d, not moving for %s): %w", seq, from, idle, context.DeadlineExceeded)
 		}
 	}
+}
+
+// CatchUp waits until the store has applied every event log holds now,
+// for as long as the projection moves (WaitMoving with StillFor), when
+// log can say which is its last event (a method LastEventSeq, as
+// natslog.Log has); with a log that cannot, it returns nil at once.
+// Errors: log's own, or WaitMoving's wrapped as "projection is behind
+// the log".
+func (s *Store) CatchUp(ctx context.Context, log events.Log) error {
+	le, ok := log.(interface {
+		LastEventSeq(context.Context) (uint64, error)
+	})
+	if !ok {
+		return nil
+	}
+	last, err := le.LastEventSeq(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.WaitMoving(ctx, last, StillFor); err != nil {
+		return fmt.Errorf("projection is behind the log: %w", err)
+	}
+	return nil
 }
 
 // StillFor is how long a read waits on a projection that does not move

@@ -29,14 +29,14 @@ type staleMark struct {
 // waits for the projection.
 const staleEvery = 100 * time.Millisecond
 
-// readCaughtUp is caughtUp for a GET, which only reads: while
+// readCaughtUp is Store.CatchUp for a GET, which only reads: while
 // Config.LogState says the log does not answer (now, or from some time
 // during the wait) it returns at once, with the headers of a stale
 // answer set on w and the mark to put in the answer's body. Any other
-// request, or a server without LogState, waits as caughtUp does.
+// request, or a server without LogState, waits as Store.CatchUp does.
 func (s *Server) readCaughtUp(w http.ResponseWriter, r *http.Request) (staleMark, error) {
 	if s.cfg.LogState == nil || r.Method != http.MethodGet {
-		return staleMark{}, s.caughtUp(r.Context())
+		return staleMark{}, s.store.CatchUp(r.Context(), s.log)
 	}
 	stale := func() (staleMark, bool) {
 		since, _ := s.cfg.LogState()
@@ -54,7 +54,7 @@ func (s *Server) readCaughtUp(w http.ResponseWriter, r *http.Request) (staleMark
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- s.caughtUp(ctx) }()
+	go func() { done <- s.store.CatchUp(ctx, s.log) }()
 	t := time.NewTicker(staleEvery)
 	defer t.Stop()
 	for {
