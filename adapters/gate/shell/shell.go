@@ -131,26 +131,20 @@ func (c Command) Static() bool {
 
 // Text returns the command as words joined by spaces: the values when
 // static, the readings (with Wild and WildPart) otherwise.
-func (c Command) Text() string {
-	var b strings.Builder
-	for i, w := range c.Args {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(w.Reading)
-	}
-	return b.String()
-}
+func (c Command) Text() string { return c.join(func(w Word) string { return w.Reading }) }
 
 // Value returns the command's values joined by spaces: what an allow
 // pattern is matched against when the command is Static.
-func (c Command) Value() string {
+func (c Command) Value() string { return c.join(func(w Word) string { return w.Value }) }
+
+// join returns part of each of the command's words, joined by spaces.
+func (c Command) join(part func(Word) string) string {
 	var b strings.Builder
 	for i, w := range c.Args {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(w.Value)
+		b.WriteString(part(w))
 	}
 	return b.String()
 }
