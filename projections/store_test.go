@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -24,11 +23,7 @@ import (
 // history returns a fixed random history of about steps inputs.
 func history(t testing.TB, seed uint64, steps, sessions int) *projectionstest.History {
 	t.Helper()
-	h, err := projectionstest.Generate(rand.New(rand.NewPCG(seed, 7)), steps, sessions)
-	if err != nil {
-		t.Fatalf("generate history: %v", err)
-	}
-	return h
+	return projectionstest.Seeded(t, seed, 7, steps, sessions)
 }
 
 // open opens a store in dir and closes it at the end of the test.
