@@ -418,12 +418,8 @@ func (r *Registry) decodeScan(b []byte, d *Decoder) (e Envelope, ok bool, err er
 			e.Type = ti.name
 		case "v":
 			bit = mV
-			d, ok := s.digits(true)
+			n, ok := s.integer(true, strconv.IntSize)
 			if !ok {
-				return false
-			}
-			n, err := strconv.ParseInt(string(d), 10, 0)
-			if err != nil {
 				return false
 			}
 			e.V = int(n)
@@ -455,12 +451,8 @@ func (r *Registry) decodeScan(b []byte, d *Decoder) (e Envelope, ok bool, err er
 			}
 		case "ver":
 			bit = mVer
-			d, ok := s.digits(false)
+			n, ok := s.integer(false, 64)
 			if !ok {
-				return false
-			}
-			n, err := strconv.ParseUint(string(d), 10, 64)
-			if err != nil {
 				return false
 			}
 			e.Ver = n
@@ -898,21 +890,8 @@ func (s *scanner) value(c *codec, p unsafe.Pointer) bool {
 		return s.i >= len(s.b) || !isIdent(s.b[s.i])
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		signed := c.kind <= reflect.Int64
-		d, ok := s.digits(signed)
+		x, ok := s.integer(c.kind <= reflect.Int64, int(c.bits))
 		if !ok {
-			return false
-		}
-		var x uint64
-		var err error
-		if signed {
-			var v int64
-			v, err = strconv.ParseInt(string(d), 10, int(c.bits))
-			x = uint64(v)
-		} else {
-			x, err = strconv.ParseUint(string(d), 10, int(c.bits))
-		}
-		if err != nil {
 			return false
 		}
 		storeInt(p, c.bits, x)
@@ -945,6 +924,22 @@ func (s *scanner) value(c *codec, p unsafe.Pointer) bool {
 		return s.object(c, p)
 	}
 	return false
+}
+
+// integer reads a JSON integer that fits in bits bits, signed or not; a
+// signed one is returned as its two's complement. It gives up (false) on
+// anything else: a fraction, an exponent, a value out of range.
+func (s *scanner) integer(signed bool, bits int) (uint64, bool) {
+	d, ok := s.digits(signed)
+	if !ok {
+		return 0, false
+	}
+	if signed {
+		n, err := strconv.ParseInt(string(d), 10, bits)
+		return uint64(n), err == nil
+	}
+	n, err := strconv.ParseUint(string(d), 10, bits)
+	return n, err == nil
 }
 
 // storeInt writes the low bits bits (8, 16, 32 or 64) of x to the
