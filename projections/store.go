@@ -344,6 +344,38 @@ func (s *Store) CatchUp(ctx context.Context, log events.Log) error {
 	return nil
 }
 
+// WaitUnless returns wait's error once wait(ctx) returns, unless stop,
+// asked before wait starts and then every every (> 0) while it runs,
+// reports true first: then it cancels wait's context, waits for wait to
+// return and returns stop's value with a nil error. A read that may answer
+// from the projection as it stands while the log does not answer waits so
+// for CatchUp, whose own wait on the log can be far longer than a person
+// waits for a list. On wait's error the value is the zero T.
+func WaitUnless[T any](ctx context.Context, every time.Duration, wait func(context.Context) error, stop func() (T, bool)) (T, error) {
+	var zero T
+	if v, ok := stop(); ok {
+		return v, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- wait(ctx) }()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-done:
+			return zero, err
+		case <-t.C:
+			if v, ok := stop(); ok {
+				cancel()
+				<-done
+				return v, nil
+			}
+		}
+	}
+}
+
 // StillFor is how long a read waits on a projection that does not move
 // before it says the projection is behind the log (WaitMoving's idle):
 // 15 s, long enough for a projector that starts on a loaded machine or

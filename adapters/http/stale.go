@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/logbook-dev/logbook/projections"
 )
 
 // Response headers of a read answered from the projection as it stood
@@ -48,25 +50,5 @@ func (s *Server) readCaughtUp(w http.ResponseWriter, r *http.Request) (staleMark
 		w.Header().Set(HeaderAsOfSeq, strconv.FormatUint(m.AsOfSeq, 10))
 		return m, true
 	}
-	if m, ok := stale(); ok {
-		return m, nil
-	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.store.CatchUp(ctx, s.log) }()
-	t := time.NewTicker(staleEvery)
-	defer t.Stop()
-	for {
-		select {
-		case err := <-done:
-			return staleMark{}, err
-		case <-t.C:
-			if m, ok := stale(); ok {
-				cancel()
-				<-done
-				return m, nil
-			}
-		}
-	}
+	return projections.WaitUnless(r.Context(), staleEvery, func(ctx context.Context) error { return s.store.CatchUp(ctx, s.log) }, stale)
 }
