@@ -157,13 +157,11 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-func TestDecode_Refuses(t *testing.T) {
-	reg := events.NewRegistry()
-	good, err := json.Marshal(envelope(reg, events.SessionTransitioned{From: "ready", To: "working"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	edit := func(f func(m map[string]any)) []byte {
+// editor returns a function that decodes the JSON object good, lets f
+// change it and encodes it again: one bad envelope a call.
+func editor(t *testing.T, good []byte) func(f func(m map[string]any)) []byte {
+	t.Helper()
+	return func(f func(m map[string]any)) []byte {
 		var m map[string]any
 		if err := json.Unmarshal(good, &m); err != nil {
 			t.Fatal(err)
@@ -172,6 +170,15 @@ func TestDecode_Refuses(t *testing.T) {
 		b, _ := json.Marshal(m)
 		return b
 	}
+}
+
+func TestDecode_Refuses(t *testing.T) {
+	reg := events.NewRegistry()
+	good, err := json.Marshal(envelope(reg, events.SessionTransitioned{From: "ready", To: "working"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := editor(t, good)
 	tests := []struct {
 		name string
 		in   []byte
@@ -271,15 +278,7 @@ func TestDecode_RefusesLifecycleEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		edit := func(f func(m map[string]any)) []byte {
-			var m map[string]any
-			if err := json.Unmarshal(good, &m); err != nil {
-				t.Fatal(err)
-			}
-			f(m)
-			b, _ := json.Marshal(m)
-			return b
-		}
+		edit := editor(t, good)
 		bad := map[string][]byte{
 			"no ref":        edit(func(m map[string]any) { delete(m["cause"].(map[string]any), "ref") }),
 			"unknown field": edit(func(m map[string]any) { m["data"].(map[string]any)["zzz"] = 1 }),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"time"
 )
 
 // Executor runs decisions against one kind of aggregate: it loads the
@@ -64,6 +65,13 @@ type cached[S any] struct {
 // Type, V, Data, At and Cause set; ID may be preset, as for an observation
 // that decisions refer to), or none.
 type Decision = []Envelope
+
+// One returns the Decision of the single event p (version 1) decided at
+// at for cause. It copies cause, so the caller may reuse its value.
+func One(p Payload, at time.Time, cause Cause) Decision {
+	c := cause
+	return Decision{{Type: p.EventType(), V: 1, Data: p, At: at, Cause: &c}}
+}
 
 // Execute decides against agg's current state and appends the result. It
 // returns where the batch landed and the state after it; with no events

@@ -418,12 +418,8 @@ func (r *Registry) decodeScan(b []byte, d *Decoder) (e Envelope, ok bool, err er
 			e.Type = ti.name
 		case "v":
 			bit = mV
-			d, ok := s.digits(true)
+			n, ok := s.integer(true, strconv.IntSize)
 			if !ok {
-				return false
-			}
-			n, err := strconv.ParseInt(string(d), 10, 0)
-			if err != nil {
 				return false
 			}
 			e.V = int(n)
@@ -455,12 +451,8 @@ func (r *Registry) decodeScan(b []byte, d *Decoder) (e Envelope, ok bool, err er
 			}
 		case "ver":
 			bit = mVer
-			d, ok := s.digits(false)
+			n, ok := s.integer(false, 64)
 			if !ok {
-				return false
-			}
-			n, err := strconv.ParseUint(string(d), 10, 64)
-			if err != nil {
 				return false
 			}
 			e.Ver = n
@@ -896,45 +888,13 @@ func (s *scanner) value(c *codec, p unsafe.Pointer) bool {
 			return false
 		}
 		return s.i >= len(s.b) || !isIdent(s.b[s.i])
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		d, ok := s.digits(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		x, ok := s.integer(c.kind <= reflect.Int64, int(c.bits))
 		if !ok {
 			return false
 		}
-		x, err := strconv.ParseInt(string(d), 10, int(c.bits))
-		if err != nil {
-			return false
-		}
-		switch c.bits {
-		case 8:
-			*(*int8)(p) = int8(x)
-		case 16:
-			*(*int16)(p) = int16(x)
-		case 32:
-			*(*int32)(p) = int32(x)
-		default:
-			*(*int64)(p) = x
-		}
-		return true
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		d, ok := s.digits(false)
-		if !ok {
-			return false
-		}
-		x, err := strconv.ParseUint(string(d), 10, int(c.bits))
-		if err != nil {
-			return false
-		}
-		switch c.bits {
-		case 8:
-			*(*uint8)(p) = uint8(x)
-		case 16:
-			*(*uint16)(p) = uint16(x)
-		case 32:
-			*(*uint32)(p) = uint32(x)
-		default:
-			*(*uint64)(p) = x
-		}
+		storeInt(p, c.bits, x)
 		return true
 	case reflect.Float64:
 		d, ok := s.number()
@@ -964,6 +924,38 @@ func (s *scanner) value(c *codec, p unsafe.Pointer) bool {
 		return s.object(c, p)
 	}
 	return false
+}
+
+// integer reads a JSON integer that fits in bits bits, signed or not; a
+// signed one is returned as its two's complement. It gives up (false) on
+// anything else: a fraction, an exponent, a value out of range.
+func (s *scanner) integer(signed bool, bits int) (uint64, bool) {
+	d, ok := s.digits(signed)
+	if !ok {
+		return 0, false
+	}
+	if signed {
+		n, err := strconv.ParseInt(string(d), 10, bits)
+		return uint64(n), err == nil
+	}
+	n, err := strconv.ParseUint(string(d), 10, bits)
+	return n, err == nil
+}
+
+// storeInt writes the low bits bits (8, 16, 32 or 64) of x to the
+// integer p points to. A signed value arrives as its two's complement,
+// so one store serves int8 and uint8 alike.
+func storeInt(p unsafe.Pointer, bits uint, x uint64) {
+	switch bits {
+	case 8:
+		*(*uint8)(p) = uint8(x)
+	case 16:
+		*(*uint16)(p) = uint16(x)
+	case 32:
+		*(*uint32)(p) = uint32(x)
+	default:
+		*(*uint64)(p) = x
+	}
 }
 
 // slice reads a JSON array into slice v: an empty array gives an empty,

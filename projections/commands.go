@@ -77,18 +77,7 @@ func (CommandView) Apply(tx *Tx, r events.Record) error {
 // events.ErrNotFound if the store has no row for id (never requested, or
 // not projected yet), ErrClosed if the store is closed.
 func (s *Store) Command(id string) (command.State, error) {
-	v, ok, err := s.get(CommandPrefix + id)
-	if err != nil {
-		return command.State{}, fmt.Errorf("command %s: %w", id, err)
-	}
-	if !ok {
-		return command.State{}, fmt.Errorf("command %s: %w", id, events.ErrNotFound)
-	}
-	var st command.State
-	if err := json.Unmarshal(v, &st); err != nil {
-		return command.State{}, fmt.Errorf("command %s: decode row: %w", id, err)
-	}
-	return st, nil
+	return rowOf[command.State](s, "command", CommandPrefix, id)
 }
 
 // Commands returns the commands of session (every command when session

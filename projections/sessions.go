@@ -184,18 +184,7 @@ func moveIndex(tx *Tx, prefix, from, to, id string) error {
 // events.ErrNotFound if the store has no row for id, ErrClosed if the
 // store is closed.
 func (s *Store) Session(id string) (session.State, error) {
-	v, ok, err := s.get(SessionPrefix + id)
-	if err != nil {
-		return session.State{}, fmt.Errorf("session %s: %w", id, err)
-	}
-	if !ok {
-		return session.State{}, fmt.Errorf("session %s: %w", id, events.ErrNotFound)
-	}
-	var st session.State
-	if err := json.Unmarshal(v, &st); err != nil {
-		return session.State{}, fmt.Errorf("session %s: decode row: %w", id, err)
-	}
-	return st, nil
+	return rowOf[session.State](s, "session", SessionPrefix, id)
 }
 
 // Sessions returns the started sessions in phase (an events.Phase

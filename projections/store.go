@@ -19,6 +19,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/logbook-dev/logbook/events"
 )
 
 // Store keys owned by the store itself.
@@ -315,6 +317,61 @@ func (s *Store) WaitMoving(ctx context.Context, seq uint64, idle time.Duration) 
 			return err
 		case s.cp.Load() == from:
 			return fmt.Errorf("wait for seq %d (projected up to %d, not moving for %s): %w", seq, from, idle, context.DeadlineExceeded)
+		}
+	}
+}
+
+// CatchUp waits until the store has applied every event log holds now,
+// for as long as the projection moves (WaitMoving with StillFor), when
+// log can say which is its last event (a method LastEventSeq, as
+// natslog.Log has); with a log that cannot, it returns nil at once.
+// Errors: log's own, or WaitMoving's wrapped as "projection is behind
+// the log".
+func (s *Store) CatchUp(ctx context.Context, log events.Log) error {
+	le, ok := log.(interface {
+		LastEventSeq(context.Context) (uint64, error)
+	})
+	if !ok {
+		return nil
+	}
+	last, err := le.LastEventSeq(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.WaitMoving(ctx, last, StillFor); err != nil {
+		return fmt.Errorf("projection is behind the log: %w", err)
+	}
+	return nil
+}
+
+// WaitUnless returns wait's error once wait(ctx) returns, unless stop,
+// asked before wait starts and then every every (> 0) while it runs,
+// reports true first: then it cancels wait's context, waits for wait to
+// return and returns stop's value with a nil error. A read that may answer
+// from the projection as it stands while the log does not answer waits so
+// for CatchUp, whose own wait on the log can be far longer than a person
+// waits for a list. On wait's error the value is the zero T.
+func WaitUnless[T any](ctx context.Context, every time.Duration, wait func(context.Context) error, stop func() (T, bool)) (T, error) {
+	var zero T
+	if v, ok := stop(); ok {
+		return v, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- wait(ctx) }()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-done:
+			return zero, err
+		case <-t.C:
+			if v, ok := stop(); ok {
+				cancel()
+				<-done
+				return v, nil
+			}
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -24,11 +23,7 @@ import (
 // history returns a fixed random history of about steps inputs.
 func history(t testing.TB, seed uint64, steps, sessions int) *projectionstest.History {
 	t.Helper()
-	h, err := projectionstest.Generate(rand.New(rand.NewPCG(seed, 7)), steps, sessions)
-	if err != nil {
-		t.Fatalf("generate history: %v", err)
-	}
-	return h
+	return projectionstest.Seeded(t, seed, 7, steps, sessions)
 }
 
 // open opens a store in dir and closes it at the end of the test.
@@ -588,57 +583,66 @@ func TestStore_SessionRows(t *testing.T) {
 			sums[st.ID] = session.Summarize(st)
 		}
 		for _, size := range []int{1, 3, 1000} {
-			got, after := []string{}, ""
-			for n := size; n == size; {
-				n = 0
-				err := s.SessionSummaries(phase, after, func(id string, row []byte) (bool, error) {
-					var sum session.Summary
-					if err := json.Unmarshal(row, &sum); err != nil {
-						return false, fmt.Errorf("summary %s = %s: %v", id, row, err)
-					}
-					if diff := cmp.Diff(sums[id], sum); diff != "" {
-						return false, fmt.Errorf("summary %s (-want +got):\n%s", id, diff)
-					}
-					got = append(got, id)
-					after = id
-					n++
-					return n < size, nil
-				})
-				if err != nil {
-					t.Fatal(err)
+			got := paged(t, "SessionSummaries", size, len(want)+1, func(after string, yield func(id, cursor string, row []byte) (bool, error)) error {
+				return s.SessionSummaries(phase, after, func(id string, row []byte) (bool, error) { return yield(id, id, row) })
+			}, func(id string, row []byte) error {
+				var sum session.Summary
+				if err := json.Unmarshal(row, &sum); err != nil {
+					return fmt.Errorf("summary %s = %s: %v", id, row, err)
 				}
-			}
+				if diff := cmp.Diff(sums[id], sum); diff != "" {
+					return fmt.Errorf("summary %s (-want +got):\n%s", id, diff)
+				}
+				return nil
+			})
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("SessionSummaries(%q) in pages of %d (-want +got):\n%s", phase, size, diff)
 			}
 		}
 		for _, size := range []int{1, 3, 1000} {
-			got, after := []string{}, ""
-			for pages := 0; ; pages++ {
-				if pages > len(want)+1 {
-					t.Fatalf("phase %q size %d: pages do not end", phase, size)
+			got := paged(t, "SessionRows", size, len(want)+1, func(after string, yield func(id, cursor string, row []byte) (bool, error)) error {
+				return s.SessionRows(phase, after, func(id string, row []byte) (bool, error) { return yield(id, id, row) })
+			}, func(id string, row []byte) error {
+				var st session.State
+				if err := json.Unmarshal(row, &st); err != nil || st.ID != id || (phase != "" && st.Phase != phase) || !st.Exists() {
+					return fmt.Errorf("row %s = %s (%v)", id, row, err)
 				}
-				n := 0
-				err := s.SessionRows(phase, after, func(id string, row []byte) (bool, error) {
-					var st session.State
-					if err := json.Unmarshal(row, &st); err != nil || st.ID != id || (phase != "" && st.Phase != phase) || !st.Exists() {
-						return false, fmt.Errorf("row %s = %s (%v)", id, row, err)
-					}
-					got = append(got, id)
-					after = id
-					n++
-					return n < size, nil
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n < size {
-					break
-				}
-			}
+				return nil
+			})
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("SessionRows(%q) in pages of %d (-want +got):\n%s", phase, size, diff)
 			}
+		}
+	}
+}
+
+// paged reads a paged query to its end in pages of size and returns the
+// ids it yields, in order. query reads the page after the cursor after,
+// handing each row to yield; check judges each row (its error ends the
+// query and fails t). A page shorter than size is the last; more than
+// limit pages fail t.
+func paged(t *testing.T, name string, size, limit int, query func(after string, yield func(id, cursor string, row []byte) (bool, error)) error, check func(id string, row []byte) error) []string {
+	t.Helper()
+	got, after := []string{}, ""
+	for pages := 0; ; pages++ {
+		if pages > limit {
+			t.Fatalf("%s in pages of %d: pages do not end", name, size)
+		}
+		n := 0
+		err := query(after, func(id, cursor string, row []byte) (bool, error) {
+			if err := check(id, row); err != nil {
+				return false, err
+			}
+			got = append(got, id)
+			after = cursor
+			n++
+			return n < size, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < size {
+			return got
 		}
 	}
 }
@@ -695,23 +699,15 @@ func TestStore_SessionSummariesByActivity(t *testing.T) {
 			want = append(want, sum.ID)
 		}
 		for _, size := range []int{1, 3, 1000} {
-			got, after := []string{}, ""
-			for n := size; n == size; {
-				n = 0
-				err := s.SessionSummariesByActivity(phase, after, func(id, cursor string, row []byte) (bool, error) {
-					var sum session.Summary
-					if err := json.Unmarshal(row, &sum); err != nil || sum.ID != id {
-						return false, fmt.Errorf("summary %s = %s (%v)", id, row, err)
-					}
-					got = append(got, id)
-					after = cursor
-					n++
-					return n < size, nil
-				})
-				if err != nil {
-					t.Fatal(err)
+			got := paged(t, "SessionSummariesByActivity", size, len(want)+1, func(after string, yield func(id, cursor string, row []byte) (bool, error)) error {
+				return s.SessionSummariesByActivity(phase, after, yield)
+			}, func(id string, row []byte) error {
+				var sum session.Summary
+				if err := json.Unmarshal(row, &sum); err != nil || sum.ID != id {
+					return fmt.Errorf("summary %s = %s (%v)", id, row, err)
 				}
-			}
+				return nil
+			})
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("SessionSummariesByActivity(%q) in pages of %d (-want +got):\n%s", phase, size, diff)
 			}

@@ -170,19 +170,21 @@ func foldRow[S any](tx *Tx, key string, init S, evolve func(S) S) error {
 	return tx.Set(key, b)
 }
 
-// rowOf reads and decodes one committed row; the error wraps
-// events.ErrNotFound when there is none.
+// rowOf reads and decodes the committed row prefix+id; what names the
+// row in errors. On an error it returns the zero S; the error wraps
+// events.ErrNotFound when there is no row, ErrClosed when the store is
+// closed.
 func rowOf[S any](s *Store, what, prefix, id string) (S, error) {
-	var st S
+	var zero, st S
 	v, ok, err := s.get(prefix + id)
 	if err != nil {
-		return st, fmt.Errorf("%s %s: %w", what, id, err)
+		return zero, fmt.Errorf("%s %s: %w", what, id, err)
 	}
 	if !ok {
-		return st, fmt.Errorf("%s %s: %w", what, id, events.ErrNotFound)
+		return zero, fmt.Errorf("%s %s: %w", what, id, events.ErrNotFound)
 	}
 	if err := json.Unmarshal(v, &st); err != nil {
-		return st, fmt.Errorf("%s %s: decode row: %w", what, id, err)
+		return zero, fmt.Errorf("%s %s: decode row: %w", what, id, err)
 	}
 	return st, nil
 }

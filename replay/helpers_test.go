@@ -3,7 +3,6 @@ package replay_test
 import (
 	"context"
 	"flag"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -44,11 +43,7 @@ func golden(t *testing.T, name string, got []byte) {
 // history returns a fixed random history.
 func history(t testing.TB, seed uint64, steps, sessions int) *projectionstest.History {
 	t.Helper()
-	h, err := projectionstest.Generate(rand.New(rand.NewPCG(seed, 3)), steps, sessions)
-	if err != nil {
-		t.Fatalf("generate history: %v", err)
-	}
-	return h
+	return projectionstest.Seeded(t, seed, 3, steps, sessions)
 }
 
 // newLog starts an embedded JetStream server in a temporary directory and

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -286,21 +285,7 @@ func attackFixtures(t *testing.T) attackEnv {
 	e.hostPid = host.Process.Pid
 
 	// The log stand-in.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	e.port = ln.Addr().(*net.TCPAddr).Port
+	e.port = hostListener(t)
 
 	// A descriptor inherited without close-on-exec, as `serve 7>>file` has.
 	e.fdFile = filepath.Join(t.TempDir(), "fd-target")

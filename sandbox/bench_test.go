@@ -49,15 +49,7 @@ func BenchmarkStart(b *testing.B) {
 				}
 			}
 			s := Spec{Argv: []string{"true"}, Env: env, Workspace: ws, Mode: m.mode}
-			for b.Loop() {
-				p, err := Start(b.Context(), s, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if res, err := p.Wait(); err != nil || res.ExitCode != 0 {
-					b.Fatalf("Wait = %+v, %v", res, err)
-				}
-			}
+			startLoop(b, s)
 		})
 	}
 	b.Run("exec", func(b *testing.B) {
@@ -186,15 +178,7 @@ func BenchmarkStartWW(b *testing.B) {
 	for _, mode := range []Mode{ReadOnly, WorkspaceWrite} {
 		b.Run(string(mode), func(b *testing.B) {
 			s := Spec{Argv: []string{"true"}, Env: []string{"PATH=/usr/bin:/bin"}, Workspace: ws, Mode: mode, Probed: true}
-			for b.Loop() {
-				p, err := Start(b.Context(), s, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if res, err := p.Wait(); err != nil || res.ExitCode != 0 {
-					b.Fatalf("Wait = %+v, %v", res, err)
-				}
-			}
+			startLoop(b, s)
 		})
 	}
 }
@@ -252,15 +236,7 @@ func BenchmarkStart_PnpmTree(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			s := Spec{Argv: []string{"true"}, Env: []string{"PATH=/usr/bin:/bin"}, Workspace: ws, Mode: WorkspaceWrite, Probed: true}
-			for b.Loop() {
-				p, err := Start(b.Context(), s, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if res, err := p.Wait(); err != nil || res.ExitCode != 0 {
-					b.Fatalf("Wait = %+v, %v", res, err)
-				}
-			}
+			startLoop(b, s)
 		})
 		b.Run(name+"/scan", func(b *testing.B) {
 			real, _ := filepath.EvalSymlinks(ws)
@@ -270,5 +246,20 @@ func BenchmarkStart_PnpmTree(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// startLoop starts s and waits for it, again and again for as long as b
+// loops; a start that fails or a command that does not exit 0 fails b.
+func startLoop(b *testing.B, s Spec) {
+	b.Helper()
+	for b.Loop() {
+		p, err := Start(b.Context(), s, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res, err := p.Wait(); err != nil || res.ExitCode != 0 {
+			b.Fatalf("Wait = %+v, %v", res, err)
+		}
 	}
 }

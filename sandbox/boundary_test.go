@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -153,12 +152,7 @@ func TestBoundary_AbsentHeldAcrossCommands(t *testing.T) {
 	a := start(t, first, newRecorder(""))
 	waitFor(t, "the first command", func() bool { _, err := os.Stat(filepath.Join(ws, "a-ready")); return err == nil })
 	rb := newRecorder("")
-	type started struct {
-		p   *Process
-		err error
-	}
-	bc := make(chan started, 1)
-	go func() { p, err := Start(context.Background(), second, rb.emit); bc <- started{p, err} }()
+	bc := startAsync(second, rb.emit)
 	time.Sleep(100 * time.Millisecond)
 	if _, err := os.Stat(filepath.Join(ws, "b-ready")); err == nil {
 		t.Fatal("the second command runs while the first holds the workspace")
@@ -207,12 +201,7 @@ func TestBoundary_NestedWorkspaces(t *testing.T) {
 	pi := start(t, in, ri)
 	waitFor(t, "the inner command", func() bool { _, err := os.Stat(filepath.Join(inner, "sub-ready")); return err == nil })
 	ro := newRecorder("")
-	type started struct {
-		p   *Process
-		err error
-	}
-	oc := make(chan started, 1)
-	go func() { p, err := Start(context.Background(), outer, ro.emit); oc <- started{p, err} }()
+	oc := startAsync(outer, ro.emit)
 	time.Sleep(100 * time.Millisecond)
 	if _, err := os.Stat(filepath.Join(outer.Workspace, "ready")); err == nil {
 		t.Fatal("the outer command runs while the inner one holds its workspace")

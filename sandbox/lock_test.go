@@ -134,12 +134,7 @@ func TestStart_SwappedWhileWaiting(t *testing.T) {
 			s := tc.spec(ws)
 			s.Argv, s.Env, s.Grace = []string{"sh", "-c", "cat " + filepath.Join(ws, "sub", "key") + " key 2>/dev/null; true"}, testEnv(), testGrace
 			r := newRecorder("")
-			type started struct {
-				p   *Process
-				err error
-			}
-			bc := make(chan started, 1)
-			go func() { p, err := Start(context.Background(), s, r.emit); bc <- started{p, err} }()
+			bc := startAsync(s, r.emit)
 			time.Sleep(100 * time.Millisecond)
 			must(t, os.WriteFile(filepath.Join(ws, "go"), []byte("go\n"), 0o644))
 			if res, err := a.Wait(); err != nil || res.ExitCode != 0 {
@@ -326,4 +321,19 @@ func TestStart_KeepHidesWhatCameLater(t *testing.T) {
 			t.Errorf("%s in the kept root: %q, %q", m, r.text(Stdout), r.text(Stderr))
 		}
 	}
+}
+
+// started is the outcome of a Start that startAsync runs.
+type started struct {
+	p   *Process
+	err error
+}
+
+// startAsync runs Start(s, emit) on a goroutine of its own, for a start
+// that is to wait for another command's lock, and returns the channel its
+// outcome arrives on.
+func startAsync(s Spec, emit func(Chunk)) <-chan started {
+	c := make(chan started, 1)
+	go func() { p, err := Start(context.Background(), s, emit); c <- started{p, err} }()
+	return c
 }

@@ -820,8 +820,11 @@ func TestBoundary_ReadOnly(t *testing.T) {
 	}
 }
 
-func TestBoundary_Network(t *testing.T) {
-	t.Parallel()
+// hostListener listens on a loopback port of the host, accepting and
+// closing every connection, until the test ends, and returns the port: a
+// process that reaches it has the host's network.
+func hostListener(t *testing.T) int {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -836,7 +839,12 @@ func TestBoundary_Network(t *testing.T) {
 			c.Close()
 		}
 	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func TestBoundary_Network(t *testing.T) {
+	t.Parallel()
+	port := strconv.Itoa(hostListener(t))
 	for _, m := range allModes {
 		t.Run(string(m), func(t *testing.T) {
 			t.Parallel()

@@ -34,14 +34,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestAPI_AnswerSizes sends answers of every size class through the
-// API's framing over a loopback connection: small ones in one message,
-// ones over the connection's maximum payload in parts, joined again
-// byte for byte; one over MaxReply is refused at once with the reason on
-// both sides, never left to time out. A slow answer comes after the
-// heartbeats sent meanwhile. A verb nobody answers fails once
-// NoRespondersWait has passed.
-func TestAPI_AnswerSizes(t *testing.T) {
+// loopback starts an embedded server listening on a loopback port (user
+// "u", password "p") and connects to it over TCP, as a client on another
+// host would; both are closed when the test ends.
+func loopback(t *testing.T) (*natslog.Server, *nats.Conn) {
+	t.Helper()
 	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", User: "u", Password: "p"})
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +49,18 @@ func TestAPI_AnswerSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
+	return srv, nc
+}
+
+// TestAPI_AnswerSizes sends answers of every size class through the
+// API's framing over a loopback connection: small ones in one message,
+// ones over the connection's maximum payload in parts, joined again
+// byte for byte; one over MaxReply is refused at once with the reason on
+// both sides, never left to time out. A slow answer comes after the
+// heartbeats sent meanwhile. A verb nobody answers fails once
+// NoRespondersWait has passed.
+func TestAPI_AnswerSizes(t *testing.T) {
+	srv, nc := loopback(t)
 	if nc.MaxPayload() != 1<<20 {
 		t.Fatalf("max payload %d, the sizes below assume 1 MiB", nc.MaxPayload())
 	}
@@ -127,16 +136,7 @@ func TestAPI_AnswerSizes(t *testing.T) {
 // the second is answered while the first still waits, and the first is
 // answered once released.
 func TestServe_SlowRequestHoldsUpNoOther(t *testing.T) {
-	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", User: "u", Password: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown() })
-	nc, err := natslog.Connect(srv.ClientURL(), nats.UserInfo("u", "p"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	srv, nc := loopback(t)
 	release, held := make(chan struct{}), make(chan struct{})
 	sub, err := Serve(srv.Conn(), "test.wait", func(ctx context.Context, data []byte) (any, error) {
 		var hold bool
@@ -184,16 +184,7 @@ func TestServe_SlowRequestHoldsUpNoOther(t *testing.T) {
 // until one subscribes (as a server's subscription reaches another
 // cluster node a moment after it is made), within NoRespondersWait.
 func TestCall_NoRespondersYet(t *testing.T) {
-	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", User: "u", Password: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown() })
-	nc, err := natslog.Connect(srv.ClientURL(), nats.UserInfo("u", "p"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	_, nc := loopback(t)
 	go func() {
 		time.Sleep(300 * time.Millisecond)
 		sub, err := Serve(nc, "late.verb", func(context.Context, []byte) (any, error) { return "here", nil }, t.Logf)

@@ -348,20 +348,7 @@ func (s *Service) CaughtUp(ctx context.Context) error {
 	if err := s.WaitIntake(ctx); err != nil {
 		return err
 	}
-	le, ok := s.Log.(interface {
-		LastEventSeq(context.Context) (uint64, error)
-	})
-	if !ok {
-		return nil
-	}
-	last, err := le.LastEventSeq(ctx)
-	if err != nil {
-		return err
-	}
-	if err := s.Store.WaitMoving(ctx, last, projections.StillFor); err != nil {
-		return fmt.Errorf("projection is behind the log: %w", err)
-	}
-	return nil
+	return s.Store.CatchUp(ctx, s.Log)
 }
 
 func (s *Service) Sessions(ctx context.Context, data []byte) (any, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/logbook-dev/logbook/projections"
 )
 
 // Stale marks an answer read from the projection as it stood while the
@@ -93,27 +95,7 @@ func (s *Service) readCaughtUp(ctx context.Context) (Stale, error) {
 		}
 		return Stale{LogUnavailableSince: &since, LogError: why, AsOfSeq: s.Store.Checkpoint()}, true
 	}
-	if st, ok := stale(); ok {
-		return st, nil
-	}
 	// The log may stop answering while CaughtUp waits on it: its own wait
 	// for a leader is far longer than a person waits for a list.
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.CaughtUp(cctx) }()
-	t := time.NewTicker(staleEvery)
-	defer t.Stop()
-	for {
-		select {
-		case err := <-done:
-			return Stale{}, err
-		case <-t.C:
-			if st, ok := stale(); ok {
-				cancel()
-				<-done
-				return st, nil
-			}
-		}
-	}
+	return projections.WaitUnless(ctx, staleEvery, s.CaughtUp, stale)
 }

@@ -146,17 +146,9 @@ func changesSettings(c Call) bool {
 	inDir := slices.Contains(strings.Split(strings.ToLower(c.Dir), "/"), settingsDir)
 	texts, _, raw := guardTexts(c)
 	for _, s := range append(texts, otherStrings(c, raw)...) {
-		s = strings.ToLower(strings.Map(func(r rune) rune {
-			switch r {
-			case '\'', '"', '\\':
-				return -1
-			}
-			return r
-		}, s))
+		s = unquoteLower(s)
 		dir, file := inDir, false
-		for _, w := range strings.FieldsFunc(s, func(r rune) bool {
-			return strings.ContainsRune(" \t\n\r;|&()<>=`", r)
-		}) {
+		for _, w := range shellFields(s) {
 			for _, comp := range strings.Split(w, "/") {
 				dir = dir || compMayName(comp, settingsDir)
 				for _, f := range settingsFiles {
@@ -253,6 +245,26 @@ const (
 	guardFile = PolicyFile
 )
 
+// unquoteLower returns s in lower case without the quotes and
+// backslashes a shell would take away: "'.Log'Book" is ".logbook".
+func unquoteLower(s string) string {
+	return strings.ToLower(strings.Map(func(r rune) rune {
+		switch r {
+		case '\'', '"', '\\':
+			return -1
+		}
+		return r
+	}, s))
+}
+
+// shellFields splits s into words at blanks and at the shell's operators
+// and redirections (;|&()<>=`).
+func shellFields(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool {
+		return strings.ContainsRune(" \t\n\r;|&()<>=`", r)
+	})
+}
+
 // namesPolicy reports whether shell text s may name Logbook's project
 // folder, a policy file or the data dir (dds: its path and its path
 // under the home directory, lower case). It errs on the side of yes:
@@ -263,13 +275,7 @@ const (
 // that is ".logbook" or "policy.toml" cut short around a variable
 // ("${d}book", "$p.toml") all count.
 func namesPolicy(s string, dds []string) bool {
-	s = strings.ToLower(strings.Map(func(r rune) rune {
-		switch r {
-		case '\'', '"', '\\':
-			return -1
-		}
-		return r
-	}, s))
+	s = unquoteLower(s)
 	if strings.Contains(s, guardFile) || strings.Contains(s, "logbook_data") {
 		return true
 	}
@@ -289,9 +295,7 @@ func namesPolicy(s string, dds []string) bool {
 		}
 		i += len("logbook")
 	}
-	for _, w := range strings.FieldsFunc(s, func(r rune) bool {
-		return strings.ContainsRune(" \t\n\r;|&()<>=`", r)
-	}) {
+	for _, w := range shellFields(s) {
 		for _, comp := range strings.Split(w, "/") {
 			if compNames(comp) {
 				return true

@@ -84,21 +84,13 @@ func (g *dataDirGlobs) namesAs(s, dir string, removes func([]string) bool) bool 
 	if g == nil {
 		return false
 	}
-	s = strings.ToLower(strings.Map(func(r rune) rune {
-		switch r {
-		case '\'', '"', '\\':
-			return -1
-		}
-		return r
-	}, s))
+	s = unquoteLower(s)
 	var words []shellWord
 	bases := map[string]bool{}
 	if dir != "" && strings.HasPrefix(dir, "/") {
 		bases[path.Clean(strings.ToLower(dir))] = true
 	}
-	fields := strings.FieldsFunc(s, func(r rune) bool {
-		return strings.ContainsRune(" \t\n\r;|&()<>=`", r)
-	})
+	fields := shellFields(s)
 	rm := removes(fields)
 	for _, w := range fields {
 		switch w {

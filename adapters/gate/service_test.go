@@ -52,19 +52,16 @@ func (l *countingLog) take() [][]string {
 	return b
 }
 
-// TestService_HookAndRuleInOneBatch: a gated hook whose verdict a rule
-// gives costs one append, the observation with the review's request and
-// verdict; a review sent to a person appends the observation with the
-// request; a redelivered hook appends nothing and answers the same.
-func TestService_HookAndRuleInOneBatch(t *testing.T) {
-	nl, _ := natslogtest.Start(t, natslog.FsyncAlways)
-	log := &countingLog{Log: nl}
+// newService returns a Service whose gate reads policy (a policy file's
+// text) from a folder of its own and whose hooks go to a Claude Code
+// ingester appending to log; the ingester is returned too.
+func newService(t *testing.T, log events.Log, policy string) (*Service, *claude.Ingester) {
+	t.Helper()
 	ing, err := claude.NewIngester(claude.IngestConfig{Log: log, Host: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	policy := "allow = [\"Bash(git status)\"]\ndeny = [\"Bash(rm -rf:*)\"]\nreview = [\"Bash(git push:*)\"]\n"
 	if err := os.WriteFile(filepath.Join(dir, PolicyFile), []byte(policy), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +75,18 @@ func TestService_HookAndRuleInOneBatch(t *testing.T) {
 		_, st, err := ing.HookThen(ctx, claude.Entry{ID: req.ID, Time: ulid.Time(id.Time()), Payload: []byte(req.Text)}, then)
 		return st, err
 	}}
+	return svc, ing
+}
+
+// TestService_HookAndRuleInOneBatch: a gated hook whose verdict a rule
+// gives costs one append, the observation with the review's request and
+// verdict; a review sent to a person appends the observation with the
+// request; a redelivered hook appends nothing and answers the same.
+func TestService_HookAndRuleInOneBatch(t *testing.T) {
+	nl, _ := natslogtest.Start(t, natslog.FsyncAlways)
+	log := &countingLog{Log: nl}
+	svc, ing := newService(t, log, "allow = [\"Bash(git status)\"]\ndeny = [\"Bash(rm -rf:*)\"]\nreview = [\"Bash(git push:*)\"]\n")
+	g := svc.Gate
 	sess := "9a7e0000-0000-4000-8000-0000000000bb"
 	hook := func(id, useID, command string) (Verdict, error) {
 		b, _ := json.Marshal(map[string]any{"session_id": sess, "transcript_path": "/nonexistent/b.jsonl", "cwd": "/tmp", "permission_mode": "default",
@@ -132,17 +141,7 @@ func TestService_HookAndRuleInOneBatch(t *testing.T) {
 		}
 		done <- v
 	}()
-	agg := events.Aggregate{Kind: events.KindSession, ID: sess}
-	for {
-		st, err := g.Sessions.State(t.Context(), agg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := st.PendingReview("toolu_4"); ok {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitPending(t, g, sess, "toolu_4")
 	if _, err := g.Answer(t.Context(), sess, "toolu_4", "allow", "ok", "person:a@h", ulid.Make().String()); err != nil {
 		t.Fatal(err)
 	}
@@ -172,24 +171,8 @@ func TestService_HookAndRuleInOneBatch(t *testing.T) {
 // review.decided in the log under the call's own review.
 func TestService_EachHookDecidedOnItsOwnCall(t *testing.T) {
 	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
-	ing, err := claude.NewIngester(claude.IngestConfig{Log: log, Host: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, PolicyFile), []byte("allow = [\"Bash(ls:*)\"]\ndeny = [\"Bash(rm:*)\"]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	g := &Gate{Sessions: ing.Sessions(), Log: log, Policies: &Policies{DataDir: dir}, Budget: time.Minute, Poll: 5 * time.Millisecond}
-	svc := &Service{Gate: g, Ingest: func(ctx context.Context, data []byte, then ingest.Then) (session.State, error) {
-		var req HookGateRequest
-		if err := json.Unmarshal(data, &req); err != nil {
-			return session.State{}, err
-		}
-		id := ulid.MustParseStrict(req.ID)
-		_, st, err := ing.HookThen(ctx, claude.Entry{ID: req.ID, Time: ulid.Time(id.Time()), Payload: []byte(req.Text)}, then)
-		return st, err
-	}}
+	svc, ing := newService(t, log, "allow = [\"Bash(ls:*)\"]\ndeny = [\"Bash(rm:*)\"]\n")
+	g := svc.Gate
 	payload := func(sess, event, useID, command string) []byte {
 		m := map[string]any{"session_id": sess, "transcript_path": "/nonexistent/c.jsonl", "cwd": "/tmp", "permission_mode": "default",
 			"hook_event_name": event, "tool_name": "Bash", "tool_input": map[string]any{"command": command}}

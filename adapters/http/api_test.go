@@ -34,32 +34,25 @@ func TestSessions_FiltersSortAndPages(t *testing.T) {
 	if got := ids(page.Sessions); !slices.Equal(got, []string{sid(5)}) {
 		t.Errorf("phase=ready: %v", got)
 	}
-	e.get("/v1/sessions?cwd=/home/user/", 200, &page)
-	if len(page.Sessions) != 7 {
-		t.Errorf("cwd prefix: %d sessions, want 7", len(page.Sessions))
-	}
-	e.get("/v1/sessions?cwd=/elsewhere", 200, &page)
-	if len(page.Sessions) != 0 {
-		t.Errorf("cwd elsewhere: %d sessions, want 0", len(page.Sessions))
-	}
-	e.get("/v1/sessions?parent=none&since=1h", 200, &page)
-	if len(page.Sessions) != 7 {
-		t.Errorf("parent=none since=1h: %d sessions, want 7", len(page.Sessions))
-	}
-	// Days and calendar days, as usage's since reads them.
-	for _, since := range []string{"2d", "2000-01-01", "2000-01-01T00:00:00Z"} {
-		e.get("/v1/sessions?parent=none&since="+since, 200, &page)
-		if len(page.Sessions) != 7 {
-			t.Errorf("parent=none since=%s: %d sessions, want 7", since, len(page.Sessions))
+	// How many sessions each filter keeps. Days and calendar days, as
+	// usage's since reads them.
+	for _, c := range []struct {
+		name, query string
+		want        int
+	}{
+		{"cwd prefix", "cwd=/home/user/", 7},
+		{"cwd elsewhere", "cwd=/elsewhere", 0},
+		{"parent=none since=1h", "parent=none&since=1h", 7},
+		{"parent=none since=2d", "parent=none&since=2d", 7},
+		{"parent=none since=2000-01-01", "parent=none&since=2000-01-01", 7},
+		{"parent=none since=2000-01-01T00:00:00Z", "parent=none&since=2000-01-01T00:00:00Z", 7},
+		{"since=2999-01-01", "parent=none&since=2999-01-01", 0},
+		{"stale=1h", "stale=1h", 0},
+	} {
+		e.get("/v1/sessions?"+c.query, 200, &page)
+		if len(page.Sessions) != c.want {
+			t.Errorf("%s: %d sessions, want %d", c.name, len(page.Sessions), c.want)
 		}
-	}
-	e.get("/v1/sessions?parent=none&since=2999-01-01", 200, &page)
-	if len(page.Sessions) != 0 {
-		t.Errorf("since=2999-01-01: %d sessions, want 0", len(page.Sessions))
-	}
-	e.get("/v1/sessions?stale=1h", 200, &page)
-	if len(page.Sessions) != 0 {
-		t.Errorf("stale=1h: %d sessions, want 0", len(page.Sessions))
 	}
 
 	// Paging, in id order and newest-updated first, sees each session once.

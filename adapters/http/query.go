@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,6 +165,20 @@ func intParam(s string, def, lo, hi int64, name string) (int64, error) {
 		return 0, fmt.Errorf("%w: %s %q: want a whole number from %d to %d", errBadRequest, name, s, lo, hi)
 	}
 	return n, nil
+}
+
+// window reads the two query parameters of a paged read: from, where
+// it starts (0 to 2^62, default 0), and count, how much it reads (1 to
+// most, default def). An error wraps errBadRequest and names the
+// parameter.
+func window(v url.Values, from, count string, def, most int64) (start, n int64, err error) {
+	if start, err = intParam(v.Get(from), 0, 0, 1<<62, from); err != nil {
+		return 0, 0, err
+	}
+	if n, err = intParam(v.Get(count), def, 1, most, count); err != nil {
+		return 0, 0, err
+	}
+	return start, n, nil
 }
 
 func (q sessionQuery) keep(s SessionSummary, now time.Time) bool {
@@ -325,26 +340,6 @@ func decodeCursor(c string) ([2]string, error) {
 	return k, nil
 }
 
-// caughtUp waits (at most 5 s) until the projection has applied every
-// event the log holds now, when the log can say which is its last event
-// (natslog.Log.LastEventSeq); else it returns at once.
-func (s *Server) caughtUp(ctx context.Context) error {
-	le, ok := s.log.(interface {
-		LastEventSeq(context.Context) (uint64, error)
-	})
-	if !ok {
-		return nil
-	}
-	last, err := le.LastEventSeq(ctx)
-	if err != nil {
-		return err
-	}
-	if err := s.store.WaitMoving(ctx, last, projections.StillFor); err != nil {
-		return fmt.Errorf("projection is behind the log: %w", err)
-	}
-	return nil
-}
-
 // waitSeq waits, when the request asks with ?min_seq=N, until the
 // projection has applied sequence N (while it moves; StillFor without
 // progress is an error), so a client that saw
@@ -501,13 +496,7 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: this server reads no command output", errUnavailable))
 		return
 	}
-	v := r.URL.Query()
-	off, err := intParam(v.Get("offset"), 0, 0, 1<<62, "offset")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	length, err := intParam(v.Get("length"), defaultOutputLength, 1, maxOutputLength, "length")
+	off, length, err := window(r.URL.Query(), "offset", "length", defaultOutputLength, maxOutputLength)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -622,13 +611,7 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request) {
 // ?limit=N (default 100, most 1000), in sequence order; next is the
 // sequence to pass as after for the following page.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	v := r.URL.Query()
-	after, err := intParam(v.Get("after"), 0, 0, 1<<62, "after")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	limit, err := intParam(v.Get("limit"), defaultLimit, 1, maxLimit, "limit")
+	after, limit, err := window(r.URL.Query(), "after", "limit", defaultLimit, maxLimit)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/logbook-dev/logbook/projections"
 )
 
 // Response headers of a read answered from the projection as it stood
@@ -29,14 +31,14 @@ type staleMark struct {
 // waits for the projection.
 const staleEvery = 100 * time.Millisecond
 
-// readCaughtUp is caughtUp for a GET, which only reads: while
+// readCaughtUp is Store.CatchUp for a GET, which only reads: while
 // Config.LogState says the log does not answer (now, or from some time
 // during the wait) it returns at once, with the headers of a stale
 // answer set on w and the mark to put in the answer's body. Any other
-// request, or a server without LogState, waits as caughtUp does.
+// request, or a server without LogState, waits as Store.CatchUp does.
 func (s *Server) readCaughtUp(w http.ResponseWriter, r *http.Request) (staleMark, error) {
 	if s.cfg.LogState == nil || r.Method != http.MethodGet {
-		return staleMark{}, s.caughtUp(r.Context())
+		return staleMark{}, s.store.CatchUp(r.Context(), s.log)
 	}
 	stale := func() (staleMark, bool) {
 		since, _ := s.cfg.LogState()
@@ -48,25 +50,5 @@ func (s *Server) readCaughtUp(w http.ResponseWriter, r *http.Request) (staleMark
 		w.Header().Set(HeaderAsOfSeq, strconv.FormatUint(m.AsOfSeq, 10))
 		return m, true
 	}
-	if m, ok := stale(); ok {
-		return m, nil
-	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.caughtUp(ctx) }()
-	t := time.NewTicker(staleEvery)
-	defer t.Stop()
-	for {
-		select {
-		case err := <-done:
-			return staleMark{}, err
-		case <-t.C:
-			if m, ok := stale(); ok {
-				cancel()
-				<-done
-				return m, nil
-			}
-		}
-	}
+	return projections.WaitUnless(r.Context(), staleEvery, func(ctx context.Context) error { return s.store.CatchUp(ctx, s.log) }, stale)
 }

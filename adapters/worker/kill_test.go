@@ -27,6 +27,29 @@ const (
 	helperPass = "LOGBOOK_TEST_WORKER_PASSWORD"
 )
 
+// startHelperWorker starts TestHelperWorker in a child process of its
+// own: a worker on e's server, as another "logbook worker" on this host
+// would be. The child is killed when the test ends; its output is logged
+// if the test failed.
+func (e *testEnv) startHelperWorker(t *testing.T) *exec.Cmd {
+	t.Helper()
+	var logs bytes.Buffer
+	child := exec.Command(os.Args[0], "-test.run=^TestHelperWorker$", "-test.v")
+	child.Env = append(os.Environ(), helperURL+"="+e.srv.ClientURL(), helperUser+"="+e.user, helperPass+"="+e.pw)
+	child.Stdout, child.Stderr = &logs, &logs
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		child.Process.Kill()
+		child.Wait()
+		if t.Failed() {
+			t.Logf("helper worker:\n%s", logs.String())
+		}
+	})
+	return child
+}
+
 // TestHelperWorker is not a test: run as a child process by
 // TestWorker_KilledWorker, it is a worker of its own connected to the
 // parent's server over TCP, and runs until it is killed.
@@ -67,20 +90,7 @@ func TestWorker_KilledWorker(t *testing.T) {
 		t.Log("no bubblewrap: the command runs in full_access")
 		mode = events.ModeFullAccess
 	}
-	var logs bytes.Buffer
-	child := exec.Command(os.Args[0], "-test.run=^TestHelperWorker$", "-test.v")
-	child.Env = append(os.Environ(), helperURL+"="+e.srv.ClientURL(), helperUser+"="+e.user, helperPass+"="+e.pw)
-	child.Stdout, child.Stderr = &logs, &logs
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		child.Process.Kill()
-		child.Wait()
-		if t.Failed() {
-			t.Logf("helper worker:\n%s", logs.String())
-		}
-	}()
+	child := e.startHelperWorker(t)
 	var victim Identity
 	e.waitFor("helper worker registered", func() bool {
 		ws, _ := e.client.Workers(t.Context())

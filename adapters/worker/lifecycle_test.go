@@ -1,12 +1,9 @@
 package worker
 
 import (
-	"bytes"
 	"fmt"
-	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,6 +15,7 @@ import (
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
 	"github.com/logbook-dev/logbook/reducers/session"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // uniqueSleep returns a sleep argument no other process uses, to find the
@@ -186,20 +184,7 @@ func TestWorker_KilledWorkersTreeDies(t *testing.T) {
 	// id) before it records the abandonment.
 	e := newEnv(t, true)
 	token := uniqueSleep(t)
-	var logs bytes.Buffer
-	child := exec.Command(os.Args[0], "-test.run=^TestHelperWorker$", "-test.v")
-	child.Env = append(os.Environ(), helperURL+"="+e.srv.ClientURL(), helperUser+"="+e.user, helperPass+"="+e.pw)
-	child.Stdout, child.Stderr = &logs, &logs
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		child.Process.Kill()
-		child.Wait()
-		if t.Failed() {
-			t.Logf("helper worker:\n%s", logs.String())
-		}
-	}()
+	child := e.startHelperWorker(t)
 	e.waitFor("helper worker registered", func() bool { ws, _ := e.client.Workers(t.Context()); return len(ws) == 1 })
 	escaper := uniqueSleep(t)
 	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", `setsid sleep "$1" & sleep "$0" & sleep "$0" & wait`, token, escaper))

@@ -6,6 +6,8 @@
 package projectionstest
 
 import (
+	"math/rand/v2"
+	"testing"
 	"time"
 
 	"pgregory.net/rapid"
@@ -31,6 +33,18 @@ func NewHistory(start time.Time) *History { return synth.NewHistory(start) }
 // sessions (synth.Generate).
 func Generate(r Rand, steps, sessions int) (*History, error) {
 	return synth.Generate(r, steps, sessions)
+}
+
+// Seeded returns the history Generate makes of about steps inputs over at
+// most sessions sessions, drawn from a PCG source seeded with (seed,
+// stream): the same history on every run. An error fails t.
+func Seeded(t testing.TB, seed, stream uint64, steps, sessions int) *History {
+	t.Helper()
+	h, err := Generate(rand.New(rand.NewPCG(seed, stream)), steps, sessions)
+	if err != nil {
+		t.Fatalf("generate history: %v", err)
+	}
+	return h
 }
 
 // Seq yields recs in order with no error: a log read held in memory

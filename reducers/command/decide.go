@@ -178,9 +178,7 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		if s.Status != StatusRequested {
 			return nil, refuse("start", s)
 		}
-		d := newDecider(s, c.At, c.Cause)
-		d.emit(events.CommandStarted{Worker: c.Worker, Host: c.Host})
-		return d.out, nil
+		return emitOne(s, c.At, c.Cause, events.CommandStarted{Worker: c.Worker, Host: c.Host}), nil
 	case Run:
 		if c.Worker == "" || c.Pid <= 0 {
 			return nil, invalid("run", s, "worker %q and pid %d: both are required", c.Worker, c.Pid)
@@ -194,9 +192,7 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		if s.Pid != 0 {
 			return nil, rejectf("run", s, "already runs as pid %d", s.Pid)
 		}
-		d := newDecider(s, c.At, c.Cause)
-		d.emit(events.CommandRunning{Pid: c.Pid, ProcStart: c.ProcStart, Boot: c.Boot, Cgroup: c.Cgroup})
-		return d.out, nil
+		return emitOne(s, c.At, c.Cause, events.CommandRunning{Pid: c.Pid, ProcStart: c.ProcStart, Boot: c.Boot, Cgroup: c.Cgroup}), nil
 	case Background:
 		if c.AfterMS < 0 {
 			return nil, invalid("background", s, "negative wait %d ms", c.AfterMS)
@@ -207,9 +203,7 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		if s.Background {
 			return nil, rejectf("background", s, "is already in the background")
 		}
-		d := newDecider(s, c.At, c.Cause)
-		d.emit(events.CommandBackgrounded{AfterMS: c.AfterMS})
-		return d.out, nil
+		return emitOne(s, c.At, c.Cause, events.CommandBackgrounded{AfterMS: c.AfterMS}), nil
 	case WriteStdin:
 		if c.Bytes < 1 {
 			return nil, invalid("write stdin", s, "%d bytes: want at least 1", c.Bytes)
@@ -220,9 +214,7 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		if s.Status != StatusStarted {
 			return nil, refuse("write stdin", s)
 		}
-		d := newDecider(s, c.At, c.Cause)
-		d.emit(events.CommandStdinWritten{Bytes: c.Bytes, SHA256: c.SHA256})
-		return d.out, nil
+		return emitOne(s, c.At, c.Cause, events.CommandStdinWritten{Bytes: c.Bytes, SHA256: c.SHA256}), nil
 	case Stop:
 		if c.By == "" {
 			return nil, invalid("stop", s, "no requester (By)")
@@ -264,9 +256,7 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		if worker != s.Worker {
 			return nil, rejectf("abandon", s, "was started by worker %s, not %s", s.Worker, worker)
 		}
-		d := newDecider(s, c.At, c.Cause)
-		d.emit(events.CommandAbandoned{Reason: c.Reason, Worker: worker})
-		return d.out, nil
+		return emitOne(s, c.At, c.Cause, events.CommandAbandoned{Reason: c.Reason, Worker: worker}), nil
 	case Refuse:
 		if c.Reason == "" {
 			return nil, invalid("refuse", s, "no reason")
@@ -275,9 +265,7 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		if s.Status != StatusRequested && !startedOnly {
 			return nil, refuse("refuse", s)
 		}
-		d := newDecider(s, c.At, c.Cause)
-		d.emit(events.CommandRefused{Reason: c.Reason})
-		return d.out, nil
+		return emitOne(s, c.At, c.Cause, events.CommandRefused{Reason: c.Reason}), nil
 	case Evict:
 		if c.By == "" || c.By == s.ID {
 			return nil, invalid("evict", s, "evicting command %q: want another command's id", c.By)
@@ -441,6 +429,14 @@ func newDecider(s State, at time.Time, cause events.Cause) *decider {
 		d.cause = &cause
 	}
 	return d
+}
+
+// emitOne returns the decision of the single event p on s, at at for
+// cause.
+func emitOne(s State, at time.Time, cause events.Cause, p events.Payload) []events.Envelope {
+	d := newDecider(s, at, cause)
+	d.emit(p)
+	return d.out
 }
 
 func (d *decider) emit(p events.Payload) {

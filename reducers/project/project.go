@@ -94,7 +94,7 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 		if err := ValidKey(c.Key); err != nil {
 			return nil, fmt.Errorf("add project %s: %w", s.ID, err)
 		}
-		return one(events.ProjectAdded{Name: c.Name, Key: c.Key, Path: c.Path, Trunk: c.Trunk}, c.At, c.Cause), nil
+		return events.One(events.ProjectAdded{Name: c.Name, Key: c.Key, Path: c.Path, Trunk: c.Trunk}, c.At, c.Cause), nil
 	case ReserveKey:
 		if !s.Exists() {
 			return nil, fmt.Errorf("reserve key in project %s: %w: no such project", s.ID, events.ErrNotFound)
@@ -106,15 +106,10 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reserve key in project %s: %w", s.ID, err)
 		}
-		return one(events.ProjectKeyReserved{Workspace: c.Workspace, Key: key}, c.At, c.Cause), nil
+		return events.One(events.ProjectKeyReserved{Workspace: c.Workspace, Key: key}, c.At, c.Cause), nil
 	default:
 		return nil, fmt.Errorf("%w: unknown project command %T", events.ErrRejected, cmd)
 	}
-}
-
-func one(p events.Payload, at time.Time, cause events.Cause) events.Decision {
-	c := cause
-	return events.Decision{{Type: p.EventType(), V: 1, Data: p, At: at, Cause: &c}}
 }
 
 // Evolve returns s after e. Events of other aggregates leave s unchanged;

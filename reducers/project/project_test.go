@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/reducertest"
 )
 
 var (
@@ -17,24 +18,10 @@ var (
 // apply decides cmd on s and folds the result.
 func apply(t *testing.T, s State, cmd Command) (State, events.Decision) {
 	t.Helper()
-	d, err := Decide(s, cmd)
-	if err != nil {
-		t.Fatalf("decide %T: %v", cmd, err)
-	}
-	for i, e := range d {
-		e.Agg = events.Aggregate{Kind: events.KindProject, ID: s.ID}
-		e.Ver = s.Ver + uint64(i) + 1
-		if err := events.NewRegistry().Validate(withID(e)); err != nil {
-			t.Fatalf("event %d: %v", i, err)
-		}
-		s = Evolve(s, e)
-	}
-	return s, d
-}
-
-func withID(e events.Envelope) events.Envelope {
-	e.ID[0] = 1
-	return e
+	return reducertest.Aggregate[State, Command]{
+		Kind: events.KindProject, Reg: events.NewRegistry(), Decide: Decide, Evolve: Evolve,
+		Pos: func(s State) (string, uint64) { return s.ID, s.Ver },
+	}.Apply(t, s, cmd)
 }
 
 func TestSlug(t *testing.T) {

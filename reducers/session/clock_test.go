@@ -34,21 +34,7 @@ func (h *history) hookAt(key string, recv time.Time, sigs ...events.Sig) []event
 
 func (h *history) observeAt(p events.Payload, at time.Time) []events.Envelope {
 	h.t.Helper()
-	obs := events.NewRegistry().New(p)
-	obs.At = at
-	obs = h.stamp(obs)
-	decs, err := session.Decide(h.s, session.Observe{Obs: obs})
-	if err != nil {
-		h.t.Fatalf("decide: %v", err)
-	}
-	if len(decs) == 0 && h.s.Seen(mustObs(obs)) {
-		return nil
-	}
-	h.apply(obs)
-	for _, d := range decs {
-		h.apply(h.stamp(d))
-	}
-	return decs
+	return h.record(p, at, false, false)
 }
 
 // tickQ observes a reconciler tick at now with abandon-after after and a
@@ -61,21 +47,7 @@ func (h *history) tickQ(now time.Time, after, quiet time.Duration) []events.Enve
 		Now: now, LastObserved: h.s.ObservedAt, LastRef: h.s.ObservedRef, LastReceived: h.s.ReceivedAt,
 		AbandonAfter: after.Milliseconds(), QuietMS: quiet.Milliseconds(), ClockOffsetMS: h.s.ClockOffsetMS,
 	}}
-	obs := events.NewRegistry().New(events.TickObserved{Observation: o})
-	obs.At = now
-	obs = h.stamp(obs)
-	decs, err := session.Decide(h.s, session.Observe{Obs: obs})
-	if err != nil {
-		h.t.Fatalf("decide tick: %v", err)
-	}
-	if len(decs) == 0 {
-		return nil
-	}
-	h.apply(obs)
-	for _, d := range decs {
-		h.apply(h.stamp(d))
-	}
-	return decs
+	return h.record(events.TickObserved{Observation: o}, now, true, false)
 }
 
 // TestDecide_StaleOnServerClock: staleness is judged on the server's

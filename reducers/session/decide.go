@@ -947,6 +947,20 @@ func (d *decider) toolUse(sig events.Sig) {
 	d.working(activity, sig.ID)
 }
 
+// answerReview decides the open review id from the user's answer that
+// sig (a tool result) carries: refused by the person sig.By names,
+// rejected by the user, or else approved, for the reason approved.
+func (d *decider) answerReview(id string, sig events.Sig, approved string) {
+	switch {
+	case sig.Status == events.OutcomeRejected && sig.By != "":
+		d.refuseReview(id, sig)
+	case sig.Status == events.OutcomeRejected:
+		d.decideReview(id, events.ReviewRejected, "rejected by the user")
+	default:
+		d.decideReview(id, events.ReviewApproved, approved)
+	}
+}
+
 func (d *decider) toolResult(sig events.Sig) {
 	id := sig.ID
 	if id == "" && sig.Name != "" {
@@ -957,13 +971,7 @@ func (d *decider) toolResult(sig events.Sig) {
 		// already answered (a fail-closed deny), so no verdict was made.
 		d.decideReview(id, events.ReviewUnavailable, "the agent reported the call's result ("+or(sig.Status, events.OutcomeOK)+") before a verdict: the hook had answered without one")
 	} else if contains(d.s.OpenReviews, id) {
-		if sig.Status == events.OutcomeRejected && sig.By != "" {
-			d.refuseReview(id, sig)
-		} else if sig.Status == events.OutcomeRejected {
-			d.decideReview(id, events.ReviewRejected, "rejected by the user")
-		} else {
-			d.decideReview(id, events.ReviewApproved, "approved by the user")
-		}
+		d.answerReview(id, sig, "approved by the user")
 	}
 	if i := d.s.entry(id); i >= 0 && d.s.Entries[i].Lane == events.LaneMain {
 		// A permission dialog that named no call (review "gate-" and its
@@ -974,13 +982,7 @@ func (d *decider) toolResult(sig events.Sig) {
 			if _, gate := d.s.PendingReview(r); r == id || gate || !strings.HasPrefix(r, "gate-") {
 				continue
 			}
-			if sig.Status == events.OutcomeRejected && sig.By != "" {
-				d.refuseReview(r, sig)
-			} else if sig.Status == events.OutcomeRejected {
-				d.decideReview(r, events.ReviewRejected, "rejected by the user")
-			} else {
-				d.decideReview(r, events.ReviewApproved, "approved by the user: the agent went on")
-			}
+			d.answerReview(r, sig, "approved by the user: the agent went on")
 		}
 	}
 	closed := d.s.entry(id) >= 0

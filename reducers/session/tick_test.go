@@ -15,30 +15,12 @@ import (
 // recorded time, so the decision is the same on every re-derivation.
 func (h *history) tick(now time.Time, after time.Duration, check *events.ProcessCheck) []events.Envelope {
 	h.t.Helper()
-	reg := events.NewRegistry()
 	h.n++
 	key := fmt.Sprintf("tick:%d", h.n)
 	o := events.Observation{Key: key, Parser: "logbook-reconciler/1", Kind: "tick", Tick: &events.Tick{
 		Now: now, LastObserved: h.s.ObservedAt, AbandonAfter: after.Milliseconds(), Check: check,
 	}}
-	obs := reg.New(events.TickObserved{Observation: o})
-	obs.At = now
-	obs = h.stamp(obs)
-	decs, err := session.Decide(h.s, session.Observe{Obs: obs})
-	if err != nil {
-		h.t.Fatalf("decide tick: %v", err)
-	}
-	if len(decs) == 0 {
-		return nil // a tick that decides nothing is not stored
-	}
-	h.apply(obs)
-	for _, d := range decs {
-		if err := validate(reg, h.stamp(d)); err != nil {
-			h.t.Fatalf("decided invalid event: %v", err)
-		}
-		h.apply(h.stamp(d))
-	}
-	return decs
+	return h.record(events.TickObserved{Observation: o}, now, true, true)
 }
 
 // hookFrom observes a hook payload that ran under process p.

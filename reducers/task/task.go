@@ -117,7 +117,7 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 		if c.Workspace == "" || c.Parent == "" {
 			return nil, fmt.Errorf("delegate task %s: %w: workspace and parent session are required", s.ID, events.ErrRejected)
 		}
-		return one(events.TaskDelegated{Workspace: c.Workspace, Parent: c.Parent, Title: c.Title}, c.At, c.Cause), nil
+		return events.One(events.TaskDelegated{Workspace: c.Workspace, Parent: c.Parent, Title: c.Title}, c.At, c.Cause), nil
 	case Observe:
 		if c.Session == "" || c.Session == s.Parent || c.At.Before(s.DelegatedAt) ||
 			!c.ArchivedAt.IsZero() && !c.At.Before(c.ArchivedAt) {
@@ -125,11 +125,11 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 		}
 		switch s.Status {
 		case StatusDelegated:
-			return one(events.TaskRunning{Session: c.Session}, c.At, c.Cause), nil
+			return events.One(events.TaskRunning{Session: c.Session}, c.At, c.Cause), nil
 		case StatusInterrupted:
 			// Seen again: activity of its session after the interruption.
 			if c.Session == s.Session && c.At.After(s.UpdatedAt) {
-				return one(events.TaskResumed{Session: c.Session}, c.At, c.Cause), nil
+				return events.One(events.TaskResumed{Session: c.Session}, c.At, c.Cause), nil
 			}
 		}
 		return nil, nil
@@ -141,20 +141,15 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 		if c.Failed {
 			outcome = StatusFailed
 		}
-		return one(events.TaskEnded{Session: c.Session, Outcome: outcome, Reason: c.Reason}, c.At, c.Cause), nil
+		return events.One(events.TaskEnded{Session: c.Session, Outcome: outcome, Reason: c.Reason}, c.At, c.Cause), nil
 	case Interrupt:
 		if s.Status != StatusRunning && s.Status != StatusResumed {
 			return nil, nil
 		}
-		return one(events.TaskInterrupted{Reason: c.Reason}, c.At, c.Cause), nil
+		return events.One(events.TaskInterrupted{Reason: c.Reason}, c.At, c.Cause), nil
 	default:
 		return nil, fmt.Errorf("%w: unknown task command %T", events.ErrRejected, cmd)
 	}
-}
-
-func one(p events.Payload, at time.Time, cause events.Cause) events.Decision {
-	c := cause
-	return events.Decision{{Type: p.EventType(), V: 1, Data: p, At: at, Cause: &c}}
 }
 
 // Evolve returns s after e. It only applies facts and never fails;

@@ -247,7 +247,7 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 		if err := ValidName(c.Name); err != nil {
 			return nil, fmt.Errorf("reserve workspace %s: %w", s.ID, err)
 		}
-		return one(events.WorkspaceReserved{
+		return events.One(events.WorkspaceReserved{
 			Project: c.Project, Name: c.Name, Key: c.Key, Path: c.Path, Branch: c.Branch, Base: c.Base,
 			OwnedBy: c.OwnedBy, NamedBy: c.NamedBy, Placeholder: c.Placeholder, Runner: c.Runner,
 		}, c.At, c.Cause), nil
@@ -258,7 +258,7 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 		if s.Runner == c.Runner {
 			return nil, nil
 		}
-		return one(events.WorkspaceResumed{Runner: c.Runner, Was: s.Runner}, c.At, c.Cause), nil
+		return events.One(events.WorkspaceResumed{Runner: c.Runner, Was: s.Runner}, c.At, c.Cause), nil
 	case Step:
 		if s.Status != StatusInitializing {
 			return nil, fmt.Errorf("workspace %s: %w: it is %s, no longer initializing", s.ID, events.ErrRejected, s.Status)
@@ -269,7 +269,7 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 		if runnerOf(c.Event) != c.Runner {
 			return nil, fmt.Errorf("workspace %s: %w: step %T of runner %q", s.ID, events.ErrRejected, c.Event, runnerOf(c.Event))
 		}
-		return one(c.Event, c.At, c.Cause), nil
+		return events.One(c.Event, c.At, c.Cause), nil
 	case Rename:
 		if s.Gone() {
 			return nil, fmt.Errorf("rename workspace %s: %w: it is %s", s.ID, events.ErrRejected, s.Status)
@@ -286,7 +286,7 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 		if c.Name == s.Name && c.Branch == s.Branch && c.NamedBy == s.NamedBy && !s.Placeholder {
 			return nil, nil
 		}
-		return one(events.WorkspaceRenamed{Name: c.Name, Branch: c.Branch, NamedBy: c.NamedBy, Session: c.Session}, c.At, c.Cause), nil
+		return events.One(events.WorkspaceRenamed{Name: c.Name, Branch: c.Branch, NamedBy: c.NamedBy, Session: c.Session}, c.At, c.Cause), nil
 	case Archive:
 		if s.Gone() {
 			return nil, nil
@@ -298,7 +298,7 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 		if c.As == events.ByPerson {
 			by = ""
 		}
-		return one(events.WorkspaceArchiving{By: by, ByKind: c.As}, c.At, c.Cause), nil
+		return events.One(events.WorkspaceArchiving{By: by, ByKind: c.As}, c.At, c.Cause), nil
 	case FinishArchive:
 		if s.Status == StatusArchived {
 			return nil, nil
@@ -306,7 +306,7 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 		if s.Status != StatusArchiving {
 			return nil, fmt.Errorf("finish archive of workspace %s: %w: it is %s", s.ID, events.ErrRejected, s.Status)
 		}
-		return one(events.WorkspaceArchived{}, c.At, c.Cause), nil
+		return events.One(events.WorkspaceArchived{}, c.At, c.Cause), nil
 	case Clean:
 		if s.Status != StatusArchived {
 			return nil, fmt.Errorf("clean workspace %s: %w: it is %s", s.ID, events.ErrRejected, s.Status)
@@ -315,9 +315,9 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 			if s.Cleanup == CleanupDone {
 				return nil, nil
 			}
-			return one(events.WorkspaceCleaned{}, c.At, c.Cause), nil
+			return events.One(events.WorkspaceCleaned{}, c.At, c.Cause), nil
 		}
-		return one(events.WorkspaceCleanupFailed{Step: c.Step, Reason: c.Err}, c.At, c.Cause), nil
+		return events.One(events.WorkspaceCleanupFailed{Step: c.Step, Reason: c.Err}, c.At, c.Cause), nil
 	default:
 		return nil, fmt.Errorf("%w: unknown workspace command %T", events.ErrRejected, cmd)
 	}
@@ -341,11 +341,6 @@ func runnerOf(p events.Payload) string {
 		return d.Runner
 	}
 	return ""
-}
-
-func one(p events.Payload, at time.Time, cause events.Cause) events.Decision {
-	c := cause
-	return events.Decision{{Type: p.EventType(), V: 1, Data: p, At: at, Cause: &c}}
 }
 
 // Evolve returns s after e. It only applies facts and never fails;

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/reducertest"
 )
 
 var (
@@ -21,24 +22,10 @@ var (
 // returns the state and the event types; it fails on a refusal.
 func run(t *testing.T, s State, cmds ...Command) (State, []string) {
 	t.Helper()
-	var types []string
-	for _, cmd := range cmds {
-		d, err := Decide(s, cmd)
-		if err != nil {
-			t.Fatalf("decide %T: %v", cmd, err)
-		}
-		for _, e := range d {
-			e.Agg = events.Aggregate{Kind: events.KindWorkspace, ID: s.ID}
-			e.Ver = s.Ver + 1
-			e.ID[0] = byte(e.Ver)
-			if err := reg.Validate(e); err != nil {
-				t.Fatalf("%T: %v", cmd, err)
-			}
-			types = append(types, e.Type)
-			s = Evolve(s, e)
-		}
-	}
-	return s, types
+	return reducertest.Aggregate[State, Command]{
+		Kind: events.KindWorkspace, Reg: reg, Decide: Decide, Evolve: Evolve,
+		Pos: func(s State) (string, uint64) { return s.ID, s.Ver },
+	}.Run(t, s, cmds...)
 }
 
 func reserve(owner string) Reserve {

@@ -131,26 +131,20 @@ func (c Command) Static() bool {
 
 // Text returns the command as words joined by spaces: the values when
 // static, the readings (with Wild and WildPart) otherwise.
-func (c Command) Text() string {
-	var b strings.Builder
-	for i, w := range c.Args {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(w.Reading)
-	}
-	return b.String()
-}
+func (c Command) Text() string { return c.join(func(w Word) string { return w.Reading }) }
 
 // Value returns the command's values joined by spaces: what an allow
 // pattern is matched against when the command is Static.
-func (c Command) Value() string {
+func (c Command) Value() string { return c.join(func(w Word) string { return w.Value }) }
+
+// join returns part of each of the command's words, joined by spaces.
+func (c Command) join(part func(Word) string) string {
 	var b strings.Builder
 	for i, w := range c.Args {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(w.Value)
+		b.WriteString(part(w))
 	}
 	return b.String()
 }
@@ -1181,35 +1175,26 @@ func globReading(v string, one bool) string {
 
 // unescape removes the backslashes of unquoted text as bash's quote
 // removal does: "\\c" is c.
-func unescape(v string) string {
-	if !strings.Contains(v, `\`) {
-		return v
-	}
-	var b strings.Builder
-	for i := 0; i < len(v); i++ {
-		if v[i] == '\\' && i+1 < len(v) {
-			i++
-			if v[i] == '\n' {
-				continue // a line continuation the parser kept
-			}
-		}
-		b.WriteByte(v[i])
-	}
-	return b.String()
-}
+func unescape(v string) string { return dropBackslashes(v, "") }
 
 // unescapeDouble removes the backslashes bash removes inside double
 // quotes: before $, `, ", \ (a backslash-newline the parser dropped).
-func unescapeDouble(v string) string {
+func unescapeDouble(v string) string { return dropBackslashes(v, "$`\"\\\n") }
+
+// dropBackslashes removes each backslash of v that comes before one of
+// the bytes of before (before any byte when before is empty), keeping
+// that byte; a backslash-newline, a line continuation the parser kept,
+// goes whole.
+func dropBackslashes(v, before string) string {
 	if !strings.Contains(v, `\`) {
 		return v
 	}
 	var b strings.Builder
 	for i := 0; i < len(v); i++ {
-		if v[i] == '\\' && i+1 < len(v) && strings.IndexByte("$`\"\\\n", v[i+1]) >= 0 {
+		if v[i] == '\\' && i+1 < len(v) && (before == "" || strings.IndexByte(before, v[i+1]) >= 0) {
 			i++
 			if v[i] == '\n' {
-				continue // a line continuation the parser kept
+				continue
 			}
 		}
 		b.WriteByte(v[i])
