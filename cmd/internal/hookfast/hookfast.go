@@ -13,7 +13,7 @@
 // checked but not cut: the cut records the original's SHA-256, and this
 // binary links no crypto; serve's drain cuts it as logbook would. A server that does not listen on the socket (a reader, an
 // older logbook) gets the payload from `logbook hook claude`. Everything
-// else (a payload it cannot use, --nats-url, --creds, a gate, or any flag
+// else (a payload it cannot use, --nats-url, --creds, $LOGBOOK_SOCKET, a gate, or any flag
 // it does not know) it hands to `logbook hook claude` with the same
 // arguments and payload, so the two behave the same. When it cannot run
 // logbook (neither beside this binary nor on $PATH) it keeps the promises
@@ -151,7 +151,7 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 	if len(payload) > maxPayload {
 		return handOver(args, payload, stderr, logbook, fmt.Errorf("payload over %d MiB refused", maxPayload>>20))
 	}
-	if !ok || os.Getenv("LOGBOOK_NATS_URL") != "" || os.Getenv("LOGBOOK_CREDS") != "" {
+	if !ok || os.Getenv("LOGBOOK_NATS_URL") != "" || os.Getenv("LOGBOOK_CREDS") != "" || (data == "" && os.Getenv("LOGBOOK_SOCKET") != "") {
 		return handOver(args, payload, stderr, logbook, nil)
 	}
 	prepared, err := hookspool.PrepareHook(payload, nil)
