@@ -293,3 +293,37 @@ func TestSystemMode(t *testing.T) {
 		}
 	})
 }
+
+// TestSocketPath: which socket a command asks, by the precedence the
+// README states: --socket; else none when --data, --nats-url or --creds
+// is given; else $LOGBOOK_SOCKET ($LOGBOOK_DATA aside); a directory names
+// the socket in it. --socket with --data is a usage error.
+func TestSocketPath(t *testing.T) {
+	dir := t.TempDir()
+	inDir := filepath.Join(dir, api.SystemSocketName)
+	for _, c := range []struct {
+		name string
+		g    globals
+		env  string
+		want string
+	}{
+		{"flag", globals{socket: "/s/a.sock"}, "/s/b.sock", "/s/a.sock"},
+		{"flag wins over data", globals{socket: "/s/a.sock", data: "/d"}, "", "/s/a.sock"},
+		{"env", globals{}, "/s/b.sock", "/s/b.sock"},
+		{"env under data", globals{data: "/d"}, "/s/b.sock", ""},
+		{"env under nats-url", globals{natsURL: "nats://x"}, "/s/b.sock", ""},
+		{"env under creds", globals{credsPath: "/c.json"}, "/s/b.sock", ""},
+		{"dir", globals{}, dir, inDir},
+		{"none", globals{}, "", ""},
+	} {
+		t.Setenv("LOGBOOK_SOCKET", c.env)
+		t.Setenv("LOGBOOK_DATA", "/elsewhere")
+		if got := c.g.socketPath(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	g := globals{socket: "/s/a.sock", data: "/d"}
+	if _, err := socketCaller(&g, g.socketPath()); exitCode(err) != codeUsage {
+		t.Errorf("--socket with --data: %v, want a usage error", err)
+	}
+}
