@@ -3,6 +3,9 @@
 // the server, the store, the metrics or the command line it does not use,
 // so that its start-up costs a few milliseconds, not tens.
 //
+// With $LOGBOOK_SOCKET and no --data it sends the payload to that serve's
+// system socket instead, with no spool (viaSystem).
+//
 // It handles a payload on the data dir's own server: with nothing waiting
 // in the spool it sends the payload to the server's hook socket
 // (adapters/hooksock, <data dir>/hook.sock) and exits once the server
@@ -13,7 +16,7 @@
 // checked but not cut: the cut records the original's SHA-256, and this
 // binary links no crypto; serve's drain cuts it as logbook would. A server that does not listen on the socket (a reader, an
 // older logbook) gets the payload from `logbook hook claude`. Everything
-// else (a payload it cannot use, --nats-url, --creds, $LOGBOOK_SOCKET, a gate, or any flag
+// else (a payload it cannot use, --nats-url, --creds, a gate, or any flag
 // it does not know) it hands to `logbook hook claude` with the same
 // arguments and payload, so the two behave the same. When it cannot run
 // logbook (neither beside this binary nor on $PATH) it keeps the promises
@@ -151,8 +154,11 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 	if len(payload) > maxPayload {
 		return handOver(args, payload, stderr, logbook, fmt.Errorf("payload over %d MiB refused", maxPayload>>20))
 	}
-	if !ok || os.Getenv("LOGBOOK_NATS_URL") != "" || os.Getenv("LOGBOOK_CREDS") != "" || (data == "" && os.Getenv("LOGBOOK_SOCKET") != "") {
+	if !ok || os.Getenv("LOGBOOK_NATS_URL") != "" || os.Getenv("LOGBOOK_CREDS") != "" {
 		return handOver(args, payload, stderr, logbook, nil)
+	}
+	if sock := os.Getenv("LOGBOOK_SOCKET"); data == "" && sock != "" {
+		return viaSystem(args, payload, stderr, logbook, sock)
 	}
 	prepared, err := hookspool.PrepareHook(payload, nil)
 	mustCut := errors.Is(err, hookspool.ErrMustCut)
