@@ -215,7 +215,8 @@ func auditViaSocket(ctx context.Context, g *globals, sock, id string) error {
 // sock: payload is checked and sent, and the hook exits once serve has it
 // in its intake journal. There is no spool: the agent's user cannot write
 // serve's, and no server would drain one of its own; a payload serve
-// does not take is an error (exit 1, not kept).
+// does not take is an error (exit 1, not kept), and one it did not answer
+// for in time an error saying it may not be kept.
 func hookViaSocket(ctx context.Context, g *globals, sock string, payload []byte) error {
 	call, err := socketCaller(g, sock)
 	if err != nil {
@@ -234,6 +235,10 @@ func hookViaSocket(ctx context.Context, g *globals, sock string, payload []byte)
 	defer cancel()
 	req := api.HookRequest{ID: ulid.Make().String(), Text: string(prepared), Process: agent}
 	if err := call(ctx, api.VerbHook, req, &api.HookReply{}); err != nil {
+		if _, answered := errors.AsType[*api.RemoteError](err); !answered && ctx.Err() != nil {
+			// Serve may have taken it: no answer says otherwise.
+			return fmt.Errorf("hook claude: %w (in system mode a hook has no spool: the payload may not be kept)", redactErr(hookRedactor(g), err))
+		}
 		return fmt.Errorf("hook claude: %w (not kept: in system mode a hook has no spool)", redactErr(hookRedactor(g), err))
 	}
 	return nil
