@@ -304,6 +304,13 @@ func Call(ctx context.Context, nc *nats.Conn, prefix, verb string, req, resp any
 	if err != nil {
 		return fmt.Errorf("ask server (%s): %w", verb, err)
 	}
+	return decodeAnswer(verb, data, resp)
+}
+
+// decodeAnswer decodes data, an answer to verb as sent (Reply.wire), into
+// resp (nil: dropped; *[]byte: the data's JSON as it came). An error
+// answer is a *RemoteError wrapping the events sentinel its code names.
+func decodeAnswer(verb string, data []byte, resp any) error {
 	if d, ok := bytes.CutPrefix(data, []byte(dataPrefix)); ok && bytes.HasSuffix(d, []byte("}")) {
 		switch resp := resp.(type) {
 		case nil:

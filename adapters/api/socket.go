@@ -179,41 +179,62 @@ func serveConn(ctx context.Context, c *net.UnixConn, uid int, verb string, handl
 	if peer != uid && peer != 0 {
 		return Reply{Error: fmt.Sprintf("%s: connection refused: the hook socket answers only its server's user (uid %d) and root, not uid %d", verb, uid, peer)}.wire()
 	}
-	data, err := io.ReadAll(io.LimitReader(c, hooksock.MaxRequest+1))
-	if err == nil && len(data) > hooksock.MaxRequest {
+	data, ans := readRequest(ctx, c, verb, hooksock.MaxRequest)
+	if ans != nil {
+		return ans
+	}
+	return work(ctx, verb, data, handle, logf, nil)
+}
+
+// readRequest reads the request on c (its read deadline set) to its end,
+// at most limit bytes. When it cannot, it returns the error answer to
+// send instead, named by verb.
+func readRequest(ctx context.Context, c *net.UnixConn, verb string, limit int) ([]byte, []byte) {
+	data, err := io.ReadAll(io.LimitReader(c, int64(limit)+1))
+	if err == nil && len(data) > limit {
 		n, derr := io.Copy(io.Discard, c)
 		if derr == nil {
-			return Reply{Error: fmt.Sprintf("%s: request of %d bytes, over the limit of %d", verb, int64(len(data))+n, hooksock.MaxRequest), Code: "too_large"}.wire()
+			return nil, Reply{Error: fmt.Sprintf("%s: request of %d bytes, over the limit of %d", verb, int64(len(data))+n, limit), Code: "too_large"}.wire()
 		}
 		err = derr
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return Reply{Error: fmt.Sprintf("%s: the server is stopping", verb)}.wire()
+			return nil, Reply{Error: fmt.Sprintf("%s: the server is stopping", verb)}.wire()
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return Reply{Error: fmt.Sprintf("%s: the request did not end within %s (shut down the connection's writing half after it)", verb, SocketReadTimeout), Code: "malformed"}.wire()
+			return nil, Reply{Error: fmt.Sprintf("%s: the request did not end within %s (shut down the connection's writing half after it)", verb, SocketReadTimeout), Code: "malformed"}.wire()
 		}
-		return Reply{Error: fmt.Sprintf("%s: read the request: %v", verb, err)}.wire()
+		return nil, Reply{Error: fmt.Sprintf("%s: read the request: %v", verb, err)}.wire()
 	}
-	return work(ctx, verb, data, handle, logf, nil)
+	return data, nil
 }
 
 // peerUID returns the user id of c's peer process.
 func peerUID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
+	cred, err := peerCred(c)
 	if err != nil {
 		return 0, err
+	}
+	return int(cred.Uid), nil
+}
+
+// peerCred returns the credentials of c's peer process (SO_PEERCRED): as
+// they were when it connected.
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
 	}
 	var cred *unix.Ucred
 	cerr := raw.Control(func(fd uintptr) {
 		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	})
 	if cerr != nil {
-		return 0, cerr
+		return nil, cerr
 	}
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return int(cred.Uid), nil
+	return cred, nil
 }

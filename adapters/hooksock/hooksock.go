@@ -71,6 +71,23 @@ func Call(dir string, req []byte, deadline time.Time) ([]byte, error) {
 	return b, nil
 }
 
+// CallSystem sends request req of verb to the system socket at path (a
+// serve in system mode, adapters/api.System: the verb and a newline,
+// then req) and returns its answer as Call does, with Call's errors.
+// path must fit a socket address (107 bytes): a longer one is an error.
+func CallSystem(path, verb string, req []byte, deadline time.Time) ([]byte, error) {
+	if len(path) > maxPath {
+		return nil, fmt.Errorf("system socket %s: a path over %d bytes", path, maxPath)
+	}
+	msg := make([]byte, 0, len(verb)+1+len(req))
+	msg = append(append(append(msg, verb...), '\n'), req...)
+	b, err := call(filepath.Dir(path), path, msg, deadline)
+	if err != nil {
+		return nil, fmt.Errorf("system socket %s: %w", path, err)
+	}
+	return b, nil
+}
+
 func call(dir, path string, req []byte, deadline time.Time) ([]byte, error) {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

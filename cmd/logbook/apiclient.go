@@ -43,6 +43,9 @@ func followerPrefixFor(dd dataDir) string {
 // none runs, a service of this process's own on the data dir whose
 // projection has first caught up with the log.
 func withAPI(ctx context.Context, g *globals, fn func(b *backend, call api.Caller) error) error {
+	if sock := g.socketPath(); sock != "" {
+		return withSocket(g, sock, fn)
+	}
 	b, err := openBackend(ctx, g)
 	if err != nil {
 		return err

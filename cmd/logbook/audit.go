@@ -29,51 +29,65 @@ commands run for it (requested, started, stdin, stop, exited, abandoned …)
 from.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if sock := g.socketPath(); sock != "" {
+				return auditViaSocket(cmd.Context(), g, sock, args[0])
+			}
 			b, err := openBackend(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
 			defer b.Close()
-			id, err := resolveID(cmd.Context(), b, events.KindSession, args[0])
-			var nf *notFoundError
-			if errors.As(err, &nf) {
-				// Not a session: a workspace's whole life, if it is one.
-				if wi, werr := wsadapter.Timeline(cmd.Context(), b.log, args[0]); werr == nil {
-					return printAudit(g, wi)
-				}
-			}
+			items, err := auditItems(cmd.Context(), b, args[0])
 			if err != nil {
 				return err
 			}
-			ids, err := sessionCommands(cmd.Context(), b.log, id)
-			if err != nil {
-				return err
-			}
-			// A session whose every event the log quarantined reads as
-			// none: it is shown below, as what it is.
-			items, err := replay.SessionTimeline(cmd.Context(), b.log, id, ids)
-			notFound := errors.Is(err, events.ErrNotFound)
-			if err != nil && !notFound {
-				return err
-			}
-			// The log left the events it could not attest out of the
-			// timeline: each is shown, in its place, as unattested.
-			subjects := map[string]bool{events.Aggregate{Kind: events.KindSession, ID: id}.Subject(): true}
-			for _, c := range ids {
-				subjects[events.Aggregate{Kind: events.KindCommand, ID: c}.Subject()] = true
-			}
-			var us []replay.Unattested
-			for _, u := range unattested(b.log, "") {
-				if subjects[u.Subject] {
-					us = append(us, u)
-				}
-			}
-			if notFound && len(us) == 0 {
-				return err
-			}
-			return printAudit(g, replay.WithUnattested(items, us))
+			return printAudit(g, items)
 		},
 	}
+}
+
+// auditItems returns the audit timeline of session (an id or a unique
+// prefix) or, when no session has that id, of the workspace named so:
+// every event, with the ones the log could not attest in their place.
+func auditItems(ctx context.Context, b *backend, arg string) ([]replay.Item, error) {
+	id, err := resolveID(ctx, b, events.KindSession, arg)
+	var nf *notFoundError
+	if errors.As(err, &nf) {
+		// Not a session: a workspace's whole life, if it is one.
+		if wi, werr := wsadapter.Timeline(ctx, b.log, arg); werr == nil {
+			return wi, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	ids, err := sessionCommands(ctx, b.log, id)
+	if err != nil {
+		return nil, err
+	}
+	// A session whose every event the log quarantined reads as
+	// none: it is shown below, as what it is.
+	items, err := replay.SessionTimeline(ctx, b.log, id, ids)
+	notFound := errors.Is(err, events.ErrNotFound)
+	if err != nil && !notFound {
+		return nil, err
+	}
+	// The log left the events it could not attest out of the
+	// timeline: each is shown, in its place, as unattested.
+	subjects := map[string]bool{events.Aggregate{Kind: events.KindSession, ID: id}.Subject(): true}
+	for _, c := range ids {
+		subjects[events.Aggregate{Kind: events.KindCommand, ID: c}.Subject()] = true
+	}
+	var us []replay.Unattested
+	for _, u := range unattested(b.log, "") {
+		if subjects[u.Subject] {
+			us = append(us, u)
+		}
+	}
+	if notFound && len(us) == 0 {
+		return nil, err
+	}
+	return replay.WithUnattested(items, us), nil
 }
 
 // printAudit prints an audit timeline, as JSON with --json.

@@ -57,6 +57,9 @@ type backend struct {
 	asked bool
 	// staleOK is globals.staleOK of the command b is opened for.
 	staleOK bool
+	// socket, set, is the system socket b asks through (withSocket): no
+	// log, and ids are the server's to resolve.
+	socket string
 }
 
 // parser returns the Claude Code parser with the data dir's redaction

@@ -193,7 +193,11 @@ func hookClaudeGate(ctx context.Context, g *globals, budget time.Duration) (err 
 	if budget <= 0 {
 		budget = gate.DefaultBudget
 	}
-	v, err := gateAsk(ctx, g, payload, budget)
+	ask := gateAsk
+	if sock := g.socketPath(); sock != "" {
+		ask = gateViaSocket(sock)
+	}
+	v, err := ask(ctx, g, payload, budget)
 	if err != nil {
 		deny(err.Error())
 		return nil

@@ -97,6 +97,9 @@ func hookClaude(ctx context.Context, g *globals) error {
 	if err != nil {
 		return fmt.Errorf("hook claude: read stdin: %w", err)
 	}
+	if sock := g.socketPath(); sock != "" {
+		return hookViaSocket(ctx, g, sock, payload)
+	}
 	return recordHook(ctx, g, "hook claude", payload, claude.PrepareHook)
 }
 

@@ -74,6 +74,7 @@ type globals struct {
 	// openBackend makes its log sign with no key of its own, so that a
 	// revoked data dir key does not stop the admin.
 	adminAppends bool
+	socket       string // --socket: serve's system socket (see socketPath)
 	stdin        io.Reader
 	stdout       io.Writer
 	stderr       io.Writer
@@ -159,6 +160,7 @@ Ids: any unique prefix of a session or command id names it.`,
 	pf.StringVar(&g.natsURL, "nats-url", os.Getenv("LOGBOOK_NATS_URL"), "use this NATS server or cluster instead of the data dir's, e.g. nats://host:4222 (default $LOGBOOK_NATS_URL; put credentials in --creds, not here: a command line is visible to every user)")
 	pf.StringVar(&g.credsPath, "creds", os.Getenv("LOGBOOK_CREDS"), `credentials file to connect with, as "logbook creds issue" writes it (default $LOGBOOK_CREDS)`)
 	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON")
+	pf.StringVar(&g.socket, "socket", "", "ask a serve in system mode on its socket (a path, or its --socket-dir) instead of opening a data dir: hooks, sessions, session show, audit, review (default $LOGBOOK_SOCKET when neither --data, --nats-url nor --creds is given)")
 	root.AddCommand(
 		serveCmd(g),
 		importCmd(g),

@@ -26,7 +26,7 @@ func resolveID(ctx context.Context, b *backend, kind, id string) (string, error)
 	if id == "" {
 		return "", usageErrorf("want a %s id (or a prefix of one)", kind)
 	}
-	if b.down != nil {
+	if b.down != nil || b.socket != "" {
 		// The stream cannot list its subjects without a leader: the
 		// server answers for the id as given, from its projection.
 		return id, nil

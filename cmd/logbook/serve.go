@@ -47,6 +47,7 @@ func serveCmd(g *globals) *cobra.Command {
 		logFormat string
 		hf        httpFlags
 		ck        checkpointFlags
+		sf        systemFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -87,7 +88,7 @@ was down.`,
 				defer stop()
 				fmt.Fprintf(g.stderr, "logbook serve: profiles on http://%s/debug/pprof/ and memory figures on http://%s/debug/memstats\n", at, at)
 			}
-			wp := workerPool{n: workers, flags: wf, live: live, gate: gf, http: hf, ckpt: ck}
+			wp := workerPool{n: workers, flags: wf, live: live, gate: gf, http: hf, ckpt: ck, sys: sf}
 			if err := checkServeCreds(g, role); err != nil {
 				return err
 			}
@@ -125,6 +126,7 @@ was down.`,
 	cmd.Flags().StringVar(&hf.cert, "http-cert", "", "TLS certificate file (PEM) for --http")
 	cmd.Flags().StringVar(&hf.key, "http-key", "", "TLS key file (PEM) for --http")
 	gf.register(cmd)
+	sf.register(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback host:port for clients (port 0 picks one; it is written to serve.json)")
 	cmd.Flags().BoolVar(&accept, "accept-stream-loss", false, "start even when the log lost events the projection has seen (the stream was deleted, re-created or cut): set the projection aside and rebuild it from the log")
 	cmd.Flags().StringVar(&admin, "admin-creds", "", `admin credentials file (from "logbook creds issue --role admin") the embedded server also accepts; by default admin's password lives only in this process, to create or check the stream at start`)
@@ -153,6 +155,7 @@ type workerPool struct {
 	// ckpt is when a writer signs checkpoints (zero: the defaults); a
 	// reader witnesses them.
 	ckpt checkpointFlags
+	sys  systemFlags // the system socket; off when its dir is ""
 }
 
 // intakeJournal is the file, in the data dir, of the hooks serve took on
@@ -479,6 +482,11 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			}
 		}()
 	}
+	stopSystem, err := serveSystem(ctx, wp.sys, b, in, verbs, logAPI)
+	if err != nil {
+		return err
+	}
+	defer stopSystem()
 	// The log's checkpoints: a writer signs them, a reader witnesses.
 	// Set up before serve.json names this server.
 	checkpoints, closeTree, err := checkpointActor(ctx, g, b, wp.reader, wp.ckpt, web)

@@ -44,6 +44,9 @@ is appended (through the running server).`,
 			if err := f.check(cmd); err != nil {
 				return err
 			}
+			if f.watch && g.socketPath() != "" {
+				return usageErrorf("--watch follows the log over NATS, which the system socket does not give: leave out --watch, or run it as serve's user with --data")
+			}
 			if f.watch {
 				return watchSessions(cmd.Context(), g, &f)
 			}

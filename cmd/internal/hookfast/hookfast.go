@@ -3,6 +3,9 @@
 // the server, the store, the metrics or the command line it does not use,
 // so that its start-up costs a few milliseconds, not tens.
 //
+// With $LOGBOOK_SOCKET and no --data it sends the payload to that serve's
+// system socket instead, with no spool (viaSystem).
+//
 // It handles a payload on the data dir's own server: with nothing waiting
 // in the spool it sends the payload to the server's hook socket
 // (adapters/hooksock, <data dir>/hook.sock) and exits once the server
@@ -153,6 +156,9 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 	}
 	if !ok || os.Getenv("LOGBOOK_NATS_URL") != "" || os.Getenv("LOGBOOK_CREDS") != "" {
 		return handOver(args, payload, stderr, logbook, nil)
+	}
+	if sock := os.Getenv("LOGBOOK_SOCKET"); data == "" && sock != "" {
+		return viaSystem(args, payload, stderr, logbook, sock)
 	}
 	prepared, err := hookspool.PrepareHook(payload, nil)
 	mustCut := errors.Is(err, hookspool.ErrMustCut)

@@ -1,0 +1,214 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// systemServer runs s on a system socket in a new directory every user
+// may reach, and returns the socket's path.
+func systemServer(t *testing.T, s *System) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "lbsys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock, err := ListenSystem(filepath.Join(dir, "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Serve(ctx, sock.UnixListener, t.Logf)
+	}()
+	t.Cleanup(func() { cancel(); <-done; sock.Close() })
+	return sock.Path
+}
+
+// echo answers with the request as it came and the peer it came from.
+func echo(ctx context.Context, data []byte) (any, error) {
+	p, _ := PeerOf(ctx)
+	return map[string]any{"peer": p, "request": json.RawMessage(data)}, nil
+}
+
+// TestSystem_PersonVerbTakesThePeer: a verdict's actor is the peer's,
+// whatever the request says, in any letter case, duplicated or not; the
+// peer a handler sees is the kernel's.
+func TestSystem_PersonVerbTakesThePeer(t *testing.T) {
+	path := systemServer(t, &System{
+		Verbs:  map[string]func(context.Context, []byte) (any, error){"read": echo},
+		People: map[string]func(context.Context, []byte) (any, error){"decide": echo},
+		Host:   "h",
+	})
+	call := SocketCaller(path)
+	var out struct {
+		Peer    Peer            `json:"peer"`
+		Request json.RawMessage `json:"request"`
+	}
+	body := json.RawMessage(`{"id":"r1","actor":"person:alice@h","Actor":"person:bob","BY":"carol","by":"dave","actor":"person:eve"}`)
+	if err := call(t.Context(), "decide", body, &out); err != nil {
+		t.Fatal(err)
+	}
+	uid := uint32(os.Geteuid())
+	if out.Peer.UID != uid || out.Peer.PID != int32(os.Getpid()) {
+		t.Errorf("peer %+v, want uid %d pid %d", out.Peer, uid, os.Getpid())
+	}
+	var got map[string]string
+	if err := json.Unmarshal(out.Request, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"id": "r1", "actor": out.Peer.Actor("h")}
+	if len(got) != len(want) || got["id"] != want["id"] || got["actor"] != want["actor"] {
+		t.Errorf("request as handled %v, want %v", got, want)
+	}
+	if !strings.HasSuffix(got["actor"], "@h uid="+strconv.Itoa(int(uid))) {
+		t.Errorf("actor %q does not end with the uid", got["actor"])
+	}
+	for _, bad := range []string{`[1]`, `null`, `"x"`} {
+		err := call(t.Context(), "decide", json.RawMessage(bad), nil)
+		if !errors.Is(err, events.ErrMalformed) {
+			t.Errorf("body %s: %v, want malformed", bad, err)
+		}
+	}
+	err := call(t.Context(), "nosuch", struct{}{}, nil)
+	if err == nil || !strings.Contains(err.Error(), `verb "nosuch" is not asked here (it answers decide, read)`) {
+		t.Errorf("unknown verb: %v", err)
+	}
+}
+
+// TestSystem_NoSocket: a client finds no socket, or a dead one, and says
+// so naming the path.
+func TestSystem_NoSocket(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, SystemSocketName)
+	err := SocketCaller(path)(t.Context(), "read", struct{}{}, nil)
+	if err == nil || !strings.Contains(err.Error(), path+": no socket there") {
+		t.Errorf("no socket: %v", err)
+	}
+	s, err := ListenSystem(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.UnixListener.Close()
+	err = SocketCaller(path)(t.Context(), "read", struct{}{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "nothing listens on the socket") {
+		t.Errorf("dead socket: %v", err)
+	}
+	// A socket a live server answers on is not taken over.
+	s, err = ListenSystem(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := ListenSystem(dir); err == nil || !strings.Contains(err.Error(), "another server answers on it") {
+		t.Errorf("second listen: %v", err)
+	}
+}
+
+// TestListenSystem_Dir: a directory others may write in, or a file in
+// the socket's place, is refused.
+func TestListenSystem_Dir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ListenSystem(dir); err == nil || !strings.Contains(err.Error(), "others may write in it") {
+		t.Errorf("0777 dir: %v", err)
+	}
+	dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, SystemSocketName), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ListenSystem(dir); err == nil || !strings.Contains(err.Error(), "a regular file is in the socket's place") {
+		t.Errorf("file in place: %v", err)
+	}
+}
+
+// callAs calls verb on the socket at path from a thread whose effective
+// uid and gid are uid and gid, as the kernel records them at connect
+// (SO_PEERCRED): the thread is thrown away after. It needs root.
+func callAs(t *testing.T, uid, gid int, path, verb string, req, resp any) error {
+	t.Helper()
+	type result struct{ err error }
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), uintptr(gid), ^uintptr(0)); e != 0 {
+			ch <- result{e}
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(uid), ^uintptr(0)); e != 0 {
+			ch <- result{e}
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ch <- result{SocketCaller(path)(ctx, verb, req, resp)}
+	}()
+	return (<-ch).err
+}
+
+// TestSystem_PeersByCredentials: with root, peers of other uids: one the
+// access list names is answered and seen as itself; one it does not is
+// refused before its request is read, naming it and who is let in; a
+// peer let in but not among the deciders is refused a person's verb.
+func TestSystem_PeersByCredentials(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to connect as other users")
+	}
+	access, err := ParseAccess("65534")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := systemServer(t, &System{
+		Verbs:  map[string]func(context.Context, []byte) (any, error){"read": echo},
+		People: map[string]func(context.Context, []byte) (any, error){"decide": echo},
+		Access: access, Host: "h",
+	})
+	var out struct {
+		Peer Peer `json:"peer"`
+	}
+	if err := callAs(t, 65534, 65534, path, "read", struct{}{}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Peer.UID != 65534 || out.Peer.GID != 65534 {
+		t.Errorf("peer %+v, want uid and gid 65534", out.Peer)
+	}
+	err = callAs(t, 65534, 65534, path, "decide", map[string]string{"actor": "person:root"}, nil)
+	if !errors.Is(err, ErrPeerRefused) || !strings.Contains(err.Error(), "may not answer for a person on this socket (serve --socket-decide lets in nobody else)") {
+		t.Errorf("decide by a peer not a decider: %v", err)
+	}
+	err = callAs(t, 65533, 65533, path, "read", struct{}{}, nil)
+	if !errors.Is(err, ErrPeerRefused) || !strings.Contains(err.Error(), "connection refused: uid 65533 may not use this socket (serve --socket-allow lets in 65534)") {
+		t.Errorf("peer not let in: %v", err)
+	}
+	// A group lets its members in.
+	ga, err := ParseAccess("group:" + strconv.Itoa(65534))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ga.Permits(Peer{UID: 65533, GID: 65534}) || ga.Permits(Peer{UID: 65533, GID: 65533}) {
+		t.Errorf("group access %v: wrong", ga)
+	}
+	if _, err := ParseAccess("nosuchuser-lb"); err == nil || !strings.Contains(err.Error(), `no user "nosuchuser-lb" on this host`) {
+		t.Errorf("unknown user: %v", err)
+	}
+}

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/gate/hookgate"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/replay"
+)
+
+// System mode: serve runs as a user of its own, with a data dir the
+// agent's user cannot read, and answers the host's users on the system
+// socket (api.System) in --socket-dir. Hooks, the gate's question and
+// the verbs a person needs go through it; everything else needs the data
+// dir, so serve's user.
+
+// systemFlags are serve's flags of system mode.
+type systemFlags struct {
+	dir    string // --socket-dir; "": no system socket
+	allow  string // --socket-allow: users and groups let in
+	decide string // --socket-decide: users and groups who may answer reviews
+}
+
+func (f *systemFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.dir, "socket-dir", "", "system mode: also answer the host's users on the Unix socket "+api.SystemSocketName+" in this directory (made 0755 when missing; serve's user's or root's, written by no one else), e.g. /run/logbook; hooks, the gate, sessions, session show, audit and review allow/deny go through it, each caller named by its peer credentials")
+	cmd.Flags().StringVar(&f.allow, "socket-allow", "", "with --socket-dir: the users (names or uids) and groups (group:NAME) let in on the socket besides serve's user and root, comma-separated, e.g. alice,group:agents")
+	cmd.Flags().StringVar(&f.decide, "socket-decide", "", "with --socket-dir: of those let in, the users and groups who may also answer the gate's reviews (review allow/deny), recorded as themselves; serve's user and root always may")
+}
+
+// verbAudit is the system socket's audit verb: auditRequest →
+// auditReply.
+const verbAudit = "audit"
+
+// auditRequest asks for the audit timeline of a session (or workspace)
+// ID: as JSON items, or as the text audit prints.
+type auditRequest struct {
+	ID   string `json:"id"`
+	JSON bool   `json:"json,omitempty"`
+}
+
+// auditReply is an audit timeline: Items (JSON) or Text.
+type auditReply struct {
+	Items json.RawMessage `json:"items,omitempty"`
+	Text  string          `json:"text,omitempty"`
+}
+
+// serveSystem listens on the system socket of f in serve and answers it
+// until the returned stop is called (stop returns once every connection
+// is over). verbs are serve's API handlers; hooks go to in. With no
+// --socket-dir it does nothing. A --socket-allow or --socket-decide
+// naming no user or group of the host, or a socket dir it may not use,
+// is an error.
+func serveSystem(ctx context.Context, f systemFlags, b *backend, in *api.Intake, verbs map[string]func(context.Context, []byte) (any, error), logf func(format string, args ...any)) (func(), error) {
+	if f.dir == "" {
+		if f.allow != "" || f.decide != "" {
+			return nil, usageErrorf("--socket-allow and --socket-decide need --socket-dir")
+		}
+		return func() {}, nil
+	}
+	if in == nil {
+		return nil, usageErrorf("--socket-dir: a reader (--role reader) takes no hooks; run it on a writer")
+	}
+	access, err := api.ParseAccess(f.allow)
+	if err != nil {
+		return nil, usageErrorf("--socket-allow: %v", err)
+	}
+	deciders, err := api.ParseAccess(f.decide)
+	if err != nil {
+		return nil, usageErrorf("--socket-decide: %v", err)
+	}
+	host, _ := os.Hostname()
+	sys := &api.System{
+		Verbs: map[string]func(context.Context, []byte) (any, error){
+			api.VerbHook: in.Accept,
+			verbAudit: func(ctx context.Context, data []byte) (any, error) {
+				return auditAnswer(ctx, b, data)
+			},
+		},
+		People:   map[string]func(context.Context, []byte) (any, error){},
+		Access:   access,
+		Deciders: deciders,
+		Host:     host,
+	}
+	for _, v := range []string{gate.VerbGate, api.VerbSessions, api.VerbSession, gate.VerbReviews, api.VerbStatus} {
+		if h, ok := verbs[v]; ok {
+			sys.Verbs[v] = h
+		}
+	}
+	if h, ok := verbs[gate.VerbReviewDecide]; ok {
+		sys.People[gate.VerbReviewDecide] = h
+	}
+	sock, err := api.ListenSystem(f.dir)
+	if err != nil {
+		return nil, err
+	}
+	logf("system socket %s: lets in %s; reviews answered by %s", sock.Path, access, deciders)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sys.Serve(ctx, sock.UnixListener, logf)
+	}()
+	return func() { cancel(); <-done; sock.Close() }, nil
+}
+
+// auditAnswer answers verbAudit in serve, on its backend b.
+func auditAnswer(ctx context.Context, b *backend, data []byte) (any, error) {
+	var req auditRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, fmt.Errorf("audit request: %w: %v", events.ErrMalformed, err)
+	}
+	if req.ID == "" {
+		return nil, fmt.Errorf("audit request: %w: no id", events.ErrMalformed)
+	}
+	items, err := auditItems(ctx, b, req.ID)
+	if _, ok := errors.AsType[*notFoundError](err); ok {
+		return nil, fmt.Errorf("%w: %s", events.ErrNotFound, strings.TrimPrefix(err.Error(), "session "))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if req.JSON {
+		raw, err := json.Marshal(items)
+		return auditReply{Items: raw}, err
+	}
+	var text strings.Builder
+	if err := replay.WriteText(&text, items); err != nil {
+		return nil, err
+	}
+	return auditReply{Text: text.String()}, nil
+}
+
+// socketPath returns the system socket a command asks, "" for none:
+// --socket, else $LOGBOOK_SOCKET unless --data, --nats-url or --creds
+// (or their variables, $LOGBOOK_DATA aside) say where to go. A directory
+// names the socket api.SystemSocketName in it.
+func (g *globals) socketPath() string {
+	p := g.socket
+	if p == "" && g.data == "" && g.natsURL == "" && g.credsPath == "" {
+		p = os.Getenv("LOGBOOK_SOCKET")
+	}
+	if p == "" {
+		return ""
+	}
+	if st, err := os.Stat(p); err == nil && st.IsDir() {
+		p = filepath.Join(p, api.SystemSocketName)
+	}
+	return p
+}
+
+// socketCaller returns the caller of the system socket at sock, or a
+// usage error when the command line also names a data dir.
+func socketCaller(g *globals, sock string) (api.Caller, error) {
+	if g.socket != "" && g.data != "" {
+		return nil, usageErrorf("--socket and --data: give one (--socket asks a serve in system mode; --data opens a data dir of your own)")
+	}
+	return api.SocketCaller(sock), nil
+}
+
+// withSocket is withAPI through the system socket at sock: fn gets a
+// backend with no log (ids are taken as given) and a caller of the
+// socket.
+func withSocket(g *globals, sock string, fn func(b *backend, call api.Caller) error) error {
+	call, err := socketCaller(g, sock)
+	if err != nil {
+		return err
+	}
+	b := &backend{socket: sock}
+	if dd, err := resolveDataDir(""); err == nil {
+		b.dd = dd // the caller's own prices.json
+	}
+	return fn(b, call)
+}
+
+// auditViaSocket is `logbook audit ID` through the system socket at sock.
+func auditViaSocket(ctx context.Context, g *globals, sock, id string) error {
+	call, err := socketCaller(g, sock)
+	if err != nil {
+		return err
+	}
+	var out auditReply
+	if err := call(ctx, verbAudit, auditRequest{ID: id, JSON: g.json}, &out); err != nil {
+		return err
+	}
+	if g.json {
+		_, err := g.stdout.Write(append(out.Items, '\n'))
+		return err
+	}
+	width := termWidth(g.stdout)
+	return termPrint(g.stdout, func(w io.Writer) error {
+		text := out.Text
+		if width >= 40 {
+			text = wrapLines(text, width)
+		}
+		_, err := io.WriteString(w, text)
+		return err
+	})
+}
+
+// hookViaSocket is `logbook hook claude` through the system socket at
+// sock: payload is checked and sent, and the hook exits once serve has it
+// in its intake journal. There is no spool: the agent's user cannot write
+// serve's, and no server would drain one of its own; a payload serve
+// does not take is an error (exit 1, not kept), and one it did not answer
+// for in time an error saying it may not be kept.
+func hookViaSocket(ctx context.Context, g *globals, sock string, payload []byte) error {
+	call, err := socketCaller(g, sock)
+	if err != nil {
+		return err
+	}
+	if len(payload) > maxHookPayload {
+		return fmt.Errorf("hook claude: payload over %d MiB refused", maxHookPayload>>20)
+	}
+	prepared, err := claude.PrepareHook(payload)
+	if err != nil {
+		return fmt.Errorf("hook claude: %w (not kept)", redactErr(hookRedactor(g), err))
+	}
+	host, _ := os.Hostname()
+	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
+	ctx, cancel := context.WithTimeout(ctx, hookTimeout)
+	defer cancel()
+	req := api.HookRequest{ID: ulid.Make().String(), Text: string(prepared), Process: agent}
+	if err := call(ctx, api.VerbHook, req, &api.HookReply{}); err != nil {
+		if _, answered := errors.AsType[*api.RemoteError](err); !answered && ctx.Err() != nil {
+			// Serve may have taken it: no answer says otherwise.
+			return fmt.Errorf("hook claude: %w (in system mode a hook has no spool: the payload may not be kept)", redactErr(hookRedactor(g), err))
+		}
+		return fmt.Errorf("hook claude: %w (not kept: in system mode a hook has no spool)", redactErr(hookRedactor(g), err))
+	}
+	return nil
+}
+
+// gateViaSocket returns the gateAsk of the system socket at sock: the
+// payload, checked, goes to serve's gate, which records it and answers
+// with a verdict within budget. Any failure is the caller's deny; nothing
+// is spooled.
+func gateViaSocket(sock string) func(ctx context.Context, g *globals, payload []byte, budget time.Duration) (gate.Verdict, error) {
+	return func(ctx context.Context, g *globals, payload []byte, budget time.Duration) (gate.Verdict, error) {
+		call, err := socketCaller(g, sock)
+		if err != nil {
+			return gate.Verdict{}, err
+		}
+		if len(payload) > maxHookPayload {
+			return gate.Verdict{}, fmt.Errorf("payload over %d MiB refused", maxHookPayload>>20)
+		}
+		prepared, err := claude.PrepareHook(payload)
+		if err != nil {
+			return gate.Verdict{}, fmt.Errorf("unusable hook payload: %w", err)
+		}
+		input, err := gate.HookInput(payload)
+		if err != nil {
+			return gate.Verdict{}, fmt.Errorf("unusable hook payload: %w", err)
+		}
+		host, _ := os.Hostname()
+		agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
+		ctx, cancel := context.WithTimeout(ctx, budget+hookgate.Margin)
+		defer cancel()
+		req := gate.HookGateRequest{ID: ulid.Make().String(), Text: string(prepared), Input: input, Process: agent, BudgetMS: budget.Milliseconds()}
+		var v gate.Verdict
+		if err := call(ctx, gate.VerbGate, req, &v); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return gate.Verdict{}, fmt.Errorf("the gate gave no verdict: none came within the budget of %s", budget)
+			}
+			return gate.Verdict{}, fmt.Errorf("the gate gave no verdict: %s", userMessage(err))
+		}
+		return v, nil
+	}
+}

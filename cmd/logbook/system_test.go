@@ -1,0 +1,329 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/oklog/ulid/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/gate"
+)
+
+// systemUser is a user of the host a system mode test runs a process as.
+type systemUser struct {
+	name     string
+	uid, gid uint32
+	home     string
+}
+
+// lookupSystemUser returns user name, or skips the test when the host
+// has none (.ci/run makes lbtest and lbother).
+func lookupSystemUser(t *testing.T, name string) systemUser {
+	t.Helper()
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Skipf("no user %s on this host (.ci/run makes it): %v", name, err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	return systemUser{name: name, uid: uint32(uid), gid: uint32(gid), home: u.HomeDir}
+}
+
+// run runs argv as u with stdin, $LOGBOOK_SOCKET set to sock (when not
+// ""), in /, and returns its stdout, stderr and exit code.
+func (u systemUser) run(t *testing.T, sock string, stdin string, argv ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.Dir = "/"
+	c.Env = []string{"HOME=" + u.home, "PATH=/usr/bin:/bin", "USER=" + u.name}
+	if sock != "" {
+		c.Env = append(c.Env, "LOGBOOK_SOCKET="+sock)
+	}
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.uid, Gid: u.gid}}
+	c.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code := 0
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run %v as %s: %v", argv, u.name, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// callSocketAs calls verb on the system socket at path from a thread
+// whose effective uid and gid are u's: the kernel records them at
+// connect, so the server sees u, as it would see u's own process (a
+// request no logbook command would send). The thread is thrown away.
+func callSocketAs(u systemUser, path, verb string, req, resp any) error {
+	ch := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), uintptr(u.gid), ^uintptr(0)); e != 0 {
+			ch <- e
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(u.uid), ^uintptr(0)); e != 0 {
+			ch <- e
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		ch <- api.SocketCaller(path)(ctx, verb, req, resp)
+	}()
+	return <-ch
+}
+
+// TestSystemMode: serve runs as root with a data dir (0700) the agent's
+// user, lbtest, cannot read, and answers it on a system socket. The
+// agent cannot read the data dir, connect to NATS with anything it can
+// read, nor reach the data dir's hook socket; its hooks and gated calls
+// arrive through the system socket and are recorded, signed by serve; a
+// verdict it sends naming someone else is recorded as lbtest, by uid;
+// lbother, not let in on the socket, is refused with an error naming it;
+// the log verifies with nothing quarantined.
+func TestSystemMode(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("system mode needs two users: run as root")
+	}
+	agent := lookupSystemUser(t, "lbtest")
+	other := lookupSystemUser(t, "lbother")
+	bin := soakBuild(t)
+	hookBin := hookBuild(t, bin)
+	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "policy.toml"), []byte("review = [\"Bash(git push:*)\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runDir, err := os.MkdirTemp("", "lbsystem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runDir) })
+	if err := os.Chmod(runDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sockDir := filepath.Join(runDir, "run")
+	sock := filepath.Join(sockDir, api.SystemSocketName)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	serveCmd := exec.CommandContext(ctx, bin, "serve", "--data", data, "--workers", "0",
+		"--socket-dir", sockDir, "--socket-allow", agent.name, "--socket-decide", agent.name)
+	serveCmd.Cancel = func() error { return serveCmd.Process.Signal(syscall.SIGTERM) }
+	serveCmd.WaitDelay = 20 * time.Second
+	var serveLog bytes.Buffer
+	serveCmd.Stdout, serveCmd.Stderr = &serveLog, &serveLog
+	if err := serveCmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		serveCmd.Wait()
+		if t.Failed() {
+			t.Logf("serve's log:\n%s", serveLog.String())
+		}
+	})
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(data, "serve.json")); err == nil {
+			if _, err := os.Stat(sock); err == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", serveLog.String())
+		}
+	}
+
+	t.Run("DataDirUnreadable", func(t *testing.T) {
+		for _, p := range []string{data, filepath.Join(data, "creds.json"), filepath.Join(data, "keys", "writer.key"), filepath.Join(data, "serve.json")} {
+			if _, stderr, code := agent.run(t, "", "", "/bin/cat", p); code == 0 || !strings.Contains(stderr, "Permission denied") {
+				t.Errorf("lbtest reads %s: exit %d, %s", p, code, stderr)
+			}
+		}
+		// The data dir's own hook socket is behind the data dir.
+		_, stderr, code := agent.run(t, "", `{"session_id":"x","hook_event_name":"Stop"}`, bin, "hook", "claude", "--data", data)
+		if code == 0 {
+			t.Errorf("lbtest's hook through the data dir: exit 0, %s", stderr)
+		}
+	})
+
+	t.Run("NATSNeedsCredentials", func(t *testing.T) {
+		var si struct {
+			URL string `json:"url"`
+		}
+		b, err := os.ReadFile(filepath.Join(data, "serve.json"))
+		if err != nil || json.Unmarshal(b, &si) != nil || si.URL == "" {
+			t.Fatalf("serve.json: %v %s", err, b)
+		}
+		// No user, and a guessed one: refused by the server.
+		for _, opts := range [][]nats.Option{nil, {nats.UserInfo("writer", "writer")}, {nats.UserInfo("admin", "")}} {
+			if nc, err := nats.Connect(si.URL, append(opts, nats.Timeout(2*time.Second))...); err == nil {
+				nc.Close()
+				t.Errorf("NATS connection with %d options taken", len(opts))
+			} else if !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+				t.Errorf("NATS connection: %v, want an authorization violation", err)
+			}
+		}
+		// The agent, told the URL, has no credentials to give.
+		_, stderr, code := agent.run(t, "", "", bin, "sessions", "--nats-url", si.URL)
+		if code == 0 {
+			t.Errorf("lbtest's sessions over NATS: exit 0, %s", stderr)
+		}
+	})
+
+	t.Run("HooksThroughTheSocket", func(t *testing.T) {
+		p := `{"session_id":"sys1","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"UserPromptSubmit","prompt":"hello"}`
+		if _, stderr, code := agent.run(t, sock, p, hookBin, "claude"); code != 0 {
+			t.Fatalf("logbook-hook as lbtest: exit %d: %s", code, stderr)
+		}
+		out, stderr, code := agent.run(t, sock, "", bin, "sessions", "--json")
+		if code != 0 || !strings.Contains(out, `"sys1"`) {
+			t.Fatalf("sessions as lbtest: exit %d: %s %s", code, out, stderr)
+		}
+		out, stderr, code = agent.run(t, sock, "", bin, "session", "show", "sys1")
+		if code != 0 || !strings.Contains(out, "sys1") {
+			t.Errorf("session show as lbtest: exit %d: %s %s", code, out, stderr)
+		}
+		out, stderr, code = agent.run(t, sock, "", bin, "audit", "sys1")
+		if code != 0 || !strings.Contains(out, "session.started") || !strings.Contains(out, "signed=serve@") {
+			t.Errorf("audit as lbtest: exit %d: %s %s", code, out, stderr)
+		}
+	})
+
+	t.Run("VerdictRecordedAsThePeer", func(t *testing.T) {
+		p := `{"session_id":"sys1","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"tu1","tool_input":{"command":"git push origin main"}}`
+		type result struct {
+			out, stderr string
+			code        int
+		}
+		done := make(chan result, 1)
+		go func() {
+			out, stderr, code := agent.run(t, sock, p, bin, "hook", "claude", "--gate", "--budget", "40s")
+			done <- result{out, stderr, code}
+		}()
+		var reviews gate.ReviewsReply
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if err := api.SocketCaller(sock)(t.Context(), gate.VerbReviews, gate.ReviewsRequest{}, &reviews); err != nil {
+				t.Fatal(err)
+			}
+			if len(reviews.Reviews) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no review opened")
+			}
+		}
+		// lbtest's own request, naming someone else in every way a
+		// decoder would take.
+		forged := map[string]any{"session": "sys1", "id": "tu1", "verdict": "allow", "reason": "looks fine",
+			"actor": "person:alice@elsewhere", "Actor": "person:bob", "by": "carol", "ref": ulid.Make().String()}
+		var dr gate.DecideReply
+		if err := callSocketAs(agent, sock, gate.VerbReviewDecide, forged, &dr); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		if r.code != 0 || !strings.Contains(r.out, `"allow"`) {
+			t.Errorf("gated hook: exit %d, answer %s, %s", r.code, r.out, r.stderr)
+		}
+		want := "person:lbtest@"
+		wantUID := "uid=" + strconv.FormatUint(uint64(agent.uid), 10)
+		out, err := exec.Command(bin, "audit", "sys1", "--data", data).Output()
+		text := string(out)
+		if err != nil || !strings.Contains(text, "review.decided") || !strings.Contains(text, want) || !strings.Contains(text, wantUID) {
+			t.Errorf("audit: %v\n%s", err, text)
+		}
+		for _, name := range []string{"alice", "bob", "carol"} {
+			if strings.Contains(text, name) {
+				t.Errorf("audit names %s, whom the request named:\n%s", name, text)
+			}
+		}
+	})
+
+	t.Run("OtherUserRefused", func(t *testing.T) {
+		_, stderr, code := other.run(t, sock, "", bin, "sessions")
+		want := "connection refused: lbother (uid " + strconv.FormatUint(uint64(other.uid), 10) + ") may not use this socket (serve --socket-allow lets in lbtest)"
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("sessions as lbother: exit %d, %s; want %q", code, stderr, want)
+		}
+		p := `{"session_id":"sys2","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"UserPromptSubmit","prompt":"hi"}`
+		_, stderr, code = other.run(t, sock, p, hookBin, "claude")
+		if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "not kept") {
+			t.Errorf("hook as lbother: exit %d, %s", code, stderr)
+		}
+		// A person's verb is refused to one not let in, before it is read.
+		err := callSocketAs(other, sock, gate.VerbReviewDecide, map[string]string{"id": "tu1"}, nil)
+		if !errors.Is(err, api.ErrPeerRefused) {
+			t.Errorf("decide as lbother: %v", err)
+		}
+	})
+
+	t.Run("NothingForged", func(t *testing.T) {
+		cancel()
+		serveCmd.Wait()
+		out, err := exec.Command(bin, "replay", "--verify", "--data", data).CombinedOutput()
+		if err != nil {
+			t.Errorf("replay --verify: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("socket left after serve stopped: %v", err)
+		}
+	})
+}
+
+// TestSocketPath: which socket a command asks, by the precedence the
+// README states: --socket; else none when --data, --nats-url or --creds
+// is given; else $LOGBOOK_SOCKET ($LOGBOOK_DATA aside); a directory names
+// the socket in it. --socket with --data is a usage error.
+func TestSocketPath(t *testing.T) {
+	dir := t.TempDir()
+	inDir := filepath.Join(dir, api.SystemSocketName)
+	for _, c := range []struct {
+		name string
+		g    globals
+		env  string
+		want string
+	}{
+		{"flag", globals{socket: "/s/a.sock"}, "/s/b.sock", "/s/a.sock"},
+		{"flag wins over data", globals{socket: "/s/a.sock", data: "/d"}, "", "/s/a.sock"},
+		{"env", globals{}, "/s/b.sock", "/s/b.sock"},
+		{"env under data", globals{data: "/d"}, "/s/b.sock", ""},
+		{"env under nats-url", globals{natsURL: "nats://x"}, "/s/b.sock", ""},
+		{"env under creds", globals{credsPath: "/c.json"}, "/s/b.sock", ""},
+		{"dir", globals{}, dir, inDir},
+		{"none", globals{}, "", ""},
+	} {
+		t.Setenv("LOGBOOK_SOCKET", c.env)
+		t.Setenv("LOGBOOK_DATA", "/elsewhere")
+		if got := c.g.socketPath(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	g := globals{socket: "/s/a.sock", data: "/d"}
+	if _, err := socketCaller(&g, g.socketPath()); exitCode(err) != codeUsage {
+		t.Errorf("--socket with --data: %v, want a usage error", err)
+	}
+}
