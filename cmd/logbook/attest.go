@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"fmt"
 	"time"
 
@@ -123,12 +122,6 @@ func (d dataDir) joinSigning(ctx context.Context, l *natslog.Log, name string, k
 // ownAdminKey returns the data dir's admin key when it holds one, else
 // nil (datadir.Dir.OwnAdminKey).
 func (d dataDir) ownAdminKey() (*attestation.Key, error) { return d.dir().OwnAdminKey() }
-
-// registerOnCluster registers pub on a cluster's log with admin,
-// beginning signing first (datadir.RegisterOnCluster).
-func registerOnCluster(ctx context.Context, l *natslog.Log, admin *attestation.Key, pub ed25519.PublicKey, principal string, role attestation.Role) error {
-	return datadir.RegisterOnCluster(ctx, l, admin, pub, principal, role)
-}
 
 // revokeOldServeKeys revokes the keys of earlier starts of serve
 // (datadir.Dir.RevokeOldServeKeys).
