@@ -139,3 +139,19 @@ func IsKeyID(s string) bool {
 	}
 	return true
 }
+
+// HasData reports whether d holds a Logbook store: its log's directory,
+// or a running server's serve.json.
+func (d Dir) HasData() bool {
+	for _, name := range []string{"jetstream", "serve.json"} {
+		if _, err := os.Stat(d.Path(name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// NoDataError says that d has no Logbook data, and what to do.
+func (d Dir) NoDataError() error {
+	return fmt.Errorf("no Logbook data in %s: check --data or $LOGBOOK_DATA, or create it with `logbook serve` or `logbook import claude`", d)
+}

@@ -54,8 +54,6 @@ type Env struct {
 	// (then no check of it runs).
 	DataDir    datadir.Dir
 	DataDirErr error
-	// HasData reports whether the data dir holds Logbook data.
-	HasData bool
 	// NATSURL is --nats-url: a server of one's own, not the data dir's.
 	NATSURL string
 	// Journal is the path of serve's hook journal in the data dir.
@@ -111,7 +109,7 @@ func Run(ctx context.Context, env Env) []Check {
 	if env.DataDirErr != nil {
 		return append(out, Check{Name: "data dir", Status: Fail, Detail: env.DataDirErr.Error(), Fix: "set --data or $LOGBOOK_DATA"})
 	}
-	out = append(out, DataDir(env.DataDir, env.HasData), ServerCheck(ctx, env), SandboxView(env))
+	out = append(out, DataDir(env.DataDir, env.DataDir.HasData()), ServerCheck(ctx, env), SandboxView(env))
 	if c, ok := Journal(env.DataDir, env.Journal); ok {
 		out = append(out, c)
 	}

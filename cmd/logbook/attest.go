@@ -17,10 +17,6 @@ import (
 // keyPath returns the path of the data dir's key file name.
 func (d dataDir) keyPath(name string) string { return d.dir().KeyPath(name) }
 
-// adminKey returns the data dir's admin key, making it and its pin when
-// neither exists (datadir.Dir.AdminKey).
-func (d dataDir) adminKey() (*attestation.Key, error) { return d.dir().AdminKey() }
-
 // principalKey returns the data dir's key file name for role, making it
 // when absent (datadir.Dir.PrincipalKey).
 func (d dataDir) principalKey(name string, role attestation.Role) (*attestation.Key, error) {
@@ -72,7 +68,7 @@ func issueKey(ctx context.Context, g *globals, dd dataDir, role natslog.Role, c 
 	if err != nil {
 		return err
 	}
-	admin, err := dd.adminKey()
+	admin, err := dd.dir().AdminKey()
 	if err != nil {
 		return err
 	}

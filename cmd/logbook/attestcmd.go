@@ -91,7 +91,7 @@ registered; no host takes them from a file.`,
 			if err != nil {
 				return err
 			}
-			k, err := dd.adminKey()
+			k, err := dd.dir().AdminKey()
 			if err != nil {
 				return err
 			}

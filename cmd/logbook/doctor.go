@@ -63,7 +63,7 @@ func doctorEnv(g *globals, bwrap string) doctor.Env {
 		env.DataDirErr = err
 		return env
 	}
-	env.DataDir, env.HasData, env.Journal = dd.dir(), hasLogbookData(dd), dd.path(intakeJournal)
+	env.DataDir, env.Journal = dd.dir(), dd.path(intakeJournal)
 	allow, err := sandboxAllow(nil)
 	env.SandboxAllow, env.SandboxAllowErr = allowStrings(allow), err
 	env.Witness = func() (doctor.Check, bool) { return checkWitness(dd) }
