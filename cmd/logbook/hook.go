@@ -160,6 +160,11 @@ func gatedHookArgs(root *cobra.Command, args []string) bool {
 	if err != nil || cmd == nil || cmd == root {
 		return true
 	}
+	return isHookCommand(cmd)
+}
+
+// isHookCommand reports whether cmd is `logbook hook` or one under it.
+func isHookCommand(cmd *cobra.Command) bool {
 	path := cmd.CommandPath()
 	return path == "logbook hook" || strings.HasPrefix(path, "logbook hook ")
 }
@@ -185,7 +190,7 @@ func hookHelpWithPayload(root *cobra.Command, args []string, stdin io.Reader, st
 	if err != nil || cmd == nil {
 		return nil
 	}
-	if path := cmd.CommandPath(); path != "logbook hook" && !strings.HasPrefix(path, "logbook hook ") {
+	if !isHookCommand(cmd) {
 		return nil
 	}
 	payload, err := io.ReadAll(io.LimitReader(stdin, 1<<20))

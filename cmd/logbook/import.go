@@ -18,11 +18,7 @@ import (
 
 func importCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "import", Short: "Import agent transcripts"}
-	var (
-		workers     int
-		skipInvalid bool
-		asNew       bool
-	)
+	var o importOptions
 	claudeImport := &cobra.Command{
 		Use:   "claude PATH...",
 		Short: "Import Claude Code transcripts (files or directories such as ~/.claude/projects)",
@@ -43,13 +39,10 @@ now as a new history, session <id>-r<n>, linked to the old one; later
 imports of the file go on there.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runImport(cmd.Context(), g, claude.ImportFormat(), claudeOpen, args, importOptions{workers: workers, skipInvalid: skipInvalid, asNew: asNew})
+			return runImport(cmd.Context(), g, claude.ImportFormat(), claudeOpen, args, o)
 		},
 	}
-	claudeImport.Flags().IntVar(&workers, "workers", 4, "transcripts read and parsed at once (up to 4 times as many are under way, waiting for the log)")
-	bound(claudeImport.Flags(), "workers", 1, maxWorkers)
-	claudeImport.Flags().BoolVar(&skipInvalid, "skip-invalid", false, "record a line that does not parse (without signals) and go on, instead of stopping that file there")
-	claudeImport.Flags().BoolVar(&asNew, "as-new", false, "import a transcript that changed under Logbook (truncated or rewritten) as a new session linked to the one that imported it")
+	importFlags(claudeImport, &o, "transcripts read and parsed at once (up to 4 times as many are under way, waiting for the log)", "transcript")
 	cmd.AddCommand(claudeImport)
 	cmd.AddCommand(importCodexCmd(g))
 	return cmd
@@ -60,6 +53,16 @@ type importOptions struct {
 	workers     int  // --workers: files read and parsed at once, at least 1
 	skipInvalid bool // --skip-invalid
 	asNew       bool // --as-new
+}
+
+// importFlags adds to cmd the flags every `logbook import <agent>` takes,
+// set into o: workers says what --workers counts, file names one file of
+// the agent's ("rollout").
+func importFlags(cmd *cobra.Command, o *importOptions, workers, file string) {
+	cmd.Flags().IntVar(&o.workers, "workers", 4, workers)
+	bound(cmd.Flags(), "workers", 1, maxWorkers)
+	cmd.Flags().BoolVar(&o.skipInvalid, "skip-invalid", false, "record a line that does not parse (without signals) and go on, instead of stopping that file there")
+	cmd.Flags().BoolVar(&o.asNew, "as-new", false, "import a "+file+" that changed under Logbook (truncated or rewritten) as a new session linked to the one that imported it")
 }
 
 // importOpen starts an import on b: the agent's ingester as an

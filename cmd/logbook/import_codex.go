@@ -11,11 +11,7 @@ import (
 )
 
 func importCodexCmd(g *globals) *cobra.Command {
-	var (
-		workers     int
-		skipInvalid bool
-		asNew       bool
-	)
+	var o importOptions
 	cmd := &cobra.Command{
 		Use:   "codex PATH...",
 		Short: "Import Codex CLI rollouts (files, or directories such as ~/.codex/sessions)",
@@ -37,13 +33,10 @@ session.transcript_diverged; --as-new then imports the file as it is now
 as a new session linked to the old one.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runImport(cmd.Context(), g, codex.ImportFormat(), codexOpen, args, importOptions{workers: workers, skipInvalid: skipInvalid, asNew: asNew})
+			return runImport(cmd.Context(), g, codex.ImportFormat(), codexOpen, args, o)
 		},
 	}
-	cmd.Flags().IntVar(&workers, "workers", 4, "rollouts imported at once")
-	bound(cmd.Flags(), "workers", 1, maxWorkers)
-	cmd.Flags().BoolVar(&skipInvalid, "skip-invalid", false, "record a line that does not parse (without signals) and go on, instead of stopping that file there")
-	cmd.Flags().BoolVar(&asNew, "as-new", false, "import a rollout that changed under Logbook (truncated or rewritten) as a new session linked to the one that imported it")
+	importFlags(cmd, &o, "rollouts imported at once", "rollout")
 	return cmd
 }
 

@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -112,7 +111,7 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	cmd, err := root.ExecuteContextC(ctx)
-	if err != nil && exitCode(err) == codeUsage && (cmd.CommandPath() == "logbook hook" || strings.HasPrefix(cmd.CommandPath(), "logbook hook ")) {
+	if err != nil && exitCode(err) == codeUsage && isHookCommand(cmd) {
 		// An agent reads exit 2 as "block": a hook never exits 2 for
 		// a usage mistake.
 		return &exitError{code: codeError, err: err}
