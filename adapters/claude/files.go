@@ -259,3 +259,16 @@ func agentID(p string) (string, error) {
 	}
 	return "", nil
 }
+
+// ImportFormat is Claude Code's format for ingest.PlanImport: a unit is
+// a session's transcript with its subagents' transcripts, imported into
+// the session the transcript names (Ingester.ImportTranscript).
+func ImportFormat() ingest.Format[Transcript] {
+	return ingest.Format[Transcript]{
+		Noun: "transcript", What: "a Claude Code transcript", Ext: ".jsonl", Hint: " (a .jsonl file, as under ~/.claude/projects)",
+		NotOne: "not a Claude Code transcript: ", Looks: LooksLikeTranscript,
+		Discover:  func(paths []string) ([]Transcript, error) { return Discover(paths...) },
+		File:      func(t Transcript) (string, bool) { return t.Path, len(t.Subagents) == 0 },
+		EmptyDirs: "Claude Code transcripts (.jsonl files)",
+	}
+}

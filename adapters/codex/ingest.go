@@ -299,6 +299,22 @@ func Discover(paths ...string) ([]string, error) {
 	return out, nil
 }
 
+// ImportFormat is Codex CLI's format for ingest.PlanImport: a unit is
+// one rollout file, and a thread's files (a resumed thread has several)
+// go to one worker, in order (ByThread), so its session's log is the same
+// whatever the scheduling.
+func ImportFormat() ingest.Format[string] {
+	return ingest.Format[string]{
+		Noun: "rollout", What: "a Codex CLI rollout", Hint: " (as under ~/.codex/sessions)", Looks: LooksLikeRollout,
+		Discover: func(paths []string) ([]string, error) { return Discover(paths...) },
+		NoneFound: func(paths []string) string {
+			return fmt.Sprintf("no .jsonl files under %s (Codex CLI keeps its rollouts under ~/.codex/sessions)", strings.Join(paths, ", "))
+		},
+		File:  func(path string) (string, bool) { return path, true },
+		Group: ByThread,
+	}
+}
+
 // IsRolloutName reports whether path is named like a Codex CLI rollout:
 // rollout-*.jsonl.
 func IsRolloutName(path string) bool {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"fmt"
 	"time"
 
@@ -17,10 +16,6 @@ import (
 
 // keyPath returns the path of the data dir's key file name.
 func (d dataDir) keyPath(name string) string { return d.dir().KeyPath(name) }
-
-// adminKey returns the data dir's admin key, making it and its pin when
-// neither exists (datadir.Dir.AdminKey).
-func (d dataDir) adminKey() (*attestation.Key, error) { return d.dir().AdminKey() }
 
 // principalKey returns the data dir's key file name for role, making it
 // when absent (datadir.Dir.PrincipalKey).
@@ -73,7 +68,7 @@ func issueKey(ctx context.Context, g *globals, dd dataDir, role natslog.Role, c 
 	if err != nil {
 		return err
 	}
-	admin, err := dd.adminKey()
+	admin, err := dd.dir().AdminKey()
 	if err != nil {
 		return err
 	}
@@ -123,12 +118,6 @@ func (d dataDir) joinSigning(ctx context.Context, l *natslog.Log, name string, k
 // ownAdminKey returns the data dir's admin key when it holds one, else
 // nil (datadir.Dir.OwnAdminKey).
 func (d dataDir) ownAdminKey() (*attestation.Key, error) { return d.dir().OwnAdminKey() }
-
-// registerOnCluster registers pub on a cluster's log with admin,
-// beginning signing first (datadir.RegisterOnCluster).
-func registerOnCluster(ctx context.Context, l *natslog.Log, admin *attestation.Key, pub ed25519.PublicKey, principal string, role attestation.Role) error {
-	return datadir.RegisterOnCluster(ctx, l, admin, pub, principal, role)
-}
 
 // revokeOldServeKeys revokes the keys of earlier starts of serve
 // (datadir.Dir.RevokeOldServeKeys).

@@ -4,54 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/natslog"
-	"github.com/logbook-dev/logbook/replay"
 )
 
 // existingDataDir resolves the data dir of flag and refuses one that
-// does not exist, is not a directory, or is empty: a command that prints
-// or uses what a data dir holds never makes one, or keys in one, from a
-// mistyped --data.
+// does not exist, is not a directory, or is empty (datadir.Dir.Existing).
 func existingDataDir(flag string) (dataDir, error) {
 	dd, err := resolveDataDir(flag)
 	if err != nil {
 		return dd, err
 	}
-	st, err := os.Stat(string(dd))
-	if errors.Is(err, fs.ErrNotExist) {
-		return dd, fmt.Errorf("data dir %s does not exist (a mistyped --data?): start `logbook serve` on it, or make it, first", dd)
-	}
-	if err != nil {
-		return dd, fmt.Errorf("data dir: %w", err)
-	}
-	if !st.IsDir() {
-		return dd, fmt.Errorf("data dir %s is not a directory", dd)
-	}
-	if ents, err := os.ReadDir(string(dd)); err == nil && len(ents) == 0 {
-		return dd, fmt.Errorf("data dir %s is empty (a mistyped --data?): start `logbook serve` on it, or pin the cluster's admin key there with `logbook keys pin`, first", dd)
-	}
-	return dd, nil
-}
-
-// printable returns nil if s holds no character replay.Escape would show
-// escaped (a control, a separator, a bidirectional mark, a byte that is
-// not UTF-8), else an error naming the first one and its byte offset: a
-// name every audit line will print.
-func printable(s string) error {
-	for i, r := range s {
-		if c := string(r); replay.Escape(c) != c {
-			return fmt.Errorf("%q holds the control character %s at byte %d: want printable text", s, replay.Escape(c), i)
-		}
-	}
-	return nil
+	return dd, dd.dir().Existing()
 }
 
 // keyLine is one key `logbook keys show` prints.
@@ -121,7 +91,7 @@ registered; no host takes them from a file.`,
 			if err != nil {
 				return err
 			}
-			k, err := dd.adminKey()
+			k, err := dd.dir().AdminKey()
 			if err != nil {
 				return err
 			}
@@ -149,21 +119,13 @@ registered; no host takes them from a file.`,
 				return err
 			}
 			path := dd.keyPath("admin.pub")
-			had, err := attestation.ReadPin(path)
-			switch {
-			case err == nil && had.Equal(pub):
+			already, err := dd.dir().Pin(pub)
+			if err != nil {
+				return err
+			}
+			if already {
 				fmt.Fprintf(g.stdout, "admin key %s pinned already in %s\n", attestation.KeyID(pub), path)
 				return nil
-			case err == nil:
-				return fmt.Errorf("%s pins another admin key, %s; every key event this host read was judged against it: remove the file to pin %s", path, attestation.KeyID(had), attestation.KeyID(pub))
-			case !errors.Is(err, fs.ErrNotExist):
-				return err
-			}
-			if err := dd.ensure(); err != nil {
-				return err
-			}
-			if err := attestation.WritePin(path, pub); err != nil {
-				return fmt.Errorf("signing keys: %w", err)
 			}
 			fmt.Fprintf(g.stdout, "pinned admin key %s in %s; a serve already running reads it at its next start\n", attestation.KeyID(pub), path)
 			return nil
@@ -238,7 +200,7 @@ every host that pins the admin key.`,
 			if principal = strings.TrimSpace(principal); principal == "" {
 				return usageErrorf("--principal: want who holds the key, as `logbook keys show` prints it")
 			}
-			if err := printable(principal); err != nil {
+			if err := datadir.CheckPrincipal(principal); err != nil {
 				return usageErrorf("--principal: %v", err)
 			}
 			dd, admin, b, err := adminBackend(ctx, g, "keys register")
@@ -246,31 +208,16 @@ every host that pins the admin key.`,
 				return err
 			}
 			defer b.Close()
-			if v := b.log.Verifier(); v == nil || v.AdminID() != admin.ID {
-				return fmt.Errorf("%s does not pin the admin key %s: run `logbook keys pin` first", dd.keyPath("admin.pub"), admin.ID)
-			}
 			id := attestation.KeyID(pub)
-			info, ok, err := b.log.KeyState(ctx, id)
-			if err != nil {
+			info, already, err := dd.dir().Register(ctx, b.log, admin, pub, principal, r)
+			if re, ok := errors.AsType[*datadir.RegisteredError](err); ok {
+				return errors.New(datadir.RegisteredMessage(re.ID, re.Info, field(re.Info.Principal)))
+			} else if err != nil {
 				return err
 			}
-			if ok {
-				if info.Role != r || info.Principal != principal {
-					return fmt.Errorf("key %s is registered already, at seq %d, as %s (%s): a key is registered once", id, info.Registered, field(info.Principal), info.Role)
-				}
+			if already {
 				fmt.Fprintf(g.stdout, "key %s (%s, %s) registered already at seq %d\n", id, principal, r, info.Registered)
 				return nil
-			}
-			if err := registerOnCluster(ctx, b.log, admin, pub, principal, r); err != nil {
-				return err
-			}
-			if info, ok, err = b.log.KeyState(ctx, id); err != nil {
-				return err
-			}
-			if !ok {
-				// Something other than the admin's key.registered
-				// holds the key's aggregate: nothing was bound.
-				return fmt.Errorf("key %s: the log holds an event for it that the admin key did not sign; nothing registered (see `logbook audit`)", id)
 			}
 			fmt.Fprintf(g.stdout, "registered key %s (%s, %s) at seq %d\n", id, principal, r, info.Registered)
 			return nil
@@ -286,7 +233,7 @@ every host that pins the admin key.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			id := strings.TrimSpace(args[0])
-			if !isKeyID(id) {
+			if !datadir.IsKeyID(id) {
 				return usageErrorf("key id %q: want the 16 hex characters `logbook keys show` prints", args[0])
 			}
 			if reason = strings.TrimSpace(reason); reason == "" {
@@ -307,20 +254,6 @@ every host that pins the admin key.`,
 	revoke.Flags().StringVar(&reason, "reason", "", "why the key is revoked, recorded in key.revoked")
 	cmd.AddCommand(admin, pin, show, register, revoke)
 	return cmd
-}
-
-// isKeyID reports whether s is a key id as attestation.KeyID makes it:
-// 16 lowercase hex characters.
-func isKeyID(s string) bool {
-	if len(s) != 16 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // adminBackend opens, for verb (keys register, keys revoke), the data

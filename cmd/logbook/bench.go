@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime/pprof"
-	"slices"
 	"strings"
 	"time"
 
@@ -92,30 +89,14 @@ floor is missed, naming each.`,
 			if g.natsURL != "" {
 				return usageErrorf("bench runs embedded servers of its own; --nats-url does not apply")
 			}
-			for _, o := range cfg.Only {
-				if !slices.Contains(bench.Groups, o) {
-					return usageErrorf("--only %q: no such group (want append, read, import, hook, command, scale or cluster)", o)
-				}
-			}
-			// A size given is 1 or more (0 is the default's value, so
-			// one given as 0 is a mistake, not a request for the default):
-			// see the bounds below, checked by checkRanges.
-			for i, n := range cfg.ScaleSessions {
-				if n < 1 || i > 0 && n <= cfg.ScaleSessions[i-1] {
-					return usageErrorf("--scale-sessions %s: want sizes of 1 or more in increasing order, such as 1000,10000", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(cfg.ScaleSessions)), ","), "[]"))
-				}
+			if err := cfg.Check(); err != nil {
+				return &usageError{err}
 			}
 			cfg = cfg.OrDefaults(bench.Preset(quick))
 			cfg.Quick = quick
-			for _, f := range fsync {
-				switch f {
-				case "always":
-					cfg.Fsync = append(cfg.Fsync, natslog.FsyncAlways)
-				case "interval":
-					cfg.Fsync = append(cfg.Fsync, natslog.FsyncInterval)
-				default:
-					return usageErrorf("--fsync %q: want always or interval", f)
-				}
+			var err error
+			if cfg.Fsync, err = bench.ParseFsync(fsync); err != nil {
+				return &usageError{err}
 			}
 			if prof != "" {
 				stop, err := startCPUProfile(prof)
@@ -211,18 +192,6 @@ func checkFloors(rep bench.Report) error {
 	return nil
 }
 
-// hookExe finds the logbook-hook binary the bench's hook row starts:
-// beside exe, else on $PATH; "" when there is none.
-func hookExe(exe string) string {
-	if p := filepath.Join(filepath.Dir(exe), "logbook-hook"); p != exe {
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p
-		}
-	}
-	p, _ := exec.LookPath("logbook-hook")
-	return p
-}
-
 // benchCLI wires the bench workloads to this command line: exe is the
 // binary its process rows start.
 func benchCLI(exe string) bench.CLI {
@@ -251,7 +220,7 @@ func benchCLI(exe string) bench.CLI {
 		},
 		SpoolDir: func(data string) string { return dataDir(data).path("spool") },
 		Exe:      exe,
-		HookExe:  hookExe(exe),
+		HookExe:  bench.HookExe(exe),
 		Version:  version,
 	}
 }

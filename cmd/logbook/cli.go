@@ -10,12 +10,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/logbook-dev/logbook/events"
-	"github.com/logbook-dev/logbook/sandbox"
+	"github.com/logbook-dev/logbook/adapters/humantext"
 )
 
 // The conventions every logbook command follows, applied to the whole
@@ -256,76 +254,20 @@ func isCobraUsage(err error) bool {
 		strings.HasPrefix(msg, "at least one of the flags in the group") || strings.HasPrefix(msg, "invalid argument ")
 }
 
-// sentinelPhrases maps the text of the events sentinels, which begin
-// with their package's name, to what a person reads in their place.
-var sentinelPhrases = []struct{ text, say string }{
-	{events.ErrNotFound.Error(), "not found"},
-	{events.ErrRejected.Error(), "refused"},
-	{events.ErrMalformed.Error(), "malformed"},
-	{events.ErrConflict.Error(), "changed meanwhile, try again"},
-	{events.ErrMissingCause.Error(), "cause missing or incomplete"},
-	{events.ErrUnknownType.Error(), "unknown event type"},
-	{events.ErrUnknownVersion.Error(), "unknown schema version"},
-	{sandbox.ErrRefused.Error(), "refused"},
-	{nats.ErrConnectionClosed.Error(), "the server went away (its connection closed)"},
-}
-
-// userMessage returns err's message as a person reads it: the sentinels'
-// package prefixes gone ("events: command rejected: unknown phase" reads
-// "unknown phase"), a prefix said twice said once ("hook claude: claude
-// hook: …" reads "hook claude: …").
-func userMessage(err error) string { return userText(err.Error()) }
+// userMessage returns err's message as a person reads it
+// (humantext.Message).
+func userMessage(err error) string { return humantext.Message(err.Error()) }
 
 // userText is userMessage of an error's text msg (one a summary kept as
 // a string).
-func userText(msg string) string {
-	for _, p := range sentinelPhrases {
-		if p.text == events.ErrNotFound.Error() {
-			msg = strings.ReplaceAll(msg, p.text, p.say)
-			continue
-		}
-		// A sentinel followed by the detail: the detail says it.
-		msg = strings.ReplaceAll(msg, p.text+": ", "")
-		msg = strings.ReplaceAll(msg, p.text, p.say)
-	}
-	msg = strings.ReplaceAll(msg, "hook claude: claude hook: ", "hook claude: ")
-	msg = strings.ReplaceAll(msg, "hook claude: claude hook ", "hook claude: ")
-	msg = strings.ReplaceAll(msg, "hook codex: codex notify: ", "hook codex: ")
-	msg = strings.ReplaceAll(msg, "hook codex: codex notify ", "hook codex: ")
-	return collapseRepeats(msg)
-}
+func userText(msg string) string { return humantext.Message(msg) }
 
-// collapseRepeats drops a part of msg (between ": ") that says again
-// what the part before it ends with: "workspace archive: archive: x"
-// reads "workspace archive: x".
-func collapseRepeats(msg string) string {
-	parts := strings.Split(msg, ": ")
-	out := parts[:1]
-	for _, p := range parts[1:] {
-		prev := out[len(out)-1]
-		if p != "" && (p == prev || strings.HasSuffix(prev, " "+p)) {
-			continue
-		}
-		out = append(out, p)
-	}
-	return strings.Join(out, ": ")
-}
+// hasLogbookData reports whether dd holds a Logbook store
+// (datadir.Dir.HasData).
+func hasLogbookData(dd dataDir) bool { return dd.dir().HasData() }
 
-// hasLogbookData reports whether dd holds a Logbook store: its log's
-// directory, or a running server's serve.json.
-func hasLogbookData(dd dataDir) bool {
-	for _, name := range []string{"jetstream", "serve.json"} {
-		if _, err := os.Stat(dd.path(name)); err == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// noDataError says that dd has no Logbook data, and what to do.
-func noDataError(dd dataDir) error {
-	return fmt.Errorf("no Logbook data in %s: check --data or $LOGBOOK_DATA, or create it with `logbook serve` or `logbook import claude`", dd)
-}
+// noDataError says that dd has no Logbook data (datadir.Dir.NoDataError).
+func noDataError(dd dataDir) error { return dd.dir().NoDataError() }
 
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
@@ -351,63 +293,14 @@ func termWidth(w io.Writer) int {
 	return int(ws.Col)
 }
 
-// plural returns "1 thing" or "n things": the noun's plural is noun+"s"
-// unless given.
-func plural(n int, noun string, pl ...string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if len(pl) > 0 {
-		return fmt.Sprintf("%d %s", n, pl[0])
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
+// plural returns "1 thing" or "n things" (humantext.Plural).
+func plural(n int, noun string, pl ...string) string { return humantext.Plural(n, noun, pl...) }
 
-// ago says how long before now t was, as a person reads it on a
-// terminal: "just now", "3m ago", "2h ago", "5d ago"; "-" for the zero
-// time, "in 2m" for a time ahead of now.
-func ago(now, t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := now.Sub(t)
-	suffix := " ago"
-	if d < 0 {
-		d, suffix = -d, ""
-	}
-	var s string
-	switch {
-	case d < 10*time.Second:
-		return "just now"
-	case d < time.Minute:
-		s = fmt.Sprintf("%ds", int(d/time.Second))
-	case d < time.Hour:
-		s = fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 48*time.Hour:
-		s = fmt.Sprintf("%dh", int(d/time.Hour))
-	default:
-		s = fmt.Sprintf("%dd", int(d/(24*time.Hour)))
-	}
-	if suffix == "" {
-		return "in " + s
-	}
-	return s + suffix
-}
+// ago says how long before now t was (humantext.Ago).
+func ago(now, t time.Time) string { return humantext.Ago(now, t) }
 
-// homeTilde writes a path under the home directory home with "~" in its
-// place.
-func homeTilde(path, home string) string {
-	if home == "" || home == "/" {
-		return path
-	}
-	if path == home {
-		return "~"
-	}
-	if rest, ok := strings.CutPrefix(path, home+"/"); ok {
-		return "~/" + rest
-	}
-	return path
-}
+// homeTilde writes a path under home with "~" (humantext.HomeTilde).
+func homeTilde(path, home string) string { return humantext.HomeTilde(path, home) }
 
 // ellipsizeLeft keeps the end of s, at most width terminal columns
 // (displayWidth) with the "…" that marks a cut at its start: the end of

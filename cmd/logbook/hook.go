@@ -6,19 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/hookrecord"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
@@ -103,88 +100,25 @@ func hookClaude(ctx context.Context, g *globals) error {
 	return recordHook(ctx, g, "hook claude", payload, claude.PrepareHook)
 }
 
-// recordHook records payload, one hook payload of an agent's (name is
-// the command, "hook claude", that leads its errors): prepare checks it
-// and returns what is spooled and sent (the payload, or a copy cut to the
-// send cap), or the error of a payload that cannot be used. A usable
-// payload goes straight to the running server when nothing waits in the
-// spool, else into the spool behind what waits; it returns nil either
-// way. An unusable one (prepare's error, or one the server refuses as
-// input) is kept aside, redacted, in the spool's rejected folder, and the
-// error, redacted, names where.
+// recordHook records payload, one hook payload of an agent's, into g's
+// data dir (hookrecord.Recorder.Record; name leads its errors).
 func recordHook(ctx context.Context, g *globals, name string, payload []byte, prepare func([]byte) ([]byte, error)) error {
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
 		return err
 	}
-	sp, err := claude.Open(dd.path("spool"))
-	if err != nil {
-		return err
-	}
-	var prepared []byte
-	if len(payload) > maxHookPayload {
-		err = fmt.Errorf("payload over %d MiB refused", maxHookPayload>>20)
-	} else {
-		prepared, err = prepare(payload)
-	}
-	if err != nil {
-		// Bad input: exit 1, and keep it (redacted) where a person can
-		// look, out of the spool so it blocks nothing.
-		// The message may quote the payload: it is redacted as the
-		// payload kept aside is.
-		p, perr := dd.parser()
-		if perr != nil {
-			return fmt.Errorf("%s: %w (not kept: %v)", name, redactErr(redact.Default(), err), perr)
-		}
-		id, kerr := sp.KeepAside(payload, err, p.Redactor())
-		err = redactErr(p.Redactor(), err)
-		if kerr != nil {
-			return fmt.Errorf("%s: %w (not kept: %v)", name, err, kerr)
-		}
-		return fmt.Errorf("%s: %w (kept aside as %s)", name, err, filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"))
-	}
-	// The agent process this hook runs under, for the reconciler to
-	// watch; a hook that finds none (run by hand, /proc unreadable) is
-	// recorded without one.
-	host, _ := os.Hostname()
-	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
-	ctx, cancel := context.WithTimeout(ctx, hookTimeout)
-	defer cancel()
-	id := ulid.Make().String()
-	// With nothing waiting in the spool, the payload goes straight to the
-	// server: its append is as durable as the spool and costs none of the
-	// spool's fsyncs. With entries waiting it must not overtake them, and
-	// a hook does not drain them in the agent's path either: it spools its
-	// own behind them and the server, which watches the spool, delivers.
-	waiting, err := sp.HasPending()
-	if err == nil && !waiting {
-		err = deliverHook(ctx, g, dd, api.HookRequest{ID: id, Text: string(prepared), Process: agent})
-		if err == nil {
-			return nil
-		}
-		if api.IsInputError(err) {
-			p, perr := dd.parser()
-			if perr != nil {
-				return fmt.Errorf("%s: %w (not kept: %v)", name, redactErr(redact.Default(), err), perr)
+	r := hookrecord.Recorder{
+		Spool: dd.path("spool"), MaxPayload: maxHookPayload, Timeout: hookTimeout, Warn: g.stderr,
+		Rules: func() (*claude.Redactor, error) {
+			p, err := dd.parser()
+			if err != nil {
+				return nil, err
 			}
-			kerr := sp.Reject(id, prepared, err, p.Redactor())
-			err = redactErr(p.Redactor(), err)
-			if kerr != nil {
-				return fmt.Errorf("%s: %w (not kept: %v)", name, err, kerr)
-			}
-			return fmt.Errorf("%s: %w (kept aside as %s)", name, err, filepath.Join(sp.Dir(), claude.RejectedDir, id+".json"))
-		}
+			return p.Redactor(), nil
+		},
+		Deliver: func(ctx context.Context, req api.HookRequest) error { return deliverHook(ctx, g, dd, req) },
 	}
-	// Under the id already sent, so a server that took it after all sees
-	// the spooled copy as the same observation.
-	if perr := sp.PutAs(id, prepared, agent); perr != nil {
-		return fmt.Errorf("%s: spool: %w", name, perr)
-	}
-	if err != nil {
-		// The payload is safe in the spool; the server delivers it later.
-		fmt.Fprintf(g.stderr, "logbook hook: kept in spool: %v\n", redactErr(hookRedactor(g), err))
-	}
-	return nil
+	return r.Record(ctx, name, payload, prepare)
 }
 
 // deliverHook sends one hook payload to the running server and returns
@@ -229,6 +163,11 @@ func gatedHookArgs(root *cobra.Command, args []string) bool {
 	if err != nil || cmd == nil || cmd == root {
 		return true
 	}
+	return isHookCommand(cmd)
+}
+
+// isHookCommand reports whether cmd is `logbook hook` or one under it.
+func isHookCommand(cmd *cobra.Command) bool {
 	path := cmd.CommandPath()
 	return path == "logbook hook" || strings.HasPrefix(path, "logbook hook ")
 }
@@ -254,7 +193,7 @@ func hookHelpWithPayload(root *cobra.Command, args []string, stdin io.Reader, st
 	if err != nil || cmd == nil {
 		return nil
 	}
-	if path := cmd.CommandPath(); path != "logbook hook" && !strings.HasPrefix(path, "logbook hook ") {
+	if !isHookCommand(cmd) {
 		return nil
 	}
 	payload, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
@@ -341,49 +280,8 @@ func hookRedactor(g *globals) *claude.Redactor {
 	return redact.Default()
 }
 
-// redactedError is an error whose message is redacted: a hook's message
-// may quote its payload (a field's value in a refusal), and the payload
-// is hostile. Errors.Is and As see the error it wraps.
-type redactedError struct {
-	err error
-	msg string
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
-
-// redactErr returns err with its message redacted by red
-// (redactMessage).
-func redactErr(red *claude.Redactor, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &redactedError{err: err, msg: redactMessage(red, err.Error())}
-}
-
 // redactMessage redacts a message the hook prints that may quote its
-// payload: each Go-quoted span ("…", as %q writes a field's value) by
-// red, the rules of the data dir, and the whole message by the built-in
-// rules only, so a broad rule of the data dir's (one that matches a
-// common word) leaves the message's own words readable.
+// payload (hookrecord.RedactMessage).
 func redactMessage(red *claude.Redactor, msg string) string {
-	msg = redact.Default().Redact(msg)
-	var b strings.Builder
-	for i := 0; i < len(msg); {
-		if msg[i] == '"' {
-			if q, err := strconv.QuotedPrefix(msg[i:]); err == nil {
-				if v, err := strconv.Unquote(q); err == nil {
-					if r := red.Redact(v); r != v {
-						q = strconv.Quote(r)
-					}
-				}
-				b.WriteString(q)
-				i += len(q)
-				continue
-			}
-		}
-		b.WriteByte(msg[i])
-		i++
-	}
-	return b.String()
+	return hookrecord.RedactMessage(red, msg)
 }

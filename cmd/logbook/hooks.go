@@ -1,28 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/claude/settings"
 	"github.com/logbook-dev/logbook/adapters/gate"
 )
-
-// claudeHookEvents are the hook events `hooks install` wires: every one
-// the Claude Code adapter understands.
-var claudeHookEvents = claude.HookEvents()
 
 // hooksFlags are the flags of `logbook hooks`.
 type hooksFlags struct {
@@ -48,7 +38,7 @@ every hook that is not Logbook's, is kept as it is.`,
 		Short: "Add Logbook's hook to every event Logbook reads (idempotent; backs up the old file; shows the diff)",
 		Long: `install wires ` + "`logbook-hook claude`" + ` (or ` + "`logbook hook claude`" + ` when the small
 binary is not found) to every Claude Code hook event Logbook reads:
-` + strings.Join(claudeHookEvents, ", ") + `.
+` + strings.Join(settings.Events(), ", ") + `.
 Tool events match every tool ("*"). Logbook's earlier entries are replaced,
 so running it again changes nothing. The old file is kept beside the new
 one as settings.json.<time>.bak, and the change is printed as a diff;
@@ -76,8 +66,8 @@ passed on to the hook as --data.`,
 			if f.gate && f.budget > gate.DefaultBudget {
 				// The server's own budget bounds every review: say so
 				// rather than let a longer one be cut unseen.
-				b := budgetFlag(f.budget)
-				fmt.Fprintf(g.stderr, "note: a review waits at most serve's --review-budget (default %s), whatever the hook's --budget: start serve with --review-budget %s for reviews to wait %s\n", budgetFlag(gate.DefaultBudget), b, b)
+				b := settings.BudgetFlag(f.budget)
+				fmt.Fprintf(g.stderr, "note: a review waits at most serve's --review-budget (default %s), whatever the hook's --budget: start serve with --review-budget %s for reviews to wait %s\n", settings.BudgetFlag(gate.DefaultBudget), b, b)
 			}
 			return nil
 		},
@@ -112,15 +102,6 @@ passed on to the hook as --data.`,
 	return cmd
 }
 
-// userSettingsPath returns ~/.claude/settings.json.
-func userSettingsPath() (string, error) {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("home directory: %w (use --project DIR)", err)
-	}
-	return settings.UserPath(home), nil
-}
-
 // settingsPath returns the settings.json f names.
 func (f hooksFlags) settingsPath() (string, error) {
 	if f.project != "" {
@@ -133,97 +114,14 @@ func (f hooksFlags) settingsPath() (string, error) {
 		}
 		return settings.ProjectPath(abs), nil
 	}
-	return userSettingsPath()
+	return settings.UserSettings()
 }
 
-// installWires returns the hook commands `hooks install` writes for f.
+// installWires returns the hook commands `hooks install` writes for f,
+// with --data for the data dir given to logbook, by --data or else by
+// $LOGBOOK_DATA (as resolveDataDir picks it).
 func installWires(g *globals, f hooksFlags) settings.Wires {
-	w := settings.Wires{Recorder: hookCommand(g)}
-	if f.gate {
-		w.Gate = gateHookCommand(g, f.budget)
-		w.Timeout = settings.GateTimeout(f.budget)
-	}
-	return w
-}
-
-// gateHookCommand returns the command line of the gated hook: this
-// binary's `hook claude --gate --budget B`, by name when PATH finds
-// logbook, else by its absolute path. It is logbook itself, not
-// logbook-hook, which would only hand the call over to it.
-func gateHookCommand(g *globals, budget time.Duration) string {
-	cmd := "logbook"
-	if self, _ := os.Executable(); !lookPathIs("logbook") && self != "" {
-		cmd = shellQuote(self)
-	}
-	cmd += " hook" + dataArg(g) + " claude --gate --budget " + budgetFlag(budget)
-	return cmd
-}
-
-// budgetFlag returns budget as a --budget value: whole seconds as "90s"
-// (not 1m30s), anything finer as time.Duration prints it (1.5s, 250ms).
-func budgetFlag(budget time.Duration) string {
-	if budget%time.Second == 0 {
-		return fmt.Sprintf("%ds", int(budget.Seconds()))
-	}
-	return budget.String()
-}
-
-// dataArg returns " --data DIR" for the data dir given to logbook, by
-// --data or else by $LOGBOOK_DATA (as resolveDataDir picks it), as an
-// absolute path, or "" when neither names one: the hook then finds the
-// default data dir as logbook does.
-func dataArg(g *globals) string {
-	if d := cmp.Or(g.data, os.Getenv("LOGBOOK_DATA")); d != "" {
-		if abs, err := filepath.Abs(d); err == nil {
-			return " --data " + shellQuote(abs)
-		}
-	}
-	return ""
-}
-
-// hookCommand returns the command line the recording hooks run:
-// logbook-hook when it is on PATH or beside this binary, else this
-// binary's `hook claude`, by name when PATH finds it, else by its
-// absolute path.
-func hookCommand(g *globals) string {
-	var cmd string
-	self, _ := os.Executable()
-	switch {
-	case lookPathIs("logbook-hook"):
-		cmd = "logbook-hook claude"
-	case self != "" && isExecutable(filepath.Join(filepath.Dir(self), "logbook-hook")):
-		cmd = shellQuote(filepath.Join(filepath.Dir(self), "logbook-hook")) + " claude"
-	case lookPathIs("logbook"):
-		cmd = "logbook hook claude"
-	case self != "":
-		cmd = shellQuote(self) + " hook claude"
-	default:
-		cmd = "logbook hook claude"
-	}
-	if d := dataArg(g); d != "" {
-		cmd = strings.Replace(cmd, " claude", d+" claude", 1)
-	}
-	return cmd
-}
-
-func lookPathIs(name string) bool {
-	_, err := exec.LookPath(name)
-	return err == nil
-}
-
-func isExecutable(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
-}
-
-// shellQuote quotes s for sh when it holds anything but safe characters.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return settings.InstallWires(cmp.Or(g.data, os.Getenv("LOGBOOK_DATA")), f.gate, f.budget)
 }
 
 // hooksEdit installs (install true) or removes Logbook's hooks in the
@@ -234,143 +132,50 @@ func hooksEdit(g *globals, f hooksFlags, install bool) error {
 	if err != nil {
 		return err
 	}
-	target, err := settings.Target(path)
-	if err != nil {
-		return err
-	}
-	old, err := settings.ReadFile(target)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("read %s: %w", path, err)
-	}
-	existed := err == nil
 	var wires settings.Wires
 	if install {
 		wires = installWires(g, f)
 	}
-	updated, err := settings.Edit(old, wires, selfPath())
+	c, err := settings.Plan(path, wires, selfPath())
 	if err != nil {
-		return fmt.Errorf("%s: %w; fix it or move it aside, then run this again", path, err)
+		return err
 	}
-	if bytes.Equal(old, updated) || (!existed && !install) {
+	if c.Unchanged() {
 		fmt.Fprintf(g.stdout, "%s: unchanged\n", path)
 		return nil
 	}
-	fmt.Fprintf(g.stdout, "--- %s\n+++ %s\n", path, path)
-	writeLineDiff(g.stdout, string(old), string(updated))
+	c.WriteDiff(g.stdout)
 	if f.dryRun {
 		fmt.Fprintln(g.stdout, "(dry run: nothing written)")
 		return nil
 	}
-	mode := fs.FileMode(0o644)
-	if existed {
-		st, err := os.Stat(target)
-		if err != nil {
-			return err
-		}
-		mode = st.Mode().Perm()
-		backup, err := settings.WriteBackup(path, old, mode)
-		if err != nil {
-			return fmt.Errorf("back up %s: %w", path, err)
-		}
+	backup, err := c.Write()
+	if backup != "" {
 		fmt.Fprintf(g.stdout, "backed up the old file to %s\n", backup)
 	}
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+	if err != nil {
 		return err
 	}
-	// Through a symlink the target is rewritten in its own directory,
-	// so the link (into a dotfiles repository, say) stays a link.
-	if err := writeFileAtomic(target, updated, mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if c.Target != path {
+		fmt.Fprintf(g.stdout, "wrote %s (%s links to it)\n", c.Target, path)
 	}
-	if target != path {
-		fmt.Fprintf(g.stdout, "wrote %s (%s links to it)\n", target, path)
-	}
-	if install {
-		if wires.Gate == "" {
-			fmt.Fprintf(g.stdout, "wired %s to %s\n", plural(len(claudeHookEvents), "hook event"), wires.Recorder)
-		} else {
-			fmt.Fprintf(g.stdout, "wired %s to %s, and %s and %s to %s with a timeout of %d s\n",
-				plural(len(claudeHookEvents)-2, "hook event"), wires.Recorder, gate.EventPreToolUse, gate.EventPermissionRequest, wires.Gate, wires.Timeout)
-		}
-	} else {
+	events := settings.Events()
+	switch {
+	case !install:
 		fmt.Fprintln(g.stdout, "removed Logbook's hooks")
+	case wires.Gate == "":
+		fmt.Fprintf(g.stdout, "wired %s to %s\n", plural(len(events), "hook event"), wires.Recorder)
+	default:
+		fmt.Fprintf(g.stdout, "wired %s to %s, and %s and %s to %s with a timeout of %d s\n",
+			plural(len(events)-2, "hook event"), wires.Recorder, gate.EventPreToolUse, gate.EventPermissionRequest, wires.Gate, wires.Timeout)
 	}
 	return nil
-}
-
-// writeLineDiff prints the lines of a and b that differ, as a unified
-// diff without hunk headers: " " kept, "-" removed, "+" added, with at
-// most two kept lines around each change.
-func writeLineDiff(w io.Writer, a, b string) {
-	x, y := splitLines(a), splitLines(b)
-	// The longest common subsequence, by dynamic programming: settings
-	// files are small.
-	lcs := make([][]int, len(x)+1)
-	for i := range lcs {
-		lcs[i] = make([]int, len(y)+1)
-	}
-	for i := len(x) - 1; i >= 0; i-- {
-		for j := len(y) - 1; j >= 0; j-- {
-			if x[i] == y[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	type line struct {
-		op   byte
-		text string
-	}
-	var ops []line
-	i, j := 0, 0
-	for i < len(x) || j < len(y) {
-		switch {
-		case i < len(x) && j < len(y) && x[i] == y[j]:
-			ops = append(ops, line{' ', x[i]})
-			i, j = i+1, j+1
-		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
-			ops = append(ops, line{'+', y[j]})
-			j++
-		default:
-			ops = append(ops, line{'-', x[i]})
-			i++
-		}
-	}
-	const ctx = 2
-	near := func(k int) bool {
-		for d := max(0, k-ctx); d <= min(len(ops)-1, k+ctx); d++ {
-			if ops[d].op != ' ' {
-				return true
-			}
-		}
-		return false
-	}
-	skipped := false
-	for k, l := range ops {
-		if l.op == ' ' && !near(k) {
-			if !skipped {
-				fmt.Fprintln(w, "@@")
-			}
-			skipped = true
-			continue
-		}
-		skipped = false
-		fmt.Fprintf(w, "%c%s\n", l.op, l.text)
-	}
-}
-
-func splitLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }
 
 // hooksStatus prints, for each hook event Logbook reads, the Logbook
 // commands wired to it in the user's and the project's settings.
 func hooksStatus(g *globals, f hooksFlags) error {
-	user, err := userSettingsPath()
+	user, err := settings.UserSettings()
 	if err != nil {
 		return err
 	}
@@ -394,7 +199,7 @@ func hooksStatus(g *globals, f hooksFlags) error {
 			Events           []settings.Wiring `json:"events"`
 			EventsNotWired   int               `json:"events_not_wired"`
 			EventsUnderstood int               `json:"events_understood"`
-		}{user, projectFiles, rows, missing, len(claudeHookEvents)})
+		}{user, projectFiles, rows, missing, len(settings.Events())})
 	}
 	fmt.Fprintf(g.stdout, "user:    %s\nproject: %s\n\n", user, strings.Join(projectFiles, ", "))
 	tw := newTable(g.stdout)
@@ -412,7 +217,7 @@ func hooksStatus(g *globals, f hooksFlags) error {
 		return err
 	}
 	if missing > 0 {
-		fmt.Fprintf(g.stdout, "\n%s of %d not wired: run `logbook hooks install`\n", plural(missing, "event"), len(claudeHookEvents))
+		fmt.Fprintf(g.stdout, "\n%s of %d not wired: run `logbook hooks install`\n", plural(missing, "event"), len(settings.Events()))
 	}
 	return nil
 }

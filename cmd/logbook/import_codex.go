@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,11 +11,7 @@ import (
 )
 
 func importCodexCmd(g *globals) *cobra.Command {
-	var (
-		workers     int
-		skipInvalid bool
-		asNew       bool
-	)
+	var o importOptions
 	cmd := &cobra.Command{
 		Use:   "codex PATH...",
 		Short: "Import Codex CLI rollouts (files, or directories such as ~/.codex/sessions)",
@@ -39,49 +33,29 @@ session.transcript_diverged; --as-new then imports the file as it is now
 as a new session linked to the old one.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runImport(cmd.Context(), g, codexImport(), args, importOptions{workers: workers, skipInvalid: skipInvalid, asNew: asNew})
+			return runImport(cmd.Context(), g, codex.ImportFormat(), codexOpen, args, o)
 		},
 	}
-	cmd.Flags().IntVar(&workers, "workers", 4, "rollouts imported at once")
-	bound(cmd.Flags(), "workers", 1, maxWorkers)
-	cmd.Flags().BoolVar(&skipInvalid, "skip-invalid", false, "record a line that does not parse (without signals) and go on, instead of stopping that file there")
-	cmd.Flags().BoolVar(&asNew, "as-new", false, "import a rollout that changed under Logbook (truncated or rewritten) as a new session linked to the one that imported it")
+	importFlags(cmd, &o, "rollouts imported at once", "rollout")
 	return cmd
 }
 
-// codexImport is Codex CLI's format for runImport: a unit is one rollout
-// file, and a thread's files (a resumed thread has several) go to one
-// worker, in order, so its session's log is the same whatever the
-// scheduling.
-func codexImport() importFormat[string] {
-	return importFormat[string]{
-		noun: "rollout", what: "a Codex CLI rollout", hint: " (as under ~/.codex/sessions)", looks: codex.LooksLikeRollout,
-		discover: func(g *globals, paths []string) ([]string, error) {
-			files, err := codex.Discover(paths...)
-			if err == nil && len(files) == 0 {
-				fmt.Fprintf(g.stderr, "warning: no .jsonl files under %s (Codex CLI keeps its rollouts under ~/.codex/sessions)\n", strings.Join(paths, ", "))
-			}
-			return files, err
-		},
-		file:  func(path string) (string, bool) { return path, true },
-		group: codex.ByThread,
-		open: func(_ context.Context, _ *globals, b *backend, o importOptions) (importRun[string], error) {
-			var r importRun[string]
-			host, _ := os.Hostname()
-			cp, err := b.dd.parser()
-			if err != nil {
-				return r, err
-			}
-			ing, err := codex.NewIngester(codex.IngestConfig{Log: b.log, Reg: b.reg, Parser: codex.NewParserFrom(cp), Host: host, SkipInvalid: o.skipInvalid, AsNew: o.asNew, Private: []string{string(b.dd)}})
-			if err != nil {
-				return r, err
-			}
-			r.workers = o.workers
-			r.run = func(ctx context.Context, path string, line func()) ([]ingest.FileResult, error) {
-				res, err := ing.ImportFile(ctx, path, func(int) { line() })
-				return []ingest.FileResult{res}, err
-			}
-			return r, nil
-		},
+// codexOpen starts a Codex CLI import.
+func codexOpen(_ context.Context, _ *globals, b *backend, o importOptions) (ingest.Runner[string], func(), error) {
+	var r ingest.Runner[string]
+	host, _ := os.Hostname()
+	cp, err := b.dd.parser()
+	if err != nil {
+		return r, nil, err
 	}
+	ing, err := codex.NewIngester(codex.IngestConfig{Log: b.log, Reg: b.reg, Parser: codex.NewParserFrom(cp), Host: host, SkipInvalid: o.skipInvalid, AsNew: o.asNew, Private: []string{string(b.dd)}})
+	if err != nil {
+		return r, nil, err
+	}
+	r.Workers = o.workers
+	r.Import = func(ctx context.Context, path string, line func()) ([]ingest.FileResult, error) {
+		res, err := ing.ImportFile(ctx, path, func(int) { line() })
+		return []ingest.FileResult{res}, err
+	}
+	return r, nil, nil
 }

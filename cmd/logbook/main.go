@@ -12,20 +12,18 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
-	"runtime/debug"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/buildinfo"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; "dev"
-// leaves it to the build info (buildVersion).
+// leaves it to the build info (buildinfo.Read).
 var version = "dev"
 
 // globals are the flags every command shares.
@@ -114,7 +112,7 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	cmd, err := root.ExecuteContextC(ctx)
-	if err != nil && exitCode(err) == codeUsage && (cmd.CommandPath() == "logbook hook" || strings.HasPrefix(cmd.CommandPath(), "logbook hook ")) {
+	if err != nil && exitCode(err) == codeUsage && isHookCommand(cmd) {
 		// An agent reads exit 2 as "block": a hook never exits 2 for
 		// a usage mistake.
 		return &exitError{code: codeError, err: err}
@@ -149,7 +147,7 @@ Ids: any unique prefix of a session or command id names it.`,
 			}
 			return refuseEmpty(cmd)
 		},
-		Version: buildVersion().String(),
+		Version: buildinfo.Read(version).String(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(stdin)
@@ -200,7 +198,7 @@ func versionCmd(g *globals) *cobra.Command {
 		Short: "Print the module version and the VCS revision and time it was built from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := buildVersion()
+			v := buildinfo.Read(version)
 			if g.json {
 				return writeJSON(g.stdout, v)
 			}
@@ -208,59 +206,4 @@ func versionCmd(g *globals) *cobra.Command {
 			return err
 		},
 	}
-}
-
-// versionInfo is what the binary knows of its own build, from
-// runtime/debug.ReadBuildInfo: the main module's version ("(devel)" for
-// a build from a checkout, a tag such as "v0.3.0" for `go install
-// …@v0.3.0`), the VCS revision and commit time, whether the tree had
-// changes not committed, and the Go version. Version, set with -ldflags
-// "-X main.version=…", wins over the module's.
-type versionInfo struct {
-	Version  string    `json:"version"`
-	Revision string    `json:"revision,omitempty"`
-	Time     time.Time `json:"time,omitzero"`
-	Modified bool      `json:"modified,omitempty"`
-	Go       string    `json:"go"`
-}
-
-func buildVersion() versionInfo {
-	v := versionInfo{Version: version, Go: runtime.Version()}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return v
-	}
-	if v.Version == "dev" && bi.Main.Version != "" {
-		v.Version = bi.Main.Version
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			v.Revision = s.Value
-		case "vcs.time":
-			v.Time, _ = time.Parse(time.RFC3339, s.Value)
-		case "vcs.modified":
-			v.Modified = s.Value == "true"
-		}
-	}
-	return v
-}
-
-// String is the one line `logbook version` prints: "logbook v0.3.0
-// (revision 1a2b3c4d5e6f, 2026-11-30T16:00:00Z, modified) go1.26.8".
-func (v versionInfo) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "logbook %s", v.Version)
-	if v.Revision != "" {
-		fmt.Fprintf(&b, " (revision %.12s", v.Revision)
-		if !v.Time.IsZero() {
-			fmt.Fprintf(&b, ", %s", v.Time.UTC().Format(time.RFC3339))
-		}
-		if v.Modified {
-			b.WriteString(", modified")
-		}
-		b.WriteString(")")
-	}
-	fmt.Fprintf(&b, " %s", v.Go)
-	return b.String()
 }

@@ -1,0 +1,157 @@
+package datadir
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/replay"
+)
+
+// Existing refuses a data dir that does not exist, is not a directory,
+// or is empty: a command that prints or uses what a data dir holds never
+// makes one, or keys in one, from a mistyped --data. Its errors name d
+// and what to do.
+func (d Dir) Existing() error {
+	st, err := os.Stat(string(d))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("data dir %s does not exist (a mistyped --data?): start `logbook serve` on it, or make it, first", d)
+	}
+	if err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("data dir %s is not a directory", d)
+	}
+	if ents, err := os.ReadDir(string(d)); err == nil && len(ents) == 0 {
+		return fmt.Errorf("data dir %s is empty (a mistyped --data?): start `logbook serve` on it, or pin the cluster's admin key there with `logbook keys pin`, first", d)
+	}
+	return nil
+}
+
+// Pin pins pub, a cluster's admin public key, in keys/admin.pub,
+// creating the data dir when absent. already is true when that key is
+// pinned there already. A pin of another key is an error naming both:
+// every key event the host read was judged against it.
+func (d Dir) Pin(pub ed25519.PublicKey) (already bool, err error) {
+	path := d.KeyPath("admin.pub")
+	had, err := attestation.ReadPin(path)
+	switch {
+	case err == nil && had.Equal(pub):
+		return true, nil
+	case err == nil:
+		return false, fmt.Errorf("%s pins another admin key, %s; every key event this host read was judged against it: remove the file to pin %s", path, attestation.KeyID(had), attestation.KeyID(pub))
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, err
+	}
+	if err := d.Ensure(); err != nil {
+		return false, err
+	}
+	if err := attestation.WritePin(path, pub); err != nil {
+		return false, fmt.Errorf("signing keys: %w", err)
+	}
+	return false, nil
+}
+
+// CheckPrincipal returns nil if principal holds no character
+// replay.Escape would show escaped (a control, a separator, a
+// bidirectional mark, a byte that is not UTF-8), else an error naming the
+// first one and its byte offset: a name every audit line will print.
+func CheckPrincipal(principal string) error {
+	for i, r := range principal {
+		if c := string(r); replay.Escape(c) != c {
+			return fmt.Errorf("%q holds the control character %s at byte %d: want printable text", principal, replay.Escape(c), i)
+		}
+	}
+	return nil
+}
+
+// Register registers pub on l for principal and role, signed by admin,
+// which l's Verifier must pin (RegisterOnCluster: signing begins first
+// when it has not), and returns what the log then says of the key.
+// already is true when the key was registered already with that
+// principal and role: nothing is appended. A key registered already
+// otherwise is a *RegisteredError; one whose aggregate holds an event
+// admin did not sign, an error naming it.
+func (d Dir) Register(ctx context.Context, l *natslog.Log, admin *attestation.Key, pub ed25519.PublicKey, principal string, role attestation.Role) (info attestation.KeyInfo, already bool, err error) {
+	if v := l.Verifier(); v == nil || v.AdminID() != admin.ID {
+		return info, false, fmt.Errorf("%s does not pin the admin key %s: run `logbook keys pin` first", d.KeyPath("admin.pub"), admin.ID)
+	}
+	id := attestation.KeyID(pub)
+	info, ok, err := l.KeyState(ctx, id)
+	if err != nil {
+		return info, false, err
+	}
+	if ok {
+		if info.Role != role || info.Principal != principal {
+			return info, false, &RegisteredError{ID: id, Info: info}
+		}
+		return info, true, nil
+	}
+	if err := RegisterOnCluster(ctx, l, admin, pub, principal, role); err != nil {
+		return info, false, err
+	}
+	if info, ok, err = l.KeyState(ctx, id); err != nil {
+		return info, false, err
+	}
+	if !ok {
+		// Something other than the admin's key.registered holds the
+		// key's aggregate: nothing was bound.
+		return info, false, fmt.Errorf("key %s: the log holds an event for it that the admin key did not sign; nothing registered (see `logbook audit`)", id)
+	}
+	return info, false, nil
+}
+
+// RegisteredError is Register's refusal of a key registered already for
+// another principal or role: a key is registered once.
+type RegisteredError struct {
+	ID   string              // the key's id
+	Info attestation.KeyInfo // its registration
+}
+
+// Error names the key and its registration, the principal escaped
+// (replay.Escape).
+func (e *RegisteredError) Error() string {
+	return RegisteredMessage(e.ID, e.Info, replay.Escape(e.Info.Principal))
+}
+
+// RegisteredMessage is the message of a RegisteredError, with principal
+// as the caller shows it.
+func RegisteredMessage(id string, info attestation.KeyInfo, principal string) string {
+	return fmt.Sprintf("key %s is registered already, at seq %d, as %s (%s): a key is registered once", id, info.Registered, principal, info.Role)
+}
+
+// IsKeyID reports whether s is a key id as attestation.KeyID makes it:
+// 16 lowercase hex characters.
+func IsKeyID(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// HasData reports whether d holds a Logbook store: its log's directory,
+// or a running server's serve.json.
+func (d Dir) HasData() bool {
+	for _, name := range []string{"jetstream", "serve.json"} {
+		if _, err := os.Stat(d.Path(name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// NoDataError says that d has no Logbook data, and what to do.
+func (d Dir) NoDataError() error {
+	return fmt.Errorf("no Logbook data in %s: check --data or $LOGBOOK_DATA, or create it with `logbook serve` or `logbook import claude`", d)
+}

@@ -1,0 +1,74 @@
+package datadir
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestExisting(t *testing.T) {
+	dir := t.TempDir()
+	if err := Dir(filepath.Join(dir, "none")).Existing(); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("absent: %v", err)
+	}
+	if err := Dir(dir).Existing(); err == nil || !strings.Contains(err.Error(), "is empty") {
+		t.Errorf("empty: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Dir(dir).Existing(); err != nil {
+		t.Errorf("with a file: %v", err)
+	}
+	if err := Dir(filepath.Join(dir, "x")).Existing(); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("a file: %v", err)
+	}
+}
+
+func TestPin(t *testing.T) {
+	d := Dir(filepath.Join(t.TempDir(), "data"))
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	if already, err := d.Pin(pub); err != nil || already {
+		t.Fatalf("first Pin = %v, %v", already, err)
+	}
+	if already, err := d.Pin(pub); err != nil || !already {
+		t.Errorf("second Pin = %v, %v; want already", already, err)
+	}
+	other, _, _ := ed25519.GenerateKey(rand.Reader)
+	if _, err := d.Pin(other); err == nil || !strings.Contains(err.Error(), "pins another admin key") {
+		t.Errorf("Pin of another key: %v", err)
+	}
+}
+
+func TestCheckPrincipal(t *testing.T) {
+	if err := CheckPrincipal("ops@host"); err != nil {
+		t.Errorf("CheckPrincipal(ops@host) = %v", err)
+	}
+	if err := CheckPrincipal("ops\x1b[31m"); err == nil || !strings.Contains(err.Error(), "at byte 3") {
+		t.Errorf("CheckPrincipal with ESC = %v", err)
+	}
+}
+
+func TestIsKeyID(t *testing.T) {
+	for s, want := range map[string]bool{"0123456789abcdef": true, "0123456789ABCDEF": false, "0123": false, "0123456789abcdeg": false} {
+		if got := IsKeyID(s); got != want {
+			t.Errorf("IsKeyID(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestHasData(t *testing.T) {
+	d := Dir(t.TempDir())
+	if d.HasData() {
+		t.Error("empty dir HasData")
+	}
+	if err := os.Mkdir(d.Path("jetstream"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if !d.HasData() {
+		t.Error("dir with jetstream/ has no data")
+	}
+}

@@ -1,0 +1,62 @@
+package doctor
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/adapters/datadir"
+)
+
+func TestDataDir(t *testing.T) {
+	dir := t.TempDir()
+	dd := datadir.Dir(filepath.Join(dir, "data"))
+	if c := DataDir(dd, false); c.Status != Warn || !strings.Contains(c.Detail, "does not exist yet") {
+		t.Errorf("absent data dir: %+v; want warn, does not exist yet", c)
+	}
+	if err := os.Mkdir(string(dd), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if c := DataDir(dd, false); c.Status != Warn || !strings.Contains(c.Detail, "others may read it") {
+		t.Errorf("data dir 0755: %+v; want warn, others may read it", c)
+	}
+	if err := os.Chmod(string(dd), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if c := DataDir(dd, false); c.Status != Warn || !strings.Contains(c.Detail, "holds no Logbook data yet") {
+		t.Errorf("empty data dir: %+v; want warn, no data yet", c)
+	}
+	if c := DataDir(dd, true); c.Status != OK {
+		t.Errorf("data dir with data: %+v; want ok", c)
+	}
+	file := datadir.Dir(filepath.Join(dir, "file"))
+	if err := os.WriteFile(string(file), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c := DataDir(file, false); c.Status != Fail {
+		t.Errorf("data dir that is a file: %+v; want fail", c)
+	}
+}
+
+func TestJournal_None(t *testing.T) {
+	dd := datadir.Dir(t.TempDir())
+	if c, ok := Journal(dd, dd.Path("hooks.journal")); ok {
+		t.Errorf("Journal without a journal = %+v, true; want no line", c)
+	}
+}
+
+func TestProcessAlive(t *testing.T) {
+	if !ProcessAlive(os.Getpid()) {
+		t.Error("ProcessAlive(own pid) = false")
+	}
+	if ProcessAlive(0) || ProcessAlive(-1) {
+		t.Error("ProcessAlive(0 or -1) = true")
+	}
+}
+
+func TestFailed(t *testing.T) {
+	if n := Failed([]Check{{Status: OK}, {Status: Fail}, {Status: Warn}, {Status: Fail}}); n != 2 {
+		t.Errorf("Failed = %d, want 2", n)
+	}
+}

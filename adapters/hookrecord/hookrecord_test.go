@@ -1,0 +1,81 @@
+package hookrecord
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/redact"
+)
+
+func recorder(t *testing.T, deliver func(context.Context, api.HookRequest) error) (Recorder, *strings.Builder) {
+	var warn strings.Builder
+	return Recorder{
+		Spool: filepath.Join(t.TempDir(), "spool"), MaxPayload: 1 << 20, Timeout: time.Second, Warn: &warn,
+		Rules:   func() (*claude.Redactor, error) { return redact.Default(), nil },
+		Deliver: deliver,
+	}, &warn
+}
+
+// TestRecord_Delivered: with nothing waiting, the payload goes to the
+// server and nothing is spooled.
+func TestRecord_Delivered(t *testing.T) {
+	var got api.HookRequest
+	r, warn := recorder(t, func(_ context.Context, req api.HookRequest) error { got = req; return nil })
+	if err := r.Record(t.Context(), "hook test", []byte(`{"a":1}`), func(b []byte) ([]byte, error) { return b, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got.Text != `{"a":1}` || got.ID == "" || warn.Len() != 0 {
+		t.Errorf("delivered %+v, warned %q", got, warn.String())
+	}
+}
+
+// TestRecord_Spooled: a server that does not answer has the payload
+// spooled, with a line saying so.
+func TestRecord_Spooled(t *testing.T) {
+	r, warn := recorder(t, func(context.Context, api.HookRequest) error { return errors.New("no server running") })
+	if err := r.Record(t.Context(), "hook test", []byte(`{"a":1}`), func(b []byte) ([]byte, error) { return b, nil }); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := claude.Open(r.Spool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waiting, err := sp.HasPending(); err != nil || !waiting {
+		t.Errorf("spool pending = %v, %v; want the payload", waiting, err)
+	}
+	if !strings.Contains(warn.String(), "kept in spool: no server running") {
+		t.Errorf("warned %q", warn.String())
+	}
+}
+
+// TestRecord_KeptAside: a payload prepare refuses is kept aside and the
+// error names where.
+func TestRecord_KeptAside(t *testing.T) {
+	r, _ := recorder(t, func(context.Context, api.HookRequest) error { t.Error("delivered"); return nil })
+	err := r.Record(t.Context(), "hook test", []byte(`nope`), func([]byte) ([]byte, error) { return nil, errors.New("not JSON") })
+	if err == nil || !strings.HasPrefix(err.Error(), "hook test: not JSON (kept aside as "+filepath.Join(r.Spool, claude.RejectedDir)) {
+		t.Fatalf("Record = %v", err)
+	}
+	es, _ := os.ReadDir(filepath.Join(r.Spool, claude.RejectedDir))
+	if len(es) == 0 {
+		t.Error("nothing kept aside")
+	}
+}
+
+func TestRedactMessage_QuotedSpans(t *testing.T) {
+	red, err := redact.New([]string{`word`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := RedactMessage(red, `word refused: field "a word"`)
+	if got != `word refused: field "a [REDACTED:custom-1]"` {
+		t.Errorf("RedactMessage = %q; want the quoted span redacted, the message's own words kept", got)
+	}
+}

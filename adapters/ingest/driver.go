@@ -1,0 +1,448 @@
+package ingest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
+)
+
+// Format is what an import of one agent's files knows beyond what the
+// engine does alike for every agent. U is the unit one worker imports at
+// a time: a Claude Code transcript with its subagents' files, a Codex CLI
+// rollout. A Format holds no state and is safe for concurrent use.
+type Format[U any] struct {
+	// Noun names one file of the format in messages ("transcript").
+	Noun string
+	// What names the format ("a Claude Code transcript"), Ext is the
+	// extension a named file must have ("" for any), Hint says where such
+	// files are found (" (as under ~/.codex/sessions)"); Looks says
+	// whether a file reads as one and why not. NotOne leads the note of a
+	// found file Looks refuses ("" when Looks' reason says so itself).
+	What, Ext, Hint, NotOne string
+	Looks                   func(path string) (bool, string)
+	// Discover returns the units under paths (files and directories,
+	// each checked first), in order. Its error ends the import before
+	// anything is read or appended.
+	Discover func(paths []string) ([]U, error)
+	// NoneFound, if set, returns the warning for paths under which
+	// Discover found no unit.
+	NoneFound func(paths []string) string
+	// File returns the file of u judged before its import ("" for none)
+	// and whether it is u's only file: only then may it be noted as
+	// holding nothing to import yet.
+	File func(u U) (path string, only bool)
+	// EmptyDirs, if set, names the files (plural) a named directory
+	// should hold: one with none is noted as skipped.
+	EmptyDirs string
+	// Group orders units into groups, each imported in order by one
+	// worker; nil: each unit is a group of its own.
+	Group func(units []U) [][]U
+}
+
+// NamedError reports the named paths an import refused before reading
+// anything: Paths holds one message per path ("x: no such file or
+// directory").
+type NamedError struct{ Paths []string }
+
+// Error returns the one refusal, or how many there are.
+func (e *NamedError) Error() string {
+	if len(e.Paths) == 1 {
+		return e.Paths[0] + "; nothing was imported"
+	}
+	return fmt.Sprintf("%d named paths cannot be imported (above); nothing was imported", len(e.Paths))
+}
+
+// Plan is an import checked and discovered, not yet run: the units to
+// import and the notes and errors found on the way. Make one with
+// PlanImport.
+type Plan[U any] struct {
+	f       Format[U]
+	units   []U
+	skipped []string          // notes of files that are not the format's
+	errs    []string          // found files whose first line cannot be read
+	yet     map[string]string // files with nothing to import yet: what they hold
+	given   map[string]string // of those, the named ones: the name given
+	// Warning is what to print before the import runs (Format.NoneFound),
+	// "" for nothing.
+	Warning string
+}
+
+// PlanImport checks the paths an import names (each must exist; a named
+// file must be a regular file with f's extension that f.Looks takes),
+// discovers f's units under them and sets aside the found files f.Looks
+// refuses. Files under private (the data dir) are kept in the plan: their
+// import refuses them, naming where they lead. It returns a *NamedError
+// when a named path cannot be imported, or Discover's error.
+func PlanImport[U any](f Format[U], paths, private []string) (*Plan[U], error) {
+	errs, skipped := namedPaths(f, paths, private)
+	if len(errs) > 0 {
+		return nil, &NamedError{Paths: errs}
+	}
+	units, err := f.Discover(paths)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan[U]{f: f, skipped: skipped, yet: map[string]string{}, given: map[string]string{}}
+	if len(units) == 0 && f.NoneFound != nil {
+		p.Warning = f.NoneFound(paths)
+	}
+	var found []string // the files found, paths
+	// Files with no line to import yet (empty, or blank lines only),
+	// and what they hold. Each is imported all the same: one that held
+	// lines imported before was cut, and its import reports that as any
+	// truncation; for the others the import appends nothing, and they are
+	// noted as skipped.
+	p.units = slices.DeleteFunc(units, func(u U) bool {
+		path, only := f.File(u)
+		if path == "" {
+			return false
+		}
+		if st, err := os.Stat(path); err == nil && only {
+			if what, none := nothingYet(path, st.Size()); none {
+				p.yet[path] = what
+				found = append(found, path)
+				return false
+			}
+		}
+		if privatePath(path, private) {
+			found = append(found, path)
+			return false // the import refuses it, naming where it leads
+		}
+		if ok, why := f.Looks(path); !ok {
+			if err := unreadableFirst(path); err != nil {
+				p.errs, found = append(p.errs, err.Error()), append(found, path)
+			} else {
+				p.skipped = append(p.skipped, fmt.Sprintf("%s: %s%s", path, f.NotOne, why))
+			}
+			return true
+		}
+		found = append(found, path)
+		return false
+	})
+	// Named ones are noted after their import, under the name given.
+	for _, n := range paths {
+		if _, ok := p.yet[filepath.Clean(n)]; ok {
+			p.given[filepath.Clean(n)] = n
+			p.skipped = slices.DeleteFunc(p.skipped, func(s string) bool { return strings.HasPrefix(s, n+": ") })
+		}
+	}
+	if f.EmptyDirs != "" {
+		p.skipped = append(p.skipped, emptyDirs(paths, found, f.EmptyDirs)...)
+	}
+	return p, nil
+}
+
+// Units returns how many units the plan imports.
+func (p *Plan[U]) Units() int { return len(p.units) }
+
+// Runner is one import's ingester for Plan.Run.
+type Runner[U any] struct {
+	// Workers is how many units are under way at once; below 1 means 1.
+	Workers int
+	// Import imports one unit, calling line after each line appended.
+	Import func(ctx context.Context, u U, line func()) ([]FileResult, error)
+	// Lost reports whether an import's error says the log's server went
+	// away; nil: never.
+	Lost func(error) bool
+}
+
+// Summary is what an import did, as `logbook import <agent> --json`
+// prints it.
+type Summary struct {
+	Files    []SummaryFile `json:"files"`
+	Appended int           `json:"appended"`
+	Skipped  int           `json:"skipped"`
+	Errors   []string      `json:"errors,omitempty"`
+	// NotTranscripts notes the files that are not transcripts or hold
+	// nothing to import yet.
+	NotTranscripts []string `json:"skipped_files,omitempty"`
+	// Diverged counts the files that changed under Logbook, Lost those
+	// stopped because the server went away; both are among Errors.
+	Diverged int `json:"-"`
+	Lost     int `json:"-"`
+}
+
+// SummaryFile is one file of a Summary: a FileResult with the JSON
+// names of every other command.
+type SummaryFile struct {
+	Path     string   `json:"path"`
+	Session  string   `json:"session"`
+	Appended int      `json:"appended"`
+	Skipped  int      `json:"skipped"`
+	Lines    int      `json:"lines"`
+	Torn     bool     `json:"torn"`
+	Warnings []string `json:"warnings"`
+}
+
+// Line returns the summary's last line, files counted as kind
+// ("transcript file"): how many were read, lines appended, lines the log
+// had already, and how many files stopped at an error (only the lines
+// before it are in the log) or could not be read.
+func (s Summary) Line(kind string) string {
+	l := fmt.Sprintf("imported %s: %s appended, %d already in the log", plural(len(s.Files), kind), plural(s.Appended, "line"), s.Skipped)
+	if n := len(s.Errors); n > 0 {
+		l += fmt.Sprintf("; %d stopped at an error", n)
+	}
+	return l
+}
+
+// Err returns why the import ends non-zero, nil when no file stopped
+// early: files that changed under Logbook, files stopped because the
+// server went away, or files stopped at an error. paused, if not "", is
+// why the server takes no appends (its disk is full) and is named.
+func (s Summary) Err(noun, paused string) error {
+	if s.Diverged > 0 && s.Diverged == len(s.Errors) {
+		return fmt.Errorf("%s changed under Logbook (errors above); the log keeps what was imported; import with --as-new to record them as new histories", plural(s.Diverged, noun))
+	}
+	if len(s.Errors) == 0 {
+		return nil
+	}
+	why := ""
+	if paused != "" {
+		why = "; serve says " + paused + ": free space there and import again"
+	}
+	if s.Lost == len(s.Errors) {
+		return fmt.Errorf("%s stopped early: the server went away (did `logbook serve` stop?); the lines before each error are imported, and importing again resumes where it stopped", plural(s.Lost, noun))
+	}
+	if s.Lost > 0 {
+		why += fmt.Sprintf("; %d because the server went away (did `logbook serve` stop?)", s.Lost)
+	}
+	return fmt.Errorf("%s stopped early (errors above)%s; the lines before each error are imported, and importing again resumes at the line that stopped it (a line that does not parse must be fixed first, or passed with --skip-invalid)", plural(len(s.Errors), noun), why)
+}
+
+// Run imports the plan's units with r on r.Workers goroutines, a group
+// (Format.Group) in order on one, and returns the summary. On a terminal
+// progress it shows a one-line counter. It stops handing out units when
+// ctx is done, and returns once every worker has.
+func (p *Plan[U]) Run(ctx context.Context, r Runner[U], progress io.Writer) Summary {
+	prog := newProgress(progress, len(p.units))
+	var (
+		mu      sync.Mutex
+		sum     Summary
+		nothing []string // notes of files with nothing to import yet
+		wg      sync.WaitGroup
+	)
+	groups := [][]U{}
+	if p.f.Group != nil {
+		groups = p.f.Group(p.units)
+	} else {
+		for _, u := range p.units {
+			groups = append(groups, []U{u})
+		}
+	}
+	work := make(chan []U)
+	for range max(r.Workers, 1) {
+		wg.Go(func() {
+			for grp := range work {
+				for _, u := range grp {
+					rs, err := r.Import(ctx, u, prog.line)
+					path, _ := p.f.File(u)
+					mu.Lock()
+					if what, ok := p.yet[path]; ok && err == nil && len(rs) == 1 && rs[0].Appended == 0 && rs[0].Lines == 0 && len(rs[0].Warnings) == 0 {
+						nothing = append(nothing, fmt.Sprintf("%s: %s, nothing to import yet", cmp.Or(p.given[path], path), what))
+						rs = nil
+					}
+					for _, r := range rs {
+						sum.Files = append(sum.Files, summaryFile(r))
+						sum.Appended += r.Appended
+						sum.Skipped += r.Skipped
+					}
+					if err != nil {
+						sum.Errors = append(sum.Errors, err.Error())
+						if _, ok := errors.AsType[*DivergedError](err); ok {
+							sum.Diverged++
+						}
+						if r.Lost != nil && r.Lost(err) {
+							sum.Lost++
+						}
+					}
+					mu.Unlock()
+					prog.file()
+				}
+			}
+		})
+	}
+	for _, grp := range groups {
+		select {
+		case work <- grp:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	prog.done()
+	slices.Sort(nothing)
+	sum.NotTranscripts = append(nothing, p.skipped...)
+	sum.Errors = append(sum.Errors, p.errs...)
+	if sum.Files == nil {
+		sum.Files = []SummaryFile{}
+	}
+	return sum
+}
+
+func summaryFile(r FileResult) SummaryFile {
+	w := r.Warnings
+	if w == nil {
+		w = []string{}
+	}
+	return SummaryFile{Path: r.Path, Session: r.Session, Appended: r.Appended, Skipped: r.Skipped, Lines: r.Lines, Torn: r.Torn, Warnings: w}
+}
+
+// namedPaths checks the paths an import names before anything is read
+// or appended. A path that does not exist, a named file that is not a
+// regular file, a named file without f's extension and a named file
+// f.Looks refuses are errors naming the path; a named file that is empty
+// (nothing to import yet) is a note.
+func namedPaths[U any](f Format[U], paths, private []string) (errs, notes []string) {
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			errs = append(errs, fmt.Sprintf("%s: no such file or directory", p))
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Sprintf("%s: %v", p, errors.Unwrap(err)))
+			continue
+		case st.IsDir():
+			continue
+		case !st.Mode().IsRegular():
+			errs = append(errs, fmt.Sprintf("%s: not a regular file; want %s%s", p, f.What, f.Hint))
+			continue
+		case f.Ext != "" && !strings.HasSuffix(p, f.Ext):
+			errs = append(errs, fmt.Sprintf("%s: not a %s file; want %s%s", p, f.Ext, f.What, f.Hint))
+			continue
+		}
+		if what, ok := nothingYet(p, st.Size()); ok {
+			notes = append(notes, fmt.Sprintf("%s: %s, nothing to import yet", p, what))
+			continue
+		}
+		if privatePath(p, private) {
+			continue // the import refuses it, naming where it leads
+		}
+		if ok, why := f.Looks(p); !ok {
+			if err := unreadableFirst(p); err != nil {
+				errs = append(errs, err.Error())
+			} else if strings.HasPrefix(why, "not "+f.What) {
+				errs = append(errs, fmt.Sprintf("%s: %s", p, why))
+			} else {
+				errs = append(errs, fmt.Sprintf("%s: not %s: %s", p, f.What, why))
+			}
+		}
+	}
+	return errs, notes
+}
+
+// privatePath reports whether the file at path leads into one of dirs
+// (the data dir), by a symlink or a hard link (CheckPrivate,
+// CheckOpened): it is not judged as a transcript or not, so that the
+// import refuses it with that reason, never reading it.
+func privatePath(path string, dirs []string) bool {
+	if len(dirs) == 0 {
+		return false
+	}
+	if errors.Is(CheckPrivate(path, dirs), ErrPrivate) {
+		return true
+	}
+	f, _, err := hookspool.OpenRegular(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return errors.Is(CheckOpened(f, path, dirs), ErrPrivate)
+}
+
+// nothingYet reports whether the file at path, of size bytes, holds no
+// line to import yet, and what it holds instead: "empty file", or "only
+// blank lines".
+func nothingYet(path string, size int64) (string, bool) {
+	if size == 0 {
+		return "empty file", true
+	}
+	if blank, err := BlankOnly(context.Background(), path); err == nil && blank {
+		return "only blank lines", true
+	}
+	return "", false
+}
+
+// unreadableFirst returns the error of a file whose first line is longer
+// than MaxLineBytes, naming the file and line 1 as an import names such
+// a line anywhere in a file; nil for any other file. The formats' Looks
+// functions refuse such a file at once (so a sparse file of a terabyte
+// is not read through); this tells it from one of another format.
+func unreadableFirst(path string) error {
+	if _, err := FirstLine(path); errors.Is(err, ErrLineTooLong) {
+		return err
+	}
+	return nil
+}
+
+// emptyDirs returns a note for each directory of paths under which found
+// (the files an import discovered) has nothing.
+func emptyDirs(paths, found []string, what string) []string {
+	var notes []string
+	for _, p := range paths {
+		if st, err := os.Stat(p); err != nil || !st.IsDir() {
+			continue
+		}
+		dir := filepath.Clean(p)
+		if !slices.ContainsFunc(found, func(f string) bool { return f == dir || strings.HasPrefix(f, dir+"/") || dir == "/" }) {
+			notes = append(notes, fmt.Sprintf("%s: no %s under it", p, what))
+		}
+	}
+	return notes
+}
+
+// plural returns "1 thing" or "n things".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// progress prints a one-line counter on a terminal, at most every 100 ms.
+type progress struct {
+	mu           sync.Mutex
+	w            io.Writer
+	tty          bool
+	total, files int
+	lines        int
+	last         time.Time
+}
+
+func newProgress(w io.Writer, total int) *progress {
+	p := &progress{w: w, total: total}
+	if f, ok := w.(*os.File); ok {
+		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+		p.tty = err == nil
+	}
+	return p
+}
+
+func (p *progress) line() { p.mu.Lock(); p.lines++; p.showLocked(false); p.mu.Unlock() }
+func (p *progress) file() { p.mu.Lock(); p.files++; p.showLocked(false); p.mu.Unlock() }
+func (p *progress) done() { p.mu.Lock(); p.showLocked(true); p.mu.Unlock() }
+
+func (p *progress) showLocked(final bool) {
+	if !p.tty || (!final && time.Since(p.last) < 100*time.Millisecond) {
+		return
+	}
+	p.last = time.Now()
+	fmt.Fprintf(p.w, "\rimporting: %d/%d transcripts, %d lines", p.files, p.total, p.lines)
+	if final {
+		fmt.Fprintln(p.w)
+	}
+}

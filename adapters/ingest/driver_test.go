@@ -1,0 +1,109 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// testFormat takes files as named; a file is one of its own when its
+// first byte is '{'.
+func testFormat() Format[string] {
+	return Format[string]{
+		Noun: "log", What: "a test log", Ext: ".jsonl", Hint: " (a .jsonl file)", NotOne: "not a test log: ",
+		Looks: func(path string) (bool, string) {
+			b, _ := os.ReadFile(path)
+			if len(b) > 0 && b[0] == '{' {
+				return true, ""
+			}
+			return false, "no object"
+		},
+		Discover: func(paths []string) ([]string, error) {
+			var out []string
+			for _, p := range paths {
+				if st, err := os.Stat(p); err == nil && st.IsDir() {
+					es, _ := os.ReadDir(p)
+					for _, e := range es {
+						out = append(out, filepath.Join(p, e.Name()))
+					}
+					continue
+				}
+				out = append(out, p)
+			}
+			return out, nil
+		},
+		File:      func(p string) (string, bool) { return p, true },
+		EmptyDirs: "test logs",
+	}
+}
+
+func TestPlanImport_NamedPaths(t *testing.T) {
+	dir := t.TempDir()
+	txt := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(txt, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := PlanImport(testFormat(), []string{filepath.Join(dir, "none.jsonl"), txt}, nil)
+	ne, ok := errors.AsType[*NamedError](err)
+	if !ok {
+		t.Fatalf("PlanImport = %v; want a *NamedError", err)
+	}
+	want := []string{filepath.Join(dir, "none.jsonl") + ": no such file or directory", txt + ": not a .jsonl file; want a test log (a .jsonl file)"}
+	if !slices.Equal(ne.Paths, want) {
+		t.Errorf("refused %q, want %q", ne.Paths, want)
+	}
+	if got := ne.Error(); got != "2 named paths cannot be imported (above); nothing was imported" {
+		t.Errorf("Error() = %q", got)
+	}
+}
+
+func TestPlan_Run(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"a.jsonl": "{}\n", "b.jsonl": "text\n", "c.jsonl": "", "d.jsonl": "{\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanImport(testFormat(), []string{dir, empty}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Units() != 3 { // a, c (nothing yet) and d; b is not one
+		t.Fatalf("Units = %d, want 3", p.Units())
+	}
+	stop := errors.New("line 1: stop")
+	sum := p.Run(t.Context(), Runner[string]{Workers: 2, Import: func(_ context.Context, path string, line func()) ([]FileResult, error) {
+		switch filepath.Base(path) {
+		case "a.jsonl":
+			line()
+			return []FileResult{{Path: path, Appended: 1, Lines: 1}}, nil
+		case "c.jsonl":
+			return []FileResult{{Path: path}}, nil
+		}
+		return nil, stop
+	}, Lost: func(err error) bool { return errors.Is(err, stop) }}, io.Discard)
+	if sum.Appended != 1 || len(sum.Files) != 1 || len(sum.Errors) != 1 || sum.Lost != 1 {
+		t.Errorf("summary %+v; want one file, one line appended, one error lost", sum)
+	}
+	notes := strings.Join(sum.NotTranscripts, "\n")
+	for _, want := range []string{"c.jsonl: empty file, nothing to import yet", "b.jsonl: not a test log: no object", empty + ": no test logs under it"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes %q lack %q", notes, want)
+		}
+	}
+	if got := sum.Line("log file"); got != "imported 1 log file: 1 line appended, 0 already in the log; 1 stopped at an error" {
+		t.Errorf("Line = %q", got)
+	}
+	if err := sum.Err("log", ""); err == nil || !strings.Contains(err.Error(), "1 log stopped early: the server went away") {
+		t.Errorf("Err = %v", err)
+	}
+}
