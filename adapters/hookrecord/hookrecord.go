@@ -165,13 +165,14 @@ func RedactMessage(red *claude.Redactor, msg string) string {
 	for i := 0; i < len(msg); {
 		if msg[i] == '"' {
 			if q, err := strconv.QuotedPrefix(msg[i:]); err == nil {
+				out := q
 				if v, err := strconv.Unquote(q); err == nil {
 					if r := red.Redact(v); r != v {
-						q = strconv.Quote(r)
+						out = strconv.Quote(r)
 					}
 				}
-				b.WriteString(q)
-				i += len(q)
+				b.WriteString(out)
+				i += len(q) // past the span read, not the one written
 				continue
 			}
 		}

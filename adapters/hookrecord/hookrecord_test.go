@@ -79,3 +79,18 @@ func TestRedactMessage_QuotedSpans(t *testing.T) {
 		t.Errorf("RedactMessage = %q; want the quoted span redacted, the message's own words kept", got)
 	}
 }
+
+// A quoted span whose redaction is longer than the span leaves the rest
+// of the message whole: the scan goes on after the span it read, not
+// after the span it wrote.
+func TestRedactMessage_LongerRedactionKeepsTheRest(t *testing.T) {
+	red, err := redact.New([]string{`word`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := RedactMessage(red, `field "a word" refused: see "x word" at line 3`)
+	want := `field "a [REDACTED:custom-1]" refused: see "x [REDACTED:custom-1]" at line 3`
+	if got != want {
+		t.Errorf("RedactMessage = %q; want %q", got, want)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/logbook-dev/logbook/adapters/hookrecord"
 	"io"
 	"os"
 	"path/filepath"
@@ -227,7 +228,7 @@ func hookViaSocket(ctx context.Context, g *globals, sock string, payload []byte)
 	}
 	prepared, err := claude.PrepareHook(payload)
 	if err != nil {
-		return fmt.Errorf("hook claude: %w (not kept)", redactErr(hookRedactor(g), err))
+		return fmt.Errorf("hook claude: %w (not kept)", hookrecord.RedactErr(hookRedactor(g), err))
 	}
 	host, _ := os.Hostname()
 	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
@@ -237,9 +238,9 @@ func hookViaSocket(ctx context.Context, g *globals, sock string, payload []byte)
 	if err := call(ctx, api.VerbHook, req, &api.HookReply{}); err != nil {
 		if _, answered := errors.AsType[*api.RemoteError](err); !answered && ctx.Err() != nil {
 			// Serve may have taken it: no answer says otherwise.
-			return fmt.Errorf("hook claude: %w (in system mode a hook has no spool: the payload may not be kept)", redactErr(hookRedactor(g), err))
+			return fmt.Errorf("hook claude: %w (in system mode a hook has no spool: the payload may not be kept)", hookrecord.RedactErr(hookRedactor(g), err))
 		}
-		return fmt.Errorf("hook claude: %w (not kept: in system mode a hook has no spool)", redactErr(hookRedactor(g), err))
+		return fmt.Errorf("hook claude: %w (not kept: in system mode a hook has no spool)", hookrecord.RedactErr(hookRedactor(g), err))
 	}
 	return nil
 }
