@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/events"
@@ -81,51 +81,8 @@ func printAudit(g *globals, items []replay.Item) error {
 	if g.json {
 		return writeJSON(g.stdout, items)
 	}
-	width := termWidth(g.stdout)
-	return termPrint(g.stdout, func(w io.Writer) error {
-		if width < 40 {
-			return replay.WriteText(w, items)
-		}
-		var b strings.Builder
-		if err := replay.WriteText(&b, items); err != nil {
-			return err
-		}
-		_, err := io.WriteString(w, wrapLines(b.String(), width))
-		return err
-	})
-}
-
-// wrapLines wraps each line of s longer than width terminal columns
-// (displayWidth) at spaces, its continuation lines indented four spaces:
-// an audit line read on a terminal, not cut by it. A word longer than a
-// line is left whole.
-func wrapLines(s string, width int) string {
-	var out strings.Builder
-	for line := range strings.Lines(s) {
-		line = strings.TrimSuffix(line, "\n")
-		indent := ""
-		for displayWidth(indent+line) > width {
-			room := width - len(indent)
-			cut, w := -1, 0
-			for i, r := range line {
-				if w > room {
-					break
-				}
-				if r == ' ' && i > 0 {
-					cut = i // the last space with at most room columns before it
-				}
-				w += runeWidth(r)
-			}
-			if cut <= 0 {
-				break
-			}
-			out.WriteString(indent + strings.TrimRight(line[:cut], " ") + "\n")
-			line = strings.TrimLeft(line[cut:], " ")
-			indent = "    "
-		}
-		out.WriteString(indent + line + "\n")
-	}
-	return out.String()
+	width := term.Width(g.stdout)
+	return termPrint(g.stdout, func(w io.Writer) error { return term.Audit(w, items, width) })
 }
 
 // sessionCommands returns the ids of the commands requested for session,

@@ -3,17 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/sandbox"
 )
@@ -327,113 +324,5 @@ func noDataError(dd dataDir) error {
 	return fmt.Errorf("no Logbook data in %s: check --data or $LOGBOOK_DATA, or create it with `logbook serve` or `logbook import claude`", dd)
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
-
-// termWidth returns the width of terminal w in columns, or 0 when w is
-// not a terminal (or says nothing of its size).
-func termWidth(w io.Writer) int {
-	f, ok := w.(*os.File)
-	if !ok {
-		return 0
-	}
-	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
-	if err != nil {
-		return 0
-	}
-	return int(ws.Col)
-}
-
-// plural returns "1 thing" or "n things": the noun's plural is noun+"s"
-// unless given.
-func plural(n int, noun string, pl ...string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if len(pl) > 0 {
-		return fmt.Sprintf("%d %s", n, pl[0])
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// ago says how long before now t was, as a person reads it on a
-// terminal: "just now", "3m ago", "2h ago", "5d ago"; "-" for the zero
-// time, "in 2m" for a time ahead of now.
-func ago(now, t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := now.Sub(t)
-	suffix := " ago"
-	if d < 0 {
-		d, suffix = -d, ""
-	}
-	var s string
-	switch {
-	case d < 10*time.Second:
-		return "just now"
-	case d < time.Minute:
-		s = fmt.Sprintf("%ds", int(d/time.Second))
-	case d < time.Hour:
-		s = fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 48*time.Hour:
-		s = fmt.Sprintf("%dh", int(d/time.Hour))
-	default:
-		s = fmt.Sprintf("%dd", int(d/(24*time.Hour)))
-	}
-	if suffix == "" {
-		return "in " + s
-	}
-	return s + suffix
-}
-
-// homeTilde writes a path under the home directory home with "~" in its
-// place.
-func homeTilde(path, home string) string {
-	if home == "" || home == "/" {
-		return path
-	}
-	if path == home {
-		return "~"
-	}
-	if rest, ok := strings.CutPrefix(path, home+"/"); ok {
-		return "~/" + rest
-	}
-	return path
-}
-
-// ellipsizeLeft keeps the end of s, at most width terminal columns
-// (displayWidth) with the "…" that marks a cut at its start: the end of
-// a path is what tells paths apart. A cut falls between characters, never
-// inside one (a wide character that would straddle it goes whole) and
-// never between a character and the combining marks that follow it.
-func ellipsizeLeft(s string, width int) string {
-	if width < 2 || displayWidth(s) <= width {
-		return s
-	}
-	room, start := width-1, len(s)
-	for i := len(s); i > 0; {
-		r, size := utf8.DecodeLastRuneInString(s[:i])
-		w := runeWidth(r)
-		if w > room {
-			break
-		}
-		room -= w
-		i -= size
-		if w > 0 {
-			start = i // a cut here keeps the marks after this character with it
-		}
-	}
-	tail := s[start:]
-	if i := strings.IndexByte(tail, '/'); i > 0 {
-		tail = tail[i:] // cut at a path separator
-	}
-	return "…" + tail
-}
+// plural returns "1 thing" or "n things" (term.Plural).
+func plural(n int, noun string, pl ...string) string { return term.Plural(n, noun, pl...) }

@@ -6,18 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
-	"strings"
-	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
-	"github.com/logbook-dev/logbook/reducers/command"
 )
 
 func commandCmd(g *globals) *cobra.Command {
@@ -73,7 +69,7 @@ whole output; --follow waits for more until the command ends.`,
 				return json.NewEncoder(g.stdout).Encode(map[string]any{"command": st})
 			}
 			printer.close()
-			fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, termSafe(describeStatus(st)))
+			fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, termSafe(term.CommandStatus(st)))
 			return nil
 		},
 	}
@@ -176,32 +172,6 @@ func withClient(ctx context.Context, g *globals, id *string, fn func(*worker.Cli
 	return fn(cl)
 }
 
-// describeStatus says how a command stands, e.g. "exited with code 0".
-func describeStatus(st command.State) string {
-	switch st.Status {
-	case command.StatusExited:
-		s := "exited with code " + fmt.Sprint(*st.ExitCode)
-		if st.Signal != "" {
-			s = "was killed by " + st.Signal
-		}
-		if st.Stopped {
-			s += " (stopped)"
-		}
-		return s
-	case command.StatusStarted:
-		return fmt.Sprintf("is running on %s (worker %s)", st.Host, st.Worker)
-	case command.StatusRequested:
-		return "is waiting for a worker"
-	case command.StatusAbandoned:
-		return "was abandoned: " + st.EndReason
-	case command.StatusRefused:
-		return "was refused: " + refusalReason(st.EndReason)
-	case command.StatusEvicted:
-		return "was evicted by " + st.EvictedBy
-	}
-	return st.Status
-}
-
 func commandsCmd(g *globals) *cobra.Command {
 	var (
 		sess   string
@@ -226,7 +196,7 @@ func commandsCmd(g *globals) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return printCommands(w, out, true) })
+				return termPrint(g.stdout, func(w io.Writer) error { return term.Commands(w, out, true) })
 			})
 		},
 	}
@@ -235,56 +205,6 @@ func commandsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// printCommands writes one line per command; withSession adds its
-// session.
-func printCommands(w io.Writer, cs []command.State, withSession bool) error {
-	tw := newTable(w)
-	head := "COMMAND\tSTATUS\tCODE\tMODE\tREQUESTED\tDURATION\tOUTPUT\tARGV"
-	if withSession {
-		head = "COMMAND\tSESSION\tSTATUS\tCODE\tMODE\tREQUESTED\tDURATION\tOUTPUT\tARGV"
-	}
-	fmt.Fprintln(tw, head)
-	for _, c := range cs {
-		code := "-"
-		if c.ExitCode != nil {
-			code = fmt.Sprint(*c.ExitCode)
-			if c.Signal != "" {
-				code = c.Signal
-			}
-		}
-		status := c.Status
-		if c.Background && !c.Ended() {
-			status += " (bg)"
-		}
-		if c.Evicted && c.Status != command.StatusEvicted {
-			status += " (evicted)"
-		}
-		dur := "-"
-		if c.Status == command.StatusExited {
-			dur = (time.Duration(c.DurationMS) * time.Millisecond).String()
-		}
-		argv := strings.Join(c.Argv, " ")
-		if len(c.Argv) > 0 {
-			argv = strings.Join(append([]string{path.Base(c.Argv[0])}, c.Argv[1:]...), " ")
-		}
-		argv = cell(argv) // cut on the escaped text, which is printed
-		if r := []rune(argv); len(r) > 60 {
-			argv = string(r[:57]) + "..."
-		}
-		if withSession {
-			fmt.Fprintf(tw, "%s\t%s\t", cell(c.ID), cell(c.Session))
-		} else {
-			fmt.Fprintf(tw, "%s\t", cell(c.ID))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", cell(status), cell(code), cell(c.Mode), c.RequestedAt.Format(time.RFC3339), dur, c.OutputBytes, argv)
-	}
-	return tw.Flush()
-}
-
-// lostServer reports whether err, from a read of the log, says the
-// connection to its server is gone for good (nats.go's "messages iterator
-// closed: connection closed"): on one host, serve stopped.
-func lostServer(err error) bool {
-	return errors.Is(err, nats.ErrConnectionClosed) ||
-		errors.Is(err, jetstream.ErrMsgIteratorClosed) && !errors.Is(err, jetstream.ErrConsumerDeleted)
-}
+// lostServer reports whether err says the connection to the log's
+// server is gone for good (natslog.Unreachable).
+var lostServer = natslog.Unreachable

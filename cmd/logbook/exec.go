@@ -21,6 +21,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
@@ -420,9 +421,9 @@ func newRequestClient(b *backend, red *redact.Redactor) (*worker.Client, error) 
 type outputPrinter struct {
 	stdout, stderr io.Writer
 	json           bool
-	raw            bool        // exact bytes; else made safe for a terminal
-	tout, terr     *termWriter // the sanitizing writers, once used
-	pos            int64       // end of the output printed so far
+	raw            bool         // exact bytes; else made safe for a terminal
+	tout, terr     *term.Writer // the sanitizing writers, once used
+	pos            int64        // end of the output printed so far
 }
 
 // execChunk is one line of exec --json: a chunk of output.
@@ -466,7 +467,7 @@ func (p *outputPrinter) print(c worker.Chunk) error {
 
 // close prints what the sanitizing writers held back at the end.
 func (p *outputPrinter) close() {
-	for _, tw := range []*termWriter{p.tout, p.terr} {
+	for _, tw := range []*term.Writer{p.tout, p.terr} {
 		if tw != nil {
 			_ = tw.Close()
 		}
@@ -528,18 +529,11 @@ func exitOf(st command.State) error {
 		if strings.HasPrefix(st.EndReason, "not found") {
 			code = 127
 		}
-		return &exitError{code: code, err: fmt.Errorf("command %s refused: %s", st.ID, refusalReason(st.EndReason))}
+		return &exitError{code: code, err: fmt.Errorf("command %s refused: %s", st.ID, term.RefusalReason(st.EndReason))}
 	case command.StatusAbandoned:
 		return &exitError{code: 1, err: fmt.Errorf("command %s abandoned: %s (worker %s)", st.ID, st.EndReason, st.Worker)}
 	case command.StatusEvicted:
 		return &exitError{code: 1, err: fmt.Errorf("command %s was evicted by %s before it started", st.ID, st.EvictedBy)}
 	}
 	return fmt.Errorf("command %s: status %s", st.ID, st.Status)
-}
-
-// refusalReason is a command's refusal reason (command.State.EndReason
-// of a refused command) without the "refused: " the worker's reasons
-// begin with, for a sentence that already says refused.
-func refusalReason(reason string) string {
-	return strings.TrimPrefix(reason, "refused: ")
 }
