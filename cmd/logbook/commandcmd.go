@@ -42,9 +42,9 @@ whole output; --follow waits for more until the command ends.`,
 			if err != nil {
 				return err
 			}
-			printer := &outputPrinter{stdout: g.stdout, stderr: g.stderr, raw: raw}
-			defer printer.close()
-			print := printer.print
+			printer := &term.Output{Stdout: g.stdout, Stderr: g.stderr, Raw: raw}
+			defer printer.Close()
+			print := printer.Print
 			if g.json {
 				enc := json.NewEncoder(g.stdout)
 				print = func(c worker.Chunk) error { return enc.Encode(c) }
@@ -59,16 +59,16 @@ whole output; --follow waits for more until the command ends.`,
 					return nil
 				}
 				if lostServer(err) {
-					printer.close()
+					printer.Close()
 					return fmt.Errorf("command output %s: the connection to the log's server closed before the command ended (did `logbook serve` stop?); the command may still run: come back with `logbook command output %s --follow --after %d`",
-						id, id, max(after, printer.pos))
+						id, id, max(after, printer.Pos))
 				}
 				return err
 			}
 			if g.json {
 				return json.NewEncoder(g.stdout).Encode(map[string]any{"command": st})
 			}
-			printer.close()
+			printer.Close()
 			fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, termSafe(term.CommandStatus(st)))
 			return nil
 		},
@@ -104,7 +104,7 @@ ID --reason R); a deny or a review that times out writes nothing.`,
 			} else if !eof {
 				return errors.New("command stdin: give TEXT, or --eof to close the input")
 			}
-			return withBackendClient(cmd.Context(), g, &args[0], func(b *backend, cl *worker.Client) error {
+			return withClient(cmd.Context(), g, &args[0], func(b *backend, cl *worker.Client) error {
 				if err := reviewStdin(cmd.Context(), b, cl, args[0], data, secret, g.stderr); err != nil {
 					return err
 				}
@@ -137,7 +137,7 @@ ID --reason R); a deny or a review that times out writes nothing.`,
 			if err != nil {
 				return err
 			}
-			return withClient(cmd.Context(), g, &args[0], func(cl *worker.Client) error {
+			return withClient(cmd.Context(), g, &args[0], func(_ *backend, cl *worker.Client) error {
 				if err := cl.Stop(cmd.Context(), args[0], personActor(), reason); err != nil {
 					return err
 				}
@@ -155,8 +155,10 @@ ID --reason R); a deny or a review that times out writes nothing.`,
 // of a session end's.
 const maxStopReason = maxSessionReason
 
-// withClient runs fn with a worker client on the data dir's log.
-func withClient(ctx context.Context, g *globals, id *string, fn func(*worker.Client) error) error {
+// withClient runs fn with the backend and a worker client on the data
+// dir's log, *id resolved first to the command it names (a unique
+// prefix).
+func withClient(ctx context.Context, g *globals, id *string, fn func(*backend, *worker.Client) error) error {
 	b, err := openBackend(ctx, g)
 	if err != nil {
 		return err
@@ -169,7 +171,7 @@ func withClient(ctx context.Context, g *globals, id *string, fn func(*worker.Cli
 	if err != nil {
 		return err
 	}
-	return fn(cl)
+	return fn(b, cl)
 }
 
 func commandsCmd(g *globals) *cobra.Command {

@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
@@ -222,8 +219,8 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if err != nil {
 		return err
 	}
-	p := &outputPrinter{stdout: g.stdout, stderr: g.stderr, json: g.json, raw: f.raw}
-	defer p.close()
+	p := &term.Output{Stdout: g.stdout, Stderr: g.stderr, JSON: g.json, Raw: f.raw}
+	defer p.Close()
 	if f.key != "" {
 		// A retry: the first run's command, whatever became of its session.
 		if st, err := cl.Command(ctx, f.id); err == nil {
@@ -242,7 +239,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if sr.Session.Phase == events.PhaseEnded {
 		return fmt.Errorf("exec: %w: session %s has ended", events.ErrRejected, f.session)
 	}
-	if err := workspaceOpen(ctx, call, ws); err != nil {
+	if err := api.WorkspaceOpen(ctx, call, ws); err != nil {
 		return fmt.Errorf("exec: %w", err)
 	}
 	if wsErr != nil {
@@ -331,8 +328,8 @@ func keyID(session, key string) string { return worker.KeyID(session, key) }
 // waitExec prints command f.id's output for up to f.wait (worker.Client.Wait)
 // and returns its exit as exec's; when the wait expires first the command
 // is marked as in the background and exec returns nil.
-func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *outputPrinter, f execFlags) error {
-	r, err := cl.Wait(ctx, f.id, f.wait, p.print)
+func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output, f execFlags) error {
+	r, err := cl.Wait(ctx, f.id, f.wait, p.Print)
 	if r.Interrupted {
 		if r.Background {
 			fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.id)
@@ -347,13 +344,13 @@ func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *outputPrint
 			fmt.Fprintf(g.stderr, "logbook: command %s not marked as in the background: %v\n", f.id, r.MarkErr)
 		}
 		if g.json {
-			return writeJSONLine(g.stdout, p.result(f.id, r.State, true))
+			return term.JSONLine(g.stdout, p.Result(f.id, r.State, true))
 		}
 		fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background after %s\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.wait, f.id)
 		return nil
 	}
 	if g.json {
-		if err := writeJSONLine(g.stdout, p.result(f.id, r.State, false)); err != nil {
+		if err := term.JSONLine(g.stdout, p.Result(f.id, r.State, false)); err != nil {
 			return err
 		}
 	}
@@ -412,95 +409,6 @@ func newCommandClient(b *backend) (*worker.Client, error) { return newRequestCli
 func newRequestClient(b *backend, red *redact.Redactor) (*worker.Client, error) {
 	host, _ := os.Hostname()
 	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: personActor(), Redactor: red})
-}
-
-// outputPrinter writes a command's output chunks: stdout and pty to
-// stdout, stderr to stderr, or, with json, one JSON line per chunk to
-// stdout as it comes (nothing is kept: exec's memory stays flat whatever
-// the command prints).
-type outputPrinter struct {
-	stdout, stderr io.Writer
-	json           bool
-	raw            bool         // exact bytes; else made safe for a terminal
-	tout, terr     *term.Writer // the sanitizing writers, once used
-	pos            int64        // end of the output printed so far
-}
-
-// execChunk is one line of exec --json: a chunk of output.
-type execChunk struct {
-	Type       string `json:"type"` // "output"
-	Stream     string `json:"stream"`
-	Offset     int64  `json:"offset"` // byte offset in its stream
-	Pos        int64  `json:"pos"`    // byte offset in the whole output
-	Data       string `json:"data,omitempty"`
-	DataBase64 []byte `json:"data_base64,omitempty"` // when the bytes are not UTF-8
-}
-
-func (p *outputPrinter) print(c worker.Chunk) error {
-	p.pos = c.Pos + int64(len(c.Data))
-	if p.json {
-		line := execChunk{Type: "output", Stream: c.Stream, Offset: c.Offset, Pos: c.Pos}
-		if utf8.Valid(c.Data) {
-			line.Data = string(c.Data)
-		} else {
-			line.DataBase64 = c.Data
-		}
-		return writeJSONLine(p.stdout, line)
-	}
-	w := p.stdout
-	if c.Stream == "stderr" {
-		w = p.stderr
-	}
-	if !p.raw {
-		tw := &p.tout
-		if c.Stream == "stderr" {
-			tw = &p.terr
-		}
-		if *tw == nil {
-			*tw = newTermWriter(w)
-		}
-		w = *tw
-	}
-	_, err := w.Write(c.Data)
-	return err
-}
-
-// close prints what the sanitizing writers held back at the end.
-func (p *outputPrinter) close() {
-	for _, tw := range []*term.Writer{p.tout, p.terr} {
-		if tw != nil {
-			_ = tw.Close()
-		}
-	}
-}
-
-// execResult is the last line of exec --json.
-type execResult struct {
-	Type       string `json:"type"` // "result"
-	ID         string `json:"id"`
-	Status     string `json:"status"`
-	Background bool   `json:"background"`
-	ExitCode   *int   `json:"exit_code,omitempty"`
-	Signal     string `json:"signal,omitempty"`
-	Reason     string `json:"reason,omitempty"`
-	OutputPos  int64  `json:"output_pos"` // where `command output --after` resumes
-}
-
-func (p *outputPrinter) result(id string, st command.State, background bool) execResult {
-	return execResult{
-		Type: "result", ID: id, Status: st.Status, Background: background, ExitCode: st.ExitCode, Signal: st.Signal,
-		Reason: st.EndReason, OutputPos: p.pos,
-	}
-}
-
-// writeJSONLine writes v as one line of JSON.
-func writeJSONLine(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
 }
 
 // exitOf maps an ended command to exec's exit: its own exit status (128 +

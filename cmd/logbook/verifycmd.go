@@ -15,6 +15,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -125,45 +126,8 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		if err := enc.Encode(out); err != nil {
 			return err
 		}
-	} else {
-		w := g.stdout
-		fmt.Fprintf(w, "log %s: seq 1..%d recomputed (last seq %d)\n", field(rep.Origin), rep.Size, rep.LastSeq)
-		switch {
-		case rep.Stored >= rep.Size:
-			fmt.Fprintf(w, "stored hashes: %s\n", plural(int(rep.Stored), "leaf", "leaves"))
-		case rep.Stored >= 0:
-			// The stored hashes are serve's cache of the tree: a prefix
-			// is what a serve that has not caught up (or a damaged
-			// file cut to its whole leaves) leaves; the rest is
-			// recomputed from the log and checked against the
-			// checkpoints alone.
-			fmt.Fprintf(w, "stored hashes: %s, seq 1..%d; seq %d..%d not stored (checked against the checkpoints only; a running serve stores them)\n",
-				plural(int(rep.Stored), "leaf", "leaves"), rep.Stored, rep.Stored+1, rep.Size)
-		default:
-			fmt.Fprintf(w, "stored hashes: none for this stream in %s\n", b.dd.path(merkleDir))
-		}
-		witnessed := 0
-		for _, v := range rep.Checkpoints {
-			if len(v.Witnesses) > 0 {
-				witnessed++
-			}
-		}
-		fmt.Fprintf(w, "checkpoints: %d signed by a trusted key, %d of them witnessed; %d untrusted\n", len(rep.Checkpoints), witnessed, rep.Untrusted)
-		if inc != nil {
-			c := inc.Checkpoint
-			by := "no trusted witness"
-			if len(c.Witnesses) > 0 {
-				by = "witnessed by " + field(strings.Join(c.Witnesses, ", "))
-			}
-			fmt.Fprintf(w, "seq %d: leaf %s is in checkpoint %d (size %d, root %s, %s); proof:\n",
-				inc.Seq, inc.Leaf, c.Seq, c.Checkpoint.Size, c.Checkpoint.Root, by)
-			for _, h := range inc.Proof {
-				fmt.Fprintf(w, "  %s\n", h)
-			}
-		}
-		for _, p := range rep.Problems {
-			fmt.Fprintf(w, "BAD: %s\n", field(p.What))
-		}
+	} else if err := term.Verify(g.stdout, rep, inc, b.dd.path(merkleDir)); err != nil {
+		return err
 	}
 	if p, ok := rep.FirstBad(); ok {
 		if p.Seq > 0 {
@@ -175,14 +139,7 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		return &exitError{codeError, fmt.Errorf("verify: %w", incErr)}
 	}
 	if !g.json {
-		switch {
-		case rep.Stored < 0:
-			fmt.Fprintf(g.stdout, "ok: the stored log agrees with every trusted checkpoint\n")
-		case rep.Stored < rep.Size:
-			fmt.Fprintf(g.stdout, "ok: the stored log agrees with every trusted checkpoint and the stored hashes of seq 1..%d\n", rep.Stored)
-		default:
-			fmt.Fprintf(g.stdout, "ok: the stored log agrees with every trusted checkpoint and the stored hashes\n")
-		}
+		return term.VerifyOK(g.stdout, rep)
 	}
 	return nil
 }

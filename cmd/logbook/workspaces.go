@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -466,38 +465,4 @@ func runWorkspaces(ctx context.Context, b *backend, svc *api.Service, stderr io.
 		Views: svc.Store, CaughtUp: svc.CaughtUp, Every: workspaceTick,
 		Report: func(msg string) { fmt.Fprintf(stderr, "logbook serve: workspaces: %s\n", msg) },
 	})
-}
-
-// workspaceOpen returns nil unless dir lies in a workspace that cannot
-// be worked in (initializing, failed, archiving or archived): then the
-// error, wrapping events.ErrRejected, says so.
-func workspaceOpen(ctx context.Context, call api.Caller, dir string) error {
-	dir = resolveExisting(dir)
-	var r api.WorkspaceAtReply
-	if err := call(ctx, api.VerbWorkspaceAt, api.WorkspaceAtRequest{Path: dir}, &r); err != nil {
-		return err
-	}
-	if !r.Found {
-		return nil
-	}
-	return r.Workspace.CanWork()
-}
-
-// resolveExisting returns the absolute path p with the symlinks of its
-// longest existing prefix resolved: the whole of p when it exists, else
-// its parents', the missing rest joined as given (a workspace still
-// initializing has no folder yet, but its root does).
-func resolveExisting(p string) string {
-	rest := ""
-	for dir := filepath.Clean(p); ; {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			return filepath.Join(real, rest)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(dir), rest)
-		dir = parent
-	}
 }
