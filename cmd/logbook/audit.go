@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
-	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
@@ -45,7 +41,7 @@ from.`,
 			if err != nil {
 				return err
 			}
-			ids, err := sessionCommands(cmd.Context(), b.log, id)
+			ids, err := worker.SessionCommands(cmd.Context(), b.log, id)
 			if err != nil {
 				return err
 			}
@@ -83,29 +79,4 @@ func printAudit(g *globals, items []replay.Item) error {
 	}
 	width := term.Width(g.stdout)
 	return termPrint(g.stdout, func(w io.Writer) error { return term.Audit(w, items, width) })
-}
-
-// sessionCommands returns the ids of the commands requested for session,
-// in stream order, read from the log alone: every command event's type
-// header is looked at, and only requests are decoded.
-func sessionCommands(ctx context.Context, log *natslog.Log, session string) ([]string, error) {
-	var ids []string
-	for m, err := range log.ReadRaw(ctx, worker.CommandFilter, 1) {
-		if err != nil {
-			return nil, fmt.Errorf("commands of session %s: %w", session, err)
-		}
-		if m.Header.Get(natslog.HeaderType) != (events.CommandRequested{}).EventType() {
-			continue
-		}
-		var req struct {
-			Agg  events.Aggregate `json:"agg"`
-			Data struct {
-				Session string `json:"session"`
-			} `json:"data"`
-		}
-		if json.Unmarshal(m.Data, &req) == nil && req.Data.Session == session {
-			ids = append(ids, req.Agg.ID)
-		}
-	}
-	return ids, nil
 }

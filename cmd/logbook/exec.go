@@ -24,22 +24,6 @@ import (
 	"github.com/logbook-dev/logbook/reducers/command"
 )
 
-// inheritedEnv are the variables exec passes on from its own environment
-// unless --no-env is given. Everything else must be named with --env.
-var inheritedEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TZ"}
-
-// inheritEnv returns the variables of inheritedEnv this process has, as
-// KEY=VALUE, in inheritedEnv's order.
-func inheritEnv() []string {
-	var env []string
-	for _, k := range inheritedEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	return env
-}
-
 // execFlags are exec's options.
 type execFlags struct {
 	session   string
@@ -386,7 +370,7 @@ func awaitWorker(ctx context.Context, cl *worker.Client, grace time.Duration) er
 func commandEnv(f execFlags) ([]string, error) {
 	var env []string
 	if !f.noEnv {
-		env = inheritEnv()
+		env = worker.InheritEnv()
 	}
 	env = append(env, f.env...)
 	if err := worker.CheckEnv(env, nil); err != nil {

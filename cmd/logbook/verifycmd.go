@@ -100,8 +100,11 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		return err
 	}
 	if id != (ulid.ULID{}) {
-		if seq, err = findEvent(ctx, b, id); err != nil {
+		var found bool
+		if seq, found, err = b.log.FindEvent(ctx, b.reg, id); err != nil {
 			return err
+		} else if !found {
+			return &exitError{codeError, fmt.Errorf("verify: --id %s: no such event in the log", id)}
 		}
 	}
 	var inc *merkle.Inclusion
@@ -142,23 +145,6 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		return term.VerifyOK(g.stdout, rep)
 	}
 	return nil
-}
-
-// findEvent returns the stream sequence of the event with id.
-func findEvent(ctx context.Context, b *backend, id ulid.ULID) (uint64, error) {
-	d := b.reg.NewDecoder()
-	for m, err := range b.log.ReadRaw(ctx, events.SubjectEvents+".>", 1) {
-		if err != nil {
-			return 0, err
-		}
-		if !strings.Contains(string(m.Data), id.String()) {
-			continue
-		}
-		if e, err := d.Decode(m.Data); err == nil && e.ID == id {
-			return m.Seq, nil
-		}
-	}
-	return 0, &exitError{codeError, fmt.Errorf("verify: --id %s: no such event in the log", id)}
 }
 
 // openVerify reaches the log as openBackend does, but on the data dir's

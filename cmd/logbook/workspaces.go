@@ -31,7 +31,7 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	env := inheritEnv()
+	env := worker.InheritEnv()
 	hidden, keep := hiddenPaths(string(b.dd))
 	// Names, titles, ids and folders a rule of the data dir takes for a
 	// secret are refused, by the rules serve follows when it runs.
