@@ -2,6 +2,7 @@ package term
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/logbook-dev/logbook/adapters/gate"
@@ -32,4 +33,22 @@ func AmbiguousReviews(cands []gate.PendingRow, id string, exact bool) string {
 		msg.WriteString("\ngive more of the id")
 	}
 	return msg.String()
+}
+
+// AmbiguousID says that the id prefix id names more than one aggregate
+// of kind ("session", "command"): it lists up to 10 of ids, sorted, and
+// asks for more of the id.
+func AmbiguousID(kind, id string, ids []string) string {
+	ids = slices.Sorted(slices.Values(ids))
+	const show = 10
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s id prefix %q is ambiguous: %d %ss begin with it:", kind, id, len(ids), kind)
+	for _, c := range ids[:min(len(ids), show)] {
+		fmt.Fprintf(&b, "\n  %s", c)
+	}
+	if len(ids) > show {
+		fmt.Fprintf(&b, "\n  … and %d more", len(ids)-show)
+	}
+	b.WriteString("\ngive more of the id")
+	return b.String()
 }

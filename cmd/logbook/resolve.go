@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -44,18 +44,7 @@ func resolveID(ctx context.Context, b *backend, kind, id string) (string, error)
 	case 1:
 		return ids[0], nil
 	}
-	slices.Sort(ids)
-	const show = 10
-	var b2 strings.Builder
-	fmt.Fprintf(&b2, "%s id prefix %q is ambiguous: %d %ss begin with it:", kind, id, len(ids), kind)
-	for _, c := range ids[:min(len(ids), show)] {
-		fmt.Fprintf(&b2, "\n  %s", c)
-	}
-	if len(ids) > show {
-		fmt.Fprintf(&b2, "\n  … and %d more", len(ids)-show)
-	}
-	b2.WriteString("\ngive more of the id")
-	return "", usageErrorf("%s", b2.String())
+	return "", usageErrorf("%s", term.AmbiguousID(kind, id, ids))
 }
 
 // errLogDown is lookupIDs' error when the server says its log does not
