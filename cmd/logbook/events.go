@@ -134,27 +134,13 @@ func followStretch(ctx context.Context, g *globals, b *backend, next *uint64) er
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var asked atomic.Bool
-	watched := make(chan struct{})
+	var watched <-chan struct{}
 	if b.remote {
-		close(watched)
+		done := make(chan struct{})
+		close(done)
+		watched = done
 	} else {
-		go func() {
-			defer close(watched)
-			t := time.NewTicker(datadir.HandoverPoll)
-			defer t.Stop()
-			for {
-				select {
-				case <-fctx.Done():
-					return
-				case <-t.C:
-					if b.dd.handoverWanted() {
-						asked.Store(true)
-						cancel()
-						return
-					}
-				}
-			}
-		}()
+		watched = b.dd.dir().WatchHandover(fctx, func() { asked.Store(true); cancel() })
 	}
 	var ferr error
 	for r, err := range b.log.Follow(fctx, *next) {

@@ -226,21 +226,7 @@ func watchSessions(ctx context.Context, g *globals, f *sessionsFlags) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	changed := make(chan struct{}, 1)
-	feed := make(chan error, 1)
-	go func() {
-		for _, err := range b.log.FollowRaw(ctx, events.SubjectEvents+"."+events.KindSession+".>", last+1) {
-			if err != nil {
-				feed <- err
-				return
-			}
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		}
-		feed <- nil
-	}()
+	changed, feed := b.log.Changes(ctx, events.SubjectEvents+"."+events.KindSession+".>", last+1)
 	tty := term.IsTerminal(g.stdout)
 	draw := func() error {
 		now := time.Now()
