@@ -32,45 +32,10 @@ command's status on stderr. --after skips the first OFFSET bytes of the
 whole output; --follow waits for more until the command ends.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			b, err := openBackend(ctx, g)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			cl, err := newCommandClient(b)
-			if err != nil {
-				return err
-			}
-			printer := &term.Output{Stdout: g.stdout, Stderr: g.stderr, Raw: raw}
-			defer printer.Close()
-			print := printer.Print
-			if g.json {
-				enc := json.NewEncoder(g.stdout)
-				print = func(c worker.Chunk) error { return enc.Encode(c) }
-			}
-			id, err := resolveID(ctx, b, events.KindCommand, args[0])
-			if err != nil {
-				return err
-			}
-			st, err := cl.Watch(ctx, id, worker.WatchOptions{After: after, Follow: follow}, print)
-			if err != nil {
-				if errors.Is(err, context.Canceled) {
-					return nil
-				}
-				if lostServer(err) {
-					printer.Close()
-					return fmt.Errorf("command output %s: the connection to the log's server closed before the command ended (did `logbook serve` stop?); the command may still run: come back with `logbook command output %s --follow --after %d`",
-						id, id, max(after, printer.Pos))
-				}
-				return err
-			}
-			if g.json {
-				return json.NewEncoder(g.stdout).Encode(map[string]any{"command": st})
-			}
-			printer.Close()
-			fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, termSafe(term.CommandStatus(st)))
-			return nil
+			ctx, id := cmd.Context(), args[0]
+			return withClient(ctx, g, &id, func(_ *backend, cl *worker.Client) error {
+				return commandOutput(ctx, g, cl, id, worker.WatchOptions{After: after, Follow: follow}, raw)
+			})
 		},
 	}
 	output.Flags().Int64Var(&after, "after", 0, "skip the first OFFSET bytes of the output")
@@ -149,6 +114,37 @@ ID --reason R); a deny or a review that times out writes nothing.`,
 	stop.Flags().StringVar(&reason, "reason", "user", "why, as recorded on the log")
 	cmd.AddCommand(output, stdin, stop)
 	return cmd
+}
+
+// commandOutput prints command id's output from opts.After on (and with
+// opts.Follow until it ends) and then its status on stderr; raw prints
+// the exact bytes, g.json a JSON line a chunk and the status as JSON.
+func commandOutput(ctx context.Context, g *globals, cl *worker.Client, id string, opts worker.WatchOptions, raw bool) error {
+	printer := &term.Output{Stdout: g.stdout, Stderr: g.stderr, Raw: raw}
+	defer printer.Close()
+	print := printer.Print
+	if g.json {
+		enc := json.NewEncoder(g.stdout)
+		print = func(c worker.Chunk) error { return enc.Encode(c) }
+	}
+	st, err := cl.Watch(ctx, id, opts, print)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		if lostServer(err) {
+			printer.Close()
+			return fmt.Errorf("command output %s: the connection to the log's server closed before the command ended (did `logbook serve` stop?); the command may still run: come back with `logbook command output %s --follow --after %d`",
+				id, id, max(opts.After, printer.Pos))
+		}
+		return err
+	}
+	if g.json {
+		return json.NewEncoder(g.stdout).Encode(map[string]any{"command": st})
+	}
+	printer.Close()
+	fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, termSafe(term.CommandStatus(st)))
+	return nil
 }
 
 // maxStopReason is the most bytes of a command stop's reason taken, as

@@ -116,7 +116,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	case f.key != "" && f.id != "":
 		return usageErrorf("exec: --id and --key exclude each other")
 	case f.key != "":
-		f.id = keyID(f.session, f.key)
+		f.id = worker.KeyID(f.session, f.key)
 	case f.id == "":
 		f.id = ulid.Make().String()
 	}
@@ -304,10 +304,6 @@ func checkWorkspace(ws string) error {
 	}
 	return nil
 }
-
-// keyID returns the command id exec derives from a session and an
-// idempotency key (worker.KeyID).
-func keyID(session, key string) string { return worker.KeyID(session, key) }
 
 // waitExec prints command f.id's output for up to f.wait (worker.Client.Wait)
 // and returns its exit as exec's; when the wait expires first the command

@@ -44,11 +44,12 @@ func (f gateFlags) check() error {
 	return nil
 }
 
-// newGate returns the gate over b's log with the data dir's policy.
-func newGate(b *backend, f gateFlags, stderr io.Writer) *gate.Gate {
-	host, _ := os.Hostname()
-	g := &gate.Gate{
-		Sessions: &events.Executor[session.State]{Log: b.log, Reg: b.reg, Init: session.Init, Evolve: session.Evolve, IDs: ulid.Make, Host: host},
+// gateService puts the gate on the API beside svc's verbs: sessions
+// decided by svc's executor, the data dir's policy, f's budget and
+// reviewer, what it notices logged to stderr.
+func gateService(b *backend, svc *api.Service, store *projections.Store, f gateFlags, stderr io.Writer) *gate.Service {
+	gt := &gate.Gate{
+		Sessions: svc.Ing.Sessions(),
 		Log:      b.log,
 		Policies: &gate.Policies{DataDir: string(b.dd)},
 		Budget:   f.budget,
@@ -57,25 +58,18 @@ func newGate(b *backend, f gateFlags, stderr io.Writer) *gate.Gate {
 		},
 	}
 	if f.reviewer != "" {
-		g.Reviewer = &gate.Reviewer{Command: f.reviewer}
+		gt.Reviewer = &gate.Reviewer{Command: f.reviewer}
 	}
 	// The policy as it is now is the one a later faulty edit leaves in
 	// force (serve has refused to start on one that does not parse).
-	g.Policies.Load(b.dd.path(gate.PolicyFile))
-	return g
-}
-
-// gateService puts the gate on the API beside svc's verbs.
-func gateService(b *backend, svc *api.Service, store *projections.Store, f gateFlags, stderr io.Writer) *gate.Service {
-	gt := newGate(b, f, stderr)
-	gt.Sessions = svc.Ing.Sessions()
+	gt.Policies.Load(b.dd.path(gate.PolicyFile))
+	// The gate redacts what it appends by the rules the observations of
+	// the same calls are redacted by (redact.txt as it is at each use).
+	gt.Redactor = svc.Redactor()
 	ingest := func(ctx context.Context, data []byte, then ingest.Then) (session.State, error) {
 		_, st, err := svc.HookThen(ctx, data, then)
 		return st, err
 	}
-	// The gate redacts what it appends by the rules the observations of
-	// the same calls are redacted by (redact.txt as it is at each use).
-	gt.Redactor = svc.Redactor()
 	// A verdict a gated hook gave while no server ran is recorded when
 	// the spool delivers its payload.
 	svc.LocalVerdict = gt.RecordLocal
