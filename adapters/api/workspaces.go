@@ -112,3 +112,39 @@ func (s *Service) WorkspaceAt(ctx context.Context, data []byte) (any, error) {
 	}
 	return WorkspaceAtReply{Found: ok, Workspace: ws}, nil
 }
+
+// WorkspaceOpen returns nil unless dir lies in a workspace that cannot
+// be worked in (initializing, failed, archiving or archived): then the
+// error, wrapping events.ErrRejected, says so. dir is looked up with
+// the symlinks of its longest existing prefix resolved (a workspace
+// still initializing has no folder yet, but its root does). Other errors
+// are call's.
+func WorkspaceOpen(ctx context.Context, call Caller, dir string) error {
+	dir = resolveExisting(dir)
+	var r WorkspaceAtReply
+	if err := call(ctx, VerbWorkspaceAt, WorkspaceAtRequest{Path: dir}, &r); err != nil {
+		return err
+	}
+	if !r.Found {
+		return nil
+	}
+	return r.Workspace.CanWork()
+}
+
+// resolveExisting returns the absolute path p with the symlinks of its
+// longest existing prefix resolved: the whole of p when it exists, else
+// its parents', the missing rest joined as given.
+func resolveExisting(p string) string {
+	rest := ""
+	for dir := filepath.Clean(p); ; {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+}

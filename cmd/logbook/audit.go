@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/events"
@@ -61,7 +58,7 @@ func auditItems(ctx context.Context, b *backend, arg string) ([]replay.Item, err
 	if err != nil {
 		return nil, err
 	}
-	ids, err := sessionCommands(ctx, b.log, id)
+	ids, err := worker.SessionCommands(ctx, b.log, id)
 	if err != nil {
 		return nil, err
 	}
@@ -95,74 +92,6 @@ func printAudit(g *globals, items []replay.Item) error {
 	if g.json {
 		return writeJSON(g.stdout, items)
 	}
-	width := termWidth(g.stdout)
-	return termPrint(g.stdout, func(w io.Writer) error {
-		if width < 40 {
-			return replay.WriteText(w, items)
-		}
-		var b strings.Builder
-		if err := replay.WriteText(&b, items); err != nil {
-			return err
-		}
-		_, err := io.WriteString(w, wrapLines(b.String(), width))
-		return err
-	})
-}
-
-// wrapLines wraps each line of s longer than width terminal columns
-// (displayWidth) at spaces, its continuation lines indented four spaces:
-// an audit line read on a terminal, not cut by it. A word longer than a
-// line is left whole.
-func wrapLines(s string, width int) string {
-	var out strings.Builder
-	for line := range strings.Lines(s) {
-		line = strings.TrimSuffix(line, "\n")
-		indent := ""
-		for displayWidth(indent+line) > width {
-			room := width - len(indent)
-			cut, w := -1, 0
-			for i, r := range line {
-				if w > room {
-					break
-				}
-				if r == ' ' && i > 0 {
-					cut = i // the last space with at most room columns before it
-				}
-				w += runeWidth(r)
-			}
-			if cut <= 0 {
-				break
-			}
-			out.WriteString(indent + strings.TrimRight(line[:cut], " ") + "\n")
-			line = strings.TrimLeft(line[cut:], " ")
-			indent = "    "
-		}
-		out.WriteString(indent + line + "\n")
-	}
-	return out.String()
-}
-
-// sessionCommands returns the ids of the commands requested for session,
-// in stream order, read from the log alone: every command event's type
-// header is looked at, and only requests are decoded.
-func sessionCommands(ctx context.Context, log *natslog.Log, session string) ([]string, error) {
-	var ids []string
-	for m, err := range log.ReadRaw(ctx, worker.CommandFilter, 1) {
-		if err != nil {
-			return nil, fmt.Errorf("commands of session %s: %w", session, err)
-		}
-		if m.Header.Get(natslog.HeaderType) != (events.CommandRequested{}).EventType() {
-			continue
-		}
-		var req struct {
-			Agg  events.Aggregate `json:"agg"`
-			Data struct {
-				Session string `json:"session"`
-			} `json:"data"`
-		}
-		if json.Unmarshal(m.Data, &req) == nil && req.Data.Session == session {
-			ids = append(ids, req.Agg.ID)
-		}
-	}
-	return ids, nil
+	width := term.Width(g.stdout)
+	return termPrint(g.stdout, func(w io.Writer) error { return term.Audit(w, items, width) })
 }

@@ -66,7 +66,7 @@ type backend struct {
 // rules: in serve, the rules of redact.txt at each use (see liveRules).
 func (b *backend) parser() (*claude.Parser, error) {
 	if b.rules != nil {
-		return b.rules.parser()
+		return b.rules.Parser()
 	}
 	return b.dd.parser()
 }
@@ -77,7 +77,7 @@ func (b *backend) parser() (*claude.Parser, error) {
 // Errors are the data dir's (a rule that does not compile).
 func (b *backend) redactor() (*redact.Redactor, error) {
 	if b.rules != nil {
-		return redact.Live(b.rules.current), nil
+		return redact.Live(b.rules.Current), nil
 	}
 	p, err := b.dd.parser()
 	if err != nil {

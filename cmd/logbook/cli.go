@@ -3,17 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
-	"github.com/logbook-dev/logbook/adapters/humantext"
+	"github.com/logbook-dev/logbook/adapters/term"
 )
 
 // The conventions every logbook command follows, applied to the whole
@@ -255,12 +250,12 @@ func isCobraUsage(err error) bool {
 }
 
 // userMessage returns err's message as a person reads it
-// (humantext.Message).
-func userMessage(err error) string { return humantext.Message(err.Error()) }
+// (term.Message).
+func userMessage(err error) string { return term.Message(err.Error()) }
 
 // userText is userMessage of an error's text msg (one a summary kept as
 // a string).
-func userText(msg string) string { return humantext.Message(msg) }
+func userText(msg string) string { return term.Message(msg) }
 
 // hasLogbookData reports whether dd holds a Logbook store
 // (datadir.Dir.HasData).
@@ -269,64 +264,5 @@ func hasLogbookData(dd dataDir) bool { return dd.dir().HasData() }
 // noDataError says that dd has no Logbook data (datadir.Dir.NoDataError).
 func noDataError(dd dataDir) error { return dd.dir().NoDataError() }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
-
-// termWidth returns the width of terminal w in columns, or 0 when w is
-// not a terminal (or says nothing of its size).
-func termWidth(w io.Writer) int {
-	f, ok := w.(*os.File)
-	if !ok {
-		return 0
-	}
-	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
-	if err != nil {
-		return 0
-	}
-	return int(ws.Col)
-}
-
-// plural returns "1 thing" or "n things" (humantext.Plural).
-func plural(n int, noun string, pl ...string) string { return humantext.Plural(n, noun, pl...) }
-
-// ago says how long before now t was (humantext.Ago).
-func ago(now, t time.Time) string { return humantext.Ago(now, t) }
-
-// homeTilde writes a path under home with "~" (humantext.HomeTilde).
-func homeTilde(path, home string) string { return humantext.HomeTilde(path, home) }
-
-// ellipsizeLeft keeps the end of s, at most width terminal columns
-// (displayWidth) with the "…" that marks a cut at its start: the end of
-// a path is what tells paths apart. A cut falls between characters, never
-// inside one (a wide character that would straddle it goes whole) and
-// never between a character and the combining marks that follow it.
-func ellipsizeLeft(s string, width int) string {
-	if width < 2 || displayWidth(s) <= width {
-		return s
-	}
-	room, start := width-1, len(s)
-	for i := len(s); i > 0; {
-		r, size := utf8.DecodeLastRuneInString(s[:i])
-		w := runeWidth(r)
-		if w > room {
-			break
-		}
-		room -= w
-		i -= size
-		if w > 0 {
-			start = i // a cut here keeps the marks after this character with it
-		}
-	}
-	tail := s[start:]
-	if i := strings.IndexByte(tail, '/'); i > 0 {
-		tail = tail[i:] // cut at a path separator
-	}
-	return "…" + tail
-}
+// plural returns "1 thing" or "n things" (term.Plural).
+func plural(n int, noun string, pl ...string) string { return term.Plural(n, noun, pl...) }

@@ -6,18 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
-	"strings"
-	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
-	"github.com/logbook-dev/logbook/reducers/command"
 )
 
 func commandCmd(g *globals) *cobra.Command {
@@ -36,45 +32,10 @@ command's status on stderr. --after skips the first OFFSET bytes of the
 whole output; --follow waits for more until the command ends.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			b, err := openBackend(ctx, g)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			cl, err := newCommandClient(b)
-			if err != nil {
-				return err
-			}
-			printer := &outputPrinter{stdout: g.stdout, stderr: g.stderr, raw: raw}
-			defer printer.close()
-			print := printer.print
-			if g.json {
-				enc := json.NewEncoder(g.stdout)
-				print = func(c worker.Chunk) error { return enc.Encode(c) }
-			}
-			id, err := resolveID(ctx, b, events.KindCommand, args[0])
-			if err != nil {
-				return err
-			}
-			st, err := cl.Watch(ctx, id, worker.WatchOptions{After: after, Follow: follow}, print)
-			if err != nil {
-				if errors.Is(err, context.Canceled) {
-					return nil
-				}
-				if lostServer(err) {
-					printer.close()
-					return fmt.Errorf("command output %s: the connection to the log's server closed before the command ended (did `logbook serve` stop?); the command may still run: come back with `logbook command output %s --follow --after %d`",
-						id, id, max(after, printer.pos))
-				}
-				return err
-			}
-			if g.json {
-				return json.NewEncoder(g.stdout).Encode(map[string]any{"command": st})
-			}
-			printer.close()
-			fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, termSafe(describeStatus(st)))
-			return nil
+			ctx, id := cmd.Context(), args[0]
+			return withClient(ctx, g, &id, func(_ *backend, cl *worker.Client) error {
+				return commandOutput(ctx, g, cl, id, worker.WatchOptions{After: after, Follow: follow}, raw)
+			})
 		},
 	}
 	output.Flags().Int64Var(&after, "after", 0, "skip the first OFFSET bytes of the output")
@@ -108,7 +69,7 @@ ID --reason R); a deny or a review that times out writes nothing.`,
 			} else if !eof {
 				return errors.New("command stdin: give TEXT, or --eof to close the input")
 			}
-			return withBackendClient(cmd.Context(), g, &args[0], func(b *backend, cl *worker.Client) error {
+			return withClient(cmd.Context(), g, &args[0], func(b *backend, cl *worker.Client) error {
 				if err := reviewStdin(cmd.Context(), b, cl, args[0], data, secret, g.stderr); err != nil {
 					return err
 				}
@@ -141,7 +102,7 @@ ID --reason R); a deny or a review that times out writes nothing.`,
 			if err != nil {
 				return err
 			}
-			return withClient(cmd.Context(), g, &args[0], func(cl *worker.Client) error {
+			return withClient(cmd.Context(), g, &args[0], func(_ *backend, cl *worker.Client) error {
 				if err := cl.Stop(cmd.Context(), args[0], personActor(), reason); err != nil {
 					return err
 				}
@@ -155,12 +116,45 @@ ID --reason R); a deny or a review that times out writes nothing.`,
 	return cmd
 }
 
+// commandOutput prints command id's output from opts.After on (and with
+// opts.Follow until it ends) and then its status on stderr; raw prints
+// the exact bytes, g.json a JSON line a chunk and the status as JSON.
+func commandOutput(ctx context.Context, g *globals, cl *worker.Client, id string, opts worker.WatchOptions, raw bool) error {
+	printer := &term.Output{Stdout: g.stdout, Stderr: g.stderr, Raw: raw}
+	defer printer.Close()
+	print := printer.Print
+	if g.json {
+		enc := json.NewEncoder(g.stdout)
+		print = func(c worker.Chunk) error { return enc.Encode(c) }
+	}
+	st, err := cl.Watch(ctx, id, opts, print)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		if lostServer(err) {
+			printer.Close()
+			return fmt.Errorf("command output %s: the connection to the log's server closed before the command ended (did `logbook serve` stop?); the command may still run: come back with `logbook command output %s --follow --after %d`",
+				id, id, max(opts.After, printer.Pos))
+		}
+		return err
+	}
+	if g.json {
+		return json.NewEncoder(g.stdout).Encode(map[string]any{"command": st})
+	}
+	printer.Close()
+	fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, termSafe(term.CommandStatus(st)))
+	return nil
+}
+
 // maxStopReason is the most bytes of a command stop's reason taken, as
 // of a session end's.
 const maxStopReason = maxSessionReason
 
-// withClient runs fn with a worker client on the data dir's log.
-func withClient(ctx context.Context, g *globals, id *string, fn func(*worker.Client) error) error {
+// withClient runs fn with the backend and a worker client on the data
+// dir's log, *id resolved first to the command it names (a unique
+// prefix).
+func withClient(ctx context.Context, g *globals, id *string, fn func(*backend, *worker.Client) error) error {
 	b, err := openBackend(ctx, g)
 	if err != nil {
 		return err
@@ -173,33 +167,7 @@ func withClient(ctx context.Context, g *globals, id *string, fn func(*worker.Cli
 	if err != nil {
 		return err
 	}
-	return fn(cl)
-}
-
-// describeStatus says how a command stands, e.g. "exited with code 0".
-func describeStatus(st command.State) string {
-	switch st.Status {
-	case command.StatusExited:
-		s := "exited with code " + fmt.Sprint(*st.ExitCode)
-		if st.Signal != "" {
-			s = "was killed by " + st.Signal
-		}
-		if st.Stopped {
-			s += " (stopped)"
-		}
-		return s
-	case command.StatusStarted:
-		return fmt.Sprintf("is running on %s (worker %s)", st.Host, st.Worker)
-	case command.StatusRequested:
-		return "is waiting for a worker"
-	case command.StatusAbandoned:
-		return "was abandoned: " + st.EndReason
-	case command.StatusRefused:
-		return "was refused: " + refusalReason(st.EndReason)
-	case command.StatusEvicted:
-		return "was evicted by " + st.EvictedBy
-	}
-	return st.Status
+	return fn(b, cl)
 }
 
 func commandsCmd(g *globals) *cobra.Command {
@@ -226,7 +194,7 @@ func commandsCmd(g *globals) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return printCommands(w, out, true) })
+				return termPrint(g.stdout, func(w io.Writer) error { return term.Commands(w, out, true) })
 			})
 		},
 	}
@@ -235,56 +203,6 @@ func commandsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// printCommands writes one line per command; withSession adds its
-// session.
-func printCommands(w io.Writer, cs []command.State, withSession bool) error {
-	tw := newTable(w)
-	head := "COMMAND\tSTATUS\tCODE\tMODE\tREQUESTED\tDURATION\tOUTPUT\tARGV"
-	if withSession {
-		head = "COMMAND\tSESSION\tSTATUS\tCODE\tMODE\tREQUESTED\tDURATION\tOUTPUT\tARGV"
-	}
-	fmt.Fprintln(tw, head)
-	for _, c := range cs {
-		code := "-"
-		if c.ExitCode != nil {
-			code = fmt.Sprint(*c.ExitCode)
-			if c.Signal != "" {
-				code = c.Signal
-			}
-		}
-		status := c.Status
-		if c.Background && !c.Ended() {
-			status += " (bg)"
-		}
-		if c.Evicted && c.Status != command.StatusEvicted {
-			status += " (evicted)"
-		}
-		dur := "-"
-		if c.Status == command.StatusExited {
-			dur = (time.Duration(c.DurationMS) * time.Millisecond).String()
-		}
-		argv := strings.Join(c.Argv, " ")
-		if len(c.Argv) > 0 {
-			argv = strings.Join(append([]string{path.Base(c.Argv[0])}, c.Argv[1:]...), " ")
-		}
-		argv = cell(argv) // cut on the escaped text, which is printed
-		if r := []rune(argv); len(r) > 60 {
-			argv = string(r[:57]) + "..."
-		}
-		if withSession {
-			fmt.Fprintf(tw, "%s\t%s\t", cell(c.ID), cell(c.Session))
-		} else {
-			fmt.Fprintf(tw, "%s\t", cell(c.ID))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", cell(status), cell(code), cell(c.Mode), c.RequestedAt.Format(time.RFC3339), dur, c.OutputBytes, argv)
-	}
-	return tw.Flush()
-}
-
-// lostServer reports whether err, from a read of the log, says the
-// connection to its server is gone for good (nats.go's "messages iterator
-// closed: connection closed"): on one host, serve stopped.
-func lostServer(err error) bool {
-	return errors.Is(err, nats.ErrConnectionClosed) ||
-		errors.Is(err, jetstream.ErrMsgIteratorClosed) && !errors.Is(err, jetstream.ErrConsumerDeleted)
-}
+// lostServer reports whether err says the connection to the log's
+// server is gone for good (natslog.Unreachable).
+var lostServer = natslog.Unreachable

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/datadir"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -80,9 +81,8 @@ func eventsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// printRecord prints one record: a stable text line whose values (they
-// come from the log) pass field, one line whatever they hold, or its
-// envelope as one JSON line with its stream sequence.
+// printRecord prints one record: a stable text line (term.Record), or
+// its envelope as one JSON line with its stream sequence.
 func printRecord(w io.Writer, r events.Record, asJSON bool) error {
 	if asJSON {
 		b, err := json.Marshal(r.Envelope)
@@ -92,35 +92,7 @@ func printRecord(w io.Writer, r events.Record, asJSON bool) error {
 		_, err = fmt.Fprintf(w, "{\"seq\":%d,\"event\":%s}\n", r.Seq, b)
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%8d  %s  %-26s %s v%d  %s\n", r.Seq, r.At.Format(events.TimeFormat), field(r.Type), field(r.Agg.String()), r.Ver, field(summary(r.Envelope)))
-	return err
-}
-
-// summary is a short, stable description of an event's data.
-func summary(e events.Envelope) string {
-	switch d := e.Data.(type) {
-	case events.SessionTransitioned:
-		return fmt.Sprintf("%s→%s %s", d.From, d.To, d.Activity)
-	case events.SessionEntryOpened:
-		return fmt.Sprintf("%s %s [%s]", d.EntryID, d.Activity, d.Lane)
-	case events.SessionEntryClosed:
-		return fmt.Sprintf("%s %s", d.EntryID, d.Outcome)
-	case events.SessionEntryAbandoned:
-		return fmt.Sprintf("%s %s", d.EntryID, d.Reason)
-	case events.SessionEnded:
-		return d.Reason
-	}
-	if o, ok := events.Observed(e.Data); ok {
-		s := o.Kind
-		if o.Line > 0 {
-			s = fmt.Sprintf("line %d %s", o.Line, o.Kind)
-		}
-		for _, sg := range o.Signals {
-			s += " " + sg.Kind
-		}
-		return s
-	}
-	return ""
+	return term.Record(w, r)
 }
 
 // errReopen ends one stretch of followLog's reading: the follower gave
@@ -162,27 +134,13 @@ func followStretch(ctx context.Context, g *globals, b *backend, next *uint64) er
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var asked atomic.Bool
-	watched := make(chan struct{})
+	var watched <-chan struct{}
 	if b.remote {
-		close(watched)
+		done := make(chan struct{})
+		close(done)
+		watched = done
 	} else {
-		go func() {
-			defer close(watched)
-			t := time.NewTicker(datadir.HandoverPoll)
-			defer t.Stop()
-			for {
-				select {
-				case <-fctx.Done():
-					return
-				case <-t.C:
-					if b.dd.handoverWanted() {
-						asked.Store(true)
-						cancel()
-						return
-					}
-				}
-			}
-		}()
+		watched = b.dd.dir().WatchHandover(fctx, func() { asked.Store(true); cancel() })
 	}
 	var ferr error
 	for r, err := range b.log.Follow(fctx, *next) {

@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
@@ -21,26 +18,11 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
 )
-
-// inheritedEnv are the variables exec passes on from its own environment
-// unless --no-env is given. Everything else must be named with --env.
-var inheritedEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TZ"}
-
-// inheritEnv returns the variables of inheritedEnv this process has, as
-// KEY=VALUE, in inheritedEnv's order.
-func inheritEnv() []string {
-	var env []string
-	for _, k := range inheritedEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	return env
-}
 
 // execFlags are exec's options.
 type execFlags struct {
@@ -134,7 +116,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	case f.key != "" && f.id != "":
 		return usageErrorf("exec: --id and --key exclude each other")
 	case f.key != "":
-		f.id = keyID(f.session, f.key)
+		f.id = worker.KeyID(f.session, f.key)
 	case f.id == "":
 		f.id = ulid.Make().String()
 	}
@@ -221,8 +203,8 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if err != nil {
 		return err
 	}
-	p := &outputPrinter{stdout: g.stdout, stderr: g.stderr, json: g.json, raw: f.raw}
-	defer p.close()
+	p := &term.Output{Stdout: g.stdout, Stderr: g.stderr, JSON: g.json, Raw: f.raw}
+	defer p.Close()
 	if f.key != "" {
 		// A retry: the first run's command, whatever became of its session.
 		if st, err := cl.Command(ctx, f.id); err == nil {
@@ -241,7 +223,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if sr.Session.Phase == events.PhaseEnded {
 		return fmt.Errorf("exec: %w: session %s has ended", events.ErrRejected, f.session)
 	}
-	if err := workspaceOpen(ctx, call, ws); err != nil {
+	if err := api.WorkspaceOpen(ctx, call, ws); err != nil {
 		return fmt.Errorf("exec: %w", err)
 	}
 	if wsErr != nil {
@@ -323,15 +305,11 @@ func checkWorkspace(ws string) error {
 	return nil
 }
 
-// keyID returns the command id exec derives from a session and an
-// idempotency key (worker.KeyID).
-func keyID(session, key string) string { return worker.KeyID(session, key) }
-
 // waitExec prints command f.id's output for up to f.wait (worker.Client.Wait)
 // and returns its exit as exec's; when the wait expires first the command
 // is marked as in the background and exec returns nil.
-func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *outputPrinter, f execFlags) error {
-	r, err := cl.Wait(ctx, f.id, f.wait, p.print)
+func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output, f execFlags) error {
+	r, err := cl.Wait(ctx, f.id, f.wait, p.Print)
 	if r.Interrupted {
 		if r.Background {
 			fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.id)
@@ -346,13 +324,13 @@ func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *outputPrint
 			fmt.Fprintf(g.stderr, "logbook: command %s not marked as in the background: %v\n", f.id, r.MarkErr)
 		}
 		if g.json {
-			return writeJSONLine(g.stdout, p.result(f.id, r.State, true))
+			return term.JSONLine(g.stdout, p.Result(f.id, r.State, true))
 		}
 		fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background after %s\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.wait, f.id)
 		return nil
 	}
 	if g.json {
-		if err := writeJSONLine(g.stdout, p.result(f.id, r.State, false)); err != nil {
+		if err := term.JSONLine(g.stdout, p.Result(f.id, r.State, false)); err != nil {
 			return err
 		}
 	}
@@ -388,7 +366,7 @@ func awaitWorker(ctx context.Context, cl *worker.Client, grace time.Duration) er
 func commandEnv(f execFlags) ([]string, error) {
 	var env []string
 	if !f.noEnv {
-		env = inheritEnv()
+		env = worker.InheritEnv()
 	}
 	env = append(env, f.env...)
 	if err := worker.CheckEnv(env, nil); err != nil {
@@ -411,95 +389,6 @@ func newCommandClient(b *backend) (*worker.Client, error) { return newRequestCli
 func newRequestClient(b *backend, red *redact.Redactor) (*worker.Client, error) {
 	host, _ := os.Hostname()
 	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: personActor(), Redactor: red})
-}
-
-// outputPrinter writes a command's output chunks: stdout and pty to
-// stdout, stderr to stderr, or, with json, one JSON line per chunk to
-// stdout as it comes (nothing is kept: exec's memory stays flat whatever
-// the command prints).
-type outputPrinter struct {
-	stdout, stderr io.Writer
-	json           bool
-	raw            bool        // exact bytes; else made safe for a terminal
-	tout, terr     *termWriter // the sanitizing writers, once used
-	pos            int64       // end of the output printed so far
-}
-
-// execChunk is one line of exec --json: a chunk of output.
-type execChunk struct {
-	Type       string `json:"type"` // "output"
-	Stream     string `json:"stream"`
-	Offset     int64  `json:"offset"` // byte offset in its stream
-	Pos        int64  `json:"pos"`    // byte offset in the whole output
-	Data       string `json:"data,omitempty"`
-	DataBase64 []byte `json:"data_base64,omitempty"` // when the bytes are not UTF-8
-}
-
-func (p *outputPrinter) print(c worker.Chunk) error {
-	p.pos = c.Pos + int64(len(c.Data))
-	if p.json {
-		line := execChunk{Type: "output", Stream: c.Stream, Offset: c.Offset, Pos: c.Pos}
-		if utf8.Valid(c.Data) {
-			line.Data = string(c.Data)
-		} else {
-			line.DataBase64 = c.Data
-		}
-		return writeJSONLine(p.stdout, line)
-	}
-	w := p.stdout
-	if c.Stream == "stderr" {
-		w = p.stderr
-	}
-	if !p.raw {
-		tw := &p.tout
-		if c.Stream == "stderr" {
-			tw = &p.terr
-		}
-		if *tw == nil {
-			*tw = newTermWriter(w)
-		}
-		w = *tw
-	}
-	_, err := w.Write(c.Data)
-	return err
-}
-
-// close prints what the sanitizing writers held back at the end.
-func (p *outputPrinter) close() {
-	for _, tw := range []*termWriter{p.tout, p.terr} {
-		if tw != nil {
-			_ = tw.Close()
-		}
-	}
-}
-
-// execResult is the last line of exec --json.
-type execResult struct {
-	Type       string `json:"type"` // "result"
-	ID         string `json:"id"`
-	Status     string `json:"status"`
-	Background bool   `json:"background"`
-	ExitCode   *int   `json:"exit_code,omitempty"`
-	Signal     string `json:"signal,omitempty"`
-	Reason     string `json:"reason,omitempty"`
-	OutputPos  int64  `json:"output_pos"` // where `command output --after` resumes
-}
-
-func (p *outputPrinter) result(id string, st command.State, background bool) execResult {
-	return execResult{
-		Type: "result", ID: id, Status: st.Status, Background: background, ExitCode: st.ExitCode, Signal: st.Signal,
-		Reason: st.EndReason, OutputPos: p.pos,
-	}
-}
-
-// writeJSONLine writes v as one line of JSON.
-func writeJSONLine(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
 }
 
 // exitOf maps an ended command to exec's exit: its own exit status (128 +
@@ -528,18 +417,11 @@ func exitOf(st command.State) error {
 		if strings.HasPrefix(st.EndReason, "not found") {
 			code = 127
 		}
-		return &exitError{code: code, err: fmt.Errorf("command %s refused: %s", st.ID, refusalReason(st.EndReason))}
+		return &exitError{code: code, err: fmt.Errorf("command %s refused: %s", st.ID, term.RefusalReason(st.EndReason))}
 	case command.StatusAbandoned:
 		return &exitError{code: 1, err: fmt.Errorf("command %s abandoned: %s (worker %s)", st.ID, st.EndReason, st.Worker)}
 	case command.StatusEvicted:
 		return &exitError{code: 1, err: fmt.Errorf("command %s was evicted by %s before it started", st.ID, st.EvictedBy)}
 	}
 	return fmt.Errorf("command %s: status %s", st.ID, st.Status)
-}
-
-// refusalReason is a command's refusal reason (command.State.EndReason
-// of a refused command) without the "refused: " the worker's reasons
-// begin with, for a sentence that already says refused.
-func refusalReason(reason string) string {
-	return strings.TrimPrefix(reason, "refused: ")
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/logbook-dev/logbook/adapters/flagrange"
 )
 
 // unbounded are the numeric flags that name a position, not a count or
@@ -41,10 +43,10 @@ func TestFlagRanges(t *testing.T) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
-			if lo, hi, off, ok := flagDurRange(f); ok {
+			if lo, hi, off, ok := flagrange.DurationRange(f); ok {
 				bounded++
 				name := c.CommandPath() + " --" + f.Name
-				want := durRangeText(lo, hi, off)
+				want := flagrange.DurationText(lo, hi, off)
 				if !strings.Contains(f.Usage, "("+want+")") {
 					t.Errorf("%s: help %q does not say its range (%s)", name, f.Usage, want)
 				}
@@ -66,7 +68,7 @@ func TestFlagRanges(t *testing.T) {
 				return
 			}
 			name := c.CommandPath() + " --" + f.Name
-			lo, hi, ok := flagRange(f)
+			lo, hi, ok := flagrange.Range(f)
 			if !ok {
 				if _, why := unbounded[name]; !why {
 					t.Errorf("%s (%s) has no range: bound it, or say in unbounded why it needs none", name, f.Value.Type())

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -18,7 +17,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/gate/hookgate"
 	"github.com/logbook-dev/logbook/adapters/ingest"
-	"github.com/logbook-dev/logbook/adapters/usage"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 	"github.com/logbook-dev/logbook/events"
@@ -45,11 +44,12 @@ func (f gateFlags) check() error {
 	return nil
 }
 
-// newGate returns the gate over b's log with the data dir's policy.
-func newGate(b *backend, f gateFlags, stderr io.Writer) *gate.Gate {
-	host, _ := os.Hostname()
-	g := &gate.Gate{
-		Sessions: &events.Executor[session.State]{Log: b.log, Reg: b.reg, Init: session.Init, Evolve: session.Evolve, IDs: ulid.Make, Host: host},
+// gateService puts the gate on the API beside svc's verbs: sessions
+// decided by svc's executor, the data dir's policy, f's budget and
+// reviewer, what it notices logged to stderr.
+func gateService(b *backend, svc *api.Service, store *projections.Store, f gateFlags, stderr io.Writer) *gate.Service {
+	gt := &gate.Gate{
+		Sessions: svc.Ing.Sessions(),
 		Log:      b.log,
 		Policies: &gate.Policies{DataDir: string(b.dd)},
 		Budget:   f.budget,
@@ -58,25 +58,18 @@ func newGate(b *backend, f gateFlags, stderr io.Writer) *gate.Gate {
 		},
 	}
 	if f.reviewer != "" {
-		g.Reviewer = &gate.Reviewer{Command: f.reviewer}
+		gt.Reviewer = &gate.Reviewer{Command: f.reviewer}
 	}
 	// The policy as it is now is the one a later faulty edit leaves in
 	// force (serve has refused to start on one that does not parse).
-	g.Policies.Load(b.dd.path(gate.PolicyFile))
-	return g
-}
-
-// gateService puts the gate on the API beside svc's verbs.
-func gateService(b *backend, svc *api.Service, store *projections.Store, f gateFlags, stderr io.Writer) *gate.Service {
-	gt := newGate(b, f, stderr)
-	gt.Sessions = svc.Ing.Sessions()
+	gt.Policies.Load(b.dd.path(gate.PolicyFile))
+	// The gate redacts what it appends by the rules the observations of
+	// the same calls are redacted by (redact.txt as it is at each use).
+	gt.Redactor = svc.Redactor()
 	ingest := func(ctx context.Context, data []byte, then ingest.Then) (session.State, error) {
 		_, st, err := svc.HookThen(ctx, data, then)
 		return st, err
 	}
-	// The gate redacts what it appends by the rules the observations of
-	// the same calls are redacted by (redact.txt as it is at each use).
-	gt.Redactor = svc.Redactor()
 	// A verdict a gated hook gave while no server ran is recorded when
 	// the spool delivers its payload.
 	svc.LocalVerdict = gt.RecordLocal
@@ -257,15 +250,7 @@ func reviewCmd(g *globals) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				return termPrint(g.stdout, func(w io.Writer) error {
-					tw := newTable(w)
-					fmt.Fprintln(tw, "REVIEW\tSESSION\tEVENT\tTOOL\tRISK\tAGE\tACTION")
-					now := time.Now()
-					for _, r := range out.Reviews {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(r.ID), cell(r.Session), cell(dash(r.Event)), cell(r.Tool), cell(dash(r.Risk)), usage.Age(now, r.RequestedAt), cell(r.Action))
-					}
-					return tw.Flush()
-				})
+				return termPrint(g.stdout, func(w io.Writer) error { return term.Reviews(w, out.Reviews, time.Now()) })
 			})
 		},
 	}
@@ -367,23 +352,6 @@ func elevate(ctx context.Context, call api.Caller, f execFlags, req command.Requ
 	return v.ReviewID, nil
 }
 
-// withBackendClient is withClient that also hands fn the backend.
-func withBackendClient(ctx context.Context, g *globals, id *string, fn func(*backend, *worker.Client) error) error {
-	b, err := openBackend(ctx, g)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	if *id, err = resolveID(ctx, b, events.KindCommand, *id); err != nil {
-		return err
-	}
-	cl, err := newCommandClient(b)
-	if err != nil {
-		return err
-	}
-	return fn(b, cl)
-}
-
 // reviewStdin asks the gate about non-empty input for command id: in a
 // session in auto mode, or where a policy rule for "stdin" speaks, the
 // input is reviewed first; it is never elevated. The text goes to the
@@ -430,37 +398,25 @@ func reviewStdin(ctx context.Context, b *backend, cl *worker.Client, id string, 
 // is closed (the gate answered) or ctx ends. A listing that fails ends
 // the watch quietly: the wait itself is unchanged.
 func announceReview(ctx context.Context, b *backend, sess, rid string, done <-chan struct{}, stderr io.Writer) {
-	wait := 25 * time.Millisecond
-	for {
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Second)
+	list := func(ctx context.Context) (gate.ReviewsReply, error) {
 		var open gate.ReviewsReply
-		if err := api.Call(ctx, b.nc, b.api, gate.VerbReviews, gate.ReviewsRequest{}, &open); err != nil {
-			return
-		}
-		for _, r := range open.Reviews {
-			if r.Session != sess || r.ID != rid {
-				continue
-			}
-			budget := "the server's --review-budget"
-			if r.BudgetMS > 0 {
-				budget = (time.Duration(r.BudgetMS) * time.Millisecond).String()
-			}
-			select {
-			case <-done:
-				return // answered meanwhile: nothing waits any more
-			default:
-			}
-			fmt.Fprintf(stderr, "logbook command stdin: the input waits for review %s (up to %s); answer it with `logbook review allow %s --reason R` or `logbook review deny %s --reason R`\n", rid, budget, rid, rid)
-			return
-		}
+		err := api.Call(ctx, b.nc, b.api, gate.VerbReviews, gate.ReviewsRequest{}, &open)
+		return open, err
 	}
+	r, ok := gate.AwaitOpen(ctx, list, sess, rid, done)
+	if !ok {
+		return
+	}
+	budget := "the server's --review-budget"
+	if r.BudgetMS > 0 {
+		budget = (time.Duration(r.BudgetMS) * time.Millisecond).String()
+	}
+	select {
+	case <-done:
+		return // answered meanwhile: nothing waits any more
+	default:
+	}
+	fmt.Fprintf(stderr, "logbook command stdin: the input waits for review %s (up to %s); answer it with `logbook review allow %s --reason R` or `logbook review deny %s --reason R`\n", rid, budget, rid, rid)
 }
 
 // resolveReview returns the session and review that sess (a session id
@@ -492,23 +448,5 @@ func resolveReview(ctx context.Context, b *backend, call api.Caller, sess, id st
 	case 1:
 		return cands[0].Session, cands[0].ID, nil
 	}
-	var msg strings.Builder
-	if exact {
-		fmt.Fprintf(&msg, "review %s is open in %d sessions:", id, len(cands))
-	} else {
-		fmt.Fprintf(&msg, "review id prefix %q is ambiguous: %d open reviews begin with it:", id, len(cands))
-	}
-	const show = 10
-	for _, r := range cands[:min(len(cands), show)] {
-		fmt.Fprintf(&msg, "\n  %s  (session %s, %s)", field(r.ID), field(r.Session), field(r.Tool))
-	}
-	if len(cands) > show {
-		fmt.Fprintf(&msg, "\n  … and %d more", len(cands)-show)
-	}
-	if exact {
-		msg.WriteString("\nname one with --session")
-	} else {
-		msg.WriteString("\ngive more of the id")
-	}
-	return "", "", usageErrorf("%s", msg.String())
+	return "", "", usageErrorf("%s", term.AmbiguousReviews(cands, id, exact))
 }

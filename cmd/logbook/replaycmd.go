@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 	"github.com/logbook-dev/logbook/replay"
@@ -81,7 +82,7 @@ recorded (exit 1 when any do).
 				if g.json {
 					err = writeJSON(g.stdout, r)
 				} else {
-					err = termPrint(g.stdout, func(w io.Writer) error { return printRederivation(w, r) })
+					err = termPrint(g.stdout, func(w io.Writer) error { return term.Rederivation(w, r) })
 				}
 				if err != nil {
 					return err
@@ -93,9 +94,7 @@ recorded (exit 1 when any do).
 				// unattested: neither folded nor decided again.
 				if us := unattested(b.log, p.Agg.Subject()); len(us) > 0 {
 					if !g.json {
-						for _, u := range us {
-							fmt.Fprintf(g.stdout, "  UNATTESTED: %s\n", field(u.String()))
-						}
+						term.Unattested(g.stdout, "  UNATTESTED: ", us)
 					}
 					return &exitError{code: 1, err: fmt.Errorf("session %s holds %s, left out of the fold", sess, plural(len(us), "unattested event"))}
 				}
@@ -141,7 +140,7 @@ recorded (exit 1 when any do).
 				}{p.String(), cp, hash, ss})
 			}
 			fmt.Fprintf(g.stdout, "replayed %s: seq %d, state hash %s\n\n", p, cp, hash)
-			return termPrint(g.stdout, func(w io.Writer) error { return printSessions(w, sessionSummaries(ss), time.Now()) })
+			return termPrint(g.stdout, func(w io.Writer) error { return term.States(w, ss, time.Now()) })
 		},
 	}
 	f := cmd.Flags()
@@ -189,28 +188,6 @@ func replayFlagsAlone(cmd *cobra.Command) error {
 	return nil
 }
 
-// printRederivation prints what replay --rederive found, as text. Its
-// values come from the log: print it through termPrint.
-func printRederivation(w io.Writer, r replay.Rederivation) error {
-	if r.Agree() {
-		_, err := fmt.Fprintf(w, "session %s: %d observations decided again, all agree with the log\n", field(r.Session), r.Observations)
-		return err
-	}
-	fmt.Fprintf(w, "session %s: %d of %d observations decide differently today; first at seq %d (%s), event %d:\n",
-		field(r.Session), r.Diverged, r.Observations, r.First.ObsSeq, field(r.First.Obs.Type), r.First.Index)
-	for _, e := range r.First.Recorded {
-		fmt.Fprintf(w, "  recorded:  %s %s\n", field(e.Type), field(summary(e)))
-	}
-	for _, e := range r.First.Rederived {
-		fmt.Fprintf(w, "  rederived: %s %s\n", field(e.Type), field(summary(e)))
-	}
-	var err error
-	if r.First.Refused != "" {
-		_, err = fmt.Fprintf(w, "  refused today: %s\n", field(r.First.Refused))
-	}
-	return err
-}
-
 // seqInLog refuses, as a usage error, a --seq past the log's last event
 // sequence: replaying "up to" it would silently replay everything.
 func seqInLog(ctx context.Context, l events.Log, seq uint64) error {
@@ -238,15 +215,7 @@ func replayVerify(ctx context.Context, g *globals) error {
 				return err
 			}
 		} else {
-			fmt.Fprintf(g.stdout, "live projection at seq %d: %s\nfresh replay to seq %d: %s\n", r.Seq, r.LiveHash, r.Seq, r.ReplayHash)
-			if r.Equal {
-				fmt.Fprintln(g.stdout, "equal")
-			} else {
-				fmt.Fprintf(g.stdout, "DIFFERENT: %s\n", r)
-			}
-			for _, u := range r.Unattested {
-				fmt.Fprintf(g.stdout, "UNATTESTED: %s\n", field(u.String()))
-			}
+			term.VerifyReport(g.stdout, r)
 		}
 		if !r.Equal {
 			return &exitError{code: 1, err: fmt.Errorf("live projection differs from the log")}

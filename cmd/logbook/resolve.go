@@ -5,12 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
-	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -48,97 +44,32 @@ func resolveID(ctx context.Context, b *backend, kind, id string) (string, error)
 	case 1:
 		return ids[0], nil
 	}
-	slices.Sort(ids)
-	const show = 10
-	var b2 strings.Builder
-	fmt.Fprintf(&b2, "%s id prefix %q is ambiguous: %d %ss begin with it:", kind, id, len(ids), kind)
-	for _, c := range ids[:min(len(ids), show)] {
-		fmt.Fprintf(&b2, "\n  %s", c)
-	}
-	if len(ids) > show {
-		fmt.Fprintf(&b2, "\n  … and %d more", len(ids)-show)
-	}
-	b2.WriteString("\ngive more of the id")
-	return "", usageErrorf("%s", b2.String())
+	return "", usageErrorf("%s", term.AmbiguousID(kind, id, ids))
 }
 
 // errLogDown is lookupIDs' error when the server says its log does not
 // answer.
 var errLogDown = errors.New("log unavailable")
 
-// lookupIDs is aggregateIDs for resolveID. A read that may answer from
+// lookupIDs is natslog.Log.AggregateIDs for resolveID. A read that may answer from
 // the projection (backend.staleOK) through a server does not wait out a
 // lost quorum here: it fails with errLogDown once the server says its log
 // does not answer (backend.untilDown). Any other waits as long as the
 // stream takes.
 func lookupIDs(ctx context.Context, b *backend, kind, prefix string) ([]string, error) {
 	if !b.staleOK || !b.remote {
-		return aggregateIDs(ctx, b, kind, prefix)
+		return b.log.AggregateIDs(ctx, kind, prefix)
 	}
 	var ids []string
 	down, err := b.untilDown(ctx, func(ctx context.Context) error {
 		var err error
-		ids, err = aggregateIDs(ctx, b, kind, prefix)
+		ids, err = b.log.AggregateIDs(ctx, kind, prefix)
 		return err
 	})
 	if down {
 		return nil, errLogDown
 	}
 	return ids, err
-}
-
-// aggregateIDs returns the ids of the aggregates of kind whose id begins
-// with prefix, read from the subjects of the log's stream.
-func aggregateIDs(ctx context.Context, b *backend, kind, prefix string) ([]string, error) {
-	js, err := jetstream.New(b.nc)
-	if err != nil {
-		return nil, err
-	}
-	base := events.SubjectEvents + "." + kind + "."
-	filter := base + ">"
-	// During an election no server answers, or a replica that knows no
-	// leader answers for itself (its subjects may lag): ask again, each
-	// attempt bounded, for up to natslog.ElectionWait.
-	var info *jetstream.StreamInfo
-	start, pause := time.Now(), 100*time.Millisecond
-	for {
-		actx, cancel := context.WithTimeout(ctx, natslog.DefaultTimeout)
-		var s jetstream.Stream
-		s, err = js.Stream(actx, natslog.StreamName)
-		if err == nil {
-			info, err = s.Info(actx, jetstream.WithSubjectFilter(filter))
-		}
-		cancel()
-		if err == nil && info.Cluster != nil && info.Config.Replicas > 1 && info.Cluster.Leader == "" {
-			err = errors.New("the stream has no leader")
-		} else if err == nil || !natslog.Unserved(ctx, err) {
-			break
-		}
-		if waited := time.Since(start); waited+pause > natslog.ElectionWait || ctx.Err() != nil {
-			return nil, fmt.Errorf("stream %s: waited %v for a leader to answer: %w", natslog.StreamName, waited.Round(time.Second), err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, time.Second)
-	}
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for subj := range info.State.Subjects {
-		rest, ok := strings.CutPrefix(subj, base)
-		if !ok {
-			continue
-		}
-		// The aggregate's id is the subject's next token.
-		id, _, _ := strings.Cut(rest, ".")
-		if strings.HasPrefix(id, prefix) && !slices.Contains(ids, id) {
-			ids = append(ids, id)
-		}
-	}
-	return ids, nil
 }
 
 // notFoundError is an id no aggregate has: it wraps events.ErrNotFound

@@ -5,19 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/events"
-	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 func sessionsCmd(g *globals) *cobra.Command {
@@ -56,46 +53,40 @@ is appended (through the running server).`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.phase, "phase", "", "only sessions in this phase: ready, working, waiting or ended")
+	fl.StringVar(&f.Phase, "phase", "", "only sessions in this phase: ready, working, waiting or ended")
 	fl.BoolVar(&f.stale, "stale", false, "only sessions working or waiting with nothing observed for --older")
 	fl.DurationVar(&f.older, "older", 30*time.Minute, "with --stale: how long nothing has been observed")
-	fl.IntVar(&f.limit, "limit", 0, "list at most this many sessions, the most recently active (0: all)")
+	fl.IntVar(&f.Limit, "limit", 0, "list at most this many sessions, the most recently active (0: all)")
 	bound(fl, "limit", 0, maxListed)
-	fl.StringVar(&f.since, "since", "", "only sessions active within this long (7d, 2h, 30m), since this day (2026-05-23, UTC) or since this time (RFC 3339: 2026-12-01T08:00:00Z)")
-	fl.StringVar(&f.cwd, "cwd", "", "only sessions whose working directory is DIR or under it")
-	fl.BoolVar(&f.all, "all", false, "also list ended sessions last active over a day ago")
-	fl.BoolVar(&f.tree, "tree", false, "list subagents under their parent session")
+	fl.StringVar(&f.Since, "since", "", "only sessions active within this long (7d, 2h, 30m), since this day (2026-05-23, UTC) or since this time (RFC 3339: 2026-12-01T08:00:00Z)")
+	fl.StringVar(&f.Cwd, "cwd", "", "only sessions whose working directory is DIR or under it")
+	fl.BoolVar(&f.All, "all", false, "also list ended sessions last active over a day ago")
+	fl.BoolVar(&f.Tree, "tree", false, "list subagents under their parent session")
 	fl.BoolVar(&f.wide, "wide", false, "every column, whole ids and paths")
 	fl.BoolVar(&f.watch, "watch", false, "redraw the list whenever a session changes, until interrupted (needs a running server)")
 	return cmd
 }
 
-// sessionsFlags are the flags of `logbook sessions`.
+// sessionsFlags are the flags of `logbook sessions`: the list asked for
+// (its Stale set from --stale and --older by check), and how it is shown.
 type sessionsFlags struct {
-	phase                  string
-	stale                  bool
-	older                  time.Duration
-	since                  string // as usage.ParseSince reads it; "": no limit
-	limit                  int
-	cwd                    string
-	all, tree, wide, watch bool
+	api.SessionList
+	stale       bool
+	older       time.Duration
+	wide, watch bool
 }
 
-// endedHiddenAfter is how long after its last activity an ended session
-// leaves the default list.
-const endedHiddenAfter = 24 * time.Hour
-
 func (f *sessionsFlags) check(cmd *cobra.Command) error {
-	switch f.phase {
+	switch f.Phase {
 	case "", events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded:
 	default:
-		return usageErrorf("--phase %q: want ready, working, waiting or ended", f.phase)
+		return usageErrorf("--phase %q: want ready, working, waiting or ended", f.Phase)
 	}
-	if f.limit < 0 {
-		return usageErrorf("--limit %d: want 0 or more", f.limit)
+	if f.Limit < 0 {
+		return usageErrorf("--limit %d: want 0 or more", f.Limit)
 	}
-	if f.since != "" {
-		if _, err := usage.ParseSince(f.since, time.Now(), time.UTC); err != nil {
+	if f.Since != "" {
+		if _, err := usage.ParseSince(f.Since, time.Now(), time.UTC); err != nil {
 			return usageErrorf("--since %v", err)
 		}
 	}
@@ -105,143 +96,17 @@ func (f *sessionsFlags) check(cmd *cobra.Command) error {
 	if f.stale && f.older <= 0 {
 		return usageErrorf("--older %s: want a positive duration such as 30m", f.older)
 	}
-	if f.cwd != "" {
-		abs, err := filepath.Abs(f.cwd)
+	if f.stale {
+		f.Stale = f.older
+	}
+	if f.Cwd != "" {
+		abs, err := filepath.Abs(f.Cwd)
 		if err != nil {
-			return usageErrorf("--cwd %s: %v", f.cwd, err)
+			return usageErrorf("--cwd %s: %v", f.Cwd, err)
 		}
-		f.cwd = abs
+		f.Cwd = abs
 	}
 	return nil
-}
-
-// from is the time --since reaches back to from now (a relative since
-// moves with now, as a --watch redraws); zero when --since is not given.
-// check has refused a since that does not parse.
-func (f *sessionsFlags) from(now time.Time) time.Time {
-	if f.since == "" {
-		return time.Time{}
-	}
-	t, err := usage.ParseSince(f.since, now, time.UTC)
-	if err != nil {
-		return time.Time{}
-	}
-	return t
-}
-
-func (f *sessionsFlags) request() api.SessionsRequest {
-	req := api.SessionsRequest{Phase: f.phase}
-	if f.stale {
-		req.StaleMS = max(f.older.Milliseconds(), 1)
-	}
-	return req
-}
-
-// lastActivity is session.Summary.LastActivity of r: when its agent was
-// last heard from, what the list is sorted by.
-func (r sessionRow) lastActivity() time.Time { return r.Summary.LastActivity() }
-
-// selectSessions keeps the rows of rs f asks for, the most recently
-// active first (ties: by id), at most f.limit of them; hidden counts the
-// ended sessions left out for their age.
-func (f *sessionsFlags) selectSessions(rs []sessionRow, now time.Time) (out []sessionRow, hidden int) {
-	for _, r := range rs {
-		last := r.lastActivity()
-		if from := f.from(now); !from.IsZero() && last.Before(from) {
-			continue
-		}
-		if f.cwd != "" && r.Cwd != f.cwd && !strings.HasPrefix(r.Cwd, strings.TrimSuffix(f.cwd, "/")+"/") {
-			continue
-		}
-		if !f.all && f.phase != events.PhaseEnded && r.Phase == events.PhaseEnded && now.Sub(last) > endedHiddenAfter {
-			hidden++
-			continue
-		}
-		out = append(out, r)
-	}
-	slices.SortStableFunc(out, func(a, b sessionRow) int {
-		if c := b.lastActivity().Compare(a.lastActivity()); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	if f.tree {
-		out = treeOrder(out)
-	}
-	if f.limit > 0 && len(out) > f.limit {
-		out = out[:f.limit]
-	}
-	return out, hidden
-}
-
-// mostRecent is selectSessions for a list with a --limit: it reads the
-// sessions the most recently active first, page after page, and stops as
-// soon as it has f.limit of them (or, with --since, reaches one active
-// before it), so the answer costs the same at any number of sessions.
-func (f *sessionsFlags) mostRecent(ctx context.Context, call api.Caller, now time.Time) (out []sessionRow, hidden int, err error) {
-	req := f.request()
-	req.Summaries, req.Order = true, api.OrderActivity
-	for len(out) < f.limit {
-		req.Limit = max(2*(f.limit-len(out)), 100)
-		var p struct {
-			Next string `json:"next"`
-			api.Stale
-			Sessions []sessionRow `json:"sessions"`
-		}
-		if err := call(ctx, api.VerbSessions, req, &p); err != nil {
-			return nil, 0, err
-		}
-		sel, h := f.selectSessions(p.Sessions, now)
-		out, hidden = append(out, sel...), hidden+h
-		if p.Next == "" || len(p.Sessions) == 0 {
-			break
-		}
-		if from := f.from(now); !from.IsZero() && p.Sessions[len(p.Sessions)-1].lastActivity().Before(from) {
-			break // every later page is older still
-		}
-		req.After = p.Next
-	}
-	if len(out) > f.limit {
-		out = out[:f.limit]
-	}
-	return out, hidden, nil
-}
-
-// treeOrder puts each session's subagents right after it (and theirs
-// after them), keeping the order of rs otherwise; a subagent whose parent
-// is not in rs stays where it is. Depth is set on each row.
-func treeOrder(rs []sessionRow) []sessionRow {
-	in := make(map[string]bool, len(rs))
-	for _, r := range rs {
-		in[r.ID] = true
-	}
-	kids := map[string][]sessionRow{}
-	var roots []sessionRow
-	for _, r := range rs {
-		if r.Parent != "" && in[r.Parent] && r.Parent != r.ID {
-			kids[r.Parent] = append(kids[r.Parent], r)
-		} else {
-			roots = append(roots, r)
-		}
-	}
-	out := make([]sessionRow, 0, len(rs))
-	seen := map[string]bool{}
-	var add func(r sessionRow, depth int)
-	add = func(r sessionRow, depth int) {
-		if seen[r.ID] {
-			return
-		}
-		seen[r.ID] = true
-		r.depth = depth
-		out = append(out, r)
-		for _, k := range kids[r.ID] {
-			add(k, depth+1)
-		}
-	}
-	for _, r := range roots {
-		add(r, 0)
-	}
-	return out
 }
 
 // listSessionsOnce prints the session list f asks for, as of now.
@@ -249,11 +114,11 @@ func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessi
 	if g.json {
 		// The rows as stored: the JSON of session.State, its times in
 		// RFC 3339.
-		raw, err := api.ListSessions[json.RawMessage](ctx, call, f.request(), 0)
+		raw, err := api.ListSessions[json.RawMessage](ctx, call, f.Request(), 0)
 		if err != nil {
 			return err
 		}
-		rows := make([]sessionRow, len(raw))
+		rows := make([]api.SessionRow, len(raw))
 		byID := make(map[string]json.RawMessage, len(raw))
 		for i, r := range raw {
 			if err := json.Unmarshal(r, &rows[i]); err != nil {
@@ -261,7 +126,7 @@ func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessi
 			}
 			byID[rows[i].ID] = r
 		}
-		sel, _ := f.selectSessions(rows, now)
+		sel, _ := f.Select(rows, now)
 		out := make([]json.RawMessage, len(sel))
 		for i, r := range sel {
 			out[i] = byID[r.ID]
@@ -269,26 +134,26 @@ func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessi
 		return writeJSON(g.stdout, out)
 	}
 	var (
-		sel    []sessionRow
+		sel    []api.SessionRow
 		hidden int
 	)
-	if f.limit > 0 && !f.tree && !f.stale {
+	if f.Limit > 0 && !f.Tree && !f.stale {
 		var err error
-		if sel, hidden, err = f.mostRecent(ctx, call, now); err != nil {
+		if sel, hidden, err = f.MostRecent(ctx, call, now); err != nil {
 			return err
 		}
 	} else {
-		req := f.request()
+		req := f.Request()
 		req.Summaries = true
-		rows, err := api.ListSessions[sessionRow](ctx, call, req, 0)
+		rows, err := api.ListSessions[api.SessionRow](ctx, call, req, 0)
 		if err != nil {
 			return err
 		}
-		sel, hidden = f.selectSessions(rows, now)
+		sel, hidden = f.Select(rows, now)
 	}
 	home, _ := os.UserHomeDir()
-	v := sessionsView{now: now, relative: isTerminal(g.stdout), wide: f.wide, home: home}
-	if err := termPrint(g.stdout, func(w io.Writer) error { return v.print(w, sel) }); err != nil {
+	v := term.SessionsView{Now: now, Relative: term.IsTerminal(g.stdout), Wide: f.wide, Home: home}
+	if err := termPrint(g.stdout, func(w io.Writer) error { return v.Sessions(w, sel) }); err != nil {
 		return err
 	}
 	if f.stale {
@@ -296,7 +161,7 @@ func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessi
 		// person's: it is never marked stale, and says so.
 		for _, r := range sel {
 			if r.Phase == events.PhaseWaiting {
-				fmt.Fprintf(g.stdout, "%s is waiting for a person (%s) since %s: not stale, it waits until they answer\n", cell(r.ID), cell(dash(r.Activity)), v.time(r.Since))
+				fmt.Fprintf(g.stdout, "%s is waiting for a person (%s) since %s: not stale, it waits until they answer\n", cell(r.ID), cell(dash(r.Activity)), v.Time(r.Since))
 			}
 		}
 	}
@@ -304,123 +169,6 @@ func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessi
 		fmt.Fprintf(g.stderr, "%s last active over a day ago not shown (--all shows them)\n", plural(hidden, "ended session"))
 	}
 	return nil
-}
-
-// sessionRow is a session of the table: its summary (the table of
-// 10,000s of sessions reads summaries, not whole states) and, under
-// --tree, how deep a subagent it is.
-type sessionRow struct {
-	session.Summary
-	depth int
-}
-
-// sessionSummaries returns the summaries of ss, as the table shows them.
-func sessionSummaries(ss []session.State) []session.Summary {
-	out := make([]session.Summary, len(ss))
-	for i, s := range ss {
-		out[i] = session.Summarize(s)
-	}
-	return out
-}
-
-// sessionsView is how the session table is drawn: times relative to now
-// (on a terminal) or RFC 3339, narrow or wide columns, the home directory
-// written "~".
-type sessionsView struct {
-	now      time.Time
-	relative bool
-	wide     bool
-	home     string
-}
-
-// cwdWidth is the most characters of a working directory the narrow
-// table shows.
-const cwdWidth = 40
-
-func (v sessionsView) time(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	if v.relative {
-		return ago(v.now, t)
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-func (v sessionsView) print(w io.Writer, ss []sessionRow) error {
-	ids := make([]string, len(ss))
-	for i, s := range ss {
-		ids[i] = s.ID
-	}
-	short := shortIDs(ids, 8)
-	tw := newTable(w)
-	if v.wide {
-		fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tSINCE\tOPEN\tTURNS\tTOOLS\tMODEL\tSTARTED\tLAST ACTIVE\tPARENT\tCWD")
-	} else {
-		fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tLAST ACTIVE\tCWD")
-	}
-	for i, s := range ss {
-		id := short[i]
-		if v.wide {
-			id = s.ID
-		}
-		if s.depth > 0 {
-			id = strings.Repeat("  ", s.depth-1) + "└ " + id
-		}
-		// Widths and the cwd's ellipsis are taken on the escaped text,
-		// which is what is printed.
-		id = cell(id)
-		cwd := cell(dash(homeTilde(s.Cwd, v.home)))
-		if v.wide {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", id, cell(s.Phase), cell(dash(s.Activity)), usage.Age(v.now, s.Since), s.Open, s.Turns, s.ToolCalls, cell(dash(s.Model)), v.time(s.StartedAt), v.time(s.lastActivity()), cell(dash(s.Parent)), cwd)
-			continue
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, cell(s.Phase), cell(dash(s.Activity)), v.time(s.lastActivity()), ellipsizeLeft(cwd, cwdWidth))
-	}
-	return tw.Flush()
-}
-
-// printSessions prints ss as the narrow table, times in RFC 3339.
-func printSessions(w io.Writer, ss []session.Summary, now time.Time) error {
-	rows := make([]sessionRow, len(ss))
-	for i, s := range ss {
-		rows[i] = sessionRow{Summary: s}
-	}
-	return sessionsView{now: now}.print(w, rows)
-}
-
-// shortIDs returns, for each of ids, its shortest prefix of at least
-// least characters that no other of ids begins with; an id of up to
-// 2*least characters is shown whole.
-func shortIDs(ids []string, least int) []string {
-	sorted := slices.Clone(ids)
-	slices.Sort(sorted)
-	common := func(a, b string) int {
-		n := 0
-		for n < len(a) && n < len(b) && a[n] == b[n] {
-			n++
-		}
-		return n
-	}
-	need := make(map[string]int, len(ids))
-	for i, id := range sorted {
-		n := least
-		if i > 0 {
-			n = max(n, common(id, sorted[i-1])+1)
-		}
-		if i+1 < len(sorted) {
-			n = max(n, common(id, sorted[i+1])+1)
-		}
-		if len(id) <= 2*least {
-			n = len(id) // short enough to show whole
-		}
-		need[id] = min(n, len(id))
-	}
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = id[:need[id]]
-	}
-	return out
 }
 
 func sessionCmd(g *globals) *cobra.Command {
@@ -448,124 +196,12 @@ func sessionCmd(g *globals) *cobra.Command {
 				if err != nil {
 					fmt.Fprintf(g.stderr, "logbook session show: costs not shown: %s\n", termSafe(err.Error()))
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return printSession(w, out, time.Now(), prices) })
+				return termPrint(g.stdout, func(w io.Writer) error { return term.Session(w, out, time.Now(), prices) })
 			})
 		},
 	}
 	cmd.AddCommand(show, sessionEndCmd(g), sessionAbandonCmd(g), sessionModeCmd(g))
 	return cmd
-}
-
-func printSession(w io.Writer, r api.SessionReply, now time.Time, prices *usage.Table) error {
-	s := r.Session
-	tw := newTable(w)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, cell(v)) }
-	row("session", s.ID)
-	row("phase", s.Phase)
-	row("activity", dash(s.Activity))
-	row("agent", dash(s.Agent))
-	if s.Version != "" {
-		row("version", s.Version)
-	}
-	if s.Parent != "" {
-		row("parent", s.Parent)
-	}
-	if s.AgentType != "" {
-		row("agent type", s.AgentType)
-	}
-	row("model", dash(s.Model))
-	row("cwd", dash(s.Cwd))
-	if r.Workspace != "" {
-		row("workspace", r.Workspace)
-	}
-	row("branch", dash(s.GitBranch))
-	row("title", dash(s.Title))
-	if s.Parent != "" && s.Mode == "" && s.AgentMode == "" {
-		row("mode", "inherits parent")
-	} else {
-		row("mode", fmt.Sprintf("%s (agent: %s, revision %d)", dash(s.Mode), dash(s.AgentMode), s.ModeRevision))
-	}
-	row("turns", fmt.Sprint(s.Turns))
-	row("tool calls", fmt.Sprint(s.ToolCalls))
-	row("abandoned", fmt.Sprint(s.Abandoned))
-	if own, subs := sessionSpend(r, prices); own != "" || subs != "" {
-		row("tokens", dash(own))
-		if subs != "" {
-			row("subagents' tokens", subs)
-		}
-	}
-	if s.LateResults > 0 {
-		row("late results", fmt.Sprintf("%d (results of abandoned calls: they ran)", s.LateResults))
-	}
-	if s.Forks > 0 {
-		row("forks", fmt.Sprintf("%d (a prompt came while another turn's calls were open: two writers on this session?)", s.Forks))
-	}
-	if s.ForkedFrom != "" {
-		row("forked from", s.ForkedFrom)
-	}
-	if s.RewrittenFrom != "" {
-		row("rewritten from", s.RewrittenFrom)
-	}
-	for _, src := range slices.Sorted(maps.Keys(s.Diverged)) {
-		row("diverged", fmt.Sprintf("%s no longer holds what was imported; its rewritten form goes to %s (import claude --as-new)", src, s.Diverged[src]))
-	}
-	row("observations", fmt.Sprint(s.Observations))
-	row("started", s.StartedAt.Format(time.RFC3339Nano))
-	row("updated", s.UpdatedAt.Format(time.RFC3339Nano))
-	row("since", fmt.Sprintf("%s (%s in %s %s)", s.Since.Format(time.RFC3339Nano), usage.Age(now, s.Since), s.Phase, dash(s.Activity)))
-	row("last observed", fmt.Sprintf("%s (%s ago)", api.LastSeen(s).Format(time.RFC3339Nano), usage.Age(now, api.LastSeen(s))))
-	if off := s.ClockOffset(); off != "" {
-		// Shown, never acted on: staleness is judged on this host's clock.
-		row("agent clock", fmt.Sprintf("%s (learned from a line received at %s; staleness is judged on the server's clock)", strings.TrimPrefix(off, "agent clock "), s.ClockOffsetAt.Format(time.RFC3339)))
-	}
-	if p := s.AgentProcess; p != nil {
-		row("agent process", fmt.Sprintf("%s, started at tick %d, boot %s", p, p.Start, dash(p.Boot)))
-	}
-	if s.EndReason != "" {
-		row("ended", s.EndReason)
-	}
-	if r.IsStale() {
-		row("as of", fmt.Sprintf("projection at event %d of the log; %s", r.Checkpoint, r.Text(now)))
-	} else {
-		row("as of", fmt.Sprintf("projection at event %d of the log", r.Checkpoint))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nopen entries: %d\n", len(s.Entries))
-	for _, e := range s.Entries {
-		fmt.Fprintf(w, "  %-40s %-24s %-10s opened %s (%s ago)\n", cell(e.EntryID), cell(e.Activity), cell(e.Lane), e.OpenedAt.Format(time.RFC3339), now.Sub(e.OpenedAt).Round(time.Second))
-	}
-	if len(r.Commands) > 0 {
-		active := 0
-		for _, c := range r.Commands {
-			if c.Active() {
-				active++
-			}
-		}
-		fmt.Fprintf(w, "\ncommands: %d (%d active)\n", len(r.Commands), active)
-		var tab strings.Builder
-		if err := printCommands(&tab, r.Commands, false); err != nil {
-			return err
-		}
-		for line := range strings.Lines(tab.String()) {
-			fmt.Fprint(w, "  "+line)
-		}
-	}
-	if len(r.Children) > 0 {
-		fmt.Fprintf(w, "\nsubagents: %d\n", len(r.Children))
-		for _, c := range r.Children {
-			fmt.Fprintf(w, "  %-40s %-8s %s\n", cell(c.ID), cell(c.Phase), cell(dash(c.AgentType)))
-		}
-	}
-	return nil
-}
-
-func dash(s string) string {
-	if strings.TrimSpace(s) == "" {
-		return "-"
-	}
-	return s
 }
 
 // watchSessions draws the session list, then draws it again each time
@@ -593,22 +229,8 @@ func watchSessions(ctx context.Context, g *globals, f *sessionsFlags) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	changed := make(chan struct{}, 1)
-	feed := make(chan error, 1)
-	go func() {
-		for _, err := range b.log.FollowRaw(ctx, events.SubjectEvents+"."+events.KindSession+".>", last+1) {
-			if err != nil {
-				feed <- err
-				return
-			}
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		}
-		feed <- nil
-	}()
-	tty := isTerminal(g.stdout)
+	changed, feed := b.log.Changes(ctx, events.SubjectEvents+"."+events.KindSession+".>", last+1)
+	tty := term.IsTerminal(g.stdout)
 	draw := func() error {
 		now := time.Now()
 		if tty {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/logbook-dev/logbook/adapters/hookrecord"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"io"
 	"os"
 	"path/filepath"
@@ -201,11 +202,11 @@ func auditViaSocket(ctx context.Context, g *globals, sock, id string) error {
 		_, err := g.stdout.Write(append(out.Items, '\n'))
 		return err
 	}
-	width := termWidth(g.stdout)
+	width := term.Width(g.stdout)
 	return termPrint(g.stdout, func(w io.Writer) error {
 		text := out.Text
 		if width >= 40 {
-			text = wrapLines(text, width)
+			text = term.Wrap(text, width)
 		}
 		_, err := io.WriteString(w, text)
 		return err

@@ -3,13 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 	_ "time/tzdata" // --tz names resolve on hosts without a zoneinfo database
 
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -91,7 +91,7 @@ func runUsage(cmd *cobra.Command, g *globals, q usage.Query, since, sess, tz str
 		if g.json {
 			err = writeJSON(g.stdout, rep)
 		} else {
-			err = termPrint(g.stdout, func(w io.Writer) error { return writeUsage(w, rep, time.Now()) })
+			err = termPrint(g.stdout, func(w io.Writer) error { return term.Usage(w, rep, time.Now()) })
 			if err == nil && q.Check && len(rep.Checks) == 0 {
 				fmt.Fprintln(g.stderr, "check: no session's agent reported its own running total (Codex does; Claude Code's transcripts carry none)")
 			}
@@ -101,28 +101,4 @@ func runUsage(cmd *cobra.Command, g *globals, q usage.Query, since, sess, tz str
 		}
 		return err
 	})
-}
-
-// writeUsage prints rep's text as sessions does its tables: each cell
-// made safe for a terminal (cell) and measured as printed (newTable), so
-// a model or project holding escape sequences or controls keeps the
-// columns in line.
-func writeUsage(w io.Writer, rep usage.Report, now time.Time) error {
-	return rep.WriteTextTables(w, now, func(head []string, rows [][]string) error {
-		tw := newTable(w)
-		for _, r := range append([][]string{head}, rows...) {
-			cells := make([]string, len(r))
-			for i, c := range r {
-				cells[i] = cell(c)
-			}
-			fmt.Fprintln(tw, strings.Join(cells, "\t"))
-		}
-		return tw.Flush()
-	})
-}
-
-// sessionSpend describes a session's own tokens and cost, and its
-// subagents', for session show.
-func sessionSpend(r api.SessionReply, prices *usage.Table) (own, subs string) {
-	return usage.SpendOf([]session.State{r.Session}, prices).Text, usage.SpendOf(r.Children, prices).Text
 }

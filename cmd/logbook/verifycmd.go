@@ -15,6 +15,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -99,8 +100,11 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		return err
 	}
 	if id != (ulid.ULID{}) {
-		if seq, err = findEvent(ctx, b, id); err != nil {
+		var found bool
+		if seq, found, err = b.log.FindEvent(ctx, b.reg, id); err != nil {
 			return err
+		} else if !found {
+			return &exitError{codeError, fmt.Errorf("verify: --id %s: no such event in the log", id)}
 		}
 	}
 	var inc *merkle.Inclusion
@@ -125,45 +129,8 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		if err := enc.Encode(out); err != nil {
 			return err
 		}
-	} else {
-		w := g.stdout
-		fmt.Fprintf(w, "log %s: seq 1..%d recomputed (last seq %d)\n", field(rep.Origin), rep.Size, rep.LastSeq)
-		switch {
-		case rep.Stored >= rep.Size:
-			fmt.Fprintf(w, "stored hashes: %s\n", plural(int(rep.Stored), "leaf", "leaves"))
-		case rep.Stored >= 0:
-			// The stored hashes are serve's cache of the tree: a prefix
-			// is what a serve that has not caught up (or a damaged
-			// file cut to its whole leaves) leaves; the rest is
-			// recomputed from the log and checked against the
-			// checkpoints alone.
-			fmt.Fprintf(w, "stored hashes: %s, seq 1..%d; seq %d..%d not stored (checked against the checkpoints only; a running serve stores them)\n",
-				plural(int(rep.Stored), "leaf", "leaves"), rep.Stored, rep.Stored+1, rep.Size)
-		default:
-			fmt.Fprintf(w, "stored hashes: none for this stream in %s\n", b.dd.path(merkleDir))
-		}
-		witnessed := 0
-		for _, v := range rep.Checkpoints {
-			if len(v.Witnesses) > 0 {
-				witnessed++
-			}
-		}
-		fmt.Fprintf(w, "checkpoints: %d signed by a trusted key, %d of them witnessed; %d untrusted\n", len(rep.Checkpoints), witnessed, rep.Untrusted)
-		if inc != nil {
-			c := inc.Checkpoint
-			by := "no trusted witness"
-			if len(c.Witnesses) > 0 {
-				by = "witnessed by " + field(strings.Join(c.Witnesses, ", "))
-			}
-			fmt.Fprintf(w, "seq %d: leaf %s is in checkpoint %d (size %d, root %s, %s); proof:\n",
-				inc.Seq, inc.Leaf, c.Seq, c.Checkpoint.Size, c.Checkpoint.Root, by)
-			for _, h := range inc.Proof {
-				fmt.Fprintf(w, "  %s\n", h)
-			}
-		}
-		for _, p := range rep.Problems {
-			fmt.Fprintf(w, "BAD: %s\n", field(p.What))
-		}
+	} else if err := term.Verify(g.stdout, rep, inc, b.dd.path(merkleDir)); err != nil {
+		return err
 	}
 	if p, ok := rep.FirstBad(); ok {
 		if p.Seq > 0 {
@@ -175,33 +142,9 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		return &exitError{codeError, fmt.Errorf("verify: %w", incErr)}
 	}
 	if !g.json {
-		switch {
-		case rep.Stored < 0:
-			fmt.Fprintf(g.stdout, "ok: the stored log agrees with every trusted checkpoint\n")
-		case rep.Stored < rep.Size:
-			fmt.Fprintf(g.stdout, "ok: the stored log agrees with every trusted checkpoint and the stored hashes of seq 1..%d\n", rep.Stored)
-		default:
-			fmt.Fprintf(g.stdout, "ok: the stored log agrees with every trusted checkpoint and the stored hashes\n")
-		}
+		return term.VerifyOK(g.stdout, rep)
 	}
 	return nil
-}
-
-// findEvent returns the stream sequence of the event with id.
-func findEvent(ctx context.Context, b *backend, id ulid.ULID) (uint64, error) {
-	d := b.reg.NewDecoder()
-	for m, err := range b.log.ReadRaw(ctx, events.SubjectEvents+".>", 1) {
-		if err != nil {
-			return 0, err
-		}
-		if !strings.Contains(string(m.Data), id.String()) {
-			continue
-		}
-		if e, err := d.Decode(m.Data); err == nil && e.ID == id {
-			return m.Seq, nil
-		}
-	}
-	return 0, &exitError{codeError, fmt.Errorf("verify: --id %s: no such event in the log", id)}
 }
 
 // openVerify reaches the log as openBackend does, but on the data dir's

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/events"
@@ -31,7 +31,7 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	env := inheritEnv()
+	env := worker.InheritEnv()
 	hidden, keep := hiddenPaths(string(b.dd))
 	// Names, titles, ids and folders a rule of the data dir takes for a
 	// secret are refused, by the rules serve follows when it runs.
@@ -154,14 +154,7 @@ worktree is refused.`,
 				if g.json {
 					return writeJSON(g.stdout, nonNil(v.Projects))
 				}
-				return termPrint(g.stdout, func(w io.Writer) error {
-					tw := newTable(w)
-					fmt.Fprintln(tw, "ID\tKEY\tNAME\tTRUNK\tWORKSPACES\tPATH")
-					for _, p := range v.Projects {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", cell(p.ID), cell(p.Key), cell(p.Name), cell(p.Trunk), len(p.Workspaces), cell(p.Path))
-					}
-					return tw.Flush()
-				})
+				return termPrint(g.stdout, func(w io.Writer) error { return term.Projects(w, v.Projects) })
 			})
 		},
 	}
@@ -227,7 +220,7 @@ reason (exit status 1).`,
 						return err
 					}
 				} else {
-					printWorkspaceLine(g.stdout, ws)
+					term.WorkspaceLine(g.stdout, ws)
 				}
 				if ws.Status == workspace.StatusFailed {
 					return &exitError{code: 1, err: fmt.Errorf("workspace %s failed at %s: %s", ws.ID, ws.FailStep, ws.FailReason)}
@@ -268,14 +261,7 @@ reason (exit status 1).`,
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				return termPrint(g.stdout, func(w io.Writer) error {
-					tw := newTable(w)
-					fmt.Fprintln(tw, "ID\tKEY\tSTATUS\tBRANCH\tOWNER\tSESSIONS\tNAME")
-					for _, ws := range out {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", cell(ws.ID), cell(ws.Key), cell(ws.Status), cell(ws.Branch), cell(dash(ws.OwnedBy)), len(v.Sessions[ws.ID]), cell(ws.Name))
-					}
-					return tw.Flush()
-				})
+				return termPrint(g.stdout, func(w io.Writer) error { return term.Workspaces(w, out, v.Sessions) })
 			})
 		},
 	}
@@ -289,7 +275,7 @@ reason (exit status 1).`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withWorkspace(cmd.Context(), g, args[0], func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
-				r := workspaceShow{Workspace: ws, Sessions: nonNil(v.Sessions[ws.ID]), Tasks: []task.State{}}
+				r := term.WorkspaceShow{Workspace: ws, Sessions: nonNil(v.Sessions[ws.ID]), Tasks: []task.State{}}
 				for _, t := range v.Tasks {
 					if t.Workspace == ws.ID {
 						r.Tasks = append(r.Tasks, t)
@@ -305,7 +291,7 @@ reason (exit status 1).`,
 				if g.json {
 					return writeJSON(g.stdout, r)
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return printWorkspace(w, r, time.Now()) })
+				return termPrint(g.stdout, func(w io.Writer) error { return term.Workspace(w, r, time.Now()) })
 			})
 		},
 	}
@@ -379,88 +365,13 @@ own it; without, a person does, recorded as such.`,
 				if g.json {
 					return writeJSON(g.stdout, st)
 				}
-				printWorkspaceLine(g.stdout, st)
-				return nil
+				return term.WorkspaceLine(g.stdout, st)
 			})
 		},
 	}
 	rename.Flags().StringVar(&renameSession, "session", "", "the session naming itself (a session's name replaces only a placeholder); default: you, as a person")
 	cmd.AddCommand(create, markReads(list), markReads(show), archive, rename)
 	return cmd
-}
-
-// workspaceShow is workspace show's answer.
-type workspaceShow struct {
-	Workspace    workspace.State        `json:"workspace"`
-	Sessions     []api.WorkspaceSession `json:"sessions"`
-	Tasks        []task.State           `json:"tasks"`
-	Changes      *wsadapter.Changes     `json:"changes,omitempty"`
-	ChangesError string                 `json:"changes_error,omitempty"`
-}
-
-func printWorkspaceLine(w io.Writer, ws workspace.State) {
-	fmt.Fprintf(w, "workspace %s %s: %s on %s at %s\n", ws.ID, ws.Key, ws.Status, ws.Branch, ws.Path)
-}
-
-func printWorkspace(w io.Writer, r workspaceShow, now time.Time) error {
-	ws := r.Workspace
-	tw := newTable(w)
-	status := ws.Status
-	if ws.Status == workspace.StatusFailed {
-		status += " at " + ws.FailStep + ": " + ws.FailReason
-	}
-	if ws.Cleanup != "" {
-		status += " (cleanup " + ws.Cleanup
-		if ws.CleanupErr != "" {
-			status += ": " + ws.CleanupErr
-		}
-		status += ")"
-	}
-	owner := dash(ws.OwnedBy)
-	rows := [][2]string{
-		{"workspace", ws.ID}, {"name", ws.Name + " (named by " + ws.NamedBy + ")"}, {"key", ws.Key}, {"project", ws.Project},
-		{"status", status}, {"branch", ws.Branch}, {"path", ws.Path},
-		{"base", strings.TrimSpace(ws.BaseRef + " " + ws.BaseCommit)}, {"owner", owner},
-	}
-	if ws.Fallback != "" {
-		rows = append(rows, [2]string{"fallback", ws.Fallback})
-	}
-	if ws.ArchivedAs != "" {
-		rows = append(rows, [2]string{"archived by", strings.TrimSpace(ws.ArchivedAs + " " + ws.ArchivedBy)})
-	}
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\n", r[0], cell(dash(r[1])))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "sessions: %d\n", len(r.Sessions))
-	for _, s := range r.Sessions {
-		fmt.Fprintf(w, "  %s  %s  %s ago\n", s.ID, dash(s.Phase), now.Sub(s.UpdatedAt).Round(time.Second))
-	}
-	if len(r.Tasks) > 0 {
-		fmt.Fprintf(w, "tasks: %d\n", len(r.Tasks))
-		for _, t := range r.Tasks {
-			fmt.Fprintf(w, "  %s  %s  %s\n", t.ID, t.Status, t.Title)
-		}
-	}
-	switch {
-	case r.Changes != nil:
-		fmt.Fprintf(w, "changes against %s (merge base %.12s): %d files, +%d -%d\n", r.Changes.Against, r.Changes.MergeBase, len(r.Changes.Files), r.Changes.Added, r.Changes.Removed)
-		for _, c := range r.Changes.Files {
-			switch {
-			case c.Binary:
-				fmt.Fprintf(w, "  %s  binary\n", c.Path)
-			case c.New:
-				fmt.Fprintf(w, "  %s  +%d (new)\n", c.Path, c.Added)
-			default:
-				fmt.Fprintf(w, "  %s  +%d -%d\n", c.Path, c.Added, c.Removed)
-			}
-		}
-	case r.ChangesError != "":
-		fmt.Fprintf(w, "changes: %s\n", r.ChangesError)
-	}
-	return nil
 }
 
 func taskCmd(g *globals) *cobra.Command {
@@ -474,14 +385,7 @@ func taskCmd(g *globals) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, nonNil(v.Tasks))
 				}
-				return termPrint(g.stdout, func(w io.Writer) error {
-					tw := newTable(w)
-					fmt.Fprintln(tw, "ID\tSTATUS\tWORKSPACE\tPARENT\tSESSION\tTITLE")
-					for _, t := range v.Tasks {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.ID), cell(t.Status), cell(t.Workspace), cell(t.Parent), cell(dash(t.Session)), cell(t.Title))
-					}
-					return tw.Flush()
-				})
+				return termPrint(g.stdout, func(w io.Writer) error { return term.Tasks(w, v.Tasks) })
 			})
 		},
 	}
@@ -496,14 +400,7 @@ func taskCmd(g *globals) *cobra.Command {
 						if g.json {
 							return writeJSON(g.stdout, t)
 						}
-						return termPrint(g.stdout, func(w io.Writer) error {
-							tw := newTable(w)
-							for _, r := range [][2]string{{"task", t.ID}, {"title", t.Title}, {"status", t.Status}, {"workspace", t.Workspace},
-								{"parent", t.Parent}, {"session", t.Session}, {"reason", t.Reason}, {"delegated", t.DelegatedAt.Format(time.RFC3339)}} {
-								fmt.Fprintf(tw, "%s\t%s\n", r[0], cell(dash(r[1])))
-							}
-							return tw.Flush()
-						})
+						return termPrint(g.stdout, func(w io.Writer) error { return term.Task(w, t) })
 					}
 				}
 				return fmt.Errorf("task %s: %w", args[0], events.ErrNotFound)
@@ -568,38 +465,4 @@ func runWorkspaces(ctx context.Context, b *backend, svc *api.Service, stderr io.
 		Views: svc.Store, CaughtUp: svc.CaughtUp, Every: workspaceTick,
 		Report: func(msg string) { fmt.Fprintf(stderr, "logbook serve: workspaces: %s\n", msg) },
 	})
-}
-
-// workspaceOpen returns nil unless dir lies in a workspace that cannot
-// be worked in (initializing, failed, archiving or archived): then the
-// error, wrapping events.ErrRejected, says so.
-func workspaceOpen(ctx context.Context, call api.Caller, dir string) error {
-	dir = resolveExisting(dir)
-	var r api.WorkspaceAtReply
-	if err := call(ctx, api.VerbWorkspaceAt, api.WorkspaceAtRequest{Path: dir}, &r); err != nil {
-		return err
-	}
-	if !r.Found {
-		return nil
-	}
-	return r.Workspace.CanWork()
-}
-
-// resolveExisting returns the absolute path p with the symlinks of its
-// longest existing prefix resolved: the whole of p when it exists, else
-// its parents', the missing rest joined as given (a workspace still
-// initializing has no folder yet, but its root does).
-func resolveExisting(p string) string {
-	rest := ""
-	for dir := filepath.Clean(p); ; {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			return filepath.Join(real, rest)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(dir), rest)
-		dir = parent
-	}
 }

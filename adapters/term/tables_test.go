@@ -1,4 +1,4 @@
-package main
+package term
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/reducers/command"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -26,12 +27,12 @@ func columnStarts(header string) []int {
 }
 
 // atColumns returns the runes of line by the terminal column each starts
-// at (runeWidth; a rune of width 0 shares its column with the one before).
+// at (RuneWidth; a rune of width 0 shares its column with the one before).
 func atColumns(line string) map[int]rune {
 	at := map[int]rune{}
 	col := 0
 	for _, r := range line {
-		w := runeWidth(r)
+		w := RuneWidth(r)
 		if w > 0 {
 			at[col] = r
 		}
@@ -85,13 +86,13 @@ func hostileSummaries(now time.Time) []session.Summary {
 func TestSessionsTableAlignsEscapedFields(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	ss := hostileSummaries(now)
-	rows := make([]sessionRow, len(ss))
+	rows := make([]api.SessionRow, len(ss))
 	for i, s := range ss {
-		rows[i] = sessionRow{Summary: s}
+		rows[i] = api.SessionRow{Summary: s}
 	}
 	for _, wide := range []bool{false, true} {
 		var buf bytes.Buffer
-		err := termPrint(&buf, func(w io.Writer) error { return sessionsView{now: now, wide: wide}.print(w, rows) })
+		err := Print(&buf, func(w io.Writer) error { return SessionsView{Now: now, Wide: wide}.Sessions(w, rows) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +113,7 @@ func TestCommandsTableAlignsEscapedFields(t *testing.T) {
 	}
 	for _, withSession := range []bool{false, true} {
 		var buf bytes.Buffer
-		if err := termPrint(&buf, func(w io.Writer) error { return printCommands(w, cs, withSession) }); err != nil {
+		if err := Print(&buf, func(w io.Writer) error { return Commands(w, cs, withSession) }); err != nil {
 			t.Fatal(err)
 		}
 		checkAligned(t, buf.String())
@@ -137,7 +138,7 @@ func TestUsageTableAlignsEscapedFields(t *testing.T) {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		if err := termPrint(&buf, func(w io.Writer) error { return writeUsage(w, rep, now) }); err != nil {
+		if err := Print(&buf, func(w io.Writer) error { return Usage(w, rep, now) }); err != nil {
 			t.Fatal(err)
 		}
 		table, _, _ := strings.Cut(buf.String(), "\n\n")

@@ -1,4 +1,4 @@
-package main
+package term
 
 import (
 	"bytes"
@@ -35,8 +35,8 @@ func TestDisplayWidth(t *testing.T) {
 		{"±§", 2}, // East Asian ambiguous: narrow outside a CJK locale
 		{"\\u202e", 6},
 	} {
-		if got := displayWidth(tc.s); got != tc.want {
-			t.Errorf("displayWidth(%q) = %d, want %d", tc.s, got, tc.want)
+		if got := DisplayWidth(tc.s); got != tc.want {
+			t.Errorf("DisplayWidth(%q) = %d, want %d", tc.s, got, tc.want)
 		}
 	}
 }
@@ -111,12 +111,12 @@ func TestEllipsizeLeft_Width(t *testing.T) {
 		{"abcde\u0301fg", 4, "…e\u0301fg"},
 		{"abcde\u0301fg", 3, "…fg"},
 	} {
-		got := ellipsizeLeft(tc.s, tc.width)
+		got := EllipsizeLeft(tc.s, tc.width)
 		if got != tc.want {
-			t.Errorf("ellipsizeLeft(%q, %d) = %q, want %q", tc.s, tc.width, got, tc.want)
+			t.Errorf("EllipsizeLeft(%q, %d) = %q, want %q", tc.s, tc.width, got, tc.want)
 		}
-		if w := displayWidth(got); w > tc.width {
-			t.Errorf("ellipsizeLeft(%q, %d) = %q: %d columns", tc.s, tc.width, got, w)
+		if w := DisplayWidth(got); w > tc.width {
+			t.Errorf("EllipsizeLeft(%q, %d) = %q: %d columns", tc.s, tc.width, got, w)
 		}
 	}
 }
@@ -124,9 +124,9 @@ func TestEllipsizeLeft_Width(t *testing.T) {
 // TestWrapLines_Width: audit lines wrap by terminal columns: a line of
 // CJK words wraps where its columns, not its runes, reach the width.
 func TestWrapLines_Width(t *testing.T) {
-	got := wrapLines("日本語 日本語 日本語\nshort\n", 10)
+	got := Wrap("日本語 日本語 日本語\nshort\n", 10)
 	want := "日本語\n    日本語\n    日本語\nshort\n"
 	if got != want {
-		t.Errorf("wrapLines:\n%s\nwant:\n%s", got, want)
+		t.Errorf("Wrap:\n%s\nwant:\n%s", got, want)
 	}
 }

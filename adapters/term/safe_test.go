@@ -1,4 +1,4 @@
-package main
+package term
 
 import (
 	"bytes"
@@ -41,13 +41,13 @@ func TestTermSanitize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := termSafe(tt.in); got != tt.want {
-				t.Errorf("termSafe(%q) = %q, want %q", tt.in, got, tt.want)
+			if got := Safe(tt.in); got != tt.want {
+				t.Errorf("Safe(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 			// Split at every point, as output arrives in chunks: the same.
 			for cut := 0; cut <= len(tt.in); cut++ {
 				var b bytes.Buffer
-				w := newTermWriter(&b)
+				w := NewWriter(&b)
 				w.Write([]byte(tt.in[:cut]))
 				w.Write([]byte(tt.in[cut:]))
 				w.Close()
@@ -62,7 +62,7 @@ func TestTermSanitize(t *testing.T) {
 // A sequence that never ends is not held back without bound.
 func TestTermWriter_Bounded(t *testing.T) {
 	var b bytes.Buffer
-	w := newTermWriter(&b)
+	w := NewWriter(&b)
 	w.Write([]byte("\x1b]0;"))
 	for range 100 {
 		w.Write(bytes.Repeat([]byte("x"), 1000))
@@ -88,10 +88,10 @@ func TestTermSafe_LogValues(t *testing.T) {
 		Refused:   "refused: " + evil,
 	}}
 	var b bytes.Buffer
-	if err := termPrint(&b, func(w io.Writer) error { return printRederivation(w, r) }); err != nil {
+	if err := Print(&b, func(w io.Writer) error { return Rederivation(w, r) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := printRecord(&b, events.Record{Seq: 9, Envelope: ended}, false); err != nil {
+	if err := Record(&b, events.Record{Seq: 9, Envelope: ended}); err != nil {
 		t.Fatal(err)
 	}
 	got := b.String()

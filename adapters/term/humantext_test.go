@@ -1,4 +1,4 @@
-package humantext
+package term
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package main
+package term
 
 import (
 	"bufio"
@@ -10,14 +10,14 @@ import (
 	"golang.org/x/text/width"
 )
 
-// runeWidth returns the columns r takes on a terminal: 0 for a control,
+// RuneWidth returns the columns r takes on a terminal: 0 for a control,
 // a combining mark (Mn, Me) or another character without a width of its
 // own (zero-width spaces and joiners, the byte order mark); 2 for an East
 // Asian wide or fullwidth character (CJK, Hangul, kana, fullwidth forms,
 // and the emoji Unicode gives a wide presentation); 1 for anything else,
 // East Asian ambiguous characters included (as a terminal outside a CJK
 // locale shows them).
-func runeWidth(r rune) int {
+func RuneWidth(r rune) int {
 	switch {
 	case r < 0x20 || (r >= 0x7f && r < 0xa0):
 		return 0
@@ -35,10 +35,10 @@ func runeWidth(r rune) int {
 	return 1
 }
 
-// displayWidth returns the columns s takes on a terminal: the sum of its
-// runes' runeWidth (a byte that is not UTF-8 counts 1, as the U+FFFD a
+// DisplayWidth returns the columns s takes on a terminal: the sum of its
+// runes' RuneWidth (a byte that is not UTF-8 counts 1, as the U+FFFD a
 // terminal shows for it).
-func displayWidth(s string) int {
+func DisplayWidth(s string) int {
 	n := 0
 	for i := 0; i < len(s); {
 		b := s[i]
@@ -48,13 +48,13 @@ func displayWidth(s string) int {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		n += runeWidth(r)
+		n += RuneWidth(r)
 		i += size
 	}
 	return n
 }
 
-// tablePadding is the least space between two columns of a table.
+// tablePadding is the least space between two columns of a Table.
 const tablePadding = 2
 
 // widthTabber lays tab-separated cells out in columns as text/tabwriter
@@ -63,7 +63,7 @@ const tablePadding = 2
 // column, the text after a line's last tab to none; a column is as wide
 // as its widest cell in the run of adjacent lines that have that column,
 // plus the padding. Unlike text/tabwriter it measures a cell by the
-// columns it takes on a terminal (displayWidth), not by its runes, so
+// columns it takes on a terminal (DisplayWidth), not by its runes, so
 // CJK, emoji and combining marks keep the columns in line. It holds
 // everything written until Flush. Not safe for concurrent use.
 type widthTabber struct {
@@ -104,7 +104,7 @@ func (t *widthTabber) Flush() error {
 			for j, c := range lines[i] {
 				bw.WriteString(c)
 				if j < len(widths) {
-					for range widths[j] - displayWidth(c) {
+					for range widths[j] - DisplayWidth(c) {
 						bw.WriteByte(' ')
 					}
 				}
@@ -128,7 +128,7 @@ func (t *widthTabber) Flush() error {
 			line0 = this
 			w := 0
 			for ; this < line1 && column < len(lines[this])-1; this++ {
-				w = max(w, displayWidth(lines[this][column])+tablePadding)
+				w = max(w, DisplayWidth(lines[this][column])+tablePadding)
 			}
 			widths = append(widths, w)
 			format(line0, this)
@@ -139,4 +139,67 @@ func (t *widthTabber) Flush() error {
 	}
 	format(0, len(lines))
 	return bw.Flush()
+}
+
+// EllipsizeLeft keeps the end of s, at most width terminal columns
+// (DisplayWidth) with the "…" that marks a cut at its start: the end of
+// a path is what tells paths apart. A cut falls between characters, never
+// inside one (a wide character that would straddle it goes whole) and
+// never between a character and the combining marks that follow it.
+// A width under 2 leaves s whole.
+func EllipsizeLeft(s string, width int) string {
+	if width < 2 || DisplayWidth(s) <= width {
+		return s
+	}
+	room, start := width-1, len(s)
+	for i := len(s); i > 0; {
+		r, size := utf8.DecodeLastRuneInString(s[:i])
+		w := RuneWidth(r)
+		if w > room {
+			break
+		}
+		room -= w
+		i -= size
+		if w > 0 {
+			start = i // a cut here keeps the marks after this character with it
+		}
+	}
+	tail := s[start:]
+	if i := strings.IndexByte(tail, '/'); i > 0 {
+		tail = tail[i:] // cut at a path separator
+	}
+	return "…" + tail
+}
+
+// Wrap wraps each line of s longer than width terminal columns
+// (DisplayWidth) at spaces, its continuation lines indented four spaces:
+// an audit line read on a terminal, not cut by it. A word longer than a
+// line is left whole. Every line of the result ends in a newline.
+func Wrap(s string, width int) string {
+	var out strings.Builder
+	for line := range strings.Lines(s) {
+		line = strings.TrimSuffix(line, "\n")
+		indent := ""
+		for DisplayWidth(indent+line) > width {
+			room := width - len(indent)
+			cut, w := -1, 0
+			for i, r := range line {
+				if w > room {
+					break
+				}
+				if r == ' ' && i > 0 {
+					cut = i // the last space with at most room columns before it
+				}
+				w += RuneWidth(r)
+			}
+			if cut <= 0 {
+				break
+			}
+			out.WriteString(indent + strings.TrimRight(line[:cut], " ") + "\n")
+			line = strings.TrimLeft(line[cut:], " ")
+			indent = "    "
+		}
+		out.WriteString(indent + line + "\n")
+	}
+	return out.String()
 }

@@ -1,0 +1,169 @@
+package api
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/usage"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// SessionRow is a session of a listing: its summary (a table of 10,000s
+// of sessions reads summaries, not whole states) and, in a tree
+// (SessionList.Tree), how deep a subagent it is (0: a root). Depth is
+// never on the wire.
+type SessionRow struct {
+	session.Summary
+	Depth int `json:"-"`
+}
+
+// EndedHiddenAfter is how long after its last activity an ended session
+// leaves a listing that does not ask for all (SessionList.All).
+const EndedHiddenAfter = 24 * time.Hour
+
+// SessionList is what a person asks of the session list: the server
+// filters by Phase and staleness (Request), the client keeps the rest
+// (Select). The zero value lists every session but ended ones last active
+// over EndedHiddenAfter ago, the most recently active first.
+type SessionList struct {
+	Phase string        // events.Phase…; "": any
+	Stale time.Duration // above 0: only sessions working or waiting with nothing observed for this long
+	Since string        // as usage.ParseSince reads it, in UTC; "": no limit
+	Limit int           // at most this many rows (0: all)
+	Cwd   string        // absolute; only sessions whose working directory is it or under it ("": any)
+	All   bool          // also ended sessions last active over EndedHiddenAfter ago
+	Tree  bool          // subagents right after their parent (SessionRow.Depth set)
+}
+
+// Request returns the server's part of l.
+func (l SessionList) Request() SessionsRequest {
+	req := SessionsRequest{Phase: l.Phase}
+	if l.Stale > 0 {
+		req.StaleMS = max(l.Stale.Milliseconds(), 1)
+	}
+	return req
+}
+
+// From is the time Since reaches back to from now (a relative since
+// moves with now, as a redrawn list does); zero when Since is "" or does
+// not parse.
+func (l SessionList) From(now time.Time) time.Time {
+	if l.Since == "" {
+		return time.Time{}
+	}
+	t, err := usage.ParseSince(l.Since, now, time.UTC)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// Select keeps the rows of rs l asks for, the most recently active
+// first (session.Summary.LastActivity; ties: by id), at most l.Limit of
+// them; hidden counts the ended sessions left out for their age. rs is
+// not modified.
+func (l SessionList) Select(rs []SessionRow, now time.Time) (out []SessionRow, hidden int) {
+	from := l.From(now)
+	for _, r := range rs {
+		last := r.LastActivity()
+		if !from.IsZero() && last.Before(from) {
+			continue
+		}
+		if l.Cwd != "" && r.Cwd != l.Cwd && !strings.HasPrefix(r.Cwd, strings.TrimSuffix(l.Cwd, "/")+"/") {
+			continue
+		}
+		if !l.All && l.Phase != events.PhaseEnded && r.Phase == events.PhaseEnded && now.Sub(last) > EndedHiddenAfter {
+			hidden++
+			continue
+		}
+		out = append(out, r)
+	}
+	slices.SortStableFunc(out, func(a, b SessionRow) int {
+		if c := b.LastActivity().Compare(a.LastActivity()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	if l.Tree {
+		out = TreeOrder(out)
+	}
+	if l.Limit > 0 && len(out) > l.Limit {
+		out = out[:l.Limit]
+	}
+	return out, hidden
+}
+
+// MostRecent is Select for a list with a Limit (and no Tree): it reads
+// the sessions the most recently active first, page after page, and stops
+// as soon as it has l.Limit of them (or, with Since, reaches one active
+// before it), so the answer costs the same at any number of sessions.
+// Errors are call's.
+func (l SessionList) MostRecent(ctx context.Context, call Caller, now time.Time) (out []SessionRow, hidden int, err error) {
+	req := l.Request()
+	req.Summaries, req.Order = true, OrderActivity
+	for len(out) < l.Limit {
+		req.Limit = max(2*(l.Limit-len(out)), 100)
+		var p struct {
+			Next string `json:"next"`
+			Stale
+			Sessions []SessionRow `json:"sessions"`
+		}
+		if err := call(ctx, VerbSessions, req, &p); err != nil {
+			return nil, 0, err
+		}
+		sel, h := l.Select(p.Sessions, now)
+		out, hidden = append(out, sel...), hidden+h
+		if p.Next == "" || len(p.Sessions) == 0 {
+			break
+		}
+		if from := l.From(now); !from.IsZero() && p.Sessions[len(p.Sessions)-1].LastActivity().Before(from) {
+			break // every later page is older still
+		}
+		req.After = p.Next
+	}
+	if len(out) > l.Limit {
+		out = out[:l.Limit]
+	}
+	return out, hidden, nil
+}
+
+// TreeOrder puts each session's subagents right after it (and theirs
+// after them), keeping the order of rs otherwise; a subagent whose parent
+// is not in rs stays where it is. Depth is set on each row returned; rs
+// is not modified.
+func TreeOrder(rs []SessionRow) []SessionRow {
+	in := make(map[string]bool, len(rs))
+	for _, r := range rs {
+		in[r.ID] = true
+	}
+	kids := map[string][]SessionRow{}
+	var roots []SessionRow
+	for _, r := range rs {
+		if r.Parent != "" && in[r.Parent] && r.Parent != r.ID {
+			kids[r.Parent] = append(kids[r.Parent], r)
+		} else {
+			roots = append(roots, r)
+		}
+	}
+	out := make([]SessionRow, 0, len(rs))
+	seen := map[string]bool{}
+	var add func(r SessionRow, depth int)
+	add = func(r SessionRow, depth int) {
+		if seen[r.ID] {
+			return
+		}
+		seen[r.ID] = true
+		r.Depth = depth
+		out = append(out, r)
+		for _, k := range kids[r.ID] {
+			add(k, depth+1)
+		}
+	}
+	for _, r := range roots {
+		add(r, 0)
+	}
+	return out
+}

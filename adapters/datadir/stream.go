@@ -1,0 +1,117 @@
+package datadir
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+)
+
+// StreamRecord is stream.json in the data dir: which incarnation of the
+// LOGBOOK stream the projection in views/ was made from, and how many of
+// its sequences were already gone (natslog.Identity.Gone) when the
+// projection was made from it: 0 but after `serve --accept-stream-loss`.
+type StreamRecord struct {
+	Stream  string    `json:"stream"`         // natslog.StreamName
+	Created time.Time `json:"created"`        // the stream's creation time, as its server reports it
+	Gone    uint64    `json:"gone,omitempty"` // sequences missing from the stream, accepted
+}
+
+// ReadStreamRecord reads the data dir's stream.json; have is false when
+// there is none. A file that is not a record (no creation time) is an
+// error saying to remove it.
+func (d Dir) ReadStreamRecord() (r StreamRecord, have bool, err error) {
+	b, err := os.ReadFile(d.Path("stream.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, fmt.Errorf("stream record: %w", err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil || r.Created.IsZero() {
+		return r, false, fmt.Errorf("stream record %s: malformed (remove it to adopt the stream the log has now)", d.Path("stream.json"))
+	}
+	return r, true, nil
+}
+
+// WriteStreamRecord writes stream.json (0600, whole or not at all) for the
+// stream id.
+func (d Dir) WriteStreamRecord(id natslog.Identity) error {
+	b, _ := json.MarshalIndent(StreamRecord{Stream: natslog.StreamName, Created: id.Created, Gone: id.Gone()}, "", "  ")
+	return WriteFileAtomic(d.Path("stream.json"), b, 0o600)
+}
+
+// StreamLoss compares the stream the log has now (id, whose newest
+// message still held is seq end) with the one the projection (checkpoint
+// cp) was made from (rec, when have), and says what was lost, or "" when
+// nothing was: a stream deleted and created again (another creation
+// time), messages gone from its head (its first sequence is past 1), from
+// its tail or its middle (sequences up to its last one it no longer
+// holds, beyond those rec accepted: a block file cut short or damaged,
+// which the server drops while keeping its last sequence), or a tail
+// lost with its last sequence (that is below cp). The text names d's
+// views and jetstream folders.
+func (d Dir) StreamLoss(id natslog.Identity, end uint64, rec StreamRecord, have bool, cp uint64) string {
+	gone := id.Gone()
+	switch {
+	case have && !rec.Created.Equal(id.Created):
+		return fmt.Sprintf("stream %s was created at %s, but the projection in %s (checkpoint seq %d) was made from the stream created at %s: the stream was deleted and created again (it now holds seq %d to %d)",
+			natslog.StreamName, id.Created.Format(time.RFC3339Nano), d.Path("views"), cp, rec.Created.Format(time.RFC3339Nano), id.FirstSeq, id.LastSeq)
+	case id.LastSeq > 0 && id.FirstSeq > 1:
+		return fmt.Sprintf("stream %s starts at seq %d: seq 1 to %d are gone from it (projection checkpoint seq %d)",
+			natslog.StreamName, id.FirstSeq, id.FirstSeq-1, cp)
+	case gone > rec.Gone && end < id.LastSeq && cp > end:
+		return fmt.Sprintf("stream %s ends at seq %d, before the projection's checkpoint seq %d (in %s): %s gone from it (a block file under %s was cut short or damaged)",
+			natslog.StreamName, end, cp, d.Path("views"), goneSeqs(gone, end, id.LastSeq), d.Path("jetstream"))
+	case gone > rec.Gone && end < id.LastSeq:
+		return fmt.Sprintf("stream %s ends at seq %d, though it had reached seq %d (projection checkpoint seq %d): %s gone from it (a block file under %s was cut short or damaged)",
+			natslog.StreamName, end, id.LastSeq, cp, goneSeqs(gone, end, id.LastSeq), d.Path("jetstream"))
+	case gone > rec.Gone:
+		return fmt.Sprintf("stream %s holds %d messages from seq %d to %d: %d of its sequences are gone (projection in %s at checkpoint seq %d; a block file under %s was damaged)",
+			natslog.StreamName, id.Msgs, id.FirstSeq, id.LastSeq, gone, d.Path("views"), cp, d.Path("jetstream"))
+	case cp > id.LastSeq:
+		return fmt.Sprintf("projection at seq %d is past the log's end (stream %s last seq %d): the log lost its tail (an OS crash under --fsync=interval) or was replaced",
+			cp, natslog.StreamName, id.LastSeq)
+	}
+	return ""
+}
+
+// goneSeqs names the sequences a stream that ends at seq end, though it
+// had reached last, lost: its tail, and any more before end.
+func goneSeqs(gone, end, last uint64) string {
+	s := fmt.Sprintf("seq %d to %d are", end+1, last)
+	if end+1 == last {
+		s = fmt.Sprintf("seq %d is", last)
+	}
+	if tail := last - end; gone > tail {
+		s += fmt.Sprintf(" (and %d more before seq %d)", gone-tail, end)
+	}
+	return s
+}
+
+// LogLoss is StreamLoss, asking the log l for the last message it still
+// holds when sequences are gone from it. Errors are l's.
+func (d Dir) LogLoss(ctx context.Context, l *natslog.Log, id natslog.Identity, rec StreamRecord, have bool, cp uint64) (string, error) {
+	end := id.LastSeq
+	if id.Gone() > rec.Gone {
+		var err error
+		if end, err = l.LastStored(ctx); err != nil {
+			return "", err
+		}
+	}
+	return d.StreamLoss(id, end, rec, have, cp), nil
+}
+
+// ErrStreamLoss reports a log that lost events a projection had seen.
+var ErrStreamLoss = errors.New("the log lost events")
+
+// StreamLossError is the error a start on a log that lost events ends
+// with: what was lost (StreamLoss's text), and the two ways on. It wraps
+// ErrStreamLoss.
+func StreamLossError(loss string) error {
+	return fmt.Errorf("%w: %s; restore the stream, or run `logbook serve --accept-stream-loss` to set the projection aside and rebuild it from the log as it is", ErrStreamLoss, loss)
+}

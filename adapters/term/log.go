@@ -1,0 +1,106 @@
+package term
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/replay"
+)
+
+// Record writes one record as a stable text line (`events tail`,
+// `replay --dump`): sequence, time, type, aggregate, version and Summary,
+// each value from the log passed through Field, so the line stays one
+// line whatever it holds. Errors are w's.
+func Record(w io.Writer, r events.Record) error {
+	_, err := fmt.Fprintf(w, "%8d  %s  %-26s %s v%d  %s\n", r.Seq, r.At.Format(events.TimeFormat), Field(r.Type), Field(r.Agg.String()), r.Ver, Field(Summary(r.Envelope)))
+	return err
+}
+
+// Summary is a short, stable description of an event's data: a
+// transition's phases and activity, an entry's id and outcome, an
+// observation's line, kind and signals; "" for other events. Its text is
+// the log's, not yet made safe for a terminal.
+func Summary(e events.Envelope) string {
+	switch d := e.Data.(type) {
+	case events.SessionTransitioned:
+		return fmt.Sprintf("%s→%s %s", d.From, d.To, d.Activity)
+	case events.SessionEntryOpened:
+		return fmt.Sprintf("%s %s [%s]", d.EntryID, d.Activity, d.Lane)
+	case events.SessionEntryClosed:
+		return fmt.Sprintf("%s %s", d.EntryID, d.Outcome)
+	case events.SessionEntryAbandoned:
+		return fmt.Sprintf("%s %s", d.EntryID, d.Reason)
+	case events.SessionEnded:
+		return d.Reason
+	}
+	if o, ok := events.Observed(e.Data); ok {
+		s := o.Kind
+		if o.Line > 0 {
+			s = fmt.Sprintf("line %d %s", o.Line, o.Kind)
+		}
+		for _, sg := range o.Signals {
+			s += " " + sg.Kind
+		}
+		return s
+	}
+	return ""
+}
+
+// Rederivation writes what `replay --rederive` found, as text. Its
+// values come from the log: write it through Print.
+func Rederivation(w io.Writer, r replay.Rederivation) error {
+	if r.Agree() {
+		_, err := fmt.Fprintf(w, "session %s: %d observations decided again, all agree with the log\n", Field(r.Session), r.Observations)
+		return err
+	}
+	fmt.Fprintf(w, "session %s: %d of %d observations decide differently today; first at seq %d (%s), event %d:\n",
+		Field(r.Session), r.Diverged, r.Observations, r.First.ObsSeq, Field(r.First.Obs.Type), r.First.Index)
+	for _, e := range r.First.Recorded {
+		fmt.Fprintf(w, "  recorded:  %s %s\n", Field(e.Type), Field(Summary(e)))
+	}
+	for _, e := range r.First.Rederived {
+		fmt.Fprintf(w, "  rederived: %s %s\n", Field(e.Type), Field(Summary(e)))
+	}
+	var err error
+	if r.First.Refused != "" {
+		_, err = fmt.Fprintf(w, "  refused today: %s\n", Field(r.First.Refused))
+	}
+	return err
+}
+
+// Unattested writes one line per event the log left out as unattested,
+// each prefixed by prefix ("UNATTESTED: ", "  UNATTESTED: ").
+func Unattested(w io.Writer, prefix string, us []replay.Unattested) {
+	for _, u := range us {
+		fmt.Fprintf(w, "%s%s\n", prefix, Field(u.String()))
+	}
+}
+
+// VerifyReport writes what `replay --verify` found: the live and replayed
+// state hashes, "equal" or what differs, and the unattested events.
+func VerifyReport(w io.Writer, r replay.Report) {
+	fmt.Fprintf(w, "live projection at seq %d: %s\nfresh replay to seq %d: %s\n", r.Seq, r.LiveHash, r.Seq, r.ReplayHash)
+	if r.Equal {
+		fmt.Fprintln(w, "equal")
+	} else {
+		fmt.Fprintf(w, "DIFFERENT: %s\n", r)
+	}
+	Unattested(w, "UNATTESTED: ", r.Unattested)
+}
+
+// Audit writes an audit timeline (replay.WriteText) wrapped to width
+// terminal columns (Wrap); a width under 40 (or 0: not a terminal) leaves
+// its lines whole. Write it through Print.
+func Audit(w io.Writer, items []replay.Item, width int) error {
+	if width < 40 {
+		return replay.WriteText(w, items)
+	}
+	var b strings.Builder
+	if err := replay.WriteText(&b, items); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, Wrap(b.String(), width))
+	return err
+}

@@ -1,0 +1,279 @@
+package term
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/usage"
+	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// SessionsView is how the session table is drawn: times relative to Now
+// (on a terminal) or RFC 3339, narrow or wide columns, the home directory
+// written "~" (Home "": never).
+type SessionsView struct {
+	Now      time.Time
+	Relative bool
+	Wide     bool
+	Home     string
+}
+
+// CwdWidth is the most terminal columns of a working directory the
+// narrow session table shows.
+const CwdWidth = 40
+
+// Time is t as v shows it: relative to v.Now (Ago) or RFC 3339 in UTC;
+// "-" for the zero time.
+func (v SessionsView) Time(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	if v.Relative {
+		return Ago(v.Now, t)
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// Sessions writes ss as the session table: a header, then a row a
+// session, its id the shortest unique prefix of 8 or more (whole when
+// wide), a subagent (Depth above 0) indented under its parent. Write it
+// through Print. Errors are w's.
+func (v SessionsView) Sessions(w io.Writer, ss []api.SessionRow) error {
+	ids := make([]string, len(ss))
+	for i, s := range ss {
+		ids[i] = s.ID
+	}
+	short := ShortIDs(ids, 8)
+	tw := NewTable(w)
+	if v.Wide {
+		fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tSINCE\tOPEN\tTURNS\tTOOLS\tMODEL\tSTARTED\tLAST ACTIVE\tPARENT\tCWD")
+	} else {
+		fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tLAST ACTIVE\tCWD")
+	}
+	for i, s := range ss {
+		id := short[i]
+		if v.Wide {
+			id = s.ID
+		}
+		if s.Depth > 0 {
+			id = strings.Repeat("  ", s.Depth-1) + "└ " + id
+		}
+		// Widths and the cwd's ellipsis are taken on the escaped text,
+		// which is what is printed.
+		id = Cell(id)
+		cwd := Cell(Dash(HomeTilde(s.Cwd, v.Home)))
+		if v.Wide {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", id, Cell(s.Phase), Cell(Dash(s.Activity)), usage.Age(v.Now, s.Since), s.Open, s.Turns, s.ToolCalls, Cell(Dash(s.Model)), v.Time(s.StartedAt), v.Time(s.LastActivity()), Cell(Dash(s.Parent)), cwd)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, Cell(s.Phase), Cell(Dash(s.Activity)), v.Time(s.LastActivity()), EllipsizeLeft(cwd, CwdWidth))
+	}
+	return tw.Flush()
+}
+
+// States writes ss as the narrow session table (their summaries,
+// session.Summarize), times in RFC 3339.
+func States(w io.Writer, ss []session.State, now time.Time) error {
+	rows := make([]api.SessionRow, len(ss))
+	for i, s := range ss {
+		rows[i] = api.SessionRow{Summary: session.Summarize(s)}
+	}
+	return SessionsView{Now: now}.Sessions(w, rows)
+}
+
+// Session writes `session show`: one session's fields, its open entries
+// with their age, its commands and subagents, and, with prices (nil: none
+// shown), its own and its subagents' tokens and cost. Write it through
+// Print. Errors are w's.
+func Session(w io.Writer, r api.SessionReply, now time.Time, prices *usage.Table) error {
+	s := r.Session
+	tw := NewTable(w)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, Cell(v)) }
+	row("session", s.ID)
+	row("phase", s.Phase)
+	row("activity", Dash(s.Activity))
+	row("agent", Dash(s.Agent))
+	if s.Version != "" {
+		row("version", s.Version)
+	}
+	if s.Parent != "" {
+		row("parent", s.Parent)
+	}
+	if s.AgentType != "" {
+		row("agent type", s.AgentType)
+	}
+	row("model", Dash(s.Model))
+	row("cwd", Dash(s.Cwd))
+	if r.Workspace != "" {
+		row("workspace", r.Workspace)
+	}
+	row("branch", Dash(s.GitBranch))
+	row("title", Dash(s.Title))
+	if s.Parent != "" && s.Mode == "" && s.AgentMode == "" {
+		row("mode", "inherits parent")
+	} else {
+		row("mode", fmt.Sprintf("%s (agent: %s, revision %d)", Dash(s.Mode), Dash(s.AgentMode), s.ModeRevision))
+	}
+	row("turns", fmt.Sprint(s.Turns))
+	row("tool calls", fmt.Sprint(s.ToolCalls))
+	row("abandoned", fmt.Sprint(s.Abandoned))
+	if own, subs := usage.SpendOf([]session.State{r.Session}, prices).Text, usage.SpendOf(r.Children, prices).Text; own != "" || subs != "" {
+		row("tokens", Dash(own))
+		if subs != "" {
+			row("subagents' tokens", subs)
+		}
+	}
+	if s.LateResults > 0 {
+		row("late results", fmt.Sprintf("%d (results of abandoned calls: they ran)", s.LateResults))
+	}
+	if s.Forks > 0 {
+		row("forks", fmt.Sprintf("%d (a prompt came while another turn's calls were open: two writers on this session?)", s.Forks))
+	}
+	if s.ForkedFrom != "" {
+		row("forked from", s.ForkedFrom)
+	}
+	if s.RewrittenFrom != "" {
+		row("rewritten from", s.RewrittenFrom)
+	}
+	for _, src := range slices.Sorted(maps.Keys(s.Diverged)) {
+		row("diverged", fmt.Sprintf("%s no longer holds what was imported; its rewritten form goes to %s (import claude --as-new)", src, s.Diverged[src]))
+	}
+	row("observations", fmt.Sprint(s.Observations))
+	row("started", s.StartedAt.Format(time.RFC3339Nano))
+	row("updated", s.UpdatedAt.Format(time.RFC3339Nano))
+	row("since", fmt.Sprintf("%s (%s in %s %s)", s.Since.Format(time.RFC3339Nano), usage.Age(now, s.Since), s.Phase, Dash(s.Activity)))
+	row("last observed", fmt.Sprintf("%s (%s ago)", api.LastSeen(s).Format(time.RFC3339Nano), usage.Age(now, api.LastSeen(s))))
+	if off := s.ClockOffset(); off != "" {
+		// Shown, never acted on: staleness is judged on this host's clock.
+		row("agent clock", fmt.Sprintf("%s (learned from a line received at %s; staleness is judged on the server's clock)", strings.TrimPrefix(off, "agent clock "), s.ClockOffsetAt.Format(time.RFC3339)))
+	}
+	if p := s.AgentProcess; p != nil {
+		row("agent process", fmt.Sprintf("%s, started at tick %d, boot %s", p, p.Start, Dash(p.Boot)))
+	}
+	if s.EndReason != "" {
+		row("ended", s.EndReason)
+	}
+	if r.IsStale() {
+		row("as of", fmt.Sprintf("projection at event %d of the log; %s", r.Checkpoint, r.Text(now)))
+	} else {
+		row("as of", fmt.Sprintf("projection at event %d of the log", r.Checkpoint))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nopen entries: %d\n", len(s.Entries))
+	for _, e := range s.Entries {
+		fmt.Fprintf(w, "  %-40s %-24s %-10s opened %s (%s ago)\n", Cell(e.EntryID), Cell(e.Activity), Cell(e.Lane), e.OpenedAt.Format(time.RFC3339), now.Sub(e.OpenedAt).Round(time.Second))
+	}
+	if len(r.Commands) > 0 {
+		active := 0
+		for _, c := range r.Commands {
+			if c.Active() {
+				active++
+			}
+		}
+		fmt.Fprintf(w, "\ncommands: %d (%d active)\n", len(r.Commands), active)
+		var tab strings.Builder
+		if err := Commands(&tab, r.Commands, false); err != nil {
+			return err
+		}
+		for line := range strings.Lines(tab.String()) {
+			fmt.Fprint(w, "  "+line)
+		}
+	}
+	if len(r.Children) > 0 {
+		fmt.Fprintf(w, "\nsubagents: %d\n", len(r.Children))
+		for _, c := range r.Children {
+			fmt.Fprintf(w, "  %-40s %-8s %s\n", Cell(c.ID), Cell(c.Phase), Cell(Dash(c.AgentType)))
+		}
+	}
+	return nil
+}
+
+// Commands writes cs as the command table, a row a command (its argv
+// cut to 60 runes of its escaped text); withSession adds each command's
+// session. Write it through Print. Errors are w's.
+func Commands(w io.Writer, cs []command.State, withSession bool) error {
+	tw := NewTable(w)
+	head := "COMMAND\tSTATUS\tCODE\tMODE\tREQUESTED\tDURATION\tOUTPUT\tARGV"
+	if withSession {
+		head = "COMMAND\tSESSION\tSTATUS\tCODE\tMODE\tREQUESTED\tDURATION\tOUTPUT\tARGV"
+	}
+	fmt.Fprintln(tw, head)
+	for _, c := range cs {
+		code := "-"
+		if c.ExitCode != nil {
+			code = fmt.Sprint(*c.ExitCode)
+			if c.Signal != "" {
+				code = c.Signal
+			}
+		}
+		status := c.Status
+		if c.Background && !c.Ended() {
+			status += " (bg)"
+		}
+		if c.Evicted && c.Status != command.StatusEvicted {
+			status += " (evicted)"
+		}
+		dur := "-"
+		if c.Status == command.StatusExited {
+			dur = (time.Duration(c.DurationMS) * time.Millisecond).String()
+		}
+		argv := strings.Join(c.Argv, " ")
+		if len(c.Argv) > 0 {
+			argv = strings.Join(append([]string{path.Base(c.Argv[0])}, c.Argv[1:]...), " ")
+		}
+		argv = Cell(argv) // cut on the escaped text, which is printed
+		if r := []rune(argv); len(r) > 60 {
+			argv = string(r[:57]) + "..."
+		}
+		if withSession {
+			fmt.Fprintf(tw, "%s\t%s\t", Cell(c.ID), Cell(c.Session))
+		} else {
+			fmt.Fprintf(tw, "%s\t", Cell(c.ID))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", Cell(status), Cell(code), Cell(c.Mode), c.RequestedAt.Format(time.RFC3339), dur, c.OutputBytes, argv)
+	}
+	return tw.Flush()
+}
+
+// CommandStatus says how a command stands, e.g. "exited with code 0",
+// "was refused: <reason>". Its text is the log's: print it through Safe.
+func CommandStatus(st command.State) string {
+	switch st.Status {
+	case command.StatusExited:
+		s := "exited with code " + fmt.Sprint(*st.ExitCode)
+		if st.Signal != "" {
+			s = "was killed by " + st.Signal
+		}
+		if st.Stopped {
+			s += " (stopped)"
+		}
+		return s
+	case command.StatusStarted:
+		return fmt.Sprintf("is running on %s (worker %s)", st.Host, st.Worker)
+	case command.StatusRequested:
+		return "is waiting for a worker"
+	case command.StatusAbandoned:
+		return "was abandoned: " + st.EndReason
+	case command.StatusRefused:
+		return "was refused: " + RefusalReason(st.EndReason)
+	case command.StatusEvicted:
+		return "was evicted by " + st.EvictedBy
+	}
+	return st.Status
+}
+
+// RefusalReason is a command's refusal reason (command.State.EndReason
+// of a refused command) without the "refused: " the worker's reasons
+// begin with, for a sentence that already says refused.
+func RefusalReason(reason string) string {
+	return strings.TrimPrefix(reason, "refused: ")
+}

@@ -1,0 +1,137 @@
+package term
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// IsTerminal reports whether w is a terminal (an *os.File on a tty).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// Width returns the width of terminal w in columns, or 0 when w is not a
+// terminal (or says nothing of its size).
+func Width(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
+}
+
+// Plural returns "1 thing" or "n things": the noun's plural is noun+"s"
+// unless given.
+func Plural(n int, noun string, pl ...string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if len(pl) > 0 {
+		return fmt.Sprintf("%d %s", n, pl[0])
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// Ago says how long before now t was, as a person reads it on a
+// terminal: "just now" (under 10 s), "3m ago", "2h ago" (under 48 h),
+// "5d ago"; "-" for the zero time, "in 2m" for a time ahead of now.
+func Ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	suffix := " ago"
+	if d < 0 {
+		d, suffix = -d, ""
+	}
+	var s string
+	switch {
+	case d < 10*time.Second:
+		return "just now"
+	case d < time.Minute:
+		s = fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		s = fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%dh", int(d/time.Hour))
+	default:
+		s = fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	}
+	if suffix == "" {
+		return "in " + s
+	}
+	return s + suffix
+}
+
+// HomeTilde writes a path under the home directory home with "~" in its
+// place; a home of "" or "/" leaves path as it is.
+func HomeTilde(path, home string) string {
+	if home == "" || home == "/" {
+		return path
+	}
+	if path == home {
+		return "~"
+	}
+	if rest, ok := strings.CutPrefix(path, home+"/"); ok {
+		return "~/" + rest
+	}
+	return path
+}
+
+// Dash returns s, or "-" when s is empty or only white space: a cell
+// never left blank.
+func Dash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}
+
+// ShortIDs returns, for each of ids, its shortest prefix of at least
+// least characters that no other of ids begins with; an id of up to
+// 2*least characters is shown whole. The result is in the order of ids.
+func ShortIDs(ids []string, least int) []string {
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	common := func(a, b string) int {
+		n := 0
+		for n < len(a) && n < len(b) && a[n] == b[n] {
+			n++
+		}
+		return n
+	}
+	need := make(map[string]int, len(ids))
+	for i, id := range sorted {
+		n := least
+		if i > 0 {
+			n = max(n, common(id, sorted[i-1])+1)
+		}
+		if i+1 < len(sorted) {
+			n = max(n, common(id, sorted[i+1])+1)
+		}
+		if len(id) <= 2*least {
+			n = len(id) // short enough to show whole
+		}
+		need[id] = min(n, len(id))
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id[:need[id]]
+	}
+	return out
+}

@@ -1,0 +1,70 @@
+package term
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/logbook-dev/logbook/adapters/merkle"
+)
+
+// Verify writes what `logbook verify` found: the leaves recomputed, how
+// many stored hashes there were (stored names the folder they are kept
+// in, said when there are none), the checkpoints, the inclusion proof inc
+// (nil: none asked for or none found) and every problem. Errors are w's.
+func Verify(w io.Writer, rep merkle.Report, inc *merkle.Inclusion, stored string) error {
+	fmt.Fprintf(w, "log %s: seq 1..%d recomputed (last seq %d)\n", Field(rep.Origin), rep.Size, rep.LastSeq)
+	switch {
+	case rep.Stored >= rep.Size:
+		fmt.Fprintf(w, "stored hashes: %s\n", Plural(int(rep.Stored), "leaf", "leaves"))
+	case rep.Stored >= 0:
+		// The stored hashes are serve's cache of the tree: a prefix
+		// is what a serve that has not caught up (or a damaged
+		// file cut to its whole leaves) leaves; the rest is
+		// recomputed from the log and checked against the
+		// checkpoints alone.
+		fmt.Fprintf(w, "stored hashes: %s, seq 1..%d; seq %d..%d not stored (checked against the checkpoints only; a running serve stores them)\n",
+			Plural(int(rep.Stored), "leaf", "leaves"), rep.Stored, rep.Stored+1, rep.Size)
+	default:
+		fmt.Fprintf(w, "stored hashes: none for this stream in %s\n", stored)
+	}
+	witnessed := 0
+	for _, v := range rep.Checkpoints {
+		if len(v.Witnesses) > 0 {
+			witnessed++
+		}
+	}
+	fmt.Fprintf(w, "checkpoints: %d signed by a trusted key, %d of them witnessed; %d untrusted\n", len(rep.Checkpoints), witnessed, rep.Untrusted)
+	if inc != nil {
+		c := inc.Checkpoint
+		by := "no trusted witness"
+		if len(c.Witnesses) > 0 {
+			by = "witnessed by " + Field(strings.Join(c.Witnesses, ", "))
+		}
+		fmt.Fprintf(w, "seq %d: leaf %s is in checkpoint %d (size %d, root %s, %s); proof:\n",
+			inc.Seq, inc.Leaf, c.Seq, c.Checkpoint.Size, c.Checkpoint.Root, by)
+		for _, h := range inc.Proof {
+			fmt.Fprintf(w, "  %s\n", h)
+		}
+	}
+	var err error
+	for _, p := range rep.Problems {
+		_, err = fmt.Fprintf(w, "BAD: %s\n", Field(p.What))
+	}
+	return err
+}
+
+// VerifyOK writes the line of a verify that found nothing wrong: what the
+// stored log agrees with. Errors are w's.
+func VerifyOK(w io.Writer, rep merkle.Report) error {
+	var err error
+	switch {
+	case rep.Stored < 0:
+		_, err = fmt.Fprintf(w, "ok: the stored log agrees with every trusted checkpoint\n")
+	case rep.Stored < rep.Size:
+		_, err = fmt.Fprintf(w, "ok: the stored log agrees with every trusted checkpoint and the stored hashes of seq 1..%d\n", rep.Stored)
+	default:
+		_, err = fmt.Fprintf(w, "ok: the stored log agrees with every trusted checkpoint and the stored hashes\n")
+	}
+	return err
+}
