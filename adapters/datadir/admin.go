@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/natslog"
@@ -105,6 +106,20 @@ func (d Dir) Register(ctx context.Context, l *natslog.Log, admin *attestation.Ke
 		return info, false, fmt.Errorf("key %s: the log holds an event for it that the admin key did not sign; nothing registered (see `logbook audit`)", id)
 	}
 	return info, false, nil
+}
+
+// Revoke appends key.revoked for the key id, signed by admin, the key
+// l's Verifier must pin (as Register requires): a revocation signed by
+// an admin key this data dir does not pin would be judged by every host
+// against its own pin, and quarantined where that pin differs. reason,
+// host and at are recorded in the event. A key the log never registered
+// is an error wrapping events.ErrNotFound; one revoked already, one
+// wrapping events.ErrConflict. Nothing is appended on an error.
+func (d Dir) Revoke(ctx context.Context, l *natslog.Log, admin *attestation.Key, id, reason, host string, at time.Time) error {
+	if v := l.Verifier(); v == nil || v.AdminID() != admin.ID {
+		return fmt.Errorf("%s does not pin the admin key %s: run `logbook keys pin` first", d.KeyPath("admin.pub"), admin.ID)
+	}
+	return l.RevokeKey(ctx, admin, id, reason, host, at)
 }
 
 // RegisteredError is Register's refusal of a key registered already for

@@ -7,6 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
 )
 
 func TestExisting(t *testing.T) {
@@ -70,5 +75,31 @@ func TestHasData(t *testing.T) {
 	}
 	if !d.HasData() {
 		t.Error("dir with jetstream/ has no data")
+	}
+}
+
+// TestRevoke_RefusesWithoutThePin: a revocation signed by an admin key
+// the log's Verifier does not pin (here: none pinned) appends nothing.
+func TestRevoke_RefusesWithoutThePin(t *testing.T) {
+	srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	l, err := natslog.Open(t.Context(), srv.Conn(), natslog.Config{Registry: events.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := attestation.NewKey("admin", attestation.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Dir(t.TempDir())
+	err = d.Revoke(t.Context(), l, admin, "0123456789abcdef", "test", "host", time.Unix(0, 0))
+	if err == nil || !strings.Contains(err.Error(), "does not pin the admin key "+admin.ID) {
+		t.Fatalf("Revoke = %v, want a refusal naming the pin", err)
+	}
+	if seq, err := l.LastSeq(t.Context()); err != nil || seq != 0 {
+		t.Errorf("log at seq %d (%v) after a refused revocation, want 0", seq, err)
 	}
 }

@@ -239,12 +239,12 @@ every host that pins the admin key.`,
 			if reason = strings.TrimSpace(reason); reason == "" {
 				return usageErrorf("--reason: want why the key is revoked")
 			}
-			_, admin, b, err := adminBackend(ctx, g, "keys revoke")
+			dd, admin, b, err := adminBackend(ctx, g, "keys revoke")
 			if err != nil {
 				return err
 			}
 			defer b.Close()
-			if err := b.log.RevokeKey(ctx, admin, id, reason, hostName(), time.Now()); err != nil {
+			if err := dd.dir().Revoke(ctx, b.log, admin, id, reason, hostName(), time.Now()); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "revoked key %s\n", id)
