@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/merkle"
 )
 
@@ -85,7 +86,7 @@ const witnessState = "witness.json"
 // host), the Witnesser that checks and co-signs them. Neither stops
 // serve: a server error is said and tried again, a hole in the log or a
 // refused checkpoint is said loudly and counted.
-func checkpointActor(ctx context.Context, g *globals, b *backend, reader bool, f checkpointFlags, web *httpServer) (func(context.Context) error, func(), error) {
+func checkpointActor(ctx context.Context, g *globals, b *backend, reader bool, f checkpointFlags, web *host.HTTP) (func(context.Context) error, func(), error) {
 	dd := b.dd
 	sid, err := b.log.Identity(ctx)
 	if err != nil {
@@ -134,9 +135,7 @@ func checkpointActor(ctx context.Context, g *globals, b *backend, reader bool, f
 		c := &merkle.Checkpointer{Log: b.log, JS: js, Tree: tree, Signer: signer, Origin: origin, Every: f.every, Interval: f.interval,
 			Logf: say,
 			Published: func(merkle.Checkpoint, uint64) {
-				if web != nil {
-					web.metrics.ObserveCheckpoint("published")
-				}
+				web.ObserveCheckpoint("published")
 			},
 		}
 		return retry("checkpoints", func(ctx context.Context) error {
@@ -164,14 +163,10 @@ func checkpointActor(ctx context.Context, g *globals, b *backend, reader bool, f
 		Logf: say,
 		Refused: func(r merkle.Refusal) {
 			say("WITNESS REFUSED: %v", r)
-			if web != nil {
-				web.metrics.ObserveCheckpoint("refused")
-			}
+			web.ObserveCheckpoint("refused")
 		},
 		Cosigned: func(merkle.Checkpoint) {
-			if web != nil {
-				web.metrics.ObserveCheckpoint("cosigned")
-			}
+			web.ObserveCheckpoint("cosigned")
 		},
 	}
 	return retry("witness", wt.Run), closeTree, nil

@@ -6,140 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
-	"github.com/logbook-dev/logbook/projections"
 )
-
-// logHealth is what serve knows of its log's availability: since when it
-// has not answered (a cluster that lost its quorum, a stream leader being
-// elected for longer than a read waits) and why. serve keeps running
-// meanwhile: hooks go into its journal, reads are answered from its
-// projection, and the journal is appended, in order, once the log
-// answers again. Safe for concurrent use.
-type logHealth struct {
-	mu    sync.Mutex
-	since time.Time // zero while the log answers
-	why   string    // the last error that said it does not
-}
-
-// failed records err, an error natslog.Unavailable names, as the log not
-// answering (since now, unless it already was not).
-func (h *logHealth) failed(err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.since.IsZero() {
-		h.since = time.Now().UTC()
-	}
-	h.why = err.Error()
-}
-
-// ok records that the log answered; it reports whether it had not.
-func (h *logHealth) ok() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	was := !h.since.IsZero()
-	h.since, h.why = time.Time{}, ""
-	return was
-}
-
-// state returns since when the log has not answered (zero: it answers)
-// and the last error that said so.
-func (h *logHealth) state() (time.Time, string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.since, h.why
-}
-
-// logProbeEvery is how often serve asks its log whether it answers, and
-// logProbeWait how long one ask may take: past it the log is unavailable.
-const (
-	logProbeEvery = time.Second
-	logProbeWait  = 5 * time.Second
-)
-
-// probe asks l for its last sequence every logProbeEvery until ctx ends
-// and records the outcome in h, saying on stderr (through say) when the
-// log stops and starts answering.
-func (h *logHealth) probe(ctx context.Context, l *natslog.Log, say func(format string, args ...any)) {
-	t := time.NewTicker(logProbeEvery)
-	defer t.Stop()
-	for {
-		pctx, cancel := context.WithTimeout(ctx, logProbeWait)
-		_, err := l.LastSeq(pctx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err == nil:
-			if since, _ := h.state(); !since.IsZero() && h.ok() {
-				say("log available again after %s unavailable; appending what waits in the journal", time.Since(since).Round(time.Second))
-			}
-		case natslog.Unavailable(err):
-			if since, _ := h.state(); since.IsZero() {
-				say("log unavailable (%v); taking hooks into the journal and answering reads from the projection until it answers again", err)
-			}
-			h.failed(err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// statusReply answers the status verb: with the log's last sequence
-// while it answers, else at once from the projection with since when the
-// log is unavailable (a status never waits out a lost quorum).
-func (h *logHealth) statusReply(ctx context.Context, l *natslog.Log, store *projections.Store, durability string, waitIntake func(context.Context) error) (api.StatusReply, error) {
-	reply := api.StatusReply{Checkpoint: store.Checkpoint(), Durability: durability}
-	if since, why := h.state(); !since.IsZero() {
-		reply.LogUnavailableSince, reply.LogError = &since, why
-		return reply, nil
-	}
-	// The hooks taken on the socket before the call are in LastSeq.
-	if err := waitIntake(ctx); err != nil {
-		return reply, err
-	}
-	last, err := l.LastSeq(ctx)
-	if natslog.Unavailable(err) && ctx.Err() == nil { // not the caller's own deadline
-		h.failed(err)
-		since, why := h.state()
-		reply.LogUnavailableSince, reply.LogError = &since, why
-		return reply, nil
-	}
-	reply.LastSeq = last
-	return reply, err
-}
 
 // unavailableText is the line status and doctor print for a log that
-// does not answer: "log unavailable since 2026-12-02T04:01:02Z (1m3s): …".
-func unavailableText(since time.Time, why string) string {
-	return fmt.Sprintf("log unavailable since %s (%s): %s", since.Format(time.RFC3339), time.Since(since).Round(time.Second), why)
-}
-
-// gauge is logbook_log_unavailable_seconds: how long serve's log has not
-// answered, 0 while it answers.
-func (h *logHealth) gauge() prometheus.Collector {
-	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "logbook_log_unavailable_seconds",
-		Help: "How long the log has not answered (a cluster without quorum; reads come from the projection, hooks wait in the journal); 0 while it answers.",
-	}, func() float64 {
-		since, _ := h.state()
-		if since.IsZero() {
-			return 0
-		}
-		return time.Since(since).Seconds()
-	})
-}
+// does not answer (host.UnavailableText).
+func unavailableText(since time.Time, why string) string { return host.UnavailableText(since, why) }
 
 // serveStatus asks the serve that dd's serve.json names (or the one on
 // g's NATS URL) for its status over the API, within ctx. Unlike opening

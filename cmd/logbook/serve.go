@@ -8,14 +8,12 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/run"
 	"github.com/spf13/cobra"
 
@@ -24,7 +22,9 @@ import (
 	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/servelog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/replay"
@@ -72,14 +72,10 @@ was down.`,
 				}
 			}
 			// One format for everything serve logs.
-			g.stderr = newServeLog(g.stderr, logFormat)
+			g.stderr = servelog.New(g.stderr, logFormat)
 			g.acceptLoss, g.adminCreds = accept, admin
 			g.viewsCache = cacheMiB << 20
 			if pprofAt != "" {
-				// A heap profile then samples every 64 KiB allocated
-				// rather than every 512 KiB, fine enough to tell which
-				// cache holds a few hundred KiB more than an hour ago.
-				runtime.MemProfileRate = pprofMemRate
 				at, stop, err := listenPprof(cmd.Context(), pprofAt)
 				if err != nil {
 					return err
@@ -275,7 +271,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		durability = srv.Durability()
 	}
 	defer b.Close()
-	b.nc.SetErrorHandler(natsErrors(g.stderr))
+	b.nc.SetErrorHandler(servelog.NATSErrors(g.stderr))
 	if b.log, err = natslog.Open(ctx, b.nc, cfg); err != nil {
 		return err
 	}
@@ -367,7 +363,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	verbs := svc.Handlers()
 	gs := gateService(b, svc, store, wp.gate, g.stderr)
 	maps.Copy(verbs, gs.Handlers())
-	health := &logHealth{}
+	health := &host.LogHealth{}
 	if b.srv == nil {
 		// While the cluster's log does not answer (no stream leader), the
 		// read verbs a client allows to be stale answer from the
@@ -375,10 +371,10 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		// writer still wait for it (api.AllowStale). The data dir's own
 		// server has no quorum to lose: a probe it does not answer in
 		// time is a slow machine, and reads keep catching up.
-		svc.LogState = health.state
+		svc.LogState = health.State
 	}
 	verbs[api.VerbStatus] = func(ctx context.Context, _ []byte) (any, error) {
-		reply, err := health.statusReply(ctx, b.log, store, durability, svc.WaitIntake)
+		reply, err := health.StatusReply(ctx, b.log, store, durability, svc.WaitIntake)
 		if err != nil {
 			return nil, err
 		}
@@ -396,19 +392,14 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			}
 		}
 	}
-	var web *httpServer
+	var web *host.HTTP
 	if wp.http.addr != "" {
 		if web, err = newHTTP(wp.http, dd, b, store, svc, gs.Gate); err != nil {
 			return err
 		}
-		defer web.l.Close()
+		defer web.Close()
 		for verb, h := range verbs {
-			verbs[verb] = func(ctx context.Context, data []byte) (any, error) {
-				start := time.Now()
-				v, err := h(ctx, data)
-				web.metrics.ObserveAPI(verb, time.Since(start), err)
-				return v, err
-			}
+			verbs[verb] = web.Observe(verb, h)
 		}
 	}
 	prefix := apiPrefixFor(dd)
@@ -443,15 +434,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			return err
 		}
 		defer sock.Close()
-		h := in.Accept
-		if web != nil {
-			h = func(ctx context.Context, data []byte) (any, error) {
-				start := time.Now()
-				v, err := in.Accept(ctx, data)
-				web.metrics.ObserveAPI(api.VerbHook, time.Since(start), err)
-				return v, err
-			}
-		}
+		h := web.Observe(api.VerbHook, in.Accept)
 		sockCtx, stopSock := context.WithCancel(ctx)
 		sockDone := make(chan struct{})
 		go func() {
@@ -520,7 +503,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		if wb, err = b.as(ctx, natslog.RoleWorker, cfg); err != nil {
 			return err
 		}
-		wb.nc.SetErrorHandler(natsErrors(g.stderr))
+		wb.nc.SetErrorHandler(servelog.NATSErrors(g.stderr))
 		defer wb.Close()
 		if sk != nil && wb.log.Verifier() != nil {
 			sk.logs = append(sk.logs, wb.log)
@@ -569,7 +552,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	{
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {
-			health.probe(ctx, b.log, func(format string, args ...any) {
+			health.Probe(ctx, b.log, func(format string, args ...any) {
 				fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
 			})
 			return nil
@@ -588,35 +571,14 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	{
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {
-			for {
-				err := svc.Runner.Run(ctx)
-				if ctx.Err() != nil {
-					return nil
-				}
-				if !transientLogError(err) {
-					return fmt.Errorf("projector: %w", err)
-				}
-				// A cluster electing a stream leader, or a node going
-				// away, answers late or not at all for a while: the
-				// projection goes on from its checkpoint once it answers.
-				// While the log is unavailable the probe has said so once.
-				if since, _ := health.state(); since.IsZero() {
-					fmt.Fprintf(g.stderr, "logbook serve: projector: %v; again in 1s\n", err)
-				}
-				if natslog.Unavailable(err) {
-					health.failed(err)
-				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(time.Second):
-				}
-			}
+			return host.RunProjector(ctx, svc.Runner, health, func(format string, args ...any) {
+				fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
+			})
 		}, func(error) { cancel() })
 	}
 	{
 		ctx, cancel := context.WithCancel(ctx)
-		kick, stopKick, err := spoolKicks(svc.Spool.Dir(), b.nc)
+		kick, stopKick, err := host.SpoolKicks(svc.Spool.Dir(), b.nc)
 		if err != nil {
 			cancel()
 			return err
@@ -627,24 +589,15 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 				<-ctx.Done() // a reader's hooks wait in its spool for a writer
 				return nil
 			}
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				if n, err := svc.DrainSpool(ctx); err != nil && ctx.Err() == nil {
+			host.DrainSpool(ctx, svc.DrainSpool, kick, func(n int, err error) {
+				if err != nil {
 					fmt.Fprintf(g.stderr, "logbook serve: spool: %v\n", err)
-				} else if n > 0 {
-					fmt.Fprintf(g.stderr, "logbook serve: delivered %s\n", plural(n, "spooled hook payload"))
-					if web != nil {
-						web.metrics.ObserveSpool(n)
-					}
+					return
 				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-t.C:
-				case <-kick:
-				}
-			}
+				fmt.Fprintf(g.stderr, "logbook serve: delivered %s\n", plural(n, "spooled hook payload"))
+				web.ObserveSpool(n)
+			})
+			return nil
 		}, func(error) { cancel() })
 	}
 	watch, err := wp.live.watcher(svc, g.stderr)
@@ -667,10 +620,10 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}, func(error) { cancel() })
 	}
 	if web != nil {
-		web.metrics.Registry().MustRegister(health.gauge())
-		fmt.Fprintf(g.stderr, "logbook serve: board, API and metrics on %s\n", web.url())
+		web.Metrics.Registry().MustRegister(health.Gauge())
+		fmt.Fprintf(g.stderr, "logbook serve: board, API and metrics on %s\n", web.URL())
 		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error { return web.run(ctx, wp.http) }, func(error) { cancel() })
+		grp.Add(func() error { return web.Run(ctx) }, func(error) { cancel() })
 	}
 	if rc := wp.live.reconciler(svc, g.stderr); rc != nil && !wp.reader {
 		ctx, cancel := context.WithCancel(ctx)
@@ -773,21 +726,6 @@ func redactURL(s string) string {
 		}
 	}
 	return strings.Join(parts, ",")
-}
-
-// transientLogError reports an error of the log that a later try may not
-// meet: a timeout, no responders or "temporarily unavailable" (a stream
-// without a leader for a while: an election, a lost quorum; see
-// natslog.Unavailable), a connection being re-established. A record that does not
-// decode, or a view that fails, is not one.
-func transientLogError(err error) bool {
-	var de *natslog.DecodeError
-	if errors.As(err, &de) {
-		return false
-	}
-	return natslog.Unavailable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoHeartbeat) ||
-		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
 }
 
 // checkServeCreds refuses, as a usage error, --creds of a role that

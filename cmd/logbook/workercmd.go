@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/servelog"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/sandbox"
@@ -128,7 +129,7 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 			Hidden:   hide,
 			Keep:     keep,
 			Allow:    allow,
-			Logger:   partLogger(logw, "worker"),
+			Logger:   servelog.PartLogger(logw, "worker"),
 			Redactor: red,
 		})
 		if err != nil {
