@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -166,6 +165,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	for _, p := range pool {
 		wp = p
 	}
+	say := func(format string, args ...any) { fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...) }
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
 		return err
@@ -218,7 +218,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	// A command that only reads gives the lock up when asked: serve
 	// never refuses to start for a reader.
 	lock, err := dd.lockOver(ctx, "logbook serve", func(holder string) {
-		fmt.Fprintf(g.stderr, "logbook serve: waiting for %s, which only reads the data dir, to give it up\n", holder)
+		say("waiting for %s, which only reads the data dir, to give it up", holder)
 	})
 	if err != nil {
 		return err
@@ -229,7 +229,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	b := &backend{dd: dd, reg: events.NewRegistry(), lock: nil}
-	durability := "external NATS at " + redactURL(g.natsURL)
+	durability := "external NATS at " + natslog.RedactURL(g.natsURL)
 	cfg := natslog.Config{Registry: b.reg}
 	if mode == natslog.FsyncInterval && g.natsURL == "" {
 		cfg.MergeMin = events.MaxBatch + 1 // no fsync per publish: batches would only add cost
@@ -257,12 +257,12 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		b.nc = nc
 	} else {
-		srv, err := startRoles(ctx, dd, mode, listen, admin, cfg, func(werr string, err error) {
+		srv, err := host.StartRoles(ctx, dd.dir(), mode, listen, admin, cfg, func(werr string, err error) {
 			if err != nil {
-				fmt.Fprintf(g.stderr, "logbook serve: the log's store refused a write (%s) and could not be restarted: %v; restart serve\n", werr, err)
+				say("the log's store refused a write (%s) and could not be restarted: %v; restart serve", werr, err)
 				return
 			}
-			fmt.Fprintf(g.stderr, "logbook serve: the log's store takes writes again: JetStream restarted to clear its write error (%s)\n", werr)
+			say("the log's store takes writes again: JetStream restarted to clear its write error (%s)", werr)
 		})
 		if err != nil {
 			return err
@@ -277,9 +277,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	}
 	// A full disk pauses appends and the views' writes; serve probes and
 	// goes on once the disk takes writes again (adapters/diskfull).
-	pause := diskfull.NewPause(func(format string, args ...any) {
-		fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
-	})
+	pause := diskfull.NewPause(say)
 	defer pause.Close()
 	b.pause, b.viewsFS = pause, pause.ViewsFS(dd.path("views"))
 	store, err := openViews(ctx, g, b)
@@ -287,13 +285,13 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	defer store.Close()
-	var sk *serveKey // watches the key serve signs with, when it signs
+	var sk *host.KeyWatch // watches the key serve signs with, when it signs
 	if g.natsURL == "" && !wp.reader {
 		// serve signs with a key of its own, made now and kept only in
 		// memory, registered with the admin key; a log written before
 		// signing began is marked where it did. Nothing is appended
 		// before openViews has checked the log lost nothing.
-		key, err := attestation.NewKey("serve@"+hostName(), attestation.RoleServe)
+		key, err := newServeKey()
 		if err != nil {
 			return err
 		}
@@ -313,13 +311,19 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		if err != nil {
 			return err
 		}
-		sk = &serveKey{dd: dd, stderr: g.stderr, key: key, logs: []*natslog.Log{b.log}, rotate: admin != nil}
+		sk = &host.KeyWatch{Key: key, Logs: []*natslog.Log{b.log}, Journal: dd.path(intakeJournal), Say: say}
+		if admin != nil {
+			sk.NewKey = newServeKey
+			sk.Register = func(ctx context.Context, l *natslog.Log, k *attestation.Key) error {
+				return dd.startSigning(ctx, l, k, false)
+			}
+		}
 	}
 	switch {
 	case g.natsURL != "" && !pinned:
-		fmt.Fprintf(g.stderr, "logbook serve: no admin key pinned in %s: events are appended unsigned and read unjudged; pin the cluster's admin key with `logbook keys pin`\n", dd.keyPath("admin.pub"))
+		say("no admin key pinned in %s: events are appended unsigned and read unjudged; pin the cluster's admin key with `logbook keys pin`", dd.keyPath("admin.pub"))
 	case g.natsURL != "" && wp.reader:
-		fmt.Fprintf(g.stderr, "logbook serve: reads judged against the admin key %s\n", b.log.Verifier().AdminID())
+		say("reads judged against the admin key %s", b.log.Verifier().AdminID())
 	case g.natsURL != "":
 		// serve on a cluster signs with the data dir's serve key, which
 		// the cluster's admin registered on the log: every host learns
@@ -333,8 +337,8 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		// keys/serve.key is the cluster admin's to register: a revoked
 		// one is said, not replaced.
-		sk = &serveKey{dd: dd, stderr: g.stderr, key: key, logs: []*natslog.Log{b.log}}
-		fmt.Fprintf(g.stderr, "logbook serve: signing with key %s (%s); reads judged against the admin key %s\n", key.ID, key.Principal, b.log.Verifier().AdminID())
+		sk = &host.KeyWatch{Key: key, Logs: []*natslog.Log{b.log}, Journal: dd.path(intakeJournal), Say: say}
+		say("signing with key %s (%s); reads judged against the admin key %s", key.ID, key.Principal, b.log.Verifier().AdminID())
 	}
 	// Everything serve redacts follows redact.txt as it changes.
 	if b.rules, err = newLiveRules(dd, g.stderr, "logbook serve"); err != nil {
@@ -349,15 +353,13 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if !wp.reader {
 		// Opened before any verb is served: hooks taken before a stop
 		// are decided before the ones that come now.
-		in, err = api.OpenIntake(svc, dd.path(intakeJournal), func(format string, args ...any) {
-			fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
-		})
+		in, err = api.OpenIntake(svc, dd.path(intakeJournal), say)
 		if err != nil {
 			return err
 		}
 		defer in.Close()
 		if n := in.Pending(); n > 0 {
-			fmt.Fprintf(g.stderr, "logbook serve: appending first %s taken before the last stop (%s)\n", plural(n, "hook payload"), dd.path(intakeJournal))
+			say("appending first %s taken before the last stop (%s)", plural(n, "hook payload"), dd.path(intakeJournal))
 		}
 	}
 	verbs := svc.Handlers()
@@ -387,7 +389,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		// A follower answers what a reader may ask, on its own prefix only
 		// (its credentials may not answer the shared one).
 		for v := range verbs {
-			if !slices.Contains(readVerbs, v) {
+			if !slices.Contains(host.ReadVerbs, v) {
 				delete(verbs, v)
 			}
 		}
@@ -412,63 +414,29 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		defer logMu.Unlock()
 		fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
 	}
-	for verb, h := range verbs {
-		subjects := []string{prefix + verb, api.AnyPrefix + verb}
-		if wp.reader {
-			subjects = subjects[:1]
-		}
-		for _, subject := range subjects {
-			sub, err := api.Serve(b.nc, subject, h, logAPI)
-			if err != nil {
-				return fmt.Errorf("serve %s: %w", subject, err)
-			}
-			defer sub.Unsubscribe()
-		}
+	unsubscribe, err := host.ServeVerbs(b.nc, verbs, prefix, wp.reader, logAPI)
+	if err != nil {
+		return err
 	}
+	defer unsubscribe()
 	if in != nil {
-		// logbook-hook's way in: a Unix socket costs it neither NATS nor
-		// the network stack at start-up, and the intake journal answers
-		// it once its payload is on disk, before the log's batch.
-		sock, err := api.ListenSocket(dd.path(hooksock.Name))
+		stop, err := host.ServeIntake(ctx, in, dd.path(hooksock.Name), web.Observe(api.VerbHook, in.Accept), logAPI)
 		if err != nil {
 			return err
 		}
-		defer sock.Close()
-		h := web.Observe(api.VerbHook, in.Accept)
-		sockCtx, stopSock := context.WithCancel(ctx)
-		sockDone := make(chan struct{})
-		go func() {
-			defer close(sockDone)
-			api.ServeSocket(sockCtx, sock.UnixListener, api.VerbHook, h, logAPI)
-		}()
-		runCtx, stopRun := context.WithCancel(context.Background())
-		runDone := make(chan struct{})
-		go func() {
-			defer close(runDone)
-			in.Run(runCtx)
-		}()
 		defer func() {
-			// The socket first, so that nothing is taken after the last
-			// round; then what it took goes into the log while the log
-			// is still open. What does not stays in the journal.
-			stopSock()
-			<-sockDone
-			stopRun()
-			<-runDone
-			fctx, cancel := context.WithTimeout(context.Background(), intakeFlushWait)
-			defer cancel()
-			if left, err := in.Flush(fctx); left > 0 {
-				fmt.Fprintf(g.stderr, "logbook serve: %s left in %s for the next start: %v\n", plural(left, "hook payload"), dd.path(intakeJournal), err)
+			if left, err := stop(intakeFlushWait); left > 0 {
+				say("%s left in %s for the next start: %v", plural(left, "hook payload"), dd.path(intakeJournal), err)
 			}
 		}()
 	}
 	// The log's checkpoints: a writer signs them, a reader witnesses.
 	// Set up before serve.json names this server.
-	checkpoints, closeTree, err := checkpointActor(ctx, g, b, wp.reader, wp.ckpt, web)
+	checkpoints, tree, err := checkpointActor(ctx, g, b, wp.reader, wp.ckpt, web)
 	if err != nil {
 		return err
 	}
-	defer closeTree()
+	defer tree.Close()
 	if err := b.nc.Flush(); err != nil { // the server has the subscriptions before serve.json names it
 		return fmt.Errorf("serve the API: %w", err)
 	}
@@ -490,13 +458,13 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		defer os.Remove(dd.path("serve.json"))
 	}
-	fmt.Fprintf(g.stderr, "logbook serve: data %s\n", dd)
+	say("data %s", dd)
 	if b.srv != nil {
-		fmt.Fprintf(g.stderr, "logbook serve: listening on %s (credentials in %s)\n", b.srv.ClientURL(), dd.path("creds.json"))
+		say("listening on %s (credentials in %s)", b.srv.ClientURL(), dd.path("creds.json"))
 	}
-	fmt.Fprintf(g.stderr, "logbook serve: durability: %s\n", durability)
+	say("durability: %s", durability)
 	if wp.reader {
-		fmt.Fprintf(g.stderr, "logbook serve: role reader: building the projection and answering %s on %s*; appending nothing\n", strings.Join(readVerbs, ", "), prefix)
+		say("role reader: building the projection and answering %s on %s*; appending nothing", strings.Join(host.ReadVerbs, ", "), prefix)
 	}
 	wb := b
 	if b.srv != nil && wp.n > 0 {
@@ -506,7 +474,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		wb.nc.SetErrorHandler(servelog.NATSErrors(g.stderr))
 		defer wb.Close()
 		if sk != nil && wb.log.Verifier() != nil {
-			sk.logs = append(sk.logs, wb.log)
+			sk.Logs = append(sk.Logs, wb.log)
 		}
 	}
 	if sk != nil {
@@ -514,7 +482,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		skDone := make(chan struct{})
 		go func() {
 			defer close(skDone)
-			sk.run(skCtx)
+			sk.Run(skCtx)
 		}()
 		defer func() { stopSK(); <-skDone }()
 	}
@@ -523,7 +491,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	if wp.n > 0 {
-		fmt.Fprintf(g.stderr, "logbook serve: %s\n", plural(wp.n, "sandbox worker"))
+		say("%s", plural(wp.n, "sandbox worker"))
 	}
 
 	var grp run.Group
@@ -552,9 +520,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	{
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {
-			health.Probe(ctx, b.log, func(format string, args ...any) {
-				fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
-			})
+			health.Probe(ctx, b.log, say)
 			return nil
 		}, func(error) { cancel() })
 	}
@@ -571,9 +537,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	{
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {
-			return host.RunProjector(ctx, svc.Runner, health, func(format string, args ...any) {
-				fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
-			})
+			return host.RunProjector(ctx, svc.Runner, health, say)
 		}, func(error) { cancel() })
 	}
 	{
@@ -591,10 +555,10 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			}
 			host.DrainSpool(ctx, svc.DrainSpool, kick, func(n int, err error) {
 				if err != nil {
-					fmt.Fprintf(g.stderr, "logbook serve: spool: %v\n", err)
+					say("spool: %v", err)
 					return
 				}
-				fmt.Fprintf(g.stderr, "logbook serve: delivered %s\n", plural(n, "spooled hook payload"))
+				say("delivered %s", plural(n, "spooled hook payload"))
 				web.ObserveSpool(n)
 			})
 			return nil
@@ -605,7 +569,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	if watch != nil {
-		fmt.Fprintf(g.stderr, "logbook serve: following transcripts under %s\n", strings.Join(wp.live.watch, ", "))
+		say("following transcripts under %s", strings.Join(wp.live.watch, ", "))
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error { return watch(ctx) }, func(error) { cancel() })
 	}
@@ -621,7 +585,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	}
 	if web != nil {
 		web.Metrics.Registry().MustRegister(health.Gauge())
-		fmt.Fprintf(g.stderr, "logbook serve: board, API and metrics on %s\n", web.URL())
+		say("board, API and metrics on %s", web.URL())
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error { return web.Run(ctx) }, func(error) { cancel() })
 	}
@@ -645,9 +609,9 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	}
 	err = streamLost(b.log, sid, grp.Run())
 	if errors.Is(err, natslog.ErrStreamLost) {
-		fmt.Fprintf(g.stderr, "logbook serve: %v: the log is gone; stopping\n", err)
+		say("%v: the log is gone; stopping", err)
 	}
-	fmt.Fprintf(g.stderr, "logbook serve: stopped\n")
+	say("stopped")
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -717,17 +681,6 @@ func openViews(ctx context.Context, g *globals, b *backend) (*projections.Store,
 	return store, nil
 }
 
-// redactURL hides the password of each comma-separated NATS URL in s.
-func redactURL(s string) string {
-	parts := strings.Split(s, ",")
-	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-			parts[i] = u.Redacted()
-		}
-	}
-	return strings.Join(parts, ",")
-}
-
 // checkServeCreds refuses, as a usage error, --creds of a role that
 // cannot do what serve --role role does: serve answers the API, which
 // takes serve credentials (a writer's may only call it), and a follower
@@ -750,4 +703,10 @@ func checkServeCreds(g *globals, role string) error {
 		return nil
 	}
 	return usageErrorf("--creds %s: role %s; serve --role %s answers requests, which takes %s credentials (`logbook creds cluster` writes %s.json)", g.credsPath, c.Role, role, want, want)
+}
+
+// newServeKey makes a key for serve to sign with, kept only in memory:
+// "serve@<host>", role serve.
+func newServeKey() (*attestation.Key, error) {
+	return attestation.NewKey("serve@"+hostName(), attestation.RoleServe)
 }
