@@ -495,13 +495,16 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	}
 
 	var grp run.Group
-	{
+	// actor adds run to grp with a context of its own, cancelled when
+	// grp stops it.
+	actor := func(run func(context.Context) error) {
 		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error {
-			<-ctx.Done()
-			return nil
-		}, func(error) { cancel() })
+		grp.Add(func() error { return run(ctx) }, func(error) { cancel() })
 	}
+	actor(func(ctx context.Context) error {
+		<-ctx.Done()
+		return nil
+	})
 	if !wp.reader {
 		dirs := []string{string(dd), dd.path("views"), dd.path("spool")}
 		if b.srv != nil {
@@ -517,95 +520,69 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if err != nil {
 		return err
 	}
-	{
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error {
-			health.Probe(ctx, b.log, say)
+	actor(func(ctx context.Context) error {
+		health.Probe(ctx, b.log, say)
+		return nil
+	})
+	actor(func(ctx context.Context) error { return b.log.WatchStream(ctx, sid, time.Second) })
+	actor(checkpoints)
+	actor(func(ctx context.Context) error { return host.RunProjector(ctx, svc.Runner, health, say) })
+	kick, stopKick, err := host.SpoolKicks(svc.Spool.Dir(), b.nc)
+	if err != nil {
+		return err
+	}
+	actor(func(ctx context.Context) error {
+		defer stopKick()
+		if wp.reader {
+			<-ctx.Done() // a reader's hooks wait in its spool for a writer
 			return nil
-		}, func(error) { cancel() })
-	}
-	{
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error {
-			return b.log.WatchStream(ctx, sid, time.Second)
-		}, func(error) { cancel() })
-	}
-	{
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error { return checkpoints(ctx) }, func(error) { cancel() })
-	}
-	{
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error {
-			return host.RunProjector(ctx, svc.Runner, health, say)
-		}, func(error) { cancel() })
-	}
-	{
-		ctx, cancel := context.WithCancel(ctx)
-		kick, stopKick, err := host.SpoolKicks(svc.Spool.Dir(), b.nc)
-		if err != nil {
-			cancel()
-			return err
 		}
-		grp.Add(func() error {
-			defer stopKick()
-			if wp.reader {
-				<-ctx.Done() // a reader's hooks wait in its spool for a writer
-				return nil
+		host.DrainSpool(ctx, svc.DrainSpool, kick, func(n int, err error) {
+			if err != nil {
+				say("spool: %v", err)
+				return
 			}
-			host.DrainSpool(ctx, svc.DrainSpool, kick, func(n int, err error) {
-				if err != nil {
-					say("spool: %v", err)
-					return
-				}
-				say("delivered %s", plural(n, "spooled hook payload"))
-				web.ObserveSpool(n)
-			})
-			return nil
-		}, func(error) { cancel() })
-	}
+			say("delivered %s", plural(n, "spooled hook payload"))
+			web.ObserveSpool(n)
+		})
+		return nil
+	})
 	watch, err := wp.live.watcher(svc, g.stderr)
 	if err != nil {
 		return err
 	}
 	if watch != nil {
 		say("following transcripts under %s", strings.Join(wp.live.watch, ", "))
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error { return watch(ctx) }, func(error) { cancel() })
+		actor(watch)
 	}
 	if !wp.reader {
 		// Reviews a stopped server left open: no hook waits for them.
 		// Then the policy file is followed as it changes.
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error {
+		actor(func(ctx context.Context) error {
 			sweepReviews(ctx, gs, g.stderr)
 			gs.Gate.WatchPolicies(ctx)
 			return nil
-		}, func(error) { cancel() })
+		})
 	}
 	if web != nil {
 		web.Metrics.Registry().MustRegister(health.Gauge())
 		say("board, API and metrics on %s", web.URL())
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error { return web.Run(ctx) }, func(error) { cancel() })
+		actor(web.Run)
 	}
 	if rc := wp.live.reconciler(svc, g.stderr); rc != nil && !wp.reader {
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error { return rc.Run(ctx) }, func(error) { cancel() })
+		actor(rc.Run)
 	}
 	if !wp.reader {
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error { return runWorkspaces(ctx, b, svc, g.stderr) }, func(error) { cancel() })
+		actor(func(ctx context.Context) error { return runWorkspaces(ctx, b, svc, g.stderr) })
 	}
 	for _, w := range workers {
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error {
+		actor(func(ctx context.Context) error {
 			err := w.Run(ctx)
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("worker %s: %w", w.Identity().ID, err)
-		}, func(error) { cancel() })
+		})
 	}
 	err = streamLost(b.log, sid, grp.Run())
 	if errors.Is(err, natslog.ErrStreamLost) {

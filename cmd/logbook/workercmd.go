@@ -17,7 +17,6 @@ import (
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/servelog"
 	"github.com/logbook-dev/logbook/adapters/worker"
-	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/sandbox"
 )
 
@@ -140,25 +139,9 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 	return ws, nil
 }
 
-// hiddenPaths returns what restricted commands must not see, the data
-// dir dd and the credential paths in the worker's home, and the
-// directories in them where workspaces lie (Logbook's workspaces root,
-// and the one inside the data dir where they went before), which they are
-// hidden around at each command's start.
-func hiddenPaths(dd string) (hide, keep []string) {
-	hide = []string{dd}
-	if home, err := os.UserHomeDir(); err == nil {
-		hide = append(hide, sandbox.CredentialPaths(home)...)
-	}
-	for _, root := range []func() (string, error){wsadapter.DefaultRoot, wsadapter.LegacyRoot} {
-		if r, err := root(); err == nil {
-			if real, err := filepath.EvalSymlinks(r); err == nil {
-				keep = append(keep, real)
-			}
-		}
-	}
-	return hide, keep
-}
+// hiddenPaths returns what restricted commands must not see, and the
+// workspace roots inside it they are hidden around (worker.HiddenPaths).
+func hiddenPaths(dd string) (hide, keep []string) { return worker.HiddenPaths(dd) }
 
 func workerCmd(g *globals) *cobra.Command {
 	var f workerFlags
