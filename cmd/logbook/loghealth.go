@@ -43,22 +43,6 @@ func serveStatus(ctx context.Context, g *globals, dd dataDir) (api.StatusReply, 
 	return st, err
 }
 
-// staleOf returns the api.Stale of an answer resp of verb, as a Caller
-// decoded it: a sessions page kept undecoded (*[]byte) is read as far as
-// its head, any other answer that embeds an api.Stale says its own. The
-// zero Stale for the rest.
-func staleOf(verb string, resp any) api.Stale {
-	switch r := resp.(type) {
-	case *[]byte:
-		if verb == api.VerbSessions {
-			return api.PageStale(*r)
-		}
-	case interface{ StaleInfo() api.Stale }:
-		return r.StaleInfo()
-	}
-	return api.Stale{}
-}
-
 // staleNote says on stderr that what a command printed was read from the
 // server's projection while its log did not answer (st): as a line for a
 // person, or, with --json, as one JSON object with st's fields
@@ -135,35 +119,8 @@ func logUnavailable(err error) error {
 	return fmt.Errorf("log unavailable: no leader for stream %s: %w", natslog.StreamName, err)
 }
 
-// staleCheckEvery is how often untilDown asks the server whether its log
-// answers.
-const staleCheckEvery = time.Second
-
-// untilDown runs f, and while it runs asks the server b reaches every
-// staleCheckEvery whether its log answers (backend.logDown): once the
-// server says it does not, f's context is cancelled and, once f has
-// returned, untilDown reports down (f's error dropped). Otherwise it
-// returns f's error. For a read that may answer from the projection: a
-// wait on the log (its stream opened, its subjects listed) that began
-// just as the cluster lost its quorum ends when serve notices, not after
-// natslog.ElectionWait.
+// untilDown runs f until it returns or the server b reaches says its
+// log does not answer (backend.logDown; api.UntilDown), and reports which.
 func (b *backend) untilDown(ctx context.Context, f func(context.Context) error) (down bool, err error) {
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- f(fctx) }()
-	t := time.NewTicker(staleCheckEvery)
-	defer t.Stop()
-	for {
-		select {
-		case err := <-done:
-			return false, err
-		case <-t.C:
-			if b.logDown(ctx) {
-				cancel()
-				<-done
-				return true, nil
-			}
-		}
-	}
+	return api.UntilDown(ctx, b.logDown, f)
 }
