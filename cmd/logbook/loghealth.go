@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -81,43 +80,20 @@ func logWaitFlag(cmd *cobra.Command, g *globals) {
 	}
 }
 
-// openLogWithin is natslog.Open, then a question only the stream's
-// leader answers (its last sequence), together waiting at most wait (0:
-// Open alone, which waits up to natslog.ElectionWait) for a stream leader
-// to answer; past it the error says the log is unavailable and names the
-// stream. A stream's info may be answered without a leader, its messages
-// are not.
+// openLogWithin is natslog.OpenWithin: the log, once a stream leader
+// answered within wait (0: natslog.Open alone); past it the error says
+// the log is unavailable, names the stream and --wait.
 func openLogWithin(ctx context.Context, nc *nats.Conn, cfg natslog.Config, wait time.Duration) (*natslog.Log, error) {
-	if wait <= 0 {
-		return natslog.Open(ctx, nc, cfg)
+	l, err := natslog.OpenWithin(ctx, nc, cfg, wait)
+	if we, ok := errors.AsType[*natslog.LeaderWaitError](err); ok {
+		return nil, fmt.Errorf("log unavailable: no leader for stream %s answered within %s (--wait): %w", natslog.StreamName, wait, we.Err)
 	}
-	octx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	l, err := natslog.Open(octx, nc, cfg)
-	if err == nil {
-		if _, err = l.LastSeq(octx); err != nil {
-			l.Close()
-		}
-	}
-	if err != nil && ctx.Err() == nil && (octx.Err() != nil || natslog.Unavailable(err)) {
-		return nil, fmt.Errorf("log unavailable: no leader for stream %s answered within %s (--wait): %w", natslog.StreamName, wait, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
+	return l, err
 }
 
-// logUnavailable returns err, when it says the log does not answer
-// (natslog.Unavailable: a cluster without a stream leader), as the error
-// of a command that needs the log: "log unavailable: no leader for
-// stream LOGBOOK: …". Any other err is returned as it is.
-func logUnavailable(err error) error {
-	if err == nil || !natslog.Unavailable(err) || strings.HasPrefix(err.Error(), "log unavailable") {
-		return err
-	}
-	return fmt.Errorf("log unavailable: no leader for stream %s: %w", natslog.StreamName, err)
-}
+// logUnavailable names err as the log being unavailable when it says so
+// (natslog.NameUnavailable).
+func logUnavailable(err error) error { return natslog.NameUnavailable(err) }
 
 // untilDown runs f until it returns or the server b reaches says its
 // log does not answer (backend.logDown; api.UntilDown), and reports which.
