@@ -73,3 +73,16 @@ func StartRoles(ctx context.Context, dir datadir.Dir, mode natslog.Fsync, listen
 	}
 	return srv, nil
 }
+
+// SayHealed returns a StartRoles healed function that tells, through
+// say, of each restart of JetStream to clear a store write error, and of
+// a restart that failed (serve must then be restarted).
+func SayHealed(say func(format string, args ...any)) func(writeError string, err error) {
+	return func(werr string, err error) {
+		if err != nil {
+			say("the log's store refused a write (%s) and could not be restarted: %v; restart serve", werr, err)
+			return
+		}
+		say("the log's store takes writes again: JetStream restarted to clear its write error (%s)", werr)
+	}
+}

@@ -257,13 +257,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		b.nc = nc
 	} else {
-		srv, err := host.StartRoles(ctx, dd.dir(), mode, listen, admin, cfg, func(werr string, err error) {
-			if err != nil {
-				say("the log's store refused a write (%s) and could not be restarted: %v; restart serve", werr, err)
-				return
-			}
-			say("the log's store takes writes again: JetStream restarted to clear its write error (%s)", werr)
-		})
+		srv, err := host.StartRoles(ctx, dd.dir(), mode, listen, admin, cfg, host.SayHealed(say))
 		if err != nil {
 			return err
 		}

@@ -7,9 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -56,41 +53,22 @@ func (f workerFlags) check() error {
 	return nil
 }
 
-// sandboxAllow returns the allowlist of restricted commands:
-// sandbox.DefaultAllow for the worker's home and environment unless vals
-// holds "none", then each of vals (sandbox.ParseAllow).
+// sandboxAllow returns the allowlist of restricted commands for the
+// worker's home and environment (worker.Allowlist); a value it refuses
+// is a usage error naming --sandbox-allow.
 func sandboxAllow(vals []string) ([]sandbox.Allow, error) {
 	home, _ := os.UserHomeDir()
-	var out []sandbox.Allow
-	if !slices.Contains(vals, "none") {
-		out = sandbox.DefaultAllow(home, os.Getenv)
+	out, err := worker.Allowlist(vals, home, os.Getenv)
+	if ae, ok := errors.AsType[*worker.AllowError](err); ok {
+		switch {
+		case ae.Missing:
+			return nil, usageErrorf("--sandbox-allow %q: %s does not exist or cannot be read", ae.Value, ae.Path)
+		case ae.Home:
+			return nil, usageErrorf("--sandbox-allow: %s is, through a symbolic link, the home directory or above it: name a directory inside it", ae.Path)
+		}
+		return nil, usageErrorf("--sandbox-allow %q: %s", ae.Value, ae.Why)
 	}
-	for _, v := range vals {
-		if v == "none" {
-			continue
-		}
-		a, err := sandbox.ParseAllow(v, home)
-		if err != nil {
-			return nil, usageErrorf("--sandbox-allow %q: %s", v, strings.TrimPrefix(strings.TrimPrefix(err.Error(), fmt.Sprintf("allow %q: ", v)), sandbox.ErrInvalidSpec.Error()+": "))
-		}
-		if _, err := os.Stat(a.Path); err != nil {
-			// Only the defaults may be absent (skipped at each start): a
-			// path a person named is checked now.
-			return nil, usageErrorf("--sandbox-allow %q: %s does not exist or cannot be read", v, a.Path)
-		}
-		out = append(out, a)
-	}
-	// Pinned now: a restricted command's start leaves out an entry that
-	// has come to resolve elsewhere (sandbox.Allow).
-	out = sandbox.ResolveAllow(out)
-	if h, err := filepath.EvalSymlinks(home); err == nil {
-		for _, a := range out {
-			if a.Path == h || strings.HasPrefix(h, a.Path+"/") || a.Path == "/" {
-				return nil, usageErrorf("--sandbox-allow: %s is, through a symbolic link, the home directory or above it: name a directory inside it", a.Path)
-			}
-		}
-	}
-	return out, nil
+	return out, err
 }
 
 // allowStrings returns allow as sandbox.Allow's String gives each, for
@@ -180,17 +158,7 @@ commands it runs and records their exits.`,
 			if err != nil {
 				return err
 			}
-			wctx, cancel := context.WithCancelCause(ctx)
-			defer cancel(nil)
-			go func() {
-				if err := b.log.WatchStream(wctx, sid, time.Second); err != nil {
-					cancel(err)
-				}
-			}()
-			err = ws[0].Run(wctx)
-			if cause := context.Cause(wctx); errors.Is(cause, natslog.ErrStreamLost) {
-				err = cause
-			}
+			err = worker.RunWatched(ctx, ws[0], b.log, sid)
 			if err = streamLost(b.log, sid, err); errors.Is(err, natslog.ErrStreamLost) {
 				return fmt.Errorf("%w: the log is gone; stopping", err)
 			}
