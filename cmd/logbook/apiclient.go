@@ -58,7 +58,7 @@ func withAPI(ctx context.Context, g *globals, fn func(b *backend, call api.Calle
 				return api.Call(ctx, b.nc, b.api, verb, req, resp)
 			}
 			err := api.Call(api.AllowStale(ctx), b.nc, b.api, verb, req, resp)
-			if st := staleOf(verb, resp); err == nil && st.IsStale() && !stale.IsStale() {
+			if st := api.StaleOf(verb, resp); err == nil && st.IsStale() && !stale.IsStale() {
 				stale = st
 			}
 			return err

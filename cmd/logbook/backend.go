@@ -280,9 +280,7 @@ func (b *backend) settle(ctx context.Context) {
 	if !b.remote || b.api == api.AnyPrefix || b.asked {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, api.IntakeWait+time.Second)
-	defer cancel()
-	_ = api.Call(ctx, b.nc, b.api, api.VerbStatus, struct{}{}, &api.StatusReply{})
+	_, _ = api.AskStatus(ctx, b.nc, b.api)
 }
 
 // logDown asks the server b reaches for its status, as settle does, and
@@ -291,10 +289,8 @@ func (b *backend) settle(ctx context.Context) {
 // answer within api.IntakeWait (or an older one that does not say) is
 // taken as one whose log answers.
 func (b *backend) logDown(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, api.IntakeWait+time.Second)
-	defer cancel()
-	var st api.StatusReply
-	if err := api.Call(ctx, b.nc, b.api, api.VerbStatus, struct{}{}, &st); err != nil {
+	st, err := api.AskStatus(ctx, b.nc, b.api)
+	if err != nil {
 		return false
 	}
 	b.asked = true

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,10 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
@@ -59,67 +57,12 @@ client cannot see or set it.`,
 			if c, err := readCreds(g.credsPath); err == nil && c.Role != string(natslog.RoleAdmin) {
 				return fmt.Errorf("--creds %s: role %s; creating the stream takes admin credentials", g.credsPath, c.Role)
 			}
-			// Nodes that have just started may not listen yet, and a
-			// cluster answers nothing, or "temporarily unavailable", until
-			// it has elected a JetStream meta leader: wait for both, up to
-			// --wait, each attempt's connect and requests bounded by the
-			// time left (attemptTimeout).
-			deadline := time.Now().Add(wait)
-			var nc *nats.Conn
-			for {
-				nc, err = natslog.Connect(g.natsURL, append(opts, nats.Timeout(attemptTimeout(deadline)), nats.MaxReconnects(3))...)
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, nats.ErrNoServers) && !errors.Is(err, nats.ErrTimeout) || ctx.Err() != nil {
-					return err
-				}
-				if time.Now().After(deadline) {
-					return fmt.Errorf("stream %s on %s: no node answered within --wait %s: %w", natslog.StreamName, redactURL(g.natsURL), wait, err)
-				}
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(250 * time.Millisecond):
-				}
-			}
-			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				return err
-			}
-			var existed bool
-			for {
-				actx, cancel := context.WithTimeout(ctx, attemptTimeout(deadline))
-				_, err = js.Stream(actx, natslog.StreamName)
-				existed = err == nil
-				if err == nil || errors.Is(err, jetstream.ErrStreamNotFound) {
-					var l *natslog.Log
-					if l, err = natslog.Open(actx, nc, natslog.Config{Replicas: replicas}); err == nil {
-						l.Close()
-						cancel()
-						break
-					}
-				}
-				cancel()
-				if !natslog.Unserved(ctx, err) {
-					return fmt.Errorf("stream %s on %s: %w", natslog.StreamName, redactURL(g.natsURL), err)
-				}
-				if time.Now().After(deadline) {
-					return fmt.Errorf("stream %s on %s: the cluster did not answer within --wait %s (no JetStream meta leader elected?): %w", natslog.StreamName, redactURL(g.natsURL), wait, err)
-				}
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(250 * time.Millisecond):
-				}
-			}
-			st, err := js.Stream(ctx, natslog.StreamName)
-			if err != nil {
-				return err
-			}
-			info, err := st.Info(ctx)
-			if err != nil {
+			info, existed, err := natslog.InitStream(ctx, g.natsURL, opts, replicas, wait)
+			if we, ok := errors.AsType[*natslog.InitWaitError](err); ok && we.Leader {
+				return fmt.Errorf("stream %s on %s: the cluster did not answer within --wait %s (no JetStream meta leader elected?): %w", natslog.StreamName, natslog.RedactURL(g.natsURL), wait, we.Err)
+			} else if ok {
+				return fmt.Errorf("stream %s on %s: no node answered within --wait %s: %w", natslog.StreamName, natslog.RedactURL(g.natsURL), wait, we.Err)
+			} else if err != nil {
 				return err
 			}
 			what := "created"
@@ -189,7 +132,7 @@ serve (the gate's, verify's): keep it where no agent runs.`,
 			for _, r := range natslog.Roles {
 				users = append(users, natslog.User{Name: string(r), Password: natslog.NewPassword(), Role: r})
 			}
-			conf, err := natslog.AuthorizationConf(users, grants())
+			conf, err := natslog.AuthorizationConf(users, host.Grants())
 			if err != nil {
 				return err
 			}
@@ -210,12 +153,4 @@ serve (the gate's, verify's): keep it where no agent runs.`,
 	cmd.Flags().StringVar(&out, "out", "", "directory to write users.conf and the credentials files in")
 	cmd.Flags().StringVar(&url, "url", "", "the cluster's client URLs, comma-separated, written into each credentials file")
 	return cmd
-}
-
-// attemptTimeout is how long one attempt of stream init (a connect, or
-// a JetStream request) may take: the time left until deadline, at most
-// 5 s (the JetStream default) and at least 1 s, so that --wait 0
-// makes one short attempt and a long --wait many.
-func attemptTimeout(deadline time.Time) time.Duration {
-	return min(max(time.Until(deadline), time.Second), 5*time.Second)
 }

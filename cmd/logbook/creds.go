@@ -11,12 +11,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/datadir"
-	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
-	"github.com/logbook-dev/logbook/adapters/worker"
 )
 
 // creds is a credentials file's content (datadir.Creds).
@@ -37,44 +34,6 @@ func (d dataDir) roleCredentials(role natslog.Role) (creds, error) {
 // credentials returns the writer's credentials (creds.json): what serve,
 // hook and the CLI connect with.
 func (d dataDir) credentials() (creds, error) { return d.roleCredentials(natslog.RoleWriter) }
-
-// grants names the subjects of the workers and the API for the roles.
-func grants() natslog.Grants {
-	return natslog.Grants{
-		WorkerDurable:     worker.DurableName,
-		WorkerBuckets:     []string{worker.HeartbeatBucket, worker.ClaimBucket},
-		WriterReadBuckets: []string{worker.HeartbeatBucket},
-		API:               "logbook.api.>",
-		WorkerControl:     "logbook.worker.>",
-		ReadAPI:           readAPI(readVerbs...),
-		FollowerAPI:       followerAPI(readVerbs...),
-		Checkpoints:       merkle.CheckpointStream,
-		CheckpointPublish: merkle.CheckpointSubject,
-		CosignPublish:     merkle.CosignSubjects,
-	}
-}
-
-// readVerbs are the API verbs that only read: what RoleReader may call,
-// and what serve --role reader answers (on its follower prefix).
-var readVerbs = []string{api.VerbSessions, api.VerbSession, api.VerbVerify, api.VerbStatus, api.VerbCommands, api.VerbCommand, api.VerbWorkspaces, api.VerbWorkspaceAt}
-
-// readAPI returns the API subjects of verbs on every server.
-func readAPI(verbs ...string) []string {
-	var s []string
-	for _, v := range verbs {
-		s = append(s, "logbook.api.*."+v)
-	}
-	return s
-}
-
-// followerAPI returns the subjects of verbs on every follower.
-func followerAPI(verbs ...string) []string {
-	var s []string
-	for _, v := range verbs {
-		s = append(s, api.FollowerRoot+"*."+v)
-	}
-	return s
-}
 
 // adminCredentials returns the admin credentials serve starts its
 // embedded server with: those in file (--admin-creds), or a user with a
@@ -229,38 +188,6 @@ are never issued: the embedded server's live only in the serve process.`,
 	return cmd
 }
 
-// startRoles starts the data dir's embedded server with a user per role
-// (embeddedUsers) and, as admin, creates the stream or checks its
-// settings (natslog.Open); then it drops the admin connection. The
-// server's own connection is serve's. healed is told of each restart of
-// JetStream that clears a store write error (natslog.EmbeddedConfig).
-func startRoles(ctx context.Context, dd dataDir, mode natslog.Fsync, listen string, admin creds, cfg natslog.Config, healed func(writeError string, err error)) (*natslog.Server, error) {
-	users, err := dd.dir().EmbeddedUsers(admin)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{
-		StoreDir: dd.path("jetstream"), Fsync: mode, Listen: listen, Users: users, Grants: grants(),
-		Healed: healed,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("start log in %s: %w", dd, err)
-	}
-	anc, err := srv.ConnectAs(natslog.RoleAdmin)
-	if err == nil {
-		var l *natslog.Log
-		if l, err = natslog.Open(ctx, anc, cfg); err == nil {
-			l.Close()
-		}
-		anc.Close()
-	}
-	if err != nil {
-		srv.Shutdown()
-		return nil, err
-	}
-	return srv, nil
-}
-
 // as returns a backend on b's embedded server that connects in process
 // as role, with a Log of its own opened with cfg. Close it before b.
 func (b *backend) as(ctx context.Context, role natslog.Role, cfg natslog.Config) (*backend, error) {
@@ -281,13 +208,13 @@ func (b *backend) as(ctx context.Context, role natslog.Role, cfg natslog.Config)
 func (g *globals) connectError(url string, err error) error {
 	switch {
 	case errors.Is(err, nats.ErrAuthorization) && g.natsURL != "" && g.credsPath == "":
-		return fmt.Errorf("the server at %s refused a connection without credentials: use --creds FILE or LOGBOOK_CREDS (e.g. writer.json from `logbook creds cluster`): %w", redactURL(url), err)
+		return fmt.Errorf("the server at %s refused a connection without credentials: use --creds FILE or LOGBOOK_CREDS (e.g. writer.json from `logbook creds cluster`): %w", natslog.RedactURL(url), err)
 	case errors.Is(err, nats.ErrAuthorization) && g.credsPath != "":
-		return fmt.Errorf("the server at %s refused the credentials in %s: %w", redactURL(url), g.credsPath, err)
+		return fmt.Errorf("the server at %s refused the credentials in %s: %w", natslog.RedactURL(url), g.credsPath, err)
 	case errors.Is(err, nats.ErrNoServers) && g.natsURL != "" && g.credsPath == "":
-		return fmt.Errorf("no server at %s took the connection (none answered, or each refused one without credentials: use --creds FILE or LOGBOOK_CREDS): %w", redactURL(url), err)
+		return fmt.Errorf("no server at %s took the connection (none answered, or each refused one without credentials: use --creds FILE or LOGBOOK_CREDS): %w", natslog.RedactURL(url), err)
 	case errors.Is(err, nats.ErrNoServers) && g.natsURL != "":
-		return fmt.Errorf("no server at %s took the connection (none answered, or each refused the credentials in %s): %w", redactURL(url), g.credsPath, err)
+		return fmt.Errorf("no server at %s took the connection (none answered, or each refused the credentials in %s): %w", natslog.RedactURL(url), g.credsPath, err)
 	}
 	return err
 }

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/datadir"
@@ -22,37 +19,11 @@ func (d dataDir) path(elem ...string) string {
 }
 
 // resolveDataDir picks the data directory: the flag, then $LOGBOOK_DATA,
-// then $XDG_DATA_HOME/logbook, then ~/.local/share/logbook.
+// then $XDG_DATA_HOME/logbook, then ~/.local/share/logbook
+// (datadir.Resolve).
 func resolveDataDir(flag string) (dataDir, error) {
-	dir := flag
-	if dir == "" {
-		dir = os.Getenv("LOGBOOK_DATA")
-	}
-	if dir == "" {
-		if x := os.Getenv("XDG_DATA_HOME"); x != "" {
-			dir = filepath.Join(x, "logbook")
-		}
-	}
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("data dir: %w (set --data or LOGBOOK_DATA)", err)
-		}
-		dir = filepath.Join(home, ".local", "share", "logbook")
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("data dir %s: %w", dir, err)
-	}
-	// A data dir that is a file (a mistyped --data naming one) is
-	// refused here, before anything looks for what is inside it.
-	switch st, err := os.Stat(abs); {
-	case err == nil && !st.IsDir():
-		return "", fmt.Errorf("data dir %s is not a directory: give --data (or $LOGBOOK_DATA) a directory, new or holding Logbook data", abs)
-	case errors.Is(err, syscall.ENOTDIR):
-		return "", fmt.Errorf("data dir %s: a part of its path is a file, not a directory: give --data (or $LOGBOOK_DATA) a directory", abs)
-	}
-	return dataDir(abs), nil
+	d, err := datadir.Resolve(flag)
+	return dataDir(d), err
 }
 
 // dir returns d as a datadir.Dir.

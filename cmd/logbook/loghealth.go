@@ -5,141 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
-	"github.com/logbook-dev/logbook/projections"
 )
-
-// logHealth is what serve knows of its log's availability: since when it
-// has not answered (a cluster that lost its quorum, a stream leader being
-// elected for longer than a read waits) and why. serve keeps running
-// meanwhile: hooks go into its journal, reads are answered from its
-// projection, and the journal is appended, in order, once the log
-// answers again. Safe for concurrent use.
-type logHealth struct {
-	mu    sync.Mutex
-	since time.Time // zero while the log answers
-	why   string    // the last error that said it does not
-}
-
-// failed records err, an error natslog.Unavailable names, as the log not
-// answering (since now, unless it already was not).
-func (h *logHealth) failed(err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.since.IsZero() {
-		h.since = time.Now().UTC()
-	}
-	h.why = err.Error()
-}
-
-// ok records that the log answered; it reports whether it had not.
-func (h *logHealth) ok() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	was := !h.since.IsZero()
-	h.since, h.why = time.Time{}, ""
-	return was
-}
-
-// state returns since when the log has not answered (zero: it answers)
-// and the last error that said so.
-func (h *logHealth) state() (time.Time, string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.since, h.why
-}
-
-// logProbeEvery is how often serve asks its log whether it answers, and
-// logProbeWait how long one ask may take: past it the log is unavailable.
-const (
-	logProbeEvery = time.Second
-	logProbeWait  = 5 * time.Second
-)
-
-// probe asks l for its last sequence every logProbeEvery until ctx ends
-// and records the outcome in h, saying on stderr (through say) when the
-// log stops and starts answering.
-func (h *logHealth) probe(ctx context.Context, l *natslog.Log, say func(format string, args ...any)) {
-	t := time.NewTicker(logProbeEvery)
-	defer t.Stop()
-	for {
-		pctx, cancel := context.WithTimeout(ctx, logProbeWait)
-		_, err := l.LastSeq(pctx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err == nil:
-			if since, _ := h.state(); !since.IsZero() && h.ok() {
-				say("log available again after %s unavailable; appending what waits in the journal", time.Since(since).Round(time.Second))
-			}
-		case natslog.Unavailable(err):
-			if since, _ := h.state(); since.IsZero() {
-				say("log unavailable (%v); taking hooks into the journal and answering reads from the projection until it answers again", err)
-			}
-			h.failed(err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// statusReply answers the status verb: with the log's last sequence
-// while it answers, else at once from the projection with since when the
-// log is unavailable (a status never waits out a lost quorum).
-func (h *logHealth) statusReply(ctx context.Context, l *natslog.Log, store *projections.Store, durability string, waitIntake func(context.Context) error) (api.StatusReply, error) {
-	reply := api.StatusReply{Checkpoint: store.Checkpoint(), Durability: durability}
-	if since, why := h.state(); !since.IsZero() {
-		reply.LogUnavailableSince, reply.LogError = &since, why
-		return reply, nil
-	}
-	// The hooks taken on the socket before the call are in LastSeq.
-	if err := waitIntake(ctx); err != nil {
-		return reply, err
-	}
-	last, err := l.LastSeq(ctx)
-	if natslog.Unavailable(err) && ctx.Err() == nil { // not the caller's own deadline
-		h.failed(err)
-		since, why := h.state()
-		reply.LogUnavailableSince, reply.LogError = &since, why
-		return reply, nil
-	}
-	reply.LastSeq = last
-	return reply, err
-}
 
 // unavailableText is the line status and doctor print for a log that
-// does not answer: "log unavailable since 2026-12-02T04:01:02Z (1m3s): …".
-func unavailableText(since time.Time, why string) string {
-	return fmt.Sprintf("log unavailable since %s (%s): %s", since.Format(time.RFC3339), time.Since(since).Round(time.Second), why)
-}
-
-// gauge is logbook_log_unavailable_seconds: how long serve's log has not
-// answered, 0 while it answers.
-func (h *logHealth) gauge() prometheus.Collector {
-	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "logbook_log_unavailable_seconds",
-		Help: "How long the log has not answered (a cluster without quorum; reads come from the projection, hooks wait in the journal); 0 while it answers.",
-	}, func() float64 {
-		since, _ := h.state()
-		if since.IsZero() {
-			return 0
-		}
-		return time.Since(since).Seconds()
-	})
-}
+// does not answer (host.UnavailableText).
+func unavailableText(since time.Time, why string) string { return host.UnavailableText(since, why) }
 
 // serveStatus asks the serve that dd's serve.json names (or the one on
 // g's NATS URL) for its status over the API, within ctx. Unlike opening
@@ -162,22 +40,6 @@ func serveStatus(ctx context.Context, g *globals, dd dataDir) (api.StatusReply, 
 	}
 	err = api.Call(ctx, nc, prefix, api.VerbStatus, struct{}{}, &st)
 	return st, err
-}
-
-// staleOf returns the api.Stale of an answer resp of verb, as a Caller
-// decoded it: a sessions page kept undecoded (*[]byte) is read as far as
-// its head, any other answer that embeds an api.Stale says its own. The
-// zero Stale for the rest.
-func staleOf(verb string, resp any) api.Stale {
-	switch r := resp.(type) {
-	case *[]byte:
-		if verb == api.VerbSessions {
-			return api.PageStale(*r)
-		}
-	case interface{ StaleInfo() api.Stale }:
-		return r.StaleInfo()
-	}
-	return api.Stale{}
 }
 
 // staleNote says on stderr that what a command printed was read from the
@@ -218,73 +80,23 @@ func logWaitFlag(cmd *cobra.Command, g *globals) {
 	}
 }
 
-// openLogWithin is natslog.Open, then a question only the stream's
-// leader answers (its last sequence), together waiting at most wait (0:
-// Open alone, which waits up to natslog.ElectionWait) for a stream leader
-// to answer; past it the error says the log is unavailable and names the
-// stream. A stream's info may be answered without a leader, its messages
-// are not.
+// openLogWithin is natslog.OpenWithin: the log, once a stream leader
+// answered within wait (0: natslog.Open alone); past it the error says
+// the log is unavailable, names the stream and --wait.
 func openLogWithin(ctx context.Context, nc *nats.Conn, cfg natslog.Config, wait time.Duration) (*natslog.Log, error) {
-	if wait <= 0 {
-		return natslog.Open(ctx, nc, cfg)
+	l, err := natslog.OpenWithin(ctx, nc, cfg, wait)
+	if we, ok := errors.AsType[*natslog.LeaderWaitError](err); ok {
+		return nil, fmt.Errorf("log unavailable: no leader for stream %s answered within %s (--wait): %w", natslog.StreamName, wait, we.Err)
 	}
-	octx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	l, err := natslog.Open(octx, nc, cfg)
-	if err == nil {
-		if _, err = l.LastSeq(octx); err != nil {
-			l.Close()
-		}
-	}
-	if err != nil && ctx.Err() == nil && (octx.Err() != nil || natslog.Unavailable(err)) {
-		return nil, fmt.Errorf("log unavailable: no leader for stream %s answered within %s (--wait): %w", natslog.StreamName, wait, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
+	return l, err
 }
 
-// logUnavailable returns err, when it says the log does not answer
-// (natslog.Unavailable: a cluster without a stream leader), as the error
-// of a command that needs the log: "log unavailable: no leader for
-// stream LOGBOOK: …". Any other err is returned as it is.
-func logUnavailable(err error) error {
-	if err == nil || !natslog.Unavailable(err) || strings.HasPrefix(err.Error(), "log unavailable") {
-		return err
-	}
-	return fmt.Errorf("log unavailable: no leader for stream %s: %w", natslog.StreamName, err)
-}
+// logUnavailable names err as the log being unavailable when it says so
+// (natslog.NameUnavailable).
+func logUnavailable(err error) error { return natslog.NameUnavailable(err) }
 
-// staleCheckEvery is how often untilDown asks the server whether its log
-// answers.
-const staleCheckEvery = time.Second
-
-// untilDown runs f, and while it runs asks the server b reaches every
-// staleCheckEvery whether its log answers (backend.logDown): once the
-// server says it does not, f's context is cancelled and, once f has
-// returned, untilDown reports down (f's error dropped). Otherwise it
-// returns f's error. For a read that may answer from the projection: a
-// wait on the log (its stream opened, its subjects listed) that began
-// just as the cluster lost its quorum ends when serve notices, not after
-// natslog.ElectionWait.
+// untilDown runs f until it returns or the server b reaches says its
+// log does not answer (backend.logDown; api.UntilDown), and reports which.
 func (b *backend) untilDown(ctx context.Context, f func(context.Context) error) (down bool, err error) {
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- f(fctx) }()
-	t := time.NewTicker(staleCheckEvery)
-	defer t.Stop()
-	for {
-		select {
-		case err := <-done:
-			return false, err
-		case <-t.C:
-			if b.logDown(ctx) {
-				cancel()
-				<-done
-				return true, nil
-			}
-		}
-	}
+	return api.UntilDown(ctx, b.logDown, f)
 }

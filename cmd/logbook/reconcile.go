@@ -13,7 +13,6 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
-	"github.com/logbook-dev/logbook/adapters/codex"
 	"github.com/logbook-dev/logbook/adapters/reconcile"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -141,39 +140,7 @@ func (f liveFlags) watcher(svc *api.Service, stderr io.Writer) (func(context.Con
 		return nil, err
 	}
 	report := func(msg string) { fmt.Fprintf(stderr, "logbook serve: watch: %s\n", msg) }
-	// A Codex CLI sessions tree (~/.codex/sessions, or one holding
-	// rollout-*.jsonl files) is followed as rollouts, any other
-	// directory as Claude Code transcripts; both with the same watcher.
-	var claudeRoots, codexRoots []string
-	for _, d := range f.watch {
-		if codex.IsSessionsDir(d) {
-			codexRoots = append(codexRoots, d)
-		} else {
-			claudeRoots = append(claudeRoots, d)
-		}
-	}
-	return func(ctx context.Context) error {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		errs := make(chan error, 2)
-		n := 0
-		if len(claudeRoots) > 0 {
-			n++
-			go func() { errs <- svc.Ing.Watch(ctx, claude.WatchConfig{Roots: claudeRoots, Report: report}) }()
-		}
-		if len(codexRoots) > 0 {
-			n++
-			go func() { errs <- svc.Codex.Watch(ctx, codex.WatchConfig{Roots: codexRoots, Report: report}) }()
-		}
-		var first error
-		for range n {
-			if err := <-errs; err != nil && first == nil {
-				first = err
-				cancel() // one watcher could not start: stop the other
-			}
-		}
-		return first
-	}, nil
+	return func(ctx context.Context) error { return svc.WatchRoots(ctx, f.watch, report) }, nil
 }
 
 // reconciler returns serve's reconciler, nil when it is off (in-process

@@ -6,16 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"net/url"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/run"
 	"github.com/spf13/cobra"
 
@@ -24,7 +21,9 @@ import (
 	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/servelog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/replay"
@@ -73,14 +72,10 @@ was down.`,
 				}
 			}
 			// One format for everything serve logs.
-			g.stderr = newServeLog(g.stderr, logFormat)
+			g.stderr = servelog.New(g.stderr, logFormat)
 			g.acceptLoss, g.adminCreds = accept, admin
 			g.viewsCache = cacheMiB << 20
 			if pprofAt != "" {
-				// A heap profile then samples every 64 KiB allocated
-				// rather than every 512 KiB, fine enough to tell which
-				// cache holds a few hundred KiB more than an hour ago.
-				runtime.MemProfileRate = pprofMemRate
 				at, stop, err := listenPprof(cmd.Context(), pprofAt)
 				if err != nil {
 					return err
@@ -173,6 +168,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	for _, p := range pool {
 		wp = p
 	}
+	say := func(format string, args ...any) { fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...) }
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
 		return err
@@ -225,7 +221,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	// A command that only reads gives the lock up when asked: serve
 	// never refuses to start for a reader.
 	lock, err := dd.lockOver(ctx, "logbook serve", func(holder string) {
-		fmt.Fprintf(g.stderr, "logbook serve: waiting for %s, which only reads the data dir, to give it up\n", holder)
+		say("waiting for %s, which only reads the data dir, to give it up", holder)
 	})
 	if err != nil {
 		return err
@@ -236,7 +232,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	b := &backend{dd: dd, reg: events.NewRegistry(), lock: nil}
-	durability := "external NATS at " + redactURL(g.natsURL)
+	durability := "external NATS at " + natslog.RedactURL(g.natsURL)
 	cfg := natslog.Config{Registry: b.reg}
 	if mode == natslog.FsyncInterval && g.natsURL == "" {
 		cfg.MergeMin = events.MaxBatch + 1 // no fsync per publish: batches would only add cost
@@ -264,13 +260,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		b.nc = nc
 	} else {
-		srv, err := startRoles(ctx, dd, mode, listen, admin, cfg, func(werr string, err error) {
-			if err != nil {
-				fmt.Fprintf(g.stderr, "logbook serve: the log's store refused a write (%s) and could not be restarted: %v; restart serve\n", werr, err)
-				return
-			}
-			fmt.Fprintf(g.stderr, "logbook serve: the log's store takes writes again: JetStream restarted to clear its write error (%s)\n", werr)
-		})
+		srv, err := host.StartRoles(ctx, dd.dir(), mode, listen, admin, cfg, host.SayHealed(say))
 		if err != nil {
 			return err
 		}
@@ -278,15 +268,13 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		durability = srv.Durability()
 	}
 	defer b.Close()
-	b.nc.SetErrorHandler(natsErrors(g.stderr))
+	b.nc.SetErrorHandler(servelog.NATSErrors(g.stderr))
 	if b.log, err = natslog.Open(ctx, b.nc, cfg); err != nil {
 		return err
 	}
 	// A full disk pauses appends and the views' writes; serve probes and
 	// goes on once the disk takes writes again (adapters/diskfull).
-	pause := diskfull.NewPause(func(format string, args ...any) {
-		fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
-	})
+	pause := diskfull.NewPause(say)
 	defer pause.Close()
 	b.pause, b.viewsFS = pause, pause.ViewsFS(dd.path("views"))
 	store, err := openViews(ctx, g, b)
@@ -294,13 +282,13 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	defer store.Close()
-	var sk *serveKey // watches the key serve signs with, when it signs
+	var sk *host.KeyWatch // watches the key serve signs with, when it signs
 	if g.natsURL == "" && !wp.reader {
 		// serve signs with a key of its own, made now and kept only in
 		// memory, registered with the admin key; a log written before
 		// signing began is marked where it did. Nothing is appended
 		// before openViews has checked the log lost nothing.
-		key, err := attestation.NewKey("serve@"+hostName(), attestation.RoleServe)
+		key, err := newServeKey()
 		if err != nil {
 			return err
 		}
@@ -320,13 +308,19 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		if err != nil {
 			return err
 		}
-		sk = &serveKey{dd: dd, stderr: g.stderr, key: key, logs: []*natslog.Log{b.log}, rotate: admin != nil}
+		sk = &host.KeyWatch{Key: key, Logs: []*natslog.Log{b.log}, Journal: dd.path(intakeJournal), Say: say}
+		if admin != nil {
+			sk.NewKey = newServeKey
+			sk.Register = func(ctx context.Context, l *natslog.Log, k *attestation.Key) error {
+				return dd.startSigning(ctx, l, k, false)
+			}
+		}
 	}
 	switch {
 	case g.natsURL != "" && !pinned:
-		fmt.Fprintf(g.stderr, "logbook serve: no admin key pinned in %s: events are appended unsigned and read unjudged; pin the cluster's admin key with `logbook keys pin`\n", dd.keyPath("admin.pub"))
+		say("no admin key pinned in %s: events are appended unsigned and read unjudged; pin the cluster's admin key with `logbook keys pin`", dd.keyPath("admin.pub"))
 	case g.natsURL != "" && wp.reader:
-		fmt.Fprintf(g.stderr, "logbook serve: reads judged against the admin key %s\n", b.log.Verifier().AdminID())
+		say("reads judged against the admin key %s", b.log.Verifier().AdminID())
 	case g.natsURL != "":
 		// serve on a cluster signs with the data dir's serve key, which
 		// the cluster's admin registered on the log: every host learns
@@ -340,8 +334,8 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		// keys/serve.key is the cluster admin's to register: a revoked
 		// one is said, not replaced.
-		sk = &serveKey{dd: dd, stderr: g.stderr, key: key, logs: []*natslog.Log{b.log}}
-		fmt.Fprintf(g.stderr, "logbook serve: signing with key %s (%s); reads judged against the admin key %s\n", key.ID, key.Principal, b.log.Verifier().AdminID())
+		sk = &host.KeyWatch{Key: key, Logs: []*natslog.Log{b.log}, Journal: dd.path(intakeJournal), Say: say}
+		say("signing with key %s (%s); reads judged against the admin key %s", key.ID, key.Principal, b.log.Verifier().AdminID())
 	}
 	// Everything serve redacts follows redact.txt as it changes.
 	if b.rules, err = newLiveRules(dd, g.stderr, "logbook serve"); err != nil {
@@ -356,21 +350,19 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if !wp.reader {
 		// Opened before any verb is served: hooks taken before a stop
 		// are decided before the ones that come now.
-		in, err = api.OpenIntake(svc, dd.path(intakeJournal), func(format string, args ...any) {
-			fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
-		})
+		in, err = api.OpenIntake(svc, dd.path(intakeJournal), say)
 		if err != nil {
 			return err
 		}
 		defer in.Close()
 		if n := in.Pending(); n > 0 {
-			fmt.Fprintf(g.stderr, "logbook serve: appending first %s taken before the last stop (%s)\n", plural(n, "hook payload"), dd.path(intakeJournal))
+			say("appending first %s taken before the last stop (%s)", plural(n, "hook payload"), dd.path(intakeJournal))
 		}
 	}
 	verbs := svc.Handlers()
 	gs := gateService(b, svc, store, wp.gate, g.stderr)
 	maps.Copy(verbs, gs.Handlers())
-	health := &logHealth{}
+	health := &host.LogHealth{}
 	if b.srv == nil {
 		// While the cluster's log does not answer (no stream leader), the
 		// read verbs a client allows to be stale answer from the
@@ -378,10 +370,10 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		// writer still wait for it (api.AllowStale). The data dir's own
 		// server has no quorum to lose: a probe it does not answer in
 		// time is a slow machine, and reads keep catching up.
-		svc.LogState = health.state
+		svc.LogState = health.State
 	}
 	verbs[api.VerbStatus] = func(ctx context.Context, _ []byte) (any, error) {
-		reply, err := health.statusReply(ctx, b.log, store, durability, svc.WaitIntake)
+		reply, err := health.StatusReply(ctx, b.log, store, durability, svc.WaitIntake)
 		if err != nil {
 			return nil, err
 		}
@@ -394,24 +386,19 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		// A follower answers what a reader may ask, on its own prefix only
 		// (its credentials may not answer the shared one).
 		for v := range verbs {
-			if !slices.Contains(readVerbs, v) {
+			if !slices.Contains(host.ReadVerbs, v) {
 				delete(verbs, v)
 			}
 		}
 	}
-	var web *httpServer
+	var web *host.HTTP
 	if wp.http.addr != "" {
 		if web, err = newHTTP(wp.http, dd, b, store, svc, gs.Gate); err != nil {
 			return err
 		}
-		defer web.l.Close()
+		defer web.Close()
 		for verb, h := range verbs {
-			verbs[verb] = func(ctx context.Context, data []byte) (any, error) {
-				start := time.Now()
-				v, err := h(ctx, data)
-				web.metrics.ObserveAPI(verb, time.Since(start), err)
-				return v, err
-			}
+			verbs[verb] = web.Observe(verb, h)
 		}
 	}
 	prefix := apiPrefixFor(dd)
@@ -424,61 +411,19 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		defer logMu.Unlock()
 		fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
 	}
-	for verb, h := range verbs {
-		subjects := []string{prefix + verb, api.AnyPrefix + verb}
-		if wp.reader {
-			subjects = subjects[:1]
-		}
-		for _, subject := range subjects {
-			sub, err := api.Serve(b.nc, subject, h, logAPI)
-			if err != nil {
-				return fmt.Errorf("serve %s: %w", subject, err)
-			}
-			defer sub.Unsubscribe()
-		}
+	unsubscribe, err := host.ServeVerbs(b.nc, verbs, prefix, wp.reader, logAPI)
+	if err != nil {
+		return err
 	}
+	defer unsubscribe()
 	if in != nil {
-		// logbook-hook's way in: a Unix socket costs it neither NATS nor
-		// the network stack at start-up, and the intake journal answers
-		// it once its payload is on disk, before the log's batch.
-		sock, err := api.ListenSocket(dd.path(hooksock.Name))
+		stop, err := host.ServeIntake(ctx, in, dd.path(hooksock.Name), web.Observe(api.VerbHook, in.Accept), logAPI)
 		if err != nil {
 			return err
 		}
-		defer sock.Close()
-		h := in.Accept
-		if web != nil {
-			h = func(ctx context.Context, data []byte) (any, error) {
-				start := time.Now()
-				v, err := in.Accept(ctx, data)
-				web.metrics.ObserveAPI(api.VerbHook, time.Since(start), err)
-				return v, err
-			}
-		}
-		sockCtx, stopSock := context.WithCancel(ctx)
-		sockDone := make(chan struct{})
-		go func() {
-			defer close(sockDone)
-			api.ServeSocket(sockCtx, sock.UnixListener, api.VerbHook, h, logAPI)
-		}()
-		runCtx, stopRun := context.WithCancel(context.Background())
-		runDone := make(chan struct{})
-		go func() {
-			defer close(runDone)
-			in.Run(runCtx)
-		}()
 		defer func() {
-			// The socket first, so that nothing is taken after the last
-			// round; then what it took goes into the log while the log
-			// is still open. What does not stays in the journal.
-			stopSock()
-			<-sockDone
-			stopRun()
-			<-runDone
-			fctx, cancel := context.WithTimeout(context.Background(), intakeFlushWait)
-			defer cancel()
-			if left, err := in.Flush(fctx); left > 0 {
-				fmt.Fprintf(g.stderr, "logbook serve: %s left in %s for the next start: %v\n", plural(left, "hook payload"), dd.path(intakeJournal), err)
+			if left, err := stop(intakeFlushWait); left > 0 {
+				say("%s left in %s for the next start: %v", plural(left, "hook payload"), dd.path(intakeJournal), err)
 			}
 		}()
 	}
@@ -489,11 +434,11 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	defer stopSystem()
 	// The log's checkpoints: a writer signs them, a reader witnesses.
 	// Set up before serve.json names this server.
-	checkpoints, closeTree, err := checkpointActor(ctx, g, b, wp.reader, wp.ckpt, web)
+	checkpoints, tree, err := checkpointActor(ctx, g, b, wp.reader, wp.ckpt, web)
 	if err != nil {
 		return err
 	}
-	defer closeTree()
+	defer tree.Close()
 	if err := b.nc.Flush(); err != nil { // the server has the subscriptions before serve.json names it
 		return fmt.Errorf("serve the API: %w", err)
 	}
@@ -515,23 +460,23 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		defer os.Remove(dd.path("serve.json"))
 	}
-	fmt.Fprintf(g.stderr, "logbook serve: data %s\n", dd)
+	say("data %s", dd)
 	if b.srv != nil {
-		fmt.Fprintf(g.stderr, "logbook serve: listening on %s (credentials in %s)\n", b.srv.ClientURL(), dd.path("creds.json"))
+		say("listening on %s (credentials in %s)", b.srv.ClientURL(), dd.path("creds.json"))
 	}
-	fmt.Fprintf(g.stderr, "logbook serve: durability: %s\n", durability)
+	say("durability: %s", durability)
 	if wp.reader {
-		fmt.Fprintf(g.stderr, "logbook serve: role reader: building the projection and answering %s on %s*; appending nothing\n", strings.Join(readVerbs, ", "), prefix)
+		say("role reader: building the projection and answering %s on %s*; appending nothing", strings.Join(host.ReadVerbs, ", "), prefix)
 	}
 	wb := b
 	if b.srv != nil && wp.n > 0 {
 		if wb, err = b.as(ctx, natslog.RoleWorker, cfg); err != nil {
 			return err
 		}
-		wb.nc.SetErrorHandler(natsErrors(g.stderr))
+		wb.nc.SetErrorHandler(servelog.NATSErrors(g.stderr))
 		defer wb.Close()
 		if sk != nil && wb.log.Verifier() != nil {
-			sk.logs = append(sk.logs, wb.log)
+			sk.Logs = append(sk.Logs, wb.log)
 		}
 	}
 	if sk != nil {
@@ -539,7 +484,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		skDone := make(chan struct{})
 		go func() {
 			defer close(skDone)
-			sk.run(skCtx)
+			sk.Run(skCtx)
 		}()
 		defer func() { stopSK(); <-skDone }()
 	}
@@ -548,17 +493,20 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	if wp.n > 0 {
-		fmt.Fprintf(g.stderr, "logbook serve: %s\n", plural(wp.n, "sandbox worker"))
+		say("%s", plural(wp.n, "sandbox worker"))
 	}
 
 	var grp run.Group
-	{
+	// actor adds run to grp with a context of its own, cancelled when
+	// grp stops it.
+	actor := func(run func(context.Context) error) {
 		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error {
-			<-ctx.Done()
-			return nil
-		}, func(error) { cancel() })
+		grp.Add(func() error { return run(ctx) }, func(error) { cancel() })
 	}
+	actor(func(ctx context.Context) error {
+		<-ctx.Done()
+		return nil
+	})
 	if !wp.reader {
 		dirs := []string{string(dd), dd.path("views"), dd.path("spool")}
 		if b.srv != nil {
@@ -574,135 +522,75 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if err != nil {
 		return err
 	}
-	{
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error {
-			health.probe(ctx, b.log, func(format string, args ...any) {
-				fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
-			})
+	actor(func(ctx context.Context) error {
+		health.Probe(ctx, b.log, say)
+		return nil
+	})
+	actor(func(ctx context.Context) error { return b.log.WatchStream(ctx, sid, time.Second) })
+	actor(checkpoints)
+	actor(func(ctx context.Context) error { return host.RunProjector(ctx, svc.Runner, health, say) })
+	kick, stopKick, err := host.SpoolKicks(svc.Spool.Dir(), b.nc)
+	if err != nil {
+		return err
+	}
+	actor(func(ctx context.Context) error {
+		defer stopKick()
+		if wp.reader {
+			<-ctx.Done() // a reader's hooks wait in its spool for a writer
 			return nil
-		}, func(error) { cancel() })
-	}
-	{
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error {
-			return b.log.WatchStream(ctx, sid, time.Second)
-		}, func(error) { cancel() })
-	}
-	{
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error { return checkpoints(ctx) }, func(error) { cancel() })
-	}
-	{
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error {
-			for {
-				err := svc.Runner.Run(ctx)
-				if ctx.Err() != nil {
-					return nil
-				}
-				if !transientLogError(err) {
-					return fmt.Errorf("projector: %w", err)
-				}
-				// A cluster electing a stream leader, or a node going
-				// away, answers late or not at all for a while: the
-				// projection goes on from its checkpoint once it answers.
-				// While the log is unavailable the probe has said so once.
-				if since, _ := health.state(); since.IsZero() {
-					fmt.Fprintf(g.stderr, "logbook serve: projector: %v; again in 1s\n", err)
-				}
-				if natslog.Unavailable(err) {
-					health.failed(err)
-				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(time.Second):
-				}
-			}
-		}, func(error) { cancel() })
-	}
-	{
-		ctx, cancel := context.WithCancel(ctx)
-		kick, stopKick, err := spoolKicks(svc.Spool.Dir(), b.nc)
-		if err != nil {
-			cancel()
-			return err
 		}
-		grp.Add(func() error {
-			defer stopKick()
-			if wp.reader {
-				<-ctx.Done() // a reader's hooks wait in its spool for a writer
-				return nil
+		host.DrainSpool(ctx, svc.DrainSpool, kick, func(n int, err error) {
+			if err != nil {
+				say("spool: %v", err)
+				return
 			}
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				if n, err := svc.DrainSpool(ctx); err != nil && ctx.Err() == nil {
-					fmt.Fprintf(g.stderr, "logbook serve: spool: %v\n", err)
-				} else if n > 0 {
-					fmt.Fprintf(g.stderr, "logbook serve: delivered %s\n", plural(n, "spooled hook payload"))
-					if web != nil {
-						web.metrics.ObserveSpool(n)
-					}
-				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-t.C:
-				case <-kick:
-				}
-			}
-		}, func(error) { cancel() })
-	}
+			say("delivered %s", plural(n, "spooled hook payload"))
+			web.ObserveSpool(n)
+		})
+		return nil
+	})
 	watch, err := wp.live.watcher(svc, g.stderr)
 	if err != nil {
 		return err
 	}
 	if watch != nil {
-		fmt.Fprintf(g.stderr, "logbook serve: following transcripts under %s\n", strings.Join(wp.live.watch, ", "))
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error { return watch(ctx) }, func(error) { cancel() })
+		say("following transcripts under %s", strings.Join(wp.live.watch, ", "))
+		actor(watch)
 	}
 	if !wp.reader {
 		// Reviews a stopped server left open: no hook waits for them.
 		// Then the policy file is followed as it changes.
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error {
+		actor(func(ctx context.Context) error {
 			sweepReviews(ctx, gs, g.stderr)
 			gs.Gate.WatchPolicies(ctx)
 			return nil
-		}, func(error) { cancel() })
+		})
 	}
 	if web != nil {
-		web.metrics.Registry().MustRegister(health.gauge())
-		fmt.Fprintf(g.stderr, "logbook serve: board, API and metrics on %s\n", web.url())
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error { return web.run(ctx, wp.http) }, func(error) { cancel() })
+		web.Metrics.Registry().MustRegister(health.Gauge())
+		say("board, API and metrics on %s", web.URL())
+		actor(web.Run)
 	}
 	if rc := wp.live.reconciler(svc, g.stderr); rc != nil && !wp.reader {
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error { return rc.Run(ctx) }, func(error) { cancel() })
+		actor(rc.Run)
 	}
 	if !wp.reader {
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error { return runWorkspaces(ctx, b, svc, g.stderr) }, func(error) { cancel() })
+		actor(func(ctx context.Context) error { return runWorkspaces(ctx, b, svc, g.stderr) })
 	}
 	for _, w := range workers {
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error {
+		actor(func(ctx context.Context) error {
 			err := w.Run(ctx)
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("worker %s: %w", w.Identity().ID, err)
-		}, func(error) { cancel() })
+		})
 	}
 	err = streamLost(b.log, sid, grp.Run())
 	if errors.Is(err, natslog.ErrStreamLost) {
-		fmt.Fprintf(g.stderr, "logbook serve: %v: the log is gone; stopping\n", err)
+		say("%v: the log is gone; stopping", err)
 	}
-	fmt.Fprintf(g.stderr, "logbook serve: stopped\n")
+	say("stopped")
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -772,32 +660,6 @@ func openViews(ctx context.Context, g *globals, b *backend) (*projections.Store,
 	return store, nil
 }
 
-// redactURL hides the password of each comma-separated NATS URL in s.
-func redactURL(s string) string {
-	parts := strings.Split(s, ",")
-	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-			parts[i] = u.Redacted()
-		}
-	}
-	return strings.Join(parts, ",")
-}
-
-// transientLogError reports an error of the log that a later try may not
-// meet: a timeout, no responders or "temporarily unavailable" (a stream
-// without a leader for a while: an election, a lost quorum; see
-// natslog.Unavailable), a connection being re-established. A record that does not
-// decode, or a view that fails, is not one.
-func transientLogError(err error) bool {
-	var de *natslog.DecodeError
-	if errors.As(err, &de) {
-		return false
-	}
-	return natslog.Unavailable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoHeartbeat) ||
-		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
-}
-
 // checkServeCreds refuses, as a usage error, --creds of a role that
 // cannot do what serve --role role does: serve answers the API, which
 // takes serve credentials (a writer's may only call it), and a follower
@@ -820,4 +682,10 @@ func checkServeCreds(g *globals, role string) error {
 		return nil
 	}
 	return usageErrorf("--creds %s: role %s; serve --role %s answers requests, which takes %s credentials (`logbook creds cluster` writes %s.json)", g.credsPath, c.Role, role, want, want)
+}
+
+// newServeKey makes a key for serve to sign with, kept only in memory:
+// "serve@<host>", role serve.
+func newServeKey() (*attestation.Key, error) {
+	return attestation.NewKey("serve@"+hostName(), attestation.RoleServe)
 }

@@ -50,6 +50,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/adapters/profiling"
 )
 
 func TestSoakMemory(t *testing.T) {
@@ -314,7 +316,7 @@ func (s *soak) memSample(ctx context.Context, pid int, pprofAt string) (memSampl
 		return m, err
 	}
 	defer resp.Body.Close()
-	var f memFigures
+	var f profiling.MemFigures
 	if err := json.NewDecoder(resp.Body).Decode(&f); err != nil {
 		return m, fmt.Errorf("/debug/memstats: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natscluster"
 	"github.com/logbook-dev/logbook/adapters/reconcile"
 	"github.com/logbook-dev/logbook/events"
@@ -86,7 +87,7 @@ func TestQuorumLoss_NoDecisionFromTheProjection(t *testing.T) {
 	}
 	runCtx, stopRun := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
-	var health logHealth
+	var health host.LogHealth
 	go func() {
 		defer func() { done <- struct{}{} }()
 		for runCtx.Err() == nil {
@@ -96,14 +97,14 @@ func TestQuorumLoss_NoDecisionFromTheProjection(t *testing.T) {
 	}()
 	go func() {
 		defer func() { done <- struct{}{} }()
-		health.probe(runCtx, b.log, t.Logf)
+		health.Probe(runCtx, b.log, t.Logf)
 	}()
 	t.Cleanup(func() {
 		stopRun()
 		<-done
 		<-done
 	})
-	svc.LogState = health.state
+	svc.LogState = health.State
 	var gateLog syncBuffer
 	gs := gateService(b, svc, store, gateFlags{budget: 2 * time.Second}, &gateLog)
 
@@ -134,7 +135,7 @@ func TestQuorumLoss_NoDecisionFromTheProjection(t *testing.T) {
 	lost := time.Now()
 	c.Nodes[1].Kill()
 	c.Nodes[2].Kill()
-	for since, _ := health.state(); since.IsZero(); since, _ = health.state() {
+	for since, _ := health.State(); since.IsZero(); since, _ = health.State() {
 		if time.Since(lost) > 30*time.Second {
 			t.Fatal("30 s after two of three nodes went down the log still answers")
 		}
@@ -200,7 +201,7 @@ func TestQuorumLoss_NoDecisionFromTheProjection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for since, _ := health.state(); !since.IsZero(); since, _ = health.state() {
+	for since, _ := health.State(); !since.IsZero(); since, _ = health.State() {
 		if wctx.Err() != nil {
 			t.Fatal("the log does not answer after the nodes came back")
 		}

@@ -7,16 +7,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/servelog"
 	"github.com/logbook-dev/logbook/adapters/worker"
-	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/sandbox"
 )
 
@@ -56,41 +53,22 @@ func (f workerFlags) check() error {
 	return nil
 }
 
-// sandboxAllow returns the allowlist of restricted commands:
-// sandbox.DefaultAllow for the worker's home and environment unless vals
-// holds "none", then each of vals (sandbox.ParseAllow).
+// sandboxAllow returns the allowlist of restricted commands for the
+// worker's home and environment (worker.Allowlist); a value it refuses
+// is a usage error naming --sandbox-allow.
 func sandboxAllow(vals []string) ([]sandbox.Allow, error) {
 	home, _ := os.UserHomeDir()
-	var out []sandbox.Allow
-	if !slices.Contains(vals, "none") {
-		out = sandbox.DefaultAllow(home, os.Getenv)
+	out, err := worker.Allowlist(vals, home, os.Getenv)
+	if ae, ok := errors.AsType[*worker.AllowError](err); ok {
+		switch {
+		case ae.Missing:
+			return nil, usageErrorf("--sandbox-allow %q: %s does not exist or cannot be read", ae.Value, ae.Path)
+		case ae.Home:
+			return nil, usageErrorf("--sandbox-allow: %s is, through a symbolic link, the home directory or above it: name a directory inside it", ae.Path)
+		}
+		return nil, usageErrorf("--sandbox-allow %q: %s", ae.Value, ae.Why)
 	}
-	for _, v := range vals {
-		if v == "none" {
-			continue
-		}
-		a, err := sandbox.ParseAllow(v, home)
-		if err != nil {
-			return nil, usageErrorf("--sandbox-allow %q: %s", v, strings.TrimPrefix(strings.TrimPrefix(err.Error(), fmt.Sprintf("allow %q: ", v)), sandbox.ErrInvalidSpec.Error()+": "))
-		}
-		if _, err := os.Stat(a.Path); err != nil {
-			// Only the defaults may be absent (skipped at each start): a
-			// path a person named is checked now.
-			return nil, usageErrorf("--sandbox-allow %q: %s does not exist or cannot be read", v, a.Path)
-		}
-		out = append(out, a)
-	}
-	// Pinned now: a restricted command's start leaves out an entry that
-	// has come to resolve elsewhere (sandbox.Allow).
-	out = sandbox.ResolveAllow(out)
-	if h, err := filepath.EvalSymlinks(home); err == nil {
-		for _, a := range out {
-			if a.Path == h || strings.HasPrefix(h, a.Path+"/") || a.Path == "/" {
-				return nil, usageErrorf("--sandbox-allow: %s is, through a symbolic link, the home directory or above it: name a directory inside it", a.Path)
-			}
-		}
-	}
-	return out, nil
+	return out, err
 }
 
 // allowStrings returns allow as sandbox.Allow's String gives each, for
@@ -128,7 +106,7 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 			Hidden:   hide,
 			Keep:     keep,
 			Allow:    allow,
-			Logger:   partLogger(logw, "worker"),
+			Logger:   servelog.PartLogger(logw, "worker"),
 			Redactor: red,
 		})
 		if err != nil {
@@ -139,25 +117,9 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 	return ws, nil
 }
 
-// hiddenPaths returns what restricted commands must not see, the data
-// dir dd and the credential paths in the worker's home, and the
-// directories in them where workspaces lie (Logbook's workspaces root,
-// and the one inside the data dir where they went before), which they are
-// hidden around at each command's start.
-func hiddenPaths(dd string) (hide, keep []string) {
-	hide = []string{dd}
-	if home, err := os.UserHomeDir(); err == nil {
-		hide = append(hide, sandbox.CredentialPaths(home)...)
-	}
-	for _, root := range []func() (string, error){wsadapter.DefaultRoot, wsadapter.LegacyRoot} {
-		if r, err := root(); err == nil {
-			if real, err := filepath.EvalSymlinks(r); err == nil {
-				keep = append(keep, real)
-			}
-		}
-	}
-	return hide, keep
-}
+// hiddenPaths returns what restricted commands must not see, and the
+// workspace roots inside it they are hidden around (worker.HiddenPaths).
+func hiddenPaths(dd string) (hide, keep []string) { return worker.HiddenPaths(dd) }
 
 func workerCmd(g *globals) *cobra.Command {
 	var f workerFlags
@@ -196,17 +158,7 @@ commands it runs and records their exits.`,
 			if err != nil {
 				return err
 			}
-			wctx, cancel := context.WithCancelCause(ctx)
-			defer cancel(nil)
-			go func() {
-				if err := b.log.WatchStream(wctx, sid, time.Second); err != nil {
-					cancel(err)
-				}
-			}()
-			err = ws[0].Run(wctx)
-			if cause := context.Cause(wctx); errors.Is(cause, natslog.ErrStreamLost) {
-				err = cause
-			}
+			err = worker.RunWatched(ctx, ws[0], b.log, sid)
 			if err = streamLost(b.log, sid, err); errors.Is(err, natslog.ErrStreamLost) {
 				return fmt.Errorf("%w: the log is gone; stopping", err)
 			}

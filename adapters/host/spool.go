@@ -1,23 +1,27 @@
-package main
+package host
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/nats-io/nats.go"
 )
 
-// spoolKicks returns a channel that receives when serve should drain the
+// SpoolKicks returns a channel that receives when serve should drain the
 // spool at once rather than at its next once-a-second sweep: an entry
 // appeared in dir (a hook spooled its payload behind others, or while
 // the server could not answer it), or nc reconnected to its server (nil:
-// no connection to watch). Kicks coalesce; stop ends the watch.
-func spoolKicks(dir string, nc *nats.Conn) (<-chan struct{}, func(), error) {
-	kick := make(chan struct{}, 1)
+// no connection to watch; nc's reconnect handler is replaced). Kicks
+// coalesce; stop ends the watch and waits for its goroutine. An error
+// ("watch spool: …") is fsnotify's.
+func SpoolKicks(dir string, nc *nats.Conn) (kick <-chan struct{}, stop func(), err error) {
+	ch := make(chan struct{}, 1)
 	poke := func() {
 		select {
-		case kick <- struct{}{}:
+		case ch <- struct{}{}:
 		default:
 		}
 	}
@@ -55,5 +59,27 @@ func spoolKicks(dir string, nc *nats.Conn) (<-chan struct{}, func(), error) {
 			}
 		}
 	}()
-	return kick, func() { w.Close(); <-done }, nil
+	return ch, func() { w.Close(); <-done }, nil
+}
+
+// DrainSpool calls drain (api.Service.DrainSpool) once a second, and at
+// once on each kick, until ctx is done, and reports each round that
+// delivered something (n > 0) or failed (err, not ctx's) through report,
+// on DrainSpool's goroutine. It blocks until ctx is done.
+func DrainSpool(ctx context.Context, drain func(context.Context) (int, error), kick <-chan struct{}, report func(n int, err error)) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		if n, err := drain(ctx); err != nil && ctx.Err() == nil {
+			report(n, err)
+		} else if n > 0 {
+			report(n, nil)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-kick:
+		}
+	}
 }

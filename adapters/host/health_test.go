@@ -1,4 +1,4 @@
-package main
+package host
 
 import (
 	"errors"
@@ -12,29 +12,29 @@ import (
 // failure on (later ones keep the first time, and the last reason), and
 // available again once it answers; the gauge follows.
 func TestLogHealth(t *testing.T) {
-	var h logHealth
+	var h LogHealth
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(h.gauge())
-	if since, _ := h.state(); !since.IsZero() || h.ok() {
-		t.Fatalf("a new logHealth is unavailable since %v", since)
+	reg.MustRegister(h.Gauge())
+	if since, _ := h.State(); !since.IsZero() || h.OK() {
+		t.Fatalf("a new LogHealth is unavailable since %v", since)
 	}
-	h.failed(errors.New("first"))
-	first, _ := h.state()
-	h.failed(errors.New("the stream has no leader"))
-	since, why := h.state()
+	h.Failed(errors.New("first"))
+	first, _ := h.State()
+	h.Failed(errors.New("the stream has no leader"))
+	since, why := h.State()
 	if since.IsZero() || !since.Equal(first) || why != "the stream has no leader" {
 		t.Fatalf("after two failures: since %v (first %v), why %q", since, first, why)
 	}
-	if text := unavailableText(since, why); !strings.HasPrefix(text, "log unavailable since ") || !strings.HasSuffix(text, ": the stream has no leader") {
-		t.Errorf("unavailableText = %q", text)
+	if text := UnavailableText(since, why); !strings.HasPrefix(text, "log unavailable since ") || !strings.HasSuffix(text, ": the stream has no leader") {
+		t.Errorf("UnavailableText = %q", text)
 	}
 	if v := gaugeValue(t, reg); v <= 0 {
 		t.Errorf("gauge %v while unavailable, want above 0", v)
 	}
-	if !h.ok() {
+	if !h.OK() {
 		t.Error("ok after failures reported it was available")
 	}
-	if since, _ := h.state(); !since.IsZero() {
+	if since, _ := h.State(); !since.IsZero() {
 		t.Errorf("available again, yet unavailable since %v", since)
 	}
 	if v := gaugeValue(t, reg); v != 0 {

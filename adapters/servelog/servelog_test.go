@@ -1,4 +1,4 @@
-package main
+package servelog
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // of serve's log, JSON under --log-format json.
 func TestNATSErrorsAreServeLogRecords(t *testing.T) {
 	var buf bytes.Buffer
-	natsErrors(newServeLog(&buf, "json"))(nil, nil, errors.New(`nats: permissions violation: Permissions Violation for Publish to "x"`))
+	NATSErrors(New(&buf, "json"))(nil, nil, errors.New(`nats: permissions violation: Permissions Violation for Publish to "x"`))
 	var rec map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
 		t.Fatalf("%q: %v, want one JSON record", buf.String(), err)
@@ -27,7 +27,7 @@ func TestNATSErrorsAreServeLogRecords(t *testing.T) {
 // not a text line wrapped as the message of another at another level.
 func TestWorkerRecordsAreServeLogRecords(t *testing.T) {
 	var buf bytes.Buffer
-	partLogger(newServeLog(&buf, "json"), "worker").Warn("abandoned", "command", "c1", "reason", "lost")
+	PartLogger(New(&buf, "json"), "worker").Warn("abandoned", "command", "c1", "reason", "lost")
 	var rec map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
 		t.Fatalf("%q: %v, want one JSON record", buf.String(), err)
