@@ -57,8 +57,16 @@ func samples() []events.Payload {
 		Meta:    events.Meta{Agent: "codex", SessionID: "019e55c2-1c15-7813-bbbe-9f699a6ccd3f", Cwd: "/home/user/project"},
 		Signals: []events.Sig{{Kind: events.SigPrompt, Status: events.PromptInTurn}, {Kind: events.SigTurnEnd, Name: "agent-turn-complete"}},
 	}
+	agentLine := events.Observation{
+		Key: "line:3", Parser: "pilot-transcript/1", Path: "/home/user/.pilot/sessions/7c1e2a40-5b6d-4f80-9a1b-2c3d4e5f6a7b.jsonl", Line: 3,
+		Kind: "tool_call", AgentTime: "2026-12-01T10:00:02.000Z",
+		Meta:    events.Meta{Agent: "pilot", SessionID: "7c1e2a40-5b6d-4f80-9a1b-2c3d4e5f6a7b"},
+		Signals: []events.Sig{{Kind: events.SigToolUse, ID: "c1", Name: "shell", Text: "go test ./..."}},
+		Raw:     `{"t":"2026-12-01T10:00:02.000Z","type":"tool_call","id":"c1","tool":"shell","input":{"cmd":"go test ./..."}}`,
+	}
 	return []events.Payload{
 		events.CodexLineObserved{Observation: cxLine},
+		events.AgentLineObserved{Observation: agentLine},
 		events.CodexNotifyObserved{Observation: cxNotify},
 		events.SessionStarted{Agent: "claude-code", AgentSessionID: "s1", RewrittenFrom: "s0", Cwd: "/home/user/project", Model: "claude-opus-4-7", Mode: events.ModeWorkspaceWrite, AgentMode: "default", Transcript: "/home/user/.claude/projects/p/s1.jsonl"},
 		events.SessionTransitioned{From: events.PhaseReady, To: events.PhaseWorking, Activity: "thinking", EntryID: "toolu_1"},

@@ -80,8 +80,9 @@ type Meta struct {
 	GitBranch string `json:"git_branch,omitempty"`
 	AgentMode string `json:"agent_mode,omitempty"` // the agent's permission mode name
 	Title     string `json:"title,omitempty"`
-	// Agent names the agent that wrote the input: "codex"; "" is
-	// Claude Code (observations stored before the field existed).
+	// Agent names the agent that wrote the input: "codex", or the agent
+	// of an obs.agent.line ("pilot"); "" is Claude Code (observations
+	// stored before the field existed).
 	Agent string `json:"agent,omitempty"`
 	// ForkedFrom is the agent's session id this session was forked from
 	// (a Codex /fork): the new session is its own, linked to its origin.
@@ -250,6 +251,17 @@ type CodexNotifyObserved struct{ Observation }
 // EventType implements Payload.
 func (CodexNotifyObserved) EventType() string { return "obs.codex.notify" }
 
+// AgentLineObserved is one line of the transcript of an agent Logbook
+// has no event type of its own for: any agent adapter but Claude Code's
+// (obs.claude.line) and Codex CLI's (obs.codex.line), which keep theirs.
+// The observation's Meta.Agent names the agent ("pilot") and its Parser
+// the parser and its version ("pilot-transcript/1"); both are set by the
+// agent's package, never empty.
+type AgentLineObserved struct{ Observation }
+
+// EventType implements Payload.
+func (AgentLineObserved) EventType() string { return "obs.agent.line" }
+
 // Observed returns the observation inside p and true when p is an
 // observation payload.
 func Observed(p Payload) (*Observation, bool) {
@@ -269,6 +281,10 @@ func Observed(p Payload) (*Observation, bool) {
 	case CodexNotifyObserved:
 		return &o.Observation, true
 	case *CodexNotifyObserved:
+		return &o.Observation, true
+	case AgentLineObserved:
+		return &o.Observation, true
+	case *AgentLineObserved:
 		return &o.Observation, true
 	case TickObserved:
 		return &o.Observation, true

@@ -60,6 +60,7 @@ func NewRegistry() *Registry {
 	r.Register(TickObserved{}, 1, false)
 	r.Register(CodexLineObserved{}, 1, false)
 	r.Register(CodexNotifyObserved{}, 1, false)
+	r.Register(AgentLineObserved{}, 1, false)
 	r.Register(HarnessObserved{}, 1, false)
 	registerCommand(r)
 	registerWorkspace(r)
