@@ -36,9 +36,15 @@ type Service struct {
 	Runner *projections.Runner
 	// Ing ingests hook payloads and reconciles sessions.
 	Ing *claude.Ingester
-	// Codex ingests Codex CLI rollouts and notify payloads.
-	Codex *codex.Ingester
+	// cx ingests Codex CLI notify payloads.
+	cx    *codex.Ingester
 	Spool *claude.Spool
+	// agents are the agents whose files Watch follows, in the order it
+	// asks them whether a folder is theirs (Config.Agents); followers
+	// their ingesters by agent name (ingest.Agent.Name): Claude Code's is
+	// Ing and Codex CLI's cx, the others opened by their descriptor.
+	agents    []ingest.Agent
+	followers map[string]ingest.Follower
 	// LocalVerdict, when set, turns a spooled entry that carries the
 	// verdict a gated hook gave without a server (claude.Entry.Verdict)
 	// into what records it in the entry's own batch (the gate's
@@ -79,10 +85,14 @@ type Config struct {
 	// Private lists directories (the data dir) whose files are never
 	// read as transcripts (claude.IngestConfig.Private).
 	Private []string
+	// Agents lists the agents whose files Watch follows (cmd/logbook's
+	// list), in the order Watch asks them whether a folder is theirs;
+	// nil: Watch follows none.
+	Agents []ingest.Agent
 }
 
-// NewService returns a Service over cfg; it fails when the ingester or
-// the spool cannot be opened.
+// NewService returns a Service over cfg; it fails when an agent's
+// ingester or the spool cannot be opened.
 func NewService(cfg Config) (*Service, error) {
 	ing, err := claude.NewIngester(claude.IngestConfig{Log: cfg.Log, Reg: cfg.Reg, Parser: cfg.Parser, Host: cfg.Host, Private: cfg.Private})
 	if err != nil {
@@ -92,12 +102,27 @@ func NewService(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The agents whose hooks or notify payloads the service takes follow
+	// their files with the same ingester, so that both share its view of
+	// the session.
+	followers := map[string]ingest.Follower{claude.Agent: ing, codex.Agent: cx}
+	for _, a := range cfg.Agents {
+		if _, ok := followers[a.Name]; ok {
+			continue
+		}
+		f, err := a.Open(ingest.Env{Log: cfg.Log, Reg: cfg.Reg, Redaction: cfg.Parser, Host: cfg.Host, Private: cfg.Private})
+		if err != nil {
+			return nil, fmt.Errorf("%s ingester: %w", a.Name, err)
+		}
+		followers[a.Name] = f
+	}
 	sp, err := claude.Open(cfg.SpoolDir)
 	if err != nil {
 		return nil, err
 	}
 	return &Service{
-		Log: cfg.Log, Store: cfg.Store, Ing: ing, Codex: cx, Spool: sp, red: cfg.Parser.Redactor(),
+		Log: cfg.Log, Store: cfg.Store, Ing: ing, cx: cx, Spool: sp, red: cfg.Parser.Redactor(),
+		agents: cfg.Agents, followers: followers,
 		Runner:    &projections.Runner{Log: cfg.Log, Store: cfg.Store},
 		pageBytes: cfg.PartSize - pageHeadroom,
 		sx: &events.Executor[session.State]{
@@ -163,7 +188,7 @@ func (s *Service) HookThen(ctx context.Context, data []byte, then ingest.Then) (
 		st session.State
 	)
 	if codex.IsNotify(e.Payload) {
-		ap, err = s.Codex.Notify(ctx, e)
+		ap, err = s.cx.Notify(ctx, e)
 	} else {
 		ap, st, err = s.Ing.HookThen(ctx, e, then)
 	}
@@ -215,7 +240,7 @@ func (s *Service) deliver(ctx context.Context, e claude.Entry) (events.Appended,
 		return events.Appended{}, &claude.HookError{Err: fmt.Errorf("%w: more than %d bytes, at most %d", claude.ErrTooLarge, claude.MaxHookRead, claude.MaxHookRead)}
 	}
 	if codex.IsNotify(e.Payload) {
-		return s.Codex.Notify(ctx, e)
+		return s.cx.Notify(ctx, e)
 	}
 	if len(e.Payload) > claude.MaxHookSend {
 		prepared, err := claude.PrepareHook(e.Payload)
