@@ -143,10 +143,15 @@ func TestCmdCallsNoReducer(t *testing.T) {
 // adapters/ingest, the agent-neutral engine, and never another agent's
 // package, nor do its tests; the engine imports no agent's package but the
 // hook spool, which every agent's hooks pass through
-// (adapters/claude/hookspool).
+// (adapters/claude/hookspool). The agents are those of agents(), each in
+// adapters/<its verb>.
 func TestAgentsApart(t *testing.T) {
 	const mod = "github.com/logbook-dev/logbook"
-	agents := []string{"claude", "codex"}
+	list := agents()
+	agents := make([]string, 0, len(list))
+	for _, a := range list {
+		agents = append(agents, a.Verb)
+	}
 	shared := map[string]bool{"adapters/claude/hookspool": true}
 	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports", mod+"/adapters/...").Output()
 	if err != nil {
