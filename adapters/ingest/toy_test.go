@@ -22,15 +22,15 @@ import (
 // format. A toy transcript is <session>.toy.jsonl, one JSON object a line,
 // {"at": RFC 3339 time, "who": "user"|"agent", "said": text}; a user line
 // starts a turn (a prompt signal), an agent line ends it (a turn_end
-// signal). Its lines are stored as Codex CLI line observations: a real
-// agent registers its own line event type in package events.
+// signal). Its lines are stored as events.AgentLineObserved, the line
+// type of every agent without one of its own, with "toy" in Meta.Agent.
 type toy struct{ *ingest.Ingester }
 
 // toyLines is how a toy line becomes an observation.
 func toyLines() ingest.LineSource {
 	return ingest.LineSource{
 		Parser: "toy/1",
-		Wrap:   func(o events.Observation) events.Payload { return events.CodexLineObserved{Observation: o} },
+		Wrap:   func(o events.Observation) events.Payload { return events.AgentLineObserved{Observation: o} },
 		Parse: func(path string, n int, b []byte) (events.Observation, error) {
 			o := events.Observation{Key: fmt.Sprintf("toy:%d", n), Parser: "toy/1", Path: path, Line: n, Kind: "invalid",
 				Meta: events.Meta{Agent: "toy"}, Raw: "{}"}
