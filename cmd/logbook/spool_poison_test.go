@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
-	"github.com/logbook-dev/logbook/events"
 )
 
 // TestSpool_PoisonThenHundred: a spooled entry that can never be stored
@@ -26,10 +24,7 @@ func TestSpool_PoisonThenHundred(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	data := t.TempDir()
-	sp, err := claude.Open(filepath.Join(data, "spool"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := openSpool(t, data)
 	const sid = "5e551011-0000-4000-8000-00000000b00c"
 	aws := "AK" + "IA" + "QWERTYUIOPASDFGH"
 	poison := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"%s","tool_input":{"command":"echo %s"}}`,
@@ -48,17 +43,7 @@ func TestSpool_PoisonThenHundred(t *testing.T) {
 	if err != nil || n != 100 {
 		t.Fatalf("drainSpool = %d, %v; want 100 delivered", n, err)
 	}
-	agg, _ := claude.SessionAggregate(sid, "")
-	recs, _, err := b.log.Load(ctx, agg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, r := range recs {
-		if o, ok := events.Observed(r.Data); ok {
-			got = append(got, o.Signals[0].ID)
-		}
-	}
+	got := signalIDs(observations(t, ctx, b, sid))
 	if len(got) != 100 {
 		t.Fatalf("%d observations stored, want 100", len(got))
 	}
@@ -111,8 +96,7 @@ func TestHook_Caps(t *testing.T) {
 	if err := run(big); err != nil {
 		t.Fatalf("2 MB tool_response: %v", err)
 	}
-	sp, _ := claude.Open(filepath.Join(data, "spool"))
-	es, _ := sp.Pending()
+	es, _ := openSpool(t, data).Pending()
 	if len(es) != 1 || len(es[0].Payload) > claude.MaxHookSend || !strings.Contains(string(es[0].Payload), claude.CutMember) {
 		t.Fatalf("spooled %d entries; want one cut payload under %d bytes", len(es), claude.MaxHookSend)
 	}
@@ -130,10 +114,7 @@ func TestHook_SameBytesBothPaths(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	data := t.TempDir()
-	sp, err := claude.Open(filepath.Join(data, "spool"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := openSpool(t, data)
 	const sid = "5e551011-0000-4000-8000-00000000b17e"
 	aws := "AK" + "IA" + "ZXCVBNMASDFGHJKL"
 	payload := fmt.Sprintf("{\"session_id\" : %q,\n  \"hook_event_name\":\"Stop\", \"note\":\"<b>&amp; aws=<%s>\", \"x\":\"\\u00e9\"}", sid, aws)
@@ -157,16 +138,9 @@ func TestHook_SameBytesBothPaths(t *testing.T) {
 	if n, err := svc.DrainSpool(ctx); err != nil || n != 1 {
 		t.Fatalf("drainSpool = %d, %v", n, err)
 	}
-	agg, _ := claude.SessionAggregate(sid, "")
-	recs, _, err := b.log.Load(ctx, agg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var raws []string
-	for _, r := range recs {
-		if o, ok := events.Observed(r.Data); ok {
-			raws = append(raws, o.Raw)
-		}
+	for _, o := range observations(t, ctx, b, sid) {
+		raws = append(raws, o.Raw)
 	}
 	if len(raws) != 2 {
 		t.Fatalf("%d observations, want 2", len(raws))
@@ -201,10 +175,7 @@ func TestSpool_RefusedKinds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	data := t.TempDir()
-	sp, err := claude.Open(filepath.Join(data, "spool"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := openSpool(t, data)
 	const sid = "5e551011-0000-4000-8000-00000000d00d"
 	aws := "AK" + "IA" + "QWERTYUIOPASDFGH"
 	head := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"PostToolUse","tool_use_id":"t1","note":"%s",`, sid, aws)
@@ -267,27 +238,4 @@ func TestSpool_RefusedKinds(t *testing.T) {
 			t.Errorf("%s holds the secret in clear", f)
 		}
 	}
-}
-
-// localService opens the data dir data as a command does with no server
-// (its own embedded log, views and spool) and returns the backend and the
-// API service over them, closed when the test ends.
-func localService(t *testing.T, data string) (*backend, *api.Service) {
-	t.Helper()
-	g := &globals{data: data, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
-	b, err := openBackend(t.Context(), g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	store, err := openViews(t.Context(), g, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	svc, err := newService(b, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, svc
 }

@@ -70,20 +70,8 @@ func TestQuorumLoss_NoDecisionFromTheProjection(t *testing.T) {
 	}
 	g := &globals{data: data, natsURL: c.Nodes[0].URL(), credsPath: filepath.Join(creds, "serve.json"), cmdName: "logbook serve",
 		stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
-	b, err := openBackend(ctx, g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	store, err := openViews(ctx, g, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	svc, err := newService(b, store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, svc := openService(t, g)
+	store := svc.Store
 	runCtx, stopRun := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	var health logHealth

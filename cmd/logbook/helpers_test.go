@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// openSpool opens the hook spool of data dir data.
+func openSpool(t *testing.T, data string) *claude.Spool {
+	t.Helper()
+	sp, err := claude.Open(filepath.Join(data, "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// observations returns the observations stored for Claude Code session
+// sid in b's log, in order.
+func observations(t *testing.T, ctx context.Context, b *backend, sid string) []*events.Observation {
+	t.Helper()
+	agg, _ := claude.SessionAggregate(sid, "")
+	recs, _, err := b.log.Load(ctx, agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obs []*events.Observation
+	for _, r := range recs {
+		if o, ok := events.Observed(r.Data); ok {
+			obs = append(obs, o)
+		}
+	}
+	return obs
+}
+
+// signalIDs returns the id of each observation's first signal (a hook's
+// prompt id, say), in order.
+func signalIDs(obs []*events.Observation) []string {
+	var ids []string
+	for _, o := range obs {
+		ids = append(ids, o.Signals[0].ID)
+	}
+	return ids
+}
+
+// localService opens the data dir data as a command does with no server
+// (its own embedded log, views and spool) and returns the backend and the
+// API service over them, closed when the test ends.
+func localService(t *testing.T, data string) (*backend, *api.Service) {
+	t.Helper()
+	return openService(t, &globals{data: data, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard})
+}
+
+// openService opens the backend g names, its views and the API service
+// over them, as serve does, closed when the test ends.
+func openService(t *testing.T, g *globals) (*backend, *api.Service) {
+	t.Helper()
+	b, err := openBackend(t.Context(), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	store, err := openViews(t.Context(), g, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	svc, err := newService(b, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, svc
+}
