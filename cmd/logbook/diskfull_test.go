@@ -142,26 +142,13 @@ func (d *diskFull) runHook(ctx context.Context, payload []byte) ([]byte, error) 
 // finds logbook for what it does not handle itself), once.
 func hookBuild(t *testing.T, bin string) string {
 	t.Helper()
-	fastHookBin.once.Do(func() {
-		path := filepath.Join(filepath.Dir(bin), "logbook-hook")
-		out, err := exec.Command("go", "build", "-o", path, "../logbook-hook").CombinedOutput()
-		if err != nil {
-			fastHookBin.err = fmt.Errorf("go build logbook-hook: %v\n%s", err, out)
-			return
-		}
-		fastHookBin.path = path
+	return fastHookBin.get(t, func() (string, error) {
+		return goBuild("../logbook-hook", filepath.Join(filepath.Dir(bin), "logbook-hook"))
 	})
-	if fastHookBin.err != nil {
-		t.Fatal(fastHookBin.err)
-	}
-	return fastHookBin.path
 }
 
-var fastHookBin struct {
-	once sync.Once
-	path string
-	err  error
-}
+// fastHookBin is the logbook-hook binary hookBuild built.
+var fastHookBin goBinary
 
 func (d *diskFull) setPhase(p string) {
 	d.mu.Lock()

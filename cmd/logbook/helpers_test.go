@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/api"
@@ -77,4 +80,32 @@ func openService(t *testing.T, g *globals) (*backend, *api.Service) {
 		t.Fatal(err)
 	}
 	return b, svc
+}
+
+// goBuild builds package pkg into the binary path and returns path.
+func goBuild(pkg, path string) (string, error) {
+	out, err := exec.Command("go", "build", "-o", path, pkg).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return path, nil
+}
+
+// goBinary is a binary built once per test binary, shared by the tests
+// that run it.
+type goBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// get returns the binary's path, building it with build on the first
+// call; a failed build fails every test that asks.
+func (b *goBinary) get(t *testing.T, build func() (string, error)) string {
+	t.Helper()
+	b.once.Do(func() { b.path, b.err = build() })
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
 }

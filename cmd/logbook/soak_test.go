@@ -189,32 +189,21 @@ func (s *soak) intN(n int) int {
 // a directory of its own that TestMain removes.
 func soakBuild(t *testing.T) string {
 	t.Helper()
-	soakBin.once.Do(func() {
+	return soakBin.get(t, func() (string, error) {
 		dir, err := os.MkdirTemp("", "logbook-soak-bin-")
 		if err != nil {
-			soakBin.err = err
-			return
+			return "", err
 		}
 		soakBin.dir = dir
-		bin := filepath.Join(dir, "logbook")
-		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-		if err != nil {
-			soakBin.err = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		soakBin.path = bin
+		return goBuild(".", filepath.Join(dir, "logbook"))
 	})
-	if soakBin.err != nil {
-		t.Fatal(soakBin.err)
-	}
-	return soakBin.path
 }
 
-// soakBin is the binary soakBuild built, shared by the soaks.
+// soakBin is the binary soakBuild built, shared by the soaks, and the
+// directory it is in.
 var soakBin struct {
-	once      sync.Once
-	dir, path string
-	err       error
+	goBinary
+	dir string
 }
 
 // command returns the binary with args on the soak's data dir, in a
