@@ -14,10 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/logbook-dev/logbook/adapters/diskfull"
-	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/cmd/logbook/internal/bench"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -166,23 +163,12 @@ func (d *diskFull) ackedIn(p string) int {
 // hook's observations by tool_use_id.
 func (d *diskFull) logged(ctx context.Context) (map[string]int, error) {
 	seen := map[string]int{}
-	err := d.withServer(ctx, 0, func(nc *nats.Conn) error {
-		l, err := natslog.Open(ctx, nc, natslog.Config{})
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		for r, err := range l.Read(ctx, 1) {
-			if err != nil {
-				return err
-			}
-			if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.hook" {
-				if i := strings.LastIndex(o.Key, ":"); i >= 0 {
-					seen[o.Key[i+1:]]++
-				}
+	err := d.readLog(ctx, func(r events.Record) {
+		if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.hook" {
+			if i := strings.LastIndex(o.Key, ":"); i >= 0 {
+				seen[o.Key[i+1:]]++
 			}
 		}
-		return nil
 	})
 	return seen, err
 }
@@ -396,26 +382,14 @@ func TestDiskFullImport(t *testing.T) {
 		_, err := s.run(ctx, nil, "import", "claude", s.dir)
 		return err == nil
 	})
-	d := &diskFull{soak: s}
 	lines := map[string]map[int]int{}
-	err = d.withServer(ctx, 0, func(nc *nats.Conn) error {
-		l, err := natslog.Open(ctx, nc, natslog.Config{})
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		for r, err := range l.Read(ctx, 1) {
-			if err != nil {
-				return err
+	err = s.readLog(ctx, func(r events.Record) {
+		if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.line" {
+			if lines[r.Agg.ID] == nil {
+				lines[r.Agg.ID] = map[int]int{}
 			}
-			if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.line" {
-				if lines[r.Agg.ID] == nil {
-					lines[r.Agg.ID] = map[int]int{}
-				}
-				lines[r.Agg.ID][o.Line]++
-			}
+			lines[r.Agg.ID][o.Line]++
 		}
-		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -306,6 +306,25 @@ func (s *soak) withServer(ctx context.Context, pid int, fn func(*nats.Conn) erro
 	return fn(nc)
 }
 
+// readLog reads the whole log from the running server and gives each
+// record to fn, in order.
+func (s *soak) readLog(ctx context.Context, fn func(events.Record)) error {
+	return s.withServer(ctx, 0, func(nc *nats.Conn) error {
+		l, err := natslog.Open(ctx, nc, natslog.Config{})
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		for r, err := range l.Read(ctx, 1) {
+			if err != nil {
+				return err
+			}
+			fn(r)
+		}
+		return nil
+	})
+}
+
 // importLoop imports the transcripts again and again until ctx ends.
 // The grower also appends lines to some of them before each import,
 // sometimes leaving a last line half written.
@@ -543,20 +562,9 @@ func (s *soak) verify(ctx context.Context, cycles int) {
 	t := s.t
 	byAgg := map[string][]events.Record{}
 	var total int
-	err := s.withServer(ctx, 0, func(nc *nats.Conn) error {
-		l, err := natslog.Open(ctx, nc, natslog.Config{})
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		for r, err := range l.Read(ctx, 1) {
-			if err != nil {
-				return err
-			}
-			byAgg[r.Agg.ID] = append(byAgg[r.Agg.ID], r)
-			total++
-		}
-		return nil
+	err := s.readLog(ctx, func(r events.Record) {
+		byAgg[r.Agg.ID] = append(byAgg[r.Agg.ID], r)
+		total++
 	})
 	if err != nil {
 		t.Fatalf("read the log: %v", err)
