@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -108,4 +110,18 @@ func (b *goBinary) get(t *testing.T, build func() (string, error)) string {
 		t.Fatal(b.err)
 	}
 	return b.path
+}
+
+// runCmd runs c with stdin and returns its standard output, its standard
+// error and its exit code; err is set only when c could not be run or
+// waited for.
+func runCmd(c *exec.Cmd, stdin string) (stdout, stderr string, code int, err error) {
+	c.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err = c.Run()
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		return out.String(), errb.String(), ee.ExitCode(), nil
+	}
+	return out.String(), errb.String(), 0, err
 }

@@ -56,18 +56,13 @@ func hookBin(t *testing.T) string {
 // only bin on $PATH, and returns its exit code and standard error.
 func runSockHook(t *testing.T, bin, data, payload string) (int, string) {
 	t.Helper()
-	var stderr bytes.Buffer
 	c := exec.Command(filepath.Join(bin, "logbook-hook"), "--data", data, "claude")
 	c.Env = []string{"PATH=" + bin, "HOME=" + os.Getenv("HOME")}
-	c.Stdin, c.Stderr = strings.NewReader(payload), &stderr
-	err := c.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), stderr.String()
-	}
+	_, stderr, code, err := runCmd(c, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return 0, stderr.String()
+	return code, stderr
 }
 
 // prompts returns the prompt ids observed in sockSession's log, in order.
