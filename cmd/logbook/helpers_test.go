@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
@@ -124,4 +125,34 @@ func runCmd(c *exec.Cmd, stdin string) (stdout, stderr string, code int, err err
 		return out.String(), errb.String(), ee.ExitCode(), nil
 	}
 	return out.String(), errb.String(), 0, err
+}
+
+// waitServer waits until the data dir's server answers.
+func waitServer(t *testing.T, dd dataDir) {
+	t.Helper()
+	if !serverUp(dd) {
+		t.Fatalf("server did not come up in %s", dd)
+	}
+}
+
+// serverUp waits up to 20 s until the data dir's server answers a
+// command's connection, and says whether it did.
+func serverUp(dd dataDir) bool {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if si, ok := dd.readServeInfo(); ok && si.PID > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			b, err := openBackend(ctx, &globals{data: string(dd)})
+			cancel()
+			if err == nil {
+				remote := b.remote
+				b.Close()
+				if remote {
+					return true
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
 }

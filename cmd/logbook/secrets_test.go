@@ -330,25 +330,3 @@ func TestSecrets_Table(t *testing.T) {
 		}
 	}
 }
-
-// waitServer waits until the data dir's server answers.
-func waitServer(t *testing.T, dd dataDir) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if si, ok := dd.readServeInfo(); ok && si.PID > 0 {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			b, err := openBackend(ctx, &globals{data: string(dd)})
-			cancel()
-			if err == nil {
-				remote := b.remote
-				b.Close()
-				if remote {
-					return
-				}
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("server did not come up in %s", dd)
-}
