@@ -108,7 +108,7 @@ func TestForgedVerdict_Quarantined(t *testing.T) {
 	}
 	reg := events.NewRegistry()
 	var forged []uint64
-	for i, f := range []struct {
+	for _, f := range []struct {
 		nc  *nats.Conn
 		key *attestation.Key
 	}{{wnc, nil}, {rnc, wkey}} {
@@ -129,14 +129,7 @@ func TestForgedVerdict_Quarantined(t *testing.T) {
 			m.Header.Set(attestation.HeaderKey, id)
 			m.Header.Set(attestation.HeaderSig, sig)
 		}
-		js, err := jetstream.New(f.nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ack, err := js.PublishMsg(t.Context(), m)
-		if err != nil {
-			t.Fatalf("forgery %d: %v", i, err)
-		}
+		ack := publish(t, f.nc, m)
 		forged = append(forged, ack.Sequence)
 		last = ack.Sequence
 	}
@@ -213,26 +206,12 @@ func TestAudit_SessionOfForgeriesOnly(t *testing.T) {
 	m := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: data}
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	m.Header.Set(natslog.HeaderType, e.Type)
-	js, err := jetstream.New(wnc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ack, err := js.PublishMsg(t.Context(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ack := publish(t, wnc, m)
 	out, errOut, code := cliExit(t, r.data, "audit", sid)
 	if code != 0 {
 		t.Fatalf("audit %s: exit %d:\n%s%s", sid, code, out, errOut)
 	}
-	prefix := fmt.Sprintf("#%d ", ack.Sequence)
-	var line string
-	for l := range strings.Lines(out) {
-		if strings.HasPrefix(l, prefix) {
-			line = l
-		}
-	}
-	if !strings.Contains(line, "UNATTESTED") || !strings.Contains(line, "unsigned") {
+	if line := auditLine(out, ack.Sequence); !strings.Contains(line, "UNATTESTED") || !strings.Contains(line, "unsigned") {
 		t.Errorf("audit of a session of forgeries only: line of seq %d is %q; want it unattested, unsigned:\n%s", ack.Sequence, line, out)
 	}
 	// An id nothing was ever appended for is still not found.
@@ -313,26 +292,11 @@ func TestSigning_BeginsOnALogWrittenUnsigned(t *testing.T) {
 	body, _ := e.MarshalJSON()
 	m := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: body}
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(app.Last, 10))
-	js, _ := jetstream.New(nc)
-	ack, err := js.PublishMsg(t.Context(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ack := publish(t, nc, m)
 	// replay --verify reads up to the live projection's checkpoint: it
 	// names the forgery once serve's projector has passed it, which under
 	// a loaded machine takes more than a moment.
-	var out string
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		var code int
-		var errOut string
-		out, errOut, code = cliExit(t, data, "replay", "--verify")
-		if code == 1 && strings.Contains(out, fmt.Sprintf("seq %d", ack.Sequence)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replay --verify exit %d does not name the backdated unsigned seq %d:\n%s%s", code, ack.Sequence, out, errOut)
-		}
-	}
+	out, _ := verifyNames(t, data, fmt.Sprintf("seq %d", ack.Sequence))
 	for _, seq := range []uint64{app.First, app.Last} {
 		if strings.Contains(out, fmt.Sprintf("seq %d ", seq)) {
 			t.Errorf("replay --verify names seq %d, written before signing:\n%s", seq, out)
@@ -379,25 +343,10 @@ func TestCredsIssue_CarriesARegisteredKey(t *testing.T) {
 	id, sig := c.Key.Sign(m.Subject, "0", m.Data)
 	m.Header.Set(attestation.HeaderKey, id)
 	m.Header.Set(attestation.HeaderSig, sig)
-	js, _ := jetstream.New(nc)
-	ack, err := js.PublishMsg(t.Context(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ack := publish(t, nc, m)
 	// replay --verify reads up to the live projection's checkpoint: it
 	// names the event once serve's projector has passed it.
-	var vout string
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		var code int
-		var verr string
-		vout, verr, code = cliExit(t, data, "replay", "--verify")
-		if code == 1 && strings.Contains(vout, fmt.Sprintf("seq %d", ack.Sequence)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replay --verify exit %d does not name seq %d:\n%s%s", code, ack.Sequence, vout, verr)
-		}
-	}
+	vout, _ := verifyNames(t, data, fmt.Sprintf("seq %d", ack.Sequence))
 	if !strings.Contains(vout, "out-of-role") || !strings.Contains(vout, c.Key.Principal) {
 		t.Errorf("replay --verify does not name out-of-role and %s:\n%s", c.Key.Principal, vout)
 	}

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/events"
@@ -155,4 +158,53 @@ func serverUp(dd dataDir) bool {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return false
+}
+
+// verifyNames runs replay --verify until it exits 1 naming every want
+// (serve's projector passes a new event soon, not at once; a want of
+// "live projection at seq N:" waits for it to pass N), and returns its
+// output.
+func verifyNames(t *testing.T, data string, want ...string) (string, string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		out, errOut, code := cliExit(t, data, "replay", "--verify")
+		all := code == 1
+		for _, w := range want {
+			all = all && strings.Contains(out, w)
+		}
+		if all {
+			return out, errOut
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replay --verify exit %d does not name %q:\n%s%s", code, want, out, errOut)
+		}
+	}
+}
+
+// publish publishes m as it is on nc (no signature, no check of the
+// log's), as any client with the credentials may, and returns its ack.
+func publish(t *testing.T, nc *nats.Conn, m *nats.Msg) *jetstream.PubAck {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js.PublishMsg(t.Context(), m)
+	if err != nil {
+		t.Fatalf("publish on %s: %v", m.Subject, err)
+	}
+	return ack
+}
+
+// auditLine returns the line of audit's output out that shows the event
+// at sequence seq, "" for none.
+func auditLine(out string, seq uint64) string {
+	prefix := fmt.Sprintf("#%d ", seq)
+	var line string
+	for l := range strings.Lines(out) {
+		if strings.HasPrefix(l, prefix) {
+			line = l
+		}
+	}
+	return line
 }
