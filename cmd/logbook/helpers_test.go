@@ -8,6 +8,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -207,4 +209,46 @@ func auditLine(out string, seq uint64) string {
 		}
 	}
 	return line
+}
+
+// execRun is a command execPipeAndPTY ran: its id and what exec printed.
+type execRun struct{ id, out string }
+
+// execPipeAndPTY runs `logbook exec FLAGS --id ID --wait 30s [--tty] --
+// ARGV` with run twice: as command name-pipe on pipes, then as name-pty
+// on a PTY. It fails the test when either exec fails.
+func execPipeAndPTY(t *testing.T, run func(args ...string) (string, error), name string, flags []string, argv ...string) []execRun {
+	t.Helper()
+	var runs []execRun
+	for _, way := range []struct {
+		suffix string
+		flags  []string
+	}{{"-pipe", nil}, {"-pty", []string{"--tty"}}} {
+		id := name + way.suffix
+		out, err := run(slices.Concat([]string{"exec"}, flags, []string{"--id", id, "--wait", "30s"}, way.flags, []string{"--"}, argv)...)
+		if err != nil {
+			t.Fatalf("exec %s: %v\n%s", id, err, out)
+		}
+		runs = append(runs, execRun{id, out})
+	}
+	return runs
+}
+
+// storedOutput returns what command id wrote to lb.out, read straight
+// from the log of data dir data.
+func storedOutput(t *testing.T, ctx context.Context, data, id string) []byte {
+	t.Helper()
+	b, err := openBackend(ctx, &globals{data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var got bytes.Buffer
+	for m, err := range b.log.ReadRaw(ctx, natslog.OutputSubject(id), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Write(m.Data)
+	}
+	return got.Bytes()
 }

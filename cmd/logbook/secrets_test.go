@@ -219,17 +219,11 @@ func TestSecrets_Table(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "notes"), []byte(all.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"out-pipe", "out-pty"} {
-		args := []string{"exec", "--session", sid, "--workspace", ws, "--mode", "read_only", "--id", id, "--wait", "30s"}
-		if id == "out-pty" {
-			args = append(args, "--tty")
-		}
-		out, err := cli("", append(args, "--", "sh", "-c", "cat notes; cat notes >&2")...)
-		if err != nil {
-			t.Fatalf("exec %s: %v\n%s", id, err, out)
-		}
-		if !strings.Contains(out, "[REDACTED:") {
-			t.Errorf("exec %s printed no redaction marker:\n%.2000s", id, out)
+	runs := execPipeAndPTY(t, func(args ...string) (string, error) { return cli("", args...) },
+		"out", []string{"--session", sid, "--workspace", ws, "--mode", "read_only"}, "sh", "-c", "cat notes; cat notes >&2")
+	for _, r := range runs {
+		if !strings.Contains(r.out, "[REDACTED:") {
+			t.Errorf("exec %s printed no redaction marker:\n%.2000s", r.id, r.out)
 		}
 	}
 
