@@ -220,15 +220,35 @@ func (s *soak) command(ctx context.Context, stdin []byte, args ...string) *exec.
 
 // run runs the binary with args to its end and returns its output.
 func (s *soak) run(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
-	c := s.command(ctx, stdin, args...)
-	var out bytes.Buffer
-	c.Stdout, c.Stderr = &out, &out
-	ch, err := s.procs.start(c)
+	ch, out, err := s.start(ctx, stdin, args...)
 	if err != nil {
 		return nil, err
 	}
 	<-ch.gone
 	return out.Bytes(), ch.err
+}
+
+// start starts the binary with args and returns the child and the
+// buffer its standard output and error go to, to be read once it is gone.
+func (s *soak) start(ctx context.Context, stdin []byte, args ...string) (*soakChild, *bytes.Buffer, error) {
+	c := s.command(ctx, stdin, args...)
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	ch, err := s.procs.start(c)
+	return ch, &out, err
+}
+
+// killServe kills serve srv and waits up to within for the child ch, a
+// client of it, to end; it fails the test, naming the client what and
+// showing its output out, when ch runs on.
+func killServe(t *testing.T, srv, ch *soakChild, within time.Duration, what string, out *bytes.Buffer) {
+	t.Helper()
+	srv.kill()
+	select {
+	case <-ch.gone:
+	case <-time.After(within):
+		t.Fatalf("%s still runs %s after serve died:\n%s", what, within, out.String())
+	}
 }
 
 // startServe starts `logbook serve` and waits until it answers. A start
