@@ -39,9 +39,7 @@ func TestHook_BehindSpool(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if _, err := sp.Put([]byte(prompt(i))); err != nil {
-			t.Fatal(err)
-		}
+		spoolPut(t, sp, prompt(i))
 	}
 	for i := 3; i < 6; i++ {
 		hook(i)
@@ -107,9 +105,7 @@ func TestSpoolKicks(t *testing.T) {
 		t.Fatal("kicked by a temporary file or the rejected folder")
 	case <-time.After(200 * time.Millisecond):
 	}
-	if _, err := sp.Put([]byte(`{"session_id":"s","hook_event_name":"Stop"}`)); err != nil {
-		t.Fatal(err)
-	}
+	spoolPut(t, sp, `{"session_id":"s","hook_event_name":"Stop"}`)
 	select {
 	case <-kick:
 	case <-time.After(30 * time.Second):
