@@ -157,24 +157,26 @@ func TestQuorumLoss_NoDecisionFromTheProjection(t *testing.T) {
 
 	// The gate: a gated call gets no verdict, nor does a person's answer
 	// to a review.
-	gated, _ := json.Marshal(gate.HookGateRequest{ID: ulid.Make().String(), Text: goneHook("PreToolUse", "tu_2"), BudgetMS: 2000})
-	gctx, cancel := context.WithTimeout(stale, 20*time.Second)
-	start = time.Now()
-	verdict, err := gs.Handlers()[gate.VerbGate](gctx, gated)
-	cancel()
-	if err == nil {
-		t.Errorf("gate during the loss gave a verdict: %+v", verdict)
+	for _, call := range []struct {
+		verb          string
+		req           any
+		decided, held string // what an answer means; what no answer means
+	}{
+		{gate.VerbGate, gate.HookGateRequest{ID: ulid.Make().String(), Text: goneHook("PreToolUse", "tu_2"), BudgetMS: 2000},
+			"gate during the loss gave a verdict", "gate gave no verdict"},
+		{gate.VerbReviewDecide, gate.DecideRequest{ID: "rv-1", Verdict: "allow", Reason: "looks fine", Actor: "person:test@host", Ref: ulid.Make().String()},
+			"a person's verdict during the loss was recorded", "a person's verdict not recorded"},
+	} {
+		req, _ := json.Marshal(call.req)
+		cctx, cancel := context.WithTimeout(stale, 20*time.Second)
+		start := time.Now()
+		answer, err := gs.Handlers()[call.verb](cctx, req)
+		cancel()
+		if err == nil {
+			t.Errorf("%s: %+v", call.decided, answer)
+		}
+		t.Logf("%s in %s: %v", call.held, time.Since(start).Round(time.Millisecond), err)
 	}
-	t.Logf("gate gave no verdict in %s: %v", time.Since(start).Round(time.Millisecond), err)
-	decide, _ := json.Marshal(gate.DecideRequest{ID: "rv-1", Verdict: "allow", Reason: "looks fine", Actor: "person:test@host", Ref: ulid.Make().String()})
-	dctx, cancel := context.WithTimeout(stale, 20*time.Second)
-	start = time.Now()
-	answer, err := gs.Handlers()[gate.VerbReviewDecide](dctx, decide)
-	cancel()
-	if err == nil {
-		t.Errorf("a person's verdict during the loss was recorded: %+v", answer)
-	}
-	t.Logf("a person's verdict not recorded in %s: %v", time.Since(start).Round(time.Millisecond), err)
 
 	for _, nd := range c.Nodes[1:] {
 		if err := nd.Start(); err != nil {
