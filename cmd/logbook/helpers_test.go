@@ -238,17 +238,28 @@ func execPipeAndPTY(t *testing.T, run func(args ...string) (string, error), name
 // from the log of data dir data.
 func storedOutput(t *testing.T, ctx context.Context, data, id string) []byte {
 	t.Helper()
+	var got bytes.Buffer
+	for _, m := range storedMsgs(t, ctx, data, natslog.OutputSubject(id)) {
+		got.Write(m.Data)
+	}
+	return got.Bytes()
+}
+
+// storedMsgs returns the messages on the subjects filter matches, read
+// straight from the log of data dir data, in order.
+func storedMsgs(t *testing.T, ctx context.Context, data, filter string) []natslog.Msg {
+	t.Helper()
 	b, err := openBackend(ctx, &globals{data: data})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	var got bytes.Buffer
-	for m, err := range b.log.ReadRaw(ctx, natslog.OutputSubject(id), 1) {
+	var msgs []natslog.Msg
+	for m, err := range b.log.ReadRaw(ctx, filter, 1) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got.Write(m.Data)
+		msgs = append(msgs, m)
 	}
-	return got.Bytes()
+	return msgs
 }
