@@ -8,14 +8,12 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/natslog"
@@ -106,23 +104,15 @@ func TestForgedVerdict_Quarantined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := events.NewRegistry()
 	var forged []uint64
 	for _, f := range []struct {
 		nc  *nats.Conn
 		key *attestation.Key
 	}{{wnc, nil}, {rnc, wkey}} {
-		e := reg.New(events.ReviewDecided{ReviewID: review, Verdict: events.VerdictAllow, Outcome: events.ReviewApproved,
+		e := newEvent(agg, ver+1, time.Time{}, events.CauseGate, "answer", events.ReviewDecided{ReviewID: review, Verdict: events.VerdictAllow, Outcome: events.ReviewApproved,
 			DecidedBy: &events.DecidedBy{Kind: events.DecidedByUser, Name: "alice@example.com"}, Reason: "looks fine"})
-		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, ver+1, time.Now().UTC().Truncate(time.Microsecond)
-		e.Cause = &events.Cause{Kind: events.CauseGate, Event: "answer", Ref: ulid.Make().String()}
 		e.Actor = "person:alice@example.com"
-		data, err := e.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: data}
-		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(last, 10))
+		m := eventMsg(t, e, last)
 		m.Header.Set(natslog.HeaderType, e.Type)
 		if f.key != nil {
 			id, sig := f.key.Sign(m.Subject, m.Header.Get(jetstream.ExpectedLastSubjSeqHeader), m.Data)
@@ -196,15 +186,8 @@ func TestAudit_SessionOfForgeriesOnly(t *testing.T) {
 	_, wnc := connectAs(t, dataDir(r.data), natslog.RoleWorker)
 	const sid = "f0a9ed00-0000-4000-8000-00000000f0b2"
 	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
-	e := events.NewRegistry().New(events.SessionStarted{Agent: "claude", Cwd: "/work"})
-	e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, 1, time.Now().UTC().Truncate(time.Microsecond)
-	e.Cause = &events.Cause{Kind: "hook", Event: "SessionStart", Ref: ulid.Make().String()}
-	data, err := e.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: data}
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	e := newEvent(agg, 1, time.Time{}, "hook", "SessionStart", events.SessionStarted{Agent: "claude", Cwd: "/work"})
+	m := eventMsg(t, e, 0)
 	m.Header.Set(natslog.HeaderType, e.Type)
 	ack := publish(t, wnc, m)
 	out, errOut, code := cliExit(t, r.data, "audit", sid)
@@ -241,15 +224,11 @@ func TestSigning_BeginsOnALogWrittenUnsigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := events.NewRegistry()
 	sid := "0b5e55ed-0000-4000-8000-000000000001"
 	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
 	old := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	mk := func(ver uint64, p events.Payload) events.Envelope {
-		e := reg.New(p)
-		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, ver, old
-		e.Cause = &events.Cause{Kind: "hook", Event: "SessionStart", Ref: ulid.Make().String()}
-		return e
+		return newEvent(agg, ver, old, "hook", "SessionStart", p)
 	}
 	app, err := l.Append(t.Context(), events.Batch{Agg: agg, Events: []events.Envelope{
 		mk(1, events.SessionStarted{Agent: "claude-code", Cwd: "/w"}),
@@ -289,9 +268,7 @@ func TestSigning_BeginsOnALogWrittenUnsigned(t *testing.T) {
 	// An unsigned event dated before signing began, appended after it.
 	_, nc := connectAs(t, dd, natslog.RoleWriter)
 	e := mk(3, events.SessionDescribed{Model: "backdated"})
-	body, _ := e.MarshalJSON()
-	m := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: body}
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(app.Last, 10))
+	m := eventMsg(t, e, app.Last)
 	ack := publish(t, nc, m)
 	// replay --verify reads up to the live projection's checkpoint: it
 	// names the forgery once serve's projector has passed it, which under
@@ -332,14 +309,9 @@ func TestCredsIssue_CarriesARegisteredKey(t *testing.T) {
 	if err != nil || len(recs) != 1 || recs[0].Data.(events.KeyRegistered).Role != "worker" {
 		t.Fatalf("key.registered of the issued key: %v, %v", recs, err)
 	}
-	reg := events.NewRegistry()
 	agg := events.Aggregate{Kind: events.KindSession, ID: "c0ffee00-0000-4000-8000-000000000001"}
-	e := reg.New(events.ReviewDecided{ReviewID: "x", Verdict: events.VerdictAllow, Outcome: events.ReviewApproved})
-	e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, 1, time.Now().UTC().Truncate(time.Microsecond)
-	e.Cause = &events.Cause{Kind: events.CauseGate, Event: "answer", Ref: ulid.Make().String()}
-	body, _ := e.MarshalJSON()
-	m := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: body}
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	e := newEvent(agg, 1, time.Time{}, events.CauseGate, "answer", events.ReviewDecided{ReviewID: "x", Verdict: events.VerdictAllow, Outcome: events.ReviewApproved})
+	m := eventMsg(t, e, 0)
 	id, sig := c.Key.Sign(m.Subject, "0", m.Data)
 	m.Header.Set(attestation.HeaderKey, id)
 	m.Header.Set(attestation.HeaderSig, sig)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
@@ -262,4 +264,31 @@ func storedMsgs(t *testing.T, ctx context.Context, data, filter string) []natslo
 		msgs = append(msgs, m)
 	}
 	return msgs
+}
+
+// newEvent returns payload p as the event at version ver of aggregate
+// agg, with an id of its own, at time at (zero: now, to the microsecond
+// as the log keeps it), caused by event of kind, as a forger would write
+// it.
+func newEvent(agg events.Aggregate, ver uint64, at time.Time, kind, event string, p events.Payload) events.Envelope {
+	if at.IsZero() {
+		at = time.Now().UTC().Truncate(time.Microsecond)
+	}
+	e := events.NewRegistry().New(p)
+	e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, ver, at
+	e.Cause = &events.Cause{Kind: kind, Event: event, Ref: ulid.Make().String()}
+	return e
+}
+
+// eventMsg returns e as an unsigned message on its aggregate's subject
+// that expects the subject's last sequence to be expect.
+func eventMsg(t *testing.T, e events.Envelope, expect uint64) *nats.Msg {
+	t.Helper()
+	data, err := e.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &nats.Msg{Subject: e.Agg.Subject(), Header: nats.Header{}, Data: data}
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(expect, 10))
+	return m
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/natslog"
@@ -34,14 +33,10 @@ func TestReplayedCopy_Quarantined(t *testing.T) {
 		t.Fatal(err)
 	}
 	wl.SetSigner(wkey)
-	reg := events.NewRegistry()
 	const sid = "5e9ea7ed-0000-4000-8000-000000000001"
 	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
 	mk := func(ver uint64, p events.Payload) events.Envelope {
-		e := reg.New(p)
-		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, ver, time.Now().UTC().Truncate(time.Microsecond)
-		e.Cause = &events.Cause{Kind: "hook", Event: "SessionStart", Ref: ulid.Make().String()}
-		return e
+		return newEvent(agg, ver, time.Time{}, "hook", "SessionStart", p)
 	}
 	app, err := wl.Append(t.Context(), events.Batch{Agg: agg, Events: []events.Envelope{
 		mk(1, events.SessionStarted{Agent: "claude-code", Cwd: "/w"}),
