@@ -108,13 +108,7 @@ func TestQuorumLoss_NoDecisionFromTheProjection(t *testing.T) {
 	}
 	time.Sleep(claude.Quiet + 100*time.Millisecond) // silent, not taking lines in
 	const abandonAfter = 100 * time.Millisecond
-	st, err := store.Session(goneSession)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, _ := os.Hostname()
-	check := func(p events.Process) events.ProcessCheck { return claude.CheckProcess(p, host, claude.BootID()) }
-	if due, err := svc.Ing.WouldReconcile(st, time.Now(), abandonAfter, check); err != nil || !due {
+	if st, due, err := dueNow(t, svc, abandonAfter); err != nil || !due {
 		t.Fatalf("session %s: due %v, %v; want due for a stale mark", st.Phase, due, err)
 	}
 	before := store.Checkpoint()
@@ -144,6 +138,7 @@ func TestQuorumLoss_NoDecisionFromTheProjection(t *testing.T) {
 
 	// The reconciler: held off, nothing marked.
 	var recLog syncBuffer
+	host, _ := os.Hostname()
 	r := reconcile.New(reconcile.Config{Service: svc, AbandonAfter: abandonAfter, Interval: reconcile.MinInterval, Host: host, Boot: claude.BootID(),
 		Report: func(msg string) { fmt.Fprintln(&recLog, msg) }})
 	pctx, cancel := context.WithTimeout(stale, 20*time.Second)
