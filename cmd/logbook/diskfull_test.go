@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -119,20 +117,7 @@ func (d *diskFull) hookLoop(ctx context.Context) {
 
 // runHook runs logbook-hook claude on the data dir with payload.
 func (d *diskFull) runHook(ctx context.Context, payload []byte) ([]byte, error) {
-	c := exec.CommandContext(ctx, d.hookBin, "--data", d.data, "claude")
-	c.Env = append(os.Environ(), "LOGBOOK_DATA="+d.data)
-	c.Stdin = bytes.NewReader(payload)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
-	c.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	c.Stdout, c.Stderr = &out, &out
-	ch, err := d.procs.start(c)
-	if err != nil {
-		return nil, err
-	}
-	<-ch.gone
-	return out.Bytes(), ch.err
+	return d.runCommand(d.commandOf(ctx, d.hookBin, payload, "claude"))
 }
 
 // hookBuild builds logbook-hook beside the logbook binary bin (where it

@@ -209,7 +209,12 @@ var soakBin struct {
 // command returns the binary with args on the soak's data dir, in a
 // process group of its own that ctx's end kills.
 func (s *soak) command(ctx context.Context, stdin []byte, args ...string) *exec.Cmd {
-	c := exec.CommandContext(ctx, s.bin, append([]string{"--data", s.data}, args...)...)
+	return s.commandOf(ctx, s.bin, stdin, args...)
+}
+
+// commandOf is command for the binary bin.
+func (s *soak) commandOf(ctx context.Context, bin string, stdin []byte, args ...string) *exec.Cmd {
+	c := exec.CommandContext(ctx, bin, append([]string{"--data", s.data}, args...)...)
 	c.Env = append(os.Environ(), "LOGBOOK_DATA="+s.data)
 	c.Stdin = bytes.NewReader(stdin)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -220,7 +225,13 @@ func (s *soak) command(ctx context.Context, stdin []byte, args ...string) *exec.
 
 // run runs the binary with args to its end and returns its output.
 func (s *soak) run(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
-	ch, out, err := s.start(ctx, stdin, args...)
+	return s.runCommand(s.command(ctx, stdin, args...))
+}
+
+// runCommand runs c, a command of the soak's, to its end and returns its
+// output.
+func (s *soak) runCommand(c *exec.Cmd) ([]byte, error) {
+	ch, out, err := s.startCommand(c)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +242,11 @@ func (s *soak) run(ctx context.Context, stdin []byte, args ...string) ([]byte, e
 // start starts the binary with args and returns the child and the
 // buffer its standard output and error go to, to be read once it is gone.
 func (s *soak) start(ctx context.Context, stdin []byte, args ...string) (*soakChild, *bytes.Buffer, error) {
-	c := s.command(ctx, stdin, args...)
+	return s.startCommand(s.command(ctx, stdin, args...))
+}
+
+// startCommand is start for c, a command of the soak's.
+func (s *soak) startCommand(c *exec.Cmd) (*soakChild, *bytes.Buffer, error) {
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
 	ch, err := s.procs.start(c)
