@@ -45,15 +45,7 @@ func TestExec_RefusesSecretBearingArgs(t *testing.T) {
 			}
 		}
 	}
-	b, err := openBackend(ctx, &globals{data: data})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	for m, err := range b.log.ReadRaw(ctx, "lb.>", 1) {
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, m := range storedMsgs(t, ctx, data, "lb.>") {
 		for _, s := range secrets {
 			if bytes.Contains(m.Data, []byte(s)) {
 				t.Errorf("%s holds %s: %s", m.Subject, s, m.Data)

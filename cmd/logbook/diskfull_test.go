@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,10 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/logbook-dev/logbook/adapters/diskfull"
-	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/cmd/logbook/internal/bench"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -122,46 +117,20 @@ func (d *diskFull) hookLoop(ctx context.Context) {
 
 // runHook runs logbook-hook claude on the data dir with payload.
 func (d *diskFull) runHook(ctx context.Context, payload []byte) ([]byte, error) {
-	c := exec.CommandContext(ctx, d.hookBin, "--data", d.data, "claude")
-	c.Env = append(os.Environ(), "LOGBOOK_DATA="+d.data)
-	c.Stdin = bytes.NewReader(payload)
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
-	c.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	c.Stdout, c.Stderr = &out, &out
-	ch, err := d.procs.start(c)
-	if err != nil {
-		return nil, err
-	}
-	<-ch.gone
-	return out.Bytes(), ch.err
+	return d.runCommand(d.commandOf(ctx, d.hookBin, payload, "claude"))
 }
 
 // hookBuild builds logbook-hook beside the logbook binary bin (where it
 // finds logbook for what it does not handle itself), once.
 func hookBuild(t *testing.T, bin string) string {
 	t.Helper()
-	fastHookBin.once.Do(func() {
-		path := filepath.Join(filepath.Dir(bin), "logbook-hook")
-		out, err := exec.Command("go", "build", "-o", path, "../logbook-hook").CombinedOutput()
-		if err != nil {
-			fastHookBin.err = fmt.Errorf("go build logbook-hook: %v\n%s", err, out)
-			return
-		}
-		fastHookBin.path = path
+	return fastHookBin.get(t, func() (string, error) {
+		return goBuild("../logbook-hook", filepath.Join(filepath.Dir(bin), "logbook-hook"))
 	})
-	if fastHookBin.err != nil {
-		t.Fatal(fastHookBin.err)
-	}
-	return fastHookBin.path
 }
 
-var fastHookBin struct {
-	once sync.Once
-	path string
-	err  error
-}
+// fastHookBin is the logbook-hook binary hookBuild built.
+var fastHookBin goBinary
 
 func (d *diskFull) setPhase(p string) {
 	d.mu.Lock()
@@ -179,23 +148,12 @@ func (d *diskFull) ackedIn(p string) int {
 // hook's observations by tool_use_id.
 func (d *diskFull) logged(ctx context.Context) (map[string]int, error) {
 	seen := map[string]int{}
-	err := d.withServer(ctx, 0, func(nc *nats.Conn) error {
-		l, err := natslog.Open(ctx, nc, natslog.Config{})
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		for r, err := range l.Read(ctx, 1) {
-			if err != nil {
-				return err
-			}
-			if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.hook" {
-				if i := strings.LastIndex(o.Key, ":"); i >= 0 {
-					seen[o.Key[i+1:]]++
-				}
+	err := d.readLog(ctx, func(r events.Record) {
+		if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.hook" {
+			if i := strings.LastIndex(o.Key, ":"); i >= 0 {
+				seen[o.Key[i+1:]]++
 			}
 		}
-		return nil
 	})
 	return seen, err
 }
@@ -409,26 +367,14 @@ func TestDiskFullImport(t *testing.T) {
 		_, err := s.run(ctx, nil, "import", "claude", s.dir)
 		return err == nil
 	})
-	d := &diskFull{soak: s}
 	lines := map[string]map[int]int{}
-	err = d.withServer(ctx, 0, func(nc *nats.Conn) error {
-		l, err := natslog.Open(ctx, nc, natslog.Config{})
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		for r, err := range l.Read(ctx, 1) {
-			if err != nil {
-				return err
+	err = s.readLog(ctx, func(r events.Record) {
+		if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.line" {
+			if lines[r.Agg.ID] == nil {
+				lines[r.Agg.ID] = map[int]int{}
 			}
-			if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.line" {
-				if lines[r.Agg.ID] == nil {
-					lines[r.Agg.ID] = map[int]int{}
-				}
-				lines[r.Agg.ID][o.Line]++
-			}
+			lines[r.Agg.ID][o.Line]++
 		}
-		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -39,20 +39,12 @@ func TestCommandOutputFollow_ServeDies(t *testing.T) {
 		"--", "sh", "-c", "echo first; sleep 60"); err != nil {
 		t.Fatalf("exec: %v\n%s", err, out)
 	}
-	c := s.command(ctx, nil, "command", "output", "follow-1", "--follow")
-	var out bytes.Buffer
-	c.Stdout, c.Stderr = &out, &out
-	ch, err := s.procs.start(c)
+	ch, out, err := s.start(ctx, nil, "command", "output", "follow-1", "--follow")
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second) // following
-	srv.kill()
-	select {
-	case <-ch.gone:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("command output --follow still runs 60 s after serve died:\n%s", out.String())
-	}
+	killServe(t, srv, ch, 60*time.Second, "command output --follow", out)
 	got := out.String()
 	if ch.err == nil || strings.Contains(got, "iterator closed") || !strings.Contains(got, "did `logbook serve` stop?") ||
 		!strings.Contains(got, "logbook command output follow-1 --follow --after") {

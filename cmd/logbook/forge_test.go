@@ -8,14 +8,12 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/natslog"
@@ -106,37 +104,22 @@ func TestForgedVerdict_Quarantined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := events.NewRegistry()
 	var forged []uint64
-	for i, f := range []struct {
+	for _, f := range []struct {
 		nc  *nats.Conn
 		key *attestation.Key
 	}{{wnc, nil}, {rnc, wkey}} {
-		e := reg.New(events.ReviewDecided{ReviewID: review, Verdict: events.VerdictAllow, Outcome: events.ReviewApproved,
+		e := newEvent(agg, ver+1, time.Time{}, events.CauseGate, "answer", events.ReviewDecided{ReviewID: review, Verdict: events.VerdictAllow, Outcome: events.ReviewApproved,
 			DecidedBy: &events.DecidedBy{Kind: events.DecidedByUser, Name: "alice@example.com"}, Reason: "looks fine"})
-		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, ver+1, time.Now().UTC().Truncate(time.Microsecond)
-		e.Cause = &events.Cause{Kind: events.CauseGate, Event: "answer", Ref: ulid.Make().String()}
 		e.Actor = "person:alice@example.com"
-		data, err := e.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: data}
-		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(last, 10))
+		m := eventMsg(t, e, last)
 		m.Header.Set(natslog.HeaderType, e.Type)
 		if f.key != nil {
 			id, sig := f.key.Sign(m.Subject, m.Header.Get(jetstream.ExpectedLastSubjSeqHeader), m.Data)
 			m.Header.Set(attestation.HeaderKey, id)
 			m.Header.Set(attestation.HeaderSig, sig)
 		}
-		js, err := jetstream.New(f.nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ack, err := js.PublishMsg(t.Context(), m)
-		if err != nil {
-			t.Fatalf("forgery %d: %v", i, err)
-		}
+		ack := publish(t, f.nc, m)
 		forged = append(forged, ack.Sequence)
 		last = ack.Sequence
 	}
@@ -203,36 +186,15 @@ func TestAudit_SessionOfForgeriesOnly(t *testing.T) {
 	_, wnc := connectAs(t, dataDir(r.data), natslog.RoleWorker)
 	const sid = "f0a9ed00-0000-4000-8000-00000000f0b2"
 	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
-	e := events.NewRegistry().New(events.SessionStarted{Agent: "claude", Cwd: "/work"})
-	e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, 1, time.Now().UTC().Truncate(time.Microsecond)
-	e.Cause = &events.Cause{Kind: "hook", Event: "SessionStart", Ref: ulid.Make().String()}
-	data, err := e.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: data}
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	e := newEvent(agg, 1, time.Time{}, "hook", "SessionStart", events.SessionStarted{Agent: "claude", Cwd: "/work"})
+	m := eventMsg(t, e, 0)
 	m.Header.Set(natslog.HeaderType, e.Type)
-	js, err := jetstream.New(wnc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ack, err := js.PublishMsg(t.Context(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ack := publish(t, wnc, m)
 	out, errOut, code := cliExit(t, r.data, "audit", sid)
 	if code != 0 {
 		t.Fatalf("audit %s: exit %d:\n%s%s", sid, code, out, errOut)
 	}
-	prefix := fmt.Sprintf("#%d ", ack.Sequence)
-	var line string
-	for l := range strings.Lines(out) {
-		if strings.HasPrefix(l, prefix) {
-			line = l
-		}
-	}
-	if !strings.Contains(line, "UNATTESTED") || !strings.Contains(line, "unsigned") {
+	if line := auditLine(out, ack.Sequence); !strings.Contains(line, "UNATTESTED") || !strings.Contains(line, "unsigned") {
 		t.Errorf("audit of a session of forgeries only: line of seq %d is %q; want it unattested, unsigned:\n%s", ack.Sequence, line, out)
 	}
 	// An id nothing was ever appended for is still not found.
@@ -262,15 +224,11 @@ func TestSigning_BeginsOnALogWrittenUnsigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := events.NewRegistry()
 	sid := "0b5e55ed-0000-4000-8000-000000000001"
 	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
 	old := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	mk := func(ver uint64, p events.Payload) events.Envelope {
-		e := reg.New(p)
-		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, ver, old
-		e.Cause = &events.Cause{Kind: "hook", Event: "SessionStart", Ref: ulid.Make().String()}
-		return e
+		return newEvent(agg, ver, old, "hook", "SessionStart", p)
 	}
 	app, err := l.Append(t.Context(), events.Batch{Agg: agg, Events: []events.Envelope{
 		mk(1, events.SessionStarted{Agent: "claude-code", Cwd: "/w"}),
@@ -310,29 +268,12 @@ func TestSigning_BeginsOnALogWrittenUnsigned(t *testing.T) {
 	// An unsigned event dated before signing began, appended after it.
 	_, nc := connectAs(t, dd, natslog.RoleWriter)
 	e := mk(3, events.SessionDescribed{Model: "backdated"})
-	body, _ := e.MarshalJSON()
-	m := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: body}
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(app.Last, 10))
-	js, _ := jetstream.New(nc)
-	ack, err := js.PublishMsg(t.Context(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := eventMsg(t, e, app.Last)
+	ack := publish(t, nc, m)
 	// replay --verify reads up to the live projection's checkpoint: it
 	// names the forgery once serve's projector has passed it, which under
 	// a loaded machine takes more than a moment.
-	var out string
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		var code int
-		var errOut string
-		out, errOut, code = cliExit(t, data, "replay", "--verify")
-		if code == 1 && strings.Contains(out, fmt.Sprintf("seq %d", ack.Sequence)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replay --verify exit %d does not name the backdated unsigned seq %d:\n%s%s", code, ack.Sequence, out, errOut)
-		}
-	}
+	out, _ := verifyNames(t, data, fmt.Sprintf("seq %d", ack.Sequence))
 	for _, seq := range []uint64{app.First, app.Last} {
 		if strings.Contains(out, fmt.Sprintf("seq %d ", seq)) {
 			t.Errorf("replay --verify names seq %d, written before signing:\n%s", seq, out)
@@ -368,36 +309,16 @@ func TestCredsIssue_CarriesARegisteredKey(t *testing.T) {
 	if err != nil || len(recs) != 1 || recs[0].Data.(events.KeyRegistered).Role != "worker" {
 		t.Fatalf("key.registered of the issued key: %v, %v", recs, err)
 	}
-	reg := events.NewRegistry()
 	agg := events.Aggregate{Kind: events.KindSession, ID: "c0ffee00-0000-4000-8000-000000000001"}
-	e := reg.New(events.ReviewDecided{ReviewID: "x", Verdict: events.VerdictAllow, Outcome: events.ReviewApproved})
-	e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, 1, time.Now().UTC().Truncate(time.Microsecond)
-	e.Cause = &events.Cause{Kind: events.CauseGate, Event: "answer", Ref: ulid.Make().String()}
-	body, _ := e.MarshalJSON()
-	m := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: body}
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	e := newEvent(agg, 1, time.Time{}, events.CauseGate, "answer", events.ReviewDecided{ReviewID: "x", Verdict: events.VerdictAllow, Outcome: events.ReviewApproved})
+	m := eventMsg(t, e, 0)
 	id, sig := c.Key.Sign(m.Subject, "0", m.Data)
 	m.Header.Set(attestation.HeaderKey, id)
 	m.Header.Set(attestation.HeaderSig, sig)
-	js, _ := jetstream.New(nc)
-	ack, err := js.PublishMsg(t.Context(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ack := publish(t, nc, m)
 	// replay --verify reads up to the live projection's checkpoint: it
 	// names the event once serve's projector has passed it.
-	var vout string
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		var code int
-		var verr string
-		vout, verr, code = cliExit(t, data, "replay", "--verify")
-		if code == 1 && strings.Contains(vout, fmt.Sprintf("seq %d", ack.Sequence)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replay --verify exit %d does not name seq %d:\n%s%s", code, ack.Sequence, vout, verr)
-		}
-	}
+	vout, _ := verifyNames(t, data, fmt.Sprintf("seq %d", ack.Sequence))
 	if !strings.Contains(vout, "out-of-role") || !strings.Contains(vout, c.Key.Principal) {
 		t.Errorf("replay --verify does not name out-of-role and %s:\n%s", c.Key.Principal, vout)
 	}

@@ -32,10 +32,9 @@ import (
 
 func buildBinary(b *testing.B) string {
 	b.Helper()
-	bin := filepath.Join(b.TempDir(), "logbook")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	bin, err := goBuild(".", filepath.Join(b.TempDir(), "logbook"))
 	if err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
+		b.Fatal(err)
 	}
 	return bin
 }
@@ -45,9 +44,9 @@ func buildBinary(b *testing.B) string {
 // does nothing, and returns the hook's path and the do-nothing one's.
 func buildHookBinaries(b *testing.B, logbook string) (hook, minimal string) {
 	b.Helper()
-	hook = filepath.Join(filepath.Dir(logbook), "logbook-hook")
-	if out, err := exec.Command("go", "build", "-o", hook, "../logbook-hook").CombinedOutput(); err != nil {
-		b.Fatalf("go build logbook-hook: %v\n%s", err, out)
+	hook, err := goBuild("../logbook-hook", filepath.Join(filepath.Dir(logbook), "logbook-hook"))
+	if err != nil {
+		b.Fatal(err)
 	}
 	dir := b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module minimal\n"), 0o600); err != nil {

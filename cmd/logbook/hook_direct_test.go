@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
-	"github.com/logbook-dev/logbook/events"
 )
 
 // TestHook_BehindSpool: with payloads of a session waiting in the spool
@@ -23,10 +21,7 @@ import (
 func TestHook_BehindSpool(t *testing.T) {
 	data, b, _ := apiServe(t)
 	ctx := t.Context()
-	sp, err := claude.Open(filepath.Join(data, "spool"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := openSpool(t, data)
 	const sid = "5e551011-0000-4000-8000-0000000be41d"
 	prompt := func(i int) string {
 		return fmt.Sprintf(`{"session_id":%q,"hook_event_name":"UserPromptSubmit","prompt_id":"p-%02d","prompt":"prompt %02d"}`, sid, i, i)
@@ -43,9 +38,7 @@ func TestHook_BehindSpool(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if _, err := sp.Put([]byte(prompt(i))); err != nil {
-			t.Fatal(err)
-		}
+		spoolPut(t, sp, prompt(i))
 	}
 	for i := 3; i < 6; i++ {
 		hook(i)
@@ -80,16 +73,7 @@ func TestHook_BehindSpool(t *testing.T) {
 		}
 		t.Errorf("spool holds %v after a hook with the spool empty, want nothing spooled", names)
 	}
-	recs, _, err := b.log.Load(ctx, agg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, r := range recs {
-		if o, ok := events.Observed(r.Data); ok {
-			got = append(got, o.Signals[0].ID)
-		}
-	}
+	got := signalIDs(observations(t, ctx, b, sid))
 	want := []string{"p-00", "p-01", "p-02", "p-03", "p-04", "p-05", "p-06"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("observations %v, want %v in order", got, want)

@@ -23,19 +23,7 @@ func gateAnswer(t *testing.T, out string) (decision, reason string) {
 	if out == "" {
 		return "", ""
 	}
-	var ans struct {
-		HSO struct {
-			Decision string `json:"permissionDecision"`
-			Reason   string `json:"permissionDecisionReason"`
-			Perm     struct {
-				Behavior string `json:"behavior"`
-				Message  string `json:"message"`
-			} `json:"decision"`
-		} `json:"hookSpecificOutput"`
-	}
-	if err := json.Unmarshal([]byte(out), &ans); err != nil {
-		t.Fatalf("answer %q: %v", out, err)
-	}
+	ans := readHookAnswer(t, out)
 	if ans.HSO.Decision != "" {
 		return ans.HSO.Decision, ans.HSO.Reason
 	}

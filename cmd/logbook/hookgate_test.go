@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,39 +59,45 @@ func runHook(t *testing.T, data, bin string, payload string, args ...string) (st
 	t.Helper()
 	c := exec.Command(bin, args...)
 	c.Env = []string{"PATH=" + t.TempDir(), "HOME=" + t.TempDir(), "LOGBOOK_DATA=" + data}
-	c.Stdin = strings.NewReader(payload)
-	var out, errOut bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errOut
-	err := c.Run()
-	code := 0
-	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	out, errOut, code, err := runCmd(c, payload)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return out.String(), errOut.String(), code
+	return out, errOut, code
 }
 
 const gatedPayload = `{"session_id":"g","hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"t","tool_input":{"command":"rm -rf /"}}`
+
+// hookAnswer is a gated hook's answer to Claude Code: PreToolUse's
+// decision and reason, or PermissionRequest's behavior and message.
+type hookAnswer struct {
+	HSO struct {
+		Event    string `json:"hookEventName"`
+		Decision string `json:"permissionDecision"`
+		Reason   string `json:"permissionDecisionReason"`
+		Perm     struct {
+			Behavior string `json:"behavior"`
+			Message  string `json:"message"`
+		} `json:"decision"`
+	} `json:"hookSpecificOutput"`
+}
+
+// readHookAnswer decodes a gated hook's answer, failing the test when out
+// is not one.
+func readHookAnswer(t *testing.T, out string) hookAnswer {
+	t.Helper()
+	var ans hookAnswer
+	if err := json.Unmarshal([]byte(out), &ans); err != nil {
+		t.Fatalf("answer %q: %v", out, err)
+	}
+	return ans
+}
 
 // denyReason returns the reason of a gated hook's deny answer, failing
 // the test when out is not one.
 func denyReason(t *testing.T, out string) string {
 	t.Helper()
-	var ans struct {
-		HSO struct {
-			Event    string `json:"hookEventName"`
-			Decision string `json:"permissionDecision"`
-			Reason   string `json:"permissionDecisionReason"`
-			Perm     struct {
-				Behavior string `json:"behavior"`
-				Message  string `json:"message"`
-			} `json:"decision"`
-		} `json:"hookSpecificOutput"`
-	}
-	if err := json.Unmarshal([]byte(out), &ans); err != nil {
-		t.Fatalf("answer %q: %v", out, err)
-	}
+	ans := readHookAnswer(t, out)
 	switch {
 	case ans.HSO.Event == gate.EventPreToolUse && ans.HSO.Decision == "deny":
 		return ans.HSO.Reason

@@ -21,10 +21,8 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/api"
-	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
-	"github.com/logbook-dev/logbook/events"
 )
 
 // sockSession is the session the hook socket's tests prompt in.
@@ -58,36 +56,20 @@ func hookBin(t *testing.T) string {
 // only bin on $PATH, and returns its exit code and standard error.
 func runSockHook(t *testing.T, bin, data, payload string) (int, string) {
 	t.Helper()
-	var stderr bytes.Buffer
 	c := exec.Command(filepath.Join(bin, "logbook-hook"), "--data", data, "claude")
 	c.Env = []string{"PATH=" + bin, "HOME=" + os.Getenv("HOME")}
-	c.Stdin, c.Stderr = strings.NewReader(payload), &stderr
-	err := c.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), stderr.String()
-	}
+	_, stderr, code, err := runCmd(c, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return 0, stderr.String()
+	return code, stderr
 }
 
 // prompts returns the prompt ids observed in sockSession's log, in order.
 func prompts(t *testing.T, b *backend) []string {
 	t.Helper()
-	agg, _ := claude.SessionAggregate(sockSession, "")
 	b.settle(t.Context()) // the hooks serve took are in the log
-	recs, _, err := b.log.Load(t.Context(), agg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, r := range recs {
-		if o, ok := events.Observed(r.Data); ok {
-			got = append(got, o.Signals[0].ID)
-		}
-	}
-	return got
+	return signalIDs(observations(t, t.Context(), b, sockSession))
 }
 
 // spooled returns the entries waiting in data's spool.
@@ -322,15 +304,10 @@ func TestHookSock_OverCap(t *testing.T) {
 		}
 	}
 	b.settle(t.Context())
-	agg, _ := claude.SessionAggregate(sockSession, "")
-	recs, _, err := b.log.Load(t.Context(), agg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	sum := sha256.Sum256([]byte(payload))
 	var cuts []string
-	for _, r := range recs {
-		if o, ok := events.Observed(r.Data); ok && o.Cut != nil {
+	for _, o := range observations(t, t.Context(), b, sockSession) {
+		if o.Cut != nil {
 			cuts = append(cuts, fmt.Sprintf("%d %s", o.Cut.Size, o.Cut.SHA256))
 		}
 	}

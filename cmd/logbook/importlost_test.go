@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -23,10 +22,7 @@ func TestImport_ServeDies(t *testing.T) {
 	}
 	ctx := t.Context()
 	srv, _ := s.startServe(ctx)
-	c := s.command(ctx, nil, "import", "claude", "--workers", "1", s.dir)
-	var out bytes.Buffer
-	c.Stdout, c.Stderr = &out, &out
-	ch, err := s.procs.start(c)
+	ch, out, err := s.start(ctx, nil, "import", "claude", "--workers", "1", s.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,12 +37,7 @@ func TestImport_ServeDies(t *testing.T) {
 			t.Fatalf("the import appended nothing in 60 s: %v\n%s", err, out.String())
 		}
 	}
-	srv.kill()
-	select {
-	case <-ch.gone:
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("import still runs 2 min after serve died:\n%s", out.String())
-	}
+	killServe(t, srv, ch, 2*time.Minute, "import", out)
 	got := out.String()
 	if ch.err == nil {
 		t.Fatalf("import finished before serve was killed (grow the transcripts):\n%s", got)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -9,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
 // TestExec_KeyBlockPrintedSlowly: a script in the workspace prints a
@@ -37,31 +34,12 @@ func TestExec_KeyBlockPrintedSlowly(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "k.sh"), []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"key-pipe", "key-pty"} {
-		args := []string{"exec", "--session", sid, "--workspace", ws, "--id", id, "--wait", "30s"}
-		if id == "key-pty" {
-			args = append(args, "--tty")
-		}
-		if out, err := cli(append(args, "--", "sh", "k.sh")...); err != nil {
-			t.Fatalf("exec %s: %v\n%s", id, err, out)
-		}
-	}
-	b, err := openBackend(ctx, &globals{data: data})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	for _, id := range []string{"key-pipe", "key-pty"} {
-		var got bytes.Buffer
-		for m, err := range b.log.ReadRaw(ctx, natslog.OutputSubject(id), 1) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			got.Write(m.Data)
-		}
-		text := strings.ReplaceAll(got.String(), "\r\n", "\n")
+	runs := execPipeAndPTY(t, cli, "key", []string{"--session", sid, "--workspace", ws}, "sh", "k.sh")
+	for _, r := range runs {
+		got := storedOutput(t, ctx, data, r.id)
+		text := strings.ReplaceAll(string(got), "\r\n", "\n")
 		if text != "[REDACTED:private_key]\ndone\n" {
-			t.Errorf("%s: lb.out holds %q, want the key block redacted whole", id, got.Bytes())
+			t.Errorf("%s: lb.out holds %q, want the key block redacted whole", r.id, got)
 		}
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
 // TestExec_OutputRedactedByRedactTxt: a rule added to the data dir's
@@ -74,36 +72,17 @@ func TestExec_OutputRedactedByRedactTxt(t *testing.T) {
 				t.Errorf("exec with the secret in argv: err %v, want a refusal\n%s", err, out)
 			}
 			script := `printf 'acme-%s\n' 1234567; printf 'a acme-77'; printf '31924 b\n'`
-			for _, id := range []string{"rules-pipe", "rules-pty"} {
-				args := []string{"exec", "--session", sid, "--workspace", ws, "--mode", "read_only", "--id", id, "--wait", "30s"}
-				if id == "rules-pty" {
-					args = append(args, "--tty")
-				}
-				if out, err := cli("", append(args, "--", "sh", "-c", script)...); err != nil {
-					t.Fatalf("exec %s: %v\n%s", id, err, out)
-				}
-			}
-
-			b, err := openBackend(ctx, &globals{data: data})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
-			for _, id := range []string{"rules-pipe", "rules-pty"} {
-				var got bytes.Buffer
-				for m, err := range b.log.ReadRaw(ctx, natslog.OutputSubject(id), 1) {
-					if err != nil {
-						t.Fatal(err)
-					}
-					got.Write(m.Data)
-				}
+			runs := execPipeAndPTY(t, func(args ...string) (string, error) { return cli("", args...) },
+				"rules", []string{"--session", sid, "--workspace", ws, "--mode", "read_only"}, "sh", "-c", script)
+			for _, r := range runs {
+				got := storedOutput(t, ctx, data, r.id)
 				for _, s := range []string{whole, split} {
-					if bytes.Contains(got.Bytes(), []byte(s)) {
-						t.Errorf("%s: lb.out holds %s in clear: %q", id, s, got.Bytes())
+					if bytes.Contains(got, []byte(s)) {
+						t.Errorf("%s: lb.out holds %s in clear: %q", r.id, s, got)
 					}
 				}
-				if n := bytes.Count(got.Bytes(), []byte("[REDACTED:custom-1]")); n != 2 {
-					t.Errorf("%s: %d redactions by redact.txt's rule in %q, want 2", id, n, got.Bytes())
+				if n := bytes.Count(got, []byte("[REDACTED:custom-1]")); n != 2 {
+					t.Errorf("%s: %d redactions by redact.txt's rule in %q, want 2", r.id, n, got)
 				}
 			}
 			if strings.Contains(logs.String(), whole) || strings.Contains(logs.String(), split) {

@@ -17,6 +17,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/reconcile"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 // goneSession is the session of the reconciler's tests whose agent
@@ -70,6 +71,21 @@ func serveStoppable(t *testing.T, data string, args ...string) (*syncBuffer, fun
 	t.Cleanup(stop)
 	waitServer(t, dataDir(data))
 	return logs, stop
+}
+
+// dueNow returns goneSession as svc's projection shows it and whether a
+// reconciler on this host that marks a session abandoned after
+// abandonAfter would decide on it now.
+func dueNow(t *testing.T, svc *api.Service, abandonAfter time.Duration) (session.State, bool, error) {
+	t.Helper()
+	st, err := svc.Store.Session(goneSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	check := func(p events.Process) events.ProcessCheck { return claude.CheckProcess(p, host, claude.BootID()) }
+	due, err := svc.Ing.WouldReconcile(st, time.Now(), abandonAfter, check)
+	return st, due, err
 }
 
 // goneRecords returns goneSession's records in b's log.
@@ -290,17 +306,12 @@ func TestReconciler_HoldsOffForTheIntake(t *testing.T) {
 	}
 	// The projection says the session works on tu_1 with its agent
 	// process gone: a pass finds it due.
-	st, err := svc.Store.Session(goneSession)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, _ := os.Hostname()
-	check := func(p events.Process) events.ProcessCheck { return claude.CheckProcess(p, host, claude.BootID()) }
-	if due, err := svc.Ing.WouldReconcile(st, time.Now(), 0, check); err != nil || !due {
+	if st, due, err := dueNow(t, svc, 0); err != nil || !due {
 		t.Fatalf("session %s (agent process %+v): due %v, %v; want due", st.Phase, st.AgentProcess, due, err)
 	}
 
 	var stderr syncBuffer
+	host, _ := os.Hostname()
 	r := reconcile.New(reconcile.Config{Service: svc, Interval: reconcile.MinInterval, Host: host, Boot: claude.BootID(),
 		Report: func(msg string) { fmt.Fprintf(&stderr, "logbook serve: reconciler: %s\n", msg) }})
 	n, err := r.Pass(ctx)

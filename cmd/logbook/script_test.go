@@ -96,24 +96,9 @@ func TestScripts(t *testing.T) {
 			// waitserve waits until the data dir's server answers.
 			"waitserve": func(ts *testscript.TestScript, neg bool, args []string) {
 				dd := dataDir(ts.Getenv("LOGBOOK_DATA"))
-				deadline := time.Now().Add(20 * time.Second)
-				for time.Now().Before(deadline) {
-					if si, ok := dd.readServeInfo(); ok && si.PID > 0 {
-						g := &globals{data: string(dd)}
-						ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-						b, err := openBackend(ctx, g)
-						cancel()
-						if err == nil {
-							remote := b.remote
-							b.Close()
-							if remote {
-								return
-							}
-						}
-					}
-					time.Sleep(50 * time.Millisecond)
+				if !serverUp(dd) {
+					ts.Fatalf("server did not come up in %s", dd)
 				}
-				ts.Fatalf("server did not come up in %s", dd)
 			},
 			// waitspool waits until the data dir's spool is empty (every
 			// hook payload delivered).
@@ -171,25 +156,13 @@ func TestScripts(t *testing.T) {
 			// serve with the credentials file CREDS; with !, it checks
 			// that the server refuses with a permissions violation.
 			"jsdelete": func(ts *testscript.TestScript, neg bool, args []string) {
-				dd := dataDir(ts.Getenv("LOGBOOK_DATA"))
-				si, ok := dd.readServeInfo()
-				if !ok {
-					ts.Fatalf("no serve.json")
-				}
-				c, err := readCreds(ts.MkAbs(args[0]))
-				ts.Check(err)
 				var denied atomic.Value
-				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(c.Role)), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-					if errors.Is(err, nats.ErrPermissionViolation) {
-						denied.Store(err)
-					}
-				}))
-				ts.Check(err)
+				nc, _, c := scriptConnect(ts, args[0], func(err error) { denied.Store(err) })
 				defer nc.Close()
 				js, _ := jetstream.New(nc)
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 				defer cancel()
-				err = js.DeleteStream(ctx, natslog.StreamName)
+				err := js.DeleteStream(ctx, natslog.StreamName)
 				switch {
 				case !neg && err != nil:
 					ts.Fatalf("delete stream as %s: %v", c.Role, err)
@@ -213,23 +186,13 @@ func TestScripts(t *testing.T) {
 				if len(args) < 2 {
 					ts.Fatalf("usage: apitake CREDS VERB...")
 				}
-				dd := dataDir(ts.Getenv("LOGBOOK_DATA"))
-				si, ok := dd.readServeInfo()
-				if !ok {
-					ts.Fatalf("no serve.json")
-				}
-				c, err := readCreds(ts.MkAbs(args[0]))
-				ts.Check(err)
 				var mu sync.Mutex
 				denied := map[string]bool{}
-				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(c.Role)), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-					if errors.Is(err, nats.ErrPermissionViolation) {
-						mu.Lock()
-						denied[err.Error()] = true
-						mu.Unlock()
-					}
-				}))
-				ts.Check(err)
+				nc, si, c := scriptConnect(ts, args[0], func(err error) {
+					mu.Lock()
+					denied[err.Error()] = true
+					mu.Unlock()
+				})
 				ts.Defer(nc.Close)
 				spoof := []byte(`{"data":{"seq":1,"live_hash":"5p00fed","replay_hash":"5p00fed","equal":true}}`)
 				var subjects []string
@@ -280,10 +243,7 @@ func TestScripts(t *testing.T) {
 			// checks of the CLI's), and prints the answer.
 			"apicall": func(ts *testscript.TestScript, neg bool, args []string) {
 				dd := dataDir(ts.Getenv("LOGBOOK_DATA"))
-				si, ok := dd.readServeInfo()
-				if !ok {
-					ts.Fatalf("no serve.json")
-				}
+				si := runningServe(ts, dd)
 				c, err := dd.credentials()
 				ts.Check(err)
 				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.RoleWriter))
@@ -384,4 +344,31 @@ func TestScripts(t *testing.T) {
 			"waitfile": waitFile,
 		}),
 	})
+}
+
+// runningServe returns what the server running on data dir dd published
+// of itself, failing the script when none runs.
+func runningServe(ts *testscript.TestScript, dd dataDir) serveInfo {
+	si, ok := dd.readServeInfo()
+	if !ok {
+		ts.Fatalf("no serve.json")
+	}
+	return si
+}
+
+// scriptConnect connects to the server running on the script's data dir
+// with the credentials file path (relative to the script's directory),
+// and returns the connection, the server and the credentials. denied gets
+// each permissions violation the server reports.
+func scriptConnect(ts *testscript.TestScript, path string, denied func(error)) (*nats.Conn, serveInfo, creds) {
+	si := runningServe(ts, dataDir(ts.Getenv("LOGBOOK_DATA")))
+	c, err := readCreds(ts.MkAbs(path))
+	ts.Check(err)
+	nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(c.Role)), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			denied(err)
+		}
+	}))
+	ts.Check(err)
+	return nc, si, c
 }

@@ -219,17 +219,11 @@ func TestSecrets_Table(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "notes"), []byte(all.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"out-pipe", "out-pty"} {
-		args := []string{"exec", "--session", sid, "--workspace", ws, "--mode", "read_only", "--id", id, "--wait", "30s"}
-		if id == "out-pty" {
-			args = append(args, "--tty")
-		}
-		out, err := cli("", append(args, "--", "sh", "-c", "cat notes; cat notes >&2")...)
-		if err != nil {
-			t.Fatalf("exec %s: %v\n%s", id, err, out)
-		}
-		if !strings.Contains(out, "[REDACTED:") {
-			t.Errorf("exec %s printed no redaction marker:\n%.2000s", id, out)
+	runs := execPipeAndPTY(t, func(args ...string) (string, error) { return cli("", args...) },
+		"out", []string{"--session", sid, "--workspace", ws, "--mode", "read_only"}, "sh", "-c", "cat notes; cat notes >&2")
+	for _, r := range runs {
+		if !strings.Contains(r.out, "[REDACTED:") {
+			t.Errorf("exec %s printed no redaction marker:\n%.2000s", r.id, r.out)
 		}
 	}
 
@@ -329,26 +323,4 @@ func TestSecrets_Table(t *testing.T) {
 			}
 		}
 	}
-}
-
-// waitServer waits until the data dir's server answers.
-func waitServer(t *testing.T, dd dataDir) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if si, ok := dd.readServeInfo(); ok && si.PID > 0 {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			b, err := openBackend(ctx, &globals{data: string(dd)})
-			cancel()
-			if err == nil {
-				remote := b.remote
-				b.Close()
-				if remote {
-					return
-				}
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("server did not come up in %s", dd)
 }

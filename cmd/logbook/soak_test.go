@@ -189,38 +189,32 @@ func (s *soak) intN(n int) int {
 // a directory of its own that TestMain removes.
 func soakBuild(t *testing.T) string {
 	t.Helper()
-	soakBin.once.Do(func() {
+	return soakBin.get(t, func() (string, error) {
 		dir, err := os.MkdirTemp("", "logbook-soak-bin-")
 		if err != nil {
-			soakBin.err = err
-			return
+			return "", err
 		}
 		soakBin.dir = dir
-		bin := filepath.Join(dir, "logbook")
-		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-		if err != nil {
-			soakBin.err = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		soakBin.path = bin
+		return goBuild(".", filepath.Join(dir, "logbook"))
 	})
-	if soakBin.err != nil {
-		t.Fatal(soakBin.err)
-	}
-	return soakBin.path
 }
 
-// soakBin is the binary soakBuild built, shared by the soaks.
+// soakBin is the binary soakBuild built, shared by the soaks, and the
+// directory it is in.
 var soakBin struct {
-	once      sync.Once
-	dir, path string
-	err       error
+	goBinary
+	dir string
 }
 
 // command returns the binary with args on the soak's data dir, in a
 // process group of its own that ctx's end kills.
 func (s *soak) command(ctx context.Context, stdin []byte, args ...string) *exec.Cmd {
-	c := exec.CommandContext(ctx, s.bin, append([]string{"--data", s.data}, args...)...)
+	return s.commandOf(ctx, s.bin, stdin, args...)
+}
+
+// commandOf is command for the binary bin.
+func (s *soak) commandOf(ctx context.Context, bin string, stdin []byte, args ...string) *exec.Cmd {
+	c := exec.CommandContext(ctx, bin, append([]string{"--data", s.data}, args...)...)
 	c.Env = append(os.Environ(), "LOGBOOK_DATA="+s.data)
 	c.Stdin = bytes.NewReader(stdin)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -231,15 +225,45 @@ func (s *soak) command(ctx context.Context, stdin []byte, args ...string) *exec.
 
 // run runs the binary with args to its end and returns its output.
 func (s *soak) run(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
-	c := s.command(ctx, stdin, args...)
-	var out bytes.Buffer
-	c.Stdout, c.Stderr = &out, &out
-	ch, err := s.procs.start(c)
+	return s.runCommand(s.command(ctx, stdin, args...))
+}
+
+// runCommand runs c, a command of the soak's, to its end and returns its
+// output.
+func (s *soak) runCommand(c *exec.Cmd) ([]byte, error) {
+	ch, out, err := s.startCommand(c)
 	if err != nil {
 		return nil, err
 	}
 	<-ch.gone
 	return out.Bytes(), ch.err
+}
+
+// start starts the binary with args and returns the child and the
+// buffer its standard output and error go to, to be read once it is gone.
+func (s *soak) start(ctx context.Context, stdin []byte, args ...string) (*soakChild, *bytes.Buffer, error) {
+	return s.startCommand(s.command(ctx, stdin, args...))
+}
+
+// startCommand is start for c, a command of the soak's.
+func (s *soak) startCommand(c *exec.Cmd) (*soakChild, *bytes.Buffer, error) {
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	ch, err := s.procs.start(c)
+	return ch, &out, err
+}
+
+// killServe kills serve srv and waits up to within for the child ch, a
+// client of it, to end; it fails the test, naming the client what and
+// showing its output out, when ch runs on.
+func killServe(t *testing.T, srv, ch *soakChild, within time.Duration, what string, out *bytes.Buffer) {
+	t.Helper()
+	srv.kill()
+	select {
+	case <-ch.gone:
+	case <-time.After(within):
+		t.Fatalf("%s still runs %s after serve died:\n%s", what, within, out.String())
+	}
 }
 
 // startServe starts `logbook serve` and waits until it answers. A start
@@ -315,6 +339,25 @@ func (s *soak) withServer(ctx context.Context, pid int, fn func(*nats.Conn) erro
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return fn(nc)
+}
+
+// readLog reads the whole log from the running server and gives each
+// record to fn, in order.
+func (s *soak) readLog(ctx context.Context, fn func(events.Record)) error {
+	return s.withServer(ctx, 0, func(nc *nats.Conn) error {
+		l, err := natslog.Open(ctx, nc, natslog.Config{})
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		for r, err := range l.Read(ctx, 1) {
+			if err != nil {
+				return err
+			}
+			fn(r)
+		}
+		return nil
+	})
 }
 
 // importLoop imports the transcripts again and again until ctx ends.
@@ -554,20 +597,9 @@ func (s *soak) verify(ctx context.Context, cycles int) {
 	t := s.t
 	byAgg := map[string][]events.Record{}
 	var total int
-	err := s.withServer(ctx, 0, func(nc *nats.Conn) error {
-		l, err := natslog.Open(ctx, nc, natslog.Config{})
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		for r, err := range l.Read(ctx, 1) {
-			if err != nil {
-				return err
-			}
-			byAgg[r.Agg.ID] = append(byAgg[r.Agg.ID], r)
-			total++
-		}
-		return nil
+	err := s.readLog(ctx, func(r events.Record) {
+		byAgg[r.Agg.ID] = append(byAgg[r.Agg.ID], r)
+		total++
 	})
 	if err != nil {
 		t.Fatalf("read the log: %v", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
-	"github.com/logbook-dev/logbook/events"
 )
 
 // TestSpool_PoisonThenHundred: a spooled entry that can never be stored
@@ -23,42 +21,21 @@ import (
 // aside, redacted, with its reason, and the 100 good hooks behind it are
 // delivered, in order.
 func TestSpool_PoisonThenHundred(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	data := t.TempDir()
-	sp, err := claude.Open(filepath.Join(data, "spool"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, data, sp := spoolAlone(t, 60*time.Second)
 	const sid = "5e551011-0000-4000-8000-00000000b00c"
 	aws := "AK" + "IA" + "QWERTYUIOPASDFGH"
 	poison := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"%s","tool_input":{"command":"echo %s"}}`,
 		sid, strings.Repeat("x", 2<<20), aws)
-	if _, err := sp.Put([]byte(poison)); err != nil {
-		t.Fatal(err)
-	}
+	spoolPut(t, sp, poison)
 	for i := range 100 {
-		p := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"UserPromptSubmit","prompt_id":"p-%03d","prompt":"prompt %03d"}`, sid, i, i)
-		if _, err := sp.Put([]byte(p)); err != nil {
-			t.Fatal(err)
-		}
+		spoolPut(t, sp, fmt.Sprintf(`{"session_id":%q,"hook_event_name":"UserPromptSubmit","prompt_id":"p-%03d","prompt":"prompt %03d"}`, sid, i, i))
 	}
 	b, svc := localService(t, data) // no server: this process's own log, as serve opens it
 	n, err := svc.DrainSpool(ctx)
 	if err != nil || n != 100 {
 		t.Fatalf("drainSpool = %d, %v; want 100 delivered", n, err)
 	}
-	agg, _ := claude.SessionAggregate(sid, "")
-	recs, _, err := b.log.Load(ctx, agg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, r := range recs {
-		if o, ok := events.Observed(r.Data); ok {
-			got = append(got, o.Signals[0].ID)
-		}
-	}
+	got := signalIDs(observations(t, ctx, b, sid))
 	if len(got) != 100 {
 		t.Fatalf("%d observations stored, want 100", len(got))
 	}
@@ -75,11 +52,9 @@ func TestSpool_PoisonThenHundred(t *testing.T) {
 	if len(rej) != 2 {
 		t.Fatalf("rejected/ holds %v, want the poison entry and its reason", rej)
 	}
+	noneHolds(t, rej, aws)
 	for _, f := range rej {
 		b, _ := os.ReadFile(f)
-		if strings.Contains(string(b), aws) {
-			t.Errorf("%s holds the secret in clear", f)
-		}
 		if strings.HasSuffix(f, ".why") && !strings.Contains(string(b), "tool_use_id") {
 			t.Errorf("reason %q does not name the field", b)
 		}
@@ -111,8 +86,7 @@ func TestHook_Caps(t *testing.T) {
 	if err := run(big); err != nil {
 		t.Fatalf("2 MB tool_response: %v", err)
 	}
-	sp, _ := claude.Open(filepath.Join(data, "spool"))
-	es, _ := sp.Pending()
+	es, _ := openSpool(t, data).Pending()
 	if len(es) != 1 || len(es[0].Payload) > claude.MaxHookSend || !strings.Contains(string(es[0].Payload), claude.CutMember) {
 		t.Fatalf("spooled %d entries; want one cut payload under %d bytes", len(es), claude.MaxHookSend)
 	}
@@ -127,13 +101,7 @@ func TestHook_Caps(t *testing.T) {
 // same raw text: exact bytes, spacing and "<", ">", "&" kept, redacted
 // the same way.
 func TestHook_SameBytesBothPaths(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	data := t.TempDir()
-	sp, err := claude.Open(filepath.Join(data, "spool"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, data, sp := spoolAlone(t, 60*time.Second)
 	const sid = "5e551011-0000-4000-8000-00000000b17e"
 	aws := "AK" + "IA" + "ZXCVBNMASDFGHJKL"
 	payload := fmt.Sprintf("{\"session_id\" : %q,\n  \"hook_event_name\":\"Stop\", \"note\":\"<b>&amp; aws=<%s>\", \"x\":\"\\u00e9\"}", sid, aws)
@@ -151,22 +119,13 @@ func TestHook_SameBytesBothPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Spool: drained by the server.
-	if _, err := sp.Put(prepared); err != nil {
-		t.Fatal(err)
-	}
+	spoolPut(t, sp, string(prepared))
 	if n, err := svc.DrainSpool(ctx); err != nil || n != 1 {
 		t.Fatalf("drainSpool = %d, %v", n, err)
 	}
-	agg, _ := claude.SessionAggregate(sid, "")
-	recs, _, err := b.log.Load(ctx, agg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var raws []string
-	for _, r := range recs {
-		if o, ok := events.Observed(r.Data); ok {
-			raws = append(raws, o.Raw)
-		}
+	for _, o := range observations(t, ctx, b, sid) {
+		raws = append(raws, o.Raw)
 	}
 	if len(raws) != 2 {
 		t.Fatalf("%d observations, want 2", len(raws))
@@ -177,6 +136,36 @@ func TestHook_SameBytesBothPaths(t *testing.T) {
 	want := strings.Replace(payload, aws, "[REDACTED:aws_access_key]", 1)
 	if raws[0] != want {
 		t.Errorf("raw\n %s\nwant the exact payload, redacted:\n %s", raws[0], want)
+	}
+}
+
+// spoolAlone returns a context that ends after timeout, a data dir no
+// server runs on, and the data dir's hook spool.
+func spoolAlone(t *testing.T, timeout time.Duration) (context.Context, string, *claude.Spool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	data := t.TempDir()
+	return ctx, data, openSpool(t, data)
+}
+
+// spoolPut puts payload into sp, as a hook with no server to hand it to
+// does.
+func spoolPut(t *testing.T, sp *claude.Spool, payload string) {
+	t.Helper()
+	if _, err := sp.Put([]byte(payload)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noneHolds fails the test for each of files that holds secret in clear.
+func noneHolds(t *testing.T, files []string, secret string) {
+	t.Helper()
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if strings.Contains(string(b), secret) {
+			t.Errorf("%s holds the secret in clear", f)
+		}
 	}
 }
 
@@ -198,13 +187,7 @@ func drainData(t *testing.T, ctx context.Context, data string) int {
 // refused by the drain too and set aside, redacted, with its reason; the
 // good payload behind them is delivered.
 func TestSpool_RefusedKinds(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	data := t.TempDir()
-	sp, err := claude.Open(filepath.Join(data, "spool"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, data, sp := spoolAlone(t, 120*time.Second)
 	const sid = "5e551011-0000-4000-8000-00000000d00d"
 	aws := "AK" + "IA" + "QWERTYUIOPASDFGH"
 	head := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"PostToolUse","tool_use_id":"t1","note":"%s",`, sid, aws)
@@ -242,14 +225,9 @@ func TestSpool_RefusedKinds(t *testing.T) {
 		if _, err := claude.PrepareHook([]byte(k.payload)); err == nil && len(k.payload) <= claude.MaxHookRead {
 			t.Fatalf("%s: PrepareHook takes it", k.name)
 		}
-		if _, err := sp.Put([]byte(k.payload)); err != nil {
-			t.Fatal(err)
-		}
+		spoolPut(t, sp, k.payload)
 	}
-	good := fmt.Sprintf(`{"session_id":%q,"hook_event_name":"UserPromptSubmit","prompt_id":"p-1","prompt":"go"}`, sid)
-	if _, err := sp.Put([]byte(good)); err != nil {
-		t.Fatal(err)
-	}
+	spoolPut(t, sp, fmt.Sprintf(`{"session_id":%q,"hook_event_name":"UserPromptSubmit","prompt_id":"p-1","prompt":"go"}`, sid))
 	if n := drainData(t, ctx, data); n != 1 {
 		t.Fatalf("drain delivered %d, want the good payload alone", n)
 	}
@@ -261,33 +239,5 @@ func TestSpool_RefusedKinds(t *testing.T) {
 	if len(whys) != len(kinds) || len(kept) != len(kinds) {
 		t.Fatalf("rejected/ holds %d payloads and %d reasons, want %d of each", len(kept), len(whys), len(kinds))
 	}
-	for _, f := range append(whys, kept...) {
-		b, _ := os.ReadFile(f)
-		if strings.Contains(string(b), aws) {
-			t.Errorf("%s holds the secret in clear", f)
-		}
-	}
-}
-
-// localService opens the data dir data as a command does with no server
-// (its own embedded log, views and spool) and returns the backend and the
-// API service over them, closed when the test ends.
-func localService(t *testing.T, data string) (*backend, *api.Service) {
-	t.Helper()
-	g := &globals{data: data, stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
-	b, err := openBackend(t.Context(), g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	store, err := openViews(t.Context(), g, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	svc, err := newService(b, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, svc
+	noneHolds(t, append(whys, kept...), aws)
 }

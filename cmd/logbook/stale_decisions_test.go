@@ -71,20 +71,8 @@ func TestQuorumLoss_NoDecisionFromTheProjection(t *testing.T) {
 	}
 	g := &globals{data: data, natsURL: c.Nodes[0].URL(), credsPath: filepath.Join(creds, "serve.json"), cmdName: "logbook serve",
 		stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
-	b, err := openBackend(ctx, g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	store, err := openViews(ctx, g, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	svc, err := newService(b, store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, svc := openService(t, g)
+	store := svc.Store
 	runCtx, stopRun := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	var health host.LogHealth
@@ -121,13 +109,7 @@ func TestQuorumLoss_NoDecisionFromTheProjection(t *testing.T) {
 	}
 	time.Sleep(claude.Quiet + 100*time.Millisecond) // silent, not taking lines in
 	const abandonAfter = 100 * time.Millisecond
-	st, err := store.Session(goneSession)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, _ := os.Hostname()
-	check := func(p events.Process) events.ProcessCheck { return claude.CheckProcess(p, host, claude.BootID()) }
-	if due, err := svc.Ing.WouldReconcile(st, time.Now(), abandonAfter, check); err != nil || !due {
+	if st, due, err := dueNow(t, svc, abandonAfter); err != nil || !due {
 		t.Fatalf("session %s: due %v, %v; want due for a stale mark", st.Phase, due, err)
 	}
 	before := store.Checkpoint()
@@ -157,6 +139,7 @@ func TestQuorumLoss_NoDecisionFromTheProjection(t *testing.T) {
 
 	// The reconciler: held off, nothing marked.
 	var recLog syncBuffer
+	host, _ := os.Hostname()
 	r := reconcile.New(reconcile.Config{Service: svc, AbandonAfter: abandonAfter, Interval: reconcile.MinInterval, Host: host, Boot: claude.BootID(),
 		Report: func(msg string) { fmt.Fprintln(&recLog, msg) }})
 	pctx, cancel := context.WithTimeout(stale, 20*time.Second)
@@ -170,24 +153,26 @@ func TestQuorumLoss_NoDecisionFromTheProjection(t *testing.T) {
 
 	// The gate: a gated call gets no verdict, nor does a person's answer
 	// to a review.
-	gated, _ := json.Marshal(gate.HookGateRequest{ID: ulid.Make().String(), Text: goneHook("PreToolUse", "tu_2"), BudgetMS: 2000})
-	gctx, cancel := context.WithTimeout(stale, 20*time.Second)
-	start = time.Now()
-	verdict, err := gs.Handlers()[gate.VerbGate](gctx, gated)
-	cancel()
-	if err == nil {
-		t.Errorf("gate during the loss gave a verdict: %+v", verdict)
+	for _, call := range []struct {
+		verb          string
+		req           any
+		decided, held string // what an answer means; what no answer means
+	}{
+		{gate.VerbGate, gate.HookGateRequest{ID: ulid.Make().String(), Text: goneHook("PreToolUse", "tu_2"), BudgetMS: 2000},
+			"gate during the loss gave a verdict", "gate gave no verdict"},
+		{gate.VerbReviewDecide, gate.DecideRequest{ID: "rv-1", Verdict: "allow", Reason: "looks fine", Actor: "person:test@host", Ref: ulid.Make().String()},
+			"a person's verdict during the loss was recorded", "a person's verdict not recorded"},
+	} {
+		req, _ := json.Marshal(call.req)
+		cctx, cancel := context.WithTimeout(stale, 20*time.Second)
+		start := time.Now()
+		answer, err := gs.Handlers()[call.verb](cctx, req)
+		cancel()
+		if err == nil {
+			t.Errorf("%s: %+v", call.decided, answer)
+		}
+		t.Logf("%s in %s: %v", call.held, time.Since(start).Round(time.Millisecond), err)
 	}
-	t.Logf("gate gave no verdict in %s: %v", time.Since(start).Round(time.Millisecond), err)
-	decide, _ := json.Marshal(gate.DecideRequest{ID: "rv-1", Verdict: "allow", Reason: "looks fine", Actor: "person:test@host", Ref: ulid.Make().String()})
-	dctx, cancel := context.WithTimeout(stale, 20*time.Second)
-	start = time.Now()
-	answer, err := gs.Handlers()[gate.VerbReviewDecide](dctx, decide)
-	cancel()
-	if err == nil {
-		t.Errorf("a person's verdict during the loss was recorded: %+v", answer)
-	}
-	t.Logf("a person's verdict not recorded in %s: %v", time.Since(start).Round(time.Millisecond), err)
 
 	for _, nd := range c.Nodes[1:] {
 		if err := nd.Start(); err != nil {

@@ -57,17 +57,11 @@ func (u systemUser) run(t *testing.T, sock string, stdin string, argv ...string)
 		c.Env = append(c.Env, "LOGBOOK_SOCKET="+sock)
 	}
 	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.uid, Gid: u.gid}}
-	c.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	code := 0
-	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	out, errb, code, err := runCmd(c, stdin)
+	if err != nil {
 		t.Fatalf("run %v as %s: %v", argv, u.name, err)
 	}
-	return out.String(), errb.String(), code
+	return out, errb, code
 }
 
 // callSocketAs calls verb on the system socket at path from a thread
