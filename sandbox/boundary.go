@@ -77,6 +77,7 @@ type layout struct {
 	absentDirs  []string   // missing top-level names kept missing: empty read-only dirs
 	absentFiles []string   // missing top-level names kept missing: /dev/null bound
 	held        []*os.File // the directories locked (see lock), from claim to release
+	ledger      *ledger    // where the placeholders are recorded (Spec.Ledger); nil if nowhere
 
 	inHidden  string   // a hidden path the workspace lies in: the start is refused
 	hideDirs  []string // directories covered by an empty read-only tmpfs

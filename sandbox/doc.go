@@ -56,7 +56,8 @@
 // directory (or empty file) is mounted there while the command runs. Its
 // mount point is a placeholder on the host (an empty directory or file of
 // mode 0000; the workspace is the host's directory, and a mount needs
-// one), made and removed by that command. Each directory between the
+// one), made and removed by that command; recorded first in Spec.Ledger,
+// so that SweepPlaceholders removes what a killed worker left. Each directory between the
 // workspace and a nested protected path is bound onto itself, a mount
 // point too, so it can be neither renamed nor removed: a nested
 // repository cannot be moved aside and a writable one made in its place.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,7 +27,9 @@ import (
 // placeholders it makes are its own, and it removes them at its end. A
 // worker that dies drops its locks with its descriptors; what it left is
 // taken as missing names by the next command there, and removed at its
-// end.
+// end. With Spec.Ledger each placeholder is recorded before it is made
+// (see ledger.go), and SweepPlaceholders removes what a dead worker left
+// without waiting for a next command.
 
 // isPlaceholder reports whether fi describes a placeholder: an empty
 // regular file, or a directory, of mode 0000 (a directory's emptiness is
@@ -86,6 +89,11 @@ func (l *layout) claimName(p string, dir bool) error {
 		fi, err := os.Lstat(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
+			if l.ledger != nil {
+				if err := l.ledger.add(ledgerEntry{Name: filepath.Base(p), Dir: dir, Since: time.Now().UnixNano()}); err != nil {
+					return err
+				}
+			}
 			if dir {
 				err = unix.Mkdir(p, 0)
 			} else {
@@ -93,6 +101,22 @@ func (l *layout) claimName(p string, dir bool) error {
 				fd, err = unix.Open(p, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 				if err == nil {
 					unix.Close(fd)
+				}
+			}
+			if l.ledger != nil {
+				var fi fs.FileInfo
+				var lerr error
+				if err == nil {
+					fi, lerr = os.Lstat(p)
+				}
+				switch {
+				case err == nil && lerr == nil:
+					lerr = l.ledger.made(fi)
+				case err != nil:
+					lerr = l.ledger.drop()
+				}
+				if lerr != nil {
+					return lerr
 				}
 			}
 			switch {
@@ -109,6 +133,15 @@ func (l *layout) claimName(p string, dir bool) error {
 		case fi.Mode()&fs.ModeSymlink != 0:
 			return fmt.Errorf("%s is a symbolic link", p)
 		case isPlaceholder(fi) && fi.IsDir() == dir:
+			if l.ledger != nil && !l.ledger.has(filepath.Base(p)) {
+				// One a dead worker left, now this command's to remove.
+				if err := l.ledger.add(ledgerEntry{Name: filepath.Base(p), Dir: dir}); err == nil {
+					err = l.ledger.made(fi)
+				}
+				if err != nil {
+					return err
+				}
+			}
 			if dir {
 				l.absentDirs = append(l.absentDirs, p)
 			} else {
@@ -142,5 +175,6 @@ func (l *layout) release() {
 		}
 	}
 	l.absentDirs, l.absentFiles = nil, nil
+	l.ledger.remove()
 	l.unlock()
 }

@@ -266,6 +266,9 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 			again, err := validate(spec)
 			return again.layout, err
 		}
+		if pl.layout.mode == WorkspaceWrite {
+			pl.layout.ledger = newLedger(spec.Ledger, pl.layout.ws)
+		}
 		if err := pl.layout.claim(ctx, replan); err != nil {
 			p.closeFiles()
 			closeAll(child...)

@@ -149,6 +149,15 @@ type Spec struct {
 	// start. Should bubblewrap fail after all, the command's process
 	// exits with bubblewrap's message as its output.
 	Probed bool
+	// Ledger is a directory (the worker's, in its data dir) where a
+	// WorkspaceWrite start records each placeholder it makes in the
+	// workspace, durably and before making it, and its device and inode
+	// once made; the record goes when the placeholders do. A worker that
+	// dies leaves them, and SweepPlaceholders removes them. "" records
+	// nothing: what a dead worker left stays until the next
+	// WorkspaceWrite command in that workspace ends. Ignored in the other
+	// modes.
+	Ledger string
 	// Hold starts a restricted command's boundary but not the command:
 	// bubblewrap sets its sandbox up and waits until Process.Release, so
 	// a caller can finish what must come before the command runs (record

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/replay"
@@ -226,9 +228,49 @@ func (t *Table) Flush() error { return errors.Join(t.safe.Close(), t.tw.Flush())
 func Cell(s string) string { return Field(s) }
 
 // Field returns s, one field of a line of text output whose value comes
-// from the log (an agent's tool name, a principal, a reason), made safe
-// for a terminal (Safe) and then kept on one line: a tab, newline,
-// carriage return, line or paragraph separator or bidirectional mark left
-// in it is shown escaped (replay.Escape). Every agent- or operator-supplied
-// value a human output prints passes Field (or Cell, in tables).
-func Field(s string) string { return replay.Escape(Safe(s)) }
+// from the log (an agent's tool name, a principal, a reason, a path),
+// made safe for a terminal and kept on one line: every control character
+// (an escape sequence's ESC included, so the sequence shows as text
+// rather than being removed, and a field cannot pass for another value),
+// line or paragraph separator and bidirectional mark is shown escaped
+// (replay.Escape). Every agent- or operator-supplied value a human output
+// prints passes Field (or Cell, in tables).
+func Field(s string) string { return replay.Escape(s) }
+
+// maxBlanks is the longest run of blanks Blanks leaves as it is.
+const maxBlanks = 8
+
+// Blanks returns s, a command shown to a person for approval, with every
+// run of more than maxBlanks blank characters (spaces, tabs and the other
+// Unicode spaces) replaced by a mark saying how many there were, such as
+// "[300 spaces]": a long run cannot push the rest of the command past
+// the end of a terminal line, out of sight.
+func Blanks(s string) string {
+	var b strings.Builder
+	run, n := 0, 0 // where the current run of blanks starts, and its length
+	flush := func(end int) {
+		if n > maxBlanks {
+			fmt.Fprintf(&b, "[%d spaces]", n)
+		} else {
+			b.WriteString(s[run:end])
+		}
+		n = 0
+	}
+	for i, r := range s {
+		if unicode.IsSpace(r) && r != '\n' {
+			if n == 0 {
+				run = i
+			}
+			n++
+			continue
+		}
+		if n > 0 {
+			flush(i)
+		}
+		b.WriteRune(r)
+	}
+	if n > 0 {
+		flush(len(s))
+	}
+	return b.String()
+}

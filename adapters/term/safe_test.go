@@ -76,7 +76,8 @@ func TestTermWriter_Bounded(t *testing.T) {
 }
 
 // What replay --rederive and events tail print of the log (hostile input:
-// a hook's reason, a transcript's ids) reaches the terminal escaped.
+// a hook's reason, a transcript's ids) reaches the terminal escaped: its
+// escape sequences shown as text, not obeyed and not removed.
 func TestTermSafe_LogValues(t *testing.T) {
 	const evil = "\x1b]0;owned\x07bye\x1b[2J\rrm"
 	ended := events.Envelope{Type: "session.ended\x1b[31m", Data: events.SessionEnded{From: "ready", Reason: evil}}
@@ -98,7 +99,7 @@ func TestTermSafe_LogValues(t *testing.T) {
 	if strings.ContainsAny(got, "\x1b\x07\r\u009b") {
 		t.Errorf("terminal controls got through:\n%q", got)
 	}
-	for _, want := range []string{`recorded:  session.ended bye\rrm`, `rederived: session.entry_abandoned toolu_ bye\rrm`, `refused today: refused: bye\rrm`, `(obs.claude.hook\u009b2J)`, `/ v0  bye\rrm`} {
+	for _, want := range []string{`recorded:  session.ended\x1b[31m \x1b]0;owned\x07bye\x1b[2J\rrm`, `rederived: session.entry_abandoned toolu_\x1b]52;c;cm0K\x07 \x1b]0;owned`, `refused today: refused: \x1b]0;owned\x07bye\x1b[2J\rrm`, `(obs.claude.hook\u009b2J)`, `/ v0  \x1b]0;owned\x07bye\x1b[2J\rrm`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}

@@ -49,11 +49,12 @@ func Usage(w io.Writer, rep usage.Report, now time.Time) error {
 }
 
 // Reviews writes the open gate reviews, a row each, their age taken at
-// now. Write it through Print.
+// now, each action's long runs of blanks marked (Blanks). Write it through
+// Print.
 func Reviews(w io.Writer, rs []gate.PendingRow, now time.Time) error {
 	rows := make([][]string, len(rs))
 	for i, r := range rs {
-		rows[i] = []string{r.ID, r.Session, Dash(r.Event), r.Tool, Dash(r.Risk), usage.Age(now, r.RequestedAt), r.Action}
+		rows[i] = []string{r.ID, r.Session, Dash(r.Event), r.Tool, Dash(r.Risk), usage.Age(now, r.RequestedAt), Blanks(r.Action)}
 	}
 	return Rows(w, []string{"REVIEW", "SESSION", "EVENT", "TOOL", "RISK", "AGE", "ACTION"}, rows)
 }
@@ -95,7 +96,7 @@ func Task(w io.Writer, t task.State) error {
 // WorkspaceLine writes one line naming a workspace: id, key, status,
 // branch and path. Errors are w's.
 func WorkspaceLine(w io.Writer, ws workspace.State) error {
-	_, err := fmt.Fprintf(w, "workspace %s %s: %s on %s at %s\n", ws.ID, ws.Key, ws.Status, ws.Branch, ws.Path)
+	_, err := fmt.Fprintf(w, "workspace %s %s: %s on %s at %s\n", Field(ws.ID), Field(ws.Key), Field(ws.Status), Field(ws.Branch), Field(ws.Path))
 	return err
 }
 
@@ -141,18 +142,19 @@ func Workspace(w io.Writer, r WorkspaceShow, now time.Time) error {
 	}
 	fmt.Fprintf(w, "sessions: %d\n", len(r.Sessions))
 	for _, s := range r.Sessions {
-		fmt.Fprintf(w, "  %s  %s  %s ago\n", s.ID, Dash(s.Phase), now.Sub(s.UpdatedAt).Round(time.Second))
+		fmt.Fprintf(w, "  %s  %s  %s ago\n", Field(s.ID), Field(Dash(s.Phase)), now.Sub(s.UpdatedAt).Round(time.Second))
 	}
 	if len(r.Tasks) > 0 {
 		fmt.Fprintf(w, "tasks: %d\n", len(r.Tasks))
 		for _, t := range r.Tasks {
-			fmt.Fprintf(w, "  %s  %s  %s\n", t.ID, t.Status, t.Title)
+			fmt.Fprintf(w, "  %s  %s  %s\n", Field(t.ID), Field(t.Status), Field(t.Title))
 		}
 	}
 	switch {
 	case r.Changes != nil:
-		fmt.Fprintf(w, "changes against %s (merge base %.12s): %d files, +%d -%d\n", r.Changes.Against, r.Changes.MergeBase, len(r.Changes.Files), r.Changes.Added, r.Changes.Removed)
+		fmt.Fprintf(w, "changes against %s (merge base %.12s): %d files, +%d -%d\n", Field(r.Changes.Against), Field(r.Changes.MergeBase), len(r.Changes.Files), r.Changes.Added, r.Changes.Removed)
 		for _, c := range r.Changes.Files {
+			c.Path = Field(c.Path)
 			switch {
 			case c.Binary:
 				fmt.Fprintf(w, "  %s  binary\n", c.Path)
@@ -163,7 +165,7 @@ func Workspace(w io.Writer, r WorkspaceShow, now time.Time) error {
 			}
 		}
 	case r.ChangesError != "":
-		fmt.Fprintf(w, "changes: %s\n", r.ChangesError)
+		fmt.Fprintf(w, "changes: %s\n", Field(r.ChangesError))
 	}
 	return nil
 }

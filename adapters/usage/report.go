@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -528,8 +529,15 @@ func ParseSince(s string, now time.Time, loc *time.Location) (time.Time, error) 
 		}
 		return now.Add(-d), nil
 	}
+	if durationShape.MatchString(s) {
+		// A duration longer than time.Duration holds (about 292 years).
+		return time.Time{}, fmt.Errorf("%q is too far back: at most %dd (100 years), or a day such as 2026-05-23", s, MaxSinceDays)
+	}
 	return time.Time{}, fmt.Errorf("%q: %s", s, want)
 }
+
+// durationShape is the form of a Go duration without a sign.
+var durationShape = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))*$`)
 
 // Age is how long before now t was, as the command line shows ages:
 // "42s", "5m", "3h07m", "2d4h"; "-" for the zero time.

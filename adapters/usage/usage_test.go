@@ -245,6 +245,13 @@ func TestParseSinceAndZone(t *testing.T) {
 			t.Errorf("%s: err %v", bad, err)
 		}
 	}
+	// A duration past what a time.Duration holds is too far back, not
+	// of the wrong form.
+	for _, far := range []string{"99999999h", "9999999999999999999ns", "876001h"} {
+		if _, err := ParseSince(far, now, berlin); err == nil || !strings.Contains(err.Error(), "too far back") {
+			t.Errorf("%s: err %v; want too far back", far, err)
+		}
+	}
 	if _, err := LoadZone("Mars/Olympus"); err == nil || !strings.Contains(err.Error(), "Mars/Olympus") {
 		t.Errorf("unknown zone: %v", err)
 	}

@@ -431,6 +431,7 @@ func (w *Worker) abandon(ctx context.Context, id string, t tracked, reason strin
 	if t.host == w.id.Host {
 		// A tree started before its record names no pid or cgroup.
 		w.sweepCgroups()
+		w.sweepPlaceholders()
 	}
 	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
 	cause := events.Cause{Kind: "worker", Event: "worker.dead", Detail: reason + ", judged by " + w.id.ID, Ref: worker}
@@ -463,6 +464,22 @@ func (w *Worker) sweepCgroups() {
 	}
 	if killed > 0 {
 		w.log.Warn("killed what dead workers left", "cgroups", removed, "processes", killed)
+	}
+}
+
+// sweepPlaceholders removes the placeholders that dead worker processes
+// of this host recorded in the ledger and left in workspaces (see
+// sandbox.SweepPlaceholders).
+func (w *Worker) sweepPlaceholders() {
+	if w.cfg.Ledger == "" {
+		return
+	}
+	removed, err := sandbox.SweepPlaceholders(w.cfg.Ledger)
+	if err != nil {
+		w.log.Warn("sweep placeholders of dead workers", "err", err)
+	}
+	if removed > 0 {
+		w.log.Warn("removed placeholders dead workers left", "placeholders", removed)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,17 +27,20 @@ const (
 	helperURL  = "LOGBOOK_TEST_WORKER_URL"
 	helperUser = "LOGBOOK_TEST_WORKER_USER"
 	helperPass = "LOGBOOK_TEST_WORKER_PASSWORD"
+	// helperLedger is the helper's Config.Ledger, "" for none.
+	helperLedger = "LOGBOOK_TEST_WORKER_LEDGER"
 )
 
 // startHelperWorker starts TestHelperWorker in a child process of its
 // own: a worker on e's server, as another "logbook worker" on this host
 // would be. The child is killed when the test ends; its output is logged
 // if the test failed.
-func (e *testEnv) startHelperWorker(t *testing.T) *exec.Cmd {
+func (e *testEnv) startHelperWorker(t *testing.T, env ...string) *exec.Cmd {
 	t.Helper()
 	var logs bytes.Buffer
 	child := exec.Command(os.Args[0], "-test.run=^TestHelperWorker$", "-test.v")
 	child.Env = append(os.Environ(), helperURL+"="+e.srv.ClientURL(), helperUser+"="+e.user, helperPass+"="+e.pw)
+	child.Env = append(child.Env, env...)
 	child.Stdout, child.Stderr = &logs, &logs
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
@@ -70,7 +75,7 @@ func TestHelperWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	w, err := New(Config{Conn: nc, Log: l, Lapse: time.Second, Logger: testLogger(t)})
+	w, err := New(Config{Conn: nc, Log: l, Lapse: time.Second, Logger: testLogger(t), Ledger: os.Getenv(helperLedger)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,5 +150,64 @@ func TestWorker_KilledWorker(t *testing.T) {
 	want2 := []string{"command.requested", "command.started", "command.running", "command.abandoned"}
 	if got := e.types(id); strings.Join(got, " ") != strings.Join(want2, " ") {
 		t.Errorf("events %v, want %v", got, want2)
+	}
+}
+
+// A worker process killed by SIGKILL while its workspace_write command
+// runs leaves the placeholders of the workspace's missing protected names
+// on the host; the next worker of the same ledger removes them when it
+// starts, with the command abandoned, and leaves a person's own file.
+func TestWorker_KilledWorkerPlaceholders(t *testing.T) {
+	e := newEnv(t, true)
+	if sandbox.Available(t.Context(), "") != nil {
+		t.Skip("no bubblewrap: workspace_write cannot run")
+	}
+	ledger := filepath.Join(t.TempDir(), "placeholders")
+	child := e.startHelperWorker(t, helperLedger+"="+ledger)
+	e.waitFor("helper worker registered", func() bool {
+		ws, _ := e.client.Workers(t.Context())
+		return slices.ContainsFunc(ws, func(w Identity) bool { return w.Pid == child.Process.Pid })
+	})
+	id := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "echo up; sleep 300"))
+	e.waitFor("output", func() bool { _, o := e.read(id); return strings.Contains(o.all.String(), "up") })
+	names := sandbox.ProtectedNames()
+	for _, n := range names {
+		if _, err := os.Lstat(filepath.Join(e.ws, n)); err != nil {
+			t.Fatalf("placeholder %s while the command runs: %v", n, err)
+		}
+	}
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+	// A person's own .mcp.json, made once the worker is gone.
+	mine := filepath.Join(e.ws, ".mcp.json")
+	if err := os.Remove(mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mine, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := e.workerConfig()
+	cfg.Ledger = ledger
+	e.startWorker(cfg)
+	st, _ := e.follow(id, 10*time.Second)
+	if st.Status != command.StatusAbandoned {
+		t.Fatalf("status %s; want abandoned", st.Status)
+	}
+	e.waitFor("placeholders removed", func() bool {
+		for _, n := range names {
+			if _, err := os.Lstat(filepath.Join(e.ws, n)); n != ".mcp.json" && err == nil {
+				return false
+			}
+		}
+		return true
+	})
+	if b, err := os.ReadFile(mine); err != nil || string(b) != "{}" {
+		t.Errorf("the person's own .mcp.json: %q, %v", b, err)
+	}
+	if recs, _ := filepath.Glob(filepath.Join(ledger, "*")); len(recs) != 0 {
+		t.Errorf("ledger still holds %q", recs)
 	}
 }

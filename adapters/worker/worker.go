@@ -106,6 +106,12 @@ type Config struct {
 	// Logbook data dir (credentials, spool, views) and credential files,
 	// as sandbox.Spec.Hidden.
 	Hidden []string
+	// Ledger is the directory, in the data dir, where restricted starts
+	// record the placeholders they make in workspaces (as
+	// sandbox.Spec.Ledger), so that what a worker killed mid-command left
+	// is removed when a worker starts and when one finds a dead worker
+	// (sandbox.SweepPlaceholders); "" records nothing.
+	Ledger string
 	// Keep lists directories inside Hidden where workspaces lie, as
 	// sandbox.Spec.Keep: hidden around at each command's start.
 	Keep []string
@@ -293,6 +299,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.sweepCgroups()
+	w.sweepPlaceholders()
 	// procCtx outlives the intake: commands are stopped only after no new
 	// one can start.
 	procCtx, stopProcs := context.WithCancel(context.WithoutCancel(ctx))

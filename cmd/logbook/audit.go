@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -51,8 +52,12 @@ func auditItems(ctx context.Context, b *backend, arg string) ([]replay.Item, err
 	var nf *notFoundError
 	if errors.As(err, &nf) {
 		// Not a session: a workspace's whole life, if it is one.
-		if wi, werr := wsadapter.Timeline(ctx, b.log, arg); werr == nil {
+		wi, werr := wsadapter.Timeline(ctx, b.log, arg)
+		if werr == nil {
 			return wi, nil
+		}
+		if errors.Is(werr, events.ErrNotFound) {
+			return nil, &notFoundError{msg: fmt.Sprintf("%q not found: neither a session nor a workspace has that id (see `logbook sessions --all`, `logbook workspace list`)", arg)}
 		}
 	}
 	if err != nil {

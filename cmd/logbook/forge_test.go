@@ -201,6 +201,10 @@ func TestAudit_SessionOfForgeriesOnly(t *testing.T) {
 	if _, errOut, code := cliExit(t, r.data, "audit", "f0a9ed00-0000-4000-8000-00000000f0b3"); code == 0 || !strings.Contains(errOut, "not found") {
 		t.Errorf("audit of an unknown session: exit %d, %q; want not found", code, errOut)
 	}
+	// Nor a workspace: the message says audit looked for both.
+	if _, errOut, code := cliExit(t, r.data, "audit", "etc"); code == 0 || !strings.Contains(errOut, "neither a session nor a workspace") {
+		t.Errorf("audit etc: exit %d, %q; want neither a session nor a workspace", code, errOut)
+	}
 }
 
 // TestSigning_BeginsOnALogWrittenUnsigned writes a log as a build

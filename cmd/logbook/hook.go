@@ -76,6 +76,9 @@ bytes, a path over 4096, or a session_id or agent_id with a byte outside
 				// A usage error: with --gate it is answered as a deny.
 				return usageErrorf("--budget %v: want 0 (the server's --review-budget) or from 1ms to %v", gateBudget, maxGateBudget)
 			}
+			if !gated && cmd.Flags().Changed("budget") {
+				return usageErrorf("--budget goes with --gate: an ungated hook waits for no verdict")
+			}
 			if gated {
 				return hookClaudeGate(cmd.Context(), g, gateBudget)
 			}

@@ -105,6 +105,7 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 			Grace: f.grace, Bwrap: f.bwrap, Lapse: f.lapse,
 			Hidden:   hide,
 			Keep:     keep,
+			Ledger:   b.dd.path(placeholderLedger),
 			Allow:    allow,
 			Logger:   servelog.PartLogger(logw, "worker"),
 			Redactor: red,
@@ -116,6 +117,10 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 	}
 	return ws, nil
 }
+
+// placeholderLedger is the data dir's directory where workers record the
+// placeholders their commands make in workspaces (sandbox.Spec.Ledger).
+const placeholderLedger = "placeholders"
 
 // hiddenPaths returns what restricted commands must not see, and the
 // workspace roots inside it they are hidden around (worker.HiddenPaths).
