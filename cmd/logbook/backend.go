@@ -93,8 +93,8 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if g.reads && g.natsURL == "" && g.credsPath == "" && !hasLogbookData(dd) {
-		return nil, noDataError(dd)
+	if g.reads && g.natsURL == "" && g.credsPath == "" && !dd.dir().HasData() {
+		return nil, dd.dir().NoDataError()
 	}
 	b := &backend{dd: dd, reg: events.NewRegistry(), staleOK: g.staleOK}
 	b.api = api.AnyPrefix
@@ -163,13 +163,13 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 			return nil, err
 		}
 	} else if g.credsPath != "" {
-		cfg, credsKey = credsSigning(g.credsPath, cfg)
+		cfg, credsKey = datadir.CredsSigning(g.credsPath, cfg)
 	}
 	// A host of one's own cluster: judged, and signing, when the data
 	// dir pins the cluster's admin key.
 	var pinned bool
 	if !own && credsKey == nil {
-		if cfg, pinned, err = dd.clusterAttestConfig(cfg); err != nil {
+		if cfg, pinned, err = dd.dir().ClusterAttestConfig(cfg); err != nil {
 			b.Close()
 			return nil, err
 		}
@@ -248,7 +248,7 @@ func (b *backend) sign(ctx context.Context, g *globals) error {
 	if err != nil {
 		return err
 	}
-	return b.dd.startSigning(ctx, b.log, k, !b.remote)
+	return b.dd.dir().StartSigning(ctx, b.log, k, !b.remote)
 }
 
 // signOnCluster makes b's log, on a cluster of one's own whose admin
@@ -264,11 +264,11 @@ func (b *backend) signOnCluster(ctx context.Context, g *globals) error {
 	if role == "" {
 		role = natslog.RoleWriter
 	}
-	k, name, err := b.dd.clusterKey(role)
+	k, name, err := b.dd.dir().ClusterKey(role)
 	if err != nil || k == nil {
 		return err
 	}
-	return b.dd.joinSigning(ctx, b.log, name, k)
+	return b.dd.dir().JoinSigning(ctx, b.log, name, k)
 }
 
 // settle waits, when b reaches the data dir's own serve, for the hooks

@@ -163,9 +163,9 @@ are never issued: the embedded server's live only in the serve process.`,
 				return writeJSON(g.stdout, c)
 			}
 			b, _ := json.MarshalIndent(c, "", "  ")
-			write := writeFileNew
+			write := datadir.WriteFileNew
 			if force {
-				write = writeFileAtomic
+				write = datadir.WriteFileAtomic
 			}
 			switch err := write(out, append(b, '\n'), 0o600); {
 			case errors.Is(err, fs.ErrExist):

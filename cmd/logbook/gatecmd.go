@@ -113,7 +113,7 @@ func policyCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "%s: ok\n", p)
 			}
 			if bad > 0 {
-				return fmt.Errorf("policy check: %s not parse", plural(bad, "file does", "files do"))
+				return fmt.Errorf("policy check: %s not parse", term.Plural(bad, "file does", "files do"))
 			}
 			return nil
 		},
@@ -134,7 +134,7 @@ func sweepReviews(ctx context.Context, gs *gate.Service, stderr io.Writer) {
 		fmt.Fprintf(stderr, "logbook serve: sweep open reviews: %v\n", err)
 	}
 	if n > 0 {
-		fmt.Fprintf(stderr, "logbook serve: %s left open by a stopped server decided timed_out or unavailable\n", plural(n, "review"))
+		fmt.Fprintf(stderr, "logbook serve: %s left open by a stopped server decided timed_out or unavailable\n", term.Plural(n, "review"))
 	}
 }
 
@@ -250,7 +250,7 @@ func reviewCmd(g *globals) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return term.Reviews(w, out.Reviews, time.Now()) })
+				return term.Print(g.stdout, func(w io.Writer) error { return term.Reviews(w, out.Reviews, time.Now()) })
 			})
 		},
 	}
@@ -291,7 +291,7 @@ func reviewAnswerCmd(g *globals, verdict string) *cobra.Command {
 				}
 				// The winner's reason is typed text (this one's or a rival
 				// answer's): no escape sequence of it reaches the terminal.
-				_, err = fmt.Fprintf(g.stdout, "review %s of session %s: %s\n", field(out.Review.ID), field(out.Session), field(out.Review.Winner()))
+				_, err = fmt.Fprintf(g.stdout, "review %s of session %s: %s\n", term.Field(out.Review.ID), term.Field(out.Session), term.Field(out.Review.Winner()))
 				return err
 			})
 		},

@@ -18,12 +18,14 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/servelog"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/replay"
@@ -244,7 +246,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		if cfg, err = dd.attestConfig(cfg); err != nil {
 			return err
 		}
-	} else if cfg, pinned, err = dd.clusterAttestConfig(cfg); err != nil {
+	} else if cfg, pinned, err = dd.dir().ClusterAttestConfig(cfg); err != nil {
 		// A cluster of one's own: against the cluster's admin key,
 		// when the data dir pins it.
 		return err
@@ -292,19 +294,19 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		if err != nil {
 			return err
 		}
-		if err := dd.startSigning(ctx, b.log, key, true); err != nil {
+		if err := dd.dir().StartSigning(ctx, b.log, key, true); err != nil {
 			return err
 		}
-		if err := dd.registerDataDirKeys(ctx, b.log); err != nil {
+		if err := dd.dir().RegisterKeys(ctx, b.log); err != nil {
 			return err
 		}
-		if err := dd.revokeOldServeKeys(ctx, b.log, key); err != nil {
+		if err := dd.dir().RevokeOldServeKeys(ctx, b.log, key); err != nil {
 			return err
 		}
 		cfg.Signer = key
 		// The data dir holds the admin key that registered key: a
 		// revoked key is replaced while serve runs.
-		admin, err := dd.ownAdminKey()
+		admin, err := dd.dir().OwnAdminKey()
 		if err != nil {
 			return err
 		}
@@ -312,7 +314,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		if admin != nil {
 			sk.NewKey = newServeKey
 			sk.Register = func(ctx context.Context, l *natslog.Log, k *attestation.Key) error {
-				return dd.startSigning(ctx, l, k, false)
+				return dd.dir().StartSigning(ctx, l, k, false)
 			}
 		}
 	}
@@ -325,11 +327,11 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		// serve on a cluster signs with the data dir's serve key, which
 		// the cluster's admin registered on the log: every host learns
 		// the keys from the log.
-		key, name, err := dd.clusterKey(natslog.RoleServe)
+		key, name, err := dd.dir().ClusterKey(natslog.RoleServe)
 		if err != nil {
 			return err
 		}
-		if err := dd.joinSigning(ctx, b.log, name, key); err != nil {
+		if err := dd.dir().JoinSigning(ctx, b.log, name, key); err != nil {
 			return err
 		}
 		// keys/serve.key is the cluster admin's to register: a revoked
@@ -356,7 +358,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		defer in.Close()
 		if n := in.Pending(); n > 0 {
-			say("appending first %s taken before the last stop (%s)", plural(n, "hook payload"), dd.path(intakeJournal))
+			say("appending first %s taken before the last stop (%s)", term.Plural(n, "hook payload"), dd.path(intakeJournal))
 		}
 	}
 	verbs := svc.Handlers()
@@ -423,7 +425,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		defer func() {
 			if left, err := stop(intakeFlushWait); left > 0 {
-				say("%s left in %s for the next start: %v", plural(left, "hook payload"), dd.path(intakeJournal), err)
+				say("%s left in %s for the next start: %v", term.Plural(left, "hook payload"), dd.path(intakeJournal), err)
 			}
 		}()
 	}
@@ -447,7 +449,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		if b.srv != nil {
 			url = b.srv.ClientURL()
 		}
-		si := serveInfo{URL: url, API: prefix, PID: os.Getpid(), Started: time.Now().UTC(), Workers: wp.n}
+		si := datadir.ServeInfo{URL: url, API: prefix, PID: os.Getpid(), Started: time.Now().UTC(), Workers: wp.n}
 		if wp.n > 0 {
 			allow, err := sandboxAllow(wp.flags.allow)
 			if err != nil {
@@ -455,7 +457,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			}
 			si.SandboxAllow = allowStrings(allow)
 		}
-		if err := dd.writeServeInfo(si); err != nil {
+		if err := dd.dir().WriteServeInfo(si); err != nil {
 			return fmt.Errorf("write %s: %w", dd.path("serve.json"), err)
 		}
 		defer os.Remove(dd.path("serve.json"))
@@ -493,7 +495,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	if wp.n > 0 {
-		say("%s", plural(wp.n, "sandbox worker"))
+		say("%s", term.Plural(wp.n, "sandbox worker"))
 	}
 
 	var grp run.Group
@@ -544,7 +546,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 				say("spool: %v", err)
 				return
 			}
-			say("delivered %s", plural(n, "spooled hook payload"))
+			say("delivered %s", term.Plural(n, "spooled hook payload"))
 			web.ObserveSpool(n)
 		})
 		return nil
@@ -653,7 +655,7 @@ func openViews(ctx context.Context, g *globals, b *backend) (*projections.Store,
 			return nil, fmt.Errorf("write %s: %w", dd.path("stream.json"), err)
 		}
 	}
-	if err := dd.tighten(); err != nil { // Pebble makes its directory 0755
+	if err := dd.dir().Tighten(); err != nil { // Pebble makes its directory 0755
 		store.Close()
 		return nil, err
 	}
@@ -687,5 +689,5 @@ func checkServeCreds(g *globals, role string) error {
 // newServeKey makes a key for serve to sign with, kept only in memory:
 // "serve@<host>", role serve.
 func newServeKey() (*attestation.Key, error) {
-	return attestation.NewKey("serve@"+hostName(), attestation.RoleServe)
+	return attestation.NewKey("serve@"+datadir.HostName(), attestation.RoleServe)
 }

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/logbook-dev/logbook/adapters/hookrecord"
-	"github.com/logbook-dev/logbook/adapters/term"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/logbook-dev/logbook/adapters/hookrecord"
+	"github.com/logbook-dev/logbook/adapters/term"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
@@ -203,7 +204,7 @@ func auditViaSocket(ctx context.Context, g *globals, sock, id string) error {
 		return err
 	}
 	width := term.Width(g.stdout)
-	return termPrint(g.stdout, func(w io.Writer) error {
+	return term.Print(g.stdout, func(w io.Writer) error {
 		text := out.Text
 		if width >= 40 {
 			text = term.Wrap(text, width)
@@ -211,6 +212,7 @@ func auditViaSocket(ctx context.Context, g *globals, sock, id string) error {
 		_, err := io.WriteString(w, text)
 		return err
 	})
+
 }
 
 // hookViaSocket is `logbook hook claude` through the system socket at

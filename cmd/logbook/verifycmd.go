@@ -56,7 +56,7 @@ error.`,
 					return usageErrorf("--id %q: %v", id, err)
 				}
 			}
-			return logUnavailable(runVerify(cmd.Context(), g, seq, want))
+			return natslog.NameUnavailable(runVerify(cmd.Context(), g, seq, want))
 		},
 	}
 	cmd.Flags().Uint64Var(&seq, "seq", 0, "print the inclusion proof of the message at this stream sequence")
@@ -91,7 +91,7 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 	if err != nil {
 		return err
 	}
-	stored, err := storedTrees(b.dd)
+	stored, err := merkle.StoredTrees(string(b.dd))
 	if err != nil {
 		return err
 	}
@@ -155,8 +155,8 @@ func openVerify(ctx context.Context, g *globals) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if g.natsURL == "" && g.credsPath == "" && !hasLogbookData(dd) {
-		return nil, noDataError(dd)
+	if g.natsURL == "" && g.credsPath == "" && !dd.dir().HasData() {
+		return nil, dd.dir().NoDataError()
 	}
 	b := &backend{dd: dd, reg: events.NewRegistry()}
 	if url, opts, ok := g.serverURL(dd); ok {

@@ -97,7 +97,7 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 	if err != nil {
 		return nil, err
 	}
-	hide, keep := hiddenPaths(string(b.dd))
+	hide, keep := worker.HiddenPaths(string(b.dd))
 	var ws []*worker.Worker
 	for range n {
 		w, err := worker.New(worker.Config{
@@ -116,10 +116,6 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 	}
 	return ws, nil
 }
-
-// hiddenPaths returns what restricted commands must not see, and the
-// workspace roots inside it they are hidden around (worker.HiddenPaths).
-func hiddenPaths(dd string) (hide, keep []string) { return worker.HiddenPaths(dd) }
 
 func workerCmd(g *globals) *cobra.Command {
 	var f workerFlags

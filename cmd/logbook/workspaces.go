@@ -32,7 +32,7 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 	}
 	host, _ := os.Hostname()
 	env := worker.InheritEnv()
-	hidden, keep := hiddenPaths(string(b.dd))
+	hidden, keep := worker.HiddenPaths(string(b.dd))
 	// Names, titles, ids and folders a rule of the data dir takes for a
 	// secret are refused, by the rules serve follows when it runs.
 	red, err := b.redactor()
@@ -154,7 +154,7 @@ worktree is refused.`,
 				if g.json {
 					return writeJSON(g.stdout, nonNil(v.Projects))
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return term.Projects(w, v.Projects) })
+				return term.Print(g.stdout, func(w io.Writer) error { return term.Projects(w, v.Projects) })
 			})
 		},
 	}
@@ -261,7 +261,7 @@ reason (exit status 1).`,
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return term.Workspaces(w, out, v.Sessions) })
+				return term.Print(g.stdout, func(w io.Writer) error { return term.Workspaces(w, out, v.Sessions) })
 			})
 		},
 	}
@@ -291,7 +291,7 @@ reason (exit status 1).`,
 				if g.json {
 					return writeJSON(g.stdout, r)
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return term.Workspace(w, r, time.Now()) })
+				return term.Print(g.stdout, func(w io.Writer) error { return term.Workspace(w, r, time.Now()) })
 			})
 		},
 	}
@@ -333,9 +333,9 @@ own it; without, a person does, recorded as such.`,
 					return writeJSON(g.stdout, st)
 				}
 				if st.Cleanup == workspace.CleanupFailed {
-					fmt.Fprintf(g.stderr, "logbook: cleanup of workspace %s failed (it stays archived): %s\n", st.ID, termSafe(st.CleanupErr))
+					fmt.Fprintf(g.stderr, "logbook: cleanup of workspace %s failed (it stays archived): %s\n", st.ID, term.Safe(st.CleanupErr))
 				} else {
-					fmt.Fprintf(g.stdout, "removed %s\n", termSafe(st.Path))
+					fmt.Fprintf(g.stdout, "removed %s\n", term.Safe(st.Path))
 				}
 				return nil
 			})
@@ -385,7 +385,7 @@ func taskCmd(g *globals) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, nonNil(v.Tasks))
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return term.Tasks(w, v.Tasks) })
+				return term.Print(g.stdout, func(w io.Writer) error { return term.Tasks(w, v.Tasks) })
 			})
 		},
 	}
@@ -400,7 +400,7 @@ func taskCmd(g *globals) *cobra.Command {
 						if g.json {
 							return writeJSON(g.stdout, t)
 						}
-						return termPrint(g.stdout, func(w io.Writer) error { return term.Task(w, t) })
+						return term.Print(g.stdout, func(w io.Writer) error { return term.Task(w, t) })
 					}
 				}
 				return fmt.Errorf("task %s: %w", args[0], events.ErrNotFound)
