@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
-	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/gate"
@@ -284,60 +283,14 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	defer store.Close()
-	var sk *host.KeyWatch // watches the key serve signs with, when it signs
-	if g.natsURL == "" && !wp.reader {
-		// serve signs with a key of its own, made now and kept only in
-		// memory, registered with the admin key; a log written before
-		// signing began is marked where it did. Nothing is appended
-		// before openViews has checked the log lost nothing.
-		key, err := newServeKey()
-		if err != nil {
-			return err
-		}
-		if err := dd.dir().StartSigning(ctx, b.log, key, true); err != nil {
-			return err
-		}
-		if err := dd.dir().RegisterKeys(ctx, b.log); err != nil {
-			return err
-		}
-		if err := dd.dir().RevokeOldServeKeys(ctx, b.log, key); err != nil {
-			return err
-		}
-		cfg.Signer = key
-		// The data dir holds the admin key that registered key: a
-		// revoked key is replaced while serve runs.
-		admin, err := dd.dir().OwnAdminKey()
-		if err != nil {
-			return err
-		}
-		sk = &host.KeyWatch{Key: key, Logs: []*natslog.Log{b.log}, Journal: dd.path(intakeJournal), Say: say}
-		if admin != nil {
-			sk.NewKey = newServeKey
-			sk.Register = func(ctx context.Context, l *natslog.Log, k *attestation.Key) error {
-				return dd.dir().StartSigning(ctx, l, k, false)
-			}
-		}
+	// The key serve signs with, and the watch on it (nil: none).
+	sk, key, err := host.Signing{Dir: dd.dir(), Log: b.log, Cluster: g.natsURL != "", Reader: wp.reader, Pinned: pinned,
+		Journal: dd.path(intakeJournal), Say: say}.Start(ctx)
+	if err != nil {
+		return err
 	}
-	switch {
-	case g.natsURL != "" && !pinned:
-		say("no admin key pinned in %s: events are appended unsigned and read unjudged; pin the cluster's admin key with `logbook keys pin`", dd.keyPath("admin.pub"))
-	case g.natsURL != "" && wp.reader:
-		say("reads judged against the admin key %s", b.log.Verifier().AdminID())
-	case g.natsURL != "":
-		// serve on a cluster signs with the data dir's serve key, which
-		// the cluster's admin registered on the log: every host learns
-		// the keys from the log.
-		key, name, err := dd.dir().ClusterKey(natslog.RoleServe)
-		if err != nil {
-			return err
-		}
-		if err := dd.dir().JoinSigning(ctx, b.log, name, key); err != nil {
-			return err
-		}
-		// keys/serve.key is the cluster admin's to register: a revoked
-		// one is said, not replaced.
-		sk = &host.KeyWatch{Key: key, Logs: []*natslog.Log{b.log}, Journal: dd.path(intakeJournal), Say: say}
-		say("signing with key %s (%s); reads judged against the admin key %s", key.ID, key.Principal, b.log.Verifier().AdminID())
+	if key != nil {
+		cfg.Signer = key
 	}
 	// Everything serve redacts follows redact.txt as it changes.
 	if b.rules, err = newLiveRules(dd, g.stderr, "logbook serve"); err != nil {
@@ -599,67 +552,22 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	return err
 }
 
-// openViews opens the projections in the data dir, after checking that
-// the log still holds every event they were made from (see streamLoss and
-// stream.json), or takes the ones b.checkLog opened and checked. When it
-// does not, it refuses with an error naming both sequences; with
-// --accept-stream-loss (g.acceptLoss) it sets the projection aside
-// (views.lost-<time>), says so, and rebuilds it from the log, which is
-// the truth.
+// openViews opens the projections in the data dir (host.OpenViews: it
+// refuses a log that lost events they were made from, or with
+// --accept-stream-loss, g.acceptLoss, sets them aside and rebuilds), or
+// takes the ones b.checkLog opened and checked.
 func openViews(ctx context.Context, g *globals, b *backend) (*projections.Store, error) {
 	if s := b.views; s != nil {
 		b.views = nil
 		return s, nil
 	}
-	dd, log := b.dd, b.log
-	store, err := projections.Open(dd.path("views"), projections.Options{CacheSize: g.viewsCache, FS: b.viewsFS})
-	if errors.Is(err, projections.ErrCorrupt) {
-		return nil, err // names the file and the fix
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open projections in %s: %w (remove it to rebuild from the log)", dd.path("views"), err)
-	}
-	id, err := log.Identity(ctx)
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	rec, have, err := dd.readStreamRecord()
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	loss, err := logLoss(ctx, dd, log, id, rec, have, store.Checkpoint())
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	if loss != "" {
-		store.Close()
-		if !g.acceptLoss {
-			return nil, streamLossError(loss)
-		}
-		aside := dd.path(fmt.Sprintf("views.lost-%d", time.Now().Unix()))
-		if err := os.Rename(dd.path("views"), aside); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("set aside projections: %w", err)
-		}
-		fmt.Fprintf(g.stderr, "logbook: %s; --accept-stream-loss: projection set aside in %s and rebuilt from the log\n", loss, aside)
-		if store, err = projections.Open(dd.path("views"), projections.Options{CacheSize: g.viewsCache}); err != nil {
-			return nil, err
-		}
-		have = false
-	}
-	if !have {
-		if err := dd.writeStreamRecord(id); err != nil {
-			store.Close()
-			return nil, fmt.Errorf("write %s: %w", dd.path("stream.json"), err)
-		}
-	}
-	if err := dd.dir().Tighten(); err != nil { // Pebble makes its directory 0755
-		store.Close()
-		return nil, err
-	}
-	return store, nil
+	return host.OpenViews(ctx, b.viewsOf(g))
+}
+
+// viewsOf is how b opens its data dir's projections for the command g.
+func (b *backend) viewsOf(g *globals) host.Views {
+	return host.Views{Dir: b.dd.dir(), Log: b.log, CacheSize: g.viewsCache, FS: b.viewsFS, AcceptLoss: g.acceptLoss,
+		Said: func(line string) { fmt.Fprintf(g.stderr, "logbook: %s\n", line) }}
 }
 
 // checkServeCreds refuses, as a usage error, --creds of a role that
@@ -684,10 +592,4 @@ func checkServeCreds(g *globals, role string) error {
 		return nil
 	}
 	return usageErrorf("--creds %s: role %s; serve --role %s answers requests, which takes %s credentials (`logbook creds cluster` writes %s.json)", g.credsPath, c.Role, role, want, want)
-}
-
-// newServeKey makes a key for serve to sign with, kept only in memory:
-// "serve@<host>", role serve.
-func newServeKey() (*attestation.Key, error) {
-	return attestation.NewKey("serve@"+datadir.HostName(), attestation.RoleServe)
 }
