@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/logbook-dev/logbook/adapters/api"
-	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/diskfull"
@@ -154,26 +153,14 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		// and fail; the server answers from its projection meanwhile.
 		return b, nil
 	}
-	cfg := natslog.Config{Registry: b.reg}
-	own := g.natsURL == "" && g.credsPath == "" // the data dir's own server
-	var credsKey *attestation.Key
-	if own {
-		if cfg, err = dd.attestConfig(cfg); err != nil {
-			b.Close()
-			return nil, err
-		}
-	} else if g.credsPath != "" {
-		cfg, credsKey = datadir.CredsSigning(g.credsPath, cfg)
+	cl := datadir.Client{Own: g.natsURL == "" && g.credsPath == "", Remote: b.remote, CredsPath: g.credsPath,
+		Role: g.role, ConnRole: natslog.Role(g.connRole(dd))}
+	at, err := dd.dir().Attest(cl, natslog.Config{Registry: b.reg})
+	if err != nil {
+		b.Close()
+		return nil, err
 	}
-	// A host of one's own cluster: judged, and signing, when the data
-	// dir pins the cluster's admin key.
-	var pinned bool
-	if !own && credsKey == nil {
-		if cfg, pinned, err = dd.dir().ClusterAttestConfig(cfg); err != nil {
-			b.Close()
-			return nil, err
-		}
-	}
+	cfg := at.Config
 	var l *natslog.Log
 	if b.remote && g.staleOK {
 		// The cluster may lose its quorum while the stream is opened:
@@ -206,69 +193,14 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 			return nil, err
 		}
 	}
-	if own && !g.reads && !g.adminAppends {
-		if err := b.sign(ctx, g); err != nil {
-			b.Close()
-			return nil, err
-		}
-	}
-	if credsKey != nil {
-		l.SetSigner(credsKey) // registered when the file was issued
-	}
-	if pinned && !g.reads && !g.adminAppends {
-		if err := b.signOnCluster(ctx, g); err != nil {
-			b.Close()
-			return nil, err
-		}
+	if err := dd.dir().Sign(ctx, cl, at, l, !g.reads && !g.adminAppends); err != nil {
+		b.Close()
+		return nil, err
 	}
 	if g.natsURL == "" {
 		b.settle(ctx)
 	}
 	return b, nil
-}
-
-// sign makes b's log sign what it appends with the data dir's key of
-// the principal b is: a command on the data dir while no serve runs
-// signs as serve would (keys/local.key) and begins signing if the log
-// has not; one reaching the data dir's serve signs with the key of its
-// role (keys/writer.key, keys/worker.key). A reader signs nothing.
-func (b *backend) sign(ctx context.Context, g *globals) error {
-	name, role := "local.key", attestation.RoleServe
-	if b.remote {
-		switch g.role {
-		case "", natslog.RoleWriter:
-			name, role = "writer.key", attestation.RoleWriter
-		case natslog.RoleWorker:
-			name, role = "worker.key", attestation.RoleWorker
-		default:
-			return nil
-		}
-	}
-	k, err := b.dd.principalKey(name, role)
-	if err != nil {
-		return err
-	}
-	return b.dd.dir().StartSigning(ctx, b.log, k, !b.remote)
-}
-
-// signOnCluster makes b's log, on a cluster of one's own whose admin
-// key the data dir pins, sign with the data dir's key of the role b
-// connects as (its --creds file's; without one, the command's role,
-// writer by default): the key must be registered on the log (see
-// joinSigning). A role that appends nothing signs nothing.
-func (b *backend) signOnCluster(ctx context.Context, g *globals) error {
-	role := natslog.Role(g.connRole(b.dd))
-	if role == "" {
-		role = g.role
-	}
-	if role == "" {
-		role = natslog.RoleWriter
-	}
-	k, name, err := b.dd.dir().ClusterKey(role)
-	if err != nil || k == nil {
-		return err
-	}
-	return b.dd.dir().JoinSigning(ctx, b.log, name, k)
 }
 
 // settle waits, when b reaches the data dir's own serve, for the hooks
