@@ -233,41 +233,17 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	b := &backend{dd: dd, reg: events.NewRegistry(), lock: nil}
-	durability := "external NATS at " + natslog.RedactURL(g.natsURL)
-	cfg := natslog.Config{Registry: b.reg}
-	if mode == natslog.FsyncInterval && g.natsURL == "" {
-		cfg.MergeMin = events.MaxBatch + 1 // no fsync per publish: batches would only add cost
+	opts := func() ([]nats.Option, error) {
+		o, _, err := g.credsOptions()
+		return o, err
 	}
-	pinned := true
-	if g.natsURL == "" {
-		// The data dir's own server: reads are judged against the
-		// admin key pinned in keys/admin.pub.
-		if cfg, err = dd.attestConfig(cfg); err != nil {
-			return err
-		}
-	} else if cfg, pinned, err = dd.dir().ClusterAttestConfig(cfg); err != nil {
-		// A cluster of one's own: against the cluster's admin key,
-		// when the data dir pins it.
+	conn, err := host.Connect(ctx, host.Conn{Dir: dd.dir(), URL: g.natsURL, Opts: opts, Fsync: mode, Listen: listen,
+		Admin: admin, Registry: b.reg, Say: say})
+	if err != nil {
 		return err
 	}
-	if g.natsURL != "" {
-		opts, _, err := g.credsOptions()
-		if err != nil {
-			return err
-		}
-		nc, err := natslog.Connect(g.natsURL, append(opts, nats.Timeout(5*time.Second))...)
-		if err != nil {
-			return err
-		}
-		b.nc = nc
-	} else {
-		srv, err := host.StartRoles(ctx, dd.dir(), mode, listen, admin, cfg, host.SayHealed(say))
-		if err != nil {
-			return err
-		}
-		b.srv, b.nc = srv, srv.Conn()
-		durability = srv.Durability()
-	}
+	b.srv, b.nc = conn.Server, conn.NC
+	cfg, pinned, durability := conn.Config, conn.Pinned, conn.Durability
 	defer b.Close()
 	b.nc.SetErrorHandler(servelog.NATSErrors(g.stderr))
 	if b.log, err = natslog.Open(ctx, b.nc, cfg); err != nil {
