@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -290,9 +288,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			say("appending first %s taken before the last stop (%s)", term.Plural(n, "hook payload"), dd.path(intakeJournal))
 		}
 	}
-	verbs := svc.Handlers()
 	gs := gateService(b, svc, store, wp.gate, g.stderr)
-	maps.Copy(verbs, gs.Handlers())
 	health := &host.LogHealth{}
 	if b.srv == nil {
 		// While the cluster's log does not answer (no stream leader), the
@@ -303,25 +299,8 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		// time is a slow machine, and reads keep catching up.
 		svc.LogState = health.State
 	}
-	verbs[api.VerbStatus] = func(ctx context.Context, _ []byte) (any, error) {
-		reply, err := health.StatusReply(ctx, b.log, store, durability, svc.WaitIntake)
-		if err != nil {
-			return nil, err
-		}
-		return reply, nil
-	}
-	verbs[verbDisk] = func(context.Context, []byte) (any, error) {
-		return diskReply{Paused: pause.String()}, nil
-	}
-	if wp.reader {
-		// A follower answers what a reader may ask, on its own prefix only
-		// (its credentials may not answer the shared one).
-		for v := range verbs {
-			if !slices.Contains(host.ReadVerbs, v) {
-				delete(verbs, v)
-			}
-		}
-	}
+	verbs := host.Verbs{Service: svc, Gate: gs.Handlers(), Health: health, Log: b.log, Store: store,
+		Durability: durability, Paused: pause.String, Reader: wp.reader}.Handlers()
 	var web *host.HTTP
 	if wp.http.addr != "" {
 		if web, err = newHTTP(wp.http, dd, b, store, svc, gs.Gate); err != nil {
