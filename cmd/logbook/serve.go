@@ -407,58 +407,17 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	}
 
 	var grp run.Group
-	// actor adds run to grp with a context of its own, cancelled when
-	// grp stops it.
-	actor := func(run func(context.Context) error) {
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error { return run(ctx) }, func(error) { cancel() })
-	}
+	actor := func(run func(context.Context) error) { host.Actor(ctx, &grp, run) }
 	actor(func(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	})
-	if !wp.reader {
-		dirs := []string{string(dd), dd.path("views"), dd.path("spool")}
-		if b.srv != nil {
-			dirs = append(dirs, dd.path("jetstream"))
-		}
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error {
-			pause.Watch(ctx, dirs)
-			return nil
-		}, func(error) { cancel(); pause.Close() })
-	}
-	sid, err := b.log.Identity(ctx)
+	sid, err := host.Loops{Dir: dd.dir(), Own: b.srv != nil, Reader: wp.reader, Pause: pause, Log: b.log, Health: health,
+		Service: svc, NC: b.nc, Delivered: web.ObserveSpool, Say: say}.Add(ctx, &grp)
 	if err != nil {
 		return err
 	}
-	actor(func(ctx context.Context) error {
-		health.Probe(ctx, b.log, say)
-		return nil
-	})
-	actor(func(ctx context.Context) error { return b.log.WatchStream(ctx, sid, time.Second) })
 	actor(checkpoints)
-	actor(func(ctx context.Context) error { return host.RunProjector(ctx, svc.Runner, health, say) })
-	kick, stopKick, err := host.SpoolKicks(svc.Spool.Dir(), b.nc)
-	if err != nil {
-		return err
-	}
-	actor(func(ctx context.Context) error {
-		defer stopKick()
-		if wp.reader {
-			<-ctx.Done() // a reader's hooks wait in its spool for a writer
-			return nil
-		}
-		host.DrainSpool(ctx, svc.DrainSpool, kick, func(n int, err error) {
-			if err != nil {
-				say("spool: %v", err)
-				return
-			}
-			say("delivered %s", term.Plural(n, "spooled hook payload"))
-			web.ObserveSpool(n)
-		})
-		return nil
-	})
 	watch, err := wp.live.watcher(svc, g.stderr)
 	if err != nil {
 		return err
