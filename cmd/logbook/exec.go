@@ -234,10 +234,11 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		sub.Elevate = func(ctx context.Context, req command.Request) (string, error) {
 			// The justification goes onto the log for good: redacted, as
 			// a review's reason.
-			if f.justification, err = redactTyped(g, f.justification, maxJustification); err != nil {
+			why, err := redactTyped(g, f.justification, maxJustification)
+			if err != nil {
 				return "", err
 			}
-			return gate.Elevate(ctx, gate.Caller(call), req.Session, f.id, req.Argv, req.Workspace, req.Cwd, f.justification)
+			return gate.Elevate(ctx, gate.Caller(call), req.Session, f.id, req.Argv, req.Workspace, req.Cwd, why)
 		}
 	}
 	if err := sub.Submit(ctx); err != nil {
