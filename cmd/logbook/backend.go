@@ -100,11 +100,11 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	if si, ok := dd.readServeInfo(); ok && si.API != "" {
 		b.api = si.API
 	}
-	if _, _, err := g.credsOptions(); err != nil {
+	if _, _, err := g.reach().CredsOptions(); err != nil {
 		return nil, err
 	}
-	if url, opts, ok := g.serverURL(dd); ok {
-		d, handle := api.Watch(g.connRole(dd))
+	if url, opts, ok := dd.dir().ServerURL(g.reach()); ok {
+		d, handle := api.Watch(dd.dir().ConnRole(g.reach()))
 		nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(3), nats.ReconnectWait(200*time.Millisecond), nats.ErrorHandler(handle))...)
 		if err == nil {
 			b.nc, b.remote = nc, true
@@ -154,7 +154,7 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		return b, nil
 	}
 	cl := datadir.Client{Own: g.natsURL == "" && g.credsPath == "", Remote: b.remote, CredsPath: g.credsPath,
-		Role: g.role, ConnRole: natslog.Role(g.connRole(dd))}
+		Role: g.role, ConnRole: natslog.Role(dd.dir().ConnRole(g.reach()))}
 	at, err := dd.dir().Attest(cl, natslog.Config{Registry: b.reg})
 	if err != nil {
 		b.Close()
@@ -253,60 +253,7 @@ func (b *backend) Close() error {
 	return nil
 }
 
-// serverURL returns the URL and options to reach a server: --nats-url
-// (or the --creds file's URL, or the running serve's loopback listener)
-// with the --creds file's user, else the data dir's credentials of
-// g.role (writer unless a command asks for another).
-func (g *globals) serverURL(dd dataDir) (string, []nats.Option, bool) {
-	opts, credsURL, err := g.credsOptions()
-	if err != nil {
-		return "", nil, false
-	}
-	if g.natsURL != "" {
-		return g.natsURL, opts, true
-	}
-	si, ok := dd.readServeInfo()
-	if !ok {
-		if credsURL != "" {
-			return credsURL, opts, true
-		}
-		return "", nil, false
-	}
-	if opts != nil {
-		return si.URL, opts, true
-	}
-	if strings.Contains(si.URL, "@") {
-		return si.URL, nil, true // a cluster URL with its own credentials
-	}
-	role := g.role
-	if role == "" {
-		role = natslog.RoleWriter
-	}
-	c, err := dd.roleCredentials(role)
-	if err != nil {
-		return "", nil, false
-	}
-	return si.URL, []nats.Option{nats.UserInfo(c.User, c.Password), natslog.InboxOption(role)}, true
-}
-
-// connRole returns the role serverURL connects as, or "" when unknown (an
-// external URL without credentials, or with credentials of its own).
-func (g *globals) connRole(dd dataDir) string {
-	if g.credsPath != "" {
-		c, err := readCreds(g.credsPath)
-		if err != nil {
-			return ""
-		}
-		return c.Role
-	}
-	if g.natsURL != "" {
-		return ""
-	}
-	if si, ok := dd.readServeInfo(); !ok || strings.Contains(si.URL, "@") {
-		return ""
-	}
-	if g.role == "" {
-		return string(natslog.RoleWriter)
-	}
-	return string(g.role)
+// reach is how g tells a command to reach a server (datadir.Reach).
+func (g *globals) reach() datadir.Reach {
+	return datadir.Reach{URL: g.natsURL, CredsPath: g.credsPath, Role: g.role}
 }

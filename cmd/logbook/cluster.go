@@ -51,7 +51,7 @@ client cannot see or set it.`,
 			if wait < 0 {
 				return usageErrorf("--wait %s: want 0 or more", wait)
 			}
-			opts, _, err := g.credsOptions()
+			opts, _, err := g.reach().CredsOptions()
 			if err != nil {
 				return err
 			}

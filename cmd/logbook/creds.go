@@ -53,20 +53,6 @@ func adminCredentials(file string) (creds, error) {
 	return c, nil
 }
 
-// credsOptions returns the connection options of --creds (or
-// LOGBOOK_CREDS) — its user, and its role's inbox prefix — and the URL
-// the file names, if any.
-func (g *globals) credsOptions() ([]nats.Option, string, error) {
-	if g.credsPath == "" {
-		return nil, "", nil
-	}
-	c, err := readCreds(g.credsPath)
-	if err != nil {
-		return nil, "", fmt.Errorf("--creds: %w", err)
-	}
-	return []nats.Option{nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(c.Role))}, c.URL, nil
-}
-
 // checkOut refuses creds issue's --out path when it exists and is not a
 // regular file (a symlink is neither followed nor replaced; a FIFO or a
 // device is never opened), or is a regular file and force is false. A

@@ -213,14 +213,14 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 		MaxPayload: maxHookPayload,
 		Budget:     budget,
 		Server: func() (hookgate.Server, error) {
-			if _, _, err := g.credsOptions(); err != nil {
+			if _, _, err := g.reach().CredsOptions(); err != nil {
 				return hookgate.Server{}, fmt.Errorf("%w, so no verdict can be made; the call is kept in the spool", err)
 			}
-			url, opts, ok := g.serverURL(dd)
+			url, opts, ok := dd.dir().ServerURL(g.reach())
 			if !ok {
 				return hookgate.Server{}, fmt.Errorf("no Logbook server is running (no %s), so no verdict can be made; the call is kept in the spool", dd.path("serve.json"))
 			}
-			srv := hookgate.Server{URL: url, Opts: opts, Role: g.connRole(dd)}
+			srv := hookgate.Server{URL: url, Opts: opts, Role: dd.dir().ConnRole(g.reach())}
 			if si, ok := dd.readServeInfo(); ok {
 				srv.Prefix = si.API
 			}

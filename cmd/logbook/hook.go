@@ -126,16 +126,16 @@ func recordHook(ctx context.Context, g *globals, name string, payload []byte, pr
 // server running, or one that does not answer within ctx, is an error
 // the caller answers by spooling the payload.
 func deliverHook(ctx context.Context, g *globals, dd dataDir, req api.HookRequest) error {
-	if _, _, err := g.credsOptions(); err != nil {
+	if _, _, err := g.reach().CredsOptions(); err != nil {
 		return err
 	}
-	url, opts, ok := g.serverURL(dd)
+	url, opts, ok := dd.dir().ServerURL(g.reach())
 	if !ok {
 		return fmt.Errorf("no server running (no %s)", dd.path("serve.json"))
 	}
 	// A refusal of the hook's credentials (a reader's) ends the call at
 	// once, naming the role, instead of at the end of its time.
-	d, handle := api.Watch(g.connRole(dd))
+	d, handle := api.Watch(dd.dir().ConnRole(g.reach()))
 	nc, err := natslog.Connect(url, append(opts, nats.Timeout(500*time.Millisecond), nats.MaxReconnects(0), nats.NoReconnect(), nats.ErrorHandler(handle))...)
 	if err != nil {
 		return g.connectError(url, err)

@@ -22,7 +22,7 @@ import (
 // quorum answers it from its projection.
 func serveStatus(ctx context.Context, g *globals, dd dataDir) (api.StatusReply, error) {
 	var st api.StatusReply
-	url, opts, ok := g.serverURL(dd)
+	url, opts, ok := dd.dir().ServerURL(g.reach())
 	if !ok {
 		return st, errors.New("no server named")
 	}

@@ -232,7 +232,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	}
 	b := &backend{dd: dd, reg: events.NewRegistry(), lock: nil}
 	opts := func() ([]nats.Option, error) {
-		o, _, err := g.credsOptions()
+		o, _, err := g.reach().CredsOptions()
 		return o, err
 	}
 	conn, err := host.Connect(ctx, host.Conn{Dir: dd.dir(), URL: g.natsURL, Opts: opts, Fsync: mode, Listen: listen,

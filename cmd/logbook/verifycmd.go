@@ -159,7 +159,7 @@ func openVerify(ctx context.Context, g *globals) (*backend, error) {
 		return nil, dd.dir().NoDataError()
 	}
 	b := &backend{dd: dd, reg: events.NewRegistry()}
-	if url, opts, ok := g.serverURL(dd); ok {
+	if url, opts, ok := dd.dir().ServerURL(g.reach()); ok {
 		nc, err := natslog.Connect(url, append(opts, nats.Timeout(2*time.Second))...)
 		if err == nil {
 			b.nc, b.remote = nc, true
