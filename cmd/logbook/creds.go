@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
@@ -34,46 +30,6 @@ func (d dataDir) roleCredentials(role natslog.Role) (creds, error) {
 // credentials returns the writer's credentials (creds.json): what serve,
 // hook and the CLI connect with.
 func (d dataDir) credentials() (creds, error) { return d.roleCredentials(natslog.RoleWriter) }
-
-// adminCredentials returns the admin credentials serve starts its
-// embedded server with: those in file (--admin-creds), or a user with a
-// fresh random password that only this process knows, used to create or
-// check the stream at start and then dropped.
-func adminCredentials(file string) (creds, error) {
-	if file == "" {
-		return creds{User: "admin", Password: natslog.NewPassword(), Role: string(natslog.RoleAdmin)}, nil
-	}
-	c, err := readCreds(file)
-	if err != nil {
-		return c, fmt.Errorf("--admin-creds: %w", err)
-	}
-	if c.Role != string(natslog.RoleAdmin) {
-		return c, fmt.Errorf("--admin-creds %s: role %s, want admin", file, c.Role)
-	}
-	return c, nil
-}
-
-// checkOut refuses creds issue's --out path when it exists and is not a
-// regular file (a symlink is neither followed nor replaced; a FIFO or a
-// device is never opened), or is a regular file and force is false. A
-// path that does not exist passes.
-func checkOut(out string, force bool) error {
-	st, err := os.Lstat(out)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		if pe, ok := errors.AsType[*fs.PathError](err); ok {
-			err = pe.Err
-		}
-		return fmt.Errorf("--out %s: %w", out, err)
-	case !st.Mode().IsRegular():
-		return fmt.Errorf("--out %s: %s, not a regular file; --out writes a new file (or, with --force, replaces a regular one): to pipe the credentials, leave out --out and they go to standard output", out, hookspool.FileKind(st.Mode()))
-	case !force:
-		return fmt.Errorf("--out %s: the file exists; pass --force to replace it", out)
-	}
-	return nil
-}
 
 func credsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -127,13 +83,13 @@ are never issued: the embedded server's live only in the serve process.`,
 				return fmt.Errorf("--out %s: admin credentials stay out of the data dir %s", out, dd)
 			}
 			if out != "" {
-				if err := checkOut(out, force); err != nil {
+				if err := datadir.CheckOut(out, force); err != nil {
 					return err
 				}
 			}
 			var c creds
 			if r == natslog.RoleAdmin {
-				c, _ = adminCredentials("")
+				c, _ = datadir.AdminCredentials("")
 			} else if c, err = dd.roleCredentials(r); err != nil {
 				return err
 			}
@@ -148,19 +104,8 @@ are never issued: the embedded server's live only in the serve process.`,
 			if out == "" {
 				return writeJSON(g.stdout, c)
 			}
-			b, _ := json.MarshalIndent(c, "", "  ")
-			write := datadir.WriteFileNew
-			if force {
-				write = datadir.WriteFileAtomic
-			}
-			switch err := write(out, append(b, '\n'), 0o600); {
-			case errors.Is(err, fs.ErrExist):
-				return fmt.Errorf("--out %s: the file exists; pass --force to replace it", out)
-			case err != nil:
-				if pe, ok := errors.AsType[*fs.PathError](err); ok {
-					err = pe.Err
-				}
-				return fmt.Errorf("--out %s: %w", out, err)
+			if err := datadir.WriteOut(out, c, force); err != nil {
+				return err
 			}
 			fmt.Fprintf(g.stderr, "logbook creds: %s credentials in %s\n", r, out)
 			return nil

@@ -226,7 +226,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	defer lock.Close()
-	admin, err := adminCredentials(g.adminCreds)
+	admin, err := datadir.AdminCredentials(g.adminCreds)
 	if err != nil {
 		return err
 	}
