@@ -1,6 +1,7 @@
 package datadir
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -91,4 +92,21 @@ func (d Dir) ConnRole(r Reach) string {
 		return string(natslog.RoleWriter)
 	}
 	return string(r.Role)
+}
+
+// ConnectError puts a failed connect to url for r in the user's terms:
+// which server refused what, and which credentials to pass (--creds or
+// LOGBOOK_CREDS). It wraps err; an error it has no words for is err.
+func (r Reach) ConnectError(url string, err error) error {
+	switch {
+	case errors.Is(err, nats.ErrAuthorization) && r.URL != "" && r.CredsPath == "":
+		return fmt.Errorf("the server at %s refused a connection without credentials: use --creds FILE or LOGBOOK_CREDS (e.g. writer.json from `logbook creds cluster`): %w", natslog.RedactURL(url), err)
+	case errors.Is(err, nats.ErrAuthorization) && r.CredsPath != "":
+		return fmt.Errorf("the server at %s refused the credentials in %s: %w", natslog.RedactURL(url), r.CredsPath, err)
+	case errors.Is(err, nats.ErrNoServers) && r.URL != "" && r.CredsPath == "":
+		return fmt.Errorf("no server at %s took the connection (none answered, or each refused one without credentials: use --creds FILE or LOGBOOK_CREDS): %w", natslog.RedactURL(url), err)
+	case errors.Is(err, nats.ErrNoServers) && r.URL != "":
+		return fmt.Errorf("no server at %s took the connection (none answered, or each refused the credentials in %s): %w", natslog.RedactURL(url), r.CredsPath, err)
+	}
+	return err
 }

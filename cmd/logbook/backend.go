@@ -110,7 +110,7 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 			b.nc, b.remote = nc, true
 			d.Register(nc)
 		} else if g.natsURL != "" || g.credsPath != "" {
-			return nil, g.connectError(url, err)
+			return nil, g.reach().ConnectError(url, err)
 		}
 	}
 	if !b.remote && g.requireServer {

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/datadir"
@@ -132,20 +130,4 @@ func (b *backend) as(ctx context.Context, role natslog.Role, cfg natslog.Config)
 		return nil, err
 	}
 	return &backend{dd: b.dd, reg: b.reg, nc: nc, log: l, remote: true, rules: b.rules}, nil
-}
-
-// connectError puts a failed connect to url in the user's terms: which
-// server refused what, and which credentials to pass. It wraps err.
-func (g *globals) connectError(url string, err error) error {
-	switch {
-	case errors.Is(err, nats.ErrAuthorization) && g.natsURL != "" && g.credsPath == "":
-		return fmt.Errorf("the server at %s refused a connection without credentials: use --creds FILE or LOGBOOK_CREDS (e.g. writer.json from `logbook creds cluster`): %w", natslog.RedactURL(url), err)
-	case errors.Is(err, nats.ErrAuthorization) && g.credsPath != "":
-		return fmt.Errorf("the server at %s refused the credentials in %s: %w", natslog.RedactURL(url), g.credsPath, err)
-	case errors.Is(err, nats.ErrNoServers) && g.natsURL != "" && g.credsPath == "":
-		return fmt.Errorf("no server at %s took the connection (none answered, or each refused one without credentials: use --creds FILE or LOGBOOK_CREDS): %w", natslog.RedactURL(url), err)
-	case errors.Is(err, nats.ErrNoServers) && g.natsURL != "":
-		return fmt.Errorf("no server at %s took the connection (none answered, or each refused the credentials in %s): %w", natslog.RedactURL(url), g.credsPath, err)
-	}
-	return err
 }

@@ -164,7 +164,7 @@ func openVerify(ctx context.Context, g *globals) (*backend, error) {
 		if err == nil {
 			b.nc, b.remote = nc, true
 		} else if g.natsURL != "" || g.credsPath != "" {
-			return nil, g.connectError(url, err)
+			return nil, g.reach().ConnectError(url, err)
 		}
 	}
 	if !b.remote {
