@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/api"
@@ -113,4 +114,25 @@ func (s Submission) Submit(ctx context.Context) error {
 		return fmt.Errorf("exec: %w", err)
 	}
 	return nil
+}
+
+// StopIn asks every active command (api.ListCommands through call)
+// whose workspace is path or lies inside it to stop, as by, for
+// "workspace_archived": what a workspace's archive does first. A command
+// that ended meanwhile (events.ErrRejected) is passed over; the other
+// errors are joined.
+func (c *Client) StopIn(ctx context.Context, call api.Caller, path, by string) error {
+	active, err := api.ListCommands(ctx, call, api.CommandsRequest{Active: true}, 0)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, cmd := range active {
+		if cmd.Workspace == path || strings.HasPrefix(cmd.Workspace, path+"/") {
+			if err := c.Stop(ctx, cmd.ID, by, "workspace_archived"); err != nil && !errors.Is(err, events.ErrRejected) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

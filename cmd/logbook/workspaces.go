@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,27 +45,9 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 		if err != nil {
 			return nil, err
 		}
-		cfg.Stop = func(ctx context.Context, path string) error { return stopWorkspaceCommands(ctx, cl, call, path) }
+		cfg.Stop = func(ctx context.Context, path string) error { return cl.StopIn(ctx, call, path, personActor()) }
 	}
 	return wsadapter.New(cfg)
-}
-
-// stopWorkspaceCommands asks every active command whose workspace lies
-// in path to stop.
-func stopWorkspaceCommands(ctx context.Context, cl *worker.Client, call api.Caller, path string) error {
-	active, err := api.ListCommands(ctx, call, api.CommandsRequest{Active: true}, 0)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, c := range active {
-		if c.Workspace == path || strings.HasPrefix(c.Workspace, path+"/") {
-			if err := cl.Stop(ctx, c.ID, personActor(), "workspace_archived"); err != nil && !errors.Is(err, events.ErrRejected) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // workspaceView reads the whole workspace view.
@@ -459,7 +439,7 @@ func runWorkspaces(ctx context.Context, b *backend, svc *api.Service, stderr io.
 	}
 	if cl, err := newCommandClient(b); err == nil {
 		// serve's own backend is not remote, yet its workers run commands.
-		m.SetStop(func(ctx context.Context, path string) error { return stopWorkspaceCommands(ctx, cl, call, path) })
+		m.SetStop(func(ctx context.Context, path string) error { return cl.StopIn(ctx, call, path, personActor()) })
 	}
 	return m.Follow(ctx, wsadapter.FollowConfig{
 		Views: svc.Store, CaughtUp: svc.CaughtUp, Every: workspaceTick,
