@@ -1,12 +1,7 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"time"
-
 	"github.com/logbook-dev/logbook/adapters/attestation"
-	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/replay"
 )
@@ -45,32 +40,4 @@ func unattested(l *natslog.Log, subject string) []replay.Unattested {
 			Key: q.Verdict.Key, Principal: q.Verdict.Principal, Role: string(q.Verdict.Role), Why: q.Verdict.Why})
 	}
 	return out
-}
-
-// issueKey adds to c, credentials of role (writer or worker) being
-// issued, a fresh signing key for that role registered on the data dir's
-// log with its admin key, and the pinned admin key.
-func issueKey(ctx context.Context, g *globals, dd dataDir, role natslog.Role, c *creds) error {
-	ar := attestation.RoleWriter
-	if role == natslog.RoleWorker {
-		ar = attestation.RoleWorker
-	}
-	k, err := attestation.NewKey(fmt.Sprintf("%s@%s (issued %s)", role, datadir.HostName(), time.Now().UTC().Format(time.RFC3339)), ar)
-	if err != nil {
-		return err
-	}
-	admin, err := dd.dir().AdminKey()
-	if err != nil {
-		return err
-	}
-	b, err := openBackend(ctx, &globals{data: string(dd), stdout: g.stdout, stderr: g.stderr, cmdName: "logbook creds issue"})
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	if _, err := b.log.RegisterKey(ctx, admin, k, datadir.HostName(), time.Now()); err != nil {
-		return fmt.Errorf("register the key of the %s credentials: %w", role, err)
-	}
-	c.Key, c.Admin = k, admin.PublicText()
-	return nil
 }

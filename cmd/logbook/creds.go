@@ -95,7 +95,16 @@ are never issued: the embedded server's live only in the serve process.`,
 				c.URL = si.URL
 			}
 			if r == natslog.RoleWriter || r == natslog.RoleWorker {
-				if err := issueKey(cmd.Context(), g, dd, r, &c); err != nil {
+				// The key is registered on the data dir's log, with a
+				// backend of its own (no --nats-url, no --creds).
+				open := func() (*natslog.Log, func() error, error) {
+					b, err := openBackend(cmd.Context(), &globals{data: string(dd), stdout: g.stdout, stderr: g.stderr, cmdName: "logbook creds issue"})
+					if err != nil {
+						return nil, nil, err
+					}
+					return b.log, b.Close, nil
+				}
+				if err := dd.dir().IssueKey(cmd.Context(), r, &c, open); err != nil {
 					return err
 				}
 			}
