@@ -140,13 +140,9 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.lock = lock
-		srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{StoreDir: dd.path("jetstream")})
-		if err != nil {
-			lock.Close()
-			return nil, fmt.Errorf("open log in %s: %w", dd, err)
+		if err := b.startLocal(ctx, lock); err != nil {
+			return nil, err
 		}
-		b.srv, b.nc = srv, srv.Conn()
 	}
 	if b.remote && g.staleOK && b.logDown(ctx) {
 		// Opening the log would wait natslog.ElectionWait for a leader
@@ -201,6 +197,21 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		b.settle(ctx)
 	}
 	return b, nil
+}
+
+// startLocal starts the data dir's embedded server for b, which holds
+// lock (the data dir's), and connects b to it in process; it closes
+// lock when the server does not start.
+func (b *backend) startLocal(ctx context.Context, lock *os.File) error {
+	b.lock = lock
+	srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{StoreDir: b.dd.path("jetstream")})
+	if err != nil {
+		lock.Close()
+		b.lock = nil
+		return fmt.Errorf("open log in %s: %w", b.dd, err)
+	}
+	b.srv, b.nc = srv, srv.Conn()
+	return nil
 }
 
 // settle waits, when b reaches the data dir's own serve, for the hooks

@@ -172,13 +172,9 @@ func openVerify(ctx context.Context, g *globals) (*backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.lock = lock
-		srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{StoreDir: dd.path("jetstream")})
-		if err != nil {
-			lock.Close()
-			return nil, fmt.Errorf("open log in %s: %w", dd, err)
+		if err := b.startLocal(ctx, lock); err != nil {
+			return nil, err
 		}
-		b.srv, b.nc = srv, srv.Conn()
 	}
 	l, err := openLogWithin(ctx, b.nc, natslog.Config{Registry: b.reg}, g.logWait)
 	if err != nil {
