@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
@@ -140,4 +141,67 @@ func (d Dir) EmbeddedUsers(admin Creds) ([]natslog.User, error) {
 		us = append(us, natslog.User{Name: c.User, Password: c.Password, Role: r})
 	}
 	return append(us, natslog.User{Name: admin.User, Password: admin.Password, Role: natslog.RoleAdmin}), nil
+}
+
+// AdminCredentials returns the admin credentials serve starts its
+// embedded server with: those in file (--admin-creds), or a user with a
+// fresh random password that only this process knows, used to create or
+// check the stream at start and then dropped. A file that cannot be
+// read, or is not admin's, is an error naming --admin-creds.
+func AdminCredentials(file string) (Creds, error) {
+	if file == "" {
+		return Creds{User: "admin", Password: natslog.NewPassword(), Role: string(natslog.RoleAdmin)}, nil
+	}
+	c, err := ReadCreds(file)
+	if err != nil {
+		return c, fmt.Errorf("--admin-creds: %w", err)
+	}
+	if c.Role != string(natslog.RoleAdmin) {
+		return c, fmt.Errorf("--admin-creds %s: role %s, want admin", file, c.Role)
+	}
+	return c, nil
+}
+
+// CheckOut refuses creds issue's --out path when it exists and is not a
+// regular file (a symlink is neither followed nor replaced; a FIFO or a
+// device is never opened), or is a regular file and force is false. A
+// path that does not exist passes. Errors name --out.
+func CheckOut(out string, force bool) error {
+	st, err := os.Lstat(out)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
+			err = pe.Err
+		}
+		return fmt.Errorf("--out %s: %w", out, err)
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("--out %s: %s, not a regular file; --out writes a new file (or, with --force, replaces a regular one): to pipe the credentials, leave out --out and they go to standard output", out, hookspool.FileKind(st.Mode()))
+	case !force:
+		return fmt.Errorf("--out %s: the file exists; pass --force to replace it", out)
+	}
+	return nil
+}
+
+// WriteOut writes c, indented JSON, to the new file out (0600), or with
+// force replaces a regular file there whole (WriteFileNew,
+// WriteFileAtomic). Errors name --out: a file that exists without force
+// says to pass --force.
+func WriteOut(out string, c Creds, force bool) error {
+	b, _ := json.MarshalIndent(c, "", "  ")
+	write := WriteFileNew
+	if force {
+		write = WriteFileAtomic
+	}
+	switch err := write(out, append(b, '\n'), 0o600); {
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("--out %s: the file exists; pass --force to replace it", out)
+	case err != nil:
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
+			err = pe.Err
+		}
+		return fmt.Errorf("--out %s: %w", out, err)
+	}
+	return nil
 }

@@ -428,3 +428,35 @@ func (d Dir) RevokeOldServeKeys(ctx context.Context, l *natslog.Log, k *attestat
 	}
 	return nil
 }
+
+// IssueKey adds to c, credentials of role (writer or worker) being
+// issued, a fresh signing key for that role ("<role>@<host> (issued
+// <time>)") registered with the data dir's admin key, and the pinned
+// admin key's public text. open returns the data dir's log to register
+// on, and what closes it, once both keys are in hand; IssueKey closes
+// it. Errors are the keys', open's, and "register the key of the <role>
+// credentials: …".
+func (d Dir) IssueKey(ctx context.Context, role natslog.Role, c *Creds, open func() (*natslog.Log, func() error, error)) error {
+	ar := attestation.RoleWriter
+	if role == natslog.RoleWorker {
+		ar = attestation.RoleWorker
+	}
+	k, err := attestation.NewKey(fmt.Sprintf("%s@%s (issued %s)", role, HostName(), time.Now().UTC().Format(time.RFC3339)), ar)
+	if err != nil {
+		return err
+	}
+	admin, err := d.AdminKey()
+	if err != nil {
+		return err
+	}
+	l, closeLog, err := open()
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	if _, err := l.RegisterKey(ctx, admin, k, HostName(), time.Now()); err != nil {
+		return fmt.Errorf("register the key of the %s credentials: %w", role, err)
+	}
+	c.Key, c.Admin = k, admin.PublicText()
+	return nil
+}

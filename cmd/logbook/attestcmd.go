@@ -12,6 +12,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/term"
 )
 
 // existingDataDir resolves the data dir of flag and refuses one that
@@ -43,7 +44,7 @@ type keyLine struct {
 // data dir that has none is not given one. It returns why the log was
 // not read ("" when it was).
 func keyStates(ctx context.Context, g *globals, dd dataDir, lines []keyLine) string {
-	if g.natsURL == "" && g.credsPath == "" && !hasLogbookData(dd) {
+	if g.natsURL == "" && g.credsPath == "" && !dd.dir().HasData() {
 		return "no log in this data dir"
 	}
 	rg := *g
@@ -142,7 +143,7 @@ registered; no host takes them from a file.`,
 			}
 			var lines []keyLine
 			for _, r := range []natslog.Role{natslog.RoleServe, natslog.RoleWriter, natslog.RoleWorker} {
-				k, name, err := dd.clusterKey(r)
+				k, name, err := dd.dir().ClusterKey(r)
 				if err != nil {
 					return err
 				}
@@ -167,7 +168,7 @@ registered; no host takes them from a file.`,
 				case l.Registered != 0:
 					state = fmt.Sprintf("registered at seq %d", l.Registered)
 				}
-				fmt.Fprintf(g.stdout, "%s %s %s %s %s\n", field(string(l.Role)), field(l.ID), field(l.Public), field(l.Principal), state)
+				fmt.Fprintf(g.stdout, "%s %s %s %s %s\n", term.Field(string(l.Role)), term.Field(l.ID), term.Field(l.Public), term.Field(l.Principal), state)
 			}
 			if why != "" {
 				fmt.Fprintf(g.stdout, "key state on the log unknown: %s\n", why)
@@ -211,7 +212,7 @@ every host that pins the admin key.`,
 			id := attestation.KeyID(pub)
 			info, already, err := dd.dir().Register(ctx, b.log, admin, pub, principal, r)
 			if re, ok := errors.AsType[*datadir.RegisteredError](err); ok {
-				return errors.New(datadir.RegisteredMessage(re.ID, re.Info, field(re.Info.Principal)))
+				return errors.New(datadir.RegisteredMessage(re.ID, re.Info, term.Field(re.Info.Principal)))
 			} else if err != nil {
 				return err
 			}
@@ -244,7 +245,7 @@ every host that pins the admin key.`,
 				return err
 			}
 			defer b.Close()
-			if err := dd.dir().Revoke(ctx, b.log, admin, id, reason, hostName(), time.Now()); err != nil {
+			if err := dd.dir().Revoke(ctx, b.log, admin, id, reason, datadir.HostName(), time.Now()); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "revoked key %s\n", id)
@@ -264,7 +265,7 @@ func adminBackend(ctx context.Context, g *globals, verb string) (dataDir, *attes
 	if err != nil {
 		return "", nil, nil, err
 	}
-	admin, err := dd.ownAdminKey()
+	admin, err := dd.dir().OwnAdminKey()
 	if err != nil {
 		return "", nil, nil, err
 	}

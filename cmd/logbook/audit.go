@@ -98,5 +98,5 @@ func printAudit(g *globals, items []replay.Item) error {
 		return writeJSON(g.stdout, items)
 	}
 	width := term.Width(g.stdout)
-	return termPrint(g.stdout, func(w io.Writer) error { return term.Audit(w, items, width) })
+	return term.Print(g.stdout, func(w io.Writer) error { return term.Audit(w, items, width) })
 }

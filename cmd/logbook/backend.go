@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/logbook-dev/logbook/adapters/api"
-	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/diskfull"
@@ -93,25 +92,25 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if g.reads && g.natsURL == "" && g.credsPath == "" && !hasLogbookData(dd) {
-		return nil, noDataError(dd)
+	if g.reads && g.natsURL == "" && g.credsPath == "" && !dd.dir().HasData() {
+		return nil, dd.dir().NoDataError()
 	}
 	b := &backend{dd: dd, reg: events.NewRegistry(), staleOK: g.staleOK}
 	b.api = api.AnyPrefix
 	if si, ok := dd.readServeInfo(); ok && si.API != "" {
 		b.api = si.API
 	}
-	if _, _, err := g.credsOptions(); err != nil {
+	if _, _, err := g.reach().CredsOptions(); err != nil {
 		return nil, err
 	}
-	if url, opts, ok := g.serverURL(dd); ok {
-		d, handle := api.Watch(g.connRole(dd))
+	if url, opts, ok := dd.dir().ServerURL(g.reach()); ok {
+		d, handle := api.Watch(dd.dir().ConnRole(g.reach()))
 		nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(3), nats.ReconnectWait(200*time.Millisecond), nats.ErrorHandler(handle))...)
 		if err == nil {
 			b.nc, b.remote = nc, true
 			d.Register(nc)
 		} else if g.natsURL != "" || g.credsPath != "" {
-			return nil, g.connectError(url, err)
+			return nil, g.reach().ConnectError(url, err)
 		}
 	}
 	if !b.remote && g.requireServer {
@@ -141,39 +140,23 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.lock = lock
-		srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{StoreDir: dd.path("jetstream")})
-		if err != nil {
-			lock.Close()
-			return nil, fmt.Errorf("open log in %s: %w", dd, err)
+		if err := b.startLocal(ctx, lock); err != nil {
+			return nil, err
 		}
-		b.srv, b.nc = srv, srv.Conn()
 	}
 	if b.remote && g.staleOK && b.logDown(ctx) {
 		// Opening the log would wait natslog.ElectionWait for a leader
 		// and fail; the server answers from its projection meanwhile.
 		return b, nil
 	}
-	cfg := natslog.Config{Registry: b.reg}
-	own := g.natsURL == "" && g.credsPath == "" // the data dir's own server
-	var credsKey *attestation.Key
-	if own {
-		if cfg, err = dd.attestConfig(cfg); err != nil {
-			b.Close()
-			return nil, err
-		}
-	} else if g.credsPath != "" {
-		cfg, credsKey = credsSigning(g.credsPath, cfg)
+	cl := datadir.Client{Own: g.natsURL == "" && g.credsPath == "", Remote: b.remote, CredsPath: g.credsPath,
+		Role: g.role, ConnRole: natslog.Role(dd.dir().ConnRole(g.reach()))}
+	at, err := dd.dir().Attest(cl, natslog.Config{Registry: b.reg})
+	if err != nil {
+		b.Close()
+		return nil, err
 	}
-	// A host of one's own cluster: judged, and signing, when the data
-	// dir pins the cluster's admin key.
-	var pinned bool
-	if !own && credsKey == nil {
-		if cfg, pinned, err = dd.clusterAttestConfig(cfg); err != nil {
-			b.Close()
-			return nil, err
-		}
-	}
+	cfg := at.Config
 	var l *natslog.Log
 	if b.remote && g.staleOK {
 		// The cluster may lose its quorum while the stream is opened:
@@ -206,20 +189,9 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 			return nil, err
 		}
 	}
-	if own && !g.reads && !g.adminAppends {
-		if err := b.sign(ctx, g); err != nil {
-			b.Close()
-			return nil, err
-		}
-	}
-	if credsKey != nil {
-		l.SetSigner(credsKey) // registered when the file was issued
-	}
-	if pinned && !g.reads && !g.adminAppends {
-		if err := b.signOnCluster(ctx, g); err != nil {
-			b.Close()
-			return nil, err
-		}
+	if err := dd.dir().Sign(ctx, cl, at, l, !g.reads && !g.adminAppends); err != nil {
+		b.Close()
+		return nil, err
 	}
 	if g.natsURL == "" {
 		b.settle(ctx)
@@ -227,48 +199,19 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	return b, nil
 }
 
-// sign makes b's log sign what it appends with the data dir's key of
-// the principal b is: a command on the data dir while no serve runs
-// signs as serve would (keys/local.key) and begins signing if the log
-// has not; one reaching the data dir's serve signs with the key of its
-// role (keys/writer.key, keys/worker.key). A reader signs nothing.
-func (b *backend) sign(ctx context.Context, g *globals) error {
-	name, role := "local.key", attestation.RoleServe
-	if b.remote {
-		switch g.role {
-		case "", natslog.RoleWriter:
-			name, role = "writer.key", attestation.RoleWriter
-		case natslog.RoleWorker:
-			name, role = "worker.key", attestation.RoleWorker
-		default:
-			return nil
-		}
-	}
-	k, err := b.dd.principalKey(name, role)
+// startLocal starts the data dir's embedded server for b, which holds
+// lock (the data dir's), and connects b to it in process; it closes
+// lock when the server does not start.
+func (b *backend) startLocal(ctx context.Context, lock *os.File) error {
+	b.lock = lock
+	srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{StoreDir: b.dd.path("jetstream")})
 	if err != nil {
-		return err
+		lock.Close()
+		b.lock = nil
+		return fmt.Errorf("open log in %s: %w", b.dd, err)
 	}
-	return b.dd.startSigning(ctx, b.log, k, !b.remote)
-}
-
-// signOnCluster makes b's log, on a cluster of one's own whose admin
-// key the data dir pins, sign with the data dir's key of the role b
-// connects as (its --creds file's; without one, the command's role,
-// writer by default): the key must be registered on the log (see
-// joinSigning). A role that appends nothing signs nothing.
-func (b *backend) signOnCluster(ctx context.Context, g *globals) error {
-	role := natslog.Role(g.connRole(b.dd))
-	if role == "" {
-		role = g.role
-	}
-	if role == "" {
-		role = natslog.RoleWriter
-	}
-	k, name, err := b.dd.clusterKey(role)
-	if err != nil || k == nil {
-		return err
-	}
-	return b.dd.joinSigning(ctx, b.log, name, k)
+	b.srv, b.nc = srv, srv.Conn()
+	return nil
 }
 
 // settle waits, when b reaches the data dir's own serve, for the hooks
@@ -321,60 +264,7 @@ func (b *backend) Close() error {
 	return nil
 }
 
-// serverURL returns the URL and options to reach a server: --nats-url
-// (or the --creds file's URL, or the running serve's loopback listener)
-// with the --creds file's user, else the data dir's credentials of
-// g.role (writer unless a command asks for another).
-func (g *globals) serverURL(dd dataDir) (string, []nats.Option, bool) {
-	opts, credsURL, err := g.credsOptions()
-	if err != nil {
-		return "", nil, false
-	}
-	if g.natsURL != "" {
-		return g.natsURL, opts, true
-	}
-	si, ok := dd.readServeInfo()
-	if !ok {
-		if credsURL != "" {
-			return credsURL, opts, true
-		}
-		return "", nil, false
-	}
-	if opts != nil {
-		return si.URL, opts, true
-	}
-	if strings.Contains(si.URL, "@") {
-		return si.URL, nil, true // a cluster URL with its own credentials
-	}
-	role := g.role
-	if role == "" {
-		role = natslog.RoleWriter
-	}
-	c, err := dd.roleCredentials(role)
-	if err != nil {
-		return "", nil, false
-	}
-	return si.URL, []nats.Option{nats.UserInfo(c.User, c.Password), natslog.InboxOption(role)}, true
-}
-
-// connRole returns the role serverURL connects as, or "" when unknown (an
-// external URL without credentials, or with credentials of its own).
-func (g *globals) connRole(dd dataDir) string {
-	if g.credsPath != "" {
-		c, err := readCreds(g.credsPath)
-		if err != nil {
-			return ""
-		}
-		return c.Role
-	}
-	if g.natsURL != "" {
-		return ""
-	}
-	if si, ok := dd.readServeInfo(); !ok || strings.Contains(si.URL, "@") {
-		return ""
-	}
-	if g.role == "" {
-		return string(natslog.RoleWriter)
-	}
-	return string(g.role)
+// reach is how g tells a command to reach a server (datadir.Reach).
+func (g *globals) reach() datadir.Reach {
+	return datadir.Reach{URL: g.natsURL, CredsPath: g.credsPath, Role: g.role}
 }

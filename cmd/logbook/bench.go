@@ -199,7 +199,7 @@ func benchCLI(exe string) bench.CLI {
 		Run: runCLI,
 		Dial: func(ctx context.Context, data string) (*nats.Conn, error) {
 			g := &globals{data: data}
-			url, opts, ok := g.serverURL(dataDir(data))
+			url, opts, ok := dataDir(data).dir().ServerURL(g.reach())
 			if !ok {
 				return nil, errors.New("no server running")
 			}

@@ -9,8 +9,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/flagrange"
 	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/merkle"
+	"github.com/logbook-dev/logbook/adapters/term"
 )
 
 // checkpointFlags are serve's checkpoint settings.
@@ -25,15 +27,12 @@ func (c *checkpointFlags) add(cmd *cobra.Command) {
 	f.Int64Var(&c.every, "checkpoint-every", merkle.DefaultEvery, "publish a signed checkpoint of the log's Merkle tree every this many messages")
 	f.DurationVar(&c.interval, "checkpoint-interval", merkle.DefaultInterval, "and at least this often while the log grows")
 	bound(f, "checkpoint-every", 1, 1_000_000)
-	boundDuration(f, "checkpoint-interval", time.Second, time.Hour, false)
+	flagrange.BoundDuration(f, "checkpoint-interval", time.Second, time.Hour, false)
 }
 
 // merkleDir is the data dir's folder of stored tree hashes
 // (merkle.TreeDir).
 const merkleDir = merkle.TreeDir
-
-// storedTrees reads every stored-hash file in dd (merkle.StoredTrees).
-func storedTrees(dd dataDir) (map[string]*merkle.Tree, error) { return merkle.StoredTrees(string(dd)) }
 
 // checkpointActor returns what serve runs for the log's checkpoints and
 // the closer of its stored tree (merkle.Actor): a writer signs them, a
@@ -133,7 +132,7 @@ nothing.`,
 				return nil
 			}
 			args = add
-			fmt.Fprintf(g.stdout, "trusted %s in %s; a serve already running reads it at its next start\n", plural(len(args), "key"), dd.path(merkle.TrustedKeysFile))
+			fmt.Fprintf(g.stdout, "trusted %s in %s; a serve already running reads it at its next start\n", term.Plural(len(args), "key"), dd.path(merkle.TrustedKeysFile))
 			return nil
 		},
 	}

@@ -257,12 +257,5 @@ func userMessage(err error) string { return term.Message(err.Error()) }
 // a string).
 func userText(msg string) string { return term.Message(msg) }
 
-// hasLogbookData reports whether dd holds a Logbook store
-// (datadir.Dir.HasData).
-func hasLogbookData(dd dataDir) bool { return dd.dir().HasData() }
-
-// noDataError says that dd has no Logbook data (datadir.Dir.NoDataError).
-func noDataError(dd dataDir) error { return dd.dir().NoDataError() }
-
 // plural returns "1 thing" or "n things" (term.Plural).
 func plural(n int, noun string, pl ...string) string { return term.Plural(n, noun, pl...) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
@@ -50,7 +51,7 @@ client cannot see or set it.`,
 			if wait < 0 {
 				return usageErrorf("--wait %s: want 0 or more", wait)
 			}
-			opts, _, err := g.credsOptions()
+			opts, _, err := g.reach().CredsOptions()
 			if err != nil {
 				return err
 			}
@@ -143,7 +144,7 @@ serve (the gate's, verify's): keep it where no agent runs.`,
 				}
 			}
 			header := "# Logbook's users, one per role (logbook creds cluster). Include it in every node's config.\n"
-			if err := writeFileAtomic(filepath.Join(out, "users.conf"), []byte(header+conf), 0o600); err != nil {
+			if err := datadir.WriteFileAtomic(filepath.Join(out, "users.conf"), []byte(header+conf), 0o600); err != nil {
 				return fmt.Errorf("--out: %w", err)
 			}
 			fmt.Fprintf(g.stderr, "logbook creds: users.conf and reader, follower, worker, writer, serve and admin credentials in %s\n", out)

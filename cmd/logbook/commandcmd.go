@@ -143,7 +143,7 @@ func commandOutput(ctx context.Context, g *globals, cl *worker.Client, id string
 		return json.NewEncoder(g.stdout).Encode(map[string]any{"command": st})
 	}
 	printer.Close()
-	fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, termSafe(term.CommandStatus(st)))
+	fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, term.Safe(term.CommandStatus(st)))
 	return nil
 }
 
@@ -194,7 +194,7 @@ func commandsCmd(g *globals) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return term.Commands(w, out, true) })
+				return term.Print(g.stdout, func(w io.Writer) error { return term.Commands(w, out, true) })
 			})
 		},
 	}

@@ -2,16 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
@@ -34,60 +28,6 @@ func (d dataDir) roleCredentials(role natslog.Role) (creds, error) {
 // credentials returns the writer's credentials (creds.json): what serve,
 // hook and the CLI connect with.
 func (d dataDir) credentials() (creds, error) { return d.roleCredentials(natslog.RoleWriter) }
-
-// adminCredentials returns the admin credentials serve starts its
-// embedded server with: those in file (--admin-creds), or a user with a
-// fresh random password that only this process knows, used to create or
-// check the stream at start and then dropped.
-func adminCredentials(file string) (creds, error) {
-	if file == "" {
-		return creds{User: "admin", Password: natslog.NewPassword(), Role: string(natslog.RoleAdmin)}, nil
-	}
-	c, err := readCreds(file)
-	if err != nil {
-		return c, fmt.Errorf("--admin-creds: %w", err)
-	}
-	if c.Role != string(natslog.RoleAdmin) {
-		return c, fmt.Errorf("--admin-creds %s: role %s, want admin", file, c.Role)
-	}
-	return c, nil
-}
-
-// credsOptions returns the connection options of --creds (or
-// LOGBOOK_CREDS) — its user, and its role's inbox prefix — and the URL
-// the file names, if any.
-func (g *globals) credsOptions() ([]nats.Option, string, error) {
-	if g.credsPath == "" {
-		return nil, "", nil
-	}
-	c, err := readCreds(g.credsPath)
-	if err != nil {
-		return nil, "", fmt.Errorf("--creds: %w", err)
-	}
-	return []nats.Option{nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(c.Role))}, c.URL, nil
-}
-
-// checkOut refuses creds issue's --out path when it exists and is not a
-// regular file (a symlink is neither followed nor replaced; a FIFO or a
-// device is never opened), or is a regular file and force is false. A
-// path that does not exist passes.
-func checkOut(out string, force bool) error {
-	st, err := os.Lstat(out)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		if pe, ok := errors.AsType[*fs.PathError](err); ok {
-			err = pe.Err
-		}
-		return fmt.Errorf("--out %s: %w", out, err)
-	case !st.Mode().IsRegular():
-		return fmt.Errorf("--out %s: %s, not a regular file; --out writes a new file (or, with --force, replaces a regular one): to pipe the credentials, leave out --out and they go to standard output", out, hookspool.FileKind(st.Mode()))
-	case !force:
-		return fmt.Errorf("--out %s: the file exists; pass --force to replace it", out)
-	}
-	return nil
-}
 
 func credsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -141,13 +81,13 @@ are never issued: the embedded server's live only in the serve process.`,
 				return fmt.Errorf("--out %s: admin credentials stay out of the data dir %s", out, dd)
 			}
 			if out != "" {
-				if err := checkOut(out, force); err != nil {
+				if err := datadir.CheckOut(out, force); err != nil {
 					return err
 				}
 			}
 			var c creds
 			if r == natslog.RoleAdmin {
-				c, _ = adminCredentials("")
+				c, _ = datadir.AdminCredentials("")
 			} else if c, err = dd.roleCredentials(r); err != nil {
 				return err
 			}
@@ -155,26 +95,24 @@ are never issued: the embedded server's live only in the serve process.`,
 				c.URL = si.URL
 			}
 			if r == natslog.RoleWriter || r == natslog.RoleWorker {
-				if err := issueKey(cmd.Context(), g, dd, r, &c); err != nil {
+				// The key is registered on the data dir's log, with a
+				// backend of its own (no --nats-url, no --creds).
+				open := func() (*natslog.Log, func() error, error) {
+					b, err := openBackend(cmd.Context(), &globals{data: string(dd), stdout: g.stdout, stderr: g.stderr, cmdName: "logbook creds issue"})
+					if err != nil {
+						return nil, nil, err
+					}
+					return b.log, b.Close, nil
+				}
+				if err := dd.dir().IssueKey(cmd.Context(), r, &c, open); err != nil {
 					return err
 				}
 			}
 			if out == "" {
 				return writeJSON(g.stdout, c)
 			}
-			b, _ := json.MarshalIndent(c, "", "  ")
-			write := writeFileNew
-			if force {
-				write = writeFileAtomic
-			}
-			switch err := write(out, append(b, '\n'), 0o600); {
-			case errors.Is(err, fs.ErrExist):
-				return fmt.Errorf("--out %s: the file exists; pass --force to replace it", out)
-			case err != nil:
-				if pe, ok := errors.AsType[*fs.PathError](err); ok {
-					err = pe.Err
-				}
-				return fmt.Errorf("--out %s: %w", out, err)
+			if err := datadir.WriteOut(out, c, force); err != nil {
+				return err
 			}
 			fmt.Fprintf(g.stderr, "logbook creds: %s credentials in %s\n", r, out)
 			return nil
@@ -201,20 +139,4 @@ func (b *backend) as(ctx context.Context, role natslog.Role, cfg natslog.Config)
 		return nil, err
 	}
 	return &backend{dd: b.dd, reg: b.reg, nc: nc, log: l, remote: true, rules: b.rules}, nil
-}
-
-// connectError puts a failed connect to url in the user's terms: which
-// server refused what, and which credentials to pass. It wraps err.
-func (g *globals) connectError(url string, err error) error {
-	switch {
-	case errors.Is(err, nats.ErrAuthorization) && g.natsURL != "" && g.credsPath == "":
-		return fmt.Errorf("the server at %s refused a connection without credentials: use --creds FILE or LOGBOOK_CREDS (e.g. writer.json from `logbook creds cluster`): %w", natslog.RedactURL(url), err)
-	case errors.Is(err, nats.ErrAuthorization) && g.credsPath != "":
-		return fmt.Errorf("the server at %s refused the credentials in %s: %w", natslog.RedactURL(url), g.credsPath, err)
-	case errors.Is(err, nats.ErrNoServers) && g.natsURL != "" && g.credsPath == "":
-		return fmt.Errorf("no server at %s took the connection (none answered, or each refused one without credentials: use --creds FILE or LOGBOOK_CREDS): %w", natslog.RedactURL(url), err)
-	case errors.Is(err, nats.ErrNoServers) && g.natsURL != "":
-		return fmt.Errorf("no server at %s took the connection (none answered, or each refused the credentials in %s): %w", natslog.RedactURL(url), g.credsPath, err)
-	}
-	return err
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/doctor"
+	"github.com/logbook-dev/logbook/adapters/host"
+	"github.com/logbook-dev/logbook/adapters/term"
 )
 
 // doctorCheck is one line of `logbook doctor` (doctor.Check).
@@ -46,7 +48,7 @@ when a check fails, 0 otherwise. It changes nothing.`,
 				}
 			}
 			if failed := doctor.Failed(checks); failed > 0 {
-				return fmt.Errorf("%s failed", plural(failed, "check"))
+				return fmt.Errorf("%s failed", term.Plural(failed, "check"))
 			}
 			return nil
 		},
@@ -69,7 +71,7 @@ func doctorEnv(g *globals, bwrap string) doctor.Env {
 	env.Witness = func() (doctor.Check, bool) { return checkWitness(dd) }
 	env.Server = doctor.Server{
 		Status:      func(ctx context.Context) (api.StatusReply, error) { return serveStatus(ctx, g, dd) },
-		Unavailable: unavailableText,
+		Unavailable: host.UnavailableText,
 		Open: func(ctx context.Context) (doctor.Conn, error) {
 			gg := *g
 			gg.cmdName = "doctor"

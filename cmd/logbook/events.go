@@ -186,7 +186,7 @@ func openFollower(ctx context.Context, g *globals, moved bool) (*backend, error)
 	}
 	said := false
 	for {
-		if !dd.handoverWanted() {
+		if !dd.dir().HandoverWanted() {
 			b, err := openBackend(ctx, g)
 			switch {
 			case err == nil:

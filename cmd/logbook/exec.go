@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/adapters/term"
@@ -216,71 +217,33 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 			return fmt.Errorf("exec: %w", err)
 		}
 	}
-	var sr api.SessionReply
-	if err := call(ctx, api.VerbSession, api.SessionRequest{ID: f.session}, &sr); err != nil {
-		return fmt.Errorf("exec: %w", err)
-	}
-	if sr.Session.Phase == events.PhaseEnded {
-		return fmt.Errorf("exec: %w: session %s has ended", events.ErrRejected, f.session)
-	}
-	if err := api.WorkspaceOpen(ctx, call, ws); err != nil {
-		return fmt.Errorf("exec: %w", err)
-	}
-	if wsErr != nil {
-		return wsErr
-	}
-	mode := f.mode
-	if mode == "" {
-		mode = events.ModeWorkspaceWrite
-		switch sr.Session.Mode {
-		case events.ModeReadOnly, events.ModeFullAccess:
-			mode = sr.Session.Mode
-		}
-	}
-	by := personActor()
-	if f.elevate {
-		// Held to the gate's grant, not a person's own authority.
-		mode, by = events.ModeFullAccess, "elevation:"+by
-	}
-	req := command.Request{
-		Session: f.session, Argv: argv, Cwd: f.cwd, Workspace: ws, Mode: mode, TTY: f.tty,
-		Env: env, WaitMS: f.wait.Milliseconds(), RequestedBy: by,
-	}
-	// Secrets by the data dir's rules (redact.txt over the built-in
-	// ones), the rules the workers redact the output with: rules that do
-	// not compile are an error, not a check with fewer rules.
-	if err := worker.CheckRequest(req, red); err != nil {
-		return fmt.Errorf("exec: %w", err)
-	}
-	if f.elevate {
-		// The justification goes onto the log for good: redacted, as a
-		// review's reason.
-		if f.justification, err = redactTyped(g, f.justification, maxJustification); err != nil {
-			return err
-		}
-		if req.Elevation, err = elevate(ctx, call, f, req); err != nil {
-			return err
-		}
-	}
 	grace := workerGrace
 	if g.natsURL != "" {
 		grace = natslog.ElectionWait
 	}
-	if err := awaitWorker(ctx, cl, grace); err != nil {
+	sub := worker.Submission{Call: call, Client: cl, ID: f.id, WorkspaceErr: wsErr, Redactor: red, Grace: grace,
+		Request: command.Request{
+			Session: f.session, Argv: argv, Cwd: f.cwd, Workspace: ws, Mode: f.mode, TTY: f.tty,
+			Env: env, WaitMS: f.wait.Milliseconds(), RequestedBy: personActor(),
+		},
+		Evicted: func(id string) {
+			fmt.Fprintf(g.stderr, "logbook: evicted command %s: session %s is over %d active commands\n", id, f.session, command.MaxActive)
+		},
+	}
+	if f.elevate {
+		sub.Elevate = func(ctx context.Context, req command.Request) (string, error) {
+			// The justification goes onto the log for good: redacted, as
+			// a review's reason.
+			why, err := redactTyped(g, f.justification, maxJustification)
+			if err != nil {
+				return "", err
+			}
+			return gate.Elevate(ctx, gate.Caller(call), req.Session, f.id, req.Argv, req.Workspace, req.Cwd, why)
+		}
+	}
+	if err := sub.Submit(ctx); err != nil {
 		return err
 	}
-	rows, err := api.ListCommands(ctx, call, api.CommandsRequest{Session: f.session, Active: true}, 0)
-	if err != nil {
-		return fmt.Errorf("exec: active commands of session %s: %w", f.session, err)
-	}
-	evicted, err := cl.Request(ctx, f.id, req, command.ActiveIDs(rows))
-	for _, id := range evicted {
-		fmt.Fprintf(g.stderr, "logbook: evicted command %s: session %s is over %d active commands\n", id, f.session, command.MaxActive)
-	}
-	if err != nil {
-		return fmt.Errorf("exec: %w", err)
-	}
-
 	return waitExec(ctx, g, cl, p, f)
 }
 
@@ -342,21 +305,6 @@ func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output
 // waits natslog.ElectionWait instead: while the heartbeat bucket elects
 // a leader the workers cannot beat, and their entries lapse.
 const workerGrace = 5 * time.Second
-
-// awaitWorker returns once some worker is alive, or fails after grace
-// (worker.Client.AwaitWorker), saying how to start one.
-func awaitWorker(ctx context.Context, cl *worker.Client, grace time.Duration) error {
-	err := cl.AwaitWorker(ctx, grace)
-	switch {
-	case errors.Is(err, worker.ErrNoWorker):
-		return fmt.Errorf("exec: no live worker for %v: run `logbook serve` (--workers 2 by default) or `logbook worker`", grace)
-	case err != nil && err == ctx.Err(): // ended while it waited, as it was
-		return err
-	case err != nil:
-		return fmt.Errorf("exec: %w", err)
-	}
-	return nil
-}
 
 // commandEnv builds the command's environment from exec's flags and
 // checks it as every request is checked (worker.CheckEnv, by the

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
-	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/gate/hookgate"
 	"github.com/logbook-dev/logbook/adapters/ingest"
@@ -22,7 +21,6 @@ import (
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
-	"github.com/logbook-dev/logbook/reducers/command"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
@@ -113,7 +111,7 @@ func policyCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(g.stdout, "%s: ok\n", p)
 			}
 			if bad > 0 {
-				return fmt.Errorf("policy check: %s not parse", plural(bad, "file does", "files do"))
+				return fmt.Errorf("policy check: %s not parse", term.Plural(bad, "file does", "files do"))
 			}
 			return nil
 		},
@@ -134,7 +132,7 @@ func sweepReviews(ctx context.Context, gs *gate.Service, stderr io.Writer) {
 		fmt.Fprintf(stderr, "logbook serve: sweep open reviews: %v\n", err)
 	}
 	if n > 0 {
-		fmt.Fprintf(stderr, "logbook serve: %s left open by a stopped server decided timed_out or unavailable\n", plural(n, "review"))
+		fmt.Fprintf(stderr, "logbook serve: %s left open by a stopped server decided timed_out or unavailable\n", term.Plural(n, "review"))
 	}
 }
 
@@ -215,14 +213,14 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 		MaxPayload: maxHookPayload,
 		Budget:     budget,
 		Server: func() (hookgate.Server, error) {
-			if _, _, err := g.credsOptions(); err != nil {
+			if _, _, err := g.reach().CredsOptions(); err != nil {
 				return hookgate.Server{}, fmt.Errorf("%w, so no verdict can be made; the call is kept in the spool", err)
 			}
-			url, opts, ok := g.serverURL(dd)
+			url, opts, ok := dd.dir().ServerURL(g.reach())
 			if !ok {
 				return hookgate.Server{}, fmt.Errorf("no Logbook server is running (no %s), so no verdict can be made; the call is kept in the spool", dd.path("serve.json"))
 			}
-			srv := hookgate.Server{URL: url, Opts: opts, Role: g.connRole(dd)}
+			srv := hookgate.Server{URL: url, Opts: opts, Role: dd.dir().ConnRole(g.reach())}
 			if si, ok := dd.readServeInfo(); ok {
 				srv.Prefix = si.API
 			}
@@ -250,7 +248,7 @@ func reviewCmd(g *globals) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return term.Reviews(w, out.Reviews, time.Now()) })
+				return term.Print(g.stdout, func(w io.Writer) error { return term.Reviews(w, out.Reviews, time.Now()) })
 			})
 		},
 	}
@@ -291,7 +289,7 @@ func reviewAnswerCmd(g *globals, verdict string) *cobra.Command {
 				}
 				// The winner's reason is typed text (this one's or a rival
 				// answer's): no escape sequence of it reaches the terminal.
-				_, err = fmt.Fprintf(g.stdout, "review %s of session %s: %s\n", field(out.Review.ID), field(out.Session), field(out.Review.Winner()))
+				_, err = fmt.Fprintf(g.stdout, "review %s of session %s: %s\n", term.Field(out.Review.ID), term.Field(out.Session), term.Field(out.Review.Winner()))
 				return err
 			})
 		},
@@ -334,30 +332,10 @@ func sessionModeCmd(g *globals) *cobra.Command {
 	}
 }
 
-// elevate asks the gate to let command req run full_access, and returns
-// the review whose allow grants it. Refused outside auto mode; a deny is
-// an error that says who decided and what it means.
-func elevate(ctx context.Context, call api.Caller, f execFlags, req command.Request) (string, error) {
-	gr, err := gate.ElevateRequest(req.Session, f.id, req.Argv, req.Workspace, req.Cwd, f.justification, ulid.Make().String())
-	if err != nil {
-		return "", err
-	}
-	var v gate.Verdict
-	if err := call(ctx, gate.VerbGateRequest, gr, &v); err != nil {
-		return "", fmt.Errorf("exec --elevate: %w", err)
-	}
-	if v.Decision != gate.DecideAllow || v.Grant != events.ModeFullAccess {
-		return "", fmt.Errorf("exec --elevate: %w: %s", events.ErrRejected, gate.Explain(v))
-	}
-	return v.ReviewID, nil
-}
-
-// reviewStdin asks the gate about non-empty input for command id: in a
-// session in auto mode, or where a policy rule for "stdin" speaks, the
-// input is reviewed first; it is never elevated. The text goes to the
-// gate (and a reviewer program) but not into the log: the review records
-// only its size and digest. While the review is open, stderr is told
-// once which review the input waits for and how to answer it.
+// reviewStdin asks the gate about non-empty input for command id
+// (gate.AskStdin), on a running server only. While the review is open,
+// stderr is told once which review the input waits for and how to
+// answer it.
 func reviewStdin(ctx context.Context, b *backend, cl *worker.Client, id string, data []byte, secret bool, stderr io.Writer) error {
 	if len(data) == 0 || !b.remote {
 		return nil
@@ -366,57 +344,16 @@ func reviewStdin(ctx context.Context, b *backend, cl *worker.Client, id string, 
 	if err != nil {
 		return fmt.Errorf("command stdin: %w", err)
 	}
-	req, err := gate.StdinRequest(st.Session, id, data, secret, ulid.Make().String())
-	if err != nil {
-		return err
+	call := func(ctx context.Context, verb string, req, resp any) error {
+		return api.Call(ctx, b.nc, b.api, verb, req, resp)
 	}
-	var v gate.Verdict
-	// A request without an id is reviewed, if at all, under the id its
-	// ref gives.
-	rid := claude.PermissionID(req.Ref)
-	done := make(chan struct{})
-	announced := make(chan struct{})
-	go func() {
-		defer close(announced)
-		announceReview(ctx, b, st.Session, rid, done, stderr)
-	}()
-	err = api.Call(ctx, b.nc, b.api, gate.VerbGateRequest, req, &v)
-	close(done)
-	<-announced
-	if err != nil {
-		return fmt.Errorf("command stdin: the gate gave no verdict: %w", err)
-	}
-	if v.Decision == gate.DecideDeny {
-		return fmt.Errorf("command stdin: %w: %s", events.ErrRejected, gate.Explain(v))
-	}
-	return nil
-}
-
-// announceReview watches the open reviews until review rid of session
-// sess is among them, then says on stderr that command stdin waits for
-// it, for how long, and how to answer it; it returns then, or when done
-// is closed (the gate answered) or ctx ends. A listing that fails ends
-// the watch quietly: the wait itself is unchanged.
-func announceReview(ctx context.Context, b *backend, sess, rid string, done <-chan struct{}, stderr io.Writer) {
-	list := func(ctx context.Context) (gate.ReviewsReply, error) {
-		var open gate.ReviewsReply
-		err := api.Call(ctx, b.nc, b.api, gate.VerbReviews, gate.ReviewsRequest{}, &open)
-		return open, err
-	}
-	r, ok := gate.AwaitOpen(ctx, list, sess, rid, done)
-	if !ok {
-		return
-	}
-	budget := "the server's --review-budget"
-	if r.BudgetMS > 0 {
-		budget = (time.Duration(r.BudgetMS) * time.Millisecond).String()
-	}
-	select {
-	case <-done:
-		return // answered meanwhile: nothing waits any more
-	default:
-	}
-	fmt.Fprintf(stderr, "logbook command stdin: the input waits for review %s (up to %s); answer it with `logbook review allow %s --reason R` or `logbook review deny %s --reason R`\n", rid, budget, rid, rid)
+	return gate.AskStdin(ctx, call, st.Session, id, data, secret, func(rid string, d time.Duration) {
+		budget := "the server's --review-budget"
+		if d > 0 {
+			budget = d.String()
+		}
+		fmt.Fprintf(stderr, "logbook command stdin: the input waits for review %s (up to %s); answer it with `logbook review allow %s --reason R` or `logbook review deny %s --reason R`\n", rid, budget, rid, rid)
+	})
 }
 
 // resolveReview returns the session and review that sess (a session id

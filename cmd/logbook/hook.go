@@ -9,14 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/hookrecord"
-	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 )
@@ -119,38 +117,11 @@ func recordHook(ctx context.Context, g *globals, name string, payload []byte, pr
 			}
 			return p.Redactor(), nil
 		},
-		Deliver: func(ctx context.Context, req api.HookRequest) error { return deliverHook(ctx, g, dd, req) },
+		Deliver: func(ctx context.Context, req api.HookRequest) error {
+			return hookrecord.Deliver(ctx, dd.dir(), g.reach(), req)
+		},
 	}
 	return r.Record(ctx, name, payload, prepare)
-}
-
-// deliverHook sends one hook payload to the running server and returns
-// once the server has appended it (or found it already in the log). No
-// server running, or one that does not answer within ctx, is an error
-// the caller answers by spooling the payload.
-func deliverHook(ctx context.Context, g *globals, dd dataDir, req api.HookRequest) error {
-	if _, _, err := g.credsOptions(); err != nil {
-		return err
-	}
-	url, opts, ok := g.serverURL(dd)
-	if !ok {
-		return fmt.Errorf("no server running (no %s)", dd.path("serve.json"))
-	}
-	// A refusal of the hook's credentials (a reader's) ends the call at
-	// once, naming the role, instead of at the end of its time.
-	d, handle := api.Watch(g.connRole(dd))
-	nc, err := natslog.Connect(url, append(opts, nats.Timeout(500*time.Millisecond), nats.MaxReconnects(0), nats.NoReconnect(), nats.ErrorHandler(handle))...)
-	if err != nil {
-		return g.connectError(url, err)
-	}
-	d.Register(nc)
-	defer api.Forget(nc)
-	defer nc.Close()
-	prefix := api.AnyPrefix
-	if si, ok := dd.readServeInfo(); ok && si.API != "" {
-		prefix = si.API
-	}
-	return api.Call(ctx, nc, prefix, api.VerbHook, req, &api.HookReply{})
 }
 
 // gatedHookArgs reports whether command line args (after the program

@@ -12,6 +12,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/claude/settings"
 	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/term"
 )
 
 // hooksFlags are the flags of `logbook hooks`.
@@ -164,10 +165,10 @@ func hooksEdit(g *globals, f hooksFlags, install bool) error {
 	case !install:
 		fmt.Fprintln(g.stdout, "removed Logbook's hooks")
 	case wires.Gate == "":
-		fmt.Fprintf(g.stdout, "wired %s to %s\n", plural(len(events), "hook event"), wires.Recorder)
+		fmt.Fprintf(g.stdout, "wired %s to %s\n", term.Plural(len(events), "hook event"), wires.Recorder)
 	default:
 		fmt.Fprintf(g.stdout, "wired %s to %s, and %s and %s to %s with a timeout of %d s\n",
-			plural(len(events)-2, "hook event"), wires.Recorder, gate.EventPreToolUse, gate.EventPermissionRequest, wires.Gate, wires.Timeout)
+			term.Plural(len(events)-2, "hook event"), wires.Recorder, gate.EventPreToolUse, gate.EventPermissionRequest, wires.Gate, wires.Timeout)
 	}
 	return nil
 }
@@ -202,7 +203,7 @@ func hooksStatus(g *globals, f hooksFlags) error {
 		}{user, projectFiles, rows, missing, len(settings.Events())})
 	}
 	fmt.Fprintf(g.stdout, "user:    %s\nproject: %s\n\n", user, strings.Join(projectFiles, ", "))
-	tw := newTable(g.stdout)
+	tw := term.NewTable(g.stdout)
 	fmt.Fprintln(tw, "EVENT\tUSER\tPROJECT")
 	show := func(cmds []string) string {
 		if len(cmds) == 0 {
@@ -211,13 +212,13 @@ func hooksStatus(g *globals, f hooksFlags) error {
 		return strings.Join(cmds, "; ")
 	}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", cell(r.Event), cell(show(r.User)), cell(show(r.Project)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", term.Cell(r.Event), term.Cell(show(r.User)), term.Cell(show(r.Project)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if missing > 0 {
-		fmt.Fprintf(g.stdout, "\n%s of %d not wired: run `logbook hooks install`\n", plural(missing, "event"), len(settings.Events()))
+		fmt.Fprintf(g.stdout, "\n%s of %d not wired: run `logbook hooks install`\n", term.Plural(missing, "event"), len(settings.Events()))
 	}
 	return nil
 }

@@ -11,13 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
-	"github.com/logbook-dev/logbook/adapters/host"
+	"github.com/logbook-dev/logbook/adapters/flagrange"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/term"
 )
-
-// unavailableText is the line status and doctor print for a log that
-// does not answer (host.UnavailableText).
-func unavailableText(since time.Time, why string) string { return host.UnavailableText(since, why) }
 
 // serveStatus asks the serve that dd's serve.json names (or the one on
 // g's NATS URL) for its status over the API, within ctx. Unlike opening
@@ -25,7 +22,7 @@ func unavailableText(since time.Time, why string) string { return host.Unavailab
 // quorum answers it from its projection.
 func serveStatus(ctx context.Context, g *globals, dd dataDir) (api.StatusReply, error) {
 	var st api.StatusReply
-	url, opts, ok := g.serverURL(dd)
+	url, opts, ok := dd.dir().ServerURL(g.reach())
 	if !ok {
 		return st, errors.New("no server named")
 	}
@@ -56,7 +53,7 @@ func staleNote(g *globals, st api.Stale) {
 		fmt.Fprintf(g.stderr, "%s\n", b)
 		return
 	}
-	fmt.Fprintf(g.stderr, "%s: %s\n", g.cmdName, termSafe(st.Text(time.Now())))
+	fmt.Fprintf(g.stderr, "%s: %s\n", g.cmdName, term.Safe(st.Text(time.Now())))
 }
 
 // defaultLogWait is replay's and verify's --wait: how long they wait for
@@ -70,7 +67,7 @@ const defaultLogWait = 10 * time.Second
 // stays 0.
 func logWaitFlag(cmd *cobra.Command, g *globals) {
 	wait := cmd.Flags().Duration("wait", defaultLogWait, "on a cluster (--nats-url): how long to wait for the log's stream leader (one being elected, or none without quorum) before failing")
-	boundDuration(cmd.Flags(), "wait", time.Second, time.Hour, false)
+	flagrange.BoundDuration(cmd.Flags(), "wait", time.Second, time.Hour, false)
 	run := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if g.natsURL != "" {
@@ -90,10 +87,6 @@ func openLogWithin(ctx context.Context, nc *nats.Conn, cfg natslog.Config, wait 
 	}
 	return l, err
 }
-
-// logUnavailable names err as the log being unavailable when it says so
-// (natslog.NameUnavailable).
-func logUnavailable(err error) error { return natslog.NameUnavailable(err) }
 
 // untilDown runs f until it returns or the server b reaches says its
 // log does not answer (backend.logDown; api.UntilDown), and reports which.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/buildinfo"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 )
 
@@ -92,7 +93,7 @@ func main() {
 	err := runCLI(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "logbook: %s\n", termSafe(userMessage(err)))
+		fmt.Fprintf(os.Stderr, "logbook: %s\n", term.Safe(userMessage(err)))
 		os.Exit(exitCode(err))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -44,7 +45,7 @@ recorded (exit 1 when any do).
 				return err
 			}
 			if verify {
-				return logUnavailable(replayVerify(ctx, g))
+				return natslog.NameUnavailable(replayVerify(ctx, g))
 			}
 			p := replay.Point{Seq: seq}
 			if at != "" {
@@ -82,7 +83,7 @@ recorded (exit 1 when any do).
 				if g.json {
 					err = writeJSON(g.stdout, r)
 				} else {
-					err = termPrint(g.stdout, func(w io.Writer) error { return term.Rederivation(w, r) })
+					err = term.Print(g.stdout, func(w io.Writer) error { return term.Rederivation(w, r) })
 				}
 				if err != nil {
 					return err
@@ -96,7 +97,7 @@ recorded (exit 1 when any do).
 					if !g.json {
 						term.Unattested(g.stdout, "  UNATTESTED: ", us)
 					}
-					return &exitError{code: 1, err: fmt.Errorf("session %s holds %s, left out of the fold", sess, plural(len(us), "unattested event"))}
+					return &exitError{code: 1, err: fmt.Errorf("session %s holds %s, left out of the fold", sess, term.Plural(len(us), "unattested event"))}
 				}
 				return nil
 			case dump && g.json:
@@ -110,7 +111,7 @@ recorded (exit 1 when any do).
 				}
 				return nil
 			case dump:
-				return termPrint(g.stdout, func(w io.Writer) error { return replay.Dump(w, replay.Records(ctx, b.log, p)) })
+				return term.Print(g.stdout, func(w io.Writer) error { return replay.Dump(w, replay.Records(ctx, b.log, p)) })
 			}
 			store, err := replay.At(ctx, b.log, p, "")
 			if err != nil {
@@ -140,7 +141,7 @@ recorded (exit 1 when any do).
 				}{p.String(), cp, hash, ss})
 			}
 			fmt.Fprintf(g.stdout, "replayed %s: seq %d, state hash %s\n\n", p, cp, hash)
-			return termPrint(g.stdout, func(w io.Writer) error { return term.States(w, ss, time.Now()) })
+			return term.Print(g.stdout, func(w io.Writer) error { return term.States(w, ss, time.Now()) })
 		},
 	}
 	f := cmd.Flags()
@@ -221,7 +222,7 @@ func replayVerify(ctx context.Context, g *globals) error {
 			return &exitError{code: 1, err: fmt.Errorf("live projection differs from the log")}
 		}
 		if n := len(r.Unattested); n > 0 {
-			return &exitError{code: 1, err: fmt.Errorf("the log holds %s, left out of every fold", plural(n, "unattested event"))}
+			return &exitError{code: 1, err: fmt.Errorf("the log holds %s, left out of every fold", term.Plural(n, "unattested event"))}
 		}
 		return nil
 	})

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,13 +15,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
-	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/servelog"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/replay"
@@ -227,46 +226,22 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	defer lock.Close()
-	admin, err := adminCredentials(g.adminCreds)
+	admin, err := datadir.AdminCredentials(g.adminCreds)
 	if err != nil {
 		return err
 	}
 	b := &backend{dd: dd, reg: events.NewRegistry(), lock: nil}
-	durability := "external NATS at " + natslog.RedactURL(g.natsURL)
-	cfg := natslog.Config{Registry: b.reg}
-	if mode == natslog.FsyncInterval && g.natsURL == "" {
-		cfg.MergeMin = events.MaxBatch + 1 // no fsync per publish: batches would only add cost
+	opts := func() ([]nats.Option, error) {
+		o, _, err := g.reach().CredsOptions()
+		return o, err
 	}
-	pinned := true
-	if g.natsURL == "" {
-		// The data dir's own server: reads are judged against the
-		// admin key pinned in keys/admin.pub.
-		if cfg, err = dd.attestConfig(cfg); err != nil {
-			return err
-		}
-	} else if cfg, pinned, err = dd.clusterAttestConfig(cfg); err != nil {
-		// A cluster of one's own: against the cluster's admin key,
-		// when the data dir pins it.
+	conn, err := host.Connect(ctx, host.Conn{Dir: dd.dir(), URL: g.natsURL, Opts: opts, Fsync: mode, Listen: listen,
+		Admin: admin, Registry: b.reg, Say: say})
+	if err != nil {
 		return err
 	}
-	if g.natsURL != "" {
-		opts, _, err := g.credsOptions()
-		if err != nil {
-			return err
-		}
-		nc, err := natslog.Connect(g.natsURL, append(opts, nats.Timeout(5*time.Second))...)
-		if err != nil {
-			return err
-		}
-		b.nc = nc
-	} else {
-		srv, err := host.StartRoles(ctx, dd.dir(), mode, listen, admin, cfg, host.SayHealed(say))
-		if err != nil {
-			return err
-		}
-		b.srv, b.nc = srv, srv.Conn()
-		durability = srv.Durability()
-	}
+	b.srv, b.nc = conn.Server, conn.NC
+	cfg, pinned, durability := conn.Config, conn.Pinned, conn.Durability
 	defer b.Close()
 	b.nc.SetErrorHandler(servelog.NATSErrors(g.stderr))
 	if b.log, err = natslog.Open(ctx, b.nc, cfg); err != nil {
@@ -282,60 +257,14 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	defer store.Close()
-	var sk *host.KeyWatch // watches the key serve signs with, when it signs
-	if g.natsURL == "" && !wp.reader {
-		// serve signs with a key of its own, made now and kept only in
-		// memory, registered with the admin key; a log written before
-		// signing began is marked where it did. Nothing is appended
-		// before openViews has checked the log lost nothing.
-		key, err := newServeKey()
-		if err != nil {
-			return err
-		}
-		if err := dd.startSigning(ctx, b.log, key, true); err != nil {
-			return err
-		}
-		if err := dd.registerDataDirKeys(ctx, b.log); err != nil {
-			return err
-		}
-		if err := dd.revokeOldServeKeys(ctx, b.log, key); err != nil {
-			return err
-		}
-		cfg.Signer = key
-		// The data dir holds the admin key that registered key: a
-		// revoked key is replaced while serve runs.
-		admin, err := dd.ownAdminKey()
-		if err != nil {
-			return err
-		}
-		sk = &host.KeyWatch{Key: key, Logs: []*natslog.Log{b.log}, Journal: dd.path(intakeJournal), Say: say}
-		if admin != nil {
-			sk.NewKey = newServeKey
-			sk.Register = func(ctx context.Context, l *natslog.Log, k *attestation.Key) error {
-				return dd.startSigning(ctx, l, k, false)
-			}
-		}
+	// The key serve signs with, and the watch on it (nil: none).
+	sk, key, err := host.Signing{Dir: dd.dir(), Log: b.log, Cluster: g.natsURL != "", Reader: wp.reader, Pinned: pinned,
+		Journal: dd.path(intakeJournal), Say: say}.Start(ctx)
+	if err != nil {
+		return err
 	}
-	switch {
-	case g.natsURL != "" && !pinned:
-		say("no admin key pinned in %s: events are appended unsigned and read unjudged; pin the cluster's admin key with `logbook keys pin`", dd.keyPath("admin.pub"))
-	case g.natsURL != "" && wp.reader:
-		say("reads judged against the admin key %s", b.log.Verifier().AdminID())
-	case g.natsURL != "":
-		// serve on a cluster signs with the data dir's serve key, which
-		// the cluster's admin registered on the log: every host learns
-		// the keys from the log.
-		key, name, err := dd.clusterKey(natslog.RoleServe)
-		if err != nil {
-			return err
-		}
-		if err := dd.joinSigning(ctx, b.log, name, key); err != nil {
-			return err
-		}
-		// keys/serve.key is the cluster admin's to register: a revoked
-		// one is said, not replaced.
-		sk = &host.KeyWatch{Key: key, Logs: []*natslog.Log{b.log}, Journal: dd.path(intakeJournal), Say: say}
-		say("signing with key %s (%s); reads judged against the admin key %s", key.ID, key.Principal, b.log.Verifier().AdminID())
+	if key != nil {
+		cfg.Signer = key
 	}
 	// Everything serve redacts follows redact.txt as it changes.
 	if b.rules, err = newLiveRules(dd, g.stderr, "logbook serve"); err != nil {
@@ -356,12 +285,10 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		defer in.Close()
 		if n := in.Pending(); n > 0 {
-			say("appending first %s taken before the last stop (%s)", plural(n, "hook payload"), dd.path(intakeJournal))
+			say("appending first %s taken before the last stop (%s)", term.Plural(n, "hook payload"), dd.path(intakeJournal))
 		}
 	}
-	verbs := svc.Handlers()
 	gs := gateService(b, svc, store, wp.gate, g.stderr)
-	maps.Copy(verbs, gs.Handlers())
 	health := &host.LogHealth{}
 	if b.srv == nil {
 		// While the cluster's log does not answer (no stream leader), the
@@ -372,25 +299,8 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		// time is a slow machine, and reads keep catching up.
 		svc.LogState = health.State
 	}
-	verbs[api.VerbStatus] = func(ctx context.Context, _ []byte) (any, error) {
-		reply, err := health.StatusReply(ctx, b.log, store, durability, svc.WaitIntake)
-		if err != nil {
-			return nil, err
-		}
-		return reply, nil
-	}
-	verbs[verbDisk] = func(context.Context, []byte) (any, error) {
-		return diskReply{Paused: pause.String()}, nil
-	}
-	if wp.reader {
-		// A follower answers what a reader may ask, on its own prefix only
-		// (its credentials may not answer the shared one).
-		for v := range verbs {
-			if !slices.Contains(host.ReadVerbs, v) {
-				delete(verbs, v)
-			}
-		}
-	}
+	verbs := host.Verbs{Service: svc, Gate: gs.Handlers(), Health: health, Log: b.log, Store: store,
+		Durability: durability, Paused: pause.String, Reader: wp.reader}.Handlers()
 	var web *host.HTTP
 	if wp.http.addr != "" {
 		if web, err = newHTTP(wp.http, dd, b, store, svc, gs.Gate); err != nil {
@@ -423,7 +333,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		}
 		defer func() {
 			if left, err := stop(intakeFlushWait); left > 0 {
-				say("%s left in %s for the next start: %v", plural(left, "hook payload"), dd.path(intakeJournal), err)
+				say("%s left in %s for the next start: %v", term.Plural(left, "hook payload"), dd.path(intakeJournal), err)
 			}
 		}()
 	}
@@ -447,7 +357,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		if b.srv != nil {
 			url = b.srv.ClientURL()
 		}
-		si := serveInfo{URL: url, API: prefix, PID: os.Getpid(), Started: time.Now().UTC(), Workers: wp.n}
+		si := datadir.ServeInfo{URL: url, API: prefix, PID: os.Getpid(), Started: time.Now().UTC(), Workers: wp.n}
 		if wp.n > 0 {
 			allow, err := sandboxAllow(wp.flags.allow)
 			if err != nil {
@@ -455,7 +365,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 			}
 			si.SandboxAllow = allowStrings(allow)
 		}
-		if err := dd.writeServeInfo(si); err != nil {
+		if err := dd.dir().WriteServeInfo(si); err != nil {
 			return fmt.Errorf("write %s: %w", dd.path("serve.json"), err)
 		}
 		defer os.Remove(dd.path("serve.json"))
@@ -493,62 +403,21 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	if wp.n > 0 {
-		say("%s", plural(wp.n, "sandbox worker"))
+		say("%s", term.Plural(wp.n, "sandbox worker"))
 	}
 
 	var grp run.Group
-	// actor adds run to grp with a context of its own, cancelled when
-	// grp stops it.
-	actor := func(run func(context.Context) error) {
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error { return run(ctx) }, func(error) { cancel() })
-	}
+	actor := func(run func(context.Context) error) { host.Actor(ctx, &grp, run) }
 	actor(func(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	})
-	if !wp.reader {
-		dirs := []string{string(dd), dd.path("views"), dd.path("spool")}
-		if b.srv != nil {
-			dirs = append(dirs, dd.path("jetstream"))
-		}
-		ctx, cancel := context.WithCancel(ctx)
-		grp.Add(func() error {
-			pause.Watch(ctx, dirs)
-			return nil
-		}, func(error) { cancel(); pause.Close() })
-	}
-	sid, err := b.log.Identity(ctx)
+	sid, err := host.Loops{Dir: dd.dir(), Own: b.srv != nil, Reader: wp.reader, Pause: pause, Log: b.log, Health: health,
+		Service: svc, NC: b.nc, Delivered: web.ObserveSpool, Say: say}.Add(ctx, &grp)
 	if err != nil {
 		return err
 	}
-	actor(func(ctx context.Context) error {
-		health.Probe(ctx, b.log, say)
-		return nil
-	})
-	actor(func(ctx context.Context) error { return b.log.WatchStream(ctx, sid, time.Second) })
 	actor(checkpoints)
-	actor(func(ctx context.Context) error { return host.RunProjector(ctx, svc.Runner, health, say) })
-	kick, stopKick, err := host.SpoolKicks(svc.Spool.Dir(), b.nc)
-	if err != nil {
-		return err
-	}
-	actor(func(ctx context.Context) error {
-		defer stopKick()
-		if wp.reader {
-			<-ctx.Done() // a reader's hooks wait in its spool for a writer
-			return nil
-		}
-		host.DrainSpool(ctx, svc.DrainSpool, kick, func(n int, err error) {
-			if err != nil {
-				say("spool: %v", err)
-				return
-			}
-			say("delivered %s", plural(n, "spooled hook payload"))
-			web.ObserveSpool(n)
-		})
-		return nil
-	})
 	watch, err := wp.live.watcher(svc, g.stderr)
 	if err != nil {
 		return err
@@ -597,67 +466,22 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	return err
 }
 
-// openViews opens the projections in the data dir, after checking that
-// the log still holds every event they were made from (see streamLoss and
-// stream.json), or takes the ones b.checkLog opened and checked. When it
-// does not, it refuses with an error naming both sequences; with
-// --accept-stream-loss (g.acceptLoss) it sets the projection aside
-// (views.lost-<time>), says so, and rebuilds it from the log, which is
-// the truth.
+// openViews opens the projections in the data dir (host.OpenViews: it
+// refuses a log that lost events they were made from, or with
+// --accept-stream-loss, g.acceptLoss, sets them aside and rebuilds), or
+// takes the ones b.checkLog opened and checked.
 func openViews(ctx context.Context, g *globals, b *backend) (*projections.Store, error) {
 	if s := b.views; s != nil {
 		b.views = nil
 		return s, nil
 	}
-	dd, log := b.dd, b.log
-	store, err := projections.Open(dd.path("views"), projections.Options{CacheSize: g.viewsCache, FS: b.viewsFS})
-	if errors.Is(err, projections.ErrCorrupt) {
-		return nil, err // names the file and the fix
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open projections in %s: %w (remove it to rebuild from the log)", dd.path("views"), err)
-	}
-	id, err := log.Identity(ctx)
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	rec, have, err := dd.readStreamRecord()
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	loss, err := logLoss(ctx, dd, log, id, rec, have, store.Checkpoint())
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	if loss != "" {
-		store.Close()
-		if !g.acceptLoss {
-			return nil, streamLossError(loss)
-		}
-		aside := dd.path(fmt.Sprintf("views.lost-%d", time.Now().Unix()))
-		if err := os.Rename(dd.path("views"), aside); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("set aside projections: %w", err)
-		}
-		fmt.Fprintf(g.stderr, "logbook: %s; --accept-stream-loss: projection set aside in %s and rebuilt from the log\n", loss, aside)
-		if store, err = projections.Open(dd.path("views"), projections.Options{CacheSize: g.viewsCache}); err != nil {
-			return nil, err
-		}
-		have = false
-	}
-	if !have {
-		if err := dd.writeStreamRecord(id); err != nil {
-			store.Close()
-			return nil, fmt.Errorf("write %s: %w", dd.path("stream.json"), err)
-		}
-	}
-	if err := dd.tighten(); err != nil { // Pebble makes its directory 0755
-		store.Close()
-		return nil, err
-	}
-	return store, nil
+	return host.OpenViews(ctx, b.viewsOf(g))
+}
+
+// viewsOf is how b opens its data dir's projections for the command g.
+func (b *backend) viewsOf(g *globals) host.Views {
+	return host.Views{Dir: b.dd.dir(), Log: b.log, CacheSize: g.viewsCache, FS: b.viewsFS, AcceptLoss: g.acceptLoss,
+		Said: func(line string) { fmt.Fprintf(g.stderr, "logbook: %s\n", line) }}
 }
 
 // checkServeCreds refuses, as a usage error, --creds of a role that
@@ -682,10 +506,4 @@ func checkServeCreds(g *globals, role string) error {
 		return nil
 	}
 	return usageErrorf("--creds %s: role %s; serve --role %s answers requests, which takes %s credentials (`logbook creds cluster` writes %s.json)", g.credsPath, c.Role, role, want, want)
-}
-
-// newServeKey makes a key for serve to sign with, kept only in memory:
-// "serve@<host>", role serve.
-func newServeKey() (*attestation.Key, error) {
-	return attestation.NewKey("serve@"+hostName(), attestation.RoleServe)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/events"
@@ -153,7 +154,7 @@ func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessi
 	}
 	home, _ := os.UserHomeDir()
 	v := term.SessionsView{Now: now, Relative: term.IsTerminal(g.stdout), Wide: f.wide, Home: home}
-	if err := termPrint(g.stdout, func(w io.Writer) error { return v.Sessions(w, sel) }); err != nil {
+	if err := term.Print(g.stdout, func(w io.Writer) error { return v.Sessions(w, sel) }); err != nil {
 		return err
 	}
 	if f.stale {
@@ -161,12 +162,12 @@ func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessi
 		// person's: it is never marked stale, and says so.
 		for _, r := range sel {
 			if r.Phase == events.PhaseWaiting {
-				fmt.Fprintf(g.stdout, "%s is waiting for a person (%s) since %s: not stale, it waits until they answer\n", cell(r.ID), cell(dash(r.Activity)), v.Time(r.Since))
+				fmt.Fprintf(g.stdout, "%s is waiting for a person (%s) since %s: not stale, it waits until they answer\n", term.Cell(r.ID), term.Cell(term.Dash(r.Activity)), v.Time(r.Since))
 			}
 		}
 	}
 	if hidden > 0 {
-		fmt.Fprintf(g.stderr, "%s last active over a day ago not shown (--all shows them)\n", plural(hidden, "ended session"))
+		fmt.Fprintf(g.stderr, "%s last active over a day ago not shown (--all shows them)\n", term.Plural(hidden, "ended session"))
 	}
 	return nil
 }
@@ -194,9 +195,9 @@ func sessionCmd(g *globals) *cobra.Command {
 				// session shows, and stderr says why its cost does not.
 				prices, err := usage.LoadTable(b.dd.path("prices.json"))
 				if err != nil {
-					fmt.Fprintf(g.stderr, "logbook session show: costs not shown: %s\n", termSafe(err.Error()))
+					fmt.Fprintf(g.stderr, "logbook session show: costs not shown: %s\n", term.Safe(err.Error()))
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return term.Session(w, out, time.Now(), prices) })
+				return term.Print(g.stdout, func(w io.Writer) error { return term.Session(w, out, time.Now(), prices) })
 			})
 		},
 	}
@@ -218,7 +219,7 @@ func watchSessions(ctx context.Context, g *globals, f *sessionsFlags) error {
 	}
 	defer b.Close()
 	if b.down != nil {
-		return fmt.Errorf("--watch follows the log, which does not answer: %s (without --watch the list comes from the projection)", unavailableText(*b.down.LogUnavailableSince, b.down.LogError))
+		return fmt.Errorf("--watch follows the log, which does not answer: %s (without --watch the list comes from the projection)", host.UnavailableText(*b.down.LogUnavailableSince, b.down.LogError))
 	}
 	call := func(ctx context.Context, verb string, req, resp any) error {
 		return api.Call(ctx, b.nc, b.api, verb, req, resp)

@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/logbook-dev/logbook/adapters/hookrecord"
-	"github.com/logbook-dev/logbook/adapters/term"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/logbook-dev/logbook/adapters/hookrecord"
+	"github.com/logbook-dev/logbook/adapters/host"
+	"github.com/logbook-dev/logbook/adapters/term"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
@@ -61,8 +63,8 @@ type auditReply struct {
 }
 
 // serveSystem listens on the system socket of f in serve and answers it
-// until the returned stop is called (stop returns once every connection
-// is over). verbs are serve's API handlers; hooks go to in. With no
+// (host.System) until the returned stop is called (stop returns once
+// every connection is over). verbs are serve's API handlers; hooks go to in. With no
 // --socket-dir it does nothing. A --socket-allow or --socket-decide
 // naming no user or group of the host, or a socket dir it may not use,
 // is an error.
@@ -84,39 +86,10 @@ func serveSystem(ctx context.Context, f systemFlags, b *backend, in *api.Intake,
 	if err != nil {
 		return nil, usageErrorf("--socket-decide: %v", err)
 	}
-	host, _ := os.Hostname()
-	sys := &api.System{
-		Verbs: map[string]func(context.Context, []byte) (any, error){
-			api.VerbHook: in.Accept,
-			verbAudit: func(ctx context.Context, data []byte) (any, error) {
-				return auditAnswer(ctx, b, data)
-			},
-		},
-		People:   map[string]func(context.Context, []byte) (any, error){},
-		Access:   access,
-		Deciders: deciders,
-		Host:     host,
-	}
-	for _, v := range []string{gate.VerbGate, api.VerbSessions, api.VerbSession, gate.VerbReviews, api.VerbStatus} {
-		if h, ok := verbs[v]; ok {
-			sys.Verbs[v] = h
-		}
-	}
-	if h, ok := verbs[gate.VerbReviewDecide]; ok {
-		sys.People[gate.VerbReviewDecide] = h
-	}
-	sock, err := api.ListenSystem(f.dir)
-	if err != nil {
-		return nil, err
-	}
-	logf("system socket %s: lets in %s; reviews answered by %s", sock.Path, access, deciders)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sys.Serve(ctx, sock.UnixListener, logf)
-	}()
-	return func() { cancel(); <-done; sock.Close() }, nil
+	return host.System{Dir: f.dir, Access: access, Deciders: deciders, Hook: in.Accept, Verbs: verbs, Logf: logf,
+		Own: map[string]func(context.Context, []byte) (any, error){
+			verbAudit: func(ctx context.Context, data []byte) (any, error) { return auditAnswer(ctx, b, data) },
+		}}.Serve(ctx)
 }
 
 // auditAnswer answers verbAudit in serve, on its backend b.
@@ -203,7 +176,7 @@ func auditViaSocket(ctx context.Context, g *globals, sock, id string) error {
 		return err
 	}
 	width := term.Width(g.stdout)
-	return termPrint(g.stdout, func(w io.Writer) error {
+	return term.Print(g.stdout, func(w io.Writer) error {
 		text := out.Text
 		if width >= 40 {
 			text = term.Wrap(text, width)
@@ -211,6 +184,7 @@ func auditViaSocket(ctx context.Context, g *globals, sock, id string) error {
 		_, err := io.WriteString(w, text)
 		return err
 	})
+
 }
 
 // hookViaSocket is `logbook hook claude` through the system socket at

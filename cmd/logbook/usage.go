@@ -91,7 +91,7 @@ func runUsage(cmd *cobra.Command, g *globals, q usage.Query, since, sess, tz str
 		if g.json {
 			err = writeJSON(g.stdout, rep)
 		} else {
-			err = termPrint(g.stdout, func(w io.Writer) error { return term.Usage(w, rep, time.Now()) })
+			err = term.Print(g.stdout, func(w io.Writer) error { return term.Usage(w, rep, time.Now()) })
 			if err == nil && q.Check && len(rep.Checks) == 0 {
 				fmt.Fprintln(g.stderr, "check: no session's agent reported its own running total (Codex does; Claude Code's transcripts carry none)")
 			}

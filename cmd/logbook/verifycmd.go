@@ -56,7 +56,7 @@ error.`,
 					return usageErrorf("--id %q: %v", id, err)
 				}
 			}
-			return logUnavailable(runVerify(cmd.Context(), g, seq, want))
+			return natslog.NameUnavailable(runVerify(cmd.Context(), g, seq, want))
 		},
 	}
 	cmd.Flags().Uint64Var(&seq, "seq", 0, "print the inclusion proof of the message at this stream sequence")
@@ -91,7 +91,7 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 	if err != nil {
 		return err
 	}
-	stored, err := storedTrees(b.dd)
+	stored, err := merkle.StoredTrees(string(b.dd))
 	if err != nil {
 		return err
 	}
@@ -155,16 +155,16 @@ func openVerify(ctx context.Context, g *globals) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if g.natsURL == "" && g.credsPath == "" && !hasLogbookData(dd) {
-		return nil, noDataError(dd)
+	if g.natsURL == "" && g.credsPath == "" && !dd.dir().HasData() {
+		return nil, dd.dir().NoDataError()
 	}
 	b := &backend{dd: dd, reg: events.NewRegistry()}
-	if url, opts, ok := g.serverURL(dd); ok {
+	if url, opts, ok := dd.dir().ServerURL(g.reach()); ok {
 		nc, err := natslog.Connect(url, append(opts, nats.Timeout(2*time.Second))...)
 		if err == nil {
 			b.nc, b.remote = nc, true
 		} else if g.natsURL != "" || g.credsPath != "" {
-			return nil, g.connectError(url, err)
+			return nil, g.reach().ConnectError(url, err)
 		}
 	}
 	if !b.remote {
@@ -172,13 +172,9 @@ func openVerify(ctx context.Context, g *globals) (*backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.lock = lock
-		srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{StoreDir: dd.path("jetstream")})
-		if err != nil {
-			lock.Close()
-			return nil, fmt.Errorf("open log in %s: %w", dd, err)
+		if err := b.startLocal(ctx, lock); err != nil {
+			return nil, err
 		}
-		b.srv, b.nc = srv, srv.Conn()
 	}
 	l, err := openLogWithin(ctx, b.nc, natslog.Config{Registry: b.reg}, g.logWait)
 	if err != nil {

@@ -97,7 +97,7 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 	if err != nil {
 		return nil, err
 	}
-	hide, keep := hiddenPaths(string(b.dd))
+	hide, keep := worker.HiddenPaths(string(b.dd))
 	var ws []*worker.Worker
 	for range n {
 		w, err := worker.New(worker.Config{
@@ -121,10 +121,6 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 // placeholderLedger is the data dir's directory where workers record the
 // placeholders their commands make in workspaces (sandbox.Spec.Ledger).
 const placeholderLedger = "placeholders"
-
-// hiddenPaths returns what restricted commands must not see, and the
-// workspace roots inside it they are hidden around (worker.HiddenPaths).
-func hiddenPaths(dd string) (hide, keep []string) { return worker.HiddenPaths(dd) }
 
 func workerCmd(g *globals) *cobra.Command {
 	var f workerFlags

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,7 +30,7 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 	}
 	host, _ := os.Hostname()
 	env := worker.InheritEnv()
-	hidden, keep := hiddenPaths(string(b.dd))
+	hidden, keep := worker.HiddenPaths(string(b.dd))
 	// Names, titles, ids and folders a rule of the data dir takes for a
 	// secret are refused, by the rules serve follows when it runs.
 	red, err := b.redactor()
@@ -47,27 +45,9 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 		if err != nil {
 			return nil, err
 		}
-		cfg.Stop = func(ctx context.Context, path string) error { return stopWorkspaceCommands(ctx, cl, call, path) }
+		cfg.Stop = func(ctx context.Context, path string) error { return cl.StopIn(ctx, call, path, personActor()) }
 	}
 	return wsadapter.New(cfg)
-}
-
-// stopWorkspaceCommands asks every active command whose workspace lies
-// in path to stop.
-func stopWorkspaceCommands(ctx context.Context, cl *worker.Client, call api.Caller, path string) error {
-	active, err := api.ListCommands(ctx, call, api.CommandsRequest{Active: true}, 0)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, c := range active {
-		if c.Workspace == path || strings.HasPrefix(c.Workspace, path+"/") {
-			if err := cl.Stop(ctx, c.ID, personActor(), "workspace_archived"); err != nil && !errors.Is(err, events.ErrRejected) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // workspaceView reads the whole workspace view.
@@ -154,7 +134,7 @@ worktree is refused.`,
 				if g.json {
 					return writeJSON(g.stdout, nonNil(v.Projects))
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return term.Projects(w, v.Projects) })
+				return term.Print(g.stdout, func(w io.Writer) error { return term.Projects(w, v.Projects) })
 			})
 		},
 	}
@@ -261,7 +241,7 @@ reason (exit status 1).`,
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return term.Workspaces(w, out, v.Sessions) })
+				return term.Print(g.stdout, func(w io.Writer) error { return term.Workspaces(w, out, v.Sessions) })
 			})
 		},
 	}
@@ -291,7 +271,7 @@ reason (exit status 1).`,
 				if g.json {
 					return writeJSON(g.stdout, r)
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return term.Workspace(w, r, time.Now()) })
+				return term.Print(g.stdout, func(w io.Writer) error { return term.Workspace(w, r, time.Now()) })
 			})
 		},
 	}
@@ -333,9 +313,9 @@ own it; without, a person does, recorded as such.`,
 					return writeJSON(g.stdout, st)
 				}
 				if st.Cleanup == workspace.CleanupFailed {
-					fmt.Fprintf(g.stderr, "logbook: cleanup of workspace %s failed (it stays archived): %s\n", st.ID, termSafe(st.CleanupErr))
+					fmt.Fprintf(g.stderr, "logbook: cleanup of workspace %s failed (it stays archived): %s\n", st.ID, term.Safe(st.CleanupErr))
 				} else {
-					fmt.Fprintf(g.stdout, "removed %s\n", termSafe(st.Path))
+					fmt.Fprintf(g.stdout, "removed %s\n", term.Safe(st.Path))
 				}
 				return nil
 			})
@@ -385,7 +365,7 @@ func taskCmd(g *globals) *cobra.Command {
 				if g.json {
 					return writeJSON(g.stdout, nonNil(v.Tasks))
 				}
-				return termPrint(g.stdout, func(w io.Writer) error { return term.Tasks(w, v.Tasks) })
+				return term.Print(g.stdout, func(w io.Writer) error { return term.Tasks(w, v.Tasks) })
 			})
 		},
 	}
@@ -400,7 +380,7 @@ func taskCmd(g *globals) *cobra.Command {
 						if g.json {
 							return writeJSON(g.stdout, t)
 						}
-						return termPrint(g.stdout, func(w io.Writer) error { return term.Task(w, t) })
+						return term.Print(g.stdout, func(w io.Writer) error { return term.Task(w, t) })
 					}
 				}
 				return fmt.Errorf("task %s: %w", args[0], events.ErrNotFound)
@@ -459,7 +439,7 @@ func runWorkspaces(ctx context.Context, b *backend, svc *api.Service, stderr io.
 	}
 	if cl, err := newCommandClient(b); err == nil {
 		// serve's own backend is not remote, yet its workers run commands.
-		m.SetStop(func(ctx context.Context, path string) error { return stopWorkspaceCommands(ctx, cl, call, path) })
+		m.SetStop(func(ctx context.Context, path string) error { return cl.StopIn(ctx, call, path, personActor()) })
 	}
 	return m.Follow(ctx, wsadapter.FollowConfig{
 		Views: svc.Store, CaughtUp: svc.CaughtUp, Every: workspaceTick,

@@ -1,4 +1,4 @@
-package main
+package datadir
 
 import (
 	"errors"
@@ -24,8 +24,8 @@ func TestConnectError(t *testing.T) {
 		{url, "/c/writer.json", nats.ErrNoServers, "each refused the credentials in /c/writer.json"},
 		{"", "", nats.ErrNoServers, "nats: no servers available"},
 	} {
-		g := &globals{natsURL: tc.natsURL, credsPath: tc.creds}
-		got := g.connectError(url, fmt.Errorf("natslog: connect %s: %w", url, tc.err))
+		r := Reach{URL: tc.natsURL, CredsPath: tc.creds}
+		got := r.ConnectError(url, fmt.Errorf("natslog: connect %s: %w", url, tc.err))
 		if !strings.Contains(got.Error(), tc.want) || !errors.Is(got, tc.err) {
 			t.Errorf("natsURL %q creds %q %v: got %v, want it to say %q", tc.natsURL, tc.creds, tc.err, got, tc.want)
 		}

@@ -1,0 +1,72 @@
+package host
+
+import (
+	"context"
+	"os"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/gate"
+)
+
+// SystemVerbs are the verbs of serve's API the system socket answers
+// for anyone it lets in, when serve answers them; gate.VerbReviewDecide
+// it answers only for the people who may decide.
+var SystemVerbs = []string{gate.VerbGate, api.VerbSessions, api.VerbSession, gate.VerbReviews, api.VerbStatus}
+
+// System is serve's system socket (api.System): the host's users, named
+// by their peer credentials, reach hooks, the gate and the verbs a person
+// needs through it.
+type System struct {
+	Dir      string     // the socket's directory (--socket-dir); made 0755 when missing
+	Access   api.Access // who is let in besides serve's user and root
+	Deciders api.Access // of those, who may also answer the gate's reviews
+	// Hook takes a hook payload (api.Intake.Accept).
+	Hook func(context.Context, []byte) (any, error)
+	// Own are verbs of the socket's own (the audit verb), answered for
+	// anyone let in.
+	Own map[string]func(context.Context, []byte) (any, error)
+	// Verbs are serve's API handlers; those named in SystemVerbs, and
+	// gate.VerbReviewDecide, are answered when present.
+	Verbs map[string]func(context.Context, []byte) (any, error)
+	// Logf receives what is said (format, args), from Serve's goroutine
+	// too.
+	Logf func(format string, args ...any)
+}
+
+// Serve listens on s's socket and answers it on a goroutine of its own
+// until the returned stop is called; stop returns once every connection
+// is over and the socket is closed. A socket directory it may not use
+// is an error (api.ListenSystem's).
+func (s System) Serve(ctx context.Context) (stop func(), err error) {
+	host, _ := os.Hostname()
+	sys := &api.System{
+		Verbs:    map[string]func(context.Context, []byte) (any, error){api.VerbHook: s.Hook},
+		People:   map[string]func(context.Context, []byte) (any, error){},
+		Access:   s.Access,
+		Deciders: s.Deciders,
+		Host:     host,
+	}
+	for v, h := range s.Own {
+		sys.Verbs[v] = h
+	}
+	for _, v := range SystemVerbs {
+		if h, ok := s.Verbs[v]; ok {
+			sys.Verbs[v] = h
+		}
+	}
+	if h, ok := s.Verbs[gate.VerbReviewDecide]; ok {
+		sys.People[gate.VerbReviewDecide] = h
+	}
+	sock, err := api.ListenSystem(s.Dir)
+	if err != nil {
+		return nil, err
+	}
+	s.Logf("system socket %s: lets in %s; reviews answered by %s", sock.Path, s.Access, s.Deciders)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sys.Serve(ctx, sock.UnixListener, s.Logf)
+	}()
+	return func() { cancel(); <-done; sock.Close() }, nil
+}

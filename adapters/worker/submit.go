@@ -1,0 +1,138 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/redact"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+)
+
+// Submission is one command as `logbook exec` requests it of a running
+// server: checked against its session, its workspace and the data dir's
+// rules, elevated when asked, then appended (Submit).
+type Submission struct {
+	// Call calls the server's API; Client appends the request.
+	Call   api.Caller
+	Client *Client
+	// ID is the command's id.
+	ID string
+	// Request is the command; its Mode "" takes the session's mode
+	// (read_only or full_access), else workspace_write.
+	Request command.Request
+	// WorkspaceErr, when not nil, is why Request.Workspace cannot be run
+	// in (it does not exist, is no directory): returned once the
+	// server's workspace registry has had its say.
+	WorkspaceErr error
+	// Redactor holds the rules the workers redact the output with, by
+	// which the request is checked for secrets (CheckRequest).
+	Redactor *redact.Redactor
+	// Elevate, when not nil, asks the gate to run the command
+	// full_access and returns the review that grants it; Request's mode
+	// is then full_access and its RequestedBy "elevation:" and the
+	// person.
+	Elevate func(ctx context.Context, req command.Request) (string, error)
+	// Grace is how long to wait for a live worker (AwaitWorker).
+	Grace time.Duration
+	// Evicted is told each command evicted to make room (the session
+	// is over command.MaxActive active commands); nil: not told.
+	Evicted func(id string)
+}
+
+// Submit checks s against the server and appends its request: the
+// session must not have ended, the workspace is opened in the registry
+// (api.WorkspaceOpen) and must then exist, the request must hold no
+// secret by s.Redactor, an elevation must be granted, and some worker
+// must be alive within s.Grace. The oldest active commands of the
+// session over command.MaxActive are evicted (s.Evicted). Errors are
+// prefixed "exec: "; a session that ended wraps events.ErrRejected; with
+// no live worker the error says how to start one; ctx's error when it
+// ends while waiting for one.
+func (s Submission) Submit(ctx context.Context) error {
+	req := s.Request
+	var sr api.SessionReply
+	if err := s.Call(ctx, api.VerbSession, api.SessionRequest{ID: req.Session}, &sr); err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	if sr.Session.Phase == events.PhaseEnded {
+		return fmt.Errorf("exec: %w: session %s has ended", events.ErrRejected, req.Session)
+	}
+	if err := api.WorkspaceOpen(ctx, s.Call, req.Workspace); err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	if s.WorkspaceErr != nil {
+		return s.WorkspaceErr
+	}
+	if req.Mode == "" {
+		req.Mode = events.ModeWorkspaceWrite
+		switch sr.Session.Mode {
+		case events.ModeReadOnly, events.ModeFullAccess:
+			req.Mode = sr.Session.Mode
+		}
+	}
+	if s.Elevate != nil {
+		// Held to the gate's grant, not a person's own authority.
+		req.Mode, req.RequestedBy = events.ModeFullAccess, "elevation:"+req.RequestedBy
+	}
+	// Secrets by the data dir's rules (redact.txt over the built-in
+	// ones), the rules the workers redact the output with: rules that do
+	// not compile are an error, not a check with fewer rules.
+	if err := CheckRequest(req, s.Redactor); err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	if s.Elevate != nil {
+		var err error
+		if req.Elevation, err = s.Elevate(ctx, req); err != nil {
+			return err
+		}
+	}
+	err := s.Client.AwaitWorker(ctx, s.Grace)
+	switch {
+	case errors.Is(err, ErrNoWorker):
+		return fmt.Errorf("exec: no live worker for %v: run `logbook serve` (--workers 2 by default) or `logbook worker`", s.Grace)
+	case err != nil && err == ctx.Err(): // ended while it waited, as it was
+		return err
+	case err != nil:
+		return fmt.Errorf("exec: %w", err)
+	}
+	rows, err := api.ListCommands(ctx, s.Call, api.CommandsRequest{Session: req.Session, Active: true}, 0)
+	if err != nil {
+		return fmt.Errorf("exec: active commands of session %s: %w", req.Session, err)
+	}
+	evicted, err := s.Client.Request(ctx, s.ID, req, command.ActiveIDs(rows))
+	for _, id := range evicted {
+		if s.Evicted != nil {
+			s.Evicted(id)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	return nil
+}
+
+// StopIn asks every active command (api.ListCommands through call)
+// whose workspace is path or lies inside it to stop, as by, for
+// "workspace_archived": what a workspace's archive does first. A command
+// that ended meanwhile (events.ErrRejected) is passed over; the other
+// errors are joined.
+func (c *Client) StopIn(ctx context.Context, call api.Caller, path, by string) error {
+	active, err := api.ListCommands(ctx, call, api.CommandsRequest{Active: true}, 0)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, cmd := range active {
+		if cmd.Workspace == path || strings.HasPrefix(cmd.Workspace, path+"/") {
+			if err := c.Stop(ctx, cmd.ID, by, "workspace_archived"); err != nil && !errors.Is(err, events.ErrRejected) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
