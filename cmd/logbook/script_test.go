@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"io"
 	"os"
 	"path/filepath"
@@ -348,7 +349,7 @@ func TestScripts(t *testing.T) {
 
 // runningServe returns what the server running on data dir dd published
 // of itself, failing the script when none runs.
-func runningServe(ts *testscript.TestScript, dd dataDir) serveInfo {
+func runningServe(ts *testscript.TestScript, dd dataDir) datadir.ServeInfo {
 	si, ok := dd.readServeInfo()
 	if !ok {
 		ts.Fatalf("no serve.json")
@@ -360,7 +361,7 @@ func runningServe(ts *testscript.TestScript, dd dataDir) serveInfo {
 // with the credentials file path (relative to the script's directory),
 // and returns the connection, the server and the credentials. denied gets
 // each permissions violation the server reports.
-func scriptConnect(ts *testscript.TestScript, path string, denied func(error)) (*nats.Conn, serveInfo, creds) {
+func scriptConnect(ts *testscript.TestScript, path string, denied func(error)) (*nats.Conn, datadir.ServeInfo, creds) {
 	si := runningServe(ts, dataDir(ts.Getenv("LOGBOOK_DATA")))
 	c, err := readCreds(ts.MkAbs(path))
 	ts.Check(err)
