@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -325,5 +326,34 @@ func TestSocketPath(t *testing.T) {
 	g := globals{socket: "/s/a.sock", data: "/d"}
 	if _, err := socketCaller(&g, g.socketPath()); exitCode(err) != codeUsage {
 		t.Errorf("--socket with --data: %v, want a usage error", err)
+	}
+}
+
+// TestSystemSocket_HookNoAnswerUnknown: `logbook hook claude` through a
+// system socket that never answers fails saying whether serve kept the
+// payload is unknown, not that it may not be kept.
+func TestSystemSocket_HookNoAnswerUnknown(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, api.SystemSocketName)
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	t.Setenv("LOGBOOK_DATA", filepath.Join(dir, "data"))
+	g := &globals{socket: sock}
+	p := []byte(`{"session_id":"s1","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"Stop"}`)
+	err = hookViaSocket(t.Context(), g, sock, p)
+	if err == nil || strings.Contains(err.Error(), "may not be kept") || !strings.Contains(err.Error(), "unknown") {
+		t.Errorf("hook through a socket that never answers: %v", err)
 	}
 }

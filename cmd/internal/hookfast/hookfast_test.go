@@ -2,11 +2,13 @@ package hookfast
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
@@ -205,5 +207,40 @@ func TestParseArgs(t *testing.T) {
 		if data != c.data || ok != c.ok {
 			t.Errorf("parseArgs(%q) = %q, %v; want %q, %v", c.args, data, ok, c.data, c.ok)
 		}
+	}
+}
+
+// TestViaSystem_NoAnswerSaysUnknown: a system socket that takes the hook
+// and never answers leaves the hook exit 1 saying it is unknown whether
+// serve kept it, never that it may not be kept (serve may have journaled
+// it), and sends nothing again.
+func TestViaSystem_NoAnswerSaysUnknown(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, systemSocketName)
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var conns atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			defer c.Close()
+		}
+	}()
+	var stderr bytes.Buffer
+	p := []byte(`{"session_id":"s1","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"Stop"}`)
+	code := viaSystem([]string{"claude"}, p, &stderr, filepath.Join(dir, "no-logbook"), dir)
+	msg := stderr.String()
+	if code != 1 || strings.Contains(msg, "may not be kept") || !strings.Contains(msg, "unknown") {
+		t.Errorf("exit %d, %q: want 1 and a message that whether it was kept is unknown", code, msg)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections, want 1 (nothing sent again)", n)
 	}
 }
