@@ -357,3 +357,35 @@ func TestSystemSocket_HookNoAnswerUnknown(t *testing.T) {
 		t.Errorf("hook through a socket that never answers: %v", err)
 	}
 }
+
+// TestSocket_HooksInstallNamesTheSocket: `hooks install` run with
+// $LOGBOOK_SOCKET (or --socket) writes hook commands that name that
+// socket, gated or not, so a Claude Code started without the variable
+// still reaches serve rather than a data dir of its own.
+func TestSocket_HooksInstallNamesTheSocket(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  string
+		g    globals
+	}{{"env", "/run/lb test/logbook.sock", globals{}}, {"flag", "", globals{socket: "/run/lb test/logbook.sock"}}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Setenv("LOGBOOK_SOCKET", c.env)
+			t.Setenv("LOGBOOK_DATA", "")
+			var out bytes.Buffer
+			g := c.g
+			g.stdout, g.stderr = &out, &out
+			if err := hooksEdit(&g, hooksFlags{project: dir, gate: true, budget: 30 * time.Second}, true); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `--socket '/run/lb test/logbook.sock' claude`
+			if n := strings.Count(string(b), strings.ReplaceAll(want, "'", `'`)); n < 2 {
+				t.Errorf("settings.json names the socket %d times, want both the recorder and the gate:\n%s", n, b)
+			}
+		})
+	}
+}

@@ -189,23 +189,28 @@ func TestParseArgs(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		data string
+		sock string
 		ok   bool
 	}{
-		{[]string{"claude"}, "", true},
-		{[]string{"--data", "/d", "claude"}, "/d", true},
-		{[]string{"--data=/d", "claude"}, "/d", true},
-		{[]string{"claude", "--data", "/d"}, "/d", true},
-		{[]string{"claude", "--data=/d"}, "/d", true},
-		{[]string{"claude", "--data"}, "", false},
-		{[]string{"claude", "claude"}, "", false},
-		{[]string{"--data", "/d", "--data", "/e", "claude"}, "", false},
-		{[]string{"claude", "--gate"}, "", false},
-		{[]string{"codex"}, "", false},
-		{nil, "", false},
+		{[]string{"claude"}, "", "", true},
+		{[]string{"--data", "/d", "claude"}, "/d", "", true},
+		{[]string{"--data=/d", "claude"}, "/d", "", true},
+		{[]string{"claude", "--data", "/d"}, "/d", "", true},
+		{[]string{"claude", "--data=/d"}, "/d", "", true},
+		{[]string{"claude", "--data"}, "", "", false},
+		{[]string{"claude", "claude"}, "", "", false},
+		{[]string{"--data", "/d", "--data", "/e", "claude"}, "", "", false},
+		{[]string{"claude", "--gate"}, "", "", false},
+		{[]string{"codex"}, "", "", false},
+		{nil, "", "", false},
+		{[]string{"--socket", "/s", "claude"}, "", "/s", true},
+		{[]string{"claude", "--socket=/s"}, "", "/s", true},
+		{[]string{"--socket", "/s", "--data", "/d", "claude"}, "", "", false},
+		{[]string{"claude", "--socket"}, "", "", false},
 	} {
-		data, ok := parseArgs(c.args)
-		if data != c.data || ok != c.ok {
-			t.Errorf("parseArgs(%q) = %q, %v; want %q, %v", c.args, data, ok, c.data, c.ok)
+		data, sock, ok := parseArgs(c.args)
+		if data != c.data || sock != c.sock || ok != c.ok {
+			t.Errorf("parseArgs(%q) = %q, %q, %v; want %q, %q, %v", c.args, data, sock, ok, c.data, c.sock, c.ok)
 		}
 	}
 }
