@@ -213,6 +213,12 @@ func TestSystemMode(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "session.started") || !strings.Contains(out, "signed=serve@") {
 			t.Errorf("audit as lbtest: exit %d: %s %s", code, out, stderr)
 		}
+		// The hook's observation names the user who sent it, by the
+		// kernel's word.
+		wantSender := "sender=lbtest sender_uid=" + strconv.FormatUint(uint64(agent.uid), 10)
+		if !strings.Contains(out, wantSender) {
+			t.Errorf("audit as lbtest does not name the hook's sender (%s):\n%s", wantSender, out)
+		}
 	})
 
 	t.Run("VerdictRecordedAsThePeer", func(t *testing.T) {
