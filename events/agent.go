@@ -84,3 +84,12 @@ type TickObserved struct{ Observation }
 
 // EventType implements Payload.
 func (TickObserved) EventType() string { return "obs.reconciler.tick" }
+
+// Sender is the user of the host who sent an observation to serve's
+// system socket (serve --socket-dir), as the kernel named the connecting
+// process (SO_PEERCRED): never what the payload says. Observations that
+// arrived any other way have none.
+type Sender struct {
+	UID  uint32 `json:"uid"`
+	User string `json:"user,omitempty"` // UID's name on serve's host; "" when it has none
+}

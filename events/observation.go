@@ -30,6 +30,10 @@ type Observation struct {
 	// before it was kept).
 	Fingerprint *Fingerprint `json:"fingerprint,omitempty"`
 	Process     *Process     `json:"process,omitempty"` // the agent process a hook ran under, when found
+	// Sender is the user who sent a hook over serve's system socket, by
+	// its peer credentials; nil for every other observation (and those
+	// stored before it was kept). No reducer reads it.
+	Sender *Sender `json:"sender,omitempty"`
 	// Received is when the appending host took the observation in, by
 	// its own clock: a hook's receipt (its spool entry's time), the
 	// moment a transcript line was read. Zero in observations stored

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -67,6 +68,9 @@ type ObsRef struct {
 	Line    int      `json:"line,omitempty"`
 	Key     string   `json:"key,omitempty"`
 	Signals []string `json:"signals"`
+	// Sender is the user who sent the observation over serve's system
+	// socket (events.Observation.Sender); nil for any other.
+	Sender *events.Sender `json:"sender,omitempty"`
 }
 
 // Timeline returns the audit timeline of session id, read with Log.Load:
@@ -266,7 +270,7 @@ func (kv kvs) String() string { return strings.Join(kv, " ") }
 
 func obsRef(r events.Record) *ObsRef {
 	o, _ := events.Observed(r.Data)
-	ref := &ObsRef{ID: r.ID.String(), Seq: r.Seq, Type: r.Type, Kind: o.Kind, Line: o.Line, Key: o.Key, Signals: []string{}}
+	ref := &ObsRef{ID: r.ID.String(), Seq: r.Seq, Type: r.Type, Kind: o.Kind, Line: o.Line, Key: o.Key, Signals: []string{}, Sender: o.Sender}
 	for _, s := range o.Signals {
 		sig := s.Kind
 		if s.Name != "" {
@@ -293,7 +297,7 @@ func obsRef(r events.Record) *ObsRef {
 
 // WriteText writes items one line each, in a stable format:
 //
-//	#<seq> <at> <type> [<from>→<to>] [activity=<a>] [entry=<e>] [<detail>]  signed=<principal>/<role> (key <id>)  cause=<kind>/<event>[/<detail>] ref=<ref>  obs=<line N|key K> <kind> [<signals>]
+//	#<seq> <at> <type> [<from>→<to>] [activity=<a>] [entry=<e>] [<detail>]  signed=<principal>/<role> (key <id>)  cause=<kind>/<event>[/<detail>] ref=<ref>  obs=<line N|key K> <kind> [<signals>] [sender=<user> sender_uid=<uid>]
 //
 // e.g.
 //
@@ -359,6 +363,9 @@ func WriteText(w io.Writer, items []Item) error {
 				where = "line " + strconv.Itoa(o.Line)
 			}
 			fmt.Fprintf(&b, "  obs=%s %s [%s]", where, Escape(o.Kind), Escape(strings.Join(o.Signals, " ")))
+			if o.Sender != nil {
+				fmt.Fprintf(&b, " sender=%s sender_uid=%d", Escape(cmp.Or(o.Sender.User, "-")), o.Sender.UID)
+			}
 		}
 		b.WriteByte('\n')
 		if _, err := io.WriteString(w, b.String()); err != nil {

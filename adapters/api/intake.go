@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -113,8 +114,14 @@ func OpenIntake(svc *Service, path string, logf func(format string, args ...any)
 // (HookReply.Queued), for Run to ingest; a Codex notify payload, and a
 // request the journal cannot take (full, say), is ingested at once as
 // Hook does. A payload that fails the checks is refused with the error
-// Hook gives it, nothing taken.
+// Hook gives it, nothing taken. A request from the system socket is
+// taken with its sender (HookRequest.Sender) set to the peer's user;
+// any other request with none, whatever it says.
 func (in *Intake) Accept(ctx context.Context, data []byte) (any, error) {
+	data, err := withSender(ctx, data)
+	if err != nil {
+		return nil, err
+	}
 	e, err := hookEntry(data)
 	if err != nil {
 		return nil, err
@@ -390,7 +397,7 @@ func hookEntry(data []byte) (claude.Entry, error) {
 	if req.Text == "" {
 		payload = req.Payload
 	}
-	return claude.Entry{ID: req.ID, Time: id, Payload: payload, Process: req.Process}, nil
+	return claude.Entry{ID: req.ID, Time: id, Payload: payload, Process: req.Process, Sender: req.Sender}, nil
 }
 
 // inputError marks bad input the hook must set aside, not retry, with
@@ -400,4 +407,23 @@ func inputError(err error) error {
 		return fmt.Errorf("%w: %w", events.ErrMalformed, err)
 	}
 	return err
+}
+
+// withSender returns hook request data with its sender set to the peer
+// of the system socket request ctx is the context of (PeerOf), or taken
+// out when there is none; data as it is when it already says so.
+func withSender(ctx context.Context, data []byte) ([]byte, error) {
+	var want *events.Sender
+	if p, ok := PeerOf(ctx); ok {
+		want = &events.Sender{UID: p.UID, User: p.User}
+	}
+	req, _, err := decodeHookRequest(data)
+	if err != nil {
+		return nil, err
+	}
+	if req.Sender == nil && want == nil {
+		return data, nil
+	}
+	req.Sender = want
+	return json.Marshal(req)
 }

@@ -151,6 +151,10 @@ type HookRequest struct {
 	Text    string          `json:"text,omitempty"`
 	Payload json.RawMessage `json:"payload,omitempty"`
 	Process *events.Process `json:"process,omitempty"` // the agent process the hook ran under
+	// Sender is the user who sent the hook over the system socket, set
+	// by the server from the peer's credentials (Intake.Accept): a
+	// client's own is dropped.
+	Sender *events.Sender `json:"sender,omitempty"`
 }
 
 // HookReply says where the hook's batch landed (Seq 0: already seen,

@@ -216,13 +216,31 @@ type System struct {
 // server refused the connection's user.
 var ErrPeerRefused = errors.New("refused on the socket")
 
+// Limits of the system socket's connections (see System.Serve).
+const (
+	// SystemSlotsPerUser is how many connections of one user System
+	// works on at once; each user has its own, so one user's idle
+	// connections keep no other user waiting.
+	SystemSlotsPerUser = 16
+	// systemRefusing is how many refusals of peers not let in are
+	// answered at once; past it such a connection is closed unanswered.
+	systemRefusing = 8
+	// systemLogEvery is how often at most System logs a summary of the
+	// connections it refused or could not answer.
+	systemLogEvery = time.Minute
+)
+
 // Serve answers requests on l until ctx is done, then closes l and
-// returns once every connection is over. At most MaxInFlight connections
-// are worked on at once. A peer Access does not let in is answered with
-// an error (code "refused") naming its user and who is let in, before any
-// of its request is read; an unknown verb, or one of People asked by a
-// peer Deciders does not let in, likewise. Failures to answer are written
-// to logf.
+// returns once every connection is over. Each user works on at most
+// SystemSlotsPerUser connections at once, its own slots: a connection
+// over its user's waits for one until SocketReadTimeout, then is answered
+// "busy". A peer Access does not let in takes no slot: it is answered
+// with an error (code "refused") naming its user and who is let in,
+// before any of its request is read (or, with more than a few such
+// refusals under way, closed unanswered); an unknown verb, or one of
+// People asked by a peer Deciders does not let in, is refused likewise.
+// Refusals and answers not sent are counted and written to logf as a
+// summary at most once a minute; other failures are written as they come.
 func (s *System) Serve(ctx context.Context, l *net.UnixListener, logf func(format string, args ...any)) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -230,16 +248,25 @@ func (s *System) Serve(ctx context.Context, l *net.UnixListener, logf func(forma
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	slots := make(chan struct{}, MaxInFlight)
-	for {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return
+	sum := &systemTally{}
+	defer sum.flush(logf)
+	wg.Go(func() {
+		t := time.NewTicker(systemLogEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				sum.flush(logf)
+			case <-ctx.Done():
+				return
+			}
 		}
+	})
+	refusing := make(chan struct{}, systemRefusing)
+	slots := map[uint32]chan struct{}{} // uid → its slots; read and written by this loop only
+	for {
 		c, err := l.AcceptUnix()
 		if err != nil {
-			<-slots
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -251,27 +278,102 @@ func (s *System) Serve(ctx context.Context, l *net.UnixListener, logf func(forma
 			}
 			continue
 		}
+		p, own, ans := s.peer(c)
+		if ans != nil {
+			sum.refused(p)
+			select {
+			case refusing <- struct{}{}:
+				wg.Go(func() {
+					defer func() { <-refusing }()
+					defer c.Close()
+					c.SetWriteDeadline(time.Now().Add(time.Second))
+					c.Write(ans)
+					linger(c)
+				})
+			default:
+				c.Close()
+			}
+			continue
+		}
+		mine, ok := slots[p.UID]
+		if !ok {
+			mine = make(chan struct{}, SystemSlotsPerUser)
+			slots[p.UID] = mine
+		}
 		wg.Go(func() {
-			defer func() { <-slots }()
 			defer c.Close()
 			c.SetReadDeadline(time.Now().Add(SocketReadTimeout))
 			stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) })
 			defer stop()
-			b, unread := s.conn(ctx, c, logf)
+			wait := time.NewTimer(SocketReadTimeout)
+			defer wait.Stop()
+			var b []byte
+			unread := true
+			select {
+			case mine <- struct{}{}:
+				defer func() { <-mine }()
+				b, unread = s.request(ctx, c, p, own, logf), false
+			case <-wait.C:
+				b = Reply{Error: fmt.Sprintf("system socket: busy: %s has %d requests under way", p, SystemSlotsPerUser), Code: "busy"}.wire()
+			case <-ctx.Done():
+				b = Reply{Error: "system socket: the server is stopping"}.wire()
+			}
 			c.SetWriteDeadline(time.Now().Add(socketWriteTimeout))
 			if _, err := c.Write(b); err != nil {
-				logf("system socket: answer of %d bytes not sent: %v", len(b), err)
+				sum.unsent(p, len(b), err)
 			}
 			if unread {
-				// Closed with the request unread, the connection would
-				// be reset and the answer lost: the request is read
-				// after the answer, and dropped.
-				c.CloseWrite()
-				c.SetReadDeadline(time.Now().Add(time.Second))
-				io.Copy(io.Discard, io.LimitReader(c, hooksock.MaxRequest+maxVerbLine))
+				linger(c)
 			}
 		})
 	}
+}
+
+// linger reads and drops what c's peer sends, for a second at most,
+// after the answer: closed with a request unread, the connection would be
+// reset and the answer lost.
+func linger(c *net.UnixConn) {
+	c.CloseWrite()
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	io.Copy(io.Discard, io.LimitReader(c, hooksock.MaxRequest+maxVerbLine))
+}
+
+// systemTally counts what System.Serve does not log one line each: the
+// connections of peers it refused and the answers it could not send.
+type systemTally struct {
+	mu          sync.Mutex
+	refusals    int
+	lastRefused Peer
+	unsents     int
+	lastUnsent  string
+}
+
+func (t *systemTally) refused(p Peer) {
+	t.mu.Lock()
+	t.refusals++
+	t.lastRefused = p
+	t.mu.Unlock()
+}
+
+func (t *systemTally) unsent(p Peer, n int, err error) {
+	t.mu.Lock()
+	t.unsents++
+	t.lastUnsent = fmt.Sprintf("answer of %d bytes to %s not sent: %v", n, p, err)
+	t.mu.Unlock()
+}
+
+// flush writes what t counted since the last flush to logf, and starts
+// over.
+func (t *systemTally) flush(logf func(format string, args ...any)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.refusals > 0 {
+		logf("system socket: refused %d connections of users not let in (the last: %s)", t.refusals, t.lastRefused)
+	}
+	if t.unsents > 0 {
+		logf("system socket: %d answers not sent (the last: %s)", t.unsents, t.lastUnsent)
+	}
+	t.refusals, t.unsents = 0, 0
 }
 
 // refused is the error answer to a peer the socket does not let do what
@@ -280,22 +382,24 @@ func refused(format string, args ...any) []byte {
 	return Reply{Error: fmt.Sprintf(format, args...), Code: "refused"}.wire()
 }
 
-// conn works on one connection and returns the answer to send, and
-// whether the request was left unread (a peer refused before it).
-func (s *System) conn(ctx context.Context, c *net.UnixConn, logf func(format string, args ...any)) ([]byte, bool) {
+// peer names c's peer and whether it is serve's user or root; ans is
+// the answer to send instead of reading its request (a peer Access does
+// not let in, or one whose credentials cannot be had), nil for a peer let
+// in.
+func (s *System) peer(c *net.UnixConn) (p Peer, own bool, ans []byte) {
 	cred, err := peerCred(c)
 	if err != nil {
-		return Reply{Error: fmt.Sprintf("system socket: peer credentials: %v", err)}.wire(), true
+		return Peer{UID: ^uint32(0)}, false, Reply{Error: fmt.Sprintf("system socket: peer credentials: %v", err)}.wire()
 	}
-	p := Peer{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid}
+	p = Peer{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid}
 	if u, err := user.LookupId(strconv.FormatUint(uint64(p.UID), 10)); err == nil {
 		p.User = u.Username
 	}
-	own := p.UID == 0 || int(p.UID) == os.Geteuid()
+	own = p.UID == 0 || int(p.UID) == os.Geteuid()
 	if !own && !s.Access.Permits(p) {
-		return refused("connection refused: %s may not use this socket (serve --socket-allow lets in %s)", p, s.Access), true
+		return p, false, refused("connection refused: %s may not use this socket (serve --socket-allow lets in %s)", p, s.Access)
 	}
-	return s.request(ctx, c, p, own, logf), false
+	return p, own, nil
 }
 
 // request reads and works on the request of peer p on c (own: p is

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -210,5 +213,105 @@ func TestSystem_PeersByCredentials(t *testing.T) {
 	}
 	if _, err := ParseAccess("nosuchuser-lb"); err == nil || !strings.Contains(err.Error(), `no user "nosuchuser-lb" on this host`) {
 		t.Errorf("unknown user: %v", err)
+	}
+}
+
+// dialAs opens n connections to the socket at path from a thread whose
+// effective uid and gid are uid and gid, and leaves them idle; they are
+// closed when the test ends. It needs root.
+func dialAs(t *testing.T, uid, gid, n int, path string) {
+	t.Helper()
+	type result struct {
+		cs  []net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), uintptr(gid), ^uintptr(0)); e != 0 {
+			ch <- result{err: e}
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(uid), ^uintptr(0)); e != 0 {
+			ch <- result{err: e}
+			return
+		}
+		var r result
+		for range n {
+			c, err := net.Dial("unix", path)
+			if err != nil {
+				r.err = err
+				break
+			}
+			r.cs = append(r.cs, c)
+		}
+		ch <- r
+	}()
+	r := <-ch
+	t.Cleanup(func() {
+		for _, c := range r.cs {
+			c.Close()
+		}
+	})
+	if r.err != nil {
+		t.Fatalf("dial as uid %d: %v", uid, r.err)
+	}
+}
+
+// TestSystem_IdleConnectionsStarveNoOne: hundreds of idle connections of
+// a user not let in, and of one let in, keep no other user's request
+// waiting; those refused are counted, not logged one line each.
+func TestSystem_IdleConnectionsStarveNoOne(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to connect as other users")
+	}
+	access, err := ParseAccess("65534")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lines []string
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+	}
+	dir, err := os.MkdirTemp("", "lbsys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	sock, err := ListenSystem(filepath.Join(dir, "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &System{Verbs: map[string]func(context.Context, []byte) (any, error){"read": echo}, Access: access, Host: "h"}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Serve(ctx, sock.UnixListener, logf)
+	}()
+	t.Cleanup(func() { cancel(); <-done; sock.Close() })
+
+	for _, who := range []struct {
+		name     string
+		uid, gid int
+	}{{"not let in", 65533, 65533}, {"let in", 65534, 65534}} {
+		dialAs(t, who.uid, who.gid, 300, sock.Path)
+		start := time.Now()
+		cctx, ccancel := context.WithTimeout(t.Context(), 3*time.Second)
+		err := SocketCaller(sock.Path)(cctx, "read", struct{}{}, nil)
+		ccancel()
+		if err != nil || time.Since(start) > time.Second {
+			t.Errorf("root's request beside 300 idle connections of a user %s: %v after %s", who.name, err, time.Since(start))
+		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lines) > 3 {
+		t.Errorf("%d log lines, want a summary:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 }

@@ -71,6 +71,11 @@ func Call(dir string, req []byte, deadline time.Time) ([]byte, error) {
 	return b, nil
 }
 
+// UnknownIfKept is what a hook says when serve's system socket gave no
+// answer in time: serve may have journaled the payload, so it is not
+// sent again, and with no spool in system mode nothing else holds it.
+const UnknownIfKept = "whether serve kept the payload is unknown: it may be in the log; in system mode a hook has no spool, and it is not sent again"
+
 // CallSystem sends request req of verb to the system socket at path (a
 // serve in system mode, adapters/api.System: the verb and a newline,
 // then req) and returns its answer as Call does, with Call's errors.

@@ -205,8 +205,8 @@ func (in *Ingester) ObserveThen(ctx context.Context, agg events.Aggregate, id ul
 // ObserveEntry appends o, the observation spooled entry e holds (a hook
 // payload the agent sent as it ran), to agg as ObserveThen does, with
 // wrap making it the payload stored on the log: its event id is e's ULID,
-// so redelivering an entry appends nothing twice; e's process is copied
-// onto o; o is dated by its receipt here (e.Time, bounded like its
+// so redelivering an entry appends nothing twice; e's process and sender
+// are copied onto o; o is dated by its receipt here (e.Time, bounded like its
 // decisions' time, to the microsecond) and marked Live. Errors: what
 // names e's id as "<what> <id>: entry id: …" when it is not a ULID, then
 // ObserveThen's.
@@ -214,6 +214,10 @@ func (in *Ingester) ObserveEntry(ctx context.Context, what string, e Entry, agg 
 	if e.Process != nil {
 		p := *e.Process
 		o.Process = &p
+	}
+	if e.Sender != nil {
+		s := *e.Sender
+		o.Sender = &s
 	}
 	recv, _ := events.BoundTime(e.Time, in.clock())
 	o.Received, o.Live = recv.UTC().Truncate(time.Microsecond), true

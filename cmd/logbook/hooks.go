@@ -118,11 +118,13 @@ func (f hooksFlags) settingsPath() (string, error) {
 	return settings.UserSettings()
 }
 
-// installWires returns the hook commands `hooks install` writes for f,
-// with --data for the data dir given to logbook, by --data or else by
-// $LOGBOOK_DATA (as resolveDataDir picks it).
+// installWires returns the hook commands `hooks install` writes for f:
+// with --socket for the system socket logbook was given (--socket or
+// $LOGBOOK_SOCKET, as socketPath picks it), else with --data for the data
+// dir given to logbook, by --data or else by $LOGBOOK_DATA (as
+// resolveDataDir picks it).
 func installWires(g *globals, f hooksFlags) settings.Wires {
-	return settings.InstallWires(cmp.Or(g.data, os.Getenv("LOGBOOK_DATA")), f.gate, f.budget)
+	return settings.InstallWires(cmp.Or(g.data, os.Getenv("LOGBOOK_DATA")), g.socketPath(), f.gate, f.budget)
 }
 
 // hooksEdit installs (install true) or removes Logbook's hooks in the

@@ -5,15 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/logbook-dev/logbook/adapters/hookrecord"
+	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/logbook-dev/logbook/adapters/hookrecord"
 	"github.com/logbook-dev/logbook/adapters/host"
-	"github.com/logbook-dev/logbook/adapters/term"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
@@ -192,7 +193,7 @@ func auditViaSocket(ctx context.Context, g *globals, sock, id string) error {
 // in its intake journal. There is no spool: the agent's user cannot write
 // serve's, and no server would drain one of its own; a payload serve
 // does not take is an error (exit 1, not kept), and one it did not answer
-// for in time an error saying it may not be kept.
+// for in time an error saying whether serve kept it is unknown.
 func hookViaSocket(ctx context.Context, g *globals, sock string, payload []byte) error {
 	call, err := socketCaller(g, sock)
 	if err != nil {
@@ -213,7 +214,7 @@ func hookViaSocket(ctx context.Context, g *globals, sock string, payload []byte)
 	if err := call(ctx, api.VerbHook, req, &api.HookReply{}); err != nil {
 		if _, answered := errors.AsType[*api.RemoteError](err); !answered && ctx.Err() != nil {
 			// Serve may have taken it: no answer says otherwise.
-			return fmt.Errorf("hook claude: %w (in system mode a hook has no spool: the payload may not be kept)", hookrecord.RedactErr(hookRedactor(g), err))
+			return fmt.Errorf("hook claude: %w (%s)", hookrecord.RedactErr(hookRedactor(g), err), hooksock.UnknownIfKept)
 		}
 		return fmt.Errorf("hook claude: %w (not kept: in system mode a hook has no spool)", hookrecord.RedactErr(hookRedactor(g), err))
 	}

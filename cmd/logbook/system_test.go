@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -206,6 +207,12 @@ func TestSystemMode(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "session.started") || !strings.Contains(out, "signed=serve@") {
 			t.Errorf("audit as lbtest: exit %d: %s %s", code, out, stderr)
 		}
+		// The hook's observation names the user who sent it, by the
+		// kernel's word.
+		wantSender := "sender=lbtest sender_uid=" + strconv.FormatUint(uint64(agent.uid), 10)
+		if !strings.Contains(out, wantSender) {
+			t.Errorf("audit as lbtest does not name the hook's sender (%s):\n%s", wantSender, out)
+		}
 	})
 
 	t.Run("VerdictRecordedAsThePeer", func(t *testing.T) {
@@ -319,5 +326,66 @@ func TestSocketPath(t *testing.T) {
 	g := globals{socket: "/s/a.sock", data: "/d"}
 	if _, err := socketCaller(&g, g.socketPath()); exitCode(err) != codeUsage {
 		t.Errorf("--socket with --data: %v, want a usage error", err)
+	}
+}
+
+// TestSystemSocket_HookNoAnswerUnknown: `logbook hook claude` through a
+// system socket that never answers fails saying whether serve kept the
+// payload is unknown, not that it may not be kept.
+func TestSystemSocket_HookNoAnswerUnknown(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, api.SystemSocketName)
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	t.Setenv("LOGBOOK_DATA", filepath.Join(dir, "data"))
+	g := &globals{socket: sock}
+	p := []byte(`{"session_id":"s1","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"Stop"}`)
+	err = hookViaSocket(t.Context(), g, sock, p)
+	if err == nil || strings.Contains(err.Error(), "may not be kept") || !strings.Contains(err.Error(), "unknown") {
+		t.Errorf("hook through a socket that never answers: %v", err)
+	}
+}
+
+// TestSocket_HooksInstallNamesTheSocket: `hooks install` run with
+// $LOGBOOK_SOCKET (or --socket) writes hook commands that name that
+// socket, gated or not, so a Claude Code started without the variable
+// still reaches serve rather than a data dir of its own.
+func TestSocket_HooksInstallNamesTheSocket(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  string
+		g    globals
+	}{{"env", "/run/lb test/logbook.sock", globals{}}, {"flag", "", globals{socket: "/run/lb test/logbook.sock"}}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Setenv("LOGBOOK_SOCKET", c.env)
+			t.Setenv("LOGBOOK_DATA", "")
+			var out bytes.Buffer
+			g := c.g
+			g.stdout, g.stderr = &out, &out
+			if err := hooksEdit(&g, hooksFlags{project: dir, gate: true, budget: 30 * time.Second}, true); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `--socket '/run/lb test/logbook.sock' claude`
+			if n := strings.Count(string(b), strings.ReplaceAll(want, "'", `'`)); n < 2 {
+				t.Errorf("settings.json names the socket %d times, want both the recorder and the gate:\n%s", n, b)
+			}
+		})
 	}
 }

@@ -47,6 +47,10 @@ type Entry struct {
 	// found. It is kept beside the payload (<ID>.process), so the
 	// payload's bytes stay exactly as the agent sent them.
 	Process *events.Process
+	// Sender is the user who sent the hook over serve's system socket,
+	// by its peer credentials; nil for a hook that came any other way.
+	// It is never spooled.
+	Sender *events.Sender
 	// Verdict is what a gated hook answered the agent on its own, with
 	// no server to ask (PutVerdict), nil for an entry without one. It is
 	// kept beside the payload (<ID>.verdict) for the server to record

@@ -29,14 +29,31 @@ func UserSettings() (string, error) {
 // InstallWires returns the hook commands `hooks install` writes: the
 // recorder (RecorderCommand) and, when gated, the gated hook with budget
 // (GateCommand) and its timeout (GateTimeout). data is the data dir
-// given to logbook ("" for none).
-func InstallWires(data string, gated bool, budget time.Duration) Wires {
-	w := Wires{Recorder: RecorderCommand(data)}
+// given to logbook ("" for none); socket, when not "", is the system
+// socket of a serve in system mode logbook was told to use (--socket or
+// $LOGBOOK_SOCKET), which both commands then name with --socket instead
+// of any data dir, so a Claude Code started without $LOGBOOK_SOCKET still
+// reaches that serve.
+func InstallWires(data, socket string, gated bool, budget time.Duration) Wires {
+	arg := dataArg(data)
+	if socket != "" {
+		arg = socketArg(socket)
+	}
+	w := Wires{Recorder: recorderCommand(arg)}
 	if gated {
-		w.Gate = GateCommand(data, budget)
+		w.Gate = gateCommand(arg, budget)
 		w.Timeout = GateTimeout(budget)
 	}
 	return w
+}
+
+// socketArg returns " --socket PATH" for the system socket at socket, as
+// an absolute path.
+func socketArg(socket string) string {
+	if abs, err := filepath.Abs(socket); err == nil {
+		socket = abs
+	}
+	return " --socket " + quoteWord(socket)
 }
 
 // GateCommand returns the command line of the gated hook: this binary's
@@ -45,11 +62,17 @@ func InstallWires(data string, gated bool, budget time.Duration) Wires {
 // logbook itself, not logbook-hook, which would only hand the call over
 // to it.
 func GateCommand(data string, budget time.Duration) string {
+	return gateCommand(dataArg(data), budget)
+}
+
+// gateCommand is GateCommand with arg (" --data DIR", " --socket PATH"
+// or "") after "hook".
+func gateCommand(arg string, budget time.Duration) string {
 	cmd := "logbook"
 	if self, _ := os.Executable(); !lookPathIs("logbook") && self != "" {
 		cmd = quoteWord(self)
 	}
-	return cmd + " hook" + dataArg(data) + " claude --gate --budget " + BudgetFlag(budget)
+	return cmd + " hook" + arg + " claude --gate --budget " + BudgetFlag(budget)
 }
 
 // BudgetFlag returns budget as a --budget value: whole seconds as "90s"
@@ -78,6 +101,12 @@ func dataArg(data string) string {
 // binary's `hook claude`, by name when PATH finds it, else by its
 // absolute path; with --data data when data is not "".
 func RecorderCommand(data string) string {
+	return recorderCommand(dataArg(data))
+}
+
+// recorderCommand is RecorderCommand with arg (" --data DIR", " --socket
+// PATH" or "") before "claude".
+func recorderCommand(arg string) string {
 	var cmd string
 	self, _ := os.Executable()
 	switch {
@@ -92,8 +121,8 @@ func RecorderCommand(data string) string {
 	default:
 		cmd = "logbook hook claude"
 	}
-	if d := dataArg(data); d != "" {
-		cmd = strings.Replace(cmd, " claude", d+" claude", 1)
+	if arg != "" {
+		cmd = strings.Replace(cmd, " claude", arg+" claude", 1)
 	}
 	return cmd
 }

@@ -150,14 +150,17 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 			args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--gate" || strings.HasPrefix(a, "--gate=") })
 		}
 	}
-	data, ok := parseArgs(args)
+	data, sock, ok := parseArgs(args)
 	if len(payload) > maxPayload {
 		return handOver(args, payload, stderr, logbook, fmt.Errorf("payload over %d MiB refused", maxPayload>>20))
 	}
 	if !ok || os.Getenv("LOGBOOK_NATS_URL") != "" || os.Getenv("LOGBOOK_CREDS") != "" {
 		return handOver(args, payload, stderr, logbook, nil)
 	}
-	if sock := os.Getenv("LOGBOOK_SOCKET"); data == "" && sock != "" {
+	if sock == "" && data == "" {
+		sock = os.Getenv("LOGBOOK_SOCKET")
+	}
+	if sock != "" {
 		return viaSystem(args, payload, stderr, logbook, sock)
 	}
 	prepared, err := hookspool.PrepareHook(payload, nil)
@@ -287,25 +290,33 @@ func StdinIsTerminal(stdin io.Reader) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// parseArgs accepts exactly "claude" and at most one --data DIR (or
-// --data=DIR), before or after it, and returns the data dir flag (""
-// when absent).
-func parseArgs(args []string) (string, bool) {
-	data, claude, seen := "", false, false
+// parseArgs accepts exactly "claude" and at most one --data DIR or one
+// --socket PATH (or --data=DIR, --socket=PATH), before or after it, and
+// returns the data dir flag and the socket flag ("" when absent).
+func parseArgs(args []string) (data, sock string, ok bool) {
+	claude, seen := false, false
 	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
+		a := args[i]
+		name, val, eq := strings.Cut(a, "=")
+		switch {
 		case a == "claude" && !claude:
 			claude = true
-		case a == "--data" && i+1 < len(args) && !seen:
-			data, seen = args[i+1], true
-			i++
-		case strings.HasPrefix(a, "--data=") && !seen:
-			data, seen = strings.TrimPrefix(a, "--data="), true
+		case (name == "--data" || name == "--socket") && !seen && (eq || i+1 < len(args)):
+			if !eq {
+				val = args[i+1]
+				i++
+			}
+			if name == "--data" {
+				data = val
+			} else {
+				sock = val
+			}
+			seen = true
 		default:
-			return "", false
+			return "", "", false
 		}
 	}
-	return data, claude
+	return data, sock, claude
 }
 
 // dataDir resolves the data dir as logbook does: the flag, then

@@ -2,11 +2,13 @@ package hookfast
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
@@ -187,23 +189,63 @@ func TestParseArgs(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		data string
+		sock string
 		ok   bool
 	}{
-		{[]string{"claude"}, "", true},
-		{[]string{"--data", "/d", "claude"}, "/d", true},
-		{[]string{"--data=/d", "claude"}, "/d", true},
-		{[]string{"claude", "--data", "/d"}, "/d", true},
-		{[]string{"claude", "--data=/d"}, "/d", true},
-		{[]string{"claude", "--data"}, "", false},
-		{[]string{"claude", "claude"}, "", false},
-		{[]string{"--data", "/d", "--data", "/e", "claude"}, "", false},
-		{[]string{"claude", "--gate"}, "", false},
-		{[]string{"codex"}, "", false},
-		{nil, "", false},
+		{[]string{"claude"}, "", "", true},
+		{[]string{"--data", "/d", "claude"}, "/d", "", true},
+		{[]string{"--data=/d", "claude"}, "/d", "", true},
+		{[]string{"claude", "--data", "/d"}, "/d", "", true},
+		{[]string{"claude", "--data=/d"}, "/d", "", true},
+		{[]string{"claude", "--data"}, "", "", false},
+		{[]string{"claude", "claude"}, "", "", false},
+		{[]string{"--data", "/d", "--data", "/e", "claude"}, "", "", false},
+		{[]string{"claude", "--gate"}, "", "", false},
+		{[]string{"codex"}, "", "", false},
+		{nil, "", "", false},
+		{[]string{"--socket", "/s", "claude"}, "", "/s", true},
+		{[]string{"claude", "--socket=/s"}, "", "/s", true},
+		{[]string{"--socket", "/s", "--data", "/d", "claude"}, "", "", false},
+		{[]string{"claude", "--socket"}, "", "", false},
 	} {
-		data, ok := parseArgs(c.args)
-		if data != c.data || ok != c.ok {
-			t.Errorf("parseArgs(%q) = %q, %v; want %q, %v", c.args, data, ok, c.data, c.ok)
+		data, sock, ok := parseArgs(c.args)
+		if data != c.data || sock != c.sock || ok != c.ok {
+			t.Errorf("parseArgs(%q) = %q, %q, %v; want %q, %q, %v", c.args, data, sock, ok, c.data, c.sock, c.ok)
 		}
+	}
+}
+
+// TestViaSystem_NoAnswerSaysUnknown: a system socket that takes the hook
+// and never answers leaves the hook exit 1 saying it is unknown whether
+// serve kept it, never that it may not be kept (serve may have journaled
+// it), and sends nothing again.
+func TestViaSystem_NoAnswerSaysUnknown(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, systemSocketName)
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var conns atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			defer c.Close()
+		}
+	}()
+	var stderr bytes.Buffer
+	p := []byte(`{"session_id":"s1","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"Stop"}`)
+	code := viaSystem([]string{"claude"}, p, &stderr, filepath.Join(dir, "no-logbook"), dir)
+	msg := stderr.String()
+	if code != 1 || strings.Contains(msg, "may not be kept") || !strings.Contains(msg, "unknown") {
+		t.Errorf("exit %d, %q: want 1 and a message that whether it was kept is unknown", code, msg)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections, want 1 (nothing sent again)", n)
 	}
 }

@@ -26,7 +26,8 @@ const systemSocketName = "logbook.sock"
 // error answer, such as this user not let in) the payload goes to
 // `logbook hook claude` with the same arguments, which says why and exits
 // 1: in system mode a hook has no spool. When the answer does not come
-// (serve may have taken it) it exits 1 saying so, sending nothing again.
+// (serve may have journaled it) it exits 1 saying whether serve kept it
+// is unknown, sending nothing again.
 func viaSystem(args []string, payload []byte, stderr io.Writer, logbook, sock string) int {
 	prepared, err := hookspool.PrepareHook(payload, nil)
 	if err != nil {
@@ -47,6 +48,6 @@ func viaSystem(args []string, payload []byte, stderr io.Writer, logbook, sock st
 		return handOver(args, payload, stderr, logbook, nil)
 	}
 	// Serve may have taken it: sent again, it would be recorded twice.
-	fmt.Fprintf(stderr, "logbook-hook: %v (in system mode a hook has no spool: the payload may not be kept)\n", err)
+	fmt.Fprintf(stderr, "logbook-hook: %v (%s)\n", err, hooksock.UnknownIfKept)
 	return 1
 }
