@@ -390,7 +390,8 @@ func netDevice(w shell.Word) bool {
 // guardTexts returns what the path guards read of shell call c: the
 // decoded words of all its commands as one line (Word.Glob: unquoted
 // globs and a leading "~" kept, "${…}" for each part known only when it
-// runs), redirection targets included, and each target alone; removes says whether one of its
+// runs), redirection targets included, and each target alone, and each
+// word the line holds wherever it stands (shell.Script.Mentions); removes says whether one of its
 // commands may remove or move a tree (treeRemovers, find -delete or
 // -exec, or a program known only when it runs). raw is false when the
 // command read cleanly, so its decoded words stand for its text.
@@ -427,6 +428,12 @@ func guardTexts(c Call) (texts []string, removes, raw bool) {
 		}
 	}
 	texts = append(texts, aliasPaths(sc, c.Dir)...)
+	// Every word the line holds, wherever it stands (an assignment's
+	// value, a for loop's list, a here-document's body): a name reaches
+	// a command by a variable as well as by an argument.
+	for _, m := range sc.Mentions {
+		texts = append(texts, m.Glob)
+	}
 	texts = append([]string{strings.Join(ws, " ")}, texts...)
 	return texts, removes, len(sc.Faults) > 0
 }

@@ -1,0 +1,61 @@
+package gate
+
+import "testing"
+
+// The blanket policy of the data dir: every shell command allowed but
+// rm -rf.
+const blanketPolicy = `
+allow = ["Bash"]
+deny  = ["Bash(rm -rf:*)"]
+`
+
+// blanketPolicies returns the blanket policy under the built-in rules
+// for bypassDataDir, with HOME=/home/u.
+func blanketPolicies(t *testing.T) []*Policy {
+	t.Helper()
+	t.Setenv("HOME", "/home/u")
+	t.Setenv("XDG_DATA_HOME", "")
+	p, err := ParsePolicy(bypassDataDir+"/"+PolicyFile, []byte(blanketPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []*Policy{builtinFor(bypassDataDir), p}
+}
+
+// decideRows checks each command's action under pols.
+func decideRows(t *testing.T, pols []*Policy, rows []bypassRow) {
+	t.Helper()
+	for _, tc := range rows {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Decide(pols, bash(tc.cmd)); got.Action != tc.want {
+				t.Errorf("%s: %q: got action %q pattern %q risk %q, want %q",
+					tc.name, tc.cmd, got.Action, got.Pattern, got.Risk, tc.want)
+			}
+		})
+	}
+}
+
+// TestGuard_NamedByAnyWord: a protected name counts wherever the
+// command line holds it, not only in a command's arguments: an
+// assignment's value, a for loop's word list, a case pattern, a
+// here-document's body, an interpreter's code.
+func TestGuard_NamedByAnyWord(t *testing.T) {
+	decideRows(t, blanketPolicies(t), []bypassRow{
+		{"assign/policy", `f=~/.local/share/logbook/policy.toml; echo 'allow = ["Bash"]' > "$f"`, "review"},
+		{"assign/key", `k=~/.local/share/logbook/keys/admin.key; cat $k`, "review"},
+		{"assign/settings-sed", `s=~/.claude/settings.json; sed -i /logbook/d $s`, "review"},
+		{"assign/settings-echo", `f=~/.claude/settings.json; echo {} > "$f"`, "review"},
+		{"assign/export", `export F=/home/u/.local/share/logbook/creds.json; cat "$F"`, "review"},
+		{"assign/array", `a=(x ~/.local/share/logbook/creds.json); cat "${a[1]}"`, "review"},
+		{"for/glob", `for f in ~/.local/share/*/p*.toml; do : > "$f"; done`, "review"},
+		{"for/datadir", `for d in /home/u/.local/share/logbook; do ls "$d"; done`, "review"},
+		{"case/pattern", `case x in ~/.local/share/logbook/*) ;; esac`, "review"},
+		{"heredoc/settings", "python3 - <<'X'\nopen(\"/root/.claude/settings.json\",\"w\").write(\"{}\")\nX", "review"},
+		{"heredoc/datadir", "sh <<X\ncat /home/u/.local/share/logbook/creds.json\nX", "review"},
+		{"code/python-c", `python3 -c 'open("/home/u/.claude/settings.json","w").write("{}")'`, "review"},
+		{"code/node-e", `node -e 'require("fs").writeFileSync("/p/.claude/"+"settings.local.json","{}")'`, "review"},
+		{"plain/assign", `f=/tmp/x; echo hi > "$f"`, "allow"},
+		{"plain/for", `for f in a b; do echo "$f"; done`, "allow"},
+		{"plain/heredoc", "cat <<X\nhello\nX", "allow"},
+	})
+}
