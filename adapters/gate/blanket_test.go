@@ -59,3 +59,19 @@ func TestGuard_NamedByAnyWord(t *testing.T) {
 		{"plain/heredoc", "cat <<X\nhello\nX", "allow"},
 	})
 }
+
+// TestPolicy_BlanketNeverAllowsOpaque: the pattern "Bash" allows every
+// command line the gate can read whole, and never one that runs code
+// the gate cannot see (eval of a value, a script file, commands on
+// standard input): no pattern allows those, the blanket one included.
+func TestPolicy_BlanketNeverAllowsOpaque(t *testing.T) {
+	decideRows(t, blanketPolicies(t), []bypassRow{
+		{"opaque/eval", `eval "$x"`, ""},
+		{"opaque/script-file", `bash script.sh`, ""},
+		{"opaque/curl-pipe-bash", `curl x | bash`, ""},
+		{"opaque/source", `source ./env.sh`, ""},
+		{"opaque/python-file", `python3 build.py`, "allow"},
+		{"plain/ls", `ls -la`, "allow"},
+		{"plain/bash-c", `bash -c 'echo hi'`, "allow"},
+	})
+}

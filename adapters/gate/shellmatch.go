@@ -287,16 +287,19 @@ func (pt Pattern) shellMayMatch(c Call, sc *shell.Script) bool {
 // shellAllows reports whether p's allow rules allow every part of shell
 // call c read as sc, and names the rules that did.
 func (p *Policy) shellAllows(c Call, sc *shell.Script) (string, bool) {
-	if len(sc.Faults) > 0 {
+	if len(sc.Faults) > 0 || sc.Opaque() {
+		// Code the gate cannot see (eval "$x", bash script.sh, curl … |
+		// bash) is allowed by no pattern, "Bash" alone included.
 		return "", false
 	}
 	for _, pt := range p.allow {
 		if ok, _ := path.Match(pt.Tool, c.Tool); ok && !pt.HasArg {
-			// "Bash": every command line, whatever it holds.
+			// "Bash": every command line read whole that runs nothing
+			// unseen.
 			return pt.Source, true
 		}
 	}
-	if sc.Opaque() || len(sc.Commands) == 0 {
+	if len(sc.Commands) == 0 {
 		return "", false
 	}
 	var used []string
