@@ -75,3 +75,36 @@ func TestPolicy_BlanketNeverAllowsOpaque(t *testing.T) {
 		{"plain/bash-c", `bash -c 'echo hi'`, "allow"},
 	})
 }
+
+// TestPolicy_GitOptionsThatWriteOrRun: an allow pattern for a git
+// subcommand does not allow it with an option that writes a file or
+// runs a program, abbreviated as git accepts, or with a global option
+// that changes which git or which configuration runs.
+func TestPolicy_GitOptionsThatWriteOrRun(t *testing.T) {
+	p, err := ParsePolicy("p", []byte(`allow = ["Bash(git diff:*)", "Bash(git log:*)", "Bash(git rebase:*)", "Bash(git grep:*)", "Bash(git clone:*)", "Bash(git:*)"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decideRows(t, []*Policy{p}, []bypassRow{
+		{"git/output", `git diff --output=/root/.bashrc`, ""},
+		{"git/output-abbrev", `git diff --outp=/root/.bashrc`, ""},
+		{"git/log-output", `git log --output /tmp/x`, ""},
+		{"git/ext-diff", `git diff --ext-diff`, ""},
+		{"git/textconv", `git log -p --textconv`, ""},
+		{"git/rebase-exec", `git rebase --exec 'make' main`, ""},
+		{"git/rebase-x", `git rebase -x make main`, ""},
+		{"git/grep-pager", `git grep -Ovim foo`, ""},
+		{"git/upload-pack", `git clone --upload-pack='touch /tmp/x' h:r`, ""},
+		{"git/clone-template", `git clone --template=/tmp/t h:r`, ""},
+		{"git/clone-config", `git clone -c core.pager=x h:r`, ""},
+		{"git/global-c", `git -c core.pager='sh -c x' log`, ""},
+		{"git/global-config-env", `git --config-env=core.pager=X log`, ""},
+		{"git/exec-path", `git --exec-path=/tmp/x diff`, ""},
+		{"git/git-dir", `git --git-dir=/tmp/evil/.git log`, ""},
+		{"plain/diff", `git diff --stat HEAD~1`, "allow"},
+		{"plain/no-ext-diff", `git diff --no-ext-diff --exit-code`, "allow"},
+		{"plain/combined", `git diff -c HEAD`, "allow"},
+		{"plain/text", `git diff --text`, "allow"},
+		{"plain/log", `git log --oneline -5`, "allow"},
+	})
+}

@@ -318,7 +318,9 @@ func (p *Policy) shellAllows(c Call, sc *shell.Script) (string, bool) {
 			// its runner).
 			continue
 		}
-		if len(cmd.Args) == 0 || !cmd.Static() {
+		if len(cmd.Args) == 0 || !cmd.Static() || gitWritesOrRuns(cmd) {
+			// git with an option that writes a file or runs a program is
+			// more than a pattern for its subcommand says.
 			return "", false
 		}
 		text := allowText(cmd)
