@@ -137,3 +137,18 @@ func TestGuard_AncestorOfDataDir(t *testing.T) {
 		{"plain/find-project", `find . -name '*.go'`, "allow"},
 	})
 }
+
+// TestPolicy_BlanketUnknownWriteTarget: under "Bash" alone, a
+// redirection that writes to a path held by a variable the line gives no
+// value (from the environment, read, a substitution) is not allowed: it
+// may be any file, a protected one among them.
+func TestPolicy_BlanketUnknownWriteTarget(t *testing.T) {
+	decideRows(t, blanketPolicies(t), []bypassRow{
+		{"unknown/env", `echo hi > "$f"`, ""},
+		{"unknown/read", `read f; echo {} > "$f"`, ""},
+		{"unknown/subst", `echo {} > "$(cat /tmp/name)"`, ""},
+		{"known/assigned", `f=/tmp/x; echo hi > "$f"`, "allow"},
+		{"known/for", `for f in a b; do : > "$f.out"; done`, "allow"},
+		{"known/relative", `echo hi > "out/$n.txt"`, "allow"},
+	})
+}

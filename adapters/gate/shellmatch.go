@@ -295,7 +295,12 @@ func (p *Policy) shellAllows(c Call, sc *shell.Script) (string, bool) {
 	for _, pt := range p.allow {
 		if ok, _ := path.Match(pt.Tool, c.Tool); ok && !pt.HasArg {
 			// "Bash": every command line read whole that runs nothing
-			// unseen.
+			// unseen and writes no file a variable of unknown value names.
+			for _, rd := range sc.Writes {
+				if unknownStart(rd.Target, commandOf(c.Input)) {
+					return "", false
+				}
+			}
 			return pt.Source, true
 		}
 	}
@@ -547,4 +552,27 @@ func pullsLever(c Call) bool {
 		}
 	}
 	return false
+}
+
+// leadingVar matches a word's path known only when it runs from its
+// start: "${NAME}" (a parameter) or "${_}" (anything else).
+var leadingVar = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// unknownStart reports whether redirection target w may be any path:
+// it starts with a part known only when it runs, other than a variable
+// command line src gives a value (NAME=… or for NAME in …), whose
+// values the guards read.
+func unknownStart(w shell.Word, src string) bool {
+	if w.Static {
+		return false
+	}
+	m := leadingVar.FindStringSubmatch(w.Glob)
+	if m == nil {
+		return strings.HasPrefix(w.Glob, "${_}")
+	}
+	if m[1] == "_" {
+		return true
+	}
+	given := regexp.MustCompile(`(^|[\s;&|(])` + m[1] + `=|\bfor\s+` + m[1] + `\s+in\b`)
+	return !given.MatchString(src)
 }
