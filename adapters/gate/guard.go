@@ -146,9 +146,12 @@ func changesSettings(c Call) bool {
 	inDir := slices.Contains(strings.Split(strings.ToLower(c.Dir), "/"), settingsDir)
 	texts, _, raw := guardTexts(c)
 	for _, s := range append(texts, otherStrings(c, raw)...) {
-		s = unquoteLower(s)
+		// Read as shell words, and as code (an interpreter's -c argument
+		// or a here-document's body: open("…/settings.json","w")), where
+		// quotes and commas end a name.
+		words := append(shellFields(unquoteLower(s)), codeFields(strings.ToLower(s))...)
 		dir, file := inDir, false
-		for _, w := range shellFields(s) {
+		for _, w := range words {
 			for _, comp := range strings.Split(w, "/") {
 				dir = dir || compMayName(comp, settingsDir)
 				for _, f := range settingsFiles {
@@ -262,6 +265,14 @@ func unquoteLower(s string) string {
 func shellFields(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool {
 		return strings.ContainsRune(" \t\n\r;|&()<>=`", r)
+	})
+}
+
+// codeFields splits s into words as code in another language delimits
+// names: at blanks, the shell's operators, quotes, commas and plus signs.
+func codeFields(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool {
+		return strings.ContainsRune(" \t\n\r;|&()<>=`'\",+", r)
 	})
 }
 

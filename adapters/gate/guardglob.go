@@ -116,8 +116,10 @@ func (g *dataDirGlobs) namesAs(s, dir string, removes func([]string) bool) bool 
 			}
 			for k := range g.dd {
 				if g.matchExactly(w.parts, k) {
-					if rm {
-						return true // `rm -rf ~/.local`: the data dir goes with it
+					if rm || k > g.homeDepth() {
+						// `rm -rf ~`, `tar c ~`: the data dir goes with it;
+						// `ls ~/.local`: a way to it no command needs.
+						return true
 					}
 					bases["/"+strings.Join(g.dd[:k], "/")] = true
 				}
@@ -141,8 +143,8 @@ func (g *dataDirGlobs) namesAs(s, dir string, removes func([]string) bool) bool 
 				if len(parts) > maxWordParts || g.match(parts, wilds, len(splitAbs(b))) {
 					return true
 				}
-				if rm && !wilds && g.ancestor(parts) {
-					return true // `cd ~ && rm -rf .local`
+				if k := g.ancestorDepth(parts); !wilds && k >= 0 && (rm || k > g.homeDepth()) {
+					return true // `cd ~ && rm -rf .local`, `cd ~ && tar c .local`
 				}
 			}
 		}
@@ -311,45 +313,62 @@ func (g *dataDirGlobs) match(parts []string, specific bool, from int) bool {
 	return m(0, 0, false)
 }
 
-// ancestor reports whether pattern components parts may name exactly an
-// ancestor of the data dir (the root included).
-func (g *dataDirGlobs) ancestor(parts []string) bool {
+// ancestorDepth returns k when pattern components parts may name
+// exactly the ancestor of the data dir of k components (0: the root),
+// -1 when they name none.
+func (g *dataDirGlobs) ancestorDepth(parts []string) int {
 	for k := range g.dd {
 		if g.matchExactly(parts, k) {
-			return true
+			return k
 		}
 	}
-	return false
+	return -1
 }
 
-// treeRemovers are the programs that remove, move or take away access
-// to what a path names, a directory with all it holds: given an ancestor
-// of the data dir they take the data dir with it. find counts only with
-// -delete or -exec.
+// homeDepth returns the components of the home directory when the data
+// dir is inside it, else 0: the ancestors of the data dir at or above
+// that depth (the home directory, the root) are named by every command
+// implicitly and are reviewed only with a program of treeRemovers;
+// those below it (~/.local, ~/.local/share) always.
+func (g *dataDirGlobs) homeDepth() int {
+	h := splitAbs(g.home)
+	if g.home == "" || len(h) >= len(g.dd) {
+		return 0
+	}
+	for i, c := range h {
+		if g.dd[i] != c {
+			return 0
+		}
+	}
+	return len(h)
+}
+
+// treeRemovers are the programs that take a directory with all it holds
+// along: remove, move or take away access to it, read or copy it
+// recursively, or link it elsewhere. Given an ancestor of the data dir
+// (the home directory, the root) they take the data dir with it.
 var treeRemovers = map[string]bool{
 	"rm": true, "rmdir": true, "mv": true, "unlink": true, "shred": true, "srm": true,
 	"chmod": true, "chown": true, "chgrp": true, "setfacl": true, "rsync": true,
 	"trash": true, "trash-put": true, "gio": true, "truncate": true, "mount": true,
+	// Recursive readers and copiers.
+	"tar": true, "bsdtar": true, "gtar": true, "zip": true, "7z": true, "7za": true,
+	"cpio": true, "pax": true, "cp": true, "scp": true, "sftp": true, "rclone": true,
+	"find": true, "grep": true, "egrep": true, "fgrep": true, "rgrep": true,
+	"rg": true, "ag": true, "ack": true, "restic": true, "borg": true,
+	// Link makers.
+	"ln": true, "link": true, "bindfs": true,
 }
 
 // removesTrees reports whether the words of a command run a program that
-// may remove, move or lock away a directory tree (treeRemovers, by base
-// name, or find with -delete, -exec or -execdir).
+// may take a directory tree along (treeRemovers, by base name).
 func removesTrees(words []string) bool {
-	find, act := false, false
 	for _, w := range words {
-		b := path.Base(w)
-		if treeRemovers[b] {
+		if treeRemovers[path.Base(w)] {
 			return true
 		}
-		switch {
-		case b == "find":
-			find = true
-		case w == "-delete" || w == "-exec" || w == "-execdir" || w == "-ok":
-			act = true
-		}
 	}
-	return find && act
+	return false
 }
 
 // matchExactly reports whether pattern components parts may name

@@ -76,10 +76,16 @@ func TestGuard_GlobbedDataDirPaths(t *testing.T) {
 		{`cd ~ && rm -rf .local`, true},
 		{`cd && rm -r .local/share`, true},
 		{`rsync -a --delete /tmp/empty/ ~/.local/share/`, true},
+		// A directory between the home directory and the data dir is
+		// reviewed whatever runs: no ordinary command needs it. A glob
+		// counts as it could match under dotglob.
+		{`ls ~/*`, true},
+		{`ls ~/.local/share`, true},
+		{`find ~/.local -name x`, true},
+		{`ls ~ && du -sh ~/.local`, true},
 
 		{`echo x > /tmp/lo*/file`, false},
 		{`ls ~/src/logic*`, false},
-		{`ls ~/*`, false},
 		{`ls ~/.local/share/*.txt`, false},
 		{`ls ~/.local/bin/lo*`, false},
 		{`echo x > /tmp/{a,b}/logbook/x`, false},
@@ -92,14 +98,11 @@ func TestGuard_GlobbedDataDirPaths(t *testing.T) {
 		{`cd cmd && ls logbook/`, false},
 		{`echo x > /home/ann/.local/share/x*/y`, false},
 		{`echo x > /home/bob/.local/share/lo*/y`, false},
-		{`ls ~/.local/share`, false},
 		{`rm -rf ~/.cache`, false},
 		{`rm -rf ~/.local/bin/x`, false},
 		{`rm -rf build`, false},
 		{`cd src && rm -rf build`, false},
-		{`find ~/.local -name x`, false},
 		{`mv ~/a ~/b`, false},
-		{`ls ~ && du -sh ~/.local`, false},
 	} {
 		m := Decide(pols, bash(tc.cmd))
 		if tc.reviewed && (m.Action != ActionReview || m.Risk != review.RiskCritical || m.Pattern != GuardPattern) {

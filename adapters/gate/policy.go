@@ -403,7 +403,7 @@ func (p *Policy) riskOf(c Call) string {
 // matched by one of its allow patterns, and every file it writes is
 // allowed by a Write or Edit pattern (or is /dev/null, /dev/stdout,
 // /dev/stderr, /dev/tty). The pattern "Bash" alone allows every command
-// line that parses.
+// line that reads whole and runs nothing the gate cannot see.
 type Pattern struct {
 	Source string // as written
 	Tool   string // tool name glob

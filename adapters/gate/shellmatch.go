@@ -287,16 +287,24 @@ func (pt Pattern) shellMayMatch(c Call, sc *shell.Script) bool {
 // shellAllows reports whether p's allow rules allow every part of shell
 // call c read as sc, and names the rules that did.
 func (p *Policy) shellAllows(c Call, sc *shell.Script) (string, bool) {
-	if len(sc.Faults) > 0 {
+	if len(sc.Faults) > 0 || sc.Opaque() {
+		// Code the gate cannot see (eval "$x", bash script.sh, curl … |
+		// bash) is allowed by no pattern, "Bash" alone included.
 		return "", false
 	}
 	for _, pt := range p.allow {
 		if ok, _ := path.Match(pt.Tool, c.Tool); ok && !pt.HasArg {
-			// "Bash": every command line, whatever it holds.
+			// "Bash": every command line read whole that runs nothing
+			// unseen and writes no file a variable of unknown value names.
+			for _, rd := range sc.Writes {
+				if unknownStart(rd.Target, commandOf(c.Input)) {
+					return "", false
+				}
+			}
 			return pt.Source, true
 		}
 	}
-	if sc.Opaque() || len(sc.Commands) == 0 {
+	if len(sc.Commands) == 0 {
 		return "", false
 	}
 	var used []string
@@ -315,7 +323,9 @@ func (p *Policy) shellAllows(c Call, sc *shell.Script) (string, bool) {
 			// its runner).
 			continue
 		}
-		if len(cmd.Args) == 0 || !cmd.Static() {
+		if len(cmd.Args) == 0 || !cmd.Static() || gitWritesOrRuns(cmd) {
+			// git with an option that writes a file or runs a program is
+			// more than a pattern for its subcommand says.
 			return "", false
 		}
 		text := allowText(cmd)
@@ -390,7 +400,8 @@ func netDevice(w shell.Word) bool {
 // guardTexts returns what the path guards read of shell call c: the
 // decoded words of all its commands as one line (Word.Glob: unquoted
 // globs and a leading "~" kept, "${…}" for each part known only when it
-// runs), redirection targets included, and each target alone; removes says whether one of its
+// runs), redirection targets included, and each target alone, and each
+// word the line holds wherever it stands (shell.Script.Mentions); removes says whether one of its
 // commands may remove or move a tree (treeRemovers, find -delete or
 // -exec, or a program known only when it runs). raw is false when the
 // command read cleanly, so its decoded words stand for its text.
@@ -427,6 +438,12 @@ func guardTexts(c Call) (texts []string, removes, raw bool) {
 		}
 	}
 	texts = append(texts, aliasPaths(sc, c.Dir)...)
+	// Every word the line holds, wherever it stands (an assignment's
+	// value, a for loop's list, a here-document's body): a name reaches
+	// a command by a variable as well as by an argument.
+	for _, m := range sc.Mentions {
+		texts = append(texts, m.Glob)
+	}
 	texts = append([]string{strings.Join(ws, " ")}, texts...)
 	return texts, removes, len(sc.Faults) > 0
 }
@@ -535,4 +552,27 @@ func pullsLever(c Call) bool {
 		}
 	}
 	return false
+}
+
+// leadingVar matches a word's path known only when it runs from its
+// start: "${NAME}" (a parameter) or "${_}" (anything else).
+var leadingVar = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// unknownStart reports whether redirection target w may be any path:
+// it starts with a part known only when it runs, other than a variable
+// command line src gives a value (NAME=… or for NAME in …), whose
+// values the guards read.
+func unknownStart(w shell.Word, src string) bool {
+	if w.Static {
+		return false
+	}
+	m := leadingVar.FindStringSubmatch(w.Glob)
+	if m == nil {
+		return strings.HasPrefix(w.Glob, "${_}")
+	}
+	if m[1] == "_" {
+		return true
+	}
+	given := regexp.MustCompile(`(^|[\s;&|(])` + m[1] + `=|\bfor\s+` + m[1] + `\s+in\b`)
+	return !given.MatchString(src)
 }

@@ -167,6 +167,13 @@ type Script struct {
 	// Faults are reasons the input cannot be judged: a parse error, a
 	// limit passed. A script with a fault must never be allowed.
 	Faults []string
+	// Mentions are all the words the input holds, wherever they stand
+	// and whether or not a command passes them on: arguments, the value
+	// of an assignment alone on its line, a for loop's word list, a case
+	// pattern, a here-document's body (one word), an array's elements.
+	// A path guard reads these: a name may reach a command by a variable
+	// the reader does not follow.
+	Mentions []Word
 }
 
 // Opaque reports whether some command runs code the gate cannot see.
@@ -211,6 +218,9 @@ func Read(src string) *Script {
 			for i := range rs {
 				back(&rs[i].Target)
 			}
+		}
+		for i := range s.Mentions {
+			back(&s.Mentions[i])
 		}
 	}
 	return s
@@ -430,6 +440,12 @@ func (r *reader) source(src string, parent int, via string, maybe bool, depth in
 		r.fault("does not parse as bash: " + err.Error())
 		return
 	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if w, ok := n.(*syntax.Word); ok {
+			r.s.Mentions = append(r.s.Mentions, decode(w, true))
+		}
+		return true
+	})
 	r.stmts(f.Stmts, parent, via, maybe, depth)
 }
 

@@ -1,0 +1,87 @@
+package gate
+
+import (
+	"strings"
+
+	"github.com/logbook-dev/logbook/adapters/gate/shell"
+)
+
+// gitGlobalRisky are git's options before the subcommand that change
+// which git programs or which configuration (pager, external diff,
+// hooks) run: with one, no pattern but "Bash" alone allows the command.
+var gitGlobalRisky = []string{"-c", "--config-env", "--exec-path", "--git-dir"}
+
+// gitRiskyLong are the long options of git's subcommands that write a
+// file named on the command line, or run a program or configured
+// command: --output (diff, log, format-patch…), --ext-diff and
+// --textconv (diff drivers), --exec (rebase, archive), --extcmd
+// (difftool), --upload-pack and --receive-pack (fetch, clone, push,
+// ls-remote), --template (init, clone: hooks), --config (clone),
+// --open-files-in-pager (grep), --tool (difftool, mergetool).
+var gitRiskyLong = []string{
+	"output", "ext-diff", "textconv", "exec", "extcmd", "upload-pack",
+	"receive-pack", "template", "config", "open-files-in-pager", "tool",
+}
+
+// gitRiskyShort are the short options, by subcommand, that do the same:
+// rebase -x CMD, difftool -x CMD and -t TOOL, grep -O[PAGER], clone -c
+// and -u, fetch/ls-remote -u (upload-pack).
+var gitRiskyShort = map[string]string{
+	"rebase": "x", "difftool": "xt", "mergetool": "t", "grep": "O",
+	"clone": "cu", "fetch": "u", "ls-remote": "u", "pull": "u",
+}
+
+// gitWritesOrRuns reports whether cmd runs git with an option that
+// writes a file or runs a program other than git's own (git's options
+// documentation): a global option of gitGlobalRisky, or a subcommand's
+// option of gitRiskyLong (any abbreviation git accepts, --no-… aside)
+// or gitRiskyShort.
+func gitWritesOrRuns(cmd shell.Command) bool {
+	if len(cmd.Args) == 0 || shell.Base(cmd.Args[0].Value) != "git" {
+		return false
+	}
+	args := cmd.Args[1:]
+	sub := ""
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i].Value
+		if !strings.HasPrefix(a, "-") {
+			sub = a
+			i++
+			break
+		}
+		for _, g := range gitGlobalRisky {
+			if a == g || strings.HasPrefix(a, g+"=") || (g == "-c" && strings.HasPrefix(a, "-c")) {
+				return true
+			}
+		}
+		if a == "-C" || a == "--work-tree" || a == "--namespace" {
+			i++ // takes a value
+		}
+	}
+	for ; i < len(args); i++ {
+		a := args[i].Value
+		if a == "--" {
+			break
+		}
+		if name, ok := strings.CutPrefix(a, "--"); ok {
+			name, _, _ = strings.Cut(name, "=")
+			if name == "" || name == "text" || strings.HasPrefix(name, "no-") {
+				// --text (diff -a) is an option of its own, not --textconv.
+				continue
+			}
+			for _, r := range gitRiskyLong {
+				if strings.HasPrefix(r, name) {
+					return true
+				}
+			}
+			continue
+		}
+		if flags, ok := strings.CutPrefix(a, "-"); ok && flags != "" {
+			if strings.ContainsAny(flags, gitRiskyShort[sub]) {
+				return true
+			}
+		}
+	}
+	return false
+}
