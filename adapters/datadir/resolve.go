@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
+
+	"github.com/logbook-dev/logbook/adapters/datadir/locate"
 )
 
 // Resolve picks the data directory, as an absolute path: flag (--data)
@@ -14,25 +15,9 @@ import (
 // under one, is refused with an error naming it and the fix (give
 // --data or $LOGBOOK_DATA a directory); so is a home it cannot find.
 func Resolve(flag string) (Dir, error) {
-	dir := flag
-	if dir == "" {
-		dir = os.Getenv("LOGBOOK_DATA")
-	}
-	if dir == "" {
-		if x := os.Getenv("XDG_DATA_HOME"); x != "" {
-			dir = filepath.Join(x, "logbook")
-		}
-	}
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("data dir: %w (set --data or LOGBOOK_DATA)", err)
-		}
-		dir = filepath.Join(home, ".local", "share", "logbook")
-	}
-	abs, err := filepath.Abs(dir)
+	abs, err := locate.Path(flag)
 	if err != nil {
-		return "", fmt.Errorf("data dir %s: %w", dir, err)
+		return "", err
 	}
 	// A data dir that is a file (a mistyped --data naming one) is
 	// refused here, before anything looks for what is inside it.

@@ -45,6 +45,8 @@ import (
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/events"
+
+	"github.com/logbook-dev/logbook/adapters/datadir/locate"
 )
 
 // The wire shapes of the API this package speaks, as adapters/api
@@ -168,7 +170,7 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 	if err != nil && !mustCut {
 		return handOver(args, payload, stderr, logbook, err) // it keeps the payload aside
 	}
-	dir, err := dataDir(data)
+	dir, err := locate.Path(data)
 	if err != nil {
 		return handOver(args, payload, stderr, logbook, nil)
 	}
@@ -319,28 +321,6 @@ func parseArgs(args []string) (data, sock string, ok bool) {
 	return data, sock, claude
 }
 
-// dataDir resolves the data dir as logbook does: the flag, then
-// $LOGBOOK_DATA, then $XDG_DATA_HOME/logbook, then ~/.local/share/logbook.
-func dataDir(flag string) (string, error) {
-	dir := flag
-	if dir == "" {
-		dir = os.Getenv("LOGBOOK_DATA")
-	}
-	if dir == "" {
-		if x := os.Getenv("XDG_DATA_HOME"); x != "" {
-			dir = filepath.Join(x, "logbook")
-		}
-	}
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		dir = filepath.Join(home, ".local", "share", "logbook")
-	}
-	return filepath.Abs(dir)
-}
-
 // maxSmallFile is the most serve.json may hold (it is a few hundred
 // bytes); it is read only if it is a regular file, so a FIFO or a device
 // in its place never blocks nor fills memory.
@@ -480,7 +460,7 @@ func keepDenied(args []string, payload []byte, why string) error {
 	if err != nil && !errors.Is(err, hookspool.ErrMustCut) { // one over the cap waits uncut, for the drain to cut
 		return err
 	}
-	dir, err := dataDir(dataFlag(args))
+	dir, err := locate.Path(dataFlag(args))
 	if err != nil {
 		return err
 	}
@@ -551,7 +531,7 @@ func runFailure(err error) string {
 // dir's rules, into rejected/, where it blocks nothing. args are the
 // hook's arguments (their --data names the data dir).
 func spoolRefused(args []string, payload []byte) (string, error) {
-	dir, err := dataDir(dataFlag(args))
+	dir, err := locate.Path(dataFlag(args))
 	if err != nil {
 		return "", err
 	}
