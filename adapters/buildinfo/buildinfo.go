@@ -48,7 +48,8 @@ func Read(version string) Info {
 }
 
 // String is the one line `logbook version` prints: "logbook v0.3.0
-// (revision 1a2b3c4d5e6f, 2026-11-30T16:00:00Z, modified) go1.26.8".
+// (revision 1a2b3c4d5e6f, 2026-11-30T16:00:00Z, modified) go1.26.8"; a
+// build from a checkout that names no revision says so in its place.
 func (v Info) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "logbook %s", v.Version)
@@ -61,6 +62,10 @@ func (v Info) String() string {
 			b.WriteString(", modified")
 		}
 		b.WriteString(")")
+	} else if v.Version == "(devel)" {
+		// A build from a checkout without VCS stamping (-buildvcs=false,
+		// or a tree copied without its .git) names no commit at all.
+		b.WriteString(" (revision unknown: built without VCS stamping)")
 	}
 	fmt.Fprintf(&b, " %s", v.Go)
 	return b.String()

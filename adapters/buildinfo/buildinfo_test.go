@@ -13,6 +13,7 @@ func TestInfo_String(t *testing.T) {
 		want string
 	}{
 		{Info{Version: "v0.3.0", Go: "go1.26.8"}, "logbook v0.3.0 go1.26.8"},
+		{Info{Version: "(devel)", Go: "go1.26.8"}, "logbook (devel) (revision unknown: built without VCS stamping) go1.26.8"},
 		{Info{Version: "(devel)", Revision: "1a2b3c4d5e6f7a8b", Time: at, Modified: true, Go: "go1.26.8"}, "logbook (devel) (revision 1a2b3c4d5e6f, 2026-11-30T16:00:00Z, modified) go1.26.8"},
 	} {
 		if got := c.v.String(); got != c.want {
