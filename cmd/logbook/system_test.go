@@ -215,6 +215,40 @@ func TestSystemMode(t *testing.T) {
 		}
 	})
 
+	t.Run("SessionOwnedByItsSender", func(t *testing.T) {
+		// sys1 was opened by lbtest's hook: root, another user of the
+		// socket, may not add to it, gated or not; nothing of it is kept.
+		root := systemUser{name: "root", home: "/root"}
+		want := "session sys1 belongs to lbtest (uid " + strconv.FormatUint(uint64(agent.uid), 10) + ")"
+		p := `{"session_id":"sys1","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"UserPromptSubmit","prompt":"from root"}`
+		if _, stderr, code := root.run(t, sock, p, hookBin, "claude"); code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("root's hook naming lbtest's session: exit %d, %s; want exit 1 naming its owner", code, stderr)
+		}
+		g := `{"session_id":"sys1","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"own1","tool_input":{"command":"git push origin main"}}`
+		out, stderr, code := root.run(t, sock, g, bin, "hook", "claude", "--gate", "--budget", "20s")
+		if code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out+stderr, want) {
+			t.Errorf("root's gated hook naming lbtest's session: exit %d, %s %s; want a deny naming its owner", code, out, stderr)
+		}
+		// lbtest's own gated call is recorded with lbtest as its sender.
+		mine := `{"session_id":"sys1","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Read","tool_use_id":"own2","tool_input":{"file_path":"/tmp/x"}}`
+		if _, stderr, code := agent.run(t, sock, mine, bin, "hook", "claude", "--gate", "--budget", "20s"); code != 0 {
+			t.Errorf("lbtest's gated Read: exit %d, %s", code, stderr)
+		}
+		text, err := exec.Command(bin, "audit", "sys1", "--data", data).Output()
+		if err != nil || strings.Contains(string(text), "from root") || strings.Contains(string(text), "own1") || strings.Contains(string(text), "sender_uid=0") {
+			t.Errorf("audit: %v, holds root's hooks:\n%s", err, text)
+		}
+		wantSender := "sender=lbtest sender_uid=" + strconv.FormatUint(uint64(agent.uid), 10)
+		for line := range strings.Lines(string(text)) {
+			if strings.Contains(line, "PreToolUse") && strings.Contains(line, "obs=") && !strings.Contains(line, wantSender) {
+				t.Errorf("a gated hook's observation names no sender: %s", line)
+			}
+		}
+		if !strings.Contains(string(text), "own2") {
+			t.Errorf("audit holds no lbtest's gated Read:\n%s", text)
+		}
+	})
+
 	t.Run("ProjectPolicyAsItsOwner", func(t *testing.T) {
 		// A file only serve's user may read, and a copy of it owned by
 		// lbother: neither may tell lbtest a word of what it holds.
