@@ -610,6 +610,12 @@ func socketRequest(ctx context.Context, path, verb string, b []byte) ([]byte, er
 		}
 		return data, nil
 	}
+	if ok && errors.Is(rerr, os.ErrDeadlineExceeded) {
+		// The connection's deadline is ctx's: its timer may fire a moment
+		// after the read gave up. Wait for it, so the caller sees ctx done
+		// (no answer came in time) rather than a read error.
+		<-ctx.Done()
+	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
