@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,8 +49,23 @@ func policyDetail(e error) string {
 // projectFault returns the ProjectPolicyError of path's parse error err
 // (a *PolicyError from ParsePolicy).
 func projectFault(path string, err error) *ProjectPolicyError {
-	e := &ProjectPolicyError{Path: path, Msg: "does not parse (logbook policy check " + strconv.Quote(path) + " names the fault)", Detail: err}
-	if pe, ok := errors.AsType[*PolicyError](err); ok {
+	what := "does not parse"
+	pe, ok := errors.AsType[*PolicyError](err)
+	if ok {
+		// The kind of fault, in words of its own: never the file's.
+		switch m := pe.Msg; {
+		case strings.HasPrefix(m, "not valid TOML"):
+			what = "not valid TOML"
+		case strings.HasPrefix(m, "unknown key"):
+			what = "an unknown key"
+		case strings.HasPrefix(m, "pattern ") && strings.Contains(m, ": risk "):
+			what = "a risk class that is not low, medium, high or critical"
+		case strings.HasPrefix(m, "pattern "):
+			what = "a pattern that does not parse"
+		}
+	}
+	e := &ProjectPolicyError{Path: path, Msg: what + " (logbook policy check " + strconv.Quote(path) + " names the fault)", Detail: err}
+	if ok {
 		e.Line, e.Column = pe.Line, pe.Column
 	}
 	return e
@@ -112,7 +128,12 @@ func openProject(dir string, peer *uint32) (*projectFile, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		f.Close()
-		return nil, refuse("not a regular file")
+		kind, ok := map[uint32]string{unix.S_IFIFO: "a FIFO", unix.S_IFCHR: "a character device", unix.S_IFBLK: "a block device",
+			unix.S_IFSOCK: "a socket", unix.S_IFDIR: "a directory"}[st.Mode&unix.S_IFMT]
+		if !ok {
+			kind = "a special file"
+		}
+		return nil, refuse("not a regular file (%s)", kind)
 	}
 	if st.Size > MaxPolicyFile {
 		f.Close()
