@@ -32,7 +32,8 @@ type Observation struct {
 	Process     *Process     `json:"process,omitempty"` // the agent process a hook ran under, when found
 	// Sender is the user who sent a hook over serve's system socket, by
 	// its peer credentials; nil for every other observation (and those
-	// stored before it was kept). No reducer reads it.
+	// stored before it was kept). The session reducer reads it only to
+	// fold the session's owner (the first observation's sender).
 	Sender *Sender `json:"sender,omitempty"`
 	// Received is when the appending host took the observation in, by
 	// its own clock: a hook's receipt (its spool entry's time), the

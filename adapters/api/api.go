@@ -97,6 +97,8 @@ func encode(v any) ([]byte, error) {
 // errCode names the events sentinel err wraps, for the client to rebuild.
 func errCode(err error) string {
 	switch {
+	case errors.Is(err, ErrNotOwner):
+		return "refused"
 	case errors.Is(err, events.ErrNotFound):
 		return "not_found"
 	case errors.Is(err, events.ErrRejected):

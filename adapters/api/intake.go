@@ -116,7 +116,9 @@ func OpenIntake(svc *Service, path string, logf func(format string, args ...any)
 // Hook does. A payload that fails the checks is refused with the error
 // Hook gives it, nothing taken. A request from the system socket is
 // taken with its sender (HookRequest.Sender) set to the peer's user;
-// any other request with none, whatever it says.
+// any other request with none, whatever it says. One from the system
+// socket for a session another user owns is refused, nothing taken
+// (ErrNotOwner; see Service.checkOwner).
 func (in *Intake) Accept(ctx context.Context, data []byte) (any, error) {
 	data, err := withSender(ctx, data)
 	if err != nil {
@@ -132,6 +134,9 @@ func (in *Intake) Accept(ctx context.Context, data []byte) (any, error) {
 	agg, err := in.svc.Ing.CheckHook(e)
 	if err != nil {
 		return nil, inputError(err)
+	}
+	if err := in.svc.checkOwner(ctx, e, agg, in.pendingSender); err != nil {
+		return nil, err
 	}
 	key := agg.String()
 	// One lock from the journal's append to the queue: records are

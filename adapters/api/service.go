@@ -53,6 +53,7 @@ type Service struct {
 	red          *claude.Redactor                // the data dir's rules, for rejected spool entries
 	sx           *events.Executor[session.State] // requests a person makes of a session
 	intake       atomic.Pointer[Intake]          // hooks taken on the socket, set by OpenIntake
+	own          owners                          // owners of the sessions hooks came for on the system socket (checkOwner)
 	// Unattested, when set, lists the events the log has left out of
 	// every fold as unattested; Verify reports them.
 	Unattested func() []replay.Unattested
@@ -177,8 +178,15 @@ func (s *Service) Hook(ctx context.Context, data []byte) (any, error) {
 // HookThen is Hook with then deciding more on the session in the hook's
 // own batch (ingest.Then; the gate's verdict by a rule): one append for
 // both. It returns the session's state after the batch; then is never
-// called for a Codex notify payload.
+// called for a Codex notify payload. As Intake.Accept, it records the
+// system socket's peer as the hook's sender (any other request's
+// sender is dropped), and refuses a hook from the system socket for a
+// session another user owns (ErrNotOwner), appending nothing.
 func (s *Service) HookThen(ctx context.Context, data []byte, then ingest.Then) (HookReply, session.State, error) {
+	data, err := withSender(ctx, data)
+	if err != nil {
+		return HookReply{}, session.State{}, err
+	}
 	e, err := hookEntry(data)
 	if err != nil {
 		return HookReply{}, session.State{}, err
@@ -186,6 +194,19 @@ func (s *Service) HookThen(ctx context.Context, data []byte, then ingest.Then) (
 	// Hooks taken on the socket before this one are decided first.
 	if err := s.WaitIntake(ctx); err != nil {
 		return HookReply{}, session.State{}, err
+	}
+	if e.Sender != nil && !codex.IsNotify(e.Payload) {
+		agg, err := s.Ing.CheckHook(e)
+		if err != nil {
+			return HookReply{}, session.State{}, inputError(err)
+		}
+		var pending func(events.Aggregate) (*events.Sender, bool)
+		if in := s.intake.Load(); in != nil {
+			pending = in.pendingSender
+		}
+		if err := s.checkOwner(ctx, e, agg, pending); err != nil {
+			return HookReply{}, session.State{}, err
+		}
 	}
 	var (
 		ap events.Appended

@@ -239,8 +239,9 @@ const (
 // before any of its request is read (or, with more than a few such
 // refusals under way, closed unanswered); an unknown verb, or one of
 // People asked by a peer Deciders does not let in, is refused likewise.
-// Refusals and answers not sent are counted and written to logf as a
-// summary at most once a minute; other failures are written as they come.
+// Refusals (a hook for a session another user owns, ErrNotOwner, too)
+// and answers not sent are counted and written to logf as a summary at
+// most once a minute; other failures are written as they come.
 func (s *System) Serve(ctx context.Context, l *net.UnixListener, logf func(format string, args ...any)) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -312,7 +313,7 @@ func (s *System) Serve(ctx context.Context, l *net.UnixListener, logf func(forma
 			select {
 			case mine <- struct{}{}:
 				defer func() { <-mine }()
-				b, unread = s.request(ctx, c, p, own, logf), false
+				b, unread = s.request(ctx, c, p, own, sum, logf), false
 			case <-wait.C:
 				b = Reply{Error: fmt.Sprintf("system socket: busy: %s has %d requests under way", p, SystemSlotsPerUser), Code: "busy"}.wire()
 			case <-ctx.Done():
@@ -346,6 +347,15 @@ type systemTally struct {
 	lastRefused Peer
 	unsents     int
 	lastUnsent  string
+	notOwners   int
+	lastOwner   string
+}
+
+func (t *systemTally) notOwner(err error) {
+	t.mu.Lock()
+	t.notOwners++
+	t.lastOwner = err.Error()
+	t.mu.Unlock()
 }
 
 func (t *systemTally) refused(p Peer) {
@@ -373,7 +383,10 @@ func (t *systemTally) flush(logf func(format string, args ...any)) {
 	if t.unsents > 0 {
 		logf("system socket: %d answers not sent (the last: %s)", t.unsents, t.lastUnsent)
 	}
-	t.refusals, t.unsents = 0, 0
+	if t.notOwners > 0 {
+		logf("system socket: refused %d hooks for sessions of other users (the last: %s)", t.notOwners, t.lastOwner)
+	}
+	t.refusals, t.unsents, t.notOwners = 0, 0, 0
 }
 
 // refused is the error answer to a peer the socket does not let do what
@@ -403,8 +416,10 @@ func (s *System) peer(c *net.UnixConn) (p Peer, own bool, ans []byte) {
 }
 
 // request reads and works on the request of peer p on c (own: p is
-// serve's user or root) and returns the answer to send.
-func (s *System) request(ctx context.Context, c *net.UnixConn, p Peer, own bool, logf func(format string, args ...any)) []byte {
+// serve's user or root) and returns the answer to send. A hook refused
+// because its session is another user's (ErrNotOwner) is counted in
+// sum, not logged on its own.
+func (s *System) request(ctx context.Context, c *net.UnixConn, p Peer, own bool, sum *systemTally, logf func(format string, args ...any)) []byte {
 	data, ans := readRequest(ctx, c, "system socket", hooksock.MaxRequest+maxVerbLine)
 	if ans != nil {
 		return ans
@@ -419,7 +434,13 @@ func (s *System) request(ctx context.Context, c *net.UnixConn, p Peer, own bool,
 	}
 	ctx = context.WithValue(ctx, peerKey{}, p)
 	if h, ok := s.Verbs[verb]; ok {
-		return work(ctx, verb, body, h, logf, nil)
+		return work(ctx, verb, body, func(ctx context.Context, data []byte) (any, error) {
+			v, err := h(ctx, data)
+			if errors.Is(err, ErrNotOwner) {
+				sum.notOwner(err)
+			}
+			return v, err
+		}, logf, nil)
 	}
 	h, ok := s.People[verb]
 	if !ok {
@@ -588,6 +609,12 @@ func socketRequest(ctx context.Context, path, verb string, b []byte) ([]byte, er
 			return nil, fmt.Errorf("answer over %d bytes: %w", MaxReply, ErrTooLarge)
 		}
 		return data, nil
+	}
+	if ok && errors.Is(rerr, os.ErrDeadlineExceeded) {
+		// The connection's deadline is ctx's: its timer may fire a moment
+		// after the read gave up. Wait for it, so the caller sees ctx done
+		// (no answer came in time) rather than a read error.
+		<-ctx.Done()
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

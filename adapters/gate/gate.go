@@ -92,11 +92,13 @@ func (g *Gate) notePolicies(dir string, broken, stale []error) {
 	seen := map[string]bool{}
 	note := func(e error, then string) {
 		p := ""
-		if pe, ok := errors.AsType[*PolicyError](e); ok {
+		if pe, ok := errors.AsType[*ProjectPolicyError](e); ok {
+			p = pe.Path
+		} else if pe, ok := errors.AsType[*PolicyError](e); ok {
 			p = pe.Path
 		}
 		seen[p] = true
-		msg := g.redact(fmt.Sprintf("%v (%s)", e, then))
+		msg := g.redact(fmt.Sprintf("%s (%s)", policyDetail(e), then))
 		if old, ok := g.logged.Swap(p, msg); !ok || old != msg {
 			g.Logf("%s", msg)
 		}
@@ -152,7 +154,7 @@ func (g *Gate) CheckPolicies() {
 	if g.Policies == nil {
 		return
 	}
-	_, broken, stale := g.Policies.For("")
+	_, broken, stale := g.Policies.For("", nil)
 	g.notePolicies("", broken, stale)
 }
 
@@ -175,6 +177,10 @@ type Request struct {
 	// MaxJudgedInput): the call is denied unjudged. Only the hook verb
 	// sets it.
 	unjudged string
+	// peer is the uid of the system socket's peer that asked, nil for
+	// any other request: a project's policy is then read only when it
+	// is the peer's (Policies.For). Only the hook verb sets it.
+	peer *uint32
 }
 
 // Verdict is the gate's answer.
@@ -413,7 +419,7 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 	pols, perrs := []*Policy{builtin}, []error(nil)
 	if g.Policies != nil {
 		var stale []error
-		pols, perrs, stale = g.Policies.For(call.Dir)
+		pols, perrs, stale = g.Policies.For(call.Dir, req.peer)
 		g.notePolicies(call.Dir, perrs, stale)
 	}
 	var m Match

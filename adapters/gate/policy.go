@@ -612,22 +612,30 @@ type loaded struct {
 // before it in force, and its error is in stale; a file that has never
 // parsed has no policy in force, and its error is in broken: the caller
 // must fail closed on those.
-func (ps *Policies) For(dir string) (pols []*Policy, broken, stale []error) {
+//
+// The project's file is opened following no symbolic link below dir,
+// and, when peer is not nil (the uid of the system socket's peer whose
+// call this is: serve runs as another user), read only when it is the
+// peer's own or root's (openProject); nil is per-user mode. Its errors
+// are *ProjectPolicyError, which quote nothing of the file (their Detail
+// does, for serve's own log). The data dir's file is read as it always
+// was, and its errors (*PolicyError) quote the fault for its owner.
+func (ps *Policies) For(dir string, peer *uint32) (pols []*Policy, broken, stale []error) {
 	ps.mu.Lock()
 	if ps.builtin == nil {
 		ps.builtin = builtinFor(ps.DataDir)
 	}
 	pols = []*Policy{ps.builtin}
 	ps.mu.Unlock()
-	var paths []string
+	var loads []func() *loaded
 	if dir != "" {
-		paths = append(paths, filepath.Join(dir, ProjectPolicyDir, PolicyFile))
+		loads = append(loads, func() *loaded { return ps.loadProject(dir, peer) })
 	}
 	if ps.DataDir != "" {
-		paths = append(paths, filepath.Join(ps.DataDir, PolicyFile))
+		loads = append(loads, func() *loaded { return ps.load(filepath.Join(ps.DataDir, PolicyFile)) })
 	}
-	for _, p := range paths {
-		l := ps.load(p)
+	for _, load := range loads {
+		l := load()
 		if l == nil {
 			continue
 		}

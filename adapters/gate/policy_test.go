@@ -188,17 +188,17 @@ func TestPolicies_BrokenFileKeepsThePreviousPolicy(t *testing.T) {
 	}
 	ps := &Policies{DataDir: dir}
 	write(`deny = ["Bash(rm:*)"]`)
-	pols, broken, stale := ps.For("")
+	pols, broken, stale := ps.For("", nil)
 	if len(broken)+len(stale) != 0 || Decide(pols, bash("rm x")).Action != ActionDeny {
 		t.Fatalf("first load: %v %v", broken, stale)
 	}
 	write(`deny = ["Bash(rm:*)"`) // a different size: read again
-	pols, broken, stale = ps.For("")
+	pols, broken, stale = ps.For("", nil)
 	if len(broken) != 0 || len(stale) != 1 || Decide(pols, bash("rm x")).Action != ActionDeny {
 		t.Errorf("broken after a good load: broken %v stale %v, rule %+v", broken, stale, Decide(pols, bash("rm x")))
 	}
 	ps2 := &Policies{DataDir: dir}
-	if _, broken, _ := ps2.For(""); len(broken) != 1 {
+	if _, broken, _ := ps2.For("", nil); len(broken) != 1 {
 		t.Errorf("broken from the start: %v, want it reported as broken", broken)
 	}
 }

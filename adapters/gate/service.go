@@ -11,6 +11,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/redact"
@@ -143,6 +144,10 @@ func (s *Service) hookGate(ctx context.Context, data []byte) (any, error) {
 	gr := Request{
 		Session: agg.ID, Event: h.Event, Tool: h.Tool, Input: in, ID: h.ToolUseID, Cwd: h.Cwd, Ref: req.ID, BudgetMS: req.BudgetMS,
 		unjudged: unjudged,
+	}
+	if p, ok := api.PeerOf(ctx); ok {
+		uid := p.UID
+		gr.peer = &uid
 	}
 	if s.Ingest == nil {
 		return s.Gate.Decide(ctx, gr)

@@ -215,6 +215,103 @@ func TestSystemMode(t *testing.T) {
 		}
 	})
 
+	t.Run("SessionOwnedByItsSender", func(t *testing.T) {
+		// sys1 was opened by lbtest's hook: root, another user of the
+		// socket, may not add to it, gated or not; nothing of it is kept.
+		root := systemUser{name: "root", home: "/root"}
+		want := "session sys1 belongs to lbtest (uid " + strconv.FormatUint(uint64(agent.uid), 10) + ")"
+		p := `{"session_id":"sys1","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"UserPromptSubmit","prompt":"from root"}`
+		if _, stderr, code := root.run(t, sock, p, hookBin, "claude"); code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("root's hook naming lbtest's session: exit %d, %s; want exit 1 naming its owner", code, stderr)
+		}
+		g := `{"session_id":"sys1","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"own1","tool_input":{"command":"git push origin main"}}`
+		out, stderr, code := root.run(t, sock, g, bin, "hook", "claude", "--gate", "--budget", "20s")
+		if code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out+stderr, want) {
+			t.Errorf("root's gated hook naming lbtest's session: exit %d, %s %s; want a deny naming its owner", code, out, stderr)
+		}
+		// lbtest's own gated call is recorded with lbtest as its sender.
+		mine := `{"session_id":"sys1","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Read","tool_use_id":"own2","tool_input":{"file_path":"/tmp/x"}}`
+		if _, stderr, code := agent.run(t, sock, mine, bin, "hook", "claude", "--gate", "--budget", "20s"); code != 0 {
+			t.Errorf("lbtest's gated Read: exit %d, %s", code, stderr)
+		}
+		text, err := exec.Command(bin, "audit", "sys1", "--data", data).Output()
+		if err != nil || strings.Contains(string(text), "from root") || strings.Contains(string(text), "own1") || strings.Contains(string(text), "sender_uid=0") {
+			t.Errorf("audit: %v, holds root's hooks:\n%s", err, text)
+		}
+		wantSender := "sender=lbtest sender_uid=" + strconv.FormatUint(uint64(agent.uid), 10)
+		for line := range strings.Lines(string(text)) {
+			if strings.Contains(line, "PreToolUse") && strings.Contains(line, "obs=") && !strings.Contains(line, wantSender) {
+				t.Errorf("a gated hook's observation names no sender: %s", line)
+			}
+		}
+		if !strings.Contains(string(text), "own2") {
+			t.Errorf("audit holds no lbtest's gated Read:\n%s", text)
+		}
+	})
+
+	t.Run("ProjectPolicyAsItsOwner", func(t *testing.T) {
+		// A file only serve's user may read, and a copy of it owned by
+		// lbother: neither may tell lbtest a word of what it holds.
+		const secret = "lbsecret-7f3a = 1\n"
+		secretFile := filepath.Join(runDir, "secret.toml")
+		if err := os.WriteFile(secretFile, []byte(secret), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		project := func(name string, mk func(p string) error) string {
+			dir := filepath.Join(runDir, name)
+			if err := os.MkdirAll(filepath.Join(dir, ".logbook"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := mk(filepath.Join(dir, ".logbook", "policy.toml")); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}
+		owned := func(u systemUser, text string) func(p string) error {
+			return func(p string) error {
+				if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+					return err
+				}
+				return os.Chown(p, int(u.uid), int(u.gid))
+			}
+		}
+		// Each call in a session of its own: denials in a row would trip
+		// sys1's refusal breaker.
+		gated := func(id, cwd string) string {
+			p := `{"session_id":"sys-` + id + `","transcript_path":"/tmp/x.jsonl","cwd":"` + cwd + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"` + id + `","tool_input":{"command":"ls"}}`
+			out, stderr, code := agent.run(t, sock, p, bin, "hook", "claude", "--gate", "--budget", "20s")
+			if code != 0 {
+				t.Errorf("gated ls in %s: exit %d: %s", cwd, code, stderr)
+			}
+			if strings.Contains(out+stderr, "lbsecret") {
+				t.Errorf("gated ls in %s quotes the file: %s %s", cwd, out, stderr)
+			}
+			return out
+		}
+		link := project("plink", func(p string) error { return os.Symlink(secretFile, p) })
+		if out := gated("pp1", link); !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "symbolic link") {
+			t.Errorf("a project policy linked to serve's file: %s, want a deny naming the link", out)
+		}
+		copied := project("pother", owned(other, secret))
+		if out := gated("pp2", copied); !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "owned by uid "+strconv.FormatUint(uint64(other.uid), 10)) {
+			t.Errorf("a project policy of lbother's: %s, want a deny naming its owner", out)
+		}
+		mine := project("pmine", owned(agent, "deny = [\"Bash(ls)\"]\n"))
+		if out := gated("pp3", mine); !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "Bash(ls)") {
+			t.Errorf("a project policy of lbtest's own: %s, want its rule's deny", out)
+		}
+		bad := project("pbad", owned(agent, secret))
+		if out := gated("pp4", bad); !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "policy.toml:1:") {
+			t.Errorf("a project policy of lbtest's own that does not parse: %s, want a deny naming its line", out)
+		}
+		for _, id := range []string{"pp1", "pp2", "pp3", "pp4"} {
+			out, err := exec.Command(bin, "audit", "sys-"+id, "--data", data).Output()
+			if err != nil || strings.Contains(string(out), "lbsecret") {
+				t.Errorf("audit sys-%s: %v, quotes the file:\n%s", id, err, out)
+			}
+		}
+	})
+
 	t.Run("VerdictRecordedAsThePeer", func(t *testing.T) {
 		p := `{"session_id":"sys1","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"tu1","tool_input":{"command":"git push origin main"}}`
 		type result struct {

@@ -42,6 +42,10 @@ func (s *State) Evolve(e events.Envelope) {
 	}
 	if o, ok := events.Observed(e.Data); ok {
 		s.Observations++
+		if s.Observations == 1 && o.Sender != nil {
+			owner := *o.Sender
+			s.Owner = &owner
+		}
 		if o.Line > 0 && o.Line > s.Cursor(o.Path) {
 			s.Lines += max(o.Copied, 1)
 			s.LineIDs = s.LineIDs.Add(LineID(o))

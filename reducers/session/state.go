@@ -113,9 +113,15 @@ type State struct {
 	// AgentProcess is the agent process the newest hook that found one
 	// ran under; nil when none is known (transcripts only).
 	AgentProcess *events.Process `json:"agent_process,omitempty"`
-	EndReason    string          `json:"end_reason,omitempty"`
-	RecentKeys   Recent          `json:"recent_keys,omitzero"`   // hook keys, newest last
-	RecentClosed Recent          `json:"recent_closed,omitzero"` // closed entry ids, newest last
+	// Owner is the sender of the session's first observation
+	// (events.Observation.Sender): the user of the host whose hook
+	// opened the session on serve's system socket. nil when the first
+	// observation came any other way (and in every log written before
+	// senders were kept).
+	Owner        *events.Sender `json:"owner,omitempty"`
+	EndReason    string         `json:"end_reason,omitempty"`
+	RecentKeys   Recent         `json:"recent_keys,omitzero"`   // hook keys, newest last
+	RecentClosed Recent         `json:"recent_closed,omitzero"` // closed entry ids, newest last
 	// Calls holds every entry that closed with its result, and the
 	// prompt id of every turn begun ("prompt:<id>"), for the session's
 	// life (bounded by MaxIDs): a late duplicate of such a call or prompt

@@ -1,0 +1,186 @@
+package gate
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// secretPolicy is a file serve's user may read and a peer may not: its
+// text must never come back in a project policy's error.
+const secretPolicy = "root:SECRET-hash-7f3a:19000:0:99999:7:::\n"
+
+// projectWith makes a project dir whose .logbook/policy.toml is made by
+// mk (given the path it must make), and returns the project dir.
+func projectWith(t *testing.T, mk func(t *testing.T, path string)) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, ProjectPolicyDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mk(t, filepath.Join(dir, ProjectPolicyDir, PolicyFile))
+	return dir
+}
+
+// TestPolicies_ProjectFollowsNoLink: a project's policy file that is a
+// symlink, or whose .logbook folder is one, is not read: it is a broken
+// policy (every call denied), and the error names the path, not what the
+// link points at holds.
+func TestPolicies_ProjectFollowsNoLink(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "shadow")
+	if err := os.WriteFile(secret, []byte(secretPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(t.TempDir(), "good.toml")
+	if err := os.WriteFile(good, []byte(`allow = ["Bash"]`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fileLink := projectWith(t, func(t *testing.T, p string) {
+		if err := os.Symlink(secret, p); err != nil {
+			t.Fatal(err)
+		}
+	})
+	goodLink := projectWith(t, func(t *testing.T, p string) {
+		if err := os.Symlink(good, p); err != nil {
+			t.Fatal(err)
+		}
+	})
+	dirLink := t.TempDir()
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, PolicyFile), []byte(`allow = ["Bash"]`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, filepath.Join(dirLink, ProjectPolicyDir)); err != nil {
+		t.Fatal(err)
+	}
+	for name, dir := range map[string]string{"file link to a secret": fileLink, "file link": goodLink, ".logbook link": dirLink} {
+		ps := &Policies{}
+		pols, broken, _ := ps.For(dir, nil)
+		if len(broken) != 1 {
+			t.Errorf("%s: broken %v, want the link refused", name, broken)
+			continue
+		}
+		if m := Decide(pols, bash("ls")); m.Action == ActionAllow {
+			t.Errorf("%s: the linked policy's allow is in force: %+v", name, m)
+		}
+		msg := broken[0].Error()
+		if strings.Contains(msg, "SECRET") || strings.Contains(msg, "root:") {
+			t.Errorf("%s: the error quotes the file: %s", name, msg)
+		}
+		if !strings.Contains(msg, "link") {
+			t.Errorf("%s: the error %q does not say it is a link", name, msg)
+		}
+	}
+}
+
+// TestPolicies_ProjectErrorQuotesNothing: a project policy that does not
+// parse is named by its path, line and column, never by its text; the
+// data dir's own policy keeps quoting what is wrong, for its owner.
+func TestPolicies_ProjectErrorQuotesNothing(t *testing.T) {
+	for _, text := range []string{
+		secretPolicy,
+		`allow = ["Bash(SECRET-hash-7f3a"]` + "\n",
+		`SECRET-hash-7f3a = ["Bash"]` + "\n",
+		`allow = "SECRET-hash-7f3a"` + "\n",
+		"[risk]\n\"Bash(x)\" = \"SECRET-hash-7f3a\"\n",
+	} {
+		dir := projectWith(t, func(t *testing.T, p string) {
+			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		})
+		ps := &Policies{}
+		_, broken, _ := ps.For(dir, nil)
+		if len(broken) != 1 {
+			t.Errorf("%q: broken %v, want one", text, broken)
+			continue
+		}
+		msg := broken[0].Error()
+		if strings.Contains(msg, "SECRET") || strings.Contains(msg, "root:") {
+			t.Errorf("%q: the error quotes the file: %s", text, msg)
+		}
+		if !regexp.MustCompile(regexp.QuoteMeta(filepath.Join(dir, ProjectPolicyDir, PolicyFile)) + `:\d+:\d+: `).MatchString(msg) {
+			t.Errorf("%q: the error %q names no path and line", text, msg)
+		}
+	}
+	dd := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dd, PolicyFile), []byte(`allow = ["Bash(SECRET-hash-7f3a"]`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ps := &Policies{DataDir: dd}
+	if _, broken, _ := ps.For("", nil); len(broken) != 1 || !strings.Contains(broken[0].Error(), "SECRET") {
+		t.Errorf("the data dir's policy: %v, want its fault quoted", broken)
+	}
+}
+
+// TestPolicies_ProjectOwnedByThePeer: in system mode (a peer's uid given)
+// a project's policy is read only when it is the peer's own or root's
+// (root's with one link only); another user's is refused, quoting
+// nothing, and the per-user mode (no peer) reads any.
+func TestPolicies_ProjectOwnedByThePeer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown needs root")
+	}
+	const peer, other = 64101, 64102
+	withOwner := func(uid int, text string) string {
+		return projectWith(t, func(t *testing.T, p string) {
+			if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(p, uid, uid); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	deny := `deny = ["Bash(ls)"]` + "\n"
+	uid := uint32(peer)
+	for _, c := range []struct {
+		name string
+		dir  string
+		ok   bool
+	}{
+		{"the peer's", withOwner(peer, deny), true},
+		{"root's", withOwner(0, deny), true},
+		{"another user's", withOwner(other, deny), false},
+		{"another user's secret", withOwner(other, secretPolicy), false},
+	} {
+		ps := &Policies{}
+		pols, broken, _ := ps.For(c.dir, &uid)
+		if c.ok {
+			if len(broken) != 0 || Decide(pols, bash("ls")).Action != ActionDeny {
+				t.Errorf("%s: broken %v, rule %+v; want its deny in force", c.name, broken, Decide(pols, bash("ls")))
+			}
+			continue
+		}
+		if len(broken) != 1 || !strings.Contains(broken[0].Error(), "owned by uid 64102") || strings.Contains(broken[0].Error(), "SECRET") {
+			t.Errorf("%s: broken %v, want it refused as another user's, quoting nothing", c.name, broken)
+		}
+		if strings.Contains(c.name, "secret") {
+			continue
+		}
+		if pols, broken, _ := (&Policies{}).For(c.dir, nil); len(broken) != 0 || Decide(pols, bash("ls")).Action != ActionDeny {
+			t.Errorf("%s in per-user mode: broken %v, want it read", c.name, broken)
+		}
+	}
+	// A second link to a file of root's: a peer could make one to any
+	// file of root's it can name (without protected_hardlinks).
+	linked := withOwner(0, deny)
+	if err := os.Link(filepath.Join(linked, ProjectPolicyDir, PolicyFile), filepath.Join(t.TempDir(), "again")); err != nil {
+		t.Fatal(err)
+	}
+	if _, broken, _ := (&Policies{}).For(linked, &uid); len(broken) != 1 || !strings.Contains(broken[0].Error(), "links") {
+		t.Errorf("root's file with two links: broken %v, want it refused", broken)
+	}
+	// The same file, asked for by two peers: each is judged on its own.
+	mine := withOwner(peer, deny)
+	ps := &Policies{}
+	if _, broken, _ := ps.For(mine, &uid); len(broken) != 0 {
+		t.Fatalf("the peer's: %v", broken)
+	}
+	o := uint32(other)
+	if _, broken, _ := ps.For(mine, &o); len(broken) != 1 {
+		t.Errorf("the peer's file asked for by another: broken %v, want it refused", broken)
+	}
+}
