@@ -1,38 +1,19 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 )
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // loopback starts an embedded server listening on a loopback port (user
 // "u", password "p") and connects to it over TCP, as a client on another
@@ -64,7 +45,7 @@ func TestAPI_AnswerSizes(t *testing.T) {
 	if nc.MaxPayload() != 1<<20 {
 		t.Fatalf("max payload %d, the sizes below assume 1 MiB", nc.MaxPayload())
 	}
-	var logged syncBuffer
+	var logged natslogtest.Buffer
 	logf := func(format string, args ...any) { fmt.Fprintf(&logged, format+"\n", args...) }
 	sub, err := Serve(srv.Conn(), "test.big", func(_ context.Context, data []byte) (any, error) {
 		var n int

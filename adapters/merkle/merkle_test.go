@@ -11,6 +11,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 )
 
 // waitCosigned waits for the witness's next cosignature.
@@ -59,11 +60,7 @@ func setup(t *testing.T) (h *host, cp *Checkpointer, wdir string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	wl, err := natslog.Open(t.Context(), nc, natslog.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { wl.Close() })
+	wl := natslogtest.Open(t, nc)
 	cos, ref, stop := witnessing(t, wdir, wl, nc, keys(t, h.dir))
 	if got := waitCosigned(t, cos, ref); got.Size != 7 {
 		t.Fatalf("co-signed size %d, want 7", got.Size)
