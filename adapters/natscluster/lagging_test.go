@@ -60,8 +60,7 @@ func TestReadWhileReplicaCatchesUp(t *testing.T) {
 	if os.Getenv("LOGBOOK_CLUSTER_KILLS") == "" {
 		t.Skip("long form: .ci/cluster")
 	}
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	reg := events.NewRegistry()
 	w := e.openLog(e.connectURL("writer", e.c.Nodes[0].URL()), reg)
 	total := appendRun(t, w, reg, "before", 5, 100)

@@ -20,8 +20,7 @@ import (
 // minority's appends are never acknowledged; once the node is routed
 // again it serves every acknowledged append.
 func TestPartition(t *testing.T) {
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	reg := events.NewRegistry()
 	cut := e.c.Nodes[2]
 	major := e.connectURL("writer", e.c.Nodes[0].URL()+","+e.c.Nodes[1].URL())

@@ -240,14 +240,10 @@ func readLog(t *testing.T, nc *nats.Conn) []logRecord {
 // exactly once, none doubled, every decision's observation is there, and
 // all hosts' hashes are equal. Each kill's append stall is logged.
 func TestNodeKillSoak(t *testing.T) {
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	ws := t.TempDir()
-	a := e.newHost("writer-a", "writer", "serve")
-	b := e.newHost("writer-b", "writer", "serve")
+	a, b := e.writers()
 	r := e.newHost("reader-c", "reader", "serve", "--role", "reader")
-	a.start()
-	b.start()
 	r.start()
 	startSessions(t, a, []string{"soak-hook-a"}, ws)
 	startSessions(t, b, []string{"soak-hook-b"}, ws)
