@@ -53,18 +53,21 @@ func startWatch(t *testing.T, in *Ingester, rescan time.Duration, root string) *
 	return rep
 }
 
-// TestWatch_FollowsTranscript writes a recorded transcript line by line
-// (a torn last line among them) into a new project directory under a
-// running watcher, then a subagent's transcript: the session follows each
-// line, and ends as an import of the whole file leaves it.
+// readFixture returns testdata's recorded transcript of session sid.
+func readFixture(t *testing.T, sid string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", "projects", "-home-user-project", sid+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // fixtureLines returns the lines of testdata's transcript of session
 // sid, each with its newline.
 func fixtureLines(t *testing.T, sid string) [][]byte {
 	t.Helper()
-	fixture, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", "projects", "-home-user-project", sid+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fixture := readFixture(t, sid)
 	lines := bytes.SplitAfter(fixture, []byte("\n"))
 	if len(lines[len(lines)-1]) == 0 {
 		lines = lines[:len(lines)-1]
@@ -72,6 +75,21 @@ func fixtureLines(t *testing.T, sid string) [][]byte {
 	return lines
 }
 
+// projectDir makes the project directory name under root and returns
+// its path.
+func projectDir(t *testing.T, root, name string) string {
+	t.Helper()
+	dir := filepath.Join(root, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestWatch_FollowsTranscript writes a recorded transcript line by line
+// (a torn last line among them) into a new project directory under a
+// running watcher, then a subagent's transcript: the session follows each
+// line, and ends as an import of the whole file leaves it.
 func TestWatch_FollowsTranscript(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-000000000001"
 	lines := fixtureLines(t, sid)
@@ -81,10 +99,7 @@ func TestWatch_FollowsTranscript(t *testing.T) {
 	// Events only: a rescan an hour away proves inotify drives it.
 	rep := startWatch(t, in, time.Hour, root)
 
-	dir := filepath.Join(root, "-home-user-project")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := projectDir(t, root, "-home-user-project")
 	path := filepath.Join(dir, sid+".jsonl")
 	sawWorking := false
 	for i, l := range lines {
@@ -168,17 +183,11 @@ func TestWatch_FollowsTranscript(t *testing.T) {
 // an import running beside the watcher never doubles or loses a line.
 func TestWatch_ImportBeside(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-000000000001"
-	fixture, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", "projects", "-home-user-project", sid+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fixture := readFixture(t, sid)
 	log := ingesttest.OpenLog(t)
 	in := newTestIngester(t, log)
 	root := t.TempDir()
-	dir := filepath.Join(root, "p")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := projectDir(t, root, "p")
 	path := filepath.Join(dir, sid+".jsonl")
 	lines := bytes.SplitAfter(fixture, []byte("\n"))
 	ingesttest.AppendFile(t, path, bytes.Join(lines[:10], nil))
@@ -233,10 +242,7 @@ func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
 	log := ingesttest.OpenLog(t)
 	in := newTestIngester(t, log)
 	root := t.TempDir()
-	dir := filepath.Join(root, "-home-user-shop")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := projectDir(t, root, "-home-user-shop")
 	path := filepath.Join(dir, sid+".jsonl")
 	ingesttest.AppendFile(t, path, line(1, time.Now().Add(-lag), prompt)) // there before Watch starts
 	startWatch(t, in, 20*time.Millisecond, root)
