@@ -102,6 +102,16 @@ func run(t *testing.T, in *Intake) {
 	})
 }
 
+// runDrained runs in as run does and waits until svc has decided every
+// record the journal held; a failure to wait fails the test.
+func runDrained(t *testing.T, in *Intake, svc *Service) {
+	t.Helper()
+	run(t, in)
+	if err := svc.WaitIntake(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // hookReq returns a hook request for a PreToolUse (event "pre") or
 // PostToolUse ("post") of call in session sid.
 func hookReq(t *testing.T, sid, event, call string) []byte {
@@ -172,10 +182,7 @@ func TestIntake_AcceptThenAppend(t *testing.T) {
 	if in.Pending() != 6 {
 		t.Fatalf("Pending %d, want 6", in.Pending())
 	}
-	run(t, in)
-	if err := svc.WaitIntake(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	runDrained(t, in, svc)
 	obs, types := e.observed()
 	want := map[string][]string{
 		"s0": {"PreToolUse toolu_0", "PreToolUse toolu_2", "PreToolUse toolu_4"},
@@ -254,10 +261,7 @@ func TestIntake_Restart(t *testing.T) {
 	if in2.Pending() != 4 {
 		t.Fatalf("reopened: %d pending, want 4", in2.Pending())
 	}
-	run(t, in2)
-	if err := svc2.WaitIntake(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	runDrained(t, in2, svc2)
 	obs, types := e.observed()
 	if want := []string{"PreToolUse toolu_0", "PreToolUse toolu_1", "PreToolUse toolu_2", "PreToolUse toolu_3"}; fmt.Sprint(obs["s"]) != fmt.Sprint(want) {
 		t.Errorf("observed %v, want each once: %v", obs["s"], want)
@@ -287,10 +291,7 @@ func TestIntake_RecordRefusedOnRestart(t *testing.T) {
 	j.Close()
 	svc := e.service()
 	in := e.open(svc)
-	run(t, in)
-	if err := svc.WaitIntake(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	runDrained(t, in, svc)
 	if obs, _ := e.observed(); fmt.Sprint(obs["s"]) != "[PreToolUse toolu_after]" {
 		t.Errorf("observed %v", obs)
 	}
@@ -475,10 +476,7 @@ func TestIntake_SubagentsApart(t *testing.T) {
 		}
 		want[agg.ID] = append(want[agg.ID], "PreToolUse "+call)
 	}
-	run(t, in)
-	if err := svc.WaitIntake(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	runDrained(t, in, svc)
 	if obs, _ := e.observed(); fmt.Sprint(obs) != fmt.Sprint(want) {
 		t.Errorf("observed\n%v\nwant\n%v", obs, want)
 	}
