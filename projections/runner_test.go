@@ -37,6 +37,21 @@ func logWith(t testing.TB, h *projectionstest.History) *natslog.Log {
 	return log
 }
 
+// storeOn returns seed's history of 200 steps over 4 sessions, a log
+// holding it, and a store opened with default options in a fresh
+// directory dir, empty; the caller closes the store.
+func storeOn(t testing.TB, seed uint64) (*projectionstest.History, *natslog.Log, string, *projections.Store) {
+	t.Helper()
+	h := history(t, seed, 200, 4)
+	log := logWith(t, h)
+	dir := filepath.Join(t.TempDir(), "p")
+	s, err := projections.Open(dir, projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, log, dir, s
+}
+
 // memHash is the hash of recs applied to a fresh in-memory store.
 func memHash(t testing.TB, opts projections.Options, recs []events.Record) string {
 	t.Helper()
@@ -84,13 +99,7 @@ func TestRunner_RunOnce(t *testing.T) {
 // reopened store finish with the projection a single run makes.
 func TestRunner_Resume(t *testing.T) {
 	t.Parallel()
-	h := history(t, 22, 200, 4)
-	log := logWith(t, h)
-	dir := filepath.Join(t.TempDir(), "p")
-	s, err := projections.Open(dir, projections.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, log, dir, s := storeOn(t, 22)
 	r := &projections.Runner{Log: log, Store: s, Batch: 10}
 	for range 5 {
 		if _, err := r.RunOnce(t.Context()); err != nil {
@@ -221,13 +230,7 @@ func (sessionsV2) Version() int { return projections.SessionView{}.Version() + 1
 // rebuilt from the log and swapped in by RunToEnd.
 func TestRunner_SchemaChange(t *testing.T) {
 	t.Parallel()
-	h := history(t, 25, 200, 4)
-	log := logWith(t, h)
-	dir := filepath.Join(t.TempDir(), "p")
-	s, err := projections.Open(dir, projections.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, log, dir, s := storeOn(t, 25)
 	if _, err := (&projections.Runner{Log: log, Store: s, Batch: 9}).RunToEnd(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func apply(t testing.TB, s *projections.Store, recs []events.Record, size int) {
 }
 
 // hash returns s's hash and checks its checkpoint.
-func hash(t testing.TB, s *projections.Store, wantCP uint64) string {
+func hash(t tb, s *projections.Store, wantCP uint64) string {
 	t.Helper()
 	h, cp, err := s.Hash()
 	if err != nil {
@@ -98,34 +98,26 @@ func checkRows(t tb, s *projections.Store, h *projectionstest.History) {
 			children[st.Parent] = append(children[st.Parent], id)
 		}
 	}
-	ids := func(states []session.State) []string {
-		var out []string
-		for _, st := range states {
-			out = append(out, st.ID)
+	// index checks the ids an index read holds against want, sorted.
+	index := func(name, key string, read func(string) ([]session.State, error), want []string) {
+		got, err := read(key)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return out
+		var ids []string
+		for _, st := range got {
+			ids = append(ids, st.ID)
+		}
+		slices.Sort(want)
+		if diff := cmp.Diff(want, ids); diff != "" {
+			t.Errorf("%s(%q) ids (-want +got):\n%s", name, key, diff)
+		}
 	}
 	for _, phase := range []string{events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded} {
-		got, err := s.Sessions(phase)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := byPhase[phase]
-		slices.Sort(want)
-		if diff := cmp.Diff(want, ids(got)); diff != "" {
-			t.Errorf("Sessions(%q) ids (-want +got):\n%s", phase, diff)
-		}
+		index("Sessions", phase, s.Sessions, byPhase[phase])
 	}
 	for _, parent := range h.Sessions {
-		got, err := s.Children(parent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := children[parent]
-		slices.Sort(want)
-		if diff := cmp.Diff(want, ids(got)); diff != "" {
-			t.Errorf("Children(%q) ids (-want +got):\n%s", parent, diff)
-		}
+		index("Children", parent, s.Children, children[parent])
 	}
 }
 
