@@ -102,6 +102,17 @@ func run(t *testing.T, in *Intake) {
 	})
 }
 
+// flushAll has in decide every record its journal holds, waiting at most
+// within, and fails the test unless none is left.
+func flushAll(t *testing.T, in *Intake, within time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	defer cancel()
+	if left, err := in.Flush(ctx); left != 0 || err != nil {
+		t.Fatalf("Flush: %d left, %v", left, err)
+	}
+}
+
 // runDrained runs in as run does and waits until svc has decided every
 // record the journal held; a failure to wait fails the test.
 func runDrained(t *testing.T, in *Intake, svc *Service) {
@@ -389,11 +400,7 @@ func TestIntake_Concurrent(t *testing.T) {
 	wg.Wait()
 	cancel()
 	<-done
-	fctx, fcancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer fcancel()
-	if left, err := in.Flush(fctx); left != 0 || err != nil {
-		t.Fatalf("Flush: %d left, %v", left, err)
-	}
+	flushAll(t, in, 30*time.Second)
 	in.Close()
 	obs, types := e.observed()
 	if fmt.Sprint(obs) != fmt.Sprint(order) {
@@ -442,11 +449,7 @@ func TestIntake_KilledMidBacklog(t *testing.T) {
 	}
 	// A backlog of hundreds takes its time on a loaded machine: Flush
 	// waits for it whole, where Wait gives up after IntakeWait.
-	fctx, fcancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer fcancel()
-	if left, err := in2.Flush(fctx); left != 0 || err != nil {
-		t.Fatalf("Flush: %d left, %v", left, err)
-	}
+	flushAll(t, in2, 2*time.Minute)
 	in2.Close()
 	obs, _ := e.observed()
 	if len(obs["s"]) != n {
@@ -536,11 +539,7 @@ func TestIntake_JournalDropsPayloads(t *testing.T) {
 
 	svc2 := e.service()
 	in2 := e.open(svc2)
-	fctx, fcancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer fcancel()
-	if left, err := in2.Flush(fctx); left != 0 || err != nil {
-		t.Fatalf("Flush: %d left, %v", left, err)
-	}
+	flushAll(t, in2, 2*time.Minute)
 	if got := inFile(); len(got) != 0 {
 		t.Errorf("every record done, yet %d payloads still in the journal (first %d)", len(got), got[0])
 	}
