@@ -52,6 +52,16 @@ func storeOn(t testing.TB, seed uint64) (*projectionstest.History, *natslog.Log,
 	return h, log, dir, s
 }
 
+// appendAll appends batches to log in order; a failure fails the test.
+func appendAll(t testing.TB, log *natslog.Log, batches []events.Batch) {
+	t.Helper()
+	for _, b := range batches {
+		if _, err := log.Append(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // memHash is the hash of recs applied to a fresh in-memory store.
 func memHash(t testing.TB, opts projections.Options, recs []events.Record) string {
 	t.Helper()
@@ -131,11 +141,7 @@ func TestRunner_DecodeError(t *testing.T) {
 	h := history(t, 23, 60, 2)
 	log, srv := newLog(t, natslog.FsyncInterval)
 	half := len(h.Batches) / 2
-	for _, b := range h.Batches[:half] {
-		if _, err := log.Append(t.Context(), b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendAll(t, log, h.Batches[:half])
 	js, err := jetstream.New(srv.Conn())
 	if err != nil {
 		t.Fatal(err)
@@ -184,21 +190,13 @@ func TestRunner_Run(t *testing.T) {
 	h := history(t, 24, 300, 5)
 	log, _ := newLog(t, natslog.FsyncInterval)
 	first := len(h.Batches) / 3
-	for _, b := range h.Batches[:first] {
-		if _, err := log.Append(t.Context(), b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendAll(t, log, h.Batches[:first])
 	s := open(t, t.TempDir(), projections.Options{})
 	r := &projections.Runner{Log: log, Store: s, Batch: 50, Interval: 5 * time.Millisecond}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	for _, b := range h.Batches[first:] {
-		if _, err := log.Append(t.Context(), b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendAll(t, log, h.Batches[first:])
 	last := lastSeq(h.Records)
 	deadline := time.Now().Add(20 * time.Second)
 	for s.Checkpoint() < last {
