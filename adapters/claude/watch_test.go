@@ -13,6 +13,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
+	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -75,6 +76,14 @@ func fixtureLines(t *testing.T, sid string) [][]byte {
 	return lines
 }
 
+// watchRig opens a log and an ingester on it, and returns them with an
+// empty temporary directory to watch as a root of projects.
+func watchRig(t *testing.T) (*natslog.Log, *Ingester, string) {
+	t.Helper()
+	log := ingesttest.OpenLog(t)
+	return log, newTestIngester(t, log), t.TempDir()
+}
+
 // projectDir makes the project directory name under root and returns
 // its path.
 func projectDir(t *testing.T, root, name string) string {
@@ -93,9 +102,7 @@ func projectDir(t *testing.T, root, name string) string {
 func TestWatch_FollowsTranscript(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-000000000001"
 	lines := fixtureLines(t, sid)
-	log := ingesttest.OpenLog(t)
-	in := newTestIngester(t, log)
-	root := t.TempDir()
+	log, in, root := watchRig(t)
 	// Events only: a rescan an hour away proves inotify drives it.
 	rep := startWatch(t, in, time.Hour, root)
 
@@ -184,9 +191,7 @@ func TestWatch_FollowsTranscript(t *testing.T) {
 func TestWatch_ImportBeside(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-000000000001"
 	fixture := readFixture(t, sid)
-	log := ingesttest.OpenLog(t)
-	in := newTestIngester(t, log)
-	root := t.TempDir()
+	log, in, root := watchRig(t)
 	dir := projectDir(t, root, "p")
 	path := filepath.Join(dir, sid+".jsonl")
 	lines := bytes.SplitAfter(fixture, []byte("\n"))
@@ -239,9 +244,7 @@ func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
 	use := func(id string) string {
 		return `"message":{"role":"assistant","model":"m","content":[{"type":"tool_use","id":"` + id + `","name":"Bash","input":{"command":"make"}}],"stop_reason":"tool_use"}`
 	}
-	log := ingesttest.OpenLog(t)
-	in := newTestIngester(t, log)
-	root := t.TempDir()
+	log, in, root := watchRig(t)
 	dir := projectDir(t, root, "-home-user-shop")
 	path := filepath.Join(dir, sid+".jsonl")
 	ingesttest.AppendFile(t, path, line(1, time.Now().Add(-lag), prompt)) // there before Watch starts
@@ -300,9 +303,7 @@ func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
 func TestWatch_CopyIsOneSession(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-000000000001"
 	lines := fixtureLines(t, sid)
-	log := ingesttest.OpenLog(t)
-	in := newTestIngester(t, log)
-	root := t.TempDir()
+	log, in, root := watchRig(t)
 	startWatch(t, in, time.Hour, root)
 	path := filepath.Join(root, "transcript.jsonl")
 	ingesttest.AppendFile(t, path, lines[1]) // file-history-snapshot: no sessionId
