@@ -121,6 +121,17 @@ func checkRows(t tb, s *projections.Store, h *projectionstest.History) {
 	}
 }
 
+// sessionsIn returns s's sessions in phase ("": all); a failure to read
+// them fails the test.
+func sessionsIn(t *testing.T, s *projections.Store, phase string) []session.State {
+	t.Helper()
+	all, err := s.Sessions(phase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
 func lastSeq(recs []events.Record) uint64 {
 	if len(recs) == 0 {
 		return 0
@@ -564,10 +575,7 @@ func TestStore_SessionRows(t *testing.T) {
 	s := open(t, t.TempDir(), projections.Options{})
 	apply(t, s, h.Records, 50)
 	for _, phase := range []string{"", events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded} {
-		all, err := s.Sessions(phase)
-		if err != nil {
-			t.Fatal(err)
-		}
+		all := sessionsIn(t, s, phase)
 		want := []string{}
 		sums := map[string]session.Summary{}
 		for _, st := range all {
@@ -672,10 +680,7 @@ func TestStore_SessionSummariesByActivity(t *testing.T) {
 	s := open(t, t.TempDir(), projections.Options{})
 	apply(t, s, h.Records, 7)
 	for _, phase := range []string{"", events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded} {
-		all, err := s.Sessions(phase)
-		if err != nil {
-			t.Fatal(err)
-		}
+		all := sessionsIn(t, s, phase)
 		sums := make([]session.Summary, len(all))
 		for i, st := range all {
 			sums[i] = session.Summarize(st)
