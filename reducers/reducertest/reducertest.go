@@ -4,6 +4,7 @@
 package reducertest
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/logbook-dev/logbook/events"
@@ -74,4 +75,19 @@ func PhaseAfter(d events.Payload) (string, bool) {
 		return events.PhaseEnded, true
 	}
 	return "", false
+}
+
+// RoundTrip returns v encoded as JSON and decoded again into a new T; a
+// failure either way fails the test.
+func RoundTrip[T any](t testing.TB, v T) T {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back T
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	return back
 }
