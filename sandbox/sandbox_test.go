@@ -38,6 +38,17 @@ func inEachMode(t *testing.T, f func(t *testing.T, m Mode)) {
 	}
 }
 
+// eachTTY runs f as a parallel subtest without a terminal and with one,
+// named "tty=<false|true>".
+func eachTTY(t *testing.T, f func(t *testing.T, tty bool)) {
+	for _, tty := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
+			t.Parallel()
+			f(t, tty)
+		})
+	}
+}
+
 // inEachModeTTY runs f as a parallel subtest in each of allModes, without
 // a terminal and with one, named "<mode>/tty=<false|true>".
 func inEachModeTTY(t *testing.T, f func(t *testing.T, m Mode, tty bool)) {
@@ -508,18 +519,15 @@ func TestOutput_Binary(t *testing.T) {
 // exit: buffered output is flushed within FlushInterval.
 func TestOutput_FlushedWhileRunning(t *testing.T) {
 	t.Parallel()
-	for _, tty := range []bool{false, true} {
-		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
-			t.Parallel()
-			r := newRecorder("first")
-			p := start(t, newSpec(t, FullAccess, tty, "sh", "-c", "echo first; exec sleep 30"), r)
-			r.awaitOutput(t, "first")
-			p.Stop()
-			if res, err := p.Wait(); err != nil || !res.Stopped {
-				t.Errorf("Wait = %+v, %v; want Stopped", res, err)
-			}
-		})
-	}
+	eachTTY(t, func(t *testing.T, tty bool) {
+		r := newRecorder("first")
+		p := start(t, newSpec(t, FullAccess, tty, "sh", "-c", "echo first; exec sleep 30"), r)
+		r.awaitOutput(t, "first")
+		p.Stop()
+		if res, err := p.Wait(); err != nil || !res.Stopped {
+			t.Errorf("Wait = %+v, %v; want Stopped", res, err)
+		}
+	})
 }
 
 func TestStdin(t *testing.T) {
@@ -727,31 +735,28 @@ func TestExit_SetsidGrandchildDies(t *testing.T) {
 // holds the command's tree, the grandchild is killed with the rest.
 func TestWait_LingeringHolder(t *testing.T) {
 	t.Parallel()
-	for _, tty := range []bool{false, true} {
-		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
-			t.Parallel()
-			token := uniqueSleep()
-			t.Cleanup(func() {
-				for _, pid := range sandboxtest.ProcessesWith(token) {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-			})
-			// The fifo makes sh wait until the grandchild has left the group.
-			res, r := run(t, newSpec(t, FullAccess, tty, "sh", "-c", `mkfifo f; setsid sh -c 'echo >f; exec sleep "$0"' "$0" & read x <f; echo started`, token))
-			if res.Limits.Killable {
-				// A cgroup holds the whole tree: the escaped grandchild dies.
-				if res.Lingering || res.ExitCode != 0 {
-					t.Errorf("result = %+v, want exit 0, not Lingering", res)
-				}
-				waitFor(t, "the escaped grandchild to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
-			} else if !res.Lingering || res.ExitCode != 0 {
-				t.Errorf("result = %+v, want exit 0 and Lingering", res)
-			}
-			if out := r.text(Stdout) + r.text(PTY); !strings.Contains(out, "started") {
-				t.Errorf("output = %q, want it to contain the output before the exit", out)
+	eachTTY(t, func(t *testing.T, tty bool) {
+		token := uniqueSleep()
+		t.Cleanup(func() {
+			for _, pid := range sandboxtest.ProcessesWith(token) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		})
-	}
+		// The fifo makes sh wait until the grandchild has left the group.
+		res, r := run(t, newSpec(t, FullAccess, tty, "sh", "-c", `mkfifo f; setsid sh -c 'echo >f; exec sleep "$0"' "$0" & read x <f; echo started`, token))
+		if res.Limits.Killable {
+			// A cgroup holds the whole tree: the escaped grandchild dies.
+			if res.Lingering || res.ExitCode != 0 {
+				t.Errorf("result = %+v, want exit 0, not Lingering", res)
+			}
+			waitFor(t, "the escaped grandchild to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
+		} else if !res.Lingering || res.ExitCode != 0 {
+			t.Errorf("result = %+v, want exit 0 and Lingering", res)
+		}
+		if out := r.text(Stdout) + r.text(PTY); !strings.Contains(out, "started") {
+			t.Errorf("output = %q, want it to contain the output before the exit", out)
+		}
+	})
 }
 
 // After the leader exits, what is left of its group is killed.
