@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
@@ -393,21 +392,6 @@ func envCount(t *testing.T, name string, def int) int {
 		t.Fatalf("%s=%q: want a count", name, s)
 	}
 	return n
-}
-
-// sessionEvent returns the event of session agg at version ver (from 1):
-// its start at 1, else an activity change to "tool:<ver>"; dated now (µs,
-// as stored), caused by the CLI event named event with reference ref.
-func sessionEvent(reg *events.Registry, agg events.Aggregate, ver uint64, event, ref string) events.Envelope {
-	var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", ver)}
-	if ver == 1 {
-		p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
-	}
-	e := reg.New(p)
-	e.ID, e.Agg, e.Ver = ulid.Make(), agg, ver
-	e.At = time.Now().UTC().Truncate(time.Microsecond)
-	e.Cause = &events.Cause{Kind: "cli", Event: event, Ref: ref}
-	return e
 }
 
 // nodesURL returns the client URLs of the cluster's nodes at the indexes

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/lincheck"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -22,7 +23,7 @@ func appendRun(t *testing.T, l *natslog.Log, reg *events.Registry, prefix string
 		agg := events.Aggregate{Kind: events.KindSession, ID: fmt.Sprintf("%s-%d", prefix, i)}
 		evs := make([]events.Envelope, per)
 		for j := range evs {
-			evs[j] = sessionEvent(reg, agg, uint64(j+1), "lag", "t")
+			evs[j] = lincheck.SessionEvent(reg, agg, uint64(j+1), "lag", "t")
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		_, err := l.Append(ctx, events.Batch{Agg: agg, Events: evs})

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/lincheck"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -49,7 +50,7 @@ func TestPartition(t *testing.T) {
 		key := fmt.Sprintf("%s/%d", agg, ver)
 		ev, ok := evs[key]
 		if !ok {
-			ev = sessionEvent(reg, agg, ver, "partition", "t")
+			ev = lincheck.SessionEvent(reg, agg, ver, "partition", "t")
 			evs[key] = ev
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/lincheck"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -22,7 +23,7 @@ func TestReadYourWritesAcrossNodes(t *testing.T) {
 	agg := events.Aggregate{Kind: events.KindSession, ID: "ryw-1"}
 	var expect uint64
 	for i := range 200 {
-		ev := sessionEvent(reg, agg, uint64(i+1), "ryw", "t")
+		ev := lincheck.SessionEvent(reg, agg, uint64(i+1), "ryw", "t")
 		app, err := w.Append(t.Context(), events.Batch{Agg: agg, Expect: expect, Events: []events.Envelope{ev}})
 		if err != nil {
 			t.Fatal(err)

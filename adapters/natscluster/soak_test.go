@@ -20,6 +20,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/lincheck"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -60,7 +61,7 @@ func (w *directWriter) run(ctx context.Context, aggs int) {
 	}
 	for n := 0; ctx.Err() == nil; n++ {
 		g := as[n%len(as)]
-		e := sessionEvent(w.reg, g.a, g.ver+1, "soak", w.name)
+		e := lincheck.SessionEvent(w.reg, g.a, g.ver+1, "soak", w.name)
 		b := events.Batch{Agg: g.a, Expect: g.expect, Events: []events.Envelope{e}}
 		w.appended.Add(1)
 		for attempt := 0; ; attempt++ {
