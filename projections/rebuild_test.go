@@ -32,6 +32,18 @@ func genRecords(t *testing.T) []events.Record {
 	return h.Records
 }
 
+// swapIn applies recs to s's rebuild target sh in batches of size and
+// swaps it in for s; a failure fails the test.
+func swapIn(t *testing.T, s, sh *Store, recs []events.Record, size int) {
+	t.Helper()
+	if _, err := sh.Apply(t.Context(), projectionstest.Seq(recs), size); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.swap(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // build makes a store in dir with opts holding recs and closes it.
 func build(t *testing.T, dir string, opts Options, recs []events.Record) {
 	t.Helper()
@@ -103,12 +115,7 @@ func TestStore_SchemaChange(t *testing.T) {
 	if sh.Dir() != dir+".rebuild" || sh.Checkpoint() != 0 {
 		t.Fatalf("rebuild in %s at %d, want %s at 0", sh.Dir(), sh.Checkpoint(), dir+".rebuild")
 	}
-	if _, err := sh.Apply(t.Context(), projectionstest.Seq(recs), 7); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.swap(); err != nil {
-		t.Fatal(err)
-	}
+	swapIn(t, s, sh, recs, 7)
 	if s.Stale() {
 		t.Error("stale after swap")
 	}
@@ -264,12 +271,7 @@ func TestStore_SchemaChangeMem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sh.Apply(t.Context(), projectionstest.Seq(recs), 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.swap(); err != nil {
-		t.Fatal(err)
-	}
+	swapIn(t, s, sh, recs, 0)
 	got, _, err := s.Hash()
 	if err != nil {
 		t.Fatal(err)
