@@ -121,6 +121,17 @@ func checkRows(t tb, s *projections.Store, h *projectionstest.History) {
 	}
 }
 
+// appliedStore returns a store in a temporary directory, closed at test
+// end, that has applied seed's history of 600 steps over 40 sessions in
+// batches of size.
+func appliedStore(t *testing.T, seed uint64, size int) *projections.Store {
+	t.Helper()
+	h := history(t, seed, 600, 40)
+	s := open(t, t.TempDir(), projections.Options{})
+	apply(t, s, h.Records, size)
+	return s
+}
+
 // sessionsIn returns s's sessions in phase ("": all); a failure to read
 // them fails the test.
 func sessionsIn(t *testing.T, s *projections.Store, phase string) []session.State {
@@ -571,9 +582,7 @@ func TestStore_WaitMoving(t *testing.T) {
 // and as summaries: the pages joined are what Sessions returns, each
 // summary is session.Summarize of its row, and fn's false stops the walk.
 func TestStore_SessionRows(t *testing.T) {
-	h := history(t, 19, 600, 40)
-	s := open(t, t.TempDir(), projections.Options{})
-	apply(t, s, h.Records, 50)
+	s := appliedStore(t, 19, 50)
 	for _, phase := range []string{"", events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded} {
 		all := sessionsIn(t, s, phase)
 		want := []string{}
@@ -676,9 +685,7 @@ func TestRowPhase(t *testing.T) {
 // first, with pages of several sizes: the pages joined are Sessions'
 // summaries sorted by last activity (ties by id).
 func TestStore_SessionSummariesByActivity(t *testing.T) {
-	h := history(t, 23, 600, 40)
-	s := open(t, t.TempDir(), projections.Options{})
-	apply(t, s, h.Records, 7)
+	s := appliedStore(t, 23, 7)
 	for _, phase := range []string{"", events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded} {
 		all := sessionsIn(t, s, phase)
 		sums := make([]session.Summary, len(all))
