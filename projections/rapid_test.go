@@ -41,17 +41,6 @@ func chunks(t *rapid.T, s *projections.Store, recs []events.Record, label string
 	}
 }
 
-func storeHash(t *rapid.T, s *projections.Store, wantCP uint64) string {
-	h, cp, err := s.Hash()
-	if err != nil {
-		t.Fatalf("Hash: %v", err)
-	}
-	if cp != wantCP {
-		t.Fatalf("checkpoint = %d, want %d", cp, wantCP)
-	}
-	return h
-}
-
 // TestStore_Rapid: over random valid session histories, folding from
 // scratch in one batch, in random batch sizes, and across a restart at a
 // random point give the same hash on independent stores, and the rows
@@ -75,13 +64,13 @@ func TestStore_Rapid(t *testing.T) {
 		if _, err := scratch.Apply(context.Background(), projectionstest.Seq(recs), len(recs)); err != nil {
 			t.Fatalf("Apply: %v", err)
 		}
-		want := storeHash(t, scratch, last)
+		want := hash(t, scratch, last)
 		checkRows(t, scratch, h)
 
 		batched, done := rapidStore(t, fs, "batched")
 		defer done()
 		chunks(t, batched, recs, "batch")
-		if got := storeHash(t, batched, last); got != want {
+		if got := hash(t, batched, last); got != want {
 			t.Fatalf("random batches hash %s, scratch %s", got, want)
 		}
 
@@ -97,7 +86,7 @@ func TestStore_Rapid(t *testing.T) {
 			t.Fatalf("checkpoint after restart = %d, want %d", got, recs[k-1].Seq)
 		}
 		chunks(t, restarted, recs, "after") // the whole log: the prefix is skipped
-		if got := storeHash(t, restarted, last); got != want {
+		if got := hash(t, restarted, last); got != want {
 			t.Fatalf("restart at %d hash %s, scratch %s", k, got, want)
 		}
 	})

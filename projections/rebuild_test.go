@@ -32,6 +32,34 @@ func genRecords(t *testing.T) []events.Record {
 	return h.Records
 }
 
+// rebuilding opens the store in dir with opts, closed at test end, and
+// returns it with its rebuild target; a failure fails the test.
+func rebuilding(t *testing.T, dir string, opts Options) (s, sh *Store) {
+	t.Helper()
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	sh, err = s.rebuildTarget()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, sh
+}
+
+// swapIn applies recs to s's rebuild target sh in batches of size and
+// swaps it in for s; a failure fails the test.
+func swapIn(t *testing.T, s, sh *Store, recs []events.Record, size int) {
+	t.Helper()
+	if _, err := sh.Apply(t.Context(), projectionstest.Seq(recs), size); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.swap(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // build makes a store in dir with opts holding recs and closes it.
 func build(t *testing.T, dir string, opts Options, recs []events.Record) {
 	t.Helper()
@@ -103,12 +131,7 @@ func TestStore_SchemaChange(t *testing.T) {
 	if sh.Dir() != dir+".rebuild" || sh.Checkpoint() != 0 {
 		t.Fatalf("rebuild in %s at %d, want %s at 0", sh.Dir(), sh.Checkpoint(), dir+".rebuild")
 	}
-	if _, err := sh.Apply(t.Context(), projectionstest.Seq(recs), 7); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.swap(); err != nil {
-		t.Fatal(err)
-	}
+	swapIn(t, s, sh, recs, 7)
 	if s.Stale() {
 		t.Error("stale after swap")
 	}
@@ -214,15 +237,7 @@ func TestStore_RebuildResumes(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "p")
 			build(t, dir, views(1), half)
 			build(t, dir+".rebuild", views(tc.left), half)
-			s, err := Open(dir, views(3))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			sh, err := s.rebuildTarget()
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, sh := rebuilding(t, dir, views(3))
 			if sh.Checkpoint() != tc.wantCP || sh.Stale() {
 				t.Fatalf("rebuild at %d stale %v, want %d and not stale", sh.Checkpoint(), sh.Stale(), tc.wantCP)
 			}
@@ -255,21 +270,8 @@ func TestStore_SchemaChangeMem(t *testing.T) {
 	v1, v2 := views(1), views(2)
 	v1.FS, v2.FS = fs, fs
 	build(t, "p", v1, recs)
-	s, err := Open("p", v2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	sh, err := s.rebuildTarget()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sh.Apply(t.Context(), projectionstest.Seq(recs), 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.swap(); err != nil {
-		t.Fatal(err)
-	}
+	s, sh := rebuilding(t, "p", v2)
+	swapIn(t, s, sh, recs, 0)
 	got, _, err := s.Hash()
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,31 @@ func logWith(t testing.TB, h *projectionstest.History) *natslog.Log {
 	return log
 }
 
+// storeOn returns seed's history of 200 steps over 4 sessions, a log
+// holding it, and a store opened with default options in a fresh
+// directory dir, empty; the caller closes the store.
+func storeOn(t testing.TB, seed uint64) (*projectionstest.History, *natslog.Log, string, *projections.Store) {
+	t.Helper()
+	h := history(t, seed, 200, 4)
+	log := logWith(t, h)
+	dir := filepath.Join(t.TempDir(), "p")
+	s, err := projections.Open(dir, projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, log, dir, s
+}
+
+// appendAll appends batches to log in order; a failure fails the test.
+func appendAll(t testing.TB, log *natslog.Log, batches []events.Batch) {
+	t.Helper()
+	for _, b := range batches {
+		if _, err := log.Append(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // memHash is the hash of recs applied to a fresh in-memory store.
 func memHash(t testing.TB, opts projections.Options, recs []events.Record) string {
 	t.Helper()
@@ -84,13 +109,7 @@ func TestRunner_RunOnce(t *testing.T) {
 // reopened store finish with the projection a single run makes.
 func TestRunner_Resume(t *testing.T) {
 	t.Parallel()
-	h := history(t, 22, 200, 4)
-	log := logWith(t, h)
-	dir := filepath.Join(t.TempDir(), "p")
-	s, err := projections.Open(dir, projections.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, log, dir, s := storeOn(t, 22)
 	r := &projections.Runner{Log: log, Store: s, Batch: 10}
 	for range 5 {
 		if _, err := r.RunOnce(t.Context()); err != nil {
@@ -122,11 +141,7 @@ func TestRunner_DecodeError(t *testing.T) {
 	h := history(t, 23, 60, 2)
 	log, srv := newLog(t, natslog.FsyncInterval)
 	half := len(h.Batches) / 2
-	for _, b := range h.Batches[:half] {
-		if _, err := log.Append(t.Context(), b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendAll(t, log, h.Batches[:half])
 	js, err := jetstream.New(srv.Conn())
 	if err != nil {
 		t.Fatal(err)
@@ -175,21 +190,13 @@ func TestRunner_Run(t *testing.T) {
 	h := history(t, 24, 300, 5)
 	log, _ := newLog(t, natslog.FsyncInterval)
 	first := len(h.Batches) / 3
-	for _, b := range h.Batches[:first] {
-		if _, err := log.Append(t.Context(), b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendAll(t, log, h.Batches[:first])
 	s := open(t, t.TempDir(), projections.Options{})
 	r := &projections.Runner{Log: log, Store: s, Batch: 50, Interval: 5 * time.Millisecond}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	for _, b := range h.Batches[first:] {
-		if _, err := log.Append(t.Context(), b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendAll(t, log, h.Batches[first:])
 	last := lastSeq(h.Records)
 	deadline := time.Now().Add(20 * time.Second)
 	for s.Checkpoint() < last {
@@ -221,13 +228,7 @@ func (sessionsV2) Version() int { return projections.SessionView{}.Version() + 1
 // rebuilt from the log and swapped in by RunToEnd.
 func TestRunner_SchemaChange(t *testing.T) {
 	t.Parallel()
-	h := history(t, 25, 200, 4)
-	log := logWith(t, h)
-	dir := filepath.Join(t.TempDir(), "p")
-	s, err := projections.Open(dir, projections.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, log, dir, s := storeOn(t, 25)
 	if _, err := (&projections.Runner{Log: log, Store: s, Batch: 9}).RunToEnd(t.Context()); err != nil {
 		t.Fatal(err)
 	}

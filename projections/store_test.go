@@ -50,7 +50,7 @@ func apply(t testing.TB, s *projections.Store, recs []events.Record, size int) {
 }
 
 // hash returns s's hash and checks its checkpoint.
-func hash(t testing.TB, s *projections.Store, wantCP uint64) string {
+func hash(t tb, s *projections.Store, wantCP uint64) string {
 	t.Helper()
 	h, cp, err := s.Hash()
 	if err != nil {
@@ -98,35 +98,49 @@ func checkRows(t tb, s *projections.Store, h *projectionstest.History) {
 			children[st.Parent] = append(children[st.Parent], id)
 		}
 	}
-	ids := func(states []session.State) []string {
-		var out []string
-		for _, st := range states {
-			out = append(out, st.ID)
+	// index checks the ids an index read holds against want, sorted.
+	index := func(name, key string, read func(string) ([]session.State, error), want []string) {
+		got, err := read(key)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return out
+		var ids []string
+		for _, st := range got {
+			ids = append(ids, st.ID)
+		}
+		slices.Sort(want)
+		if diff := cmp.Diff(want, ids); diff != "" {
+			t.Errorf("%s(%q) ids (-want +got):\n%s", name, key, diff)
+		}
 	}
 	for _, phase := range []string{events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded} {
-		got, err := s.Sessions(phase)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := byPhase[phase]
-		slices.Sort(want)
-		if diff := cmp.Diff(want, ids(got)); diff != "" {
-			t.Errorf("Sessions(%q) ids (-want +got):\n%s", phase, diff)
-		}
+		index("Sessions", phase, s.Sessions, byPhase[phase])
 	}
 	for _, parent := range h.Sessions {
-		got, err := s.Children(parent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := children[parent]
-		slices.Sort(want)
-		if diff := cmp.Diff(want, ids(got)); diff != "" {
-			t.Errorf("Children(%q) ids (-want +got):\n%s", parent, diff)
-		}
+		index("Children", parent, s.Children, children[parent])
 	}
+}
+
+// appliedStore returns a store in a temporary directory, closed at test
+// end, that has applied seed's history of 600 steps over 40 sessions in
+// batches of size.
+func appliedStore(t *testing.T, seed uint64, size int) *projections.Store {
+	t.Helper()
+	h := history(t, seed, 600, 40)
+	s := open(t, t.TempDir(), projections.Options{})
+	apply(t, s, h.Records, size)
+	return s
+}
+
+// sessionsIn returns s's sessions in phase ("": all); a failure to read
+// them fails the test.
+func sessionsIn(t *testing.T, s *projections.Store, phase string) []session.State {
+	t.Helper()
+	all, err := s.Sessions(phase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
 }
 
 func lastSeq(recs []events.Record) uint64 {
@@ -568,14 +582,9 @@ func TestStore_WaitMoving(t *testing.T) {
 // and as summaries: the pages joined are what Sessions returns, each
 // summary is session.Summarize of its row, and fn's false stops the walk.
 func TestStore_SessionRows(t *testing.T) {
-	h := history(t, 19, 600, 40)
-	s := open(t, t.TempDir(), projections.Options{})
-	apply(t, s, h.Records, 50)
+	s := appliedStore(t, 19, 50)
 	for _, phase := range []string{"", events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded} {
-		all, err := s.Sessions(phase)
-		if err != nil {
-			t.Fatal(err)
-		}
+		all := sessionsIn(t, s, phase)
 		want := []string{}
 		sums := map[string]session.Summary{}
 		for _, st := range all {
@@ -676,14 +685,9 @@ func TestRowPhase(t *testing.T) {
 // first, with pages of several sizes: the pages joined are Sessions'
 // summaries sorted by last activity (ties by id).
 func TestStore_SessionSummariesByActivity(t *testing.T) {
-	h := history(t, 23, 600, 40)
-	s := open(t, t.TempDir(), projections.Options{})
-	apply(t, s, h.Records, 7)
+	s := appliedStore(t, 23, 7)
 	for _, phase := range []string{"", events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded} {
-		all, err := s.Sessions(phase)
-		if err != nil {
-			t.Fatal(err)
-		}
+		all := sessionsIn(t, s, phase)
 		sums := make([]session.Summary, len(all))
 		for i, st := range all {
 			sums[i] = session.Summarize(st)

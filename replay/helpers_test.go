@@ -67,6 +67,17 @@ func logWith(t testing.TB, h *projectionstest.History) *natslog.Log {
 	return log
 }
 
+// openStore opens the store in dir with default options; the caller
+// closes it. A failure to open fails the test.
+func openStore(t testing.TB, dir string) *projections.Store {
+	t.Helper()
+	s, err := projections.Open(dir, projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // memStore returns an in-memory store holding recs, closed at test end.
 func memStore(t testing.TB, recs []events.Record) *projections.Store {
 	t.Helper()

@@ -112,10 +112,7 @@ func TestVerify(t *testing.T) {
 	h := history(t, 3, 200, 4)
 	log := logWith(t, h)
 	dir := filepath.Join(t.TempDir(), "live")
-	live, err := projections.Open(dir, projections.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	live := openStore(t, dir)
 	r := &projections.Runner{Log: log, Store: live, Batch: 13}
 	if _, err := r.RunToEnd(t.Context()); err != nil {
 		t.Fatal(err)
@@ -184,10 +181,7 @@ func TestVerify(t *testing.T) {
 			if err := db.Close(); err != nil {
 				t.Fatal(err)
 			}
-			live, err := projections.Open(dir, projections.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			live := openStore(t, dir)
 			rep, err := replay.Verify(t.Context(), log, live)
 			live.Close()
 			if err != nil {
@@ -233,10 +227,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Parallel()
 	h := history(t, 5, 400, 6)
 	log := newLog(t)
-	live, err := projections.Open(filepath.Join(t.TempDir(), "live"), projections.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	live := openStore(t, filepath.Join(t.TempDir(), "live"))
 	defer live.Close()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

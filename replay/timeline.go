@@ -80,6 +80,17 @@ type ObsRef struct {
 // session with no events.
 func Timeline(ctx context.Context, log events.Log, id string) ([]Item, error) {
 	agg := events.Aggregate{Kind: events.KindSession, ID: id}
+	recs, err := loadTimeline(ctx, log, agg)
+	if err != nil {
+		return nil, err
+	}
+	return TimelineOf(recs), nil
+}
+
+// loadTimeline returns agg's records, read with log.Load, for a timeline.
+// Its errors name the timeline; one for an aggregate with no events wraps
+// events.ErrNotFound.
+func loadTimeline(ctx context.Context, log events.Log, agg events.Aggregate) ([]events.Record, error) {
 	recs, _, err := log.Load(ctx, agg)
 	if err != nil {
 		return nil, fmt.Errorf("timeline %s: %w", agg, err)
@@ -87,7 +98,7 @@ func Timeline(ctx context.Context, log events.Log, id string) ([]Item, error) {
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("timeline %s: %w", agg, events.ErrNotFound)
 	}
-	return TimelineOf(recs), nil
+	return recs, nil
 }
 
 // TimelineOf returns the timeline of recs, the records of one aggregate

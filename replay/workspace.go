@@ -20,12 +20,9 @@ import (
 // for a workspace with no events.
 func WorkspaceTimeline(ctx context.Context, log events.Log, id string, tasks, commands []string) ([]Item, error) {
 	agg := events.Aggregate{Kind: events.KindWorkspace, ID: id}
-	recs, _, err := log.Load(ctx, agg)
+	recs, err := loadTimeline(ctx, log, agg)
 	if err != nil {
-		return nil, fmt.Errorf("timeline %s: %w", agg, err)
-	}
-	if len(recs) == 0 {
-		return nil, fmt.Errorf("timeline %s: %w", agg, events.ErrNotFound)
+		return nil, err
 	}
 	items := payloadItems(recs, "")
 	for _, c := range commands {

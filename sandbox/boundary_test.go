@@ -100,24 +100,21 @@ func mustRun(t *testing.T, name string, args ...string) {
 // memory limit.
 func TestLimits_Memory(t *testing.T) {
 	t.Parallel()
-	for _, m := range allModes {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			s := newSpec(t, m, false, "perl", "-e", `my $x = "x" x (256<<20); print "allocated\n"`)
-			s.Limits.MemoryBytes = 64 << 20
-			res, r := run(t, s)
-			t.Logf("limits: %v", res.Limits)
-			if res.Limits.MemoryBytes == 0 {
-				if m.restricted() && os.Geteuid() == 0 && res.Limits.Procs == 0 {
-					t.Errorf("a root worker got no cgroup: %v", res.Limits)
-				}
-				return
+	inEachMode(t, func(t *testing.T, m Mode) {
+		s := newSpec(t, m, false, "perl", "-e", `my $x = "x" x (256<<20); print "allocated\n"`)
+		s.Limits.MemoryBytes = 64 << 20
+		res, r := run(t, s)
+		t.Logf("limits: %v", res.Limits)
+		if res.Limits.MemoryBytes == 0 {
+			if m.restricted() && os.Geteuid() == 0 && res.Limits.Procs == 0 {
+				t.Errorf("a root worker got no cgroup: %v", res.Limits)
 			}
-			if strings.Contains(r.text(Stdout), "allocated") || res.ExitCode == 0 {
-				t.Errorf("allocated 256 MiB under a 64 MiB limit: %+v", res)
-			}
-		})
-	}
+			return
+		}
+		if strings.Contains(r.text(Stdout), "allocated") || res.ExitCode == 0 {
+			t.Errorf("allocated 256 MiB under a 64 MiB limit: %+v", res)
+		}
+	})
 }
 
 // The worker's own process count does not count against a command's

@@ -27,6 +27,41 @@ const testGrace = 300 * time.Millisecond
 
 var allModes = []Mode{FullAccess, WorkspaceWrite, ReadOnly}
 
+// inEachMode runs f as a parallel subtest, named after the mode, in each
+// of allModes.
+func inEachMode(t *testing.T, f func(t *testing.T, m Mode)) {
+	for _, m := range allModes {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			f(t, m)
+		})
+	}
+}
+
+// eachTTY runs f as a parallel subtest without a terminal and with one,
+// named "tty=<false|true>".
+func eachTTY(t *testing.T, f func(t *testing.T, tty bool)) {
+	for _, tty := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
+			t.Parallel()
+			f(t, tty)
+		})
+	}
+}
+
+// inEachModeTTY runs f as a parallel subtest in each of allModes, without
+// a terminal and with one, named "<mode>/tty=<false|true>".
+func inEachModeTTY(t *testing.T, f func(t *testing.T, m Mode, tty bool)) {
+	for _, m := range allModes {
+		for _, tty := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/tty=%v", m, tty), func(t *testing.T) {
+				t.Parallel()
+				f(t, m, tty)
+			})
+		}
+	}
+}
+
 // requireBwrap skips restricted-mode tests on machines without bubblewrap.
 // CI installs it, so there they always run.
 func requireBwrap(t *testing.T) {
@@ -168,86 +203,70 @@ func TestStart_Echo(t *testing.T) {
 
 func TestStart_TerminalSize(t *testing.T) {
 	t.Parallel()
-	for _, m := range allModes {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			_, r := run(t, newSpec(t, m, true, "sh", "-c", `stty size; echo "TERM=$TERM"`))
-			if got, want := r.text(PTY), "24 80\r\nTERM=dumb\r\n"; got != want {
-				t.Errorf("output = %q, want %q", got, want)
-			}
-		})
-	}
+	inEachMode(t, func(t *testing.T, m Mode) {
+		_, r := run(t, newSpec(t, m, true, "sh", "-c", `stty size; echo "TERM=$TERM"`))
+		if got, want := r.text(PTY), "24 80\r\nTERM=dumb\r\n"; got != want {
+			t.Errorf("output = %q, want %q", got, want)
+		}
+	})
 }
 
 func TestStart_Env(t *testing.T) {
 	t.Parallel()
-	for _, m := range allModes {
-		for _, tty := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/tty=%v", m, tty), func(t *testing.T) {
-				t.Parallel()
-				s := newSpec(t, m, tty, "env")
-				s.Env = []string{"PATH=/usr/bin:/bin", "FOO=bar baz", "EMPTY=", "PWD=/somewhere/else", "TERM=xterm-256color"}
-				ws, err := filepath.EvalSymlinks(s.Workspace)
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, r := run(t, s)
-				if res.ExitCode != 0 {
-					t.Fatalf("env exited %d", res.ExitCode)
-				}
-				out := r.text(Stdout)
-				if tty {
-					out = strings.ReplaceAll(r.text(PTY), "\r\n", "\n")
-				}
-				got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-				want := []string{"PATH=/usr/bin:/bin", "FOO=bar baz", "EMPTY=", "PWD=" + ws}
-				if tty {
-					want = append(want, TTYEnv()...)
-				} else {
-					want = append(want, "TERM=xterm-256color")
-				}
-				slices.Sort(got)
-				slices.Sort(want)
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("environment (-want +got):\n%s", diff)
-				}
-			})
+	inEachModeTTY(t, func(t *testing.T, m Mode, tty bool) {
+		s := newSpec(t, m, tty, "env")
+		s.Env = []string{"PATH=/usr/bin:/bin", "FOO=bar baz", "EMPTY=", "PWD=/somewhere/else", "TERM=xterm-256color"}
+		ws, err := filepath.EvalSymlinks(s.Workspace)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		res, r := run(t, s)
+		if res.ExitCode != 0 {
+			t.Fatalf("env exited %d", res.ExitCode)
+		}
+		out := r.text(Stdout)
+		if tty {
+			out = strings.ReplaceAll(r.text(PTY), "\r\n", "\n")
+		}
+		got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		want := []string{"PATH=/usr/bin:/bin", "FOO=bar baz", "EMPTY=", "PWD=" + ws}
+		if tty {
+			want = append(want, TTYEnv()...)
+		} else {
+			want = append(want, "TERM=xterm-256color")
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("environment (-want +got):\n%s", diff)
+		}
+	})
 }
 
 func TestStart_Dir(t *testing.T) {
 	t.Parallel()
-	for _, m := range allModes {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			s := newSpec(t, m, false, "pwd", "-P")
-			if err := os.Mkdir(filepath.Join(s.Workspace, "sub"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			s.Dir = "sub"
-			ws, _ := filepath.EvalSymlinks(s.Workspace)
-			_, r := run(t, s)
-			if got, want := r.text(Stdout), filepath.Join(ws, "sub")+"\n"; got != want {
-				t.Errorf("pwd = %q, want %q", got, want)
-			}
-		})
-	}
+	inEachMode(t, func(t *testing.T, m Mode) {
+		s := newSpec(t, m, false, "pwd", "-P")
+		if err := os.Mkdir(filepath.Join(s.Workspace, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s.Dir = "sub"
+		ws, _ := filepath.EvalSymlinks(s.Workspace)
+		_, r := run(t, s)
+		if got, want := r.text(Stdout), filepath.Join(ws, "sub")+"\n"; got != want {
+			t.Errorf("pwd = %q, want %q", got, want)
+		}
+	})
 }
 
 func TestStart_ExitCode(t *testing.T) {
 	t.Parallel()
-	for _, m := range allModes {
-		for _, tty := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/tty=%v", m, tty), func(t *testing.T) {
-				t.Parallel()
-				res, _ := run(t, newSpec(t, m, tty, "sh", "-c", "exit 3"))
-				if res.ExitCode != 3 || res.Signal != "" || res.Stopped {
-					t.Errorf("result = %+v, want ExitCode 3", res)
-				}
-			})
+	inEachModeTTY(t, func(t *testing.T, m Mode, tty bool) {
+		res, _ := run(t, newSpec(t, m, tty, "sh", "-c", "exit 3"))
+		if res.ExitCode != 3 || res.Signal != "" || res.Stopped {
+			t.Errorf("result = %+v, want ExitCode 3", res)
 		}
-	}
+	})
 }
 
 func TestStart_NotFound(t *testing.T) {
@@ -409,34 +428,31 @@ func TestAvailable(t *testing.T) {
 // mode bubblewrap exits before running anything, which Wait reports.
 func TestStart_ExecFails(t *testing.T) {
 	t.Parallel()
-	for _, m := range allModes {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			s := newSpec(t, m, false, "./script")
-			if err := os.WriteFile(filepath.Join(s.Workspace, "script"), []byte("#!/no/such/interpreter\n"), 0o755); err != nil {
-				t.Fatal(err)
+	inEachMode(t, func(t *testing.T, m Mode) {
+		s := newSpec(t, m, false, "./script")
+		if err := os.WriteFile(filepath.Join(s.Workspace, "script"), []byte("#!/no/such/interpreter\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r := newRecorder("")
+		p, err := Start(t.Context(), s, r.emit)
+		if !m.restricted() {
+			if err == nil {
+				p.Wait()
+				t.Fatal("Start succeeded, want an exec error")
 			}
-			r := newRecorder("")
-			p, err := Start(t.Context(), s, r.emit)
-			if !m.restricted() {
-				if err == nil {
-					p.Wait()
-					t.Fatal("Start succeeded, want an exec error")
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Start: %v", err)
-			}
-			res, err := p.Wait()
-			if !errors.Is(err, ErrRefused) {
-				t.Errorf("Wait = %+v, %v; want ErrRefused", res, err)
-			}
-			if out := r.text(Stderr); !strings.Contains(out, "bwrap") {
-				t.Errorf("stderr = %q, want bubblewrap's message", out)
-			}
-		})
-	}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		res, err := p.Wait()
+		if !errors.Is(err, ErrRefused) {
+			t.Errorf("Wait = %+v, %v; want ErrRefused", res, err)
+		}
+		if out := r.text(Stderr); !strings.Contains(out, "bwrap") {
+			t.Errorf("stderr = %q, want bubblewrap's message", out)
+		}
+	})
 }
 
 func TestOutput_LargeWithoutNewline(t *testing.T) {
@@ -487,37 +503,31 @@ func TestOutput_Binary(t *testing.T) {
 			want = append(want, byte(b))
 		}
 	}
-	for _, m := range allModes {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			s := newSpec(t, m, false, "cat", "bytes")
-			if err := os.WriteFile(filepath.Join(s.Workspace, "bytes"), want, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			_, r := run(t, s)
-			if got := []byte(r.text(Stdout)); !bytes.Equal(got, want) {
-				t.Errorf("stdout differs from the file: got %d bytes %q…", len(got), got[:min(len(got), 32)])
-			}
-		})
-	}
+	inEachMode(t, func(t *testing.T, m Mode) {
+		s := newSpec(t, m, false, "cat", "bytes")
+		if err := os.WriteFile(filepath.Join(s.Workspace, "bytes"), want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, r := run(t, s)
+		if got := []byte(r.text(Stdout)); !bytes.Equal(got, want) {
+			t.Errorf("stdout differs from the file: got %d bytes %q…", len(got), got[:min(len(got), 32)])
+		}
+	})
 }
 
 // A slow trickle must arrive while the command still runs, not only at its
 // exit: buffered output is flushed within FlushInterval.
 func TestOutput_FlushedWhileRunning(t *testing.T) {
 	t.Parallel()
-	for _, tty := range []bool{false, true} {
-		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
-			t.Parallel()
-			r := newRecorder("first")
-			p := start(t, newSpec(t, FullAccess, tty, "sh", "-c", "echo first; exec sleep 30"), r)
-			r.awaitOutput(t, "first")
-			p.Stop()
-			if res, err := p.Wait(); err != nil || !res.Stopped {
-				t.Errorf("Wait = %+v, %v; want Stopped", res, err)
-			}
-		})
-	}
+	eachTTY(t, func(t *testing.T, tty bool) {
+		r := newRecorder("first")
+		p := start(t, newSpec(t, FullAccess, tty, "sh", "-c", "echo first; exec sleep 30"), r)
+		r.awaitOutput(t, "first")
+		p.Stop()
+		if res, err := p.Wait(); err != nil || !res.Stopped {
+			t.Errorf("Wait = %+v, %v; want Stopped", res, err)
+		}
+	})
 }
 
 func TestStdin(t *testing.T) {
@@ -598,57 +608,49 @@ const ignoreTerm = `trap "" TERM; echo ready; while :; do sleep 0.05; done`
 
 func TestStop_IgnoredTermIsKilledAfterGrace(t *testing.T) {
 	t.Parallel()
-	for _, m := range allModes {
-		for _, tty := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/tty=%v", m, tty), func(t *testing.T) {
-				t.Parallel()
-				r := newRecorder("ready")
-				p := start(t, newSpec(t, m, tty, "sh", "-c", ignoreTerm), r)
-				r.awaitOutput(t, "ready")
-				stopped := time.Now()
-				p.Stop()
-				res, err := p.Wait()
-				elapsed := time.Since(stopped)
-				if err != nil {
-					t.Fatalf("Wait: %v", err)
-				}
-				if !res.Stopped || res.Signal != "SIGKILL" || res.ExitCode != 128+9 {
-					t.Errorf("result = %+v, want Stopped by SIGKILL", res)
-				}
-				if elapsed < testGrace {
-					t.Errorf("killed %v after Stop, before the %v grace", elapsed, testGrace)
-				}
-				t.Logf("killed %v after Stop (grace %v)", elapsed, testGrace)
-			})
+	inEachModeTTY(t, func(t *testing.T, m Mode, tty bool) {
+		r := newRecorder("ready")
+		p := start(t, newSpec(t, m, tty, "sh", "-c", ignoreTerm), r)
+		r.awaitOutput(t, "ready")
+		stopped := time.Now()
+		p.Stop()
+		res, err := p.Wait()
+		elapsed := time.Since(stopped)
+		if err != nil {
+			t.Fatalf("Wait: %v", err)
 		}
-	}
+		if !res.Stopped || res.Signal != "SIGKILL" || res.ExitCode != 128+9 {
+			t.Errorf("result = %+v, want Stopped by SIGKILL", res)
+		}
+		if elapsed < testGrace {
+			t.Errorf("killed %v after Stop, before the %v grace", elapsed, testGrace)
+		}
+		t.Logf("killed %v after Stop (grace %v)", elapsed, testGrace)
+	})
 }
 
 // A command that handles SIGTERM gets to finish, also inside bubblewrap
 // (which itself would die of SIGTERM at once).
 func TestStop_TermHandled(t *testing.T) {
 	t.Parallel()
-	for _, m := range allModes {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			r := newRecorder("ready")
-			s := newSpec(t, m, false, "sh", "-c", `trap 'echo bye; exit 0' TERM; echo ready; while :; do sleep 0.05; done`)
-			s.Grace = time.Minute
-			p := start(t, s, r)
-			r.awaitOutput(t, "ready")
-			p.Stop()
-			res, err := p.Wait()
-			if err != nil {
-				t.Fatalf("Wait: %v", err)
-			}
-			if res.ExitCode != 0 || res.Signal != "" || !res.Stopped {
-				t.Errorf("result = %+v, want Stopped with exit 0", res)
-			}
-			if got, want := r.text(Stdout), "ready\nbye\n"; got != want {
-				t.Errorf("stdout = %q, want %q", got, want)
-			}
-		})
-	}
+	inEachMode(t, func(t *testing.T, m Mode) {
+		r := newRecorder("ready")
+		s := newSpec(t, m, false, "sh", "-c", `trap 'echo bye; exit 0' TERM; echo ready; while :; do sleep 0.05; done`)
+		s.Grace = time.Minute
+		p := start(t, s, r)
+		r.awaitOutput(t, "ready")
+		p.Stop()
+		res, err := p.Wait()
+		if err != nil {
+			t.Fatalf("Wait: %v", err)
+		}
+		if res.ExitCode != 0 || res.Signal != "" || !res.Stopped {
+			t.Errorf("result = %+v, want Stopped with exit 0", res)
+		}
+		if got, want := r.text(Stdout), "ready\nbye\n"; got != want {
+			t.Errorf("stdout = %q, want %q", got, want)
+		}
+	})
 }
 
 func TestStop_Idempotent(t *testing.T) {
@@ -733,31 +735,28 @@ func TestExit_SetsidGrandchildDies(t *testing.T) {
 // holds the command's tree, the grandchild is killed with the rest.
 func TestWait_LingeringHolder(t *testing.T) {
 	t.Parallel()
-	for _, tty := range []bool{false, true} {
-		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
-			t.Parallel()
-			token := uniqueSleep()
-			t.Cleanup(func() {
-				for _, pid := range sandboxtest.ProcessesWith(token) {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-			})
-			// The fifo makes sh wait until the grandchild has left the group.
-			res, r := run(t, newSpec(t, FullAccess, tty, "sh", "-c", `mkfifo f; setsid sh -c 'echo >f; exec sleep "$0"' "$0" & read x <f; echo started`, token))
-			if res.Limits.Killable {
-				// A cgroup holds the whole tree: the escaped grandchild dies.
-				if res.Lingering || res.ExitCode != 0 {
-					t.Errorf("result = %+v, want exit 0, not Lingering", res)
-				}
-				waitFor(t, "the escaped grandchild to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
-			} else if !res.Lingering || res.ExitCode != 0 {
-				t.Errorf("result = %+v, want exit 0 and Lingering", res)
-			}
-			if out := r.text(Stdout) + r.text(PTY); !strings.Contains(out, "started") {
-				t.Errorf("output = %q, want it to contain the output before the exit", out)
+	eachTTY(t, func(t *testing.T, tty bool) {
+		token := uniqueSleep()
+		t.Cleanup(func() {
+			for _, pid := range sandboxtest.ProcessesWith(token) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		})
-	}
+		// The fifo makes sh wait until the grandchild has left the group.
+		res, r := run(t, newSpec(t, FullAccess, tty, "sh", "-c", `mkfifo f; setsid sh -c 'echo >f; exec sleep "$0"' "$0" & read x <f; echo started`, token))
+		if res.Limits.Killable {
+			// A cgroup holds the whole tree: the escaped grandchild dies.
+			if res.Lingering || res.ExitCode != 0 {
+				t.Errorf("result = %+v, want exit 0, not Lingering", res)
+			}
+			waitFor(t, "the escaped grandchild to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
+		} else if !res.Lingering || res.ExitCode != 0 {
+			t.Errorf("result = %+v, want exit 0 and Lingering", res)
+		}
+		if out := r.text(Stdout) + r.text(PTY); !strings.Contains(out, "started") {
+			t.Errorf("output = %q, want it to contain the output before the exit", out)
+		}
+	})
 }
 
 // After the leader exits, what is left of its group is killed.
@@ -845,16 +844,13 @@ func hostListener(t *testing.T) int {
 func TestBoundary_Network(t *testing.T) {
 	t.Parallel()
 	port := strconv.Itoa(hostListener(t))
-	for _, m := range allModes {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			res, r := run(t, newSpec(t, m, false, "bash", "-c", `echo hi > /dev/tcp/127.0.0.1/$0`, port))
-			if connected := res.ExitCode == 0; connected != (m == FullAccess) {
-				t.Errorf("connect to 127.0.0.1:%s: exit %d (stderr %q); want a connection only in full_access",
-					port, res.ExitCode, r.text(Stderr))
-			}
-		})
-	}
+	inEachMode(t, func(t *testing.T, m Mode) {
+		res, r := run(t, newSpec(t, m, false, "bash", "-c", `echo hi > /dev/tcp/127.0.0.1/$0`, port))
+		if connected := res.ExitCode == 0; connected != (m == FullAccess) {
+			t.Errorf("connect to 127.0.0.1:%s: exit %d (stderr %q); want a connection only in full_access",
+				port, res.ExitCode, r.text(Stderr))
+		}
+	})
 }
 
 func TestBoundary_Protected(t *testing.T) {

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"fmt"
 	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 	"os/exec"
 	"syscall"
@@ -12,23 +11,20 @@ import (
 // still a descendant of the leader when Stop looks.
 func TestStop_FullAccessSetsidGrandchildDies(t *testing.T) {
 	t.Parallel()
-	for _, tty := range []bool{false, true} {
-		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
-			t.Parallel()
-			token := uniqueSleep()
-			t.Cleanup(func() { killAll(token) })
-			r := newRecorder("ready")
-			p := start(t, newSpec(t, FullAccess, tty, "sh", "-c", `setsid sleep "$0" >/dev/null 2>&1 </dev/null & echo ready; sleep "$0"`, token), r)
-			r.awaitOutput(t, "ready")
-			waitFor(t, "the setsid grandchild to run", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 2 })
-			p.Stop()
-			res, err := p.Wait()
-			if err != nil || !res.Stopped {
-				t.Fatalf("Wait = %+v, %v; want stopped", res, err)
-			}
-			waitFor(t, "the whole tree to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
-		})
-	}
+	eachTTY(t, func(t *testing.T, tty bool) {
+		token := uniqueSleep()
+		t.Cleanup(func() { killAll(token) })
+		r := newRecorder("ready")
+		p := start(t, newSpec(t, FullAccess, tty, "sh", "-c", `setsid sleep "$0" >/dev/null 2>&1 </dev/null & echo ready; sleep "$0"`, token), r)
+		r.awaitOutput(t, "ready")
+		waitFor(t, "the setsid grandchild to run", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 2 })
+		p.Stop()
+		res, err := p.Wait()
+		if err != nil || !res.Stopped {
+			t.Fatalf("Wait = %+v, %v; want stopped", res, err)
+		}
+		waitFor(t, "the whole tree to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
+	})
 }
 
 // KillTree kills what a dead leader left in its session and group, found

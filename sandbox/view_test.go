@@ -59,39 +59,36 @@ func TestBoundary_HomeCredentials(t *testing.T) {
 		echo x > "$HOME/.cargo/registry/new" 2>/dev/null && echo wrote registry
 		mkdir -p "$HOME/.cache/tool" && echo x > "$HOME/.cache/tool/f" && echo home-writable
 		true`
-	for _, m := range allModes {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			home := filepath.Join(outsideDir(t), "home")
-			credentialHome(t, home)
-			ws := filepath.Join(home, "src", "project")
-			must(t, os.MkdirAll(ws, 0o755))
-			s := Spec{Argv: append([]string{"sh", "-c", script, "sh"}, credentialFiles()...),
-				Env: append(testEnv(), "HOME="+home), Workspace: ws, Mode: m, Grace: testGrace,
-				Allow: DefaultAllow(home, nil), Hidden: CredentialPaths(home)}
-			_, r := run(t, s)
-			var read []string
-			for _, line := range strings.Split(r.text(Stdout), "\n") {
-				if f, ok := strings.CutPrefix(line, "read "); ok {
-					read = append(read, f)
-				}
+	inEachMode(t, func(t *testing.T, m Mode) {
+		home := filepath.Join(outsideDir(t), "home")
+		credentialHome(t, home)
+		ws := filepath.Join(home, "src", "project")
+		must(t, os.MkdirAll(ws, 0o755))
+		s := Spec{Argv: append([]string{"sh", "-c", script, "sh"}, credentialFiles()...),
+			Env: append(testEnv(), "HOME="+home), Workspace: ws, Mode: m, Grace: testGrace,
+			Allow: DefaultAllow(home, nil), Hidden: CredentialPaths(home)}
+		_, r := run(t, s)
+		var read []string
+		for _, line := range strings.Split(r.text(Stdout), "\n") {
+			if f, ok := strings.CutPrefix(line, "read "); ok {
+				read = append(read, f)
 			}
-			want := []string(nil)
-			tail := "crates\nhome-writable\n"
-			if m == FullAccess {
-				want = credentialFiles()
-				tail = "crates\nwrote registry\nhome-writable\n"
-			}
-			slices.Sort(read)
-			slices.Sort(want)
-			if !slices.Equal(read, want) {
-				t.Errorf("%s read %d of %d credential files: %q", m, len(read), len(credentialFiles()), read)
-			}
-			if !strings.HasSuffix(r.text(Stdout), tail) {
-				t.Errorf("stdout %q, want it to end %q (stderr %q)", r.text(Stdout), tail, r.text(Stderr))
-			}
-		})
-	}
+		}
+		want := []string(nil)
+		tail := "crates\nhome-writable\n"
+		if m == FullAccess {
+			want = credentialFiles()
+			tail = "crates\nwrote registry\nhome-writable\n"
+		}
+		slices.Sort(read)
+		slices.Sort(want)
+		if !slices.Equal(read, want) {
+			t.Errorf("%s read %d of %d credential files: %q", m, len(read), len(credentialFiles()), read)
+		}
+		if !strings.HasSuffix(r.text(Stdout), tail) {
+			t.Errorf("stdout %q, want it to end %q (stderr %q)", r.text(Stdout), tail, r.text(Stderr))
+		}
+	})
 }
 
 // A home full of credential files, with the allowlist reaching into it:
@@ -165,36 +162,33 @@ func TestBoundary_View(t *testing.T) {
 		{"/var/log", "-", "-", "?"},
 		{"/sys/kernel", "-", "-", "?"},
 	}
-	for _, m := range allModes {
-		t.Run(string(m), func(t *testing.T) {
-			t.Parallel()
-			s := newSpec(t, m, false, "sh", "-c", script, "sh")
-			ws, _ := filepath.EvalSymlinks(s.Workspace)
-			must(t, os.WriteFile(filepath.Join(ws, "file"), []byte("x\n"), 0o644))
-			for _, r := range rows {
-				s.Argv = append(s.Argv, strings.ReplaceAll(r.path, "$WS", ws))
+	inEachMode(t, func(t *testing.T, m Mode) {
+		s := newSpec(t, m, false, "sh", "-c", script, "sh")
+		ws, _ := filepath.EvalSymlinks(s.Workspace)
+		must(t, os.WriteFile(filepath.Join(ws, "file"), []byte("x\n"), 0o644))
+		for _, r := range rows {
+			s.Argv = append(s.Argv, strings.ReplaceAll(r.path, "$WS", ws))
+		}
+		s.Env = append(s.Env, "HOME="+home)
+		s.Allow = []Allow{{Path: filepath.Join(home, "go/pkg/mod")}, {Path: shared, Write: true}}
+		_, rec := run(t, s)
+		got := strings.Split(strings.TrimSpace(rec.text(Stdout)), "\n")
+		if len(got) != len(rows) {
+			t.Fatalf("stdout %q (stderr %q)", rec.text(Stdout), rec.text(Stderr))
+		}
+		for i, r := range rows {
+			want := map[Mode]string{ReadOnly: r.ro, WorkspaceWrite: r.ww, FullAccess: r.fa}[m]
+			if _, err := os.Stat(strings.ReplaceAll(r.path, "$WS", ws)); want == "?" || err != nil && want != "-" {
+				continue // the host's own business, or not on this host
 			}
-			s.Env = append(s.Env, "HOME="+home)
-			s.Allow = []Allow{{Path: filepath.Join(home, "go/pkg/mod")}, {Path: shared, Write: true}}
-			_, rec := run(t, s)
-			got := strings.Split(strings.TrimSpace(rec.text(Stdout)), "\n")
-			if len(got) != len(rows) {
-				t.Fatalf("stdout %q (stderr %q)", rec.text(Stdout), rec.text(Stderr))
+			if os.Geteuid() != 0 && m == FullAccess {
+				continue
 			}
-			for i, r := range rows {
-				want := map[Mode]string{ReadOnly: r.ro, WorkspaceWrite: r.ww, FullAccess: r.fa}[m]
-				if _, err := os.Stat(strings.ReplaceAll(r.path, "$WS", ws)); want == "?" || err != nil && want != "-" {
-					continue // the host's own business, or not on this host
-				}
-				if os.Geteuid() != 0 && m == FullAccess {
-					continue
-				}
-				if g, _, _ := strings.Cut(got[i], " "); g != want {
-					t.Errorf("%s: %s, want %s", r.path, g, want)
-				}
+			if g, _, _ := strings.Cut(got[i], " "); g != want {
+				t.Errorf("%s: %s, want %s", r.path, g, want)
 			}
-		})
-	}
+		}
+	})
 }
 
 // A real toolchain build in workspace_write: go build of a module whose

@@ -1,37 +1,33 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 )
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// serveTest serves subject on srv's connection with handle, logging to
+// logf, until the test ends, and flushes the subscription to the server
+// before it returns; a failure fails the test.
+func serveTest(t *testing.T, srv *natslog.Server, subject string, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any)) {
+	t.Helper()
+	sub, err := Serve(srv.Conn(), subject, handle, logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	if err := srv.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // loopback starts an embedded server listening on a loopback port (user
@@ -64,22 +60,15 @@ func TestAPI_AnswerSizes(t *testing.T) {
 	if nc.MaxPayload() != 1<<20 {
 		t.Fatalf("max payload %d, the sizes below assume 1 MiB", nc.MaxPayload())
 	}
-	var logged syncBuffer
+	var logged natslogtest.Buffer
 	logf := func(format string, args ...any) { fmt.Fprintf(&logged, format+"\n", args...) }
-	sub, err := Serve(srv.Conn(), "test.big", func(_ context.Context, data []byte) (any, error) {
+	serveTest(t, srv, "test.big", func(_ context.Context, data []byte) (any, error) {
 		var n int
 		if err := json.Unmarshal(data, &n); err != nil {
 			return nil, err
 		}
 		return strings.Repeat("x", n), nil
 	}, logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sub.Unsubscribe() })
-	if err := srv.Conn().Flush(); err != nil {
-		t.Fatal(err)
-	}
 	for _, n := range []int{0, 10, 1<<20 - 300, 1<<20 + 1, 5 << 20, MaxReply - 100} {
 		var got string
 		if err := Call(t.Context(), nc, "test.", "big", n, &got); err != nil {
@@ -95,7 +84,7 @@ func TestAPI_AnswerSizes(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	err = Call(ctx, nc, "test.", "big", MaxReply+1, nil)
+	err := Call(ctx, nc, "test.", "big", MaxReply+1, nil)
 	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), fmt.Sprint(MaxReply+len(`""`)+1)) {
 		t.Errorf("answer over MaxReply: error %v, want ErrTooLarge naming its size", err)
 	}
@@ -103,17 +92,10 @@ func TestAPI_AnswerSizes(t *testing.T) {
 		t.Errorf("server log %q, want a line about the answer it did not send", logged.String())
 	}
 
-	slow, err := Serve(srv.Conn(), "test.slow", func(context.Context, []byte) (any, error) {
+	serveTest(t, srv, "test.slow", func(context.Context, []byte) (any, error) {
 		time.Sleep(heartbeatEvery + heartbeatEvery/2)
 		return "done", nil
 	}, logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { slow.Unsubscribe() })
-	if err := srv.Conn().Flush(); err != nil {
-		t.Fatal(err)
-	}
 	// Each call below has a deadline of its own: the refusal above may
 	// take most of its own on a loaded machine (32 MiB built and encoded).
 	ctx, cancel = context.WithTimeout(t.Context(), 10*time.Second)
@@ -138,7 +120,7 @@ func TestAPI_AnswerSizes(t *testing.T) {
 func TestServe_SlowRequestHoldsUpNoOther(t *testing.T) {
 	srv, nc := loopback(t)
 	release, held := make(chan struct{}), make(chan struct{})
-	sub, err := Serve(srv.Conn(), "test.wait", func(ctx context.Context, data []byte) (any, error) {
+	serveTest(t, srv, "test.wait", func(ctx context.Context, data []byte) (any, error) {
 		var hold bool
 		if err := json.Unmarshal(data, &hold); err != nil {
 			return nil, err
@@ -154,13 +136,6 @@ func TestServe_SlowRequestHoldsUpNoOther(t *testing.T) {
 		}
 		return "at once", nil
 	}, func(string, ...any) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sub.Unsubscribe() })
-	if err := srv.Conn().Flush(); err != nil {
-		t.Fatal(err)
-	}
 	first := make(chan error, 1)
 	var firstAnswer string
 	go func() { first <- Call(t.Context(), nc, "test.", "wait", true, &firstAnswer) }()

@@ -102,6 +102,27 @@ func run(t *testing.T, in *Intake) {
 	})
 }
 
+// flushAll has in decide every record its journal holds, waiting at most
+// within, and fails the test unless none is left.
+func flushAll(t *testing.T, in *Intake, within time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	defer cancel()
+	if left, err := in.Flush(ctx); left != 0 || err != nil {
+		t.Fatalf("Flush: %d left, %v", left, err)
+	}
+}
+
+// runDrained runs in as run does and waits until svc has decided every
+// record the journal held; a failure to wait fails the test.
+func runDrained(t *testing.T, in *Intake, svc *Service) {
+	t.Helper()
+	run(t, in)
+	if err := svc.WaitIntake(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // hookReq returns a hook request for a PreToolUse (event "pre") or
 // PostToolUse ("post") of call in session sid.
 func hookReq(t *testing.T, sid, event, call string) []byte {
@@ -172,10 +193,7 @@ func TestIntake_AcceptThenAppend(t *testing.T) {
 	if in.Pending() != 6 {
 		t.Fatalf("Pending %d, want 6", in.Pending())
 	}
-	run(t, in)
-	if err := svc.WaitIntake(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	runDrained(t, in, svc)
 	obs, types := e.observed()
 	want := map[string][]string{
 		"s0": {"PreToolUse toolu_0", "PreToolUse toolu_2", "PreToolUse toolu_4"},
@@ -254,10 +272,7 @@ func TestIntake_Restart(t *testing.T) {
 	if in2.Pending() != 4 {
 		t.Fatalf("reopened: %d pending, want 4", in2.Pending())
 	}
-	run(t, in2)
-	if err := svc2.WaitIntake(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	runDrained(t, in2, svc2)
 	obs, types := e.observed()
 	if want := []string{"PreToolUse toolu_0", "PreToolUse toolu_1", "PreToolUse toolu_2", "PreToolUse toolu_3"}; fmt.Sprint(obs["s"]) != fmt.Sprint(want) {
 		t.Errorf("observed %v, want each once: %v", obs["s"], want)
@@ -287,10 +302,7 @@ func TestIntake_RecordRefusedOnRestart(t *testing.T) {
 	j.Close()
 	svc := e.service()
 	in := e.open(svc)
-	run(t, in)
-	if err := svc.WaitIntake(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	runDrained(t, in, svc)
 	if obs, _ := e.observed(); fmt.Sprint(obs["s"]) != "[PreToolUse toolu_after]" {
 		t.Errorf("observed %v", obs)
 	}
@@ -388,11 +400,7 @@ func TestIntake_Concurrent(t *testing.T) {
 	wg.Wait()
 	cancel()
 	<-done
-	fctx, fcancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer fcancel()
-	if left, err := in.Flush(fctx); left != 0 || err != nil {
-		t.Fatalf("Flush: %d left, %v", left, err)
-	}
+	flushAll(t, in, 30*time.Second)
 	in.Close()
 	obs, types := e.observed()
 	if fmt.Sprint(obs) != fmt.Sprint(order) {
@@ -441,11 +449,7 @@ func TestIntake_KilledMidBacklog(t *testing.T) {
 	}
 	// A backlog of hundreds takes its time on a loaded machine: Flush
 	// waits for it whole, where Wait gives up after IntakeWait.
-	fctx, fcancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer fcancel()
-	if left, err := in2.Flush(fctx); left != 0 || err != nil {
-		t.Fatalf("Flush: %d left, %v", left, err)
-	}
+	flushAll(t, in2, 2*time.Minute)
 	in2.Close()
 	obs, _ := e.observed()
 	if len(obs["s"]) != n {
@@ -475,10 +479,7 @@ func TestIntake_SubagentsApart(t *testing.T) {
 		}
 		want[agg.ID] = append(want[agg.ID], "PreToolUse "+call)
 	}
-	run(t, in)
-	if err := svc.WaitIntake(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	runDrained(t, in, svc)
 	if obs, _ := e.observed(); fmt.Sprint(obs) != fmt.Sprint(want) {
 		t.Errorf("observed\n%v\nwant\n%v", obs, want)
 	}
@@ -538,11 +539,7 @@ func TestIntake_JournalDropsPayloads(t *testing.T) {
 
 	svc2 := e.service()
 	in2 := e.open(svc2)
-	fctx, fcancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer fcancel()
-	if left, err := in2.Flush(fctx); left != 0 || err != nil {
-		t.Fatalf("Flush: %d left, %v", left, err)
-	}
+	flushAll(t, in2, 2*time.Minute)
 	if got := inFile(); len(got) != 0 {
 		t.Errorf("every record done, yet %d payloads still in the journal (first %d)", len(got), got[0])
 	}

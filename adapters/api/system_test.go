@@ -169,11 +169,11 @@ func callAs(t *testing.T, uid, gid int, path, verb string, req, resp any) error 
 	return (<-ch).err
 }
 
-// TestSystem_PeersByCredentials: with root, peers of other uids: one the
-// access list names is answered and seen as itself; one it does not is
-// refused before its request is read, naming it and who is let in; a
-// peer let in but not among the deciders is refused a person's verb.
-func TestSystem_PeersByCredentials(t *testing.T) {
+// nobodyAccess skips the test unless it runs as root, which can connect
+// as other users, and returns the access list that lets in uid 65534
+// (nobody).
+func nobodyAccess(t *testing.T) Access {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to connect as other users")
 	}
@@ -181,6 +181,15 @@ func TestSystem_PeersByCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return access
+}
+
+// TestSystem_PeersByCredentials: with root, peers of other uids: one the
+// access list names is answered and seen as itself; one it does not is
+// refused before its request is read, naming it and who is let in; a
+// peer let in but not among the deciders is refused a person's verb.
+func TestSystem_PeersByCredentials(t *testing.T) {
+	access := nobodyAccess(t)
 	path := systemServer(t, &System{
 		Verbs:  map[string]func(context.Context, []byte) (any, error){"read": echo},
 		People: map[string]func(context.Context, []byte) (any, error){"decide": echo},
@@ -195,7 +204,7 @@ func TestSystem_PeersByCredentials(t *testing.T) {
 	if out.Peer.UID != 65534 || out.Peer.GID != 65534 {
 		t.Errorf("peer %+v, want uid and gid 65534", out.Peer)
 	}
-	err = callAs(t, 65534, 65534, path, "decide", map[string]string{"actor": "person:root"}, nil)
+	err := callAs(t, 65534, 65534, path, "decide", map[string]string{"actor": "person:root"}, nil)
 	if !errors.Is(err, ErrPeerRefused) || !strings.Contains(err.Error(), "may not answer for a person on this socket (serve --socket-decide lets in nobody else)") {
 		t.Errorf("decide by a peer not a decider: %v", err)
 	}
@@ -262,13 +271,7 @@ func dialAs(t *testing.T, uid, gid, n int, path string) {
 // a user not let in, and of one let in, keep no other user's request
 // waiting; those refused are counted, not logged one line each.
 func TestSystem_IdleConnectionsStarveNoOne(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to connect as other users")
-	}
-	access, err := ParseAccess("65534")
-	if err != nil {
-		t.Fatal(err)
-	}
+	access := nobodyAccess(t)
 	var mu sync.Mutex
 	var lines []string
 	logf := func(format string, args ...any) {

@@ -254,6 +254,13 @@ func TestCompact_ManualAfterAnUnendedTurn(t *testing.T) {
 			hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "go test ./..."}),
 			hk(s, "PostToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "go test ./..."}, "tool_response", map[string]any{"stdout": "ok"})}
 	}
+	// testsRan is the transcript of a prompt whose Bash call ran the tests
+	// and got its result, the turn still open.
+	testsRan := func(s string) []string {
+		return []string{tUser(s, "run the tests"),
+			tAssistant(s, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "go test ./..."})),
+			tResult(s, "t1", "ok", map[string]any{"stdout": "ok"})}
+	}
 	ended := func(t *testing.T, f *feeder, s, outcome string) {
 		t.Helper()
 		f.want(s, events.PhaseReady, "-", nil, 0)
@@ -295,21 +302,17 @@ func TestCompact_ManualAfterAnUnendedTurn(t *testing.T) {
 	t.Run("transcript", func(t *testing.T) {
 		const s = "s-compact-d"
 		f := newFeeder(t)
-		f.transcript(s, tUser(s, "run the tests"),
-			tAssistant(s, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "go test ./..."})),
-			tResult(s, "t1", "ok", map[string]any{"stdout": "ok"}),
+		f.transcript(s, append(testsRan(s),
 			tUser(s, "<command-name>/compact</command-name>"),
 			tl(s, "system", "subtype", "compact_boundary", "compactMetadata", map[string]any{"trigger": "manual"}),
-			tl(s, "user", "isCompactSummary", true, "message", map[string]any{"role": "user", "content": "This session is being continued…"}))
+			tl(s, "user", "isCompactSummary", true, "message", map[string]any{"role": "user", "content": "This session is being continued…"}))...)
 		ended(t, f, s, "completed")
 	})
 	t.Run("auto compaction inside a turn keeps it", func(t *testing.T) {
 		const s = "s-compact-e"
 		f := newFeeder(t)
-		f.transcript(s, tUser(s, "run the tests"),
-			tAssistant(s, "tool_use", toolUseBlock("t1", "Bash", map[string]any{"command": "go test ./..."})),
-			tResult(s, "t1", "ok", map[string]any{"stdout": "ok"}),
-			tl(s, "system", "subtype", "compact_boundary", "compactMetadata", map[string]any{"trigger": "auto"}))
+		f.transcript(s, append(testsRan(s),
+			tl(s, "system", "subtype", "compact_boundary", "compactMetadata", map[string]any{"trigger": "auto"}))...)
 		f.want(s, events.PhaseWorking, "thinking", nil, 0)
 	})
 	t.Run("a late line of an earlier compaction", func(t *testing.T) {

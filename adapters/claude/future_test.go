@@ -9,6 +9,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -23,6 +24,22 @@ func clockedIngester(t *testing.T, log events.Log, now *time.Time) *Ingester {
 		t.Fatal(err)
 	}
 	return in
+}
+
+// importTranscript writes transcript to path and imports it with in into
+// session sid's aggregate, which it returns with the import's result; a
+// failure to write or import fails the test.
+func importTranscript(t *testing.T, in *Ingester, path, sid, transcript string) (events.Aggregate, ingest.FileResult) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(transcript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
+	res, err := in.ImportFile(t.Context(), path, agg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return agg, res
 }
 
 // TestImportFile_FutureTimestamp: a transcript line dated in the far
@@ -41,14 +58,7 @@ func TestImportFile_FutureTimestamp(t *testing.T) {
 {"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"` + sid + `","timestamp":"9999-12-31T23:59:59Z","message":{"role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"make"}}],"stop_reason":"tool_use"}}
 {"type":"user","uuid":"u2","parentUuid":"a1","sessionId":"` + sid + `","message":{"role":"user","content":"and again"}}
 `
-	if err := os.WriteFile(path, []byte(transcript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
-	res, err := in.ImportFile(t.Context(), path, agg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	agg, res := importTranscript(t, in, path, sid, transcript)
 	if res.Appended != 3 {
 		t.Errorf("appended %d lines, want 3", res.Appended)
 	}
@@ -114,14 +124,7 @@ func TestImportFile_UnusableTimestamp(t *testing.T) {
 		line("u2", `"u1"`, "yesterday", "two") +
 		line("u3", `"u2"`, "0001-01-01T00:00:00Z", "three") +
 		`{"type":"assistant","uuid":"u4","parentUuid":"u3","sessionId":"` + sid + `","timestamp":"2026-11-25T09:05:00Z","message":{"role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"make"}}],"stop_reason":"tool_use"}}` + "\n"
-	if err := os.WriteFile(path, []byte(transcript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
-	res, err := in.ImportFile(t.Context(), path, agg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	agg, res := importTranscript(t, in, path, sid, transcript)
 	if len(res.Warnings) != 2 || !strings.Contains(res.Warnings[0], path+`:2: timestamp "yesterday" is not a time`) || !strings.Contains(res.Warnings[1], path+`:3: timestamp "0001-01-01T00:00:00Z"`) {
 		t.Errorf("warnings = %q; want lines 2 and 3 named", res.Warnings)
 	}

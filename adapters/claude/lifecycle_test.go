@@ -27,6 +27,15 @@ type hookFeeder struct {
 	at time.Time
 }
 
+// newHookFeeder opens a log and an ingester on it, and a feeder of hooks
+// to the ingester whose clock starts at 2026-11-30 10:00 UTC.
+func newHookFeeder(t *testing.T) (events.Log, *Ingester, *hookFeeder) {
+	t.Helper()
+	l := ingesttest.OpenLog(t)
+	in := newTestIngester(t, l)
+	return l, in, &hookFeeder{t: t, in: in, at: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+}
+
 func (f *hookFeeder) send(payload string) events.Appended {
 	f.t.Helper()
 	f.at = f.at.Add(10 * time.Millisecond)
@@ -93,9 +102,7 @@ func typesOf(t *testing.T, l events.Log, id, entry string) []string {
 // Stop, Stop). Edit A ran, so it is closed ok, never abandoned, and the
 // overlap is recorded as session.forked.
 func TestHooks_TwoTerminals(t *testing.T) {
-	l := ingesttest.OpenLog(t)
-	in := newTestIngester(t, l)
-	f := &hookFeeder{t: t, in: in, at: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	l, in, f := newHookFeeder(t)
 	f.sendFile(filepath.Join("testdata", "lifecycle", "two-terminals.hooks.jsonl"))
 	const id = "5e551011-0000-4000-8000-000000000018"
 	s := stateOf(t, in, id)
@@ -123,9 +130,7 @@ func TestHooks_TwoTerminals(t *testing.T) {
 // recorded as a late result, and decides nothing else. The same result
 // sent again appends nothing.
 func TestHooks_LateResultOfAbandonedCall(t *testing.T) {
-	l := ingesttest.OpenLog(t)
-	in := newTestIngester(t, l)
-	f := &hookFeeder{t: t, in: in, at: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	l, in, f := newHookFeeder(t)
 	const id = "late-result-1"
 	hook := func(event, extra string) string {
 		return fmt.Sprintf(`{"session_id":%q,"cwd":"/w","hook_event_name":%q%s}`, id, event, extra)
@@ -160,9 +165,7 @@ func TestHooks_LateResultOfAbandonedCall(t *testing.T) {
 // ready; so does a late copy of its PostToolUse. (The windows the session
 // keeps are exceeded in reducers/session's TestDecide_LateDuplicateBeyondWindows.)
 func TestHooks_LateDuplicate(t *testing.T) {
-	l := ingesttest.OpenLog(t)
-	in := newTestIngester(t, l)
-	f := &hookFeeder{t: t, in: in, at: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	_, in, f := newHookFeeder(t)
 	const id = "5e551011-0000-4000-8000-000000000021"
 	hook := func(event, extra string) string {
 		return fmt.Sprintf(`{"session_id":%q,"cwd":"/home/user/app","permission_mode":"default","hook_event_name":%q%s}`, id, event, extra)

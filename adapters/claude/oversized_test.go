@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
+	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -45,16 +46,23 @@ func writeOversized(t *testing.T, path string, size int) (int64, string) {
 	return n, hex.EncodeToString(h.Sum(nil))
 }
 
-// TestImportFile_OversizedLine imports a transcript with a line over
-// MaxLineBytes: the line is recorded cut, with its size and SHA-256, the
-// lines after it are imported, and importing again appends nothing.
-func TestImportFile_OversizedLine(t *testing.T) {
+// oversizedRig skips the test in -short mode, as it writes and reads an
+// 80 MiB line, and otherwise returns a log, an ingester on it and a
+// temporary directory for the transcripts.
+func oversizedRig(t *testing.T) (*natslog.Log, *Ingester, string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("writes and reads an 80 MiB line")
 	}
 	l := ingesttest.OpenLog(t)
-	in := newTestIngester(t, l)
-	dir := t.TempDir()
+	return l, newTestIngester(t, l), t.TempDir()
+}
+
+// TestImportFile_OversizedLine imports a transcript with a line over
+// MaxLineBytes: the line is recorded cut, with its size and SHA-256, the
+// lines after it are imported, and importing again appends nothing.
+func TestImportFile_OversizedLine(t *testing.T) {
+	l, in, dir := oversizedRig(t)
 	path := filepath.Join(dir, "s-1.jsonl")
 	agg, _ := SessionAggregate("s-1", "")
 	ctx := t.Context()
@@ -121,12 +129,7 @@ func TestImportFile_OversizedLine(t *testing.T) {
 // the kept head, the child's link holds; with it past the head, the child
 // is told which line may be its parent rather than that none is.
 func TestImportFile_OversizedParent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes and reads an 80 MiB line")
-	}
-	l := ingesttest.OpenLog(t)
-	in := newTestIngester(t, l)
-	dir := t.TempDir()
+	_, in, dir := oversizedRig(t)
 	ctx := t.Context()
 
 	path := filepath.Join(dir, "s-1.jsonl")

@@ -28,13 +28,7 @@ func TestReconcile_Stale(t *testing.T) {
 	transcript := `{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"` + sid + `","timestamp":"2026-11-25T09:00:00.000Z","message":{"role":"user","content":"run the tests"}}
 {"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"` + sid + `","timestamp":"2026-11-25T09:00:03.000Z","message":{"role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"make"}}],"stop_reason":"tool_use"}}
 `
-	if err := os.WriteFile(path, []byte(transcript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
-	if _, err := in.ImportFile(t.Context(), path, agg, nil); err != nil {
-		t.Fatal(err)
-	}
+	agg, _ := importTranscript(t, in, path, sid, transcript)
 	seen := time.Date(2026, 11, 25, 9, 0, 3, 0, time.UTC)
 	recs, _, err := log.Load(t.Context(), agg)
 	if err != nil {

@@ -83,14 +83,9 @@ func TestReadLines_BoundedPass(t *testing.T) {
 // written after the link is removed; stopping the watcher is prompt.
 func TestWatch_SpecialFiles(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-000000000001"
-	fixture, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", "projects", "-home-user-project", sid+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fixture := readFixture(t, sid)
 	lines := bytes.SplitAfter(fixture, []byte("\n"))
-	log := ingesttest.OpenLog(t)
-	in := newTestIngester(t, log)
-	root := t.TempDir()
+	log, in, root := watchRig(t)
 	// Events only: a rescan an hour away proves inotify drives it.
 	rep := startWatch(t, in, time.Hour, root)
 

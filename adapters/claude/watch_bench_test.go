@@ -67,31 +67,26 @@ func BenchmarkWatch(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer f.Close()
-		lat := make([]time.Duration, 0, b.N)
-		i := 0
-		for b.Loop() {
+		timeEach(b, func(i int) {
 			start := time.Now()
 			if _, err := f.Write(line(i)); err != nil {
 				b.Fatal(err)
 			}
-			i++
 			for {
 				st, err := store.Session(sid)
-				if err == nil && st.Lines >= i {
+				if err == nil && st.Lines >= i+1 {
 					break
 				}
 				if time.Since(start) > time.Minute {
-					b.Fatalf("line %d not in the projection after a minute", i)
+					b.Fatalf("line %d not in the projection after a minute", i+1)
 				}
 				time.Sleep(100 * time.Microsecond)
 			}
-			lat = append(lat, time.Since(start))
-		}
+		})
 		cancel()
 		if err := <-done; err != nil {
 			b.Fatal(err)
 		}
-		reportLatency(b, lat)
 	})
 
 	b.Run("raw", func(b *testing.B) {
@@ -109,21 +104,30 @@ func BenchmarkWatch(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer it.Stop()
-		lat := make([]time.Duration, 0, b.N)
-		i := 0
-		for b.Loop() {
-			start := time.Now()
+		timeEach(b, func(i int) {
 			if _, err := js.Publish(b.Context(), "lb.ev.session.raw", line(i)); err != nil {
 				b.Fatal(err)
 			}
-			i++
 			if _, err := it.Next(); err != nil {
 				b.Fatal(err)
 			}
-			lat = append(lat, time.Since(start))
-		}
-		reportLatency(b, lat)
+		})
 	})
+}
+
+// timeEach runs step(i), i = 0, 1, …, as the benchmark's loop and
+// reports the median and 99th percentile of the steps' times
+// (reportLatency).
+func timeEach(b *testing.B, step func(i int)) {
+	lat := make([]time.Duration, 0, b.N)
+	i := 0
+	for b.Loop() {
+		start := time.Now()
+		step(i)
+		i++
+		lat = append(lat, time.Since(start))
+	}
+	reportLatency(b, lat)
 }
 
 // reportLatency reports the median and 99th percentile of lat in ms.

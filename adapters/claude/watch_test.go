@@ -13,6 +13,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
+	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -53,18 +54,21 @@ func startWatch(t *testing.T, in *Ingester, rescan time.Duration, root string) *
 	return rep
 }
 
-// TestWatch_FollowsTranscript writes a recorded transcript line by line
-// (a torn last line among them) into a new project directory under a
-// running watcher, then a subagent's transcript: the session follows each
-// line, and ends as an import of the whole file leaves it.
+// readFixture returns testdata's recorded transcript of session sid.
+func readFixture(t *testing.T, sid string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", "projects", "-home-user-project", sid+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // fixtureLines returns the lines of testdata's transcript of session
 // sid, each with its newline.
 func fixtureLines(t *testing.T, sid string) [][]byte {
 	t.Helper()
-	fixture, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", "projects", "-home-user-project", sid+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fixture := readFixture(t, sid)
 	lines := bytes.SplitAfter(fixture, []byte("\n"))
 	if len(lines[len(lines)-1]) == 0 {
 		lines = lines[:len(lines)-1]
@@ -72,19 +76,37 @@ func fixtureLines(t *testing.T, sid string) [][]byte {
 	return lines
 }
 
-func TestWatch_FollowsTranscript(t *testing.T) {
-	const sid = "5e551011-0000-4000-8000-000000000001"
-	lines := fixtureLines(t, sid)
+// watchRig opens a log and an ingester on it, and returns them with an
+// empty temporary directory to watch as a root of projects.
+func watchRig(t *testing.T) (*natslog.Log, *Ingester, string) {
+	t.Helper()
 	log := ingesttest.OpenLog(t)
-	in := newTestIngester(t, log)
-	root := t.TempDir()
-	// Events only: a rescan an hour away proves inotify drives it.
-	rep := startWatch(t, in, time.Hour, root)
+	return log, newTestIngester(t, log), t.TempDir()
+}
 
-	dir := filepath.Join(root, "-home-user-project")
+// projectDir makes the project directory name under root and returns
+// its path.
+func projectDir(t *testing.T, root, name string) string {
+	t.Helper()
+	dir := filepath.Join(root, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// TestWatch_FollowsTranscript writes a recorded transcript line by line
+// (a torn last line among them) into a new project directory under a
+// running watcher, then a subagent's transcript: the session follows each
+// line, and ends as an import of the whole file leaves it.
+func TestWatch_FollowsTranscript(t *testing.T) {
+	const sid = "5e551011-0000-4000-8000-000000000001"
+	lines := fixtureLines(t, sid)
+	log, in, root := watchRig(t)
+	// Events only: a rescan an hour away proves inotify drives it.
+	rep := startWatch(t, in, time.Hour, root)
+
+	dir := projectDir(t, root, "-home-user-project")
 	path := filepath.Join(dir, sid+".jsonl")
 	sawWorking := false
 	for i, l := range lines {
@@ -168,17 +190,9 @@ func TestWatch_FollowsTranscript(t *testing.T) {
 // an import running beside the watcher never doubles or loses a line.
 func TestWatch_ImportBeside(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-000000000001"
-	fixture, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", "projects", "-home-user-project", sid+".jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := ingesttest.OpenLog(t)
-	in := newTestIngester(t, log)
-	root := t.TempDir()
-	dir := filepath.Join(root, "p")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	fixture := readFixture(t, sid)
+	log, in, root := watchRig(t)
+	dir := projectDir(t, root, "p")
 	path := filepath.Join(dir, sid+".jsonl")
 	lines := bytes.SplitAfter(fixture, []byte("\n"))
 	ingesttest.AppendFile(t, path, bytes.Join(lines[:10], nil))
@@ -230,13 +244,8 @@ func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
 	use := func(id string) string {
 		return `"message":{"role":"assistant","model":"m","content":[{"type":"tool_use","id":"` + id + `","name":"Bash","input":{"command":"make"}}],"stop_reason":"tool_use"}`
 	}
-	log := ingesttest.OpenLog(t)
-	in := newTestIngester(t, log)
-	root := t.TempDir()
-	dir := filepath.Join(root, "-home-user-shop")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	log, in, root := watchRig(t)
+	dir := projectDir(t, root, "-home-user-shop")
 	path := filepath.Join(dir, sid+".jsonl")
 	ingesttest.AppendFile(t, path, line(1, time.Now().Add(-lag), prompt)) // there before Watch starts
 	startWatch(t, in, 20*time.Millisecond, root)
@@ -294,9 +303,7 @@ func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
 func TestWatch_CopyIsOneSession(t *testing.T) {
 	const sid = "5e551011-0000-4000-8000-000000000001"
 	lines := fixtureLines(t, sid)
-	log := ingesttest.OpenLog(t)
-	in := newTestIngester(t, log)
-	root := t.TempDir()
+	log, in, root := watchRig(t)
 	startWatch(t, in, time.Hour, root)
 	path := filepath.Join(root, "transcript.jsonl")
 	ingesttest.AppendFile(t, path, lines[1]) // file-history-snapshot: no sessionId

@@ -14,6 +14,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
+	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -64,6 +65,14 @@ func rolloutPath(t *testing.T, id string) string {
 	return filepath.Join(dir, "rollout-2026-05-23T18-54-05-"+id+".jsonl")
 }
 
+// rolloutRig opens a log and an ingester on it that skips nothing, and
+// names the rollout file of session tid (rolloutPath).
+func rolloutRig(t *testing.T) (*natslog.Log, *Ingester, string) {
+	t.Helper()
+	l := ingesttest.OpenLog(t)
+	return l, newIngester(t, l, false), rolloutPath(t, tid)
+}
+
 func newIngester(t *testing.T, l events.Log, skip bool) *Ingester {
 	t.Helper()
 	in, err := NewIngester(IngestConfig{Log: l, Host: "test", SkipInvalid: skip})
@@ -74,10 +83,8 @@ func newIngester(t *testing.T, l events.Log, skip bool) *Ingester {
 }
 
 func TestImport_Turns(t *testing.T) {
-	l := ingesttest.OpenLog(t)
-	in := newIngester(t, l, false)
+	l, in, path := rolloutRig(t)
 	ctx := t.Context()
-	path := rolloutPath(t, tid)
 
 	// A turn with an approval request waits; its output resumes it.
 	ingesttest.AppendFile(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "make hello.txt"),
@@ -142,9 +149,7 @@ func TestImport_TurnEndLeftToPerson(t *testing.T) {
 		{"Which database should I use?", "question"},
 		{"Done.", ""},
 	} {
-		l := ingesttest.OpenLog(t)
-		in := newIngester(t, l, false)
-		path := rolloutPath(t, tid)
+		l, in, path := rolloutRig(t)
 		done := ev(3, "event_msg", fmt.Sprintf(`{"type":"task_complete","turn_id":"t1","last_agent_message":%q}`, tc.last))
 		ingesttest.AppendFile(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "plan the fix"), done)
 		if _, err := in.ImportFile(t.Context(), path, nil); err != nil {
@@ -211,9 +216,7 @@ func TestImport_ForkIsItsOwnSession(t *testing.T) {
 func TestImport_BadInput(t *testing.T) {
 	ctx := t.Context()
 	t.Run("malformed line stops the file with path and line; nothing of it appended", func(t *testing.T) {
-		l := ingesttest.OpenLog(t)
-		in := newIngester(t, l, false)
-		path := rolloutPath(t, tid)
+		l, in, path := rolloutRig(t)
 		ingesttest.AppendFile(t, path, meta(tid, ""), "{not json}\n", turnStart(2, "t1"))
 		r, err := in.ImportFile(ctx, path, nil)
 		var le *ingest.LineError
@@ -233,9 +236,7 @@ func TestImport_BadInput(t *testing.T) {
 		}
 	})
 	t.Run("torn last line waits", func(t *testing.T) {
-		l := ingesttest.OpenLog(t)
-		in := newIngester(t, l, false)
-		path := rolloutPath(t, tid)
+		_, in, path := rolloutRig(t)
 		full := turnStart(1, "t1")
 		ingesttest.AppendFile(t, path, meta(tid, ""), full[:20])
 		r, err := in.ImportFile(ctx, path, nil)
@@ -249,9 +250,7 @@ func TestImport_BadInput(t *testing.T) {
 		}
 	})
 	t.Run("unknown payload type is recorded, flagged, and changes no phase", func(t *testing.T) {
-		l := ingesttest.OpenLog(t)
-		in := newIngester(t, l, false)
-		path := rolloutPath(t, tid)
+		l, in, path := rolloutRig(t)
 		ingesttest.AppendFile(t, path, meta(tid, ""), ev(1, "event_msg", `{"type":"brand_new_event","x":1}`), ev(2, "future_item", `{"a":1}`))
 		if _, err := in.ImportFile(ctx, path, nil); err != nil {
 			t.Fatal(err)
@@ -265,9 +264,7 @@ func TestImport_BadInput(t *testing.T) {
 		}
 	})
 	t.Run("missing session_meta names the session after the file", func(t *testing.T) {
-		l := ingesttest.OpenLog(t)
-		in := newIngester(t, l, false)
-		path := rolloutPath(t, tid)
+		l, in, path := rolloutRig(t)
 		ingesttest.AppendFile(t, path, turnStart(1, "t1"), userMsg(1, "hi"))
 		r, err := in.ImportFile(ctx, path, nil)
 		if err != nil || r.Session != tid {
@@ -278,9 +275,7 @@ func TestImport_BadInput(t *testing.T) {
 		}
 	})
 	t.Run("a second session_meta for another session is flagged", func(t *testing.T) {
-		l := ingesttest.OpenLog(t)
-		in := newIngester(t, l, false)
-		path := rolloutPath(t, tid)
+		l, in, path := rolloutRig(t)
 		ingesttest.AppendFile(t, path, meta(tid, ""), meta(tid2, ""))
 		if _, err := in.ImportFile(ctx, path, nil); err != nil {
 			t.Fatal(err)
@@ -294,9 +289,7 @@ func TestImport_BadInput(t *testing.T) {
 		}
 	})
 	t.Run("legacy and envelope lines mixed", func(t *testing.T) {
-		l := ingesttest.OpenLog(t)
-		in := newIngester(t, l, false)
-		path := rolloutPath(t, tid)
+		l, in, path := rolloutRig(t)
 		ingesttest.AppendFile(t, path, meta(tid, ""), `{"record_type":"state"}`+"\n", `{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}`+"\n")
 		if _, err := in.ImportFile(ctx, path, nil); err != nil {
 			t.Fatal(err)
@@ -309,9 +302,7 @@ func TestImport_BadInput(t *testing.T) {
 		}
 	})
 	t.Run("invalid UTF-8", func(t *testing.T) {
-		l := ingesttest.OpenLog(t)
-		in := newIngester(t, l, false)
-		path := rolloutPath(t, tid)
+		_, in, path := rolloutRig(t)
 		ingesttest.AppendFile(t, path, meta(tid, ""), "{\"type\":\"event_msg\",\"payload\":{\"type\":\"user_message\",\"message\":\"\xff\xfe\"}}\n")
 		_, err := in.ImportFile(ctx, path, nil)
 		var le *ingest.LineError
@@ -344,9 +335,7 @@ func TestImport_BadInput(t *testing.T) {
 		if testing.Short() {
 			t.Skip("writes 64 MiB")
 		}
-		l := ingesttest.OpenLog(t)
-		in := newIngester(t, l, false)
-		path := rolloutPath(t, tid)
+		l, in, path := rolloutRig(t)
 		ingesttest.AppendFile(t, path, meta(tid, ""))
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
@@ -425,10 +414,8 @@ func TestImport_TwiceAndAtOnce(t *testing.T) {
 }
 
 func TestNotify(t *testing.T) {
-	l := ingesttest.OpenLog(t)
-	in := newIngester(t, l, false)
+	l, in, path := rolloutRig(t)
 	ctx := t.Context()
-	path := rolloutPath(t, tid)
 	ingesttest.AppendFile(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "hi"))
 	if _, err := in.ImportFile(ctx, path, nil); err != nil {
 		t.Fatal(err)
@@ -620,9 +607,7 @@ func TestUUIDv7Millis(t *testing.T) {
 // task starts, and the session is ready after it; an automatic
 // compaction inside a turn (no task_started of its own) keeps the turn.
 func TestImport_CompactAfterAnUnendedTurn(t *testing.T) {
-	l := ingesttest.OpenLog(t)
-	in := newIngester(t, l, false)
-	path := rolloutPath(t, tid)
+	l, in, path := rolloutRig(t)
 	ingesttest.AppendFile(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "run the tests"),
 		call(2, "c1", "exec_command", `{"cmd":"go test ./..."}`),
 		output(3, "c1", "Chunk ID: a\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\nok\n"),
@@ -648,9 +633,7 @@ func TestImport_CompactAfterAnUnendedTurn(t *testing.T) {
 // lines carry no uuid: they are known by number and bytes) imports
 // nothing again into its session.
 func TestImport_CopyAtAnotherPath(t *testing.T) {
-	l := ingesttest.OpenLog(t)
-	in := newIngester(t, l, false)
-	path := rolloutPath(t, tid)
+	l, in, path := rolloutRig(t)
 	lines := []string{meta(tid, ""), turnStart(1, "t1"), userMsg(1, "run the tests"),
 		call(2, "c1", "exec_command", `{"cmd":"go test ./..."}`),
 		output(3, "c1", "Chunk ID: a\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\nok\n"), turnDone(4, "t1")}

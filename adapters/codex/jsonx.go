@@ -11,6 +11,13 @@ import (
 // jsonKind names the JSON type of raw (jsonx.Kind).
 func jsonKind(raw []byte) string { return jsonx.Kind(raw) }
 
+// stringOf returns raw, a JSON string, decoded; "" if it is not one.
+func stringOf(raw json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
 // object is the parser's strict reader of one untrusted JSON object
 // (jsonx.Object) under the names the parser uses.
 type object struct{ jsonx.Object }
@@ -34,9 +41,7 @@ func (o object) obj(key string) (object, bool)  { c, ok := o.Obj(key); return ob
 func contentText(raw json.RawMessage) string {
 	switch jsonKind(raw) {
 	case "string":
-		var s string
-		_ = json.Unmarshal(raw, &s)
-		return s
+		return stringOf(raw)
 	case "array":
 		var elems []struct {
 			Text string `json:"text"`
@@ -94,9 +99,7 @@ func outputText(raw json.RawMessage) string {
 func commandText(raw json.RawMessage) string {
 	switch jsonKind(raw) {
 	case "string":
-		var s string
-		_ = json.Unmarshal(raw, &s)
-		return s
+		return stringOf(raw)
 	case "array":
 		var argv []string
 		if json.Unmarshal(raw, &argv) != nil {

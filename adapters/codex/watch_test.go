@@ -16,17 +16,26 @@ import (
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
+// watchRig opens a log and an ingester on it and makes a sessions tree
+// root in a temporary directory holding the day directory day
+// (2026/05/23) that rollouts are written to.
+func watchRig(t *testing.T) (l events.Log, in *Ingester, root, day string) {
+	t.Helper()
+	l = ingesttest.OpenLog(t)
+	in = newIngester(t, l, false)
+	root = filepath.Join(t.TempDir(), "sessions")
+	day = filepath.Join(root, "2026", "05", "23")
+	if err := os.MkdirAll(day, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return l, in, root, day
+}
+
 // TestWatch_SpecialFiles: with real inotify, a FIFO and a symlink to
 // /dev/zero named like rollouts are each reported once and never opened;
 // a rollout written beside them is imported; the watcher stops at once.
 func TestWatch_SpecialFiles(t *testing.T) {
-	l := ingesttest.OpenLog(t)
-	in := newIngester(t, l, false)
-	root := filepath.Join(t.TempDir(), "sessions")
-	day := filepath.Join(root, "2026", "05", "23")
-	if err := os.MkdirAll(day, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	l, in, root, day := watchRig(t)
 	var mu sync.Mutex
 	var reports []string
 	ctx, cancel := context.WithCancel(context.Background())
@@ -89,13 +98,7 @@ func TestWatch_SpecialFiles(t *testing.T) {
 // May) is learned, and the session, still working, is not stale however
 // old its own timestamps look (issue case claude-phase/75, Codex CLI).
 func TestWatch_LiveRolloutLaggingClock(t *testing.T) {
-	l := ingesttest.OpenLog(t)
-	in := newIngester(t, l, false)
-	root := filepath.Join(t.TempDir(), "sessions")
-	day := filepath.Join(root, "2026", "05", "23")
-	if err := os.MkdirAll(day, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	l, in, root, day := watchRig(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- in.Watch(ctx, WatchConfig{Roots: []string{root}, Rescan: 20 * time.Millisecond}) }()

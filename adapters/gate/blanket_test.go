@@ -13,13 +13,7 @@ deny  = ["Bash(rm -rf:*)"]
 // for bypassDataDir, with HOME=/home/u.
 func blanketPolicies(t *testing.T) []*Policy {
 	t.Helper()
-	t.Setenv("HOME", "/home/u")
-	t.Setenv("XDG_DATA_HOME", "")
-	p, err := ParsePolicy(bypassDataDir+"/"+PolicyFile, []byte(blanketPolicy))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []*Policy{builtinFor(bypassDataDir), p}
+	return dataDirPolicies(t, blanketPolicy)
 }
 
 // decideRows checks each command's action under pols.

@@ -368,9 +368,17 @@ var bypassRows = []bypassRow{
 // for bypassDataDir, with HOME set for the test.
 func bypassPolicies(t *testing.T) []*Policy {
 	t.Helper()
+	return dataDirPolicies(t, bypassPolicy)
+}
+
+// dataDirPolicies returns the policy file text src of bypassDataDir under
+// the built-in rules for that data dir, with HOME=/home/u and
+// XDG_DATA_HOME empty for the test.
+func dataDirPolicies(t *testing.T, src string) []*Policy {
+	t.Helper()
 	t.Setenv("HOME", "/home/u")
 	t.Setenv("XDG_DATA_HOME", "")
-	p, err := ParsePolicy(bypassDataDir+"/"+PolicyFile, []byte(bypassPolicy))
+	p, err := ParsePolicy(bypassDataDir+"/"+PolicyFile, []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,18 @@ import (
 	"github.com/logbook-dev/logbook/reducers/review"
 )
 
+// annPolicies returns the policy file text src (as the data dir's
+// "data") under the built-in rules for ann's default data dir,
+// /home/ann/.local/share/logbook.
+func annPolicies(t *testing.T, src string) []*Policy {
+	t.Helper()
+	p, err := ParsePolicy("data", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []*Policy{builtinFor("/home/ann/.local/share/logbook"), p}
+}
+
 // TestGuard_GlobbedDataDirPaths: with every echo allowed by a rule, a
 // shell command any word of which may expand, as a glob, a brace list,
 // a tilde or a variable, to the data dir or a path in it is reviewed at
@@ -14,11 +26,7 @@ import (
 func TestGuard_GlobbedDataDirPaths(t *testing.T) {
 	t.Setenv("HOME", "/home/ann")
 	t.Setenv("XDG_DATA_HOME", "")
-	allowEcho, err := ParsePolicy("data", []byte(`allow = ["Bash(echo:*)", "Bash(ls:*)", "Bash(cd:*)", "Bash(cat:*)", "Bash(rm:*)", "Bash(cp:*)"]`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pols := []*Policy{builtinFor("/home/ann/.local/share/logbook"), allowEcho}
+	pols := annPolicies(t, `allow = ["Bash(echo:*)", "Bash(ls:*)", "Bash(cd:*)", "Bash(cat:*)", "Bash(rm:*)", "Bash(cp:*)"]`)
 	for _, tc := range []struct {
 		cmd      string
 		reviewed bool
@@ -126,7 +134,8 @@ func TestGuard_GlobbedDataDirPaths(t *testing.T) {
 	// $XDG_DATA_HOME is read as the environment has it, as well as its
 	// default.
 	t.Setenv("XDG_DATA_HOME", "/srv/xdg")
-	pols = []*Policy{builtinFor("/srv/xdg/logbook"), allowEcho}
+	// pols[1] is the rule file allowing echo.
+	pols = []*Policy{builtinFor("/srv/xdg/logbook"), pols[1]}
 	for _, cmd := range []string{`echo x > $XDG_DATA_HOME/l*/x`, `cd $XDG_DATA_HOME && rm -r log*`, `echo x > /srv/*/lo*/x`} {
 		if m := Decide(pols, bash(cmd)); m.Action != ActionReview {
 			t.Errorf("%q with the data dir under $XDG_DATA_HOME: %+v, want review", cmd, m)
@@ -141,11 +150,7 @@ func TestGuard_GlobbedDataDirPaths(t *testing.T) {
 // the rules.
 func TestGuard_ClaudeSettings(t *testing.T) {
 	t.Setenv("HOME", "/home/ann")
-	allowAll, err := ParsePolicy("data", []byte(`allow = ["Bash", "Write", "Edit"]`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pols := []*Policy{builtinFor("/home/ann/.local/share/logbook"), allowAll}
+	pols := annPolicies(t, `allow = ["Bash", "Write", "Edit"]`)
 	for _, tc := range []struct {
 		call     Call
 		reviewed bool

@@ -11,8 +11,6 @@
 package hooksock
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -22,6 +20,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 )
 
 // Name is the socket's file name in the data dir.
@@ -160,13 +160,7 @@ func call(dir, path string, req []byte, deadline time.Time) ([]byte, error) {
 // bytes each (\u003c), so that a hook payload of markup at the hook's cap
 // stays within MaxRequest.
 func Marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return jsonx.MarshalPlain(v)
 }
 
 // AppendString appends s to dst as a JSON string, byte for byte as

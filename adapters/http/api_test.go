@@ -109,15 +109,8 @@ func TestSession_PageAuditAndPending(t *testing.T) {
 	if sum.Session.Phase != events.PhaseWaiting || sum.Session.Cwd != "/home/user/project" {
 		t.Errorf("summary: %+v", sum.Session)
 	}
-	var audit struct {
-		Items []struct {
-			Type string `json:"type"`
-			To   string `json:"to"`
-		} `json:"items"`
-	}
-	e.get("/v1/sessions/"+sid(1)+"/audit", 200, &audit)
 	var tos []string
-	for _, it := range audit.Items {
+	for _, it := range e.audit(sid(1)) {
 		if it.Type == "session.transitioned" {
 			tos = append(tos, it.To)
 		}
@@ -416,19 +409,13 @@ func TestReviews_PersonVerdict(t *testing.T) {
 	if len(pend.Decisions) != 0 {
 		t.Errorf("pending after the verdict: %+v", pend.Decisions)
 	}
-	var audit struct {
-		Items []struct {
-			Type   string `json:"type"`
-			Detail string `json:"detail"`
-		} `json:"items"`
-	}
-	e.get("/v1/sessions/"+sid(1)+"/audit", 200, &audit)
+	items := e.audit(sid(1))
 	found := false
-	for _, it := range audit.Items {
+	for _, it := range items {
 		found = found || it.Type == "review.decided" && strings.Contains(it.Detail, "alice")
 	}
 	if !found {
-		t.Errorf("audit has no review.decided by alice: %+v", audit.Items)
+		t.Errorf("audit has no review.decided by alice: %+v", items)
 	}
 }
 

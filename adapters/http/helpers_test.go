@@ -210,6 +210,24 @@ func (e *env) waitSeq(seq uint64) {
 	}
 }
 
+// auditItem is what the tests read of an item of an audit timeline.
+type auditItem struct {
+	Type   string `json:"type"`
+	To     string `json:"to"`
+	Detail string `json:"detail"`
+}
+
+// audit returns the items of session id's audit timeline, read from
+// /v1/sessions/<id>/audit, which must answer 200.
+func (e *env) audit(id string) []auditItem {
+	e.t.Helper()
+	var page struct {
+		Items []auditItem `json:"items"`
+	}
+	e.get("/v1/sessions/"+id+"/audit", 200, &page)
+	return page.Items
+}
+
 // get GETs path and decodes the JSON answer into out, failing unless the
 // status is want.
 func (e *env) get(path string, want int, out any) {

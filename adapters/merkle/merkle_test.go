@@ -11,6 +11,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 )
 
 // waitCosigned waits for the witness's next cosignature.
@@ -25,6 +26,16 @@ func waitCosigned(t *testing.T, cosigned chan Checkpoint, refused chan Refusal) 
 		t.Fatal("no cosignature in a minute")
 	}
 	return Checkpoint{}
+}
+
+// wantFirstBad fails the test unless rep's first problem is at stream
+// sequence seq.
+func wantFirstBad(t *testing.T, rep Report, seq uint64) {
+	t.Helper()
+	p, ok := rep.FirstBad()
+	if !ok || p.Seq != seq {
+		t.Fatalf("first bad %+v (%v), want seq %d", p, ok, seq)
+	}
 }
 
 // verify runs Verify with h's stored hashes under origin.
@@ -59,11 +70,7 @@ func setup(t *testing.T) (h *host, cp *Checkpointer, wdir string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	wl, err := natslog.Open(t.Context(), nc, natslog.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { wl.Close() })
+	wl := natslogtest.Open(t, nc)
 	cos, ref, stop := witnessing(t, wdir, wl, nc, keys(t, h.dir))
 	if got := waitCosigned(t, cos, ref); got.Size != 7 {
 		t.Fatalf("co-signed size %d, want 7", got.Size)
@@ -102,10 +109,7 @@ func TestVerifyNamesAFlippedByteInABlockFile(t *testing.T) {
 	flipByte(t, h.blockFile(), "MARKER-s4") // seq 5
 	h = start(t, h.dir)
 	rep := verify(t, h, keys(t, h.dir, wdir), map[string]*Tree{origin: cp.Tree})
-	p, ok := rep.FirstBad()
-	if !ok || p.Seq != 5 {
-		t.Fatalf("first bad %+v (%v), want seq 5", p, ok)
-	}
+	wantFirstBad(t, rep, 5)
 }
 
 func TestVerifyNamesADeletedMessage(t *testing.T) {
@@ -173,10 +177,7 @@ func TestVerifyNamesAReorderedStream(t *testing.T) {
 	for _, p := range rep.Problems {
 		t.Logf("problem at seq %d: %s", p.Seq, p.What)
 	}
-	p, ok := rep.FirstBad()
-	if !ok || p.Seq != 4 {
-		t.Fatalf("first bad %+v (%v), want seq 4", p, ok)
-	}
+	wantFirstBad(t, rep, 4)
 }
 
 func TestWitnessRefusesAForkedCheckpoint(t *testing.T) {
@@ -252,10 +253,7 @@ func TestWitnessRefusesAForkedCheckpoint(t *testing.T) {
 	}
 	// verify names the fork: a signed checkpoint the log disagrees with.
 	rep := verify(t, h, keys(t, h.dir, wdir, w2), map[string]*Tree{cp.Origin: cp.Tree})
-	p, ok := rep.FirstBad()
-	if !ok || p.Seq != 8 {
-		t.Fatalf("first bad %+v (%v), want seq 8", p, ok)
-	}
+	wantFirstBad(t, rep, 8)
 }
 
 // TestTreeSyncAfterAFullDisk: a Sync that cannot write (a full disk)

@@ -129,8 +129,7 @@ func forge(t *testing.T, nc *nats.Conn, reg *events.Registry, agg events.Aggrega
 // checkpoints over the signed log are co-signed by the follower, and
 // verify agrees.
 func TestSigningAcrossHosts(t *testing.T) {
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	ws := t.TempDir()
 	adminDir := filepath.Join(e.dir, "admin")
 	out, stderr, err := e.logbook(t.Context(), "--data", adminDir, "--json", "keys", "admin")

@@ -23,8 +23,7 @@ func TestElectionWaitedOut(t *testing.T) {
 	if os.Getenv("LOGBOOK_CLUSTER_FAULTS") == "" {
 		t.Skip("long form: .ci/cluster (its faults section)")
 	}
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	ws := t.TempDir()
 	js, _ := jetstream.New(e.reader())
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -117,6 +117,15 @@ func (e *env) as(role string, args ...string) (string, string, error) {
 	return e.logbook(ctx, append([]string{"--nats-url", e.c.URL(), "--creds", e.credsFile(role)}, args...)...)
 }
 
+// newStreamEnv starts the cluster as newEnv does and creates the LOGBOOK
+// stream on it with streamInit.
+func newStreamEnv(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t)
+	e.streamInit()
+	return e
+}
+
 // streamInit runs `logbook stream init --replicas 3` as admin.
 func (e *env) streamInit() {
 	e.t.Helper()
@@ -187,26 +196,27 @@ func (e *env) newHost(name, role string, args ...string) *host {
 	return &host{e: e, name: name, data: filepath.Join(e.dir, "hosts", name), role: role, args: args}
 }
 
-// lockedBuffer is a bytes.Buffer safe for a process's writes and the
-// test's reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// writers starts two writing serve hosts, writer-a and writer-b, on the
+// cluster's URLs.
+func (e *env) writers() (a, b *host) {
+	a = e.newHost("writer-a", "writer", "serve")
+	b = e.newHost("writer-b", "writer", "serve")
+	a.start()
+	b.start()
+	return a, b
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
+// stayingWriter starts writer-a serving the HTTP API on a loopback port
+// and connected to node 0 only, the node that stays up when the others
+// are stopped.
+func (e *env) stayingWriter() *host {
+	a := e.newHost("writer-a", "writer", "serve", "--http", "127.0.0.1:0")
+	a.url = e.c.Nodes[0].URL() // on the node that stays
+	a.start()
+	return a
 }
 
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-var hostLogs sync.Map // *host → *lockedBuffer
+var hostLogs sync.Map // *host → *natslogtest.Buffer
 
 // serveRole returns the role whose credentials the host's process of
 // args runs with: a host of role writer runs serve as serve and a
@@ -238,8 +248,8 @@ func (h *host) start() {
 	args := append([]string{"--data", h.data, "--nats-url", h.natsURL(), "--creds", h.e.credsFile(serveRole(h.role, h.args))}, h.args...)
 	cmd := exec.Command(logbookBin, args...)
 	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=")
-	lb, _ := hostLogs.LoadOrStore(h, &lockedBuffer{})
-	cmd.Stdout, cmd.Stderr = lb.(*lockedBuffer), lb.(*lockedBuffer)
+	lb, _ := hostLogs.LoadOrStore(h, &natslogtest.Buffer{})
+	cmd.Stdout, cmd.Stderr = lb.(*natslogtest.Buffer), lb.(*natslogtest.Buffer)
 	if err := cmd.Start(); err != nil {
 		h.e.t.Fatal(err)
 	}
@@ -285,7 +295,7 @@ func (h *host) output() string {
 	if !ok {
 		return ""
 	}
-	return lb.(*lockedBuffer).String()
+	return lb.(*natslogtest.Buffer).String()
 }
 
 // stop sends sig to the host's process and waits for it (SIGINT: at most
@@ -382,21 +392,6 @@ func envCount(t *testing.T, name string, def int) int {
 		t.Fatalf("%s=%q: want a count", name, s)
 	}
 	return n
-}
-
-// sessionEvent returns the event of session agg at version ver (from 1):
-// its start at 1, else an activity change to "tool:<ver>"; dated now (µs,
-// as stored), caused by the CLI event named event with reference ref.
-func sessionEvent(reg *events.Registry, agg events.Aggregate, ver uint64, event, ref string) events.Envelope {
-	var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", ver)}
-	if ver == 1 {
-		p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
-	}
-	e := reg.New(p)
-	e.ID, e.Agg, e.Ver = ulid.Make(), agg, ver
-	e.At = time.Now().UTC().Truncate(time.Microsecond)
-	e.Cause = &events.Cause{Kind: "cli", Event: event, Ref: ref}
-	return e
 }
 
 // nodesURL returns the client URLs of the cluster's nodes at the indexes

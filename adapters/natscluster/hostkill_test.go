@@ -12,15 +12,11 @@ import (
 // command abandoned, a surviving writer sees it, and the restarted serve
 // catches up to the same state hash.
 func TestHostKill(t *testing.T) {
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	ws := t.TempDir()
-	a := e.newHost("writer-a", "writer", "serve")
-	b := e.newHost("writer-b", "writer", "serve")
+	a, b := e.writers()
 	w1 := e.newHost("worker-1", "worker", "worker", "--heartbeat-ttl", "2s")
 	w2 := e.newHost("worker-2", "worker", "worker")
-	a.start()
-	b.start()
 	w1.start()
 	const sid = "hostkill-1"
 	startSessions(t, a, []string{sid}, ws)

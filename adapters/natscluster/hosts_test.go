@@ -148,15 +148,11 @@ func sameState(t *testing.T, hosts ...*host) verify {
 // projection reaches the same state hash at the same stream sequence,
 // each equal to its own fresh replay.
 func TestEqualState(t *testing.T) {
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	ws := t.TempDir()
-	a := e.newHost("writer-a", "writer", "serve")
-	b := e.newHost("writer-b", "writer", "serve")
+	a, b := e.writers()
 	r := e.newHost("reader-c", "reader", "serve", "--role", "reader")
 	w := e.newHost("worker-d", "worker", "worker")
-	a.start()
-	b.start()
 	r.start()
 	w.start()
 	sessions := []string{"eq-1", "eq-2", "eq-3", "eq-4"}

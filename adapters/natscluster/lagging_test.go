@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/lincheck"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -22,7 +23,7 @@ func appendRun(t *testing.T, l *natslog.Log, reg *events.Registry, prefix string
 		agg := events.Aggregate{Kind: events.KindSession, ID: fmt.Sprintf("%s-%d", prefix, i)}
 		evs := make([]events.Envelope, per)
 		for j := range evs {
-			evs[j] = sessionEvent(reg, agg, uint64(j+1), "lag", "t")
+			evs[j] = lincheck.SessionEvent(reg, agg, uint64(j+1), "lag", "t")
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		_, err := l.Append(ctx, events.Batch{Agg: agg, Events: evs})
@@ -60,8 +61,7 @@ func TestReadWhileReplicaCatchesUp(t *testing.T) {
 	if os.Getenv("LOGBOOK_CLUSTER_KILLS") == "" {
 		t.Skip("long form: .ci/cluster")
 	}
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	reg := events.NewRegistry()
 	w := e.openLog(e.connectURL("writer", e.c.Nodes[0].URL()), reg)
 	total := appendRun(t, w, reg, "before", 5, 100)

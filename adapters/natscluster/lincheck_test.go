@@ -39,8 +39,7 @@ var linFaults = []string{"kill", "kill-leader", "sigstop", "partition"}
 //
 // An append whose outcome is unknown is settled by the final state.
 func TestLinearizableUnderFaults(t *testing.T) {
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	reg := events.NewRegistry()
 	var logs []events.Log
 	for _, order := range [][]int{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}} {

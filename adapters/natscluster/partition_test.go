@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/lincheck"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -20,8 +21,7 @@ import (
 // minority's appends are never acknowledged; once the node is routed
 // again it serves every acknowledged append.
 func TestPartition(t *testing.T) {
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	reg := events.NewRegistry()
 	cut := e.c.Nodes[2]
 	major := e.connectURL("writer", e.c.Nodes[0].URL()+","+e.c.Nodes[1].URL())
@@ -50,7 +50,7 @@ func TestPartition(t *testing.T) {
 		key := fmt.Sprintf("%s/%d", agg, ver)
 		ev, ok := evs[key]
 		if !ok {
-			ev = sessionEvent(reg, agg, ver, "partition", "t")
+			ev = lincheck.SessionEvent(reg, agg, ver, "partition", "t")
 			evs[key] = ev
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), timeout)

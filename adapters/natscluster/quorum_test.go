@@ -39,12 +39,9 @@ func TestQuorumLoss(t *testing.T) {
 		t.Skip("long form: .ci/cluster (its faults section)")
 	}
 	down := quorumDown(t)
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	ws := t.TempDir()
-	a := e.newHost("writer-a", "writer", "serve", "--http", "127.0.0.1:0")
-	a.url = e.c.Nodes[0].URL() // on the node that stays
-	a.start()
+	a := e.stayingWriter()
 	startSessions(t, a, []string{"quorum-a"}, ws)
 
 	load, stopLoad := context.WithCancel(t.Context())

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/lincheck"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -12,8 +13,7 @@ import (
 // follower can answer before it has applied what the leader acknowledged,
 // so the log loads from the leader there.
 func TestReadYourWritesAcrossNodes(t *testing.T) {
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	reg := events.NewRegistry()
 	w := e.openLog(e.connectURL("writer", e.c.Nodes[0].URL()), reg)
 	var readers []*natslog.Log
@@ -23,7 +23,7 @@ func TestReadYourWritesAcrossNodes(t *testing.T) {
 	agg := events.Aggregate{Kind: events.KindSession, ID: "ryw-1"}
 	var expect uint64
 	for i := range 200 {
-		ev := sessionEvent(reg, agg, uint64(i+1), "ryw", "t")
+		ev := lincheck.SessionEvent(reg, agg, uint64(i+1), "ryw", "t")
 		app, err := w.Append(t.Context(), events.Batch{Agg: agg, Expect: expect, Events: []events.Envelope{ev}})
 		if err != nil {
 			t.Fatal(err)

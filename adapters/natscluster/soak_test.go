@@ -20,6 +20,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/lincheck"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -60,7 +61,7 @@ func (w *directWriter) run(ctx context.Context, aggs int) {
 	}
 	for n := 0; ctx.Err() == nil; n++ {
 		g := as[n%len(as)]
-		e := sessionEvent(w.reg, g.a, g.ver+1, "soak", w.name)
+		e := lincheck.SessionEvent(w.reg, g.a, g.ver+1, "soak", w.name)
 		b := events.Batch{Agg: g.a, Expect: g.expect, Events: []events.Envelope{e}}
 		w.appended.Add(1)
 		for attempt := 0; ; attempt++ {
@@ -240,14 +241,10 @@ func readLog(t *testing.T, nc *nats.Conn) []logRecord {
 // exactly once, none doubled, every decision's observation is there, and
 // all hosts' hashes are equal. Each kill's append stall is logged.
 func TestNodeKillSoak(t *testing.T) {
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	ws := t.TempDir()
-	a := e.newHost("writer-a", "writer", "serve")
-	b := e.newHost("writer-b", "writer", "serve")
+	a, b := e.writers()
 	r := e.newHost("reader-c", "reader", "serve", "--role", "reader")
-	a.start()
-	b.start()
 	r.start()
 	startSessions(t, a, []string{"soak-hook-a"}, ws)
 	startSessions(t, b, []string{"soak-hook-b"}, ws)

@@ -26,12 +26,9 @@ const staleReadWithin = 10 * time.Second
 // the cause, exit 1. Once the nodes are back the same reads are not
 // stale.
 func TestQuorumLoss_ReadsFromTheProjection(t *testing.T) {
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	ws := t.TempDir()
-	a := e.newHost("writer-a", "writer", "serve", "--http", "127.0.0.1:0")
-	a.url = e.c.Nodes[0].URL() // on the node that stays
-	a.start()
+	a := e.stayingWriter()
 	const sid = "stale-a"
 	startSessions(t, a, []string{sid}, ws)
 	var before struct {

@@ -71,8 +71,7 @@ func TestStreamInit(t *testing.T) {
 // A reader's appends and every stream API call that changes anything are
 // refused by the server, whichever node it is connected to.
 func TestReaderCannotWrite(t *testing.T) {
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	v := &violations{mu: make(chan struct{}, 1)}
 	nc := e.connect("reader", nats.ErrorHandler(v.handler))
 	js, _ := jetstream.New(nc, jetstream.WithDefaultTimeout(500*time.Millisecond))

@@ -39,8 +39,7 @@ func witnessState(t *testing.T, h *host, what string, ok func(merkle.WitnessStat
 // follower and `logbook verify` on the writer say so. Honest checkpoints
 // after it are still co-signed.
 func TestWitnessRefusesAForkedCheckpoint(t *testing.T) {
-	e := newEnv(t)
-	e.streamInit()
+	e := newStreamEnv(t)
 	ws := t.TempDir()
 	a := e.newHost("writer-a", "writer", "serve", "--checkpoint-every", "1", "--checkpoint-interval", "1s")
 	a.url = e.c.Nodes[0].URL()

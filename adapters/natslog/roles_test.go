@@ -2,6 +2,7 @@ package natslog
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -260,13 +261,32 @@ func TestRoles_OnlyServeTakesAPIRequests(t *testing.T) {
 		}
 	}
 	t.Run("reader/followers' subjects", func(t *testing.T) {
-		nc, v := connectRole(t, s, RoleReader)
-		if _, err := nc.SubscribeSync("logbook.ro.0a1b2c3d4e5f.verify"); err != nil {
-			t.Fatal(err)
-		}
-		nc.Flush()
-		t.Log(v.wait(t, "logbook.ro.0a1b2c3d4e5f.verify"))
+		subscribeRefused(t, s, RoleReader, "logbook.ro.0a1b2c3d4e5f.verify")
 	})
+}
+
+// subscribeRefused subscribes on subject as role on s and logs the
+// permissions violation the server answers with; none within the wait
+// fails the test.
+func subscribeRefused(t *testing.T, s *Server, role Role, subject string) {
+	t.Helper()
+	nc, v := connectRole(t, s, role)
+	if _, err := nc.SubscribeSync(subject); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	t.Log(v.wait(t, subject))
+}
+
+// ask sends an empty request on subject over nc and returns the answer;
+// no answer within 2 s fails the test, naming what.
+func ask(t *testing.T, nc *nats.Conn, subject, what string) string {
+	t.Helper()
+	m, err := nc.Request(subject, []byte("{}"), 2*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return string(m.Data)
 }
 
 // A forged answer: serve answers verify on its prefix with the true
@@ -294,12 +314,8 @@ func TestRoles_SpoofedAnswerRefused(t *testing.T) {
 	}
 	owner, v := connectRole(t, s, RoleWriter)
 	for i := range 5 {
-		m, err := owner.Request(subject, []byte("{}"), 2*time.Second)
-		if err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
-		if string(m.Data) != "true-hash" {
-			t.Fatalf("call %d answered %q", i, m.Data)
+		if got := ask(t, owner, subject, fmt.Sprintf("call %d", i)); got != "true-hash" {
+			t.Fatalf("call %d answered %q", i, got)
 		}
 	}
 	if errs := v.Errs(); len(errs) > 0 {
@@ -314,12 +330,8 @@ func TestRoles_SpoofedAnswerRefused(t *testing.T) {
 	f.Flush()
 	for _, role := range []Role{RoleReader, RoleWriter} {
 		nc, _ := connectRole(t, s, role)
-		m, err := nc.Request("logbook.ro.0a1b2c3d4e5f.verify", []byte("{}"), 2*time.Second)
-		if err != nil {
-			t.Fatalf("%s calling a follower: %v", role, err)
-		}
-		if string(m.Data) != "follower" {
-			t.Fatalf("%s calling a follower: answered %q", role, m.Data)
+		if got := ask(t, nc, "logbook.ro.0a1b2c3d4e5f.verify", fmt.Sprintf("%s calling a follower", role)); got != "follower" {
+			t.Fatalf("%s calling a follower: answered %q", role, got)
 		}
 	}
 	if errs := fv.Errs(); len(errs) > 0 {
@@ -343,12 +355,7 @@ func TestRoles_OwnInboxOnly(t *testing.T) {
 		for _, subject := range others {
 			t.Run(string(role)+"/"+subject, func(t *testing.T) {
 				t.Parallel()
-				nc, v := connectRole(t, s, role)
-				if _, err := nc.SubscribeSync(subject); err != nil {
-					t.Fatal(err)
-				}
-				nc.Flush()
-				t.Log(v.wait(t, subject))
+				subscribeRefused(t, s, role, subject)
 			})
 		}
 	}

@@ -1,16 +1,15 @@
 package worker
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
 )
@@ -24,7 +23,7 @@ import (
 // that still stops its command.
 func TestWorker_ControlFeedRecreated(t *testing.T) {
 	e := newEnv(t, false)
-	var logs lockedLog
+	var logs natslogtest.Buffer
 	cfg := e.workerConfig()
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	_, stop := e.startWorker(cfg)
@@ -80,23 +79,4 @@ func TestWorker_ControlFeedRecreated(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Errorf("worker Run: %v, want it running until stopped", err)
 	}
-}
-
-// lockedLog is a log destination safe for the worker's writes and the
-// test's reads.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

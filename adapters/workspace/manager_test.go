@@ -85,6 +85,21 @@ func newHarness(t *testing.T) *harness {
 	return &harness{log: l, reg: reg, root: root}
 }
 
+// withProject returns a harness, a manager on it (its config changed by
+// mod, if set) and a project it added from a fresh repository at proj
+// whose origin is origin; a failure to add it fails the test.
+func withProject(t *testing.T, mod func(*Config)) (h *harness, m *Manager, proj, origin string, p projectpkg.State) {
+	t.Helper()
+	h = newHarness(t)
+	m = h.manager(t, mod)
+	proj, origin = repo(t)
+	p, err := m.AddProject(t.Context(), proj, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, m, proj, origin, p
+}
+
 func (h *harness) manager(t *testing.T, mod func(*Config)) *Manager {
 	t.Helper()
 	cfg := Config{Log: h.log, Reg: h.reg, Host: "test-host", Actor: "tester", Root: h.root}
@@ -252,13 +267,7 @@ func TestCreate_FromOrigin(t *testing.T) {
 }
 
 func TestCreate_NoOrigin(t *testing.T) {
-	h := newHarness(t)
-	m := h.manager(t, nil)
-	proj, origin := repo(t)
-	p, err := m.AddProject(t.Context(), proj, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, m, proj, origin, p := withProject(t, nil)
 	// Origin unreachable: its last known trunk.
 	if err := os.Rename(origin, origin+".gone"); err != nil {
 		t.Fatal(err)
@@ -291,13 +300,7 @@ func TestCreate_NoOrigin(t *testing.T) {
 }
 
 func TestCreate_Refusals(t *testing.T) {
-	h := newHarness(t)
-	m := h.manager(t, nil)
-	proj, _ := repo(t)
-	p, err := m.AddProject(t.Context(), proj, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, m, proj, _, p := withProject(t, nil)
 	last, _ := h.log.LastSeq(t.Context())
 	for _, tc := range []struct {
 		req  CreateRequest
@@ -341,10 +344,7 @@ func TestCreate_Refusals(t *testing.T) {
 }
 
 func TestCreate_Keys(t *testing.T) {
-	h := newHarness(t)
-	m := h.manager(t, nil)
-	proj, _ := repo(t)
-	p, _ := m.AddProject(t.Context(), proj, "", nil)
+	_, m, _, _, p := withProject(t, nil)
 	long := strings.Repeat("Refactor the payment module ", 3) // 84 characters
 	var keys []string
 	for _, name := range []string{"Fix bug", "fix-bug", "FIX BUG!", long, long} {
@@ -398,10 +398,7 @@ func TestCreate_SameIDAtOnce(t *testing.T) {
 }
 
 func TestCreate_HalfWay(t *testing.T) {
-	h := newHarness(t)
-	m := h.manager(t, nil)
-	proj, _ := repo(t)
-	p, _ := m.AddProject(t.Context(), proj, "", nil)
+	h, m, proj, _, p := withProject(t, nil)
 	// A folder is where the workspace would go.
 	write(t, filepath.Join(h.root, "proj", "taken", "keep.txt"), "mine")
 	ws, err := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "taken"})
@@ -478,11 +475,8 @@ func TestSetup(t *testing.T) {
 }
 
 func TestArchive(t *testing.T) {
-	h := newHarness(t)
 	sb := needBwrap(t)
-	m := h.manager(t, func(c *Config) { c.Setup, c.Poll = sb, 20*time.Millisecond })
-	proj, _ := repo(t)
-	p, _ := m.AddProject(t.Context(), proj, "", nil)
+	h, m, proj, _, p := withProject(t, func(c *Config) { c.Setup, c.Poll = sb, 20*time.Millisecond })
 	ws, err := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "mine", Session: "s1"})
 	if err != nil {
 		t.Fatal(err)
@@ -542,10 +536,7 @@ func TestArchive(t *testing.T) {
 }
 
 func TestArchive_FolderGoneAndFailedCleanup(t *testing.T) {
-	h := newHarness(t)
-	m := h.manager(t, nil)
-	proj, _ := repo(t)
-	p, _ := m.AddProject(t.Context(), proj, "", nil)
+	_, m, proj, _, p := withProject(t, nil)
 	a, _ := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "a"})
 	b, _ := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "b"})
 	// A worktree folder deleted by hand.
@@ -581,10 +572,7 @@ func TestArchive_FolderGoneAndFailedCleanup(t *testing.T) {
 }
 
 func TestRecover(t *testing.T) {
-	h := newHarness(t)
-	proj, _ := repo(t)
-	m := h.manager(t, nil)
-	p, _ := m.AddProject(t.Context(), proj, "", nil)
+	h, m, proj, _, p := withProject(t, nil)
 	dead := "test-host/999999999/1/dead"
 	// crash reserves w and stops, as a process killed after the
 	// reservation would; upTo says how far it got.
@@ -647,10 +635,7 @@ func TestRecover(t *testing.T) {
 }
 
 func TestNameFromSessions(t *testing.T) {
-	h := newHarness(t)
-	m := h.manager(t, nil)
-	proj, _ := repo(t)
-	p, _ := m.AddProject(t.Context(), proj, "", nil)
+	_, m, _, _, p := withProject(t, nil)
 	ws, _ := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "new task", Placeholder: true})
 	named := []Named{
 		{Session: "s2", Title: "Second", Started: testNow().Add(time.Minute)},
@@ -668,10 +653,7 @@ func TestNameFromSessions(t *testing.T) {
 }
 
 func TestRename(t *testing.T) {
-	h := newHarness(t)
-	m := h.manager(t, nil)
-	proj, _ := repo(t)
-	p, _ := m.AddProject(t.Context(), proj, "", nil)
+	_, m, _, _, p := withProject(t, nil)
 	ws, _ := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "new workspace", Session: "s1", Placeholder: true})
 	got, err := m.Rename(t.Context(), ws.ID, "Login form", "s1", events.ByChat)
 	if err != nil || got.Name != "Login form" || got.Branch != "worktree/login-form" || got.Path != ws.Path || got.Key != ws.Key {
@@ -710,11 +692,8 @@ func testNow() time.Time { return time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 // person's, with or without a session; a placeholder a session asked
 // for is its chat's to name.
 func TestArchived_TakesNoNewWork(t *testing.T) {
-	h := newHarness(t)
 	sb := needBwrap(t)
-	m := h.manager(t, func(c *Config) { c.Setup, c.Poll = sb, 20*time.Millisecond })
-	proj, _ := repo(t)
-	p, _ := m.AddProject(t.Context(), proj, "", nil)
+	_, m, _, _, p := withProject(t, func(c *Config) { c.Setup, c.Poll = sb, 20*time.Millisecond })
 	ws, err := m.Create(t.Context(), CreateRequest{ID: "w-named", Project: p.ID, Name: "mine", Session: "s1"})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -53,12 +54,7 @@ func connectAs(t *testing.T, dd dataDir, role natslog.Role) (*natslog.Log, *nats
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	l, err := natslog.Open(t.Context(), nc, natslog.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l, nc
+	return natslogtest.Open(t, nc), nc
 }
 
 // TestForgedVerdict_Quarantined forges the verdict a gated hook waits

@@ -11,32 +11,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/adapters/redact/redacttest"
 )
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a server
 // and its workers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = natslogtest.Buffer
 
 // placed returns text in every position the table covers: on its own
 // line, after a tab, inside a JSON document printed as text, inside a

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 )
@@ -14,19 +13,7 @@ import (
 // end fails the test.
 func serveInProcess(t *testing.T, data string, args ...string) *syncBuffer {
 	t.Helper()
-	logs := &syncBuffer{}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- runCLI(ctx, append([]string{"--data", data, "serve"}, args...), strings.NewReader(""), logs, logs)
-	}()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	waitServer(t, dataDir(data))
+	logs, _ := serveStoppable(t, data, args...)
 	return logs
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/reducers/reducertest"
 )
 
 const id = "01JDQ7Z8V6T8Q2W3E4R5T6Y7C1"
@@ -455,14 +456,7 @@ func TestState_JSON(t *testing.T) {
 		t.Errorf("row (-want +got):\n%s", diff)
 	}
 	done := fold(queued, started, running, stopped, events.CommandExited{Code: 0, DurationMS: 5, Lingering: true})
-	b, err := json.Marshal(done)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back command.State
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
+	back := reducertest.RoundTrip(t, done)
 	if diff := cmp.Diff(done, back); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}

@@ -4,6 +4,7 @@
 package reducertest
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/logbook-dev/logbook/events"
@@ -58,4 +59,35 @@ func (a Aggregate[S, C]) Run(t testing.TB, s S, cmds ...C) (S, []string) {
 		}
 	}
 	return s, types
+}
+
+// PhaseAfter returns the phase a session is in after event d and true
+// when d is one that sets it (session.started: ready; session.transitioned:
+// its To; session.ended: ended), else "" and false. It is for tests that
+// read a session's arc of phases from its events.
+func PhaseAfter(d events.Payload) (string, bool) {
+	switch d := d.(type) {
+	case events.SessionStarted:
+		return events.PhaseReady, true
+	case events.SessionTransitioned:
+		return d.To, true
+	case events.SessionEnded:
+		return events.PhaseEnded, true
+	}
+	return "", false
+}
+
+// RoundTrip returns v encoded as JSON and decoded again into a new T; a
+// failure either way fails the test.
+func RoundTrip[T any](t testing.TB, v T) T {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back T
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	return back
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/reducertest"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
@@ -107,13 +108,8 @@ func mustObs(e events.Envelope) *events.Observation {
 func (h *history) arc() string {
 	var ph []string
 	for _, e := range h.evs {
-		switch d := e.Data.(type) {
-		case events.SessionStarted:
-			ph = append(ph, events.PhaseReady)
-		case events.SessionTransitioned:
-			ph = append(ph, d.To)
-		case events.SessionEnded:
-			ph = append(ph, events.PhaseEnded)
+		if p, ok := reducertest.PhaseAfter(e.Data); ok {
+			ph = append(ph, p)
 		}
 	}
 	return strings.Join(ph, ">")

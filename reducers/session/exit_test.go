@@ -20,6 +20,12 @@ func TestExitTable(t *testing.T) {
 	prompt := func(h *history) { h.line(m, sig(events.SigPrompt, "id", "p1")) }
 	call := func(h *history, id, tool string) { h.line(m, sig(events.SigToolUse, "id", id, "name", tool)) }
 	perm := func(h *history, id string) { h.hook("perm:"+id, sig(events.SigPermission, "id", id, "name", "Bash")) }
+	// asking: a prompt's Bash call t1 asks a person's permission.
+	asking := func(h *history) {
+		prompt(h)
+		call(h, "t1", "Bash")
+		perm(h, "t1")
+	}
 	type want struct {
 		phase, activity string
 		entries         int
@@ -41,9 +47,7 @@ func TestExitTable(t *testing.T) {
 			h.hook("stop", sig(events.SigTurnEnd, "name", "Stop"))
 		}, want{phase: events.PhaseReady}},
 		{"stop closes an unanswered review", func(h *history) {
-			prompt(h)
-			call(h, "t1", "Bash")
-			perm(h, "t1")
+			asking(h)
 			h.hook("stop", sig(events.SigTurnEnd, "name", "Stop"))
 		}, want{phase: events.PhaseReady}},
 		{"stop keeps background work", func(h *history) {
@@ -78,15 +82,11 @@ func TestExitTable(t *testing.T) {
 			h.line(m, sig(events.SigInterrupt))
 		}, want{phase: events.PhaseReady, outcome: "interrupted"}},
 		{"interrupt waiting", func(h *history) {
-			prompt(h)
-			call(h, "t1", "Bash")
-			perm(h, "t1")
+			asking(h)
 			h.line(m, sig(events.SigInterrupt))
 		}, want{phase: events.PhaseReady, outcome: "interrupted"}},
 		{"idle after a dismissed permission", func(h *history) {
-			prompt(h)
-			call(h, "t1", "Bash")
-			perm(h, "t1")
+			asking(h)
 			h.hook("idle", sig(events.SigIdle))
 		}, want{phase: events.PhaseReady, outcome: "interrupted"}},
 		{"idle without a reported stop", func(h *history) {
@@ -149,9 +149,7 @@ func TestExitTable(t *testing.T) {
 			h.hook("sb", sig(events.SigSubagentStop, "id", "a1"))
 		}, want{phase: events.PhaseReady}},
 		{"permission denied", func(h *history) {
-			prompt(h)
-			call(h, "t1", "Bash")
-			perm(h, "t1")
+			asking(h)
 			h.hook("denied", sig(events.SigToolResult, "id", "t1", "status", "rejected"))
 		}, want{phase: events.PhaseWorking, activity: "thinking"}},
 		{"compaction outside a turn", func(h *history) {

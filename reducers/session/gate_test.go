@@ -68,13 +68,21 @@ func TestGate_RuleDecidesInOneDecision(t *testing.T) {
 	}
 }
 
-func TestGate_FirstAnswerWins(t *testing.T) {
+// waitingOnBash returns a history in which a prompt's Bash call t1 has
+// been asked for review, with no answer yet.
+func waitingOnBash(t *testing.T) *history {
+	t.Helper()
 	h := newHistory(t)
 	h.line(events.Meta{}, sig(events.SigPrompt))
 	h.line(events.Meta{}, sig(events.SigToolUse, "id", "t1", "name", "Bash"))
 	if _, err := h.decide(request("t1", nil)); err != nil {
 		t.Fatal(err)
 	}
+	return h
+}
+
+func TestGate_FirstAnswerWins(t *testing.T) {
+	h := waitingOnBash(t)
 	if h.s.Phase != events.PhaseWaiting || len(h.s.Pending) != 1 {
 		t.Fatalf("pending: phase %s, %+v", h.s.Phase, h.s.Pending)
 	}
@@ -166,12 +174,7 @@ func TestGate_TenInTheWindow(t *testing.T) {
 }
 
 func TestGate_PendingClosedByAgentResult(t *testing.T) {
-	h := newHistory(t)
-	h.line(events.Meta{}, sig(events.SigPrompt))
-	h.line(events.Meta{}, sig(events.SigToolUse, "id", "t1", "name", "Bash"))
-	if _, err := h.decide(request("t1", nil)); err != nil {
-		t.Fatal(err)
-	}
+	h := waitingOnBash(t)
 	h.line(events.Meta{}, sig(events.SigToolResult, "id", "t1", "status", "error"))
 	r, ok := h.s.DecidedReview("t1")
 	if !ok || r.Outcome != events.ReviewUnavailable || r.Verdict != "deny" {

@@ -1,7 +1,6 @@
 package session_test
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -173,14 +172,7 @@ func typesOf(es []events.Envelope) string {
 // observation, none on a wait for a person, and that every mark's
 // evidence (its tick) resolves to stored observations.
 func TestInvariants_Clock(t *testing.T) {
-	if !rapidChecksSetHere() {
-		f := flag.Lookup("rapid.checks")
-		old := f.Value.String()
-		if err := f.Value.Set(strconv.Itoa(clockChecks)); err != nil {
-			t.Fatal(err)
-		}
-		defer f.Value.Set(old)
-	}
+	defaultChecks(t, clockChecks)
 	waits, marked := 0, 0
 	rapid.Check(t, func(t *rapid.T) {
 		c := &clockFolder{

@@ -260,14 +260,7 @@ func (f *folder) afterEnd(ender string) {
 // less than a turn), redelivers some hooks and lines, and checks the
 // invariants of docs/phases.md.
 func TestInvariants(t *testing.T) {
-	if !rapidChecksSetHere() {
-		f := flag.Lookup("rapid.checks")
-		old := f.Value.String()
-		if err := f.Value.Set(strconv.Itoa(invariantChecks)); err != nil {
-			t.Fatal(err)
-		}
-		defer f.Value.Set(old)
-	}
+	defaultChecks(t, invariantChecks)
 	rapid.Check(t, func(t *rapid.T) {
 		f := &folder{t: t, reg: events.NewRegistry(), s: session.Init(agg), obs: map[string]bool{}}
 		for k, ts := range drawTurns(t) {
@@ -298,6 +291,21 @@ func TestInvariants(t *testing.T) {
 			f.afterEnd(ts.ender)
 		}
 	})
+}
+
+// defaultChecks sets rapid's -rapid.checks to n until the test ends,
+// unless the run chose the number itself (rapidChecksSetHere).
+func defaultChecks(t *testing.T, n int) {
+	t.Helper()
+	if rapidChecksSetHere() {
+		return
+	}
+	f := flag.Lookup("rapid.checks")
+	old := f.Value.String()
+	if err := f.Value.Set(strconv.Itoa(n)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Value.Set(old) })
 }
 
 // rapidChecksSetHere reports whether the number of rapid checks was

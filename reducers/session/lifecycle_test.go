@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/reducertest"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
@@ -116,14 +117,7 @@ func TestIDSet(t *testing.T) {
 	if !b.Has("toolu_0") || b.Has("toolu_1500") {
 		t.Error("set membership wrong")
 	}
-	j, err := json.Marshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back session.IDSet
-	if err := json.Unmarshal(j, &back); err != nil {
-		t.Fatal(err)
-	}
+	back := reducertest.RoundTrip(t, b)
 	j2, _ := json.Marshal(back.Add("more"))
 	j3, _ := json.Marshal(b.Add("more"))
 	if string(j2) != string(j3) || back.Len() != b.Len() || !back.Has("toolu_777") {

@@ -60,23 +60,27 @@ func TestPerSource_LikeAMap(t *testing.T) {
 	}
 }
 
-// TestState_PerSourceJSONAsBefore pins the JSON of a state's cursors to that
-// of the map field they replaced, absent when empty.
-func TestState_PerSourceJSONAsBefore(t *testing.T) {
-	var s State
+// members returns s's JSON and its members by name.
+func members(t *testing.T, s State) ([]byte, map[string]json.RawMessage) {
+	t.Helper()
 	b, _ := json.Marshal(s)
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
+	return b, m
+}
+
+// TestState_PerSourceJSONAsBefore pins the JSON of a state's cursors to that
+// of the map field they replaced, absent when empty.
+func TestState_PerSourceJSONAsBefore(t *testing.T) {
+	var s State
+	b, m := members(t, s)
 	if _, ok := m["cursors"]; ok {
 		t.Errorf("empty cursors written: %s", b)
 	}
 	s.Cursors = s.Cursors.Set("b.jsonl", 2).Set("a<b>.jsonl", 10)
-	b, _ = json.Marshal(s)
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	b, m = members(t, s)
 	if got, want := string(m["cursors"]), `{"a\u003cb\u003e.jsonl":10,"b.jsonl":2}`; got != want {
 		t.Errorf("cursors %s, want %s", got, want)
 	}

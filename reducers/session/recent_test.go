@@ -59,20 +59,13 @@ func TestRecent_LikeABoundedSlice(t *testing.T) {
 // that of the []string fields they replaced, absent when empty.
 func TestState_RecentJSONAsBefore(t *testing.T) {
 	var s State
-	b, _ := json.Marshal(s)
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	b, m := members(t, s)
 	if _, ok := m["recent_keys"]; ok {
 		t.Errorf("empty recent_keys written: %s", b)
 	}
 	s.RecentKeys = s.RecentKeys.Push("a<b>&\u2028", RecentKeys).Push("c", RecentKeys)
 	s.RecentClosed = RecentOf("t1")
-	b, _ = json.Marshal(s)
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	b, m = members(t, s)
 	if got, want := string(m["recent_keys"]), `["a\u003cb\u003e\u0026\u2028","c"]`; got != want {
 		t.Errorf("recent_keys %s, want %s", got, want)
 	}

@@ -9,14 +9,7 @@ import (
 // in order; n ≤ 0 reads all.
 func TestSpool_PendingFirst(t *testing.T) {
 	s := openSpool(t)
-	var ids []string
-	for i := range 10 {
-		id, err := s.Put(fmt.Appendf(nil, `{"n":%d}`, i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
+	ids := putN(t, s, 10)
 	for _, n := range []int{1, 3, 10, 11, 0, -1} {
 		got, err := s.PendingFirst(n)
 		if err != nil {

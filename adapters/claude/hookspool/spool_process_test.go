@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -50,13 +49,5 @@ func TestSpool_Process(t *testing.T) {
 	if err := os.WriteFile(orphan, []byte(`{}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.Sweep(time.Now(), time.Hour); err != nil || n != 0 {
-		t.Fatalf("young sweep: %d, %v", n, err)
-	}
-	if n, err := s.Sweep(time.Now().Add(2*time.Hour), time.Hour); err != nil || n != 1 {
-		t.Fatalf("old sweep: %d, %v", n, err)
-	}
-	if _, err := os.Stat(filepath.Join(s.Dir(), withoutID+".json")); err != nil {
-		t.Errorf("sweep removed a live entry: %v", err)
-	}
+	sweepsOneOrphan(t, s, withoutID)
 }

@@ -21,16 +21,40 @@ func openSpool(t *testing.T) *Spool {
 	return s
 }
 
-func TestSpool_Order(t *testing.T) {
-	s := openSpool(t)
+// putN puts n payloads {"n":0} … {"n":n-1} into s in order and returns
+// their ids.
+func putN(t *testing.T, s *Spool, n int) []string {
+	t.Helper()
 	var ids []string
-	for i := range 50 {
+	for i := range n {
 		id, err := s.Put(fmt.Appendf(nil, `{"n":%d}`, i))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
 	}
+	return ids
+}
+
+// sweepsOneOrphan sweeps s with a one-hour age twice: now, which must
+// remove nothing, and two hours on, which must remove one file (the
+// orphan the caller left), and checks that entry live is still there.
+func sweepsOneOrphan(t *testing.T, s *Spool, live string) {
+	t.Helper()
+	if n, err := s.Sweep(time.Now(), time.Hour); err != nil || n != 0 {
+		t.Fatalf("young sweep: %d, %v", n, err)
+	}
+	if n, err := s.Sweep(time.Now().Add(2*time.Hour), time.Hour); err != nil || n != 1 {
+		t.Fatalf("old sweep: %d, %v", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir(), live+".json")); err != nil {
+		t.Errorf("sweep removed a live entry: %v", err)
+	}
+}
+
+func TestSpool_Order(t *testing.T) {
+	s := openSpool(t)
+	ids := putN(t, s, 50)
 	got, err := s.Pending()
 	if err != nil {
 		t.Fatal(err)

@@ -57,13 +57,5 @@ func TestSpool_Verdict(t *testing.T) {
 	if err := s.PutVerdict(orphan, v); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.Sweep(time.Now(), time.Hour); err != nil || n != 0 {
-		t.Fatalf("young sweep: %d, %v", n, err)
-	}
-	if n, err := s.Sweep(time.Now().Add(2*time.Hour), time.Hour); err != nil || n != 1 {
-		t.Fatalf("old sweep: %d, %v", n, err)
-	}
-	if _, err := os.Stat(filepath.Join(s.Dir(), plain+".json")); err != nil {
-		t.Errorf("sweep removed a live entry: %v", err)
-	}
+	sweepsOneOrphan(t, s, plain)
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 	"github.com/logbook-dev/logbook/adapters/jsonfault"
 )
 
@@ -460,13 +461,7 @@ func rawList(vs []json.RawMessage) json.RawMessage {
 // marshalPlain is json.Marshal without escaping <, > and &: a command
 // line in settings.json reads as written.
 func marshalPlain(v any) (json.RawMessage, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return jsonx.MarshalPlain(v)
 }
 
 // jsonEqual reports whether a and b are the same JSON value.

@@ -21,6 +21,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/reducertest"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
@@ -104,13 +105,8 @@ func ArcOf(t testing.TB, l events.Log, id string) []string {
 	}
 	var arc []string
 	for _, r := range recs {
-		switch d := r.Data.(type) {
-		case events.SessionStarted:
-			arc = append(arc, events.PhaseReady)
-		case events.SessionTransitioned:
-			arc = append(arc, d.To)
-		case events.SessionEnded:
-			arc = append(arc, events.PhaseEnded)
+		if ph, ok := reducertest.PhaseAfter(r.Data); ok {
+			arc = append(arc, ph)
 		}
 	}
 	return arc

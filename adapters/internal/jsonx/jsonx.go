@@ -8,6 +8,7 @@
 package jsonx
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"iter"
@@ -278,4 +279,17 @@ func (o Object) Objects(key string) iter.Seq[Object] {
 func (o Object) Quiet() Object {
 	o.Probs = new([]string)
 	return o
+}
+
+// MarshalPlain encodes v as json.Marshal does, but with <, > and & left as
+// they are rather than escaped to six bytes each (\u003c), and with no
+// trailing newline. Its errors are json.Marshal's.
+func MarshalPlain(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -42,12 +42,7 @@ func TestEmbeddedLinearizable(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
-		l, err := natslog.Open(t.Context(), nc, natslog.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		logs = append(logs, l)
+		logs = append(logs, natslogtest.Open(t, nc))
 	}
 	n := histories(t)
 	ops, conflicts := 0, 0

@@ -112,15 +112,7 @@ func (w Workload) client(ctx context.Context, rec *Recorder, reg *events.Registr
 		b := events.Batch{Agg: agg, Expect: seen[i].last}
 		for k := range n {
 			v := seen[i].ver + 1 + uint64(k)
-			var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", v)}
-			if v == 1 {
-				p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
-			}
-			e := reg.New(p)
-			e.ID, e.Agg, e.Ver = ulid.Make(), agg, v
-			e.At = time.Now().UTC().Truncate(time.Microsecond)
-			e.Cause = &events.Cause{Kind: "cli", Event: "lincheck", Ref: w.Prefix}
-			b.Events = append(b.Events, e)
+			b.Events = append(b.Events, SessionEvent(reg, agg, v, "lincheck", w.Prefix))
 		}
 		app, err := rec.Append(octx, c, l, b)
 		cancel()
@@ -128,4 +120,20 @@ func (w Workload) client(ctx context.Context, rec *Recorder, reg *events.Registr
 			seen[i] = view{last: app.Last, ver: seen[i].ver + uint64(n)}
 		}
 	}
+}
+
+// SessionEvent returns the event of session agg at version ver (from 1)
+// that a workload appends: its start at 1, else an activity change to
+// "tool:<ver>"; with a new id, dated now (µs, as stored), caused by the
+// CLI event named event with reference ref.
+func SessionEvent(reg *events.Registry, agg events.Aggregate, ver uint64, event, ref string) events.Envelope {
+	var p events.Payload = events.SessionActivityChanged{From: "thinking", To: fmt.Sprintf("tool:%d", ver)}
+	if ver == 1 {
+		p = events.SessionStarted{Agent: "cli", Cwd: "/work"}
+	}
+	e := reg.New(p)
+	e.ID, e.Agg, e.Ver = ulid.Make(), agg, ver
+	e.At = time.Now().UTC().Truncate(time.Microsecond)
+	e.Cause = &events.Cause{Kind: "cli", Event: event, Ref: ref}
+	return e
 }

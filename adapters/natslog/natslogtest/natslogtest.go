@@ -1,11 +1,16 @@
 // Package natslogtest starts a real embedded JetStream log for other
 // packages' tests: one server in a fresh temporary directory, stopped when
-// the test ends.
+// the test ends, logs opened on a test's connections, and a buffer for the
+// logs of servers and processes under test.
 package natslogtest
 
 import (
+	"bytes"
 	"context"
+	"sync"
 	"testing"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
@@ -31,4 +36,39 @@ func Start(t testing.TB, fsync natslog.Fsync) (*natslog.Log, *natslog.Server) {
 		}
 	})
 	return log, srv
+}
+
+// Open opens a log on the test's connection nc with the default config and
+// closes it at test end; nc stays the caller's. A failure to open fails the
+// test.
+func Open(t testing.TB, nc *nats.Conn) *natslog.Log {
+	t.Helper()
+	l, err := natslog.Open(t.Context(), nc, natslog.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// Buffer is a bytes.Buffer safe for concurrent writes and reads: the
+// destination of a server's or a process's log, written by its goroutines
+// while the test reads it. The zero value is empty and ready to use.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p; it never fails.
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns a copy of all written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
