@@ -47,6 +47,7 @@ type job struct {
 	pubDone chan struct{} // closed when the publisher has stored all of out
 	discard atomic.Bool   // the start was refused: drop output
 	live    atomic.Bool   // command.started is stored: stdin may be written
+	output  atomic.Bool   // some output was read (the trace's StageOutput)
 	stored  atomic.Int64  // bytes of output stored on lb.out
 	pos     int64         // bytes queued so far, all streams; under red's lock
 	red     *outRedactor  // redacts output before it is queued
@@ -316,6 +317,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	agg := events.Aggregate{Kind: events.KindCommand, ID: st.ID}
 	cause := events.Cause{Kind: "worker", Event: "command.requested", Detail: w.id.ID, Ref: st.ID}
 	at := w.now()
+	mark(st.ID, StageAdmitted)
 	decide := func(s command.State) (events.Decision, error) {
 		evs, err := command.Decide(s, command.Start{Worker: w.id.ID, Host: w.id.Host, At: at, Cause: cause})
 		if err == nil {
@@ -345,6 +347,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 		}
 		return verdictRetry, fmt.Errorf("start %s: %w", st.ID, err)
 	}
+	mark(st.ID, StageStarted)
 	// command.started is this worker's: from here on only this worker may
 	// start a process for the command, and every way out records an end.
 	// What follows the process's start gets a bound of its own: the
@@ -419,6 +422,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	// A release that fails has killed the sandbox: the command never ran,
 	// and its exit reports why, as for any start that failed in bubblewrap.
 	_ = p.Release()
+	mark(st.ID, StageProcess)
 	j.setProcess(p)
 	j.live.Store(true)
 	w.log.Info("started", "command", st.ID, "session", st.Session, "pid", p.Pid(), "mode", st.Mode, "argv", redactArgv(w.cfg.Redactor, st.Argv))
@@ -527,6 +531,7 @@ func (w *Worker) supervise(j *job, st command.State) {
 	defer j.cancel()
 	p := j.process()
 	res, werr := p.Wait()
+	mark(j.id, StageExit)
 	if werr != nil {
 		w.log.Warn("wait", "command", j.id, "err", werr)
 	}
@@ -567,6 +572,8 @@ func (w *Worker) supervise(j *job, st command.State) {
 	}
 	if err != nil {
 		w.log.Warn("report exit", "command", j.id, "err", err)
+	} else {
+		mark(j.id, StageExited)
 	}
 	if lost := j.lost.Load(); lost > 0 {
 		w.log.Warn("output lost", "command", j.id, "bytes", lost)
@@ -608,6 +615,9 @@ func (w *Worker) emit(j *job, c sandbox.Chunk) {
 	<-j.gate
 	if j.discard.Load() {
 		return
+	}
+	if !j.output.Swap(true) {
+		mark(j.id, StageOutput)
 	}
 	j.red.write(c)
 }

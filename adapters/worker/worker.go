@@ -514,6 +514,7 @@ func (w *Worker) handle(ctx, procCtx context.Context, msg jetstream.Msg) bool {
 		_ = msg.Term()
 		return false
 	}
+	mark(agg.ID, StageDelivered)
 	done := make(chan struct{})
 	defer close(done)
 	go func() { // keep the request ours while we work on it
