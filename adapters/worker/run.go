@@ -148,9 +148,41 @@ func appendAt(ctx context.Context, log events.Log, reg *events.Registry, ids eve
 // take decides what to do with the request for command id and, when this
 // worker wins it, starts the command. procCtx bounds the process's life.
 func (w *Worker) take(ctx, procCtx context.Context, id string) (verdict, error) {
-	// Claim first, then look: a state read before the claim could be
-	// overtaken by another worker's start in between.
+	return w.takeFor(ctx, procCtx, id, "")
+}
+
+// takeFor is take with the session the delivered request names (""
+// when unknown), whose state is read while the command is claimed and
+// read: admission takes it when the command, as read, belongs to that
+// session, and reads the session itself otherwise.
+func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verdict, error) {
+	var pre chan sessionRead
+	if session != "" {
+		pre = make(chan sessionRead, 1)
+		go func() {
+			st, err := w.sessions.State(ctx, events.Aggregate{Kind: events.KindSession, ID: session})
+			pre <- sessionRead{session, st, err}
+		}()
+	}
+	// The command is read while it is claimed, not after: a state read
+	// before the claim landed may have been overtaken by another
+	// worker's start (one this worker then took the claim over from),
+	// but command.started is appended expecting the sequence read, so
+	// such a start fails its check and the decision is taken again on
+	// the state the log has (start in run.go): no command starts on a
+	// stale read.
+	type read struct {
+		st   command.State
+		last uint64
+		err  error
+	}
+	rc := make(chan read, 1)
+	go func() {
+		st, last, err := w.loadAt(ctx, id)
+		rc <- read{st, last, err}
+	}()
 	v, err := w.claim(ctx, id)
+	r := <-rc
 	if v == verdictLater {
 		// Another live worker holds it: drop it for good once it has
 		// moved on, else look again later in case that worker dies.
@@ -162,7 +194,7 @@ func (w *Worker) take(ctx, procCtx context.Context, id string) (verdict, error) 
 	if v != verdictStarted {
 		return v, err
 	}
-	st, last, err := w.loadAt(ctx, id)
+	st, last, err := r.st, r.last, r.err
 	if err != nil {
 		return verdictRetry, err
 	}
@@ -187,7 +219,13 @@ func (w *Worker) take(ctx, procCtx context.Context, id string) (verdict, error) 
 	if reason != "" {
 		return verdictDone, w.refuse(ctx, id, reason, "spec")
 	}
-	if reason, err := w.admit(ctx, st); err != nil {
+	var sess *sessionRead
+	if pre != nil {
+		if r := <-pre; r.err == nil && r.id == st.Session {
+			sess = &r
+		}
+	}
+	if reason, err := w.admit(ctx, st, sess); err != nil {
 		return verdictRetry, err
 	} else if reason != "" {
 		return verdictDone, w.refuse(ctx, id, reason, "admit")
