@@ -86,12 +86,26 @@ func admission(sess session.State, by, mode, elevation, ws, home string, cwdHere
 	return ""
 }
 
-// admit loads st's session and returns why st must not run (a reason for
-// command.refused), or "". An error means the session could not be read.
-func (w *Worker) admit(ctx context.Context, st command.State) (string, error) {
-	sess, err := w.sessions.State(ctx, events.Aggregate{Kind: events.KindSession, ID: st.Session})
-	if err != nil {
-		return "", fmt.Errorf("admit %s: load session %s: %w", st.ID, st.Session, err)
+// sessionRead is a session's state as read for admission.
+type sessionRead struct {
+	id  string
+	st  session.State
+	err error
+}
+
+// admit returns why st must not run (a reason for command.refused), or
+// "", judged on pre when it is st's session as read while the command
+// was claimed, else on the session loaded now. An error means the
+// session could not be read.
+func (w *Worker) admit(ctx context.Context, st command.State, pre *sessionRead) (string, error) {
+	var sess session.State
+	if pre != nil && pre.id == st.Session {
+		sess = pre.st
+	} else {
+		var err error
+		if sess, err = w.sessions.State(ctx, events.Aggregate{Kind: events.KindSession, ID: st.Session}); err != nil {
+			return "", fmt.Errorf("admit %s: load session %s: %w", st.ID, st.Session, err)
+		}
 	}
 	ws := filepath.Clean(st.Workspace) // resolved by take, once for admission and the sandbox
 	home, _ := os.UserHomeDir()

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -61,6 +62,16 @@ type Client struct {
 	cfg  ClientConfig
 	js   jetstream.JetStream
 	cmds *events.Executor[command.State]
+	// prepared holds, by command id, the watches PrepareWatch made for
+	// Watch to take: *preparedWatch.
+	prepared sync.Map
+}
+
+// preparedWatch is a watch's consumer being made ahead of its Watch.
+type preparedWatch struct {
+	done chan struct{} // closed once cons and err are set
+	cons jetstream.Consumer
+	err  error
 }
 
 // NewClient returns a Client for cfg.
@@ -358,6 +369,27 @@ func (c *Client) workers(ctx context.Context) ([]Identity, error) {
 	return out, ctx.Err()
 }
 
+// anyWorker reports whether HeartbeatBucket holds a key: one attempt
+// of AwaitWorker under ctx. It stops listing at the first key.
+func (c *Client) anyWorker(ctx context.Context) (bool, error) {
+	kv, err := c.js.KeyValue(ctx, HeartbeatBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	lister, err := kv.ListKeys(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer lister.Stop()
+	for range lister.Keys() {
+		return true, nil
+	}
+	return false, ctx.Err()
+}
+
 // Chunk is one stored piece of a command's output.
 type Chunk struct {
 	Seq    uint64 // stream sequence of the message
@@ -393,37 +425,26 @@ const watchInactive = 30 * time.Second
 // first (the state so far is returned with it, which is how a caller
 // waits with a deadline); fn's error; a read or decode error.
 func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions, fn func(Chunk) error) (command.State, error) {
-	st, err := c.Command(ctx, id)
-	if err != nil {
-		if ctx.Err() != nil {
-			// A load cut short finds nothing: that is the deadline, not an
-			// unknown command.
-			return st, ctx.Err()
-		}
-		return st, fmt.Errorf("watch: %w", err)
-	}
 	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
-	cons, err := orderedConsumer(ctx, c.js, jetstream.OrderedConsumerConfig{
-		FilterSubjects:   []string{agg.Subject(), natslog.OutputSubject(id)},
-		DeliverPolicy:    jetstream.DeliverAllPolicy,
-		MaxResetAttempts: natslog.ResetAttempts,
-		// A client killed while it watches leaves its consumer behind:
-		// the server drops it after this long without pulls, not the
-		// default 5 minutes.
-		InactiveThreshold: watchInactive,
-	})
-	if err != nil {
-		return st, fmt.Errorf("watch %s: %w", id, err)
+	st := command.Init(agg)
+	cons := c.takePrepared(ctx, id)
+	if cons == nil {
+		var err error
+		if st, err = c.Command(ctx, id); err != nil {
+			if ctx.Err() != nil {
+				// A load cut short finds nothing: that is the deadline, not an
+				// unknown command.
+				return st, ctx.Err()
+			}
+			return st, fmt.Errorf("watch: %w", err)
+		}
+		if cons, err = c.watchConsumer(ctx, id); err != nil {
+			return st, fmt.Errorf("watch %s: %w", id, err)
+		}
 	}
 	// The server keeps a consumer (six goroutines and its state) until it
 	// is deleted: one per watch, each `exec --wait`, would pile up.
-	defer func() {
-		if info := cons.CachedInfo(); info != nil {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			defer cancel()
-			_ = c.js.DeleteConsumer(dctx, natslog.StreamName, info.Name)
-		}
-	}()
+	defer c.deleteConsumer(ctx, cons)
 	it, err := cons.Messages(jetstream.PullMaxMessages(500),
 		jetstream.PullExpiry(requestExpiry), jetstream.PullHeartbeat(requestHeartbeat))
 	if err != nil {
@@ -459,6 +480,86 @@ func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions, fn fun
 		if opts.Follow && st.Ended() || !opts.Follow && md.NumPending == 0 {
 			return st, nil
 		}
+	}
+}
+
+// watchConsumer makes the ordered consumer Watch reads command id's
+// events and output with, from the start, waiting out an election.
+func (c *Client) watchConsumer(ctx context.Context, id string) (jetstream.Consumer, error) {
+	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
+	return orderedConsumer(ctx, c.js, jetstream.OrderedConsumerConfig{
+		FilterSubjects:   []string{agg.Subject(), natslog.OutputSubject(id)},
+		DeliverPolicy:    jetstream.DeliverAllPolicy,
+		MaxResetAttempts: natslog.ResetAttempts,
+		// A client killed while it watches leaves its consumer behind:
+		// the server drops it after this long without pulls, not the
+		// default 5 minutes.
+		InactiveThreshold: watchInactive,
+	})
+}
+
+// PrepareWatch starts making, on a goroutine of its own, the consumer
+// the next Watch of command id reads with, so that it is made while the
+// request is appended rather than after: a caller that requests id and
+// then watches it calls PrepareWatch(id) before Request, and
+// DropWatch(id) if the request fails. A consumer made is not deleted
+// unless a Watch takes it (Watch deletes it as it returns) or DropWatch
+// drops it; the server drops one unused for 30 s. A Watch that takes it
+// reads id's events from the start without first loading id: it must
+// exist by then (Request returned nil for it).
+func (c *Client) PrepareWatch(ctx context.Context, id string) {
+	p := &preparedWatch{done: make(chan struct{})}
+	if _, dup := c.prepared.LoadOrStore(id, p); dup {
+		return
+	}
+	go func() {
+		defer close(p.done)
+		p.cons, p.err = c.watchConsumer(ctx, id)
+	}()
+}
+
+// DropWatch deletes the consumer PrepareWatch made for command id, if
+// any, once it is made.
+func (c *Client) DropWatch(ctx context.Context, id string) {
+	if cons := c.takePrepared(ctx, id); cons != nil {
+		c.deleteConsumer(ctx, cons)
+	}
+}
+
+// takePrepared returns the consumer PrepareWatch made for id, once it is
+// made, and forgets it; nil when none was prepared, or its making failed
+// or ctx ended first.
+func (c *Client) takePrepared(ctx context.Context, id string) jetstream.Consumer {
+	v, ok := c.prepared.LoadAndDelete(id)
+	if !ok {
+		return nil
+	}
+	p := v.(*preparedWatch)
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		go func() { // made after all: not left to the server's timeout
+			<-p.done
+			if p.err == nil {
+				c.deleteConsumer(context.Background(), p.cons)
+			}
+		}()
+		return nil
+	}
+	if p.err != nil {
+		return nil
+	}
+	return p.cons
+}
+
+// deleteConsumer deletes cons from the log's stream, waiting up to a
+// second for the answer: the server keeps a consumer (six goroutines and
+// its state) until it is deleted.
+func (c *Client) deleteConsumer(ctx context.Context, cons jetstream.Consumer) {
+	if info := cons.CachedInfo(); info != nil {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = c.js.DeleteConsumer(dctx, natslog.StreamName, info.Name)
 	}
 }
 

@@ -18,8 +18,11 @@
 //     finds the claim held by a live worker puts the request back for
 //     later, and one that finds it held by a dead worker takes it over
 //     with a compare-and-set on the key's revision;
-//  2. loads the command and drops the request unless it is still
-//     requested (a redelivery, a stop, an eviction), and refuses it
+//  2. loads the command (read while the claim is made, and with it the
+//     session the request names, for admission: a read that a start
+//     overtakes only makes step 3's check fail) and drops the request
+//     unless it is still requested (a redelivery, a stop, an
+//     eviction), and refuses it
 //     (command.refused) when its argv or environment carries a secret
 //     (CheckSecrets' rules, Config.Redactor's patterns): a request may
 //     have been appended without the Client's check;

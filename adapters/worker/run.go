@@ -47,6 +47,7 @@ type job struct {
 	pubDone chan struct{} // closed when the publisher has stored all of out
 	discard atomic.Bool   // the start was refused: drop output
 	live    atomic.Bool   // command.started is stored: stdin may be written
+	output  atomic.Bool   // some output was read (the trace's StageOutput)
 	stored  atomic.Int64  // bytes of output stored on lb.out
 	pos     int64         // bytes queued so far, all streams; under red's lock
 	red     *outRedactor  // redacts output before it is queued
@@ -147,9 +148,41 @@ func appendAt(ctx context.Context, log events.Log, reg *events.Registry, ids eve
 // take decides what to do with the request for command id and, when this
 // worker wins it, starts the command. procCtx bounds the process's life.
 func (w *Worker) take(ctx, procCtx context.Context, id string) (verdict, error) {
-	// Claim first, then look: a state read before the claim could be
-	// overtaken by another worker's start in between.
+	return w.takeFor(ctx, procCtx, id, "")
+}
+
+// takeFor is take with the session the delivered request names (""
+// when unknown), whose state is read while the command is claimed and
+// read: admission takes it when the command, as read, belongs to that
+// session, and reads the session itself otherwise.
+func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verdict, error) {
+	var pre chan sessionRead
+	if session != "" {
+		pre = make(chan sessionRead, 1)
+		go func() {
+			st, err := w.sessions.State(ctx, events.Aggregate{Kind: events.KindSession, ID: session})
+			pre <- sessionRead{session, st, err}
+		}()
+	}
+	// The command is read while it is claimed, not after: a state read
+	// before the claim landed may have been overtaken by another
+	// worker's start (one this worker then took the claim over from),
+	// but command.started is appended expecting the sequence read, so
+	// such a start fails its check and the decision is taken again on
+	// the state the log has (start in run.go): no command starts on a
+	// stale read.
+	type read struct {
+		st   command.State
+		last uint64
+		err  error
+	}
+	rc := make(chan read, 1)
+	go func() {
+		st, last, err := w.loadAt(ctx, id)
+		rc <- read{st, last, err}
+	}()
 	v, err := w.claim(ctx, id)
+	r := <-rc
 	if v == verdictLater {
 		// Another live worker holds it: drop it for good once it has
 		// moved on, else look again later in case that worker dies.
@@ -161,7 +194,7 @@ func (w *Worker) take(ctx, procCtx context.Context, id string) (verdict, error) 
 	if v != verdictStarted {
 		return v, err
 	}
-	st, last, err := w.loadAt(ctx, id)
+	st, last, err := r.st, r.last, r.err
 	if err != nil {
 		return verdictRetry, err
 	}
@@ -186,7 +219,13 @@ func (w *Worker) take(ctx, procCtx context.Context, id string) (verdict, error) 
 	if reason != "" {
 		return verdictDone, w.refuse(ctx, id, reason, "spec")
 	}
-	if reason, err := w.admit(ctx, st); err != nil {
+	var sess *sessionRead
+	if pre != nil {
+		if r := <-pre; r.err == nil && r.id == st.Session {
+			sess = &r
+		}
+	}
+	if reason, err := w.admit(ctx, st, sess); err != nil {
 		return verdictRetry, err
 	} else if reason != "" {
 		return verdictDone, w.refuse(ctx, id, reason, "admit")
@@ -316,6 +355,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	agg := events.Aggregate{Kind: events.KindCommand, ID: st.ID}
 	cause := events.Cause{Kind: "worker", Event: "command.requested", Detail: w.id.ID, Ref: st.ID}
 	at := w.now()
+	mark(st.ID, StageAdmitted)
 	decide := func(s command.State) (events.Decision, error) {
 		evs, err := command.Decide(s, command.Start{Worker: w.id.ID, Host: w.id.Host, At: at, Cause: cause})
 		if err == nil {
@@ -345,6 +385,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 		}
 		return verdictRetry, fmt.Errorf("start %s: %w", st.ID, err)
 	}
+	mark(st.ID, StageStarted)
 	// command.started is this worker's: from here on only this worker may
 	// start a process for the command, and every way out records an end.
 	// What follows the process's start gets a bound of its own: the
@@ -419,6 +460,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	// A release that fails has killed the sandbox: the command never ran,
 	// and its exit reports why, as for any start that failed in bubblewrap.
 	_ = p.Release()
+	mark(st.ID, StageProcess)
 	j.setProcess(p)
 	j.live.Store(true)
 	w.log.Info("started", "command", st.ID, "session", st.Session, "pid", p.Pid(), "mode", st.Mode, "argv", redactArgv(w.cfg.Redactor, st.Argv))
@@ -527,6 +569,7 @@ func (w *Worker) supervise(j *job, st command.State) {
 	defer j.cancel()
 	p := j.process()
 	res, werr := p.Wait()
+	mark(j.id, StageExit)
 	if werr != nil {
 		w.log.Warn("wait", "command", j.id, "err", werr)
 	}
@@ -567,6 +610,8 @@ func (w *Worker) supervise(j *job, st command.State) {
 	}
 	if err != nil {
 		w.log.Warn("report exit", "command", j.id, "err", err)
+	} else {
+		mark(j.id, StageExited)
 	}
 	if lost := j.lost.Load(); lost > 0 {
 		w.log.Warn("output lost", "command", j.id, "bytes", lost)
@@ -608,6 +653,9 @@ func (w *Worker) emit(j *job, c sandbox.Chunk) {
 	<-j.gate
 	if j.discard.Load() {
 		return
+	}
+	if !j.output.Swap(true) {
+		mark(j.id, StageOutput)
 	}
 	j.red.write(c)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/api"
@@ -53,17 +54,52 @@ type Submission struct {
 // prefixed "exec: "; a session that ended wraps events.ErrRejected; with
 // no live worker the error says how to start one; ctx's error when it
 // ends while waiting for one.
+//
+// The server's answers it needs (the session, the workspace, a live
+// worker, the session's active commands) are asked for at once, each
+// on a goroutine of its own that Submit waits for, and judged in that
+// order: a command costs the slowest of them rather than their sum.
+// With an elevation, which may wait for a reviewer, the live worker and
+// the active commands are asked for once it is granted. The consumer of
+// the Client's next Watch of s.ID is made while the request is appended
+// (Client.PrepareWatch).
 func (s Submission) Submit(ctx context.Context) error {
 	req := s.Request
-	var sr api.SessionReply
-	if err := s.Call(ctx, api.VerbSession, api.SessionRequest{ID: req.Session}, &sr); err != nil {
-		return fmt.Errorf("exec: %w", err)
+	outer := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends an AwaitWorker still under way when a check fails
+	type active struct {
+		rows []command.State
+		err  error
+	}
+	var (
+		sr             api.SessionReply
+		sessErr, wsErr error
+		checks         sync.WaitGroup
+		workers        = make(chan error, 1)
+		commands       = make(chan active, 1)
+	)
+	ask := func() { // a live worker, and the session's active commands
+		go func() { workers <- s.Client.AwaitWorker(ctx, s.Grace) }()
+		go func() {
+			rows, err := api.ListCommands(ctx, s.Call, api.CommandsRequest{Session: req.Session, Active: true}, 0)
+			commands <- active{rows, err}
+		}()
+	}
+	checks.Go(func() { sessErr = s.Call(ctx, api.VerbSession, api.SessionRequest{ID: req.Session}, &sr) })
+	checks.Go(func() { wsErr = api.WorkspaceOpen(ctx, s.Call, req.Workspace) })
+	if s.Elevate == nil {
+		ask()
+	}
+	checks.Wait()
+	if sessErr != nil {
+		return fmt.Errorf("exec: %w", sessErr)
 	}
 	if sr.Session.Phase == events.PhaseEnded {
 		return fmt.Errorf("exec: %w: session %s has ended", events.ErrRejected, req.Session)
 	}
-	if err := api.WorkspaceOpen(ctx, s.Call, req.Workspace); err != nil {
-		return fmt.Errorf("exec: %w", err)
+	if wsErr != nil {
+		return fmt.Errorf("exec: %w", wsErr)
 	}
 	if s.WorkspaceErr != nil {
 		return s.WorkspaceErr
@@ -91,7 +127,10 @@ func (s Submission) Submit(ctx context.Context) error {
 			return err
 		}
 	}
-	err := s.Client.AwaitWorker(ctx, s.Grace)
+	if s.Elevate != nil {
+		ask()
+	}
+	err := <-workers
 	switch {
 	case errors.Is(err, ErrNoWorker):
 		return fmt.Errorf("exec: no live worker for %v: run `logbook serve` (--workers 2 by default) or `logbook worker`", s.Grace)
@@ -100,17 +139,21 @@ func (s Submission) Submit(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("exec: %w", err)
 	}
-	rows, err := api.ListCommands(ctx, s.Call, api.CommandsRequest{Session: req.Session, Active: true}, 0)
-	if err != nil {
-		return fmt.Errorf("exec: active commands of session %s: %w", req.Session, err)
+	act := <-commands
+	if act.err != nil {
+		return fmt.Errorf("exec: active commands of session %s: %w", req.Session, act.err)
 	}
-	evicted, err := s.Client.Request(ctx, s.ID, req, command.ActiveIDs(rows))
+	// The watch that follows (Client.Wait) gets its consumer made while
+	// the request is appended.
+	s.Client.PrepareWatch(outer, s.ID)
+	evicted, err := s.Client.Request(ctx, s.ID, req, command.ActiveIDs(act.rows))
 	for _, id := range evicted {
 		if s.Evicted != nil {
 			s.Evicted(id)
 		}
 	}
 	if err != nil {
+		s.Client.DropWatch(outer, s.ID)
 		return fmt.Errorf("exec: %w", err)
 	}
 	return nil

@@ -26,18 +26,27 @@ func KeyID(session, key string) string {
 // alive within its grace.
 var ErrNoWorker = errors.New("no live worker")
 
-// AwaitWorker returns once some worker is alive (Workers is not empty),
-// polling every 100 ms, or fails after grace with an error wrapping
-// ErrNoWorker ("no live worker for <grace>"): a request nobody takes
-// would only be waited on. Errors also: Workers', and ctx's when it ends.
+// AwaitWorker returns once some worker is alive (a key of
+// HeartbeatBucket, as Workers lists them, without reading the
+// identities), polling every 100 ms, or fails after grace with an error
+// wrapping ErrNoWorker ("no live worker for <grace>"): a request nobody
+// takes would only be waited on. Errors also: Workers', and ctx's when
+// it ends.
 func (c *Client) AwaitWorker(ctx context.Context, grace time.Duration) error {
 	deadline := time.Now().Add(grace)
 	for {
-		ws, err := c.Workers(ctx)
+		var alive bool
+		err := electionBound(ctx, "list workers", func(actx context.Context) (err error) {
+			alive, err = c.anyWorker(actx)
+			return err
+		})
 		if err != nil {
+			return fmt.Errorf("workers: %w", err)
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if len(ws) > 0 {
+		if alive {
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -514,6 +514,7 @@ func (w *Worker) handle(ctx, procCtx context.Context, msg jetstream.Msg) bool {
 		_ = msg.Term()
 		return false
 	}
+	mark(agg.ID, StageDelivered)
 	done := make(chan struct{})
 	defer close(done)
 	go func() { // keep the request ours while we work on it
@@ -528,7 +529,7 @@ func (w *Worker) handle(ctx, procCtx context.Context, msg jetstream.Msg) bool {
 			}
 		}
 	}()
-	v, err := w.take(ctx, procCtx, agg.ID)
+	v, err := w.takeFor(ctx, procCtx, agg.ID, requestSession(w.cfg.Reg, msg.Data()))
 	if err != nil {
 		w.log.Warn("take command", "command", agg.ID, "err", err)
 	}
@@ -541,4 +542,19 @@ func (w *Worker) handle(ctx, procCtx context.Context, msg jetstream.Msg) bool {
 		_ = msg.NakWithDelay(time.Second)
 	}
 	return v == verdictStarted
+}
+
+// requestSession returns the session the delivered request body names,
+// "" when it does not decode as a command.requested. It is a hint only,
+// for reading the session while the command itself is read: what runs
+// is decided on the command as the log's loads judge it.
+func requestSession(reg *events.Registry, body []byte) string {
+	e, err := reg.Decode(body)
+	if err != nil {
+		return ""
+	}
+	if p, ok := e.Data.(events.CommandRequested); ok {
+		return p.Session
+	}
+	return ""
 }

@@ -96,6 +96,7 @@ type benchSample struct {
 	ops     int             // operations done: events, lines, hook calls, processes
 	elapsed time.Duration   // wall time of the timed part
 	lat     []time.Duration // each operation's latency; nil when not timed one by one
+	stages  []StageTime     // where an operation's time went; nil when not broken down
 }
 
 // benchWorkload is one row of the table: a Logbook run and the raw
@@ -150,6 +151,9 @@ type Row struct {
 	Logbook   Figures   `json:"logbook"`
 	Baselines []Compare `json:"baselines"`
 	Check     *Check    `json:"check,omitempty"`
+	// Stages breaks Logbook's operation down, stage by stage, in the
+	// run the row shows; none when the workload is not broken down.
+	Stages []StageTime `json:"stages,omitempty"`
 }
 
 // Figures summarizes a sample.
@@ -319,7 +323,8 @@ func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Write
 				return rep, err
 			}
 		}
-		row := Row{Group: w.group, Workload: w.name, Unit: w.unit, Logbook: benchFiguresOf(benchMedian(ls))}
+		med := benchMedian(ls)
+		row := Row{Group: w.group, Workload: w.name, Unit: w.unit, Logbook: benchFiguresOf(med), Stages: med.stages}
 		if w.check != nil {
 			row.Check = w.check(row.Logbook)
 		}
@@ -399,7 +404,23 @@ func (r Report) WriteText(w io.Writer, kept bool) error {
 			t = append(t, cells)
 		}
 	}
-	return benchTable(w, t, "lrrrlrrl")
+	if err := benchTable(w, t, "lrrrlrrl"); err != nil {
+		return err
+	}
+	for _, row := range r.Rows {
+		if len(row.Stages) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: where the time goes, stage by stage (median of the operations that reached each stage, from the end of the one before)\n", row.Workload)
+		st := [][]string{{"STAGE", "P50", "N"}}
+		for _, s := range row.Stages {
+			st = append(st, []string{s.Stage, benchMs(&s.P50ms), fmt.Sprint(s.N)})
+		}
+		if err := benchTable(w, st, "lrr"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Missed lists the floors this run did not meet, one line each

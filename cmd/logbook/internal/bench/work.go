@@ -130,7 +130,7 @@ func (e *benchEnv) workloads() []benchWorkload {
 		},
 		benchWorkload{
 			group: "command", name: "exec full_access true → exited, via workers", unit: "cmd",
-			logbook: e.commandRun, baselines: []benchBaseline{{name: "fork/exec of true", run: e.trueRun}},
+			logbook: e.commandRun, baselines: []benchBaseline{{name: "fork/exec of true", run: e.trueRun}}, check: commandCheck,
 		},
 	)
 	if sandbox.Available(context.Background(), "") == nil {
@@ -986,21 +986,6 @@ func (e *benchEnv) processesOf(ctx context.Context, exe, name string, s *benchSe
 		lat = append(lat, time.Since(t))
 	}
 	return benchSample{ops: e.cfg.Hooks, elapsed: time.Since(start), lat: lat}, nil
-}
-
-// commandRun starts this binary as `logbook exec` of `true` in full_access
-// for one session, cfg.Hooks times in a row: request appended, picked up
-// by a worker, started, exited, and the exit read back by exec.
-func (e *benchEnv) commandRun(ctx context.Context) (benchSample, error) {
-	s, err := e.serve(ctx)
-	if err != nil {
-		return benchSample{}, err
-	}
-	sid, ws, err := e.commandSession(ctx, s)
-	if err != nil {
-		return benchSample{}, err
-	}
-	return e.processes(ctx, s, []string{"exec", "--session", sid, "--mode", "full_access", "--workspace", ws, "--", "true"}, func(int) []byte { return nil })
 }
 
 // commandSession starts the session the command rows run their commands

@@ -1,0 +1,195 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/worker"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// StageTime is one stage of a row's breakdown: the median, over the
+// row's operations that reached it, of the time from the stage before
+// it to this one.
+type StageTime struct {
+	Stage string  `json:"stage"`  // what the stage ends with, e.g. "command.started appended"
+	P50ms float64 `json:"p50_ms"` // median duration, milliseconds
+	N     int     `json:"n"`      // operations that reached the stage
+}
+
+// commandStages are the stages of the command path's breakdown, in
+// order: each is timed from the end of the one before it.
+var commandStages = []string{
+	"exec started → request decided (client set-up)",
+	"request appended",
+	"worker sees it",
+	"admission (claim, load, checks)",
+	"command.started appended",
+	"process started",
+	"first output",
+	"exit",
+	"command.exited appended",
+	"client sees it, exec exits",
+}
+
+// commandTimes is what one command's breakdown is made of: the times
+// its stages ended, zero where unknown.
+type commandTimes struct {
+	begin, end time.Time // the exec process started, exited
+	decided    time.Time // command.requested's decision time (its At)
+	appended   time.Time // command.requested stored (the stream's timestamp)
+	marks      [7]time.Time
+}
+
+// commandCheck holds a command, exec start to exit, to p50 ≤ 10 ms and
+// p99 ≤ 25 ms: agents run hundreds of commands a session.
+func commandCheck(f Figures) *Check {
+	c := &Check{Text: "p50 ≤10ms, p99 ≤25ms"}
+	c.OK = f.P50ms != nil && f.P99ms != nil && *f.P50ms <= 10 && *f.P99ms <= 25
+	return c
+}
+
+// commandRun starts this binary as `logbook exec` of `true` in full_access
+// for one session, cfg.Hooks times in a row: request appended, picked up
+// by a worker, started, exited, and the exit read back by exec. Each
+// command's stages are timed (the workers' trace, worker.SetTrace, and
+// the log's times) into the sample's breakdown.
+func (e *benchEnv) commandRun(ctx context.Context) (benchSample, error) {
+	s, err := e.serve(ctx)
+	if err != nil {
+		return benchSample{}, err
+	}
+	sid, ws, err := e.commandSession(ctx, s)
+	if err != nil {
+		return benchSample{}, err
+	}
+	from, err := s.log.LastSeq(ctx)
+	if err != nil {
+		return benchSample{}, err
+	}
+	var (
+		mu    sync.Mutex
+		times = map[string]*commandTimes{}
+	)
+	worker.SetTrace(func(id string, st worker.Stage, at time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		if t := times[id]; t != nil && int(st) < len(t.marks) {
+			t.marks[st] = at
+		}
+	})
+	defer worker.SetTrace(nil)
+
+	lat := make([]time.Duration, 0, e.cfg.Hooks)
+	start := time.Now()
+	for range e.cfg.Hooks {
+		id := ulid.Make().String()
+		ct := &commandTimes{}
+		mu.Lock()
+		times[id] = ct
+		mu.Unlock()
+		args := []string{"--data", s.data, "exec", "--session", sid, "--id", id, "--mode", "full_access", "--workspace", ws, "--", "true"}
+		c := exec.CommandContext(ctx, e.cli.Exe, args...)
+		c.Args[0] = "logbook"
+		c.Env = append(os.Environ(), "LOGBOOK_DATA="+s.data)
+		c.Stdin = bytes.NewReader(nil)
+		t := time.Now()
+		out, err := c.CombinedOutput()
+		end := time.Now()
+		if err != nil {
+			return benchSample{}, fmt.Errorf("logbook %v: %w\n%s", args, err, out)
+		}
+		mu.Lock()
+		ct.begin, ct.end = t, end
+		mu.Unlock()
+		lat = append(lat, end.Sub(t))
+	}
+	smp := benchSample{ops: e.cfg.Hooks, elapsed: time.Since(start), lat: lat}
+	worker.SetTrace(nil)
+	if err := e.requestTimes(ctx, s.js, from, times); err != nil {
+		return smp, err
+	}
+	smp.stages = breakdown(times)
+	return smp, nil
+}
+
+// requestTimes reads the command events stored after sequence from and
+// sets, for each command of times, when its request was decided and
+// when it was stored.
+func (e *benchEnv) requestTimes(ctx context.Context, js jetstream.JetStream, from uint64, times map[string]*commandTimes) error {
+	cons, err := js.OrderedConsumer(ctx, natslog.StreamName, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{worker.CommandFilter},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    from + 1,
+	})
+	if err != nil {
+		return fmt.Errorf("command times: %w", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		msg, err := cons.Next(jetstream.FetchContext(rctx))
+		if err != nil {
+			return fmt.Errorf("command times: %w", err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("command times: %w", err)
+		}
+		if msg.Headers().Get(natslog.HeaderType) == (events.CommandRequested{}).EventType() {
+			if agg, err := events.ParseSubject(msg.Subject()); err == nil && times[agg.ID] != nil {
+				env, err := e.reg.Decode(msg.Data())
+				if err != nil {
+					return fmt.Errorf("command times: %w", err)
+				}
+				times[agg.ID].decided, times[agg.ID].appended = env.At, md.Timestamp
+			}
+		}
+		if md.NumPending == 0 {
+			return nil
+		}
+	}
+}
+
+// breakdown returns the median of each of commandStages over times.
+// A stage is timed from the last earlier stage the command reached (a
+// command without output goes from its process's start to its exit);
+// a stage no command reached is left out.
+func breakdown(times map[string]*commandTimes) []StageTime {
+	per := make([][]time.Duration, len(commandStages))
+	for _, t := range times {
+		points := []time.Time{t.begin, t.decided, t.appended}
+		points = append(points, t.marks[:]...)
+		points = append(points, t.end)
+		if t.begin.IsZero() {
+			continue
+		}
+		prev := t.begin
+		for i, p := range points[1:] {
+			if p.IsZero() {
+				continue
+			}
+			per[i] = append(per[i], p.Sub(prev))
+			prev = p
+		}
+	}
+	var out []StageTime
+	for i, ds := range per {
+		if len(ds) == 0 {
+			continue
+		}
+		slices.Sort(ds)
+		out = append(out, StageTime{Stage: commandStages[i], P50ms: float64(ds[(len(ds)-1)/2].Microseconds()) / 1000, N: len(ds)})
+	}
+	return out
+}
