@@ -344,10 +344,7 @@ func reviewStdin(ctx context.Context, b *backend, cl *worker.Client, id string, 
 	if err != nil {
 		return fmt.Errorf("command stdin: %w", err)
 	}
-	call := func(ctx context.Context, verb string, req, resp any) error {
-		return api.Call(ctx, b.nc, b.api, verb, req, resp)
-	}
-	return gate.AskStdin(ctx, call, st.Session, id, data, secret, func(rid string, d time.Duration) {
+	return gate.AskStdin(ctx, b.call, st.Session, id, data, secret, func(rid string, d time.Duration) {
 		budget := "the server's --review-budget"
 		if d > 0 {
 			budget = d.String()

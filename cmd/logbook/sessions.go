@@ -221,9 +221,6 @@ func watchSessions(ctx context.Context, g *globals, f *sessionsFlags) error {
 	if b.down != nil {
 		return fmt.Errorf("--watch follows the log, which does not answer: %s (without --watch the list comes from the projection)", host.UnavailableText(*b.down.LogUnavailableSince, b.down.LogError))
 	}
-	call := func(ctx context.Context, verb string, req, resp any) error {
-		return api.Call(ctx, b.nc, b.api, verb, req, resp)
-	}
 	last, err := b.log.LastSeq(ctx)
 	if err != nil {
 		return err
@@ -239,7 +236,7 @@ func watchSessions(ctx context.Context, g *globals, f *sessionsFlags) error {
 		} else {
 			fmt.Fprintf(g.stdout, "-- %s\n", now.Format("15:04:05"))
 		}
-		return listSessionsOnce(ctx, g, call, f, now)
+		return listSessionsOnce(ctx, g, b.call, f, now)
 	}
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()

@@ -136,15 +136,11 @@ commands it runs and records their exits.`,
 			ctx := cmd.Context()
 			g.role = natslog.RoleWorker
 			// Without a server the data dir is not opened (nor created).
-			g.requireServer = true
-			b, err := openBackend(ctx, g)
+			b, err := openServer(ctx, g, "worker needs a running server: start `logbook serve` or pass --nats-url")
 			if err != nil {
 				return err
 			}
 			defer b.Close()
-			if !b.remote {
-				return errors.New("worker needs a running server: start `logbook serve` or pass --nats-url")
-			}
 			// What it records follows redact.txt as it changes, as in serve.
 			if b.rules, err = newLiveRules(b.dd, g.stderr, "logbook worker"); err != nil {
 				return err
