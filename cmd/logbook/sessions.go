@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -115,42 +114,15 @@ func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessi
 	if g.json {
 		// The rows as stored: the JSON of session.State, its times in
 		// RFC 3339.
-		raw, err := api.ListSessions[json.RawMessage](ctx, call, f.Request(), 0)
+		out, err := f.RawRows(ctx, call, now)
 		if err != nil {
 			return err
-		}
-		rows := make([]api.SessionRow, len(raw))
-		byID := make(map[string]json.RawMessage, len(raw))
-		for i, r := range raw {
-			if err := json.Unmarshal(r, &rows[i]); err != nil {
-				return fmt.Errorf("session row: %w", err)
-			}
-			byID[rows[i].ID] = r
-		}
-		sel, _ := f.Select(rows, now)
-		out := make([]json.RawMessage, len(sel))
-		for i, r := range sel {
-			out[i] = byID[r.ID]
 		}
 		return writeJSON(g.stdout, out)
 	}
-	var (
-		sel    []api.SessionRow
-		hidden int
-	)
-	if f.Limit > 0 && !f.Tree && !f.stale {
-		var err error
-		if sel, hidden, err = f.MostRecent(ctx, call, now); err != nil {
-			return err
-		}
-	} else {
-		req := f.Request()
-		req.Summaries = true
-		rows, err := api.ListSessions[api.SessionRow](ctx, call, req, 0)
-		if err != nil {
-			return err
-		}
-		sel, hidden = f.Select(rows, now)
+	sel, hidden, err := f.Rows(ctx, call, now)
+	if err != nil {
+		return err
 	}
 	home, _ := os.UserHomeDir()
 	v := term.SessionsView{Now: now, Relative: term.IsTerminal(g.stdout), Wide: f.wide, Home: home}
