@@ -94,9 +94,6 @@ func auditItems(ctx context.Context, b *backend, arg string) ([]replay.Item, err
 
 // printAudit prints an audit timeline, as JSON with --json.
 func printAudit(g *globals, items []replay.Item) error {
-	if g.json {
-		return writeJSON(g.stdout, items)
-	}
 	width := term.Width(g.stdout)
-	return term.Print(g.stdout, func(w io.Writer) error { return term.Audit(w, items, width) })
+	return emit(g, items, func(w io.Writer) error { return term.Audit(w, items, width) })
 }

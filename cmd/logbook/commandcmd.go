@@ -77,11 +77,7 @@ ID --reason R); a deny or a review that times out writes nothing.`,
 				if err != nil {
 					return err
 				}
-				if g.json {
-					return writeJSON(g.stdout, map[string]any{"id": args[0], "bytes": n, "eof": eof})
-				}
-				_, err = fmt.Fprintf(g.stdout, "wrote %d bytes to command %s\n", n, args[0])
-				return err
+				return answer(g, map[string]any{"id": args[0], "bytes": n, "eof": eof}, "wrote %d bytes to command %s\n", n, args[0])
 			})
 		},
 	}
@@ -191,10 +187,7 @@ func commandsCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if g.json {
-					return writeJSON(g.stdout, out)
-				}
-				return term.Print(g.stdout, func(w io.Writer) error { return term.Commands(w, out, true) })
+				return emit(g, out, func(w io.Writer) error { return term.Commands(w, out, true) })
 			})
 		},
 	}

@@ -105,6 +105,17 @@ func emit(g *globals, v any, text func(io.Writer) error) error {
 	return term.Print(g.stdout, text)
 }
 
+// answer writes v as indented JSON with --json, else the line format
+// makes of args: the answer of a command that changes something.
+// Errors are stdout's.
+func answer(g *globals, v any, format string, args ...any) error {
+	if g.json {
+		return writeJSON(g.stdout, v)
+	}
+	_, err := fmt.Fprintf(g.stdout, format, args...)
+	return err
+}
+
 // errReopen ends one stretch of followLog's reading: the follower gave
 // the data dir up to a writer, or the server it read through stopped.
 var errReopen = errors.New("follow: reopen")

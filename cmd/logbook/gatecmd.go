@@ -245,10 +245,7 @@ func reviewCmd(g *globals) *cobra.Command {
 				if err := call(cmd.Context(), gate.VerbReviews, gate.ReviewsRequest{}, &out); err != nil {
 					return err
 				}
-				if g.json {
-					return writeJSON(g.stdout, out)
-				}
-				return term.Print(g.stdout, func(w io.Writer) error { return term.Reviews(w, out.Reviews, time.Now()) })
+				return emit(g, out, func(w io.Writer) error { return term.Reviews(w, out.Reviews, time.Now()) })
 			})
 		},
 	}
@@ -284,13 +281,9 @@ func reviewAnswerCmd(g *globals, verdict string) *cobra.Command {
 				if err := call(cmd.Context(), gate.VerbReviewDecide, req, &out); err != nil {
 					return err
 				}
-				if g.json {
-					return writeJSON(g.stdout, out)
-				}
 				// The winner's reason is typed text (this one's or a rival
 				// answer's): no escape sequence of it reaches the terminal.
-				_, err = fmt.Fprintf(g.stdout, "review %s of session %s: %s\n", term.Field(out.Review.ID), term.Field(out.Session), term.Field(out.Review.Winner()))
-				return err
+				return answer(g, out, "review %s of session %s: %s\n", term.Field(out.Review.ID), term.Field(out.Session), term.Field(out.Review.Winner()))
 			})
 		},
 	}
@@ -312,21 +305,13 @@ func sessionModeCmd(g *globals) *cobra.Command {
 				return usageErrorf("unknown mode %q: want %s, %s, %s or %s", args[1], events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeAuto, events.ModeFullAccess)
 			}
 			req := gate.ModeRequest{ID: args[0], Mode: args[1], Actor: personActor(), Ref: ulid.Make().String()}
-			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
-				id, err := resolveID(cmd.Context(), b, events.KindSession, args[0])
-				if err != nil {
-					return err
-				}
+			return withSession(cmd.Context(), g, args[0], func(_ *backend, call api.Caller, id string) error {
 				req.ID = id
 				var out gate.ModeReply
 				if err := call(cmd.Context(), gate.VerbSessionMode, req, &out); err != nil {
 					return err
 				}
-				if g.json {
-					return writeJSON(g.stdout, out)
-				}
-				_, err = fmt.Fprintf(g.stdout, "session %s: mode %s (revision %d)\n", id, out.Mode, out.Revision)
-				return err
+				return answer(g, out, "session %s: mode %s (revision %d)\n", id, out.Mode, out.Revision)
 			})
 		},
 	}

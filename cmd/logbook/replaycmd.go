@@ -80,12 +80,7 @@ recorded (exit 1 when any do).
 				if err != nil {
 					return err
 				}
-				if g.json {
-					err = writeJSON(g.stdout, r)
-				} else {
-					err = term.Print(g.stdout, func(w io.Writer) error { return term.Rederivation(w, r) })
-				}
-				if err != nil {
+				if err := emit(g, r, func(w io.Writer) error { return term.Rederivation(w, r) }); err != nil {
 					return err
 				}
 				if !r.Agree() {

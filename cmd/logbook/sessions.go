@@ -151,11 +151,7 @@ func sessionCmd(g *globals) *cobra.Command {
 		Short: "Show a session's state, open entries with their age, and subagents",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
-				id, err := resolveID(cmd.Context(), b, events.KindSession, args[0])
-				if err != nil {
-					return err
-				}
+			return withSession(cmd.Context(), g, args[0], func(b *backend, call api.Caller, id string) error {
 				var out api.SessionReply
 				if err := call(cmd.Context(), api.VerbSession, api.SessionRequest{ID: id}, &out); err != nil {
 					return err

@@ -112,11 +112,7 @@ worktree is refused.`,
 				if err != nil {
 					return err
 				}
-				if g.json {
-					return writeJSON(g.stdout, p)
-				}
-				_, err = fmt.Fprintf(g.stdout, "project %s (%s) at %s, trunk %s\n", p.Key, p.ID, p.Path, p.Trunk)
-				return err
+				return answer(g, p, "project %s (%s) at %s, trunk %s\n", p.Key, p.ID, p.Path, p.Trunk)
 			})
 		},
 	}
@@ -360,11 +356,7 @@ tasks along).`,
 				if err != nil {
 					return err
 				}
-				if g.json {
-					return writeJSON(g.stdout, t)
-				}
-				_, err = fmt.Fprintf(g.stdout, "task %s %s in workspace %s\n", t.ID, t.Status, t.Workspace)
-				return err
+				return answer(g, t, "task %s %s in workspace %s\n", t.ID, t.Status, t.Workspace)
 			})
 		},
 	}
