@@ -128,7 +128,7 @@ func commandOutput(ctx context.Context, g *globals, cl *worker.Client, id string
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}
-		if lostServer(err) {
+		if natslog.Unreachable(err) {
 			printer.Close()
 			return fmt.Errorf("command output %s: the connection to the log's server closed before the command ended (did `logbook serve` stop?); the command may still run: come back with `logbook command output %s --follow --after %d`",
 				id, id, max(opts.After, printer.Pos))
@@ -195,7 +195,3 @@ func commandsCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&active, "active", false, "only active commands (waiting for a worker or running)")
 	return cmd
 }
-
-// lostServer reports whether err says the connection to the log's
-// server is gone for good (natslog.Unreachable).
-var lostServer = natslog.Unreachable

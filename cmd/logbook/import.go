@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
@@ -113,7 +110,7 @@ func runImport(ctx context.Context, g *globals, a ingest.Agent, paths []string, 
 	if err != nil {
 		return err
 	}
-	sum, err := plan.Run(ctx, env, serverGone, g.stderr)
+	sum, err := plan.Run(ctx, env, natslog.ServerGone, g.stderr)
 	if err != nil {
 		return err
 	}
@@ -168,20 +165,8 @@ func importEnv(b *backend, g *globals, o importOptions) (ingest.ImportEnv, error
 			if err != nil {
 				return "", err
 			}
-			incarnation := natslog.StreamName + "@" + id.Created.Format(time.RFC3339Nano)
-			if gone := id.Gone(); gone > 0 {
-				incarnation += fmt.Sprintf(" gone %d", gone)
-			}
-			return incarnation, nil
+			return id.Incarnation(), nil
 		},
 		Warn: func(msg string) { fmt.Fprintf(g.stderr, "warning: %s\n", msg) },
 	}, nil
-}
-
-// serverGone reports whether err, from an import, says the log's server
-// went away (serve stopped, or no server takes appends any more): the
-// import stopped there, and importing again resumes where it stopped.
-func serverGone(err error) bool {
-	return lostServer(err) || errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrNoResponders) ||
-		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrDisconnected)
 }
