@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/gate/hookgate"
+	"github.com/logbook-dev/logbook/adapters/hookrecord"
 	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
@@ -94,21 +94,10 @@ func policyCmd(g *globals) *cobra.Command {
 				}
 				args = []string{dd.path(gate.PolicyFile), filepath.Join(gate.ProjectPolicyDir, gate.PolicyFile)}
 			}
-			var ps gate.Policies
-			bad := 0
-			for _, p := range args {
-				if _, err := os.Stat(p); err != nil {
-					if len(cmd.Flags().Args()) > 0 {
-						return fmt.Errorf("policy %s: %w", p, err)
-					}
-					continue
-				}
-				if err := ps.Load(p); err != nil {
-					fmt.Fprintln(g.stderr, err)
-					bad++
-					continue
-				}
-				fmt.Fprintf(g.stdout, "%s: ok\n", p)
+			bad, err := gate.CheckFiles(args, len(cmd.Flags().Args()) > 0,
+				func(p string) { fmt.Fprintf(g.stdout, "%s: ok\n", p) }, func(err error) { fmt.Fprintln(g.stderr, err) })
+			if err != nil {
+				return err
 			}
 			if bad > 0 {
 				return fmt.Errorf("policy check: %s not parse", term.Plural(bad, "file does", "files do"))
@@ -136,10 +125,6 @@ func sweepReviews(ctx context.Context, gs *gate.Service, stderr io.Writer) {
 	}
 }
 
-// hookGateMargin is how much longer than its budget the hook waits for
-// the server's answer (which decides timed_out at the budget).
-const hookGateMargin = hookgate.Margin
-
 // hookClaudeGate records one hook payload like hookClaude, asks the
 // server's gate for a verdict and prints it in Claude Code's contract. It
 // fails closed: no server, no answer within budget, a bad payload, an
@@ -154,7 +139,7 @@ func hookClaudeGate(ctx context.Context, g *globals, budget time.Duration) (err 
 	deny := func(why string) {
 		// why may quote the payload (a field a check refused): the agent
 		// and the user read it redacted.
-		why = redactMessage(hookRedactor(g), why)
+		why = hookrecord.RedactMessage(hookRedactor(g), why)
 		fmt.Fprintf(g.stderr, "logbook hook --gate: deny: %s\n", why)
 		answer(gate.FailClosed(why))
 	}
@@ -226,7 +211,7 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 			}
 			return srv, nil
 		},
-		Redact:  func(msg string) string { return redactMessage(hookRedactor(g), msg) },
+		Redact:  func(msg string) string { return hookrecord.RedactMessage(hookRedactor(g), msg) },
 		Warnf:   func(format string, args ...any) { fmt.Fprintf(g.stderr, "logbook hook: "+format+"\n", args...) },
 		Message: userMessage,
 	}

@@ -217,7 +217,7 @@ func runGatedHook(ctx context.Context, root *cobra.Command, g *globals, help boo
 		if !gated {
 			return // no deny to give: it fails as the recorder would
 		}
-		why = redactMessage(hookRedactor(g), why)
+		why = hookrecord.RedactMessage(hookRedactor(g), why)
 		fmt.Fprintf(g.stderr, "logbook hook --gate: deny: %s\n", why)
 		out.Write(gate.ClaudeAnswer(event, gate.FailClosed(why)))
 		err = nil
@@ -252,10 +252,4 @@ func hookRedactor(g *globals) *claude.Redactor {
 		}
 	}
 	return redact.Default()
-}
-
-// redactMessage redacts a message the hook prints that may quote its
-// payload (hookrecord.RedactMessage).
-func redactMessage(red *claude.Redactor, msg string) string {
-	return hookrecord.RedactMessage(red, msg)
 }
