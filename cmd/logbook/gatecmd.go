@@ -131,11 +131,7 @@ func sweepReviews(ctx context.Context, gs *gate.Service, stderr io.Writer) {
 // error or a panic in the hook → a deny with the reason, exit 0.
 func hookClaudeGate(ctx context.Context, g *globals, budget time.Duration) (err error) {
 	event, gated := gate.EventPreToolUse, true
-	answered := false
-	answer := func(v gate.Verdict) {
-		answered = true
-		g.stdout.Write(gate.ClaudeAnswer(event, v))
-	}
+	answer := func(v gate.Verdict) { g.stdout.Write(gate.ClaudeAnswer(event, v)) }
 	deny := func(why string) {
 		// why may quote the payload (a field a check refused): the agent
 		// and the user read it redacted.
@@ -181,7 +177,6 @@ func hookClaudeGate(ctx context.Context, g *globals, budget time.Duration) (err 
 	if v.Decision != gate.DecideNone {
 		answer(v)
 	}
-	_ = answered
 	return nil
 }
 

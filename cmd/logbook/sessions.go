@@ -206,33 +206,8 @@ func watchSessions(ctx context.Context, g *globals, f *sessionsFlags) error {
 		}
 		return listSessionsOnce(ctx, g, b.call, f, now)
 	}
-	tick := time.NewTicker(time.Minute)
-	defer tick.Stop()
-	for {
-		if err := draw(); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-feed:
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("session feed ended: %v", err)
-		case <-tick.C:
-		case <-changed:
-			// Let a burst of events settle into one drawing.
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(watchSettle):
-			}
-		}
-	}
+	// A burst of events settles into one drawing.
+	return term.Redraw(ctx, "session", changed, feed, time.Minute, watchSettle, draw)
 }
 
 // watchSettle is how long --watch waits after an event for the ones
