@@ -98,24 +98,16 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 		return nil, err
 	}
 	hide, keep := worker.HiddenPaths(string(b.dd))
-	var ws []*worker.Worker
-	for range n {
-		w, err := worker.New(worker.Config{
-			Conn: b.nc, Log: b.log, Reg: b.reg,
-			Grace: f.grace, Bwrap: f.bwrap, Lapse: f.lapse,
-			Hidden:   hide,
-			Keep:     keep,
-			Ledger:   b.dd.path(placeholderLedger),
-			Allow:    allow,
-			Logger:   servelog.PartLogger(logw, "worker"),
-			Redactor: red,
-		})
-		if err != nil {
-			return nil, err
-		}
-		ws = append(ws, w)
-	}
-	return ws, nil
+	return worker.NewN(n, worker.Config{
+		Conn: b.nc, Log: b.log, Reg: b.reg,
+		Grace: f.grace, Bwrap: f.bwrap, Lapse: f.lapse,
+		Hidden:   hide,
+		Keep:     keep,
+		Ledger:   b.dd.path(placeholderLedger),
+		Allow:    allow,
+		Logger:   servelog.PartLogger(logw, "worker"),
+		Redactor: red,
+	})
 }
 
 // placeholderLedger is the data dir's directory where workers record the

@@ -27,8 +27,6 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	env := worker.InheritEnv()
-	hidden, keep := worker.HiddenPaths(string(b.dd))
 	// Names, titles, ids and folders a rule of the data dir takes for a
 	// secret are refused, by the rules serve follows when it runs.
 	red, err := b.redactor()
@@ -36,7 +34,7 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 		return nil, err
 	}
 	cfg := wsadapter.Config{Log: b.log, Reg: b.reg, Host: host, Actor: actor, Root: root,
-		Setup: wsadapter.SandboxSetup{Env: env, Hidden: hidden, Keep: keep}, Redactor: red}
+		Setup: worker.WorkspaceSandbox(string(b.dd)), Redactor: red}
 	if b.remote {
 		// Only a server's workers run commands: without one, none runs.
 		if cfg.Stop, err = commandStopper(b, call); err != nil {
