@@ -12,6 +12,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/codex"
 	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/term"
 )
 
 // agents lists the agents Logbook knows: `logbook import <verb>` and
@@ -90,9 +91,7 @@ func runImport(ctx context.Context, g *globals, a ingest.Agent, paths []string, 
 		if g.json {
 			_ = writeJSON(g.stdout, ingest.Summary{Files: []ingest.SummaryFile{}, Errors: ne.Paths})
 		} else if len(ne.Paths) > 1 {
-			for _, e := range ne.Paths {
-				fmt.Fprintf(g.stderr, "error: %s\n", termSafe(userText(e)))
-			}
+			term.ImportErrors(g.stderr, ne.Paths)
 		}
 		return &exitError{code: 1, err: ne}
 	} else if err != nil {
@@ -120,18 +119,7 @@ func runImport(ctx context.Context, g *globals, a ingest.Agent, paths []string, 
 			return err
 		}
 	} else {
-		for _, f := range sum.Files {
-			for _, w := range f.Warnings {
-				fmt.Fprintf(g.stderr, "warning: %s\n", termSafe(w))
-			}
-		}
-		for _, s := range sum.NotTranscripts {
-			fmt.Fprintf(g.stderr, "skipped: %s\n", termSafe(s))
-		}
-		for _, e := range sum.Errors {
-			fmt.Fprintf(g.stderr, "error: %s\n", termSafe(userText(e)))
-		}
-		fmt.Fprintln(g.stdout, sum.Line(noun+" file"))
+		term.ImportSummary(g.stdout, g.stderr, sum, noun)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
