@@ -15,13 +15,11 @@ import (
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/gate/hookgate"
 	"github.com/logbook-dev/logbook/adapters/hookrecord"
-	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
-	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 // gateFlags are serve's flags for the gate.
@@ -46,32 +44,8 @@ func (f gateFlags) check() error {
 // decided by svc's executor, the data dir's policy, f's budget and
 // reviewer, what it notices logged to stderr.
 func gateService(b *backend, svc *api.Service, store *projections.Store, f gateFlags, stderr io.Writer) *gate.Service {
-	gt := &gate.Gate{
-		Sessions: svc.Ing.Sessions(),
-		Log:      b.log,
-		Policies: &gate.Policies{DataDir: string(b.dd)},
-		Budget:   f.budget,
-		Logf: func(format string, args ...any) {
-			fmt.Fprintf(stderr, "logbook gate: "+format+"\n", args...)
-		},
-	}
-	if f.reviewer != "" {
-		gt.Reviewer = &gate.Reviewer{Command: f.reviewer}
-	}
-	// The policy as it is now is the one a later faulty edit leaves in
-	// force (serve has refused to start on one that does not parse).
-	gt.Policies.Load(b.dd.path(gate.PolicyFile))
-	// The gate redacts what it appends by the rules the observations of
-	// the same calls are redacted by (redact.txt as it is at each use).
-	gt.Redactor = svc.Redactor()
-	ingest := func(ctx context.Context, data []byte, then ingest.Then) (session.State, error) {
-		_, st, err := svc.HookThen(ctx, data, then)
-		return st, err
-	}
-	// A verdict a gated hook gave while no server ran is recorded when
-	// the spool delivers its payload.
-	svc.LocalVerdict = gt.RecordLocal
-	return &gate.Service{Gate: gt, Store: store, Ingest: ingest, CaughtUp: svc.CaughtUp, Redactor: svc.Redactor()}
+	return gate.ForService(svc, gate.ServeConfig{Log: b.log, Store: store, DataDir: string(b.dd), Budget: f.budget, Reviewer: f.reviewer,
+		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "logbook gate: "+format+"\n", args...) }})
 }
 
 // checkPolicy refuses a data dir policy file that does not parse, naming
