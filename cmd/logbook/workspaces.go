@@ -71,16 +71,24 @@ func withWorkspaces(ctx context.Context, g *globals, fn func(b *backend, call ap
 // id, or a key only one workspace has) and a manager that acts for the
 // person running the command.
 func withWorkspace(ctx context.Context, g *globals, ref string, fn func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error) error {
-	return withWorkspaces(ctx, g, func(b *backend, call api.Caller, v api.WorkspacesReply) error {
+	return withManager(ctx, g, func(v api.WorkspacesReply, m *wsadapter.Manager) error {
 		ws, err := wsadapter.FindWorkspace(v.Workspaces, ref)
 		if err != nil {
 			return err
 		}
+		return fn(v, ws, m)
+	})
+}
+
+// withManager runs fn (withWorkspaces) with a manager that acts for the
+// person running the command.
+func withManager(ctx context.Context, g *globals, fn func(v api.WorkspacesReply, m *wsadapter.Manager) error) error {
+	return withWorkspaces(ctx, g, func(b *backend, call api.Caller, v api.WorkspacesReply) error {
 		m, err := newWorkspaceManager(b, call, personActor())
 		if err != nil {
 			return err
 		}
-		return fn(v, ws, m)
+		return fn(v, m)
 	})
 }
 
@@ -101,11 +109,7 @@ worktree is refused.`,
 				typedField{"PATH", "folder", []string{args[0]}}); err != nil {
 				return err
 			}
-			return withWorkspaces(cmd.Context(), g, func(b *backend, call api.Caller, v api.WorkspacesReply) error {
-				m, err := newWorkspaceManager(b, call, personActor())
-				if err != nil {
-					return err
-				}
+			return withManager(cmd.Context(), g, func(v api.WorkspacesReply, m *wsadapter.Manager) error {
 				p, err := m.AddProject(cmd.Context(), args[0], name, wsadapter.ProjectKeys(v.Projects))
 				if err != nil {
 					return err
