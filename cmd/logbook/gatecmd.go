@@ -166,23 +166,10 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 		SpoolDir:   dd.path("spool"),
 		MaxPayload: maxHookPayload,
 		Budget:     budget,
-		Server: func() (hookgate.Server, error) {
-			if _, _, err := g.reach().CredsOptions(); err != nil {
-				return hookgate.Server{}, fmt.Errorf("%w, so no verdict can be made; the call is kept in the spool", err)
-			}
-			url, opts, ok := dd.dir().ServerURL(g.reach())
-			if !ok {
-				return hookgate.Server{}, fmt.Errorf("no Logbook server is running (no %s), so no verdict can be made; the call is kept in the spool", dd.path("serve.json"))
-			}
-			srv := hookgate.Server{URL: url, Opts: opts, Role: dd.dir().ConnRole(g.reach())}
-			if si, ok := dd.readServeInfo(); ok {
-				srv.Prefix = si.API
-			}
-			return srv, nil
-		},
-		Redact:  func(msg string) string { return hookrecord.RedactMessage(hookRedactor(g), msg) },
-		Warnf:   func(format string, args ...any) { fmt.Fprintf(g.stderr, "logbook hook: "+format+"\n", args...) },
-		Message: userMessage,
+		Server:     hookgate.DataDirServer(dd.dir(), g.reach()),
+		Redact:     func(msg string) string { return hookrecord.RedactMessage(hookRedactor(g), msg) },
+		Warnf:      func(format string, args ...any) { fmt.Fprintf(g.stderr, "logbook hook: "+format+"\n", args...) },
+		Message:    userMessage,
 	}
 	return a.Ask(ctx, payload)
 }
