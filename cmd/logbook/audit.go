@@ -39,7 +39,8 @@ from.`,
 			if err != nil {
 				return err
 			}
-			return printAudit(g, items)
+			width := term.Width(g.stdout)
+			return emit(g, items, func(w io.Writer) error { return term.Audit(w, items, width) })
 		},
 	}
 }
@@ -66,10 +67,4 @@ func auditItems(ctx context.Context, b *backend, arg string) ([]replay.Item, err
 	// The log left the events it could not attest out of the timeline:
 	// each is shown, in its place, as unattested.
 	return worker.SessionAudit(ctx, b.log, id, func() []replay.Unattested { return unattested(b.log, "") })
-}
-
-// printAudit prints an audit timeline, as JSON with --json.
-func printAudit(g *globals, items []replay.Item) error {
-	width := term.Width(g.stdout)
-	return emit(g, items, func(w io.Writer) error { return term.Audit(w, items, width) })
 }
