@@ -11,7 +11,6 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/datadir"
-	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/term"
 )
 
@@ -25,25 +24,11 @@ func existingDataDir(flag string) (dataDir, error) {
 	return dd, dd.dir().Existing()
 }
 
-// keyLine is one key `logbook keys show` prints.
-type keyLine struct {
-	Role      attestation.Role `json:"role"`
-	ID        string           `json:"id"`
-	Public    string           `json:"public"`
-	Principal string           `json:"principal"`
-	File      string           `json:"file"`
-	// Registered and Revoked are the sequences of the key's
-	// key.registered and key.revoked on the log (0: none, or the log
-	// was not read).
-	Registered uint64 `json:"registered,omitempty"`
-	Revoked    uint64 `json:"revoked,omitempty"`
-}
-
 // keyStates fills in each line's Registered and Revoked from the log's
 // key events, when the data dir has a log (or names a cluster's): a
 // data dir that has none is not given one. It returns why the log was
 // not read ("" when it was).
-func keyStates(ctx context.Context, g *globals, dd dataDir, lines []keyLine) string {
+func keyStates(ctx context.Context, g *globals, dd dataDir, lines []datadir.KeyLine) string {
 	if g.natsURL == "" && g.credsPath == "" && !dd.dir().HasData() {
 		return "no log in this data dir"
 	}
@@ -57,14 +42,8 @@ func keyStates(ctx context.Context, g *globals, dd dataDir, lines []keyLine) str
 	if b.log == nil || b.log.Verifier() == nil {
 		return "the log is read without a pinned admin key"
 	}
-	for i := range lines {
-		info, ok, err := b.log.KeyState(ctx, lines[i].ID)
-		if err != nil {
-			return err.Error()
-		}
-		if ok {
-			lines[i].Registered, lines[i].Revoked = info.Registered, info.Revoked
-		}
+	if err := datadir.KeyStates(ctx, b.log, lines); err != nil {
+		return err.Error()
 	}
 	return ""
 }
@@ -141,39 +120,19 @@ registered; no host takes them from a file.`,
 			if err != nil {
 				return err
 			}
-			var lines []keyLine
-			for _, r := range []natslog.Role{natslog.RoleServe, natslog.RoleWriter, natslog.RoleWorker} {
-				k, name, err := dd.dir().ClusterKey(r)
-				if err != nil {
-					return err
-				}
-				lines = append(lines, keyLine{Role: k.Role, ID: k.ID, Public: k.PublicText(), Principal: k.Principal, File: dd.keyPath(name)})
+			lines, err := dd.dir().ClusterKeyLines()
+			if err != nil {
+				return err
 			}
 			why := keyStates(cmd.Context(), g, dd, lines)
 			if g.json {
 				return writeJSON(g.stdout, lines)
 			}
+			pinned := ""
 			if pin, err := attestation.ReadPin(dd.keyPath("admin.pub")); err == nil {
-				fmt.Fprintf(g.stdout, "pinned admin %s\n", attestation.KeyID(pin))
-			} else {
-				fmt.Fprintf(g.stdout, "pinned admin none: run `logbook keys pin` with the cluster's admin key\n")
+				pinned = attestation.KeyID(pin)
 			}
-			for _, l := range lines {
-				state := "not registered"
-				switch {
-				case why != "":
-					state = "state unknown"
-				case l.Revoked != 0:
-					state = fmt.Sprintf("REVOKED at seq %d", l.Revoked)
-				case l.Registered != 0:
-					state = fmt.Sprintf("registered at seq %d", l.Registered)
-				}
-				fmt.Fprintf(g.stdout, "%s %s %s %s %s\n", term.Field(string(l.Role)), term.Field(l.ID), term.Field(l.Public), term.Field(l.Principal), state)
-			}
-			if why != "" {
-				fmt.Fprintf(g.stdout, "key state on the log unknown: %s\n", why)
-			}
-			return nil
+			return term.Keys(g.stdout, pinned, lines, why)
 		},
 	}
 	var role, principal string

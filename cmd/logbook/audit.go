@@ -39,7 +39,8 @@ from.`,
 			if err != nil {
 				return err
 			}
-			return printAudit(g, items)
+			width := term.Width(g.stdout)
+			return emit(g, items, func(w io.Writer) error { return term.Audit(w, items, width) })
 		},
 	}
 }
@@ -63,40 +64,7 @@ func auditItems(ctx context.Context, b *backend, arg string) ([]replay.Item, err
 	if err != nil {
 		return nil, err
 	}
-	ids, err := worker.SessionCommands(ctx, b.log, id)
-	if err != nil {
-		return nil, err
-	}
-	// A session whose every event the log quarantined reads as
-	// none: it is shown below, as what it is.
-	items, err := replay.SessionTimeline(ctx, b.log, id, ids)
-	notFound := errors.Is(err, events.ErrNotFound)
-	if err != nil && !notFound {
-		return nil, err
-	}
-	// The log left the events it could not attest out of the
-	// timeline: each is shown, in its place, as unattested.
-	subjects := map[string]bool{events.Aggregate{Kind: events.KindSession, ID: id}.Subject(): true}
-	for _, c := range ids {
-		subjects[events.Aggregate{Kind: events.KindCommand, ID: c}.Subject()] = true
-	}
-	var us []replay.Unattested
-	for _, u := range unattested(b.log, "") {
-		if subjects[u.Subject] {
-			us = append(us, u)
-		}
-	}
-	if notFound && len(us) == 0 {
-		return nil, err
-	}
-	return replay.WithUnattested(items, us), nil
-}
-
-// printAudit prints an audit timeline, as JSON with --json.
-func printAudit(g *globals, items []replay.Item) error {
-	if g.json {
-		return writeJSON(g.stdout, items)
-	}
-	width := term.Width(g.stdout)
-	return term.Print(g.stdout, func(w io.Writer) error { return term.Audit(w, items, width) })
+	// The log left the events it could not attest out of the timeline:
+	// each is shown, in its place, as unattested.
+	return worker.SessionAudit(ctx, b.log, id, func() []replay.Unattested { return unattested(b.log, "") })
 }

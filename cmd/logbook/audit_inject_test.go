@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/replay"
 )
 
@@ -55,11 +56,11 @@ func TestAudit_NamesTheSigner(t *testing.T) {
 	const sid = "1a1ec700-0000-4000-8000-00000000a0d2"
 	r := newGateRig(t, sid, nil)
 	r.bash("tu1", "rm -rf /") // no verdict within 3s: timed_out
-	var keys []keyLine
+	var keys []datadir.KeyLine
 	if err := json.Unmarshal([]byte(cli(t, r.data, "--json", "keys", "show")), &keys); err != nil {
 		t.Fatal(err)
 	}
-	var writer keyLine
+	var writer datadir.KeyLine
 	for _, k := range keys {
 		if k.Role == attestation.RoleWriter {
 			writer = k

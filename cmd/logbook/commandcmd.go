@@ -77,11 +77,7 @@ ID --reason R); a deny or a review that times out writes nothing.`,
 				if err != nil {
 					return err
 				}
-				if g.json {
-					return writeJSON(g.stdout, map[string]any{"id": args[0], "bytes": n, "eof": eof})
-				}
-				_, err = fmt.Fprintf(g.stdout, "wrote %d bytes to command %s\n", n, args[0])
-				return err
+				return answer(g, map[string]any{"id": args[0], "bytes": n, "eof": eof}, "wrote %d bytes to command %s\n", n, args[0])
 			})
 		},
 	}
@@ -132,7 +128,7 @@ func commandOutput(ctx context.Context, g *globals, cl *worker.Client, id string
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}
-		if lostServer(err) {
+		if natslog.Unreachable(err) {
 			printer.Close()
 			return fmt.Errorf("command output %s: the connection to the log's server closed before the command ended (did `logbook serve` stop?); the command may still run: come back with `logbook command output %s --follow --after %d`",
 				id, id, max(opts.After, printer.Pos))
@@ -191,10 +187,7 @@ func commandsCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if g.json {
-					return writeJSON(g.stdout, out)
-				}
-				return term.Print(g.stdout, func(w io.Writer) error { return term.Commands(w, out, true) })
+				return emit(g, out, func(w io.Writer) error { return term.Commands(w, out, true) })
 			})
 		},
 	}
@@ -202,7 +195,3 @@ func commandsCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&active, "active", false, "only active commands (waiting for a worker or running)")
 	return cmd
 }
-
-// lostServer reports whether err says the connection to the log's
-// server is gone for good (natslog.Unreachable).
-var lostServer = natslog.Unreachable

@@ -95,6 +95,27 @@ func printRecord(w io.Writer, r events.Record, asJSON bool) error {
 	return term.Record(w, r)
 }
 
+// emit writes v as indented JSON with --json, else text through
+// term.Print: the two faces of a read command's answer. Errors are
+// stdout's and text's.
+func emit(g *globals, v any, text func(io.Writer) error) error {
+	if g.json {
+		return writeJSON(g.stdout, v)
+	}
+	return term.Print(g.stdout, text)
+}
+
+// answer writes v as indented JSON with --json, else the line format
+// makes of args: the answer of a command that changes something.
+// Errors are stdout's.
+func answer(g *globals, v any, format string, args ...any) error {
+	if g.json {
+		return writeJSON(g.stdout, v)
+	}
+	_, err := fmt.Fprintf(g.stdout, format, args...)
+	return err
+}
+
 // errReopen ends one stretch of followLog's reading: the follower gave
 // the data dir up to a writer, or the server it read through stopped.
 var errReopen = errors.New("follow: reopen")

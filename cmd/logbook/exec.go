@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/gate"
@@ -113,34 +110,19 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		typedField{"--cwd", "folder", []string{f.cwd}}); err != nil {
 		return err
 	}
-	switch {
-	case f.key != "" && f.id != "":
-		return usageErrorf("exec: --id and --key exclude each other")
-	case f.key != "":
-		f.id = worker.KeyID(f.session, f.key)
-	case f.id == "":
-		f.id = ulid.Make().String()
+	if f.id, err = worker.RequestID(f.session, f.id, f.key); err != nil {
+		return usageErrorf("exec: %w", err)
 	}
-	if err := events.ValidID(f.id); err != nil {
-		return usageErrorf("exec: --id: %w", err)
-	}
-	if f.elevate && (strings.TrimSpace(f.justification) == "" || f.mode != "" && f.mode != events.ModeFullAccess) {
-		return usageErrorf("exec: --elevate needs --justification (not blank) and no --mode but full_access")
-	}
-	if !f.elevate && f.justification != "" {
-		return usageErrorf("exec: --justification is for --elevate: why the command needs full_access")
+	if err := worker.CheckElevation(f.elevate, f.justification, f.mode); err != nil {
+		return usageErrorf("exec: %w", err)
 	}
 	if f.elevate {
 		if err := checkTyped("exec: --justification", f.justification, maxJustification); err != nil {
 			return err
 		}
 	}
-	if f.mode != "" {
-		switch f.mode {
-		case events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeFullAccess:
-		default:
-			return usageErrorf("exec: unknown mode %q: want %s, %s or %s", f.mode, events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeFullAccess)
-		}
+	if err := worker.CheckMode(f.mode); err != nil {
+		return usageErrorf("exec: %w", err)
 	}
 	ws := f.workspace
 	if ws == "" {
@@ -162,21 +144,20 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	// A folder that does not exist is refused once the registry has had
 	// its say: a workspace still initializing has no folder yet, and the
 	// refusal should say so.
-	wsErr := checkWorkspace(ws)
+	wsErr := worker.CheckWorkspace(ws)
+	if wsErr != nil {
+		wsErr = fmt.Errorf("exec: %w", wsErr)
+	}
 	env, err := commandEnv(f)
 	if err != nil {
 		return err
 	}
 
-	g.requireServer = true
-	b, err := openBackend(ctx, g)
+	b, err := openServer(ctx, g, "exec needs a running server with workers: start `logbook serve`")
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if !b.remote {
-		return errors.New("exec needs a running server with workers: start `logbook serve`")
-	}
 	if f.key == "" {
 		// A unique prefix names the session (a retry's key names its
 		// command from the id as given).
@@ -193,9 +174,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 			err = fmt.Errorf("exec: %w", de.Doing("run commands"))
 		}
 	}()
-	call := func(ctx context.Context, verb string, req, resp any) error {
-		return api.Call(ctx, b.nc, b.api, verb, req, resp)
-	}
+	call := b.call
 	red, err := b.redactor()
 	if err != nil {
 		return fmt.Errorf("exec: %w", err)
@@ -245,27 +224,6 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		return err
 	}
 	return waitExec(ctx, g, cl, p, f)
-}
-
-// checkWorkspace reports, before the request is appended for good, a
-// workspace ws (absolute) that does not exist or, symlinks resolved, is
-// not a directory: the sandbox would refuse it.
-func checkWorkspace(ws string) error {
-	real, err := filepath.EvalSymlinks(ws)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("exec: workspace %s does not exist", ws)
-		}
-		return fmt.Errorf("exec: workspace %s: %w", ws, err)
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return fmt.Errorf("exec: workspace %s: %w", ws, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("exec: workspace %s is not a directory", ws)
-	}
-	return nil
 }
 
 // waitExec prints command f.id's output for up to f.wait (worker.Client.Wait)
@@ -339,37 +297,33 @@ func newRequestClient(b *backend, red *redact.Redactor) (*worker.Client, error) 
 	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: personActor(), Redactor: red})
 }
 
-// exitOf maps an ended command to exec's exit: its own exit status (128 +
-// the signal number when a signal killed it), 127 for a command not
-// found, 126 for another refusal, 1 for an abandoned or evicted one.
+// exitOf maps an ended command to exec's exit (worker.ExitStatus).
 func exitOf(st command.State) error {
-	switch st.Status {
-	case command.StatusExited:
-		code := 0
-		if st.ExitCode != nil {
-			code = *st.ExitCode
-		}
-		if st.Signal != "" {
-			code = 128 + int(unix.SignalNum(st.Signal))
-		}
-		if code == 0 {
-			return nil
-		}
-		what := fmt.Sprintf("exit status %d", code)
-		if st.Signal != "" {
-			what = "killed by " + st.Signal
-		}
-		return &exitError{code: code, err: fmt.Errorf("command %s: %s", st.ID, what)}
-	case command.StatusRefused:
-		code := 126
-		if strings.HasPrefix(st.EndReason, "not found") {
-			code = 127
-		}
-		return &exitError{code: code, err: fmt.Errorf("command %s refused: %s", st.ID, term.RefusalReason(st.EndReason))}
-	case command.StatusAbandoned:
-		return &exitError{code: 1, err: fmt.Errorf("command %s abandoned: %s (worker %s)", st.ID, st.EndReason, st.Worker)}
-	case command.StatusEvicted:
-		return &exitError{code: 1, err: fmt.Errorf("command %s was evicted by %s before it started", st.ID, st.EvictedBy)}
+	code, err := worker.ExitStatus(st)
+	if code == 0 {
+		return err
 	}
-	return fmt.Errorf("command %s: status %s", st.ID, st.Status)
+	return &exitError{code: code, err: err}
+}
+
+// call asks b's server's API verb with req, decoding the answer into
+// resp (api.Call): an api.Caller on a backend that reached a server.
+func (b *backend) call(ctx context.Context, verb string, req, resp any) error {
+	return api.Call(ctx, b.nc, b.api, verb, req, resp)
+}
+
+// openServer opens the backend of a command that needs a running server
+// (g.requireServer); without one it is the error need. The caller closes
+// the backend.
+func openServer(ctx context.Context, g *globals, need string) (*backend, error) {
+	g.requireServer = true
+	b, err := openBackend(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	if !b.remote {
+		b.Close()
+		return nil, errors.New(need)
+	}
+	return b, nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -15,13 +14,12 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/gate/hookgate"
-	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/adapters/hookrecord"
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
-	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 // gateFlags are serve's flags for the gate.
@@ -46,32 +44,8 @@ func (f gateFlags) check() error {
 // decided by svc's executor, the data dir's policy, f's budget and
 // reviewer, what it notices logged to stderr.
 func gateService(b *backend, svc *api.Service, store *projections.Store, f gateFlags, stderr io.Writer) *gate.Service {
-	gt := &gate.Gate{
-		Sessions: svc.Ing.Sessions(),
-		Log:      b.log,
-		Policies: &gate.Policies{DataDir: string(b.dd)},
-		Budget:   f.budget,
-		Logf: func(format string, args ...any) {
-			fmt.Fprintf(stderr, "logbook gate: "+format+"\n", args...)
-		},
-	}
-	if f.reviewer != "" {
-		gt.Reviewer = &gate.Reviewer{Command: f.reviewer}
-	}
-	// The policy as it is now is the one a later faulty edit leaves in
-	// force (serve has refused to start on one that does not parse).
-	gt.Policies.Load(b.dd.path(gate.PolicyFile))
-	// The gate redacts what it appends by the rules the observations of
-	// the same calls are redacted by (redact.txt as it is at each use).
-	gt.Redactor = svc.Redactor()
-	ingest := func(ctx context.Context, data []byte, then ingest.Then) (session.State, error) {
-		_, st, err := svc.HookThen(ctx, data, then)
-		return st, err
-	}
-	// A verdict a gated hook gave while no server ran is recorded when
-	// the spool delivers its payload.
-	svc.LocalVerdict = gt.RecordLocal
-	return &gate.Service{Gate: gt, Store: store, Ingest: ingest, CaughtUp: svc.CaughtUp, Redactor: svc.Redactor()}
+	return gate.ForService(svc, gate.ServeConfig{Log: b.log, Store: store, DataDir: string(b.dd), Budget: f.budget, Reviewer: f.reviewer,
+		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "logbook gate: "+format+"\n", args...) }})
 }
 
 // checkPolicy refuses a data dir policy file that does not parse, naming
@@ -94,21 +68,10 @@ func policyCmd(g *globals) *cobra.Command {
 				}
 				args = []string{dd.path(gate.PolicyFile), filepath.Join(gate.ProjectPolicyDir, gate.PolicyFile)}
 			}
-			var ps gate.Policies
-			bad := 0
-			for _, p := range args {
-				if _, err := os.Stat(p); err != nil {
-					if len(cmd.Flags().Args()) > 0 {
-						return fmt.Errorf("policy %s: %w", p, err)
-					}
-					continue
-				}
-				if err := ps.Load(p); err != nil {
-					fmt.Fprintln(g.stderr, err)
-					bad++
-					continue
-				}
-				fmt.Fprintf(g.stdout, "%s: ok\n", p)
+			bad, err := gate.CheckFiles(args, len(cmd.Flags().Args()) > 0,
+				func(p string) { fmt.Fprintf(g.stdout, "%s: ok\n", p) }, func(err error) { fmt.Fprintln(g.stderr, err) })
+			if err != nil {
+				return err
 			}
 			if bad > 0 {
 				return fmt.Errorf("policy check: %s not parse", term.Plural(bad, "file does", "files do"))
@@ -136,25 +99,17 @@ func sweepReviews(ctx context.Context, gs *gate.Service, stderr io.Writer) {
 	}
 }
 
-// hookGateMargin is how much longer than its budget the hook waits for
-// the server's answer (which decides timed_out at the budget).
-const hookGateMargin = hookgate.Margin
-
 // hookClaudeGate records one hook payload like hookClaude, asks the
 // server's gate for a verdict and prints it in Claude Code's contract. It
 // fails closed: no server, no answer within budget, a bad payload, an
 // error or a panic in the hook → a deny with the reason, exit 0.
 func hookClaudeGate(ctx context.Context, g *globals, budget time.Duration) (err error) {
 	event, gated := gate.EventPreToolUse, true
-	answered := false
-	answer := func(v gate.Verdict) {
-		answered = true
-		g.stdout.Write(gate.ClaudeAnswer(event, v))
-	}
+	answer := func(v gate.Verdict) { g.stdout.Write(gate.ClaudeAnswer(event, v)) }
 	deny := func(why string) {
 		// why may quote the payload (a field a check refused): the agent
 		// and the user read it redacted.
-		why = redactMessage(hookRedactor(g), why)
+		why = hookrecord.RedactMessage(hookRedactor(g), why)
 		fmt.Fprintf(g.stderr, "logbook hook --gate: deny: %s\n", why)
 		answer(gate.FailClosed(why))
 	}
@@ -196,7 +151,6 @@ func hookClaudeGate(ctx context.Context, g *globals, budget time.Duration) (err 
 	if v.Decision != gate.DecideNone {
 		answer(v)
 	}
-	_ = answered
 	return nil
 }
 
@@ -212,23 +166,10 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 		SpoolDir:   dd.path("spool"),
 		MaxPayload: maxHookPayload,
 		Budget:     budget,
-		Server: func() (hookgate.Server, error) {
-			if _, _, err := g.reach().CredsOptions(); err != nil {
-				return hookgate.Server{}, fmt.Errorf("%w, so no verdict can be made; the call is kept in the spool", err)
-			}
-			url, opts, ok := dd.dir().ServerURL(g.reach())
-			if !ok {
-				return hookgate.Server{}, fmt.Errorf("no Logbook server is running (no %s), so no verdict can be made; the call is kept in the spool", dd.path("serve.json"))
-			}
-			srv := hookgate.Server{URL: url, Opts: opts, Role: dd.dir().ConnRole(g.reach())}
-			if si, ok := dd.readServeInfo(); ok {
-				srv.Prefix = si.API
-			}
-			return srv, nil
-		},
-		Redact:  func(msg string) string { return redactMessage(hookRedactor(g), msg) },
-		Warnf:   func(format string, args ...any) { fmt.Fprintf(g.stderr, "logbook hook: "+format+"\n", args...) },
-		Message: userMessage,
+		Server:     hookgate.DataDirServer(dd.dir(), g.reach()),
+		Redact:     func(msg string) string { return hookrecord.RedactMessage(hookRedactor(g), msg) },
+		Warnf:      func(format string, args ...any) { fmt.Fprintf(g.stderr, "logbook hook: "+format+"\n", args...) },
+		Message:    userMessage,
 	}
 	return a.Ask(ctx, payload)
 }
@@ -245,10 +186,7 @@ func reviewCmd(g *globals) *cobra.Command {
 				if err := call(cmd.Context(), gate.VerbReviews, gate.ReviewsRequest{}, &out); err != nil {
 					return err
 				}
-				if g.json {
-					return writeJSON(g.stdout, out)
-				}
-				return term.Print(g.stdout, func(w io.Writer) error { return term.Reviews(w, out.Reviews, time.Now()) })
+				return emit(g, out, func(w io.Writer) error { return term.Reviews(w, out.Reviews, time.Now()) })
 			})
 		},
 	}
@@ -284,13 +222,9 @@ func reviewAnswerCmd(g *globals, verdict string) *cobra.Command {
 				if err := call(cmd.Context(), gate.VerbReviewDecide, req, &out); err != nil {
 					return err
 				}
-				if g.json {
-					return writeJSON(g.stdout, out)
-				}
 				// The winner's reason is typed text (this one's or a rival
 				// answer's): no escape sequence of it reaches the terminal.
-				_, err = fmt.Fprintf(g.stdout, "review %s of session %s: %s\n", term.Field(out.Review.ID), term.Field(out.Session), term.Field(out.Review.Winner()))
-				return err
+				return answer(g, out, "review %s of session %s: %s\n", term.Field(out.Review.ID), term.Field(out.Session), term.Field(out.Review.Winner()))
 			})
 		},
 	}
@@ -312,21 +246,13 @@ func sessionModeCmd(g *globals) *cobra.Command {
 				return usageErrorf("unknown mode %q: want %s, %s, %s or %s", args[1], events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeAuto, events.ModeFullAccess)
 			}
 			req := gate.ModeRequest{ID: args[0], Mode: args[1], Actor: personActor(), Ref: ulid.Make().String()}
-			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
-				id, err := resolveID(cmd.Context(), b, events.KindSession, args[0])
-				if err != nil {
-					return err
-				}
+			return withSession(cmd.Context(), g, args[0], func(_ *backend, call api.Caller, id string) error {
 				req.ID = id
 				var out gate.ModeReply
 				if err := call(cmd.Context(), gate.VerbSessionMode, req, &out); err != nil {
 					return err
 				}
-				if g.json {
-					return writeJSON(g.stdout, out)
-				}
-				_, err = fmt.Fprintf(g.stdout, "session %s: mode %s (revision %d)\n", id, out.Mode, out.Revision)
-				return err
+				return answer(g, out, "session %s: mode %s (revision %d)\n", id, out.Mode, out.Revision)
 			})
 		},
 	}
@@ -344,10 +270,7 @@ func reviewStdin(ctx context.Context, b *backend, cl *worker.Client, id string, 
 	if err != nil {
 		return fmt.Errorf("command stdin: %w", err)
 	}
-	call := func(ctx context.Context, verb string, req, resp any) error {
-		return api.Call(ctx, b.nc, b.api, verb, req, resp)
-	}
-	return gate.AskStdin(ctx, call, st.Session, id, data, secret, func(rid string, d time.Duration) {
+	return gate.AskStdin(ctx, b.call, st.Session, id, data, secret, func(rid string, d time.Duration) {
 		budget := "the server's --review-budget"
 		if d > 0 {
 			budget = d.String()

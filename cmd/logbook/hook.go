@@ -14,6 +14,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/gate/hookgate"
 	"github.com/logbook-dev/logbook/adapters/hookrecord"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
@@ -182,17 +183,6 @@ func hookHelpWithPayload(root *cobra.Command, args []string, stdin io.Reader, st
 	return &exitError{code: codeError, err: errors.New(HelpDropsPayloadMessage)}
 }
 
-// answerWriter notes whether anything was written through it.
-type answerWriter struct {
-	w       io.Writer
-	written bool
-}
-
-func (a *answerWriter) Write(p []byte) (int, error) {
-	a.written = a.written || len(p) > 0
-	return a.w.Write(p)
-}
-
 // runGatedHook runs the gated hook command line root was given and makes
 // sure it fails closed: when it ends with an error (a flag it does not
 // know, a value that does not parse, a data dir it cannot use) or a panic
@@ -202,14 +192,14 @@ func (a *answerWriter) Write(p []byte) (int, error) {
 // command line asks for help with a payload on stdin: the help goes to
 // stderr, and the call is denied (help is no verdict).
 func runGatedHook(ctx context.Context, root *cobra.Command, g *globals, help bool) (err error) {
-	out := &answerWriter{w: g.stdout}
+	out := &hookgate.AnswerWriter{W: g.stdout}
 	g.stdout = out
 	root.SetOut(out)
 	if help {
 		root.SetOut(g.stderr)
 	}
 	failClosed := func(why string) {
-		if out.written {
+		if out.Written {
 			return
 		}
 		payload, _ := io.ReadAll(io.LimitReader(g.stdin, maxHookPayload+1))
@@ -217,7 +207,7 @@ func runGatedHook(ctx context.Context, root *cobra.Command, g *globals, help boo
 		if !gated {
 			return // no deny to give: it fails as the recorder would
 		}
-		why = redactMessage(hookRedactor(g), why)
+		why = hookrecord.RedactMessage(hookRedactor(g), why)
 		fmt.Fprintf(g.stderr, "logbook hook --gate: deny: %s\n", why)
 		out.Write(gate.ClaudeAnswer(event, gate.FailClosed(why)))
 		err = nil
@@ -252,10 +242,4 @@ func hookRedactor(g *globals) *claude.Redactor {
 		}
 	}
 	return redact.Default()
-}
-
-// redactMessage redacts a message the hook prints that may quote its
-// payload (hookrecord.RedactMessage).
-func redactMessage(red *claude.Redactor, msg string) string {
-	return hookrecord.RedactMessage(red, msg)
 }

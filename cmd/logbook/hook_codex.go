@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 
@@ -27,23 +26,18 @@ without a string "type" or "thread-id"), which it keeps aside, redacted, in
 the spool's rejected/ folder with the reason; nothing is appended for it.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return hookCodex(cmd.Context(), g, args)
+			var payload []byte
+			if len(args) == 1 {
+				payload = []byte(args[0])
+			} else {
+				var err error
+				if payload, err = io.ReadAll(io.LimitReader(g.stdin, maxHookPayload+1)); err != nil {
+					return fmt.Errorf("hook codex: read stdin: %w", err)
+				}
+			}
+			// A notify payload is spooled as Codex CLI sent it: CheckNotify
+			// only checks it.
+			return recordHook(cmd.Context(), g, "hook codex", payload, func(b []byte) ([]byte, error) { return b, codex.CheckNotify(b) })
 		},
 	}
-}
-
-func hookCodex(ctx context.Context, g *globals, args []string) error {
-	var payload []byte
-	if len(args) == 1 {
-		payload = []byte(args[0])
-	} else {
-		var err error
-		payload, err = io.ReadAll(io.LimitReader(g.stdin, maxHookPayload+1))
-		if err != nil {
-			return fmt.Errorf("hook codex: read stdin: %w", err)
-		}
-	}
-	// A notify payload is spooled as Codex CLI sent it: CheckNotify only
-	// checks it.
-	return recordHook(ctx, g, "hook codex", payload, func(b []byte) ([]byte, error) { return b, codex.CheckNotify(b) })
 }

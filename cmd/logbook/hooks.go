@@ -128,8 +128,8 @@ func installWires(g *globals, f hooksFlags) settings.Wires {
 }
 
 // hooksEdit installs (install true) or removes Logbook's hooks in the
-// settings file f names, printing the diff; nothing is written when
-// nothing changes or with --dry-run.
+// settings file f names (settings.Apply), printing the diff; nothing is
+// written when nothing changes or with --dry-run.
 func hooksEdit(g *globals, f hooksFlags, install bool) error {
 	path, err := f.settingsPath()
 	if err != nil {
@@ -139,98 +139,22 @@ func hooksEdit(g *globals, f hooksFlags, install bool) error {
 	if install {
 		wires = installWires(g, f)
 	}
-	c, err := settings.Plan(path, wires, selfPath())
+	c, err := settings.Plan(path, wires, settings.Self())
 	if err != nil {
 		return err
 	}
-	if c.Unchanged() {
-		fmt.Fprintf(g.stdout, "%s: unchanged\n", path)
-		return nil
-	}
-	c.WriteDiff(g.stdout)
-	if f.dryRun {
-		fmt.Fprintln(g.stdout, "(dry run: nothing written)")
-		return nil
-	}
-	backup, err := c.Write()
-	if backup != "" {
-		fmt.Fprintf(g.stdout, "backed up the old file to %s\n", backup)
-	}
-	if err != nil {
-		return err
-	}
-	if c.Target != path {
-		fmt.Fprintf(g.stdout, "wrote %s (%s links to it)\n", c.Target, path)
-	}
-	events := settings.Events()
-	switch {
-	case !install:
-		fmt.Fprintln(g.stdout, "removed Logbook's hooks")
-	case wires.Gate == "":
-		fmt.Fprintf(g.stdout, "wired %s to %s\n", term.Plural(len(events), "hook event"), wires.Recorder)
-	default:
-		fmt.Fprintf(g.stdout, "wired %s to %s, and %s and %s to %s with a timeout of %d s\n",
-			term.Plural(len(events)-2, "hook event"), wires.Recorder, gate.EventPreToolUse, gate.EventPermissionRequest, wires.Gate, wires.Timeout)
-	}
-	return nil
+	return settings.Apply(g.stdout, c, wires, f.dryRun)
 }
 
 // hooksStatus prints, for each hook event Logbook reads, the Logbook
 // commands wired to it in the user's and the project's settings.
 func hooksStatus(g *globals, f hooksFlags) error {
-	user, err := settings.UserSettings()
-	if err != nil {
-		return err
-	}
-	dir := f.project
-	if dir == "" {
-		dir = "."
-	}
-	dir, err = filepath.Abs(dir)
-	if err != nil {
-		return err
-	}
-	projectFiles := settings.ProjectPaths(dir)
-	rows, missing, err := settings.Status(user, projectFiles, selfPath())
+	r, err := settings.StatusOf(f.project, settings.Self())
 	if err != nil {
 		return err
 	}
 	if g.json {
-		return writeJSON(g.stdout, struct {
-			UserSettings     string            `json:"user_settings"`
-			ProjectSettings  []string          `json:"project_settings"`
-			Events           []settings.Wiring `json:"events"`
-			EventsNotWired   int               `json:"events_not_wired"`
-			EventsUnderstood int               `json:"events_understood"`
-		}{user, projectFiles, rows, missing, len(settings.Events())})
+		return writeJSON(g.stdout, r)
 	}
-	fmt.Fprintf(g.stdout, "user:    %s\nproject: %s\n\n", user, strings.Join(projectFiles, ", "))
-	tw := term.NewTable(g.stdout)
-	fmt.Fprintln(tw, "EVENT\tUSER\tPROJECT")
-	show := func(cmds []string) string {
-		if len(cmds) == 0 {
-			return "-"
-		}
-		return strings.Join(cmds, "; ")
-	}
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", term.Cell(r.Event), term.Cell(show(r.User)), term.Cell(show(r.Project)))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if missing > 0 {
-		fmt.Fprintf(g.stdout, "\n%s of %d not wired: run `logbook hooks install`\n", term.Plural(missing, "event"), len(settings.Events()))
-	}
-	return nil
-}
-
-// selfPath returns the running binary's path, "" when it is not known:
-// what settings.IsLogbookHook knows this build's own hook entries by.
-func selfPath() string {
-	self, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	return self
+	return term.HookStatus(g.stdout, r)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/claude/settings"
 	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/gate/hookgate"
 )
 
 // readmeSnippet returns the first of the README's JSON blocks that holds
@@ -74,8 +75,8 @@ func TestREADME_GateSnippetIsWhatInstallWrites(t *testing.T) {
 	if !sameJSON([]byte(snippet), wantJSON) {
 		t.Errorf("README's gate snippet is not what hooks install --gate writes for its events; want:\n%s\ngot:\n%s", wantJSON, snippet)
 	}
-	if w.Timeout <= int((gate.DefaultBudget + hookGateMargin).Seconds()) {
-		t.Errorf("timeout %d s: want longer than the budget %v and the hook's margin %v", w.Timeout, gate.DefaultBudget, hookGateMargin)
+	if w.Timeout <= int((gate.DefaultBudget + hookgate.Margin).Seconds()) {
+		t.Errorf("timeout %d s: want longer than the budget %v and the hook's margin %v", w.Timeout, gate.DefaultBudget, hookgate.Margin)
 	}
 }
 

@@ -5,16 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/codex"
 	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/term"
 )
 
 // agents lists the agents Logbook knows: `logbook import <verb>` and
@@ -93,9 +91,7 @@ func runImport(ctx context.Context, g *globals, a ingest.Agent, paths []string, 
 		if g.json {
 			_ = writeJSON(g.stdout, ingest.Summary{Files: []ingest.SummaryFile{}, Errors: ne.Paths})
 		} else if len(ne.Paths) > 1 {
-			for _, e := range ne.Paths {
-				fmt.Fprintf(g.stderr, "error: %s\n", termSafe(userText(e)))
-			}
+			term.ImportErrors(g.stderr, ne.Paths)
 		}
 		return &exitError{code: 1, err: ne}
 	} else if err != nil {
@@ -113,7 +109,7 @@ func runImport(ctx context.Context, g *globals, a ingest.Agent, paths []string, 
 	if err != nil {
 		return err
 	}
-	sum, err := plan.Run(ctx, env, serverGone, g.stderr)
+	sum, err := plan.Run(ctx, env, natslog.ServerGone, g.stderr)
 	if err != nil {
 		return err
 	}
@@ -123,18 +119,7 @@ func runImport(ctx context.Context, g *globals, a ingest.Agent, paths []string, 
 			return err
 		}
 	} else {
-		for _, f := range sum.Files {
-			for _, w := range f.Warnings {
-				fmt.Fprintf(g.stderr, "warning: %s\n", termSafe(w))
-			}
-		}
-		for _, s := range sum.NotTranscripts {
-			fmt.Fprintf(g.stderr, "skipped: %s\n", termSafe(s))
-		}
-		for _, e := range sum.Errors {
-			fmt.Fprintf(g.stderr, "error: %s\n", termSafe(userText(e)))
-		}
-		fmt.Fprintln(g.stdout, sum.Line(noun+" file"))
+		term.ImportSummary(g.stdout, g.stderr, sum, noun)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -168,20 +153,8 @@ func importEnv(b *backend, g *globals, o importOptions) (ingest.ImportEnv, error
 			if err != nil {
 				return "", err
 			}
-			incarnation := natslog.StreamName + "@" + id.Created.Format(time.RFC3339Nano)
-			if gone := id.Gone(); gone > 0 {
-				incarnation += fmt.Sprintf(" gone %d", gone)
-			}
-			return incarnation, nil
+			return id.Incarnation(), nil
 		},
 		Warn: func(msg string) { fmt.Fprintf(g.stderr, "warning: %s\n", msg) },
 	}, nil
-}
-
-// serverGone reports whether err, from an import, says the log's server
-// went away (serve stopped, or no server takes appends any more): the
-// import stopped there, and importing again resumes where it stopped.
-func serverGone(err error) bool {
-	return lostServer(err) || errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrNoResponders) ||
-		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrDisconnected)
 }

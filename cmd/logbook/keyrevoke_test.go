@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
@@ -26,7 +27,7 @@ func TestKeys_RevokedKeyRefusesAppends(t *testing.T) {
 	waitServer(t, dd)
 	cli(t, data, "import", "claude", filepath.Join("..", "..", "testdata", "claude", "projects"))
 
-	var keys []keyLine
+	var keys []datadir.KeyLine
 	if err := json.Unmarshal([]byte(cli(t, data, "--json", "keys", "show")), &keys); err != nil || len(keys) != 3 {
 		t.Fatalf("keys show: %v %+v", err, keys)
 	}

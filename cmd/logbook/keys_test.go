@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
@@ -68,7 +69,7 @@ func TestKeys_Commands(t *testing.T) {
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Errorf("a command made the mistyped data dir %s: %v", missing, err)
 	}
-	var keys []keyLine
+	var keys []datadir.KeyLine
 	if err := json.Unmarshal([]byte(cli(t, host, "--json", "keys", "show")), &keys); err != nil || len(keys) != 3 {
 		t.Fatalf("keys show: %v %+v", err, keys)
 	}

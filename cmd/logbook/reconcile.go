@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -29,28 +30,28 @@ func personActor() string {
 }
 
 func sessionEndCmd(g *globals) *cobra.Command {
-	var reason string
-	cmd := &cobra.Command{
-		Use:   "end ID",
-		Short: "End a session on a person's word: its open entries are abandoned, then it ends",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return sessionRequestCmd(cmd.Context(), g, api.VerbSessionEnd, api.SessionEndRequest{ID: args[0], Reason: reason})
-		},
-	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why, in a few words (required)")
-	cmd.MarkFlagRequired("reason")
-	return cmd
+	return sessionReasonCmd(g, "end ID", "End a session on a person's word: its open entries are abandoned, then it ends",
+		api.VerbSessionEnd, func(args []string) api.SessionEndRequest { return api.SessionEndRequest{ID: args[0]} })
 }
 
 func sessionAbandonCmd(g *globals) *cobra.Command {
+	return sessionReasonCmd(g, "abandon ID ENTRY", "Mark an open entry of a session as never to close, on a person's word",
+		api.VerbSessionAbandon, func(args []string) api.SessionEndRequest { return api.SessionEndRequest{ID: args[0], Entry: args[1]} })
+}
+
+// sessionReasonCmd returns a session command use that asks the server's
+// verb, on a person's word and with a --reason, for the request req makes
+// of its arguments (as many as use names).
+func sessionReasonCmd(g *globals, use, short, verb string, req func(args []string) api.SessionEndRequest) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
-		Use:   "abandon ID ENTRY",
-		Short: "Mark an open entry of a session as never to close, on a person's word",
-		Args:  cobra.ExactArgs(2),
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(len(strings.Fields(use)) - 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return sessionRequestCmd(cmd.Context(), g, api.VerbSessionAbandon, api.SessionEndRequest{ID: args[0], Entry: args[1], Reason: reason})
+			r := req(args)
+			r.Reason = reason
+			return sessionRequestCmd(cmd.Context(), g, verb, r)
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, in a few words (required)")
@@ -62,6 +63,18 @@ func sessionAbandonCmd(g *globals) *cobra.Command {
 // abandonment's reason the server takes.
 const maxSessionReason = 200
 
+// withSession runs fn through the API (withAPI) with the id of the
+// session ref names (an id or a unique prefix), resolved first.
+func withSession(ctx context.Context, g *globals, ref string, fn func(b *backend, call api.Caller, id string) error) error {
+	return withAPI(ctx, g, func(b *backend, call api.Caller) error {
+		id, err := resolveID(ctx, b, events.KindSession, ref)
+		if err != nil {
+			return err
+		}
+		return fn(b, call, id)
+	})
+}
+
 func sessionRequestCmd(ctx context.Context, g *globals, verb string, req api.SessionEndRequest) error {
 	if err := checkTyped("--reason", req.Reason, maxSessionReason); err != nil {
 		return err
@@ -72,22 +85,14 @@ func sessionRequestCmd(ctx context.Context, g *globals, verb string, req api.Ses
 		return err
 	}
 	req.Reason = reason
-	return withAPI(ctx, g, func(b *backend, call api.Caller) error {
-		id, err := resolveID(ctx, b, events.KindSession, req.ID)
-		if err != nil {
-			return err
-		}
+	return withSession(ctx, g, req.ID, func(_ *backend, call api.Caller, id string) error {
 		req.ID = id
 		var out api.SessionEndReply
 		if err := call(ctx, verb, req, &out); err != nil {
 			return err
 		}
-		if g.json {
-			return writeJSON(g.stdout, out)
-		}
 		s := out.Session
-		_, err = fmt.Fprintf(g.stdout, "session %s: %s, %d open entries, %d abandoned (seq %d)\n", s.ID, s.Phase, len(s.Entries), s.Abandoned, out.Seq)
-		return err
+		return answer(g, out, "session %s: %s, %d open entries, %d abandoned (seq %d)\n", s.ID, s.Phase, len(s.Entries), s.Abandoned, out.Seq)
 	})
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -12,7 +13,6 @@ import (
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
-	"github.com/logbook-dev/logbook/reducers/session"
 	"github.com/logbook-dev/logbook/replay"
 )
 
@@ -64,7 +64,10 @@ recorded (exit 1 when any do).
 			}
 			defer b.Close()
 			if seq > 0 {
-				if err := seqInLog(ctx, b.log, seq); err != nil {
+				if err := replay.CheckSeq(ctx, b.log, seq); err != nil {
+					if _, ok := errors.AsType[*replay.SeqError](err); ok {
+						return usageErrorf("%w", err)
+					}
 					return err
 				}
 			}
@@ -80,12 +83,7 @@ recorded (exit 1 when any do).
 				if err != nil {
 					return err
 				}
-				if g.json {
-					err = writeJSON(g.stdout, r)
-				} else {
-					err = term.Print(g.stdout, func(w io.Writer) error { return term.Rederivation(w, r) })
-				}
-				if err != nil {
+				if err := emit(g, r, func(w io.Writer) error { return term.Rederivation(w, r) }); err != nil {
 					return err
 				}
 				if !r.Agree() {
@@ -113,35 +111,15 @@ recorded (exit 1 when any do).
 			case dump:
 				return term.Print(g.stdout, func(w io.Writer) error { return replay.Dump(w, replay.Records(ctx, b.log, p)) })
 			}
-			store, err := replay.At(ctx, b.log, p, "")
+			st, err := replay.StateAt(ctx, b.log, p, sess)
 			if err != nil {
-				return err
-			}
-			defer store.Close()
-			hash, cp, err := store.Hash()
-			if err != nil {
-				return err
-			}
-			var ss []session.State
-			if sess != "" {
-				st, err := store.Session(sess)
-				if err != nil {
-					return err
-				}
-				ss = []session.State{st}
-			} else if ss, err = store.Sessions(""); err != nil {
 				return err
 			}
 			if g.json {
-				return writeJSON(g.stdout, struct {
-					Point    string          `json:"point"`
-					Seq      uint64          `json:"seq"`
-					Hash     string          `json:"hash"`
-					Sessions []session.State `json:"sessions"`
-				}{p.String(), cp, hash, ss})
+				return writeJSON(g.stdout, st)
 			}
-			fmt.Fprintf(g.stdout, "replayed %s: seq %d, state hash %s\n\n", p, cp, hash)
-			return term.Print(g.stdout, func(w io.Writer) error { return term.States(w, ss, time.Now()) })
+			fmt.Fprintf(g.stdout, "replayed %s: seq %d, state hash %s\n\n", p, st.Seq, st.Hash)
+			return term.Print(g.stdout, func(w io.Writer) error { return term.States(w, st.Sessions, time.Now()) })
 		},
 	}
 	f := cmd.Flags()
@@ -185,22 +163,6 @@ func replayFlagsAlone(cmd *cobra.Command) error {
 		if v, err := cmd.Flags().GetUint64("seq"); err == nil && v == 0 {
 			return usageErrorf("--seq 0: stream sequences begin at 1 (leave --seq out for the end of the log)")
 		}
-	}
-	return nil
-}
-
-// seqInLog refuses, as a usage error, a --seq past the log's last event
-// sequence: replaying "up to" it would silently replay everything.
-func seqInLog(ctx context.Context, l events.Log, seq uint64) error {
-	last, err := l.LastSeq(ctx)
-	if err != nil {
-		return err
-	}
-	if seq > last {
-		if last == 0 {
-			return usageErrorf("--seq %d: the log is empty", seq)
-		}
-		return usageErrorf("--seq %d: past the log's last event sequence %d", seq, last)
 	}
 	return nil
 }

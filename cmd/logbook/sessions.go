@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -115,42 +114,15 @@ func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessi
 	if g.json {
 		// The rows as stored: the JSON of session.State, its times in
 		// RFC 3339.
-		raw, err := api.ListSessions[json.RawMessage](ctx, call, f.Request(), 0)
+		out, err := f.RawRows(ctx, call, now)
 		if err != nil {
 			return err
-		}
-		rows := make([]api.SessionRow, len(raw))
-		byID := make(map[string]json.RawMessage, len(raw))
-		for i, r := range raw {
-			if err := json.Unmarshal(r, &rows[i]); err != nil {
-				return fmt.Errorf("session row: %w", err)
-			}
-			byID[rows[i].ID] = r
-		}
-		sel, _ := f.Select(rows, now)
-		out := make([]json.RawMessage, len(sel))
-		for i, r := range sel {
-			out[i] = byID[r.ID]
 		}
 		return writeJSON(g.stdout, out)
 	}
-	var (
-		sel    []api.SessionRow
-		hidden int
-	)
-	if f.Limit > 0 && !f.Tree && !f.stale {
-		var err error
-		if sel, hidden, err = f.MostRecent(ctx, call, now); err != nil {
-			return err
-		}
-	} else {
-		req := f.Request()
-		req.Summaries = true
-		rows, err := api.ListSessions[api.SessionRow](ctx, call, req, 0)
-		if err != nil {
-			return err
-		}
-		sel, hidden = f.Select(rows, now)
+	sel, hidden, err := f.Rows(ctx, call, now)
+	if err != nil {
+		return err
 	}
 	home, _ := os.UserHomeDir()
 	v := term.SessionsView{Now: now, Relative: term.IsTerminal(g.stdout), Wide: f.wide, Home: home}
@@ -179,11 +151,7 @@ func sessionCmd(g *globals) *cobra.Command {
 		Short: "Show a session's state, open entries with their age, and subagents",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
-				id, err := resolveID(cmd.Context(), b, events.KindSession, args[0])
-				if err != nil {
-					return err
-				}
+			return withSession(cmd.Context(), g, args[0], func(b *backend, call api.Caller, id string) error {
 				var out api.SessionReply
 				if err := call(cmd.Context(), api.VerbSession, api.SessionRequest{ID: id}, &out); err != nil {
 					return err
@@ -221,9 +189,6 @@ func watchSessions(ctx context.Context, g *globals, f *sessionsFlags) error {
 	if b.down != nil {
 		return fmt.Errorf("--watch follows the log, which does not answer: %s (without --watch the list comes from the projection)", host.UnavailableText(*b.down.LogUnavailableSince, b.down.LogError))
 	}
-	call := func(ctx context.Context, verb string, req, resp any) error {
-		return api.Call(ctx, b.nc, b.api, verb, req, resp)
-	}
 	last, err := b.log.LastSeq(ctx)
 	if err != nil {
 		return err
@@ -239,35 +204,10 @@ func watchSessions(ctx context.Context, g *globals, f *sessionsFlags) error {
 		} else {
 			fmt.Fprintf(g.stdout, "-- %s\n", now.Format("15:04:05"))
 		}
-		return listSessionsOnce(ctx, g, call, f, now)
+		return listSessionsOnce(ctx, g, b.call, f, now)
 	}
-	tick := time.NewTicker(time.Minute)
-	defer tick.Stop()
-	for {
-		if err := draw(); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-feed:
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("session feed ended: %v", err)
-		case <-tick.C:
-		case <-changed:
-			// Let a burst of events settle into one drawing.
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(watchSettle):
-			}
-		}
-	}
+	// A burst of events settles into one drawing.
+	return term.Redraw(ctx, "session", changed, feed, time.Minute, watchSettle, draw)
 }
 
 // watchSettle is how long --watch waits after an event for the ones

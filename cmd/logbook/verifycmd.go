@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -65,18 +63,6 @@ error.`,
 	return markReads(cmd)
 }
 
-// verifyReport is verify's --json output.
-type verifyReport struct {
-	Origin      string            `json:"origin"`
-	Size        int64             `json:"size"`
-	LastSeq     uint64            `json:"last_seq"`
-	Stored      int64             `json:"stored"`
-	Checkpoints []merkle.Verified `json:"checkpoints"`
-	Untrusted   int               `json:"untrusted"`
-	Problems    []merkle.Problem  `json:"problems"`
-	Inclusion   *merkle.Inclusion `json:"inclusion,omitempty"`
-}
-
 func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error {
 	b, err := openVerify(ctx, g)
 	if err != nil {
@@ -116,27 +102,14 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		}
 	}
 	if g.json {
-		out := verifyReport{Origin: rep.Origin, Size: rep.Size, LastSeq: rep.LastSeq, Stored: rep.Stored, Checkpoints: rep.Checkpoints,
-			Untrusted: rep.Untrusted, Problems: rep.Problems, Inclusion: inc}
-		if out.Checkpoints == nil {
-			out.Checkpoints = []merkle.Verified{}
-		}
-		if out.Problems == nil {
-			out.Problems = []merkle.Problem{} // an empty list, never null
-		}
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := writeJSON(g.stdout, rep.JSON(inc)); err != nil {
 			return err
 		}
 	} else if err := term.Verify(g.stdout, rep, inc, b.dd.path(merkleDir)); err != nil {
 		return err
 	}
-	if p, ok := rep.FirstBad(); ok {
-		if p.Seq > 0 {
-			return &exitError{codeError, fmt.Errorf("verify: first bad sequence %d: %s", p.Seq, strings.TrimPrefix(p.What, fmt.Sprintf("seq %d: ", p.Seq)))}
-		}
-		return &exitError{codeError, fmt.Errorf("verify: %s", p.What)}
+	if err := rep.Failure(); err != nil {
+		return &exitError{codeError, err}
 	}
 	if incErr != nil {
 		return &exitError{codeError, fmt.Errorf("verify: %w", incErr)}

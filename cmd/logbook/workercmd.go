@@ -98,24 +98,16 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 		return nil, err
 	}
 	hide, keep := worker.HiddenPaths(string(b.dd))
-	var ws []*worker.Worker
-	for range n {
-		w, err := worker.New(worker.Config{
-			Conn: b.nc, Log: b.log, Reg: b.reg,
-			Grace: f.grace, Bwrap: f.bwrap, Lapse: f.lapse,
-			Hidden:   hide,
-			Keep:     keep,
-			Ledger:   b.dd.path(placeholderLedger),
-			Allow:    allow,
-			Logger:   servelog.PartLogger(logw, "worker"),
-			Redactor: red,
-		})
-		if err != nil {
-			return nil, err
-		}
-		ws = append(ws, w)
-	}
-	return ws, nil
+	return worker.NewN(n, worker.Config{
+		Conn: b.nc, Log: b.log, Reg: b.reg,
+		Grace: f.grace, Bwrap: f.bwrap, Lapse: f.lapse,
+		Hidden:   hide,
+		Keep:     keep,
+		Ledger:   b.dd.path(placeholderLedger),
+		Allow:    allow,
+		Logger:   servelog.PartLogger(logw, "worker"),
+		Redactor: red,
+	})
 }
 
 // placeholderLedger is the data dir's directory where workers record the
@@ -136,15 +128,11 @@ commands it runs and records their exits.`,
 			ctx := cmd.Context()
 			g.role = natslog.RoleWorker
 			// Without a server the data dir is not opened (nor created).
-			g.requireServer = true
-			b, err := openBackend(ctx, g)
+			b, err := openServer(ctx, g, "worker needs a running server: start `logbook serve` or pass --nats-url")
 			if err != nil {
 				return err
 			}
 			defer b.Close()
-			if !b.remote {
-				return errors.New("worker needs a running server: start `logbook serve` or pass --nats-url")
-			}
 			// What it records follows redact.txt as it changes, as in serve.
 			if b.rules, err = newLiveRules(b.dd, g.stderr, "logbook worker"); err != nil {
 				return err

@@ -13,9 +13,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
-	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/project"
-	"github.com/logbook-dev/logbook/reducers/task"
 	"github.com/logbook-dev/logbook/reducers/workspace"
 )
 
@@ -29,8 +27,6 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	env := worker.InheritEnv()
-	hidden, keep := worker.HiddenPaths(string(b.dd))
 	// Names, titles, ids and folders a rule of the data dir takes for a
 	// secret are refused, by the rules serve follows when it runs.
 	red, err := b.redactor()
@@ -38,31 +34,33 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 		return nil, err
 	}
 	cfg := wsadapter.Config{Log: b.log, Reg: b.reg, Host: host, Actor: actor, Root: root,
-		Setup: wsadapter.SandboxSetup{Env: env, Hidden: hidden, Keep: keep}, Redactor: red}
+		Setup: worker.WorkspaceSandbox(string(b.dd)), Redactor: red}
 	if b.remote {
 		// Only a server's workers run commands: without one, none runs.
-		cl, err := newCommandClient(b)
-		if err != nil {
+		if cfg.Stop, err = commandStopper(b, call); err != nil {
 			return nil, err
 		}
-		cfg.Stop = func(ctx context.Context, path string) error { return cl.StopIn(ctx, call, path, personActor()) }
 	}
 	return wsadapter.New(cfg)
 }
 
-// workspaceView reads the whole workspace view.
-func workspaceView(ctx context.Context, call api.Caller) (api.WorkspacesReply, error) {
-	var r api.WorkspacesReply
-	err := call(ctx, api.VerbWorkspaces, struct{}{}, &r)
-	return r, err
+// commandStopper returns what stops the commands working in a folder
+// (worker.Client.StopIn through call, on the person's word), for a
+// workspace being archived.
+func commandStopper(b *backend, call api.Caller) (func(context.Context, string) error, error) {
+	cl, err := newCommandClient(b)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, path string) error { return cl.StopIn(ctx, call, path, personActor()) }, nil
 }
 
 // withWorkspaces runs fn through the API (withAPI) with the whole
 // workspace view, read first.
 func withWorkspaces(ctx context.Context, g *globals, fn func(b *backend, call api.Caller, v api.WorkspacesReply) error) error {
 	return withAPI(ctx, g, func(b *backend, call api.Caller) error {
-		v, err := workspaceView(ctx, call)
-		if err != nil {
+		var v api.WorkspacesReply
+		if err := call(ctx, api.VerbWorkspaces, struct{}{}, &v); err != nil {
 			return err
 		}
 		return fn(b, call, v)
@@ -73,16 +71,24 @@ func withWorkspaces(ctx context.Context, g *globals, fn func(b *backend, call ap
 // id, or a key only one workspace has) and a manager that acts for the
 // person running the command.
 func withWorkspace(ctx context.Context, g *globals, ref string, fn func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error) error {
-	return withWorkspaces(ctx, g, func(b *backend, call api.Caller, v api.WorkspacesReply) error {
+	return withManager(ctx, g, func(v api.WorkspacesReply, m *wsadapter.Manager) error {
 		ws, err := wsadapter.FindWorkspace(v.Workspaces, ref)
 		if err != nil {
 			return err
 		}
+		return fn(v, ws, m)
+	})
+}
+
+// withManager runs fn (withWorkspaces) with a manager that acts for the
+// person running the command.
+func withManager(ctx context.Context, g *globals, fn func(v api.WorkspacesReply, m *wsadapter.Manager) error) error {
+	return withWorkspaces(ctx, g, func(b *backend, call api.Caller, v api.WorkspacesReply) error {
 		m, err := newWorkspaceManager(b, call, personActor())
 		if err != nil {
 			return err
 		}
-		return fn(v, ws, m)
+		return fn(v, m)
 	})
 }
 
@@ -103,24 +109,12 @@ worktree is refused.`,
 				typedField{"PATH", "folder", []string{args[0]}}); err != nil {
 				return err
 			}
-			return withWorkspaces(cmd.Context(), g, func(b *backend, call api.Caller, v api.WorkspacesReply) error {
-				taken := map[string]string{}
-				for _, p := range v.Projects {
-					taken[p.Key] = p.ID
-				}
-				m, err := newWorkspaceManager(b, call, personActor())
+			return withManager(cmd.Context(), g, func(v api.WorkspacesReply, m *wsadapter.Manager) error {
+				p, err := m.AddProject(cmd.Context(), args[0], name, wsadapter.ProjectKeys(v.Projects))
 				if err != nil {
 					return err
 				}
-				p, err := m.AddProject(cmd.Context(), args[0], name, taken)
-				if err != nil {
-					return err
-				}
-				if g.json {
-					return writeJSON(g.stdout, p)
-				}
-				_, err = fmt.Fprintf(g.stdout, "project %s (%s) at %s, trunk %s\n", p.Key, p.ID, p.Path, p.Trunk)
-				return err
+				return answer(g, p, "project %s (%s) at %s, trunk %s\n", p.Key, p.ID, p.Path, p.Trunk)
 			})
 		},
 	}
@@ -131,10 +125,7 @@ worktree is refused.`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withWorkspaces(cmd.Context(), g, func(_ *backend, _ api.Caller, v api.WorkspacesReply) error {
-				if g.json {
-					return writeJSON(g.stdout, nonNil(v.Projects))
-				}
-				return term.Print(g.stdout, func(w io.Writer) error { return term.Projects(w, v.Projects) })
+				return emit(g, nonNil(v.Projects), func(w io.Writer) error { return term.Projects(w, v.Projects) })
 			})
 		},
 	}
@@ -232,16 +223,8 @@ reason (exit status 1).`,
 					}
 					pid = p.ID
 				}
-				out := []workspace.State{}
-				for _, w := range v.Workspaces {
-					if (pid == "" || w.Project == pid) && (lf.owner == "" || w.OwnedBy == lf.owner) && (lf.status == "" || w.Status == lf.status) {
-						out = append(out, w)
-					}
-				}
-				if g.json {
-					return writeJSON(g.stdout, out)
-				}
-				return term.Print(g.stdout, func(w io.Writer) error { return term.Workspaces(w, out, v.Sessions) })
+				out := wsadapter.Filter(v.Workspaces, pid, lf.owner, lf.status)
+				return emit(g, out, func(w io.Writer) error { return term.Workspaces(w, out, v.Sessions) })
 			})
 		},
 	}
@@ -255,23 +238,8 @@ reason (exit status 1).`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withWorkspace(cmd.Context(), g, args[0], func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
-				r := term.WorkspaceShow{Workspace: ws, Sessions: nonNil(v.Sessions[ws.ID]), Tasks: []task.State{}}
-				for _, t := range v.Tasks {
-					if t.Workspace == ws.ID {
-						r.Tasks = append(r.Tasks, t)
-					}
-				}
-				if !ws.Gone() && ws.Worktree {
-					if ch, err := m.Changes(cmd.Context(), ws); err == nil {
-						r.Changes = &ch
-					} else {
-						r.ChangesError = err.Error()
-					}
-				}
-				if g.json {
-					return writeJSON(g.stdout, r)
-				}
-				return term.Print(g.stdout, func(w io.Writer) error { return term.Workspace(w, r, time.Now()) })
+				r := term.ShowOf(cmd.Context(), v, ws, m.Changes)
+				return emit(g, r, func(w io.Writer) error { return term.Workspace(w, r, time.Now()) })
 			})
 		},
 	}
@@ -291,21 +259,12 @@ own it; without, a person does, recorded as such.`,
 				return err
 			}
 			return withWorkspace(cmd.Context(), g, args[0], func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
-				by, as := archiveSession, events.ByChat
-				if by == "" {
-					by, as = personActor(), events.ByPerson
-				}
-				st, err := m.Archive(cmd.Context(), ws.ID, by, as)
-				if err != nil {
-					return err
-				}
-				if !g.json {
-					fmt.Fprintf(g.stdout, "workspace %s archived\n", st.ID)
-				}
-				if err := m.Cleanup(cmd.Context(), st.ID); err != nil {
-					return err
-				}
-				st, err = m.Workspace(cmd.Context(), st.ID)
+				by, as := wsadapter.Acting(archiveSession, personActor())
+				st, err := m.ArchiveAndClean(cmd.Context(), ws.ID, by, as, func(st workspace.State) {
+					if !g.json {
+						fmt.Fprintf(g.stdout, "workspace %s archived\n", st.ID)
+					}
+				})
 				if err != nil {
 					return err
 				}
@@ -334,10 +293,7 @@ own it; without, a person does, recorded as such.`,
 				return err
 			}
 			return withWorkspace(cmd.Context(), g, args[0], func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
-				by, as := renameSession, events.ByChat
-				if by == "" {
-					by, as = "", events.ByPerson
-				}
+				by, as := wsadapter.Acting(renameSession, "")
 				st, err := m.Rename(cmd.Context(), ws.ID, args[1], by, as)
 				if err != nil {
 					return err
@@ -362,10 +318,7 @@ func taskCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withWorkspaces(cmd.Context(), g, func(_ *backend, _ api.Caller, v api.WorkspacesReply) error {
-				if g.json {
-					return writeJSON(g.stdout, nonNil(v.Tasks))
-				}
-				return term.Print(g.stdout, func(w io.Writer) error { return term.Tasks(w, v.Tasks) })
+				return emit(g, nonNil(v.Tasks), func(w io.Writer) error { return term.Tasks(w, v.Tasks) })
 			})
 		},
 	}
@@ -375,15 +328,11 @@ func taskCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withWorkspaces(cmd.Context(), g, func(_ *backend, _ api.Caller, v api.WorkspacesReply) error {
-				for _, t := range v.Tasks {
-					if t.ID == args[0] {
-						if g.json {
-							return writeJSON(g.stdout, t)
-						}
-						return term.Print(g.stdout, func(w io.Writer) error { return term.Task(w, t) })
-					}
+				t, err := wsadapter.FindTask(v.Tasks, args[0])
+				if err != nil {
+					return err
 				}
-				return fmt.Errorf("task %s: %w", args[0], events.ErrNotFound)
+				return emit(g, t, func(w io.Writer) error { return term.Task(w, t) })
 			})
 		},
 	}
@@ -409,11 +358,7 @@ tasks along).`,
 				if err != nil {
 					return err
 				}
-				if g.json {
-					return writeJSON(g.stdout, t)
-				}
-				_, err = fmt.Fprintf(g.stdout, "task %s %s in workspace %s\n", t.ID, t.Status, t.Workspace)
-				return err
+				return answer(g, t, "task %s %s in workspace %s\n", t.ID, t.Status, t.Workspace)
 			})
 		},
 	}
@@ -425,9 +370,6 @@ tasks along).`,
 	return cmd
 }
 
-// workspaceTick is how often serve moves delegated tasks along.
-const workspaceTick = wsadapter.FollowEvery
-
 // runWorkspaces is serve's workspace actor (wsadapter.Manager.Follow),
 // its manager acting as "logbook" and stopping the commands of an
 // archived workspace through serve's own workers.
@@ -437,12 +379,12 @@ func runWorkspaces(ctx context.Context, b *backend, svc *api.Service, stderr io.
 	if err != nil {
 		return err
 	}
-	if cl, err := newCommandClient(b); err == nil {
+	if stop, err := commandStopper(b, call); err == nil {
 		// serve's own backend is not remote, yet its workers run commands.
-		m.SetStop(func(ctx context.Context, path string) error { return cl.StopIn(ctx, call, path, personActor()) })
+		m.SetStop(stop)
 	}
 	return m.Follow(ctx, wsadapter.FollowConfig{
-		Views: svc.Store, CaughtUp: svc.CaughtUp, Every: workspaceTick,
+		Views: svc.Store, CaughtUp: svc.CaughtUp, Every: wsadapter.FollowEvery,
 		Report: func(msg string) { fmt.Fprintf(stderr, "logbook serve: workspaces: %s\n", msg) },
 	})
 }

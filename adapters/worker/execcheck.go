@@ -1,0 +1,119 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/oklog/ulid/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+)
+
+// RequestID returns the id of a command requested for session: id as
+// given; else, with key, the id derived from session and key (KeyID);
+// else a new ULID. id and key together, or an id that is not valid
+// (events.ValidID), is an error saying which flag (--id, --key) is
+// wrong.
+func RequestID(session, id, key string) (string, error) {
+	switch {
+	case key != "" && id != "":
+		return "", errors.New("--id and --key exclude each other")
+	case key != "":
+		id = KeyID(session, key)
+	case id == "":
+		id = ulid.Make().String()
+	}
+	if err := events.ValidID(id); err != nil {
+		return "", fmt.Errorf("--id: %w", err)
+	}
+	return id, nil
+}
+
+// CheckElevation refuses an elevation asked for without a justification
+// (blank), or with a mode other than events.ModeFullAccess, and a
+// justification given without elevation; mode "" is the session's.
+func CheckElevation(elevate bool, justification, mode string) error {
+	if elevate && (strings.TrimSpace(justification) == "" || mode != "" && mode != events.ModeFullAccess) {
+		return errors.New("--elevate needs --justification (not blank) and no --mode but full_access")
+	}
+	if !elevate && justification != "" {
+		return errors.New("--justification is for --elevate: why the command needs full_access")
+	}
+	return nil
+}
+
+// CheckMode refuses a mode a command cannot run in: one of
+// events.ModeReadOnly, ModeWorkspaceWrite and ModeFullAccess, or ""
+// (the session's), is taken.
+func CheckMode(mode string) error {
+	switch mode {
+	case "", events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeFullAccess:
+		return nil
+	}
+	return fmt.Errorf("unknown mode %q: want %s, %s or %s", mode, events.ModeReadOnly, events.ModeWorkspaceWrite, events.ModeFullAccess)
+}
+
+// CheckWorkspace reports, before a request is appended for good, a
+// workspace ws (absolute) that does not exist or, symlinks resolved, is
+// not a directory: the sandbox would refuse it. Its errors begin
+// "workspace <ws>".
+func CheckWorkspace(ws string) error {
+	real, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("workspace %s does not exist", ws)
+		}
+		return fmt.Errorf("workspace %s: %w", ws, err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return fmt.Errorf("workspace %s: %w", ws, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("workspace %s is not a directory", ws)
+	}
+	return nil
+}
+
+// ExitStatus maps an ended command to the exit status of the process
+// that waited for it, and the error that says why when it is not 0: its
+// own exit status (128 + the signal number when a signal killed it), 127
+// for a command not found, 126 for another refusal, 1 for an abandoned
+// or evicted one. A command not ended is code 0 with an error naming
+// its status.
+func ExitStatus(st command.State) (code int, err error) {
+	switch st.Status {
+	case command.StatusExited:
+		if st.ExitCode != nil {
+			code = *st.ExitCode
+		}
+		if st.Signal != "" {
+			code = 128 + int(unix.SignalNum(st.Signal))
+		}
+		if code == 0 {
+			return 0, nil
+		}
+		what := fmt.Sprintf("exit status %d", code)
+		if st.Signal != "" {
+			what = "killed by " + st.Signal
+		}
+		return code, fmt.Errorf("command %s: %s", st.ID, what)
+	case command.StatusRefused:
+		code = 126
+		if strings.HasPrefix(st.EndReason, "not found") {
+			code = 127
+		}
+		return code, fmt.Errorf("command %s refused: %s", st.ID, strings.TrimPrefix(st.EndReason, "refused: "))
+	case command.StatusAbandoned:
+		return 1, fmt.Errorf("command %s abandoned: %s (worker %s)", st.ID, st.EndReason, st.Worker)
+	case command.StatusEvicted:
+		return 1, fmt.Errorf("command %s was evicted by %s before it started", st.ID, st.EvictedBy)
+	}
+	return 0, fmt.Errorf("command %s: status %s", st.ID, st.Status)
+}
