@@ -55,7 +55,7 @@ client cannot see or set it.`,
 			if err != nil {
 				return err
 			}
-			if c, err := readCreds(g.credsPath); err == nil && c.Role != string(natslog.RoleAdmin) {
+			if c, err := datadir.ReadCreds(g.credsPath); err == nil && c.Role != string(natslog.RoleAdmin) {
 				return fmt.Errorf("--creds %s: role %s; creating the stream takes admin credentials", g.credsPath, c.Role)
 			}
 			info, existed, err := natslog.InitStream(ctx, g.natsURL, opts, replicas, wait)
@@ -139,7 +139,7 @@ serve (the gate's, verify's): keep it where no agent runs.`,
 			}
 			for _, u := range users {
 				path := filepath.Join(out, string(u.Role)+".json")
-				if err := writeCreds(path, creds{User: u.Name, Password: u.Password, Role: string(u.Role), URL: url}); err != nil {
+				if err := datadir.WriteCreds(path, datadir.Creds{User: u.Name, Password: u.Password, Role: string(u.Role), URL: url}); err != nil {
 					return fmt.Errorf("--out: %w", err)
 				}
 			}

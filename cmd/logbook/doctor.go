@@ -65,7 +65,7 @@ func doctorEnv(g *globals, bwrap string) doctor.Env {
 		env.DataDirErr = err
 		return env
 	}
-	env.DataDir, env.Journal = dd.dir(), dd.path(intakeJournal)
+	env.DataDir, env.Journal = dd.dir(), dd.path(host.IntakeJournal)
 	allow, err := sandboxAllow(nil)
 	env.SandboxAllow, env.SandboxAllowErr = allowStrings(allow), err
 	env.Witness = func() (doctor.Check, bool) { return checkWitness(dd) }

@@ -5,16 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/logbook-dev/logbook/adapters/hookrecord"
-	"github.com/logbook-dev/logbook/adapters/hooksock"
-	"github.com/logbook-dev/logbook/adapters/term"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/logbook-dev/logbook/adapters/host"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
@@ -23,6 +18,9 @@ import (
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/gate/hookgate"
+	"github.com/logbook-dev/logbook/adapters/hookrecord"
+	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/replay"
 )
@@ -63,34 +61,29 @@ type auditReply struct {
 	Text  string          `json:"text,omitempty"`
 }
 
-// serveSystem listens on the system socket of f in serve and answers it
-// (host.System) until the returned stop is called (stop returns once
-// every connection is over). verbs are serve's API handlers; hooks go to in. With no
-// --socket-dir it does nothing. A --socket-allow or --socket-decide
-// naming no user or group of the host, or a socket dir it may not use,
-// is an error.
-func serveSystem(ctx context.Context, f systemFlags, b *backend, in *api.Intake, verbs map[string]func(context.Context, []byte) (any, error), logf func(format string, args ...any)) (func(), error) {
+// parse checks f before serve starts and returns who the system socket
+// lets in and who may decide reviews (host.Config.SocketAccess,
+// SocketDeciders); with no --socket-dir, nothing. A --socket-allow or
+// --socket-decide without --socket-dir or naming no user or group of the
+// host, or --socket-dir on a reader (which takes no hooks), is a usage
+// error.
+func (f systemFlags) parse(reader bool) (access, deciders api.Access, err error) {
 	if f.dir == "" {
 		if f.allow != "" || f.decide != "" {
-			return nil, usageErrorf("--socket-allow and --socket-decide need --socket-dir")
+			return access, deciders, usageErrorf("--socket-allow and --socket-decide need --socket-dir")
 		}
-		return func() {}, nil
+		return access, deciders, nil
 	}
-	if in == nil {
-		return nil, usageErrorf("--socket-dir: a reader (--role reader) takes no hooks; run it on a writer")
+	if reader {
+		return access, deciders, usageErrorf("--socket-dir: a reader (--role reader) takes no hooks; run it on a writer")
 	}
-	access, err := api.ParseAccess(f.allow)
-	if err != nil {
-		return nil, usageErrorf("--socket-allow: %v", err)
+	if access, err = api.ParseAccess(f.allow); err != nil {
+		return access, deciders, usageErrorf("--socket-allow: %v", err)
 	}
-	deciders, err := api.ParseAccess(f.decide)
-	if err != nil {
-		return nil, usageErrorf("--socket-decide: %v", err)
+	if deciders, err = api.ParseAccess(f.decide); err != nil {
+		return access, deciders, usageErrorf("--socket-decide: %v", err)
 	}
-	return host.System{Dir: f.dir, Access: access, Deciders: deciders, Hook: in.Accept, Verbs: verbs, Logf: logf,
-		Own: map[string]func(context.Context, []byte) (any, error){
-			verbAudit: func(ctx context.Context, data []byte) (any, error) { return auditAnswer(ctx, b, data) },
-		}}.Serve(ctx)
+	return access, deciders, nil
 }
 
 // auditAnswer answers verbAudit in serve, on its backend b.

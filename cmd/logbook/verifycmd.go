@@ -129,7 +129,7 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		if err := enc.Encode(out); err != nil {
 			return err
 		}
-	} else if err := term.Verify(g.stdout, rep, inc, b.dd.path(merkleDir)); err != nil {
+	} else if err := term.Verify(g.stdout, rep, inc, b.dd.path(merkle.TreeDir)); err != nil {
 		return err
 	}
 	if p, ok := rep.FirstBad(); ok {
