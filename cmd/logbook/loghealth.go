@@ -76,20 +76,3 @@ func logWaitFlag(cmd *cobra.Command, g *globals) {
 		return run(cmd, args)
 	}
 }
-
-// openLogWithin is natslog.OpenWithin: the log, once a stream leader
-// answered within wait (0: natslog.Open alone); past it the error says
-// the log is unavailable, names the stream and --wait.
-func openLogWithin(ctx context.Context, nc *nats.Conn, cfg natslog.Config, wait time.Duration) (*natslog.Log, error) {
-	l, err := natslog.OpenWithin(ctx, nc, cfg, wait)
-	if we, ok := errors.AsType[*natslog.LeaderWaitError](err); ok {
-		return nil, fmt.Errorf("log unavailable: no leader for stream %s answered within %s (--wait): %w", natslog.StreamName, wait, we.Err)
-	}
-	return l, err
-}
-
-// untilDown runs f until it returns or the server b reaches says its
-// log does not answer (backend.logDown; api.UntilDown), and reports which.
-func (b *backend) untilDown(ctx context.Context, f func(context.Context) error) (down bool, err error) {
-	return api.UntilDown(ctx, b.logDown, f)
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/datadir"
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/term"
@@ -176,7 +177,7 @@ func openVerify(ctx context.Context, g *globals) (*backend, error) {
 			return nil, err
 		}
 	}
-	l, err := openLogWithin(ctx, b.nc, natslog.Config{Registry: b.reg}, g.logWait)
+	l, err := host.OpenLogWithin(ctx, b.nc, natslog.Config{Registry: b.reg}, g.logWait)
 	if err != nil {
 		b.Close()
 		return nil, err
