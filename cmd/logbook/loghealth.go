@@ -1,43 +1,16 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/flagrange"
-	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/term"
 )
-
-// serveStatus asks the serve that dd's serve.json names (or the one on
-// g's NATS URL) for its status over the API, within ctx. Unlike opening
-// the log it needs no stream leader: a serve whose cluster lost its
-// quorum answers it from its projection.
-func serveStatus(ctx context.Context, g *globals, dd dataDir) (api.StatusReply, error) {
-	var st api.StatusReply
-	url, opts, ok := dd.dir().ServerURL(g.reach())
-	if !ok {
-		return st, errors.New("no server named")
-	}
-	nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second))...)
-	if err != nil {
-		return st, err
-	}
-	defer nc.Close()
-	prefix := api.AnyPrefix
-	if si, ok := dd.readServeInfo(); ok && si.API != "" {
-		prefix = si.API
-	}
-	err = api.Call(ctx, nc, prefix, api.VerbStatus, struct{}{}, &st)
-	return st, err
-}
 
 // staleNote says on stderr that what a command printed was read from the
 // server's projection while its log did not answer (st): as a line for a
