@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -120,32 +118,8 @@ worker hosts. Only serve.json may take and answer a request made to a
 serve (the gate's, verify's): keep it where no agent runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if out == "" {
-				return errors.New("--out: want a directory")
-			}
-			if _, err := os.Stat(filepath.Join(out, "users.conf")); err == nil {
-				return fmt.Errorf("--out %s: users.conf is there already; new passwords would lock out every host that has the old ones", out)
-			}
-			if err := os.MkdirAll(out, 0o700); err != nil {
-				return fmt.Errorf("--out: %w", err)
-			}
-			var users []natslog.User
-			for _, r := range natslog.Roles {
-				users = append(users, natslog.User{Name: string(r), Password: natslog.NewPassword(), Role: r})
-			}
-			conf, err := natslog.AuthorizationConf(users, host.Grants())
-			if err != nil {
+			if err := host.WriteClusterUsers(out, url); err != nil {
 				return err
-			}
-			for _, u := range users {
-				path := filepath.Join(out, string(u.Role)+".json")
-				if err := datadir.WriteCreds(path, datadir.Creds{User: u.Name, Password: u.Password, Role: string(u.Role), URL: url}); err != nil {
-					return fmt.Errorf("--out: %w", err)
-				}
-			}
-			header := "# Logbook's users, one per role (logbook creds cluster). Include it in every node's config.\n"
-			if err := datadir.WriteFileAtomic(filepath.Join(out, "users.conf"), []byte(header+conf), 0o600); err != nil {
-				return fmt.Errorf("--out: %w", err)
 			}
 			fmt.Fprintf(g.stderr, "logbook creds: users.conf and reader, follower, worker, writer, serve and admin credentials in %s\n", out)
 			return nil

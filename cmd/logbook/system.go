@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/gate/hookgate"
 	"github.com/logbook-dev/logbook/adapters/hookrecord"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/replay"
@@ -42,23 +42,6 @@ func (f *systemFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.dir, "socket-dir", "", "system mode: also answer the host's users on the Unix socket "+api.SystemSocketName+" in this directory (made 0755 when missing; serve's user's or root's, written by no one else), e.g. /run/logbook; hooks, the gate, sessions, session show, audit and review allow/deny go through it, each caller named by its peer credentials")
 	cmd.Flags().StringVar(&f.allow, "socket-allow", "", "with --socket-dir: the users (names or uids) and groups (group:NAME) let in on the socket besides serve's user and root, comma-separated, e.g. alice,group:agents")
 	cmd.Flags().StringVar(&f.decide, "socket-decide", "", "with --socket-dir: of those let in, the users and groups who may also answer the gate's reviews (review allow/deny), recorded as themselves; serve's user and root always may")
-}
-
-// verbAudit is the system socket's audit verb: auditRequest →
-// auditReply.
-const verbAudit = "audit"
-
-// auditRequest asks for the audit timeline of a session (or workspace)
-// ID: as JSON items, or as the text audit prints.
-type auditRequest struct {
-	ID   string `json:"id"`
-	JSON bool   `json:"json,omitempty"`
-}
-
-// auditReply is an audit timeline: Items (JSON) or Text.
-type auditReply struct {
-	Items json.RawMessage `json:"items,omitempty"`
-	Text  string          `json:"text,omitempty"`
 }
 
 // parse checks f before serve starts and returns who the system socket
@@ -86,31 +69,16 @@ func (f systemFlags) parse(reader bool) (access, deciders api.Access, err error)
 	return access, deciders, nil
 }
 
-// auditAnswer answers verbAudit in serve, on its backend b.
-func auditAnswer(ctx context.Context, b *backend, data []byte) (any, error) {
-	var req auditRequest
-	if err := json.Unmarshal(data, &req); err != nil {
-		return nil, fmt.Errorf("audit request: %w: %v", events.ErrMalformed, err)
-	}
-	if req.ID == "" {
-		return nil, fmt.Errorf("audit request: %w: no id", events.ErrMalformed)
-	}
-	items, err := auditItems(ctx, b, req.ID)
-	if _, ok := errors.AsType[*notFoundError](err); ok {
-		return nil, fmt.Errorf("%w: %s", events.ErrNotFound, strings.TrimPrefix(err.Error(), "session "))
-	}
-	if err != nil {
-		return nil, err
-	}
-	if req.JSON {
-		raw, err := json.Marshal(items)
-		return auditReply{Items: raw}, err
-	}
-	var text strings.Builder
-	if err := replay.WriteText(&text, items); err != nil {
-		return nil, err
-	}
-	return auditReply{Text: text.String()}, nil
+// auditAnswer answers host.VerbAudit in serve, on its backend b
+// (host.Audit): an unknown id is an error wrapping events.ErrNotFound.
+func auditAnswer(b *backend) host.Handler {
+	return host.Audit(func(ctx context.Context, id string) ([]replay.Item, error) {
+		items, err := auditItems(ctx, b, id)
+		if _, ok := errors.AsType[*notFoundError](err); ok {
+			return nil, fmt.Errorf("%w: %s", events.ErrNotFound, strings.TrimPrefix(err.Error(), "session "))
+		}
+		return items, err
+	})
 }
 
 // socketPath returns the system socket a command asks, "" for none:
@@ -161,8 +129,8 @@ func auditViaSocket(ctx context.Context, g *globals, sock, id string) error {
 	if err != nil {
 		return err
 	}
-	var out auditReply
-	if err := call(ctx, verbAudit, auditRequest{ID: id, JSON: g.json}, &out); err != nil {
+	var out host.AuditReply
+	if err := call(ctx, host.VerbAudit, host.AuditRequest{ID: id, JSON: g.json}, &out); err != nil {
 		return err
 	}
 	if g.json {
