@@ -95,7 +95,8 @@ func SayHealed(say func(format string, args ...any)) func(writeError string, err
 // block with the permissions of Grants, and <role>.json, each role's
 // credentials file (0600) with url as its URL. A users.conf already in
 // out is refused: new passwords would lock out every host that has the
-// old ones. Errors name --out, the flag out comes from.
+// old ones. Errors of the directory and the files name --out, the flag
+// out comes from; AuthorizationConf's are returned as they are.
 func WriteClusterUsers(out, url string) error {
 	if out == "" {
 		return errors.New("--out: want a directory")

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
@@ -49,19 +47,8 @@ client cannot see or set it.`,
 			if wait < 0 {
 				return usageErrorf("--wait %s: want 0 or more", wait)
 			}
-			opts, _, err := g.reach().CredsOptions()
+			info, existed, err := host.InitStream(ctx, g.reach(), replicas, wait)
 			if err != nil {
-				return err
-			}
-			if c, err := datadir.ReadCreds(g.credsPath); err == nil && c.Role != string(natslog.RoleAdmin) {
-				return fmt.Errorf("--creds %s: role %s; creating the stream takes admin credentials", g.credsPath, c.Role)
-			}
-			info, existed, err := natslog.InitStream(ctx, g.natsURL, opts, replicas, wait)
-			if we, ok := errors.AsType[*natslog.InitWaitError](err); ok && we.Leader {
-				return fmt.Errorf("stream %s on %s: the cluster did not answer within --wait %s (no JetStream meta leader elected?): %w", natslog.StreamName, natslog.RedactURL(g.natsURL), wait, we.Err)
-			} else if ok {
-				return fmt.Errorf("stream %s on %s: no node answered within --wait %s: %w", natslog.StreamName, natslog.RedactURL(g.natsURL), wait, we.Err)
-			} else if err != nil {
 				return err
 			}
 			what := "created"

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/datadir"
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
@@ -65,28 +66,9 @@ are never issued: the embedded server's live only in the serve process.`,
 					return err
 				}
 			}
-			var c datadir.Creds
-			if r == natslog.RoleAdmin {
-				c, _ = datadir.AdminCredentials("")
-			} else if c, err = dd.dir().RoleCredentials(r); err != nil {
+			c, err := host.IssueCreds(cmd.Context(), dd.dir(), r, g.stderr)
+			if err != nil {
 				return err
-			}
-			if si, ok := dd.readServeInfo(); ok {
-				c.URL = si.URL
-			}
-			if r == natslog.RoleWriter || r == natslog.RoleWorker {
-				// The key is registered on the data dir's log, with a
-				// backend of its own (no --nats-url, no --creds).
-				open := func() (*natslog.Log, func() error, error) {
-					b, err := openBackend(cmd.Context(), &globals{data: string(dd), stdout: g.stdout, stderr: g.stderr, cmdName: "logbook creds issue"})
-					if err != nil {
-						return nil, nil, err
-					}
-					return b.log, b.Close, nil
-				}
-				if err := dd.dir().IssueKey(cmd.Context(), r, &c, open); err != nil {
-					return err
-				}
 			}
 			if out == "" {
 				return writeJSON(g.stdout, c)

@@ -273,19 +273,14 @@ func wireServe(dd dataDir, g *globals, wp workerPool, p host.Parts) (host.Wired,
 // openViews opens the projections in the data dir (host.OpenViews: it
 // refuses a log that lost events they were made from, or with
 // --accept-stream-loss, g.acceptLoss, sets them aside and rebuilds), or
-// takes the ones b.checkLog opened and checked.
+// takes the ones host.Open opened and checked.
 func openViews(ctx context.Context, g *globals, b *backend) (*projections.Store, error) {
 	if s := b.views; s != nil {
 		b.views = nil
 		return s, nil
 	}
-	return host.OpenViews(ctx, b.viewsOf(g))
-}
-
-// viewsOf is how b opens its data dir's projections for the command g.
-func (b *backend) viewsOf(g *globals) host.Views {
-	return host.Views{Dir: b.dd.dir(), Log: b.log, CacheSize: g.viewsCache, FS: b.viewsFS, AcceptLoss: g.acceptLoss,
-		Said: func(line string) { fmt.Fprintf(g.stderr, "logbook: %s\n", line) }}
+	return host.OpenViews(ctx, host.Views{Dir: b.dd.dir(), Log: b.log, CacheSize: g.viewsCache, FS: b.viewsFS, AcceptLoss: g.acceptLoss,
+		Said: func(line string) { fmt.Fprintf(g.stderr, "logbook: %s\n", line) }})
 }
 
 // checkServeCreds refuses, as a usage error, --creds of a role that
