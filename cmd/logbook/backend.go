@@ -4,13 +4,11 @@ import (
 	"context"
 	"os"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/nats-io/nats.go"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/datadir"
-	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
@@ -35,14 +33,9 @@ type backend struct {
 	// redact.txt followed as it changes; elsewhere nil, and a command
 	// reads redact.txt once.
 	rules *liveRules
-	// views, local only, is the projection checkLog opened and checked
+	// views, local only, is the projection host.Open opened and checked
 	// at the start, until openViews takes it; Close closes it otherwise.
 	views *projections.Store
-	// viewsFS, when not nil, is the file system openViews opens the
-	// views in (serve's: writes held while the disk is full).
-	viewsFS vfs.FS
-	// pause, in serve, is what it knows of a full disk (adapters/diskfull).
-	pause *diskfull.Pause
 	// down, remote only, is the status of a server that said its log
 	// does not answer, asked by a command that needs only the
 	// projection (globals.staleOK): such a backend has no log (nil), and

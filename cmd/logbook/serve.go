@@ -215,7 +215,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 // wireServe builds serve's parts of this package over p (host.Wired):
 // the API service, the gate, the loops of wp's flags and the workers.
 func wireServe(dd dataDir, g *globals, wp workerPool, p host.Parts) (host.Wired, error) {
-	b := &backend{dd: dd, reg: p.Registry, srv: p.Server, nc: p.NC, log: p.Log, pause: p.Pause}
+	b := &backend{dd: dd, reg: p.Registry, srv: p.Server, nc: p.NC, log: p.Log}
 	var w host.Wired
 	var err error
 	// Everything serve redacts follows redact.txt as it changes.
@@ -279,7 +279,7 @@ func openViews(ctx context.Context, g *globals, b *backend) (*projections.Store,
 		b.views = nil
 		return s, nil
 	}
-	return host.OpenViews(ctx, host.Views{Dir: b.dd.dir(), Log: b.log, CacheSize: g.viewsCache, FS: b.viewsFS, AcceptLoss: g.acceptLoss,
+	return host.OpenViews(ctx, host.Views{Dir: b.dd.dir(), Log: b.log, CacheSize: g.viewsCache, AcceptLoss: g.acceptLoss,
 		Said: func(line string) { fmt.Fprintf(g.stderr, "logbook: %s\n", line) }})
 }
 
