@@ -2,7 +2,10 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/datadir"
@@ -85,4 +88,42 @@ func SayHealed(say func(format string, args ...any)) func(writeError string, err
 		}
 		say("the log's store takes writes again: JetStream restarted to clear its write error (%s)", werr)
 	}
+}
+
+// WriteClusterUsers writes, in the directory out (created 0700), a user
+// per role with a new password: users.conf, a nats-server authorization
+// block with the permissions of Grants, and <role>.json, each role's
+// credentials file (0600) with url as its URL. A users.conf already in
+// out is refused: new passwords would lock out every host that has the
+// old ones. Errors of the directory and the files name --out, the flag
+// out comes from; AuthorizationConf's are returned as they are.
+func WriteClusterUsers(out, url string) error {
+	if out == "" {
+		return errors.New("--out: want a directory")
+	}
+	if _, err := os.Stat(filepath.Join(out, "users.conf")); err == nil {
+		return fmt.Errorf("--out %s: users.conf is there already; new passwords would lock out every host that has the old ones", out)
+	}
+	if err := os.MkdirAll(out, 0o700); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	var users []natslog.User
+	for _, r := range natslog.Roles {
+		users = append(users, natslog.User{Name: string(r), Password: natslog.NewPassword(), Role: r})
+	}
+	conf, err := natslog.AuthorizationConf(users, Grants())
+	if err != nil {
+		return err
+	}
+	for _, u := range users {
+		path := filepath.Join(out, string(u.Role)+".json")
+		if err := datadir.WriteCreds(path, datadir.Creds{User: u.Name, Password: u.Password, Role: string(u.Role), URL: url}); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	header := "# Logbook's users, one per role (logbook creds cluster). Include it in every node's config.\n"
+	if err := datadir.WriteFileAtomic(filepath.Join(out, "users.conf"), []byte(header+conf), 0o600); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	return nil
 }

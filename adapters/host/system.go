@@ -2,10 +2,15 @@ package host
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"strings"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/replay"
 )
 
 // SystemVerbs are the verbs of serve's API the system socket answers
@@ -69,4 +74,51 @@ func (s System) Serve(ctx context.Context) (stop func(), err error) {
 		sys.Serve(ctx, sock.UnixListener, s.Logf)
 	}()
 	return func() { cancel(); <-done; sock.Close() }, nil
+}
+
+// VerbAudit is the system socket's audit verb: AuditRequest →
+// AuditReply, answered by Audit.
+const VerbAudit = "audit"
+
+// AuditRequest asks for the audit timeline of a session (or workspace)
+// ID: as JSON items, or as the text audit prints.
+type AuditRequest struct {
+	ID   string `json:"id"`
+	JSON bool   `json:"json,omitempty"`
+}
+
+// AuditReply is an audit timeline: Items (JSON) or Text.
+type AuditReply struct {
+	Items json.RawMessage `json:"items,omitempty"`
+	Text  string          `json:"text,omitempty"`
+}
+
+// Audit returns the handler of VerbAudit: it decodes an AuditRequest and
+// answers with the timeline items returns for its ID, as JSON or as
+// replay.WriteText's text. A request that does not decode, or names no
+// ID, is an error wrapping events.ErrMalformed; items' errors are
+// returned as they are.
+func Audit(items func(ctx context.Context, id string) ([]replay.Item, error)) Handler {
+	return func(ctx context.Context, data []byte) (any, error) {
+		var req AuditRequest
+		if err := json.Unmarshal(data, &req); err != nil {
+			return nil, fmt.Errorf("audit request: %w: %v", events.ErrMalformed, err)
+		}
+		if req.ID == "" {
+			return nil, fmt.Errorf("audit request: %w: no id", events.ErrMalformed)
+		}
+		its, err := items(ctx, req.ID)
+		if err != nil {
+			return nil, err
+		}
+		if req.JSON {
+			raw, err := json.Marshal(its)
+			return AuditReply{Items: raw}, err
+		}
+		var text strings.Builder
+		if err := replay.WriteText(&text, its); err != nil {
+			return nil, err
+		}
+		return AuditReply{Text: text.String()}, nil
+	}
 }

@@ -26,20 +26,6 @@ func newService(b *backend, store *projections.Store) (*api.Service, error) {
 	})
 }
 
-// apiPrefixFor returns the API prefix of the server for data dir dd on
-// this host.
-func apiPrefixFor(dd dataDir) string {
-	host, _ := os.Hostname()
-	return api.PrefixFor(host, string(dd))
-}
-
-// followerPrefixFor returns the API prefix a follower (serve --role
-// reader) on dd answers on.
-func followerPrefixFor(dd dataDir) string {
-	host, _ := os.Hostname()
-	return api.FollowerPrefixFor(host, string(dd))
-}
-
 // withAPI runs fn with a caller that reaches the running server, or, when
 // none runs, a service of this process's own on the data dir whose
 // projection has first caught up with the log.

@@ -2,19 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-	"strings"
-	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/nats-io/nats.go"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/datadir"
-	"github.com/logbook-dev/logbook/adapters/diskfull"
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
@@ -38,14 +33,9 @@ type backend struct {
 	// redact.txt followed as it changes; elsewhere nil, and a command
 	// reads redact.txt once.
 	rules *liveRules
-	// views, local only, is the projection checkLog opened and checked
+	// views, local only, is the projection host.Open opened and checked
 	// at the start, until openViews takes it; Close closes it otherwise.
 	views *projections.Store
-	// viewsFS, when not nil, is the file system openViews opens the
-	// views in (serve's: writes held while the disk is full).
-	viewsFS vfs.FS
-	// pause, in serve, is what it knows of a full disk (adapters/diskfull).
-	pause *diskfull.Pause
 	// down, remote only, is the status of a server that said its log
 	// does not answer, asked by a command that needs only the
 	// projection (globals.staleOK): such a backend has no log (nil), and
@@ -86,161 +76,53 @@ func (b *backend) redactor() (*redact.Redactor, error) {
 }
 
 // openBackend connects to the server named by serve.json (or natsURL),
-// and falls back to opening the data dir directly when no server answers.
+// and falls back to opening the data dir directly when no server answers
+// (host.Open).
 func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
 		return nil, err
 	}
-	if g.reads && g.natsURL == "" && g.credsPath == "" && !dd.dir().HasData() {
-		return nil, dd.dir().NoDataError()
-	}
-	b := &backend{dd: dd, reg: events.NewRegistry(), staleOK: g.staleOK}
-	b.api = api.AnyPrefix
-	if si, ok := dd.readServeInfo(); ok && si.API != "" {
-		b.api = si.API
-	}
-	if _, _, err := g.reach().CredsOptions(); err != nil {
-		return nil, err
-	}
-	if url, opts, ok := dd.dir().ServerURL(g.reach()); ok {
-		d, handle := api.Watch(dd.dir().ConnRole(g.reach()))
-		nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(3), nats.ReconnectWait(200*time.Millisecond), nats.ErrorHandler(handle))...)
-		if err == nil {
-			b.nc, b.remote = nc, true
-			d.Register(nc)
-		} else if g.natsURL != "" || g.credsPath != "" {
-			return nil, g.reach().ConnectError(url, err)
-		}
-	}
-	if !b.remote && g.requireServer {
-		return nil, fmt.Errorf("%s needs a running server: start `logbook serve`", strings.TrimPrefix(g.cmdName, "logbook "))
-	}
-	if !b.remote {
-		role := g.cmdName
-		if g.reads {
-			role += datadir.ReaderMark
-		}
-		var lock *os.File
-		if g.follows {
-			// A follower never asks another reader to give the lock
-			// up: two would take it from each other in turn.
-			lock, err = dd.lock(role)
-		} else {
-			lock, err = dd.lockOver(ctx, role, func(holder string) {
-				fmt.Fprintf(g.stderr, "%s: waiting for %s, which only reads the data dir, to give it up\n", g.cmdName, holder)
-			})
-		}
-		if errors.Is(err, datadir.ErrBusy) {
-			if strings.Contains(err.Error(), "logbook serve") {
-				return nil, fmt.Errorf("%w; `logbook serve` holds it but does not answer (%s)", err, dd.path("serve.json"))
-			}
-			return nil, fmt.Errorf("%w; another command works on it directly: try again when it ends, or run `logbook serve` so commands can share it", err)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := b.startLocal(ctx, lock); err != nil {
-			return nil, err
-		}
-	}
-	if b.remote && g.staleOK && b.logDown(ctx) {
-		// Opening the log would wait natslog.ElectionWait for a leader
-		// and fail; the server answers from its projection meanwhile.
-		return b, nil
-	}
-	cl := datadir.Client{Own: g.natsURL == "" && g.credsPath == "", Remote: b.remote, CredsPath: g.credsPath,
-		Role: g.role, ConnRole: natslog.Role(dd.dir().ConnRole(g.reach()))}
-	at, err := dd.dir().Attest(cl, natslog.Config{Registry: b.reg})
+	o, err := host.Open(ctx, host.Client{Dir: dd.dir(), Reach: g.reach(), Cmd: g.cmdName, Reads: g.reads, Follows: g.follows,
+		RequireServer: g.requireServer, StaleOK: g.staleOK, AdminAppends: g.adminAppends, LogWait: g.logWait,
+		ViewsCache: g.viewsCache, AcceptLoss: g.acceptLoss, Stderr: g.stderr})
 	if err != nil {
-		b.Close()
 		return nil, err
 	}
-	cfg := at.Config
-	var l *natslog.Log
-	if b.remote && g.staleOK {
-		// The cluster may lose its quorum while the stream is opened:
-		// the read goes on from serve's projection once serve says so.
-		down, err := b.untilDown(ctx, func(ctx context.Context) error {
-			var err error
-			l, err = natslog.Open(ctx, b.nc, cfg)
-			return err
-		})
-		if down {
-			if l != nil {
-				l.Close()
-			}
-			return b, nil
-		}
-		if err != nil {
-			b.Close()
-			return nil, err
-		}
-	} else if l, err = openLogWithin(ctx, b.nc, cfg, g.logWait); err != nil {
-		b.Close()
-		return nil, err
-	}
-	b.log = l
-	if !b.remote {
-		// Nothing is read or appended on a log that lost events its
-		// projection saw until the user says what to do (see checkLog).
-		if err := b.checkLog(ctx, g); err != nil {
-			b.Close()
-			return nil, err
-		}
-	}
-	if err := dd.dir().Sign(ctx, cl, at, l, !g.reads && !g.adminAppends); err != nil {
-		b.Close()
-		return nil, err
-	}
-	if g.natsURL == "" {
-		b.settle(ctx)
-	}
-	return b, nil
+	return &backend{dd: dd, reg: o.Registry, nc: o.NC, log: o.Log, remote: o.Remote, api: o.API, srv: o.Server,
+		lock: o.Lock, views: o.Views, down: o.Down, asked: o.Asked, staleOK: g.staleOK}, nil
 }
 
 // startLocal starts the data dir's embedded server for b, which holds
-// lock (the data dir's), and connects b to it in process; it closes
-// lock when the server does not start.
+// lock (the data dir's), and connects b to it in process
+// (host.StartLocal); it closes lock when the server does not start.
 func (b *backend) startLocal(ctx context.Context, lock *os.File) error {
-	b.lock = lock
-	srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{StoreDir: b.dd.path("jetstream")})
+	srv, err := host.StartLocal(ctx, b.dd.dir(), lock)
 	if err != nil {
-		lock.Close()
-		b.lock = nil
-		return fmt.Errorf("open log in %s: %w", b.dd, err)
+		return err
 	}
-	b.srv, b.nc = srv, srv.Conn()
+	b.srv, b.nc, b.lock = srv, srv.Conn(), lock
 	return nil
 }
 
 // settle waits, when b reaches the data dir's own serve, for the hooks
-// that serve took on its socket to be in the log: it appends them just
-// after it answered them, and its status verb answers once those are in,
-// so what the caller reads next holds them. A serve that cannot say
-// within api.IntakeWait is not waited for longer.
+// that serve took on its socket to be in the log (host.Settle).
 func (b *backend) settle(ctx context.Context) {
 	if !b.remote || b.api == api.AnyPrefix || b.asked {
 		return
 	}
-	_, _ = api.AskStatus(ctx, b.nc, b.api)
+	host.Settle(ctx, b.nc, b.api)
 }
 
-// logDown asks the server b reaches for its status, as settle does, and
-// reports whether it says its log does not answer (a cluster that lost
-// its quorum); it then keeps the status in b.down. A server that does not
-// answer within api.IntakeWait (or an older one that does not say) is
-// taken as one whose log answers.
+// logDown reports whether the server b reaches says its log does not
+// answer (host.LogDown), and keeps its status in b.down.
 func (b *backend) logDown(ctx context.Context) bool {
-	st, err := api.AskStatus(ctx, b.nc, b.api)
-	if err != nil {
+	down, asked := host.LogDown(ctx, b.nc, b.api)
+	b.asked = b.asked || asked
+	if down == nil {
 		return false
 	}
-	b.asked = true
-	if st.LogUnavailableSince == nil {
-		return false
-	}
-	b.down = &st
+	b.down = down
 	return true
 }
 

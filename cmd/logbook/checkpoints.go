@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/flagrange"
-	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/term"
 )
@@ -28,25 +24,6 @@ func (c *checkpointFlags) add(cmd *cobra.Command) {
 	f.DurationVar(&c.interval, "checkpoint-interval", merkle.DefaultInterval, "and at least this often while the log grows")
 	bound(f, "checkpoint-every", 1, 1_000_000)
 	flagrange.BoundDuration(f, "checkpoint-interval", time.Second, time.Hour, false)
-}
-
-// merkleDir is the data dir's folder of stored tree hashes
-// (merkle.TreeDir).
-const merkleDir = merkle.TreeDir
-
-// checkpointActor returns what serve runs for the log's checkpoints and
-// the closer of its stored tree (merkle.Actor): a writer signs them, a
-// reader witnesses; what they do is said on g.stderr and counted on web.
-func checkpointActor(ctx context.Context, g *globals, b *backend, reader bool, f checkpointFlags, web *host.HTTP) (func(context.Context) error, io.Closer, error) {
-	js, err := jetstream.New(b.nc)
-	if err != nil {
-		return nil, nil, err
-	}
-	return merkle.Actor(ctx, merkle.ActorConfig{
-		Dir: string(b.dd), Log: b.log, JS: js, Reader: reader, Every: f.every, Interval: f.interval,
-		Say:      func(format string, args ...any) { fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...) },
-		Observed: web.ObserveCheckpoint,
-	})
 }
 
 // checkWitness is doctor's line for the witness's state: a refusal is a

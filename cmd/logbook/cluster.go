@@ -1,16 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
@@ -51,19 +47,8 @@ client cannot see or set it.`,
 			if wait < 0 {
 				return usageErrorf("--wait %s: want 0 or more", wait)
 			}
-			opts, _, err := g.reach().CredsOptions()
+			info, existed, err := host.InitStream(ctx, g.reach(), replicas, wait)
 			if err != nil {
-				return err
-			}
-			if c, err := readCreds(g.credsPath); err == nil && c.Role != string(natslog.RoleAdmin) {
-				return fmt.Errorf("--creds %s: role %s; creating the stream takes admin credentials", g.credsPath, c.Role)
-			}
-			info, existed, err := natslog.InitStream(ctx, g.natsURL, opts, replicas, wait)
-			if we, ok := errors.AsType[*natslog.InitWaitError](err); ok && we.Leader {
-				return fmt.Errorf("stream %s on %s: the cluster did not answer within --wait %s (no JetStream meta leader elected?): %w", natslog.StreamName, natslog.RedactURL(g.natsURL), wait, we.Err)
-			} else if ok {
-				return fmt.Errorf("stream %s on %s: no node answered within --wait %s: %w", natslog.StreamName, natslog.RedactURL(g.natsURL), wait, we.Err)
-			} else if err != nil {
 				return err
 			}
 			what := "created"
@@ -120,32 +105,8 @@ worker hosts. Only serve.json may take and answer a request made to a
 serve (the gate's, verify's): keep it where no agent runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if out == "" {
-				return errors.New("--out: want a directory")
-			}
-			if _, err := os.Stat(filepath.Join(out, "users.conf")); err == nil {
-				return fmt.Errorf("--out %s: users.conf is there already; new passwords would lock out every host that has the old ones", out)
-			}
-			if err := os.MkdirAll(out, 0o700); err != nil {
-				return fmt.Errorf("--out: %w", err)
-			}
-			var users []natslog.User
-			for _, r := range natslog.Roles {
-				users = append(users, natslog.User{Name: string(r), Password: natslog.NewPassword(), Role: r})
-			}
-			conf, err := natslog.AuthorizationConf(users, host.Grants())
-			if err != nil {
+			if err := host.WriteClusterUsers(out, url); err != nil {
 				return err
-			}
-			for _, u := range users {
-				path := filepath.Join(out, string(u.Role)+".json")
-				if err := writeCreds(path, creds{User: u.Name, Password: u.Password, Role: string(u.Role), URL: url}); err != nil {
-					return fmt.Errorf("--out: %w", err)
-				}
-			}
-			header := "# Logbook's users, one per role (logbook creds cluster). Include it in every node's config.\n"
-			if err := datadir.WriteFileAtomic(filepath.Join(out, "users.conf"), []byte(header+conf), 0o600); err != nil {
-				return fmt.Errorf("--out: %w", err)
 			}
 			fmt.Fprintf(g.stderr, "logbook creds: users.conf and reader, follower, worker, writer, serve and admin credentials in %s\n", out)
 			return nil

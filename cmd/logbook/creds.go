@@ -1,33 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/datadir"
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
-
-// creds is a credentials file's content (datadir.Creds).
-type creds = datadir.Creds
-
-// readCreds loads and checks a credentials file (datadir.ReadCreds).
-func readCreds(path string) (creds, error) { return datadir.ReadCreds(path) }
-
-// writeCreds writes a credentials file, 0600 (datadir.WriteCreds).
-func writeCreds(path string, c creds) error { return datadir.WriteCreds(path, c) }
-
-// roleCredentials loads the data dir's credentials of role, creating
-// them if absent (datadir.Dir.RoleCredentials).
-func (d dataDir) roleCredentials(role natslog.Role) (creds, error) {
-	return d.dir().RoleCredentials(role)
-}
-
-// credentials returns the writer's credentials (creds.json): what serve,
-// hook and the CLI connect with.
-func (d dataDir) credentials() (creds, error) { return d.roleCredentials(natslog.RoleWriter) }
 
 func credsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -85,28 +66,9 @@ are never issued: the embedded server's live only in the serve process.`,
 					return err
 				}
 			}
-			var c creds
-			if r == natslog.RoleAdmin {
-				c, _ = datadir.AdminCredentials("")
-			} else if c, err = dd.roleCredentials(r); err != nil {
+			c, err := host.IssueCreds(cmd.Context(), dd.dir(), r, g.stderr)
+			if err != nil {
 				return err
-			}
-			if si, ok := dd.readServeInfo(); ok {
-				c.URL = si.URL
-			}
-			if r == natslog.RoleWriter || r == natslog.RoleWorker {
-				// The key is registered on the data dir's log, with a
-				// backend of its own (no --nats-url, no --creds).
-				open := func() (*natslog.Log, func() error, error) {
-					b, err := openBackend(cmd.Context(), &globals{data: string(dd), stdout: g.stdout, stderr: g.stderr, cmdName: "logbook creds issue"})
-					if err != nil {
-						return nil, nil, err
-					}
-					return b.log, b.Close, nil
-				}
-				if err := dd.dir().IssueKey(cmd.Context(), r, &c, open); err != nil {
-					return err
-				}
 			}
 			if out == "" {
 				return writeJSON(g.stdout, c)
@@ -124,19 +86,4 @@ are never issued: the embedded server's live only in the serve process.`,
 	_ = issue.MarkFlagRequired("role")
 	cmd.AddCommand(issue, credsClusterCmd(g))
 	return cmd
-}
-
-// as returns a backend on b's embedded server that connects in process
-// as role, with a Log of its own opened with cfg. Close it before b.
-func (b *backend) as(ctx context.Context, role natslog.Role, cfg natslog.Config) (*backend, error) {
-	nc, err := b.srv.ConnectAs(role)
-	if err != nil {
-		return nil, err
-	}
-	l, err := natslog.Open(ctx, nc, cfg)
-	if err != nil {
-		nc.Close()
-		return nil, err
-	}
-	return &backend{dd: b.dd, reg: b.reg, nc: nc, log: l, remote: true, rules: b.rules}, nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 
@@ -34,12 +33,6 @@ func (d dataDir) ensure() error { return d.dir().Ensure() }
 // (datadir.Dir.Lock); its error wraps datadir.ErrBusy when another
 // process has it.
 func (d dataDir) lock(role string) (*os.File, error) { return d.dir().Lock(role) }
-
-// lockOver is lock that asks a reader holding it to give it up
-// (datadir.Dir.LockOver).
-func (d dataDir) lockOver(ctx context.Context, role string, wait func(holder string)) (*os.File, error) {
-	return d.dir().LockOver(ctx, role, wait)
-}
 
 // readServeInfo returns the running server's serve.json
 // (datadir.Dir.ReadServeInfo); false when there is none to read.

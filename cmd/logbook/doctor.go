@@ -65,12 +65,12 @@ func doctorEnv(g *globals, bwrap string) doctor.Env {
 		env.DataDirErr = err
 		return env
 	}
-	env.DataDir, env.Journal = dd.dir(), dd.path(intakeJournal)
+	env.DataDir, env.Journal = dd.dir(), dd.path(host.IntakeJournal)
 	allow, err := sandboxAllow(nil)
 	env.SandboxAllow, env.SandboxAllowErr = allowStrings(allow), err
 	env.Witness = func() (doctor.Check, bool) { return checkWitness(dd) }
 	env.Server = doctor.Server{
-		Status:      func(ctx context.Context) (api.StatusReply, error) { return serveStatus(ctx, g, dd) },
+		Status:      func(ctx context.Context) (api.StatusReply, error) { return host.ServeStatus(ctx, dd.dir(), g.reach()) },
 		Unavailable: host.UnavailableText,
 		Open: func(ctx context.Context) (doctor.Conn, error) {
 			gg := *g

@@ -124,7 +124,7 @@ var errReopen = errors.New("follow: reopen")
 // appended, until ctx ends (then it returns nil). It starts on b and
 // closes every backend it opens. Holding the data dir itself (no server
 // runs), it gives the data dir's lock up as soon as a writer asks for it
-// (serve starting, an import: see lockOver) and goes on through the
+// (serve starting, an import: see datadir.Dir.LockOver) and goes on through the
 // server once it answers, or directly once the writer is done; reading
 // through a server that stops, it goes on directly. No event is printed
 // twice or left out across such a change, and each change is said on

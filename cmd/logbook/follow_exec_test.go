@@ -276,7 +276,7 @@ func TestLockOver_WriterHolderRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = d.lockOver(t.Context(), "logbook serve", func(string) { t.Error("waited for a writer") })
+	_, err = d.dir().LockOver(t.Context(), "logbook serve", func(string) { t.Error("waited for a writer") })
 	if err == nil || !strings.Contains(err.Error(), "held by logbook import claude pid") {
 		t.Errorf("lock held by a writer: %v", err)
 	}
@@ -289,7 +289,7 @@ func TestLockOver_WriterHolderRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
 	defer cancel()
 	var said bytes.Buffer
-	_, err = d.lockOver(ctx, "logbook serve", func(h string) { fmt.Fprint(&said, h) })
+	_, err = d.dir().LockOver(ctx, "logbook serve", func(h string) { fmt.Fprint(&said, h) })
 	if err != context.DeadlineExceeded {
 		t.Errorf("lock held by a reader that does not let go: %v, want the deadline", err)
 	}

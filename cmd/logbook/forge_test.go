@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
@@ -41,7 +42,7 @@ func cliExit(t *testing.T, data string, args ...string) (string, string, int) {
 // credentials of role, as anything running as the user can.
 func connectAs(t *testing.T, dd dataDir, role natslog.Role) (*natslog.Log, *nats.Conn) {
 	t.Helper()
-	c, err := dd.roleCredentials(role)
+	c, err := dd.dir().RoleCredentials(role)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +295,7 @@ func TestCredsIssue_CarriesARegisteredKey(t *testing.T) {
 	dd := dataDir(data)
 	out := filepath.Join(t.TempDir(), "worker.json")
 	cli(t, data, "creds", "issue", "--role", "worker", "--out", out)
-	c, err := readCreds(out)
+	c, err := datadir.ReadCreds(out)
 	if err != nil {
 		t.Fatal(err)
 	}

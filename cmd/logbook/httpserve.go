@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/host"
-	httpapi "github.com/logbook-dev/logbook/adapters/http"
-	"github.com/logbook-dev/logbook/projections"
 )
 
 // httpFlags are serve's HTTP flags.
@@ -38,25 +35,4 @@ func (f httpFlags) check() error {
 		}
 	}
 	return nil
-}
-
-// newHTTP opens the HTTP surface of f (host.NewHTTP) over b's log and
-// store, with reviews (the gate) answering a person's verdicts.
-// Observations and verdicts posted over HTTP are redacted by the rules
-// the hook and the import use: the data dir's redact.txt over the
-// built-in ones, as it is at each use.
-func newHTTP(f httpFlags, dd dataDir, b *backend, store *projections.Store, svc *api.Service, reviews httpapi.Reviews) (*host.HTTP, error) {
-	cl, err := newCommandClient(b)
-	if err != nil {
-		return nil, err
-	}
-	parser, err := b.parser()
-	if err != nil {
-		return nil, err
-	}
-	return host.NewHTTP(host.HTTPConfig{
-		Addr: f.addr, Cert: f.cert, Key: f.key, DataDir: string(dd),
-		Log: b.log, Conn: b.nc, Store: store, Reg: b.reg, Service: svc,
-		Reviews: reviews, Output: cl, Redactor: parser.Redactor(), PausedSince: b.pausedSince,
-	})
 }

@@ -1,43 +1,16 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/flagrange"
-	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/term"
 )
-
-// serveStatus asks the serve that dd's serve.json names (or the one on
-// g's NATS URL) for its status over the API, within ctx. Unlike opening
-// the log it needs no stream leader: a serve whose cluster lost its
-// quorum answers it from its projection.
-func serveStatus(ctx context.Context, g *globals, dd dataDir) (api.StatusReply, error) {
-	var st api.StatusReply
-	url, opts, ok := dd.dir().ServerURL(g.reach())
-	if !ok {
-		return st, errors.New("no server named")
-	}
-	nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second))...)
-	if err != nil {
-		return st, err
-	}
-	defer nc.Close()
-	prefix := api.AnyPrefix
-	if si, ok := dd.readServeInfo(); ok && si.API != "" {
-		prefix = si.API
-	}
-	err = api.Call(ctx, nc, prefix, api.VerbStatus, struct{}{}, &st)
-	return st, err
-}
 
 // staleNote says on stderr that what a command printed was read from the
 // server's projection while its log did not answer (st): as a line for a
@@ -75,21 +48,4 @@ func logWaitFlag(cmd *cobra.Command, g *globals) {
 		}
 		return run(cmd, args)
 	}
-}
-
-// openLogWithin is natslog.OpenWithin: the log, once a stream leader
-// answered within wait (0: natslog.Open alone); past it the error says
-// the log is unavailable, names the stream and --wait.
-func openLogWithin(ctx context.Context, nc *nats.Conn, cfg natslog.Config, wait time.Duration) (*natslog.Log, error) {
-	l, err := natslog.OpenWithin(ctx, nc, cfg, wait)
-	if we, ok := errors.AsType[*natslog.LeaderWaitError](err); ok {
-		return nil, fmt.Errorf("log unavailable: no leader for stream %s answered within %s (--wait): %w", natslog.StreamName, wait, we.Err)
-	}
-	return l, err
-}
-
-// untilDown runs f until it returns or the server b reaches says its
-// log does not answer (backend.logDown; api.UntilDown), and reports which.
-func (b *backend) untilDown(ctx context.Context, f func(context.Context) error) (down bool, err error) {
-	return api.UntilDown(ctx, b.logDown, f)
 }

@@ -2,53 +2,30 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
-	"syscall"
 
-	"github.com/logbook-dev/logbook/adapters/profiling"
+	"github.com/logbook-dev/logbook/adapters/host"
 )
 
-// pprofListenAddr checks a --pprof value (host:port, the host a loopback
-// address or localhost, the port 0 to 65535) and returns the address to
-// listen on, the host as an IP. The profiles show the process's memory
-// and code paths, so any other address is refused. Errors are usage
-// errors naming the flag and the value.
+// pprofListenAddr checks a --pprof value (checkAddrFlags, then
+// host.PprofAddr) and returns the loopback address to listen on. Errors
+// are usage errors naming the flag and the value.
 func pprofListenAddr(addr string) (string, error) {
 	if err := checkAddrFlags(map[string]string{"pprof": addr}); err != nil {
 		return "", err
 	}
-	host, port, err := net.SplitHostPort(addr)
+	at, err := host.PprofAddr(addr)
 	if err != nil {
-		return "", usageErrorf("--pprof %q: want a loopback host:port such as 127.0.0.1:6060", addr)
+		return "", &usageError{err}
 	}
-	ip := net.ParseIP(host)
-	if host == "localhost" {
-		ip = net.IPv4(127, 0, 0, 1)
-	}
-	if ip == nil || !ip.IsLoopback() {
-		return "", usageErrorf("--pprof %q: the profiling endpoint listens on a loopback address only (127.0.0.1 or ::1), not %q", addr, host)
-	}
-	return net.JoinHostPort(ip.String(), port), nil
+	return at, nil
 }
 
 // listenPprof checks addr as pprofListenAddr does, then serves the
-// profiles on it until ctx is done (profiling.Listen). It returns the
-// address listened on (port 0 picks one) and a stop function that closes
-// the listener. An address it cannot listen on (one in use) is an error
-// naming it.
+// profiles on it until ctx is done (host.ListenPprof).
 func listenPprof(ctx context.Context, addr string) (string, func(), error) {
 	at, err := pprofListenAddr(addr)
 	if err != nil {
 		return "", nil, err
 	}
-	at, stop, err := profiling.Listen(ctx, at)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return "", nil, fmt.Errorf("--pprof %s: the address is in use by another process; pick a free port (or port 0)", addr)
-	}
-	if err != nil {
-		return "", nil, fmt.Errorf("--pprof %s: cannot listen: %w", addr, err)
-	}
-	return at, stop, nil
+	return host.ListenPprof(ctx, addr, at)
 }

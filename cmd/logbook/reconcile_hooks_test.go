@@ -15,6 +15,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/reconcile"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -264,7 +265,7 @@ func TestReconciler_HoldsOffForTheIntake(t *testing.T) {
 		stopRun()
 		<-projected
 	}()
-	in, err := api.OpenIntake(svc, b.dd.path(intakeJournal), t.Logf)
+	in, err := api.OpenIntake(svc, b.dd.path(host.IntakeJournal), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

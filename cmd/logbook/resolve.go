@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -61,7 +62,7 @@ func lookupIDs(ctx context.Context, b *backend, kind, prefix string) ([]string, 
 		return b.log.AggregateIDs(ctx, kind, prefix)
 	}
 	var ids []string
-	down, err := b.untilDown(ctx, func(ctx context.Context) error {
+	down, err := api.UntilDown(ctx, b.logDown, func(ctx context.Context) error {
 		var err error
 		ids, err = b.log.AggregateIDs(ctx, kind, prefix)
 		return err

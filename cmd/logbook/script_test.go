@@ -245,7 +245,7 @@ func TestScripts(t *testing.T) {
 			"apicall": func(ts *testscript.TestScript, neg bool, args []string) {
 				dd := dataDir(ts.Getenv("LOGBOOK_DATA"))
 				si := runningServe(ts, dd)
-				c, err := dd.credentials()
+				c, err := dd.dir().RoleCredentials(natslog.RoleWriter)
 				ts.Check(err)
 				nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.RoleWriter))
 				ts.Check(err)
@@ -361,9 +361,9 @@ func runningServe(ts *testscript.TestScript, dd dataDir) datadir.ServeInfo {
 // with the credentials file path (relative to the script's directory),
 // and returns the connection, the server and the credentials. denied gets
 // each permissions violation the server reports.
-func scriptConnect(ts *testscript.TestScript, path string, denied func(error)) (*nats.Conn, datadir.ServeInfo, creds) {
+func scriptConnect(ts *testscript.TestScript, path string, denied func(error)) (*nats.Conn, datadir.ServeInfo, datadir.Creds) {
 	si := runningServe(ts, dataDir(ts.Getenv("LOGBOOK_DATA")))
-	c, err := readCreds(ts.MkAbs(path))
+	c, err := datadir.ReadCreds(ts.MkAbs(path))
 	ts.Check(err)
 	nc, err := nats.Connect(si.URL, nats.UserInfo(c.User, c.Password), natslog.InboxOption(natslog.Role(c.Role)), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		if errors.Is(err, nats.ErrPermissionViolation) {

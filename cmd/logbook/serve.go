@@ -2,28 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"os"
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/oklog/run"
 	"github.com/spf13/cobra"
 
-	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/datadir"
-	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/gate"
-	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/servelog"
-	"github.com/logbook-dev/logbook/adapters/term"
-	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/replay"
 )
@@ -152,22 +141,13 @@ type workerPool struct {
 	sys  systemFlags // the system socket; off when its dir is ""
 }
 
-// intakeJournal is the file, in the data dir, of the hooks serve took on
-// its socket and has not yet appended (api.Intake).
-const intakeJournal = "hooks.journal"
-
-// intakeFlushWait is how long a stopping serve gives the hooks it took to
-// go into the log; what is left waits in the journal for the next start.
-const intakeFlushWait = 10 * time.Second
-
-// serve runs the server until ctx is done. With no pool it runs no
-// sandbox workers (in-process callers: tests and benchmarks).
+// serve runs the server until ctx is done (host.Serve). With no pool it
+// runs no sandbox workers (in-process callers: tests and benchmarks).
 func serve(ctx context.Context, g *globals, listen, fsync string, pool ...workerPool) error {
 	var wp workerPool
 	for _, p := range pool {
 		wp = p
 	}
-	say := func(format string, args ...any) { fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...) }
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
 		return err
@@ -191,10 +171,16 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if err := wp.http.check(); err != nil {
 		return err
 	}
+	var allow []string
 	if wp.n > 0 {
 		if err := wp.flags.check(); err != nil {
 			return err
 		}
+		a, err := sandboxAllow(wp.flags.allow)
+		if err != nil {
+			return err
+		}
+		allow = allowStrings(a)
 	}
 	var mode natslog.Fsync
 	switch fsync {
@@ -208,280 +194,93 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if listen == "" && g.natsURL == "" {
 		return usageErrorf("--listen: want a loopback host:port such as 127.0.0.1:0")
 	}
-	if g.natsURL == "" {
-		// Say so at once when the port is taken, rather than when the
-		// server gives up waiting to be ready.
-		l, err := net.Listen("tcp", listen)
-		if err != nil {
-			return fmt.Errorf("--listen %s: %w", listen, err)
-		}
-		l.Close()
-	}
-	// A command that only reads gives the lock up when asked: serve
-	// never refuses to start for a reader.
-	lock, err := dd.lockOver(ctx, "logbook serve", func(holder string) {
-		say("waiting for %s, which only reads the data dir, to give it up", holder)
-	})
+	access, deciders, err := wp.sys.parse(wp.reader)
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
-	admin, err := datadir.AdminCredentials(g.adminCreds)
-	if err != nil {
-		return err
+	cfg := host.Config{Dir: dd.dir(), URL: g.natsURL, Fsync: mode, Listen: listen, AdminCreds: g.adminCreds,
+		Reader: wp.reader, Workers: wp.n, SandboxAllow: allow, AcceptLoss: g.acceptLoss, ViewsCache: g.viewsCache,
+		HTTPAddr: wp.http.addr, HTTPCert: wp.http.cert, HTTPKey: wp.http.key,
+		CheckpointEvery: wp.ckpt.every, CheckpointInterval: wp.ckpt.interval,
+		SocketDir: wp.sys.dir, SocketAccess: access, SocketDeciders: deciders, Stderr: g.stderr,
+		Opts: func() ([]nats.Option, error) {
+			o, _, err := g.reach().CredsOptions()
+			return o, err
+		},
+		Wire: func(ctx context.Context, p host.Parts) (host.Wired, error) { return wireServe(dd, g, wp, p) },
 	}
-	b := &backend{dd: dd, reg: events.NewRegistry(), lock: nil}
-	opts := func() ([]nats.Option, error) {
-		o, _, err := g.reach().CredsOptions()
-		return o, err
-	}
-	conn, err := host.Connect(ctx, host.Conn{Dir: dd.dir(), URL: g.natsURL, Opts: opts, Fsync: mode, Listen: listen,
-		Admin: admin, Registry: b.reg, Say: say})
-	if err != nil {
-		return err
-	}
-	b.srv, b.nc = conn.Server, conn.NC
-	cfg, pinned, durability := conn.Config, conn.Pinned, conn.Durability
-	defer b.Close()
-	b.nc.SetErrorHandler(servelog.NATSErrors(g.stderr))
-	if b.log, err = natslog.Open(ctx, b.nc, cfg); err != nil {
-		return err
-	}
-	// A full disk pauses appends and the views' writes; serve probes and
-	// goes on once the disk takes writes again (adapters/diskfull).
-	pause := diskfull.NewPause(say)
-	defer pause.Close()
-	b.pause, b.viewsFS = pause, pause.ViewsFS(dd.path("views"))
-	store, err := openViews(ctx, g, b)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	// The key serve signs with, and the watch on it (nil: none).
-	sk, key, err := host.Signing{Dir: dd.dir(), Log: b.log, Cluster: g.natsURL != "", Reader: wp.reader, Pinned: pinned,
-		Journal: dd.path(intakeJournal), Say: say}.Start(ctx)
-	if err != nil {
-		return err
-	}
-	if key != nil {
-		cfg.Signer = key
-	}
+	return host.Serve(ctx, cfg)
+}
+
+// wireServe builds serve's parts of this package over p (host.Wired):
+// the API service, the gate, the loops of wp's flags and the workers.
+func wireServe(dd dataDir, g *globals, wp workerPool, p host.Parts) (host.Wired, error) {
+	b := &backend{dd: dd, reg: p.Registry, srv: p.Server, nc: p.NC, log: p.Log}
+	var w host.Wired
+	var err error
 	// Everything serve redacts follows redact.txt as it changes.
 	if b.rules, err = newLiveRules(dd, g.stderr, "logbook serve"); err != nil {
-		return err
+		return w, err
 	}
-	svc, err := newService(b, store)
+	svc, err := newService(b, p.Store)
 	if err != nil {
-		return err
+		return w, err
 	}
 	svc.Unattested = func() []replay.Unattested { return unattested(b.log, "") }
-	var in *api.Intake
-	if !wp.reader {
-		// Opened before any verb is served: hooks taken before a stop
-		// are decided before the ones that come now.
-		in, err = api.OpenIntake(svc, dd.path(intakeJournal), say)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		if n := in.Pending(); n > 0 {
-			say("appending first %s taken before the last stop (%s)", term.Plural(n, "hook payload"), dd.path(intakeJournal))
-		}
+	gs := gateService(b, svc, p.Store, wp.gate, g.stderr)
+	w = host.Wired{Service: svc, Gate: gs,
+		Own: map[string]host.Handler{
+			host.VerbAudit: auditAnswer(b),
+		},
+		Workers: func(nc *nats.Conn, l *natslog.Log) ([]*worker.Worker, error) {
+			wb := b
+			if nc != b.nc {
+				wb = &backend{dd: b.dd, reg: b.reg, nc: nc, log: l, remote: true, rules: b.rules}
+			}
+			return newWorkers(wp.n, wb, wp.flags, g.stderr)
+		},
 	}
-	gs := gateService(b, svc, store, wp.gate, g.stderr)
-	health := &host.LogHealth{}
-	if b.srv == nil {
-		// While the cluster's log does not answer (no stream leader), the
-		// read verbs a client allows to be stale answer from the
-		// projection as it stands; the gate, the reconciler and every
-		// writer still wait for it (api.AllowStale). The data dir's own
-		// server has no quorum to lose: a probe it does not answer in
-		// time is a slow machine, and reads keep catching up.
-		svc.LogState = health.State
-	}
-	verbs := host.Verbs{Service: svc, Gate: gs.Handlers(), Health: health, Log: b.log, Store: store,
-		Durability: durability, Paused: pause.String, Reader: wp.reader}.Handlers()
-	var web *host.HTTP
 	if wp.http.addr != "" {
-		if web, err = newHTTP(wp.http, dd, b, store, svc, gs.Gate); err != nil {
-			return err
+		// Observations and verdicts posted over HTTP are redacted by the
+		// rules the hook and the import use.
+		if w.Output, err = newCommandClient(b); err != nil {
+			return w, err
 		}
-		defer web.Close()
-		for verb, h := range verbs {
-			verbs[verb] = web.Observe(verb, h)
-		}
-	}
-	prefix := apiPrefixFor(dd)
-	if wp.reader {
-		prefix = followerPrefixFor(dd)
-	}
-	var logMu sync.Mutex
-	logAPI := func(format string, args ...any) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		fmt.Fprintf(g.stderr, "logbook serve: "+format+"\n", args...)
-	}
-	unsubscribe, err := host.ServeVerbs(b.nc, verbs, prefix, wp.reader, logAPI)
-	if err != nil {
-		return err
-	}
-	defer unsubscribe()
-	if in != nil {
-		stop, err := host.ServeIntake(ctx, in, dd.path(hooksock.Name), web.Observe(api.VerbHook, in.Accept), logAPI)
+		parser, err := b.parser()
 		if err != nil {
-			return err
+			return w, err
 		}
-		defer func() {
-			if left, err := stop(intakeFlushWait); left > 0 {
-				say("%s left in %s for the next start: %v", term.Plural(left, "hook payload"), dd.path(intakeJournal), err)
-			}
-		}()
+		w.Redactor = parser.Redactor()
 	}
-	stopSystem, err := serveSystem(ctx, wp.sys, b, in, verbs, logAPI)
-	if err != nil {
-		return err
+	if w.Watch, err = wp.live.watcher(svc, g.stderr); err != nil {
+		return w, err
 	}
-	defer stopSystem()
-	// The log's checkpoints: a writer signs them, a reader witnesses.
-	// Set up before serve.json names this server.
-	checkpoints, tree, err := checkpointActor(ctx, g, b, wp.reader, wp.ckpt, web)
-	if err != nil {
-		return err
+	w.Watching = wp.live.watch
+	if rc := wp.live.reconciler(svc, g.stderr); rc != nil {
+		w.Reconcile = rc.Run
 	}
-	defer tree.Close()
-	if err := b.nc.Flush(); err != nil { // the server has the subscriptions before serve.json names it
-		return fmt.Errorf("serve the API: %w", err)
-	}
-	{
-		url := g.natsURL
-		if b.srv != nil {
-			url = b.srv.ClientURL()
-		}
-		si := datadir.ServeInfo{URL: url, API: prefix, PID: os.Getpid(), Started: time.Now().UTC(), Workers: wp.n}
-		if wp.n > 0 {
-			allow, err := sandboxAllow(wp.flags.allow)
-			if err != nil {
-				return err
-			}
-			si.SandboxAllow = allowStrings(allow)
-		}
-		if err := dd.dir().WriteServeInfo(si); err != nil {
-			return fmt.Errorf("write %s: %w", dd.path("serve.json"), err)
-		}
-		defer os.Remove(dd.path("serve.json"))
-	}
-	say("data %s", dd)
-	if b.srv != nil {
-		say("listening on %s (credentials in %s)", b.srv.ClientURL(), dd.path("creds.json"))
-	}
-	say("durability: %s", durability)
-	if wp.reader {
-		say("role reader: building the projection and answering %s on %s*; appending nothing", strings.Join(host.ReadVerbs, ", "), prefix)
-	}
-	wb := b
-	if b.srv != nil && wp.n > 0 {
-		if wb, err = b.as(ctx, natslog.RoleWorker, cfg); err != nil {
-			return err
-		}
-		wb.nc.SetErrorHandler(servelog.NATSErrors(g.stderr))
-		defer wb.Close()
-		if sk != nil && wb.log.Verifier() != nil {
-			sk.Logs = append(sk.Logs, wb.log)
-		}
-	}
-	if sk != nil {
-		skCtx, stopSK := context.WithCancel(ctx)
-		skDone := make(chan struct{})
-		go func() {
-			defer close(skDone)
-			sk.Run(skCtx)
-		}()
-		defer func() { stopSK(); <-skDone }()
-	}
-	workers, err := newWorkers(wp.n, wb, wp.flags, g.stderr)
-	if err != nil {
-		return err
-	}
-	if wp.n > 0 {
-		say("%s", term.Plural(wp.n, "sandbox worker"))
-	}
-
-	var grp run.Group
-	actor := func(run func(context.Context) error) { host.Actor(ctx, &grp, run) }
-	actor(func(ctx context.Context) error {
-		<-ctx.Done()
-		return nil
-	})
-	sid, err := host.Loops{Dir: dd.dir(), Own: b.srv != nil, Reader: wp.reader, Pause: pause, Log: b.log, Health: health,
-		Service: svc, NC: b.nc, Delivered: web.ObserveSpool, Say: say}.Add(ctx, &grp)
-	if err != nil {
-		return err
-	}
-	actor(checkpoints)
-	watch, err := wp.live.watcher(svc, g.stderr)
-	if err != nil {
-		return err
-	}
-	if watch != nil {
-		say("following transcripts under %s", strings.Join(wp.live.watch, ", "))
-		actor(watch)
-	}
-	if !wp.reader {
-		// Reviews a stopped server left open: no hook waits for them.
-		// Then the policy file is followed as it changes.
-		actor(func(ctx context.Context) error {
-			sweepReviews(ctx, gs, g.stderr)
-			gs.Gate.WatchPolicies(ctx)
-			return nil
-		})
-	}
-	if web != nil {
-		web.Metrics.Registry().MustRegister(health.Gauge())
-		say("board, API and metrics on %s", web.URL())
-		actor(web.Run)
-	}
-	if rc := wp.live.reconciler(svc, g.stderr); rc != nil && !wp.reader {
-		actor(rc.Run)
-	}
-	if !wp.reader {
-		actor(func(ctx context.Context) error { return runWorkspaces(ctx, b, svc, g.stderr) })
-	}
-	for _, w := range workers {
-		actor(func(ctx context.Context) error {
-			err := w.Run(ctx)
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("worker %s: %w", w.Identity().ID, err)
-		})
-	}
-	err = streamLost(b.log, sid, grp.Run())
-	if errors.Is(err, natslog.ErrStreamLost) {
-		say("%v: the log is gone; stopping", err)
-	}
-	say("stopped")
-	if errors.Is(err, context.Canceled) {
+	// Reviews a stopped server left open: no hook waits for them. Then
+	// the policy file is followed as it changes.
+	w.Reviews = func(ctx context.Context) error {
+		sweepReviews(ctx, gs, g.stderr)
+		gs.Gate.WatchPolicies(ctx)
 		return nil
 	}
-	return err
+	w.Workspaces = func(ctx context.Context) error { return runWorkspaces(ctx, b, svc, g.stderr) }
+	return w, nil
 }
 
 // openViews opens the projections in the data dir (host.OpenViews: it
 // refuses a log that lost events they were made from, or with
 // --accept-stream-loss, g.acceptLoss, sets them aside and rebuilds), or
-// takes the ones b.checkLog opened and checked.
+// takes the ones host.Open opened and checked.
 func openViews(ctx context.Context, g *globals, b *backend) (*projections.Store, error) {
 	if s := b.views; s != nil {
 		b.views = nil
 		return s, nil
 	}
-	return host.OpenViews(ctx, b.viewsOf(g))
-}
-
-// viewsOf is how b opens its data dir's projections for the command g.
-func (b *backend) viewsOf(g *globals) host.Views {
-	return host.Views{Dir: b.dd.dir(), Log: b.log, CacheSize: g.viewsCache, FS: b.viewsFS, AcceptLoss: g.acceptLoss,
-		Said: func(line string) { fmt.Fprintf(g.stderr, "logbook: %s\n", line) }}
+	return host.OpenViews(ctx, host.Views{Dir: b.dd.dir(), Log: b.log, CacheSize: g.viewsCache, AcceptLoss: g.acceptLoss,
+		Said: func(line string) { fmt.Fprintf(g.stderr, "logbook: %s\n", line) }})
 }
 
 // checkServeCreds refuses, as a usage error, --creds of a role that
@@ -494,7 +293,7 @@ func checkServeCreds(g *globals, role string) error {
 	if g.credsPath == "" {
 		return nil
 	}
-	c, err := readCreds(g.credsPath)
+	c, err := datadir.ReadCreds(g.credsPath)
 	if err != nil {
 		return nil
 	}

@@ -327,7 +327,7 @@ func (s *soak) withServer(ctx context.Context, pid int, fn func(*nats.Conn) erro
 	if !ok || pid > 0 && si.PID != pid {
 		return errors.New("no server")
 	}
-	c, err := dd.credentials()
+	c, err := dd.dir().RoleCredentials(natslog.RoleWriter)
 	if err != nil {
 		return err
 	}

@@ -2,19 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/logbook-dev/logbook/adapters/hookrecord"
-	"github.com/logbook-dev/logbook/adapters/hooksock"
-	"github.com/logbook-dev/logbook/adapters/term"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/logbook-dev/logbook/adapters/host"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
@@ -23,6 +17,10 @@ import (
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/gate/hookgate"
+	"github.com/logbook-dev/logbook/adapters/hookrecord"
+	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/adapters/host"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/replay"
 )
@@ -46,78 +44,41 @@ func (f *systemFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.decide, "socket-decide", "", "with --socket-dir: of those let in, the users and groups who may also answer the gate's reviews (review allow/deny), recorded as themselves; serve's user and root always may")
 }
 
-// verbAudit is the system socket's audit verb: auditRequest →
-// auditReply.
-const verbAudit = "audit"
-
-// auditRequest asks for the audit timeline of a session (or workspace)
-// ID: as JSON items, or as the text audit prints.
-type auditRequest struct {
-	ID   string `json:"id"`
-	JSON bool   `json:"json,omitempty"`
-}
-
-// auditReply is an audit timeline: Items (JSON) or Text.
-type auditReply struct {
-	Items json.RawMessage `json:"items,omitempty"`
-	Text  string          `json:"text,omitempty"`
-}
-
-// serveSystem listens on the system socket of f in serve and answers it
-// (host.System) until the returned stop is called (stop returns once
-// every connection is over). verbs are serve's API handlers; hooks go to in. With no
-// --socket-dir it does nothing. A --socket-allow or --socket-decide
-// naming no user or group of the host, or a socket dir it may not use,
-// is an error.
-func serveSystem(ctx context.Context, f systemFlags, b *backend, in *api.Intake, verbs map[string]func(context.Context, []byte) (any, error), logf func(format string, args ...any)) (func(), error) {
+// parse checks f before serve starts and returns who the system socket
+// lets in and who may decide reviews (host.Config.SocketAccess,
+// SocketDeciders); with no --socket-dir, nothing. A --socket-allow or
+// --socket-decide without --socket-dir or naming no user or group of the
+// host, or --socket-dir on a reader (which takes no hooks), is a usage
+// error.
+func (f systemFlags) parse(reader bool) (access, deciders api.Access, err error) {
 	if f.dir == "" {
 		if f.allow != "" || f.decide != "" {
-			return nil, usageErrorf("--socket-allow and --socket-decide need --socket-dir")
+			return access, deciders, usageErrorf("--socket-allow and --socket-decide need --socket-dir")
 		}
-		return func() {}, nil
+		return access, deciders, nil
 	}
-	if in == nil {
-		return nil, usageErrorf("--socket-dir: a reader (--role reader) takes no hooks; run it on a writer")
+	if reader {
+		return access, deciders, usageErrorf("--socket-dir: a reader (--role reader) takes no hooks; run it on a writer")
 	}
-	access, err := api.ParseAccess(f.allow)
-	if err != nil {
-		return nil, usageErrorf("--socket-allow: %v", err)
+	if access, err = api.ParseAccess(f.allow); err != nil {
+		return access, deciders, usageErrorf("--socket-allow: %v", err)
 	}
-	deciders, err := api.ParseAccess(f.decide)
-	if err != nil {
-		return nil, usageErrorf("--socket-decide: %v", err)
+	if deciders, err = api.ParseAccess(f.decide); err != nil {
+		return access, deciders, usageErrorf("--socket-decide: %v", err)
 	}
-	return host.System{Dir: f.dir, Access: access, Deciders: deciders, Hook: in.Accept, Verbs: verbs, Logf: logf,
-		Own: map[string]func(context.Context, []byte) (any, error){
-			verbAudit: func(ctx context.Context, data []byte) (any, error) { return auditAnswer(ctx, b, data) },
-		}}.Serve(ctx)
+	return access, deciders, nil
 }
 
-// auditAnswer answers verbAudit in serve, on its backend b.
-func auditAnswer(ctx context.Context, b *backend, data []byte) (any, error) {
-	var req auditRequest
-	if err := json.Unmarshal(data, &req); err != nil {
-		return nil, fmt.Errorf("audit request: %w: %v", events.ErrMalformed, err)
-	}
-	if req.ID == "" {
-		return nil, fmt.Errorf("audit request: %w: no id", events.ErrMalformed)
-	}
-	items, err := auditItems(ctx, b, req.ID)
-	if _, ok := errors.AsType[*notFoundError](err); ok {
-		return nil, fmt.Errorf("%w: %s", events.ErrNotFound, strings.TrimPrefix(err.Error(), "session "))
-	}
-	if err != nil {
-		return nil, err
-	}
-	if req.JSON {
-		raw, err := json.Marshal(items)
-		return auditReply{Items: raw}, err
-	}
-	var text strings.Builder
-	if err := replay.WriteText(&text, items); err != nil {
-		return nil, err
-	}
-	return auditReply{Text: text.String()}, nil
+// auditAnswer answers host.VerbAudit in serve, on its backend b
+// (host.Audit): an unknown id is an error wrapping events.ErrNotFound.
+func auditAnswer(b *backend) host.Handler {
+	return host.Audit(func(ctx context.Context, id string) ([]replay.Item, error) {
+		items, err := auditItems(ctx, b, id)
+		if _, ok := errors.AsType[*notFoundError](err); ok {
+			return nil, fmt.Errorf("%w: %s", events.ErrNotFound, strings.TrimPrefix(err.Error(), "session "))
+		}
+		return items, err
+	})
 }
 
 // socketPath returns the system socket a command asks, "" for none:
@@ -168,8 +129,8 @@ func auditViaSocket(ctx context.Context, g *globals, sock, id string) error {
 	if err != nil {
 		return err
 	}
-	var out auditReply
-	if err := call(ctx, verbAudit, auditRequest{ID: id, JSON: g.json}, &out); err != nil {
+	var out host.AuditReply
+	if err := call(ctx, host.VerbAudit, host.AuditRequest{ID: id, JSON: g.json}, &out); err != nil {
 		return err
 	}
 	if g.json {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
@@ -103,7 +104,7 @@ func TestVerifyCLINamesTheFlippedSequence(t *testing.T) {
 	}
 	// Stored hashes cut short (a serve behind, or a damaged file cut to
 	// its whole leaves): verify says which sequences they cover.
-	hashes, _ := filepath.Glob(dataDir(data).path(merkleDir, "*.hashes"))
+	hashes, _ := filepath.Glob(dataDir(data).path(merkle.TreeDir, "*.hashes"))
 	if len(hashes) != 1 {
 		t.Fatalf("stored hashes files: %v", hashes)
 	}

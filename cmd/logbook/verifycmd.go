@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/datadir"
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/term"
@@ -105,7 +106,7 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		if err := writeJSON(g.stdout, rep.JSON(inc)); err != nil {
 			return err
 		}
-	} else if err := term.Verify(g.stdout, rep, inc, b.dd.path(merkleDir)); err != nil {
+	} else if err := term.Verify(g.stdout, rep, inc, b.dd.path(merkle.TreeDir)); err != nil {
 		return err
 	}
 	if err := rep.Failure(); err != nil {
@@ -149,7 +150,7 @@ func openVerify(ctx context.Context, g *globals) (*backend, error) {
 			return nil, err
 		}
 	}
-	l, err := openLogWithin(ctx, b.nc, natslog.Config{Registry: b.reg}, g.logWait)
+	l, err := host.OpenLogWithin(ctx, b.nc, natslog.Config{Registry: b.reg}, g.logWait)
 	if err != nil {
 		b.Close()
 		return nil, err

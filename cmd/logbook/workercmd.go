@@ -148,7 +148,7 @@ commands it runs and records their exits.`,
 				return err
 			}
 			err = worker.RunWatched(ctx, ws[0], b.log, sid)
-			if err = streamLost(b.log, sid, err); errors.Is(err, natslog.ErrStreamLost) {
+			if err = b.log.StreamLost(sid, err); errors.Is(err, natslog.ErrStreamLost) {
 				return fmt.Errorf("%w: the log is gone; stopping", err)
 			}
 			if errors.Is(err, context.Canceled) {

@@ -1,0 +1,283 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/datadir"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// Client is how a command other than serve reaches a data dir's log
+// (Open).
+type Client struct {
+	Dir   datadir.Dir
+	Reach datadir.Reach // --nats-url, --creds and --role
+	// Cmd is the command's name ("logbook sessions"), in the lock it
+	// takes and in what is said.
+	Cmd string
+	// Reads is a command that only reads: it refuses a data dir with no
+	// data, and takes the lock as a reader (datadir.ReaderMark).
+	Reads bool
+	// Follows is a command that follows the log while it holds the lock:
+	// it never asks another reader to give the lock up.
+	Follows bool
+	// RequireServer refuses to open the data dir directly.
+	RequireServer bool
+	// StaleOK is a read that may answer from a server's projection while
+	// its log does not answer.
+	StaleOK bool
+	// AdminAppends is a command that appends only with admin
+	// credentials, so signs with no key of the data dir's.
+	AdminAppends bool
+	// LogWait is how long a stream leader is waited for (OpenLogWithin;
+	// 0: natslog.Open alone).
+	LogWait time.Duration
+	// ViewsCache (bytes) and AcceptLoss are how the projection is opened
+	// to check the log (Views).
+	ViewsCache int64
+	AcceptLoss bool
+	// Stderr is where the command says what it waits for.
+	Stderr io.Writer
+}
+
+// Opened is a log Open reached. Its Close releases what it holds.
+type Opened struct {
+	Registry *events.Registry
+	NC       *nats.Conn
+	// Log is nil when Down is set.
+	Log *natslog.Log
+	// Remote is a running server reached; API is its API prefix
+	// (api.AnyPrefix when serve.json names none).
+	Remote bool
+	API    string
+	// Server and Lock, opened locally only, are the data dir's embedded
+	// server and its lock.
+	Server *natslog.Server
+	Lock   *os.File
+	// Views, local only, is the projection CheckLog opened, the caller's
+	// to use and close; nil when none.
+	Views *projections.Store
+	// Down, remote and StaleOK only, is the status of a server that said
+	// its log does not answer; Asked is set once its status was asked.
+	Down  *api.StatusReply
+	Asked bool
+}
+
+// Close releases everything o holds, in reverse order.
+func (o *Opened) Close() {
+	if o.Views != nil {
+		o.Views.Close()
+	}
+	if o.Log != nil {
+		o.Log.Close()
+	}
+	if o.Server != nil {
+		o.Server.Shutdown()
+	} else if o.NC != nil {
+		o.NC.Drain()
+		api.Forget(o.NC)
+	}
+	if o.Lock != nil {
+		o.Lock.Close()
+	}
+}
+
+// Open connects to the server serve.json (or c.Reach) names and falls
+// back to opening the data dir directly, with its lock and an embedded
+// server of its own (StartLocal), when none answers: then the log is
+// checked against the projection (CheckLog). It then attests the
+// connection and opens the log (datadir.Dir.Attest, OpenLogWithin,
+// datadir.Dir.Sign), and waits for the hooks the data dir's own serve
+// took (Settle). A StaleOK read through a server whose log does not
+// answer returns with Down set and no log. Errors name the data dir, the
+// server and the lock's holder; nothing is left open on an error.
+func Open(ctx context.Context, c Client) (*Opened, error) {
+	dd, reach := c.Dir, c.Reach
+	if c.Reads && reach.URL == "" && reach.CredsPath == "" && !dd.HasData() {
+		return nil, dd.NoDataError()
+	}
+	o := &Opened{Registry: events.NewRegistry(), API: api.AnyPrefix}
+	if si, ok := dd.ReadServeInfo(); ok && si.API != "" {
+		o.API = si.API
+	}
+	if _, _, err := reach.CredsOptions(); err != nil {
+		return nil, err
+	}
+	if url, opts, ok := dd.ServerURL(reach); ok {
+		d, handle := api.Watch(dd.ConnRole(reach))
+		nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(3), nats.ReconnectWait(200*time.Millisecond), nats.ErrorHandler(handle))...)
+		if err == nil {
+			o.NC, o.Remote = nc, true
+			d.Register(nc)
+		} else if reach.URL != "" || reach.CredsPath != "" {
+			return nil, reach.ConnectError(url, err)
+		}
+	}
+	if !o.Remote && c.RequireServer {
+		return nil, fmt.Errorf("%s needs a running server: start `logbook serve`", strings.TrimPrefix(c.Cmd, "logbook "))
+	}
+	if !o.Remote {
+		lock, err := lockFor(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if o.Server, err = StartLocal(ctx, dd, lock); err != nil {
+			return nil, err
+		}
+		o.NC, o.Lock = o.Server.Conn(), lock
+	}
+	if o.Remote && c.StaleOK && o.logDown(ctx) {
+		// Opening the log would wait natslog.ElectionWait for a leader
+		// and fail; the server answers from its projection meanwhile.
+		return o, nil
+	}
+	cl := datadir.Client{Own: reach.URL == "" && reach.CredsPath == "", Remote: o.Remote, CredsPath: reach.CredsPath,
+		Role: reach.Role, ConnRole: natslog.Role(dd.ConnRole(reach))}
+	at, err := dd.Attest(cl, natslog.Config{Registry: o.Registry})
+	if err != nil {
+		o.Close()
+		return nil, err
+	}
+	cfg := at.Config
+	var l *natslog.Log
+	if o.Remote && c.StaleOK {
+		// The cluster may lose its quorum while the stream is opened:
+		// the read goes on from serve's projection once serve says so.
+		down, err := api.UntilDown(ctx, o.logDown, func(ctx context.Context) error {
+			var err error
+			l, err = natslog.Open(ctx, o.NC, cfg)
+			return err
+		})
+		if down {
+			if l != nil {
+				l.Close()
+			}
+			return o, nil
+		}
+		if err != nil {
+			o.Close()
+			return nil, err
+		}
+	} else if l, err = OpenLogWithin(ctx, o.NC, cfg, c.LogWait); err != nil {
+		o.Close()
+		return nil, err
+	}
+	o.Log = l
+	if !o.Remote {
+		// Nothing is read or appended on a log that lost events its
+		// projection saw until the user says what to do (CheckLog).
+		o.Views, err = CheckLog(ctx, Views{Dir: dd, Log: l, CacheSize: c.ViewsCache, AcceptLoss: c.AcceptLoss,
+			Said: func(line string) { fmt.Fprintf(c.Stderr, "logbook: %s\n", line) }})
+		if err != nil {
+			o.Close()
+			return nil, err
+		}
+	}
+	if err := dd.Sign(ctx, cl, at, l, !c.Reads && !c.AdminAppends); err != nil {
+		o.Close()
+		return nil, err
+	}
+	if reach.URL == "" && o.Remote && o.API != api.AnyPrefix && !o.Asked {
+		Settle(ctx, o.NC, o.API)
+	}
+	return o, nil
+}
+
+// lockFor takes the data dir's lock for c: a reader's when c only
+// reads; a follower's without asking another reader to give it up (two
+// would take it from each other in turn). A lock another process holds
+// is an error wrapping datadir.ErrBusy that says what to do.
+func lockFor(ctx context.Context, c Client) (*os.File, error) {
+	role := c.Cmd
+	if c.Reads {
+		role += datadir.ReaderMark
+	}
+	var lock *os.File
+	var err error
+	if c.Follows {
+		lock, err = c.Dir.Lock(role)
+	} else {
+		lock, err = c.Dir.LockOver(ctx, role, func(holder string) {
+			fmt.Fprintf(c.Stderr, "%s: waiting for %s, which only reads the data dir, to give it up\n", c.Cmd, holder)
+		})
+	}
+	if errors.Is(err, datadir.ErrBusy) {
+		if strings.Contains(err.Error(), "logbook serve") {
+			return nil, fmt.Errorf("%w; `logbook serve` holds it but does not answer (%s)", err, c.Dir.Path("serve.json"))
+		}
+		return nil, fmt.Errorf("%w; another command works on it directly: try again when it ends, or run `logbook serve` so commands can share it", err)
+	}
+	return lock, err
+}
+
+// logDown asks o's server whether its log answers (LogDown), keeping
+// what it said in o.Down and o.Asked.
+func (o *Opened) logDown(ctx context.Context) bool {
+	down, asked := LogDown(ctx, o.NC, o.API)
+	o.Asked = o.Asked || asked
+	if down == nil {
+		return false
+	}
+	o.Down = down
+	return true
+}
+
+// StartLocal starts the data dir's embedded server (its jetstream/) for
+// a command that holds lock, the data dir's; it closes lock when the
+// server does not start, with an error naming the data dir. The caller
+// connects in process with the server's Conn and shuts it down.
+func StartLocal(ctx context.Context, dd datadir.Dir, lock *os.File) (*natslog.Server, error) {
+	srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{StoreDir: dd.Path("jetstream")})
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("open log in %s: %w", dd, err)
+	}
+	return srv, nil
+}
+
+// Settle waits, on a connection nc to the data dir's own serve answering
+// on prefix, for the hooks that serve took on its socket to be in the
+// log: it appends them just after it answered them, and its status verb
+// answers once those are in, so what the caller reads next holds them. A
+// serve that cannot say within api.IntakeWait is not waited for longer.
+func Settle(ctx context.Context, nc *nats.Conn, prefix string) {
+	_, _ = api.AskStatus(ctx, nc, prefix)
+}
+
+// LogDown asks the server on nc answering on prefix for its status and
+// returns it when it says its log does not answer (a cluster that lost
+// its quorum), else nil; asked reports whether it answered. A server that
+// does not answer within api.IntakeWait (or an older one that does not
+// say) is taken as one whose log answers.
+func LogDown(ctx context.Context, nc *nats.Conn, prefix string) (down *api.StatusReply, asked bool) {
+	st, err := api.AskStatus(ctx, nc, prefix)
+	if err != nil {
+		return nil, false
+	}
+	if st.LogUnavailableSince == nil {
+		return nil, true
+	}
+	return &st, true
+}
+
+// OpenLogWithin is natslog.OpenWithin: the log, once a stream leader
+// answered within wait (0: natslog.Open alone); past it the error says
+// the log is unavailable, names the stream and --wait.
+func OpenLogWithin(ctx context.Context, nc *nats.Conn, cfg natslog.Config, wait time.Duration) (*natslog.Log, error) {
+	l, err := natslog.OpenWithin(ctx, nc, cfg, wait)
+	if we, ok := errors.AsType[*natslog.LeaderWaitError](err); ok {
+		return nil, fmt.Errorf("log unavailable: no leader for stream %s answered within %s (--wait): %w", natslog.StreamName, wait, we.Err)
+	}
+	return l, err
+}

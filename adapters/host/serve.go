@@ -1,0 +1,448 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/run"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/datadir"
+	"github.com/logbook-dev/logbook/adapters/diskfull"
+	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/hooksock"
+	httpapi "github.com/logbook-dev/logbook/adapters/http"
+	"github.com/logbook-dev/logbook/adapters/merkle"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/redact"
+	"github.com/logbook-dev/logbook/adapters/servelog"
+	"github.com/logbook-dev/logbook/adapters/term"
+	"github.com/logbook-dev/logbook/adapters/worker"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
+)
+
+// IntakeJournal is the file, in the data dir, of the hooks serve took on
+// its socket and has not yet appended (api.Intake).
+const IntakeJournal = "hooks.journal"
+
+// IntakeFlushWait is how long a stopping serve gives the hooks it took to
+// go into the log; what is left waits in the journal for the next start.
+const IntakeFlushWait = 10 * time.Second
+
+// Config is one `logbook serve`: its flags, checked by the caller, and
+// Wire, which builds the parts of the caller's own over what Serve opens.
+type Config struct {
+	Dir datadir.Dir // the data dir; Serve takes its lock
+	// URL is --nats-url; "" starts the data dir's own server on Listen.
+	URL string
+	// Opts returns the --creds options for URL (Conn.Opts).
+	Opts func() ([]nats.Option, error)
+	// Fsync is when the embedded server's log reaches the disk.
+	Fsync natslog.Fsync
+	// Listen is the embedded server's loopback host:port (port 0 picks
+	// one); unused with URL.
+	Listen string
+	// AdminCreds is --admin-creds, an admin credentials file the embedded
+	// server also accepts; "": none (datadir.AdminCredentials).
+	AdminCreds string
+	// Reader is serve --role reader: it builds the projection and answers
+	// the read verbs on the follower's subjects, and appends nothing.
+	Reader bool
+	// Workers is how many sandbox workers run in this process (0: none);
+	// SandboxAllow is their allowlist, as serve.json records it.
+	Workers      int
+	SandboxAllow []string
+	// AcceptLoss and ViewsCache are how the projection is opened
+	// (Views.AcceptLoss; Views.CacheSize, bytes).
+	AcceptLoss bool
+	ViewsCache int64
+	// HTTPAddr, HTTPCert and HTTPKey are the HTTP surface's (HTTPConfig);
+	// off when HTTPAddr is "".
+	HTTPAddr, HTTPCert, HTTPKey string
+	// CheckpointEvery (messages) and CheckpointInterval are when a
+	// writer signs the log's checkpoints (merkle.ActorConfig; zero: the
+	// defaults).
+	CheckpointEvery    int64
+	CheckpointInterval time.Duration
+	// SocketDir is the system socket's directory (System.Dir; "": no
+	// system socket, and a reader must leave it so); SocketAccess and
+	// SocketDeciders are System's Access and Deciders.
+	SocketDir                    string
+	SocketAccess, SocketDeciders api.Access
+	// Stderr is serve's log: every line Serve says, "logbook serve: "
+	// first. Writes come from several goroutines.
+	Stderr io.Writer
+	// Wire builds the caller's parts over what Serve opened, once the
+	// projection is open and the log signs; its error ends Serve.
+	Wire func(ctx context.Context, p Parts) (Wired, error)
+}
+
+// Parts are what Serve opened, for Wire: Serve owns and closes them all
+// when it returns.
+type Parts struct {
+	Registry *events.Registry
+	NC       *nats.Conn
+	Server   *natslog.Server // nil on a cluster
+	Log      *natslog.Log
+	Store    *projections.Store
+	// Pause is what serve knows of a full disk (adapters/diskfull).
+	Pause *diskfull.Pause
+}
+
+// Wired are the caller's parts of serve, built by Config.Wire. Service
+// and Gate are required; a nil func is a loop not run.
+type Wired struct {
+	Service *api.Service
+	Gate    *gate.Service
+	// Output reads a command's output over HTTP, and Redactor redacts
+	// what is posted there (HTTPConfig); used only with Config.HTTPAddr.
+	Output   httpapi.OutputReader
+	Redactor *redact.Redactor
+	// Own are the system socket's verbs of its own (System.Own).
+	Own map[string]Handler
+	// Watch follows the transcripts under Watching (serve --watch).
+	Watch    func(context.Context) error
+	Watching []string
+	// Reconcile, Reviews (open reviews swept, then the policy followed)
+	// and Workspaces are a writer's loops; a reader runs none.
+	Reconcile  func(context.Context) error
+	Reviews    func(context.Context) error
+	Workspaces func(context.Context) error
+	// Workers makes Config.Workers sandbox workers on nc and l (on the
+	// data dir's own server, a connection of the worker role of their
+	// own); nil or none: no workers.
+	Workers func(nc *nats.Conn, l *natslog.Log) ([]*worker.Worker, error)
+}
+
+// Serve runs serve on cfg until ctx is done: it takes the data dir's
+// lock (asking a command that only reads to give it up), connects
+// (Connect), opens the log, the projection (OpenViews) and its signing
+// (Signing.Start), wires cfg.Wire's parts, opens the intake journal
+// (a writer's), answers the API (ServeVerbs), the hook socket
+// (ServeIntake), the system socket (System) and HTTP (NewHTTP), writes
+// serve.json (removed on return), and runs the loops (Loops), the
+// checkpoints (merkle.Actor), the workers and Wired's loops in one
+// run.Group. It returns nil once ctx is cancelled, the stream's loss
+// (natslog.ErrStreamLost) when the log is replaced, and any other error
+// of what it starts, each naming the part. What it does is said on
+// cfg.Stderr.
+func Serve(ctx context.Context, cfg Config) error {
+	var sayMu sync.Mutex
+	say := func(format string, args ...any) {
+		sayMu.Lock()
+		defer sayMu.Unlock()
+		fmt.Fprintf(cfg.Stderr, "logbook serve: "+format+"\n", args...)
+	}
+	dd := cfg.Dir
+	if cfg.URL == "" {
+		// Say so at once when the port is taken, rather than when the
+		// server gives up waiting to be ready.
+		l, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
+		}
+		l.Close()
+	}
+	// A command that only reads gives the lock up when asked: serve
+	// never refuses to start for a reader.
+	lock, err := dd.LockOver(ctx, "logbook serve", func(holder string) {
+		say("waiting for %s, which only reads the data dir, to give it up", holder)
+	})
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	admin, err := datadir.AdminCredentials(cfg.AdminCreds)
+	if err != nil {
+		return err
+	}
+	p := Parts{Registry: events.NewRegistry()}
+	conn, err := Connect(ctx, Conn{Dir: dd, URL: cfg.URL, Opts: cfg.Opts, Fsync: cfg.Fsync, Listen: cfg.Listen,
+		Admin: admin, Registry: p.Registry, Say: say})
+	if err != nil {
+		return err
+	}
+	p.Server, p.NC = conn.Server, conn.NC
+	lcfg, pinned, durability := conn.Config, conn.Pinned, conn.Durability
+	defer func() {
+		if p.Log != nil {
+			p.Log.Close()
+		}
+		if p.Server != nil {
+			p.Server.Shutdown()
+		} else if p.NC != nil {
+			p.NC.Drain()
+			api.Forget(p.NC)
+		}
+	}()
+	p.NC.SetErrorHandler(servelog.NATSErrors(cfg.Stderr))
+	if p.Log, err = natslog.Open(ctx, p.NC, lcfg); err != nil {
+		return err
+	}
+	// A full disk pauses appends and the views' writes; serve probes and
+	// goes on once the disk takes writes again (adapters/diskfull).
+	p.Pause = diskfull.NewPause(say)
+	defer p.Pause.Close()
+	p.Store, err = OpenViews(ctx, Views{Dir: dd, Log: p.Log, CacheSize: cfg.ViewsCache, FS: p.Pause.ViewsFS(dd.Path("views")),
+		AcceptLoss: cfg.AcceptLoss, Said: func(line string) { fmt.Fprintf(cfg.Stderr, "logbook: %s\n", line) }})
+	if err != nil {
+		return err
+	}
+	defer p.Store.Close()
+	// The key serve signs with, and the watch on it (nil: none).
+	sk, key, err := Signing{Dir: dd, Log: p.Log, Cluster: cfg.URL != "", Reader: cfg.Reader, Pinned: pinned,
+		Journal: dd.Path(IntakeJournal), Say: say}.Start(ctx)
+	if err != nil {
+		return err
+	}
+	if key != nil {
+		lcfg.Signer = key
+	}
+	w, err := cfg.Wire(ctx, p)
+	if err != nil {
+		return err
+	}
+	svc := w.Service
+	var in *api.Intake
+	if !cfg.Reader {
+		// Opened before any verb is served: hooks taken before a stop
+		// are decided before the ones that come now.
+		in, err = api.OpenIntake(svc, dd.Path(IntakeJournal), say)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		if n := in.Pending(); n > 0 {
+			say("appending first %s taken before the last stop (%s)", term.Plural(n, "hook payload"), dd.Path(IntakeJournal))
+		}
+	}
+	health := &LogHealth{}
+	if p.Server == nil {
+		// While the cluster's log does not answer (no stream leader), the
+		// read verbs a client allows to be stale answer from the
+		// projection as it stands; the gate, the reconciler and every
+		// writer still wait for it (api.AllowStale). The data dir's own
+		// server has no quorum to lose: a probe it does not answer in
+		// time is a slow machine, and reads keep catching up.
+		svc.LogState = health.State
+	}
+	verbs := Verbs{Service: svc, Gate: w.Gate.Handlers(), Health: health, Log: p.Log, Store: p.Store,
+		Durability: durability, Paused: p.Pause.String, Reader: cfg.Reader}.Handlers()
+	var web *HTTP
+	if cfg.HTTPAddr != "" {
+		web, err = NewHTTP(HTTPConfig{
+			Addr: cfg.HTTPAddr, Cert: cfg.HTTPCert, Key: cfg.HTTPKey, DataDir: string(dd),
+			Log: p.Log, Conn: p.NC, Store: p.Store, Reg: p.Registry, Service: svc,
+			Reviews: w.Gate.Gate, Output: w.Output, Redactor: w.Redactor, PausedSince: func() time.Time {
+				since, _, _ := p.Pause.Since()
+				return since
+			},
+		})
+		if err != nil {
+			return err
+		}
+		defer web.Close()
+		for verb, h := range verbs {
+			verbs[verb] = web.Observe(verb, h)
+		}
+	}
+	hostname, _ := os.Hostname()
+	prefix := api.PrefixFor(hostname, string(dd))
+	if cfg.Reader {
+		prefix = api.FollowerPrefixFor(hostname, string(dd))
+	}
+	unsubscribe, err := ServeVerbs(p.NC, verbs, prefix, cfg.Reader, say)
+	if err != nil {
+		return err
+	}
+	defer unsubscribe()
+	if in != nil {
+		stop, err := ServeIntake(ctx, in, dd.Path(hooksock.Name), web.Observe(api.VerbHook, in.Accept), say)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if left, err := stop(IntakeFlushWait); left > 0 {
+				say("%s left in %s for the next start: %v", term.Plural(left, "hook payload"), dd.Path(IntakeJournal), err)
+			}
+		}()
+	}
+	if cfg.SocketDir != "" && in != nil {
+		stopSystem, err := System{Dir: cfg.SocketDir, Access: cfg.SocketAccess, Deciders: cfg.SocketDeciders,
+			Hook: in.Accept, Verbs: verbs, Logf: say, Own: w.Own}.Serve(ctx)
+		if err != nil {
+			return err
+		}
+		defer stopSystem()
+	}
+	// The log's checkpoints: a writer signs them, a reader witnesses.
+	// Set up before serve.json names this server.
+	js, err := jetstream.New(p.NC)
+	if err != nil {
+		return err
+	}
+	checkpoints, tree, err := merkle.Actor(ctx, merkle.ActorConfig{
+		Dir: string(dd), Log: p.Log, JS: js, Reader: cfg.Reader, Every: cfg.CheckpointEvery, Interval: cfg.CheckpointInterval,
+		Say: say, Observed: web.ObserveCheckpoint,
+	})
+	if err != nil {
+		return err
+	}
+	defer tree.Close()
+	if err := p.NC.Flush(); err != nil { // the server has the subscriptions before serve.json names it
+		return fmt.Errorf("serve the API: %w", err)
+	}
+	url := cfg.URL
+	if p.Server != nil {
+		url = p.Server.ClientURL()
+	}
+	si := datadir.ServeInfo{URL: url, API: prefix, PID: os.Getpid(), Started: time.Now().UTC(), Workers: cfg.Workers}
+	if cfg.Workers > 0 {
+		si.SandboxAllow = cfg.SandboxAllow
+	}
+	if err := dd.WriteServeInfo(si); err != nil {
+		return fmt.Errorf("write %s: %w", dd.Path("serve.json"), err)
+	}
+	defer os.Remove(dd.Path("serve.json"))
+	say("data %s", dd)
+	if p.Server != nil {
+		say("listening on %s (credentials in %s)", p.Server.ClientURL(), dd.Path("creds.json"))
+	}
+	say("durability: %s", durability)
+	if cfg.Reader {
+		say("role reader: building the projection and answering %s on %s*; appending nothing", strings.Join(ReadVerbs, ", "), prefix)
+	}
+	workers, err := startWorkers(ctx, cfg, p, lcfg, w.Workers, sk)
+	if err != nil {
+		return err
+	}
+	defer workers.close()
+	if sk != nil {
+		skCtx, stopSK := context.WithCancel(ctx)
+		skDone := make(chan struct{})
+		go func() {
+			defer close(skDone)
+			sk.Run(skCtx)
+		}()
+		defer func() { stopSK(); <-skDone }()
+	}
+	ws, err := workers.make()
+	if err != nil {
+		return err
+	}
+	if cfg.Workers > 0 {
+		say("%s", term.Plural(cfg.Workers, "sandbox worker"))
+	}
+
+	var grp run.Group
+	actor := func(run func(context.Context) error) { Actor(ctx, &grp, run) }
+	actor(func(ctx context.Context) error {
+		<-ctx.Done()
+		return nil
+	})
+	sid, err := Loops{Dir: dd, Own: p.Server != nil, Reader: cfg.Reader, Pause: p.Pause, Log: p.Log, Health: health,
+		Service: svc, NC: p.NC, Delivered: web.ObserveSpool, Say: say}.Add(ctx, &grp)
+	if err != nil {
+		return err
+	}
+	actor(checkpoints)
+	if w.Watch != nil {
+		say("following transcripts under %s", strings.Join(w.Watching, ", "))
+		actor(w.Watch)
+	}
+	if !cfg.Reader && w.Reviews != nil {
+		actor(w.Reviews)
+	}
+	if web != nil {
+		web.Metrics.Registry().MustRegister(health.Gauge())
+		say("board, API and metrics on %s", web.URL())
+		actor(web.Run)
+	}
+	if !cfg.Reader && w.Reconcile != nil {
+		actor(w.Reconcile)
+	}
+	if !cfg.Reader && w.Workspaces != nil {
+		actor(w.Workspaces)
+	}
+	for _, w := range ws {
+		actor(func(ctx context.Context) error {
+			err := w.Run(ctx)
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("worker %s: %w", w.Identity().ID, err)
+		})
+	}
+	err = p.Log.StreamLost(sid, grp.Run())
+	if errors.Is(err, natslog.ErrStreamLost) {
+		say("%v: the log is gone; stopping", err)
+	}
+	say("stopped")
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// workerConn is where serve's sandbox workers append: serve's own
+// connection and log, or on the data dir's own server a connection of
+// the worker role with a log of its own (owned, closed by close).
+type workerConn struct {
+	nc    *nats.Conn
+	log   *natslog.Log
+	owned bool
+	mk    func(nc *nats.Conn, l *natslog.Log) ([]*worker.Worker, error)
+}
+
+// startWorkers opens the workers' connection of cfg on p (see
+// workerConn), with lcfg; a log of its own that judges reads is added
+// to sk's logs, so it signs with serve's key.
+func startWorkers(ctx context.Context, cfg Config, p Parts, lcfg natslog.Config, mk func(*nats.Conn, *natslog.Log) ([]*worker.Worker, error), sk *KeyWatch) (*workerConn, error) {
+	wc := &workerConn{nc: p.NC, log: p.Log, mk: mk}
+	if p.Server == nil || cfg.Workers <= 0 {
+		return wc, nil
+	}
+	nc, err := p.Server.ConnectAs(natslog.RoleWorker)
+	if err != nil {
+		return nil, err
+	}
+	l, err := natslog.Open(ctx, nc, lcfg)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	nc.SetErrorHandler(servelog.NATSErrors(cfg.Stderr))
+	wc.nc, wc.log, wc.owned = nc, l, true
+	if sk != nil && l.Verifier() != nil {
+		sk.Logs = append(sk.Logs, l)
+	}
+	return wc, nil
+}
+
+// make makes the workers (Wired.Workers); none without it.
+func (wc *workerConn) make() ([]*worker.Worker, error) {
+	if wc.mk == nil {
+		return nil, nil
+	}
+	return wc.mk(wc.nc, wc.log)
+}
+
+// close closes the workers' connection and log when they are their own.
+func (wc *workerConn) close() {
+	if !wc.owned {
+		return
+	}
+	wc.log.Close()
+	wc.nc.Drain()
+	api.Forget(wc.nc)
+}
