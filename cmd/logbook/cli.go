@@ -253,9 +253,5 @@ func isCobraUsage(err error) bool {
 // (term.Message).
 func userMessage(err error) string { return term.Message(err.Error()) }
 
-// userText is userMessage of an error's text msg (one a summary kept as
-// a string).
-func userText(msg string) string { return term.Message(msg) }
-
 // plural returns "1 thing" or "n things" (term.Plural).
 func plural(n int, noun string, pl ...string) string { return term.Plural(n, noun, pl...) }
