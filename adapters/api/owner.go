@@ -42,8 +42,8 @@ type owners struct {
 // session makes its sender the owner at once, so a second sender's hook
 // that comes before the first is appended is refused too. pending, when
 // not nil, returns the sender of the earliest hook of an aggregate taken
-// and not yet appended (the intake queue). An entry with no sender, and
-// a Codex notify payload, pass unchecked. Refusals wrap ErrNotOwner and
+// and not yet appended (the intake queue). An entry with no sender passes
+// unchecked; a Codex notify payload is judged by its thread's session. Refusals wrap ErrNotOwner and
 // events.ErrRejected and name the session, its owner and the sender;
 // other errors are the log's.
 func (s *Service) checkOwner(ctx context.Context, e claude.Entry, agg events.Aggregate, pending func(events.Aggregate) (*events.Sender, bool)) error {

@@ -92,3 +92,64 @@ func TestSystem_SessionOwnedByItsFirstSender(t *testing.T) {
 		t.Errorf("session s2 observed %s", got)
 	}
 }
+
+// notifyReq returns a hook request carrying a Codex CLI notify payload
+// (agent-turn-complete) for thread tid.
+func notifyReq(t *testing.T, tid, turn string) []byte {
+	t.Helper()
+	payload := fmt.Sprintf(`{"type":"agent-turn-complete","thread-id":%q,"turn-id":%q,"cwd":"/home/u/p","input-messages":["hi"],"last-assistant-message":"done"}`, tid, turn)
+	b, err := json.Marshal(HookRequest{ID: ulid.Make().String(), Text: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestSystem_NotifyHeldToTheOwner: a Codex notify payload on the system
+// socket is held to its thread's owner as a Claude Code hook is: another
+// user's notify for a session alice opened is refused, nothing appended,
+// through the intake and the gated path alike; the owner's own notify,
+// and a notify opening a thread of the sender's own, are taken.
+func TestSystem_NotifyHeldToTheOwner(t *testing.T) {
+	e := newIntakeEnv(t)
+	svc := e.service()
+	in := e.open(svc)
+	runDrained(t, in, svc)
+	alice := context.WithValue(t.Context(), peerKey{}, Peer{UID: 64101, User: "alice"})
+	bob := context.WithValue(t.Context(), peerKey{}, Peer{UID: 64102, User: "bob"})
+	if _, err := in.Accept(alice, hookReq(t, "s1", "pre", "a1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Accept(alice, notifyReq(t, "t1", "turn-a")); err != nil {
+		t.Fatalf("alice's notify opening her thread: %v", err)
+	}
+	if err := svc.WaitIntake(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		call func() error
+	}{
+		{"bob's notify into alice's session", func() error { _, err := in.Accept(bob, notifyReq(t, "s1", "turn-b1")); return err }},
+		{"bob's notify into alice's thread", func() error { _, err := in.Accept(bob, notifyReq(t, "t1", "turn-b2")); return err }},
+		{"bob's notify into alice's thread, gated path", func() error { _, _, err := svc.HookThen(bob, notifyReq(t, "t1", "turn-b3"), nil); return err }},
+	} {
+		err := c.call()
+		if err == nil || errCode(err) != "refused" || !strings.Contains(err.Error(), "alice (uid 64101)") {
+			t.Errorf("%s: %v (code %q), want it refused naming alice", c.what, err, errCode(err))
+		}
+	}
+	if _, err := in.Accept(alice, notifyReq(t, "t1", "turn-a2")); err != nil {
+		t.Errorf("alice's second notify: %v", err)
+	}
+	if _, err := in.Accept(bob, notifyReq(t, "t2", "turn-b4")); err != nil {
+		t.Errorf("bob's notify opening a thread of his own: %v", err)
+	}
+	if err := svc.WaitIntake(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	obs, _ := e.observed()
+	if got := fmt.Sprint(obs["s1"]); got != "[PreToolUse a1]" {
+		t.Errorf("session s1 observed %s, want alice's hook alone", got)
+	}
+}

@@ -195,8 +195,8 @@ func (s *Service) HookThen(ctx context.Context, data []byte, then ingest.Then) (
 	if err := s.WaitIntake(ctx); err != nil {
 		return HookReply{}, session.State{}, err
 	}
-	if e.Sender != nil && !codex.IsNotify(e.Payload) {
-		agg, err := s.Ing.CheckHook(e)
+	if e.Sender != nil {
+		agg, err := s.hookSession(e)
 		if err != nil {
 			return HookReply{}, session.State{}, inputError(err)
 		}
@@ -223,6 +223,17 @@ func (s *Service) HookThen(ctx context.Context, data []byte, then ingest.Then) (
 		return HookReply{}, st, inputError(err)
 	}
 	return HookReply{Seq: ap.Last}, st, nil
+}
+
+// hookSession returns the session hook entry e is for, checking its
+// payload as its ingest will: a Codex CLI notify payload's thread, any
+// other's Claude Code session (Ingester.CheckHook). Errors are the
+// checks'.
+func (s *Service) hookSession(e claude.Entry) (events.Aggregate, error) {
+	if codex.IsNotify(e.Payload) {
+		return codex.NotifySession(e.Payload)
+	}
+	return s.Ing.CheckHook(e)
 }
 
 // decodeHookRequest decodes a HookRequest and its entry id's time, or

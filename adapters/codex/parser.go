@@ -857,6 +857,16 @@ func CheckNotify(b []byte) error {
 	return err
 }
 
+// NotifySession returns the session a notify payload b is for: its
+// thread-id as a session aggregate. Errors are CheckNotify's.
+func NotifySession(b []byte) (events.Aggregate, error) {
+	o, err := parseNotify(b)
+	if err != nil {
+		return events.Aggregate{}, err
+	}
+	return events.Aggregate{Kind: events.KindSession, ID: o.Meta.SessionID}, nil
+}
+
 func parseNotify(b []byte) (events.Observation, error) {
 	o := events.Observation{Parser: ParserNotify, Meta: events.Meta{Agent: Agent}}
 	top, _, err := decodeObject(bytes.TrimSpace(b))
