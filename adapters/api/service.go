@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -470,7 +471,20 @@ func (s *Service) Sessions(ctx context.Context, data []byte) (any, error) {
 			})
 		}
 	}
+	_, ownOnly := OwnOnly(ctx)
 	err := scan(req.Phase, req.After, func(id string, row []byte) (bool, error) {
+		if ownOnly {
+			// A peer of the system socket limited to its own sessions:
+			// the row's owner is read from the session's whole state,
+			// which a summary does not hold.
+			st, err := s.Store.Session(id)
+			if err != nil {
+				return false, err
+			}
+			if !MayRead(ctx, st.Owner) {
+				return true, nil
+			}
+		}
 		if req.StaleMS > 0 {
 			var st session.State
 			if err := json.Unmarshal(row, &st); err != nil {
@@ -550,7 +564,9 @@ func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !st.Exists() && st.Observations == 0 {
+	if !st.Exists() && st.Observations == 0 || !MayRead(ctx, st.Owner) {
+		// Another user's session reads, to a peer limited to its own, as
+		// one that does not exist.
 		return nil, fmt.Errorf("session %q: %w: no session has this id or an id that begins with it", req.ID, events.ErrNotFound)
 	}
 	if !st.Exists() {
@@ -561,6 +577,7 @@ func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	kids = slices.DeleteFunc(kids, func(k session.State) bool { return !MayRead(ctx, k.Owner) })
 	if kids == nil {
 		kids = []session.State{}
 	}

@@ -66,6 +66,28 @@ func (p Peer) Actor(host string) string {
 // from.
 type peerKey struct{}
 
+// ownOnlyKey is the context key of the uid whose sessions alone a system
+// socket request may read (OwnOnly).
+type ownOnlyKey struct{}
+
+// OwnOnly returns the uid whose sessions alone the system socket request
+// ctx is a handler's context of may read: set for a peer that is neither
+// serve's user, nor root, nor one Deciders lets in. false: the request
+// may read every session (any other peer, a NATS request, a local call).
+func OwnOnly(ctx context.Context) (uint32, bool) {
+	uid, ok := ctx.Value(ownOnlyKey{}).(uint32)
+	return uid, ok
+}
+
+// MayRead reports whether the request ctx is a handler's context of may
+// read a session owned by owner (session.State.Owner; nil: a session not
+// opened through the system socket, serve's user's): always, unless
+// OwnOnly limits it to its own sessions.
+func MayRead(ctx context.Context, owner *events.Sender) bool {
+	uid, ok := OwnOnly(ctx)
+	return !ok || owner != nil && owner.UID == uid
+}
+
 // PeerOf returns the peer of the system socket request ctx is a handler's
 // context of; false for any other context (a NATS request, a local call).
 func PeerOf(ctx context.Context) (Peer, bool) {
@@ -433,6 +455,11 @@ func (s *System) request(ctx context.Context, c *net.UnixConn, p Peer, own bool,
 		return Reply{Error: fmt.Sprintf("%s: request of %d bytes, over the limit of %d", verb, len(body), hooksock.MaxRequest), Code: "too_large"}.wire()
 	}
 	ctx = context.WithValue(ctx, peerKey{}, p)
+	if !own && !s.Deciders.Permits(p) {
+		// Reads of sessions are limited to the peer's own: only a person
+		// who may decide for anyone's sessions reads them all.
+		ctx = context.WithValue(ctx, ownOnlyKey{}, p.UID)
+	}
 	if h, ok := s.Verbs[verb]; ok {
 		return work(ctx, verb, body, func(ctx context.Context, data []byte) (any, error) {
 			v, err := h(ctx, data)

@@ -205,7 +205,8 @@ func (s *Service) request(ctx context.Context, data []byte) (any, error) {
 	return s.Gate.Decide(ctx, req)
 }
 
-// ReviewsRequest asks for the open gate reviews of every session.
+// ReviewsRequest asks for the open gate reviews of every session (of
+// the peer's own, for a system socket peer api.OwnOnly limits).
 type ReviewsRequest struct{}
 
 // PendingRow is one open gate review with its session.
@@ -233,6 +234,9 @@ func (s *Service) reviews(ctx context.Context, _ []byte) (any, error) {
 		var st session.State
 		if err := json.Unmarshal(row, &st); err != nil {
 			return false, fmt.Errorf("session %s: decode row: %w", id, err)
+		}
+		if !api.MayRead(ctx, st.Owner) {
+			return true, nil // another user's, to a system socket peer limited to its own
 		}
 		for _, p := range st.Pending {
 			out.Reviews = append(out.Reviews, PendingRow{Session: id, PendingReview: p})

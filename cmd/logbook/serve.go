@@ -230,7 +230,7 @@ func wireServe(dd dataDir, g *globals, wp workerPool, p host.Parts) (host.Wired,
 	gs := gateService(b, svc, p.Store, wp.gate, g.stderr)
 	w = host.Wired{Service: svc, Gate: gs,
 		Own: map[string]host.Handler{
-			host.VerbAudit: auditAnswer(b),
+			host.VerbAudit: auditAnswer(b, svc),
 		},
 		Workers: func(nc *nats.Conn, l *natslog.Log) ([]*worker.Worker, error) {
 			wb := b

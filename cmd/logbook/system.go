@@ -71,14 +71,46 @@ func (f systemFlags) parse(reader bool) (access, deciders api.Access, err error)
 
 // auditAnswer answers host.VerbAudit in serve, on its backend b
 // (host.Audit): an unknown id is an error wrapping events.ErrNotFound.
-func auditAnswer(b *backend) host.Handler {
+// A system socket peer limited to its own sessions (api.OwnOnly) may
+// audit only a session svc's projection, caught up, says it owns: any
+// other id, a workspace's too, reads as unknown.
+func auditAnswer(b *backend, svc *api.Service) host.Handler {
 	return host.Audit(func(ctx context.Context, id string) ([]replay.Item, error) {
+		if _, limited := api.OwnOnly(ctx); limited {
+			if err := mayAudit(ctx, b, svc, id); err != nil {
+				return nil, err
+			}
+		}
 		items, err := auditItems(ctx, b, id)
 		if _, ok := errors.AsType[*notFoundError](err); ok {
 			return nil, fmt.Errorf("%w: %s", events.ErrNotFound, strings.TrimPrefix(err.Error(), "session "))
 		}
 		return items, err
 	})
+}
+
+// mayAudit refuses, as unknown, the audit of id by a peer limited to its
+// own sessions unless id names a session it owns.
+func mayAudit(ctx context.Context, b *backend, svc *api.Service, id string) error {
+	unknown := fmt.Errorf("%w: %q not found: no session of yours has that id", events.ErrNotFound, id)
+	sid, err := resolveID(ctx, b, events.KindSession, id)
+	if _, ok := errors.AsType[*notFoundError](err); ok {
+		return unknown
+	}
+	if err != nil {
+		return err
+	}
+	if err := svc.CaughtUp(ctx); err != nil {
+		return err
+	}
+	st, err := svc.Store.Session(sid)
+	if err != nil {
+		return err
+	}
+	if !st.Exists() && st.Observations == 0 || !api.MayRead(ctx, st.Owner) {
+		return unknown
+	}
+	return nil
 }
 
 // socketPath returns the system socket a command asks, "" for none:

@@ -114,44 +114,8 @@ func TestSystemMode(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, "policy.toml"), []byte("review = [\"Bash(git push:*)\"]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	runDir, err := os.MkdirTemp("", "lbsystem")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(runDir) })
-	if err := os.Chmod(runDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sockDir := filepath.Join(runDir, "run")
-	sock := filepath.Join(sockDir, api.SystemSocketName)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	serveCmd := exec.CommandContext(ctx, bin, "serve", "--data", data, "--workers", "0",
-		"--socket-dir", sockDir, "--socket-allow", agent.name, "--socket-decide", agent.name)
-	serveCmd.Cancel = func() error { return serveCmd.Process.Signal(syscall.SIGTERM) }
-	serveCmd.WaitDelay = 20 * time.Second
-	var serveLog bytes.Buffer
-	serveCmd.Stdout, serveCmd.Stderr = &serveLog, &serveLog
-	if err := serveCmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		serveCmd.Wait()
-		if t.Failed() {
-			t.Logf("serve's log:\n%s", serveLog.String())
-		}
-	})
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(data, "serve.json")); err == nil {
-			if _, err := os.Stat(sock); err == nil {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start:\n%s", serveLog.String())
-		}
-	}
+	sock, cancel, serveCmd := startSystemServe(t, bin, data, "--socket-allow", agent.name, "--socket-decide", agent.name)
+	runDir := filepath.Dir(filepath.Dir(sock)) // the socket's directory's, 0755
 
 	t.Run("DataDirUnreadable", func(t *testing.T) {
 		for _, p := range []string{data, filepath.Join(data, "creds.json"), filepath.Join(data, "keys", "writer.key"), filepath.Join(data, "serve.json")} {
@@ -484,5 +448,104 @@ func TestSocket_HooksInstallNamesTheSocket(t *testing.T) {
 				t.Errorf("settings.json names the socket %d times, want both the recorder and the gate:\n%s", n, b)
 			}
 		})
+	}
+}
+
+// startSystemServe starts `bin serve` on data with --workers 0 and a
+// system socket in a directory of its own, plus args, and waits until it
+// answers on the socket. It returns the socket, what stops serve (SIGTERM)
+// and serve's command, whose Wait the caller may call after stop; serve's
+// log is printed if the test fails.
+func startSystemServe(t *testing.T, bin, data string, args ...string) (sock string, stop func(), serveCmd *exec.Cmd) {
+	t.Helper()
+	runDir, err := os.MkdirTemp("", "lbsystem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runDir) })
+	if err := os.Chmod(runDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sockDir := filepath.Join(runDir, "run")
+	sock = filepath.Join(sockDir, api.SystemSocketName)
+	ctx, cancel := context.WithCancel(context.Background())
+	serveCmd = exec.CommandContext(ctx, bin, append([]string{"serve", "--data", data, "--workers", "0", "--socket-dir", sockDir}, args...)...)
+	serveCmd.Cancel = func() error { return serveCmd.Process.Signal(syscall.SIGTERM) }
+	serveCmd.WaitDelay = 20 * time.Second
+	var serveLog bytes.Buffer
+	serveCmd.Stdout, serveCmd.Stderr = &serveLog, &serveLog
+	if err := serveCmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		serveCmd.Wait()
+		if t.Failed() {
+			t.Logf("serve's log:\n%s", serveLog.String())
+		}
+	})
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(data, "serve.json")); err == nil {
+			if _, err := os.Stat(sock); err == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", serveLog.String())
+		}
+	}
+	return sock, cancel, serveCmd
+}
+
+// TestSystemMode_ReadsOwnSessions: through a system socket that lets in
+// lbtest and lbother and names no decider, each reads only the sessions
+// its own hooks opened: `sessions` lists them alone, and `session show`
+// and `audit` of the other's session answer as for an id that does not
+// exist; root reads both.
+func TestSystemMode_ReadsOwnSessions(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("system mode needs two users: run as root")
+	}
+	a := lookupSystemUser(t, "lbtest")
+	b := lookupSystemUser(t, "lbother")
+	bin := soakBuild(t)
+	hookBin := hookBuild(t, bin)
+	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sock, _, _ := startSystemServe(t, bin, data, "--socket-allow", a.name+","+b.name)
+	for _, u := range []struct {
+		who systemUser
+		sid string
+	}{{a, "own-a"}, {b, "own-b"}} {
+		p := `{"session_id":"` + u.sid + `","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"UserPromptSubmit","prompt":"hi"}`
+		if _, stderr, code := u.who.run(t, sock, p, hookBin, "claude"); code != 0 {
+			t.Fatalf("hook as %s: exit %d, %s", u.who.name, code, stderr)
+		}
+	}
+	out, stderr, code := a.run(t, sock, "", bin, "sessions", "--all")
+	if code != 0 || !strings.Contains(out, "own-a") || strings.Contains(out, "own-b") {
+		t.Errorf("sessions as lbtest: exit %d, %s %s; want own-a alone", code, out, stderr)
+	}
+	for _, args := range [][]string{{"session", "show", "own-b"}, {"audit", "own-b"}} {
+		out, stderr, code := a.run(t, sock, "", append([]string{bin}, args...)...)
+		if code == 0 || !strings.Contains(stderr, "not found") || strings.Contains(out+stderr, "lbother") {
+			t.Errorf("%v as lbtest: exit %d, %s %s; want it not found, naming nobody", args, code, out, stderr)
+		}
+	}
+	if out, stderr, code := a.run(t, sock, "", bin, "audit", "own-a"); code != 0 || !strings.Contains(out, "sender=lbtest") {
+		t.Errorf("audit own-a as lbtest: exit %d, %s %s", code, out, stderr)
+	}
+	if out, stderr, code := b.run(t, sock, "", bin, "session", "show", "own-b"); code != 0 || !strings.Contains(out, "own-b") {
+		t.Errorf("session show own-b as lbother: exit %d, %s %s", code, out, stderr)
+	}
+	root := exec.Command(bin, "sessions", "--all", "--socket", sock)
+	if out, err := root.CombinedOutput(); err != nil || !strings.Contains(string(out), "own-a") || !strings.Contains(string(out), "own-b") {
+		t.Errorf("sessions as root: %v, %s; want both", err, out)
 	}
 }
