@@ -40,8 +40,8 @@ type systemFlags struct {
 
 func (f *systemFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.dir, "socket-dir", "", "system mode: also answer the host's users on the Unix socket "+api.SystemSocketName+" in this directory (made 0755 when missing; serve's user's or root's, written by no one else), e.g. /run/logbook; hooks, the gate, sessions, session show, audit and review allow/deny go through it, each caller named by its peer credentials")
-	cmd.Flags().StringVar(&f.allow, "socket-allow", "", "with --socket-dir: the users (names or uids) and groups (group:NAME) let in on the socket besides serve's user and root, comma-separated, e.g. alice,group:agents")
-	cmd.Flags().StringVar(&f.decide, "socket-decide", "", "with --socket-dir: of those let in, the users and groups who may also answer the gate's reviews (review allow/deny), recorded as themselves; serve's user and root always may")
+	cmd.Flags().StringVar(&f.allow, "socket-allow", "", "with --socket-dir: the users (names or uids) and groups (group:NAME) let in on the socket besides serve's user and root, comma-separated, e.g. alice,group:agents; each reads only the sessions its own hooks opened")
+	cmd.Flags().StringVar(&f.decide, "socket-decide", "", "with --socket-dir: of those let in, the users and groups who may also answer the gate's reviews (review allow/deny), recorded as themselves, and read every session; serve's user and root always may")
 }
 
 // parse checks f before serve starts and returns who the system socket
