@@ -519,15 +519,33 @@ func asActor(body []byte, actor string) ([]byte, error) {
 }
 
 // ListenSystem listens on the system socket SystemSocketName in dir,
-// made (0755) when missing. dir must be a directory of this process's
+// made (0755, with each missing parent, whatever the umask) when missing. dir must be a directory of this process's
 // user or root that no one else may write in (a user who could would put
 // a socket of their own in its place). The socket file is 0666: who may
 // use it is System's to say, by the peer's credentials. A socket left
 // there by a server that is gone is replaced; one a server answers on is
 // an error naming it, as is any other file in its place.
 func ListenSystem(dir string) (*Socket, error) {
+	// The directories made here are 0755 whatever the umask (a unit's
+	// UMask=0077 would leave them 0700, the socket out of the users'
+	// reach): each missing one, from the top, is made and then chmod'ed.
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("socket dir: %w", err)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Chmod(missing[i], 0o755); err != nil {
+			return nil, fmt.Errorf("socket dir: %w", err)
+		}
 	}
 	st, err := os.Lstat(dir)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -142,6 +143,30 @@ func TestListenSystem_Dir(t *testing.T) {
 	}
 	if _, err := ListenSystem(dir); err == nil || !strings.Contains(err.Error(), "a regular file is in the socket's place") {
 		t.Errorf("file in place: %v", err)
+	}
+}
+
+// TestListenSystem_MadeDirsReachable: the socket's directory, and each
+// parent ListenSystem makes for it, is 0755 whatever the umask (serve's
+// unit runs with UMask=0077), so the users let in can reach the socket.
+func TestListenSystem_MadeDirsReachable(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	base := t.TempDir()
+	dir := filepath.Join(base, "a", "run")
+	s, err := ListenSystem(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, d := range []string{filepath.Join(base, "a"), dir} {
+		st, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o755 {
+			t.Errorf("%s made with mode %04o, want 0755", d, st.Mode().Perm())
+		}
 	}
 }
 
