@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"golang.org/x/sys/unix"
 
@@ -125,7 +127,7 @@ func PlanImport[U any](f Format[U], paths, private []string) (*Plan[U], error) {
 			if err := unreadableFirst(path); err != nil {
 				p.errs, found = append(p.errs, err.Error()), append(found, path)
 			} else {
-				p.skipped = append(p.skipped, fmt.Sprintf("%s: %s%s", path, f.NotOne, why))
+				p.skipped = append(p.skipped, fmt.Sprintf("%s: %s%s", PathName(path), f.NotOne, why))
 			}
 			return true
 		}
@@ -136,7 +138,7 @@ func PlanImport[U any](f Format[U], paths, private []string) (*Plan[U], error) {
 	for _, n := range paths {
 		if _, ok := p.yet[filepath.Clean(n)]; ok {
 			p.given[filepath.Clean(n)] = n
-			p.skipped = slices.DeleteFunc(p.skipped, func(s string) bool { return strings.HasPrefix(s, n+": ") })
+			p.skipped = slices.DeleteFunc(p.skipped, func(s string) bool { return strings.HasPrefix(s, PathName(n)+": ") })
 		}
 	}
 	if f.EmptyDirs != "" {
@@ -301,6 +303,18 @@ func summaryFile(r FileResult) SummaryFile {
 	return SummaryFile{Path: r.Path, Session: r.Session, Appended: r.Appended, Skipped: r.Skipped, Lines: r.Lines, Torn: r.Torn, Warnings: w}
 }
 
+// PathName returns path as an import's notes and errors name it: as it
+// is, or, when it holds a control character (an escape sequence, a line
+// break: a directory's name is anyone's to choose), quoted as a Go
+// string ("/tmp/x\x1b[2J\ny.jsonl"), so that it reads as one name and
+// as no other.
+func PathName(path string) string {
+	if strings.ContainsFunc(path, unicode.IsControl) {
+		return strconv.Quote(path)
+	}
+	return path
+}
+
 // namedPaths checks the paths an import names before anything is read
 // or appended. A path that does not exist, a named file that is not a
 // regular file, a named file without f's extension and a named file
@@ -311,22 +325,22 @@ func namedPaths[U any](f Format[U], paths, private []string) (errs, notes []stri
 		st, err := os.Stat(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			errs = append(errs, fmt.Sprintf("%s: no such file or directory", p))
+			errs = append(errs, fmt.Sprintf("%s: no such file or directory", PathName(p)))
 			continue
 		case err != nil:
-			errs = append(errs, fmt.Sprintf("%s: %v", p, errors.Unwrap(err)))
+			errs = append(errs, fmt.Sprintf("%s: %v", PathName(p), errors.Unwrap(err)))
 			continue
 		case st.IsDir():
 			continue
 		case !st.Mode().IsRegular():
-			errs = append(errs, fmt.Sprintf("%s: not a regular file; want %s%s", p, f.What, f.Hint))
+			errs = append(errs, fmt.Sprintf("%s: not a regular file; want %s%s", PathName(p), f.What, f.Hint))
 			continue
 		case f.Ext != "" && !strings.HasSuffix(p, f.Ext):
-			errs = append(errs, fmt.Sprintf("%s: not a %s file; want %s%s", p, f.Ext, f.What, f.Hint))
+			errs = append(errs, fmt.Sprintf("%s: not a %s file; want %s%s", PathName(p), f.Ext, f.What, f.Hint))
 			continue
 		}
 		if what, ok := nothingYet(p, st.Size()); ok {
-			notes = append(notes, fmt.Sprintf("%s: %s, nothing to import yet", p, what))
+			notes = append(notes, fmt.Sprintf("%s: %s, nothing to import yet", PathName(p), what))
 			continue
 		}
 		if privatePath(p, private) {
@@ -336,9 +350,9 @@ func namedPaths[U any](f Format[U], paths, private []string) (errs, notes []stri
 			if err := unreadableFirst(p); err != nil {
 				errs = append(errs, err.Error())
 			} else if strings.HasPrefix(why, "not "+f.What) {
-				errs = append(errs, fmt.Sprintf("%s: %s", p, why))
+				errs = append(errs, fmt.Sprintf("%s: %s", PathName(p), why))
 			} else {
-				errs = append(errs, fmt.Sprintf("%s: not %s: %s", p, f.What, why))
+				errs = append(errs, fmt.Sprintf("%s: not %s: %s", PathName(p), f.What, why))
 			}
 		}
 	}
@@ -399,7 +413,7 @@ func emptyDirs(paths, found []string, what string) []string {
 		}
 		dir := filepath.Clean(p)
 		if !slices.ContainsFunc(found, func(f string) bool { return f == dir || strings.HasPrefix(f, dir+"/") || dir == "/" }) {
-			notes = append(notes, fmt.Sprintf("%s: no %s under it", p, what))
+			notes = append(notes, fmt.Sprintf("%s: no %s under it", PathName(p), what))
 		}
 	}
 	return notes

@@ -62,6 +62,34 @@ func TestPlanImport_NamedPaths(t *testing.T) {
 	}
 }
 
+// TestPlanImport_ControlCharactersQuoted: a path holding a control
+// character (an escape sequence, a line break) is named quoted, as one
+// name that reads as no other, in refusals and in notes alike.
+func TestPlanImport_ControlCharactersQuoted(t *testing.T) {
+	dir := t.TempDir()
+	odd := filepath.Join(dir, "x\x1b[2J\ny.jsonl")
+	_, err := PlanImport(testFormat(), []string{odd}, nil)
+	ne, ok := errors.AsType[*NamedError](err)
+	if !ok || len(ne.Paths) != 1 {
+		t.Fatalf("PlanImport = %v; want a *NamedError", err)
+	}
+	want := `"` + dir + `/x\x1b[2J\ny.jsonl": no such file or directory`
+	if ne.Paths[0] != want {
+		t.Errorf("refused %q, want %q", ne.Paths[0], want)
+	}
+	notOne := filepath.Join(dir, "b\x1b[31m.jsonl")
+	if err := os.WriteFile(notOne, []byte("text\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := PlanImport(testFormat(), []string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"` + dir + `/b\x1b[31m.jsonl": not a test log: no object`; len(p.skipped) == 0 || p.skipped[0] != want {
+		t.Errorf("skipped %q, want %q", p.skipped, want)
+	}
+}
+
 func TestPlan_Run(t *testing.T) {
 	dir := t.TempDir()
 	for name, body := range map[string]string{"a.jsonl": "{}\n", "b.jsonl": "text\n", "c.jsonl": "", "d.jsonl": "{\n"} {

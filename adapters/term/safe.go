@@ -223,6 +223,22 @@ func (t *Table) Write(p []byte) (int, error) { return t.safe.Write(p) }
 // Flush writes what is held back and lays the table out.
 func (t *Table) Flush() error { return errors.Join(t.safe.Close(), t.tw.Flush()) }
 
+// Lines returns s, a message of one or more lines (an error, say) whose
+// words may come from input (paths, names), made safe for a terminal as
+// Field makes each of its lines: an escape sequence shows as text (`\x1b[2J`)
+// rather than being removed, so a name printed cannot pass for another
+// one; the message's own line breaks stay.
+func Lines(s string) string {
+	if !strings.Contains(s, "\n") {
+		return Field(s)
+	}
+	ls := strings.Split(s, "\n")
+	for i, l := range ls {
+		ls[i] = Field(l)
+	}
+	return strings.Join(ls, "\n")
+}
+
 // Cell returns s, a field for a table cell, made safe for a terminal
 // (Field): its width is then that of the text printed.
 func Cell(s string) string { return Field(s) }

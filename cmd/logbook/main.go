@@ -93,7 +93,7 @@ func main() {
 	err := runCLI(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "logbook: %s\n", term.Safe(userMessage(err)))
+		fmt.Fprintf(os.Stderr, "logbook: %s\n", term.Lines(userMessage(err)))
 		os.Exit(exitCode(err))
 	}
 }
