@@ -194,6 +194,13 @@ func hookHelpWithPayload(root *cobra.Command, args []string, stdin io.Reader, st
 func runGatedHook(ctx context.Context, root *cobra.Command, g *globals, help bool) (err error) {
 	out := &hookgate.AnswerWriter{W: g.stdout}
 	g.stdout = out
+	// What the command reads of the payload is kept (up to the most a
+	// payload may hold), so that a deny given for it below answers the
+	// payload's own event, or none for an event the gate does not judge.
+	seen := &cappedBuffer{max: maxHookPayload + 1}
+	if g.stdin != nil {
+		g.stdin = io.TeeReader(g.stdin, seen)
+	}
 	root.SetOut(out)
 	if help {
 		root.SetOut(g.stderr)
@@ -202,7 +209,11 @@ func runGatedHook(ctx context.Context, root *cobra.Command, g *globals, help boo
 		if out.Written {
 			return
 		}
-		payload, _ := io.ReadAll(io.LimitReader(g.stdin, maxHookPayload+1))
+		var payload []byte
+		if g.stdin != nil {
+			io.Copy(io.Discard, io.LimitReader(g.stdin, int64(maxHookPayload+1-seen.b.Len())))
+			payload = seen.b.Bytes()
+		}
 		event, gated := hookfast.GateEvent(payload)
 		if !gated {
 			return // no deny to give: it fails as the recorder would
@@ -230,6 +241,20 @@ func runGatedHook(ctx context.Context, root *cobra.Command, g *globals, help boo
 		return &exitError{code: codeError, err: err}
 	}
 	return err
+}
+
+// cappedBuffer keeps the first max bytes written to it and takes the
+// rest without keeping it.
+type cappedBuffer struct {
+	b   bytes.Buffer
+	max int
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if room := c.max - c.b.Len(); room > 0 {
+		c.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
 
 // hookRedactor returns the redaction rules of g's data dir (redact.txt
