@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
@@ -166,7 +167,31 @@ func (d Dir) HasData() bool {
 	return false
 }
 
-// NoDataError says that d has no Logbook data, and what to do.
+// NoDataError says that d has no Logbook data, and what to do: when its
+// spool holds hook payloads (hooks ran with no server), that `logbook
+// serve` delivers them.
 func (d Dir) NoDataError() error {
+	switch n := d.spooled(); {
+	case n == 1:
+		return fmt.Errorf("no Logbook data in %s yet: 1 hook payload waits in its spool; start `logbook serve` to deliver it", d)
+	case n > 1:
+		return fmt.Errorf("no Logbook data in %s yet: %d hook payloads wait in its spool; start `logbook serve` to deliver them", d, n)
+	}
 	return fmt.Errorf("no Logbook data in %s: check --data or $LOGBOOK_DATA, or create it with `logbook serve` or `logbook import claude`", d)
+}
+
+// spooled counts the payloads waiting in d's spool: its files named
+// <ULID>.json, rejected/ aside; 0 when it cannot be read.
+func (d Dir) spooled() int {
+	es, err := os.ReadDir(d.Path("spool"))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range es {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".json") && len(e.Name()) == 26+len(".json") {
+			n++
+		}
+	}
+	return n
 }

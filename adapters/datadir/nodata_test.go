@@ -1,0 +1,30 @@
+package datadir
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestNoDataError_SaysWhatWaits: a data dir with no store says how to
+// make one, or, when hooks ran with no server, that serve delivers what
+// its spool holds.
+func TestNoDataError_SaysWhatWaits(t *testing.T) {
+	d := Dir(t.TempDir())
+	if err := d.NoDataError(); !strings.Contains(err.Error(), "create it with `logbook serve`") {
+		t.Errorf("empty data dir: %v", err)
+	}
+	spool := filepath.Join(string(d), "spool")
+	if err := os.MkdirAll(filepath.Join(spool, "rejected"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"01M8VWMYZ5KR6EN9YKYKVWG2W9.json", "01M8VWMYZ5KR6EN9YKYKVWG2WA.json", "01M8VWMYZ5KR6EN9YKYKVWG2W9.process", "notes.json"} {
+		if err := os.WriteFile(filepath.Join(spool, name), []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.NoDataError(); !strings.Contains(err.Error(), "2 hook payloads wait in its spool; start `logbook serve` to deliver them") {
+		t.Errorf("data dir with a spool: %v", err)
+	}
+}
