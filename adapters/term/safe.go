@@ -225,16 +225,20 @@ func (t *Table) Flush() error { return errors.Join(t.safe.Close(), t.tw.Flush())
 
 // Lines returns s, a message of one or more lines (an error, say) whose
 // words may come from input (paths, names), made safe for a terminal as
-// Field makes each of its lines: an escape sequence shows as text (`\x1b[2J`)
-// rather than being removed, so a name printed cannot pass for another
-// one; the message's own line breaks stay.
+// Field makes each of its parts: an escape sequence shows as text
+// (`\x1b[2J`) rather than being removed, so a name printed cannot pass
+// for another one; the message's own line breaks and tabs stay.
 func Lines(s string) string {
-	if !strings.Contains(s, "\n") {
+	if !strings.ContainsAny(s, "\n\t") {
 		return Field(s)
 	}
 	ls := strings.Split(s, "\n")
 	for i, l := range ls {
-		ls[i] = Field(l)
+		ps := strings.Split(l, "\t")
+		for j, p := range ps {
+			ps[j] = Field(p)
+		}
+		ls[i] = strings.Join(ps, "\t")
 	}
 	return strings.Join(ls, "\n")
 }
