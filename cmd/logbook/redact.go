@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
@@ -9,8 +12,20 @@ import (
 )
 
 // parser returns the Claude Code parser configured from the data dir's
-// redact.txt (claude.ReadRules): its rules over the built-in ones.
-func (d dataDir) parser() (*claude.Parser, error) { return claude.ReadRules(d.path("redact.txt")) }
+// redact.txt (claude.ReadRules): its rules over the built-in ones. A
+// data dir this user may not read because it is another user's is said
+// so (datadir.Dir.OwnerError), not as the rules' permission error.
+func (d dataDir) parser() (*claude.Parser, error) {
+	p, err := claude.ReadRules(d.path("redact.txt"))
+	if errors.Is(err, fs.ErrPermission) {
+		if st, serr := os.Stat(string(d)); serr == nil {
+			if oerr := d.dir().OwnerError(st); oerr != nil {
+				return nil, oerr
+			}
+		}
+	}
+	return p, err
+}
 
 // redactTyped redacts text a person typed on the command line that goes
 // onto the log for good (a reason, a justification) by the data dir's

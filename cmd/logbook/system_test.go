@@ -549,3 +549,38 @@ func TestSystemMode_ReadsOwnSessions(t *testing.T) {
 		t.Errorf("sessions as root: %v, %s; want both", err, out)
 	}
 }
+
+// TestDataDirOfAnotherUser_Unprivileged: a user given a data dir only
+// its owner may read is told whose it is, not a permission error of the
+// first file a command happens to read (redact.txt for a review's
+// reason).
+func TestDataDirOfAnotherUser_Unprivileged(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run as another user")
+	}
+	u := lookupSystemUser(t, "lbtest")
+	bin := soakBuild(t)
+	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runDir, err := os.MkdirTemp("", "lbowner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runDir) })
+	if err := os.Chmod(runDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(runDir, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "redact.txt"), []byte("# rules\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := u.run(t, "", "", bin, "--data", data, "review", "allow", "tug1", "--reason", "ok")
+	want := "data dir " + data + " belongs to uid 0, not you (uid " + strconv.FormatUint(uint64(u.uid), 10) + ")"
+	if code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("review allow as lbtest on root's data dir: exit %d, %s; want %q", code, stderr, want)
+	}
+}
