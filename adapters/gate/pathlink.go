@@ -221,7 +221,8 @@ func unknownTarget(w shell.Word, dir string) bool {
 	if strings.HasPrefix(w.Value, "~") && homeReading(w.Value) == "" {
 		return true
 	}
-	return len(braces(w.Glob, 2)) > 1 || len(braces(w.Value, 2)) > 1
+	// A brace list, of any length (a literal "{" the safe side).
+	return strings.Contains(w.Glob, "{") || strings.Contains(w.Value, "{")
 }
 
 // linkGuarded reports whether call c names a path unresolvable says the

@@ -182,6 +182,8 @@ func TestDecide_UnknownTargetsMeetFileRules(t *testing.T) {
 		{`X=/etc; echo x > $X/cron.d/x`, ActionReview, ActionReview, ActionAllow},
 		{`echo x > /e?c/x`, ActionReview, ActionReview, ActionAllow},
 		{`echo x > {/etc,/tmp/ok}/x`, ActionReview, ActionReview, ActionAllow},
+		{`echo x > {/tmp/a,/tmp/b,/tmp/c,/etc}/x`, ActionReview, ActionReview, ActionAllow},
+		{`echo x > /tmp/{1..3}`, ActionReview, ActionReview, ActionAllow},
 		{`echo x > ~root/../etc/x`, ActionReview, ActionReview, ActionReview},
 		{`echo x > ~root/x`, ActionReview, ActionReview, ActionAllow},
 		{`echo x > /proc/self/root/tmp/ok/x`, ActionReview, ActionReview, ActionReview},
@@ -201,6 +203,44 @@ func TestDecide_UnknownTargetsMeetFileRules(t *testing.T) {
 			if m := Decide(set.pols, bash(tc.cmd)); m.Action != set.want {
 				t.Errorf("%s: %q: %+v, want %q", set.name, tc.cmd, m, set.want)
 			}
+		}
+	}
+}
+
+// TestGuard_NewFileThroughLinkToDataDir checks that a file not yet made,
+// under a symbolic link that leads into the data dir, is reviewed as the
+// data dir is, even where "Bash" alone allows the rest.
+func TestGuard_NewFileThroughLinkToDataDir(t *testing.T) {
+	root := t.TempDir()
+	dd := filepath.Join(root, "data")
+	proj := filepath.Join(root, "proj")
+	for _, d := range []string{filepath.Join(dd, "spool"), proj} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(dd, filepath.Join(proj, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dd, "spool", "new.json"), filepath.Join(proj, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := ParsePolicy("p", []byte(`allow = ["Bash"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols := []*Policy{builtinFor(dd), pol}
+	for cmd, want := range map[string]string{
+		"echo x > d/spool/new.json":    ActionReview,
+		"cp /tmp/x d/spool/new.json":   ActionReview,
+		"echo x > dangling":            ActionReview,
+		"echo x > proj-file.json":      ActionAllow,
+		"cp /tmp/x other/new/file.txt": ActionAllow,
+	} {
+		c := bash(cmd)
+		c.Dir = proj
+		if m := Decide(pols, c); m.Action != want {
+			t.Errorf("%q: %+v, want %q", cmd, m, want)
 		}
 	}
 }

@@ -516,7 +516,8 @@ var procLink = regexp.MustCompile(`^/proc/[^/]+/(cwd|root)(/|$)`)
 // may name, for the path guards: /proc/self/cwd/X is X from the working
 // directory and /proc/self/root/X is /X; and a path that exists through
 // a symbolic link (a project's "data -> ~/.local/share/logbook") is
-// also its target, as the kernel resolves it now.
+// also its target, as the kernel resolves it now: a file not yet made
+// under a link, or a dangling link, too (resolvedPath).
 func aliasPaths(sc *shell.Script, dir string) []string {
 	var out []string
 	n := 0
@@ -543,7 +544,7 @@ func aliasPaths(sc *shell.Script, dir string) []string {
 			p = filepath.Join(dir, p)
 		}
 		n++
-		if r, err := filepath.EvalSymlinks(p); err == nil && r != filepath.Clean(p) {
+		if r := resolvedPath(p, ""); r != "" {
 			out = append(out, r)
 		}
 	}
