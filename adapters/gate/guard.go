@@ -104,6 +104,9 @@ func guard(dd string) func(Call) (pattern, risk string) {
 		if guarded(c) {
 			return GuardPattern, review.RiskCritical
 		}
+		if linkGuarded(c) {
+			return LinkGuardPattern, linkRisk
+		}
 		if changesSettings(c) {
 			return SettingsGuardPattern, review.RiskCritical
 		}

@@ -478,6 +478,11 @@ func (p Pattern) matches(c Call, allow bool) bool {
 		if f == "" {
 			f = str("notebook_path")
 		}
+		if !allow {
+			// Deny and review win on either reading: as written and as
+			// the kernel resolves it now.
+			return f != "" && pathMatchesResolved(p.Spec, f, c.Dir)
+		}
 		return f != "" && pathMatches(p.Spec, f, c.Dir)
 	case "WebFetch":
 		if d, ok := strings.CutPrefix(p.Spec, "domain:"); ok {

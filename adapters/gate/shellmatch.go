@@ -243,10 +243,56 @@ func (p *Policy) decideShell(c Call) Match {
 			}
 		}
 	}
+	if pt, ok := p.unknownFileRule(c, sc); ok {
+		return Match{Action: ActionReview, Pattern: pt.Source, Path: p.Path}
+	}
 	if pat, ok := p.shellAllows(c, sc); ok {
 		return Match{Action: ActionAllow, Pattern: pat, Path: p.Path}
 	}
 	return Match{Path: p.Path}
+}
+
+// unknownFileRule returns a deny or review Write or Edit rule of p when
+// shell call c, read as sc, writes a file the gate cannot know
+// (unknownTarget), or a Read one when it reads such a file: that file
+// cannot be proved outside the rule, so the call is reviewed.
+//
+// The built-in rules are not these: the guards read such a target with
+// their own globs.
+func (p *Policy) unknownFileRule(c Call, sc *shell.Script) (Pattern, bool) {
+	if p.guard != nil {
+		return Pattern{}, false
+	}
+	for _, ps := range [][]Pattern{p.deny, p.review} {
+		for _, pt := range ps {
+			if !pt.HasArg {
+				continue
+			}
+			for _, set := range []struct {
+				tools []string
+				rs    []shell.Redirection
+			}{{[]string{"Write", "Edit"}, sc.Writes}, {[]string{"Read"}, sc.Reads}} {
+				for _, tool := range set.tools {
+					if ok, _ := path.Match(pt.Tool, tool); !ok {
+						continue
+					}
+					for _, rd := range set.rs {
+						if unknownTarget(rd.Target, c.Dir) {
+							return pt, true
+						}
+					}
+				}
+			}
+		}
+	}
+	return Pattern{}, false
+}
+
+// fdPath reports whether redirection target v is /dev/fd/N, one of the
+// command's own descriptors.
+func fdPath(v string) bool {
+	n, ok := strings.CutPrefix(v, "/dev/fd/")
+	return ok && n != "" && strings.Trim(n, "0123456789") == ""
 }
 
 // shellMayMatch reports whether pattern pt may match some part of the
@@ -275,7 +321,15 @@ func (pt Pattern) shellMayMatch(c Call, sc *shell.Script) bool {
 				continue
 			}
 			for _, rd := range set.rs {
-				if rd.Target.Static && pathMatches(pt.Spec, rd.Target.Value, c.Dir) {
+				if !rd.Target.Static {
+					continue
+				}
+				// As written, as the kernel resolves it now, and with a
+				// leading "~" the home directory.
+				if pathMatchesResolved(pt.Spec, rd.Target.Value, c.Dir) {
+					return true
+				}
+				if h := homeReading(rd.Target.Value); h != "" && pathMatchesResolved(pt.Spec, h, c.Dir) {
 					return true
 				}
 			}
@@ -353,7 +407,10 @@ func (p *Policy) shellAllows(c Call, sc *shell.Script) (string, bool) {
 		if !rd.Target.Static || netDevice(rd.Target) {
 			return "", false
 		}
-		if harmlessTargets[rd.Target.Value] || strings.HasPrefix(rd.Target.Value, "/dev/fd/") {
+		if unresolvable(rd.Target.Value, c.Dir) {
+			return "", false // the kernel may resolve it elsewhere
+		}
+		if harmlessTargets[rd.Target.Value] || fdPath(rd.Target.Value) {
 			continue
 		}
 		found := false
@@ -459,7 +516,8 @@ var procLink = regexp.MustCompile(`^/proc/[^/]+/(cwd|root)(/|$)`)
 // may name, for the path guards: /proc/self/cwd/X is X from the working
 // directory and /proc/self/root/X is /X; and a path that exists through
 // a symbolic link (a project's "data -> ~/.local/share/logbook") is
-// also its target, as the kernel resolves it now.
+// also its target, as the kernel resolves it now: a file not yet made
+// under a link, or a dangling link, too (resolvedPath).
 func aliasPaths(sc *shell.Script, dir string) []string {
 	var out []string
 	n := 0
@@ -486,7 +544,7 @@ func aliasPaths(sc *shell.Script, dir string) []string {
 			p = filepath.Join(dir, p)
 		}
 		n++
-		if r, err := filepath.EvalSymlinks(p); err == nil && r != filepath.Clean(p) {
+		if r := resolvedPath(p, ""); r != "" {
 			out = append(out, r)
 		}
 	}

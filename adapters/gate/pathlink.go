@@ -1,0 +1,277 @@
+package gate
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/logbook-dev/logbook/adapters/gate/shell"
+	"github.com/logbook-dev/logbook/reducers/review"
+)
+
+// LinkGuardPattern names the built-in rule that sends a call naming a
+// path the gate cannot resolve as the command will to review at critical
+// risk: a path through a link the kernel resolves in the process that
+// follows it (/proc/PID/fd/…, cwd, root, exe, map_files, /proc/self,
+// /dev/fd/…, /dev/stdin/…), or with a ".." after a component that may be
+// a symbolic link (the kernel follows the link before the ".."; a
+// lexical clean does not). The gate runs in serve's process, not the
+// agent's, so no rule can allow such a path.
+const LinkGuardPattern = "built-in: paths through a magic link or a .. the gate cannot resolve"
+
+// linkRisk is the risk class of LinkGuardPattern.
+const linkRisk = review.RiskCritical
+
+// procLinks are the entries of /proc/PID (and /proc/PID/task/TID) that
+// are links the kernel resolves in the process they describe.
+var procLinks = map[string]bool{"fd": true, "cwd": true, "root": true, "exe": true, "map_files": true}
+
+// maxLinkParts bounds the components of a path unresolvable checks one
+// by one; a longer path is unresolvable (the safe side).
+const maxLinkParts = 64
+
+// unresolvable reports whether path p, read from directory dir ("" when
+// unknown), may lead somewhere a lexical reading of it does not: it goes
+// through a magic link (procLinks under /proc, anything below /dev/fd/N,
+// /dev/stdin, /dev/stdout or /dev/stderr), or it has a ".." after a
+// component that is not an existing directory the gate can see is no
+// symbolic link (a part known only when it runs, "~user", a glob, a
+// missing component count as may-be-links). p is shell text as the
+// guards read it (Word.Glob) or a file tool's path.
+func unresolvable(p, dir string) bool {
+	if p == "" {
+		return false
+	}
+	abs := strings.HasPrefix(p, "/")
+	if !abs && dir != "" && strings.HasPrefix(dir, "/") {
+		p, abs = dir+"/"+p, true
+	}
+	var comps []string
+	for _, c := range strings.Split(p, "/") {
+		if c != "" && c != "." {
+			comps = append(comps, c)
+		}
+	}
+	if abs && magicLink(comps) {
+		return true
+	}
+	last := -1
+	for i, c := range comps {
+		if c == ".." {
+			last = i
+		}
+	}
+	if last < 0 {
+		return false
+	}
+	if !abs || len(comps) > maxLinkParts {
+		return true
+	}
+	for k := 1; k <= last; k++ {
+		if comps[k-1] == ".." {
+			continue
+		}
+		fi, err := os.Lstat("/" + strings.Join(comps[:k], "/"))
+		if err != nil || fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// magicLink reports whether the components of an absolute path go
+// through a link the kernel resolves in the process that follows it:
+// an entry of procLinks under /proc, anything below /dev/fd/N, /dev/fd/
+// followed by other than a number, /dev/stdin, /dev/stdout or
+// /dev/stderr followed by more.
+func magicLink(comps []string) bool {
+	if len(comps) >= 3 && comps[0] == "proc" {
+		for _, c := range comps[2:] {
+			if procLinks[c] {
+				return true
+			}
+		}
+	}
+	if len(comps) >= 3 && comps[0] == "dev" {
+		switch comps[1] {
+		case "stdin", "stdout", "stderr":
+			return true
+		case "fd":
+			if len(comps) > 3 || strings.Trim(comps[2], "0123456789") != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// filePathUnresolvable reports whether a file tool's path f goes through
+// a magic link (magicLink), as written or cleaned: the tool resolves it
+// in the agent's process.
+func filePathUnresolvable(f string) bool {
+	for _, p := range []string{f, filepath.Clean(f)} {
+		if strings.HasPrefix(p, "/") && magicLink(strings.FieldsFunc(p, func(r rune) bool { return r == '/' })) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolvedPath returns file (absolute, or relative to dir) as the kernel
+// resolves it now: its deepest existing ancestor with its symbolic links
+// followed (a dangling link too, to the path it names), the rest
+// appended; "" when that is file itself cleaned, or when it cannot be
+// told.
+func resolvedPath(file, dir string) string {
+	if !filepath.IsAbs(file) {
+		if dir == "" {
+			return ""
+		}
+		file = filepath.Join(dir, file)
+	}
+	file = filepath.Clean(file)
+	out := file
+	for hop := 0; hop < maxLinkParts; hop++ {
+		next, done := resolveStep(out)
+		if done {
+			out = next
+			break
+		}
+		if next == "" {
+			return ""
+		}
+		out = next
+	}
+	if out == file {
+		return ""
+	}
+	return out
+}
+
+// resolveStep resolves absolute clean path p one dangling link at a
+// time: done with p resolved when its deepest existing ancestor is no
+// dangling link; else the path that link names with the rest appended
+// (not done), "" when it cannot be told.
+func resolveStep(p string) (string, bool) {
+	head, rest := p, ""
+	for {
+		fi, err := os.Lstat(head)
+		if err == nil {
+			if fi.Mode()&os.ModeSymlink != 0 {
+				if r, err := filepath.EvalSymlinks(head); err == nil {
+					return filepath.Join(r, rest), true
+				}
+				to, err := os.Readlink(head)
+				if err != nil {
+					return "", false
+				}
+				if !filepath.IsAbs(to) {
+					to = filepath.Join(filepath.Dir(head), to)
+				}
+				return filepath.Join(to, rest), false
+			}
+			r, err := filepath.EvalSymlinks(head)
+			if err != nil {
+				return "", false
+			}
+			return filepath.Join(r, rest), true
+		}
+		if head == "/" {
+			return "", false
+		}
+		rest = filepath.Join(filepath.Base(head), rest)
+		head = filepath.Dir(head)
+	}
+}
+
+// pathMatchesResolved reports whether file matches path glob spec as
+// written or as the kernel resolves it now (resolvedPath): deny and
+// review rules win on either reading.
+func pathMatchesResolved(spec, file, dir string) bool {
+	if pathMatches(spec, file, dir) {
+		return true
+	}
+	r := resolvedPath(file, dir)
+	return r != "" && pathMatches(spec, r, dir)
+}
+
+// homeReading returns a redirection target that starts with "~" or "~/"
+// with the home directory in its place, "" for any other target or when
+// the home directory is unknown.
+func homeReading(v string) string {
+	if v != "~" && !strings.HasPrefix(v, "~/") {
+		return ""
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return ""
+	}
+	return filepath.Join(home, v[1:])
+}
+
+// unknownTarget reports whether the gate cannot know which file
+// redirection target w names, read from dir: a part known only when it
+// runs (a parameter, a substitution, a glob), a brace list, "~user", or a
+// path unresolvable says the gate cannot resolve as the command will.
+func unknownTarget(w shell.Word, dir string) bool {
+	if !w.Static || unresolvable(w.Glob, dir) || unresolvable(w.Value, dir) {
+		return true
+	}
+	if strings.HasPrefix(w.Value, "~") && homeReading(w.Value) == "" {
+		return true
+	}
+	// A brace list, of any length (a literal "{" the safe side).
+	return strings.Contains(w.Glob, "{") || strings.Contains(w.Value, "{")
+}
+
+// linkGuarded reports whether call c names a path unresolvable says the
+// gate cannot resolve: a file tool's path, or in a shell command a
+// redirection's target or source, an argument (or the value after an
+// option's "="), or an assignment's value.
+func linkGuarded(c Call) bool {
+	switch c.Tool {
+	case "Edit", "Write", "Read", "MultiEdit", "NotebookEdit":
+		var in struct {
+			File     string `json:"file_path"`
+			Notebook string `json:"notebook_path"`
+		}
+		_ = json.Unmarshal(c.Input, &in)
+		return filePathUnresolvable(or(in.File, in.Notebook))
+	}
+	if !shellLike(c.Tool) && !shellTool(c.Tool) {
+		return false
+	}
+	sc := c.script()
+	see := func(w shell.Word) bool {
+		for _, s := range []string{w.Glob, w.Value} {
+			if unresolvable(s, c.Dir) {
+				return true
+			}
+			if _, v, ok := strings.Cut(s, "="); ok && unresolvable(v, c.Dir) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, cmd := range sc.Commands {
+		for _, a := range cmd.Assigns {
+			if see(a.Value) {
+				return true
+			}
+		}
+		for _, w := range cmd.Args {
+			if see(w) {
+				return true
+			}
+		}
+	}
+	for _, rs := range [][]shell.Redirection{sc.Writes, sc.Reads} {
+		for _, rd := range rs {
+			if see(rd.Target) {
+				return true
+			}
+		}
+	}
+	return false
+}
