@@ -243,10 +243,102 @@ func (p *Policy) decideShell(c Call) Match {
 			}
 		}
 	}
+	// A deny or review rule's command written anywhere in the line's
+	// words (an interpreter's code, a wrapper the gate does not know)
+	// may run: reviewed at least, never allowed.
+	for _, ps := range [][]Pattern{p.deny, p.review} {
+		for _, pt := range ps {
+			if ok, _ := path.Match(pt.Tool, c.Tool); ok && pt.HasArg && mentionsSpec(pt.Spec, sc) {
+				return Match{Action: ActionReview, Pattern: pt.Source, Path: p.Path}
+			}
+		}
+	}
 	if pat, ok := p.shellAllows(c, sc); ok {
 		return Match{Action: ActionAllow, Pattern: pat, Path: p.Path}
 	}
 	return Match{Path: p.Path}
+}
+
+// codeSeparators are the bytes that end a word in code given to a
+// program (an interpreter's string, a here-document, make --eval):
+// blanks, quotes, brackets, and the separators of commands and lists.
+const codeSeparators = " \t\n\r\v\f\"'`()[]{};,|&<>\\"
+
+// dataPrograms never run their arguments or their standard input as
+// code: a deny rule's words among theirs are text (echo 'rm -rf /').
+var dataPrograms = map[string]bool{
+	"echo": true, "printf": true, ":": true, "true": true, "false": true, "test": true, "[": true,
+	"ls": true, "cat": true, "head": true, "tail": true, "wc": true, "sort": true, "uniq": true,
+	"cut": true, "tr": true, "grep": true, "egrep": true, "fgrep": true, "rg": true, "diff": true,
+	"cmp": true, "comm": true, "file": true, "stat": true, "touch": true, "mkdir": true,
+	"rmdir": true, "rm": true, "cp": true, "mv": true, "ln": true, "chmod": true, "chown": true,
+	"basename": true, "dirname": true, "realpath": true, "readlink": true, "pwd": true, "cd": true,
+	"export": true, "declare": true, "local": true, "readonly": true, "typeset": true, "unset": true,
+	"read": true, "printenv": true, "date": true, "sleep": true, "tee": true, "less": true,
+	"more": true, "jq": true, "base64": true, "sha256sum": true, "md5sum": true, "od": true,
+	"xxd": true, "hexdump": true, "du": true, "df": true, "which": true, "type": true, "git": true,
+	"mktemp": true, "nl": true, "paste": true, "join": true, "fold": true, "column": true,
+}
+
+// codeTokens returns the words written in ws, each split at
+// codeSeparators: the words a program given one of them as code may
+// run.
+func codeTokens(ws []shell.Word) []string {
+	var out []string
+	for _, m := range ws {
+		s := m.Value
+		if !m.Static {
+			s = strings.NewReplacer(shell.Wild, " ", shell.WildPart, " ").Replace(m.Reading)
+		}
+		out = append(out, strings.FieldsFunc(s, func(r rune) bool {
+			return strings.ContainsRune(codeSeparators, r)
+		})...)
+	}
+	return out
+}
+
+// mentionsSpec reports whether Bash spec's command words (before a
+// ":*") are written one after another, the program by its base name
+// too, among the words (codeTokens) of a command of sc the gate did not
+// read through (no wrapper it unwraps, no program of dataPrograms): its
+// arguments and the here-documents and here-strings fed to it. That
+// program may run the command (an interpreter's code, make --eval, a
+// wrapper the gate does not know), and the gate cannot tell whether it
+// does.
+func mentionsSpec(spec string, sc *shell.Script) bool {
+	want := strings.Fields(strings.TrimSuffix(spec, ":*"))
+	if len(want) == 0 {
+		return false
+	}
+	read := map[int]bool{}
+	for _, cmd := range sc.Commands {
+		if cmd.Parent >= 0 {
+			read[cmd.Parent] = true
+		}
+	}
+	eq := func(g, tok string) bool {
+		ok, _ := path.Match(g, tok)
+		return ok || g == tok
+	}
+	for at, cmd := range sc.Commands {
+		if len(cmd.Args) == 0 || read[at] || cmd.Args[0].Static && dataPrograms[shell.Base(cmd.Args[0].Value)] {
+			continue
+		}
+		toks := codeTokens(append(append([]shell.Word(nil), cmd.Args...), cmd.Input...))
+		for i := 0; i+len(want) <= len(toks); i++ {
+			if !eq(want[0], toks[i]) && !eq(want[0], shell.Base(toks[i])) {
+				continue
+			}
+			n := 1
+			for n < len(want) && eq(want[n], toks[i+n]) {
+				n++
+			}
+			if n == len(want) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // shellMayMatch reports whether pattern pt may match some part of the
