@@ -495,7 +495,8 @@ func netDevice(w shell.Word) bool {
 // runs), redirection targets included, and each target alone, and each
 // word the line holds wherever it stands (shell.Script.Mentions); removes says whether one of its
 // commands may remove or move a tree (treeRemovers, find -delete or
-// -exec, or a program known only when it runs). raw is false when the
+// -exec, git reading a tree (gitTakesTree), or a program known only
+// when it runs). raw is false when the
 // command read cleanly, so its decoded words stand for its text.
 func guardTexts(c Call) (texts []string, removes, raw bool) {
 	sc := c.script()
@@ -515,6 +516,9 @@ func guardTexts(c Call) (texts []string, removes, raw bool) {
 				continue
 			}
 			words := []string{path.Base(prog.Value)}
+			if words[0] == "git" && gitTakesTree(cmd.Args[1:]) {
+				removes = true
+			}
 			if words[0] == "find" {
 				for _, w := range cmd.Args[1:] {
 					words = append(words, w.Value)
@@ -547,6 +551,11 @@ const maxResolved = 256
 // self or thread-self, or unknown).
 var procLink = regexp.MustCompile(`^/proc/[^/]+/(cwd|root)(/|$)`)
 
+// magicLink matches a path through a link the kernel resolves to
+// whatever a process holds open or stands in: /proc/…/cwd, root, fd,
+// map_files, exe (of any process or thread), /dev/fd.
+var magicLink = regexp.MustCompile(`^(/proc/.*/(cwd|root|fd|map_files|exe)|/dev/fd)(/|$)`)
+
 // aliasPaths returns the other names of the paths a shell call's words
 // may name, for the path guards: /proc/self/cwd/X is X from the working
 // directory and /proc/self/root/X is /X; and a path that exists through
@@ -557,6 +566,11 @@ func aliasPaths(sc *shell.Script, dir string) []string {
 	n := 0
 	see := func(w shell.Word) {
 		g := w.Glob
+		if magicLink.MatchString(g) {
+			// Any directory, the root among them: reviewed with a
+			// program that takes a tree along.
+			out = append(out, "/")
+		}
 		if m := procLink.FindStringSubmatch(g); m != nil {
 			rest := strings.TrimPrefix(g[len(m[0]):], "/")
 			if m[1] == "root" {
