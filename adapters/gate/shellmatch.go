@@ -299,12 +299,13 @@ func codeTokens(ws []shell.Word) []string {
 
 // mentionsSpec reports whether Bash spec's command words (before a
 // ":*") are written one after another, the program by its base name
-// too, among the words (codeTokens) of a command of sc the gate did not
-// read through (no wrapper it unwraps, no program of dataPrograms): its
-// arguments and the here-documents and here-strings fed to it. That
-// program may run the command (an interpreter's code, make --eval, a
-// wrapper the gate does not know), and the gate cannot tell whether it
-// does.
+// too, among the words (codeTokens) of sc's commands, their arguments
+// and the here-documents and here-strings fed to them, when some
+// command of sc is a program the gate does not read through (no
+// wrapper it unwraps, no program of dataPrograms): that program may
+// run the command (an interpreter's code, make --eval, a wrapper the
+// gate does not know, code piped or written to a file for it), and the
+// gate cannot tell whether it does.
 func mentionsSpec(spec string, sc *shell.Script) bool {
 	want := strings.Fields(strings.TrimSuffix(spec, ":*"))
 	if len(want) == 0 {
@@ -316,26 +317,35 @@ func mentionsSpec(spec string, sc *shell.Script) bool {
 			read[cmd.Parent] = true
 		}
 	}
+	runsCode := false
+	var toks []string
+	for at, cmd := range sc.Commands {
+		if len(cmd.Args) == 0 {
+			continue
+		}
+		if !read[at] && !(cmd.Args[0].Static && dataPrograms[shell.Base(cmd.Args[0].Value)]) {
+			runsCode = true
+		}
+		toks = append(toks, codeTokens(append(append([]shell.Word(nil), cmd.Args...), cmd.Input...))...)
+		toks = append(toks, "") // no command's words run on into the next's
+	}
+	if !runsCode {
+		return false
+	}
 	eq := func(g, tok string) bool {
 		ok, _ := path.Match(g, tok)
 		return ok || g == tok
 	}
-	for at, cmd := range sc.Commands {
-		if len(cmd.Args) == 0 || read[at] || cmd.Args[0].Static && dataPrograms[shell.Base(cmd.Args[0].Value)] {
+	for i := 0; i+len(want) <= len(toks); i++ {
+		if !eq(want[0], toks[i]) && !eq(want[0], shell.Base(toks[i])) {
 			continue
 		}
-		toks := codeTokens(append(append([]shell.Word(nil), cmd.Args...), cmd.Input...))
-		for i := 0; i+len(want) <= len(toks); i++ {
-			if !eq(want[0], toks[i]) && !eq(want[0], shell.Base(toks[i])) {
-				continue
-			}
-			n := 1
-			for n < len(want) && eq(want[n], toks[i+n]) {
-				n++
-			}
-			if n == len(want) {
-				return true
-			}
+		n := 1
+		for n < len(want) && eq(want[n], toks[i+n]) {
+			n++
+		}
+		if n == len(want) {
+			return true
 		}
 	}
 	return false
