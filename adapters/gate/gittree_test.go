@@ -11,7 +11,7 @@ import (
 // they are reviewed as rm, tar or grep -r are; a path through a magic
 // link (/proc/PID/cwd, /proc/PID/fd, /dev/fd) may be any directory.
 func TestGuard_GitReadsTrees(t *testing.T) {
-	pols := dataDirPolicies(t, `allow = ["Bash(git diff:*)", "Bash(git grep:*)", "Bash(git add:*)", "Bash(git status:*)", "Bash(git -C:*)"]`)
+	pols := dataDirPolicies(t, `allow = ["Bash(diff:*)", "Bash(gzip:*)", "Bash(chattr:*)", "Bash(fd:*)", "Bash(aws:*)", "Bash(git diff:*)", "Bash(git grep:*)", "Bash(git add:*)", "Bash(git status:*)", "Bash(git -C:*)"]`)
 	rows := []bypassRow{
 		{"no-index/home", `git diff --no-index /tmp/empty /home/u`, "review"},
 		{"no-index/tilde", `git diff --no-index /tmp/empty ~`, "review"},
@@ -24,7 +24,13 @@ func TestGuard_GitReadsTrees(t *testing.T) {
 		{"proc-cwd/parent", `git diff --no-index /tmp/empty /proc/self/cwd/../..`, "review"},
 		{"proc-fd", `git diff --no-index /tmp/empty /proc/self/fd/3`, "review"},
 		{"dev-fd", `git diff --no-index /tmp/empty /dev/fd/3`, "review"},
+		{"other/diff-r", `diff -rN /tmp/empty ~`, "review"},
+		{"other/gzip-r", `gzip -r /home/u`, "review"},
+		{"other/chattr-R", `chattr -R +i ~`, "review"},
+		{"other/fd-exec", `fd . ~ -x cat`, "review"},
+		{"other/aws-sync", `aws s3 sync ~ s3://b/h`, "review"},
 		{"plain/diff", `git diff --stat HEAD~1`, "allow"},
+		{"plain/diff-files", `diff a.txt b.txt`, "allow"},
 		{"plain/no-index", `git diff --no-index a.txt b.txt`, "allow"},
 		{"plain/grep", `git grep -n foo`, "allow"},
 		{"plain/status", `git status`, "allow"},
