@@ -261,8 +261,9 @@ func (p *Policy) decideShell(c Call) Match {
 
 // codeSeparators are the bytes that end a word in code given to a
 // program (an interpreter's string, a here-document, make --eval):
-// blanks, quotes, brackets, and the separators of commands and lists.
-const codeSeparators = " \t\n\r\v\f\"'`()[]{};,|&<>\\"
+// blanks, quotes, brackets, the separators of commands and lists, and
+// the marks before a command in an editor or a makefile (:!cmd, x:=).
+const codeSeparators = " \t\n\r\v\f\"'`()[]{};,|&<>\\!:=$"
 
 // dataPrograms never run their arguments or their standard input as
 // code: a deny rule's words among theirs are text (echo 'rm -rf /').

@@ -22,6 +22,7 @@ func TestDecide_DeniedTextInOtherPrograms(t *testing.T) {
 		{"pipe/echo-python", `echo 'import os; os.system("rm -rf /x")' | python3`, "review"},
 		{"pipe/heredoc-perl", "cat <<'E' | perl\nsystem 'rm -rf /x'\nE", "review"},
 		{"file/then-run", `printf 'exec rm -rf /x' > /tmp/t.tcl && tclsh /tmp/t.tcl`, "review"},
+		{"vim/bang", `vim -c ':!rm -rf /x'`, "review"},
 		{"plain/python", `python3 -c 'print(1)'`, "allow"},
 		{"plain/echo-then-python", `echo hi | python3 -c 'import sys; print(sys.stdin.read())'`, "allow"},
 		{"plain/awk", `awk '{print $1}' f`, "allow"},
