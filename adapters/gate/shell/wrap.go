@@ -52,6 +52,7 @@ var optArgs = map[string]string{
 	// catchsegv, util-linux prlimit, numactl 2, torsocks 2,
 	// proxychains-ng 4, xvfb-run, libfaketime, eatmydata, cgroup-tools
 	// cgexec, polkit pkexec, OpenSSH ssh-agent, dbus.
+	"runuser":          "ugGscw",
 	"unshare":          "RwSG",
 	"nsenter":          "tSG",
 	"setpriv":          "",
@@ -314,7 +315,9 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 		r.ssh(at, rest, depth)
 	case name == "su" || name == "runuser" || name == "script" || name == "flock" || name == "sg":
 		for i, w := range rest {
-			if w.Value == "-c" || w.Value == "--command" {
+			short := w.Static && len(w.Value) > 2 && w.Value[0] == '-' && w.Value[1] != '-' && strings.HasSuffix(w.Value, "c") && !strings.ContainsAny(w.Value, "=/")
+			if w.Value == "-c" || w.Value == "--command" || short && name != "flock" {
+				// -c, or a cluster ending in c (-lc, -qc): the next word.
 				if i+1 < len(rest) {
 					r.text(at, name+" -c", src(rest[i+1]), rest[i+1].Static, depth)
 				}
