@@ -85,3 +85,38 @@ func gitWritesOrRuns(cmd shell.Command) bool {
 	}
 	return false
 }
+
+// gitTreeReaders are the git subcommands that read files or trees at
+// paths the command line names, inside the repository or not: diff
+// (--no-index, or paths outside the repository, which git diffs as
+// --no-index), difftool, grep (--no-index), add and stage (into the
+// object store), hash-object and update-index.
+var gitTreeReaders = map[string]bool{
+	"diff": true, "difftool": true, "grep": true, "add": true, "stage": true,
+	"hash-object": true, "update-index": true,
+}
+
+// gitTakesTree reports whether git with arguments args may read a tree
+// the command line names, as rm or tar -c take one along: a subcommand
+// of gitTreeReaders, git run in another directory or work tree (-C,
+// --work-tree, --git-dir), or a subcommand known only when it runs.
+func gitTakesTree(args []shell.Word) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !a.Static {
+			return true
+		}
+		v := a.Value
+		switch {
+		case v == "-C" || v == "--work-tree" || v == "--git-dir" ||
+			strings.HasPrefix(v, "--work-tree=") || strings.HasPrefix(v, "--git-dir="):
+			return true
+		case v == "-c" || v == "--namespace" || v == "--config-env" || v == "--super-prefix" || v == "--attr-source":
+			i++ // takes the next word
+		case strings.HasPrefix(v, "-"):
+		default:
+			return gitTreeReaders[v]
+		}
+	}
+	return false
+}

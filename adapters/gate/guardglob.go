@@ -356,6 +356,12 @@ var treeRemovers = map[string]bool{
 	"cpio": true, "pax": true, "cp": true, "scp": true, "sftp": true, "rclone": true,
 	"find": true, "grep": true, "egrep": true, "fgrep": true, "rgrep": true,
 	"rg": true, "ag": true, "ack": true, "restic": true, "borg": true,
+	"diff": true, "colordiff": true, "ugrep": true, "fd": true, "fdfind": true,
+	"gzip": true, "gunzip": true, "pigz": true, "zstd": true, "7zz": true, "rar": true,
+	"dar": true, "duplicity": true, "rdiff-backup": true, "unison": true, "mksquashfs": true,
+	"genisoimage": true, "mkisofs": true, "xorriso": true, "hashdeep": true, "md5deep": true,
+	"sha256deep": true, "aws": true, "gsutil": true, "azcopy": true, "s3cmd": true,
+	"chattr": true, "setfattr": true, "chcon": true, "restorecon": true,
 	// Link makers.
 	"ln": true, "link": true, "bindfs": true,
 }

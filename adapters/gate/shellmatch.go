@@ -246,6 +246,16 @@ func (p *Policy) decideShell(c Call) Match {
 	if pt, ok := p.unknownFileRule(c, sc); ok {
 		return Match{Action: ActionReview, Pattern: pt.Source, Path: p.Path}
 	}
+	// A deny or review rule's command written anywhere in the line's
+	// words (an interpreter's code, a wrapper the gate does not know)
+	// may run: reviewed at least, never allowed.
+	for _, ps := range [][]Pattern{p.deny, p.review} {
+		for _, pt := range ps {
+			if ok, _ := path.Match(pt.Tool, c.Tool); ok && pt.HasArg && mentionsSpec(pt.Spec, sc) {
+				return Match{Action: ActionReview, Pattern: pt.Source, Path: p.Path}
+			}
+		}
+	}
 	if pat, ok := p.shellAllows(c, sc); ok {
 		return Match{Action: ActionAllow, Pattern: pat, Path: p.Path}
 	}
@@ -293,6 +303,99 @@ func (p *Policy) unknownFileRule(c Call, sc *shell.Script) (Pattern, bool) {
 func fdPath(v string) bool {
 	n, ok := strings.CutPrefix(v, "/dev/fd/")
 	return ok && n != "" && strings.Trim(n, "0123456789") == ""
+}
+
+// codeSeparators are the bytes that end a word in code given to a
+// program (an interpreter's string, a here-document, make --eval):
+// blanks, quotes, brackets, the separators of commands and lists, and
+// the marks before a command in an editor or a makefile (:!cmd, x:=).
+const codeSeparators = " \t\n\r\v\f\"'`()[]{};,|&<>\\!:=$"
+
+// dataPrograms never run their arguments or their standard input as
+// code: a deny rule's words among theirs are text (echo 'rm -rf /').
+var dataPrograms = map[string]bool{
+	"echo": true, "printf": true, ":": true, "true": true, "false": true, "test": true, "[": true,
+	"ls": true, "cat": true, "head": true, "tail": true, "wc": true, "sort": true, "uniq": true,
+	"cut": true, "tr": true, "grep": true, "egrep": true, "fgrep": true, "rg": true, "diff": true,
+	"cmp": true, "comm": true, "file": true, "stat": true, "touch": true, "mkdir": true,
+	"rmdir": true, "rm": true, "cp": true, "mv": true, "ln": true, "chmod": true, "chown": true,
+	"basename": true, "dirname": true, "realpath": true, "readlink": true, "pwd": true, "cd": true,
+	"export": true, "declare": true, "local": true, "readonly": true, "typeset": true, "unset": true,
+	"read": true, "printenv": true, "date": true, "sleep": true, "tee": true, "less": true,
+	"more": true, "jq": true, "base64": true, "sha256sum": true, "md5sum": true, "od": true,
+	"xxd": true, "hexdump": true, "du": true, "df": true, "which": true, "type": true, "git": true,
+	"mktemp": true, "nl": true, "paste": true, "join": true, "fold": true, "column": true,
+}
+
+// codeTokens returns the words written in ws, each split at
+// codeSeparators: the words a program given one of them as code may
+// run.
+func codeTokens(ws []shell.Word) []string {
+	var out []string
+	for _, m := range ws {
+		s := m.Value
+		if !m.Static {
+			s = strings.NewReplacer(shell.Wild, " ", shell.WildPart, " ").Replace(m.Reading)
+		}
+		out = append(out, strings.FieldsFunc(s, func(r rune) bool {
+			return strings.ContainsRune(codeSeparators, r)
+		})...)
+	}
+	return out
+}
+
+// mentionsSpec reports whether Bash spec's command words (before a
+// ":*") are written one after another, the program by its base name
+// too, among the words (codeTokens) of sc's commands, their arguments
+// and the here-documents and here-strings fed to them, when some
+// command of sc is a program the gate does not read through (no
+// wrapper it unwraps, no program of dataPrograms): that program may
+// run the command (an interpreter's code, make --eval, a wrapper the
+// gate does not know, code piped or written to a file for it), and the
+// gate cannot tell whether it does.
+func mentionsSpec(spec string, sc *shell.Script) bool {
+	want := strings.Fields(strings.TrimSuffix(spec, ":*"))
+	if len(want) == 0 {
+		return false
+	}
+	read := map[int]bool{}
+	for _, cmd := range sc.Commands {
+		if cmd.Parent >= 0 {
+			read[cmd.Parent] = true
+		}
+	}
+	runsCode := false
+	var toks []string
+	for at, cmd := range sc.Commands {
+		if len(cmd.Args) == 0 {
+			continue
+		}
+		if !read[at] && !(cmd.Args[0].Static && dataPrograms[shell.Base(cmd.Args[0].Value)]) {
+			runsCode = true
+		}
+		toks = append(toks, codeTokens(append(append([]shell.Word(nil), cmd.Args...), cmd.Input...))...)
+		toks = append(toks, "") // no command's words run on into the next's
+	}
+	if !runsCode {
+		return false
+	}
+	eq := func(g, tok string) bool {
+		ok, _ := path.Match(g, tok)
+		return ok || g == tok
+	}
+	for i := 0; i+len(want) <= len(toks); i++ {
+		if !eq(want[0], toks[i]) && !eq(want[0], shell.Base(toks[i])) {
+			continue
+		}
+		n := 1
+		for n < len(want) && eq(want[n], toks[i+n]) {
+			n++
+		}
+		if n == len(want) {
+			return true
+		}
+	}
+	return false
 }
 
 // shellMayMatch reports whether pattern pt may match some part of the
@@ -460,7 +563,8 @@ func netDevice(w shell.Word) bool {
 // runs), redirection targets included, and each target alone, and each
 // word the line holds wherever it stands (shell.Script.Mentions); removes says whether one of its
 // commands may remove or move a tree (treeRemovers, find -delete or
-// -exec, or a program known only when it runs). raw is false when the
+// -exec, git reading a tree (gitTakesTree), or a program known only
+// when it runs). raw is false when the
 // command read cleanly, so its decoded words stand for its text.
 func guardTexts(c Call) (texts []string, removes, raw bool) {
 	sc := c.script()
@@ -480,6 +584,9 @@ func guardTexts(c Call) (texts []string, removes, raw bool) {
 				continue
 			}
 			words := []string{path.Base(prog.Value)}
+			if words[0] == "git" && gitTakesTree(cmd.Args[1:]) {
+				removes = true
+			}
 			if words[0] == "find" {
 				for _, w := range cmd.Args[1:] {
 					words = append(words, w.Value)
@@ -512,6 +619,11 @@ const maxResolved = 256
 // self or thread-self, or unknown).
 var procLink = regexp.MustCompile(`^/proc/[^/]+/(cwd|root)(/|$)`)
 
+// magicLinkPath matches a path through a link the kernel resolves to
+// whatever a process holds open or stands in: /proc/…/cwd, root, fd,
+// map_files, exe (of any process or thread), /dev/fd.
+var magicLinkPath = regexp.MustCompile(`^(/proc/.*/(cwd|root|fd|map_files|exe)|/dev/fd)(/|$)`)
+
 // aliasPaths returns the other names of the paths a shell call's words
 // may name, for the path guards: /proc/self/cwd/X is X from the working
 // directory and /proc/self/root/X is /X; and a path that exists through
@@ -523,6 +635,11 @@ func aliasPaths(sc *shell.Script, dir string) []string {
 	n := 0
 	see := func(w shell.Word) {
 		g := w.Glob
+		if magicLinkPath.MatchString(g) {
+			// Any directory, the root among them: reviewed with a
+			// program that takes a tree along.
+			out = append(out, "/")
+		}
 		if m := procLink.FindStringSubmatch(g); m != nil {
 			rest := strings.TrimPrefix(g[len(m[0]):], "/")
 			if m[1] == "root" {

@@ -103,6 +103,10 @@ type Command struct {
 	// file, a script file, commands on standard input): a command with
 	// Opaque is never allowed by a pattern.
 	Opaque string
+	// Input are the here-documents and here-strings fed to the
+	// command's standard input, decoded as bash passes them: code, when
+	// the program is an interpreter (tclsh <<< "exec …").
+	Input []Word
 }
 
 // Program returns the reading of the command's program (Args[0]), ""
@@ -510,9 +514,15 @@ func (r *reader) redirect(rd *syntax.Redirect, at, depth int) {
 	}
 	if rd.Op == syntax.WordHdoc && rd.Word != nil {
 		r.word1(rd.Word, depth) // its substitutions run
+		if at >= 0 {
+			r.s.Commands[at].Input = append(r.s.Commands[at].Input, decode(rd.Word, true))
+		}
 	}
 	if rd.Hdoc != nil {
 		r.word1(rd.Hdoc, depth) // an unquoted here-document's substitutions run
+		if at >= 0 {
+			r.s.Commands[at].Input = append(r.s.Commands[at].Input, decodeDoc(rd.Hdoc, quotedDelim(rd.Word)))
+		}
 	}
 }
 

@@ -42,10 +42,52 @@ var optArgs = map[string]string{
 	"nohup":    "",
 	"command":  "",
 	"builtin":  "",
-	"flock":    "wEx",
+	"flock":    "wE",
 	"chrt":     "",
 	"busybox":  "",
 	"unbuffer": "",
+	// util-linux 2.38 unshare, nsenter, setpriv, runuser; strace 6.x,
+	// ltrace 0.7, fakeroot 1.3x, systemd 25x systemd-run and
+	// systemd-inhibit, PRoot 5, valgrind 3.2x, firejail 0.9, glibc
+	// catchsegv, util-linux prlimit, numactl 2, torsocks 2,
+	// proxychains-ng 4, xvfb-run, libfaketime, eatmydata, cgroup-tools
+	// cgexec, polkit pkexec, OpenSSH ssh-agent, dbus.
+	"runuser":          "ugGscw",
+	"unshare":          "RwSG",
+	"nsenter":          "tSG",
+	"setpriv":          "",
+	"strace":           "eopsuabEIOPSXU",
+	"ltrace":           "aAeFlnopsuwxD",
+	"fakeroot":         "lfsib",
+	"systemd-run":      "pEMHu",
+	"systemd-inhibit":  "",
+	"proot":            "rbmwqk",
+	"valgrind":         "",
+	"firejail":         "",
+	"catchsegv":        "",
+	"prlimit":          "p",
+	"numactl":          "CNmip",
+	"torsocks":         "uapP",
+	"proxychains":      "f",
+	"proxychains4":     "f",
+	"xvfb-run":         "nsfwep",
+	"eatmydata":        "",
+	"cgexec":           "g",
+	"pkexec":           "",
+	"ssh-agent":        "aEPt",
+	"dbus-run-session": "",
+	"dbus-launch":      "",
+	"nocache":          "",
+	"setarch":          "",
+	"linux32":          "",
+	"linux64":          "",
+}
+
+// positionalFirst are the wrappers that take one word before the
+// command: flock FILE, taskset MASK, chrt PRIORITY, faketime TIMESTAMP,
+// setarch ARCH.
+var positionalFirst = map[string]bool{
+	"flock": true, "taskset": true, "chrt": true, "faketime": true, "setarch": true,
 }
 
 var longArgs = map[string]bool{
@@ -57,6 +99,22 @@ var longArgs = map[string]bool{
 	"--max-args": true, "--max-procs": true, "--max-chars": true, "--interval": true,
 	"--format": true, "--output-file": true, "--timeout": true, "--conflict-exit-code": true,
 	"--command": true, "--shell": true, "--login-shell": false,
+	"--root": true, "--wd": true, "--setuid": true, "--setgid": true, "--map-user": true,
+	"--map-group": true, "--map-users": true, "--map-groups": true, "--propagation": true,
+	"--setgroups": true, "--target": true, "--reuid": true, "--regid": true, "--ruid": true,
+	"--euid": true, "--rgid": true, "--egid": true, "--groups": true, "--inh-caps": true,
+	"--ambient-caps": true, "--bounding-set": true, "--securebits": true, "--pdeathsig": true,
+	"--selinux-label": true, "--apparmor-profile": true, "--landlock-access": true,
+	"--landlock-rule": true, "--unit": true, "--property": true, "--description": true,
+	"--slice": true, "--setenv": true, "--uid": true, "--gid": true, "--nice": true,
+	"--working-directory": true, "--machine": true, "--service-type": true,
+	"--on-calendar": true, "--on-active": true, "--on-boot": true, "--on-startup": true,
+	"--on-unit-active": true, "--on-unit-inactive": true, "--timer-property": true,
+	"--path-property": true, "--socket-property": true, "--what": true, "--who": true,
+	"--why": true, "--mode": true, "--lib": true, "--faked": true, "--trace": true,
+	"--bind": true, "--cwd": true, "--qemu": true, "--kernel-release": true, "--pid": true,
+	"--physcpubind": true, "--cpunodebind": true, "--membind": true, "--interleave": true,
+	"--preferred": true, "--supp-group": true, "--whitelist-environment": true,
 }
 
 // shells run a command string with -c, a script file, or their
@@ -257,7 +315,9 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 		r.ssh(at, rest, depth)
 	case name == "su" || name == "runuser" || name == "script" || name == "flock" || name == "sg":
 		for i, w := range rest {
-			if w.Value == "-c" || w.Value == "--command" {
+			short := w.Static && len(w.Value) > 2 && w.Value[0] == '-' && w.Value[1] != '-' && strings.HasSuffix(w.Value, "c") && !strings.ContainsAny(w.Value, "=/")
+			if w.Value == "-c" || w.Value == "--command" || short && name != "flock" {
+				// -c, or a cluster ending in c (-lc, -qc): the next word.
 				if i+1 < len(rest) {
 					r.text(at, name+" -c", src(rest[i+1]), rest[i+1].Static, depth)
 				}
@@ -268,8 +328,26 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 				return
 			}
 		}
-		if name == "flock" {
-			r.simpleWrapper(at, name, rest, depth)
+		switch name {
+		case "flock":
+			r.positional(at, name, rest, depth)
+		case "runuser":
+			// runuser -u USER [--] COMMAND [ARGS]: the command as words.
+			for _, w := range rest {
+				if w.Value == "-u" || w.Value == "--user" || strings.HasPrefix(w.Value, "--user=") {
+					r.simpleWrapper(at, name, rest, depth)
+					break
+				}
+			}
+		case "sg":
+			// sg GROUP COMMAND: the words joined, run by /bin/sh -c.
+			ws := rest
+			if len(ws) > 0 && ws[0].Value == "-" {
+				ws = ws[1:]
+			}
+			if len(ws) > 1 {
+				r.evalWords(at, ws[1:], "sg", depth)
+			}
 		}
 	case name == "env":
 		r.env(at, rest, depth)
@@ -277,12 +355,18 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 		if len(rest) > 1 {
 			r.sub(at, "chroot", skipOpts(rest[1:], ""), false, depth)
 		}
-	case name == "taskset" || name == "chrt":
-		// taskset [opts] MASK CMD / chrt [opts] PRIO CMD.
-		ws := skipOpts(rest, "")
-		if len(ws) > 1 {
-			r.sub(at, name, ws[1:], false, depth)
+	case positionalFirst[name]:
+		r.positional(at, name, rest, depth)
+	case name == "capsh":
+		// capsh [opts] -- ARGS: bash runs with ARGS (-c STRING…).
+		for i, w := range rest {
+			if w.Static && w.Value == "--" {
+				r.shell(at, "bash", rest[i+1:], st, depth)
+				break
+			}
 		}
+	case name == "bwrap":
+		r.bwrap(at, rest, depth)
 	case name == "timeout":
 		ws := skipOpts(rest, optArgs[name])
 		if len(ws) > 1 {
@@ -323,17 +407,65 @@ func optArgsHas(name string) bool { _, ok := optArgs[name]; return ok }
 
 // simpleWrapper reads "name [options] command args…".
 func (r *reader) simpleWrapper(at int, name string, rest []Word, depth int) {
-	ws := skipOpts(rest, optArgs[name])
+	ws := skipOptsOf(rest, optArgs[name], longFlags[name])
 	if len(ws) > 0 {
 		r.sub(at, name, ws, false, depth)
 	}
+}
+
+// positional reads "name [options] WORD command args…" (flock FILE,
+// taskset MASK, chrt PRIORITY).
+func (r *reader) positional(at int, name string, rest []Word, depth int) {
+	ws := skipOpts(rest, optArgs[name])
+	if len(ws) > 1 {
+		r.sub(at, name, skipOpts(ws[1:], optArgs[name]), false, depth)
+	}
+}
+
+// bwrapArgs are the number of words each bubblewrap 0.x option takes.
+var bwrapArgs = map[string]int{
+	"--bind": 2, "--bind-try": 2, "--ro-bind": 2, "--ro-bind-try": 2, "--dev-bind": 2,
+	"--dev-bind-try": 2, "--symlink": 2, "--setenv": 2, "--chmod": 2, "--file": 2,
+	"--bind-data": 2, "--ro-bind-data": 2, "--bind-fd": 2, "--ro-bind-fd": 2,
+	"--dev": 1, "--proc": 1, "--tmpfs": 1, "--dir": 1, "--mqueue": 1, "--chdir": 1,
+	"--uid": 1, "--gid": 1, "--hostname": 1, "--remount-ro": 1, "--seccomp": 1,
+	"--add-seccomp-fd": 1, "--info-fd": 1, "--json-status-fd": 1, "--sync-fd": 1,
+	"--block-fd": 1, "--userns-block-fd": 1, "--lock-file": 1, "--exec-label": 1,
+	"--file-label": 1, "--args": 1, "--unsetenv": 1, "--cap-add": 1, "--cap-drop": 1,
+	"--userns": 1, "--userns2": 1, "--pidns": 1, "--overlay-src": 1, "--tmp-overlay": 1,
+	"--ro-overlay": 1, "--size": 1, "--argv0": 1, "--perms": 1,
+	"--overlay": 3,
+}
+
+// bwrap reads "bwrap [options] command args…", each option with the
+// words it takes.
+func (r *reader) bwrap(at int, rest []Word, depth int) {
+	for len(rest) > 0 && rest[0].Static && strings.HasPrefix(rest[0].Value, "-") {
+		v := rest[0].Value
+		rest = rest[1:]
+		if v == "--" {
+			break
+		}
+		rest = rest[min(bwrapArgs[v], len(rest)):]
+	}
+	r.sub(at, "bwrap", rest, false, depth)
 }
 
 // skipOpts returns ws after the leading options: "-x", "-xVALUE",
 // "--long", "--long=value", "-o VALUE" for o in withArg, a "--long
 // VALUE" in longArgs, and a "--" ending them. An unknown word (not
 // static) ends them too.
-func skipOpts(ws []Word, withArg string) []Word {
+func skipOpts(ws []Word, withArg string) []Word { return skipOptsOf(ws, withArg, nil) }
+
+// longFlags are, per wrapper, the long options of longArgs it takes
+// with no argument (systemd-run --user).
+var longFlags = map[string]map[string]bool{
+	"systemd-run": {"--user": true},
+}
+
+// skipOptsOf is skipOpts with the long options in flags taking no
+// argument.
+func skipOptsOf(ws []Word, withArg string, flags map[string]bool) []Word {
 	for len(ws) > 0 {
 		v := ws[0].Value
 		if !ws[0].Static || !strings.HasPrefix(v, "-") || v == "-" {
@@ -344,7 +476,7 @@ func skipOpts(ws []Word, withArg string) []Word {
 			return ws
 		}
 		if strings.HasPrefix(v, "--") {
-			if !strings.Contains(v, "=") && longArgs[v] && len(ws) > 0 {
+			if !strings.Contains(v, "=") && longArgs[v] && !flags[v] && len(ws) > 0 {
 				ws = ws[1:]
 			}
 			continue
