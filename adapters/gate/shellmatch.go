@@ -278,19 +278,9 @@ func (p *Policy) unknownFileRule(c Call, sc *shell.Script) (Pattern, bool) {
 			if !pt.HasArg {
 				continue
 			}
-			for _, set := range []struct {
-				tools []string
-				rs    []shell.Redirection
-			}{{[]string{"Write", "Edit"}, sc.Writes}, {[]string{"Read"}, sc.Reads}} {
-				for _, tool := range set.tools {
-					if ok, _ := path.Match(pt.Tool, tool); !ok {
-						continue
-					}
-					for _, rd := range set.rs {
-						if unknownTarget(rd.Target, c.Dir) {
-							return pt, true
-						}
-					}
+			for _, rd := range pt.fileRedirections(sc) {
+				if unknownTarget(rd.Target, c.Dir) {
+					return pt, true
 				}
 			}
 		}
@@ -415,30 +405,38 @@ func (pt Pattern) shellMayMatch(c Call, sc *shell.Script) bool {
 	if !pt.HasArg {
 		return false
 	}
+	for _, rd := range pt.fileRedirections(sc) {
+		if !rd.Target.Static {
+			continue
+		}
+		// As written, as the kernel resolves it now, and with a leading
+		// "~" the home directory.
+		if pathMatchesResolved(pt.Spec, rd.Target.Value, c.Dir) {
+			return true
+		}
+		if h := homeReading(rd.Target.Value); h != "" && pathMatchesResolved(pt.Spec, h, c.Dir) {
+			return true
+		}
+	}
+	return false
+}
+
+// fileRedirections returns the redirections of sc whose kind pattern pt's
+// tool names: the files written (Write, Edit), then those read (Read).
+func (pt Pattern) fileRedirections(sc *shell.Script) []shell.Redirection {
+	var rs []shell.Redirection
 	for _, set := range []struct {
 		tools []string
 		rs    []shell.Redirection
 	}{{[]string{"Write", "Edit"}, sc.Writes}, {[]string{"Read"}, sc.Reads}} {
 		for _, tool := range set.tools {
-			if ok, _ := path.Match(pt.Tool, tool); !ok {
-				continue
-			}
-			for _, rd := range set.rs {
-				if !rd.Target.Static {
-					continue
-				}
-				// As written, as the kernel resolves it now, and with a
-				// leading "~" the home directory.
-				if pathMatchesResolved(pt.Spec, rd.Target.Value, c.Dir) {
-					return true
-				}
-				if h := homeReading(rd.Target.Value); h != "" && pathMatchesResolved(pt.Spec, h, c.Dir) {
-					return true
-				}
+			if ok, _ := path.Match(pt.Tool, tool); ok {
+				rs = append(rs, set.rs...)
+				break
 			}
 		}
 	}
-	return false
+	return rs
 }
 
 // shellAllows reports whether p's allow rules allow every part of shell

@@ -102,15 +102,7 @@ func TestSystemMode(t *testing.T) {
 	}
 	agent := lookupSystemUser(t, "lbtest")
 	other := lookupSystemUser(t, "lbother")
-	bin := soakBuild(t)
-	hookBin := hookBuild(t, bin)
-	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	data := filepath.Join(t.TempDir(), "data")
-	if err := os.Mkdir(data, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	bin, hookBin, data := systemBins(t)
 	if err := os.WriteFile(filepath.Join(data, "policy.toml"), []byte("review = [\"Bash(git push:*)\"]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -451,6 +443,23 @@ func TestSocket_HooksInstallNamesTheSocket(t *testing.T) {
 	}
 }
 
+// systemBins builds logbook and logbook-hook into a folder every user may
+// run them from, and makes serve's data dir (0700, root's): what the
+// system mode tests start from.
+func systemBins(t *testing.T) (bin, hookBin, data string) {
+	t.Helper()
+	bin = soakBuild(t)
+	hookBin = hookBuild(t, bin)
+	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data = filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return bin, hookBin, data
+}
+
 // startSystemServe starts `bin serve` on data with --workers 0 and a
 // system socket in a directory of its own, plus args, and waits until it
 // answers on the socket. It returns the socket, what stops serve (SIGTERM)
@@ -509,15 +518,7 @@ func TestSystemMode_ReadsOwnSessions(t *testing.T) {
 	}
 	a := lookupSystemUser(t, "lbtest")
 	b := lookupSystemUser(t, "lbother")
-	bin := soakBuild(t)
-	hookBin := hookBuild(t, bin)
-	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	data := filepath.Join(t.TempDir(), "data")
-	if err := os.Mkdir(data, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	bin, hookBin, data := systemBins(t)
 	sock, _, _ := startSystemServe(t, bin, data, "--socket-allow", a.name+","+b.name)
 	for _, u := range []struct {
 		who systemUser
