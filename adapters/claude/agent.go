@@ -42,6 +42,7 @@ imports of the file go on there.`,
 		Workers: "transcripts read and parsed at once (up to 4 times as many are under way, waiting for the log)",
 		File:    "transcript",
 		Roots:   []string{".claude/projects"},
+		DirEnv:  "CLAUDE_CONFIG_DIR",
 		Import:  ingest.NewImport(ImportFormat(), openImport),
 		Open: func(env ingest.Env) (ingest.Follower, error) {
 			return NewIngester(IngestConfig{Log: env.Log, Reg: env.Reg, Parser: parserOf(env.Redaction), Host: env.Host, Private: env.Private})
@@ -104,5 +105,5 @@ func openImport(ctx context.Context, env ingest.ImportEnv) (ingest.Runner[Transc
 // Follow follows the Claude Code transcripts under cfg.Roots: Watch with
 // Claude Code's Accept and Import.
 func (in *Ingester) Follow(ctx context.Context, cfg ingest.FollowConfig) error {
-	return in.Watch(ctx, WatchConfig{Roots: cfg.Roots, Rescan: cfg.Rescan, Report: cfg.Report, Imported: cfg.Imported})
+	return in.Watch(ctx, WatchConfig{Roots: cfg.Roots, Await: cfg.Await, Rescan: cfg.Rescan, Report: cfg.Report, Imported: cfg.Imported})
 }

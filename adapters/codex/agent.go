@@ -32,6 +32,7 @@ as a new session linked to the old one.`,
 		Workers: "rollouts imported at once",
 		File:    "rollout",
 		Roots:   []string{".codex/sessions"},
+		DirEnv:  "CODEX_HOME",
 		Owns:    IsSessionsDir,
 		Import:  ingest.NewImport(ImportFormat(), openImport),
 		Open: func(env ingest.Env) (ingest.Follower, error) {

@@ -373,6 +373,7 @@ func IsSessionsDir(dir string) bool {
 // ingest.WatchConfig.
 type WatchConfig struct {
 	Roots    []string
+	Await    []string
 	Rescan   time.Duration
 	Report   func(msg string)
 	Imported func(ingest.FileResult)
@@ -385,7 +386,7 @@ type WatchConfig struct {
 // Logbook is reported and followed no more. Errors are ingest.Ingester.Watch's.
 func (in *Ingester) Watch(ctx context.Context, cfg WatchConfig) error {
 	return in.base.Watch(ctx, ingest.WatchConfig{
-		Roots: cfg.Roots, Rescan: cfg.Rescan, Report: cfg.Report, Imported: cfg.Imported,
+		Roots: cfg.Roots, Await: cfg.Await, Rescan: cfg.Rescan, Report: cfg.Report, Imported: cfg.Imported,
 		Accept: LooksLikeRollout,
 		Import: func(ctx context.Context, path, _ string) ([]ingest.FileResult, error) {
 			r, err := in.ImportFile(ctx, path, nil)

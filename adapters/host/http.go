@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,6 +24,11 @@ import (
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/replay"
 )
+
+// DefaultHTTPAddr is where serve's HTTP surface (the board, the API and
+// /metrics) listens when serve --http and $LOGBOOK_HTTP name no other
+// address: a loopback port, so only this machine's users reach it.
+const DefaultHTTPAddr = "127.0.0.1:7070"
 
 // HTTPConfig is what the HTTP surface of serve (the API, the live board
 // and /metrics) is made of. Every field but Cert, Key, Reviews, Output
@@ -121,6 +127,9 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 		return nil, err
 	}
 	l, err := net.Listen("tcp", cfg.Addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("--http %s: the port is taken (another logbook serve, or another program, listens there): give serve --http with another address, or --http off", cfg.Addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--http %s: %w", cfg.Addr, err)
 	}

@@ -36,6 +36,10 @@ type Agent struct {
 	// the environment variable that replaces them (DefaultRoots).
 	Roots    []string
 	RootsEnv string
+	// DirEnv, if not "", names the environment variable that moves the
+	// agent's own folder, the first element of each of Roots, elsewhere
+	// (CLAUDE_CONFIG_DIR for ".claude", CODEX_HOME for ".codex").
+	DirEnv string
 	// PathOptional lets the import verb run with no PATH, importing
 	// DefaultRoots; otherwise it takes at least one PATH.
 	PathOptional bool
@@ -53,9 +57,11 @@ type Agent struct {
 
 // DefaultRoots returns where a's files are when no folder is named:
 // the value of a.RootsEnv when it is set and not empty (folders
-// separated by ':', empty ones dropped), else a.Roots under home. It
-// returns nil when a has neither, or home is "" and the variable unset.
-// getenv is os.Getenv in the binary.
+// separated by ':', empty ones dropped), else a.Roots under the value of
+// a.DirEnv when that is set and not empty (each root's first element
+// replaced by it), else a.Roots under home. It returns nil when a has
+// no roots, or home is "" and the variables unset. getenv is os.Getenv
+// in the binary.
 func (a Agent) DefaultRoots(getenv func(string) string, home string) []string {
 	if a.RootsEnv != "" {
 		if v := getenv(a.RootsEnv); v != "" {
@@ -64,6 +70,16 @@ func (a Agent) DefaultRoots(getenv func(string) string, home string) []string {
 				if d != "" {
 					out = append(out, d)
 				}
+			}
+			return out
+		}
+	}
+	if a.DirEnv != "" {
+		if v := getenv(a.DirEnv); v != "" {
+			var out []string
+			for _, r := range a.Roots {
+				_, rest, _ := strings.Cut(filepath.ToSlash(r), "/")
+				out = append(out, filepath.Join(v, rest))
 			}
 			return out
 		}
@@ -143,6 +159,7 @@ type Follower interface {
 // mean in WatchConfig.
 type FollowConfig struct {
 	Roots    []string
+	Await    []string
 	Rescan   time.Duration
 	Report   func(msg string)
 	Imported func(FileResult)

@@ -89,6 +89,16 @@ func TestToyDescriptor(t *testing.T) {
 	if got := toyAgent.DefaultRoots(func(k string) string { return env[k] }, home); !slices.Equal(got, []string{"/a", "/b"}) {
 		t.Errorf("default roots with TOY_ROOTS %q, want /a and /b", got)
 	}
+	moved := toyAgent
+	moved.Roots, moved.RootsEnv, moved.DirEnv = []string{".toy/sessions"}, "", "TOY_HOME"
+	env["TOY_HOME"] = "/srv/toy"
+	if got := moved.DefaultRoots(func(k string) string { return env[k] }, home); !slices.Equal(got, []string{"/srv/toy/sessions"}) {
+		t.Errorf("default roots with TOY_HOME %q, want /srv/toy/sessions", got)
+	}
+	env["TOY_HOME"] = ""
+	if got := moved.DefaultRoots(func(k string) string { return env[k] }, home); !slices.Equal(got, []string{filepath.Join(home, ".toy/sessions")}) {
+		t.Errorf("default roots with TOY_HOME empty %q, want under home", got)
+	}
 
 	path := filepath.Join(root, "s2.toy.jsonl")
 	first := `{"at":"2026-05-01T10:00:01Z","who":"user","said":"hello"}` + "\n"

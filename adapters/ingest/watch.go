@@ -21,6 +21,12 @@ type WatchConfig struct {
 	// each walked recursively: transcripts in new project directories and
 	// new subagents/ directories are followed too.
 	Roots []string
+	// Await are directories to follow once they exist, such as an
+	// agent's default folder before the agent first ran: each is looked
+	// for at every rescan and followed like a root from the rescan that
+	// finds it a directory (Report hears of it). One that is there at
+	// the start is a root from the start.
+	Await []string
 	// Rescan is how often every root is walked again, so that a change
 	// the file system did not notify (an overflowed event queue, a file
 	// system without inotify support) is only delayed. 0 means 2 s.
@@ -72,6 +78,7 @@ type watcher struct {
 	cfg   WatchConfig
 	fsw   *fsnotify.Watcher
 	roots map[string]string // resolved root → the root as the caller named it
+	await []string          // WatchConfig.Await not yet found
 	files map[string]*watched
 	dirty map[string]bool
 	// started is set after the first walk of the roots is imported:
@@ -92,7 +99,7 @@ type watcher struct {
 // error only when it cannot start: a root that is missing or not a
 // directory, or no inotify instance.
 func (in *Ingester) Watch(ctx context.Context, cfg WatchConfig) error {
-	if len(cfg.Roots) == 0 {
+	if len(cfg.Roots)+len(cfg.Await) == 0 {
 		return errors.New("watch transcripts: no directory")
 	}
 	if cfg.Accept == nil || cfg.Import == nil {
@@ -119,6 +126,7 @@ func (in *Ingester) Watch(ctx context.Context, cfg WatchConfig) error {
 		}
 		w.roots[filepath.Clean(real)] = filepath.Clean(r)
 	}
+	w.await = append(w.await, cfg.Await...)
 	fsw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch transcripts: %w", err)
@@ -128,6 +136,7 @@ func (in *Ingester) Watch(ctx context.Context, cfg WatchConfig) error {
 	for real := range w.roots {
 		w.addTree(real)
 	}
+	w.found(false)
 	w.rescan()
 	w.process(ctx)
 	w.started = true
@@ -228,9 +237,37 @@ func (w *watcher) handle(ev fsnotify.Event) {
 	}
 }
 
-// rescan walks every root and marks dirty each transcript whose size or
-// identity changed since it was last imported.
+// found makes roots of the awaited directories that now exist, and
+// walks them; say tells Report of each (not at the start, when serve's
+// first lines name them).
+func (w *watcher) found(say bool) {
+	left := w.await[:0]
+	for _, d := range w.await {
+		st, err := os.Stat(d)
+		if err != nil || !st.IsDir() {
+			left = append(left, d)
+			continue
+		}
+		real, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			left = append(left, d)
+			continue
+		}
+		real = filepath.Clean(real)
+		w.roots[real] = filepath.Clean(d)
+		if say {
+			w.cfg.Report(fmt.Sprintf("%s appeared: following the transcripts under it", d))
+		}
+		w.addTree(real)
+	}
+	w.await = left
+}
+
+// rescan looks for the awaited directories, then walks every root and
+// marks dirty each transcript whose size or identity changed since it
+// was last imported.
 func (w *watcher) rescan() {
+	w.found(true)
 	for real := range w.roots {
 		_ = filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") {

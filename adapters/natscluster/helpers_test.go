@@ -103,7 +103,7 @@ func (e *env) credsFile(role string) string { return filepath.Join(e.creds, role
 // logbook runs the logbook binary with args and returns its output.
 func (e *env) logbook(ctx context.Context, args ...string) (string, string, error) {
 	cmd := exec.CommandContext(ctx, logbookBin, args...)
-	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=")
+	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=", "LOGBOOK_HTTP=off", "CLAUDE_CONFIG_DIR=/dev/null/claude", "CODEX_HOME=/dev/null/codex")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -247,7 +247,7 @@ func (h *host) start() {
 	os.Remove(filepath.Join(h.data, "serve.json"))
 	args := append([]string{"--data", h.data, "--nats-url", h.natsURL(), "--creds", h.e.credsFile(serveRole(h.role, h.args))}, h.args...)
 	cmd := exec.Command(logbookBin, args...)
-	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=")
+	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=", "LOGBOOK_HTTP=off", "CLAUDE_CONFIG_DIR=/dev/null/claude", "CODEX_HOME=/dev/null/codex")
 	lb, _ := hostLogs.LoadOrStore(h, &natslogtest.Buffer{})
 	cmd.Stdout, cmd.Stderr = lb.(*natslogtest.Buffer), lb.(*natslogtest.Buffer)
 	if err := cmd.Start(); err != nil {
@@ -330,7 +330,7 @@ func (h *host) cliIn(stdin []byte, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(h.e.t.Context(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, logbookBin, append([]string{"--data", h.data, "--nats-url", h.natsURL(), "--creds", h.e.credsFile(h.role)}, args...)...)
-	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=")
+	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=", "LOGBOOK_HTTP=off", "CLAUDE_CONFIG_DIR=/dev/null/claude", "CODEX_HOME=/dev/null/codex")
 	var out, errb bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &out, &errb
 	err := cmd.Run()

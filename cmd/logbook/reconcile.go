@@ -103,13 +103,15 @@ type liveFlags struct {
 	abandonAfter   time.Duration
 	reconcileEvery time.Duration
 	watch          []string
+	noWatch        bool
 }
 
 func (f *liveFlags) register(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.abandonAfter, "abandon-after", 30*time.Minute, "mark the open entries of a session with no known agent process stale after this long with nothing observed (0: never)")
 	cmd.Flags().DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Second, "how often the reconciler checks agent processes and idle sessions")
 	boundDuration(cmd.Flags(), "reconcile-every", reconcile.MinInterval, reconcile.MaxInterval, true)
-	cmd.Flags().StringArrayVar(&f.watch, "watch", nil, "follow the transcripts under this directory as they are written: Claude Code's, such as ~/.claude/projects, or Codex CLI's rollouts, such as ~/.codex/sessions (repeatable)")
+	cmd.Flags().StringArrayVar(&f.watch, "watch", nil, "follow the transcripts under this directory as they are written: Claude Code's, such as ~/.claude/projects, or Codex CLI's rollouts, such as ~/.codex/sessions (repeatable; replaces the default folders)")
+	cmd.Flags().BoolVar(&f.noWatch, "no-watch", false, "follow no transcripts (by default serve follows each agent's own folder: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects, and $CODEX_HOME/sessions or ~/.codex/sessions, from when it exists)")
 }
 
 // check reports a flag serve would refuse later: a --watch that is not
@@ -121,6 +123,9 @@ func (f liveFlags) check() error {
 	}
 	if f.reconcileEvery != 0 && (f.reconcileEvery < reconcile.MinInterval || f.reconcileEvery > reconcile.MaxInterval) {
 		return usageErrorf("--reconcile-every %v: want %s", f.reconcileEvery, durRangeText(reconcile.MinInterval, reconcile.MaxInterval, true))
+	}
+	if f.noWatch && len(f.watch) > 0 {
+		return usageErrorf("--no-watch and --watch: give one")
 	}
 	for _, d := range f.watch {
 		st, err := os.Stat(d)
@@ -134,18 +139,43 @@ func (f liveFlags) check() error {
 	return nil
 }
 
-// watcher returns the loop that follows the --watch directories, nil
-// when there are none. It checks them first, so serve refuses a missing
-// one at start.
-func (f liveFlags) watcher(svc *api.Service, stderr io.Writer) (func(context.Context) error, error) {
-	if len(f.watch) == 0 {
-		return nil, nil
-	}
+// watcher returns the loop that follows the --watch directories or, with
+// neither --watch nor --no-watch, each agent's default folders
+// (ingest.Agent.DefaultRoots: followed from when they exist), and the
+// folders as serve's first lines name them; nil when there are none. It
+// checks --watch first, so serve refuses a missing one at start.
+func (f liveFlags) watcher(svc *api.Service, stderr io.Writer) (func(context.Context) error, []string, error) {
 	if err := f.check(); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	var roots []api.WatchRoot
+	var named []string
+	switch {
+	case f.noWatch:
+		return nil, nil, nil
+	case len(f.watch) > 0:
+		for _, d := range f.watch {
+			roots = append(roots, api.WatchRoot{Dir: d})
+		}
+		named = f.watch
+	default:
+		home, _ := os.UserHomeDir()
+		for _, a := range agents() {
+			for _, d := range a.DefaultRoots(os.Getenv, home) {
+				roots = append(roots, api.WatchRoot{Dir: d, Agent: a.Name, Await: true})
+				if st, err := os.Stat(d); err == nil && st.IsDir() {
+					named = append(named, d)
+				} else {
+					named = append(named, d+" (from when it exists)")
+				}
+			}
+		}
+		if len(roots) == 0 {
+			return nil, nil, nil
+		}
 	}
 	report := func(msg string) { fmt.Fprintf(stderr, "logbook serve: watch: %s\n", msg) }
-	return func(ctx context.Context) error { return svc.WatchRoots(ctx, f.watch, report) }, nil
+	return func(ctx context.Context) error { return svc.WatchRoots(ctx, roots, report) }, named, nil
 }
 
 // reconciler returns serve's reconciler, nil when it is off (in-process

@@ -31,12 +31,33 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	isolate()
 	testscript.Main(removingSoakBin{m}, map[string]func(){
 		"logbook":      func() { main() },
 		"logbook-hook": func() { os.Exit(hookfast.Main(os.Args[1:], os.Stdin, os.Stderr, "")) },
 		"fakeagent":    fakeAgent,
 		"hooksockcall": hookSockCall,
 	})
+}
+
+// isolate keeps the serves the tests start off this machine's own
+// agents and ports: no board on the default port ($LOGBOOK_HTTP off), and
+// no agent folders of the person running the tests followed (each
+// agent's folder variable names a path that cannot exist). It sets them
+// once, in the test binary, and marks the environment so that the
+// processes it starts keep what a test gave them.
+func isolate() {
+	const mark = "LOGBOOK_TEST_ENV"
+	if os.Getenv(mark) != "" {
+		return
+	}
+	os.Setenv(mark, "1")
+	os.Setenv("LOGBOOK_HTTP", "off")
+	for _, a := range agents() {
+		if a.DirEnv != "" {
+			os.Setenv(a.DirEnv, filepath.Join(os.DevNull, a.Verb))
+		}
+	}
 }
 
 // hookSockCall is `hooksockcall DIR`: it sends its standard input to the
@@ -79,6 +100,9 @@ func TestScripts(t *testing.T) {
 		UpdateScripts: os.Getenv("LOGBOOK_UPDATE_SCRIPTS") != "",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("LOGBOOK_DATA", filepath.Join(env.WorkDir, "data"))
+			// HOME is testscript's /no-home: no agent folders to follow.
+			env.Setenv("LOGBOOK_TEST_ENV", "1")
+			env.Setenv("LOGBOOK_HTTP", "off")
 			env.Setenv("FIXTURES", filepath.Join(root, "testdata"))
 			env.Setenv("CORPUS", filepath.Join(root, "..", "shared", "corpus"))
 			return nil

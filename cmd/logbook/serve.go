@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -50,6 +52,9 @@ was down.`,
 			case "text", "json":
 			default:
 				return usageErrorf("--log-format %q: want text or json", logFormat)
+			}
+			if hf.addr == "off" {
+				hf.addr = ""
 			}
 			if err := checkAddrFlags(map[string]string{"http": hf.addr}); err != nil {
 				return err
@@ -105,7 +110,7 @@ was down.`,
 	cmd.Flags().IntVar(&workers, "workers", 2, `sandbox workers to run in this process (0: none; run "logbook worker" elsewhere; with --nats-url always none)`)
 	wf.register(cmd)
 	live.register(cmd)
-	cmd.Flags().StringVar(&hf.addr, "http", "", "host:port for the HTTP API, the live board and /metrics (e.g. 127.0.0.1:7070); on loopback, clients of another user than serve's or root need a token from http-tokens.json in the data dir; an address other than loopback needs --http-cert and --http-key, and every client a token; off when empty")
+	cmd.Flags().StringVar(&hf.addr, "http", cmp.Or(os.Getenv("LOGBOOK_HTTP"), host.DefaultHTTPAddr), "host:port for the HTTP API, the live board and /metrics, or off (default $LOGBOOK_HTTP, else "+host.DefaultHTTPAddr+"); on loopback, clients of another user than serve's or root need a token from http-tokens.json in the data dir; an address other than loopback needs --http-cert and --http-key, and every client a token")
 	cmd.Flags().StringVar(&hf.cert, "http-cert", "", "TLS certificate file (PEM) for --http")
 	cmd.Flags().StringVar(&hf.key, "http-key", "", "TLS key file (PEM) for --http")
 	gf.register(cmd)
@@ -252,10 +257,11 @@ func wireServe(dd dataDir, g *globals, wp workerPool, p host.Parts) (host.Wired,
 		}
 		w.Redactor = parser.Redactor()
 	}
-	if w.Watch, err = wp.live.watcher(svc, g.stderr); err != nil {
-		return w, err
+	if !wp.reader {
+		if w.Watch, w.Watching, err = wp.live.watcher(svc, g.stderr); err != nil {
+			return w, err
+		}
 	}
-	w.Watching = wp.live.watch
 	if rc := wp.live.reconciler(svc, g.stderr); rc != nil {
 		w.Reconcile = rc.Run
 	}

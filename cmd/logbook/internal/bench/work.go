@@ -660,7 +660,7 @@ func (e *benchEnv) startServe(ctx context.Context, data, fsync string, args ...s
 	sctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
 	go func() {
-		s.done <- e.cli.Run(sctx, append([]string{"serve", "--data", s.data, "--listen", "127.0.0.1:0", "--fsync", fsync}, args...),
+		s.done <- e.cli.Run(sctx, append([]string{"serve", "--data", s.data, "--listen", "127.0.0.1:0", "--fsync", fsync, "--http", "off", "--no-watch"}, args...),
 			bytes.NewReader(nil), io.Discard, io.Discard)
 	}()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
