@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,9 +78,11 @@ func (f systemFlags) parse(reader bool) (access, deciders api.Access, err error)
 func auditAnswer(b *backend, svc *api.Service) host.Handler {
 	return host.Audit(func(ctx context.Context, id string) ([]replay.Item, error) {
 		if _, limited := api.OwnOnly(ctx); limited {
-			if err := mayAudit(ctx, b, svc, id); err != nil {
+			own, err := ownSession(ctx, b, svc, id)
+			if err != nil {
 				return nil, err
 			}
+			id = own
 		}
 		items, err := auditItems(ctx, b, id)
 		if _, ok := errors.AsType[*notFoundError](err); ok {
@@ -89,28 +92,42 @@ func auditAnswer(b *backend, svc *api.Service) host.Handler {
 	})
 }
 
-// mayAudit refuses, as unknown, the audit of id by a peer limited to its
-// own sessions unless id names a session it owns.
-func mayAudit(ctx context.Context, b *backend, svc *api.Service, id string) error {
+// ownSession returns the session id (or unique prefix) names among the
+// sessions a peer limited to its own (api.OwnOnly) may read, as svc's
+// projection, caught up, says: any other session, a workspace too, reads
+// as unknown, and a prefix is matched against the peer's sessions alone,
+// so that neither a refusal nor an ambiguity tells of another user's.
+func ownSession(ctx context.Context, b *backend, svc *api.Service, id string) (string, error) {
 	unknown := fmt.Errorf("%w: %q not found: no session of yours has that id", events.ErrNotFound, id)
-	sid, err := resolveID(ctx, b, events.KindSession, id)
-	if _, ok := errors.AsType[*notFoundError](err); ok {
-		return unknown
+	if id == "" {
+		return "", usageErrorf("want a session id (or a prefix of one)")
 	}
+	ids, err := lookupIDs(ctx, b, events.KindSession, id)
 	if err != nil {
-		return err
+		return "", fmt.Errorf("look up session %q: %w", id, err)
 	}
 	if err := svc.CaughtUp(ctx); err != nil {
-		return err
+		return "", err
 	}
-	st, err := svc.Store.Session(sid)
-	if err != nil {
-		return err
+	var own []string
+	for _, sid := range ids {
+		st, err := svc.Store.Session(sid)
+		if err != nil {
+			return "", err
+		}
+		if (st.Exists() || st.Observations > 0) && api.MayRead(ctx, st.Owner) {
+			own = append(own, sid)
+		}
 	}
-	if !st.Exists() && st.Observations == 0 || !api.MayRead(ctx, st.Owner) {
-		return unknown
+	switch {
+	case slices.Contains(own, id):
+		return id, nil
+	case len(own) == 0:
+		return "", unknown
+	case len(own) == 1:
+		return own[0], nil
 	}
-	return nil
+	return "", usageErrorf("%s", term.AmbiguousID(events.KindSession, id, own))
 }
 
 // socketPath returns the system socket a command asks, "" for none:

@@ -542,6 +542,11 @@ func TestSystemMode_ReadsOwnSessions(t *testing.T) {
 	if out, stderr, code := a.run(t, sock, "", bin, "audit", "own-a"); code != 0 || !strings.Contains(out, "sender=lbtest") {
 		t.Errorf("audit own-a as lbtest: exit %d, %s %s", code, out, stderr)
 	}
+	// A prefix of both ids names lbtest's own session alone: the other
+	// user's is neither listed as a candidate nor counted.
+	if out, stderr, code := a.run(t, sock, "", bin, "audit", "own-"); code != 0 || !strings.Contains(out, "sender=lbtest") || strings.Contains(out+stderr, "own-b") {
+		t.Errorf("audit own- as lbtest: exit %d, %s %s; want own-a's audit, never own-b", code, out, stderr)
+	}
 	if out, stderr, code := b.run(t, sock, "", bin, "session", "show", "own-b"); code != 0 || !strings.Contains(out, "own-b") {
 		t.Errorf("session show own-b as lbother: exit %d, %s %s", code, out, stderr)
 	}
