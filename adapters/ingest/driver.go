@@ -401,11 +401,14 @@ func nothingYet(path string, size int64) (string, bool) {
 
 // unreadableFirst returns the error of a file whose first line is longer
 // than MaxLineBytes, naming the file and line 1 as an import names such
-// a line anywhere in a file; nil for any other file. The formats' Looks
-// functions refuse such a file at once (so a sparse file of a terabyte
-// is not read through); this tells it from one of another format.
+// a line anywhere in a file, or of one that cannot be opened (a link
+// that loops or dangles, a file it may not read: an *fs.PathError naming
+// it); nil for any other file. The formats' Looks functions refuse such
+// a file at once (so a sparse file of a terabyte is not read through);
+// this tells it from one of another format.
 func unreadableFirst(path string) error {
-	if _, err := FirstLine(path); errors.Is(err, ErrLineTooLong) {
+	_, err := FirstLine(path)
+	if _, open := errors.AsType[*fs.PathError](err); errors.Is(err, ErrLineTooLong) || open {
 		return err
 	}
 	return nil
