@@ -90,8 +90,11 @@ func Discover(paths ...string) ([]Transcript, error) {
 			case d.Type().IsRegular():
 				files[path] = true
 			case d.Type()&fs.ModeSymlink != 0:
-				if st, err := os.Stat(path); err == nil && !st.IsDir() {
-					files[path] = true // a link to a FIFO or a device too: its read names it
+				// A link to a FIFO or a device too, and one that loops or
+				// dangles: its read names it, rather than it being skipped
+				// unsaid.
+				if st, err := os.Stat(path); err != nil || !st.IsDir() {
+					files[path] = true
 				}
 			case !d.IsDir():
 				// A FIFO, a device or a socket named .jsonl: kept, so

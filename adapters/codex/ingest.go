@@ -282,9 +282,11 @@ func Discover(paths ...string) ([]string, error) {
 				return nil
 			}
 			if d.Type()&fs.ModeSymlink != 0 {
-				if st, err := os.Stat(f); err != nil || st.IsDir() {
+				if st, err := os.Stat(f); err == nil && st.IsDir() {
 					return nil // a link to a directory is not walked: no loop traps the walk
 				}
+				// One that loops or dangles is kept: its read names it,
+				// rather than it being skipped unsaid.
 			}
 			seen[f] = true
 			found = append(found, f)

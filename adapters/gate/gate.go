@@ -50,7 +50,8 @@ type Gate struct {
 	Poll time.Duration
 	// Logf, when set, reports what the gate notices on the way (a
 	// policy file that stopped parsing, and parses again), at most once
-	// per fault.
+	// per fault. A fault's line says "refused" or "denied", which serve's
+	// log (adapters/servelog) reads as a warning; a fix's line is news.
 	Logf func(format string, args ...any)
 	// Redactor redacts everything the gate appends that can carry the
 	// agent's input (the action, the review and entry ids, the tool's
@@ -104,7 +105,7 @@ func (g *Gate) notePolicies(dir string, broken, stale []error) {
 		}
 	}
 	for _, e := range stale {
-		note(e, "the policy read before stays in force")
+		note(e, "this version is refused: the policy read before stays in force")
 	}
 	for _, e := range broken {
 		note(e, "no version of it has parsed: every call is denied until it does")

@@ -294,7 +294,7 @@ func namesPolicy(s string, dds []string) bool {
 		return true
 	}
 	for _, d := range dds {
-		if strings.Contains(s, d) {
+		if namesPath(s, d) {
 			return true
 		}
 	}
@@ -317,6 +317,33 @@ func namesPolicy(s string, dds []string) bool {
 		}
 	}
 	return false
+}
+
+// namesPath reports whether text s holds path d as a whole path: d
+// followed by the end of s or by a character that cannot go on a file
+// name (a separator, a quote, a glob, a variable's "$"), so the data
+// dir's sibling ~/.local/share/logbook-workspaces is not taken for the
+// data dir ~/.local/share/logbook, while ~/.local/share/logbook/x,
+// logbook* and logbook$X are.
+func namesPath(s, d string) bool {
+	for i := 0; ; {
+		j := strings.Index(s[i:], d)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(d)
+		if end == len(s) || !nameByte(s[end]) {
+			return true
+		}
+		i += j + 1
+	}
+}
+
+// nameByte reports whether b goes on in a file name as a plain
+// character: a letter, a digit or one of "-_.+@%", or any byte of a
+// multi-byte character.
+func nameByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b >= 0x80 || strings.IndexByte("-_.+@%", b) >= 0
 }
 
 // compNames reports whether one path component of shell text may name

@@ -33,6 +33,9 @@ func TestGuard_GlobbedDataDirPaths(t *testing.T) {
 	}{
 		{`echo x > ~/.local/share/lo*/redact.txt`, true},
 		{`echo x > ~/.local/share/logb[o]ok/redact.txt`, true},
+		{`echo x > /home/ann/.local/share/logbook$X/redact.txt`, true},
+		{`cat /home/ann/.local/share/logbook`, true},
+		{`cat "/home/ann/.local/share/logbook"/x`, true},
 		{`echo x > ~/.l*/s*/l*/redact.txt`, true},
 		{`echo x > $HOME/.local/share/logbook/redact.txt`, true},
 		{`echo x > ~/.local/share/log?ook/creds.json`, true},
@@ -129,6 +132,17 @@ func TestGuard_GlobbedDataDirPaths(t *testing.T) {
 	in, _ = json.Marshal(map[string]string{"command": "echo x > logbook/x"})
 	if m := Decide(pols, Call{Tool: "Bash", Input: in, Dir: "/home/ann/.local/share"}); m.Action != ActionReview {
 		t.Errorf("a write from the data dir's parent: %+v, want review", m)
+	}
+
+	// A session working in a default workspace, beside the data dir
+	// (~/.local/share/logbook-workspaces), is not taken for one reaching
+	// into it: the guard matches the data dir's name exactly.
+	ws := "/home/ann/.local/share/logbook-workspaces/proj/ws1"
+	for _, cmd := range []string{`echo x > main.go`, `rm -rf build`, `cat ./README.md`, `echo x > /home/ann/.local/share/logbook-workspaces/proj/ws1/x`, `ls ~/.local/share/logbook-workspaces/proj`} {
+		in, _ := json.Marshal(map[string]string{"command": cmd})
+		if m := Decide(pols, Call{Tool: "Bash", Input: in, Dir: ws}); m.Pattern == GuardPattern || m.Risk == review.RiskCritical {
+			t.Errorf("%q in a default workspace: %+v, want it left to the rules", cmd, m)
+		}
 	}
 
 	// $XDG_DATA_HOME is read as the environment has it, as well as its

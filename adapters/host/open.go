@@ -47,9 +47,19 @@ type Client struct {
 	// to check the log (Views).
 	ViewsCache int64
 	AcceptLoss bool
+	// BusyWait is how long a command that reads once (Reads, not
+	// Follows) waits for another command that works on the data dir
+	// directly (an import) to end, saying once on Stderr whom it waits
+	// for, before it gives up with an error naming it (0: it does not
+	// wait). A server's hold is never waited for.
+	BusyWait time.Duration
 	// Stderr is where the command says what it waits for.
 	Stderr io.Writer
 }
+
+// DefaultBusyWait is the Client.BusyWait the command line gives a read:
+// long enough for a small import to end.
+const DefaultBusyWait = 10 * time.Second
 
 // Opened is a log Open reached. Its Close releases what it holds.
 type Opened struct {
@@ -212,6 +222,9 @@ func lockFor(ctx context.Context, c Client) (*os.File, error) {
 			fmt.Fprintf(c.Stderr, "%s: waiting for %s, which only reads the data dir, to give it up\n", c.Cmd, holder)
 		})
 	}
+	if errors.Is(err, datadir.ErrBusy) && c.Reads && !c.Follows && c.BusyWait > 0 && !strings.Contains(err.Error(), "logbook serve") {
+		lock, err = waitWriter(ctx, c, role, err)
+	}
 	if errors.Is(err, datadir.ErrBusy) {
 		if strings.Contains(err.Error(), "logbook serve") {
 			return nil, fmt.Errorf("%w; `logbook serve` holds it but does not answer (%s)", err, c.Dir.Path("serve.json"))
@@ -219,6 +232,33 @@ func lockFor(ctx context.Context, c Client) (*os.File, error) {
 		return nil, fmt.Errorf("%w; another command works on it directly: try again when it ends, or run `logbook serve` so commands can share it", err)
 	}
 	return lock, err
+}
+
+// waitWriter waits up to c.BusyWait for the command whose hold busy
+// (wrapping datadir.ErrBusy) names to end, taking the lock as role once
+// it has; it says once on c.Stderr whom it waits for. It returns the
+// last ErrBusy when the wait runs out or a server takes the lock, and
+// ctx's error when ctx ends first.
+func waitWriter(ctx context.Context, c Client, role string, busy error) (*os.File, error) {
+	fmt.Fprintf(c.Stderr, "%s: %v; waiting up to %s for it to end\n", c.Cmd, busy, c.BusyWait)
+	deadline := time.NewTimer(c.BusyWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(datadir.HandoverPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-deadline.C:
+			return nil, fmt.Errorf("%w (waited %s)", busy, c.BusyWait)
+		case <-tick.C:
+		}
+		lock, err := c.Dir.TryLock(role)
+		if !errors.Is(err, datadir.ErrBusy) || strings.Contains(err.Error(), "logbook serve") {
+			return lock, err
+		}
+		busy = err
+	}
 }
 
 // logDown asks o's server whether its log answers (LogDown), keeping

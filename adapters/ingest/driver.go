@@ -175,6 +175,9 @@ type Summary struct {
 	// stopped because the server went away; both are among Errors.
 	Diverged int `json:"-"`
 	Lost     int `json:"-"`
+	// stopped counts the Files that stopped at an error: not read to
+	// their end.
+	stopped int
 }
 
 // SummaryFile is one file of a Summary: a FileResult with the JSON
@@ -190,11 +193,13 @@ type SummaryFile struct {
 }
 
 // Line returns the summary's last line, files counted as kind
-// ("transcript file"): how many were read, lines appended, lines the log
-// had already, and how many files stopped at an error (only the lines
-// before it are in the log) or could not be read.
+// ("transcript file"): how many were read to their end (a file that
+// stopped at an error is not counted, though the lines before the error
+// are), lines appended, lines the log had already, and how many files
+// stopped at an error (only the lines before it are in the log) or could
+// not be read.
 func (s Summary) Line(kind string) string {
-	l := fmt.Sprintf("imported %s: %s appended, %d already in the log", plural(len(s.Files), kind), plural(s.Appended, "line"), s.Skipped)
+	l := fmt.Sprintf("imported %s: %s appended, %d already in the log", plural(len(s.Files)-s.stopped, kind), plural(s.Appended, "line"), s.Skipped)
 	if n := len(s.Errors); n > 0 {
 		l += fmt.Sprintf("; %d stopped at an error", n)
 	}
@@ -256,6 +261,9 @@ func (p *Plan[U]) Run(ctx context.Context, r Runner[U], progress io.Writer) Summ
 					if what, ok := p.yet[path]; ok && err == nil && len(rs) == 1 && rs[0].Appended == 0 && rs[0].Lines == 0 && len(rs[0].Warnings) == 0 {
 						nothing = append(nothing, fmt.Sprintf("%s: %s, nothing to import yet", cmp.Or(p.given[path], path), what))
 						rs = nil
+					}
+					if err != nil {
+						sum.stopped += len(rs)
 					}
 					for _, r := range rs {
 						sum.Files = append(sum.Files, summaryFile(r))
@@ -393,11 +401,14 @@ func nothingYet(path string, size int64) (string, bool) {
 
 // unreadableFirst returns the error of a file whose first line is longer
 // than MaxLineBytes, naming the file and line 1 as an import names such
-// a line anywhere in a file; nil for any other file. The formats' Looks
-// functions refuse such a file at once (so a sparse file of a terabyte
-// is not read through); this tells it from one of another format.
+// a line anywhere in a file, or of one that cannot be opened (a link
+// that loops or dangles, a file it may not read: an *fs.PathError naming
+// it); nil for any other file. The formats' Looks functions refuse such
+// a file at once (so a sparse file of a terabyte is not read through);
+// this tells it from one of another format.
 func unreadableFirst(path string) error {
-	if _, err := FirstLine(path); errors.Is(err, ErrLineTooLong) {
+	_, err := FirstLine(path)
+	if _, open := errors.AsType[*fs.PathError](err); errors.Is(err, ErrLineTooLong) || open {
 		return err
 	}
 	return nil

@@ -134,4 +134,19 @@ func TestPlan_Run(t *testing.T) {
 	if err := sum.Err("log", ""); err == nil || !strings.Contains(err.Error(), "1 log stopped early: the server went away") {
 		t.Errorf("Err = %v", err)
 	}
+
+	// A file that stops at an error after some lines is not counted as
+	// imported, though its lines before the error are.
+	sum = p.Run(t.Context(), Runner[string]{Workers: 1, Import: func(_ context.Context, path string, line func()) ([]FileResult, error) {
+		switch filepath.Base(path) {
+		case "a.jsonl":
+			return []FileResult{{Path: path, Appended: 1, Lines: 1}}, nil
+		case "d.jsonl":
+			return []FileResult{{Path: path, Appended: 2, Lines: 2}}, stop
+		}
+		return []FileResult{{Path: path}}, nil
+	}}, io.Discard)
+	if got := sum.Line("log file"); got != "imported 1 log file: 3 lines appended, 0 already in the log; 1 stopped at an error" {
+		t.Errorf("Line with a file stopped part way = %q", got)
+	}
 }

@@ -497,7 +497,8 @@ const MaxSinceDays = 36500
 // reader of a since for the command line and the HTTP API alike. Its
 // error names s but no flag or parameter: the caller prefixes the name
 // its user gave it. An empty s, a negative duration, or one reaching
-// further back than MaxSinceDays days or before the year 1 is refused.
+// further back than MaxSinceDays days or before the year 1 is refused,
+// and so is a zero duration (0, 0d, 0s): it reaches no time back.
 func ParseSince(s string, now time.Time, loc *time.Location) (time.Time, error) {
 	const want = "want a duration such as 7d, 12h or 30m, or a day such as 2026-05-23, or an RFC 3339 time such as 2026-12-01T08:00:00Z"
 	if s == "" {
@@ -521,11 +522,17 @@ func ParseSince(s string, now time.Time, loc *time.Location) (time.Time, error) 
 		if err != nil || days > MaxSinceDays {
 			return time.Time{}, fmt.Errorf("%q is too far back: at most %dd (100 years), or a day such as 2026-05-23", s, MaxSinceDays)
 		}
+		if days == 0 {
+			return time.Time{}, fmt.Errorf(zeroSince, s)
+		}
 		return now.AddDate(0, 0, -days), nil
 	}
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
 		if d > MaxSinceDays*24*time.Hour {
 			return time.Time{}, fmt.Errorf("%q is too far back: at most %dd (100 years), or a day such as 2026-05-23", s, MaxSinceDays)
+		}
+		if d == 0 {
+			return time.Time{}, fmt.Errorf(zeroSince, s)
 		}
 		return now.Add(-d), nil
 	}
@@ -535,6 +542,9 @@ func ParseSince(s string, now time.Time, loc *time.Location) (time.Time, error) 
 	}
 	return time.Time{}, fmt.Errorf("%q: %s", s, want)
 }
+
+// zeroSince is the error of a zero duration, formatted with the since.
+const zeroSince = "%q is a zero duration, which reaches no time back: want a positive one such as 7d, 12h or 30m"
 
 // durationShape is the form of a Go duration without a sign.
 var durationShape = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))*$`)

@@ -245,6 +245,12 @@ func TestParseSinceAndZone(t *testing.T) {
 			t.Errorf("%s: err %v", bad, err)
 		}
 	}
+	// A zero duration reaches no time back: refused, not an empty list.
+	for _, zero := range []string{"0", "0d", "0s", "0h0m", "00d"} {
+		if _, err := ParseSince(zero, now, berlin); err == nil || !strings.Contains(err.Error(), "zero") || !strings.Contains(err.Error(), zero) {
+			t.Errorf("%s: err %v; want a zero duration refused", zero, err)
+		}
+	}
 	// A duration past what a time.Duration holds is too far back, not
 	// of the wrong form.
 	for _, far := range []string{"99999999h", "9999999999999999999ns", "876001h"} {

@@ -85,7 +85,7 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	}
 	o, err := host.Open(ctx, host.Client{Dir: dd.dir(), Reach: g.reach(), Cmd: g.cmdName, Reads: g.reads, Follows: g.follows,
 		RequireServer: g.requireServer, StaleOK: g.staleOK, AdminAppends: g.adminAppends, LogWait: g.logWait,
-		ViewsCache: g.viewsCache, AcceptLoss: g.acceptLoss, Stderr: g.stderr})
+		ViewsCache: g.viewsCache, AcceptLoss: g.acceptLoss, BusyWait: host.DefaultBusyWait, Stderr: g.stderr})
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,13 @@ func eventsCmd(g *globals) *cobra.Command {
 				b.Close()
 				return err
 			}
+			if from > last && !follow {
+				b.Close()
+				if last == 0 {
+					return usageErrorf("--from %d: the log is empty (--follow waits for it)", from)
+				}
+				return usageErrorf("--from %d: past the log's last event sequence %d (--follow waits for it)", from, last)
+			}
 			start := from
 			if start == 0 {
 				start = 1
@@ -76,7 +83,7 @@ func eventsCmd(g *globals) *cobra.Command {
 	}
 	tail.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events until interrupted")
 	tail.Flags().Uint64VarP(&n, "lines", "n", 20, "how many of the last events to print")
-	tail.Flags().Uint64Var(&from, "from", 0, "start at this stream sequence instead")
+	tail.Flags().Uint64Var(&from, "from", 0, "start at this stream sequence instead; past the log's last one is a usage error, unless --follow waits for it")
 	cmd.AddCommand(tail)
 	return cmd
 }

@@ -42,11 +42,26 @@ func TestGate_PolicyReload(t *testing.T) {
 	if out := r.bash("p1", "git status"); !strings.Contains(out, `"permissionDecision":"allow"`) || !strings.Contains(out, "Bash(git status)") {
 		t.Errorf("git status under a broken edit: %s, want the allow of the policy read before", out)
 	}
+	// A fault is a warning in serve's log, its fix news.
+	levelOf := func(what string) string {
+		for l := range strings.Lines(r.stderr.String()) {
+			if strings.Contains(l, what) {
+				return l
+			}
+		}
+		return ""
+	}
+	if l := levelOf("stays in force"); !strings.Contains(l, "level=WARN") {
+		t.Errorf("the fault is not logged at WARN: %s", l)
+	}
 	if n := strings.Count(r.stderr.String(), "stays in force"); n != 1 {
 		t.Errorf("serve reported the fault %d times, want once:\n%s", n, r.stderr.String())
 	}
 	write("deny = [\"Bash(ls)\"]\n")
 	waitLog("parses again", 1)
+	if l := levelOf("parses again"); !strings.Contains(l, "level=INFO") {
+		t.Errorf("the fix is not logged at INFO: %s", l)
+	}
 	if out := r.bash("p2", "ls"); !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "rule Bash(ls)") {
 		t.Errorf("ls under the fixed policy: %s, want its deny", out)
 	}
@@ -69,4 +84,7 @@ func TestGate_PolicyReload(t *testing.T) {
 		t.Errorf("a project policy that never parsed: %s, want deny unavailable", out)
 	}
 	waitLog("no version of it has parsed", 1)
+	if l := levelOf("no version of it has parsed"); !strings.Contains(l, "level=WARN") {
+		t.Errorf("a policy that never parsed is not logged at WARN: %s", l)
+	}
 }
