@@ -146,7 +146,7 @@ func isEntry(e json.RawMessage, h Hook) bool {
 	}
 	want := []string{"command", "type"}
 	if h.Timeout != 0 {
-		want = append(want, "timeout")
+		want = []string{"command", "timeout", "type"}
 	}
 	if !slices.Equal(slices.Sorted(maps.Keys(m)), want) {
 		return false
