@@ -160,15 +160,19 @@ func undoSettings(rec SettingsRecord, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		say(w, "took out the %d hook entries setup added", len(rec.Hooks)-len(missing))
+		say(w, "took out %s setup added", entries(len(rec.Hooks)-len(missing)))
 	}
 	if len(missing) > 0 {
-		say(w, "%d hook entries setup added are no longer there as it wrote them (edited or taken out since): left as they are:", len(missing))
+		say(w, "%s setup added no longer there as it wrote them (edited or taken out since): left as they are:", entries(len(missing)))
 		for _, h := range missing {
 			say(w, "  %s: %s", h.Event, h.Command)
 		}
 	}
-	if rec.Backup != "" {
+	switch _, err := os.Stat(rec.Backup); {
+	case rec.Backup == "":
+	case err != nil || digest(cur) == rec.WroteSHA256:
+		say(w, "setup's backup of the file before it, %s, is gone or changed, so %s was not put back whole", rec.Backup, rec.Path)
+	default:
 		say(w, "%s changed since setup wrote it, so it was not put back whole; the file before setup is kept in %s", rec.Path, rec.Backup)
 	}
 	return nil
@@ -194,4 +198,12 @@ func removeBackups(paths []string) {
 			os.Remove(p)
 		}
 	}
+}
+
+// entries counts hook entries: "1 hook entry", "3 hook entries".
+func entries(n int) string {
+	if n == 1 {
+		return "1 hook entry"
+	}
+	return fmt.Sprintf("%d hook entries", n)
 }

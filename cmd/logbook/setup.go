@@ -30,8 +30,11 @@ type setupFlags struct {
 
 // setupBlocking are the doctor checks whose failure makes the rest of
 // setup useless: no data dir to record in or serve from, a hook journal
-// serve will not start on, settings that cannot be edited.
-var setupBlocking = []string{"data dir", "hook journal", "hooks"}
+// serve will not start on. (A user's settings.json that cannot be edited
+// stops the hooks step itself, naming the line and column; the hooks
+// check reads the current project's settings too, which setup leaves
+// alone.)
+var setupBlocking = []string{"data dir", "hook journal"}
 
 func setupCmd(g *globals) *cobra.Command {
 	var f setupFlags
@@ -39,8 +42,8 @@ func setupCmd(g *globals) *cobra.Command {
 		Use:   "setup [--yes] [--gate [--budget D]] [--no-service] | setup --undo",
 		Short: "Check the machine, wire the hooks, run serve as a user service and show the board's URL; --undo takes out what it added",
 		Long: `setup does in one step what a newcomer otherwise reads five sections for:
-it runs doctor's checks (and stops when the data dir, the hook journal or
-the settings file fails one), wires Logbook's hooks into the user's
+it runs doctor's checks (and stops when the data dir or the hook journal
+fails one, or when the settings file cannot be edited), wires Logbook's hooks into the user's
 ~/.claude/settings.json as hooks install does (--gate as hooks install
 --gate), and, where a systemd user manager answers (systemctl --user
 show-environment), writes ~/.config/systemd/user/logbook.service
@@ -123,7 +126,7 @@ func runSetup(cmd *cobra.Command, g *globals, f setupFlags) error {
 	}
 	p, err := setup.NewPlan(opts)
 	if err != nil {
-		return err
+		return fmt.Errorf("setup stopped, nothing written: %w", err)
 	}
 	p.Show(w)
 	if p.Empty() {
