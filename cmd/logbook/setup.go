@@ -146,6 +146,12 @@ func runSetup(cmd *cobra.Command, g *globals, f setupFlags) error {
 			return err
 		}
 	}
+	if f.gate && f.budget > gate.DefaultBudget {
+		// As hooks install --gate says it: serve's own budget bounds
+		// every review.
+		b := settings.BudgetFlag(f.budget)
+		fmt.Fprintf(g.stderr, "note: a review waits at most serve's --review-budget (default %s), whatever the hook's --budget: start serve with --review-budget %s for reviews to wait %s\n", settings.BudgetFlag(gate.DefaultBudget), b, b)
+	}
 	fmt.Fprintln(w, "== board")
 	fmt.Fprintf(w, "%s (served by logbook serve --http %s)\n", setup.BoardURL(setup.BoardAddr), setup.BoardAddr)
 	return nil
