@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -40,12 +41,7 @@ when a check fails, 0 otherwise. It changes nothing.`,
 					return err
 				}
 			} else {
-				for _, c := range checks {
-					fmt.Fprintf(g.stdout, "%-4s  %-12s %s\n", c.Status, c.Name, c.Detail)
-					if c.Fix != "" {
-						fmt.Fprintf(g.stdout, "      %-12s fix: %s\n", "", c.Fix)
-					}
-				}
+				printChecks(g.stdout, checks)
 			}
 			if failed := doctor.Failed(checks); failed > 0 {
 				return fmt.Errorf("%s failed", term.Plural(failed, "check"))
@@ -55,6 +51,18 @@ when a check fails, 0 otherwise. It changes nothing.`,
 	}
 	cmd.Flags().StringVar(&bwrap, "bwrap", "", "bubblewrap executable to check (default: bwrap in PATH)")
 	return cmd
+}
+
+// printChecks writes checks as `logbook doctor` prints them: one line
+// each, status, name and what was found, and a line with the fix when
+// there is one.
+func printChecks(w io.Writer, checks []doctorCheck) {
+	for _, c := range checks {
+		fmt.Fprintf(w, "%-4s  %-12s %s\n", c.Status, c.Name, c.Detail)
+		if c.Fix != "" {
+			fmt.Fprintf(w, "      %-12s fix: %s\n", "", c.Fix)
+		}
+	}
 }
 
 // doctorEnv wires doctor's checks to g's data dir and server.

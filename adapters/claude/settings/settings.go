@@ -238,32 +238,30 @@ func Edit(old []byte, wires Wires, self string) ([]byte, error) {
 		}
 		hooks[i].val = rawList(kept)
 	}
-	if wires.Recorder != "" {
-		for _, ev := range Events() {
-			entry := hookEntry{Type: "command", Command: wires.Recorder}
-			if wires.Gated(ev) {
-				entry = hookEntry{Type: "command", Command: wires.Gate, Timeout: wires.Timeout}
-			}
-			group := struct {
-				Matcher string `json:"matcher,omitempty"`
-				Hooks   []any  `json:"hooks"`
-			}{Hooks: []any{entry}}
-			if claude.ToolHookEvent(ev) {
-				group.Matcher = "*"
-			}
-			var groups []json.RawMessage
-			if raw, ok := hooks.get(ev); ok {
-				if groups, err = hookGroups(ev, raw); err != nil {
-					return nil, err
-				}
-			}
-			b, err := marshalPlain(group)
-			if err != nil {
+	for _, h := range Added(wires) {
+		group := struct {
+			Matcher string `json:"matcher,omitempty"`
+			Hooks   []any  `json:"hooks"`
+		}{Matcher: h.Matcher, Hooks: []any{hookEntry{Type: "command", Command: h.Command, Timeout: h.Timeout}}}
+		var groups []json.RawMessage
+		if raw, ok := hooks.get(h.Event); ok {
+			if groups, err = hookGroups(h.Event, raw); err != nil {
 				return nil, err
 			}
-			hooks.set(ev, rawList(append(groups, b)))
 		}
+		b, err := marshalPlain(group)
+		if err != nil {
+			return nil, err
+		}
+		hooks.set(h.Event, rawList(append(groups, b)))
 	}
+	return render(old, top, hooks)
+}
+
+// render returns settings text for top with hooks as its "hooks" (taken
+// out when empty), indented by two spaces; old itself when its JSON value
+// is the same, or when both are empty.
+func render(old []byte, top, hooks object) ([]byte, error) {
 	if len(hooks) == 0 {
 		top.remove("hooks")
 	} else {
@@ -322,12 +320,7 @@ func parseSettings(b []byte) (top, hooks object, err error) {
 	}
 	if !json.Valid(b) {
 		var v any
-		err := json.Unmarshal(b, &v)
-		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-			line := 1 + bytes.Count(b[:min(int(se.Offset), len(b))], []byte("\n"))
-			return nil, nil, fmt.Errorf("not valid JSON: %v (line %d)", se, line)
-		}
-		return nil, nil, fmt.Errorf("not valid JSON: %v", err)
+		return nil, nil, jsonfault.Fault(b, json.Unmarshal(b, &v), "the settings")
 	}
 	if k := jsonKind(b); k != "an object" {
 		return nil, nil, fmt.Errorf(`the file holds %s; want an object such as {"hooks": {...}}`, k)
