@@ -386,12 +386,15 @@ func (m *Model) confirmKey(k tea.KeyMsg) Action {
 		m.status = m.confirm.verdict + " review " + term.Field(r.ID) + "…"
 		return Decide{Session: r.Session, Review: r.ID, Verdict: m.confirm.verdict, Reason: reason}
 	case tea.KeyBackspace:
+		m.status = ""
 		if n := len(m.confirm.reason); n > 0 {
 			m.confirm.reason = m.confirm.reason[:n-1]
 		}
 	case tea.KeySpace:
+		m.status = ""
 		m.confirm.reason = append(m.confirm.reason, ' ')
 	case tea.KeyRunes:
+		m.status = ""
 		for _, r := range k.Runes {
 			if r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f) && len(m.confirm.reason) < maxReason {
 				m.confirm.reason = append(m.confirm.reason, r)
@@ -466,7 +469,7 @@ func (m *Model) pagerRows() int { return max(m.height-3, 1) }
 
 // listRows is how many lines the list shows at once: the screen less the
 // header and the bottom lines.
-func (m *Model) listRows() int { return max(m.height-4, 1) }
+func (m *Model) listRows() int { return max(m.height-5, 1) }
 
 // selectedRow returns the selected row, false when the list is empty.
 func (m *Model) selectedRow() (row, bool) {

@@ -52,10 +52,11 @@ func (m *Model) View() string {
 	return strings.Join(lines, "\n")
 }
 
-// header returns the first line: where the data comes from and counts.
-func (m *Model) header() string {
+// header returns the first lines: where the data comes from, then
+// counts.
+func (m *Model) header() []string {
 	if !m.loaded {
-		return bold + "logbook top" + plain + " · reading…"
+		return []string{bold + "logbook top" + plain + " · reading…"}
 	}
 	counts := map[string]int{}
 	for _, s := range m.snap.Sessions {
@@ -67,21 +68,22 @@ func (m *Model) header() string {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[p], p))
 		}
 	}
-	h := bold + "logbook top" + plain + " · " + term.Field(m.snap.Server)
+	where := bold + "logbook top" + plain + " · " + term.Field(m.snap.Server)
 	if m.snap.Host != "" {
-		h += " · host " + term.Field(m.snap.Host)
+		where += " · host " + term.Field(m.snap.Host)
 	}
-	h += " · " + term.Plural(len(m.snap.Sessions), "session")
+	where += " · " + m.now.Format("15:04:05")
+	n := term.Plural(len(m.snap.Sessions), "session")
 	if len(parts) > 0 {
-		h += " (" + strings.Join(parts, ", ") + ")"
+		n += " (" + strings.Join(parts, ", ") + ")"
 	}
-	h += fmt.Sprintf(" · %d pending · %s · %s", len(m.snap.Reviews), term.Plural(len(m.snap.Commands), "active command"), m.now.Format("15:04:05"))
-	return h
+	n += fmt.Sprintf(" · %d pending · %s", len(m.snap.Reviews), term.Plural(len(m.snap.Commands), "active command"))
+	return []string{where, n}
 }
 
 // listLines draws the list view (and the confirm prompt over its foot).
 func (m *Model) listLines() []string {
-	out := []string{m.header()}
+	out := m.header()
 	if m.err != "" {
 		out = append(out, term.Field(m.err))
 	}
@@ -147,9 +149,13 @@ func (m *Model) listLines() []string {
 func (m *Model) footLines() []string {
 	if m.view == viewConfirm {
 		r := m.confirm.review
+		hint := "type why (it is recorded with the verdict), enter to " + m.confirm.verdict + ", esc to cancel"
+		if m.status != "" {
+			hint = m.status
+		}
 		return []string{
 			fmt.Sprintf("%s%s review %s (%s %s)?%s reason: %s▏", bold, m.confirm.verdict, term.Field(r.ID), term.Field(r.Tool), term.Field(term.Blanks(r.Action)), plain, term.Field(string(m.confirm.reason))),
-			"type why (it is recorded with the verdict), enter to " + m.confirm.verdict + ", esc to cancel",
+			hint,
 		}
 	}
 	keys := "↑↓ select · a allow · d deny · enter audit · o output · r refresh · ? help · q quit"
