@@ -21,10 +21,13 @@ import (
 // out, as `logbook sessions` lists them) and the active commands. Server
 // and Host name where it came from, for the header; At is the client's
 // clock when it was read. Every text in it is as the log holds it,
-// hostile or not: the Model escapes it before drawing.
+// hostile or not: the Model escapes it before drawing. Note, when set,
+// says what the snapshot lacks and why (reviews a reader's credentials
+// may not list), under the header.
 type Snapshot struct {
 	Server   string
 	Host     string
+	Note     string
 	At       time.Time
 	Reviews  []gate.PendingRow
 	Sessions []session.Summary

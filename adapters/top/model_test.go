@@ -178,6 +178,12 @@ func TestModel_SelectionStaysOnItsItem(t *testing.T) {
 	if got := m.selectedSession(); got != "5e55aaaa-0001" {
 		t.Errorf("selected %s after the refresh, want 5e55aaaa-0001", got)
 	}
+	// A note of what the snapshot lacks shows under the header.
+	s.Note = "reviews not shown: the reader role may not call the API's reviews"
+	m.SetSnapshot(s, t0.Add(time.Second), nil)
+	if v := plainView(m); !strings.Contains(v, s.Note) {
+		t.Errorf("note not shown:\n%s", v)
+	}
 	// A failed refresh keeps what was shown, and says so.
 	m.SetSnapshot(Snapshot{}, t0.Add(2*time.Second), fmt.Errorf("ask server (sessions): no responders"))
 	v := plainView(m)

@@ -84,6 +84,9 @@ func (m *Model) header() []string {
 // listLines draws the list view (and the confirm prompt over its foot).
 func (m *Model) listLines() []string {
 	out := m.header()
+	if m.snap.Note != "" {
+		out = append(out, term.Field(m.snap.Note))
+	}
 	if m.err != "" {
 		out = append(out, term.Field(m.err))
 	}

@@ -102,7 +102,12 @@ func (s *topSource) Snapshot(ctx context.Context) (top.Snapshot, error) {
 	now := time.Now()
 	out := top.Snapshot{Server: s.server, Host: s.host, At: now}
 	var reviews gate.ReviewsReply
-	if err := s.call(ctx, gate.VerbReviews, gate.ReviewsRequest{}, &reviews); err != nil {
+	err := s.call(ctx, gate.VerbReviews, gate.ReviewsRequest{}, &reviews)
+	if _, denied := errors.AsType[*api.DeniedError](err); denied {
+		// A reader's credentials list sessions but not reviews: the
+		// rest shows, and the header says why no review does.
+		out.Note = "reviews not shown: " + err.Error()
+	} else if err != nil {
 		return out, err
 	}
 	out.Reviews = reviews.Reviews
