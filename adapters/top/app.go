@@ -19,6 +19,7 @@ type Source interface {
 	// Decide answers a review on the person's word and returns a line
 	// saying what was recorded (who won, when a rival answered first),
 	// or the error the server gave (a late answer, a reason refused).
+	// The line may quote the log's text: the Model escapes it.
 	Decide(ctx context.Context, d Decide) (string, error)
 	// Audit returns session sess's audit timeline as text, one event a
 	// line, as `logbook audit` prints it.

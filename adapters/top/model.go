@@ -183,8 +183,9 @@ func (m *Model) SetSnapshot(s Snapshot, now time.Time, err error) {
 	}
 }
 
-// SetStatus shows msg, the outcome of the last action, on the bottom line.
-func (m *Model) SetStatus(msg string) { m.status = msg }
+// SetStatus shows msg, the outcome of the last action (it may quote the
+// server's text), escaped on the bottom line.
+func (m *Model) SetStatus(msg string) { m.status = term.Field(msg) }
 
 // SetAudit shows the audit text of session sess (text as the audit verb
 // writes it; escaped here), or err when it could not be read. It is

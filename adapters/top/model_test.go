@@ -264,11 +264,12 @@ func TestModel_HostileTextEscaped(t *testing.T) {
 	m.SetSize(160, 30)
 	m.SetSnapshot(s, t0, nil)
 	m.Key(key("a"))
+	m.SetStatus("allow review failed: review toolu_push was decided by \x1b]0;x\x07 before")
 	v := stripOwn(m.View())
 	if strings.ContainsAny(v, "\x1b\x07\r\u202e") {
 		t.Errorf("a control of the log reached the screen:\n%q", v)
 	}
-	for _, want := range []string{`title\x1b]52;c;ZXZpbA==\x07`, `\x1b[8mhidden`, `Bash\r\n`} {
+	for _, want := range []string{`title\x1b]52;c;ZXZpbA==\x07`, `\x1b[8mhidden`, `Bash\r\n`, `decided by \x1b]0;x\x07 before`} {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q, escaped:\n%s", want, v)
 		}

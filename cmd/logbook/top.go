@@ -144,7 +144,7 @@ func (s *topSource) Decide(ctx context.Context, d top.Decide) (string, error) {
 	if err := s.call(ctx, gate.VerbReviewDecide, req, &out); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("review %s of session %s: %s", term.Field(out.Review.ID), term.Field(out.Session), term.Field(out.Review.Winner())), nil
+	return fmt.Sprintf("review %s of session %s: %s", out.Review.ID, out.Session, out.Review.Winner()), nil
 }
 
 // Audit returns session sess's audit as `logbook audit` prints it.
