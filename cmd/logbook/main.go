@@ -189,6 +189,7 @@ Ids: any unique prefix of a session or command id names it.`,
 		checkpointCmd(g),
 		verifyCmd(g),
 		keysCmd(g),
+		topCmd(g),
 	)
 	conventions(root)
 	return root

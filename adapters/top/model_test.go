@@ -1,0 +1,322 @@
+package top
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/term"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+var t0 = time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+
+// snap returns a snapshot with one open review, a session in each phase
+// and an active command.
+func snap() Snapshot {
+	return Snapshot{
+		Server: "serve pid 7 at nats://127.0.0.1:4222", Host: "build-3", At: t0,
+		Reviews: []gate.PendingRow{{Session: "5e55aaaa-0001", PendingReview: session.PendingReview{
+			ID: "toolu_push", Tool: "Bash", Action: "git push origin main", RequestedAt: t0.Add(-20 * time.Second), BudgetMS: 60_000}}},
+		Sessions: []session.Summary{
+			{ID: "5e55aaaa-0003", Phase: events.PhaseReady, Agent: "claude-code", Cwd: "/src/ready", Since: t0.Add(-time.Hour)},
+			{ID: "5e55aaaa-0001", Phase: events.PhaseWaiting, Agent: "claude-code", Title: "release", Activity: "review", Since: t0.Add(-20 * time.Second)},
+			{ID: "5e55aaaa-0002", Phase: events.PhaseWorking, Agent: "codex", Title: "fix the parser", Activity: "tool:Bash", Since: t0.Add(-3 * time.Minute)},
+		},
+		Commands: []command.State{{ID: "c0ffee00-0001", Session: "5e55aaaa-0002", Status: command.StatusStarted, Argv: []string{"go", "test", "./..."}}},
+	}
+}
+
+func key(s string) tea.KeyMsg {
+	switch s {
+	case "enter":
+		return tea.KeyMsg{Type: tea.KeyEnter}
+	case "esc":
+		return tea.KeyMsg{Type: tea.KeyEsc}
+	case "backspace":
+		return tea.KeyMsg{Type: tea.KeyBackspace}
+	case "ctrl+c":
+		return tea.KeyMsg{Type: tea.KeyCtrlC}
+	case "down":
+		return tea.KeyMsg{Type: tea.KeyDown}
+	case "up":
+		return tea.KeyMsg{Type: tea.KeyUp}
+	case " ":
+		return tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)}
+}
+
+// typeText sends s to m a character at a time.
+func typeText(m *Model, s string) {
+	for _, r := range s {
+		m.Key(key(string(r)))
+	}
+}
+
+// loaded returns a Model of 120×30 showing snap().
+func loaded() *Model {
+	m := New()
+	m.SetSize(120, 30)
+	m.SetSnapshot(snap(), t0, nil)
+	return m
+}
+
+// plainView returns m's screen without the Model's own sequences.
+func plainView(m *Model) string { return stripOwn(m.View()) }
+
+func TestModel_PendingFirstThenPhases(t *testing.T) {
+	m := loaded()
+	v := plainView(m)
+	order := []string{"PENDING DECISIONS (1)", "toolu_push", "WORKING (1)", "fix the parser", "WAITING (1)", "release", "READY (1)", "/src/ready", "ACTIVE COMMANDS (1)", "go test ./..."}
+	at := 0
+	for _, want := range order {
+		i := strings.Index(v[at:], want)
+		if i < 0 {
+			t.Fatalf("view lacks %q after offset %d:\n%s", want, at, v)
+		}
+		at += i + len(want)
+	}
+	for _, want := range []string{"build-3", "3 sessions (1 working, 1 waiting, 1 ready)", "1 pending", "1 active command", "> toolu_push", "40s left", "3m00s", "codex"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+}
+
+func TestModel_AllowAsksAReasonThenDecides(t *testing.T) {
+	m := loaded()
+	if act := m.Key(key("a")); act != nil {
+		t.Fatalf("a: %#v, want nothing before the reason", act)
+	}
+	if v := plainView(m); !strings.Contains(v, "allow review toolu_push (Bash git push origin main)? reason:") {
+		t.Fatalf("no prompt:\n%s", v)
+	}
+	// Enter with no reason sends nothing, and says why.
+	if act := m.Key(key("enter")); act != nil {
+		t.Fatalf("enter with no reason: %#v", act)
+	}
+	if v := plainView(m); !strings.Contains(v, "type a reason first") {
+		t.Errorf("no word on the missing reason:\n%s", v)
+	}
+	// q and d are text here, not keys.
+	typeText(m, "shipq")
+	m.Key(key("backspace"))
+	m.Key(key(" "))
+	typeText(m, "day")
+	got := m.Key(key("enter"))
+	want := Decide{Session: "5e55aaaa-0001", Review: "toolu_push", Verdict: events.VerdictAllow, Reason: "ship day"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("enter: (-want +got)\n%s", diff)
+	}
+	if v := plainView(m); strings.Contains(v, "reason:") {
+		t.Errorf("prompt still shown after enter:\n%s", v)
+	}
+}
+
+func TestModel_DenyCancelled(t *testing.T) {
+	m := loaded()
+	m.Key(key("d"))
+	typeText(m, "no")
+	if act := m.Key(key("esc")); act != nil {
+		t.Fatalf("esc: %#v", act)
+	}
+	if v := plainView(m); strings.Contains(v, "reason:") || !strings.Contains(v, "cancelled") {
+		t.Errorf("after esc:\n%s", v)
+	}
+	// The next d starts with an empty reason.
+	m.Key(key("d"))
+	typeText(m, "later")
+	if got, want := m.Key(key("enter")), (Decide{Session: "5e55aaaa-0001", Review: "toolu_push", Verdict: events.VerdictDeny, Reason: "later"}); got != want {
+		t.Errorf("deny: %#v, want %#v", got, want)
+	}
+}
+
+func TestModel_AllowNeedsAReview(t *testing.T) {
+	m := loaded()
+	m.Key(key("down")) // the working session
+	if act := m.Key(key("a")); act != nil {
+		t.Fatalf("a on a session: %#v", act)
+	}
+	if v := plainView(m); !strings.Contains(v, "select a pending review first") {
+		t.Errorf("no word on it:\n%s", v)
+	}
+	if act := m.Key(key("o")); act != nil {
+		t.Fatalf("o on a session: %#v", act)
+	}
+}
+
+func TestModel_ReviewDecidedWhileConfirming(t *testing.T) {
+	m := loaded()
+	m.Key(key("a"))
+	s := snap()
+	s.Reviews = nil
+	m.SetSnapshot(s, t0.Add(time.Second), nil)
+	v := plainView(m)
+	if strings.Contains(v, "reason:") || !strings.Contains(v, "was decided meanwhile") {
+		t.Errorf("prompt for a review no longer open:\n%s", v)
+	}
+	if act, ok := m.Key(key("enter")).(Decide); ok {
+		t.Errorf("enter after the review closed: %#v", act)
+	}
+}
+
+func TestModel_SelectionStaysOnItsItem(t *testing.T) {
+	m := loaded()
+	m.Key(key("down"))
+	m.Key(key("down")) // the waiting session, 5e55aaaa-0001
+	s := snap()
+	s.Reviews = nil // one row fewer above it
+	m.SetSnapshot(s, t0.Add(time.Second), nil)
+	if got := m.selectedSession(); got != "5e55aaaa-0001" {
+		t.Errorf("selected %s after the refresh, want 5e55aaaa-0001", got)
+	}
+	// A note of what the snapshot lacks shows under the header.
+	s.Note = "reviews not shown: the reader role may not call the API's reviews"
+	m.SetSnapshot(s, t0.Add(time.Second), nil)
+	if v := plainView(m); !strings.Contains(v, s.Note) {
+		t.Errorf("note not shown:\n%s", v)
+	}
+	// A failed refresh keeps what was shown, and says so.
+	m.SetSnapshot(Snapshot{}, t0.Add(2*time.Second), fmt.Errorf("ask server (sessions): no responders"))
+	v := plainView(m)
+	if !strings.Contains(v, "refresh failed: ask server (sessions): no responders") || !strings.Contains(v, "fix the parser") {
+		t.Errorf("after a failed refresh:\n%s", v)
+	}
+}
+
+func TestModel_AuditPager(t *testing.T) {
+	m := loaded()
+	m.Key(key("down")) // the working session
+	got := m.Key(key("enter"))
+	if want := (OpenAudit{Session: "5e55aaaa-0002"}); got != want {
+		t.Fatalf("enter: %#v, want %#v", got, want)
+	}
+	var text strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&text, "#%d session.transitioned\n", i+1)
+	}
+	m.SetAudit("5e55aaaa-0001", "another session's\n", nil) // dropped
+	m.SetAudit("5e55aaaa-0002", text.String(), nil)
+	v := plainView(m)
+	if !strings.Contains(v, "audit of session 5e55aaaa-0002") || !strings.Contains(v, "#1 session") || strings.Contains(v, "another") {
+		t.Fatalf("audit view:\n%s", v)
+	}
+	m.Key(key("G"))
+	if v := plainView(m); !strings.Contains(v, "#100 session") || !strings.Contains(v, "of 100") {
+		t.Errorf("at the end:\n%s", v)
+	}
+	if act := m.Key(key("q")); act != nil {
+		t.Errorf("q in the audit: %#v, want back to the list", act)
+	}
+	if v := plainView(m); !strings.Contains(v, "PENDING DECISIONS") {
+		t.Errorf("q did not go back:\n%s", v)
+	}
+	if _, ok := m.Key(key("q")).(Quit); !ok {
+		t.Errorf("q in the list does not quit")
+	}
+}
+
+func TestModel_FollowOutput(t *testing.T) {
+	m := loaded()
+	m.Key(key("G")) // the command, last
+	got := m.Key(key("o"))
+	if want := (FollowOutput{Command: "c0ffee00-0001"}); got != want {
+		t.Fatalf("o: %#v, want %#v", got, want)
+	}
+	m.AddOutput("c0ffee00-0001", []byte("line 1\nan OSC title \x1b]0;pwn"))
+	m.AddOutput("c0ffee00-0001", []byte("ed\x07 and\tcolour \x1b[31mred\x1b[0m\n"))
+	for i := range 60 {
+		m.AddOutput("c0ffee00-0001", fmt.Appendf(nil, "ok %d\n", i))
+	}
+	m.AddOutput("other", []byte("not this one\n"))
+	m.OutputEnded("c0ffee00-0001", "exited with code 0", nil)
+	v := m.View()
+	if !strings.Contains(v, "ok 59") || !strings.Contains(v, "command exited with code 0") || strings.Contains(v, "not this one") {
+		t.Fatalf("output view, following, shows its end:\n%s", v)
+	}
+	m.Key(key("g"))
+	v = m.View()
+	if !strings.Contains(v, "an OSC title  and       colour red") {
+		t.Errorf("sequences not removed or tabs not expanded:\n%q", v)
+	}
+	if strings.Contains(stripOwn(v), "\x1b") || strings.Contains(v, "pwned") {
+		t.Errorf("an escape sequence of the output reached the screen:\n%q", v)
+	}
+	if _, ok := m.Key(key("esc")).(StopFollow); !ok {
+		t.Errorf("esc in the output view does not stop following")
+	}
+}
+
+func TestModel_HostileTextEscaped(t *testing.T) {
+	s := snap()
+	s.Sessions[0].Title = "title\x1b]52;c;ZXZpbA==\x07\x1b[2J"
+	s.Reviews[0].Action = "git push \x1b[8mhidden\x1b[0m\u202eevil"
+	s.Reviews[0].Tool = "Bash\r\n"
+	m := New()
+	m.SetSize(160, 30)
+	m.SetSnapshot(s, t0, nil)
+	m.Key(key("a"))
+	m.SetStatus("allow review failed: review toolu_push was decided by \x1b]0;x\x07 before")
+	v := stripOwn(m.View())
+	if strings.ContainsAny(v, "\x1b\x07\r\u202e") {
+		t.Errorf("a control of the log reached the screen:\n%q", v)
+	}
+	for _, want := range []string{`title\x1b]52;c;ZXZpbA==\x07`, `\x1b[8mhidden`, `Bash\r\n`, `decided by \x1b]0;x\x07 before`} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q, escaped:\n%s", want, v)
+		}
+	}
+}
+
+func TestModel_ViewFitsTheTerminal(t *testing.T) {
+	s := snap()
+	for i := range 40 {
+		s.Sessions = append(s.Sessions, session.Summary{ID: fmt.Sprintf("5e55bbbb-%04d", i), Phase: events.PhaseWorking, Title: strings.Repeat("長い題名 ", 20)})
+	}
+	m := New()
+	m.SetSize(60, 12)
+	m.SetSnapshot(s, t0, nil)
+	for range 30 {
+		m.Key(key("down"))
+	}
+	v := m.View()
+	lines := strings.Split(v, "\n")
+	if len(lines) > 12 {
+		t.Errorf("%d lines on a screen of 12", len(lines))
+	}
+	for _, l := range lines {
+		if w := term.DisplayWidth(stripOwn(l)); w > 60 {
+			t.Errorf("line of %d columns on a screen of 60: %q", w, l)
+		}
+	}
+	if !strings.Contains(v, "> ") {
+		t.Errorf("the selected row is out of sight:\n%s", v)
+	}
+}
+
+func TestModel_HelpAndQuit(t *testing.T) {
+	m := loaded()
+	m.Key(key("?"))
+	if v := plainView(m); !strings.Contains(v, "logbook top: keys") {
+		t.Fatalf("help:\n%s", v)
+	}
+	if act := m.Key(key("q")); act != nil {
+		t.Errorf("a key in help: %#v, want back", act)
+	}
+	m.Key(key("a"))
+	if _, ok := m.Key(key("ctrl+c")).(Quit); !ok {
+		t.Errorf("ctrl+c while typing a reason does not quit")
+	}
+	m.Key(key("esc"))
+	if _, ok := m.Key(key("r")).(Refresh); !ok {
+		t.Errorf("r does not refresh")
+	}
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/host"
+	"github.com/logbook-dev/logbook/adapters/term"
+	"github.com/logbook-dev/logbook/adapters/top"
+	"github.com/logbook-dev/logbook/adapters/worker"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+func topCmd(g *globals) *cobra.Command {
+	var interval time.Duration
+	cmd := &cobra.Command{
+		Use:   "top",
+		Short: "A live terminal view of the sessions, pending reviews first, with keys to answer them",
+		Long: `top draws the running server's live sessions on the terminal, grouped by
+phase, under the gate's pending reviews and above the active commands, and
+reads them again every --interval and whenever a session's events are
+appended. Keys: a allows the selected review and d denies it (each asks
+for a reason; enter sends it, esc cancels), recorded as the person, as
+` + "`logbook review allow|deny`" + ` records it; enter opens the audit of the selected
+row's session; o follows the selected command's output; r reads again; ?
+shows the keys; q or esc goes back, q in the list and ctrl+c quit. It
+reaches serve as the other commands do: the data dir's serve, --nats-url
+with --creds (a reader's credentials read, a writer's also answer), or a
+system socket (--socket), where output cannot be followed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if interval < 100*time.Millisecond {
+				return usageErrorf("--interval %s: want 100ms or more", interval)
+			}
+			if g.json {
+				return usageErrorf("--json: top draws on a terminal; for JSON use logbook sessions --json and logbook review list --json")
+			}
+			if !term.IsTerminal(g.stdout) {
+				return usageErrorf("top draws on a terminal, and standard output is not one: for a list that prints, use logbook sessions and logbook review list")
+			}
+			g.requireServer = true
+			ctx := cmd.Context()
+			return withAPI(ctx, g, func(b *backend, call api.Caller) error {
+				src := &topSource{g: g, b: b, call: call}
+				src.server, src.host = topWhere(g, b)
+				opts := top.Options{Interval: interval, AltScreen: true}
+				if b.log != nil {
+					last, err := b.log.LastSeq(ctx)
+					if err == nil {
+						fctx, cancel := context.WithCancel(ctx)
+						defer cancel()
+						opts.Changed, _ = b.log.Changes(fctx, events.SubjectEvents+"."+events.KindSession+".>", last+1)
+					}
+				}
+				return top.Run(ctx, src, g.stdin, g.stdout, opts)
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "how often to read the sessions, reviews and commands again (besides whenever a session's events are appended)")
+	return cmd
+}
+
+// topWhere names, for top's header, the server g reaches through b and
+// this host.
+func topWhere(g *globals, b *backend) (server, hostname string) {
+	hostname, _ = os.Hostname()
+	switch {
+	case b.socket != "":
+		return "socket " + b.socket, hostname
+	case g.natsURL != "":
+		return "serve at " + g.natsURL, hostname
+	}
+	if si, ok := b.dd.readServeInfo(); ok {
+		return fmt.Sprintf("serve pid %d at %s", si.PID, si.URL), hostname
+	}
+	return "serve of " + string(b.dd), hostname
+}
+
+// topSource is top's top.Source: the server's API through call (the
+// verbs `logbook sessions`, `review`, `commands` ask), the log through b
+// for an audit and a command's output.
+type topSource struct {
+	g            *globals
+	b            *backend
+	call         api.Caller
+	server, host string
+}
+
+// Snapshot reads the open reviews, the sessions `logbook sessions` lists
+// and the active commands.
+func (s *topSource) Snapshot(ctx context.Context) (top.Snapshot, error) {
+	now := time.Now()
+	out := top.Snapshot{Server: s.server, Host: s.host, At: now}
+	var reviews gate.ReviewsReply
+	err := s.call(ctx, gate.VerbReviews, gate.ReviewsRequest{}, &reviews)
+	if _, denied := errors.AsType[*api.DeniedError](err); denied {
+		// A reader's credentials list sessions but not reviews: the
+		// rest shows, and the header says why no review does.
+		out.Note = "reviews not shown: " + err.Error()
+	} else if err != nil {
+		return out, err
+	}
+	out.Reviews = reviews.Reviews
+	rows, _, err := api.SessionList{}.Rows(ctx, s.call, now)
+	if err != nil {
+		return out, err
+	}
+	out.Sessions = make([]session.Summary, len(rows))
+	for i, r := range rows {
+		out.Sessions[i] = r.Summary
+	}
+	if s.b.socket == "" {
+		// The system socket lists no commands: they are serve's user's.
+		if out.Commands, err = api.ListCommands(ctx, s.call, api.CommandsRequest{Active: true}, 0); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// Decide answers a review as `logbook review allow|deny` does: the
+// reason checked and redacted, the person's actor (which the system
+// socket replaces with its peer's), a fresh ref.
+func (s *topSource) Decide(ctx context.Context, d top.Decide) (string, error) {
+	if err := checkTyped("the reason", d.Reason, maxReviewReason); err != nil {
+		return "", err
+	}
+	reason, err := redactTyped(s.g, d.Reason, maxReviewReason)
+	if err != nil {
+		return "", err
+	}
+	req := gate.DecideRequest{Session: d.Session, ID: d.Review, Verdict: d.Verdict, Reason: reason, Actor: personActor(), Ref: ulid.Make().String()}
+	var out gate.DecideReply
+	if err := s.call(ctx, gate.VerbReviewDecide, req, &out); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("review %s of session %s: %s", out.Review.ID, out.Session, out.Review.Winner()), nil
+}
+
+// Audit returns session sess's audit as `logbook audit` prints it.
+func (s *topSource) Audit(ctx context.Context, sess string) (string, error) {
+	if s.b.socket != "" {
+		var out host.AuditReply
+		if err := s.call(ctx, host.VerbAudit, host.AuditRequest{ID: sess}, &out); err != nil {
+			return "", err
+		}
+		return out.Text, nil
+	}
+	if s.b.log == nil {
+		return "", errors.New("the audit reads the log, which does not answer")
+	}
+	items, err := auditItems(ctx, s.b, sess)
+	if err != nil {
+		return "", err
+	}
+	var text strings.Builder
+	if err := term.Audit(&text, items, 0); err != nil {
+		return "", err
+	}
+	return text.String(), nil
+}
+
+// Follow follows command cmd's output as `logbook command output
+// --follow` does, through the log.
+func (s *topSource) Follow(ctx context.Context, cmd string, out func([]byte)) (string, error) {
+	if s.b.socket != "" || s.b.log == nil {
+		return "", errors.New("a command's output is read from the log over NATS, which the system socket does not give: run top as serve's user with --data, or with --nats-url and --creds")
+	}
+	cl, err := newCommandClient(s.b)
+	if err != nil {
+		return "", err
+	}
+	st, err := cl.Watch(ctx, cmd, worker.WatchOptions{Follow: true}, func(c worker.Chunk) error {
+		out(c.Data)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return term.CommandStatus(st), nil
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTop_RefusesWithoutATerminal checks top's usage errors: it draws on
+// a terminal only, takes no --json, and reads again no oftener than every
+// 100ms; each is refused before anything is opened.
+func TestTop_RefusesWithoutATerminal(t *testing.T) {
+	data := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"top"}, "top draws on a terminal, and standard output is not one"},
+		{[]string{"--json", "top"}, "--json: top draws on a terminal"},
+		{[]string{"top", "--interval", "0"}, "--interval 0s: want 100ms or more"},
+	} {
+		var out, errb bytes.Buffer
+		err := runCLI(t.Context(), append([]string{"--data", data}, c.args...), strings.NewReader(""), &out, &errb)
+		if err == nil || !strings.Contains(err.Error(), c.want) || exitCode(err) != codeUsage {
+			t.Errorf("%v: %v (exit %d), want a usage error saying %q", c.args, err, exitCode(err), c.want)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%v printed %q", c.args, out.String())
+		}
+	}
+	if entries, _ := os.ReadDir(data); len(entries) > 0 {
+		t.Errorf("a refused top left %d files in the data dir", len(entries))
+	}
+}
+
+// TestTop_TmuxAllowIsRecordedAsThePerson runs `logbook top` in tmux
+// against a running serve with a gated `git push` waiting for review: the
+// review shows first, a (with a reason typed, enter) allows it, the hook
+// gets the allow, and the log records the verdict as the person who ran
+// top, as `logbook review allow` records it. It skips where tmux is not
+// installed, except in CI.
+func TestTop_TmuxAllowIsRecordedAsThePerson(t *testing.T) {
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("tmux is not installed: .ci/run installs it")
+		}
+		t.Skip("tmux is not installed")
+	}
+	bin, err := goBuild(".", filepath.Join(t.TempDir(), "logbook"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	if err := os.WriteFile(filepath.Join(data, "policy.toml"), []byte("review = [\"Bash(git push:*)\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serveInProcess(t, data, "--workers", "0")
+
+	// The agent's hook asks the gate and waits for the verdict.
+	const sid = "70970000-0000-4000-8000-0000000000a1"
+	payload := `{"session_id":"` + sid + `","transcript_path":"/nonexistent/a.jsonl","cwd":"/tmp","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push origin main"},"tool_use_id":"toolu_toppush"}`
+	type verdict struct {
+		out string
+		err error
+	}
+	hooked := make(chan verdict, 1)
+	go func() {
+		var out, errb syncBuffer
+		err := runCLI(t.Context(), []string{"--data", data, "hook", "claude", "--gate", "--budget", "300s"}, strings.NewReader(payload), &out, &errb)
+		hooked <- verdict{out.String() + errb.String(), err}
+	}()
+
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "tmux.sock")
+	tm := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tmux, append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	t.Cleanup(func() { exec.Command(tmux, "-S", sock, "kill-server").Run() })
+	shell := bin + " --data " + data + " top --interval 300ms 2>" + filepath.Join(dir, "top.err") + "; echo \"top exited $?\"; sleep 600"
+	tm("new-session", "-d", "-s", "top", "-x", "160", "-y", "50", shell)
+	pane := func() string { return tm("capture-pane", "-p", "-t", "top") }
+	waitPane := func(want string) string {
+		t.Helper()
+		var last string
+		for range 1200 {
+			if last = pane(); strings.Contains(last, want) {
+				return last
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		errs, _ := os.ReadFile(filepath.Join(dir, "top.err"))
+		t.Fatalf("the pane never showed %q; it shows:\n%s\ntop's stderr: %s", want, last, errs)
+		return ""
+	}
+
+	screen := waitPane("> toolu_toppush")
+	for _, want := range []string{"PENDING DECISIONS (1)", "git push origin main", "WAITING (1)", "1 pending"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("screen lacks %q:\n%s", want, screen)
+		}
+	}
+	tm("send-keys", "-t", "top", "a")
+	waitPane("allow review toolu_toppush (Bash git push origin main)? reason:")
+	tm("send-keys", "-t", "top", "-l", "release from tmux")
+	waitPane("reason: release from tmux")
+	tm("send-keys", "-t", "top", "Enter")
+
+	var v verdict
+	select {
+	case v = <-hooked:
+	case <-t.Context().Done():
+		t.Fatal("the hook never got its verdict")
+	}
+	if v.err != nil || !strings.Contains(v.out, `"permissionDecision":"allow"`) {
+		t.Fatalf("hook: %v\n%s", v.err, v.out)
+	}
+	actor := personActor()
+	if !strings.Contains(v.out, "allow by user "+actor) {
+		t.Errorf("hook's answer does not name %s:\n%s", actor, v.out)
+	}
+	waitPane("allow (approved) by user " + actor + ": release from tmux")
+	// The list read again has no review left, and the session working.
+	screen = waitPane("0 pending")
+	if strings.Contains(screen, "PENDING DECISIONS") || !strings.Contains(screen, "WORKING (1)") {
+		t.Errorf("after the verdict:\n%s", screen)
+	}
+
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := runCLI(ctx, []string{"--data", data, "audit", sid}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatalf("audit: %v\n%s", err, errb.String())
+	}
+	var decided string
+	for line := range strings.Lines(out.String()) {
+		if strings.Contains(line, "review.decided") {
+			decided = line
+		}
+	}
+	for _, want := range []string{"entry=toolu_toppush", "verdict=allow", "decided_by=user:" + actor, `reason="release from tmux"`} {
+		if !strings.Contains(decided, want) {
+			t.Errorf("the audit's review.decided lacks %s: %q", want, decided)
+		}
+	}
+
+	// enter opens the session's audit, with the verdict in it; q goes
+	// back, and q again quits.
+	tm("send-keys", "-t", "top", "Enter")
+	waitPane("audit of session " + sid)
+	waitPane("review.decided")
+	tm("send-keys", "-t", "top", "q")
+	waitPane("↑↓ select")
+	tm("send-keys", "-t", "top", "q")
+	waitPane("top exited 0")
+}
