@@ -741,7 +741,7 @@ function svg(tag, attrs, ...kids) {
   return e;
 }
 
-const PALETTE = ["#1f6feb", "#c2410c", "#15803d", "#9333ea", "#b45309", "#0e7490", "#be185d", "#4d7c0f", "#6b7280"];
+const PALETTE = ["#1f6feb", "#c2410c", "#15803d", "#9333ea", "#0891b2", "#ca8a04", "#db2777", "#65a30d", "#6b7280"];
 let chartMetric = "cost"; // "cost" or "tokens"
 
 function metricOf(l) { return chartMetric === "cost" ? (l.cost || 0) : total(l.tokens); }
@@ -854,7 +854,7 @@ function utcText(ms) { return new Date(ms).toISOString().replace(/\.\d+Z$/, "Z")
 // limitsChart: each plan-limit window's latest reading as a bar of its
 // use, with when it resets.
 function limitsChart(limits) {
-  const W = 600, row = 34, H = limits.length * row + 4;
+  const W = 1000, row = 34, H = limits.length * row + 4;
   const g = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "plan limits", id: "chart-limits" });
   limits.forEach((l, i) => {
     const y = 2 + i * row;
@@ -871,7 +871,7 @@ function limitsChart(limits) {
         svg("title", { text: l.account + " " + windowText(l) + ": " + used + ", measured " + utcText(Date.parse(l.measured_at)) })));
     g.append(gl);
   });
-  return el("figure", { class: "chart" }, el("h3", { text: "Plan limits" }), g);
+  return el("figure", { class: "chart limits" }, el("h3", { text: "Plan limits (latest reading per account and window)" }), g);
 }
 
 // ---- routes and keys ----
