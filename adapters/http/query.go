@@ -131,14 +131,26 @@ func summaryWith(st session.State, t *usage.Table) SessionSummary {
 	return s
 }
 
-// summaryPrices returns the price table summaries are priced with, or
-// nil and why none loads (then summaries carry tokens only).
+// summaryTableFor is how long summaries are priced with the same price
+// table before Config.Prices is asked again: a board refreshes a row per
+// event, and a table takes milliseconds to load.
+const summaryTableFor = time.Second
+
+// summaryPrices returns the price table summaries are priced with, at
+// most summaryTableFor old, or nil and why none loads (then summaries
+// carry tokens only). Safe for concurrent use; the table is only read.
 func (s *Server) summaryPrices() (*usage.Table, string) {
-	t, err := s.prices()
-	if err != nil {
-		return nil, "costs not shown: " + err.Error()
+	c := &s.summaryTable
+	c.Lock()
+	defer c.Unlock()
+	if now := time.Now(); c.at.IsZero() || now.Sub(c.at) >= summaryTableFor || now.Before(c.at) {
+		c.t, c.err = s.prices()
+		c.at = now
 	}
-	return t, ""
+	if c.err != nil {
+		return nil, "costs not shown: " + c.err.Error()
+	}
+	return c.t, ""
 }
 
 // lastSeen is when the agent of s was last observed.
