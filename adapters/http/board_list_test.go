@@ -191,6 +191,9 @@ func TestBoard_ListInABrowser(t *testing.T) {
 	if !strings.Contains(waitRow, "Bash") {
 		t.Errorf("the dialog's row %q does not name the tool", waitRow)
 	}
+	if l := evaluate[string](t, ctx, `document.querySelector('#pending-list li[data-id="`+dialog+`"] .phase').textContent`); l != "permission" {
+		t.Errorf("the dialog's row is labelled %q, want permission", l)
+	}
 
 	// Quiet: a working session not heard from for five minutes.
 	until(t, ctx, "the quiet session", row(quiet, "group-working", "working"), 5*time.Second)

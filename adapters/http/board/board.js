@@ -417,6 +417,11 @@ function budgetText(deadline) {
   return left > 0 ? ageS(left) + " left" : "budget spent";
 }
 
+// budgetSpan shows what is left of a review's budget, counting down.
+function budgetSpan(deadline) {
+  return el("span", { class: "budget", "data-deadline": deadline, text: budgetText(deadline), title: "the review's budget runs out at " + deadline + "; then the gate decides it timed_out" });
+}
+
 function renderPending() {
   const ol = document.getElementById("pending-list");
   const frag = document.createDocumentFragment();
@@ -425,14 +430,16 @@ function renderPending() {
     if (s && !matches(s)) continue;
     // What the decision is about: the tool and a short action, which
     // the server redacted and cut; no prompt text or output.
-    const label = d.kind === "review" ? "review" : d.activity === "question" ? "question" : "waiting";
+    // A review of the gate (answered here), a question, a permission
+    // dialog on the agent's own screen, or some other wait.
+    const label = d.kind === "review" ? "review" : d.activity === "question" ? "question" : d.activity === "review" ? "permission" : "waiting";
     const what = el("span", { class: "what" });
     if (d.tool) what.append(el("strong", { class: "tool", text: d.tool }));
     if (d.action) what.append(" ", el("span", { class: "action mono", text: d.action, title: d.action }));
     if (d.risk) what.append(" ", el("span", { class: "risk", text: "risk " + d.risk }));
     if (!d.tool && !d.action) what.append(d.activity || (d.review ? "review " + d.review : ""));
     const when = d.deadline
-      ? el("span", { class: "budget", "data-deadline": d.deadline, text: budgetText(d.deadline), title: "the review's budget runs out at " + d.deadline + "; asked " + age(d.since) + " ago" })
+      ? budgetSpan(d.deadline)
       : el("span", { class: "dim", text: age(d.since), title: "waiting since " + d.since });
     frag.append(el("li", { "data-id": d.session, "data-kind": d.kind, "data-review": d.review },
       el("a", { class: "row", href: "#/s/" + encodeURIComponent(d.session), "data-id": d.session },
@@ -448,7 +455,7 @@ function renderPending() {
 
 // Budgets count down every second, without a whole render.
 setInterval(() => {
-  for (const b of document.querySelectorAll("#pending .budget[data-deadline]")) b.textContent = budgetText(b.dataset.deadline);
+  for (const b of document.querySelectorAll(".budget[data-deadline]")) b.textContent = budgetText(b.dataset.deadline);
 }, 1000);
 
 // ---- the session page ----
@@ -555,7 +562,9 @@ function reviewForm(session, rv) {
   f.append(el("p", {},
     el("strong", { class: "mono", text: rv.id }),
     el("span", { text: " " + [rv.tool, rv.action, rv.risk && "risk " + rv.risk].filter(Boolean).join(" · ") }),
-    el("span", { class: "dim", text: " asked " + age(rv.requested_at) + " ago" })));
+    el("span", { class: "dim", text: " asked " + age(rv.requested_at) + " ago" }),
+    rv.budget_ms ? " · " : null,
+    rv.budget_ms ? budgetSpan(new Date(Date.parse(rv.requested_at) + rv.budget_ms).toISOString()) : null));
   const reason = el("input", { name: "reason", placeholder: "why (recorded)", required: "", maxlength: "1000", "aria-label": "reason" });
   const by = el("input", { name: "by", placeholder: "your name", required: "", pattern: "[A-Za-z0-9._@-]{1,64}", "aria-label": "your name" });
   by.value = localStorage.getItem("logbook-by") || "";
