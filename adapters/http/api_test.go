@@ -580,7 +580,7 @@ func TestPending_ToolActionAndBudget(t *testing.T) {
 		t.Errorf("the review's decision: %+v; want Bash, git push origin main and a deadline a minute after it was asked", d)
 	}
 
-	importUsage(t, e)
+	importDir(t, e, usageFixture(t))
 	var page sessionsPage
 	e.get("/v1/sessions?limit=1000", 200, &page)
 	if page.Now.IsZero() || page.PriceError != "" {
