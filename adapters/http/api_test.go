@@ -8,8 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 func TestSessions_FiltersSortAndPages(t *testing.T) {
@@ -120,7 +124,8 @@ func TestSession_PageAuditAndPending(t *testing.T) {
 	}
 
 	// The pending decisions name the session and the tool, never the
-	// prompt, the tool's arguments or its output.
+	// prompt or the tool's output; a dialog known only from its notice
+	// shows no action (the notice's text is not one).
 	var raw []byte
 	e.get("/v1/pending", 200, &raw)
 	var pend struct{ Decisions []Decision }
@@ -535,5 +540,67 @@ func TestPending_RecorderDialogIsOneWaitingRow(t *testing.T) {
 	e.get("/v1/pending?min_seq="+itoa(e.api.hub.Last()), 200, &pend)
 	if len(pend.Decisions) != 0 {
 		t.Errorf("pending after the result: %+v", pend.Decisions)
+	}
+}
+
+// TestPending_ToolActionAndBudget: each pending decision names its tool
+// and a short action, redacted and cut (ActionCut bytes, on one line),
+// a review its deadline (request time plus budget); a question names
+// its tool and no action. The session list prices each session's own
+// spend as `session show` does and says what time the server had.
+func TestPending_ToolActionAndBudget(t *testing.T) {
+	e := newEnv(t)
+	e.prompt(sid(1), "p1")
+	e.hook(sid(1), "PermissionRequest", map[string]any{"tool_name": "Bash", "tool_input": map[string]any{
+		"command": "curl -H 'Authorization: Bearer ghp_0123456789abcdefghijABCDEFGHIJ012345'\n\t  https://example.com/" + strings.Repeat("x", 200)}})
+	e.prompt(sid(2), "p1")
+	e.hook(sid(2), "PreToolUse", map[string]any{"tool_name": "AskUserQuestion", "tool_use_id": "toolu_q", "tool_input": map[string]any{"questions": []any{map[string]any{"question": "secret question?"}}}})
+	e.waitSeq(e.prompt(sid(3), "p1"))
+	before := time.Now()
+	verdict := e.gateReview(sid(3), "toolu_push")
+	defer func() {
+		e.do("POST", "/v1/reviews/toolu_push", `{"session":"`+sid(3)+`","verdict":"deny","reason":"no","by":"alice"}`, nil, 200, nil)
+		<-verdict
+	}()
+	var pend struct{ Decisions []Decision }
+	e.get("/v1/pending?min_seq="+itoa(e.api.hub.Last()), 200, &pend)
+	by := map[string]Decision{}
+	for _, d := range pend.Decisions {
+		by[d.Session] = d
+	}
+	if d := by[sid(1)]; d.Kind != "waiting" || d.Tool != "Bash" || !strings.HasPrefix(d.Action, "curl -H 'Authorization: Bearer [REDACTED") ||
+		strings.Contains(d.Action, "ghp_") || strings.ContainsAny(d.Action, "\n\t") || len(d.Action) > ActionCut || !strings.HasSuffix(d.Action, "…") {
+		t.Errorf("the dialog's decision: %+v; want Bash and its command redacted, on one line, cut to %d bytes", d, ActionCut)
+	}
+	if d := by[sid(2)]; d.Tool != "AskUserQuestion" || d.Action != "" || d.Activity != "question" {
+		t.Errorf("the question's decision: %+v; want its tool and no action", d)
+	}
+	d := by[sid(3)]
+	if d.Kind != "review" || d.Tool != "Bash" || d.Action != "git push origin main" || d.Deadline.Before(before.Add(time.Minute-time.Second)) || d.Deadline.After(time.Now().Add(time.Minute)) {
+		t.Errorf("the review's decision: %+v; want Bash, git push origin main and a deadline a minute after it was asked", d)
+	}
+
+	importDir(t, e, usageFixture(t))
+	var page sessionsPage
+	e.get("/v1/sessions?limit=1000", 200, &page)
+	if page.Now.IsZero() || page.PriceError != "" {
+		t.Errorf("page now %v, price error %q", page.Now, page.PriceError)
+	}
+	priced := 0
+	for _, s := range page.Sessions {
+		st, err := e.store.Session(s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := usage.SpendOf([]session.State{st}, usage.Shipped())
+		if s.Tokens != sp.Tokens.Total() || !cmp.Equal(s.Cost, sp.Cost) || !cmp.Equal(s.Unpriced, sp.Unpriced) {
+			t.Errorf("%s: tokens %d, cost %v, unpriced %v; session show's %s", s.ID, s.Tokens, s.Cost, s.Unpriced, sp.Text)
+		}
+		if s.Cost != nil {
+			priced++
+		}
+	}
+	if priced == 0 {
+		t.Errorf("no session has a cost")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
@@ -49,32 +50,59 @@ type SessionSummary struct {
 	StartedAt    time.Time `json:"started_at"`
 	UpdatedAt    time.Time `json:"updated_at"`
 	Since        time.Time `json:"since"`
-	ObservedAt   time.Time `json:"observed_at,omitzero"`
-	EndReason    string    `json:"end_reason,omitempty"`
+	// ObservedAt is when Logbook last heard from the agent, on the
+	// server's clock (session.State.ObservedAt); absent when nothing was
+	// observed of it (a session the command line made).
+	ObservedAt time.Time `json:"observed_at,omitzero"`
+	EndReason  string    `json:"end_reason,omitempty"`
+	// Tokens is every token the session spent itself (a subagent's are
+	// in its own summary, never its parent's). Cost is their price in
+	// the price table's currency (USD), as `logbook session show` prices
+	// them: nil when none of its models has a price, when it spent
+	// nothing, or when no price table loads (the list's price_error
+	// says why). Unpriced names its models with no price: their tokens
+	// are in Tokens and not in Cost.
+	Tokens   int64    `json:"tokens"`
+	Cost     *float64 `json:"cost"`
+	Unpriced []string `json:"unpriced,omitempty"`
 }
 
 // summaryRow is what a summary decodes of a stored session row.
 type summaryRow struct {
 	SessionSummary
 	Entries []struct {
+		EntryID  string    `json:"entry_id"`
+		Activity string    `json:"activity"`
 		OpenedAt time.Time `json:"opened_at"`
 	} `json:"entries"`
 	// Pending holds the gate's open reviews: the ones a person can
 	// answer through Logbook.
-	Pending []struct {
-		ID string `json:"id"`
-	} `json:"pending_reviews"`
+	Pending []session.PendingReview `json:"pending_reviews"`
+	Dialogs []session.Dialog        `json:"dialogs"`
+	Usage   []session.UsageBucket   `json:"usage"`
 }
 
-func decodeSummary(row []byte) (SessionSummary, error) {
+// entryActivity returns the activity of open entry id ("" if none).
+func (sr summaryRow) entryActivity(id string) string {
+	for _, e := range sr.Entries {
+		if e.EntryID == id {
+			return e.Activity
+		}
+	}
+	return ""
+}
+
+// decodeSummary decodes a stored session row into its summary, its
+// spend priced with t (nil: tokens only).
+func decodeSummary(row []byte, t *usage.Table) (SessionSummary, error) {
 	var sr summaryRow
 	if err := json.Unmarshal(row, &sr); err != nil {
 		return SessionSummary{}, err
 	}
-	return finishSummary(sr), nil
+	return finishSummary(sr, t), nil
 }
 
-func finishSummary(sr summaryRow) SessionSummary {
+func finishSummary(sr summaryRow, t *usage.Table) SessionSummary {
 	s := sr.SessionSummary
 	s.OpenEntries = len(sr.Entries)
 	for _, e := range sr.Entries {
@@ -82,14 +110,47 @@ func finishSummary(sr summaryRow) SessionSummary {
 			s.OldestOpenAt = e.OpenedAt
 		}
 	}
+	if len(sr.Usage) > 0 {
+		sp := usage.SpendOf([]session.State{{ID: s.ID, Usage: sr.Usage}}, t)
+		s.Tokens, s.Cost, s.Unpriced = sp.Tokens.Total(), sp.Cost, sp.Unpriced
+	}
 	return s
 }
 
-// Summary returns st's summary.
+// Summary returns st's summary, its spend priced with the shipped price
+// table (usage.Shipped).
 func Summary(st session.State) SessionSummary {
+	return summaryWith(st, usage.Shipped())
+}
+
+// summaryWith returns st's summary, its spend priced with t (nil:
+// tokens only).
+func summaryWith(st session.State, t *usage.Table) SessionSummary {
 	b, _ := json.Marshal(st)
-	s, _ := decodeSummary(b)
+	s, _ := decodeSummary(b, t)
 	return s
+}
+
+// summaryTableFor is how long summaries are priced with the same price
+// table before Config.Prices is asked again: a board refreshes a row per
+// event, and a table takes milliseconds to load.
+const summaryTableFor = time.Second
+
+// summaryPrices returns the price table summaries are priced with, at
+// most summaryTableFor old, or nil and why none loads (then summaries
+// carry tokens only). Safe for concurrent use; the table is only read.
+func (s *Server) summaryPrices() (*usage.Table, string) {
+	c := &s.summaryTable
+	c.Lock()
+	defer c.Unlock()
+	if now := time.Now(); c.at.IsZero() || now.Sub(c.at) >= summaryTableFor || now.Before(c.at) {
+		c.t, c.err = s.prices()
+		c.at = now
+	}
+	if c.err != nil {
+		return nil, "costs not shown: " + c.err.Error()
+	}
+	return c.t, ""
 }
 
 // lastSeen is when the agent of s was last observed.
@@ -216,10 +277,16 @@ func (q sessionQuery) sortKey(s SessionSummary) string {
 
 // sessionsPage is GET /v1/sessions's answer. Next, when set, is the cursor
 // of the next page.
+// Now is the server's clock when it answered, against which a client
+// measures how long ago the summaries' times were (their observed_at
+// above all) whatever its own clock says. PriceError, when set, says
+// why no summary has a cost (the price table does not load).
 type sessionsPage struct {
 	Sessions   []SessionSummary `json:"sessions"`
 	Next       string           `json:"next,omitempty"`
 	Checkpoint uint64           `json:"checkpoint"`
+	Now        time.Time        `json:"now"`
+	PriceError string           `json:"price_error,omitempty"`
 	staleMark
 }
 
@@ -239,7 +306,8 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	page := sessionsPage{Sessions: []SessionSummary{}, Checkpoint: s.store.Checkpoint(), staleMark: stale}
+	prices, priceErr := s.summaryPrices()
+	page := sessionsPage{Sessions: []SessionSummary{}, Checkpoint: s.store.Checkpoint(), Now: now.UTC(), PriceError: priceErr, staleMark: stale}
 	if q.sort == "id" {
 		// In id order the store pages for us: the cursor is the last id.
 		after := ""
@@ -252,7 +320,7 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 			after = k[1]
 		}
 		err = s.store.SessionRows(q.phase, after, func(id string, row []byte) (bool, error) {
-			sum, err := decodeSummary(row)
+			sum, err := decodeSummary(row, prices)
 			if err != nil {
 				return false, fmt.Errorf("session %s: decode row: %w", id, err)
 			}
@@ -275,7 +343,7 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 	}
 	var all []SessionSummary
 	err = s.store.SessionRows(q.phase, "", func(id string, row []byte) (bool, error) {
-		sum, err := decodeSummary(row)
+		sum, err := decodeSummary(row, prices)
 		if err != nil {
 			return false, fmt.Errorf("session %s: decode row: %w", id, err)
 		}
@@ -391,9 +459,13 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	prices, priceErr := s.summaryPrices()
 	if r.URL.Query().Get("summary") == "true" {
-		sum := Summary(st)
-		out := map[string]any{"session": sum, "checkpoint": cp}
+		sum := summaryWith(st, prices)
+		out := map[string]any{"session": sum, "checkpoint": cp, "now": s.cfg.Clock().UTC()}
+		if priceErr != "" {
+			out["price_error"] = priceErr
+		}
 		if stale.LogUnavailableSince != nil {
 			out["log_unavailable_since"], out["as_of_seq"] = stale.LogUnavailableSince, stale.AsOfSeq
 		}
@@ -413,7 +485,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	spend := s.sessionUsage(st, kids)
 	rep := sessionReply{Session: st, Children: []SessionSummary{}, Commands: nonNil(cmds), Usage: spend, Checkpoint: cp, staleMark: stale}
 	for _, k := range kids {
-		rep.Children = append(rep.Children, Summary(k))
+		rep.Children = append(rep.Children, summaryWith(k, prices))
 	}
 	writeJSON(w, http.StatusOK, rep)
 }
@@ -545,18 +617,46 @@ func (s *Server) output(w http.ResponseWriter, r *http.Request) {
 }
 
 // Decision is one pending decision: a session waiting on a person, or
-// an open review. It carries no prompt text, tool arguments or output,
-// only what the decision is about and where.
+// an open review. It carries no prompt text or output, only what the
+// decision is about and where: the tool and a short, redacted action.
 type Decision struct {
 	Kind     string    `json:"kind"` // "waiting" (a permission prompt or a question) or "review"
 	Session  string    `json:"session"`
 	Review   string    `json:"review,omitempty"`
-	Activity string    `json:"activity,omitempty"` // e.g. the tool a permission is for
+	Activity string    `json:"activity,omitempty"` // the session's activity, e.g. "review" or "question"
 	Since    time.Time `json:"since"`
 	Cwd      string    `json:"cwd,omitempty"`
 	Model    string    `json:"model,omitempty"`
 	Agent    string    `json:"agent,omitempty"`
 	Parent   string    `json:"parent,omitempty"`
+	// Tool is the tool the decision is about: a review's, the newest
+	// open permission dialog's, or that of the entry the session waits
+	// on (a question's AskUserQuestion); "" when none is known.
+	Tool string `json:"tool,omitempty"`
+	// Action is what the tool would do as the gate or the agent's
+	// dialog recorded it (e.g. the command), redacted again with the
+	// server's Redactor, on one line and cut to ActionCut bytes (a cut
+	// one ends in "…"); "" for a dialog known only from a notice, whose
+	// text is not the action, and for a question.
+	Action string `json:"action,omitempty"`
+	Risk   string `json:"risk,omitempty"` // a review's risk class under the policy, "" if none
+	// Deadline is when a review's budget runs out and the gate decides
+	// it timed_out (its request's time plus its budget, on the server's
+	// clock); absent for a review with no budget and a waiting row.
+	Deadline time.Time `json:"deadline,omitzero"`
+}
+
+// ActionCut is the most bytes of a Decision's Action.
+const ActionCut = 80
+
+// shortAction returns a, redacted, its runs of white space one space,
+// cut to ActionCut bytes.
+func (s *Server) shortAction(a string) string {
+	a = strings.Join(strings.Fields(s.cfg.Redactor.Redact(a)), " ")
+	if len(a) <= ActionCut {
+		return a
+	}
+	return redact.CutText(a, ActionCut-len("…")) + "…"
 }
 
 // Pending returns the pending decisions across all sessions, oldest
@@ -573,14 +673,27 @@ func (s *Server) Pending() ([]Decision, error) {
 			if err := json.Unmarshal(row, &sr); err != nil {
 				return false, fmt.Errorf("session %s: decode row: %w", id, err)
 			}
-			sum := finishSummary(sr)
+			sum := sr.SessionSummary
 			d := Decision{Session: sum.ID, Activity: sum.Activity, Since: sum.Since, Cwd: sum.Cwd, Model: sum.Model, Agent: sum.Agent, Parent: sum.Parent}
 			for _, rv := range sr.Pending {
-				d.Kind, d.Review = "review", rv.ID
-				out = append(out, d)
+				r := d
+				r.Kind, r.Review, r.Tool, r.Action, r.Risk = "review", rv.ID, rv.Tool, s.shortAction(rv.Action), rv.Risk
+				if rv.BudgetMS > 0 {
+					r.Deadline = rv.RequestedAt.Add(time.Duration(rv.BudgetMS) * time.Millisecond)
+				}
+				out = append(out, r)
 			}
 			if len(sr.Pending) == 0 && (phase == events.PhaseWaiting || len(sum.OpenReviews) > 0) {
 				d.Kind = "waiting"
+				if n := len(sr.Dialogs); n > 0 {
+					g := sr.Dialogs[n-1]
+					d.Tool = g.Tool
+					if !g.Notice {
+						d.Action = s.shortAction(g.Action)
+					}
+				} else if a, ok := strings.CutPrefix(sr.entryActivity(sum.WaitingOn), "tool:"); ok {
+					d.Tool = a
+				}
 				out = append(out, d)
 			}
 			return true, nil

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -113,6 +114,14 @@ type Server struct {
 	obs     *observer
 	mux     *http.ServeMux
 	routes  []route
+	// summaryTable is the price table summaries were last priced with
+	// (summaryPrices), kept for summaryTableFor.
+	summaryTable struct {
+		sync.Mutex
+		t   *usage.Table
+		err error
+		at  time.Time
+	}
 }
 
 // route is one endpoint: the method and path pattern the mux matches.

@@ -322,6 +322,17 @@ func TestUsage_BadPrices(t *testing.T) {
 	if !strings.Contains(er.Error, "prices.json: line 2, column 30") {
 		t.Errorf("usage with a bad price table: %q", er.Error)
 	}
+	// The list: tokens, no cost, and why.
+	var page sessionsPage
+	e.get("/v1/sessions?limit=1000", 200, &page)
+	if page.PriceError != "costs not shown: "+bad.Error() {
+		t.Errorf("the list's price_error %q", page.PriceError)
+	}
+	for _, s := range page.Sessions {
+		if s.ID == usageParent && (s.Tokens == 0 || s.Cost != nil) {
+			t.Errorf("%s in the list with a bad price table: tokens %d, cost %v", s.ID, s.Tokens, s.Cost)
+		}
+	}
 }
 
 // TestUsage_HugePrices: a prices.json with a price so large that costs

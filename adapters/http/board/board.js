@@ -12,8 +12,20 @@ const state = {
   showEnded: false,
   selected: null, // session id of the selected row
   route: null, // null: the board; else the session id of the page
-  live: 0, // newest sequence seen on the stream
+  live: 0, // newest sequence seen, on the stream or by polling
+  skew: 0, // the server's clock minus this browser's, ms (from /v1/sessions's now)
+  priceError: "", // why rows have no cost (the list's price_error)
 };
+
+// Timings of the live updates and of the list's looks.
+const POLL_S = 5; // polling period when the stream cannot be had, s
+const CONNECT_WAIT_MS = 5000; // how long the stream may take to open
+const CHECK_MS = 10000; // how often an open stream is checked for delivering
+const RETRY_STREAM_MS = 30000; // how often polling tries the stream again
+const QUIET_S = 60; // a working session with no observation for longer looks quiet
+
+// now is the server's clock as this browser estimates it, ms.
+function now() { return Date.now() + state.skew; }
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -29,7 +41,12 @@ function el(tag, attrs, ...kids) {
 
 function age(t) {
   if (!t || t.startsWith("0001")) return "-";
-  let s = Math.max(0, Math.floor((Date.now() - Date.parse(t)) / 1000));
+  return ageS(Math.floor((now() - Date.parse(t)) / 1000));
+}
+
+// ageS is a duration of s seconds as the board shows it: 45s, 4m, 3h05m, 2d4h.
+function ageS(s) {
+  s = Math.max(0, s);
   if (s < 60) return s + "s";
   let m = Math.floor(s / 60);
   if (m < 60) return m + "m";
@@ -74,7 +91,11 @@ async function loadAll() {
   do {
     const q = "/v1/sessions?limit=1000" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : "");
     const page = await getJSON(q);
-    if (first) { checkpoint = page.checkpoint; first = false; }
+    if (first) {
+      checkpoint = page.checkpoint; first = false;
+      if (page.now) state.skew = Date.parse(page.now) - Date.now();
+      state.priceError = page.price_error || "";
+    }
     for (const s of page.sessions) fresh.set(s.id, s);
     cursor = page.next || "";
   } while (cursor);
@@ -116,33 +137,153 @@ async function flush() {
   if (dirty.size) scheduleFlush();
 }
 
+// ---- live updates: the stream, else polling ----
+// The board follows /v1/stream. A stream that does not open within
+// CONNECT_WAIT_MS, that the server or a proxy closes for good, or that
+// is open yet delivers nothing of what the server has (a proxy that
+// buffers server-sent events: /v1/status's live runs ahead of it for a
+// whole CHECK_MS) gives way to polling /v1/events every POLL_S seconds,
+// and the header says so. Polling tries the stream again every
+// RETRY_STREAM_MS and hands back to it once it delivers what polling
+// has seen.
+
 let source = null;
+const conn = {
+  mode: "connecting", // "live", "polling" or "connecting"
+  seq: 0, // newest sequence the stream delivered
+  openedAt: 0, // when the current stream was asked for, ms
+  lagMark: 0, // the server's live sequence at the last check, if ahead of seq
+  checkedAt: 0, // when the open stream was last checked, ms
+  retryAt: 0, // when polling next tries the stream, ms
+  why: "",
+};
+
+function showConn(text, cls, title) {
+  const c = document.getElementById("conn");
+  c.textContent = text;
+  c.className = "conn " + cls;
+  c.title = title || "live stream";
+}
+
+// onRecord takes one record of the log, from the stream or a poll.
+function onRecord(r) {
+  if (r.seq <= state.live) return; // taken in already, by the other way
+  state.live = Math.max(state.live, r.seq);
+  const agg = r.event.agg;
+  if (agg.kind === "session") {
+    dirty.set(agg.id, Math.max(dirty.get(agg.id) || 0, r.seq));
+    pendingDirty = Math.max(pendingDirty, r.seq);
+  } else if (agg.kind === "command") {
+    const sess = r.event.data && r.event.data.session;
+    if (sess) dirty.set(sess, Math.max(dirty.get(sess) || 0, r.seq));
+    pageCommandEvent(agg.id, r.seq);
+  }
+  scheduleFlush();
+}
+
 function follow(after) {
   if (source) source.close();
-  source = new EventSource("/v1/stream?after=" + after);
-  const conn = document.getElementById("conn");
-  source.onopen = () => { conn.textContent = "live"; conn.className = "conn on"; };
-  source.onerror = () => { conn.textContent = "reconnecting"; conn.className = "conn off"; };
-  source.addEventListener("record", (ev) => {
-    const r = JSON.parse(ev.data);
-    state.live = r.seq;
-    conn.textContent = "live · #" + r.seq;
-    const agg = r.event.agg;
-    if (agg.kind === "session") {
-      dirty.set(agg.id, r.seq);
-      pendingDirty = r.seq;
-    } else if (agg.kind === "command") {
-      const sess = r.event.data && r.event.data.session;
-      if (sess) dirty.set(sess, r.seq);
-      pageCommandEvent(agg.id, r.seq);
+  conn.openedAt = Date.now();
+  conn.seq = after;
+  conn.lagMark = 0;
+  const es = new EventSource("/v1/stream?after=" + after);
+  source = es;
+  es.onopen = () => {
+    if (source !== es || conn.mode === "polling") return;
+    conn.mode = "live";
+    showConn("live", "on");
+  };
+  es.onerror = () => {
+    if (source !== es) return;
+    if (es.readyState === EventSource.CLOSED) {
+      source = null;
+      startPolling("the stream was refused");
+    } else if (conn.mode === "live") {
+      conn.mode = "connecting";
+      conn.openedAt = Date.now();
+      showConn("reconnecting", "off");
     }
-    scheduleFlush();
+  };
+  es.addEventListener("record", (ev) => {
+    if (source !== es) return;
+    const r = JSON.parse(ev.data);
+    conn.seq = Math.max(conn.seq, r.seq);
+    onRecord(r);
+    if (conn.mode === "polling" && conn.seq >= state.live) stopPolling();
+    if (conn.mode === "live") showConn("live · #" + r.seq, "on");
   });
-  source.addEventListener("dropped", (ev) => {
+  es.addEventListener("dropped", (ev) => {
     // The server let go of a slow stream: resume where it says.
+    if (source !== es) return;
     const d = JSON.parse(ev.data);
+    es.close();
+    source = null;
     setTimeout(() => follow(d.resume_after), 500);
   });
+}
+
+let pollTimer = null, polling = false;
+
+function startPolling(why) {
+  if (conn.mode !== "polling") {
+    conn.mode = "polling";
+    conn.retryAt = Date.now() + RETRY_STREAM_MS;
+  }
+  conn.why = why;
+  showConn("live updates unavailable, polling every " + POLL_S + "s", "off poll", why);
+  if (source && source.readyState !== EventSource.OPEN) { source.close(); source = null; }
+  if (!pollTimer) pollTimer = setInterval(poll, POLL_S * 1000);
+  poll();
+}
+
+function stopPolling() {
+  clearInterval(pollTimer);
+  pollTimer = null;
+  conn.mode = "live";
+  conn.lagMark = 0;
+  showConn("live · #" + conn.seq, "on");
+}
+
+// poll reads the events after the newest seen, as the stream would
+// have sent them; far behind, it reads the list afresh instead.
+async function poll() {
+  if (polling) return;
+  polling = true;
+  try {
+    for (let i = 0; i < 20; i++) {
+      const d = await getJSON("/v1/events?after=" + state.live + "&limit=500");
+      for (const r of d.events) onRecord(r);
+      if (d.events.length < 500) return;
+    }
+    const cp = await loadAll();
+    state.live = Math.max(state.live, cp);
+    render();
+  } catch (_) {
+  } finally {
+    polling = false;
+    if (conn.mode === "polling" && Date.now() >= conn.retryAt && !source) {
+      conn.retryAt = Date.now() + RETRY_STREAM_MS;
+      follow(state.live);
+    }
+  }
+}
+
+// checkStream falls back to polling when the stream has not opened in
+// time, or is open but the server's live sequence ran ahead of what it
+// delivered for a whole check.
+async function checkStream() {
+  if (conn.mode === "polling") return;
+  if (!source || source.readyState !== EventSource.OPEN) {
+    if (Date.now() - conn.openedAt >= CONNECT_WAIT_MS) startPolling("the stream did not open");
+    return;
+  }
+  if (Date.now() - conn.checkedAt < CHECK_MS) return;
+  conn.checkedAt = Date.now();
+  let st;
+  try { st = await getJSON("/v1/status"); } catch (_) { return; }
+  if (conn.mode !== "live") return;
+  if (conn.lagMark && conn.seq < conn.lagMark) { startPolling("the stream delivers nothing"); return; }
+  conn.lagMark = st.live > conn.seq ? st.live : 0;
 }
 
 // ---- the board ----
@@ -153,16 +294,66 @@ function matches(s) {
   return [s.id, s.cwd, s.model, s.activity, s.title, s.agent_type, s.phase].some((v) => v && v.toLowerCase().includes(f));
 }
 
+// seen is when the agent of s was last heard from, ms on the server's
+// clock: its observed_at, or updated_at when nothing was observed.
+function seen(s) {
+  const t = s.observed_at && !s.observed_at.startsWith("0001") ? s.observed_at : s.updated_at;
+  return Date.parse(t) || 0;
+}
+
+// quietFor is how long, in seconds, a working session has gone without
+// an observation of its agent, when that is over QUIET_S; else 0.
+function quietFor(s) {
+  if (s.phase !== "working") return 0;
+  const q = Math.floor((now() - seen(s)) / 1000);
+  return q > QUIET_S ? q : 0;
+}
+
+// rowCost is what a session spent as a row shows it: "$1.23", "<$0.01",
+// "$1.23+" when some model has no price, "no price", or "" when it spent
+// nothing; and the title with the cost to four places and the tokens.
+function rowCost(s) {
+  if (!s.tokens) return ["", ""];
+  const tok = s.tokens + " tokens";
+  if (s.cost === null || s.cost === undefined) {
+    if (state.priceError) return ["-", tok + "; " + state.priceError];
+    return ["no price", tok + "; no price for " + (s.unpriced || []).join(", ")];
+  }
+  let text = s.cost > 0 && s.cost < 0.005 ? "<$0.01" : "$" + s.cost.toFixed(2);
+  let title = "$" + s.cost.toFixed(4) + " for " + tok;
+  if (s.unpriced && s.unpriced.length) { text += "+"; title += ", and no price for " + s.unpriced.join(", "); }
+  return [text, title];
+}
+
 function sessionRow(s) {
   const oldest = s.open_entries ? age(s.oldest_open_at) : "";
-  const a = el("a", { class: "row" + (state.selected === s.id ? " sel" : ""), href: "#/s/" + encodeURIComponent(s.id), "data-id": s.id },
+  const q = quietFor(s);
+  const [cost, costTitle] = rowCost(s);
+  const what = el("span", { class: "what" });
+  if (q) what.append(el("span", { class: "quiet-for", text: "quiet for " + ageS(q) }), " ");
+  what.append([s.activity, s.title].filter(Boolean).join(" · "));
+  const a = el("a", { class: "row" + (state.selected === s.id ? " sel" : "") + (q ? " quiet" : ""), href: "#/s/" + encodeURIComponent(s.id), "data-id": s.id },
     el("span", { class: "phase " + s.phase, text: s.phase }),
     el("span", { class: "id", text: short(s.id), title: s.id }),
-    el("span", { text: [s.activity, s.title].filter(Boolean).join(" · ") }),
-    el("span", { class: "dim", text: age(s.since), title: "in this phase since " + s.since }),
-    el("span", { class: "dim", text: (s.model || "") + (oldest ? " · open " + oldest : ""), title: oldest ? "oldest open entry" : "" }),
+    what,
+    el("span", { class: "dim age", text: age(s.since), title: "in this phase since " + s.since }),
+    el("span", { class: "dim model", text: (s.model || "") + (oldest ? " · open " + oldest : ""), title: oldest ? "oldest open entry" : "" }),
+    el("span", { class: "cost", text: cost, title: costTitle }),
     el("span", { class: "cwd dim", text: ltr(s.cwd), title: s.cwd || "" }));
   return a;
+}
+
+// order sorts a phase's rows: waiting and working the longest in their
+// phase first, ready the most recently heard from first (so today's work
+// is not buried under months-old imports), ended the last ended first.
+function order(p) {
+  return (a, b) => {
+    let c;
+    if (p === "ready") c = seen(b) - seen(a);
+    else if (p === "ended") c = b.updated_at.localeCompare(a.updated_at);
+    else c = a.since.localeCompare(b.since);
+    return c || a.id.localeCompare(b.id);
+  };
 }
 
 function render() {
@@ -185,7 +376,7 @@ function render() {
   const counts = [];
   for (const p of PHASES) {
     let list = by.get(p);
-    list.sort((a, b) => (p === "ended" ? b.updated_at.localeCompare(a.updated_at) : a.since.localeCompare(b.since)) || a.id.localeCompare(b.id));
+    list.sort(order(p));
     counts.push(p + " " + list.length);
     const total = list.length;
     if (p === "ended" && !state.showEnded) list = list.slice(0, ENDED_SHOWN);
@@ -219,25 +410,53 @@ function render() {
   }
 }
 
+// budgetText is what is left of a review's budget: "42s left", or
+// "budget spent" past its deadline.
+function budgetText(deadline) {
+  const left = Math.floor((Date.parse(deadline) - now()) / 1000);
+  return left > 0 ? ageS(left) + " left" : "budget spent";
+}
+
+// budgetSpan shows what is left of a review's budget, counting down.
+function budgetSpan(deadline) {
+  return el("span", { class: "budget", "data-deadline": deadline, text: budgetText(deadline), title: "the review's budget runs out at " + deadline + "; then the gate decides it timed_out" });
+}
+
 function renderPending() {
   const ol = document.getElementById("pending-list");
   const frag = document.createDocumentFragment();
   for (const d of state.pending) {
     const s = state.sessions.get(d.session);
     if (s && !matches(s)) continue;
-    // Only what the decision is about: no prompt text, arguments or output.
-    frag.append(el("li", { "data-id": d.session, "data-kind": d.kind },
+    // What the decision is about: the tool and a short action, which
+    // the server redacted and cut; no prompt text or output.
+    // A review of the gate (answered here), a question, a permission
+    // dialog on the agent's own screen, or some other wait.
+    const label = d.kind === "review" ? "review" : d.activity === "question" ? "question" : d.activity === "review" ? "permission" : "waiting";
+    const what = el("span", { class: "what" });
+    if (d.tool) what.append(el("strong", { class: "tool", text: d.tool }));
+    if (d.action) what.append(" ", el("span", { class: "action mono", text: d.action, title: d.action }));
+    if (d.risk) what.append(" ", el("span", { class: "risk", text: "risk " + d.risk }));
+    if (!d.tool && !d.action) what.append(d.activity || (d.review ? "review " + d.review : ""));
+    const when = d.deadline
+      ? budgetSpan(d.deadline)
+      : el("span", { class: "dim", text: age(d.since), title: "waiting since " + d.since });
+    frag.append(el("li", { "data-id": d.session, "data-kind": d.kind, "data-review": d.review },
       el("a", { class: "row", href: "#/s/" + encodeURIComponent(d.session), "data-id": d.session },
-        el("span", { class: "phase waiting", text: d.kind === "review" ? "review" : "waiting" }),
+        el("span", { class: "phase waiting", text: label }),
         el("span", { class: "id", text: short(d.session), title: d.session }),
-        el("span", { text: d.activity || (d.review ? "review " + d.review : "") }),
-        el("span", { class: "dim", text: age(d.since) }),
+        what, when,
         el("span", { class: "cwd dim", text: ltr(d.cwd), title: d.cwd || "" }))));
   }
   if (!frag.childNodes.length) frag.append(el("li", { class: "empty", text: "nothing waits on a person" }));
   ol.replaceChildren(frag);
   document.getElementById("pending-n").textContent = String(state.pending.length);
 }
+
+// Budgets count down every second, without a whole render.
+setInterval(() => {
+  for (const b of document.querySelectorAll(".budget[data-deadline]")) b.textContent = budgetText(b.dataset.deadline);
+}, 1000);
 
 // ---- the session page ----
 
@@ -343,7 +562,9 @@ function reviewForm(session, rv) {
   f.append(el("p", {},
     el("strong", { class: "mono", text: rv.id }),
     el("span", { text: " " + [rv.tool, rv.action, rv.risk && "risk " + rv.risk].filter(Boolean).join(" · ") }),
-    el("span", { class: "dim", text: " asked " + age(rv.requested_at) + " ago" })));
+    el("span", { class: "dim", text: " asked " + age(rv.requested_at) + " ago" }),
+    rv.budget_ms ? " · " : null,
+    rv.budget_ms ? budgetSpan(new Date(Date.parse(rv.requested_at) + rv.budget_ms).toISOString()) : null));
   const reason = el("input", { name: "reason", placeholder: "why (recorded)", required: "", maxlength: "1000", "aria-label": "reason" });
   const by = el("input", { name: "by", placeholder: "your name", required: "", pattern: "[A-Za-z0-9._@-]{1,64}", "aria-label": "your name" });
   by.value = localStorage.getItem("logbook-by") || "";
@@ -466,9 +687,11 @@ function scheduleUsage() {
 async function loadUsage() {
   if (!usageView) return;
   const { by, tz } = usageView;
-  let rep;
+  let rep, day, sess;
   try {
-    rep = await getJSON("/v1/usage?by=" + by + "&tz=" + encodeURIComponent(tz));
+    const q = (b) => getJSON("/v1/usage?by=" + b + "&tz=" + encodeURIComponent(tz));
+    [rep, day, sess] = await Promise.all([q(by), by === "day" ? null : q("day"), by === "session" ? null : q("session")]);
+    day = day || rep; sess = sess || rep;
   } catch (e) {
     document.getElementById("page").replaceChildren(el("p", { text: "usage: " + e.message }), el("a", { href: "#/", text: "back" }));
     return;
@@ -486,6 +709,7 @@ async function loadUsage() {
   for (const z of local === "UTC" ? ["UTC"] : ["UTC", local]) nav.append(z === tz ? el("strong", { text: z }) : el("a", { href: at(by, z), text: z }), " ");
   if (tz !== "UTC" && tz !== local) nav.append(el("strong", { text: tz }));
   root.append(el("h2", { text: "Usage" }), nav);
+  root.append(spendCharts(day, sess));
   const [head, rows] = usageColumns(rep);
   root.append(table("usage-table", head, rows));
   root.append(el("p", { id: "usage-total", text: usageTotal(rep) }));
@@ -506,6 +730,157 @@ async function loadUsage() {
     root.append(table("limits-table", ["ACCOUNT", "WINDOW", "USED", "RESETS", "MEASURED"], lrows));
   }
   document.getElementById("page").replaceChildren(root);
+}
+
+// ---- spend as pictures ----
+// SVG drawn here from the same reports: spend by day stacked by model,
+// by session, and each plan-limit window's use as a bar with its reset.
+// Every shape carries its numbers (data-*) and a <title> with them as
+// `logbook usage` prints them.
+
+const SVGNS = "http://www.w3.org/2000/svg";
+function svg(tag, attrs, ...kids) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "text") e.textContent = v;
+    else e.setAttribute(k, v);
+  }
+  for (const k of kids) if (k !== null && k !== undefined) e.append(k);
+  return e;
+}
+
+const PALETTE = ["#1f6feb", "#c2410c", "#15803d", "#9333ea", "#0891b2", "#ca8a04", "#db2777", "#65a30d", "#6b7280"];
+let chartMetric = "cost"; // "cost" or "tokens"
+
+function metricOf(l) { return chartMetric === "cost" ? (l.cost || 0) : total(l.tokens); }
+function metricText(v) { return chartMetric === "cost" ? "$" + v.toFixed(2) : v >= 1e6 ? (v / 1e6).toFixed(1) + "M" : v >= 1e3 ? (v / 1e3).toFixed(1) + "k" : String(v); }
+function lineTitle(key, l) { return key + " · " + dashed(l.model) + ": " + costText(l.cost) + ", " + total(l.tokens) + " tokens"; }
+
+// stacks groups report lines by key, in the report's (key) order, each
+// key's models in the report's (model) order.
+function stacks(rep) {
+  const by = new Map();
+  for (const l of rep.lines) {
+    if (!by.has(l.key)) by.set(l.key, []);
+    by.get(l.key).push(l);
+  }
+  return by;
+}
+
+function spendCharts(day, sess) {
+  const models = [...new Set(day.lines.concat(sess.lines).map((l) => l.model))].sort();
+  const color = (m) => PALETTE[models.indexOf(m) % PALETTE.length];
+  const box = el("section", { id: "charts", "data-metric": chartMetric });
+  const pick = el("p", { class: "metric" }, "chart ");
+  for (const m of ["cost", "tokens"]) {
+    const b = el("button", { type: "button", "aria-pressed": String(m === chartMetric), text: m });
+    b.addEventListener("click", () => { chartMetric = m; box.replaceWith(spendCharts(day, sess)); });
+    pick.append(b, " ");
+  }
+  if (chartMetric === "cost") pick.append(el("span", { class: "dim", text: "lines with no price count $0 here" }));
+  // Colours go on through SVG attributes (the page's CSP allows no
+  // inline style).
+  const legend = el("p", { class: "legend" });
+  for (const m of models) legend.append(el("span", { "data-model": m }, svg("svg", { width: 12, height: 12, class: "swatch" }, svg("rect", { width: 12, height: 12, fill: color(m) })), " " + dashed(m)));
+  const charts = el("div", { class: "charts" }, dayChart(day, color), sessionChart(sess, color));
+  if (day.limits.length) charts.append(limitsChart(day.limits));
+  box.append(pick, charts, legend);
+  return box;
+}
+
+// dayChart: a column per day, its models stacked, the day's sum on top.
+function dayChart(rep, color) {
+  const days = stacks(rep);
+  const W = 600, H = 220, top = 18, bottom = 36, left = 8;
+  const keys = [...days.keys()];
+  const sums = keys.map((k) => days.get(k).reduce((a, l) => a + metricOf(l), 0));
+  const max = Math.max(...sums, 0) || 1;
+  const step = (W - left) / Math.max(keys.length, 1);
+  const bw = Math.max(2, Math.min(48, step * 0.7));
+  const g = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "spend by day, stacked by model", id: "chart-day" });
+  g.append(svg("line", { class: "axis", x1: 0, x2: W, y1: H - bottom, y2: H - bottom }));
+  keys.forEach((k, i) => {
+    const x = left + i * step + (step - bw) / 2;
+    let y = H - bottom;
+    const col = svg("g", { class: "day", "data-key": k, "data-sum": String(sums[i]) });
+    for (const l of days.get(k)) {
+      const h = (metricOf(l) / max) * (H - top - bottom);
+      y -= h;
+      col.append(svg("rect", { class: "seg", x, y, width: bw, height: Math.max(h, 0), fill: color(l.model), "data-key": k, "data-model": l.model, "data-cost": costText(l.cost), "data-tokens": String(total(l.tokens)) },
+        svg("title", { text: lineTitle(k, l) })));
+    }
+    col.append(svg("text", { class: "sum", x: x + bw / 2, y: y - 4, "text-anchor": "middle", text: metricText(sums[i]) }));
+    if (keys.length <= 14 || i % Math.ceil(keys.length / 14) === 0) col.append(svg("text", { x: x + bw / 2, y: H - bottom + 14, "text-anchor": "middle", text: k.slice(5) }));
+    g.append(col);
+  });
+  if (!keys.length) g.append(svg("text", { x: W / 2, y: H / 2, "text-anchor": "middle", text: "nothing spent" }));
+  return el("figure", { class: "chart" }, el("h3", { text: "By day (" + rep.tz + "), stacked by model" }), g);
+}
+
+const SESSIONS_CHARTED = 12;
+
+// sessionChart: a bar per session, the most spent first, its models
+// stacked; subagents are their own bars.
+function sessionChart(rep, color) {
+  const by = stacks(rep);
+  const all = [...by.entries()].map(([k, ls]) => ({ k, ls, sum: ls.reduce((a, l) => a + metricOf(l), 0), parent: ls[0].parent }));
+  all.sort((a, b) => b.sum - a.sum || a.k.localeCompare(b.k));
+  const shown = all.slice(0, SESSIONS_CHARTED);
+  const W = 600, row = 20, labelW = 190, H = Math.max(1, shown.length) * row + 8;
+  const max = Math.max(...shown.map((s) => s.sum), 0) || 1;
+  const g = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "spend by session", id: "chart-session" });
+  shown.forEach((s, i) => {
+    const y = 4 + i * row;
+    const a = svg("a", { href: "#/s/" + encodeURIComponent(s.k), class: "session", "data-key": s.k, "data-sum": String(s.sum) });
+    a.append(svg("text", { x: 0, y: y + 13, text: short(s.k).slice(0, 24) + (s.parent ? " ↳" : "") }, svg("title", { text: s.k + (s.parent ? " (subagent of " + s.parent + ")" : "") })));
+    let x = labelW;
+    for (const l of s.ls) {
+      const w = (metricOf(l) / max) * (W - labelW - 70);
+      a.append(svg("rect", { class: "seg", x, y: y + 2, width: Math.max(w, 0), height: row - 6, fill: color(l.model), "data-key": s.k, "data-model": l.model, "data-cost": costText(l.cost), "data-tokens": String(total(l.tokens)) },
+        svg("title", { text: lineTitle(s.k, l) })));
+      x += w;
+    }
+    a.append(svg("text", { class: "sum", x: x + 4, y: y + 13, text: metricText(s.sum) }));
+    g.append(a);
+  });
+  if (!shown.length) g.append(svg("text", { x: W / 2, y: 14, "text-anchor": "middle", text: "nothing spent" }));
+  const fig = el("figure", { class: "chart" }, el("h3", { text: "By session" + (all.length > shown.length ? " (the " + shown.length + " that spent most of " + all.length + ")" : "") }), g);
+  return fig;
+}
+
+// windowText names a plan-limit window with its length: "primary (5h)".
+function windowText(l) {
+  const m = l.window_minutes || 0;
+  if (m > 0 && m % 1440 === 0) return l.window + " (" + m / 1440 + "d)";
+  if (m > 0 && m % 60 === 0) return l.window + " (" + m / 60 + "h)";
+  if (m > 0) return l.window + " (" + m + "m)";
+  return l.window;
+}
+
+function utcText(ms) { return new Date(ms).toISOString().replace(/\.\d+Z$/, "Z"); }
+
+// limitsChart: each plan-limit window's latest reading as a bar of its
+// use, with when it resets.
+function limitsChart(limits) {
+  const W = 1000, row = 34, H = limits.length * row + 4;
+  const g = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "plan limits", id: "chart-limits" });
+  limits.forEach((l, i) => {
+    const y = 2 + i * row;
+    const resets = l.resets_at > 0 ? utcText(l.resets_at * 1000) : "-";
+    const used = l.used_percent.toFixed(1) + "%";
+    const w = Math.min(100, Math.max(0, l.used_percent)) / 100 * W;
+    const gl = svg("g", { class: "limit", "data-account": l.account, "data-window": l.window, "data-used": used, "data-resets": resets, "data-expired": String(!!l.expired) });
+    let right = l.expired ? "expired (was " + used + ")" : used + " used";
+    if (l.resets_at > 0) right += l.expired ? ", reset " + resets : ", resets " + resets + " (in " + ageS(l.resets_at - Math.floor(now() / 1000)) + ")";
+    gl.append(svg("text", { x: 0, y: y + 11, text: l.account + " · " + windowText(l) }),
+      svg("text", { x: W, y: y + 11, "text-anchor": "end", class: "resets", text: right }),
+      svg("rect", { class: "track", x: 0, y: y + 15, width: W, height: 10, rx: 2 }),
+      svg("rect", { class: "used" + (l.expired ? " expired" : l.used_percent >= 80 ? " high" : ""), x: 0, y: y + 15, width: w, height: 10, rx: 2 },
+        svg("title", { text: l.account + " " + windowText(l) + ": " + used + ", measured " + utcText(Date.parse(l.measured_at)) })));
+    g.append(gl);
+  });
+  return el("figure", { class: "chart limits" }, el("h3", { text: "Plan limits (latest reading per account and window)" }), g);
 }
 
 // ---- routes and keys ----
@@ -566,9 +941,13 @@ setInterval(() => { if (!state.route) render(); }, 15000); // ages move on
 
 (async function start() {
   try {
+    // The first paint comes from the JSON API; the stream then keeps
+    // it live.
     const cp = await loadAll();
-    follow(cp);
+    state.live = cp;
     route();
+    follow(cp);
+    setInterval(checkStream, 1000);
   } catch (e) {
     document.getElementById("groups").replaceChildren(el("p", { text: "cannot load sessions: " + e.message }));
   }
