@@ -171,3 +171,43 @@ func TestBoard_Divergence(t *testing.T) {
 	until(t, ctx, "the main session's timeline", `!!document.querySelector('#tl-svg .tl-lane.tools .tl-mark')`, 10*time.Second)
 	screenshot(t, ctx, "timeline-divergence.png")
 }
+
+// TestBoard_TimelineManyEvents draws a session of about 10,000 events:
+// marks closer than a few pixels merge into counted aggregates, so the
+// picture holds far fewer marks than events; zooming in shows single
+// marks again, and an aggregate's click zooms into what it holds.
+func TestBoard_TimelineManyEvents(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t)
+	e.observe("big", "", "start", `{"kind":"session_start","name":"startup"}`)
+	e.observe("big", "", "prompt", `{"kind":"prompt","id":"p1"}`)
+	var last uint64
+	for i := range 2500 {
+		id := fmt.Sprintf("t%d", i)
+		last = e.observe("big", "", "tool", `{"kind":"tool_use","id":"`+id+`","name":"Bash"}`, `{"kind":"tool_result","id":"`+id+`","status":"ok"}`)
+	}
+	e.waitSeq(last)
+	events := len(e.axis("h-big"))
+	start := time.Now()
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/#/s/h-big")); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "the timeline", `!!document.querySelector('#tl-svg .tl-lane.tools .tl-mark')`, 60*time.Second)
+	t.Logf("%d events: page and timeline drawn %v after the navigation", events, time.Since(start))
+	marks := evalJS[int](t, ctx, `document.querySelectorAll('#tl-svg .tl-mark').length`)
+	aggs := evalJS[int](t, ctx, `document.querySelectorAll('#tl-svg .tl-agg').length`)
+	counted := evalJS[int](t, ctx, `[...document.querySelectorAll('#tl-svg .tl-lane.tools .tl-agg')].reduce((n, a) => n + Number(a.dataset.count), 0) + document.querySelectorAll('#tl-svg .tl-lane.tools .tl-mark:not(.tl-agg)').length`)
+	t.Logf("%d events drawn as %d marks, %d of them aggregates", events, marks, aggs)
+	if events < 10000 || aggs == 0 || marks > 2000 {
+		t.Errorf("%d events drawn as %d marks (%d aggregates); want aggregates and under 2000 marks", events, marks, aggs)
+	}
+	if counted != 2500 {
+		t.Errorf("the tool lane's marks and aggregates count %d calls, want 2500", counted)
+	}
+	screenshot(t, ctx, "timeline-many.png")
+	// An aggregate's click zooms into it: single calls show.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#tl-svg .tl-lane.tools .tl-agg rect`))); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "single tool calls after zooming in", `document.querySelectorAll('#tl-svg .tl-lane.tools .tl-mark:not(.tl-agg)').length > 0`, 10*time.Second)
+}

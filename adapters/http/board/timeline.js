@@ -16,7 +16,8 @@
   const LABEL = 112; // px for the lane names
   const LANE = 22; // px per lane
   const AXIS = 26; // px of the scrub strip on top
-  const MERGE = 4; // px: marks closer than this merge into one with a count
+  const MERGE = 4; // px: marks narrower than this may merge into one with a count
+  const BIN = 24; // px: the narrow marks beginning in one bin of this width merge
   const MAX_KIDS = 24; // subagent lanes drawn at most
   const PHASE_COLORS = { working: "var(--working)", waiting: "var(--waiting)", ready: "var(--ready)", ended: "var(--ended)" };
 
@@ -188,20 +189,23 @@
     ];
   }
 
-  // pack merges, in one lane, marks narrower than MERGE px that lie
-  // within MERGE px of each other into one aggregate mark with a count.
+  // pack merges, in one lane, the marks narrower than MERGE px that
+  // begin in the same bin of BIN px into one aggregate mark with a count
+  // (room for three digits): at most one aggregate per bin, however
+  // dense the lane.
   function pack(marks, px) {
     const out = [];
     const sorted = marks.slice().sort((a, b) => a.x0 - b.x0 || a.seq - b.seq);
     for (const m of sorted) {
-      const a = px(m.x0), b = m.open ? px(m.x1) : px(m.x1);
+      const a = px(m.x0), b = px(m.x1);
       const narrow = b - a < MERGE;
+      const bin = Math.floor(a / BIN);
       const last = out[out.length - 1];
-      if (narrow && last && last.narrow && a - last.b < MERGE) {
+      if (narrow && last && last.narrow && last.bin === bin) {
         last.group.push(m); last.b = Math.max(last.b, b, a + 2);
         continue;
       }
-      out.push({ a, b: Math.max(b, a + (narrow ? 2 : 0)), narrow, group: [m] });
+      out.push({ a, b: Math.max(b, a + (narrow ? 2 : 0)), narrow, bin, group: [m] });
     }
     return out;
   }
@@ -317,7 +321,7 @@
             for (const m of p.group) { const k = m.kind.split(" ")[0]; kinds.set(k, (kinds.get(k) || 0) + 1); }
             const a = S("g", { class: "tl-mark tl-agg", tabindex: "0", "data-seq": p.group[0].seq, "data-count": p.group.length });
             a.append(S("rect", { x: p.a, y: y + 4, width: Math.max(6, p.b - p.a), height: LANE - 8, rx: 2 }));
-            a.append(S("text", { x: p.a + 2, y: y + 15 }, String(p.group.length)));
+            if (Math.max(6, p.b - p.a) >= 7 * String(p.group.length).length + 3) a.append(S("text", { x: p.a + 2, y: y + 15 }, String(p.group.length)));
             a.append(S("title", {}, p.group.length + " marks (" + [...kinds].map(([k, n]) => n + " " + k).join(", ") + ") from #" + p.group[0].seq + ": click to zoom in"));
             a.addEventListener("click", () => zoomTo(Math.min(...p.group.map((m) => m.x0)), Math.max(...p.group.map((m) => m.x1 === end ? m.x0 : m.x1))));
             g.append(a);
