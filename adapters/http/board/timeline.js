@@ -27,7 +27,7 @@
   function view(id) {
     let v = views.get(id);
     if (!v) {
-      v = { lo: 0, hi: -1, fit: true, cursor: -1, at: new Map(), kids: new Map(), rederive: null, rederiveKey: "", timer: null, shown: -1, selected: 0 };
+      v = { lo: 0, hi: -1, fit: true, cursor: -1, cursorSeq: 0, follow: true, at: new Map(), kids: new Map(), rederive: null, rederiveKey: "", timer: null, shown: -1, selected: 0 };
       views.set(id, v);
     }
     return v;
@@ -264,7 +264,9 @@
       if (v.fit || v.hi < 0) { v.lo = 0; v.hi = Math.max(axis.length - 1, 0); }
       v.hi = Math.min(v.hi, Math.max(axis.length - 1, 0));
       v.lo = Math.max(0, Math.min(v.lo, v.hi));
-      if (v.cursor < 0 || v.cursor >= axis.length) v.cursor = axis.length - 1;
+      // The cursor keeps its event as the axis grows (a subagent's audit
+      // arriving, a live event); at the last event it follows the end.
+      v.cursor = v.follow || !v.cursorSeq ? axis.length - 1 : Math.max(0, Math.min(axis.length - 1, Math.round(pos(v.cursorSeq))));
     }
 
     function draw() {
@@ -422,7 +424,7 @@
     function moveCursor(i) {
       i = Math.max(0, Math.min(axis.length - 1, i));
       if (i === v.cursor) return;
-      v.cursor = i;
+      v.cursor = i; v.cursorSeq = axis[i]; v.follow = i === axis.length - 1;
       // Keep the cursor in view.
       if (i < v.lo || i > v.hi) { const n = v.hi - v.lo; v.lo = Math.max(0, Math.min(i - Math.floor(n / 2), axis.length - 1 - n)); v.hi = v.lo + n; v.fit = false; draw(); return; }
       const cx = geo.px(i);
