@@ -225,6 +225,7 @@
     const pick = H("div", { id: "tl-pick" });
     wrap.append(plot, side);
     sec.append(H("h2", { text: "Timeline" }), bar, wrap, pick);
+    if (v.pickNode) pick.append(v.pickNode); // what was chosen stays across re-renders
 
     // Fetch the subagents' audits (each once per version) and the
     // re-derivation (once per audit length); redraw when they come.
@@ -232,16 +233,20 @@
     const redraw = () => draw();
     for (const k of kids) {
       const have = v.kids.get(k.id);
-      if (have && have.ver === k.ver) continue;
-      v.kids.set(k.id, { ver: k.ver, items: have ? have.items : [] });
+      if (have && (have.ver === k.ver || have.at > Date.now() - 2000)) continue; // at most every 2 s
+      v.kids.set(k.id, { ver: k.ver, at: Date.now(), items: have ? have.items : [] });
       fetch("/v1/sessions/" + encodeURIComponent(k.id) + "/audit", { credentials: "same-origin", headers: { Accept: "application/json" } })
         .then((r) => (r.ok ? r.json() : { items: [] }))
-        .then((a) => { v.kids.set(k.id, { ver: k.ver, items: a.items || [] }); redraw(); })
+        .then((a) => { v.kids.set(k.id, { ver: k.ver, at: Date.now(), items: a.items || [] }); redraw(); })
         .catch(() => {});
     }
+    // A live session re-renders its page at each event: its
+    // re-derivation (a fold of all its records) is asked again at most
+    // every 10 s, and only when its audit grew.
     const rkey = String(items.length);
-    if (v.rederiveKey !== rkey) {
+    if (v.rederiveKey !== rkey && !(v.rederiveAt > Date.now() - 10000)) {
       v.rederiveKey = rkey;
+      v.rederiveAt = Date.now();
       fetch("/v1/sessions/" + encodeURIComponent(s.id) + "/rederive", { credentials: "same-origin", headers: { Accept: "application/json" } })
         .then((r) => (r.ok ? r.json() : null))
         .then((r) => { v.rederive = r; redraw(); })
@@ -360,6 +365,8 @@
       cur.append(S("path", { d: "M" + (cx - 6) + " 0 h12 l-6 9 z" }));
       svgEl.append(cur);
       plot.replaceChildren(svgEl);
+      const row = v.selected && document.getElementById("audit-" + v.selected);
+      if (row) row.classList.add("hl");
       wire();
       showState();
     }
@@ -509,6 +516,7 @@
       }
       if (!own) box.append(H("a", { href: "#/s/" + encodeURIComponent(lane.id), text: "open " + lane.id }));
       pick.replaceChildren(box);
+      v.pickNode = box;
       if (own) moveCursor(axis.indexOf(m.seq));
       if (row) {
         row.classList.add("hl");
@@ -533,6 +541,7 @@
       };
       box.append(H("div", { class: "tl-cols" }, col("recorded", "tl-recorded", dv.recorded), col("today", "tl-today", dv.rederived)));
       pick.replaceChildren(box);
+      v.pickNode = box;
       const i = Math.ceil(pos(dv.obs_seq));
       if (i < axis.length) moveCursor(i);
     }
