@@ -27,7 +27,7 @@
   function view(id) {
     let v = views.get(id);
     if (!v) {
-      v = { lo: 0, hi: -1, fit: true, cursor: -1, cursorSeq: 0, follow: true, at: new Map(), kids: new Map(), rederive: null, rederiveKey: "", timer: null, shown: -1, selected: 0 };
+      v = { lo: 0, hi: -1, fit: true, cursor: -1, cursorSeq: 0, follow: true, at: new Map(), kids: new Map(), rederive: null, rederiveKey: "", timer: null, selected: 0 };
       views.set(id, v);
     }
     return v;
