@@ -211,3 +211,25 @@ func TestBoard_TimelineManyEvents(t *testing.T) {
 	}
 	until(t, ctx, "single tool calls after zooming in", `document.querySelectorAll('#tl-svg .tl-lane.tools .tl-mark:not(.tl-agg)').length > 0`, 10*time.Second)
 }
+
+// TestBoard_TimelineHostileText: a tool name that is markup is drawn as
+// text in the timeline, never parsed.
+func TestBoard_TimelineHostileText(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t)
+	evil := `<img src=x onerror=\"document.title='pwned'\">`
+	e.observe("evil", "", "prompt", `{"kind":"prompt","id":"p1"}`)
+	e.observe("evil", "", "tool", `{"kind":"tool_use","id":"t1","name":"`+evil+`"}`)
+	e.waitSeq(e.observe("evil", "", "result", `{"kind":"tool_result","id":"t1","status":"ok"}`))
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/#/s/h-evil")); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "the tool call drawn", `!!document.querySelector('#tl-svg .tl-lane.tools .tl-mark')`, 10*time.Second)
+	got := evalJS[string](t, ctx, `document.querySelector('#tl-svg .tl-lane.tools .tl-mark title').textContent`)
+	if !strings.Contains(got, `<img src=x onerror="document.title='pwned'">`) {
+		t.Errorf("the tool call's title %q lacks the name as text", got)
+	}
+	if n := evalJS[int](t, ctx, `document.querySelectorAll('#timeline img, #tl-svg img, #tl-svg foreignObject').length`); n > 0 || evalJS[string](t, ctx, `document.title`) == "pwned" {
+		t.Errorf("the tool's name became markup: %d elements, title %q", n, evalJS[string](t, ctx, `document.title`))
+	}
+}
