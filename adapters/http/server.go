@@ -155,6 +155,8 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET", "/v1/sessions/{id}", s.session)
 	s.handle("GET", "/v1/sessions/{id}/audit", s.audit)
 	s.handle("GET", "/v1/sessions/{id}/commands", s.sessionCommands)
+	s.handle("GET", "/v1/sessions/{id}/at", s.sessionAt)
+	s.handle("GET", "/v1/sessions/{id}/rederive", s.rederive)
 	s.handle("GET", "/v1/commands/{id}", s.command)
 	s.handle("GET", "/v1/commands/{id}/output", s.output)
 	s.handle("GET", "/v1/usage", s.usage)

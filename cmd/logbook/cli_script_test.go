@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -30,6 +31,8 @@ import (
 //	freeport NAME             sets NAME to a loopback host:port free now
 //	httpget URL               GETs URL (retrying for 10 s until it answers
 //	                          200) and prints the body on stdout
+//	jsonsame FILE1 FILE2      checks that two files hold the same JSON value,
+//	                          whatever their layout
 func cliScriptCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, args []string)) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	cmds["exits"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) < 2 {
@@ -89,6 +92,20 @@ func cliScriptCmds(cmds map[string]func(ts *testscript.TestScript, neg bool, arg
 				ts.Fatalf("GET %s: %v", args[0], err)
 			}
 			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	cmds["jsonsame"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 2 {
+			ts.Fatalf("usage: jsonsame FILE1 FILE2")
+		}
+		var v [2]any
+		for i, f := range args {
+			if err := json.Unmarshal([]byte(ts.ReadFile(f)), &v[i]); err != nil {
+				ts.Fatalf("%s: %v", f, err)
+			}
+		}
+		if d := cmp.Diff(v[0], v[1]); (d == "") == neg {
+			ts.Fatalf("%s and %s: same %v (-%s +%s):\n%s", args[0], args[1], d == "", args[0], args[1], d)
 		}
 	}
 	cmds["envout"] = func(ts *testscript.TestScript, neg bool, args []string) {

@@ -493,6 +493,7 @@ async function pageEvent() {
   add("open entries", (s.entries || []).map((e) => e.activity + " (" + age(e.opened_at) + ")").join(", "));
   add("started", s.started_at); add("ended", s.end_reason);
   root.append(kv);
+  if (window.Timeline) root.append(Timeline.section(s, d, audit.items || []));
   // What it spent, priced as `logbook session show` prices it; its
   // subagents' spend apart, never inside its own.
   const u = d.usage || {};
@@ -526,10 +527,10 @@ async function pageEvent() {
   const t = el("table", { id: "audit" }, el("thead", {}, el("tr", {}, ...["seq", "at", "event", "from → to", "entry", "cause"].map((h) => el("th", { text: h })))));
   const tb = el("tbody");
   for (const it of audit.items || []) {
-    tb.append(el("tr", {},
+    tb.append(el("tr", { id: "audit-" + it.seq, "data-seq": String(it.seq) },
       el("td", { class: "mono", text: String(it.seq) }),
       el("td", { class: "mono dim", text: it.at }),
-      el("td", { text: it.type + (it.activity ? " " + it.activity : "") }),
+      el("td", {}, it.type + (it.activity ? " " + it.activity : ""), it.detail ? el("div", { class: "dim", text: it.detail }) : null),
       el("td", { text: it.from || it.to ? (it.from || "") + " → " + (it.to || "") : "" }),
       el("td", { class: "mono", text: it.entry || "" }),
       el("td", { class: "dim", text: it.cause ? it.cause.kind + "/" + it.cause.event : "" })));

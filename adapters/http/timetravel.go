@@ -1,0 +1,72 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/replay"
+)
+
+// sessionAt answers GET /v1/sessions/{id}/at?seq=N: the session's state
+// as of stream sequence N, folded afresh from the log the way `logbook
+// replay --seq N --session ID --json` folds it (replay.StateAt over the
+// session's records with Seq ≤ N), in the same JSON (replay.State).
+// A missing, non-numeric or zero seq, or one past the log's end, is 400;
+// a session with no event up to N is 404.
+func (s *Server) sessionAt(w http.ResponseWriter, r *http.Request) {
+	id, err := s.resolveSession(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v := r.URL.Query().Get("seq")
+	if v == "" {
+		s.fail(w, r, fmt.Errorf("%w: seq is required: the stream sequence (≥ 1) to fold up to", errBadRequest))
+		return
+	}
+	seq, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || seq == 0 {
+		s.fail(w, r, fmt.Errorf("%w: seq %q: want a stream sequence, an integer ≥ 1", errBadRequest, v))
+		return
+	}
+	if err := replay.CheckSeq(r.Context(), s.log, seq); err != nil {
+		if se, ok := errors.AsType[*replay.SeqError](err); ok {
+			err = fmt.Errorf("%w: %s", errBadRequest, strings.TrimPrefix(se.Error(), "--"))
+		}
+		s.fail(w, r, err)
+		return
+	}
+	p := replay.Point{Seq: seq, Agg: events.Aggregate{Kind: events.KindSession, ID: id}}
+	st, err := replay.StateAt(r.Context(), s.log, p, id)
+	if errors.Is(err, events.ErrNotFound) {
+		err = fmt.Errorf("session %s at seq %d: %w: it has no event up to that sequence", id, seq, events.ErrNotFound)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// rederive answers GET /v1/sessions/{id}/rederive: today's session
+// reducer run over the session's stored observations, and the first one
+// whose decisions differ from the recorded ones with both lists
+// (replay.Rederive, as `logbook replay --rederive --session ID --json`
+// prints it). A divergence is an answer (200), not an error.
+func (s *Server) rederive(w http.ResponseWriter, r *http.Request) {
+	id, err := s.resolveSession(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rep, err := replay.Rederive(r.Context(), s.log, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
