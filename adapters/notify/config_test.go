@@ -163,3 +163,31 @@ func TestWatch_KeepsLastGood(t *testing.T) {
 		t.Errorf("said:\n%s", strings.Join(said, "\n"))
 	}
 }
+
+// TestParse_README: the README's notify.toml parses, with every rule kind
+// and sink type in it.
+func TestParse_README(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "```toml\n# ~/.local/share/logbook/notify.toml\n")
+	text, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README has no notify.toml example")
+	}
+	cfg, err := notify.Parse("README.md", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds, types := map[string]bool{}, map[string]bool{}
+	for _, r := range cfg.Rules {
+		kinds[r.On] = true
+	}
+	for _, s := range cfg.Sinks {
+		types[s.Type] = true
+	}
+	if len(kinds) != len(notify.Kinds) || len(types) != 3 {
+		t.Errorf("the README's example shows rule kinds %v and sink types %v, want every one", kinds, types)
+	}
+}
