@@ -134,11 +134,11 @@ type Wired struct {
 // serve.json (removed on return), and runs the loops (Loops), the
 // checkpoints (merkle.Actor), the workers, a writer's notifier
 // (notify.Notifier, once the data dir has a notify.toml) and Wired's
-// loops in one run.Group; a notify.toml that does not parse at the start
-// is refused (*notify.ConfigError). It returns nil once ctx is cancelled, the stream's loss
-// (natslog.ErrStreamLost) when the log is replaced, and any other error
-// of what it starts, each naming the part. What it does is said on
-// cfg.Stderr.
+// loops in one run.Group; a notify.toml that does not parse at the
+// start is refused (*notify.ConfigError). It returns nil once ctx is
+// cancelled, the stream's loss (natslog.ErrStreamLost) when the log is
+// replaced, and any other error of what it starts, each naming the
+// part. What it does is said on cfg.Stderr.
 func Serve(ctx context.Context, cfg Config) error {
 	var sayMu sync.Mutex
 	say := func(format string, args ...any) {
