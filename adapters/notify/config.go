@@ -43,10 +43,14 @@ const (
 	// with a status other than 0 (or was killed by a signal) and no stop
 	// was asked for.
 	OnCommandFailed = "command_failed"
+	// OnSpend fires when a session's cost, priced as `logbook usage`
+	// prices it, has reached USD at the end of one of its turns: once per
+	// session.
+	OnSpend = "spend"
 )
 
 // Kinds lists every rule kind, in the order the README explains them.
-var Kinds = []string{OnWaiting, OnReviewPending, OnBreakerTripped, OnAbandoned, OnCommandFailed}
+var Kinds = []string{OnWaiting, OnReviewPending, OnBreakerTripped, OnAbandoned, OnCommandFailed, OnSpend}
 
 // Sink types: what a sink's `type` names.
 const (
@@ -86,6 +90,9 @@ type Rule struct {
 	// (`after`, whole seconds ≥ 0): for waiting (default 60 s) and
 	// review_pending (default 0 s) only.
 	After time.Duration
+	// USD is a spend rule's threshold (`usd`, dollars > 0); 0 for any
+	// other kind.
+	USD float64
 	// Sinks are the names of the sinks told, each once, in order.
 	Sinks []string
 	// Line is where the rule's [[rule]] header is in the file (1-based).
@@ -156,6 +163,7 @@ type ruleDoc struct {
 	Name  string   `toml:"name"`
 	On    string   `toml:"on"`
 	After *int64   `toml:"after"`
+	USD   *float64 `toml:"usd"`
 	Sinks []string `toml:"sinks"`
 }
 
@@ -281,6 +289,16 @@ func Parse(path string, text []byte) (Config, error) {
 		case rd.On == OnWaiting:
 			r.After = DefaultWaitingAfter
 		}
+		switch {
+		case rd.On == OnSpend && rd.USD == nil:
+			return Config{}, fault("on", "a spend rule needs usd, the dollars a session's cost must reach, such as usd = 5")
+		case rd.USD != nil && rd.On != OnSpend:
+			return Config{}, fault("usd", "usd: only a spend rule has a threshold")
+		case rd.USD != nil && !(*rd.USD > 0 && *rd.USD < 1e9):
+			return Config{}, fault("usd", "usd %v: want dollars above 0", *rd.USD)
+		case rd.USD != nil:
+			r.USD = *rd.USD
+		}
 		if len(rd.Sinks) == 0 {
 			return Config{}, fault("sinks", "sinks missing: want the names of sinks such as [\"desk\"], each a [sinks.NAME] table")
 		}
@@ -303,7 +321,7 @@ func knownKeys(path []string) string {
 	case len(path) >= 3 && path[0] == "sinks":
 		return "type, url, format, headers, timeout or address"
 	case len(path) >= 2 && path[0] == "rule":
-		return "name, on, after or sinks"
+		return "name, on, after, usd or sinks"
 	}
 	return "[sinks.NAME] tables and [[rule]] entries"
 }
@@ -378,6 +396,9 @@ func (cfg Config) Summary() string {
 		}
 		if r.After > 0 {
 			s += fmt.Sprintf(" after %s", r.After)
+		}
+		if r.On == OnSpend {
+			s += fmt.Sprintf(" at $%.2f", r.USD)
 		}
 		rules = append(rules, s+" → "+strings.Join(r.Sinks, ", "))
 	}

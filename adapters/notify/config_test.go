@@ -76,7 +76,7 @@ func TestParse_Faults(t *testing.T) {
 	hook := "[sinks.h]\ntype = \"webhook\"\nurl = \"http://127.0.0.1:9/x\"\n"
 	for _, tc := range []struct{ name, text, want string }{
 		{"syntax", "[[rule]]\non = waiting\n", "notify.toml:2:6: not valid TOML"},
-		{"unknown key", hook + "[[rule]]\non = \"waiting\"\nsink = [\"h\"]\n", "notify.toml:6:1: unknown key rule.sink: want name, on, after or sinks"},
+		{"unknown key", hook + "[[rule]]\non = \"waiting\"\nsink = [\"h\"]\n", "notify.toml:6:1: unknown key rule.sink: want name, on, after, usd or sinks"},
 		{"unknown sink key", "[sinks.h]\ntype = \"desktop\"\ncolour = 1\n", "notify.toml:3:1: unknown key sinks.h.colour"},
 		{"wrong type", hook + "[[rule]]\non = \"waiting\"\nafter = \"2m\"\nsinks = [\"h\"]\n", "notify.toml:6:9: not valid TOML"},
 		{"unknown kind", hook + "[[rule]]\non = \"sleeping\"\nsinks = [\"h\"]\n", "notify.toml:5:1: rule 1: on \"sleeping\": want one of waiting, review_pending"},
@@ -88,6 +88,9 @@ func TestParse_Faults(t *testing.T) {
 		{"negative after", hook + "[[rule]]\non = \"waiting\"\nafter = -1\nsinks = [\"h\"]\n", "notify.toml:6:1: rule 1: after -1"},
 		{"same name", hook + "[[rule]]\non = \"waiting\"\nsinks = [\"h\"]\n[[rule]]\non = \"waiting\"\nsinks = [\"h\"]\n", "notify.toml:7:1: rule 2: name \"waiting\" is taken"},
 		{"bad name", hook + "[[rule]]\nname = \"Slow Wait\"\non = \"waiting\"\nsinks = [\"h\"]\n", "notify.toml:5:1: rule 1: name \"Slow Wait\""},
+		{"spend without usd", hook + "[[rule]]\non = \"spend\"\nsinks = [\"h\"]\n", "notify.toml:5:1: rule 1: a spend rule needs usd"},
+		{"usd on waiting", hook + "[[rule]]\non = \"waiting\"\nusd = 5\nsinks = [\"h\"]\n", "notify.toml:6:1: rule 1: usd: only a spend rule"},
+		{"usd zero", hook + "[[rule]]\non = \"spend\"\nusd = 0\nsinks = [\"h\"]\n", "notify.toml:6:1: rule 1: usd 0: want dollars above 0"},
 		{"no type", "[sinks.h]\nurl = \"http://x/\"\n", "notify.toml:1:1: sink h: type missing"},
 		{"bad type", "[sinks.h]\ntype = \"pager\"\n", "notify.toml:2:1: sink h: type \"pager\": want desktop, webhook or board"},
 		{"bad url", "[sinks.h]\ntype = \"webhook\"\nurl = \"ftp://x/\"\n", "notify.toml:3:1: sink h: url \"ftp://x/\": want an http or https URL"},

@@ -10,7 +10,9 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 // DurableName is the durable consumer every notifier on every host
@@ -65,6 +67,8 @@ type Notifier struct {
 	// Say receives what the notifier says (format, args), from Run's
 	// goroutines.
 	Say func(format string, args ...any)
+	// Prices price a spend rule's sessions (nil: usage.Shipped()).
+	Prices *usage.Table
 	// Sent, when set, is told of each notification sent and recorded.
 	Sent func(events.NotificationSent)
 }
@@ -217,7 +221,7 @@ func backoff(n uint64) time.Duration {
 // was recorded is not sent again.
 func (n *Notifier) decide(ctx context.Context, cfg Config, rec events.Record) (time.Duration, error) {
 	var c Context
-	var ctxRead bool
+	var ctxRead, costRead bool
 	now := n.now()
 	var next time.Duration
 	for _, r := range cfg.Rules {
@@ -225,6 +229,13 @@ func (n *Notifier) decide(ctx context.Context, cfg Config, rec events.Record) (t
 			ctxRead = true
 			var err error
 			if c, err = n.commandContext(ctx, rec); err != nil {
+				return 0, err
+			}
+		}
+		if r.On == OnSpend && !costRead {
+			costRead = true
+			var err error
+			if c.Cost, err = n.sessionCost(ctx, rec); err != nil {
 				return 0, err
 			}
 		}
@@ -282,6 +293,31 @@ func (n *Notifier) commandContext(ctx context.Context, rec events.Record) (Conte
 		}
 	}
 	return Context{}, nil
+}
+
+// sessionCost returns what the session of rec, a turn end, had spent by
+// rec in USD (nil: nothing priced, or not a turn end): its events up to
+// rec folded (session.Fold) and priced with Prices (usage.SpendOf).
+func (n *Notifier) sessionCost(ctx context.Context, rec events.Record) (*float64, error) {
+	if _, ok := rec.Data.(events.SessionTurnEnded); !ok || rec.Agg.Kind != events.KindSession {
+		return nil, nil
+	}
+	recs, _, err := n.Log.Load(ctx, rec.Agg)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", rec.Agg, err)
+	}
+	for i, r := range recs {
+		if r.Seq > rec.Seq {
+			recs = recs[:i]
+			break
+		}
+	}
+	prices := n.Prices
+	if prices == nil {
+		prices = usage.Shipped()
+	}
+	st := session.Fold(session.Init(rec.Agg), recs)
+	return usage.SpendOf([]session.State{st}, prices).Cost, nil
 }
 
 // tell sends t to sink s unless it is recorded, then records it.

@@ -308,3 +308,40 @@ func TestNotifier_TwoShareTheConsumer(t *testing.T) {
 		t.Errorf("recorded %d, want %d", len(rec), sessions)
 	}
 }
+
+// TestNotifier_Spend: a session whose cost, priced from its usage, has
+// reached the rule's dollars at a turn's end is told of once, however
+// many turns end after.
+func TestNotifier_Spend(t *testing.T) {
+	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
+	rcv := newReceiver(t)
+	var out natslogtest.Buffer
+	startNotifier(t, l, srv, writeConfig(t, "[sinks.hook]\ntype = \"webhook\"\nurl = \""+rcv.srv.URL+"\"\n\n[[rule]]\non = \"spend\"\nusd = 5\nsinks = [\"hook\"]\n"), &out)
+	waitFor(t, "the consumer", func() bool {
+		js, _ := jetstream.New(srv.Conn())
+		_, err := js.Consumer(t.Context(), natslog.StreamName, notify.DurableName)
+		return err == nil
+	})
+	agg := events.Aggregate{Kind: events.KindSession, ID: "s-spends"}
+	used := func(key string, in, outTok int64) events.Payload {
+		return events.HarnessObserved{Observation: events.Observation{Key: key, Parser: "test/1", Kind: "assistant",
+			Signals: []events.Sig{{Kind: events.SigUsage, ID: key, Usage: &events.Usage{Model: "claude-opus-4", Input: in, Output: outTok}}}}}
+	}
+	now := time.Now().UTC()
+	// Turn 1 spends about $1.50 (100k in, 0 out at opus's $15/M): no
+	// notification; turn 2 brings it past $5; turn 3 ends past it too.
+	seq := appendEvents(t, l, agg, 0, 1, now, []events.Payload{events.SessionStarted{Agent: "cli"}, used("m1", 100_000, 0), events.SessionTurnEnded{Turn: 1, Outcome: "completed"}})
+	seq = appendEvents(t, l, agg, seq, 4, now, []events.Payload{used("m2", 300_000, 0)})
+	seq = appendEvents(t, l, agg, seq, 5, now, []events.Payload{events.SessionTurnEnded{Turn: 2, Outcome: "completed"}})
+	last := appendEvents(t, l, agg, seq, 6, now, []events.Payload{used("m3", 10_000, 0), events.SessionTurnEnded{Turn: 3, Outcome: "completed"}})
+	drained(t, srv, last)
+	n, keys := rcv.deliveries()
+	if key := notify.Key("spend", "hook", agg.ID); n != 1 || keys[key] != 1 {
+		t.Errorf("deliveries %d %v, want one of %s\n%s", n, keys, key, out.String())
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if len(rcv.seen) == 1 && rcv.seen[0].Title != "session s-spends spent over $5.00" {
+		t.Errorf("told %+v", rcv.seen[0])
+	}
+}

@@ -29,10 +29,13 @@ type Trigger struct {
 
 // Context is what a rule needs to know of an event beyond the event
 // itself, read by the caller: for a command's event, its session and
-// argv (from command.requested).
+// argv (from command.requested); for a session's turn end, its cost.
 type Context struct {
 	Session string
 	Argv    []string
+	// Cost is, for a session's turn end, what the session had spent by
+	// then in USD (nil: unknown, nothing priced).
+	Cost *float64
 }
 
 // Match returns what rule r makes of rec in context c, and false when r
@@ -113,6 +116,13 @@ func Match(r Rule, rec events.Record, c Context) (Trigger, bool) {
 			t.Title = who + ": command failed (" + how + ")"
 		}
 		t.Body = clip(strings.Join(c.Argv, " "), 200)
+	case OnSpend:
+		if _, ok := rec.Data.(events.SessionTurnEnded); !ok || c.Cost == nil || *c.Cost < r.USD || t.Session == "" {
+			return Trigger{}, false
+		}
+		t.ID = t.Session // once per session
+		t.Title = fmt.Sprintf("%s spent over $%.2f", who, r.USD)
+		t.Body = fmt.Sprintf("$%.2f so far", *c.Cost)
 	default:
 		return Trigger{}, false
 	}
@@ -150,6 +160,7 @@ var Types = map[string]bool{
 	events.SessionEnded{}.EventType():          true,
 	events.SessionEntryAbandoned{}.EventType(): true,
 	events.CommandExited{}.EventType():         true,
+	events.SessionTurnEnded{}.EventType():      true,
 }
 
 // Key returns the idempotency key of the notification of rule to sink

@@ -56,6 +56,11 @@ func TestMatch(t *testing.T) {
 		{"command killed", notify.Rule{Name: "c", On: notify.OnCommandFailed}, rec(cmd, 10, events.CommandExited{Code: -1, Signal: "SIGKILL"}, nil), notify.Context{}, true,
 			"command failed: killed by SIGKILL", "", "", false},
 		{"command stopped", notify.Rule{Name: "c", On: notify.OnCommandFailed}, rec(cmd, 10, events.CommandExited{Code: -1, Signal: "SIGTERM", Stopped: true}, nil), notify.Context{}, false, "", "", "", false},
+		{"spend reached", notify.Rule{Name: "s", On: notify.OnSpend, USD: 5}, rec(s1, 11, events.SessionTurnEnded{Turn: 3, Outcome: "completed"}, nil), notify.Context{Cost: ptr(5.5)}, true,
+			"session 5e551011 spent over $5.00", "$5.50 so far", s1.ID, false},
+		{"spend below", notify.Rule{Name: "s", On: notify.OnSpend, USD: 5}, rec(s1, 11, events.SessionTurnEnded{Turn: 3, Outcome: "completed"}, nil), notify.Context{Cost: ptr(4.99)}, false, "", "", "", false},
+		{"spend unpriced", notify.Rule{Name: "s", On: notify.OnSpend, USD: 5}, rec(s1, 11, events.SessionTurnEnded{Turn: 3, Outcome: "completed"}, nil), notify.Context{}, false, "", "", "", false},
+		{"spend only at a turn's end", notify.Rule{Name: "s", On: notify.OnSpend, USD: 5}, rec(s1, 11, events.SessionTransitioned{From: "working", To: "ready"}, nil), notify.Context{Cost: ptr(9.0)}, false, "", "", "", false},
 		{"command passed", notify.Rule{Name: "c", On: notify.OnCommandFailed}, rec(cmd, 10, events.CommandExited{Code: 0}, nil), notify.Context{}, false, "", "", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,3 +128,5 @@ func TestKey(t *testing.T) {
 		t.Error("Key is not deterministic")
 	}
 }
+
+func ptr(f float64) *float64 { return &f }
