@@ -36,7 +36,7 @@ func TestNotify_TwoHosts(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer rcv.Close()
-	conf := fmt.Sprintf("[sinks.hook]\ntype = \"webhook\"\nurl = %q\n\n[[rule]]\non = \"review_pending\"\nsinks = [\"hook\"]\n", rcv.URL)
+	conf := fmt.Sprintf("[sinks.hook]\ntype = \"webhook\"\nurl = %q\n\n[[rule]]\non = \"review_pending\"\nafter = 0\nsinks = [\"hook\"]\n", rcv.URL)
 	a := e.newHost("writer-a", "writer", "serve")
 	b := e.newHost("writer-b", "writer", "serve")
 	for _, h := range []*host{a, b} {

@@ -30,7 +30,7 @@ const (
 	// wait After later.
 	OnWaiting = "waiting"
 	// OnReviewPending fires when a review was requested and is still
-	// undecided After later (After 0: at once).
+	// undecided After later.
 	OnReviewPending = "review_pending"
 	// OnBreakerTripped fires when too many refusals tripped a session's
 	// review breaker.
@@ -88,7 +88,7 @@ type Rule struct {
 	On   string // one of Kinds
 	// After is how long the condition must hold before the rule fires
 	// (`after`, whole seconds ≥ 0): for waiting (default 60 s) and
-	// review_pending (default 0 s) only.
+	// review_pending (default 5 s) only.
 	After time.Duration
 	// USD is a spend rule's threshold (`usd`, dollars > 0); 0 for any
 	// other kind.
@@ -121,6 +121,10 @@ type Sink struct {
 
 // DefaultTimeout is a sink's Timeout when notify.toml names none.
 const DefaultTimeout = 10 * time.Second
+
+// DefaultReviewAfter is a review_pending rule's After when notify.toml
+// names none: time for the gate's rules or a reviewer program to decide.
+const DefaultReviewAfter = 5 * time.Second
 
 // DefaultWaitingAfter is a waiting rule's After when notify.toml names
 // none.
@@ -288,6 +292,8 @@ func Parse(path string, text []byte) (Config, error) {
 			r.After = time.Duration(*rd.After) * time.Second
 		case rd.On == OnWaiting:
 			r.After = DefaultWaitingAfter
+		case rd.On == OnReviewPending:
+			r.After = DefaultReviewAfter
 		}
 		switch {
 		case rd.On == OnSpend && rd.USD == nil:

@@ -50,7 +50,7 @@ func TestParse(t *testing.T) {
 	want := notify.Config{
 		Rules: []notify.Rule{
 			{Name: "waiting", On: "waiting", After: 120 * time.Second, Sinks: []string{"desk", "tab"}, Line: 15},
-			{Name: "reviews", On: "review_pending", Sinks: []string{"team"}, Line: 20},
+			{Name: "reviews", On: "review_pending", After: notify.DefaultReviewAfter, Sinks: []string{"team"}, Line: 20},
 			{Name: "command_failed", On: "command_failed", Sinks: []string{"team"}, Line: 25},
 		},
 		Sinks: map[string]notify.Sink{
@@ -63,7 +63,7 @@ func TestParse(t *testing.T) {
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
-	if got, want := cfg.Summary(), "rules waiting after 2m0s → desk, tab; reviews (review_pending) → team; command_failed → team; sinks desk (desktop), tab (board), team (webhook slack)"; got != want {
+	if got, want := cfg.Summary(), "rules waiting after 2m0s → desk, tab; reviews (review_pending) after 5s → team; command_failed → team; sinks desk (desktop), tab (board), team (webhook slack)"; got != want {
 		t.Errorf("Summary:\n got %s\nwant %s", got, want)
 	}
 	empty, err := notify.Parse("notify.toml", nil)

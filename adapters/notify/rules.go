@@ -19,8 +19,9 @@ type Trigger struct {
 	// the marks of one reconciler decision make one notification.
 	ID  string
 	Due time.Time // the event's time plus the rule's After
-	// Delayed says the condition must still hold at Due (Holds): a
-	// waiting or review_pending rule with After > 0.
+	// Delayed says the condition must still hold when the notification
+	// is sent (Holds): a waiting or review_pending rule, even with After
+	// 0, so a review the gate's rules decided at once tells nobody.
 	Delayed bool
 	Session string // the session the event concerns; "" when unknown
 	Title   string
@@ -52,7 +53,7 @@ func Match(r Rule, rec events.Record, c Context) (Trigger, bool) {
 		if !ok || d.To != events.PhaseWaiting {
 			return Trigger{}, false
 		}
-		t.Delayed = r.After > 0
+		t.Delayed = true
 		t.Title = who + " waits for you"
 		t.Body = "waiting"
 		if d.Activity != "" {
@@ -66,7 +67,7 @@ func Match(r Rule, rec events.Record, c Context) (Trigger, bool) {
 		if !ok {
 			return Trigger{}, false
 		}
-		t.Delayed = r.After > 0
+		t.Delayed = true
 		t.Title = who + ": review pending"
 		t.Body = d.Tool
 		if d.Action != "" {

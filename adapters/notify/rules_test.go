@@ -42,7 +42,7 @@ func TestMatch(t *testing.T) {
 			"session 5e551011 waits for you", "waiting (question) for 1m0s", "", true},
 		{"working is no wait", waiting, rec(s1, 5, events.SessionTransitioned{From: "waiting", To: "working"}, nil), notify.Context{}, false, "", "", "", false},
 		{"review at once", notify.Rule{Name: "r", On: notify.OnReviewPending}, rec(s1, 6, events.ReviewRequested{ReviewID: "toolu_1", Tool: "Bash", Action: "git push"}, nil), notify.Context{}, true,
-			"session 5e551011: review pending", "Bash: git push", "", false},
+			"session 5e551011: review pending", "Bash: git push", "", true},
 		{"breaker", notify.Rule{Name: "b", On: notify.OnBreakerTripped}, rec(s1, 7, events.ReviewBreakerTripped{Refusals: 3, Window: 3}, nil), notify.Context{}, true,
 			"session 5e551011: refusal breaker tripped", "3 refusals in the last 3 verdicts; automatic approval stopped", "", false},
 		{"agent gone", notify.Rule{Name: "a", On: notify.OnAbandoned}, rec(s1, 8, events.SessionEnded{From: "working", Reason: "agent_gone", Evidence: "pid 7 gone"}, tick), notify.Context{}, true,

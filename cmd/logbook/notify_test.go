@@ -97,6 +97,7 @@ url = %q
 
 [[rule]]
 on = "review_pending"
+after = 0
 sinks = ["hook"]
 
 [[rule]]
