@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -343,5 +344,38 @@ func TestNotifier_Spend(t *testing.T) {
 	defer rcv.mu.Unlock()
 	if len(rcv.seen) == 1 && rcv.seen[0].Title != "session s-spends spent over $5.00" {
 		t.Errorf("told %+v", rcv.seen[0])
+	}
+}
+
+// TestNotifier_ConfigCreatedLater: a notifier started with no
+// notify.toml consumes nothing; once the file is written it is picked up
+// and events from then on are told of.
+func TestNotifier_ConfigCreatedLater(t *testing.T) {
+	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
+	rcv := newReceiver(t)
+	var out natslogtest.Buffer
+	path := filepath.Join(t.TempDir(), notify.File)
+	startNotifier(t, l, srv, path, &out)
+	js, err := jetstream.New(srv.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Consumer(t.Context(), natslog.StreamName, notify.DurableName); err == nil {
+		t.Fatal("a consumer with no notify.toml")
+	}
+	if err := os.WriteFile(path, []byte(hookConfig(rcv.srv.URL, 0)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the consumer", func() bool {
+		_, err := js.Consumer(t.Context(), natslog.StreamName, notify.DurableName)
+		return err == nil
+	})
+	last, wid := waitSession(t, l, "s-later")
+	drained(t, srv, last)
+	if n, keys := rcv.deliveries(); n != 1 || keys[notify.Key("waiting", "hook", wid.String())] != 1 {
+		t.Errorf("deliveries %d %v\n%s", n, keys, out.String())
+	}
+	if !strings.Contains(out.String(), "notifications: rules waiting → hook; sinks hook (webhook json)") {
+		t.Errorf("the notifier did not say its config:\n%s", out.String())
 	}
 }
