@@ -65,6 +65,7 @@ func NewRegistry() *Registry {
 	registerCommand(r)
 	registerWorkspace(r)
 	registerKey(r)
+	registerNotification(r)
 	return r
 }
 

@@ -653,6 +653,8 @@ func kindName(v []byte) string {
 		return KindTask
 	case KindKey:
 		return KindKey
+	case KindNotification:
+		return KindNotification
 	}
 	return string(v)
 }

@@ -249,6 +249,13 @@ func describe(it *Item, p events.Payload) {
 		kv.add("found", fingerprint(d.Found))
 		kv.add("size", strconv.FormatInt(d.Size, 10))
 		kv.add("new_session", d.NewSession)
+	case events.NotificationSent:
+		it.Entry = d.Key
+		kv.add("rule", d.Rule)
+		kv.add("on", d.On)
+		kv.add("sink", d.Sink+"("+d.Kind+")")
+		kv.add("about", d.Type+"@"+strconv.FormatUint(d.Seq, 10))
+		kv.add("title", d.Title)
 	}
 	it.Detail = kv.String()
 }

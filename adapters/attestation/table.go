@@ -63,7 +63,8 @@ type Rule struct {
 // (review.decided, with decided_by rule, reviewer, person, timeout or
 // breaker) or trips and resets the breaker: a person's verdict reaches
 // the log through serve, which names the person from the socket's peer
-// credentials or the HTTP token. A writer appends observations, session
+// credentials or the HTTP token. Only serve's notifier records what it told
+// people (notification.sent). A writer appends observations, session
 // decisions, workspaces and commands' requests; a worker the events of
 // its commands and their sessions. The README's "What the log proves"
 // mirrors this table.
@@ -71,7 +72,7 @@ var Table = []Rule{
 	{RoleAdmin, true, []string{"key.", "signing.began"}},
 	{RoleServe, false, []string{"key.", "signing.began"}},
 	{RoleServe, true, []string{"*"}},
-	{RoleWriter, false, []string{"key.", "signing.began", "review.decided", "review.breaker_tripped", "review.breaker_reset"}},
+	{RoleWriter, false, []string{"key.", "signing.began", "review.decided", "review.breaker_tripped", "review.breaker_reset", "notification."}},
 	{RoleWriter, true, []string{"*"}},
 	{RoleWorker, true, []string{"command.", "session."}},
 }

@@ -23,6 +23,7 @@ import (
 	httpapi "github.com/logbook-dev/logbook/adapters/http"
 	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/notify"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/adapters/servelog"
 	"github.com/logbook-dev/logbook/adapters/term"
@@ -131,11 +132,13 @@ type Wired struct {
 // (a writer's), answers the API (ServeVerbs), the hook socket
 // (ServeIntake), the system socket (System) and HTTP (NewHTTP), writes
 // serve.json (removed on return), and runs the loops (Loops), the
-// checkpoints (merkle.Actor), the workers and Wired's loops in one
-// run.Group. It returns nil once ctx is cancelled, the stream's loss
-// (natslog.ErrStreamLost) when the log is replaced, and any other error
-// of what it starts, each naming the part. What it does is said on
-// cfg.Stderr.
+// checkpoints (merkle.Actor), the workers, a writer's notifier
+// (notify.Notifier, once the data dir has a notify.toml) and Wired's
+// loops in one run.Group; a notify.toml that does not parse at the
+// start is refused (*notify.ConfigError). It returns nil once ctx is
+// cancelled, the stream's loss (natslog.ErrStreamLost) when the log is
+// replaced, and any other error of what it starts, each naming the
+// part. What it does is said on cfg.Stderr.
 func Serve(ctx context.Context, cfg Config) error {
 	var sayMu sync.Mutex
 	say := func(format string, args ...any) {
@@ -162,6 +165,13 @@ func Serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer lock.Close()
+	if !cfg.Reader {
+		// A notify.toml that does not parse is refused at the start, as
+		// policy.toml is; later faults keep the last good config.
+		if _, _, err := notify.Load(dd.Path(notify.File)); err != nil {
+			return err
+		}
+	}
 	admin, err := datadir.AdminCredentials(cfg.AdminCreds)
 	if err != nil {
 		return err
@@ -370,6 +380,12 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	if !cfg.Reader && w.Reconcile != nil {
 		actor(w.Reconcile)
+	}
+	if !cfg.Reader {
+		// Notifications, by notify.toml's rules, once it exists.
+		nw := &notify.Watch{Path: dd.Path(notify.File), Say: say}
+		nw.Check()
+		actor((&notify.Notifier{Log: p.Log, Registry: p.Registry, JS: js, Watch: nw, Host: hostname, Say: say}).Run)
 	}
 	if !cfg.Reader && w.Workspaces != nil {
 		actor(w.Workspaces)

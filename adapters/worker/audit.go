@@ -1,17 +1,22 @@
 package worker
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/replay"
 )
 
-// SessionAudit returns the audit timeline of session id: its events and
+// SessionAudit returns the audit timeline of session id: its events,
 // those of the commands requested for it (SessionCommands,
-// replay.SessionTimeline), with each event the log could not attest that
+// replay.SessionTimeline) and the notifications sent about it
+// (SessionNotifications), in stream order, with each event the log could not attest that
 // belongs to them in its place (replay.WithUnattested): quarantined
 // lists them once the timeline is read (the log judges events as it
 // reads them). A session the log holds no event of, attested
@@ -24,11 +29,23 @@ func SessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	}
 	// A session whose every event the log quarantined reads as none: it
 	// is shown, as what it is.
-	items, err := replay.SessionTimeline(ctx, log, id, ids)
-	notFound := errors.Is(err, events.ErrNotFound)
-	if err != nil && !notFound {
+	items, terr := replay.SessionTimeline(ctx, log, id, ids)
+	notFound := errors.Is(terr, events.ErrNotFound)
+	if terr != nil && !notFound {
+		return nil, terr
+	}
+	told, err := SessionNotifications(ctx, log, id)
+	if err != nil {
 		return nil, err
 	}
+	for _, n := range told {
+		recs, _, err := log.Load(ctx, events.Aggregate{Kind: events.KindNotification, ID: n})
+		if err != nil {
+			return nil, fmt.Errorf("audit %s: notification %s: %w", id, n, err)
+		}
+		items = append(items, replay.TimelineOf(recs)...)
+	}
+	slices.SortStableFunc(items, func(a, b replay.Item) int { return cmp.Compare(a.Seq, b.Seq) })
 	subjects := map[string]bool{events.Aggregate{Kind: events.KindSession, ID: id}.Subject(): true}
 	for _, c := range ids {
 		subjects[events.Aggregate{Kind: events.KindCommand, ID: c}.Subject()] = true
@@ -40,7 +57,36 @@ func SessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 		}
 	}
 	if notFound && len(us) == 0 {
-		return nil, err
+		return nil, terr
 	}
 	return replay.WithUnattested(items, us), nil
+}
+
+// NotificationFilter is the subjects of the notification aggregates.
+const NotificationFilter = events.SubjectEvents + "." + events.KindNotification + ".*"
+
+// SessionNotifications returns the ids (idempotency keys) of the
+// notifications sent about session, in stream order, read from the log
+// alone: each notification.sent's body is looked at for its session.
+// Errors are the log's, naming the session.
+func SessionNotifications(ctx context.Context, log *natslog.Log, session string) ([]string, error) {
+	var ids []string
+	for m, err := range log.ReadRaw(ctx, NotificationFilter, 1) {
+		if err != nil {
+			return nil, fmt.Errorf("notifications of session %s: %w", session, err)
+		}
+		if m.Header.Get(natslog.HeaderType) != (events.NotificationSent{}).EventType() {
+			continue
+		}
+		var sent struct {
+			Agg  events.Aggregate `json:"agg"`
+			Data struct {
+				Session string `json:"session"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(m.Data, &sent) == nil && sent.Data.Session == session {
+			ids = append(ids, sent.Agg.ID)
+		}
+	}
+	return ids, nil
 }

@@ -137,6 +137,37 @@ async function flush() {
   if (dirty.size) scheduleFlush();
 }
 
+// ---- notifications (a board sink of notify.toml) ----
+
+// Each notification.sent for a board sink is shown with the browser's
+// Notification API once the person allowed it (the bell); its key is the
+// notification's tag, so a repeat replaces rather than adds.
+const told = new Set();
+const bell = document.getElementById("bell");
+function bellState() {
+  if (!("Notification" in window)) { bell.hidden = true; return; }
+  const p = Notification.permission;
+  bell.className = "bell " + p;
+  bell.title = p === "granted" ? "notifications on (" + told.size + " shown)" :
+    p === "denied" ? "notifications blocked in this browser's settings" : "allow notifications";
+  bell.dataset.told = String(told.size);
+}
+bell.addEventListener("click", async () => {
+  if ("Notification" in window && Notification.permission === "default") await Notification.requestPermission();
+  bellState();
+});
+function notifyBrowser(d) {
+  if (!d || d.kind !== "board" || told.has(d.key)) return;
+  if (!("Notification" in window) || Notification.permission !== "granted") return;
+  try {
+    const n = new Notification(d.title, { body: d.body || "", tag: d.key });
+    n.onclick = () => { window.focus(); if (d.session) location.hash = "#/s/" + encodeURIComponent(d.session); };
+    told.add(d.key);
+  } catch (e) { /* this browser shows none from a page */ }
+  bellState();
+}
+bellState();
+
 // ---- live updates: the stream, else polling ----
 // The board follows /v1/stream. A stream that does not open within
 // CONNECT_WAIT_MS, that the server or a proxy closes for good, or that
@@ -177,6 +208,9 @@ function onRecord(r) {
     const sess = r.event.data && r.event.data.session;
     if (sess) dirty.set(sess, Math.max(dirty.get(sess) || 0, r.seq));
     pageCommandEvent(agg.id, r.seq);
+  } else if (agg.kind === "notification" && r.event.type === "notification.sent") {
+    notifyBrowser(r.event.data);
+    return;
   }
   scheduleFlush();
 }
