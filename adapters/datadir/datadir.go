@@ -277,6 +277,10 @@ type ServeInfo struct {
 	// workspace and the system directories (--sandbox-allow), for doctor.
 	Workers      int      `json:"workers,omitempty"`
 	SandboxAllow []string `json:"sandbox_allow,omitempty"`
+	// Board is the board's URL (with its API and metrics) when serve
+	// runs its HTTP surface, such as "http://127.0.0.1:7070/"; "" when
+	// it runs none (--http off).
+	Board string `json:"board,omitempty"`
 }
 
 // ReadServeInfo returns the running server's serve.json; false when it

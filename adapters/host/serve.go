@@ -320,6 +320,9 @@ func Serve(ctx context.Context, cfg Config) error {
 	if cfg.Workers > 0 {
 		si.SandboxAllow = cfg.SandboxAllow
 	}
+	if web != nil {
+		si.Board = web.URL()
+	}
 	if err := dd.WriteServeInfo(si); err != nil {
 		return fmt.Errorf("write %s: %w", dd.Path("serve.json"), err)
 	}

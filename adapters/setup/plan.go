@@ -30,6 +30,9 @@ type Options struct {
 	// Serve is the service's command line, an absolute program path and
 	// its arguments; nil: no service (--no-service).
 	Serve []string
+	// ServeEnv holds the service's environment variables beyond the
+	// user manager's, each "NAME=VALUE".
+	ServeEnv []string
 	// UnitPath is where the unit file goes (UnitPath).
 	UnitPath string
 	// Manager reports whether a systemd user manager answers
@@ -95,7 +98,7 @@ func NewPlan(opts Options) (*Plan, error) {
 		p.unit = unitNoManager
 		return p, nil
 	}
-	p.unitText = UnitText(opts.Serve)
+	p.unitText = UnitText(opts.Serve, opts.ServeEnv)
 	cur, err := os.ReadFile(opts.UnitPath)
 	rec := m.Unit
 	switch {
@@ -142,7 +145,7 @@ func (p *Plan) Show(w io.Writer) {
 	switch p.unit {
 	case unitNoManager:
 		say(w, "no systemd user manager answers (%s), so no unit is written; start serve yourself, and again after each login:", p.opts.ManagerWhy)
-		say(w, "  %s", ShellLine(p.opts.Serve))
+		say(w, "  %s", envLine(p.opts.ServeEnv)+ShellLine(p.opts.Serve))
 	case unitSame:
 		say(w, "%s: written by setup and enabled; unchanged", p.opts.UnitPath)
 	case unitForeign:
@@ -261,4 +264,16 @@ func (p *Plan) applyHooks(w io.Writer) error {
 	}
 	say(w, "wired %d hook events", len(rec.Hooks))
 	return nil
+}
+
+// envLine returns env ("NAME=VALUE" each) as sh assignments to put before
+// a command, each value quoted when it needs to be, ending in a space; ""
+// when env is empty.
+func envLine(env []string) string {
+	var b strings.Builder
+	for _, e := range env {
+		name, value, _ := strings.Cut(e, "=")
+		b.WriteString(name + "=" + ShellLine([]string{value}) + " ")
+	}
+	return b.String()
 }

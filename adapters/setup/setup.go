@@ -159,20 +159,25 @@ func UnitPath() (string, error) {
 }
 
 // UnitText returns the unit file that runs argv (an absolute program path
-// and its arguments) as the user's service: restarted 2 s after a
-// failure, started with the user's session (default.target). Each word is
-// quoted as systemd reads ExecStart when it needs to be.
-func UnitText(argv []string) []byte {
+// and its arguments) as the user's service, with env ("NAME=VALUE" each)
+// added to its environment: restarted 2 s after a failure, started with
+// the user's session (default.target). Each word is quoted as systemd
+// reads ExecStart and Environment when it needs to be.
+func UnitText(argv, env []string) []byte {
 	words := make([]string, len(argv))
 	for i, a := range argv {
 		words[i] = systemdWord(a)
+	}
+	var envLines string
+	for _, e := range env {
+		envLines += "Environment=" + systemdWord(e) + "\n"
 	}
 	return []byte(`# Written by logbook setup; logbook setup --undo disables and removes it.
 [Unit]
 Description=Logbook: the log, projections, hooks and board of coding-agent sessions
 
 [Service]
-ExecStart=` + strings.Join(words, " ") + `
+` + envLines + `ExecStart=` + strings.Join(words, " ") + `
 Restart=on-failure
 RestartSec=2s
 

@@ -13,12 +13,13 @@ import (
 )
 
 func TestUnitText(t *testing.T) {
-	got := string(UnitText([]string{"/opt/log book/logbook", "serve", "--data", "/home/u/100%/data", "--http", BoardAddr}))
+	got := string(UnitText([]string{"/opt/log book/logbook", "serve", "--data", "/home/u/100%/data", "--http", BoardAddr}, []string{"CLAUDE_CONFIG_DIR=/home/u/my claude"}))
 	want := `# Written by logbook setup; logbook setup --undo disables and removes it.
 [Unit]
 Description=Logbook: the log, projections, hooks and board of coding-agent sessions
 
 [Service]
+Environment="CLAUDE_CONFIG_DIR=/home/u/my claude"
 ExecStart="/opt/log book/logbook" serve --data /home/u/100%%/data --http 127.0.0.1:7070
 Restart=on-failure
 RestartSec=2s
@@ -77,7 +78,7 @@ func newOpts(t *testing.T) Options {
 // since, is left as it is; setup's older one is rewritten.
 func TestNewPlan_Unit(t *testing.T) {
 	opts := newOpts(t)
-	text := UnitText(opts.Serve)
+	text := UnitText(opts.Serve, opts.ServeEnv)
 	plan := func() *Plan {
 		t.Helper()
 		p, err := NewPlan(opts)
@@ -124,7 +125,8 @@ func TestNewPlan_Unit(t *testing.T) {
 		t.Errorf("setup's unit for another command line: step %d, Empty %v, shown:\n%s", p.unit, p.Empty(), shown(p))
 	}
 	opts.Manager, opts.ManagerWhy = false, "no bus"
-	if p := plan(); p.unit != unitNoManager || !p.Empty() || !strings.Contains(shown(p), "no systemd user manager answers (no bus), so no unit is written; start serve yourself, and again after each login:\n  /usr/local/bin/logbook serve --http 127.0.0.1:7070 --watch /home/u/.claude/projects\n") {
+	opts.ServeEnv = []string{"CODEX_HOME=/home/u/it's"}
+	if p := plan(); p.unit != unitNoManager || !p.Empty() || !strings.Contains(shown(p), "no systemd user manager answers (no bus), so no unit is written; start serve yourself, and again after each login:\n  CODEX_HOME='/home/u/it'\\''s' /usr/local/bin/logbook serve --http 127.0.0.1:7070 --watch /home/u/.claude/projects\n") {
 		t.Errorf("no user manager: step %d, Empty %v, shown:\n%s", p.unit, p.Empty(), shown(p))
 	}
 }
@@ -135,7 +137,7 @@ func TestNewPlan_Unit(t *testing.T) {
 func TestUndo_UnitWithoutManager(t *testing.T) {
 	for _, edited := range []bool{false, true} {
 		opts := newOpts(t)
-		text := UnitText(opts.Serve)
+		text := UnitText(opts.Serve, opts.ServeEnv)
 		wants := filepath.Join(filepath.Dir(opts.UnitPath), "default.target.wants")
 		if err := os.MkdirAll(wants, 0o755); err != nil {
 			t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -116,7 +115,7 @@ func runSetup(cmd *cobra.Command, g *globals, f setupFlags) error {
 		Wires:    installWires(g, hooksFlags{gate: f.gate, budget: f.budget}),
 	}
 	if !f.noService {
-		if opts.Serve, err = serveArgv(dd); err != nil {
+		if opts.Serve, opts.ServeEnv, err = serveArgv(dd); err != nil {
 			return err
 		}
 		if opts.UnitPath, err = setup.UnitPath(); err != nil {
@@ -153,30 +152,35 @@ func runSetup(cmd *cobra.Command, g *globals, f setupFlags) error {
 		fmt.Fprintf(g.stderr, "note: a review waits at most serve's --review-budget (default %s), whatever the hook's --budget: start serve with --review-budget %s for reviews to wait %s\n", settings.BudgetFlag(gate.DefaultBudget), b, b)
 	}
 	fmt.Fprintln(w, "== board")
-	fmt.Fprintf(w, "%s (served by logbook serve --http %s)\n", setup.BoardURL(setup.BoardAddr), setup.BoardAddr)
+	switch si, ok := dd.dir().ReadServeInfo(); {
+	case ok && si.Board != "":
+		fmt.Fprintf(w, "%s (served by the logbook serve running now, pid %d)\n", si.Board, si.PID)
+	case ok:
+		fmt.Fprintf(w, "the logbook serve running now (pid %d) serves no board (--http off); setup's service serves it on %s\n", si.PID, setup.BoardURL(setup.BoardAddr))
+	default:
+		fmt.Fprintf(w, "%s (served by logbook serve --http %s)\n", setup.BoardURL(setup.BoardAddr), setup.BoardAddr)
+	}
 	return nil
 }
 
 // serveArgv returns the service's command line: this binary's absolute
-// path, serve on data dir dd with the board on setup.BoardAddr, watching
-// Claude Code's and Codex's transcript folders that exist, so the board
-// shows the sessions already on the machine.
-func serveArgv(dd dataDir) ([]string, error) {
+// path, serve on data dir dd with the board on setup.BoardAddr. Serve
+// follows the agents' transcript folders by default, so the board shows
+// the sessions already on the machine and those of an agent installed
+// later; env holds the agents' folder variables (CLAUDE_CONFIG_DIR,
+// CODEX_HOME) set where setup runs, as "NAME=VALUE", for the service to
+// see them too.
+func serveArgv(dd dataDir) (argv, env []string, err error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("the running binary's path: %w", err)
+		return nil, nil, fmt.Errorf("the running binary's path: %w", err)
 	}
-	argv := []string{self, "serve", "--data", string(dd), "--http", setup.BoardAddr}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return argv, nil
-	}
-	for _, d := range []string{filepath.Join(home, ".claude", "projects"), filepath.Join(home, ".codex", "sessions")} {
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			argv = append(argv, "--watch", d)
+	for _, a := range agents() {
+		if v := os.Getenv(a.DirEnv); a.DirEnv != "" && v != "" {
+			env = append(env, a.DirEnv+"="+v)
 		}
 	}
-	return argv, nil
+	return []string{self, "serve", "--data", string(dd), "--http", setup.BoardAddr}, env, nil
 }
 
 // setupUndo runs `logbook setup --undo`.
