@@ -48,7 +48,7 @@ func TestBoard_SpendCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cx.ImportFile(t.Context(), limitsRollout(t, now.Add(-10*time.Minute), now.Add(2*time.Hour), now.Add(-time.Hour)), nil); err != nil {
+	if _, err := cx.ImportFile(t.Context(), limitsRollout(t, now.Add(-10*time.Minute), now.Add(90*time.Minute), now.Add(-time.Hour)), nil); err != nil {
 		t.Fatal(err)
 	}
 	last, err := e.log.LastSeq(t.Context())
