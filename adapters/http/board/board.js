@@ -421,7 +421,7 @@ function render() {
       const li = el("li", { "data-id": s.id, "data-phase": s.phase }, sessionRow(s));
       const ks = kids.get(s.id);
       if (ks && ks.length) {
-        const det = el("details", { class: "kids" }, el("summary", { text: ks.length + " subagent" + (ks.length > 1 ? "s" : "") + " (" + ks.filter((k) => k.phase !== "ended").length + " live)" }));
+        const det = el("details", { class: "kids" }, el("summary", { text: ks.length + " subagent" + (ks.length > 1 ? "s" : "") + " (" + ks.filter((k) => k.phase === "working" || k.phase === "waiting").length + " running)" }));
         const kol = el("ol", { class: "rows" });
         for (const k of ks) kol.append(el("li", { class: "child", "data-id": k.id, "data-phase": k.phase }, sessionRow(k)));
         det.append(kol);
