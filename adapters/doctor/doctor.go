@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +51,12 @@ const (
 type Env struct {
 	// Bwrap is the bubblewrap executable to check; "" means bwrap in PATH.
 	Bwrap string
+	// Socket, if not "", is the system socket the command line names
+	// (--socket, $LOGBOOK_SOCKET): the server is checked through it, and
+	// the caller's own data dir is not (system mode keeps none of the
+	// user's). SocketStatus asks the serve behind it for its status.
+	Socket       string
+	SocketStatus func(ctx context.Context) (api.StatusReply, error)
 	// DataDir is the data dir, DataDirErr why it could not be resolved
 	// (then no check of it runs).
 	DataDir    datadir.Dir
@@ -106,6 +113,10 @@ func Run(ctx context.Context, env Env) []Check {
 	for _, name := range []string{"logbook", "logbook-hook"} {
 		out = append(out, OnPath(name))
 	}
+	if env.Socket != "" {
+		out = append(out, SocketCheck(ctx, env.Socket, env.SocketStatus, msg), Hooks())
+		return append(out, agentDirs()...)
+	}
 	if env.DataDirErr != nil {
 		return append(out, Check{Name: "data dir", Status: Fail, Detail: env.DataDirErr.Error(), Fix: "set --data or $LOGBOOK_DATA"})
 	}
@@ -119,6 +130,14 @@ func Run(ctx context.Context, env Env) []Check {
 		}
 	}
 	out = append(out, Hooks())
+	out = append(out, agentDirs()...)
+	return append(out, Cgroup())
+}
+
+// agentDirs returns the checks of Claude Code's and Codex's own folders:
+// warn where one is absent (that agent has not run as this user).
+func agentDirs() []Check {
+	var out []Check
 	home, _ := os.UserHomeDir()
 	for _, a := range []struct{ name, dir, fix string }{
 		{"claude code", filepath.Join(home, ".claude", "projects"), "none needed unless you use Claude Code: it writes its transcripts here once it has run"},
@@ -132,7 +151,49 @@ func Run(ctx context.Context, env Env) []Check {
 		}
 		out = append(out, c)
 	}
-	return append(out, Cgroup())
+	return out
+}
+
+// SocketCheck checks a serve in system mode through its socket at path:
+// that path is a socket, this user is let in, and the serve answers its
+// status (within 3 s). Fail, with the fix, otherwise. status asks the
+// serve; msg words its errors.
+func SocketCheck(ctx context.Context, path string, status func(context.Context) (api.StatusReply, error), msg func(error) string) Check {
+	c := Check{Name: "socket"}
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		c.Status, c.Detail = Fail, "no "+path+": no serve in system mode listens there"
+		c.Fix = "check --socket and $LOGBOOK_SOCKET against serve's --socket-dir, and that serve runs (systemctl status logbook)"
+		return c
+	case err != nil:
+		c.Status, c.Detail = Fail, msg(err)
+		c.Fix = "serve's --socket-dir must be reachable by every user it lets in (serve makes it 0755)"
+		return c
+	case st.Mode().Type() != os.ModeSocket:
+		c.Status, c.Detail = Fail, path+" is not a socket ("+st.Mode().Type().String()+")"
+		c.Fix = "name serve's --socket-dir, or the logbook.sock in it"
+		return c
+	}
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	reply, err := status(sctx)
+	switch {
+	case errors.Is(err, api.ErrPeerRefused):
+		c.Status, c.Detail = Fail, msg(err)
+		c.Fix = "ask whoever runs serve to add your user (or a group of yours) to --socket-allow"
+	case err != nil:
+		c.Status, c.Detail = Fail, "serve does not answer on "+path+": "+msg(err)
+		c.Fix = "look at serve's log (journalctl -u logbook)"
+	case reply.LogUnavailableSince != nil:
+		c.Status = Warn
+		c.Detail = fmt.Sprintf("serve answers on %s from its projection at seq %d; its log does not: %s", path, reply.Checkpoint, reply.LogError)
+		c.Fix = "hooks wait in serve's journal until its log answers again: look at serve's log"
+	default:
+		c.Status = OK
+		c.Detail = fmt.Sprintf("serve answers on %s and lets this user in, %s in the log (since %s, %s)", path, plural(int(reply.LastSeq), "message"), reply.Started.UTC().Format(time.RFC3339), reply.Durability)
+	}
+	return c
 }
 
 // Failed returns how many of checks failed.

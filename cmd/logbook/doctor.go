@@ -31,10 +31,16 @@ func doctorCmd(g *globals) *cobra.Command {
 		Long: `doctor checks bubblewrap (present, and able to build the sandbox for this
 user), the logbook binaries on PATH, the data dir's permissions, the running
 server, the hooks in Claude Code's settings, Claude Code's and Codex's data
-dirs, and cgroup v2. Each line is ok, warn or fail, with the fix. It exits 1
+dirs, and cgroup v2. With --socket (or $LOGBOOK_SOCKET) it checks the serve
+in system mode behind that socket instead of a data dir of your own. Each line is ok, warn or fail, with the fix. It exits 1
 when a check fails, 0 otherwise. It changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if sock := g.socketPath(); sock != "" {
+				if _, err := socketCaller(g, sock); err != nil {
+					return err
+				}
+			}
 			checks := doctor.Run(cmd.Context(), doctorEnv(g, bwrap))
 			if g.json {
 				if err := writeJSON(g.stdout, checks); err != nil {
@@ -68,6 +74,15 @@ func printChecks(w io.Writer, checks []doctorCheck) {
 // doctorEnv wires doctor's checks to g's data dir and server.
 func doctorEnv(g *globals, bwrap string) doctor.Env {
 	env := doctor.Env{Bwrap: bwrap, NATSURL: g.natsURL, Message: userMessage}
+	if sock := g.socketPath(); sock != "" {
+		call := api.SocketCaller(sock)
+		env.Socket = sock
+		env.SocketStatus = func(ctx context.Context) (api.StatusReply, error) {
+			var st api.StatusReply
+			return st, call(ctx, api.VerbStatus, struct{}{}, &st)
+		}
+		return env
+	}
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
 		env.DataDirErr = err

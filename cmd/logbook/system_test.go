@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -332,6 +333,21 @@ func TestSystemMode(t *testing.T) {
 		err := callSocketAs(other, sock, gate.VerbReviewDecide, map[string]string{"id": "tu1"}, nil)
 		if !errors.Is(err, api.ErrPeerRefused) {
 			t.Errorf("decide as lbother: %v", err)
+		}
+	})
+
+	t.Run("DoctorThroughTheSocket", func(t *testing.T) {
+		out, stderr, code := agent.run(t, sock, "", bin, "doctor")
+		if !regexp.MustCompile(`(?m)^ok +socket +serve answers on ` + regexp.QuoteMeta(sock) + ` and lets this user in, \d+ messages in the log`).MatchString(out) || strings.Contains(out, "data dir") {
+			t.Errorf("doctor as lbtest: exit %d\n%s%s", code, out, stderr)
+		}
+		out, stderr, code = other.run(t, sock, "", bin, "doctor")
+		if code != 1 || !regexp.MustCompile(`(?m)^fail +socket +.*lbother .*may not use this socket`).MatchString(out) || !strings.Contains(out, "fix: ask whoever runs serve to add your user") {
+			t.Errorf("doctor as lbother: exit %d\n%s%s", code, out, stderr)
+		}
+		out, _, code = agent.run(t, filepath.Join(runDir, "nosuch.sock"), "", bin, "doctor")
+		if code != 1 || !regexp.MustCompile(`(?m)^fail +socket +no .*nosuch.sock: no serve in system mode listens there`).MatchString(out) {
+			t.Errorf("doctor on a missing socket: exit %d\n%s", code, out)
 		}
 	})
 
