@@ -10,8 +10,8 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"runtime"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -338,7 +338,7 @@ func TestSystemMode(t *testing.T) {
 
 	t.Run("DoctorThroughTheSocket", func(t *testing.T) {
 		out, stderr, code := agent.run(t, sock, "", bin, "doctor")
-		if !regexp.MustCompile(`(?m)^ok +socket +serve answers on ` + regexp.QuoteMeta(sock) + ` and lets this user in, \d+ messages in the log`).MatchString(out) || strings.Contains(out, "data dir") {
+		if !regexp.MustCompile(`(?m)^ok +socket +serve answers on `+regexp.QuoteMeta(sock)+` and lets this user in, \d+ messages in the log`).MatchString(out) || strings.Contains(out, "data dir") {
 			t.Errorf("doctor as lbtest: exit %d\n%s%s", code, out, stderr)
 		}
 		out, stderr, code = other.run(t, sock, "", bin, "doctor")
