@@ -521,11 +521,14 @@ func asActor(body []byte, actor string) ([]byte, error) {
 // ListenSystem listens on the system socket SystemSocketName in dir,
 // made (0755, with each missing parent, whatever the umask) when missing. dir must be a directory of this process's
 // user or root that no one else may write in (a user who could would put
-// a socket of their own in its place). The socket file is 0666: who may
-// use it is System's to say, by the peer's credentials. A socket left
+// a socket of their own in its place). The socket file is 0666 when gid
+// is negative: who may use it is System's to say, by the peer's
+// credentials. Otherwise it is 0660 and group gid's, so the kernel
+// refuses a connection from a user outside that group before the server
+// reads anything (serve must be root or in that group). A socket left
 // there by a server that is gone is replaced; one a server answers on is
 // an error naming it, as is any other file in its place.
-func ListenSystem(dir string) (*Socket, error) {
+func ListenSystem(dir string, gid int) (*Socket, error) {
 	// The directories made here are 0755 whatever the umask (a unit's
 	// UMask=0077 would leave them 0700, the socket out of the users'
 	// reach): each missing one, from the top, is made and then chmod'ed.
@@ -580,7 +583,15 @@ func ListenSystem(dir string) (*Socket, error) {
 	}
 	l.SetUnlinkOnClose(false)
 	s := &Socket{UnixListener: l, Path: path}
-	if err := os.Chmod(path, 0o666); err != nil {
+	mode := os.FileMode(0o666)
+	if gid >= 0 {
+		mode = 0o660
+		if err := os.Lchown(path, -1, gid); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("listen on %s: give the socket to group %d: %w (serve must run as root or as a member of that group)", path, gid, err)
+		}
+	}
+	if err := os.Chmod(path, mode); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
@@ -625,7 +636,7 @@ func socketRequest(ctx context.Context, path, verb string, b []byte) ([]byte, er
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("no socket there: no server runs with this --socket-dir (check --socket and $LOGBOOK_SOCKET)")
 	case errors.Is(err, fs.ErrPermission):
-		return nil, fmt.Errorf("permission denied: this user cannot reach the socket (its directory or file)")
+		return nil, fmt.Errorf("permission denied: this user cannot reach the socket (its directory, or the file: with serve --socket-group only that group's members may connect)")
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return nil, fmt.Errorf("nothing listens on the socket: the server that made it is gone")
 	case err != nil:

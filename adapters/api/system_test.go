@@ -33,7 +33,7 @@ func systemServer(t *testing.T, s *System) string {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sock, err := ListenSystem(filepath.Join(dir, "run"))
+	sock, err := ListenSystem(filepath.Join(dir, "run"), -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestSystem_NoSocket(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), path+": no socket there") {
 		t.Errorf("no socket: %v", err)
 	}
-	s, err := ListenSystem(dir)
+	s, err := ListenSystem(dir, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,12 +117,12 @@ func TestSystem_NoSocket(t *testing.T) {
 		t.Errorf("dead socket: %v", err)
 	}
 	// A socket a live server answers on is not taken over.
-	s, err = ListenSystem(dir)
+	s, err = ListenSystem(dir, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := ListenSystem(dir); err == nil || !strings.Contains(err.Error(), "another server answers on it") {
+	if _, err := ListenSystem(dir, -1); err == nil || !strings.Contains(err.Error(), "another server answers on it") {
 		t.Errorf("second listen: %v", err)
 	}
 }
@@ -134,14 +134,14 @@ func TestListenSystem_Dir(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ListenSystem(dir); err == nil || !strings.Contains(err.Error(), "others may write in it") {
+	if _, err := ListenSystem(dir, -1); err == nil || !strings.Contains(err.Error(), "others may write in it") {
 		t.Errorf("0777 dir: %v", err)
 	}
 	dir = t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, SystemSocketName), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ListenSystem(dir); err == nil || !strings.Contains(err.Error(), "a regular file is in the socket's place") {
+	if _, err := ListenSystem(dir, -1); err == nil || !strings.Contains(err.Error(), "a regular file is in the socket's place") {
 		t.Errorf("file in place: %v", err)
 	}
 }
@@ -154,7 +154,7 @@ func TestListenSystem_MadeDirsReachable(t *testing.T) {
 	defer syscall.Umask(old)
 	base := t.TempDir()
 	dir := filepath.Join(base, "a", "run")
-	s, err := ListenSystem(dir)
+	s, err := ListenSystem(dir, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func TestSystem_IdleConnectionsStarveNoOne(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
-	sock, err := ListenSystem(filepath.Join(dir, "run"))
+	sock, err := ListenSystem(filepath.Join(dir, "run"), -1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,6 +80,9 @@ type Config struct {
 	// SocketDeciders are System's Access and Deciders.
 	SocketDir                    string
 	SocketAccess, SocketDeciders api.Access
+	// SocketGroup is System.Group: the gid given the socket, 0660; ""
+	// for none.
+	SocketGroup string
 	// Stderr is serve's log: every line Serve says, "logbook serve: "
 	// first. Writes come from several goroutines.
 	Stderr io.Writer
@@ -288,7 +291,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		}()
 	}
 	if cfg.SocketDir != "" && in != nil {
-		stopSystem, err := System{Dir: cfg.SocketDir, Access: cfg.SocketAccess, Deciders: cfg.SocketDeciders,
+		stopSystem, err := System{Dir: cfg.SocketDir, Access: cfg.SocketAccess, Deciders: cfg.SocketDeciders, Group: cfg.SocketGroup,
 			Hook: in.Accept, Verbs: verbs, Logf: say, Own: w.Own}.Serve(ctx)
 		if err != nil {
 			return err

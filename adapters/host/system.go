@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/logbook-dev/logbook/adapters/api"
@@ -25,6 +26,10 @@ type System struct {
 	Dir      string     // the socket's directory (--socket-dir); made 0755 when missing
 	Access   api.Access // who is let in besides serve's user and root
 	Deciders api.Access // of those, who may also answer the gate's reviews
+	// Group is the gid, in decimal, the socket file is given, mode 0660,
+	// so only its members (and root) may connect (--socket-group); "":
+	// none, the socket is 0666 and Access alone decides.
+	Group string
 	// Hook takes a hook payload (api.Intake.Accept).
 	Hook func(context.Context, []byte) (any, error)
 	// Own are verbs of the socket's own (the audit verb), answered for
@@ -62,11 +67,21 @@ func (s System) Serve(ctx context.Context) (stop func(), err error) {
 	if h, ok := s.Verbs[gate.VerbReviewDecide]; ok {
 		sys.People[gate.VerbReviewDecide] = h
 	}
-	sock, err := api.ListenSystem(s.Dir)
+	gid := -1
+	if s.Group != "" {
+		if gid, err = strconv.Atoi(s.Group); err != nil || gid < 0 {
+			return nil, fmt.Errorf("socket group %q: want a gid", s.Group)
+		}
+	}
+	sock, err := api.ListenSystem(s.Dir, gid)
 	if err != nil {
 		return nil, err
 	}
-	s.Logf("system socket %s: lets in %s; reviews answered by %s", sock.Path, s.Access, s.Deciders)
+	if gid >= 0 {
+		s.Logf("system socket %s (group %d, 0660): lets in %s; reviews answered by %s", sock.Path, gid, s.Access, s.Deciders)
+	} else {
+		s.Logf("system socket %s: lets in %s; reviews answered by %s", sock.Path, s.Access, s.Deciders)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

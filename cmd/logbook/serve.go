@@ -199,7 +199,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	if listen == "" && g.natsURL == "" {
 		return usageErrorf("--listen: want a loopback host:port such as 127.0.0.1:0")
 	}
-	access, deciders, err := wp.sys.parse(wp.reader)
+	access, deciders, gid, err := wp.sys.parse(wp.reader)
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		Reader: wp.reader, Workers: wp.n, SandboxAllow: allow, AcceptLoss: g.acceptLoss, ViewsCache: g.viewsCache,
 		HTTPAddr: wp.http.addr, HTTPCert: wp.http.cert, HTTPKey: wp.http.key,
 		CheckpointEvery: wp.ckpt.every, CheckpointInterval: wp.ckpt.interval,
-		SocketDir: wp.sys.dir, SocketAccess: access, SocketDeciders: deciders, Stderr: g.stderr,
+		SocketDir: wp.sys.dir, SocketAccess: access, SocketDeciders: deciders, SocketGroup: gid, Stderr: g.stderr,
 		Opts: func() ([]nats.Option, error) {
 			o, _, err := g.reach().CredsOptions()
 			return o, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,11 +38,13 @@ type systemFlags struct {
 	dir    string // --socket-dir; "": no system socket
 	allow  string // --socket-allow: users and groups let in
 	decide string // --socket-decide: users and groups who may answer reviews
+	group  string // --socket-group: the socket's group, 0660; "": 0666
 }
 
 func (f *systemFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.dir, "socket-dir", "", "system mode: also answer the host's users on the Unix socket "+api.SystemSocketName+" in this directory (made 0755 when missing; serve's user's or root's, written by no one else), e.g. /run/logbook; hooks, the gate, sessions, session show, audit and review allow/deny go through it, each caller named by its peer credentials")
 	cmd.Flags().StringVar(&f.allow, "socket-allow", "", "with --socket-dir: the users (names or uids) and groups (group:NAME) let in on the socket besides serve's user and root, comma-separated, e.g. alice,group:agents; each reads only the sessions its own hooks opened")
+	cmd.Flags().StringVar(&f.group, "socket-group", "", "with --socket-dir: give the socket to this group (name or gid), mode 0660, so the kernel refuses a user outside it before serve reads a byte (serve must be root or in that group); without it the socket is 0666 and --socket-allow alone decides")
 	cmd.Flags().StringVar(&f.decide, "socket-decide", "", "with --socket-dir: of those let in, the users and groups who may also answer the gate's reviews (review allow/deny), recorded as themselves, and read every session; serve's user and root always may")
 }
 
@@ -51,23 +54,32 @@ func (f *systemFlags) register(cmd *cobra.Command) {
 // --socket-decide without --socket-dir or naming no user or group of the
 // host, or --socket-dir on a reader (which takes no hooks), is a usage
 // error.
-func (f systemFlags) parse(reader bool) (access, deciders api.Access, err error) {
+func (f systemFlags) parse(reader bool) (access, deciders api.Access, gid string, err error) {
 	if f.dir == "" {
-		if f.allow != "" || f.decide != "" {
-			return access, deciders, usageErrorf("--socket-allow and --socket-decide need --socket-dir")
+		if f.allow != "" || f.decide != "" || f.group != "" {
+			return access, deciders, gid, usageErrorf("--socket-allow, --socket-decide and --socket-group need --socket-dir")
 		}
-		return access, deciders, nil
+		return access, deciders, gid, nil
 	}
 	if reader {
-		return access, deciders, usageErrorf("--socket-dir: a reader (--role reader) takes no hooks; run it on a writer")
+		return access, deciders, gid, usageErrorf("--socket-dir: a reader (--role reader) takes no hooks; run it on a writer")
 	}
 	if access, err = api.ParseAccess(f.allow); err != nil {
-		return access, deciders, usageErrorf("--socket-allow: %v", err)
+		return access, deciders, gid, usageErrorf("--socket-allow: %v", err)
 	}
 	if deciders, err = api.ParseAccess(f.decide); err != nil {
-		return access, deciders, usageErrorf("--socket-decide: %v", err)
+		return access, deciders, gid, usageErrorf("--socket-decide: %v", err)
 	}
-	return access, deciders, nil
+	if f.group != "" {
+		grp, err := user.LookupGroup(f.group)
+		if err != nil {
+			if grp, err = user.LookupGroupId(f.group); err != nil {
+				return access, deciders, gid, usageErrorf("--socket-group %q: no such group on this host", f.group)
+			}
+		}
+		gid = grp.Gid
+	}
+	return access, deciders, gid, nil
 }
 
 // auditAnswer answers host.VerbAudit in serve, on its backend b

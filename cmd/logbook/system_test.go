@@ -606,3 +606,36 @@ func TestDataDirOfAnotherUser_Unprivileged(t *testing.T) {
 		t.Errorf("review allow as lbtest on root's data dir: exit %d, %s; want %q", code, stderr, want)
 	}
 }
+
+// TestSystemMode_SocketGroup: with --socket-group the socket is 0660 and
+// that group's, so the kernel refuses a user outside the group at connect,
+// whatever --socket-allow says, and serve reads nothing of it; a member
+// is let in as before. A group the host lacks is a usage error.
+func TestSystemMode_SocketGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("system mode needs two users: run as root")
+	}
+	a := lookupSystemUser(t, "lbtest")
+	b := lookupSystemUser(t, "lbother")
+	bin, _, data := systemBins(t)
+	group := strconv.FormatUint(uint64(a.gid), 10)
+	sock, _, _ := startSystemServe(t, bin, data, "--socket-allow", a.name+","+b.name, "--socket-group", group)
+	st, err := os.Stat(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sys := st.Sys().(*syscall.Stat_t); st.Mode().Perm() != 0o660 || sys.Gid != a.gid {
+		t.Errorf("socket mode %04o group %d, want 0660 group %d", st.Mode().Perm(), sys.Gid, a.gid)
+	}
+	if out, stderr, code := a.run(t, sock, "", bin, "sessions", "--all"); code != 0 {
+		t.Errorf("sessions as lbtest, in the group: exit %d, %s %s", code, out, stderr)
+	}
+	out, stderr, code := b.run(t, sock, "", bin, "sessions", "--all")
+	if code != 1 || !strings.Contains(stderr, "permission denied: this user cannot reach the socket") {
+		t.Errorf("sessions as lbother, outside the group: exit %d, %s %s; want the kernel's refusal", code, out, stderr)
+	}
+	c := exec.Command(bin, "serve", "--data", t.TempDir(), "--socket-dir", t.TempDir(), "--socket-group", "no-such-group-here")
+	if out, err := c.CombinedOutput(); c.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), `--socket-group "no-such-group-here": no such group on this host`) {
+		t.Errorf("serve --socket-group of no group: %v\n%s", err, out)
+	}
+}
