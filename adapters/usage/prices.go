@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
@@ -93,8 +94,19 @@ var shippedLiteLLM []byte
 // SourceLiteLLM is the Source of a price read from LiteLLM's table.
 const SourceLiteLLM = "litellm"
 
-// Shipped returns the price table shipped with Logbook.
+// Shipped returns the price table shipped with Logbook: a table of the
+// caller's own (its Models and Sources may be changed), over the LiteLLM
+// table parsed once per process and shared read-only.
 func Shipped() *Table {
+	base := shippedTable()
+	t := *base
+	t.Sources = maps.Clone(base.Sources)
+	t.Models = maps.Clone(base.Models)
+	return &t
+}
+
+// shippedTable parses the embedded tables, once.
+var shippedTable = sync.OnceValue(func() *Table {
 	t, err := parseTable(shipped)
 	if err != nil {
 		panic(fmt.Sprintf("usage: shipped price table: %v", err))
@@ -105,7 +117,7 @@ func Shipped() *Table {
 	}
 	t.LiteLLM, t.litellm = info, models
 	return t
-}
+})
 
 // MaxTableFile is the most bytes a price table file may hold: 4 MiB.
 const MaxTableFile = 4 << 20
