@@ -319,6 +319,13 @@ func Serve(ctx context.Context, cfg Config) error {
 	if p.Server != nil {
 		url = p.Server.ClientURL()
 	}
+	// What notify.toml says is in serve's log before serve.json names
+	// this server.
+	var nw *notify.Watch
+	if !cfg.Reader {
+		nw = &notify.Watch{Path: dd.Path(notify.File), Say: say}
+		nw.Check()
+	}
 	si := datadir.ServeInfo{URL: url, API: prefix, PID: os.Getpid(), Started: time.Now().UTC(), Workers: cfg.Workers}
 	if cfg.Workers > 0 {
 		si.SandboxAllow = cfg.SandboxAllow
@@ -389,8 +396,6 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	if !cfg.Reader {
 		// Notifications, by notify.toml's rules, once it exists.
-		nw := &notify.Watch{Path: dd.Path(notify.File), Say: say}
-		nw.Check()
 		actor((&notify.Notifier{Log: p.Log, Registry: p.Registry, JS: js, Watch: nw, Host: hostname, Say: say}).Run)
 	}
 	if !cfg.Reader && w.Workspaces != nil {

@@ -124,6 +124,7 @@ sinks = %s
 	}
 	var log1 syncBuffer
 	s1 := p.serve(ctx, &log1)
+	// Said before serve.json names the server.
 	if !strings.Contains(log1.String(), "notifications: rules review_pending → hook") || !strings.Contains(log1.String(), "waiting after 1s → hook") {
 		t.Errorf("serve does not say which rules and sinks are on:\n%s", log1.String())
 	}
