@@ -57,6 +57,24 @@ type HTTPConfig struct {
 	// PausedSince is since when appends are paused by a full disk (zero:
 	// not paused); nil: never.
 	PausedSince func() time.Time
+	// Listener, if not nil, is Addr's listener, opened by ListenHTTP
+	// before anything else (NewHTTP takes it over); nil: NewHTTP opens
+	// it.
+	Listener net.Listener
+}
+
+// ListenHTTP opens serve's HTTP listener on addr. A port another process
+// holds is an error saying so and how to go on ("--http ADDR: the port is
+// taken …"); any other is "--http ADDR: ERR".
+func ListenHTTP(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("--http %s: the port is taken (another logbook serve, or another program, listens there): give serve --http with another address, or --http off", addr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--http %s: %w", addr, err)
+	}
+	return l, nil
 }
 
 // HTTP is the HTTP surface of a running serve: its Server, its metrics
@@ -82,7 +100,7 @@ func IsLoopback(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// NewHTTP opens the listener of cfg.Addr and the Server over cfg's log
+// NewHTTP opens the listener of cfg.Addr (or takes cfg.Listener) and the Server over cfg's log
 // and store. Every address has tokens (http-tokens.json); on a loopback
 // one, a client of serve's own user or root needs none (the peer's uid,
 // read from the kernel's socket tables once per connection), as on
@@ -126,12 +144,11 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", cfg.Addr)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, fmt.Errorf("--http %s: the port is taken (another logbook serve, or another program, listens there): give serve --http with another address, or --http off", cfg.Addr)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("--http %s: %w", cfg.Addr, err)
+	l := cfg.Listener
+	if l == nil {
+		if l, err = ListenHTTP(cfg.Addr); err != nil {
+			return nil, err
+		}
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnContext: httpapi.PeerContext}
 	return &HTTP{api: srv, Metrics: m, l: l, hs: hs, cfg: cfg}, nil

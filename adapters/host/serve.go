@@ -159,6 +159,21 @@ func Serve(ctx context.Context, cfg Config) error {
 		}
 		l.Close()
 	}
+	// The board's port, held from here: one another process holds
+	// refuses serve before the data dir is touched.
+	var httpListener net.Listener
+	if cfg.HTTPAddr != "" {
+		l, err := ListenHTTP(cfg.HTTPAddr)
+		if err != nil {
+			return err
+		}
+		httpListener = l
+		defer func() {
+			if httpListener != nil {
+				httpListener.Close()
+			}
+		}()
+	}
 	// A command that only reads gives the lock up when asked: serve
 	// never refuses to start for a reader.
 	lock, err := dd.LockOver(ctx, "logbook serve", func(holder string) {
@@ -256,7 +271,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		web, err = NewHTTP(HTTPConfig{
 			Addr: cfg.HTTPAddr, Cert: cfg.HTTPCert, Key: cfg.HTTPKey, DataDir: string(dd),
 			Log: p.Log, Conn: p.NC, Store: p.Store, Reg: p.Registry, Service: svc,
-			Reviews: w.Gate.Gate, Output: w.Output, Redactor: w.Redactor, PausedSince: func() time.Time {
+			Reviews: w.Gate.Gate, Output: w.Output, Redactor: w.Redactor, Listener: httpListener, PausedSince: func() time.Time {
 				since, _, _ := p.Pause.Since()
 				return since
 			},
@@ -264,6 +279,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
+		httpListener = nil // web's now
 		defer web.Close()
 		for verb, h := range verbs {
 			verbs[verb] = web.Observe(verb, h)
