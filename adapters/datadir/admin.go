@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -165,6 +166,44 @@ func (d Dir) HasData() bool {
 		}
 	}
 	return false
+}
+
+// knownNames are the names Logbook writes or reads in a data dir (the
+// packages that own them: natslog, host, api, hooksock, gate, notify,
+// merkle, setup, httpapi, usage, redact, ingest); "creds-" is a prefix.
+var knownNames = []string{"jetstream", "serve.json", "spool", "views", "lock", "stream.json",
+	"creds.json", "creds-", "keys", "redact.txt", "prices.json", "import-index.json",
+	"hooks.journal", "hook.sock", "policy.toml", "notify.toml", "checkpoint.key", "merkle",
+	"setup.json", "http-tokens.json", "trusted-keys", "witness.json"}
+
+// ForeignError returns an error naming d and up to three of its entries
+// when d is an existing directory that holds entries but none Logbook
+// knows — a directory of something else (a project, a home) given as a
+// data dir by mistake, which Logbook would fill with its own files; nil
+// when d does not exist, is empty, or holds any name of Logbook's.
+func (d Dir) ForeignError() error {
+	f, err := os.Open(string(d))
+	if err != nil {
+		return nil // missing, or unreadable: what opens it says so
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(256)
+	if len(names) == 0 {
+		return nil
+	}
+	for _, n := range names {
+		for _, k := range knownNames {
+			if n == k || strings.HasSuffix(k, "-") && strings.HasPrefix(n, k) {
+				return nil
+			}
+		}
+	}
+	slices.Sort(names)
+	shown := names
+	if len(shown) > 3 {
+		shown = append(shown[:3:3], "…")
+	}
+	return fmt.Errorf("data dir %s holds files that are not Logbook's (%s) and none that are: give --data (or $LOGBOOK_DATA) a new or empty directory, or one holding Logbook data", d, strings.Join(shown, ", "))
 }
 
 // NoDataError says that d has no Logbook data, and what to do: when its

@@ -103,3 +103,39 @@ func TestRevoke_RefusesWithoutThePin(t *testing.T) {
 		t.Errorf("log at seq %d (%v) after a refused revocation, want 0", seq, err)
 	}
 }
+
+// TestForeignError: a directory holding only what Logbook never writes is
+// refused, naming what it holds; a new, empty or Logbook directory, or
+// one with any of Logbook's own names (a policy.toml put there first),
+// is not.
+func TestForeignError(t *testing.T) {
+	dir := t.TempDir()
+	d := Dir(filepath.Join(dir, "new"))
+	if err := d.ForeignError(); err != nil {
+		t.Errorf("a new dir: %v", err)
+	}
+	if err := os.Mkdir(string(d), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ForeignError(); err != nil {
+		t.Errorf("an empty dir: %v", err)
+	}
+	for _, n := range []string{"notes.txt", "src", ".git", "go.mod", "main.go"} {
+		if err := os.WriteFile(d.Path(n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := d.ForeignError()
+	if err == nil || !strings.Contains(err.Error(), "holds files that are not Logbook's (.git, go.mod, main.go, …) and none that are") {
+		t.Errorf("a project's dir: %v", err)
+	}
+	for _, n := range []string{"policy.toml", "creds-reader.json"} {
+		if err := os.WriteFile(d.Path(n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.ForeignError(); err != nil {
+			t.Errorf("with %s: %v", n, err)
+		}
+		os.Remove(d.Path(n))
+	}
+}

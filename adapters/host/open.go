@@ -138,6 +138,9 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 		return nil, fmt.Errorf("%s needs a running server: start `logbook serve`", strings.TrimPrefix(c.Cmd, "logbook "))
 	}
 	if !o.Remote {
+		if err := dd.ForeignError(); err != nil {
+			return nil, err
+		}
 		lock, err := lockFor(ctx, c)
 		if err != nil {
 			return nil, err

@@ -174,6 +174,9 @@ func Serve(ctx context.Context, cfg Config) error {
 			}
 		}()
 	}
+	if err := dd.ForeignError(); err != nil {
+		return err
+	}
 	// A command that only reads gives the lock up when asked: serve
 	// never refuses to start for a reader.
 	lock, err := dd.LockOver(ctx, "logbook serve", func(holder string) {
