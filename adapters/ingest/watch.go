@@ -64,8 +64,9 @@ type watched struct {
 	failed   string
 	// live is set once the file's lines are read as the agent writes
 	// them: after its first import, or from the start for a file that
-	// appeared after Watch started. What a file held when Watch started
-	// is history (events.Observation.Live).
+	// appeared after Watch started. What a file held when Watch started,
+	// or when the awaited directory it is in appeared, is history
+	// (events.Observation.Live).
 	live bool
 	// session is the aggregate id the file's first import went to: the
 	// later ones are told it (WatchConfig.Import).
@@ -79,6 +80,10 @@ type watcher struct {
 	fsw   *fsnotify.Watcher
 	roots map[string]string // resolved root → the root as the caller named it
 	await []string          // WatchConfig.Await not yet found
+	// held are the files an awaited directory held when it appeared:
+	// like those under the roots at the start, what they hold then is
+	// history, not lines read as the agent writes them.
+	held map[string]bool
 	files map[string]*watched
 	dirty map[string]bool
 	// started is set after the first walk of the roots is imported:
@@ -259,6 +264,17 @@ func (w *watcher) found(say bool) {
 			w.cfg.Report(fmt.Sprintf("%s appeared: following the transcripts under it", d))
 		}
 		w.addTree(real)
+		if w.started {
+			_ = filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jsonl") {
+					if w.held == nil {
+						w.held = map[string]bool{}
+					}
+					w.held[w.name(p)] = true
+				}
+				return nil
+			})
+		}
 	}
 	w.await = left
 }
@@ -354,7 +370,8 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 	changed := "" // what makes the file suspect, for the report
 	switch {
 	case !seen:
-		f = &watched{live: w.started}
+		f = &watched{live: w.started && !w.held[name]}
+		delete(w.held, name)
 		w.files[name] = f
 		if ok, why := w.cfg.Accept(name); !ok {
 			f.skip = true
