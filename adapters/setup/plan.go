@@ -145,7 +145,7 @@ func (p *Plan) Show(w io.Writer) {
 	switch p.unit {
 	case unitNoManager:
 		say(w, "no systemd user manager answers (%s), so no unit is written; start serve yourself, and again after each login:", p.opts.ManagerWhy)
-		say(w, "  %s", envLine(p.opts.ServeEnv)+ShellLine(p.opts.Serve))
+		say(w, "  %s", CommandLine(p.opts.Serve, p.opts.ServeEnv))
 	case unitSame:
 		say(w, "%s: written by setup and enabled; unchanged", p.opts.UnitPath)
 	case unitForeign:
@@ -265,6 +265,11 @@ func (p *Plan) applyHooks(w io.Writer) error {
 	say(w, "wired %d hook events", len(rec.Hooks))
 	return nil
 }
+
+// CommandLine returns argv as one sh command line to type, after env's
+// assignments ("NAME=VALUE" each), every word quoted when it needs to
+// be.
+func CommandLine(argv, env []string) string { return envLine(env) + ShellLine(argv) }
 
 // envLine returns env ("NAME=VALUE" each) as sh assignments to put before
 // a command, each value quoted when it needs to be, ending in a space; ""

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -62,9 +63,9 @@ that are still as it wrote them (the user's are left, and named).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.undo {
-				for _, name := range []string{"yes", "gate", "budget", "no-service"} {
+				for _, name := range []string{"gate", "budget", "no-service"} {
 					if cmd.Flags().Changed(name) {
-						return usageErrorf("--undo --%s: --undo takes out what setup recorded, and takes no other flag", name)
+						return usageErrorf("--undo --%s: --undo takes out what setup recorded, and takes no other flag but --yes", name)
 					}
 				}
 				return setupUndo(cmd, g)
@@ -101,8 +102,16 @@ func runSetup(cmd *cobra.Command, g *globals, f setupFlags) error {
 			return fmt.Errorf("setup stopped: the %s check failed (%s); fix that, then run logbook setup again", c.Name, c.Detail)
 		}
 	}
-	if n := doctor.Failed(checks); n > 0 {
-		fmt.Fprintln(w, "(setup does not need what failed above; going on)")
+	var notNeeded []string
+	for _, c := range checks {
+		// A settings.json the hooks check failed on stops the hooks
+		// step below, naming its line and column.
+		if c.Status == doctor.Fail && c.Name != "hooks" {
+			notNeeded = append(notNeeded, c.Name)
+		}
+	}
+	if len(notNeeded) > 0 {
+		fmt.Fprintf(w, "(setup does not need what the %s check%s found; going on)\n", strings.Join(notNeeded, ", "), map[bool]string{true: "s", false: ""}[len(notNeeded) > 1])
 	}
 	path, err := settings.UserSettings()
 	if err != nil {
@@ -151,14 +160,27 @@ func runSetup(cmd *cobra.Command, g *globals, f setupFlags) error {
 		b := settings.BudgetFlag(f.budget)
 		fmt.Fprintf(g.stderr, "note: a review waits at most serve's --review-budget (default %s), whatever the hook's --budget: start serve with --review-budget %s for reviews to wait %s\n", settings.BudgetFlag(gate.DefaultBudget), b, b)
 	}
+	if f.noService {
+		argv, env, err := serveArgv(dd)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(w, "== service")
+		fmt.Fprintln(w, "none written (--no-service); start serve yourself, and again after each login:")
+		fmt.Fprintf(w, "  %s\n", setup.CommandLine(argv, env))
+	}
 	fmt.Fprintln(w, "== board")
 	switch si, ok := dd.dir().ReadServeInfo(); {
-	case ok && si.Board != "":
+	case ok && si.Board != "" && doctor.ProcessAlive(si.PID):
 		fmt.Fprintf(w, "%s (served by the logbook serve running now, pid %d)\n", si.Board, si.PID)
-	case ok:
+	case ok && doctor.ProcessAlive(si.PID):
 		fmt.Fprintf(w, "the logbook serve running now (pid %d) serves no board (--http off); setup's service serves it on %s\n", si.PID, setup.BoardURL(setup.BoardAddr))
 	default:
-		fmt.Fprintf(w, "%s (served by logbook serve --http %s)\n", setup.BoardURL(setup.BoardAddr), setup.BoardAddr)
+		fmt.Fprintf(w, "%s once serve runs (logbook serve --http %s)\n", setup.BoardURL(setup.BoardAddr), setup.BoardAddr)
+		if c, err := net.DialTimeout("tcp", setup.BoardAddr, time.Second); err == nil {
+			c.Close()
+			fmt.Fprintf(w, "note: %s answers already, and no serve of %s runs: another program (another data dir's logbook serve?) holds that port, so this data dir's serve will refuse to start there; stop it, or give serve --http another address\n", setup.BoardAddr, dd)
+		}
 	}
 	return nil
 }
