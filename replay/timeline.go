@@ -51,6 +51,11 @@ type Item struct {
 	KeyID     string `json:"key_id,omitempty"`
 	Principal string `json:"principal,omitempty"`
 	Role      string `json:"role,omitempty"`
+	// By is the person who asked for the event (its envelope's actor,
+	// "person:<user>@<host>", as the CLI, the socket or a token named
+	// them): a session ended or an entry abandoned by hand, a command a
+	// person ran. "" for events no person asked for.
+	By string `json:"by,omitempty"`
 	// Unattested is set on an event the log left out of every fold
 	// (see Unattested); its other fields are then Seq, Type and Detail.
 	Unattested *Unattested `json:"unattested,omitempty"`
@@ -117,6 +122,9 @@ func TimelineOf(recs []events.Record) []Item {
 		}
 		it := Item{Seq: r.Seq, Ver: r.Ver, At: r.At.UTC(), Type: r.Type, Cause: r.Cause}
 		it.signedBy(r.Signer)
+		if strings.HasPrefix(r.Actor, "person:") {
+			it.By = r.Actor
+		}
 		describe(&it, r.Data)
 		if d, ok := r.Data.(events.ReviewDecided); ok && len(d.Evidence) > 0 {
 			// The user messages a verdict relied on (prompts, answers to
@@ -315,7 +323,7 @@ func obsRef(r events.Record) *ObsRef {
 
 // WriteText writes items one line each, in a stable format:
 //
-//	#<seq> <at> <type> [<from>→<to>] [activity=<a>] [entry=<e>] [<detail>]  signed=<principal>/<role> (key <id>)  cause=<kind>/<event>[/<detail>] ref=<ref>  obs=<line N|key K> <kind> [<signals>] [sender=<user> sender_uid=<uid>]
+//	#<seq> <at> <type> [<from>→<to>] [activity=<a>] [entry=<e>] [<detail>]  [by=<person>]  signed=<principal>/<role> (key <id>)  cause=<kind>/<event>[/<detail>] ref=<ref>  obs=<line N|key K> <kind> [<signals>] [sender=<user> sender_uid=<uid>]
 //
 // e.g.
 //
@@ -364,6 +372,9 @@ func WriteText(w io.Writer, items []Item) error {
 		}
 		if it.Detail != "" {
 			b.WriteString(" " + Escape(it.Detail))
+		}
+		if it.By != "" {
+			b.WriteString("  by=" + Escape(it.By))
 		}
 		if s := it.signedText(); s != "" {
 			b.WriteString("  signed=" + s)
