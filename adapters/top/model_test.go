@@ -75,7 +75,7 @@ func plainView(m *Model) string { return stripOwn(m.View()) }
 func TestModel_PendingFirstThenPhases(t *testing.T) {
 	m := loaded()
 	v := plainView(m)
-	order := []string{"PENDING DECISIONS (1)", "toolu_push", "WORKING (1)", "fix the parser", "WAITING (1)", "release", "READY (1)", "/src/ready", "ACTIVE COMMANDS (1)", "go test ./..."}
+	order := []string{"PENDING REVIEWS (1)", "toolu_push", "WORKING (1)", "fix the parser", "WAITING (1)", "release", "READY (1)", "/src/ready", "ACTIVE COMMANDS (1)", "go test ./..."}
 	at := 0
 	for _, want := range order {
 		i := strings.Index(v[at:], want)
@@ -84,7 +84,7 @@ func TestModel_PendingFirstThenPhases(t *testing.T) {
 		}
 		at += i + len(want)
 	}
-	for _, want := range []string{"build-3", "3 sessions (1 working, 1 waiting, 1 ready)", "1 pending", "1 active command", "> toolu_push", "40s left", "3m00s", "codex"} {
+	for _, want := range []string{"build-3", "3 sessions (1 working, 1 waiting, 1 ready)", "1 review pending", "1 active command", "> toolu_push", "40s left", "3m00s", "codex"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q:\n%s", want, v)
 		}
@@ -216,7 +216,7 @@ func TestModel_AuditPager(t *testing.T) {
 	if act := m.Key(key("q")); act != nil {
 		t.Errorf("q in the audit: %#v, want back to the list", act)
 	}
-	if v := plainView(m); !strings.Contains(v, "PENDING DECISIONS") {
+	if v := plainView(m); !strings.Contains(v, "PENDING REVIEWS") {
 		t.Errorf("q did not go back:\n%s", v)
 	}
 	if _, ok := m.Key(key("q")).(Quit); !ok {

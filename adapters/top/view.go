@@ -77,7 +77,7 @@ func (m *Model) header() []string {
 	if len(parts) > 0 {
 		n += " (" + strings.Join(parts, ", ") + ")"
 	}
-	n += fmt.Sprintf(" · %d pending · %s", len(m.snap.Reviews), term.Plural(len(m.snap.Commands), "active command"))
+	n += fmt.Sprintf(" · %s pending · %s", term.Plural(len(m.snap.Reviews), "review"), term.Plural(len(m.snap.Commands), "active command"))
 	return []string{where, n}
 }
 
@@ -94,7 +94,7 @@ func (m *Model) listLines() []string {
 	head := func(s string) { body = append(body, listLine{bold + s + plain, -1}) }
 	j := 0
 	if len(m.snap.Reviews) > 0 {
-		head(fmt.Sprintf("PENDING DECISIONS (%d)", len(m.snap.Reviews)))
+		head(fmt.Sprintf("PENDING REVIEWS (%d)", len(m.snap.Reviews)))
 		for ; j < len(m.rows) && m.rows[j].kind == rowReview; j++ {
 			body = append(body, listLine{m.reviewLine(m.snap.Reviews[m.rows[j].i]), j})
 		}
@@ -177,8 +177,8 @@ func (m *Model) reviewLine(r gate.PendingRow) string {
 		left = short(d) + " left"
 	}
 	action := term.Dash(r.Action)
-	return fmt.Sprintf("%-14s %-8s %-10s %-40s %s", cutRight(term.Field(r.ID), 14), prefix(term.Field(r.Session), 8),
-		cutRight(term.Field(r.Tool), 10), cutRight(term.Field(term.Blanks(action)), 40), left)
+	return fmt.Sprintf("%-14s %-8s %-10s %-40s %-8s %s", cutRight(term.Field(r.ID), 14), prefix(term.Field(r.Session), 8),
+		cutRight(term.Field(r.Tool), 10), cutRight(term.Field(term.Blanks(action)), 40), cutRight(term.Field(term.Dash(r.Risk)), 8), left)
 }
 
 // sessionLine draws a session: its id's first characters, agent, title

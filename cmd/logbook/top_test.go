@@ -105,7 +105,7 @@ func TestTop_TmuxAllowIsRecordedAsThePerson(t *testing.T) {
 	}
 
 	screen := waitPane("> toolu_toppush")
-	for _, want := range []string{"PENDING DECISIONS (1)", "git push origin main", "WAITING (1)", "1 pending"} {
+	for _, want := range []string{"PENDING REVIEWS (1)", "git push origin main", "WAITING (1)", "1 review pending"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}
@@ -131,8 +131,8 @@ func TestTop_TmuxAllowIsRecordedAsThePerson(t *testing.T) {
 	}
 	waitPane("allow (approved) by user " + actor + ": release from tmux")
 	// The list read again has no review left, and the session working.
-	screen = waitPane("0 pending")
-	if strings.Contains(screen, "PENDING DECISIONS") || !strings.Contains(screen, "WORKING (1)") {
+	screen = waitPane("0 reviews pending")
+	if strings.Contains(screen, "PENDING REVIEWS") || !strings.Contains(screen, "WORKING (1)") {
 		t.Errorf("after the verdict:\n%s", screen)
 	}
 
