@@ -137,7 +137,12 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 			return nil, fmt.Errorf("abandon %s: %w: no open entry %q", s.ID, events.ErrRejected, c.EntryID)
 		}
 		d := newDecider(s, c.At, c.Cause)
+		waited := s.Phase == events.PhaseWaiting && s.WaitingOn == c.EntryID
 		d.abandon(c.EntryID, or(c.Reason, "requested"))
+		if waited {
+			// What the session waited on is given up: it waits no more.
+			d.phase(events.PhaseWorking, "thinking", "")
+		}
 		d.settle()
 		return d.out, nil
 	case Diverge:

@@ -289,6 +289,29 @@ func TestDecide_LineCursor(t *testing.T) {
 	}
 }
 
+// TestDecide_AbandonWhatItWaitsOn: a person abandoning the entry a
+// waiting session waits on (a question) ends the wait; the turn stays
+// open, so the session works on.
+func TestDecide_AbandonWhatItWaitsOn(t *testing.T) {
+	cause := events.Cause{Kind: "cli", Event: "session.abandon", Ref: "r1"}
+	h := newHistory(t)
+	h.line(events.Meta{}, sig(events.SigPrompt))
+	h.line(events.Meta{}, sig(events.SigToolUse, "id", "q1", "name", "AskUserQuestion"), sig(events.SigQuestion, "id", "q1", "name", "AskUserQuestion"))
+	if h.s.Phase != events.PhaseWaiting || h.s.WaitingOn != "q1" {
+		t.Fatalf("after the question: phase %q waiting on %q", h.s.Phase, h.s.WaitingOn)
+	}
+	got, err := session.Decide(h.s, session.Abandon{EntryID: "q1", Reason: "answered elsewhere", At: t0, Cause: cause})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"session.entry_abandoned", "session.transitioned"}, types(got)); diff != "" {
+		t.Errorf("abandon the awaited question (-want +got):\n%s", diff)
+	}
+	if tr, ok := got[1].Data.(events.SessionTransitioned); !ok || tr.To != events.PhaseWorking || tr.Activity != "thinking" {
+		t.Errorf("transition %+v, want waiting→working (thinking)", got[1].Data)
+	}
+}
+
 func TestDecide_Requests(t *testing.T) {
 	cause := events.Cause{Kind: "cli", Event: "end", Ref: "r1"}
 	if _, err := session.Decide(session.Init(agg), session.End{At: t0, Cause: cause}); !errors.Is(err, events.ErrRejected) {
