@@ -172,6 +172,10 @@ func conventions(root *cobra.Command) {
 			check := c.Args
 			c.Args = func(cmd *cobra.Command, args []string) error {
 				if err := check(cmd, args); err != nil {
+					if m := err.Error(); strings.HasPrefix(m, "accepts ") || strings.HasPrefix(m, "requires at ") {
+						// cobra's count of arguments says what, not which.
+						err = fmt.Errorf("%s; usage: %s", strings.ReplaceAll(m, "arg(s)", "argument(s)"), cmd.UseLine())
+					}
 					return &usageError{err}
 				}
 				return nil
