@@ -56,7 +56,11 @@ was down.`,
 			if hf.addr == "off" {
 				hf.addr = ""
 			}
-			if err := checkAddrFlags(map[string]string{"http": hf.addr}); err != nil {
+			httpName := "http"
+			if !cmd.Flags().Changed("http") && os.Getenv("LOGBOOK_HTTP") != "" {
+				httpName = "http (from $LOGBOOK_HTTP)"
+			}
+			if err := checkAddrFlags(map[string]string{httpName: hf.addr}); err != nil {
 				return err
 			}
 			if pprofAt != "" {
