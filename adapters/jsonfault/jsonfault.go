@@ -25,7 +25,8 @@ const unknownField = "json: unknown field "
 // Lines and columns count from 1, columns in bytes:
 //
 //   - a syntax error: `not valid JSON at line L, column C: invalid
-//     character …` (C is the offending byte);
+//     character …` (C is the offending byte); a text that starts with a
+//     UTF-8 byte order mark is told so;
 //   - a text that ends early (io.EOF or io.ErrUnexpectedEOF, from a
 //     Decoder): `not valid JSON at line L, column C: the text ends before
 //     VALUE does` (C just past the last byte that is not white space;
@@ -43,6 +44,9 @@ func Fault(b []byte, err error, value string) error {
 		value = "the value"
 	}
 	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		if se.Offset <= 3 && bytes.HasPrefix(b, []byte("\xef\xbb\xbf")) {
+			return errors.New("not valid JSON at line 1, column 1: the text starts with a UTF-8 byte order mark (EF BB BF), which JSON does not allow: save it as UTF-8 without one")
+		}
 		return fmt.Errorf("not valid JSON at %s: %s", at(b, se.Offset-1), strings.TrimPrefix(se.Error(), "json: "))
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {

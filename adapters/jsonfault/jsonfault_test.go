@@ -3,6 +3,7 @@ package jsonfault
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -49,5 +50,16 @@ func TestFault(t *testing.T) {
 	err := json.Unmarshal(b, &s)
 	if got, want := Fault(b, err, "").Error(), "not valid JSON at line 2, column 13: unexpected end of JSON input"; got != want {
 		t.Errorf("Unmarshal: %q, want %q", got, want)
+	}
+}
+
+// TestFault_ByteOrderMark: a text saved with a UTF-8 byte order mark is
+// told so, not "invalid character 'ï'".
+func TestFault_ByteOrderMark(t *testing.T) {
+	b := []byte("\xef\xbb\xbf{\"hooks\": {}}")
+	var v map[string]any
+	err := Fault(b, json.Unmarshal(b, &v), "")
+	if err == nil || !strings.Contains(err.Error(), "line 1, column 1: the text starts with a UTF-8 byte order mark") {
+		t.Errorf("Fault = %v", err)
 	}
 }
