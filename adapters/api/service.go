@@ -539,16 +539,38 @@ type SessionRequest struct {
 	ID string `json:"id"`
 }
 
-// SessionReply is one session's row, its subagents, its commands (oldest
-// first) and the projection's checkpoint; Stale, when set, says it was
-// read while the log did not answer.
+// SessionReply is one session's row, its subagents, their cards, its
+// commands (oldest first) and the projection's checkpoint; Stale, when
+// set, says it was read while the log did not answer.
 type SessionReply struct {
-	Session    session.State   `json:"session"`
-	Children   []session.State `json:"children"`
+	Session  session.State   `json:"session"`
+	Children []session.State `json:"children"`
+	// Cards are the subagent cards (projections.Store.Cards): one a
+	// child, in the order of Children, then one a delegated task; never
+	// nil. Subagents counts them, nil when the session delegated nothing.
+	Cards      []session.Card  `json:"cards"`
+	Subagents  *Subagents      `json:"subagents,omitempty"`
 	Commands   []command.State `json:"commands"`
 	Checkpoint uint64          `json:"checkpoint"`
 	Workspace  string          `json:"workspace,omitempty"` // the workspace its cwd lies in, if any
 	Stale
+}
+
+// Subagents is how many of a session's subagents are at work (running
+// or waiting on a person) and how many it has.
+type Subagents struct {
+	Running int `json:"running"`
+	Total   int `json:"total"`
+}
+
+// SubagentsOf counts cards (session.Delegation); nil when there are
+// none: only a session that delegated shows the count.
+func SubagentsOf(cards []session.Card) *Subagents {
+	if len(cards) == 0 {
+		return nil
+	}
+	r, n := session.Delegation(cards)
+	return &Subagents{Running: r, Total: n}
 }
 
 func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
@@ -588,7 +610,11 @@ func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
 	if cmds == nil {
 		cmds = []command.State{}
 	}
-	r := SessionReply{Session: st, Children: kids, Commands: cmds, Checkpoint: s.Store.Checkpoint(), Stale: stale}
+	cards, err := s.Store.Cards(st, kids)
+	if err != nil {
+		return nil, err
+	}
+	r := SessionReply{Session: st, Children: kids, Cards: cards, Subagents: SubagentsOf(cards), Commands: cmds, Checkpoint: s.Store.Checkpoint(), Stale: stale}
 	if l, err := s.Store.SessionWorkspace(req.ID); err == nil {
 		r.Workspace = l.Workspace
 	}

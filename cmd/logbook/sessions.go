@@ -125,7 +125,7 @@ func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessi
 		return err
 	}
 	home, _ := os.UserHomeDir()
-	v := term.SessionsView{Now: now, Relative: term.IsTerminal(g.stdout), Wide: f.wide, Home: home}
+	v := term.SessionsView{Now: now, Relative: term.IsTerminal(g.stdout), Wide: f.wide, Home: home, Tree: f.Tree}
 	if err := term.Print(g.stdout, func(w io.Writer) error { return v.Sessions(w, sel) }); err != nil {
 		return err
 	}
