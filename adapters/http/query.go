@@ -438,8 +438,8 @@ type sessionReply struct {
 	Cards      []session.Card  `json:"cards"`
 	Subagents  *Subagents      `json:"subagents,omitempty"`
 	Commands   []command.State `json:"commands"`
-	Usage      SessionUsage     `json:"usage"`
-	Checkpoint uint64           `json:"checkpoint"`
+	Usage      SessionUsage    `json:"usage"`
+	Checkpoint uint64          `json:"checkpoint"`
 	staleMark
 }
 

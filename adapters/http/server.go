@@ -19,8 +19,8 @@ import (
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
-	"github.com/logbook-dev/logbook/reducers/session"
 	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 // Errors the handlers map to HTTP statuses (see status).
