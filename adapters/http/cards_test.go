@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
@@ -160,4 +163,60 @@ func TestSession_CardsCorpus(t *testing.T) {
 			t.Errorf("%s: said %q, status %s, background %v, tokens %d; want %q, done, foreground, some tokens", id, c.LastSaid, c.Status, c.Background, c.Tokens, said)
 		}
 	}
+}
+
+// TestBoard_SubagentCards opens the session page of testdata/cards'
+// parent in headless Chromium: it shows 1 of 2 subagents running and a
+// card for each with what the API answers (kind, foreground or
+// background, status, own numbers, the last thing said); a session that
+// delegated nothing shows no Subagents section. Screenshot saved (see
+// artifacts).
+func TestBoard_SubagentCards(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t)
+	importCards(t, e, "testdata/cards")
+	var r cardsReply
+	e.get("/v1/sessions/"+cardsParent, 200, &r)
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/#/s/"+cardsParent)); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "the cards", `document.querySelectorAll('#session[data-id="`+cardsParent+`"] #cards li.card').length === 2`, 10*time.Second)
+	count, _ := chromedp.Run(ctx, chromedp.TextContent("#subagents-count"))
+	if count != "1/2 running" {
+		t.Errorf("count %q, want 1/2 running", count)
+	}
+	for _, c := range r.Cards {
+		sel := `#cards li.card[data-session="` + c.Session + `"]`
+		attrs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => { const li = document.querySelector('` + sel + `'); return li ? [li.dataset.kind, li.dataset.status, li.dataset.background, (li.querySelector(".said") || {}).textContent || "", li.querySelector(".card-nums").textContent] : []; })()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{c.Kind, c.Status, fmt.Sprint(c.Background), c.LastSaid,
+			fmt.Sprintf("%d turn%s · %d tool call%s · %d tokens", c.Turns, plural(c.Turns), c.ToolCalls, plural(c.ToolCalls), c.Tokens)}
+		if d := cmp.Diff(want, attrs); d != "" {
+			t.Errorf("card %s (-api +board):\n%s", c.Session, d)
+		}
+	}
+	page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("session").innerText`))
+	if strings.Contains(page, "AAAAAAAAAAAA") {
+		t.Errorf("the page shows an unredacted secret:\n%s", page)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("subagents-count").scrollIntoView(), window.scrollBy(0, -60), true`)); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "subagent-cards.png")
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash = "#/s/agent-f0f0"`)); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "the subagent's page", `!!document.querySelector('#session[data-id="agent-f0f0"]')`, 10*time.Second)
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#cards, #subagents-count").length`)); n != 0 {
+		t.Errorf("a session that delegated nothing shows %d card elements", n)
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
