@@ -187,7 +187,7 @@ func TestBoard_SubagentCards(t *testing.T) {
 	}
 	for _, c := range r.Cards {
 		sel := `#cards li.card[data-session="` + c.Session + `"]`
-		attrs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => { const li = document.querySelector('` + sel + `'); return li ? [li.dataset.kind, li.dataset.status, li.dataset.background, (li.querySelector(".said") || {}).textContent || "", li.querySelector(".card-nums").textContent] : []; })()`))
+		attrs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => { const li = document.querySelector('`+sel+`'); return li ? [li.dataset.kind, li.dataset.status, li.dataset.background, (li.querySelector(".said") || {}).textContent || "", li.querySelector(".card-nums").textContent] : []; })()`))
 		if err != nil {
 			t.Fatal(err)
 		}
