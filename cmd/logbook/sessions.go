@@ -64,7 +64,7 @@ is appended (through the running server).`,
 	fl.StringVar(&f.Since, "since", "", "only sessions active within this long (7d, 2h, 30m), since this day (2026-05-23, UTC) or since this time (RFC 3339: 2026-12-01T08:00:00Z)")
 	fl.StringVar(&f.Cwd, "cwd", "", "only sessions whose working directory is DIR or under it")
 	fl.BoolVar(&f.All, "all", false, "also list ended sessions last active over a day ago")
-	fl.BoolVar(&f.Tree, "tree", false, "list subagents under their parent session")
+	fl.BoolVar(&f.Tree, "tree", false, "list subagents under their parent session, with a SUBAGENTS column: the parent's running/total, each subagent's card")
 	fl.BoolVar(&f.wide, "wide", false, "every column, whole ids and paths")
 	fl.BoolVar(&f.watch, "watch", false, "redraw the list whenever a session changes, until interrupted (needs a running server)")
 	return cmd
