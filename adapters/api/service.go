@@ -556,6 +556,32 @@ type SessionReply struct {
 	Stale
 }
 
+// hideUnreadable strips, from each task card whose session the request
+// ctx may not read (MayRead: another user's, to a peer limited to its
+// own), what it read of that session: its id, what it said, its numbers.
+// The task's own facts (its id, title, workspace, status) stay. The
+// subagent sessions of cards are read already filtered (Children).
+func (s *Service) hideUnreadable(ctx context.Context, cards []session.Card) error {
+	if _, own := OwnOnly(ctx); !own {
+		return nil
+	}
+	for i := range cards {
+		c := &cards[i]
+		if c.Kind != session.CardTask || c.Session == "" {
+			continue
+		}
+		k, err := s.Store.Session(c.Session)
+		if err != nil && !errors.Is(err, events.ErrNotFound) {
+			return err
+		}
+		if err == nil && MayRead(ctx, k.Owner) {
+			continue
+		}
+		*c = session.Card{Task: c.Task, Kind: c.Kind, Type: c.Type, Depth: c.Depth, Background: c.Background, Status: c.Status, Workspace: c.Workspace}
+	}
+	return nil
+}
+
 // Subagents is how many of a session's subagents are at work (running
 // or waiting on a person) and how many it has.
 type Subagents struct {
@@ -612,6 +638,9 @@ func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
 	}
 	cards, err := s.Store.Cards(st, kids)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.hideUnreadable(ctx, cards); err != nil {
 		return nil, err
 	}
 	r := SessionReply{Session: st, Children: kids, Cards: cards, Subagents: SubagentsOf(cards), Commands: cmds, Checkpoint: s.Store.Checkpoint(), Stale: stale}
