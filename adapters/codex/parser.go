@@ -177,8 +177,9 @@ const (
 //	session_meta, first in the file   session_start (Name: source); a
 //	                                  subagent's (source.subagent.thread_spawn)
 //	                                  sets Meta.AgentID to its id,
-//	                                  Meta.SessionID to the parent thread's
-//	                                  and Meta.AgentType to its role, and
+//	                                  Meta.SessionID to the parent thread's,
+//	                                  Meta.AgentType to its role and
+//	                                  Meta.Depth to its depth, and
 //	                                  every other signal of the parent's
 //	                                  history it copies is dropped
 //	session_meta, later               none; a Problems entry unless it is
