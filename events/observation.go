@@ -92,6 +92,10 @@ type Meta struct {
 	// ForkedFrom is the agent's session id this session was forked from
 	// (a Codex /fork): the new session is its own, linked to its origin.
 	ForkedFrom string `json:"forked_from,omitempty"`
+	// Depth is how deep a subagent the session is, as its agent counts
+	// it (Codex session_meta source.subagent.thread_spawn.depth: 1 for a
+	// thread the user's thread spawned); 0 when the agent gives none.
+	Depth int `json:"depth,omitempty"`
 }
 
 // Cut records input that was longer than the cap.

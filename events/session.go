@@ -44,6 +44,9 @@ type SessionStarted struct {
 	// ForkedFrom is the agent's session id of the conversation this one
 	// was forked from (Codex /fork).
 	ForkedFrom string `json:"forked_from,omitempty"`
+	// Depth is how deep a subagent the session is, as its agent counted
+	// it (Meta.Depth); 0 when the agent gave none.
+	Depth int `json:"depth,omitempty"`
 }
 
 // EventType implements Payload.

@@ -539,16 +539,64 @@ type SessionRequest struct {
 	ID string `json:"id"`
 }
 
-// SessionReply is one session's row, its subagents, its commands (oldest
-// first) and the projection's checkpoint; Stale, when set, says it was
-// read while the log did not answer.
+// SessionReply is one session's row, its subagents, their cards, its
+// commands (oldest first) and the projection's checkpoint; Stale, when
+// set, says it was read while the log did not answer.
 type SessionReply struct {
-	Session    session.State   `json:"session"`
-	Children   []session.State `json:"children"`
+	Session  session.State   `json:"session"`
+	Children []session.State `json:"children"`
+	// Cards are the subagent cards (projections.Store.Cards): one a
+	// child, in the order of Children, then one a delegated task; never
+	// nil. Subagents counts them, nil when the session delegated nothing.
+	Cards      []session.Card  `json:"cards"`
+	Subagents  *Subagents      `json:"subagents,omitempty"`
 	Commands   []command.State `json:"commands"`
 	Checkpoint uint64          `json:"checkpoint"`
 	Workspace  string          `json:"workspace,omitempty"` // the workspace its cwd lies in, if any
 	Stale
+}
+
+// hideUnreadable strips, from each task card whose session the request
+// ctx may not read (MayRead: another user's, to a peer limited to its
+// own), what it read of that session: its id, what it said, its numbers.
+// The task's own facts (its id, title, workspace, status) stay. The
+// subagent sessions of cards are read already filtered (Children).
+func (s *Service) hideUnreadable(ctx context.Context, cards []session.Card) error {
+	if _, own := OwnOnly(ctx); !own {
+		return nil
+	}
+	for i := range cards {
+		c := &cards[i]
+		if c.Kind != session.CardTask || c.Session == "" {
+			continue
+		}
+		k, err := s.Store.Session(c.Session)
+		if err != nil && !errors.Is(err, events.ErrNotFound) {
+			return err
+		}
+		if err == nil && MayRead(ctx, k.Owner) {
+			continue
+		}
+		*c = session.Card{Task: c.Task, Kind: c.Kind, Type: c.Type, Depth: c.Depth, Background: c.Background, Status: c.Status, Workspace: c.Workspace}
+	}
+	return nil
+}
+
+// Subagents is how many of a session's subagents are at work (running
+// or waiting on a person) and how many it has.
+type Subagents struct {
+	Running int `json:"running"`
+	Total   int `json:"total"`
+}
+
+// SubagentsOf counts cards (session.Delegation); nil when there are
+// none: only a session that delegated shows the count.
+func SubagentsOf(cards []session.Card) *Subagents {
+	if len(cards) == 0 {
+		return nil
+	}
+	r, n := session.Delegation(cards)
+	return &Subagents{Running: r, Total: n}
 }
 
 func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
@@ -588,7 +636,14 @@ func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
 	if cmds == nil {
 		cmds = []command.State{}
 	}
-	r := SessionReply{Session: st, Children: kids, Commands: cmds, Checkpoint: s.Store.Checkpoint(), Stale: stale}
+	cards, err := s.Store.Cards(st, kids)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.hideUnreadable(ctx, cards); err != nil {
+		return nil, err
+	}
+	r := SessionReply{Session: st, Children: kids, Cards: cards, Subagents: SubagentsOf(cards), Commands: cmds, Checkpoint: s.Store.Checkpoint(), Stale: stale}
 	if l, err := s.Store.SessionWorkspace(req.ID); err == nil {
 		r.Workspace = l.Workspace
 	}

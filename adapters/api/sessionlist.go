@@ -18,6 +18,11 @@ import (
 type SessionRow struct {
 	session.Summary
 	Depth int `json:"-"`
+	// Card is the row's subagent card (session.CardOf) when TreeOrder
+	// put it under its parent; Subagents counts the cards of the rows
+	// TreeOrder put under it, nil when there are none.
+	Card      *session.Card `json:"-"`
+	Subagents *Subagents    `json:"-"`
 }
 
 // EndedHiddenAfter is how long after its last activity an ended session
@@ -132,8 +137,9 @@ func (l SessionList) MostRecent(ctx context.Context, call Caller, now time.Time)
 
 // TreeOrder puts each session's subagents right after it (and theirs
 // after them), keeping the order of rs otherwise; a subagent whose parent
-// is not in rs stays where it is. Depth is set on each row returned; rs
-// is not modified.
+// is not in rs stays where it is. Depth is set on each row returned, Card
+// on each placed under its parent, Subagents on each with rows under it;
+// rs is not modified.
 func TreeOrder(rs []SessionRow) []SessionRow {
 	in := make(map[string]bool, len(rs))
 	for _, r := range rs {
@@ -150,20 +156,29 @@ func TreeOrder(rs []SessionRow) []SessionRow {
 	}
 	out := make([]SessionRow, 0, len(rs))
 	seen := map[string]bool{}
-	var add func(r SessionRow, depth int)
-	add = func(r SessionRow, depth int) {
+	var add func(r SessionRow, depth int, parent *session.Summary)
+	add = func(r SessionRow, depth int, parent *session.Summary) {
 		if seen[r.ID] {
 			return
 		}
 		seen[r.ID] = true
 		r.Depth = depth
+		if parent != nil {
+			c := session.CardOf(r.Summary, *parent)
+			r.Card = &c
+		}
+		var cards []session.Card
+		for _, k := range kids[r.ID] {
+			cards = append(cards, session.CardOf(k.Summary, r.Summary))
+		}
+		r.Subagents = SubagentsOf(cards)
 		out = append(out, r)
 		for _, k := range kids[r.ID] {
-			add(k, depth+1)
+			add(k, depth+1, &r.Summary)
 		}
 	}
 	for _, r := range roots {
-		add(r, 0)
+		add(r, 0, nil)
 	}
 	return out
 }

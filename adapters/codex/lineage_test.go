@@ -107,7 +107,52 @@ func subagentLineage(t *testing.T, parent, sub, parentTurn, ownTurn string) {
 				if ss.Turns != 1 {
 					t.Errorf("subagent turns %d, want its own 1 (the parent's copied turn is the parent's)", ss.Turns)
 				}
+				// Its card: a spawned thread at the depth Codex counted,
+				// with its own spend only.
+				c := session.CardOf(session.Summarize(ss), session.Summarize(ps))
+				if c.Kind != session.CardSpawnedThread || c.Depth != 1 || c.Type != "explorer" || c.Turns != 1 || c.Tokens != 29000+1700 || c.Status != session.CardDone {
+					t.Errorf("card %+v, want spawned_thread explorer depth 1 done, 1 turn, 30700 tokens", c)
+				}
 			})
 		}
+	}
+}
+
+// TestImport_SpawnedThreadDepth: a thread a spawned thread spawned
+// (thread_spawn depth 2) keeps the depth Codex counted; a depth that is
+// not a whole number from 1 up is unknown, and the session counts as a
+// subagent of depth 1.
+func TestImport_SpawnedThreadDepth(t *testing.T) {
+	const (
+		parent = "019e7000-0000-7000-8000-000000000002"
+		sub    = "019e7100-0000-7000-8000-000000000003"
+	)
+	for depth, want := range map[string]int{"2": 2, "0": 1, "-1": 1, "1.5": 1, `"2"`: 1} {
+		t.Run(depth, func(t *testing.T) {
+			sp := filepath.Join(t.TempDir(), "rollout-2026-05-23T16-54-04-"+sub+".jsonl")
+			ingesttest.AppendFile(t, sp,
+				ev(4, "session_meta", fmt.Sprintf(`{"id":%q,"cwd":"/home/user/p","originator":"codex-tui","cli_version":"0.147.0","source":{"subagent":{"thread_spawn":{"parent_thread_id":%q,"depth":%s,"agent_role":"worker"}}},"thread_source":"subagent"}`, sub, parent, depth)),
+				turnCtx(5, "own-turn"), turnStart(5, "own-turn"), userMsg(5, "go deeper"))
+			log, _ := natslogtest.Start(t, natslog.FsyncAlways)
+			in, err := NewIngester(IngestConfig{Log: log, Host: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := in.ImportFile(t.Context(), sp, nil); err != nil {
+				t.Fatal(err)
+			}
+			agg := events.Aggregate{Kind: events.KindSession, ID: sub}
+			recs, _, err := log.Load(t.Context(), agg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := session.Fold(session.Init(agg), recs)
+			if s.Parent != parent || s.Depth != want {
+				t.Errorf("parent %q depth %d, want %s and %d", s.Parent, s.Depth, parent, want)
+			}
+			if c := session.CardOf(session.Summarize(s), session.Summary{ID: parent}); c.Depth != want || c.Status != session.CardRunning {
+				t.Errorf("card depth %d status %s, want %d running", c.Depth, c.Status, want)
+			}
+		})
 	}
 }

@@ -177,8 +177,9 @@ const (
 //	session_meta, first in the file   session_start (Name: source); a
 //	                                  subagent's (source.subagent.thread_spawn)
 //	                                  sets Meta.AgentID to its id,
-//	                                  Meta.SessionID to the parent thread's
-//	                                  and Meta.AgentType to its role, and
+//	                                  Meta.SessionID to the parent thread's,
+//	                                  Meta.AgentType to its role and
+//	                                  Meta.Depth to its depth, and
 //	                                  every other signal of the parent's
 //	                                  history it copies is dropped
 //	session_meta, later               none; a Problems entry unless it is
@@ -424,13 +425,14 @@ func sessionMeta(st *FileState, pl object, o *events.Observation) []events.Sig {
 	st.ForkedFrom = pl.str("forked_from_id")
 	o.Meta.SessionID = id
 	o.Meta.ForkedFrom = st.ForkedFrom
-	if parent, role := spawnedBy(pl); parent != "" && parent != id {
+	if parent, role, depth := spawnedBy(pl); parent != "" && parent != id {
 		// A subagent's thread: its session is its own, linked to the
 		// parent's as Claude Code's subagents are (Meta.AgentID its own
 		// id, Meta.SessionID the parent's), and the history it starts
 		// with is the parent's.
 		st.Parent, st.Copying = parent, true
 		o.Meta.AgentID, o.Meta.SessionID, o.Meta.AgentType = id, parent, role
+		o.Meta.Depth = depth
 	}
 	o.Meta.Cwd = pl.str("cwd")
 	o.Meta.Version = pl.str("cli_version")
@@ -448,13 +450,14 @@ func sessionMeta(st *FileState, pl object, o *events.Observation) []events.Sig {
 	return []events.Sig{{Kind: events.SigSessionStart, Name: or(source, "startup")}}
 }
 
-// spawnedBy returns the parent thread id and the role of a subagent's
-// session_meta payload: source {"subagent": {"thread_spawn":
+// spawnedBy returns the parent thread id, the role and the depth of a
+// subagent's session_meta payload: source {"subagent": {"thread_spawn":
 // {parent_thread_id, depth, agent_role?, agent_nickname?}}} (Codex CLI
 // 0.13x+), or the payload's parent_thread_id; the role is agent_role or
-// agent_nickname (of thread_spawn or the payload), else "subagent".
-// Both are "" for any other source.
-func spawnedBy(pl object) (parent, role string) {
+// agent_nickname (of thread_spawn or the payload), else "subagent"; the
+// depth is thread_spawn's depth when it is a whole number from 1 to
+// 1000, else 0 (unknown). All are zero for any other source.
+func spawnedBy(pl object) (parent, role string, depth int) {
 	q := pl.quiet()
 	var ts object
 	if src, ok := q.obj("source"); ok {
@@ -468,10 +471,13 @@ func spawnedBy(pl object) (parent, role string) {
 		parent = q.str("parent_thread_id")
 	}
 	if parent == "" {
-		return "", ""
+		return "", "", 0
 	}
 	role = cmp.Or(ts.str("agent_role"), ts.str("agent_nickname"), q.str("agent_role"), q.str("agent_nickname"), "subagent")
-	return parent, role
+	if d, err := strconv.Atoi(ts.quiet().number("depth")); err == nil && d >= 1 && d <= 1000 {
+		depth = d
+	}
+	return parent, role, depth
 }
 
 func responseItem(st *FileState, pl object, sub string, o *events.Observation) []events.Sig {

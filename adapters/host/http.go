@@ -20,8 +20,10 @@ import (
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/adapters/usage"
+	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/reducers/session"
 	"github.com/logbook-dev/logbook/replay"
 )
 
@@ -128,6 +130,19 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 		Prices: func() (*usage.Table, error) { return usage.LoadTable(filepath.Join(cfg.DataDir, "prices.json")) },
 		Timeline: func(ctx context.Context, id string, cmds []string) (any, error) {
 			return replay.SessionTimeline(ctx, cfg.Log, id, cmds)
+		},
+		MeasureCards: func(ctx context.Context, cards []session.Card) {
+			// A diff that cannot be measured is left out of its card:
+			// the card shows without it.
+			wss, err := cfg.Store.Workspaces()
+			if err != nil {
+				return
+			}
+			ps, err := cfg.Store.Projects()
+			if err != nil {
+				return
+			}
+			wsadapter.MeasureCards(ctx, cards, wss, ps)
 		},
 	}
 	if cfg.Output != nil {

@@ -431,12 +431,32 @@ func (s *Server) waitSeq(w http.ResponseWriter, r *http.Request) (staleMark, err
 // subagents' summaries, its commands (oldest first), what it and its
 // subagents spent, and the checkpoint it was read at.
 type sessionReply struct {
-	Session    session.State    `json:"session"`
-	Children   []SessionSummary `json:"children"`
-	Commands   []command.State  `json:"commands"`
-	Usage      SessionUsage     `json:"usage"`
-	Checkpoint uint64           `json:"checkpoint"`
+	Session  session.State    `json:"session"`
+	Children []SessionSummary `json:"children"`
+	// Cards are the subagent cards (projections.Store.Cards), never nil;
+	// Subagents counts them, absent when the session delegated nothing.
+	Cards      []session.Card  `json:"cards"`
+	Subagents  *Subagents      `json:"subagents,omitempty"`
+	Commands   []command.State `json:"commands"`
+	Usage      SessionUsage    `json:"usage"`
+	Checkpoint uint64          `json:"checkpoint"`
 	staleMark
+}
+
+// Subagents is how many of a session's subagents are at work (running
+// or waiting on a person) and how many it has (session.Delegation).
+type Subagents struct {
+	Running int `json:"running"`
+	Total   int `json:"total"`
+}
+
+// subagentsOf counts cards; nil when there are none.
+func subagentsOf(cards []session.Card) *Subagents {
+	if len(cards) == 0 {
+		return nil
+	}
+	r, n := session.Delegation(cards)
+	return &Subagents{Running: r, Total: n}
 }
 
 func (s *Server) session(w http.ResponseWriter, r *http.Request) {
@@ -482,8 +502,16 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	cards, err := s.store.Cards(st, kids)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if s.cfg.MeasureCards != nil {
+		s.cfg.MeasureCards(r.Context(), cards)
+	}
 	spend := s.sessionUsage(st, kids)
-	rep := sessionReply{Session: st, Children: []SessionSummary{}, Commands: nonNil(cmds), Usage: spend, Checkpoint: cp, staleMark: stale}
+	rep := sessionReply{Session: st, Children: []SessionSummary{}, Cards: cards, Subagents: subagentsOf(cards), Commands: nonNil(cmds), Usage: spend, Checkpoint: cp, staleMark: stale}
 	for _, k := range kids {
 		rep.Children = append(rep.Children, summaryWith(k, prices))
 	}

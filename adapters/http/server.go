@@ -20,6 +20,7 @@ import (
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 // Errors the handlers map to HTTP statuses (see status).
@@ -98,6 +99,11 @@ type Config struct {
 	// the log answers from the projection as it stands, marked stale
 	// (HeaderLogUnavailableSince, HeaderAsOfSeq). Nil: every read waits.
 	LogState func() (since time.Time, why string)
+	// MeasureCards, when set, measures the workspace diffs of a
+	// session's subagent cards in place (workspace.MeasureCards) before
+	// GET /v1/sessions/{id} answers them; it runs git, on the request's
+	// goroutine. Nil: cards carry no diff.
+	MeasureCards func(ctx context.Context, cards []session.Card)
 }
 
 // Server is the HTTP API, the SSE stream, the board and the metrics of

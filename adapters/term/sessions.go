@@ -23,6 +23,9 @@ type SessionsView struct {
 	Relative bool
 	Wide     bool
 	Home     string
+	// Tree adds a last column, SUBAGENTS: a parent's count of subagents
+	// at work and in all, a subagent's card (api.SessionRow.Card).
+	Tree bool
 }
 
 // CwdWidth is the most terminal columns of a working directory the
@@ -52,10 +55,14 @@ func (v SessionsView) Sessions(w io.Writer, ss []api.SessionRow) error {
 	}
 	short := ShortIDs(ids, 8)
 	tw := NewTable(w)
+	tree := ""
+	if v.Tree {
+		tree = "\tSUBAGENTS"
+	}
 	if v.Wide {
-		fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tSINCE\tOPEN\tTURNS\tTOOLS\tMODEL\tSTARTED\tLAST ACTIVE\tPARENT\tCWD")
+		fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tSINCE\tOPEN\tTURNS\tTOOLS\tMODEL\tSTARTED\tLAST ACTIVE\tPARENT\tCWD"+tree)
 	} else {
-		fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tLAST ACTIVE\tCWD")
+		fmt.Fprintln(tw, "SESSION\tPHASE\tACTIVITY\tLAST ACTIVE\tCWD"+tree)
 	}
 	for i, s := range ss {
 		id := short[i]
@@ -69,13 +76,49 @@ func (v SessionsView) Sessions(w io.Writer, ss []api.SessionRow) error {
 		// which is what is printed.
 		id = Cell(id)
 		cwd := Cell(Dash(HomeTilde(s.Cwd, v.Home)))
+		tree := ""
+		if v.Tree {
+			tree = "\t" + v.treeCell(s)
+		}
 		if v.Wide {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", id, Cell(s.Phase), Cell(Dash(s.Activity)), usage.Age(v.Now, s.Since), s.Open, s.Turns, s.ToolCalls, Cell(Dash(s.Model)), v.Time(s.StartedAt), v.Time(s.LastActivity()), Cell(Dash(s.Parent)), cwd)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s%s\n", id, Cell(s.Phase), Cell(Dash(s.Activity)), usage.Age(v.Now, s.Since), s.Open, s.Turns, s.ToolCalls, Cell(Dash(s.Model)), v.Time(s.StartedAt), v.Time(s.LastActivity()), Cell(Dash(s.Parent)), cwd, tree)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, Cell(s.Phase), Cell(Dash(s.Activity)), v.Time(s.LastActivity()), EllipsizeLeft(cwd, CwdWidth))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s\n", id, Cell(s.Phase), Cell(Dash(s.Activity)), v.Time(s.LastActivity()), EllipsizeLeft(cwd, CwdWidth), tree)
 	}
 	return tw.Flush()
+}
+
+// SaidWidth is the most terminal columns of the last thing a subagent
+// said that the narrow tree's SUBAGENTS column shows.
+const SaidWidth = 48
+
+// treeCell is the SUBAGENTS cell of row s: "running/total" for a
+// parent, the card's kind, background flag, status and numbers for a
+// subagent (then "said: …", cut to SaidWidth unless wide), "-" else.
+func (v SessionsView) treeCell(s api.SessionRow) string {
+	var parts []string
+	if c := s.Card; c != nil {
+		fg := "fg"
+		if c.Background {
+			fg = "bg"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s %s %dt/%dc %dtok", c.Kind, fg, c.Status, c.Turns, c.ToolCalls, c.Tokens))
+		if c.LastSaid != "" {
+			said := Cell(c.LastSaid)
+			if !v.Wide {
+				said = EllipsizeRight(said, SaidWidth)
+			}
+			parts = append(parts, "said: "+said)
+		}
+	}
+	if s.Subagents != nil {
+		parts = append(parts, fmt.Sprintf("subagents %d/%d", s.Subagents.Running, s.Subagents.Total))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // States writes ss as the narrow session table (their summaries,
@@ -124,6 +167,15 @@ func Session(w io.Writer, r api.SessionReply, now time.Time, prices *usage.Table
 	row("turns", fmt.Sprint(s.Turns))
 	row("tool calls", fmt.Sprint(s.ToolCalls))
 	row("abandoned", fmt.Sprint(s.Abandoned))
+	if r.Subagents != nil {
+		row("subagents", fmt.Sprintf("%d/%d (running/total)", r.Subagents.Running, r.Subagents.Total))
+	}
+	if s.Parent != "" {
+		row("depth", fmt.Sprint(s.Depth))
+	}
+	if s.LastSaid != "" {
+		row("last said", s.LastSaid)
+	}
 	if own, subs := usage.SpendOf([]session.State{r.Session}, prices).Text, usage.SpendOf(r.Children, prices).Text; own != "" || subs != "" {
 		row("tokens", Dash(own))
 		if subs != "" {
@@ -188,13 +240,61 @@ func Session(w io.Writer, r api.SessionReply, now time.Time, prices *usage.Table
 			fmt.Fprint(w, "  "+line)
 		}
 	}
-	if len(r.Children) > 0 {
-		fmt.Fprintf(w, "\nsubagents: %d\n", len(r.Children))
-		for _, c := range r.Children {
-			fmt.Fprintf(w, "  %-40s %-8s %s\n", Cell(c.ID), Cell(c.Phase), Cell(Dash(c.AgentType)))
+	if r.Subagents != nil {
+		fmt.Fprintf(w, "\nsubagents: %d/%d (running/total)\n", r.Subagents.Running, r.Subagents.Total)
+		for i, c := range r.Cards {
+			var own *session.State
+			if i < len(r.Children) && r.Children[i].ID == c.Session {
+				own = &r.Children[i]
+			}
+			for _, l := range CardLines(c, own, prices) {
+				fmt.Fprintln(w, "  "+l)
+			}
 		}
 	}
 	return nil
+}
+
+// CardLines returns the lines `session show` prints for subagent card c:
+// its id, kind, type, depth, foreground or background, status and own
+// numbers; its spend priced with prices when own (its session's row) is
+// given and prices is not nil, else its tokens; then the last thing it
+// said and, when measured, its workspace's diff. Text from the log is
+// escaped (Cell).
+func CardLines(c session.Card, own *session.State, prices *usage.Table) []string {
+	id := c.Session
+	if c.Task != "" {
+		id = "task " + c.Task
+		if c.Session != "" {
+			id += " (session " + c.Session + ")"
+		}
+	}
+	fg := "foreground"
+	if c.Background {
+		fg = "background"
+	}
+	spend := fmt.Sprintf("%d tokens", c.Tokens)
+	if own != nil && prices != nil {
+		if sp := usage.SpendOf([]session.State{*own}, prices); sp.Cost != nil {
+			spend += fmt.Sprintf(", $%.4f", *sp.Cost)
+		}
+	}
+	status := c.Status
+	if c.EndReason != "" {
+		status += " (" + c.EndReason + ")"
+	}
+	out := []string{fmt.Sprintf("%s  %s %s, depth %d, %s, %s: %s, %s, %s", Cell(id), Cell(c.Kind), Cell(Dash(c.Type)), c.Depth, fg, Cell(status),
+		Plural(c.Turns, "turn"), Plural(c.ToolCalls, "tool call"), spend)}
+	if c.LastSaid != "" {
+		out = append(out, "    said: "+Cell(c.LastSaid))
+	}
+	switch {
+	case c.Diff != nil:
+		out = append(out, fmt.Sprintf("    workspace %s: %s, +%d -%d against its base", Cell(c.Workspace), Plural(c.Diff.Files, "file"), c.Diff.Insertions, c.Diff.Deletions))
+	case c.Workspace != "":
+		out = append(out, "    workspace "+Cell(c.Workspace))
+	}
+	return out
 }
 
 // Commands writes cs as the command table, a row a command (its argv

@@ -203,3 +203,25 @@ func Wrap(s string, width int) string {
 	}
 	return out.String()
 }
+
+// EllipsizeRight keeps the start of s, at most width terminal columns
+// (DisplayWidth) with the "…" that marks a cut at its end. A cut falls
+// between characters, never inside one; a kept character keeps the
+// combining marks that follow it. A width under 2 leaves s whole.
+func EllipsizeRight(s string, width int) string {
+	if width < 2 || DisplayWidth(s) <= width {
+		return s
+	}
+	room, end := width-1, 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		w := RuneWidth(r)
+		if w > room {
+			break
+		}
+		room -= w
+		i += size
+		end = i
+	}
+	return s[:end] + "…"
+}

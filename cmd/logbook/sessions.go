@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +15,9 @@ import (
 	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/usage"
+	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 func sessionsCmd(g *globals) *cobra.Command {
@@ -61,7 +64,7 @@ is appended (through the running server).`,
 	fl.StringVar(&f.Since, "since", "", "only sessions active within this long (7d, 2h, 30m), since this day (2026-05-23, UTC) or since this time (RFC 3339: 2026-12-01T08:00:00Z)")
 	fl.StringVar(&f.Cwd, "cwd", "", "only sessions whose working directory is DIR or under it")
 	fl.BoolVar(&f.All, "all", false, "also list ended sessions last active over a day ago")
-	fl.BoolVar(&f.Tree, "tree", false, "list subagents under their parent session")
+	fl.BoolVar(&f.Tree, "tree", false, "list subagents under their parent session, with a SUBAGENTS column: the parent's running/total, each subagent's card")
 	fl.BoolVar(&f.wide, "wide", false, "every column, whole ids and paths")
 	fl.BoolVar(&f.watch, "watch", false, "redraw the list whenever a session changes, until interrupted (needs a running server)")
 	return cmd
@@ -125,7 +128,7 @@ func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessi
 		return err
 	}
 	home, _ := os.UserHomeDir()
-	v := term.SessionsView{Now: now, Relative: term.IsTerminal(g.stdout), Wide: f.wide, Home: home}
+	v := term.SessionsView{Now: now, Relative: term.IsTerminal(g.stdout), Wide: f.wide, Home: home, Tree: f.Tree}
 	if err := term.Print(g.stdout, func(w io.Writer) error { return v.Sessions(w, sel) }); err != nil {
 		return err
 	}
@@ -156,6 +159,7 @@ func sessionCmd(g *globals) *cobra.Command {
 				if err := call(cmd.Context(), api.VerbSession, api.SessionRequest{ID: id}, &out); err != nil {
 					return err
 				}
+				measureCards(cmd.Context(), g, call, out.Cards)
 				if g.json {
 					return writeJSON(g.stdout, out)
 				}
@@ -171,6 +175,24 @@ func sessionCmd(g *globals) *cobra.Command {
 	}
 	cmd.AddCommand(show, sessionEndCmd(g), sessionAbandonCmd(g), sessionModeCmd(g))
 	return cmd
+}
+
+// measureCards sets the diff of each card of a subagent working in a
+// workspace (wsadapter.MeasureCards), reading the workspaces through
+// call. What cannot be measured is said on stderr; the cards show
+// without it.
+func measureCards(ctx context.Context, g *globals, call api.Caller, cards []session.Card) {
+	if !slices.ContainsFunc(cards, func(c session.Card) bool { return c.Workspace != "" }) {
+		return
+	}
+	var v api.WorkspacesReply
+	if err := call(ctx, api.VerbWorkspaces, struct{}{}, &v); err != nil {
+		fmt.Fprintf(g.stderr, "logbook session show: subagents' diffs not shown: %s\n", term.Safe(err.Error()))
+		return
+	}
+	for _, err := range wsadapter.MeasureCards(ctx, cards, v.Workspaces, v.Projects) {
+		fmt.Fprintf(g.stderr, "logbook session show: %s\n", term.Safe(err.Error()))
+	}
 }
 
 // watchSessions draws the session list, then draws it again each time

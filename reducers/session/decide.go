@@ -363,7 +363,7 @@ func (d *decider) start(o *events.Observation) {
 		RewrittenFrom: o.RewrittenFrom,
 	}
 	if m.AgentID != "" && m.SessionID != "" && m.SessionID != d.agg.ID {
-		st.Parent = m.SessionID
+		st.Parent, st.Depth = m.SessionID, m.Depth
 	}
 	d.emit(st)
 	d.describe(m)

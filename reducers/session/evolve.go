@@ -63,6 +63,7 @@ func (s *State) Evolve(e events.Envelope) {
 			return // the reconciler's, not the agent's
 		}
 		foldUsage(s, o, e.At)
+		s.foldSaid(o)
 		s.heard(o, e)
 		if o.Process != nil {
 			p := *o.Process
@@ -88,6 +89,10 @@ func (s *State) Evolve(e events.Envelope) {
 		}
 		s.RewrittenFrom = d.RewrittenFrom
 		s.ForkedFrom = d.ForkedFrom
+		s.Depth = d.Depth
+		if s.Depth == 0 && d.Parent != "" {
+			s.Depth = 1 // a subagent whose agent does not count (Claude Code's Agent tool)
+		}
 		s.Since = e.At
 	case events.SessionTransitioned:
 		s.Phase = d.To

@@ -145,6 +145,20 @@ type State struct {
 	Diverged      map[string]string `json:"diverged,omitempty"`
 	RewrittenFrom string            `json:"rewritten_from,omitempty"` // the session whose rewritten transcript this one holds
 	ForkedFrom    string            `json:"forked_from,omitempty"`    // the agent's session id this conversation was forked from (Codex /fork)
+	// Depth is how deep a subagent the session is: the depth its agent
+	// counted (events.SessionStarted.Depth), else 1 for a session with a
+	// Parent, else 0 (a root session).
+	Depth int `json:"depth,omitempty"`
+	// LastSaid is the last thing the model wrote (the newest text
+	// signal of an observation), on one line, cut to MaxLastSaid bytes:
+	// what a subagent's card shows. Signal text is redacted by the
+	// adapter before it reaches the log.
+	LastSaid string `json:"last_said,omitempty"`
+	// Backgrounded holds the task ids (events.Sig.Task) of the last
+	// RecentBackgrounded calls whose result said their work went on in
+	// the background (a background shell, a subagent launched to run in
+	// the background), oldest first.
+	Backgrounded Recent `json:"backgrounded,omitzero"`
 	// Usage is what the session spent, per model, UTC minute, tier and
 	// long-context band, in (minute, model, tier, band) order; its own
 	// spend only (a subagent's is in the subagent's session).

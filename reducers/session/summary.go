@@ -26,6 +26,13 @@ type Summary struct {
 	UpdatedAt  time.Time `json:"updated_at"`
 	Since      time.Time `json:"since"`
 	ObservedAt time.Time `json:"observed_at"`
+	// What a subagent's card (Card) reads of it, and of its parent.
+	AgentID      string   `json:"agent_id,omitempty"`
+	Depth        int      `json:"depth,omitempty"`
+	LastSaid     string   `json:"last_said,omitempty"`
+	Released     bool     `json:"released,omitempty"`
+	Tokens       int64    `json:"tokens,omitempty"`       // its own usage buckets' tokens, summed
+	Backgrounded []string `json:"backgrounded,omitempty"` // State.Backgrounded
 }
 
 // Summarize returns the Summary of s. It is pure: the same State gives the
@@ -37,7 +44,19 @@ func Summarize(s State) Summary {
 		AgentType: s.AgentType, Cwd: s.Cwd, Model: s.Model, Title: s.Title, Mode: s.Mode,
 		EndReason: s.EndReason, StartedAt: s.StartedAt, UpdatedAt: s.UpdatedAt,
 		Since: s.Since, ObservedAt: s.ObservedAt,
+		AgentID: s.AgentID, Depth: s.Depth, LastSaid: s.LastSaid, Released: s.Released,
+		Tokens: s.Tokens(), Backgrounded: s.backgrounded(),
 	}
+}
+
+// Tokens returns the tokens the session itself spent: its usage buckets'
+// input, output and cache tokens, summed.
+func (s State) Tokens() int64 {
+	var n int64
+	for _, b := range s.Usage {
+		n += b.Tokens()
+	}
+	return n
 }
 
 // LastActivity is when the session's agent was last heard from:
@@ -50,4 +69,12 @@ func (s Summary) LastActivity() time.Time {
 		return s.UpdatedAt
 	}
 	return s.ObservedAt
+}
+
+// backgrounded returns Backgrounded's ids, nil when there are none.
+func (s State) backgrounded() []string {
+	if s.Backgrounded.IsZero() {
+		return nil
+	}
+	return s.Backgrounded.All()
 }

@@ -503,6 +503,23 @@ async function openPage(id) {
   await pageEvent();
 }
 
+// subagentCard draws one subagent card of GET /v1/sessions/{id} (its
+// text from the log is set as text, never as markup).
+function subagentCard(c) {
+  const id = c.session || "";
+  const head = el("div", { class: "card-head" },
+    id ? el("a", { class: "id", href: "#/s/" + encodeURIComponent(id), text: id }) : el("span", { class: "id", text: "task " + c.task }),
+    el("span", { class: "phase " + (c.status === "running" ? "working" : c.status === "waiting" ? "waiting" : c.status === "ended" || c.status === "failed" ? "ended" : "ready"), text: c.status }),
+    el("span", { class: "kind", text: c.kind + (c.type ? " · " + c.type : "") }),
+    el("span", { class: "dim", text: "depth " + c.depth + " · " + (c.background ? "background" : "foreground") }));
+  const nums = el("div", { class: "card-nums dim", text: c.turns + " turn" + (c.turns === 1 ? "" : "s") + " · " + c.tool_calls + " tool call" + (c.tool_calls === 1 ? "" : "s") + " · " + c.tokens + " tokens" + (c.end_reason ? " · ended: " + c.end_reason : "") });
+  const li = el("li", { class: "card", "data-session": id, "data-kind": c.kind, "data-status": c.status, "data-background": c.background ? "true" : "false" }, head, nums);
+  if (c.last_said) li.append(el("div", { class: "said", text: c.last_said }));
+  if (c.diff) li.append(el("div", { class: "diff dim", text: "workspace " + c.workspace + ": " + c.diff.files + " file" + (c.diff.files === 1 ? "" : "s") + ", +" + c.diff.insertions + " -" + c.diff.deletions }));
+  else if (c.workspace) li.append(el("div", { class: "diff dim", text: "workspace " + c.workspace }));
+  return li;
+}
+
 async function pageEvent() {
   if (!page) return;
   const id = page.id;
@@ -524,6 +541,8 @@ async function pageEvent() {
   add("activity", s.activity); add("waiting on", s.waiting_on); add("since", s.since + " (" + age(s.since) + ")");
   add("agent", s.agent); add("model", s.model); add("cwd", s.cwd); add("branch", s.git_branch); add("mode", s.mode);
   add("parent", s.parent); add("turns", s.turns); add("tool calls", s.tool_calls); add("abandoned", s.abandoned);
+  if (d.subagents) add("subagents", d.subagents.running + "/" + d.subagents.total + " (running/total)");
+  add("last said", s.last_said);
   add("open entries", (s.entries || []).map((e) => e.activity + " (" + age(e.opened_at) + ")").join(", "));
   add("started", s.started_at); add("ended", s.end_reason);
   root.append(kv);
@@ -540,10 +559,13 @@ async function pageEvent() {
     root.append(el("h2", { text: "Open reviews" }));
     for (const rv of reviews) root.append(reviewForm(s.id, rv));
   }
-  if (d.children.length) {
-    root.append(el("h2", { text: "Subagents" }));
-    const ol = el("ol", { class: "rows" });
-    for (const k of d.children) ol.append(el("li", {}, sessionRow(k)));
+  // A card a subagent, only when the session delegated: its kind,
+  // depth, foreground or background, status, own numbers (never folded
+  // into the parent's), the last thing it said, its workspace's diff.
+  if (d.subagents) {
+    root.append(el("h2", { text: "Subagents" }, el("span", { class: "n", id: "subagents-count", text: d.subagents.running + "/" + d.subagents.total + " running" })));
+    const ol = el("ol", { class: "cards", id: "cards" });
+    for (const c of d.cards || []) ol.append(subagentCard(c));
     root.append(ol);
   }
   root.append(el("h2", { text: "Commands" }));
