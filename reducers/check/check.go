@@ -218,8 +218,8 @@ func validSpec(sp events.CheckStarted) error {
 		return fmt.Errorf("mode %q: want %s or %s", sp.Mode, events.ModeReadOnly, events.ModeWorkspaceWrite)
 	case sp.TimeoutMS <= 0:
 		return fmt.Errorf("timeout %d ms: want more than 0", sp.TimeoutMS)
-	case sp.Commit != "" && !isHex(sp.Commit, 40):
-		return fmt.Errorf("commit %q: want 40 hex digits", sp.Commit)
+	case sp.Commit != "" && !isHex(sp.Commit, 40) && !isHex(sp.Commit, 64):
+		return fmt.Errorf("commit %q: want 40 or 64 hex digits", sp.Commit)
 	case !strings.HasPrefix(sp.Tree, "sha256:") || !isHex(sp.Tree[len("sha256:"):], 64):
 		return fmt.Errorf("tree %q: want sha256: and 64 hex digits", sp.Tree)
 	case sp.Fingerprint != sp.Commit+":"+sp.Tree:
