@@ -469,7 +469,7 @@ exit 0
 	return nil
 }
 
-// shQuote quotes s for sh: in single quotes, each ' as '\”.
+// shQuote quotes s for sh: in single quotes, each single quote in s closed, escaped and reopened.
 func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // ShQuote quotes s for sh, as Config.Hook's words must be.
