@@ -14,6 +14,8 @@ import (
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/check"
+	"github.com/logbook-dev/logbook/reducers/project"
+	"github.com/logbook-dev/logbook/reducers/workspace"
 )
 
 // CheckRequest asks for a workspace's check.
@@ -474,3 +476,75 @@ func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) 
 
 // ShQuote quotes s for sh, as Config.Hook's words must be.
 func ShQuote(s string) string { return shQuote(s) }
+
+// CheckViews is what GateChecks reads of the projection
+// (projections.Store implements it).
+type CheckViews interface {
+	WorkspaceAt(p string) (workspace.State, bool, error)
+	Project(id string) (project.State, error)
+	Checks(ws string) ([]check.State, error)
+}
+
+// GateChecks returns the gate's Checks (gate.Gate.Checks) over views,
+// read once caughtUp (nil: at once) says they hold every event the log
+// holds now, so a run that passed just before the call counts: for a
+// call in directory dir it answers "" when the live workspace
+// holding dir has a passed run of its project's check that judged a
+// clean work tree whose fingerprint is the tree's now (TreeOf), and else
+// why not: dir lies in no workspace, the project names no check, the
+// work tree has changes not in HEAD, or no passed run judged this tree
+// ("run the check first: logbook workspace check <id>").
+func GateChecks(views CheckViews, caughtUp func(context.Context) error) func(ctx context.Context, dir string) string {
+	return func(ctx context.Context, dir string) string {
+		if caughtUp != nil {
+			if err := caughtUp(ctx); err != nil {
+				return "the check runs could not be read up to date: " + err.Error()
+			}
+		}
+		if !filepath.IsAbs(dir) {
+			return fmt.Sprintf("the call's directory %q is not absolute, so no workspace holds it", dir)
+		}
+		ws, ok, err := views.WorkspaceAt(filepath.Clean(dir))
+		if err != nil {
+			return "the workspaces could not be read: " + err.Error()
+		}
+		if !ok {
+			return dir + " lies in no workspace: only a workspace's check can pass this call"
+		}
+		p, err := views.Project(ws.Project)
+		if err != nil {
+			return "the workspace's project could not be read: " + err.Error()
+		}
+		cfg, err := LoadConfig(p.Path)
+		if err != nil {
+			return err.Error()
+		}
+		if cfg.Check == "" {
+			return fmt.Sprintf("no check configured: %s names none, so no run can pass this call", filepath.Join(p.Path, ConfigFile))
+		}
+		tree, err := TreeOf(ctx, ws.Path)
+		if err != nil {
+			return "the work tree could not be read: " + err.Error()
+		}
+		if !tree.Clean {
+			return fmt.Sprintf("the work tree of workspace %s has changes not in HEAD: commit or stash them, then run the check (logbook workspace check %s)", ws.ID, ws.ID)
+		}
+		runs, err := views.Checks(ws.ID)
+		if err != nil {
+			return "the check runs could not be read: " + err.Error()
+		}
+		for _, r := range runs {
+			if r.Judged(cfg.Check, tree.Fingerprint()) && r.Clean {
+				return ""
+			}
+		}
+		return fmt.Sprintf("run the check first: logbook workspace check %s (no passed run judged commit %s as it is now)", ws.ID, or(tree.Commit, "(none)"))
+	}
+}
+
+func or(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
