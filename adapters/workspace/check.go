@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/check"
@@ -67,6 +68,17 @@ func hexID(s string) bool {
 		return false
 	}
 	return strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// allDeletions reports whether refs push no commit: none, or deletions
+// only.
+func allDeletions(refs []events.PushRef) bool {
+	for _, r := range refs {
+		if !deletion(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // deletion reports whether a pushed ref deletes the remote ref.
@@ -141,11 +153,16 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (CheckResult, err
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("workspace check: %w", err)
 	}
-	if req.Push != nil && len(req.Push.Refs) > 0 && allDeletions(req.Push.Refs) {
+	if req.Push != nil && allDeletions(req.Push.Refs) {
 		return CheckResult{Allowed: true}, nil
 	}
 	if cfg.Check == "" {
 		return CheckResult{Allowed: req.Push != nil, NoCheck: fmt.Sprintf("no check configured: %s names none (check = \"...\")", filepath.Join(p.Path, ConfigFile))}, nil
+	}
+	// The command is recorded as it is configured: one a rule takes for
+	// a secret is refused, never rewritten.
+	if err := m.refuse("workspace check", field{"check", "command", []string{cfg.Check}}); err != nil {
+		return CheckResult{}, fmt.Errorf("%w (in %s)", err, filepath.Join(p.Path, ConfigFile))
 	}
 	tree, err := TreeOf(ctx, ws.Path)
 	if err != nil {
@@ -203,15 +220,6 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (CheckResult, err
 		return res, fmt.Errorf("workspace check: run %s: its output was not all stored: %w", id, outErr)
 	}
 	return res, nil
-}
-
-func allDeletions(refs []events.PushRef) bool {
-	for _, r := range refs {
-		if !deletion(r) {
-			return false
-		}
-	}
-	return true
 }
 
 // pushRefused says why a push of refs may not go on a check of tree t,
@@ -330,7 +338,8 @@ func (m *Manager) runCheck(ctx context.Context, id string, s CheckSpec, limit ti
 	}
 	v.OutputTail = strings.ToValidUTF8(string(tail), "\uFFFD")
 	for len(v.OutputTail) > events.CheckTailBytes {
-		v.OutputTail = v.OutputTail[1:]
+		_, n := utf8.DecodeRuneInString(v.OutputTail)
+		v.OutputTail = v.OutputTail[n:]
 	}
 	cause := context.Cause(runCtx)
 	var ce cancelError

@@ -3,6 +3,7 @@ package workspace
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -277,5 +278,28 @@ func (p *linePipe) waitFor(s string) {
 	defer p.mu.Unlock()
 	for !strings.Contains(p.buf.String(), s) {
 		p.cond.Wait()
+	}
+}
+
+func TestCheck_TailSecretsAndDeletions(t *testing.T) {
+	c := newCheckHarness(t)
+	// Output past the cap: the event keeps its end, the output subject all of it.
+	c.setCheck(t, "check = \"seq 1 5000; echo FAIL: the last line; exit 1\"\n")
+	r := c.run(t, t.Context(), CheckRequest{}).Run
+	if r.Status != events.CheckFailed || len(r.OutputTail) > events.CheckTailBytes || !strings.HasSuffix(r.OutputTail, "5000\nFAIL: the last line\n") || r.OutputBytes <= events.CheckTailBytes {
+		t.Errorf("tail of %d bytes (output %d): ...%q", len(r.OutputTail), r.OutputBytes, r.OutputTail[max(0, len(r.OutputTail)-40):])
+	}
+	// A check a redaction rule takes for a secret is refused, never recorded.
+	c.setCheck(t, "check = \"curl -H 'Authorization: Bearer ghp_0123456789abcdefghijABCDEFGHIJ012345' https://ci/run\"\n")
+	n := len(c.started(t))
+	_, err := c.m.Check(t.Context(), CheckRequest{Workspace: c.ws.ID, By: "person:alice@h"})
+	if !errors.Is(err, events.ErrRejected) || strings.Contains(err.Error(), "ghp_") || !strings.Contains(err.Error(), ConfigFile) || len(c.started(t)) != n {
+		t.Errorf("secret check: %v", err)
+	}
+	// A push of deletions only needs no check.
+	c.setCheck(t, "check = \"exit 1\"\n")
+	del := &PushRequest{Remote: "origin", Refs: []events.PushRef{{LocalRef: "(delete)", LocalSHA: strings.Repeat("0", 40), RemoteRef: "refs/heads/old", RemoteSHA: strings.Repeat("a", 40)}}}
+	if res := c.run(t, t.Context(), CheckRequest{Push: del}); !res.Allowed || res.Run.ID != "" || len(c.started(t)) != n {
+		t.Errorf("deletion: %+v", res)
 	}
 }

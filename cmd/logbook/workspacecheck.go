@@ -131,7 +131,7 @@ func checkAnswer(g *globals, req wsadapter.CheckRequest, res wsadapter.CheckResu
 		case res.Refused != "":
 			return &exitError{code: 1, err: fmt.Errorf("push refused: %s", res.Refused)}
 		case res.Run.ID == "":
-			fmt.Fprintln(g.stderr, "logbook: the push deletes refs only: no check needed")
+			fmt.Fprintln(g.stderr, "logbook: the push sends no commit (deletions only): no check needed")
 		case res.Reused:
 			fmt.Fprintf(g.stderr, "logbook: %s earlier, for the same tree: not run again\n", term.CheckVerdict(res.Run))
 		default:
