@@ -14,7 +14,11 @@ import (
 // runs), its fields made safe (Field): "check run <id> passed commit
 // <commit>", "… failed (exit status 3)", "… failed: timed out …",
 // "… error: <reason>", "… cancelled: <reason>".
-func CheckVerdict(r check.State) string {
+func CheckVerdict(r check.State) string { return checkVerdict(r, Field) }
+
+// checkVerdict is CheckVerdict with each field passed through Field
+// (esc), or as it is for a caller that escapes the whole line.
+func checkVerdict(r check.State, Field func(string) string) string {
 	s := fmt.Sprintf("check run %s %s", Field(r.ID), Field(r.Status))
 	switch r.Status {
 	case events.CheckPassed:
