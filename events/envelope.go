@@ -60,7 +60,7 @@ func (a Aggregate) OnSubject(subject string) bool {
 // (a dot or wildcard would break the one-subject-per-aggregate rule).
 func (a Aggregate) Validate() error {
 	switch a.Kind {
-	case KindSession, KindWorkspace, KindProject, KindCommand, KindTask, KindKey, KindNotification:
+	case KindSession, KindWorkspace, KindProject, KindCommand, KindTask, KindKey, KindNotification, KindCheck:
 	default:
 		return fmt.Errorf("%w: aggregate kind %q", ErrMalformed, a.Kind)
 	}

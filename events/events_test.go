@@ -120,6 +120,8 @@ func envelope(reg *events.Registry, p events.Payload) events.Envelope {
 		e.Agg = events.Aggregate{Kind: events.KindKey, ID: "4e8b0c2d1a3f5e6d"}
 	case events.KindNotification:
 		e.Agg = events.Aggregate{Kind: events.KindNotification, ID: "9c1e5d0b7a3f42e8b6d1c0a95e7f3b24"}
+	case events.KindCheck:
+		e.Agg = events.Aggregate{Kind: events.KindCheck, ID: "01JDQ7Z8V6T8Q2W3E4R5T6Y7K1"}
 	}
 	e.Cause = &events.Cause{Kind: "hook", Event: "PreToolUse", Detail: "Bash", Ref: "01JDQ7Z8V6T8Q2W3E4R5T6Y7Z7"}
 	e.Corr, e.Host, e.Actor = "turn-7", "build-3", "claude-code"
@@ -129,7 +131,7 @@ func envelope(reg *events.Registry, p events.Payload) events.Envelope {
 func TestGolden(t *testing.T) {
 	reg := events.NewRegistry()
 	seen := map[string]bool{}
-	for _, p := range append(append(append(samples(), workspaceSamples()...), keySamples()...), notificationSamples()...) {
+	for _, p := range append(append(append(append(samples(), workspaceSamples()...), keySamples()...), notificationSamples()...), checkSamples()...) {
 		seen[p.EventType()] = true
 		t.Run(p.EventType(), func(t *testing.T) {
 			e := envelope(reg, p)

@@ -66,6 +66,7 @@ func NewRegistry() *Registry {
 	registerWorkspace(r)
 	registerKey(r)
 	registerNotification(r)
+	registerCheck(r)
 	return r
 }
 

@@ -655,6 +655,8 @@ func kindName(v []byte) string {
 		return KindKey
 	case KindNotification:
 		return KindNotification
+	case KindCheck:
+		return KindCheck
 	}
 	return string(v)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/check"
 	"github.com/logbook-dev/logbook/reducers/project"
 	"github.com/logbook-dev/logbook/reducers/task"
 	"github.com/logbook-dev/logbook/reducers/workspace"
@@ -34,6 +35,12 @@ const (
 	// WorkspaceSessionsPrefix prefixes the sessions of a workspace:
 	// workspaces-sessions/<workspace>/<session>, empty value.
 	WorkspaceSessionsPrefix = "workspaces-sessions/"
+	// CheckRowPrefix prefixes check run rows: workspaces/check/<id> =
+	// JSON of check.State.
+	CheckRowPrefix = "workspaces/check/"
+	// WorkspaceChecksPrefix prefixes the check runs of a workspace:
+	// workspaces-checks/<workspace>/<run id>, empty value.
+	WorkspaceChecksPrefix = "workspaces-checks/"
 )
 
 // WorkspaceLink is the workspace a session works in: the session's cwd
@@ -44,12 +51,12 @@ type WorkspaceLink struct {
 	Workspace string `json:"workspace"`
 }
 
-// WorkspaceView is the "workspaces" view, schema version 1: one row per
-// project, workspace and task aggregate holding the JSON of its reducer's
+// WorkspaceView is the "workspaces" view, schema version 2: one row per
+// project, workspace, task and check run aggregate holding the JSON of its reducer's
 // State, kept by folding each record with the reducer's Evolve; the path
 // index of live workspaces; and the link of each session whose cwd lies
 // in a workspace's path, from the cwd of session.started and
-// session.described. A session whose cwd was reported before its
+// session.described; and the index of each workspace's check runs. A session whose cwd was reported before its
 // workspace was reserved is not linked. Rows hold facts only, so they
 // take part in the state hash.
 type WorkspaceView struct{}
@@ -60,7 +67,7 @@ var _ View = WorkspaceView{}
 func (WorkspaceView) Name() string { return "workspaces" }
 
 // Version implements View. Bump it when a row's JSON or the keys change.
-func (WorkspaceView) Version() int { return 1 }
+func (WorkspaceView) Version() int { return 2 } // 2: check runs
 
 // Apply implements View.
 func (WorkspaceView) Apply(tx *Tx, r events.Record) error {
@@ -69,6 +76,14 @@ func (WorkspaceView) Apply(tx *Tx, r events.Record) error {
 		return foldRow(tx, ProjectRowPrefix+r.Agg.ID, project.Init(r.Agg), func(s project.State) project.State { return project.Evolve(s, r.Envelope) })
 	case events.KindTask:
 		return foldRow(tx, TaskRowPrefix+r.Agg.ID, task.Init(r.Agg), func(s task.State) task.State { return task.Evolve(s, r.Envelope) })
+	case events.KindCheck:
+		if err := foldRow(tx, CheckRowPrefix+r.Agg.ID, check.Init(r.Agg), func(s check.State) check.State { return check.Evolve(s, r.Envelope) }); err != nil {
+			return err
+		}
+		if d, ok := r.Data.(events.CheckStarted); ok {
+			return tx.Set(WorkspaceChecksPrefix+d.Workspace+"/"+r.Agg.ID, nil)
+		}
+		return nil
 	case events.KindWorkspace:
 		var before, after workspace.State
 		err := foldRow(tx, WorkspaceRowPrefix+r.Agg.ID, workspace.Init(r.Agg), func(s workspace.State) workspace.State {
@@ -301,4 +316,44 @@ func (s *Store) Tasks() ([]task.State, error) {
 		return strings.Compare(a.ID, b.ID)
 	})
 	return out, err
+}
+
+// Check returns the committed row of check run id; the error wraps
+// events.ErrNotFound when there is none.
+func (s *Store) Check(id string) (check.State, error) {
+	return rowOf[check.State](s, "check run", CheckRowPrefix, id)
+}
+
+// Checks returns the check runs of workspace ws, newest first (by start
+// time, then id, descending).
+func (s *Store) Checks(ws string) ([]check.State, error) {
+	sn, err := s.Snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("check runs of workspace %s: %w", ws, err)
+	}
+	prefix := WorkspaceChecksPrefix + ws + "/"
+	var ids []string
+	err = sn.scan(prefix, func(key string, _ []byte) error {
+		ids = append(ids, strings.TrimPrefix(key, prefix))
+		return nil
+	})
+	sn.Close()
+	if err != nil {
+		return nil, fmt.Errorf("check runs of workspace %s: %w", ws, err)
+	}
+	out := make([]check.State, 0, len(ids))
+	for _, id := range ids {
+		st, err := s.Check(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	slices.SortStableFunc(out, func(a, b check.State) int {
+		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	return out, nil
 }

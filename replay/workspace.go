@@ -14,11 +14,13 @@ import (
 // WorkspaceTimeline returns the audit timeline of workspace id, read
 // with Log.Load: one Item per event of the workspace (reserved, each
 // materialization step, setup commands included, renames, the archive,
-// the cleanup), of each task delegated to it that tasks names and of each
-// command commands names (those run in it), in stream order. Detail holds the
+// the cleanup), of each task delegated to it that tasks names, of each
+// command commands names (those run in it) and of each check run checks
+// names (entry check-<run id>: the tree it judged, its verdict, the
+// pushes it let go with their commits), in stream order. Detail holds the
 // payload's fields as key=value pairs. The error wraps events.ErrNotFound
 // for a workspace with no events.
-func WorkspaceTimeline(ctx context.Context, log events.Log, id string, tasks, commands []string) ([]Item, error) {
+func WorkspaceTimeline(ctx context.Context, log events.Log, id string, tasks, commands, checks []string) ([]Item, error) {
 	agg := events.Aggregate{Kind: events.KindWorkspace, ID: id}
 	recs, err := loadTimeline(ctx, log, agg)
 	if err != nil {
@@ -38,6 +40,13 @@ func WorkspaceTimeline(ctx context.Context, log events.Log, id string, tasks, co
 			return nil, fmt.Errorf("timeline %s: task %s: %w", agg, t, err)
 		}
 		items = append(items, payloadItems(trecs, "task-"+t)...)
+	}
+	for _, c := range checks {
+		crecs, _, err := log.Load(ctx, events.Aggregate{Kind: events.KindCheck, ID: c})
+		if err != nil {
+			return nil, fmt.Errorf("timeline %s: check run %s: %w", agg, c, err)
+		}
+		items = append(items, payloadItems(crecs, "check-"+c)...)
 	}
 	slices.SortStableFunc(items, func(a, b Item) int { return cmp.Compare(a.Seq, b.Seq) })
 	return items, nil
@@ -66,6 +75,11 @@ func payloadItems(recs []events.Record, entry string) []Item {
 					parts := make([]string, len(v))
 					for i, x := range v {
 						parts[i] = fmt.Sprint(x)
+						if r, ok := x.(map[string]any); ok && r["local_sha"] != nil {
+							// A pushed ref (check.push_allowed): local ref,
+							// commit, remote ref.
+							parts[i] = fmt.Sprintf("%v@%v->%v", r["local_ref"], r["local_sha"], r["remote_ref"])
+						}
 					}
 					kv.add(k, strings.Join(parts, ","))
 				default:

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/check"
 	"github.com/logbook-dev/logbook/reducers/project"
 	"github.com/logbook-dev/logbook/reducers/task"
 	"github.com/logbook-dev/logbook/reducers/workspace"
@@ -31,14 +32,16 @@ type WorkspaceSession struct {
 }
 
 // WorkspacesReply is the whole workspace view: every project, workspace
-// (oldest first) and task (oldest first), and the sessions of each
-// workspace by workspace id, most recently active first. Stale, when
-// set, says it was read while the log did not answer.
+// (oldest first) and task (oldest first), the sessions of each
+// workspace by workspace id, most recently active first, and the check
+// runs of each workspace that has some, newest first. Stale, when set,
+// says it was read while the log did not answer.
 type WorkspacesReply struct {
 	Projects   []project.State               `json:"projects"`
 	Workspaces []workspace.State             `json:"workspaces"`
 	Tasks      []task.State                  `json:"tasks"`
 	Sessions   map[string][]WorkspaceSession `json:"sessions"`
+	Checks     map[string][]check.State      `json:"checks,omitempty"`
 	Stale
 }
 
@@ -62,6 +65,16 @@ func (s *Service) Workspaces(ctx context.Context, _ []byte) (any, error) {
 	}
 	r.Sessions = map[string][]WorkspaceSession{}
 	for _, w := range r.Workspaces {
+		runs, err := s.Store.Checks(w.ID)
+		if err != nil {
+			return nil, err
+		}
+		if len(runs) > 0 {
+			if r.Checks == nil {
+				r.Checks = map[string][]check.State{}
+			}
+			r.Checks[w.ID] = runs
+		}
 		ids, err := s.Store.WorkspaceSessions(w.ID)
 		if err != nil {
 			return nil, err

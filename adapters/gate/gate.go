@@ -60,7 +60,13 @@ type Gate struct {
 	// observations of the same calls are redacted with; nil: the
 	// built-in ones (redact.Default).
 	Redactor *redact.Redactor
-	logged   sync.Map
+	// Checks answers, for a call a policy's require_check names, whether
+	// a passed check run judged the tree of the workspace holding dir
+	// (the call's working directory): "" when one did, else why not,
+	// for the agent to read ("run the check first: …"). nil denies every
+	// such call: nothing can show a pass.
+	Checks func(ctx context.Context, dir string) string
+	logged sync.Map
 }
 
 // redact redacts s by the gate's rules.
@@ -178,6 +184,11 @@ type Request struct {
 	// MaxJudgedInput): the call is denied unjudged. Only the hook verb
 	// sets it.
 	unjudged string
+	// checkPattern and checkDeny, when checkDeny is set, say that a
+	// require_check pattern names the call and no passed check run
+	// judged its tree: the call is denied, saying why
+	// (Gate.requireCheck).
+	checkPattern, checkDeny string
 	// peer is the uid of the system socket's peer that asked, nil for
 	// any other request: a project's policy is then read only when it
 	// is the peer's (Policies.For). Only the hook verb sets it.
@@ -239,6 +250,9 @@ func (g *Gate) Decide(ctx context.Context, req Request) (v Verdict, err error) {
 		return Verdict{}, err
 	}
 	agg := events.Aggregate{Kind: events.KindSession, ID: req.Session}
+	if err := g.requireCheck(ctx, agg, &req); err != nil {
+		return Verdict{}, err
+	}
 	// One decision on the session's current state: the state is read
 	// once, by the executor that appends.
 	budget := g.budget(req)
@@ -453,6 +467,8 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 		answer.Outcome = events.ReviewUnavailable
 	case m.Action == ActionDeny:
 		answer = rule(events.VerdictDeny, m.Pattern, "denied by policy rule "+m.Pattern+" in "+or(m.Path, "the built-in rules"))
+	case req.checkDeny != "":
+		answer = rule(events.VerdictDeny, "require_check "+req.checkPattern, req.checkDeny)
 	case st.Mode == events.ModeReadOnly && writeTools[req.Tool]:
 		answer = rule(events.VerdictDeny, "mode read_only", "the session's permission mode is read_only")
 	case req.Grant != "" && st.Mode != events.ModeAuto:
@@ -733,4 +749,36 @@ func or(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// requireCheck sets req's checkPattern and checkDeny when a require_check
+// pattern of the policies in force at the call's directory names it and
+// g.Checks finds no passed run of its workspace's tree. The directory is
+// req.Cwd, else the session's. Errors are the log's.
+func (g *Gate) requireCheck(ctx context.Context, agg events.Aggregate, req *Request) error {
+	if g.Policies == nil || req.unjudged != "" {
+		return nil
+	}
+	dir := req.Cwd
+	if dir == "" {
+		st, err := g.Sessions.State(ctx, agg)
+		if err != nil {
+			return err
+		}
+		dir = st.Cwd
+	}
+	pols, _, _ := g.Policies.For(dir, req.peer)
+	pat, path := RequireCheck(pols, Call{Tool: req.Tool, Input: req.Input, Dir: dir})
+	if pat == "" {
+		return nil
+	}
+	why := "no check runs where this gate runs"
+	if g.Checks != nil {
+		why = g.Checks(ctx, dir)
+	}
+	if why != "" {
+		req.checkPattern = pat
+		req.checkDeny = "require_check " + pat + " in " + or(path, "the built-in rules") + ": " + why
+	}
+	return nil
 }

@@ -48,15 +48,17 @@ const (
 //	allow  = ["Bash(git status)", "Bash(git diff:*)", "Read", "Edit(src/**)"]
 //	deny   = ["Bash(rm -rf:*)", "Bash(sudo:*)"]
 //	review = ["Bash(git push:*)", "mcp__*"]
+//	require_check = ["Bash(git push:*)"]
 //
 //	[risk]
 //	"Bash(git push:*)" = "high"
 //	"Bash(rm -rf:*)" = "critical"
 type policyDoc struct {
-	Allow  []string          `toml:"allow"`
-	Deny   []string          `toml:"deny"`
-	Review []string          `toml:"review"`
-	Risk   map[string]string `toml:"risk"`
+	Allow        []string          `toml:"allow"`
+	Deny         []string          `toml:"deny"`
+	Review       []string          `toml:"review"`
+	RequireCheck []string          `toml:"require_check"`
+	Risk         map[string]string `toml:"risk"`
 }
 
 // Policy is one parsed policy file: patterns by action and risk classes
@@ -66,7 +68,10 @@ type Policy struct {
 	allow  []Pattern
 	deny   []Pattern
 	review []Pattern
-	risk   []riskRule
+	// requireCheck are the calls that need a passed check run of the
+	// tree they act on (see RequireCheck).
+	requireCheck []Pattern
+	risk         []riskRule
 	// guard, in the built-in rules only, sends a call that may change
 	// the policy files to review at critical risk, or Claude Code's
 	// settings at high risk (see guard).
@@ -110,7 +115,7 @@ func ParsePolicy(path string, text []byte) (*Policy, error) {
 	for _, set := range []struct {
 		in  []string
 		out *[]Pattern
-	}{{doc.Allow, &p.allow}, {doc.Deny, &p.deny}, {doc.Review, &p.review}} {
+	}{{doc.Allow, &p.allow}, {doc.Deny, &p.deny}, {doc.Review, &p.review}, {doc.RequireCheck, &p.requireCheck}} {
 		for _, s := range set.in {
 			pt, err := ParsePattern(s)
 			if err != nil {
@@ -163,7 +168,7 @@ func decodePolicy(path string, text []byte) (policyDoc, error) {
 			return &PolicyError{Path: path, Line: l, Column: c, Msg: k + ": " + fmt.Sprintf(format, a...)}
 		}
 		switch k {
-		case "allow", "deny", "review":
+		case "allow", "deny", "review", "require_check":
 			list, ok := v.([]any)
 			if !ok {
 				return doc, fault(`want a list of patterns such as ["Bash(git push:*)"], got %s`, tomlKind(v))
@@ -181,6 +186,8 @@ func decodePolicy(path string, text []byte) (policyDoc, error) {
 				doc.Allow = out
 			case "deny":
 				doc.Deny = out
+			case "require_check":
+				doc.RequireCheck = out
 			default:
 				doc.Review = out
 			}
@@ -204,7 +211,7 @@ func decodePolicy(path string, text []byte) (policyDoc, error) {
 				what = "table"
 				k = "[" + k + "]"
 			}
-			return doc, &PolicyError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("unknown %s %s (want the keys allow, deny, review and the table [risk]; remove or rename it)", what, k)}
+			return doc, &PolicyError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("unknown %s %s (want the keys allow, deny, review, require_check and the table [risk]; remove or rename it)", what, k)}
 		}
 	}
 	return doc, nil
@@ -331,6 +338,29 @@ type Match struct {
 	Pattern string // the rule's pattern
 	Risk    string // the highest risk class of a matching [risk] pattern, "" if none
 	Path    string // the policy file the rule came from
+}
+
+// RequireCheck returns the first require_check pattern of pols that may
+// match c, read as a deny rule is (any reading of a shell command: a
+// word known only when it runs may be anything), and the file it came
+// from; "" when none does. Such a call is denied unless a passed check
+// run judged the tree of the workspace it runs in (Gate.Checks).
+func RequireCheck(pols []*Policy, c Call) (pattern, path string) {
+	c = c.parsed()
+	for _, p := range pols {
+		for _, pt := range p.requireCheck {
+			if shellTool(c.Tool) {
+				if pt.shellMayMatch(c, c.script()) {
+					return pt.Source, p.Path
+				}
+				continue
+			}
+			if pt.matches(c, false) {
+				return pt.Source, p.Path
+			}
+		}
+	}
+	return "", ""
 }
 
 // Decide returns what p says of c: a matching deny wins, then review,

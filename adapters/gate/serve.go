@@ -20,6 +20,9 @@ type ServeConfig struct {
 	Budget   time.Duration // how long a review waits
 	Reviewer string        // the reviewer program, run with /bin/sh -c; "": a person answers
 	Logf     func(format string, args ...any)
+	// Checks is the gate's Checks (require_check); nil denies every
+	// call a require_check pattern names.
+	Checks func(ctx context.Context, dir string) string
 }
 
 // ForService returns the gate serve puts on its API beside svc's verbs:
@@ -35,6 +38,7 @@ func ForService(svc *api.Service, cfg ServeConfig) *Service {
 		Policies: &Policies{DataDir: cfg.DataDir},
 		Budget:   cfg.Budget,
 		Logf:     cfg.Logf,
+		Checks:   cfg.Checks,
 	}
 	if cfg.Reviewer != "" {
 		gt.Reviewer = &Reviewer{Command: cfg.Reviewer}

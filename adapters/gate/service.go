@@ -158,6 +158,9 @@ func (s *Service) hookGate(ctx context.Context, data []byte) (any, error) {
 	if gr, err = s.Gate.redactRequest(gr); err != nil {
 		return nil, err
 	}
+	if err := s.Gate.requireCheck(ctx, agg, &gr); err != nil {
+		return nil, err
+	}
 	// The observation and the gate's review in one batch: a rule's
 	// verdict costs the hook one append.
 	budget := s.Gate.budget(gr)

@@ -11,6 +11,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/usage"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
+	"github.com/logbook-dev/logbook/reducers/check"
 	"github.com/logbook-dev/logbook/reducers/project"
 	"github.com/logbook-dev/logbook/reducers/task"
 	"github.com/logbook-dev/logbook/reducers/workspace"
@@ -109,6 +110,7 @@ type WorkspaceShow struct {
 	Sessions     []api.WorkspaceSession `json:"sessions"`
 	Tasks        []task.State           `json:"tasks"`
 	Changes      *wsadapter.Changes     `json:"changes,omitempty"`
+	LastCheck    *check.State           `json:"last_check,omitempty"` // the newest check run, if any
 	ChangesError string                 `json:"changes_error,omitempty"`
 }
 
@@ -136,6 +138,9 @@ func Workspace(w io.Writer, r WorkspaceShow, now time.Time) error {
 	}
 	if ws.ArchivedAs != "" {
 		rows = append(rows, [2]string{"archived by", strings.TrimSpace(ws.ArchivedAs + " " + ws.ArchivedBy)})
+	}
+	if r.LastCheck != nil {
+		rows = append(rows, [2]string{"last check", checkVerdict(*r.LastCheck, func(s string) string { return s })})
 	}
 	if err := KeyValues(w, rows); err != nil {
 		return err

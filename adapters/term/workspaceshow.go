@@ -18,6 +18,9 @@ func ShowOf(ctx context.Context, v api.WorkspacesReply, ws workspace.State, chan
 	if r.Sessions == nil {
 		r.Sessions = []api.WorkspaceSession{}
 	}
+	if runs := v.Checks[ws.ID]; len(runs) > 0 {
+		r.LastCheck = &runs[0]
+	}
 	if !ws.Gone() && ws.Worktree {
 		if ch, err := changes(ctx, ws); err == nil {
 			r.Changes = &ch

@@ -33,6 +33,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/check"
 	"github.com/logbook-dev/logbook/reducers/project"
 	"github.com/logbook-dev/logbook/reducers/task"
 	"github.com/logbook-dev/logbook/reducers/workspace"
@@ -119,6 +120,10 @@ type Config struct {
 	// Stop asks every active command whose workspace lies under path to
 	// stop; nil stops nothing.
 	Stop func(ctx context.Context, path string) error
+	// Hook is the command line the pre-push hook a new workspace gets
+	// runs to reach Logbook (e.g. `'/usr/bin/logbook' --data '/d'`),
+	// quoted for sh; "" installs no hook (see InstallHook).
+	Hook string
 	// Redactor holds the rules a name, title, id, ref or folder given to
 	// the manager must not match (see Manager); nil means
 	// redact.Default(). A caller with a data dir gives its rules
@@ -143,6 +148,7 @@ type Manager struct {
 	projects   *events.Executor[project.State]
 	workspaces *events.Executor[workspace.State]
 	tasks      *events.Executor[task.State]
+	checks     *events.Executor[check.State]
 }
 
 // New returns a Manager for cfg.
@@ -168,6 +174,9 @@ func New(cfg Config) (*Manager, error) {
 		IDs:    cfg.IDs, Host: cfg.Host, Actor: cfg.Actor}
 	m.tasks = &events.Executor[task.State]{Log: cfg.Log, Reg: cfg.Reg, Init: task.Init,
 		Evolve: func(s task.State, e events.Envelope) task.State { return task.Evolve(s, e) },
+		IDs:    cfg.IDs, Host: cfg.Host, Actor: cfg.Actor}
+	m.checks = &events.Executor[check.State]{Log: cfg.Log, Reg: cfg.Reg, Init: check.Init,
+		Evolve: func(s check.State, e events.Envelope) check.State { return check.Evolve(s, e) },
 		IDs:    cfg.IDs, Host: cfg.Host, Actor: cfg.Actor}
 	return m, nil
 }
@@ -503,6 +512,11 @@ func (m *Manager) materialize(ctx context.Context, st workspace.State, p project
 		}
 		if err := writeProtected(ctx, st.Path, ev.Protected); err != nil {
 			return fail("sync", err)
+		}
+		if m.cfg.Hook != "" {
+			if err := InstallHook(ctx, p.Path, st.Path, st.ID, m.cfg.Hook); err != nil {
+				return fail("sync", err)
+			}
 		}
 		ev.Runner = m.runner
 		if err := step(ev); err != nil || stopped {

@@ -54,3 +54,40 @@ func (r SandboxSetup) RunSetup(ctx context.Context, s Setup) (int, int64, error)
 	}
 	return res.ExitCode, n, nil
 }
+
+// CheckSpec is a check to run in a workspace.
+type CheckSpec struct {
+	Dir       string   // the workspace's path: its workspace and working directory
+	Argv      []string // sh -c <check>
+	Mode      string   // events.ModeWorkspaceWrite or events.ModeReadOnly
+	Protected []string // protected_sync files, read-only to the check
+}
+
+// CheckRunner runs a workspace's check (SandboxSetup in production).
+// RunCheck starts it, calls emit with each piece of its output in order
+// (from one goroutine, never concurrently) and returns how it ended. When
+// ctx is done it stops the check: SIGTERM to its whole process tree, then
+// SIGKILL (sandbox.Process.Stop), and returns once the tree is gone
+// (Result.Stopped set). The error wraps sandbox.ErrNotFound,
+// sandbox.ErrInvalidSpec or sandbox.ErrRefused when the check could not
+// run at all.
+type CheckRunner interface {
+	RunCheck(ctx context.Context, s CheckSpec, emit func([]byte)) (sandbox.Result, error)
+}
+
+// RunCheck implements CheckRunner under the sandbox: s.Mode, the data dir
+// and credentials out of sight, no network.
+func (r SandboxSetup) RunCheck(ctx context.Context, s CheckSpec, emit func([]byte)) (sandbox.Result, error) {
+	mode := sandbox.WorkspaceWrite
+	if s.Mode == string(sandbox.ReadOnly) {
+		mode = sandbox.ReadOnly
+	}
+	p, err := sandbox.Start(ctx, sandbox.Spec{
+		Argv: s.Argv, Env: r.Env, Workspace: s.Dir, Mode: mode,
+		Protected: s.Protected, Hidden: r.Hidden, Keep: r.Keep,
+	}, func(c sandbox.Chunk) { emit(c.Data) })
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	return p.Wait()
+}

@@ -13,10 +13,10 @@ import (
 
 // Timeline returns the audit timeline of workspace id
 // (replay.WorkspaceTimeline): its events, those of the tasks delegated to
-// it and those of the commands run in its folder or below, in stream
-// order, all found by reading log alone: every task.delegated and
-// command.requested message is read, undecoded but for its aggregate and
-// workspace. A workspace with no events is an error wrapping
+// it, those of the commands run in its folder or below and those of its
+// check runs, in stream order, all found by reading log alone: every
+// task.delegated, command.requested and check.started message is read,
+// undecoded but for its aggregate and workspace. A workspace with no events is an error wrapping
 // events.ErrNotFound; other errors are log's.
 func Timeline(ctx context.Context, log *natslog.Log, id string) ([]replay.Item, error) {
 	recs, _, err := log.Load(ctx, events.Aggregate{Kind: events.KindWorkspace, ID: id})
@@ -27,10 +27,11 @@ func Timeline(ctx context.Context, log *natslog.Log, id string) ([]replay.Item, 
 	if d, ok := recs[0].Data.(events.WorkspaceReserved); ok {
 		path = d.Path
 	}
-	var tasks, commands []string
+	var tasks, commands, checks []string
 	for _, f := range []struct{ filter, typ string }{
 		{events.SubjectEvents + "." + events.KindTask + ".*", (events.TaskDelegated{}).EventType()},
 		{events.SubjectEvents + "." + events.KindCommand + ".>", (events.CommandRequested{}).EventType()},
+		{events.SubjectEvents + "." + events.KindCheck + ".*", (events.CheckStarted{}).EventType()},
 	} {
 		for m, err := range log.ReadRaw(ctx, f.filter, 1) {
 			if err != nil {
@@ -51,10 +52,12 @@ func Timeline(ctx context.Context, log *natslog.Log, id string) ([]replay.Item, 
 			switch {
 			case d.Agg.Kind == events.KindTask && d.Data.Workspace == id:
 				tasks = append(tasks, d.Agg.ID)
+			case d.Agg.Kind == events.KindCheck && d.Data.Workspace == id:
+				checks = append(checks, d.Agg.ID)
 			case d.Agg.Kind == events.KindCommand && path != "" && (d.Data.Workspace == path || strings.HasPrefix(d.Data.Workspace, path+"/")):
 				commands = append(commands, d.Agg.ID)
 			}
 		}
 	}
-	return replay.WorkspaceTimeline(ctx, log, id, tasks, commands)
+	return replay.WorkspaceTimeline(ctx, log, id, tasks, commands, checks)
 }

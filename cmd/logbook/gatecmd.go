@@ -17,6 +17,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/hookrecord"
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
+	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
@@ -42,10 +43,12 @@ func (f gateFlags) check() error {
 
 // gateService puts the gate on the API beside svc's verbs: sessions
 // decided by svc's executor, the data dir's policy, f's budget and
-// reviewer, what it notices logged to stderr.
+// reviewer, what it notices logged to stderr, and the check runs of
+// the workspaces for require_check.
 func gateService(b *backend, svc *api.Service, store *projections.Store, f gateFlags, stderr io.Writer) *gate.Service {
 	return gate.ForService(svc, gate.ServeConfig{Log: b.log, Store: store, DataDir: string(b.dd), Budget: f.budget, Reviewer: f.reviewer,
-		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "logbook gate: "+format+"\n", args...) }})
+		Logf:   func(format string, args ...any) { fmt.Fprintf(stderr, "logbook gate: "+format+"\n", args...) },
+		Checks: wsadapter.GateChecks(store, func(ctx context.Context) error { return store.CatchUp(ctx, b.log) })})
 }
 
 // checkPolicy refuses a data dir policy file that does not parse, naming

@@ -34,7 +34,7 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 		return nil, err
 	}
 	cfg := wsadapter.Config{Log: b.log, Reg: b.reg, Host: host, Actor: actor, Root: root,
-		Setup: worker.WorkspaceSandbox(string(b.dd)), Redactor: red}
+		Setup: worker.WorkspaceSandbox(string(b.dd)), Redactor: red, Hook: hookCommand(b.dd)}
 	if b.remote {
 		// Only a server's workers run commands: without one, none runs.
 		if cfg.Stop, err = commandStopper(b, call); err != nil {
@@ -141,7 +141,7 @@ func nonNil[T any](s []T) []T {
 }
 
 func workspaceCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "workspace", Short: "Create, list, show, rename and archive workspaces: git worktrees of a project"}
+	cmd := &cobra.Command{Use: "workspace", Short: "Create, list, show, rename, check and archive workspaces: git worktrees of a project"}
 	var cf struct {
 		project, name, base, id, session string
 		placeholder                      bool
@@ -157,7 +157,9 @@ $LOGBOOK_WORKSPACES/<project key>/<key> (default
 $XDG_DATA_HOME/logbook-workspaces/...), the project's sync and
 protected_sync files, and its setup_commands run as sandboxed commands
 (they need a running server), all from .logbook/workspace.toml. The
-project's own work tree, HEAD and branches are never touched.
+worktree gets a pre-push hook of its own that runs the project's check
+(see workspace check). The project's own work tree, HEAD and branches are
+never touched.
 
 --id makes the create idempotent: the same id again answers the same
 workspace. --session S makes session S its owner: only S (or a person)
@@ -307,6 +309,7 @@ own it; without, a person does, recorded as such.`,
 	}
 	rename.Flags().StringVar(&renameSession, "session", "", "the session naming itself (a session's name replaces only a placeholder); default: you, as a person")
 	cmd.AddCommand(create, markReads(list), markReads(show), archive, rename)
+	cmd.AddCommand(workspaceCheckCmds(g)...)
 	return cmd
 }
 
