@@ -24,6 +24,11 @@ import (
 //	activity   activity after a transition or of an opened entry
 //	entry      entry, review or turn the event is about
 //	detail     the rest of the payload as "key=value" pairs, stable order
+//	action     what the tool call the item is about does, cut to 80
+//	           characters on one line: its command, file, path, pattern
+//	           or URL, from the observed tool use or permission signal
+//	           whose id is the item's entry, or a review's action; absent
+//	           when none is known
 //	cause      the envelope's cause (kind, event, detail, ref)
 //	obs        the observation cause.ref names, when it is in the session
 //	signed     the verifier's judgement of the stored event: "attested",
@@ -42,6 +47,7 @@ type Item struct {
 	Activity string        `json:"activity,omitempty"`
 	Entry    string        `json:"entry,omitempty"`
 	Detail   string        `json:"detail,omitempty"`
+	Action   string        `json:"action,omitempty"`
 	Cause    *events.Cause `json:"cause,omitempty"`
 	Obs      *ObsRef       `json:"obs,omitempty"`
 	// Signed, KeyID, Principal and Role are who signed the event
@@ -63,8 +69,11 @@ type Item struct {
 
 // ObsRef summarizes the observation behind an Item. JSON names: id, seq,
 // type ("obs.claude.line" …), kind (line type or hook event), line (for
-// transcript lines), key (idempotency key) and signals (each "kind",
-// "kind:name" or "kind:name=status").
+// transcript lines), key (idempotency key), signals (each "kind",
+// "kind:name" or "kind:name=status", a tool use or permission followed
+// by its input's first words in parentheses) and, for a reconciler tick
+// (obs.reconciler.tick), tick: the facts it stored (events.Tick: when it
+// looked, the last observation, the quiet period, the process check).
 type ObsRef struct {
 	ID      string   `json:"id"`
 	Seq     uint64   `json:"seq"`
@@ -73,6 +82,9 @@ type ObsRef struct {
 	Line    int      `json:"line,omitempty"`
 	Key     string   `json:"key,omitempty"`
 	Signals []string `json:"signals"`
+	// Tick is the stored evidence of a reconciler tick; nil for any
+	// other observation.
+	Tick *events.Tick `json:"tick,omitempty"`
 	// Sender is the user who sent the observation over serve's system
 	// socket (events.Observation.Sender); nil for any other.
 	Sender *events.Sender `json:"sender,omitempty"`
@@ -149,6 +161,9 @@ func TimelineOf(recs []events.Record) []Item {
 		if r.Cause != nil {
 			if o, ok := obs[r.Cause.Ref]; ok {
 				it.Obs = obsRef(o)
+				if it.Action == "" {
+					it.Action = actionOf(o, it.Entry)
+				}
 			}
 		}
 		items = append(items, it)
@@ -213,6 +228,7 @@ func describe(it *Item, p events.Payload) {
 		kv.add("evidence", d.Evidence)
 	case events.ReviewRequested:
 		it.Entry = d.ReviewID
+		it.Action = shortText(d.Action, 80)
 		kv.add("tool", d.Tool)
 		kv.add("action", d.Action)
 		if d.Gate {
@@ -294,9 +310,32 @@ func (kv *kvs) add(k, v string) {
 
 func (kv kvs) String() string { return strings.Join(kv, " ") }
 
+// actionOf returns what the tool call entry does as observation r saw
+// it (the input of its tool use or permission signal, cut to 80
+// characters), or "".
+func actionOf(r events.Record, entry string) string {
+	o, _ := events.Observed(r.Data)
+	if entry == "" || o == nil {
+		return ""
+	}
+	for _, s := range o.Signals {
+		if (s.Kind != events.SigToolUse && s.Kind != events.SigPermission) || s.ID != entry {
+			continue
+		}
+		text := s.Text
+		if text == "" {
+			text = toolInputText(o.Raw, s.ID)
+		}
+		if text != "" {
+			return shortText(text, 80)
+		}
+	}
+	return ""
+}
+
 func obsRef(r events.Record) *ObsRef {
 	o, _ := events.Observed(r.Data)
-	ref := &ObsRef{ID: r.ID.String(), Seq: r.Seq, Type: r.Type, Kind: o.Kind, Line: o.Line, Key: o.Key, Signals: []string{}, Sender: o.Sender}
+	ref := &ObsRef{ID: r.ID.String(), Seq: r.Seq, Type: r.Type, Kind: o.Kind, Line: o.Line, Key: o.Key, Signals: []string{}, Sender: o.Sender, Tick: o.Tick}
 	for _, s := range o.Signals {
 		sig := s.Kind
 		if s.Name != "" {

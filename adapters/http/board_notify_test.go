@@ -11,6 +11,7 @@ import (
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/adapters/notify"
@@ -62,6 +63,12 @@ func TestBoard_BrowserNotification(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	// What each Notification is made with, kept to be read back.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const N = window.Notification; window.__shown = [];
+	  window.Notification = new Proxy(N, { construct(target, args) { window.__shown.push(args[0] + "|" + (args[1] || {}).body); return Reflect.construct(target, args); } });
+	  return true; })()`)); err != nil {
+		t.Fatal(err)
+	}
 	s := sid(7)
 	e.prompt(s, "p1")
 	e.permission(s, "Bash")
@@ -81,5 +88,22 @@ func TestBoard_BrowserNotification(t *testing.T) {
 	}
 	if told, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("bell").dataset.told`)); told != "1" {
 		t.Errorf("the board showed %s notifications, want 1", told)
+	}
+
+	// A notification whose title and body hold a right-to-left
+	// override, ESC and BEL is made with them escaped, as on the rows.
+	sent2 := events.NotificationSent{Rule: "r", Sink: "tab", Kind: notify.SinkBoard, On: "waiting", Key: "k-evil", Session: s,
+		Title: "T\u202eevil\x1b[2J", Body: "B\x07\u2066x\u2069"}
+	env := e.reg.New(sent2)
+	env.ID, env.Agg, env.Ver, env.At = ulid.Make(), events.Aggregate{Kind: events.KindNotification, ID: "k-evil"}, 1, time.Now().UTC().Truncate(time.Microsecond)
+	env.Cause = &events.Cause{Kind: notify.CauseKind, Event: "session.transitioned", Detail: "r", Ref: ulid.Make().String()}
+	env.Host, env.Actor = "h1", "logbook-notify"
+	if _, err := e.log.Append(t.Context(), events.Batch{Agg: env.Agg, Expect: 0, Events: []events.Envelope{env}}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "the second notification", `document.getElementById("bell").dataset.told === "2"`, 30*time.Second)
+	shown := evalJS[[]string](t, ctx, `window.__shown`)
+	if want := `T\u202eevil\x1b[2J|B\x07\u2066x\u2069`; len(shown) != 2 || shown[1] != want {
+		t.Errorf("the notifications were made with %q; want the second %q", shown, want)
 	}
 }

@@ -27,17 +27,32 @@ const QUIET_S = 60; // a working session with no observation for longer looks qu
 // now is the server's clock as this browser estimates it, ms.
 function now() { return Date.now() + state.skew; }
 
+// SHOWN are the attributes a person reads (as a tooltip, or from a
+// screen reader): el and svg escape them as they do text.
+const SHOWN = new Set(["title", "aria-label", "placeholder", "alt"]);
+const esc = LogText.esc;
+
+// el makes an element: attrs are its attributes ("class", and "text" for
+// its text), kids its children. Every text it sets, the text kids and
+// the attributes in SHOWN, is shown escaped (LogText.esc): an element
+// made here cannot carry a control or bidirectional character from the
+// log.
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null || v === false) continue;
     if (k === "class") e.className = v;
-    else if (k === "text") e.textContent = v;
-    else e.setAttribute(k, v);
+    else if (k === "text") e.textContent = esc(v);
+    else e.setAttribute(k, SHOWN.has(k) ? esc(v) : v);
   }
-  for (const k of kids) if (k !== null && k !== undefined) e.append(k);
+  for (const k of kids) if (k !== null && k !== undefined) e.append(typeof k === "string" ? esc(k) : k);
   return e;
 }
+
+// lt is one text from the log in its own bidi-isolated element (<bdi>,
+// dir=auto unless attrs say): whatever its direction, it cannot reorder
+// the board's words beside it.
+function lt(v, attrs) { return el("bdi", Object.assign({}, attrs || {}, { text: v === undefined || v === null ? "" : String(v) })); }
 
 function age(t) {
   if (!t || t.startsWith("0001")) return "-";
@@ -55,8 +70,11 @@ function ageS(s) {
   return Math.floor(h / 24) + "d" + (h % 24) + "h";
 }
 
-// ltr keeps a path left-to-right in a cell cut at its start (direction: rtl).
-function ltr(s) { return s ? "\u200e" + s + "\u200e" : ""; }
+// cwdCell is a path in a cell cut at its start (the cell is direction:
+// rtl); the path itself is isolated and left-to-right.
+function cwdCell(cwd) {
+  return el("span", { class: "cwd dim", title: cwd || "" }, cwd ? lt(cwd, { dir: "ltr" }) : null);
+}
 
 function short(id) { return id.length > 24 ? id.slice(0, 23) + "…" : id; }
 
@@ -66,12 +84,13 @@ async function api(path, opts) {
   if (r.status === 403) showLogin(); // another user's, or the reader's token on a write
   if (!r.ok) {
     let msg = r.status + "";
-    try { msg = (await r.json()).error || msg; } catch (_) {}
+    try { msg = esc((await r.json()).error) || msg; } catch (_) {}
     throw new Error(msg);
   }
   return r;
 }
-async function getJSON(path) { return (await api(path)).json(); }
+// getJSON reads path's JSON with every string in it escaped (LogText.clean).
+async function getJSON(path) { return LogText.clean(await (await api(path)).json()); }
 
 function showLogin() {
   document.getElementById("login").hidden = false;
@@ -160,7 +179,7 @@ function notifyBrowser(d) {
   if (!d || d.kind !== "board" || told.has(d.key)) return;
   if (!("Notification" in window) || Notification.permission !== "granted") return;
   try {
-    const n = new Notification(d.title, { body: d.body || "", tag: d.key });
+    const n = new Notification(esc(d.title), { body: esc(d.body || ""), tag: d.key });
     n.onclick = () => { window.focus(); if (d.session) location.hash = "#/s/" + encodeURIComponent(d.session); };
     told.add(d.key);
   } catch (e) { /* this browser shows none from a page */ }
@@ -240,7 +259,7 @@ function follow(after) {
   };
   es.addEventListener("record", (ev) => {
     if (source !== es) return;
-    const r = JSON.parse(ev.data);
+    const r = LogText.clean(JSON.parse(ev.data));
     conn.seq = Math.max(conn.seq, r.seq);
     onRecord(r);
     if (conn.mode === "polling" && conn.seq >= state.live) stopPolling();
@@ -365,7 +384,7 @@ function sessionRow(s) {
   const [cost, costTitle] = rowCost(s);
   const what = el("span", { class: "what" });
   if (q) what.append(el("span", { class: "quiet-for", text: "quiet for " + ageS(q) }), " ");
-  what.append([s.activity, s.title].filter(Boolean).join(" · "));
+  [s.activity, s.title].filter(Boolean).forEach((v, i) => what.append(i ? " · " : "", lt(v)));
   const a = el("a", { class: "row" + (state.selected === s.id ? " sel" : "") + (q ? " quiet" : ""), href: "#/s/" + encodeURIComponent(s.id), "data-id": s.id },
     el("span", { class: "phase " + s.phase, text: s.phase }),
     el("span", { class: "id", text: short(s.id), title: s.id }),
@@ -373,7 +392,7 @@ function sessionRow(s) {
     el("span", { class: "dim age", text: age(s.since), title: "in this phase since " + s.since }),
     el("span", { class: "dim model", text: (s.model || "") + (oldest ? " · open " + oldest : ""), title: oldest ? "oldest open entry" : "" }),
     el("span", { class: "cost", text: cost, title: costTitle }),
-    el("span", { class: "cwd dim", text: ltr(s.cwd), title: s.cwd || "" }));
+    cwdCell(s.cwd));
   return a;
 }
 
@@ -468,10 +487,10 @@ function renderPending() {
     // dialog on the agent's own screen, or some other wait.
     const label = d.kind === "review" ? "review" : d.activity === "question" ? "question" : d.activity === "review" ? "permission" : "waiting";
     const what = el("span", { class: "what" });
-    if (d.tool) what.append(el("strong", { class: "tool", text: d.tool }));
-    if (d.action) what.append(" ", el("span", { class: "action mono", text: d.action, title: d.action }));
-    if (d.risk) what.append(" ", el("span", { class: "risk", text: "risk " + d.risk }));
-    if (!d.tool && !d.action) what.append(d.activity || (d.review ? "review " + d.review : ""));
+    if (d.tool) what.append(el("strong", { class: "tool" }, lt(d.tool)));
+    if (d.action) what.append(" ", lt(d.action, { class: "action mono", title: d.action }));
+    if (d.risk) what.append(" ", el("span", { class: "risk" }, "risk ", lt(d.risk)));
+    if (!d.tool && !d.action) what.append(lt(d.activity || (d.review ? "review " + d.review : "")));
     const when = d.deadline
       ? budgetSpan(d.deadline)
       : el("span", { class: "dim", text: age(d.since), title: "waiting since " + d.since });
@@ -480,7 +499,7 @@ function renderPending() {
         el("span", { class: "phase waiting", text: label }),
         el("span", { class: "id", text: short(d.session), title: d.session }),
         what, when,
-        el("span", { class: "cwd dim", text: ltr(d.cwd), title: d.cwd || "" }))));
+        cwdCell(d.cwd))));
   }
   if (!frag.childNodes.length) frag.append(el("li", { class: "empty", text: "nothing waits on a person" }));
   ol.replaceChildren(frag);
@@ -527,7 +546,8 @@ async function pageEvent() {
   try {
     d = await getJSON("/v1/sessions/" + encodeURIComponent(id) + (state.live ? "?min_seq=" + state.live : ""));
   } catch (e) {
-    document.getElementById("page").replaceChildren(el("p", { text: "session " + id + ": " + e.message }), el("a", { href: "#/", text: "back" }));
+    // The API's message names the session already.
+    document.getElementById("page").replaceChildren(el("p", { id: "page-error", text: e.message }), el("a", { href: "#/", text: "back" }));
     return;
   }
   try { audit = await getJSON("/v1/sessions/" + encodeURIComponent(id) + "/audit"); } catch (e) { audit = { items: [] }; }
@@ -535,9 +555,10 @@ async function pageEvent() {
   const s = d.session;
   const root = el("div", { id: "session", "data-id": s.id, "data-phase": s.phase });
   root.append(el("p", {}, el("a", { href: "#/", text: "← board" })));
-  root.append(el("h2", {}, el("span", { class: "phase " + s.phase, id: "session-phase", text: s.phase }), el("span", { class: "id", text: s.id })));
+  root.append(el("h2", {}, el("span", { class: "phase " + s.phase, id: "session-phase", text: s.phase }), el("span", { class: "id", text: s.id }),
+    s.title ? lt(s.title, { id: "session-title", class: "title" }) : null));
   const kv = el("dl", { class: "kv" });
-  const add = (k, v) => { if (v !== undefined && v !== null && v !== "") kv.append(el("dt", { text: k }), el("dd", { text: String(v) })); };
+  const add = (k, v) => { if (v !== undefined && v !== null && v !== "") kv.append(el("dt", { text: k }), el("dd", {}, lt(String(v)))); };
   add("activity", s.activity); add("waiting on", s.waiting_on); add("since", s.since + " (" + age(s.since) + ")");
   add("agent", s.agent); add("model", s.model); add("cwd", s.cwd); add("branch", s.git_branch); add("mode", s.mode);
   add("parent", s.parent); add("turns", s.turns); add("tool calls", s.tool_calls); add("abandoned", s.abandoned);
@@ -583,10 +604,19 @@ async function pageEvent() {
   const t = el("table", { id: "audit" }, el("thead", {}, el("tr", {}, ...["seq", "at", "event", "from → to", "entry", "cause"].map((h) => el("th", { text: h })))));
   const tb = el("tbody");
   for (const it of audit.items || []) {
+    // An abandonment (an entry or a command given up, a stale mark)
+    // links to the state just before it on the timeline.
+    let before = null;
+    if (window.Timeline && (it.type === "session.entry_abandoned" || it.type === "command.abandoned" || /\breason="?stale/.test(it.detail || ""))) {
+      before = el("button", { type: "button", class: "before", "data-seq": String(it.seq), text: "state just before" });
+      before.addEventListener("click", () => Timeline.stateBefore(s.id, it.seq));
+    }
     tb.append(el("tr", { id: "audit-" + it.seq, "data-seq": String(it.seq) },
       el("td", { class: "mono", text: String(it.seq) }),
       el("td", { class: "mono dim", text: it.at }),
-      el("td", {}, it.type + (it.activity ? " " + it.activity : ""), it.detail ? el("div", { class: "dim", text: it.detail }) : null),
+      el("td", {}, it.type, it.activity ? " " : null, it.activity ? lt(it.activity) : null,
+        it.action ? el("div", { class: "action mono" }, lt(it.action, { title: it.action })) : null,
+        it.detail ? el("div", { class: "dim" }, lt(it.detail)) : null, before),
       el("td", { text: it.from || it.to ? (it.from || "") + " → " + (it.to || "") : "" }),
       el("td", { class: "mono", text: it.entry || "" }),
       el("td", { class: "dim", text: it.cause ? it.cause.kind + "/" + it.cause.event : "" })));
@@ -618,7 +648,8 @@ function reviewForm(session, rv) {
   const f = el("form", { class: "review", "data-review": rv.id });
   f.append(el("p", {},
     el("strong", { class: "mono", text: rv.id }),
-    el("span", { text: " " + [rv.tool, rv.action, rv.risk && "risk " + rv.risk].filter(Boolean).join(" · ") }),
+    el("span", { class: "what" }, ...[rv.tool && lt(rv.tool, { class: "tool" }), rv.action && lt(rv.action, { class: "action mono" }), rv.risk && el("span", { class: "risk" }, "risk ", lt(rv.risk))]
+      .filter(Boolean).flatMap((x, i) => (i ? [" · ", x] : [" ", x]))),
     el("span", { class: "dim", text: " asked " + age(rv.requested_at) + " ago" }),
     rv.budget_ms ? " · " : null,
     rv.budget_ms ? budgetSpan(new Date(Date.parse(rv.requested_at) + rv.budget_ms).toISOString()) : null));
@@ -647,9 +678,12 @@ function reviewForm(session, rv) {
   return f;
 }
 
-// Strip terminal escape sequences for display; the API has the exact bytes.
+// plain is a command's output for display: terminal escape sequences
+// (CSI, OSC) and carriage returns removed, what else LogText.esc escapes
+// shown escaped but for newlines and tabs; the API has the exact bytes.
 function plain(text) {
-  return text.replace(/\x1b\[[0-9;?]*[ -\/]*[@-~]/g, "").replace(/\x1b\][^\x07\x1b]*(\x07|\x1b\\)/g, "").replace(/[\x00-\x08\x0b-\x1f\x7f]/g, "");
+  return text.replace(/\x1b\[[0-9;?]*[ -\/]*[@-~]/g, "").replace(/\x1b\][^\x07\x1b]*(\x07|\x1b\\)/g, "").replace(/\r/g, "")
+    .split("\n").map((l) => l.split("\t").map(esc).join("\t")).join("\n");
 }
 
 async function readOutput(id) {
@@ -796,14 +830,15 @@ async function loadUsage() {
 // `logbook usage` prints them.
 
 const SVGNS = "http://www.w3.org/2000/svg";
+// svg is el for SVG: every text it sets is shown escaped the same way.
 function svg(tag, attrs, ...kids) {
   const e = document.createElementNS(SVGNS, tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null || v === false) continue;
-    if (k === "text") e.textContent = v;
-    else e.setAttribute(k, v);
+    if (k === "text") e.textContent = esc(v);
+    else e.setAttribute(k, SHOWN.has(k) ? esc(v) : v);
   }
-  for (const k of kids) if (k !== null && k !== undefined) e.append(k);
+  for (const k of kids) if (k !== null && k !== undefined) e.append(typeof k === "string" ? esc(k) : k);
   return e;
 }
 
@@ -930,7 +965,7 @@ function limitsChart(limits) {
     const gl = svg("g", { class: "limit", "data-account": l.account, "data-window": l.window, "data-used": used, "data-resets": resets, "data-expired": String(!!l.expired) });
     let right = l.expired ? "expired (was " + used + ")" : used + " used";
     if (l.resets_at > 0) right += l.expired ? ", reset " + resets : ", resets " + resets + " (in " + ageS(l.resets_at - Math.floor(now() / 1000)) + ")";
-    gl.append(svg("text", { x: 0, y: y + 11, text: l.account + " · " + windowText(l) }),
+    gl.append(svg("text", { x: 0, y: y + 11 }, svg("tspan", { class: "lt", text: l.account }), " · ", svg("tspan", { class: "lt", text: windowText(l) })),
       svg("text", { x: W, y: y + 11, "text-anchor": "end", class: "resets", text: right }),
       svg("rect", { class: "track", x: 0, y: y + 15, width: W, height: 10, rx: 2 }),
       svg("rect", { class: "used" + (l.expired ? " expired" : l.used_percent >= 80 ? " high" : ""), x: 0, y: y + 15, width: w, height: 10, rx: 2 },

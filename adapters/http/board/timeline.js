@@ -4,7 +4,9 @@
 // the fold of `logbook replay --seq N --session ID --json`), and the
 // first event today's reducer decides differently from the record
 // (GET /v1/sessions/{id}/rederive). Plain SVG built with createElementNS
-// and textContent: every string from a session is data, never markup.
+// and textContent: every string from a session is data, never markup, and
+// is shown escaped (logtext.js): what the API sends is cleaned as it is
+// read, and S and H escape every text they set.
 //
 // The x axis is the order of events (each a stream sequence), not the
 // clock: a burst of decisions in one millisecond and an hour's wait take
@@ -33,22 +35,60 @@
     return v;
   }
 
+  const esc = LogText.esc;
+  const SHOWN = new Set(["title", "aria-label"]);
+
+  // getJSON reads an API path's JSON with every string in it escaped
+  // (LogText.clean), and the body as sent; on an error status it
+  // rejects with the API's message.
+  async function getJSON(path) {
+    const r = await fetch(path, { credentials: "same-origin", headers: { Accept: "application/json" } });
+    let body = null;
+    try { body = await r.json(); } catch (_) {}
+    if (!r.ok) throw new Error(esc((body && body.error) || String(r.status)));
+    return { raw: body, data: LogText.clean(body) };
+  }
+
+  // S makes an SVG element with text (a tooltip's lines are the
+  // timeline's own: each line is shown escaped).
   function S(tag, attrs, text) {
     const e = document.createElementNS(NS, tag);
-    for (const [k, val] of Object.entries(attrs || {})) if (val !== undefined && val !== null) e.setAttribute(k, String(val));
-    if (text !== undefined) e.textContent = text;
+    for (const [k, val] of Object.entries(attrs || {})) if (val !== undefined && val !== null) e.setAttribute(k, SHOWN.has(k) ? esc(val) : String(val));
+    if (text !== undefined) e.textContent = LogText.escLines(text);
     return e;
   }
+  // H is board.js's el: every text it sets is shown escaped.
   function H(tag, attrs, ...kids) {
     const e = document.createElement(tag);
     for (const [k, val] of Object.entries(attrs || {})) {
       if (val === undefined || val === null || val === false) continue;
       if (k === "class") e.className = val;
-      else if (k === "text") e.textContent = val;
-      else e.setAttribute(k, val);
+      else if (k === "text") e.textContent = esc(val);
+      else e.setAttribute(k, SHOWN.has(k) ? esc(val) : val);
     }
-    for (const k of kids) if (k !== null && k !== undefined) e.append(k);
+    for (const k of kids) if (k !== null && k !== undefined) e.append(typeof k === "string" ? esc(k) : k);
     return e;
+  }
+  // T is one text from the log in its own bidi-isolated element.
+  function T(v, attrs) { return H("bdi", Object.assign({}, attrs || {}, { text: v === undefined || v === null ? "" : String(v) })); }
+
+  // tickFacts are the facts a stored reconciler tick (events.Tick) rests
+  // on, as lines: when it looked, the last observation and the quiet
+  // period, when open entries go stale, the agent process's check.
+  function tickFacts(t) {
+    const out = [];
+    if (!t) return out;
+    out.push("looked at " + t.now);
+    if (t.last_observed && !t.last_observed.startsWith("0001")) out.push("last observed " + t.last_observed + " (" + dur(t.last_observed, t.now) + " before)" + (t.last_ref ? " from " + t.last_ref : ""));
+    if (t.last_received && !t.last_received.startsWith("0001")) out.push("last received " + t.last_received);
+    out.push(t.quiet_ms ? "quiet period " + dur(0, t.quiet_ms) + " after the last received" : "no quiet period");
+    out.push(t.abandon_after_ms ? "open entries go stale after " + dur(0, t.abandon_after_ms) + " idle" : "open entries never go stale");
+    if (t.check) {
+      const p = t.check.process || {};
+      out.push("process check: pid " + p.pid + (p.comm ? " (" + p.comm + ")" : "") + " on " + (p.host || "?") + ": " + t.check.result + (t.check.detail ? " (" + t.check.detail + ")" : ""));
+    } else out.push("process check: none (no agent process known)");
+    if (t.clock_offset_ms) out.push("agent clock offset " + t.clock_offset_ms + " ms");
+    return out;
   }
 
   // detail parses an audit item's "key=value key=\"quoted value\"" text.
@@ -65,8 +105,9 @@
     return out;
   }
 
+  // dur is the time from a to b (RFC 3339 times, or a number of ms each).
   function dur(a, b) {
-    const ms = Date.parse(b) - Date.parse(a);
+    const ms = (typeof b === "number" ? b : Date.parse(b)) - (typeof a === "number" ? a : Date.parse(a));
     if (!(ms >= 0)) return "";
     if (ms < 1000) return ms + " ms";
     const s = ms / 1000;
@@ -235,9 +276,8 @@
       const have = v.kids.get(k.id);
       if (have && (have.ver === k.ver || have.at > Date.now() - 2000)) continue; // at most every 2 s
       v.kids.set(k.id, { ver: k.ver, at: Date.now(), items: have ? have.items : [] });
-      fetch("/v1/sessions/" + encodeURIComponent(k.id) + "/audit", { credentials: "same-origin", headers: { Accept: "application/json" } })
-        .then((r) => (r.ok ? r.json() : { items: [] }))
-        .then((a) => { v.kids.set(k.id, { ver: k.ver, at: Date.now(), items: a.items || [] }); redraw(); })
+      getJSON("/v1/sessions/" + encodeURIComponent(k.id) + "/audit")
+        .then((a) => { v.kids.set(k.id, { ver: k.ver, at: Date.now(), items: a.data.items || [] }); redraw(); })
         .catch(() => {});
     }
     // A live session re-renders its page at each event: its
@@ -247,9 +287,8 @@
     if (v.rederiveKey !== rkey && !(v.rederiveAt > Date.now() - 10000)) {
       v.rederiveKey = rkey;
       v.rederiveAt = Date.now();
-      fetch("/v1/sessions/" + encodeURIComponent(s.id) + "/rederive", { credentials: "same-origin", headers: { Accept: "application/json" } })
-        .then((r) => (r.ok ? r.json() : null))
-        .then((r) => { v.rederive = r; redraw(); })
+      getJSON("/v1/sessions/" + encodeURIComponent(s.id) + "/rederive")
+        .then((r) => { v.rederive = r.data; redraw(); })
         .catch(() => {});
     }
 
@@ -454,10 +493,11 @@
       clearTimeout(v.timer);
       v.timer = setTimeout(async () => {
         try {
-          const r = await fetch("/v1/sessions/" + encodeURIComponent(s.id) + "/at?seq=" + seq, { credentials: "same-origin", headers: { Accept: "application/json" } });
-          const body = await r.json();
-          const st = r.ok ? body : { error: body.error || String(r.status) };
-          if (r.ok) { if (v.at.size > 500) v.at.clear(); v.at.set(seq, st); }
+          const r = await getJSON("/v1/sessions/" + encodeURIComponent(s.id) + "/at?seq=" + seq);
+          // The JSON as replay prints it, shown escaped as a whole.
+          const st = { state: r.data, json: LogText.escLines(JSON.stringify(r.raw, null, 2)) };
+          if (v.at.size > 500) v.at.clear();
+          v.at.set(seq, st);
           if (axis[v.cursor] === seq) paint(seq, st);
         } catch (e) { if (axis[v.cursor] === seq) paint(seq, { error: e.message }); }
       }, 120);
@@ -474,16 +514,18 @@
         side.replaceChildren(box);
         return;
       }
+      const json = st.json;
+      st = st.state;
       const ss = (st.sessions || [])[0] || {};
       const kv = H("dl", { class: "kv" });
-      const add = (k, val) => { if (val !== undefined && val !== null && val !== "") kv.append(H("dt", { text: k }), H("dd", { text: String(val), "data-field": k })); };
+      const add = (k, val) => { if (val !== undefined && val !== null && val !== "") kv.append(H("dt", { text: k }), H("dd", { "data-field": k }, T(String(val)))); };
       add("phase", ss.phase); add("activity", ss.activity); add("waiting on", ss.waiting_on); add("mode", ss.mode);
       add("turns", ss.turns); add("turn open", ss.turn_open ? "yes" : "no"); add("tool calls", ss.tool_calls); add("abandoned", ss.abandoned);
       add("open entries", (ss.entries || []).map((e) => e.activity + " " + e.entry_id).join(", ") || "none");
       add("reviews open", (ss.pending_reviews || []).map((r) => r.id).join(", "));
       add("state hash", st.hash);
       box.append(kv);
-      const det = H("details", {}, H("summary", { text: "as `logbook replay --seq " + seq + " --session " + s.id + " --json` prints it" }), H("pre", { id: "tl-at-json", class: "mono", text: JSON.stringify(st, null, 2) }));
+      const det = H("details", {}, H("summary", { text: "as `logbook replay --seq " + seq + " --session " + s.id + " --json` prints it" }), H("pre", { id: "tl-at-json", class: "mono" }, document.createTextNode(json)));
       box.append(det);
       side.replaceChildren(box);
     }
@@ -503,9 +545,19 @@
       box.append(H("h3", { text: (own ? "" : lane.id + ": ") + "#" + m.seq + " " + (it ? it.type : m.kind) }));
       if (it) {
         const chain = H("ol", { class: "chain" });
-        chain.append(H("li", { text: "decision: " + it.type + (it.from || it.to ? " " + (it.from || "") + " → " + (it.to || "") : "") + (it.activity ? " " + it.activity : "") + (it.entry ? " " + it.entry : "") + (it.detail ? " · " + it.detail : "") + " at " + it.at }));
-        if (it.cause) chain.append(H("li", { text: "cause: " + it.cause.kind + "/" + it.cause.event + (it.cause.detail ? " (" + it.cause.detail + ")" : "") + " ref " + it.cause.ref }));
-        if (it.obs) chain.append(H("li", { text: "observed input: #" + it.obs.seq + " " + it.obs.type + " " + it.obs.kind + (it.obs.line ? " line " + it.obs.line : "") + " [" + (it.obs.signals || []).join(", ") + "]" }));
+        // Each text from the log in its own isolated element.
+        const sp = (v, pre) => (v ? [pre === undefined ? " " : pre, T(v)] : []);
+        chain.append(H("li", {}, "decision: " + it.type, ...(it.from || it.to ? [" ", T(it.from || ""), " → ", T(it.to || "")] : []),
+          ...sp(it.activity), ...sp(it.entry), ...sp(it.action, " · "), ...sp(it.detail, " · "), " at " + it.at));
+        if (it.cause) chain.append(H("li", {}, "cause: " + it.cause.kind + "/" + it.cause.event, ...(it.cause.detail ? [" (", T(it.cause.detail), ")"] : []), " ref " + it.cause.ref));
+        if (it.obs) {
+          const li = H("li", { class: "obs" }, "observed input: #" + it.obs.seq + " " + it.obs.type + " " + it.obs.kind + (it.obs.line ? " line " + it.obs.line : "") + " [");
+          (it.obs.signals || []).forEach((g, i) => li.append(i ? ", " : "", T(g)));
+          li.append("]");
+          const facts = tickFacts(it.obs.tick);
+          if (facts.length) li.append(H("ul", { class: "tick" }, ...facts.map((f) => H("li", { text: f }))));
+          chain.append(li);
+        }
         box.append(chain);
       }
       const prev = axis.indexOf(m.seq) - 1;
@@ -546,10 +598,27 @@
       if (i < axis.length) moveCursor(i);
     }
 
+    // stateBefore moves the cursor to the event before seq (an audit
+    // row's "state just before").
+    v.stateBefore = (seq) => {
+      if (!axis.length) build();
+      const i = axis.indexOf(seq) - 1;
+      if (i < 0) return;
+      moveCursor(i);
+      sec.scrollIntoView({ block: "start" });
+    };
+
     // Drawn once attached, when the plot has its width.
     requestAnimationFrame(draw);
     return sec;
   }
 
-  window.Timeline = { section };
+  // stateBefore shows, on session id's timeline, the state just before
+  // event seq (the event before it on the timeline's axis).
+  function stateBefore(id, seq) {
+    const v = views.get(id);
+    if (v && v.stateBefore) v.stateBefore(seq);
+  }
+
+  window.Timeline = { section, stateBefore };
 })();
