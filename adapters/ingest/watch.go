@@ -83,7 +83,7 @@ type watcher struct {
 	// held are the files an awaited directory held when it appeared:
 	// like those under the roots at the start, what they hold then is
 	// history, not lines read as the agent writes them.
-	held map[string]bool
+	held  map[string]bool
 	files map[string]*watched
 	dirty map[string]bool
 	// started is set after the first walk of the roots is imported:
