@@ -30,7 +30,7 @@ func TestNotifier_Desktop(t *testing.T) {
 	drained(t, srv, last)
 	keys, summaries, foreign := desk.Shown()
 	key := notify.Key("waiting", "desk", wid.String())
-	if len(keys) != 1 || keys[key] != 1 || foreign != 0 || summaries[0] != "session s-desk waits for you" {
+	if len(keys) != 1 || keys[key] != 1 || foreign != 0 || summaries[0] != "session s-desk waits for you: a question" {
 		t.Errorf("Notify calls %v (summaries %q, %d foreign), want one with key %s\n%s", keys, summaries, foreign, key, out.String())
 	}
 	if rec := recorded(t, l); len(rec) != 1 || rec[0].Kind != notify.SinkDesktop {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/esiqveland/notify"
@@ -66,11 +67,20 @@ func Send(ctx context.Context, s Sink, p Payload) error {
 	return nil
 }
 
+// slackEscape escapes what Slack's mrkdwn reads as markup in text from
+// a session (Slack's "Escaping text": &, <, >).
+var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// markupEscape escapes a desktop notification's body, which a server
+// with the body-markup capability reads as markup (Desktop
+// Notifications Specification 1.2, "Markup").
+var markupEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
 // webhookBody returns the body and content type of p in format f.
 func webhookBody(f string, p Payload) ([]byte, string, error) {
 	switch f {
 	case FormatSlack:
-		b, err := json.Marshal(map[string]string{"text": "*" + p.Title + "*\n" + p.Body, "idempotency_key": p.Key})
+		b, err := json.Marshal(map[string]string{"text": "*" + slackEscape.Replace(p.Title) + "*\n" + slackEscape.Replace(p.Body), "idempotency_key": p.Key})
 		return b, "application/json", err
 	case FormatNtfy:
 		return []byte(p.Body), "text/plain; charset=utf-8", nil
@@ -126,7 +136,7 @@ func sendDesktop(ctx context.Context, s Sink, p Payload) error {
 	n := notify.Notification{
 		AppName:       "Logbook",
 		Summary:       p.Title,
-		Body:          p.Body,
+		Body:          markupEscape.Replace(p.Body),
 		ExpireTimeout: notify.ExpireTimeoutSetByNotificationServer,
 		Hints:         map[string]dbus.Variant{HintKey: dbus.MakeVariant(p.Key)},
 	}
