@@ -305,6 +305,9 @@ func Parse(path string, text []byte) (Config, error) {
 		case rd.USD != nil:
 			r.USD = *rd.USD
 		}
+		if rd.Sinks != nil && len(rd.Sinks) == 0 {
+			return Config{}, fault("sinks", "sinks is empty: name at least one sink, such as [\"desk\"], each a [sinks.NAME] table")
+		}
 		if len(rd.Sinks) == 0 {
 			return Config{}, fault("sinks", "sinks missing: want the names of sinks such as [\"desk\"], each a [sinks.NAME] table")
 		}
@@ -404,7 +407,7 @@ func (cfg Config) Summary() string {
 			s += fmt.Sprintf(" after %s", r.After)
 		}
 		if r.On == OnSpend {
-			s += fmt.Sprintf(" at $%.2f", r.USD)
+			s += " at $" + Dollars(r.USD)
 		}
 		rules = append(rules, s+" → "+strings.Join(r.Sinks, ", "))
 	}
