@@ -149,6 +149,9 @@ func Serve(ctx context.Context, cfg Config) error {
 		defer sayMu.Unlock()
 		fmt.Fprintf(cfg.Stderr, "logbook serve: "+format+"\n", args...)
 	}
+	// info says what is news, not a fault, however its names read
+	// (servelog's "INFO: " marker).
+	info := func(format string, args ...any) { say("INFO: "+format, args...) }
 	dd := cfg.Dir
 	if cfg.URL == "" {
 		// Say so at once when the port is taken, rather than when the
@@ -236,7 +239,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		}
 		defer in.Close()
 		if n := in.Pending(); n > 0 {
-			say("appending first %s taken before the last stop (%s)", term.Plural(n, "hook payload"), dd.Path(IntakeJournal))
+			info("appending first %s taken before the last stop (%s)", term.Plural(n, "hook payload"), dd.Path(IntakeJournal))
 		}
 	}
 	health := &LogHealth{}
@@ -337,9 +340,9 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("write %s: %w", dd.Path("serve.json"), err)
 	}
 	defer os.Remove(dd.Path("serve.json"))
-	say("data %s", dd)
+	info("data %s", dd)
 	if p.Server != nil {
-		say("listening on %s (credentials in %s)", p.Server.ClientURL(), dd.Path("creds.json"))
+		info("listening on %s (credentials in %s)", p.Server.ClientURL(), dd.Path("creds.json"))
 	}
 	say("durability: %s", durability)
 	if cfg.Reader {
@@ -380,7 +383,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	actor(checkpoints)
 	if w.Watch != nil {
-		say("following transcripts under %s", strings.Join(w.Watching, ", "))
+		info("following transcripts under %s", strings.Join(w.Watching, ", "))
 		actor(w.Watch)
 	}
 	if !cfg.Reader && w.Reviews != nil {
@@ -388,7 +391,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	if web != nil {
 		web.Metrics.Registry().MustRegister(health.Gauge())
-		say("board, API and metrics on %s", web.URL())
+		info("board, API and metrics on %s", web.URL())
 		actor(web.Run)
 	}
 	if !cfg.Reader && w.Reconcile != nil {

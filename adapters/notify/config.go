@@ -434,8 +434,9 @@ func (cfg Config) Summary() string {
 // good config while the file does not parse. Safe for concurrent use.
 type Watch struct {
 	Path string
-	// Say receives what is said of the file (format, args): a fault, a
-	// fix, a removal.
+	// Say receives what is said of the file (format, args): a fault
+	// ("ERROR: " first), a fix, the config taken ("INFO: " first: the
+	// level markers of serve's log, adapters/servelog), a removal.
 	Say func(format string, args ...any)
 
 	mu    sync.Mutex
@@ -482,7 +483,7 @@ func (w *Watch) Check() (*Config, bool) {
 	}
 	w.fault = ""
 	w.good = &cfg
-	w.Say("notifications: %s (%s)", cfg.Summary(), w.Path)
+	w.Say("INFO: notifications: %s (%s)", cfg.Summary(), w.Path)
 	return w.good, true
 }
 
