@@ -326,7 +326,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	// this server.
 	var nw *notify.Watch
 	if !cfg.Reader {
-		nw = &notify.Watch{Path: dd.Path(notify.File), Say: say}
+		nw = &notify.Watch{Path: dd.Path(notify.File), Say: say,
+			Undeliverable: func(s notify.Sink) string { return notify.Undeliverable(s, web != nil) }}
 		nw.Check()
 	}
 	si := datadir.ServeInfo{URL: url, API: prefix, PID: os.Getpid(), Started: time.Now().UTC(), Workers: cfg.Workers}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"regexp"
@@ -439,6 +440,12 @@ type Watch struct {
 	// level markers of serve's log, adapters/servelog), a removal.
 	Say func(format string, args ...any)
 
+	// Undeliverable, when set, says why a sink cannot deliver ("" when
+	// it can, as Undeliverable does): each good config taken names at
+	// WARN every sink it gives a reason for; the file is taken all the
+	// same.
+	Undeliverable func(Sink) string
+
 	mu    sync.Mutex
 	stamp string
 	good  *Config // nil: no good config yet (or the file is gone)
@@ -484,6 +491,14 @@ func (w *Watch) Check() (*Config, bool) {
 	w.fault = ""
 	w.good = &cfg
 	w.Say("INFO: notifications: %s (%s)", cfg.Summary(), w.Path)
+	if w.Undeliverable != nil {
+		for _, n := range slices.Sorted(maps.Keys(cfg.Sinks)) {
+			s := cfg.Sinks[n]
+			if why := w.Undeliverable(s); why != "" {
+				w.Say("WARN: notifications: sink %s (%s) cannot deliver: %s", s.Name, s.Type, why)
+			}
+		}
+	}
 	return w.good, true
 }
 

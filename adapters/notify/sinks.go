@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -75,6 +77,38 @@ var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 // with the body-markup capability reads as markup (Desktop
 // Notifications Specification 1.2, "Markup").
 var markupEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// Undeliverable says why sink s cannot deliver from this process, as
+// far as can be told before trying, or "" when nothing says it cannot: a
+// board sink when board is false (serve runs with --http off: it serves
+// no board; a board of another serve on the same log still shows the
+// notification.sent), a desktop sink with no address when no D-Bus
+// session bus is known (DBUS_SESSION_BUS_ADDRESS unset, and neither
+// /run/user/UID/bus nor /run/user/UID/dbus-session, where
+// github.com/godbus/dbus looks next). Webhooks are not tried ahead.
+func Undeliverable(s Sink, board bool) string {
+	switch s.Type {
+	case SinkBoard:
+		if !board {
+			return "serve runs with --http off, so it serves no board to show it"
+		}
+	case SinkDesktop:
+		if s.Address != "" {
+			return ""
+		}
+		if a := os.Getenv("DBUS_SESSION_BUS_ADDRESS"); a != "" && a != "autolaunch:" {
+			return ""
+		}
+		dir := fmt.Sprintf("/run/user/%d", os.Getuid())
+		for _, f := range []string{"bus", "dbus-session"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+				return ""
+			}
+		}
+		return fmt.Sprintf("no D-Bus session bus is known (DBUS_SESSION_BUS_ADDRESS is not set, no %s/bus): start serve with that variable of your desktop session, or give the sink an address", dir)
+	}
+	return ""
+}
 
 // webhookBody returns the body and content type of p in format f.
 func webhookBody(f string, p Payload) ([]byte, string, error) {
