@@ -72,7 +72,9 @@ type Notifier struct {
 	// Now is the clock (0: time.Now).
 	Now func() time.Time
 	// Say receives what the notifier says (format, args), from Run's
-	// goroutines.
+	// goroutines: each failure (a sink's, the consumer's) and each sink
+	// given up starts "WARN: ", the level marker of serve's log
+	// (adapters/servelog).
 	Say func(format string, args ...any)
 	// Prices price a spend rule's sessions (nil: usage.Shipped()).
 	Prices *usage.Table
@@ -143,7 +145,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		n.Say("notifications: consumer %s: %v; trying again", DurableName, err)
+		n.Say("WARN: notifications: consumer %s: %v; trying again", DurableName, err)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -165,7 +167,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 				return fmt.Errorf("notifications: feed %s closed: %w", DurableName, err)
 			}
 			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
-				n.Say("notifications: next event: %v", err)
+				n.Say("WARN: notifications: next event: %v", err)
 			}
 			continue
 		}
@@ -196,7 +198,7 @@ func (n *Notifier) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	env, err := n.Registry.Decode(msg.Data())
 	if err != nil {
-		n.Say("notifications: event at seq %d does not decode, told nobody: %v", meta.Sequence.Stream, err)
+		n.Say("WARN: notifications: event at seq %d does not decode, told nobody: %v", meta.Sequence.Stream, err)
 		_ = msg.Ack()
 		return
 	}
@@ -234,7 +236,7 @@ func (n *Notifier) handle(ctx context.Context, msg jetstream.Msg) {
 		}
 		r.tries++
 		later = n.retryAfter(r.tries)
-		n.Say("notifications: %v; trying again in %s", err, later)
+		n.Say("WARN: notifications: %v; trying again in %s", err, later)
 	} else {
 		delete(tries, "")
 	}
@@ -303,7 +305,7 @@ func (n *Notifier) decide(ctx context.Context, cfg Config, rec events.Record, tr
 			for _, sink := range r.Sinks {
 				key := Key(r.Name, sink, t.ID)
 				if f := tries[key]; f != nil {
-					n.Say("notifications: rule %s, sink %s: gave up after %d tries over %s: %s", r.Name, sink, f.tries, StaleTrigger, f.err)
+					n.Say("WARN: notifications: rule %s, sink %s: gave up after %d tries over %s: %s", r.Name, sink, f.tries, StaleTrigger, f.err)
 					delete(tries, key)
 				}
 			}
@@ -366,7 +368,7 @@ func (n *Notifier) decide(ctx context.Context, cfg Config, rec events.Record, tr
 		wait := n.retryAfter(f.tries)
 		f.next = n.now().Add(wait)
 		soonest(wait)
-		n.Say("notifications: %v; trying again in %s", errs[i], wait)
+		n.Say("WARN: notifications: %v; trying again in %s", errs[i], wait)
 	}
 	return next, nil
 }

@@ -340,8 +340,9 @@ sinks = ["failing", "hook", "nobody"]
 		mu.Unlock()
 		return ok && auditHas(ctx, p, sid, "sink=hook(webhook)")
 	})
-	wait("both failures in serve's log", &log1, func() bool {
-		return strings.Contains(log1.String(), "sink failing (webhook)") && strings.Contains(log1.String(), "sink nobody (webhook)")
+	wait("both failures in serve's log, at WARN", &log1, func() bool {
+		return strings.Contains(log1.String(), `level=WARN msg="notifications: rule review_pending: sink failing (webhook): POST`) &&
+			strings.Contains(log1.String(), `level=WARN msg="notifications: rule review_pending: sink nobody (webhook): `)
 	})
 	if err := syscall.Kill(-s1.c.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
