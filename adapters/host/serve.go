@@ -149,6 +149,9 @@ func Serve(ctx context.Context, cfg Config) error {
 		defer sayMu.Unlock()
 		fmt.Fprintf(cfg.Stderr, "logbook serve: "+format+"\n", args...)
 	}
+	// info says what is news, not a fault, however its names read
+	// (servelog's "INFO: " marker).
+	info := func(format string, args ...any) { say("INFO: "+format, args...) }
 	dd := cfg.Dir
 	if cfg.URL == "" {
 		// Say so at once when the port is taken, rather than when the
@@ -254,7 +257,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		}
 		defer in.Close()
 		if n := in.Pending(); n > 0 {
-			say("appending first %s taken before the last stop (%s)", term.Plural(n, "hook payload"), dd.Path(IntakeJournal))
+			info("appending first %s taken before the last stop (%s)", term.Plural(n, "hook payload"), dd.Path(IntakeJournal))
 		}
 	}
 	health := &LogHealth{}
@@ -342,7 +345,8 @@ func Serve(ctx context.Context, cfg Config) error {
 	// this server.
 	var nw *notify.Watch
 	if !cfg.Reader {
-		nw = &notify.Watch{Path: dd.Path(notify.File), Say: say}
+		nw = &notify.Watch{Path: dd.Path(notify.File), Say: say,
+			Undeliverable: func(s notify.Sink) string { return notify.Undeliverable(s, web != nil) }}
 		nw.Check()
 	}
 	si := datadir.ServeInfo{URL: url, API: prefix, PID: os.Getpid(), Started: time.Now().UTC(), Workers: cfg.Workers}
@@ -356,9 +360,9 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("write %s: %w", dd.Path("serve.json"), err)
 	}
 	defer os.Remove(dd.Path("serve.json"))
-	say("data %s", dd)
+	info("data %s", dd)
 	if p.Server != nil {
-		say("listening on %s (credentials in %s)", p.Server.ClientURL(), dd.Path("creds.json"))
+		info("listening on %s (credentials in %s)", p.Server.ClientURL(), dd.Path("creds.json"))
 	}
 	say("durability: %s", durability)
 	if cfg.Reader {
@@ -399,7 +403,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	actor(checkpoints)
 	if w.Watch != nil {
-		say("following transcripts under %s", strings.Join(w.Watching, ", "))
+		info("following transcripts under %s", strings.Join(w.Watching, ", "))
 		actor(w.Watch)
 	}
 	if !cfg.Reader && w.Reviews != nil {
@@ -407,7 +411,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	if web != nil {
 		web.Metrics.Registry().MustRegister(health.Gauge())
-		say("board, API and metrics on %s", web.URL())
+		info("board, API and metrics on %s", web.URL())
 		actor(web.Run)
 	}
 	if !cfg.Reader && w.Reconcile != nil {

@@ -33,8 +33,9 @@ type WatchConfig struct {
 	Rescan time.Duration
 	// Report receives what a person should hear about, one sentence each:
 	// a file truncated or replaced (never imported again as new lines), a
-	// file that is not a transcript, a line that does not parse. Called
-	// from Watch's goroutine; nil discards.
+	// file that is not a transcript, a line that does not parse; a
+	// sentence starting "INFO: " is news, not a fault (an awaited folder
+	// that appeared). Called from Watch's goroutine; nil discards.
 	Report func(msg string)
 	// Imported, if set, is called after each file import that appended
 	// lines, from Watch's goroutine.
@@ -261,7 +262,7 @@ func (w *watcher) found(say bool) {
 		real = filepath.Clean(real)
 		w.roots[real] = filepath.Clean(d)
 		if say {
-			w.cfg.Report(fmt.Sprintf("%s appeared: following the transcripts under it", d))
+			w.cfg.Report(fmt.Sprintf("INFO: %s appeared: following the transcripts under it", d))
 		}
 		w.addTree(real)
 		if w.started {

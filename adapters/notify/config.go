@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"regexp"
@@ -305,6 +306,9 @@ func Parse(path string, text []byte) (Config, error) {
 		case rd.USD != nil:
 			r.USD = *rd.USD
 		}
+		if rd.Sinks != nil && len(rd.Sinks) == 0 {
+			return Config{}, fault("sinks", "sinks is empty: name at least one sink, such as [\"desk\"], each a [sinks.NAME] table")
+		}
 		if len(rd.Sinks) == 0 {
 			return Config{}, fault("sinks", "sinks missing: want the names of sinks such as [\"desk\"], each a [sinks.NAME] table")
 		}
@@ -404,7 +408,7 @@ func (cfg Config) Summary() string {
 			s += fmt.Sprintf(" after %s", r.After)
 		}
 		if r.On == OnSpend {
-			s += fmt.Sprintf(" at $%.2f", r.USD)
+			s += " at $" + Dollars(r.USD)
 		}
 		rules = append(rules, s+" → "+strings.Join(r.Sinks, ", "))
 	}
@@ -431,9 +435,16 @@ func (cfg Config) Summary() string {
 // good config while the file does not parse. Safe for concurrent use.
 type Watch struct {
 	Path string
-	// Say receives what is said of the file (format, args): a fault, a
-	// fix, a removal.
+	// Say receives what is said of the file (format, args): a fault
+	// ("ERROR: " first), a fix, the config taken ("INFO: " first: the
+	// level markers of serve's log, adapters/servelog), a removal.
 	Say func(format string, args ...any)
+
+	// Undeliverable, when set, says why a sink cannot deliver ("" when
+	// it can, as Undeliverable does): each good config taken names at
+	// WARN every sink it gives a reason for; the file is taken all the
+	// same.
+	Undeliverable func(Sink) string
 
 	mu    sync.Mutex
 	stamp string
@@ -479,7 +490,15 @@ func (w *Watch) Check() (*Config, bool) {
 	}
 	w.fault = ""
 	w.good = &cfg
-	w.Say("notifications: %s (%s)", cfg.Summary(), w.Path)
+	w.Say("INFO: notifications: %s (%s)", cfg.Summary(), w.Path)
+	if w.Undeliverable != nil {
+		for _, n := range slices.Sorted(maps.Keys(cfg.Sinks)) {
+			s := cfg.Sinks[n]
+			if why := w.Undeliverable(s); why != "" {
+				w.Say("WARN: notifications: sink %s (%s) cannot deliver: %s", s.Name, s.Type, why)
+			}
+		}
+	}
 	return w.good, true
 }
 

@@ -66,6 +66,13 @@ func TestParse(t *testing.T) {
 	if got, want := cfg.Summary(), "rules waiting after 2m0s → desk, tab; reviews (review_pending) after 5s → team; command_failed → team; sinks desk (desktop), tab (board), team (webhook slack)"; got != want {
 		t.Errorf("Summary:\n got %s\nwant %s", got, want)
 	}
+	spend, err := notify.Parse("notify.toml", []byte("[sinks.tab]\ntype = \"board\"\n[[rule]]\non = \"spend\"\nusd = 0.0001\nsinks = [\"tab\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := spend.Summary(), "rules spend at $0.0001 → tab; sinks tab (board)"; got != want {
+		t.Errorf("Summary:\n got %s\nwant %s", got, want)
+	}
 	empty, err := notify.Parse("notify.toml", nil)
 	if err != nil || len(empty.Rules) != 0 {
 		t.Errorf("empty file: %+v, %v", empty, err)
@@ -82,6 +89,8 @@ func TestParse_Faults(t *testing.T) {
 		{"unknown kind", hook + "[[rule]]\non = \"sleeping\"\nsinks = [\"h\"]\n", "notify.toml:5:1: rule 1: on \"sleeping\": want one of waiting, review_pending"},
 		{"no kind", hook + "[[rule]]\nsinks = [\"h\"]\n", "notify.toml:4:1: rule 1: on missing"},
 		{"no sinks", hook + "[[rule]]\non = \"waiting\"\n", "notify.toml:4:1: rule 1: sinks missing"},
+		{"empty sinks", hook + "[[rule]]\non = \"waiting\"\nsinks = []\n", "notify.toml:6:1: rule 1: sinks is empty: name at least one sink"},
+		{"empty sinks, indented", hook + "[[rule]]\non = \"waiting\"\n  sinks = [ ]\n", "notify.toml:6:3: rule 1: sinks is empty: name at least one sink"},
 		{"undefined sink", hook + "[[rule]]\non = \"waiting\"\nsinks = [\"h\", \"desk\"]\n", "notify.toml:6:1: rule 1: sinks: \"desk\" (entry 2) is not a [sinks.desk] table"},
 		{"twice", hook + "[[rule]]\non = \"waiting\"\nsinks = [\"h\", \"h\"]\n", "notify.toml:6:1: rule 1: sinks: \"h\" is named twice"},
 		{"after on the wrong kind", hook + "[[rule]]\non = \"breaker_tripped\"\nafter = 3\nsinks = [\"h\"]\n", "notify.toml:6:1: rule 1: after: only a waiting or review_pending rule waits"},

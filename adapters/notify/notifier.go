@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,18 +40,24 @@ const CauseKind = "notify"
 // Notifier tells people of events by the rules of notify.toml: it takes
 // the events of Filters off the durable consumer DurableName, shared by
 // every notifier on the stream (each message goes to one of them), and
-// for each notification due sends it to its sink and then appends
-// notification.sent (one aggregate per idempotency key, appended with
-// Expect 0) before it acks the message.
+// for each notification due sends it to each of its rule's sinks, all at
+// once and each on its own, appending notification.sent for each sink
+// that took it (one aggregate per idempotency key, appended with Expect
+// 0). A sink that fails holds back no other: it is tried again after
+// Backoff (its own count of failures), and the message is put back
+// (NakWithDelay) until every sink has it or is given up (still failing
+// StaleTrigger past the due time, or gone from notify.toml); only then is
+// it acked.
 //
-// Once per event: before sending, the notifier looks whether the
-// notification's aggregate holds an event already (a notifier that
-// crashed after its append and before its ack); the one notification in
-// flight between a sink's acceptance and the append is sent again after
-// a crash, with the same idempotency key. A rule that waits (After) puts
-// the message back with a delay (NakWithDelay) and, when it comes again,
-// fires only if the condition still holds (Holds, over the aggregate's
-// events since the trigger): no timer lives in the process.
+// Once per event and sink: before sending, the notifier looks whether
+// the notification's aggregate holds an event already (sent by a
+// notifier that crashed before its ack, or before another sink took
+// it), so a restart tells only the sinks not recorded; the one
+// notification in flight between a sink's acceptance and the append is
+// sent again after a crash, with the same idempotency key. A rule that
+// waits (After) puts the message back with a delay and, when it comes
+// again, fires only if the condition still holds (Holds, over the
+// aggregate's events since the trigger): no timer lives in the process.
 type Notifier struct {
 	Log      *natslog.Log     // where events are read and notification.sent appended; signs as serve
 	Registry *events.Registry // the log's
@@ -65,12 +72,24 @@ type Notifier struct {
 	// Now is the clock (0: time.Now).
 	Now func() time.Time
 	// Say receives what the notifier says (format, args), from Run's
-	// goroutines.
+	// goroutines: each failure (a sink's, the consumer's) and each sink
+	// given up starts "WARN: ", the level marker of serve's log
+	// (adapters/servelog).
 	Say func(format string, args ...any)
 	// Prices price a spend rule's sessions (nil: usage.Shipped()).
 	Prices *usage.Table
-	// Sent, when set, is told of each notification sent and recorded.
+	// Sent, when set, is told of each notification sent and recorded,
+	// from the goroutine that sent it (one per sink).
 	Sent func(events.NotificationSent)
+	// Retry is how long a delivery to a sink waits after its attempt-th
+	// failure (nil: Backoff).
+	Retry func(attempt int) time.Duration
+
+	// retries are the failed deliveries of the messages put back, by
+	// stream sequence and idempotency key; only Run's goroutine uses it.
+	// A restart forgets it: the unsent sinks (no notification.sent) are
+	// tried again at once.
+	retries map[uint64]map[string]*retry
 }
 
 func (n *Notifier) now() time.Time {
@@ -126,7 +145,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		n.Say("notifications: consumer %s: %v; trying again", DurableName, err)
+		n.Say("WARN: notifications: consumer %s: %v; trying again", DurableName, err)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -148,12 +167,21 @@ func (n *Notifier) Run(ctx context.Context) error {
 				return fmt.Errorf("notifications: feed %s closed: %w", DurableName, err)
 			}
 			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
-				n.Say("notifications: next event: %v", err)
+				n.Say("WARN: notifications: next event: %v", err)
 			}
 			continue
 		}
 		n.handle(ctx, msg)
 	}
+}
+
+// retry is what a notifier remembers of one delivery (a rule's
+// notification to one sink) that failed: how many times, the last
+// error, and when it is tried next.
+type retry struct {
+	tries int
+	err   string
+	next  time.Time
 }
 
 // handle decides one message and acks it, or puts it back for later.
@@ -170,7 +198,7 @@ func (n *Notifier) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	env, err := n.Registry.Decode(msg.Data())
 	if err != nil {
-		n.Say("notifications: event at seq %d does not decode, told nobody: %v", meta.Sequence.Stream, err)
+		n.Say("WARN: notifications: event at seq %d does not decode, told nobody: %v", meta.Sequence.Stream, err)
 		_ = msg.Ack()
 		return
 	}
@@ -189,67 +217,102 @@ func (n *Notifier) handle(ctx context.Context, msg jetstream.Msg) {
 			}
 		}
 	}()
-	later, err := n.decide(ctx, *cfg, rec)
-	switch {
-	case err != nil:
-		if ctx.Err() != nil {
-			return // the message comes again to whoever runs next
-		}
-		wait := backoff(meta.NumDelivered)
-		n.Say("notifications: %v; trying again in %s", err, wait)
-		_ = msg.NakWithDelay(wait)
-	case later > 0:
-		_ = msg.NakWithDelay(later)
-	default:
-		_ = msg.Ack()
+	if n.retries == nil {
+		n.retries = map[uint64]map[string]*retry{}
 	}
+	tries := n.retries[rec.Seq]
+	if tries == nil {
+		tries = map[string]*retry{}
+	}
+	later, err := n.decide(ctx, *cfg, rec, tries)
+	if ctx.Err() != nil {
+		return // the message comes again to whoever runs next
+	}
+	if err != nil { // the event's context could not be read: all of it again
+		r := tries[""]
+		if r == nil {
+			r = &retry{}
+			tries[""] = r
+		}
+		r.tries++
+		later = n.retryAfter(r.tries)
+		n.Say("WARN: notifications: %v; trying again in %s", err, later)
+	} else {
+		delete(tries, "")
+	}
+	if later > 0 {
+		n.retries[rec.Seq] = tries
+		_ = msg.NakWithDelay(later)
+		return
+	}
+	delete(n.retries, rec.Seq)
+	_ = msg.Ack()
 }
 
-// backoff is how long a message whose sink failed waits before its
-// delivery number n+1: 5 s doubling to 5 min.
-func backoff(n uint64) time.Duration {
+// Backoff is how long a delivery to a sink waits after its attempt-th
+// failure (attempt ≥ 1) before it is tried again: 5 s, doubling, at most
+// 5 min (5 s, 10 s, 20 s, 40 s, 1m20s, 2m40s, 5m0s, 5m0s, …).
+func Backoff(attempt int) time.Duration {
 	d := 5 * time.Second
-	for i := uint64(1); i < n && d < 5*time.Minute; i++ {
+	for i := 1; i < attempt && d < 5*time.Minute; i++ {
 		d *= 2
 	}
 	return min(d, 5*time.Minute)
 }
 
+func (n *Notifier) retryAfter(attempt int) time.Duration {
+	if n.Retry != nil {
+		return n.Retry(attempt)
+	}
+	return Backoff(attempt)
+}
+
+// delivery is one notification due to one sink.
+type delivery struct {
+	t   Trigger
+	s   Sink
+	key string
+}
+
 // decide sends every notification of cfg that rec makes due now and not
-// yet recorded, and returns how long until the next one of rec is due (0:
-// none). The first failure stops it: the message comes again, and what
-// was recorded is not sent again.
-func (n *Notifier) decide(ctx context.Context, cfg Config, rec events.Record) (time.Duration, error) {
-	var c Context
-	var ctxRead, costRead bool
+// yet recorded, each sink on its own: one failing sink holds back no
+// other. tries holds the deliveries of rec that failed (by idempotency
+// key); a failed one is tried again once its Backoff passed, and it is
+// updated here. decide returns how long until the next of rec's
+// notifications is due or to be tried again (0: none: rec is done). Its
+// error is a failure to read what a rule needs to know of rec.
+func (n *Notifier) decide(ctx context.Context, cfg Config, rec events.Record, tries map[string]*retry) (time.Duration, error) {
+	c, err := n.context(ctx, cfg, rec)
+	if err != nil {
+		return 0, err
+	}
 	now := n.now()
 	var next time.Duration
+	soonest := func(wait time.Duration) {
+		if wait > 0 && (next == 0 || wait < next) {
+			next = wait
+		}
+	}
+	var due []delivery
 	for _, r := range cfg.Rules {
-		if r.On == OnCommandFailed && !ctxRead {
-			ctxRead = true
-			var err error
-			if c, err = n.commandContext(ctx, rec); err != nil {
-				return 0, err
-			}
-		}
-		if r.On == OnSpend && !costRead {
-			costRead = true
-			var err error
-			if c.Cost, err = n.sessionCost(ctx, rec); err != nil {
-				return 0, err
-			}
-		}
 		t, ok := Match(r, rec, c)
 		if !ok {
 			continue
 		}
 		if now.Sub(t.Due) > StaleTrigger {
-			continue // an old event, imported: nobody is told
+			// An old event, imported, tells nobody; a sink still
+			// failing an hour past the due time is given up.
+			for _, sink := range r.Sinks {
+				key := Key(r.Name, sink, t.ID)
+				if f := tries[key]; f != nil {
+					n.Say("WARN: notifications: rule %s, sink %s: gave up after %d tries over %s: %s", r.Name, sink, f.tries, StaleTrigger, f.err)
+					delete(tries, key)
+				}
+			}
+			continue
 		}
 		if wait := t.Due.Sub(now); wait > 0 {
-			if next == 0 || wait < next {
-				next = wait
-			}
+			soonest(wait)
 			continue
 		}
 		if t.Delayed {
@@ -258,6 +321,9 @@ func (n *Notifier) decide(ctx context.Context, cfg Config, rec events.Record) (t
 				return 0, fmt.Errorf("rule %s: read %s: %w", r.Name, rec.Agg, err)
 			}
 			if !Holds(t, rec, later) {
+				for _, sink := range r.Sinks {
+					delete(tries, Key(r.Name, sink, t.ID))
+				}
 				continue
 			}
 		}
@@ -266,10 +332,43 @@ func (n *Notifier) decide(ctx context.Context, cfg Config, rec events.Record) (t
 			if !ok {
 				continue
 			}
-			if err := n.tell(ctx, t, s, rec); err != nil {
-				return 0, err
+			key := Key(r.Name, s.Name, t.ID)
+			if f := tries[key]; f != nil && f.next.After(now) {
+				soonest(f.next.Sub(now))
+				continue
 			}
+			due = append(due, delivery{t: t, s: s, key: key})
 		}
+	}
+	errs := make([]error, len(due))
+	var wg sync.WaitGroup
+	for i, d := range due {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = n.tell(ctx, d.t, d.s, rec)
+		}()
+	}
+	wg.Wait()
+	for i, d := range due {
+		if errs[i] == nil {
+			delete(tries, d.key)
+			continue
+		}
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		f := tries[d.key]
+		if f == nil {
+			f = &retry{}
+			tries[d.key] = f
+		}
+		f.tries++
+		f.err = errs[i].Error()
+		wait := n.retryAfter(f.tries)
+		f.next = n.now().Add(wait)
+		soonest(wait)
+		n.Say("WARN: notifications: %v; trying again in %s", errs[i], wait)
 	}
 	return next, nil
 }
@@ -295,29 +394,69 @@ func (n *Notifier) commandContext(ctx context.Context, rec events.Record) (Conte
 	return Context{}, nil
 }
 
-// sessionCost returns what the session of rec, a turn end, had spent by
-// rec in USD (nil: nothing priced, or not a turn end): its events up to
-// rec folded (session.Fold) and priced with Prices (usage.SpendOf).
-func (n *Notifier) sessionCost(ctx context.Context, rec events.Record) (*float64, error) {
-	if _, ok := rec.Data.(events.SessionTurnEnded); !ok || rec.Agg.Kind != events.KindSession {
-		return nil, nil
+// context reads what cfg's rules need to know of rec beyond rec: a
+// command's session and argv (commandContext); the session's title (or
+// its working directory) and what it waits on, from its events up to
+// rec folded (session.Fold); for a turn end under a spend rule, what the
+// session had spent by rec in USD, priced with Prices (usage.SpendOf).
+func (n *Notifier) context(ctx context.Context, cfg Config, rec events.Record) (Context, error) {
+	spend := false
+	for _, r := range cfg.Rules {
+		spend = spend || r.On == OnSpend
 	}
-	recs, _, err := n.Log.Load(ctx, rec.Agg)
+	c, err := n.commandContext(ctx, rec)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", rec.Agg, err)
+		return Context{}, err
 	}
-	for i, r := range recs {
-		if r.Seq > rec.Seq {
-			recs = recs[:i]
-			break
+	agg := rec.Agg
+	if agg.Kind != events.KindSession {
+		if c.Session == "" {
+			return c, nil
+		}
+		agg = events.Aggregate{Kind: events.KindSession, ID: c.Session}
+	}
+	recs, _, err := n.Log.Load(ctx, agg)
+	if err != nil {
+		return Context{}, fmt.Errorf("read %s: %w", agg, err)
+	}
+	if agg == rec.Agg {
+		for i, r := range recs {
+			if r.Seq > rec.Seq {
+				recs = recs[:i]
+				break
+			}
 		}
 	}
-	prices := n.Prices
-	if prices == nil {
-		prices = usage.Shipped()
+	if len(recs) == 0 {
+		return c, nil
 	}
-	st := session.Fold(session.Init(rec.Agg), recs)
-	return usage.SpendOf([]session.State{st}, prices).Cost, nil
+	st := session.Fold(session.Init(agg), recs)
+	c.Name = st.Title
+	if c.Name == "" {
+		c.Name = st.Cwd
+	}
+	switch { // the newest open permission dialog, else gate review
+	case len(st.Dialogs) > 0:
+		g := st.Dialogs[len(st.Dialogs)-1]
+		c.Waits = "permission for " + g.Tool
+		if g.Action != "" && !g.Notice { // a notice's action is its message
+			c.Waits += ": " + g.Action
+		}
+	case len(st.Pending) > 0:
+		p := st.Pending[len(st.Pending)-1]
+		c.Waits = "permission for " + p.Tool
+		if p.Action != "" {
+			c.Waits += ": " + p.Action
+		}
+	}
+	if _, ok := rec.Data.(events.SessionTurnEnded); ok && spend && agg == rec.Agg {
+		prices := n.Prices
+		if prices == nil {
+			prices = usage.Shipped()
+		}
+		c.Cost = usage.SpendOf([]session.State{st}, prices).Cost
+	}
+	return c, nil
 }
 
 // tell sends t to sink s unless it is recorded, then records it.

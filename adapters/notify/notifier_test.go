@@ -3,10 +3,13 @@ package notify_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -98,21 +101,37 @@ func writeConfig(t *testing.T, text string) string {
 // test ends.
 func startNotifier(t *testing.T, l *natslog.Log, srv *natslog.Server, path string, out *natslogtest.Buffer) {
 	t.Helper()
+	startNotifierWith(t, l, srv, path, out, nil)
+}
+
+// startNotifierWith is startNotifier with set, when not nil, changing
+// the notifier before it runs; it returns a function that stops it
+// (also called at the test's end).
+func startNotifierWith(t *testing.T, l *natslog.Log, srv *natslog.Server, path string, out *natslogtest.Buffer, set func(*notify.Notifier)) (stop func()) {
+	t.Helper()
 	js, err := jetstream.New(srv.Conn())
 	if err != nil {
 		t.Fatal(err)
 	}
 	say := func(format string, args ...any) { out.Write([]byte(fmtLine(format, args...) + "\n")) }
 	n := &notify.Notifier{Log: l, Registry: events.NewRegistry(), JS: js, Watch: &notify.Watch{Path: path, Say: say}, Host: "h1", Say: say}
+	if set != nil {
+		set(n)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- n.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // appendEvents appends ps to agg as one decision after expect, at the
@@ -212,7 +231,7 @@ func TestNotifier_WaitingOnce(t *testing.T) {
 		t.Errorf("deliveries %d %v, want one of key %s\n%s", n, keys, key, out.String())
 	}
 	rcv.mu.Lock()
-	if len(rcv.bad) > 0 || len(rcv.seen) != 1 || rcv.seen[0].Session != "s-waits" || rcv.seen[0].Event != wid.String() || rcv.seen[0].Title != "session s-waits waits for you" {
+	if len(rcv.bad) > 0 || len(rcv.seen) != 1 || rcv.seen[0].Session != "s-waits" || rcv.seen[0].Event != wid.String() || rcv.seen[0].Title != "session s-waits waits for you: a question" {
 		t.Errorf("bad deliveries %v; seen %+v", rcv.bad, rcv.seen)
 	}
 	rcv.mu.Unlock()
@@ -377,5 +396,201 @@ func TestNotifier_ConfigCreatedLater(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "notifications: rules waiting → hook; sinks hook (webhook json)") {
 		t.Errorf("the notifier did not say its config:\n%s", out.String())
+	}
+}
+
+// sinksConfig is a notify.toml of one waiting rule (after 0) telling
+// the webhooks urls (by name) in the order of names.
+func sinksConfig(urls map[string]string, names ...string) string {
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "[sinks.%s]\ntype = \"webhook\"\nurl = %q\ntimeout = 2\n\n", n, urls[n])
+	}
+	fmt.Fprintf(&b, "[[rule]]\non = \"waiting\"\nafter = 0\nsinks = [\"%s\"]\n", strings.Join(names, `", "`))
+	return b.String()
+}
+
+// quickRetry makes a notifier try a failed sink again after 50 ms.
+func quickRetry(n *notify.Notifier) {
+	n.Retry = func(int) time.Duration { return 50 * time.Millisecond }
+}
+
+// pendingAcks returns how many messages the notifier's consumer holds
+// unacknowledged.
+func pendingAcks(t *testing.T, srv *natslog.Server) int {
+	t.Helper()
+	js, err := jetstream.New(srv.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := js.Consumer(t.Context(), natslog.StreamName, notify.DurableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := c.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in.NumAckPending
+}
+
+// TestNotifier_SinksApart: in a rule telling hook, failing, nobody and
+// after, a webhook that answers 503 and one nobody listens at hold back
+// neither hook nor after, each told once at once, while failing is
+// tried again, with the same key, until it takes it; the event is
+// acknowledged only once every sink has it (nobody leaving the file).
+func TestNotifier_SinksApart(t *testing.T) {
+	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
+	hook, failing, after := newReceiver(t), newReceiver(t), newReceiver(t)
+	failing.mu.Lock()
+	failing.fail = 1 << 30
+	failing.mu.Unlock()
+	urls := map[string]string{"hook": hook.srv.URL, "failing": failing.srv.URL, "nobody": "http://127.0.0.1:1/", "after": after.srv.URL}
+	path := writeConfig(t, sinksConfig(urls, "hook", "failing", "nobody", "after"))
+	var out natslogtest.Buffer
+	startNotifierWith(t, l, srv, path, &out, quickRetry)
+	waitFor(t, "the consumer", func() bool {
+		js, _ := jetstream.New(srv.Conn())
+		_, err := js.Consumer(t.Context(), natslog.StreamName, notify.DurableName)
+		return err == nil
+	})
+	last, wid := waitSession(t, l, "s-apart")
+	// failing fails as long as it likes: hook and after are told and
+	// recorded all the same.
+	waitFor(t, "hook and after told and recorded", func() bool {
+		sinks := map[string]bool{}
+		for _, r := range recorded(t, l) {
+			sinks[r.Sink] = true
+		}
+		return sinks["hook"] && sinks["after"]
+	})
+	waitFor(t, "failing tried three times", func() bool {
+		failing.mu.Lock()
+		defer failing.mu.Unlock()
+		return failing.fails >= 3
+	})
+	if n := pendingAcks(t, srv); n != 1 {
+		t.Errorf("%d messages unacknowledged while failing fails, want the event's", n)
+	}
+	failing.mu.Lock()
+	failing.fail = 0
+	failing.mu.Unlock()
+	waitFor(t, "failing told", func() bool { n, _ := failing.deliveries(); return n == 1 })
+	if n := pendingAcks(t, srv); n != 1 {
+		t.Errorf("%d messages unacknowledged while nobody is not told, want the event's", n)
+	}
+	// nobody leaves the file: the event is done.
+	if err := os.WriteFile(path, []byte(sinksConfig(urls, "hook", "failing", "after")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	drained(t, srv, last)
+	for name, r := range map[string]*receiver{"hook": hook, "failing": failing, "after": after} {
+		n, keys := r.deliveries()
+		if key := notify.Key("waiting", name, wid.String()); n != 1 || keys[key] != 1 {
+			t.Errorf("%s: deliveries %d %v, want one of %s\n%s", name, n, keys, key, out.String())
+		}
+		r.mu.Lock()
+		if len(r.bad) > 0 {
+			t.Errorf("%s: deliveries without their key: %v", name, r.bad)
+		}
+		r.mu.Unlock()
+	}
+	sinks := map[string]int{}
+	for _, r := range recorded(t, l) {
+		sinks[r.Sink]++
+	}
+	if want := map[string]int{"hook": 1, "failing": 1, "after": 1}; !maps.Equal(sinks, want) {
+		t.Errorf("recorded %v, want %v", sinks, want)
+	}
+	if !strings.Contains(out.String(), "sink nobody (webhook)") || !strings.Contains(out.String(), "sink failing (webhook)") {
+		t.Errorf("the failures are not said:\n%s", out.String())
+	}
+}
+
+// TestNotifier_RestartResumesUnsent: a notifier stopped while one sink
+// of an event fails leaves the event unacknowledged; the next notifier
+// tells only that sink (the others' notification.sent are in the log).
+func TestNotifier_RestartResumesUnsent(t *testing.T) {
+	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
+	hook, failing := newReceiver(t), newReceiver(t)
+	failing.mu.Lock()
+	failing.fail = 1 << 30
+	failing.mu.Unlock()
+	path := writeConfig(t, sinksConfig(map[string]string{"hook": hook.srv.URL, "failing": failing.srv.URL}, "failing", "hook"))
+	var out natslogtest.Buffer
+	stop := startNotifierWith(t, l, srv, path, &out, quickRetry)
+	waitFor(t, "the consumer", func() bool {
+		js, _ := jetstream.New(srv.Conn())
+		_, err := js.Consumer(t.Context(), natslog.StreamName, notify.DurableName)
+		return err == nil
+	})
+	last, wid := waitSession(t, l, "s-resume")
+	waitFor(t, "hook told and failing tried", func() bool {
+		failing.mu.Lock()
+		fails := failing.fails
+		failing.mu.Unlock()
+		return len(recorded(t, l)) == 1 && fails >= 1
+	})
+	stop()
+	failing.mu.Lock()
+	failing.fail = 0
+	failing.mu.Unlock()
+	startNotifierWith(t, l, srv, path, &out, quickRetry)
+	drained(t, srv, last)
+	for name, r := range map[string]*receiver{"hook": hook, "failing": failing} {
+		if n, keys := r.deliveries(); n != 1 || keys[notify.Key("waiting", name, wid.String())] != 1 {
+			t.Errorf("%s: deliveries %d %v, want one\n%s", name, n, keys, out.String())
+		}
+	}
+	if rec := recorded(t, l); len(rec) != 2 {
+		t.Errorf("recorded %+v, want hook and failing once each", rec)
+	}
+}
+
+// TestNotifier_NamesTheSession: a notification names the session by its
+// title as the log has it (else its working directory), escaped for
+// Slack, and says the permission dialog it waits on.
+func TestNotifier_NamesTheSession(t *testing.T) {
+	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
+	var mu sync.Mutex
+	var texts []string
+	slack := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var b struct{ Text string }
+		json.NewDecoder(req.Body).Decode(&b)
+		mu.Lock()
+		texts = append(texts, b.Text)
+		mu.Unlock()
+	}))
+	defer slack.Close()
+	var out natslogtest.Buffer
+	startNotifier(t, l, srv, writeConfig(t, "[sinks.team]\ntype = \"webhook\"\nformat = \"slack\"\nurl = \""+slack.URL+"\"\n\n[[rule]]\non = \"waiting\"\nafter = 0\nsinks = [\"team\"]\n"), &out)
+	waitFor(t, "the consumer", func() bool {
+		js, _ := jetstream.New(srv.Conn())
+		_, err := js.Consumer(t.Context(), natslog.StreamName, notify.DurableName)
+		return err == nil
+	})
+	now := time.Now().UTC()
+	named := events.Aggregate{Kind: events.KindSession, ID: "ffff6666-named"}
+	appendEvents(t, l, named, 0, 1, now, []events.Payload{
+		events.SessionStarted{Agent: "claude-code", Cwd: "/src/app"},
+		events.SessionDescribed{Title: "Fix <the>\nparser & co"},
+		events.ReviewRequested{ReviewID: "toolu_1", Tool: "Bash", Action: "git push"},
+		events.SessionTransitioned{From: "working", To: "waiting", Activity: "review"},
+	})
+	dir := events.Aggregate{Kind: events.KindSession, ID: "eeee5555-dir"}
+	last := appendEvents(t, l, dir, 0, 1, now, []events.Payload{
+		events.SessionStarted{Agent: "claude-code", Cwd: "/src/app"},
+		events.SessionTransitioned{From: "working", To: "waiting", Activity: "question"},
+	})
+	drained(t, srv, last)
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(texts)
+	want := []string{
+		"*session eeee5555 (/src/app) waits for you: a question*\nwaiting on a question",
+		"*session ffff6666 (Fix &lt;the&gt; parser &amp; co) waits for you: permission for Bash: git push*\nwaiting on permission for Bash: git push",
+	}
+	if !slices.Equal(texts, want) {
+		t.Errorf("told %q\nwant %q\n%s", texts, want, out.String())
 	}
 }

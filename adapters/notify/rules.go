@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/logbook-dev/logbook/events"
 )
@@ -37,7 +39,17 @@ type Context struct {
 	// Cost is, for a session's turn end, what the session had spent by
 	// then in USD (nil: unknown, nothing priced).
 	Cost *float64
+	// Name names the session for a person: its title, else its working
+	// directory ("" when neither is known). Match cleans and cuts it.
+	Name string
+	// Waits is what the session waits on when a person is asked for a
+	// permission ("permission for Bash: git push"), "" otherwise.
+	Waits string
 }
+
+// MaxName is how many bytes of a session's title (or working
+// directory) a notification's title carries.
+const MaxName = 60
 
 // Match returns what rule r makes of rec in context c, and false when r
 // does not fire on it. It is pure: no clock, no I/O.
@@ -47,6 +59,9 @@ func Match(r Rule, rec events.Record, c Context) (Trigger, bool) {
 		t.Session = rec.Agg.ID
 	}
 	who := "session " + short(t.Session)
+	if name := clip(oneLine(c.Name), MaxName); name != "" && t.Session != "" {
+		who += " (" + name + ")"
+	}
 	switch r.On {
 	case OnWaiting:
 		d, ok := rec.Data.(events.SessionTransitioned)
@@ -54,10 +69,14 @@ func Match(r Rule, rec events.Record, c Context) (Trigger, bool) {
 			return Trigger{}, false
 		}
 		t.Delayed = true
+		on := waitsOn(d.Activity, c.Waits)
 		t.Title = who + " waits for you"
+		if on != "" {
+			t.Title = who + " waits for you: " + clip(on, 80)
+		}
 		t.Body = "waiting"
-		if d.Activity != "" {
-			t.Body += " (" + d.Activity + ")"
+		if on != "" {
+			t.Body += " on " + clip(on, 200)
 		}
 		if r.After > 0 {
 			t.Body += " for " + r.After.String()
@@ -68,11 +87,12 @@ func Match(r Rule, rec events.Record, c Context) (Trigger, bool) {
 			return Trigger{}, false
 		}
 		t.Delayed = true
-		t.Title = who + ": review pending"
-		t.Body = d.Tool
-		if d.Action != "" {
-			t.Body += ": " + clip(d.Action, 200)
+		what := "permission for " + oneLine(d.Tool)
+		if d.Action != "" && !d.Notice { // a notice's action is its message
+			what += ": " + oneLine(d.Action)
 		}
+		t.Title = who + ": review pending: " + clip(what, 80)
+		t.Body = clip(what, 200)
 		if r.After > 0 {
 			t.Body += " (undecided for " + r.After.String() + ")"
 		}
@@ -90,13 +110,13 @@ func Match(r Rule, rec events.Record, c Context) (Trigger, bool) {
 				return Trigger{}, false
 			}
 			t.Title = who + ": agent gone"
-			t.Body = d.Evidence
+			t.Body = clip(oneLine(d.Evidence), 200)
 		case events.SessionEntryAbandoned:
 			if d.Reason != "stale" && d.Reason != "agent_gone" {
 				return Trigger{}, false
 			}
 			t.Title = who + ": " + strings.ReplaceAll(d.Reason, "_", " ")
-			t.Body = d.Evidence
+			t.Body = clip(oneLine(d.Evidence), 200)
 		default:
 			return Trigger{}, false
 		}
@@ -116,14 +136,14 @@ func Match(r Rule, rec events.Record, c Context) (Trigger, bool) {
 		if t.Session != "" {
 			t.Title = who + ": command failed (" + how + ")"
 		}
-		t.Body = clip(strings.Join(c.Argv, " "), 200)
+		t.Body = clip(oneLine(strings.Join(c.Argv, " ")), 200)
 	case OnSpend:
 		if _, ok := rec.Data.(events.SessionTurnEnded); !ok || c.Cost == nil || *c.Cost < r.USD || t.Session == "" {
 			return Trigger{}, false
 		}
 		t.ID = t.Session // once per session
-		t.Title = fmt.Sprintf("%s spent over $%.2f", who, r.USD)
-		t.Body = fmt.Sprintf("$%.2f so far", *c.Cost)
+		t.Title = who + " spent over $" + Dollars(r.USD)
+		t.Body = "$" + dollarsLike(*c.Cost, r.USD) + " so far"
 	default:
 		return Trigger{}, false
 	}
@@ -196,3 +216,49 @@ func clip(s string, n int) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// waitsOn says what a waiting session waits on: a question or a plan
+// when its activity says so, else waits (a permission, from its open
+// review) when known, else its activity; "" when nothing says.
+func waitsOn(activity, waits string) string {
+	if waits != "" && activity != "question" && activity != "plan" {
+		return oneLine(waits)
+	}
+	switch activity {
+	case "":
+		return ""
+	case "question":
+		return "a question"
+	case "plan":
+		return "a plan to approve"
+	case "permission", "review":
+		return "a permission"
+	}
+	return oneLine(activity)
+}
+
+// oneLine returns s with each run of control characters and white space
+// (a newline, a tab, an escape) made one space, trimmed: what a
+// notification's one-line title can carry of text from a session.
+func oneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+}
+
+// Dollars formats a configured amount of dollars as written, with cents
+// at least: 5 → "5.00", 0.0001 → "0.0001", 12.5 → "12.50".
+func Dollars(usd float64) string {
+	s := strconv.FormatFloat(usd, 'f', -1, 64)
+	whole, frac, _ := strings.Cut(s, ".")
+	for len(frac) < 2 {
+		frac += "0"
+	}
+	return whole + "." + frac
+}
+
+// dollarsLike formats v with as many decimals as the threshold usd is
+// written with (2 at least), so a cost next to a threshold of $0.0001
+// does not read $0.00.
+func dollarsLike(v, usd float64) string {
+	_, frac, _ := strings.Cut(Dollars(usd), ".")
+	return strconv.FormatFloat(v, 'f', len(frac), 64)
+}

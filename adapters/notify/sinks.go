@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/esiqveland/notify"
@@ -66,11 +69,52 @@ func Send(ctx context.Context, s Sink, p Payload) error {
 	return nil
 }
 
+// slackEscape escapes what Slack's mrkdwn reads as markup in text from
+// a session (Slack's "Escaping text": &, <, >).
+var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// markupEscape escapes a desktop notification's body, which a server
+// with the body-markup capability reads as markup (Desktop
+// Notifications Specification 1.2, "Markup").
+var markupEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// Undeliverable says why sink s cannot deliver from this process, as
+// far as can be told before trying, or "" when nothing says it cannot: a
+// board sink when board is false (serve runs with --http off: it serves
+// no board; a board of another serve on the same log still shows the
+// notification.sent), a desktop sink with no address when no D-Bus
+// session bus is known (DBUS_SESSION_BUS_ADDRESS unset, and neither
+// /run/user/UID/bus nor /run/user/UID/dbus-session, where
+// github.com/godbus/dbus looks next). Webhooks are not tried ahead.
+func Undeliverable(s Sink, board bool) string {
+	switch s.Type {
+	case SinkBoard:
+		if !board {
+			return "serve runs with --http off, so it serves no board to show it"
+		}
+	case SinkDesktop:
+		if s.Address != "" {
+			return ""
+		}
+		if a := os.Getenv("DBUS_SESSION_BUS_ADDRESS"); a != "" && a != "autolaunch:" {
+			return ""
+		}
+		dir := fmt.Sprintf("/run/user/%d", os.Getuid())
+		for _, f := range []string{"bus", "dbus-session"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+				return ""
+			}
+		}
+		return fmt.Sprintf("no D-Bus session bus is known (DBUS_SESSION_BUS_ADDRESS is not set, no %s/bus): start serve with that variable of your desktop session, or give the sink an address", dir)
+	}
+	return ""
+}
+
 // webhookBody returns the body and content type of p in format f.
 func webhookBody(f string, p Payload) ([]byte, string, error) {
 	switch f {
 	case FormatSlack:
-		b, err := json.Marshal(map[string]string{"text": "*" + p.Title + "*\n" + p.Body, "idempotency_key": p.Key})
+		b, err := json.Marshal(map[string]string{"text": "*" + slackEscape.Replace(p.Title) + "*\n" + slackEscape.Replace(p.Body), "idempotency_key": p.Key})
 		return b, "application/json", err
 	case FormatNtfy:
 		return []byte(p.Body), "text/plain; charset=utf-8", nil
@@ -126,7 +170,7 @@ func sendDesktop(ctx context.Context, s Sink, p Payload) error {
 	n := notify.Notification{
 		AppName:       "Logbook",
 		Summary:       p.Title,
-		Body:          p.Body,
+		Body:          markupEscape.Replace(p.Body),
 		ExpireTimeout: notify.ExpireTimeoutSetByNotificationServer,
 		Hints:         map[string]dbus.Variant{HintKey: dbus.MakeVariant(p.Key)},
 	}

@@ -18,10 +18,14 @@ import (
 
 // Log is serve's log, an io.Writer of text lines. A line's
 // "logbook serve: " (or "logbook: ") prefix is dropped (the record says
-// where it is from); a line about a failure, and every report of the
-// transcript watcher ("watch: ...": a file not followed, a line that does
-// not parse, a file truncated or replaced), is logged at WARN, a line
-// starting "ERROR: " at ERROR (without those words), others at INFO.
+// where it is from); a line whose message starts with a level marker,
+// "ERROR: ", "WARN: " or "INFO: ", is logged at that level without the
+// marker, whatever its words: an informational line that names
+// something a person chose (a path, a rule, a sink) marks itself INFO so
+// that a name such as "failing" does not make it a warning. Of unmarked
+// lines, one about a failure, and every report of the transcript
+// watcher ("watch: ...": a file not followed, a line that does not parse,
+// a file truncated or replaced), is logged at WARN, others at INFO.
 // It is safe for concurrent use; a part of a line waits for its end.
 type Log struct {
 	mu   sync.Mutex
@@ -77,6 +81,9 @@ func (s *Log) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// levelMarkers are the prefixes of a message that give its level.
+var levelMarkers = map[string]slog.Level{"ERROR: ": slog.LevelError, "WARN: ": slog.LevelWarn, "INFO: ": slog.LevelInfo}
+
 // failureWords mark a line about a failure.
 var failureWords = []string{"error", "fail", "refused", "not sent", "gone", "cannot", "denied", "lost"}
 
@@ -87,6 +94,12 @@ func (s *Log) line(l string) {
 		return
 	}
 	msg := strings.TrimPrefix(strings.TrimPrefix(l, "logbook serve: "), "logbook: ")
+	for marker, level := range levelMarkers {
+		if m, ok := strings.CutPrefix(msg, marker); ok {
+			s.log.Log(context.Background(), level, m)
+			return
+		}
+	}
 	level := slog.LevelInfo
 	low := strings.ToLower(msg)
 	if strings.HasPrefix(msg, "watch: ") {
@@ -97,9 +110,6 @@ func (s *Log) line(l string) {
 			level = slog.LevelWarn
 			break
 		}
-	}
-	if m, ok := strings.CutPrefix(msg, "ERROR: "); ok {
-		level, msg = slog.LevelError, m
 	}
 	s.log.Log(context.Background(), level, msg)
 }

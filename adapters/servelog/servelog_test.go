@@ -36,3 +36,31 @@ func TestWorkerRecordsAreServeLogRecords(t *testing.T) {
 		t.Errorf("got %v, want the worker's own WARN record", rec)
 	}
 }
+
+// TestLevels: a line's level marker wins over its words (an
+// informational line naming a rule "command_failed" or a folder
+// "errors" stays INFO); unmarked lines keep the word rule.
+func TestLevels(t *testing.T) {
+	for _, tc := range []struct{ line, level, msg string }{
+		{"logbook serve: INFO: notifications: rules command_failed → failing; sinks failing (webhook json) (/tmp/errors/notify.toml)", "INFO",
+			"notifications: rules command_failed → failing; sinks failing (webhook json) (/tmp/errors/notify.toml)"},
+		{"logbook serve: INFO: watch: /home/ana/.codex/sessions appeared: following the transcripts under it", "INFO",
+			"watch: /home/ana/.codex/sessions appeared: following the transcripts under it"},
+		{"logbook serve: INFO: data /tmp/TestLostErrors/data", "INFO", "data /tmp/TestLostErrors/data"},
+		{"logbook serve: WARN: notifications: sink tab (board) cannot deliver", "WARN", "notifications: sink tab (board) cannot deliver"},
+		{"logbook serve: ERROR: notify.toml:3:1: bad", "ERROR", "notify.toml:3:1: bad"},
+		{"logbook serve: watch: x.jsonl: not a regular file", "WARN", "watch: x.jsonl: not a regular file"},
+		{"logbook serve: notifications: POST failed", "WARN", "notifications: POST failed"},
+		{"logbook serve: stopped", "INFO", "stopped"},
+	} {
+		var buf bytes.Buffer
+		New(&buf, "json").Write([]byte(tc.line + "\n"))
+		var rec map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+			t.Fatalf("%q: %v", buf.String(), err)
+		}
+		if rec["level"] != tc.level || rec["msg"] != tc.msg {
+			t.Errorf("%q: logged %s %q, want %s %q", tc.line, rec["level"], rec["msg"], tc.level, tc.msg)
+		}
+	}
+}

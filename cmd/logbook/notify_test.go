@@ -95,8 +95,8 @@ func TestNotify_OnceAcrossServeKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The desktop too, on a real session bus, where dbus-daemon is
-	// installed (.ci/run installs it): told after the webhook, so never
-	// in flight when serve is killed.
+	// installed (.ci/run installs it): told beside the webhook, and
+	// recorded before serve is killed.
 	var desk *notifytest.Desktop
 	sinks, deskSink := `["hook"]`, ""
 	if notifytest.HaveBus() {
@@ -145,6 +145,15 @@ sinks = %s
 	case <-rcv.first:
 	case <-ctx.Done():
 		t.Fatalf("no notification reached the receiver:\n%s", log1.String())
+	}
+	// The desktop is told beside the held webhook, not after it: its
+	// notification.sent is in the log before serve is killed.
+	for desk != nil && !auditHas(ctx, p, sid, "sink=desk(desktop)") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the desktop is not told while the webhook is held:\n%s", log1.String())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	if err := syscall.Kill(-s1.c.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -226,5 +235,154 @@ sinks = %s
 	}
 	if rules["review_pending"] != perRule || rules["waiting"] != perRule {
 		t.Errorf("audit shows notifications %v, want %d per rule", rules, perRule)
+	}
+}
+
+// auditHas reports whether `audit SESSION` shows a notification.sent
+// whose detail has want.
+func auditHas(ctx context.Context, p followProcs, sid, want string) bool {
+	out, err := p.run(ctx, "", "audit", "--json", sid)
+	if err != nil {
+		return false
+	}
+	var items []replay.Item
+	if json.Unmarshal([]byte(out), &items) != nil {
+		return false
+	}
+	for _, it := range items {
+		if it.Type == "notification.sent" && strings.Contains(it.Detail, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestNotify_SinksApartAcrossServeKill: a rule telling failing (a
+// webhook answering 500), hook and nobody (nothing listens): hook is told
+// at once while failing fails and nobody is unreachable, and serve's log
+// names both failures. serve is SIGKILLed with failing still failing; the
+// next serve, failing mended, tells failing and not hook again, and
+// audit shows one notification.sent for each of them, none for nobody.
+func TestNotify_SinksApartAcrossServeKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs real processes")
+	}
+	p := followProcs{t: t, bin: soakBuild(t), data: filepath.Join(t.TempDir(), "data")}
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	got := map[string]int{}   // sink → deliveries taken
+	fails, mended := 0, false // of failing
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		sink := strings.TrimPrefix(req.URL.Path, "/")
+		if sink == "failing" && !mended {
+			fails++
+			http.Error(w, "down", http.StatusInternalServerError)
+			return
+		}
+		got[sink]++
+	}))
+	defer srv.Close()
+	if err := os.MkdirAll(p.data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	conf := fmt.Sprintf(`[sinks.failing]
+type = "webhook"
+url = "%[1]s/failing"
+
+[sinks.hook]
+type = "webhook"
+url = "%[1]s/hook"
+
+[sinks.nobody]
+type = "webhook"
+url = "http://127.0.0.1:1/"
+
+[[rule]]
+on = "review_pending"
+after = 0
+sinks = ["failing", "hook", "nobody"]
+`, srv.URL)
+	if err := os.WriteFile(filepath.Join(p.data, notify.File), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log1 syncBuffer
+	s1 := p.serve(ctx, &log1)
+	const sid = "5e551011-0000-4000-8000-0000000000a2"
+	for _, h := range []map[string]any{
+		{"hook_event_name": "SessionStart", "source": "startup", "cwd": "/tmp"},
+		{"hook_event_name": "UserPromptSubmit", "prompt": "Push it.", "prompt_id": "p1", "cwd": "/tmp"},
+		{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "toolu_1", "tool_input": map[string]any{"command": "git push"}, "cwd": "/tmp"},
+		{"hook_event_name": "Notification", "notification_type": "permission_prompt", "message": "Claude needs your permission to use Bash", "cwd": "/tmp"},
+	} {
+		h["session_id"] = sid
+		b, _ := json.Marshal(h)
+		if out, err := p.run(ctx, string(b), "hook", "claude"); err != nil {
+			t.Fatalf("hook: %v\n%s", err, out)
+		}
+	}
+	wait := func(what string, log *syncBuffer, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			select {
+			case <-ctx.Done():
+				mu.Lock()
+				t.Fatalf("gave up waiting for %s: got %v, failing failed %d times\n%s", what, got, fails, log.String())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	wait("hook told and recorded while failing fails", &log1, func() bool {
+		mu.Lock()
+		ok := got["hook"] == 1 && fails >= 1
+		mu.Unlock()
+		return ok && auditHas(ctx, p, sid, "sink=hook(webhook)")
+	})
+	wait("both failures in serve's log, at WARN", &log1, func() bool {
+		return strings.Contains(log1.String(), `level=WARN msg="notifications: rule review_pending: sink failing (webhook): POST`) &&
+			strings.Contains(log1.String(), `level=WARN msg="notifications: rule review_pending: sink nobody (webhook): `)
+	})
+	if err := syscall.Kill(-s1.c.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-s1.exited
+	mu.Lock()
+	mended = true
+	mu.Unlock()
+
+	var log2 syncBuffer
+	p.serve(ctx, &log2)
+	wait("failing told after the restart", &log2, func() bool {
+		mu.Lock()
+		ok := got["failing"] == 1
+		mu.Unlock()
+		return ok && auditHas(ctx, p, sid, "sink=failing(webhook)")
+	})
+	out, err := p.run(ctx, "", "audit", "--json", sid)
+	if err != nil {
+		t.Fatalf("audit: %v\n%s", err, out)
+	}
+	var items []replay.Item
+	if err := json.Unmarshal([]byte(out), &items); err != nil {
+		t.Fatalf("audit --json: %v\n%s", err, out)
+	}
+	sinks := map[string]int{}
+	for _, it := range items {
+		if it.Type != "notification.sent" {
+			continue
+		}
+		for _, kv := range strings.Fields(it.Detail) {
+			if s, ok := strings.CutPrefix(kv, "sink="); ok {
+				sinks[s]++
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("taken %v; failing failed %d times; recorded %v", got, fails, sinks)
+	if got["hook"] != 1 || got["failing"] != 1 || len(sinks) != 2 || sinks["hook(webhook)"] != 1 || sinks["failing(webhook)"] != 1 {
+		t.Errorf("taken %v, recorded %v: want hook and failing told and recorded once each, nobody never", got, sinks)
 	}
 }

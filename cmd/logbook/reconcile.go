@@ -174,7 +174,13 @@ func (f liveFlags) watcher(svc *api.Service, stderr io.Writer) (func(context.Con
 			return nil, nil, nil
 		}
 	}
-	report := func(msg string) { fmt.Fprintf(stderr, "logbook serve: watch: %s\n", msg) }
+	report := func(msg string) {
+		if m, ok := strings.CutPrefix(msg, "INFO: "); ok { // news, not a fault
+			fmt.Fprintf(stderr, "logbook serve: INFO: watch: %s\n", m)
+			return
+		}
+		fmt.Fprintf(stderr, "logbook serve: watch: %s\n", msg)
+	}
 	return func(ctx context.Context) error { return svc.WatchRoots(ctx, roots, report) }, named, nil
 }
 
