@@ -87,9 +87,14 @@ type MessageUsage struct {
 }
 
 // same reports whether a usage signal's reading is the call m counted:
-// the same message id, or the same API request id.
+// the same message id, or the same API request id where one of the two
+// names no message (a telemetry event names only the request; two
+// messages of one request, each named, stay two).
 func (m MessageUsage) same(sig events.Sig) bool {
-	return sig.ID != "" && m.ID == sig.ID || sig.Request != "" && m.Request == sig.Request
+	if sig.ID != "" && m.ID == sig.ID {
+		return true
+	}
+	return sig.Request != "" && m.Request == sig.Request && (sig.ID == "" || m.ID == "")
 }
 
 // LimitReading is the latest reading of one plan-limit window and when it

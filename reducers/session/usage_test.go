@@ -166,3 +166,32 @@ func TestUsage_OncePerRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestUsage_TwoMessagesOneRequest: two messages named apart under one
+// request id stay two, and a telemetry reading of the request (no
+// message id) is taken as the first of them.
+func TestUsage_TwoMessagesOneRequest(t *testing.T) {
+	sig := func(id string) events.Sig {
+		s := usageSig(id, "claude-opus-4-7", 3, 5)
+		s.Request = "req_1"
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		sigs []events.Sig
+	}{
+		{"Transcript", []events.Sig{sig("msg_2"), sig("msg_3")}},
+		{"TelemetryFirst", []events.Sig{sig(""), sig("msg_2"), sig("msg_3")}},
+		{"TelemetryBetween", []events.Sig{sig("msg_2"), sig(""), sig("msg_3")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Init(events.Aggregate{Kind: events.KindSession, ID: "s1"})
+			for i, sg := range tc.sigs {
+				s = foldObs(s, i+1, 0, sg)
+			}
+			if in, out, _, calls := sum(s); in != 6 || out != 10 || calls != 2 {
+				t.Fatalf("in %d out %d calls %d; want 6 10 2", in, out, calls)
+			}
+		})
+	}
+}
