@@ -1,0 +1,57 @@
+package main
+
+import (
+	"net/url"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/logbook-dev/logbook/adapters/host"
+	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/adapters/otel"
+	"github.com/logbook-dev/logbook/adapters/redact"
+)
+
+// otlpFlags are serve's OpenTelemetry flags: the OTLP/HTTP receiver's
+// address (--otlp; "": none) and the traces endpoint sessions are
+// exported to (--otlp-export; "": none).
+type otlpFlags struct {
+	addr, export string
+}
+
+func (f *otlpFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.addr, "otlp", "", "host:port to take Claude Code's and Codex CLI's OpenTelemetry events on (OTLP/HTTP, protobuf or JSON, POST /v1/logs), such as 127.0.0.1:4318; off when empty")
+	cmd.Flags().StringVar(&f.export, "otlp-export", "", "OTLP/HTTP traces URL to export sessions to as traces, such as http://127.0.0.1:4318/v1/traces; off when empty")
+}
+
+// check refuses an --otlp-export that is not an absolute http or https
+// URL, naming it.
+func (f *otlpFlags) check() error {
+	if f.export == "" {
+		return nil
+	}
+	u, err := url.Parse(f.export)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageErrorf("--otlp-export %q: want an http or https URL such as http://127.0.0.1:4318/v1/traces", f.export)
+	}
+	return nil
+}
+
+// newOTLPReceiver returns serve's OTLP receiver over p's log: records
+// redacted by red with at most maxRaw bytes of each kept, decided by an
+// ingester of each agent's own.
+func newOTLPReceiver(p host.Parts, red *redact.Redactor, maxRaw int) (*otel.Receiver, error) {
+	hostname, _ := os.Hostname()
+	mk := func(actor string) (*ingest.Ingester, error) {
+		return ingest.New(ingest.Config{Log: p.Log, Reg: p.Registry, Host: hostname, Command: "logbook serve --otlp", Actor: actor})
+	}
+	cl, err := mk(otel.AgentClaude)
+	if err != nil {
+		return nil, err
+	}
+	cx, err := mk(otel.AgentCodex)
+	if err != nil {
+		return nil, err
+	}
+	return &otel.Receiver{Parser: otel.NewParser(red, maxRaw), Claude: cl, Codex: cx}, nil
+}
