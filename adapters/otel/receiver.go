@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -107,9 +108,12 @@ func (r *Receiver) Handler() http.Handler {
 }
 
 // Listen opens addr (host:port, "127.0.0.1:4318") for Serve; the error
-// names the address.
+// names the flag and the address, and says so when the port is taken.
 func Listen(addr string) (net.Listener, error) {
 	l, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("--otlp %s: the port is taken (an OpenTelemetry collector, or another program, listens there): give serve --otlp another address", addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--otlp %s: %w", addr, err)
 	}

@@ -562,3 +562,17 @@ func mustJSONOf(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestListen_Taken: a port another program holds is said so, naming the
+// flag and the address.
+func TestListen_Taken(t *testing.T) {
+	l, err := otel.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, err = otel.Listen(l.Addr().String())
+	if err == nil || !strings.Contains(err.Error(), "--otlp "+l.Addr().String()+": the port is taken") {
+		t.Fatalf("err %v", err)
+	}
+}
