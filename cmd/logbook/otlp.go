@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"net/url"
 	"os"
 
@@ -20,13 +21,25 @@ type otlpFlags struct {
 }
 
 func (f *otlpFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.addr, "otlp", "", "host:port to take Claude Code's and Codex CLI's OpenTelemetry events on (OTLP/HTTP, protobuf or JSON, POST /v1/logs), such as 127.0.0.1:4318; off when empty")
+	cmd.Flags().StringVar(&f.addr, "otlp", "", "loopback host:port to take Claude Code's and Codex CLI's OpenTelemetry events on (OTLP/HTTP, protobuf or JSON, POST /v1/logs), such as 127.0.0.1:4318; off when empty")
 	cmd.Flags().StringVar(&f.export, "otlp-export", "", "OTLP/HTTP traces URL to export sessions to as traces, such as http://127.0.0.1:4318/v1/traces; off when empty")
 }
 
-// check refuses an --otlp-export that is not an absolute http or https
-// URL, naming it.
+// check refuses an --otlp whose host is not a loopback address (the
+// receiver asks for no credentials, so only this machine may send), and
+// an --otlp-export that is not an absolute http or https URL, naming
+// each. --otlp's port is checkAddrFlags'.
 func (f *otlpFlags) check() error {
+	if f.addr != "" {
+		h, _, err := net.SplitHostPort(f.addr)
+		ip := net.ParseIP(h)
+		if h == "localhost" {
+			ip = net.IPv4(127, 0, 0, 1)
+		}
+		if err == nil && (ip == nil || !ip.IsLoopback()) {
+			return usageErrorf("--otlp %q: the receiver takes telemetry without credentials, so it listens on a loopback address only (127.0.0.1 or ::1), not %q; forward other machines' telemetry with an OpenTelemetry Collector on this one", f.addr, h)
+		}
+	}
 	if f.export == "" {
 		return nil
 	}
