@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -75,8 +76,10 @@ type Config struct {
 	// (Wired.OTLP; "": none); a writer's only.
 	OTLPAddr string
 	// OTLPExport is --otlp-export, the OTLP/HTTP traces URL the
-	// exporter sends sessions to (otel.Exporter; "": none).
-	OTLPExport string
+	// exporter sends sessions to (otel.Exporter; "": none), with
+	// OTLPHeaders on every request.
+	OTLPExport  string
+	OTLPHeaders http.Header
 	// CheckpointEvery (messages) and CheckpointInterval are when a
 	// writer signs the log's checkpoints (merkle.ActorConfig; zero: the
 	// defaults).
@@ -424,7 +427,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	if cfg.OTLPExport != "" {
 		say("sessions exported as traces to %s", cfg.OTLPExport)
-		actor((&otel.Exporter{Log: p.Log, Registry: p.Registry, JS: js, URL: cfg.OTLPExport, Say: say}).Run)
+		actor((&otel.Exporter{Log: p.Log, Registry: p.Registry, JS: js, URL: cfg.OTLPExport, Headers: cfg.OTLPHeaders, Say: say}).Run)
 	}
 	for _, w := range ws {
 		actor(func(ctx context.Context) error {

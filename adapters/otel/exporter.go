@@ -57,6 +57,9 @@ type Exporter struct {
 	JS       jetstream.JetStream
 	// URL is the traces endpoint, such as http://127.0.0.1:4318/v1/traces.
 	URL string
+	// Headers are sent with every request (a back end's API key); nil:
+	// none.
+	Headers http.Header
 	// Client sends the requests (nil: one with a 30 s timeout).
 	Client *http.Client
 	// Batch is the most events taken at once (0: DefaultExportBatch).
@@ -268,6 +271,11 @@ func (x *Exporter) post(ctx context.Context, body []byte) (retry bool, err error
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.URL, bytes.NewReader(body))
 	if err != nil {
 		return false, err
+	}
+	for k, vs := range x.Headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	req.Header.Set("Content-Type", typeProto)
 	resp, err := x.Client.Do(req)

@@ -146,14 +146,18 @@ func trees(t *testing.T, spans map[string]span) map[string][]span {
 	return by
 }
 
-// runExporter runs an exporter on l to url until the test ends.
-func runExporter(t *testing.T, l *natslog.Log, srv *natslog.Server, url string) {
+// runExporter runs an exporter on l to url, with headers (at most one
+// set), until the test ends.
+func runExporter(t *testing.T, l *natslog.Log, srv *natslog.Server, url string, headers ...http.Header) {
 	t.Helper()
 	js, err := jetstream.New(srv.Conn())
 	if err != nil {
 		t.Fatal(err)
 	}
 	x := &otel.Exporter{Log: l, Registry: events.NewRegistry(), JS: js, URL: url, Batch: 64, Say: func(f string, a ...any) { t.Logf(f, a...) }}
+	for _, h := range headers {
+		x.Headers = h
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- x.Run(ctx) }()
@@ -359,7 +363,8 @@ func names(ss []span) []string {
 }
 
 // TestExporter_Retries: an endpoint that fails (503) is tried
-// again with the batch kept; nothing is lost and the spans come once.
+// again with the batch kept; nothing is lost and the spans come once,
+// every request with the exporter's headers.
 func TestExporter_Retries(t *testing.T) {
 	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
 	in, err := claude.NewIngester(claude.IngestConfig{Log: l})
@@ -373,8 +378,10 @@ func TestExporter_Retries(t *testing.T) {
 	sink := newTraceSink(t)
 	var mu sync.Mutex
 	fails := 2
+	var keys []string
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
+		keys = append(keys, r.Header.Get("X-Api-Key"))
 		f := fails > 0
 		fails--
 		mu.Unlock()
@@ -385,10 +392,15 @@ func TestExporter_Retries(t *testing.T) {
 		sink.srv.Config.Handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(front.Close)
-	runExporter(t, l, srv, front.URL+"/v1/traces")
+	runExporter(t, l, srv, front.URL+"/v1/traces", http.Header{"X-Api-Key": {"k1"}})
 	exportDrained(t, l, srv)
 	spans, times, _ := sink.snapshot()
 	if len(spans) != 1 || times[otel.RootSpanID("s-retry").String()] != 1 {
 		t.Fatalf("spans %v, times %v", spans, times)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keys) != 3 || keys[0] != "k1" || keys[2] != "k1" {
+		t.Fatalf("X-Api-Key of each request: %q", keys)
 	}
 }

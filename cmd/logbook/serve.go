@@ -215,7 +215,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	cfg := host.Config{Dir: dd.dir(), URL: g.natsURL, Fsync: mode, Listen: listen, AdminCreds: g.adminCreds,
 		Reader: wp.reader, Workers: wp.n, SandboxAllow: allow, AcceptLoss: g.acceptLoss, ViewsCache: g.viewsCache,
 		HTTPAddr: wp.http.addr, HTTPCert: wp.http.cert, HTTPKey: wp.http.key,
-		OTLPAddr: wp.otlp.addr, OTLPExport: wp.otlp.export,
+		OTLPAddr: wp.otlp.addr, OTLPExport: wp.otlp.export, OTLPHeaders: wp.otlp.headers,
 		CheckpointEvery: wp.ckpt.every, CheckpointInterval: wp.ckpt.interval,
 		SocketDir: wp.sys.dir, SocketAccess: access, SocketDeciders: deciders, Stderr: g.stderr,
 		Opts: func() ([]nats.Option, error) {
