@@ -300,7 +300,7 @@ func (r *Receiver) logs(w http.ResponseWriter, req *http.Request) {
 	reply(w, out, isJSON)
 }
 
-// Observe appends it's observation, dated by the record's own time
+// Observe appends it.Obs, dated by the record's own time
 // (bounded by the clock, events.BoundTime; its receipt when it has none)
 // and marked received now and Live, with the decisions it causes, as one
 // batch on it.Agg through the agent's ingester (ingest.Ingester.Observe).

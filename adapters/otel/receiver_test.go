@@ -122,7 +122,7 @@ func sendSDK(t *testing.T, url string, f fixture, session string, edit func(name
 }
 
 // newReceiver runs a Receiver over a fresh log behind a real HTTP server.
-func newReceiver(t *testing.T) (*natslog.Log, *otel.Receiver, string) {
+func newReceiver(t testing.TB) (*natslog.Log, *otel.Receiver, string) {
 	t.Helper()
 	l, _ := natslogtest.Start(t, natslog.FsyncInterval)
 	mk := func(actor string) *ingest.Ingester {
@@ -276,7 +276,7 @@ func mustJSON(t *testing.T, ld plog.Logs) []byte {
 	return b
 }
 
-func mustProto(t *testing.T, ld plog.Logs) []byte {
+func mustProto(t testing.TB, ld plog.Logs) []byte {
 	t.Helper()
 	b, err := plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
 	if err != nil {
