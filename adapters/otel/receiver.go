@@ -20,6 +20,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 // DefaultMaxBody is a Receiver's cap on a request's body when it names
@@ -272,16 +273,34 @@ func (r *Receiver) logs(w http.ResponseWriter, req *http.Request) {
 		r.fail(w, req, &httpError{http.StatusBadRequest, err})
 		return
 	}
-	for _, it := range items {
-		err := r.Observe(req.Context(), it)
+	for len(items) > 0 {
+		// A run of one session's records is one batch.
+		n := 1
+		for n < len(items) && n < maxRun && items[n].Agg == items[0].Agg && items[n].Agent == items[0].Agent {
+			n++
+		}
+		run := items[:n]
+		items = items[n:]
+		err := r.ObserveRun(req.Context(), run)
 		if errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrMalformed) {
-			rejected = append(rejected, Rejected{Where: it.Where, Err: err})
+			// One of them is refused: each alone, so the others go in.
+			for _, it := range run {
+				err := r.Observe(req.Context(), it)
+				if errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrMalformed) {
+					rejected = append(rejected, Rejected{Where: it.Where, Err: err})
+					continue
+				}
+				if err != nil {
+					r.fail(w, req, fmt.Errorf("%s: %w", it.Where, err))
+					return
+				}
+			}
 			continue
 		}
 		if err != nil {
 			// What came before is in; a retry of the request appends
 			// only what is missing.
-			r.fail(w, req, fmt.Errorf("%s: %w", it.Where, err))
+			r.fail(w, req, fmt.Errorf("%s: %w", run[0].Where, err))
 			return
 		}
 	}
@@ -300,6 +319,74 @@ func (r *Receiver) logs(w http.ResponseWriter, req *http.Request) {
 	reply(w, out, isJSON)
 }
 
+// maxRun is the most records of one session appended as one batch: each
+// record's observation and the decisions it causes (a few events) stay
+// within events.MaxBatch.
+const maxRun = 100
+
+// reg makes the observations' envelopes.
+var reg = events.NewRegistry()
+
+// ObserveRun appends the observations of run, records of one session
+// (run[i].Agg and Agent all equal) in order, each with the decisions it
+// causes, as one atomic batch: as Observe does each, but a record the
+// session has seen, or one seen earlier in run, appends nothing. A
+// failure of the log appends nothing of run; the reducer's refusal of a
+// record (wrapping events.ErrRejected) appends nothing of run, or, of a
+// record after the first, only the first's batch: the caller then takes
+// each record alone, and the first is seen.
+func (r *Receiver) ObserveRun(ctx context.Context, run []Item) error {
+	if len(run) == 0 {
+		return nil
+	}
+	in := r.Claude
+	if run[0].Agent == AgentCodex {
+		in = r.Codex
+	}
+	if in == nil {
+		return fmt.Errorf("%w: no ingester for %s", events.ErrRejected, run[0].Agent)
+	}
+	now := r.now()
+	first, firstAt := r.payload(run[0], now)
+	then := func(st session.State) (events.Decision, error) {
+		var out events.Decision
+		for _, it := range run[1:] {
+			p, at := r.payload(it, now)
+			o, _ := events.Observed(p)
+			if st.Seen(o) {
+				continue
+			}
+			env := reg.New(p)
+			bound, _ := events.BoundTime(at, now)
+			env.ID, env.Agg, env.At = ulid.Make(), it.Agg, bound.UTC().Truncate(time.Microsecond)
+			decs, err := session.Decide(st, session.Observe{Obs: env})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", it.Where, err)
+			}
+			for _, e := range append([]events.Envelope{env}, decs...) {
+				e.Ver = st.Ver + 1
+				st = session.Evolve(st, e)
+				out = append(out, e)
+			}
+		}
+		return out, nil
+	}
+	_, _, err := in.ObserveThen(ctx, run[0].Agg, ulid.Make(), firstAt, first, then)
+	return err
+}
+
+// payload returns it.Obs, received at now, as the payload
+// stored, and the time it is dated by.
+func (r *Receiver) payload(it Item, now time.Time) (events.Payload, time.Time) {
+	at := it.At
+	if at.IsZero() {
+		at = now
+	}
+	o := it.Obs
+	o.Received, o.Live = now.UTC().Truncate(time.Microsecond), true
+	return events.OTelObserved{Observation: o}, at
+}
+
 // Observe appends it.Obs, dated by the record's own time
 // (bounded by the clock, events.BoundTime; its receipt when it has none)
 // and marked received now and Live, with the decisions it causes, as one
@@ -315,13 +402,7 @@ func (r *Receiver) Observe(ctx context.Context, it Item) error {
 	if in == nil {
 		return fmt.Errorf("%w: no ingester for %s", events.ErrRejected, it.Agent)
 	}
-	now := r.now()
-	at := it.At
-	if at.IsZero() {
-		at = now
-	}
-	o := it.Obs
-	o.Received, o.Live = now.UTC().Truncate(time.Microsecond), true
-	_, _, err := in.Observe(ctx, it.Agg, ulid.Make(), at, events.OTelObserved{Observation: o})
+	p, at := r.payload(it, r.now())
+	_, _, err := in.Observe(ctx, it.Agg, ulid.Make(), at, p)
 	return err
 }
