@@ -94,6 +94,12 @@ func samples() []events.Payload {
 			Meta:    events.Meta{SessionID: "mydaemon-s1", Cwd: "/home/user/project", Model: "m1"},
 			Signals: []events.Sig{{Kind: events.SigToolUse, ID: "t1", Name: "shell"}},
 		}},
+		events.OTelObserved{Observation: events.Observation{
+			Key: "otel:claude_code.api_request:4f2c9a1b0e8d7c6b5a49382716059483", Parser: "otel-claude-code/1", Kind: "claude_code.api_request",
+			AgentTime: "2026-11-30T10:00:00.123Z", Meta: events.Meta{SessionID: "s1", Model: "claude-opus-4-7", Version: "2.1.214"},
+			Signals: []events.Sig{{Kind: events.SigUsage, Request: "req_1", Usage: &events.Usage{Model: "claude-opus-4-7", Input: 6, Output: 40, CacheRead: 100}}},
+			Raw:     `{"event.name":"api_request","request_id":"req_1"}`,
+		}},
 		events.CommandRequested{Session: "s1", Argv: []string{"go", "test", "./..."}, Cwd: "internal", Workspace: "/home/user/project", Mode: events.ModeWorkspaceWrite, TTY: true, Env: []string{"PATH=/usr/bin:/bin", "GITHUB_TOKEN=[REDACTED]"}, WaitMS: 30000, RequestedBy: "claude-code"},
 		events.CommandStarted{Worker: "w1", Host: "build-3", Pid: 4242},
 		events.CommandRunning{Pid: 4242, ProcStart: 123456789, Boot: "0f4c9a2e-6b1d-4c3e-9a8b-7d6e5f4a3b2c", Cgroup: "/sys/fs/cgroup/logbook/01JDQ7Z8V6T8Q2W3E4R5T6Y7C1"},

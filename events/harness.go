@@ -10,3 +10,14 @@ type HarnessObserved struct{ Observation }
 
 // EventType implements Payload.
 func (HarnessObserved) EventType() string { return "obs.harness" }
+
+// OTelObserved is one OpenTelemetry log record an agent exported over
+// OTLP (Claude Code's claude_code.* events, Codex CLI's codex.* events),
+// taken by serve --otlp and parsed by adapters/otel: Raw holds the
+// record (its event name, time and attributes) as JSON, redacted and
+// capped; Key is "otel:<event name>:<digest of the record>", so a record
+// the exporter sends again appends nothing.
+type OTelObserved struct{ Observation }
+
+// EventType implements Payload.
+func (OTelObserved) EventType() string { return "obs.otel" }

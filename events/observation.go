@@ -176,7 +176,14 @@ type Sig struct {
 	// Text then holds the reason given. "" for every other signal.
 	By    string `json:"by,omitempty"`
 	Usage *Usage `json:"usage,omitempty"` // set on a usage signal only
-	Limit *Limit `json:"limit,omitempty"` // set on a rate_limit signal only
+	// Request is, on a usage signal, the id of the API request the
+	// reading belongs to where the agent names it (Claude Code's
+	// transcript requestId, its OpenTelemetry api_request request_id):
+	// two sources of one call's usage (a transcript line and a telemetry
+	// event) name the same request, and the reducer counts it once. ""
+	// on every other signal, and where the agent names no request.
+	Request string `json:"request,omitempty"`
+	Limit   *Limit `json:"limit,omitempty"` // set on a rate_limit signal only
 }
 
 // Usage is what one model call (or, with Cumulative, a session so far)
@@ -302,6 +309,10 @@ func Observed(p Payload) (*Observation, bool) {
 	case HarnessObserved:
 		return &o.Observation, true
 	case *HarnessObserved:
+		return &o.Observation, true
+	case OTelObserved:
+		return &o.Observation, true
+	case *OTelObserved:
 		return &o.Observation, true
 	}
 	return nil, false

@@ -62,6 +62,7 @@ func NewRegistry() *Registry {
 	r.Register(CodexNotifyObserved{}, 1, false)
 	r.Register(AgentLineObserved{}, 1, false)
 	r.Register(HarnessObserved{}, 1, false)
+	r.Register(OTelObserved{}, 1, false)
 	registerCommand(r)
 	registerWorkspace(r)
 	registerKey(r)

@@ -359,6 +359,10 @@ func assistantLine(t object, meta *events.Meta) []events.Sig {
 	}
 	if u, ok := msg.obj("usage"); ok && !strings.HasPrefix(msg.str("model"), "<") {
 		if sig, ok := usageSig(u, msg.str("id"), meta.Model, t.Probs); ok {
+			// The line's requestId names the API call, as the
+			// api_request telemetry event's request_id does: the reducer
+			// counts the call once from either.
+			sig.Request = t.quiet().str("requestId")
 			sigs = append(sigs, sig)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/notify"
+	"github.com/logbook-dev/logbook/adapters/otel"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/adapters/servelog"
 	"github.com/logbook-dev/logbook/adapters/term"
@@ -70,6 +72,14 @@ type Config struct {
 	// HTTPAddr, HTTPCert and HTTPKey are the HTTP surface's (HTTPConfig);
 	// off when HTTPAddr is "".
 	HTTPAddr, HTTPCert, HTTPKey string
+	// OTLPAddr is --otlp, the host:port of the OTLP/HTTP receiver
+	// (Wired.OTLP; "": none); a writer's only.
+	OTLPAddr string
+	// OTLPExport is --otlp-export, the OTLP/HTTP traces URL the
+	// exporter sends sessions to (otel.Exporter; "": none), with
+	// OTLPHeaders on every request.
+	OTLPExport  string
+	OTLPHeaders http.Header
 	// CheckpointEvery (messages) and CheckpointInterval are when a
 	// writer signs the log's checkpoints (merkle.ActorConfig; zero: the
 	// defaults).
@@ -114,6 +124,9 @@ type Wired struct {
 	Redactor *redact.Redactor
 	// Own are the system socket's verbs of its own (System.Own).
 	Own map[string]Handler
+	// OTLP takes the agents' telemetry on Config.OTLPAddr; required
+	// with it.
+	OTLP *otel.Receiver
 	// Watch follows the transcripts under Watching (serve --watch).
 	Watch    func(context.Context) error
 	Watching []string
@@ -137,7 +150,10 @@ type Wired struct {
 // serve.json (removed on return), and runs the loops (Loops), the
 // checkpoints (merkle.Actor), the workers, a writer's notifier
 // (notify.Notifier, once the data dir has a notify.toml) and Wired's
-// loops in one run.Group; a notify.toml that does not parse at the
+// loops in one run.Group, with a writer's OTLP receiver on
+// cfg.OTLPAddr (Wired.OTLP; the address is opened first, and one taken
+// is refused at once) and the OTLP exporter to cfg.OTLPExport
+// (otel.Exporter); a notify.toml that does not parse at the
 // start is refused (*notify.ConfigError). It returns nil once ctx is
 // cancelled, the stream's loss (natslog.ErrStreamLost) when the log is
 // replaced, and any other error of what it starts, each naming the
@@ -161,6 +177,15 @@ func Serve(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 		}
 		l.Close()
+	}
+	var otlpL net.Listener
+	if cfg.OTLPAddr != "" && !cfg.Reader {
+		l, err := otel.Listen(cfg.OTLPAddr)
+		if err != nil {
+			return err
+		}
+		otlpL = l
+		defer otlpL.Close()
 	}
 	// The board's port, held from here: one another process holds
 	// refuses serve before the data dir is touched.
@@ -423,6 +448,17 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	if !cfg.Reader && w.Workspaces != nil {
 		actor(w.Workspaces)
+	}
+	if otlpL != nil && w.OTLP != nil {
+		if w.OTLP.Say == nil {
+			w.OTLP.Say = say
+		}
+		say("OpenTelemetry (OTLP/HTTP) taken on http://%s%s", otlpL.Addr(), otel.PathLogs)
+		actor(func(ctx context.Context) error { return w.OTLP.Serve(ctx, otlpL) })
+	}
+	if cfg.OTLPExport != "" {
+		say("sessions exported as traces to %s", cfg.OTLPExport)
+		actor((&otel.Exporter{Log: p.Log, Registry: p.Registry, JS: js, URL: cfg.OTLPExport, Headers: cfg.OTLPHeaders, Say: say}).Run)
 	}
 	for _, w := range ws {
 		actor(func(ctx context.Context) error {

@@ -61,11 +61,11 @@ type served struct {
 	exited chan struct{}
 }
 
-// serve starts serve and returns it once serve.json is written; its
-// output goes to log.
-func (p followProcs) serve(ctx context.Context, log *syncBuffer) served {
+// serve starts serve, with the flags extra, and returns it once
+// serve.json is written; its output goes to log.
+func (p followProcs) serve(ctx context.Context, log *syncBuffer, extra ...string) served {
 	p.t.Helper()
-	c := p.cmd(ctx, "serve", "--workers", "0")
+	c := p.cmd(ctx, append([]string{"serve", "--workers", "0"}, extra...)...)
 	c.Stdout, c.Stderr = log, log
 	if err := c.Start(); err != nil {
 		p.t.Fatal(err)

@@ -35,6 +35,7 @@ func serveCmd(g *globals) *cobra.Command {
 		// logFormat is --log-format: serve's log as slog text or JSON.
 		logFormat string
 		hf        httpFlags
+		of        otlpFlags
 		ck        checkpointFlags
 		sf        systemFlags
 	)
@@ -60,7 +61,10 @@ was down.`,
 			if !cmd.Flags().Changed("http") && os.Getenv("LOGBOOK_HTTP") != "" {
 				httpName = "http (from $LOGBOOK_HTTP)"
 			}
-			if err := checkAddrFlags(map[string]string{httpName: hf.addr}); err != nil {
+			if err := checkAddrFlags(map[string]string{httpName: hf.addr, "otlp": of.addr}); err != nil {
+				return err
+			}
+			if err := of.check(); err != nil {
 				return err
 			}
 			if pprofAt != "" {
@@ -80,7 +84,7 @@ was down.`,
 				defer stop()
 				fmt.Fprintf(g.stderr, "logbook serve: profiles on http://%s/debug/pprof/ and memory figures on http://%s/debug/memstats\n", at, at)
 			}
-			wp := workerPool{n: workers, flags: wf, live: live, gate: gf, http: hf, ckpt: ck, sys: sf}
+			wp := workerPool{n: workers, flags: wf, live: live, gate: gf, http: hf, otlp: of, ckpt: ck, sys: sf}
 			if err := checkServeCreds(g, role); err != nil {
 				return err
 			}
@@ -104,6 +108,9 @@ was down.`,
 				if len(live.watch) > 0 {
 					return usageErrorf("--role reader --watch: a reader appends nothing, so it imports no transcripts")
 				}
+				if of.addr != "" {
+					return usageErrorf("--role reader --otlp: a reader appends nothing, so it takes no telemetry")
+				}
 				wp.n, wp.reader = 0, true
 			default:
 				return usageErrorf("--role %q: want writer or reader", role)
@@ -117,6 +124,7 @@ was down.`,
 	cmd.Flags().StringVar(&hf.addr, "http", cmp.Or(os.Getenv("LOGBOOK_HTTP"), host.DefaultHTTPAddr), "host:port for the HTTP API, the live board and /metrics, or off (default $LOGBOOK_HTTP, else "+host.DefaultHTTPAddr+"); on loopback, clients of another user than serve's or root need a token from http-tokens.json in the data dir; an address other than loopback needs --http-cert and --http-key, and every client a token")
 	cmd.Flags().StringVar(&hf.cert, "http-cert", "", "TLS certificate file (PEM) for --http")
 	cmd.Flags().StringVar(&hf.key, "http-key", "", "TLS key file (PEM) for --http")
+	of.register(cmd)
 	gf.register(cmd)
 	sf.register(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "loopback host:port for clients (port 0 picks one; it is written to serve.json)")
@@ -144,6 +152,7 @@ type workerPool struct {
 	// reader is serve --role reader: no appends, only the read verbs.
 	reader bool
 	http   httpFlags // the HTTP API and board; off when its addr is ""
+	otlp   otlpFlags // OpenTelemetry in (--otlp) and out (--otlp-export)
 	// ckpt is when a writer signs checkpoints (zero: the defaults); a
 	// reader witnesses them.
 	ckpt checkpointFlags
@@ -210,6 +219,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	cfg := host.Config{Dir: dd.dir(), URL: g.natsURL, Fsync: mode, Listen: listen, AdminCreds: g.adminCreds,
 		Reader: wp.reader, Workers: wp.n, SandboxAllow: allow, AcceptLoss: g.acceptLoss, ViewsCache: g.viewsCache,
 		HTTPAddr: wp.http.addr, HTTPCert: wp.http.cert, HTTPKey: wp.http.key,
+		OTLPAddr: wp.otlp.addr, OTLPExport: wp.otlp.export, OTLPHeaders: wp.otlp.headers,
 		CheckpointEvery: wp.ckpt.every, CheckpointInterval: wp.ckpt.interval,
 		SocketDir: wp.sys.dir, SocketAccess: access, SocketDeciders: deciders, SocketGroup: gid, Stderr: g.stderr,
 		Opts: func() ([]nats.Option, error) {
@@ -263,6 +273,16 @@ func wireServe(dd dataDir, g *globals, wp workerPool, p host.Parts) (host.Wired,
 	}
 	if !wp.reader {
 		if w.Watch, w.Watching, err = wp.live.watcher(svc, g.stderr); err != nil {
+			return w, err
+		}
+	}
+	if wp.otlp.addr != "" && !wp.reader {
+		// Telemetry is redacted by the rules the hook and the import use.
+		parser, err := b.parser()
+		if err != nil {
+			return w, err
+		}
+		if w.OTLP, err = newOTLPReceiver(p, parser.Redactor(), parser.MaxRaw()); err != nil {
 			return w, err
 		}
 	}

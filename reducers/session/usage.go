@@ -77,10 +77,24 @@ type ContextUse struct {
 // Tokens returns the bucket's input, output and cache tokens summed.
 func (b UsageBucket) Tokens() int64 { return b.Input + b.Output + b.CacheWrite + b.CacheRead }
 
-// MessageUsage is what was counted for one message id.
+// MessageUsage is what was counted for one message id, or one API
+// request id (events.Sig.Request), or both: a reading that names either
+// one is the same call's.
 type MessageUsage struct {
-	ID    string       `json:"id"`
-	Usage events.Usage `json:"usage"`
+	ID      string       `json:"id"`
+	Request string       `json:"request,omitempty"`
+	Usage   events.Usage `json:"usage"`
+}
+
+// same reports whether a usage signal's reading is the call m counted:
+// the same message id, or the same API request id where one of the two
+// names no message (a telemetry event names only the request; two
+// messages of one request, each named, stay two).
+func (m MessageUsage) same(sig events.Sig) bool {
+	if sig.ID != "" && m.ID == sig.ID {
+		return true
+	}
+	return sig.Request != "" && m.Request == sig.Request && (sig.ID == "" || m.ID == "")
 }
 
 // LimitReading is the latest reading of one plan-limit window and when it
@@ -93,7 +107,9 @@ type LimitReading struct {
 // foldUsage counts the usage and rate-limit signals of an observation
 // made at at into *s, a caller's own copy: slices it changes are
 // replaced, never written. A reading whose message id was counted before counts
-// only its growth, field by field; a cumulative reading counts its growth
+// only its growth, field by field (a reading names its call by message
+// id or by API request id: a transcript line and a telemetry event of
+// one call count once); a cumulative reading counts its growth
 // over the session's last cumulative one (a total that went down, as after
 // a restart, starts counting afresh).
 func foldUsage(s *State, o *events.Observation, at time.Time) {
@@ -109,15 +125,17 @@ func foldUsage(s *State, o *events.Observation, at time.Time) {
 				}
 				t := u
 				s.UsageTotal = &t
-			case sig.ID != "":
-				i := slices.IndexFunc(s.RecentMessages, func(m MessageUsage) bool { return m.ID == sig.ID })
+			case sig.ID != "" || sig.Request != "":
+				i := slices.IndexFunc(s.RecentMessages, func(m MessageUsage) bool { return m.same(sig) })
 				if i >= 0 {
 					prev := s.RecentMessages[i].Usage
 					d = growth(u, prev)
 					s.RecentMessages = slices.Clone(s.RecentMessages)
 					s.RecentMessages[i].Usage = most(u, prev)
+					s.RecentMessages[i].ID = cmp.Or(s.RecentMessages[i].ID, sig.ID)
+					s.RecentMessages[i].Request = cmp.Or(s.RecentMessages[i].Request, sig.Request)
 				} else {
-					s.RecentMessages = append(slices.Clone(s.RecentMessages), MessageUsage{ID: sig.ID, Usage: u})
+					s.RecentMessages = append(slices.Clone(s.RecentMessages), MessageUsage{ID: sig.ID, Request: sig.Request, Usage: u})
 					if len(s.RecentMessages) > RecentMessages {
 						s.RecentMessages = s.RecentMessages[len(s.RecentMessages)-RecentMessages:]
 					}
@@ -131,7 +149,7 @@ func foldUsage(s *State, o *events.Observation, at time.Time) {
 				model = s.Model
 			}
 			// A message seen before adds its growth, not a call.
-			repeat := !u.Cumulative && sig.ID != "" && len(s.RecentMessages) > 0 && d != u
+			repeat := !u.Cumulative && (sig.ID != "" || sig.Request != "") && len(s.RecentMessages) > 0 && d != u
 			above := int64(0)
 			if !u.Cumulative {
 				above = aboveOf(u.Input + u.CacheWrite + u.CacheRead)

@@ -138,3 +138,60 @@ func TestUsage_Context(t *testing.T) {
 		t.Fatalf("context %+v", s.Context)
 	}
 }
+
+func TestUsage_OncePerRequest(t *testing.T) {
+	withReq := func(id, req string, in, out int64) events.Sig {
+		s := usageSig(id, "claude-opus-4-7", in, out)
+		s.Request = req
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		sigs []events.Sig
+	}{
+		// A transcript line (message id and requestId), then the
+		// telemetry event of the same call (request_id only): once.
+		{"TranscriptFirst", []events.Sig{withReq("msg_1", "req_1", 6, 40), withReq("", "req_1", 6, 40)}},
+		{"TelemetryFirst", []events.Sig{withReq("", "req_1", 6, 40), withReq("msg_1", "req_1", 6, 10), withReq("msg_1", "req_1", 6, 40)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Init(events.Aggregate{Kind: events.KindSession, ID: "s1"})
+			for i, sig := range tc.sigs {
+				s = foldObs(s, i+1, 0, sig)
+			}
+			s = foldObs(s, len(tc.sigs)+1, 1, withReq("", "req_2", 5, 9))
+			if in, out, read, calls := sum(s); in != 11 || out != 49 || read != 200 || calls != 2 {
+				t.Fatalf("in %d out %d read %d calls %d; want 11 49 200 2", in, out, read, calls)
+			}
+		})
+	}
+}
+
+// TestUsage_TwoMessagesOneRequest: two messages named apart under one
+// request id stay two, and a telemetry reading of the request (no
+// message id) is taken as the first of them.
+func TestUsage_TwoMessagesOneRequest(t *testing.T) {
+	sig := func(id string) events.Sig {
+		s := usageSig(id, "claude-opus-4-7", 3, 5)
+		s.Request = "req_1"
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		sigs []events.Sig
+	}{
+		{"Transcript", []events.Sig{sig("msg_2"), sig("msg_3")}},
+		{"TelemetryFirst", []events.Sig{sig(""), sig("msg_2"), sig("msg_3")}},
+		{"TelemetryBetween", []events.Sig{sig("msg_2"), sig(""), sig("msg_3")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Init(events.Aggregate{Kind: events.KindSession, ID: "s1"})
+			for i, sg := range tc.sigs {
+				s = foldObs(s, i+1, 0, sg)
+			}
+			if in, out, _, calls := sum(s); in != 6 || out != 10 || calls != 2 {
+				t.Fatalf("in %d out %d calls %d; want 6 10 2", in, out, calls)
+			}
+		})
+	}
+}

@@ -1,0 +1,408 @@
+package otel
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// DefaultMaxBody is a Receiver's cap on a request's body when it names
+// none: 16 MiB, compressed and again decompressed. Claude Code exports
+// its events every 5 s (OTEL_LOGS_EXPORT_INTERVAL [MON]); a batch is far
+// below it.
+const DefaultMaxBody = 16 << 20
+
+// Paths the Receiver answers (OTLP/HTTP's default paths).
+const (
+	PathLogs    = "/v1/logs"
+	PathMetrics = "/v1/metrics"
+	PathTraces  = "/v1/traces"
+)
+
+// Content types of OTLP/HTTP.
+const (
+	typeProto = "application/x-protobuf"
+	typeJSON  = "application/json"
+)
+
+// Receiver takes OTLP/HTTP exports of Claude Code's and Codex CLI's
+// telemetry (POST /v1/logs) and appends each usable log record as one
+// observation (events.OTelObserved) and the decisions it causes on the
+// session it names, in one atomic batch, through the agent's ingester.
+// The same record sent again appends nothing (its key, see Parser.Logs).
+//
+// A request is refused whole, appending nothing, with 400 when its body
+// does not decode as an ExportLogsServiceRequest (protobuf or JSON, by
+// its Content-Type) or holds over MaxRecords records, 413 when it is over
+// MaxBody (compressed or not), 415 for another content type or encoding.
+// A record that cannot be placed on a session (Rejected) or that the
+// reducer refuses is left out, counted in the answer's partial_success
+// with the first reason; the others are appended. A failure of the log
+// answers 503, and the exporter's retry appends only what is missing.
+//
+// POST /v1/metrics and /v1/traces are taken and dropped (200): the
+// events carry what the metrics count, and Claude Code's traces are a
+// beta [MON].
+type Receiver struct {
+	Parser *Parser
+	// Claude and Codex decide and append the observations of each
+	// agent's sessions; a nil one refuses its agent's records.
+	Claude, Codex *ingest.Ingester
+	// MaxBody is the cap on a body in bytes (0: DefaultMaxBody).
+	MaxBody int64
+	// Clock is the receipt clock (nil: time.Now).
+	Clock func() time.Time
+	// Say receives what the receiver says (format, args), from request
+	// goroutines; nil: nothing is said.
+	Say func(format string, args ...any)
+}
+
+func (r *Receiver) now() time.Time {
+	if r.Clock != nil {
+		return r.Clock()
+	}
+	return time.Now()
+}
+
+func (r *Receiver) say(format string, args ...any) {
+	if r.Say != nil {
+		r.Say(format, args...)
+	}
+}
+
+// Handler returns the receiver's HTTP handler.
+func (r *Receiver) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+PathLogs, r.logs)
+	mux.HandleFunc("POST "+PathMetrics, r.drop(func(b []byte, json bool) ([]byte, error) {
+		req := pmetricotlp.NewExportRequest()
+		if err := unmarshal(req.UnmarshalProto, req.UnmarshalJSON, b, json); err != nil {
+			return nil, err
+		}
+		return marshal(pmetricotlp.NewExportResponse().MarshalProto, pmetricotlp.NewExportResponse().MarshalJSON, json)
+	}))
+	mux.HandleFunc("POST "+PathTraces, r.drop(func(b []byte, json bool) ([]byte, error) {
+		req := ptraceotlp.NewExportRequest()
+		if err := unmarshal(req.UnmarshalProto, req.UnmarshalJSON, b, json); err != nil {
+			return nil, err
+		}
+		return marshal(ptraceotlp.NewExportResponse().MarshalProto, ptraceotlp.NewExportResponse().MarshalJSON, json)
+	}))
+	return mux
+}
+
+// Listen opens addr (host:port, "127.0.0.1:4318") for Serve; the error
+// names the flag and the address, and says so when the port is taken.
+func Listen(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("--otlp %s: the port is taken (an OpenTelemetry collector, or another program, listens there): give serve --otlp another address", addr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--otlp %s: %w", addr, err)
+	}
+	return l, nil
+}
+
+// Serve answers OTLP/HTTP on l until ctx is done, then closes it and
+// waits up to 5 s for the requests under way. It returns nil once ctx is
+// done, else the server's error.
+func (r *Receiver) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("otlp: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	<-done
+	return nil
+}
+
+// httpError is a refusal with its status.
+type httpError struct {
+	code int
+	err  error
+}
+
+func (e *httpError) Error() string { return e.err.Error() }
+func (e *httpError) Unwrap() error { return e.err }
+
+// body reads req's body within the cap, gunzipped when its encoding says
+// gzip, and tells whether it is JSON (else protobuf).
+func (r *Receiver) body(w http.ResponseWriter, req *http.Request) ([]byte, bool, error) {
+	limit := r.MaxBody
+	if limit <= 0 {
+		limit = DefaultMaxBody
+	}
+	ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	var isJSON bool
+	switch ct {
+	case typeProto:
+	case typeJSON:
+		isJSON = true
+	default:
+		return nil, false, &httpError{http.StatusUnsupportedMediaType, fmt.Errorf("content type %q: want %s or %s", ct, typeProto, typeJSON)}
+	}
+	tooLarge := &httpError{http.StatusRequestEntityTooLarge, fmt.Errorf("body over %d bytes", limit)}
+	if req.ContentLength > limit {
+		return nil, false, tooLarge
+	}
+	var rd io.Reader = http.MaxBytesReader(w, req.Body, limit)
+	switch enc := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(rd)
+		if err != nil {
+			return nil, false, &httpError{http.StatusBadRequest, fmt.Errorf("gzip body: %w", err)}
+		}
+		defer zr.Close()
+		rd = zr
+	default:
+		return nil, false, &httpError{http.StatusUnsupportedMediaType, fmt.Errorf("content encoding %q: want gzip or none", enc)}
+	}
+	b, err := io.ReadAll(io.LimitReader(rd, limit+1))
+	if _, over := errors.AsType[*http.MaxBytesError](err); over || int64(len(b)) > limit {
+		return nil, false, tooLarge
+	}
+	if err != nil {
+		return nil, false, &httpError{http.StatusBadRequest, fmt.Errorf("read body: %w", err)}
+	}
+	return b, isJSON, nil
+}
+
+func unmarshal(proto, json func([]byte) error, b []byte, isJSON bool) error {
+	var err error
+	if isJSON {
+		err = json(b)
+	} else {
+		err = proto(b)
+	}
+	if err != nil {
+		kind := "protobuf"
+		if isJSON {
+			kind = "JSON"
+		}
+		return &httpError{http.StatusBadRequest, fmt.Errorf("body is not an OTLP export request in %s: %w", kind, err)}
+	}
+	return nil
+}
+
+func marshal(proto, json func() ([]byte, error), isJSON bool) ([]byte, error) {
+	if isJSON {
+		return json()
+	}
+	return proto()
+}
+
+// fail answers err: its status when it is an *httpError, else 503.
+func (r *Receiver) fail(w http.ResponseWriter, req *http.Request, err error) {
+	code := http.StatusServiceUnavailable
+	if he, ok := errors.AsType[*httpError](err); ok {
+		code = he.code
+	}
+	if code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "5")
+	}
+	r.say("otlp: %s %s: %v", req.Method, req.URL.Path, err)
+	http.Error(w, "logbook otlp: "+err.Error(), code)
+}
+
+func reply(w http.ResponseWriter, b []byte, isJSON bool) {
+	ct := typeProto
+	if isJSON {
+		ct = typeJSON
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
+
+// drop answers a signal Logbook takes and does not keep: it checks the
+// body decodes, then answers an empty success.
+func (r *Receiver) drop(answer func(b []byte, json bool) ([]byte, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		b, isJSON, err := r.body(w, req)
+		if err != nil {
+			r.fail(w, req, err)
+			return
+		}
+		out, err := answer(b, isJSON)
+		if err != nil {
+			r.fail(w, req, err)
+			return
+		}
+		reply(w, out, isJSON)
+	}
+}
+
+func (r *Receiver) logs(w http.ResponseWriter, req *http.Request) {
+	b, isJSON, err := r.body(w, req)
+	if err != nil {
+		r.fail(w, req, err)
+		return
+	}
+	er := plogotlp.NewExportRequest()
+	if err := unmarshal(er.UnmarshalProto, er.UnmarshalJSON, b, isJSON); err != nil {
+		r.fail(w, req, err)
+		return
+	}
+	items, rejected, err := r.Parser.Logs(er.Logs())
+	if err != nil {
+		r.fail(w, req, &httpError{http.StatusBadRequest, err})
+		return
+	}
+	for len(items) > 0 {
+		// A run of one session's records is one batch.
+		n := 1
+		for n < len(items) && n < maxRun && items[n].Agg == items[0].Agg && items[n].Agent == items[0].Agent {
+			n++
+		}
+		run := items[:n]
+		items = items[n:]
+		err := r.ObserveRun(req.Context(), run)
+		if errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrMalformed) {
+			// One of them is refused: each alone, so the others go in.
+			for _, it := range run {
+				err := r.Observe(req.Context(), it)
+				if errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrMalformed) {
+					rejected = append(rejected, Rejected{Where: it.Where, Err: err})
+					continue
+				}
+				if err != nil {
+					r.fail(w, req, fmt.Errorf("%s: %w", it.Where, err))
+					return
+				}
+			}
+			continue
+		}
+		if err != nil {
+			// What came before is in; a retry of the request appends
+			// only what is missing.
+			r.fail(w, req, fmt.Errorf("%s: %w", run[0].Where, err))
+			return
+		}
+	}
+	resp := plogotlp.NewExportResponse()
+	if len(rejected) > 0 {
+		ps := resp.PartialSuccess()
+		ps.SetRejectedLogRecords(int64(len(rejected)))
+		ps.SetErrorMessage(fmt.Sprintf("%d log records refused; first: %s: %v", len(rejected), rejected[0].Where, rejected[0].Err))
+		r.say("otlp: %s", ps.ErrorMessage())
+	}
+	out, err := marshal(resp.MarshalProto, resp.MarshalJSON, isJSON)
+	if err != nil {
+		r.fail(w, req, err)
+		return
+	}
+	reply(w, out, isJSON)
+}
+
+// maxRun is the most records of one session appended as one batch: each
+// record's observation and the decisions it causes (a few events) stay
+// within events.MaxBatch.
+const maxRun = 100
+
+// reg makes the observations' envelopes.
+var reg = events.NewRegistry()
+
+// ObserveRun appends the observations of run, records of one session
+// (run[i].Agg and Agent all equal) in order, each with the decisions it
+// causes, as one atomic batch: as Observe does each, but a record the
+// session has seen, or one seen earlier in run, appends nothing. A
+// failure of the log appends nothing of run; the reducer's refusal of a
+// record (wrapping events.ErrRejected) appends nothing of run, or, of a
+// record after the first, only the first's batch: the caller then takes
+// each record alone, and the first is seen.
+func (r *Receiver) ObserveRun(ctx context.Context, run []Item) error {
+	if len(run) == 0 {
+		return nil
+	}
+	in := r.Claude
+	if run[0].Agent == AgentCodex {
+		in = r.Codex
+	}
+	if in == nil {
+		return fmt.Errorf("%w: no ingester for %s", events.ErrRejected, run[0].Agent)
+	}
+	now := r.now()
+	first, firstAt := r.payload(run[0], now)
+	then := func(st session.State) (events.Decision, error) {
+		var out events.Decision
+		for _, it := range run[1:] {
+			p, at := r.payload(it, now)
+			o, _ := events.Observed(p)
+			if st.Seen(o) {
+				continue
+			}
+			env := reg.New(p)
+			bound, _ := events.BoundTime(at, now)
+			env.ID, env.Agg, env.At = ulid.Make(), it.Agg, bound.UTC().Truncate(time.Microsecond)
+			decs, err := session.Decide(st, session.Observe{Obs: env})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", it.Where, err)
+			}
+			for _, e := range append([]events.Envelope{env}, decs...) {
+				e.Ver = st.Ver + 1
+				st = session.Evolve(st, e)
+				out = append(out, e)
+			}
+		}
+		return out, nil
+	}
+	_, _, err := in.ObserveThen(ctx, run[0].Agg, ulid.Make(), firstAt, first, then)
+	return err
+}
+
+// payload returns it.Obs, received at now, as the payload
+// stored, and the time it is dated by.
+func (r *Receiver) payload(it Item, now time.Time) (events.Payload, time.Time) {
+	at := it.At
+	if at.IsZero() {
+		at = now
+	}
+	o := it.Obs
+	o.Received, o.Live = now.UTC().Truncate(time.Microsecond), true
+	return events.OTelObserved{Observation: o}, at
+}
+
+// Observe appends it.Obs, dated by the record's own time
+// (bounded by the clock, events.BoundTime; its receipt when it has none)
+// and marked received now and Live, with the decisions it causes, as one
+// batch on it.Agg through the agent's ingester (ingest.Ingester.Observe).
+// A record the session has seen appends nothing. Errors: the ingester's
+// (events.ErrRejected for a refusal), or one naming an agent with no
+// ingester.
+func (r *Receiver) Observe(ctx context.Context, it Item) error {
+	in := r.Claude
+	if it.Agent == AgentCodex {
+		in = r.Codex
+	}
+	if in == nil {
+		return fmt.Errorf("%w: no ingester for %s", events.ErrRejected, it.Agent)
+	}
+	p, at := r.payload(it, r.now())
+	_, _, err := in.Observe(ctx, it.Agg, ulid.Make(), at, p)
+	return err
+}
