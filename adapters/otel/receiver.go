@@ -204,9 +204,32 @@ func unmarshal(proto, json func([]byte) error, b []byte, isJSON bool) error {
 		if isJSON {
 			kind = "JSON"
 		}
-		return &httpError{http.StatusBadRequest, fmt.Errorf("body is not an OTLP export request in %s: %w", kind, err)}
+		return &httpError{http.StatusBadRequest, fmt.Errorf("body is not an OTLP export request in %s: %s", kind, decodeFault(err))}
 	}
 	return nil
+}
+
+// decodeFault returns a decoder's error without the excerpt of the body
+// some decoders quote ("error found in #N byte of ...|…|, bigger context
+// …"): a body may hold secrets, and its bytes belong neither in serve's
+// log nor in the answer. What is left is cut to 120 bytes, with every
+// byte that is not printable ASCII shown as \xNN.
+func decodeFault(err error) string {
+	m := err.Error()
+	for _, cut := range []string{", error found in", "error found in", "|", "bigger context"} {
+		if i := strings.Index(m, cut); i >= 0 {
+			m = m[:i]
+		}
+	}
+	var b strings.Builder
+	for i := 0; i < len(m) && b.Len() < 120; i++ {
+		if c := m[i]; c >= 0x20 && c < 0x7f {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "\\x%02x", c)
+		}
+	}
+	return strings.TrimRight(b.String(), " ,:")
 }
 
 func marshal(proto, json func() ([]byte, error), isJSON bool) ([]byte, error) {

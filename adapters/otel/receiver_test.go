@@ -403,6 +403,16 @@ func TestReceiver_BadInput(t *testing.T) {
 	refused("MalformedProtobuf", 400, post(t, url+otel.PathLogs, "application/x-protobuf", "", []byte{0x0a, 0xff, 0xff, 0xff, 0x0f, 1, 2}))
 	refused("TruncatedProtobuf", 400, post(t, url+otel.PathLogs, "application/x-protobuf", "", good[:len(good)-7]))
 	refused("MalformedJSON", 400, post(t, url+otel.PathLogs, "application/json", "", []byte(`{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"attributes":`)))
+	// A body that does not decode is not quoted back, in the answer or
+	// in what the receiver says: it may hold a secret.
+	secret := "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+	var said bytes.Buffer
+	r.Say = func(format string, args ...any) { fmt.Fprintf(&said, format+"\n", args...) }
+	resp0 := post(t, url+otel.PathLogs, "application/json", "", []byte(`{"resourceLogs":[{"k":"`+secret+`"!`))
+	b0, _ := io.ReadAll(resp0.Body)
+	if resp0.StatusCode != 400 || strings.Contains(string(b0), secret) || strings.Contains(said.String(), "ghp_") {
+		t.Errorf("a body with a secret that does not decode: %s %q; said %q", resp0.Status, b0, said.String())
+	}
 	refused("ContentType", 415, post(t, url+otel.PathLogs, "text/plain", "", good))
 	refused("Encoding", 415, post(t, url+otel.PathLogs, "application/x-protobuf", "br", good))
 	// 100 MB, announced, streamed without a length, and as a small gzip
