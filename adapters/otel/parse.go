@@ -102,9 +102,9 @@ func NewParser(red *redact.Redactor, maxRaw int) *Parser {
 // attributes as a JSON object (redacted over its strings, cut to the cap
 // with Cut set), Meta from the standard attributes, AgentTime the
 // record's time, and Signals by its event (see claudeSignals and
-// codexSignals). A record of an event this package does not map, or an
-// attribute of the wrong type, is kept with a Problems entry naming it,
-// and decides nothing it cannot read.
+// codexSignals). A record of an event this package does not map, or with
+// an attribute of the wrong type, is kept with a Problems entry naming it,
+// and no signals: it decides nothing.
 func (p *Parser) Logs(ld plog.Logs) ([]Item, []Rejected, error) {
 	if n := ld.LogRecordCount(); n > MaxRecords {
 		return nil, nil, fmt.Errorf("%w: %d, at most %d in one request", ErrTooMany, n, MaxRecords)
@@ -180,6 +180,12 @@ func (p *Parser) record(res pcommon.Map, lr plog.LogRecord) (Item, error) {
 		o.Signals = codexSignals(name, a, &probs)
 	} else {
 		o.Signals = claudeSignals(name, a, &probs)
+	}
+	if len(probs) > 0 {
+		// A record with a field of the wrong type, or one this package
+		// cannot read, is kept for the record and decides nothing: a
+		// tool_result whose success is "maybe" closes no call as ok.
+		o.Signals = nil
 	}
 	for i := range o.Signals {
 		if u := o.Signals[i].Usage; u != nil && u.Model != "" {

@@ -466,8 +466,9 @@ func TestReceiver_BadInput(t *testing.T) {
 		t.Errorf("%d tool calls, usage %+v", st.ToolCalls, spentOf(st))
 	}
 
-	// An unknown event and a count of the wrong type on a session that
-	// does not exist: kept, with problems, and no session starts.
+	// An unknown event, a count of the wrong type and a tool result of
+	// wrong types on a session that does not exist: kept, with problems,
+	// and no session starts.
 	ld = plog.NewLogs()
 	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
 	u := sl.LogRecords().AppendEmpty()
@@ -478,18 +479,25 @@ func TestReceiver_BadInput(t *testing.T) {
 	w.Attributes().PutStr("session.id", "s3")
 	w.Attributes().PutEmptyMap("input_tokens").PutInt("n", 5)
 	w.Attributes().PutInt("output_tokens", 7)
+	// A tool result whose name, id and outcome are of the wrong types.
+	x := sl.LogRecords().AppendEmpty()
+	x.Body().SetStr("claude_code.tool_result")
+	x.Attributes().PutStr("session.id", "s3")
+	x.Attributes().PutInt("tool_name", 5)
+	x.Attributes().PutEmptySlice("tool_use_id")
+	x.Attributes().PutStr("success", "maybe")
 	if resp := post(t, url+otel.PathLogs, "application/x-protobuf", "", mustProto(t, ld)); resp.StatusCode != http.StatusOK {
 		t.Fatal(resp.Status)
 	}
 	st, recs = fold(t, l, "s3")
-	if st.Exists() || st.Phase != "" || len(recs) != 2 || count(recs, "obs.otel") != 2 {
+	if st.Exists() || st.Phase != "" || len(recs) != 3 || count(recs, "obs.otel") != 3 {
 		t.Fatalf("session s3: exists %v, phase %q, %d events", st.Exists(), st.Phase, len(recs))
 	}
 	var probs []string
 	for _, r := range recs {
 		probs = append(probs, r.Data.(events.OTelObserved).Problems...)
 	}
-	if len(probs) != 2 || !strings.Contains(probs[0], `unknown event "claude_code.teleport"`) || !strings.Contains(probs[1], `"input_tokens": want a number, got Map`) {
+	if len(probs) < 4 || !strings.Contains(probs[0], `unknown event "claude_code.teleport"`) || !strings.Contains(probs[1], `"input_tokens": want a number, got Map`) || !strings.Contains(strings.Join(probs[2:], " "), `"success": want "true" or "false"`) {
 		t.Fatalf("problems %q", probs)
 	}
 }
