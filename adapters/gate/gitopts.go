@@ -120,3 +120,41 @@ func gitTakesTree(args []shell.Word) bool {
 	}
 	return false
 }
+
+// gitGlobalValued are git's options before the subcommand that take the
+// next word as their value (git's documentation, "git [<options>]
+// <command>").
+var gitGlobalValued = map[string]bool{
+	"-C": true, "-c": true, "--work-tree": true, "--git-dir": true, "--namespace": true,
+	"--config-env": true, "--super-prefix": true, "--attr-source": true, "--list-cmds": true,
+}
+
+// gitSubcommandReading returns the reading of git command cmd with the
+// options before its subcommand left out ("git push origin" for "git -C .
+// --no-pager push origin"), and false when cmd is not git or has none:
+// a deny or review rule of a git subcommand meets that reading too, so
+// `git -C . push` is `git push` to Bash(git push:*). The program is read
+// by its base name.
+func gitSubcommandReading(cmd shell.Command) (string, bool) {
+	if len(cmd.Args) < 2 || shell.Base(cmd.Args[0].Value) != "git" {
+		return "", false
+	}
+	i := 1
+	for ; i < len(cmd.Args); i++ {
+		v := cmd.Args[i].Value
+		if !cmd.Args[i].Static || !strings.HasPrefix(v, "-") {
+			break
+		}
+		if gitGlobalValued[v] {
+			i++
+		}
+	}
+	if i == 1 || i >= len(cmd.Args) {
+		return "", false
+	}
+	parts := []string{"git"}
+	for _, w := range cmd.Args[i:] {
+		parts = append(parts, w.Reading)
+	}
+	return strings.Join(parts, " "), true
+}

@@ -141,11 +141,15 @@ func specGlobs(spec string) []string {
 
 // mayMatch reports whether any value command cmd may take when it runs
 // matches Bash spec: deny and review win on any reading. The program is
-// read as written and by its base name (/bin/rm is rm).
+// read as written and by its base name (/bin/rm is rm), and git without
+// the options before its subcommand (gitSubcommandReading).
 func mayMatch(spec string, cmd shell.Command) bool {
 	subjects := []string{cmd.Text()}
 	if p := cmd.Program(); strings.Contains(p, "/") {
 		subjects = append(subjects, shell.Base(p)+strings.TrimPrefix(cmd.Text(), p))
+	}
+	if s, ok := gitSubcommandReading(cmd); ok {
+		subjects = append(subjects, s)
 	}
 	for _, g := range specGlobs(spec) {
 		for _, s := range subjects {
