@@ -126,31 +126,20 @@ func (n *Notifier) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	var cons jetstream.Consumer
-	var err error
-	for {
-		cons, err = n.JS.CreateOrUpdateConsumer(ctx, natslog.StreamName, jetstream.ConsumerConfig{
-			Durable:        DurableName,
-			Description:    "Logbook notifications (notify.toml)",
-			FilterSubjects: Filters,
-			DeliverPolicy:  jetstream.DeliverNewPolicy,
-			AckPolicy:      jetstream.AckExplicitPolicy,
-			AckWait:        n.AckWait,
-			MaxAckPending:  10000,
-			MaxDeliver:     -1,
-		})
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
+	cons, err := natslog.EnsureDurable(ctx, n.JS, jetstream.ConsumerConfig{
+		Durable:        DurableName,
+		Description:    "Logbook notifications (notify.toml)",
+		FilterSubjects: Filters,
+		DeliverPolicy:  jetstream.DeliverNewPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        n.AckWait,
+		MaxAckPending:  10000,
+		MaxDeliver:     -1,
+	}, func(err error) {
 		n.Say("WARN: notifications: consumer %s: %v; trying again", DurableName, err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(2 * time.Second):
-		}
+	})
+	if err != nil {
+		return nil // ctx is done
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(1), jetstream.PullExpiry(5*time.Second), jetstream.PullHeartbeat(2*time.Second))
 	if err != nil {

@@ -96,31 +96,20 @@ func (x *Exporter) Run(ctx context.Context) error {
 	if x.AckWait <= 0 {
 		x.AckWait = DefaultExportAckWait
 	}
-	var cons jetstream.Consumer
-	for {
-		var err error
-		cons, err = x.JS.CreateOrUpdateConsumer(ctx, natslog.StreamName, jetstream.ConsumerConfig{
-			Durable:        ExportDurable,
-			Description:    "Logbook sessions as OpenTelemetry traces (serve --otlp-export)",
-			FilterSubjects: ExportFilters,
-			DeliverPolicy:  jetstream.DeliverAllPolicy,
-			AckPolicy:      jetstream.AckExplicitPolicy,
-			AckWait:        x.AckWait,
-			MaxAckPending:  x.Batch * 4,
-			MaxDeliver:     -1,
-		})
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
+	cons, err := natslog.EnsureDurable(ctx, x.JS, jetstream.ConsumerConfig{
+		Durable:        ExportDurable,
+		Description:    "Logbook sessions as OpenTelemetry traces (serve --otlp-export)",
+		FilterSubjects: ExportFilters,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        x.AckWait,
+		MaxAckPending:  x.Batch * 4,
+		MaxDeliver:     -1,
+	}, func(err error) {
 		x.say("otlp export: consumer %s: %v; trying again", ExportDurable, err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(2 * time.Second):
-		}
+	})
+	if err != nil {
+		return nil // ctx is done
 	}
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(x.Batch, jetstream.FetchMaxWait(2*time.Second))
