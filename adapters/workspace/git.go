@@ -18,11 +18,13 @@ import (
 const fetchTimeout = 60 * time.Second
 
 // git runs git with args in dir and returns its trimmed standard output.
-// Its environment keeps git from asking for credentials and from reading
-// the user's or system's configuration beyond what git needs. The error
-// names the command and carries git's standard error.
+// Its environment keeps git from asking for credentials; core.fsmonitor
+// is switched off, so no program a repository's configuration names as
+// its file-system monitor runs in this process (safeGit goes further,
+// for the commands a check's fingerprint needs). The error names the
+// command and carries git's standard error.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir, "-c", "core.fsmonitor=false"}, args...)...)
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true", "LC_ALL=C")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -271,7 +273,7 @@ func ChangesOf(ctx context.Context, path, trunk string) (Changes, error) {
 	if err != nil {
 		return Changes{}, fmt.Errorf("changes of %s: %w", path, err)
 	}
-	out, err := git(ctx, path, "diff", "--numstat", "-z", "--no-renames", mb)
+	out, err := git(ctx, path, "diff", "--numstat", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", mb)
 	if err != nil {
 		return Changes{}, fmt.Errorf("changes of %s: %w", path, err)
 	}
