@@ -3,6 +3,7 @@ package httpapi
 import (
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -101,5 +102,36 @@ func TestObservations_ParentRefused(t *testing.T) {
 	e.do("POST", "/v1/observations", `{"harness":"h","id":"o4","session":"B","parent":"A","kind":"k","signals":[{"kind":"prompt"}]}`, nil, 200, &rep)
 	if rep.Last == 0 {
 		t.Errorf("the parent B started with, again: %+v", rep)
+	}
+}
+
+// TestObservations_AnotherAgentsSession: a harness never writes into a
+// session Claude Code's or Codex CLI's reports made, even when the ids
+// meet (a harness named "agent" and a Claude Code subagent's
+// "agent-<id>"), and may not call its agent one Logbook reads itself;
+// its own session may name its agent as it likes; nothing refused is
+// appended.
+func TestObservations_AnotherAgentsSession(t *testing.T) {
+	e := newEnv(t)
+	var rep observeReply
+	e.do("POST", "/v1/observations", `{"harness":"h","id":"o1","session":"A","kind":"k","meta":{"agent":"tool-one"},"signals":[{"kind":"session_start"}]}`, nil, 200, &rep)
+	e.do("POST", "/v1/observations", `{"harness":"h","id":"o2","session":"A","kind":"k","signals":[{"kind":"prompt"}]}`, nil, 200, &rep)
+	e.waitSeq(max(rep.Last, e.hook("agent-sub1", "UserPromptSubmit", map[string]any{"prompt": "hi"})))
+	last, _ := e.log.LastSeq(t.Context())
+	for _, c := range []struct {
+		body, status, want string
+	}{
+		{`{"harness":"agent","id":"x1","session":"sub1","kind":"k","signals":[{"kind":"session_end"}]}`, "422", "the session is claude-code's, the observation agent's"},
+		{`{"harness":"h","id":"x3","session":"B","kind":"k","meta":{"agent":"claude-code"},"signals":[{"kind":"session_start"}]}`, "400", `meta.agent "claude-code": the agent Logbook reads itself`},
+	} {
+		var ae apiError
+		code, _ := strconv.Atoi(c.status)
+		e.do("POST", "/v1/observations", c.body, nil, code, &ae)
+		if !strings.Contains(ae.Error, c.want) {
+			t.Errorf("%s: %+v, want %s holding %s", c.body, ae, c.status, c.want)
+		}
+	}
+	if now, _ := e.log.LastSeq(t.Context()); now != last {
+		t.Errorf("refused observations appended: last seq %d → %d", last, now)
 	}
 }

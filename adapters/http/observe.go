@@ -182,6 +182,9 @@ func (o Observation) check(red *redact.Redactor) (events.Aggregate, error) {
 		}
 	}
 	m := o.Meta
+	if m.Agent == "claude-code" || m.Agent == "codex" {
+		return bad("meta.agent %q: the agent Logbook reads itself; a harness names its own agent", m.Agent)
+	}
 	for _, f := range []string{m.Agent, m.SessionID, m.AgentID, m.AgentType, m.Cwd, m.Model, m.Version, m.GitBranch, m.AgentMode, m.Title, m.ForkedFrom} {
 		if len(f) > 4096 || !utf8.ValidString(f) {
 			return bad("meta: each field wants at most 4096 bytes of UTF-8")

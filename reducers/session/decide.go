@@ -236,6 +236,14 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 		d.tick(*o.Tick)
 		return d.out, nil
 	}
+	if agent := or(o.Meta.Agent, "claude-code"); s.Exists() && agent != s.Agent && (ownReader(agent) || ownReader(s.Agent)) {
+		// A report never moves a session of another agent Logbook reads
+		// itself, nor such an agent's report another's session: ids
+		// can meet (a harness named like the first part of a UUID or
+		// "agent", a telemetry id equal to another agent's). A
+		// harness's own sessions may name their agent as they like.
+		return nil, fmt.Errorf("observe %s in session %s: %w: the session is %s's, the observation %s's", c.Obs.Type, s.ID, events.ErrRejected, s.Agent, agent)
+	}
 	if o.Line == 0 && len(o.Signals) == 0 {
 		// A hook that says nothing the reducer knows (an event newer
 		// than this parser, a notification of another kind) is kept as
@@ -284,6 +292,11 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 	}
 	return d.out, nil
 }
+
+// ownReader reports whether agent is one whose sessions Logbook's own
+// readers make (Claude Code's and Codex CLI's transcripts, hooks and
+// telemetry), which no harness may report for.
+func ownReader(agent string) bool { return agent == "claude-code" || agent == "codex" }
 
 // startsAgain reports whether sigs hold a signal that starts new work in
 // a released subagent: a prompt, a new process, an end.

@@ -488,3 +488,24 @@ func TestDecide_CursorPerTranscript(t *testing.T) {
 		t.Errorf("gap in x: %v", err)
 	}
 }
+
+// TestDecide_AnotherAgentsReport: an observation from another agent than
+// the session's (its meta names another) is refused whole and decides
+// nothing, whatever it reports; the session's own agent goes on.
+func TestDecide_AnotherAgentsReport(t *testing.T) {
+	h := newHistory(t)
+	h.hook("h1", sig(events.SigPrompt, "id", "p1"))
+	for _, agent := range []string{"codex", "agent", "64f42b5c"} {
+		o := events.Observation{Key: "x-" + agent, Parser: "test/1", Kind: "x", Meta: events.Meta{Agent: agent},
+			Signals: []events.Sig{sig(events.SigTurnEnd), sig(events.SigSessionEnd)}}
+		reg := events.NewRegistry()
+		obs := h.stamp(reg.New(events.HarnessObserved{Observation: o}))
+		decs, err := session.Decide(h.s, session.Observe{Obs: obs})
+		if !errors.Is(err, events.ErrRejected) || len(decs) != 0 || !strings.Contains(err.Error(), "the session is claude-code's, the observation "+agent+"'s") {
+			t.Errorf("%s: decided %v, %v; want refused naming both agents", agent, types(decs), err)
+		}
+	}
+	if got := h.hook("h2", sig(events.SigTurnEnd)); len(got) == 0 || h.s.Phase != events.PhaseReady {
+		t.Errorf("the session's own hook after the refusals: %v, phase %s", types(got), h.s.Phase)
+	}
+}
