@@ -780,6 +780,13 @@ func (d *decider) signalNow(sig events.Sig) {
 		}
 		d.phase(events.PhaseWaiting, "review", sig.ID)
 	case events.SigTurnEnd:
+		if d.s.TurnOpen && d.at.Before(d.s.TurnStartedAt) {
+			// An end dated before the open turn began is an earlier
+			// turn's, reported late (a source that sends in batches of
+			// its own, such as Claude Code's spans, after the next
+			// prompt's event): it ends nothing of this turn.
+			return
+		}
 		wasOpen := d.s.TurnOpen
 		d.endTurn(turnCompleted)
 		// The agent stopped: nothing of this turn can still be answered.

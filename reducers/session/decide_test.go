@@ -488,3 +488,26 @@ func TestDecide_CursorPerTranscript(t *testing.T) {
 		t.Errorf("gap in x: %v", err)
 	}
 }
+
+// TestDecide_TurnEndDatedBeforeTurn: a turn's end dated before the open
+// turn began is an earlier turn's, reported late by a source that sends
+// in batches of its own (Claude Code's interaction span after the next
+// prompt's event): it ends nothing of the open turn; an end dated within
+// it ends it.
+func TestDecide_TurnEndDatedBeforeTurn(t *testing.T) {
+	h := newHistory(t)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	observe := func(key string, s int, sigs ...events.Sig) {
+		h.record(events.OTelObserved{Observation: events.Observation{Key: key, Parser: "test/1", Kind: "otel", Signals: sigs}}, at(s), false, true)
+	}
+	observe("p1", 1, sig(events.SigPrompt, "id", "P1"))
+	observe("p2", 20, sig(events.SigPrompt, "id", "P2"))
+	observe("end1", 8, sig(events.SigTurnEnd))
+	if !h.s.TurnOpen || h.s.Phase != events.PhaseWorking || h.s.Turns != 2 {
+		t.Fatalf("after the first turn's late end: turn open %v, phase %s, %d turns", h.s.TurnOpen, h.s.Phase, h.s.Turns)
+	}
+	observe("end2", 25, sig(events.SigTurnEnd))
+	if h.s.TurnOpen || h.s.Phase != events.PhaseReady {
+		t.Fatalf("after the second turn's end: turn open %v, phase %s", h.s.TurnOpen, h.s.Phase)
+	}
+}
