@@ -11,7 +11,8 @@ import (
 // Sources of what this file knows of the agents' telemetry:
 //
 //	[MON] Claude Code, "Monitoring" (code.claude.com/docs/en/monitoring-usage):
-//	      the events, their attributes, the standard attributes.
+//	      the events, their attributes, the standard attributes; "Traces
+//	      (beta)": the spans, their hierarchy and attributes.
 //	[CL]  Claude Code's changelog: 2.1.119 tool_use_id; 2.1.122 numbers
 //	      of api_request and api_error sent as numbers, not strings.
 //	[DOC] Codex CLI, docs/config.md "Observability and telemetry"
@@ -30,6 +31,15 @@ var claudeEvents = []string{
 	"claude_code.subagent_completed", "claude_code.feedback_survey", "claude_code.retention_sweep",
 }
 
+// claudeSpans are Claude Code's documented spans [MON] "Traces (beta)",
+// sent with CLAUDE_CODE_ENHANCED_TELEMETRY_BETA=1 and
+// OTEL_TRACES_EXPORTER=otlp; a span of another claude_code. name is kept
+// with a Problems entry.
+var claudeSpans = []string{
+	"claude_code.interaction", "claude_code.llm_request", "claude_code.tool",
+	"claude_code.tool.blocked_on_user", "claude_code.tool.execution", "claude_code.hook",
+}
+
 // codexEvents are Codex CLI's documented log events [DOC].
 var codexEvents = []string{
 	"codex.conversation_starts", "codex.api_request", "codex.sse_event", "codex.user_prompt",
@@ -40,7 +50,7 @@ var codexEvents = []string{
 // known reports whether kind is an event name this package knows (its
 // Kind is kept as it is; another is redacted like any text).
 func known(kind string) bool {
-	return slices.Contains(claudeEvents, kind) || slices.Contains(codexEvents, kind) ||
+	return slices.Contains(claudeEvents, kind) || slices.Contains(codexEvents, kind) || slices.Contains(claudeSpans, kind) ||
 		len(kind) > len("claude_code.hook_") && kind[:len("claude_code.hook_")] == "claude_code.hook_"
 }
 
@@ -147,6 +157,47 @@ func claudeSignals(name string, a attrs, probs *[]string) []events.Sig {
 	}
 	if !known(name) {
 		*probs = append(*probs, fmt.Sprintf("unknown event %q", name))
+	}
+	return nil
+}
+
+// claudeSpanSignals maps a Claude Code span [MON] "Traces (beta)" to
+// signals. A span is sent once it ends, so each tells of something over:
+//
+//	interaction           turn_end (Name "interaction"): the root span of
+//	                      one prompt, "from receiving a prompt to
+//	                      producing a response", ends with its turn; the
+//	                      same signal as the Stop hook, so the same
+//	                      reducer makes the session ready. No prompt: the
+//	                      span names no prompt.id (the docs give it to
+//	                      events only), and its turn's user_prompt event
+//	                      or UserPromptSubmit hook opened the turn; an
+//	                      end dated before the open turn began is an
+//	                      earlier turn's, sent late, and ends nothing
+//	                      (reducers/session).
+//	llm_request           none: its token counts are the api_request
+//	                      event's and the transcript's of the same
+//	                      request_id, and the docs do not say that every
+//	                      span carries request_id, so usage stays theirs
+//	                      and is never counted a third time.
+//	tool, tool.*          none: tool_decision and tool_result events and
+//	                      the tool hooks report the call by tool_use_id.
+//	hook                  none (detailed beta tracing only).
+//	unknown claude_code.* none, and a Problems entry.
+//
+// Every span carries the standard attributes (session.id, app.version)
+// and span.type [MON]; the docs are silent on the attributes' value
+// types, on the interaction's status when a turn is interrupted (they
+// say the spans other than llm_request, tool.execution and hook "always
+// end with status UNSET"), and on the instrumentation scope's name, so
+// none of those is read.
+func claudeSpanSignals(name string, _ attrs, probs *[]string) []events.Sig {
+	switch name {
+	case "claude_code.interaction":
+		return []events.Sig{{Kind: events.SigTurnEnd, Name: "interaction"}}
+	}
+	if !slices.Contains(claudeSpans, name) {
+		*probs = append(*probs, fmt.Sprintf("unknown span %q", name))
 	}
 	return nil
 }
