@@ -43,7 +43,8 @@ const (
 )
 
 // Receiver takes OTLP exports of Claude Code's and Codex CLI's telemetry
-// (OTLP/HTTP: POST /v1/logs and /v1/traces; gRPC: ServeGRPC) and appends
+// (OTLP/HTTP: POST /v1/logs and /v1/traces, Handler and Serve; OTLP/gRPC:
+// ServeGRPC) and appends
 // each usable log record, and each span of Claude Code, as one
 // observation (events.OTelObserved) and the decisions it causes on the
 // session it names, a run of one session's records in one atomic batch,
@@ -83,6 +84,13 @@ func (r *Receiver) now() time.Time {
 	return time.Now()
 }
 
+func (r *Receiver) maxBody() int64 {
+	if r.MaxBody <= 0 {
+		return DefaultMaxBody
+	}
+	return r.MaxBody
+}
+
 func (r *Receiver) say(format string, args ...any) {
 	if r.Say != nil {
 		r.Say(format, args...)
@@ -105,14 +113,21 @@ func (r *Receiver) Handler() http.Handler {
 }
 
 // Listen opens addr (host:port, "127.0.0.1:4318") for Serve; the error
-// names the flag and the address, and says so when the port is taken.
-func Listen(addr string) (net.Listener, error) {
+// names the flag (--otlp) and the address, and says so when the port is
+// taken.
+func Listen(addr string) (net.Listener, error) { return listen("otlp", addr) }
+
+// ListenGRPC opens addr (host:port, "127.0.0.1:4317") for ServeGRPC, with
+// errors as Listen's naming --otlp-grpc.
+func ListenGRPC(addr string) (net.Listener, error) { return listen("otlp-grpc", addr) }
+
+func listen(flag, addr string) (net.Listener, error) {
 	l, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, fmt.Errorf("--otlp %s: the port is taken (an OpenTelemetry collector, or another program, listens there): give serve --otlp another address", addr)
+		return nil, fmt.Errorf("--%s %s: the port is taken (an OpenTelemetry collector, or another program, listens there): give serve --%s another address", flag, addr, flag)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--otlp %s: %w", addr, err)
+		return nil, fmt.Errorf("--%s %s: %w", flag, addr, err)
 	}
 	return l, nil
 }
@@ -148,10 +163,7 @@ func (e *httpError) Unwrap() error { return e.err }
 // body reads req's body within the cap, gunzipped when its encoding says
 // gzip, and tells whether it is JSON (else protobuf).
 func (r *Receiver) body(w http.ResponseWriter, req *http.Request) ([]byte, bool, error) {
-	limit := r.MaxBody
-	if limit <= 0 {
-		limit = DefaultMaxBody
-	}
+	limit := r.maxBody()
 	ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
 	var isJSON bool
 	switch ct {
