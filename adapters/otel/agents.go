@@ -80,7 +80,8 @@ func redactedPrompt(s string) bool { return s == "<REDACTED>" || s == "[REDACTED
 //	               output_tokens, cache_read_tokens, cache_creation_tokens;
 //	               speed "fast" as ServiceTier "speed-fast", as the
 //	               transcript's usage.speed is); a count of the wrong type
-//	               refuses the reading with a Problems entry
+//	               refuses the reading with a Problems entry; none for a
+//	               subagent's request (subagentRequest)
 //	api_error      api_error (Text "<status_code>: <error>")
 //	others known   none: kept for the record
 //	unknown        none, and a Problems entry
@@ -143,7 +144,7 @@ func claudeSignals(name string, a attrs, probs *[]string) []events.Sig {
 		if speed, _ := a.str("speed", probs); speed == "fast" {
 			u.ServiceTier = "speed-fast"
 		}
-		if u.Total() == 0 {
+		if u.Total() == 0 || subagentRequest(a, probs) {
 			return nil
 		}
 		req, _ := a.str("request_id", probs)
@@ -200,6 +201,26 @@ func claudeSpanSignals(name string, _ attrs, probs *[]string) []events.Sig {
 		*probs = append(*probs, fmt.Sprintf("unknown span %q", name))
 	}
 	return nil
+}
+
+// subagentRequest reports whether an api_request event is a subagent's:
+// its query_source is "subagent" (the category the cost and token
+// metrics name [MON] "Cost counter") or it names agent.name ("Subagent
+// type that issued the request", absent otherwise [MON]). Such an event
+// carries its parent's session.id, while the subagent's transcript
+// (subagents/agent-<agentId>.jsonl) is a session of its own, the
+// parent's child, with the same request id: the two sessions cannot see
+// each other's readings, so the request's usage is the subagent
+// session's alone, and the event, kept, adds none to the parent. The
+// events name no agent id to place it on the subagent's session; without
+// that transcript a subagent's requests are not counted. The event's
+// query_source may also be "a subagent name" [MON]: without agent.name,
+// such a value is not told from the main thread's and counts on the
+// parent.
+func subagentRequest(a attrs, probs *[]string) bool {
+	source, _ := a.str("query_source", probs)
+	agent, _ := a.str("agent.name", probs)
+	return source == "subagent" || agent != ""
 }
 
 // codexSignals maps a Codex CLI event [DOC] to signals:
