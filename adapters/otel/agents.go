@@ -165,17 +165,25 @@ func claudeSignals(name string, a attrs, probs *[]string) []events.Sig {
 // claudeSpanSignals maps a Claude Code span [MON] "Traces (beta)" to
 // signals. A span is sent once it ends, so each tells of something over:
 //
-//	interaction           turn_end (Name "interaction"): the root span of
-//	                      one prompt, "from receiving a prompt to
-//	                      producing a response", ends with its turn; the
-//	                      same signal as the Stop hook, so the same
-//	                      reducer makes the session ready. No prompt: the
-//	                      span names no prompt.id (the docs give it to
-//	                      events only), and its turn's user_prompt event
-//	                      or UserPromptSubmit hook opened the turn; an
-//	                      end dated before the open turn began is an
-//	                      earlier turn's, sent late, and ends nothing
-//	                      (reducers/session).
+//	interaction           two observations. Its end: turn_end (Name
+//	                      "interaction"), dated by the span's end: the
+//	                      root span of one prompt, "from receiving a
+//	                      prompt to producing a response", ends with its
+//	                      turn; the same signal as the Stop hook, so the
+//	                      same reducer makes the session ready. Its
+//	                      start (interactionStart): a prompt with Status
+//	                      PromptInTurn, dated by the span's start, which
+//	                      opens the turn only when none is open (the
+//	                      span names no prompt.id, which the docs give
+//	                      to events only, so the turn's user_prompt
+//	                      event or UserPromptSubmit hook is its prompt
+//	                      when it came first). Claude Code's events and
+//	                      spans go in batches of their own, so either
+//	                      may come first: the reducer (reducers/session)
+//	                      takes a report dated within a turn already
+//	                      ended as late, and an end or an in-turn prompt
+//	                      dated before the open turn began as an earlier
+//	                      turn's, ending nothing.
 //	llm_request           none: its token counts are the api_request
 //	                      event's and the transcript's of the same
 //	                      request_id, and the docs do not say that every
@@ -194,7 +202,7 @@ func claudeSignals(name string, a attrs, probs *[]string) []events.Sig {
 // none of those is read.
 func claudeSpanSignals(name string, _ attrs, probs *[]string) []events.Sig {
 	switch name {
-	case "claude_code.interaction":
+	case interaction:
 		return []events.Sig{{Kind: events.SigTurnEnd, Name: "interaction"}}
 	}
 	if !slices.Contains(claudeSpans, name) {
@@ -221,6 +229,15 @@ func subagentRequest(a attrs, probs *[]string) bool {
 	source, _ := a.str("query_source", probs)
 	agent, _ := a.str("agent.name", probs)
 	return source == "subagent" || agent != ""
+}
+
+// interaction is the name of Claude Code's root span of one prompt.
+const interaction = "claude_code.interaction"
+
+// interactionStart gives the signal of an interaction span's start: a
+// prompt in the turn (see claudeSpanSignals).
+func interactionStart(string, attrs, *[]string) []events.Sig {
+	return []events.Sig{{Kind: events.SigPrompt, Status: events.PromptInTurn}}
 }
 
 // codexSignals maps a Codex CLI event [DOC] to signals:

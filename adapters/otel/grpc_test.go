@@ -70,9 +70,10 @@ func TestReceiver_GRPC(t *testing.T) {
 		t.Fatalf("usage %+v, want %+v", got, want)
 	}
 	// The tool_decision refused at first and sent again after its call's
-	// result is a late copy of a call closed: not kept.
-	if n := count(recs, "obs.otel"); n != len(f.Events)-1+len(sf.Spans) {
-		t.Fatalf("%d observations, want %d", n, len(f.Events)-1+len(sf.Spans))
+	// result is a late copy of a call closed: not kept. The interaction
+	// span is two: its start and its end.
+	if n := count(recs, "obs.otel"); n != len(f.Events)-1+len(sf.Spans)+1 {
+		t.Fatalf("%d observations, want %d", n, len(f.Events)-1+len(sf.Spans)+1)
 	}
 	if _, err := logs.Export(ctx, plogotlp.NewExportRequestFromLogs(logsOf(f, id))); err != nil {
 		t.Fatal(err)

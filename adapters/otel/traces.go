@@ -43,46 +43,64 @@ func (p *Parser) Traces(td ptrace.Traces) ([]Item, []Rejected, error) {
 			sps := sss.At(j).Spans()
 			for k := 0; k < sps.Len(); k++ {
 				where := fmt.Sprintf("resourceSpans[%d].scopeSpans[%d].spans[%d]", i, j, k)
-				it, keep, err := p.span(res, sps.At(k))
+				its, err := p.span(res, sps.At(k))
 				if err != nil {
 					rej = append(rej, Rejected{Where: where, Err: err})
 					continue
 				}
-				if !keep {
-					continue
+				for _, it := range its {
+					it.Where = where
+					items = append(items, it)
 				}
-				it.Where = where
-				items = append(items, it)
 			}
 		}
 	}
 	return items, rej, nil
 }
 
-// span reads one span under its resource's attributes res; keep is false
-// for a span this package takes and does not keep (Codex CLI's).
-func (p *Parser) span(res pcommon.Map, sp ptrace.Span) (Item, bool, error) {
+// span reads one span under its resource's attributes res: one Item,
+// or, for claude_code.interaction, two (its start, its end: see
+// claudeSpanSignals); none for a span this package takes and does not
+// keep (Codex CLI's).
+func (p *Parser) span(res pcommon.Map, sp ptrace.Span) ([]Item, error) {
 	a := attrs{rec: sp.Attributes(), res: res}
 	name := cut.Prefix(sp.Name(), 128)
 	switch spanAgent(name, a) {
 	case AgentClaude:
 	case AgentCodex:
-		return Item{}, false, nil
+		return nil, nil
 	default:
-		return Item{}, false, fmt.Errorf("span %q: %w", cut.Text(p.red.Redact(name), 64), ErrNotAgent)
+		return nil, fmt.Errorf("span %q: %w", cut.Text(p.red.Redact(name), 64), ErrNotAgent)
 	}
-	at := sp.EndTimestamp().AsTime()
-	if sp.EndTimestamp() == 0 {
-		at = sp.StartTimestamp().AsTime()
-		if sp.StartTimestamp() == 0 {
-			at = time.Time{}
+	start, end := spanTime(sp.StartTimestamp()), spanTime(sp.EndTimestamp())
+	if end.IsZero() {
+		end = start
+	}
+	if name != interaction {
+		it, err := p.item("span", name, AgentClaude, a, end, rawOfSpan(name, sp, ""), claudeSpanSignals)
+		if err != nil {
+			return nil, err
 		}
+		return []Item{it}, nil
 	}
-	if !at.IsZero() {
-		at = at.UTC()
+	// The turn's start, dated by the span's start, then its end.
+	first, err := p.item("span", name, AgentClaude, a, start, rawOfSpan(name, sp, "start"), interactionStart)
+	if err != nil {
+		return nil, err
 	}
-	it, err := p.item("span", name, AgentClaude, a, at, rawOfSpan(name, sp), claudeSpanSignals)
-	return it, err == nil, err
+	last, err := p.item("span", name, AgentClaude, a, end, rawOfSpan(name, sp, "end"), claudeSpanSignals)
+	if err != nil {
+		return nil, err
+	}
+	return []Item{first, last}, nil
+}
+
+// spanTime returns ts in UTC, zero for 0.
+func spanTime(ts pcommon.Timestamp) time.Time {
+	if ts == 0 {
+		return time.Time{}
+	}
+	return ts.AsTime().UTC()
 }
 
 // spanAgent returns the agent a span is of: Claude Code's when its name
@@ -109,11 +127,14 @@ func spanAgent(name string, a attrs) string {
 // rawOfSpan returns a span as the JSON object kept in Raw and digested
 // into its key: {"span": name, "trace_id", "span_id", "parent_span_id"
 // (hex, absent when empty), "start", "end" (RFC 3339, absent when zero),
-// "status" (Unset, Ok, Error), "attributes": its own attributes}.
-// encoding/json sorts the members of a map, so equal spans give equal
-// bytes.
-func rawOfSpan(name string, sp ptrace.Span) []byte {
+// "status" (Unset, Ok, Error), "attributes": its own attributes, "part":
+// part when not ""}. encoding/json sorts the members of a map, so equal
+// spans give equal bytes.
+func rawOfSpan(name string, sp ptrace.Span, part string) []byte {
 	v := map[string]any{"span": name, "status": sp.Status().Code().String(), "attributes": sp.Attributes().AsRaw()}
+	if part != "" {
+		v["part"] = part
+	}
 	if id := sp.TraceID(); !id.IsEmpty() {
 		v["trace_id"] = id.String()
 	}

@@ -215,8 +215,9 @@ func TestReceiver_TracesSDK(t *testing.T) {
 			t.Errorf("span observation %+v", o.Observation)
 		}
 	}
-	if spans != len(sf.Spans) {
-		t.Fatalf("%d span observations, want %d", spans, len(sf.Spans))
+	// The interaction span is two: its start and its end.
+	if spans != len(sf.Spans)+1 {
+		t.Fatalf("%d span observations, want %d", spans, len(sf.Spans)+1)
 	}
 }
 
@@ -340,8 +341,8 @@ func TestReceiver_TracesBadInput(t *testing.T) {
 		t.Errorf("partial success %d %q", ps.RejectedSpans(), ps.ErrorMessage())
 	}
 	st, recs := fold(t, l, "t2")
-	if n := count(recs, "obs.otel"); n != len(sf.Spans)-2 {
-		t.Errorf("%d observations, want %d (the Codex span is not kept)", n, len(sf.Spans)-2)
+	if n := count(recs, "obs.otel"); n != len(sf.Spans)-2+1 {
+		t.Errorf("%d observations, want %d (the interaction span two, the Codex span none)", n, len(sf.Spans)-2+1)
 	}
 	if st.Phase != events.PhaseReady {
 		t.Errorf("phase %s: the interaction span, taken, ends the turn", st.Phase)
@@ -410,8 +411,8 @@ func TestReceiver_MidBatchRefusal(t *testing.T) {
 			t.Errorf("round %d: partial success %d %q", round, ps.RejectedSpans(), ps.ErrorMessage())
 		}
 		_, recs := fold(t, l, id)
-		if n := count(recs, "obs.otel"); n != len(f.Events)-1+len(sf.Spans)-1 {
-			t.Fatalf("round %d: %d observations, want %d", round, n, len(f.Events)-1+len(sf.Spans)-1)
+		if n := count(recs, "obs.otel"); n != len(f.Events)-1+len(sf.Spans)-1+1 {
+			t.Fatalf("round %d: %d observations, want %d", round, n, len(f.Events)-1+len(sf.Spans)-1+1)
 		}
 		if round == 1 && len(recs) != len(before) {
 			t.Fatalf("the spans sent again appended %d events", len(recs)-len(before))
@@ -420,5 +421,29 @@ func TestReceiver_MidBatchRefusal(t *testing.T) {
 	}
 	if st, _ := fold(t, l, id); st.Phase != events.PhaseReady {
 		t.Fatalf("phase %s", st.Phase)
+	}
+}
+
+// TestReceiver_SpansFirst: Claude Code's two exporters keep no order
+// between them, so a short turn's spans may come before its events: the
+// interaction span opens and ends the turn, and the events that come
+// after, dated within it, are late and reopen nothing; the session is
+// ready with one turn and its usage counted once. (Its tool call, known
+// only from late events, is not counted.)
+func TestReceiver_SpansFirst(t *testing.T) {
+	f, sf := loadFixture(t), loadSpans(t)
+	l, _, url := newReceiver(t)
+	const id = "5e551011-0000-4000-8000-0000000000e4"
+	sendTraceSDK(t, url, sf, id)
+	if st, _ := fold(t, l, id); st.Phase != events.PhaseReady || st.Turns != 1 || st.TurnOpen {
+		t.Fatalf("spans alone: phase %s, %d turns, turn open %v; want ready, 1, false", st.Phase, st.Turns, st.TurnOpen)
+	}
+	sendSDK(t, url, f, id, nil)
+	st, _ := fold(t, l, id)
+	if st.Phase != events.PhaseReady || st.Turns != 1 || st.TurnOpen {
+		t.Fatalf("then the events: phase %s, %d turns, turn open %v; want ready, 1, false", st.Phase, st.Turns, st.TurnOpen)
+	}
+	if got, want := spentOf(st), (spent{In: 17, Out: 100, Read: 650, Write: 50, Calls: 2}); got != want {
+		t.Fatalf("usage %+v, want %+v", got, want)
 	}
 }
