@@ -19,15 +19,16 @@ import (
 // and ErrTooMany.
 //
 // Each span of Claude Code becomes one observation, as a log record does
-// (see Logs): Kind its name (claude_code.interaction), Key
+// (see Logs), and claude_code.interaction two, its start and its end
+// (see claudeSpanSignals): Kind its name (claude_code.interaction), Key
 // "otel:<name>:<digest>" (the first 16 bytes of the SHA-256 of its name,
-// trace and span ids, parent span id, start and end times, status and
-// attributes, hex: the same span sent again is the same observation),
-// Raw those as a JSON object (redacted, cut to the cap), Meta from the
-// standard attributes (Claude Code puts them on every span [MON]
-// "Span attributes"), AgentTime the span's end (else its start), and
-// Signals by its name (see claudeSpanSignals). The session is the span's
-// session.id, as for a log record.
+// trace and span ids, parent span id, start and end times, status,
+// attributes and part, hex: the same span sent again is the same
+// observations), Raw those as a JSON object (redacted, cut to the cap),
+// Meta from the standard attributes (Claude Code puts them on every span
+// [MON] "Span attributes"), AgentTime the span's end, else its start (the
+// interaction's start part: its start), and Signals by its name. The
+// session is the span's session.id, as for a log record.
 func (p *Parser) Traces(td ptrace.Traces) ([]Item, []Rejected, error) {
 	if n := td.SpanCount(); n > MaxRecords {
 		return nil, nil, fmt.Errorf("%w: %d spans, at most %d in one request", ErrTooMany, n, MaxRecords)
