@@ -75,6 +75,9 @@ type Config struct {
 	// OTLPAddr is --otlp, the host:port of the OTLP/HTTP receiver
 	// (Wired.OTLP; "": none); a writer's only.
 	OTLPAddr string
+	// OTLPGRPCAddr is --otlp-grpc, the host:port of the same receiver
+	// over OTLP/gRPC (Wired.OTLP's ServeGRPC; "": none); a writer's only.
+	OTLPGRPCAddr string
 	// OTLPExport is --otlp-export, the OTLP/HTTP traces URL the
 	// exporter sends sessions to (otel.Exporter; "": none), with
 	// OTLPHeaders on every request.
@@ -124,8 +127,8 @@ type Wired struct {
 	Redactor *redact.Redactor
 	// Own are the system socket's verbs of its own (System.Own).
 	Own map[string]Handler
-	// OTLP takes the agents' telemetry on Config.OTLPAddr; required
-	// with it.
+	// OTLP takes the agents' telemetry on Config.OTLPAddr and
+	// Config.OTLPGRPCAddr; required with either.
 	OTLP *otel.Receiver
 	// Watch follows the transcripts under Watching (serve --watch).
 	Watch    func(context.Context) error
@@ -151,8 +154,8 @@ type Wired struct {
 // checkpoints (merkle.Actor), the workers, a writer's notifier
 // (notify.Notifier, once the data dir has a notify.toml) and Wired's
 // loops in one run.Group, with a writer's OTLP receiver on
-// cfg.OTLPAddr (Wired.OTLP; the address is opened first, and one taken
-// is refused at once) and the OTLP exporter to cfg.OTLPExport
+// cfg.OTLPAddr and cfg.OTLPGRPCAddr (Wired.OTLP; the addresses are
+// opened first, and one taken is refused at once) and the OTLP exporter to cfg.OTLPExport
 // (otel.Exporter); a notify.toml that does not parse at the
 // start is refused (*notify.ConfigError). It returns nil once ctx is
 // cancelled, the stream's loss (natslog.ErrStreamLost) when the log is
@@ -186,6 +189,15 @@ func Serve(ctx context.Context, cfg Config) error {
 		}
 		otlpL = l
 		defer otlpL.Close()
+	}
+	var otlpG net.Listener
+	if cfg.OTLPGRPCAddr != "" && !cfg.Reader {
+		l, err := otel.ListenGRPC(cfg.OTLPGRPCAddr)
+		if err != nil {
+			return err
+		}
+		otlpG = l
+		defer otlpG.Close()
 	}
 	// The board's port, held from here: one another process holds
 	// refuses serve before the data dir is touched.
@@ -453,8 +465,15 @@ func Serve(ctx context.Context, cfg Config) error {
 		if w.OTLP.Say == nil {
 			w.OTLP.Say = say
 		}
-		say("OpenTelemetry (OTLP/HTTP) taken on http://%s%s", otlpL.Addr(), otel.PathLogs)
+		say("OpenTelemetry (OTLP/HTTP) taken on http://%s%s and %s", otlpL.Addr(), otel.PathLogs, otel.PathTraces)
 		actor(func(ctx context.Context) error { return w.OTLP.Serve(ctx, otlpL) })
+	}
+	if otlpG != nil && w.OTLP != nil {
+		if w.OTLP.Say == nil {
+			w.OTLP.Say = say
+		}
+		say("OpenTelemetry (OTLP/gRPC) taken on %s", otlpG.Addr())
+		actor(func(ctx context.Context) error { return w.OTLP.ServeGRPC(ctx, otlpG) })
 	}
 	if cfg.OTLPExport != "" {
 		say("sessions exported as traces to %s", cfg.OTLPExport)

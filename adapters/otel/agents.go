@@ -11,7 +11,8 @@ import (
 // Sources of what this file knows of the agents' telemetry:
 //
 //	[MON] Claude Code, "Monitoring" (code.claude.com/docs/en/monitoring-usage):
-//	      the events, their attributes, the standard attributes.
+//	      the events, their attributes, the standard attributes; "Traces
+//	      (beta)": the spans, their hierarchy and attributes.
 //	[CL]  Claude Code's changelog: 2.1.119 tool_use_id; 2.1.122 numbers
 //	      of api_request and api_error sent as numbers, not strings.
 //	[DOC] Codex CLI, docs/config.md "Observability and telemetry"
@@ -30,6 +31,15 @@ var claudeEvents = []string{
 	"claude_code.subagent_completed", "claude_code.feedback_survey", "claude_code.retention_sweep",
 }
 
+// claudeSpans are Claude Code's documented spans [MON] "Traces (beta)",
+// sent with CLAUDE_CODE_ENHANCED_TELEMETRY_BETA=1 and
+// OTEL_TRACES_EXPORTER=otlp; a span of another claude_code. name is kept
+// with a Problems entry.
+var claudeSpans = []string{
+	"claude_code.interaction", "claude_code.llm_request", "claude_code.tool",
+	"claude_code.tool.blocked_on_user", "claude_code.tool.execution", "claude_code.hook",
+}
+
 // codexEvents are Codex CLI's documented log events [DOC].
 var codexEvents = []string{
 	"codex.conversation_starts", "codex.api_request", "codex.sse_event", "codex.user_prompt",
@@ -40,7 +50,7 @@ var codexEvents = []string{
 // known reports whether kind is an event name this package knows (its
 // Kind is kept as it is; another is redacted like any text).
 func known(kind string) bool {
-	return slices.Contains(claudeEvents, kind) || slices.Contains(codexEvents, kind) ||
+	return slices.Contains(claudeEvents, kind) || slices.Contains(codexEvents, kind) || slices.Contains(claudeSpans, kind) ||
 		len(kind) > len("claude_code.hook_") && kind[:len("claude_code.hook_")] == "claude_code.hook_"
 }
 
@@ -70,7 +80,8 @@ func redactedPrompt(s string) bool { return s == "<REDACTED>" || s == "[REDACTED
 //	               output_tokens, cache_read_tokens, cache_creation_tokens;
 //	               speed "fast" as ServiceTier "speed-fast", as the
 //	               transcript's usage.speed is); a count of the wrong type
-//	               refuses the reading with a Problems entry
+//	               refuses the reading with a Problems entry; none for a
+//	               subagent's request (subagentRequest)
 //	api_error      api_error (Text "<status_code>: <error>")
 //	others known   none: kept for the record
 //	unknown        none, and a Problems entry
@@ -133,7 +144,7 @@ func claudeSignals(name string, a attrs, probs *[]string) []events.Sig {
 		if speed, _ := a.str("speed", probs); speed == "fast" {
 			u.ServiceTier = "speed-fast"
 		}
-		if u.Total() == 0 {
+		if u.Total() == 0 || subagentRequest(a, probs) {
 			return nil
 		}
 		req, _ := a.str("request_id", probs)
@@ -149,6 +160,84 @@ func claudeSignals(name string, a attrs, probs *[]string) []events.Sig {
 		*probs = append(*probs, fmt.Sprintf("unknown event %q", name))
 	}
 	return nil
+}
+
+// claudeSpanSignals maps a Claude Code span [MON] "Traces (beta)" to
+// signals. A span is sent once it ends, so each tells of something over:
+//
+//	interaction           two observations. Its end: turn_end (Name
+//	                      "interaction"), dated by the span's end: the
+//	                      root span of one prompt, "from receiving a
+//	                      prompt to producing a response", ends with its
+//	                      turn; the same signal as the Stop hook, so the
+//	                      same reducer makes the session ready. Its
+//	                      start (interactionStart): a prompt with Status
+//	                      PromptInTurn, dated by the span's start, which
+//	                      opens the turn only when none is open (the
+//	                      span names no prompt.id, which the docs give
+//	                      to events only, so the turn's user_prompt
+//	                      event or UserPromptSubmit hook is its prompt
+//	                      when it came first). Claude Code's events and
+//	                      spans go in batches of their own, so either
+//	                      may come first: the reducer (reducers/session)
+//	                      takes a report dated within a turn already
+//	                      ended as late, and an end or an in-turn prompt
+//	                      dated before the open turn began as an earlier
+//	                      turn's, ending nothing.
+//	llm_request           none: its token counts are the api_request
+//	                      event's and the transcript's of the same
+//	                      request_id, and the docs do not say that every
+//	                      span carries request_id, so usage stays theirs
+//	                      and is never counted a third time.
+//	tool, tool.*          none: tool_decision and tool_result events and
+//	                      the tool hooks report the call by tool_use_id.
+//	hook                  none (detailed beta tracing only).
+//	unknown claude_code.* none, and a Problems entry.
+//
+// Every span carries the standard attributes (session.id, app.version)
+// and span.type [MON]; the docs are silent on the attributes' value
+// types, on the interaction's status when a turn is interrupted (they
+// say the spans other than llm_request, tool.execution and hook "always
+// end with status UNSET"), and on the instrumentation scope's name, so
+// none of those is read.
+func claudeSpanSignals(name string, _ attrs, probs *[]string) []events.Sig {
+	switch name {
+	case interaction:
+		return []events.Sig{{Kind: events.SigTurnEnd, Name: "interaction"}}
+	}
+	if !slices.Contains(claudeSpans, name) {
+		*probs = append(*probs, fmt.Sprintf("unknown span %q", name))
+	}
+	return nil
+}
+
+// subagentRequest reports whether an api_request event is a subagent's:
+// its query_source is "subagent" (the category the cost and token
+// metrics name [MON] "Cost counter") or it names agent.name ("Subagent
+// type that issued the request", absent otherwise [MON]). Such an event
+// carries its parent's session.id, while the subagent's transcript
+// (subagents/agent-<agentId>.jsonl) is a session of its own, the
+// parent's child, with the same request id: the two sessions cannot see
+// each other's readings, so the request's usage is the subagent
+// session's alone, and the event, kept, adds none to the parent. The
+// events name no agent id to place it on the subagent's session; without
+// that transcript a subagent's requests are not counted. The event's
+// query_source may also be "a subagent name" [MON]: without agent.name,
+// such a value is not told from the main thread's and counts on the
+// parent.
+func subagentRequest(a attrs, probs *[]string) bool {
+	source, _ := a.str("query_source", probs)
+	agent, _ := a.str("agent.name", probs)
+	return source == "subagent" || agent != ""
+}
+
+// interaction is the name of Claude Code's root span of one prompt.
+const interaction = "claude_code.interaction"
+
+// interactionStart gives the signal of an interaction span's start: a
+// prompt in the turn (see claudeSpanSignals).
+func interactionStart(string, attrs, *[]string) []events.Sig {
+	return []events.Sig{{Kind: events.SigPrompt, Status: events.PromptInTurn}}
 }
 
 // codexSignals maps a Codex CLI event [DOC] to signals:

@@ -33,8 +33,8 @@ const (
 	AgentCodex  = "codex"
 )
 
-// MaxRecords is the most log records one request may carry; a request
-// with more is refused whole (ErrTooMany).
+// MaxRecords is the most log records, or spans, one request may carry;
+// a request with more is refused whole (ErrTooMany).
 const MaxRecords = 10_000
 
 // Errors a record or a request is refused with; test with errors.Is.
@@ -45,21 +45,23 @@ var (
 	// ErrNotAgent: the record is neither Claude Code's nor Codex CLI's
 	// (no claude_code. or codex. event name, no service.name of theirs).
 	ErrNotAgent = errors.New("is not a Claude Code or Codex CLI event")
-	// ErrTooMany: a request over MaxRecords log records.
-	ErrTooMany = errors.New("too many log records")
+	// ErrTooMany: a request over MaxRecords log records or spans.
+	ErrTooMany = errors.New("too many records")
 )
 
-// Item is one log record read as an observation of the session Agg.
+// Item is one log record, or one span, read as an observation of the
+// session Agg.
 type Item struct {
 	// Where names the record in its request:
-	// "resourceLogs[i].scopeLogs[j].logRecords[k]".
+	// "resourceLogs[i].scopeLogs[j].logRecords[k]", or
+	// "resourceSpans[i].scopeSpans[j].spans[k]".
 	Where string
 	// Agent is AgentClaude or AgentCodex.
 	Agent string
 	Agg   events.Aggregate
 	// At is the record's own time (its timestamp, else its observed
-	// timestamp, else its event.timestamp attribute); zero when it has
-	// none.
+	// timestamp, else its event.timestamp attribute; a span's end, else
+	// its start); zero when it has none.
 	At  time.Time
 	Obs events.Observation
 }
@@ -71,7 +73,7 @@ type Rejected struct {
 	Err   error
 }
 
-// Parser reads OTLP log records as observations, with the data dir's
+// Parser reads OTLP log records and spans as observations, with the data dir's
 // redaction rules. It holds no state and is safe for concurrent use.
 type Parser struct {
 	red    *redact.Redactor
@@ -107,7 +109,7 @@ func NewParser(red *redact.Redactor, maxRaw int) *Parser {
 // and no signals: it decides nothing.
 func (p *Parser) Logs(ld plog.Logs) ([]Item, []Rejected, error) {
 	if n := ld.LogRecordCount(); n > MaxRecords {
-		return nil, nil, fmt.Errorf("%w: %d, at most %d in one request", ErrTooMany, n, MaxRecords)
+		return nil, nil, fmt.Errorf("%w: %d log records, at most %d in one request", ErrTooMany, n, MaxRecords)
 	}
 	var items []Item
 	var rej []Rejected
@@ -140,6 +142,21 @@ func (p *Parser) record(res pcommon.Map, lr plog.LogRecord) (Item, error) {
 	if agent == "" {
 		return Item{}, fmt.Errorf("event %q: %w", cut.Text(p.red.Redact(name), 64), ErrNotAgent)
 	}
+	at := recordTime(lr, a)
+	sigs := claudeSignals
+	if agent == AgentCodex {
+		sigs = codexSignals
+	}
+	return p.item("event", name, agent, a, at, rawOf(name, at, lr.Attributes()), sigs)
+}
+
+// item reads one record (what: "event" or "span") named name of agent,
+// with attributes a, its own time at (zero: none) and raw, the bytes
+// kept in Raw and digested into its key, as an observation of the
+// session a names, with the signals sigs gives. Errors: ErrNoSession,
+// events.ErrMalformed for a session id of the wrong type or form,
+// ingest.ErrSecretID.
+func (p *Parser) item(what, name, agent string, a attrs, at time.Time, raw []byte, sigs func(string, attrs, *[]string) []events.Sig) (Item, error) {
 	it := Item{Agent: agent}
 	sessionKey, parser := "session.id", ParserClaude
 	if agent == AgentCodex {
@@ -147,10 +164,10 @@ func (p *Parser) record(res pcommon.Map, lr plog.LogRecord) (Item, error) {
 	}
 	v, ok := a.get(sessionKey)
 	if !ok || v.Type() == pcommon.ValueTypeEmpty {
-		return Item{}, fmt.Errorf("event %s: attribute %s: %w", name, sessionKey, ErrNoSession)
+		return Item{}, fmt.Errorf("%s %s: attribute %s: %w", what, name, sessionKey, ErrNoSession)
 	}
 	if v.Type() != pcommon.ValueTypeStr {
-		return Item{}, fmt.Errorf("event %s: attribute %s: %w: want a string, got %s", name, sessionKey, events.ErrMalformed, v.Type())
+		return Item{}, fmt.Errorf("%s %s: attribute %s: %w: want a string, got %s", what, name, sessionKey, events.ErrMalformed, v.Type())
 	}
 	sid := v.Str()
 	var err error
@@ -163,9 +180,9 @@ func (p *Parser) record(res pcommon.Map, lr plog.LogRecord) (Item, error) {
 		}
 	}
 	if err != nil {
-		return Item{}, fmt.Errorf("event %s: attribute %s: %w", name, sessionKey, err)
+		return Item{}, fmt.Errorf("%s %s: attribute %s: %w", what, name, sessionKey, err)
 	}
-	it.At = recordTime(lr, a)
+	it.At = at
 	o := events.Observation{Parser: parser, Kind: name, Meta: events.Meta{SessionID: sid}}
 	if agent == AgentCodex {
 		o.Meta.Agent = AgentCodex
@@ -177,10 +194,8 @@ func (p *Parser) record(res pcommon.Map, lr plog.LogRecord) (Item, error) {
 	o.Meta.Version, _ = a.str("app.version", &probs)
 	if agent == AgentCodex {
 		o.Meta.Model, _ = a.str("model", &probs)
-		o.Signals = codexSignals(name, a, &probs)
-	} else {
-		o.Signals = claudeSignals(name, a, &probs)
 	}
+	o.Signals = sigs(name, a, &probs)
 	if len(probs) > 0 {
 		// A record with a field of the wrong type, or one this package
 		// cannot read, is kept for the record and decides nothing: a
@@ -193,11 +208,10 @@ func (p *Parser) record(res pcommon.Map, lr plog.LogRecord) (Item, error) {
 		}
 	}
 	o.Problems = probs
-	raw := rawOf(name, it.At, lr.Attributes())
 	sum := sha256.Sum256(raw)
 	o.Key = "otel:" + name + ":" + hex.EncodeToString(sum[:16])
 	if err := ingest.SecretID(p.red, o); err != nil {
-		return Item{}, fmt.Errorf("event %s: %w", name, err)
+		return Item{}, fmt.Errorf("%s %s: %w", what, name, err)
 	}
 	it.Obs = p.finish(o, raw)
 	return it, nil

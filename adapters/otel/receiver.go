@@ -42,24 +42,27 @@ const (
 	typeJSON  = "application/json"
 )
 
-// Receiver takes OTLP/HTTP exports of Claude Code's and Codex CLI's
-// telemetry (POST /v1/logs) and appends each usable log record as one
+// Receiver takes OTLP exports of Claude Code's and Codex CLI's telemetry
+// (OTLP/HTTP: POST /v1/logs and /v1/traces, Handler and Serve; OTLP/gRPC:
+// ServeGRPC) and appends
+// each usable log record, and each span of Claude Code, as one
 // observation (events.OTelObserved) and the decisions it causes on the
-// session it names, in one atomic batch, through the agent's ingester.
-// The same record sent again appends nothing (its key, see Parser.Logs).
+// session it names, a run of one session's records in one atomic batch,
+// through the agent's ingester. The same record or span sent again
+// appends nothing (its key, see Parser.Logs and Parser.Traces).
 //
 // A request is refused whole, appending nothing, with 400 when its body
-// does not decode as an ExportLogsServiceRequest (protobuf or JSON, by
-// its Content-Type) or holds over MaxRecords records, 413 when it is over
-// MaxBody (compressed or not), 415 for another content type or encoding.
-// A record that cannot be placed on a session (Rejected) or that the
-// reducer refuses is left out, counted in the answer's partial_success
-// with the first reason; the others are appended. A failure of the log
-// answers 503, and the exporter's retry appends only what is missing.
+// does not decode as an ExportLogsServiceRequest (or, on /v1/traces, an
+// ExportTraceServiceRequest; protobuf or JSON, by its Content-Type) or
+// holds over MaxRecords records, 413 when it is over MaxBody (compressed
+// or not), 415 for another content type or encoding. A record that cannot
+// be placed on a session (Rejected) or that the reducer refuses is left
+// out, counted in the answer's partial_success with the first one's place
+// and reason; the others are appended. A failure of the log answers 503,
+// and the exporter's retry appends only what is missing.
 //
-// POST /v1/metrics and /v1/traces are taken and dropped (200): the
-// events carry what the metrics count, and Claude Code's traces are a
-// beta [MON].
+// POST /v1/metrics is taken and dropped (200): the events carry what the
+// metrics count.
 type Receiver struct {
 	Parser *Parser
 	// Claude and Codex decide and append the observations of each
@@ -81,6 +84,13 @@ func (r *Receiver) now() time.Time {
 	return time.Now()
 }
 
+func (r *Receiver) maxBody() int64 {
+	if r.MaxBody <= 0 {
+		return DefaultMaxBody
+	}
+	return r.MaxBody
+}
+
 func (r *Receiver) say(format string, args ...any) {
 	if r.Say != nil {
 		r.Say(format, args...)
@@ -90,7 +100,8 @@ func (r *Receiver) say(format string, args ...any) {
 // Handler returns the receiver's HTTP handler.
 func (r *Receiver) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+PathLogs, r.logs)
+	mux.HandleFunc("POST "+PathLogs, r.export(r.logs))
+	mux.HandleFunc("POST "+PathTraces, r.export(r.traces))
 	mux.HandleFunc("POST "+PathMetrics, r.drop(func(b []byte, json bool) ([]byte, error) {
 		req := pmetricotlp.NewExportRequest()
 		if err := unmarshal(req.UnmarshalProto, req.UnmarshalJSON, b, json); err != nil {
@@ -98,25 +109,25 @@ func (r *Receiver) Handler() http.Handler {
 		}
 		return marshal(pmetricotlp.NewExportResponse().MarshalProto, pmetricotlp.NewExportResponse().MarshalJSON, json)
 	}))
-	mux.HandleFunc("POST "+PathTraces, r.drop(func(b []byte, json bool) ([]byte, error) {
-		req := ptraceotlp.NewExportRequest()
-		if err := unmarshal(req.UnmarshalProto, req.UnmarshalJSON, b, json); err != nil {
-			return nil, err
-		}
-		return marshal(ptraceotlp.NewExportResponse().MarshalProto, ptraceotlp.NewExportResponse().MarshalJSON, json)
-	}))
 	return mux
 }
 
 // Listen opens addr (host:port, "127.0.0.1:4318") for Serve; the error
-// names the flag and the address, and says so when the port is taken.
-func Listen(addr string) (net.Listener, error) {
+// names the flag (--otlp) and the address, and says so when the port is
+// taken.
+func Listen(addr string) (net.Listener, error) { return listen("otlp", addr) }
+
+// ListenGRPC opens addr (host:port, "127.0.0.1:4317") for ServeGRPC, with
+// errors as Listen's naming --otlp-grpc.
+func ListenGRPC(addr string) (net.Listener, error) { return listen("otlp-grpc", addr) }
+
+func listen(flag, addr string) (net.Listener, error) {
 	l, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, fmt.Errorf("--otlp %s: the port is taken (an OpenTelemetry collector, or another program, listens there): give serve --otlp another address", addr)
+		return nil, fmt.Errorf("--%s %s: the port is taken (an OpenTelemetry collector, or another program, listens there): give serve --%s another address", flag, addr, flag)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--otlp %s: %w", addr, err)
+		return nil, fmt.Errorf("--%s %s: %w", flag, addr, err)
 	}
 	return l, nil
 }
@@ -152,10 +163,7 @@ func (e *httpError) Unwrap() error { return e.err }
 // body reads req's body within the cap, gunzipped when its encoding says
 // gzip, and tells whether it is JSON (else protobuf).
 func (r *Receiver) body(w http.ResponseWriter, req *http.Request) ([]byte, bool, error) {
-	limit := r.MaxBody
-	if limit <= 0 {
-		limit = DefaultMaxBody
-	}
+	limit := r.maxBody()
 	ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
 	var isJSON bool
 	switch ct {
@@ -280,22 +288,100 @@ func (r *Receiver) drop(answer func(b []byte, json bool) ([]byte, error)) http.H
 	}
 }
 
-func (r *Receiver) logs(w http.ResponseWriter, req *http.Request) {
-	b, isJSON, err := r.body(w, req)
-	if err != nil {
-		r.fail(w, req, err)
-		return
+// export answers an OTLP/HTTP export of one signal: it reads the body,
+// then answer decodes it, takes it and returns the response's bytes in
+// the request's encoding.
+func (r *Receiver) export(answer func(ctx context.Context, b []byte, isJSON bool) ([]byte, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		b, isJSON, err := r.body(w, req)
+		if err != nil {
+			r.fail(w, req, err)
+			return
+		}
+		out, err := answer(req.Context(), b, isJSON)
+		if err != nil {
+			r.fail(w, req, err)
+			return
+		}
+		reply(w, out, isJSON)
 	}
+}
+
+func (r *Receiver) logs(ctx context.Context, b []byte, isJSON bool) ([]byte, error) {
 	er := plogotlp.NewExportRequest()
 	if err := unmarshal(er.UnmarshalProto, er.UnmarshalJSON, b, isJSON); err != nil {
-		r.fail(w, req, err)
-		return
+		return nil, err
 	}
+	resp, err := r.ExportLogs(ctx, er)
+	if err != nil {
+		return nil, err
+	}
+	return marshal(resp.MarshalProto, resp.MarshalJSON, isJSON)
+}
+
+func (r *Receiver) traces(ctx context.Context, b []byte, isJSON bool) ([]byte, error) {
+	er := ptraceotlp.NewExportRequest()
+	if err := unmarshal(er.UnmarshalProto, er.UnmarshalJSON, b, isJSON); err != nil {
+		return nil, err
+	}
+	resp, err := r.ExportTraces(ctx, er)
+	if err != nil {
+		return nil, err
+	}
+	return marshal(resp.MarshalProto, resp.MarshalJSON, isJSON)
+}
+
+// ExportLogs takes the log records of er (Parser.Logs) and appends what
+// is new of them (take), whatever the transport. The response's partial
+// success counts the records left out, with the first one's place and
+// reason. Errors: an *httpError of 400 for a request over MaxRecords;
+// the log's failure (503), after which a retry appends only what is
+// missing.
+func (r *Receiver) ExportLogs(ctx context.Context, er plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
+	resp := plogotlp.NewExportResponse()
 	items, rejected, err := r.Parser.Logs(er.Logs())
 	if err != nil {
-		r.fail(w, req, &httpError{http.StatusBadRequest, err})
-		return
+		return resp, &httpError{http.StatusBadRequest, err}
 	}
+	if rejected, err = r.take(ctx, items, rejected); err != nil {
+		return resp, err
+	}
+	if len(rejected) > 0 {
+		ps := resp.PartialSuccess()
+		ps.SetRejectedLogRecords(int64(len(rejected)))
+		ps.SetErrorMessage(fmt.Sprintf("%d log records refused; first: %s: %v", len(rejected), rejected[0].Where, rejected[0].Err))
+		r.say("otlp: %s", ps.ErrorMessage())
+	}
+	return resp, nil
+}
+
+// ExportTraces takes the spans of er (Parser.Traces) as ExportLogs takes
+// log records, with the same errors; the partial success counts spans.
+func (r *Receiver) ExportTraces(ctx context.Context, er ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+	resp := ptraceotlp.NewExportResponse()
+	items, rejected, err := r.Parser.Traces(er.Traces())
+	if err != nil {
+		return resp, &httpError{http.StatusBadRequest, err}
+	}
+	if rejected, err = r.take(ctx, items, rejected); err != nil {
+		return resp, err
+	}
+	if len(rejected) > 0 {
+		ps := resp.PartialSuccess()
+		ps.SetRejectedSpans(int64(len(rejected)))
+		ps.SetErrorMessage(fmt.Sprintf("%d spans refused; first: %s: %v", len(rejected), rejected[0].Where, rejected[0].Err))
+		r.say("otlp: %s", ps.ErrorMessage())
+	}
+	return resp, nil
+}
+
+// take appends items in order, a run of one session's items (up to
+// maxRun) as one batch (ObserveRun); when the reducer refuses one of a
+// run, each of the run alone (Observe), so the others go in. It returns
+// rejected with the items refused added, or the log's failure naming
+// the item it came at: what came before is in, and a retry appends only
+// what is missing.
+func (r *Receiver) take(ctx context.Context, items []Item, rejected []Rejected) ([]Rejected, error) {
 	for len(items) > 0 {
 		// A run of one session's records is one batch.
 		n := 1
@@ -304,42 +390,26 @@ func (r *Receiver) logs(w http.ResponseWriter, req *http.Request) {
 		}
 		run := items[:n]
 		items = items[n:]
-		err := r.ObserveRun(req.Context(), run)
+		err := r.ObserveRun(ctx, run)
 		if errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrMalformed) {
 			// One of them is refused: each alone, so the others go in.
 			for _, it := range run {
-				err := r.Observe(req.Context(), it)
+				err := r.Observe(ctx, it)
 				if errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrMalformed) {
 					rejected = append(rejected, Rejected{Where: it.Where, Err: err})
 					continue
 				}
 				if err != nil {
-					r.fail(w, req, fmt.Errorf("%s: %w", it.Where, err))
-					return
+					return rejected, fmt.Errorf("%s: %w", it.Where, err)
 				}
 			}
 			continue
 		}
 		if err != nil {
-			// What came before is in; a retry of the request appends
-			// only what is missing.
-			r.fail(w, req, fmt.Errorf("%s: %w", run[0].Where, err))
-			return
+			return rejected, fmt.Errorf("%s: %w", run[0].Where, err)
 		}
 	}
-	resp := plogotlp.NewExportResponse()
-	if len(rejected) > 0 {
-		ps := resp.PartialSuccess()
-		ps.SetRejectedLogRecords(int64(len(rejected)))
-		ps.SetErrorMessage(fmt.Sprintf("%d log records refused; first: %s: %v", len(rejected), rejected[0].Where, rejected[0].Err))
-		r.say("otlp: %s", ps.ErrorMessage())
-	}
-	out, err := marshal(resp.MarshalProto, resp.MarshalJSON, isJSON)
-	if err != nil {
-		r.fail(w, req, err)
-		return
-	}
-	reply(w, out, isJSON)
+	return rejected, nil
 }
 
 // maxRun is the most records of one session appended as one batch: each

@@ -306,14 +306,17 @@ func post(t *testing.T, url, ctype, encoding string, body []byte) *http.Response
 	return resp
 }
 
-// TestReceiver_SameAsHooks: one session seen through hooks and its
-// transcript, the same session seen only through OTLP, and the same
-// session seen through all three reach the same phase, tool calls, turns
-// and usage: the hooks' and the telemetry's reports of one call are one
-// call, and a request's usage counts once from its transcript line and
-// its api_request event, in either order.
+// TestReceiver_SameAsHooks: one session seen through hooks (a prompt,
+// a tool call, the turn's Stop) and its transcript, the same session seen
+// only through OTLP (Claude Code's events and its spans, each sent by the
+// OpenTelemetry SDK), and the same session seen through all of them, OTLP
+// last or first, reach the same phase, ready, and the same tool calls,
+// turns and usage: the hooks' and the telemetry's reports of one call are
+// one call, the interaction span's end is the Stop hook's, and a
+// request's usage counts once from its transcript line and its
+// api_request event, in either order.
 func TestReceiver_SameAsHooks(t *testing.T) {
-	f := loadFixture(t)
+	f, sf := loadFixture(t), loadSpans(t)
 	l, _, url := newReceiver(t)
 	in, err := claude.NewIngester(claude.IngestConfig{Log: l})
 	if err != nil {
@@ -352,19 +355,26 @@ func TestReceiver_SameAsHooks(t *testing.T) {
 		both      = "5e551011-0000-4000-8000-0000000000c3"
 		otlpFirst = "5e551011-0000-4000-8000-0000000000c4"
 	)
+	// viaOTLP sends session id's events, then its spans, as Claude Code's
+	// two exporters do.
+	viaOTLP := func(id string) {
+		t.Helper()
+		sendSDK(t, url, f, id, nil)
+		sendTraceSDK(t, url, sf, id)
+	}
 	viaHooks(hooksOnly)
-	sendSDK(t, url, f, otlpOnly, nil)
+	viaOTLP(otlpOnly)
 	viaHooks(both)
-	sendSDK(t, url, f, both, nil)
-	sendSDK(t, url, f, otlpFirst, nil)
+	viaOTLP(both)
+	viaOTLP(otlpFirst)
 	viaHooks(otlpFirst)
 	want, _ := fold(t, l, hooksOnly)
-	if w := spentOf(want); w != (spent{In: 17, Out: 100, Read: 650, Write: 50, Calls: 2}) {
-		t.Fatalf("hooks and transcript: usage %+v", w)
+	if w := spentOf(want); w != (spent{In: 17, Out: 100, Read: 650, Write: 50, Calls: 2}) || want.Phase != events.PhaseReady || want.Turns != 1 || want.ToolCalls != 1 {
+		t.Fatalf("hooks and transcript: phase %s, %d turns, %d tool calls, usage %+v; want ready, 1, 1", want.Phase, want.Turns, want.ToolCalls, w)
 	}
 	for _, id := range []string{otlpOnly, both, otlpFirst} {
 		got, _ := fold(t, l, id)
-		if got.Phase != want.Phase || got.ToolCalls != want.ToolCalls || got.Turns != want.Turns || spentOf(got) != spentOf(want) {
+		if got.Phase != events.PhaseReady || got.TurnOpen || got.ToolCalls != want.ToolCalls || got.Turns != want.Turns || spentOf(got) != spentOf(want) {
 			t.Errorf("%s: phase %s, %d tool calls, %d turns, usage %+v; hooks alone: %s, %d, %d, %+v",
 				id, got.Phase, got.ToolCalls, got.Turns, spentOf(got), want.Phase, want.ToolCalls, want.Turns, spentOf(want))
 		}

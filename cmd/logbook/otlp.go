@@ -16,32 +16,37 @@ import (
 )
 
 // otlpFlags are serve's OpenTelemetry flags: the OTLP/HTTP receiver's
-// address (--otlp; "": none) and the traces endpoint sessions are
-// exported to (--otlp-export; "": none).
+// address (--otlp; "": none), the OTLP/gRPC receiver's (--otlp-grpc;
+// "": none) and the traces endpoint sessions are exported to
+// (--otlp-export; "": none).
 type otlpFlags struct {
-	addr, export string
+	addr, grpc, export string
 	// headers are the exporter's, from the environment (exportHeaders).
 	headers http.Header
 }
 
 func (f *otlpFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.addr, "otlp", "", "loopback host:port to take Claude Code's and Codex CLI's OpenTelemetry events on (OTLP/HTTP, protobuf or JSON, POST /v1/logs), such as 127.0.0.1:4318; off when empty")
+	cmd.Flags().StringVar(&f.addr, "otlp", "", "loopback host:port to take Claude Code's and Codex CLI's OpenTelemetry events and Claude Code's spans on (OTLP/HTTP, protobuf or JSON, POST /v1/logs and /v1/traces), such as 127.0.0.1:4318; off when empty")
+	cmd.Flags().StringVar(&f.grpc, "otlp-grpc", "", "loopback host:port to take the same over OTLP/gRPC, such as 127.0.0.1:4317; off when empty")
 	cmd.Flags().StringVar(&f.export, "otlp-export", "", "OTLP/HTTP traces URL to export sessions to as traces, such as http://127.0.0.1:4318/v1/traces, with the headers of $OTEL_EXPORTER_OTLP_TRACES_HEADERS or $OTEL_EXPORTER_OTLP_HEADERS (key=value,…); off when empty")
 }
 
-// check refuses an --otlp whose host is not a loopback address (the
+// check refuses an --otlp or --otlp-grpc whose host is not a loopback address (the
 // receiver asks for no credentials, so only this machine may send), and
 // an --otlp-export that is not an absolute http or https URL, naming
-// each. --otlp's port is checkAddrFlags'.
+// each. Their ports are checkAddrFlags'.
 func (f *otlpFlags) check() error {
-	if f.addr != "" {
-		h, _, err := net.SplitHostPort(f.addr)
+	for _, a := range []struct{ flag, addr string }{{"otlp", f.addr}, {"otlp-grpc", f.grpc}} {
+		if a.addr == "" {
+			continue
+		}
+		h, _, err := net.SplitHostPort(a.addr)
 		ip := net.ParseIP(h)
 		if h == "localhost" {
 			ip = net.IPv4(127, 0, 0, 1)
 		}
 		if err == nil && (ip == nil || !ip.IsLoopback()) {
-			return usageErrorf("--otlp %q: the receiver takes telemetry without credentials, so it listens on a loopback address only (127.0.0.1 or ::1), not %q; forward other machines' telemetry with an OpenTelemetry Collector on this one", f.addr, h)
+			return usageErrorf("--%s %q: the receiver takes telemetry without credentials, so it listens on a loopback address only (127.0.0.1 or ::1), not %q; forward other machines' telemetry with an OpenTelemetry Collector on this one", a.flag, a.addr, h)
 		}
 	}
 	if f.export == "" {

@@ -21,6 +21,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding/gzip"
 
 	"github.com/logbook-dev/logbook/adapters/otel"
 )
@@ -325,4 +328,96 @@ func TestOTLP_ExportAcrossServeKill(t *testing.T) {
 	if len(diff) > 0 {
 		t.Errorf("span ids received with two contents: %v", diff)
 	}
+}
+
+// TestOTLP_GRPCAndTraces runs the real binary: `serve --otlp ADDR
+// --otlp-grpc GADDR` takes Claude Code's events of one prompt over
+// OTLP/gRPC and the prompt's interaction span over OTLP/HTTP, and the
+// session they name ends its turn and is ready, as its Stop hook would
+// make it; a second session's events over HTTP and its span over gRPC do
+// the same.
+func TestOTLP_GRPCAndTraces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs real processes")
+	}
+	p := followProcs{t: t, bin: soakBuild(t), data: filepath.Join(t.TempDir(), "data")}
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	if err := os.MkdirAll(p.data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	addr, gaddr := freeAddr(t), freeAddr(t)
+	var log syncBuffer
+	p.serve(ctx, &log, "--otlp", addr, "--otlp-grpc", gaddr)
+	if !strings.Contains(log.String(), "OpenTelemetry (OTLP/gRPC) taken on "+gaddr) {
+		t.Errorf("serve does not say where OTLP/gRPC is taken:\n%s", log.String())
+	}
+	cc, err := grpc.NewClient(gaddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	// interaction is the root span of session sid's prompt, ended now.
+	interaction := func(sid string) ptrace.Traces {
+		td := ptrace.NewTraces()
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("service.name", "claude-code")
+		sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		sp.SetName("claude_code.interaction")
+		sp.SetTraceID(pcommon.TraceID(otel.TraceID(sid)))
+		sp.SetSpanID(pcommon.SpanID{1, 2, 3, 4, 5, 6, 7, 8})
+		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(time.Now().Add(-time.Second)))
+		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(time.Now().Add(5 * time.Second)))
+		sp.Attributes().PutStr("session.id", sid)
+		sp.Attributes().PutInt("interaction.sequence", 1)
+		return td
+	}
+	ready := func(sid string) {
+		t.Helper()
+		for {
+			got, err := p.run(ctx, "", "--json", "session", "show", sid)
+			if err == nil && (strings.Contains(got, `"phase": "ready"`) || strings.Contains(got, `"phase":"ready"`)) {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("session %s never ready: %v\n%s\n%s", sid, err, got, log.String())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	const sidA, sidB = "5e551011-0000-4000-8000-0000000000g1", "5e551011-0000-4000-8000-0000000000g2"
+
+	// A: events over gRPC, the span over HTTP.
+	er := plogotlp.NewExportRequest()
+	if err := er.UnmarshalProto(claudeEvents(t, sidA)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := plogotlp.NewGRPCClient(cc).Export(ctx, er, grpc.UseCompressor(gzip.Name))
+	if err != nil || resp.PartialSuccess().RejectedLogRecords() != 0 {
+		t.Fatalf("logs over gRPC: %v %q", err, resp.PartialSuccess().ErrorMessage())
+	}
+	body, err := ptraceotlp.NewExportRequestFromTraces(interaction(sidA)).MarshalProto()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+otel.PathTraces, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	hresp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hresp.Body.Close()
+	if hresp.StatusCode != http.StatusOK {
+		t.Fatalf("traces over HTTP: %s", hresp.Status)
+	}
+	ready(sidA)
+
+	// B: events over HTTP, the span over gRPC.
+	sendOTLP(t, ctx, addr, claudeEvents(t, sidB))
+	tresp, err := ptraceotlp.NewGRPCClient(cc).Export(ctx, ptraceotlp.NewExportRequestFromTraces(interaction(sidB)))
+	if err != nil || tresp.PartialSuccess().RejectedSpans() != 0 {
+		t.Fatalf("traces over gRPC: %v %q", err, tresp.PartialSuccess().ErrorMessage())
+	}
+	ready(sidB)
 }

@@ -61,7 +61,7 @@ was down.`,
 			if !cmd.Flags().Changed("http") && os.Getenv("LOGBOOK_HTTP") != "" {
 				httpName = "http (from $LOGBOOK_HTTP)"
 			}
-			if err := checkAddrFlags(map[string]string{httpName: hf.addr, "otlp": of.addr}); err != nil {
+			if err := checkAddrFlags(map[string]string{httpName: hf.addr, "otlp": of.addr, "otlp-grpc": of.grpc}); err != nil {
 				return err
 			}
 			if err := of.check(); err != nil {
@@ -111,6 +111,9 @@ was down.`,
 				if of.addr != "" {
 					return usageErrorf("--role reader --otlp: a reader appends nothing, so it takes no telemetry")
 				}
+				if of.grpc != "" {
+					return usageErrorf("--role reader --otlp-grpc: a reader appends nothing, so it takes no telemetry")
+				}
 				wp.n, wp.reader = 0, true
 			default:
 				return usageErrorf("--role %q: want writer or reader", role)
@@ -152,7 +155,7 @@ type workerPool struct {
 	// reader is serve --role reader: no appends, only the read verbs.
 	reader bool
 	http   httpFlags // the HTTP API and board; off when its addr is ""
-	otlp   otlpFlags // OpenTelemetry in (--otlp) and out (--otlp-export)
+	otlp   otlpFlags // OpenTelemetry in (--otlp, --otlp-grpc) and out (--otlp-export)
 	// ckpt is when a writer signs checkpoints (zero: the defaults); a
 	// reader witnesses them.
 	ckpt checkpointFlags
@@ -219,7 +222,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	cfg := host.Config{Dir: dd.dir(), URL: g.natsURL, Fsync: mode, Listen: listen, AdminCreds: g.adminCreds,
 		Reader: wp.reader, Workers: wp.n, SandboxAllow: allow, AcceptLoss: g.acceptLoss, ViewsCache: g.viewsCache,
 		HTTPAddr: wp.http.addr, HTTPCert: wp.http.cert, HTTPKey: wp.http.key,
-		OTLPAddr: wp.otlp.addr, OTLPExport: wp.otlp.export, OTLPHeaders: wp.otlp.headers,
+		OTLPAddr: wp.otlp.addr, OTLPGRPCAddr: wp.otlp.grpc, OTLPExport: wp.otlp.export, OTLPHeaders: wp.otlp.headers,
 		CheckpointEvery: wp.ckpt.every, CheckpointInterval: wp.ckpt.interval,
 		SocketDir: wp.sys.dir, SocketAccess: access, SocketDeciders: deciders, SocketGroup: gid, Stderr: g.stderr,
 		Opts: func() ([]nats.Option, error) {
@@ -276,7 +279,7 @@ func wireServe(dd dataDir, g *globals, wp workerPool, p host.Parts) (host.Wired,
 			return w, err
 		}
 	}
-	if wp.otlp.addr != "" && !wp.reader {
+	if (wp.otlp.addr != "" || wp.otlp.grpc != "") && !wp.reader {
 		// Telemetry is redacted by the rules the hook and the import use.
 		parser, err := b.parser()
 		if err != nil {

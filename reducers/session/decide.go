@@ -259,8 +259,13 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 	// but the two sources reach Logbook in any order: a report from one
 	// source made before the other source ended the turn is late.
 	// Only the agent's own sources count: a turn ended by Logbook (a
-	// stale mark, a request) is not a report the agent made.
-	d.late = (s.TurnEndedBy == "hook" || s.TurnEndedBy == "transcript") && s.TurnEndedBy != kind &&
+	// stale mark, a request) is not a report the agent made. An agent's
+	// OpenTelemetry export keeps no order even within itself (its events
+	// and its spans go in batches of their own), so an OpenTelemetry
+	// observation dated within a turn already ended is late whatever
+	// ended it.
+	_, unordered := c.Obs.Data.(events.OTelObserved)
+	d.late = (s.TurnEndedBy == "hook" || s.TurnEndedBy == "transcript") && (s.TurnEndedBy != kind || unordered) &&
 		!s.TurnOpen && !c.Obs.At.After(s.TurnEndedAt)
 	for _, sig := range o.Signals {
 		if sig.Kind == events.SigQuestion && sig.ID != "" {
@@ -721,6 +726,9 @@ func (d *decider) signalNow(sig events.Sig) {
 		}
 		d.restart()
 	case events.SigPrompt:
+		if sig.Status == events.PromptInTurn && d.s.TurnOpen && d.at.Before(d.s.TurnStartedAt) {
+			return // an earlier turn's prompt, reported late: nothing of this turn
+		}
 		if sig.Status == events.PromptInTurn && d.s.TurnOpen {
 			// The prompt of the turn the agent already said started.
 			d.working("thinking", "")
@@ -793,6 +801,13 @@ func (d *decider) signalNow(sig events.Sig) {
 		}
 		d.phase(events.PhaseWaiting, "review", sig.ID)
 	case events.SigTurnEnd:
+		if d.s.TurnOpen && d.at.Before(d.s.TurnStartedAt) {
+			// An end dated before the open turn began is an earlier
+			// turn's, reported late (a source that sends in batches of
+			// its own, such as Claude Code's spans, after the next
+			// prompt's event): it ends nothing of this turn.
+			return
+		}
 		wasOpen := d.s.TurnOpen
 		d.endTurn(turnCompleted)
 		// The agent stopped: nothing of this turn can still be answered.

@@ -509,3 +509,57 @@ func TestDecide_AnotherAgentsReport(t *testing.T) {
 		t.Errorf("the session's own hook after the refusals: %v, phase %s", types(got), h.s.Phase)
 	}
 }
+
+// TestDecide_TurnEndDatedBeforeTurn: a turn's end dated before the open
+// turn began is an earlier turn's, reported late by a source that sends
+// in batches of its own (Claude Code's interaction span after the next
+// prompt's event): it ends nothing of the open turn; an end dated within
+// it ends it.
+func TestDecide_TurnEndDatedBeforeTurn(t *testing.T) {
+	h := newHistory(t)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	observe := func(key string, s int, sigs ...events.Sig) {
+		h.record(events.OTelObserved{Observation: events.Observation{Key: key, Parser: "test/1", Kind: "otel", Signals: sigs}}, at(s), false, true)
+	}
+	observe("p1", 1, sig(events.SigPrompt, "id", "P1"))
+	observe("p2", 20, sig(events.SigPrompt, "id", "P2"))
+	observe("end1", 8, sig(events.SigTurnEnd))
+	if !h.s.TurnOpen || h.s.Phase != events.PhaseWorking || h.s.Turns != 2 {
+		t.Fatalf("after the first turn's late end: turn open %v, phase %s, %d turns", h.s.TurnOpen, h.s.Phase, h.s.Turns)
+	}
+	observe("end2", 25, sig(events.SigTurnEnd))
+	if h.s.TurnOpen || h.s.Phase != events.PhaseReady {
+		t.Fatalf("after the second turn's end: turn open %v, phase %s", h.s.TurnOpen, h.s.Phase)
+	}
+}
+
+// TestDecide_OTelUnordered: an agent's OpenTelemetry export keeps no
+// order (its spans and its events go in batches of their own): a turn
+// opened and ended by an interaction span (an in-turn prompt at its
+// start, an end at its end), then the turn's own prompt event dated
+// within it, is late and opens no second turn; an in-turn prompt dated
+// before the open turn began (an earlier span's start) leaves the open
+// turn waiting where it waits.
+func TestDecide_OTelUnordered(t *testing.T) {
+	h := newHistory(t)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	observe := func(key string, s int, sigs ...events.Sig) {
+		h.record(events.OTelObserved{Observation: events.Observation{Key: key, Parser: "test/1", Kind: "otel", Signals: sigs}}, at(s), false, true)
+	}
+	inTurn := events.Sig{Kind: events.SigPrompt, Status: events.PromptInTurn}
+	observe("span1:start", 1, inTurn)
+	observe("span1:end", 8, sig(events.SigTurnEnd))
+	observe("prompt1", 1, sig(events.SigPrompt, "id", "P1"))
+	if h.s.Turns != 1 || h.s.TurnOpen || h.s.Phase != events.PhaseReady {
+		t.Fatalf("the turn's prompt after its end: %d turns, turn open %v, phase %s; want 1, false, ready", h.s.Turns, h.s.TurnOpen, h.s.Phase)
+	}
+	observe("prompt2", 20, sig(events.SigPrompt, "id", "P2"))
+	observe("perm", 21, sig(events.SigPermission, "id", "toolu_1", "name", "Bash"))
+	if h.s.Phase != events.PhaseWaiting {
+		t.Fatalf("phase %s, want waiting", h.s.Phase)
+	}
+	observe("span1:start-again", 2, inTurn)
+	if h.s.Phase != events.PhaseWaiting || h.s.Turns != 2 {
+		t.Fatalf("an earlier turn's start: phase %s, %d turns; want waiting, 2", h.s.Phase, h.s.Turns)
+	}
+}
