@@ -1,11 +1,15 @@
 package httpapi
 
 import (
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestErrors_NoGoInternalText: bad bodies and ids are answered in the
@@ -133,5 +137,31 @@ func TestObservations_AnotherAgentsSession(t *testing.T) {
 	}
 	if now, _ := e.log.LastSeq(t.Context()); now != last {
 		t.Errorf("refused observations appended: last seq %d → %d", last, now)
+	}
+}
+
+// TestWrite_SlowBodyCutOff: a write that announces a body and never sends
+// it is cut off at the body timeout instead of holding its connection
+// open, and appends nothing.
+func TestWrite_SlowBodyCutOff(t *testing.T) {
+	e := newEnv(t, func(s *envSettings) { s.BodyTimeout = 300 * time.Millisecond })
+	c, err := net.Dial("tcp", e.http.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /v1/observations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"harness\":")
+	// The guard against a hang is the test's own; the server must end
+	// the request long before it.
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	b, err := io.ReadAll(c)
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		t.Fatalf("the request still holds its connection: %q", b)
+	}
+	if len(b) > 0 && !strings.HasPrefix(string(b), "HTTP/1.1 4") {
+		t.Errorf("answer %q, want a refusal or the connection closed", b)
+	}
+	if last, _ := e.log.LastSeq(t.Context()); last != 0 {
+		t.Errorf("appended up to %d", last)
 	}
 }

@@ -88,6 +88,12 @@ type Config struct {
 	// (0: DefaultStreamBuffer).
 	StreamBuffer int
 	Clock        func() time.Time // nil: time.Now
+	// BodyTimeout bounds how long a write (POST, PUT) may take to send
+	// its body once its headers are in; a request that announces a body
+	// and never sends it is cut off there. 0: DefaultBodyTimeout. (A
+	// server-wide read timeout would also end the event stream's long
+	// answers, so it is set per write.)
+	BodyTimeout time.Duration
 	// Redactor redacts every string a posted observation or review
 	// verdict carries before it is decided and appended (the data dir's
 	// redact.txt rules over the built-in ones, as the hook and the
@@ -143,6 +149,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Redactor == nil {
 		cfg.Redactor = redact.Default()
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
 	}
 	s := &Server{cfg: cfg, log: cfg.Log, store: cfg.Store, metrics: cfg.Metrics, opts: cfg.Stream.withDefaults()}
 	var tap func(events.Record)
@@ -235,6 +244,9 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
+// DefaultBodyTimeout is Config.BodyTimeout's default.
+const DefaultBodyTimeout = 30 * time.Second
+
 // guard checks the Host header on a loopback server, the token when one
 // is required, and, for writes, that the body is JSON from a page of this
 // origin (a cross-site form cannot post).
@@ -249,6 +261,9 @@ func (s *Server) guard(write bool, h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if write {
+			// Best effort: a writer without deadlines (a test's recorder)
+			// reads as before.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 				s.fail(w, r, fmt.Errorf("%w: Content-Type %q: want application/json", errBadRequest, ct))
 				return

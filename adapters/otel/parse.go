@@ -135,6 +135,10 @@ func (p *Parser) Logs(ld plog.Logs) ([]Item, []Rejected, error) {
 	return items, rej, nil
 }
 
+// maxSigID is the most bytes a signal's id, request id or tool name may
+// hold, as in a hook payload (adapters/http's observations alike).
+const maxSigID = 256
+
 // record reads one log record under its resource's attributes res.
 func (p *Parser) record(res pcommon.Map, lr plog.LogRecord) (Item, error) {
 	a := attrs{rec: lr.Attributes(), res: res}
@@ -201,6 +205,15 @@ func (p *Parser) item(what, name, agent string, a attrs, at time.Time, raw []byt
 		// cannot read, is kept for the record and decides nothing: a
 		// tool_result whose success is "maybe" closes no call as ok.
 		o.Signals = nil
+	}
+	for _, g := range o.Signals {
+		for _, f := range []struct{ name, v string }{{"id", g.ID}, {"request", g.Request}, {"name", g.Name}} {
+			if len(f.v) > maxSigID {
+				// As a hook's ids: one this long names nothing an agent
+				// makes, and would name an entry on the log for good.
+				return Item{}, fmt.Errorf("%s %s: signal %s's %s: %d bytes, the most is %d: %w", what, name, g.Kind, f.name, len(f.v), maxSigID, events.ErrMalformed)
+			}
+		}
 	}
 	for i := range o.Signals {
 		if u := o.Signals[i].Usage; u != nil && u.Model != "" {
@@ -303,10 +316,10 @@ func eventName(lr plog.LogRecord, a attrs) (string, string) {
 // timestamp, else its event.timestamp attribute (ISO 8601), else zero.
 func recordTime(lr plog.LogRecord, a attrs) time.Time {
 	if t := lr.Timestamp(); t != 0 {
-		return t.AsTime().UTC()
+		return asTime(t)
 	}
 	if t := lr.ObservedTimestamp(); t != 0 {
-		return t.AsTime().UTC()
+		return asTime(t)
 	}
 	if v, ok := a.get("event.timestamp"); ok && v.Type() == pcommon.ValueTypeStr {
 		if t, err := time.Parse(time.RFC3339Nano, v.Str()); err == nil {
@@ -314,6 +327,17 @@ func recordTime(lr plog.LogRecord, a attrs) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// asTime returns ts (nanoseconds since the Unix epoch, unsigned on the
+// wire) in UTC; one past the largest int64 is read as that largest
+// time, never wrapped to a time before 1970, so the receiver's bound on
+// future times applies to it.
+func asTime(ts pcommon.Timestamp) time.Time {
+	if uint64(ts) > math.MaxInt64 {
+		return time.Unix(0, math.MaxInt64).UTC()
+	}
+	return ts.AsTime().UTC()
 }
 
 // attrs reads a record's attributes, then its resource's: the standard

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
+	httpapi "github.com/logbook-dev/logbook/adapters/http"
 	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -28,6 +29,11 @@ import (
 // its events every 5 s (OTEL_LOGS_EXPORT_INTERVAL [MON]); a batch is far
 // below it.
 const DefaultMaxBody = 16 << 20
+
+// readTimeout bounds how long a request may take to send its headers and
+// body: an exporter on the same machine sends DefaultMaxBody in far less;
+// a request that announces a body and never sends it is cut off.
+const readTimeout = time.Minute
 
 // Paths the Receiver answers (OTLP/HTTP's default paths).
 const (
@@ -97,7 +103,8 @@ func (r *Receiver) say(format string, args ...any) {
 	}
 }
 
-// Handler returns the receiver's HTTP handler.
+// Handler returns the receiver's HTTP handler. A request whose Host is
+// not a loopback name is refused with 403.
 func (r *Receiver) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+PathLogs, r.export(r.logs))
@@ -109,7 +116,16 @@ func (r *Receiver) Handler() http.Handler {
 		}
 		return marshal(pmetricotlp.NewExportResponse().MarshalProto, pmetricotlp.NewExportResponse().MarshalJSON, json)
 	}))
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// The receiver listens on loopback only: a request naming another
+		// host is a page that had its name re-pointed here (DNS
+		// rebinding), never an exporter.
+		if !httpapi.LoopbackHost(req.Host) {
+			r.fail(w, req, &httpError{http.StatusForbidden, fmt.Errorf("Host %q is not a loopback name", req.Host)})
+			return
+		}
+		mux.ServeHTTP(w, req)
+	})
 }
 
 // Listen opens addr (host:port, "127.0.0.1:4318") for Serve; the error
@@ -136,7 +152,7 @@ func listen(flag, addr string) (net.Listener, error) {
 // waits up to 5 s for the requests under way. It returns nil once ctx is
 // done, else the server's error.
 func (r *Receiver) Serve(ctx context.Context, l net.Listener) error {
-	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: 2 * time.Minute}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()
 	select {

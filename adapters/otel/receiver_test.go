@@ -604,3 +604,67 @@ func TestListen_Taken(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestReceiver_HostTimeAndIDs: a request naming a host that is not a
+// loopback name (a page re-pointed here by DNS rebinding) is refused
+// with 403 and appends nothing; a timestamp past the largest int64 is
+// read as far future and bounded like any other future time, never
+// wrapped to 1969; an id longer than a hook may send refuses its record
+// alone, named in the partial success.
+func TestReceiver_HostTimeAndIDs(t *testing.T) {
+	l, _, url := newReceiver(t)
+	f := loadFixture(t)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+otel.PathLogs, bytes.NewReader(mustProto(t, logsOf(f, "h1"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "evil.example.com:4318"
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), `Host "evil.example.com:4318" is not a loopback name`) {
+		t.Errorf("a foreign Host: %s %s", resp.Status, b)
+	}
+	if last, _ := l.LastSeq(t.Context()); last != 0 {
+		t.Fatalf("a foreign Host appended up to %d", last)
+	}
+
+	ld := plog.NewLogs()
+	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	p := sl.LogRecords().AppendEmpty()
+	p.Body().SetStr("claude_code.user_prompt")
+	p.Attributes().PutStr("session.id", "h2")
+	p.Attributes().PutStr("prompt.id", "P1")
+	p.SetTimestamp(pcommon.Timestamp(^uint64(0)))
+	long := sl.LogRecords().AppendEmpty()
+	long.Body().SetStr("claude_code.tool_decision")
+	long.Attributes().PutStr("session.id", "h2")
+	long.Attributes().PutStr("tool_name", "Bash")
+	long.Attributes().PutStr("tool_use_id", strings.Repeat("t", 5000))
+	long.Attributes().PutStr("decision", "accept")
+	resp = post(t, url+otel.PathLogs, "application/x-protobuf", "", mustProto(t, ld))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatal(resp.Status)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	er := plogotlp.NewExportResponse()
+	if err := er.UnmarshalProto(b); err != nil {
+		t.Fatal(err)
+	}
+	if ps := er.PartialSuccess(); ps.RejectedLogRecords() != 1 || !strings.Contains(ps.ErrorMessage(), "logRecords[1]") || !strings.Contains(ps.ErrorMessage(), "5000 bytes, the most is 256") {
+		t.Errorf("partial success %d %q", ps.RejectedLogRecords(), ps.ErrorMessage())
+	}
+	st, recs := fold(t, l, "h2")
+	if len(recs) == 0 || st.ToolCalls != 0 {
+		t.Fatalf("session h2: %d events, %d tool calls", len(recs), st.ToolCalls)
+	}
+	for _, r := range recs {
+		if r.At.Year() < 2026 {
+			t.Errorf("%s dated %s", r.Type, r.At)
+		}
+	}
+}

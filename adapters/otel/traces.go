@@ -101,7 +101,7 @@ func spanTime(ts pcommon.Timestamp) time.Time {
 	if ts == 0 {
 		return time.Time{}
 	}
-	return ts.AsTime().UTC()
+	return asTime(ts)
 }
 
 // spanAgent returns the agent a span is of: Claude Code's when its name
@@ -147,7 +147,7 @@ func rawOfSpan(name string, sp ptrace.Span, part string) []byte {
 	}
 	for k, ts := range map[string]pcommon.Timestamp{"start": sp.StartTimestamp(), "end": sp.EndTimestamp()} {
 		if ts != 0 {
-			v[k] = ts.AsTime().UTC().Format(time.RFC3339Nano)
+			v[k] = asTime(ts).Format(time.RFC3339Nano)
 		}
 	}
 	b, err := json.Marshal(v)
