@@ -90,6 +90,47 @@ type Notifier struct {
 	// A restart forgets it: the unsent sinks (no notification.sent) are
 	// tried again at once.
 	retries map[uint64]map[string]*retry
+	// folded holds, per session, its state folded up to a stream
+	// sequence, so each event folds only what came after the last one
+	// read instead of the session's whole history (a long session's
+	// events would each cost all of it). Events come in stream order;
+	// one older than what is held (a redelivery) is folded afresh.
+	folded map[events.Aggregate]foldedSession
+}
+
+// foldedSession is a session's state folded from its events up to and
+// including stream sequence seq.
+type foldedSession struct {
+	st  session.State
+	seq uint64
+}
+
+// maxFolded bounds Notifier.folded: past it the map starts empty again.
+const maxFolded = 1024
+
+// sessionAt returns agg's state folded from its events up to and
+// including stream sequence upTo (0: all of them).
+func (n *Notifier) sessionAt(ctx context.Context, agg events.Aggregate, upTo uint64) (session.State, bool, error) {
+	f, ok := n.folded[agg]
+	if !ok || upTo != 0 && f.seq > upTo {
+		f = foldedSession{st: session.Init(agg)}
+	}
+	recs, _, err := n.Log.LoadAfter(ctx, agg, f.seq)
+	if err != nil {
+		return session.State{}, false, err
+	}
+	for _, r := range recs {
+		if upTo != 0 && r.Seq > upTo {
+			break
+		}
+		f.st.Evolve(r.Envelope)
+		f.seq = r.Seq
+	}
+	if n.folded == nil || len(n.folded) >= maxFolded {
+		n.folded = map[events.Aggregate]foldedSession{}
+	}
+	n.folded[agg] = f
+	return f.st, f.seq != 0, nil
 }
 
 func (n *Notifier) now() time.Time {
@@ -404,22 +445,17 @@ func (n *Notifier) context(ctx context.Context, cfg Config, rec events.Record) (
 		}
 		agg = events.Aggregate{Kind: events.KindSession, ID: c.Session}
 	}
-	recs, _, err := n.Log.Load(ctx, agg)
+	upTo := uint64(0)
+	if agg == rec.Agg {
+		upTo = rec.Seq
+	}
+	st, any, err := n.sessionAt(ctx, agg, upTo)
 	if err != nil {
 		return Context{}, fmt.Errorf("read %s: %w", agg, err)
 	}
-	if agg == rec.Agg {
-		for i, r := range recs {
-			if r.Seq > rec.Seq {
-				recs = recs[:i]
-				break
-			}
-		}
-	}
-	if len(recs) == 0 {
+	if !any {
 		return c, nil
 	}
-	st := session.Fold(session.Init(agg), recs)
 	c.Name = st.Title
 	if c.Name == "" {
 		c.Name = st.Cwd
