@@ -476,7 +476,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		actor(func(ctx context.Context) error { return w.OTLP.ServeGRPC(ctx, otlpG) })
 	}
 	if cfg.OTLPExport != "" {
-		say("sessions exported as traces to %s", cfg.OTLPExport)
+		say("sessions exported as traces to %s", otel.ShownURL(cfg.OTLPExport))
 		actor((&otel.Exporter{Log: p.Log, Registry: p.Registry, JS: js, URL: cfg.OTLPExport, Headers: cfg.OTLPHeaders, Say: say}).Run)
 	}
 	for _, w := range ws {

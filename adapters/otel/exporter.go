@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -76,6 +77,16 @@ type Exporter struct {
 	Say func(format string, args ...any)
 	// Sent, when set, is told how many spans each accepted request held.
 	Sent func(spans int)
+}
+
+// ShownURL returns u as it may be shown in a log line: a password in it
+// as "xxxxx" (net/url's Redacted); u unchanged when it does not parse.
+func ShownURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	return p.Redacted()
 }
 
 func (x *Exporter) say(format string, args ...any) {
@@ -277,7 +288,7 @@ func (x *Exporter) post(ctx context.Context, body []byte) (retry bool, err error
 	case resp.StatusCode/100 == 2:
 		return false, nil
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode/100 == 5:
-		return true, fmt.Errorf("%s: %s: %s", x.URL, resp.Status, bytes.TrimSpace(msg))
+		return true, fmt.Errorf("%s: %s: %s", ShownURL(x.URL), resp.Status, bytes.TrimSpace(msg))
 	}
-	return false, fmt.Errorf("%s: %s: %s", x.URL, resp.Status, bytes.TrimSpace(msg))
+	return false, fmt.Errorf("%s: %s: %s", ShownURL(x.URL), resp.Status, bytes.TrimSpace(msg))
 }

@@ -404,3 +404,14 @@ func TestExporter_Retries(t *testing.T) {
 		t.Fatalf("X-Api-Key of each request: %q", keys)
 	}
 }
+
+// TestShownURL: a password in the export URL is never shown in serve's
+// log or an export error.
+func TestShownURL(t *testing.T) {
+	if got := otel.ShownURL("http://user:secret@127.0.0.1:4318/v1/traces"); got != "http://user:xxxxx@127.0.0.1:4318/v1/traces" {
+		t.Errorf("ShownURL = %s", got)
+	}
+	if got := otel.ShownURL("http://127.0.0.1:4318/v1/traces"); got != "http://127.0.0.1:4318/v1/traces" {
+		t.Errorf("ShownURL = %s", got)
+	}
+}
