@@ -16,7 +16,48 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+	"golang.org/x/net/http/httpguts"
 )
+
+// typeFault matches go-toml's (v2) error for a value of the wrong type,
+// "cannot decode TOML string into struct field notify.ruleDoc.After of
+// type int64": the TOML type, then the Go type, which keyAt and wantOf
+// turn into the file's own words.
+var typeFault = regexp.MustCompile(`cannot decode TOML (\w+) into (?:struct field \S+ of type |a Go value of type )(\S+)`)
+
+// wantOf says what a value of Go type t is, in the file's words.
+func wantOf(t string) string {
+	switch {
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "*int"):
+		return "a whole number"
+	case strings.HasPrefix(t, "float"), strings.HasPrefix(t, "*float"):
+		return "a number"
+	case t == "bool" || t == "*bool":
+		return "true or false"
+	case t == "string":
+		return "a string"
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["):
+		return "a table"
+	}
+	return "another type"
+}
+
+// keyAt names the key a decode error is about: key when go-toml gives
+// it, else the key written on line l (1-based) of text, else "a value".
+func keyAt(text []byte, l int, key []string) string {
+	if len(key) > 0 {
+		return strings.Join(key, ".")
+	}
+	lines := strings.Split(string(text), "\n")
+	if l >= 1 && l <= len(lines) {
+		if k, _, ok := strings.Cut(lines[l-1], "="); ok && strings.TrimSpace(k) != "" {
+			return strings.TrimSpace(k)
+		}
+	}
+	return "a value"
+}
 
 // File is the notifications' config file in the data dir.
 const File = "notify.toml"
@@ -194,6 +235,9 @@ func Parse(path string, text []byte) (Config, error) {
 			return Config{}, &ConfigError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("unknown key %s: want %s", strings.Join(e.Key(), "."), knownKeys(e.Key()))}
 		case errors.As(err, &de):
 			l, c := de.Position()
+			if m := typeFault.FindStringSubmatch(de.Error()); m != nil {
+				return Config{}, &ConfigError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("%s: want %s, not a %s", keyAt(text, l, de.Key()), wantOf(m[2]), m[1])}
+			}
 			return Config{}, &ConfigError{Path: path, Line: l, Column: c, Msg: "not valid TOML: " + strings.TrimPrefix(de.Error(), "toml: ")}
 		}
 		return Config{}, &ConfigError{Path: path, Msg: "not valid TOML: " + strings.TrimPrefix(err.Error(), "toml: ")}
@@ -240,6 +284,14 @@ func Parse(path string, text []byte) (Config, error) {
 			}
 			if sd.Address != "" {
 				return Config{}, fault("address", "address is a desktop sink's; a webhook has url")
+			}
+			for _, k := range slices.Sorted(maps.Keys(sd.Headers)) {
+				if !httpguts.ValidHeaderFieldName(k) {
+					return Config{}, fault("headers", "headers: %q is not an HTTP header name (RFC 9110: letters, digits and !#$%%&'*+-.^_`|~, no space)", k)
+				}
+				if !httpguts.ValidHeaderFieldValue(sd.Headers[k]) {
+					return Config{}, fault("headers", "headers: the value of %s holds a control character (a line break would start another header)", k)
+				}
 			}
 		case SinkDesktop, SinkBoard:
 			for key, set := range map[string]bool{"url": sd.URL != "", "format": sd.Format != "", "headers": len(sd.Headers) > 0} {

@@ -85,7 +85,8 @@ func TestParse_Faults(t *testing.T) {
 		{"syntax", "[[rule]]\non = waiting\n", "notify.toml:2:6: not valid TOML"},
 		{"unknown key", hook + "[[rule]]\non = \"waiting\"\nsink = [\"h\"]\n", "notify.toml:6:1: unknown key rule.sink: want name, on, after, usd or sinks"},
 		{"unknown sink key", "[sinks.h]\ntype = \"desktop\"\ncolour = 1\n", "notify.toml:3:1: unknown key sinks.h.colour"},
-		{"wrong type", hook + "[[rule]]\non = \"waiting\"\nafter = \"2m\"\nsinks = [\"h\"]\n", "notify.toml:6:9: not valid TOML"},
+		{"wrong type", hook + "[[rule]]\non = \"waiting\"\nafter = \"2m\"\nsinks = [\"h\"]\n", "notify.toml:6:9: rule.after: want a whole number, not a string"},
+		{"wrong type in a sink", hook + "timeout = \"5\"\n", "notify.toml:4:11: sinks.h.timeout: want a whole number, not a string"},
 		{"unknown kind", hook + "[[rule]]\non = \"sleeping\"\nsinks = [\"h\"]\n", "notify.toml:5:1: rule 1: on \"sleeping\": want one of waiting, review_pending"},
 		{"no kind", hook + "[[rule]]\nsinks = [\"h\"]\n", "notify.toml:4:1: rule 1: on missing"},
 		{"no sinks", hook + "[[rule]]\non = \"waiting\"\n", "notify.toml:4:1: rule 1: sinks missing"},
@@ -108,6 +109,8 @@ func TestParse_Faults(t *testing.T) {
 		{"url on desktop", "[sinks.d]\ntype = \"desktop\"\nurl = \"http://x/\"\n", "notify.toml:3:1: sink d: url is a webhook's"},
 		{"bad timeout", hook + "timeout = 0\n", "notify.toml:4:1: sink h: timeout 0: want whole seconds from 1 to 60"},
 		{"bad sink name", "[sinks.Desk]\ntype = \"desktop\"\n", "notify.toml:1:1: sink Desk: want a name"},
+		{"bad header name", hook + "headers = { \"Bad Header\" = \"x\" }\n", "notify.toml:4:1: sink h: headers: \"Bad Header\" is not an HTTP header name"},
+		{"header value with a line break", hook + "headers = { \"X-Token\" = \"x\\r\\nInjected: y\" }\n", "notify.toml:4:1: sink h: headers: the value of X-Token holds a control character"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := notify.Parse("notify.toml", []byte(tc.text))
