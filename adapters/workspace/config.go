@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -66,17 +65,18 @@ func (c ProjectConfig) CheckSandbox() string {
 	return events.ModeWorkspaceWrite
 }
 
-// LoadConfig reads dir's ConfigFile. A missing file is the zero ProjectConfig;
-// unknown keys, a malformed file or a path leaving dir are errors naming
-// the file.
+// LoadConfig reads dir's ConfigFile (readConfigFile: no symbolic link, no
+// FIFO or device, at most MaxConfigFile bytes). A missing file is the zero
+// ProjectConfig; unknown keys, a malformed file or a path leaving dir are
+// errors naming the file.
 func LoadConfig(dir string) (ProjectConfig, error) {
 	name := filepath.Join(dir, ConfigFile)
-	b, err := os.ReadFile(name)
+	b, err := readConfigFile(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return ProjectConfig{}, nil
 	}
 	if err != nil {
-		return ProjectConfig{}, fmt.Errorf("workspace config: %w", err)
+		return ProjectConfig{}, err
 	}
 	return ParseConfig(name, b)
 }
