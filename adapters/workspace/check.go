@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -314,9 +315,10 @@ func (m *Manager) runCheck(ctx context.Context, id string, s CheckSpec, limit ti
 		if live != nil {
 			_, _ = live.Write(b)
 		}
-		if pub != nil && outErr == nil {
+		if limit := cmp.Or(m.cfg.MaxCheckOutput, DefaultMaxCheckOutput); pub != nil && outErr == nil && total < limit {
+			chunk := b[:min(int64(len(b)), limit-total)]
 			msgID := fmt.Sprintf("%s:out:%d", id, total)
-			if _, err := pub.PublishOutput(context.WithoutCancel(ctx), id, msgID, b); err != nil {
+			if _, err := pub.PublishOutput(context.WithoutCancel(ctx), id, msgID, chunk); err != nil {
 				outErr = err
 			}
 		}

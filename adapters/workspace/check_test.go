@@ -303,3 +303,31 @@ func TestCheck_TailSecretsAndDeletions(t *testing.T) {
 		t.Errorf("deletion: %+v", res)
 	}
 }
+
+// TestCheck_OutputCapped: a check's output past Config.MaxCheckOutput is
+// not stored; the run goes on, its verdict and tail are its end's, and
+// output_bytes counts all of it.
+func TestCheck_OutputCapped(t *testing.T) {
+	sb := needBwrap(t)
+	h, m, proj, _, p := withProject(t, func(c *Config) { c.Setup, c.Poll, c.MaxCheckOutput = sb, 20*time.Millisecond, 1000 })
+	ws, err := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "capped"})
+	if err != nil || ws.Status != workspace.StatusReady {
+		t.Fatalf("create: %+v %v", ws, err)
+	}
+	c := &checkHarness{h: h, m: m, ws: ws, p: proj}
+	c.setCheck(t, "check = \"seq 1 5000; echo the last line\"\n")
+	r := c.run(t, t.Context(), CheckRequest{}).Run
+	if r.Status != events.CheckPassed || !strings.HasSuffix(r.OutputTail, "5000\nthe last line\n") || r.OutputBytes != 23907 {
+		t.Errorf("run %s, output %d bytes, tail ...%q", r.Status, r.OutputBytes, r.OutputTail[max(0, len(r.OutputTail)-30):])
+	}
+	var out []byte
+	for msg, err := range c.h.log.ReadRaw(t.Context(), natslog.OutputSubject(c.started(t)[0]), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, msg.Data...)
+	}
+	if len(out) != 1000 || !strings.HasPrefix(string(out), "1\n2\n3\n") {
+		t.Errorf("stored %d bytes, want the first 1000", len(out))
+	}
+}

@@ -129,7 +129,16 @@ type Config struct {
 	// redact.Default(). A caller with a data dir gives its rules
 	// (redact.txt over the built-in ones).
 	Redactor *redact.Redactor
+	// MaxCheckOutput caps the output a check run stores on its output
+	// subject, in bytes; 0 means DefaultMaxCheckOutput. Past it the run
+	// goes on, its output is counted (check.ended's output_bytes) and its
+	// tail kept in check.ended, and no more is stored.
+	MaxCheckOutput int64
 }
+
+// DefaultMaxCheckOutput is Config.MaxCheckOutput's default: 64 MiB, as a
+// command's (adapters/worker's DefaultMaxOutputBytes).
+const DefaultMaxCheckOutput = 64 << 20
 
 // Manager carries out workspace requests. It is safe for concurrent use.
 //
