@@ -208,15 +208,36 @@ func (l *Log) loadPage(ctx context.Context, p page, st *attestation.AggState, re
 // it to recs if p keeps it and it is folded. A message that does not
 // decode is an error unless it is quarantined.
 func (l *Log) loaded(ctx context.Context, p page, m *jetstream.RawStreamMsg, d *events.Decoder, st *attestation.AggState, recs *[]events.Record) error {
+	var (
+		pre    attestation.Pre
+		stated bool
+	)
+	if l.cfg.Verifier != nil {
+		var jerr error
+		if pre, stated, jerr = l.judged.Load().vouched(Msg{Seq: m.Sequence, Subject: m.Subject, Header: m.Header, Data: m.Data}); jerr != nil {
+			return jerr
+		}
+	}
 	rec, err := l.decode(d, m.Sequence, m.Subject, m.Data)
+	if stated {
+		// Quarantined by the trusted checkpoint statement.
+		if kerr := l.catchUpKeys(ctx, m.Sequence-1); kerr != nil {
+			return kerr
+		}
+		if err != nil {
+			rec = events.Record{}
+		}
+		l.quarantineStated(l.judged.Load(), attestMsg(m.Sequence, m.Subject, m.Header, m.Data), rec, st)
+		return nil
+	}
 	if err != nil {
-		if q, qerr := l.undecodable(ctx, m.Sequence, m.Subject, m.Header, m.Data, 0, err); qerr != nil || !q {
+		if q, qerr := l.undecodable(ctx, m.Sequence, m.Subject, m.Header, m.Data, pre, err); qerr != nil || !q {
 			return errors.Join(err, qerr)
 		}
 		st.Through = max(st.Through, m.Sequence)
 		return nil
 	}
-	fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, &rec, st)
+	fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, &rec, pre, st)
 	if err != nil {
 		return err
 	}
