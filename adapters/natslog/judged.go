@@ -211,3 +211,49 @@ func (j *Judger) CatchUp(ctx context.Context, upto uint64) error {
 	}
 	return nil
 }
+
+// whole returns the source of a read of l from from to end on j's fast
+// path: every message, not only the events, up to j.Through, so that a
+// message missing there (deleted, or dropped by the server as damaged)
+// is an error naming its sequence, and each message that is not an event
+// is checked against j's tree and passed over; the events go on to be
+// decoded.
+func (j *Judged) whole(l *Log, from, end uint64) func(context.Context, func(Msg, error) bool) {
+	return func(ctx context.Context, y func(Msg, error) bool) {
+		next := max(from, 1)
+		missing := func(seq uint64) error {
+			return fmt.Errorf("seq %d: missing from stream %s (deleted or lost), within seq 1..%d that serve's signed checkpoint statement covers (run `logbook verify`)", seq, StreamName, j.Through)
+		}
+		stopped := false
+		l.consume(ctx, StreamSubjects, from, end, func(m Msg, err error) bool {
+			if err != nil {
+				stopped = true
+				return y(m, err)
+			}
+			if next <= j.Through && m.Seq != next {
+				stopped = true
+				y(Msg{}, missing(next))
+				return false
+			}
+			next = m.Seq + 1
+			if isEvent(m.Subject) {
+				if !y(m, nil) {
+					stopped = true
+					return false
+				}
+				return true
+			}
+			if m.Seq <= j.Through {
+				if err := j.Check(m); err != nil {
+					stopped = true
+					y(Msg{}, err)
+					return false
+				}
+			}
+			return true
+		})
+		if !stopped && ctx.Err() == nil && next <= min(j.Through, end) {
+			y(Msg{}, missing(next))
+		}
+	}
+}

@@ -405,6 +405,9 @@ func (l *Log) readRecords(ctx context.Context, from uint64, ord *order, yield fu
 		return end, false
 	}
 	src := func(ctx context.Context, y func(Msg, error) bool) { l.consume(ctx, eventFilter, from, end, y) }
+	if j := l.judged.Load(); j != nil && l.cfg.Verifier != nil && max(from, 1) <= j.Through {
+		src = j.whole(l, from, end)
+	}
 	// seen is the last sequence yielded: a read that stops before end
 	// while the stream (its leader) holds events after seen is short (a
 	// replica behind, a consumer that ended early, a server that went
