@@ -26,7 +26,7 @@ type signed struct {
 }
 
 // startSigned starts a host on a fresh dir and begins signing on it.
-func startSigned(t *testing.T) *signed {
+func startSigned(t testing.TB) *signed {
 	t.Helper()
 	h := start(t, t.TempDir())
 	admin, err := attestation.NewKey("admin@test", attestation.RoleAdmin)
@@ -50,7 +50,7 @@ func startSigned(t *testing.T) *signed {
 
 // forgeStarted publishes a session.started of session id unsigned, or
 // signed by k and then changed (a bad signature): a forgery.
-func forgeStarted(t *testing.T, h *host, id string, k *attestation.Key) {
+func forgeStarted(t testing.TB, h *host, id string, k *attestation.Key) {
 	t.Helper()
 	e := events.NewRegistry().New(events.SessionStarted{Agent: "cli", Cwd: "/work/forged"})
 	e.ID, e.Agg, e.Ver, e.At = ulid.Make(), events.Aggregate{Kind: events.KindSession, ID: id}, 1, testTime
@@ -72,7 +72,7 @@ func forgeStarted(t *testing.T, h *host, id string, k *attestation.Key) {
 
 // judging returns a Checkpointer of s that judges the log, its tree
 // stored where serve keeps it (OpenStoredTree of s.dir).
-func judging(t *testing.T, s *signed) *Checkpointer {
+func judging(t testing.TB, s *signed) *Checkpointer {
 	t.Helper()
 	cp := checkpointer(t, s.host)
 	tree, err := OpenStoredTree(s.dir, cp.Origin)
@@ -97,7 +97,7 @@ func fillSigned(t *testing.T, s *signed) {
 }
 
 // reader opens s's log with a Verifier of its own trusting s's admin key.
-func reader(t *testing.T, s *signed) *natslog.Log {
+func reader(t testing.TB, s *signed) *natslog.Log {
 	t.Helper()
 	l, err := natslog.Open(t.Context(), s.srv.Conn(), natslog.Config{Verifier: attestation.NewVerifier(s.admin.Public())})
 	if err != nil {
