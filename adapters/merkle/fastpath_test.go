@@ -54,6 +54,7 @@ func forgeStarted(t testing.TB, h *host, id string, k *attestation.Key) {
 	t.Helper()
 	e := events.NewRegistry().New(events.SessionStarted{Agent: "cli", Cwd: "/work/forged"})
 	e.ID, e.Agg, e.Ver, e.At = ulid.Make(), events.Aggregate{Kind: events.KindSession, ID: id}, 1, testTime
+	e.Cause = &events.Cause{Kind: "cli", Event: "start", Ref: "r1"}
 	data, err := e.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +175,7 @@ func TestFastPath_AgreesWithEverySignatureVerified(t *testing.T) {
 		t.Errorf("fast path checked %d messages against the tree, want 8", got)
 	}
 	qs, _ := fl.Quarantined()
-	if len(qs) != 1 || qs[0].Seq != 7 || qs[0].Verdict.Status != attestation.Unsigned {
+	if len(qs) != 1 || qs[0].Seq != 7 || qs[0].Verdict.Status != attestation.Unsigned || qs[0].Type != "session.started" {
 		t.Errorf("quarantined %+v, want seq 7 unsigned", qs)
 	}
 }
