@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/natslog"
@@ -448,4 +449,13 @@ func TestProveRefusesChangedStoredHashes(t *testing.T) {
 func tlogHash(s string) (h [32]byte) {
 	copy(h[:], base64.StdEncoding.EncodeToString([]byte(s)))
 	return h
+}
+
+// LeafHash hashes what LeafData returns, as tlog.RecordHash does.
+func TestLeafHashIsRecordHashOfLeafData(t *testing.T) {
+	m := natslog.Msg{Seq: 42, Subject: "lb.ev.session.s1", Data: []byte(`{"id":"x"}`),
+		Header: nats.Header{"Lb-Sig": {"c2ln"}, "Lb-Key": {"k1"}, "Nats-Msg-Id": {"x"}, "Lb-Type": {"a", "b"}}}
+	if got, want := LeafHash(m), tlog.RecordHash(LeafData(m)); got != want {
+		t.Fatalf("LeafHash %s, RecordHash(LeafData) %s", got, want)
+	}
 }

@@ -54,11 +54,11 @@ func (p *Proven) Size() int64 { return p.n }
 
 // stored returns the stored hash of the node at level and index.
 func (p *Proven) stored(level int, index int64) (tlog.Hash, error) {
-	h, err := p.t.ReadHashes([]int64{tlog.StoredHashIndex(level, index)})
-	if err != nil {
-		return tlog.Hash{}, err
+	h, ok := p.t.hashAt(tlog.StoredHashIndex(level, index))
+	if !ok {
+		return tlog.Hash{}, fmt.Errorf("tree of %d leaves: no stored hash at level %d, index %d", p.t.Size(), level, index)
 	}
-	return h[0], nil
+	return h, nil
 }
 
 // rootOf returns the RFC 6962 hash of leaves [lo, hi), taking the
