@@ -322,3 +322,15 @@ func (v *Verifier) Keys() []KeyInfo {
 	slices.SortFunc(out, func(a, b KeyInfo) int { return cmp.Compare(a.Registered, b.Registered) })
 	return out
 }
+
+// PreVouched is the Pre of an event whose signature a trusted
+// checkpoint statement (adapters/merkle.Judgment) says serve verified,
+// and whose stored bytes the reader has proven to be the leaf the
+// statement's tree holds: Judge takes the signature as verified and
+// checks the rest (the key's registration and revocation, its role, the
+// aggregate's order) itself.
+const PreVouched = preGood
+
+// Admin returns the pinned admin public key the Verifier trusts (32
+// bytes, shared: do not modify).
+func (v *Verifier) Admin() ed25519.PublicKey { return v.admin }

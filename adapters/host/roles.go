@@ -39,6 +39,7 @@ func Grants() natslog.Grants {
 		Checkpoints:       merkle.CheckpointStream,
 		CheckpointPublish: merkle.CheckpointSubject,
 		CosignPublish:     merkle.CosignSubjects,
+		JudgmentPublish:   merkle.JudgmentSubject,
 	}
 }
 

@@ -260,6 +260,15 @@ func Serve(ctx context.Context, cfg Config) error {
 	if p.Log, err = natslog.Open(ctx, p.NC, lcfg); err != nil {
 		return err
 	}
+	// What serve's last checkpoint states it judged is not judged
+	// again: the projector's catch-up verifies signatures only past it.
+	if js, err := jetstream.New(p.NC); err == nil {
+		if why, err := merkle.UseFastPath(ctx, p.Log, js, string(dd)); err != nil {
+			say("fast path: %v; every signature is verified", err)
+		} else if p.Log.Judgment() != nil {
+			say("fast path: %s", why)
+		}
+	}
 	// A full disk pauses appends and the views' writes; serve probes and
 	// goes on once the disk takes writes again (adapters/diskfull).
 	p.Pause = diskfull.NewPause(say)

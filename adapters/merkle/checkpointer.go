@@ -36,6 +36,14 @@ type Checkpointer struct {
 	Logf func(format string, args ...any)
 	// Published, if not nil, is called after each checkpoint is stored.
 	Published func(c Checkpoint, seq uint64)
+	// Judge, if not nil, judges the log's events as a reader from its
+	// start does (every signature, key and role): after each checkpoint
+	// it is brought up to the checkpoint's size and a Judgment of that
+	// size, signed by Signer, is published bound to it (none when it
+	// quarantined more than MaxJudged events).
+	Judge *natslog.Judger
+	// Judged, if not nil, is called after each judgment is stored.
+	Judged func(j Judgment, seq uint64)
 
 	published atomic.Int64 // size of the last checkpoint published; 0 before
 }
@@ -77,7 +85,37 @@ func (c *Checkpointer) publish(ctx context.Context) (Checkpoint, uint64, error) 
 	if c.Published != nil {
 		c.Published(cp, seq)
 	}
+	if err := c.judge(ctx, cp, seq); err != nil {
+		return cp, seq, err
+	}
 	return cp, seq, nil
+}
+
+// judge brings c.Judge up to cp's size and publishes the judgment of
+// it, bound to cp at seq in CheckpointStream.
+func (c *Checkpointer) judge(ctx context.Context, cp Checkpoint, seq uint64) error {
+	if c.Judge == nil {
+		return nil
+	}
+	if err := c.Judge.CatchUp(ctx, uint64(cp.Size)); err != nil {
+		return fmt.Errorf("judgment of checkpoint %d: %w", seq, err)
+	}
+	q := c.Judge.Quarantined()
+	if len(q) > MaxJudged {
+		return nil
+	}
+	j := Judgment{Checkpoint: cp, Quarantined: q}
+	signed, err := j.Sign(c.Signer)
+	if err != nil {
+		return err
+	}
+	if err := PublishJudgment(ctx, c.JS, seq, signed); err != nil {
+		return err
+	}
+	if c.Judged != nil {
+		c.Judged(j, seq)
+	}
+	return nil
 }
 
 // Run builds the tree up to the log's end and keeps it up to date until

@@ -1,6 +1,7 @@
 package merkle
 
 import (
+	"crypto/sha256"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,5 +60,36 @@ func LeafData(m natslog.Msg) []byte {
 }
 
 // LeafHash returns the RFC 6962 leaf hash of m: tlog.RecordHash of
-// LeafData(m).
-func LeafHash(m natslog.Msg) tlog.Hash { return tlog.RecordHash(LeafData(m)) }
+// LeafData(m), SHA-256 of 0x00 and the leaf data, hashed as it is
+// written out, without a copy of m's data.
+func LeafHash(m natslog.Msg) tlog.Hash {
+	var names []string
+	for k := range m.Header {
+		if strings.HasPrefix(k, HeaderPrefix) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	b := make([]byte, 0, 1+len(LeafPrefix)+24+len(m.Subject)+256)
+	b = append(b, 0x00)
+	b = append(b, LeafPrefix...)
+	b = strconv.AppendUint(b, m.Seq, 10)
+	b = append(b, '\n')
+	b = append(b, m.Subject...)
+	b = append(b, '\n')
+	for _, k := range names {
+		for _, v := range m.Header[k] {
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, '\n')
+		}
+	}
+	b = append(b, '\n')
+	h := sha256.New()
+	h.Write(b)
+	h.Write(m.Data)
+	var out tlog.Hash
+	h.Sum(out[:0])
+	return out
+}

@@ -12,7 +12,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
-var grants = natslog.Grants{Checkpoints: CheckpointStream, CheckpointPublish: CheckpointSubject, CosignPublish: CosignSubjects}
+var grants = natslog.Grants{Checkpoints: CheckpointStream, CheckpointPublish: CheckpointSubject, CosignPublish: CosignSubjects, JudgmentPublish: JudgmentSubject}
 
 // Serve creates the checkpoint stream and publishes checkpoints; a
 // follower publishes cosignatures; every role reads both. A reader, a
@@ -69,6 +69,13 @@ func TestRolesOnCheckpoints(t *testing.T) {
 	if err != nil {
 		t.Fatalf("serve publishes a checkpoint: %v", err)
 	}
+	statement, err := Judgment{Checkpoint: Checkpoint{Origin: "o", Size: 1}}.Sign(signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := PublishJudgment(ctx, sjs, cpSeq, statement); err != nil {
+		t.Fatalf("serve publishes a judgment: %v", err)
+	}
 	w, err := LoadWitnessKey(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -80,8 +87,8 @@ func TestRolesOnCheckpoints(t *testing.T) {
 	for _, role := range []natslog.Role{natslog.RoleReader, natslog.RoleFollower, natslog.RoleWorker, natslog.RoleWriter, natslog.RoleServe} {
 		_, js, _ := connect(role)
 		all, err := ReadAll(ctx, js)
-		if err != nil || len(all) != 2 {
-			t.Fatalf("%s reads the checkpoints: %d, %v; want 2", role, len(all), err)
+		if err != nil || len(all) != 3 {
+			t.Fatalf("%s reads the checkpoints: %d, %v; want 3", role, len(all), err)
 		}
 	}
 	for _, r := range []*natstest.Violations{sref, fref} {
@@ -99,6 +106,9 @@ func TestRolesOnCheckpoints(t *testing.T) {
 		{natslog.RoleWriter, CosignSubject(w.KeyHash())},
 		{natslog.RoleWorker, CheckpointSubject},
 		{natslog.RoleFollower, CheckpointSubject},
+		{natslog.RoleWriter, JudgmentSubject},
+		{natslog.RoleWorker, JudgmentSubject},
+		{natslog.RoleFollower, JudgmentSubject},
 		{natslog.RoleServe, "$JS.API.STREAM.DELETE." + CheckpointStream},
 		{natslog.RoleServe, "$JS.API.STREAM.PURGE." + CheckpointStream},
 		{natslog.RoleWriter, "$JS.API.STREAM.MSG.DELETE." + CheckpointStream},
@@ -113,7 +123,7 @@ func TestRolesOnCheckpoints(t *testing.T) {
 	}
 	_, ajs, _ := connect(natslog.RoleAdmin)
 	all, err := ReadAll(ctx, ajs)
-	if err != nil || len(all) != 2 {
-		t.Fatalf("after the attempts: %d messages, %v; want 2", len(all), err)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("after the attempts: %d messages, %v; want 3", len(all), err)
 	}
 }

@@ -139,6 +139,18 @@ func Actor(ctx context.Context, c ActorConfig) (run func(context.Context) error,
 			Logf:      say,
 			Published: func(Checkpoint, uint64) { observed("published") },
 		}
+		if v := c.Log.Verifier(); v != nil {
+			// Each checkpoint states what serve judged of the log up to
+			// it: the readers' fast path (Judgment).
+			cp.Judge = c.Log.NewJudger(v.Admin())
+			// And serve's own reads (the API's audits and replays)
+			// take each judgment as soon as it is stated.
+			cp.Judged = func(j Judgment, _ uint64) {
+				if p, err := Prove(tree, j.Size, j.Root); err == nil {
+					c.Log.SetJudged(&natslog.Judged{Through: uint64(j.Size), Quarantined: j.Quarantined, Check: p.Check})
+				}
+			}
+		}
 		return retry("checkpoints", func(ctx context.Context) error {
 			if _, err := EnsureStream(ctx, c.JS); err != nil {
 				return err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -229,7 +230,9 @@ func (l *Log) catchUpKeys(ctx context.Context, seq uint64) error {
 			return fmt.Errorf("key events from %d: %w", from, err)
 		}
 		if m.Sequence > seq {
-			break
+			// No key event lies between: the next ones need no get.
+			v.Advance(m.Sequence - 1)
+			return nil
 		}
 		rec, err := l.decode(d, m.Sequence, m.Subject, m.Data)
 		if err == nil {
@@ -244,16 +247,22 @@ func (l *Log) catchUpKeys(ctx context.Context, seq uint64) error {
 
 // judgeLoaded judges rec, an event a load of one subject read, after
 // catching the Verifier's keys up to it, given st, its aggregate's order
-// state before it; it sets rec's Signer and reports whether it is folded.
-func (l *Log) judgeLoaded(ctx context.Context, seq uint64, subject string, h nats.Header, data []byte, rec *events.Record, st *attestation.AggState) (bool, error) {
+// state before it, and pre (attestation.PreVouched on the fast path, else
+// 0); it sets rec's Signer and reports whether it is folded.
+func (l *Log) judgeLoaded(ctx context.Context, seq uint64, subject string, h nats.Header, data []byte, rec *events.Record, pre attestation.Pre, st *attestation.AggState) (bool, error) {
 	if l.cfg.Verifier == nil {
 		return true, nil
 	}
 	if err := l.catchUpKeys(ctx, seq-1); err != nil {
 		return false, err
 	}
-	vd, fold := l.judge(attestMsg(seq, subject, h, data), *rec, 0, st)
+	vd, fold := l.judge(attestMsg(seq, subject, h, data), *rec, pre, st)
 	rec.Signer = signerOf(vd)
+	if !strings.HasPrefix(subject, keySubjects[:len(keySubjects)-1]) {
+		// Not a key event: every key event up to seq is observed, and
+		// the load's next event needs no get for them.
+		l.cfg.Verifier.Advance(seq)
+	}
 	return fold, nil
 }
 

@@ -19,8 +19,13 @@ type chunk struct {
 	recs []events.Record
 	errs []error
 	pres []attestation.Pre // signatures checked ahead, when the Log has a Verifier
-	err  error             // from the source, after msgs; ends the sequence
-	done chan struct{}     // closed when recs and errs are filled
+	// stated marks the events a trusted checkpoint statement
+	// quarantined (Judged); tampered those that are not its tree's
+	// leaves, their error in errs.
+	stated, tampered []bool
+	judged           *Judged       // the fast path the chunk was judged with
+	err              error         // from the source, after msgs; ends the sequence
+	done             chan struct{} // closed when recs and errs are filled
 }
 
 // decodeParallel yields, in order, the records of the messages src
@@ -75,7 +80,24 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 						c.pres = make([]attestation.Pre, len(c.msgs))
 					}
 					c.pres = c.pres[:len(c.msgs)]
+					j := l.judged.Load()
+					c.judged = j
+					if cap(c.stated) < len(c.msgs) {
+						c.stated = make([]bool, len(c.msgs))
+						c.tampered = make([]bool, len(c.msgs))
+					}
+					c.stated, c.tampered = c.stated[:len(c.msgs)], c.tampered[:len(c.msgs)]
 					for i, m := range c.msgs {
+						c.stated[i], c.tampered[i] = false, false
+						if j != nil && m.Seq <= j.Through {
+							pre, stated, err := j.vouched(m)
+							if err != nil {
+								c.tampered[i], c.errs[i] = true, err
+								continue
+							}
+							c.pres[i], c.stated[i] = pre, stated
+							continue
+						}
 						c.pres[i] = v.Precheck(attestMsg(m.Seq, m.Subject, m.Header, m.Data))
 					}
 				}
@@ -126,7 +148,40 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 	for c := range ordered {
 		<-c.done
 		for i := range c.msgs {
-			if c.errs[i] != nil && l.cfg.Verifier != nil {
+			if l.cfg.Verifier != nil && c.tampered[i] {
+				// Not the leaf the trusted checkpoint holds: nothing
+				// from here on is folded.
+				yield(events.Record{}, c.errs[i])
+				return false
+			}
+			if l.cfg.Verifier != nil && c.stated[i] {
+				m := &c.msgs[i]
+				var st *attestation.AggState
+				if c.errs[i] == nil {
+					var err error
+					if st, err = ord.state(ctx, m.Subject, m.Seq); err != nil {
+						yield(events.Record{}, fmt.Errorf("read: the order of %s before seq %d: %w", m.Subject, m.Seq, err))
+						return false
+					}
+				}
+				rec := c.recs[i]
+				if c.errs[i] != nil {
+					rec = events.Record{}
+				}
+				signer := l.quarantineStated(c.judged, attestMsg(m.Seq, m.Subject, m.Header, m.Data), rec, st)
+				l.cfg.Verifier.Advance(m.Seq)
+				if st != nil {
+					l.orders.put(m.Subject, *st)
+				}
+				if !marked {
+					continue
+				}
+				c.recs[i] = events.Record{Seq: m.Seq, Subject: m.Subject, Quarantined: true}
+				if c.errs[i] == nil {
+					c.recs[i], c.recs[i].Signer, c.recs[i].Quarantined = rec, signer, true
+				}
+				c.errs[i] = nil
+			} else if c.errs[i] != nil && l.cfg.Verifier != nil {
 				m := &c.msgs[i]
 				q, err := l.undecodable(ctx, m.Seq, m.Subject, m.Header, m.Data, c.pres[i], c.errs[i])
 				switch {

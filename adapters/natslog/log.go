@@ -69,6 +69,7 @@ type Log struct {
 
 	signer atomic.Pointer[signerBox] // signs appended messages; nil box or signer: none
 	quar   quarantine                // events the Verifier refused on reads
+	judged atomic.Pointer[Judged]    // a trusted checkpoint statement's fast path; nil: none
 	orders aggStates                 // aggregate order states loads judged up to, by subject
 }
 

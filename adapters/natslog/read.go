@@ -208,15 +208,36 @@ func (l *Log) loadPage(ctx context.Context, p page, st *attestation.AggState, re
 // it to recs if p keeps it and it is folded. A message that does not
 // decode is an error unless it is quarantined.
 func (l *Log) loaded(ctx context.Context, p page, m *jetstream.RawStreamMsg, d *events.Decoder, st *attestation.AggState, recs *[]events.Record) error {
+	var (
+		pre    attestation.Pre
+		stated bool
+	)
+	if l.cfg.Verifier != nil {
+		var jerr error
+		if pre, stated, jerr = l.judged.Load().vouched(Msg{Seq: m.Sequence, Subject: m.Subject, Header: m.Header, Data: m.Data}); jerr != nil {
+			return jerr
+		}
+	}
 	rec, err := l.decode(d, m.Sequence, m.Subject, m.Data)
+	if stated {
+		// Quarantined by the trusted checkpoint statement.
+		if kerr := l.catchUpKeys(ctx, m.Sequence-1); kerr != nil {
+			return kerr
+		}
+		if err != nil {
+			rec = events.Record{}
+		}
+		l.quarantineStated(l.judged.Load(), attestMsg(m.Sequence, m.Subject, m.Header, m.Data), rec, st)
+		return nil
+	}
 	if err != nil {
-		if q, qerr := l.undecodable(ctx, m.Sequence, m.Subject, m.Header, m.Data, 0, err); qerr != nil || !q {
+		if q, qerr := l.undecodable(ctx, m.Sequence, m.Subject, m.Header, m.Data, pre, err); qerr != nil || !q {
 			return errors.Join(err, qerr)
 		}
 		st.Through = max(st.Through, m.Sequence)
 		return nil
 	}
-	fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, &rec, st)
+	fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, &rec, pre, st)
 	if err != nil {
 		return err
 	}
@@ -384,6 +405,9 @@ func (l *Log) readRecords(ctx context.Context, from uint64, ord *order, yield fu
 		return end, false
 	}
 	src := func(ctx context.Context, y func(Msg, error) bool) { l.consume(ctx, eventFilter, from, end, y) }
+	if j := l.judged.Load(); j != nil && l.cfg.Verifier != nil && max(from, 1) <= j.Through {
+		src = j.whole(l, from, end)
+	}
 	// seen is the last sequence yielded: a read that stops before end
 	// while the stream (its leader) holds events after seen is short (a
 	// replica behind, a consumer that ended early, a server that went

@@ -104,6 +104,9 @@ type Grants struct {
 	// CosignPublish is the subject filter of Checkpoints that
 	// RoleFollower and RoleServe publish on (a witness's cosignatures).
 	CosignPublish string
+	// JudgmentPublish is the subject of Checkpoints that only RoleServe
+	// publishes on (its judgment statements; "": none).
+	JudgmentPublish string
 }
 
 // replyWindow is how long a writer or worker may answer a request it
@@ -236,6 +239,9 @@ func Permissions(role Role, g Grants) *server.Permissions {
 		switch role {
 		case RoleServe:
 			pub = append(pub, jsAPI("STREAM.CREATE", g.Checkpoints), g.CheckpointPublish, g.CosignPublish)
+			if g.JudgmentPublish != "" {
+				pub = append(pub, g.JudgmentPublish)
+			}
 		case RoleFollower:
 			pub = append(pub, g.CosignPublish)
 		}

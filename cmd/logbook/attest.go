@@ -1,7 +1,12 @@
 package main
 
 import (
+	"context"
+
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/replay"
 )
@@ -40,4 +45,20 @@ func unattested(l *natslog.Log, subject string) []replay.Unattested {
 			Key: q.Verdict.Key, Principal: q.Verdict.Principal, Role: string(q.Verdict.Role), Why: q.Verdict.Why})
 	}
 	return out
+}
+
+// fastPath lets b's log take the fast path of serve's last judgment
+// statement (merkle.UseFastPath): signatures of the events it covers are
+// not verified one by one, their bytes are checked against its Merkle
+// tree instead. Without a statement, a trusted key or the stored hashes
+// every signature is verified, as when anything fails here.
+func (b *backend) fastPath(ctx context.Context) {
+	if b.log == nil || b.nc == nil || b.log.Verifier() == nil {
+		return
+	}
+	js, err := jetstream.New(b.nc)
+	if err != nil {
+		return
+	}
+	_, _ = merkle.UseFastPath(ctx, b.log, js, string(b.dd))
 }

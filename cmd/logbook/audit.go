@@ -35,6 +35,7 @@ from.`,
 				return err
 			}
 			defer b.Close()
+			b.fastPath(cmd.Context())
 			items, err := auditItems(cmd.Context(), b, args[0])
 			if err != nil {
 				return err

@@ -63,6 +63,7 @@ recorded (exit 1 when any do).
 				return err
 			}
 			defer b.Close()
+			b.fastPath(ctx)
 			if seq > 0 {
 				if err := replay.CheckSeq(ctx, b.log, seq); err != nil {
 					if _, ok := errors.AsType[*replay.SeqError](err); ok {

@@ -1,0 +1,91 @@
+package merkle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+)
+
+// FastPath returns the fast path (natslog.Judged) a reader of l takes
+// when it trusts a checkpoint key of keys, or nil and why not. It reads
+// the last judgment statement in CheckpointStream and takes it when a
+// trusted checkpoint key signed it (one Ed25519 verification), it is of
+// the stream's origin now, and the stored tree hashes of the data dir
+// dir (TreePath, as serve writes them) hold its size and make its root
+// (Prove). Each message a read then takes at a sequence the statement
+// covers is checked against the proven leaf hash of its sequence
+// (Proven.Check). No statement, an untrusted or other-origin one, or
+// stored hashes that do not prove it, give no fast path (nil, the
+// reason): the reader verifies every signature as before. An error is a
+// failure to read the stream or the file.
+func FastPath(ctx context.Context, l *natslog.Log, js jetstream.JetStream, keys Keys, dir string) (*natslog.Judged, string, error) {
+	if l.Verifier() == nil {
+		return nil, "the log is not read with a verifier", nil
+	}
+	if len(keys.Checkpoint) == 0 {
+		return nil, "no checkpoint key trusted", nil
+	}
+	s, err := js.Stream(ctx, CheckpointStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, "no checkpoints", nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("fast path: stream %s: %w", CheckpointStream, err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, JudgmentSubject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, "no judgment statement (a log checkpointed before serve stated its judgments)", nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("fast path: last judgment: %w", err)
+	}
+	j, signer, err := OpenJudgment(m.Data, keys.Checkpoint)
+	if err != nil {
+		return nil, fmt.Sprintf("judgment statement %d: %v", m.Sequence, err), nil
+	}
+	id, err := l.Identity(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if origin := Origin(id); j.Origin != origin {
+		return nil, fmt.Sprintf("judgment statement %d is of origin %s, the stream now is %s", m.Sequence, j.Origin, origin), nil
+	}
+	t, err := LoadTree(TreePath(dir, j.Origin))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Sprintf("no stored hashes of %s in %s", j.Origin, dir), nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := Prove(t, j.Size, j.Root)
+	if err != nil {
+		return nil, fmt.Sprintf("judgment statement %d: %v", m.Sequence, err), nil
+	}
+	return &natslog.Judged{Through: uint64(j.Size), Quarantined: j.Quarantined, Check: p.Check},
+		fmt.Sprintf("seq 1..%d judged by %s (statement %d, %d quarantined)", j.Size, signer, m.Sequence, len(j.Quarantined)), nil
+}
+
+// UseFastPath sets l's fast path (natslog.Log.SetJudged) from the data
+// dir dir's trusted keys (LoadKeys) and stored tree hashes and the last
+// judgment statement in js's CheckpointStream, and returns what it took
+// or why it took none (FastPath). An error (the keys file, the stream)
+// leaves l verifying every signature.
+func UseFastPath(ctx context.Context, l *natslog.Log, js jetstream.JetStream, dir string) (string, error) {
+	keys, err := LoadKeys(dir)
+	if err != nil {
+		return "", err
+	}
+	j, why, err := FastPath(ctx, l, js, keys, dir)
+	if err != nil {
+		return "", err
+	}
+	if j != nil {
+		l.SetJudged(j)
+	}
+	return why, nil
+}

@@ -1,0 +1,125 @@
+package merkle
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+)
+
+// chunkLevel is the level of the stored subtree hashes Prove proves
+// against a root: chunks of 2^chunkLevel = 1024 leaves.
+const chunkLevel = 10
+
+// Proven is a stored tree whose first Size leaves are bound to a signed
+// root, lazily: Prove binds the stored hash of every complete chunk of
+// 1024 leaves (and each leaf of the last, incomplete chunk) to the root;
+// a complete chunk's leaves are bound to its hash the first time Check
+// is asked about one of them. A stored hash proven so is the hash of the
+// leaf the signed tree holds (SHA-256 collision resistance), whatever
+// wrote the file, so Check compares a message read from the stream with
+// it: RFC 6962 leaf hashing costs a SHA-256 of the leaf and, once per
+// chunk, 1023 interior hashes. Safe for concurrent use.
+type Proven struct {
+	t     *Tree
+	n     int64
+	root  tlog.Hash
+	full  int64         // complete chunks among the first n leaves
+	bound []atomic.Bool // per complete chunk: its leaves checked against its stored hash
+}
+
+// Prove binds the first n leaves of the stored tree t to root, as a
+// signed checkpoint of n leaves states it. It fails when t holds fewer
+// than n leaves or its stored hashes do not make root.
+func Prove(t *Tree, n int64, root tlog.Hash) (*Proven, error) {
+	if n <= 0 || t.Size() < n {
+		return nil, fmt.Errorf("prove %d leaves: the stored hashes hold %d", n, t.Size())
+	}
+	p := &Proven{t: t, n: n, root: root, full: n >> chunkLevel}
+	p.bound = make([]atomic.Bool, p.full)
+	got, err := p.rootOf(0, n, chunkLevel)
+	if err != nil {
+		return nil, err
+	}
+	if got != root {
+		return nil, fmt.Errorf("prove %d leaves: the stored hashes make root %s, the checkpoint says %s", n, got, root)
+	}
+	return p, nil
+}
+
+// Size returns the leaves proven: stream sequences 1..Size.
+func (p *Proven) Size() int64 { return p.n }
+
+// stored returns the stored hash of the node at level and index.
+func (p *Proven) stored(level int, index int64) (tlog.Hash, error) {
+	h, ok := p.t.hashAt(tlog.StoredHashIndex(level, index))
+	if !ok {
+		return tlog.Hash{}, fmt.Errorf("tree of %d leaves: no stored hash at level %d, index %d", p.t.Size(), level, index)
+	}
+	return h, nil
+}
+
+// rootOf returns the RFC 6962 hash of leaves [lo, hi), taking the
+// stored hash of each aligned complete subtree of 2^level leaves and
+// hashing everything above it and every leaf outside one.
+func (p *Proven) rootOf(lo, hi int64, level int) (tlog.Hash, error) {
+	n := hi - lo
+	if n == int64(1)<<level {
+		return p.stored(level, lo>>level)
+	}
+	if n == 1 {
+		return p.stored(0, lo)
+	}
+	k := int64(1)
+	for k<<1 < n {
+		k <<= 1
+	}
+	l, err := p.rootOf(lo, lo+k, level)
+	if err != nil {
+		return tlog.Hash{}, err
+	}
+	r, err := p.rootOf(lo+k, hi, level)
+	if err != nil {
+		return tlog.Hash{}, err
+	}
+	return tlog.NodeHash(l, r), nil
+}
+
+// Leaf returns the proven hash of leaf i (0-based: stream sequence i+1).
+func (p *Proven) Leaf(i int64) (tlog.Hash, error) {
+	if i < 0 || i >= p.n {
+		return tlog.Hash{}, fmt.Errorf("leaf %d: the checkpoint covers %d", i, p.n)
+	}
+	if c := i >> chunkLevel; c < p.full && !p.bound[c].Load() {
+		lo := c << chunkLevel
+		got, err := p.rootOf(lo, lo+1<<chunkLevel, 0)
+		if err != nil {
+			return tlog.Hash{}, err
+		}
+		want, err := p.stored(chunkLevel, c)
+		if err != nil {
+			return tlog.Hash{}, err
+		}
+		if got != want {
+			return tlog.Hash{}, fmt.Errorf("seq %d..%d: the stored leaf hashes do not make the stored subtree hash the checkpoint's root binds (the stored hashes were changed)", lo+1, lo+1<<chunkLevel)
+		}
+		p.bound[c].Store(true)
+	}
+	return p.stored(0, i)
+}
+
+// Check returns nil when m is the leaf at its sequence of the proven
+// tree, and otherwise an error naming m's sequence: "seq N: the stored
+// message hashes to X, the signed checkpoint's tree (size S) holds Y".
+func (p *Proven) Check(m natslog.Msg) error {
+	want, err := p.Leaf(int64(m.Seq) - 1)
+	if err != nil {
+		return fmt.Errorf("seq %d: %w", m.Seq, err)
+	}
+	if got := LeafHash(m); got != want {
+		return fmt.Errorf("seq %d: the stored message hashes to %s, the signed checkpoint's tree (seq 1..%d, root %s) holds %s: changed since serve judged it (run `logbook verify`)", m.Seq, got, p.n, p.root, want)
+	}
+	return nil
+}
