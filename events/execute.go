@@ -171,14 +171,15 @@ func (x *Executor[S]) Execute(ctx context.Context, agg Aggregate, decide func(S)
 
 // State returns agg's current state as the log has it now: a cached state
 // is first brought up to date with the events appended since (by this or
-// any other process).
+// any other process); one not cached is folded from the log, one read.
 func (x *Executor[S]) State(ctx context.Context, agg Aggregate) (S, error) {
 	x.once.Do(func() {
 		x.seed = maphash.MakeSeed()
 		x.cache = make(map[Aggregate]*list.Element)
 	})
-	c, err := x.load(ctx, agg)
-	if err != nil {
+	c, hit, err := x.lookup(ctx, agg)
+	if err != nil || !hit {
+		// Just read from the log: nothing to bring up to date.
 		return c.s, err
 	}
 	c, _, err = x.refresh(ctx, c)
@@ -226,26 +227,35 @@ func (x *Executor[S]) refresh(ctx context.Context, c cached[S]) (cached[S], bool
 	return c, true, nil
 }
 
+// load returns agg's cached state, or its state folded from the log
+// (and caches it).
 func (x *Executor[S]) load(ctx context.Context, agg Aggregate) (cached[S], error) {
+	c, _, err := x.lookup(ctx, agg)
+	return c, err
+}
+
+// lookup is load, also reporting whether the state came from the cache
+// (hit) rather than the log.
+func (x *Executor[S]) lookup(ctx context.Context, agg Aggregate) (c cached[S], hit bool, err error) {
 	x.mu.Lock()
 	if el, ok := x.cache[agg]; ok {
 		x.lru.MoveToFront(el)
 		c := *el.Value.(*cached[S])
 		x.mu.Unlock()
-		return c, nil
+		return c, true, nil
 	}
 	x.mu.Unlock()
 	recs, last, err := x.Log.Load(ctx, agg)
 	if err != nil {
-		return cached[S]{}, err // the log names the aggregate
+		return cached[S]{}, false, err // the log names the aggregate
 	}
-	c := cached[S]{agg: agg, s: x.Init(agg), last: last}
+	c = cached[S]{agg: agg, s: x.Init(agg), last: last}
 	for _, r := range recs {
 		c.s = x.Evolve(c.s, r.Envelope)
 		c.ver = max(c.ver, r.Ver) // see refresh: a replayed event sets nothing back
 	}
 	x.remember(c)
-	return c, nil
+	return c, false, nil
 }
 
 // remember caches c as its aggregate's state, dropping the least

@@ -240,7 +240,21 @@ func (in *Ingester) Watch(ctx context.Context, cfg WatchConfig) error {
 	if cfg.Import == nil {
 		cfg.Import = in.importWatched
 	}
+	if cfg.Group == nil {
+		cfg.Group = watchGroup
+	}
 	return in.Ingester.Watch(ctx, cfg)
+}
+
+// watchGroup is Watch's ingest.WatchConfig.Group: a transcript and its
+// subagents' files (<dir>/<session>.jsonl and
+// <dir>/<session>/subagents/*.jsonl) have one key, <dir>/<session>, so
+// Watch imports them one after another.
+func watchGroup(path string) string {
+	if isSubagentFile(path) {
+		return filepath.Dir(filepath.Dir(path))
+	}
+	return strings.TrimSuffix(path, ".jsonl")
 }
 
 // importWatched imports the transcript at path that Watch saw change;

@@ -51,9 +51,22 @@ type WatchConfig struct {
 	// agent whose file names its session only by its name or first lines
 	// imports it there again (a renamed or rewritten file stays in its
 	// session). Required; called from Watch's goroutine, with a ctx that
-	// marks a live read (lines read as the agent writes them).
+	// marks a live read (lines read as the agent writes them). Watch
+	// calls it for up to WatchImporters files at once, from goroutines of
+	// its own: it must be safe for concurrent use.
 	Import func(ctx context.Context, path, session string) ([]FileResult, error)
+	// Group, if set, returns the key of the files to import in order, one
+	// at a time (a Claude Code transcript and its subagents' files: their
+	// session's path); files of different keys are imported at once. Nil:
+	// every file is a key of its own. Called from Watch's goroutine.
+	Group func(path string) string
 }
+
+// WatchImporters is how many files Watch imports at once when it finds
+// several changed (at its start, every file under its roots): their runs
+// reach the log together, where group commit merges them into fewer
+// atomic batches, instead of each file waiting for the one before it.
+const WatchImporters = 16
 
 // watched is what Watch remembers of one transcript file.
 type watched struct {
@@ -327,21 +340,90 @@ func identityOf(st fs.FileInfo) (dev, ino uint64, size int64) {
 	return uint64(sys.Dev), sys.Ino, st.Size()
 }
 
-// process imports every dirty file.
+// process imports every dirty file: up to WatchImporters at once, the
+// files of one WatchConfig.Group key one after another. What each import
+// did is taken in (done) on Watch's goroutine, as each ends.
 func (w *watcher) process(ctx context.Context) {
+	groups := map[string][]*watchJob{}
+	var keys []string
 	for name := range w.dirty {
 		delete(w.dirty, name)
 		if ctx.Err() != nil {
 			return
 		}
-		w.importFile(ctx, name)
+		j := w.prepare(ctx, name)
+		if j == nil {
+			continue
+		}
+		key := name
+		if w.cfg.Group != nil {
+			key = w.cfg.Group(name)
+		}
+		if _, ok := groups[key]; !ok {
+			keys = append(keys, key)
+		}
+		groups[key] = append(groups[key], j)
 	}
+	if len(keys) == 0 {
+		return
+	}
+	work := make(chan []*watchJob)
+	results := make(chan *watchJob)
+	for range min(len(keys), WatchImporters) {
+		go func() {
+			for grp := range work {
+				for _, j := range grp {
+					j.res, j.err = w.cfg.Import(j.ctx, j.name, j.session)
+					results <- j
+				}
+			}
+		}()
+	}
+	pending := 0
+	for _, k := range keys {
+		pending += len(groups[k])
+	}
+	next := 0
+	for pending > 0 {
+		var send chan []*watchJob
+		var grp []*watchJob
+		if next < len(keys) {
+			send, grp = work, groups[keys[next]]
+		}
+		select {
+		case send <- grp:
+			next++
+		case j := <-results:
+			pending--
+			w.done(ctx, j)
+		}
+	}
+	close(work)
 }
 
-func (w *watcher) importFile(ctx context.Context, name string) {
+// watchJob is one file's import that process hands to an importer: what
+// prepare decided, then what the import returned.
+type watchJob struct {
+	name    string
+	f       *watched
+	ctx     context.Context
+	session string
+	changed string // what makes the file suspect, for the report
+	dev     uint64
+	ino     uint64
+	size    int64
+	res     []FileResult
+	err     error
+}
+
+// prepare looks at the file name (its identity, whether it is one of
+// the agent's transcripts, whether it changed under Logbook) and returns
+// the import to run, or nil when there is none to run. It runs on
+// Watch's goroutine.
+func (w *watcher) prepare(ctx context.Context, name string) *watchJob {
 	st, err := os.Stat(name)
 	if err != nil {
-		return // gone; if it comes back, its events bring it here again
+		return nil // gone; if it comes back, its events bring it here again
 	}
 	dev, ino, size := identityOf(st)
 	f, seen := w.files[name]
@@ -350,19 +432,19 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 		// ends: neither is opened. Reported once per file; a regular file
 		// that takes the name later is followed as a new one.
 		if seen && f.special && f.dev == dev && f.ino == ino {
-			return
+			return nil
 		}
 		w.files[name] = &watched{dev: dev, ino: ino, size: size, special: true}
 		w.cfg.Report(fmt.Sprintf("%v; it is not read, other transcripts are still followed", hookspool.NotRegular(name, st.Mode())))
-		return
+		return nil
 	}
 	if err := CheckPrivate(name, w.in.private); err != nil {
 		if seen && f.special && f.dev == dev && f.ino == ino {
-			return
+			return nil
 		}
 		w.files[name] = &watched{dev: dev, ino: ino, size: size, special: true}
 		w.cfg.Report(fmt.Sprintf("%v; it is not read, other transcripts are still followed", err))
-		return
+		return nil
 	}
 	if seen && f.special {
 		delete(w.files, name)
@@ -377,10 +459,10 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 		if ok, why := w.cfg.Accept(name); !ok {
 			f.skip = true
 			w.cfg.Report(fmt.Sprintf("%s: %s", name, why))
-			return
+			return nil
 		}
 	case f.skip || f.diverged:
-		return
+		return nil
 	case dev != f.dev || ino != f.ino:
 		changed = "was replaced by another file"
 	case size < f.size:
@@ -389,19 +471,25 @@ func (w *watcher) importFile(ctx context.Context, name string) {
 	// A suspect file is still handed to the import: it checks the file
 	// against the fingerprint of the last line imported and, if they
 	// differ, records session.transcript_diverged and appends nothing.
-	var res []FileResult
 	ictx := ctx
 	if f.live && changed == "" {
 		ictx = withLiveRead(ctx)
 	}
-	res, err = w.cfg.Import(ictx, name, f.session)
-	f.dev, f.ino, f.size, f.live = dev, ino, size, true
+	return &watchJob{name: name, f: f, ctx: ictx, session: f.session, changed: changed, dev: dev, ino: ino, size: size}
+}
+
+// done takes in what the import of j did: the file's identity and size
+// now, a divergence or an error reported, the session its first import
+// went to. It runs on Watch's goroutine.
+func (w *watcher) done(ctx context.Context, j *watchJob) {
+	f, res, err, changed := j.f, j.res, j.err, j.changed
+	f.dev, f.ino, f.size, f.live = j.dev, j.ino, j.size, true
 	if _, ok := errors.AsType[*DivergedError](err); ok {
 		f.diverged = true
 		if changed == "" {
 			changed = "changed"
 		}
-		w.cfg.Report(fmt.Sprintf("%s %s; its lines are not imported again as new ones, and it is followed no more: %v", name, changed, err))
+		w.cfg.Report(fmt.Sprintf("%s %s; its lines are not imported again as new ones, and it is followed no more: %v", j.name, changed, err))
 		return
 	}
 	if err != nil {

@@ -363,3 +363,47 @@ func TestExecutorReplayedEventSetsNoVerBack(t *testing.T) {
 		t.Errorf("the decision after the replay has ver %d, want 4", got)
 	}
 }
+
+// readCounter is a loadCounter that also counts LoadAfter, the read an
+// Executor brings a cached state up to date with.
+type readCounter struct {
+	*loadCounter
+	afters map[string]int
+}
+
+func (l *readCounter) LoadAfter(ctx context.Context, agg events.Aggregate, after uint64) ([]events.Record, uint64, error) {
+	l.mu.Lock()
+	l.afters[agg.ID]++
+	l.mu.Unlock()
+	return l.Log.LoadAfter(ctx, agg, after)
+}
+
+// TestExecutorStateReadsOnce: State of an aggregate the executor does not
+// hold reads the log once (the fold is as current as that read), one it
+// holds is brought up to date with one read of what follows, and either
+// way it sees what another process appended.
+func TestExecutorStateReadsOnce(t *testing.T) {
+	l, _ := newLog(t)
+	lc := &readCounter{loadCounter: &loadCounter{Log: l, loads: map[string]int{}}, afters: map[string]int{}}
+	reg := events.NewRegistry()
+	other := countingExecutor(l, reg, 0)
+	execNext(t, other, reg, "a")
+	x := countingExecutor(lc, reg, 0)
+	n, err := x.State(t.Context(), session("a"))
+	if err != nil || n != 1 || lc.loads["a"] != 1 || lc.afters["a"] != 0 {
+		t.Fatalf("State(a) uncached = %d, %v after %d loads and %d reads after, want 1 after 1 and 0", n, err, lc.loads["a"], lc.afters["a"])
+	}
+	execNext(t, other, reg, "a")
+	n, err = x.State(t.Context(), session("a"))
+	if err != nil || n != 2 || lc.loads["a"] != 1 || lc.afters["a"] != 1 {
+		t.Fatalf("State(a) cached = %d, %v after %d loads and %d reads after, want 2 after 1 and 1", n, err, lc.loads["a"], lc.afters["a"])
+	}
+	// The state State read is the one Execute decides on: its append
+	// expects the sequence that read saw.
+	if n := execNext(t, x, reg, "a"); n != 3 {
+		t.Fatalf("Execute after State: state %d, want 3", n)
+	}
+	if lc.loads["a"] != 1 {
+		t.Errorf("%d loads of a, want 1", lc.loads["a"])
+	}
+}

@@ -48,10 +48,12 @@ measured on the same server in the same run, and their ratio:
             reading the same messages without decoding them; each row and
             its baseline run seven times in turn, the ratio the median of
             the runs' ratios
-  import    import claude of synthetic transcripts into a running serve;
-            baselines: the same messages published raw, each session's in
-            atomic batches of up to 1000 by 4 writers, and in full batches
-            of 1000 across sessions by one publisher
+  import    import claude of synthetic transcripts into a running serve,
+            --sessions of --lines lines, and --small-files of 17 lines (what
+            an import pays per file); baselines: the same messages published
+            raw, each session's in atomic batches of up to 1000 by 4
+            writers, and in full batches of 1000 across sessions by one
+            publisher
   hook      logbook-hook claude (when found beside this binary or on
             $PATH; it exits once serve has the payload in its fsynced
             hook journal) and logbook hook claude (it exits once the
@@ -122,6 +124,7 @@ floor is missed, naming each.`,
 	f.IntVar(&cfg.Events, "events", 0, "events in the log that read rows replay (default 200000, --quick 20000)")
 	f.IntVar(&cfg.Sessions, "sessions", 0, "transcripts the import row imports (default 20, --quick 10)")
 	f.IntVar(&cfg.Lines, "lines", 0, "lines per transcript (default 250, --quick 60)")
+	f.IntVar(&cfg.SmallFiles, "small-files", 0, fmt.Sprintf("transcripts of %d lines the import row of many small files imports (default 555, --quick 200)", bench.SmallFileLines))
 	f.IntVar(&cfg.Hooks, "hooks", 0, "hook payloads the hook row sends (default 200, --quick 100)")
 	f.IntSliceVar(&cfg.ScaleSessions, "scale-sessions", nil, "history sizes of the scale rows, in sessions, ascending (default 1000,10000,50000, --quick 1000,10000)")
 	f.IntVar(&cfg.ScaleEvents, "scale-events", 0, "events of the long session of the scale rows (default 100000, --quick 20000)")
@@ -130,7 +133,7 @@ floor is missed, naming each.`,
 		name string
 		max  int64
 	}{
-		{"appends", 1_000_000}, {"events", 10_000_000}, {"sessions", 10_000}, {"lines", 100_000},
+		{"appends", 1_000_000}, {"events", 10_000_000}, {"sessions", 10_000}, {"lines", 100_000}, {"small-files", 100_000},
 		{"hooks", 100_000}, {"scale-sessions", 1_000_000}, {"scale-events", 10_000_000}, {"queries", 10_000},
 	} {
 		bound(f, b.name, 1, b.max)

@@ -36,7 +36,10 @@ type Config struct {
 	Events   int             // events in the read rows' log
 	Sessions int             // transcripts imported
 	Lines    int             // lines per transcript
-	Hooks    int             // hook payloads sent, and processes of the other process rows
+	// SmallFiles is how many transcripts of SmallFileLines lines the
+	// import row of many small files imports.
+	SmallFiles int
+	Hooks      int // hook payloads sent, and processes of the other process rows
 
 	ScaleSessions []int // history sizes of the scale rows, ascending
 	ScaleEvents   int   // events of the scale rows' long session
@@ -52,10 +55,10 @@ var Groups = []string{"append", "read", "import", "hook", "command", "scale", "c
 // the p99 of fewer is their slowest, one stall away from a missed floor.
 func Preset(quick bool) Config {
 	if quick {
-		return Config{Appends: 2_000, Events: 20_000, Sessions: 10, Lines: 60, Hooks: 100,
+		return Config{Appends: 2_000, Events: 20_000, Sessions: 10, Lines: 60, SmallFiles: 200, Hooks: 100,
 			ScaleSessions: []int{1_000, 10_000}, ScaleEvents: 20_000, Queries: 10}
 	}
-	return Config{Appends: 10_000, Events: 200_000, Sessions: 20, Lines: 250, Hooks: 200,
+	return Config{Appends: 10_000, Events: 200_000, Sessions: 20, Lines: 250, SmallFiles: 555, Hooks: 200,
 		ScaleSessions: []int{1_000, 10_000, 50_000}, ScaleEvents: 100_000, Queries: 20}
 }
 
@@ -71,6 +74,7 @@ func (c Config) OrDefaults(d Config) Config {
 	c.Events = pick(c.Events, d.Events)
 	c.Sessions = pick(c.Sessions, d.Sessions)
 	c.Lines = pick(c.Lines, d.Lines)
+	c.SmallFiles = pick(c.SmallFiles, d.SmallFiles)
 	c.Hooks = pick(c.Hooks, d.Hooks)
 	c.ScaleEvents = pick(c.ScaleEvents, d.ScaleEvents)
 	c.Queries = pick(c.Queries, d.Queries)

@@ -31,13 +31,21 @@ func synthSessionID(i int) string {
 // empty transcripts and, when subagents is set, one empty subagent
 // transcript for the first session (<session>/subagents/agent-<id>.jsonl).
 func NewSynthTranscripts(dir string, sessions int, subagents bool) ([]*SynthTranscript, error) {
+	return NewSynthTranscriptsFrom(dir, 0, sessions, subagents)
+}
+
+// NewSynthTranscriptsFrom is NewSynthTranscripts with the sessions
+// numbered from first+1 on (synthetic session ids are numbers, up to 12
+// digits): runs that must not meet each other's sessions in one log take
+// ranges of their own.
+func NewSynthTranscriptsFrom(dir string, first, sessions int, subagents bool) ([]*SynthTranscript, error) {
 	proj := filepath.Join(dir, "-home-user-synthetic")
 	if err := os.MkdirAll(proj, 0o755); err != nil {
 		return nil, err
 	}
 	var ts []*SynthTranscript
 	for i := range sessions {
-		id := synthSessionID(i + 1)
+		id := synthSessionID(first + i + 1)
 		ts = append(ts, &SynthTranscript{Path: filepath.Join(proj, id+".jsonl"), Session: id})
 	}
 	if subagents && sessions > 0 {

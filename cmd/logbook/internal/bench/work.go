@@ -53,7 +53,7 @@ type benchEnv struct {
 	notes []string // what the report should say about the workloads' data
 
 	srv     *benchServe
-	imports [][][][]byte // the import's events: per session, per batch of ≤ events.MaxBatch, message bodies
+	imports map[string][][][][]byte // each import row's events, by row name: per session, per batch of ≤ events.MaxBatch, message bodies
 
 	scale *scaleState // the scale rows' serve and history
 
@@ -61,7 +61,7 @@ type benchEnv struct {
 }
 
 func newBenchEnv(dir string, cfg Config, cli CLI) *benchEnv {
-	return &benchEnv{dir: dir, cfg: cfg, cli: cli, reg: events.NewRegistry(), note: func(string) {}, appendLogs: map[natslog.Fsync]*benchLog{}}
+	return &benchEnv{dir: dir, cfg: cfg, cli: cli, reg: events.NewRegistry(), note: func(string) {}, appendLogs: map[natslog.Fsync]*benchLog{}, imports: map[string][][][][]byte{}}
 }
 
 // workloads is the table `logbook bench` runs, in order.
@@ -105,13 +105,11 @@ func (e *benchEnv) workloads() []benchWorkload {
 		benchWorkload{group: "read", name: "replay fold into memory", unit: "ev", logbook: e.replayFold, baselines: ordered(0.80), runs: readRuns},
 		benchWorkload{group: "read", name: "replay into Pebble in memory", unit: "ev", logbook: e.replayMem, baselines: ordered(0.60), runs: readRuns},
 		benchWorkload{group: "read", name: "replay into Pebble on disk", unit: "ev", logbook: e.replayDisk, baselines: ordered(0), runs: readRuns},
-		benchWorkload{
-			group: "import", name: fmt.Sprintf("import claude %d×%d lines → serve", e.cfg.Sessions, e.cfg.Lines), unit: "ev",
-			logbook: e.importRun, baselines: []benchBaseline{
-				{name: "same events, atomic batches of ≤1000 per session, 4 writers", run: e.importRaw, floor: 0.50},
-				{name: "same events, atomic batches of 1000 across sessions, 1 publisher (the server's ceiling)", run: e.importCeiling},
-			},
-		},
+		e.importRow(e.cfg.Sessions, e.cfg.Lines, ""),
+		// Many small files, as a real ~/.claude/projects holds (555
+		// transcripts of 17 lines on average in one recorded tree): what
+		// an import pays per file shows here.
+		e.importRow(e.cfg.SmallFiles, SmallFileLines, " (many small files)"),
 	)
 	starts := []benchBaseline{{name: "logbook version (process start)", run: e.versionRun}}
 	if _, err := exec.LookPath("go"); err == nil { // it builds the minimal binary
@@ -708,56 +706,84 @@ func (s *benchServe) close() {
 	<-s.done
 }
 
-// importRun writes cfg.Sessions transcripts of cfg.Lines lines and runs
-// `logbook import claude` on them, in this process, against the running
-// serve (its projector following the log meanwhile), and counts the
-// events it appended. It keeps those events for importRaw.
-func (e *benchEnv) importRun(ctx context.Context) (benchSample, error) {
-	s, err := e.serve(ctx)
-	if err != nil {
-		return benchSample{}, err
+// SmallFileLines is the lines of each transcript of the import row of
+// many small files (Config.SmallFiles of them): a recorded tree of 555
+// transcripts held 9,283 lines.
+const SmallFileLines = 17
+
+// importRow is the workload that imports sessions transcripts of lines
+// lines into a running serve (importRun), beside the same events
+// published raw per session (importRaw, the floor) and in full batches
+// across sessions (importCeiling); what names the shape in the row's
+// name.
+func (e *benchEnv) importRow(sessions, lines int, what string) benchWorkload {
+	name := fmt.Sprintf("import claude %d×%d lines → serve%s", sessions, lines, what)
+	return benchWorkload{
+		group: "import", name: name, unit: "ev",
+		logbook: e.importRun(name, sessions, lines), baselines: []benchBaseline{
+			{name: "same events, atomic batches of ≤1000 per session, 4 writers", run: e.importRaw(name), floor: 0.50},
+			{name: "same events, atomic batches of 1000 across sessions, 1 publisher (the server's ceiling)", run: e.importCeiling(name)},
+		},
 	}
-	dir := filepath.Join(e.dir, "transcripts-"+strconv.FormatInt(e.runs.Add(1), 10))
-	defer os.RemoveAll(dir)
-	ts, err := NewSynthTranscripts(dir, e.cfg.Sessions, false)
-	if err != nil {
-		return benchSample{}, err
-	}
-	for _, t := range ts {
-		if err := t.Grow(e.cfg.Lines, false); err != nil {
+}
+
+// importRun returns the run that writes sessions transcripts of lines
+// lines and runs `logbook import claude` on them, in this process,
+// against the running serve (its projector following the log
+// meanwhile), and counts the events it appended. It keeps those events,
+// under row, for the row's baselines.
+func (e *benchEnv) importRun(row string, sessions, lines int) benchRun {
+	return func(ctx context.Context) (benchSample, error) {
+		s, err := e.serve(ctx)
+		if err != nil {
 			return benchSample{}, err
 		}
-	}
-	from, err := s.log.LastSeq(ctx)
-	if err != nil {
-		return benchSample{}, err
-	}
-	var out bytes.Buffer
-	start := time.Now()
-	err = e.cli.Run(ctx, []string{"import", "claude", "--data", s.data, "--json", "--workers", "4", dir}, bytes.NewReader(nil), &out, io.Discard)
-	elapsed := time.Since(start)
-	if err != nil {
-		return benchSample{}, err
-	}
-	var sum struct {
-		Appended int `json:"appended"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
-		return benchSample{}, err
-	}
-	if want := e.cfg.Sessions * e.cfg.Lines; sum.Appended != want {
-		return benchSample{}, fmt.Errorf("imported %d lines, want %d", sum.Appended, want)
-	}
-	e.imports, err = benchDecisionsFrom(ctx, s.log, from+1)
-	msgs := 0
-	for _, ds := range e.imports {
-		for _, d := range ds {
-			msgs += len(d)
+		run := e.runs.Add(1)
+		dir := filepath.Join(e.dir, "transcripts-"+strconv.FormatInt(run, 10))
+		defer os.RemoveAll(dir)
+		// Each run's sessions are new to the log: the first transcript of
+		// run r is session r×10⁶+1.
+		ts, err := NewSynthTranscriptsFrom(dir, int(run)*1_000_000, sessions, false)
+		if err != nil {
+			return benchSample{}, err
 		}
+		for _, t := range ts {
+			if err := t.Grow(lines, false); err != nil {
+				return benchSample{}, err
+			}
+		}
+		from, err := s.log.LastSeq(ctx)
+		if err != nil {
+			return benchSample{}, err
+		}
+		var out bytes.Buffer
+		start := time.Now()
+		err = e.cli.Run(ctx, []string{"import", "claude", "--data", s.data, "--json", "--workers", "4", dir}, bytes.NewReader(nil), &out, io.Discard)
+		elapsed := time.Since(start)
+		if err != nil {
+			return benchSample{}, err
+		}
+		var sum struct {
+			Appended int `json:"appended"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+			return benchSample{}, err
+		}
+		if want := sessions * lines; sum.Appended != want {
+			return benchSample{}, fmt.Errorf("imported %d lines, want %d", sum.Appended, want)
+		}
+		imports, err := benchDecisionsFrom(ctx, s.log, from+1)
+		e.imports[row] = imports
+		msgs := 0
+		for _, ds := range imports {
+			for _, d := range ds {
+				msgs += len(d)
+			}
+		}
+		e.notes = append(e.notes, fmt.Sprintf("import: %d transcripts of %d lines became %s events, %.1f per line",
+			sessions, lines, benchThousands(int64(msgs)), float64(msgs)/float64(sum.Appended)))
+		return benchSample{ops: msgs, elapsed: elapsed}, err
 	}
-	e.notes = append(e.notes, fmt.Sprintf("import: %d transcripts of %d lines became %s events, %.1f per line",
-		e.cfg.Sessions, e.cfg.Lines, benchThousands(int64(msgs)), float64(msgs)/float64(sum.Appended)))
-	return benchSample{ops: msgs, elapsed: elapsed}, err
 }
 
 // benchDecisionsFrom reads the log from seq from and returns each session's
@@ -789,21 +815,25 @@ func benchDecisionsFrom(ctx context.Context, log events.Log, from uint64) ([][][
 	return out, nil
 }
 
-// importRaw publishes the import's events again, raw, over the same kind
-// of connection: 4 writers (the import's workers), each taking a session
-// and publishing its events in order, in atomic batches of at most
-// events.MaxBatch, and counts the events.
-func (e *benchEnv) importRaw(ctx context.Context) (benchSample, error) {
+// importRaw returns the run that publishes the events of import row row
+// again, raw, over the same kind of connection: 4 writers (the import's
+// workers), each taking a session and publishing its events in order, in
+// atomic batches of at most events.MaxBatch, and counts the events.
+func (e *benchEnv) importRaw(row string) benchRun {
+	return func(ctx context.Context) (benchSample, error) { return e.importRawOf(ctx, e.imports[row]) }
+}
+
+func (e *benchEnv) importRawOf(ctx context.Context, imports [][][][]byte) (benchSample, error) {
 	s, err := e.serve(ctx)
 	if err != nil {
 		return benchSample{}, err
 	}
-	if len(e.imports) == 0 {
+	if len(imports) == 0 {
 		return benchSample{}, errors.New("no import to repeat")
 	}
 	run := e.runs.Add(1)
-	todo := make(chan int, len(e.imports))
-	for i := range e.imports {
+	todo := make(chan int, len(imports))
+	for i := range imports {
 		todo <- i
 	}
 	close(todo)
@@ -817,7 +847,7 @@ func (e *benchEnv) importRaw(ctx context.Context) (benchSample, error) {
 		wg.Go(func() {
 			for i := range todo {
 				subject := fmt.Sprintf("%s.bench-%d-s%d", events.SubjectOutput, run, i)
-				for _, d := range e.imports[i] {
+				for _, d := range imports[i] {
 					if err := benchPublish(ctx, s.js, subject, d); err != nil {
 						errs[w] = err
 						return
@@ -831,22 +861,26 @@ func (e *benchEnv) importRaw(ctx context.Context) (benchSample, error) {
 	return benchSample{ops: int(done.Load()), elapsed: time.Since(start)}, errors.Join(errs...)
 }
 
-// importCeiling publishes the import's events again, raw, as full atomic
-// batches of events.MaxBatch from one publisher, each session's events in
-// order on a subject of its own and the sessions one after another: the
-// fewest batches these events fit in, so the most the server stores of
-// them per second.
-func (e *benchEnv) importCeiling(ctx context.Context) (benchSample, error) {
+// importCeiling returns the run that publishes the events of import row
+// row again, raw, as full atomic batches of events.MaxBatch from one
+// publisher, each session's events in order on a subject of its own and
+// the sessions one after another: the fewest batches these events fit
+// in, so the most the server stores of them per second.
+func (e *benchEnv) importCeiling(row string) benchRun {
+	return func(ctx context.Context) (benchSample, error) { return e.importCeilingOf(ctx, e.imports[row]) }
+}
+
+func (e *benchEnv) importCeilingOf(ctx context.Context, imports [][][][]byte) (benchSample, error) {
 	s, err := e.serve(ctx)
 	if err != nil {
 		return benchSample{}, err
 	}
-	if len(e.imports) == 0 {
+	if len(imports) == 0 {
 		return benchSample{}, errors.New("no import to repeat")
 	}
 	run := e.runs.Add(1)
 	var msgs []*nats.Msg
-	for i, ds := range e.imports {
+	for i, ds := range imports {
 		subject := fmt.Sprintf("%s.bench-%d-s%d", events.SubjectOutput, run, i)
 		for _, d := range ds {
 			for _, body := range d {
