@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -60,7 +61,13 @@ func payloadItems(recs []events.Record, entry string) []Item {
 		it := Item{Seq: r.Seq, Ver: r.Ver, At: r.At.UTC(), Type: r.Type, Cause: r.Cause, Entry: entry}
 		it.signedBy(r.Signer)
 		var m map[string]any
-		if b, err := json.Marshal(r.Data); err == nil && json.Unmarshal(b, &m) == nil {
+		b, err := json.Marshal(r.Data)
+		if err == nil {
+			d := json.NewDecoder(bytes.NewReader(b))
+			d.UseNumber() // 100000000 stays 100000000, never 1e+08
+			err = d.Decode(&m)
+		}
+		if err == nil {
 			keys := make([]string, 0, len(m))
 			for k := range m {
 				keys = append(keys, k)
