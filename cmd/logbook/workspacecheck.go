@@ -130,6 +130,8 @@ func checkAnswer(g *globals, req wsadapter.CheckRequest, res wsadapter.CheckResu
 			fmt.Fprintf(g.stderr, "logbook: %s; the push is not checked\n", term.Field(res.NoCheck))
 		case res.Refused != "":
 			return &exitError{code: 1, err: fmt.Errorf("push refused: %s", res.Refused)}
+		case res.Run.ID == "" && len(req.Push.Refs) == 0:
+			fmt.Fprintln(g.stderr, "logbook: nothing to push (everything up to date): no check needed")
 		case res.Run.ID == "":
 			fmt.Fprintln(g.stderr, "logbook: the push sends no commit (deletions only): no check needed")
 		case res.Reused:
