@@ -8,8 +8,9 @@ package events
 //	running → passed | failed | error | cancelled
 //
 // with check.cancel_requested along the way (a person asked to stop it)
-// and check.push_allowed after a pass (a push of the commit it judged went
-// through the workspace's pre-push hook on the strength of this run).
+// and check.push_allowed after a pass (the workspace's pre-push hook
+// allowed a push of the commit it judged on the strength of this run; it
+// is the hook's permission, not a record that the push reached the remote).
 // The whole output goes on lb.out.<id>; the ended event keeps its tail.
 //
 // A check run is an aggregate of its own, not a command: it belongs to a
@@ -109,9 +110,12 @@ type PushRef struct {
 	RemoteSHA string `json:"remote_sha"`
 }
 
-// CheckPushAllowed records that the workspace's pre-push hook let a push
-// go on the strength of this passed run: the remote's name and the refs
-// pushed, each of whose local commit is the run's Commit. Reused says the
+// CheckPushAllowed records that the workspace's pre-push hook allowed a
+// push on the strength of this passed run: the remote's name and the refs
+// git asked to push, each of whose local commit is the run's Commit. It
+// is a permission, not a push: git sends the push after the hook and may
+// still fail it (another hook, a rejected update), and `git push
+// --no-verify` runs no hook, so records nothing. Reused says the
 // run was an earlier one whose fingerprint matched the tree at the push,
 // so the check was not run again. It needs a complete cause.
 type CheckPushAllowed struct {

@@ -55,8 +55,11 @@ it): git's list of refs on standard input, the output on standard error.
 The push goes (exit status 0) only on a passed run for the tree pushed:
 each pushed commit must be the workspace's HEAD and the work tree clean,
 and a passed run of the same check over the same fingerprint is reused
-without running again. With no check configured the push goes, and the
-hook says so.`,
+without running again. What is recorded (check.push_allowed) is that the
+check allowed the push, not that it reached the remote: git sends it after
+the hook, and may still fail it, and git push --no-verify skips the hook
+(the gate's require_check still applies to an agent's git push). With no
+check configured the push goes, and the hook says so.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := wsadapter.CheckRequest{By: personActor(), Output: g.stdout}
@@ -141,6 +144,11 @@ func checkAnswer(g *globals, req wsadapter.CheckRequest, res wsadapter.CheckResu
 		}
 		if !res.Allowed {
 			return &exitError{code: 1, err: fmt.Errorf("push refused: %s", term.CheckVerdict(res.Run))}
+		}
+		if res.Run.ID != "" {
+			// The record is the check's permission: git sends the push
+			// after this, and may still fail it.
+			fmt.Fprintf(g.stderr, "logbook: push allowed by check run %s; git sends it now\n", term.Field(res.Run.ID))
 		}
 		return nil
 	}

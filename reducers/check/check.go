@@ -5,10 +5,11 @@
 //
 // Start opens it with the tree it judges (HEAD's commit and a digest of
 // the work tree); End gives its verdict; Cancel records a person's ask to
-// stop it; Push records a push the pre-push hook let go on its strength.
+// stop it; AllowPush records that the pre-push hook allowed a push on its
+// strength (a permission: whether git then sent the push is not known here).
 // The rules that keep a verdict from passing by accident are here, where
 // replay checks them too: a run killed at its timeout is failed, never
-// passed; passed needs exit status 0; a push is recorded only on a passed
+// passed; passed needs exit status 0; a push is allowed only on a passed
 // run that judged a clean work tree whose commit is the one pushed.
 //
 // Decide and Evolve are pure: time arrives inside commands, nothing reads
@@ -62,16 +63,16 @@ type State struct {
 	OutputBytes int64  `json:"output_bytes"`
 	OutputTail  string `json:"output_tail,omitempty"`
 
-	// Pushes are the pushes the pre-push hook let go on this run, oldest
-	// first.
+	// Pushes are the pushes the pre-push hook allowed on this run, oldest
+	// first: permissions, not pushes known to have reached the remote.
 	Pushes []Push `json:"pushes,omitempty"`
 
 	StartedAt time.Time `json:"started_at,omitzero"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 }
 
-// Push is one push recorded on a passed run: events.CheckPushAllowed and
-// when it was recorded.
+// Push is one push a passed run allowed: events.CheckPushAllowed and
+// when it was recorded (git sends the push after that, or fails it).
 type Push struct {
 	Remote string           `json:"remote"`
 	Refs   []events.PushRef `json:"refs"`
