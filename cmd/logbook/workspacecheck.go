@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -31,8 +32,8 @@ func hookCommand(dd dataDir) string {
 	return wsadapter.ShQuote(bin) + " --data " + wsadapter.ShQuote(abs)
 }
 
-// workspaceCheckCmds returns `workspace check`, `workspace checks` and
-// `workspace cancel-check`.
+// workspaceCheckCmds returns `workspace check`, `workspace checks`,
+// `workspace cancel-check` and `workspace hook`.
 func workspaceCheckCmds(g *globals) []*cobra.Command {
 	var remote string
 	run := &cobra.Command{
@@ -48,7 +49,9 @@ killed, its whole process tree with it, at the timeout (timed out, never
 passed); error a check that could not run (the shell's exit status 126 or
 127: not executable, not found); cancelled a run a person stopped
 (workspace cancel-check, or an interrupt). Exit status 0 on passed, 1
-otherwise; with no check configured it says so (exit status 1).
+otherwise; with no check configured it says so (exit status 1). A
+workspace whose worktree has no pre-push hook (one made before the hook
+existed) gets it first, and the command says so.
 
 --push REMOTE is the workspace's pre-push hook (workspace create installs
 it): git's list of refs on standard input, the output on standard error.
@@ -78,6 +81,12 @@ check configured the push goes, and the hook says so.`,
 				req.Output = g.stderr
 			}
 			return withWorkspace(cmd.Context(), g, args[0], func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
+				if req.Push == nil {
+					// A workspace made before the hook existed gets it now.
+					if err := ensureHook(cmd.Context(), g, m, ws); err != nil {
+						return err
+					}
+				}
 				req.Workspace, req.Prior = ws.ID, v.Checks[ws.ID]
 				res, err := m.Check(cmd.Context(), req)
 				if err != nil {
@@ -121,7 +130,43 @@ check configured the push goes, and the hook says so.`,
 		},
 	}
 	cancel.Flags().StringVar(&reason, "reason", "", "why it is stopped")
-	return []*cobra.Command{run, markReads(list), cancel}
+	hook := &cobra.Command{
+		Use:   "hook ID",
+		Short: "Install a workspace's pre-push hook when its worktree has none",
+		Long: `workspace hook installs the pre-push hook workspace create installs (the
+check runs before each push from the worktree) in a workspace made before
+the hook existed, saying so; a workspace that has it is left as it is.
+workspace check ID does the same before it runs the check.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withWorkspace(cmd.Context(), g, args[0], func(_ api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
+				installed, err := m.EnsureHook(cmd.Context(), ws.ID)
+				if err != nil {
+					return err
+				}
+				if installed {
+					fmt.Fprintf(g.stdout, "workspace %s: installed the pre-push hook in %s\n", term.Field(ws.ID), term.Field(ws.Path))
+				} else {
+					fmt.Fprintf(g.stdout, "workspace %s: the pre-push hook is installed already\n", term.Field(ws.ID))
+				}
+				return nil
+			})
+		},
+	}
+	return []*cobra.Command{run, markReads(list), cancel, hook}
+}
+
+// ensureHook installs ws's pre-push hook when its worktree has none,
+// saying so on stderr.
+func ensureHook(ctx context.Context, g *globals, m *wsadapter.Manager, ws workspace.State) error {
+	installed, err := m.EnsureHook(ctx, ws.ID)
+	if err != nil {
+		return err
+	}
+	if installed {
+		fmt.Fprintf(g.stderr, "logbook: workspace %s had no pre-push hook: installed it in %s\n", term.Field(ws.ID), term.Field(ws.Path))
+	}
+	return nil
 }
 
 // checkAnswer prints a check's result and returns the exit status it
