@@ -35,17 +35,18 @@ const (
 	CheckCancelled = "cancelled" // a person stopped it
 )
 
-// CheckStarted opens a check run: the workspace it judges, the command
-// as configured (Command, run as Argv) in sandbox Mode with a timeout of
-// TimeoutMS, and the tree it judges: HEAD's commit (Commit, 40 hex
-// digits, "" on an unborn branch), a digest of the work tree (Tree,
-// "sha256:" and 64 hex digits over every tracked and untracked,
-// not ignored, file's path, mode and content) and whether the work tree
-// equals HEAD's tree (Clean). Fingerprint is "<Commit>:<Tree>". Trigger
-// is "push" (the pre-push hook) or "manual"; By names who ran it
-// ("person:<user>@<host>"); Runner is the process that runs it
-// ("<host>/<pid>/<start>/<ulid>"). It needs a complete cause.
-type CheckStarted struct {
+// CheckRunSpec is what a check run is, as its start records it: the
+// workspace it judges, the command as configured (Command, run as Argv)
+// in sandbox Mode with a timeout of TimeoutMS, and the tree it judges:
+// HEAD's commit (Commit, 40 hex digits, "" on an unborn branch), a
+// digest of the work tree (Tree, "sha256:" and 64 hex digits over every
+// tracked and untracked, not ignored, file's path, mode and content) and
+// whether the work tree equals HEAD's tree (Clean). Fingerprint is
+// "<Commit>:<Tree>". Trigger is "push" (the pre-push hook) or "manual";
+// By names who ran it ("person:<user>@<host>"); Runner is the process
+// that runs it ("<host>/<pid>/<start>/<ulid>"). CheckStarted and the
+// check reducer's State embed it, so its JSON fields sit flat in both.
+type CheckRunSpec struct {
 	Workspace   string   `json:"workspace"`
 	Project     string   `json:"project"`
 	Command     string   `json:"command"`
@@ -59,6 +60,12 @@ type CheckStarted struct {
 	Trigger     string   `json:"trigger"`
 	By          string   `json:"by"`
 	Runner      string   `json:"runner"`
+}
+
+// CheckStarted opens a check run with its spec (CheckRunSpec, whose
+// fields are the event's own on the wire). It needs a complete cause.
+type CheckStarted struct {
+	CheckRunSpec
 }
 
 // EventType implements Payload.

@@ -187,11 +187,11 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (CheckResult, err
 		trigger = check.TriggerPush
 	}
 	argv := []string{"sh", "-c", cfg.Check}
-	spec := events.CheckStarted{
+	spec := events.CheckStarted{CheckRunSpec: events.CheckRunSpec{
 		Workspace: ws.ID, Project: p.ID, Command: cfg.Check, Argv: argv, Mode: cfg.CheckSandbox(),
 		TimeoutMS: cfg.CheckLimit().Milliseconds(), Commit: tree.Commit, Tree: tree.Digest, Clean: tree.Clean,
 		Fingerprint: tree.Fingerprint(), Trigger: trigger, By: req.By, Runner: m.runner,
-	}
+	}}
 	id := m.cfg.IDs().String()
 	agg := events.Aggregate{Kind: events.KindCheck, ID: id}
 	start := check.Start{Spec: spec, At: m.now(), Cause: m.cause("workspace check", ws.ID)}

@@ -35,22 +35,14 @@ const (
 // run's projection row: field names are a stored format. Durations are
 // in ms, times UTC from the envelopes.
 type State struct {
-	ID          string   `json:"id"`
-	Ver         uint64   `json:"ver"` // 0: never started
-	Workspace   string   `json:"workspace"`
-	Project     string   `json:"project"`
-	Status      string   `json:"status"` // an events.Check* status; "" before the start
-	Command     string   `json:"command"`
-	Argv        []string `json:"argv"`
-	Mode        string   `json:"mode"`
-	TimeoutMS   int64    `json:"timeout_ms"`
-	Commit      string   `json:"commit"`
-	Tree        string   `json:"tree"`
-	Clean       bool     `json:"clean"`
-	Fingerprint string   `json:"fingerprint"`
-	Trigger     string   `json:"trigger"`
-	By          string   `json:"by"`
-	Runner      string   `json:"runner"`
+	ID  string `json:"id"`
+	Ver uint64 `json:"ver"` // 0: never started
+
+	// The run's spec as check.started recorded it (its fields sit flat
+	// in the JSON row); zero before the start.
+	events.CheckRunSpec
+
+	Status string `json:"status"` // an events.Check* status; "" before the start
 
 	CancelBy string `json:"cancel_by,omitempty"` // who asked to stop it; "" when nobody did
 
@@ -283,9 +275,8 @@ func Evolve(s State, e events.Envelope) State {
 	switch d := e.Data.(type) {
 	case events.CheckStarted:
 		s.Status = events.CheckRunning
-		s.Workspace, s.Project, s.Command, s.Argv, s.Mode = d.Workspace, d.Project, d.Command, slices.Clone(d.Argv), d.Mode
-		s.TimeoutMS, s.Commit, s.Tree, s.Clean, s.Fingerprint = d.TimeoutMS, d.Commit, d.Tree, d.Clean, d.Fingerprint
-		s.Trigger, s.By, s.Runner = d.Trigger, d.By, d.Runner
+		s.CheckRunSpec = d.CheckRunSpec
+		s.Argv = slices.Clone(d.Argv)
 		s.StartedAt = e.At
 	case events.CheckCancelRequested:
 		s.CancelBy = d.By
