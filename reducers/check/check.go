@@ -124,7 +124,31 @@ type AllowPush struct {
 	Cause  events.Cause
 }
 
+// Vanish ends a running run whose runner vanished: At (the decision
+// time) is at least Grace past the run's deadline (its start plus its
+// timeout), by when a live runner, which kills the check's whole tree at
+// the timeout, has recorded a verdict; Evidence says what else shows the
+// runner gone (its process found gone on its host, or no verdict seen
+// while the deciding process watched for the timeout and the grace). The
+// run ends error, never passed or failed: nothing is known of the tree.
+type Vanish struct {
+	Grace    time.Duration
+	Evidence string
+	At       time.Time
+	Cause    events.Cause
+}
+
+// VanishedPrefix starts the reason of a run ended by Vanish.
+const VanishedPrefix = "runner vanished: "
+
+// Deadline returns when a running run's runner has killed its check at
+// the timeout: its start plus its timeout.
+func (s State) Deadline() time.Time {
+	return s.StartedAt.Add(time.Duration(s.TimeoutMS) * time.Millisecond)
+}
+
 func (Start) command()     {}
+func (Vanish) command()    {}
 func (Cancel) command()    {}
 func (End) command()       {}
 func (AllowPush) command() {}
@@ -140,6 +164,8 @@ func (AllowPush) command() {}
 //     error or cancelled; passed with a non-zero exit status or timed
 //     out; timed out with any status but failed; failed with exit status
 //     0 and no timeout; error without a reason;
+//   - Vanish: a run that has ended, no evidence, a decision time before
+//     the run's deadline plus the grace;
 //   - AllowPush: a run that has not passed, one that judged a work tree
 //     that was not clean, no refs, a ref whose local commit is not the
 //     run's (a deleted ref, 40 zeros, included), no remote.
@@ -179,6 +205,22 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 			return nil, fmt.Errorf("end check run %s: %w: %v", s.ID, events.ErrRejected, err)
 		}
 		return events.One(c.Verdict, c.At, c.Cause), nil
+	case Vanish:
+		if s.Ended() {
+			return nil, fmt.Errorf("end check run %s: %w: it has ended (%s)", s.ID, events.ErrRejected, s.Status)
+		}
+		if c.Evidence == "" || c.Grace < 0 {
+			return nil, fmt.Errorf("end check run %s: %w: a vanished runner needs evidence and a grace of 0 or more", s.ID, events.ErrRejected)
+		}
+		by := s.Deadline().Add(c.Grace)
+		if c.At.Before(by) {
+			return nil, fmt.Errorf("end check run %s: %w: its runner may still record a verdict until %s (start %s, timeout %s, grace %s)",
+				s.ID, events.ErrRejected, by.Format(time.RFC3339), s.StartedAt.Format(time.RFC3339), time.Duration(s.TimeoutMS)*time.Millisecond, c.Grace)
+		}
+		v := events.CheckEnded{Status: events.CheckError, ExitCode: -1, DurationMS: c.At.Sub(s.StartedAt).Milliseconds(),
+			Reason: fmt.Sprintf("%sno verdict by %s (start %s, timeout %s, grace %s): %s", VanishedPrefix, by.Format(time.RFC3339),
+				s.StartedAt.Format(time.RFC3339), time.Duration(s.TimeoutMS)*time.Millisecond, c.Grace, c.Evidence)}
+		return events.One(v, c.At, c.Cause), nil
 	case AllowPush:
 		if s.Status != events.CheckPassed {
 			return nil, fmt.Errorf("push on check run %s: %w: it is %s, not passed", s.ID, events.ErrRejected, s.Status)

@@ -145,3 +145,35 @@ func TestEvolve_SpecIsTheEvents(t *testing.T) {
 		t.Errorf("round trip: %v\n%s", err, cmp.Diff(s, back))
 	}
 }
+
+// TestDecide_Vanish: a run whose runner vanished ends error (never
+// passed or failed) only once its start, timeout and grace have passed.
+func TestDecide_Vanish(t *testing.T) {
+	running, _ := run(t, Init(events.Aggregate{Kind: events.KindCheck, ID: "c1"}), start(true)) // timeout 1s
+	vanish := func(at time.Duration, evidence string) Vanish {
+		return Vanish{Grace: 2 * time.Second, Evidence: evidence, At: t0.Add(at), Cause: cause}
+	}
+	for _, tc := range []struct {
+		name string
+		cmd  Vanish
+		want string
+	}{
+		{"before the deadline", vanish(2999*time.Millisecond, "runner gone"), "may still record a verdict until 2026-12-03T06:00:03Z"},
+		{"no evidence", vanish(time.Hour, ""), "needs evidence"},
+	} {
+		if _, err := Decide(running, tc.cmd); !errors.Is(err, events.ErrRejected) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	s, types := run(t, running, vanish(3*time.Second, "its runner h/1/2/r is gone"))
+	if diff := cmp.Diff([]string{"check.ended"}, types); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	want := "runner vanished: no verdict by 2026-12-03T06:00:03Z (start 2026-12-03T06:00:00Z, timeout 1s, grace 2s): its runner h/1/2/r is gone"
+	if s.Status != events.CheckError || *s.ExitCode != -1 || s.TimedOut || s.Reason != want || s.DurationMS != 3000 {
+		t.Errorf("state %+v, want error with reason %q", s, want)
+	}
+	if _, err := Decide(s, vanish(time.Hour, "gone")); !errors.Is(err, events.ErrRejected) {
+		t.Errorf("vanish after the end: %v", err)
+	}
+}
