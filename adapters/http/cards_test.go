@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
@@ -105,11 +106,26 @@ func TestSession_Cards(t *testing.T) {
 		t.Errorf("subagents %+v, want 1 running of 2", r.Subagents)
 	}
 	cards := checkOwnRows(t, e, r)
+	// Each card's cost is its own session's, priced as session show
+	// prices it ($0.0006 and $0.0004 in README's example).
+	prices, _ := e.api.summaryPrices()
+	cost := func(id string) *float64 {
+		row, err := e.store.Session(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return usage.SpendOf([]session.State{row}, prices).Cost
+	}
+	for id, text := range map[string]string{"agent-f0f0": "0.0006", "agent-b0b0": "0.0004"} {
+		if c := cards[id].Cost; c == nil || fmt.Sprintf("%.4f", *c) != text {
+			t.Errorf("card %s: cost %v, want $%s as session show prints it", id, c, text)
+		}
+	}
 	want := map[string]session.Card{
 		"agent-f0f0": {Session: "agent-f0f0", Kind: session.CardAgentTool, Depth: 1, Status: session.CardDone,
-			LastSaid: "There are 3 files.", Turns: 1, ToolCalls: 1, Tokens: 450, Model: "claude-haiku-4-5-20251001"},
+			LastSaid: "There are 3 files.", Turns: 1, ToolCalls: 1, Tokens: 450, Model: "claude-haiku-4-5-20251001", Cost: cost("agent-f0f0")},
 		"agent-b0b0": {Session: "agent-b0b0", Kind: session.CardAgentTool, Depth: 1, Background: true, Status: session.CardRunning,
-			LastSaid: cards["agent-b0b0"].LastSaid, Turns: 1, ToolCalls: 1, Tokens: 240, Model: "claude-haiku-4-5-20251001"},
+			LastSaid: cards["agent-b0b0"].LastSaid, Turns: 1, ToolCalls: 1, Tokens: 240, Model: "claude-haiku-4-5-20251001", Cost: cost("agent-b0b0")},
 	}
 	if d := cmp.Diff(want, cards); d != "" {
 		t.Errorf("cards (-want +got):\n%s", d)

@@ -66,6 +66,13 @@ type Card struct {
 	Model      string `json:"model,omitempty"`     // the model it last named
 	Workspace  string `json:"workspace,omitempty"` // the workspace it works in, when linked
 	Diff       *Diff  `json:"diff,omitempty"`
+	// Cost is its own session's spend in the price table's currency
+	// (USD), priced as `session show` prices it (usage.PriceCards, set
+	// outside the log like Diff): nil when no price table is at hand,
+	// none of its models has a price, or no session took the task up.
+	// Unpriced names its models with no price.
+	Cost     *float64 `json:"cost"`
+	Unpriced []string `json:"unpriced,omitempty"`
 }
 
 // Diff is what changed in a subagent's workspace against its base:
