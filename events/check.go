@@ -8,8 +8,9 @@ package events
 //	running → passed | failed | error | cancelled
 //
 // with check.cancel_requested along the way (a person asked to stop it)
-// and check.push_allowed after a pass (a push of the commit it judged went
-// through the workspace's pre-push hook on the strength of this run).
+// and check.push_allowed after a pass (the workspace's pre-push hook
+// allowed a push of the commit it judged on the strength of this run; it
+// is the hook's permission, not a record that the push reached the remote).
 // The whole output goes on lb.out.<id>; the ended event keeps its tail.
 //
 // A check run is an aggregate of its own, not a command: it belongs to a
@@ -34,17 +35,18 @@ const (
 	CheckCancelled = "cancelled" // a person stopped it
 )
 
-// CheckStarted opens a check run: the workspace it judges, the command
-// as configured (Command, run as Argv) in sandbox Mode with a timeout of
-// TimeoutMS, and the tree it judges: HEAD's commit (Commit, 40 hex
-// digits, "" on an unborn branch), a digest of the work tree (Tree,
-// "sha256:" and 64 hex digits over every tracked and untracked,
-// not ignored, file's path, mode and content) and whether the work tree
-// equals HEAD's tree (Clean). Fingerprint is "<Commit>:<Tree>". Trigger
-// is "push" (the pre-push hook) or "manual"; By names who ran it
-// ("person:<user>@<host>"); Runner is the process that runs it
-// ("<host>/<pid>/<start>/<ulid>"). It needs a complete cause.
-type CheckStarted struct {
+// CheckRunSpec is what a check run is, as its start records it: the
+// workspace it judges, the command as configured (Command, run as Argv)
+// in sandbox Mode with a timeout of TimeoutMS, and the tree it judges:
+// HEAD's commit (Commit, 40 hex digits, "" on an unborn branch), a
+// digest of the work tree (Tree, "sha256:" and 64 hex digits over every
+// tracked and untracked, not ignored, file's path, mode and content) and
+// whether the work tree equals HEAD's tree (Clean). Fingerprint is
+// "<Commit>:<Tree>". Trigger is "push" (the pre-push hook) or "manual";
+// By names who ran it ("person:<user>@<host>"); Runner is the process
+// that runs it ("<host>/<pid>/<start>/<ulid>"). CheckStarted and the
+// check reducer's State embed it, so its JSON fields sit flat in both.
+type CheckRunSpec struct {
 	Workspace   string   `json:"workspace"`
 	Project     string   `json:"project"`
 	Command     string   `json:"command"`
@@ -58,6 +60,12 @@ type CheckStarted struct {
 	Trigger     string   `json:"trigger"`
 	By          string   `json:"by"`
 	Runner      string   `json:"runner"`
+}
+
+// CheckStarted opens a check run with its spec (CheckRunSpec, whose
+// fields are the event's own on the wire). It needs a complete cause.
+type CheckStarted struct {
+	CheckRunSpec
 }
 
 // EventType implements Payload.
@@ -109,9 +117,12 @@ type PushRef struct {
 	RemoteSHA string `json:"remote_sha"`
 }
 
-// CheckPushAllowed records that the workspace's pre-push hook let a push
-// go on the strength of this passed run: the remote's name and the refs
-// pushed, each of whose local commit is the run's Commit. Reused says the
+// CheckPushAllowed records that the workspace's pre-push hook allowed a
+// push on the strength of this passed run: the remote's name and the refs
+// git asked to push, each of whose local commit is the run's Commit. It
+// is a permission, not a push: git sends the push after the hook and may
+// still fail it (another hook, a rejected update), and `git push
+// --no-verify` runs no hook, so records nothing. Reused says the
 // run was an earlier one whose fingerprint matched the tree at the push,
 // so the check was not run again. It needs a complete cause.
 type CheckPushAllowed struct {

@@ -170,6 +170,12 @@ type Sig struct {
 	Status     string `json:"status,omitempty"`
 	Text       string `json:"text,omitempty"`
 	Background bool   `json:"background,omitempty"`
+	// AgentType is, on a tool_use of a call that starts a subagent
+	// (Claude Code's Agent or Task tool), the agent type its input asks
+	// for (subagent_type, e.g. "Explore"), and on that call's
+	// tool_result, the type the result names (agentType) when it names
+	// one. "" on every other signal.
+	AgentType string `json:"agent_type,omitempty"`
 	// By names who refused a call, on a tool_result rejected by the
 	// agent's own permission check rather than the person
 	// ("claude-code:auto_mode_classifier", "claude-code:permission_check");

@@ -67,7 +67,7 @@ var _ View = WorkspaceView{}
 func (WorkspaceView) Name() string { return "workspaces" }
 
 // Version implements View. Bump it when a row's JSON or the keys change.
-func (WorkspaceView) Version() int { return 2 } // 2: check runs
+func (WorkspaceView) Version() int { return 3 } // 2: check runs; 3: a check run row's spec fields before its status
 
 // Apply implements View.
 func (WorkspaceView) Apply(tx *Tx, r events.Record) error {

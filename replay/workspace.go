@@ -17,8 +17,10 @@ import (
 // materialization step, setup commands included, renames, the archive,
 // the cleanup), of each task delegated to it that tasks names, of each
 // command commands names (those run in it) and of each check run checks
-// names (entry check-<run id>: the tree it judged, its verdict, the
-// pushes it let go with their commits), in stream order. Detail holds the
+// names (entry check-<run id>: the tree it judged, its verdict, and each
+// push it allowed with its commits, Action "push allowed by check run
+// <id>": the hook's permission, not a record that the push reached the
+// remote), in stream order. Detail holds the
 // payload's fields as key=value pairs. The error wraps events.ErrNotFound
 // for a workspace with no events.
 func WorkspaceTimeline(ctx context.Context, log events.Log, id string, tasks, commands, checks []string) ([]Item, error) {
@@ -94,6 +96,13 @@ func payloadItems(recs []events.Record, entry string) []Item {
 				}
 			}
 			it.Detail = kv.String()
+		}
+		if r.Type == "check.push_allowed" {
+			// What is known is the check's permission, not that the push
+			// reached the remote: git may still have failed it (another
+			// pre-push hook, a rejected update).
+			it.Action = "push allowed by check run " + r.Agg.ID
+			it.Detail = strings.TrimSpace(it.Action + " (not a record that it was pushed): " + it.Detail)
 		}
 		items = append(items, it)
 	}

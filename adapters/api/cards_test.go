@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/events"
@@ -72,7 +73,7 @@ func TestSession_TaskCardOfAnotherUser(t *testing.T) {
 	own := context.WithValue(alice, ownOnlyKey{}, uint32(64101))
 	hidden, _ := card(own)
 	want := session.Card{Task: "t1", Kind: session.CardTask, Type: "Fix the login", Depth: 1, Background: true, Status: whole.Status, Workspace: "w1"}
-	if hidden != want {
+	if !cmp.Equal(hidden, want) {
 		t.Errorf("alice reads bob's session through the card: %+v, want %+v", hidden, want)
 	}
 }

@@ -113,6 +113,9 @@ func (r result) signals() []events.Sig {
 	if sig.Task == "" {
 		sig.Task = agentID
 	}
+	if agentID != "" {
+		sig.AgentType = d.str("agentType")
+	}
 	if sig.Status != StatusOK && sig.Status != StatusBackgrounded {
 		sig.Text = content
 		if sig.Text == "" {

@@ -461,6 +461,9 @@ func billingTier(u object) string {
 func toolUse(id, name string, o object, inKey string) []events.Sig {
 	in, _ := o.obj(inKey)
 	sig := events.Sig{Kind: events.SigToolUse, ID: id, Name: name, Text: toolSummary(name, in)}
+	if name == "Agent" || name == "Task" {
+		sig.AgentType = in.str("subagent_type")
+	}
 	if r := in.raw("run_in_background"); r != nil {
 		sig.Background = in.boolean("run_in_background")
 	}

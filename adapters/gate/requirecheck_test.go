@@ -21,6 +21,11 @@ func TestRequireCheck(t *testing.T) {
 		"echo git push":                 false,
 		"git pushd":                     false,
 		"timeout 60 git push --dry-run": true,
+		// --no-verify skips the worktree's pre-push hook, never the gate.
+		"git push --no-verify origin HEAD":     true,
+		"git push origin HEAD --no-verify":     true,
+		"git -C /w/x push --no-verify":         true,
+		"GIT_DIR=.git git push --no-verify -f": true,
 	} {
 		pat, path := RequireCheck([]*Policy{p}, bash(cmd))
 		if got := pat != ""; got != want || (got && path != "/d/policy.toml") {

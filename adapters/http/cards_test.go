@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
@@ -105,11 +107,26 @@ func TestSession_Cards(t *testing.T) {
 		t.Errorf("subagents %+v, want 1 running of 2", r.Subagents)
 	}
 	cards := checkOwnRows(t, e, r)
+	// Each card's cost is its own session's, priced as session show
+	// prices it ($0.0006 and $0.0004 in README's example).
+	prices, _ := e.api.summaryPrices()
+	cost := func(id string) *float64 {
+		row, err := e.store.Session(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return usage.SpendOf([]session.State{row}, prices).Cost
+	}
+	for id, text := range map[string]string{"agent-f0f0": "0.0006", "agent-b0b0": "0.0004"} {
+		if c := cards[id].Cost; c == nil || fmt.Sprintf("%.4f", *c) != text {
+			t.Errorf("card %s: cost %v, want $%s as session show prints it", id, c, text)
+		}
+	}
 	want := map[string]session.Card{
-		"agent-f0f0": {Session: "agent-f0f0", Kind: session.CardAgentTool, Depth: 1, Status: session.CardDone,
-			LastSaid: "There are 3 files.", Turns: 1, ToolCalls: 1, Tokens: 450, Model: "claude-haiku-4-5-20251001"},
-		"agent-b0b0": {Session: "agent-b0b0", Kind: session.CardAgentTool, Depth: 1, Background: true, Status: session.CardRunning,
-			LastSaid: cards["agent-b0b0"].LastSaid, Turns: 1, ToolCalls: 1, Tokens: 240, Model: "claude-haiku-4-5-20251001"},
+		"agent-f0f0": {Session: "agent-f0f0", Kind: session.CardAgentTool, Type: "Explore", Depth: 1, Status: session.CardDone,
+			LastSaid: "There are 3 files.", Turns: 1, ToolCalls: 1, Tokens: 450, Model: "claude-haiku-4-5-20251001", Cost: cost("agent-f0f0")},
+		"agent-b0b0": {Session: "agent-b0b0", Kind: session.CardAgentTool, Type: "general-purpose", Depth: 1, Background: true, Status: session.CardRunning,
+			LastSaid: cards["agent-b0b0"].LastSaid, Turns: 1, ToolCalls: 1, Tokens: 240, Model: "claude-haiku-4-5-20251001", Cost: cost("agent-b0b0")},
 	}
 	if d := cmp.Diff(want, cards); d != "" {
 		t.Errorf("cards (-want +got):\n%s", d)
@@ -163,6 +180,71 @@ func TestSession_CardsCorpus(t *testing.T) {
 			t.Errorf("%s: said %q, status %s, background %v, tokens %d; want %q, done, foreground, some tokens", id, c.LastSaid, c.Status, c.Background, c.Tokens, said)
 		}
 	}
+	// Each card's type is the subagent_type of the parent's Agent call
+	// whose result names the subagent's agentId, read here straight
+	// from the recording; its cost is its own session's, priced.
+	types := corpusAgentTypes(t, filepath.Join(dir, "transcript.jsonl"))
+	if len(types) != 3 {
+		t.Fatalf("the recording links %d agent ids to a type, want 3: %v", len(types), types)
+	}
+	for agent, typ := range types {
+		c := cards["agent-"+agent]
+		if c.Type != typ || typ != "Explore" {
+			t.Errorf("agent-%s: type %q, the parent's call asked for %q", agent, c.Type, typ)
+		}
+		if c.Cost == nil || *c.Cost <= 0 {
+			t.Errorf("agent-%s: cost %v, want its own spend priced", agent, c.Cost)
+		}
+	}
+}
+
+// corpusAgentTypes reads a Claude Code transcript and returns, for each
+// Agent or Task call whose result names an agentId, that id and the
+// subagent_type the call's input asked for.
+func corpusAgentTypes(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byCall := map[string]string{}
+	out := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		var l struct {
+			Message struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+			ToolUseResult json.RawMessage `json:"toolUseResult"`
+		}
+		if json.Unmarshal([]byte(line), &l) != nil {
+			continue
+		}
+		var blocks []struct {
+			Type      string `json:"type"`
+			ID        string `json:"id"`
+			Name      string `json:"name"`
+			ToolUseID string `json:"tool_use_id"`
+			Input     struct {
+				SubagentType string `json:"subagent_type"`
+			} `json:"input"`
+		}
+		if json.Unmarshal(l.Message.Content, &blocks) != nil {
+			continue
+		}
+		var res struct {
+			AgentID string `json:"agentId"`
+		}
+		_ = json.Unmarshal(l.ToolUseResult, &res)
+		for _, bl := range blocks {
+			switch {
+			case bl.Type == "tool_use" && (bl.Name == "Agent" || bl.Name == "Task"):
+				byCall[bl.ID] = bl.Input.SubagentType
+			case bl.Type == "tool_result" && res.AgentID != "" && byCall[bl.ToolUseID] != "":
+				out[res.AgentID] = byCall[bl.ToolUseID]
+			}
+		}
+	}
+	return out
 }
 
 // TestBoard_SubagentCards opens the session page of testdata/cards'

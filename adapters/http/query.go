@@ -510,6 +510,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.MeasureCards != nil {
 		s.cfg.MeasureCards(r.Context(), cards)
 	}
+	usage.PriceCards(cards, kids, prices)
 	spend := s.sessionUsage(st, kids)
 	rep := sessionReply{Session: st, Children: []SessionSummary{}, Cards: cards, Subagents: subagentsOf(cards), Commands: nonNil(cmds), Usage: spend, Checkpoint: cp, staleMark: stale}
 	for _, k := range kids {

@@ -176,6 +176,7 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET", "/v1/commands/{id}/output", s.output)
 	s.handle("GET", "/v1/usage", s.usage)
 	s.handle("GET", "/v1/pending", s.pending)
+	s.handle("GET", "/v1/workspaces", s.workspaces)
 	s.handle("POST", "/v1/reviews/{id}", s.review)
 	s.handle("GET", "/v1/events", s.events)
 	s.handle("GET", "/v1/stream", s.stream)

@@ -2,7 +2,9 @@
 // finds the live sessions a tick could change (an agent process found
 // gone, or nothing observed for the abandon-after time) and has the
 // session's ingester decide on each (claude.Ingester.Reconcile), so that
-// an agent that went away leaves no entry open forever.
+// an agent that went away leaves no entry open forever; and, through
+// Config.Checks, ends the check runs whose runner vanished, so none
+// stays running forever.
 //
 // The decision is the reducer's (reducers/session's tick); this package
 // owns only when to look and which sessions to look at: it reads the
@@ -64,6 +66,13 @@ type Config struct {
 	// Marked, when set, is told after a pass that marked n > 0 sessions.
 	// Called on Run's goroutine.
 	Marked func(n int)
+	// Checks, when set, is called once a pass: it ends the check runs
+	// whose runner vanished (workspace.Manager.EndVanishedChecks over
+	// the projection's running runs) and returns how many it ended.
+	// Called on Run's goroutine; its error is reported.
+	Checks func(ctx context.Context) (int, error)
+	// Ended, when set, is told after a pass that ended n > 0 check runs.
+	Ended func(n int)
 }
 
 // Reconciler is serve's reconciler (see the package comment). Create one
@@ -161,6 +170,15 @@ func (r *Reconciler) Run(ctx context.Context) error {
 // until a pass has run to the end: a server whose log is slow for an
 // hour says so once, not every interval.
 func (r *Reconciler) Tick(ctx context.Context) {
+	if r.cfg.Checks != nil {
+		n, err := r.cfg.Checks(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			r.report("check runs: %v", err)
+		case n > 0 && r.cfg.Ended != nil:
+			r.cfg.Ended(n)
+		}
+	}
 	n, err := r.Pass(ctx)
 	var held *UnsettledError
 	switch {

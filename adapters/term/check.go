@@ -40,7 +40,9 @@ func checkVerdict(r check.State, Field func(string) string) string {
 
 // CheckRuns writes a table of check runs, in the order given: id,
 // status, exit status, timed out, commit (short), clean, trigger, when
-// it started, its duration and its pushes. Errors are w's.
+// it started, its duration and how many pushes it allowed (the pre-push
+// hook's permissions, not pushes known to have reached a remote). Errors
+// are w's.
 func CheckRuns(w io.Writer, runs []check.State) error {
 	rows := make([][]string, len(runs))
 	for i, r := range runs {
@@ -55,5 +57,5 @@ func CheckRuns(w io.Writer, runs []check.State) error {
 		rows[i] = []string{r.ID, r.Status, exit, strconv.FormatBool(r.TimedOut), Dash(commit), strconv.FormatBool(r.Clean), r.Trigger,
 			r.StartedAt.Format(time.RFC3339), (time.Duration(r.DurationMS) * time.Millisecond).String(), strconv.Itoa(len(r.Pushes))}
 	}
-	return Rows(w, []string{"RUN", "STATUS", "EXIT", "TIMED_OUT", "COMMIT", "CLEAN", "TRIGGER", "STARTED", "TOOK", "PUSHES"}, rows)
+	return Rows(w, []string{"RUN", "STATUS", "EXIT", "TIMED_OUT", "COMMIT", "CLEAN", "TRIGGER", "STARTED", "TOOK", "PUSHES_ALLOWED"}, rows)
 }

@@ -431,6 +431,29 @@ type Spend struct {
 	Text     string   `json:"text"`
 }
 
+// PriceCards sets the Cost and Unpriced of each card in cards whose
+// session is one of kids (the subagents' rows) to that session's own
+// spend priced with t, as SpendOf prices it for `session show`. A nil t
+// prices nothing; a card with no row among kids (a task no session took
+// up, a row not read) keeps a nil Cost. cards is changed in place.
+func PriceCards(cards []session.Card, kids []session.State, t *Table) {
+	if t == nil {
+		return
+	}
+	byID := make(map[string]int, len(kids))
+	for i, k := range kids {
+		byID[k.ID] = i
+	}
+	for i := range cards {
+		k, ok := byID[cards[i].Session]
+		if cards[i].Session == "" || !ok {
+			continue
+		}
+		sp := SpendOf(kids[k:k+1], t)
+		cards[i].Cost, cards[i].Unpriced = sp.Cost, sp.Unpriced
+	}
+}
+
 // SpendOf sums the usage of ss and prices it with t. A nil t (no price
 // table to be had) prices nothing: Text says the cost is not shown.
 func SpendOf(ss []session.State, t *Table) Spend {

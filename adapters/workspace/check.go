@@ -188,11 +188,11 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (CheckResult, err
 		trigger = check.TriggerPush
 	}
 	argv := []string{"sh", "-c", cfg.Check}
-	spec := events.CheckStarted{
+	spec := events.CheckStarted{CheckRunSpec: events.CheckRunSpec{
 		Workspace: ws.ID, Project: p.ID, Command: cfg.Check, Argv: argv, Mode: cfg.CheckSandbox(),
 		TimeoutMS: cfg.CheckLimit().Milliseconds(), Commit: tree.Commit, Tree: tree.Digest, Clean: tree.Clean,
 		Fingerprint: tree.Fingerprint(), Trigger: trigger, By: req.By, Runner: m.runner,
-	}
+	}}
 	id := m.cfg.IDs().String()
 	agg := events.Aggregate{Kind: events.KindCheck, ID: id}
 	start := check.Start{Spec: spec, At: m.now(), Cause: m.cause("workspace check", ws.ID)}
@@ -480,6 +480,57 @@ exit 0
 		return fmt.Errorf("pre-push hook: %w", err)
 	}
 	return nil
+}
+
+// HookInstalled reports whether worktree wt has the pre-push hook of
+// workspace id as InstallHook installs it: core.hooksPath in its own
+// config.worktree names <wt's git dir>/logbook-hooks and the pre-push
+// there runs `workspace check <id>`. Errors are git's for a folder that
+// is no work tree.
+func HookInstalled(ctx context.Context, wt, id string) (bool, error) {
+	gitDir, err := git(ctx, wt, "rev-parse", "--path-format=absolute", "--git-dir")
+	if err != nil {
+		return false, fmt.Errorf("pre-push hook: %w", err)
+	}
+	dir := filepath.Join(gitDir, HookDir)
+	if v, _ := git(ctx, wt, "config", "--worktree", "core.hooksPath"); v != dir {
+		return false, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pre-push"))
+	if err != nil {
+		return false, nil
+	}
+	return strings.Contains(string(b), " workspace check "+id+" --push "), nil
+}
+
+// EnsureHook installs workspace id's pre-push hook (InstallHook, with
+// Config.Hook) when its worktree lacks it, as a workspace made before
+// the hook existed does, and reports whether it installed it. A
+// workspace that already has it is left as it is (false). Errors: an
+// unknown workspace (events.ErrNotFound), one that is not ready, a
+// manager with no Config.Hook, or git's and the file system's.
+func (m *Manager) EnsureHook(ctx context.Context, id string) (bool, error) {
+	ws, err := m.Workspace(ctx, id)
+	if err != nil {
+		return false, fmt.Errorf("workspace hook: %w", err)
+	}
+	if err := ws.CanWork(); err != nil {
+		return false, fmt.Errorf("workspace hook: %w", err)
+	}
+	if m.cfg.Hook == "" {
+		return false, errors.New("workspace hook: no hook command configured")
+	}
+	if ok, err := HookInstalled(ctx, ws.Path, ws.ID); err != nil || ok {
+		return false, err
+	}
+	p, err := m.Project(ctx, ws.Project)
+	if err != nil {
+		return false, fmt.Errorf("workspace hook: %w", err)
+	}
+	if err := InstallHook(ctx, p.Path, ws.Path, ws.ID, m.cfg.Hook); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // shQuote quotes s for sh: in single quotes, each single quote in s closed, escaped and reopened.

@@ -18,14 +18,21 @@ import (
 )
 
 func TestParseConfig_Check(t *testing.T) {
+	// Each fault names the file and the line of the key at fault.
 	for _, tc := range []struct{ toml, want string }{
-		{"check = \"  \"\n", "check is blank"},
-		{"check_timeout = \"1m\"\n", "without a check"},
-		{"check = \"x\"\ncheck_timeout = \"0s\"\n", `check_timeout "0s"`},
-		{"check = \"x\"\ncheck_timeout = \"soon\"\n", `check_timeout "soon"`},
-		{"check = \"x\"\ncheck_timeout = \"25h\"\n", `check_timeout "25h"`},
-		{"check = \"x\"\ncheck_mode = \"full_access\"\n", "never runs unconfined"},
+		{"check = \"  \"\n", "workspace.toml:1: check is blank"},
+		{"# none\ncheck = \"\"\n", "workspace.toml:2: check is empty; remove the key to have no check"},
+		{"sync = []\n'check' = ''\n", "workspace.toml:2: check is empty"},
+		{"check_timeout = \"1m\"\n", "workspace.toml:1: check_timeout without a check"},
+		{"\ncheck_mode = \"read_only\"\n", "workspace.toml:2: check_mode without a check"},
+		{"check = \"x\"\ncheck_timeout = \"0s\"\n", `workspace.toml:2: check_timeout "0s"`},
+		{"check = \"x\"\n\ncheck_timeout = \"soon\"\n", `workspace.toml:3: check_timeout "soon"`},
+		{"check = \"x\"\ncheck_timeout = \"25h\"\n", `workspace.toml:2: check_timeout "25h"`},
+		{"check = \"x\"\n# mode\n  check_mode = \"full_access\"\n", `workspace.toml:3: check_mode "full_access": want workspace_write or read_only (a check never runs unconfined)`},
 		{"check = 3\n", "workspace.toml:1"},
+		{"check = \"x\"\nchek_mode = \"read_only\"\n", "workspace.toml:2:1: unknown key chek_mode"},
+		{"sync = [\".env\"]\nprotected_sync = [\"../up\"]\n", "workspace.toml:2: protected_sync: sync path \"../up\""},
+		{"check = \"x\"\nsetup_commands = [\"make\", \" \"]\n", "workspace.toml:2: setup_commands[1] is empty"},
 	} {
 		_, err := ParseConfig("/p/.logbook/workspace.toml", []byte(tc.toml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "/p/.logbook/workspace.toml") {

@@ -81,63 +81,108 @@ func LoadConfig(dir string) (ProjectConfig, error) {
 	return ParseConfig(name, b)
 }
 
-// ParseConfig parses b, the contents of file name (used in errors).
+// ParseConfig parses b, the contents of file name (used in errors). A
+// fault is an error "workspace config <name>:<line>[:<col>]: <what>" naming
+// the line of the offending key (its first line when the key cannot be
+// found): TOML syntax, an unknown key, a value of the wrong type, a sync
+// path leaving the project, an empty setup command, and check,
+// check_timeout and check_mode as checkCheck refuses them. check = "" is
+// refused, not read as no check: a project with no check has no check key.
 func ParseConfig(name string, b []byte) (ProjectConfig, error) {
 	var c ProjectConfig
 	d := toml.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&c); err != nil {
+		var se *toml.StrictMissingError
+		if errors.As(err, &se) && len(se.Errors) > 0 {
+			e := se.Errors[0]
+			row, col := e.Position()
+			return ProjectConfig{}, fmt.Errorf("workspace config %s:%d:%d: unknown key %s: want sync, protected_sync, setup_commands, check, check_timeout or check_mode", name, row, col, strings.Join(e.Key(), "."))
+		}
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
 			row, col := de.Position()
 			return ProjectConfig{}, fmt.Errorf("workspace config %s:%d:%d: %s", name, row, col, de.Error())
 		}
-		var se *toml.StrictMissingError
-		if errors.As(err, &se) {
-			return ProjectConfig{}, fmt.Errorf("workspace config %s: %s", name, strings.TrimSpace(se.String()))
-		}
 		return ProjectConfig{}, fmt.Errorf("workspace config %s: %w", name, err)
 	}
-	for _, list := range [][]string{c.Sync, c.ProtectedSync} {
-		for _, p := range list {
+	lines := strings.Split(string(b), "\n")
+	fault := func(key, format string, a ...any) error {
+		return fmt.Errorf("workspace config %s:%d: %s", name, keyLine(lines, key), fmt.Sprintf(format, a...))
+	}
+	for _, k := range []struct {
+		key  string
+		list []string
+	}{{"sync", c.Sync}, {"protected_sync", c.ProtectedSync}} {
+		for _, p := range k.list {
 			if err := relPath(p); err != nil {
-				return ProjectConfig{}, fmt.Errorf("workspace config %s: %w", name, err)
+				return ProjectConfig{}, fault(k.key, "%s: %v", k.key, err)
 			}
 		}
 	}
 	for i, s := range c.SetupCommands {
 		if strings.TrimSpace(s) == "" {
-			return ProjectConfig{}, fmt.Errorf("workspace config %s: setup_commands[%d] is empty", name, i)
+			return ProjectConfig{}, fault("setup_commands", "setup_commands[%d] is empty", i)
 		}
 	}
-	if err := c.checkCheck(name); err != nil {
+	var keys map[string]any
+	if err := toml.Unmarshal(b, &keys); err != nil {
+		return ProjectConfig{}, fmt.Errorf("workspace config %s: %w", name, err)
+	}
+	_, hasCheck := keys["check"]
+	if err := c.checkCheck(hasCheck, fault); err != nil {
 		return ProjectConfig{}, err
 	}
 	return c, nil
 }
 
-// checkCheck validates the check keys of c and parses its timeout.
-func (c *ProjectConfig) checkCheck(name string) error {
-	if strings.ContainsRune(c.Check, 0) {
-		return fmt.Errorf("workspace config %s: check holds a NUL byte", name)
+// keyLine returns the 1-based line of lines where top-level key is set
+// (key = …, bare or quoted), or 1 when none is found.
+func keyLine(lines []string, key string) int {
+	for i, l := range lines {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "[") {
+			break
+		}
+		for _, k := range []string{key, `"` + key + `"`, "'" + key + "'"} {
+			if rest, ok := strings.CutPrefix(l, k); ok && strings.HasPrefix(strings.TrimSpace(rest), "=") {
+				return i + 1
+			}
+		}
 	}
-	if c.Check == "" && (c.CheckTimeout != "" || c.CheckMode != "") {
-		return fmt.Errorf("workspace config %s: check_timeout or check_mode without a check: name the check's command (check = \"...\")", name)
+	return 1
+}
+
+// checkCheck validates the check keys of c (hasCheck: the file sets the
+// check key, perhaps to "") and parses its timeout; fault makes an error
+// naming a key's line.
+func (c *ProjectConfig) checkCheck(hasCheck bool, fault func(key, format string, a ...any) error) error {
+	if strings.ContainsRune(c.Check, 0) {
+		return fault("check", "check holds a NUL byte")
+	}
+	if hasCheck && c.Check == "" {
+		return fault("check", "check is empty; remove the key to have no check")
 	}
 	if c.Check != "" && strings.TrimSpace(c.Check) == "" {
-		return fmt.Errorf("workspace config %s: check is blank: name the check's command, or remove the key for no check", name)
+		return fault("check", "check is blank: name the check's command, or remove the key to have no check")
+	}
+	if c.Check == "" && c.CheckTimeout != "" {
+		return fault("check_timeout", "check_timeout without a check: name the check's command (check = \"...\")")
+	}
+	if c.Check == "" && c.CheckMode != "" {
+		return fault("check_mode", "check_mode without a check: name the check's command (check = \"...\")")
 	}
 	if c.CheckTimeout != "" {
 		d, err := time.ParseDuration(c.CheckTimeout)
 		if err != nil || d <= 0 || d > MaxCheckTimeout {
-			return fmt.Errorf("workspace config %s: check_timeout %q: want a duration such as \"90s\" or \"10m\", more than 0 and at most %s", name, c.CheckTimeout, MaxCheckTimeout)
+			return fault("check_timeout", "check_timeout %q: want a duration such as \"90s\" or \"10m\", more than 0 and at most %s", c.CheckTimeout, MaxCheckTimeout)
 		}
 		c.timeout = d
 	}
 	switch c.CheckMode {
 	case "", events.ModeReadOnly, events.ModeWorkspaceWrite:
 	default:
-		return fmt.Errorf("workspace config %s: check_mode %q: want %s or %s (a check never runs unconfined)", name, c.CheckMode, events.ModeWorkspaceWrite, events.ModeReadOnly)
+		return fault("check_mode", "check_mode %q: want %s or %s (a check never runs unconfined)", c.CheckMode, events.ModeWorkspaceWrite, events.ModeReadOnly)
 	}
 	return nil
 }

@@ -158,6 +158,11 @@ type Manager struct {
 	workspaces *events.Executor[workspace.State]
 	tasks      *events.Executor[task.State]
 	checks     *events.Executor[check.State]
+
+	// watched is when this manager first saw each running check run
+	// (EndVanishedChecks), by this process's monotonic clock.
+	watchMu sync.Mutex
+	watched map[string]time.Time
 }
 
 // New returns a Manager for cfg.

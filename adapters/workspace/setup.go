@@ -22,6 +22,10 @@ type SandboxSetup struct {
 	// Keep lists directories inside Hidden where workspaces lie (see
 	// sandbox.Spec.Keep).
 	Keep []string
+	// Ledger, when set, is the directory where each command records the
+	// placeholders it makes in the workspace (sandbox.Spec.Ledger), so
+	// that those a killed runner left are swept (sandbox.SweepPlaceholders).
+	Ledger string
 }
 
 // RunSetup implements SetupRunner: it writes the command's output to
@@ -37,7 +41,7 @@ func (r SandboxSetup) RunSetup(ctx context.Context, s Setup) (int, int64, error)
 	var n int64
 	p, err := sandbox.Start(ctx, sandbox.Spec{
 		Argv: s.Argv, Env: r.Env, Workspace: s.Dir, Mode: sandbox.WorkspaceWrite,
-		Protected: s.Protected, Hidden: r.Hidden, Keep: r.Keep,
+		Protected: s.Protected, Hidden: r.Hidden, Keep: r.Keep, Ledger: r.Ledger,
 	}, func(c sandbox.Chunk) {
 		n += int64(len(c.Data))
 		_, _ = out.Write(c.Data) // a full disk loses output, not the result
@@ -84,7 +88,7 @@ func (r SandboxSetup) RunCheck(ctx context.Context, s CheckSpec, emit func([]byt
 	}
 	p, err := sandbox.Start(ctx, sandbox.Spec{
 		Argv: s.Argv, Env: r.Env, Workspace: s.Dir, Mode: mode,
-		Protected: s.Protected, Hidden: r.Hidden, Keep: r.Keep,
+		Protected: s.Protected, Hidden: r.Hidden, Keep: r.Keep, Ledger: r.Ledger,
 	}, func(c sandbox.Chunk) { emit(c.Data) })
 	if err != nil {
 		return sandbox.Result{}, err

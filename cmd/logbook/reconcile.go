@@ -15,7 +15,11 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/reconcile"
+	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/reducers/check"
+	"github.com/logbook-dev/logbook/sandbox"
 )
 
 // personActor names the person running this command, for the actor of
@@ -102,6 +106,7 @@ func sessionRequestCmd(ctx context.Context, g *globals, verb string, req api.Ses
 type liveFlags struct {
 	abandonAfter   time.Duration
 	reconcileEvery time.Duration
+	checkGrace     time.Duration
 	watch          []string
 	noWatch        bool
 }
@@ -110,6 +115,8 @@ func (f *liveFlags) register(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.abandonAfter, "abandon-after", 30*time.Minute, "mark the open entries of a session with no known agent process stale after this long with nothing observed (0: never)")
 	cmd.Flags().DurationVar(&f.reconcileEvery, "reconcile-every", 5*time.Second, "how often the reconciler checks agent processes and idle sessions")
 	boundDuration(cmd.Flags(), "reconcile-every", reconcile.MinInterval, reconcile.MaxInterval, true)
+	cmd.Flags().DurationVar(&f.checkGrace, "check-grace", wsadapter.DefaultCheckGrace, "end a running check run as error (runner vanished) this long after its start plus its timeout, when its runner is gone")
+	boundDuration(cmd.Flags(), "check-grace", 0, 24*time.Hour, false)
 	cmd.Flags().StringArrayVar(&f.watch, "watch", nil, "follow the transcripts under this directory as they are written: Claude Code's, such as ~/.claude/projects, or Codex CLI's rollouts, such as ~/.codex/sessions (repeatable; replaces the default folders)")
 	cmd.Flags().BoolVar(&f.noWatch, "no-watch", false, "follow no transcripts (by default serve follows each agent's own folder: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects, and $CODEX_HOME/sessions or ~/.codex/sessions, from when it exists)")
 }
@@ -186,15 +193,62 @@ func (f liveFlags) watcher(svc *api.Service, stderr io.Writer) (func(context.Con
 
 // reconciler returns serve's reconciler, nil when it is off (in-process
 // callers that set no flags, or --reconcile-every 0).
-func (f liveFlags) reconciler(svc *api.Service, stderr io.Writer) *reconcile.Reconciler {
+func (f liveFlags) reconciler(b *backend, svc *api.Service, stderr io.Writer) *reconcile.Reconciler {
 	if f.reconcileEvery <= 0 {
 		return nil
 	}
 	host, _ := os.Hostname()
+	var m *wsadapter.Manager
+	checks := func(ctx context.Context) (int, error) {
+		if m == nil {
+			var err error
+			if m, err = newWorkspaceManager(b, api.Local(svc.Handlers()), claude.ActorReconciler); err != nil {
+				return 0, err
+			}
+		}
+		if err := svc.CaughtUp(ctx); err != nil {
+			return 0, err
+		}
+		runs, err := runningChecks(svc.Store)
+		if err != nil || len(runs) == 0 {
+			return 0, err
+		}
+		// A runner killed mid-check left its sandbox's placeholders in the
+		// worktree; its ledger names them, and they go before its run is
+		// ended (the records of live processes are kept).
+		if _, err := sandbox.SweepPlaceholders(b.dd.path(placeholderLedger)); err != nil {
+			return 0, fmt.Errorf("sweep the placeholders dead check runners left: %w", err)
+		}
+		return m.EndVanishedChecks(ctx, runs, f.checkGrace)
+	}
 	return reconcile.New(reconcile.Config{
 		Service: svc, AbandonAfter: f.abandonAfter, Interval: f.reconcileEvery,
-		Host: host, Boot: claude.BootID(),
+		Host: host, Boot: claude.BootID(), Checks: checks,
 		Report: func(msg string) { fmt.Fprintf(stderr, "logbook serve: reconciler: %s\n", msg) },
 		Marked: func(n int) { fmt.Fprintf(stderr, "logbook serve: reconciler marked %s\n", plural(n, "session")) },
+		Ended: func(n int) {
+			fmt.Fprintf(stderr, "logbook serve: reconciler ended %s whose runner vanished\n", plural(n, "check run"))
+		},
 	})
+}
+
+// runningChecks returns every running check run the projection holds.
+func runningChecks(store *projections.Store) ([]check.State, error) {
+	list, err := store.Workspaces()
+	if err != nil {
+		return nil, err
+	}
+	var runs []check.State
+	for _, w := range list {
+		rs, err := store.Checks(w.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			if r.Status == events.CheckRunning {
+				runs = append(runs, r)
+			}
+		}
+	}
+	return runs, nil
 }

@@ -289,7 +289,7 @@ func wireServe(dd dataDir, g *globals, wp workerPool, p host.Parts) (host.Wired,
 			return w, err
 		}
 	}
-	if rc := wp.live.reconciler(svc, g.stderr); rc != nil {
+	if rc := wp.live.reconciler(b, svc, g.stderr); rc != nil {
 		w.Reconcile = rc.Run
 	}
 	// Reviews a stopped server left open: no hook waits for them. Then

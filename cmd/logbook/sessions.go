@@ -160,14 +160,16 @@ func sessionCmd(g *globals) *cobra.Command {
 					return err
 				}
 				measureCards(cmd.Context(), g, call, out.Cards)
-				if g.json {
-					return writeJSON(g.stdout, out)
-				}
 				// A bad prices.json costs the cost line only: the
 				// session shows, and stderr says why its cost does not.
+				// (--json says it by a null cost, as the API does.)
 				prices, err := usage.LoadTable(b.dd.path("prices.json"))
-				if err != nil {
+				if err != nil && !g.json {
 					fmt.Fprintf(g.stderr, "logbook session show: costs not shown: %s\n", term.Safe(err.Error()))
+				}
+				usage.PriceCards(out.Cards, out.Children, prices)
+				if g.json {
+					return writeJSON(g.stdout, out)
 				}
 				return term.Print(g.stdout, func(w io.Writer) error { return term.Session(w, out, time.Now(), prices) })
 			})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -31,8 +32,8 @@ func hookCommand(dd dataDir) string {
 	return wsadapter.ShQuote(bin) + " --data " + wsadapter.ShQuote(abs)
 }
 
-// workspaceCheckCmds returns `workspace check`, `workspace checks` and
-// `workspace cancel-check`.
+// workspaceCheckCmds returns `workspace check`, `workspace checks`,
+// `workspace cancel-check` and `workspace hook`.
 func workspaceCheckCmds(g *globals) []*cobra.Command {
 	var remote string
 	run := &cobra.Command{
@@ -48,15 +49,20 @@ killed, its whole process tree with it, at the timeout (timed out, never
 passed); error a check that could not run (the shell's exit status 126 or
 127: not executable, not found); cancelled a run a person stopped
 (workspace cancel-check, or an interrupt). Exit status 0 on passed, 1
-otherwise; with no check configured it says so (exit status 1).
+otherwise; with no check configured it says so (exit status 1). A
+workspace whose worktree has no pre-push hook (one made before the hook
+existed) gets it first, and the command says so.
 
 --push REMOTE is the workspace's pre-push hook (workspace create installs
 it): git's list of refs on standard input, the output on standard error.
 The push goes (exit status 0) only on a passed run for the tree pushed:
 each pushed commit must be the workspace's HEAD and the work tree clean,
 and a passed run of the same check over the same fingerprint is reused
-without running again. With no check configured the push goes, and the
-hook says so.`,
+without running again. What is recorded (check.push_allowed) is that the
+check allowed the push, not that it reached the remote: git sends it after
+the hook, and may still fail it, and git push --no-verify skips the hook
+(the gate's require_check still applies to an agent's git push). With no
+check configured the push goes, and the hook says so.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := wsadapter.CheckRequest{By: personActor(), Output: g.stdout}
@@ -75,6 +81,12 @@ hook says so.`,
 				req.Output = g.stderr
 			}
 			return withWorkspace(cmd.Context(), g, args[0], func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
+				if req.Push == nil {
+					// A workspace made before the hook existed gets it now.
+					if err := ensureHook(cmd.Context(), g, m, ws); err != nil {
+						return err
+					}
+				}
 				req.Workspace, req.Prior = ws.ID, v.Checks[ws.ID]
 				res, err := m.Check(cmd.Context(), req)
 				if err != nil {
@@ -118,7 +130,43 @@ hook says so.`,
 		},
 	}
 	cancel.Flags().StringVar(&reason, "reason", "", "why it is stopped")
-	return []*cobra.Command{run, markReads(list), cancel}
+	hook := &cobra.Command{
+		Use:   "hook ID",
+		Short: "Install a workspace's pre-push hook when its worktree has none",
+		Long: `workspace hook installs the pre-push hook workspace create installs (the
+check runs before each push from the worktree) in a workspace made before
+the hook existed, saying so; a workspace that has it is left as it is.
+workspace check ID does the same before it runs the check.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withWorkspace(cmd.Context(), g, args[0], func(_ api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
+				installed, err := m.EnsureHook(cmd.Context(), ws.ID)
+				if err != nil {
+					return err
+				}
+				if installed {
+					fmt.Fprintf(g.stdout, "workspace %s: installed the pre-push hook in %s\n", term.Field(ws.ID), term.Field(ws.Path))
+				} else {
+					fmt.Fprintf(g.stdout, "workspace %s: the pre-push hook is installed already\n", term.Field(ws.ID))
+				}
+				return nil
+			})
+		},
+	}
+	return []*cobra.Command{run, markReads(list), cancel, hook}
+}
+
+// ensureHook installs ws's pre-push hook when its worktree has none,
+// saying so on stderr.
+func ensureHook(ctx context.Context, g *globals, m *wsadapter.Manager, ws workspace.State) error {
+	installed, err := m.EnsureHook(ctx, ws.ID)
+	if err != nil {
+		return err
+	}
+	if installed {
+		fmt.Fprintf(g.stderr, "logbook: workspace %s had no pre-push hook: installed it in %s\n", term.Field(ws.ID), term.Field(ws.Path))
+	}
+	return nil
 }
 
 // checkAnswer prints a check's result and returns the exit status it
@@ -130,6 +178,8 @@ func checkAnswer(g *globals, req wsadapter.CheckRequest, res wsadapter.CheckResu
 			fmt.Fprintf(g.stderr, "logbook: %s; the push is not checked\n", term.Field(res.NoCheck))
 		case res.Refused != "":
 			return &exitError{code: 1, err: fmt.Errorf("push refused: %s", res.Refused)}
+		case res.Run.ID == "" && len(req.Push.Refs) == 0:
+			fmt.Fprintln(g.stderr, "logbook: nothing to push (everything up to date): no check needed")
 		case res.Run.ID == "":
 			fmt.Fprintln(g.stderr, "logbook: the push sends no commit (deletions only): no check needed")
 		case res.Reused:
@@ -139,6 +189,11 @@ func checkAnswer(g *globals, req wsadapter.CheckRequest, res wsadapter.CheckResu
 		}
 		if !res.Allowed {
 			return &exitError{code: 1, err: fmt.Errorf("push refused: %s", term.CheckVerdict(res.Run))}
+		}
+		if res.Run.ID != "" {
+			// The record is the check's permission: git sends the push
+			// after this, and may still fail it.
+			fmt.Fprintf(g.stderr, "logbook: push allowed by check run %s; git sends it now\n", term.Field(res.Run.ID))
 		}
 		return nil
 	}

@@ -33,8 +33,10 @@ func newWorkspaceManager(b *backend, call api.Caller, actor string) (*wsadapter.
 	if err != nil {
 		return nil, err
 	}
+	sb := worker.WorkspaceSandbox(string(b.dd))
+	sb.Ledger = b.dd.path(placeholderLedger)
 	cfg := wsadapter.Config{Log: b.log, Reg: b.reg, Host: host, Actor: actor, Root: root,
-		Setup: worker.WorkspaceSandbox(string(b.dd)), Redactor: red, Hook: hookCommand(b.dd)}
+		Setup: sb, Redactor: red, Hook: hookCommand(b.dd)}
 	if b.remote {
 		// Only a server's workers run commands: without one, none runs.
 		if cfg.Stop, err = commandStopper(b, call); err != nil {

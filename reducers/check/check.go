@@ -5,10 +5,11 @@
 //
 // Start opens it with the tree it judges (HEAD's commit and a digest of
 // the work tree); End gives its verdict; Cancel records a person's ask to
-// stop it; Push records a push the pre-push hook let go on its strength.
+// stop it; AllowPush records that the pre-push hook allowed a push on its
+// strength (a permission: whether git then sent the push is not known here).
 // The rules that keep a verdict from passing by accident are here, where
 // replay checks them too: a run killed at its timeout is failed, never
-// passed; passed needs exit status 0; a push is recorded only on a passed
+// passed; passed needs exit status 0; a push is allowed only on a passed
 // run that judged a clean work tree whose commit is the one pushed.
 //
 // Decide and Evolve are pure: time arrives inside commands, nothing reads
@@ -34,22 +35,14 @@ const (
 // run's projection row: field names are a stored format. Durations are
 // in ms, times UTC from the envelopes.
 type State struct {
-	ID          string   `json:"id"`
-	Ver         uint64   `json:"ver"` // 0: never started
-	Workspace   string   `json:"workspace"`
-	Project     string   `json:"project"`
-	Status      string   `json:"status"` // an events.Check* status; "" before the start
-	Command     string   `json:"command"`
-	Argv        []string `json:"argv"`
-	Mode        string   `json:"mode"`
-	TimeoutMS   int64    `json:"timeout_ms"`
-	Commit      string   `json:"commit"`
-	Tree        string   `json:"tree"`
-	Clean       bool     `json:"clean"`
-	Fingerprint string   `json:"fingerprint"`
-	Trigger     string   `json:"trigger"`
-	By          string   `json:"by"`
-	Runner      string   `json:"runner"`
+	ID  string `json:"id"`
+	Ver uint64 `json:"ver"` // 0: never started
+
+	// The run's spec as check.started recorded it (its fields sit flat
+	// in the JSON row); zero before the start.
+	events.CheckRunSpec
+
+	Status string `json:"status"` // an events.Check* status; "" before the start
 
 	CancelBy string `json:"cancel_by,omitempty"` // who asked to stop it; "" when nobody did
 
@@ -62,16 +55,16 @@ type State struct {
 	OutputBytes int64  `json:"output_bytes"`
 	OutputTail  string `json:"output_tail,omitempty"`
 
-	// Pushes are the pushes the pre-push hook let go on this run, oldest
-	// first.
+	// Pushes are the pushes the pre-push hook allowed on this run, oldest
+	// first: permissions, not pushes known to have reached the remote.
 	Pushes []Push `json:"pushes,omitempty"`
 
 	StartedAt time.Time `json:"started_at,omitzero"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 }
 
-// Push is one push recorded on a passed run: events.CheckPushAllowed and
-// when it was recorded.
+// Push is one push a passed run allowed: events.CheckPushAllowed and
+// when it was recorded (git sends the push after that, or fails it).
 type Push struct {
 	Remote string           `json:"remote"`
 	Refs   []events.PushRef `json:"refs"`
@@ -131,7 +124,31 @@ type AllowPush struct {
 	Cause  events.Cause
 }
 
+// Vanish ends a running run whose runner vanished: At (the decision
+// time) is at least Grace past the run's deadline (its start plus its
+// timeout), by when a live runner, which kills the check's whole tree at
+// the timeout, has recorded a verdict; Evidence says what else shows the
+// runner gone (its process found gone on its host, or no verdict seen
+// while the deciding process watched for the timeout and the grace). The
+// run ends error, never passed or failed: nothing is known of the tree.
+type Vanish struct {
+	Grace    time.Duration
+	Evidence string
+	At       time.Time
+	Cause    events.Cause
+}
+
+// VanishedPrefix starts the reason of a run ended by Vanish.
+const VanishedPrefix = "runner vanished: "
+
+// Deadline returns when a running run's runner has killed its check at
+// the timeout: its start plus its timeout.
+func (s State) Deadline() time.Time {
+	return s.StartedAt.Add(time.Duration(s.TimeoutMS) * time.Millisecond)
+}
+
 func (Start) command()     {}
+func (Vanish) command()    {}
 func (Cancel) command()    {}
 func (End) command()       {}
 func (AllowPush) command() {}
@@ -147,6 +164,8 @@ func (AllowPush) command() {}
 //     error or cancelled; passed with a non-zero exit status or timed
 //     out; timed out with any status but failed; failed with exit status
 //     0 and no timeout; error without a reason;
+//   - Vanish: a run that has ended, no evidence, a decision time before
+//     the run's deadline plus the grace;
 //   - AllowPush: a run that has not passed, one that judged a work tree
 //     that was not clean, no refs, a ref whose local commit is not the
 //     run's (a deleted ref, 40 zeros, included), no remote.
@@ -186,6 +205,22 @@ func Decide(s State, cmd Command) (events.Decision, error) {
 			return nil, fmt.Errorf("end check run %s: %w: %v", s.ID, events.ErrRejected, err)
 		}
 		return events.One(c.Verdict, c.At, c.Cause), nil
+	case Vanish:
+		if s.Ended() {
+			return nil, fmt.Errorf("end check run %s: %w: it has ended (%s)", s.ID, events.ErrRejected, s.Status)
+		}
+		if c.Evidence == "" || c.Grace < 0 {
+			return nil, fmt.Errorf("end check run %s: %w: a vanished runner needs evidence and a grace of 0 or more", s.ID, events.ErrRejected)
+		}
+		by := s.Deadline().Add(c.Grace)
+		if c.At.Before(by) {
+			return nil, fmt.Errorf("end check run %s: %w: its runner may still record a verdict until %s (start %s, timeout %s, grace %s)",
+				s.ID, events.ErrRejected, by.Format(time.RFC3339), s.StartedAt.Format(time.RFC3339), time.Duration(s.TimeoutMS)*time.Millisecond, c.Grace)
+		}
+		v := events.CheckEnded{Status: events.CheckError, ExitCode: -1, DurationMS: c.At.Sub(s.StartedAt).Milliseconds(),
+			Reason: fmt.Sprintf("%sno verdict by %s (start %s, timeout %s, grace %s): %s", VanishedPrefix, by.Format(time.RFC3339),
+				s.StartedAt.Format(time.RFC3339), time.Duration(s.TimeoutMS)*time.Millisecond, c.Grace, c.Evidence)}
+		return events.One(v, c.At, c.Cause), nil
 	case AllowPush:
 		if s.Status != events.CheckPassed {
 			return nil, fmt.Errorf("push on check run %s: %w: it is %s, not passed", s.ID, events.ErrRejected, s.Status)
@@ -282,9 +317,8 @@ func Evolve(s State, e events.Envelope) State {
 	switch d := e.Data.(type) {
 	case events.CheckStarted:
 		s.Status = events.CheckRunning
-		s.Workspace, s.Project, s.Command, s.Argv, s.Mode = d.Workspace, d.Project, d.Command, slices.Clone(d.Argv), d.Mode
-		s.TimeoutMS, s.Commit, s.Tree, s.Clean, s.Fingerprint = d.TimeoutMS, d.Commit, d.Tree, d.Clean, d.Fingerprint
-		s.Trigger, s.By, s.Runner = d.Trigger, d.By, d.Runner
+		s.CheckRunSpec = d.CheckRunSpec
+		s.Argv = slices.Clone(d.Argv)
 		s.StartedAt = e.At
 	case events.CheckCancelRequested:
 		s.CancelBy = d.By

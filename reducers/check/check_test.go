@@ -1,6 +1,7 @@
 package check
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -29,9 +30,9 @@ func run(t *testing.T, s State, cmds ...Command) (State, []string) {
 }
 
 func spec(clean bool) events.CheckStarted {
-	return events.CheckStarted{Workspace: "wa", Project: "p1", Command: "make check", Argv: []string{"sh", "-c", "make check"},
+	return events.CheckStarted{CheckRunSpec: events.CheckRunSpec{Workspace: "wa", Project: "p1", Command: "make check", Argv: []string{"sh", "-c", "make check"},
 		Mode: events.ModeWorkspaceWrite, TimeoutMS: 1000, Commit: commit, Tree: tree, Clean: clean, Fingerprint: commit + ":" + tree,
-		Trigger: TriggerPush, By: "person:alice@h", Runner: "h/1/2/r"}
+		Trigger: TriggerPush, By: "person:alice@h", Runner: "h/1/2/r"}}
 }
 
 func start(clean bool) Start { return Start{Spec: spec(clean), At: t0, Cause: cause} }
@@ -115,5 +116,64 @@ func TestDecide_CancelOnce(t *testing.T) {
 	s, _ = run(t, s, end(events.CheckEnded{Status: events.CheckCancelled, ExitCode: -1, Reason: "cancelled by person:bob@h"}))
 	if s.Status != events.CheckCancelled {
 		t.Errorf("status %s", s.Status)
+	}
+}
+
+// TestEvolve_SpecIsTheEvents: a started run's spec is check.started's own
+// (one type, events.CheckRunSpec), its argv a copy, and the row's JSON
+// keeps the spec's fields flat, beside id, ver and status.
+func TestEvolve_SpecIsTheEvents(t *testing.T) {
+	s, _ := run(t, Init(events.Aggregate{Kind: events.KindCheck, ID: "c1"}), start(true))
+	if diff := cmp.Diff(spec(true).CheckRunSpec, s.CheckRunSpec); diff != "" {
+		t.Errorf("spec (-want +got):\n%s", diff)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row map[string]any
+	if err := json.Unmarshal(b, &row); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"id", "ver", "workspace", "project", "command", "argv", "mode", "timeout_ms", "commit", "tree", "clean", "fingerprint", "trigger", "by", "runner", "status"} {
+		if _, ok := row[k]; !ok {
+			t.Errorf("row %s has no %q", b, k)
+		}
+	}
+	var back State
+	if err := json.Unmarshal(b, &back); err != nil || !cmp.Equal(s, back) {
+		t.Errorf("round trip: %v\n%s", err, cmp.Diff(s, back))
+	}
+}
+
+// TestDecide_Vanish: a run whose runner vanished ends error (never
+// passed or failed) only once its start, timeout and grace have passed.
+func TestDecide_Vanish(t *testing.T) {
+	running, _ := run(t, Init(events.Aggregate{Kind: events.KindCheck, ID: "c1"}), start(true)) // timeout 1s
+	vanish := func(at time.Duration, evidence string) Vanish {
+		return Vanish{Grace: 2 * time.Second, Evidence: evidence, At: t0.Add(at), Cause: cause}
+	}
+	for _, tc := range []struct {
+		name string
+		cmd  Vanish
+		want string
+	}{
+		{"before the deadline", vanish(2999*time.Millisecond, "runner gone"), "may still record a verdict until 2026-12-03T06:00:03Z"},
+		{"no evidence", vanish(time.Hour, ""), "needs evidence"},
+	} {
+		if _, err := Decide(running, tc.cmd); !errors.Is(err, events.ErrRejected) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	s, types := run(t, running, vanish(3*time.Second, "its runner h/1/2/r is gone"))
+	if diff := cmp.Diff([]string{"check.ended"}, types); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	want := "runner vanished: no verdict by 2026-12-03T06:00:03Z (start 2026-12-03T06:00:00Z, timeout 1s, grace 2s): its runner h/1/2/r is gone"
+	if s.Status != events.CheckError || *s.ExitCode != -1 || s.TimedOut || s.Reason != want || s.DurationMS != 3000 {
+		t.Errorf("state %+v, want error with reason %q", s, want)
+	}
+	if _, err := Decide(s, vanish(time.Hour, "gone")); !errors.Is(err, events.ErrRejected) {
+		t.Errorf("vanish after the end: %v", err)
 	}
 }

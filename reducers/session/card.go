@@ -15,6 +15,10 @@ const MaxLastSaid = 120
 // (State.Backgrounded).
 const RecentBackgrounded = 64
 
+// RecentSubagentTypes is how many links of a call or an agent id to an
+// agent type a State remembers (State.SubagentTypes).
+const RecentSubagentTypes = 128
+
 // Kinds of a subagent card (Card.Kind).
 const (
 	// CardAgentTool is a subagent Claude Code's Agent (formerly Task)
@@ -66,6 +70,13 @@ type Card struct {
 	Model      string `json:"model,omitempty"`     // the model it last named
 	Workspace  string `json:"workspace,omitempty"` // the workspace it works in, when linked
 	Diff       *Diff  `json:"diff,omitempty"`
+	// Cost is its own session's spend in the price table's currency
+	// (USD), priced as `session show` prices it (usage.PriceCards, set
+	// outside the log like Diff): nil when no price table is at hand,
+	// none of its models has a price, or no session took the task up.
+	// Unpriced names its models with no price.
+	Cost     *float64 `json:"cost"`
+	Unpriced []string `json:"unpriced,omitempty"`
 }
 
 // Diff is what changed in a subagent's workspace against its base:
@@ -100,6 +111,11 @@ func CardOf(child, parent Summary) Card {
 		if id != "" && id == child.AgentID {
 			c.Background = true
 		}
+	}
+	if c.Type == "" && child.AgentID != "" {
+		// An imported subagent's transcript names no type; the parent's
+		// call that started it does.
+		c.Type = typeOf(parent.SubagentTypes, "agent:"+child.AgentID)
 	}
 	return c
 }
@@ -154,7 +170,44 @@ func (s *State) foldSaid(o *events.Observation) {
 		case sig.Kind == events.SigToolResult && sig.Status == events.OutcomeBackground && sig.Task != "" && !s.Backgrounded.Has(sig.Task):
 			s.Backgrounded = s.Backgrounded.Push(sig.Task, RecentBackgrounded)
 		}
+		switch {
+		case sig.Kind == events.SigToolUse && sig.AgentType != "" && sig.ID != "":
+			if v := "tool:" + sig.ID + "=" + sig.AgentType; !s.SubagentTypes.Has(v) {
+				s.SubagentTypes = s.SubagentTypes.Push(v, RecentSubagentTypes)
+			}
+		case sig.Kind == events.SigToolResult && sig.Task != "":
+			typ := sig.AgentType
+			if typ == "" && sig.ID != "" {
+				typ = s.subagentType("tool:" + sig.ID)
+			}
+			if v := "agent:" + sig.Task + "=" + typ; typ != "" && !s.SubagentTypes.Has(v) {
+				s.SubagentTypes = s.SubagentTypes.Push(v, RecentSubagentTypes)
+			}
+		}
 	}
+}
+
+// subagentType returns the type SubagentTypes links to key ("tool:<id>"
+// or "agent:<id>"), the newest link first, or "".
+func (s State) subagentType(key string) string { return typeOf(s.SubagentTypes.All(), key) }
+
+// typeOf returns the type links ("<key>=<type>", oldest first) give
+// key, the newest link first, or "".
+func typeOf(links []string, key string) string {
+	for i := len(links) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(links[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// subagentTypes returns SubagentTypes' links, nil when there are none.
+func (s State) subagentTypes() []string {
+	if s.SubagentTypes.IsZero() {
+		return nil
+	}
+	return s.SubagentTypes.All()
 }
 
 // OneLine returns the first line of text that is not blank, its spaces

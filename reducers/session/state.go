@@ -159,6 +159,12 @@ type State struct {
 	// the background (a background shell, a subagent launched to run in
 	// the background), oldest first.
 	Backgrounded Recent `json:"backgrounded,omitzero"`
+	// SubagentTypes links the subagents this session started to the
+	// agent type it asked for, as "tool:<tool_use id>=<type>" (a call
+	// to Claude Code's Agent or Task tool with a subagent_type) and
+	// "agent:<agent id>=<type>" (its result named the agent id), the
+	// last RecentSubagentTypes of them, oldest first.
+	SubagentTypes Recent `json:"subagent_types,omitzero"`
 	// Usage is what the session spent, per model, UTC minute, tier and
 	// long-context band, in (minute, model, tier, band) order; its own
 	// spend only (a subagent's is in the subagent's session).

@@ -33,6 +33,11 @@ type Summary struct {
 	Released     bool     `json:"released,omitempty"`
 	Tokens       int64    `json:"tokens,omitempty"`       // its own usage buckets' tokens, summed
 	Backgrounded []string `json:"backgrounded,omitempty"` // State.Backgrounded
+	// SubagentTypes links the subagents the session started to the
+	// agent type it asked for, as State.SubagentTypes holds them (the
+	// same JSON as the session's row, so a summary decoded from a row
+	// has them).
+	SubagentTypes []string `json:"subagent_types,omitempty"`
 }
 
 // Summarize returns the Summary of s. It is pure: the same State gives the
@@ -45,7 +50,7 @@ func Summarize(s State) Summary {
 		EndReason: s.EndReason, StartedAt: s.StartedAt, UpdatedAt: s.UpdatedAt,
 		Since: s.Since, ObservedAt: s.ObservedAt,
 		AgentID: s.AgentID, Depth: s.Depth, LastSaid: s.LastSaid, Released: s.Released,
-		Tokens: s.Tokens(), Backgrounded: s.backgrounded(),
+		Tokens: s.Tokens(), Backgrounded: s.backgrounded(), SubagentTypes: s.subagentTypes(),
 	}
 }
 

@@ -975,6 +975,72 @@ function limitsChart(limits) {
   return el("figure", { class: "chart limits" }, el("h3", { text: "Plan limits (latest reading per account and window)" }), g);
 }
 
+// ---- the workspaces view: each workspace's pre-push check runs ----
+//
+// What `logbook workspace checks ID` lists, per workspace: each run's
+// status, exit status, timed_out, the tree it judged (commit and work
+// tree digest, clean or not), when it started and how long it took, why
+// (an error's or a cancel's reason) and how many pushes it allowed (the
+// hook's permission, not a record that a push reached a remote). Every
+// text goes through el (escaped); the view reloads every 2 s while open.
+
+let workspacesView = false;
+let workspacesTimer = null;
+
+async function openWorkspaces() {
+  workspacesView = true;
+  document.getElementById("page").replaceChildren(el("p", { class: "dim", text: "loading workspaces …" }));
+  await loadWorkspaces();
+}
+
+async function loadWorkspaces() {
+  if (workspacesTimer) { clearTimeout(workspacesTimer); workspacesTimer = null; }
+  if (!workspacesView) return;
+  let d;
+  try {
+    d = await getJSON("/v1/workspaces");
+  } catch (e) {
+    document.getElementById("page").replaceChildren(el("p", { text: "workspaces: " + e.message }), el("a", { href: "#/", text: "back" }));
+    return;
+  }
+  if (!workspacesView) return;
+  const root = el("div", { id: "workspaces-view" }, el("h2", { text: "Workspaces and their pre-push checks" }), el("a", { href: "#/", text: "back" }));
+  if (!d.workspaces.length) root.append(el("p", { class: "dim", text: "no workspaces" }));
+  for (const w of d.workspaces) {
+    const sec = el("section", { class: "workspace", "data-id": w.id, "data-status": w.status });
+    sec.append(el("h3", {}, lt(w.name), " ", el("span", { class: "dim", text: w.id + " · " + w.status + (w.branch ? " · " + w.branch : "") })));
+    if (!w.checks.length) {
+      sec.append(el("p", { class: "dim", text: "no check runs" }));
+    } else {
+      const t = el("table", { class: "checks" }, el("thead", {}, el("tr", {}, ...["run", "status", "exit", "timed out", "commit", "tree", "clean", "trigger", "started", "took", "pushes allowed", "reason"].map((h) => el("th", { text: h })))));
+      const tb = el("tbody");
+      for (const c of w.checks) {
+        const exit = c.exit_code === undefined || c.exit_code === null ? "-" : String(c.exit_code);
+        const took = c.status === "running" ? "running" : ageS(Math.round((c.duration_ms || 0) / 1000));
+        const tree = (c.tree || "").replace(/^sha256:/, "").slice(0, 12);
+        tb.append(el("tr", { "data-run": c.id, "data-status": c.status, "data-exit": exit, "data-timed-out": String(!!c.timed_out) },
+          el("td", { text: c.id }),
+          el("td", { class: "check-status " + c.status, text: c.status }),
+          el("td", { text: exit }),
+          el("td", { text: c.timed_out ? "timed out" : "-" }),
+          el("td", { class: "commit", title: c.commit || "", text: (c.commit || "-").slice(0, 12) }),
+          el("td", { class: "tree", title: c.tree || "", text: tree || "-" }),
+          el("td", { text: c.clean ? "clean" : "changes" }),
+          el("td", { text: c.trigger || "-" }),
+          el("td", { class: "started", title: c.started_at || "", text: c.started_at ? age(c.started_at) + " ago" : "-" }),
+          el("td", { text: took }),
+          el("td", { text: String((c.pushes || []).length) }),
+          el("td", { class: "reason" }, lt(c.reason || ""))));
+      }
+      t.append(tb);
+      sec.append(el("p", { class: "dim" }, "check: ", el("code", {}, lt(w.checks[0].command || ""))), t);
+    }
+    root.append(sec);
+  }
+  document.getElementById("page").replaceChildren(root);
+  workspacesTimer = setTimeout(loadWorkspaces, 2000);
+}
+
 // ---- routes and keys ----
 
 function route() {
@@ -982,7 +1048,12 @@ function route() {
   const um = location.hash.match(/^#\/usage(?:\/(session|model|day|project))?(?:\?tz=([A-Za-z0-9_+\/-]+))?$/);
   const board = document.getElementById("board"), pg = document.getElementById("page");
   usageView = null;
-  if (um) {
+  workspacesView = false;
+  if (location.hash === "#/workspaces") {
+    state.route = "workspaces"; page = null;
+    board.hidden = true; pg.hidden = false;
+    openWorkspaces();
+  } else if (um) {
     state.route = "usage"; page = null;
     board.hidden = true; pg.hidden = false;
     openUsage(um[1] || "day", um[2] || "UTC");
