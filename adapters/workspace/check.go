@@ -200,7 +200,7 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (CheckResult, err
 	if err != nil {
 		return CheckResult{}, fmt.Errorf("workspace check: %w", err)
 	}
-	verdict, outErr := m.runCheck(ctx, id, CheckSpec{Dir: ws.Path, Argv: argv, Mode: spec.Mode, Protected: cfg.ProtectedSync}, cfg.CheckLimit(), req.Output)
+	verdict, outErr := m.runCheck(ctx, id, ws.ID, CheckSpec{Dir: ws.Path, Argv: argv, Mode: spec.Mode, Protected: cfg.ProtectedSync}, cfg.CheckLimit(), req.Output)
 	// The verdict is recorded even when ctx is done: an interrupt is a
 	// cancellation to record, not a reason to leave the run open.
 	rec, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -265,7 +265,7 @@ type outputPublisher interface {
 
 // runCheck runs s for run id within limit and returns its verdict, and
 // the first error storing its output met (the run goes on without it).
-func (m *Manager) runCheck(ctx context.Context, id string, s CheckSpec, limit time.Duration, live io.Writer) (events.CheckEnded, error) {
+func (m *Manager) runCheck(ctx context.Context, id, wsID string, s CheckSpec, limit time.Duration, live io.Writer) (events.CheckEnded, error) {
 	runner, ok := m.cfg.Setup.(CheckRunner)
 	if !ok {
 		return events.CheckEnded{Status: events.CheckError, ExitCode: -1, Reason: "the check needs bubblewrap's sandbox, which this command does not run"}, nil
@@ -275,7 +275,10 @@ func (m *Manager) runCheck(ctx context.Context, id string, s CheckSpec, limit ti
 	runCtx, stopTimer := context.WithTimeoutCause(runCtx, limit, errCheckTimeout)
 	defer stopTimer()
 
-	// A person's cancel is an event on the run: watch for it.
+	// A person's cancel is an event on the run, and an archive of the
+	// workspace one on the workspace: watch for both. A check of a
+	// workspace being archived judges a tree that is going away, and its
+	// worktree may be removed under it: it is cancelled, never passed.
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -295,6 +298,14 @@ func (m *Manager) runCheck(ctx context.Context, id string, s CheckSpec, limit ti
 			case <-t.C:
 				if st, err := m.checks.State(runCtx, agg); err == nil && st.CancelBy != "" {
 					cancel(cancelError{st.CancelBy})
+					return
+				}
+				if w, err := m.workspaces.State(runCtx, events.Aggregate{Kind: events.KindWorkspace, ID: wsID}); err == nil && w.Gone() {
+					by := "the workspace's archive"
+					if w.ArchivedBy != "" {
+						by += " (" + w.ArchivedBy + ")"
+					}
+					cancel(cancelError{by})
 					return
 				}
 			}

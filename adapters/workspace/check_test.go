@@ -338,3 +338,23 @@ func TestCheck_OutputCapped(t *testing.T) {
 		t.Errorf("stored %d bytes, want the first 1000", len(out))
 	}
 }
+
+// TestCheck_ArchiveCancels: archiving a workspace while its check runs
+// cancels the run, naming the archive, and kills its tree: a tree that is
+// going away is never judged passed.
+func TestCheck_ArchiveCancels(t *testing.T) {
+	c := newCheckHarness(t)
+	c.setCheck(t, "check = \"echo begun; sleep 987656; echo survived\"\n")
+	pr, pw := ioPipe()
+	var res CheckResult
+	var wg sync.WaitGroup
+	wg.Go(func() { res = c.run(t, t.Context(), CheckRequest{Output: pw}); pw.Close() })
+	pr.waitFor("begun")
+	if _, err := c.m.Archive(t.Context(), c.ws.ID, "person:bob@test-host", "person"); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if res.Run.Status != events.CheckCancelled || !strings.Contains(res.Run.Reason, "cancelled by the workspace's archive") || alive("987656") {
+		t.Errorf("run of an archived workspace %+v", res.Run)
+	}
+}
