@@ -95,6 +95,12 @@ func claudeSignals(name string, a attrs, probs *[]string) []events.Sig {
 		if redactedPrompt(text) {
 			text = ""
 		}
+		if pid == "" {
+			// No prompt.id: nothing tells it from the hook's or the
+			// transcript's report of the same prompt, so it opens a
+			// turn only when none is open.
+			return []events.Sig{{Kind: events.SigPrompt, Text: text, Status: events.PromptInTurn}}
+		}
 		return []events.Sig{{Kind: events.SigPrompt, ID: pid, Text: text}}
 	case "claude_code.tool_decision":
 		if id == "" {
@@ -242,8 +248,10 @@ func interactionStart(string, attrs, *[]string) []events.Sig {
 
 // codexSignals maps a Codex CLI event [DOC] to signals:
 //
-//	conversation_starts  session_start (Name "otel")
-//	user_prompt          prompt (Text prompt, unless "[REDACTED]")
+//	conversation_starts  session_start (Name "otel": it ends no open turn)
+//	user_prompt          prompt (Text prompt, unless "[REDACTED]"),
+//	                     events.PromptInTurn: it names no id, so it opens
+//	                     a turn only when none is open
 //	tool_decision        approved, approved_for_session,
 //	                     approved_execpolicy_amendment: tool_use (ID
 //	                     call_id, Name tool_name); denied, abort: tool_use
@@ -265,7 +273,10 @@ func codexSignals(name string, a attrs, probs *[]string) []events.Sig {
 		if redactedPrompt(text) {
 			text = ""
 		}
-		return []events.Sig{{Kind: events.SigPrompt, Text: text}}
+		// Codex CLI names no prompt id, so this prompt cannot be told
+		// from the rollout's report of it: it opens a turn only when
+		// none is open (events.PromptInTurn).
+		return []events.Sig{{Kind: events.SigPrompt, Text: text, Status: events.PromptInTurn}}
 	case "codex.tool_decision":
 		use := events.Sig{Kind: events.SigToolUse, ID: id, Name: tool}
 		decision, _ := a.str("decision", probs)

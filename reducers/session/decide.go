@@ -724,6 +724,13 @@ func (d *decider) signalNow(sig events.Sig) {
 		if d.s.TurnOpen && !d.at.After(d.s.TurnStartedAt) {
 			return
 		}
+		if sig.Name == "otel" && d.s.TurnOpen {
+			// Telemetry's report of a process start (Codex CLI's
+			// conversation_starts) comes in batches of its own, in no
+			// order with the rollout's lines: it ends nothing open. A
+			// new process is the rollout's own report (its session_meta).
+			return
+		}
 		d.restart()
 	case events.SigPrompt:
 		if sig.Status == events.PromptInTurn && d.s.TurnOpen && d.at.Before(d.s.TurnStartedAt) {

@@ -3,6 +3,7 @@ package session_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -561,5 +562,35 @@ func TestDecide_OTelUnordered(t *testing.T) {
 	observe("span1:start-again", 2, inTurn)
 	if h.s.Phase != events.PhaseWaiting || h.s.Turns != 2 {
 		t.Fatalf("an earlier turn's start: phase %s, %d turns; want waiting, 2", h.s.Phase, h.s.Turns)
+	}
+}
+
+// TestDecide_CodexTelemetryBesideRollout: Codex CLI's telemetry of a turn
+// the rollout already opened (its conversation_starts and its user_prompt,
+// which names no id, dated inside the turn) is the same turn: no fork, no
+// second turn; with no turn open its prompt opens one.
+func TestDecide_CodexTelemetryBesideRollout(t *testing.T) {
+	h := newHistory(t)
+	codex := events.Meta{Agent: "codex"}
+	h.line(codex, sig(events.SigSessionStart), sig(events.SigPrompt, "text", "fix it"), sig(events.SigToolUse, "id", "call_1", "name", "shell"))
+	obs := func(key string, sigs ...events.Sig) []events.Envelope {
+		o := events.Observation{Key: key, Parser: "test/1", Kind: "otel", Meta: codex, Signals: sigs}
+		return h.observe(events.OTelObserved{Observation: o})
+	}
+	obs("o1", events.Sig{Kind: events.SigSessionStart, Name: "otel"})
+	obs("o2", events.Sig{Kind: events.SigPrompt, Text: "fix it", Status: events.PromptInTurn})
+	open := slices.ContainsFunc(h.s.Entries, func(e session.Entry) bool { return e.EntryID == "call_1" })
+	if h.s.Turns != 1 || !h.s.TurnOpen || !open {
+		t.Fatalf("turns %d, open %v, entries %+v; want the rollout's one turn with its call open", h.s.Turns, h.s.TurnOpen, h.s.Entries)
+	}
+	for _, e := range h.evs {
+		if e.Type == "session.forked" {
+			t.Fatalf("a fork recorded: %s", h.arc())
+		}
+	}
+	h.line(codex, sig(events.SigToolResult, "id", "call_1", "status", events.OutcomeOK), sig(events.SigTurnEnd))
+	obs("o3", events.Sig{Kind: events.SigPrompt, Text: "and again", Status: events.PromptInTurn})
+	if h.s.Turns != 2 || !h.s.TurnOpen {
+		t.Errorf("a prompt with no turn open: turns %d, open %v", h.s.Turns, h.s.TurnOpen)
 	}
 }
