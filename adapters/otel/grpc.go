@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	// The gzip compressor, which OTLP/gRPC exporters may use
 	// (OTEL_EXPORTER_OTLP_COMPRESSION=gzip).
 	_ "google.golang.org/grpc/encoding/gzip"
@@ -30,7 +31,7 @@ import (
 // of the log with Unavailable (which OTLP exporters retry). It returns
 // nil once ctx is done, else the server's error.
 func (r *Receiver) ServeGRPC(ctx context.Context, l net.Listener) error {
-	s := grpc.NewServer(grpc.MaxRecvMsgSize(int(r.maxBody())))
+	s := grpc.NewServer(grpc.MaxRecvMsgSize(int(r.maxBody())), grpc.UnaryInterceptor(r.peerInterceptor))
 	plogotlp.RegisterGRPCServer(s, &grpcLogs{r: r})
 	ptraceotlp.RegisterGRPCServer(s, &grpcTraces{r: r})
 	pmetricotlp.RegisterGRPCServer(s, &grpcMetrics{})
@@ -55,6 +56,21 @@ func (r *Receiver) ServeGRPC(ctx context.Context, l net.Listener) error {
 	}
 	<-done
 	return nil
+}
+
+// peerInterceptor refuses a call whose connection's peer is not one of
+// TrustedUIDs with PermissionDenied (Receiver.TrustedUIDs).
+func (r *Receiver) peerInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if r.TrustedUIDs != nil {
+		p, ok := peer.FromContext(ctx)
+		if !ok {
+			return nil, status.Error(codes.PermissionDenied, "the sender's user is not known: OpenTelemetry is taken only from serve's own user")
+		}
+		if err := r.peerAllowed(p.Addr, p.LocalAddr); err != nil {
+			return nil, status.Error(codes.PermissionDenied, err.Error())
+		}
+	}
+	return handler(ctx, req)
 }
 
 // grpcError returns err as a gRPC status: InvalidArgument for a request

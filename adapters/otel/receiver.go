@@ -9,6 +9,8 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -81,6 +83,42 @@ type Receiver struct {
 	// Say receives what the receiver says (format, args), from request
 	// goroutines; nil: nothing is said.
 	Say func(format string, args ...any)
+	// TrustedUIDs, when not nil, are the only users whose processes may
+	// send: a request whose connection's peer (adapters/http's PeerUID,
+	// by the kernel's socket table) is another user's, or cannot be
+	// told, is refused (HTTP 403, gRPC PermissionDenied), as the board
+	// refuses another user's loopback client without a token. nil takes
+	// any loopback client (tests over httptest).
+	TrustedUIDs []uint32
+}
+
+// peerAllowed returns nil when TrustedUIDs is nil or the peer of a
+// connection from client to server is one of them; else why not.
+func (r *Receiver) peerAllowed(client, server net.Addr) error {
+	if r.TrustedUIDs == nil {
+		return nil
+	}
+	c, cerr := addrPort(client)
+	s, serr := addrPort(server)
+	if err := errors.Join(cerr, serr); err != nil {
+		return fmt.Errorf("the sender's user is not known (%v): OpenTelemetry is taken only from serve's own user", err)
+	}
+	uid, err := httpapi.PeerUID(c, s)
+	if err != nil {
+		return fmt.Errorf("the sender's user is not known (%v): OpenTelemetry is taken only from serve's own user", err)
+	}
+	if !slices.Contains(r.TrustedUIDs, uid) {
+		return fmt.Errorf("the sender is uid %d, another user: OpenTelemetry is taken only from serve's own user (and root)", uid)
+	}
+	return nil
+}
+
+func addrPort(a net.Addr) (netip.AddrPort, error) {
+	t, ok := a.(*net.TCPAddr)
+	if !ok {
+		return netip.AddrPort{}, fmt.Errorf("address %v is not TCP", a)
+	}
+	return t.AddrPort(), nil
 }
 
 func (r *Receiver) now() time.Time {
@@ -123,6 +161,18 @@ func (r *Receiver) Handler() http.Handler {
 		if !httpapi.LoopbackHost(req.Host) {
 			r.fail(w, req, &httpError{http.StatusForbidden, fmt.Errorf("Host %q is not a loopback name", req.Host)})
 			return
+		}
+		if r.TrustedUIDs != nil {
+			local, _ := req.Context().Value(http.LocalAddrContextKey).(net.Addr)
+			remote, _ := net.ResolveTCPAddr("tcp", req.RemoteAddr)
+			var ra net.Addr
+			if remote != nil {
+				ra = remote
+			}
+			if err := r.peerAllowed(ra, local); err != nil {
+				r.fail(w, req, &httpError{http.StatusForbidden, err})
+				return
+			}
 		}
 		mux.ServeHTTP(w, req)
 	})

@@ -668,3 +668,25 @@ func TestReceiver_HostTimeAndIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestReceiver_OtherUsersRefused: with TrustedUIDs, a sender whose
+// connection's peer (by the kernel's socket table) is another user's is
+// refused with 403 and appends nothing; one of a trusted uid is taken.
+func TestReceiver_OtherUsersRefused(t *testing.T) {
+	l, r, url := newReceiver(t)
+	f := loadFixture(t)
+	me := uint32(os.Geteuid())
+	r.TrustedUIDs = []uint32{me + 1}
+	resp := post(t, url+otel.PathLogs, "application/x-protobuf", "", mustProto(t, logsOf(f, "u1")))
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), fmt.Sprintf("the sender is uid %d, another user", me)) {
+		t.Fatalf("another user's sender: %s %s", resp.Status, b)
+	}
+	if last, _ := l.LastSeq(t.Context()); last != 0 {
+		t.Fatalf("another user's sender appended up to %d", last)
+	}
+	r.TrustedUIDs = []uint32{me}
+	if resp := post(t, url+otel.PathLogs, "application/x-protobuf", "", mustProto(t, logsOf(f, "u1"))); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the trusted user's sender: %s", resp.Status)
+	}
+}

@@ -106,5 +106,5 @@ func newOTLPReceiver(p host.Parts, red *redact.Redactor, maxRaw int) (*otel.Rece
 	if err != nil {
 		return nil, err
 	}
-	return &otel.Receiver{Parser: otel.NewParser(red, maxRaw), Claude: cl, Codex: cx}, nil
+	return &otel.Receiver{Parser: otel.NewParser(red, maxRaw), Claude: cl, Codex: cx, TrustedUIDs: host.TrustedUIDs()}, nil
 }
