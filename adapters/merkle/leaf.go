@@ -34,6 +34,14 @@ const HeaderPrefix = "Lb-"
 // of the leaf, so a message moved to another sequence hashes differently
 // even when its leaf index were the same.
 func LeafData(m natslog.Msg) []byte {
+	b := appendLeafHead(make([]byte, 0, len(LeafPrefix)+24+len(m.Subject)+64+len(m.Data)), m)
+	return append(b, m.Data...)
+}
+
+// appendLeafHead appends to b LeafData(m) up to its message data: the
+// format's line, the sequence, the subject, the Lb- headers and the
+// blank line. LeafData and LeafHash share it, so the two never differ.
+func appendLeafHead(b []byte, m natslog.Msg) []byte {
 	var names []string
 	for k := range m.Header {
 		if strings.HasPrefix(k, HeaderPrefix) {
@@ -41,7 +49,6 @@ func LeafData(m natslog.Msg) []byte {
 		}
 	}
 	slices.Sort(names)
-	b := make([]byte, 0, len(LeafPrefix)+24+len(m.Subject)+64+len(m.Data))
 	b = append(b, LeafPrefix...)
 	b = strconv.AppendUint(b, m.Seq, 10)
 	b = append(b, '\n')
@@ -56,36 +63,14 @@ func LeafData(m natslog.Msg) []byte {
 		}
 	}
 	b = append(b, '\n')
-	return append(b, m.Data...)
+	return b
 }
 
 // LeafHash returns the RFC 6962 leaf hash of m: tlog.RecordHash of
 // LeafData(m), SHA-256 of 0x00 and the leaf data, hashed as it is
 // written out, without a copy of m's data.
 func LeafHash(m natslog.Msg) tlog.Hash {
-	var names []string
-	for k := range m.Header {
-		if strings.HasPrefix(k, HeaderPrefix) {
-			names = append(names, k)
-		}
-	}
-	slices.Sort(names)
-	b := make([]byte, 0, 1+len(LeafPrefix)+24+len(m.Subject)+256)
-	b = append(b, 0x00)
-	b = append(b, LeafPrefix...)
-	b = strconv.AppendUint(b, m.Seq, 10)
-	b = append(b, '\n')
-	b = append(b, m.Subject...)
-	b = append(b, '\n')
-	for _, k := range names {
-		for _, v := range m.Header[k] {
-			b = append(b, k...)
-			b = append(b, ": "...)
-			b = append(b, v...)
-			b = append(b, '\n')
-		}
-	}
-	b = append(b, '\n')
+	b := appendLeafHead(append(make([]byte, 0, 1+len(LeafPrefix)+24+len(m.Subject)+256), 0x00), m)
 	h := sha256.New()
 	h.Write(b)
 	h.Write(m.Data)
