@@ -198,20 +198,31 @@ func (f liveFlags) reconciler(b *backend, svc *api.Service, stderr io.Writer) *r
 		return nil
 	}
 	host, _ := os.Hostname()
-	var m *wsadapter.Manager
+	var (
+		m      *wsadapter.Manager
+		mFault string // the last fault building m, said once
+	)
 	checks := func(ctx context.Context) (int, error) {
-		if m == nil {
-			var err error
-			if m, err = newWorkspaceManager(b, api.Local(svc.Handlers()), claude.ActorReconciler); err != nil {
-				return 0, err
-			}
-		}
 		if err := svc.CaughtUp(ctx); err != nil {
 			return 0, err
 		}
 		runs, err := runningChecks(svc.Store)
 		if err != nil || len(runs) == 0 {
 			return 0, err
+		}
+		// The manager is built only when a run may need ending: a serve
+		// with no workspace root never needs it, and a fault building it
+		// is said once, not on every pass.
+		if m == nil {
+			mm, err := newWorkspaceManager(b, api.Local(svc.Handlers()), claude.ActorReconciler)
+			if err != nil {
+				if err.Error() == mFault {
+					return 0, nil
+				}
+				mFault = err.Error()
+				return 0, fmt.Errorf("cannot end vanished check runs: %w", err)
+			}
+			m, mFault = mm, ""
 		}
 		// A runner killed mid-check left its sandbox's placeholders in the
 		// worktree; its ledger names them, and they go before its run is

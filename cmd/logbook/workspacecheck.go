@@ -157,8 +157,12 @@ workspace check ID does the same before it runs the check.`,
 }
 
 // ensureHook installs ws's pre-push hook when its worktree has none,
-// saying so on stderr.
+// saying so on stderr. A workspace that cannot work (archived, failed,
+// initializing) is left to the check, which names the fault as its own.
 func ensureHook(ctx context.Context, g *globals, m *wsadapter.Manager, ws workspace.State) error {
+	if ws.CanWork() != nil {
+		return nil
+	}
 	installed, err := m.EnsureHook(ctx, ws.ID)
 	if err != nil {
 		return err
