@@ -174,7 +174,7 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (CheckResult, err
 			return CheckResult{Refused: why}, nil
 		}
 		for _, r := range req.Prior {
-			if r.Workspace == ws.ID && r.Judged(cfg.Check, tree.Fingerprint()) && r.Clean {
+			if r.Workspace == ws.ID && r.Judged(cfg.Check, cfg.CheckSandbox(), tree.Fingerprint()) && r.Clean {
 				st, err := m.allowPush(ctx, r.ID, req.Push, true)
 				if err != nil {
 					return CheckResult{}, err
@@ -607,7 +607,7 @@ func GateChecks(views CheckViews, caughtUp func(context.Context) error) func(ctx
 			return "the check runs could not be read: " + err.Error()
 		}
 		for _, r := range runs {
-			if r.Judged(cfg.Check, tree.Fingerprint()) && r.Clean {
+			if r.Judged(cfg.Check, cfg.CheckSandbox(), tree.Fingerprint()) && r.Clean {
 				return ""
 			}
 		}

@@ -57,9 +57,10 @@ existed) gets it first, and the command says so.
 it): git's list of refs on standard input, the output on standard error.
 The push goes (exit status 0) only on a passed run for the tree pushed:
 each pushed commit must be the workspace's HEAD and the work tree clean,
-and a passed run of the same check over the same fingerprint is reused
-without running again. What is recorded (check.push_allowed) is that the
-check allowed the push, not that it reached the remote: git sends it after
+and a passed run of the same check in the same check_mode over the same
+fingerprint is reused without running again. What is recorded
+(check.push_allowed) is that the check allowed the push, not that it
+reached the remote: git sends it after
 the hook, and may still fail it, and git push --no-verify skips the hook
 (the gate's require_check still applies to an agent's git push). With no
 check configured the push goes, and the hook says so.`,

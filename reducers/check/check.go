@@ -81,11 +81,13 @@ func (s State) Exists() bool { return s.Status != "" }
 // Ended reports whether the run has its verdict.
 func (s State) Ended() bool { return s.Exists() && s.Status != events.CheckRunning }
 
-// Judged reports whether s is a passed run of command over the tree
-// fingerprint: the run a push of that tree may go on without running the
-// check again.
-func (s State) Judged(command, fingerprint string) bool {
-	return s.Status == events.CheckPassed && s.Command == command && s.Fingerprint == fingerprint
+// Judged reports whether s is a passed run of command, in sandbox mode,
+// over the tree fingerprint: the run a push of that tree may go on
+// without running the check again. A pass in another mode judges
+// nothing here: a check that passed with write access may fail read
+// only, and the project's check_mode says which it must pass in.
+func (s State) Judged(command, mode, fingerprint string) bool {
+	return s.Status == events.CheckPassed && s.Command == command && s.Mode == mode && s.Fingerprint == fingerprint
 }
 
 // Command is an input to Decide; each carries the decision time At and

@@ -49,11 +49,14 @@ func TestDecide_PassAndPush(t *testing.T) {
 	if diff := cmp.Diff([]string{"check.started", "check.ended", "check.push_allowed"}, types); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	if s.Status != events.CheckPassed || !s.Judged("make check", commit+":"+tree) || len(s.Pushes) != 1 || *s.ExitCode != 0 {
+	if s.Status != events.CheckPassed || !s.Judged("make check", "workspace_write", commit+":"+tree) || len(s.Pushes) != 1 || *s.ExitCode != 0 {
 		t.Errorf("state %+v", s)
 	}
-	if s.Judged("make test", commit+":"+tree) || s.Judged("make check", commit+":sha256:"+strings.Repeat("0", 64)) {
+	if s.Judged("make test", "workspace_write", commit+":"+tree) || s.Judged("make check", "workspace_write", commit+":sha256:"+strings.Repeat("0", 64)) {
 		t.Error("judged another command or tree")
+	}
+	if s.Judged("make check", "read_only", commit+":"+tree) {
+		t.Error("judged in another mode")
 	}
 }
 
