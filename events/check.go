@@ -110,11 +110,14 @@ const CheckTailBytes = 4 << 10
 
 // PushRef is one line git gives a pre-push hook: the local ref and commit
 // pushed, and the remote ref and the commit it had (40 zeros for none).
+// For an annotated tag git names the tag object: LocalSHA is then the
+// commit the tag points to, and Tag the tag object's id ("" otherwise).
 type PushRef struct {
 	LocalRef  string `json:"local_ref"`
 	LocalSHA  string `json:"local_sha"`
 	RemoteRef string `json:"remote_ref"`
 	RemoteSHA string `json:"remote_sha"`
+	Tag       string `json:"tag,omitempty"`
 }
 
 // CheckPushAllowed records that the workspace's pre-push hook allowed a

@@ -88,6 +88,11 @@ func payloadItems(recs []events.Record, entry string) []Item {
 							// A pushed ref (check.push_allowed): local ref,
 							// commit, remote ref.
 							parts[i] = fmt.Sprintf("%v@%v->%v", r["local_ref"], r["local_sha"], r["remote_ref"])
+							if tag, ok := r["tag"].(string); ok && tag != "" {
+								// An annotated tag: the commit it points
+								// to, and the tag object git named.
+								parts[i] = fmt.Sprintf("%v@%v(tag:%s)->%v", r["local_ref"], r["local_sha"], tag, r["remote_ref"])
+							}
 						}
 					}
 					kv.add(k, strings.Join(parts, ","))

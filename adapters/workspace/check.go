@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -170,6 +171,7 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (CheckResult, err
 		return CheckResult{}, fmt.Errorf("workspace check: %w", err)
 	}
 	if req.Push != nil {
+		req.Push.Refs = peeled(ctx, ws.Path, req.Push.Refs)
 		if why := pushRefused(tree, req.Push.Refs); why != "" {
 			return CheckResult{Refused: why}, nil
 		}
@@ -221,6 +223,25 @@ func (m *Manager) Check(ctx context.Context, req CheckRequest) (CheckResult, err
 		return res, fmt.Errorf("workspace check: run %s: its output was not all stored: %w", id, outErr)
 	}
 	return res, nil
+}
+
+// peeled returns refs with each LocalSHA that names an annotated tag
+// replaced by the commit the tag points to (git rev-parse SHA^{commit}
+// in the worktree wt) and the tag object's id kept in Tag, so a tag of
+// HEAD is judged as HEAD. A SHA git cannot peel to a commit (a tag of a
+// tree or blob, an unknown object) is left as it is, and so refused as
+// not HEAD.
+func peeled(ctx context.Context, wt string, refs []events.PushRef) []events.PushRef {
+	out := slices.Clone(refs)
+	for i, r := range out {
+		if deletion(r) || !strings.HasPrefix(r.LocalRef, "refs/tags/") {
+			continue
+		}
+		if c, err := git(ctx, wt, "rev-parse", "--verify", "--quiet", "--end-of-options", r.LocalSHA+"^{commit}"); err == nil && c != "" && c != r.LocalSHA {
+			out[i].LocalSHA, out[i].Tag = c, r.LocalSHA
+		}
+	}
+	return out
 }
 
 // pushRefused says why a push of refs may not go on a check of tree t,
