@@ -315,10 +315,10 @@ func eventName(lr plog.LogRecord, a attrs) (string, string) {
 // recordTime returns the record's time: its timestamp, else its observed
 // timestamp, else its event.timestamp attribute (ISO 8601), else zero.
 func recordTime(lr plog.LogRecord, a attrs) time.Time {
-	if t := lr.Timestamp(); t != 0 {
+	if t := lr.Timestamp(); knownTime(t) {
 		return asTime(t)
 	}
-	if t := lr.ObservedTimestamp(); t != 0 {
+	if t := lr.ObservedTimestamp(); knownTime(t) {
 		return asTime(t)
 	}
 	if v, ok := a.get("event.timestamp"); ok && v.Type() == pcommon.ValueTypeStr {
@@ -328,6 +328,16 @@ func recordTime(lr plog.LogRecord, a attrs) time.Time {
 	}
 	return time.Time{}
 }
+
+// earliest is 2000-01-01T00:00:00Z in nanoseconds since the Unix epoch:
+// no agent this receiver reads ran before it.
+const earliest pcommon.Timestamp = 946684800 * 1e9
+
+// knownTime reports whether ts is a time at all: 0 is OTLP's "unknown", and a
+// time before 2000 (a sender's 1 ns, a clock at its epoch) is read as
+// unknown too, so the record is dated by what comes next (the observed
+// timestamp, the attribute, or its receipt), never by 1970.
+func knownTime(ts pcommon.Timestamp) bool { return ts >= earliest }
 
 // asTime returns ts (nanoseconds since the Unix epoch, unsigned on the
 // wire) in UTC; one past the largest int64 is read as that largest

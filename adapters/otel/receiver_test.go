@@ -640,6 +640,11 @@ func TestReceiver_HostTimeAndIDs(t *testing.T) {
 	p.Attributes().PutStr("session.id", "h2")
 	p.Attributes().PutStr("prompt.id", "P1")
 	p.SetTimestamp(pcommon.Timestamp(^uint64(0)))
+	early := sl.LogRecords().AppendEmpty()
+	early.Body().SetStr("claude_code.user_prompt")
+	early.Attributes().PutStr("session.id", "h3")
+	early.Attributes().PutStr("prompt.id", "P1")
+	early.SetTimestamp(1)
 	long := sl.LogRecords().AppendEmpty()
 	long.Body().SetStr("claude_code.tool_decision")
 	long.Attributes().PutStr("session.id", "h2")
@@ -655,7 +660,7 @@ func TestReceiver_HostTimeAndIDs(t *testing.T) {
 	if err := er.UnmarshalProto(b); err != nil {
 		t.Fatal(err)
 	}
-	if ps := er.PartialSuccess(); ps.RejectedLogRecords() != 1 || !strings.Contains(ps.ErrorMessage(), "logRecords[1]") || !strings.Contains(ps.ErrorMessage(), "5000 bytes, the most is 256") {
+	if ps := er.PartialSuccess(); ps.RejectedLogRecords() != 1 || !strings.Contains(ps.ErrorMessage(), "logRecords[2]") || !strings.Contains(ps.ErrorMessage(), "5000 bytes, the most is 256") {
 		t.Errorf("partial success %d %q", ps.RejectedLogRecords(), ps.ErrorMessage())
 	}
 	st, recs := fold(t, l, "h2")
@@ -666,6 +671,10 @@ func TestReceiver_HostTimeAndIDs(t *testing.T) {
 		if r.At.Year() < 2026 {
 			t.Errorf("%s dated %s", r.Type, r.At)
 		}
+	}
+	// A time of 1 ns is no time: the record is dated by its receipt.
+	if _, recs := fold(t, l, "h3"); len(recs) == 0 || recs[0].At.Year() < 2026 {
+		t.Errorf("session h3 (timeUnixNano 1): %+v", recs)
 	}
 }
 

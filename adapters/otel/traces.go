@@ -96,9 +96,9 @@ func (p *Parser) span(res pcommon.Map, sp ptrace.Span) ([]Item, error) {
 	return []Item{first, last}, nil
 }
 
-// spanTime returns ts in UTC, zero for 0.
+// spanTime returns ts in UTC, zero for 0 and any time knownTime refuses.
 func spanTime(ts pcommon.Timestamp) time.Time {
-	if ts == 0 {
+	if !knownTime(ts) {
 		return time.Time{}
 	}
 	return asTime(ts)
