@@ -97,6 +97,11 @@ func NewVerifier(admin ed25519.PublicKey) *Verifier {
 	return v
 }
 
+// Checked returns how many Ed25519 verifications v and its siblings
+// (Sibling) have made so far; a verdict one took from another's check is
+// not counted. Safe for concurrent use.
+func (v *Verifier) Checked() uint64 { return v.checks.done.Load() }
+
 // Sibling returns a new Verifier that trusts the same admin key as v and
 // has observed no key event yet (its key state is its own, fed by its
 // own Judge calls), but shares v's record of the signatures checked: an
