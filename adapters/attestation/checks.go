@@ -17,12 +17,13 @@ const checkSlots = 1 << 14
 // process made, shared among them (Verifier.Sibling): the verdict on a
 // signature is a function of the public key, the signature and the
 // signed bytes alone, so a Verifier that meets the same three at the same
-// sequence takes the verdict instead of verifying again. Each verdict is
-// kept under the SHA-256 of those three, never under the sequence alone:
-// other bytes at a sequence (a stream made again, another server) miss
-// and are verified. It holds checkSlots verdicts (about 0.7 MiB), each
-// new one at a sequence replacing the one kept at its slot; safe for
-// concurrent use.
+// sequence takes the verdict instead of verifying again, and one that
+// meets them while another is verifying them waits for that verdict.
+// Each verdict is kept under the SHA-256 of those three, never under the
+// sequence alone: other bytes at a sequence (a stream made again, another
+// server) miss and are verified. It holds checkSlots verdicts (about
+// 0.8 MiB), each new one at a sequence replacing the one kept at its
+// slot; safe for concurrent use.
 type checks struct {
 	mu    sync.Mutex
 	slots [checkSlots]checkSlot // guarded by mu
@@ -32,7 +33,13 @@ type checks struct {
 type checkSlot struct {
 	seq uint64   // 0: empty
 	sum [32]byte // checkSum of the verdict's key, signature and signed bytes
-	ok  bool     // the signature verified
+	c   *check
+}
+
+// check is one Ed25519 verification, under way until done is closed.
+type check struct {
+	done chan struct{}
+	ok   bool // the signature verified; set before done is closed
 }
 
 // checkSum returns the SHA-256 of pub, sig and signed, each but the last
@@ -49,8 +56,9 @@ func checkSum(pub ed25519.PublicKey, sig, signed []byte) [32]byte {
 }
 
 // verify reports whether m's signature verifies with pub, taking the
-// verdict of an earlier check of the same key, signature and bytes at
-// m.Seq when c (nil: none) keeps one, and keeping its own otherwise.
+// verdict of a check of the same key, signature and bytes at m.Seq when
+// c (nil: none) keeps one, done or under way, and keeping its own
+// otherwise.
 func (c *checks) verify(pub ed25519.PublicKey, m Message) bool {
 	sig, err := base64.StdEncoding.DecodeString(m.Sig)
 	if err != nil || len(sig) != ed25519.SignatureSize {
@@ -64,15 +72,16 @@ func (c *checks) verify(pub ed25519.PublicKey, m Message) bool {
 	slot := &c.slots[m.Seq%checkSlots]
 	c.mu.Lock()
 	if slot.seq == m.Seq && slot.sum == sum {
-		ok := slot.ok
+		k := slot.c
 		c.mu.Unlock()
-		return ok
+		<-k.done
+		return k.ok
 	}
+	k := &check{done: make(chan struct{})}
+	*slot = checkSlot{seq: m.Seq, sum: sum, c: k}
 	c.mu.Unlock()
-	ok := ed25519.Verify(pub, signed, sig)
+	k.ok = ed25519.Verify(pub, signed, sig)
 	c.done.Add(1)
-	c.mu.Lock()
-	*slot = checkSlot{seq: m.Seq, sum: sum, ok: ok}
-	c.mu.Unlock()
-	return ok
+	close(k.done)
+	return k.ok
 }

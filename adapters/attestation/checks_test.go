@@ -2,6 +2,8 @@ package attestation
 
 import (
 	"crypto/ed25519"
+	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -54,5 +56,34 @@ func TestSiblingSharesChecks(t *testing.T) {
 	}
 	if !s.Admin().Equal(ed25519.PublicKey(admin.Public())) {
 		t.Error("a Sibling trusts its Verifier's admin key")
+	}
+}
+
+// Siblings that meet the same signature at once verify it once: the one
+// that comes second waits for the first one's verdict.
+func TestSiblingsCheckOnceAtOnce(t *testing.T) {
+	admin, err := NewKey("admin", RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := NewVerifier(admin.Public())
+	vs := []*Verifier{v, v.Sibling(), v.Sibling(), v}
+	for seq := uint64(1); seq <= 50; seq++ {
+		m := Message{Seq: seq, Subject: "lb.ev.session.s1", Data: fmt.Appendf(nil, `{"n":%d}`, seq)}
+		m.KeyID, m.Sig = admin.Sign(m.Subject, m.Expect, m.Data)
+		var wg sync.WaitGroup
+		pres := make([]Pre, len(vs))
+		for i, w := range vs {
+			wg.Go(func() { pres[i] = w.Precheck(m) })
+		}
+		wg.Wait()
+		for i, p := range pres {
+			if p != preGood {
+				t.Fatalf("seq %d: Verifier %d: Precheck = %d, want %d", seq, i, p, preGood)
+			}
+		}
+		if got := v.Checked(); got != seq {
+			t.Fatalf("after seq %d: %d verifications, want %d", seq, got, seq)
+		}
 	}
 }
