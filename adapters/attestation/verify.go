@@ -3,7 +3,6 @@ package attestation
 import (
 	"cmp"
 	"crypto/ed25519"
-	"encoding/base64"
 	"fmt"
 	"slices"
 	"sync"
@@ -86,14 +85,34 @@ type Verifier struct {
 	pubs    sync.Map             // key id → ed25519.PublicKey, for Precheck
 	signing uint64               // sequence of signing.began; 0: not yet; guarded by mu
 	horizon uint64               // guarded by mu
+
+	checks *checks // the signatures checked, shared with its siblings
 }
 
 // NewVerifier returns a Verifier that trusts admin, the pinned admin
 // public key (32 bytes), for key events.
 func NewVerifier(admin ed25519.PublicKey) *Verifier {
-	v := &Verifier{admin: admin, adminID: KeyID(admin), keys: make(map[string]*keyState)}
+	v := &Verifier{admin: admin, adminID: KeyID(admin), keys: make(map[string]*keyState), checks: new(checks)}
 	v.pubs.Store(v.adminID, admin)
 	return v
+}
+
+// Checked returns how many Ed25519 verifications v and its siblings
+// (Sibling) have made so far; a verdict one took from another's check is
+// not counted. Safe for concurrent use.
+func (v *Verifier) Checked() uint64 { return v.checks.done.Load() }
+
+// Sibling returns a new Verifier that trusts the same admin key as v and
+// has observed no key event yet (its key state is its own, fed by its
+// own Judge calls), but shares v's record of the signatures checked: an
+// event one of them verified is not verified again by the other when it
+// meets the same key, signature and bytes at the same sequence. How
+// several readers of one process (serve's projector, its checkpoints'
+// judgement, the board) verify each event once between them.
+func (v *Verifier) Sibling() *Verifier {
+	s := NewVerifier(v.admin)
+	s.checks = v.checks
+	return s
 }
 
 // AdminID returns the pinned admin key's id.
@@ -133,18 +152,10 @@ func (v *Verifier) Precheck(m Message) Pre {
 	if !ok {
 		return preNone
 	}
-	if verify(pub.(ed25519.PublicKey), m) {
+	if v.checks.verify(pub.(ed25519.PublicKey), m) {
 		return preGood
 	}
 	return preBad
-}
-
-func verify(pub ed25519.PublicKey, m Message) bool {
-	sig, err := base64.StdEncoding.DecodeString(m.Sig)
-	if err != nil || len(sig) != ed25519.SignatureSize {
-		return false
-	}
-	return ed25519.Verify(pub, Signed(m.Subject, m.Expect, m.Data), sig)
 }
 
 // AggState is what the judged events of one aggregate, up to a stream
@@ -246,7 +257,7 @@ func (v *Verifier) judge(m Message, typ string, pre Pre) Verdict {
 	}
 	ok := pre == preGood
 	if pre == preNone {
-		ok = verify(pub, m)
+		ok = v.checks.verify(pub, m)
 	}
 	if !ok {
 		// Who the key belongs to is a claim the signature does not

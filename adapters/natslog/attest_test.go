@@ -1,6 +1,7 @@
 package natslog
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
@@ -697,4 +699,48 @@ func quarantinedAt(l *Log, seq uint64) (Quarantined, bool) {
 		}
 	}
 	return Quarantined{}, false
+}
+
+// A Judger of a Log shares the Log's verdicts on signatures: the events
+// the Judger verified, a read of the Log does not verify again, and the
+// Judger judges them as one that verifies each itself does (a forgery
+// signed and then edited among them, quarantined by both).
+func TestAttest_JudgerSharesTheLogsChecks(t *testing.T) {
+	serve := mustKey(t, "serve@h", attestation.RoleServe)
+	s, admin, l := startSigning(t, serve)
+	l.SetSigner(serve)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	a, b := session("a"), session("b")
+	ap := mustAppend(t, l, decision(reg, a, 0, 1, 5))
+	bp := mustAppend(t, l, decision(reg, b, 0, 1, 3))
+	forged := forge(t, s.Conn(), verdict(reg, a, 6), ap.Last, serve, func(data []byte) []byte {
+		return bytes.Replace(data, []byte(`"fine"`), []byte(`"FINE"`), 1)
+	})
+	last := max(forged, bp.Last)
+
+	before := l.Verifier().Checked()
+	shared := l.NewJudger(admin.Public())
+	if err := shared.CatchUp(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	judged := l.Verifier().Checked() - before
+	if judged == 0 {
+		t.Fatal("the Judger's verifications are not on the Log's record")
+	}
+	readAll(t, l, 1)
+	if got := l.Verifier().Checked() - before - judged; got != 0 {
+		t.Errorf("the read made %d verifications of its own after the Judger's %d; want none", got, judged)
+	}
+
+	own := signedLog(t, s, admin).NewJudger(admin.Public())
+	if err := own.CatchUp(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(own.Quarantined(), shared.Quarantined()); diff != "" {
+		t.Errorf("quarantined (-judged alone +sharing the read's checks):\n%s", diff)
+	}
+	if q, ok := shared.Quarantined()[forged]; !ok || q.Status != attestation.BadSignature {
+		t.Errorf("forgery at seq %d: %+v, %v; want it quarantined as %s", forged, q, ok, attestation.BadSignature)
+	}
 }

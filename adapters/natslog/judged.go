@@ -93,9 +93,16 @@ type Judger struct {
 }
 
 // NewJudger returns a Judger of l's events trusting admin, the pinned
-// admin public key, that has judged nothing yet.
+// admin public key, that has judged nothing yet. When l's own Verifier
+// pins the same admin key, the Judger's Verifier is its Sibling: an
+// event l's reads verified (serve's projector following the log) is not
+// verified again by the Judger, nor the other way round.
 func (l *Log) NewJudger(admin ed25519.PublicKey) *Judger {
-	return &Judger{l: l, v: attestation.NewVerifier(admin), d: l.reg.NewDecoder(),
+	v := attestation.NewVerifier(admin)
+	if lv := l.cfg.Verifier; lv != nil && lv.Admin().Equal(admin) {
+		v = lv.Sibling()
+	}
+	return &Judger{l: l, v: v, d: l.reg.NewDecoder(),
 		aggs: map[string]*attestation.AggState{}, quar: map[uint64]attestation.Verdict{}}
 }
 

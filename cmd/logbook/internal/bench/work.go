@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -757,9 +758,9 @@ func (e *benchEnv) importRun(row string, sessions, lines int) benchRun {
 			return benchSample{}, err
 		}
 		var out bytes.Buffer
-		start := time.Now()
+		start, cpu0 := time.Now(), processCPU()
 		err = e.cli.Run(ctx, []string{"import", "claude", "--data", s.data, "--json", "--workers", "4", dir}, bytes.NewReader(nil), &out, io.Discard)
-		elapsed := time.Since(start)
+		elapsed, cpu := time.Since(start), processCPU()-cpu0
 		if err != nil {
 			return benchSample{}, err
 		}
@@ -780,8 +781,9 @@ func (e *benchEnv) importRun(row string, sessions, lines int) benchRun {
 				msgs += len(d)
 			}
 		}
-		e.notes = append(e.notes, fmt.Sprintf("import: %d transcripts of %d lines became %s events, %.1f per line",
-			sessions, lines, benchThousands(int64(msgs)), float64(msgs)/float64(sum.Appended)))
+		e.notes = append(e.notes, fmt.Sprintf("import: %d transcripts of %d lines became %s events, %.1f per line; %.0f µs of CPU per event while it ran (importer, serve and its server together; %.1f of %d cores busy)",
+			sessions, lines, benchThousands(int64(msgs)), float64(msgs)/float64(sum.Appended),
+			float64(cpu.Microseconds())/float64(max(msgs, 1)), cpu.Seconds()/elapsed.Seconds(), runtime.GOMAXPROCS(0)))
 		return benchSample{ops: msgs, elapsed: elapsed}, err
 	}
 }

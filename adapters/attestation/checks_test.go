@@ -1,0 +1,89 @@
+package attestation
+
+import (
+	"crypto/ed25519"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// Siblings share the verdicts on the signatures they check: an event one
+// verified is taken by the other without a second Ed25519 check, but only
+// for the same key, signature and bytes at the same sequence; any other
+// message there is verified on its own.
+func TestSiblingSharesChecks(t *testing.T) {
+	admin, err := NewKey("admin", RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := NewVerifier(admin.Public())
+	s := v.Sibling()
+	msg := func(seq uint64, data string) Message {
+		m := Message{Seq: seq, Subject: "lb.ev.session.s1", Expect: "3", Data: []byte(data)}
+		m.KeyID, m.Sig = admin.Sign(m.Subject, m.Expect, m.Data)
+		return m
+	}
+	good := msg(7, `{"a":1}`)
+	forged := good
+	forged.Data = []byte(`{"a":2}`) // the signature of other bytes
+	other := msg(7+checkSlots, `{"a":1}`)
+
+	steps := []struct {
+		name  string
+		v     *Verifier
+		m     Message
+		want  Pre
+		count uint64 // Ed25519 verifications made so far, by both
+	}{
+		{"first check", v, good, preGood, 1},
+		{"the sibling takes it", s, good, preGood, 1},
+		{"the same Verifier takes it", v, good, preGood, 1},
+		{"other bytes, same sequence and signature", s, forged, preBad, 2},
+		{"the good one again after the forgery took the slot", v, good, preGood, 3},
+		{"the same bytes at a sequence of the same slot", s, other, preGood, 4},
+		{"the first sequence, its slot now another's", v, good, preGood, 5},
+	}
+	for _, st := range steps {
+		if got := st.v.Precheck(st.m); got != st.want {
+			t.Errorf("%s: Precheck = %d, want %d", st.name, got, st.want)
+		}
+		if got := v.checks.done.Load(); got != st.count {
+			t.Errorf("%s: %d verifications, want %d", st.name, got, st.count)
+		}
+	}
+	if s.checks != v.checks || NewVerifier(admin.Public()).checks == v.checks {
+		t.Error("a Sibling shares its Verifier's checks and a new Verifier has its own")
+	}
+	if !s.Admin().Equal(ed25519.PublicKey(admin.Public())) {
+		t.Error("a Sibling trusts its Verifier's admin key")
+	}
+}
+
+// Siblings that meet the same signature at once verify it once: the one
+// that comes second waits for the first one's verdict.
+func TestSiblingsCheckOnceAtOnce(t *testing.T) {
+	admin, err := NewKey("admin", RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := NewVerifier(admin.Public())
+	vs := []*Verifier{v, v.Sibling(), v.Sibling(), v}
+	for seq := uint64(1); seq <= 50; seq++ {
+		m := Message{Seq: seq, Subject: "lb.ev.session.s1", Data: fmt.Appendf(nil, `{"n":%d}`, seq)}
+		m.KeyID, m.Sig = admin.Sign(m.Subject, m.Expect, m.Data)
+		var wg sync.WaitGroup
+		pres := make([]Pre, len(vs))
+		for i, w := range vs {
+			wg.Go(func() { pres[i] = w.Precheck(m) })
+		}
+		wg.Wait()
+		for i, p := range pres {
+			if p != preGood {
+				t.Fatalf("seq %d: Verifier %d: Precheck = %d, want %d", seq, i, p, preGood)
+			}
+		}
+		if got := v.Checked(); got != seq {
+			t.Fatalf("after seq %d: %d verifications, want %d", seq, got, seq)
+		}
+	}
+}
