@@ -43,6 +43,7 @@ const signingWriters = 8
 type signingState struct {
 	append *benchLog    // the append row's server; its log appends unsigned
 	signed *natslog.Log // on the same server: judged, and signing with a registered serve key
+	bare   *natslog.Log // on the same server: signing with that key, not judged
 
 	fold      *benchLog         // the fold row's signed log
 	foldDir   string            // its data dir: checkpoint key and stored tree hashes
@@ -58,8 +59,10 @@ func (s *signingState) close() {
 			srv.close()
 		}
 	}
-	if s.signed != nil {
-		s.signed.Close()
+	for _, l := range []*natslog.Log{s.signed, s.bare} {
+		if l != nil {
+			l.Close()
+		}
 	}
 	for _, l := range []*benchLog{s.append, s.fold} {
 		if l != nil {
@@ -80,8 +83,11 @@ func (e *benchEnv) signingOf() *signingState {
 func (e *benchEnv) signingRows() []benchWorkload {
 	ws := []benchWorkload{{
 		group: "signing", name: fmt.Sprintf("append %d writers × 1 ev/decision, fsync always, signed", signingWriters), unit: "ev",
-		logbook: e.signingAppend(true), runs: readRuns,
-		baselines: []benchBaseline{{name: "the same decisions unsigned (no verifier, no key), same server", run: e.signingAppend(false), floor: SigningAppendFloor}},
+		logbook: e.signingAppend(signedChecked), runs: readRuns,
+		baselines: []benchBaseline{
+			{name: "the same decisions unsigned (no verifier, no key), same server", run: e.signingAppend(unsigned), floor: SigningAppendFloor},
+			{name: "the same decisions signed, key state not checked (the signature's share)", run: e.signingAppend(signedOnly)},
+		},
 	}}
 	if e.cli.HookExe != "" && e.cli.RunUnsigned != nil {
 		ws = append(ws, benchWorkload{
@@ -112,56 +118,65 @@ func (e *benchEnv) signingAppendLog(ctx context.Context) (*signingState, error) 
 		return nil, err
 	}
 	st.append = l
-	if st.signed, _, err = e.openSigning(ctx, l); err != nil {
+	var key *attestation.Key
+	if st.signed, _, key, err = e.openSigning(ctx, l); err != nil {
 		return nil, err
 	}
+	if st.bare, err = natslog.Open(ctx, l.srv.Conn(), natslog.Config{Registry: e.reg}); err != nil {
+		return nil, err
+	}
+	st.bare.SetSigner(key)
 	return st, nil
 }
 
 // openSigning opens a log on l's server that judges its reads against
 // a new admin key, begins signing with it, registers a new serve key and
 // signs with it, as serve on its own server does; it returns the log and
-// the admin public key.
-func (e *benchEnv) openSigning(ctx context.Context, l *benchLog) (*natslog.Log, ed25519.PublicKey, error) {
+// the admin public key and the serve key.
+func (e *benchEnv) openSigning(ctx context.Context, l *benchLog) (*natslog.Log, ed25519.PublicKey, *attestation.Key, error) {
 	admin, err := attestation.NewKey("admin@bench", attestation.RoleAdmin)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	key, err := attestation.NewKey("serve@bench", attestation.RoleServe)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	sl, err := natslog.Open(ctx, l.srv.Conn(), natslog.Config{Registry: e.reg, Verifier: attestation.NewVerifier(admin.Public())})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if _, err := sl.BeginSigning(ctx, admin, "bench", time.Now()); err != nil {
 		sl.Close()
-		return nil, nil, fmt.Errorf("begin signing: %w", err)
+		return nil, nil, nil, fmt.Errorf("begin signing: %w", err)
 	}
 	if _, err := sl.RegisterKey(ctx, admin, key, "bench", time.Now()); err != nil {
 		sl.Close()
-		return nil, nil, fmt.Errorf("register the serve key: %w", err)
+		return nil, nil, nil, fmt.Errorf("register the serve key: %w", err)
 	}
 	sl.SetSigner(key)
-	return sl, admin.Public(), nil
+	return sl, admin.Public(), key, nil
 }
+
+// appendSigning is how the signing group's append row appends.
+type appendSigning int
+
+const (
+	unsigned      appendSigning = iota // neither signed nor judged: the append rows' log
+	signedChecked                      // signed, the key's state checked before each commit: serve's log
+	signedOnly                         // signed, no key state checked: the signature alone
+)
 
 // signingAppend appends cfg.Appends events, one per decision, from
 // signingWriters writers, each decision chained to its writer's previous
-// one: through the log that signs every message with the serve key
-// (and checks the key's state before each commit, as serve's log does),
-// or through the log of the same server that neither signs nor judges.
-func (e *benchEnv) signingAppend(signed bool) benchRun {
+// one, through the log of the same server how says.
+func (e *benchEnv) signingAppend(how appendSigning) benchRun {
 	return func(ctx context.Context) (benchSample, error) {
 		st, err := e.signingAppendLog(ctx)
 		if err != nil {
 			return benchSample{}, err
 		}
-		log := st.append.log
-		if signed {
-			log = st.signed
-		}
+		log := map[appendSigning]*natslog.Log{unsigned: st.append.log, signedChecked: st.signed, signedOnly: st.bare}[how]
 		run := e.runs.Add(1)
 		return benchWriters(signingWriters, max(e.cfg.Appends, signingWriters), 1, func(w int) func() error {
 			agg := events.Aggregate{Kind: events.KindSession, ID: fmt.Sprintf("bench-%d-w%d", run, w)}
@@ -193,6 +208,18 @@ func (e *benchEnv) signingServe(signed bool) func(context.Context) (*benchServe,
 			return nil, err
 		}
 		*p = s
+		// The twins are what they say: a serve that signs has registered
+		// its key on its log; one that does not has no key event there.
+		keys := 0
+		for _, err := range s.log.ReadRaw(ctx, events.SubjectEvents+"."+events.KindKey+".>", 1) {
+			if err != nil {
+				return nil, err
+			}
+			keys++
+		}
+		if signed != (keys > 0) {
+			return nil, fmt.Errorf("serve on %s (signing: %v) has %d key events on its log", s.data, signed, keys)
+		}
 		return s, nil
 	}
 }
@@ -244,7 +271,7 @@ func (e *benchEnv) signingFoldLog(ctx context.Context) (*signingState, error) {
 	if err := os.MkdirAll(st.foldDir, 0o700); err != nil {
 		return nil, err
 	}
-	w, admin, err := e.openSigning(ctx, l)
+	w, admin, _, err := e.openSigning(ctx, l)
 	if err != nil {
 		return nil, err
 	}
