@@ -2,10 +2,13 @@ package merkle
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go"
@@ -250,5 +253,77 @@ func TestResumeJudger_ChangedLogNotTrusted(t *testing.T) {
 				t.Errorf("quarantined %+v; want the edited seq %d among them", got, tc.seq)
 			}
 		})
+	}
+}
+
+// Serve's checkpoints (Actor), stopped and started again on the same
+// data dir, take up judging from the statement the first run published:
+// the second says it judges from the first message past it, and states
+// the whole log.
+func TestActor_RestartTakesUpFromItsLastStatement(t *testing.T) {
+	s := startSigned(t)
+	fillSigned(t, s)
+	var (
+		mu    sync.Mutex
+		lines []string
+	)
+	said := func(want string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range lines {
+			if strings.Contains(l, want) {
+				return true
+			}
+		}
+		return false
+	}
+	judged := reader(t, s) // serve's log judges its reads
+	run := func() (stop func()) {
+		ctx, cancel := context.WithCancel(t.Context())
+		r, closer, err := Actor(ctx, ActorConfig{Dir: s.dir, Log: judged, JS: s.js, Interval: 20 * time.Millisecond,
+			Say: func(f string, a ...any) {
+				mu.Lock()
+				lines = append(lines, fmt.Sprintf(f, a...))
+				mu.Unlock()
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { _ = r(ctx); close(done) }()
+		return func() { cancel(); <-done; closer.Close() }
+	}
+	trust := keys(t, s.dir)
+	stated := func(size int64) {
+		t.Helper()
+		for {
+			st, err := s.js.Stream(t.Context(), CheckpointStream)
+			if err == nil {
+				if m, err := st.GetLastMsgForSubject(t.Context(), JudgmentSubject); err == nil {
+					if j, _, err := OpenJudgment(m.Data, trust.Checkpoint); err == nil && j.Size == size {
+						return
+					}
+				}
+			}
+			if t.Context().Err() != nil {
+				t.Fatalf("no statement of %d messages", size)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	stop := run()
+	trust = keys(t, s.dir) // the checkpoint key the first run made
+	stated(8)
+	stop()
+	if !said("judgments: judging the log from its start") {
+		t.Errorf("the first run said %q; want it judging from the start", lines)
+	}
+	appendStarted(t, s.log, "s5", "/work/e")
+	appendStarted(t, s.log, "s6", "/work/f")
+	stop = run()
+	stated(10)
+	stop()
+	if !said("judgments: judging from seq 9") {
+		t.Errorf("the second run said %q; want it judging from seq 9", lines)
 	}
 }
