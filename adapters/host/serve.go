@@ -17,6 +17,7 @@ import (
 	"github.com/oklog/run"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/gate"
@@ -61,6 +62,13 @@ type Config struct {
 	// Reader is serve --role reader: it builds the projection and answers
 	// the read verbs on the follower's subjects, and appends nothing.
 	Reader bool
+	// Unsigned makes serve sign nothing: no key made or registered, no
+	// signing.began appended, so its log stays what a log was before
+	// signing (every event "before signing", no signature verified by
+	// its reads or its checkpoints' judgment). No flag sets it: it is
+	// the unsigned twin `logbook bench` measures serve against, in
+	// its own process.
+	Unsigned bool
 	// Workers is how many sandbox workers run in this process (0: none);
 	// SandboxAllow is their allowlist, as serve.json records it.
 	Workers      int
@@ -280,9 +288,14 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	defer p.Store.Close()
 	// The key serve signs with, and the watch on it (nil: none).
-	sk, key, err := Signing{Dir: dd, Log: p.Log, Cluster: cfg.URL != "", Reader: cfg.Reader, Pinned: pinned,
-		Journal: dd.Path(IntakeJournal), Say: say}.Start(ctx)
-	if err != nil {
+	var (
+		sk  *KeyWatch
+		key *attestation.Key
+	)
+	if cfg.Unsigned {
+		say("signing nothing: events are appended unsigned, as before signing")
+	} else if sk, key, err = (Signing{Dir: dd, Log: p.Log, Cluster: cfg.URL != "", Reader: cfg.Reader, Pinned: pinned,
+		Journal: dd.Path(IntakeJournal), Say: say}).Start(ctx); err != nil {
 		return err
 	}
 	if key != nil {

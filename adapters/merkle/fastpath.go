@@ -2,9 +2,11 @@ package merkle
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -27,6 +29,21 @@ func FastPath(ctx context.Context, l *natslog.Log, js jetstream.JetStream, keys 
 	if l.Verifier() == nil {
 		return nil, "the log is not read with a verifier", nil
 	}
+	return lastStatement(ctx, l, js, keys, func(origin string) (*Tree, error) {
+		t, err := LoadTree(TreePath(dir, origin))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no stored hashes of %s in %s: %w", origin, dir, errNoTree)
+		}
+		return t, err
+	})
+}
+
+// lastStatement returns the last judgment statement in js's
+// CheckpointStream as a natslog.Judged when a checkpoint key of keys
+// signed it, it is of l's stream's origin now, and the tree tree(origin)
+// returns proves its root; else nil and why not. An error of tree that
+// wraps errNoTree is a why, any other an error.
+func lastStatement(ctx context.Context, l *natslog.Log, js jetstream.JetStream, keys Keys, tree func(origin string) (*Tree, error)) (*natslog.Judged, string, error) {
 	if len(keys.Checkpoint) == 0 {
 		return nil, "no checkpoint key trusted", nil
 	}
@@ -55,9 +72,9 @@ func FastPath(ctx context.Context, l *natslog.Log, js jetstream.JetStream, keys 
 	if origin := Origin(id); j.Origin != origin {
 		return nil, fmt.Sprintf("judgment statement %d is of origin %s, the stream now is %s", m.Sequence, j.Origin, origin), nil
 	}
-	t, err := LoadTree(TreePath(dir, j.Origin))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Sprintf("no stored hashes of %s in %s", j.Origin, dir), nil
+	t, err := tree(j.Origin)
+	if errors.Is(err, errNoTree) {
+		return nil, strings.TrimSuffix(err.Error(), ": "+errNoTree.Error()), nil
 	}
 	if err != nil {
 		return nil, "", err
@@ -88,4 +105,46 @@ func UseFastPath(ctx context.Context, l *natslog.Log, js jetstream.JetStream, di
 		l.SetJudged(j)
 	}
 	return why, nil
+}
+
+// ResumeJudger returns the Judger serve's checkpoints state their
+// judgments with (Checkpointer.Judge), trusting admin, the pinned admin
+// public key: one that takes up from the last judgment statement in js's
+// CheckpointStream when a reader would take it (a trusted checkpoint
+// key of the data dir dir signed it, it is of l's stream's origin, and
+// t, serve's stored tree of that origin, proves its root) and judges
+// only what follows (natslog.Log.ResumeJudger, which drops it when a
+// message it reads there is not its leaf); otherwise one that judges
+// the log from its start. The string says which, and why. An error is
+// the keys file's, the stream's or the log's.
+func ResumeJudger(ctx context.Context, l *natslog.Log, js jetstream.JetStream, t *Tree, dir string, admin ed25519.PublicKey) (*natslog.Judger, string, error) {
+	keys, err := LoadKeys(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := l.Identity(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	origin := Origin(id)
+	s, why, err := lastStatement(ctx, l, js, keys, func(o string) (*Tree, error) {
+		if o != origin {
+			return nil, fmt.Errorf("no stored hashes of %s: %w", o, errNoTree)
+		}
+		return t, nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if s == nil {
+		return l.NewJudger(admin), "judging the log from its start: " + why, nil
+	}
+	j, err := l.ResumeJudger(ctx, admin, s)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, dropped := j.Resumed(); dropped != "" {
+		return j, dropped, nil
+	}
+	return j, fmt.Sprintf("judging from seq %d: %s", s.Through+1, why), nil
 }

@@ -139,10 +139,8 @@ func Actor(ctx context.Context, c ActorConfig) (run func(context.Context) error,
 			Logf:      say,
 			Published: func(Checkpoint, uint64) { observed("published") },
 		}
-		if v := c.Log.Verifier(); v != nil {
-			// Each checkpoint states what serve judged of the log up to
-			// it: the readers' fast path (Judgment).
-			cp.Judge = c.Log.NewJudger(v.Admin())
+		v := c.Log.Verifier()
+		if v != nil {
 			// And serve's own reads (the API's audits and replays)
 			// take each judgment as soon as it is stated.
 			cp.Judged = func(j Judgment, _ uint64) {
@@ -154,6 +152,17 @@ func Actor(ctx context.Context, c ActorConfig) (run func(context.Context) error,
 		return retry("checkpoints", func(ctx context.Context) error {
 			if _, err := EnsureStream(ctx, c.JS); err != nil {
 				return err
+			}
+			if v != nil && cp.Judge == nil {
+				// Each checkpoint states what serve judged of the log up
+				// to it: the readers' fast path (Judgment). What its last
+				// statement says is not judged again.
+				judge, why, err := ResumeJudger(ctx, c.Log, c.JS, tree, c.Dir, v.Admin())
+				if err != nil {
+					return err
+				}
+				say("judgments: %s", why)
+				cp.Judge = judge
 			}
 			return cp.Run(ctx)
 		}), tree, nil

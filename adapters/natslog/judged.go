@@ -3,11 +3,14 @@ package natslog
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"maps"
 	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
@@ -85,11 +88,15 @@ func (l *Log) quarantineStated(j *Judged, m attestation.Message, rec events.Reco
 // not safe for concurrent use.
 type Judger struct {
 	l       *Log
+	admin   ed25519.PublicKey
 	v       *attestation.Verifier
 	d       *events.Decoder
 	aggs    map[string]*attestation.AggState
 	through uint64
 	quar    map[uint64]attestation.Verdict
+	from    *Judged // the statement taken up from (ResumeJudger); nil: judged from the start
+	judged  uint64  // messages judged here, not taken from a statement
+	dropped string  // why a statement taken up from was dropped
 }
 
 // NewJudger returns a Judger of l's events trusting admin, the pinned
@@ -102,12 +109,140 @@ func (l *Log) NewJudger(admin ed25519.PublicKey) *Judger {
 	if lv := l.cfg.Verifier; lv != nil && lv.Admin().Equal(admin) {
 		v = lv.Sibling()
 	}
-	return &Judger{l: l, v: v, d: l.reg.NewDecoder(),
+	return &Judger{l: l, admin: admin, v: v, d: l.reg.NewDecoder(),
 		aggs: map[string]*attestation.AggState{}, quar: map[uint64]attestation.Verdict{}}
+}
+
+// ResumeJudger returns a Judger of l's events trusting admin that takes
+// up from s, serve's last judgment statement, proven as a reader proves
+// it (adapters/merkle.FastPath: a trusted key signed it, and the stored
+// tree hashes make its root): it holds seq 1..s.Through judged as s says
+// (its quarantined verdicts are the Judger's) and judges only what
+// follows. It first observes the key events up to s.Through (one read of
+// the key subjects), each checked against s's tree and, unless s
+// quarantined it, taken as attested; the order state of an aggregate it
+// meets past s.Through is read from that aggregate's events up to
+// s.Through, each checked likewise (none when the first event past
+// carries Nats-Expected-Last-Subject-Sequence 0, which the server held
+// it to). When one of those messages is not the leaf s's tree holds, or
+// s folds a key event or an aggregate's event that does not decode or
+// that the key events refuse, the Judger drops s and judges the log from
+// its start (Resumed says why). A changed message of an aggregate
+// nothing touches past s is not read here: readers check every message
+// they read against its leaf (Judged), and `logbook verify` names it.
+// With s nil it is NewJudger's. Errors are the reads'.
+func (l *Log) ResumeJudger(ctx context.Context, admin ed25519.PublicKey, s *Judged) (*Judger, error) {
+	j := l.NewJudger(admin)
+	if s == nil || s.Through == 0 {
+		return j, nil
+	}
+	err := j.resume(ctx, s)
+	if d, ok := errors.AsType[*distrustError](err); ok {
+		j.restart(d)
+		return j, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return j, nil
 }
 
 // Through returns the last stream sequence judged (0: none).
 func (j *Judger) Through() uint64 { return j.through }
+
+// Judged returns how many messages (events, and command output passed
+// over) this Judger judged itself, not taken from a statement.
+func (j *Judger) Judged() uint64 { return j.judged }
+
+// Resumed returns the last sequence of the statement the Judger took up
+// from (0: it judges from the log's start) and, when it dropped one
+// (ResumeJudger), why.
+func (j *Judger) Resumed() (through uint64, dropped string) {
+	if j.from != nil {
+		through = j.from.Through
+	}
+	return through, j.dropped
+}
+
+// distrustError says a statement taken up from does not hold: a message
+// it covers is not its leaf, or it folds what does not decode or what
+// the key events refuse.
+type distrustError struct{ err error }
+
+func (e *distrustError) Error() string { return e.err.Error() }
+
+// restart drops the statement taken up from, for why, and judges from
+// the log's start again.
+func (j *Judger) restart(why *distrustError) {
+	*j = *j.l.NewJudger(j.admin)
+	j.dropped = fmt.Sprintf("the last judgment statement was not taken up: %v; the log is judged from its start", why)
+}
+
+// resume takes s's judgment of seq 1..s.Through and observes the key
+// events up to it.
+func (j *Judger) resume(ctx context.Context, s *Judged) error {
+	j.from, j.through = s, s.Through
+	j.quar = maps.Clone(s.Quarantined)
+	if j.quar == nil {
+		j.quar = map[uint64]attestation.Verdict{}
+	}
+	for m, err := range j.l.ReadRaw(ctx, keySubjects, 1) {
+		if err != nil {
+			return fmt.Errorf("judge from seq %d: key events: %w", s.Through+1, err)
+		}
+		if m.Seq > s.Through {
+			break
+		}
+		if err := s.Check(m); err != nil {
+			return &distrustError{err}
+		}
+		if _, ok := s.Quarantined[m.Seq]; ok {
+			continue
+		}
+		rec, err := j.l.decode(j.d, m.Seq, m.Subject, m.Data)
+		if err != nil {
+			return &distrustError{fmt.Errorf("seq %d: the statement folds a key event that does not decode: %w", m.Seq, err)}
+		}
+		vd := j.v.Judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), rec.Envelope, attestation.PreVouched, nil)
+		j.v.Advance(m.Seq)
+		if vd.Status.Quarantined() {
+			return &distrustError{fmt.Errorf("seq %d: the statement folds a key event the key events before it refuse (%s: %s)", m.Seq, vd.Status, vd.Why)}
+		}
+	}
+	j.v.Advance(s.Through)
+	return nil
+}
+
+// stateAt returns the order state of m's aggregate as of every event of
+// it up to the statement taken up from, m being its first event past it.
+func (j *Judger) stateAt(ctx context.Context, m Msg) (attestation.AggState, error) {
+	var st attestation.AggState
+	s := j.from
+	if m.Header.Get(jetstream.ExpectedLastSubjSeqHeader) == "0" {
+		return st, nil // stored on an empty subject
+	}
+	for p, err := range j.l.ReadRaw(ctx, m.Subject, 1) {
+		if err != nil {
+			return st, fmt.Errorf("judge seq %d: its aggregate's events up to seq %d: %w", m.Seq, s.Through, err)
+		}
+		if p.Seq > s.Through {
+			break
+		}
+		if err := s.Check(p); err != nil {
+			return st, &distrustError{err}
+		}
+		st.Through = p.Seq
+		if _, ok := s.Quarantined[p.Seq]; ok {
+			continue
+		}
+		rec, err := j.l.decode(j.d, p.Seq, p.Subject, p.Data)
+		if err != nil {
+			return st, &distrustError{fmt.Errorf("seq %d: the statement folds an event that does not decode: %w", p.Seq, err)}
+		}
+		st.Ver, st.Seq, st.ID = rec.Ver, p.Seq, rec.ID
+	}
+	return st, nil
+}
 
 // Quarantined returns a copy of the verdicts on the events judged so far
 // that are quarantined, by stream sequence.
@@ -115,18 +250,30 @@ func (j *Judger) Quarantined() map[uint64]attestation.Verdict { return maps.Clon
 
 // Judge judges m, the message at Through()+1; a message that is not an
 // event (command output) is passed over. Messages must come in stream
-// order without a gap: another is an error.
-func (j *Judger) Judge(m Msg) error { return j.judgePre(m, 0) }
+// order without a gap: another is an error. On a Judger that took up
+// from a statement, an error may be a *distrustError (CatchUp then
+// judges from the start).
+func (j *Judger) Judge(ctx context.Context, m Msg) error { return j.judgePre(ctx, m, 0) }
 
 // judgePre is Judge with pre, m's signature checked ahead (Precheck).
-func (j *Judger) judgePre(m Msg, pre attestation.Pre) error {
+func (j *Judger) judgePre(ctx context.Context, m Msg, pre attestation.Pre) error {
 	if m.Seq != j.through+1 {
 		return fmt.Errorf("judge: seq %d after seq %d: messages must come in order, each once", m.Seq, j.through)
 	}
-	j.through = m.Seq
 	if !isEvent(m.Subject) {
+		j.through = m.Seq
+		j.judged++
 		return nil
 	}
+	if j.from != nil && j.aggs[m.Subject] == nil {
+		st, err := j.stateAt(ctx, m)
+		if err != nil {
+			return err
+		}
+		j.aggs[m.Subject] = &st
+	}
+	j.through = m.Seq
+	j.judged++
 	am := attestMsg(m.Seq, m.Subject, m.Header, m.Data)
 	rec, err := j.l.decode(j.d, m.Seq, m.Subject, m.Data)
 	if err != nil {
@@ -164,8 +311,19 @@ const judgeBatch = 1024
 // CatchUp judges every message of the log after Through() up to and
 // including upto, reading them in order; it verifies their signatures
 // on up to GOMAXPROCS goroutines and decides in order. A sequence the
-// stream does not hold is an error naming it.
+// stream does not hold is an error naming it. On a Judger that took up
+// from a statement (ResumeJudger) that does not hold for what it reads,
+// it drops the statement and judges from the log's start.
 func (j *Judger) CatchUp(ctx context.Context, upto uint64) error {
+	err := j.catchUp(ctx, upto)
+	if d, ok := errors.AsType[*distrustError](err); ok {
+		j.restart(d)
+		return j.catchUp(ctx, upto)
+	}
+	return err
+}
+
+func (j *Judger) catchUp(ctx context.Context, upto uint64) error {
 	if j.through >= upto {
 		return nil
 	}
@@ -186,7 +344,7 @@ func (j *Judger) CatchUp(ctx context.Context, upto uint64) error {
 		}
 		wg.Wait()
 		for i, m := range batch {
-			if err := j.judgePre(m, pres[i]); err != nil {
+			if err := j.judgePre(ctx, m, pres[i]); err != nil {
 				return err
 			}
 		}

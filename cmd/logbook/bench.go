@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"strings"
@@ -67,6 +68,31 @@ measured on the same server in the same run, and their ratio:
             command.started appended, process started, first output,
             exit, command.exited appended, client sees it); baseline:
             fork/exec of true
+  signing   what signing the log costs, each signed path beside its
+            unsigned twin in the same run, alternating, seven times each
+            (the ratio the median of the runs'):
+            - appends by 8 writers, one event per decision, fsync always
+              (group commit merges their decisions, so a cost per message
+              shows, which one writer waiting on each fsync would hide),
+              signed by a registered serve key through a log that judges
+              keys, as serve appends; baseline: the same decisions through
+              a log of the same server that neither signs nor judges
+            - logbook-hook claude against a serve that signs (every serve
+              on its own server does); baseline: the same hooks against a
+              serve in this process told not to sign (no key registered,
+              no signing.began: its log is a log before signing, which its
+              projector and checkpoints judge without verifying any
+              signature); serve has no flag for that, so no other process
+              can ask for it; the floor is on the p50 difference
+            - replay fold into memory of a signed log of --events events
+              with serve's judgment statement of all but its last 999
+              (the most a log has past its last statement when serve
+              checkpoints every 1000 messages; a tenth of a smaller log),
+              verified on the statement's fast path: the statement's
+              signature, the stored tree hashes proven against its root,
+              each message checked against its leaf, signatures verified
+              past it; baseline: the same fold through a log that verifies
+              nothing
   scale     queries of a generated history answered by a running serve,
             this binary started once per query and timed to its exit:
             sessions (all, --limit 100, --phase working with 10 working) at
@@ -89,7 +115,9 @@ holds the sessions p50 at 10,000 sessions to 300 ms, its growth between
 sizes to at most the growth of the rows printed, and the --limit and
 --phase p50s to 1.5 times (+5 ms) those at the first size; logbook-hook
 to p50 ≤ 15 ms and p99 ≤ 40 ms; exec of true to p50 ≤ 10 ms and
-p99 ≤ 25 ms. With --check, bench exits 1 when any
+p99 ≤ 25 ms; signed appends to 0.90 of unsigned, the hook's p50 against a
+signing serve to at most 1 ms above the unsigned one (the median of the
+runs' differences), the verified fold to 0.80 of the unverified one. With --check, bench exits 1 when any
 floor is missed, naming each.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -118,7 +146,7 @@ floor is missed, naming each.`,
 	f := cmd.Flags()
 	f.BoolVar(&quick, "quick", false, "smaller workloads: the whole run takes under a minute on 2 cores")
 	f.StringSliceVar(&fsync, "fsync", []string{"always", "interval"}, "durability modes of the append rows: always, interval, or both (always,interval)")
-	f.StringSliceVar(&cfg.Only, "only", nil, "run only these groups: append, read, import, hook, command, scale, cluster")
+	f.StringSliceVar(&cfg.Only, "only", nil, "run only these groups: append, read, import, hook, command, signing, scale, cluster")
 	f.BoolVar(&cfg.Cluster, "cluster", false, "also run the cluster rows: appends and a follower's lag on a three-node R3 cluster")
 	f.IntVar(&cfg.Appends, "appends", 0, "events per append row (default 10000, --quick 2000)")
 	f.IntVar(&cfg.Events, "events", 0, "events in the log that read rows replay (default 200000, --quick 20000)")
@@ -205,6 +233,9 @@ func checkFloors(rep bench.Report) error {
 func benchCLI(exe string) bench.CLI {
 	return bench.CLI{
 		Run: runCLI,
+		RunUnsigned: func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+			return runCLI(context.WithValue(ctx, unsignedServe{}, true), args, stdin, stdout, stderr)
+		},
 		Dial: func(ctx context.Context, data string) (*nats.Conn, error) {
 			g := &globals{data: data}
 			url, opts, ok := dataDir(data).dir().ServerURL(g.reach())

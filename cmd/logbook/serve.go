@@ -162,6 +162,11 @@ type workerPool struct {
 	sys  systemFlags // the system socket; off when its dir is ""
 }
 
+// unsignedServe, as a key of serve's context, makes it sign nothing
+// (host.Config.Unsigned): only `logbook bench`, which runs serve in its
+// own process, sets it (benchCLI's RunUnsigned).
+type unsignedServe struct{}
+
 // serve runs the server until ctx is done (host.Serve). With no pool it
 // runs no sandbox workers (in-process callers: tests and benchmarks).
 func serve(ctx context.Context, g *globals, listen, fsync string, pool ...workerPool) error {
@@ -220,7 +225,7 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		return err
 	}
 	cfg := host.Config{Dir: dd.dir(), URL: g.natsURL, Fsync: mode, Listen: listen, AdminCreds: g.adminCreds,
-		Reader: wp.reader, Workers: wp.n, SandboxAllow: allow, AcceptLoss: g.acceptLoss, ViewsCache: g.viewsCache,
+		Reader: wp.reader, Unsigned: ctx.Value(unsignedServe{}) != nil, Workers: wp.n, SandboxAllow: allow, AcceptLoss: g.acceptLoss, ViewsCache: g.viewsCache,
 		HTTPAddr: wp.http.addr, HTTPCert: wp.http.cert, HTTPKey: wp.http.key,
 		OTLPAddr: wp.otlp.addr, OTLPGRPCAddr: wp.otlp.grpc, OTLPExport: wp.otlp.export, OTLPHeaders: wp.otlp.headers,
 		CheckpointEvery: wp.ckpt.every, CheckpointInterval: wp.ckpt.interval,

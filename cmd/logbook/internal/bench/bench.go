@@ -48,7 +48,7 @@ type Config struct {
 
 // Groups are the names Config.Only selects rows by, in the table's order.
 // The cluster group runs only when asked for (Config.Cluster, or Only).
-var Groups = []string{"append", "read", "import", "hook", "command", "scale", "cluster"}
+var Groups = []string{"append", "read", "import", "hook", "command", "signing", "scale", "cluster"}
 
 // Preset returns the sizes of a full run (a few minutes on 2 cores)
 // or of a quick one (under a minute). A quick run still sends 100 hooks:
@@ -120,6 +120,10 @@ type benchWorkload struct {
 	// only; the row shows the median sample by rate of each, and the
 	// median of the runs' ratios (benchPairedRatio).
 	runs int
+	// vs, when set, holds Logbook's samples to a floor against the
+	// first baseline's, run by run (a latency difference, say); it
+	// gives the row's Check in check's place.
+	vs func(logbook, baseline []benchSample) *Check
 }
 
 // Check is a workload's own floor and whether this run meets it.
@@ -258,8 +262,16 @@ type CLI struct {
 	// (argv[0], the name a test binary dispatches on).
 	Exe string
 	// HookExe is the logbook-hook binary, started as `logbook-hook`;
-	// "" leaves its row out.
+	// "" leaves its rows out.
 	HookExe string
+	// RunUnsigned is Run, except that a serve it runs signs nothing: it
+	// registers no key and appends no signing.began, so its log is
+	// what a log was before signing (every event "before signing"),
+	// and neither its projector nor its checkpoints' judgment verify a
+	// signature. Only this process can ask for it: it is the signing
+	// group's unsigned twin of serve. Nil leaves the hook row of the
+	// signing group out.
+	RunUnsigned func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	// Version is what the report names the build by.
 	Version string
 }
@@ -340,6 +352,9 @@ func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Write
 				c.Meets = &ok
 			}
 			row.Baselines = append(row.Baselines, c)
+		}
+		if w.vs != nil && len(w.baselines) > 0 {
+			row.Check = w.vs(ls, bs[0])
 		}
 		rep.Rows = append(rep.Rows, row)
 	}

@@ -59,6 +59,8 @@ type benchEnv struct {
 	scale *scaleState // the scale rows' serve and history
 
 	cluster *benchCluster // the cluster rows' three nodes
+
+	signing *signingState // the signing rows' servers and logs
 }
 
 func newBenchEnv(dir string, cfg Config, cli CLI) *benchEnv {
@@ -139,6 +141,7 @@ func (e *benchEnv) workloads() []benchWorkload {
 		})
 	}
 	ws = append(ws, e.gateRows()...)
+	ws = append(ws, e.signingRows()...)
 	ws = append(ws, e.scaleRows()...)
 	return append(ws, e.clusterRows()...)
 }
@@ -156,6 +159,9 @@ func (e *benchEnv) close() {
 	}
 	if e.cluster != nil {
 		e.cluster.close()
+	}
+	if e.signing != nil {
+		e.signing.close()
 	}
 	for _, l := range e.appendLogs {
 		l.close()
@@ -431,28 +437,48 @@ func (e *benchEnv) readLog(ctx context.Context) (*benchLog, error) {
 	}
 	e.read = l
 	e.note(fmt.Sprintf("writing a log of %d session events for the read rows", e.cfg.Events))
-	h := synth.NewHistory(synth.Epoch())
-	rng := rand.New(rand.NewPCG(4, 2))
-	expect := map[events.Aggregate]uint64{}
-	for written := 0; written < e.cfg.Events; {
-		for len(h.Records) < min(10_000, e.cfg.Events-written) {
-			if err := h.Step(rng, 100); err != nil {
-				return nil, err
-			}
-		}
-		written += len(h.Records)
-		batches := h.Batches
-		h.Records, h.Batches = nil, nil // the history keeps its sessions' states, not their events
-		if err := AppendBatches(ctx, l.log, batches, expect, 32); err != nil {
-			return nil, err
-		}
+	h := newBenchHistory()
+	if err := h.write(ctx, l.log, e.cfg.Events); err != nil {
+		return nil, err
 	}
 	if e.readLast, err = l.log.LastSeq(ctx); err != nil {
 		return nil, err
 	}
 	e.notes = append(e.notes, fmt.Sprintf("read rows: a log of %s events (observations and the decisions they caused) in %d sessions; each row and its baseline run %d times in turn, each first in every other run; rates shown are the medians, RATIO the median of the runs' ratios",
-		benchThousands(int64(e.readLast)), len(h.Sessions), readRuns))
+		benchThousands(int64(e.readLast)), len(h.h.Sessions), readRuns))
 	return l, nil
+}
+
+// benchHistory is the read rows' generated history: observations and
+// the decisions they caused, over 100 sessions, from a fixed seed.
+type benchHistory struct {
+	h      *synth.History
+	rng    *rand.Rand
+	expect map[events.Aggregate]uint64 // each session's last sequence
+}
+
+func newBenchHistory() *benchHistory {
+	return &benchHistory{h: synth.NewHistory(synth.Epoch()), rng: rand.New(rand.NewPCG(4, 2)), expect: map[events.Aggregate]uint64{}}
+}
+
+// write appends about n more events of the history to log, in steps of
+// up to 10,000 (AppendBatches, 32 writers).
+func (b *benchHistory) write(ctx context.Context, log events.Log, n int) error {
+	h := b.h
+	for written := 0; written < n; {
+		for len(h.Records) < min(10_000, n-written) {
+			if err := h.Step(b.rng, 100); err != nil {
+				return err
+			}
+		}
+		written += len(h.Records)
+		batches := h.Batches
+		h.Records, h.Batches = nil, nil // the history keeps its sessions' states, not their events
+		if err := AppendBatches(ctx, log, batches, b.expect, 32); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AppendBatches appends batches to log from workers goroutines, each
@@ -586,19 +612,26 @@ func (e *benchEnv) replayFold(ctx context.Context) (benchSample, error) {
 	if err != nil {
 		return benchSample{}, err
 	}
-	n := 0
 	start := time.Now()
-	states, _, err := replay.Fold(l.log.Read(ctx, 1), map[string]*session.State{},
+	n, err := foldSessions(ctx, l.log)
+	return benchSample{ops: n, elapsed: time.Since(start)}, err
+}
+
+// foldSessions folds log from its start into every session's state in
+// memory with the session reducer and returns the events folded; a log
+// with no session is an error.
+func foldSessions(ctx context.Context, log events.Log) (int, error) {
+	n := 0
+	states, _, err := replay.Fold(log.Read(ctx, 1), map[string]*session.State{},
 		func(m map[string]*session.State, ev events.Envelope) map[string]*session.State {
 			session.EvolveIn(m, ev)
 			n++
 			return m
 		})
-	elapsed := time.Since(start)
 	if err == nil && len(states) == 0 {
 		err = errors.New("the fold found no sessions")
 	}
-	return benchSample{ops: n, elapsed: elapsed}, err
+	return n, err
 }
 
 // replayMem is replay.At into an in-memory Pebble store: `logbook replay`.
@@ -654,12 +687,17 @@ func (e *benchEnv) serve(ctx context.Context) (*benchServe, error) {
 // startServe runs serve in this process on data dir data with fsync mode
 // fsync and further flags args, and connects to it as other commands do.
 func (e *benchEnv) startServe(ctx context.Context, data, fsync string, args ...string) (*benchServe, error) {
+	return e.startServeWith(ctx, e.cli.Run, data, fsync, args...)
+}
+
+// startServeWith is startServe with serve's command line run by run.
+func (e *benchEnv) startServeWith(ctx context.Context, run func(context.Context, []string, io.Reader, io.Writer, io.Writer) error, data, fsync string, args ...string) (*benchServe, error) {
 	e.note("starting serve")
 	s := &benchServe{data: data, done: make(chan error, 1)}
 	sctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
 	go func() {
-		s.done <- e.cli.Run(sctx, append([]string{"serve", "--data", s.data, "--listen", "127.0.0.1:0", "--fsync", fsync, "--http", "off", "--no-watch"}, args...),
+		s.done <- run(sctx, append([]string{"serve", "--data", s.data, "--listen", "127.0.0.1:0", "--fsync", fsync, "--http", "off", "--no-watch"}, args...),
 			bytes.NewReader(nil), io.Discard, io.Discard)
 	}()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -916,8 +954,13 @@ func hookCheck(f Figures) *Check {
 // payload, one after another, against the running serve, and times each
 // from start to exit. Every payload must have left the spool by the end.
 func (e *benchEnv) hookRun(exe, name string, args ...string) benchRun {
+	return e.hookRunOn(e.serve, exe, name, args...)
+}
+
+// hookRunOn is hookRun against the serve srv returns.
+func (e *benchEnv) hookRunOn(srv func(context.Context) (*benchServe, error), exe, name string, args ...string) benchRun {
 	return func(ctx context.Context) (benchSample, error) {
-		s, err := e.serve(ctx)
+		s, err := srv(ctx)
 		if err != nil {
 			return benchSample{}, err
 		}

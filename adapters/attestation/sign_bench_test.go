@@ -1,0 +1,52 @@
+package attestation
+
+// What one signature costs, per message, on one core: the share of an
+// append and of a verified read that is the signature itself.
+//
+//	BenchmarkSign/sign    Key.Sign of a 330-byte envelope (a hook's
+//	                      activity change, as logbook bench appends it):
+//	                      what each appended message pays
+//	BenchmarkSign/verify  Verifier.Precheck of the same message: what
+//	                      each message a reader verifies pays (past a
+//	                      judgment statement, or with none)
+//
+// Run:
+//
+//	go test -run '^$' -bench Sign -count 5 ./adapters/attestation/
+
+import (
+	"strings"
+	"testing"
+)
+
+func BenchmarkSign(b *testing.B) {
+	k, err := NewKey("serve@bench", RoleServe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	subject := "lb.ev.session.bench-1-w0"
+	data := []byte(`{"id":"01KBMZ6T3V1V9YJ6Q1G8M4X2QK","type":"session.activity_changed","agg":{"kind":"session","id":"bench-1-w0"},"ver":2,"at":"2026-12-03T11:00:00.123456Z","cause":{"kind":"hook","event":"PreToolUse","detail":"Bash","ref":"01KBMZ6T3V1V9YJ6Q1G8M4X2QJ"},"corr":"turn-1","host":"bench","actor":"claude-code","data":{"from":"thinking","to":"tool:Bash"}}`)
+	if n := len(data); n < 300 || n > 360 {
+		b.Fatalf("envelope of %d bytes", n)
+	}
+	b.Run("sign", func(b *testing.B) {
+		for b.Loop() {
+			k.Sign(subject, "7", data)
+		}
+	})
+	b.Run("verify", func(b *testing.B) {
+		v := NewVerifier(k.Public())
+		id, sig := k.Sign(subject, "7", data)
+		// The admin key's public part is known to every Verifier: the
+		// same verification as a registered key's.
+		if id != v.AdminID() || strings.TrimSpace(sig) == "" {
+			b.Fatalf("key %s, admin %s", id, v.AdminID())
+		}
+		m := Message{Seq: 9, Subject: subject, Expect: "7", KeyID: id, Sig: sig, Data: data}
+		for b.Loop() {
+			if v.Precheck(m) != preGood {
+				b.Fatal("signature does not verify")
+			}
+		}
+	})
+}
