@@ -66,7 +66,9 @@ measured on the same server in the same run, and their ratio:
             set-up, request appended, worker sees it, admission,
             command.started appended, process started, first output,
             exit, command.exited appended, client sees it); baseline:
-            fork/exec of true
+            fork/exec of true; and the same in workspace_write (when
+            bubblewrap runs here), held to bubblewrap's own start and
+            exit of true, measured in the same run, plus 10 ms (p50)
   scale     queries of a generated history answered by a running serve,
             this binary started once per query and timed to its exit:
             sessions (all, --limit 100, --phase working with 10 working) at
