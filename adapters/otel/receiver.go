@@ -12,8 +12,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"syscall"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/oklog/ulid/v2"
