@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -92,6 +93,14 @@ func (s *Store) Commands(session string, activeOnly bool) ([]command.State, erro
 	defer sn.Close()
 	var out []command.State
 	keep := func(key string, v []byte) error {
+		if activeOnly {
+			// Most of a session's rows are of commands long ended:
+			// their status, the row's fourth field, says so without
+			// decoding the rest (argv, environment, output figures).
+			if status, ok := rowStatus(v); ok && status != command.StatusRequested && status != command.StatusStarted {
+				return nil
+			}
+		}
 		var st command.State
 		if err := json.Unmarshal(v, &st); err != nil {
 			return fmt.Errorf("decode %s: %w", key, err)
@@ -135,4 +144,33 @@ func (s *Store) Commands(session string, activeOnly bool) ([]command.State, erro
 		return strings.Compare(a.ID, b.ID)
 	})
 	return out, nil
+}
+
+// rowStatus returns the status of command row v (a command.State's
+// JSON) by reading its top-level fields only as far as "status", and
+// whether it found it: false for a row that is not a JSON object or has
+// no top-level status, which the caller then decodes whole.
+func rowStatus(v []byte) (string, bool) {
+	d := json.NewDecoder(bytes.NewReader(v))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return "", false
+		}
+		if k == "status" {
+			var status string
+			if err := d.Decode(&status); err != nil {
+				return "", false
+			}
+			return status, true
+		}
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
 }

@@ -5,3 +5,6 @@ var RowPhase = rowPhase
 
 // Guard exports guard to the tests.
 var Guard = guard
+
+// RowStatus exports rowStatus to the tests.
+var RowStatus = rowStatus

@@ -23,8 +23,14 @@ type procStat struct {
 
 // readStat parses /proc/<pid>/stat: "pid (comm) state ppid pgrp session
 // … starttime(22) …"; comm may hold spaces and parentheses.
+//
+// The file is read with plain system calls (open, read, close) into a
+// buffer on the stack, not through an os.File, which would register it
+// with the runtime's poller and stat it first: a tree scan reads every
+// process's, so this is most of what a command's exit costs.
 func readStat(pid int) (procStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	var buf [statBuf]byte
+	b, err := readProcFile("/proc/"+strconv.Itoa(pid)+"/stat", buf[:])
 	if err != nil {
 		return procStat{}, err
 	}
@@ -47,6 +53,39 @@ func readStat(pid int) (procStat, error) {
 		return procStat{}, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
 	}
 	return st, nil
+}
+
+// statBuf is room for a whole /proc/<pid>/stat: 52 numeric fields of
+// at most 20 digits each, and a command name of at most 64 bytes.
+const statBuf = 1280
+
+// readProcFile reads the file at path, a /proc file that fits in buf, into
+// buf and returns what it read. Errors: open's and read's, as
+// *os.PathError; a file larger than buf.
+func readProcFile(path string, buf []byte) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m == 0 {
+			return buf[:n], nil
+		}
+		n += m
+	}
+	return nil, fmt.Errorf("read %s: larger than %d bytes", path, len(buf))
 }
 
 // ProcStart returns the start time of process pid in clock ticks after

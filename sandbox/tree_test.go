@@ -1,10 +1,15 @@
 package sandbox
 
 import (
-	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
+	"errors"
+	"io/fs"
+	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // In FullAccess too, Stop takes a descendant that called setsid: it is
@@ -71,5 +76,35 @@ func TestKillTree(t *testing.T) {
 func killAll(token string) {
 	for _, pid := range sandboxtest.ProcessesWith(token) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// readStat reads a live process's stat as the kernel writes it (its
+// parent, group, session and start time); a gone process, and a file
+// larger than the buffer given, are errors.
+func TestReadStat(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("sleep", "30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	st, err := readStat(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	if st.pid != pid || st.ppid != os.Getpid() || st.pgrp != pid || st.sid != pid || st.start == 0 || st.dead {
+		t.Errorf("readStat(%d) = %+v, want its pid, this process as parent, its own group and session, a start time", pid, st)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := readStat(pid); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("readStat of a reaped process: %v, want not exist", err)
+	}
+	var small [8]byte
+	if _, err := readProcFile("/proc/self/stat", small[:]); err == nil || !strings.Contains(err.Error(), "larger than 8 bytes") {
+		t.Errorf("readProcFile into 8 bytes: %v, want it refused as larger", err)
 	}
 }

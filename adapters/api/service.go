@@ -537,6 +537,12 @@ func (s *Service) Sessions(ctx context.Context, data []byte) (any, error) {
 // SessionRequest names one session.
 type SessionRequest struct {
 	ID string `json:"id"`
+	// RowOnly asks for the session's own row alone (with Checkpoint and
+	// Stale): Children, Cards and Commands come back empty and Subagents
+	// nil, so the answer's size does not grow with the session's
+	// commands and subagents. What a caller that needs only the
+	// session's phase and mode asks (exec).
+	RowOnly bool `json:"row_only,omitempty"`
 }
 
 // SessionReply is one session's row, its subagents, their cards, its
@@ -620,6 +626,10 @@ func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
 	if !st.Exists() {
 		// Only observations (an unknown hook event, say): no session yet.
 		return nil, fmt.Errorf("session %s: %w: it has not started (%d observation(s) recorded)", req.ID, events.ErrNotFound, st.Observations)
+	}
+	if req.RowOnly {
+		return SessionReply{Session: st, Children: []session.State{}, Cards: []session.Card{}, Commands: []command.State{},
+			Checkpoint: s.Store.Checkpoint(), Stale: stale}, nil
 	}
 	kids, err := s.Store.Children(req.ID)
 	if err != nil {

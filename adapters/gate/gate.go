@@ -431,7 +431,7 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 	if call.Dir == "" {
 		call.Dir = st.Cwd
 	}
-	pols, perrs := []*Policy{builtin}, []error(nil)
+	pols, perrs := []*Policy{builtin()}, []error(nil)
 	if g.Policies != nil {
 		var stale []error
 		pols, perrs, stale = g.Policies.For(call.Dir, req.peer)

@@ -608,8 +608,9 @@ func matchSegments(pat, segs []string) bool {
 // builtin holds rules no policy file can lift: writes to a policy file
 // or to Logbook's project folder, and shell commands that name either
 // (guard), are reviewed at critical risk, so only a person can allow
-// them.
-var builtin = builtinFor("")
+// them. Made on first use, not when the package loads: most commands
+// of the logbook binary never judge a call.
+var builtin = sync.OnceValue(func() *Policy { return builtinFor("") })
 
 // builtinFor returns the built-in rules for data dir dd ("" for none):
 // a file tool's write into dd, or a shell command naming it, is guarded

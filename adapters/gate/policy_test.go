@@ -68,7 +68,7 @@ func TestPolicy_Decide(t *testing.T) {
 		{Call{Tool: "WebFetch", Input: json.RawMessage(`{"url":"https://example.com.evil.io/"}`)}, "", ""},
 	}
 	for _, tt := range tests {
-		m := Decide([]*Policy{builtin, p}, tt.c)
+		m := Decide([]*Policy{builtin(), p}, tt.c)
 		if m.Action != tt.action || m.Risk != tt.risk {
 			t.Errorf("%s %s: got %q risk %q (rule %s), want %q risk %q", tt.c.Tool, tt.c.Action(), m.Action, m.Risk, m.Pattern, tt.action, tt.risk)
 		}
@@ -80,7 +80,7 @@ func TestPolicy_BuiltinGuardsPolicyFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := Decide([]*Policy{builtin, p}, file("Write", "/work/p/.logbook/policy.toml"))
+	m := Decide([]*Policy{builtin(), p}, file("Write", "/work/p/.logbook/policy.toml"))
 	if m.Action != ActionReview || m.Risk != "critical" {
 		t.Errorf("writing the project's policy: %+v, want review at critical risk", m)
 	}
@@ -91,7 +91,7 @@ func TestPolicy_ProjectFirstDenyAnywhere(t *testing.T) {
 review = ["Bash(make:*)"]`))
 	global, _ := ParsePolicy("global", []byte(`deny = ["Bash(git push --force:*)"]
 allow = ["Bash(make:*)"]`))
-	pols := []*Policy{builtin, proj, global}
+	pols := []*Policy{builtin(), proj, global}
 	if m := Decide(pols, bash("make test")); m.Action != ActionReview || m.Path != "proj" {
 		t.Errorf("project first: %+v", m)
 	}
@@ -109,7 +109,7 @@ review = ["Bash(go test:*)"]`))
 	global, _ := ParsePolicy("global", []byte(`review = ["Bash(git push:*)", "mcp__*"]
 deny = ["Bash(curl:*)"]
 allow = ["Bash(go test:*)", "Bash(make:*)"]`))
-	pols := []*Policy{builtin, proj, global}
+	pols := []*Policy{builtin(), proj, global}
 	for _, tt := range []struct {
 		c      Call
 		action string

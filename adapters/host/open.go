@@ -155,6 +155,20 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 		// and fail; the server answers from its projection meanwhile.
 		return o, nil
 	}
+	// The hooks serve took on its socket are waited for (Settle) while
+	// the log is opened and its signing set up, not after: the caller
+	// reads once Open returns either way.
+	settled := func() {}
+	if reach.URL == "" && o.Remote && o.API != api.AnyPrefix && !o.Asked {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			Settle(ctx, o.NC, o.API)
+		}()
+		settled = func() { <-done }
+	}
+	// On the errors below the connection's close ends it; a log found
+	// down returns without waiting for it.
 	cl := datadir.Client{Own: reach.URL == "" && reach.CredsPath == "", Remote: o.Remote, CredsPath: reach.CredsPath,
 		Role: reach.Role, ConnRole: natslog.Role(dd.ConnRole(reach))}
 	at, err := dd.Attest(cl, natslog.Config{Registry: o.Registry})
@@ -201,9 +215,7 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 		o.Close()
 		return nil, err
 	}
-	if reach.URL == "" && o.Remote && o.API != api.AnyPrefix && !o.Asked {
-		Settle(ctx, o.NC, o.API)
-	}
+	settled()
 	return o, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -483,8 +484,10 @@ func (r *Receiver) take(ctx context.Context, items []Item, rejected []Rejected) 
 // within events.MaxBatch.
 const maxRun = 100
 
-// reg makes the observations' envelopes.
-var reg = events.NewRegistry()
+// reg makes the observations' envelopes: made on first use, not when
+// the package loads, so that a process that receives nothing (every
+// command of the logbook binary but serve) does not compile one.
+var reg = sync.OnceValue(events.NewRegistry)
 
 // ObserveRun appends the observations of run, records of one session
 // (run[i].Agg and Agent all equal) in order, each with the decisions it
@@ -515,7 +518,7 @@ func (r *Receiver) ObserveRun(ctx context.Context, run []Item) error {
 			if st.Seen(o) {
 				continue
 			}
-			env := reg.New(p)
+			env := reg().New(p)
 			bound, _ := events.BoundTime(at, now)
 			env.ID, env.Agg, env.At = ulid.Make(), it.Agg, bound.UTC().Truncate(time.Microsecond)
 			decs, err := session.Decide(st, session.Observe{Obs: env})

@@ -369,25 +369,43 @@ func (c *Client) workers(ctx context.Context) ([]Identity, error) {
 	return out, ctx.Err()
 }
 
-// anyWorker reports whether HeartbeatBucket holds a key: one attempt
-// of AwaitWorker under ctx. It stops listing at the first key.
+// anyWorker reports whether HeartbeatBucket holds a live key: one
+// attempt of AwaitWorker under ctx. It asks the bucket's stream for its
+// first heartbeat with direct gets (next by subject; one round trip
+// unless delete markers of stopped workers come first), rather than
+// making a consumer to list the keys. A bucket not made yet (no
+// stream answers) holds none.
 func (c *Client) anyWorker(ctx context.Context) (bool, error) {
-	kv, err := c.js.KeyValue(ctx, HeartbeatBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return false, nil
+	api := "$JS.API.DIRECT.GET.KV_" + HeartbeatBucket
+	for seq := uint64(1); ; {
+		req := fmt.Appendf(nil, `{"seq":%d,"next_by_subj":"$KV.%s.>"}`, seq, HeartbeatBucket)
+		m, err := c.cfg.Conn.RequestWithContext(ctx, api, req)
+		if errors.Is(err, nats.ErrNoResponders) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if len(m.Data) == 0 {
+			switch m.Header.Get("Status") {
+			case "404":
+				return false, nil
+			case "":
+			default:
+				return false, fmt.Errorf("heartbeat bucket %s: direct get: %s %s", HeartbeatBucket, m.Header.Get("Status"), m.Header.Get("Description"))
+			}
+		}
+		switch m.Header.Get("KV-Operation") {
+		case "DEL", "PURGE": // a stopped worker's
+		default:
+			return true, nil
+		}
+		at, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if err != nil {
+			return false, fmt.Errorf("heartbeat bucket %s: direct get: sequence %q: %w", HeartbeatBucket, m.Header.Get(jetstream.SequenceHeader), err)
+		}
+		seq = at + 1
 	}
-	if err != nil {
-		return false, err
-	}
-	lister, err := kv.ListKeys(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer lister.Stop()
-	for range lister.Keys() {
-		return true, nil
-	}
-	return false, ctx.Err()
 }
 
 // Chunk is one stored piece of a command's output.

@@ -55,10 +55,11 @@ type Submission struct {
 // no live worker the error says how to start one; ctx's error when it
 // ends while waiting for one.
 //
-// The server's answers it needs (the session, the workspace, a live
-// worker, the session's active commands) are asked for at once, each
-// on a goroutine of its own that Submit waits for, and judged in that
-// order: a command costs the slowest of them rather than their sum.
+// The server's answers it needs (the session's row alone, the
+// workspace, a live worker, the session's active commands) are asked
+// for at once, each on a goroutine of its own that Submit waits for,
+// and judged in that order: a command costs the slowest of them rather
+// than their sum.
 // With an elevation, which may wait for a reviewer, the live worker and
 // the active commands are asked for once it is granted. The consumer of
 // the Client's next Watch of s.ID is made while the request is appended
@@ -86,7 +87,9 @@ func (s Submission) Submit(ctx context.Context) error {
 			commands <- active{rows, err}
 		}()
 	}
-	checks.Go(func() { sessErr = s.Call(ctx, api.VerbSession, api.SessionRequest{ID: req.Session}, &sr) })
+	checks.Go(func() {
+		sessErr = s.Call(ctx, api.VerbSession, api.SessionRequest{ID: req.Session, RowOnly: true}, &sr)
+	})
 	checks.Go(func() { wsErr = api.WorkspaceOpen(ctx, s.Call, req.Workspace) })
 	if s.Elevate == nil {
 		ask()

@@ -20,15 +20,29 @@ func TestKeyID(t *testing.T) {
 }
 
 // TestAwaitWorker: with no worker the wait ends after its grace with
-// ErrNoWorker; with one it returns at once.
+// ErrNoWorker; with one it returns at once. The heartbeats stopped
+// workers removed (delete markers in the bucket) count for none, before
+// a live worker's as after it.
 func TestAwaitWorker(t *testing.T) {
 	e := newEnv(t, false)
 	if err := e.client.AwaitWorker(t.Context(), 200*time.Millisecond); !errors.Is(err, ErrNoWorker) {
 		t.Fatalf("AwaitWorker with no worker: %v, want ErrNoWorker", err)
 	}
+	for i := range 2 {
+		_, stop := e.startWorker(e.workerConfig())
+		if err := e.client.AwaitWorker(t.Context(), time.Second); err != nil {
+			t.Fatalf("AwaitWorker with a worker (%d stopped before it): %v", i, err)
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.client.AwaitWorker(t.Context(), 200*time.Millisecond); !errors.Is(err, ErrNoWorker) {
+			t.Fatalf("AwaitWorker with %d stopped workers: %v, want ErrNoWorker", i+1, err)
+		}
+	}
 	e.startWorker(e.workerConfig())
 	if err := e.client.AwaitWorker(t.Context(), time.Second); err != nil {
-		t.Fatalf("AwaitWorker with a worker: %v", err)
+		t.Fatalf("AwaitWorker with a worker after 2 stopped: %v", err)
 	}
 }
 

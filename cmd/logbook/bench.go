@@ -67,7 +67,9 @@ measured on the same server in the same run, and their ratio:
             set-up, request appended, worker sees it, admission,
             command.started appended, process started, first output,
             exit, command.exited appended, client sees it); baseline:
-            fork/exec of true
+            fork/exec of true; and the same in workspace_write (when
+            bubblewrap runs here), held to bubblewrap's own start and
+            exit of true, measured in the same run, plus 10 ms (p50)
   signing   what signing the log costs, each signed path beside its
             unsigned twin in the same run, alternating, seven times each
             (the ratio the median of the runs'):

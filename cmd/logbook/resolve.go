@@ -16,9 +16,12 @@ import (
 // else the one aggregate whose id begins with it, as git takes a unique
 // prefix of a hash. The ids are the subjects of the log's stream (what
 // the stream holds per subject, not the events), so this works the same
-// through a server and on the data dir. A prefix no id begins with is
-// an error wrapping events.ErrNotFound; a prefix several ids begin with
-// is a usage error listing them.
+// through a server and on the data dir. An id given whole is found with
+// one read of its aggregate's last event (natslog.Log.AggregateExists),
+// so that naming a session costs the same among ten thousand as among
+// ten; only a prefix lists the ids of its kind. A prefix no id begins
+// with is an error wrapping events.ErrNotFound; a prefix several ids
+// begin with is a usage error listing them.
 func resolveID(ctx context.Context, b *backend, kind, id string) (string, error) {
 	if id == "" {
 		return "", usageErrorf("want a %s id (or a prefix of one)", kind)
@@ -27,6 +30,13 @@ func resolveID(ctx context.Context, b *backend, kind, id string) (string, error)
 		// The stream cannot list its subjects without a leader: the
 		// server answers for the id as given, from its projection.
 		return id, nil
+	}
+	if !b.staleOK || !b.remote {
+		// A lookup that fails (an id that is no subject token, a read
+		// that does not answer) is left to the listing, which says why.
+		if ok, err := b.log.AggregateExists(ctx, events.Aggregate{Kind: kind, ID: id}); err == nil && ok {
+			return id, nil
+		}
 	}
 	ids, err := lookupIDs(ctx, b, kind, id)
 	if errors.Is(err, errLogDown) {

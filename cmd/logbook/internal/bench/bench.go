@@ -114,6 +114,10 @@ type benchWorkload struct {
 	// check, when set, holds Logbook's figures to a floor of their own
 	// (a latency, a growth); nil from it: nothing to hold them to.
 	check func(Figures) *Check
+	// checkBase, when set, holds Logbook's figures to a floor set by
+	// its first baseline's, measured in the same run (a boundary's own
+	// start); its Check replaces check's.
+	checkBase func(logbook, base Figures) *Check
 	// runs, when above 1, is how often the Logbook run and its baselines
 	// run, in turn (Logbook, baselines, then baselines, Logbook, …), so
 	// that a burst of load on a shared machine does not fall on one side
@@ -355,6 +359,9 @@ func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Write
 		}
 		if w.vs != nil && len(w.baselines) > 0 {
 			row.Check = w.vs(ls, bs[0])
+		}
+		if w.checkBase != nil && len(row.Baselines) > 0 {
+			row.Check = w.checkBase(row.Logbook, row.Baselines[0].Figures)
 		}
 		rep.Rows = append(rep.Rows, row)
 	}

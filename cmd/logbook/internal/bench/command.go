@@ -59,12 +59,32 @@ func commandCheck(f Figures) *Check {
 	return c
 }
 
-// commandRun starts this binary as `logbook exec` of `true` in full_access
-// for one session, cfg.Hooks times in a row: request appended, picked up
-// by a worker, started, exited, and the exit read back by exec. Each
-// command's stages are timed (the workers' trace, worker.SetTrace, and
-// the log's times) into the sample's breakdown.
-func (e *benchEnv) commandRun(ctx context.Context) (benchSample, error) {
+// boundaryCheck holds a command in a restricted mode, exec start to
+// exit, to what the full_access row is held to over bubblewrap's own
+// start and exit of the same command (base, measured in the same run):
+// p50 ≤ its p50 + 10 ms and p99 ≤ its p99 + 25 ms.
+func boundaryCheck(f, base Figures) *Check {
+	if base.P50ms == nil || base.P99ms == nil {
+		return &Check{Text: "p50 ≤bubblewrap+10ms, p99 ≤bubblewrap+25ms (bubblewrap not timed)"}
+	}
+	p50, p99 := *base.P50ms+10, *base.P99ms+25
+	c := &Check{Text: fmt.Sprintf("p50 ≤bubblewrap+10ms (%.1fms), p99 ≤bubblewrap+25ms (%.1fms)", p50, p99)}
+	c.OK = f.P50ms != nil && f.P99ms != nil && *f.P50ms <= p50 && *f.P99ms <= p99
+	return c
+}
+
+// commandRun returns the run that starts this binary as `logbook exec`
+// of `true` in mode (an events.Mode*) for one session, cfg.Hooks times
+// in a row: request appended, picked up by a worker, started, exited,
+// and the exit read back by exec. Each command's stages are timed (the
+// workers' trace, worker.SetTrace, and the log's times) into the
+// sample's breakdown.
+func (e *benchEnv) commandRun(mode string) benchRun {
+	return func(ctx context.Context) (benchSample, error) { return e.commandRunIn(ctx, mode) }
+}
+
+// commandRunIn is commandRun's run in mode.
+func (e *benchEnv) commandRunIn(ctx context.Context, mode string) (benchSample, error) {
 	s, err := e.serve(ctx)
 	if err != nil {
 		return benchSample{}, err
@@ -98,7 +118,7 @@ func (e *benchEnv) commandRun(ctx context.Context) (benchSample, error) {
 		mu.Lock()
 		times[id] = ct
 		mu.Unlock()
-		args := []string{"--data", s.data, "exec", "--session", sid, "--id", id, "--mode", "full_access", "--workspace", ws, "--", "true"}
+		args := []string{"--data", s.data, "exec", "--session", sid, "--id", id, "--mode", mode, "--workspace", ws, "--", "true"}
 		c := exec.CommandContext(ctx, e.cli.Exe, args...)
 		c.Args[0] = "logbook"
 		c.Env = append(os.Environ(), "LOGBOOK_DATA="+s.data)

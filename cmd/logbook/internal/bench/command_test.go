@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -48,5 +49,28 @@ func TestBreakdown(t *testing.T) {
 		if s.P50ms != want || s.N != 3 {
 			t.Errorf("stage %q: p50 %vms over %d, want %vms over 3", s.Stage, s.P50ms, s.N, want)
 		}
+	}
+}
+
+// TestBoundaryCheck: the workspace_write row is held to the baseline's
+// own figures plus 10 ms (p50) and 25 ms (p99), and a baseline that was
+// not timed meets nothing.
+func TestBoundaryCheck(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	base := Figures{P50ms: ms(30), P99ms: ms(50)}
+	for _, c := range []struct {
+		p50, p99 float64
+		ok       bool
+	}{{40, 75, true}, {40.1, 60, false}, {35, 75.1, false}, {10, 20, true}} {
+		got := boundaryCheck(Figures{P50ms: ms(c.p50), P99ms: ms(c.p99)}, base)
+		if got.OK != c.ok {
+			t.Errorf("p50 %v p99 %v over bubblewrap 30/50: OK %v, want %v (%s)", c.p50, c.p99, got.OK, c.ok, got.Text)
+		}
+		if !strings.Contains(got.Text, "40.0ms") || !strings.Contains(got.Text, "75.0ms") {
+			t.Errorf("check %q does not name the limits 40.0ms and 75.0ms", got.Text)
+		}
+	}
+	if got := boundaryCheck(Figures{P50ms: ms(1), P99ms: ms(1)}, Figures{}); got.OK {
+		t.Errorf("an untimed baseline met the check: %+v", got)
 	}
 }

@@ -131,13 +131,14 @@ func (e *benchEnv) workloads() []benchWorkload {
 		},
 		benchWorkload{
 			group: "command", name: "exec full_access true → exited, via workers", unit: "cmd",
-			logbook: e.commandRun, baselines: []benchBaseline{{name: "fork/exec of true", run: e.trueRun}}, check: commandCheck,
+			logbook: e.commandRun(events.ModeFullAccess), baselines: []benchBaseline{{name: "fork/exec of true", run: e.trueRun}}, check: commandCheck,
 		},
 	)
 	if sandbox.Available(context.Background(), "") == nil {
 		ws = append(ws, benchWorkload{
-			group: "command", name: "exec workspace_write true: request → running (log times)", unit: "cmd",
-			logbook: e.commandStartRun, baselines: []benchBaseline{{name: "bubblewrap boundary around true, start → exit", run: e.boundaryRun}},
+			group: "command", name: "exec workspace_write true → exited, via workers", unit: "cmd",
+			logbook: e.commandRun(events.ModeWorkspaceWrite), baselines: []benchBaseline{{name: "bubblewrap boundary around true, start → exit", run: e.boundaryRun}},
+			checkBase: boundaryCheck,
 		})
 	}
 	ws = append(ws, e.gateRows()...)
@@ -1080,62 +1081,6 @@ func (e *benchEnv) commandSession(ctx context.Context, s *benchServe) (sid, ws s
 		return "", "", err
 	}
 	return sid, ws, nil
-}
-
-// commandStartRun runs `logbook exec` of `true` in workspace_write
-// cfg.Hooks times in a row and measures, for each command, the time from
-// its command.requested to its command.running as the log records them
-// (the times each decision was taken): the worker's pickup, the start's
-// append, bubblewrap's availability and the process start in its
-// boundary.
-func (e *benchEnv) commandStartRun(ctx context.Context) (benchSample, error) {
-	s, err := e.serve(ctx)
-	if err != nil {
-		return benchSample{}, err
-	}
-	sid, ws, err := e.commandSession(ctx, s)
-	if err != nil {
-		return benchSample{}, err
-	}
-	from, err := s.log.LastSeq(ctx)
-	if err != nil {
-		return benchSample{}, err
-	}
-	smp, err := e.processes(ctx, s, []string{"exec", "--session", sid, "--mode", "workspace_write", "--workspace", ws, "--", "true"}, func(int) []byte { return nil })
-	if err != nil {
-		return smp, err
-	}
-	last, err := s.log.LastSeq(ctx)
-	if err != nil {
-		return smp, err
-	}
-	requested := map[string]time.Time{}
-	smp.lat = smp.lat[:0]
-	var sum time.Duration
-	for r, err := range s.log.Read(ctx, from+1) {
-		if err != nil {
-			return smp, err
-		}
-		if r.Agg.Kind == events.KindCommand {
-			switch r.Type {
-			case events.CommandRequested{}.EventType():
-				requested[r.Agg.ID] = r.At
-			case events.CommandRunning{}.EventType():
-				if t, ok := requested[r.Agg.ID]; ok {
-					smp.lat = append(smp.lat, r.At.Sub(t))
-					sum += r.At.Sub(t)
-				}
-			}
-		}
-		if r.Seq >= last {
-			break
-		}
-	}
-	if len(smp.lat) != e.cfg.Hooks {
-		return smp, fmt.Errorf("%d commands running in the log, want %d", len(smp.lat), e.cfg.Hooks)
-	}
-	smp.elapsed = sum // the rate is that of request → running alone
-	return smp, nil
 }
 
 // boundaryRun starts `true` in workspace_write through the sandbox

@@ -1,0 +1,93 @@
+package projections_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
+	"github.com/logbook-dev/logbook/reducers/command"
+)
+
+// TestStore_CommandsActive: a session's active commands are those of
+// its rows that command.State.Active takes, whatever the others' status
+// (requested, started, exited, refused, evicted while requested), as a
+// whole decoding of every row finds them.
+func TestStore_CommandsActive(t *testing.T) {
+	reg := events.NewRegistry()
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	var recs []events.Record
+	add := func(id string, ver uint64, p events.Payload) {
+		e := reg.New(p)
+		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), events.Aggregate{Kind: events.KindCommand, ID: id}, ver, at.Add(time.Duration(len(recs))*time.Second)
+		e.Cause = &events.Cause{Kind: "cli", Event: "exec", Ref: id}
+		recs = append(recs, events.Record{Seq: uint64(len(recs) + 1), Subject: e.Agg.Subject(), Envelope: e})
+	}
+	for i, end := range []string{"", "started", "exited", "refused", "evicted", "exited", ""} {
+		id := fmt.Sprintf("c%d", i)
+		add(id, 1, events.CommandRequested{Session: "s1", Argv: []string{"true", `"status":"requested"`}, Workspace: "/w", Mode: events.ModeFullAccess})
+		switch end {
+		case "started", "exited":
+			add(id, 2, events.CommandStarted{Worker: "w1", Host: "h"})
+			if end == "exited" {
+				add(id, 3, events.CommandExited{Code: 0})
+			}
+		case "refused":
+			add(id, 2, events.CommandRefused{Reason: "no"})
+		case "evicted":
+			add(id, 2, events.CommandEvicted{})
+		}
+	}
+	s := open(t, t.TempDir(), projections.Options{})
+	apply(t, s, recs, 100)
+	all, err := s.Commands("s1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.DeleteFunc(slices.Clone(all), func(c command.State) bool { return !c.Active() })
+	got, err := s.Commands("s1", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 3 {
+		t.Fatalf("%d active of %d rows, want the 2 requested and the started one: %+v", len(want), len(all), all)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("active commands differ from the rows Active takes (-want +got):\n%s", diff)
+	}
+	for _, c := range all {
+		row, _ := json.Marshal(c)
+		if st, ok := projections.RowStatus(row); !ok || st != c.Status {
+			t.Errorf("rowStatus of %s's row = %q, %v; want %q", c.ID, st, ok, c.Status)
+		}
+	}
+}
+
+// TestRowStatus: the status is found wherever it stands among the
+// top-level fields, never inside a nested value; a row that is no
+// object, or has no status, is left to a whole decoding.
+func TestRowStatus(t *testing.T) {
+	for _, c := range []struct {
+		row    string
+		status string
+		ok     bool
+	}{
+		{`{"id":"c1","ver":2,"session":"s1","status":"started","argv":["x"]}`, "started", true},
+		{`{"argv":["{\"status\":\"exited\"}"],"env":{"status":"exited"},"status":"requested"}`, "requested", true},
+		{`{"nested":{"status":"exited"},"list":[{"status":"exited"}]}`, "", false},
+		{`[1,2]`, "", false},
+		{`{"status":3}`, "", false},
+		{`{"id":`, "", false},
+	} {
+		st, ok := projections.RowStatus([]byte(c.row))
+		if st != c.status || ok != c.ok {
+			t.Errorf("rowStatus(%s) = %q, %v; want %q, %v", c.row, st, ok, c.status, c.ok)
+		}
+	}
+}
