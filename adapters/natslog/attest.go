@@ -316,7 +316,11 @@ func (a *aggStates) put(subject string, st attestation.AggState) {
 type order struct {
 	l         *Log
 	fromStart bool
-	aggs      map[string]*attestation.AggState
+	// keys is set for a read of one aggregate's subject (LoadStreamed),
+	// which meets no key events: the Verifier is caught up on them
+	// before each event is judged.
+	keys bool
+	aggs map[string]*attestation.AggState
 }
 
 // newOrder returns the order state of a read from stream sequence from.
