@@ -155,7 +155,7 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 				return false
 			}
 			if l.cfg.Verifier != nil && ord.keys && !c.tampered[i] {
-				if err := l.catchUpKeys(ctx, c.msgs[i].Seq-1); err != nil {
+				if err := l.catchUpKeysKnown(ctx, c.msgs[i].Seq-1, ord.end); err != nil {
 					yield(events.Record{}, err)
 					return false
 				}

@@ -16,8 +16,9 @@ import (
 // events each waiting for the one before. Messages are decoded, and
 // their signatures (or, on the fast path, their leaf hashes) checked, on
 // up to GOMAXPROCS goroutines; each event is then judged in order, after
-// the Verifier has observed every key event before it (catchUpKeys), as
-// a load judges it. It costs a consumer's creation and deletion (two
+// the Verifier has observed every key event before it, as a load judges
+// it; the key events are asked for once per key event after the
+// Verifier's horizon, not once per event. It costs a consumer's creation and deletion (two
 // round trips), so a small aggregate loads faster with Load. A key
 // aggregate is loaded with Load. Errors are Load's: events.ErrMalformed
 // for an invalid agg, the first *DecodeError of a stored event that does
@@ -38,7 +39,7 @@ func (l *Log) LoadStreamed(ctx context.Context, agg events.Aggregate) ([]events.
 		return nil, 0, nil
 	}
 	ord := l.newOrder(1)
-	ord.keys = true
+	ord.keys, ord.end = true, end
 	src := func(ctx context.Context, y func(Msg, error) bool) { l.consume(ctx, subject, 1, end, y) }
 	var (
 		recs []events.Record

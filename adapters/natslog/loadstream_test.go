@@ -2,6 +2,7 @@ package natslog
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -112,5 +113,70 @@ func TestLoadStreamed_UndecodableIsAnError(t *testing.T) {
 		if !ok || de.Seq != bad || recs != nil {
 			t.Errorf("%s = %d records, %v; want none and a *DecodeError at seq %d", name, len(recs), err, bad)
 		}
+	}
+}
+
+// TestLoadStreamed_AsksForKeysOnce loads a signed session whose every
+// event follows another session's: the key events are asked for once
+// (and once more for the read's first event), not once per event, and
+// the load agrees with Load.
+func TestLoadStreamed_AsksForKeysOnce(t *testing.T) {
+	s, admin, l := judgedLog(t)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	serve := mustKey(t, "serve@h", attestation.RoleServe)
+	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); !ok || err != nil {
+		t.Fatalf("BeginSigning = %v, %v", ok, err)
+	}
+	if ok, err := l.RegisterKey(ctx, admin, serve, "h", testTime); !ok || err != nil {
+		t.Fatalf("RegisterKey = %v, %v", ok, err)
+	}
+	l.SetSigner(serve)
+	a, b := session("a"), session("b")
+	var aLast, bLast uint64
+	const n = 300
+	for i := range n {
+		bLast = mustAppend(t, l, decision(reg, b, bLast, uint64(i+1), 1)).Last
+		aLast = mustAppend(t, l, decision(reg, a, aLast, uint64(i+1), 1)).Last
+	}
+
+	// Every get of one message (the key catch-up's) goes through the
+	// server as a request on the JetStream API: counted here.
+	watch, err := s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	var gets atomic.Int64
+	for _, subj := range []string{"$JS.API.DIRECT.GET." + StreamName + ".>", "$JS.API.DIRECT.GET." + StreamName, "$JS.API.STREAM.MSG.GET." + StreamName} {
+		if _, err := watch.Subscribe(subj, func(*nats.Msg) { gets.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := watch.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	streamed := signedLog(t, s, admin)
+	got, _, err := streamed.LoadStreamed(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n {
+		t.Fatalf("LoadStreamed = %d records, want %d", len(got), n)
+	}
+	if g := gets.Load(); g > 4 {
+		t.Errorf("LoadStreamed of %d events, each after another session's, made %d gets; want a few, not one per event", n, g)
+	}
+	want, _, err := signedLog(t, s, admin).Load(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(want, got, cmp.Comparer(func(x, y events.Record) bool {
+		return x.Seq == y.Seq && x.ID == y.ID && x.Signer == y.Signer
+	})) {
+		t.Error("LoadStreamed differs from Load")
 	}
 }
