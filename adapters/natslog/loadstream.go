@@ -17,10 +17,12 @@ import (
 // their signatures (or, on the fast path, their leaf hashes) checked, on
 // up to GOMAXPROCS goroutines; each event is then judged in order, after
 // the Verifier has observed every key event before it, as a load judges
-// it; the key events are asked for once per key event after the
-// Verifier's horizon, not once per event. It costs a consumer's creation and deletion (two
-// round trips), so a small aggregate loads faster with Load. A key
-// aggregate is loaded with Load. Errors are Load's: events.ErrMalformed
+// it (the key events are asked for once per key event after the
+// Verifier's horizon, not once per event). It costs the log's last
+// sequence and a consumer's creation and deletion (three round trips),
+// so a small aggregate loads faster with Load. A key aggregate, and any
+// aggregate of a replicated stream (read from its leader), is loaded
+// with Load. Errors are Load's: events.ErrMalformed
 // for an invalid agg, the first *DecodeError of a stored event that does
 // not decode and is not quarantined, and the server's or ctx's.
 func (l *Log) LoadStreamed(ctx context.Context, agg events.Aggregate) ([]events.Record, uint64, error) {
