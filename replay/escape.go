@@ -55,6 +55,17 @@ func Escape(s string) string {
 	return b.String()
 }
 
+// appendEscape appends Escape(s) to b, without allocating when s is
+// printable ASCII throughout (then Escape(s) is s).
+func appendEscape(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			return append(b, Escape(s)...)
+		}
+	}
+	return append(b, s...)
+}
+
 // unsafeRune reports whether r, decoded from size bytes, is one Escape
 // shows escaped.
 func unsafeRune(r rune, size int) bool {

@@ -127,7 +127,7 @@ func TimelineOf(recs []events.Record) []Item {
 			obs[r.ID.String()] = r
 		}
 	}
-	var items []Item
+	items := make([]Item, 0, len(recs)-len(obs))
 	for _, r := range recs {
 		if _, ok := events.Observed(r.Data); ok {
 			continue
@@ -384,79 +384,125 @@ func obsRef(r events.Record) *ObsRef {
 // first write error.
 func WriteText(w io.Writer, items []Item) error {
 	var (
-		b    strings.Builder
+		b    []byte
 		last time.Time
 	)
+	flush := func() error {
+		if _, err := w.Write(b); err != nil {
+			return fmt.Errorf("write timeline: %w", err)
+		}
+		b = b[:0]
+		return nil
+	}
 	for _, it := range items {
-		b.Reset()
-		fmt.Fprintf(&b, "#%d %s %s", it.Seq, it.At.UTC().Format(events.TimeFormat), Escape(it.Type))
+		b = append(b, '#')
+		b = strconv.AppendUint(b, it.Seq, 10)
+		b = append(b, ' ')
+		b = it.At.UTC().AppendFormat(b, events.TimeFormat)
+		b = append(b, ' ')
+		b = appendEscape(b, it.Type)
 		if it.Obs != nil {
 			if !last.IsZero() && it.At.Before(last) {
 				// The agent's clock went back (a clock step, or lines
 				// of another host).
-				fmt.Fprintf(&b, " (agent clock went back %s)", last.Sub(it.At))
+				b = fmt.Appendf(b, " (agent clock went back %s)", last.Sub(it.At))
 			}
 			if it.At.After(last) {
 				last = it.At
 			}
 		}
 		if it.From != "" || it.To != "" {
-			fmt.Fprintf(&b, " %s→%s", Escape(it.From), Escape(it.To))
+			b = append(b, ' ')
+			b = appendEscape(b, it.From)
+			b = append(b, "→"...)
+			b = appendEscape(b, it.To)
 		}
 		if it.Activity != "" || it.Type == "session.transitioned" {
-			fmt.Fprintf(&b, " activity=%s", Escape(it.Activity))
+			b = append(b, " activity="...)
+			b = appendEscape(b, it.Activity)
 		}
 		if it.Entry != "" {
-			fmt.Fprintf(&b, " entry=%s", Escape(it.Entry))
+			b = append(b, " entry="...)
+			b = appendEscape(b, it.Entry)
 		}
 		if it.Detail != "" {
-			b.WriteString(" " + Escape(it.Detail))
+			b = append(b, ' ')
+			b = appendEscape(b, it.Detail)
 		}
 		if it.By != "" {
-			b.WriteString("  by=" + Escape(it.By))
+			b = append(b, "  by="...)
+			b = appendEscape(b, it.By)
 		}
-		if s := it.signedText(); s != "" {
-			b.WriteString("  signed=" + s)
-		}
+		b = it.appendSigned(b)
 		if c := it.Cause; c != nil {
-			fmt.Fprintf(&b, "  cause=%s/%s", Escape(c.Kind), Escape(c.Event))
+			b = append(b, "  cause="...)
+			b = appendEscape(b, c.Kind)
+			b = append(b, '/')
+			b = appendEscape(b, c.Event)
 			if c.Detail != "" {
-				b.WriteString("/" + Escape(c.Detail))
+				b = append(b, '/')
+				b = appendEscape(b, c.Detail)
 			}
-			b.WriteString(" ref=" + Escape(c.Ref))
+			b = append(b, " ref="...)
+			b = appendEscape(b, c.Ref)
 		}
 		if o := it.Obs; o != nil {
-			where := "key " + Escape(o.Key)
+			b = append(b, "  obs="...)
 			if o.Line > 0 {
-				where = "line " + strconv.Itoa(o.Line)
+				b = append(b, "line "...)
+				b = strconv.AppendInt(b, int64(o.Line), 10)
+			} else {
+				b = append(b, "key "...)
+				b = appendEscape(b, o.Key)
 			}
-			fmt.Fprintf(&b, "  obs=%s %s [%s]", where, Escape(o.Kind), Escape(strings.Join(o.Signals, " ")))
+			b = append(b, ' ')
+			b = appendEscape(b, o.Kind)
+			b = append(b, " ["...)
+			b = appendEscape(b, strings.Join(o.Signals, " "))
+			b = append(b, ']')
 			if o.Sender != nil {
-				fmt.Fprintf(&b, " sender=%s sender_uid=%d", Escape(cmp.Or(o.Sender.User, "-")), o.Sender.UID)
+				b = append(b, " sender="...)
+				b = appendEscape(b, cmp.Or(o.Sender.User, "-"))
+				b = append(b, " sender_uid="...)
+				b = strconv.AppendUint(b, uint64(o.Sender.UID), 10)
 			}
 		}
-		b.WriteByte('\n')
-		if _, err := io.WriteString(w, b.String()); err != nil {
-			return fmt.Errorf("write timeline: %w", err)
+		b = append(b, '\n')
+		if len(b) >= 32<<10 {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
 	}
-	return nil
+	if len(b) == 0 {
+		return nil
+	}
+	return flush()
 }
 
-// signedText returns what WriteText prints after signed=, each part
-// through Escape, or "" for none.
-func (it Item) signedText() string {
+// appendSigned appends what WriteText prints of who signed it,
+// "  signed=" and each part through Escape, or nothing.
+func (it Item) appendSigned(b []byte) []byte {
 	switch {
 	case it.Unattested != nil || it.Signed == "":
-		return ""
+		return b
 	case it.Signed == "before-signing":
-		return "before-signing"
-	case it.KeyID == "":
-		return Escape(it.Signed)
-	case it.Principal == "":
-		return fmt.Sprintf("%s (key %s)", Escape(it.Signed), Escape(it.KeyID))
+		return append(b, "  signed=before-signing"...)
 	}
-	return fmt.Sprintf("%s/%s (key %s)", Escape(it.Principal), Escape(it.Role), Escape(it.KeyID))
+	b = append(b, "  signed="...)
+	switch {
+	case it.KeyID == "":
+		return appendEscape(b, it.Signed)
+	case it.Principal == "":
+		b = appendEscape(b, it.Signed)
+	default:
+		b = appendEscape(b, it.Principal)
+		b = append(b, '/')
+		b = appendEscape(b, it.Role)
+	}
+	b = append(b, " (key "...)
+	b = appendEscape(b, it.KeyID)
+	return append(b, ')')
 }
 
 // shortText returns s on one line, at most n runes, cut with "…".

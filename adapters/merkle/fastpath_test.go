@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -179,6 +180,21 @@ func TestFastPath_AgreesWithEverySignatureVerified(t *testing.T) {
 	if len(qs) != 1 || qs[0].Seq != 7 || qs[0].Verdict.Status != attestation.Unsigned || qs[0].Type != "session.started" {
 		t.Errorf("quarantined %+v, want seq 7 unsigned", qs)
 	}
+	// A session's streamed load (audit's) on the fast path loads what a
+	// load verifying every signature does.
+	for _, id := range []string{"s1", "s3", "s9", "s4"} {
+		agg := events.Aggregate{Kind: events.KindSession, ID: id}
+		want, wantLast, err := reader(t, s).Load(t.Context(), agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sl := reader(t, s)
+		fastPath(t, s, sl)
+		got, gotLast, err := sl.LoadStreamed(t.Context(), agg)
+		if err != nil || gotLast != wantLast || !slices.EqualFunc(got, want, func(a, b events.Record) bool { return a.Seq == b.Seq && a.ID == b.ID && a.Signer == b.Signer }) {
+			t.Errorf("streamed load of %s on the fast path = %+v, last %d, %v; every signature verified: %+v, last %d", agg, got, gotLast, err, want, wantLast)
+		}
+	}
 }
 
 // A message the server dropped as damaged (a byte flipped in its block
@@ -296,6 +312,10 @@ func TestFastPath_ChangedByteInRangeNamedAtItsSequence(t *testing.T) {
 	_, _, err = l.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: "s3"})
 	if err == nil || !strings.Contains(err.Error(), "seq 6: the stored message hashes to") {
 		t.Fatalf("load of s3: %v, want seq 6 named", err)
+	}
+	recs, _, err := l.LoadStreamed(t.Context(), events.Aggregate{Kind: events.KindSession, ID: "s3"})
+	if err == nil || !strings.Contains(err.Error(), "seq 6: the stored message hashes to") || recs != nil {
+		t.Fatalf("streamed load of s3: %d records, %v; want none, seq 6 named", len(recs), err)
 	}
 }
 

@@ -212,6 +212,16 @@ const keySubjects = events.SubjectEvents + "." + events.KindKey + ".>"
 // more that finds none: how a load of one aggregate's subject, which
 // sees no key events, knows the keys at its events' sequences.
 func (l *Log) catchUpKeys(ctx context.Context, seq uint64) error {
+	return l.catchUpKeysKnown(ctx, seq, 0)
+}
+
+// catchUpKeysKnown is catchUpKeys given known, a sequence the stream
+// held before the call (0: none): when no key event follows the
+// Verifier's horizon, none lies up to known either, and the Verifier
+// advances to known, so that a read of one subject up to known asks
+// once, not once for each of its events that another aggregate's
+// events precede.
+func (l *Log) catchUpKeysKnown(ctx context.Context, seq, known uint64) error {
 	v := l.cfg.Verifier
 	if v == nil {
 		return nil
@@ -224,6 +234,7 @@ func (l *Log) catchUpKeys(ctx context.Context, seq uint64) error {
 	for from <= seq {
 		m, err := l.getMsg(ctx, from, keySubjects)
 		if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, errNoMsg) {
+			v.Advance(known)
 			break
 		}
 		if err != nil {
@@ -316,7 +327,13 @@ func (a *aggStates) put(subject string, st attestation.AggState) {
 type order struct {
 	l         *Log
 	fromStart bool
-	aggs      map[string]*attestation.AggState
+	// keys is set for a read of one aggregate's subject (LoadStreamed),
+	// which meets no key events: the Verifier is caught up on them
+	// before each event is judged (catchUpKeysKnown), knowing the
+	// stream held end when the read began.
+	keys bool
+	end  uint64
+	aggs map[string]*attestation.AggState
 }
 
 // newOrder returns the order state of a read from stream sequence from.

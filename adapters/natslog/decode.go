@@ -154,6 +154,12 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 				yield(events.Record{}, c.errs[i])
 				return false
 			}
+			if l.cfg.Verifier != nil && ord.keys && !c.tampered[i] {
+				if err := l.catchUpKeysKnown(ctx, c.msgs[i].Seq-1, ord.end); err != nil {
+					yield(events.Record{}, err)
+					return false
+				}
+			}
 			if l.cfg.Verifier != nil && c.stated[i] {
 				m := &c.msgs[i]
 				var st *attestation.AggState

@@ -41,6 +41,16 @@ func Sanitize(dst, src []byte, final bool) (out, rest []byte) {
 	i := 0
 	for i < len(src) {
 		b := src[i]
+		if b >= 0x20 && b < 0x7f {
+			// A run of printable ASCII goes as it is, in one append.
+			j := i + 1
+			for j < len(src) && src[j] >= 0x20 && src[j] < 0x7f {
+				j++
+			}
+			dst = append(dst, src[i:j]...)
+			i = j
+			continue
+		}
 		switch {
 		case b == 0x1b:
 			n, complete := escapeLen(src[i:])

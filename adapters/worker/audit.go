@@ -21,15 +21,22 @@ import (
 // lists them once the timeline is read (the log judges events as it
 // reads them). A session the log holds no event of, attested
 // or not, is an error wrapping events.ErrNotFound; other errors are the
-// log's.
-func SessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined func() []replay.Unattested) ([]replay.Item, error) {
+// log's. The session's events are read streamed (natslog.Log.LoadStreamed),
+// a command's or notification's with Load. mark, when not nil, is called
+// as each stage ends, with its name (AuditCommandsFound, AuditSessionRead,
+// AuditFolded), on the caller's goroutine.
+func SessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined func() []replay.Unattested, mark func(stage string)) ([]replay.Item, error) {
+	if mark == nil {
+		mark = func(string) {}
+	}
 	ids, err := SessionCommands(ctx, log, id)
 	if err != nil {
 		return nil, err
 	}
+	mark(AuditCommandsFound)
 	// A session whose every event the log quarantined reads as none: it
 	// is shown, as what it is.
-	items, terr := replay.SessionTimeline(ctx, log, id, ids)
+	items, terr := replay.SessionTimeline(ctx, streamedSessions{log, mark}, id, ids)
 	notFound := errors.Is(terr, events.ErrNotFound)
 	if terr != nil && !notFound {
 		return nil, terr
@@ -59,7 +66,41 @@ func SessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	if notFound && len(us) == 0 {
 		return nil, terr
 	}
-	return replay.WithUnattested(items, us), nil
+	items = replay.WithUnattested(items, us)
+	mark(AuditFolded)
+	return items, nil
+}
+
+// The stages of SessionAudit, as its mark names them when each ends.
+const (
+	// AuditCommandsFound: the ids of the commands requested for the
+	// session are known (SessionCommands).
+	AuditCommandsFound = "commands"
+	// AuditSessionRead: the session's events are read, decoded and
+	// judged.
+	AuditSessionRead = "read"
+	// AuditFolded: the commands' and notifications' events are read too,
+	// and the timeline is made of them all, in stream order.
+	AuditFolded = "folded"
+)
+
+// streamedSessions is a Log whose Load reads a session aggregate
+// streamed (natslog.Log.LoadStreamed: a session may hold many thousand
+// events) and marks AuditSessionRead when it has; it loads every other
+// aggregate with Load.
+type streamedSessions struct {
+	*natslog.Log
+	mark func(stage string)
+}
+
+// Load implements events.Log.
+func (s streamedSessions) Load(ctx context.Context, agg events.Aggregate) ([]events.Record, uint64, error) {
+	if agg.Kind != events.KindSession {
+		return s.Log.Load(ctx, agg)
+	}
+	recs, last, err := s.Log.LoadStreamed(ctx, agg)
+	s.mark(AuditSessionRead)
+	return recs, last, err
 }
 
 // NotificationFilter is the subjects of the notification aggregates.

@@ -5,12 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
+	"github.com/logbook-dev/logbook/cmd/logbook/internal/bench"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/replay"
 )
@@ -30,18 +36,27 @@ from.`,
 			if sock := g.socketPath(); sock != "" {
 				return auditViaSocket(cmd.Context(), g, sock, args[0])
 			}
+			clock := newAuditClock()
+			clock.mark(bench.AuditStarted)
 			b, err := openBackend(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
 			defer b.Close()
+			clock.mark(bench.AuditConnected)
 			b.fastPath(cmd.Context())
-			items, err := auditItems(cmd.Context(), b, args[0])
+			clock.timeChecks(b.log)
+			clock.mark(bench.AuditJudgment)
+			items, err := auditItemsMarked(cmd.Context(), b, args[0], clock.mark)
 			if err != nil {
 				return err
 			}
 			width := term.Width(g.stdout)
-			return emit(g, items, func(w io.Writer) error { return term.Audit(w, items, width) })
+			if err := emit(g, items, func(w io.Writer) error { return term.Audit(w, items, width) }); err != nil {
+				return err
+			}
+			clock.mark(bench.AuditRendered)
+			return clock.write()
 		},
 	}
 }
@@ -50,7 +65,18 @@ from.`,
 // prefix) or, when no session has that id, of the workspace named so:
 // every event, with the ones the log could not attest in their place.
 func auditItems(ctx context.Context, b *backend, arg string) ([]replay.Item, error) {
+	return auditItemsMarked(ctx, b, arg, nil)
+}
+
+// auditItemsMarked is auditItems that calls mark (when not nil) with
+// the name of each stage as it ends: bench.AuditResolved, then
+// worker.SessionAudit's.
+func auditItemsMarked(ctx context.Context, b *backend, arg string, mark func(stage string)) ([]replay.Item, error) {
+	if mark == nil {
+		mark = func(string) {}
+	}
 	id, err := resolveID(ctx, b, events.KindSession, arg)
+	mark(bench.AuditResolved)
 	var nf *notFoundError
 	if errors.As(err, &nf) {
 		// Not a session: a workspace's whole life, if it is one.
@@ -67,5 +93,68 @@ func auditItems(ctx context.Context, b *backend, arg string) ([]replay.Item, err
 	}
 	// The log left the events it could not attest out of the timeline:
 	// each is shown, in its place, as unattested.
-	return worker.SessionAudit(ctx, b.log, id, func() []replay.Unattested { return unattested(b.log, "") })
+	return worker.SessionAudit(ctx, b.log, id, func() []replay.Unattested { return unattested(b.log, "") }, mark)
+}
+
+// auditClock notes when each stage of an audit ended, for the bench's
+// breakdown of its audit row, when $LOGBOOK_AUDIT_STAGES
+// (bench.AuditStagesEnv) names a file: write puts the marks there, one
+// line each, "<stage> <unix time in ns>", and one line
+// "verified <ns>" with the time the fast path's leaf checks took, summed
+// over goroutines. A nil *auditClock (the variable unset) notes nothing.
+type auditClock struct {
+	path     string
+	marks    []string
+	verified atomic.Int64 // ns
+}
+
+// newAuditClock returns the audit's clock, nil unless
+// $LOGBOOK_AUDIT_STAGES is set.
+func newAuditClock() *auditClock {
+	path := os.Getenv(bench.AuditStagesEnv)
+	if path == "" {
+		return nil
+	}
+	return &auditClock{path: path}
+}
+
+// mark notes that stage ended now. Not safe for concurrent use.
+func (c *auditClock) mark(stage string) {
+	if c == nil {
+		return
+	}
+	c.marks = append(c.marks, fmt.Sprintf("%s %d\n", stage, time.Now().UnixNano()))
+}
+
+// timeChecks makes l's fast path (when it has one) time each leaf check
+// into c.verified.
+func (c *auditClock) timeChecks(l *natslog.Log) {
+	if c == nil || l == nil {
+		return
+	}
+	j := l.Judgment()
+	if j == nil {
+		return
+	}
+	timed, check := *j, j.Check
+	timed.Check = func(m natslog.Msg) error {
+		t := time.Now()
+		err := check(m)
+		c.verified.Add(int64(time.Since(t)))
+		return err
+	}
+	l.SetJudged(&timed)
+}
+
+// write writes the marks to the clock's file, replacing it. Errors name
+// the variable and the file.
+func (c *auditClock) write() error {
+	if c == nil {
+		return nil
+	}
+	out := strings.Join(c.marks, "") + fmt.Sprintf("%s %d\n", bench.AuditVerified, c.verified.Load())
+	if err := os.WriteFile(c.path, []byte(out), 0o600); err != nil {
+		return fmt.Errorf("$%s: %w", bench.AuditStagesEnv, err)
+	}
+	return nil
 }

@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/logbook-dev/logbook/adapters/worker"
+)
+
+// AuditStagesEnv names the environment variable through which the audit
+// row asks `logbook audit` where its time went: when it names a file,
+// audit writes there, as it exits, one line per stage it ended,
+// "<stage> <unix time in ns>" (stage one of the Audit* marks), and one
+// "<AuditVerified> <ns>" line with the time spent checking messages
+// against the fast path's proven tree, summed over the goroutines that
+// checked them. Unset (the default): audit times nothing.
+const AuditStagesEnv = "LOGBOOK_AUDIT_STAGES"
+
+// The marks `logbook audit` writes (AuditStagesEnv), each when a stage
+// ends; SessionAudit's own stages are worker.AuditCommandsFound,
+// worker.AuditSessionRead and worker.AuditFolded.
+const (
+	AuditStarted   = "started"   // the command runs: process, runtime and flags are up
+	AuditConnected = "connected" // connected to serve, log opened
+	AuditJudgment  = "judgment"  // fast path taken or refused (merkle.UseFastPath)
+	AuditResolved  = "resolved"  // the session id is resolved
+	AuditRendered  = "rendered"  // the timeline is written to stdout
+	// AuditVerified is not a mark but a duration: the time the fast
+	// path's leaf checks took, summed over goroutines.
+	AuditVerified = "verified"
+)
+
+// auditStages are the stages of the audit row's breakdown, in order:
+// each mark and the stage it ends, timed from the mark before it (the
+// first from the process's start, "" the process's exit).
+var auditStages = []struct{ mark, stage string }{
+	{AuditStarted, "process start: runtime, flags"},
+	{AuditConnected, "connect to serve, open the log"},
+	{AuditJudgment, "fast path: judgment statement read, stored tree proven"},
+	{AuditResolved, "session id resolved"},
+	{worker.AuditCommandsFound, "the session's commands found"},
+	{worker.AuditSessionRead, "the session's events read, decoded and verified"},
+	{AuditVerified, "  of which: leaf hashes checked (summed over goroutines)"},
+	{worker.AuditFolded, "commands and notifications read, timeline folded"},
+	{AuditRendered, "timeline rendered and written"},
+	{"", "process exit"},
+}
+
+// auditTimes is one audit process's breakdown: when it started and
+// exited, and what it wrote to its AuditStagesEnv file.
+type auditTimes struct {
+	begin, end time.Time
+	marks      map[string]time.Time
+	verified   time.Duration
+}
+
+// readAuditTimes parses the file an audit process wrote (AuditStagesEnv)
+// into t. Errors name the file and the line.
+func readAuditTimes(path string, t *auditTimes) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("audit stages: %w", err)
+	}
+	t.marks = map[string]time.Time{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for n := 1; sc.Scan(); n++ {
+		key, val, ok := strings.Cut(sc.Text(), " ")
+		ns, err := strconv.ParseInt(val, 10, 64)
+		if !ok || err != nil {
+			return fmt.Errorf("audit stages %s: line %d: want \"<stage> <ns>\", got %q", path, n, sc.Text())
+		}
+		if key == AuditVerified {
+			t.verified = time.Duration(ns)
+			continue
+		}
+		t.marks[key] = time.Unix(0, ns)
+	}
+	return nil
+}
+
+// auditBreakdown returns the median of each of auditStages over times:
+// each mark from the last earlier one the process wrote (the first from
+// its start), the exit from the last mark; a stage no process reached is
+// left out.
+func auditBreakdown(times []auditTimes) []StageTime {
+	per := make([][]time.Duration, len(auditStages))
+	for _, t := range times {
+		prev := t.begin
+		for i, s := range auditStages {
+			switch {
+			case s.mark == AuditVerified:
+				if t.verified > 0 {
+					per[i] = append(per[i], t.verified)
+				}
+			case s.mark == "":
+				per[i] = append(per[i], t.end.Sub(prev))
+			default:
+				if at, ok := t.marks[s.mark]; ok {
+					per[i] = append(per[i], at.Sub(prev))
+					prev = at
+				}
+			}
+		}
+	}
+	var out []StageTime
+	for i, ds := range per {
+		if len(ds) == 0 {
+			continue
+		}
+		slices.Sort(ds)
+		out = append(out, StageTime{Stage: auditStages[i].stage, P50ms: float64(ds[(len(ds)-1)/2].Microseconds()) / 1000, N: len(ds)})
+	}
+	return out
+}
+
+// auditFloor is the least ratio of audit's rate to an ordered read of
+// the session's subject: audit reads that subject once and does the rest
+// while it streams.
+const auditFloor = 0.8
+
+// scaleAudit runs `logbook audit` of the long session cfg.Queries times:
+// events per second of timeline printed, end to end, each run broken
+// down into its stages (AuditStagesEnv).
+func (e *benchEnv) scaleAudit(ctx context.Context) (benchSample, error) {
+	s, err := e.scaleLongSession(ctx)
+	if err != nil {
+		return benchSample{}, err
+	}
+	file := filepath.Join(e.dir, "audit-stages")
+	args := []string{"--data", s.srv.data, "audit", s.long}
+	lat := make([]time.Duration, 0, e.cfg.Queries)
+	times := make([]auditTimes, 0, e.cfg.Queries)
+	start := time.Now()
+	for range e.cfg.Queries {
+		if err := os.Remove(file); err != nil && !os.IsNotExist(err) {
+			return benchSample{}, err
+		}
+		c := exec.CommandContext(ctx, e.cli.Exe, args...)
+		c.Args[0] = "logbook" // the name a test binary dispatches on
+		c.Env = append(os.Environ(), AuditStagesEnv+"="+file)
+		var out, errb bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errb
+		t := auditTimes{begin: time.Now()}
+		if err := c.Run(); err != nil {
+			return benchSample{}, fmt.Errorf("logbook %v: %w\n%s", args, err, errb.Bytes())
+		}
+		t.end = time.Now()
+		lat = append(lat, t.end.Sub(t.begin))
+		if got := bytes.Count(out.Bytes(), []byte("\n#")) + 1; got < e.cfg.ScaleEvents {
+			return benchSample{}, fmt.Errorf("logbook %v: printed %d items, want %d", args, got, e.cfg.ScaleEvents)
+		}
+		if err := readAuditTimes(file, &t); err != nil {
+			return benchSample{}, err
+		}
+		times = append(times, t)
+	}
+	return benchSample{ops: e.cfg.ScaleEvents * e.cfg.Queries, elapsed: time.Since(start), lat: lat, stages: auditBreakdown(times)}, nil
+}

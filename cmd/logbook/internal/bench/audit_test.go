@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/logbook-dev/logbook/adapters/worker"
+)
+
+// TestAuditBreakdown reads the stage files of three audits: each stage
+// is timed from the mark before it (the first from the process's start,
+// the exit from the last mark), the summed leaf checks are their own
+// line, and each is the median over the audits.
+func TestAuditBreakdown(t *testing.T) {
+	base := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	var times []auditTimes
+	for i, d := range []int{3, 1, 2} { // the audit of d=2 is the median of each stage
+		b := base.Add(time.Duration(i) * time.Minute)
+		ms := func(n int) time.Time { return b.Add(time.Duration(n*d) * time.Millisecond) }
+		var file strings.Builder
+		for j, mark := range []string{AuditStarted, AuditConnected, AuditJudgment, AuditResolved,
+			worker.AuditCommandsFound, worker.AuditSessionRead, worker.AuditFolded, AuditRendered} {
+			fmt.Fprintf(&file, "%s %d\n", mark, ms(j+1).UnixNano())
+		}
+		fmt.Fprintf(&file, "%s %d\n", AuditVerified, 7*d*int(time.Millisecond))
+		path := filepath.Join(t.TempDir(), "stages")
+		if err := os.WriteFile(path, []byte(file.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		at := auditTimes{begin: b, end: ms(10)}
+		if err := readAuditTimes(path, &at); err != nil {
+			t.Fatal(err)
+		}
+		times = append(times, at)
+	}
+	got := auditBreakdown(times)
+	var want []StageTime
+	for _, s := range auditStages {
+		ms := 2.0
+		switch s.mark {
+		case AuditVerified:
+			ms = 14
+		case "":
+			ms = 4 // from the 8th mark to the exit at 10
+		}
+		want = append(want, StageTime{Stage: s.stage, P50ms: ms, N: 3})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("breakdown (-want +got):\n%s", diff)
+	}
+}
+
+// TestReadAuditTimes_BadLine: a line that is not "<stage> <ns>" is an
+// error naming the file and the line.
+func TestReadAuditTimes_BadLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stages")
+	if err := os.WriteFile(path, []byte("started 1\nconnected soon\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var at auditTimes
+	err := readAuditTimes(path, &at)
+	if err == nil || !strings.Contains(err.Error(), path+": line 2") || !strings.Contains(err.Error(), `"connected soon"`) {
+		t.Errorf("readAuditTimes = %v, want an error naming %s, line 2 and its text", err, path)
+	}
+}
