@@ -17,7 +17,7 @@ func TestImport_ServeDies(t *testing.T) {
 	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	s := newSoak(t, soakBuild(t), 1)
 	for _, tr := range s.ts {
-		if err := tr.Grow(4000, false); err != nil {
+		if err := tr.Grow(1500, false); err != nil {
 			t.Fatal(err)
 		}
 	}
