@@ -510,8 +510,9 @@ func TestIntake_JournalDropsPayloads(t *testing.T) {
 			t.Fatal(err)
 		}
 		var found []int
+		text := string(b)
 		for i := range n {
-			if strings.Contains(string(b), secret(i)) {
+			if strings.Contains(text, secret(i)) {
 				found = append(found, i)
 			}
 		}

@@ -217,19 +217,27 @@ func TestService_EachHookDecidedOnItsOwnCall(t *testing.T) {
 			t.Errorf("session %s: left open %+v %v", sess, st.Pending, st.OpenReviews)
 		}
 	}
+	// allowed sends a call the allow rule answers at once (a call no
+	// rule answers would wait out the gate's budget for a person).
+	allowed := func(sess, useID, command string) {
+		t.Helper()
+		if v, _ := hook(sess, EventPreToolUse, useID, command); v.Decision != DecideAllow || v.By.Name != "Bash(ls:*)" {
+			t.Fatalf("%s %q: %+v, want allow by rule Bash(ls:*)", useID, command, v)
+		}
+	}
 	cases := []struct {
 		name   string
 		before func(sess string)
 		useID  string
 	}{
-		{"after an allowed call", func(s string) { hook(s, EventPreToolUse, "toolu_a1", "ls") }, "toolu_a2"},
-		{"no tool_use_id", func(s string) { hook(s, EventPreToolUse, "toolu_b1", "ls") }, ""},
+		{"after an allowed call", func(s string) { allowed(s, "toolu_a1", "ls") }, "toolu_a2"},
+		{"no tool_use_id", func(s string) { allowed(s, "toolu_b1", "ls") }, ""},
 		{"calls still open", func(s string) {
-			hook(s, EventPreToolUse, "toolu_c1", "ls")
-			hook(s, EventPreToolUse, "toolu_c2", "ls /tmp")
+			allowed(s, "toolu_c1", "ls")
+			allowed(s, "toolu_c2", "ls -l")
 		}, ""},
 		{"a call recorded, not gated", func(s string) { record(s, EventPreToolUse, "toolu_d1", "ls") }, ""},
-		{"the allowed call's own id", func(s string) { hook(s, EventPreToolUse, "toolu_e1", "ls") }, "toolu_e1"},
+		{"the allowed call's own id", func(s string) { allowed(s, "toolu_e1", "ls") }, "toolu_e1"},
 	}
 	for i, c := range cases {
 		sess := fmt.Sprintf("9a7e0000-0000-4000-8000-0000000000c%d", i)

@@ -268,6 +268,7 @@ func streamBlocker(t *testing.T, target, how string) string {
 func TestBoard_PollsWhenTheStreamIsBlocked(t *testing.T) {
 	for _, how := range []string{"refused", "held", "buffered"} {
 		t.Run(how, func(t *testing.T) {
+			t.Parallel() // mostly the page's timers: a browser and server each
 			ctx := browser(t)
 			e := newEnv(t)
 			e.waitSeq(e.prompt(sid(1), "p"))

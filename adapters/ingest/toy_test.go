@@ -135,13 +135,20 @@ func TestToyAgent(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "notes.jsonl"), []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Both before the watcher stops: line 4 imported and notes.jsonl
+	// reported (the watcher may come to either first).
+	reported := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(reports)
+	}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		st, err = a.Sessions().State(ctx, a.session(path))
-		if err == nil && st.Cursor(path) == 4 {
+		if err == nil && st.Cursor(path) == 4 && reported() > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the watcher did not import line 4: cursor %d, %v", st.Cursor(path), err)
+			t.Fatalf("the watcher did not import line 4 and report notes.jsonl: cursor %d, %v; %d reports", st.Cursor(path), err, reported())
 		}
 	}
 	cancel()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,11 +36,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Both at once: each is mostly its own link.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	natsServerBin, buildErr = Build(ctx, dir, "nats-server", ServerModule)
-	if buildErr == nil {
-		logbookBin, buildErr = Build(ctx, dir, "logbook", "github.com/logbook-dev/logbook/cmd/logbook")
-	}
+	var serverErr, logbookErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { natsServerBin, serverErr = Build(ctx, dir, "nats-server", ServerModule) })
+	wg.Go(func() {
+		logbookBin, logbookErr = Build(ctx, dir, "logbook", "github.com/logbook-dev/logbook/cmd/logbook")
+	})
+	wg.Wait()
+	buildErr = errors.Join(serverErr, logbookErr)
 	cancel()
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -82,8 +82,12 @@ func TestPartition(t *testing.T) {
 		ver++
 	}
 	// The cut-off node cannot reach a quorum: its writer's appends fail.
+	// Its open is given a few seconds, not the whole ElectionWait: no
+	// election can end on the minority side, however long it waits.
 	var minorErr error
-	if ml2, err := natslog.Open(t.Context(), minor, natslog.Config{Registry: reg, Timeout: time.Second}); err != nil {
+	octx, ocancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer ocancel()
+	if ml2, err := natslog.Open(octx, minor, natslog.Config{Registry: reg, Timeout: time.Second}); err != nil {
 		minorErr = err
 	} else {
 		_, minorErr = appendOne(ml2, events.Aggregate{Kind: events.KindSession, ID: "partition-minor"}, 0, 1, 2*time.Second)

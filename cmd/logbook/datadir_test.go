@@ -40,6 +40,7 @@ func TestDefaultWorkspacesOutsideDataDir(t *testing.T) {
 // answers; a holder that does not end within the wait is an error
 // naming it and what to do.
 func TestSessions_WaitsForAnImport(t *testing.T) {
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	data := filepath.Join(t.TempDir(), "data")
 	ctx := context.Background()
 	fixture := "../../testdata/claude/projects/-home-user-project/5e551011-0000-4000-8000-000000000001.jsonl"

@@ -164,8 +164,12 @@ func (d *diskFull) logged(ctx context.Context) (map[string]int, error) {
 // metadata, in the same directory), Pebble's views, and the whole data
 // dir (the hook journal and the spool with the rest).
 func TestDiskFullRecovers(t *testing.T) {
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	for _, part := range []string{"jetstream", "views", "data"} {
-		t.Run(part, func(t *testing.T) { testDiskFull(t, part) })
+		t.Run(part, func(t *testing.T) {
+			t.Parallel() // a tmpfs and a serve of its own
+			testDiskFull(t, part)
+		})
 	}
 }
 
@@ -330,6 +334,7 @@ func TestDiskPauseProbe(t *testing.T) {
 // serve takes appends again and the same import appends every line
 // once.
 func TestDiskFullImport(t *testing.T) {
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	root := t.TempDir()
 	data := filepath.Join(root, "data")
 	disk := filepath.Join(data, "jetstream")

@@ -14,6 +14,7 @@ func TestCommandOutputFollow_ServeDies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs serve")
 	}
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	s := newSoak(t, soakBuild(t), 1)
 	ctx := t.Context()
 	srv, _ := s.startServe(ctx)

@@ -68,6 +68,7 @@ func connectAs(t *testing.T, dd dataDir, role natslog.Role) (*natslog.Log, *nats
 // appended them, /metrics counts them, replay --verify exits 1 naming
 // their sequences, and replay --rederive reports them.
 func TestForgedVerdict_Quarantined(t *testing.T) {
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	addr := freeLoopbackPort(t)
 	r := newGateRig(t, "f0a9ed00-0000-4000-8000-00000000f0a9", map[string]string{
 		"policy.toml": "review = [\"Bash(git push:*)\"]\n",

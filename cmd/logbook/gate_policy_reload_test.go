@@ -15,6 +15,7 @@ import (
 // reported again. A project's policy file that has never parsed denies
 // the call (unavailable) and is reported too.
 func TestGate_PolicyReload(t *testing.T) {
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	r := newGateRig(t, "5e551011-0000-4000-8000-0000000009b1", map[string]string{
 		"policy.toml": "allow = [\"Bash(git status)\"]\n",
 	})

@@ -16,6 +16,7 @@ import (
 // check, for the server to refuse); the payload kept aside is there to
 // look at.
 func TestHook_MessagesRedacted(t *testing.T) {
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	gh := "gh" + "p_" + "4Nd8fKq2ZbX9vLm3Qw7Rt1Yp6Hs0Jc5Ue2Ia"
 	custom := "acme-" + "7731924"
 	dir := installHookAs(t, "logbook-hook", "logbook")

@@ -42,6 +42,7 @@ func gateAnswer(t *testing.T, out string) (decision, reason string) {
 // without asking, naming its size and the cap, and recorded (drained
 // from the spool) as the hook's deny with the whole input's digest.
 func TestHookGate_CutPayloadJudgedWhole(t *testing.T) {
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	data := t.TempDir()
 	policy := "allow = [\"Bash(ls:*)\", \"Bash(echo:*)\"]\ndeny = [\"Bash(rm -rf:*)\", \"Bash(curl:*)\"]\n"
 	if err := os.WriteFile(filepath.Join(data, gate.PolicyFile), []byte(policy), 0o600); err != nil {

@@ -134,6 +134,7 @@ func TestHookSock_MaxRequest(t *testing.T) {
 // its slot until api.SocketReadTimeout, then is answered malformed and
 // closed; meanwhile hooks are answered at once.
 func TestHookSock_NoHalfClose(t *testing.T) {
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	data, b, _ := apiServe(t)
 	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: filepath.Join(data, hooksock.Name), Net: "unix"})
 	if err != nil {

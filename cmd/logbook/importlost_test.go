@@ -14,9 +14,10 @@ func TestImport_ServeDies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs serve")
 	}
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	s := newSoak(t, soakBuild(t), 1)
 	for _, tr := range s.ts {
-		if err := tr.Grow(8000, false); err != nil {
+		if err := tr.Grow(1500, false); err != nil {
 			t.Fatal(err)
 		}
 	}

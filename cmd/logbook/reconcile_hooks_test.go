@@ -255,6 +255,7 @@ func TestReconciler_SpooledHooksDecideFirst(t *testing.T) {
 // however many passes are held off; once the intake has put them in the
 // log, the hooks have decided and the next pass decides nothing either.
 func TestReconciler_HoldsOffForTheIntake(t *testing.T) {
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	ctx := t.Context()
 	data := filepath.Join(t.TempDir(), "data")
 	b, svc := localService(t, data) // no server: this process's own log, as serve opens it

@@ -21,6 +21,7 @@ import (
 // aside, redacted, with its reason, and the 100 good hooks behind it are
 // delivered, in order.
 func TestSpool_PoisonThenHundred(t *testing.T) {
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	ctx, data, sp := spoolAlone(t, 60*time.Second)
 	const sid = "5e551011-0000-4000-8000-00000000b00c"
 	aws := "AK" + "IA" + "QWERTYUIOPASDFGH"

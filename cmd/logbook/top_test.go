@@ -45,6 +45,7 @@ func TestTop_RefusesWithoutATerminal(t *testing.T) {
 // top, as `logbook review allow` records it. It skips where tmux is not
 // installed, except in CI.
 func TestTop_TmuxAllowIsRecordedAsThePerson(t *testing.T) {
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -52,10 +53,7 @@ func TestTop_TmuxAllowIsRecordedAsThePerson(t *testing.T) {
 		}
 		t.Skip("tmux is not installed")
 	}
-	bin, err := goBuild(".", filepath.Join(t.TempDir(), "logbook"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := soakBuild(t)
 	data := t.TempDir()
 	if err := os.WriteFile(filepath.Join(data, "policy.toml"), []byte("review = [\"Bash(git push:*)\"]\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -73,6 +73,7 @@ func TestUsage_ResumedThreadAnyOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("48 imports")
 	}
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	paths := writeResumed(t)
 	perms := [][]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}
 	type result struct {
