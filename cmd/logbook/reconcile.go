@@ -206,6 +206,14 @@ func (f liveFlags) reconciler(b *backend, svc *api.Service, stderr io.Writer) *r
 		if err := svc.CaughtUp(ctx); err != nil {
 			return 0, err
 		}
+		// A runner killed mid-check left its sandbox's placeholders in the
+		// worktree; its ledger names them, and they go before its run is
+		// ended. The records of live processes are kept for a later pass,
+		// and so the sweep runs on every pass, not only while a run is
+		// open: the process a record names may die after its run ended.
+		if _, err := sandbox.SweepPlaceholders(b.dd.path(placeholderLedger)); err != nil {
+			return 0, fmt.Errorf("sweep the placeholders dead check runners left: %w", err)
+		}
 		runs, err := runningChecks(svc.Store)
 		if err != nil || len(runs) == 0 {
 			return 0, err
@@ -223,12 +231,6 @@ func (f liveFlags) reconciler(b *backend, svc *api.Service, stderr io.Writer) *r
 				return 0, fmt.Errorf("cannot end vanished check runs: %w", err)
 			}
 			m, mFault = mm, ""
-		}
-		// A runner killed mid-check left its sandbox's placeholders in the
-		// worktree; its ledger names them, and they go before its run is
-		// ended (the records of live processes are kept).
-		if _, err := sandbox.SweepPlaceholders(b.dd.path(placeholderLedger)); err != nil {
-			return 0, fmt.Errorf("sweep the placeholders dead check runners left: %w", err)
 		}
 		return m.EndVanishedChecks(ctx, runs, f.checkGrace)
 	}
