@@ -247,9 +247,11 @@ func TestOTLP_ExportAcrossServeKill(t *testing.T) {
 	)
 	var log1 syncBuffer
 	s1 := p.serve(ctx, &log1, flags...)
-	if !strings.Contains(log1.String(), "OpenTelemetry (OTLP/HTTP) taken on http://"+addr+"/v1/logs") || !strings.Contains(log1.String(), "sessions exported as traces to "+sink.srv.URL) {
-		t.Errorf("serve does not say where OTLP goes:\n%s", log1.String())
-	}
+	// Serve says where OTLP goes as its receiver and exporter start, which
+	// may come after it answers.
+	wait("serve to say where OTLP goes", &log1, func() bool {
+		return strings.Contains(log1.String(), "OpenTelemetry (OTLP/HTTP) taken on http://"+addr+"/v1/logs") && strings.Contains(log1.String(), "sessions exported as traces to "+sink.srv.URL)
+	})
 	sendOTLP(t, ctx, addr, claudeEvents(t, sidA))
 	wait("session A's spans", &log1, func() bool { return sink.has(sidA, "invoke_agent claude-code", "execute_tool Bash") })
 
