@@ -257,14 +257,16 @@ func (l *Log) catchUpKeysKnown(ctx context.Context, seq, known uint64) error {
 }
 
 // judgeLoaded judges rec, an event a load of one subject read, after
-// catching the Verifier's keys up to it, given st, its aggregate's order
-// state before it, and pre (attestation.PreVouched on the fast path, else
-// 0); it sets rec's Signer and reports whether it is folded.
-func (l *Log) judgeLoaded(ctx context.Context, seq uint64, subject string, h nats.Header, data []byte, rec *events.Record, pre attestation.Pre, st *attestation.AggState) (bool, error) {
+// catching the Verifier's keys up to it (given known, a sequence the
+// stream held before the call, 0: none; see catchUpKeysKnown), given st,
+// its aggregate's order state before it, and pre
+// (attestation.PreVouched on the fast path, else 0); it sets rec's
+// Signer and reports whether it is folded.
+func (l *Log) judgeLoaded(ctx context.Context, seq uint64, subject string, h nats.Header, data []byte, rec *events.Record, pre attestation.Pre, st *attestation.AggState, known uint64) (bool, error) {
 	if l.cfg.Verifier == nil {
 		return true, nil
 	}
-	if err := l.catchUpKeys(ctx, seq-1); err != nil {
+	if err := l.catchUpKeysKnown(ctx, seq-1, known); err != nil {
 		return false, err
 	}
 	vd, fold := l.judge(attestMsg(seq, subject, h, data), *rec, pre, st)

@@ -116,11 +116,11 @@ func TestLoadStreamed_UndecodableIsAnError(t *testing.T) {
 	}
 }
 
-// TestLoadStreamed_AsksForKeysOnce loads a signed session whose every
-// event follows another session's: the key events are asked for once
-// (and once more for the read's first event), not once per event, and
-// the load agrees with Load.
-func TestLoadStreamed_AsksForKeysOnce(t *testing.T) {
+// TestLoad_AsksForKeysOnce loads a signed session whose every event
+// follows another session's, with LoadStreamed and with Load: the key
+// events are asked for once (and once more for the load's first event),
+// not once per event, and the loads agree.
+func TestLoad_AsksForKeysOnce(t *testing.T) {
 	s, admin, l := judgedLog(t)
 	reg := events.NewRegistry()
 	ctx := t.Context()
@@ -140,43 +140,62 @@ func TestLoadStreamed_AsksForKeysOnce(t *testing.T) {
 		aLast = mustAppend(t, l, decision(reg, a, aLast, uint64(i+1), 1)).Last
 	}
 
-	// Every get of one message (the key catch-up's) goes through the
-	// server as a request on the JetStream API: counted here.
+	gets, flush := countGets(t, s)
+	var loads [][]events.Record
+	for _, load := range []struct {
+		name string
+		f    func(*Log) ([]events.Record, uint64, error)
+	}{
+		{"LoadStreamed", func(l *Log) ([]events.Record, uint64, error) { return l.LoadStreamed(ctx, a) }},
+		{"Load", func(l *Log) ([]events.Record, uint64, error) { return l.Load(ctx, a) }},
+	} {
+		flush()
+		before := gets.Load()
+		got, _, err := load.f(signedLog(t, s, admin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		flush()
+		if len(got) != n {
+			t.Fatalf("%s = %d records, want %d", load.name, len(got), n)
+		}
+		// Load's own page is one get more than LoadStreamed's.
+		if g := gets.Load() - before; g > 5 {
+			t.Errorf("%s of %d events, each after another session's, made %d gets; want a few, not one per event", load.name, n, g)
+		}
+		loads = append(loads, got)
+	}
+	if !cmp.Equal(loads[0], loads[1], cmp.Comparer(func(x, y events.Record) bool {
+		return x.Seq == y.Seq && x.ID == y.ID && x.Signer == y.Signer
+	})) {
+		t.Error("LoadStreamed differs from Load")
+	}
+}
+
+// countGets counts, on a connection of its own to s, every get of
+// messages by sequence or subject (direct gets, batched or not, and the
+// stream's message gets) that any client of s asks the server for. Call
+// flush before reading the count: it returns once the server has
+// delivered every request sent before it to the counter.
+func countGets(t *testing.T, s *Server) (gets *atomic.Int64, flush func()) {
+	t.Helper()
 	watch, err := s.Connect()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer watch.Close()
-	var gets atomic.Int64
+	t.Cleanup(watch.Close)
+	gets = new(atomic.Int64)
 	for _, subj := range []string{"$JS.API.DIRECT.GET." + StreamName + ".>", "$JS.API.DIRECT.GET." + StreamName, "$JS.API.STREAM.MSG.GET." + StreamName} {
 		if _, err := watch.Subscribe(subj, func(*nats.Msg) { gets.Add(1) }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := watch.Flush(); err != nil {
-		t.Fatal(err)
+	flush = func() {
+		t.Helper()
+		if err := watch.Flush(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	streamed := signedLog(t, s, admin)
-	got, _, err := streamed.LoadStreamed(ctx, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := watch.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != n {
-		t.Fatalf("LoadStreamed = %d records, want %d", len(got), n)
-	}
-	if g := gets.Load(); g > 4 {
-		t.Errorf("LoadStreamed of %d events, each after another session's, made %d gets; want a few, not one per event", n, g)
-	}
-	want, _, err := signedLog(t, s, admin).Load(ctx, a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !cmp.Equal(want, got, cmp.Comparer(func(x, y events.Record) bool {
-		return x.Seq == y.Seq && x.ID == y.ID && x.Signer == y.Signer
-	})) {
-		t.Error("LoadStreamed differs from Load")
-	}
+	flush()
+	return gets, flush
 }

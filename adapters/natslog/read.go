@@ -165,6 +165,12 @@ type page struct {
 	subject           string
 	from, after, upto uint64
 	keep              bool
+	// known is a sequence the stream held before the page's events are
+	// judged (the page's last; 0: none known): when no key event
+	// follows the Verifier's horizon, none lies up to it, so the page's
+	// events after another aggregate's are judged without asking again
+	// (catchUpKeysKnown).
+	known uint64
 }
 
 // loadPage appends to recs up to loadPage events of p, judged with st,
@@ -182,7 +188,11 @@ func (l *Log) loadPage(ctx context.Context, p page, st *attestation.AggState, re
 	if err != nil {
 		return 0, false, err
 	}
-	d := l.reg.NewDecoder()
+	// The page is read whole before any of it is judged: its last
+	// sequence, which the stream held, bounds the key catch-ups (see
+	// page.known).
+	var ms []*jetstream.RawStreamMsg
+	past := false // a message past p.upto was met: no more follow
 	for m, err := range msgs {
 		if errors.Is(err, jetstreamext.ErrNoMessages) {
 			break
@@ -192,8 +202,14 @@ func (l *Log) loadPage(ctx context.Context, p page, st *attestation.AggState, re
 		}
 		served(m)
 		if p.upto > 0 && m.Sequence > p.upto {
-			return got, false, nil
+			past = true
+			break
 		}
+		ms = append(ms, m)
+		p.known = m.Sequence
+	}
+	d := l.reg.NewDecoder()
+	for _, m := range ms {
 		got++
 		more = m.Header.Get("Nats-Num-Pending") != "0"
 		*last = m.Sequence
@@ -201,7 +217,7 @@ func (l *Log) loadPage(ctx context.Context, p page, st *attestation.AggState, re
 			return 0, false, err
 		}
 	}
-	return got, more, nil
+	return got, more && !past, nil
 }
 
 // loaded decodes and judges m, read by a load of p, with st, and appends
@@ -221,7 +237,7 @@ func (l *Log) loaded(ctx context.Context, p page, m *jetstream.RawStreamMsg, d *
 	rec, err := l.decode(d, m.Sequence, m.Subject, m.Data)
 	if stated {
 		// Quarantined by the trusted checkpoint statement.
-		if kerr := l.catchUpKeys(ctx, m.Sequence-1); kerr != nil {
+		if kerr := l.catchUpKeysKnown(ctx, m.Sequence-1, p.known); kerr != nil {
 			return kerr
 		}
 		if err != nil {
@@ -237,7 +253,7 @@ func (l *Log) loaded(ctx context.Context, p page, m *jetstream.RawStreamMsg, d *
 		st.Through = max(st.Through, m.Sequence)
 		return nil
 	}
-	fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, &rec, pre, st)
+	fold, err := l.judgeLoaded(ctx, m.Sequence, m.Subject, m.Header, m.Data, &rec, pre, st, p.known)
 	if err != nil {
 		return err
 	}
