@@ -231,6 +231,7 @@ func TestAttest_RefusesRevokedSigner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitObserved(t, l, k1.ID, rev)
 	check := func(what string, err error, want ...string) {
 		t.Helper()
 		var ke *KeyRefusedError
@@ -269,6 +270,103 @@ func TestAttest_RefusesRevokedSigner(t *testing.T) {
 	check("unsigned", err, "unsigned")
 	l.SetSigner(k2)
 	mustAppend(t, l, decision(reg, session("c"), 0, 1, 1))
+}
+
+// waitObserved waits until l's Verifier has observed the revocation of
+// the key id at seq, as l's watch of the key events delivers it.
+func waitObserved(t *testing.T, l *Log, id string, seq uint64) {
+	t.Helper()
+	for {
+		if k, _ := l.Verifier().Key(id); k.Revoked == seq {
+			return
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatalf("the revocation of %s at seq %d was never observed", id, seq)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// TestAttest_KeyWatch appends through a Log that signs and judges: once
+// its watch of the key events runs, its appends ask the server for no
+// key event; a revocation another Log (another process) stores is
+// observed by the watch, and this Log's next append is refused, lone or
+// merged, nothing of it stored; a key another Log registers a moment
+// before it is used is never refused; a Log opened after the revocation
+// refuses its very first append.
+func TestAttest_KeyWatch(t *testing.T) {
+	k1, k2 := mustKey(t, "serve@h", attestation.RoleServe), mustKey(t, "serve@h", attestation.RoleServe)
+	s, admin, l := startSigning(t, k1)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	l.SetSigner(k1)
+	gets, flush := countGets(t, s)
+	// Each Log judges its first appends by a catch-up; the watch is live
+	// after the second.
+	mustAppend(t, l, decision(reg, session("a"), 0, 1, 1))
+	mustAppend(t, l, decision(reg, session("b"), 0, 1, 1))
+	flush()
+	before := gets.Load()
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			agg := session(fmt.Sprintf("w%d", i))
+			var last uint64
+			for v := range uint64(4) {
+				ap, err := l.Append(ctx, decision(reg, agg, last, v+1, 1))
+				if err != nil {
+					t.Errorf("writer %d: %v", i, err)
+					return
+				}
+				last = ap.Last
+			}
+		})
+	}
+	wg.Wait()
+	flush()
+	if g := gets.Load() - before; g != 0 {
+		t.Errorf("64 appends with the key watch live made %d gets; want none", g)
+	}
+
+	other := signedLog(t, s, admin)
+	if ok, err := other.RegisterKey(ctx, admin, k2, "h", testTime); !ok || err != nil {
+		t.Fatalf("RegisterKey(k2) = %v, %v", ok, err)
+	}
+	if err := other.RevokeKey(ctx, admin, k1.ID, "leaked", "h", testTime); err != nil {
+		t.Fatal(err)
+	}
+	rev := lastSeq(t, other)
+	waitObserved(t, l, k1.ID, rev)
+	refused := func(what string, err error) {
+		t.Helper()
+		if ke, ok := errors.AsType[*KeyRefusedError](err); !ok || ke.Info.Revoked != rev {
+			t.Errorf("%s after the revocation at seq %d: %v, want a KeyRefusedError naming it", what, rev, err)
+		}
+	}
+	_, err := l.Append(ctx, decision(reg, session("c"), 0, 1, 1))
+	refused("lone append", err)
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = l.Append(ctx, decision(reg, session(fmt.Sprintf("m%d", i)), 0, 1, 1)) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		refused(fmt.Sprintf("merged append %d", i), err)
+	}
+	if last := lastSeq(t, l); last != rev {
+		t.Fatalf("last seq %d after the refused appends, want %d: nothing stored", last, rev)
+	}
+
+	// k2 was registered by the other Log; whether or not the watch has
+	// delivered that yet, an append signed by it goes.
+	l.SetSigner(k2)
+	mustAppend(t, l, decision(reg, session("c"), 0, 1, 1))
+
+	fresh := signedLog(t, s, admin)
+	fresh.SetSigner(k1)
+	_, err = fresh.Append(ctx, decision(reg, session("d"), 0, 1, 1))
+	refused("a new Log's first append", err)
 }
 
 // judgedLog starts a server and opens a Log on it that judges reads

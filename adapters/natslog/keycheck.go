@@ -16,10 +16,11 @@ import (
 var ErrKeyRefused = errors.New("signing key refused")
 
 // KeyRefusedError is an append refused, nothing of it sent, because the
-// log's key state, caught up to its end, says the key it is signed with
-// is revoked or not registered by the pinned admin key (or it is
-// unsigned on a log that has begun signing): every reader would
-// quarantine it, so acknowledging it would lose it from every projection.
+// log's key state, caught up to its end just before the refusal, says
+// the key it is signed with is revoked or not registered by the pinned
+// admin key (or it is unsigned on a log that has begun signing): every
+// reader would quarantine it, so acknowledging it would lose it from
+// every projection.
 type KeyRefusedError struct {
 	// Key is the id of the key the append is signed with ("" unsigned).
 	Key string
@@ -107,17 +108,34 @@ func (l *Log) CheckSigner(id string) error {
 }
 
 // refuseKeys answers, before anything of batch is sent, each request
-// that CheckSigner refuses, the key events caught up to the log's end
-// first, and returns the others. When the key events cannot be read it
-// judges by the key state observed so far.
+// that CheckSigner refuses, and returns the others. It judges by the key
+// state the Log's watch of the key events (keyWatch) has observed; until
+// the watch is live (the first checks of a Log, and the first after the
+// watch broke) it catches the key events up to the log's end first. A
+// refusal is never made on the watch's word alone: before refusing it
+// catches up, and judges again, so that a key registered by another
+// process a moment ago is not refused. When the key events cannot be
+// read it judges by the key state observed so far.
 func (l *Log) refuseKeys(batch []*request) []*request {
 	if l.cfg.Verifier == nil || len(batch) == 0 {
 		return batch
 	}
-	_ = l.CatchUpKeys(context.Background())
+	caught := false
+	if !l.keys.live.Load() {
+		watching := l.startKeyWatch()
+		caught = l.CatchUpKeys(context.Background()) == nil
+		if watching && caught {
+			l.keys.live.Store(true)
+		}
+	}
 	out := batch[:0:0]
 	for _, r := range batch {
-		if err := l.CheckSigner(r.keyID); err != nil {
+		err := l.CheckSigner(r.keyID)
+		if err != nil && !caught {
+			caught = l.CatchUpKeys(context.Background()) == nil
+			err = l.CheckSigner(r.keyID)
+		}
+		if err != nil {
 			r.answer(outcome{err: fmt.Errorf("append %s: %w", r.agg, err)})
 			continue
 		}

@@ -71,6 +71,7 @@ type Log struct {
 	quar   quarantine                // events the Verifier refused on reads
 	judged atomic.Pointer[Judged]    // a trusted checkpoint statement's fast path; nil: none
 	orders aggStates                 // aggregate order states loads judged up to, by subject
+	keys   keyWatch                  // the key events' watch, with a Verifier (see refuseKeys)
 }
 
 // DirectMin is the fewest events in one decision that its caller sends
@@ -180,6 +181,7 @@ func (l *Log) Close() error {
 	})
 	<-l.done
 	l.inflight.Wait()
+	l.stopKeyWatch()
 	return nil
 }
 
@@ -215,9 +217,11 @@ func (l *Log) Stats() Stats {
 //
 // Errors: one wrapping events.ErrConflict if b.Agg's last stream sequence
 // is not b.Expect; a *KeyRefusedError (wrapping ErrKeyRefused), nothing
-// sent, if the Log's Verifier, its key events caught up to the log's
-// end just before the send, says the key b is signed with is revoked or
-// unknown (or b is unsigned once signing began); ErrClosed after Close; ctx's error alone if ctx ended
+// sent, if the Log's Verifier says the key b is signed with is revoked or
+// unknown (or b is unsigned once signing began), judged by the key events
+// the Log has observed (see refuseKeys: its first commits catch them up
+// to the log's end, later ones take each as the server delivers it, and
+// a refusal is confirmed to the log's end); ErrClosed after Close; ctx's error alone if ctx ended
 // before the batch was sent (nothing stored); one wrapping
 // ErrUnknownOutcome if the batch was sent and its answer was lost.
 //
