@@ -23,11 +23,11 @@ const checkSlots = 1 << 14
 // sequence alone: other bytes at a sequence (a stream made again, another
 // server) miss and are verified. It holds checkSlots verdicts (about
 // 0.8 MiB), each new one at a sequence replacing the one kept at its
-// slot; safe for concurrent use.
+// slot; safe for concurrent use. Only Verifiers that have siblings keep
+// one: a lone Verifier verifies without hashing anything first.
 type checks struct {
 	mu    sync.Mutex
 	slots [checkSlots]checkSlot // guarded by mu
-	done  atomic.Uint64         // Ed25519 verifications made
 }
 
 type checkSlot struct {
@@ -58,14 +58,15 @@ func checkSum(pub ed25519.PublicKey, sig, signed []byte) [32]byte {
 // verify reports whether m's signature verifies with pub, taking the
 // verdict of a check of the same key, signature and bytes at m.Seq when
 // c (nil: none) keeps one, done or under way, and keeping its own
-// otherwise.
-func (c *checks) verify(pub ed25519.PublicKey, m Message) bool {
+// otherwise; it adds each Ed25519 verification it makes to count.
+func (c *checks) verify(pub ed25519.PublicKey, m Message, count *atomic.Uint64) bool {
 	sig, err := base64.StdEncoding.DecodeString(m.Sig)
 	if err != nil || len(sig) != ed25519.SignatureSize {
 		return false
 	}
 	signed := Signed(m.Subject, m.Expect, m.Data)
 	if c == nil || m.Seq == 0 {
+		count.Add(1)
 		return ed25519.Verify(pub, signed, sig)
 	}
 	sum := checkSum(pub, sig, signed)
@@ -81,7 +82,7 @@ func (c *checks) verify(pub ed25519.PublicKey, m Message) bool {
 	*slot = checkSlot{seq: m.Seq, sum: sum, c: k}
 	c.mu.Unlock()
 	k.ok = ed25519.Verify(pub, signed, sig)
-	c.done.Add(1)
+	count.Add(1)
 	close(k.done)
 	return k.ok
 }

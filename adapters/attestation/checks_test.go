@@ -47,12 +47,12 @@ func TestSiblingSharesChecks(t *testing.T) {
 		if got := st.v.Precheck(st.m); got != st.want {
 			t.Errorf("%s: Precheck = %d, want %d", st.name, got, st.want)
 		}
-		if got := v.checks.done.Load(); got != st.count {
+		if got := v.Checked(); got != st.count {
 			t.Errorf("%s: %d verifications, want %d", st.name, got, st.count)
 		}
 	}
-	if s.checks != v.checks || NewVerifier(admin.Public()).checks == v.checks {
-		t.Error("a Sibling shares its Verifier's checks and a new Verifier has its own")
+	if s.checks.Load() != v.checks.Load() || s.checked != v.checked {
+		t.Error("a Sibling shares its Verifier's checks and their count")
 	}
 	if !s.Admin().Equal(ed25519.PublicKey(admin.Public())) {
 		t.Error("a Sibling trusts its Verifier's admin key")
@@ -85,5 +85,38 @@ func TestSiblingsCheckOnceAtOnce(t *testing.T) {
 		if got := v.Checked(); got != seq {
 			t.Fatalf("after seq %d: %d verifications, want %d", seq, got, seq)
 		}
+	}
+}
+
+// A Verifier without siblings keeps no record of its checks (no slots
+// allocated, no hash before each verification) and still counts them;
+// its first Sibling gives it one, which the two share from then on.
+func TestLoneVerifierKeepsNoRecord(t *testing.T) {
+	admin, err := NewKey("admin", RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := NewVerifier(admin.Public())
+	m := Message{Seq: 7, Subject: "lb.ev.session.s1", Data: []byte(`{"a":1}`)}
+	m.KeyID, m.Sig = admin.Sign(m.Subject, m.Expect, m.Data)
+	for i := range 2 {
+		if got := v.Precheck(m); got != preGood {
+			t.Fatalf("check %d: Precheck = %d, want %d", i, got, preGood)
+		}
+	}
+	if v.checks.Load() != nil {
+		t.Error("a lone Verifier keeps a record of its checks")
+	}
+	if got := v.Checked(); got != 2 {
+		t.Errorf("a lone Verifier that checked one signature twice counts %d verifications, want 2", got)
+	}
+	s := v.Sibling()
+	if v.checks.Load() == nil || s.checks.Load() != v.checks.Load() {
+		t.Fatal("Sibling gives its Verifier a record of checks and shares it")
+	}
+	s.Precheck(m)
+	v.Precheck(m)
+	if got := v.Checked(); got != 3 {
+		t.Errorf("after the Sibling checked it and its Verifier took the verdict: %d verifications, want 3", got)
 	}
 }

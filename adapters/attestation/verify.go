@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/oklog/ulid/v2"
 
@@ -86,13 +87,19 @@ type Verifier struct {
 	signing uint64               // sequence of signing.began; 0: not yet; guarded by mu
 	horizon uint64               // guarded by mu
 
-	checks *checks // the signatures checked, shared with its siblings
+	// checks is the record of the signatures checked, shared with its
+	// siblings; nil until the first Sibling: a lone Verifier keeps none.
+	checks atomic.Pointer[checks]
+	// checked counts the Ed25519 verifications made by it and its
+	// siblings (shared with them).
+	checked *atomic.Uint64
 }
 
 // NewVerifier returns a Verifier that trusts admin, the pinned admin
-// public key (32 bytes), for key events.
+// public key (32 bytes), for key events. It keeps no record of the
+// signatures it checks until it has a Sibling.
 func NewVerifier(admin ed25519.PublicKey) *Verifier {
-	v := &Verifier{admin: admin, adminID: KeyID(admin), keys: make(map[string]*keyState), checks: new(checks)}
+	v := &Verifier{admin: admin, adminID: KeyID(admin), keys: make(map[string]*keyState), checked: new(atomic.Uint64)}
 	v.pubs.Store(v.adminID, admin)
 	return v
 }
@@ -100,18 +107,27 @@ func NewVerifier(admin ed25519.PublicKey) *Verifier {
 // Checked returns how many Ed25519 verifications v and its siblings
 // (Sibling) have made so far; a verdict one took from another's check is
 // not counted. Safe for concurrent use.
-func (v *Verifier) Checked() uint64 { return v.checks.done.Load() }
+func (v *Verifier) Checked() uint64 { return v.checked.Load() }
 
 // Sibling returns a new Verifier that trusts the same admin key as v and
 // has observed no key event yet (its key state is its own, fed by its
-// own Judge calls), but shares v's record of the signatures checked: an
-// event one of them verified is not verified again by the other when it
-// meets the same key, signature and bytes at the same sequence. How
-// several readers of one process (serve's projector, its checkpoints'
-// judgement, the board) verify each event once between them.
+// own Judge calls), but shares v's record of the signatures checked
+// (made by the first Sibling call, about 0.8 MiB): an event one of them
+// verified is not verified again by the other when it meets the same
+// key, signature and bytes at the same sequence. How several readers of
+// one process (serve's projector, its checkpoints' judgement, the board)
+// verify each event once between them. Call it before v is in use: what
+// v checked before has no record, and is verified again by a sibling.
+// Safe for concurrent use.
 func (v *Verifier) Sibling() *Verifier {
+	c := v.checks.Load()
+	if c == nil {
+		v.checks.CompareAndSwap(nil, new(checks))
+		c = v.checks.Load()
+	}
 	s := NewVerifier(v.admin)
-	s.checks = v.checks
+	s.checks.Store(c)
+	s.checked = v.checked
 	return s
 }
 
@@ -152,7 +168,7 @@ func (v *Verifier) Precheck(m Message) Pre {
 	if !ok {
 		return preNone
 	}
-	if v.checks.verify(pub.(ed25519.PublicKey), m) {
+	if v.checks.Load().verify(pub.(ed25519.PublicKey), m, v.checked) {
 		return preGood
 	}
 	return preBad
@@ -257,7 +273,7 @@ func (v *Verifier) judge(m Message, typ string, pre Pre) Verdict {
 	}
 	ok := pre == preGood
 	if pre == preNone {
-		ok = v.checks.verify(pub, m)
+		ok = v.checks.Load().verify(pub, m, v.checked)
 	}
 	if !ok {
 		// Who the key belongs to is a claim the signature does not
