@@ -369,6 +369,58 @@ func TestAttest_KeyWatch(t *testing.T) {
 	refused("a new Log's first append", err)
 }
 
+// TestAttest_KeyWatchStartsAgain deletes the consumer of a Log's watch
+// of the key events on the server: the Log's next append catches the key
+// events up and starts a new watch, through which a revocation stored
+// later is observed and refuses the append after it; appends between ask
+// for no key event.
+func TestAttest_KeyWatchStartsAgain(t *testing.T) {
+	k1 := mustKey(t, "serve@h", attestation.RoleServe)
+	s, admin, l := startSigning(t, k1)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	l.SetSigner(k1)
+	mustAppend(t, l, decision(reg, session("a"), 0, 1, 1))
+	watch := func() string {
+		t.Helper()
+		l.keys.mu.Lock()
+		defer l.keys.mu.Unlock()
+		if l.keys.cons == nil {
+			t.Fatal("no key watch after two key checks")
+		}
+		return l.keys.cons.CachedInfo().Name
+	}
+	first := watch()
+	if err := l.js.DeleteConsumer(ctx, StreamName, first); err != nil {
+		t.Fatal(err)
+	}
+	for !l.keys.broken.Load() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the watch never reported its consumer deleted")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	mustAppend(t, l, decision(reg, session("b"), 0, 1, 1))
+	if again := watch(); again == first || !l.keys.live.Load() {
+		t.Fatalf("after the deletion: watch %s (was %s), live %v; want a new live one", again, first, l.keys.live.Load())
+	}
+	gets, flush := countGets(t, s)
+	mustAppend(t, l, decision(reg, session("c"), 0, 1, 1))
+	flush()
+	if g := gets.Load(); g != 0 {
+		t.Errorf("an append through the new watch made %d gets; want none", g)
+	}
+	if err := signedLog(t, s, admin).RevokeKey(ctx, admin, k1.ID, "leaked", "h", testTime); err != nil {
+		t.Fatal(err)
+	}
+	rev := lastSeq(t, l)
+	waitObserved(t, l, k1.ID, rev)
+	if _, err := l.Append(ctx, decision(reg, session("d"), 0, 1, 1)); !errors.Is(err, ErrKeyRefused) {
+		t.Errorf("append after the revocation the new watch observed: %v, want ErrKeyRefused", err)
+	}
+}
+
 // judgedLog starts a server and opens a Log on it that judges reads
 // against a fresh admin key, returned with it.
 func judgedLog(t *testing.T) (*Server, *attestation.Key, *Log) {
