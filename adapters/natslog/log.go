@@ -38,7 +38,9 @@ var (
 // cost, for all of them.
 //
 // A Log owns one goroutine, the committer, started by Open and stopped by
-// Close. It does not own the *nats.Conn it was opened on: close the Log
+// Close; one with a Verifier that appends more than once also owns an
+// ordered consumer on the key events (its watch of them, see refuseKeys),
+// deleted by Close. It does not own the *nats.Conn it was opened on: close the Log
 // first, then the connection (or Server.Shutdown).
 type Log struct {
 	cfg    Config
@@ -170,8 +172,9 @@ func openStream(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstr
 // its outcome, queued ones fail with ErrClosed, later calls to Append
 // fail with ErrClosed. Reads in progress end with their own ctx. Close
 // blocks until the committer has finished the batch in flight (each send
-// is bounded by Config.Timeout) and is idempotent; it does not close the
-// connection.
+// is bounded by Config.Timeout), then stops the watch of the key events
+// and deletes its consumer (waiting at most a second); it is idempotent
+// and does not close the connection.
 func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
 		l.closeMu.Lock()
