@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -24,9 +25,9 @@ import (
 // watch sees one made through another hard link, and a new link), an
 // entry made, removed or renamed in or out, a watched directory removed
 // or moved, the watch queue overflowing; and
-// any change to this process's mounts (/proc/self/mountinfo polled for
-// POLLPRI), since a mount over a part of /etc changes what lies there
-// without an event. A file's contents are not watched: they do not
+// any change to this process's mounts (/proc/self/mountinfo read again
+// and compared), since a mount over a part of /etc changes what lies
+// there without an event. A file's contents are not watched: they do not
 // decide what is covered. Where inotify cannot watch every directory (the
 // user's watch limit), or /proc cannot be read, it searches at every
 // start, as without it.
@@ -39,9 +40,9 @@ type EtcWatch struct {
 	root string
 	mu   sync.Mutex
 	// Guarded by mu.
-	ino    int      // inotify descriptor of the current search; -1: none
-	mounts *os.File // /proc/self/mountinfo as of the current search
-	valid  bool     // dirs and files hold the search since which nothing changed
+	ino    int    // inotify descriptor of the current search; -1: none
+	mounts []byte // /proc/self/mountinfo as of the current search
+	valid  bool   // dirs and files hold the search since which nothing changed
 	closed bool
 	dirs   []string
 	files  []string
@@ -94,7 +95,12 @@ func (w *EtcWatch) secrets() (dirs, files []string) {
 			mask = unix.IN_ATTRIB | unix.IN_DONT_FOLLOW
 		}
 		if ok {
-			if _, err := unix.InotifyAddWatch(w.ino, p, mask); err != nil && !errors.Is(err, unix.ENOENT) {
+			// A path this process may not read cannot be watched: the
+			// watch of its directory sees what is done to it through
+			// there. Through another hard link, it is a file this user
+			// may not read, whose commands run as this user too.
+			_, err := unix.InotifyAddWatch(w.ino, p, mask)
+			if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EACCES) {
 				ok = false // a path unwatched: searched again next time
 			}
 		}
@@ -110,14 +116,11 @@ func (w *EtcWatch) armLocked() bool {
 	if err != nil {
 		return false
 	}
-	m, err := os.Open("/proc/self/mountinfo")
+	m, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		unix.Close(fd)
 		return false
 	}
-	// The first poll after open reports the table as changed; what matters
-	// is a change after this read.
-	mountsChanged(m)
 	w.ino, w.mounts = fd, m
 	return true
 }
@@ -129,10 +132,7 @@ func (w *EtcWatch) disarmLocked() {
 		unix.Close(w.ino)
 		w.ino = -1
 	}
-	if w.mounts != nil {
-		w.mounts.Close()
-		w.mounts = nil
-	}
+	w.mounts = nil
 }
 
 // changedLocked reports whether the kernel reported a change since the
@@ -144,33 +144,12 @@ func (w *EtcWatch) changedLocked() bool {
 	if n > 0 || err != unix.EAGAIN {
 		return true // an event, or a descriptor that no longer answers
 	}
-	return mountsChanged(w.mounts)
-}
-
-// mountsChanged reports whether the mount table m (/proc/self/mountinfo)
-// changed since it was last read, and reads it again so that the next
-// call reports only later changes.
-func mountsChanged(m *os.File) bool {
-	fds := []unix.PollFd{{Fd: int32(m.Fd()), Events: unix.POLLPRI}}
-	n, err := unix.Poll(fds, 0)
-	if err != nil {
-		return true
-	}
-	if n == 0 || fds[0].Revents&(unix.POLLPRI|unix.POLLERR) == 0 {
-		return false
-	}
-	// Read to the end from the start: what rearms the notification.
-	if _, err := m.Seek(0, 0); err != nil {
-		return true
-	}
-	var buf [8192]byte
-	for {
-		n, err := m.Read(buf[:])
-		if n == 0 || err != nil {
-			break
-		}
-	}
-	return true
+	// A mount made or removed changes the table. One removed and another
+	// made in its place with the same id and device (both are reused)
+	// leaves it as it was, but the removal also ended the watches inside
+	// the removed file system (IN_UNMOUNT, IN_IGNORED): read above.
+	m, err := os.ReadFile("/proc/self/mountinfo")
+	return err != nil || !bytes.Equal(m, w.mounts)
 }
 
 // etcSecretsWatched is etcSecrets, calling watch (when not nil) with
@@ -205,6 +184,9 @@ func etcSecretsWatched(root string, watch func(p string, dir bool)) (dirs, files
 		perm := fi.Mode().Perm()
 		switch {
 		case de.IsDir() && perm&0o005 != 0o005 && p != root:
+			if watch != nil {
+				watch(p, true) // not searched, but a mount there may go
+			}
 			dirs = append(dirs, p)
 			return filepath.SkipDir
 		case !de.IsDir() && perm&0o004 == 0:

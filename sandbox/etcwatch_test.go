@@ -119,6 +119,23 @@ func TestEtcWatch_Mount(t *testing.T) {
 	if want := []string{sub}; !cmp.Equal(dirs, want) {
 		t.Errorf("dirs %q after a private tmpfs was mounted there, want %q", dirs, want)
 	}
+	// Another in its place, which may take the same mount id and device.
+	if err := unix.Unmount(sub, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", sub, "tmpfs", 0, "mode=0700"); err != nil {
+		t.Fatal(err)
+	}
+	w.secrets()
+	if w.searches != 3 {
+		t.Errorf("%d searches after a mount replaced, want 3", w.searches)
+	}
+	if err := unix.Unmount(sub, 0); err != nil {
+		t.Fatal(err)
+	}
+	if dirs, _ := w.secrets(); w.searches != 4 || len(dirs) != 0 {
+		t.Errorf("%d searches, dirs %q after the unmount, want 4 and none", w.searches, dirs)
+	}
 }
 
 // TestEtcWatch_Nil: a nil EtcWatch searches /etc, at every call.
