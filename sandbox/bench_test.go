@@ -197,12 +197,12 @@ func BenchmarkLayout(b *testing.B) {
 	})
 	b.Run("read_only", func(b *testing.B) {
 		for b.Loop() {
-			newLayout(ReadOnly, ws, ws, "/root", DefaultAllow("/root", nil), nil)
+			newLayout(ReadOnly, ws, ws, "/root", DefaultAllow("/root", nil), nil, nil)
 		}
 	})
 	b.Run("claim", func(b *testing.B) {
 		for b.Loop() {
-			l := newLayout(WorkspaceWrite, ws, ws, "", nil, nil)
+			l := newLayout(WorkspaceWrite, ws, ws, "", nil, nil, nil)
 			if err := l.claim(context.Background(), func() (layout, error) { return l, nil }); err != nil {
 				b.Fatal(err)
 			}

@@ -88,8 +88,9 @@ type layout struct {
 // newLayout computes the layout of a restricted command in mode m on
 // workspace ws (resolved) with working directory dir. home is the
 // command's HOME ("" if unset), allow is Spec.Allow, hide is Spec.Hidden.
-// It does not search the workspace (scan does).
-func newLayout(m Mode, ws, dir, home string, allow []Allow, hide []string) layout {
+// etc holds /etc's covered paths (nil: /etc is searched). It does not
+// search the workspace (scan does).
+func newLayout(m Mode, ws, dir, home string, allow []Allow, hide []string, etc *EtcWatch) layout {
 	l := layout{mode: m, ws: ws, dir: dir, tmpBytes: DefaultTmpBytes}
 	l.system, l.sysLink = systemMounts()
 
@@ -157,7 +158,7 @@ func newLayout(m Mode, ws, dir, home string, allow []Allow, hide []string) layou
 		}
 	}
 	if slices.Contains(l.system, "/etc") && l.sysLink["/etc"] == "" {
-		dirs, files := etcSecrets("/etc")
+		dirs, files := etc.secrets()
 		l.hideDirs = append(l.hideDirs, dirs...)
 		l.hideFiles = append(l.hideFiles, files...)
 	}
@@ -248,40 +249,7 @@ func privateRoots() []string { return []string{"/tmp", "/run", "/dev", "/proc"} 
 // root worker's command, as the owner of root's files, could otherwise
 // read (/etc/shadow, /etc/sudoers, /etc/ssl/private). Past
 // etcScanEntries entries the directory being read is returned whole.
-func etcSecrets(root string) (dirs, files []string) {
-	n := 0
-	_ = filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
-		n++
-		if err != nil {
-			if de != nil && de.IsDir() && p != root {
-				dirs = append(dirs, p)
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if n > etcScanEntries && de.IsDir() {
-			dirs = append(dirs, p)
-			return filepath.SkipDir
-		}
-		if !de.IsDir() && !de.Type().IsRegular() {
-			return nil // links, sockets, fifos
-		}
-		fi, err := de.Info()
-		if err != nil {
-			return nil
-		}
-		perm := fi.Mode().Perm()
-		switch {
-		case de.IsDir() && perm&0o005 != 0o005 && p != root:
-			dirs = append(dirs, p)
-			return filepath.SkipDir
-		case !de.IsDir() && perm&0o004 == 0:
-			files = append(files, p)
-		}
-		return nil
-	})
-	return dirs, files
-}
+func etcSecrets(root string) (dirs, files []string) { return etcSecretsWatched(root, nil) }
 
 // scan searches workspace ws of a WorkspaceWrite layout for protected
 // paths (extra are Spec.Protected) and for files with hard links that

@@ -25,7 +25,9 @@
 // empty tmpfs, read-only once the mounts are made, and gets, in this
 // order: the SystemDirs read-only (/usr, /bin, /sbin, /lib*, /etc, /opt; a
 // symbolic link among them as the same link), with every file and
-// directory of /etc that other users may not read covered; a fresh /dev,
+// directory of /etc that other users may not read covered (searched at
+// each start, or kept by an EtcWatch between starts while nothing that
+// decides it changed); a fresh /dev,
 // read-only, with a private /dev/shm; a fresh /proc whose /proc/sys is
 // read-only (bwrap leaves it writable, and root without capabilities still
 // holds an owner's rights on sysctls such as kernel.core_pattern); private

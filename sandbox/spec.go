@@ -126,6 +126,11 @@ type Spec struct {
 	// read-only file. Paths that do not exist, or are out of sight
 	// anyway, are skipped. Ignored in FullAccess.
 	Hidden []string
+	// Etc, when not nil, holds what other users may not read in /etc
+	// (covered in restricted modes) between starts, for as long as
+	// nothing that decides it changed (see EtcWatch); nil searches /etc
+	// at every restricted start. Ignored in FullAccess.
+	Etc *EtcWatch
 	// Keep lists directories inside Hidden paths where workspaces may lie
 	// (Logbook's workspaces root in its data dir). At each start a hidden
 	// path that holds one is covered entry by entry, but for the way to
@@ -281,7 +286,7 @@ func validate(s Spec) (plan, error) {
 		if len(s.Keep) > 0 {
 			hidden = HideAround(s.Hidden, s.Keep)
 		}
-		l = newLayout(s.Mode, ws, dir, home, s.Allow, hidden)
+		l = newLayout(s.Mode, ws, dir, home, s.Allow, hidden, s.Etc)
 		if l.inHidden != "" {
 			return plan{}, fmt.Errorf("start %q in mode %s: %w: workspace %s lies in %s, which restricted commands must not see", name, s.Mode, ErrRefused, ws, l.inHidden)
 		}

@@ -54,7 +54,9 @@ func (e *DeniedError) Doing(action string) *DeniedError {
 	return &c
 }
 
-var violationRe = regexp.MustCompile(`(?i)Permissions Violation for (Publish|Subscription) to "([^"]+)"`)
+var violationRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)Permissions Violation for (Publish|Subscription) to "([^"]+)"`)
+})
 
 // denialWaiter is a wait that ends, with cancel's cause, on a violation
 // match accepts.
@@ -95,7 +97,7 @@ func (d *Denials) handle(_ *nats.Conn, _ *nats.Subscription, err error) {
 		fmt.Fprintf(os.Stderr, "logbook: %v\n", err)
 		return
 	}
-	m := violationRe.FindStringSubmatch(err.Error())
+	m := violationRe().FindStringSubmatch(err.Error())
 	if m == nil {
 		fmt.Fprintf(os.Stderr, "logbook: %v\n", err)
 		return

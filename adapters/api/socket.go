@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -38,8 +39,8 @@ type Socket struct {
 // whose lock the caller holds: a socket already at path is stale (the
 // server that made it is gone) and is replaced; any other file there
 // is an error naming it. A path longer than a socket address holds (108
-// bytes) is bound through its directory (hooksock.ProcPath), so its
-// base name must be hooksock.Name.
+// bytes) is bound through its directory (/proc/self/fd/<n>/<base
+// name>).
 func ListenSocket(path string) (*Socket, error) {
 	st, err := os.Lstat(path)
 	switch {
@@ -54,15 +55,12 @@ func ListenSocket(path string) (*Socket, error) {
 	}
 	addr := path
 	if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
-		if filepath.Base(path) != hooksock.Name {
-			return nil, fmt.Errorf("listen on %s: a path this long must end in %s", path, hooksock.Name)
-		}
 		dir, err := os.OpenFile(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return nil, fmt.Errorf("listen on %s: %w", path, err)
 		}
 		defer dir.Close()
-		addr = hooksock.ProcPath(int(dir.Fd()))
+		addr = "/proc/self/fd/" + strconv.Itoa(int(dir.Fd())) + "/" + filepath.Base(path)
 	}
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
 	if err != nil {

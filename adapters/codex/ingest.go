@@ -73,7 +73,9 @@ func NewIngester(cfg IngestConfig) (*Ingester, error) {
 
 // uuidTail matches the thread id Codex CLI ends a rollout's file name
 // with: rollout-2026-05-23T18-54-05-<uuid>.jsonl.
-var uuidTail = regexp.MustCompile(`([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$`)
+var uuidTail = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$`)
+})
 
 // SessionOf returns the session aggregate of the rollout at path: the
 // id of its first line when that is a session_meta (or a legacy header)
@@ -106,7 +108,7 @@ func sessionOf(path string, l ingest.Line, err error) events.Aggregate {
 		}
 	}
 	if id == "" || events.ValidID(id) != nil {
-		if m := uuidTail.FindStringSubmatch(filepath.Base(path)); m != nil {
+		if m := uuidTail().FindStringSubmatch(filepath.Base(path)); m != nil {
 			id = m[1]
 		} else {
 			id = ingest.SanitizeID(strings.TrimSuffix(filepath.Base(path), ".jsonl"))

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -742,9 +743,9 @@ func toolCall(st *FileState, pl object, sub string) []events.Sig {
 }
 
 var (
-	runningRE  = regexp.MustCompile(`Process running with session ID (\d+)`)
-	exitedRE   = regexp.MustCompile(`Process exited with code (-?\d+)`)
-	legacyExit = regexp.MustCompile(`"exit_code"\s*:\s*(-?\d+)`)
+	runningRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`Process running with session ID (\d+)`) })
+	exitedRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`Process exited with code (-?\d+)`) })
+	legacyExit = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"exit_code"\s*:\s*(-?\d+)`) })
 )
 
 // toolOutput returns the tool_result signal of a call's output, and a
@@ -760,15 +761,15 @@ func toolOutput(st *FileState, pl object) []events.Sig {
 	case strings.HasPrefix(strings.TrimSpace(out), "Script failed"), strings.HasPrefix(strings.TrimSpace(out), "Script error"):
 		sig.Status = StatusError
 	}
-	if m := exitedRE.FindStringSubmatch(out); m != nil && m[1] != "0" {
+	if m := exitedRE().FindStringSubmatch(out); m != nil && m[1] != "0" {
 		sig.Status = StatusError
-	} else if m := legacyExit.FindStringSubmatch(out); m != nil && m[1] != "0" {
+	} else if m := legacyExit().FindStringSubmatch(out); m != nil && m[1] != "0" {
 		sig.Status = StatusError
 	}
 	sigs := []events.Sig{sig}
 	if session, ok := st.stdin[id]; ok {
 		delete(st.stdin, id)
-		if m := exitedRE.FindStringSubmatch(out); m != nil {
+		if m := exitedRE().FindStringSubmatch(out); m != nil {
 			status := "completed"
 			if m[1] != "0" {
 				status = "failed"
@@ -779,7 +780,7 @@ func toolOutput(st *FileState, pl object) []events.Sig {
 	}
 	if st.execs[id] {
 		delete(st.execs, id)
-		if m := runningRE.FindStringSubmatch(out); m != nil {
+		if m := runningRE().FindStringSubmatch(out); m != nil {
 			sigs[0].Status = StatusBackgrounded
 			sigs[0].Task = terminalTask(m[1])
 		}

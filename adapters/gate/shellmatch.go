@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 
@@ -619,12 +620,14 @@ const maxResolved = 256
 
 // procLink matches /proc/PID/cwd/… and /proc/PID/root/… (PID a number,
 // self or thread-self, or unknown).
-var procLink = regexp.MustCompile(`^/proc/[^/]+/(cwd|root)(/|$)`)
+var procLink = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/proc/[^/]+/(cwd|root)(/|$)`) })
 
 // magicLinkPath matches a path through a link the kernel resolves to
 // whatever a process holds open or stands in: /proc/…/cwd, root, fd,
 // map_files, exe (of any process or thread), /dev/fd.
-var magicLinkPath = regexp.MustCompile(`^(/proc/.*/(cwd|root|fd|map_files|exe)|/dev/fd)(/|$)`)
+var magicLinkPath = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(/proc/.*/(cwd|root|fd|map_files|exe)|/dev/fd)(/|$)`)
+})
 
 // aliasPaths returns the other names of the paths a shell call's words
 // may name, for the path guards: /proc/self/cwd/X is X from the working
@@ -637,12 +640,12 @@ func aliasPaths(sc *shell.Script, dir string) []string {
 	n := 0
 	see := func(w shell.Word) {
 		g := w.Glob
-		if magicLinkPath.MatchString(g) {
+		if magicLinkPath().MatchString(g) {
 			// Any directory, the root among them: reviewed with a
 			// program that takes a tree along.
 			out = append(out, "/")
 		}
-		if m := procLink.FindStringSubmatch(g); m != nil {
+		if m := procLink().FindStringSubmatch(g); m != nil {
 			rest := strings.TrimPrefix(g[len(m[0]):], "/")
 			if m[1] == "root" {
 				out = append(out, "/"+rest)
@@ -733,7 +736,7 @@ func pullsLever(c Call) bool {
 
 // leadingVar matches a word's path known only when it runs from its
 // start: "${NAME}" (a parameter) or "${_}" (anything else).
-var leadingVar = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+var leadingVar = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
 
 // unknownStart reports whether redirection target w may be any path:
 // it starts with a part known only when it runs, other than a variable
@@ -743,7 +746,7 @@ func unknownStart(w shell.Word, src string) bool {
 	if w.Static {
 		return false
 	}
-	m := leadingVar.FindStringSubmatch(w.Glob)
+	m := leadingVar().FindStringSubmatch(w.Glob)
 	if m == nil {
 		return strings.HasPrefix(w.Glob, "${_}")
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/diskfull"
+	"github.com/logbook-dev/logbook/adapters/execsock"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	httpapi "github.com/logbook-dev/logbook/adapters/http"
@@ -135,6 +136,10 @@ type Wired struct {
 	Redactor *redact.Redactor
 	// Own are the system socket's verbs of its own (System.Own).
 	Own map[string]Handler
+	// Exec runs the requests of the exec socket (ServeExec, at
+	// execsock.Name in the data dir), logbook-exec's way in; nil, or a
+	// reader: no exec socket.
+	Exec ExecRunner
 	// OTLP takes the agents' telemetry on Config.OTLPAddr and
 	// Config.OTLPGRPCAddr; required with either.
 	OTLP *otel.Receiver
@@ -370,6 +375,13 @@ func Serve(ctx context.Context, cfg Config) error {
 				say("%s left in %s for the next start: %v", term.Plural(left, "hook payload"), dd.Path(IntakeJournal), err)
 			}
 		}()
+	}
+	if w.Exec != nil && !cfg.Reader {
+		stopExec, err := ServeExec(ctx, dd.Path(execsock.Name), w.Exec, say)
+		if err != nil {
+			return err
+		}
+		defer stopExec()
 	}
 	if cfg.SocketDir != "" && in != nil {
 		stopSystem, err := System{Dir: cfg.SocketDir, Access: cfg.SocketAccess, Deciders: cfg.SocketDeciders, Group: cfg.SocketGroup,

@@ -23,7 +23,9 @@ import (
 // "cannot decode TOML string into struct field notify.ruleDoc.After of
 // type int64": the TOML type, then the Go type, which keyAt and wantOf
 // turn into the file's own words.
-var typeFault = regexp.MustCompile(`cannot decode TOML (\w+) into (?:struct field \S+ of type |a Go value of type )(\S+)`)
+var typeFault = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`cannot decode TOML (\w+) into (?:struct field \S+ of type |a Go value of type )(\S+)`)
+})
 
 // wantOf says what a value of Go type t is, in the file's words.
 func wantOf(t string) string {
@@ -213,7 +215,7 @@ type ruleDoc struct {
 	Sinks []string `toml:"sinks"`
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9_-]{1,40}$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_-]{1,40}$`) })
 
 // Parse reads notify.toml's text (path names it in errors). A fault is a
 // *ConfigError with the line and column of the offending key where it
@@ -235,7 +237,7 @@ func Parse(path string, text []byte) (Config, error) {
 			return Config{}, &ConfigError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("unknown key %s: want %s", strings.Join(e.Key(), "."), knownKeys(e.Key()))}
 		case errors.As(err, &de):
 			l, c := de.Position()
-			if m := typeFault.FindStringSubmatch(de.Error()); m != nil {
+			if m := typeFault().FindStringSubmatch(de.Error()); m != nil {
 				return Config{}, &ConfigError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("%s: want %s, not a %s", keyAt(text, l, de.Key()), wantOf(m[2]), m[1])}
 			}
 			return Config{}, &ConfigError{Path: path, Line: l, Column: c, Msg: "not valid TOML: " + strings.TrimPrefix(de.Error(), "toml: ")}
@@ -259,7 +261,7 @@ func Parse(path string, text []byte) (Config, error) {
 			}
 			return &ConfigError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("sink %s: ", n) + fmt.Sprintf(format, a...)}
 		}
-		if !nameRE.MatchString(n) {
+		if !nameRE().MatchString(n) {
 			return Config{}, fault("", "want a name of 1..40 bytes of a-z, 0-9, _ and -")
 		}
 		s := Sink{Name: n, Type: sd.Type, URL: sd.URL, Format: sd.Format, Headers: sd.Headers, Address: sd.Address, Timeout: DefaultTimeout}
@@ -329,7 +331,7 @@ func Parse(path string, text []byte) (Config, error) {
 		if r.Name == "" {
 			r.Name = rd.On
 		}
-		if !nameRE.MatchString(r.Name) {
+		if !nameRE().MatchString(r.Name) {
 			return Config{}, fault("name", "name %q: want 1..40 bytes of a-z, 0-9, _ and -", r.Name)
 		}
 		if seen[r.Name] {

@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"regexp"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -27,8 +28,8 @@ const keyRedacted = "[REDACTED:private_key]"
 // keyBegin and keyEnd are the private key block markers (PEM, OpenSSH,
 // PGP armor) that the private_key rule (Builtin) matches.
 var (
-	keyBegin = regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
-	keyEnd   = regexp.MustCompile(`-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
+	keyBegin = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`) })
+	keyEnd   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`) })
 )
 
 // Stream redacts a byte stream (a command's stdout, say) that arrives in
@@ -102,7 +103,7 @@ func findBegin(b []byte) []int {
 	if !bytes.Contains(b, []byte("-----BEGIN")) {
 		return nil
 	}
-	return keyBegin.FindIndex(b)
+	return keyBegin().FindIndex(b)
 }
 
 // skipKey drops p, a piece inside a private key block, and returns what
@@ -131,7 +132,7 @@ func findEnd(b []byte) []int {
 	if !bytes.Contains(b, []byte("-----END")) {
 		return nil
 	}
-	return keyEnd.FindIndex(b)
+	return keyEnd().FindIndex(b)
 }
 
 // Held returns how many bytes are held back that a Flush or Close would

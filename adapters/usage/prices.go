@@ -265,7 +265,9 @@ type liteLLMFile struct {
 // liteLLMKey matches the price fields of a LiteLLM entry that Logbook
 // reads beyond the base ones: a long-context band (_above_200k_tokens)
 // and a service tier (_priority, _flex, _batches).
-var liteLLMKey = regexp.MustCompile(`^(input_cost_per_token|output_cost_per_token|cache_creation_input_token_cost|cache_creation_input_token_cost_above_1hr|cache_read_input_token_cost)(?:_above_(\d+)k_tokens|_(priority|flex|batches))$`)
+var liteLLMKey = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(input_cost_per_token|output_cost_per_token|cache_creation_input_token_cost|cache_creation_input_token_cost_above_1hr|cache_read_input_token_cost)(?:_above_(\d+)k_tokens|_(priority|flex|batches))$`)
+})
 
 // ParseLiteLLM reads b, a litellm.json (the subset of LiteLLM's
 // model_prices_and_context_window.json that .ci/refresh-prices
@@ -353,7 +355,7 @@ func liteLLMPrice(raw json.RawMessage) (Price, bool, error) {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(all)) {
-		m := liteLLMKey.FindStringSubmatch(k)
+		m := liteLLMKey().FindStringSubmatch(k)
 		if m == nil {
 			continue
 		}
@@ -410,13 +412,13 @@ func setRate(r *Rates, field string, v *float64) {
 }
 
 // dated matches a model name's release-date suffix, "-20251001".
-var dated = regexp.MustCompile(`-\d{8}$`)
+var dated = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-\d{8}$`) })
 
 // names returns the names model's price is looked up by: its own, then
 // without a release-date suffix (claude-haiku-4-5-20251001 is
 // claude-haiku-4-5).
 func names(model string) []string {
-	if d := dated.ReplaceAllString(model, ""); d != model {
+	if d := dated().ReplaceAllString(model, ""); d != model {
 		return []string{model, d}
 	}
 	return []string{model}
@@ -638,7 +640,9 @@ var LiteLLMProviders = []string{"anthropic", "openai"}
 // liteLLMKept matches the members of a LiteLLM entry SubsetLiteLLM keeps:
 // the per-token prices Logbook reads (and their band and tier variants),
 // the input window, the provider and the mode.
-var liteLLMKept = regexp.MustCompile(`^(litellm_provider|mode|max_input_tokens|(input_cost_per_token|output_cost_per_token|cache_creation_input_token_cost|cache_creation_input_token_cost_above_1hr|cache_read_input_token_cost)(_above_\d+k_tokens|_priority|_flex|_batches)?)$`)
+var liteLLMKept = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(litellm_provider|mode|max_input_tokens|(input_cost_per_token|output_cost_per_token|cache_creation_input_token_cost|cache_creation_input_token_cost_above_1hr|cache_read_input_token_cost)(_above_\d+k_tokens|_priority|_flex|_batches)?)$`)
+})
 
 // SubsetLiteLLM returns the litellm.json Logbook ships, made from full,
 // the text of LiteLLM's model_prices_and_context_window.json (a JSON
@@ -677,7 +681,7 @@ func SubsetLiteLLM(full []byte, version, read string) ([]byte, error) {
 		}
 		kept := map[string]json.RawMessage{}
 		for k, v := range e {
-			if liteLLMKept.MatchString(k) {
+			if liteLLMKept().MatchString(k) {
 				kept[k] = v
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -559,7 +560,7 @@ func ParseSince(s string, now time.Time, loc *time.Location) (time.Time, error) 
 		}
 		return now.Add(-d), nil
 	}
-	if durationShape.MatchString(s) {
+	if durationShape().MatchString(s) {
 		// A duration longer than time.Duration holds (about 292 years).
 		return time.Time{}, fmt.Errorf("%q is too far back: at most %dd (100 years), or a day such as 2026-05-23", s, MaxSinceDays)
 	}
@@ -570,7 +571,9 @@ func ParseSince(s string, now time.Time, loc *time.Location) (time.Time, error) 
 const zeroSince = "%q is a zero duration, which reaches no time back: want a positive one such as 7d, 12h or 30m"
 
 // durationShape is the form of a Go duration without a sign.
-var durationShape = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))*$`)
+var durationShape = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))*$`)
+})
 
 // Age is how long before now t was, as the command line shows ages:
 // "42s", "5m", "3h07m", "2d4h"; "-" for the zero time.

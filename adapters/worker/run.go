@@ -282,6 +282,7 @@ func (w *Worker) spec(st command.State) (sandbox.Spec, string) {
 		Argv: st.Argv, Env: st.Env, Workspace: st.Workspace, Dir: st.Cwd, Mode: mode, TTY: st.TTY,
 		Protected: append(slices.Clone(w.cfg.Protected), workspace.ProtectedIn(st.Workspace)...),
 		Hidden:    w.cfg.Hidden, Keep: w.cfg.Keep, Ledger: w.cfg.Ledger, Allow: w.cfg.Allow, Grace: w.cfg.Grace, Bwrap: w.cfg.Bwrap,
+		Etc: w.etc,
 	}, ""
 }
 

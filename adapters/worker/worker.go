@@ -182,6 +182,9 @@ type Worker struct {
 	lapse  time.Duration // the heartbeat bucket's TTL
 
 	probe bwrapProbe // bubblewrap, probed once
+	// etc holds /etc's covered paths for the restricted starts, from Run
+	// until Run returns.
+	etc *sandbox.EtcWatch
 
 	slots chan struct{}  // one per running or starting command
 	bg    sync.WaitGroup // stdin writers
@@ -298,6 +301,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.setup(ctx); err != nil {
 		return err
 	}
+	w.etc = sandbox.NewEtcWatch()
+	defer w.etc.Close()
 	w.sweepCgroups()
 	w.sweepPlaceholders()
 	// procCtx outlives the intake: commands are stopped only after no new

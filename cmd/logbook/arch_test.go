@@ -262,6 +262,31 @@ func TestHookBinaryDeps(t *testing.T) {
 	}
 }
 
+// TestExecBinaryDeps keeps logbook-exec, which an agent starts for
+// every command, as small as logbook-hook: serve runs exec, so the
+// binary links none of what TestHookBinaryDeps keeps out of the hook,
+// nor the rules and reducers exec checks a request with.
+func TestExecBinaryDeps(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/logbook-dev/logbook/cmd/logbook-exec").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	heavy := []string{"github.com/nats-io", "github.com/cockroachdb/pebble", "github.com/prometheus",
+		"google.golang.org/protobuf", "github.com/spf13/cobra", "github.com/logbook-dev/logbook/adapters/natslog",
+		"github.com/logbook-dev/logbook/adapters/api", "github.com/logbook-dev/logbook/adapters/worker",
+		"github.com/logbook-dev/logbook/adapters/redact", "github.com/logbook-dev/logbook/reducers",
+		"github.com/logbook-dev/logbook/projections", "github.com/logbook-dev/logbook/sandbox",
+		"net", "os/user", "runtime/cgo", "crypto", "math/big",
+	}
+	for _, p := range strings.Fields(string(out)) {
+		for _, h := range heavy {
+			if p == h || strings.HasPrefix(p, h+"/") {
+				t.Errorf("logbook-exec links %s", p)
+			}
+		}
+	}
+}
+
 // TestHookSockDeps keeps adapters/hooksock, the hook's transport, free of
 // the network stack and of cgo, so that a binary linking it stays static.
 func TestHookSockDeps(t *testing.T) {

@@ -62,14 +62,16 @@ measured on the same server in the same run, and their ratio:
             running serve (fsync always); baselines: a Go program that
             does nothing (built with the go command) and logbook version,
             started as often
-  command   logbook exec of true in full_access through the serve's
-            workers, request to exit, broken down stage by stage (client
-            set-up, request appended, worker sees it, admission,
+  command   logbook-exec (when found beside this binary or on $PATH;
+            else logbook exec) of true in full_access through the
+            serve's workers, request to exit, broken down stage by stage
+            (client set-up, request appended, worker sees it, admission,
             command.started appended, process started, first output,
             exit, command.exited appended, client sees it); baseline:
             fork/exec of true; and the same in workspace_write (when
             bubblewrap runs here), held to bubblewrap's own start and
-            exit of true, measured in the same run, plus 10 ms (p50)
+            exit of true, measured in the same run, plus 10 ms (p50);
+            with logbook-exec, logbook exec in full_access beside it
   signing   what signing the log costs, each signed path beside its
             unsigned twin in the same run, alternating, seven times each
             (the ratio the median of the runs'):
@@ -267,6 +269,7 @@ func benchCLI(exe string) bench.CLI {
 		SpoolDir: func(data string) string { return dataDir(data).path("spool") },
 		Exe:      exe,
 		HookExe:  bench.HookExe(exe),
+		ExecExe:  bench.ExecExe(exe),
 		Version:  version,
 	}
 }

@@ -39,6 +39,10 @@ type execFlags struct {
 	// elevate asks the gate to run this one command full_access.
 	elevate       bool
 	justification string
+	// callerEnv, in an exec served on the exec socket, are the client's
+	// entries of worker.InheritedEnv, in place of this process's; nil
+	// otherwise.
+	callerEnv []string
 }
 
 // maxJustification is the most bytes of an elevation's justification the
@@ -71,9 +75,24 @@ another command is refused.
 With --json exec prints JSON lines as the output comes: one
 {"type":"output","stream":…,"offset":…,"pos":…,"data":…} per chunk (data is
 the bytes as a string when they are UTF-8, else "data_base64" holds them),
-then one {"type":"result",…} with the id, status and exit.`,
+then one {"type":"result",…} with the id, status and exit.
+
+logbook-exec, a small binary beside logbook, takes the same arguments
+(logbook-exec --session S -- make test) and has the running serve run
+exec on its exec socket (exec.sock in the data dir), for the caller's
+user by the socket's peer credentials: the same output and exit status,
+without logbook's start-up or a connection of its own. It hands to
+logbook exec what it does not handle (help, --nats-url, --creds, a data
+dir with no running serve).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if g.served != nil {
+				for _, name := range servedFlags {
+					if cmd.Flags().Changed(name) {
+						return usageErrorf("exec: --%s: the exec socket runs exec on its own server's data dir; run `logbook exec` for another", name)
+					}
+				}
+			}
 			return runExec(cmd.Context(), g, f, args)
 		},
 	}
@@ -135,6 +154,13 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		return usageErrorf("exec: %w", err)
 	}
 	ws := f.workspace
+	if se := g.served; se != nil {
+		// The client's directory, not serve's.
+		if ws == "" || !filepath.IsAbs(ws) {
+			ws = filepath.Join(se.cwd, ws)
+		}
+		f.callerEnv = se.env
+	}
 	if ws == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -163,11 +189,15 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		return err
 	}
 
-	b, err := openServer(ctx, g, "exec needs a running server with workers: start `logbook serve`")
-	if err != nil {
-		return err
+	var b *backend
+	if g.served != nil {
+		b = g.served.b // serve's own, for as long as serve runs
+	} else {
+		if b, err = openServer(ctx, g, "exec needs a running server with workers: start `logbook serve`"); err != nil {
+			return err
+		}
+		defer b.Close()
 	}
-	defer b.Close()
 	if f.key == "" {
 		// A unique prefix names the session (a retry's key names its
 		// command from the id as given).
@@ -189,7 +219,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if err != nil {
 		return fmt.Errorf("exec: %w", err)
 	}
-	cl, err := newRequestClient(b, red)
+	cl, err := newRequestClientAs(b, red, g.person())
 	if err != nil {
 		return err
 	}
@@ -207,13 +237,13 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		}
 	}
 	grace := workerGrace
-	if g.natsURL != "" {
+	if g.served == nil && g.natsURL != "" || g.served != nil && b.srv == nil {
 		grace = natslog.ElectionWait
 	}
 	sub := worker.Submission{Call: call, Client: cl, ID: f.id, WorkspaceErr: wsErr, Redactor: red, Grace: grace,
 		Request: command.Request{
 			Session: f.session, Argv: argv, Cwd: f.cwd, Workspace: ws, Mode: f.mode, TTY: f.tty,
-			Env: env, WaitMS: f.wait.Milliseconds(), RequestedBy: personActor(),
+			Env: env, WaitMS: f.wait.Milliseconds(), RequestedBy: g.person(),
 		},
 		Evicted: func(id string) {
 			fmt.Fprintf(g.stderr, "logbook: evicted command %s: session %s is over %d active commands\n", id, f.session, command.MaxActive)
@@ -281,7 +311,11 @@ const workerGrace = 5 * time.Second
 // log for good, and one that is not KEY=VALUE is a usage error.
 func commandEnv(f execFlags) ([]string, error) {
 	var env []string
-	if !f.noEnv {
+	switch {
+	case f.noEnv:
+	case f.callerEnv != nil:
+		env = slices.Clone(f.callerEnv)
+	default:
 		env = worker.InheritEnv()
 	}
 	env = append(env, f.env...)
@@ -303,8 +337,14 @@ func newCommandClient(b *backend) (*worker.Client, error) { return newRequestCli
 // checked for secrets by red (b.redactor(): the rules the workers redact
 // with; nil: the built-in rules only).
 func newRequestClient(b *backend, red *redact.Redactor) (*worker.Client, error) {
+	return newRequestClientAs(b, red, personActor())
+}
+
+// newRequestClientAs is newRequestClient whose events are stamped with
+// actor (a person's, as personActor names one).
+func newRequestClientAs(b *backend, red *redact.Redactor, actor string) (*worker.Client, error) {
 	host, _ := os.Hostname()
-	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: personActor(), Redactor: red})
+	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: actor, Redactor: red})
 }
 
 // exitOf maps an ended command to exec's exit (worker.ExitStatus).

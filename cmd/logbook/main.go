@@ -74,9 +74,13 @@ type globals struct {
 	// revoked data dir key does not stop the admin.
 	adminAppends bool
 	socket       string // --socket: serve's system socket (see socketPath)
-	stdin        io.Reader
-	stdout       io.Writer
-	stderr       io.Writer
+	// served is set when serve runs exec for a client of its exec
+	// socket (execAnswer): serve's backend, the client's directory,
+	// environment and identity; nil otherwise.
+	served *servedExec
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
 }
 
 // exitError carries a specific exit code.

@@ -76,6 +76,13 @@ func refuseSecrets(g *globals, verb string, fields ...typedField) error {
 		if strings.Join(f.values, "") == "" {
 			continue
 		}
+		if red == nil && g.served != nil {
+			// serve's rules, as they are now.
+			var err error
+			if red, err = g.served.b.redactor(); err != nil {
+				return err
+			}
+		}
 		if red == nil {
 			dd, err := resolveDataDir(g.data)
 			if err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/setup"
+	"github.com/logbook-dev/logbook/cmd/internal/execfast"
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 )
 
@@ -36,6 +37,7 @@ func TestMain(m *testing.M) {
 	testscript.Main(removingSoakBin{m}, map[string]func(){
 		"logbook":      func() { main() },
 		"logbook-hook": func() { os.Exit(hookfast.Main(os.Args[1:], os.Stdin, os.Stderr, "")) },
+		"logbook-exec": func() { os.Exit(execfast.Main(os.Args[1:], os.Stdout, os.Stderr, "")) },
 		"fakeagent":    fakeAgent,
 		"hooksockcall": hookSockCall,
 	})

@@ -259,6 +259,7 @@ func wireServe(dd dataDir, g *globals, wp workerPool, p host.Parts) (host.Wired,
 		Own: map[string]host.Handler{
 			host.VerbAudit: auditAnswer(b, svc),
 		},
+		Exec: execAnswer(b),
 		Workers: func(nc *nats.Conn, l *natslog.Log) ([]*worker.Worker, error) {
 			wb := b
 			if nc != b.nc {

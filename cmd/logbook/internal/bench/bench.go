@@ -268,6 +268,9 @@ type CLI struct {
 	// HookExe is the logbook-hook binary, started as `logbook-hook`;
 	// "" leaves its rows out.
 	HookExe string
+	// ExecExe is the logbook-exec binary, started as `logbook-exec`: the
+	// command rows run it ("" runs `logbook exec`).
+	ExecExe string
 	// RunUnsigned is Run, except that a serve it runs signs nothing: it
 	// registers no key and appends no signing.began, so its log is
 	// what a log was before signing (every event "before signing"),

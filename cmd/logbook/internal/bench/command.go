@@ -73,18 +73,49 @@ func boundaryCheck(f, base Figures) *Check {
 	return c
 }
 
-// commandRun returns the run that starts this binary as `logbook exec`
-// of `true` in mode (an events.Mode*) for one session, cfg.Hooks times
-// in a row: request appended, picked up by a worker, started, exited,
-// and the exit read back by exec. Each command's stages are timed (the
-// workers' trace, worker.SetTrace, and the log's times) into the
-// sample's breakdown.
-func (e *benchEnv) commandRun(mode string) benchRun {
-	return func(ctx context.Context) (benchSample, error) { return e.commandRunIn(ctx, mode) }
+// execName names what the command rows run: "logbook-exec" when
+// CLI.ExecExe is found, else "exec" (`logbook exec`).
+func (e *benchEnv) execName() string {
+	if e.cli.ExecExe != "" {
+		return "logbook-exec"
+	}
+	return "exec"
 }
 
-// commandRunIn is commandRun's run in mode.
-func (e *benchEnv) commandRunIn(ctx context.Context, mode string) (benchSample, error) {
+// fullExecRows are the rows of `logbook exec` itself in full_access,
+// beside logbook-exec's (when CLI.ExecExe is found): what the full
+// binary's start and its own connection cost. They hold no floor.
+func (e *benchEnv) fullExecRows() []benchWorkload {
+	if e.cli.ExecExe == "" {
+		return nil
+	}
+	return []benchWorkload{{
+		group: "command", name: "logbook exec full_access true → exited, via workers", unit: "cmd",
+		logbook: e.commandRunWith(e.cli.Exe, "logbook", events.ModeFullAccess), baselines: []benchBaseline{{name: "fork/exec of true", run: e.trueRun}},
+	}}
+}
+
+// commandRun returns the run that starts logbook-exec (CLI.ExecExe;
+// without it this binary as `logbook exec`) of `true` in mode (an
+// events.Mode*) for one session, cfg.Hooks times in a row: request
+// appended, picked up by a worker, started, exited, and the exit read
+// back by exec. Each command's stages are timed (the workers' trace,
+// worker.SetTrace, and the log's times) into the sample's breakdown.
+func (e *benchEnv) commandRun(mode string) benchRun {
+	if e.cli.ExecExe != "" {
+		return e.commandRunWith(e.cli.ExecExe, "logbook-exec", mode)
+	}
+	return e.commandRunWith(e.cli.Exe, "logbook", mode)
+}
+
+// commandRunWith is commandRun's run of exe, started as name ("logbook",
+// which is given the exec verb, or "logbook-exec").
+func (e *benchEnv) commandRunWith(exe, name, mode string) benchRun {
+	return func(ctx context.Context) (benchSample, error) { return e.commandRunIn(ctx, exe, name, mode) }
+}
+
+// commandRunIn is commandRunWith's run.
+func (e *benchEnv) commandRunIn(ctx context.Context, exe, name, mode string) (benchSample, error) {
 	s, err := e.serve(ctx)
 	if err != nil {
 		return benchSample{}, err
@@ -119,8 +150,11 @@ func (e *benchEnv) commandRunIn(ctx context.Context, mode string) (benchSample, 
 		times[id] = ct
 		mu.Unlock()
 		args := []string{"--data", s.data, "exec", "--session", sid, "--id", id, "--mode", mode, "--workspace", ws, "--", "true"}
-		c := exec.CommandContext(ctx, e.cli.Exe, args...)
-		c.Args[0] = "logbook"
+		if name != "logbook" {
+			args = slices.Delete(args, 2, 3) // logbook-exec is exec
+		}
+		c := exec.CommandContext(ctx, exe, args...)
+		c.Args[0] = name
 		c.Env = append(os.Environ(), "LOGBOOK_DATA="+s.data)
 		c.Stdin = bytes.NewReader(nil)
 		t := time.Now()

@@ -49,12 +49,20 @@ func ParseFsync(names []string) ([]natslog.Fsync, error) {
 
 // HookExe finds the logbook-hook binary the hook row starts: beside exe,
 // else on $PATH; "" when there is none.
-func HookExe(exe string) string {
-	if p := filepath.Join(filepath.Dir(exe), "logbook-hook"); p != exe {
+func HookExe(exe string) string { return besideExe(exe, "logbook-hook") }
+
+// ExecExe finds the logbook-exec binary the command rows start: beside
+// exe, else on $PATH; "" when there is none.
+func ExecExe(exe string) string { return besideExe(exe, "logbook-exec") }
+
+// besideExe finds the binary name beside exe, else on $PATH; "" when
+// there is none.
+func besideExe(exe, name string) string {
+	if p := filepath.Join(filepath.Dir(exe), name); p != exe {
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
 			return p
 		}
 	}
-	p, _ := exec.LookPath("logbook-hook")
+	p, _ := exec.LookPath(name)
 	return p
 }

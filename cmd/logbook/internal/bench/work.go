@@ -130,17 +130,18 @@ func (e *benchEnv) workloads() []benchWorkload {
 			logbook: e.hookRun(e.cli.Exe, "logbook", "hook", "claude"), baselines: starts,
 		},
 		benchWorkload{
-			group: "command", name: "exec full_access true → exited, via workers", unit: "cmd",
+			group: "command", name: e.execName() + " full_access true → exited, via workers", unit: "cmd",
 			logbook: e.commandRun(events.ModeFullAccess), baselines: []benchBaseline{{name: "fork/exec of true", run: e.trueRun}}, check: commandCheck,
 		},
 	)
 	if sandbox.Available(context.Background(), "") == nil {
 		ws = append(ws, benchWorkload{
-			group: "command", name: "exec workspace_write true → exited, via workers", unit: "cmd",
+			group: "command", name: e.execName() + " workspace_write true → exited, via workers", unit: "cmd",
 			logbook: e.commandRun(events.ModeWorkspaceWrite), baselines: []benchBaseline{{name: "bubblewrap boundary around true, start → exit", run: e.boundaryRun}},
 			checkBase: boundaryCheck,
 		})
 	}
+	ws = append(ws, e.fullExecRows()...)
 	ws = append(ws, e.gateRows()...)
 	ws = append(ws, e.signingRows()...)
 	ws = append(ws, e.scaleRows()...)

@@ -1,0 +1,269 @@
+// Package execsock is the Unix domain socket a running `logbook serve`
+// runs `exec` requests on (<data dir>/exec.sock), both ends of it: the
+// client that `logbook-exec` is made of, and Serve, which serve answers
+// it with.
+//
+// One connection carries one exec. The client writes its request, one
+// line of JSON (Request) ended by a newline, and keeps its writing half
+// open while it waits: shutting it down (or closing the connection) is an
+// interrupt, what Ctrl-C is to `logbook exec`. The server answers with
+// frames, each a kind byte, a length (4 bytes, big-endian) and that many
+// bytes: KindStdout and KindStderr carry what `logbook exec` would have
+// written to its standard output and error, KindExit the exit status it
+// would have exited with, in decimal, and ends the answer.
+//
+// The client half links nothing but the standard library's basics and
+// golang.org/x/sys/unix — no net, no encoding/json, no os/user — so that
+// a binary made of it starts in a millisecond or two.
+package execsock
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/adapters/hooksock"
+)
+
+// Name is the socket's file name in the data dir.
+const Name = "exec.sock"
+
+// Frame kinds of an answer.
+const (
+	KindStdout byte = 'o' // bytes for the client's standard output
+	KindStderr byte = 'e' // bytes for the client's standard error
+	KindExit   byte = 'x' // the exit status, decimal ASCII; the last frame
+)
+
+// Limits, in bytes.
+const (
+	// MaxRequest is the longest request line the server reads (newline
+	// included): exec's arguments, working directory and environment.
+	MaxRequest = 1 << 20
+	// MaxFrame is the longest frame the client takes; the server writes
+	// at most 32 KiB a frame.
+	MaxFrame = 1 << 20
+	// frameChunk is the most a frame the server writes carries.
+	frameChunk = 32 << 10
+)
+
+// Errors of Call, for errors.Is. Only these two mean the server never
+// got the request, so that running `logbook exec` instead runs nothing
+// twice.
+var (
+	// ErrNoSocket: there is no socket file (or no data dir): no server
+	// runs, or the one that runs does not listen on an exec socket.
+	ErrNoSocket = errors.New("no exec socket")
+	// ErrRefused: the socket file is there but nothing listens on it: the
+	// server that made it is gone.
+	ErrRefused = errors.New("nothing listens on the exec socket")
+)
+
+// Request is what the client sends: `logbook exec`'s arguments and the
+// parts of the caller's process the command depends on.
+type Request struct {
+	// Args are exec's arguments, after "exec" (flags, "--", the command),
+	// without --data, which named the socket.
+	Args []string `json:"args"`
+	// Cwd is the caller's working directory, absolute: exec's default
+	// --workspace.
+	Cwd string `json:"cwd"`
+	// Env holds the caller's environment entries (KEY=VALUE) that exec
+	// passes on to the command (worker.InheritedEnv), in that order.
+	Env []string `json:"env"`
+}
+
+// AppendJSON appends r as one line of JSON, its newline included, as
+// encoding/json would encode it (strings as hooksock.AppendString writes
+// them, nil slices as []), without encoding/json's reflection, whose
+// first use would cost a short-lived client a good part of a
+// millisecond.
+func (r Request) AppendJSON(b []byte) []byte {
+	list := func(b []byte, ss []string) []byte {
+		b = append(b, '[')
+		for i, s := range ss {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = hooksock.AppendString(b, s)
+		}
+		return append(b, ']')
+	}
+	b = append(b, `{"args":`...)
+	b = list(b, r.Args)
+	b = append(b, `,"cwd":`...)
+	b = hooksock.AppendString(b, r.Cwd)
+	b = append(b, `,"env":`...)
+	b = list(b, r.Env)
+	return append(b, "}\n"...)
+}
+
+// maxPath is the longest socket path connect and bind take (sun_path).
+const maxPath = len(unix.RawSockaddrUnix{}.Path) - 1
+
+// procPath returns the path of socket Name in the directory open as dfd,
+// as this process sees it under /proc: short enough for a socket address
+// whatever the directory's own path.
+func procPath(dfd int) string {
+	return "/proc/self/fd/" + strconv.Itoa(dfd) + "/" + Name
+}
+
+// Call runs req on the server listening on socket Name in data dir dir:
+// it writes the answer's output frames to stdout and stderr as they come
+// and returns the exit status the server sent. A SIGINT, SIGTERM or
+// SIGHUP that reaches this process meanwhile interrupts the exec (the
+// writing half is shut down) and Call goes on reading the server's
+// answer to its end, which says what became of the command.
+//
+// Errors wrap ErrNoSocket or ErrRefused when the server never got the
+// request; any other error (a connection lost before the exit status, a
+// malformed frame) leaves unknown whether the command ran. They name the
+// socket's path. A path longer than a socket address holds (108 bytes)
+// is reached through the directory (O_PATH, /proc/self/fd/<n>/exec.sock).
+func Call(dir string, req Request, stdout, stderr io.Writer) (int, error) {
+	path := filepath.Join(dir, Name)
+	code, err := call(dir, path, req, stdout, stderr)
+	if err != nil {
+		return code, fmt.Errorf("exec socket %s: %w", path, err)
+	}
+	return code, nil
+}
+
+func call(dir, path string, req Request, stdout, stderr io.Writer) (int, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 1, os.NewSyscallError("socket", err)
+	}
+	defer unix.Close(fd)
+	addr := path
+	if len(path) > maxPath {
+		dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			return 1, ErrNoSocket
+		}
+		if err != nil {
+			return 1, os.NewSyscallError("open "+dir, err)
+		}
+		defer unix.Close(dfd)
+		addr = procPath(dfd)
+	}
+	for {
+		err = unix.Connect(fd, &unix.SockaddrUnix{Name: addr})
+		if err != unix.EINTR {
+			break
+		}
+	}
+	switch {
+	case err == nil || err == unix.EISCONN:
+	case err == unix.ENOENT || err == unix.ENOTDIR:
+		return 1, ErrNoSocket
+	case err == unix.ECONNREFUSED:
+		return 1, ErrRefused
+	default:
+		return 1, os.NewSyscallError("connect", err)
+	}
+	// From here on the server may have the request: never ErrNoSocket.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-sigs:
+			_ = unix.Shutdown(fd, unix.SHUT_WR) // the server's end reads EOF: an interrupt
+		case <-done:
+		}
+	}()
+	// A server that answers before reading all (a peer it refuses, a
+	// request over its limit) has closed its end, which ends the write
+	// with EPIPE: its answer is read all the same.
+	werr := writeAll(fd, req.AppendJSON(nil))
+	code, err := readAnswer(fd, stdout, stderr)
+	if err != nil && werr != nil {
+		return code, werr
+	}
+	return code, err
+}
+
+// writeAll writes all of b to fd.
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.SendmsgN(fd, b, nil, nil, unix.MSG_NOSIGNAL)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return os.NewSyscallError("write", err)
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// fdReader reads a socket descriptor, retrying on EINTR.
+type fdReader int
+
+func (r fdReader) Read(p []byte) (int, error) {
+	for {
+		n, err := unix.Read(int(r), p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, os.NewSyscallError("read", err)
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// readAnswer copies the answer's output frames on fd to stdout and
+// stderr and returns its exit status.
+func readAnswer(fd int, stdout, stderr io.Writer) (int, error) {
+	var hdr [5]byte
+	buf := make([]byte, 4096)
+	r := fdReader(fd)
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return 1, errors.New("the server closed the connection before the exit status: whether the command ran is unknown (see `logbook commands`)")
+			}
+			return 1, err
+		}
+		n := binary.BigEndian.Uint32(hdr[1:])
+		if n > MaxFrame {
+			return 1, fmt.Errorf("a frame of %d bytes, over %d", n, MaxFrame)
+		}
+		if int(n) > len(buf) {
+			buf = make([]byte, n)
+		}
+		body := buf[:n]
+		if _, err := io.ReadFull(r, body); err != nil {
+			return 1, fmt.Errorf("read a frame: %w", err)
+		}
+		switch hdr[0] {
+		case KindStdout:
+			stdout.Write(body) // a closed output is the caller's; the exit status still comes
+		case KindStderr:
+			stderr.Write(body)
+		case KindExit:
+			code, err := strconv.Atoi(string(body))
+			if err != nil || code < 0 || code > 255 {
+				return 1, fmt.Errorf("exit status %q: want 0 to 255", body)
+			}
+			return code, nil
+		default:
+			return 1, fmt.Errorf("a frame of unknown kind %q", hdr[0])
+		}
+	}
+}

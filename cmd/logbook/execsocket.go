@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/execsock"
+	"github.com/logbook-dev/logbook/adapters/host"
+	"github.com/logbook-dev/logbook/adapters/term"
+)
+
+// servedExec is what exec runs with when serve runs it for a client of
+// its exec socket (execAnswer): serve's backend in place of a connection
+// of its own, and the client's working directory, environment and
+// identity in place of this process's.
+type servedExec struct {
+	b     *backend // serve's; exec never closes it
+	cwd   string   // the client's working directory, absolute
+	env   []string // the client's entries of worker.InheritedEnv
+	actor string   // the person the client runs as (peerActor)
+}
+
+// person returns the actor of the person exec runs for: the exec
+// socket's peer when serve runs it (servedExec.actor), else this
+// process's user (personActor).
+func (g *globals) person() string {
+	if g.served != nil {
+		return g.served.actor
+	}
+	return personActor()
+}
+
+// peerActor names the person running as uid on this host as personActor
+// does ("person:alice@host"); a uid with no name is "uid-1000".
+func peerActor(uid uint32) string {
+	name := "uid-" + strconv.FormatUint(uint64(uid), 10)
+	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return "person:" + name + "@" + host
+}
+
+// execAnswer returns the runner of serve's exec socket (host.ServeExec)
+// over serve's backend b: it runs `logbook exec` with the request's
+// arguments in this process, through b's connection, for the client's
+// directory, environment and peer credentials, and answers what exec
+// printed and its exit status. A request whose arguments name another
+// data dir, a NATS URL, credentials or a system socket is refused
+// (exit 2): the client asks `logbook exec` for those.
+func execAnswer(b *backend) host.ExecRunner {
+	hostname, _ := os.Hostname()
+	eb := &backend{dd: b.dd, reg: b.reg, nc: b.nc, log: b.log, srv: b.srv, rules: b.rules, remote: true,
+		api: api.PrefixFor(hostname, string(b.dd.dir()))}
+	return func(ctx context.Context, req execsock.Request, peer unix.Ucred, stdout, stderr io.Writer) int {
+		se := &servedExec{b: eb, cwd: req.Cwd, env: req.Env, actor: peerActor(peer.Uid)}
+		if req.Env == nil {
+			se.env = []string{}
+		}
+		g := &globals{stdin: bytes.NewReader(nil), stdout: stdout, stderr: stderr, served: se}
+		err := runServedExec(ctx, g, req)
+		if err != nil {
+			fmt.Fprintf(stderr, "logbook: %s\n", term.Lines(userMessage(err)))
+			return exitCode(err)
+		}
+		return 0
+	}
+}
+
+// runServedExec runs `logbook exec req.Args…` over g (g.served set).
+func runServedExec(ctx context.Context, g *globals, req execsock.Request) error {
+	if req.Cwd == "" || req.Cwd[0] != '/' {
+		return usageErrorf("exec socket: the request's working directory %q: want an absolute path", req.Cwd)
+	}
+	root := newRoot(g)
+	root.SetArgs(append([]string{"exec"}, req.Args...))
+	return root.ExecuteContext(ctx)
+}
+
+// servedFlags are the global flags an exec served on the exec socket
+// refuses: they name another server than the one that serves it.
+var servedFlags = []string{"data", "nats-url", "creds", "socket"}
