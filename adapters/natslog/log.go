@@ -241,6 +241,10 @@ func (l *Log) Append(ctx context.Context, b events.Batch) (events.Appended, erro
 	l.entering.Add(1)
 	r, err := l.prepare(b)
 	sent := false
+	if err == nil && ctx.Err() != nil {
+		// Done already: never sent, whichever case select would pick.
+		err = fmt.Errorf("not sent: %w", ctx.Err())
+	}
 	if err == nil {
 		select {
 		case l.reqs <- r:
