@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"sync"
 	"time"
 )
@@ -41,9 +40,13 @@ type Executor[S any] struct {
 	// from the log again. Settled must be pure.
 	Settled func(S) bool
 
-	once  sync.Once
-	seed  maphash.Seed
-	locks [64]sync.Mutex
+	once sync.Once
+	// locks holds a lock per aggregate being decided now, so that
+	// decisions on different aggregates never wait for each other (an
+	// import's many sessions, each waiting for its own append);
+	// guarded by lmu.
+	lmu   sync.Mutex
+	locks map[Aggregate]*aggLock
 	mu    sync.Mutex
 	cache map[Aggregate]*list.Element // of *cached[S]; guarded by mu
 	lru   list.List                   // most recently used first; guarded by mu
@@ -81,13 +84,8 @@ func One(p Payload, at time.Time, cause Cause) Decision {
 // ErrMissingCause, …) with nothing appended, ErrConflict after Attempts
 // rounds, or the log's error.
 func (x *Executor[S]) Execute(ctx context.Context, agg Aggregate, decide func(S) (Decision, error)) (Appended, S, error) {
-	x.once.Do(func() {
-		x.seed = maphash.MakeSeed()
-		x.cache = make(map[Aggregate]*list.Element)
-	})
-	l := &x.locks[maphash.String(x.seed, agg.String())%uint64(len(x.locks))]
-	l.Lock()
-	defer l.Unlock()
+	x.once.Do(x.init)
+	defer x.lock(agg)()
 	attempts := x.Attempts
 	if attempts <= 0 {
 		attempts = 8
@@ -169,14 +167,45 @@ func (x *Executor[S]) Execute(ctx context.Context, agg Aggregate, decide func(S)
 	return Appended{}, zero, fmt.Errorf("decide %s: %w after %d attempts", agg, ErrConflict, attempts)
 }
 
+func (x *Executor[S]) init() {
+	x.cache = make(map[Aggregate]*list.Element)
+	x.locks = make(map[Aggregate]*aggLock)
+}
+
+// aggLock is one aggregate's lock in Executor.locks: users counts the
+// callers holding or waiting for it (guarded by Executor.lmu); the
+// last one out removes it.
+type aggLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+// lock locks agg for this process's decisions and returns its unlock.
+func (x *Executor[S]) lock(agg Aggregate) (unlock func()) {
+	x.lmu.Lock()
+	l := x.locks[agg]
+	if l == nil {
+		l = &aggLock{}
+		x.locks[agg] = l
+	}
+	l.users++
+	x.lmu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		x.lmu.Lock()
+		if l.users--; l.users == 0 {
+			delete(x.locks, agg)
+		}
+		x.lmu.Unlock()
+	}
+}
+
 // State returns agg's current state as the log has it now: a cached state
 // is first brought up to date with the events appended since (by this or
 // any other process); one not cached is folded from the log, one read.
 func (x *Executor[S]) State(ctx context.Context, agg Aggregate) (S, error) {
-	x.once.Do(func() {
-		x.seed = maphash.MakeSeed()
-		x.cache = make(map[Aggregate]*list.Element)
-	})
+	x.once.Do(x.init)
 	c, hit, err := x.lookup(ctx, agg)
 	if err != nil || !hit {
 		// Just read from the log: nothing to bring up to date.

@@ -41,6 +41,17 @@ type Ingester struct {
 	// parsing holds a token per ImportFile call reading and parsing
 	// lines now (Config.Parsers); nil: no bound.
 	parsing chan struct{}
+	// log is Config.Log when it can be told that a decision is on its
+	// way (Holder) and Config.Parsers is set; nil otherwise.
+	log Holder
+}
+
+// Holder is a log whose committer can be told that its caller is
+// preparing a decision it will append soon, and waits for it rather than
+// send a batch that is not full (natslog.Log.Hold): release ends the
+// hold, and must be called before the caller waits for any append.
+type Holder interface {
+	Hold() (release func())
 }
 
 // Config configures an Ingester. Log, Command and Actor are required.
@@ -76,7 +87,11 @@ type Config struct {
 	// does not count, so callers may run many more files at once than
 	// there are processors: their runs reach the log together, where
 	// group commit merges them into fewer atomic batches, while others
-	// parse. 0: no bound.
+	// parse. When Log is a Holder, each call holds it while it reads and
+	// parses (from taking its slot to giving it back, just before its run
+	// is decided and appended), so the log's committer waits for the runs
+	// being parsed and sends the runs of many files as one full atomic
+	// batch instead of one batch per file. 0: no bound, and no hold.
 	Parsers int
 	// Private lists directories (the data dir) whose files are never
 	// read as transcripts: ImportFile refuses a path that leads into one
@@ -106,12 +121,17 @@ func New(cfg Config) (*Ingester, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	var parsing chan struct{}
+	var (
+		parsing chan struct{}
+		holder  Holder
+	)
 	if cfg.Parsers > 0 {
 		parsing = make(chan struct{}, cfg.Parsers)
+		holder, _ = cfg.Log.(Holder)
 	}
 	return &Ingester{
 		parsing: parsing,
+		log:     holder,
 		reg:     cfg.Reg,
 		clock:   cfg.Clock,
 		skip:    cfg.SkipInvalid,
@@ -506,24 +526,41 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		}
 	}
 	var run []runLine
-	// A parse slot (Config.Parsers) is held while lines are read
-	// and parsed, never while a run is appended: nothing that waits for
-	// a slot then holds what an append needs.
+	// A parse slot (Config.Parsers), and with it a hold on the log
+	// (Holder), is held while lines are read and parsed (the hold also
+	// while waiting for the slot), never while a run is decided and
+	// appended: nothing that waits for a slot then holds what an append
+	// needs, and the log's committer never waits for a caller that waits
+	// for it.
 	held := false
+	var unhold func()
 	hold := func() error {
 		if in.parsing == nil || held {
 			return nil
+		}
+		// The hold is taken before the slot: a call waiting for a
+		// slot has its run on the way too.
+		if in.log != nil {
+			unhold = in.log.Hold()
 		}
 		select {
 		case in.parsing <- struct{}{}:
 			held = true
 			return nil
 		case <-ctx.Done():
+			if unhold != nil {
+				unhold()
+				unhold = nil
+			}
 			return ctx.Err()
 		}
 	}
 	let := func() {
 		if held {
+			if unhold != nil {
+				unhold()
+				unhold = nil
+			}
 			<-in.parsing
 			held = false
 		}

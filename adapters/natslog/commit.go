@@ -30,7 +30,7 @@ func (l *Log) run() {
 				return
 			}
 		}
-		pending = l.gather(pending)
+		pending = l.await(l.gather(pending))
 		var batch []*request
 		batch, pending = pick(pending)
 		if len(batch) > 0 {

@@ -407,3 +407,38 @@ func TestExecutorStateReadsOnce(t *testing.T) {
 		t.Errorf("%d loads of a, want 1", lc.loads["a"])
 	}
 }
+
+// TestExecutorAggregatesDoNotWait: decisions on different aggregates
+// never wait for each other's lock: 100 of them are all inside their
+// decide functions at once (each waits there until every one has
+// entered; with locks shared between aggregates some would wait for
+// another's append and this would never end), and each appends.
+func TestExecutorAggregatesDoNotWait(t *testing.T) {
+	l, _ := newLog(t)
+	reg := events.NewRegistry()
+	x := countingExecutor(l, reg, 0)
+	const aggs = 100
+	var (
+		entered sync.WaitGroup
+		wg      sync.WaitGroup
+	)
+	entered.Add(aggs)
+	for a := range aggs {
+		wg.Go(func() {
+			id := fmt.Sprintf("d%d", a)
+			once := sync.OnceFunc(entered.Done)
+			_, n, err := x.Execute(t.Context(), session(id), func(n int) (events.Decision, error) {
+				once()
+				entered.Wait()
+				return nextDecision(reg, n, id), nil
+			})
+			if err != nil || n != 1 {
+				t.Errorf("Execute %s: state %d, %v", id, n, err)
+			}
+		})
+	}
+	wg.Wait()
+	if seq := lastSeq(t, l); seq != aggs {
+		t.Errorf("LastSeq = %d, want %d", seq, aggs)
+	}
+}

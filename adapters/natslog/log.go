@@ -62,6 +62,11 @@ type Log struct {
 	// request to the committer, which waits for them while gathering.
 	entering atomic.Int64
 
+	// holds counts the Holds outstanding; unheld (capacity 1) wakes the
+	// committer when one ends or entering drops to 0 (see await).
+	holds  atomic.Int64
+	unheld chan struct{}
+
 	// direct holds a token per large decision being sent by its own
 	// caller (see DirectMin); inflight counts them for Close.
 	direct   chan struct{}
@@ -125,6 +130,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 		quit:        make(chan struct{}),
 		done:        make(chan struct{}),
 		direct:      make(chan struct{}, maxDirect),
+		unheld:      make(chan struct{}, 1),
 	}
 	if cfg.Signer != nil {
 		l.SetSigner(cfg.Signer)
@@ -242,6 +248,10 @@ func (l *Log) Append(ctx context.Context, b events.Batch) (events.Appended, erro
 	l.entering.Add(1)
 	r, err := l.prepare(b)
 	sent := false
+	if err == nil && ctx.Err() != nil {
+		// Done already: never sent, whichever case select would pick.
+		err = fmt.Errorf("not sent: %w", ctx.Err())
+	}
 	if err == nil {
 		select {
 		case l.reqs <- r:
@@ -252,7 +262,9 @@ func (l *Log) Append(ctx context.Context, b events.Batch) (events.Appended, erro
 			err = ErrClosed
 		}
 	}
-	l.entering.Add(-1)
+	if l.entering.Add(-1) == 0 {
+		l.wake()
+	}
 	if !sent {
 		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, err)
 	}

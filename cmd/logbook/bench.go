@@ -54,7 +54,8 @@ measured on the same server in the same run, and their ratio:
             an import pays per file); baselines: the same messages published
             raw, each session's in atomic batches of up to 1000 by 4
             writers, and in full batches of 1000 across sessions by one
-            publisher
+            publisher (the server's ceiling); broken down: the import,
+            its lines parsed alone, serve's projection after it
   hook      logbook-hook claude (when found beside this binary or on
             $PATH; it exits once serve has the payload in its fsynced
             hook journal) and logbook hook claude (it exits once the
@@ -122,7 +123,8 @@ holds the sessions p50 at 10,000 sessions to 300 ms, its growth between
 sizes to at most the growth of the rows printed, and the --limit and
 --phase p50s to 1.5 times (+5 ms) those at the first size; logbook-hook
 to p50 ≤ 15 ms and p99 ≤ 40 ms; exec of true to p50 ≤ 10 ms and
-p99 ≤ 25 ms; exec in workspace_write to bubblewrap's own p50 + 10 ms; audit
+p99 ≤ 25 ms; exec in workspace_write to bubblewrap's own p50 + 10 ms; the
+import of --sessions transcripts to 0.70 of the server's ceiling; audit
 to a ratio of at least 0.80; signed appends to 0.90 of unsigned, the hook's
 p50 against a signing serve to at most 1 ms above the unsigned one (the
 median of the runs' differences), the verified fold to 0.80 of the
