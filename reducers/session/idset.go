@@ -68,10 +68,19 @@ func (s IDSet) Add(id string) IDSet {
 	if id == "" {
 		return s
 	}
-	return s.add(hashID(id))
+	return s.add(hashID(id), MaxIDs)
 }
 
-func (s IDSet) add(h uint64) IDSet {
+// AddUpTo is Add with limit (≥ idChunk) in place of MaxIDs: past it the
+// oldest chunk (idChunk ids) is dropped.
+func (s IDSet) AddUpTo(id string, limit int) IDSet {
+	if id == "" {
+		return s
+	}
+	return s.add(hashID(id), max(limit, idChunk))
+}
+
+func (s IDSet) add(h uint64, limit int) IDSet {
 	chunks := slices.Clone(s.chunks)
 	if k := len(chunks); k > 0 && len(chunks[k-1]) < idChunk {
 		last := make([]uint64, len(chunks[k-1]), len(chunks[k-1])+1)
@@ -81,7 +90,7 @@ func (s IDSet) add(h uint64) IDSet {
 		chunks = append(chunks, []uint64{h})
 	}
 	n := s.n + 1
-	if n > MaxIDs {
+	if n > limit {
 		n -= len(chunks[0])
 		chunks = chunks[1:]
 	}
