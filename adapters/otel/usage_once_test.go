@@ -435,4 +435,8 @@ func TestUsageOnce_HashUnchanged(t *testing.T) {
 	if rep.Agree() || rep.First == nil || !strings.Contains(rep.First.Evidence, `recorded "seen", today "new"`) {
 		t.Errorf("rederive of a forged evidence: %+v", rep)
 	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), `usage evidence: signals[0] (message "", request "req_L0007")`) {
+		t.Errorf("rederive's report of a forged evidence: %v\n%s", err, text.String())
+	}
 }
