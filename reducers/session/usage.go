@@ -104,8 +104,9 @@ func (m MessageUsage) same(sig events.Sig) bool {
 	return sig.Request != "" && m.Request == sig.Request && (sig.ID == "" || m.ID == "")
 }
 
-// Keys of State.Counted: "m:<message id>" for a reading that names its
-// message; "r:<request id>" for one that names its request and message,
+// countUsage returns set with the ids of sig's reading added, at most
+// MaxCounted: "m:<message id>" for a reading that names its message;
+// "r:<request id>" for one that names its request and message,
 // "r0:<request id>" for one that names its request only (a telemetry
 // event), so that two messages of one request, each named, stay two, as
 // MessageUsage.same has it.
@@ -172,7 +173,8 @@ func (s State) Account(obs events.Envelope) events.Envelope {
 
 // Evidence returns how the usage evidence of observation obs (Account)
 // differs from what s's index gives today, naming the first signal that
-// differs ("signals[2] (request req_1): recorded seen, today new"); ""
+// differs (`signals[2] (message "", request "req_1"): recorded "seen",
+// today "new"`); ""
 // when they agree or obs records none (an observation stored before the
 // evidence was kept).
 func (s State) Evidence(obs events.Envelope) string {
