@@ -10,10 +10,12 @@ import (
 	"slices"
 )
 
-// MaxIDs bounds an IDSet: 16384 ids, 128 KiB of hashes (about 175 KB in
-// the session row's JSON), so a row stays well under a message's maximum
-// payload. A session with more entries than that forgets its oldest ones:
-// a late copy of such a call is then taken for a new call.
+// MaxIDs bounds an IDSet that Add fills: 16384 ids, 128 KiB of hashes
+// (about 175 KB in the session row's JSON), so a row stays well under a
+// message's maximum payload. A session with more entries than that
+// forgets its oldest ones: a late copy of such a call is then taken for
+// a new call. A set kept out of the row may take another bound
+// (AddUpTo).
 const MaxIDs = 1 << 14
 
 // idChunk is how many hashes one chunk of an IDSet holds. Full chunks are
