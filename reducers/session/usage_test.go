@@ -281,3 +281,21 @@ func TestUsage_CountedBeyondRecent(t *testing.T) {
 		t.Errorf("the session's row holds its index: %s", b)
 	}
 }
+
+// TestIDSet_AddUpTo: a set filled past its own bound drops its oldest
+// chunk and keeps the newest ids; the set added to is unchanged.
+func TestIDSet_AddUpTo(t *testing.T) {
+	const limit = 2 * idChunk
+	var s IDSet
+	for i := range limit + 1 {
+		s = s.AddUpTo("id"+strconv.Itoa(i), limit)
+	}
+	if s.Len() > limit || s.Has("id0") || !s.Has("id"+strconv.Itoa(limit)) || !s.Has("id"+strconv.Itoa(idChunk)) {
+		t.Errorf("len %d (bound %d), oldest held %v, newest held %v", s.Len(), limit, s.Has("id0"), s.Has("id"+strconv.Itoa(limit)))
+	}
+	before := s
+	_ = s.AddUpTo("another", limit)
+	if !before.Equal(s) || s.Has("another") {
+		t.Error("AddUpTo changed the set it was called on")
+	}
+}
