@@ -189,8 +189,34 @@ type Sig struct {
 	// event) name the same request, and the reducer counts it once. ""
 	// on every other signal, and where the agent names no request.
 	Request string `json:"request,omitempty"`
+	// Counted is, on a usage signal that names a message or a request
+	// (ID or Request) and is not Cumulative, what the host that decided
+	// the observation found the session had counted before it, by the
+	// ids of every reading any earlier observation counted (the
+	// session's index, reducers/session.State.Counted): CountedNew when
+	// it had counted no reading of that message or request, CountedSeen
+	// when it had. The reducer folds the recorded word, so a replay and
+	// `replay --rederive` count what was counted. It is the decider's,
+	// never an adapter's: set when the observation is decided (any value
+	// an adapter left is replaced), "" on every other signal and in
+	// observations stored before it was kept, which count as the
+	// session's last RecentMessages readings alone say.
+	Counted string `json:"counted,omitempty"`
 	Limit   *Limit `json:"limit,omitempty"` // set on a rate_limit signal only
 }
+
+// Values of Sig.Counted.
+const (
+	// CountedNew: the session had counted no reading of the signal's
+	// message or request; the reading counts whole (or, when the
+	// session's recent readings hold it, its growth).
+	CountedNew = "new"
+	// CountedSeen: the session had counted a reading of the signal's
+	// message or request (from this source or another, however long
+	// ago); the reading adds only its growth over a reading the
+	// session's recent readings still hold, and nothing otherwise.
+	CountedSeen = "seen"
+)
 
 // Usage is what one model call (or, with Cumulative, a session so far)
 // spent, in tokens. Fields are ≥ 0 but for Input of a Codex call, which
@@ -322,4 +348,46 @@ func Observed(p Payload) (*Observation, bool) {
 		return &o.Observation, true
 	}
 	return nil, false
+}
+
+// WithObservation returns a payload of p's type holding o instead of
+// p's observation (a pointer payload becomes a pointer to a new value;
+// p is not modified), and true; p and false when p is not an
+// observation payload.
+func WithObservation(p Payload, o Observation) (Payload, bool) {
+	switch p.(type) {
+	case ClaudeLineObserved:
+		return ClaudeLineObserved{o}, true
+	case *ClaudeLineObserved:
+		return &ClaudeLineObserved{o}, true
+	case ClaudeHookObserved:
+		return ClaudeHookObserved{o}, true
+	case *ClaudeHookObserved:
+		return &ClaudeHookObserved{o}, true
+	case CodexLineObserved:
+		return CodexLineObserved{o}, true
+	case *CodexLineObserved:
+		return &CodexLineObserved{o}, true
+	case CodexNotifyObserved:
+		return CodexNotifyObserved{o}, true
+	case *CodexNotifyObserved:
+		return &CodexNotifyObserved{o}, true
+	case AgentLineObserved:
+		return AgentLineObserved{o}, true
+	case *AgentLineObserved:
+		return &AgentLineObserved{o}, true
+	case TickObserved:
+		return TickObserved{o}, true
+	case *TickObserved:
+		return &TickObserved{o}, true
+	case HarnessObserved:
+		return HarnessObserved{o}, true
+	case *HarnessObserved:
+		return &HarnessObserved{o}, true
+	case OTelObserved:
+		return OTelObserved{o}, true
+	case *OTelObserved:
+		return &OTelObserved{o}, true
+	}
+	return p, false
 }

@@ -17,7 +17,8 @@ type Rederivation struct {
 	Session string `json:"session"` // the session's aggregate id
 	// Observations is how many stored observations were decided again.
 	Observations int `json:"observations"`
-	// Diverged counts the observations whose decisions differ.
+	// Diverged counts the observations whose decisions, or usage
+	// evidence (Divergence.Evidence), differ.
 	Diverged int `json:"diverged"`
 	// First is the earliest divergence; nil when every decision agrees.
 	First *Divergence `json:"first,omitempty"`
@@ -44,12 +45,19 @@ type Divergence struct {
 	Rederived []events.Envelope `json:"rederived"`
 	// Refused is today's Decide error when it refused the observation.
 	Refused string `json:"refused,omitempty"`
+	// Evidence, when set, says how the observation's recorded usage
+	// evidence (events.Sig.Counted) differs from what the session's
+	// index, folded from the events before it, gives today
+	// (session.State.Evidence); the decisions may still agree.
+	Evidence string `json:"evidence,omitempty"`
 }
 
 // Rederive runs today's reducers/session.Decide over the stored
 // observations of session id (read with Log.Load) and reports the first
 // observation whose decisions differ from those recorded: by type, data
-// and cause, not by id, ver or time.
+// and cause, not by id, ver or time; or whose recorded usage evidence
+// (events.Sig.Counted) is not what the session's index folded from the
+// events before it gives (Divergence.Evidence).
 //
 // Each observation is decided in the state folded from the events as
 // recorded before it, not from re-decided ones: every observation is then
@@ -99,10 +107,11 @@ func RederiveRecords(recs []events.Record) Rederivation {
 		}
 		rederived, err := session.Decide(s, session.Observe{Obs: r.Envelope})
 		rep.Observations++
-		if idx, same := sameDecisions(recorded, rederived); !same {
+		evidence := s.Evidence(r.Envelope)
+		if idx, same := sameDecisions(recorded, rederived); !same || evidence != "" {
 			rep.Diverged++
 			if rep.First == nil {
-				d := &Divergence{ObsSeq: r.Seq, Obs: r.Envelope, Index: idx, Recorded: recorded, Rederived: rederived}
+				d := &Divergence{ObsSeq: r.Seq, Obs: r.Envelope, Index: idx, Recorded: recorded, Rederived: rederived, Evidence: evidence}
 				if err != nil {
 					d.Refused = err.Error()
 				}
@@ -160,6 +169,9 @@ func (r Rederivation) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "first at #%d %s %s (key %s), event %d\n", d.ObsSeq, Escape(d.Obs.Type), Escape(o.Kind), Escape(o.Key), d.Index)
 		if d.Refused != "" {
 			fmt.Fprintf(&b, "today: refused: %s\n", Escape(d.Refused))
+		}
+		if d.Evidence != "" {
+			fmt.Fprintf(&b, "usage evidence: %s\n", Escape(d.Evidence))
 		}
 		for _, part := range []struct {
 			name string

@@ -175,6 +175,9 @@ func (o Observation) check(red *redact.Redactor) (events.Aggregate, error) {
 		if sg.Usage != nil || sg.Limit != nil {
 			return bad("signals[%d]: usage and limit are not taken from a harness", i)
 		}
+		if sg.Counted != "" {
+			return bad("signals[%d].counted %q: usage evidence is the decider's, not taken from a harness", i, sg.Counted)
+		}
 		for _, f := range []string{sg.ID, sg.Name, sg.Task, sg.Status} {
 			if len(f) > maxSigField || !utf8.ValidString(f) {
 				return bad("signals[%d]: id, name, task and status want at most %d bytes of UTF-8", i, maxSigField)

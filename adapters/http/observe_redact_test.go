@@ -159,6 +159,14 @@ func TestObservations_Redacted(t *testing.T) {
 			t.Errorf("signal %s: %+v", sig, ae)
 		}
 	}
+	// Nor is usage evidence, which is the decider's.
+	{
+		var ae apiError
+		e.do("POST", "/v1/observations", `{"harness":"mydaemon","id":"u","session":"run-0","kind":"k","signals":[{"kind":"text","counted":"seen"}]}`, nil, 400, &ae)
+		if !strings.Contains(ae.Error, "signals[0].counted") {
+			t.Errorf("a counted signal: %+v", ae)
+		}
+	}
 	if now, _ := e.log.LastSeq(t.Context()); now != last {
 		t.Errorf("refused observations appended: last seq %d → %d", last, now)
 	}

@@ -189,6 +189,7 @@ func (in *Ingester) ObserveThen(ctx context.Context, agg events.Aggregate, id ul
 		thenErr, fresh = nil, false
 		var out events.Decision
 		if !s.Seen(o) {
+			obs := s.Account(obs) // its usage's evidence, from s
 			decs, err := session.Decide(s, session.Observe{Obs: obs})
 			if err != nil {
 				return nil, err
@@ -903,7 +904,8 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 					continue
 				}
 				addCopied()
-				decs, err := session.Decide(s, session.Observe{Obs: rl.obs})
+				obs := s.Account(rl.obs) // its usage's evidence, from s
+				decs, err := session.Decide(s, session.Observe{Obs: obs})
 				if err != nil {
 					stop, stopAt = err, rl.n
 					break
@@ -912,7 +914,7 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 					break // the next batch's
 				}
 				at := len(evs)
-				evs = append(append(evs, rl.obs), decs...)
+				evs = append(append(evs, obs), decs...)
 				for _, e := range evs[at:] {
 					e.Agg, e.Ver = agg, s.Ver+1
 					s = session.Evolve(s, e)

@@ -521,6 +521,7 @@ func (r *Receiver) ObserveRun(ctx context.Context, run []Item) error {
 			env := reg().New(p)
 			bound, _ := events.BoundTime(at, now)
 			env.ID, env.Agg, env.At = ulid.Make(), it.Agg, bound.UTC().Truncate(time.Microsecond)
+			env = st.Account(env) // its usage's evidence, from st
 			decs, err := session.Decide(st, session.Observe{Obs: env})
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", it.Where, err)

@@ -240,6 +240,7 @@ func (h *History) Observe(id string, p events.Payload, corr string) ([]events.Re
 	obs.Corr = corr
 	obs.Host = "host-a"
 	obs.Actor = "claude-code"
+	obs = h.States[id].Account(obs)
 	decided, err := session.Decide(h.States[id], session.Observe{Obs: obs})
 	if err != nil {
 		h.Rejected++

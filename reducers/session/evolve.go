@@ -71,6 +71,7 @@ func (s *State) Evolve(e events.Envelope) {
 		}
 		if o.Line == 0 && o.Key != "" {
 			s.RecentKeys = s.RecentKeys.Push(o.Key, RecentKeys)
+			s.Keys = s.Keys.Add(o.Key)
 		}
 		return
 	}

@@ -10,10 +10,12 @@ import (
 	"slices"
 )
 
-// MaxIDs bounds an IDSet: 16384 ids, 128 KiB of hashes (about 175 KB in
-// the session row's JSON), so a row stays well under a message's maximum
-// payload. A session with more entries than that forgets its oldest ones:
-// a late copy of such a call is then taken for a new call.
+// MaxIDs bounds an IDSet that Add fills: 16384 ids, 128 KiB of hashes
+// (about 175 KB in the session row's JSON), so a row stays well under a
+// message's maximum payload. A session with more entries than that
+// forgets its oldest ones: a late copy of such a call is then taken for
+// a new call. A set kept out of the row may take another bound
+// (AddUpTo).
 const MaxIDs = 1 << 14
 
 // idChunk is how many hashes one chunk of an IDSet holds. Full chunks are
@@ -68,10 +70,19 @@ func (s IDSet) Add(id string) IDSet {
 	if id == "" {
 		return s
 	}
-	return s.add(hashID(id))
+	return s.add(hashID(id), MaxIDs)
 }
 
-func (s IDSet) add(h uint64) IDSet {
+// AddUpTo is Add with limit (≥ idChunk) in place of MaxIDs: past it the
+// oldest chunk (idChunk ids) is dropped.
+func (s IDSet) AddUpTo(id string, limit int) IDSet {
+	if id == "" {
+		return s
+	}
+	return s.add(hashID(id), max(limit, idChunk))
+}
+
+func (s IDSet) add(h uint64, limit int) IDSet {
 	chunks := slices.Clone(s.chunks)
 	if k := len(chunks); k > 0 && len(chunks[k-1]) < idChunk {
 		last := make([]uint64, len(chunks[k-1]), len(chunks[k-1])+1)
@@ -81,7 +92,7 @@ func (s IDSet) add(h uint64) IDSet {
 		chunks = append(chunks, []uint64{h})
 	}
 	n := s.n + 1
-	if n > MaxIDs {
+	if n > limit {
 		n -= len(chunks[0])
 		chunks = chunks[1:]
 	}

@@ -181,6 +181,23 @@ type State struct {
 	// RecentMessages holds the last RecentMessages message ids whose
 	// usage was counted, with what was counted.
 	RecentMessages []MessageUsage `json:"recent_messages,omitempty"`
+	// Counted is the session's index of counted usage: the message and
+	// API request ids of every reading an observation counted
+	// (cumulative readings aside), from any source, for the session's
+	// life (bounded by MaxCounted), as 64-bit hashes: what a decider
+	// stamps the usage signals of an observation with before it is
+	// appended (Account). It is folded from the events and kept in
+	// memory only, never in the session's row (json "-": a long
+	// session's ids would make every write of its row hundreds of KB),
+	// so a state decoded from a row has it empty; deciders fold their
+	// states from the log (events.Executor, replay), never from rows.
+	Counted IDSet `json:"-"`
+	// Keys holds the key (events.Observation.Key) of every observation
+	// that is not a transcript line (hooks, telemetry records, a
+	// harness's posts), for the session's life (bounded by MaxIDs), in
+	// memory only as Counted is: an observation sent again long after
+	// it left RecentKeys is still seen.
+	Keys IDSet `json:"-"`
 	// Limits holds the latest reading of each plan-limit window the agent
 	// reported, per account and window.
 	Limits      []LimitReading `json:"limits,omitempty"`
@@ -293,14 +310,15 @@ func (s State) lane(lane string) bool {
 }
 
 // Seen reports whether an observation with o's line or key was already
-// folded into s: a transcript line at or before the cursor, a hook key
-// among the recent ones, or a hook that only repeats calls s knows closed
-// (LateDuplicate).
+// folded into s: a transcript line at or before the cursor, a key among
+// the recent ones (or, in a state folded from the log, any key the
+// session took in: Keys), or a hook that only repeats calls s knows
+// closed (LateDuplicate).
 func (s State) Seen(o *events.Observation) bool {
 	if o.Line > 0 {
 		return o.Line <= s.Cursor(o.Path)
 	}
-	if s.RecentKeys.Has(o.Key) {
+	if s.RecentKeys.Has(o.Key) || s.Keys.Has(o.Key) {
 		return true
 	}
 	return s.LateDuplicate(o)

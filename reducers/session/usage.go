@@ -2,6 +2,7 @@ package session
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -19,6 +20,12 @@ const (
 	// minute, tier and band); past it, a new minute folds into the latest
 	// bucket of its model, tier and band (else the latest bucket).
 	MaxUsageBuckets = 4000
+	// MaxCounted bounds a State's index of counted usage (State.Counted):
+	// 131,072 ids, 1 MiB of hashes in memory. A reading keeps at most two
+	// (its message id and its request id), so a session's last 65,536
+	// requests at least are known counted whatever source reports them
+	// again.
+	MaxCounted = 1 << 17
 )
 
 // UsageBucket is what a session spent with one model in one UTC minute,
@@ -97,6 +104,93 @@ func (m MessageUsage) same(sig events.Sig) bool {
 	return sig.Request != "" && m.Request == sig.Request && (sig.ID == "" || m.ID == "")
 }
 
+// countUsage returns set with the ids of sig's reading added, at most
+// MaxCounted: "m:<message id>" for a reading that names its message;
+// "r:<request id>" for one that names its request and message,
+// "r0:<request id>" for one that names its request only (a telemetry
+// event), so that two messages of one request, each named, stay two, as
+// MessageUsage.same has it.
+func countUsage(set IDSet, sig events.Sig) IDSet {
+	if sig.ID != "" {
+		set = set.AddUpTo("m:"+sig.ID, MaxCounted)
+		if sig.Request != "" {
+			set = set.AddUpTo("r:"+sig.Request, MaxCounted)
+		}
+		return set
+	}
+	return set.AddUpTo("r0:"+sig.Request, MaxCounted)
+}
+
+// counted reports whether set holds a reading of sig's call: its message
+// id, or its request id where one of the two names no message.
+func counted(set IDSet, sig events.Sig) bool {
+	if sig.ID != "" {
+		return set.Has("m:"+sig.ID) || sig.Request != "" && set.Has("r0:"+sig.Request)
+	}
+	return sig.Request != "" && (set.Has("r0:"+sig.Request) || set.Has("r:"+sig.Request))
+}
+
+// Account returns obs, an observation about to be decided in s (and
+// appended), with the evidence of its usage signals set
+// (events.Sig.Counted): on each usage signal that names a message or a
+// request and is not cumulative, events.CountedSeen when s's index
+// (Counted) holds a reading of its call, else events.CountedNew; "" on
+// every other signal. Deciders call it with the state the observation
+// is decided in, folded from the log: Evolve then folds what is
+// recorded, and replay counts as the decider did. obs is not modified
+// (its signals are copied when one changes); an envelope that is not an
+// observation is returned as it is.
+func (s State) Account(obs events.Envelope) events.Envelope {
+	o, ok := events.Observed(obs.Data)
+	if !ok {
+		return obs
+	}
+	var sigs []events.Sig
+	for i, sig := range o.Signals {
+		want := ""
+		if sig.Kind == events.SigUsage && sig.Usage != nil && !sig.Usage.Cumulative && (sig.ID != "" || sig.Request != "") {
+			want = events.CountedNew
+			if counted(s.Counted, sig) {
+				want = events.CountedSeen
+			}
+		}
+		if sig.Counted == want {
+			continue
+		}
+		if sigs == nil {
+			sigs = slices.Clone(o.Signals)
+		}
+		sigs[i].Counted = want
+	}
+	if sigs == nil {
+		return obs
+	}
+	c := *o
+	c.Signals = sigs
+	obs.Data, _ = events.WithObservation(obs.Data, c)
+	return obs
+}
+
+// Evidence returns how the usage evidence of observation obs (Account)
+// differs from what s's index gives today, naming the first signal that
+// differs (`signals[2] (message "", request "req_1"): recorded "seen",
+// today "new"`); ""
+// when they agree or obs records none (an observation stored before the
+// evidence was kept).
+func (s State) Evidence(obs events.Envelope) string {
+	o, ok := events.Observed(obs.Data)
+	if !ok || !slices.ContainsFunc(o.Signals, func(g events.Sig) bool { return g.Counted != "" }) {
+		return ""
+	}
+	today, _ := events.Observed(s.Account(obs).Data)
+	for i, sig := range o.Signals {
+		if got := today.Signals[i].Counted; got != sig.Counted {
+			return fmt.Sprintf("signals[%d] (message %q, request %q): recorded %q, today %q", i, sig.ID, sig.Request, sig.Counted, got)
+		}
+	}
+	return ""
+}
+
 // LimitReading is the latest reading of one plan-limit window and when it
 // was measured.
 type LimitReading struct {
@@ -109,7 +203,10 @@ type LimitReading struct {
 // replaced, never written. A reading whose message id was counted before counts
 // only its growth, field by field (a reading names its call by message
 // id or by API request id: a transcript line and a telemetry event of
-// one call count once); a cumulative reading counts its growth
+// one call count once); one the decider found counted before
+// (events.CountedSeen) that the recent readings no longer hold counts
+// nothing; every reading counted adds its ids to s.Counted. A
+// cumulative reading counts its growth
 // over the session's last cumulative one (a total that went down, as after
 // a restart, starts counting afresh).
 func foldUsage(s *State, o *events.Observation, at time.Time) {
@@ -127,6 +224,15 @@ func foldUsage(s *State, o *events.Observation, at time.Time) {
 				s.UsageTotal = &t
 			case sig.ID != "" || sig.Request != "":
 				i := slices.IndexFunc(s.RecentMessages, func(m MessageUsage) bool { return m.same(sig) })
+				if i < 0 && sig.Counted == events.CountedSeen {
+					// Counted before, from this source or another,
+					// longer ago than the recent readings reach: the
+					// decider found it in the session's index.
+					continue
+				}
+				if i < 0 {
+					s.Counted = countUsage(s.Counted, sig)
+				}
 				if i >= 0 {
 					prev := s.RecentMessages[i].Usage
 					d = growth(u, prev)

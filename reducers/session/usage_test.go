@@ -1,6 +1,10 @@
 package session
 
 import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -193,5 +197,105 @@ func TestUsage_TwoMessagesOneRequest(t *testing.T) {
 				t.Fatalf("in %d out %d calls %d; want 6 10 2", in, out, calls)
 			}
 		})
+	}
+}
+
+// accountObs folds, as a decider appends it, one observation with sigs
+// at minute m into s: its usage evidence set by s.Account first. It
+// returns the state and the evidence recorded.
+func accountObs(s State, line, m int, sigs ...events.Sig) (State, []string) {
+	e := events.Envelope{
+		Type: "obs.claude.line", Agg: events.Aggregate{Kind: events.KindSession, ID: "s1"}, Ver: s.Ver + 1,
+		At:   time.Date(2026, 5, 23, 23, 0, 0, 0, time.UTC).Add(time.Duration(m) * time.Minute),
+		Data: events.ClaudeLineObserved{Observation: events.Observation{Key: "k", Path: "/t.jsonl", Line: line, Signals: sigs}},
+	}
+	e = s.Account(e)
+	o, _ := events.Observed(e.Data)
+	var got []string
+	for _, g := range o.Signals {
+		got = append(got, g.Counted)
+	}
+	return Evolve(s, e), got
+}
+
+// TestUsage_CountedBeyondRecent: requests reported by one source and,
+// far more than RecentMessages readings later, by the other count once:
+// the decider's evidence says "seen" and the fold adds nothing. Two
+// messages of one request stay two; a cumulative reading, and a reading
+// that names no call, carry no evidence; an adapter's own word is
+// replaced. The index stays out of the session's row.
+func TestUsage_CountedBeyondRecent(t *testing.T) {
+	const n = 3 * RecentMessages
+	req := func(i int, msg bool) events.Sig {
+		s := usageSig("", "claude-opus-4-7", 3, 5)
+		s.Request = "req_" + strconv.Itoa(i)
+		if msg {
+			s.ID = "msg_" + strconv.Itoa(i)
+		}
+		return s
+	}
+	for _, first := range []bool{true, false} { // the transcript (message ids) first, or telemetry
+		s := Init(events.Aggregate{Kind: events.KindSession, ID: "s1"})
+		line := 0
+		for i := range n {
+			line++
+			var got []string
+			if s, got = accountObs(s, line, i/10, req(i, first)); got[0] != events.CountedNew {
+				t.Fatalf("first report of request %d: evidence %v", i, got)
+			}
+		}
+		for i := range n {
+			line++
+			var got []string
+			if s, got = accountObs(s, line, i/10, req(i, !first)); got[0] != events.CountedSeen {
+				t.Fatalf("second report of request %d: evidence %v", i, got)
+			}
+		}
+		if in, out, _, calls := sum(s); in != 3*n || out != 5*n || calls != n {
+			t.Errorf("transcript first %v: in %d out %d calls %d; want %d %d %d", first, in, out, calls, 3*n, 5*n, n)
+		}
+	}
+
+	s := Init(events.Aggregate{Kind: events.KindSession, ID: "s1"})
+	two := req(1, true)
+	s, _ = accountObs(s, 1, 0, two)
+	other := two
+	other.ID = "msg_other"
+	forged := other
+	forged.Counted = events.CountedSeen
+	cum := events.Sig{Kind: events.SigUsage, Usage: &events.Usage{Input: 1, Cumulative: true}, Counted: events.CountedSeen}
+	plain := events.Sig{Kind: events.SigUsage, Usage: &events.Usage{Input: 1}}
+	text := events.Sig{Kind: events.SigText, Text: "hi", Counted: events.CountedNew}
+	_, got := accountObs(s, 2, 0, forged, cum, plain, text)
+	if want := []string{events.CountedNew, "", "", ""}; !slices.Equal(got, want) {
+		t.Errorf("evidence %q, want %q", got, want)
+	}
+	if s.Counted.Len() != 2 {
+		t.Errorf("index of one reading with a message and a request: %d ids, want 2", s.Counted.Len())
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("counted")) || bytes.Contains(b, []byte(`"keys"`)) {
+		t.Errorf("the session's row holds its index: %s", b)
+	}
+}
+
+// TestIDSet_AddUpTo: a set filled past its own bound drops its oldest
+// chunk and keeps the newest ids; the set added to is unchanged.
+func TestIDSet_AddUpTo(t *testing.T) {
+	const limit = 2 * idChunk
+	var s IDSet
+	for i := range limit + 1 {
+		s = s.AddUpTo("id"+strconv.Itoa(i), limit)
+	}
+	if s.Len() > limit || s.Has("id0") || !s.Has("id"+strconv.Itoa(limit)) || !s.Has("id"+strconv.Itoa(idChunk)) {
+		t.Errorf("len %d (bound %d), oldest held %v, newest held %v", s.Len(), limit, s.Has("id0"), s.Has("id"+strconv.Itoa(limit)))
+	}
+	before := s
+	_ = s.AddUpTo("another", limit)
+	if !before.Equal(s) || s.Has("another") {
+		t.Error("AddUpTo changed the set it was called on")
 	}
 }
