@@ -47,7 +47,7 @@ measured on the same server in the same run, and their ratio:
             (a plain fold, and Pebble in memory) and into Pebble on disk, of
             a log of --events session events; baseline: an ordered consumer
             reading the same messages without decoding them; each row and
-            its baseline run seven times in turn, the ratio the median of
+            its baseline run nine times in turn, the ratio the median of
             the runs' ratios
   import    import claude of synthetic transcripts into a running serve,
             --sessions of --lines lines, and --small-files of 17 lines (what
@@ -121,7 +121,8 @@ sizes to at most the growth of the rows printed, and the --limit and
 --phase p50s to 1.5 times (+5 ms) those at the first size; logbook-hook
 to p50 ≤ 15 ms and p99 ≤ 40 ms; exec of true to p50 ≤ 10 ms and
 p99 ≤ 25 ms; exec in workspace_write to bubblewrap's own p50 + 10 ms; audit
-to a ratio of at least 0.80; signed appends to 0.90 of unsigned, the hook's
+to a ratio of at least 0.80; the replay fold into memory to 0.90 of
+the ordered read; signed appends to 0.90 of unsigned, the hook's
 p50 against a signing serve to at most 1 ms above the unsigned one (the
 median of the runs' differences), the verified fold to 0.80 of the
 unverified one. With --check, bench exits 1 when any
