@@ -102,8 +102,9 @@ measured on the same server in the same run, and their ratio:
             session of --scale-events events; baselines: logbook version,
             and for audit an ordered consumer reading the session's subject;
             audit is broken down stage by stage (process start, connect,
-            fast path, id resolved, commands found, session read and
-            verified, timeline folded, written, exit)
+            fast path, id resolved, session read and verified, its
+            commands and notifications found while it was read, timeline
+            folded, written, exit)
   cluster   (--cluster, or --only cluster) three nats-server nodes in this
             process on loopback, sync_interval always, the stream at R3:
             appends by 8 writers on one node; baselines: the same messages
