@@ -1,6 +1,9 @@
 package events
 
-import "time"
+import (
+	"time"
+	"unsafe"
+)
 
 // Observation is what an adapter saw, normalized and agent-neutral: the
 // input of a session decision. The adapter that parsed it fills Signals;
@@ -311,39 +314,41 @@ type AgentLineObserved struct{ Observation }
 func (AgentLineObserved) EventType() string { return "obs.agent.line" }
 
 // Observed returns the observation inside p and true when p is an
-// observation payload.
+// observation payload. The observation is p's own, not a copy (for a
+// payload held by value too: a copy of it, made anew on every call, was
+// the fold's largest allocation): read it, never change it.
 func Observed(p Payload) (*Observation, bool) {
 	switch o := p.(type) {
 	case ClaudeLineObserved:
-		return &o.Observation, true
+		return &boxed[ClaudeLineObserved](&p).Observation, true
 	case *ClaudeLineObserved:
 		return &o.Observation, true
 	case ClaudeHookObserved:
-		return &o.Observation, true
+		return &boxed[ClaudeHookObserved](&p).Observation, true
 	case *ClaudeHookObserved:
 		return &o.Observation, true
 	case CodexLineObserved:
-		return &o.Observation, true
+		return &boxed[CodexLineObserved](&p).Observation, true
 	case *CodexLineObserved:
 		return &o.Observation, true
 	case CodexNotifyObserved:
-		return &o.Observation, true
+		return &boxed[CodexNotifyObserved](&p).Observation, true
 	case *CodexNotifyObserved:
 		return &o.Observation, true
 	case AgentLineObserved:
-		return &o.Observation, true
+		return &boxed[AgentLineObserved](&p).Observation, true
 	case *AgentLineObserved:
 		return &o.Observation, true
 	case TickObserved:
-		return &o.Observation, true
+		return &boxed[TickObserved](&p).Observation, true
 	case *TickObserved:
 		return &o.Observation, true
 	case HarnessObserved:
-		return &o.Observation, true
+		return &boxed[HarnessObserved](&p).Observation, true
 	case *HarnessObserved:
 		return &o.Observation, true
 	case OTelObserved:
-		return &o.Observation, true
+		return &boxed[OTelObserved](&p).Observation, true
 	case *OTelObserved:
 		return &o.Observation, true
 	}
@@ -390,4 +395,13 @@ func WithObservation(p Payload, o Observation) (Payload, bool) {
 		return &OTelObserved{o}, true
 	}
 	return p, false
+}
+
+// boxed returns a pointer to the value *p holds, of type T, a struct
+// larger than a pointer (which an interface holds through a pointer to
+// a copy of its own; see iface), without copying it. The caller has
+// checked that *p holds a T; the value is the interface's, and nothing
+// may change it.
+func boxed[T any](p *Payload) *T {
+	return (*T)((*iface)(unsafe.Pointer(p)).data)
 }

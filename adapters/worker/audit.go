@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
@@ -22,38 +23,63 @@ import (
 // reads them). A session the log holds no event of, attested
 // or not, is an error wrapping events.ErrNotFound; other errors are the
 // log's. The session's events are read streamed (natslog.Log.LoadStreamed),
-// a command's or notification's with Load. mark, when not nil, is called
-// as each stage ends, with its name (AuditCommandsFound, AuditSessionRead,
+// a command's or notification's with Load. The session's commands and
+// the notifications about it are looked for, each on a goroutine of its
+// own that has returned when SessionAudit does, while the session's
+// events are read: each is a scan of the log of its own, and mostly
+// waits for the server. mark, when not nil, is called as each stage
+// ends, with its name (AuditSessionRead, AuditCommandsFound,
 // AuditFolded), on the caller's goroutine.
 func SessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined func() []replay.Unattested, mark func(stage string)) ([]replay.Item, error) {
 	if mark == nil {
 		mark = func(string) {}
 	}
-	ids, err := SessionCommands(ctx, log, id)
-	if err != nil {
-		return nil, err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg         sync.WaitGroup
+		ids        []string
+		cerr, nerr error
+		told       []replay.Item
+	)
+	defer wg.Wait()
+	wg.Go(func() {
+		if ids, cerr = SessionCommands(ctx, log, id); cerr != nil {
+			cancel()
+		}
+	})
+	wg.Go(func() {
+		if told, nerr = notificationItems(ctx, log, id); nerr != nil {
+			cancel()
+		}
+	})
+	agg := events.Aggregate{Kind: events.KindSession, ID: id}
+	read := readSession{Log: log, agg: agg}
+	read.recs, read.last, read.err = log.LoadStreamed(ctx, agg)
+	mark(AuditSessionRead)
+	if read.err != nil {
+		cancel() // the read's error is the answer (SessionTimeline's)
 	}
+	wg.Wait()
 	mark(AuditCommandsFound)
+	// A scan's own error is the cause, not the read it cut short.
+	switch {
+	case read.err != nil:
+	case cerr != nil:
+		return nil, cerr
+	case nerr != nil:
+		return nil, nerr
+	}
 	// A session whose every event the log quarantined reads as none: it
 	// is shown, as what it is.
-	items, terr := replay.SessionTimeline(ctx, streamedSessions{log, mark}, id, ids)
+	items, terr := replay.SessionTimeline(ctx, read, id, ids)
 	notFound := errors.Is(terr, events.ErrNotFound)
 	if terr != nil && !notFound {
 		return nil, terr
 	}
-	told, err := SessionNotifications(ctx, log, id)
-	if err != nil {
-		return nil, err
-	}
-	for _, n := range told {
-		recs, _, err := log.Load(ctx, events.Aggregate{Kind: events.KindNotification, ID: n})
-		if err != nil {
-			return nil, fmt.Errorf("audit %s: notification %s: %w", id, n, err)
-		}
-		items = append(items, replay.TimelineOf(recs)...)
-	}
+	items = append(items, told...)
 	slices.SortStableFunc(items, func(a, b replay.Item) int { return cmp.Compare(a.Seq, b.Seq) })
-	subjects := map[string]bool{events.Aggregate{Kind: events.KindSession, ID: id}.Subject(): true}
+	subjects := map[string]bool{agg.Subject(): true}
 	for _, c := range ids {
 		subjects[events.Aggregate{Kind: events.KindCommand, ID: c}.Subject()] = true
 	}
@@ -71,36 +97,56 @@ func SessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	return items, nil
 }
 
+// notificationItems returns the timeline of every notification sent
+// about session (SessionNotifications), each read with Load, in stream
+// order. Errors are the log's, naming the session and the notification.
+func notificationItems(ctx context.Context, log *natslog.Log, session string) ([]replay.Item, error) {
+	told, err := SessionNotifications(ctx, log, session)
+	if err != nil {
+		return nil, err
+	}
+	var items []replay.Item
+	for _, n := range told {
+		recs, _, err := log.Load(ctx, events.Aggregate{Kind: events.KindNotification, ID: n})
+		if err != nil {
+			return nil, fmt.Errorf("audit %s: notification %s: %w", session, n, err)
+		}
+		items = append(items, replay.TimelineOf(recs)...)
+	}
+	return items, nil
+}
+
 // The stages of SessionAudit, as its mark names them when each ends.
 const (
-	// AuditCommandsFound: the ids of the commands requested for the
-	// session are known (SessionCommands).
-	AuditCommandsFound = "commands"
 	// AuditSessionRead: the session's events are read, decoded and
 	// judged.
 	AuditSessionRead = "read"
-	// AuditFolded: the commands' and notifications' events are read too,
-	// and the timeline is made of them all, in stream order.
+	// AuditCommandsFound: the ids of the commands requested for the
+	// session are known (SessionCommands), and the notifications sent
+	// about it read, both looked for while the session was read.
+	AuditCommandsFound = "commands"
+	// AuditFolded: the commands' events are read too, and the timeline
+	// is made of them all, in stream order.
 	AuditFolded = "folded"
 )
 
-// streamedSessions is a Log whose Load reads a session aggregate
-// streamed (natslog.Log.LoadStreamed: a session may hold many thousand
-// events) and marks AuditSessionRead when it has; it loads every other
-// aggregate with Load.
-type streamedSessions struct {
+// readSession is a Log whose Load returns, for agg, what was read of it
+// already (recs, last and err, from natslog.Log.LoadStreamed), and loads
+// every other aggregate with Load.
+type readSession struct {
 	*natslog.Log
-	mark func(stage string)
+	agg  events.Aggregate
+	recs []events.Record
+	last uint64
+	err  error
 }
 
 // Load implements events.Log.
-func (s streamedSessions) Load(ctx context.Context, agg events.Aggregate) ([]events.Record, uint64, error) {
-	if agg.Kind != events.KindSession {
+func (s readSession) Load(ctx context.Context, agg events.Aggregate) ([]events.Record, uint64, error) {
+	if agg != s.agg {
 		return s.Log.Load(ctx, agg)
 	}
-	recs, last, err := s.Log.LoadStreamed(ctx, agg)
-	s.mark(AuditSessionRead)
-	return recs, last, err
+	return s.recs, s.last, s.err
 }
 
 // NotificationFilter is the subjects of the notification aggregates.

@@ -26,8 +26,8 @@ import (
 const AuditStagesEnv = "LOGBOOK_AUDIT_STAGES"
 
 // The marks `logbook audit` writes (AuditStagesEnv), each when a stage
-// ends; SessionAudit's own stages are worker.AuditCommandsFound,
-// worker.AuditSessionRead and worker.AuditFolded.
+// ends; SessionAudit's own stages are worker.AuditSessionRead,
+// worker.AuditCommandsFound and worker.AuditFolded.
 const (
 	AuditStarted   = "started"   // the command runs: process, runtime and flags are up
 	AuditConnected = "connected" // connected to serve, log opened
@@ -47,10 +47,10 @@ var auditStages = []struct{ mark, stage string }{
 	{AuditConnected, "connect to serve, open the log"},
 	{AuditJudgment, "fast path: judgment statement read, stored tree proven"},
 	{AuditResolved, "session id resolved"},
-	{worker.AuditCommandsFound, "the session's commands found"},
 	{worker.AuditSessionRead, "the session's events read, decoded and verified"},
 	{AuditVerified, "  of which: leaf hashes checked (summed over goroutines)"},
-	{worker.AuditFolded, "commands and notifications read, timeline folded"},
+	{worker.AuditCommandsFound, "its commands and notifications found (looked for during the read)"},
+	{worker.AuditFolded, "commands read, timeline folded"},
 	{AuditRendered, "timeline rendered and written"},
 	{"", "process exit"},
 }

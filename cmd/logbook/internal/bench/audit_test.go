@@ -25,7 +25,7 @@ func TestAuditBreakdown(t *testing.T) {
 		ms := func(n int) time.Time { return b.Add(time.Duration(n*d) * time.Millisecond) }
 		var file strings.Builder
 		for j, mark := range []string{AuditStarted, AuditConnected, AuditJudgment, AuditResolved,
-			worker.AuditCommandsFound, worker.AuditSessionRead, worker.AuditFolded, AuditRendered} {
+			worker.AuditSessionRead, worker.AuditCommandsFound, worker.AuditFolded, AuditRendered} {
 			fmt.Fprintf(&file, "%s %d\n", mark, ms(j+1).UnixNano())
 		}
 		fmt.Fprintf(&file, "%s %d\n", AuditVerified, 7*d*int(time.Millisecond))
