@@ -360,11 +360,28 @@ type verify struct {
 	Equal      bool   `json:"equal"`
 }
 
+// waitBudget returns a context that ends a little before the test
+// binary's -timeout (a tenth of the time left, at most a minute, before
+// it; never without -timeout), so that a wait for a condition fails
+// naming what it waited for rather than by the timeout's panic, whose
+// cleanups do not run. A wait is for a condition, never against a clock:
+// a loaded machine only makes it longer.
+func waitBudget(t *testing.T) (context.Context, context.CancelFunc) {
+	d, ok := t.Deadline()
+	if !ok {
+		return context.WithCancel(t.Context())
+	}
+	return context.WithDeadline(t.Context(), d.Add(-min(time.Until(d)/10, time.Minute)))
+}
+
 // verifyAt runs replay --verify on the host until its live checkpoint
-// has reached seq, at most within, and returns the last report.
-func (h *host) verifyAt(seq uint64, within time.Duration) verify {
+// has reached seq (within the test's waitBudget) and returns the last
+// report; it logs how long that took.
+func (h *host) verifyAt(seq uint64) verify {
 	h.e.t.Helper()
-	deadline := time.Now().Add(within)
+	ctx, cancel := waitBudget(h.e.t)
+	defer cancel()
+	start := time.Now()
 	for {
 		out, stderr, err := h.cli("--json", "replay", "--verify")
 		var v verify
@@ -372,13 +389,14 @@ func (h *host) verifyAt(seq uint64, within time.Duration) verify {
 			err = json.Unmarshal([]byte(out), &v)
 		}
 		if err == nil && v.Seq >= seq {
+			h.e.t.Logf("%s: replay --verify reached seq %d after %s", h.name, seq, time.Since(start).Round(100*time.Millisecond))
 			if !v.Equal {
 				h.e.t.Errorf("%s: live projection differs from a fresh replay: %+v", h.name, v)
 			}
 			return v
 		}
-		if time.Now().After(deadline) {
-			h.e.t.Fatalf("%s: replay --verify at seq %d, want %d after %s: %v\n%s%s", h.name, v.Seq, seq, within, err, out, stderr)
+		if ctx.Err() != nil {
+			h.e.t.Fatalf("%s: replay --verify at seq %d, want %d; still after %s, near the test's deadline: %v\n%s%s", h.name, v.Seq, seq, time.Since(start).Round(time.Second), err, out, stderr)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
