@@ -21,6 +21,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // Binaries built once per test binary, in a directory TestMain removes.
@@ -32,6 +33,11 @@ var (
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "natscluster-bin-")
+	if err == nil {
+		// Removed below, or, when a -timeout panic ends the test binary
+		// before that, once it is gone.
+		err = sandboxtest.RemoveWhenGone(dir)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -108,7 +114,7 @@ func (e *env) credsFile(role string) string { return filepath.Join(e.creds, role
 
 // logbook runs the logbook binary with args and returns its output.
 func (e *env) logbook(ctx context.Context, args ...string) (string, string, error) {
-	cmd := exec.CommandContext(ctx, logbookBin, args...)
+	cmd := sandboxtest.DieWithTest(exec.CommandContext(ctx, logbookBin, args...))
 	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=", "LOGBOOK_HTTP=off", "CLAUDE_CONFIG_DIR=/dev/null/claude", "CODEX_HOME=/dev/null/codex")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -252,7 +258,7 @@ func (h *host) start() {
 	}
 	os.Remove(filepath.Join(h.data, "serve.json"))
 	args := append([]string{"--data", h.data, "--nats-url", h.natsURL(), "--creds", h.e.credsFile(serveRole(h.role, h.args))}, h.args...)
-	cmd := exec.Command(logbookBin, args...)
+	cmd := sandboxtest.DieWithTest(exec.Command(logbookBin, args...)) // serve, however the test ends
 	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=", "LOGBOOK_HTTP=off", "CLAUDE_CONFIG_DIR=/dev/null/claude", "CODEX_HOME=/dev/null/codex")
 	lb, _ := hostLogs.LoadOrStore(h, &natslogtest.Buffer{})
 	cmd.Stdout, cmd.Stderr = lb.(*natslogtest.Buffer), lb.(*natslogtest.Buffer)
@@ -335,7 +341,7 @@ func (h *host) cli(args ...string) (string, string, error) {
 func (h *host) cliIn(stdin []byte, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(h.e.t.Context(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, logbookBin, append([]string{"--data", h.data, "--nats-url", h.natsURL(), "--creds", h.e.credsFile(h.role)}, args...)...)
+	cmd := sandboxtest.DieWithTest(exec.CommandContext(ctx, logbookBin, append([]string{"--data", h.data, "--nats-url", h.natsURL(), "--creds", h.e.credsFile(h.role)}, args...)...))
 	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=", "LOGBOOK_HTTP=off", "CLAUDE_CONFIG_DIR=/dev/null/claude", "CODEX_HOME=/dev/null/codex")
 	var out, errb bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &out, &errb
