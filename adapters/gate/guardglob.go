@@ -92,7 +92,7 @@ func (g *dataDirGlobs) namesAs(s, dir string, removes func([]string) bool) bool 
 	}
 	fields := shellFields(s)
 	rm := removes(fields)
-	for _, w := range fields {
+	for _, w := range distinct(fields) {
 		switch w {
 		case "cd", "pushd", "popd":
 			if g.home != "" {
