@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -346,6 +347,9 @@ type Match struct {
 // from; "" when none does. Such a call is denied unless a passed check
 // run judged the tree of the workspace it runs in (Gate.Checks).
 func RequireCheck(pols []*Policy, c Call) (pattern, path string) {
+	if !slices.ContainsFunc(pols, func(p *Policy) bool { return len(p.requireCheck) > 0 }) {
+		return "", "" // and c's command line is not read for nothing
+	}
 	c = c.parsed()
 	for _, p := range pols {
 		for _, pt := range p.requireCheck {
