@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -18,14 +19,38 @@ import (
 // the log) takes well under it.
 const stopGrace = 30 * time.Second
 
+// stopGraceKey, as a key of the context stopOnSignals returns, holds its
+// grace in nanoseconds (*atomic.Int64), which allowStop lengthens.
+type stopGraceKey struct{}
+
+// allowStop lengthens the grace stopOnSignals gives the command of ctx
+// after its first stop signal to d, when d is longer: a command whose
+// orderly stop may take longer than stopGrace (serve's and a worker's
+// commands, given their --grace between SIGTERM and SIGKILL) says so
+// before it starts them. A context stopOnSignals did not make is left
+// as it is. Safe for concurrent use.
+func allowStop(ctx context.Context, d time.Duration) {
+	h, ok := ctx.Value(stopGraceKey{}).(*atomic.Int64)
+	if !ok {
+		return
+	}
+	for {
+		cur := h.Load()
+		if int64(d) <= cur || h.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
+}
+
 // stopOnSignals returns a context derived from parent that is cancelled,
 // with the signal named in its cause, when the first signal arrives on
 // sigs. A command ends on that cancel; one that does not (a wait that
 // does not watch its context) is ended anyway: a second signal, or grace
-// passing after the first with release not yet called, writes to w which
-// signal it was, how long since the first, and every goroutine's stack
-// (where the command was), then calls exit with 128 plus the first
-// signal's number (129 for SIGHUP, 130 for SIGINT, 143 for SIGTERM).
+// (lengthened by allowStop) passing after the first with release not yet
+// called, writes to w which signal it was, how long since the first, and
+// every goroutine's stack (where the command was), then calls exit with
+// 128 plus the first signal's number (129 for SIGHUP, 130 for SIGINT,
+// 143 for SIGTERM).
 // Without it, a closed terminal's SIGHUP that did not end the command
 // left it running for good, every later signal caught and ignored.
 //
@@ -34,7 +59,9 @@ const stopGrace = 30 * time.Second
 // release returns (a process already ending hard ends). sigs is the
 // caller's (signal.Notify): release does not stop it.
 func stopOnSignals(parent context.Context, sigs <-chan os.Signal, grace time.Duration, w io.Writer, exit func(code int)) (ctx context.Context, release func()) {
-	ctx, cancel := context.WithCancelCause(parent)
+	held := new(atomic.Int64)
+	held.Store(int64(grace))
+	ctx, cancel := context.WithCancelCause(context.WithValue(parent, stopGraceKey{}, held))
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -46,6 +73,7 @@ func stopOnSignals(parent context.Context, sigs <-chan os.Signal, grace time.Dur
 		}
 		at := time.Now()
 		cancel(fmt.Errorf("stopped by %s", signalName(first)))
+		grace := time.Duration(held.Load())
 		timer := time.NewTimer(grace)
 		defer timer.Stop()
 		why := ""

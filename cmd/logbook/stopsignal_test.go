@@ -81,6 +81,21 @@ func TestStopOnSignals(t *testing.T) {
 		}
 	})
 
+	t.Run("allowStop lengthens the grace", func(t *testing.T) {
+		r := start(time.Millisecond)
+		allowStop(r.ctx, 2*time.Millisecond)
+		allowStop(r.ctx, time.Microsecond) // never shortens it
+		allowStop(t.Context(), time.Hour)  // another context: no effect
+		r.sigs <- syscall.SIGINT
+		if code := <-r.exits; code != 130 {
+			t.Errorf("exit(%d), want 130 (128 + SIGINT)", code)
+		}
+		r.stop()
+		if want := "the command had not ended 2ms after SIGINT"; !strings.Contains(r.out.String(), want) {
+			t.Errorf("said\n%.300s\nwant %q in it", r.out, want)
+		}
+	})
+
 	t.Run("no signal", func(t *testing.T) {
 		r := start(time.Millisecond)
 		r.stop()
