@@ -1,6 +1,11 @@
 package gate
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/logbook-dev/logbook/reducers/review"
+)
 
 // The blanket policy of the data dir: every shell command allowed but
 // rm -rf.
@@ -130,6 +135,53 @@ func TestGuard_AncestorOfDataDir(t *testing.T) {
 		{"plain/grep-project", `grep -r foo .`, "allow"},
 		{"plain/find-project", `find . -name '*.go'`, "allow"},
 	})
+}
+
+// TestGuard_AncestorOfDataDirOutsideHome: for a data dir outside the
+// home directory (/tmp/x/data, as a test's; /var/lib/logbook) its
+// ancestors are shared places commands name all the time, as / is: a
+// rule's allow of ls holds for a listing of them, from the project or
+// from /tmp itself, and a program that takes the tree along (grep -r,
+// tar, rm, cp -r, find), or any word naming the data dir itself, is
+// still reviewed.
+func TestGuard_AncestorOfDataDirOutsideHome(t *testing.T) {
+	t.Setenv("HOME", "/home/u")
+	t.Setenv("XDG_DATA_HOME", "")
+	rules, err := ParsePolicy("p", []byte(`allow = ["Bash(ls:*)", "Bash(grep:*)", "Bash(tar:*)", "Bash(rm:*)", "Bash(cp:*)", "Bash(find:*)", "Bash(cat:*)", "Bash(cd:*)"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dd, dir, cmd string
+		want         string
+	}{
+		{"/tmp/x/data", "/work/p", `ls src`, ActionAllow},
+		{"/tmp/x/data", "/tmp", `ls /tmp`, ActionAllow},
+		{"/tmp/x/data", "/tmp", `ls`, ActionAllow},
+		{"/tmp/x/data", "/tmp", `ls -la .`, ActionAllow},
+		{"/tmp/x/data", "/work/p", `ls /tmp /tmp/x`, ActionAllow},
+		{"/tmp/x/data", "/work/p", `ls -d /tmp/x`, ActionAllow},
+		{"/tmp/x/data", "/tmp", `cat /tmp/notes.txt`, ActionAllow},
+		{"/var/lib/logbook", "/work/p", `ls /var/lib`, ActionAllow},
+
+		{"/tmp/x/data", "/tmp", `ls /tmp/x/data`, ActionReview},
+		{"/tmp/x/data", "/tmp", `ls x/data`, ActionReview},
+		{"/tmp/x/data", "/tmp", `cat /tmp/x/d*/creds.json`, ActionReview},
+		{"/tmp/x/data", "/work/p", `cd /tmp && cat x/data/creds.json`, ActionReview},
+		{"/tmp/x/data", "/tmp", `grep -r seed /tmp`, ActionReview},
+		{"/tmp/x/data", "/tmp", `grep -r seed .`, ActionReview},
+		{"/tmp/x/data", "/tmp", `find . -name creds.json`, ActionReview},
+		{"/tmp/x/data", "/work/p", `tar c /tmp/x`, ActionReview},
+		{"/tmp/x/data", "/work/p", `rm -rf /tmp`, ActionReview},
+		{"/tmp/x/data", "/work/p", `cp -r /tmp/x /work/p/copy`, ActionReview},
+		{"/var/lib/logbook", "/work/p", `tar c /var/lib`, ActionReview},
+	} {
+		in, _ := json.Marshal(map[string]string{"command": tc.cmd})
+		m := Decide([]*Policy{builtinFor(tc.dd), rules}, Call{Tool: "Bash", Input: in, Dir: tc.dir})
+		if m.Action != tc.want || tc.want == ActionReview && (m.Pattern != GuardPattern || m.Risk != review.RiskCritical) {
+			t.Errorf("data dir %s, in %s: %q: %+v, want %s", tc.dd, tc.dir, tc.cmd, m, tc.want)
+		}
+	}
 }
 
 // TestPolicy_BlanketUnknownWriteTarget: under "Bash" alone, a

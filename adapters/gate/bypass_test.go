@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // The ordinary policy of the bypass table: two programs allowed, two
@@ -502,5 +504,42 @@ func TestDecide_SymlinkToDataDir(t *testing.T) {
 		if m := Decide(pols, c); m.Action != want {
 			t.Errorf("%q: %+v, want %q", cmd, m, want)
 		}
+	}
+}
+
+// cpuTime returns the CPU time this process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkDecide_Long times Decide on the long rows of the bypass
+// corpus (200 KiB command lines), the line read and judged each time:
+// go test -run X -bench Decide_Long ./adapters/gate/.
+func BenchmarkDecide_Long(b *testing.B) {
+	for _, tc := range bypassRows {
+		if !strings.HasPrefix(tc.name, "long/") {
+			continue
+		}
+		b.Run(strings.TrimPrefix(tc.name, "long/"), func(b *testing.B) {
+			b.Setenv("HOME", "/home/u")
+			b.Setenv("XDG_DATA_HOME", "")
+			p, err := ParsePolicy(bypassDataDir+"/"+PolicyFile, []byte(bypassPolicy))
+			if err != nil {
+				b.Fatal(err)
+			}
+			pols := []*Policy{builtinFor(bypassDataDir), p}
+			b.SetBytes(int64(len(tc.cmd)))
+			cpu0 := cpuTime()
+			for b.Loop() {
+				if got := Decide(pols, bash(tc.cmd)); got.Action != tc.want {
+					b.Fatalf("%s: got %q, want %q", tc.name, got.Action, tc.want)
+				}
+			}
+			// CPU time, the garbage collector's included, tells the cost
+			// on a shared machine better than the wall clock.
+			b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
+		})
 	}
 }

@@ -154,7 +154,7 @@ func changesSettings(c Call) bool {
 		// quotes and commas end a name.
 		words := append(shellFields(unquoteLower(s)), codeFields(strings.ToLower(s))...)
 		dir, file := inDir, false
-		for _, w := range words {
+		for _, w := range distinct(words) {
 			for _, comp := range strings.Split(w, "/") {
 				dir = dir || compMayName(comp, settingsDir)
 				for _, f := range settingsFiles {
@@ -271,6 +271,21 @@ func shellFields(s string) []string {
 	})
 }
 
+// distinct returns ws without the words seen before in it, in order,
+// reusing ws: a guard that reads each word on its own reads a long line
+// of repeated words once a word.
+func distinct(ws []string) []string {
+	seen := make(map[string]bool, min(len(ws), 1024))
+	out := ws[:0]
+	for _, w := range ws {
+		if !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // codeFields splits s into words as code in another language delimits
 // names: at blanks, the shell's operators, quotes, commas and plus signs.
 func codeFields(s string) []string {
@@ -309,7 +324,7 @@ func namesPolicy(s string, dds []string) bool {
 		}
 		i += len("logbook")
 	}
-	for _, w := range shellFields(s) {
+	for _, w := range distinct(shellFields(s)) {
 		for _, comp := range strings.Split(w, "/") {
 			if compNames(comp) {
 				return true

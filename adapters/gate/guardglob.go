@@ -92,7 +92,7 @@ func (g *dataDirGlobs) namesAs(s, dir string, removes func([]string) bool) bool 
 	}
 	fields := shellFields(s)
 	rm := removes(fields)
-	for _, w := range fields {
+	for _, w := range distinct(fields) {
 		switch w {
 		case "cd", "pushd", "popd":
 			if g.home != "" {
@@ -116,7 +116,7 @@ func (g *dataDirGlobs) namesAs(s, dir string, removes func([]string) bool) bool 
 			}
 			for k := range g.dd {
 				if g.matchExactly(w.parts, k) {
-					if rm || k > g.homeDepth() {
+					if rm || g.private(k) {
 						// `rm -rf ~`, `tar c ~`: the data dir goes with it;
 						// `ls ~/.local`: a way to it no command needs.
 						return true
@@ -143,7 +143,7 @@ func (g *dataDirGlobs) namesAs(s, dir string, removes func([]string) bool) bool 
 				if len(parts) > maxWordParts || g.match(parts, wilds, len(splitAbs(b))) {
 					return true
 				}
-				if k := g.ancestorDepth(parts); !wilds && k >= 0 && (rm || k > g.homeDepth()) {
+				if k := g.ancestorDepth(parts); !wilds && k >= 0 && (rm || g.private(k)) {
 					return true // `cd ~ && rm -rf .local`, `cd ~ && tar c .local`
 				}
 			}
@@ -325,11 +325,22 @@ func (g *dataDirGlobs) ancestorDepth(parts []string) int {
 	return -1
 }
 
+// private reports whether the data dir's ancestor of k components is a
+// directory between the home directory and the data dir (~/.local,
+// ~/.local/share), which no command needs to name and which is reviewed
+// whatever the command runs. The others are places commands name all
+// the time and are reviewed only with a program of treeRemovers, which
+// takes the data dir along: the home directory and the root, and, for a
+// data dir outside the home directory, every one of its ancestors
+// (/tmp for /tmp/x/data, /var/lib for /var/lib/logbook): a listing of
+// /tmp is not a way into a data dir under it.
+func (g *dataDirGlobs) private(k int) bool {
+	h := g.homeDepth()
+	return h > 0 && k > h
+}
+
 // homeDepth returns the components of the home directory when the data
-// dir is inside it, else 0: the ancestors of the data dir at or above
-// that depth (the home directory, the root) are named by every command
-// implicitly and are reviewed only with a program of treeRemovers;
-// those below it (~/.local, ~/.local/share) always.
+// dir is inside it, else 0 (see private).
 func (g *dataDirGlobs) homeDepth() int {
 	h := splitAbs(g.home)
 	if g.home == "" || len(h) >= len(g.dd) {

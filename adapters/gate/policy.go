@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -346,6 +347,9 @@ type Match struct {
 // from; "" when none does. Such a call is denied unless a passed check
 // run judged the tree of the workspace it runs in (Gate.Checks).
 func RequireCheck(pols []*Policy, c Call) (pattern, path string) {
+	if !slices.ContainsFunc(pols, func(p *Policy) bool { return len(p.requireCheck) > 0 }) {
+		return "", "" // and c's command line is not read for nothing
+	}
 	c = c.parsed()
 	for _, p := range pols {
 		for _, pt := range p.requireCheck {
@@ -373,9 +377,12 @@ func (p *Policy) Decide(c Call) Match {
 			return Match{Action: ActionReview, Pattern: pat, Risk: risk, Path: p.Path}
 		}
 	}
+	// The guard said nothing of c (it runs once a call: its reading of
+	// a long command line is most of a decision's cost): the risk is
+	// the [risk] rules' alone.
 	if shellTool(c.Tool) {
 		m = p.decideShell(c)
-		m.Risk = p.riskOf(c)
+		m.Risk = p.ruleRisk(c)
 		return m
 	}
 	for _, set := range []struct {
@@ -392,17 +399,15 @@ func (p *Policy) Decide(c Call) Match {
 			break
 		}
 	}
-	m.Risk = p.riskOf(c)
+	m.Risk = p.ruleRisk(c)
 	return m
 }
 
-func (p *Policy) riskOf(c Call) string {
+// ruleRisk returns the highest class of p's [risk] patterns that match
+// c, "" if none. A call the guard speaks of takes the guard's class
+// instead (Decide).
+func (p *Policy) ruleRisk(c Call) string {
 	r := ""
-	if p.guard != nil {
-		if pat, risk := p.guard(c); pat != "" {
-			return risk
-		}
-	}
 	for _, rr := range p.risk {
 		if rr.p.matches(c, false) {
 			r = review.MaxRisk(r, rr.risk)
@@ -753,7 +758,8 @@ func (ps *Policies) load(p string) *loaded {
 // which whoever commits to the project writes, cannot relax the data
 // dir's. Among policies giving that action the first (in order) decides
 // the match's pattern and path. Risk is the highest class any policy
-// gives c.
+// gives c (each policy's Decide says its own). c's command line is
+// read once, and each policy's guard runs once.
 func Decide(pols []*Policy, c Call) Match {
 	c = c.parsed()
 	var first Match
@@ -764,9 +770,6 @@ func Decide(pols []*Policy, c Call) Match {
 		if strictness(m.Action) > strictness(first.Action) {
 			first = m
 		}
-	}
-	for _, p := range pols {
-		risk = review.MaxRisk(risk, p.riskOf(c))
 	}
 	first.Risk = risk
 	return first

@@ -607,9 +607,18 @@ func guardTexts(c Call) (texts []string, removes, raw bool) {
 	texts = append(texts, aliasPaths(sc, c.Dir)...)
 	// Every word the line holds, wherever it stands (an assignment's
 	// value, a for loop's list, a here-document's body): a name reaches
-	// a command by a variable as well as by an argument.
+	// a command by a variable as well as by an argument. A word that is
+	// one of the line's arguments as spelled there is read with the line
+	// already, among more words and places to start from: what it names
+	// alone, the line names (so a long line is not read twice).
+	inLine := make(map[string]bool, len(ws))
+	for _, w := range ws {
+		inLine[w] = true
+	}
 	for _, m := range sc.Mentions {
-		texts = append(texts, m.Glob)
+		if !inLine[m.Glob] {
+			texts = append(texts, m.Glob)
+		}
 	}
 	texts = append([]string{strings.Join(ws, " ")}, texts...)
 	return texts, removes, len(sc.Faults) > 0

@@ -118,18 +118,26 @@ func (c *Checkpointer) judge(ctx context.Context, cp Checkpoint, seq uint64) err
 	return nil
 }
 
-// Run builds the tree up to the log's end and keeps it up to date until
-// ctx is done (then it returns nil, after a last checkpoint if the tree
-// grew). A sequence missing from the stream stops it with a *GapError:
-// no checkpoint is ever signed over a log with a hole.
-func (c *Checkpointer) Run(ctx context.Context) error {
-	every, interval := c.Every, c.Interval
+// Cadence returns the Every and Interval Run uses: Every messages
+// (DefaultEvery when 0 or less) and Interval (DefaultInterval when 0 or
+// less).
+func (c *Checkpointer) Cadence() (every int64, interval time.Duration) {
+	every, interval = c.Every, c.Interval
 	if every <= 0 {
 		every = DefaultEvery
 	}
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
+	return every, interval
+}
+
+// Run builds the tree up to the log's end and keeps it up to date until
+// ctx is done (then it returns nil, after a last checkpoint if the tree
+// grew). A sequence missing from the stream stops it with a *GapError:
+// no checkpoint is ever signed over a log with a hole.
+func (c *Checkpointer) Run(ctx context.Context) error {
+	every, interval := c.Cadence()
 	publish := func(ctx context.Context) error {
 		if c.Tree.Size() == c.published.Load() {
 			return nil

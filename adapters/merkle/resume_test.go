@@ -327,3 +327,29 @@ func TestActor_RestartTakesUpFromItsLastStatement(t *testing.T) {
 		t.Errorf("the second run said %q; want it judging from seq 9", lines)
 	}
 }
+
+// Actor says the cadence its Checkpointer keeps: with Every and Interval
+// left 0, the defaults, never "every 0 messages or 0s".
+func TestActor_SaysTheCadenceItKeeps(t *testing.T) {
+	s := startSigned(t)
+	for _, tc := range []struct {
+		every    int64
+		interval time.Duration
+		want     string
+	}{
+		{0, 0, fmt.Sprintf("every %d messages or %s ", DefaultEvery, DefaultInterval)},
+		{-3, -time.Second, fmt.Sprintf("every %d messages or %s ", DefaultEvery, DefaultInterval)},
+		{7, 250 * time.Millisecond, "every 7 messages or 250ms "},
+	} {
+		var lines []string
+		_, closer, err := Actor(t.Context(), ActorConfig{Dir: s.dir, Log: s.log, JS: s.js, Every: tc.every, Interval: tc.interval,
+			Say: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		closer.Close()
+		if len(lines) == 0 || !strings.Contains(lines[0], tc.want) {
+			t.Errorf("Every %d, Interval %s: said %q; want %q", tc.every, tc.interval, lines, tc.want)
+		}
+	}
+}

@@ -134,11 +134,12 @@ func Actor(ctx context.Context, c ActorConfig) (run func(context.Context) error,
 			tree.Close()
 			return nil, nil, err
 		}
-		say("checkpoints of %s signed by %s every %d messages or %s (tree in %s)", origin, vkey, c.Every, c.Interval, TreePath(c.Dir, origin))
 		cp := &Checkpointer{Log: c.Log, JS: c.JS, Tree: tree, Signer: signer, Origin: origin, Every: c.Every, Interval: c.Interval,
 			Logf:      say,
 			Published: func(Checkpoint, uint64) { observed("published") },
 		}
+		every, interval := cp.Cadence()
+		say("checkpoints of %s signed by %s every %d messages or %s (tree in %s)", origin, vkey, every, interval, TreePath(c.Dir, origin))
 		v := c.Log.Verifier()
 		if v != nil {
 			// And serve's own reads (the API's audits and replays)

@@ -251,6 +251,9 @@ func (nd *Node) startConf(conf string) error {
 		return err
 	}
 	cmd := exec.Command(nd.bin, "-c", conf)
+	// The node dies with the process that started it, however that ends
+	// (a test's -timeout panic runs no cleanup).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()

@@ -21,6 +21,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // Binaries built once per test binary, in a directory TestMain removes.
@@ -32,6 +33,11 @@ var (
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "natscluster-bin-")
+	if err == nil {
+		// Removed below, or, when a -timeout panic ends the test binary
+		// before that, once it is gone.
+		err = sandboxtest.RemoveWhenGone(dir)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -108,7 +114,7 @@ func (e *env) credsFile(role string) string { return filepath.Join(e.creds, role
 
 // logbook runs the logbook binary with args and returns its output.
 func (e *env) logbook(ctx context.Context, args ...string) (string, string, error) {
-	cmd := exec.CommandContext(ctx, logbookBin, args...)
+	cmd := sandboxtest.DieWithTest(exec.CommandContext(ctx, logbookBin, args...))
 	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=", "LOGBOOK_HTTP=off", "CLAUDE_CONFIG_DIR=/dev/null/claude", "CODEX_HOME=/dev/null/codex")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -252,7 +258,7 @@ func (h *host) start() {
 	}
 	os.Remove(filepath.Join(h.data, "serve.json"))
 	args := append([]string{"--data", h.data, "--nats-url", h.natsURL(), "--creds", h.e.credsFile(serveRole(h.role, h.args))}, h.args...)
-	cmd := exec.Command(logbookBin, args...)
+	cmd := sandboxtest.DieWithTest(exec.Command(logbookBin, args...)) // serve, however the test ends
 	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=", "LOGBOOK_HTTP=off", "CLAUDE_CONFIG_DIR=/dev/null/claude", "CODEX_HOME=/dev/null/codex")
 	lb, _ := hostLogs.LoadOrStore(h, &natslogtest.Buffer{})
 	cmd.Stdout, cmd.Stderr = lb.(*natslogtest.Buffer), lb.(*natslogtest.Buffer)
@@ -335,7 +341,7 @@ func (h *host) cli(args ...string) (string, string, error) {
 func (h *host) cliIn(stdin []byte, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(h.e.t.Context(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, logbookBin, append([]string{"--data", h.data, "--nats-url", h.natsURL(), "--creds", h.e.credsFile(h.role)}, args...)...)
+	cmd := sandboxtest.DieWithTest(exec.CommandContext(ctx, logbookBin, append([]string{"--data", h.data, "--nats-url", h.natsURL(), "--creds", h.e.credsFile(h.role)}, args...)...))
 	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=", "LOGBOOK_HTTP=off", "CLAUDE_CONFIG_DIR=/dev/null/claude", "CODEX_HOME=/dev/null/codex")
 	var out, errb bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &out, &errb
@@ -360,11 +366,28 @@ type verify struct {
 	Equal      bool   `json:"equal"`
 }
 
+// waitBudget returns a context that ends a little before the test
+// binary's -timeout (a tenth of the time left, at most a minute, before
+// it; never without -timeout), so that a wait for a condition fails
+// naming what it waited for rather than by the timeout's panic, whose
+// cleanups do not run. A wait is for a condition, never against a clock:
+// a loaded machine only makes it longer.
+func waitBudget(t *testing.T) (context.Context, context.CancelFunc) {
+	d, ok := t.Deadline()
+	if !ok {
+		return context.WithCancel(t.Context())
+	}
+	return context.WithDeadline(t.Context(), d.Add(-min(time.Until(d)/10, time.Minute)))
+}
+
 // verifyAt runs replay --verify on the host until its live checkpoint
-// has reached seq, at most within, and returns the last report.
-func (h *host) verifyAt(seq uint64, within time.Duration) verify {
+// has reached seq (within the test's waitBudget) and returns the last
+// report; it logs how long that took.
+func (h *host) verifyAt(seq uint64) verify {
 	h.e.t.Helper()
-	deadline := time.Now().Add(within)
+	ctx, cancel := waitBudget(h.e.t)
+	defer cancel()
+	start := time.Now()
 	for {
 		out, stderr, err := h.cli("--json", "replay", "--verify")
 		var v verify
@@ -372,13 +395,14 @@ func (h *host) verifyAt(seq uint64, within time.Duration) verify {
 			err = json.Unmarshal([]byte(out), &v)
 		}
 		if err == nil && v.Seq >= seq {
+			h.e.t.Logf("%s: replay --verify reached seq %d after %s", h.name, seq, time.Since(start).Round(100*time.Millisecond))
 			if !v.Equal {
 				h.e.t.Errorf("%s: live projection differs from a fresh replay: %+v", h.name, v)
 			}
 			return v
 		}
-		if time.Now().After(deadline) {
-			h.e.t.Fatalf("%s: replay --verify at seq %d, want %d after %s: %v\n%s%s", h.name, v.Seq, seq, within, err, out, stderr)
+		if ctx.Err() != nil {
+			h.e.t.Fatalf("%s: replay --verify at seq %d, want %d; still after %s, near the test's deadline: %v\n%s%s", h.name, v.Seq, seq, time.Since(start).Round(time.Second), err, out, stderr)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -124,7 +124,7 @@ func sameState(t *testing.T, hosts ...*host) verify {
 		last := e.lastSeq()
 		var vs []verify
 		for _, h := range hosts {
-			vs = append(vs, h.verifyAt(last, 90*time.Second))
+			vs = append(vs, h.verifyAt(last))
 		}
 		same := true
 		for i, v := range vs {

@@ -102,7 +102,7 @@ func TestQuorumLoss(t *testing.T) {
 	if g := unavailableGauge(t, a); g != "" {
 		t.Errorf("/metrics after the return: %s, want 0", g)
 	}
-	waitSpool(t, a, 60*time.Second)
+	waitSpool(t, a)
 	final := sameState(t, a)
 	recs := readLog(t, e.reader())
 

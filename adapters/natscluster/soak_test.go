@@ -153,23 +153,27 @@ func hookLoad(ctx context.Context, t *testing.T, h *host, sid, ws string) []stri
 	return acked
 }
 
-// waitSpool waits until h's spool holds no payload.
-func waitSpool(t *testing.T, h *host, within time.Duration) {
+// waitSpool waits until h's spool holds no payload (within the test's
+// waitBudget) and logs how long that took.
+func waitSpool(t *testing.T, h *host) {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	ctx, cancel := waitBudget(t)
+	defer cancel()
+	start := time.Now()
 	for {
 		// Entries, not a hook's temporary files (".tmp-…"); filepath.Match
 		// negates a class with "^", not "!".
 		m, _ := filepath.Glob(filepath.Join(h.data, "spool", "[^.]*.json"))
 		if len(m) == 0 {
+			t.Logf("%s: spool empty after %s", h.name, time.Since(start).Round(100*time.Millisecond))
 			if rej, _ := os.ReadDir(filepath.Join(h.data, "spool", "rejected")); len(rej) > 0 {
 				b, _ := os.ReadFile(filepath.Join(h.data, "spool", "rejected", rej[0].Name()))
 				t.Errorf("%s: %d hook payloads set aside as rejected; %s: %s", h.name, len(rej), rej[0].Name(), tail(string(b), 600))
 			}
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d hook payloads still spooled after %s", h.name, len(m), within)
+		if ctx.Err() != nil {
+			t.Fatalf("%s: %d hook payloads still spooled after %s, near the test's deadline", h.name, len(m), time.Since(start).Round(time.Second))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -193,7 +197,7 @@ type logRecord struct {
 func readLog(t *testing.T, nc *nats.Conn) []logRecord {
 	t.Helper()
 	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	ctx, cancel := waitBudget(t)
 	defer cancel()
 	l, err := natslog.Open(ctx, nc, natslog.Config{Registry: events.NewRegistry()})
 	if err != nil {
@@ -273,7 +277,7 @@ func TestNodeKillSoak(t *testing.T) {
 	n := kills(t)
 	for i := range n {
 		time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
-		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		ctx, cancel := waitBudget(t)
 		if err := waitReplicas(ctx, js); err != nil {
 			cancel()
 			t.Fatalf("before kill %d: %v", i+1, err)
@@ -326,7 +330,7 @@ func TestNodeKillSoak(t *testing.T) {
 	}
 
 	for _, h := range []*host{a, b} {
-		waitSpool(t, h, 60*time.Second)
+		waitSpool(t, h)
 	}
 	final := sameState(t, a, b, r)
 	recs := readLog(t, e.reader())

@@ -15,18 +15,20 @@ import (
 	"github.com/logbook-dev/logbook/adapters/merkle"
 )
 
-// witnessState polls h's witness state until ok accepts it (a minute at
-// most).
+// witnessState polls h's witness state until ok accepts it (within the
+// test's waitBudget).
 func witnessState(t *testing.T, h *host, what string, ok func(merkle.WitnessState) bool) merkle.WitnessState {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	ctx, cancel := waitBudget(t)
+	defer cancel()
+	start := time.Now()
 	for {
 		st, err := merkle.ReadWitnessState(filepath.Join(h.data, "witness.json"))
 		if err == nil && ok(st) {
 			return st
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no %s within a minute: %+v, %v\n%s", h.name, what, st, err, tail(h.output(), 3000))
+		if ctx.Err() != nil {
+			t.Fatalf("%s: no %s after %s, near the test's deadline: %+v, %v\n%s", h.name, what, time.Since(start).Round(time.Second), st, err, tail(h.output(), 3000))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

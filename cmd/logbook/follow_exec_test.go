@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/datadir"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // followProcs runs the logbook binary on one data dir as separate
@@ -28,6 +29,7 @@ func (p followProcs) cmd(ctx context.Context, args ...string) *exec.Cmd {
 	c := exec.CommandContext(ctx, p.bin, append([]string{"--data", p.data}, args...)...)
 	c.Env = append(os.Environ(), "LOGBOOK_DATA="+p.data)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	sandboxtest.DieWithTest(c) // however the test ends
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 	c.WaitDelay = 5 * time.Second
 	return c

@@ -100,9 +100,14 @@ func main() {
 		// down in order); under nohup SIGHUP stays ignored.
 		sigs = append(sigs, syscall.SIGHUP)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), sigs...)
+	caught := make(chan os.Signal, 2)
+	signal.Notify(caught, sigs...)
+	// The first signal cancels the command's context; a command that does
+	// not end on it is ended at a second signal or after stopGrace.
+	ctx, release := stopOnSignals(context.Background(), caught, stopGrace, os.Stderr, os.Exit)
 	err := runCLI(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	release()
+	signal.Stop(caught)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "logbook: %s\n", term.Lines(userMessage(err)))
 		os.Exit(exitCode(err))

@@ -35,9 +35,12 @@ import (
 func TestMain(m *testing.M) {
 	isolate()
 	testscript.Main(removingSoakBin{m}, map[string]func(){
-		"logbook":      func() { main() },
-		"logbook-hook": func() { os.Exit(hookfast.Main(os.Args[1:], os.Stdin, os.Stderr, "")) },
-		"logbook-exec": func() { os.Exit(execfast.Main(os.Args[1:], os.Stdout, os.Stderr, "")) },
+		// A script's logbook dies with its parent (the test process, or
+		// a shell of the script) however that ends: a -timeout panic
+		// kills no background serve of a script.
+		"logbook":      func() { _ = sandboxtest.DieWithParent(); main() },
+		"logbook-hook": func() { _ = sandboxtest.DieWithParent(); os.Exit(hookfast.Main(os.Args[1:], os.Stdin, os.Stderr, "")) },
+		"logbook-exec": func() { _ = sandboxtest.DieWithParent(); os.Exit(execfast.Main(os.Args[1:], os.Stdout, os.Stderr, "")) },
 		"fakeagent":    fakeAgent,
 		"hooksockcall": hookSockCall,
 	})

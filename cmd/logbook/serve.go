@@ -202,6 +202,9 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		if err := wp.flags.check(); err != nil {
 			return err
 		}
+		// Stopping, the workers give each command --grace between
+		// SIGTERM and SIGKILL.
+		allowStop(ctx, stopGrace+wp.flags.grace)
 		a, err := sandboxAllow(wp.flags.allow)
 		if err != nil {
 			return err

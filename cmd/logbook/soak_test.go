@@ -186,12 +186,18 @@ func (s *soak) intN(n int) int {
 }
 
 // soakBuild returns the logbook binary, built once per test binary into
-// a directory of its own that TestMain removes.
+// a directory of its own that TestMain removes, and that a process of
+// its own removes once the test binary has ended however it ended (a
+// -timeout panic runs no TestMain code after m.Run).
 func soakBuild(t *testing.T) string {
 	t.Helper()
 	return soakBin.get(t, func() (string, error) {
 		dir, err := os.MkdirTemp("", "logbook-soak-bin-")
 		if err != nil {
+			return "", err
+		}
+		if err := sandboxtest.RemoveWhenGone(dir); err != nil {
+			os.RemoveAll(dir)
 			return "", err
 		}
 		soakBin.dir = dir
@@ -212,12 +218,14 @@ func (s *soak) command(ctx context.Context, stdin []byte, args ...string) *exec.
 	return s.commandOf(ctx, s.bin, stdin, args...)
 }
 
-// commandOf is command for the binary bin.
+// commandOf is command for the binary bin; the child dies with the test
+// process, however that ends (sandboxtest.DieWithTest).
 func (s *soak) commandOf(ctx context.Context, bin string, stdin []byte, args ...string) *exec.Cmd {
 	c := exec.CommandContext(ctx, bin, append([]string{"--data", s.data}, args...)...)
 	c.Env = append(os.Environ(), "LOGBOOK_DATA="+s.data)
 	c.Stdin = bytes.NewReader(stdin)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	sandboxtest.DieWithTest(c)
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 	c.WaitDelay = 5 * time.Second
 	return c

@@ -24,6 +24,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // systemUser is a user of the host a system mode test runs a process as.
@@ -496,6 +497,7 @@ func startSystemServe(t *testing.T, bin, data string, args ...string) (sock stri
 	ctx, cancel := context.WithCancel(context.Background())
 	serveCmd = exec.CommandContext(ctx, bin, append([]string{"serve", "--data", data, "--workers", "0", "--socket-dir", sockDir}, args...)...)
 	serveCmd.Cancel = func() error { return serveCmd.Process.Signal(syscall.SIGTERM) }
+	sandboxtest.DieWithTest(serveCmd)
 	serveCmd.WaitDelay = 20 * time.Second
 	var serveLog bytes.Buffer
 	serveCmd.Stdout, serveCmd.Stderr = &serveLog, &serveLog
@@ -634,7 +636,7 @@ func TestSystemMode_SocketGroup(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "permission denied: this user cannot reach the socket") {
 		t.Errorf("sessions as lbother, outside the group: exit %d, %s %s; want the kernel's refusal", code, out, stderr)
 	}
-	c := exec.Command(bin, "serve", "--data", t.TempDir(), "--socket-dir", t.TempDir(), "--socket-group", "no-such-group-here")
+	c := sandboxtest.DieWithTest(exec.Command(bin, "serve", "--data", t.TempDir(), "--socket-dir", t.TempDir(), "--socket-group", "no-such-group-here"))
 	if out, err := c.CombinedOutput(); c.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), `--socket-group "no-such-group-here": no such group on this host`) {
 		t.Errorf("serve --socket-group of no group: %v\n%s", err, out)
 	}

@@ -127,6 +127,9 @@ commands it runs and records their exits.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			g.role = natslog.RoleWorker
+			// Stopping, it gives each command --grace between SIGTERM
+			// and SIGKILL.
+			allowStop(ctx, stopGrace+f.grace)
 			// Without a server the data dir is not opened (nor created).
 			b, err := openServer(ctx, g, "worker needs a running server: start `logbook serve` or pass --nats-url")
 			if err != nil {

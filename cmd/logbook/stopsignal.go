@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// stopGrace is how long a command has to end on its own after the first
+// stop signal (SIGINT, SIGTERM, SIGHUP) cancelled its context, before
+// main ends the process (stopOnSignals). serve's own orderly stop (the
+// workers' SIGTERM-to-SIGKILL grace, 2 s by default, the HTTP server,
+// the log) takes well under it.
+const stopGrace = 30 * time.Second
+
+// stopGraceKey, as a key of the context stopOnSignals returns, holds its
+// grace in nanoseconds (*atomic.Int64), which allowStop lengthens.
+type stopGraceKey struct{}
+
+// allowStop lengthens the grace stopOnSignals gives the command of ctx
+// after its first stop signal to d, when d is longer: a command whose
+// orderly stop may take longer than stopGrace (serve's and a worker's
+// commands, given their --grace between SIGTERM and SIGKILL) says so
+// before it starts them. A context stopOnSignals did not make is left
+// as it is. Safe for concurrent use.
+func allowStop(ctx context.Context, d time.Duration) {
+	h, ok := ctx.Value(stopGraceKey{}).(*atomic.Int64)
+	if !ok {
+		return
+	}
+	for {
+		cur := h.Load()
+		if int64(d) <= cur || h.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
+}
+
+// stopOnSignals returns a context derived from parent that is cancelled,
+// with the signal named in its cause, when the first signal arrives on
+// sigs. A command ends on that cancel; one that does not (a wait that
+// does not watch its context) is ended anyway: a second signal, or grace
+// (lengthened by allowStop) passing after the first with release not yet
+// called, writes to w which signal it was, how long since the first, and
+// every goroutine's stack (where the command was), then calls exit with
+// 128 plus the first signal's number (129 for SIGHUP, 130 for SIGINT,
+// 143 for SIGTERM).
+// Without it, a closed terminal's SIGHUP that did not end the command
+// left it running for good, every later signal caught and ignored.
+//
+// release stops the watch; call it once the command has returned. It
+// waits for the watching goroutine, so exit is never called after
+// release returns (a process already ending hard ends). sigs is the
+// caller's (signal.Notify): release does not stop it.
+func stopOnSignals(parent context.Context, sigs <-chan os.Signal, grace time.Duration, w io.Writer, exit func(code int)) (ctx context.Context, release func()) {
+	held := new(atomic.Int64)
+	held.Store(int64(grace))
+	ctx, cancel := context.WithCancelCause(context.WithValue(parent, stopGraceKey{}, held))
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var first os.Signal
+		select {
+		case <-done:
+			return
+		case first = <-sigs:
+		}
+		at := time.Now()
+		cancel(fmt.Errorf("stopped by %s", signalName(first)))
+		grace := time.Duration(held.Load())
+		timer := time.NewTimer(grace)
+		defer timer.Stop()
+		why := ""
+		select {
+		case <-done:
+			return
+		case s := <-sigs:
+			why = fmt.Sprintf("a second signal (%s) came %s after the first (%s)", signalName(s), time.Since(at).Round(time.Millisecond), signalName(first))
+		case <-timer.C:
+			why = fmt.Sprintf("the command had not ended %s after %s", grace, signalName(first))
+		}
+		code := 128 + signalNumber(first)
+		fmt.Fprintf(w, "logbook: stopped hard (exit status %d): %s; where it was:\n%s\n", code, why, allStacks())
+		exit(code)
+	})
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			close(done)
+			wg.Wait()
+			cancel(nil)
+		})
+	}
+}
+
+// signalName returns s as its conventional name (SIGHUP), else as Go
+// spells it.
+func signalName(s os.Signal) string {
+	switch s {
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// signalNumber returns s's number, 15 (SIGTERM's) for a signal that is not
+// a syscall.Signal.
+func signalNumber(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return int(n)
+	}
+	return int(syscall.SIGTERM)
+}
+
+// allStacks returns every goroutine's stack, as a panic prints them.
+func allStacks() []byte {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) || len(buf) >= 64<<20 {
+			return buf[:n]
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// parkedCommand stands for a command that does not watch its context: it
+// waits on release alone.
+func parkedCommand(release <-chan struct{}) { <-release }
+
+// The first stop signal cancels the command's context; a command that
+// ends on it ends as before. One that does not is ended at a second
+// signal, or once the grace has passed, with 128 plus the first signal's
+// number and the stacks of where it was; release ends the watch.
+func TestStopOnSignals(t *testing.T) {
+	type run struct {
+		sigs  chan os.Signal
+		ctx   context.Context
+		stop  func()
+		out   *bytes.Buffer
+		exits chan int
+	}
+	start := func(grace time.Duration) run {
+		r := run{sigs: make(chan os.Signal, 2), out: &bytes.Buffer{}, exits: make(chan int, 1)}
+		r.ctx, r.stop = stopOnSignals(t.Context(), r.sigs, grace, r.out, func(code int) { r.exits <- code })
+		return r
+	}
+
+	t.Run("ends on the first", func(t *testing.T) {
+		r := start(time.Hour)
+		r.sigs <- syscall.SIGHUP
+		<-r.ctx.Done()
+		if got := context.Cause(r.ctx); got == nil || !strings.Contains(got.Error(), "stopped by SIGHUP") {
+			t.Errorf("cause %v, want stopped by SIGHUP", got)
+		}
+		r.stop()
+		select {
+		case code := <-r.exits:
+			t.Errorf("exit(%d) after the command ended", code)
+		default:
+		}
+		if r.out.Len() != 0 {
+			t.Errorf("said %q for a command that ended", r.out)
+		}
+	})
+
+	t.Run("a second signal ends it", func(t *testing.T) {
+		r := start(time.Hour)
+		hold := make(chan struct{})
+		defer close(hold)
+		go parkedCommand(hold)
+		r.sigs <- syscall.SIGHUP
+		<-r.ctx.Done()
+		r.sigs <- syscall.SIGINT
+		if code := <-r.exits; code != 129 {
+			t.Errorf("exit(%d), want 129 (128 + SIGHUP)", code)
+		}
+		r.stop()
+		for _, want := range []string{"logbook: stopped hard (exit status 129): a second signal (SIGINT) came ", "after the first (SIGHUP); where it was:", ".parkedCommand("} {
+			if !strings.Contains(r.out.String(), want) {
+				t.Errorf("said\n%s\nwant %q in it", r.out, want)
+			}
+		}
+	})
+
+	t.Run("the grace ends it", func(t *testing.T) {
+		r := start(time.Millisecond)
+		r.sigs <- syscall.SIGTERM
+		if code := <-r.exits; code != 143 {
+			t.Errorf("exit(%d), want 143 (128 + SIGTERM)", code)
+		}
+		r.stop()
+		if want := "logbook: stopped hard (exit status 143): the command had not ended 1ms after SIGTERM; where it was:\ngoroutine "; !strings.HasPrefix(r.out.String(), want) {
+			t.Errorf("said\n%s\nwant it to begin %q", r.out, want)
+		}
+	})
+
+	t.Run("allowStop lengthens the grace", func(t *testing.T) {
+		r := start(time.Millisecond)
+		allowStop(r.ctx, 2*time.Millisecond)
+		allowStop(r.ctx, time.Microsecond) // never shortens it
+		allowStop(t.Context(), time.Hour)  // another context: no effect
+		r.sigs <- syscall.SIGINT
+		if code := <-r.exits; code != 130 {
+			t.Errorf("exit(%d), want 130 (128 + SIGINT)", code)
+		}
+		r.stop()
+		if want := "the command had not ended 2ms after SIGINT"; !strings.Contains(r.out.String(), want) {
+			t.Errorf("said\n%.300s\nwant %q in it", r.out, want)
+		}
+	})
+
+	t.Run("no signal", func(t *testing.T) {
+		r := start(time.Millisecond)
+		r.stop()
+		r.stop() // twice is harmless
+		r.sigs <- syscall.SIGHUP
+		if r.ctx.Err() == nil {
+			t.Error("the context is not done after release")
+		}
+		if context.Cause(r.ctx) != context.Canceled {
+			t.Errorf("cause %v after release alone, want context.Canceled", context.Cause(r.ctx))
+		}
+		select {
+		case code := <-r.exits:
+			t.Errorf("exit(%d) with no signal", code)
+		default:
+		}
+	})
+}
