@@ -262,7 +262,7 @@ func (h *host) start() {
 	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=", "LOGBOOK_HTTP=off", "CLAUDE_CONFIG_DIR=/dev/null/claude", "CODEX_HOME=/dev/null/codex")
 	lb, _ := hostLogs.LoadOrStore(h, &natslogtest.Buffer{})
 	cmd.Stdout, cmd.Stderr = lb.(*natslogtest.Buffer), lb.(*natslogtest.Buffer)
-	if err := cmd.Start(); err != nil {
+	if err := sandboxtest.Start(cmd); err != nil {
 		h.e.t.Fatal(err)
 	}
 	done := make(chan struct{})

@@ -33,7 +33,7 @@ func TestSoak_EndedWithoutCleanupLeavesNothing(t *testing.T) {
 	defer out.Close()
 	c.Stdout, c.Stderr = out, out
 	sandboxtest.DieWithTest(c)
-	if err := c.Start(); err != nil {
+	if err := sandboxtest.Start(c); err != nil {
 		t.Fatal(err)
 	}
 	ended := false

@@ -806,7 +806,7 @@ type soakProcs struct {
 
 // start starts c and reaps it on a goroutine of its own.
 func (p *soakProcs) start(c *exec.Cmd) (*soakChild, error) {
-	if err := c.Start(); err != nil {
+	if err := sandboxtest.Start(c); err != nil {
 		return nil, err
 	}
 	ch := &soakChild{cmd: c, gone: make(chan struct{})}

@@ -501,7 +501,7 @@ func startSystemServe(t *testing.T, bin, data string, args ...string) (sock stri
 	serveCmd.WaitDelay = 20 * time.Second
 	var serveLog bytes.Buffer
 	serveCmd.Stdout, serveCmd.Stderr = &serveLog, &serveLog
-	if err := serveCmd.Start(); err != nil {
+	if err := sandboxtest.Start(serveCmd); err != nil {
 		cancel()
 		t.Fatal(err)
 	}

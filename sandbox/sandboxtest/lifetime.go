@@ -4,9 +4,40 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 )
+
+// starts carries Start's commands to the thread that starts them.
+var starts = sync.OnceValue(func() chan startReq {
+	ch := make(chan startReq)
+	go func() {
+		// Locked and never returning: this thread lives as long as the
+		// process, so a child it starts gets its parent-death signal
+		// only when the process ends.
+		runtime.LockOSThread()
+		for r := range ch {
+			r.done <- r.c.Start()
+		}
+	}()
+	return ch
+})
+
+type startReq struct {
+	c    *exec.Cmd
+	done chan error
+}
+
+// Start starts c, made with DieWithTest, from an OS thread that lives as
+// long as the test process, so that c gets its parent-death signal when
+// the process ends and not when some thread of it does. Its error is
+// c.Start's.
+func Start(c *exec.Cmd) error {
+	r := startReq{c: c, done: make(chan error, 1)}
+	starts() <- r
+	return <-r.done
+}
 
 // DieWithTest makes c, a child process a test starts, get SIGKILL from
 // the kernel when the test process ends, however it ends: a go test
@@ -14,8 +45,10 @@ import (
 // run on, holding its data dir and ports. It sets c.SysProcAttr's
 // Pdeathsig (Linux's parent-death signal), keeping its other fields, and
 // returns c. The signal follows the OS thread that starts c, not the
-// process: start c from a goroutine not locked to its thread
-// (runtime.LockOSThread), as tests do.
+// process: a thread ends when a goroutine locked to it
+// (runtime.LockOSThread) returns, and any goroutine's Start may have run
+// on that thread before. Start c with Start, which forks from a thread
+// that lives as long as the process, when c should outlive a moment.
 func DieWithTest(c *exec.Cmd) *exec.Cmd {
 	if c.SysProcAttr == nil {
 		c.SysProcAttr = &syscall.SysProcAttr{}
