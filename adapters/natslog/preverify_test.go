@@ -1,0 +1,83 @@
+package natslog
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// TestAttest_PreverifiedFoldQuarantinesTheSame reads, on the fast path
+// of a judgment statement, a log with a forged signature before the
+// statement's end and, past it, another forged signature and events
+// signed after their key was revoked mid-log: a read that verifies the
+// signatures past the statement ahead (preverify) folds and quarantines
+// exactly what a read without it does, and makes no more Ed25519
+// verifications than there are events past the statement.
+func TestAttest_PreverifiedFoldQuarantinesTheSame(t *testing.T) {
+	k1, k2 := mustKey(t, "serve@h", attestation.RoleServe), mustKey(t, "serve@h", attestation.RoleServe)
+	s, admin, l := startSigning(t, k1, k2)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	edit := func(data []byte) []byte { return bytes.Replace(data, []byte(`"fine"`), []byte(`"FINE"`), 1) }
+	l.SetSigner(k1)
+	a := mustAppend(t, l, decision(reg, session("a"), 0, 1, 40))
+	headForged := forge(t, s.Conn(), verdict(reg, session("a"), 41), a.Last, k1, edit)
+	through := lastSeq(t, l)
+
+	b := mustAppend(t, l, decision(reg, session("b"), 0, 1, 30))
+	tailForged := forge(t, s.Conn(), verdict(reg, session("b"), 31), b.Last, k1, edit)
+	if err := l.RevokeKey(ctx, admin, k1.ID, "rotated", "h", testTime); err != nil {
+		t.Fatal(err)
+	}
+	raw := openLog(t, s)
+	raw.SetSigner(k1)
+	revoked := mustAppend(t, raw, decision(reg, session("c"), 0, 1, 5))
+	l.SetSigner(k2)
+	mustAppend(t, l, decision(reg, session("d"), 0, 1, 20))
+	past := lastSeq(t, l) - through
+
+	jr := signedLog(t, s, admin).NewJudger(admin.Public())
+	if err := jr.CatchUp(ctx, through); err != nil {
+		t.Fatal(err)
+	}
+	j := &Judged{Through: through, Quarantined: jr.Quarantined(), Check: func(Msg) error { return nil }}
+
+	t.Cleanup(func() { noPreverify = false })
+	type fold struct {
+		Read        []uint64
+		Quarantined []Quarantined
+	}
+	folds := map[bool]fold{}
+	for _, pre := range []bool{true, false} {
+		noPreverify = !pre
+		r := signedLog(t, s, admin)
+		r.SetJudged(j)
+		var f fold
+		for _, rec := range readAll(t, r, 1) {
+			f.Read = append(f.Read, rec.Seq)
+		}
+		f.Quarantined, _ = r.Quarantined()
+		folds[pre] = f
+		if n := r.Verifier().Checked(); n > past {
+			t.Errorf("preverify %v: %d Ed25519 verifications, more than the %d events past the statement", pre, n, past)
+		}
+	}
+	if diff := cmp.Diff(folds[false], folds[true]); diff != "" {
+		t.Errorf("fold (-without preverify +with):\n%s", diff)
+	}
+	want := map[uint64]attestation.Status{headForged: attestation.BadSignature, tailForged: attestation.BadSignature}
+	for seq := revoked.First; seq <= revoked.Last; seq++ {
+		want[seq] = attestation.UnknownKey
+	}
+	got := map[uint64]attestation.Status{}
+	for _, q := range folds[true].Quarantined {
+		got[q.Seq] = q.Verdict.Status
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("quarantined with preverify (-want +got):\n%s", diff)
+	}
+}
