@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -243,10 +244,11 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 	// A restricted command whose workspace another command holds would
 	// wait in sandbox.Start, holding a slot: it is put back, its claim
 	// let go so that any worker may take it, and delivered again soon
-	// (still requested, so a stop meanwhile refuses it). Requests on one
-	// workspace start in request order: one behind an earlier request
-	// still waiting is put back the same way.
-	if spec.Mode != sandbox.FullAccess && (w.earlierWaiting(id, requested) || sandbox.Busy(spec)) {
+	// (still requested, so a stop meanwhile refuses it). Writers start in
+	// request order: a workspace_write request behind an earlier one
+	// still waiting on the same workspace, or on one above or below it,
+	// is put back the same way (a read_only one waits for no request).
+	if (st.Mode == events.ModeWorkspaceWrite && w.earlierWaiting(id, requested)) || sandbox.Busy(spec) {
 		w.unclaim(ctx, id)
 		return verdictWait, nil
 	}
@@ -266,16 +268,17 @@ func (w *Worker) unclaim(ctx context.Context, id string) {
 	}
 }
 
-// earlierWaiting reports whether a request of a restricted mode on
-// workspace ws (cleaned, as requested) that came before command id's is
-// still waiting to start, as the control feed has read the log. A
-// command the feed has not read yet came after every one it has.
+// earlierWaiting reports whether a workspace_write request that came
+// before command id's is still waiting to start on workspace ws
+// (cleaned, as requested), on a directory above it or on one below it,
+// as the control feed has read the log: the two could not run at once.
+// A command the feed has not read yet came after every one it has.
 func (w *Worker) earlierWaiting(id, ws string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	t := w.open[id]
 	for oid, o := range w.open {
-		if oid == id || o.started || o.workspace != ws || o.mode == events.ModeFullAccess {
+		if oid == id || o.started || o.mode != events.ModeWorkspaceWrite || !nested(o.workspace, ws) {
 			continue
 		}
 		if t == nil || o.order < t.order {
@@ -283,6 +286,12 @@ func (w *Worker) earlierWaiting(id, ws string) bool {
 		}
 	}
 	return false
+}
+
+// nested reports whether clean absolute paths a and b are the same or
+// one lies inside the other.
+func nested(a, b string) bool {
+	return a == b || a == "/" || b == "/" || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
 }
 
 // claim makes this worker the one allowed to start command id. It
