@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -299,7 +300,8 @@ func (w *Worker) observe(e events.Envelope) {
 	t := w.open[id]
 	switch d := e.Data.(type) {
 	case events.CommandRequested:
-		w.open[id] = &tracked{session: d.Session}
+		w.requests++
+		w.open[id] = &tracked{session: d.Session, workspace: filepath.Clean(d.Workspace), mode: d.Mode, order: w.requests}
 	case events.CommandStarted:
 		if t != nil {
 			t.started, t.worker, t.host, t.pid = true, d.Worker, d.Host, d.Pid

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +34,16 @@ const (
 	verdictStarted                // this worker started it: ack
 	verdictLater                  // another live worker holds it: deliver again after the ack wait
 	verdictRetry                  // a transient failure: deliver again soon
+	// verdictWait: its workspace is held, or an earlier request waits for
+	// it; the claim is let go and the request delivered again after
+	// waitRedelivery, to any worker.
+	verdictWait
 )
+
+// waitRedelivery is how long a request whose workspace is busy stays
+// away before it is delivered again: how late, at most, it starts after
+// the workspace is free.
+const waitRedelivery = 250 * time.Millisecond
 
 // job is one command this worker starts or runs.
 type job struct {
@@ -210,6 +220,7 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 	if err := namesSecret(id, st.Session, st.Workspace, st.Cwd, w.cfg.Redactor); err != nil {
 		return verdictDone, w.refuse(ctx, id, "refused: "+err.Error()+"; a command whose request names a secret is not run", "secrets")
 	}
+	requested := filepath.Clean(st.Workspace) // as the control feed tracks it
 	// One resolution of the workspace serves admission and the sandbox,
 	// which refuses to run on another (sandbox.Process.Workspace).
 	if ws, err := filepath.EvalSymlinks(filepath.Clean(st.Workspace)); err == nil && filepath.IsAbs(st.Workspace) {
@@ -231,13 +242,56 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 		return verdictDone, w.refuse(ctx, id, reason, "admit")
 	}
 	// A restricted command whose workspace another command holds would
-	// wait in sandbox.Start, holding a slot: it is put back and taken
-	// again when the workspace is free (still requested, so a stop
-	// meanwhile refuses it).
-	if sandbox.Busy(spec) {
-		return verdictRetry, nil
+	// wait in sandbox.Start, holding a slot: it is put back, its claim
+	// let go so that any worker may take it, and delivered again soon
+	// (still requested, so a stop meanwhile refuses it). Writers start in
+	// request order: a workspace_write request behind an earlier one
+	// still waiting on the same workspace, or on one above or below it,
+	// is put back the same way (a read_only one waits for no request).
+	if (st.Mode == events.ModeWorkspaceWrite && w.earlierWaiting(id, requested)) || sandbox.Busy(spec) {
+		w.unclaim(ctx, id)
+		return verdictWait, nil
 	}
 	return w.start(ctx, procCtx, st, last, spec)
+}
+
+// unclaim lets go of this worker's claim on command id (if it is still
+// this worker's), so that the next delivery may go to any worker. A
+// failure is logged: the claim then lapses with this worker.
+func (w *Worker) unclaim(ctx context.Context, id string) {
+	e, err := w.claims.Get(ctx, id)
+	if err != nil || string(e.Value()) != w.id.ID {
+		return
+	}
+	if err := w.claims.Delete(ctx, id, jetstream.LastRevision(e.Revision())); err != nil {
+		w.log.Warn("let go of claim", "command", id, "err", err)
+	}
+}
+
+// earlierWaiting reports whether a workspace_write request that came
+// before command id's is still waiting to start on workspace ws
+// (cleaned, as requested), on a directory above it or on one below it,
+// as the control feed has read the log: the two could not run at once.
+// A command the feed has not read yet came after every one it has.
+func (w *Worker) earlierWaiting(id, ws string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := w.open[id]
+	for oid, o := range w.open {
+		if oid == id || o.started || o.mode != events.ModeWorkspaceWrite || !nested(o.workspace, ws) {
+			continue
+		}
+		if t == nil || o.order < t.order {
+			return true
+		}
+	}
+	return false
+}
+
+// nested reports whether clean absolute paths a and b are the same or
+// one lies inside the other.
+func nested(a, b string) bool {
+	return a == b || a == "/" || b == "/" || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
 }
 
 // claim makes this worker the one allowed to start command id. It

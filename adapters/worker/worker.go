@@ -193,6 +193,9 @@ type Worker struct {
 	running map[string]*job     // commands this worker started or is starting
 	open    map[string]*tracked // commands not ended, from the control feed
 	missing map[string]time.Time
+	// requests counts the command.requested events the control feed has
+	// read: each open command's order.
+	requests uint64
 
 	caughtUp atomic.Bool   // the control feed has read the log's command events once
 	kick     chan struct{} // caughtUp was just set
@@ -203,8 +206,14 @@ type Worker struct {
 // tracked is what the control feed knows of a command that has not ended.
 type tracked struct {
 	session string
-	started bool
-	worker  string
+	// The workspace (cleaned, as requested) and mode of its request, and
+	// the request's place among all requests the control feed has read
+	// (1 first).
+	workspace string
+	mode      string
+	order     uint64
+	started   bool
+	worker    string
 	// Where its process runs (command.started, command.running); pid 0
 	// until known.
 	host      string
@@ -545,6 +554,8 @@ func (w *Worker) handle(ctx, procCtx context.Context, msg jetstream.Msg) bool {
 		_ = msg.NakWithDelay(w.cfg.AckWait)
 	case verdictRetry:
 		_ = msg.NakWithDelay(time.Second)
+	case verdictWait:
+		_ = msg.NakWithDelay(waitRedelivery)
 	}
 	return v == verdictStarted
 }

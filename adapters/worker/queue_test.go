@@ -1,0 +1,76 @@
+package worker
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+)
+
+// TestWorker_WaitingWritersStartInRequestOrder requests many
+// workspace_write commands on one workspace at once, with two workers:
+// each must start once the one before it has ended, in the order of
+// their requests in the log, never two at a time, and none is left
+// requested.
+func TestWorker_WaitingWritersStartInRequestOrder(t *testing.T) {
+	needBwrap(t)
+	e := newEnv(t, false)
+	e.startWorker(e.workerConfig())
+	e.startWorker(e.workerConfig())
+	const n = 8
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		ids[i] = ulid.Make().String()
+		wg.Go(func() {
+			// Each writes its start and end to one file: a second writer
+			// beside it would show between them.
+			script := fmt.Sprintf("echo start %d >> order; sleep 0.3; echo end %d >> order", i, i)
+			_, errs[i] = e.client.Request(t.Context(), ids[i], e.request(events.ModeWorkspaceWrite, "sh", "-c", script), nil)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	for i, id := range ids {
+		if st, out := e.follow(id, 5*time.Minute); st.Status != command.StatusExited || st.ExitCode == nil || *st.ExitCode != 0 {
+			t.Fatalf("command %d (%s): status %s exit %v, output %q", i, id, st.Status, st.ExitCode, out.all.String())
+		}
+	}
+	// The order of the requests is the log's.
+	tag := map[string]int{}
+	for i, id := range ids {
+		tag[id] = i
+	}
+	var want []string
+	for r, err := range e.log.Read(t.Context(), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := r.Data.(events.CommandRequested); ok {
+			if i, ok := tag[r.Agg.ID]; ok {
+				want = append(want, fmt.Sprintf("start %d", i), fmt.Sprintf("end %d", i))
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(e.ws, "order"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if strings.Join(lines, "|") != strings.Join(want, "|") {
+		t.Errorf("the writers ran as\n%s\nwant, in request order and one at a time,\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
