@@ -198,6 +198,15 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		}
 		defer b.Close()
 	}
+	// The data dir and the credential directories are no workspace in
+	// any mode: refused here, before anything is on the log, as the
+	// workers refuse them.
+	if b.dd != "" {
+		hide, keep := worker.HiddenPaths(string(b.dd))
+		if err := worker.CheckHidden(ws, hide, keep); err != nil {
+			return fmt.Errorf("exec: %w", err)
+		}
+	}
 	// A unique prefix names the session, with --key too: the key's
 	// command id is derived from the full id, so a retry that names the
 	// session by another prefix attaches to the same run.
