@@ -520,6 +520,9 @@ func redactAssignments(s, lower, repl string) string {
 			if pathPart(lower, j-len(key)) && colonAfter(s, j) {
 				continue // "/etc/passwd": a file named in a message, not a key
 			}
+			if paramRef(lower, j-len(key), j) {
+				continue // ${AWS_SECRET_ACCESS_KEY:-unset}: a shell variable's name, no value
+			}
 			if v, w, ok := assignedValue(s, j); ok {
 				spans = append(spans, span{v, w})
 				i = w
@@ -560,6 +563,31 @@ func pathPart(lower string, at int) bool {
 		at--
 	}
 	return false
+}
+
+// paramRef reports whether the key ending found at lower[at:j] ends the
+// name in a POSIX shell parameter expansion (POSIX.1-2017 XCU 2.6.2):
+// the name (letters, digits and '_') follows "${", "${#" or "${!" and
+// the expansion's operator (':' of ":-", ":=", ":?", ":+", or a bare
+// '=') follows it at once. Such a key names a variable, so that
+// "${AWS_SECRET_ACCESS_KEY:-unset}" and "${PASSWORD:=}" keep their
+// words, while AWS_SECRET_ACCESS_KEY=… and "${X} password: …" are
+// assignments still.
+func paramRef(lower string, at, j int) bool {
+	if j >= len(lower) || lower[j] != ':' && lower[j] != '=' {
+		return false
+	}
+	for at > 0 {
+		c := lower[at-1]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			break
+		}
+		at--
+	}
+	if at > 0 && (lower[at-1] == '#' || lower[at-1] == '!') {
+		at--
+	}
+	return at >= 2 && lower[at-2:at] == "${"
 }
 
 // colonAfter reports whether the separator after a key ending at s[j:]

@@ -210,3 +210,30 @@ func TestRedact_PathNotKey(t *testing.T) {
 		}
 	}
 }
+
+// TestRedact_ParamRefNotAssignment: a shell parameter expansion naming a
+// secret-named variable, in any of its forms, is a name and no value;
+// assignments of values to such variables are redacted still.
+func TestRedact_ParamRefNotAssignment(t *testing.T) {
+	r := redact.Default()
+	for _, in := range []string{
+		`echo ${AWS_SECRET_ACCESS_KEY:-unset}`, `echo ${AWS_SECRET_ACCESS_KEY-unset}`, `: ${DB_PASSWORD:=default}`,
+		`: ${DB_PASSWORD=default}`, `${API_TOKEN:?set API_TOKEN first}`, `${GITHUB_TOKEN:+present}`, `${#API_TOKEN}`,
+		`${!SECRET_KEY}`, `echo "${aws_secret_access_key:-none}"`, `echo $GITHUB_TOKEN`, `${GITHUB_TOKEN}`,
+	} {
+		if got := r.Redact(in); got != in {
+			t.Errorf("Redact(%q) = %q, want it kept", in, got)
+		}
+	}
+	for in, want := range map[string]string{
+		`AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`:              `AWS_SECRET_ACCESS_KEY=[REDACTED:assignment]`,
+		`echo ${X}; DB_PASSWORD=hunter22`:                                             `echo ${X}; DB_PASSWORD=[REDACTED:assignment]`,
+		`$DB_PASSWORD=hunter22`:                                                       `$DB_PASSWORD=[REDACTED:assignment]`,
+		`${X} password: hunter22`:                                                     `${X} password: [REDACTED:assignment]`,
+		`export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY; make`: `export AWS_SECRET_ACCESS_KEY=[REDACTED:assignment]; make`,
+	} {
+		if got := r.Redact(in); got != want {
+			t.Errorf("Redact(%q)\n got %q\nwant %q", in, got, want)
+		}
+	}
+}

@@ -130,7 +130,13 @@ func (w *Worker) admit(ctx context.Context, st command.State, pre *sessionRead) 
 			sess.Cwd, cwdHere = r, true
 		}
 	}
-	return admission(sess, st.RequestedBy, st.Mode, st.Elevation, ws, home, cwdHere), nil
+	if why := admission(sess, st.RequestedBy, st.Mode, st.Elevation, ws, home, cwdHere); why != "" {
+		return why, nil
+	}
+	if err := CheckHidden(ws, w.cfg.Hidden, w.cfg.Keep); err != nil {
+		return "refused: " + err.Error(), nil
+	}
+	return "", nil
 }
 
 // IsPerson reports whether actor names a person ("person:<user>@<host>")

@@ -160,3 +160,65 @@ func TestWorker_SessionDirectoryPinned(t *testing.T) {
 		t.Error("a command ran outside the session's directory")
 	}
 }
+
+// A request whose workspace is, or lies in, a hidden path (the data dir,
+// a credential directory) is refused by the worker in every mode,
+// full_access included, before anything runs; one in a kept directory
+// there (a workspace root) runs.
+func TestWorker_RefusesHiddenWorkspace(t *testing.T) {
+	e := newEnv(t, false)
+	sub := filepath.Join(e.ws, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.workerConfig()
+	cfg.Hidden = []string{e.ws}
+	e.startWorker(cfg)
+	for _, ws := range []string{e.ws, sub} {
+		req := e.request(events.ModeFullAccess, "sh", "-c", "touch ran")
+		req.Workspace = ws
+		st, _ := e.follow(e.submit(req), 10*time.Second)
+		if st.Status != command.StatusRefused || !strings.Contains(st.EndReason, "workspace "+ws+" lies in "+e.ws) {
+			t.Errorf("%s: status %s reason %q; want refused as lying in %s", ws, st.Status, st.EndReason, e.ws)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+			t.Errorf("%s: the refused command ran", ws)
+		}
+	}
+}
+
+// TestCheckHidden: the workspace itself, one inside and one reached by a
+// symbolic link are refused; a kept directory inside, and a parent, are
+// not.
+func TestCheckHidden(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dd := filepath.Join(root, "data")
+	kept := filepath.Join(dd, "workspaces")
+	for _, d := range []string{filepath.Join(dd, "sub"), filepath.Join(kept, "w1")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(dd, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		ws     string
+		refuse bool
+	}{
+		{dd, true}, {filepath.Join(dd, "sub"), true}, {link, true}, {dd + "/sub/..", true},
+		{kept, false}, {filepath.Join(kept, "w1"), false}, {root, false}, {dd + "x", false},
+	} {
+		err := CheckHidden(tt.ws, []string{dd}, []string{kept})
+		if (err != nil) != tt.refuse {
+			t.Errorf("CheckHidden(%s) = %v; want refused: %v", tt.ws, err, tt.refuse)
+		}
+		if err != nil && !strings.Contains(err.Error(), " lies in "+dd) {
+			t.Errorf("CheckHidden(%s) = %v; want it to name %s", tt.ws, err, dd)
+		}
+	}
+}

@@ -39,6 +39,7 @@ func TestClient_RefusesSecretArgs(t *testing.T) {
 		{argv: []string{"sh", "-c", "cd /w && sshpass -p '" + pw + "' ssh h"}, want: "argv[2] looks like a secret (the value of -p (sshpass) in its shell script)"},
 		{argv: []string{"true"}, env: "MYSQL_PWD=" + pw, want: "environment variable MYSQL_PWD looks like a secret"},
 		{argv: []string{"true"}, env: "API_TOKEN=" + pw, want: "environment variable API_TOKEN looks like a secret"},
+		{argv: []string{"sh", "-c", "AWS_SECRET_ACCESS_KEY=" + pw + " aws s3 ls"}, want: "argv[2] looks like a secret"},
 	} {
 		req := e.request(events.ModeReadOnly, tc.argv...)
 		if tc.env != "" {
@@ -57,7 +58,8 @@ func TestClient_RefusesSecretArgs(t *testing.T) {
 			t.Errorf("%s holds the secret: %s", m.Subject, m.Data)
 		}
 	}
-	for _, argv := range [][]string{{"git", "log", "-p"}, {"ls", "-p"}, {"ssh", "-p", "2222", "h"}, {"grep", "-p", "x"}} {
+	for _, argv := range [][]string{{"git", "log", "-p"}, {"ls", "-p"}, {"ssh", "-p", "2222", "h"}, {"grep", "-p", "x"},
+		{"sh", "-c", "echo ${AWS_SECRET_ACCESS_KEY:-unset}"}, {"sh", "-c", "echo ${DB_PASSWORD=none} ${#API_TOKEN}"}, {"sh", "-c", "echo $GITHUB_TOKEN"}} {
 		if err := CheckRequest(e.request(events.ModeReadOnly, argv...), nil); err != nil {
 			t.Errorf("%q refused: %v", argv, err)
 		}

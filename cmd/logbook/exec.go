@@ -198,11 +198,24 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		}
 		defer b.Close()
 	}
-	if f.key == "" {
-		// A unique prefix names the session (a retry's key names its
-		// command from the id as given).
-		if f.session, err = resolveID(ctx, b, events.KindSession, f.session); err != nil {
+	// The data dir and the credential directories are no workspace in
+	// any mode: refused here, before anything is on the log, as the
+	// workers refuse them.
+	if b.dd != "" {
+		hide, keep := worker.HiddenPaths(string(b.dd))
+		if err := worker.CheckHidden(ws, hide, keep); err != nil {
 			return fmt.Errorf("exec: %w", err)
+		}
+	}
+	// A unique prefix names the session, with --key too: the key's
+	// command id is derived from the full id, so a retry that names the
+	// session by another prefix attaches to the same run.
+	if f.session, err = resolveID(ctx, b, events.KindSession, f.session); err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
+	if f.key != "" {
+		if f.id, err = worker.RequestID(f.session, "", f.key); err != nil {
+			return usageErrorf("exec: %w", err)
 		}
 	}
 	// A subject the credentials may not publish to is refused at once
