@@ -15,6 +15,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/adapters/term"
@@ -201,7 +202,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if f.key == "" {
 		// A unique prefix names the session (a retry's key names its
 		// command from the id as given).
-		if f.session, err = resolveID(ctx, b, events.KindSession, f.session); err != nil {
+		if f.session, err = resolveSession(ctx, b, f.session); err != nil {
 			return fmt.Errorf("exec: %w", err)
 		}
 	}
@@ -296,6 +297,22 @@ func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output
 		}
 	}
 	return exitOf(r.State)
+}
+
+// resolveSession resolves the session id or prefix id as resolveID does.
+// When no session is found and b reaches the data dir's own serve, it
+// first waits (host.Settle, bounded by ctx and api.IntakeWait) for the
+// hooks serve took on its socket up to then to be in the log, and looks
+// again: a SessionStart hook answered just before exec (logbook-hook
+// returns once the payload is in serve's journal) names a session that
+// is not in the log yet. Errors are resolveID's, of the second look.
+func resolveSession(ctx context.Context, b *backend, id string) (string, error) {
+	got, err := resolveID(ctx, b, events.KindSession, id)
+	if !errors.Is(err, events.ErrNotFound) || !b.remote || b.api == api.AnyPrefix {
+		return got, err
+	}
+	host.Settle(ctx, b.nc, b.api)
+	return resolveID(ctx, b, events.KindSession, id)
 }
 
 // workerGrace is how long exec waits for a live worker (one starting
