@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/execsock"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
@@ -273,10 +274,18 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output, f execFlags) error {
 	r, err := cl.Wait(ctx, f.id, f.wait, p.Print)
 	if r.Interrupted {
-		if r.Background {
-			fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.id)
+		// One line: what was interrupted, and that the command goes on.
+		// Served on the exec socket: its client (logbook-exec) went,
+		// and exits with the signal it took (execsock.InterruptedExit).
+		by, code := "its client", execsock.InterruptedExit
+		if sig, ok := stoppedBy(ctx); ok {
+			by, code = signalName(sig), 128+signalNumber(sig)
 		}
-		return err
+		goes := "goes on in the background; come back with: logbook command output " + f.id + " --follow"
+		if !r.Background {
+			goes = "goes on (not marked as in the background); see: logbook command output " + f.id + " --follow"
+		}
+		return &exitError{code: code, err: fmt.Errorf("exec interrupted by %s: command %s %s", by, f.id, goes)}
 	}
 	if err != nil {
 		return fmt.Errorf("exec: %w", err)
