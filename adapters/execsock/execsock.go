@@ -176,9 +176,11 @@ func call(dir, path string, req Request, stdout, stderr io.Writer) (int, error) 
 	defer signal.Stop(sigs)
 	done := make(chan struct{})
 	defer close(done)
+	caught := make(chan os.Signal, 1)
 	go func() {
 		select {
-		case <-sigs:
+		case s := <-sigs:
+			caught <- s
 			_ = unix.Shutdown(fd, unix.SHUT_WR) // the server's end reads EOF: an interrupt
 		case <-done:
 		}
@@ -191,7 +193,28 @@ func call(dir, path string, req Request, stdout, stderr io.Writer) (int, error) 
 	if err != nil && werr != nil {
 		return code, werr
 	}
+	if n, ok := caughtSignal(caught); ok && code == InterruptedExit {
+		code = 128 + n // the signal this process took, not serve's guess
+	}
 	return code, err
+}
+
+// InterruptedExit is the exit status serve answers for an exec its
+// client interrupted (130, 128 plus SIGINT's number); the client exits
+// with 128 plus the number of the signal it took instead.
+const InterruptedExit = 128 + int(syscall.SIGINT)
+
+// caughtSignal returns the number of the signal on caught, if one came.
+func caughtSignal(caught <-chan os.Signal) (int, bool) {
+	select {
+	case s := <-caught:
+		if n, ok := s.(syscall.Signal); ok {
+			return int(n), true
+		}
+		return int(syscall.SIGINT), true
+	default:
+		return 0, false
+	}
 }
 
 // writeAll writes all of b to fd.

@@ -14,7 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/execsock"
 	"github.com/logbook-dev/logbook/adapters/gate"
+	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/adapters/term"
@@ -209,8 +211,10 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	}
 	// A unique prefix names the session, with --key too: the key's
 	// command id is derived from the full id, so a retry that names the
-	// session by another prefix attaches to the same run.
-	if f.session, err = resolveID(ctx, b, events.KindSession, f.session); err != nil {
+	// session by another prefix attaches to the same run. A session a
+	// hook has just started may still be in serve's journal: the lookup
+	// waits for it before it says not found.
+	if f.session, err = resolveSession(ctx, b, f.session); err != nil {
 		return fmt.Errorf("exec: %w", err)
 	}
 	if f.key != "" {
@@ -285,10 +289,18 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output, f execFlags) error {
 	r, err := cl.Wait(ctx, f.id, f.wait, p.Print)
 	if r.Interrupted {
-		if r.Background {
-			fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.id)
+		// One line: what was interrupted, and that the command goes on.
+		// Served on the exec socket: its client (logbook-exec) went,
+		// and exits with the signal it took (execsock.InterruptedExit).
+		by, code := "its client", execsock.InterruptedExit
+		if sig, ok := stoppedBy(ctx); ok {
+			by, code = signalName(sig), 128+signalNumber(sig)
 		}
-		return err
+		goes := "goes on in the background; come back with: logbook command output " + f.id + " --follow"
+		if !r.Background {
+			goes = "goes on (not marked as in the background); see: logbook command output " + f.id + " --follow"
+		}
+		return &exitError{code: code, err: fmt.Errorf("exec interrupted by %s: command %s %s", by, f.id, goes)}
 	}
 	if err != nil {
 		return fmt.Errorf("exec: %w", err)
@@ -309,6 +321,22 @@ func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output
 		}
 	}
 	return exitOf(r.State)
+}
+
+// resolveSession resolves the session id or prefix id as resolveID does.
+// When no session is found and b reaches the data dir's own serve, it
+// first waits (host.Settle, bounded by ctx and api.IntakeWait) for the
+// hooks serve took on its socket up to then to be in the log, and looks
+// again: a SessionStart hook answered just before exec (logbook-hook
+// returns once the payload is in serve's journal) names a session that
+// is not in the log yet. Errors are resolveID's, of the second look.
+func resolveSession(ctx context.Context, b *backend, id string) (string, error) {
+	got, err := resolveID(ctx, b, events.KindSession, id)
+	if !errors.Is(err, events.ErrNotFound) || !b.remote || b.api == api.AnyPrefix {
+		return got, err
+	}
+	host.Settle(ctx, b.nc, b.api)
+	return resolveID(ctx, b, events.KindSession, id)
 }
 
 // workerGrace is how long exec waits for a live worker (one starting

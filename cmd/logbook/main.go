@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -129,6 +130,9 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	cmd, err := root.ExecuteContextC(ctx)
+	if cmd != nil && cmd != root {
+		err = interrupted(ctx, strings.TrimPrefix(cmd.CommandPath(), root.Name()+" "), err)
+	}
 	if err != nil && exitCode(err) == codeUsage && isHookCommand(cmd) {
 		// An agent reads exit 2 as "block": a hook never exits 2 for
 		// a usage mistake.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -72,7 +73,7 @@ func stopOnSignals(parent context.Context, sigs <-chan os.Signal, grace time.Dur
 		case first = <-sigs:
 		}
 		at := time.Now()
-		cancel(fmt.Errorf("stopped by %s", signalName(first)))
+		cancel(&stopError{sig: first})
 		grace := time.Duration(held.Load())
 		timer := time.NewTimer(grace)
 		defer timer.Stop()
@@ -97,6 +98,43 @@ func stopOnSignals(parent context.Context, sigs <-chan os.Signal, grace time.Dur
 			cancel(nil)
 		})
 	}
+}
+
+// stopError is the cause of the context stopOnSignals cancels: the stop
+// signal that came first.
+type stopError struct{ sig os.Signal }
+
+func (e *stopError) Error() string { return "stopped by " + signalName(e.sig) }
+
+// stoppedBy returns the stop signal that cancelled ctx (stopOnSignals),
+// if one did.
+func stoppedBy(ctx context.Context) (os.Signal, bool) {
+	if se, ok := errors.AsType[*stopError](context.Cause(ctx)); ok {
+		return se.sig, true
+	}
+	return nil, false
+}
+
+// interrupted returns the error of command what (its path less
+// "logbook ", say "replay") that failed with err after a stop signal
+// cancelled ctx: one line naming what was interrupted and by which
+// signal, with exit status 128 plus its number (130 for SIGINT), in
+// place of the cancel's error as it reached the command ("context
+// canceled"). An err that is not the cancel's, or already carries an
+// exit status of 128 or more, is returned as it is, as is every err
+// when no stop signal cancelled ctx.
+func interrupted(ctx context.Context, what string, err error) error {
+	sig, ok := stoppedBy(ctx)
+	if err == nil || !ok {
+		return err
+	}
+	if ee, ok := errors.AsType[*exitError](err); ok && ee.code >= 128 {
+		return err
+	}
+	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.Cause(ctx)) {
+		return err
+	}
+	return &exitError{code: 128 + signalNumber(sig), err: fmt.Errorf("%s interrupted by %s", what, signalName(sig))}
 }
 
 // signalName returns s as its conventional name (SIGHUP), else as Go

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -113,4 +116,40 @@ func TestStopOnSignals(t *testing.T) {
 		default:
 		}
 	})
+}
+
+// A command whose context a stop signal cancelled, and that fails on
+// the cancel, fails with one line naming what was interrupted and by
+// which signal, exit status 128 plus its number, not "context
+// canceled"; a failure of its own, and a command that was not stopped,
+// keep their errors.
+func TestStopSignal_InterruptedCommand(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	fixture := "../../testdata/claude/projects/-home-user-project/5e551011-0000-4000-8000-000000000001.jsonl"
+	if err := runCLI(context.Background(), []string{"--data", data, "import", "claude", fixture}, strings.NewReader(""), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	sigs := make(chan os.Signal, 1)
+	ctx, release := stopOnSignals(context.Background(), sigs, time.Hour, io.Discard, func(int) {})
+	defer release()
+	sigs <- syscall.SIGINT
+	<-ctx.Done()
+	var stderr bytes.Buffer
+	err := runCLI(ctx, []string{"--data", data, "replay", "--verify"}, strings.NewReader(""), io.Discard, &stderr)
+	if got := exitCode(err); got != 130 {
+		t.Fatalf("replay --verify stopped by SIGINT: exit %d (%v), want 130", got, err)
+	}
+	if want := "replay interrupted by SIGINT"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	if strings.Contains(stderr.String(), "context canceled") {
+		t.Errorf("stderr says context canceled:\n%s", stderr.String())
+	}
+	own := errors.New("replay: bad input")
+	if got := interrupted(ctx, "replay", own); got != own {
+		t.Errorf("a failure of its own became %v", got)
+	}
+	if got := interrupted(context.Background(), "replay", context.Canceled); got != context.Canceled {
+		t.Errorf("a command not stopped by a signal: %v", got)
+	}
 }
