@@ -29,6 +29,9 @@ import (
 // goroutine it started has returned; the caller calls it when the read
 // ends. It needs the Log's Verifier.
 func (l *Log) preverify(ctx context.Context, j *Judged, from, end uint64) (stop func()) {
+	// The shared record of checks exists before the read checks
+	// anything, so that no check the read makes first is made again.
+	l.cfg.Verifier.Sibling()
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -47,6 +50,11 @@ func (l *Log) preverify(ctx context.Context, j *Judged, from, end uint64) (stop 
 		<-done
 	}
 }
+
+// preverifyMin is the fewest events past the statement a read
+// pre-verifies: below it, the read's own checks, on the decode
+// goroutines, start as soon as the pre-verifier's would.
+var preverifyMin uint64 = 256 // a variable for the test that pre-verifies a short tail
 
 // prechecks checks with v the signatures of the events of l of seq
 // from..end, judgeBatch at a time on GOMAXPROCS goroutines, until ctx

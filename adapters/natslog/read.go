@@ -423,7 +423,7 @@ func (l *Log) readRecords(ctx context.Context, from uint64, ord *order, yield fu
 	src := func(ctx context.Context, y func(Msg, error) bool) { l.consume(ctx, eventFilter, from, end, y) }
 	if j := l.judged.Load(); j != nil && l.cfg.Verifier != nil && max(from, 1) <= j.Through {
 		src = j.whole(l, from, end)
-		if end > j.Through && !noPreverify {
+		if end >= j.Through+preverifyMin && !noPreverify {
 			stop := l.preverify(ctx, j, j.Through+1, end)
 			defer stop()
 		}

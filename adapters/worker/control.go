@@ -302,6 +302,10 @@ func (w *Worker) observe(e events.Envelope) {
 	case events.CommandRequested:
 		w.requests++
 		w.open[id] = &tracked{session: d.Session, workspace: filepath.Clean(d.Workspace), mode: d.Mode, order: w.requests}
+		if w.fed != nil {
+			close(w.fed)
+		}
+		w.fed = make(chan struct{})
 	case events.CommandStarted:
 		if t != nil {
 			t.started, t.worker, t.host, t.pid = true, d.Worker, d.Host, d.Pid

@@ -248,7 +248,7 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 	// request order: a workspace_write request behind an earlier one
 	// still waiting on the same workspace, or on one above or below it,
 	// is put back the same way (a read_only one waits for no request).
-	if (st.Mode == events.ModeWorkspaceWrite && w.earlierWaiting(id, requested)) || sandbox.Busy(spec) {
+	if (st.Mode == events.ModeWorkspaceWrite && w.earlierWaiting(ctx, id, requested)) || sandbox.Busy(spec) {
 		w.unclaim(ctx, id)
 		return verdictWait, nil
 	}
@@ -273,19 +273,62 @@ func (w *Worker) unclaim(ctx context.Context, id string) {
 // (cleaned, as requested), on a directory above it or on one below it,
 // as the control feed has read the log: the two could not run at once.
 // A command the feed has not read yet came after every one it has.
-func (w *Worker) earlierWaiting(id, ws string) bool {
+func (w *Worker) earlierWaiting(ctx context.Context, id, ws string) bool {
+	// The control feed reads requests in log order: once it has read
+	// id, it has read every request before it. A request delivered to
+	// this worker before the feed read it waits for the feed (at most
+	// feedWait); one the feed has still not read then is put back as
+	// if an earlier writer waited.
+	t, ok := w.fedRequest(ctx, id)
+	if !ok {
+		return true
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	t := w.open[id]
 	for oid, o := range w.open {
 		if oid == id || o.started || o.mode != events.ModeWorkspaceWrite || !nested(o.workspace, ws) {
 			continue
 		}
-		if t == nil || o.order < t.order {
+		if o.order < t.order {
 			return true
 		}
 	}
 	return false
+}
+
+// feedWait is how long a writer's admission waits for the control feed
+// to read its request before it is put back.
+const feedWait = time.Second
+
+// fedRequest waits until the control feed has read request id, for at
+// most feedWait, and returns what it tracks of it; false when the feed
+// has not read it by then or ctx ends.
+func (w *Worker) fedRequest(ctx context.Context, id string) (tracked, bool) {
+	timer := time.NewTimer(feedWait)
+	defer timer.Stop()
+	for {
+		w.mu.Lock()
+		t := w.open[id]
+		if w.fed == nil {
+			w.fed = make(chan struct{})
+		}
+		fed := w.fed
+		var got tracked
+		if t != nil {
+			got = *t
+		}
+		w.mu.Unlock()
+		if t != nil {
+			return got, true
+		}
+		select {
+		case <-fed:
+		case <-timer.C:
+			return tracked{}, false
+		case <-ctx.Done():
+			return tracked{}, false
+		}
+	}
 }
 
 // nested reports whether clean absolute paths a and b are the same or

@@ -192,6 +192,7 @@ type Worker struct {
 	mu      sync.Mutex
 	running map[string]*job     // commands this worker started or is starting
 	open    map[string]*tracked // commands not ended, from the control feed
+	fed     chan struct{}       // closed and replaced (under mu) each time the control feed reads a request
 	missing map[string]time.Time
 	// requests counts the command.requested events the control feed has
 	// read: each open command's order.
