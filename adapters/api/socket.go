@@ -126,12 +126,32 @@ func fileKind(m fs.FileMode) string {
 func ServeSocket(ctx context.Context, l *net.UnixListener, verb string, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any)) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	uid := os.Geteuid()
+	AcceptEach(ctx, l, MaxInFlight, "api "+verb+": socket", logf, func(c *net.UnixConn) {
+		c.SetReadDeadline(time.Now().Add(SocketReadTimeout))
+		stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) })
+		defer stop()
+		b := serveConn(ctx, c, uid, verb, handle, logf)
+		c.SetWriteDeadline(time.Now().Add(socketWriteTimeout))
+		if _, err := c.Write(b); err != nil {
+			logf("api %s: socket: answer of %d bytes not sent: %v", verb, len(b), err)
+		}
+	})
+}
+
+// AcceptEach accepts connections on l until ctx ends and serves each
+// with serve on a goroutine of its own, at most limit at once (further
+// peers wait in the listen queue), closing each connection once serve
+// returns. It closes l when ctx ends and returns once every serve has
+// returned. An accept error other than l's close is written to logf
+// after what (e.g. "exec socket"), and accepting resumes 100 ms later:
+// out of descriptors, say, it is no busy loop.
+func AcceptEach(ctx context.Context, l *net.UnixListener, limit int, what string, logf func(format string, args ...any), serve func(c *net.UnixConn)) {
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	slots := make(chan struct{}, MaxInFlight)
-	uid := os.Geteuid()
+	slots := make(chan struct{}, limit)
 	for {
 		select {
 		case slots <- struct{}{}:
@@ -144,8 +164,8 @@ func ServeSocket(ctx context.Context, l *net.UnixListener, verb string, handle f
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			logf("api %s: socket: %v", verb, err)
-			select { // out of descriptors, say: not a busy loop
+			logf("%s: %v", what, err)
+			select {
 			case <-time.After(100 * time.Millisecond):
 			case <-ctx.Done():
 				return
@@ -155,14 +175,7 @@ func ServeSocket(ctx context.Context, l *net.UnixListener, verb string, handle f
 		wg.Go(func() {
 			defer func() { <-slots }()
 			defer c.Close()
-			c.SetReadDeadline(time.Now().Add(SocketReadTimeout))
-			stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) })
-			defer stop()
-			b := serveConn(ctx, c, uid, verb, handle, logf)
-			c.SetWriteDeadline(time.Now().Add(socketWriteTimeout))
-			if _, err := c.Write(b); err != nil {
-				logf("api %s: socket: answer of %d bytes not sent: %v", verb, len(b), err)
-			}
+			serve(c)
 		})
 	}
 }

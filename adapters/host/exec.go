@@ -65,38 +65,10 @@ func ServeExec(ctx context.Context, path string, run ExecRunner, logf func(forma
 
 // serveExec accepts connections on l until ctx ends.
 func serveExec(ctx context.Context, l *net.UnixListener, run ExecRunner, logf func(format string, args ...any)) {
-	stop := context.AfterFunc(ctx, func() { l.Close() })
-	defer stop()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	slots := make(chan struct{}, MaxExecs)
 	uid := uint32(os.Geteuid())
-	for {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		c, err := l.AcceptUnix()
-		if err != nil {
-			<-slots
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			logf("exec socket: %v", err)
-			select { // out of descriptors, say: not a busy loop
-			case <-time.After(100 * time.Millisecond):
-			case <-ctx.Done():
-				return
-			}
-			continue
-		}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			defer c.Close()
-			execConn(ctx, c, uid, run, logf)
-		})
-	}
+	api.AcceptEach(ctx, l, MaxExecs, "exec socket", logf, func(c *net.UnixConn) {
+		execConn(ctx, c, uid, run, logf)
+	})
 }
 
 // execConn answers one connection.
