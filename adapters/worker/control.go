@@ -456,7 +456,7 @@ func (w *Worker) abandon(ctx context.Context, id string, t tracked, reason strin
 		w.log.Warn("abandon", "command", id, "err", err)
 		return
 	}
-	w.log.Warn("abandoned", "command", id, "worker", worker, "reason", reason)
+	w.log.Warn("abandoned", "command", id, "dead_worker", worker, "reason", reason)
 	w.detach(ctx, id, sessionID, "abandoned: "+reason, events.Cause{Kind: "worker", Event: "command.abandoned", Detail: id, Ref: abandonID.String()})
 }
 

@@ -124,6 +124,9 @@ func flagError(err error) error {
 	if i < 0 {
 		return err
 	}
+	if name, ok := strings.CutPrefix(msg[:i], `invalid argument "" for "`); ok {
+		return usageErrorf("%s is given empty: give it a value or leave the flag out", strings.TrimSuffix(name, `"`))
+	}
 	why := msg[i+len(" flag: "):]
 	switch {
 	case strings.HasPrefix(why, "strconv.ParseInt"), strings.HasPrefix(why, "strconv.ParseUint"):
