@@ -6,6 +6,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -322,9 +323,12 @@ func Commands(w io.Writer, cs []command.State, withSession bool) error {
 		if c.Evicted && c.Status != command.StatusEvicted {
 			status += " (evicted)"
 		}
-		dur := "-"
+		// Duration and output size are recorded when the process exits:
+		// before that they are not known, not zero.
+		dur, output := "-", "-"
 		if c.Status == command.StatusExited {
 			dur = (time.Duration(c.DurationMS) * time.Millisecond).String()
+			output = strconv.FormatInt(c.OutputBytes, 10)
 		}
 		argv := strings.Join(c.Argv, " ")
 		if len(c.Argv) > 0 {
@@ -339,7 +343,7 @@ func Commands(w io.Writer, cs []command.State, withSession bool) error {
 		} else {
 			fmt.Fprintf(tw, "%s\t", Cell(c.ID))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", Cell(status), Cell(code), Cell(c.Mode), c.RequestedAt.Format(time.RFC3339), dur, c.OutputBytes, argv)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", Cell(status), Cell(code), Cell(c.Mode), c.RequestedAt.Format(time.RFC3339), dur, output, argv)
 	}
 	return tw.Flush()
 }
