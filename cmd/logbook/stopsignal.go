@@ -20,6 +20,12 @@ import (
 // the log) takes well under it.
 const stopGrace = 30 * time.Second
 
+// echoWindow is how soon after the first stop signal the same signal
+// again is taken for the same stop, not a second one: GNU timeout(1), and
+// `kill -- -PGID` after a kill of the process, send it to the process and
+// then to its process group, which the process is in.
+const echoWindow = 250 * time.Millisecond
+
 // stopGraceKey, as a key of the context stopOnSignals returns, holds its
 // grace in nanoseconds (*atomic.Int64), which allowStop lengthens.
 type stopGraceKey struct{}
@@ -46,7 +52,8 @@ func allowStop(ctx context.Context, d time.Duration) {
 // stopOnSignals returns a context derived from parent that is cancelled,
 // with the signal named in its cause, when the first signal arrives on
 // sigs. A command ends on that cancel; one that does not (a wait that
-// does not watch its context) is ended anyway: a second signal, or grace
+// does not watch its context) is ended anyway: a second signal (other
+// than the first's echo within echoWindow), or grace
 // (lengthened by allowStop) passing after the first with release not yet
 // called, writes to w which signal it was, how long since the first, and
 // every goroutine's stack (where the command was), then calls exit with
@@ -78,13 +85,18 @@ func stopOnSignals(parent context.Context, sigs <-chan os.Signal, grace time.Dur
 		timer := time.NewTimer(grace)
 		defer timer.Stop()
 		why := ""
-		select {
-		case <-done:
-			return
-		case s := <-sigs:
-			why = fmt.Sprintf("a second signal (%s) came %s after the first (%s)", signalName(s), time.Since(at).Round(time.Millisecond), signalName(first))
-		case <-timer.C:
-			why = fmt.Sprintf("the command had not ended %s after %s", grace, signalName(first))
+		for why == "" {
+			select {
+			case <-done:
+				return
+			case s := <-sigs:
+				if s == first && time.Since(at) < echoWindow {
+					continue // the same stop, sent to the process and again to its group
+				}
+				why = fmt.Sprintf("a second signal (%s) came %s after the first (%s)", signalName(s), time.Since(at).Round(time.Millisecond), signalName(first))
+			case <-timer.C:
+				why = fmt.Sprintf("the command had not ended %s after %s", grace, signalName(first))
+			}
 		}
 		code := 128 + signalNumber(first)
 		fmt.Fprintf(w, "logbook: stopped hard (exit status %d): %s; where it was:\n%s\n", code, why, allStacks())

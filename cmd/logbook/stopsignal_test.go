@@ -72,6 +72,23 @@ func TestStopOnSignals(t *testing.T) {
 		}
 	})
 
+	t.Run("the first's echo is the same stop", func(t *testing.T) {
+		// timeout(1) sends its signal to the command, then to the
+		// command's process group: twice at once. Unbuffered, each send
+		// returns once the watch has taken the signal.
+		r := run{sigs: make(chan os.Signal), out: &bytes.Buffer{}, exits: make(chan int, 1)}
+		r.ctx, r.stop = stopOnSignals(t.Context(), r.sigs, time.Hour, r.out, func(code int) { r.exits <- code })
+		r.sigs <- syscall.SIGTERM
+		r.sigs <- syscall.SIGTERM
+		<-r.ctx.Done()
+		r.stop()
+		select {
+		case code := <-r.exits:
+			t.Errorf("exit(%d) on the first signal's echo; said\n%.300s", code, r.out)
+		default:
+		}
+	})
+
 	t.Run("the grace ends it", func(t *testing.T) {
 		r := start(time.Millisecond)
 		r.sigs <- syscall.SIGTERM
