@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
@@ -307,7 +306,7 @@ func LooksLikeTranscript(path string) (bool, string) {
 		case r.Whole:
 			return false, "its first line has no \"type\" field"
 		case !r.Torn:
-			return false, "its first line is not a JSON object (it does not parse, and shows no \"type\" before it stops): " + strconv.Quote(r.Head)
+			return false, "its first line is not a JSON object (it does not parse, and shows no \"type\" before it stops; " + r.Begins() + ")"
 		}
 		return true, ""
 	}

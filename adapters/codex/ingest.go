@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -350,7 +349,7 @@ func LooksLikeRollout(path string) (bool, string) {
 		return true, ""
 	}
 	if !r.Whole {
-		return false, "not a Codex CLI rollout: its first line is not a JSON object (it does not parse, and shows no \"payload\" or \"id\" before it stops): " + strconv.Quote(r.Head)
+		return false, "not a Codex CLI rollout: its first line is not a JSON object (it does not parse, and shows no \"payload\" or \"id\" before it stops; " + r.Begins() + ")"
 	}
 	return false, "not a Codex CLI rollout: its first line has neither an envelope \"payload\" nor a session header \"id\""
 }

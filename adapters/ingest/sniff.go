@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
@@ -38,7 +40,8 @@ type FirstRecord struct {
 	// Torn reports that the line has no newline yet (it is judged on
 	// what is there).
 	Torn bool
-	// Head is the line's start, at most 40 bytes, for a message.
+	// Head is the line's start, at most 40 bytes, as read: never for a
+	// message (see Begins).
 	Head string
 }
 
@@ -62,13 +65,27 @@ func (r FirstRecord) NotObject() string {
 	if !utf8.ValidString(r.Head) || bytes.ContainsFunc([]byte(r.Head), func(c rune) bool { return c < ' ' && c != '\t' }) {
 		return "its first line is not a JSON object (binary data)"
 	}
-	return "its first line is not a JSON object: " + quoteHead(r.Head)
+	return "its first line is not a JSON object (" + r.Begins() + ")"
 }
 
-// quoteHead quotes a line's start for a message.
-func quoteHead(h string) string {
-	b, _ := json.Marshal(h)
-	return string(b)
+// Begins says how r's line begins without quoting it: `it begins "{"`
+// for ASCII punctuation, "it begins with a letter" (a digit, a space) for
+// the rest. A refused file's text is never shown: it may be a token, a
+// password file or anything a link points at, and the message goes to
+// terminals and serve's log unredacted.
+func (r FirstRecord) Begins() string {
+	c, _ := utf8.DecodeRuneInString(r.Head)
+	switch {
+	case r.Head == "":
+		return "it is empty"
+	case c < utf8.RuneSelf && unicode.IsPunct(c) || c < utf8.RuneSelf && unicode.IsSymbol(c):
+		return "it begins " + strconv.Quote(string(c))
+	case unicode.IsLetter(c):
+		return "it begins with a letter"
+	case unicode.IsDigit(c):
+		return "it begins with a digit"
+	}
+	return "it begins with " + strconv.QuoteRuneToASCII(c)
 }
 
 // ReadFirstRecord reads the first line of the file at path that is not

@@ -21,7 +21,7 @@ func TestReadFirstRecord(t *testing.T) {
 	}{
 		{"empty", "", 0, false, false, "", ""},
 		{"blank", "\n  \n", 0, false, false, "", ""},
-		{"text", "not json at all\n", 1, false, false, "", `its first line is not a JSON object: "not json at all"`},
+		{"text", "not json at all\n", 1, false, false, "", "its first line is not a JSON object (it begins with a letter)"},
 		{"binary", "\x00\x01\xffPK\x03\x04", 1, false, false, "", "its first line is not a JSON object (binary data)"},
 		{"whole", "\n{\"type\":\"user\",\"x\":{\"type\":1}}\n", 2, true, true, "type,x", ""},
 		{"damaged", "{\"type\":\"user\",\n", 1, true, false, "type", ""},
