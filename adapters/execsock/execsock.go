@@ -55,6 +55,36 @@ const (
 	frameChunk = 32 << 10
 )
 
+// MaxCommand is the most a command's arguments and environment may
+// take, as JSON strings (CommandSize), in bytes: the command is one
+// event on the log, whose messages are at most 1 MiB, and its request
+// line here is at most MaxRequest. Both `logbook exec` and logbook-exec
+// refuse a larger one (CheckCommand) before anything is sent.
+const MaxCommand = 768 << 10
+
+// CommandSize returns how many bytes argv and env take as JSON strings,
+// as a request or an event holds them.
+func CommandSize(argv, env []string) int {
+	n := 0
+	var b []byte
+	for _, ss := range [][]string{argv, env} {
+		for _, s := range ss {
+			b = hooksock.AppendString(b[:0], s)
+			n += len(b) + 1
+		}
+	}
+	return n
+}
+
+// CheckCommand returns a usage error's text when argv and env are over
+// MaxCommand (CommandSize), naming both sizes; nil otherwise.
+func CheckCommand(argv, env []string) error {
+	if n := CommandSize(argv, env); n > MaxCommand {
+		return fmt.Errorf("the command is too large: its arguments and environment take %d bytes as JSON, at most %d (a command is one event on the log); pass large input through a file", n, MaxCommand)
+	}
+	return nil
+}
+
 // Errors of Call, for errors.Is. Only these two mean the server never
 // got the request, so that running `logbook exec` instead runs nothing
 // twice.

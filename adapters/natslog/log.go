@@ -318,7 +318,42 @@ func (l *Log) prepare(b events.Batch) (*request, error) {
 	if err := l.validate(b); err != nil {
 		return nil, err
 	}
-	return newRequest(b, l.currentSigner())
+	r, err := newRequest(b, l.currentSigner())
+	if err != nil {
+		return nil, err
+	}
+	if err := l.fits(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// signatureRoom is what a message's size is given for the signature
+// headers added when it goes out (Lb-Key, a signature, a batch's index,
+// root and proof): bytes.
+const signatureRoom = 1024
+
+// fits returns an error wrapping events.ErrMalformed when a message of r,
+// with its headers and signatureRoom, is over the connection's maximum
+// payload (the server's max_payload): the client would refuse to send
+// it, and no retry could ever store it. Nothing of r is sent then.
+func (l *Log) fits(r *request) error {
+	limit := l.js.Conn().MaxPayload()
+	if limit <= 0 {
+		return nil
+	}
+	for i, m := range r.msgs {
+		size := int64(len(m.Subject) + len(m.Data) + signatureRoom)
+		for k, vs := range m.Header {
+			for _, v := range vs {
+				size += int64(len(k) + len(v) + 4)
+			}
+		}
+		if size > limit {
+			return fmt.Errorf("%w: event %d (%s) is %d bytes with its headers, over the server's max_payload of %d bytes", events.ErrMalformed, i, m.Header.Get(HeaderType), size, limit)
+		}
+	}
+	return nil
 }
 
 // validate checks b's envelopes and shape; errors wrap events sentinels.

@@ -508,3 +508,25 @@ func TestLog_AppendDuplicateIDOfAnotherBatch(t *testing.T) {
 		t.Errorf("LastSeq = %d, want %d: nothing of the refused batch stored", seq, first.Last)
 	}
 }
+
+// An event over the server's max_payload is refused before anything of
+// its decision is sent, as malformed (no retry stores it), not as an
+// append whose outcome is unknown.
+func TestAppend_OverMaxPayload(t *testing.T) {
+	l, _ := newLog(t)
+	agg := session("big")
+	mustAppend(t, l, decision(l.reg, agg, 0, 1, 1))
+	before := lastSeq(t, l)
+	big := strings.Repeat("a", int(l.js.Conn().MaxPayload()))
+	b := events.Batch{Agg: agg, Expect: before, Events: []events.Envelope{
+		envelope(l.reg, agg, 2, events.SessionActivityChanged{From: "thinking", To: "tool:2"}),
+		envelope(l.reg, agg, 3, events.SessionActivityChanged{From: "tool:2", To: big}),
+	}}
+	_, err := l.Append(t.Context(), b)
+	if !errors.Is(err, events.ErrMalformed) || errors.Is(err, ErrUnknownOutcome) || !strings.Contains(err.Error(), "event 1 (session.activity_changed) is ") || !strings.Contains(err.Error(), "over the server's max_payload") {
+		t.Fatalf("Append of an event over max_payload: %v, want ErrMalformed naming event 1 and the limit", err)
+	}
+	if got := lastSeq(t, l); got != before {
+		t.Errorf("last seq %d after the refused append, want %d (nothing sent)", got, before)
+	}
+}

@@ -190,6 +190,9 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if err != nil {
 		return err
 	}
+	if err := execsock.CheckCommand(argv, env); err != nil {
+		return usageErrorf("exec: %w", err)
+	}
 
 	var b *backend
 	if g.served != nil {

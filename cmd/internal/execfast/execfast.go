@@ -81,6 +81,10 @@ func Main(args []string, stdout, stderr io.Writer, logbook string) int {
 			req.Env = append(req.Env, k+"="+v)
 		}
 	}
+	if err := execsock.CheckCommand(req.Args, req.Env); err != nil {
+		fmt.Fprintf(stderr, "logbook-exec: exec: %v\n", err)
+		return 2
+	}
 	code, err := execsock.Call(dir, req, stdout, stderr)
 	if errors.Is(err, execsock.ErrNoSocket) || errors.Is(err, execsock.ErrRefused) {
 		return handOver(args, stderr, logbook) // serve never had it
