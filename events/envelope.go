@@ -168,6 +168,15 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 	if e.Data == nil {
 		return nil, fmt.Errorf("%w: %s %s: no data", ErrMalformed, e.Type, e.ID)
 	}
+	if o, ok := observationOf(e.Data); ok {
+		// An observation's data is written in place, without
+		// reflection, as json.Marshal would write it (appendObservation).
+		b := make([]byte, 0, 2*len(o.Raw)+1024)
+		b = e.appendWireHead(b)
+		if b, ok = appendObservation(b, o); ok {
+			return append(b, '}'), nil
+		}
+	}
 	data, err := json.Marshal(e.Data)
 	if err != nil {
 		return nil, fmt.Errorf("marshal %s data: %w", e.Type, err)
@@ -182,6 +191,14 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 // second pass over data, which json.Marshal's output needs none of (it is
 // compact and HTML-escaped already).
 func (e Envelope) appendWire(b, data []byte) []byte {
+	b = e.appendWireHead(b)
+	b = append(b, data...)
+	return append(b, '}')
+}
+
+// appendWireHead appends the wire form of e up to its data: everything
+// appendWire writes before data (ending in `,"data":`).
+func (e Envelope) appendWireHead(b []byte) []byte {
 	b = append(b, `{"id":"`...)
 	b = append(b, e.ID.String()...)
 	b = append(b, `","type":`...)
@@ -216,9 +233,7 @@ func (e Envelope) appendWire(b, data []byte) []byte {
 			b = appendJSONString(b, f.v)
 		}
 	}
-	b = append(b, `,"data":`...)
-	b = append(b, data...)
-	return append(b, '}')
+	return append(b, `,"data":`...)
 }
 
 // appendJSONString appends s as a JSON string, as encoding/json writes it:
