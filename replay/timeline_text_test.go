@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/replay"
 )
 
@@ -39,5 +40,35 @@ func TestWriteText_ClockBack(t *testing.T) {
 	}
 	if strings.Contains(lines[4], "clock") {
 		t.Errorf("fifth line %q: a task's time is not the agent's clock", lines[4])
+	}
+}
+
+// TestWriteText_Times: every time prints as events.TimeFormat lays it
+// out in UTC, to the microsecond (truncated), the years before 0 and
+// after 9999 too.
+func TestWriteText_Times(t *testing.T) {
+	times := []time.Time{
+		time.Date(2026, 12, 3, 17, 4, 5, 123456789, time.UTC),
+		time.Date(2026, 1, 1, 0, 0, 0, 999, time.FixedZone("X", -7*3600)),
+		time.Date(1999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2000, 2, 29, 12, 30, 0, 1000, time.FixedZone("Y", 5*3600+1800)),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 6, 15, 1, 2, 3, 4000, time.UTC),
+		{},
+		time.Unix(0, 0),
+	}
+	for ns := int64(1); ns < 1<<62; ns = ns*7 + 12345 {
+		times = append(times, time.Unix(0, ns), time.Unix(ns/1e9, ns%1e9).In(time.FixedZone("Z", int(ns%86400))))
+	}
+	for _, at := range times {
+		var b bytes.Buffer
+		if err := replay.WriteText(&b, []replay.Item{{Seq: 1, At: at, Type: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := b.String(), "#1 "+at.UTC().Format(events.TimeFormat)+" x\n"; got != want {
+			t.Errorf("time %v: got %q, want %q", at, got, want)
+		}
 	}
 }

@@ -1,0 +1,86 @@
+package merkle
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+)
+
+// LeafData is the logbook-leaf/v1 format byte for byte: the Lb- headers
+// sorted by name (case as stored), each value in stored order, the
+// server's headers left out.
+func TestLeafDataFormat(t *testing.T) {
+	m := natslog.Msg{Seq: 42, Subject: "lb.ev.session.s1", Data: []byte(`{"id":"x"}`),
+		Header: nats.Header{
+			"Lb-Type": {"a", "b"}, "Nats-Msg-Id": {"x"}, "Lb-Sig": {"c2ln"}, "Lb-Key": {"k1"},
+			"Nats-Expected-Last-Subject-Sequence": {"0"}, "Lb-Z": {""}, "Lb-A": {"1"}, "lb-lower": {"no"},
+		}}
+	want := "logbook-leaf/v1\n42\nlb.ev.session.s1\n" +
+		"Lb-A: 1\nLb-Key: k1\nLb-Sig: c2ln\nLb-Type: a\nLb-Type: b\nLb-Z: \n" +
+		"\n" + `{"id":"x"}`
+	if got := string(LeafData(m)); got != want {
+		t.Fatalf("LeafData:\n%q\nwant\n%q", got, want)
+	}
+	if got, want := LeafHash(m), tlog.RecordHash([]byte(want)); got != want {
+		t.Fatalf("LeafHash %s, want %s", got, want)
+	}
+}
+
+// A message with more Lb- headers than LeafHash keeps on its stack
+// hashes the same as its LeafData, its headers sorted by name.
+func TestLeafHashManyHeaders(t *testing.T) {
+	h := nats.Header{"Nats-Msg-Id": {"x"}}
+	var want strings.Builder
+	want.WriteString("logbook-leaf/v1\n7\nlb.out.c\n")
+	for i := range 40 {
+		h[fmt.Sprintf("Lb-H%02d", 39-i)] = []string{fmt.Sprint(39 - i)}
+	}
+	for i := range 40 {
+		fmt.Fprintf(&want, "Lb-H%02d: %d\n", i, i)
+	}
+	want.WriteString("\nbody")
+	m := natslog.Msg{Seq: 7, Subject: "lb.out.c", Header: h, Data: []byte("body")}
+	if got := string(LeafData(m)); got != want.String() {
+		t.Fatalf("LeafData:\n%q\nwant\n%q", got, want.String())
+	}
+	if got, want := LeafHash(m), tlog.RecordHash([]byte(want.String())); got != want {
+		t.Fatalf("LeafHash %s, want %s", got, want)
+	}
+}
+
+// BenchmarkLeafHash hashes a message shaped as an event is stored: three
+// Lb- headers among the server's, a body of about 600 bytes.
+func BenchmarkLeafHash(b *testing.B) {
+	m := natslog.Msg{Seq: 123456, Subject: "lb.ev.session.5ca1e10e-0000-4000-8000-000000000001",
+		Data: []byte(strings.Repeat("x", 600)),
+		Header: nats.Header{
+			"Lb-Key": {"bef59efe181efab6"}, "Lb-Sig": {strings.Repeat("s", 88)}, "Lb-Type": {"session.activity_changed"},
+			"Nats-Batch-Id": {"5AdPTVz444PfRs7ttQki2m"}, "Nats-Batch-Sequence": {"1"},
+			"Nats-Expected-Last-Subject-Sequence": {"0"}, "Nats-Msg-Id": {"01M8YD9HEAEZ7FF4BMH18FDEVN"},
+		}}
+	b.ReportAllocs()
+	for b.Loop() {
+		LeafHash(m)
+	}
+}
+
+// BenchmarkLeafHead is BenchmarkLeafHash without the SHA-256: the leaf's
+// head made of the message's sequence, subject and Lb- headers.
+func BenchmarkLeafHead(b *testing.B) {
+	m := natslog.Msg{Seq: 123456, Subject: "lb.ev.session.5ca1e10e-0000-4000-8000-000000000001",
+		Header: nats.Header{
+			"Lb-Key": {"bef59efe181efab6"}, "Lb-Sig": {strings.Repeat("s", 88)}, "Lb-Type": {"session.activity_changed"},
+			"Nats-Batch-Id": {"5AdPTVz444PfRs7ttQki2m"}, "Nats-Batch-Sequence": {"1"},
+			"Nats-Expected-Last-Subject-Sequence": {"0"}, "Nats-Msg-Id": {"01M8YD9HEAEZ7FF4BMH18FDEVN"},
+		}}
+	var buf [512]byte
+	b.ReportAllocs()
+	for b.Loop() {
+		appendLeafHead(buf[:0], m)
+	}
+}
