@@ -122,7 +122,11 @@ func TestBatchForm_Malformed(t *testing.T) {
 			return m
 		}, "Lb-Proof"},
 		{"an empty proof", func(ms []Message) Message { m := ms[1]; m.Proof = ""; return m }, "Lb-Proof"},
-		{"another root", func(ms []Message) Message { m := ms[1]; m.Root = base64.StdEncoding.EncodeToString(make([]byte, 32)); return m }, ""},
+		{"another root", func(ms []Message) Message {
+			m := ms[1]
+			m.Root = base64.StdEncoding.EncodeToString(make([]byte, 32))
+			return m
+		}, ""},
 		{"a short root", func(ms []Message) Message { m := ms[1]; m.Root = "AAAA"; return m }, "Lb-Root"},
 		{"a short signature", func(ms []Message) Message { m := ms[1]; m.BatchSig = "AAAA"; return m }, "Lb-Batch-Sig"},
 		{"the batch signed by another key", func(ms []Message) Message {
