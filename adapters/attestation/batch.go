@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,10 +95,7 @@ func (k *Key) SignBatch(msgs []Signable) ([]BatchSig, error) {
 	for i, m := range msgs {
 		leaves[i] = BatchLeaf(m.Subject, m.Expect, m.Data)
 	}
-	root, proofs, err := batchTree(leaves)
-	if err != nil {
-		return nil, fmt.Errorf("attest: sign a batch of %d messages: %w", n, err)
-	}
+	root, proofs := batchTree(leaves)
 	sig := base64.StdEncoding.EncodeToString(ed25519.Sign(k.Private, BatchStatement(int64(n), root)))
 	rootText := base64.StdEncoding.EncodeToString(root[:])
 	nText := "/" + strconv.Itoa(n)
@@ -113,40 +111,34 @@ func (k *Key) SignBatch(msgs []Signable) ([]BatchSig, error) {
 	return out, nil
 }
 
-// batchTree returns the RFC 6962 root of leaves and each leaf's
-// inclusion proof, built with golang.org/x/mod/sumdb/tlog over the
-// tree's stored hashes held in memory.
-func batchTree(leaves []tlog.Hash) (tlog.Hash, []tlog.RecordProof, error) {
-	n := int64(len(leaves))
-	stored := make([]tlog.Hash, 0, tlog.StoredHashCount(n))
-	r := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
-		out := make([]tlog.Hash, len(idx))
-		for i, x := range idx {
-			if x < 0 || x >= int64(len(stored)) {
-				return nil, fmt.Errorf("stored hash %d of %d", x, len(stored))
-			}
-			out[i] = stored[x]
-		}
-		return out, nil
-	})
-	for i, h := range leaves {
-		hs, err := tlog.StoredHashesForRecordHash(int64(i), h, r)
-		if err != nil {
-			return tlog.Hash{}, nil, err
-		}
-		stored = append(stored, hs...)
+// batchTree returns the RFC 6962 root of leaves (at least one) and each
+// leaf's inclusion proof, in tlog.RecordProof order (the leaf's sibling
+// first, the root's child last): the tree of RFC 6962 §2.1, each subtree
+// split at the largest power of two below its size, hashed with
+// tlog.NodeHash in one pass (n-1 node hashes), so that tlog.CheckRecord
+// takes each proof.
+func batchTree(leaves []tlog.Hash) (tlog.Hash, []tlog.RecordProof) {
+	proofs := make([]tlog.RecordProof, len(leaves))
+	depth := bits.Len(uint(len(leaves) - 1)) // the longest proof
+	for i := range proofs {
+		proofs[i] = make(tlog.RecordProof, 0, depth)
 	}
-	root, err := tlog.TreeHash(n, r)
-	if err != nil {
-		return tlog.Hash{}, nil, err
-	}
-	proofs := make([]tlog.RecordProof, n)
-	for i := range n {
-		if proofs[i], err = tlog.ProveRecord(n, i, r); err != nil {
-			return tlog.Hash{}, nil, err
+	var build func(lo, hi int) tlog.Hash
+	build = func(lo, hi int) tlog.Hash {
+		if hi-lo == 1 {
+			return leaves[lo]
 		}
+		k := 1 << (bits.Len(uint(hi-lo-1)) - 1) // the largest power of 2 < hi-lo
+		left, right := build(lo, lo+k), build(lo+k, hi)
+		for i := lo; i < lo+k; i++ {
+			proofs[i] = append(proofs[i], right)
+		}
+		for i := lo + k; i < hi; i++ {
+			proofs[i] = append(proofs[i], left)
+		}
+		return tlog.NodeHash(left, right)
 	}
-	return root, proofs, nil
+	return build(0, len(leaves)), proofs
 }
 
 // batchForm is a message's batch headers, parsed.

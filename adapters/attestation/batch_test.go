@@ -180,3 +180,44 @@ func TestBatchForm_Malformed(t *testing.T) {
 		t.Error("a batch signature verifies as a single one")
 	}
 }
+
+// batchTree's root and proofs are tlog's for every size: the tree hash
+// of tlog.TreeHash over the same leaves, each proof tlog.ProveRecord's.
+func TestBatchTree_IsTlogs(t *testing.T) {
+	for n := 1; n <= 70; n++ {
+		leaves := make([]tlog.Hash, n)
+		var stored []tlog.Hash
+		r := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+			out := make([]tlog.Hash, len(idx))
+			for i, x := range idx {
+				out[i] = stored[x]
+			}
+			return out, nil
+		})
+		for i := range leaves {
+			leaves[i] = tlog.RecordHash(fmt.Appendf(nil, "leaf %d", i))
+			hs, err := tlog.StoredHashesForRecordHash(int64(i), leaves[i], r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored = append(stored, hs...)
+		}
+		root, proofs := batchTree(leaves)
+		want, err := tlog.TreeHash(int64(n), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if root != want {
+			t.Fatalf("n=%d: root %s, tlog's %s", n, root, want)
+		}
+		for i := range leaves {
+			p, err := tlog.ProveRecord(int64(n), int64(i), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(proofs[i]) != fmt.Sprint(p) {
+				t.Fatalf("n=%d leaf %d: proof %v, tlog's %v", n, i, proofs[i], p)
+			}
+		}
+	}
+}
