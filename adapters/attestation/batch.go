@@ -214,8 +214,8 @@ func canonicalInt(s string) (int64, error) {
 // meets them together); safe for concurrent use.
 type roots struct {
 	mu   sync.Mutex
-	m    map[[32]byte]*check // guarded by mu
-	ring [rootSlots][32]byte // the keys of m in the order they were added; guarded by mu
+	m    map[[32]byte]*check // guarded by mu; made on first use
+	ring [][32]byte          // the keys of m in the order they were added, rootSlots of them; guarded by mu
 	next int                 // guarded by mu
 }
 
@@ -235,7 +235,7 @@ func (c *roots) verify(pub ed25519.PublicKey, sig, statement []byte, count *atom
 		return k.ok
 	}
 	if c.m == nil {
-		c.m = make(map[[32]byte]*check, rootSlots)
+		c.m, c.ring = make(map[[32]byte]*check), make([][32]byte, rootSlots)
 	}
 	if len(c.m) >= rootSlots {
 		delete(c.m, c.ring[c.next])

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -219,5 +220,44 @@ func TestBatchTree_IsTlogs(t *testing.T) {
 				t.Fatalf("n=%d leaf %d: proof %v, tlog's %v", n, i, proofs[i], p)
 			}
 		}
+	}
+}
+
+// The record of batch statements keeps the last rootSlots verdicts: a
+// statement met again within them is not verified again, one dropped
+// is, and a bad signature is never taken for a good one.
+func TestRoots_KeepsTheLast(t *testing.T) {
+	k, err := NewKey("admin@h", RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs roots
+	var count atomic.Uint64
+	statement := func(i int) ([]byte, []byte) {
+		var root tlog.Hash
+		root[0], root[1] = byte(i), byte(i>>8)
+		st := BatchStatement(2, root)
+		return st, ed25519.Sign(k.Private, st)
+	}
+	for i := range rootSlots + 1 {
+		st, sig := statement(i)
+		if !rs.verify(k.Public(), sig, st, &count) {
+			t.Fatalf("statement %d does not verify", i)
+		}
+	}
+	if len(rs.m) != rootSlots || count.Load() != rootSlots+1 {
+		t.Fatalf("%d kept, %d verified; want %d kept, %d verified", len(rs.m), count.Load(), rootSlots, rootSlots+1)
+	}
+	st, sig := statement(rootSlots) // the newest: kept
+	rs.verify(k.Public(), sig, st, &count)
+	st, sig = statement(0) // the oldest: dropped
+	rs.verify(k.Public(), sig, st, &count)
+	if got := count.Load(); got != rootSlots+2 {
+		t.Errorf("%d verifications, want %d (the dropped one again only)", got, rootSlots+2)
+	}
+	bad := append([]byte(nil), sig...)
+	bad[0] ^= 1
+	if rs.verify(k.Public(), bad, st, &count) {
+		t.Error("a changed signature verifies")
 	}
 }
