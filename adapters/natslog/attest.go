@@ -94,18 +94,18 @@ var sigHeaders = [...]string{attestation.HeaderKey, attestation.HeaderSig,
 	attestation.HeaderBatch, attestation.HeaderRoot, attestation.HeaderBatchSig, attestation.HeaderProof}
 
 // signMsgs signs msgs, which go out together, with s, dropping any
-// signature they carried: one message alone (attestation.Signed, the
+// signature s gave them before: one message alone (attestation.Signed, the
 // Lb-Sig form), two or more with one batch signature when s is a
 // BatchSigner (the Lb-Batch form), else each alone. It returns the key
 // id ("" when s is nil: the messages go out unsigned).
 func signMsgs(s Signer, msgs []*nats.Msg) string {
+	if s == nil || len(msgs) == 0 {
+		return "" // a request's Signer never changes: nil, it signed nothing before
+	}
 	for _, m := range msgs {
 		for _, h := range sigHeaders {
 			delete(m.Header, h)
 		}
-	}
-	if s == nil || len(msgs) == 0 {
-		return ""
 	}
 	bs, ok := s.(BatchSigner)
 	if len(msgs) > 1 && ok {
