@@ -35,6 +35,38 @@
 // the stream sequence is assigned by the server after signing and is not
 // covered (its order is what the Merkle checkpoints cover).
 //
+// # Batch signatures
+//
+// Messages that go out together (a commit of two or more messages: a
+// decision of several events, merged decisions, an import's held batch)
+// are signed once: leaf i is the RFC 6962 leaf hash (tlog.RecordHash,
+// SHA-256 of 0x00 and the bytes) of message i's signed form above
+// (BatchLeaf), the root is the RFC 6962 tree hash of the n leaves, and
+// Ed25519 signs the batch statement (BatchStatement), one line each:
+//
+//	logbook batch signature v1
+//	<n>                          decimal, 2 to MaxBatchLeaves
+//	<root>                       standard base64 of the 32-byte root
+//
+// Its first line differs from the single form's, so neither signature
+// is ever taken for the other. Each message carries Lb-Key and, instead
+// of Lb-Sig:
+//
+//	Lb-Batch      "<index>/<n>", decimal, the index 0-based
+//	Lb-Root       the root, standard base64
+//	Lb-Batch-Sig  the statement's signature, standard base64
+//	Lb-Proof      the message's inclusion proof (RFC 6962 audit path,
+//	              tlog.RecordProof order): its 32-byte hashes
+//	              concatenated, standard base64
+//
+// A reader judges each message alone from its own headers: it recomputes
+// the leaf, checks the proof to the root (tlog.CheckRecord), and verifies
+// the statement, once per key, root and signature (a Verifier and its
+// siblings keep the verdicts of the last 2048 statements). A message of
+// one commit that goes out alone is signed in the single form, as before
+// batches were signed. A message that carries both forms, or batch
+// headers that do not parse, is badly signed.
+//
 // # Keys and roles
 //
 // A key is bound to a principal ("serve@build-3", "worker@build-3",

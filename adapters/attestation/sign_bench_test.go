@@ -9,15 +9,24 @@ package attestation
 //	BenchmarkSign/verify  Verifier.Precheck of the same message: what
 //	                      each message a reader verifies pays (past a
 //	                      judgment statement, or with none)
+//	BenchmarkSignBatch    Key.SignBatch of 1,000 such messages, and
+//	                      Precheck of each by a fresh Verifier: the
+//	                      per-message cost (ns/msg) of a held import
+//	                      batch's signature, and of verifying it
 //
 // Run:
 //
 //	go test -run '^$' -bench Sign -count 5 ./adapters/attestation/
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
+
+// benchData is a 330-byte envelope: a hook's activity change, as
+// logbook bench appends it.
+var benchData = []byte(`{"id":"01KBMZ6T3V1V9YJ6Q1G8M4X2QK","type":"session.activity_changed","agg":{"kind":"session","id":"bench-1-w0"},"ver":2,"at":"2026-12-03T11:00:00.123456Z","cause":{"kind":"hook","event":"PreToolUse","detail":"Bash","ref":"01KBMZ6T3V1V9YJ6Q1G8M4X2QJ"},"corr":"turn-1","host":"bench","actor":"claude-code","data":{"from":"thinking","to":"tool:Bash"}}`)
 
 func BenchmarkSign(b *testing.B) {
 	k, err := NewKey("serve@bench", RoleServe)
@@ -25,7 +34,7 @@ func BenchmarkSign(b *testing.B) {
 		b.Fatal(err)
 	}
 	subject := "lb.ev.session.bench-1-w0"
-	data := []byte(`{"id":"01KBMZ6T3V1V9YJ6Q1G8M4X2QK","type":"session.activity_changed","agg":{"kind":"session","id":"bench-1-w0"},"ver":2,"at":"2026-12-03T11:00:00.123456Z","cause":{"kind":"hook","event":"PreToolUse","detail":"Bash","ref":"01KBMZ6T3V1V9YJ6Q1G8M4X2QJ"},"corr":"turn-1","host":"bench","actor":"claude-code","data":{"from":"thinking","to":"tool:Bash"}}`)
+	data := benchData
 	if n := len(data); n < 300 || n > 360 {
 		b.Fatalf("envelope of %d bytes", n)
 	}
@@ -48,5 +57,41 @@ func BenchmarkSign(b *testing.B) {
 				b.Fatal("signature does not verify")
 			}
 		}
+	})
+}
+
+func BenchmarkSignBatch(b *testing.B) {
+	const n = 1000
+	k, err := NewKey("serve@bench", RoleServe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := make([]Signable, n)
+	for i := range msgs {
+		msgs[i] = Signable{Subject: "lb.ev.session.bench-1-w" + strconv.Itoa(i%10), Data: benchData}
+	}
+	b.Run("sign", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := k.SignBatch(msgs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
+	})
+	b.Run("verify", func(b *testing.B) {
+		sigs, err := k.SignBatch(msgs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			v := NewVerifier(k.Public())
+			for i, s := range sigs {
+				m := Message{Seq: uint64(i + 1), Subject: msgs[i].Subject, KeyID: s.Key, Batch: s.Batch, Root: s.Root, BatchSig: s.Sig, Proof: s.Proof, Data: benchData}
+				if v.Precheck(m) != preGood {
+					b.Fatal("does not verify")
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
 	})
 }

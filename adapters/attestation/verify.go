@@ -40,9 +40,21 @@ type Message struct {
 	Subject string
 	Expect  string // the Nats-Expected-Last-Subject-Sequence header, "" when absent
 	KeyID   string // the Lb-Key header
-	Sig     string // the Lb-Sig header
-	Data    []byte // the body as stored; not retained
+	Sig     string // the Lb-Sig header: a single signature ("" in the batch form)
+	// The batch form's headers (HeaderBatch, HeaderRoot, HeaderBatchSig,
+	// HeaderProof), "" when absent.
+	Batch, Root, BatchSig, Proof string
+	Data                         []byte // the body as stored; not retained
 }
+
+// batchForm reports whether m carries any header of the batch form.
+func (m Message) batchForm() bool {
+	return m.Batch != "" || m.Root != "" || m.BatchSig != "" || m.Proof != ""
+}
+
+// unsigned reports whether m carries no key id or no signature of
+// either form.
+func (m Message) unsigned() bool { return m.KeyID == "" || m.Sig == "" && !m.batchForm() }
 
 // Pre is a signature checked ahead of Judge, possibly on another
 // goroutine: Verifier.Precheck's result.
@@ -90,6 +102,10 @@ type Verifier struct {
 	// checks is the record of the signatures checked, shared with its
 	// siblings; nil until the first Sibling: a lone Verifier keeps none.
 	checks atomic.Pointer[checks]
+	// roots is the record of the batch statements verified, shared with
+	// its siblings (made by NewVerifier: a lone Verifier keeps one too,
+	// as each batch's statement is met once per message of it).
+	roots *roots
 	// checked counts the Ed25519 verifications made by it and its
 	// siblings (shared with them).
 	checked *atomic.Uint64
@@ -99,7 +115,7 @@ type Verifier struct {
 // public key (32 bytes), for key events. It keeps no record of the
 // signatures it checks until it has a Sibling.
 func NewVerifier(admin ed25519.PublicKey) *Verifier {
-	v := &Verifier{admin: admin, adminID: KeyID(admin), keys: make(map[string]*keyState), checked: new(atomic.Uint64)}
+	v := &Verifier{admin: admin, adminID: KeyID(admin), keys: make(map[string]*keyState), checked: new(atomic.Uint64), roots: new(roots)}
 	v.pubs.Store(v.adminID, admin)
 	return v
 }
@@ -128,6 +144,7 @@ func (v *Verifier) Sibling() *Verifier {
 	s := NewVerifier(v.admin)
 	s.checks.Store(c)
 	s.checked = v.checked
+	s.roots = v.roots
 	return s
 }
 
@@ -161,17 +178,31 @@ func (v *Verifier) SigningFrom() uint64 {
 // it holds no lock for the verification, so decoding goroutines call it
 // in parallel and Judge, in order, only decides.
 func (v *Verifier) Precheck(m Message) Pre {
-	if m.KeyID == "" || m.Sig == "" {
+	if m.unsigned() {
 		return preMissing
 	}
 	pub, ok := v.pubs.Load(m.KeyID)
 	if !ok {
 		return preNone
 	}
-	if v.checks.Load().verify(pub.(ed25519.PublicKey), m, v.checked) {
+	if v.verify(pub.(ed25519.PublicKey), m) {
 		return preGood
 	}
 	return preBad
+}
+
+// verify reports whether m is signed by pub, in the single form (Lb-Sig,
+// checked once per sequence among siblings) or the batch form (its proof
+// to its root, and the root's statement checked once per key, root and
+// signature); a message that carries both forms is not.
+func (v *Verifier) verify(pub ed25519.PublicKey, m Message) bool {
+	switch {
+	case m.Sig != "" && m.batchForm():
+		return false
+	case m.batchForm():
+		return verifyBatch(v.roots, pub, m, v.checked)
+	}
+	return v.checks.Load().verify(pub, m, v.checked)
 }
 
 // AggState is what the judged events of one aggregate, up to a stream
@@ -251,8 +282,8 @@ func (v *Verifier) judge(m Message, typ string, pre Pre) Verdict {
 		vd.Status = BeforeSigning
 		return vd
 	}
-	if pre == preMissing || m.KeyID == "" || m.Sig == "" {
-		vd.Status, vd.Why = Unsigned, "no Lb-Key and Lb-Sig headers"
+	if pre == preMissing || m.unsigned() {
+		vd.Status, vd.Why = Unsigned, "no Lb-Key with Lb-Sig or Lb-Batch-Sig headers"
 		return vd
 	}
 	var pub ed25519.PublicKey
@@ -273,12 +304,22 @@ func (v *Verifier) judge(m Message, typ string, pre Pre) Verdict {
 	}
 	ok := pre == preGood
 	if pre == preNone {
-		ok = v.checks.Load().verify(pub, m, v.checked)
+		ok = v.verify(pub, m)
 	}
 	if !ok {
 		// Who the key belongs to is a claim the signature does not
 		// back: the verdict names no principal.
 		vd.Status, vd.Why = BadSignature, fmt.Sprintf("the signature of key %s (%s's) does not verify", m.KeyID, vd.Principal)
+		switch {
+		case m.Sig != "" && m.batchForm():
+			vd.Why = fmt.Sprintf("the message of key %s (%s's) carries both Lb-Sig and batch signature headers", m.KeyID, vd.Principal)
+		case m.batchForm():
+			if _, err := parseBatch(m); err != nil {
+				vd.Why = fmt.Sprintf("the batch signature of key %s (%s's): %v", m.KeyID, vd.Principal, err)
+			} else {
+				vd.Why = fmt.Sprintf("the batch signature of key %s (%s's) does not verify: the message is not the leaf its proof puts under its root, or the root's signature is not the key's", m.KeyID, vd.Principal)
+			}
+		}
 		vd.Principal, vd.Role = "", ""
 		return vd
 	}

@@ -27,6 +27,17 @@ type Signer interface {
 	Sign(subject, expect string, data []byte) (keyID, sig string)
 }
 
+// BatchSigner is a Signer that also signs several messages with one
+// signature over the RFC 6962 root of their leaves, each message given
+// its inclusion proof (attestation.Key implements it; see
+// attestation.Key.SignBatch for its errors). The committer signs every
+// commit of two or more messages with it; a Signer that is not one signs
+// each message alone. It must be safe for concurrent use.
+type BatchSigner interface {
+	Signer
+	SignBatch(msgs []attestation.Signable) ([]attestation.BatchSig, error)
+}
+
 // signerBox holds a Signer for an atomic.Pointer.
 type signerBox struct{ s Signer }
 
@@ -56,6 +67,7 @@ func (l *Log) AppendSigned(ctx context.Context, b events.Batch, s Signer) (event
 		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, ErrClosed)
 	}
 	defer l.inflight.Done()
+	signRequests([]*request{r})
 	if len(l.refuseKeys([]*request{r})) == 0 {
 		o := <-r.done
 		return o.app, o.err
@@ -74,6 +86,85 @@ func sign(s Signer, m *nats.Msg) string {
 	m.Header[attestation.HeaderKey] = []string{id}
 	m.Header[attestation.HeaderSig] = []string{sig}
 	return id
+}
+
+// sigHeaders are the headers a signature puts on a message, in either
+// form.
+var sigHeaders = [...]string{attestation.HeaderKey, attestation.HeaderSig,
+	attestation.HeaderBatch, attestation.HeaderRoot, attestation.HeaderBatchSig, attestation.HeaderProof}
+
+// signMsgs signs msgs, which go out together, with s, dropping any
+// signature s gave them before: one message alone (attestation.Signed, the
+// Lb-Sig form), two or more with one batch signature when s is a
+// BatchSigner (the Lb-Batch form), else each alone. It returns the key
+// id ("" when s is nil: the messages go out unsigned).
+func signMsgs(s Signer, msgs []*nats.Msg) string {
+	if s == nil || len(msgs) == 0 {
+		return "" // a request's Signer never changes: nil, it signed nothing before
+	}
+	for _, m := range msgs {
+		for _, h := range sigHeaders {
+			delete(m.Header, h)
+		}
+	}
+	bs, ok := s.(BatchSigner)
+	if len(msgs) > 1 && ok {
+		items := make([]attestation.Signable, len(msgs))
+		for i, m := range msgs {
+			items[i] = attestation.Signable{Subject: m.Subject, Expect: m.Header.Get(jetstream.ExpectedLastSubjSeqHeader), Data: m.Data}
+		}
+		if sigs, err := bs.SignBatch(items); err == nil {
+			for i, m := range msgs {
+				g := sigs[i]
+				m.Header[attestation.HeaderKey] = []string{g.Key}
+				m.Header[attestation.HeaderBatch] = []string{g.Batch}
+				m.Header[attestation.HeaderRoot] = []string{g.Root}
+				m.Header[attestation.HeaderBatchSig] = []string{g.Sig}
+				m.Header[attestation.HeaderProof] = []string{g.Proof}
+			}
+			return sigs[0].Key
+		}
+		// A batch SignBatch refuses (its size) is signed message by message.
+	}
+	id := ""
+	for _, m := range msgs {
+		id = sign(s, m)
+	}
+	return id
+}
+
+// signRequests signs the messages of reqs, which go out together: those
+// of the requests that share a Signer with one signature (signMsgs),
+// each request's messages in order, the requests in the order given. It
+// records on each request its key id and how many messages its
+// signature covers (request.covered), so that a request later sent
+// alone (commitOne) is signed again for what it sends.
+func signRequests(reqs []*request) {
+	if len(reqs) == 1 {
+		r := reqs[0]
+		r.keyID, r.covered = signMsgs(r.signer, r.msgs), len(r.msgs)
+		return
+	}
+	done := make([]bool, len(reqs))
+	var msgs []*nats.Msg
+	var group []*request
+	for i, r := range reqs {
+		if done[i] {
+			continue
+		}
+		msgs, group = msgs[:0], group[:0]
+		for j := i; j < len(reqs); j++ {
+			if !done[j] && reqs[j].signer == r.signer {
+				done[j] = true
+				group = append(group, reqs[j])
+				msgs = append(msgs, reqs[j].msgs...)
+			}
+		}
+		id := signMsgs(r.signer, msgs)
+		for _, g := range group {
+			g.keyID, g.covered = id, len(msgs)
+		}
+	}
 }
 
 // Quarantined is a stored event a Verifier refused: never folded by a
@@ -158,7 +249,9 @@ func (l *Log) Verifier() *attestation.Verifier { return l.cfg.Verifier }
 // attestMsg is what the Verifier judges of a stored message.
 func attestMsg(seq uint64, subject string, h nats.Header, data []byte) attestation.Message {
 	return attestation.Message{Seq: seq, Subject: subject, Expect: h.Get(jetstream.ExpectedLastSubjSeqHeader),
-		KeyID: h.Get(attestation.HeaderKey), Sig: h.Get(attestation.HeaderSig), Data: data}
+		KeyID: h.Get(attestation.HeaderKey), Sig: h.Get(attestation.HeaderSig),
+		Batch: h.Get(attestation.HeaderBatch), Root: h.Get(attestation.HeaderRoot), BatchSig: h.Get(attestation.HeaderBatchSig), Proof: h.Get(attestation.HeaderProof),
+		Data: data}
 }
 
 // judge returns whether rec, decoded from m with pre from Precheck, is

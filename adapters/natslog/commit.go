@@ -123,8 +123,13 @@ func pick(pending []*request) (batch, rest []*request) {
 // that only the offending one fails.
 func (l *Log) commit(batch []*request) {
 	l.decisions.Add(uint64(len(batch)))
+	signRequests(batch)
+	n := len(batch)
 	if batch = l.refuseKeys(batch); len(batch) == 0 {
 		return
+	}
+	if len(batch) < n {
+		signRequests(batch) // for what is sent
 	}
 	if len(batch) == 1 {
 		batch[0].answer(l.commitOne(batch[0]))
@@ -221,6 +226,10 @@ func (l *Log) pipelined(batch []*request) bool {
 }
 
 func (l *Log) commitOne(r *request) outcome {
+	if r.covered != len(r.msgs) {
+		// Signed with other requests' messages, which do not go with it.
+		signRequests([]*request{r})
+	}
 	if len(r.msgs) > 1 {
 		ack, err := l.send(r.msgs)
 		return l.outcome(r, ack, err)

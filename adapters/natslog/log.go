@@ -305,6 +305,7 @@ func (l *Log) appendDirect(ctx context.Context, b events.Batch) (events.Appended
 	}
 	defer l.inflight.Done()
 	l.decisions.Add(1)
+	signRequests([]*request{r})
 	if len(l.refuseKeys([]*request{r})) == 0 {
 		o := <-r.done
 		return o.app, o.err
@@ -416,7 +417,12 @@ type request struct {
 	firstID string // Nats-Msg-Id of the first and last message
 	lastID  string
 	msgs    []*nats.Msg
-	keyID   string // the Lb-Key its messages are signed with; "" unsigned
+	signer  Signer // signs msgs when they go out (signRequests); nil: unsigned
+	keyID   string // the Lb-Key its messages are signed with; "" unsigned or not signed yet
+	// covered is how many messages the signature its messages carry
+	// covers (0: not signed yet): len(msgs) when they were signed by
+	// themselves, more when with other requests' (one batch signature).
+	covered int
 	state   atomic.Int32
 	done    chan outcome // capacity 1; written once by the committer
 }
@@ -428,27 +434,26 @@ type outcome struct {
 }
 
 // newRequest encodes b's envelopes into messages: subject b.Agg.Subject(),
-// body the envelope's JSON, headers Nats-Msg-Id and Lb-Type, on the
-// first message Nats-Expected-Last-Subject-Sequence = b.Expect, and,
-// when s is not nil, Lb-Key and Lb-Sig signing each (attestation.Signed).
+// body the envelope's JSON, headers Nats-Msg-Id and Lb-Type, and on the
+// first message Nats-Expected-Last-Subject-Sequence = b.Expect. They are
+// signed by s (nil: none) when they go out (signRequests), with the
+// messages they go out with.
 func newRequest(b events.Batch, s Signer) (*request, error) {
 	subject := b.Agg.Subject()
 	msgs := make([]*nats.Msg, len(b.Events))
-	keyID := ""
 	for i := range b.Events {
 		e := &b.Events[i]
 		data, err := e.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", i, err)
 		}
-		h := make(nats.Header, 8) // room for the batch and signature headers
+		h := make(nats.Header, 12) // room for the batch and signature headers
 		h[jetstream.MsgIDHeader] = []string{e.ID.String()}
 		h[HeaderType] = []string{e.Type}
 		if i == 0 {
 			h[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(b.Expect, 10)}
 		}
 		msgs[i] = &nats.Msg{Subject: subject, Header: h, Data: data}
-		keyID = sign(s, msgs[i])
 	}
 	return &request{
 		agg:     b.Agg,
@@ -457,7 +462,7 @@ func newRequest(b events.Batch, s Signer) (*request, error) {
 		firstID: b.Events[0].ID.String(),
 		lastID:  b.Events[len(b.Events)-1].ID.String(),
 		msgs:    msgs,
-		keyID:   keyID,
+		signer:  s,
 		done:    make(chan outcome, 1),
 	}, nil
 }

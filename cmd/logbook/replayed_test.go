@@ -17,7 +17,7 @@ import (
 
 // TestReplayedCopy_Quarantined: a writer-signed event that is a member
 // of an atomic batch after its first (no expected sequence; its
-// signature covers "-"), published again exactly as stored with the
+// signature, the batch's, covers "-"), published again exactly as stored with the
 // writer's credentials, still verifies; it is quarantined as replayed,
 // naming the original's sequence: audit marks it, replay --verify exits
 // 1 naming it. Then an unsigned junk message published last is named by
@@ -55,7 +55,8 @@ func TestReplayedCopy_Quarantined(t *testing.T) {
 		stored = m
 		break
 	}
-	if stored.Seq != orig || stored.Header.Get(attestation.HeaderSig) == "" || stored.Header.Get(jetstream.ExpectedLastSubjSeqHeader) != "" {
+	signed := stored.Header.Get(attestation.HeaderSig) != "" || stored.Header.Get(attestation.HeaderBatchSig) != ""
+	if stored.Seq != orig || !signed || stored.Header.Get(jetstream.ExpectedLastSubjSeqHeader) != "" {
 		t.Fatalf("stored seq %d: %v; want a signed batch member with no expected sequence", stored.Seq, stored.Header)
 	}
 	m := &nats.Msg{Subject: stored.Subject, Header: nats.Header{}, Data: stored.Data}

@@ -1,0 +1,267 @@
+package attestation
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math/bits"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Headers of a message signed as one of a batch (see the package doc,
+// "Batch signatures"). Such a message carries Lb-Key and these four, and
+// no Lb-Sig.
+const (
+	// HeaderBatch holds "<index>/<n>": the message's leaf index in its
+	// batch (0-based) and the batch's leaf count, both decimal.
+	HeaderBatch = "Lb-Batch"
+	// HeaderRoot holds the standard base64 of the batch's 32-byte RFC 6962
+	// root: the tree hash of its n leaves (BatchLeaf).
+	HeaderRoot = "Lb-Root"
+	// HeaderBatchSig holds the standard base64 Ed25519 signature of
+	// BatchStatement(n, root).
+	HeaderBatchSig = "Lb-Batch-Sig"
+	// HeaderProof holds the standard base64 of the message's RFC 6962
+	// inclusion proof (audit path): its hashes, 32 bytes each, concatenated
+	// in tlog.RecordProof order (the leaf's sibling first).
+	HeaderProof = "Lb-Proof"
+)
+
+// MaxBatchLeaves is the most messages one batch signature covers; a
+// batch form that claims more is refused unread.
+const MaxBatchLeaves = 1 << 16
+
+// batchPrefix starts every batch statement. It differs from the single
+// form's first line (signedPrefix), so neither signature is ever taken
+// for the other.
+const batchPrefix = "logbook batch signature v1\n"
+
+// BatchStatement returns the bytes a batch signature covers:
+//
+//	logbook batch signature v1
+//	<n>                 the batch's leaf count, decimal
+//	<root>              standard base64 of its 32-byte RFC 6962 root
+//
+// each line ended by '\n'.
+func BatchStatement(n int64, root tlog.Hash) []byte {
+	b := make([]byte, 0, len(batchPrefix)+20+46)
+	b = append(b, batchPrefix...)
+	b = strconv.AppendInt(b, n, 10)
+	b = append(b, '\n')
+	b = base64.StdEncoding.AppendEncode(b, root[:])
+	return append(b, '\n')
+}
+
+// BatchLeaf returns the RFC 6962 leaf hash of one message of a batch:
+// tlog.RecordHash (SHA-256 of 0x00 and the data) of exactly the bytes a
+// single signature covers, Signed(subject, expect, data).
+func BatchLeaf(subject, expect string, data []byte) tlog.Hash {
+	return tlog.RecordHash(Signed(subject, expect, data))
+}
+
+// Signable is one message to sign: its subject, its
+// Nats-Expected-Last-Subject-Sequence header ("" when it carries none)
+// and its body. Data is not retained.
+type Signable struct {
+	Subject, Expect string
+	Data            []byte
+}
+
+// BatchSig is the header values that one message of a signed batch
+// carries: Lb-Key, Lb-Batch, Lb-Root, Lb-Batch-Sig and Lb-Proof.
+type BatchSig struct {
+	Key, Batch, Root, Sig, Proof string
+}
+
+// SignBatch signs msgs, 2 to MaxBatchLeaves messages, with one Ed25519
+// signature over the RFC 6962 root of their leaves (BatchLeaf, in
+// order), and returns each message's header values, in the order of
+// msgs. Each message's proof shows its leaf under the root, so a reader
+// checks it alone. It errors on fewer than 2 or more than
+// MaxBatchLeaves messages (sign one with Sign).
+func (k *Key) SignBatch(msgs []Signable) ([]BatchSig, error) {
+	n := len(msgs)
+	if n < 2 || n > MaxBatchLeaves {
+		return nil, fmt.Errorf("attest: sign a batch of %d messages: want 2 to %d", n, MaxBatchLeaves)
+	}
+	leaves := make([]tlog.Hash, n)
+	for i, m := range msgs {
+		leaves[i] = BatchLeaf(m.Subject, m.Expect, m.Data)
+	}
+	root, proofs := batchTree(leaves)
+	sig := base64.StdEncoding.EncodeToString(ed25519.Sign(k.Private, BatchStatement(int64(n), root)))
+	rootText := base64.StdEncoding.EncodeToString(root[:])
+	nText := "/" + strconv.Itoa(n)
+	out := make([]BatchSig, n)
+	buf := make([]byte, 0, 32*len(proofs[0]))
+	for i, p := range proofs {
+		buf = buf[:0]
+		for _, h := range p {
+			buf = append(buf, h[:]...)
+		}
+		out[i] = BatchSig{Key: k.ID, Batch: strconv.Itoa(i) + nText, Root: rootText, Sig: sig, Proof: base64.StdEncoding.EncodeToString(buf)}
+	}
+	return out, nil
+}
+
+// batchTree returns the RFC 6962 root of leaves (at least one) and each
+// leaf's inclusion proof, in tlog.RecordProof order (the leaf's sibling
+// first, the root's child last): the tree of RFC 6962 §2.1, each subtree
+// split at the largest power of two below its size, hashed with
+// tlog.NodeHash in one pass (n-1 node hashes), so that tlog.CheckRecord
+// takes each proof.
+func batchTree(leaves []tlog.Hash) (tlog.Hash, []tlog.RecordProof) {
+	proofs := make([]tlog.RecordProof, len(leaves))
+	depth := bits.Len(uint(len(leaves) - 1)) // the longest proof
+	for i := range proofs {
+		proofs[i] = make(tlog.RecordProof, 0, depth)
+	}
+	var build func(lo, hi int) tlog.Hash
+	build = func(lo, hi int) tlog.Hash {
+		if hi-lo == 1 {
+			return leaves[lo]
+		}
+		k := 1 << (bits.Len(uint(hi-lo-1)) - 1) // the largest power of 2 < hi-lo
+		left, right := build(lo, lo+k), build(lo+k, hi)
+		for i := lo; i < lo+k; i++ {
+			proofs[i] = append(proofs[i], right)
+		}
+		for i := lo + k; i < hi; i++ {
+			proofs[i] = append(proofs[i], left)
+		}
+		return tlog.NodeHash(left, right)
+	}
+	return build(0, len(leaves)), proofs
+}
+
+// batchForm is a message's batch headers, parsed.
+type batchForm struct {
+	index, n int64
+	root     tlog.Hash
+	sig      []byte
+	proof    tlog.RecordProof
+}
+
+// errBatchForm is wrapped by every error parseBatch returns.
+var errBatchForm = errors.New("malformed batch signature headers")
+
+// parseBatch parses m's batch headers, refusing an index or count that
+// is not canonical decimal, a count below 2 or above MaxBatchLeaves, an
+// index not below it, a root, signature or proof that is not standard
+// base64 of the right length (a proof of a whole number of 32-byte
+// hashes; whether it has the length the tree needs is CheckRecord's).
+func parseBatch(m Message) (batchForm, error) {
+	var f batchForm
+	is, ns, ok := strings.Cut(m.Batch, "/")
+	if !ok {
+		return f, fmt.Errorf("%w: %s %q is not <index>/<n>", errBatchForm, HeaderBatch, m.Batch)
+	}
+	var err1, err2 error
+	f.index, err1 = canonicalInt(is)
+	f.n, err2 = canonicalInt(ns)
+	switch {
+	case err1 != nil || err2 != nil:
+		return f, fmt.Errorf("%w: %s %q is not <index>/<n> in decimal", errBatchForm, HeaderBatch, m.Batch)
+	case f.n < 2 || f.n > MaxBatchLeaves:
+		return f, fmt.Errorf("%w: %s %q: a batch has 2 to %d messages", errBatchForm, HeaderBatch, m.Batch, MaxBatchLeaves)
+	case f.index >= f.n:
+		return f, fmt.Errorf("%w: %s %q: index past the batch", errBatchForm, HeaderBatch, m.Batch)
+	}
+	root, err := base64.StdEncoding.DecodeString(m.Root)
+	if err != nil || len(root) != sha256.Size {
+		return f, fmt.Errorf("%w: %s is not standard base64 of %d bytes", errBatchForm, HeaderRoot, sha256.Size)
+	}
+	copy(f.root[:], root)
+	f.sig, err = base64.StdEncoding.DecodeString(m.BatchSig)
+	if err != nil || len(f.sig) != ed25519.SignatureSize {
+		return f, fmt.Errorf("%w: %s is not standard base64 of %d bytes", errBatchForm, HeaderBatchSig, ed25519.SignatureSize)
+	}
+	proof, err := base64.StdEncoding.DecodeString(m.Proof)
+	if err != nil || len(proof) == 0 || len(proof)%sha256.Size != 0 || len(proof)/sha256.Size > 64 {
+		return f, fmt.Errorf("%w: %s is not standard base64 of 32-byte hashes", errBatchForm, HeaderProof)
+	}
+	f.proof = make(tlog.RecordProof, len(proof)/sha256.Size)
+	for i := range f.proof {
+		copy(f.proof[i][:], proof[i*sha256.Size:])
+	}
+	return f, nil
+}
+
+// canonicalInt parses s as a non-negative decimal integer written as
+// strconv writes it: no sign, no leading zero, no space.
+func canonicalInt(s string) (int64, error) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 || strconv.FormatInt(v, 10) != s {
+		return 0, fmt.Errorf("%q is not a canonical decimal", s)
+	}
+	return v, nil
+}
+
+// roots is the record of the batch statements a Verifier and its
+// siblings verified: the verdict on a batch signature is a function of
+// the public key, the signature and the statement (count and root)
+// alone, so each is verified once however many of the batch's messages
+// are judged, and a Verifier that meets one while another verifies it
+// waits for that verdict. It keeps rootSlots verdicts, the oldest
+// dropped first (a batch's messages are stored together, so a reader
+// meets them together); safe for concurrent use.
+type roots struct {
+	mu   sync.Mutex
+	m    map[[32]byte]*check // guarded by mu; made on first use
+	ring [][32]byte          // the keys of m in the order they were added, rootSlots of them; guarded by mu
+	next int                 // guarded by mu
+}
+
+// rootSlots is how many batch verdicts a roots record keeps (about
+// 200 KiB).
+const rootSlots = 2048
+
+// verify reports whether sig is pub's signature of statement, taking
+// the verdict of an earlier or concurrent check of the same three; it
+// adds each Ed25519 verification it makes to count.
+func (c *roots) verify(pub ed25519.PublicKey, sig, statement []byte, count *atomic.Uint64) bool {
+	sum := checkSum(pub, sig, statement)
+	c.mu.Lock()
+	if k := c.m[sum]; k != nil {
+		c.mu.Unlock()
+		<-k.done
+		return k.ok
+	}
+	if c.m == nil {
+		c.m, c.ring = make(map[[32]byte]*check), make([][32]byte, rootSlots)
+	}
+	if len(c.m) >= rootSlots {
+		delete(c.m, c.ring[c.next])
+	}
+	k := &check{done: make(chan struct{})}
+	c.m[sum] = k
+	c.ring[c.next] = sum
+	c.next = (c.next + 1) % rootSlots
+	c.mu.Unlock()
+	k.ok = ed25519.Verify(pub, statement, sig)
+	count.Add(1)
+	close(k.done)
+	return k.ok
+}
+
+// verifyBatch reports whether m, a message in the batch form, is signed
+// by pub: its leaf (BatchLeaf of its subject, expect and data) is at its
+// index under its root by its proof, and the batch statement of its
+// count and root verifies (once per key, root and signature: rs).
+func verifyBatch(rs *roots, pub ed25519.PublicKey, m Message, count *atomic.Uint64) bool {
+	f, err := parseBatch(m)
+	if err != nil {
+		return false
+	}
+	if tlog.CheckRecord(f.proof, f.n, f.root, f.index, BatchLeaf(m.Subject, m.Expect, m.Data)) != nil {
+		return false
+	}
+	return rs.verify(pub, f.sig, BatchStatement(f.n, f.root), count)
+}
