@@ -49,6 +49,13 @@ var commandStages = []string{
 	"client sees it, exec exits",
 }
 
+// The breakdown's last two lines are not stages but the CPU time one
+// command cost, the mean over the row's commands (user and system).
+const (
+	cpuSelfStage     = "CPU per command, this process: serve, its workers and server (mean)"
+	cpuChildrenStage = "CPU per command, child processes: exec, bubblewrap, true (mean)"
+)
+
 // commandTimes is what one command's breakdown is made of: the times
 // its stages ended, zero where unknown.
 type commandTimes struct {
@@ -149,7 +156,7 @@ func (e *benchEnv) commandRunIn(ctx context.Context, exe, name, mode string) (be
 	defer worker.SetTrace(nil)
 
 	lat := make([]time.Duration, 0, e.cfg.Hooks)
-	start := time.Now()
+	start, cpu0, kids0 := time.Now(), processCPU(), childrenCPU()
 	for range e.cfg.Hooks {
 		id := ulid.Make().String()
 		ct := &commandTimes{}
@@ -176,11 +183,16 @@ func (e *benchEnv) commandRunIn(ctx context.Context, exe, name, mode string) (be
 		lat = append(lat, end.Sub(t))
 	}
 	smp := benchSample{ops: e.cfg.Hooks, elapsed: time.Since(start), lat: lat}
+	cpu, kids := processCPU()-cpu0, childrenCPU()-kids0
 	worker.SetTrace(nil)
 	if err := e.requestTimes(ctx, s.js, from, times); err != nil {
 		return smp, err
 	}
 	smp.stages = breakdown(times)
+	perCmd := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(e.cfg.Hooks) }
+	smp.stages = append(smp.stages,
+		StageTime{Stage: cpuSelfStage, P50ms: perCmd(cpu), N: e.cfg.Hooks},
+		StageTime{Stage: cpuChildrenStage, P50ms: perCmd(kids), N: e.cfg.Hooks})
 	return smp, nil
 }
 
