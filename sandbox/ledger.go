@@ -119,17 +119,23 @@ func (g *ledger) drop(name string) {
 }
 
 // flush writes the record if made or drop changed it since the last
-// write.
+// write. The directory is not synced: should the rename be lost (a
+// power cut), the record written before stands, which names every
+// entry still made.
 func (g *ledger) flush() error {
 	if !g.dirty {
 		return nil
 	}
-	return g.write()
+	return g.writeSync(false)
 }
 
 // write replaces the record file with g.rec: written aside, fsynced,
 // renamed, the directory fsynced.
-func (g *ledger) write() error {
+func (g *ledger) write() error { return g.writeSync(true) }
+
+// writeSync is write, syncing the directory after the rename only when
+// dir is true.
+func (g *ledger) writeSync(dir bool) error {
 	if g.path == "" {
 		if err := os.MkdirAll(g.dir, 0o700); err != nil {
 			return fmt.Errorf("placeholder ledger: %w", err)
@@ -157,7 +163,7 @@ func (g *ledger) write() error {
 	if err == nil {
 		err = os.Rename(tmp, g.path)
 	}
-	if err == nil {
+	if err == nil && dir {
 		err = syncDir(g.dir)
 	}
 	if err != nil {
