@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -51,9 +52,10 @@ type ledgerRecord struct {
 
 // ledger is one start's record file.
 type ledger struct {
-	dir  string // Spec.Ledger
-	path string // the record; "" until first written
-	rec  ledgerRecord
+	dir   string // Spec.Ledger
+	path  string // the record; "" until first written
+	rec   ledgerRecord
+	dirty bool // rec changed since it was last written
 }
 
 var ledgerSeq atomic.Uint64
@@ -79,26 +81,61 @@ func (g *ledger) add(e ledgerEntry) error {
 	return g.write()
 }
 
-// made records the device and inode of the last entry, now made.
-func (g *ledger) made(fi fs.FileInfo) error {
+// addAll records entries es at once, durably (one write), before any of
+// what they name is made: a start that is to make several placeholders
+// pays one write for them rather than one each.
+func (g *ledger) addAll(es []ledgerEntry) error {
+	if len(es) == 0 {
+		return nil
+	}
+	g.rec.Made = append(g.rec.Made, es...)
+	return g.write()
+}
+
+// made notes the device and inode of the entry named name, now made; it
+// reaches the record with the next write (see flush). Until then a sweep
+// knows the entry by its Since alone, as it would had the start died
+// between making it and recording its inode.
+func (g *ledger) made(name string, fi fs.FileInfo) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return errors.New("no inode")
 	}
-	e := &g.rec.Made[len(g.rec.Made)-1]
-	e.Dev, e.Ino = uint64(st.Dev), st.Ino
-	return g.write()
+	for i := range g.rec.Made {
+		if e := &g.rec.Made[i]; e.Name == name {
+			e.Dev, e.Ino = uint64(st.Dev), st.Ino
+			g.dirty = true
+		}
+	}
+	return nil
 }
 
-// drop forgets the last entry: it was not made after all.
-func (g *ledger) drop() error {
-	g.rec.Made = g.rec.Made[:len(g.rec.Made)-1]
-	return g.write()
+// drop forgets the entry named name: it was not made after all. The
+// record keeps it until the next write (see flush): a sweep removes
+// under its name only a placeholder changed since the entry's Since.
+func (g *ledger) drop(name string) {
+	g.rec.Made = slices.DeleteFunc(g.rec.Made, func(e ledgerEntry) bool { return e.Name == name })
+	g.dirty = true
+}
+
+// flush writes the record if made or drop changed it since the last
+// write. The directory is not synced: should the rename be lost (a
+// power cut), the record written before stands, which names every
+// entry still made.
+func (g *ledger) flush() error {
+	if !g.dirty {
+		return nil
+	}
+	return g.writeSync(false)
 }
 
 // write replaces the record file with g.rec: written aside, fsynced,
 // renamed, the directory fsynced.
-func (g *ledger) write() error {
+func (g *ledger) write() error { return g.writeSync(true) }
+
+// writeSync is write, syncing the directory after the rename only when
+// dir is true.
+func (g *ledger) writeSync(dir bool) error {
 	if g.path == "" {
 		if err := os.MkdirAll(g.dir, 0o700); err != nil {
 			return fmt.Errorf("placeholder ledger: %w", err)
@@ -126,15 +163,21 @@ func (g *ledger) write() error {
 	if err == nil {
 		err = os.Rename(tmp, g.path)
 	}
-	if err == nil {
+	if err == nil && dir {
 		err = syncDir(g.dir)
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("placeholder ledger: %w", err)
 	}
+	g.dirty = false
+	ledgerWrites.Add(1)
 	return nil
 }
+
+// ledgerWrites counts the records written, by every ledger of this
+// process: what a start pays in fsyncs is twice that.
+var ledgerWrites atomic.Uint64
 
 // remove deletes the record: what it names is gone. Idempotent.
 func (g *ledger) remove() {

@@ -3,10 +3,12 @@ package sandbox
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -151,5 +153,60 @@ func TestSweepPlaceholders_KilledWorker(t *testing.T) {
 	}
 	if n, err := SweepPlaceholders(ledger); n != 0 || err != nil {
 		t.Errorf("second sweep: %d, %v", n, err)
+	}
+}
+
+// A WorkspaceWrite start that makes its seven placeholders records them
+// in two writes, not two each: all names before any is made, then their
+// inodes. The record then names each placeholder with its device and
+// inode; the command's end removes the placeholders and the record.
+func TestLedger_TwoWritesPerStart(t *testing.T) {
+	requireBwrap(t)
+	ws := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "ledger")
+	s := Spec{Argv: []string{"true"}, Env: testEnv(), Workspace: ws, Mode: WorkspaceWrite, Ledger: dir, Hold: true}
+	before := ledgerWrites.Load()
+	p, err := Start(t.Context(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := ledgerWrites.Load() - before
+	recs, _ := filepath.Glob(filepath.Join(dir, "*"+ledgerSuffix))
+	if len(recs) != 1 {
+		p.Stop()
+		p.Wait()
+		t.Fatalf("records %v, want one", recs)
+	}
+	b, rerr := os.ReadFile(recs[0])
+	p.Release()
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	// No other test of this process writes records (the killed worker's
+	// is a process of its own).
+	if writes != 2 {
+		t.Errorf("the start wrote its record %d times, want 2", writes)
+	}
+	var rec ledgerRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatalf("record %s: %v", b, err)
+	}
+	var names []string
+	for _, e := range rec.Made {
+		names = append(names, e.Name)
+		if e.Ino == 0 || e.Since == 0 {
+			t.Errorf("entry %+v: want its inode and the time it was about to be made", e)
+		}
+	}
+	if want := placeholderNames(); !slices.Equal(names, want) {
+		t.Errorf("record names %v, want %v", names, want)
+	}
+	left, _ := os.ReadDir(ws)
+	recs, _ = filepath.Glob(filepath.Join(dir, "*"+ledgerSuffix))
+	if len(left) != 0 || len(recs) != 0 {
+		t.Errorf("after the end: workspace holds %v, ledger %v; want both empty", left, recs)
 	}
 }

@@ -34,7 +34,17 @@ const (
 	cgPrefix  = "logbook-cmd-" // name of the cgroups made for commands
 	cgRetries = 100            // kill rounds before a cgroup is given up
 	cgRound   = 10 * time.Millisecond
+	cgFirst   = 100 * time.Microsecond // the first kill round's pause; see cgPause
 )
+
+// cgPause returns how long kill round i (from 0) waits for the kernel to
+// empty the cgroup before it looks again: cgFirst, doubled each round up
+// to cgRound. A sandbox's processes are gone well under a millisecond
+// after bubblewrap in most cases, so the first looks come soon, while
+// cgRetries rounds still wait about a second in all.
+func cgPause(i int) time.Duration {
+	return min(cgFirst<<min(i, 10), cgRound)
+}
 
 // Applied reports which limits bound a command, and by what. A zero
 // count means "no limit".
@@ -253,7 +263,7 @@ func (c *cgroup) kill() bool {
 	if c.v2 {
 		_ = os.WriteFile(filepath.Join(c.dirs[0], "cgroup.kill"), []byte("1"), 0)
 	}
-	for range cgRetries {
+	for i := range cgRetries {
 		pids := c.procs()
 		if len(pids) == 0 {
 			return true
@@ -269,7 +279,7 @@ func (c *cgroup) kill() bool {
 			}
 			unix.Close(fd)
 		}
-		time.Sleep(cgRound)
+		time.Sleep(cgPause(i))
 	}
 	return len(c.procs()) == 0
 }

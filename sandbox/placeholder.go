@@ -72,11 +72,33 @@ func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error
 		l.release()
 		return err
 	}
+	fail := func(err error) error {
+		l.release()
+		return fmt.Errorf("%w: workspace %s: %v: run it in read_only or full_access", ErrRefused, l.ws, err)
+	}
+	if l.ledger != nil {
+		// The names missing now are recorded in one write before any
+		// placeholder is made (one found missing later is recorded on
+		// its own), their inodes in one more once all are made.
+		var missing []ledgerEntry
+		for _, name := range ProtectedNames() {
+			if _, err := os.Lstat(filepath.Join(l.ws, name)); errors.Is(err, fs.ErrNotExist) {
+				missing = append(missing, ledgerEntry{Name: name, Dir: slices.Contains(absentDirNames(), name), Since: time.Now().UnixNano()})
+			}
+		}
+		if err := l.ledger.addAll(missing); err != nil {
+			return fail(err)
+		}
+	}
 	for _, name := range ProtectedNames() {
 		p := filepath.Join(l.ws, name)
 		if err := l.claimName(p, slices.Contains(absentDirNames(), name)); err != nil {
-			l.release()
-			return fmt.Errorf("%w: workspace %s: %v: run it in read_only or full_access", ErrRefused, l.ws, err)
+			return fail(err)
+		}
+	}
+	if l.ledger != nil {
+		if err := l.ledger.flush(); err != nil {
+			return fail(err)
 		}
 	}
 	slices.Sort(l.protected)
@@ -89,7 +111,7 @@ func (l *layout) claimName(p string, dir bool) error {
 		fi, err := os.Lstat(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			if l.ledger != nil {
+			if l.ledger != nil && !l.ledger.has(filepath.Base(p)) {
 				if err := l.ledger.add(ledgerEntry{Name: filepath.Base(p), Dir: dir, Since: time.Now().UnixNano()}); err != nil {
 					return err
 				}
@@ -111,9 +133,9 @@ func (l *layout) claimName(p string, dir bool) error {
 				}
 				switch {
 				case err == nil && lerr == nil:
-					lerr = l.ledger.made(fi)
+					lerr = l.ledger.made(filepath.Base(p), fi)
 				case err != nil:
-					lerr = l.ledger.drop()
+					l.ledger.drop(filepath.Base(p))
 				}
 				if lerr != nil {
 					return lerr
@@ -136,7 +158,7 @@ func (l *layout) claimName(p string, dir bool) error {
 			if l.ledger != nil && !l.ledger.has(filepath.Base(p)) {
 				// One a dead worker left, now this command's to remove.
 				if err := l.ledger.add(ledgerEntry{Name: filepath.Base(p), Dir: dir}); err == nil {
-					err = l.ledger.made(fi)
+					err = l.ledger.made(filepath.Base(p), fi)
 				}
 				if err != nil {
 					return err

@@ -282,6 +282,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 		p.limits.LinkedReadOnly, p.limits.LinkedWith = p.layout.links.files, p.layout.links.others
 		cmd.Args = append([]string{pl.path}, pl.layout.args(pl.args)...)
 	}
+	spec.trace(StepPrepared)
 	p.start = time.Now()
 	err = startUnlocked(cmd)
 	closeAll(child...)
@@ -297,6 +298,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 		return nil, fmt.Errorf("start %q: %w", pl.name, err)
 	}
 	p.pid = cmd.Process.Pid
+	spec.trace(StepForked)
 	p.procStart, _ = ProcStart(p.pid)
 	if pl.restricted {
 		p.block, p.procs, p.released = block, pl.procs, make(chan struct{})
@@ -312,7 +314,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 		go p.read(i, o.f, in)
 	}
 	stopCtx := context.AfterFunc(ctx, p.Stop)
-	go p.wait(stopCtx, drained)
+	go p.wait(stopCtx, drained, spec.trace)
 	return p, nil
 }
 
@@ -583,7 +585,7 @@ func (p *Process) Stop() {
 	if p.block != nil {
 		// Held (Spec.Hold): the command has not run, so no grace is owed
 		// to it, and the sandbox's first process would not heed SIGTERM.
-		p.killTreeLocked()
+		p.killTreeLocked(true)
 		return
 	}
 	if p.restricted {
@@ -609,19 +611,22 @@ func (p *Process) kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.leaderGone {
-		p.killTreeLocked()
+		p.killTreeLocked(true)
 	}
 }
 
 // killTreeLocked sends SIGKILL to the process group, to the tree Stop
-// held, and in FullAccess to the tree as it is now (members forked since
-// Stop). p.mu is held.
-func (p *Process) killTreeLocked() {
+// held, and in FullAccess, when scan is true, to the tree as it is now
+// (members forked since Stop). p.mu is held.
+func (p *Process) killTreeLocked(scan bool) {
 	_ = unix.Kill(-p.pid, unix.SIGKILL)
 	if p.restricted {
 		return
 	}
 	signalTree(p.tree, unix.SIGKILL)
+	if !scan {
+		return
+	}
 	now := holdTree(p.pid, p.procStart)
 	signalTree(now, unix.SIGKILL)
 	releaseTree(now)
@@ -652,15 +657,18 @@ func (p *Process) hasExited() bool {
 // wait is the goroutine that sees the leader exit, cleans up its group,
 // reaps it, waits for the output to be drained and emitted, and publishes
 // the result.
-func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult) {
+func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult, trace func(Step)) {
 	werr := waitExited(p.pid)
+	trace(StepExitSeen)
 	duration := time.Since(p.start)
 	p.mu.Lock()
 	if werr == nil {
 		// The leader is a zombie, so its group and session ids cannot be
 		// in use by anyone else: kill what is left of the group, of the
-		// session, and of the tree Stop held.
-		p.killTreeLocked()
+		// session, and of the tree Stop held. Its children are
+		// re-parented already, so only members of its session or group
+		// lead to the rest of the tree: without any, no scan.
+		p.killTreeLocked(!p.restricted && !lonelyLeader(p.pid))
 	}
 	if p.cg != nil {
 		// And what left the group, where a cgroup holds the whole tree.
@@ -699,6 +707,7 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult) {
 	if p.cg != nil {
 		p.cg.remove()
 	}
+	trace(StepReaped)
 	res.Limits = p.limits
 	if _, ok := errors.AsType[*exec.ExitError](err); ok {
 		err = nil

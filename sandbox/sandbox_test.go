@@ -770,6 +770,48 @@ func TestExit_GroupKilled(t *testing.T) {
 	waitFor(t, "the background job to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
 }
 
+// After the leader exits, a job of its session in a process group of
+// its own (a job-control shell's) is killed too: the exit's search of
+// the tree finds it by its session.
+func TestExit_SessionJobKilled(t *testing.T) {
+	t.Parallel()
+	token := uniqueSleep()
+	t.Cleanup(func() { killAll(token) })
+	res, _ := run(t, newSpec(t, FullAccess, false, "bash", "-c", `set -m; sleep "$0" >/dev/null 2>&1 & echo started`, token))
+	if res.ExitCode != 0 || res.Lingering {
+		t.Errorf("result = %+v, want exit 0", res)
+	}
+	waitFor(t, "the job to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
+}
+
+// Spec.Trace is told of each step, in order, once.
+func TestStart_Trace(t *testing.T) {
+	t.Parallel()
+	for _, m := range []Mode{FullAccess, WorkspaceWrite} {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var steps []Step
+			var last time.Time
+			s := newSpec(t, m, false, "true")
+			s.Trace = func(st Step, at time.Time) {
+				mu.Lock()
+				defer mu.Unlock()
+				if at.Before(last) {
+					t.Errorf("step %d at %v, before the one before it", st, at)
+				}
+				steps, last = append(steps, st), at
+			}
+			run(t, s)
+			mu.Lock()
+			defer mu.Unlock()
+			if want := []Step{StepPrepared, StepForked, StepExitSeen, StepReaped}; !slices.Equal(steps, want) {
+				t.Errorf("steps %v, want %v", steps, want)
+			}
+		})
+	}
+}
+
 func TestBoundary_WorkspaceWrite(t *testing.T) {
 	t.Parallel()
 	host := filepath.Join("/etc", "logbook-sandbox-test-"+strconv.Itoa(rand.IntN(1e9)))

@@ -171,6 +171,40 @@ type Spec struct {
 	// has no boundary to set up: Start refuses Hold there
 	// (ErrInvalidSpec).
 	Hold bool
+	// Trace, if not nil, is told of each Step of the command's start and
+	// end as it is reached, with the time (the worker's monotonic clock):
+	// how a caller breaks a command's time down. It runs on Start's
+	// goroutine and on the Process's own, so it must be quick and safe
+	// for concurrent use; it must not call the Process's methods.
+	Trace func(Step, time.Time)
+}
+
+// Step is a point of a command's start or end that Spec.Trace reports,
+// in this order (a start that fails stops where it failed).
+type Step uint8
+
+// The steps Spec.Trace reports.
+const (
+	// StepPrepared: the spec is checked, the pipes or terminal are open,
+	// the cgroup is made and, in a restricted mode, the workspace's locks
+	// are taken and bubblewrap's arguments built: the fork comes next.
+	StepPrepared Step = iota
+	// StepForked: the process runs its program (bubblewrap in the
+	// restricted modes, which then builds the boundary).
+	StepForked
+	// StepExitSeen: the leader has exited (not yet reaped).
+	StepExitSeen
+	// StepReaped: what was left of its tree is killed, the leader is
+	// reaped and, in a restricted mode, its boundary is taken down; the
+	// rest of its output is read next.
+	StepReaped
+)
+
+// trace reports step s to spec's Trace, if any.
+func (s *Spec) trace(st Step) {
+	if s.Trace != nil {
+		s.Trace(st, time.Now())
+	}
 }
 
 // Limits bound the resources of a restricted command. A zero field means

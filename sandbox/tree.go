@@ -131,6 +131,38 @@ func allProcs() ([]procStat, error) {
 	return out, nil
 }
 
+// lonelyLeader reports whether no process of /proc but pid itself has
+// pid as its session or process group id, asking each with getsid and
+// getpgid: two system calls a process where a tree scan (allProcs)
+// opens, reads and parses its stat. Once pid has exited (a zombie, its
+// children re-parented), treeOf finds nothing unless some process is
+// such a member, so a true answer spares the exit its scan. It answers
+// false when /proc cannot be listed.
+func lonelyLeader(pid int) bool {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return false
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return false
+	}
+	for _, name := range names {
+		other, err := strconv.Atoi(name)
+		if err != nil || other == pid {
+			continue
+		}
+		if sid, err := unix.Getsid(other); err == nil && sid == pid {
+			return false
+		}
+		if pg, err := unix.Getpgid(other); err == nil && pg == pid {
+			return false
+		}
+	}
+	return true
+}
+
 // treeOf returns the processes of the tree led by pid that procs shows:
 // every descendant of pid by parent links, and every member of the
 // session or process group pid leads (which may have been re-parented),

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
@@ -106,5 +108,51 @@ func TestReadStat(t *testing.T) {
 	var small [8]byte
 	if _, err := readProcFile("/proc/self/stat", small[:]); err == nil || !strings.Contains(err.Error(), "larger than 8 bytes") {
 		t.Errorf("readProcFile into 8 bytes: %v, want it refused as larger", err)
+	}
+}
+
+// lonelyLeader: a leader alone in its session and group is lonely; one
+// with a child in its group, or a job of its session in a group of its
+// own (a job-control shell's), is not, nor is one whose job outlived
+// it.
+func TestLonelyLeader(t *testing.T) {
+	t.Parallel()
+	token := uniqueSleep()
+	t.Cleanup(func() { killAll(token) })
+	lead := func(script string, want int) *exec.Cmd {
+		cmd := exec.Command("bash", "-c", script, token) // bash: set -m works without a terminal
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		waitFor(t, "the script's sleeps to run", func() bool {
+			n := 0
+			for _, pid := range sandboxtest.ProcessesWith("sleep " + token) {
+				if sid, err := unix.Getsid(pid); err == nil && sid == cmd.Process.Pid {
+					n++
+				}
+			}
+			return n == want
+		})
+		return cmd
+	}
+	alone := lead(`exec sleep "$0"`, 1)
+	if !lonelyLeader(alone.Process.Pid) {
+		t.Errorf("a leader alone in its session: not lonely")
+	}
+	child := lead(`sleep "$0" & exec sleep "$0"`, 2)
+	if lonelyLeader(child.Process.Pid) {
+		t.Errorf("a leader with a child in its group: lonely")
+	}
+	job := lead(`set -m; sleep "$0" & exec sleep "$0"`, 2)
+	if lonelyLeader(job.Process.Pid) {
+		t.Errorf("a leader with a job in a group of its own: lonely")
+	}
+	// The leader exits (a zombie until reaped), its job lives on.
+	outlived := lead(`set -m; sleep "$0" & echo`, 1)
+	waitExited(outlived.Process.Pid)
+	if lonelyLeader(outlived.Process.Pid) {
+		t.Errorf("a dead leader whose job lives on: lonely")
 	}
 }

@@ -507,6 +507,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	// attach; a held sandbox that must not go on is killed unreleased.
 	attached := make(chan bool, 1)
 	go func() { attached <- w.attach(actx, j, st) }()
+	spec.Trace = sandboxTrace(st.ID)
 	var p *sandbox.Process
 	var serr error
 	if spec.Mode != sandbox.FullAccess {
@@ -530,7 +531,9 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 		}
 		return refuseOwn(reason, event)
 	}
-	if ended := <-attached; ended {
+	ended := <-attached
+	mark(st.ID, StageAttached)
+	if ended {
 		return abort("session "+st.Session+" has ended", "session.ended")
 	}
 	if j.stopWanted() {

@@ -3,11 +3,16 @@ package worker
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/logbook-dev/logbook/sandbox"
 )
 
 // Stage is a point on a command's way through the worker that takes it,
-// as SetTrace reports it. The stages of one command come in this order;
-// a command refused or lost on the way stops reporting where it left.
+// as SetTrace reports it. The stages of one command come in this order,
+// except StageAttached, which in a restricted mode comes once bubblewrap
+// runs (it builds the boundary meanwhile), and StageOutput, which comes
+// whenever the first output does; a command refused or lost on the way
+// stops reporting where it left.
 type Stage uint8
 
 // The stages a worker reports.
@@ -19,23 +24,39 @@ const (
 	StageAdmitted
 	// StageStarted: command.started is stored (its optimistic check won).
 	StageStarted
+	// StageAttached: the command's entry is open on its session (or the
+	// session was found ended, or the attach failed).
+	StageAttached
+	// StagePrepared: the sandbox is ready to fork (sandbox.StepPrepared:
+	// spec checked, pipes, cgroup, bubblewrap's arguments).
+	StagePrepared
+	// StageForked: the process runs its program, bubblewrap in a
+	// restricted mode (sandbox.StepForked).
+	StageForked
 	// StageProcess: the process runs (sandbox.Start returned and, in a
 	// restricted mode, the boundary was released).
 	StageProcess
 	// StageOutput: the first chunk of the command's output was read.
 	StageOutput
+	// StageExitSeen: the process has exited, not yet reaped
+	// (sandbox.StepExitSeen).
+	StageExitSeen
+	// StageReaped: what was left of its tree is killed and it is reaped,
+	// its boundary taken down (sandbox.StepReaped).
+	StageReaped
 	// StageExit: the process has exited and all its output was read.
 	StageExit
 	// StageExited: command.exited is stored.
 	StageExited
-	numStages
+	// NumStages is the number of stages: each is below it.
+	NumStages
 )
 
-var stageNames = [numStages]string{"delivered", "admitted", "started", "process", "output", "exit", "exited"}
+var stageNames = [NumStages]string{"delivered", "admitted", "started", "attached", "prepared", "forked", "process", "output", "exit_seen", "reaped", "exit", "exited"}
 
 // String returns the stage's name, e.g. "delivered".
 func (s Stage) String() string {
-	if s < numStages {
+	if s < NumStages {
 		return stageNames[s]
 	}
 	return "unknown"
@@ -59,6 +80,27 @@ func SetTrace(fn TraceFunc) {
 		return
 	}
 	trace.Store(&fn)
+}
+
+// sandboxTrace returns, while an observer is installed, a
+// sandbox.Spec.Trace that reports the sandbox's steps of command id as
+// its stages; else nil.
+func sandboxTrace(id string) func(sandbox.Step, time.Time) {
+	if trace.Load() == nil {
+		return nil
+	}
+	return func(s sandbox.Step, at time.Time) {
+		st, ok := stepStages[s]
+		if fn := trace.Load(); fn != nil && ok {
+			(*fn)(id, st, at)
+		}
+	}
+}
+
+// stepStages maps the sandbox's steps onto the stages they are.
+var stepStages = map[sandbox.Step]Stage{
+	sandbox.StepPrepared: StagePrepared, sandbox.StepForked: StageForked,
+	sandbox.StepExitSeen: StageExitSeen, sandbox.StepReaped: StageReaped,
 }
 
 // mark reports stage s of command id to the observer, if any.

@@ -27,20 +27,34 @@ type StageTime struct {
 	N     int     `json:"n"`      // operations that reached the stage
 }
 
-// commandStages are the stages of the command path's breakdown, in
-// order: each is timed from the end of the one before it.
+// commandStages are the stages of the command path's breakdown: the
+// request's three, then one per worker.Stage in its order, then the
+// client's end. Each is timed from the stage the command reached just
+// before it (see breakdown).
 var commandStages = []string{
 	"exec started → request decided (client set-up)",
 	"request appended",
 	"worker sees it",
 	"admission (claim, load, checks)",
 	"command.started appended",
-	"process started",
+	"session attached (restricted: known once bubblewrap runs)",
+	"sandbox prepared (pipes, cgroup, bwrap args)",
+	"forked (process or bubblewrap runs)",
+	"process started (restricted: boundary built, released)",
 	"first output",
-	"exit",
+	"exit seen",
+	"tree killed, reaped, boundary down",
+	"exit (output read)",
 	"command.exited appended",
 	"client sees it, exec exits",
 }
+
+// The breakdown's last two lines are not stages but the CPU time one
+// command cost, the mean over the row's commands (user and system).
+const (
+	cpuSelfStage     = "CPU per command, this process: serve, its workers and server (mean)"
+	cpuChildrenStage = "CPU per command, child processes: exec, bubblewrap, true (mean)"
+)
 
 // commandTimes is what one command's breakdown is made of: the times
 // its stages ended, zero where unknown.
@@ -48,7 +62,7 @@ type commandTimes struct {
 	begin, end time.Time // the exec process started, exited
 	decided    time.Time // command.requested's decision time (its At)
 	appended   time.Time // command.requested stored (the stream's timestamp)
-	marks      [7]time.Time
+	marks      [worker.NumStages]time.Time
 }
 
 // commandCheck holds a command, exec start to exit, to p50 ≤ 10 ms and
@@ -142,7 +156,7 @@ func (e *benchEnv) commandRunIn(ctx context.Context, exe, name, mode string) (be
 	defer worker.SetTrace(nil)
 
 	lat := make([]time.Duration, 0, e.cfg.Hooks)
-	start := time.Now()
+	start, cpu0, kids0 := time.Now(), processCPU(), childrenCPU()
 	for range e.cfg.Hooks {
 		id := ulid.Make().String()
 		ct := &commandTimes{}
@@ -169,11 +183,16 @@ func (e *benchEnv) commandRunIn(ctx context.Context, exe, name, mode string) (be
 		lat = append(lat, end.Sub(t))
 	}
 	smp := benchSample{ops: e.cfg.Hooks, elapsed: time.Since(start), lat: lat}
+	cpu, kids := processCPU()-cpu0, childrenCPU()-kids0
 	worker.SetTrace(nil)
 	if err := e.requestTimes(ctx, s.js, from, times); err != nil {
 		return smp, err
 	}
 	smp.stages = breakdown(times)
+	perCmd := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(e.cfg.Hooks) }
+	smp.stages = append(smp.stages,
+		StageTime{Stage: cpuSelfStage, P50ms: perCmd(cpu), N: e.cfg.Hooks},
+		StageTime{Stage: cpuChildrenStage, P50ms: perCmd(kids), N: e.cfg.Hooks})
 	return smp, nil
 }
 
@@ -216,25 +235,32 @@ func (e *benchEnv) requestTimes(ctx context.Context, js jetstream.JetStream, fro
 }
 
 // breakdown returns the median of each of commandStages over times.
-// A stage is timed from the last earlier stage the command reached (a
-// command without output goes from its process's start to its exit);
-// a stage no command reached is left out.
+// A stage is timed from the stage the command reached just before it,
+// in time (a command without output goes from its process's start to
+// its exit; in a restricted mode the session's attach is timed from
+// bubblewrap's fork, which comes first); a stage no command reached is
+// left out.
 func breakdown(times map[string]*commandTimes) []StageTime {
 	per := make([][]time.Duration, len(commandStages))
+	type point struct {
+		stage int // index in commandStages
+		at    time.Time
+	}
 	for _, t := range times {
-		points := []time.Time{t.begin, t.decided, t.appended}
-		points = append(points, t.marks[:]...)
-		points = append(points, t.end)
 		if t.begin.IsZero() {
 			continue
 		}
-		prev := t.begin
-		for i, p := range points[1:] {
-			if p.IsZero() {
-				continue
+		var points []point
+		for i, at := range append(append([]time.Time{t.decided, t.appended}, t.marks[:]...), t.end) {
+			if !at.IsZero() {
+				points = append(points, point{i, at})
 			}
-			per[i] = append(per[i], p.Sub(prev))
-			prev = p
+		}
+		slices.SortStableFunc(points, func(a, b point) int { return a.at.Compare(b.at) })
+		prev := t.begin
+		for _, p := range points {
+			per[p.stage] = append(per[p.stage], p.at.Sub(prev))
+			prev = p.at
 		}
 	}
 	var out []StageTime

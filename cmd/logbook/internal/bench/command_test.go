@@ -8,46 +8,66 @@ import (
 	"github.com/logbook-dev/logbook/adapters/worker"
 )
 
-// TestBreakdown: each stage is timed from the last earlier stage the
-// command reached, a stage none reached is left out, and each is the
+// TestBreakdown: each stage is timed from the stage the command reached
+// just before it, a stage none reached is left out, and each is the
 // median over the commands that reached it.
 func TestBreakdown(t *testing.T) {
-	at := func(base time.Time, ms ...int) []time.Time {
-		out := make([]time.Time, len(ms))
-		for i, m := range ms {
-			if m >= 0 {
-				out[i] = base.Add(time.Duration(m) * time.Millisecond)
-			}
-		}
-		return out
-	}
+	const n = int(worker.NumStages)
+	ms := func(base time.Time, m int) time.Time { return base.Add(time.Duration(m) * time.Millisecond) }
 	base := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	times := map[string]*commandTimes{}
 	for i, d := range []int{1, 2, 3} { // the middle command is the median of each stage
 		b := base.Add(time.Duration(i) * time.Second)
-		// begin, decided, appended, then the worker's stages (no output), end
-		p := at(b, 0, 5*d, 6*d, 7*d, 8*d, 9*d, 10*d, -1, 12*d, 13*d, 14*d)
-		ct := &commandTimes{begin: p[0], decided: p[1], appended: p[2], end: p[10]}
-		copy(ct.marks[:], p[3:10])
+		// begin 0, decided 5d, appended 6d, then stage k of the worker's
+		// at (7+k)d (no output), end after the last.
+		ct := &commandTimes{begin: b, decided: ms(b, 5*d), appended: ms(b, 6*d), end: ms(b, (7+n)*d)}
+		for k := range n {
+			if worker.Stage(k) != worker.StageOutput {
+				ct.marks[k] = ms(b, (7+k)*d)
+			}
+		}
 		times[string(rune('a'+i))] = ct
 	}
 	got := breakdown(times)
 	if len(got) != len(commandStages)-1 {
 		t.Fatalf("breakdown has %d stages, want %d (all but first output): %+v", len(got), len(commandStages)-1, got)
 	}
+	stage := func(s worker.Stage) string { return commandStages[int(s)+2] }
 	for _, s := range got {
-		if s.Stage == commandStages[int(worker.StageOutput)+2] {
+		if s.Stage == stage(worker.StageOutput) {
 			t.Errorf("stage %q reached by no command is shown", s.Stage)
 		}
 		want := 2.0 // every later stage is d ms after the one before, d's median 2
 		switch s.Stage {
 		case commandStages[0]:
 			want = 10 // 5d
-		case commandStages[int(worker.StageExit)+2]:
-			want = 4 // from the process's start (10d), output skipped: 2d
+		case stage(worker.StageExitSeen):
+			want = 4 // from the process's start, output skipped: 2d
 		}
 		if s.P50ms != want || s.N != 3 {
 			t.Errorf("stage %q: p50 %vms over %d, want %vms over 3", s.Stage, s.P50ms, s.N, want)
+		}
+	}
+
+	// In a restricted mode the attach is known after the fork: each is
+	// timed from what came just before it in time.
+	ct := &commandTimes{begin: base, end: ms(base, 100)}
+	ct.marks[worker.StageStarted] = ms(base, 10)
+	ct.marks[worker.StagePrepared] = ms(base, 13)
+	ct.marks[worker.StageForked] = ms(base, 17)
+	ct.marks[worker.StageAttached] = ms(base, 22)
+	ct.marks[worker.StageProcess] = ms(base, 28)
+	want := map[string]float64{
+		stage(worker.StageStarted): 10, stage(worker.StagePrepared): 3, stage(worker.StageForked): 4,
+		stage(worker.StageAttached): 5, stage(worker.StageProcess): 6, commandStages[len(commandStages)-1]: 72,
+	}
+	got = breakdown(map[string]*commandTimes{"r": ct})
+	if len(got) != len(want) {
+		t.Fatalf("restricted breakdown has %d stages, want %d: %+v", len(got), len(want), got)
+	}
+	for _, s := range got {
+		if w, ok := want[s.Stage]; !ok || s.P50ms != w {
+			t.Errorf("restricted stage %q: p50 %vms, want %vms", s.Stage, s.P50ms, w)
 		}
 	}
 }
