@@ -107,7 +107,8 @@ func (r *Runner) RunToEnd(ctx context.Context) (int, error) {
 
 // Run catches up (RunToEnd) and then follows the log live with
 // Log.Follow, committing when Batch records are applied or Interval after
-// the first uncommitted one, whichever comes first. It returns ctx's error
+// the first uncommitted one, whichever comes first, or as soon as the
+// records a Store.WaitFor waits for are applied. It returns ctx's error
 // once ctx is done, after committing what it applied, or the first
 // error of the log or a view (a record that does not decode stops it,
 // naming the sequence). Run owns one goroutine, which reads the log and
@@ -193,7 +194,7 @@ func (r *Runner) Run(ctx context.Context) error {
 				return err
 			}
 			last = w.last
-			if w.n >= r.batch() {
+			if w.n >= r.batch() || s.owed(w.last) {
 				if err := commit(); err != nil {
 					return err
 				}
@@ -201,6 +202,12 @@ func (r *Runner) Run(ctx context.Context) error {
 		case <-timer.C:
 			if err := commit(); err != nil {
 				return err
+			}
+		case <-s.demand:
+			if w != nil && s.owed(w.last) {
+				if err := commit(); err != nil {
+					return err
+				}
 			}
 		case <-ctx.Done():
 			cerr := commit()

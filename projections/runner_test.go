@@ -218,6 +218,60 @@ func TestRunner_Run(t *testing.T) {
 	}
 }
 
+// TestRunner_RunCommitsForAWaiter: with an Interval far longer than the
+// test, a WaitFor is answered as soon as Run has applied what it waits
+// for, whether the wait starts after the append or before it; the
+// projection equals one from memory.
+func TestRunner_RunCommitsForAWaiter(t *testing.T) {
+	t.Parallel()
+	h := history(t, 25, 60, 3)
+	log, _ := newLog(t, natslog.FsyncInterval)
+	s := open(t, t.TempDir(), projections.Options{})
+	r := &projections.Runner{Log: log, Store: s, Batch: 100000, Interval: time.Hour}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	// A guard against a hang, not a timing: without the demand the
+	// first wait would last the hour.
+	wctx, wcancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer wcancel()
+	half := len(h.Batches) / 2
+	for i, b := range h.Batches {
+		if i < half {
+			ap, err := log.Append(t.Context(), b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.WaitFor(wctx, ap.Last); err != nil {
+				t.Fatalf("batch %d: WaitFor(%d) after the append: %v", i, ap.Last, err)
+			}
+			continue
+		}
+		// The wait starts first, for the sequence the append will end at.
+		want := s.Checkpoint() + uint64(len(b.Events))
+		waited := make(chan error, 1)
+		go func() { waited <- s.WaitFor(wctx, want) }()
+		ap, err := log.Append(t.Context(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ap.Last != want {
+			t.Fatalf("batch %d ends at %d, want %d", i, ap.Last, want)
+		}
+		if err := <-waited; err != nil {
+			t.Fatalf("batch %d: WaitFor(%d) before the append: %v", i, want, err)
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+	last := lastSeq(h.Records)
+	if got, want := hash(t, s, last), memHash(t, projections.Options{}, h.Records); got != want {
+		t.Errorf("hash %s, want %s", got, want)
+	}
+}
+
 // sessionsV2 is the session view at the schema version after the current
 // one.
 type sessionsV2 struct{ projections.SessionView }
