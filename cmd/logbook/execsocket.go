@@ -67,6 +67,7 @@ func execAnswer(b *backend) host.ExecRunner {
 		}
 		g := &globals{stdin: bytes.NewReader(nil), stdout: stdout, stderr: stderr, served: se}
 		err := runServedExec(ctx, g, req)
+		execsock.Mark(ctx, execsock.StageSeen)
 		if err != nil {
 			fmt.Fprintf(stderr, "logbook: %s\n", term.Lines(userMessage(err)))
 			return exitCode(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/execsock"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
@@ -29,8 +30,18 @@ type StageTime struct {
 
 // commandStages are the stages of the command path's breakdown, in
 // order: each is timed from the end of the one before it.
+// The stages up to "request decided" and after "command.exited
+// appended" but the last are serve's side of an exec on its socket
+// (execsock.SetTrace); `logbook exec`, which has no such stages, is
+// timed from its start to its request's decision in one.
 var commandStages = []string{
-	"exec started → request decided (client set-up)",
+	"exec started → serve accepted (process start, connect)",
+	"request read (peer credentials, decode)",
+	"arguments parsed, actor named",
+	"journal settled (session not found at first)",
+	"session resolved",
+	"request built (redaction rules, client)",
+	"request decided (session, workspace, worker, active commands)",
 	"request appended",
 	"worker sees it",
 	"admission (claim, load, checks)",
@@ -39,16 +50,19 @@ var commandStages = []string{
 	"first output",
 	"exit",
 	"command.exited appended",
-	"client sees it, exec exits",
+	"exec sees the exit",
+	"exit status sent",
+	"client exits",
 }
 
 // commandTimes is what one command's breakdown is made of: the times
 // its stages ended, zero where unknown.
 type commandTimes struct {
-	begin, end time.Time // the exec process started, exited
-	decided    time.Time // command.requested's decision time (its At)
-	appended   time.Time // command.requested stored (the stream's timestamp)
-	marks      [7]time.Time
+	begin, end time.Time                     // the exec process started, exited
+	decided    time.Time                     // command.requested's decision time (its At)
+	appended   time.Time                     // command.requested stored (the stream's timestamp)
+	marks      [7]time.Time                  // the worker's stages (worker.SetTrace)
+	served     [execsock.NumStages]time.Time // serve's stages of an exec on its socket (execsock.SetTrace)
 }
 
 // commandCheck holds a command, exec start to exit, to p50 ≤ 10 ms and
@@ -140,6 +154,14 @@ func (e *benchEnv) commandRunIn(ctx context.Context, exe, name, mode string) (be
 		}
 	})
 	defer worker.SetTrace(nil)
+	execsock.SetTrace(func(id string, st execsock.Stage, at time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		if t := times[id]; t != nil && st < execsock.NumStages {
+			t.served[st] = at
+		}
+	})
+	defer execsock.SetTrace(nil)
 
 	lat := make([]time.Duration, 0, e.cfg.Hooks)
 	start := time.Now()
@@ -170,6 +192,7 @@ func (e *benchEnv) commandRunIn(ctx context.Context, exe, name, mode string) (be
 	}
 	smp := benchSample{ops: e.cfg.Hooks, elapsed: time.Since(start), lat: lat}
 	worker.SetTrace(nil)
+	execsock.SetTrace(nil)
 	if err := e.requestTimes(ctx, s.js, from, times); err != nil {
 		return smp, err
 	}
@@ -222,8 +245,11 @@ func (e *benchEnv) requestTimes(ctx context.Context, js jetstream.JetStream, fro
 func breakdown(times map[string]*commandTimes) []StageTime {
 	per := make([][]time.Duration, len(commandStages))
 	for _, t := range times {
-		points := []time.Time{t.begin, t.decided, t.appended}
+		points := []time.Time{t.begin}
+		points = append(points, t.served[:execsock.StageSeen]...)
+		points = append(points, t.decided, t.appended)
 		points = append(points, t.marks[:]...)
+		points = append(points, t.served[execsock.StageSeen:]...)
 		points = append(points, t.end)
 		if t.begin.IsZero() {
 			continue

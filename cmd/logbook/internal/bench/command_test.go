@@ -5,12 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/execsock"
 	"github.com/logbook-dev/logbook/adapters/worker"
 )
 
 // TestBreakdown: each stage is timed from the last earlier stage the
 // command reached, a stage none reached is left out, and each is the
-// median over the commands that reached it.
+// median over the commands that reached it. serve's stages of an exec
+// on its socket come before the request's decision and after
+// command.exited; without them (`logbook exec`) the decision is timed
+// from exec's start.
 func TestBreakdown(t *testing.T) {
 	at := func(base time.Time, ms ...int) []time.Time {
 		out := make([]time.Time, len(ms))
@@ -22,32 +26,63 @@ func TestBreakdown(t *testing.T) {
 		return out
 	}
 	base := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	times := map[string]*commandTimes{}
-	for i, d := range []int{1, 2, 3} { // the middle command is the median of each stage
-		b := base.Add(time.Duration(i) * time.Second)
-		// begin, decided, appended, then the worker's stages (no output), end
-		p := at(b, 0, 5*d, 6*d, 7*d, 8*d, 9*d, 10*d, -1, 12*d, 13*d, 14*d)
-		ct := &commandTimes{begin: p[0], decided: p[1], appended: p[2], end: p[10]}
-		copy(ct.marks[:], p[3:10])
-		times[string(rune('a'+i))] = ct
-	}
-	got := breakdown(times)
-	if len(got) != len(commandStages)-1 {
-		t.Fatalf("breakdown has %d stages, want %d (all but first output): %+v", len(got), len(commandStages)-1, got)
-	}
-	for _, s := range got {
-		if s.Stage == commandStages[int(worker.StageOutput)+2] {
-			t.Errorf("stage %q reached by no command is shown", s.Stage)
+	pre := int(execsock.StageSeen) // serve's stages before the decision
+	decided := pre                 // the decision's stage
+	worker0 := decided + 2         // the worker's first stage
+	for _, served := range []bool{true, false} {
+		times := map[string]*commandTimes{}
+		for i, d := range []int{1, 2, 3} { // the middle command is the median of each stage
+			b := base.Add(time.Duration(i) * time.Second)
+			// begin, serve's 6 stages (no settle), decided, appended,
+			// the worker's 7 (no output), serve's 2, end: each d ms after
+			// the one before.
+			ms := []int{0}
+			for k := 1; k <= 18; k++ {
+				ms = append(ms, 5*d+k*d)
+			}
+			ms[1+int(execsock.StageSettled)] = -1
+			ms[1+worker0+int(worker.StageOutput)] = -1
+			p := at(b, ms...)
+			ct := &commandTimes{begin: p[0], decided: p[1+pre], appended: p[2+pre], end: p[18]}
+			copy(ct.marks[:], p[3+pre:10+pre])
+			if served {
+				copy(ct.served[:execsock.StageSeen], p[1:1+pre])
+				copy(ct.served[execsock.StageSeen:], p[10+pre:18])
+			}
+			times[string(rune('a'+i))] = ct
 		}
-		want := 2.0 // every later stage is d ms after the one before, d's median 2
-		switch s.Stage {
-		case commandStages[0]:
-			want = 10 // 5d
-		case commandStages[int(worker.StageExit)+2]:
-			want = 4 // from the process's start (10d), output skipped: 2d
+		got := breakdown(times)
+		want := len(commandStages) - 2 // all but the settle and first output
+		if !served {
+			want -= pre - 1 + 2 // serve's stages
 		}
-		if s.P50ms != want || s.N != 3 {
-			t.Errorf("stage %q: p50 %vms over %d, want %vms over 3", s.Stage, s.P50ms, s.N, want)
+		if len(got) != want {
+			t.Fatalf("served %v: breakdown has %d stages, want %d: %+v", served, len(got), want, got)
+		}
+		for _, s := range got {
+			if s.Stage == commandStages[worker0+int(worker.StageOutput)] || s.Stage == commandStages[int(execsock.StageSettled)] {
+				t.Errorf("served %v: stage %q reached by no command is shown", served, s.Stage)
+			}
+			want := 2.0 // every later stage is d ms after the one before, d's median 2
+			switch s.Stage {
+			case commandStages[0]:
+				want = 12 // 6d
+			case commandStages[int(execsock.StageResolved)]:
+				want = 4 // from the arguments' parse, settle skipped: 2d
+			case commandStages[decided]:
+				if !served {
+					want = float64(5+1+decided) * 2 // from exec's start
+				}
+			case commandStages[worker0+int(worker.StageExit)]:
+				want = 4 // from the process's start, output skipped: 2d
+			case commandStages[len(commandStages)-1]:
+				if !served {
+					want = 6 // from command.exited, serve's two skipped: 3d
+				}
+			}
+			if s.P50ms != want || s.N != 3 {
+				t.Errorf("served %v: stage %q: p50 %vms over %d, want %vms over 3", served, s.Stage, s.P50ms, s.N, want)
+			}
 		}
 	}
 }
