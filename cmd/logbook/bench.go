@@ -66,9 +66,12 @@ measured on the same server in the same run, and their ratio:
   command   logbook-exec (when found beside this binary or on $PATH;
             else logbook exec) of true in full_access through the
             serve's workers, request to exit, broken down stage by stage
-            (client set-up, request appended, worker sees it, admission,
-            command.started appended, process started, first output,
-            exit, command.exited appended, client sees it); baseline:
+            (serve accepted the exec socket's connection, request read,
+            arguments parsed, journal settled, session resolved, request
+            built, request decided, request appended, worker sees it,
+            admission, command.started appended, process started, first
+            output, exit, command.exited appended, exec sees the exit,
+            exit status sent, client exits); baseline:
             fork/exec of true; and the same in workspace_write (when
             bubblewrap runs here), held to bubblewrap's own start and
             exit of true, measured in the same run, plus 10 ms (p50);
