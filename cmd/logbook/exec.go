@@ -403,8 +403,12 @@ func exitOf(st command.State) error {
 }
 
 // call asks b's server's API verb with req, decoding the answer into
-// resp (api.Call): an api.Caller on a backend that reached a server.
+// resp (api.Call; in serve's own process b.local): an api.Caller on a
+// backend that reached a server.
 func (b *backend) call(ctx context.Context, verb string, req, resp any) error {
+	if b.local != nil {
+		return b.local(ctx, verb, req, resp)
+	}
 	return api.Call(ctx, b.nc, b.api, verb, req, resp)
 }
 
