@@ -329,6 +329,22 @@ func (s *Store) ask(seq uint64) {
 	}
 }
 
+// syncWAL makes every commit so far durable: it syncs the write-ahead
+// log, which a commit made without its fsync (batch.commitWith
+// pebble.NoSync) left to the operating system. Only for a store whose
+// commits sync (not NoSync, not in memory).
+func (s *Store) syncWAL() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return ErrClosed
+	}
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("sync the write-ahead log of %s: %w", s.dir, err)
+	}
+	return nil
+}
+
 // owed reports whether a waiter waits for a sequence the store has not
 // committed and that last, the last applied, reaches.
 func (s *Store) owed(last uint64) bool {
