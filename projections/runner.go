@@ -242,7 +242,7 @@ func (r *Runner) Run(ctx context.Context) error {
 				if err := commit(); err != nil {
 					return err
 				}
-			case s.owed(w.last):
+			case s.owed(w.last, len(items) == 0):
 				if err := commitNow(); err != nil {
 					return err
 				}
@@ -256,7 +256,7 @@ func (r *Runner) Run(ctx context.Context) error {
 				return err
 			}
 		case <-s.demand:
-			if w != nil && s.owed(w.last) {
+			if w != nil && s.owed(w.last, len(items) == 0) {
 				if err := commitNow(); err != nil {
 					return err
 				}

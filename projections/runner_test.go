@@ -221,8 +221,9 @@ func TestRunner_Run(t *testing.T) {
 
 // TestRunner_RunCommitsForAWaiter: with an Interval far longer than the
 // test, a WaitFor is answered as soon as Run has applied what it waits
-// for, whether the wait starts after the append or before it; the
-// projection equals one from memory.
+// for, whether the wait starts after the append or before it, and while
+// another waits for a later sequence; the projection equals one from
+// memory.
 func TestRunner_RunCommitsForAWaiter(t *testing.T) {
 	t.Parallel()
 	h := history(t, 25, 60, 3)
@@ -236,6 +237,16 @@ func TestRunner_RunCommitsForAWaiter(t *testing.T) {
 	// first wait would last the hour.
 	wctx, wcancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer wcancel()
+	// A waiter for a sequence never appended holds up no other.
+	far, farCancel := context.WithCancel(t.Context())
+	farDone := make(chan error, 1)
+	go func() { farDone <- s.WaitFor(far, lastSeq(h.Records)+1000) }()
+	defer func() {
+		farCancel()
+		if err := <-farDone; !errors.Is(err, context.Canceled) {
+			t.Errorf("WaitFor of a sequence never appended = %v, want context.Canceled", err)
+		}
+	}()
 	half := len(h.Batches) / 2
 	for i, b := range h.Batches {
 		if i < half {

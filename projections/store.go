@@ -346,10 +346,12 @@ func (s *Store) syncWAL() error {
 }
 
 // owed reports whether a waiter waits for a sequence the store has not
-// committed and that last, the last applied, reaches.
-func (s *Store) owed(last uint64) bool {
-	w := s.wanted.Load()
-	return w > s.cp.Load() && last >= w
+// committed and that last, the last applied, reaches, or, when idle (no
+// record is waiting to be applied), whether any waiter waits: waiters
+// for earlier sequences than the last one asked for are answered too.
+func (s *Store) owed(last uint64, idle bool) bool {
+	w, cp := s.wanted.Load(), s.cp.Load()
+	return w > cp && (last >= w || idle && last > cp)
 }
 
 // WaitMoving is WaitFor that gives up only when the store stops moving:
