@@ -172,7 +172,12 @@ func (w *batch) add(r events.Record) error {
 // commit flushes the views, adds the checkpoint and commits, then
 // releases the batch and the locks. It returns how many records it
 // committed.
-func (w *batch) commit() (_ int, err error) {
+func (w *batch) commit() (_ int, err error) { return w.commitWith(w.s.wo) }
+
+// commitWith is commit with write options wo: pebble.NoSync skips the
+// fsync of the write-ahead log, which a later synced commit, or
+// Store.syncWAL, makes up for.
+func (w *batch) commitWith(wo *pebble.WriteOptions) (_ int, err error) {
 	defer w.release()
 	defer guard(w.s.dir, &err)
 	if w.n == 0 && w.skipped == 0 { // no view was called: the memos still match
@@ -191,7 +196,7 @@ func (w *batch) commit() (_ int, err error) {
 	if err := w.b.Set([]byte(KeyCheckpoint), cp[:], nil); err != nil {
 		return 0, fmt.Errorf("project up to %d: %w", w.last, err)
 	}
-	if err := w.b.Commit(w.s.wo); err != nil {
+	if err := w.b.Commit(wo); err != nil {
 		return 0, fmt.Errorf("project up to %d: commit: %w", w.last, err)
 	}
 	w.s.setCheckpoint(w.last)

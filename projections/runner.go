@@ -7,6 +7,8 @@ import (
 	"iter"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -107,7 +109,14 @@ func (r *Runner) RunToEnd(ctx context.Context) (int, error) {
 
 // Run catches up (RunToEnd) and then follows the log live with
 // Log.Follow, committing when Batch records are applied or Interval after
-// the first uncommitted one, whichever comes first. It returns ctx's error
+// the first uncommitted one, whichever comes first, or as soon as the
+// records a Store.WaitFor waits for are applied. Such a commit, made for
+// a reader waiting, does not wait for the fsync of the store's
+// write-ahead log: a process crash loses nothing of it, and the log is
+// synced Interval after it at the latest (or by the next commit), as a
+// record applied is durable Interval after it at the latest either way;
+// an OS crash before then loses the batch with its checkpoint, which
+// re-applying from the log repairs. It returns ctx's error
 // once ctx is done, after committing what it applied, or the first
 // error of the log or a view (a record that does not decode stops it,
 // naming the sequence). Run owns one goroutine, which reads the log and
@@ -149,20 +158,55 @@ func (r *Runner) Run(ctx context.Context) error {
 		w     *batch
 		last  = s.Checkpoint()
 		timer = time.NewTimer(time.Hour)
+		// unsynced: a commit for a waiter (commitNow) left the
+		// write-ahead log unsynced; syncTimer syncs it Interval after.
+		unsynced  bool
+		syncTimer = time.NewTimer(time.Hour)
 	)
 	timer.Stop()
+	syncTimer.Stop()
+	defer syncTimer.Stop()
 	defer func() {
 		if w != nil {
 			w.abort()
 		}
 	}()
+	syncWAL := func() error {
+		if !unsynced {
+			return nil
+		}
+		unsynced = false
+		return s.syncWAL()
+	}
+	// commit commits the batch as the store's options say (synced by
+	// default), which syncs the commits before it too.
 	commit := func() error {
+		timer.Stop()
+		if w == nil {
+			return syncWAL()
+		}
+		n, err := w.commit()
+		w = nil
+		if err == nil && n > 0 && s.wo.Sync {
+			unsynced = false
+		}
+		return err
+	}
+	// commitNow commits the batch for a waiter, without the fsync.
+	commitNow := func() error {
+		if !s.wo.Sync {
+			return commit()
+		}
 		timer.Stop()
 		if w == nil {
 			return nil
 		}
-		_, err := w.commit()
+		_, err := w.commitWith(pebble.NoSync)
 		w = nil
+		if err == nil && !unsynced {
+			unsynced = true
+			syncTimer.Reset(r.interval())
+		}
 		return err
 	}
 	for {
@@ -193,14 +237,29 @@ func (r *Runner) Run(ctx context.Context) error {
 				return err
 			}
 			last = w.last
-			if w.n >= r.batch() {
+			switch {
+			case w.n >= r.batch():
 				if err := commit(); err != nil {
+					return err
+				}
+			case s.owed(w.last, len(items) == 0):
+				if err := commitNow(); err != nil {
 					return err
 				}
 			}
 		case <-timer.C:
 			if err := commit(); err != nil {
 				return err
+			}
+		case <-syncTimer.C:
+			if err := syncWAL(); err != nil {
+				return err
+			}
+		case <-s.demand:
+			if w != nil && s.owed(w.last, len(items) == 0) {
+				if err := commitNow(); err != nil {
+					return err
+				}
 			}
 		case <-ctx.Done():
 			cerr := commit()

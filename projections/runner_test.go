@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
@@ -215,6 +216,138 @@ func TestRunner_Run(t *testing.T) {
 	}
 	if got, want := hash(t, s, last), memHash(t, projections.Options{}, h.Records); got != want {
 		t.Errorf("live hash %s, want %s", got, want)
+	}
+}
+
+// TestRunner_RunCommitsForAWaiter: with an Interval far longer than the
+// test, a WaitFor is answered as soon as Run has applied what it waits
+// for, whether the wait starts after the append or before it, and while
+// another waits for a later sequence; the projection equals one from
+// memory.
+func TestRunner_RunCommitsForAWaiter(t *testing.T) {
+	t.Parallel()
+	h := history(t, 25, 60, 3)
+	log, _ := newLog(t, natslog.FsyncInterval)
+	s := open(t, t.TempDir(), projections.Options{})
+	r := &projections.Runner{Log: log, Store: s, Batch: 100000, Interval: time.Hour}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	// A guard against a hang, not a timing: without the demand the
+	// first wait would last the hour.
+	wctx, wcancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer wcancel()
+	// A waiter for a sequence never appended holds up no other.
+	far, farCancel := context.WithCancel(t.Context())
+	farDone := make(chan error, 1)
+	go func() { farDone <- s.WaitFor(far, lastSeq(h.Records)+1000) }()
+	defer func() {
+		farCancel()
+		if err := <-farDone; !errors.Is(err, context.Canceled) {
+			t.Errorf("WaitFor of a sequence never appended = %v, want context.Canceled", err)
+		}
+	}()
+	half := len(h.Batches) / 2
+	for i, b := range h.Batches {
+		if i < half {
+			ap, err := log.Append(t.Context(), b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.WaitFor(wctx, ap.Last); err != nil {
+				t.Fatalf("batch %d: WaitFor(%d) after the append: %v", i, ap.Last, err)
+			}
+			continue
+		}
+		// The wait starts first, for the sequence the append will end at.
+		want := s.Checkpoint() + uint64(len(b.Events))
+		waited := make(chan error, 1)
+		go func() { waited <- s.WaitFor(wctx, want) }()
+		ap, err := log.Append(t.Context(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ap.Last != want {
+			t.Fatalf("batch %d ends at %d, want %d", i, ap.Last, want)
+		}
+		if err := <-waited; err != nil {
+			t.Fatalf("batch %d: WaitFor(%d) before the append: %v", i, want, err)
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+	last := lastSeq(h.Records)
+	if got, want := hash(t, s, last), memHash(t, projections.Options{}, h.Records); got != want {
+		t.Errorf("hash %s, want %s", got, want)
+	}
+}
+
+// TestRunner_RunSyncsWhatItCommitsForAWaiter: a commit made for a
+// waiter skips the fsync (a crash of the machine right after it loses
+// the batch with its checkpoint), and Run syncs it as it stops, or
+// Interval after it while it runs.
+func TestRunner_RunSyncsWhatItCommitsForAWaiter(t *testing.T) {
+	t.Parallel()
+	h := history(t, 26, 20, 2)
+	log, _ := newLog(t, natslog.FsyncInterval)
+	fs := vfs.NewCrashableMem()
+	s := open(t, "p", projections.Options{FS: fs})
+	// afterCrash is the checkpoint of the store as a crash of the machine
+	// now would leave it: only what was synced.
+	afterCrash := func() uint64 {
+		t.Helper()
+		c, err := projections.Open("p", projections.Options{FS: fs.CrashClone(vfs.CrashCloneCfg{})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.Checkpoint()
+	}
+	run := func(interval time.Duration) (stop func()) {
+		r := &projections.Runner{Log: log, Store: s, Batch: 100000, Interval: interval}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- r.Run(ctx) }()
+		return func() {
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Errorf("Run = %v, want context.Canceled", err)
+			}
+		}
+	}
+	appendAndWait := func(b events.Batch) uint64 {
+		t.Helper()
+		ap, err := log.Append(t.Context(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WaitFor(t.Context(), ap.Last); err != nil {
+			t.Fatal(err)
+		}
+		return ap.Last
+	}
+
+	stop := run(time.Hour)
+	last := appendAndWait(h.Batches[0])
+	if got := afterCrash(); got >= last {
+		t.Errorf("checkpoint %d after a crash right after the commit for a waiter, want it lost (< %d): the commit waited for the fsync", got, last)
+	}
+	stop()
+	if got := afterCrash(); got != last {
+		t.Errorf("checkpoint %d after a crash once Run stopped, want %d", got, last)
+	}
+
+	stop = run(10 * time.Millisecond)
+	defer stop()
+	last = appendAndWait(h.Batches[1])
+	for afterCrash() != last { // synced Interval after the commit
+		select {
+		case <-t.Context().Done():
+			t.Fatalf("checkpoint %d never synced", last)
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
 

@@ -99,6 +99,12 @@ type Store struct {
 	cpMu   sync.Mutex    // guards cpWake
 	cpWake chan struct{} // closed and replaced when cp changes or the store closes
 	closed atomic.Bool
+
+	// wanted is the highest sequence a WaitFor has waited for; demand
+	// (capacity 1) tells Runner.Run that it rose, so that Run commits
+	// as soon as it has applied that far instead of at its Interval.
+	wanted atomic.Uint64
+	demand chan struct{}
 }
 
 // Open opens (creating if needed) the store in directory dir and finishes a
@@ -164,7 +170,7 @@ func newStore(dir string, opts Options) (*Store, error) {
 	if opts.NoSync {
 		wo = pebble.NoSync
 	}
-	return &Store{dir: dir, fs: opts.FS, opts: opts, views: opts.Views, want: wantJSON, wo: wo, cpWake: make(chan struct{})}, nil
+	return &Store{dir: dir, fs: opts.FS, opts: opts, views: opts.Views, want: wantJSON, wo: wo, cpWake: make(chan struct{}), demand: make(chan struct{}, 1)}, nil
 }
 
 // open opens s.dir and loads the checkpoint and staleness. A new database
@@ -278,9 +284,15 @@ func (s *Store) wake() {
 // WaitFor blocks until the store has committed the record with stream
 // sequence seq or a later one (Checkpoint() ≥ seq), so a caller that has
 // just appended can read its own write: pass the append's
-// events.Appended.Last. It returns ctx's error, wrapped, if ctx ends first,
-// and ErrClosed if the store is closed. Safe for concurrent use.
+// events.Appended.Last. A Runner.Run following the log commits as soon
+// as it has applied seq rather than at its Interval: a waiter waits for
+// the records to be applied, not for a timer. It returns ctx's error,
+// wrapped, if ctx ends first, and ErrClosed if the store is closed. Safe
+// for concurrent use.
 func (s *Store) WaitFor(ctx context.Context, seq uint64) error {
+	if s.cp.Load() < seq {
+		s.ask(seq)
+	}
 	for {
 		s.cpMu.Lock()
 		wake := s.cpWake
@@ -297,6 +309,49 @@ func (s *Store) WaitFor(ctx context.Context, seq uint64) error {
 			return fmt.Errorf("wait for seq %d (projected up to %d): %w", seq, s.cp.Load(), ctx.Err())
 		}
 	}
+}
+
+// ask raises wanted to seq and tells the Runner, unless a wait for seq
+// or a later one was already told.
+func (s *Store) ask(seq uint64) {
+	for {
+		w := s.wanted.Load()
+		if w >= seq {
+			return
+		}
+		if s.wanted.CompareAndSwap(w, seq) {
+			break
+		}
+	}
+	select {
+	case s.demand <- struct{}{}:
+	default: // told already, not yet heard
+	}
+}
+
+// syncWAL makes every commit so far durable: it syncs the write-ahead
+// log, which a commit made without its fsync (batch.commitWith
+// pebble.NoSync) left to the operating system. Only for a store whose
+// commits sync (not NoSync, not in memory).
+func (s *Store) syncWAL() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return ErrClosed
+	}
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("sync the write-ahead log of %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// owed reports whether a waiter waits for a sequence the store has not
+// committed and that last, the last applied, reaches, or, when idle (no
+// record is waiting to be applied), whether any waiter waits: waiters
+// for earlier sequences than the last one asked for are answered too.
+func (s *Store) owed(last uint64, idle bool) bool {
+	w, cp := s.wanted.Load(), s.cp.Load()
+	return w > cp && (last >= w || idle && last > cp)
 }
 
 // WaitMoving is WaitFor that gives up only when the store stops moving:

@@ -173,6 +173,32 @@ func Serve(nc *nats.Conn, subject string, handle func(ctx context.Context, data 
 	})
 }
 
+// InProcess returns a Caller that answers each verb with its handler in
+// handlers, in this process, as Serve answers it on a connection and
+// Call decodes the answer: the request encoded as Call encodes it, the
+// handler run by the rules of Serve (at most handleTimeout; an answer
+// over MaxReply bytes a too_large error; errors not about the request
+// written to logf) and its answer decoded as Call decodes one, so the
+// caller sees the same answers and errors (a *RemoteError wrapping the
+// code's sentinel) without a round trip through NATS. ctx is the
+// handler's parent: its values (AllowStale) reach the handler, and its
+// end ends the handler's wait. A verb with no handler is
+// nats.ErrNoResponders, as a server that does not answer it.
+// handlers must not change once the Caller is in use.
+func InProcess(handlers map[string]func(context.Context, []byte) (any, error), logf func(format string, args ...any)) Caller {
+	return func(ctx context.Context, verb string, req, resp any) error {
+		h, ok := handlers[verb]
+		if !ok {
+			return fmt.Errorf("ask server (%s): %w", verb, nats.ErrNoResponders)
+		}
+		b, err := hooksock.Marshal(req)
+		if err != nil {
+			return err
+		}
+		return decodeAnswer(verb, work(ctx, verb, b, h, logf, nil), resp)
+	}
+}
+
 // answer works on request m of subject with handle and sends the answer.
 func answer(nc *nats.Conn, m *nats.Msg, subject string, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any)) {
 	verb := subject[strings.LastIndexByte(subject, '.')+1:]

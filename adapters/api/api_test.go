@@ -13,6 +13,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
+	"github.com/logbook-dev/logbook/events"
 )
 
 // serveTest serves subject on srv's connection with handle, logging to
@@ -172,5 +173,66 @@ func TestCall_NoRespondersYet(t *testing.T) {
 	var got string
 	if err := Call(ctx, nc, "late.", "verb", nil, &got); err != nil || got != "here" {
 		t.Errorf("a verb served 300 ms late: %q, %v; want the answer", got, err)
+	}
+}
+
+// TestInProcess_AnswersAsCall: InProcess answers a verb as Serve and
+// Call do over a connection: the same decoded answer, the same error
+// text and sentinel for an error answer, AllowStale passed on to the
+// handler; a verb with no handler is no responders.
+func TestInProcess_AnswersAsCall(t *testing.T) {
+	srv, nc := loopback(t)
+	type answer struct {
+		N     int    `json:"n"`
+		Echo  string `json:"echo"`
+		Stale bool   `json:"stale"`
+	}
+	handlers := map[string]func(context.Context, []byte) (any, error){
+		"echo": func(ctx context.Context, data []byte) (any, error) {
+			var s string
+			if err := json.Unmarshal(data, &s); err != nil {
+				return nil, fmt.Errorf("echo: %w: %v", events.ErrMalformed, err)
+			}
+			return answer{N: len(s), Echo: s, Stale: staleAllowed(ctx)}, nil
+		},
+		"missing": func(context.Context, []byte) (any, error) {
+			return nil, fmt.Errorf("session %q: %w", "01JB", events.ErrNotFound)
+		},
+	}
+	for verb, h := range handlers {
+		serveTest(t, srv, "inproc."+verb, h, t.Logf)
+	}
+	local := InProcess(handlers, t.Logf)
+	remote := func(ctx context.Context, verb string, req, resp any) error {
+		return Call(ctx, nc, "inproc.", verb, req, resp)
+	}
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		verb string
+		req  any
+	}{
+		{"answer", t.Context(), "echo", "héllo \"x\""},
+		{"stale allowed", AllowStale(t.Context()), "echo", "s"},
+		{"malformed request", t.Context(), "echo", 42},
+		{"not found", t.Context(), "missing", nil},
+	} {
+		var want, got answer
+		werr := remote(c.ctx, c.verb, c.req, &want)
+		gerr := local(c.ctx, c.verb, c.req, &got)
+		if got != want {
+			t.Errorf("%s: in process %+v, over NATS %+v", c.name, got, want)
+		}
+		if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+			t.Errorf("%s: in process error %v, over NATS %v", c.name, gerr, werr)
+		}
+		for _, sentinel := range []error{events.ErrNotFound, events.ErrMalformed} {
+			if errors.Is(gerr, sentinel) != errors.Is(werr, sentinel) {
+				t.Errorf("%s: in process error %v is %v: %v, over NATS %v", c.name, gerr, sentinel, errors.Is(gerr, sentinel), errors.Is(werr, sentinel))
+			}
+		}
+	}
+	if err := local(t.Context(), "nothing", nil, nil); !errors.Is(err, nats.ErrNoResponders) || !strings.Contains(err.Error(), "nothing") {
+		t.Errorf("a verb with no handler: %v, want no responders naming the verb", err)
 	}
 }

@@ -73,12 +73,15 @@ func serveExec(ctx context.Context, l *net.UnixListener, run ExecRunner, logf fu
 
 // execConn answers one connection.
 func execConn(ctx context.Context, c *net.UnixConn, uid uint32, run ExecRunner, logf func(format string, args ...any)) {
+	ctx = execsock.Traced(ctx)
+	execsock.Mark(ctx, execsock.StageAccepted)
 	out := &frameWriter{c: c}
 	stdout, stderr := out.stream(execsock.KindStdout), out.stream(execsock.KindStderr)
 	finish := func(code int) {
 		if err := out.frame(execsock.KindExit, []byte(strconv.Itoa(code))); err != nil {
 			logf("exec socket: exit status %d not sent: %v", code, err)
 		}
+		execsock.Mark(ctx, execsock.StageAnswered)
 	}
 	cred, err := connCred(c)
 	if err != nil {
@@ -97,6 +100,7 @@ func execConn(ctx context.Context, c *net.UnixConn, uid uint32, run ExecRunner, 
 		finish(2)
 		return
 	}
+	execsock.Mark(ctx, execsock.StageRead)
 	// The client's writing half ends (EOF, or the connection is gone)
 	// when it is interrupted: the exec is, as by Ctrl-C.
 	rctx, interrupt := context.WithCancel(ctx)

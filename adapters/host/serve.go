@@ -136,10 +136,12 @@ type Wired struct {
 	Redactor *redact.Redactor
 	// Own are the system socket's verbs of its own (System.Own).
 	Own map[string]Handler
-	// Exec runs the requests of the exec socket (ServeExec, at
-	// execsock.Name in the data dir), logbook-exec's way in; nil, or a
+	// Exec makes the runner of the exec socket's requests (ServeExec,
+	// at execsock.Name in the data dir), logbook-exec's way in, given a
+	// Caller that answers serve's API verbs in this process
+	// (api.InProcess over the verbs serve answers on NATS); nil, or a
 	// reader: no exec socket.
-	Exec ExecRunner
+	Exec func(call api.Caller) ExecRunner
 	// OTLP takes the agents' telemetry on Config.OTLPAddr and
 	// Config.OTLPGRPCAddr; required with either.
 	OTLP *otel.Receiver
@@ -377,7 +379,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		}()
 	}
 	if w.Exec != nil && !cfg.Reader {
-		stopExec, err := ServeExec(ctx, dd.Path(execsock.Name), w.Exec, say)
+		stopExec, err := ServeExec(ctx, dd.Path(execsock.Name), w.Exec(api.InProcess(verbs, say)), say)
 		if err != nil {
 			return err
 		}

@@ -49,6 +49,10 @@ type backend struct {
 	// socket, set, is the system socket b asks through (withSocket): no
 	// log, and ids are the server's to resolve.
 	socket string
+	// local, set in an exec serve runs for its exec socket, answers the
+	// API in serve's own process (api.InProcess) in place of a request
+	// over nc (backend.call).
+	local api.Caller
 }
 
 // parser returns the Claude Code parser with the data dir's redaction

@@ -66,12 +66,15 @@ measured on the same server in the same run, and their ratio:
   command   logbook-exec (when found beside this binary or on $PATH;
             else logbook exec) of true in full_access through the
             serve's workers, request to exit, broken down stage by stage
-            (client set-up, request appended, worker sees it, admission,
-            command.started appended, session attached, sandbox
-            prepared, forked, process started, first output, exit seen,
-            tree reaped, exit, command.exited appended, client sees it)
-            with the CPU time per command of serve's process and of the
-            child processes; baseline:
+            (serve accepted the exec socket's connection, request read,
+            arguments parsed, journal settled, session resolved, request
+            built, request decided, request appended, worker sees it,
+            admission, command.started appended, session attached,
+            sandbox prepared, forked, process started, first output, exit
+            seen, tree reaped, exit, command.exited appended, exec sees
+            the exit, exit status sent, client exits) with the CPU time
+            per command of serve's process and of the child processes;
+            baseline:
             fork/exec of true; and the same in workspace_write (when
             bubblewrap runs here), held to bubblewrap's own start and
             exit of true, measured in the same run, plus 10 ms (p50);

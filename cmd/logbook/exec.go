@@ -144,6 +144,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if f.id, err = worker.RequestID(f.session, f.id, f.key); err != nil {
 		return usageErrorf("exec: %w", err)
 	}
+	execsock.TraceID(ctx, f.id)
 	if err := worker.CheckElevation(f.elevate, f.justification, f.mode); err != nil {
 		return usageErrorf("exec: %w", err)
 	}
@@ -217,9 +218,11 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	// session by another prefix attaches to the same run. A session a
 	// hook has just started may still be in serve's journal: the lookup
 	// waits for it before it says not found.
+	execsock.Mark(ctx, execsock.StageParsed)
 	if f.session, err = resolveSession(ctx, b, f.session); err != nil {
 		return fmt.Errorf("exec: %w", err)
 	}
+	execsock.Mark(ctx, execsock.StageResolved)
 	if f.key != "" {
 		if f.id, err = worker.RequestID(f.session, "", f.key); err != nil {
 			return usageErrorf("exec: %w", err)
@@ -280,6 +283,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 			return gate.Elevate(ctx, gate.Caller(call), req.Session, f.id, req.Argv, req.Workspace, req.Cwd, why)
 		}
 	}
+	execsock.Mark(ctx, execsock.StageSubmit)
 	if err := sub.Submit(ctx); err != nil {
 		return err
 	}
@@ -339,6 +343,7 @@ func resolveSession(ctx context.Context, b *backend, id string) (string, error) 
 		return got, err
 	}
 	host.Settle(ctx, b.nc, b.api)
+	execsock.Mark(ctx, execsock.StageSettled)
 	return resolveID(ctx, b, events.KindSession, id)
 }
 
@@ -401,8 +406,12 @@ func exitOf(st command.State) error {
 }
 
 // call asks b's server's API verb with req, decoding the answer into
-// resp (api.Call): an api.Caller on a backend that reached a server.
+// resp (api.Call; in serve's own process b.local): an api.Caller on a
+// backend that reached a server.
 func (b *backend) call(ctx context.Context, verb string, req, resp any) error {
+	if b.local != nil {
+		return b.local(ctx, verb, req, resp)
+	}
 	return api.Call(ctx, b.nc, b.api, verb, req, resp)
 }
 

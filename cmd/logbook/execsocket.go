@@ -51,15 +51,16 @@ func peerActor(uid uint32) string {
 
 // execAnswer returns the runner of serve's exec socket (host.ServeExec)
 // over serve's backend b: it runs `logbook exec` with the request's
-// arguments in this process, through b's connection, for the client's
+// arguments in this process, through b's connection and with serve's API
+// answered by call in this process (api.InProcess), for the client's
 // directory, environment and peer credentials, and answers what exec
 // printed and its exit status. A request whose arguments name another
 // data dir, a NATS URL, credentials or a system socket is refused
 // (exit 2): the client asks `logbook exec` for those.
-func execAnswer(b *backend) host.ExecRunner {
+func execAnswer(b *backend, call api.Caller) host.ExecRunner {
 	hostname, _ := os.Hostname()
 	eb := &backend{dd: b.dd, reg: b.reg, nc: b.nc, log: b.log, srv: b.srv, rules: b.rules, remote: true,
-		api: api.PrefixFor(hostname, string(b.dd.dir()))}
+		api: api.PrefixFor(hostname, string(b.dd.dir())), local: call}
 	return func(ctx context.Context, req execsock.Request, peer unix.Ucred, stdout, stderr io.Writer) int {
 		se := &servedExec{b: eb, cwd: req.Cwd, env: req.Env, actor: peerActor(peer.Uid)}
 		if req.Env == nil {
@@ -67,6 +68,7 @@ func execAnswer(b *backend) host.ExecRunner {
 		}
 		g := &globals{stdin: bytes.NewReader(nil), stdout: stdout, stderr: stderr, served: se}
 		err := runServedExec(ctx, g, req)
+		execsock.Mark(ctx, execsock.StageSeen)
 		if err != nil {
 			fmt.Fprintf(stderr, "logbook: %s\n", term.Lines(userMessage(err)))
 			return exitCode(err)

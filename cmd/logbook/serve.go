@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/host"
@@ -262,7 +263,7 @@ func wireServe(dd dataDir, g *globals, wp workerPool, p host.Parts) (host.Wired,
 		Own: map[string]host.Handler{
 			host.VerbAudit: auditAnswer(b, svc),
 		},
-		Exec: execAnswer(b),
+		Exec: func(call api.Caller) host.ExecRunner { return execAnswer(b, call) },
 		Workers: func(nc *nats.Conn, l *natslog.Log) ([]*worker.Worker, error) {
 			wb := b
 			if nc != b.nc {

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/execsock"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
@@ -27,12 +28,21 @@ type StageTime struct {
 	N     int     `json:"n"`      // operations that reached the stage
 }
 
-// commandStages are the stages of the command path's breakdown: the
-// request's three, then one per worker.Stage in its order, then the
+// commandStages are the stages of the command path's breakdown: serve's
+// side of an exec on its socket up to the request's decision
+// (execsock.SetTrace; `logbook exec`, which has no such stages, is timed
+// from its start to its request's decision in one), the request
+// appended, one per worker.Stage in its order, then serve's and the
 // client's end. Each is timed from the stage the command reached just
 // before it (see breakdown).
 var commandStages = []string{
-	"exec started → request decided (client set-up)",
+	"exec started → serve accepted (process start, connect)",
+	"request read (peer credentials, decode)",
+	"arguments parsed, actor named",
+	"journal settled (session not found at first)",
+	"session resolved",
+	"request built (redaction rules, client)",
+	"request decided (session, workspace, worker, active commands)",
 	"request appended",
 	"worker sees it",
 	"admission (claim, load, checks)",
@@ -46,7 +56,9 @@ var commandStages = []string{
 	"tree killed, reaped, boundary down",
 	"exit (output read)",
 	"command.exited appended",
-	"client sees it, exec exits",
+	"exec sees the exit",
+	"exit status sent",
+	"client exits",
 }
 
 // The breakdown's last two lines are not stages but the CPU time one
@@ -59,10 +71,11 @@ const (
 // commandTimes is what one command's breakdown is made of: the times
 // its stages ended, zero where unknown.
 type commandTimes struct {
-	begin, end time.Time // the exec process started, exited
-	decided    time.Time // command.requested's decision time (its At)
-	appended   time.Time // command.requested stored (the stream's timestamp)
-	marks      [worker.NumStages]time.Time
+	begin, end time.Time                     // the exec process started, exited
+	decided    time.Time                     // command.requested's decision time (its At)
+	appended   time.Time                     // command.requested stored (the stream's timestamp)
+	marks      [worker.NumStages]time.Time   // the worker's stages (worker.SetTrace)
+	served     [execsock.NumStages]time.Time // serve's stages of an exec on its socket (execsock.SetTrace)
 }
 
 // commandCheck holds a command, exec start to exit, to p50 ≤ 10 ms and
@@ -154,6 +167,14 @@ func (e *benchEnv) commandRunIn(ctx context.Context, exe, name, mode string) (be
 		}
 	})
 	defer worker.SetTrace(nil)
+	execsock.SetTrace(func(id string, st execsock.Stage, at time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		if t := times[id]; t != nil && st < execsock.NumStages {
+			t.served[st] = at
+		}
+	})
+	defer execsock.SetTrace(nil)
 
 	lat := make([]time.Duration, 0, e.cfg.Hooks)
 	start, cpu0, kids0 := time.Now(), processCPU(), childrenCPU()
@@ -185,6 +206,7 @@ func (e *benchEnv) commandRunIn(ctx context.Context, exe, name, mode string) (be
 	smp := benchSample{ops: e.cfg.Hooks, elapsed: time.Since(start), lat: lat}
 	cpu, kids := processCPU()-cpu0, childrenCPU()-kids0
 	worker.SetTrace(nil)
+	execsock.SetTrace(nil)
 	if err := e.requestTimes(ctx, s.js, from, times); err != nil {
 		return smp, err
 	}
@@ -250,8 +272,14 @@ func breakdown(times map[string]*commandTimes) []StageTime {
 		if t.begin.IsZero() {
 			continue
 		}
+		var all []time.Time
+		all = append(all, t.served[:execsock.StageSeen]...)
+		all = append(all, t.decided, t.appended)
+		all = append(all, t.marks[:]...)
+		all = append(all, t.served[execsock.StageSeen:]...)
+		all = append(all, t.end)
 		var points []point
-		for i, at := range append(append([]time.Time{t.decided, t.appended}, t.marks[:]...), t.end) {
+		for i, at := range all {
 			if !at.IsZero() {
 				points = append(points, point{i, at})
 			}

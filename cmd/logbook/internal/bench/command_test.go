@@ -5,47 +5,80 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/execsock"
 	"github.com/logbook-dev/logbook/adapters/worker"
 )
 
 // TestBreakdown: each stage is timed from the stage the command reached
 // just before it, a stage none reached is left out, and each is the
-// median over the commands that reached it.
+// median over the commands that reached it. serve's stages of an exec
+// on its socket come before the request's decision and after
+// command.exited; without them (`logbook exec`) the decision is timed
+// from exec's start.
 func TestBreakdown(t *testing.T) {
 	const n = int(worker.NumStages)
+	pre := int(execsock.StageSeen) // serve's stages before the decision
+	worker0 := pre + 2             // the worker's first stage in commandStages
+	stage := func(s worker.Stage) string { return commandStages[worker0+int(s)] }
 	ms := func(base time.Time, m int) time.Time { return base.Add(time.Duration(m) * time.Millisecond) }
 	base := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	times := map[string]*commandTimes{}
-	for i, d := range []int{1, 2, 3} { // the middle command is the median of each stage
-		b := base.Add(time.Duration(i) * time.Second)
-		// begin 0, decided 5d, appended 6d, then stage k of the worker's
-		// at (7+k)d (no output), end after the last.
-		ct := &commandTimes{begin: b, decided: ms(b, 5*d), appended: ms(b, 6*d), end: ms(b, (7+n)*d)}
-		for k := range n {
-			if worker.Stage(k) != worker.StageOutput {
-				ct.marks[k] = ms(b, (7+k)*d)
+	for _, served := range []bool{true, false} {
+		times := map[string]*commandTimes{}
+		for i, d := range []int{1, 2, 3} { // the middle command is the median of each stage
+			b := base.Add(time.Duration(i) * time.Second)
+			// Stage k of commandStages ends at (k+1)d: serve's first
+			// stages, the decision, the append, the worker's, serve's
+			// last two, the end; no settle, no output.
+			at := func(k int) time.Time { return ms(b, (k+1)*d) }
+			ct := &commandTimes{begin: b, decided: at(pre), appended: at(pre + 1), end: at(len(commandStages) - 1)}
+			for k := range n {
+				if worker.Stage(k) != worker.StageOutput {
+					ct.marks[k] = at(worker0 + k)
+				}
 			}
+			if served {
+				for k := range int(execsock.NumStages) {
+					switch {
+					case execsock.Stage(k) == execsock.StageSettled:
+					case k < pre:
+						ct.served[k] = at(k)
+					default:
+						ct.served[k] = at(worker0 + n + k - pre)
+					}
+				}
+			}
+			times[string(rune('a'+i))] = ct
 		}
-		times[string(rune('a'+i))] = ct
-	}
-	got := breakdown(times)
-	if len(got) != len(commandStages)-1 {
-		t.Fatalf("breakdown has %d stages, want %d (all but first output): %+v", len(got), len(commandStages)-1, got)
-	}
-	stage := func(s worker.Stage) string { return commandStages[int(s)+2] }
-	for _, s := range got {
-		if s.Stage == stage(worker.StageOutput) {
-			t.Errorf("stage %q reached by no command is shown", s.Stage)
+		got := breakdown(times)
+		want := len(commandStages) - 2 // all but the settle and the first output
+		if !served {
+			want -= pre - 1 + 2 // serve's stages
 		}
-		want := 2.0 // every later stage is d ms after the one before, d's median 2
-		switch s.Stage {
-		case commandStages[0]:
-			want = 10 // 5d
-		case stage(worker.StageExitSeen):
-			want = 4 // from the process's start, output skipped: 2d
+		if len(got) != want {
+			t.Fatalf("served %v: breakdown has %d stages, want %d: %+v", served, len(got), want, got)
 		}
-		if s.P50ms != want || s.N != 3 {
-			t.Errorf("stage %q: p50 %vms over %d, want %vms over 3", s.Stage, s.P50ms, s.N, want)
+		for _, s := range got {
+			if s.Stage == stage(worker.StageOutput) || s.Stage == commandStages[int(execsock.StageSettled)] {
+				t.Errorf("served %v: stage %q reached by no command is shown", served, s.Stage)
+			}
+			want := 2.0 // every stage is d ms after the one before, d's median 2
+			switch s.Stage {
+			case commandStages[int(execsock.StageResolved)]:
+				want = 4 // from the arguments' parse, settle skipped: 2d
+			case commandStages[pre]:
+				if !served {
+					want = float64(pre+1) * 2 // from exec's start
+				}
+			case stage(worker.StageExitSeen):
+				want = 4 // from the process's start, output skipped: 2d
+			case commandStages[len(commandStages)-1]:
+				if !served {
+					want = 6 // from command.exited, serve's two skipped: 3d
+				}
+			}
+			if s.P50ms != want || s.N != 3 {
+				t.Errorf("served %v: stage %q: p50 %vms over %d, want %vms over 3", served, s.Stage, s.P50ms, s.N, want)
+			}
 		}
 	}
 
@@ -61,7 +94,7 @@ func TestBreakdown(t *testing.T) {
 		stage(worker.StageStarted): 10, stage(worker.StagePrepared): 3, stage(worker.StageForked): 4,
 		stage(worker.StageAttached): 5, stage(worker.StageProcess): 6, commandStages[len(commandStages)-1]: 72,
 	}
-	got = breakdown(map[string]*commandTimes{"r": ct})
+	got := breakdown(map[string]*commandTimes{"r": ct})
 	if len(got) != len(want) {
 		t.Fatalf("restricted breakdown has %d stages, want %d: %+v", len(got), len(want), got)
 	}
