@@ -159,6 +159,26 @@ func (d Dir) TryLock(role string) (*os.File, error) {
 	return f, nil
 }
 
+// LockedBy returns the pid the lock file names when its whole line
+// names role (its role begins with it, e.g. "logbook serve"), as Lock
+// writes it. It says nothing of whether the lock is still held.
+func (d Dir) LockedBy(role string) (int, bool) {
+	b, err := os.ReadFile(d.Path("lock"))
+	if err != nil {
+		return 0, false
+	}
+	owner, ok := lockLine(b)
+	if !ok {
+		return 0, false
+	}
+	r, pid, _ := strings.Cut(owner, " pid ")
+	n, err := strconv.Atoi(pid)
+	if err != nil || !strings.HasPrefix(r, role) {
+		return 0, false
+	}
+	return n, true
+}
+
 // lockHolder names the holder of a data dir's lock from the lock file's
 // text b, "ROLE pid N" as Lock writes it. A holder that has taken the
 // lock but not yet written (or not all of) that line is "another logbook

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -55,6 +56,29 @@ type Client struct {
 	BusyWait time.Duration
 	// Stderr is where the command says what it waits for.
 	Stderr io.Writer
+}
+
+// ServeStartWait is how long a command waits for a `logbook serve` that
+// holds the data dir's lock but has not written serve.json yet (one
+// starting) to answer, before it fails as with a serve that does not
+// answer.
+const ServeStartWait = 10 * time.Second
+
+// serveStartPoll is how often a command waiting for a starting serve
+// looks again.
+const serveStartPoll = 50 * time.Millisecond
+
+// serveStarting reports whether the data dir's lock is held by a live
+// `logbook serve` that has not written serve.json yet, and its pid.
+func serveStarting(dd datadir.Dir) (int, bool) {
+	if _, ok := dd.ReadServeInfo(); ok {
+		return 0, false
+	}
+	pid, ok := dd.LockedBy("logbook serve")
+	if !ok || syscall.Kill(pid, 0) != nil && !errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
+		return 0, false
+	}
+	return pid, true
 }
 
 // DefaultBusyWait is the Client.BusyWait the command line gives a read:
@@ -115,7 +139,9 @@ func (o *Opened) Close() {
 func Open(ctx context.Context, c Client) (*Opened, error) {
 	dd, reach := c.Dir, c.Reach
 	if c.Reads && reach.URL == "" && reach.CredsPath == "" && !dd.HasData() {
-		return nil, dd.NoDataError()
+		if _, starting := serveStarting(dd); !starting {
+			return nil, dd.NoDataError()
+		}
 	}
 	o := &Opened{Registry: events.NewRegistry(), API: api.AnyPrefix}
 	if si, ok := dd.ReadServeInfo(); ok && si.API != "" {
@@ -124,31 +150,55 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 	if _, _, err := reach.CredsOptions(); err != nil {
 		return nil, err
 	}
-	if url, opts, ok := dd.ServerURL(reach); ok {
-		d, handle := api.Watch(dd.ConnRole(reach))
-		nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(3), nats.ReconnectWait(200*time.Millisecond), nats.ErrorHandler(handle))...)
-		if err == nil {
-			o.NC, o.Remote = nc, true
-			d.Register(nc)
-		} else if reach.URL != "" || reach.CredsPath != "" {
-			return nil, reach.ConnectError(url, err)
+	// A serve that holds the data dir's lock but has not written
+	// serve.json yet is starting: it is waited for (up to
+	// ServeStartWait), not taken for one that does not answer.
+	var waited time.Time
+	for {
+		if url, opts, ok := dd.ServerURL(reach); ok {
+			d, handle := api.Watch(dd.ConnRole(reach))
+			nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(3), nats.ReconnectWait(200*time.Millisecond), nats.ErrorHandler(handle))...)
+			if err == nil {
+				o.NC, o.Remote = nc, true
+				d.Register(nc)
+				break
+			} else if reach.URL != "" || reach.CredsPath != "" {
+				return nil, reach.ConnectError(url, err)
+			}
 		}
-	}
-	if !o.Remote && c.RequireServer {
-		return nil, fmt.Errorf("%s needs a running server: start `logbook serve`", strings.TrimPrefix(c.Cmd, "logbook "))
-	}
-	if !o.Remote {
-		if err := dd.ForeignError(); err != nil {
+		var err error
+		if c.RequireServer {
+			err = fmt.Errorf("%s needs a running server: start `logbook serve`", strings.TrimPrefix(c.Cmd, "logbook "))
+		} else {
+			if err := dd.ForeignError(); err != nil {
+				return nil, err
+			}
+			var lock *os.File
+			if lock, err = lockFor(ctx, c); err == nil {
+				if o.Server, err = StartLocal(ctx, dd, lock); err != nil {
+					return nil, err
+				}
+				o.NC, o.Lock = o.Server.Conn(), lock
+				break
+			}
+		}
+		pid, starting := serveStarting(dd)
+		if !starting {
 			return nil, err
 		}
-		lock, err := lockFor(ctx, c)
-		if err != nil {
+		if waited.IsZero() {
+			waited = time.Now()
+		} else if time.Since(waited) > ServeStartWait {
 			return nil, err
 		}
-		if o.Server, err = StartLocal(ctx, dd, lock); err != nil {
-			return nil, err
+		if c.Stderr != nil && time.Since(waited) >= time.Second && time.Since(waited) < time.Second+serveStartPoll {
+			fmt.Fprintf(c.Stderr, "%s: waiting up to %s for logbook serve (pid %d), which holds %s, to answer\n", c.Cmd, ServeStartWait, pid, dd)
 		}
-		o.NC, o.Lock = o.Server.Conn(), lock
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(serveStartPoll):
+		}
 	}
 	if o.Remote && c.StaleOK && o.logDown(ctx) {
 		// Opening the log would wait natslog.ElectionWait for a leader
