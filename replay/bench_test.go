@@ -14,8 +14,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +29,9 @@ import (
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections/synth"
 	"github.com/logbook-dev/logbook/reducers/session"
 	"github.com/logbook-dev/logbook/replay"
 )
@@ -154,4 +160,122 @@ func rawCount(b *testing.B, js jetstream.JetStream) int {
 			return n
 		}
 	}
+}
+
+// BenchmarkReplaySynth is BenchmarkReplay on the log `logbook bench`
+// reads: a generated history (synth, seed 4, 2) of observations and the
+// decisions they caused over 100 sessions, appended by 32 writers. Its
+// sub-benchmarks run the bare ordered read (raw) and the fold (fold)
+// apart, so a CPU profile of either shows that path alone:
+//
+//	go test -run '^$' -bench ReplaySynth/fold -benchtime 5x -cpuprofile /tmp/fold.prof ./replay/
+//
+// Besides wall time per event each reports the process's CPU time per
+// event (user and system, the embedded server's included: on a loaded
+// machine it moves far less than wall time), the collector's share of it
+// as the runtime estimates it, heap bytes allocated per event and
+// collections per read. LOGBOOK_BENCH_EVENTS sets the log's size
+// (default 200,000).
+func BenchmarkReplaySynth(b *testing.B) {
+	n := 200_000
+	if s := os.Getenv("LOGBOOK_BENCH_EVENTS"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	log, srv := natslogtest.Start(b, natslog.FsyncInterval)
+	h := synth.NewHistory(synth.Epoch())
+	rng := rand.New(rand.NewPCG(4, 2))
+	for len(h.Records) < n {
+		if err := h.Step(rng, 100); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := h.AppendParallel(b.Context(), log, 32); err != nil {
+		b.Fatal(err)
+	}
+	// As in logbook bench, the history is not kept: the heap holds what
+	// the server and the read hold, so the collector runs as often as it
+	// does there.
+	n, h = len(h.Records), nil
+	runtime.GC()
+	js, err := jetstream.New(srv.Conn())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("raw", func(b *testing.B) {
+		cpu, gc, heap, cycles := processCPU(), gcCPU(), heapAllocs(), gcCycles()
+		for b.Loop() {
+			if got := rawCount(b, js); got != n {
+				b.Fatalf("raw read %d, want %d", got, n)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+		b.ReportMetric(float64(processCPU()-cpu)/float64(b.N*n), "cpu-ns/event")
+		b.ReportMetric(float64(gcCPU()-gc)/float64(b.N*n), "gc-cpu-ns/event")
+		b.ReportMetric(float64(heapAllocs()-heap)/float64(b.N*n), "heap-B/event")
+		b.ReportMetric(float64(gcCycles()-cycles)/float64(b.N), "gcs/op")
+	})
+	b.Run("fold", func(b *testing.B) {
+		cpu, gc, heap, cycles := processCPU(), gcCPU(), heapAllocs(), gcCycles()
+		for b.Loop() {
+			count := 0
+			states, _, err := replay.Fold(log.Read(b.Context(), 1), map[string]*session.State{}, func(m map[string]*session.State, e events.Envelope) map[string]*session.State {
+				count++
+				session.EvolveIn(m, e)
+				return m
+			})
+			if err != nil || count != n || len(states) == 0 {
+				b.Fatalf("fold: %d events into %d sessions, %v", count, len(states), err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+		b.ReportMetric(float64(processCPU()-cpu)/float64(b.N*n), "cpu-ns/event")
+		b.ReportMetric(float64(gcCPU()-gc)/float64(b.N*n), "gc-cpu-ns/event")
+		b.ReportMetric(float64(heapAllocs()-heap)/float64(b.N*n), "heap-B/event")
+		b.ReportMetric(float64(gcCycles()-cycles)/float64(b.N), "gcs/op")
+	})
+}
+
+// processCPU returns the CPU time (user and system) this process has
+// used so far, the embedded server's included; 0 when the system does
+// not say.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// heapAllocs returns the bytes this process has allocated on the heap
+// so far (runtime/metrics /gc/heap/allocs), the embedded server's
+// included.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// gcCycles returns how many garbage collections this process has
+// completed (runtime/metrics /gc/cycles/total).
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// gcCPU returns the CPU time the garbage collector has used so far, as
+// the runtime estimates it (runtime/metrics /cpu/classes/gc/total).
+func gcCPU() time.Duration {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return time.Duration(s[0].Value.Float64() * float64(time.Second))
 }

@@ -540,8 +540,11 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 	if info := cons.CachedInfo(); end > 0 && info != nil && info.NumPending == 0 && atEnd(from) {
 		return
 	}
+	// One option slice for every Next: made per call, it and its
+	// closure were two allocations a message.
+	next := []jetstream.NextOpt{jetstream.NextContext(ctx)}
 	for {
-		jm, err := it.Next(jetstream.NextContext(ctx))
+		jm, err := it.Next(next...)
 		if err != nil {
 			if end == 0 && ctx.Err() != nil {
 				return
@@ -549,20 +552,19 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 			fail(err)
 			return
 		}
-		md, err := jm.Metadata()
+		seq, pending, at, err := ackMeta(jm.Reply())
 		if err != nil {
 			fail(err)
 			return
 		}
-		seq := md.Sequence.Stream
 		if end > 0 && seq > end {
 			return
 		}
-		m := Msg{Seq: seq, Subject: jm.Subject(), Header: jm.Headers(), Data: jm.Data(), Time: md.Timestamp}
+		m := Msg{Seq: seq, Subject: jm.Subject(), Header: jm.Headers(), Data: jm.Data(), Time: at}
 		if !yield(m, nil) {
 			return
 		}
-		if end > 0 && (seq >= end || md.NumPending == 0 && atEnd(seq+1)) {
+		if end > 0 && (seq >= end || pending == 0 && atEnd(seq+1)) {
 			return
 		}
 	}
