@@ -93,6 +93,9 @@ func openBackend(ctx context.Context, g *globals) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Log != nil {
+		g.logs = append(g.logs, o.Log)
+	}
 	return &backend{dd: dd, reg: o.Registry, nc: o.NC, log: o.Log, remote: o.Remote, api: o.API, srv: o.Server,
 		lock: o.Lock, views: o.Views, down: o.Down, asked: o.Asked, staleOK: g.staleOK}, nil
 }

@@ -195,6 +195,18 @@ func TestAudit_SessionOfForgeriesOnly(t *testing.T) {
 	if line := auditLine(out, ack.Sequence); !strings.Contains(line, "UNATTESTED") || !strings.Contains(line, "unsigned") {
 		t.Errorf("audit of a session of forgeries only: line of seq %d is %q; want it unattested, unsigned:\n%s", ack.Sequence, line, out)
 	}
+	// A read that does not show unattested events (events tail, replay
+	// of the session) says it left some out: it never passes for the
+	// whole log. audit, which shows them, does not say it twice.
+	for _, args := range [][]string{{"events", "tail", "--from", "1"}, {"replay", "--session", sid}} {
+		out, errOut, _ := cliExit(t, r.data, args...)
+		if want := fmt.Sprintf("left out as unattested (not shown, not folded), the first seq %d (unsigned: ", ack.Sequence); !strings.Contains(errOut, want) {
+			t.Errorf("%s: stderr %q, want %q in it (stdout:\n%s)", strings.Join(args, " "), errOut, want, out)
+		}
+	}
+	if _, errOut, _ := cliExit(t, r.data, "audit", sid); strings.Contains(errOut, "left out as unattested") {
+		t.Errorf("audit, which shows unattested events, warns of them too: %q", errOut)
+	}
 	// An id nothing was ever appended for is still not found.
 	if _, errOut, code := cliExit(t, r.data, "audit", "f0a9ed00-0000-4000-8000-00000000f0b3"); code == 0 || !strings.Contains(errOut, "not found") {
 		t.Errorf("audit of an unknown session: exit %d, %q; want not found", code, errOut)

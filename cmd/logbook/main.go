@@ -82,6 +82,12 @@ type globals struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// logs are the logs the command's backends opened, whose quarantined
+	// events runCLI reports once the command is done (warnUnattested).
+	logs []*natslog.Log
+	// shownUnattested is set by a command that showed the unattested
+	// events it met: warnUnattested says nothing more.
+	shownUnattested bool
 }
 
 // exitError carries a specific exit code.
@@ -130,6 +136,9 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	cmd, err := root.ExecuteContextC(ctx)
+	if cmd != nil {
+		warnUnattested(g, cmd.CommandPath())
+	}
 	if cmd != nil && cmd != root {
 		err = interrupted(ctx, strings.TrimPrefix(cmd.CommandPath(), root.Name()+" "), err)
 	}
@@ -228,5 +237,32 @@ func versionCmd(g *globals) *cobra.Command {
 			_, err := fmt.Fprintln(g.stdout, v.String())
 			return err
 		},
+	}
+}
+
+// showsUnattested are the commands that show the unattested events they
+// met themselves (or judge the log: serve's log and metrics count them).
+var showsUnattested = map[string]bool{
+	"logbook audit": true, "logbook verify": true, "logbook serve": true, "logbook worker": true,
+}
+
+// warnUnattested says on g.stderr, once, how many events the logs the
+// command read left out as unattested (quarantined: not shown, not
+// folded), the first of them, and where to see them all: a read that
+// skipped part of the log never passes for the whole of it. Commands of
+// showsUnattested say so themselves.
+func warnUnattested(g *globals, path string) {
+	if showsUnattested[path] || g.shownUnattested {
+		return
+	}
+	for _, l := range g.logs {
+		qs, n := l.Quarantined()
+		if n == 0 || len(qs) == 0 {
+			continue
+		}
+		q := qs[0]
+		fmt.Fprintf(g.stderr, "logbook: warning: %s left out as unattested (not shown, not folded), the first seq %d (%s: %s); `logbook audit` shows them, `logbook verify` checks the log\n",
+			term.Plural(int(n), "event"), q.Seq, term.Field(string(q.Verdict.Status)), term.Field(q.Verdict.Why))
+		return
 	}
 }

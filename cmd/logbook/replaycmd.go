@@ -93,6 +93,7 @@ recorded (exit 1 when any do).
 				// The events of the session the log left out as
 				// unattested: neither folded nor decided again.
 				if us := unattested(b.log, p.Agg.Subject()); len(us) > 0 {
+					g.shownUnattested = true
 					if !g.json {
 						term.Unattested(g.stdout, "  UNATTESTED: ", us)
 					}
@@ -185,6 +186,7 @@ func replayVerify(ctx context.Context, g *globals) error {
 			return &exitError{code: 1, err: fmt.Errorf("live projection differs from the log")}
 		}
 		if n := len(r.Unattested); n > 0 {
+			g.shownUnattested = true
 			return &exitError{code: 1, err: fmt.Errorf("the log holds %s, left out of every fold", term.Plural(n, "unattested event"))}
 		}
 		return nil
