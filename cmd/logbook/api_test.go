@@ -70,7 +70,7 @@ func serveAt(t *testing.T, data string) (*backend, *syncBuffer) {
 func cli(t *testing.T, data string, args ...string) string {
 	t.Helper()
 	var out, errb bytes.Buffer
-	if err := runCLI(t.Context(), append([]string{"--data", data}, args...), bytes.NewReader(nil), &out, &errb); err != nil {
+	if err := runCLIAgain(t.Context(), append([]string{"--data", data}, args...), &out, &errb); err != nil {
 		t.Fatalf("logbook %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 	}
 	return out.String()
