@@ -175,8 +175,16 @@ type Wired struct {
 // start is refused (*notify.ConfigError). It returns nil once ctx is
 // cancelled, the stream's loss (natslog.ErrStreamLost) when the log is
 // replaced, and any other error of what it starts, each naming the
-// part. What it does is said on cfg.Stderr.
-func Serve(ctx context.Context, cfg Config) error {
+// part. What it does is said on cfg.Stderr. Once serve.json is written,
+// ctx cancelled during the rest of the start is a stop like any later
+// one: nil, not the cancel's error from the step it interrupted.
+func Serve(ctx context.Context, cfg Config) (err error) {
+	announced := false
+	defer func() {
+		if announced && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			err = nil
+		}
+	}()
 	var sayMu sync.Mutex
 	say := func(format string, args ...any) {
 		sayMu.Lock()
@@ -433,6 +441,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("write %s: %w", dd.Path("serve.json"), err)
 	}
 	defer os.Remove(dd.Path("serve.json"))
+	announced = true
 	info("data %s", dd)
 	if p.Server != nil {
 		info("listening on %s (credentials in %s)", p.Server.ClientURL(), dd.Path("creds.json"))

@@ -177,6 +177,7 @@ func TestBoard_Divergence(t *testing.T) {
 // picture holds far fewer marks than events; zooming in shows single
 // marks again, and an aggregate's click zooms into what it holds.
 func TestBoard_TimelineManyEvents(t *testing.T) {
+	t.Parallel() // its own server, log and browser; mostly 2,500 requests
 	ctx := browser(t)
 	e := newEnv(t)
 	e.observe("big", "", "start", `{"kind":"session_start","name":"startup"}`)

@@ -129,6 +129,7 @@ func forge(t *testing.T, nc *nats.Conn, reg *events.Registry, agg events.Aggrega
 // checkpoints over the signed log are co-signed by the follower, and
 // verify agrees.
 func TestSigningAcrossHosts(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	e := newStreamEnv(t)
 	ws := t.TempDir()
 	adminDir := filepath.Join(e.dir, "admin")

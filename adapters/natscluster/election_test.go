@@ -20,6 +20,7 @@ import (
 // exec exited 1 after 5 s ("open stream LOGBOOK: context deadline
 // exceeded"). Each command's time is logged.
 func TestElectionWaitedOut(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	if os.Getenv("LOGBOOK_CLUSTER_FAULTS") == "" {
 		t.Skip("long form: .ci/cluster (its faults section)")
 	}

@@ -12,6 +12,7 @@ import (
 // command abandoned, a surviving writer sees it, and the restarted serve
 // catches up to the same state hash.
 func TestHostKill(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	e := newStreamEnv(t)
 	ws := t.TempDir()
 	a, b := e.writers()

@@ -148,6 +148,7 @@ func sameState(t *testing.T, hosts ...*host) verify {
 // projection reaches the same state hash at the same stream sequence,
 // each equal to its own fresh replay.
 func TestEqualState(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	e := newStreamEnv(t)
 	ws := t.TempDir()
 	a, b := e.writers()

@@ -58,6 +58,7 @@ func appendRun(t *testing.T, l *natslog.Log, reg *events.Registry, prefix string
 // asked for again, each attempt bounded, and a read cut short says so.
 // It runs in .ci/cluster only (a cluster, a kill and a restart).
 func TestReadWhileReplicaCatchesUp(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	if os.Getenv("LOGBOOK_CLUSTER_KILLS") == "" {
 		t.Skip("long form: .ci/cluster")
 	}

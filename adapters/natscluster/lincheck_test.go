@@ -39,6 +39,7 @@ var linFaults = []string{"kill", "kill-leader", "sigstop", "partition"}
 //
 // An append whose outcome is unknown is settled by the final state.
 func TestLinearizableUnderFaults(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	e := newStreamEnv(t)
 	reg := events.NewRegistry()
 	var logs []events.Log

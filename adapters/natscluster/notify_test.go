@@ -20,6 +20,7 @@ import (
 // consumer: every review a session asks for is told to the webhook once,
 // whichever host took the hook, and recorded once.
 func TestNotify_TwoHosts(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	e := newStreamEnv(t)
 	var mu sync.Mutex
 	got := map[string]int{}

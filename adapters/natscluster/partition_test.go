@@ -21,6 +21,7 @@ import (
 // minority's appends are never acknowledged; once the node is routed
 // again it serves every acknowledged append.
 func TestPartition(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	e := newStreamEnv(t)
 	reg := events.NewRegistry()
 	cut := e.c.Nodes[2]

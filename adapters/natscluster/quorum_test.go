@@ -35,6 +35,7 @@ func quorumDown(t *testing.T) time.Duration {
 // from before the loss until after the return; every acknowledged hook
 // is in the log once, and serve never exits.
 func TestQuorumLoss(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	if os.Getenv("LOGBOOK_CLUSTER_FAULTS") == "" {
 		t.Skip("long form: .ci/cluster (its faults section)")
 	}

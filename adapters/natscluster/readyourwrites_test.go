@@ -13,6 +13,7 @@ import (
 // follower can answer before it has applied what the leader acknowledged,
 // so the log loads from the leader there.
 func TestReadYourWritesAcrossNodes(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	e := newStreamEnv(t)
 	reg := events.NewRegistry()
 	w := e.openLog(e.connectURL("writer", e.c.Nodes[0].URL()), reg)

@@ -245,6 +245,7 @@ func readLog(t *testing.T, nc *nats.Conn) []logRecord {
 // exactly once, none doubled, every decision's observation is there, and
 // all hosts' hashes are equal. Each kill's append stall is logged.
 func TestNodeKillSoak(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	e := newStreamEnv(t)
 	ws := t.TempDir()
 	a, b := e.writers()

@@ -22,6 +22,7 @@ import (
 // a quiet one a read answers in well under a second, not after a wait
 // for a leader, natslog.ElectionWait, 30 s).
 func TestQuorumLoss_ReadsFromTheProjection(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	e := newStreamEnv(t)
 	ws := t.TempDir()
 	a := e.stayingWriter()

@@ -17,6 +17,7 @@ import (
 // the stream created at R3 by admin only, and a stream that breaks the
 // log's rules refused by stream init and by serve.
 func TestStreamInit(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	e := newEnv(t)
 	for _, nd := range e.c.Nodes {
 		js, err := nd.JetStream(t.Context())
@@ -71,6 +72,7 @@ func TestStreamInit(t *testing.T) {
 // A reader's appends and every stream API call that changes anything are
 // refused by the server, whichever node it is connected to.
 func TestReaderCannotWrite(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	e := newStreamEnv(t)
 	v := &violations{mu: make(chan struct{}, 1)}
 	nc := e.connect("reader", nats.ErrorHandler(v.handler))
@@ -150,6 +152,7 @@ func (v *violations) wait(subject string) error {
 // waits out the election (--wait) instead of failing on the first
 // unanswered request; with no time to wait it names the cause.
 func TestStreamInit_WaitsForMetaLeader(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	e := newEnv(t)
 	leader, err := e.c.Nodes[0].MetaLeader(t.Context())
 	if err != nil || leader == "" {
@@ -183,6 +186,7 @@ func TestStreamInit_WaitsForMetaLeader(t *testing.T) {
 // nodes are up and have a meta leader; without --wait time left it
 // names the nodes that did not answer.
 func TestStreamInit_WaitsForNodesToListen(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	e := newEnv(t)
 	for _, nd := range e.c.Nodes {
 		nd.Kill()

@@ -41,6 +41,7 @@ func witnessState(t *testing.T, h *host, what string, ok func(merkle.WitnessStat
 // follower and `logbook verify` on the writer say so. Honest checkpoints
 // after it are still co-signed.
 func TestWitnessRefusesAForkedCheckpoint(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	e := newStreamEnv(t)
 	ws := t.TempDir()
 	a := e.newHost("writer-a", "writer", "serve", "--checkpoint-every", "1", "--checkpoint-interval", "1s")

@@ -51,6 +51,7 @@ func (e *env) consumerLeader() *Node {
 // Before, exec exited 1 after 5 s: "open stream LOGBOOK: context
 // deadline exceeded".
 func TestWorkerPullLostWithLeader(t *testing.T) {
+	t.Parallel() // a cluster, processes and ports of its own
 	e := newStreamEnv(t)
 	ws := t.TempDir()
 	w := e.newHost("worker-d", "worker", "worker")

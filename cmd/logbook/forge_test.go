@@ -26,7 +26,7 @@ import (
 func cliExit(t *testing.T, data string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	err := runCLI(t.Context(), append([]string{"--data", data}, args...), bytes.NewReader(nil), &out, &errb)
+	err := runCLIAgain(t.Context(), append([]string{"--data", data}, args...), &out, &errb)
 	code := 0
 	if err != nil {
 		code = 1

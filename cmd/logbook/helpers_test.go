@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -291,4 +293,28 @@ func eventMsg(t *testing.T, e events.Envelope, expect uint64) *nats.Msg {
 	m := &nats.Msg{Subject: e.Agg.Subject(), Header: nats.Header{}, Data: data}
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(expect, 10))
 	return m
+}
+
+// runCLIAgain is runCLI for a test that runs commands in its own
+// process one after the other on one data dir, with stdin empty and the
+// output in out and errb. A command that finds the data dir's lock held
+// by this very process, after the one before it returned and closed the
+// lock, meets a child that a parallel test forked meanwhile: until its
+// exec, the child holds a copy of every descriptor, the lock's among
+// them, so the flock outlives the close for a moment (in separate
+// processes, as commands run outside tests, there is no such copy).
+// That command is run again, its output reset, for up to 10 s; any other
+// error, or the same one after that, is returned as runCLI gave it.
+func runCLIAgain(ctx context.Context, args []string, out, errb *bytes.Buffer) error {
+	self := fmt.Sprintf(" pid %d;", os.Getpid())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := runCLI(ctx, args, bytes.NewReader(nil), out, errb)
+		if !errors.Is(err, datadir.ErrBusy) || !strings.Contains(err.Error(), self) || time.Now().After(deadline) {
+			return err
+		}
+		out.Reset()
+		errb.Reset()
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -125,9 +125,13 @@ sinks = %s
 	}
 	var log1 syncBuffer
 	s1 := p.serve(ctx, &log1)
-	// Said before serve.json names the server.
-	if !strings.Contains(log1.String(), "notifications: rules review_pending → hook") || !strings.Contains(log1.String(), "waiting after 1s → hook") {
-		t.Errorf("serve does not say which rules and sinks are on:\n%s", log1.String())
+	// Said before serve.json names the server, so before the "data" line
+	// that follows it; the lines reach log1 through a pipe, a moment
+	// after serve wrote them.
+	waitFor(t, time.Minute, "data line of serve's", func() bool { return strings.Contains(log1.String(), `msg="data `) })
+	said := strings.Index(log1.String(), "notifications: rules review_pending → hook")
+	if said < 0 || said > strings.Index(log1.String(), `msg="data `) || !strings.Contains(log1.String(), "waiting after 1s → hook") {
+		t.Errorf("serve does not say which rules and sinks are on before serve.json names it:\n%s", log1.String())
 	}
 	const sid = "5e551011-0000-4000-8000-0000000000a1"
 	for _, h := range []map[string]any{

@@ -352,8 +352,11 @@ func TestOTLP_GRPCAndTraces(t *testing.T) {
 	addr, gaddr := freeAddr(t), freeAddr(t)
 	var log syncBuffer
 	p.serve(ctx, &log, "--otlp", addr, "--otlp-grpc", gaddr)
-	if !strings.Contains(log.String(), "OpenTelemetry (OTLP/gRPC) taken on "+gaddr) {
-		t.Errorf("serve does not say where OTLP/gRPC is taken:\n%s", log.String())
+	// Said once serve.json names the server, through a pipe.
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(log.String(), "OpenTelemetry (OTLP/gRPC) taken on "+gaddr); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve does not say where OTLP/gRPC is taken:\n%s", log.String())
+		}
 	}
 	cc, err := grpc.NewClient(gaddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

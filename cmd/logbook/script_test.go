@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,7 +87,17 @@ func hookSockCall() {
 // built (testscript.Main exits once they are run).
 type removingSoakBin struct{ m *testing.M }
 
+// Run runs the tests with -test.parallel at twice GOMAXPROCS unless the
+// command line sets it: this package's parallel tests (each script, the
+// serves, imports and soaks) mostly wait on their processes, fsyncs and
+// timers, so GOMAXPROCS of them at a time leaves the CPUs idle.
 func (r removingSoakBin) Run() int {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
+	}
 	defer func() {
 		if soakBin.dir != "" {
 			os.RemoveAll(soakBin.dir)
@@ -98,6 +110,9 @@ func (r removingSoakBin) Run() int {
 // a real logbook process (serve, import, hook, queries) against a data
 // dir of its own.
 func TestScripts(t *testing.T) {
+	// Beside the package's other parallel tests: the scripts and the
+	// slow tests share the -test.parallel slots from the start.
+	t.Parallel()
 	root, _ := filepath.Abs("../..")
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",

@@ -14,8 +14,11 @@ import (
 )
 
 // parkedCommand stands for a command that does not watch its context: it
-// waits on release alone.
-func parkedCommand(release <-chan struct{}) { <-release }
+// closes parked, then waits on release alone.
+func parkedCommand(parked chan<- struct{}, release <-chan struct{}) {
+	close(parked)
+	<-release
+}
 
 // The first stop signal cancels the command's context; a command that
 // ends on it ends as before. One that does not is ended at a second
@@ -57,7 +60,9 @@ func TestStopOnSignals(t *testing.T) {
 		r := start(time.Hour)
 		hold := make(chan struct{})
 		defer close(hold)
-		go parkedCommand(hold)
+		parked := make(chan struct{})
+		go parkedCommand(parked, hold)
+		<-parked // in parkedCommand, where the stacks must find it
 		r.sigs <- syscall.SIGHUP
 		<-r.ctx.Done()
 		r.sigs <- syscall.SIGINT

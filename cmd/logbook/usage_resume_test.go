@@ -58,7 +58,7 @@ func writeResumed(t *testing.T) []string {
 func lbRun(t *testing.T, args ...string) string {
 	t.Helper()
 	var out, errb bytes.Buffer
-	if err := runCLI(context.Background(), args, strings.NewReader(""), &out, &errb); err != nil {
+	if err := runCLIAgain(context.Background(), args, &out, &errb); err != nil {
 		t.Fatalf("logbook %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 	}
 	return out.String()
