@@ -69,13 +69,19 @@ const ServeStartWait = 10 * time.Second
 const serveStartPoll = 50 * time.Millisecond
 
 // serveStarting reports whether the data dir's lock is held by a live
-// `logbook serve` that has not written serve.json yet, and its pid.
+// `logbook serve` that is starting, and its pid: one that has not
+// written serve.json yet, or wrote it less than ServeStartWait ago (its
+// listener may not answer yet). One that wrote it earlier and does not
+// answer is not starting: it is hung.
 func serveStarting(dd datadir.Dir) (int, bool) {
-	if _, ok := dd.ReadServeInfo(); ok {
+	pid, ok := dd.LockedBy("logbook serve")
+	if !ok {
 		return 0, false
 	}
-	pid, ok := dd.LockedBy("logbook serve")
-	if !ok || syscall.Kill(pid, 0) != nil && !errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return 0, false
+	}
+	if si, ok := dd.ReadServeInfo(); ok && (si.PID != pid || time.Since(si.Started) > ServeStartWait) {
 		return 0, false
 	}
 	return pid, true
