@@ -70,9 +70,10 @@ const serveStartPoll = 50 * time.Millisecond
 
 // serveStarting reports whether the data dir's lock is held by a live
 // `logbook serve` that is starting, and its pid: one that has not
-// written serve.json yet, or wrote it less than ServeStartWait ago (its
-// listener may not answer yet). One that wrote it earlier and does not
-// answer is not starting: it is hung.
+// written serve.json yet (none, or a dead serve's, another pid's), or
+// wrote it less than ServeStartWait ago (its listener may not answer
+// yet). One that wrote it earlier and does not answer is not starting:
+// it is hung.
 func serveStarting(dd datadir.Dir) (int, bool) {
 	pid, ok := dd.LockedBy("logbook serve")
 	if !ok {
@@ -81,7 +82,9 @@ func serveStarting(dd datadir.Dir) (int, bool) {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return 0, false
 	}
-	if si, ok := dd.ReadServeInfo(); ok && (si.PID != pid || time.Since(si.Started) > ServeStartWait) {
+	// serve.json of another pid is a dead serve's, left behind: this one
+	// has not written its own yet.
+	if si, ok := dd.ReadServeInfo(); ok && si.PID == pid && time.Since(si.Started) > ServeStartWait {
 		return 0, false
 	}
 	return pid, true
@@ -167,6 +170,11 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 			if err == nil {
 				o.NC, o.Remote = nc, true
 				d.Register(nc)
+				// serve.json may have been a dead serve's when first
+				// read: the API is the one now named with the URL.
+				if si, ok := dd.ReadServeInfo(); ok && si.API != "" {
+					o.API = si.API
+				}
 				break
 			} else if reach.URL != "" || reach.CredsPath != "" {
 				return nil, reach.ConnectError(url, err)
