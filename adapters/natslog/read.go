@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -540,13 +541,36 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 	if info := cons.CachedInfo(); end > 0 && info != nil && info.NumPending == 0 && atEnd(from) {
 		return
 	}
+	// A bounded read whose Next waits longer than readStall for a
+	// message the stream says it holds (a store damaged on disk whose
+	// server delivers nothing past the damage) fails naming where it
+	// stopped, rather than waiting for good.
+	nctx, waiting, stop := ctx, (*atomic.Int64)(nil), func() {}
+	if end > 0 {
+		nctx, waiting, stop = stallWatch(ctx, l.readStall())
+	}
+	defer stop()
 	// One option slice for every Next: made per call, it and its
 	// closure were two allocations a message.
-	next := []jetstream.NextOpt{jetstream.NextContext(ctx)}
+	next := []jetstream.NextOpt{jetstream.NextContext(nctx)}
+	expect := max(from, 1) // the first sequence not yet delivered
 	for {
+		if waiting != nil {
+			waiting.Store(time.Now().UnixNano())
+		}
 		jm, err := it.Next(next...)
+		if waiting != nil {
+			waiting.Store(0)
+		}
 		if err != nil {
 			if end == 0 && ctx.Err() != nil {
+				return
+			}
+			if errors.Is(context.Cause(nctx), errStalled) && ctx.Err() == nil {
+				if done, gerr := l.noneFrom(ctx, filter, expect, end); gerr == nil && done {
+					return
+				}
+				fail(fmt.Errorf("no message came for %s though the stream holds messages on it from seq %d up to %d: the server does not deliver them (a store damaged on disk? `logbook verify` checks it)", l.readStall(), expect, end))
 				return
 			}
 			fail(err)
@@ -557,6 +581,7 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 			fail(err)
 			return
 		}
+		expect = seq + 1
 		if end > 0 && seq > end {
 			return
 		}
@@ -656,4 +681,47 @@ func (l *Log) LastEventSeq(ctx context.Context) (uint64, error) {
 // stand for "the same read without decoding" pull this way too.
 func ReadPull(maxPayload int64) jetstream.PullMessagesOpt {
 	return jetstream.PullMaxMessagesWithBytesLimit(readPullMsgs, int(max(readPullBytes, 2*maxPayload)))
+}
+
+// errStalled is the cause of a bounded read's Next context when no
+// message came within its stall time (stallWatch).
+var errStalled = errors.New("read stalled")
+
+// readStall is how long a bounded read's Next may wait for a message the
+// stream holds: past an ordered consumer's reset after missed heartbeats
+// on one server, past an election on a cluster.
+func (l *Log) readStall() time.Duration {
+	if l.leaderReads {
+		return 60 * time.Second
+	}
+	return 10 * time.Second
+}
+
+// stallWatch returns a context derived from ctx that is cancelled with
+// errStalled once waiting (set to the UnixNano time a Next began, 0
+// between Nexts) has held one value for longer than d; stop ends the
+// watch. One goroutine ticks every d/4: a read pays one clock read and
+// two atomic stores a message.
+func stallWatch(ctx context.Context, d time.Duration) (context.Context, *atomic.Int64, func()) {
+	sctx, cancel := context.WithCancelCause(ctx)
+	waiting := new(atomic.Int64)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(d / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-sctx.Done():
+				return
+			case now := <-t.C:
+				if w := waiting.Load(); w != 0 && now.UnixNano()-w > int64(d) {
+					cancel(errStalled)
+					return
+				}
+			}
+		}
+	}()
+	return sctx, waiting, func() { close(done); cancel(nil) }
 }
