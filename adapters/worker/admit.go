@@ -31,6 +31,25 @@ var (
 	systemDirs  = []string{"/", "/home", "/media", "/mnt", "/opt", "/root", "/srv", "/tmp", "/var", "/var/tmp", "/var/lib"}
 )
 
+// CheckSystem returns an error naming ws (clean, absolute, symbolic
+// links resolved) when it is a system directory no command may take as
+// its workspace, in any mode: `/`, one of systemDirs, or inside one of
+// systemTrees; nil otherwise. `logbook exec` asks it before anything is
+// on the log, as the workers do at admission.
+func CheckSystem(ws string) error {
+	for _, d := range systemTrees {
+		if ws == d || strings.HasPrefix(ws, d+"/") {
+			return fmt.Errorf("workspace %s is a system directory", ws)
+		}
+	}
+	for _, d := range systemDirs {
+		if ws == d {
+			return fmt.Errorf("workspace %s is a system directory", ws)
+		}
+	}
+	return nil
+}
+
 // admission returns why a command asking for mode in workspace ws (clean,
 // absolute, symbolic links resolved) must not run for session sess, or ""
 // if it may. by is the requester (events.CommandRequested.RequestedBy): a
@@ -67,15 +86,8 @@ func admission(sess session.State, by, mode, elevation, ws, home string, cwdHere
 		}
 		return fmt.Sprintf("refused: mode %s is wider than session %s's permission mode %s (revision %d)", mode, sess.ID, have, sess.ModeRevision)
 	}
-	for _, d := range systemTrees {
-		if ws == d || strings.HasPrefix(ws, d+"/") {
-			return fmt.Sprintf("refused: workspace %s is a system directory", ws)
-		}
-	}
-	for _, d := range systemDirs {
-		if ws == d {
-			return fmt.Sprintf("refused: workspace %s is a system directory", ws)
-		}
+	if err := CheckSystem(ws); err != nil {
+		return "refused: " + err.Error()
 	}
 	if home != "" && (ws == home || strings.HasPrefix(home, ws+"/")) {
 		return fmt.Sprintf("refused: workspace %s is the home directory %s or holds it", ws, home)

@@ -187,6 +187,13 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if wsErr != nil {
 		wsErr = fmt.Errorf("exec: %w", wsErr)
 	}
+	// A system directory is no workspace in any mode: refused here,
+	// before anything is on the log, as the workers refuse it.
+	if real, err := filepath.EvalSymlinks(ws); err == nil {
+		if err := worker.CheckSystem(real); err != nil {
+			return fmt.Errorf("exec: %w", err)
+		}
+	}
 	env, err := commandEnv(f)
 	if err != nil {
 		return err
