@@ -153,9 +153,6 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 		}
 	}
 	o := &Opened{Registry: events.NewRegistry(), API: api.AnyPrefix}
-	if si, ok := dd.ReadServeInfo(); ok && si.API != "" {
-		o.API = si.API
-	}
 	if _, _, err := reach.CredsOptions(); err != nil {
 		return nil, err
 	}
@@ -163,6 +160,7 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 	// serve.json yet is starting: it is waited for (up to
 	// ServeStartWait), not taken for one that does not answer.
 	var waited time.Time
+	said := false
 	for {
 		if url, opts, ok := dd.ServerURL(reach); ok {
 			d, handle := api.Watch(dd.ConnRole(reach))
@@ -170,8 +168,8 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 			if err == nil {
 				o.NC, o.Remote = nc, true
 				d.Register(nc)
-				// serve.json may have been a dead serve's when first
-				// read: the API is the one now named with the URL.
+				// The API prefix serve.json names beside the URL (read
+				// now: a dead serve's file may have been replaced).
 				if si, ok := dd.ReadServeInfo(); ok && si.API != "" {
 					o.API = si.API
 				}
@@ -205,7 +203,8 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 		} else if time.Since(waited) > ServeStartWait {
 			return nil, err
 		}
-		if c.Stderr != nil && time.Since(waited) >= time.Second && time.Since(waited) < time.Second+serveStartPoll {
+		if c.Stderr != nil && !said && time.Since(waited) >= time.Second {
+			said = true
 			fmt.Fprintf(c.Stderr, "%s: waiting up to %s for logbook serve (pid %d), which holds %s, to answer\n", c.Cmd, ServeStartWait, pid, dd)
 		}
 		select {
