@@ -74,3 +74,52 @@ func TestWorker_WaitingWritersStartInRequestOrder(t *testing.T) {
 		t.Errorf("the writers ran as\n%s\nwant, in request order and one at a time,\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestWorker_StartedWriterHoldsItsWorkspace holds a workspace_write
+// command between its command.started and its sandbox's start, and
+// requests a second writer on the same workspace meanwhile, on a second
+// worker: the second must wait for the first to end, though the first
+// holds no lock yet.
+func TestWorker_StartedWriterHoldsItsWorkspace(t *testing.T) {
+	needBwrap(t)
+	e := newEnv(t, false)
+	e.startWorker(e.workerConfig())
+	e.startWorker(e.workerConfig())
+	first, second := ulid.Make().String(), ulid.Make().String()
+	started := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	SetTrace(func(id string, s Stage, _ time.Time) {
+		if id == first && s == StageStarted {
+			once.Do(func() { close(started) })
+			<-release
+		}
+	})
+	t.Cleanup(func() { SetTrace(nil) })
+	script := func(name string) command.Request {
+		return e.request(events.ModeWorkspaceWrite, "sh", "-c", "echo start "+name+" >> order; sleep 0.3; echo end "+name+" >> order")
+	}
+	if _, err := e.client.Request(t.Context(), first, script("first"), nil); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	if _, err := e.client.Request(t.Context(), second, script("second"), nil); err != nil {
+		t.Fatal(err)
+	}
+	// The second is delivered, read and put back while the first is held
+	// (each put-back waits waitRedelivery).
+	time.Sleep(4 * waitRedelivery)
+	close(release)
+	for _, id := range []string{first, second} {
+		if st, out := e.follow(id, 5*time.Minute); st.Status != command.StatusExited || st.ExitCode == nil || *st.ExitCode != 0 {
+			t.Fatalf("command %s: status %s exit %v, output %q", id, st.Status, st.ExitCode, out.all.String())
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(e.ws, "order"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.TrimSpace(string(b)), "start first\nend first\nstart second\nend second"; got != want {
+		t.Errorf("the writers ran as\n%s\nwant\n%s", got, want)
+	}
+}

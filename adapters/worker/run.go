@@ -248,7 +248,12 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 	// request order: a workspace_write request behind an earlier one
 	// still waiting on the same workspace, or on one above or below it,
 	// is put back the same way (a read_only one waits for no request).
-	if (st.Mode == events.ModeWorkspaceWrite && w.earlierWaiting(ctx, id, requested)) || sandbox.Busy(spec) {
+	//
+	// A command recorded as started takes its workspace's lock only in
+	// sandbox.Start, a moment later: one started on this host and not
+	// yet ended counts as holding its workspace already, or a request
+	// read between the two would slip in ahead of it.
+	if (st.Mode == events.ModeWorkspaceWrite && w.earlierWaiting(ctx, id, requested)) || w.startedBeside(id, requested, st.Mode) || sandbox.Busy(spec) {
 		w.unclaim(ctx, id)
 		return verdictWait, nil
 	}
@@ -290,6 +295,28 @@ func (w *Worker) earlierWaiting(ctx context.Context, id, ws string) bool {
 			continue
 		}
 		if o.order < t.order {
+			return true
+		}
+	}
+	return false
+}
+
+// startedBeside reports whether a restricted command started on this
+// host and not yet ended, as the control feed has read the log, holds
+// (or is about to hold) workspace ws (cleaned, as requested), one above
+// it or one below it in a way that excludes a command of mode: a writer
+// excludes every restricted command, a reader excludes writers.
+func (w *Worker) startedBeside(id, ws, mode string) bool {
+	if mode == events.ModeFullAccess {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for oid, o := range w.open {
+		if oid == id || !o.started || o.host != w.id.Host || o.mode == events.ModeFullAccess || !nested(o.workspace, ws) {
+			continue
+		}
+		if mode == events.ModeWorkspaceWrite || o.mode == events.ModeWorkspaceWrite {
 			return true
 		}
 	}
