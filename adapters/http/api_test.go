@@ -296,10 +296,19 @@ func TestErrorsInOneShape(t *testing.T) {
 			}
 		}
 	}
-	// The board still answers its own paths.
-	resp := e.do("GET", "/", "", nil, 200, nil)
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
-		t.Errorf("GET /: Content-Type %q", ct)
+	// The board still answers its own paths, and only those: it routes
+	// by the fragment, so another path is a 404, not its page.
+	for _, p := range []string{"/", "/index.html", "/board.js"} {
+		resp := e.do("GET", p, "", nil, 200, nil)
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/") {
+			t.Errorf("GET %s: Content-Type %q", p, ct)
+		}
+	}
+	for _, p := range []string{"/nope", "/sessions/x", "/board.js/", "/../etc/passwd"} {
+		resp := e.do("GET", p, "", nil, 404, nil)
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+			t.Errorf("GET %s: Content-Type %q, want a plain 404", p, ct)
+		}
 	}
 }
 

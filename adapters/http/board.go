@@ -22,11 +22,15 @@ func (s *Server) board(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errNotFound(r.URL.Path)) // the API's, not the board's
 		return
 	}
-	if name == "" || strings.HasSuffix(name, "/") {
+	if name == "" {
 		name = "index.html"
 	}
-	if _, err := fs.Stat(sub, name); err != nil {
-		name = "index.html"
+	if fi, err := fs.Stat(sub, name); err != nil || fi.IsDir() {
+		// The board routes by the fragment (#/s/ID, #/usage): a path it
+		// has no file for is no page of its, and a 404 says so rather
+		// than a board that looks right at a wrong address.
+		http.Error(w, "404 "+r.URL.Path+": no such page; the board is at /", http.StatusNotFound)
+		return
 	}
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
 	w.Header().Set("Referrer-Policy", "no-referrer")
