@@ -10,6 +10,7 @@
 package hookrecord
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -63,6 +64,15 @@ func (r Recorder) Record(ctx context.Context, name string, payload []byte, prepa
 	sp, err := claude.Open(r.Spool)
 	if err != nil {
 		return err
+	}
+	if len(bytes.TrimSpace(payload)) == 0 {
+		// Nothing to record and nothing worth keeping: a hook run by hand
+		// with no input, or an agent that closed stdin before writing.
+		what := "empty"
+		if len(payload) > 0 {
+			what = fmt.Sprintf("%d bytes of white space", len(payload))
+		}
+		return fmt.Errorf("%s: no payload on standard input (%s): a hook reads the agent's event, one JSON object, from stdin; nothing recorded or kept", name, what)
 	}
 	var prepared []byte
 	if len(payload) > r.MaxPayload {

@@ -94,3 +94,26 @@ func TestRedactMessage_LongerRedactionKeepsTheRest(t *testing.T) {
 		t.Errorf("RedactMessage = %q; want %q", got, want)
 	}
 }
+
+// TestRecord_NoPayload: an empty stdin, or one of white space only, is
+// refused naming what was read; nothing is delivered, spooled or kept.
+func TestRecord_NoPayload(t *testing.T) {
+	for _, in := range []string{"", " \n\t"} {
+		r, _ := recorder(t, func(context.Context, api.HookRequest) error {
+			t.Errorf("%q delivered", in)
+			return nil
+		})
+		err := r.Record(t.Context(), "hook test", []byte(in), func(b []byte) ([]byte, error) { return b, nil })
+		if err == nil || !strings.HasPrefix(err.Error(), "hook test: no payload on standard input") {
+			t.Errorf("%q: %v, want no payload", in, err)
+		}
+		if ents, _ := os.ReadDir(filepath.Join(r.Spool, claude.RejectedDir)); len(ents) != 0 {
+			t.Errorf("%q: kept aside %d files", in, len(ents))
+		}
+		if sp, err := claude.Open(r.Spool); err == nil {
+			if waiting, _ := sp.HasPending(); waiting {
+				t.Errorf("%q: spooled", in)
+			}
+		}
+	}
+}
