@@ -55,16 +55,29 @@ func Verify(w io.Writer, rep merkle.Report, inc *merkle.Inclusion, stored string
 }
 
 // VerifyOK writes the line of a verify that found nothing wrong: what the
-// stored log agrees with. Errors are w's.
+// stored log agrees with, and, when there was nothing to compare it with
+// (no stored hashes, no trusted checkpoint), that nothing was proven.
+// Errors are w's.
 func VerifyOK(w io.Writer, rep merkle.Report) error {
-	var err error
+	var with []string
+	if n := len(rep.Checkpoints); n > 0 {
+		with = append(with, "every trusted checkpoint ("+Plural(n, "checkpoint", "checkpoints")+")")
+	}
 	switch {
 	case rep.Stored < 0:
-		_, err = fmt.Fprintf(w, "ok: the stored log agrees with every trusted checkpoint\n")
 	case rep.Stored < rep.Size:
-		_, err = fmt.Fprintf(w, "ok: the stored log agrees with every trusted checkpoint and the stored hashes of seq 1..%d\n", rep.Stored)
+		with = append(with, fmt.Sprintf("the stored hashes of seq 1..%d", rep.Stored))
 	default:
-		_, err = fmt.Fprintf(w, "ok: the stored log agrees with every trusted checkpoint and the stored hashes\n")
+		with = append(with, "the stored hashes")
 	}
+	if len(with) == 0 {
+		_, err := fmt.Fprintf(w, "ok, but nothing proven: no stored hashes and no trusted checkpoint to compare the recomputed tree with (serve stores each leaf's hash as it appends and signs checkpoints; an imported log no serve has run on has neither)\n")
+		return err
+	}
+	line := "ok: the stored log agrees with " + strings.Join(with, " and ")
+	if len(rep.Checkpoints) == 0 {
+		line += " (no trusted checkpoint yet: serve signs one every --checkpoint-every messages or --checkpoint-interval)"
+	}
+	_, err := fmt.Fprintln(w, line)
 	return err
 }

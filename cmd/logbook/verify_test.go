@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -132,5 +133,20 @@ func TestVerifyCLINamesTheFlippedSequence(t *testing.T) {
 	t.Logf("verify after the flip:\n%s", out)
 	if code != codeError || !strings.Contains(out, "first bad sequence "+strconv.FormatUint(want, 10)+":") {
 		t.Fatalf("exit %d, want %d naming seq %d:\n%s", code, codeError, want, out)
+	}
+}
+
+// `logbook verify` on a log no serve has run on (an import alone) has
+// nothing to compare the recomputed tree with: it says nothing was
+// proven, rather than that the log agrees with checkpoints there are
+// none of.
+func TestVerifyCLISaysWhenNothingIsProven(t *testing.T) {
+	data := t.TempDir()
+	if err := runCLI(t.Context(), []string{"--data", data, "import", "claude", "../../testdata/claude/projects"}, strings.NewReader(""), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	out, code := verifyCLI(t, data)
+	if code != 0 || !strings.Contains(out, "ok, but nothing proven: no stored hashes and no trusted checkpoint") || strings.Contains(out, "agrees with") {
+		t.Fatalf("verify of an imported log: exit %d:\n%s", code, out)
 	}
 }
