@@ -333,7 +333,9 @@ func IsRolloutName(path string) bool {
 // not a JSON object at all (text, binary data), or a complete one that
 // does not parse and shows none of those keys before it stops, is not
 // one. An empty file, or one of blank lines only, qualifies. When it does not, the reason
-// says why.
+// says why, and names `logbook import claude` for a file whose first line
+// has Claude Code's keys (a "type" beside "sessionId", "uuid" or
+// "leafUuid", as Claude Code 2.x writes transcripts).
 func LooksLikeRollout(path string) (bool, string) {
 	if _, err := ingest.FirstLine(path); err != nil {
 		return false, err.Error()
@@ -350,6 +352,9 @@ func LooksLikeRollout(path string) (bool, string) {
 	}
 	if !r.Whole {
 		return false, "not a Codex CLI rollout: its first line is not a JSON object (it does not parse, and shows no \"payload\" or \"id\" before it stops; " + r.Begins() + ")"
+	}
+	if r.Has("type") && (r.Has("sessionId") || r.Has("uuid") || r.Has("leafUuid")) {
+		return false, "not a Codex CLI rollout: it is a Claude Code transcript (its first line has a \"type\" beside Claude Code's \"sessionId\", \"uuid\" or \"leafUuid\"): import it with `logbook import claude`"
 	}
 	return false, "not a Codex CLI rollout: its first line has neither an envelope \"payload\" nor a session header \"id\""
 }
