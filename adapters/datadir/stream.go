@@ -93,17 +93,20 @@ func goneSeqs(gone, end, last uint64) string {
 	return s
 }
 
-// LogLoss is StreamLoss, asking the log l for the last message it still
-// holds when sequences are gone from it. Errors are l's.
-func (d Dir) LogLoss(ctx context.Context, l *natslog.Log, id natslog.Identity, rec StreamRecord, have bool, cp uint64) (string, error) {
-	end := id.LastSeq
-	if id.Gone() > rec.Gone {
-		var err error
-		if end, err = l.LastStored(ctx); err != nil {
-			return "", err
-		}
+// LogLoss is StreamLoss, asking the log l for the last message it can
+// still give (natslog.Log.TailHeld): a tail lost to a block damaged in
+// place still counts in the server's id.Msgs until read, and is counted
+// gone here. It returns id with Msgs so lessened, for the stream record
+// an accepted loss writes. Errors are l's.
+func (d Dir) LogLoss(ctx context.Context, l *natslog.Log, id natslog.Identity, rec StreamRecord, have bool, cp uint64) (string, natslog.Identity, error) {
+	end, err := l.TailHeld(ctx, id)
+	if err != nil {
+		return "", id, err
 	}
-	return d.StreamLoss(id, end, rec, have, cp), nil
+	if tail := id.LastSeq - end; end < id.LastSeq && id.Gone() < tail {
+		id.Msgs -= min(id.Msgs, tail-id.Gone())
+	}
+	return d.StreamLoss(id, end, rec, have, cp), id, nil
 }
 
 // ErrStreamLoss reports a log that lost events a projection had seen.

@@ -62,7 +62,7 @@ func OpenViews(ctx context.Context, v Views) (*projections.Store, error) {
 		store.Close()
 		return nil, err
 	}
-	loss, err := dd.LogLoss(ctx, log, id, rec, have, store.Checkpoint())
+	loss, id, err := dd.LogLoss(ctx, log, id, rec, have, store.Checkpoint())
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -117,7 +117,7 @@ func CheckLog(ctx context.Context, v Views) (*projections.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	loss, err := v.Dir.LogLoss(ctx, v.Log, id, rec, have, 0)
+	loss, _, err := v.Dir.LogLoss(ctx, v.Log, id, rec, have, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
@@ -23,11 +24,18 @@ import (
 // covers is checked against the proven leaf hash of its sequence
 // (Proven.Check). No statement, an untrusted or other-origin one, or
 // stored hashes that do not prove it, give no fast path (nil, the
-// reason): the reader verifies every signature as before. An error is a
+// reason): the reader verifies every signature as before. Nor does a
+// log that lost messages, as the server counts them, as its last one
+// reads (natslog.Log.TailHeld) or as the data dir's stream.json records
+// a loss accepted (serve --accept-stream-loss): a statement over a log
+// with a hole cannot be read whole. An error is a
 // failure to read the stream or the file.
 func FastPath(ctx context.Context, l *natslog.Log, js jetstream.JetStream, keys Keys, dir string) (*natslog.Judged, string, error) {
 	if l.Verifier() == nil {
 		return nil, "the log is not read with a verifier", nil
+	}
+	if rec, have, err := datadir.Dir(dir).ReadStreamRecord(); err == nil && have && rec.Gone > 0 {
+		return nil, fmt.Sprintf("the log lost %d messages (a loss accepted with --accept-stream-loss): every signature is checked", rec.Gone), nil
 	}
 	return lastStatement(ctx, l, js, keys, func(origin string) (*Tree, error) {
 		t, err := LoadTree(TreePath(dir, origin))
@@ -68,6 +76,13 @@ func lastStatement(ctx context.Context, l *natslog.Log, js jetstream.JetStream, 
 	id, err := l.Identity(ctx)
 	if err != nil {
 		return nil, "", err
+	}
+	end, err := l.TailHeld(ctx, id)
+	if err != nil {
+		return nil, "", err
+	}
+	if id.Gone() > 0 || end < id.LastSeq {
+		return nil, fmt.Sprintf("the log lost messages (it holds %d of seq %d..%d, and gives seq %d last): every signature is checked", id.Msgs, id.FirstSeq, id.LastSeq, end), nil
 	}
 	if origin := Origin(id); j.Origin != origin {
 		return nil, fmt.Sprintf("judgment statement %d is of origin %s, the stream now is %s", m.Sequence, j.Origin, origin), nil

@@ -54,6 +54,36 @@ func (l *Log) Identity(ctx context.Context) (Identity, error) {
 	return Identity{Created: info.Created.UTC(), FirstSeq: info.State.FirstSeq, LastSeq: info.State.LastSeq, Msgs: info.State.Msgs}, nil
 }
 
+// TailHeld returns the sequence of the newest message the stream, as id
+// describes it, can still give: id.LastSeq when that message reads, else
+// the first that reads walking back from it (at most tailWalk gets, then
+// LastStored's answer), 0 when it holds none. The server's own count
+// (id.Msgs) still includes a message whose block was damaged in place (a
+// byte changed under it) until the message is read: only a read shows
+// such a tail gone. It costs one direct get when the tail reads (bounded
+// by Config.Timeout when ctx has no deadline).
+func (l *Log) TailHeld(ctx context.Context, id Identity) (uint64, error) {
+	if id.LastSeq == 0 || id.Msgs == 0 {
+		return 0, nil
+	}
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	for seq, n := id.LastSeq, 0; seq >= id.FirstSeq && seq > 0 && n < tailWalk; seq, n = seq-1, n+1 {
+		_, err := l.getMsg(ctx, seq, "")
+		if err == nil {
+			return seq, nil
+		}
+		if !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return 0, fmt.Errorf("message %d of %s: %w", seq, StreamName, err)
+		}
+	}
+	return l.LastStored(ctx)
+}
+
+// tailWalk is how many sequences TailHeld tries one by one, back from the
+// stream's last, before it asks for the last message by subject.
+const tailWalk = 64
+
 // LastStored returns the sequence of the newest message the stream still
 // holds, 0 when it holds none: Identity.LastSeq less a lost tail (see
 // Identity.Gone). It costs one get of the stream's last message on
