@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -63,6 +64,11 @@ type Service struct {
 	// (AllowStale) is answered from the projection as it stands. Nil:
 	// every read catches up first.
 	LogState LogState
+	// Said, when set (serve sets it before it drains the spool), is told
+	// each spooled payload DrainSpool sets aside as bad input, and each
+	// stray file it moves out of the way: a hook that exited 0 once its
+	// payload was spooled has no one else to say it was not recorded.
+	Said func(format string, args ...any)
 	// pageBytes is the most bytes of rows a page of a listing holds, so
 	// that it fits one message of the connection.
 	pageBytes int
@@ -319,8 +325,10 @@ func (s *Service) DrainSpool(ctx context.Context) (int, error) {
 	}
 	// Files named as entries that no hook wrote (a FIFO, a device, a
 	// symlink) would be skipped forever, and keep every hook spooling.
-	if _, err := s.Spool.SetAsideStrays(); err != nil {
+	if strays, err := s.Spool.SetAsideStrays(); err != nil {
 		return 0, err
+	} else if len(strays) > 0 && s.Said != nil {
+		s.Said("spool: %d file(s) named as entries that no hook wrote (a FIFO, a device, a symlink, a directory) moved unread to %s: %s", len(strays), filepath.Join(s.Spool.Dir(), claude.RejectedDir), strings.Join(strays, ", "))
 	}
 	n := 0
 	for ctx.Err() == nil {
@@ -333,8 +341,11 @@ func (s *Service) DrainSpool(ctx context.Context) (int, error) {
 		for _, e := range pending {
 			if _, err := s.deliver(ctx, e); err != nil {
 				if IsInputError(err) {
-					if err := s.Spool.Reject(e.ID, e.Payload, err, s.red); err != nil {
-						return n, err
+					if rerr := s.Spool.Reject(e.ID, e.Payload, err, s.red); rerr != nil {
+						return n, rerr
+					}
+					if s.Said != nil {
+						s.Said("spool: hook %s refused, not recorded, set aside in %s: %s", e.ID, filepath.Join(s.Spool.Dir(), claude.RejectedDir), s.red.Redact(err.Error()))
 					}
 					continue
 				}

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -63,11 +64,18 @@ func TestHooksSettled(t *testing.T) {
 		t.Errorf("the spool's hook in the log: %v", err)
 	}
 
-	if _, err := svc.Spool.Put([]byte(`{"session_id":"s","hook_event_name":`)); err != nil {
+	id, err := svc.Spool.Put([]byte(`{"session_id":"s","hook_event_name":`))
+	if err != nil {
 		t.Fatal(err)
 	}
+	var said []string
+	svc.Said = func(format string, args ...any) { said = append(said, fmt.Sprintf(format, args...)) }
 	if n, err := svc.DrainSpool(ctx); err != nil || n != 0 {
 		t.Fatalf("DrainSpool of a malformed payload = %d, %v; want it set aside", n, err)
+	}
+	// The hook that spooled it exited 0: serve says it was not recorded.
+	if len(said) != 1 || !strings.Contains(said[0], "hook "+id+" refused, not recorded, set aside in ") || !strings.Contains(said[0], "malformed JSON") {
+		t.Errorf("said %q; want the payload set aside named", said)
 	}
 	if err := settled(); err != nil {
 		t.Errorf("a payload set aside in rejected/: %v; want it not waited for", err)

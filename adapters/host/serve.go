@@ -321,6 +321,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	svc := w.Service
+	svc.Said = say // before the spool's drain: a payload it sets aside is said
 	var in *api.Intake
 	if !cfg.Reader {
 		// Opened before any verb is served: hooks taken before a stop
