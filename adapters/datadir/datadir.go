@@ -159,6 +159,25 @@ func (d Dir) TryLock(role string) (*os.File, error) {
 	return f, nil
 }
 
+// Held reports whether another process holds the data dir's lock now,
+// and names it as the lock file does ("logbook serve pid 42"), without
+// taking the lock or writing the file: a probe for an error that should
+// name the data dir's holder before another (a port serve cannot have
+// because that holder has it). A missing lock file is not held.
+func (d Dir) Held() (holder string, held bool) {
+	f, err := os.Open(d.Path("lock"))
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return "", false
+	}
+	owner, _ := os.ReadFile(d.Path("lock"))
+	return lockHolder(owner), true
+}
+
 // LockedBy returns the pid the lock file names when its whole line
 // names role (its role begins with it, e.g. "logbook serve"), as Lock
 // writes it. It says nothing of whether the lock is still held.

@@ -228,6 +228,11 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	if cfg.HTTPAddr != "" {
 		l, err := ListenHTTP(cfg.HTTPAddr)
 		if err != nil {
+			// The port is most likely taken by the serve that holds this
+			// data dir: that is what to say, not to pick another port.
+			if holder, held := dd.Held(); held && !strings.Contains(holder, datadir.ReaderMark+" pid ") {
+				return fmt.Errorf("%w: %s is held by %s", datadir.ErrBusy, dd, holder)
+			}
 			return err
 		}
 		httpListener = l
