@@ -25,6 +25,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/redact"
+	"github.com/logbook-dev/logbook/adapters/term"
 )
 
 // Recorder records hook payloads into one data dir. Its fields are set
@@ -129,7 +130,8 @@ func (r Recorder) Record(ctx context.Context, name string, payload []byte, prepa
 	}
 	if err != nil {
 		// The payload is safe in the spool; the server delivers it later.
-		fmt.Fprintf(r.Warn, "logbook hook: kept in spool: %v\n", RedactErr(r.redactor(), err))
+		// Its message may name the data dir, whose path may hold any byte.
+		fmt.Fprintf(r.Warn, "logbook hook: kept in spool: %s\n", term.Field(RedactErr(r.redactor(), err).Error()))
 	}
 	return nil
 }
