@@ -29,6 +29,11 @@ const (
 	// id is its aggregate's last attested one, or its ver does not
 	// follow the aggregate's last attested ver.
 	Replayed Status = "replayed"
+	// FollowsMissing is an event whose ver is past the aggregate's last
+	// attested ver + 1: the events between are not in the log as read
+	// (lost from the stream, a damaged block or a deleted message, or
+	// never appended). It cannot be folded onto a state that lacks them.
+	FollowsMissing Status = "follows-missing"
 )
 
 // Quarantined reports whether s keeps an event out of every fold.
@@ -226,9 +231,11 @@ type AggState struct {
 // With st, the state of rec's aggregate as of every event of it before
 // m.Seq, Judge also checks rec's place in its aggregate, and moves st
 // past m: an event that is attested by its signature but repeats the
-// last folded event's id, or whose ver is not the last folded ver + 1,
+// last folded event's id, or whose ver is at most the last folded ver,
 // is Replayed (a signed event published again as stored: its signature
-// still verifies). Only folded events move the expected ver, so a real
+// still verifies); one whose ver is past the last folded ver + 1 is
+// FollowsMissing (a copy always follows its original, so it has a ver
+// already folded). Only folded events move the expected ver, so a real
 // decision that reuses a quarantined forgery's ver is attested. The
 // aggregate's first folded event may have any ver (after a forgery on an
 // empty subject a real first event has ver 2, as ver 1 needs an empty
@@ -245,6 +252,8 @@ func (v *Verifier) Judge(m Message, rec events.Envelope, pre Pre, st *AggState) 
 			switch {
 			case st.Seq != 0 && rec.ID == st.ID:
 				vd.Status, vd.Why = Replayed, fmt.Sprintf("a copy of event %s, ver %d, stored at seq %d", rec.ID, rec.Ver, st.Seq)
+			case st.Seq != 0 && rec.Ver > st.Ver+1:
+				vd.Status, vd.Why = FollowsMissing, fmt.Sprintf("ver %d comes after ver %d, the aggregate's last attested event (seq %d), but ver %d, which must come between, is not in the log as read (lost from the stream, a damaged block or a deleted message, or never appended; run `logbook verify`)", rec.Ver, st.Ver, st.Seq, st.Ver+1)
 			case st.Seq != 0 && rec.Ver != st.Ver+1:
 				vd.Status, vd.Why = Replayed, fmt.Sprintf("ver %d does not follow ver %d, the aggregate's last attested event (seq %d): a copy of an earlier event", rec.Ver, st.Ver, st.Seq)
 			}
