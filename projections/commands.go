@@ -1,13 +1,13 @@
 package projections
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/events/jsonlex"
 	"github.com/logbook-dev/logbook/reducers/command"
 )
 
@@ -92,7 +92,7 @@ func (s *Store) Commands(session string, activeOnly bool) ([]command.State, erro
 	}
 	defer sn.Close()
 	var out []command.State
-	keep := func(key string, v []byte) error {
+	keep := func(v []byte) error {
 		if activeOnly {
 			// Most of a session's rows are of commands long ended:
 			// their status, the row's fourth field, says so without
@@ -103,7 +103,7 @@ func (s *Store) Commands(session string, activeOnly bool) ([]command.State, erro
 		}
 		var st command.State
 		if err := json.Unmarshal(v, &st); err != nil {
-			return fmt.Errorf("decode %s: %w", key, err)
+			return err
 		}
 		if st.Exists() && (!activeOnly || st.Active()) {
 			out = append(out, st)
@@ -111,7 +111,12 @@ func (s *Store) Commands(session string, activeOnly bool) ([]command.State, erro
 		return nil
 	}
 	if session == "" {
-		err = sn.scan(CommandPrefix, keep)
+		err = sn.scan(CommandPrefix, func(key string, v []byte) error {
+			if err := keep(v); err != nil {
+				return fmt.Errorf("decode %s: %w", key, err)
+			}
+			return nil
+		})
 	} else {
 		prefix := CommandSessionPrefix + session + "/"
 		var ids []string
@@ -119,19 +124,13 @@ func (s *Store) Commands(session string, activeOnly bool) ([]command.State, erro
 			ids = append(ids, strings.TrimPrefix(key, prefix))
 			return nil
 		})
-		for _, id := range ids {
-			if err != nil {
-				break
-			}
-			v, ok, gerr := sn.Get(CommandPrefix + id)
-			switch {
-			case gerr != nil:
-				err = gerr
-			case !ok:
-				err = fmt.Errorf("index key %s%s has no row", prefix, id)
-			default:
-				err = keep(CommandPrefix+id, v)
-			}
+		if err == nil {
+			err = sn.rows(CommandPrefix, ids, func(id string, v []byte) error {
+				if err := keep(v); err != nil {
+					return fmt.Errorf("decode %s%s: %w", CommandPrefix, id, err)
+				}
+				return nil
+			})
 		}
 	}
 	if err != nil {
@@ -149,28 +148,123 @@ func (s *Store) Commands(session string, activeOnly bool) ([]command.State, erro
 // rowStatus returns the status of command row v (a command.State's
 // JSON) by reading its top-level fields only as far as "status", and
 // whether it found it: false for a row that is not a JSON object or has
-// no top-level status, which the caller then decodes whole.
+// no top-level status, which the caller then decodes whole. It reads the
+// row in place with jsonlex, passing over the values before the status
+// (argv, environment) without decoding them, and allocates nothing when
+// the status is one of command's Status values.
 func rowStatus(v []byte) (string, bool) {
-	d := json.NewDecoder(bytes.NewReader(v))
-	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+	i := jsonlex.Space(v, 0)
+	if i >= len(v) || v[i] != '{' {
 		return "", false
 	}
-	for d.More() {
-		k, err := d.Token()
-		if err != nil {
+	for i = jsonlex.Space(v, i+1); i < len(v) && v[i] == '"'; {
+		k := i
+		next, esc, _, ok := jsonlex.String(v, i)
+		if !ok {
 			return "", false
 		}
-		if k == "status" {
-			var status string
-			if err := d.Decode(&status); err != nil {
+		key := v[k+1 : next-1]
+		if i = jsonlex.Space(v, next); i >= len(v) || v[i] != ':' {
+			return "", false
+		}
+		i = jsonlex.Space(v, i+1)
+		if !esc && string(key) == "status" {
+			if i >= len(v) || v[i] != '"' {
 				return "", false
 			}
-			return status, true
+			end, esc, high, ok := jsonlex.String(v, i)
+			if !ok || esc || high {
+				return "", false // a status is plain ASCII; anything else is decoded whole
+			}
+			return statusOf(v[i+1 : end-1]), true
 		}
-		var skip json.RawMessage
-		if err := d.Decode(&skip); err != nil {
+		if i, ok = skipValue(v, i, 0); !ok {
 			return "", false
 		}
+		if i = jsonlex.Space(v, i); i < len(v) && v[i] == ',' {
+			i = jsonlex.Space(v, i+1)
+			continue
+		}
+		return "", false // the object's end, or text that is not JSON
 	}
 	return "", false
+}
+
+// statuses are the command.Status values rowStatus returns without
+// allocating.
+var statuses = []string{command.StatusRequested, command.StatusStarted, command.StatusExited, command.StatusAbandoned, command.StatusRefused, command.StatusEvicted}
+
+// statusOf returns b as a string: one of statuses when it is one.
+func statusOf(b []byte) string {
+	for _, st := range statuses {
+		if string(b) == st {
+			return st
+		}
+	}
+	return string(b)
+}
+
+// skipValue returns the index just past the JSON value at v[i] (white
+// space before it already passed over), at nesting depth depth, and
+// whether it is well formed; a value nested deeper than jsonlex.MaxDepth
+// is not.
+func skipValue(v []byte, i, depth int) (int, bool) {
+	if i >= len(v) {
+		return i, false
+	}
+	switch c := v[i]; {
+	case c == '"':
+		next, _, _, ok := jsonlex.String(v, i)
+		return next, ok
+	case c == '{' || c == '[':
+		if depth >= jsonlex.MaxDepth {
+			return i, false
+		}
+		end := byte('}')
+		if c == '[' {
+			end = ']'
+		}
+		i = jsonlex.Space(v, i+1)
+		if i < len(v) && v[i] == end {
+			return i + 1, true
+		}
+		for {
+			if c == '{' {
+				if i >= len(v) || v[i] != '"' {
+					return i, false
+				}
+				next, _, _, ok := jsonlex.String(v, i)
+				if !ok {
+					return i, false
+				}
+				if i = jsonlex.Space(v, next); i >= len(v) || v[i] != ':' {
+					return i, false
+				}
+				i = jsonlex.Space(v, i+1)
+			}
+			var ok bool
+			if i, ok = skipValue(v, i, depth+1); !ok {
+				return i, false
+			}
+			if i = jsonlex.Space(v, i); i >= len(v) {
+				return i, false
+			}
+			switch v[i] {
+			case ',':
+				i = jsonlex.Space(v, i+1)
+			case end:
+				return i + 1, true
+			default:
+				return i, false
+			}
+		}
+	case c == 't':
+		return jsonlex.Literal(v, i, "true")
+	case c == 'f':
+		return jsonlex.Literal(v, i, "false")
+	case c == 'n':
+		return jsonlex.Literal(v, i, "null")
+	default:
+		return jsonlex.Number(v, i)
+	}
 }

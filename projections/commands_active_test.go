@@ -83,11 +83,49 @@ func TestRowStatus(t *testing.T) {
 		{`{"nested":{"status":"exited"},"list":[{"status":"exited"}]}`, "", false},
 		{`[1,2]`, "", false},
 		{`{"status":3}`, "", false},
+		{` { "id" : "c1" , "ver" : -1.5e3 , "tty" : true , "cwd" : null , "status" : "exited" } `, "exited", true},
+		{`{"argv":[[],{},[{"a":[1,false]}]],"status":"lingering"}`, "lingering", true},
+		{`{"st\u0061tus":"exited"}`, "", false},
+		{`{"status":"ex\u0069ted"}`, "", false},
+		{`{"argv":["x"] "status":"exited"}`, "", false},
+		{`{"argv":[1,],"status":"exited"}`, "", false},
 		{`{"id":`, "", false},
 	} {
 		st, ok := projections.RowStatus([]byte(c.row))
 		if st != c.status || ok != c.ok {
 			t.Errorf("rowStatus(%s) = %q, %v; want %q, %v", c.row, st, ok, c.status, c.ok)
+		}
+	}
+}
+
+// BenchmarkStore_CommandsActive: the active commands of a session whose
+// 500 other commands have ended, as a request's admission reads them.
+func BenchmarkStore_CommandsActive(b *testing.B) {
+	reg := events.NewRegistry()
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	var recs []events.Record
+	add := func(id string, ver uint64, p events.Payload) {
+		e := reg.New(p)
+		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), events.Aggregate{Kind: events.KindCommand, ID: id}, ver, at.Add(time.Duration(len(recs))*time.Millisecond)
+		e.Cause = &events.Cause{Kind: "cli", Event: "exec", Ref: id}
+		recs = append(recs, events.Record{Seq: uint64(len(recs) + 1), Subject: e.Agg.Subject(), Envelope: e})
+	}
+	const ended = 500
+	for i := range ended + 1 {
+		id := ulid.Make().String()
+		add(id, 1, events.CommandRequested{Session: "s1", Argv: []string{"go", "test", "./..."}, Workspace: "/w", Mode: events.ModeWorkspaceWrite, Env: []string{"GOFLAGS=-count=1"}})
+		if i < ended {
+			add(id, 2, events.CommandStarted{Worker: "w1", Host: "h"})
+			add(id, 3, events.CommandExited{Code: 0})
+		}
+	}
+	s := open(b, b.TempDir(), projections.Options{})
+	apply(b, s, recs, 1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := s.Commands("s1", true)
+		if err != nil || len(got) != 1 {
+			b.Fatalf("Commands = %d rows, %v; want the one requested", len(got), err)
 		}
 	}
 }

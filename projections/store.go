@@ -524,6 +524,46 @@ func (sn *Snapshot) scan(prefix string, fn func(key string, value []byte) error)
 	return nil
 }
 
+// rows calls fn with each of ids and the value of the key prefix+id, in
+// the order of ids, which must be ascending, as a scan of an index yields
+// them: one iterator seeks from key to key rather than a Get each. The
+// value is valid only until fn returns (fn copies what it keeps). A key
+// that has no value is an error naming it.
+func (sn *Snapshot) rows(prefix string, ids []string, fn func(id string, value []byte) error) (err error) {
+	if len(ids) == 0 {
+		return nil
+	}
+	defer guard(sn.s.dir, &err)
+	it, err := sn.snap.NewIter(prefixBounds(prefix))
+	if err != nil {
+		return fmt.Errorf("read %s rows: %w", prefix, err)
+	}
+	key := make([]byte, 0, len(prefix)+32)
+	for _, id := range ids {
+		key = append(append(key[:0], prefix...), id...)
+		if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+			if err = it.Error(); err == nil {
+				err = fmt.Errorf("no row %s", key)
+			}
+			break
+		}
+		v, verr := it.ValueAndErr()
+		if verr == nil {
+			verr = fn(id, v)
+		}
+		if err = verr; err != nil {
+			break
+		}
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("read %s rows: %w", prefix, err)
+	}
+	return nil
+}
+
 // scanAfter calls fn with each key under prefix that sorts after
 // prefix+after ("" after: from the first), in key order, and a copy of its
 // value, until fn returns false or an error.

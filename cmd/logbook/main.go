@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,6 +28,11 @@ import (
 // version is set at build time with -ldflags "-X main.version=…"; "dev"
 // leaves it to the build info (buildinfo.Read).
 var version = "dev"
+
+// versionText is the root's --version text, buildinfo.Read(version): read
+// once, as neither changes while the process runs, rather than for every
+// command tree built (each exec served on the exec socket builds one).
+var versionText = sync.OnceValue(func() string { return buildinfo.Read(version).String() })
 
 // globals are the flags every command shares.
 type globals struct {
@@ -150,7 +156,9 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	return err
 }
 
-// newRoot builds the whole command tree over g, conventions applied.
+// newRoot builds the whole command tree over g, conventions applied;
+// for an exec served on the exec socket (g.served set), the exec verb
+// alone.
 func newRoot(g *globals) *cobra.Command {
 	stdin, stdout, stderr := g.stdin, g.stdout, g.stderr
 	root := &cobra.Command{
@@ -177,7 +185,7 @@ Ids: any unique prefix of a session or command id names it.`,
 			}
 			return refuseEmpty(cmd)
 		},
-		Version: buildinfo.Read(version).String(),
+		Version: versionText(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(stdin)
@@ -189,6 +197,14 @@ Ids: any unique prefix of a session or command id names it.`,
 	pf.StringVar(&g.credsPath, "creds", os.Getenv("LOGBOOK_CREDS"), `credentials file to connect with, as "logbook creds issue" writes it (default $LOGBOOK_CREDS)`)
 	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON")
 	pf.StringVar(&g.socket, "socket", "", "ask a serve in system mode on its socket (a path, or its --socket-dir) instead of opening a data dir: hooks, sessions, session show, audit, review (default $LOGBOOK_SOCKET when neither --data, --nats-url nor --creds is given)")
+	if g.served != nil {
+		// An exec served on the exec socket (runServedExec) runs exec
+		// and nothing else: building the thirty other verbs and their
+		// flags would cost each exec more than parsing its arguments.
+		root.AddCommand(execCmd(g))
+		conventions(root)
+		return root
+	}
 	root.AddCommand(
 		serveCmd(g),
 		importCmd(g),
