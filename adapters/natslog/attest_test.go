@@ -894,3 +894,36 @@ func TestAttest_JudgerSharesTheLogsChecks(t *testing.T) {
 		t.Errorf("forgery at seq %d: %+v, %v; want it quarantined as %s", forged, q, ok, attestation.BadSignature)
 	}
 }
+
+// TestAttest_GapQuarantinedAsFollowsMissing: a signed event whose ver
+// skips past its aggregate's next (the one between lost from the stream,
+// or never appended) is quarantined as following a missing one, naming
+// the ver that is missing, not as a copy of an earlier event; so is each
+// after it, which cannot be folded onto a state that lacks it.
+func TestAttest_GapQuarantinedAsFollowsMissing(t *testing.T) {
+	writer := mustKey(t, "writer@h", attestation.RoleServe)
+	_, _, l := startSigning(t, writer)
+	l.SetSigner(writer)
+	reg := events.NewRegistry()
+	a := session("gap")
+	first := mustAppend(t, l, decision(reg, a, 0, 1, 1))
+	skip := mustAppend(t, l, decision(reg, a, first.Last, 3, 1)) // ver 2 never appended
+	next := mustAppend(t, l, decision(reg, a, skip.Last, 4, 1))
+	recs := readAll(t, l, 1)
+	for _, r := range recs {
+		if r.Agg == a && r.Ver != 1 {
+			t.Errorf("folded ver %d at seq %d past the gap", r.Ver, r.Seq)
+		}
+	}
+	qs, _ := l.Quarantined()
+	got := map[uint64]attestation.Verdict{}
+	for _, q := range qs {
+		got[q.Seq] = q.Verdict
+	}
+	for _, seq := range []uint64{skip.Last, next.Last} {
+		v, ok := got[seq]
+		if !ok || v.Status != attestation.FollowsMissing || !strings.Contains(v.Why, "but ver 2, which must come between, is not in the log as read") {
+			t.Errorf("seq %d: %+v (quarantined %v), want %s naming ver 2", seq, v, ok, attestation.FollowsMissing)
+		}
+	}
+}
