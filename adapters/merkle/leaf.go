@@ -2,9 +2,7 @@ package merkle
 
 import (
 	"crypto/sha256"
-	"slices"
 	"strconv"
-	"strings"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -42,22 +40,32 @@ func LeafData(m natslog.Msg) []byte {
 // format's line, the sequence, the subject, the Lb- headers and the
 // blank line. LeafData and LeafHash share it, so the two never differ.
 func appendLeafHead(b []byte, m natslog.Msg) []byte {
-	var few [8]string // a message has a few Lb- headers
-	names := few[:0]
-	for k := range m.Header {
-		if strings.HasPrefix(k, HeaderPrefix) {
-			names = append(names, k)
+	// One pass over the header map takes each Lb- header's name and
+	// values, kept sorted by name as they come (insertion: a message has
+	// a few): a sort of the names and a lookup of each name's values
+	// after it took as long as hashing the leaf.
+	var few [8]leafHeader
+	hs := few[:0]
+	for k, vs := range m.Header {
+		if len(k) < len(HeaderPrefix) || k[:len(HeaderPrefix)] != HeaderPrefix {
+			continue
 		}
+		i := len(hs)
+		hs = append(hs, leafHeader{})
+		for i > 0 && hs[i-1].name > k {
+			hs[i] = hs[i-1]
+			i--
+		}
+		hs[i] = leafHeader{k, vs}
 	}
-	slices.Sort(names)
 	b = append(b, LeafPrefix...)
 	b = strconv.AppendUint(b, m.Seq, 10)
 	b = append(b, '\n')
 	b = append(b, m.Subject...)
 	b = append(b, '\n')
-	for _, k := range names {
-		for _, v := range m.Header[k] {
-			b = append(b, k...)
+	for _, h := range hs {
+		for _, v := range h.values {
+			b = append(b, h.name...)
 			b = append(b, ": "...)
 			b = append(b, v...)
 			b = append(b, '\n')
@@ -65,6 +73,13 @@ func appendLeafHead(b []byte, m natslog.Msg) []byte {
 	}
 	b = append(b, '\n')
 	return b
+}
+
+// leafHeader is one Lb- header of a message: its name and its values in
+// stored order.
+type leafHeader struct {
+	name   string
+	values []string
 }
 
 // LeafHash returns the RFC 6962 leaf hash of m: tlog.RecordHash of

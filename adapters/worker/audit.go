@@ -1,12 +1,10 @@
 package worker
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
@@ -78,7 +76,7 @@ func SessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 		return nil, terr
 	}
 	items = append(items, told...)
-	slices.SortStableFunc(items, func(a, b replay.Item) int { return cmp.Compare(a.Seq, b.Seq) })
+	replay.SortBySeq(items)
 	subjects := map[string]bool{agg.Subject(): true}
 	for _, c := range ids {
 		subjects[events.Aggregate{Kind: events.KindCommand, ID: c}.Subject()] = true

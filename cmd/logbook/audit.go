@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -53,14 +52,22 @@ from.`,
 			if err != nil {
 				return err
 			}
-			width := term.Width(g.stdout)
-			if err := emit(g, items, func(w io.Writer) error { return term.Audit(w, items, width) }); err != nil {
+			if err := emitAudit(g, items); err != nil {
 				return err
 			}
 			clock.mark(bench.AuditRendered)
 			return clock.write()
 		},
 	}
+}
+
+// emitAudit writes items as JSON with --json, else as the timeline's
+// text (term.PrintAudit, as wide as stdout). Errors are stdout's.
+func emitAudit(g *globals, items []replay.Item) error {
+	if g.json {
+		return writeJSON(g.stdout, items)
+	}
+	return term.PrintAudit(g.stdout, items, term.Width(g.stdout))
 }
 
 // liveHeapGCPercent is the garbage collector's target (GOGC) of a
