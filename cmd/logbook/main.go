@@ -267,9 +267,15 @@ var showsUnattested = map[string]bool{
 // folded), the first of them, and where to see them all: a read that
 // skipped part of the log never passes for the whole of it. Commands of
 // showsUnattested say so themselves.
+//
+// A command that shows them (audit) is told on stderr too, once the
+// output is long, how many it showed and the first, and — the one case
+// a shower cannot say in its output — when there were more than a Log
+// remembers (natslog's 10,000), that the rest are left out of it.
 func warnUnattested(g *globals, path string) {
-	if showsUnattested[path] || g.shownUnattested {
-		return
+	shown := showsUnattested[path] || g.shownUnattested
+	if shown && path != "logbook audit" && !g.shownUnattested {
+		return // verify, serve, worker: they judge the log and say so
 	}
 	for _, l := range g.logs {
 		qs, n := l.Quarantined()
@@ -277,6 +283,16 @@ func warnUnattested(g *globals, path string) {
 			continue
 		}
 		q := qs[0]
+		if shown {
+			if n > uint64(len(qs)) {
+				fmt.Fprintf(g.stderr, "logbook: warning: %s unattested, only the first %d (by sequence) shown: the rest are left out of the output; `logbook verify` checks the log\n",
+					term.Plural(int(n), "event"), len(qs))
+			} else if path == "logbook audit" {
+				fmt.Fprintf(g.stderr, "logbook: audit: %s shown UNATTESTED (not folded), the first seq %d (%s); `logbook verify` checks the log\n",
+					term.Plural(int(n), "event"), q.Seq, term.Field(string(q.Verdict.Status)))
+			}
+			return
+		}
 		fmt.Fprintf(g.stderr, "logbook: warning: %s left out as unattested (not shown, not folded), the first seq %d (%s: %s); `logbook audit` shows them, `logbook verify` checks the log\n",
 			term.Plural(int(n), "event"), q.Seq, term.Field(string(q.Verdict.Status)), term.Field(q.Verdict.Why))
 		return
