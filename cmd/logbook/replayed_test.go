@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -71,9 +72,17 @@ func TestReplayedCopy_Quarantined(t *testing.T) {
 	if strings.Contains(out, fmt.Sprintf("UNATTESTED: seq %d ", orig)) {
 		t.Errorf("replay --verify names the original seq %d unattested:\n%s", orig, out)
 	}
-	audit := cli(t, data, "audit", sid)
+	var aout, aerr bytes.Buffer
+	if err := runCLIAgain(t.Context(), []string{"--data", data, "audit", sid}, &aout, &aerr); err != nil {
+		t.Fatalf("audit: %v\n%s", err, aerr.String())
+	}
+	audit := aout.String()
 	if line := auditLine(audit, ack.Sequence); !strings.Contains(line, "UNATTESTED") || !strings.Contains(line, string(attestation.Replayed)) {
 		t.Errorf("audit line of the copy at seq %d is %q; want it unattested, replayed:\n%s", ack.Sequence, line, audit)
+	}
+	// And says so on stderr, beside a timeline a person may not read whole.
+	if want := fmt.Sprintf("shown UNATTESTED (not folded), the first seq %d (replayed)", ack.Sequence); !strings.Contains(aerr.String(), want) {
+		t.Errorf("audit's stderr %q; want %q", aerr.String(), want)
 	}
 
 	// Junk, unsigned, last in the log.
