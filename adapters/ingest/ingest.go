@@ -87,11 +87,14 @@ type Config struct {
 	// does not count, so callers may run many more files at once than
 	// there are processors: their runs reach the log together, where
 	// group commit merges them into fewer atomic batches, while others
-	// parse. When Log is a Holder, each call holds it while it reads and
-	// parses (from taking its slot to giving it back, just before its run
-	// is decided and appended), so the log's committer waits for the runs
-	// being parsed and sends the runs of many files as one full atomic
-	// batch instead of one batch per file. 0: no bound, and no hold.
+	// parse. When Log is a Holder, each call holds it from its start
+	// (while it reads the session and checks the file, then waits for its
+	// slot and reads and parses) until it gives its slot back, just before
+	// its run is decided and appended, and again for each later run, so
+	// the log's committer waits for the runs being prepared and sends the
+	// runs of many files as one full atomic batch instead of one batch per
+	// file; the hold ends before anything else the call appends (a
+	// divergence record). 0: no bound, and no hold.
 	Parsers int
 	// Private lists directories (the data dir) whose files are never
 	// read as transcripts: ImportFile refuses a path that leads into one
@@ -424,6 +427,24 @@ func (e *givenPathError) Unwrap() error { return e.err }
 func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Aggregate, src LineSource, progress func(line int)) (FileResult, events.Fingerprint, error) {
 	res := FileResult{Path: path, Session: agg.ID}
 	var lastFP events.Fingerprint
+	// The file's first run is on its way from here: with a parse bound
+	// (Config.Parsers) the log's committer waits for it (Holder) while
+	// the session is read and the file opened and checked, not only
+	// while its lines are parsed, so that the runs of files started
+	// together go out as one batch rather than the first file's alone.
+	// This hold ends before anything below appends (a divergence
+	// record) and passes to the parse hold (hold, below).
+	var early func()
+	if in.parsing != nil && in.log != nil {
+		early = in.log.Hold()
+	}
+	letEarly := func() {
+		if early != nil {
+			early()
+			early = nil
+		}
+	}
+	defer letEarly()
 	s, err := in.x.State(ctx, agg)
 	if err != nil {
 		return res, lastFP, err
@@ -468,6 +489,7 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		} else if f != nil {
 			found = *f
 		}
+		letEarly() // diverge appends
 		next, err := in.diverge(ctx, agg, path, fp, found, size)
 		if err != nil {
 			return res, lastFP, err
@@ -540,8 +562,11 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			return nil
 		}
 		// The hold is taken before the slot: a call waiting for a
-		// slot has its run on the way too.
-		if in.log != nil {
+		// slot has its run on the way too. The first one is the hold
+		// taken when the call began, if it still stands.
+		if early != nil {
+			unhold, early = early, nil
+		} else if in.log != nil {
 			unhold = in.log.Hold()
 		}
 		select {

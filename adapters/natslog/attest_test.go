@@ -927,3 +927,72 @@ func TestAttest_GapQuarantinedAsFollowsMissing(t *testing.T) {
 		}
 	}
 }
+
+// TestAttest_HoldWarmsKeyWatch: the first Hold of a Log that signs and
+// judges starts its watch of the key events and catches them up beside
+// the holder, so the watch is live before any append and the first
+// appends under the hold ask the server for no key event; a revocation
+// stored afterwards is still observed by the watch and refuses the next
+// append, nothing of it stored. A second Hold starts nothing more.
+func TestAttest_HoldWarmsKeyWatch(t *testing.T) {
+	k1 := mustKey(t, "serve@h", attestation.RoleServe)
+	s, admin, _ := startSigning(t, k1)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	l := signedLog(t, s, admin) // a new Log: no key check made yet
+	l.SetSigner(k1)
+	if l.keys.live.Load() {
+		t.Fatal("a new Log's key watch is live before any check")
+	}
+	release := l.Hold()
+	for !l.keys.live.Load() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the key watch never went live under a Hold")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	l.keys.mu.Lock()
+	first := l.keys.cons
+	l.keys.mu.Unlock()
+	if first == nil {
+		t.Fatal("live without a watch")
+	}
+	release()
+	gets, flush := countGets(t, s)
+	release = l.Hold()
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = l.Append(ctx, decision(reg, session(fmt.Sprintf("h%d", i)), 0, 1, 1)) })
+	}
+	// The appends queue behind the hold; let them go.
+	release()
+	wg.Wait()
+	flush()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	if g := gets.Load(); g != 0 {
+		t.Errorf("appends under a warmed watch made %d gets; want none", g)
+	}
+	l.keys.mu.Lock()
+	again := l.keys.cons
+	l.keys.mu.Unlock()
+	if again != first {
+		t.Error("a second Hold started another watch")
+	}
+	if err := signedLog(t, s, admin).RevokeKey(ctx, admin, k1.ID, "leaked", "h", testTime); err != nil {
+		t.Fatal(err)
+	}
+	rev := lastSeq(t, l)
+	waitObserved(t, l, k1.ID, rev)
+	if _, err := l.Append(ctx, decision(reg, session("after"), 0, 1, 1)); !errors.Is(err, ErrKeyRefused) {
+		t.Fatalf("append after the revocation: %v, want it refused", err)
+	}
+	if last := lastSeq(t, l); last != rev {
+		t.Fatalf("last seq %d after the refused append, want %d", last, rev)
+	}
+}

@@ -47,6 +47,8 @@ type keyWatch struct {
 	live atomic.Bool
 	// observed counts the key events the watch made the Verifier observe.
 	observed atomic.Uint64
+	// warmed is set once a Hold started the watch's warm-up (warmKeys).
+	warmed atomic.Bool
 }
 
 // startKeyWatch counts a key check and, from the watchAfter-th on,
