@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Fsync says when the embedded server flushes stream files to disk.
@@ -276,8 +278,49 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Server, error) {
 		return nil, err
 	}
 	s.nc = nc
+	if err := s.unloaded(ctx); err != nil {
+		nc.Close()
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		return nil, err
+	}
 	go s.heal()
 	return s, nil
+}
+
+// unloaded returns an error naming the first stream whose folder the
+// store holds, with its metadata file, but that the server did not load:
+// its meta.inf or meta.sum is damaged (the server skips such a stream
+// and logs it). Left alone, the next open would create the stream again
+// over the messages still in its folder, with a new creation time, and
+// every reader would take it for a stream deleted and made again.
+func (s *Server) unloaded(ctx context.Context) error {
+	base := filepath.Join(s.storeDir, "jetstream", server.DEFAULT_GLOBAL_ACCOUNT, "streams")
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return nil // no streams yet
+	}
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		meta := filepath.Join(base, e.Name(), "meta.inf")
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(meta); err != nil {
+			continue
+		}
+		c, cancel := context.WithTimeout(ctx, DefaultReadyTimeout)
+		_, err := js.Stream(c, e.Name())
+		cancel()
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("natslog: embedded %s: stream %s was not loaded by the server: its metadata (%s, meta.sum beside it) is damaged; restore the store from a copy (its messages are in %s)",
+				s.storeDir, e.Name(), meta, filepath.Join(base, e.Name(), "msgs"))
+		}
+	}
+	return nil
 }
 
 // Conn returns the server's in-process connection. It is owned by the
