@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -463,6 +465,56 @@ func TestProveRefusesChangedStoredHashes(t *testing.T) {
 	}
 	if err := p.Check(natslog.Msg{Seq: 1, Subject: "lb.out.c", Data: []byte("x")}); err == nil || !strings.Contains(err.Error(), "stored hashes were changed") {
 		t.Fatalf("Check in a chunk whose stored leaves were changed: %v", err)
+	}
+}
+
+// A Proven checks the leaves it was proven for while the tree it was
+// proven from grows past them (its hashes moved to a larger array), from
+// several goroutines at once.
+func TestProvenWhileTreeGrows(t *testing.T) {
+	leaf := func(seq uint64) natslog.Msg {
+		return natslog.Msg{Seq: seq, Subject: "lb.out.c", Data: []byte(fmt.Sprint(seq))}
+	}
+	tree := NewTree()
+	for i := range 1024 + 3 {
+		if err := tree.AppendHash(LeafHash(leaf(uint64(i + 1)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := tree.Size()
+	root, err := tree.Root(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Prove(tree, n, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range 4096 {
+			if err := tree.AppendHash(LeafHash(leaf(uint64(n) + uint64(i) + 1))); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	for range 2 {
+		wg.Go(func() {
+			for seq := uint64(1); seq <= uint64(n); seq++ {
+				if err := p.Check(leaf(seq)); err != nil {
+					t.Errorf("Check while the tree grows: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := p.Check(leaf(uint64(n) + 1)); err == nil {
+		t.Fatal("Check of a leaf past the proven size: no error")
+	}
+	if err := p.Check(natslog.Msg{Seq: 7, Subject: "lb.out.c", Data: []byte("8")}); err == nil || !strings.Contains(err.Error(), "seq 7:") {
+		t.Fatalf("Check of a changed leaf: %v, want seq 7 named", err)
 	}
 }
 

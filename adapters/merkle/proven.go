@@ -23,11 +23,16 @@ const chunkLevel = 10
 // it: RFC 6962 leaf hashing costs a SHA-256 of the leaf and, once per
 // chunk, 1023 interior hashes. Safe for concurrent use.
 type Proven struct {
-	t     *Tree
-	n     int64
-	root  tlog.Hash
-	full  int64         // complete chunks among the first n leaves
-	bound []atomic.Bool // per complete chunk: its leaves checked against its stored hash
+	t *Tree
+	// hashes is t's stored hashes when Prove ran, at least those of the
+	// first n leaves: a Tree only appends, so they are read here without
+	// its lock (two decoding goroutines taking it for every leaf
+	// contended on it).
+	hashes []tlog.Hash
+	n      int64
+	root   tlog.Hash
+	full   int64         // complete chunks among the first n leaves
+	bound  []atomic.Bool // per complete chunk: its leaves checked against its stored hash
 }
 
 // Prove binds the first n leaves of the stored tree t to root, as a
@@ -37,7 +42,10 @@ func Prove(t *Tree, n int64, root tlog.Hash) (*Proven, error) {
 	if n <= 0 || t.Size() < n {
 		return nil, fmt.Errorf("prove %d leaves: the stored hashes hold %d", n, t.Size())
 	}
-	p := &Proven{t: t, n: n, root: root, full: n >> chunkLevel}
+	t.mu.RLock()
+	hs := t.hashes
+	t.mu.RUnlock()
+	p := &Proven{t: t, hashes: hs, n: n, root: root, full: n >> chunkLevel}
 	p.bound = make([]atomic.Bool, p.full)
 	got, err := p.rootOf(0, n, chunkLevel)
 	if err != nil {
@@ -54,11 +62,11 @@ func (p *Proven) Size() int64 { return p.n }
 
 // stored returns the stored hash of the node at level and index.
 func (p *Proven) stored(level int, index int64) (tlog.Hash, error) {
-	h, ok := p.t.hashAt(tlog.StoredHashIndex(level, index))
-	if !ok {
+	i := tlog.StoredHashIndex(level, index)
+	if i < 0 || i >= int64(len(p.hashes)) {
 		return tlog.Hash{}, fmt.Errorf("tree of %d leaves: no stored hash at level %d, index %d", p.t.Size(), level, index)
 	}
-	return h, nil
+	return p.hashes[i], nil
 }
 
 // rootOf returns the RFC 6962 hash of leaves [lo, hi), taking the

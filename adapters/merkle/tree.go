@@ -182,13 +182,3 @@ func (t *Tree) Close() error {
 	err := t.Sync()
 	return errors.Join(err, t.f.Close())
 }
-
-// hashAt returns stored hash idx, false when it is not stored.
-func (t *Tree) hashAt(idx int64) (tlog.Hash, bool) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if idx < 0 || idx >= int64(len(t.hashes)) {
-		return tlog.Hash{}, false
-	}
-	return t.hashes[idx], true
-}

@@ -19,6 +19,9 @@ type chunk struct {
 	recs []events.Record
 	errs []error
 	pres []attestation.Pre // signatures checked ahead, when the Log has a Verifier
+	// ams holds each message as the Verifier reads it (attestMsg), made
+	// once by the decoding goroutine, when the Log has a Verifier.
+	ams []attestation.Message
 	// stated marks the events a trusted checkpoint statement
 	// quarantined (Judged); tampered those that are not its tree's
 	// leaves, their error in errs.
@@ -78,8 +81,9 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 					// done here, in parallel, Judge only decides.
 					if cap(c.pres) < len(c.msgs) {
 						c.pres = make([]attestation.Pre, len(c.msgs))
+						c.ams = make([]attestation.Message, len(c.msgs))
 					}
-					c.pres = c.pres[:len(c.msgs)]
+					c.pres, c.ams = c.pres[:len(c.msgs)], c.ams[:len(c.msgs)]
 					j := l.judged.Load()
 					c.judged = j
 					if cap(c.stated) < len(c.msgs) {
@@ -89,6 +93,7 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 					c.stated, c.tampered = c.stated[:len(c.msgs)], c.tampered[:len(c.msgs)]
 					for i, m := range c.msgs {
 						c.stated[i], c.tampered[i] = false, false
+						c.ams[i] = attestMsg(m.Seq, m.Subject, m.Header, m.Data)
 						if j != nil && m.Seq <= j.Through {
 							pre, stated, err := j.vouched(m)
 							if err != nil {
@@ -98,7 +103,7 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 							c.pres[i], c.stated[i] = pre, stated
 							continue
 						}
-						c.pres[i] = v.Precheck(attestMsg(m.Seq, m.Subject, m.Header, m.Data))
+						c.pres[i] = v.Precheck(c.ams[i])
 					}
 				}
 				close(c.done)
@@ -174,7 +179,7 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 				if c.errs[i] != nil {
 					rec = events.Record{}
 				}
-				signer := l.quarantineStated(c.judged, attestMsg(m.Seq, m.Subject, m.Header, m.Data), rec, st)
+				signer := l.quarantineStated(c.judged, c.ams[i], rec, st)
 				l.cfg.Verifier.Advance(m.Seq)
 				if st != nil {
 					l.orders.put(m.Subject, *st)
@@ -206,7 +211,7 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 					yield(events.Record{}, fmt.Errorf("read: the order of %s before seq %d: %w", m.Subject, m.Seq, err))
 					return false
 				}
-				vd, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), c.recs[i], c.pres[i], st)
+				vd, fold := l.judge(c.ams[i], c.recs[i], c.pres[i], st)
 				c.recs[i].Signer = signerOf(vd)
 				l.orders.put(m.Subject, *st)
 				l.cfg.Verifier.Advance(m.Seq)
