@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/mod/sumdb/note"
@@ -63,9 +64,19 @@ func Verify(ctx context.Context, l *natslog.Log, js jetstream.JetStream, keys Ke
 	// The checkpoints are read before the log: each covers messages the
 	// stream held when it was signed, so a live log's tree, read after,
 	// reaches every one (one published meanwhile is not seen).
+	held, err := checkpointsHeld(ctx, js)
+	if err != nil {
+		return rep, err
+	}
 	all, err := ReadAll(ctx, js)
 	if err != nil {
 		return rep, err
+	}
+	// The checkpoint stream keeps every message (it denies delete and
+	// purge): one it no longer gives was lost under the server, and a
+	// checkpoint lost so would leave nothing to say it ever was.
+	if what := checkpointHoles(all, held); what != "" {
+		rep.Problems = append(rep.Problems, Problem{What: what})
 	}
 	id, err := l.Identity(ctx)
 	if err != nil {
@@ -311,4 +322,57 @@ func (r Report) Prove(seq uint64) (Inclusion, error) {
 		return Inclusion{}, fmt.Errorf("seq %d: %w", seq, err)
 	}
 	return Inclusion{Seq: seq, Leaf: leaf, Checkpoint: *best, Proof: p}, nil
+}
+
+// checkpointsHeld returns the last sequence of the checkpoint stream, 0
+// when there is none (read before its messages: one published meanwhile
+// is past it).
+func checkpointsHeld(ctx context.Context, js jetstream.JetStream) (uint64, error) {
+	st, err := js.Stream(ctx, CheckpointStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", CheckpointStream, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", CheckpointStream, err)
+	}
+	return info.State.LastSeq, nil
+}
+
+// checkpointHoles names the sequences from 1 to last that all, the
+// checkpoint stream's messages in sequence order, lacks; "" when none.
+func checkpointHoles(all []Stored, last uint64) string {
+	var holes []string
+	n := uint64(0)
+	hole := func(from, to uint64) {
+		n += to - from + 1
+		if len(holes) < 8 {
+			if from == to {
+				holes = append(holes, fmt.Sprintf("seq %d", from))
+			} else {
+				holes = append(holes, fmt.Sprintf("seq %d..%d", from, to))
+			}
+		}
+	}
+	next := uint64(1)
+	for _, m := range all {
+		if m.Seq > last {
+			break
+		}
+		if m.Seq > next {
+			hole(next, m.Seq-1)
+		}
+		next = m.Seq + 1
+	}
+	if last >= next {
+		hole(next, last)
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("stream %s is missing %d of its %d messages (%s): lost under the server (a damaged block file) or removed; a checkpoint or cosignature among them can no longer be checked",
+		CheckpointStream, n, last, strings.Join(holes, ", "))
 }
