@@ -168,6 +168,7 @@ func (in *Ingester) sessionIDOf(path string) string {
 // ImportTranscript imports t and its subagents' transcripts (the
 // subagents' first) and returns t's result first, then its subagents'.
 // The session is the one the transcript's lines name (sessionId), else
+// the one an earlier import of the file went to (the import index), else
 // t.SessionID; each subagent is its own session, agent-<id>, whose parent
 // it names.
 func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress func(path string, line int)) ([]ingest.FileResult, error) {
@@ -183,8 +184,17 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 		// Claude Code names a transcript after its session (a UUID); a
 		// file named otherwise (a copy, a recording) is identified by
 		// the sessionId its lines carry.
-		if id := in.sessionIDOf(t.Path); id != "" && !looksLikeUUID(t.SessionID) && !t.Pinned {
-			sid = id
+		if !looksLikeUUID(t.SessionID) && !t.Pinned {
+			id := in.sessionIDOf(t.Path)
+			if id == "" {
+				// No line names it (emptied since it was imported, say):
+				// the session an earlier import of this file went to, so
+				// that its cut is seen as one.
+				id, _ = in.Indexed(t.Path)
+			}
+			if id != "" {
+				sid = id
+			}
 		}
 	}
 	// Subagents first: a subagent's lines were written before its parent

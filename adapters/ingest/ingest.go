@@ -346,6 +346,11 @@ type LineSource struct {
 	Parser string
 }
 
+// Indexed returns the session aggregate an earlier import of the file at
+// path was asked for, as the Ingester's SkipIndex (Config.Skip)
+// remembers it; false without an index or an entry.
+func (in *Ingester) Indexed(path string) (string, bool) { return in.index.Known(path) }
+
 // ImportFile imports the transcript at path, read by src, into agg from
 // the line after the session's cursor. It decides runs of lines in memory
 // (each line's observation, then the decisions it causes, in order) and

@@ -104,6 +104,25 @@ func (x *SkipIndex) Len() int {
 	return len(x.files)
 }
 
+// Known returns the session aggregate an earlier import of the file at
+// path was asked for (SkipEntry.Agg), when the index remembers one: how
+// a file whose lines named its session, emptied since, is still known
+// as that session's transcript. Its fingerprint then tells the import
+// the file was cut.
+func (x *SkipIndex) Known(path string) (string, bool) {
+	if x == nil {
+		return "", false
+	}
+	key, err := filepath.Abs(path)
+	if err != nil {
+		return "", false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e, ok := x.files[key]
+	return e.Agg, ok && e.Agg != ""
+}
+
 // unchanged returns the entry of the file at path if an import of it into
 // agg would find nothing to do: the entry was made for agg, and the file
 // has the size and modification time it had then, ends just after the
