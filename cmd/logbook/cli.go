@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -129,18 +131,42 @@ func flagError(err error) error {
 	}
 	why := msg[i+len(" flag: "):]
 	switch {
+	case (strings.HasPrefix(why, "strconv.ParseInt") || strings.HasPrefix(why, "strconv.ParseUint")) && strings.HasSuffix(why, strconv.ErrRange.Error()):
+		why = "a whole number too large for it"
 	case strings.HasPrefix(why, "strconv.ParseInt"), strings.HasPrefix(why, "strconv.ParseUint"):
 		why = "want a whole number"
 	case strings.HasPrefix(why, "strconv.ParseFloat"):
 		why = "want a number"
 	case strings.HasPrefix(why, "strconv.ParseBool"):
 		why = "want true or false"
+	case strings.HasPrefix(why, "time: ") && durationShaped.MatchString(arg(msg[:i])):
+		// time.ParseDuration says "invalid" of one past its range too.
+		why = "a duration too long for it (at most 2562047h)"
 	case strings.HasPrefix(why, "time: "):
 		why = "want a duration such as 30s, 5m or 2h"
 	default:
 		return err
 	}
 	return errors.New(msg[:i] + " flag: " + why)
+}
+
+// durationShaped matches a duration as time.ParseDuration writes one
+// unit of it: a value it refuses only for its size.
+var durationShaped = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h)$`)
+
+// arg returns the value quoted in pflag's `invalid argument "V" for
+// "--name"` (as strconv.Quote writes it), "" when there is none.
+func arg(s string) string {
+	q, ok := strings.CutPrefix(s, "invalid argument ")
+	if !ok {
+		return ""
+	}
+	v, err := strconv.QuotedPrefix(q)
+	if err != nil {
+		return ""
+	}
+	u, _ := strconv.Unquote(v)
+	return u
 }
 
 // conventions applies the conventions above to root and every command
