@@ -201,7 +201,7 @@ func Follow(ctx context.Context, js jetstream.JetStream, filter string, from uin
 
 // followStall is how long Follow, reading to the end, waits for a
 // message the stream still counts before it stops.
-const followStall = 5 * time.Second
+const followStall = 10 * time.Second // as natslog's bounded reads
 
 // ReadAll returns every message of CheckpointStream it can give, in
 // order; none when the stream does not exist. A message the stream counts
