@@ -302,3 +302,28 @@ func TestTreeSyncAfterAFullDisk(t *testing.T) {
 		t.Fatalf("the file's tree: root %v, %v; want %v", got, err, want)
 	}
 }
+
+// TestVerifyBlamesADamagedStoredHashesFile: a locally stored leaf hash
+// changed while the log still agrees with a trusted checkpoint over it:
+// the problem names the stored hashes file as what changed, not the log.
+func TestVerifyBlamesADamagedStoredHashesFile(t *testing.T) {
+	h, cp, wdir := setup(t)
+	bad := NewTree()
+	for i := range cp.Tree.Size() {
+		lh, err := cp.Tree.Leaf(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 2 {
+			lh[0] ^= 1
+		}
+		if err := bad.AppendHash(lh); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := verify(t, h, keys(t, h.dir, wdir), map[string]*Tree{cp.Origin: bad})
+	wantFirstBad(t, rep, 3)
+	if p, _ := rep.FirstBad(); !strings.Contains(p.What, "the stored hashes file") || !strings.Contains(p.What, "is what changed") {
+		t.Errorf("problem %q; want the stored hashes file named as what changed", p.What)
+	}
+}

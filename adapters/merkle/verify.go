@@ -92,6 +92,7 @@ func Verify(ctx context.Context, l *natslog.Log, js jetstream.JetStream, keys Ke
 	}
 	rep.Size = rep.Tree.Size()
 	origins := slices.Sorted(maps.Keys(stored))
+	hashProblem := -1 // the stored hashes' disagreement with this stream, if any
 	for _, o := range origins {
 		st := stored[o]
 		of := ""
@@ -110,6 +111,9 @@ func Verify(ctx context.Context, l *natslog.Log, js jetstream.JetStream, keys Ke
 				return rep, err
 			}
 			if a != b {
+				if o == rep.Origin {
+					hashProblem = len(rep.Problems)
+				}
 				rep.Problems = append(rep.Problems, Problem{Seq: uint64(i) + 1, What: fmt.Sprintf(
 					"seq %d: the stored message hashes to %s, not to %s as when it was appended (locally stored hashes%s)", i+1, a, b, of)})
 				break
@@ -154,6 +158,19 @@ func Verify(ctx context.Context, l *natslog.Log, js jetstream.JetStream, keys Ke
 		v.Witnesses = slices.Compact(v.Witnesses)
 		rep.checkpoint(&v, stored[cp.Origin])
 		rep.Checkpoints = append(rep.Checkpoints, v)
+	}
+	// A leaf that disagrees with the locally stored hashes while a trusted
+	// checkpoint covering it agrees with the stored log: the log is as
+	// signed, and the hashes file is what changed.
+	if hashProblem >= 0 {
+		p := &rep.Problems[hashProblem]
+		for _, v := range rep.Checkpoints {
+			if v.Agrees && v.Checkpoint.Origin == rep.Origin && uint64(v.Checkpoint.Size) >= p.Seq {
+				p.What = fmt.Sprintf("seq %d: the locally stored hash of the message differs from the message's, but the stored log agrees with %s: the stored hashes file (%s in the data dir) is what changed, damaged or edited; move it aside and serve rebuilds it from the log",
+					p.Seq, v.name(), TreePath("", rep.Origin))
+				break
+			}
+		}
 	}
 	rep.consistency(stored)
 	slices.SortStableFunc(rep.Problems, func(a, b Problem) int { return cmpSeq(a.Seq-1, b.Seq-1) }) // 0 wraps to the end
