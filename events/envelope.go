@@ -79,7 +79,7 @@ func ValidID(id string) error {
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return fmt.Errorf("%w: id %q: byte %q at %d is not [A-Za-z0-9_-]", ErrMalformed, id, c, i)
+			return fmt.Errorf("%w: id %q: byte %s at %d is not [A-Za-z0-9_-]", ErrMalformed, id, ByteName(c), i)
 		}
 	}
 	return nil
@@ -300,4 +300,14 @@ func (r Record) MarshalJSON() ([]byte, error) {
 		Subject string   `json:"subject"`
 		Event   Envelope `json:"event"`
 	}{r.Seq, r.Subject, r.Envelope})
+}
+
+// ByteName names one byte of input for an error message, quoted as Go
+// quotes a rune ('/', '\n', '\x00'), a byte past ASCII in hex ('\xc3',
+// the first byte of "é"), never as the Latin-1 letter it would pass for.
+func ByteName(c byte) string {
+	if c < 0x80 {
+		return strconv.QuoteRune(rune(c))
+	}
+	return fmt.Sprintf(`'\x%02x'`, c)
 }

@@ -133,7 +133,7 @@ func (o Observation) check(red *redact.Redactor) (events.Aggregate, error) {
 	}
 	for _, c := range []byte(o.Harness) {
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return bad("harness %q: byte %q is not [a-z0-9_-]", o.Harness, c)
+			return bad("harness %q: byte %s is not [a-z0-9_-]", o.Harness, events.ByteName(c))
 		}
 	}
 	if o.ID == "" || len(o.ID) > 128 || !utf8.ValidString(o.ID) {
