@@ -158,7 +158,9 @@ func (e *benchEnv) scaleQuery(n int, key string, want int, args ...string) bench
 			return benchSample{}, err
 		}
 		smp, err := e.scaleProcesses(ctx, s, args, func(out []byte) error {
-			if got := bytes.Count(out, []byte("\n5ca1e000-")); got != want {
+			// A row begins with the session id's shortest unique prefix: 8
+			// characters or more, so no dash when one session is listed.
+			if got := bytes.Count(out, []byte("\n5ca1e000")); got != want {
 				return fmt.Errorf("printed %d sessions, want %d", got, want)
 			}
 			return nil
