@@ -159,23 +159,30 @@ func (d Dir) TryLock(role string) (*os.File, error) {
 	return f, nil
 }
 
-// Held reports whether another process holds the data dir's lock now,
-// and names it as the lock file does ("logbook serve pid 42"), without
-// taking the lock or writing the file: a probe for an error that should
-// name the data dir's holder before another (a port serve cannot have
-// because that holder has it). A missing lock file is not held.
-func (d Dir) Held() (holder string, held bool) {
+// WriterHolds returns the error Lock would give (wrapping ErrBusy, naming
+// the holder) when another process that writes holds the data dir's lock
+// now, without taking the lock or writing the file; nil when none holds
+// it or a command that only reads does (LockOver takes it over). It is a
+// probe for an error that should name the holder before another: a port
+// serve cannot have because the data dir's serve has it. A holder that
+// has not yet written its line counts as one that writes.
+func (d Dir) WriterHolds() error {
 	f, err := os.Open(d.Path("lock"))
 	if err != nil {
-		return "", false
+		return nil
 	}
 	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		return "", false
+		return nil
 	}
-	owner, _ := os.ReadFile(d.Path("lock"))
-	return lockHolder(owner), true
+	b, _ := os.ReadFile(d.Path("lock"))
+	if owner, whole := lockLine(b); whole {
+		if role, _, _ := strings.Cut(owner, " pid "); strings.HasSuffix(role, ReaderMark) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s is held by %s", ErrBusy, d, lockHolder(b))
 }
 
 // LockedBy returns the pid the lock file names when its whole line

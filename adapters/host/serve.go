@@ -230,8 +230,8 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		if err != nil {
 			// The port is most likely taken by the serve that holds this
 			// data dir: that is what to say, not to pick another port.
-			if holder, held := dd.Held(); held && !strings.Contains(holder, datadir.ReaderMark+" pid ") {
-				return fmt.Errorf("%w: %s is held by %s", datadir.ErrBusy, dd, holder)
+			if werr := dd.WriterHolds(); werr != nil {
+				return werr
 			}
 			return err
 		}

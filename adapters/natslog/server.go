@@ -305,10 +305,10 @@ func (s *Server) unloaded(ctx context.Context) error {
 		return err
 	}
 	for _, e := range ents {
-		meta := filepath.Join(base, e.Name(), "meta.inf")
 		if !e.IsDir() {
 			continue
 		}
+		meta := filepath.Join(base, e.Name(), "meta.inf")
 		if _, err := os.Stat(meta); err != nil {
 			continue
 		}

@@ -256,45 +256,44 @@ func versionCmd(g *globals) *cobra.Command {
 	}
 }
 
-// showsUnattested are the commands that show the unattested events they
-// met themselves (or judge the log: serve's log and metrics count them).
-var showsUnattested = map[string]bool{
-	"logbook audit": true, "logbook verify": true, "logbook serve": true, "logbook worker": true,
+// judgesUnattested are the commands that judge the log and say what
+// they found unattested themselves (serve's log and metrics count them):
+// warnUnattested adds nothing to theirs.
+var judgesUnattested = map[string]bool{
+	"logbook verify": true, "logbook serve": true, "logbook worker": true,
 }
 
-// warnUnattested says on g.stderr, once, how many events the logs the
-// command read left out as unattested (quarantined: not shown, not
-// folded), the first of them, and where to see them all: a read that
-// skipped part of the log never passes for the whole of it. Commands of
-// showsUnattested say so themselves.
-//
-// A command that shows them (audit) is told on stderr too, once the
-// output is long, how many it showed and the first, and — the one case
-// a shower cannot say in its output — when there were more than a Log
+// warnUnattested says on g.stderr, once, what the logs the command read
+// found unattested (quarantined: never folded). A command that left them
+// out of its output is warned of how many, the first of them and where
+// to see them all: a read that skipped part of the log never passes for
+// the whole of it. One that showed them — audit, in its timeline, or one
+// that set g.shownUnattested — is told how many it showed (audit), and,
+// the one thing its output cannot say, when there were more than a Log
 // remembers (natslog's 10,000), that the rest are left out of it.
 func warnUnattested(g *globals, path string) {
-	shown := showsUnattested[path] || g.shownUnattested
-	if shown && path != "logbook audit" && !g.shownUnattested {
-		return // verify, serve, worker: they judge the log and say so
+	if judgesUnattested[path] && !g.shownUnattested {
+		return
 	}
+	audit := path == "logbook audit"
+	shown := audit || g.shownUnattested
 	for _, l := range g.logs {
 		qs, n := l.Quarantined()
 		if n == 0 || len(qs) == 0 {
 			continue
 		}
 		q := qs[0]
-		if shown {
-			if n > uint64(len(qs)) {
-				fmt.Fprintf(g.stderr, "logbook: warning: %s unattested, only the first %d (by sequence) shown: the rest are left out of the output; `logbook verify` checks the log\n",
-					term.Plural(int(n), "event"), len(qs))
-			} else if path == "logbook audit" {
-				fmt.Fprintf(g.stderr, "logbook: audit: %s shown UNATTESTED (not folded), the first seq %d (%s); `logbook verify` checks the log\n",
-					term.Plural(int(n), "event"), q.Seq, term.Field(string(q.Verdict.Status)))
-			}
-			return
+		switch {
+		case shown && n > uint64(len(qs)):
+			fmt.Fprintf(g.stderr, "logbook: warning: %s unattested, only the first %d (by sequence) shown: the rest are left out of the output; `logbook verify` checks the log\n",
+				term.Plural(int(n), "event"), len(qs))
+		case audit:
+			fmt.Fprintf(g.stderr, "logbook: audit: %s shown UNATTESTED (not folded), the first seq %d (%s); `logbook verify` checks the log\n",
+				term.Plural(int(n), "event"), q.Seq, term.Field(string(q.Verdict.Status)))
+		case !shown:
+			fmt.Fprintf(g.stderr, "logbook: warning: %s left out as unattested (not shown, not folded), the first seq %d (%s: %s); `logbook audit` shows them, `logbook verify` checks the log\n",
+				term.Plural(int(n), "event"), q.Seq, term.Field(string(q.Verdict.Status)), term.Field(q.Verdict.Why))
 		}
-		fmt.Fprintf(g.stderr, "logbook: warning: %s left out as unattested (not shown, not folded), the first seq %d (%s: %s); `logbook audit` shows them, `logbook verify` checks the log\n",
-			term.Plural(int(n), "event"), q.Seq, term.Field(string(q.Verdict.Status)), term.Field(q.Verdict.Why))
 		return
 	}
 }
