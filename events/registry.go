@@ -230,8 +230,21 @@ func (ti *typeInfo) validate(e Envelope) error {
 	if e.At.IsZero() {
 		return fmt.Errorf("%w: %s (event %s): no time", ErrMalformed, e.Type, e.ID)
 	}
-	if ti.needCause && !e.Cause.complete() {
+	if (ti.needCause || movesPhase(e.Data)) && !e.Cause.complete() {
 		return fmt.Errorf("%w: %s (event %s): cause %+v needs kind, event and ref", ErrMissingCause, e.Type, e.ID, e.Cause)
 	}
 	return nil
+}
+
+// movesPhase reports whether p is an entry event carrying a phase move
+// (TransitionOf): such a move needs a complete cause as a
+// session.transitioned does.
+func movesPhase(p Payload) bool {
+	switch d := p.(type) {
+	case SessionEntryOpened:
+		return d.Moves != nil
+	case SessionEntryClosed:
+		return d.Moves != nil
+	}
+	return false
 }

@@ -80,6 +80,13 @@ type SessionEntryOpened struct {
 	EntryID  string `json:"entry_id"` // the agent's id, e.g. a tool_use id
 	Activity string `json:"activity"` // e.g. "tool:Bash"
 	Lane     string `json:"lane"`     // Lane constant
+	// Moves is the phase move the entry caused, folded after the entry
+	// as a session.transitioned of its own would be: set when an entry
+	// attached to a ready session (session.Attach) moves it to working,
+	// nil otherwise and in events stored before the field existed, whose
+	// moves are separate session.transitioned events. Read a move with
+	// TransitionOf. An event that carries one needs a complete cause.
+	Moves *SessionTransitioned `json:"moves,omitempty"`
 }
 
 // EventType implements Payload.
@@ -103,10 +110,38 @@ type SessionEntryClosed struct {
 	// what they said; both "" otherwise and in events stored before.
 	By     string `json:"by,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Moves is the phase move the close caused, folded after the close
+	// as a session.transitioned of its own would be: set when detaching
+	// the last work of a session with no open turn (session.Detach)
+	// settles it to ready, nil otherwise and in events stored before the
+	// field existed. Read a move with TransitionOf. An event that
+	// carries one needs a complete cause.
+	Moves *SessionTransitioned `json:"moves,omitempty"`
 }
 
 // EventType implements Payload.
 func (SessionEntryClosed) EventType() string { return "session.entry_closed" }
+
+// TransitionOf returns the phase move p makes and true: p itself when it
+// is a SessionTransitioned, the Moves of a SessionEntryOpened or
+// SessionEntryClosed that carries one. It returns false for every other
+// payload, including an entry event without a move. A consumer of phase
+// moves reads them through it, so that both shapes of the log count.
+func TransitionOf(p Payload) (SessionTransitioned, bool) {
+	switch d := p.(type) {
+	case SessionTransitioned:
+		return d, true
+	case SessionEntryOpened:
+		if d.Moves != nil {
+			return *d.Moves, true
+		}
+	case SessionEntryClosed:
+		if d.Moves != nil {
+			return *d.Moves, true
+		}
+	}
+	return SessionTransitioned{}, false
+}
 
 // SessionEntryAbandoned marks an open entry that will never close: its
 // turn was interrupted or superseded, or the session ended. It is a new

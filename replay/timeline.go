@@ -196,11 +196,13 @@ func describe(it *Item, p events.Payload) {
 	case events.SessionEntryOpened:
 		it.Entry, it.Activity = d.EntryID, d.Activity
 		kv.add("lane", d.Lane)
+		moved(it, &kv, d.Moves)
 	case events.SessionEntryClosed:
 		it.Entry = d.EntryID
 		kv.add("outcome", d.Outcome)
 		kv.add("by", d.By)
 		kv.add("reason", d.Reason)
+		moved(it, &kv, d.Moves)
 	case events.SessionEntryAbandoned:
 		it.Entry = d.EntryID
 		kv.add("reason", d.Reason)
@@ -282,6 +284,17 @@ func describe(it *Item, p events.Payload) {
 		kv.add("title", d.Title)
 	}
 	it.Detail = kv.String()
+}
+
+// moved puts the phase move an entry event carries (events.TransitionOf)
+// in it: its phases as From and To, its activity as detail phase_activity
+// (the item's Activity stays the entry's). mv nil leaves it as it is.
+func moved(it *Item, kv *kvs, mv *events.SessionTransitioned) {
+	if mv == nil {
+		return
+	}
+	it.From, it.To = mv.From, mv.To
+	kv.add("phase_activity", mv.Activity)
 }
 
 // fingerprint renders f as "line:<n>@<offset>-<end>:<first 12 hex of sha256>",

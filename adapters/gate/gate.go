@@ -332,6 +332,11 @@ func (g *Gate) scrub(decs events.Decision) events.Decision {
 			e.Data = d
 		case events.SessionEntryClosed:
 			d.EntryID = g.redact(d.EntryID)
+			if d.Moves != nil {
+				mv := *d.Moves
+				mv.Activity, mv.EntryID = g.redact(mv.Activity), g.redact(mv.EntryID)
+				d.Moves = &mv
+			}
 			e.Data = d
 		case events.SessionTransitioned:
 			d.Activity, d.EntryID = g.redact(d.Activity), g.redact(d.EntryID)

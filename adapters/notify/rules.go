@@ -64,7 +64,7 @@ func Match(r Rule, rec events.Record, c Context) (Trigger, bool) {
 	}
 	switch r.On {
 	case OnWaiting:
-		d, ok := rec.Data.(events.SessionTransitioned)
+		d, ok := events.TransitionOf(rec.Data)
 		if !ok || d.To != events.PhaseWaiting {
 			return Trigger{}, false
 		}
@@ -156,13 +156,12 @@ func Match(r Rule, rec events.Record, c Context) (Trigger, bool) {
 // not decided (no review.decided of its id, no end). It is pure.
 func Holds(t Trigger, rec events.Record, later []events.Record) bool {
 	for _, l := range later {
+		if _, moved := events.TransitionOf(l.Data); moved && t.Rule.On == OnWaiting {
+			return false
+		}
 		switch d := l.Data.(type) {
 		case events.SessionEnded:
 			return false
-		case events.SessionTransitioned:
-			if t.Rule.On == OnWaiting {
-				return false
-			}
 		case events.ReviewDecided:
 			if req, ok := rec.Data.(events.ReviewRequested); ok && t.Rule.On == OnReviewPending && d.ReviewID == req.ReviewID {
 				return false
@@ -173,7 +172,9 @@ func Holds(t Trigger, rec events.Record, later []events.Record) bool {
 }
 
 // Types lists the event types some rule kind fires on, for a quick look
-// at a message's type header before it is decoded.
+// at a message's type header before it is decoded. Entry events are not
+// among them: the phase moves they carry (events.TransitionOf) are to
+// working or ready, never to waiting, so no rule fires on them.
 var Types = map[string]bool{
 	events.SessionTransitioned{}.EventType():   true,
 	events.ReviewRequested{}.EventType():       true,

@@ -29,9 +29,9 @@ func Summary(e events.Envelope) string {
 	case events.SessionTransitioned:
 		return fmt.Sprintf("%s→%s %s", d.From, d.To, d.Activity)
 	case events.SessionEntryOpened:
-		return fmt.Sprintf("%s %s [%s]", d.EntryID, d.Activity, d.Lane)
+		return fmt.Sprintf("%s %s [%s]", d.EntryID, d.Activity, d.Lane) + moveSummary(d.Moves)
 	case events.SessionEntryClosed:
-		return fmt.Sprintf("%s %s", d.EntryID, d.Outcome)
+		return fmt.Sprintf("%s %s", d.EntryID, d.Outcome) + moveSummary(d.Moves)
 	case events.SessionEntryAbandoned:
 		return fmt.Sprintf("%s %s", d.EntryID, d.Reason)
 	case events.SessionEnded:
@@ -48,6 +48,15 @@ func Summary(e events.Envelope) string {
 		return s
 	}
 	return ""
+}
+
+// moveSummary is " from→to activity" for the phase move an entry event
+// carries (events.TransitionOf), "" for none.
+func moveSummary(mv *events.SessionTransitioned) string {
+	if mv == nil {
+		return ""
+	}
+	return fmt.Sprintf(" %s→%s %s", mv.From, mv.To, mv.Activity)
 }
 
 // Rederivation writes what `replay --rederive` found, as text. Its

@@ -62,15 +62,17 @@ func (a Aggregate[S, C]) Run(t testing.TB, s S, cmds ...C) (S, []string) {
 }
 
 // PhaseAfter returns the phase a session is in after event d and true
-// when d is one that sets it (session.started: ready; session.transitioned:
-// its To; session.ended: ended), else "" and false. It is for tests that
+// when d is one that sets it (session.started: ready; session.transitioned
+// or an entry event carrying a move, events.TransitionOf: its To;
+// session.ended: ended), else "" and false. It is for tests that
 // read a session's arc of phases from its events.
 func PhaseAfter(d events.Payload) (string, bool) {
-	switch d := d.(type) {
+	if mv, ok := events.TransitionOf(d); ok {
+		return mv.To, true
+	}
+	switch d.(type) {
 	case events.SessionStarted:
 		return events.PhaseReady, true
-	case events.SessionTransitioned:
-		return d.To, true
 	case events.SessionEnded:
 		return events.PhaseEnded, true
 	}

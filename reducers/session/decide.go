@@ -188,7 +188,7 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		if d.s.Phase == events.PhaseReady {
 			d.phase(events.PhaseWorking, "background", c.EntryID)
 		}
-		return d.out, nil
+		return d.carryMove(), nil
 	case Detach:
 		if s.entry(c.EntryID) < 0 {
 			return nil, nil // never attached, or detached already
@@ -198,7 +198,7 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		if !d.s.TurnOpen && d.s.Phase == events.PhaseWorking {
 			d.settle()
 		}
-		return d.out, nil
+		return d.carryMove(), nil
 	case RequestReview, DecideReview, ResetBreaker:
 		return decideGate(s, cmd)
 	default:
@@ -447,6 +447,32 @@ func (d *decider) phase(phase, activity, entry string) {
 	case d.s.Activity != activity:
 		d.emit(events.SessionActivityChanged{From: d.s.Activity, To: activity})
 	}
+}
+
+// carryMove returns d.out with a phase move that follows the entry event
+// it was decided with folded into that event's Moves: one event to append
+// (a single publish) where there were two. Evolve folds the pair and the
+// one event alike, but for Ver. Any other output is returned as it is.
+func (d *decider) carryMove() []events.Envelope {
+	if len(d.out) != 2 {
+		return d.out
+	}
+	mv, ok := d.out[1].Data.(events.SessionTransitioned)
+	if !ok {
+		return d.out
+	}
+	e := d.out[0]
+	switch p := e.Data.(type) {
+	case events.SessionEntryOpened:
+		p.Moves = &mv
+		e.Data = p
+	case events.SessionEntryClosed:
+		p.Moves = &mv
+		e.Data = p
+	default:
+		return d.out
+	}
+	return []events.Envelope{e}
 }
 
 // working moves to working unless the session waits on a person, in which

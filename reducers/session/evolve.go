@@ -96,13 +96,7 @@ func (s *State) Evolve(e events.Envelope) {
 		}
 		s.Since = e.At
 	case events.SessionTransitioned:
-		s.Phase = d.To
-		s.Activity = d.Activity
-		s.Since = e.At
-		s.WaitingOn = ""
-		if d.To == events.PhaseWaiting {
-			s.WaitingOn = d.EntryID
-		}
+		s.move(d, e.At)
 	case events.SessionActivityChanged:
 		s.Activity = d.To
 		s.Since = e.At
@@ -114,10 +108,16 @@ func (s *State) Evolve(e events.Envelope) {
 			s.ToolCalls++
 			s.TurnCalls++
 		}
+		if d.Moves != nil {
+			s.move(*d.Moves, e.At)
+		}
 	case events.SessionEntryClosed:
 		s.Entries = without(s.Entries, d.EntryID)
 		s.RecentClosed = s.RecentClosed.Push(d.EntryID, RecentClosed)
 		s.Calls = s.Calls.Add(d.EntryID)
+		if d.Moves != nil {
+			s.move(*d.Moves, e.At)
+		}
 	case events.SessionEntryAbandoned:
 		s.Entries = without(s.Entries, d.EntryID)
 		s.RecentClosed = s.RecentClosed.Push(d.EntryID, RecentClosed)
@@ -208,6 +208,18 @@ func (s *State) Evolve(e events.Envelope) {
 		s.Verdicts = nil
 	}
 	return
+}
+
+// move folds phase move d made at time at: a session.transitioned, or the
+// Moves of an entry event.
+func (s *State) move(d events.SessionTransitioned, at time.Time) {
+	s.Phase = d.To
+	s.Activity = d.Activity
+	s.Since = at
+	s.WaitingOn = ""
+	if d.To == events.PhaseWaiting {
+		s.WaitingOn = d.EntryID
+	}
 }
 
 // EvolveIn folds e into its session's state in states, in place
