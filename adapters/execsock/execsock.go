@@ -149,9 +149,12 @@ func procPath(dfd int) string {
 // Call runs req on the server listening on socket Name in data dir dir:
 // it writes the answer's output frames to stdout and stderr as they come
 // and returns the exit status the server sent. A SIGINT, SIGTERM or
-// SIGHUP that reaches this process meanwhile interrupts the exec (the
-// writing half is shut down) and Call goes on reading the server's
-// answer to its end, which says what became of the command.
+// SIGHUP that reaches this process once the request is sent interrupts
+// the exec (the writing half is shut down) and Call goes on reading the
+// server's answer to its end, which says what became of the command.
+// One that comes before has its default action: the process ends, and a
+// server that has the request reads the connection's end as the same
+// interrupt.
 //
 // Errors wrap ErrNoSocket or ErrRefused when the server never got the
 // request; any other error (a connection lost before the exit status, a
@@ -201,6 +204,13 @@ func call(dir, path string, req Request, stdout, stderr io.Writer) (int, error) 
 		return 1, os.NewSyscallError("connect", err)
 	}
 	// From here on the server may have the request: never ErrNoSocket.
+	// A server that answers before reading all (a peer it refuses, a
+	// request over its limit) has closed its end, which ends the write
+	// with EPIPE: its answer is read all the same.
+	werr := writeAll(fd, req.AppendJSON(nil))
+	// The signals are caught once the request is sent: the threads the
+	// runtime starts for them then start while the server works on it,
+	// not before it has it.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -215,10 +225,6 @@ func call(dir, path string, req Request, stdout, stderr io.Writer) (int, error) 
 		case <-done:
 		}
 	}()
-	// A server that answers before reading all (a peer it refuses, a
-	// request over its limit) has closed its end, which ends the write
-	// with EPIPE: its answer is read all the same.
-	werr := writeAll(fd, req.AppendJSON(nil))
 	code, err := readAnswer(fd, stdout, stderr)
 	if err != nil && werr != nil {
 		return code, werr
