@@ -177,15 +177,19 @@ func TestBoard_Divergence(t *testing.T) {
 // picture holds far fewer marks than events; zooming in shows single
 // marks again, and an aggregate's click zooms into what it holds.
 func TestBoard_TimelineManyEvents(t *testing.T) {
-	t.Parallel() // its own server, log and browser; mostly 2,500 requests
+	t.Parallel() // its own server, log and browser; 250 requests of ten tool calls each
 	ctx := browser(t)
 	e := newEnv(t)
 	e.observe("big", "", "start", `{"kind":"session_start","name":"startup"}`)
 	e.observe("big", "", "prompt", `{"kind":"prompt","id":"p1"}`)
 	var last uint64
-	for i := range 2500 {
-		id := fmt.Sprintf("t%d", i)
-		last = e.observe("big", "", "tool", `{"kind":"tool_use","id":"`+id+`","name":"Bash"}`, `{"kind":"tool_result","id":"`+id+`","status":"ok"}`)
+	for i := 0; i < 2500; i += 10 {
+		var signals []string
+		for j := i; j < i+10; j++ {
+			id := fmt.Sprintf("t%d", j)
+			signals = append(signals, `{"kind":"tool_use","id":"`+id+`","name":"Bash"}`, `{"kind":"tool_result","id":"`+id+`","status":"ok"}`)
+		}
+		last = e.observe("big", "", "tool", signals...)
 	}
 	e.waitSeq(last)
 	events := len(e.axis("h-big"))

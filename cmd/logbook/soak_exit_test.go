@@ -17,7 +17,8 @@ import (
 // serve child and every other child die with it, and the binary built
 // for it is removed. The test binary runs TestSoak with its temporary
 // folder in one of this test's, which names every process and file of
-// that run; each wait is for a condition.
+// that run; each wait is for a condition. The soak copies the binary
+// this package's soaks share rather than building its own.
 func TestSoak_EndedWithoutCleanupLeavesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs a soak: not with -short")
@@ -25,7 +26,7 @@ func TestSoak_EndedWithoutCleanupLeavesNothing(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
 	c := exec.Command(os.Args[0], "-test.run=^TestSoak$", "-test.count=1", "-test.timeout=1h")
-	c.Env = append(os.Environ(), "TMPDIR="+tmp, "LOGBOOK_SOAK_CYCLES=1000")
+	c.Env = append(os.Environ(), "TMPDIR="+tmp, "LOGBOOK_SOAK_CYCLES=1000", "LOGBOOK_SOAK_BIN_FROM="+soakBuild(t))
 	out, err := os.Create(filepath.Join(t.TempDir(), "soak.out"))
 	if err != nil {
 		t.Fatal(err)
