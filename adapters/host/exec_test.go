@@ -122,10 +122,15 @@ func TestServeExec_TooLong(t *testing.T) {
 // sent, with the caller's credentials, and the runner's output and exit
 // status come back to the caller's streams.
 func TestServeExec_Call(t *testing.T) {
-	var got execsock.Request
-	var peer unix.Ucred
+	// The runner hands what it was given over a channel: a socket's
+	// bytes order nothing for the race detector.
+	type given struct {
+		req  execsock.Request
+		peer unix.Ucred
+	}
+	gave := make(chan given, 1)
 	dir := serveExecAt(t, func(_ context.Context, req execsock.Request, p unix.Ucred, stdout, stderr io.Writer) int {
-		got, peer = req, p
+		gave <- given{req, p}
 		io.WriteString(stdout, "out\n")
 		stdout.Write(bytes.Repeat([]byte("x"), 100<<10)) // several frames
 		io.WriteString(stderr, "err\n")
@@ -140,6 +145,8 @@ func TestServeExec_Call(t *testing.T) {
 	if want := "out\n" + strings.Repeat("x", 100<<10); stdout.String() != want || stderr.String() != "err\n" {
 		t.Errorf("stdout %d bytes, stderr %q; want %d bytes and \"err\\n\"", stdout.Len(), stderr.String(), len(want))
 	}
+	g := <-gave
+	got, peer := g.req, g.peer
 	if strings.Join(got.Args, "|") != strings.Join(req.Args, "|") || got.Cwd != req.Cwd || strings.Join(got.Env, "|") != "TZ=UTC" {
 		t.Errorf("runner got %+v, want %+v", got, req)
 	}
