@@ -96,13 +96,23 @@ func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error
 			return fail(err)
 		}
 	}
-	if l.ledger != nil {
-		if err := l.ledger.flush(); err != nil {
-			return fail(err)
-		}
-	}
+	// The inodes of the placeholders made reach the record later (see
+	// recordInodes): before they do, a sweep knows each by its Since.
 	slices.Sort(l.protected)
 	return nil
+}
+
+// recordInodes writes the device and inode of each placeholder claim
+// made to the ledger, if any (one write, fsynced, the directory not).
+// Start calls it once bubblewrap is forked, so that the write overlaps
+// bubblewrap's start rather than delaying it: the placeholders are
+// recorded by name (and Since) before they are made, which is what a
+// sweep needs; the inodes only narrow what it takes for a placeholder.
+// Should the write fail, the record written before stands.
+func (l *layout) recordInodes() {
+	if l.ledger != nil {
+		_ = l.ledger.flush()
+	}
 }
 
 // claimName decides top-level protected name p (a directory name if dir).

@@ -301,6 +301,9 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 	spec.trace(StepForked)
 	p.procStart, _ = ProcStart(p.pid)
 	if pl.restricted {
+		p.layout.recordInodes() // while bubblewrap starts
+	}
+	if pl.restricted {
 		p.block, p.procs, p.released = block, pl.procs, make(chan struct{})
 		if !spec.Hold {
 			_ = p.Release() // an error is Wait's
