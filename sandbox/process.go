@@ -672,11 +672,12 @@ func (p *Process) Wait() (Result, error) {
 }
 
 // WaitExit is Wait without the wait for the host side to be taken down:
-// it returns the same values as soon as the process has exited, every
-// process of its tree is gone (killed and reaped, a restricted
-// command's whole sandbox included) and all its output has been
-// emitted, while the placeholders, the locks and the cgroup go on their
-// own, a few milliseconds later. A caller that reports the exit on
+// it returns the same values as soon as the process has exited and
+// been reaped, what was left of its tree has been killed as at every
+// exit (a restricted command's sandbox is gone with all it ran, and
+// where a cgroup holds the command it is empty) and all its output has
+// been emitted, while the placeholders, the locks and the cgroup itself
+// go on their own, a few milliseconds later. A caller that reports the exit on
 // WaitExit calls Wait once it has, before it lets go of the Process:
 // a caller that ends its own process without Wait may leave
 // placeholders in the workspace (for SweepPlaceholders). Meanwhile a
