@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -36,6 +37,10 @@ import (
 
 // lockPoll is how often a start that waits for a lock tries again.
 const lockPoll = 20 * time.Millisecond
+
+// releaseGoneWait bounds how long Busy waits for the locks of this
+// process's ended commands to go (see pendingRelease).
+const releaseGoneWait = 2 * time.Second
 
 // lockReq is a directory a start locks, and how.
 type lockReq struct {
@@ -107,6 +112,7 @@ func (l *layout) lock(ctx context.Context) error {
 			how = unix.LOCK_EX
 		}
 		for {
+			released := releaseSignal() // taken before the try: no release is missed
 			err = unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 			if err == nil || !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
 				break
@@ -116,6 +122,8 @@ func (l *layout) lock(ctx context.Context) error {
 				err = ctx.Err()
 			case <-time.After(lockPoll):
 				continue
+			case <-released:
+				continue // a command of this process let its locks go
 			}
 			break
 		}
@@ -168,6 +176,102 @@ func (l *layout) differs(fresh layout) string {
 	return ""
 }
 
+// pendingRelease is a command's release (see layout.release) under way
+// in this process after its exit: the directories its locks hold, and a
+// channel closed once they are let go. A start of this process that
+// finds a directory locked tries again as soon as such a release is
+// done rather than at its next poll (lockPoll), and Busy waits for the
+// ones that hold its directories rather than answering busy: their
+// commands are over, and their locks go within milliseconds.
+type pendingRelease struct {
+	paths []string
+	gone  chan struct{}
+}
+
+// releases holds the pendingRelease of this process's commands, and
+// signal, closed (and replaced) whenever one of them is done.
+var releases struct {
+	mu     sync.Mutex
+	set    map[*pendingRelease]struct{}
+	signal chan struct{}
+}
+
+// releaseSignal returns a channel closed when the next pending release
+// of this process is done.
+func releaseSignal() <-chan struct{} {
+	releases.mu.Lock()
+	defer releases.mu.Unlock()
+	if releases.signal == nil {
+		releases.signal = make(chan struct{})
+	}
+	return releases.signal
+}
+
+// pendingRelease announces that l's locks are about to be let go (l's
+// release, then done); nil if l holds none. A nil *pendingRelease is
+// valid: done does nothing.
+func (l *layout) pendingRelease() *pendingRelease {
+	if len(l.held) == 0 {
+		return nil
+	}
+	r := &pendingRelease{gone: make(chan struct{})}
+	for _, f := range l.held {
+		r.paths = append(r.paths, f.Name())
+	}
+	releases.mu.Lock()
+	if releases.set == nil {
+		releases.set = map[*pendingRelease]struct{}{}
+	}
+	releases.set[r] = struct{}{}
+	releases.mu.Unlock()
+	return r
+}
+
+// done says r's locks are let go.
+func (r *pendingRelease) done() {
+	if r == nil {
+		return
+	}
+	releases.mu.Lock()
+	delete(releases.set, r)
+	if releases.signal != nil {
+		close(releases.signal)
+		releases.signal = nil
+	}
+	releases.mu.Unlock()
+	close(r.gone)
+}
+
+// releasing returns a channel closed once the pending release of this
+// process that holds directory p (as locked: resolved) lets it go; nil
+// if none holds it.
+func releasing(p string) <-chan struct{} {
+	releases.mu.Lock()
+	defer releases.mu.Unlock()
+	for r := range releases.set {
+		if slices.Contains(r.paths, p) {
+			return r.gone
+		}
+	}
+	return nil
+}
+
+// awaitReleases waits, up to d in all, for the pending releases of this
+// process that hold any of reqs' directories.
+func awaitReleases(reqs []lockReq, d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for _, r := range reqs {
+		if ch := releasing(r.path); ch != nil {
+			select {
+			case <-ch:
+			case <-timer.C:
+				return
+			}
+		}
+	}
+}
+
 // unlock lets l's locks go. Idempotent.
 func (l *layout) unlock() {
 	for _, f := range l.held {
@@ -190,9 +294,12 @@ func Busy(spec Spec) bool {
 	if err != nil || !pl.restricted {
 		return false
 	}
+	l := pl.layout
+	// A command of this process that has ended lets its locks go in a
+	// moment: not busy.
+	awaitReleases(l.locks(), releaseGoneWait)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // one try each, no wait
-	l := pl.layout
 	err = l.lock(ctx)
 	l.unlock()
 	return errors.Is(err, context.Canceled)

@@ -337,3 +337,35 @@ func startAsync(s Spec, emit func(Chunk)) <-chan started {
 	go func() { p, err := Start(context.Background(), s, emit); c <- started{p, err} }()
 	return c
 }
+
+// A WorkspaceWrite command's exit is known (WaitExit) before what it
+// left on the host goes: its placeholders, its record and its locks go
+// right after, on their own, and Busy for the same workspace in this
+// process waits for that rather than answering busy. Wait returns the
+// same result once they are gone.
+func TestWaitExit_TeardownAfter(t *testing.T) {
+	s := newSpec(t, WorkspaceWrite, false, "true")
+	s.Ledger = filepath.Join(t.TempDir(), "ledger")
+	for i := range 3 {
+		p, err := Start(t.Context(), s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.WaitExit()
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("run %d: WaitExit = %+v, %v", i, res, err)
+		}
+		if Busy(s) {
+			t.Fatalf("run %d: the workspace is busy once the command has exited", i)
+		}
+		again, err := p.Wait()
+		if err != nil || again != res {
+			t.Fatalf("run %d: Wait = %+v, %v; WaitExit gave %+v", i, again, err, res)
+		}
+		left, _ := os.ReadDir(s.Workspace)
+		recs, _ := filepath.Glob(filepath.Join(s.Ledger, "*"))
+		if len(left) != 0 || len(recs) != 0 {
+			t.Fatalf("run %d: after Wait the workspace holds %v, the ledger %v; want both empty", i, left, recs)
+		}
+	}
+}

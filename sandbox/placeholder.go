@@ -55,6 +55,23 @@ func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error
 	if err := l.lock(ctx); err != nil {
 		return err
 	}
+	// The names missing now are recorded (durably: two fsyncs) before any
+	// placeholder is made, in one write for them all (one found missing
+	// later is recorded on its own, their inodes once bubblewrap is
+	// forked): the write runs while the layout is planned again and the
+	// workspace searched, which it does not depend on.
+	recorded := make(chan error, 1)
+	if l.mode == WorkspaceWrite && l.ledger != nil {
+		var missing []ledgerEntry
+		for _, name := range ProtectedNames() {
+			if _, err := os.Lstat(filepath.Join(l.ws, name)); errors.Is(err, fs.ErrNotExist) {
+				missing = append(missing, ledgerEntry{Name: name, Dir: slices.Contains(absentDirNames(), name), Since: time.Now().UnixNano()})
+			}
+		}
+		go func() { recorded <- l.ledger.addAll(missing) }()
+	} else {
+		recorded <- nil
+	}
 	fresh, err := replan()
 	if err == nil {
 		if d := l.differs(fresh); d != "" {
@@ -62,13 +79,18 @@ func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error
 		}
 	}
 	if err != nil {
-		l.unlock()
+		<-recorded
+		l.release()
 		return fmt.Errorf("%w: workspace %s changed while the command waited for it: %v", ErrRefused, l.ws, err)
 	}
 	if l.mode != WorkspaceWrite {
 		return nil
 	}
-	if err := l.scan(l.extra); err != nil {
+	err = l.scan(l.extra)
+	if rerr := <-recorded; err == nil && rerr != nil {
+		err = fmt.Errorf("%w: workspace %s: %v: run it in read_only or full_access", ErrRefused, l.ws, rerr)
+	}
+	if err != nil {
 		l.release()
 		return err
 	}
@@ -76,33 +98,29 @@ func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error
 		l.release()
 		return fmt.Errorf("%w: workspace %s: %v: run it in read_only or full_access", ErrRefused, l.ws, err)
 	}
-	if l.ledger != nil {
-		// The names missing now are recorded in one write before any
-		// placeholder is made (one found missing later is recorded on
-		// its own), their inodes in one more once all are made.
-		var missing []ledgerEntry
-		for _, name := range ProtectedNames() {
-			if _, err := os.Lstat(filepath.Join(l.ws, name)); errors.Is(err, fs.ErrNotExist) {
-				missing = append(missing, ledgerEntry{Name: name, Dir: slices.Contains(absentDirNames(), name), Since: time.Now().UnixNano()})
-			}
-		}
-		if err := l.ledger.addAll(missing); err != nil {
-			return fail(err)
-		}
-	}
 	for _, name := range ProtectedNames() {
 		p := filepath.Join(l.ws, name)
 		if err := l.claimName(p, slices.Contains(absentDirNames(), name)); err != nil {
 			return fail(err)
 		}
 	}
-	if l.ledger != nil {
-		if err := l.ledger.flush(); err != nil {
-			return fail(err)
-		}
-	}
+	// The inodes of the placeholders made reach the record later (see
+	// recordInodes): before they do, a sweep knows each by its Since.
 	slices.Sort(l.protected)
 	return nil
+}
+
+// recordInodes writes the device and inode of each placeholder claim
+// made to the ledger, if any (one write, fsynced, the directory not).
+// Start calls it once bubblewrap is forked, so that the write overlaps
+// bubblewrap's start rather than delaying it: the placeholders are
+// recorded by name (and Since) before they are made, which is what a
+// sweep needs; the inodes only narrow what it takes for a placeholder.
+// Should the write fail, the record written before stands.
+func (l *layout) recordInodes() {
+	if l.ledger != nil {
+		_ = l.ledger.flush()
+	}
 }
 
 // claimName decides top-level protected name p (a directory name if dir).

@@ -138,6 +138,7 @@ type Process struct {
 
 	exited chan struct{} // closed once the leader has been reaped
 	done   chan struct{} // closed once res and err are final
+	torn   chan struct{} // closed once the host side is taken down (see teardown)
 	res    Result
 	err    error
 }
@@ -201,6 +202,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 		sandboxFD:  -1,
 		exited:     make(chan struct{}),
 		done:       make(chan struct{}),
+		torn:       make(chan struct{}),
 	}
 	// A new session makes the command the leader of its own process group,
 	// so the group can be signalled as a whole, and detaches it from any
@@ -301,6 +303,9 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 	spec.trace(StepForked)
 	p.procStart, _ = ProcStart(p.pid)
 	if pl.restricted {
+		p.layout.recordInodes() // while bubblewrap starts
+	}
+	if pl.restricted {
 		p.block, p.procs, p.released = block, pl.procs, make(chan struct{})
 		if !spec.Hold {
 			_ = p.Release() // an error is Wait's
@@ -378,13 +383,12 @@ func (p *Process) release(block *os.File, procs int) error {
 	if err != nil {
 		return err
 	}
-	if len(p.layout.absentDirs)+len(p.layout.absentFiles) > 0 {
-		// A handle on the sandbox's pid 1, whose end (after the kernel
-		// has killed the rest of its PID namespace) awaitSandbox awaits.
-		// It waits on block, so it is still this process.
-		if fd, err := unix.PidfdOpen(pid, 0); err == nil {
-			p.sandboxFD = fd
-		}
+	// A handle on the sandbox's pid 1, whose end (after the kernel has
+	// killed the rest of its PID namespace) awaitSandbox awaits before
+	// the exit is reported and the placeholders go. It waits on block,
+	// so it is still this process.
+	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+		p.sandboxFD = fd
 	}
 	if p.cg != nil && !p.cg.v2 {
 		if err := p.cg.add(pid); err != nil {
@@ -440,6 +444,25 @@ const releaseWait = 10 * time.Second
 // sandboxGoneWait bounds awaitSandbox: the processes of a PID namespace
 // whose pid 1 exits are killed (SIGKILL) and awaited by the kernel.
 const sandboxGoneWait = 5 * time.Second
+
+// teardown is the goroutine that takes down what the command left on
+// the host once its tree is gone: the placeholders and the locks of a
+// restricted command (pending announces those locks to this process's
+// starts, or is nil for a reader, whose locks go on their own), then
+// its cgroup. Wait returns once it is done.
+func (p *Process) teardown(pending *pendingRelease) {
+	defer close(p.torn)
+	if p.restricted {
+		if p.unlocked != nil {
+			<-p.unlocked
+		}
+		p.layout.release()
+		pending.done()
+	}
+	if p.cg != nil {
+		p.cg.remove()
+	}
+}
 
 // awaitSandbox waits, up to sandboxGoneWait, until the sandbox's pid 1 has
 // exited, which it does only after every other process of its PID
@@ -632,8 +655,10 @@ func (p *Process) killTreeLocked(scan bool) {
 	releaseTree(now)
 }
 
-// Wait blocks until the process has exited and all its output has been
-// emitted, then returns how it ended. A non-zero exit or a signal is a
+// Wait blocks until the process has exited, all its output has been
+// emitted and what the command left on the host is taken down (a
+// restricted command's placeholders and locks, the command's cgroup),
+// then returns how it ended. A non-zero exit or a signal is a
 // Result, not an error. The error wraps ErrRefused if bubblewrap exited
 // without running the command (its setup or its exec of argv[0] failed
 // after Start's probe passed), or reports a failure to wait for the process
@@ -641,6 +666,25 @@ func (p *Process) killTreeLocked(scan bool) {
 // made. Wait may be called any number of times, from any goroutine, and
 // returns the same values.
 func (p *Process) Wait() (Result, error) {
+	<-p.done
+	<-p.torn
+	return p.res, p.err
+}
+
+// WaitExit is Wait without the wait for the host side to be taken down:
+// it returns the same values as soon as the process has exited and
+// been reaped, what was left of its tree has been killed as at every
+// exit (a restricted command's sandbox is gone with all it ran, and
+// where a cgroup holds the command it is empty) and all its output has
+// been emitted, while the placeholders, the locks and the cgroup itself
+// go on their own, a few milliseconds later. A caller that reports the exit on
+// WaitExit calls Wait once it has, before it lets go of the Process:
+// a caller that ends its own process without Wait may leave
+// placeholders in the workspace (for SweepPlaceholders). Meanwhile a
+// restricted Start or Busy of this process that needs those locks
+// waits for them to go, without polling; another process's waits as
+// it waits for any lock.
+func (p *Process) WaitExit() (Result, error) {
 	<-p.done
 	return p.res, p.err
 }
@@ -696,18 +740,20 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult, trace fu
 
 	err := p.cmd.Wait()
 	if p.restricted {
-		// Placeholders go only once nothing in the boundary can see
-		// their mounts detached.
+		// The exit is reported, and the placeholders go, only once
+		// nothing in the boundary runs (nor can see their mounts
+		// detached).
 		p.awaitSandbox()
-		if p.unlocked != nil {
-			<-p.unlocked
-		}
-		p.layout.release()
-	}
-	if p.cg != nil {
-		p.cg.remove()
 	}
 	trace(StepReaped)
+	// The tree is gone: what is left on the host goes beside the
+	// result, not before it. A reader's locks go on their own (see
+	// release), and Release is done by now (p.unlocked is settled).
+	var pending *pendingRelease
+	if p.restricted && p.unlocked == nil {
+		pending = p.layout.pendingRelease()
+	}
+	go p.teardown(pending)
 	res.Limits = p.limits
 	if _, ok := errors.AsType[*exec.ExitError](err); ok {
 		err = nil

@@ -194,9 +194,11 @@ const (
 	StepForked
 	// StepExitSeen: the leader has exited (not yet reaped).
 	StepExitSeen
-	// StepReaped: what was left of its tree is killed, the leader is
-	// reaped and, in a restricted mode, its boundary is taken down; the
-	// rest of its output is read next.
+	// StepReaped: what was left of its tree is killed and gone, the
+	// leader is reaped (in a restricted mode, the whole sandbox with
+	// it); the rest of its output is read next, while what the command
+	// left on the host (placeholders, locks, cgroup) is taken down
+	// beside it (see Process.WaitExit).
 	StepReaped
 )
 

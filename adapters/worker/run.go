@@ -696,7 +696,11 @@ func (w *Worker) supervise(j *job, st command.State) {
 	}()
 	defer j.cancel()
 	p := j.process()
-	res, werr := p.Wait()
+	// The exit is reported once the process tree is gone and its output
+	// read; what the sandbox left on the host (placeholders, locks,
+	// cgroup) goes meanwhile, and the slot is let go once it has.
+	defer p.Wait()
+	res, werr := p.WaitExit()
 	mark(j.id, StageExit)
 	if werr != nil {
 		w.log.Warn("wait", "command", j.id, "err", werr)

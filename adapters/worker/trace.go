@@ -41,8 +41,9 @@ const (
 	// StageExitSeen: the process has exited, not yet reaped
 	// (sandbox.StepExitSeen).
 	StageExitSeen
-	// StageReaped: what was left of its tree is killed and it is reaped,
-	// its boundary taken down (sandbox.StepReaped).
+	// StageReaped: what was left of its tree is killed and it is
+	// reaped, a restricted command's whole sandbox with it
+	// (sandbox.StepReaped); what it left on the host goes meanwhile.
 	StageReaped
 	// StageExit: the process has exited and all its output was read.
 	StageExit

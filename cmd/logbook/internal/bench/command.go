@@ -53,7 +53,7 @@ var commandStages = []string{
 	"process started (restricted: boundary built, released)",
 	"first output",
 	"exit seen",
-	"tree killed, reaped, boundary down",
+	"tree killed, reaped (the boundary goes meanwhile)",
 	"exit (output read)",
 	"command.exited appended",
 	"exec sees the exit",
