@@ -378,7 +378,10 @@ func (m *Manager) runCheck(ctx context.Context, id, wsID string, s CheckSpec, li
 	cause := context.Cause(runCtx)
 	var ce cancelError
 	switch {
-	case err != nil && !res.Stopped:
+	case err != nil && !res.Stopped && cause == nil:
+		// A start that failed on its own; one cut short by a timeout, a
+		// cancel or an interrupt (a context ended while bubblewrap was
+		// probed or the boundary built) ends as that, below.
 		v.Status, v.ExitCode, v.Signal = events.CheckError, -1, ""
 		v.Reason = "the check could not run: " + err.Error()
 	case errors.Is(cause, errCheckTimeout):

@@ -15,6 +15,7 @@ import (
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/check"
 	"github.com/logbook-dev/logbook/reducers/workspace"
+	"github.com/logbook-dev/logbook/sandbox"
 )
 
 func TestParseConfig_Check(t *testing.T) {
@@ -356,5 +357,39 @@ func TestCheck_ArchiveCancels(t *testing.T) {
 	wg.Wait()
 	if res.Run.Status != events.CheckCancelled || !strings.Contains(res.Run.Reason, "cancelled by the workspace's archive") || alive("987656") {
 		t.Errorf("run of an archived workspace %+v", res.Run)
+	}
+}
+
+// interruptAtStart is the sandbox runner of a check whose process is
+// interrupted while the sandbox starts: the run's context ends just
+// before bubblewrap is probed and the boundary built.
+type interruptAtStart struct {
+	SandboxSetup
+	interrupt context.CancelFunc
+}
+
+func (r interruptAtStart) RunCheck(ctx context.Context, s CheckSpec, emit func([]byte)) (sandbox.Result, error) {
+	r.interrupt()
+	return r.SandboxSetup.RunCheck(ctx, s, emit)
+}
+
+// TestCheck_InterruptedWhileStarting: an interrupt (a closed terminal, a
+// SIGINT) that lands while the sandbox starts ends the run cancelled,
+// as one that lands later does, never error: the start failed because
+// the run was stopped, not on its own.
+func TestCheck_InterruptedWhileStarting(t *testing.T) {
+	ctx, interrupt := context.WithCancel(t.Context())
+	h, m, proj, _, p := withProject(t, func(c *Config) {
+		c.Setup, c.Poll = interruptAtStart{needBwrap(t), interrupt}, 20*time.Millisecond
+	})
+	ws, err := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "checked"})
+	if err != nil || ws.Status != workspace.StatusReady {
+		t.Fatalf("create: %+v %v", ws, err)
+	}
+	c := &checkHarness{h: h, m: m, ws: ws, p: proj}
+	c.setCheck(t, "check = \"echo begun\"\n")
+	res := c.run(t, ctx, CheckRequest{})
+	if res.Run.Status != events.CheckCancelled || !strings.Contains(res.Run.Reason, "interrupted") {
+		t.Errorf("a run interrupted while its sandbox started: %+v, want cancelled, interrupted", res.Run)
 	}
 }
