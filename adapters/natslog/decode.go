@@ -73,6 +73,11 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 					c.errs = make([]error, len(c.msgs))
 				}
 				c.recs, c.errs = c.recs[:len(c.msgs)], c.errs[:len(c.msgs)]
+				for i := range c.msgs {
+					if m := &c.msgs[i]; m.hdr != nil {
+						m.Header, m.hdr = decodeHeader(m.hdr), nil
+					}
+				}
 				for i, m := range c.msgs {
 					c.recs[i], c.errs[i] = l.decode(d, m.Seq, m.Subject, m.Data)
 				}
