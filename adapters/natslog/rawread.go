@@ -426,11 +426,19 @@ func (rc *rawConn) next() (rawFrame, error) {
 func (rc *rawConn) frame(headers bool, args []byte) (rawFrame, error) {
 	var f [5][]byte
 	n := 0
-	for _, a := range bytes.Fields(args) {
+	for i := 0; i < len(args); {
+		if args[i] == ' ' || args[i] == '\t' {
+			i++
+			continue
+		}
+		j := i
+		for j < len(args) && args[j] != ' ' && args[j] != '\t' {
+			j++
+		}
 		if n == len(f) {
 			return rawFrame{}, fmt.Errorf("raw read: bad message line %q", args)
 		}
-		f[n], n = a, n+1
+		f[n], n, i = args[i:j], n+1, j
 	}
 	want := 3 // subject, sid, total
 	if headers {
