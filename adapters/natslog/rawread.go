@@ -164,16 +164,15 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 		}
 		progress.Add(1)
 		if f.reply == nil {
-			// A status: the oldest pull ended (408 expired, 409 its
-			// bytes), or the consumer is gone.
+			// A status: the oldest pull ended on its bytes (409), or
+			// the server had nothing to deliver for a whole pull's
+			// expiry (408, 404) or the consumer is gone, which consume
+			// sorts out.
 			code, text := rawStatus(f.hdr)
-			switch code {
-			case "100": // heartbeat
+			switch {
+			case code == "100": // heartbeat
 				continue
-			case "404", "408", "409":
-				if code == "409" && !strings.Contains(text, "MaxBytes") && !strings.Contains(text, "Batch Completed") {
-					return next, false, fmt.Errorf("raw read: %s %s", code, text)
-				}
+			case code == "409" && (strings.Contains(text, "MaxBytes") || strings.Contains(text, "Batch Completed")):
 				if len(pulls) > 0 {
 					if err := served(); err != nil {
 						return next, false, err
@@ -181,7 +180,7 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 				}
 				continue
 			}
-			return next, false, fmt.Errorf("raw read: status %q %s", code, text)
+			return next, false, fmt.Errorf("raw read: status %s %s", code, text)
 		}
 		delivered, seq, cseq, ns, pending, err := ackMetaAll(unsafe.String(unsafe.SliceData(f.reply), len(f.reply)))
 		if err != nil {
