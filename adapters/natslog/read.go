@@ -53,8 +53,9 @@ type Msg struct {
 	Data    []byte      // the body; owned by the receiver
 	Time    time.Time   // when the server stored it
 	// hdr is the header block as the server sent it, when Header is
-	// still to be decoded from it (consumeRaw; decodeParallel decodes
-	// it); nil otherwise.
+	// still to be decoded from it: a raw read's (consumeRaw), whose
+	// Header decodeParallel makes of the headers judging reads
+	// (decodeHeader) before anything reads it; nil otherwise.
 	hdr []byte
 }
 
