@@ -505,30 +505,42 @@ func (rc *rawConn) alloc(n int) []byte {
 // slice. The server's bookkeeping (Nats-Msg-Id, the batch headers) is
 // left out: with it a signed event's map outgrew its first group.
 func decodeHeader(hdr []byte) nats.Header {
+	h, _ := decodeHeaderInto(nil, nil, hdr)
+	return h
+}
+
+// decodeHeaderInto is decodeHeader that fills h (cleared first; nil:
+// a new map) and appends the values to vals, and returns both: a
+// decoding goroutine reuses the maps and values of a chunk's messages
+// once the chunk is read, and makes no map a message. The map returned
+// may be another when hdr is not an ordinary header block.
+func decodeHeaderInto(h nats.Header, vals []string, hdr []byte) (nats.Header, []string) {
 	if len(hdr) == 0 {
-		return slowHeader(hdr)
+		return slowHeader(hdr), vals
 	}
 	s := unsafe.String(unsafe.SliceData(hdr), len(hdr))
 	first, rest, ok := strings.Cut(s, "\n")
 	if !ok || strings.TrimSuffix(first, "\r") != "NATS/1.0" {
-		return slowHeader(hdr) // a status, or malformed
+		return slowHeader(hdr), vals // a status, or malformed
 	}
-	lines := strings.Count(rest, "\n")
-	h := make(nats.Header, min(lines, 8))
-	vals := make([]string, 0, lines)
+	if h == nil {
+		h = make(nats.Header, 8)
+	} else {
+		clear(h)
+	}
 	for {
 		kv, r, ok := strings.Cut(rest, "\n")
 		if !ok {
-			return slowHeader(hdr)
+			return slowHeader(hdr), vals
 		}
 		rest = r
 		kv = strings.TrimSuffix(kv, "\r")
 		if kv == "" {
-			return h
+			return h, vals
 		}
 		i := strings.IndexByte(kv, ':')
 		if i <= 0 {
-			return slowHeader(hdr)
+			return slowHeader(hdr), vals
 		}
 		key := kv[:i]
 		if !judgedHeader(key) {
