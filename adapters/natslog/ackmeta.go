@@ -18,10 +18,19 @@ import (
 // plain decimal digits reads as 0, as there. Any other subject is an
 // error naming it.
 func ackMeta(reply string) (seq, pending uint64, at time.Time, err error) {
+	_, seq, _, ns, pending, err := ackMetaAll(reply)
+	return seq, pending, time.Unix(0, int64(ns)), err
+}
+
+// ackMetaAll is ackMeta with every number of the ack subject: how many
+// times the message was delivered, its stream sequence, the consumer's
+// sequence of the delivery, the storage time in Unix ns and the
+// consumer's pending count.
+func ackMetaAll(reply string) (delivered, sseq, cseq, ns, pending uint64, err error) {
 	const prefix = "$JS.ACK."
 	n := strings.Count(reply, ".") + 1
 	if !strings.HasPrefix(reply, prefix) || n < 9 || n > 9 && n < 11 {
-		return 0, 0, time.Time{}, fmt.Errorf("not a JetStream message: reply subject %q is not an ack subject", reply)
+		return 0, 0, 0, 0, 0, fmt.Errorf("not a JetStream message: reply subject %q is not an ack subject", reply)
 	}
 	rest := reply[len(prefix):]
 	if n >= 11 {
@@ -33,7 +42,7 @@ func ackMeta(reply string) (seq, pending uint64, at time.Time, err error) {
 	for i := range tok {
 		tok[i], rest, _ = strings.Cut(rest, ".")
 	}
-	return ackNum(tok[3]), ackNum(tok[6]), time.Unix(0, int64(ackNum(tok[5]))), nil
+	return ackNum(tok[2]), ackNum(tok[3]), ackNum(tok[4]), ackNum(tok[5]), ackNum(tok[6]), nil
 }
 
 // ackNum is the decimal number s, or 0 when s is empty or holds another

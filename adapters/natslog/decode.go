@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -26,9 +28,14 @@ type chunk struct {
 	// quarantined (Judged); tampered those that are not its tree's
 	// leaves, their error in errs.
 	stated, tampered []bool
-	judged           *Judged       // the fast path the chunk was judged with
-	err              error         // from the source, after msgs; ends the sequence
-	done             chan struct{} // closed when recs and errs are filled
+	// hdrs and vals are the maps and values of the headers decoded
+	// from the messages' raw header blocks (Msg.hdr), reused each time
+	// the chunk is (decodeHeaderInto).
+	hdrs   []nats.Header
+	vals   []string
+	judged *Judged       // the fast path the chunk was judged with
+	err    error         // from the source, after msgs; ends the sequence
+	done   chan struct{} // closed when recs and errs are filled
 }
 
 // decodeParallel yields, in order, the records of the messages src
@@ -73,6 +80,17 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 					c.errs = make([]error, len(c.msgs))
 				}
 				c.recs, c.errs = c.recs[:len(c.msgs)], c.errs[:len(c.msgs)]
+				if cap(c.hdrs) < len(c.msgs) {
+					c.hdrs = append(c.hdrs[:cap(c.hdrs)], make([]nats.Header, len(c.msgs)-cap(c.hdrs))...)
+				}
+				vals := c.vals[:0]
+				for i := range c.msgs {
+					if m := &c.msgs[i]; m.hdr != nil {
+						c.hdrs[i], vals = decodeHeaderInto(c.hdrs[i], vals, m.hdr)
+						m.Header, m.hdr = c.hdrs[i], nil
+					}
+				}
+				c.vals = vals
 				for i, m := range c.msgs {
 					c.recs[i], c.errs[i] = l.decode(d, m.Seq, m.Subject, m.Data)
 				}

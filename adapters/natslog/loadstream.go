@@ -13,9 +13,13 @@ import (
 // (every event of agg in stream order, those the Log quarantines left
 // out and listed in Quarantined) and the stream sequence of the last
 // one read (0 and no records if agg has none), judged alike, but read
-// through one ordered consumer on agg's subject, which the server streams
+// through one consumer on agg's subject, which the server streams
 // while the client decodes, instead of a batched direct get per 1000
-// events each waiting for the one before. Messages are decoded, and
+// events each waiting for the one before; the consumer is read over a
+// connection of the read's own that leaves each message's headers to
+// the decoding goroutines (consumeRaw), and through an ordered consumer
+// on the Log's connection when that connection cannot be made or
+// fails. Messages and their headers are decoded, and
 // their signatures (or, on the fast path, their leaf hashes) checked, on
 // up to GOMAXPROCS goroutines; each event is then judged in order, after
 // the Verifier has observed every key event before it, as a load judges
@@ -44,7 +48,7 @@ func (l *Log) LoadStreamed(ctx context.Context, agg events.Aggregate) ([]events.
 	}
 	ord := l.newOrder(1)
 	ord.keys, ord.end = true, end
-	src := func(ctx context.Context, y func(Msg, error) bool) { l.consume(ctx, subject, 1, end, y) }
+	src := func(ctx context.Context, y func(Msg, error) bool) { l.consumeRaw(ctx, subject, 1, end, y) }
 	var (
 		// Sized once: growing a slice of 20,000 records by doubling
 		// copied them twice over, under the collector's write barriers.

@@ -52,6 +52,11 @@ type Msg struct {
 	Header  nats.Header // as stored (Nats-Msg-Id, Lb-Type, …); may be nil
 	Data    []byte      // the body; owned by the receiver
 	Time    time.Time   // when the server stored it
+	// hdr is the header block as the server sent it, when Header is
+	// still to be decoded from it: a raw read's (consumeRaw), whose
+	// Header decodeParallel makes of the headers judging reads
+	// (decodeHeader) before anything reads it; nil otherwise.
+	hdr []byte
 }
 
 // DecodeError reports a stored event that does not decode: unknown type

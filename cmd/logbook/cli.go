@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -139,7 +140,7 @@ func flagError(err error) error {
 		why = "want a number"
 	case strings.HasPrefix(why, "strconv.ParseBool"):
 		why = "want true or false"
-	case strings.HasPrefix(why, "time: ") && durationShaped.MatchString(arg(msg[:i])):
+	case strings.HasPrefix(why, "time: ") && durationShaped().MatchString(arg(msg[:i])):
 		// time.ParseDuration says "invalid" of one past its range too.
 		why = "a duration too long for it (at most 2562047h)"
 	case strings.HasPrefix(why, "time: "):
@@ -151,8 +152,11 @@ func flagError(err error) error {
 }
 
 // durationShaped matches a duration as time.ParseDuration writes one
-// unit of it: a value it refuses only for its size.
-var durationShaped = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h)$`)
+// unit of it: a value it refuses only for its size. Compiled on first
+// use: only a flag error asks, and every command's start paid for it.
+var durationShaped = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h)$`)
+})
 
 // arg returns the value quoted in pflag's `invalid argument "V" for
 // "--name"` (as strconv.Quote writes it), "" when there is none.

@@ -1,0 +1,584 @@
+package natslog
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A bounded read of one subject (LoadStreamed) spends most of its time,
+// through nats.go, in the client's one read loop: it decodes every
+// message's header block into a map (nine headers a signed event, the
+// map grown twice) and hands each message over through the ordered
+// consumer's machinery, one message after the other, while the decoding
+// goroutines wait. consumeRaw reads the same messages from the same
+// kind of consumer over a connection of its own that speaks the NATS
+// protocol itself: its read loop only cuts the stream into messages and
+// leaves each header block as the server sent it (Msg.hdr), which the
+// decoding goroutines of decodeParallel parse, in parallel, into a
+// nats.Header of the headers judging reads (decodeHeader). For an
+// audit of 20,000 events this took 39% off the client's CPU time
+// (user+sys, median of 15 alternating runs on 2 cores at a load of
+// ~15: 254 → 155 ms); the server's own stayed at ~90 ms.
+
+// Raw read tuning.
+const (
+	// rawBufSize is the raw connection's read buffer.
+	rawBufSize = 256 << 10
+	// rawSlab is the size of the blocks the raw read loop cuts message
+	// bodies from: one allocation per 512 KiB rather than per message.
+	rawSlab = 512 << 10
+	// rawPulls is how many pull requests a raw read keeps outstanding,
+	// so the server has the next one when one is served.
+	rawPulls = 2
+)
+
+// errRawUnsupported reports a connection the raw read cannot dial as
+// the Log's connection does (TLS, websocket, a proxy, a custom dialer,
+// or credentials other than a user and password or a token).
+var errRawUnsupported = errors.New("raw read: connection not supported")
+
+// consumeRaw is consume for a read bounded by end (> 0) on a stream of
+// one replica: it yields filter's messages from from up to end in
+// order, through a pull consumer of its own read over a connection of
+// its own (rawConn), each with its header block undecoded in Msg.hdr
+// and Header nil (decodeParallel decodes it). When that connection
+// cannot be set up, and when it fails after some messages (a gap, a
+// dropped connection, an answer it does not expect, no message for
+// readStall), the read goes on with consume from the first message not
+// yet yielded: what consume guarantees holds either way. Errors of
+// ctx are yielded as consume yields them.
+func (l *Log) consumeRaw(ctx context.Context, filter string, from, end uint64, yield func(Msg, error) bool) {
+	next, stopped, err := l.rawRead(ctx, filter, from, end, yield)
+	if stopped {
+		return
+	}
+	if err != nil && ctx.Err() != nil {
+		yield(Msg{}, fmt.Errorf("read %s from %d: %w", filter, from, ctx.Err()))
+		return
+	}
+	if err == nil || next > end {
+		return
+	}
+	l.consume(ctx, filter, next, end, yield)
+}
+
+// rawRead reads filter from from up to end over a raw connection and
+// yields each message. It returns the first sequence it has not
+// yielded, whether the loop stopped (yield returned false), and why it
+// ended early (nil: it reached end, or the consumer holds nothing
+// more).
+func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yield func(Msg, error) bool) (next uint64, stopped bool, err error) {
+	next = max(from, 1)
+	rc, err := l.dialRaw(ctx)
+	if err != nil {
+		return next, false, err
+	}
+	defer rc.close()
+	cfg := jetstream.ConsumerConfig{
+		FilterSubject:     filter,
+		AckPolicy:         jetstream.AckNonePolicy,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		MemoryStorage:     true,
+		Replicas:          1,
+		InactiveThreshold: 5 * time.Minute,
+	}
+	if from > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	cctx, cancel := l.withTimeout(ctx)
+	cons, err := l.js.CreateConsumer(cctx, StreamName, cfg)
+	cancel()
+	if err != nil {
+		return next, false, err
+	}
+	info := cons.CachedInfo()
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = l.js.DeleteConsumer(dctx, StreamName, info.Name)
+	}()
+	if info.NumPending == 0 {
+		return next, false, nil
+	}
+	// Another message came: the watch lets the read wait on.
+	var progress atomic.Uint64
+	defer rc.watch(ctx, l.readStall(), &progress)()
+
+	inbox := l.js.Conn().NewInbox()
+	pullSubj := jsAPI("CONSUMER.MSG.NEXT", StreamName, info.Name)
+	maxBytes := int(max(readPullBytes, 2*l.js.Conn().MaxPayload()))
+	pull, err := json.Marshal(struct {
+		Batch    int           `json:"batch"`
+		MaxBytes int           `json:"max_bytes"`
+		Expires  time.Duration `json:"expires"`
+	}{readPullMsgs, maxBytes, readExpiry})
+	if err != nil {
+		return next, false, err
+	}
+	// pulls holds what is left of each outstanding pull request, oldest
+	// first: the server serves them in that order.
+	type left struct{ n, b int }
+	var pulls []left
+	send := func() error {
+		pulls = append(pulls, left{readPullMsgs, maxBytes})
+		return rc.pub(pullSubj, inbox, pull)
+	}
+	if err := rc.sub(inbox); err != nil {
+		return next, false, err
+	}
+	for range rawPulls {
+		if err := send(); err != nil {
+			return next, false, err
+		}
+	}
+	if err := rc.flush(); err != nil {
+		return next, false, err
+	}
+	served := func() error { // the oldest pull is done: ask again
+		pulls = pulls[1:]
+		if err := send(); err != nil {
+			return err
+		}
+		return rc.flush()
+	}
+	var (
+		subject string // the last subject met, not allocated again
+		dseq    uint64 // the consumer's last delivery sequence
+	)
+	for {
+		f, err := rc.next()
+		if err != nil {
+			return next, false, err
+		}
+		progress.Add(1)
+		if f.reply == nil {
+			// A status: the oldest pull ended on its bytes (409), or
+			// the server had nothing to deliver for a whole pull's
+			// expiry (408, 404) or the consumer is gone, which consume
+			// sorts out.
+			code, text := rawStatus(f.hdr)
+			switch {
+			case code == "100": // heartbeat
+				continue
+			case code == "409" && (strings.Contains(text, "MaxBytes") || strings.Contains(text, "Batch Completed")):
+				if len(pulls) > 0 {
+					if err := served(); err != nil {
+						return next, false, err
+					}
+				}
+				continue
+			}
+			return next, false, fmt.Errorf("raw read: status %s %s", code, text)
+		}
+		delivered, seq, cseq, ns, pending, err := ackMetaAll(unsafe.String(unsafe.SliceData(f.reply), len(f.reply)))
+		if err != nil {
+			return next, false, err
+		}
+		if delivered != 1 || cseq != dseq+1 || seq < next {
+			return next, false, fmt.Errorf("raw read: delivery %d of seq %d (consumer seq %d after %d, next %d): not the next message", delivered, seq, cseq, dseq, next)
+		}
+		dseq = cseq
+		if seq > end {
+			return next, false, nil
+		}
+		if string(f.subject) != subject {
+			subject = string(f.subject)
+		}
+		next = seq + 1
+		if !yield(Msg{Seq: seq, Subject: subject, hdr: f.hdr, Data: f.data, Time: time.Unix(0, int64(ns))}, nil) {
+			return next, true, nil
+		}
+		if seq >= end || pending == 0 {
+			return next, false, nil
+		}
+		if len(pulls) > 0 {
+			p := &pulls[0]
+			p.n--
+			p.b -= len(f.subject) + len(f.reply) + len(f.hdr) + len(f.data)
+			if p.n <= 0 || p.b <= 0 {
+				if err := served(); err != nil {
+					return next, false, err
+				}
+			}
+		}
+	}
+}
+
+// rawStatus returns the status code and description of a status
+// message's header block ("NATS/1.0 408 Request Timeout\r\n…").
+func rawStatus(hdr []byte) (code, text string) {
+	line, _, _ := bytes.Cut(hdr, []byte("\r\n"))
+	rest, ok := bytes.CutPrefix(line, []byte("NATS/1.0"))
+	if !ok {
+		return "", string(line)
+	}
+	code, text, _ = strings.Cut(strings.TrimSpace(string(rest)), " ")
+	return code, text
+}
+
+// rawConn is a NATS protocol connection of the raw read's own.
+type rawConn struct {
+	conn net.Conn
+	r    *bufio.Reader
+	w    *bufio.Writer
+	slab []byte // what is left of the block message bodies are cut from
+	meta []byte // the last frame's subject and reply
+}
+
+// rawFrame is one message the server sent: subject, reply and header
+// block are valid until the next call of next; hdr (nil for a message
+// without headers) and data are cut from the connection's slab and the
+// receiver's to keep.
+type rawFrame struct {
+	subject, reply []byte
+	hdr, data      []byte
+}
+
+// dialRaw connects to the server of the Log's connection as that
+// connection did (the same server, user and password or token; an
+// embedded server's in-process connection), with headers on, and waits
+// for the server to accept it. A connection it cannot make as the Log's
+// was made is errRawUnsupported.
+func (l *Log) dialRaw(ctx context.Context) (*rawConn, error) {
+	nc := l.js.Conn()
+	o := nc.Opts
+	if o.Secure || o.TLSConfig != nil || o.TLSCertCB != nil || o.RootCAsCB != nil || o.TLSHandshakeFirst ||
+		o.UserJWT != nil || o.Nkey != "" || o.SignatureCB != nil || o.UserInfo != nil || o.TokenHandler != nil ||
+		o.CustomDialer != nil || o.ProxyPath != "" {
+		return nil, errRawUnsupported
+	}
+	user, pass, token := o.User, o.Password, o.Token
+	var conn net.Conn
+	if o.InProcessServer != nil {
+		c, err := o.InProcessServer.InProcessConn()
+		if err != nil {
+			return nil, err
+		}
+		conn = c
+	} else {
+		u, err := url.Parse(nc.ConnectedUrl())
+		if err != nil || u.Scheme != "nats" || u.Host == "" {
+			return nil, errRawUnsupported
+		}
+		if u.User != nil && user == "" && token == "" {
+			if p, ok := u.User.Password(); ok {
+				user, pass = u.User.Username(), p
+			} else {
+				token = u.User.Username()
+			}
+		}
+		d := net.Dialer{Timeout: l.cfg.Timeout}
+		if conn, err = d.DialContext(ctx, "tcp", u.Host); err != nil {
+			return nil, err
+		}
+	}
+	rc := &rawConn{conn: conn, r: bufio.NewReaderSize(conn, rawBufSize), w: bufio.NewWriter(conn)}
+	if err := rc.handshake(l.cfg.Timeout, user, pass, token); err != nil {
+		rc.close()
+		return nil, err
+	}
+	return rc, nil
+}
+
+// handshake reads the server's INFO, sends CONNECT and a PING, and
+// waits up to timeout for the PONG.
+func (rc *rawConn) handshake(timeout time.Duration, user, pass, token string) error {
+	_ = rc.conn.SetDeadline(time.Now().Add(timeout))
+	defer rc.conn.SetDeadline(time.Time{})
+	line, err := rc.r.ReadSlice('\n')
+	if err != nil {
+		return err
+	}
+	js, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("INFO "))
+	if !ok {
+		return fmt.Errorf("raw read: the server said %q, not INFO", line)
+	}
+	var info struct {
+		Headers bool `json:"headers"`
+		TLS     bool `json:"tls_required"`
+	}
+	if err := json.Unmarshal(js, &info); err != nil {
+		return err
+	}
+	if !info.Headers || info.TLS {
+		return errRawUnsupported
+	}
+	connect, err := json.Marshal(map[string]any{
+		"verbose": false, "pedantic": false, "tls_required": false, "name": "logbook read",
+		"lang": "go", "version": nats.Version, "protocol": 1, "echo": false,
+		"headers": true, "no_responders": true,
+		"user": user, "pass": pass, "auth_token": token,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(rc.w, "CONNECT %s\r\nPING\r\n", connect)
+	if err := rc.flush(); err != nil {
+		return err
+	}
+	for {
+		line, err := rc.r.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		switch {
+		case bytes.HasPrefix(line, []byte("PONG")):
+			return nil
+		case bytes.HasPrefix(line, []byte("-ERR")):
+			return fmt.Errorf("raw read: %s", bytes.TrimSpace(line))
+		}
+	}
+}
+
+// watch ends the connection's reads (a read deadline in the past) when
+// ctx is done, or when progress has not moved for stall: a server that
+// stopped delivering (see Log.readStall). The function it returns ends
+// the watch, which has returned when it does.
+func (rc *rawConn) watch(ctx context.Context, stall time.Duration, progress *atomic.Uint64) (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(stall / 4)
+		defer t.Stop()
+		seen, since := progress.Load(), time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+			case now := <-t.C:
+				if p := progress.Load(); p != seen {
+					seen, since = p, now
+					continue
+				}
+				if now.Sub(since) < stall {
+					continue
+				}
+			}
+			_ = rc.conn.SetReadDeadline(time.Unix(1, 0))
+			return
+		}
+	}()
+	return func() { close(done); <-ended }
+}
+
+// sub subscribes to subject (sid 1).
+func (rc *rawConn) sub(subject string) error {
+	_, err := fmt.Fprintf(rc.w, "SUB %s 1\r\n", subject)
+	return err
+}
+
+// pub buffers a message to subject with reply and data; flush sends it.
+func (rc *rawConn) pub(subject, reply string, data []byte) error {
+	fmt.Fprintf(rc.w, "PUB %s %s %d\r\n", subject, reply, len(data))
+	rc.w.Write(data)
+	_, err := rc.w.WriteString("\r\n")
+	return err
+}
+
+// flush sends what pub and sub buffered.
+func (rc *rawConn) flush() error { return rc.w.Flush() }
+
+// close closes the connection.
+func (rc *rawConn) close() { rc.conn.Close() }
+
+// next returns the next message the server sends, answering its PINGs
+// and passing over its INFOs and +OKs. A -ERR, a line it does not know
+// and the connection's errors are errors.
+func (rc *rawConn) next() (rawFrame, error) {
+	for {
+		line, err := rc.r.ReadSlice('\n')
+		if err != nil {
+			return rawFrame{}, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		op, args, _ := bytes.Cut(line, []byte(" "))
+		switch string(op) {
+		case "HMSG", "MSG":
+			return rc.frame(string(op) == "HMSG", args)
+		case "PING":
+			rc.w.WriteString("PONG\r\n")
+			if err := rc.flush(); err != nil {
+				return rawFrame{}, err
+			}
+		case "PONG", "+OK", "INFO":
+		default:
+			return rawFrame{}, fmt.Errorf("raw read: the server said %q", line)
+		}
+	}
+}
+
+// frame reads the message whose control line's arguments are args:
+// "<subject> <sid> [reply] [<header bytes>] <total bytes>".
+func (rc *rawConn) frame(headers bool, args []byte) (rawFrame, error) {
+	var f [5][]byte
+	n := 0
+	for i := 0; i < len(args); {
+		if args[i] == ' ' || args[i] == '\t' {
+			i++
+			continue
+		}
+		j := i
+		for j < len(args) && args[j] != ' ' && args[j] != '\t' {
+			j++
+		}
+		if n == len(f) {
+			return rawFrame{}, fmt.Errorf("raw read: bad message line %q", args)
+		}
+		f[n], n, i = args[i:j], n+1, j
+	}
+	want := 3 // subject, sid, total
+	if headers {
+		want++
+	}
+	if n != want && n != want+1 {
+		return rawFrame{}, fmt.Errorf("raw read: bad message line %q", args)
+	}
+	fr := rawFrame{subject: f[0]}
+	if n == want+1 {
+		fr.reply = f[2]
+	}
+	total, err := strconv.Atoi(string(f[n-1]))
+	hlen := 0
+	if err == nil && headers {
+		hlen, err = strconv.Atoi(string(f[n-2]))
+	}
+	if err != nil || total < 0 || hlen < 0 || hlen > total {
+		return rawFrame{}, fmt.Errorf("raw read: bad message line %q", args)
+	}
+	// The subject and reply are in the reader's buffer, which the body's
+	// read may overwrite: copied first.
+	rc.meta = append(append(rc.meta[:0], fr.subject...), fr.reply...)
+	fr.subject, fr.reply = rc.meta[:len(fr.subject)], rc.meta[len(fr.subject):]
+	if n != want+1 {
+		fr.reply = nil
+	}
+	buf := rc.alloc(total)
+	if _, err := io.ReadFull(rc.r, buf); err != nil {
+		return rawFrame{}, err
+	}
+	if _, err := rc.r.Discard(2); err != nil { // CRLF
+		return rawFrame{}, err
+	}
+	if headers {
+		fr.hdr = buf[:hlen:hlen]
+	}
+	fr.data = buf[hlen:total:total]
+	return fr, nil
+}
+
+// alloc returns n bytes cut from the connection's slab (a block of its
+// own when n is large).
+func (rc *rawConn) alloc(n int) []byte {
+	if n > rawSlab/4 {
+		return make([]byte, n)
+	}
+	if len(rc.slab) < n {
+		rc.slab = make([]byte, rawSlab)
+	}
+	b := rc.slab[:n:n]
+	rc.slab = rc.slab[n:]
+	return b
+}
+
+// decodeHeader returns the headers of the header block hdr
+// ("NATS/1.0\r\nK: V\r\n…\r\n") a read judges its message by (those
+// named judgedHeader), as nats.go decodes them (nats.DecodeHeadersMsg;
+// nil if the block does not decode), in fewer allocations: no copy of
+// the block (the strings share hdr's bytes, which must not change
+// after), the map sized for its lines, the values of all keys in one
+// slice. The server's bookkeeping (Nats-Msg-Id, the batch headers) is
+// left out: with it a signed event's map outgrew its first group.
+func decodeHeader(hdr []byte) nats.Header {
+	h, _ := decodeHeaderInto(nil, nil, hdr)
+	return h
+}
+
+// decodeHeaderInto is decodeHeader that fills h (cleared first; nil:
+// a new map) and appends the values to vals, and returns both: a
+// decoding goroutine reuses the maps and values of a chunk's messages
+// once the chunk is read, and makes no map a message. The map returned
+// may be another when hdr is not an ordinary header block.
+func decodeHeaderInto(h nats.Header, vals []string, hdr []byte) (nats.Header, []string) {
+	if len(hdr) == 0 {
+		return slowHeader(hdr), vals
+	}
+	s := unsafe.String(unsafe.SliceData(hdr), len(hdr))
+	first, rest, ok := strings.Cut(s, "\n")
+	if !ok || strings.TrimSuffix(first, "\r") != "NATS/1.0" {
+		return slowHeader(hdr), vals // a status, or malformed
+	}
+	if h == nil {
+		h = make(nats.Header, 8)
+	} else {
+		clear(h)
+	}
+	for {
+		kv, r, ok := strings.Cut(rest, "\n")
+		if !ok {
+			return slowHeader(hdr), vals
+		}
+		rest = r
+		kv = strings.TrimSuffix(kv, "\r")
+		if kv == "" {
+			return h, vals
+		}
+		i := strings.IndexByte(kv, ':')
+		if i <= 0 {
+			return slowHeader(hdr), vals
+		}
+		key := kv[:i]
+		if !judgedHeader(key) {
+			continue
+		}
+		i++
+		for i < len(kv) && (kv[i] == ' ' || kv[i] == '\t') {
+			i++
+		}
+		if prev, dup := h[key]; dup {
+			h[key] = append(prev, kv[i:])
+			continue
+		}
+		vals = append(vals, kv[i:])
+		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+}
+
+// judgedHeader reports whether a read judges a message by the header
+// named name: the Lb- headers (signatures, batch proofs, and every one
+// a Merkle leaf covers) and the publish expectations a signature covers
+// (Nats-Expected-…; see attestMsg).
+func judgedHeader(name string) bool {
+	return strings.HasPrefix(name, "Lb-") || strings.HasPrefix(name, "Nats-Expected-")
+}
+
+// slowHeader is nats.DecodeHeadersMsg(hdr) with only the judged
+// headers, nil when it fails, as nats.go delivers a message whose header
+// block does not decode.
+func slowHeader(hdr []byte) nats.Header {
+	h, err := nats.DecodeHeadersMsg(hdr)
+	if err != nil {
+		return nil
+	}
+	for k := range h {
+		if !judgedHeader(k) {
+			delete(h, k)
+		}
+	}
+	return h
+}

@@ -1,0 +1,182 @@
+package natslog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// rawReadMsgs reads subject up to end with rawRead and returns its messages,
+// each header block decoded as decodeParallel decodes it; it fails the
+// test unless the raw read reached the end on its own.
+func rawReadMsgs(t *testing.T, l *Log, subject string, from, end uint64) []Msg {
+	t.Helper()
+	var got []Msg
+	next, stopped, err := l.rawRead(t.Context(), subject, from, end, func(m Msg, err error) bool {
+		if err != nil {
+			t.Fatalf("rawRead yielded %v", err)
+		}
+		if m.Header != nil || m.hdr == nil {
+			t.Fatalf("rawRead yielded seq %d with Header %v, hdr %q; want it undecoded", m.Seq, m.Header, m.hdr)
+		}
+		m.Header, m.hdr = decodeHeader(m.hdr), nil
+		got = append(got, m)
+		return true
+	})
+	if err != nil || stopped {
+		t.Fatalf("rawRead(%s, %d, %d) ended at %d: stopped %v, %v; want its end", subject, from, end, next, stopped, err)
+	}
+	return got
+}
+
+// consumedMsgs reads subject up to end with consume, as a read did
+// before raw reads, each message with only the headers a read judges it
+// by (judgedHeader), as decodeHeader keeps them.
+func consumedMsgs(t *testing.T, l *Log, subject string, from, end uint64) []Msg {
+	t.Helper()
+	var want []Msg
+	l.consume(t.Context(), subject, from, end, func(m Msg, err error) bool {
+		if err != nil {
+			t.Fatalf("consume yielded %v", err)
+		}
+		for k := range m.Header {
+			if !judgedHeader(k) {
+				delete(m.Header, k)
+			}
+		}
+		want = append(want, m)
+		return true
+	})
+	return want
+}
+
+// TestRawRead_AgreesWithConsume reads one session's subject, interleaved
+// with another's, through a raw connection and through the ordered
+// consumer, over an in-process connection and over TCP as a reader (its
+// inbox and consumers held to the role's permissions), across several
+// pulls: the same messages, headers, bodies and times.
+func TestRawRead_AgreesWithConsume(t *testing.T) {
+	reg := events.NewRegistry()
+	a, b := session("a"), session("b")
+	s := rolesServer(t)
+	admin, err := s.ConnectAs(RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	w := openConn(t, admin)
+	var last, bLast uint64
+	const per = 1000 // events of a per batch: 9 batches need three pulls
+	for i := range 9 {
+		last = mustAppend(t, w, decision(reg, a, last, uint64(1+i*per), per)).Last
+		bLast = mustAppend(t, w, decision(reg, b, bLast, uint64(1+i), 1)).Last
+	}
+	end := lastSeq(t, w)
+
+	tcp, _ := connectRole(t, s, RoleReader)
+	reader := openConn(t, tcp)
+	for _, tc := range []struct {
+		name string
+		l    *Log
+	}{{"in-process", w}, {"tcp reader", reader}} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, from := range []uint64{1, end / 2} {
+				want := consumedMsgs(t, tc.l, a.Subject(), from, end)
+				got := rawReadMsgs(t, tc.l, a.Subject(), from, end)
+				if len(want) < 9*per/2 {
+					t.Fatalf("consume read %d messages from %d; want more", len(want), from)
+				}
+				sameMsgs(t, fmt.Sprintf("from %d", from), want, got)
+			}
+			want := consumedMsgs(t, tc.l, a.Subject(), 1, 5)
+			got := rawReadMsgs(t, tc.l, a.Subject(), 1, 5)
+			if len(got) == 0 {
+				t.Errorf("up to seq 5: rawRead read nothing")
+			}
+			sameMsgs(t, "up to seq 5", want, got)
+		})
+	}
+}
+
+// sameMsgs fails the test, naming the first difference, unless got
+// (rawRead's) holds want's messages (consume's).
+func sameMsgs(t *testing.T, name string, want, got []Msg) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: rawRead read %d messages, consume %d", name, len(got), len(want))
+	}
+	for i := range min(len(got), len(want)) {
+		if !reflect.DeepEqual(want[i], got[i]) {
+			t.Errorf("%s: message %d: rawRead differs from consume (-consume +rawRead):\n%s", name, i, cmp.Diff(want[i], got[i], cmp.AllowUnexported(Msg{})))
+			return
+		}
+	}
+}
+
+// TestConsumeRaw_Cancelled ends a raw read whose ctx is done with ctx's
+// error, as consume ends it: a read cut short never passes for whole.
+func TestConsumeRaw_Cancelled(t *testing.T) {
+	l, _ := newLog(t)
+	a := session("a")
+	mustAppend(t, l, decision(events.NewRegistry(), a, 0, 1, 10))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var errs []error
+	l.consumeRaw(ctx, a.Subject(), 1, lastSeq(t, l), func(m Msg, err error) bool {
+		errs = append(errs, err)
+		return err == nil
+	})
+	if len(errs) != 1 || !errors.Is(errs[0], context.Canceled) {
+		t.Errorf("consumeRaw with ctx done yielded %v; want one error wrapping context.Canceled", errs)
+	}
+}
+
+// openConn opens a Log on nc, closed at test end.
+func openConn(t *testing.T, nc *nats.Conn) *Log {
+	t.Helper()
+	l, err := Open(t.Context(), nc, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// TestDecodeHeader_AsNatsGo decodes header blocks, well formed or not,
+// as nats.DecodeHeadersMsg does, to the headers a read judges by.
+func TestDecodeHeader_AsNatsGo(t *testing.T) {
+	for _, block := range []string{
+		"NATS/1.0\r\nNats-Msg-Id: x\r\nLb-Type: session.started\r\nNats-Expected-Last-Subject-Sequence: 7\r\n\r\n",
+		"NATS/1.0\r\nLb-A: 1\r\nLb-B:\t 2 \r\nLb-A: 3\r\nlb-c:4\r\nOther: 5\r\n\r\n",
+		"NATS/1.0\r\nLb-1: a\r\nLb-2: b\r\nLb-3: c\r\nLb-4: d\r\nLb-5: e\r\nLb-6: f\r\nLb-7: g\r\nLb-8: h\r\nLb-9: i\r\nLb-10: j\r\n\r\n",
+		"NATS/1.0\r\n\r\n",
+		"NATS/1.0 408 Request Timeout\r\nNats-Pending-Messages: 3\r\n\r\n",
+		"NATS/1.0 100\r\n\r\n",
+		"NATS/1.0\r\n: empty key\r\nK: v\r\n\r\n",
+		"NATS/1.0\r\nno colon\r\n\r\n",
+		"NATS/1.0\r\nK: v\r\n",
+		"NATS/1.0\nK: v\n\n",
+		"HTTP/1.1\r\n\r\n",
+		"",
+	} {
+		want, err := nats.DecodeHeadersMsg([]byte(block))
+		if err != nil {
+			want = nil
+		}
+		for k := range want {
+			if !judgedHeader(k) {
+				delete(want, k)
+			}
+		}
+		if got := decodeHeader([]byte(block)); !cmp.Equal(got, want) {
+			t.Errorf("decodeHeader(%q) = %v; nats.go decodes %v", block, got, want)
+		}
+	}
+}
