@@ -1165,18 +1165,21 @@ func (e *benchEnv) commandSession(ctx context.Context, s *benchServe) (sid, ws s
 }
 
 // boundaryRun starts `true` in workspace_write through the sandbox
-// directly, cfg.Hooks times, bubblewrap already probed: the process and
-// boundary start a command's start cannot do without.
+// directly, cfg.Hooks times, bubblewrap already probed and /etc's
+// unreadable paths kept by an EtcWatch (as a worker keeps them): the
+// process and boundary start a command's start cannot do without.
 func (e *benchEnv) boundaryRun(ctx context.Context) (benchSample, error) {
 	ws := filepath.Join(e.dir, "workspace")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return benchSample{}, err
 	}
+	etc := sandbox.NewEtcWatch()
+	defer etc.Close()
 	lat := make([]time.Duration, 0, e.cfg.Hooks)
 	start := time.Now()
 	for range e.cfg.Hooks {
 		t := time.Now()
-		p, err := sandbox.Start(ctx, sandbox.Spec{Argv: []string{"true"}, Workspace: ws, Dir: ws, Mode: sandbox.WorkspaceWrite, Probed: true}, nil)
+		p, err := sandbox.Start(ctx, sandbox.Spec{Argv: []string{"true"}, Workspace: ws, Dir: ws, Mode: sandbox.WorkspaceWrite, Probed: true, Etc: etc}, nil)
 		if err != nil {
 			return benchSample{}, err
 		}
