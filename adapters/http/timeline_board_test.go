@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,5 +237,39 @@ func TestBoard_TimelineHostileText(t *testing.T) {
 	}
 	if n := evalJS[int](t, ctx, `document.querySelectorAll('#timeline img, #tl-svg img, #tl-svg foreignObject').length`); n > 0 || evalJS[string](t, ctx, `document.title`) == "pwned" {
 		t.Errorf("the tool's name became markup: %d elements, title %q", n, evalJS[string](t, ctx, `document.title`))
+	}
+}
+
+// TestBoard_TimelineCommandMovesPhase: a command run while its session is
+// ready moves the session to working and back, the moves carried by the
+// command's entry events (events.TransitionOf); the phase lane draws them
+// as it draws a session.transitioned.
+func TestBoard_TimelineCommandMovesPhase(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t)
+	e.observe("idle", "", "start", `{"kind":"session_start","name":"startup"}`, `{"kind":"mode","name":"bypassPermissions"}`)
+	e.runCommand("h-idle", "true")
+	// The detach follows the exit the command's state shows.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var moves []string
+		for _, it := range e.audit("h-idle") {
+			if (it.Type == "session.entry_opened" || it.Type == "session.entry_closed") && it.To != "" {
+				moves = append(moves, it.To)
+			}
+		}
+		if slices.Equal(moves, []string{"working", "ready"}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("entry events carry the phase moves %q, want [working ready] (the attach, the detach)", moves)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/#/s/h-idle")); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "the timeline", `!!document.querySelector('#tl-svg .tl-lane.phase .tl-mark')`, 10*time.Second)
+	got := evalJS[[]string](t, ctx, `[...document.querySelectorAll('#tl-svg .tl-lane.phase .tl-mark')].map(m => m.querySelector("title").textContent.split("\n")[0])`)
+	if want := []string{"ready", "working · background", "ready"}; !slices.Equal(got, want) {
+		t.Errorf("phase lane %q, want %q", got, want)
 	}
 }

@@ -149,6 +149,9 @@
     const opened = new Map(); // entry -> mark
     for (const it of items) {
       const d = detail(it.detail);
+      // An entry event may carry the phase move it caused (a command's
+      // attach or detach): the phase lane moves with it.
+      if ((it.type === "session.entry_opened" || it.type === "session.entry_closed") && it.to) openSpan(it, it.to, d.phase_activity || "");
       switch (it.type) {
         case "session.started": openSpan(it, "ready", ""); break;
         case "session.transitioned":
