@@ -3,6 +3,9 @@ package claude
 import (
 	"context"
 	"fmt"
+	"os"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
 )
@@ -14,8 +17,21 @@ const Agent = "claude-code"
 // importWaiting is how many transcripts an import has under way per
 // --workers: --workers of them read and parse lines at once, the others
 // wait for their batches to be appended, so the log's group commit finds
-// several transcripts' runs to merge into each atomic batch.
+// several transcripts' runs to merge into each atomic batch. It counts
+// transcripts of importShare bytes or more (their files together); a
+// smaller one counts as its share of that, so that many small ones are
+// under way at once, up to importSmall times as many: their runs are
+// small, and a batch of 1,000 events takes a few dozen of them.
 const importWaiting = 4
+
+// importShare is the size, in bytes of a transcript's files, from which
+// it counts as one whole transcript under way (importWaiting); a run of
+// its lines can then reach 1,000 events, the most one run holds.
+const importShare = 256 << 10
+
+// importSmall bounds how many more transcripts than importWaiting per
+// --workers are under way when they are small.
+const importSmall = 4
 
 // Descriptor returns Claude Code as cmd/logbook lists it: `logbook
 // import claude`, and the folder serve --watch follows as Claude Code's
@@ -88,8 +104,14 @@ func openImport(ctx context.Context, env ingest.ImportEnv) (ingest.Runner[Transc
 	if err != nil {
 		return r, nil, err
 	}
-	r.Workers = env.Workers * importWaiting
+	r.Workers = env.Workers * importWaiting * importSmall
+	room := semaphore.NewWeighted(int64(env.Workers * importWaiting * importShare))
 	r.Import = func(ctx context.Context, t Transcript, line func()) ([]ingest.FileResult, error) {
+		w := min(transcriptBytes(t), importShare)
+		if err := room.Acquire(ctx, w); err != nil {
+			return nil, err
+		}
+		defer room.Release(w)
 		return ing.ImportTranscript(ctx, t, func(string, int) { line() })
 	}
 	if index == nil {
@@ -106,4 +128,21 @@ func openImport(ctx context.Context, env ingest.ImportEnv) (ingest.Runner[Transc
 // Claude Code's Accept and Import.
 func (in *Ingester) Follow(ctx context.Context, cfg ingest.FollowConfig) error {
 	return in.Watch(ctx, WatchConfig{Roots: cfg.Roots, Await: cfg.Await, Rescan: cfg.Rescan, Report: cfg.Report, Imported: cfg.Imported})
+}
+
+// transcriptBytes returns the size of t's files together, in bytes, at
+// least 1: a file that cannot be read counts as empty (its import says
+// why).
+func transcriptBytes(t Transcript) int64 {
+	n := int64(1)
+	size := func(path string) {
+		if st, err := os.Stat(path); err == nil && path != "" {
+			n += st.Size()
+		}
+	}
+	size(t.Path)
+	for _, sa := range t.Subagents {
+		size(sa.Path)
+	}
+	return n
 }

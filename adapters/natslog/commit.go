@@ -17,11 +17,48 @@ import (
 // run is the committer: it takes decisions from l.reqs, merges those that
 // are queued together into one atomic batch, commits it and answers each
 // caller. It returns when l.quit is closed, after answering every request
-// it holds, and then closes l.done.
+// it holds and once every batch it sent is answered, and then closes
+// l.done.
+//
+// A batch is committed on a goroutine of its own, so that the committer
+// gathers the next one meanwhile; the next goes out beside it only while
+// a Hold is outstanding or was when the batch in flight went (the runs of
+// an import, merged batch after batch: the server stages the next while
+// it stores the one before, instead of waiting for its answer and for
+// the committer to send again), at most maxSending at once, and never
+// with a decision of an aggregate a batch in flight holds one of (that
+// one waits for the answer, as a lone committer would make it). Without
+// holds a batch waits for the one in flight, as before: group commit
+// merges what arrives meanwhile.
 func (l *Log) run() {
 	defer close(l.done)
-	var pending []*request
+	defer l.sends.Wait()
+	var (
+		pending []*request
+		flying  = map[string]int{} // requests in flight, by subject
+		flights int                // batches in flight
+		held    bool               // a Hold was outstanding when the newest batch in flight went
+	)
+	land := func(b []*request) {
+		flights--
+		for _, r := range b {
+			if flying[r.subject]--; flying[r.subject] <= 0 {
+				delete(flying, r.subject)
+			}
+		}
+	}
+	landed := func() {
+		for {
+			select {
+			case b := <-l.sent:
+				land(b)
+			default:
+				return
+			}
+		}
+	}
 	for {
+		landed()
 		if len(pending) == 0 {
 			select {
 			case r := <-l.reqs:
@@ -30,11 +67,33 @@ func (l *Log) run() {
 				return
 			}
 		}
+		// Without a hold the batch in flight is waited for before the
+		// next is gathered, so that what arrives meanwhile joins it.
+		for flights > 0 && !held && l.holds.Load() == 0 {
+			land(<-l.sent)
+		}
 		pending = l.await(l.gather(pending))
+		landed()
 		var batch []*request
-		batch, pending = pick(pending)
+		batch, pending = pick(pending, flying)
+		if len(batch) == 0 && len(pending) > 0 && flights > 0 {
+			land(<-l.sent) // every decision waiting is of an aggregate in flight
+		}
 		if len(batch) > 0 {
-			l.commit(batch)
+			for flights >= maxSending {
+				land(<-l.sent)
+			}
+			held = l.holds.Load() > 0
+			flights++
+			for _, r := range batch {
+				flying[r.subject]++
+			}
+			l.sends.Add(1)
+			go func() {
+				defer l.sends.Done()
+				l.commit(batch)
+				l.sent <- batch
+			}()
 		}
 		select {
 		case <-l.quit:
@@ -48,6 +107,11 @@ func (l *Log) run() {
 		}
 	}
 }
+
+// maxSending bounds the batches the committer has sent and not yet seen
+// answered: one the server stores while the next is staged behind it
+// keeps the server busy; more would only queue there.
+const maxSending = 2
 
 // maxYields bounds how often one gather yields while waiting for
 // callers that are inside Append but have not queued yet.
@@ -84,11 +148,13 @@ func (l *Log) gather(pending []*request) []*request {
 
 // pick splits pending, in arrival order, into the next batch and the
 // rest. A batch holds at most events.MaxBatch messages and at most one
-// decision per aggregate; a later decision for an aggregate already in
-// the batch waits for the next round, and so does everything after the
-// first decision that does not fit (no overtaking). Cancelled requests
-// are dropped; picked ones are marked taken.
-func pick(pending []*request) (batch, rest []*request) {
+// decision per aggregate, and none of an aggregate flying names (by
+// subject: those a batch in flight holds); a later decision for an
+// aggregate already in the batch or in flight waits for the next round,
+// and so does everything after the first decision that does not fit (no
+// overtaking). Cancelled requests are dropped; picked ones are marked
+// taken.
+func pick(pending []*request, flying map[string]int) (batch, rest []*request) {
 	seen := make(map[string]struct{}, len(pending))
 	n := 0
 	full := false
@@ -96,7 +162,8 @@ func pick(pending []*request) (batch, rest []*request) {
 		if r.state.Load() == cancelled {
 			continue
 		}
-		if _, busy := seen[r.subject]; busy || full {
+		_, busy := seen[r.subject]
+		if busy || full || flying[r.subject] > 0 {
 			rest = append(rest, r)
 			continue
 		}

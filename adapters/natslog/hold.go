@@ -12,8 +12,9 @@ import (
 // until release is called, the committer does not send a batch that is
 // not full (fewer than events.MaxBatch messages) but waits for more
 // decisions, so that many small decisions of many aggregates go out as
-// few atomic batches, each at the server's per-batch cost. Without a
-// hold outstanding the committer sends as before.
+// few atomic batches, each at the server's per-batch cost; and it sends
+// the next batch beside the one in flight rather than after its answer
+// (see run). Without a hold outstanding the committer sends as before.
 //
 // The first Hold of a Log with a Verifier also gets its key check ready
 // (warmKeys): the watch of the key events starts and catches up beside

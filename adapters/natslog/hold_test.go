@@ -3,6 +3,7 @@ package natslog
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -86,5 +87,59 @@ func TestLog_HoldReleased(t *testing.T) {
 	l2.Close()
 	if err := <-done; err != nil && !errors.Is(err, ErrClosed) {
 		t.Fatalf("append on a Log closed under a hold: %v", err)
+	}
+}
+
+// TestLog_HoldSendsBeside appends, under a Hold, decisions of 200 events
+// of their own sessions, two full batches' worth and one more, which the
+// committer may send beside each other, and the decision after them once
+// the hold is released, and a second decision of one session as soon as
+// its first is answered: every append is stored whole, each session's
+// events in order.
+func TestLog_HoldSendsBeside(t *testing.T) {
+	l, _ := newLog(t)
+	reg := events.NewRegistry()
+	release := l.Hold()
+	const each = events.MaxBatch / 5
+	var wg sync.WaitGroup
+	errs := make([]error, 11)
+	for w := range 11 {
+		wg.Go(func() {
+			var a events.Appended
+			a, errs[w] = l.Append(t.Context(), decision(reg, session(fmt.Sprintf("b%d", w)), 0, 1, each))
+			if w == 0 && errs[w] == nil {
+				// The same session again, at once: the batch after its
+				// first decision's may still be in flight.
+				_, errs[w] = l.Append(t.Context(), decision(reg, session("b0"), a.Last, 1+each, each))
+			}
+		})
+	}
+	for l.Stats().Decisions < 10 {
+		runtime.Gosched() // the two full batches went
+	}
+	release()
+	wg.Wait()
+	for w, err := range errs {
+		if err != nil {
+			t.Fatalf("append b%d: %v", w, err)
+		}
+	}
+	for w := range 11 {
+		want := each
+		if w == 0 {
+			want = 2 * each
+		}
+		recs, _, err := l.Load(t.Context(), session(fmt.Sprintf("b%d", w)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != want {
+			t.Fatalf("b%d: Load = %d records, want %d", w, len(recs), want)
+		}
+		for i, r := range recs {
+			if r.Envelope.Ver != uint64(i+1) {
+				t.Fatalf("b%d: record %d has ver %d", w, i, r.Envelope.Ver)
+			}
+		}
 	}
 }

@@ -38,7 +38,8 @@ var (
 // cost, for all of them.
 //
 // A Log owns one goroutine, the committer, started by Open and stopped by
-// Close; one with a Verifier that appends more than once also owns an
+// Close, and the goroutines it sends batches on (at most maxSending,
+// each ending with its send's answer; Close waits for them); one with a Verifier that appends more than once also owns an
 // ordered consumer on the key events (its watch of them, see refuseKeys),
 // deleted by Close. It does not own the *nats.Conn it was opened on: close the Log
 // first, then the connection (or Server.Shutdown).
@@ -66,6 +67,13 @@ type Log struct {
 	// committer when one ends or entering drops to 0 (see await).
 	holds  atomic.Int64
 	unheld chan struct{}
+
+	// sent carries back to the committer each batch it handed to a
+	// goroutine of its own once that batch is answered (capacity
+	// maxSending: those goroutines never wait on it); sends counts
+	// those goroutines, which the committer waits for before it returns.
+	sent  chan []*request
+	sends sync.WaitGroup
 
 	// direct holds a token per large decision being sent by its own
 	// caller (see DirectMin); inflight counts them for Close.
@@ -131,6 +139,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 		done:        make(chan struct{}),
 		direct:      make(chan struct{}, maxDirect),
 		unheld:      make(chan struct{}, 1),
+		sent:        make(chan []*request, maxSending),
 	}
 	if cfg.Signer != nil {
 		l.SetSigner(cfg.Signer)
@@ -177,7 +186,7 @@ func openStream(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstr
 // Close stops the committer: an append already sent to the server gets
 // its outcome, queued ones fail with ErrClosed, later calls to Append
 // fail with ErrClosed. Reads in progress end with their own ctx. Close
-// blocks until the committer has finished the batch in flight (each send
+// blocks until the committer has finished the batches in flight (each send
 // is bounded by Config.Timeout), then stops the watch of the key events
 // and deletes its consumer (waiting at most a second); it is idempotent
 // and does not close the connection.

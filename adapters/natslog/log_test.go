@@ -405,11 +405,13 @@ func TestPick(t *testing.T) {
 	tests := []struct {
 		name    string
 		pending []*request
+		flying  map[string]int
 		batch   []*request
 		rest    []*request
 	}{
-		{"one per aggregate", []*request{a1, b, a2, c, gone}, []*request{a1, b, c}, []*request{a2}},
-		{"no overtaking past a full batch", []*request{b, big, small}, []*request{b}, []*request{big, small}},
+		{"one per aggregate", []*request{a1, b, a2, c, gone}, nil, []*request{a1, b, c}, []*request{a2}},
+		{"no overtaking past a full batch", []*request{b, big, small}, nil, []*request{b}, []*request{big, small}},
+		{"none of an aggregate in flight", []*request{a1, b, c}, map[string]int{a1.subject: 1}, []*request{b, c}, []*request{a1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -418,7 +420,7 @@ func TestPick(t *testing.T) {
 					r.state.Store(queued)
 				}
 			}
-			batch, rest := pick(tt.pending)
+			batch, rest := pick(tt.pending, tt.flying)
 			name := func(rs []*request) (s []string) {
 				for _, r := range rs {
 					s = append(s, fmt.Sprintf("%s×%d", r.agg.ID, len(r.msgs)))
@@ -476,7 +478,7 @@ func TestLog_AppendCancelHandoff(t *testing.T) {
 			if errors.Is(err, ErrUnknownOutcome) {
 				t.Errorf("Append = %v, must not claim an unknown outcome", err)
 			}
-			if batch, rest := pick([]*request{r}); len(batch)+len(rest) != 0 {
+			if batch, rest := pick([]*request{r}, nil); len(batch)+len(rest) != 0 {
 				t.Errorf("pick kept a cancelled request: batch %d, rest %d", len(batch), len(rest))
 			}
 		})

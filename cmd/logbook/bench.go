@@ -53,9 +53,13 @@ measured on the same server in the same run, and their ratio:
             --sessions of --lines lines, and --small-files of 17 lines (what
             an import pays per file); baselines: the same messages published
             raw, each session's in atomic batches of up to 1000 by 4
-            writers, and in full batches of 1000 across sessions by one
-            publisher (the server's ceiling); broken down: the import,
-            its lines parsed alone, serve's projection after it
+            writers, in full batches of 1000 across sessions by one
+            publisher (the server's ceiling), and the same with the
+            headers the import stored (ids, expected sequences,
+            signatures: the work the server does for the import's
+            messages, shown beside the ceiling, held to nothing); broken
+            down: the import, its lines parsed alone, serve's projection
+            after it
   hook      logbook-hook claude (when found beside this binary or on
             $PATH; it exits once serve has the payload in its fsynced
             hook journal) and logbook hook claude (it exits once the

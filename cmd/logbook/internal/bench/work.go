@@ -54,7 +54,8 @@ type benchEnv struct {
 	notes []string // what the report should say about the workloads' data
 
 	srv     *benchServe
-	imports map[string][][][][]byte // each import row's events, by row name: per session, per batch of ≤ events.MaxBatch, message bodies
+	imports map[string][][][][]byte  // each import row's events, by row name: per session, per batch of ≤ events.MaxBatch, message bodies
+	stored  map[string][][]*nats.Msg // each import row's messages as stored, headers and all, by row name: per session, in order
 
 	scale *scaleState // the scale rows' serve and history
 
@@ -64,7 +65,7 @@ type benchEnv struct {
 }
 
 func newBenchEnv(dir string, cfg Config, cli CLI) *benchEnv {
-	return &benchEnv{dir: dir, cfg: cfg, cli: cli, reg: events.NewRegistry(), note: func(string) {}, appendLogs: map[natslog.Fsync]*benchLog{}, imports: map[string][][][][]byte{}}
+	return &benchEnv{dir: dir, cfg: cfg, cli: cli, reg: events.NewRegistry(), note: func(string) {}, appendLogs: map[natslog.Fsync]*benchLog{}, imports: map[string][][][][]byte{}, stored: map[string][][]*nats.Msg{}}
 }
 
 // workloads is the table `logbook bench` runs, in order.
@@ -778,6 +779,7 @@ func (e *benchEnv) importRow(sessions, lines int, what string, ceiling float64) 
 		logbook: e.importRun(name, sessions, lines), baselines: []benchBaseline{
 			{name: "same events, atomic batches of ≤1000 per session, 4 writers", run: e.importRaw(name), floor: 0.50},
 			{name: "same events, atomic batches of 1000 across sessions, 1 publisher (the server's ceiling)", run: e.importCeiling(name), floor: ceiling},
+			{name: "the same, each message with the headers the import stored with it (ids, expected sequences, signatures)", run: e.importCeilingStored(name)},
 		},
 	}
 }
@@ -834,6 +836,9 @@ func (e *benchEnv) importRun(row string, sessions, lines int) benchRun {
 		}
 		imports, err := benchDecisionsFrom(ctx, s.log, from+1)
 		e.imports[row] = imports
+		if err == nil {
+			e.stored[row], err = benchStoredFrom(ctx, s.js, from+1)
+		}
 		msgs := 0
 		for _, ds := range imports {
 			for _, d := range ds {
@@ -937,6 +942,63 @@ func benchDecisionsFrom(ctx context.Context, log events.Log, from uint64) ([][][
 	return out, nil
 }
 
+// benchStoredFrom reads the log's stored messages from seq from to its
+// end, as stored (subject, headers, body), and returns each subject's in
+// order, the subjects in the order of their first message.
+func benchStoredFrom(ctx context.Context, js jetstream.JetStream, from uint64) ([][]*nats.Msg, error) {
+	st, err := js.Stream(ctx, natslog.StreamName)
+	if err != nil {
+		return nil, err
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	last := info.State.LastSeq
+	var out [][]*nats.Msg
+	if last < from {
+		return out, nil
+	}
+	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{events.SubjectEvents + ".>"},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy, OptStartSeq: from,
+	})
+	if err != nil {
+		return nil, err
+	}
+	index := map[string]int{}
+	for {
+		batch, err := c.Fetch(events.MaxBatch, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			meta, err := m.Metadata()
+			if err != nil {
+				return nil, err
+			}
+			i, ok := index[m.Subject()]
+			if !ok {
+				i = len(out)
+				index[m.Subject()] = i
+				out = append(out, nil)
+			}
+			out[i] = append(out[i], &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+			if meta.Sequence.Stream >= last {
+				return out, nil
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("stored messages: none after seq %d, want up to %d", from, last)
+		}
+	}
+}
+
 // importRaw returns the run that publishes the events of import row row
 // again, raw, over the same kind of connection: 4 writers (the import's
 // workers), each taking a session and publishing its events in order, in
@@ -1022,6 +1084,59 @@ func (e *benchEnv) importCeilingOf(ctx context.Context, imports [][][][]byte) (b
 		msgs = msgs[k:]
 	}
 	return benchSample{ops: n, elapsed: time.Since(start)}, nil
+}
+
+// importCeilingStored returns the run that publishes the messages of
+// import row row as importCeiling does (full atomic batches of
+// events.MaxBatch from one publisher, each session on a subject of its
+// own), each with the headers the import stored it with: its type, a
+// Nats-Msg-Id (a fresh one of the same length: the stored one would be a
+// duplicate), the signature headers, and on each session's first message
+// its expected last subject sequence (0: a new session; a later
+// decision's expectation, a sequence of the original subject, is left
+// off). The server checks and stores these headers for the import and
+// not for importCeiling: this is the ceiling of the same messages.
+func (e *benchEnv) importCeilingStored(row string) benchRun {
+	return func(ctx context.Context) (benchSample, error) {
+		s, err := e.serve(ctx)
+		if err != nil {
+			return benchSample{}, err
+		}
+		stored := e.stored[row]
+		if len(stored) == 0 {
+			return benchSample{}, errors.New("no import to repeat")
+		}
+		run := e.runs.Add(1)
+		var msgs []*nats.Msg
+		for i, ms := range stored {
+			subject := fmt.Sprintf("%s.bench-%d-s%d", events.SubjectOutput, run, i)
+			for j, sm := range ms {
+				m := nats.NewMsg(subject)
+				m.Data = sm.Data
+				for k, vs := range sm.Header {
+					m.Header[k] = vs
+				}
+				for _, h := range []string{jetstreamext.BatchIDHeader, jetstreamext.BatchSeqHeader, jetstreamext.BatchCommitHeader} {
+					m.Header.Del(h) // the batch's own, set again as it goes
+				}
+				m.Header.Set(jetstream.MsgIDHeader, ulid.Make().String())
+				if j > 0 || m.Header.Get(jetstream.ExpectedLastSubjSeqHeader) != "0" {
+					m.Header.Del(jetstream.ExpectedLastSubjSeqHeader)
+				}
+				msgs = append(msgs, m)
+			}
+		}
+		n := len(msgs)
+		start := time.Now()
+		for len(msgs) > 0 {
+			k := min(len(msgs), events.MaxBatch)
+			if _, err := jetstreamext.PublishMsgBatch(ctx, s.js, msgs[:k]); err != nil {
+				return benchSample{}, err
+			}
+			msgs = msgs[k:]
+		}
+		return benchSample{ops: n, elapsed: time.Since(start)}, nil
+	}
 }
 
 // hookCheck holds a hook, end to end, to p50 ≤ 15 ms and p99 ≤ 40 ms:
