@@ -86,20 +86,31 @@ func internHash(v []byte) uint64 {
 
 // intern returns v as a string: the Decoder's copy when it holds one.
 // The table is direct-mapped by the high bits of internHash: a string
-// takes its slot from the one before it.
+// takes its slot from the one before it. Each slot keeps its string's
+// hash, so a string that is not there is told from the one that is
+// without reading the latter's bytes, and one shorter than eight bytes
+// is found by its hash alone: on those, internHash is one to one.
 func (s *scanner) intern(v []byte) string {
 	if s.d == nil || len(v) > internLen {
 		return string(v)
 	}
 	d := s.d
 	if d.strs == nil {
-		d.strs, d.shift = make([]string, internFirst), 64-uint(bits.TrailingZeros(internFirst))
+		d.strs, d.shift = make([]internSlot, internFirst), 64-uint(bits.TrailingZeros(internFirst))
 	}
-	slot := &d.strs[internHash(v)>>d.shift]
-	if *slot != string(v) {
-		*slot = string(v)
+	h := internHash(v)
+	slot := &d.strs[h>>d.shift]
+	if slot.h != h || len(slot.s) != len(v) || len(v) >= 8 && slot.s != string(v) {
+		slot.h, slot.s = h, string(v)
 	}
-	return *slot
+	return slot.s
+}
+
+// internSlot is one entry of a Decoder's table of strings: a string and
+// its internHash.
+type internSlot struct {
+	h uint64
+	s string
 }
 
 // Decoder decodes envelopes as Registry.Decode does, with the same
@@ -115,7 +126,7 @@ type Decoder struct {
 	n   int // envelopes decoded
 	// strs is the table of interned strings (see intern), allocated at
 	// the first one; its length is 1<<(64-shift).
-	strs  []string
+	strs  []internSlot
 	shift uint
 	// causes is where the next envelopes' causes are taken from (see
 	// cause).
@@ -136,7 +147,7 @@ func (r *Registry) NewDecoder() *Decoder {
 // Decode is Registry.Decode.
 func (d *Decoder) Decode(b []byte) (Envelope, error) {
 	if d.n++; d.n == internGrow {
-		d.strs, d.shift = make([]string, internSlots), 64-uint(bits.TrailingZeros(internSlots))
+		d.strs, d.shift = make([]internSlot, internSlots), 64-uint(bits.TrailingZeros(internSlots))
 	}
 	if e, ok, err := d.reg.decodeScan(b, d); ok {
 		return e, err

@@ -344,3 +344,48 @@ func TestDecodeScanSurrogates(t *testing.T) {
 		}
 	}
 }
+
+// TestInternHashShort: on strings shorter than eight bytes, which intern
+// finds by their hash alone, internHash is one to one.
+func TestInternHashShort(t *testing.T) {
+	seen := map[uint64][]byte{}
+	var add func(b []byte)
+	add = func(b []byte) {
+		h := internHash(b)
+		if o, ok := seen[h]; ok {
+			t.Fatalf("internHash(%q) = internHash(%q)", b, o)
+		}
+		seen[h] = bytes.Clone(b)
+		if len(b) < 3 {
+			for _, c := range []byte{0, 1, 7, 'a', 0xff} {
+				add(append(b, c))
+			}
+		}
+	}
+	add(nil)
+	for _, s := range []string{"abcdefg", "\x07abcdef", "bcdefg", "\x06bcdefg", "session", "hook", "turn-0"} {
+		h := internHash([]byte(s))
+		if o, ok := seen[h]; ok && string(o) != s {
+			t.Fatalf("internHash(%q) = internHash(%q)", s, o)
+		}
+		seen[h] = []byte(s)
+	}
+}
+
+// TestIntern: a Decoder's table gives back each string it is asked for,
+// whatever it held before in the string's slot.
+func TestIntern(t *testing.T) {
+	d := NewRegistry().NewDecoder()
+	d.strs, d.shift = make([]internSlot, 4), 62 // four slots: strings meet in them
+	s := scanner{d: d}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		b := make([]byte, rng.IntN(internLen+2))
+		for i := range b {
+			b[i] = "ab\x00\x07"[rng.IntN(4)]
+		}
+		if got := s.intern(b); got != string(b) {
+			t.Fatalf("intern(%q) = %q", b, got)
+		}
+	}
+}

@@ -13,16 +13,23 @@ import (
 // not past s.Ver (folding an event twice is harmless); kinds it does not
 // know change only Ver. s is not modified; slices in the result are fresh.
 func Evolve(s State, e events.Envelope) State {
-	s.Evolve(e)
+	s.evolve(e, false)
 	return s
 }
 
 // Evolve makes *s what Evolve(*s, e) returns, in place: a fold that owns
 // its states (one per session, in a map or a local variable) saves the
-// state's copies in and out. Like Evolve it only writes the fields of *s:
-// a slice or map that changes is replaced by a fresh one, so a copy of
-// *s taken before the call keeps its value.
-func (s *State) Evolve(e events.Envelope) {
+// state's copies in and out, and its sets and lists of ids grow in place.
+// Like Evolve it never writes memory a copy of *s taken before the call
+// reads, so that copy keeps its value: a slice or map that changes is
+// replaced by a fresh one, or appended to past the end of every state
+// that holds it. Two states that share memory (one a copy of the other)
+// must not be evolved in place at the same time on different goroutines.
+func (s *State) Evolve(e events.Envelope) { s.evolve(e, true) }
+
+// evolve is Evolve; inPlace lets it append to s's id sets and lists in
+// their backing arrays (IDSet.add1, Recent.push).
+func (s *State) evolve(e events.Envelope, inPlace bool) {
 	if e.Agg.Kind != events.KindSession || e.Ver != 0 && e.Ver <= s.Ver {
 		return // another aggregate's, or folded already
 	}
@@ -48,7 +55,7 @@ func (s *State) Evolve(e events.Envelope) {
 		}
 		if o.Line > 0 && o.Line > s.Cursor(o.Path) {
 			s.Lines += max(o.Copied, 1)
-			s.LineIDs = s.LineIDs.Add(LineID(o))
+			s.LineIDs = s.LineIDs.add1(LineID(o), inPlace)
 			name := source(o.Path)
 			s.Cursors = s.Cursors.Set(name, o.Line)
 			if f, _ := s.Fingerprints.Get(name); o.Fingerprint != nil || f != (events.Fingerprint{}) {
@@ -70,8 +77,8 @@ func (s *State) Evolve(e events.Envelope) {
 			s.AgentProcess = &p
 		}
 		if o.Line == 0 && o.Key != "" {
-			s.RecentKeys = s.RecentKeys.Push(o.Key, RecentKeys)
-			s.Keys = s.Keys.Add(o.Key)
+			s.RecentKeys = s.RecentKeys.push(o.Key, RecentKeys, inPlace)
+			s.Keys = s.Keys.add1(o.Key, inPlace)
 		}
 		return
 	}
@@ -113,18 +120,18 @@ func (s *State) Evolve(e events.Envelope) {
 		}
 	case events.SessionEntryClosed:
 		s.Entries = without(s.Entries, d.EntryID)
-		s.RecentClosed = s.RecentClosed.Push(d.EntryID, RecentClosed)
-		s.Calls = s.Calls.Add(d.EntryID)
+		s.RecentClosed = s.RecentClosed.push(d.EntryID, RecentClosed, inPlace)
+		s.Calls = s.Calls.add1(d.EntryID, inPlace)
 		if d.Moves != nil {
 			s.move(*d.Moves, e.At)
 		}
 	case events.SessionEntryAbandoned:
 		s.Entries = without(s.Entries, d.EntryID)
-		s.RecentClosed = s.RecentClosed.Push(d.EntryID, RecentClosed)
-		s.Unfinished = s.Unfinished.Add(d.EntryID)
+		s.RecentClosed = s.RecentClosed.push(d.EntryID, RecentClosed, inPlace)
+		s.Unfinished = s.Unfinished.add1(d.EntryID, inPlace)
 		s.Abandoned++
 	case events.SessionEntryLateResult:
-		s.Calls = s.Calls.Add(d.EntryID)
+		s.Calls = s.Calls.add1(d.EntryID, inPlace)
 		s.LateResults++
 	case events.SessionForked:
 		s.Forks++
@@ -152,7 +159,7 @@ func (s *State) Evolve(e events.Envelope) {
 		s.Released = false
 		s.Refusals = 0 // the user spoke: denials in a row count again from here
 		if d.PromptID != "" {
-			s.Calls = s.Calls.Add(promptKey(d.PromptID))
+			s.Calls = s.Calls.add1(promptKey(d.PromptID), inPlace)
 		}
 	case events.SessionTurnEnded:
 		s.TurnOpen = false

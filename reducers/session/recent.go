@@ -35,10 +35,28 @@ func (r Recent) IsZero() bool { return r.Len() == 0 }
 
 // Push returns r with v appended, keeping at most n (≥ 1) newest
 // strings; r is unchanged.
-func (r Recent) Push(v string, n int) Recent {
-	tail := make([]string, len(r.tail)+1)
-	copy(tail, r.tail)
-	tail[len(r.tail)] = v
+func (r Recent) Push(v string, n int) Recent { return r.push(v, n, false) }
+
+// push is Push, and with inPlace (a state evolved in place,
+// State.Evolve) it appends v to the tail's backing array, without a
+// copy, when that array has room and the slot past the tail is free
+// (""): every list sharing the array holds a prefix of it, and a slot,
+// once written, is never written again. An empty v, which cannot mark
+// its slot taken, is copied.
+func (r Recent) push(v string, n int, inPlace bool) Recent {
+	var tail []string
+	if k := len(r.tail); inPlace && v != "" && k < cap(r.tail) && r.tail[:k+1][k] == "" {
+		tail = r.tail[:k+1]
+		tail[k] = v
+	} else {
+		c := k + 1
+		if inPlace {
+			c = recentChunk // room to push in place
+		}
+		tail = make([]string, k+1, c)
+		copy(tail, r.tail)
+		tail[k] = v
+	}
 	out := Recent{full: r.full, skip: r.skip, tail: tail}
 	if len(tail) == recentChunk {
 		out.full = append(slices.Clip(r.full), tail)
