@@ -390,7 +390,11 @@ func (j *Judged) whole(l *Log, from, end uint64) func(context.Context, func(Msg,
 			return fmt.Errorf("seq %d: missing from stream %s (deleted or lost), within seq 1..%d that serve's signed checkpoint statement covers (run `logbook verify`)", seq, StreamName, j.Through)
 		}
 		stopped := false
-		l.consume(ctx, StreamSubjects, from, end, func(m Msg, err error) bool {
+		read := l.consume
+		if !l.leaderReads {
+			read = l.consumeRaw // header blocks left to the decoding goroutines
+		}
+		read(ctx, StreamSubjects, from, end, func(m Msg, err error) bool {
 			if err != nil {
 				stopped = true
 				return y(m, err)
@@ -409,6 +413,9 @@ func (j *Judged) whole(l *Log, from, end uint64) func(context.Context, func(Msg,
 				return true
 			}
 			if m.Seq <= j.Through {
+				if m.Header == nil && m.hdr != nil {
+					m.Header, m.hdr = decodeHeader(m.hdr), nil // the leaf hashes the Lb- headers
+				}
 				if err := j.Check(m); err != nil {
 					stopped = true
 					y(Msg{}, err)
