@@ -279,6 +279,9 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 			fmt.Fprintf(g.stderr, "logbook: evicted command %s: session %s is over %d active commands\n", id, f.session, command.MaxActive)
 		},
 	}
+	if g.served != nil {
+		sub.CatchUp = g.served.catchUp // serve's API answers in this process
+	}
 	if f.elevate {
 		sub.Elevate = func(ctx context.Context, req command.Request) (string, error) {
 			// The justification goes onto the log for good: redacted, as
