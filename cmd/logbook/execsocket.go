@@ -69,7 +69,11 @@ func execAnswer(b *backend, call api.Caller, catchUp func(context.Context) (cont
 	eb := &backend{dd: b.dd, reg: b.reg, nc: b.nc, log: b.log, srv: b.srv, rules: b.rules, remote: true,
 		api: api.PrefixFor(hostname, string(b.dd.dir())), local: call}
 	return func(ctx context.Context, req execsock.Request, peer unix.Ucred, stdout, stderr io.Writer) int {
-		se := &servedExec{b: eb, cwd: req.Cwd, env: req.Env, actor: peerActor(peer.Uid), catchUp: catchUp}
+		xb := *eb // this exec's: redact.txt looked at once, as it is now
+		if eb.rules != nil {
+			xb.pinned = eb.rules.Current()
+		}
+		se := &servedExec{b: &xb, cwd: req.Cwd, env: req.Env, actor: peerActor(peer.Uid), catchUp: catchUp}
 		if req.Env == nil {
 			se.env = []string{}
 		}
