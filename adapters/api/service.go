@@ -417,11 +417,37 @@ const pageHeadroom = 1024
 // fails after projections.StillFor without progress), so a query
 // answers with what was appended before it: read-your-writes for the
 // command line, a hook's included.
+//
+// A ctx that CatchUpOnce of s returned is caught up already: CaughtUp
+// returns nil at once.
 func (s *Service) CaughtUp(ctx context.Context) error {
+	if by, _ := ctx.Value(caughtUpKey{}).(*Service); by == s {
+		return nil
+	}
 	if err := s.WaitIntake(ctx); err != nil {
 		return err
 	}
 	return s.Store.CatchUp(ctx, s.Log)
+}
+
+// caughtUpKey is the key of the mark CatchUpOnce puts on a context: the
+// *Service that caught up.
+type caughtUpKey struct{}
+
+// CatchUpOnce runs CaughtUp once and returns ctx marked as caught up by
+// s, for a caller in this process (an api.InProcess Caller) about to ask
+// s several questions at once: their answers, asked with the returned
+// context, do not wait again, each reading the projection as of this
+// catch-up or later, which holds read-your-writes for everything the
+// caller appended (and every hook serve took) before CatchUpOnce. A
+// request over NATS carries no context and catches up on its own; the
+// mark is s's alone (another Service waits as usual). Errors are
+// CaughtUp's; ctx is then returned unmarked.
+func (s *Service) CatchUpOnce(ctx context.Context) (context.Context, error) {
+	if err := s.CaughtUp(ctx); err != nil {
+		return ctx, err
+	}
+	return context.WithValue(ctx, caughtUpKey{}, s), nil
 }
 
 func (s *Service) Sessions(ctx context.Context, data []byte) (any, error) {

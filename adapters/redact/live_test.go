@@ -60,3 +60,37 @@ func TestLive_FollowsSource(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Pin takes a Live Redactor's rules as its source names them at the
+// call, one look at the source for every use after it; a Redactor that
+// is not Live pins to itself.
+func TestPin(t *testing.T) {
+	one, err := New([]string{`mycorp-[0-9]{6}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := New([]string{`mycorp-[0-9]{6}`, `acme-[a-z]{4}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Pin() != one {
+		t.Fatal("a Redactor that is not Live pins to another")
+	}
+	var cur atomic.Pointer[Redactor]
+	cur.Store(one)
+	var asked atomic.Int32
+	r := Live(func() *Redactor { asked.Add(1); return cur.Load() })
+	p := r.Pin()
+	cur.Store(two)
+	for range 3 {
+		if got := p.Redact("acme-wxyz"); got != "acme-wxyz" {
+			t.Fatalf("pinned to the first rules: %q", got)
+		}
+	}
+	if n := asked.Load(); n != 1 {
+		t.Fatalf("the source was asked %d times, want once", n)
+	}
+	if got := r.Pin().Redact("acme-wxyz"); got != "[REDACTED:custom-2]" {
+		t.Fatalf("the next Pin: %q, want the second rules", got)
+	}
+}

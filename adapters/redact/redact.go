@@ -55,6 +55,13 @@ func Live(current func() *Redactor) *Redactor {
 	return &Redactor{live: current}
 }
 
+// Pin returns the Redactor whose rules apply now: r itself, or, when r
+// is Live, the Redactor its source returns at this call (never one built
+// by Live). Uses that belong together, one request's checks, pin once
+// rather than ask the source at each use (a Live source may look at a
+// file each time); a change of the rules applies from the next Pin.
+func (r *Redactor) Pin() *Redactor { return r.now() }
+
 // now returns the Redactor whose rules apply to this use: r itself, or
 // the one r's source names when r is Live.
 func (r *Redactor) now() *Redactor {

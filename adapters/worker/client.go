@@ -54,6 +54,14 @@ type ClientConfig struct {
 	// the server redact with (the data dir's redact.txt over the
 	// built-in ones); nil means redact.Default().
 	Redactor *redact.Redactor
+	// DeleteAfter, when set, has Watch delete its consumer on a
+	// goroutine of its own as it returns, rather than wait for the
+	// server's answer first (up to a second): for a Client in a
+	// long-lived process (serve), whose caller then has the command's
+	// end one round trip sooner. A short-lived process leaves it unset:
+	// it could exit before the delete is sent, leaving the consumer to
+	// the server's timeout (30 s).
+	DeleteAfter bool
 }
 
 // Client asks workers to run, stop and feed commands, and reads what
@@ -462,7 +470,13 @@ func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions, fn fun
 	}
 	// The server keeps a consumer (six goroutines and its state) until it
 	// is deleted: one per watch, each `exec --wait`, would pile up.
-	defer c.deleteConsumer(ctx, cons)
+	defer func() {
+		if c.cfg.DeleteAfter {
+			go c.deleteConsumer(ctx, cons)
+		} else {
+			c.deleteConsumer(ctx, cons)
+		}
+	}()
 	it, err := cons.Messages(jetstream.PullMaxMessages(500),
 		jetstream.PullExpiry(requestExpiry), jetstream.PullHeartbeat(requestHeartbeat))
 	if err != nil {

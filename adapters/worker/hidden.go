@@ -42,9 +42,12 @@ func HiddenPaths(dd string) (hide, keep []string) {
 // they resolve (else cleaned). The error names ws and the path it lies
 // in.
 func CheckHidden(ws string, hide, keep []string) error {
-	ws = resolved(ws)
+	// The paths share most of their directories (the home, its
+	// .config): each is looked at once a call, not once a path.
+	var rs resolver
+	ws = rs.resolved(ws)
 	for _, k := range keep {
-		if within(ws, resolved(k)) {
+		if within(ws, rs.resolved(k)) {
 			return nil
 		}
 	}
@@ -52,7 +55,7 @@ func CheckHidden(ws string, hide, keep []string) error {
 		if h == "" {
 			continue
 		}
-		if r := resolved(h); within(ws, r) {
+		if r := rs.resolved(h); within(ws, r) {
 			return fmt.Errorf("workspace %s lies in %s (the data dir or a credential directory), which no command may work on in any mode", ws, r)
 		}
 	}
@@ -66,6 +69,65 @@ func resolved(p string) string {
 		return r
 	}
 	return filepath.Clean(p)
+}
+
+// resolver is resolved for many paths at once: it remembers, by
+// cleaned absolute path, what each directory along them resolved to,
+// so that paths in the same directories cost one lstat(2) each rather
+// than one a component. Its answers are resolved's. The zero resolver
+// is ready; it is for one goroutine and one check (what it remembers
+// is not looked at again).
+type resolver struct {
+	seen map[string]resolution
+}
+
+// resolution is what a cleaned absolute path resolved to: real, or
+// nothing (ok false) when it does not resolve.
+type resolution struct {
+	real string
+	ok   bool
+}
+
+// resolved returns p cleaned, with its symbolic links resolved when it
+// resolves (filepath.EvalSymlinks), as the package's resolved does.
+func (rs *resolver) resolved(p string) string {
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		// A .. after a link goes up from where the link leads, not
+		// from the link: such a path is resolved alone.
+		return resolved(p)
+	}
+	if r := rs.resolve(p); r.ok {
+		return r.real
+	}
+	return p
+}
+
+// resolve resolves the clean absolute path p: its parent through rs,
+// then p's last component by one lstat(2); a symbolic link there is
+// resolved in full (filepath.EvalSymlinks).
+func (rs *resolver) resolve(p string) resolution {
+	if p == "/" {
+		return resolution{real: "/", ok: true}
+	}
+	if r, ok := rs.seen[p]; ok {
+		return r
+	}
+	var r resolution
+	if parent := rs.resolve(filepath.Dir(p)); parent.ok {
+		next := filepath.Join(parent.real, filepath.Base(p))
+		if fi, err := os.Lstat(next); err == nil {
+			if fi.Mode()&os.ModeSymlink == 0 {
+				r = resolution{real: next, ok: true}
+			} else if real, err := filepath.EvalSymlinks(next); err == nil {
+				r = resolution{real: real, ok: true}
+			}
+		}
+	}
+	if rs.seen == nil {
+		rs.seen = make(map[string]resolution)
+	}
+	rs.seen[p] = r
+	return r
 }
 
 // within reports whether p is dir or lies inside it (both clean).

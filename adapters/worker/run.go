@@ -214,10 +214,13 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 	// The client checks a request for secrets before it appends it, but
 	// anyone who may append to the command subject can skip the client:
 	// check again here, by this worker's rules, before anything runs.
-	if where := secretIn(st.Argv, st.Env, w.cfg.Redactor); where != "" {
+	// The rules as they are now, for every check of this admission:
+	// one look at a rules file that is followed, not one a field.
+	red := w.cfg.Redactor.Pin()
+	if where := secretIn(st.Argv, st.Env, red); where != "" {
 		return verdictDone, w.refuse(ctx, id, "refused: "+where+"; a command whose request carries a secret is not run: pass it another way (a file in the workspace, or stdin)", "secrets")
 	}
-	if err := namesSecret(id, st.Session, st.Workspace, st.Cwd, w.cfg.Redactor); err != nil {
+	if err := namesSecret(id, st.Session, st.Workspace, st.Cwd, red); err != nil {
 		return verdictDone, w.refuse(ctx, id, "refused: "+err.Error()+"; a command whose request names a secret is not run", "secrets")
 	}
 	requested := filepath.Clean(st.Workspace) // as the control feed tracks it

@@ -38,6 +38,13 @@ type Submission struct {
 	// is then full_access and its RequestedBy "elevation:" and the
 	// person.
 	Elevate func(ctx context.Context, req command.Request) (string, error)
+	// CatchUp, when not nil, brings the server's projection up to the
+	// log once, before the session, the workspace and the active
+	// commands are asked for, and returns the context to ask them with,
+	// under which the server does not catch up again
+	// (api.Service.CatchUpOnce, in serve's own process). Nil: each
+	// answer catches up on its own. Not used with Elevate.
+	CatchUp func(ctx context.Context) (context.Context, error)
 	// Grace is how long to wait for a live worker (AwaitWorker).
 	Grace time.Duration
 	// Evicted is told each command evicted to make room (the session
@@ -59,7 +66,9 @@ type Submission struct {
 // workspace, a live worker, the session's active commands) are asked
 // for at once, each on a goroutine of its own that Submit waits for,
 // and judged in that order: a command costs the slowest of them rather
-// than their sum.
+// than their sum. With s.CatchUp the server catches up once, while the
+// live worker is awaited, and answers the other three without waiting
+// again.
 // With an elevation, which may wait for a reviewer, the live worker and
 // the active commands are asked for once it is granted. The consumer of
 // the Client's next Watch of s.ID is made while the request is appended
@@ -80,20 +89,28 @@ func (s Submission) Submit(ctx context.Context) error {
 		workers        = make(chan error, 1)
 		commands       = make(chan active, 1)
 	)
-	ask := func() { // a live worker, and the session's active commands
-		go func() { workers <- s.Client.AwaitWorker(ctx, s.Grace) }()
+	ask := func(ctx context.Context) { // the session's active commands
 		go func() {
 			rows, err := api.ListCommands(ctx, s.Call, api.CommandsRequest{Session: req.Session, Active: true}, 0)
 			commands <- active{rows, err}
 		}()
 	}
-	checks.Go(func() {
-		sessErr = s.Call(ctx, api.VerbSession, api.SessionRequest{ID: req.Session, RowOnly: true}, &sr)
-	})
-	checks.Go(func() { wsErr = api.WorkspaceOpen(ctx, s.Call, req.Workspace) })
+	awaitWorker := func() { go func() { workers <- s.Client.AwaitWorker(ctx, s.Grace) }() }
+	qctx := ctx // the context the server's answers are asked with
 	if s.Elevate == nil {
-		ask()
+		awaitWorker() // needs no catch-up: it starts before it
+		if s.CatchUp != nil {
+			var err error
+			if qctx, err = s.CatchUp(ctx); err != nil {
+				return fmt.Errorf("exec: %w", err)
+			}
+		}
+		ask(qctx)
 	}
+	checks.Go(func() {
+		sessErr = s.Call(qctx, api.VerbSession, api.SessionRequest{ID: req.Session, RowOnly: true}, &sr)
+	})
+	checks.Go(func() { wsErr = api.WorkspaceOpen(qctx, s.Call, req.Workspace) })
 	checks.Wait()
 	if sessErr != nil {
 		return fmt.Errorf("exec: %w", sessErr)
@@ -131,7 +148,8 @@ func (s Submission) Submit(ctx context.Context) error {
 		}
 	}
 	if s.Elevate != nil {
-		ask()
+		awaitWorker()
+		ask(ctx)
 	}
 	err := <-workers
 	switch {

@@ -33,6 +33,11 @@ type backend struct {
 	// redact.txt followed as it changes; elsewhere nil, and a command
 	// reads redact.txt once.
 	rules *liveRules
+	// pinned, set in an exec serve runs for its exec socket, is the
+	// Redactor of rules as they were when the exec began: its checks
+	// (a dozen uses) look at redact.txt once, and a change applies to
+	// the next exec. Nil elsewhere.
+	pinned *redact.Redactor
 	// views, local only, is the projection host.Open opened and checked
 	// at the start, until openViews takes it; Close closes it otherwise.
 	views *projections.Store
@@ -67,8 +72,13 @@ func (b *backend) parser() (*claude.Parser, error) {
 // redactor returns the data dir's redaction rules (redact.txt over the
 // built-in ones): in serve, and in a worker process, the rules of
 // redact.txt at each use (see liveRules); elsewhere as the file is now.
-// Errors are the data dir's (a rule that does not compile).
+// In an exec serve runs, the rules as they were when it began
+// (backend.pinned). Errors are the data dir's (a rule that does not
+// compile).
 func (b *backend) redactor() (*redact.Redactor, error) {
+	if b.pinned != nil {
+		return b.pinned, nil
+	}
 	if b.rules != nil {
 		return redact.Live(b.rules.Current), nil
 	}

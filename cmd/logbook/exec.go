@@ -249,7 +249,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if err != nil {
 		return fmt.Errorf("exec: %w", err)
 	}
-	cl, err := newRequestClientAs(b, red, g.person())
+	cl, err := newRequestClientAs(b, red, g.person(), g.served != nil)
 	if err != nil {
 		return err
 	}
@@ -278,6 +278,9 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		Evicted: func(id string) {
 			fmt.Fprintf(g.stderr, "logbook: evicted command %s: session %s is over %d active commands\n", id, f.session, command.MaxActive)
 		},
+	}
+	if g.served != nil {
+		sub.CatchUp = g.served.catchUp // serve's API answers in this process
 	}
 	if f.elevate {
 		sub.Elevate = func(ctx context.Context, req command.Request) (string, error) {
@@ -393,14 +396,16 @@ func newCommandClient(b *backend) (*worker.Client, error) { return newRequestCli
 // checked for secrets by red (b.redactor(): the rules the workers redact
 // with; nil: the built-in rules only).
 func newRequestClient(b *backend, red *redact.Redactor) (*worker.Client, error) {
-	return newRequestClientAs(b, red, personActor())
+	return newRequestClientAs(b, red, personActor(), false)
 }
 
 // newRequestClientAs is newRequestClient whose events are stamped with
-// actor (a person's, as personActor names one).
-func newRequestClientAs(b *backend, red *redact.Redactor, actor string) (*worker.Client, error) {
+// actor (a person's, as personActor names one). served says the client
+// runs in serve's process, which outlives its watches: their consumers
+// are deleted after they return (worker.ClientConfig.DeleteAfter).
+func newRequestClientAs(b *backend, red *redact.Redactor, actor string, served bool) (*worker.Client, error) {
 	host, _ := os.Hostname()
-	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: actor, Redactor: red})
+	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: actor, Redactor: red, DeleteAfter: served})
 }
 
 // exitOf maps an ended command to exec's exit (worker.ExitStatus).

@@ -26,6 +26,11 @@ type servedExec struct {
 	cwd   string   // the client's working directory, absolute
 	env   []string // the client's entries of worker.InheritedEnv
 	actor string   // the person the client runs as (peerActor)
+	// catchUp brings serve's projection up to the log once for the
+	// questions exec asks serve's API before it requests the command
+	// (api.Service.CatchUpOnce; worker.Submission.CatchUp); nil: each
+	// answer catches up on its own.
+	catchUp func(context.Context) (context.Context, error)
 }
 
 // person returns the actor of the person exec runs for: the exec
@@ -56,13 +61,19 @@ func peerActor(uid uint32) string {
 // directory, environment and peer credentials, and answers what exec
 // printed and its exit status. A request whose arguments name another
 // data dir, a NATS URL, credentials or a system socket is refused
-// (exit 2): the client asks `logbook exec` for those.
-func execAnswer(b *backend, call api.Caller) host.ExecRunner {
+// (exit 2): the client asks `logbook exec` for those. catchUp, when not
+// nil, is servedExec.catchUp: the API service's own, which call answers
+// with.
+func execAnswer(b *backend, call api.Caller, catchUp func(context.Context) (context.Context, error)) host.ExecRunner {
 	hostname, _ := os.Hostname()
 	eb := &backend{dd: b.dd, reg: b.reg, nc: b.nc, log: b.log, srv: b.srv, rules: b.rules, remote: true,
 		api: api.PrefixFor(hostname, string(b.dd.dir())), local: call}
 	return func(ctx context.Context, req execsock.Request, peer unix.Ucred, stdout, stderr io.Writer) int {
-		se := &servedExec{b: eb, cwd: req.Cwd, env: req.Env, actor: peerActor(peer.Uid)}
+		xb := *eb // this exec's: redact.txt looked at once, as it is now
+		if eb.rules != nil {
+			xb.pinned = eb.rules.Current()
+		}
+		se := &servedExec{b: &xb, cwd: req.Cwd, env: req.Env, actor: peerActor(peer.Uid), catchUp: catchUp}
 		if req.Env == nil {
 			se.env = []string{}
 		}

@@ -201,6 +201,9 @@ Ids: any unique prefix of a session or command id names it.`,
 		// An exec served on the exec socket (runServedExec) runs exec
 		// and nothing else: building the thirty other verbs and their
 		// flags would cost each exec more than parsing its arguments.
+		// Nor the completion verb cobra adds as it executes: its
+		// client, logbook-exec, asks for none.
+		root.CompletionOptions.DisableDefaultCmd = true
 		root.AddCommand(execCmd(g))
 		conventions(root)
 		return root

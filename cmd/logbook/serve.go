@@ -263,7 +263,7 @@ func wireServe(dd dataDir, g *globals, wp workerPool, p host.Parts) (host.Wired,
 		Own: map[string]host.Handler{
 			host.VerbAudit: auditAnswer(b, svc),
 		},
-		Exec: func(call api.Caller) host.ExecRunner { return execAnswer(b, call) },
+		Exec: func(call api.Caller) host.ExecRunner { return execAnswer(b, call, svc.CatchUpOnce) },
 		Workers: func(nc *nats.Conn, l *natslog.Log) ([]*worker.Worker, error) {
 			wb := b
 			if nc != b.nc {
