@@ -116,7 +116,7 @@ func orErr(err, or error) error {
 // to create .claude/settings.json, .envrc, .mcp.json and the other
 // protected names. Neither A's end nor anything else may let B create
 // them, and once both are done the workspace holds nothing either left.
-// 200 rounds, the order of A's end and B's start varied, in two lanes of
+// 200 rounds, the order of A's end and B's start varied, in four lanes of
 // two helper processes each (a lane's rounds are sequential; the lanes
 // share nothing but the machine).
 func TestBoundary_TwoProcesses(t *testing.T) {
@@ -126,7 +126,7 @@ func TestBoundary_TwoProcesses(t *testing.T) {
 	if testing.Short() {
 		rounds = 20
 	}
-	const lanes = 2
+	const lanes = 4
 	base := t.TempDir()
 	begin := time.Now()
 	var failed atomic.Int64
