@@ -1074,11 +1074,17 @@ func (e *benchEnv) importCeilingOf(ctx context.Context, imports [][][][]byte) (b
 			}
 		}
 	}
+	return publishBatches(ctx, s.js, msgs)
+}
+
+// publishBatches publishes msgs in order in full atomic batches of
+// events.MaxBatch from one publisher and times it: one op a message.
+func publishBatches(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg) (benchSample, error) {
 	n := len(msgs)
 	start := time.Now()
 	for len(msgs) > 0 {
 		k := min(len(msgs), events.MaxBatch)
-		if _, err := jetstreamext.PublishMsgBatch(ctx, s.js, msgs[:k]); err != nil {
+		if _, err := jetstreamext.PublishMsgBatch(ctx, js, msgs[:k]); err != nil {
 			return benchSample{}, err
 		}
 		msgs = msgs[k:]
@@ -1126,16 +1132,7 @@ func (e *benchEnv) importCeilingStored(row string) benchRun {
 				msgs = append(msgs, m)
 			}
 		}
-		n := len(msgs)
-		start := time.Now()
-		for len(msgs) > 0 {
-			k := min(len(msgs), events.MaxBatch)
-			if _, err := jetstreamext.PublishMsgBatch(ctx, s.js, msgs[:k]); err != nil {
-				return benchSample{}, err
-			}
-			msgs = msgs[k:]
-		}
-		return benchSample{ops: n, elapsed: time.Since(start)}, nil
+		return publishBatches(ctx, s.js, msgs)
 	}
 }
 
