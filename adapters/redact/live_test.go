@@ -11,14 +11,7 @@ import (
 // many goroutines at once while the source changes, and a Stream takes
 // the new rules from its next piece on (a running command's output).
 func TestLive_FollowsSource(t *testing.T) {
-	one, err := New([]string{`mycorp-[0-9]{6}`})
-	if err != nil {
-		t.Fatal(err)
-	}
-	two, err := New([]string{`mycorp-[0-9]{6}`, `acme-[a-z]{4}`})
-	if err != nil {
-		t.Fatal(err)
-	}
+	one, two := twoRules(t)
 	var cur atomic.Pointer[Redactor]
 	cur.Store(one)
 	r := Live(cur.Load)
@@ -65,14 +58,7 @@ func TestLive_FollowsSource(t *testing.T) {
 // call, one look at the source for every use after it; a Redactor that
 // is not Live pins to itself.
 func TestPin(t *testing.T) {
-	one, err := New([]string{`mycorp-[0-9]{6}`})
-	if err != nil {
-		t.Fatal(err)
-	}
-	two, err := New([]string{`mycorp-[0-9]{6}`, `acme-[a-z]{4}`})
-	if err != nil {
-		t.Fatal(err)
-	}
+	one, two := twoRules(t)
 	if one.Pin() != one {
 		t.Fatal("a Redactor that is not Live pins to another")
 	}
@@ -93,4 +79,19 @@ func TestPin(t *testing.T) {
 	if got := r.Pin().Redact("acme-wxyz"); got != "[REDACTED:custom-2]" {
 		t.Fatalf("the next Pin: %q, want the second rules", got)
 	}
+}
+
+// twoRules returns a Redactor with one custom rule (mycorp-NNNNNN,
+// custom-1) and one with that rule and a second (acme-xxxx, custom-2).
+func twoRules(t *testing.T) (one, two *Redactor) {
+	t.Helper()
+	one, err := New([]string{`mycorp-[0-9]{6}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err = New([]string{`mycorp-[0-9]{6}`, `acme-[a-z]{4}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return one, two
 }
