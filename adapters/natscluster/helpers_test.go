@@ -257,6 +257,7 @@ func (h *host) start() {
 		h.e.t.Fatalf("%s runs already", h.name)
 	}
 	os.Remove(filepath.Join(h.data, "serve.json"))
+	takes := strings.Count(h.output(), workerReady) // the log outlives a restart
 	args := append([]string{"--data", h.data, "--nats-url", h.natsURL(), "--creds", h.e.credsFile(serveRole(h.role, h.args))}, h.args...)
 	cmd := sandboxtest.DieWithTest(exec.Command(logbookBin, args...)) // serve, however the test ends
 	cmd.Env = append(os.Environ(), "LOGBOOK_NATS_URL=", "LOGBOOK_CREDS=", "LOGBOOK_DATA=", "LOGBOOK_HTTP=off", "CLAUDE_CONFIG_DIR=/dev/null/claude", "CODEX_HOME=/dev/null/codex")
@@ -274,12 +275,23 @@ func (h *host) start() {
 			h.e.t.Logf("%s output:\n%s", h.name, tail(h.output(), 4000))
 		}
 	})
-	if h.args[0] != "serve" {
+	// A serve is up once it wrote serve.json; a worker once its intake
+	// pulls. A command requested before then waits in the log: correct,
+	// but a test's exec would count that wait against its --wait.
+	ready := func() bool {
+		_, err := os.Stat(filepath.Join(h.data, "serve.json"))
+		return err == nil
+	}
+	switch h.args[0] {
+	case "serve":
+	case "worker":
+		ready = func() bool { return strings.Count(h.output(), workerReady) > takes }
+	default:
 		return
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if _, err := os.Stat(filepath.Join(h.data, "serve.json")); err == nil {
+		if ready() {
 			return
 		}
 		select {
@@ -288,10 +300,13 @@ func (h *host) start() {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			h.e.t.Fatalf("%s not serving after 60s:\n%s", h.name, h.output())
+			h.e.t.Fatalf("%s not ready after 60s:\n%s", h.name, h.output())
 		}
 	}
 }
+
+// workerReady is what a worker logs once it takes command requests.
+const workerReady = "taking command requests"
 
 // natsURL is the URL the host's processes connect to.
 func (h *host) natsURL() string {

@@ -68,7 +68,7 @@ func workload(t *testing.T, h *host, rng *rand.Rand, sessions []string, n int, w
 			if err := os.MkdirAll(cws, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			out, stderr, err := h.cli("exec", "--session", sid, "--mode", "workspace_write", "--workspace", cws, "--", "sh", "-c", fmt.Sprintf("echo %s-%d", h.name, i))
+			out, stderr, err := h.cli("exec", "--session", sid, "--wait", "50s", "--mode", "workspace_write", "--workspace", cws, "--", "sh", "-c", fmt.Sprintf("echo %s-%d", h.name, i))
 			if err != nil || !strings.Contains(out, fmt.Sprintf("%s-%d", h.name, i)) {
 				t.Errorf("%s exec: %v\n%s%s", h.name, err, out, stderr)
 			}

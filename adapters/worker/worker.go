@@ -308,6 +308,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("worker: Run called twice")
 	}
+	begun := time.Now()
 	if err := w.setup(ctx); err != nil {
 		return err
 	}
@@ -333,7 +334,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	for _, loop := range []func(context.Context) error{
 		w.beat,
 		w.control,
-		func(ctx context.Context) error { return w.intake(ctx, procCtx) },
+		func(ctx context.Context) error { return w.intake(ctx, procCtx, begun) },
 	} {
 		loops.Go(func() {
 			if err := loop(loopCtx); err != nil && loopCtx.Err() == nil {
@@ -455,8 +456,11 @@ func (w *Worker) bucket(ctx context.Context, replicas int, cfg jetstream.KeyValu
 // (what the envelope stores).
 func (w *Worker) now() time.Time { return w.cfg.Clock().UTC().Truncate(time.Microsecond) }
 
-// intake takes requests off the durable consumer until ctx is done.
-func (w *Worker) intake(ctx, procCtx context.Context) error {
+// intake takes requests off the durable consumer until ctx is done. Once
+// its first pull is out it logs that the worker takes requests, with the
+// time since Run began (begun): a request appended before then waits in
+// the log, and a slow cluster shows there.
+func (w *Worker) intake(ctx, procCtx context.Context, begun time.Time) error {
 	var cons jetstream.Consumer
 	err := untilServed(ctx, w.log, "consumer "+DurableName, func(ctx context.Context) (err error) {
 		cons, err = w.js.CreateOrUpdateConsumer(ctx, natslog.StreamName, jetstream.ConsumerConfig{
@@ -480,6 +484,7 @@ func (w *Worker) intake(ctx, procCtx context.Context) error {
 		return fmt.Errorf("worker %s: consume %s: %w", w.id.ID, DurableName, err)
 	}
 	defer it.Stop()
+	w.log.Info("taking command requests", "consumer", DurableName, "after", time.Since(begun).Round(time.Millisecond))
 	var handlers sync.WaitGroup
 	defer handlers.Wait()
 	for {
