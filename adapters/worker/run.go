@@ -65,6 +65,11 @@ type job struct {
 	dropped atomic.Int64  // bytes past maxOut: counted, not stored
 	maxOut  int64         // cap on stored output, bytes
 
+	// recorded is closed once command.running was appended (or given
+	// up on): the exit, which follows it in the command's events, waits
+	// for it.
+	recorded chan struct{}
+
 	mu       sync.Mutex
 	p        *sandbox.Process
 	stopWant bool // a stop arrived before the process was known
@@ -452,6 +457,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	j := &job{
 		id: st.ID, session: st.Session, entry: EntryID(st.ID), started: w.cfg.IDs(),
 		gate: make(chan struct{}), out: make(chan outChunk, outQueue), pubDone: make(chan struct{}),
+		recorded: make(chan struct{}),
 	}
 	j.maxOut = w.maxOutput()
 	j.red = newOutRedactor(w.cfg.Redactor, j.queue)
@@ -595,9 +601,15 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	j.setProcess(p)
 	j.live.Store(true)
 	w.log.Info("started", "command", st.ID, "session", st.Session, "pid", p.Pid(), "mode", st.Mode, "argv", redactArgv(w.cfg.Redactor, st.Argv))
+	// command.running is appended while the process runs and its exit
+	// is awaited: the supervisor waits for the record only before it
+	// appends the exit, which follows it.
 	rctx, rcancel := fresh()
-	defer rcancel()
-	w.recordRunning(rctx, j, p)
+	go func() {
+		defer close(j.recorded)
+		defer rcancel()
+		w.recordRunning(rctx, j, p)
+	}()
 	started = true
 	go w.supervise(j, st)
 	return verdictStarted, nil
@@ -713,6 +725,7 @@ func (w *Worker) supervise(j *job, st command.State) {
 	j.red.close()
 	close(j.out)
 	<-j.pubDone
+	<-j.recorded
 	if j.abandoned.Load() {
 		return // another worker declared this one dead; the command's end is recorded
 	}
