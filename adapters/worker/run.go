@@ -261,7 +261,7 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 	// sandbox.Start, a moment later: one started on this host and not
 	// yet ended counts as holding its workspace already, or a request
 	// read between the two would slip in ahead of it.
-	if (st.Mode == events.ModeWorkspaceWrite && w.earlierWaiting(ctx, id, requested)) || w.startedBeside(id, requested, st.Mode) || sandbox.Busy(spec) {
+	if (st.Mode == events.ModeWorkspaceWrite && w.earlierWaiting(ctx, id, requested)) || w.startedBeside(id, requested, st.Mode) || spec.Busy() {
 		w.unclaim(ctx, id)
 		return verdictWait, nil
 	}
