@@ -214,6 +214,9 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 		return verdictRetry, err
 	}
 	if st.Status != command.StatusRequested {
+		// Ended without a start: a start whose answer was lost (its
+		// attach in flight beside it) may have left an entry open.
+		w.settleLost(ctx, st)
 		return verdictDone, nil
 	}
 	// The client checks a request for secrets before it appends it, but
@@ -497,6 +500,13 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 		}
 		return evs, err
 	}
+	// The session is attached while command.started is appended, the two
+	// appends in flight together: the session is working before the
+	// process runs, which starts only once both have landed (and
+	// command.started won its check). A start that is lost leaves the
+	// entry to the worker that won it, or closes it (settleLost).
+	attached := make(chan bool, 1)
+	go func() { attached <- w.attach(actx, j, st) }()
 	// Decide on the state just loaded; only a conflict costs a reload.
 	evs, err := decide(st)
 	if err == nil {
@@ -513,10 +523,17 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	}
 	if err != nil {
 		forget()
+		<-attached
 		if errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrNotFound) {
 			w.log.Info("lost the start", "command", st.ID, "why", err)
+			if now, lerr := w.load(actx, st.ID); lerr == nil {
+				w.settleLost(actx, now)
+			}
 			return verdictDone, nil
 		}
+		// Whether the start landed is unknown: the request comes again,
+		// and its next delivery starts the command (the entry is open
+		// already) or finds it ended (settleLost there).
 		return verdictRetry, fmt.Errorf("start %s: %w", st.ID, err)
 	}
 	mark(st.ID, StageStarted)
@@ -538,11 +555,10 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	}
 	// The session first, so it is working before the command runs; a
 	// session that has ended gets no command. A restricted command's
-	// boundary is built meanwhile: bubblewrap starts held (sandbox
-	// Spec.Hold) and the command runs only once released, after the
-	// attach; a held sandbox that must not go on is killed unreleased.
-	attached := make(chan bool, 1)
-	go func() { attached <- w.attach(actx, j, st) }()
+	// boundary is built meanwhile if the attach is still under way:
+	// bubblewrap starts held (sandbox Spec.Hold) and the command runs
+	// only once released, after the attach; a held sandbox that must not
+	// go on is killed unreleased.
 	spec.Trace = sandboxTrace(st.ID)
 	var p *sandbox.Process
 	var serr error
@@ -685,6 +701,22 @@ func (w *Worker) attach(ctx context.Context, j *job, st command.State) (ended bo
 		w.log.Info("not attached to its session", "command", st.ID, "session", st.Session, "why", err)
 	}
 	return ended
+}
+
+// settleLost closes the entry on its session that the attach of a
+// start this worker lost may have opened for command st, when no
+// worker started the command and it has ended (refused, evicted): no
+// one else would close it. An entry of a command another worker started
+// is that worker's to close (it attaches the same entry, which is a
+// no-op, and detaches it at the end), and a command still requested is
+// started, or found ended, at its request's next delivery. The detach
+// is a no-op where nothing was opened.
+// st is the command as read after the start was lost.
+func (w *Worker) settleLost(ctx context.Context, st command.State) {
+	if st.Session == "" || !st.Ended() || st.Worker != "" {
+		return
+	}
+	w.detach(ctx, st.ID, st.Session, st.Status, events.Cause{Kind: "worker", Event: "command." + st.Status, Detail: st.ID, Ref: st.ID})
 }
 
 // detach closes the command's entry on its session with outcome.
