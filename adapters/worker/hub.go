@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 
@@ -34,9 +35,9 @@ type WatchHub struct {
 	nc *nats.Conn
 
 	mu      sync.Mutex
-	routes  map[string]*route // by command id
-	running bool              // the consumer is read
-	stopped bool              // it failed for good
+	routes  map[string][]*route // by command id; two watches of one id each get its messages
+	running bool                // the consumer is read
+	stopped bool                // it failed for good
 }
 
 // route is the messages of one command the hub has read for its watch,
@@ -51,7 +52,7 @@ type route struct {
 // NewWatchHub returns a hub reading on nc, which it does not own; its
 // consumer is made at the first watch.
 func NewWatchHub(nc *nats.Conn) *WatchHub {
-	return &WatchHub{nc: nc, routes: map[string]*route{}}
+	return &WatchHub{nc: nc, routes: map[string][]*route{}}
 }
 
 // hubFilters are the subjects the hub reads: every command's events and
@@ -91,7 +92,7 @@ func (h *WatchHub) add(ctx context.Context, id string) *route {
 		go h.run(it)
 	}
 	r := &route{wake: make(chan struct{}, 1)}
-	h.routes[id] = r
+	h.routes[id] = append(h.routes[id], r)
 	return r
 }
 
@@ -99,8 +100,11 @@ func (h *WatchHub) add(ctx context.Context, id string) *route {
 func (h *WatchHub) remove(id string, r *route) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.routes[id] == r {
+	rs := slices.DeleteFunc(h.routes[id], func(o *route) bool { return o == r })
+	if len(rs) == 0 {
 		delete(h.routes, id)
+	} else {
+		h.routes[id] = rs
 	}
 }
 
@@ -120,11 +124,11 @@ func (h *WatchHub) run(it jetstream.MessagesContext) {
 		subj := msg.Subject()
 		id := subj[strings.LastIndexByte(subj, '.')+1:]
 		h.mu.Lock()
-		r := h.routes[id]
-		h.mu.Unlock()
-		if r != nil {
+		rs := h.routes[id]
+		for _, r := range rs {
 			r.push(msg)
 		}
+		h.mu.Unlock()
 	}
 }
 
@@ -133,10 +137,12 @@ func (h *WatchHub) fail() {
 	h.mu.Lock()
 	h.stopped = true
 	routes := h.routes
-	h.routes = map[string]*route{}
+	h.routes = map[string][]*route{}
 	h.mu.Unlock()
-	for _, r := range routes {
-		r.stop()
+	for _, rs := range routes {
+		for _, r := range rs {
+			r.stop()
+		}
 	}
 }
 

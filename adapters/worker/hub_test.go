@@ -80,6 +80,34 @@ func TestWatchHub(t *testing.T) {
 		t.Errorf("%d routes left on the hub after the watches", left)
 	}
 
+	// Two watches of one command each read all of it.
+	cl2, err := NewClient(ClientConfig{Conn: e.srv.Conn(), Log: e.log, Reg: e.reg, Actor: "test", DeleteAfter: true, Hub: hub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ulid.Make().String()
+	cl2.PrepareWatch(t.Context(), id)
+	other := make(chan string, 1)
+	go func() {
+		var out strings.Builder
+		_, err := cl2.Watch(t.Context(), id, WatchOptions{Follow: true}, func(c Chunk) error { out.Write(c.Data); return nil })
+		if err != nil {
+			out.WriteString(err.Error())
+		}
+		other <- out.String()
+	}()
+	cl.PrepareWatch(t.Context(), id)
+	if _, err := cl.Request(t.Context(), id, e.request(events.ModeFullAccess, "echo", "both"), nil); err != nil {
+		t.Fatal(err)
+	}
+	var both strings.Builder
+	if _, err := cl.Watch(t.Context(), id, WatchOptions{Follow: true}, func(c Chunk) error { both.Write(c.Data); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got, got2 := both.String(), <-other; got != "both\n" || got2 != "both\n" {
+		t.Errorf("two watches of one command: %q and %q; want both whole", got, got2)
+	}
+
 	// The hub stops after the first chunk: the rest is read on the
 	// watch's own consumer.
 	stopped := false
