@@ -287,20 +287,42 @@ func (l *layout) unlock() {
 // FullAccess is never busy, and neither is a spec Start would refuse
 // (Start says why).
 func Busy(spec Spec) bool {
-	if spec.Mode == FullAccess {
+	return spec.Busy()
+}
+
+// Busy is the package's Busy of s that also keeps, in s, the plan it
+// made when the answer is false: the next Start of s (or of a copy of
+// it made after this call) takes that plan rather than planning again.
+// It is planned outside the locks, as Start's own first plan is, and
+// Start plans once more under them and refuses a start whose paths
+// moved meanwhile, as always. One Start takes the plan; any other plans
+// afresh. s must not be changed between the two calls but for Trace,
+// Hold and Probed.
+func (s *Spec) Busy() bool {
+	s.planned = nil
+	if s.Mode == FullAccess {
 		return false
 	}
-	pl, err := validate(spec)
+	pl, err := validate(*s)
 	if err != nil || !pl.restricted {
 		return false
 	}
-	l := pl.layout
+	if busyLocks(pl.layout) {
+		return true
+	}
+	s.planned = &planOnce{pl: pl}
+	return false
+}
+
+// busyLocks reports whether taking layout l's locks would now wait. l is
+// a copy: the locks it takes (one try each) are let go at once.
+func busyLocks(l layout) bool {
 	// A command of this process that has ended lets its locks go in a
 	// moment: not busy.
 	awaitReleases(l.locks(), releaseGoneWait)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // one try each, no wait
-	err = l.lock(ctx)
+	err := l.lock(ctx)
 	l.unlock()
 	return errors.Is(err, context.Canceled)
 }

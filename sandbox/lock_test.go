@@ -369,3 +369,52 @@ func TestWaitExit_TeardownAfter(t *testing.T) {
 		}
 	}
 }
+
+// A spec (*Spec).Busy planned is started on that plan once; a directory
+// swapped for a symbolic link between Busy and Start is still seen (the
+// plan made under the locks differs) and the start refused; a second
+// Start of the same spec plans afresh.
+func TestStart_BusyPlanTakenOnce(t *testing.T) {
+	requireBwrap(t)
+	secret := outsideDir(t)
+	must(t, os.WriteFile(filepath.Join(secret, "key"), []byte("s3cr3t\n"), 0o644))
+	ws := t.TempDir()
+	sub := filepath.Join(ws, "sub")
+	must(t, os.Mkdir(sub, 0o755))
+	s := Spec{Argv: []string{"sh", "-c", "cat key 2>/dev/null; true"}, Env: testEnv(), Workspace: sub, Mode: WorkspaceWrite, Grace: testGrace}
+	if s.Busy() {
+		t.Fatal("Busy: nothing runs")
+	}
+	if s.planned == nil {
+		t.Fatal("Busy kept no plan")
+	}
+	held := s // a copy holds the same plan
+	p, err := Start(context.Background(), held, nil)
+	must(t, err)
+	if res, err := p.Wait(); err != nil || res.ExitCode != 0 {
+		t.Fatalf("on Busy's plan: %+v, %v", res, err)
+	}
+	if _, ok := s.planned.take(); ok {
+		t.Error("the plan was left for a second Start")
+	}
+	p, err = Start(context.Background(), s, nil) // plans afresh
+	must(t, err)
+	if res, err := p.Wait(); err != nil || res.ExitCode != 0 {
+		t.Fatalf("planned afresh: %+v, %v", res, err)
+	}
+
+	if s.Busy() {
+		t.Fatal("Busy: nothing runs")
+	}
+	must(t, os.Rename(sub, sub+".old"))
+	must(t, os.Symlink(secret, sub))
+	r := newRecorder("")
+	p, err = Start(context.Background(), s, r.emit)
+	if err == nil {
+		res, _ := p.Wait()
+		t.Fatalf("started on a plan made before the swap (exit %d, stdout %q)", res.ExitCode, r.text(Stdout))
+	}
+	if !errors.Is(err, ErrRefused) {
+		t.Errorf("refusal %v does not wrap ErrRefused", err)
+	}
+}

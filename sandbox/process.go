@@ -156,7 +156,9 @@ type Process struct {
 // cannot get its boundary (ErrRefused), ctx is already done, or the
 // process cannot be started. A restricted start first runs bubblewrap once
 // as a probe, which costs about as much as the boundary itself, unless
-// spec.Probed says the caller did so already. A restricted start takes
+// spec.Probed says the caller did so already. A spec (*Spec).Busy has
+// just planned is started on that plan, not planned again before its
+// locks are taken. A restricted start takes
 // locks on the host, held until the command's boundary is gone: a
 // WorkspaceWrite start its workspace, exclusively (see the package
 // documentation). It waits for another command's for as long as ctx lets
@@ -168,9 +170,12 @@ type Process struct {
 // from a goroutine locked to a thread (runtime.LockOSThread) that may exit
 // while the command runs.
 func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
-	pl, err := validate(spec)
-	if err != nil {
-		return nil, err
+	pl, ok := spec.planned.take() // (*Spec).Busy's, made a moment ago
+	var err error
+	if !ok {
+		if pl, err = validate(spec); err != nil {
+			return nil, err
+		}
 	}
 	if spec.Hold && !pl.restricted {
 		return nil, fmt.Errorf("start %q: %w: Hold needs a restricted mode, not %s", pl.name, ErrInvalidSpec, spec.Mode)

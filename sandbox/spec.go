@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -177,6 +178,27 @@ type Spec struct {
 	// goroutine and on the Process's own, so it must be quick and safe
 	// for concurrent use; it must not call the Process's methods.
 	Trace func(Step, time.Time)
+
+	// planned is the plan (*Spec).Busy made of this spec, which the
+	// Start that follows takes in place of planning again; nil: Start
+	// plans.
+	planned *planOnce
+}
+
+// planOnce is a plan made ahead of Start (by (*Spec).Busy), taken by
+// one Start only: a copy of the Spec that holds it, started again,
+// plans afresh.
+type planOnce struct {
+	pl    plan
+	taken atomic.Bool
+}
+
+// take returns the plan if no Start has taken it yet.
+func (o *planOnce) take() (plan, bool) {
+	if o == nil || !o.taken.CompareAndSwap(false, true) {
+		return plan{}, false
+	}
+	return o.pl, true
 }
 
 // Step is a point of a command's start or end that Spec.Trace reports,

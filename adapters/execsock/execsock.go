@@ -162,15 +162,31 @@ func procPath(dfd int) string {
 // socket's path. A path longer than a socket address holds (108 bytes)
 // is reached through the directory (O_PATH, /proc/self/fd/<n>/exec.sock).
 func Call(dir string, req Request, stdout, stderr io.Writer) (int, error) {
+	return callIn(dir, req, stdout, stderr, false)
+}
+
+// CallExiting is Call for a process that exits as soon as it returns
+// (logbook-exec): the signals stay caught when it returns, so that it
+// does not wait for the runtime's signal handling to go quiet, as
+// stopping them does (a good part of a millisecond of a short-lived
+// client's life, spent after the exit status came). A signal that
+// comes after the exit status is then ignored rather than ending the
+// process: it exits with that status anyway. Not for a process that
+// goes on: each call would leave a handler behind.
+func CallExiting(dir string, req Request, stdout, stderr io.Writer) (int, error) {
+	return callIn(dir, req, stdout, stderr, true)
+}
+
+func callIn(dir string, req Request, stdout, stderr io.Writer, exiting bool) (int, error) {
 	path := filepath.Join(dir, Name)
-	code, err := call(dir, path, req, stdout, stderr)
+	code, err := call(dir, path, req, stdout, stderr, exiting)
 	if err != nil {
 		return code, fmt.Errorf("exec socket %s: %w", path, err)
 	}
 	return code, nil
 }
 
-func call(dir, path string, req Request, stdout, stderr io.Writer) (int, error) {
+func call(dir, path string, req Request, stdout, stderr io.Writer, exiting bool) (int, error) {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return 1, os.NewSyscallError("socket", err)
@@ -213,7 +229,9 @@ func call(dir, path string, req Request, stdout, stderr io.Writer) (int, error) 
 	// not before it has it.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	if !exiting {
+		defer signal.Stop(sigs)
+	}
 	done := make(chan struct{})
 	defer close(done)
 	caught := make(chan os.Signal, 1)

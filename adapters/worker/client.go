@@ -62,6 +62,11 @@ type ClientConfig struct {
 	// it could exit before the delete is sent, leaving the consumer to
 	// the server's timeout (30 s).
 	DeleteAfter bool
+	// Hub, when set, serves the watch PrepareWatch prepares when it
+	// follows its command to the end, from the hub's one consumer
+	// rather than one of the watch's own (see WatchHub); shared by the
+	// Clients of a long-lived process. Not owned.
+	Hub *WatchHub
 }
 
 // Client asks workers to run, stop and feed commands, and reads what
@@ -75,11 +80,13 @@ type Client struct {
 	prepared sync.Map
 }
 
-// preparedWatch is a watch's consumer being made ahead of its Watch.
+// preparedWatch is a watch's consumer being made ahead of its Watch, or
+// its route on ClientConfig.Hub.
 type preparedWatch struct {
-	done chan struct{} // closed once cons and err are set
-	cons jetstream.Consumer
-	err  error
+	done  chan struct{} // closed once cons and err are set
+	cons  jetstream.Consumer
+	err   error
+	route *route // the hub's, when it serves the watch; then cons is nil
 }
 
 // NewClient returns a Client for cfg.
@@ -453,7 +460,19 @@ const watchInactive = 30 * time.Second
 func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions, fn func(Chunk) error) (command.State, error) {
 	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
 	st := command.Init(agg)
-	cons := c.takePrepared(ctx, id)
+	cons, r := c.takePrepared(ctx, id)
+	if r != nil {
+		defer c.cfg.Hub.remove(id, r)
+		if opts.Follow {
+			var err error
+			st, err = c.watchRoute(ctx, id, r, &opts, fn)
+			if !errors.Is(err, errHubStopped) {
+				return st, err
+			}
+			// The hub stopped: on with a consumer of this watch's own,
+			// from the start, for the output after what fn has had.
+		}
+	}
 	if cons == nil {
 		var err error
 		if st, err = c.Command(ctx, id); err != nil {
@@ -494,23 +513,56 @@ func (c *Client) Watch(ctx context.Context, id string, opts WatchOptions, fn fun
 			}
 			return st, fmt.Errorf("watch %s: %w", id, err)
 		}
-		md, err := msg.Metadata()
+		md, err := c.watchStep(id, msg, &st, &opts, fn)
 		if err != nil {
-			return st, fmt.Errorf("watch %s: %w", id, err)
-		}
-		if msg.Subject() == agg.Subject() {
-			e, err := c.cfg.Reg.Decode(msg.Data())
-			if err != nil {
-				return st, fmt.Errorf("watch %s: seq %d: %w", id, md.Sequence.Stream, err)
-			}
-			st = command.Evolve(st, e)
-		} else if ch, ok := chunkOf(msg, md.Sequence.Stream, opts.After); ok {
-			if err := fn(ch); err != nil {
-				return st, err
-			}
+			return st, err
 		}
 		if opts.Follow && st.Ended() || !opts.Follow && md.NumPending == 0 {
 			return st, nil
+		}
+	}
+}
+
+// watchStep reads msg, one of command id's messages in stream order,
+// into st (an event) or hands it to fn (a chunk of output after
+// opts.After, which then moves past it), and returns its metadata.
+func (c *Client) watchStep(id string, msg jetstream.Msg, st *command.State, opts *WatchOptions, fn func(Chunk) error) (*jetstream.MsgMetadata, error) {
+	md, err := msg.Metadata()
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", id, err)
+	}
+	if strings.HasPrefix(msg.Subject(), events.SubjectEvents+".") {
+		e, err := c.cfg.Reg.Decode(msg.Data())
+		if err != nil {
+			return nil, fmt.Errorf("watch %s: seq %d: %w", id, md.Sequence.Stream, err)
+		}
+		*st = command.Evolve(*st, e)
+	} else if ch, ok := chunkOf(msg, md.Sequence.Stream, opts.After); ok {
+		opts.After = ch.Pos + int64(len(ch.Data))
+		if err := fn(ch); err != nil {
+			return nil, err
+		}
+	}
+	return md, nil
+}
+
+// watchRoute is Watch with Follow on the hub's route r for command id,
+// from the command's first message. errHubStopped: the hub stopped
+// first, and opts.After is past the output fn has had.
+func (c *Client) watchRoute(ctx context.Context, id string, r *route, opts *WatchOptions, fn func(Chunk) error) (command.State, error) {
+	st := command.Init(events.Aggregate{Kind: events.KindCommand, ID: id})
+	for {
+		msgs, err := r.next(ctx)
+		if err != nil {
+			return st, err
+		}
+		for _, msg := range msgs {
+			if _, err := c.watchStep(id, msg, &st, opts, fn); err != nil {
+				return st, err
+			}
+			if st.Ended() {
+				return st, nil
+			}
 		}
 	}
 }
@@ -544,6 +596,12 @@ func (c *Client) PrepareWatch(ctx context.Context, id string) {
 	if _, dup := c.prepared.LoadOrStore(id, p); dup {
 		return
 	}
+	if c.cfg.Hub != nil {
+		if p.route = c.cfg.Hub.add(ctx, id); p.route != nil {
+			close(p.done)
+			return
+		}
+	}
 	go func() {
 		defer close(p.done)
 		p.cons, p.err = c.watchConsumer(ctx, id)
@@ -553,20 +611,28 @@ func (c *Client) PrepareWatch(ctx context.Context, id string) {
 // DropWatch deletes the consumer PrepareWatch made for command id, if
 // any, once it is made.
 func (c *Client) DropWatch(ctx context.Context, id string) {
-	if cons := c.takePrepared(ctx, id); cons != nil {
+	cons, r := c.takePrepared(ctx, id)
+	if cons != nil {
 		c.deleteConsumer(ctx, cons)
+	}
+	if r != nil {
+		c.cfg.Hub.remove(id, r)
 	}
 }
 
 // takePrepared returns the consumer PrepareWatch made for id, once it is
-// made, and forgets it; nil when none was prepared, or its making failed
-// or ctx ended first.
-func (c *Client) takePrepared(ctx context.Context, id string) jetstream.Consumer {
+// made, or the hub's route it registered, and forgets it; nil, nil when
+// none was prepared, or its making failed or ctx ended first. The
+// caller removes the route from the hub once done with it.
+func (c *Client) takePrepared(ctx context.Context, id string) (jetstream.Consumer, *route) {
 	v, ok := c.prepared.LoadAndDelete(id)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	p := v.(*preparedWatch)
+	if p.route != nil {
+		return nil, p.route
+	}
 	select {
 	case <-p.done:
 	case <-ctx.Done():
@@ -576,12 +642,12 @@ func (c *Client) takePrepared(ctx context.Context, id string) jetstream.Consumer
 				c.deleteConsumer(context.Background(), p.cons)
 			}
 		}()
-		return nil
+		return nil, nil
 	}
 	if p.err != nil {
-		return nil
+		return nil, nil
 	}
-	return p.cons
+	return p.cons, nil
 }
 
 // deleteConsumer deletes cons from the log's stream, waiting up to a

@@ -28,14 +28,16 @@
 //     have been appended without the Client's check;
 //  3. appends command.started, decided on the state it loaded and
 //     appended with that state's last sequence as the expected one (a
-//     conflict reloads and decides again, as events.Executor does); a
-//     worker whose start is rejected drops the request, having started
-//     nothing;
-//  4. attaches the command to its session, then starts the process
-//     (sandbox.Start) and appends command.running with the process id,
-//     its start time, the boot id and its cgroup. In a restricted mode
-//     bubblewrap builds the boundary while the attach is appended: it
-//     starts held (sandbox Spec.Hold) and the command runs only once
+//     conflict reloads and decides again, as events.Executor does), and
+//     beside it, both in flight together, attaches the command to its
+//     session; a worker whose start is rejected drops the request,
+//     having started nothing, and closes the entry its attach opened
+//     when no worker started the command (one that did closes it);
+//  4. once both have landed, starts the process (sandbox.Start) and
+//     appends command.running with the process id, its start time, the
+//     boot id and its cgroup while the process runs. In a restricted
+//     mode bubblewrap builds the boundary while the attach is appended:
+//     it starts held (sandbox Spec.Hold) and the command runs only once
 //     released after the attach; a held sandbox that must not go on (the
 //     session ended, a stop came) is killed unreleased;
 //  5. acks the request once command.started or command.refused is stored.

@@ -65,6 +65,11 @@ type job struct {
 	dropped atomic.Int64  // bytes past maxOut: counted, not stored
 	maxOut  int64         // cap on stored output, bytes
 
+	// recorded is closed once command.running was appended (or given
+	// up on): the exit, which follows it in the command's events, waits
+	// for it.
+	recorded chan struct{}
+
 	mu       sync.Mutex
 	p        *sandbox.Process
 	stopWant bool // a stop arrived before the process was known
@@ -209,6 +214,9 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 		return verdictRetry, err
 	}
 	if st.Status != command.StatusRequested {
+		// Ended without a start: a start whose answer was lost (its
+		// attach in flight beside it) may have left an entry open.
+		w.settleLost(ctx, st)
 		return verdictDone, nil
 	}
 	// The client checks a request for secrets before it appends it, but
@@ -256,7 +264,7 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 	// sandbox.Start, a moment later: one started on this host and not
 	// yet ended counts as holding its workspace already, or a request
 	// read between the two would slip in ahead of it.
-	if (st.Mode == events.ModeWorkspaceWrite && w.earlierWaiting(ctx, id, requested)) || w.startedBeside(id, requested, st.Mode) || sandbox.Busy(spec) {
+	if (st.Mode == events.ModeWorkspaceWrite && w.earlierWaiting(ctx, id, requested)) || w.startedBeside(id, requested, st.Mode) || spec.Busy() {
 		w.unclaim(ctx, id)
 		return verdictWait, nil
 	}
@@ -452,6 +460,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	j := &job{
 		id: st.ID, session: st.Session, entry: EntryID(st.ID), started: w.cfg.IDs(),
 		gate: make(chan struct{}), out: make(chan outChunk, outQueue), pubDone: make(chan struct{}),
+		recorded: make(chan struct{}),
 	}
 	j.maxOut = w.maxOutput()
 	j.red = newOutRedactor(w.cfg.Redactor, j.queue)
@@ -491,6 +500,13 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 		}
 		return evs, err
 	}
+	// The session is attached while command.started is appended, the two
+	// appends in flight together: the session is working before the
+	// process runs, which starts only once both have landed (and
+	// command.started won its check). A start that is lost leaves the
+	// entry to the worker that won it, or closes it (settleLost).
+	attached := make(chan bool, 1)
+	go func() { attached <- w.attach(actx, j, st) }()
 	// Decide on the state just loaded; only a conflict costs a reload.
 	evs, err := decide(st)
 	if err == nil {
@@ -507,10 +523,17 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	}
 	if err != nil {
 		forget()
+		<-attached
 		if errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrNotFound) {
 			w.log.Info("lost the start", "command", st.ID, "why", err)
+			if now, lerr := w.load(actx, st.ID); lerr == nil {
+				w.settleLost(actx, now)
+			}
 			return verdictDone, nil
 		}
+		// Whether the start landed is unknown: the request comes again,
+		// and its next delivery starts the command (the entry is open
+		// already) or finds it ended (settleLost there).
 		return verdictRetry, fmt.Errorf("start %s: %w", st.ID, err)
 	}
 	mark(st.ID, StageStarted)
@@ -532,11 +555,10 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	}
 	// The session first, so it is working before the command runs; a
 	// session that has ended gets no command. A restricted command's
-	// boundary is built meanwhile: bubblewrap starts held (sandbox
-	// Spec.Hold) and the command runs only once released, after the
-	// attach; a held sandbox that must not go on is killed unreleased.
-	attached := make(chan bool, 1)
-	go func() { attached <- w.attach(actx, j, st) }()
+	// boundary is built meanwhile if the attach is still under way:
+	// bubblewrap starts held (sandbox Spec.Hold) and the command runs
+	// only once released, after the attach; a held sandbox that must not
+	// go on is killed unreleased.
 	spec.Trace = sandboxTrace(st.ID)
 	var p *sandbox.Process
 	var serr error
@@ -595,9 +617,15 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	j.setProcess(p)
 	j.live.Store(true)
 	w.log.Info("started", "command", st.ID, "session", st.Session, "pid", p.Pid(), "mode", st.Mode, "argv", redactArgv(w.cfg.Redactor, st.Argv))
+	// command.running is appended while the process runs and its exit
+	// is awaited: the supervisor waits for the record only before it
+	// appends the exit, which follows it.
 	rctx, rcancel := fresh()
-	defer rcancel()
-	w.recordRunning(rctx, j, p)
+	go func() {
+		defer close(j.recorded)
+		defer rcancel()
+		w.recordRunning(rctx, j, p)
+	}()
 	started = true
 	go w.supervise(j, st)
 	return verdictStarted, nil
@@ -675,6 +703,22 @@ func (w *Worker) attach(ctx context.Context, j *job, st command.State) (ended bo
 	return ended
 }
 
+// settleLost closes the entry on its session that the attach of a
+// start this worker lost may have opened for command st, when no
+// worker started the command and it has ended (refused, evicted): no
+// one else would close it. An entry of a command another worker started
+// is that worker's to close (it attaches the same entry, which is a
+// no-op, and detaches it at the end), and a command still requested is
+// started, or found ended, at its request's next delivery. The detach
+// is a no-op where nothing was opened.
+// st is the command as read after the start was lost.
+func (w *Worker) settleLost(ctx context.Context, st command.State) {
+	if st.Session == "" || !st.Ended() || st.Worker != "" {
+		return
+	}
+	w.detach(ctx, st.ID, st.Session, st.Status, events.Cause{Kind: "worker", Event: "command." + st.Status, Detail: st.ID, Ref: st.ID})
+}
+
 // detach closes the command's entry on its session with outcome.
 func (w *Worker) detach(ctx context.Context, commandID, sessionID, outcome string, cause events.Cause) {
 	if sessionID == "" {
@@ -713,6 +757,7 @@ func (w *Worker) supervise(j *job, st command.State) {
 	j.red.close()
 	close(j.out)
 	<-j.pubDone
+	<-j.recorded
 	if j.abandoned.Load() {
 		return // another worker declared this one dead; the command's end is recorded
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/execsock"
 	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/term"
+	"github.com/logbook-dev/logbook/adapters/worker"
 )
 
 // servedExec is what exec runs with when serve runs it for a client of
@@ -31,6 +32,10 @@ type servedExec struct {
 	// (api.Service.CatchUpOnce; worker.Submission.CatchUp); nil: each
 	// answer catches up on its own.
 	catchUp func(context.Context) (context.Context, error)
+	// hub is serve's one reader of every command's events and output,
+	// which exec's wait follows its command on (worker.WatchHub) rather
+	// than on a consumer made for it.
+	hub *worker.WatchHub
 }
 
 // person returns the actor of the person exec runs for: the exec
@@ -66,6 +71,7 @@ func peerActor(uid uint32) string {
 // with.
 func execAnswer(b *backend, call api.Caller, catchUp func(context.Context) (context.Context, error)) host.ExecRunner {
 	hostname, _ := os.Hostname()
+	hub := worker.NewWatchHub(b.nc)
 	eb := &backend{dd: b.dd, reg: b.reg, nc: b.nc, log: b.log, srv: b.srv, rules: b.rules, remote: true,
 		api: api.PrefixFor(hostname, string(b.dd.dir())), local: call}
 	return func(ctx context.Context, req execsock.Request, peer unix.Ucred, stdout, stderr io.Writer) int {
@@ -73,7 +79,7 @@ func execAnswer(b *backend, call api.Caller, catchUp func(context.Context) (cont
 		if eb.rules != nil {
 			xb.pinned = eb.rules.Current()
 		}
-		se := &servedExec{b: &xb, cwd: req.Cwd, env: req.Env, actor: peerActor(peer.Uid), catchUp: catchUp}
+		se := &servedExec{b: &xb, cwd: req.Cwd, env: req.Env, actor: peerActor(peer.Uid), catchUp: catchUp, hub: hub}
 		if req.Env == nil {
 			se.env = []string{}
 		}

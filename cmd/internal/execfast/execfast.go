@@ -85,7 +85,7 @@ func Main(args []string, stdout, stderr io.Writer, logbook string) int {
 		fmt.Fprintf(stderr, "logbook-exec: exec: %v\n", err)
 		return 2
 	}
-	code, err := execsock.Call(dir, req, stdout, stderr)
+	code, err := execsock.CallExiting(dir, req, stdout, stderr) // Main's caller exits
 	if errors.Is(err, execsock.ErrNoSocket) || errors.Is(err, execsock.ErrRefused) {
 		return handOver(args, stderr, logbook) // serve never had it
 	}

@@ -1,0 +1,127 @@
+package worker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
+)
+
+// Watches a hub serves read every command's output and end from the
+// hub's one consumer: no consumer is made per watch. A hub that stops
+// while a watch reads leaves it to read on with one of its own, from
+// where it was: the output whole, none of it twice.
+func TestWatchHub(t *testing.T) {
+	e := newEnv(t, false)
+	e.startWorker(e.workerConfig())
+	hub := NewWatchHub(e.srv.Conn())
+	cl, err := NewClient(ClientConfig{Conn: e.srv.Conn(), Log: e.log, Reg: e.reg, Actor: "test", DeleteAfter: true, Hub: hub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(e.srv.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(t.Context(), natslog.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumers := func() int {
+		t.Helper()
+		info, err := stream.Info(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Consumers
+	}
+	run := func(fn func(Chunk), argv ...string) (command.State, string) {
+		t.Helper()
+		id := ulid.Make().String()
+		cl.PrepareWatch(t.Context(), id)
+		if _, err := cl.Request(t.Context(), id, e.request(events.ModeFullAccess, argv...), nil); err != nil {
+			cl.DropWatch(t.Context(), id)
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		st, err := cl.Watch(t.Context(), id, WatchOptions{Follow: true}, func(c Chunk) error {
+			out.Write(c.Data)
+			if fn != nil {
+				fn(c)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, out.String()
+	}
+
+	run(nil, "true") // the hub's consumer is made
+	before := consumers()
+	for i := range 5 {
+		st, out := run(nil, "sh", "-c", "echo one; echo two >&2; exit 3")
+		if st.Status != command.StatusExited || st.ExitCode == nil || *st.ExitCode != 3 || out != "one\ntwo\n" && out != "two\none\n" {
+			t.Fatalf("watch %d: status %s exit %v output %q", i, st.Status, st.ExitCode, out)
+		}
+	}
+	if after := consumers(); after > before {
+		t.Errorf("consumers: %d before five watches on the hub, %d after; want none made", before, after)
+	}
+	hub.mu.Lock()
+	left := len(hub.routes)
+	hub.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d routes left on the hub after the watches", left)
+	}
+
+	// Two watches of one command each read all of it.
+	cl2, err := NewClient(ClientConfig{Conn: e.srv.Conn(), Log: e.log, Reg: e.reg, Actor: "test", DeleteAfter: true, Hub: hub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ulid.Make().String()
+	cl2.PrepareWatch(t.Context(), id)
+	other := make(chan string, 1)
+	go func() {
+		var out strings.Builder
+		_, err := cl2.Watch(t.Context(), id, WatchOptions{Follow: true}, func(c Chunk) error { out.Write(c.Data); return nil })
+		if err != nil {
+			out.WriteString(err.Error())
+		}
+		other <- out.String()
+	}()
+	cl.PrepareWatch(t.Context(), id)
+	if _, err := cl.Request(t.Context(), id, e.request(events.ModeFullAccess, "echo", "both"), nil); err != nil {
+		t.Fatal(err)
+	}
+	var both strings.Builder
+	if _, err := cl.Watch(t.Context(), id, WatchOptions{Follow: true}, func(c Chunk) error { both.Write(c.Data); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got, got2 := both.String(), <-other; got != "both\n" || got2 != "both\n" {
+		t.Errorf("two watches of one command: %q and %q; want both whole", got, got2)
+	}
+
+	// The hub stops after the first chunk: the rest is read on the
+	// watch's own consumer.
+	stopped := false
+	st, out := run(func(Chunk) {
+		if !stopped {
+			stopped = true
+			hub.fail()
+		}
+	}, "sh", "-c", "echo first; sleep 0.3; echo second; sleep 0.3; echo third")
+	if !stopped || st.Status != command.StatusExited || out != "first\nsecond\nthird\n" {
+		t.Fatalf("after the hub stopped: status %s output %q", st.Status, out)
+	}
+	// A stopped hub serves no more watches: they make their own.
+	if st, out := run(nil, "echo", "again"); st.Status != command.StatusExited || out != "again\n" {
+		t.Fatalf("after the hub stopped: status %s output %q", st.Status, out)
+	}
+}
