@@ -425,7 +425,9 @@ func (p *Process) release(block *os.File, procs int) error {
 
 // awaitChild waits, up to d, until process pid (bwrap's sandbox, pid 1 of
 // its namespace) has a child, the command, which it starts only once its
-// mounts are made, or is gone; it reports whether either happened. A
+// mounts are made, or is gone: exited, whether reaped yet or not (a
+// command that ends at once takes pid 1 with it, which stays a zombie
+// until its parent collects it). It reports whether either happened. A
 // kernel without /proc/PID/task/TID/children answers false at once.
 func awaitChild(pid int, d time.Duration) bool {
 	dir := "/proc/" + strconv.Itoa(pid)
@@ -439,6 +441,29 @@ func awaitChild(pid int, d time.Duration) bool {
 			_, serr := os.Stat(dir)
 			return errors.Is(serr, fs.ErrNotExist)
 		}
+		if exited(dir) {
+			return true
+		}
+	}
+	return false
+}
+
+// exited reports whether the process of /proc directory dir has exited
+// and waits to be reaped: its state in stat (the field after the
+// parenthesized command name, proc(5)) is Z (zombie) or X (dead). A
+// process gone altogether reads as exited too.
+func exited(dir string) bool {
+	b, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	switch b[i+2] {
+	case 'Z', 'X':
+		return true
 	}
 	return false
 }
