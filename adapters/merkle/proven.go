@@ -2,6 +2,7 @@ package merkle
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -33,6 +34,12 @@ type Proven struct {
 	root   tlog.Hash
 	full   int64         // complete chunks among the first n leaves
 	bound  []atomic.Bool // per complete chunk: its leaves checked against its stored hash
+	// binding serializes the binding of a chunk (chunk c takes
+	// binding[c%len]): the decoding goroutines of one read take
+	// consecutive runs of 256 messages, so two of them may meet the
+	// same unbound chunk at once, and each hashed its 1023 interior
+	// nodes.
+	binding [16]sync.Mutex
 }
 
 // Prove binds the first n leaves of the stored tree t to root, as a
@@ -101,21 +108,37 @@ func (p *Proven) Leaf(i int64) (tlog.Hash, error) {
 		return tlog.Hash{}, fmt.Errorf("leaf %d: the checkpoint covers %d", i, p.n)
 	}
 	if c := i >> chunkLevel; c < p.full && !p.bound[c].Load() {
-		lo := c << chunkLevel
-		got, err := p.rootOf(lo, lo+1<<chunkLevel, 0)
-		if err != nil {
+		if err := p.bind(c); err != nil {
 			return tlog.Hash{}, err
 		}
-		want, err := p.stored(chunkLevel, c)
-		if err != nil {
-			return tlog.Hash{}, err
-		}
-		if got != want {
-			return tlog.Hash{}, fmt.Errorf("seq %d..%d: the stored leaf hashes do not make the stored subtree hash the checkpoint's root binds (the stored hashes were changed)", lo+1, lo+1<<chunkLevel)
-		}
-		p.bound[c].Store(true)
 	}
 	return p.stored(0, i)
+}
+
+// bind checks the stored leaf hashes of complete chunk c against its
+// stored subtree hash, which Prove bound to the root, once: a caller
+// that finds another binding c waits for it.
+func (p *Proven) bind(c int64) error {
+	mu := &p.binding[c%int64(len(p.binding))]
+	mu.Lock()
+	defer mu.Unlock()
+	if p.bound[c].Load() {
+		return nil
+	}
+	lo := c << chunkLevel
+	got, err := p.rootOf(lo, lo+1<<chunkLevel, 0)
+	if err != nil {
+		return err
+	}
+	want, err := p.stored(chunkLevel, c)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("seq %d..%d: the stored leaf hashes do not make the stored subtree hash the checkpoint's root binds (the stored hashes were changed)", lo+1, lo+1<<chunkLevel)
+	}
+	p.bound[c].Store(true)
+	return nil
 }
 
 // Check returns nil when m is the leaf at its sequence of the proven

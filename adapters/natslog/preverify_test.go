@@ -2,9 +2,12 @@ package natslog
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
@@ -80,5 +83,91 @@ func TestAttest_PreverifiedFoldQuarantinesTheSame(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("quarantined with preverify (-want +got):\n%s", diff)
+	}
+}
+
+// A tail past the statement signed in batches, one of its messages
+// changed by a byte: a read that pre-verifies it (one message of each
+// batch checked ahead, the batch's statement with it) folds and
+// quarantines exactly what a read without it does, the changed message
+// quarantined as not the leaf its proof puts under the root, and makes
+// no more Ed25519 verifications.
+func TestAttest_PreverifiedBatchTail(t *testing.T) {
+	serve := mustKey(t, "serve@h", attestation.RoleServe)
+	s, admin, l := startSigning(t, serve)
+	l.SetSigner(serve)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	mustAppend(t, l, decision(reg, session("a"), 0, 1, 10))
+	through := lastSeq(t, l)
+
+	for i := range 3 {
+		reqs := takenRequests(t, serve, decision(reg, session(fmt.Sprintf("b%d", i)), 0, 1, 4), decision(reg, session(fmt.Sprintf("c%d", i)), 0, 1, 3))
+		l.commit(reqs)
+		for _, r := range reqs {
+			if o := <-r.done; o.err != nil {
+				t.Fatal(o.err)
+			}
+		}
+	}
+	// The first message of a batch of its own, one byte of it changed:
+	// the pre-verifier's check of it fails, and the batch's others are
+	// left to the read.
+	var msgs []*nats.Msg
+	for _, id := range []string{"d", "e"} {
+		r, err := newRequest(decision(reg, session(id), 0, 1, 2), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, r.msgs...)
+	}
+	signMsgs(serve, msgs)
+	edited := bytes.Replace(msgs[0].Data, []byte("/work"), []byte("/worK"), 1)
+	if bytes.Equal(edited, msgs[0].Data) {
+		t.Fatalf("no /work in %s", msgs[0].Data)
+	}
+	msgs[0].Data = edited
+	var changed uint64
+	for i, m := range msgs {
+		seq := publishMsg(t, s.Conn(), m, "a batch")
+		if i == 0 {
+			changed = seq
+		}
+	}
+
+	jr := signedLog(t, s, admin).NewJudger(admin.Public())
+	if err := jr.CatchUp(ctx, through); err != nil {
+		t.Fatal(err)
+	}
+	j := &Judged{Through: through, Quarantined: jr.Quarantined(), Check: func(Msg) error { return nil }}
+	preverifyMin = 1 // this log's tail is short
+	t.Cleanup(func() { noPreverify, preverifyMin = false, 256 })
+	type fold struct {
+		Read        []uint64
+		Quarantined []Quarantined
+	}
+	folds, checked := map[bool]fold{}, map[bool]uint64{}
+	for _, pre := range []bool{false, true} {
+		noPreverify = !pre
+		r := signedLog(t, s, admin)
+		r.SetJudged(j)
+		var f fold
+		for _, rec := range readAll(t, r, 1) {
+			f.Read = append(f.Read, rec.Seq)
+		}
+		f.Quarantined, _ = r.Quarantined()
+		folds[pre], checked[pre] = f, r.Verifier().Checked()
+	}
+	if diff := cmp.Diff(folds[false], folds[true]); diff != "" {
+		t.Errorf("fold (-without preverify +with):\n%s", diff)
+	}
+	if checked[true] > checked[false] {
+		t.Errorf("%d Ed25519 verifications with preverify, %d without", checked[true], checked[false])
+	}
+	if q := folds[true].Quarantined; len(q) != 1 || q[0].Seq != changed || q[0].Verdict.Status != attestation.BadSignature || !strings.Contains(q[0].Verdict.Why, "not the leaf") {
+		t.Errorf("quarantined %+v, want seq %d alone, a bad batch signature", q, changed)
+	}
+	if got, want := len(folds[true].Read), int(lastSeq(t, l))-1; got != want {
+		t.Errorf("folded %d events, want every one but the changed one, %d", got, want)
 	}
 }
