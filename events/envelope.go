@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -170,11 +171,23 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 	}
 	if o, ok := observationOf(e.Data); ok {
 		// An observation's data is written in place, without
-		// reflection, as json.Marshal would write it (appendObservation).
-		b := make([]byte, 0, 2*len(o.Raw)+1024)
-		b = e.appendWireHead(b)
+		// reflection, as json.Marshal would write it (appendObservation),
+		// into a scratch buffer, and the result copied out at its size:
+		// what a batch keeps of each event until it is stored is its
+		// bytes, not the room a guess at its size left.
+		bp := wireScratch.Get().(*[]byte)
+		b := e.appendWireHead((*bp)[:0])
+		var out []byte
 		if b, ok = appendObservation(b, o); ok {
-			return append(b, '}'), nil
+			b = append(b, '}')
+			out = bytes.Clone(b)
+		}
+		if cap(b) <= maxWireScratch {
+			*bp = b[:0]
+			wireScratch.Put(bp)
+		}
+		if ok {
+			return out, nil
 		}
 	}
 	data, err := json.Marshal(e.Data)
@@ -183,6 +196,14 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 	}
 	return e.appendWire(make([]byte, 0, len(data)+256), data), nil
 }
+
+// wireScratch holds *[]byte buffers MarshalJSON writes an observation's
+// envelope into before copying it out; one that grew past
+// maxWireScratch bytes (an oversized line's) is let go.
+var wireScratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxWireScratch is the largest buffer, in bytes, wireScratch keeps.
+const maxWireScratch = 256 << 10
 
 // appendWire appends the wire form of e, with data (json.Marshal's output
 // for e.Data) as its "data", to b: the bytes json.Marshal of a wire gives

@@ -24,9 +24,16 @@ type Executor[S any] struct {
 	Reg    *Registry
 	Init   func(Aggregate) S   // the state before the aggregate's first event
 	Evolve func(S, Envelope) S // the aggregate's pure fold
-	IDs    IDSource            // fresh ids for events whose ID is zero
-	Host   string              // stamped on events that have none
-	Actor  string              // stamped on events that have none
+	// EvolveOwned, when set, is Evolve done in place on *s: what Execute
+	// uses to fold a decision's own events into its copy of the cached
+	// state, under the aggregate's lock. It must leave *s as Evolve would
+	// and never write memory that another copy of *s, taken before the
+	// call, reads (such a copy keeps its value: slices grow past the end
+	// of every state sharing them, or are replaced). nil: Evolve.
+	EvolveOwned func(*S, Envelope)
+	IDs         IDSource // fresh ids for events whose ID is zero
+	Host        string   // stamped on events that have none
+	Actor       string   // stamped on events that have none
 	// Attempts bounds reload-and-decide rounds after conflicts; 0 means 8.
 	Attempts int
 	// MaxCached bounds the states kept in memory; 0 means
@@ -140,7 +147,11 @@ func (x *Executor[S]) Execute(ctx context.Context, agg Aggregate, decide func(S)
 			if err := x.Reg.Validate(*e); err != nil {
 				return Appended{}, c.s, fmt.Errorf("decide %s: %w", agg, err)
 			}
-			s = x.Evolve(s, *e)
+			if x.EvolveOwned != nil {
+				x.EvolveOwned(&s, *e)
+			} else {
+				s = x.Evolve(s, *e)
+			}
 		}
 		ap, err := x.Log.Append(ctx, Batch{Agg: agg, Expect: c.last, Events: evs})
 		switch {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,7 +35,8 @@ import (
 // raw-ev/s, import/raw (the floor is 0.50), import-s (the floor for
 // 2000x500 is 180 s on 2 cores), reimport-s (5 s) and import-cpu-s, the
 // CPU time the import took, importer and server together (on a loaded
-// machine a steadier measure than import-s), and ev/batch, the events per
+// machine a steadier measure than import-s), raw-cpu-s, the CPU time the
+// baseline took (publishers and server), and ev/batch, the events per
 // commit the import sent. Run:
 //
 //	go test -run '^$' -bench Import -benchtime 1x -count 5 ./adapters/claude/
@@ -55,7 +57,7 @@ func BenchmarkImport(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	var imp, re, raw, impCPU time.Duration
+	var imp, re, raw, impCPU, rawCPU time.Duration
 	var batches uint64
 	var evs int
 	for range b.N {
@@ -74,12 +76,14 @@ func BenchmarkImport(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
+		stop := profileImport(b)
 		start, cpu0, st0 := time.Now(), processCPU(), log.Stats()
 		if n, err := importAll(ctx, in, ts); err != nil || n != sessions*lines {
 			b.Fatalf("import: %d lines, %v", n, err)
 		}
 		imp += time.Since(start)
 		impCPU += processCPU() - cpu0
+		stop()
 		batches += log.Stats().Batches - st0.Batches
 		start = time.Now()
 		if n, err := importAll(ctx, in, ts); err != nil || n != 0 {
@@ -100,11 +104,12 @@ func BenchmarkImport(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		start = time.Now()
+		start, cpu0 = time.Now(), processCPU()
 		if err := publishRaw(ctx, js, bodies); err != nil {
 			b.Fatal(err)
 		}
 		raw += time.Since(start)
+		rawCPU += processCPU() - cpu0
 		nc.Close()
 		log.Close()
 		b.StartTimer()
@@ -116,8 +121,40 @@ func BenchmarkImport(b *testing.B) {
 	b.ReportMetric(imp.Seconds()/float64(b.N), "import-s")
 	b.ReportMetric(re.Seconds()/float64(b.N), "reimport-s")
 	b.ReportMetric(impCPU.Seconds()/float64(b.N), "import-cpu-s")
+	b.ReportMetric(rawCPU.Seconds()/float64(b.N), "raw-cpu-s")
 	b.ReportMetric(float64(evs)/float64(batches), "ev/batch")
 }
+
+// profileImport starts a CPU profile of the first import alone (the raw
+// baseline and the import again left out) into the file
+// LOGBOOK_BENCH_IMPORT_PROFILE names, when it is set and no other CPU
+// profile runs (-cpuprofile); the function it returns stops it. The
+// profile is written once, by the benchmark's first run.
+func profileImport(b *testing.B) (stop func()) {
+	path := os.Getenv("LOGBOOK_BENCH_IMPORT_PROFILE")
+	if path == "" || profiled {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.Logf("import profile: %v", err)
+		return func() {}
+	}
+	profiled = true
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+// profiled is set once profileImport has written its profile.
+var profiled bool
 
 // processCPU returns the CPU time (user and system) this process has used
 // so far: the importer's and the embedded server's together, which a

@@ -144,7 +144,8 @@ func New(cfg Config) (*Ingester, error) {
 		private: cfg.Private,
 		x: &events.Executor[session.State]{
 			Log: cfg.Log, Reg: cfg.Reg, Init: session.Init, Evolve: session.Evolve,
-			IDs: cfg.IDs, Host: cfg.Host, Actor: cfg.Actor,
+			EvolveOwned: (*session.State).Evolve,
+			IDs:         cfg.IDs, Host: cfg.Host, Actor: cfg.Actor,
 		},
 	}, nil
 }
@@ -899,6 +900,10 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 			taken  int
 		)
 		_, st, err := in.x.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+			// s is this call's copy of the cached state, decided on under
+			// the Executor's lock of agg: it evolves in place (its id
+			// sets grow in their arrays, past the end of every other
+			// state that shares them), not copied at each event.
 			outs, stop, stopAt, taken = outs[:0], nil, 0, 0
 			// Most lines decide one or two events: room for three a
 			// line spares the batch its regrowth.
@@ -917,7 +922,7 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 					return // the line after the copies says what is wrong
 				}
 				e.Agg, e.Ver = agg, s.Ver+1
-				s = session.Evolve(s, e)
+				s.Evolve(e)
 				evs = append(evs, e)
 			}
 			for _, rl := range run {
@@ -947,7 +952,7 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 				evs = append(append(evs, obs), decs...)
 				for _, e := range evs[at:] {
 					e.Agg, e.Ver = agg, s.Ver+1
-					s = session.Evolve(s, e)
+					s.Evolve(e)
 				}
 				outs = append(outs, lineOutcome{appended: true, parent: s.Parent, agentID: s.AgentID, turnOpen: s.TurnOpen})
 				taken++

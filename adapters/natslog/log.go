@@ -452,20 +452,36 @@ type outcome struct {
 // messages they go out with.
 func newRequest(b events.Batch, s Signer) (*request, error) {
 	subject := b.Agg.Subject()
-	msgs := make([]*nats.Msg, len(b.Events))
+	n := len(b.Events)
+	// The messages, and their headers' values, are allocated together:
+	// they live as long as the request does.
+	msgs := make([]*nats.Msg, n)
+	slab := make([]nats.Msg, n)
+	vals := make([]string, 2*n+1)
+	// Room for the batch headers (three) and, when signed, the signature
+	// headers (five): a map of eight or fewer entries is one group.
+	room := 8
+	if s != nil {
+		room = 13
+	}
 	for i := range b.Events {
 		e := &b.Events[i]
 		data, err := e.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", i, err)
 		}
-		h := make(nats.Header, 12) // room for the batch and signature headers
-		h[jetstream.MsgIDHeader] = []string{e.ID.String()}
-		h[HeaderType] = []string{e.Type}
+		h := make(nats.Header, room)
+		v := vals[2*i : 2*i+2 : 2*i+2]
+		v[0], v[1] = e.ID.String(), e.Type
+		h[jetstream.MsgIDHeader] = v[0:1:1]
+		h[HeaderType] = v[1:2:2]
 		if i == 0 {
-			h[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(b.Expect, 10)}
+			vals[2*n] = strconv.FormatUint(b.Expect, 10)
+			h[jetstream.ExpectedLastSubjSeqHeader] = vals[2*n:]
 		}
-		msgs[i] = &nats.Msg{Subject: subject, Header: h, Data: data}
+		m := &slab[i]
+		m.Subject, m.Header, m.Data = subject, h, data
+		msgs[i] = m
 	}
 	return &request{
 		agg:     b.Agg,
