@@ -57,6 +57,7 @@ func loopback(t *testing.T) (*natslog.Server, *nats.Conn) {
 // heartbeats sent meanwhile. A verb nobody answers fails once
 // NoRespondersWait has passed.
 func TestAPI_AnswerSizes(t *testing.T) {
+	t.Parallel() // its own server; it mostly waits (a heartbeat, NoRespondersWait)
 	srv, nc := loopback(t)
 	if nc.MaxPayload() != 1<<20 {
 		t.Fatalf("max payload %d, the sizes below assume 1 MiB", nc.MaxPayload())

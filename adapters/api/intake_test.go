@@ -418,6 +418,7 @@ func TestIntake_Concurrent(t *testing.T) {
 // not read again, and what it had in flight is within the session's
 // recent keys.
 func TestIntake_KilledMidBacklog(t *testing.T) {
+	t.Parallel() // its own server, journal and log; it mostly waits on fsyncs
 	e := newIntakeEnvDup(t, 100*time.Millisecond)
 	svc := e.service()
 	in := e.open(svc)
@@ -491,6 +492,7 @@ func TestIntake_SubagentsApart(t *testing.T) {
 // killed mid-backlog and started again, and the records not yet done
 // are the only payloads the file holds meanwhile.
 func TestIntake_JournalDropsPayloads(t *testing.T) {
+	t.Parallel() // its own server, journal and log; it mostly waits on fsyncs
 	e := newIntakeEnv(t)
 	svc := e.service()
 	in := e.open(svc)

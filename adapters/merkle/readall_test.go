@@ -18,6 +18,7 @@ import (
 // before it, and checkpointHoles names the one missing, rather than the
 // read waiting for it for ever.
 func TestReadAll_DamagedLastMessage(t *testing.T) {
+	t.Parallel() // its own server and store; it mostly waits out the read's stall (followStall)
 	dir := t.TempDir()
 	start := func() (*natslog.Server, jetstream.JetStream) {
 		srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: dir})

@@ -19,6 +19,7 @@ var grants = natslog.Grants{Checkpoints: CheckpointStream, CheckpointPublish: Ch
 // writer and a worker publish neither, a follower no checkpoint: each
 // attempt is the server's permissions violation.
 func TestRolesOnCheckpoints(t *testing.T) {
+	t.Parallel() // its own server; refused requests mostly wait
 	pass := map[natslog.Role]string{}
 	var users []natslog.User
 	for _, r := range natslog.Roles {

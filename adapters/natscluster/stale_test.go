@@ -156,8 +156,10 @@ func TestQuorumLoss_ReadsFromTheProjection(t *testing.T) {
 		t.Errorf("GET /v1/sessions headers: %v", resp.Header)
 	}
 
-	// What needs the log fails, saying why.
-	for _, args := range [][]string{{"replay", "--verify"}, {"verify", "--wait", "3s"}} {
+	// What needs the log fails, saying why; each waits 3 s for a leader
+	// (--wait; replay's default is 10 s): no leader comes without
+	// quorum, however long the wait.
+	for _, args := range [][]string{{"replay", "--verify", "--wait", "3s"}, {"verify", "--wait", "3s"}} {
 		start := time.Now()
 		out, stderr, err := a.cli(args...)
 		took := time.Since(start)

@@ -39,6 +39,7 @@ type call struct {
 // linearizable compare-and-set per aggregate). A re-sent decision must
 // answer Duplicate with the first copy's sequences.
 func TestLog_GroupCommitContended(t *testing.T) {
+	t.Parallel() // servers of its own; it mostly waits on fsyncs
 	for _, mergeMin := range []int{1, DefaultMergeMin} {
 		t.Run(fmt.Sprintf("MergeMin=%d", mergeMin), func(t *testing.T) {
 			testGroupCommitContended(t, mergeMin)

@@ -22,8 +22,10 @@ func TestDiskFullStoreRecovers(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a full disk is a tmpfs mounted for the test: needs root")
 	}
+	t.Parallel() // a server and tmpfs of its own; it mostly waits out failed appends
 	for _, left := range []int{0, 1 << 10, 8 << 10} {
 		t.Run(fmt.Sprint(left), func(t *testing.T) {
+			t.Parallel() // each its own tmpfs and server
 			dir := t.TempDir()
 			if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=8388608,mode=0700"); err != nil {
 				t.Skipf("mount tmpfs: %v", err)

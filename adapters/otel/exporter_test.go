@@ -205,6 +205,7 @@ func exportDrained(t *testing.T, l *natslog.Log, srv *natslog.Server) {
 // comes once, and Spans over the log read again (a replay) gives the
 // same ids.
 func TestExporter_Tree(t *testing.T) {
+	t.Parallel() // its own log, exporter and sink; it mostly waits on the export
 	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
 	in, err := claude.NewIngester(claude.IngestConfig{Log: l})
 	if err != nil {
@@ -366,6 +367,7 @@ func names(ss []span) []string {
 // again with the batch kept; nothing is lost and the spans come once,
 // every request with the exporter's headers.
 func TestExporter_Retries(t *testing.T) {
+	t.Parallel() // its own log, exporter and sink; it mostly waits out the retries' backoff (1 s, 2 s)
 	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
 	in, err := claude.NewIngester(claude.IngestConfig{Log: l})
 	if err != nil {

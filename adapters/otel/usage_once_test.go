@@ -221,6 +221,7 @@ func (u *usageFixture) rederived(sid string) {
 // nothing; replay --rederive agrees with every decision and every
 // observation's evidence.
 func TestUsageOnce_LongSession(t *testing.T) {
+	t.Parallel() // its own log, receiver and transcripts
 	u := newUsageFixture(t)
 	const (
 		alone           = "5e551011-0000-4000-8000-000000000100"
@@ -287,6 +288,7 @@ func TestUsageOnce_LongSession(t *testing.T) {
 // up as they arrive and one replayed from the log have the same state
 // hash; replay --rederive agrees.
 func TestUsageOnce_Interleaved(t *testing.T) {
+	t.Parallel() // its own log, receiver and transcripts
 	u := newUsageFixture(t)
 	const alone = "5e551011-0000-4000-8000-000000000200"
 	u.transcript(alone, manyRequests)

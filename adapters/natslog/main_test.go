@@ -1,0 +1,24 @@
+package natslog
+
+import (
+	"flag"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+)
+
+// TestMain runs the tests with -test.parallel at twice GOMAXPROCS unless
+// the command line sets it: the parallel tests here (the roles' refused
+// requests, each waiting out its 500 ms; the full-disk stores, waiting
+// out failed appends; the contended group commit, waiting on fsyncs)
+// mostly wait, so GOMAXPROCS of them at a time leaves the CPUs idle.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
+	}
+	os.Exit(m.Run())
+}
