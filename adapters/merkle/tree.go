@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -58,19 +59,49 @@ func OpenTree(path string) (*Tree, error) {
 
 // LoadTree reads the stored-hash file at path into a tree in memory,
 // leaving the file alone (another process may be appending to it): a
-// tail that is not a whole leaf's worth is left out.
+// tail that is not a whole leaf's worth is left out. The file is read
+// straight into the tree's hashes, with no copy of its bytes kept
+// beside them: the file holds every stored hash of the log (about 64
+// bytes a message), so a reader of a long log would otherwise touch
+// twice that.
 func LoadTree(path string) (*Tree, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read tree %s: %w", path, err)
 	}
-	return parseTree(b), nil
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", path, err)
+	}
+	stored := fi.Size() / tlog.HashSize
+	hs := make([]tlog.Hash, stored, stored+1024)
+	// A tlog.Hash is 32 bytes with no padding: the slice's memory is
+	// the file's layout.
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(hs))), len(hs)*tlog.HashSize)
+	got, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		// A file cut short since (not a writer's way) reads as what
+		// it held whole.
+		return nil, fmt.Errorf("read tree %s: %w", path, err)
+	}
+	return treeOf(hs[:got/tlog.HashSize]), nil
 }
 
 // parseTree returns the tree of the most leaves whose stored hashes b
 // holds whole.
 func parseTree(b []byte) *Tree {
-	stored := int64(len(b) / tlog.HashSize)
+	hs := make([]tlog.Hash, len(b)/tlog.HashSize, len(b)/tlog.HashSize+1024)
+	for i := range hs {
+		copy(hs[i][:], b[i*tlog.HashSize:])
+	}
+	return treeOf(hs)
+}
+
+// treeOf returns the tree of the most leaves whose stored hashes hs
+// holds, which it keeps (and appends to, in its capacity).
+func treeOf(hs []tlog.Hash) *Tree {
+	stored := int64(len(hs))
 	// n is the most leaves whose stored hashes fit in the file.
 	var n int64
 	for lo, hi := int64(0), stored; lo <= hi; {
@@ -81,12 +112,7 @@ func parseTree(b []byte) *Tree {
 			hi = mid - 1
 		}
 	}
-	keep := tlog.StoredHashCount(n)
-	t := &Tree{hashes: make([]tlog.Hash, keep, keep+1024), n: n}
-	for i := range keep {
-		copy(t.hashes[i][:], b[i*tlog.HashSize:])
-	}
-	return t
+	return &Tree{hashes: hs[:tlog.StoredHashCount(n)], n: n}
 }
 
 // Size returns the number of leaves.
