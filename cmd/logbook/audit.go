@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,27 +74,50 @@ func emitAudit(g *globals, items []replay.Item) error {
 
 // liveHeapGCPercent is the garbage collector's target (GOGC) of a
 // command whose heap is nearly all live until it ends: audit keeps every
-// event it reads until it prints the timeline, so at Go's default of 100 a collection at every doubling of the heap
-// marked the same records again and again. At 400 an audit of 20,000
-// events took 16% less CPU (user+sys, median of 10, 315 → 265 ms) and
-// its peak RSS grew by 14% (94 → 108 MB). At 2000 the first collection
-// waits for 80 MB of heap (4 MB × 20), which an audit of 20,000 events
-// (42 MB allocated, nearly all of it live to the end) never reaches: it
-// took 7% less CPU than at 400 (task-clock, median of 11: 148 → 138
-// ms) and 10% fewer page faults (12,949 → 11,684), its peak RSS 5%
-// larger (86 → 91 MB); a longer session's audit collects at 80 MB and
-// then at every 21-fold growth of what is live.
-const liveHeapGCPercent = 2000
+// event it reads until it prints the timeline, so at Go's default of 100
+// a collection at every doubling of the heap marked the same records
+// again and again. At 400 an audit of 20,000 events took 16% less CPU
+// (user+sys, median of 10, 315 → 265 ms) and its peak RSS grew by 14%
+// (94 → 108 MB).
+const liveHeapGCPercent = 400
 
-// liveHeapGC sets the collector's target to liveHeapGCPercent, unless
-// $GOGC says otherwise, and returns the function that sets it back (a
-// command run in a test's process leaves the process as it found it).
+// firstGCPercent is the target until the first collection: its heap
+// target, 80 MB (the runtime's 4 MB minimum × 20), is more than an audit
+// of 20,000 events allocates (42 MB, nearly all of it live to the end),
+// which so runs without collecting: 7% less CPU than at 400 (task-clock,
+// median of 11: 148 → 138 ms), 10% fewer page faults, peak RSS 5%
+// larger. A longer session's audit collects once at 80 MB and then runs
+// at liveHeapGCPercent, its heap at most 5 times what is live rather
+// than 21 times.
+const firstGCPercent = 2000
+
+// liveHeapGC sets the collector's target to firstGCPercent until the
+// first collection and to liveHeapGCPercent after it, unless $GOGC says
+// otherwise, and returns the function that sets it back (a command run
+// in a test's process leaves the process as it found it).
 func liveHeapGC() (restore func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
 	}
-	was := debug.SetGCPercent(liveHeapGCPercent)
-	return func() { debug.SetGCPercent(was) }
+	var mu sync.Mutex
+	restored := false
+	was := debug.SetGCPercent(firstGCPercent)
+	// A sentinel freed at the first collection lowers the target; its
+	// finalizer runs on the runtime's finalizer goroutine.
+	sentinel := new([16]byte)
+	runtime.SetFinalizer(sentinel, func(*[16]byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !restored {
+			debug.SetGCPercent(liveHeapGCPercent)
+		}
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		restored = true
+		debug.SetGCPercent(was)
+	}
 }
 
 // auditItems returns the audit timeline of session (an id or a unique
