@@ -43,9 +43,9 @@ func importTranscript(t *testing.T, in *Ingester, path, sid, transcript string) 
 }
 
 // TestImportFile_FutureTimestamp: a transcript line dated in the far
-// future is imported at the importing clock's bound (events.BoundTime),
-// not at its own time, so the session does not sort above every other
-// one and goes stale abandon-after past the bound. The line keeps its
+// future is imported when it was read (the importing clock), not at its
+// own time, so the session does not sort above every other one and goes
+// stale abandon-after past its reading. The line keeps its
 // timestamp as AgentTime, the import warns naming file and line, and a
 // second import, later, appends nothing.
 func TestImportFile_FutureTimestamp(t *testing.T) {
@@ -65,7 +65,7 @@ func TestImportFile_FutureTimestamp(t *testing.T) {
 	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], path+":2: timestamp 9999-12-31T23:59:59Z") {
 		t.Errorf("warnings = %q; want one naming %s:2 and its timestamp", res.Warnings, path)
 	}
-	bound := now.Add(events.MaxClockSkew)
+	bound := now // read at now: no line was written later
 	recs, _, err := log.Load(t.Context(), agg)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestImportFile_FutureTimestamp(t *testing.T) {
 		t.Fatalf("re-import: %d events, err %v; want %d", len(recs2), err, len(recs))
 	}
 
-	// Stale on schedule: abandon-after past the bound, not in year 9999.
+	// Stale on schedule: abandon-after past the reading, not in year 9999.
 	const after = 30 * time.Minute
 	ap, _, err := in.Reconcile(t.Context(), agg, bound.Add(after-time.Second), after, nil)
 	if err != nil || ap.Last != 0 {

@@ -714,15 +714,24 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			// server's, however far the agent's clock is off.
 			at = o.Received
 		}
-		// A line dated past this host's clock (and so every line after
-		// it that has no time of its own) takes the bound instead; the
-		// observation keeps the line's own timestamp (AgentTime).
-		if b, over := events.BoundTime(at, now); over {
-			if !future {
-				future = true
-				res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: timestamp %s lies past this host's clock; the line and any later one dated past %s are recorded at that bound", path, l.N, at.UTC().Format(time.RFC3339Nano), b.UTC().Format(time.RFC3339)))
-			}
-			at = b
+		// A line was written no later than this host read it: one dated
+		// past its receipt (an agent clock ahead of this host's) takes
+		// its receipt instead, and so does every line after it that has
+		// no time of its own; the observation keeps the line's own
+		// timestamp (AgentTime). History and live lines of one file, or
+		// of one session, are then on one clock whichever way the file
+		// was found (at the start, in a folder that appeared later, by an
+		// import before): a history line dated ahead never sorts after a
+		// live line or hook that came later, which would leave the live
+		// report dated before the turn it ends. A line past the receipt
+		// by more than events.MaxClockSkew is a clock far off: warned of,
+		// once a pass.
+		if b, over := events.BoundTime(at, now); over && !future {
+			future = true
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: timestamp %s lies past this host's clock; the line and any later one dated past %s are recorded when they are read", path, l.N, at.UTC().Format(time.RFC3339Nano), b.UTC().Format(time.RFC3339)))
+		}
+		if at.After(o.Received) {
+			at = o.Received
 		}
 		last = at
 		// History: the pass reads on past this line, unless it proves

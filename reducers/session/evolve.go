@@ -2,6 +2,7 @@ package session
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -279,6 +280,14 @@ func (s *State) heard(o *events.Observation, e events.Envelope) {
 	}
 	s.Importing = o.More && !o.Live && o.Line > 0
 	agent, hasAgent := agentTime(o)
+	if hasAgent && !clockReading(agent, e.At, recv) {
+		// A time further from the server's than a time.Duration reaches
+		// (about 292 years, such as 9999-12-31) is no clock's reading: an
+		// offset taken from it would saturate, and history dated by it
+		// would land centuries away. It is neither learned from nor
+		// dated by; the line counts as one without an agent time.
+		hasAgent = false
+	}
 	if o.Live && !o.Received.IsZero() && o.Line > 0 && hasAgent {
 		s.ClockOffsetMS = recv.Sub(agent).Milliseconds()
 		s.ClockOffsetAt = recv
@@ -300,6 +309,19 @@ func (s *State) heard(o *events.Observation, e events.Envelope) {
 			s.ObservedRef = e.ID.String()
 		}
 	}
+}
+
+// clockReading reports whether agent, an agent's timestamp, can be a
+// reading of a clock against the server's time: its distance from recv
+// (the receipt), or from at (the event's time) when recv is zero, fits in
+// a time.Duration without saturating (under about 292 years either way).
+func clockReading(agent, at, recv time.Time) bool {
+	ref := recv
+	if recv.IsZero() {
+		ref = at
+	}
+	d := ref.Sub(agent)
+	return d > math.MinInt64 && d < math.MaxInt64
 }
 
 // agentTime returns the agent's own timestamp of o (AgentTime, RFC 3339)

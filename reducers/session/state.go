@@ -9,6 +9,7 @@
 package session
 
 import (
+	"math"
 	pathpkg "path"
 	"strconv"
 	"time"
@@ -437,9 +438,12 @@ func (s State) PersonWait() (what string, since time.Time, ok bool) {
 // ClockOffset describes the agent clock's learned offset against the
 // server's, e.g. "agent clock 40m0s behind the server's" or "agent clock
 // 2h0m0s ahead of the server's", rounded to the second; "" when no
-// offset is known or it is under a second.
+// offset is known, it is under a second, or it is a saturated
+// time.Duration (a state folded before such offsets were refused: no
+// clock's reading).
 func (s State) ClockOffset() string {
-	if s.ClockOffsetAt.IsZero() {
+	const saturated = math.MaxInt64 / int64(time.Millisecond)
+	if s.ClockOffsetAt.IsZero() || s.ClockOffsetMS >= saturated || s.ClockOffsetMS <= -saturated {
 		return ""
 	}
 	d := (time.Duration(s.ClockOffsetMS) * time.Millisecond).Round(time.Second)
