@@ -91,18 +91,25 @@ type Clock func() time.Time
 
 // MaxClockSkew is how far past the appending process's clock an event
 // time taken from its source (a transcript line's timestamp, a hook
-// entry's id, a posted observation's at) may lie: 5 minutes, room for
-// the clocks of two hosts to disagree.
+// entry's id, a posted observation's at) may lie before its adapter
+// warns of a clock far off: 5 minutes, room for the clocks of two hosts
+// to disagree.
 const MaxClockSkew = 5 * time.Minute
 
-// BoundTime returns at, or now+MaxClockSkew and true when at lies past
-// it. An adapter calls it when it decides an event's time from its
-// source, so a line dated in the far future cannot keep a session ahead
-// of every other or out of reach of staleness: the event carries the
-// bounded time, and a replay reads that time back, never the clock.
-func BoundTime(at, now time.Time) (time.Time, bool) {
-	if bound := now.Add(MaxClockSkew); at.After(bound) {
-		return bound, true
+// BoundTime returns at, or now when at lies past now: nothing reported
+// to this process happened after it received the report, so a source
+// whose clock runs ahead (an agent's, a harness's) is dated by its
+// receipt, on the clock its later reports without a time of their own
+// get too; a report dated ahead can never sort after one that came
+// later, and a line dated in the far future cannot keep a session ahead
+// of every other or out of reach of staleness. far reports whether at
+// lay past now by more than MaxClockSkew, a clock to warn of. An adapter
+// calls it when it decides an event's time from its source; the event
+// carries the bounded time, and a replay reads that time back, never the
+// clock.
+func BoundTime(at, now time.Time) (bounded time.Time, far bool) {
+	if at.After(now) {
+		return now, at.After(now.Add(MaxClockSkew))
 	}
 	return at, false
 }

@@ -48,9 +48,9 @@ type Observation struct {
 	// Parent, for a subagent, is the harness's session id of its parent.
 	Parent string `json:"parent,omitempty"`
 	// At is when it happened (RFC 3339); absent: when the server got it.
-	// One past the server's clock by more than events.MaxClockSkew is
-	// recorded at that bound, the posted time kept as the observation's
-	// agent_time.
+	// One past the server's clock is recorded at its receipt (nothing
+	// happened after the server heard of it; events.BoundTime), the
+	// posted time kept as the observation's agent_time.
 	At Instant `json:"at,omitzero"`
 	// Kind is the harness's own name of what happened (≤ 64 bytes),
 	// kept for the audit timeline: "tool_start", "turn_done", ….
@@ -266,9 +266,11 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 	if at.IsZero() {
 		at = now
 	}
-	// An at past the server's clock is recorded at the bound, the
-	// posted time kept beside it (AgentTime).
-	at, future := events.BoundTime(at, now)
+	// An at past the server's clock is recorded at its receipt, the
+	// posted time kept beside it (AgentTime): a harness whose clock runs
+	// ahead is on the clock of its observations that carry no at.
+	at, _ = events.BoundTime(at, now)
+	future := !o.At.IsZero() && !at.Equal(o.At.Time)
 	meta := o.Meta
 	if meta.Agent == "" {
 		meta.Agent = o.Harness

@@ -42,7 +42,7 @@ type clockFolder struct {
 // deliverAt delivers r, received at c.now; a line written by the agent
 // at written (server clock) carries its agent time, written plus the
 // source's skew, and is dated as the adapter dates it (its agent time,
-// bounded at now+events.MaxClockSkew).
+// bounded at its receipt, events.BoundTime).
 func (c *clockFolder) deliverAt(r report, written time.Time, live bool) {
 	f := c.folder
 	recv := c.now
