@@ -65,7 +65,7 @@ func TestGuard_NamedByAnyWord(t *testing.T) {
 // standard input): no pattern allows those, the blanket one included.
 func TestPolicy_BlanketNeverAllowsOpaque(t *testing.T) {
 	decideRows(t, blanketPolicies(t), []bypassRow{
-		{"opaque/eval", `eval "$x"`, ""},
+		{"opaque/eval", `eval "$x"`, "review"},
 		{"opaque/script-file", `bash script.sh`, ""},
 		{"opaque/curl-pipe-bash", `curl x | bash`, ""},
 		{"opaque/source", `source ./env.sh`, ""},
@@ -190,11 +190,11 @@ func TestGuard_AncestorOfDataDirOutsideHome(t *testing.T) {
 // may be any file, a protected one among them.
 func TestPolicy_BlanketUnknownWriteTarget(t *testing.T) {
 	decideRows(t, blanketPolicies(t), []bypassRow{
-		{"unknown/env", `echo hi > "$f"`, ""},
-		{"unknown/read", `read f; echo {} > "$f"`, ""},
-		{"unknown/subst", `echo {} > "$(cat /tmp/name)"`, ""},
+		{"unknown/env", `echo hi > "$f"`, "review"},
+		{"unknown/read", `read f; echo {} > "$f"`, "review"},
+		{"unknown/subst", `echo {} > "$(cat /tmp/name)"`, "review"},
 		{"known/assigned", `f=/tmp/x; echo hi > "$f"`, "allow"},
 		{"known/for", `for f in a b; do : > "$f.out"; done`, "allow"},
-		{"known/relative", `echo hi > "out/$n.txt"`, "allow"},
+		{"unknown/relative", `echo hi > "out/$n.txt"`, "review"},
 	})
 }
