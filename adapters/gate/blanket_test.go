@@ -187,7 +187,8 @@ func TestGuard_AncestorOfDataDirOutsideHome(t *testing.T) {
 // TestPolicy_BlanketUnknownWriteTarget: under "Bash" alone, a
 // redirection that writes to a path held by a variable the line gives no
 // value (from the environment, read, a substitution) is not allowed: it
-// may be any file, a protected one among them.
+// may be any file, the data dir among them, and goes to review at
+// critical risk; one the line gives values is judged by them.
 func TestPolicy_BlanketUnknownWriteTarget(t *testing.T) {
 	decideRows(t, blanketPolicies(t), []bypassRow{
 		{"unknown/env", `echo hi > "$f"`, "review"},
