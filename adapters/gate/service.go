@@ -305,7 +305,15 @@ func (s *Service) reviewOf(ctx context.Context, sess, id string) (string, string
 	var exact, prefixed []hit
 	// Every row holding a review whose id begins with id holds this.
 	needle := strings.TrimSuffix(`"id":`+mustJSON(id), `"`)
-	err := s.Store.SessionRows("", "", func(sid string, row []byte) (bool, error) {
+	after := ""
+	if sess != "" {
+		// Rows come in id order: from just before sess to sess.
+		after = sess[:len(sess)-1]
+	}
+	err := s.Store.SessionRows("", after, func(sid string, row []byte) (bool, error) {
+		if sess != "" && sid > sess {
+			return false, nil
+		}
 		if sess != "" && sid != sess || !strings.Contains(string(row), needle) {
 			return true, nil
 		}
