@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/replay"
 )
@@ -208,8 +210,13 @@ func (d Dir) ForeignError() error {
 
 // NoDataError says that d has no Logbook data, and what to do: when its
 // spool holds hook payloads (hooks ran with no server), that `logbook
-// serve` delivers them.
+// serve` delivers them. When what d holds cannot be seen, it says why
+// instead (AccessError): d belongs to another user, or d or a directory
+// above it does not let the process look inside.
 func (d Dir) NoDataError() error {
+	if err := d.AccessError(); err != nil {
+		return err
+	}
 	switch n := d.spooled(); {
 	case n == 1:
 		return fmt.Errorf("no Logbook data in %s yet: 1 hook payload waits in its spool; start `logbook serve` to deliver it", d)
@@ -217,6 +224,41 @@ func (d Dir) NoDataError() error {
 		return fmt.Errorf("no Logbook data in %s yet: %d hook payloads wait in its spool; start `logbook serve` to deliver them", d, n)
 	}
 	return fmt.Errorf("no Logbook data in %s: check --data or $LOGBOOK_DATA, or create it with `logbook serve` or `logbook import claude`", d)
+}
+
+// AccessError returns why the process cannot see what data dir d holds,
+// nil when it can or d does not exist: an error wrapping
+// hookspool.ErrNotOwner when d belongs to another uid than the
+// effective one (naming both), or one wrapping fs.ErrPermission when d,
+// or a directory above it, refuses the process a look inside (naming d,
+// its mode and what to do).
+func (d Dir) AccessError() error {
+	st, err := os.Stat(string(d))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("data dir %s: %w: a directory above it does not let you in: check --data or $LOGBOOK_DATA, or use a data dir of your own", d, fs.ErrPermission)
+	case err != nil:
+		return fmt.Errorf("data dir %s: %w", d, err)
+	case !st.IsDir():
+		return nil
+	}
+	if err := hookspool.OwnerError(string(d), st); err != nil {
+		return err
+	}
+	f, err := os.Open(string(d))
+	if err == nil {
+		_, err = f.Readdirnames(1)
+		f.Close()
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("data dir %s: %w: its mode %v does not let you read it: `chmod 700 %s`", d, fs.ErrPermission, st.Mode().Perm(), d)
+	}
+	return nil
 }
 
 // spooled counts the payloads waiting in d's spool: its files named

@@ -65,7 +65,7 @@ func TestGuard_NamedByAnyWord(t *testing.T) {
 // standard input): no pattern allows those, the blanket one included.
 func TestPolicy_BlanketNeverAllowsOpaque(t *testing.T) {
 	decideRows(t, blanketPolicies(t), []bypassRow{
-		{"opaque/eval", `eval "$x"`, ""},
+		{"opaque/eval", `eval "$x"`, "review"},
 		{"opaque/script-file", `bash script.sh`, ""},
 		{"opaque/curl-pipe-bash", `curl x | bash`, ""},
 		{"opaque/source", `source ./env.sh`, ""},
@@ -187,14 +187,15 @@ func TestGuard_AncestorOfDataDirOutsideHome(t *testing.T) {
 // TestPolicy_BlanketUnknownWriteTarget: under "Bash" alone, a
 // redirection that writes to a path held by a variable the line gives no
 // value (from the environment, read, a substitution) is not allowed: it
-// may be any file, a protected one among them.
+// may be any file, the data dir among them, and goes to review at
+// critical risk; one the line gives values is judged by them.
 func TestPolicy_BlanketUnknownWriteTarget(t *testing.T) {
 	decideRows(t, blanketPolicies(t), []bypassRow{
-		{"unknown/env", `echo hi > "$f"`, ""},
-		{"unknown/read", `read f; echo {} > "$f"`, ""},
-		{"unknown/subst", `echo {} > "$(cat /tmp/name)"`, ""},
+		{"unknown/env", `echo hi > "$f"`, "review"},
+		{"unknown/read", `read f; echo {} > "$f"`, "review"},
+		{"unknown/subst", `echo {} > "$(cat /tmp/name)"`, "review"},
 		{"known/assigned", `f=/tmp/x; echo hi > "$f"`, "allow"},
 		{"known/for", `for f in a b; do : > "$f.out"; done`, "allow"},
-		{"known/relative", `echo hi > "out/$n.txt"`, "allow"},
+		{"unknown/relative", `echo hi > "out/$n.txt"`, "review"},
 	})
 }

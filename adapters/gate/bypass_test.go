@@ -87,7 +87,7 @@ var bypassRows = []bypassRow{
 	{"quote/brace-list-args", `echo {a,b}`, "allow"}, // echo a b
 	{"quote/escaped-dollar", `echo \$HOME`, "allow"},
 	// The inner echo is allowed, but the outer word is known only at run time.
-	{"quote/substitution-arg", `echo "$(echo hi)"`, ""},
+	{"quote/substitution-arg", `echo "$(echo hi)"`, "review"},
 
 	// Comments: "#" starts one only at the start of a word.
 	{"comment/all-after-hash", `ls # ; rm -rf /x`, "allow"},
@@ -139,18 +139,18 @@ var bypassRows = []bypassRow{
 	{"dynamic/backquoted-program", "`echo curl` x", "deny"},
 	{"dynamic/after-allowed", `ls; $x`, "deny"},
 	// Program ls, some word unknown: never allowed, no deny reading.
-	{"dynamic/ifs-in-ls", `ls${IFS}-la`, ""},
+	{"dynamic/ifs-in-ls", `ls${IFS}-la`, "review"},
 	{"dynamic/home", `ls $HOME`, ""},
 	{"dynamic/glob", `ls *.go`, ""},
 	// A leading tilde is the user's home directory: kept as written for
 	// allow patterns (which write "~/…" too), any text for deny.
 	{"dynamic/tilde", `ls ~`, "allow"},
 	{"dynamic/tilde-program", `~/bin/curl x`, "deny"},
-	{"dynamic/arithmetic", `echo $((1+1))`, ""},
+	{"dynamic/arithmetic", `echo $((1+1))`, "review"},
 	{"dynamic/loop-variable", `for f in a b; do echo $f; done`, ""},
 	// Opaque: the content is unknown and is not read as matching deny.
-	{"dynamic/eval-variable", `eval "$x"`, ""},
-	{"dynamic/bash-c-variable", `bash -c "$x"`, ""},
+	{"dynamic/eval-variable", `eval "$x"`, "review"},
+	{"dynamic/bash-c-variable", `bash -c "$x"`, "review"},
 	{"dynamic/source", `source f`, ""},
 	{"dynamic/dot", `. f`, ""},
 	{"dynamic/bash-script", `bash script.sh`, ""},
@@ -188,7 +188,7 @@ var bypassRows = []bypassRow{
 	{"redirect/fd3", `ls 3> out.txt`, ""},
 	{"redirect/before-program", `> out.txt ls`, ""},
 	{"redirect/second-target", `ls > /dev/null > out.txt`, ""}, // out.txt is still created
-	{"redirect/dynamic-target", `ls > "$f"`, ""},
+	{"redirect/dynamic-target", `ls > "$f"`, "review"},
 	{"redirect/typo-dev-null", `ls > /dev/nul`, ""},
 	{"redirect/policy-toml", `echo x > ~/.local/share/logbook/policy.toml`, "review"},
 	{"redirect/claude-settings", `echo {} > .claude/settings.json`, "review"},

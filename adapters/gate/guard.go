@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/logbook-dev/logbook/adapters/gate/shell"
 	"github.com/logbook-dev/logbook/reducers/review"
 )
 
@@ -113,10 +114,87 @@ func guard(dd string) func(Call) (pattern, risk string) {
 		if pullsLever(c) {
 			return LeverGuardPattern, review.RiskCritical
 		}
+		if shellLike(c.Tool) && unknownArg(c.script()) {
+			return GuardPattern, review.RiskCritical
+		}
 		if c.sh != nil && len(c.sh.Faults) > 0 {
 			return UnreadablePattern + " (" + c.sh.Faults[0] + ")", review.RiskHigh
 		}
 		return "", ""
+	}
+}
+
+// unknownArg reports whether a command of sc (but for the package
+// scripts a runner may run: code read from a file) has an argument, a
+// redirection's target, or a value the line gives a variable, whose value
+// the gate cannot know: it holds a variable the line gives no value
+// (other than $HOME and $XDG_DATA_HOME, whose values the guards know, and
+// $?, $#, $$ and $!, numbers), a command or process substitution, an
+// arithmetic expansion, or the words xargs adds from its input. Such a
+// word may be the data dir, a policy file or .logbook whatever its
+// letters say (`ls $X`, `ls $(echo L3Rt…|base64 -d)`), so it is guarded.
+// A variable the line gives values to (NAME=…, for NAME in …) is known
+// by those values, which are read like any word. What find's {} stands
+// for is known too: a path under find's starting points, which are read.
+func unknownArg(sc *shell.Script) bool {
+	if sc == nil {
+		return false
+	}
+	given := make(map[string]bool, len(sc.Given))
+	for _, a := range sc.Given {
+		given[a.Name] = true
+	}
+	for _, a := range sc.Given {
+		if unknownWord(a.Value, given) {
+			return true
+		}
+	}
+	for _, cmd := range sc.Commands {
+		if cmd.Maybe {
+			continue
+		}
+		for _, w := range cmd.Args {
+			if unknownWord(w, given) {
+				return true
+			}
+		}
+	}
+	for _, rs := range [][]shell.Redirection{sc.Writes, sc.Reads} {
+		for _, rd := range rs {
+			if unknownWord(rd.Target, given) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// unknownWord reports whether decoded word w holds a part whose value
+// the gate cannot know (see unknownArg): a "${…}" of its Glob other than
+// a known variable's or one of given's (the names the line gives values).
+func unknownWord(w shell.Word, given map[string]bool) bool {
+	if w.Static {
+		return false
+	}
+	g := w.Glob
+	for {
+		i := strings.Index(g, "${")
+		if i < 0 {
+			return false
+		}
+		j := strings.IndexByte(g[i:], '}')
+		if j < 0 {
+			return true
+		}
+		name := g[i+2 : i+j]
+		switch strings.ToLower(name) {
+		case "home", "xdg_data_home", "?", "#", "$", "!", shell.FoundName:
+		default:
+			if name == "_" || !given[name] {
+				return true
+			}
+		}
+		g = g[i+j+1:]
 	}
 }
 

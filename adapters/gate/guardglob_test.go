@@ -67,6 +67,11 @@ func TestGuard_GlobbedDataDirPaths(t *testing.T) {
 		{`echo x > ${HOME}/.local/share/lo*`, true},
 		{`echo x>~/.local/share/lo*/x`, true},
 		{`cp /tmp/a ~/.local/share/lo*/`, true},
+		// A word holding a part the gate cannot know may be anything,
+		// the data dir among it.
+		{`echo v$VERSION`, true},
+		{`cat $D/*/x`, true},
+		{`X=/tmp; cat $X/a`, false},
 		{`cd ~/.local/share && rm -rf logbook`, true},
 		{`cd ~/.local/sh* && echo x > lo*/x`, true},
 		{`cd ~ && rm -rf .local/share/l*`, true},
@@ -101,9 +106,6 @@ func TestGuard_GlobbedDataDirPaths(t *testing.T) {
 		{`ls ~/.local/bin/lo*`, false},
 		{`echo x > /tmp/{a,b}/logbook/x`, false},
 		{`echo $HOME`, false},
-		{`echo v$VERSION`, false},
-		{`cd src && echo v$VERSION`, false},
-		{`cat $D/*/x`, false},
 		{`ls *`, false},
 		{`ls src/logic*/x.go`, false},
 		{`cd cmd && ls logbook/`, false},
@@ -198,5 +200,59 @@ func TestGuard_ClaudeSettings(t *testing.T) {
 	// The data dir's guard is the stricter: it wins.
 	if m := Decide(pols, bash(`cp ~/.claude/settings.json ~/.local/share/logbook/`)); m.Pattern != GuardPattern || m.Risk != review.RiskCritical {
 		t.Errorf("a command naming both: %+v, want the data dir's guard", m)
+	}
+}
+
+// TestGuard_UnknownValues: with ls and cat allowed by a rule, an
+// argument, a redirection's target or an environment value whose value
+// the gate cannot know (a variable the line gives no value, a command
+// substitution, arithmetic, the words xargs adds) may be the data dir,
+// and is reviewed at critical risk like a word that spells it; a
+// variable the line gives values to is read by those values.
+func TestGuard_UnknownValues(t *testing.T) {
+	t.Setenv("HOME", "/home/ann")
+	t.Setenv("XDG_DATA_HOME", "")
+	pols := annPolicies(t, `allow = ["Bash(ls:*)", "Bash(cat:*)", "Bash(echo:*)", "Bash(find:*)", "Bash(git:*)"]`)
+	for _, cmd := range []string{
+		`ls $X`,
+		`cat $X`,
+		`ls "$X"`,
+		`ls ${X:-/tmp}`,
+		`ls $(echo L2hvbWUvYW5uLy5sb2NhbC9zaGFyZS9sb2dib29rCg==|base64 -d)`,
+		"ls `echo L2hvbWUvYW5uLy5sb2NhbC9zaGFyZS9sb2dib29rCg==|base64 -d`",
+		`ls "$(echo /home/ann/.local/share/logbook)"`,
+		`D=/home/ann/.local/share; ls $D/logbook`,
+		`ls $((1+1))`,
+		`ls $X*`,
+		`ls /tmp/$X`,
+		`ls ~/$X`,
+		`cat < $X`,
+		`echo x > "$1"`,
+		`ls "$@"`,
+		`X=$(echo L2hvbWU=|base64 -d); ls $X`,
+		`read X; cat $X`,
+		`for f in $(cat list); do cat $f; done`,
+		`for f; do cat "$f"; done`,
+		`a=(/tmp); ls $a`,
+		`GIT_DIR=$(cat /tmp/p) git log`,
+		`echo L2hvbWU= | base64 -d | xargs cat`,
+		`bash -c 'ls $X'`,
+	} {
+		m := Decide(pols, bash(cmd))
+		if m.Action != ActionReview || m.Risk != review.RiskCritical || m.Pattern != GuardPattern {
+			t.Errorf("%q: %+v, want the guard's review at critical risk", cmd, m)
+		}
+	}
+	for _, cmd := range []string{
+		`ls $HOME`,
+		`ls "$HOME/src"`,
+		`X=/tmp; ls $X`,
+		`for f in a b; do cat "$f"; done`,
+		`ls src; echo $?`,
+		`find src -name '*.go' -exec cat {} \;`,
+	} {
+		if m := Decide(pols, bash(cmd)); m.Pattern == GuardPattern || m.Risk == review.RiskCritical {
+			t.Errorf("%q: %+v, want it left to the rules", cmd, m)
+		}
 	}
 }

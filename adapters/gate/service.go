@@ -276,56 +276,94 @@ func (s *Service) decide(ctx context.Context, data []byte) (any, error) {
 	if req.Actor == "" || len(req.Actor) > 200 {
 		return nil, fmt.Errorf("review request: %w: want an actor of 1..200 bytes", events.ErrMalformed)
 	}
-	sess := req.Session
-	if sess == "" {
-		var err error
-		if sess, err = s.sessionOf(ctx, req.ID); err != nil {
-			return nil, err
-		}
+	sess, id, err := s.reviewOf(ctx, req.Session, req.ID)
+	if err != nil {
+		return nil, err
 	}
-	r, err := s.Gate.Answer(ctx, sess, req.ID, req.Verdict, s.redactTyped(req.Reason, 1000), req.Actor, req.Ref)
+	r, err := s.Gate.Answer(ctx, sess, id, req.Verdict, s.redactTyped(req.Reason, 1000), req.Actor, req.Ref)
 	if err != nil {
 		return nil, err
 	}
 	return DecideReply{Session: sess, Review: r}, nil
 }
 
-// sessionOf finds the session holding review id, open or decided.
-func (s *Service) sessionOf(ctx context.Context, id string) (string, error) {
+// reviewOf finds the session holding review id, open or decided, in
+// session sess ("" for any), and the review's whole id: the review whose
+// id is id, else the one review, open or decided, whose id begins with
+// id. Errors: events.ErrNotFound when none is, events.ErrRejected when
+// several sessions hold the id or several reviews begin with it.
+func (s *Service) reviewOf(ctx context.Context, sess, id string) (string, string, error) {
 	if id == "" {
-		return "", fmt.Errorf("review: %w: no review id", events.ErrMalformed)
+		return "", "", fmt.Errorf("review: %w: no review id", events.ErrMalformed)
 	}
 	if s.CaughtUp != nil {
 		if err := s.CaughtUp(ctx); err != nil {
-			return "", err
+			return "", "", err
 		}
 	}
-	var found []string
-	needle := `"id":` + mustJSON(id)
-	err := s.Store.SessionRows("", "", func(sid string, row []byte) (bool, error) {
-		if !strings.Contains(string(row), needle) {
+	type hit struct{ sess, id string }
+	var exact, prefixed []hit
+	// Every row holding a review whose id begins with id holds this.
+	needle := strings.TrimSuffix(`"id":`+mustJSON(id), `"`)
+	after := ""
+	if sess != "" {
+		// Rows come in id order: from just before sess to sess.
+		after = sess[:len(sess)-1]
+	}
+	err := s.Store.SessionRows("", after, func(sid string, row []byte) (bool, error) {
+		if sess != "" && sid > sess {
+			return false, nil
+		}
+		if sess != "" && sid != sess || !strings.Contains(string(row), needle) {
 			return true, nil
 		}
 		var st session.State
 		if err := json.Unmarshal(row, &st); err != nil {
 			return false, err
 		}
-		_, open := st.PendingReview(id)
-		_, done := st.DecidedReview(id)
-		if open || done {
-			found = append(found, sid)
+		seen := map[string]bool{}
+		see := func(rid string) {
+			switch {
+			case seen[rid]:
+			case rid == id:
+				exact = append(exact, hit{sid, rid})
+			case strings.HasPrefix(rid, id):
+				prefixed = append(prefixed, hit{sid, rid})
+			}
+			seen[rid] = true
+		}
+		for _, p := range st.Pending {
+			see(p.ID)
+		}
+		for _, d := range st.Decided {
+			see(d.ID)
 		}
 		return true, nil
 	})
-	switch {
-	case err != nil:
-		return "", err
-	case len(found) == 0:
-		return "", fmt.Errorf("review %s: %w: no gate review by that id (see `logbook review list`)", id, events.ErrNotFound)
-	case len(found) > 1:
-		return "", fmt.Errorf("review %s: %w: held by sessions %s; name one with --session", id, events.ErrRejected, strings.Join(found, ", "))
+	if err != nil {
+		return "", "", err
 	}
-	return found[0], nil
+	found := exact
+	if len(found) == 0 {
+		found = prefixed
+	}
+	switch {
+	case len(found) == 0:
+		return "", "", fmt.Errorf("review %s: %w: no gate review by that id (see `logbook review list`)", id, events.ErrNotFound)
+	case len(found) > 1 && len(exact) > 0:
+		var ss []string
+		for _, h := range found {
+			ss = append(ss, h.sess)
+		}
+		return "", "", fmt.Errorf("review %s: %w: held by sessions %s; name one with --session", id, events.ErrRejected, strings.Join(ss, ", "))
+	case len(found) > 1:
+		var ids []string
+		for _, h := range found {
+			ids = append(ids, h.id+" (session "+h.sess+")")
+		}
+		return "", "", fmt.Errorf("review %s: %w: a prefix of %d reviews: %s; give more of the id", id, events.ErrRejected, len(found), strings.Join(ids, ", "))
+	}
+	return found[0].sess, found[0].id, nil
 }
 
 // ModeRequest sets session ID's permission mode on a person's word.

@@ -42,12 +42,22 @@ type Views struct {
 // and other permissions away from the data dir (Pebble makes its
 // directory 0755). A corrupt store fails with an error wrapping
 // projections.ErrCorrupt; any other open error names the folder and the
-// fix. The caller owns the store and closes it.
+// fix, or, when nothing was there, that it could not be made. The
+// caller owns the store and closes it.
 func OpenViews(ctx context.Context, v Views) (*projections.Store, error) {
 	dd, log := v.Dir, v.Log
+	fsys := v.FS
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	_, lerr := fsys.Stat(dd.Path("views"))
 	store, err := projections.Open(dd.Path("views"), projections.Options{CacheSize: v.CacheSize, FS: v.FS})
 	if errors.Is(err, projections.ErrCorrupt) {
 		return nil, err // names the file and the fix
+	}
+	if err != nil && lerr != nil {
+		// Nothing was there to remove: the folder could not be made.
+		return nil, fmt.Errorf("create projections in %s: %w (check that the data dir is a directory you may write, with room)", dd.Path("views"), err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open projections in %s: %w (remove it to rebuild from the log)", dd.Path("views"), err)

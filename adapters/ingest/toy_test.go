@@ -162,3 +162,58 @@ func TestToyAgent(t *testing.T) {
 		t.Errorf("reports %q, want one: notes.jsonl is not a toy transcript", reports)
 	}
 }
+
+// TestToyAgent_WatchWarns: what an import warns of (here a timestamp
+// past the host's clock) the watcher reports too, naming the file and
+// line; a torn last line, which the next pass imports, it does not.
+func TestToyAgent_WatchWarns(t *testing.T) {
+	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
+	eng, err := ingest.New(ingest.Config{Log: log, Host: "test", Command: "logbook import toy", Actor: "toy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := toy{eng}
+	root := t.TempDir()
+	path := filepath.Join(root, "s2.toy.jsonl")
+	text := `{"at":"2026-05-01T10:00:01Z","who":"user","said":"hello"}` + "\n" +
+		`{"at":"2999-01-01T00:00:00Z","who":"agent","said":"from the future"}` + "\n" + `{"at":"2026-05`
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(t.Context())
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		reports []string
+	)
+	wg.Go(func() {
+		if err := a.watch(wctx, root, func(m string) { mu.Lock(); reports = append(reports, m); mu.Unlock() }); err != nil {
+			t.Error(err)
+		}
+	})
+	want := path + ":2: timestamp 2999-01-01T00:00:00Z lies past this host's clock"
+	said := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range reports {
+			if strings.HasPrefix(r, want) {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(20 * time.Second); !said(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cancel()
+			wg.Wait()
+			t.Fatalf("reports %q, want one starting %q", reports, want)
+		}
+	}
+	cancel()
+	wg.Wait()
+	for _, r := range reports {
+		if strings.Contains(r, "incomplete last line") {
+			t.Errorf("report %q: a torn last line is no fault of a live transcript", r)
+		}
+	}
+}

@@ -33,7 +33,9 @@ type WatchConfig struct {
 	Rescan time.Duration
 	// Report receives what a person should hear about, one sentence each:
 	// a file truncated or replaced (never imported again as new lines), a
-	// file that is not a transcript, a line that does not parse; a
+	// file that is not a transcript, a line that does not parse, what an
+	// import warns of (FileResult.Warnings, "FILE:LINE: …", but for a torn
+	// last line, which the next pass imports); a
 	// sentence starting "INFO: " is news, not a fault (an awaited folder
 	// that appeared). Called from Watch's goroutine; nil discards.
 	Report func(msg string)
@@ -504,6 +506,17 @@ func (w *watcher) done(ctx context.Context, j *watchJob) {
 		f.session = res[0].Session
 	}
 	for _, r := range res {
+		// What an import warns of ("FILE:LINE: …": a line stored cut, a
+		// timestamp past the clock, usage refused), serve's log tells
+		// too; but for a torn last line (the last warning), which a live
+		// transcript has between two writes and the next pass imports.
+		ws := r.Warnings
+		if r.Torn && len(ws) > 0 {
+			ws = ws[:len(ws)-1]
+		}
+		for _, msg := range ws {
+			w.cfg.Report(msg)
+		}
 		if r.Appended > 0 && w.cfg.Imported != nil {
 			w.cfg.Imported(r)
 		}

@@ -29,6 +29,10 @@ func eventsCmd(g *globals) *cobra.Command {
 		Short: "Print the last events of the log, and with --follow the ones that come",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("from") && from == 0 {
+				// As replay --seq 0: no sequence, not the default's last events.
+				return usageErrorf("--from 0: stream sequences begin at 1 (leave --from out for the last --lines events)")
+			}
 			ctx := cmd.Context()
 			g.follows = follow
 			var b *backend
@@ -83,7 +87,7 @@ func eventsCmd(g *globals) *cobra.Command {
 	}
 	tail.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events until interrupted")
 	tail.Flags().Uint64VarP(&n, "lines", "n", 20, "how many of the last events to print")
-	tail.Flags().Uint64Var(&from, "from", 0, "start at this stream sequence instead; past the log's last one is a usage error, unless --follow waits for it")
+	tail.Flags().Uint64Var(&from, "from", 0, "start at this stream sequence (1 or more) instead; past the log's last one is a usage error, unless --follow waits for it")
 	cmd.AddCommand(tail)
 	return cmd
 }

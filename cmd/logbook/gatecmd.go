@@ -288,8 +288,9 @@ func reviewStdin(ctx context.Context, b *backend, cl *worker.Client, id string, 
 // review's whole id names it; else the one open review whose id begins
 // with it. A prefix several open reviews begin with is a usage error
 // listing them. An id no open review has or begins with is passed on as
-// it is, so the gate answers for a review decided before (naming who
-// decided it) or for one it does not know.
+// it is: the gate finds it among the decided reviews too (a whole id or
+// a unique prefix), and answers for a review decided before (naming who
+// decided it), for several a prefix names, or for one it does not know.
 func resolveReview(ctx context.Context, b *backend, call api.Caller, sess, id string) (string, string, error) {
 	if id == "" {
 		return "", "", usageErrorf("want a review id (or a prefix of one; logbook review list shows them)")

@@ -607,6 +607,22 @@ func TestDataDirOfAnotherUser_Unprivileged(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, want) {
 		t.Errorf("review allow as lbtest on root's data dir: exit %d, %s; want %q", code, stderr, want)
 	}
+	transcript := filepath.Join(runDir, "t.jsonl")
+	if err := os.WriteFile(transcript, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Every verb says so, those that read the store among them, rather
+	// than take the data dir it cannot look into for an empty one.
+	for _, args := range [][]string{{"sessions"}, {"events", "tail"}, {"commands"}, {"usage"}, {"audit", "x"}, {"replay"}, {"verify"}, {"doctor"}, {"import", "claude", transcript}} {
+		out, stderr, code := u.run(t, "", "", append([]string{bin, "--data", data}, args...)...)
+		said := out + stderr // doctor's table is its stdout
+		if args[0] == "doctor" {
+			want = data + " belongs to uid 0, not you"
+		}
+		if code == 0 || !strings.Contains(said, want) || strings.Contains(said, "no Logbook data") {
+			t.Errorf("%s as lbtest on root's data dir: exit %d, %s; want %q", strings.Join(args, " "), code, said, want)
+		}
+	}
 }
 
 // TestSystemMode_SocketGroup: with --socket-group the socket is 0660 and

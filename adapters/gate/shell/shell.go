@@ -44,6 +44,12 @@ const (
 	WildPart = "\x01"
 )
 
+// FoundName is the name a Word's Glob gives, as "${" + FoundName + "}",
+// to the path find's -exec and -ok put where a "{}" stands: a path under
+// find's starting points, not any text ("${_}"). No variable has this
+// name.
+const FoundName = ":found"
+
 // Limits on what Read follows; past them the Script has a Fault, and
 // the gate fails closed.
 const (
@@ -178,6 +184,11 @@ type Script struct {
 	// A path guard reads these: a name may reach a command by a variable
 	// the reader does not follow.
 	Mentions []Word
+	// Given are the values the input gives variables, in order: every
+	// NAME=value (alone, before a command, after declare or export), and
+	// each word of a for loop's list as the loop variable's. A guard
+	// that reads these knows what such a variable may hold.
+	Given []Assignment
 }
 
 // Opaque reports whether some command runs code the gate cannot see.
@@ -225,6 +236,9 @@ func Read(src string) *Script {
 		}
 		for i := range s.Mentions {
 			back(&s.Mentions[i])
+		}
+		for i := range s.Given {
+			back(&s.Given[i].Value)
 		}
 	}
 	return s
@@ -611,7 +625,9 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 		switch l := x.Loop.(type) {
 		case *syntax.WordIter:
 			for _, w := range l.Items {
-				r.words(w, depth)
+				for _, v := range r.words(w, depth) {
+					r.s.Given = append(r.s.Given, Assignment{Name: l.Name.Value, Value: v})
+				}
 			}
 		case *syntax.CStyleLoop:
 			r.arith(parent, via, maybe, depth, l)
@@ -833,6 +849,11 @@ func (r *reader) assign(a *syntax.Assign, depth int) Assignment {
 		as.Value = r.word1(a.Value, depth)
 	default:
 		as.Value = Word{Static: true}
+	}
+	if a.Array == nil {
+		// An array's elements are read by subscripts, which the guards
+		// take for unknown: the name is given no value here.
+		r.s.Given = append(r.s.Given, as)
 	}
 	return as
 }

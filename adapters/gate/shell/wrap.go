@@ -900,7 +900,7 @@ func (r *reader) find(at int, rest []Word, depth int) {
 			}
 			w := rest[j]
 			if strings.Contains(w.Reading, "{}") {
-				w = Word{Value: w.Value, Reading: strings.ReplaceAll(w.Reading, "{}", WildPart), Glob: strings.ReplaceAll(w.Glob, "{}", "${_}")}
+				w = Word{Value: w.Value, Reading: strings.ReplaceAll(w.Reading, "{}", WildPart), Glob: strings.ReplaceAll(w.Glob, "{}", "${"+FoundName+"}")}
 			}
 			ws = append(ws, w)
 		}

@@ -284,8 +284,9 @@ type CLI struct {
 }
 
 // Run runs the workloads cfg selects in dir (which it leaves in place)
-// and returns the report. Progress goes to progress on one rewritten
-// line when it is a terminal.
+// and returns the report. Progress goes to progress (nil: nowhere): on
+// one rewritten line when it is a terminal, else a line as each row
+// starts.
 func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Writer) (Report, error) {
 	env := newBenchEnv(dir, cfg, cli)
 	defer env.close()
@@ -303,6 +304,7 @@ func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Write
 	env.note = prog.note
 	for i, w := range ws {
 		step := fmt.Sprintf("[%d/%d] %s", i+1, len(ws), w.name)
+		prog.row(step)
 		var (
 			ls []benchSample
 			bs = make([][]benchSample, len(w.baselines))
@@ -557,11 +559,19 @@ func benchMs(v *float64) string {
 	return fmt.Sprintf("%.1fms", *v)
 }
 
-// benchProgress shows what runs, on one rewritten line, when its writer
-// is a terminal; otherwise it says nothing.
+// benchProgress shows what runs: on one rewritten line when its writer
+// is a terminal, else one line per row as it starts (a log, a pipe).
 type benchProgress struct {
 	w  io.Writer
 	on bool
+}
+
+// row says that row step ("[i/n] workload") starts: a line of its own
+// when the writer is no terminal (the rewritten line says it else).
+func (p benchProgress) row(step string) {
+	if !p.on && p.w != nil {
+		fmt.Fprintf(p.w, "logbook bench: %s\n", step)
+	}
 }
 
 // note replaces the progress line with s ("" clears it).
