@@ -66,15 +66,21 @@ const (
 // all workers of the durable.
 const maxAckPending = 256
 
-// requestExpiry and requestHeartbeat bound the intake's pulls. A pull the
-// server lost (sent while the cluster elected the consumer's leader, or
-// parked on a leader that a loaded or stopped node lost without stepping
-// down) shows as two missed heartbeats, and the intake pulls again: after
-// about 2×requestHeartbeat rather than nats.go's default of 30 s (half
-// the 30 s expiry, twice), during which waiting commands would not start.
+// requestExpiry and requestHeartbeat bound the intake's pulls (and the
+// watches'). A pull the server lost (sent while the cluster elected the
+// consumer's leader, or parked on a leader that a loaded or stopped node
+// lost without stepping down) shows as two missed heartbeats, and the
+// intake pulls again: after about 2×requestHeartbeat rather than
+// nats.go's default of 30 s (half the 30 s expiry, twice), during which
+// waiting commands would not start. A pull whose leader heartbeats but
+// does not deliver what the stream holds ends at its expiry: on a loaded
+// three-node cluster a request appended just after a worker's first pull
+// was seen to wait out the whole expiry (then 10 s) before the next
+// pull took it at once, so the expiry is short too; an idle worker pulls
+// again every requestExpiry.
 const (
-	requestExpiry    = 10 * time.Second
-	requestHeartbeat = 2 * time.Second
+	requestExpiry    = 3 * time.Second
+	requestHeartbeat = time.Second
 )
 
 // Config configures a Worker. Conn and Log are required; the rest has
