@@ -129,8 +129,9 @@ func guard(dd string) func(Call) (pattern, risk string) {
 // redirection's target, or a value the line gives a variable, whose value
 // the gate cannot know: it holds a variable the line gives no value
 // (other than $HOME and $XDG_DATA_HOME, whose values the guards know, and
-// $?, $#, $$ and $!, numbers), a command or process substitution, an
-// arithmetic expansion, or the words xargs adds from its input. Such a
+// $?, $#, $$ and $!, numbers), a command or process substitution, or the
+// words xargs adds from its input. An arithmetic expansion of literals is a number
+// (shell.DigitsName): no path of its own. Such a
 // word may be the data dir, a policy file or .logbook whatever its
 // letters say (`ls $X`, `ls $(echo L3Rt…|base64 -d)`), so it is guarded.
 // A variable the line gives values to (NAME=…, for NAME in …) is known
@@ -188,7 +189,7 @@ func unknownWord(w shell.Word, given map[string]bool) bool {
 		}
 		name := g[i+2 : i+j]
 		switch strings.ToLower(name) {
-		case "home", "xdg_data_home", "?", "#", "$", "!", shell.FoundName:
+		case "home", "xdg_data_home", "?", "#", "$", "!", shell.FoundName, shell.DigitsName:
 		default:
 			if name == "_" || !given[name] {
 				return true

@@ -206,9 +206,11 @@ func TestGuard_ClaudeSettings(t *testing.T) {
 // TestGuard_UnknownValues: with ls and cat allowed by a rule, an
 // argument, a redirection's target or an environment value whose value
 // the gate cannot know (a variable the line gives no value, a command
-// substitution, arithmetic, the words xargs adds) may be the data dir,
-// and is reviewed at critical risk like a word that spells it; a
-// variable the line gives values to is read by those values.
+// substitution, the words xargs adds) may be the data dir, and is
+// reviewed at critical risk like a word that spells it; a variable the
+// line gives values to is read by those values. An arithmetic expansion
+// is a number, no path of its own, but still any text where it stands
+// in a path.
 func TestGuard_UnknownValues(t *testing.T) {
 	t.Setenv("HOME", "/home/ann")
 	t.Setenv("XDG_DATA_HOME", "")
@@ -222,7 +224,10 @@ func TestGuard_UnknownValues(t *testing.T) {
 		"ls `echo L2hvbWUvYW5uLy5sb2NhbC9zaGFyZS9sb2dib29rCg==|base64 -d`",
 		`ls "$(echo /home/ann/.local/share/logbook)"`,
 		`D=/home/ann/.local/share; ls $D/logbook`,
-		`ls $((1+1))`,
+		`cat /home/ann/.local/share/logbook/$((1+1))`,
+		`echo $((x))`,
+		`ls $((x+1))`,
+		`cat "/home/ann/.local/share/logbook/$((1+1))"`,
 		`ls $X*`,
 		`ls /tmp/$X`,
 		`ls ~/$X`,
@@ -249,6 +254,8 @@ func TestGuard_UnknownValues(t *testing.T) {
 		`X=/tmp; ls $X`,
 		`for f in a b; do cat "$f"; done`,
 		`ls src; echo $?`,
+		`ls $((1+1))`,
+		`echo "$((1+1))" > "out$((2*3)).txt"`,
 		`find src -name '*.go' -exec cat {} \;`,
 	} {
 		if m := Decide(pols, bash(cmd)); m.Pattern == GuardPattern || m.Risk == review.RiskCritical {

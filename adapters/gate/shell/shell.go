@@ -50,6 +50,14 @@ const (
 // name.
 const FoundName = ":found"
 
+// DigitsName is the name a Word's Glob gives, as "${" + DigitsName + "}",
+// to an arithmetic expansion of literals alone ($((6*7)), not $((x))): a
+// number, known only when it runs
+// but never more than an optional "-" and digits, so it cannot name a
+// path of its own. Path guards still read it as any text where it stands.
+// No variable has this name.
+const DigitsName = ":digits"
+
 // Limits on what Read follows; past them the Script has a Fault, and
 // the gate fails closed.
 const (
@@ -808,8 +816,16 @@ func (r *reader) evaluate(why string) {
 // variable: bash evaluates a variable's value as an expression in turn,
 // and an array subscript in it runs command substitutions.
 func (r *reader) arithVars(n syntax.Node) {
+	if readsVars(n) {
+		r.evaluate("arithmetic that reads a variable, whose value bash evaluates as an expression")
+	}
+}
+
+// readsVars reports whether arithmetic n reads a variable (or any text
+// known only when it runs), whose value bash evaluates as an expression.
+func readsVars(n syntax.Node) bool {
 	if n == nil {
-		return
+		return false
 	}
 	vars := false
 	syntax.Walk(n, func(n syntax.Node) bool {
@@ -827,9 +843,7 @@ func (r *reader) arithVars(n syntax.Node) {
 		}
 		return !vars
 	})
-	if vars {
-		r.evaluate("arithmetic that reads a variable, whose value bash evaluates as an expression")
-	}
+	return vars
 }
 
 func (r *reader) assign(a *syntax.Assign, depth int) Assignment {
@@ -996,6 +1010,15 @@ func decode(w *syntax.Word, one bool) Word {
 			rd.WriteString(Wild)
 		}
 	}
+	digits := func(x *syntax.ArithmExp, quoted bool) { // unknown, but a number
+		unknown(quoted)
+		if readsVars(x.X) {
+			return // evaluates a value: anything may come of it
+		}
+		g := strings.TrimSuffix(gl.String(), "${_}")
+		gl.Reset()
+		gl.WriteString(g + "${" + DigitsName + "}")
+	}
 	named := func(p *syntax.ParamExp) {
 		// The guards know some variables by name ($HOME, $LOGBOOK_DATA):
 		// a plain one is written ${NAME} in Glob, not ${_}.
@@ -1053,10 +1076,14 @@ func decode(w *syntax.Word, one bool) Word {
 					// "$@" and "${a[@]}" are several words.
 					unknown(!multiWord(y))
 					named(y)
+				case *syntax.ArithmExp:
+					digits(y, true)
 				default:
 					unknown(true)
 				}
 			}
+		case *syntax.ArithmExp:
+			digits(x, false)
 		case *syntax.BraceExp:
 			unknown(false) // left by a failed expansion
 		case *syntax.ParamExp:
