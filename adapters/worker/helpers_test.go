@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
@@ -30,6 +31,24 @@ type testEnv struct {
 	session  string
 	ws       string
 	user, pw string
+}
+
+// consumers returns how many consumers the log's stream has now.
+func (e *testEnv) consumers() int {
+	e.t.Helper()
+	js, err := jetstream.New(e.srv.Conn())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	stream, err := js.Stream(context.Background(), natslog.StreamName)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	info, err := stream.Info(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return info.State.Consumers
 }
 
 // newEnv starts a server (with a loopback listener when listen is set,

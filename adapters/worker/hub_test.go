@@ -4,10 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
-	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
 )
@@ -23,22 +21,6 @@ func TestWatchHub(t *testing.T) {
 	cl, err := NewClient(ClientConfig{Conn: e.srv.Conn(), Log: e.log, Reg: e.reg, Actor: "test", DeleteAfter: true, Hub: hub})
 	if err != nil {
 		t.Fatal(err)
-	}
-	js, err := jetstream.New(e.srv.Conn())
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := js.Stream(t.Context(), natslog.StreamName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	consumers := func() int {
-		t.Helper()
-		info, err := stream.Info(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.State.Consumers
 	}
 	run := func(fn func(Chunk), argv ...string) (command.State, string) {
 		t.Helper()
@@ -63,14 +45,14 @@ func TestWatchHub(t *testing.T) {
 	}
 
 	run(nil, "true") // the hub's consumer is made
-	before := consumers()
+	before := e.consumers()
 	for i := range 5 {
 		st, out := run(nil, "sh", "-c", "echo one; echo two >&2; exit 3")
 		if st.Status != command.StatusExited || st.ExitCode == nil || *st.ExitCode != 3 || out != "one\ntwo\n" && out != "two\none\n" {
 			t.Fatalf("watch %d: status %s exit %v output %q", i, st.Status, st.ExitCode, out)
 		}
 	}
-	if after := consumers(); after > before {
+	if after := e.consumers(); after > before {
 		t.Errorf("consumers: %d before five watches on the hub, %d after; want none made", before, after)
 	}
 	hub.mu.Lock()

@@ -4,9 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -17,32 +14,16 @@ import (
 func TestWatchDeletesItsConsumer(t *testing.T) {
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
-	js, err := jetstream.New(e.srv.Conn())
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := js.Stream(t.Context(), natslog.StreamName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := func() int {
-		t.Helper()
-		info, err := stream.Info(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.State.Consumers
-	}
 	id := e.submit(e.request(events.ModeFullAccess, "echo", "hi"))
 	e.follow(id, 10*time.Second)
-	before := count()
+	before := e.consumers()
 	for range 5 {
 		e.follow(id, 10*time.Second)
 		if _, err := e.client.Watch(t.Context(), id, WatchOptions{}, func(Chunk) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if after := count(); after > before {
+	if after := e.consumers(); after > before {
 		t.Errorf("consumers on the stream: %d before ten watches, %d after; want no more", before, after)
 	}
 }
