@@ -49,24 +49,9 @@ func TestAttest_PreverifiedFoldQuarantinesTheSame(t *testing.T) {
 	}
 	j := &Judged{Through: through, Quarantined: jr.Quarantined(), Check: func(Msg) error { return nil }}
 
-	preverifyMin = 1 // this log's tail is short
-	t.Cleanup(func() { noPreverify, preverifyMin = false, 256 })
-	type fold struct {
-		Read        []uint64
-		Quarantined []Quarantined
-	}
-	folds := map[bool]fold{}
-	for _, pre := range []bool{true, false} {
-		noPreverify = !pre
-		r := signedLog(t, s, admin)
-		r.SetJudged(j)
-		var f fold
-		for _, rec := range readAll(t, r, 1) {
-			f.Read = append(f.Read, rec.Seq)
-		}
-		f.Quarantined, _ = r.Quarantined()
-		folds[pre] = f
-		if n := r.Verifier().Checked(); n > past {
+	folds, checked := foldBothWays(t, s, admin, j)
+	for pre, n := range checked {
+		if n > past {
 			t.Errorf("preverify %v: %d Ed25519 verifications, more than the %d events past the statement", pre, n, past)
 		}
 	}
@@ -140,24 +125,7 @@ func TestAttest_PreverifiedBatchTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := &Judged{Through: through, Quarantined: jr.Quarantined(), Check: func(Msg) error { return nil }}
-	preverifyMin = 1 // this log's tail is short
-	t.Cleanup(func() { noPreverify, preverifyMin = false, 256 })
-	type fold struct {
-		Read        []uint64
-		Quarantined []Quarantined
-	}
-	folds, checked := map[bool]fold{}, map[bool]uint64{}
-	for _, pre := range []bool{false, true} {
-		noPreverify = !pre
-		r := signedLog(t, s, admin)
-		r.SetJudged(j)
-		var f fold
-		for _, rec := range readAll(t, r, 1) {
-			f.Read = append(f.Read, rec.Seq)
-		}
-		f.Quarantined, _ = r.Quarantined()
-		folds[pre], checked[pre] = f, r.Verifier().Checked()
-	}
+	folds, checked := foldBothWays(t, s, admin, j)
 	if diff := cmp.Diff(folds[false], folds[true]); diff != "" {
 		t.Errorf("fold (-without preverify +with):\n%s", diff)
 	}
@@ -170,4 +138,34 @@ func TestAttest_PreverifiedBatchTail(t *testing.T) {
 	if got, want := len(folds[true].Read), int(lastSeq(t, l))-1; got != want {
 		t.Errorf("folded %d events, want every one but the changed one, %d", got, want)
 	}
+}
+
+// preFold is what one read of a signed log folded: the sequences it
+// read and what it quarantined.
+type preFold struct {
+	Read        []uint64
+	Quarantined []Quarantined
+}
+
+// foldBothWays reads the whole signed log on s judged by j twice, with
+// pre-verification (true) and without (false), each on a log of its
+// own, and returns each read's fold and its count of Ed25519
+// verifications. The tail is pre-verified however short it is.
+func foldBothWays(t *testing.T, s *Server, admin *attestation.Key, j *Judged) (map[bool]preFold, map[bool]uint64) {
+	t.Helper()
+	preverifyMin = 1 // the tests' tails are short
+	t.Cleanup(func() { noPreverify, preverifyMin = false, 256 })
+	folds, checked := map[bool]preFold{}, map[bool]uint64{}
+	for _, pre := range []bool{false, true} {
+		noPreverify = !pre
+		r := signedLog(t, s, admin)
+		r.SetJudged(j)
+		var f preFold
+		for _, rec := range readAll(t, r, 1) {
+			f.Read = append(f.Read, rec.Seq)
+		}
+		f.Quarantined, _ = r.Quarantined()
+		folds[pre], checked[pre] = f, r.Verifier().Checked()
+	}
+	return folds, checked
 }
