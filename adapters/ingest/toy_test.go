@@ -75,17 +75,23 @@ func (a toy) watch(ctx context.Context, root string, report func(string)) error 
 	})
 }
 
-// TestToyAgent imports a toy transcript, again (nothing new), with a torn
-// last line (it waits), completed (it comes), and follows it as it grows:
-// the cursor, the torn-line wait, the batches and the watcher are the
-// engine's, the format the toy's.
-func TestToyAgent(t *testing.T) {
+// newToy returns the toy agent's importer on a fresh log of its own.
+func newToy(t *testing.T) toy {
+	t.Helper()
 	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
 	eng, err := ingest.New(ingest.Config{Log: log, Host: "test", Command: "logbook import toy", Actor: "toy"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := toy{eng}
+	return toy{eng}
+}
+
+// TestToyAgent imports a toy transcript, again (nothing new), with a torn
+// last line (it waits), completed (it comes), and follows it as it grows:
+// the cursor, the torn-line wait, the batches and the watcher are the
+// engine's, the format the toy's.
+func TestToyAgent(t *testing.T) {
+	a := newToy(t)
 	root := t.TempDir()
 	path := filepath.Join(root, "s1.toy.jsonl")
 	line := func(who, said string, sec int) string {
@@ -167,12 +173,7 @@ func TestToyAgent(t *testing.T) {
 // past the host's clock) the watcher reports too, naming the file and
 // line; a torn last line, which the next pass imports, it does not.
 func TestToyAgent_WatchWarns(t *testing.T) {
-	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
-	eng, err := ingest.New(ingest.Config{Log: log, Host: "test", Command: "logbook import toy", Actor: "toy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := toy{eng}
+	a := newToy(t)
 	root := t.TempDir()
 	path := filepath.Join(root, "s2.toy.jsonl")
 	text := `{"at":"2026-05-01T10:00:01Z","who":"user","said":"hello"}` + "\n" +

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
-	"github.com/logbook-dev/logbook/adapters/natslog"
-	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -22,12 +20,7 @@ import (
 // another, and every file's lines land in its session once; Imported
 // hears of each file.
 func TestWatchImportsAtOnce(t *testing.T) {
-	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
-	eng, err := ingest.New(ingest.Config{Log: log, Host: "test", Command: "logbook import toy", Actor: "toy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := toy{eng}
+	a := newToy(t)
 	root := t.TempDir()
 	const files = 40
 	for i := range files {
