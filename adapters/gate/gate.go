@@ -432,7 +432,7 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 	if id == "" {
 		return p, fmt.Errorf("gate: %w: review %s is held by another call (tool or input differ)", events.ErrRejected, claude.PermissionID(req.Ref))
 	}
-	call := Call{Tool: req.Tool, Input: req.Input, Dir: dirOf(req.Cwd)}
+	call := Call{Tool: req.Tool, Input: req.Input, Dir: events.WorkDir(req.Cwd)}
 	if call.Dir == "" {
 		call.Dir = st.Cwd
 	}
@@ -764,7 +764,7 @@ func (g *Gate) requireCheck(ctx context.Context, agg events.Aggregate, req *Requ
 	if g.Policies == nil || req.unjudged != "" {
 		return nil
 	}
-	dir := dirOf(req.Cwd)
+	dir := events.WorkDir(req.Cwd)
 	if dir == "" {
 		st, err := g.Sessions.State(ctx, agg)
 		if err != nil {
@@ -786,16 +786,4 @@ func (g *Gate) requireCheck(ctx context.Context, agg events.Aggregate, req *Requ
 		req.checkDeny = "require_check " + pat + " in " + or(path, "the built-in rules") + ": " + why
 	}
 	return nil
-}
-
-// dirOf returns cwd, a request's working directory, or "" (none: the
-// session's is used) when it names no directory: not an absolute path,
-// or holding a NUL byte. Relative paths in a call are read against it,
-// and the policies in force are found from it; a relative one would
-// place them wherever the gate runs.
-func dirOf(cwd string) string {
-	if !filepath.IsAbs(cwd) || strings.IndexByte(cwd, 0) >= 0 {
-		return ""
-	}
-	return cwd
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -378,7 +377,7 @@ func (d *decider) start(o *events.Observation) {
 	m := o.Meta
 	st := events.SessionStarted{
 		Agent: or(m.Agent, "claude-code"), ForkedFrom: m.ForkedFrom, AgentSessionID: m.SessionID, AgentID: m.AgentID, AgentType: m.AgentType,
-		Cwd: cwdOf(m), Model: m.Model, Mode: agentMode(m.AgentMode), AgentMode: m.AgentMode, Transcript: o.Path,
+		Cwd: events.WorkDir(m.Cwd), Model: m.Model, Mode: agentMode(m.AgentMode), AgentMode: m.AgentMode, Transcript: o.Path,
 		RewrittenFrom: o.RewrittenFrom,
 	}
 	if m.AgentID != "" && m.SessionID != "" && m.SessionID != d.agg.ID {
@@ -388,21 +387,9 @@ func (d *decider) start(o *events.Observation) {
 	d.describe(m)
 }
 
-// cwdOf returns the working directory m reports, or "" (none) for one
-// that names no directory: a path that is not absolute, or holds a NUL
-// byte. The session's directory places its gate's policies and its
-// commands' workspace; a report cannot make it relative to wherever it
-// is read.
-func cwdOf(m events.Meta) string {
-	if !path.IsAbs(m.Cwd) || strings.IndexByte(m.Cwd, 0) >= 0 {
-		return ""
-	}
-	return m.Cwd
-}
-
 func (d *decider) describe(m events.Meta) {
 	var p events.SessionDescribed
-	if c := cwdOf(m); c != d.s.Cwd {
+	if c := events.WorkDir(m.Cwd); c != d.s.Cwd {
 		p.Cwd = c
 	}
 	if m.Model != d.s.Model && !strings.HasPrefix(m.Model, "<") {
