@@ -538,9 +538,8 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		// import decides the same events on every host.
 		last = firstTime(f, path)
 	}
-	now := in.clock()
 	live := isLiveRead(ctx)
-	future := false // a line past now's bound was warned of
+	future := false // a line far past its reading was warned of
 	uuids := map[string]bool{}
 	var unknown []int // oversized lines whose uuid their head does not hold
 	startCursor := s.Cursor(path)
@@ -726,12 +725,11 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		// report dated before the turn it ends. A line past the receipt
 		// by more than events.MaxClockSkew is a clock far off: warned of,
 		// once a pass.
-		if b, over := events.BoundTime(at, now); over && !future {
+		agentAt := at
+		at, far := events.BoundTime(at, o.Received)
+		if far && !future {
 			future = true
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: timestamp %s lies past this host's clock; the line and any later one dated past %s are recorded when they are read", path, l.N, at.UTC().Format(time.RFC3339Nano), b.UTC().Format(time.RFC3339)))
-		}
-		if at.After(o.Received) {
-			at = o.Received
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: timestamp %s lies past this host's clock by more than %v; it and any later line dated past its reading are recorded when read", path, l.N, agentAt.UTC().Format(time.RFC3339Nano), events.MaxClockSkew))
 		}
 		last = at
 		// History: the pass reads on past this line, unless it proves
