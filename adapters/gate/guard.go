@@ -135,7 +135,8 @@ func guard(dd string) func(Call) (pattern, risk string) {
 // word may be the data dir, a policy file or .logbook whatever its
 // letters say (`ls $X`, `ls $(echo L3Rt…|base64 -d)`), so it is guarded.
 // A variable the line gives values to (NAME=…, for NAME in …) is known
-// by those values, which are read like any word. What find's {} stands
+// by those values, which are read like any word, unless the line may
+// give it others or use it before (shell.Script.Unsure). What find's {} stands
 // for is known too: a path under find's starting points, which are read.
 func unknownArg(sc *shell.Script) bool {
 	if sc == nil {
@@ -143,7 +144,7 @@ func unknownArg(sc *shell.Script) bool {
 	}
 	given := make(map[string]bool, len(sc.Given))
 	for _, a := range sc.Given {
-		given[a.Name] = true
+		given[a.Name] = !sc.Unsure[a.Name]
 	}
 	for _, a := range sc.Given {
 		if unknownWord(a.Value, given) {

@@ -242,6 +242,16 @@ func TestGuard_UnknownValues(t *testing.T) {
 		`GIT_DIR=$(cat /tmp/p) git log`,
 		`echo L2hvbWU= | base64 -d | xargs cat`,
 		`bash -c 'ls $X'`,
+		`X=/tmp; read X; cat "$X"`,
+		`X=/tmp; mapfile -t X; cat $X`,
+		`X=/tmp; printf -v X %s "$Y"; cat $X`,
+		`X=/tmp cat $X`,
+		`cat $X; X=/tmp`,
+		`(X=/tmp); ls $X`,
+		`echo | X=/tmp; ls $X`,
+		`X=/tmp & ls $X`,
+		`: $(X=/tmp); ls $X`,
+		`X=$X/a; ls $X`,
 	} {
 		m := Decide(pols, bash(cmd))
 		if m.Action != ActionReview || m.Risk != review.RiskCritical || m.Pattern != GuardPattern {
@@ -252,6 +262,8 @@ func TestGuard_UnknownValues(t *testing.T) {
 		`ls $HOME`,
 		`ls "$HOME/src"`,
 		`X=/tmp; ls $X`,
+		`X=/tmp; (ls $X)`,
+		`X=/tmp; ls $X | cat`,
 		`for f in a b; do cat "$f"; done`,
 		`ls src; echo $?`,
 		`ls $((1+1))`,

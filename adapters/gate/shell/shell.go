@@ -22,9 +22,11 @@ package shell
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/expand"
@@ -197,6 +199,14 @@ type Script struct {
 	// each word of a for loop's list as the loop variable's. A guard
 	// that reads these knows what such a variable may hold.
 	Given []Assignment
+	// Unsure are names the input may give values Given does not hold,
+	// or use before it gives them: a name read from input (read,
+	// mapfile, readarray, getopts, printf -v, wait -p, declare -n …), one
+	// given only in a subshell, a pipeline's part, a substitution or
+	// before a command that runs (its environment, not the line's), and
+	// one used before any value is given it. A guard takes these for any
+	// value, whatever Given says.
+	Unsure map[string]bool
 }
 
 // Opaque reports whether some command runs code the gate cannot see.
@@ -264,6 +274,8 @@ type reader struct {
 	// cr: some input held "\r", parsed as crStand; sawStand: some held
 	// crStand itself.
 	cr, sawStand bool
+	// given: the names Given holds so far, in reading order.
+	given map[string]bool
 }
 
 // crStand stands for a carriage return while parsing: a byte the parser
@@ -496,7 +508,12 @@ func (r *reader) stmt(st *syntax.Stmt, parent int, via string, maybe bool, depth
 	}
 	at := -1
 	if st.Cmd != nil {
-		at = r.command(st, parent, via, maybe, depth)
+		if st.Background || st.Coprocess {
+			// Sent to the background (or a coprocess): a subshell.
+			r.scoped(func() { at = r.command(st, parent, via, maybe, depth) })
+		} else {
+			at = r.command(st, parent, via, maybe, depth)
+		}
 	}
 	for _, rd := range st.Redirs {
 		r.redirect(rd, at, depth)
@@ -588,6 +605,14 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 		for _, w := range x.Args {
 			c.Args = append(c.Args, r.words(w, depth)...)
 		}
+		if len(c.Args) > 0 {
+			// NAME=value before a command gives the command's
+			// environment the value, not the line's shell.
+			for _, a := range c.Assigns {
+				r.unsure(a.Name)
+			}
+			r.takesNames(c.Args)
+		}
 		if len(c.Args) == 0 {
 			// Assignments alone run nothing, but some name what runs
 			// later or how programs are found.
@@ -611,16 +636,25 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 	case *syntax.Block:
 		r.stmts(x.Stmts, parent, via, maybe, depth)
 	case *syntax.Subshell:
-		r.stmts(x.Stmts, parent, via, maybe, depth)
+		r.scoped(func() { r.stmts(x.Stmts, parent, via, maybe, depth) })
 	case *syntax.BinaryCmd:
-		r.stmt(x.X, parent, via, maybe, depth)
+		if x.Op == syntax.Pipe || x.Op == syntax.PipeAll {
+			// Each part of a pipeline runs in a subshell.
+			r.scoped(func() { r.stmt(x.X, parent, via, maybe, depth) })
+		} else {
+			r.stmt(x.X, parent, via, maybe, depth)
+		}
 		if tc, ok := x.Y.Cmd.(*syntax.TimeClause); ok && (x.Op == syntax.Pipe || x.Op == syntax.PipeAll) {
 			// "time" after a pipe is no keyword but the time program,
 			// which runs what follows.
 			r.timeProgram(x.Y, tc, parent, via, maybe, depth)
 			return -1
 		}
-		r.stmt(x.Y, parent, via, maybe, depth)
+		if x.Op == syntax.Pipe || x.Op == syntax.PipeAll {
+			r.scoped(func() { r.stmt(x.Y, parent, via, maybe, depth) })
+		} else {
+			r.stmt(x.Y, parent, via, maybe, depth)
+		}
 	case *syntax.IfClause:
 		for ic := x; ic != nil; ic = ic.Else {
 			r.stmts(ic.Cond, parent, via, maybe, depth)
@@ -634,7 +668,7 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 		case *syntax.WordIter:
 			for _, w := range l.Items {
 				for _, v := range r.words(w, depth) {
-					r.s.Given = append(r.s.Given, Assignment{Name: l.Name.Value, Value: v})
+					r.give(Assignment{Name: l.Name.Value, Value: v})
 				}
 			}
 		case *syntax.CStyleLoop:
@@ -759,10 +793,10 @@ func (r *reader) nested(n syntax.Node, depth int) {
 	syntax.Walk(n, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.CmdSubst:
-			r.stmts(x.Stmts, -1, "", false, depth)
+			r.scoped(func() { r.stmts(x.Stmts, -1, "", false, depth) })
 			return false
 		case *syntax.ProcSubst:
-			r.stmts(x.Stmts, -1, "", false, depth)
+			r.scoped(func() { r.stmts(x.Stmts, -1, "", false, depth) })
 			return false
 		case *syntax.ArithmExp:
 			r.arithVars(x.X)
@@ -867,13 +901,23 @@ func (r *reader) assign(a *syntax.Assign, depth int) Assignment {
 	if a.Array == nil {
 		// An array's elements are read by subscripts, which the guards
 		// take for unknown: the name is given no value here.
-		r.s.Given = append(r.s.Given, as)
+		r.give(as)
 	}
 	return as
 }
 
-// words decodes w into the words bash passes (several for a brace list).
+// words decodes w into the words bash passes (several for a brace list)
+// and notes the variables they use before the input gives them (uses).
 func (r *reader) words(w *syntax.Word, depth int) []Word {
+	ws := r.expand(w, depth)
+	for _, d := range ws {
+		r.uses(d)
+	}
+	return ws
+}
+
+// expand decodes w into the words bash passes (several for a brace list).
+func (r *reader) expand(w *syntax.Word, depth int) []Word {
 	if w == nil {
 		return nil
 	}
@@ -980,7 +1024,9 @@ func (r *reader) word1(w *syntax.Word, depth int) Word {
 		return Word{Static: true}
 	}
 	r.nested(w, depth)
-	return decode(w, true)
+	d := decode(w, true)
+	r.uses(d)
+	return d
 }
 
 func cloneWord(w *syntax.Word) *syntax.Word {
@@ -1307,4 +1353,62 @@ func base(w Word) string {
 		return ""
 	}
 	return path.Base(w.Value)
+}
+
+// give records that the input gives name as the value: a Given entry.
+func (r *reader) give(as Assignment) {
+	r.s.Given = append(r.s.Given, as)
+	if r.given == nil {
+		r.given = map[string]bool{}
+	}
+	r.given[as.Name] = true
+}
+
+// unsure marks name as one whose value Given may not hold (Script.Unsure).
+func (r *reader) unsure(name string) {
+	if r.s.Unsure == nil {
+		r.s.Unsure = map[string]bool{}
+	}
+	r.s.Unsure[name] = true
+}
+
+// usedVars matches the names a decoded word's Glob uses ("${NAME}").
+var usedVars = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
+
+// uses marks each variable w uses that the input has not given a value
+// yet as unsure: its value there is the environment's.
+func (r *reader) uses(w Word) {
+	if w.Static {
+		return
+	}
+	for _, m := range usedVars().FindAllStringSubmatch(w.Glob, -1) {
+		if !r.given[m[1]] {
+			r.unsure(m[1])
+		}
+	}
+}
+
+// scoped reads with read and marks every name it gives unsure: read runs
+// in a subshell (a ( … ), a pipeline's part, a substitution, a command
+// sent to the background), whose values never reach the line's shell.
+func (r *reader) scoped(read func()) {
+	from := len(r.s.Given)
+	read()
+	for _, a := range r.s.Given[from:] {
+		r.unsure(a.Name)
+	}
+}
+
+// takesNames marks the names the arguments of a builtin that takes
+// variable names (nameTakers: read, mapfile, printf -v, declare …) may
+// give values as unsure: every static argument shaped as a name.
+func (r *reader) takesNames(args []Word) {
+	if len(args) == 0 || !args[0].Static || !nameTakers[path.Base(args[0].Value)] {
+		return
+	}
+	for _, w := range args[1:] {
+		if w.Static && isName(w.Value) {
+			r.unsure(w.Value)
+		}
+	}
 }
