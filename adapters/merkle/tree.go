@@ -80,7 +80,7 @@ func LoadTree(path string) (*Tree, error) {
 	// the file's layout.
 	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(hs))), len(hs)*tlog.HashSize)
 	got, err := io.ReadFull(f, b)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		// A file cut short since (not a writer's way) reads as what
 		// it held whole.
 		return nil, fmt.Errorf("read tree %s: %w", path, err)
