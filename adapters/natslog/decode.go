@@ -80,8 +80,8 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 					c.errs = make([]error, len(c.msgs))
 				}
 				c.recs, c.errs = c.recs[:len(c.msgs)], c.errs[:len(c.msgs)]
-				if cap(c.hdrs) < len(c.msgs) {
-					c.hdrs = append(c.hdrs[:cap(c.hdrs)], make([]nats.Header, len(c.msgs)-cap(c.hdrs))...)
+				if len(c.hdrs) < len(c.msgs) {
+					c.hdrs = append(c.hdrs, make([]nats.Header, len(c.msgs)-len(c.hdrs))...)
 				}
 				vals := c.vals[:0]
 				for i := range c.msgs {
