@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -76,9 +77,18 @@ func (h *WatchHub) add(ctx context.Context, id string) *route {
 		if err != nil {
 			return nil
 		}
+		// From the stream's end as it is now, by sequence: an ordered
+		// consumer reset before its first delivery (a missed heartbeat,
+		// a reconnect) starts again from there, where "new" would skip
+		// what was stored meanwhile.
+		stream, err := js.Stream(ctx, natslog.StreamName)
+		if err != nil {
+			return nil
+		}
 		cons, err := orderedConsumer(ctx, js, jetstream.OrderedConsumerConfig{
 			FilterSubjects: hubFilters,
-			DeliverPolicy:  jetstream.DeliverNewPolicy,
+			DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+			OptStartSeq:    stream.CachedInfo().State.LastSeq + 1,
 		})
 		if err != nil {
 			return nil
@@ -114,9 +124,6 @@ func (h *WatchHub) run(it jetstream.MessagesContext) {
 	defer it.Stop()
 	for {
 		msg, err := it.Next()
-		if errors.Is(err, jetstream.ErrNoHeartbeat) {
-			continue // the pending pull is lost; Next pulls again
-		}
 		if err != nil {
 			h.fail()
 			return
