@@ -269,8 +269,8 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 	// An at past the server's clock is recorded at its receipt, the
 	// posted time kept beside it (AgentTime): a harness whose clock runs
 	// ahead is on the clock of its observations that carry no at.
+	future := o.At.Time.After(now)
 	at, _ = events.BoundTime(at, now)
-	future := !o.At.IsZero() && !at.Equal(o.At.Time)
 	meta := o.Meta
 	if meta.Agent == "" {
 		meta.Agent = o.Harness
