@@ -338,11 +338,12 @@ func startAsync(s Spec, emit func(Chunk)) <-chan started {
 	return c
 }
 
-// A WorkspaceWrite command's exit is known (WaitExit) before what it
-// left on the host goes: its placeholders, its record and its locks go
-// right after, on their own, and Busy for the same workspace in this
-// process waits for that rather than answering busy. Wait returns the
-// same result once they are gone.
+// A WorkspaceWrite command's exit is known (WaitExit) once its
+// placeholders are gone from the workspace (a full_access command or a
+// host tool run once it is finds the workspace as it was); its record and
+// its locks go right after, on their own, and Busy for the same
+// workspace in this process waits for that rather than answering busy.
+// Wait returns the same result once they are gone.
 func TestWaitExit_TeardownAfter(t *testing.T) {
 	s := newSpec(t, WorkspaceWrite, false, "true")
 	s.Ledger = filepath.Join(t.TempDir(), "ledger")
@@ -354,6 +355,9 @@ func TestWaitExit_TeardownAfter(t *testing.T) {
 		res, err := p.WaitExit()
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("run %d: WaitExit = %+v, %v", i, res, err)
+		}
+		if left, _ := os.ReadDir(s.Workspace); len(left) != 0 {
+			t.Fatalf("run %d: once the exit is known the workspace holds %v; want it empty", i, left)
 		}
 		if Busy(s) {
 			t.Fatalf("run %d: the workspace is busy once the command has exited", i)

@@ -204,6 +204,15 @@ func (l *layout) release() {
 	if l.held == nil {
 		return
 	}
+	l.removePlaceholders()
+	l.ledger.remove()
+	l.unlock()
+}
+
+// removePlaceholders removes the placeholders the layout made (those
+// still placeholders: an entry put in their place is left), once; the
+// ledger's record of them stays until release.
+func (l *layout) removePlaceholders() {
 	for _, p := range l.absentDirs {
 		if fi, err := os.Lstat(p); err == nil && fi.IsDir() && isPlaceholder(fi) {
 			_ = unix.Rmdir(p)
@@ -215,6 +224,4 @@ func (l *layout) release() {
 		}
 	}
 	l.absentDirs, l.absentFiles = nil, nil
-	l.ledger.remove()
-	l.unlock()
 }

@@ -780,8 +780,18 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult, trace fu
 	// result, not before it. A reader's locks go on their own (see
 	// release), and Release is done by now (p.unlocked is settled).
 	var pending *pendingRelease
-	if p.restricted && p.unlocked == nil {
-		pending = p.layout.pendingRelease()
+	if p.restricted {
+		// The placeholders go before the exit is reported: a command
+		// or tool that runs once it is (full_access, the host's own)
+		// finds the workspace as it was. The ledger's record, the locks
+		// and the cgroup go beside the result.
+		if p.unlocked != nil {
+			<-p.unlocked
+		}
+		p.layout.removePlaceholders()
+		if p.unlocked == nil {
+			pending = p.layout.pendingRelease()
+		}
 	}
 	go p.teardown(pending)
 	res.Limits = p.limits
