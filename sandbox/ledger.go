@@ -2,16 +2,19 @@ package sandbox
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -22,11 +25,22 @@ import (
 // command runs (SIGKILL, a crash, a power cut) cannot remove the
 // placeholders it made in the workspace: they would stay in the person's
 // repository until the next command there. So, with Spec.Ledger, a start
-// records each placeholder in a file of its own in that directory before
-// it makes it (fsynced), then records the placeholder's device and inode
-// once made; its release removes the record with the placeholders.
+// records each placeholder in that directory before it makes it
+// (durably), then records the placeholder's device and inode once made;
+// its release empties the record once the placeholders are gone.
 // SweepPlaceholders removes what the records of dead processes name,
 // only where it is still the empty entry of mode 0000 made then.
+//
+// A record lives in a slot: a file of this process that one start at a
+// time writes, reused from start to start, so that a start pays one
+// write and one fdatasync of blocks the file already has, rather than a
+// new file, its fsync, a rename and the directory's fsync (about 0.3 ms
+// against 3 ms on ext4). A slot file holds two halves of slotHalf bytes;
+// each holds a record framed by a header (magic, sequence number,
+// length, CRC-32C of all three and the record). A write goes to the
+// half that does not hold the last record made durable, so a write torn
+// by a crash leaves that one whole; a reader takes the whole half with
+// the higher sequence number.
 
 // ledgerEntry is one placeholder of a start, at the workspace's top level.
 type ledgerEntry struct {
@@ -50,19 +64,13 @@ type ledgerRecord struct {
 	Made      []ledgerEntry `json:"made"`
 }
 
-// ledger is one start's record file.
+// ledger is one start's record.
 type ledger struct {
 	dir   string // Spec.Ledger
-	path  string // the record; "" until first written
+	slot  *slot  // where the record is written; nil until first written
 	rec   ledgerRecord
 	dirty bool // rec changed since it was last written
 }
-
-var ledgerSeq atomic.Uint64
-
-// ledgerSuffix ends every record's name; a record being written ends in
-// ledgerSuffix+".tmp".
-const ledgerSuffix = ".placeholders.json"
 
 // newLedger returns the ledger of a start in workspace ws, recording in
 // dir; nil if dir is "".
@@ -78,7 +86,7 @@ func newLedger(dir, ws string) *ledger {
 // add records entry e, durably, before what it names is made or used.
 func (g *ledger) add(e ledgerEntry) error {
 	g.rec.Made = append(g.rec.Made, e)
-	return g.write()
+	return g.write(true)
 }
 
 // addAll records entries es at once, durably (one write), before any of
@@ -89,7 +97,7 @@ func (g *ledger) addAll(es []ledgerEntry) error {
 		return nil
 	}
 	g.rec.Made = append(g.rec.Made, es...)
-	return g.write()
+	return g.write(true)
 }
 
 // made notes the device and inode of the entry named name, now made; it
@@ -119,56 +127,32 @@ func (g *ledger) drop(name string) {
 }
 
 // flush writes the record if made or drop changed it since the last
-// write. The directory is not synced: should the rename be lost (a
-// power cut), the record written before stands, which names every
-// entry still made.
+// write, not durably: should the write be lost (a power cut), the
+// record made durable before stands, which names every entry still
+// made.
 func (g *ledger) flush() error {
 	if !g.dirty {
 		return nil
 	}
-	return g.writeSync(false)
+	return g.write(false)
 }
 
-// write replaces the record file with g.rec: written aside, fsynced,
-// renamed, the directory fsynced.
-func (g *ledger) write() error { return g.writeSync(true) }
-
-// writeSync is write, syncing the directory after the rename only when
-// dir is true.
-func (g *ledger) writeSync(dir bool) error {
-	if g.path == "" {
-		if err := os.MkdirAll(g.dir, 0o700); err != nil {
-			return fmt.Errorf("placeholder ledger: %w", err)
-		}
-		var r [4]byte
-		_, _ = rand.Read(r[:])
-		g.path = filepath.Join(g.dir, fmt.Sprintf("%d-%d-%d-%s%s", g.rec.Pid, g.rec.Start, ledgerSeq.Add(1), hex.EncodeToString(r[:]), ledgerSuffix))
-	}
+// write writes g.rec to the start's slot, taken on the first write;
+// durable waits until it is on disk.
+func (g *ledger) write(durable bool) error {
 	b, err := json.Marshal(g.rec)
 	if err != nil {
 		return err
 	}
-	tmp := g.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("placeholder ledger: %w", err)
+	if g.slot == nil {
+		s, err := takeSlot(g.dir)
+		if err != nil {
+			return fmt.Errorf("placeholder ledger: %w", err)
+		}
+		g.slot = s
 	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, g.path)
-	}
-	if err == nil && dir {
-		err = syncDir(g.dir)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("placeholder ledger: %w", err)
+	if err := g.slot.put(b, durable); err != nil {
+		return fmt.Errorf("placeholder ledger %s: %w", g.slot.path, err)
 	}
 	g.dirty = false
 	ledgerWrites.Add(1)
@@ -176,16 +160,187 @@ func (g *ledger) writeSync(dir bool) error {
 }
 
 // ledgerWrites counts the records written, by every ledger of this
-// process: what a start pays in fsyncs is twice that.
+// process.
 var ledgerWrites atomic.Uint64
 
-// remove deletes the record: what it names is gone. Idempotent.
+// remove empties the record (what it names is gone) and gives its slot
+// back for the next start. Idempotent.
 func (g *ledger) remove() {
-	if g == nil || g.path == "" {
+	if g == nil || g.slot == nil {
 		return
 	}
-	_ = os.Remove(g.path)
-	g.path, g.rec.Made = "", nil
+	g.rec.Made = nil
+	// Not durable: should the empty record be lost, the one before names
+	// entries that are gone, or are no longer what this start made.
+	if g.slot.broken || g.slot.put(emptyRecord(g.rec), false) != nil {
+		g.slot.discard()
+	} else {
+		giveSlot(g.dir, g.slot)
+	}
+	g.slot = nil
+}
+
+// emptyRecord is rec naming nothing.
+func emptyRecord(rec ledgerRecord) []byte {
+	rec.Made = nil
+	b, _ := json.Marshal(rec)
+	return b
+}
+
+// The slot file format.
+const (
+	// slotHalf is the size of each half of a slot file, bytes.
+	slotHalf = 32 << 10
+	// slotHeader is the size of a half's header: magic (4), sequence
+	// number (8, little-endian), record length (4), CRC-32C (4).
+	slotHeader = 20
+	// slotSuffix ends every slot file's name.
+	slotSuffix = ".placeholders"
+	// ledgerSuffix ended the name of a record of a file of its own,
+	// written by earlier versions; a sweep still reads them.
+	ledgerSuffix = ".placeholders.json"
+)
+
+var slotMagic = [4]byte{'L', 'b', 'P', 'h'}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// slot is a record file of this process, written by one start at a time.
+type slot struct {
+	f       *os.File
+	path    string
+	seq     uint64 // of the last record written
+	durable int    // the half holding the last record made durable
+	broken  bool   // a write failed: the file is dropped at the start's end
+}
+
+// slots are the slots of this process no start holds, by ledger
+// directory.
+var slots struct {
+	sync.Mutex
+	free map[string][]*slot
+}
+
+var slotSeq atomic.Uint64
+
+// takeSlot returns a free slot of this process in dir, or makes one: a
+// file of two zeroed halves (so that later writes only overwrite blocks
+// it has), fsynced, and the directory fsynced.
+func takeSlot(dir string) (*slot, error) {
+	slots.Lock()
+	for n := len(slots.free[dir]); n > 0; n = len(slots.free[dir]) {
+		s := slots.free[dir][n-1]
+		slots.free[dir] = slots.free[dir][:n-1]
+		var st unix.Stat_t
+		if unix.Fstat(int(s.f.Fd()), &st) == nil && st.Nlink > 0 {
+			slots.Unlock()
+			return s, nil
+		}
+		s.f.Close() // removed from under this process: make another
+	}
+	slots.Unlock()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	pid := os.Getpid()
+	start, _ := ProcStart(pid)
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	p := filepath.Join(dir, fmt.Sprintf("%d-%d-%d-%s%s", pid, start, slotSeq.Add(1), hex.EncodeToString(r[:]), slotSuffix))
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.WriteAt(make([]byte, 2*slotHalf), 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		f.Close()
+		_ = os.Remove(p)
+		return nil, err
+	}
+	return &slot{f: f, path: p, durable: 1}, nil
+}
+
+// giveSlot gives s back to the free slots of dir.
+func giveSlot(dir string, s *slot) {
+	slots.Lock()
+	defer slots.Unlock()
+	if slots.free == nil {
+		slots.free = make(map[string][]*slot)
+	}
+	slots.free[dir] = append(slots.free[dir], s)
+}
+
+// put writes record b to the half not holding the last durable record;
+// durable waits for it to be on disk (fdatasync), and it is then the
+// half a later write leaves alone.
+func (s *slot) put(b []byte, durable bool) error {
+	if len(b) > slotHalf-slotHeader {
+		return fmt.Errorf("record of %d bytes: a slot holds %d", len(b), slotHalf-slotHeader)
+	}
+	half := 1 - s.durable
+	s.seq++
+	buf := make([]byte, slotHeader+len(b))
+	copy(buf, slotMagic[:])
+	binary.LittleEndian.PutUint64(buf[4:], s.seq)
+	binary.LittleEndian.PutUint32(buf[12:], uint32(len(b)))
+	copy(buf[slotHeader:], b)
+	crc := crc32.Update(crc32.Checksum(buf[:16], castagnoli), castagnoli, b)
+	binary.LittleEndian.PutUint32(buf[16:], crc)
+	_, err := s.f.WriteAt(buf, int64(half)*slotHalf)
+	if err == nil && durable {
+		err = unix.Fdatasync(int(s.f.Fd()))
+		if err == nil {
+			s.durable = half
+		}
+	}
+	if err != nil {
+		s.broken = true
+	}
+	return err
+}
+
+// discard closes s and removes its file.
+func (s *slot) discard() {
+	s.f.Close()
+	_ = os.Remove(s.path)
+}
+
+// readSlot returns the record slot file contents b hold: the whole half
+// with the higher sequence number; false if neither half is whole.
+func readSlot(b []byte) (ledgerRecord, bool, error) {
+	var best []byte
+	var bestSeq uint64
+	for half := range 2 {
+		off := half * slotHalf
+		if len(b) < off+slotHeader || [4]byte(b[off:off+4]) != slotMagic {
+			continue
+		}
+		seq := binary.LittleEndian.Uint64(b[off+4:])
+		n := int(binary.LittleEndian.Uint32(b[off+12:]))
+		if n > slotHalf-slotHeader || len(b) < off+slotHeader+n {
+			continue
+		}
+		body := b[off+slotHeader : off+slotHeader+n]
+		crc := crc32.Update(crc32.Checksum(b[off:off+16], castagnoli), castagnoli, body)
+		if crc != binary.LittleEndian.Uint32(b[off+16:]) || best != nil && seq <= bestSeq {
+			continue
+		}
+		best, bestSeq = body, seq
+	}
+	if best == nil {
+		return ledgerRecord{}, false, nil
+	}
+	var rec ledgerRecord
+	if err := json.Unmarshal(best, &rec); err != nil {
+		return ledgerRecord{}, false, err
+	}
+	return rec, true, nil
 }
 
 func syncDir(dir string) error {
@@ -234,7 +389,8 @@ func SweepPlaceholders(dir string) (removed int, err error) {
 			}
 			continue
 		}
-		if !strings.HasSuffix(name, ledgerSuffix) {
+		base, slotted := strings.CutSuffix(name, slotSuffix)
+		if !slotted && !strings.HasSuffix(name, ledgerSuffix) {
 			continue
 		}
 		b, rerr := os.ReadFile(p)
@@ -242,11 +398,23 @@ func SweepPlaceholders(dir string) (removed int, err error) {
 			continue // its start ended meanwhile
 		}
 		var rec ledgerRecord
-		if rerr == nil {
+		whole := true
+		switch {
+		case rerr != nil:
+		case slotted:
+			rec, whole, rerr = readSlot(b)
+		default:
 			rerr = json.Unmarshal(b, &rec)
 		}
 		if rerr != nil {
 			note(fmt.Errorf("placeholder ledger %s: %w", p, rerr))
+			continue
+		}
+		if !whole {
+			// A slot made but never written whole: it names nothing.
+			if pid, start, ok := ledgerOwner(base); ok && !runs(pid, start, "", boot) {
+				_ = os.Remove(p)
+			}
 			continue
 		}
 		if runs(rec.Pid, rec.Start, rec.Boot, boot) {
@@ -265,6 +433,9 @@ func SweepPlaceholders(dir string) (removed int, err error) {
 // sweepRecord removes the placeholders rec names; done says the record
 // is done with (false: the workspace is locked, or an error).
 func sweepRecord(rec ledgerRecord) (removed int, done bool, err error) {
+	if len(rec.Made) == 0 {
+		return 0, true, nil
+	}
 	ws, err := openDir(rec.Workspace)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
 		return 0, true, nil // gone, or no longer the directory it was

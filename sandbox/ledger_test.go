@@ -140,16 +140,18 @@ func TestSweepPlaceholders_KilledWorker(t *testing.T) {
 			t.Errorf("the live command's placeholder %s was removed: %v", n, err)
 		}
 	}
-	recs, _ := filepath.Glob(filepath.Join(ledger, "*"))
-	if len(recs) != 1 {
-		t.Errorf("ledger holds %q; want the live command's record only", recs)
+	if recs := ledgerRecords(t, ledger); len(recs) != 1 || recs[0].Workspace != live.Workspace {
+		t.Errorf("ledger holds %+v; want the live command's record only", recs)
+	}
+	if files, _ := filepath.Glob(filepath.Join(ledger, "*")); len(files) != 1 {
+		t.Errorf("ledger holds %q; want the live command's slot only", files)
 	}
 	p.Stop()
 	if _, err := p.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if recs, _ := filepath.Glob(filepath.Join(ledger, "*")); len(recs) != 0 {
-		t.Errorf("ledger holds %q after the live command ended", recs)
+	if recs := ledgerRecords(t, ledger); len(recs) != 0 {
+		t.Errorf("ledger holds %+v after the live command ended", recs)
 	}
 	if n, err := SweepPlaceholders(ledger); n != 0 || err != nil {
 		t.Errorf("second sweep: %d, %v", n, err)
@@ -171,29 +173,20 @@ func TestLedger_TwoWritesPerStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	writes := ledgerWrites.Load() - before
-	recs, _ := filepath.Glob(filepath.Join(dir, "*"+ledgerSuffix))
-	if len(recs) != 1 {
-		p.Stop()
-		p.Wait()
-		t.Fatalf("records %v, want one", recs)
-	}
-	b, rerr := os.ReadFile(recs[0])
+	recs := ledgerRecords(t, dir)
 	p.Release()
 	if _, err := p.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if rerr != nil {
-		t.Fatal(rerr)
+	if len(recs) != 1 {
+		t.Fatalf("records %+v, want one", recs)
 	}
 	// No other test of this process writes records (the killed worker's
 	// is a process of its own).
 	if writes != 2 {
 		t.Errorf("the start wrote its record %d times, want 2", writes)
 	}
-	var rec ledgerRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
-		t.Fatalf("record %s: %v", b, err)
-	}
+	rec := recs[0]
 	var names []string
 	for _, e := range rec.Made {
 		names = append(names, e.Name)
@@ -205,8 +198,176 @@ func TestLedger_TwoWritesPerStart(t *testing.T) {
 		t.Errorf("record names %v, want %v", names, want)
 	}
 	left, _ := os.ReadDir(ws)
-	recs, _ = filepath.Glob(filepath.Join(dir, "*"+ledgerSuffix))
+	recs = ledgerRecords(t, dir)
 	if len(left) != 0 || len(recs) != 0 {
-		t.Errorf("after the end: workspace holds %v, ledger %v; want both empty", left, recs)
+		t.Errorf("after the end: workspace holds %v, ledger %+v; want both empty", left, recs)
+	}
+}
+
+// ledgerRecords returns the records in ledger directory dir that name a
+// placeholder: slots and files of their own (as earlier versions wrote).
+func ledgerRecords(t *testing.T, dir string) []ledgerRecord {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var recs []ledgerRecord
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec ledgerRecord
+		whole := true
+		switch {
+		case strings.HasSuffix(e.Name(), slotSuffix):
+			rec, whole, err = readSlot(b)
+		case strings.HasSuffix(e.Name(), ledgerSuffix):
+			err = json.Unmarshal(b, &rec)
+		default:
+			t.Fatalf("ledger holds %s", e.Name())
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		if whole && len(rec.Made) > 0 {
+			recs = append(recs, rec)
+		}
+	}
+	return recs
+}
+
+// Starts one after another in one workspace write their records in one
+// slot file of this process: the first makes it, the later ones
+// overwrite it and never make a file; each start's end empties it.
+func TestLedger_SlotReused(t *testing.T) {
+	requireBwrap(t)
+	ws := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "ledger")
+	s := Spec{Argv: []string{"true"}, Env: testEnv(), Workspace: ws, Mode: WorkspaceWrite, Ledger: dir}
+	var first string
+	for i := range 3 {
+		p, err := Start(t.Context(), s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		files, _ := filepath.Glob(filepath.Join(dir, "*"))
+		if len(files) != 1 || i > 0 && files[0] != first {
+			t.Fatalf("run %d: ledger holds %q; want one slot, the first run's %q", i, files, first)
+		}
+		first = files[0]
+		if recs := ledgerRecords(t, dir); len(recs) != 0 {
+			t.Fatalf("run %d: after its end the ledger holds %+v", i, recs)
+		}
+	}
+}
+
+// A slot's write goes to the half that does not hold the last record
+// made durable: a later write torn by a crash, durable or not, leaves
+// that record whole, and a reader takes it.
+func TestSlot_TornWriteLeavesTheDurableRecord(t *testing.T) {
+	dir := t.TempDir()
+	s, err := takeSlot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.discard()
+	rec := func(name string) []byte {
+		b, _ := json.Marshal(ledgerRecord{Pid: 1, Workspace: "/ws", Made: []ledgerEntry{{Name: name}}})
+		return b
+	}
+	read := func() (string, bool) {
+		b, err := os.ReadFile(s.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, whole, err := readSlot(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !whole {
+			return "", false
+		}
+		return r.Made[0].Name, true
+	}
+	if name, whole := read(); whole {
+		t.Fatalf("a new slot holds %q", name)
+	}
+	for _, w := range []struct {
+		name    string
+		durable bool
+	}{{"a", true}, {"b", false}, {"c", false}, {"d", true}, {"e", false}, {"f", false}} {
+		if err := s.put(rec(w.name), w.durable); err != nil {
+			t.Fatal(err)
+		}
+		if name, _ := read(); name != w.name {
+			t.Fatalf("after writing %q the slot reads %q", w.name, name)
+		}
+	}
+	// "d" is the durable record; "e" and then "f" went to the other
+	// half. Tear every byte of that half in turn: "d" stands.
+	other := int64(1-s.durable) * slotHalf
+	f, err := os.OpenFile(s.path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for off := range int64(slotHeader + len(rec("f"))) {
+		var b [1]byte
+		if _, err := f.ReadAt(b[:], other+off); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte{b[0] ^ 0x20}, other+off); err != nil {
+			t.Fatal(err)
+		}
+		if name, whole := read(); !whole || name != "d" {
+			t.Fatalf("byte %d of the newer half changed: the slot reads %q (whole %v); want the durable d", off, name, whole)
+		}
+		if _, err := f.WriteAt(b[:], other+off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A record too large for a half is refused, naming its size.
+	if err := s.put(make([]byte, slotHalf), true); err == nil || !strings.Contains(err.Error(), "bytes") {
+		t.Errorf("a record of %d bytes: %v", slotHalf, err)
+	}
+}
+
+// A record written by an earlier version, a file of its own, of a
+// process that is gone, is still swept: the placeholder it names goes,
+// and the record with it.
+func TestSweepPlaceholders_FileOfItsOwn(t *testing.T) {
+	ws := t.TempDir()
+	dir := t.TempDir()
+	p := filepath.Join(ws, ".envrc")
+	if err := os.WriteFile(p, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(ledgerRecord{Pid: dead.Process.Pid, Start: 1, Workspace: ws, Made: []ledgerEntry{{Name: ".envrc", Dev: uint64(st.Dev), Ino: st.Ino}}})
+	rec := filepath.Join(dir, fmt.Sprintf("%d-1-1-00000000%s", dead.Process.Pid, ledgerSuffix))
+	if err := os.WriteFile(rec, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := SweepPlaceholders(dir); n != 1 || err != nil {
+		t.Fatalf("sweep: %d, %v; want 1", n, err)
+	}
+	if _, err := os.Lstat(p); !os.IsNotExist(err) {
+		t.Errorf("placeholder after the sweep: %v", err)
+	}
+	if _, err := os.Lstat(rec); !os.IsNotExist(err) {
+		t.Errorf("record after the sweep: %v", err)
 	}
 }

@@ -367,9 +367,9 @@ func TestWaitExit_TeardownAfter(t *testing.T) {
 			t.Fatalf("run %d: Wait = %+v, %v; WaitExit gave %+v", i, again, err, res)
 		}
 		left, _ := os.ReadDir(s.Workspace)
-		recs, _ := filepath.Glob(filepath.Join(s.Ledger, "*"))
+		recs := ledgerRecords(t, s.Ledger)
 		if len(left) != 0 || len(recs) != 0 {
-			t.Fatalf("run %d: after Wait the workspace holds %v, the ledger %v; want both empty", i, left, recs)
+			t.Fatalf("run %d: after Wait the workspace holds %v, the ledger %+v; want both empty", i, left, recs)
 		}
 	}
 }

@@ -55,7 +55,7 @@ func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error
 	if err := l.lock(ctx); err != nil {
 		return err
 	}
-	// The names missing now are recorded (durably: two fsyncs) before any
+	// The names missing now are recorded (durably: one fdatasync) before any
 	// placeholder is made, in one write for them all (one found missing
 	// later is recorded on its own, their inodes once bubblewrap is
 	// forked): the write runs while the layout is planned again and the
@@ -111,12 +111,12 @@ func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error
 }
 
 // recordInodes writes the device and inode of each placeholder claim
-// made to the ledger, if any (one write, fsynced, the directory not).
+// made to the ledger, if any (one write, not waited on to reach the disk).
 // Start calls it once bubblewrap is forked, so that the write overlaps
 // bubblewrap's start rather than delaying it: the placeholders are
 // recorded by name (and Since) before they are made, which is what a
 // sweep needs; the inodes only narrow what it takes for a placeholder.
-// Should the write fail, the record written before stands.
+// Should the write fail or be lost, the record made durable before stands.
 func (l *layout) recordInodes() {
 	if l.ledger != nil {
 		_ = l.ledger.flush()

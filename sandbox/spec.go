@@ -158,8 +158,10 @@ type Spec struct {
 	// Ledger is a directory (the worker's, in its data dir) where a
 	// WorkspaceWrite start records each placeholder it makes in the
 	// workspace, durably and before making it, and its device and inode
-	// once made; the record goes when the placeholders do. A worker that
-	// dies leaves them, and SweepPlaceholders removes them. "" records
+	// once made; the record is emptied when the placeholders go (its file
+	// stays for the process's later starts, and goes with a sweep once
+	// the process is gone). A worker that dies leaves them, and
+	// SweepPlaceholders removes them. "" records
 	// nothing: what a dead worker left stays until the next
 	// WorkspaceWrite command in that workspace ends. Ignored in the other
 	// modes.
