@@ -166,3 +166,47 @@ func TestWatchHub_SlowWatch(t *testing.T) {
 		t.Errorf("the slow watch read: status %s output %q; want exited, %q", st.Status, out.String(), want)
 	}
 }
+
+// A wait of 0 (exec --wait 0) reads what is stored and leaves the
+// command in the background: the route PrepareWatch registered on the
+// hub is removed all the same, as is one dropped after a failed request.
+func TestWatchHub_NoWait(t *testing.T) {
+	e := newEnv(t, false)
+	e.startWorker(e.workerConfig())
+	hub := NewWatchHub(e.srv.Conn())
+	cl, err := NewClient(ClientConfig{Conn: e.srv.Conn(), Log: e.log, Reg: e.reg, Actor: "test", DeleteAfter: true, Hub: hub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := func() int {
+		hub.mu.Lock()
+		defer hub.mu.Unlock()
+		return len(hub.routes)
+	}
+	id := ulid.Make().String()
+	cl.PrepareWatch(t.Context(), id)
+	if routes() != 1 {
+		t.Fatalf("%d routes after PrepareWatch; want 1", routes())
+	}
+	if _, err := cl.Request(t.Context(), id, e.request(events.ModeFullAccess, "sleep", "30"), nil); err != nil {
+		cl.DropWatch(t.Context(), id)
+		t.Fatal(err)
+	}
+	res, err := cl.Wait(t.Context(), id, 0, func(Chunk) error { return nil })
+	if err != nil || !res.Background {
+		t.Fatalf("wait 0: background %v, err %v; want the command in the background", res.Background, err)
+	}
+	if n := routes(); n != 0 {
+		t.Errorf("%d routes left after a wait of 0; want none", n)
+	}
+	if err := cl.Stop(t.Context(), id, "test", "done"); err != nil {
+		t.Fatal(err)
+	}
+
+	dropped := ulid.Make().String()
+	cl.PrepareWatch(t.Context(), dropped)
+	cl.DropWatch(t.Context(), dropped)
+	if n := routes(); n != 0 {
+		t.Errorf("%d routes left after DropWatch; want none", n)
+	}
+}
