@@ -511,6 +511,12 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			return res, lastFP, err
 		}
 		ns := session.Fold(session.Init(next), recs)
+		if ns.Exists() && ns.RewrittenFrom != agg.ID {
+			// The new history's id is agg's with "-r<n>" after it: a
+			// session of another transcript can hold it already (an
+			// agent whose session ids are names), and is not mixed with.
+			return res, lastFP, fmt.Errorf("%s: %w: the transcript changed under Logbook, and its rewritten form would go on in session %s, which holds another history (not a rewrite of session %s); not imported", path, events.ErrRejected, next.ID, agg.ID)
+		}
 		if !in.asNew && ns.Cursor(path) == 0 {
 			res.Skipped = fp.Line // kept by agg
 			return res, lastFP, &DivergedError{Path: path, Session: agg.ID, NewSession: next.ID, Imported: fp, Found: found, Size: size, Command: in.command}

@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -254,5 +255,51 @@ func TestToyAgent_WatchWarns(t *testing.T) {
 	wg.Wait()
 	if n := said(third); n != 1 {
 		t.Errorf("line 3, torn over several passes, reported %d times; want once (reports %q)", n, reports)
+	}
+}
+
+// A transcript rewritten under Logbook goes on, with --as-new, in session
+// <id>-r1; when a session of another transcript holds that id already (a
+// short id: the toy names its sessions after its files), the import is
+// refused, saying so, and nothing of it goes into that session.
+func TestToyAgent_AsNewTakenID(t *testing.T) {
+	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
+	open := func(asNew bool) toy {
+		eng, err := ingest.New(ingest.Config{Log: log, Host: "test", Command: "logbook import toy", Actor: "toy", AsNew: asNew})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return toy{eng}
+	}
+	line := func(who, said string, sec int) string {
+		return fmt.Sprintf(`{"at":"2026-05-01T10:00:%02dZ","who":%q,"said":%q}`+"\n", sec, who, said)
+	}
+	root := t.TempDir()
+	a, other := filepath.Join(root, "a.toy.jsonl"), filepath.Join(root, "a-r1.toy.jsonl")
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(a, line("user", "one", 1)+line("agent", "two", 2))
+	write(other, line("user", "other", 1))
+	plain, asNew := open(false), open(true)
+	for _, p := range []string{a, other} {
+		if _, err := plain.importFile(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(a, line("user", "ONE", 1))
+	if _, err := plain.importFile(t.Context(), a); err == nil {
+		t.Fatal("a rewritten transcript imported without --as-new")
+	}
+	r, err := asNew.importFile(t.Context(), a)
+	if !errors.Is(err, events.ErrRejected) || !strings.Contains(err.Error(), "session a-r1, which holds another history") || r.Appended != 0 {
+		t.Errorf("--as-new into a taken id: %+v, %v; want it refused, naming session a-r1", r, err)
+	}
+	st, err := asNew.Sessions().State(t.Context(), asNew.session(other))
+	if err != nil || st.Cursor(a) != 0 || st.Cursor(other) != 1 {
+		t.Errorf("session a-r1: cursor of a.toy.jsonl %d, of its own %d, %v; want 0 and 1", st.Cursor(a), st.Cursor(other), err)
 	}
 }
