@@ -180,6 +180,11 @@ func (p *Parser) Line(path string, n int, b []byte) (events.Observation, error) 
 	default:
 		probs = append(probs, fmt.Sprintf("unknown line type %q", typ))
 	}
+	if pr := ingest.SessionIDProblem("sessionId", o.Meta.SessionID); pr != "" {
+		// It would be the session's agent_session_id.
+		probs = append(probs, pr)
+		o.Meta.SessionID = ""
+	}
 	o.Signals = sigs
 	o.Problems = probs
 	if err := SecretID(p.red, o); err != nil {

@@ -381,3 +381,26 @@ func ExampleParseLine() {
 	// line:12 assistant claude-opus-4-7
 	// tool_use toolu_1 Bash background=true "go test ./..."
 }
+
+// A line whose sessionId is no session id (a control character, a
+// megabyte) is read, and its sessionId is not recorded as the session's
+// agent_session_id: a problem says so, with its length but none of its
+// bytes.
+func TestParser_LineSessionIDChecked(t *testing.T) {
+	p := newTestParser(t, Config{})
+	for _, id := range []string{`s1\u001b]0;title\u0007`, strings.Repeat("s", 1<<20)} {
+		line := `{"type":"user","sessionId":"` + id + `","uuid":"u1","message":{"role":"user","content":"hi"}}`
+		o, err := p.Line("t.jsonl", 1, []byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		probs := strings.Join(o.Problems, "; ")
+		if o.Meta.SessionID != "" || !strings.Contains(probs, "sessionId") || !strings.Contains(probs, "not recorded") || strings.ContainsAny(probs, "\x1b\x07") || len(probs) > 200 {
+			t.Errorf("sessionId of %d bytes: recorded %.20q, problems %.300q; want none recorded, a short problem", len(id), o.Meta.SessionID, probs)
+		}
+	}
+	o, err := p.Line("t.jsonl", 1, []byte(`{"type":"user","sessionId":"9a7e-ok","uuid":"u1","message":{"role":"user","content":"hi"}}`))
+	if err != nil || o.Meta.SessionID != "9a7e-ok" || len(o.Problems) != 0 {
+		t.Errorf("a valid sessionId: %q, problems %q, %v", o.Meta.SessionID, o.Problems, err)
+	}
+}

@@ -425,6 +425,11 @@ func sessionMeta(st *FileState, pl object, o *events.Observation) []events.Sig {
 	st.Began = cmp.Or(pl.quiet().str("timestamp"), o.AgentTime)
 	st.ForkedFrom = pl.str("forked_from_id")
 	o.Meta.SessionID = id
+	if pr := ingest.SessionIDProblem("session_meta id", id); pr != "" {
+		// It would be the session's agent_session_id.
+		o.Problems = append(o.Problems, pr)
+		o.Meta.SessionID = ""
+	}
 	o.Meta.ForkedFrom = st.ForkedFrom
 	if parent, role, depth := spawnedBy(pl); parent != "" && parent != id {
 		// A subagent's thread: its session is its own, linked to the
@@ -804,6 +809,10 @@ func (p *Parser) legacy(st *FileState, t object, o *events.Observation, n int) [
 		}
 		st.SessionID = t.str("id")
 		o.Meta.SessionID = st.SessionID
+		if pr := ingest.SessionIDProblem("id", st.SessionID); pr != "" {
+			o.Problems = append(o.Problems, pr) // not the session's agent_session_id
+			o.Meta.SessionID = ""
+		}
 		if g, ok := t.obj("git"); ok {
 			o.Meta.GitBranch = g.str("branch")
 		}

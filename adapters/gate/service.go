@@ -290,8 +290,10 @@ func (s *Service) decide(ctx context.Context, data []byte) (any, error) {
 // reviewOf finds the session holding review id, open or decided, in
 // session sess ("" for any), and the review's whole id: the review whose
 // id is id, else the one review, open or decided, whose id begins with
-// id. Errors: events.ErrNotFound when none is, events.ErrRejected when
-// several sessions hold the id or several reviews begin with it.
+// id (MatchReviews). Session sess is read alone (Store.Session); with
+// none, the rows holding a review whose id begins with id. Errors:
+// events.ErrNotFound when none is, events.ErrRejected when several
+// sessions hold the id or several reviews begin with it.
 func (s *Service) reviewOf(ctx context.Context, sess, id string) (string, string, error) {
 	if id == "" {
 		return "", "", fmt.Errorf("review: %w: no review id", events.ErrMalformed)
@@ -301,69 +303,64 @@ func (s *Service) reviewOf(ctx context.Context, sess, id string) (string, string
 			return "", "", err
 		}
 	}
-	type hit struct{ sess, id string }
-	var exact, prefixed []hit
-	// Every row holding a review whose id begins with id holds this.
-	needle := strings.TrimSuffix(`"id":`+mustJSON(id), `"`)
-	after := ""
-	if sess != "" {
-		// Rows come in id order: from just before sess to sess.
-		after = sess[:len(sess)-1]
-	}
-	err := s.Store.SessionRows("", after, func(sid string, row []byte) (bool, error) {
-		if sess != "" && sid > sess {
-			return false, nil
-		}
-		if sess != "" && sid != sess || !strings.Contains(string(row), needle) {
-			return true, nil
-		}
-		var st session.State
-		if err := json.Unmarshal(row, &st); err != nil {
-			return false, err
-		}
+	var rows []PendingRow // every review, open or decided, of the sessions read
+	add := func(st session.State) {
 		seen := map[string]bool{}
-		see := func(rid string) {
-			switch {
-			case seen[rid]:
-			case rid == id:
-				exact = append(exact, hit{sid, rid})
-			case strings.HasPrefix(rid, id):
-				prefixed = append(prefixed, hit{sid, rid})
-			}
-			seen[rid] = true
-		}
 		for _, p := range st.Pending {
-			see(p.ID)
+			if !seen[p.ID] {
+				seen[p.ID] = true
+				rows = append(rows, PendingRow{Session: st.ID, PendingReview: p})
+			}
 		}
 		for _, d := range st.Decided {
-			see(d.ID)
+			if !seen[d.ID] {
+				seen[d.ID] = true
+				rows = append(rows, PendingRow{Session: st.ID, PendingReview: session.PendingReview{ID: d.ID}})
+			}
 		}
-		return true, nil
-	})
-	if err != nil {
-		return "", "", err
 	}
-	found := exact
-	if len(found) == 0 {
-		found = prefixed
+	if sess != "" {
+		st, err := s.Store.Session(sess)
+		if err != nil && !errors.Is(err, events.ErrNotFound) {
+			return "", "", err
+		}
+		add(st)
+	} else {
+		// Every row holding a review whose id begins with id holds this.
+		needle := strings.TrimSuffix(`"id":`+mustJSON(id), `"`)
+		err := s.Store.SessionRows("", "", func(sid string, row []byte) (bool, error) {
+			if !strings.Contains(string(row), needle) {
+				return true, nil
+			}
+			var st session.State
+			if err := json.Unmarshal(row, &st); err != nil {
+				return false, fmt.Errorf("session %s: decode row: %w", sid, err)
+			}
+			add(st)
+			return true, nil
+		})
+		if err != nil {
+			return "", "", err
+		}
 	}
+	found, exact := MatchReviews(rows, sess, id)
 	switch {
 	case len(found) == 0:
 		return "", "", fmt.Errorf("review %s: %w: no gate review by that id (see `logbook review list`)", id, events.ErrNotFound)
-	case len(found) > 1 && len(exact) > 0:
+	case len(found) > 1 && exact:
 		var ss []string
 		for _, h := range found {
-			ss = append(ss, h.sess)
+			ss = append(ss, h.Session)
 		}
 		return "", "", fmt.Errorf("review %s: %w: held by sessions %s; name one with --session", id, events.ErrRejected, strings.Join(ss, ", "))
 	case len(found) > 1:
 		var ids []string
 		for _, h := range found {
-			ids = append(ids, h.id+" (session "+h.sess+")")
+			ids = append(ids, h.ID+" (session "+h.Session+")")
 		}
 		return "", "", fmt.Errorf("review %s: %w: a prefix of %d reviews: %s; give more of the id", id, events.ErrRejected, len(found), strings.Join(ids, ", "))
 	}
-	return found[0].sess, found[0].id, nil
+	return found[0].Session, found[0].ID, nil
 }
 
 // ModeRequest sets session ID's permission mode on a person's word.
@@ -465,7 +462,7 @@ func SweepAll(ctx context.Context, g *Gate, store *projections.Store, why string
 
 var _ = time.Second
 
-// MatchReviews returns the open reviews of rows that id names: a review
+// MatchReviews returns the reviews of rows that id names: a review
 // whose whole id is id (exact is then true; the same id may be open in
 // several sessions), else every review whose id begins with id. Reviews
 // of a session other than sess ("" for any) are left out. rows is not

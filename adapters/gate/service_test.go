@@ -19,6 +19,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
@@ -252,6 +253,58 @@ func TestService_EachHookDecidedOnItsOwnCall(t *testing.T) {
 				t.Errorf("%s, %s: review %s, want %q or %s", c.name, event, id, c.useID, claude.PermissionID(ref))
 			}
 			decided(sess, id, events.VerdictDeny, "Bash(rm:*)")
+		}
+	}
+}
+
+// A person's verdict names its review by id or a prefix of one, in one
+// session or in whichever holds it: the session named is read alone,
+// and a review of another session, even one whose id sorts just before
+// it, is not its.
+func TestService_ReviewOf(t *testing.T) {
+	nl, _ := natslogtest.Start(t, natslog.FsyncAlways)
+	svc, _ := newService(t, nl, "allow = [\"Bash(git status)\"]\n")
+	a, b := "9a7e0000-0000-4000-8000-0000000000ba", "9a7e0000-0000-4000-8000-0000000000bb"
+	for _, c := range []struct{ sess, useID string }{
+		{a, "toolu_1"}, {a, "toolu_ab1"}, {a, "toolu_only_a"},
+		{b, "toolu_1"}, {b, "toolu_ab2"},
+	} {
+		p, _ := json.Marshal(map[string]any{"session_id": c.sess, "transcript_path": "/nonexistent/b.jsonl", "cwd": "/tmp", "permission_mode": "default",
+			"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": map[string]any{"command": "git status"}, "tool_use_id": c.useID})
+		req, _ := json.Marshal(HookGateRequest{ID: ulid.Make().String(), Text: string(p)})
+		if v, err := svc.hookGate(t.Context(), req); err != nil || v.(Verdict).Decision != DecideAllow {
+			t.Fatalf("hook %s %s: %+v %v", c.sess, c.useID, v, err)
+		}
+	}
+	store, err := projections.OpenMem(projections.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if _, err := store.Apply(t.Context(), nl.Read(t.Context(), 0), 100); err != nil {
+		t.Fatal(err)
+	}
+	svc.Store = store
+	for _, c := range []struct {
+		sess, id         string
+		wantSess, wantID string
+		wantErr          error
+	}{
+		{a, "toolu_1", a, "toolu_1", nil},
+		{b, "toolu_1", b, "toolu_1", nil},
+		{"", "toolu_1", "", "", events.ErrRejected}, // held by both
+		{"", "toolu_ab1", a, "toolu_ab1", nil},
+		{"", "toolu_ab", "", "", events.ErrRejected}, // a prefix of two
+		{a, "toolu_ab", a, "toolu_ab1", nil},
+		{"", "toolu_on", a, "toolu_only_a", nil},
+		{b, "toolu_only_a", "", "", events.ErrNotFound},
+		{b, "toolu_on", "", "", events.ErrNotFound},
+		{"9a7e0000-0000-4000-8000-0000000000bc", "toolu_1", "", "", events.ErrNotFound},
+		{"", "toolu_9", "", "", events.ErrNotFound},
+	} {
+		gotSess, gotID, err := svc.reviewOf(t.Context(), c.sess, c.id)
+		if !errors.Is(err, c.wantErr) || c.wantErr == nil && err != nil || gotSess != c.wantSess || gotID != c.wantID {
+			t.Errorf("reviewOf(%q, %q) = %q, %q, %v; want %q, %q, %v", c.sess, c.id, gotSess, gotID, err, c.wantSess, c.wantID, c.wantErr)
 		}
 	}
 }

@@ -330,7 +330,11 @@ type FileResult struct {
 	Skipped  int    // lines already in the log
 	Lines    int    // the session's line cursor after the import
 	Torn     bool   // the last line is incomplete and waits for the next import
+	TornLine int    // the number (1-based) of that incomplete line when Torn, else 0
 	Warnings []string
+	// tornWarning is 1 + the index in Warnings of the warning that
+	// tells of the torn line; 0 when there is none.
+	tornWarning int
 }
 
 // LineSource is how ImportFile reads one agent's transcript format:
@@ -507,6 +511,12 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			return res, lastFP, err
 		}
 		ns := session.Fold(session.Init(next), recs)
+		if ns.Exists() && ns.RewrittenFrom != agg.ID {
+			// The new history's id is agg's with "-r<n>" after it: a
+			// session of another transcript can hold it already (an
+			// agent whose session ids are names), and is not mixed with.
+			return res, lastFP, fmt.Errorf("%s: %w: the transcript changed under Logbook, and its rewritten form would go on in session %s, which holds another history (not a rewrite of session %s); not imported", path, events.ErrRejected, next.ID, agg.ID)
+		}
 		if !in.asNew && ns.Cursor(path) == 0 {
 			res.Skipped = fp.Line // kept by agg
 			return res, lastFP, &DivergedError{Path: path, Session: agg.ID, NewSession: next.ID, Imported: fp, Found: found, Size: size, Command: in.command}
@@ -634,8 +644,9 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			}
 		}
 		if l.Torn {
-			res.Torn = true
+			res.Torn, res.TornLine = true, l.N
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: incomplete last line (%d bytes, no newline yet); it will be imported once complete", path, l.N, l.Size))
+			res.tornWarning = len(res.Warnings)
 			break
 		}
 		fp := LineFingerprint(l)

@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -171,7 +172,9 @@ func TestToyAgent(t *testing.T) {
 
 // TestToyAgent_WatchWarns: what an import warns of (here a timestamp
 // past the host's clock) the watcher reports too, naming the file and
-// line; a torn last line, which the next pass imports, it does not.
+// line. A torn last line, which the next pass imports once complete, is
+// news, reported once per line: a pass that finds the same line still
+// incomplete says nothing more, the next torn line is told again.
 func TestToyAgent_WatchWarns(t *testing.T) {
 	a := newToy(t)
 	root := t.TempDir()
@@ -180,6 +183,17 @@ func TestToyAgent_WatchWarns(t *testing.T) {
 		`{"at":"2999-01-01T00:00:00Z","who":"agent","said":"from the future"}` + "\n" + `{"at":"2026-05`
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	write := func(s string) {
+		t.Helper()
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
 	}
 	wctx, cancel := context.WithCancel(t.Context())
 	var (
@@ -192,29 +206,100 @@ func TestToyAgent_WatchWarns(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	want := path + ":2: timestamp 2999-01-01T00:00:00Z lies past this host's clock"
-	said := func() bool {
+	said := func(want string) int {
 		mu.Lock()
 		defer mu.Unlock()
+		n := 0
 		for _, r := range reports {
 			if strings.HasPrefix(r, want) {
-				return true
+				n++
 			}
 		}
-		return false
+		return n
 	}
-	for deadline := time.Now().Add(20 * time.Second); !said(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			cancel()
-			wg.Wait()
-			t.Fatalf("reports %q, want one starting %q", reports, want)
+	await := func(want string, n int) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); said(want) < n; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				cancel()
+				wg.Wait()
+				t.Fatalf("reports %q, want %d starting %q", reports, n, want)
+			}
 		}
 	}
+	cursor := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if st, err := a.Sessions().State(t.Context(), a.session(path)); err == nil && st.Cursor(path) == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				cancel()
+				wg.Wait()
+				t.Fatalf("the watcher did not import line %d", n)
+			}
+		}
+	}
+	await(path+":2: timestamp 2999-01-01T00:00:00Z lies past this host's clock", 1)
+	third := "INFO: " + path + ":3: incomplete last line"
+	await(third, 1)
+	// Line 3 grows and is still torn: the watcher's pass over it (line 4
+	// comes after it, so the import saw line 3 incomplete again) says
+	// nothing new. Then it is completed, and line 4 is torn: told once.
+	write(`-01T10:00:03Z"`)
+	time.Sleep(300 * time.Millisecond) // several rescans (50 ms)
+	write(`,"who":"user","said":"more"}` + "\n" + `{"at"`)
+	cursor(3)
+	await("INFO: "+path+":4: incomplete last line", 1)
 	cancel()
 	wg.Wait()
-	for _, r := range reports {
-		if strings.Contains(r, "incomplete last line") {
-			t.Errorf("report %q: a torn last line is no fault of a live transcript", r)
+	if n := said(third); n != 1 {
+		t.Errorf("line 3, torn over several passes, reported %d times; want once (reports %q)", n, reports)
+	}
+}
+
+// A transcript rewritten under Logbook goes on, with --as-new, in session
+// <id>-r1; when a session of another transcript holds that id already (a
+// short id: the toy names its sessions after its files), the import is
+// refused, saying so, and nothing of it goes into that session.
+func TestToyAgent_AsNewTakenID(t *testing.T) {
+	log, _ := natslogtest.Start(t, natslog.FsyncAlways)
+	open := func(asNew bool) toy {
+		eng, err := ingest.New(ingest.Config{Log: log, Host: "test", Command: "logbook import toy", Actor: "toy", AsNew: asNew})
+		if err != nil {
+			t.Fatal(err)
 		}
+		return toy{eng}
+	}
+	line := func(who, said string, sec int) string {
+		return fmt.Sprintf(`{"at":"2026-05-01T10:00:%02dZ","who":%q,"said":%q}`+"\n", sec, who, said)
+	}
+	root := t.TempDir()
+	a, other := filepath.Join(root, "a.toy.jsonl"), filepath.Join(root, "a-r1.toy.jsonl")
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(a, line("user", "one", 1)+line("agent", "two", 2))
+	write(other, line("user", "other", 1))
+	plain, asNew := open(false), open(true)
+	for _, p := range []string{a, other} {
+		if _, err := plain.importFile(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(a, line("user", "ONE", 1))
+	if _, err := plain.importFile(t.Context(), a); err == nil {
+		t.Fatal("a rewritten transcript imported without --as-new")
+	}
+	r, err := asNew.importFile(t.Context(), a)
+	if !errors.Is(err, events.ErrRejected) || !strings.Contains(err.Error(), "session a-r1, which holds another history") || r.Appended != 0 {
+		t.Errorf("--as-new into a taken id: %+v, %v; want it refused, naming session a-r1", r, err)
+	}
+	st, err := asNew.Sessions().State(t.Context(), asNew.session(other))
+	if err != nil || st.Cursor(a) != 0 || st.Cursor(other) != 1 {
+		t.Errorf("session a-r1: cursor of a.toy.jsonl %d, of its own %d, %v; want 0 and 1", st.Cursor(a), st.Cursor(other), err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -34,8 +35,9 @@ type WatchConfig struct {
 	// Report receives what a person should hear about, one sentence each:
 	// a file truncated or replaced (never imported again as new lines), a
 	// file that is not a transcript, a line that does not parse, what an
-	// import warns of (FileResult.Warnings, "FILE:LINE: …", but for a torn
-	// last line, which the next pass imports); a
+	// import warns of (FileResult.Warnings, "FILE:LINE: …"; a torn last
+	// line, which the next pass imports once complete, once per line and
+	// as news); a
 	// sentence starting "INFO: " is news, not a fault (an awaited folder
 	// that appeared). Called from Watch's goroutine; nil discards.
 	Report func(msg string)
@@ -102,6 +104,10 @@ type watcher struct {
 	held  map[string]bool
 	files map[string]*watched
 	dirty map[string]bool
+	// torn holds, by FileResult.Path, the torn last line last reported
+	// ("<session> <line>"): each torn line is reported once, however
+	// many passes find it still incomplete.
+	torn map[string]string
 	// started is set after the first walk of the roots is imported:
 	// files found later appeared while Watch ran.
 	started bool
@@ -132,7 +138,7 @@ func (in *Ingester) Watch(ctx context.Context, cfg WatchConfig) error {
 	if cfg.Report == nil {
 		cfg.Report = func(string) {}
 	}
-	w := &watcher{in: in, cfg: cfg, roots: map[string]string{}, files: map[string]*watched{}, dirty: map[string]bool{}}
+	w := &watcher{in: in, cfg: cfg, roots: map[string]string{}, files: map[string]*watched{}, dirty: map[string]bool{}, torn: map[string]string{}}
 	for _, r := range cfg.Roots {
 		st, err := os.Stat(r)
 		if err != nil {
@@ -508,14 +514,26 @@ func (w *watcher) done(ctx context.Context, j *watchJob) {
 	for _, r := range res {
 		// What an import warns of ("FILE:LINE: …": a line stored cut, a
 		// timestamp past the clock, usage refused), serve's log tells
-		// too; but for a torn last line (the last warning), which a live
-		// transcript has between two writes and the next pass imports.
-		ws := r.Warnings
-		if r.Torn && len(ws) > 0 {
-			ws = ws[:len(ws)-1]
+		// too. A torn last line, which a live transcript has between two
+		// writes and the next pass imports, is news and told once: the
+		// passes that find it still incomplete say nothing more.
+		torn := ""
+		if r.tornWarning > 0 {
+			torn = r.Session + " " + strconv.Itoa(r.TornLine)
 		}
-		for _, msg := range ws {
+		for i, msg := range r.Warnings {
+			if i+1 == r.tornWarning {
+				if w.torn[r.Path] == torn {
+					continue
+				}
+				msg = "INFO: " + msg
+			}
 			w.cfg.Report(msg)
+		}
+		if torn != "" {
+			w.torn[r.Path] = torn
+		} else {
+			delete(w.torn, r.Path)
 		}
 		if r.Appended > 0 && w.cfg.Imported != nil {
 			w.cfg.Imported(r)

@@ -24,9 +24,10 @@ import (
 // up to GOMAXPROCS goroutines; each event is then judged in order, after
 // the Verifier has observed every key event before it, as a load judges
 // it (the key events are asked for once per key event after the
-// Verifier's horizon, not once per event). It costs the log's last
-// sequence and a consumer's creation and deletion (three round trips),
-// so a small aggregate loads faster with Load. A key aggregate, and any
+// Verifier's horizon, not once per event). It costs one stream info
+// request (the log's last sequence and agg's count), the handshake of
+// the read's own connection, and a consumer's creation and deletion:
+// four round trips, so a small aggregate loads faster with Load. A key aggregate, and any
 // aggregate of a replicated stream (read from its leader), is loaded
 // with Load. Errors are Load's: events.ErrMalformed
 // for an invalid agg, the first *DecodeError of a stored event that does

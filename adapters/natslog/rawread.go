@@ -170,12 +170,9 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 			// A status: the oldest pull ended on its bytes (409), or
 			// the server had nothing to deliver for a whole pull's
 			// expiry (408, 404) or the consumer is gone, which consume
-			// sorts out.
+			// sorts out. The pulls ask for no heartbeats.
 			code, text := rawStatus(f.hdr)
-			switch {
-			case code == "100": // heartbeat
-				continue
-			case code == "409" && (strings.Contains(text, "MaxBytes") || strings.Contains(text, "Batch Completed")):
+			if code == "409" && (strings.Contains(text, "MaxBytes") || strings.Contains(text, "Batch Completed")) {
 				if len(pulls) > 0 {
 					if err := served(); err != nil {
 						return next, false, err

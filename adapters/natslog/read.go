@@ -49,7 +49,7 @@ const ResetAttempts = 2
 type Msg struct {
 	Seq     uint64      // stream sequence
 	Subject string      // e.g. lb.ev.session.s1 or lb.out.c7
-	Header  nats.Header // as stored (Nats-Msg-Id, Lb-Type, …); may be nil
+	Header  nats.Header // as stored (Nats-Msg-Id, Lb-Type, …), but a raw read's only those reads judge by (Lb-…, Nats-Expected-…: decodeHeader); may be nil
 	Data    []byte      // the body; owned by the receiver
 	Time    time.Time   // when the server stored it
 	// hdr is the header block as the server sent it, when Header is

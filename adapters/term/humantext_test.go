@@ -36,6 +36,15 @@ func TestAgo(t *testing.T) {
 		{now.Add(-47 * time.Hour), "47h ago"},
 		{now.Add(-5 * 24 * time.Hour), "5d ago"},
 		{now.Add(2 * time.Minute), "in 2m"},
+		{now.Add(-999 * 24 * time.Hour), "999d ago"},
+		{now.AddDate(-3, 0, 0), "3y ago"},
+		{now.AddDate(0, 0, 1200), "in 3y"},
+		// Past what a Duration holds (~292 years): the calendar's years,
+		// not a saturated count of days, nor "just now" for a time
+		// far ahead, whose negated difference would overflow.
+		{now.AddDate(-1000, 0, 0), "1000y ago"},
+		{time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), "in 7973y"},
+		{time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC), "2025y ago"},
 	} {
 		if got := Ago(now, c.t); got != c.want {
 			t.Errorf("Ago(%v) = %q, want %q", c.t, got, c.want)

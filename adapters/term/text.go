@@ -3,6 +3,7 @@ package term
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -49,16 +50,20 @@ func Plural(n int, noun string, pl ...string) string {
 
 // Ago says how long before now t was, as a person reads it on a
 // terminal: "just now" (under 10 s), "3m ago", "2h ago" (under 48 h),
-// "5d ago"; "-" for the zero time, "in 2m" for a time ahead of now.
+// "5d ago", "3y ago" (from 1000 days on, in years of 365.25 days, or of
+// the calendar past the ~292 years a time.Duration holds); "-" for the
+// zero time, "in 2m" for a time ahead of now.
 func Ago(now, t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	d := now.Sub(t)
-	suffix := " ago"
-	if d < 0 {
-		d, suffix = -d, ""
+	// Each way round a subtraction saturates at the longest Duration;
+	// negating the shortest would overflow.
+	d, suffix := now.Sub(t), " ago"
+	if t.After(now) {
+		d, suffix = t.Sub(now), ""
 	}
+	const year = 8766 * time.Hour // 365.25 days
 	var s string
 	switch {
 	case d < 10*time.Second:
@@ -69,8 +74,12 @@ func Ago(now, t time.Time) string {
 		s = fmt.Sprintf("%dm", int(d/time.Minute))
 	case d < 48*time.Hour:
 		s = fmt.Sprintf("%dh", int(d/time.Hour))
-	default:
+	case d < 1000*24*time.Hour:
 		s = fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	case d == math.MaxInt64: // saturated: count the calendar's years
+		s = fmt.Sprintf("%dy", max(now.Year()-t.Year(), t.Year()-now.Year()))
+	default:
+		s = fmt.Sprintf("%dy", int(d/year))
 	}
 	if suffix == "" {
 		return "in " + s

@@ -30,10 +30,14 @@ import (
 // appended (PrepareWatch) misses none of the command's messages. Should
 // the consumer fail for good (its connection closed, say), the hub
 // stops: the watches it served read on their own from where they were,
-// and later ones make their consumers as without a hub. Safe for
+// and later ones make their consumers as without a hub. A watch that
+// falls more than routeMax messages behind is dropped the same way: its
+// queue is freed and it reads on with a consumer of its own, so a watch
+// that stops reading holds at most routeMax messages. Safe for
 // concurrent use.
 type WatchHub struct {
-	nc *nats.Conn
+	nc  *nats.Conn
+	max int // messages a route holds before it is dropped; routeMax
 
 	mu      sync.Mutex
 	routes  map[string][]*route // by command id; two watches of one id each get its messages
@@ -47,13 +51,18 @@ type route struct {
 	mu      sync.Mutex
 	q       []jetstream.Msg
 	wake    chan struct{} // one-buffered: something was queued, or the hub stopped
-	stopped bool          // the hub stopped: what is queued is all it will get
+	stopped bool          // the hub stopped or dropped the route: what is queued is all it will get
 }
+
+// routeMax is how many messages a route holds for a watch that has not
+// taken them before the hub drops it: a few thousand events and output
+// chunks, far more than a watch that reads falls behind by.
+const routeMax = 4096
 
 // NewWatchHub returns a hub reading on nc, which it does not own; its
 // consumer is made at the first watch.
 func NewWatchHub(nc *nats.Conn) *WatchHub {
-	return &WatchHub{nc: nc, routes: map[string][]*route{}}
+	return &WatchHub{nc: nc, max: routeMax, routes: map[string][]*route{}}
 }
 
 // hubFilters are the subjects the hub reads: every command's events and
@@ -119,7 +128,8 @@ func (h *WatchHub) remove(id string, r *route) {
 }
 
 // run reads the consumer until it fails for good, handing each message
-// to its command's route.
+// to its command's route. A route that would hold more than h.max
+// messages is dropped: its watch reads on with a consumer of its own.
 func (h *WatchHub) run(it jetstream.MessagesContext) {
 	defer it.Stop()
 	for {
@@ -132,8 +142,19 @@ func (h *WatchHub) run(it jetstream.MessagesContext) {
 		id := subj[strings.LastIndexByte(subj, '.')+1:]
 		h.mu.Lock()
 		rs := h.routes[id]
+		full := false
 		for _, r := range rs {
-			r.push(msg)
+			if !r.push(msg, h.max) {
+				full = true
+			}
+		}
+		if full {
+			rs = slices.DeleteFunc(rs, (*route).isStopped)
+			if len(rs) == 0 {
+				delete(h.routes, id)
+			} else {
+				h.routes[id] = rs
+			}
 		}
 		h.mu.Unlock()
 	}
@@ -153,15 +174,31 @@ func (h *WatchHub) fail() {
 	}
 }
 
-// push queues msg for the route's watch.
-func (r *route) push(msg jetstream.Msg) {
+// push queues msg for the route's watch and reports true, or, when limit
+// messages are queued already, frees the queue, stops the route (its
+// watch reads on with a consumer of its own, from where it was) and
+// reports false.
+func (r *route) push(msg jetstream.Msg, limit int) bool {
 	r.mu.Lock()
-	r.q = append(r.q, msg)
+	ok := len(r.q) < limit
+	if ok {
+		r.q = append(r.q, msg)
+	} else {
+		r.q, r.stopped = nil, true
+	}
 	r.mu.Unlock()
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
+	return ok
+}
+
+// isStopped reports whether the route was stopped.
+func (r *route) isStopped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped
 }
 
 // stop tells the route's watch that no more messages come.
@@ -175,8 +212,8 @@ func (r *route) stop() {
 	}
 }
 
-// errHubStopped: the hub stopped before the watch was done; it reads on
-// its own.
+// errHubStopped: the hub stopped, or dropped the route of a watch that
+// fell too far behind, before the watch was done; it reads on its own.
 var errHubStopped = errors.New("watch hub stopped")
 
 // next returns the messages queued (at least one) in stream order,

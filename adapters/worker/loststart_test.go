@@ -54,6 +54,27 @@ func TestWorker_LostStartSettlesItsEntry(t *testing.T) {
 		if open(id) {
 			t.Error("the lost start's entry is left open")
 		}
+		// The entry's cause names the command, not the command.started
+		// that lost its check and so was never stored.
+		srecs, _, err := e.log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: e.session})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := map[string]bool{id: true}
+		crecs, _, err := e.log.Load(t.Context(), events.Aggregate{Kind: events.KindCommand, ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range crecs {
+			stored[r.ID.String()] = true
+		}
+		for _, r := range srecs {
+			if d, ok := r.Data.(events.SessionEntryOpened); ok && d.EntryID == EntryID(id) {
+				if r.Cause == nil || !stored[r.Cause.Ref] {
+					t.Errorf("entry_opened's cause %+v names neither the command nor a stored event of it", r.Cause)
+				}
+			}
+		}
 		if s := e.sessionState(); s.Phase == events.PhaseWorking {
 			t.Errorf("session phase %s; want it settled", s.Phase)
 		}

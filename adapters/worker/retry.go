@@ -21,6 +21,10 @@ var retryWaits = []time.Duration{100 * time.Millisecond, 250 * time.Millisecond,
 func untilServed(ctx context.Context, log *slog.Logger, what string, req func(context.Context) error) error {
 	for i := 0; ; i++ {
 		err := req(ctx)
+		if err != nil && ctx.Err() != nil {
+			// Ended during the attempt: Unserved says no to any error then.
+			return errors.Join(ctx.Err(), err)
+		}
 		if err == nil || !natslog.Unserved(ctx, err) {
 			return err
 		}

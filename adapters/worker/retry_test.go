@@ -34,6 +34,13 @@ func TestUntilServed(t *testing.T) {
 		t.Errorf("a refusal: err %v after %d calls, want it at once", err, calls)
 	}
 
+	// ctx ends while an attempt is under way: its error, with the answer.
+	ended, end := context.WithCancel(t.Context())
+	err = untilServed(ended, quiet, "test", func(context.Context) error { end(); return unavailable })
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, unavailable) {
+		t.Errorf("ended during an attempt: err %v, want ctx's error joined with the answer", err)
+	}
+
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	err = untilServed(ctx, quiet, "test", func(context.Context) error { return unavailable })

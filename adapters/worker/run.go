@@ -685,10 +685,12 @@ func EntryID(commandID string) string { return "cmd-" + commandID }
 
 // attach opens the command's entry on its session and reports whether
 // the session has ended (then no process may start). A session that does
-// not exist gets no entry; its command runs anyway.
+// not exist gets no entry; its command runs anyway. The entry's cause
+// names the command by its id: the attach is in flight beside the
+// command.started append, which may lose its check and never be stored.
 func (w *Worker) attach(ctx context.Context, j *job, st command.State) (ended bool) {
 	agg := events.Aggregate{Kind: events.KindSession, ID: st.Session}
-	cause := events.Cause{Kind: "worker", Event: "command.started", Detail: st.ID, Ref: j.started.String()}
+	cause := events.Cause{Kind: "worker", Event: "command.started", Detail: st.ID, Ref: st.ID}
 	activity := "command:" + w.cfg.Redactor.Redact(path.Base(st.Argv[0]))
 	_, _, err := w.sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
 		if s.Phase == events.PhaseEnded {

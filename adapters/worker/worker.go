@@ -467,6 +467,11 @@ func (w *Worker) now() time.Time { return w.cfg.Clock().UTC().Truncate(time.Micr
 // time since Run began (begun): a request appended before then waits in
 // the log, and a slow cluster shows there.
 func (w *Worker) intake(ctx, procCtx context.Context, begun time.Time) error {
+	// The consumer is delivered every command event, not the requests
+	// alone: a command's events share its one subject (lb.ev.command.<id>,
+	// the type in a header) and a consumer filters by subject only. A
+	// command that runs to its exit costs four deliveries (requested,
+	// started, running, exited), three of them acked unread below.
 	var cons jetstream.Consumer
 	err := untilServed(ctx, w.log, "consumer "+DurableName, func(ctx context.Context) (err error) {
 		cons, err = w.js.CreateOrUpdateConsumer(ctx, natslog.StreamName, jetstream.ConsumerConfig{

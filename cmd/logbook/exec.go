@@ -253,7 +253,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if g.served != nil {
 		hub = g.served.hub
 	}
-	cl, err := newRequestClientAs(b, red, g.person(), g.served != nil, hub)
+	cl, err := newRequestClientAs(b, red, g.person(), hub)
 	if err != nil {
 		return err
 	}
@@ -400,18 +400,18 @@ func newCommandClient(b *backend) (*worker.Client, error) { return newRequestCli
 // checked for secrets by red (b.redactor(): the rules the workers redact
 // with; nil: the built-in rules only).
 func newRequestClient(b *backend, red *redact.Redactor) (*worker.Client, error) {
-	return newRequestClientAs(b, red, personActor(), false, nil)
+	return newRequestClientAs(b, red, personActor(), nil)
 }
 
 // newRequestClientAs is newRequestClient whose events are stamped with
-// actor (a person's, as personActor names one). served says the client
-// runs in serve's process, which outlives its watches: their consumers
-// are deleted after they return (worker.ClientConfig.DeleteAfter). hub,
-// when not nil, is serve's, which the client's followed watches read
-// from (worker.ClientConfig.Hub).
-func newRequestClientAs(b *backend, red *redact.Redactor, actor string, served bool, hub *worker.WatchHub) (*worker.Client, error) {
+// actor (a person's, as personActor names one). hub, when not nil, is
+// serve's, which the client's followed watches read from
+// (worker.ClientConfig.Hub): the client then runs in serve's process,
+// which outlives its watches, and their consumers are deleted after they
+// return (worker.ClientConfig.DeleteAfter).
+func newRequestClientAs(b *backend, red *redact.Redactor, actor string, hub *worker.WatchHub) (*worker.Client, error) {
 	host, _ := os.Hostname()
-	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: actor, Redactor: red, DeleteAfter: served, Hub: hub})
+	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: actor, Redactor: red, DeleteAfter: hub != nil, Hub: hub})
 }
 
 // exitOf maps an ended command to exec's exit (worker.ExitStatus).
