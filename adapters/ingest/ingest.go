@@ -330,11 +330,7 @@ type FileResult struct {
 	Skipped  int    // lines already in the log
 	Lines    int    // the session's line cursor after the import
 	Torn     bool   // the last line is incomplete and waits for the next import
-	TornLine int    // the number (1-based) of that incomplete line when Torn, else 0
 	Warnings []string
-	// tornWarning is 1 + the index in Warnings of the warning that
-	// tells of the torn line; 0 when there is none.
-	tornWarning int
 }
 
 // LineSource is how ImportFile reads one agent's transcript format:
@@ -644,9 +640,8 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			}
 		}
 		if l.Torn {
-			res.Torn, res.TornLine = true, l.N
+			res.Torn = true
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: incomplete last line (%d bytes, no newline yet); it will be imported once complete", path, l.N, l.Size))
-			res.tornWarning = len(res.Warnings)
 			break
 		}
 		fp := LineFingerprint(l)

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,9 +34,8 @@ type WatchConfig struct {
 	// Report receives what a person should hear about, one sentence each:
 	// a file truncated or replaced (never imported again as new lines), a
 	// file that is not a transcript, a line that does not parse, what an
-	// import warns of (FileResult.Warnings, "FILE:LINE: …"; a torn last
-	// line, which the next pass imports once complete, once per line and
-	// as news); a
+	// import warns of (FileResult.Warnings, "FILE:LINE: …", but for a torn
+	// last line, which the next pass imports); a
 	// sentence starting "INFO: " is news, not a fault (an awaited folder
 	// that appeared). Called from Watch's goroutine; nil discards.
 	Report func(msg string)
@@ -104,10 +102,6 @@ type watcher struct {
 	held  map[string]bool
 	files map[string]*watched
 	dirty map[string]bool
-	// torn holds, by FileResult.Path, the torn last line last reported
-	// ("<session> <line>"): each torn line is reported once, however
-	// many passes find it still incomplete.
-	torn map[string]string
 	// started is set after the first walk of the roots is imported:
 	// files found later appeared while Watch ran.
 	started bool
@@ -138,7 +132,7 @@ func (in *Ingester) Watch(ctx context.Context, cfg WatchConfig) error {
 	if cfg.Report == nil {
 		cfg.Report = func(string) {}
 	}
-	w := &watcher{in: in, cfg: cfg, roots: map[string]string{}, files: map[string]*watched{}, dirty: map[string]bool{}, torn: map[string]string{}}
+	w := &watcher{in: in, cfg: cfg, roots: map[string]string{}, files: map[string]*watched{}, dirty: map[string]bool{}}
 	for _, r := range cfg.Roots {
 		st, err := os.Stat(r)
 		if err != nil {
@@ -514,26 +508,14 @@ func (w *watcher) done(ctx context.Context, j *watchJob) {
 	for _, r := range res {
 		// What an import warns of ("FILE:LINE: …": a line stored cut, a
 		// timestamp past the clock, usage refused), serve's log tells
-		// too. A torn last line, which a live transcript has between two
-		// writes and the next pass imports, is news and told once: the
-		// passes that find it still incomplete say nothing more.
-		torn := ""
-		if r.tornWarning > 0 {
-			torn = r.Session + " " + strconv.Itoa(r.TornLine)
+		// too; but for a torn last line (the last warning), which a live
+		// transcript has between two writes and the next pass imports.
+		ws := r.Warnings
+		if r.Torn && len(ws) > 0 {
+			ws = ws[:len(ws)-1]
 		}
-		for i, msg := range r.Warnings {
-			if i+1 == r.tornWarning {
-				if w.torn[r.Path] == torn {
-					continue
-				}
-				msg = "INFO: " + msg
-			}
+		for _, msg := range ws {
 			w.cfg.Report(msg)
-		}
-		if torn != "" {
-			w.torn[r.Path] = torn
-		} else {
-			delete(w.torn, r.Path)
 		}
 		if r.Appended > 0 && w.cfg.Imported != nil {
 			w.cfg.Imported(r)
