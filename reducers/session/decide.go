@@ -155,7 +155,7 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		d := newDecider(s, c.At, c.Cause)
 		d.emit(events.SessionTranscriptDiverged{
 			Path: c.Path, Imported: c.Imported, Found: c.Found, Size: c.Size,
-			NewSession: fmt.Sprintf("%s-r%d", s.ID, len(s.Diverged)+1),
+			NewSession: rewrittenID(s.ID, len(s.Diverged)+1),
 		})
 		return d.out, nil
 	case Release:
@@ -930,6 +930,20 @@ func (d *decider) sameDialog(sig events.Sig) string {
 		}
 	}
 	return ""
+}
+
+// rewrittenID returns the id of the n-th session a transcript of session
+// id goes on in once rewritten: id-rN, or, where that would pass
+// events.MaxIDLen, id cut short and followed by 8 hex digits of its
+// SHA-256, so that two long ids that share their start still part.
+func rewrittenID(id string, n int) string {
+	suffix := fmt.Sprintf("-r%d", n)
+	if len(id)+len(suffix) <= events.MaxIDLen {
+		return id + suffix
+	}
+	sum := sha256.Sum256([]byte(id))
+	tag := "-" + hex.EncodeToString(sum[:4])
+	return id[:events.MaxIDLen-len(tag)-len(suffix)] + tag + suffix
 }
 
 // PromptSum returns the identity of a prompt's text that

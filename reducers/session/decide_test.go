@@ -37,7 +37,7 @@ func (h *history) stamp(e events.Envelope) events.Envelope {
 	if e.ID.IsZero() {
 		e.ID = ulid.ULID{15: byte(h.n), 14: byte(h.n >> 8)}
 	}
-	e.Agg = agg
+	e.Agg = events.Aggregate{Kind: agg.Kind, ID: h.s.ID}
 	e.Ver = h.s.Ver + 1
 	return e
 }
@@ -592,5 +592,31 @@ func TestDecide_CodexTelemetryBesideRollout(t *testing.T) {
 	obs("o3", events.Sig{Kind: events.SigPrompt, Text: "and again", Status: events.PromptInTurn})
 	if h.s.Turns != 2 || !h.s.TurnOpen {
 		t.Errorf("a prompt with no turn open: turns %d, open %v", h.s.Turns, h.s.TurnOpen)
+	}
+}
+
+// A session whose id is near events.MaxIDLen diverges into a session
+// whose id is still valid, and two such ids that share their start
+// diverge into two sessions.
+func TestDecide_DivergedIDFits(t *testing.T) {
+	seen := map[string]string{}
+	for _, id := range []string{"s1", strings.Repeat("a", 124), strings.Repeat("a", 125), strings.Repeat("a", 127), strings.Repeat("a", events.MaxIDLen), strings.Repeat("a", events.MaxIDLen-1) + "b"} {
+		h := &history{t: t, s: session.Init(events.Aggregate{Kind: events.KindSession, ID: id})}
+		h.line(events.Meta{}, sig(events.SigPrompt))
+		got, err := session.Decide(h.s, session.Diverge{Path: "/t.jsonl", At: t0})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("id of %d bytes: diverge = %v, %v", len(id), got, err)
+		}
+		next := got[0].Data.(events.SessionTranscriptDiverged).NewSession
+		if err := events.ValidID(next); err != nil {
+			t.Errorf("id of %d bytes diverges into %q: %v", len(id), next, err)
+		}
+		if other, ok := seen[next]; ok {
+			t.Errorf("%q and %q both diverge into %q", other, id, next)
+		}
+		seen[next] = id
+	}
+	if _, ok := seen["s1-r1"]; !ok {
+		t.Errorf("a short id diverges into %v; want s1-r1", seen)
 	}
 }
