@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -172,7 +173,9 @@ func auditTimeline(ctx context.Context, b *backend, arg, id string, err error, m
 // (bench.AuditStagesEnv) names a file: write puts the marks there, one
 // line each, "<stage> <unix time in ns>", and one line
 // "verified <ns>" with the time the fast path's leaf checks took, summed
-// over goroutines. A nil *auditClock (the variable unset) notes nothing.
+// over goroutines, and one "peak-resident <KiB>" with the process's peak
+// resident set (VmHWM) when it writes them. A nil *auditClock (the
+// variable unset) notes nothing.
 type auditClock struct {
 	path     string
 	marks    []string
@@ -224,8 +227,29 @@ func (c *auditClock) write() error {
 		return nil
 	}
 	out := strings.Join(c.marks, "") + fmt.Sprintf("%s %d\n", bench.AuditVerified, c.verified.Load())
+	if kib, ok := peakResidentKiB(); ok {
+		out += fmt.Sprintf("%s %d\n", bench.AuditPeakResident, kib)
+	}
 	if err := os.WriteFile(c.path, []byte(out), 0o600); err != nil {
 		return fmt.Errorf("$%s: %w", bench.AuditStagesEnv, err)
 	}
 	return nil
+}
+
+// peakResidentKiB returns the process's peak resident set so far in KiB,
+// VmHWM of /proc/self/status; false where that cannot be read.
+func peakResidentKiB() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(b)) {
+		v, ok := strings.CutPrefix(line, "VmHWM:")
+		if !ok {
+			continue
+		}
+		kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		return kib, err == nil
+	}
+	return 0, false
 }
