@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/term"
@@ -77,10 +79,41 @@ from.`,
 // emitAudit writes items as JSON with --json, else as the timeline's
 // text (term.PrintAudit, as wide as stdout). Errors are stdout's.
 func emitAudit(g *globals, items []replay.Item) error {
+	growPipe(g.stdout, auditPipeSize)
 	if g.json {
 		return writeJSON(g.stdout, items)
 	}
 	return term.PrintAudit(g.stdout, items, term.Width(g.stdout))
+}
+
+// auditPipeSize is the buffer audit asks of a pipe it writes to
+// (growPipe): a timeline of 20,000 events is 3 MB, which through a
+// pipe's default 64 KiB waits on its reader 48 times.
+const auditPipeSize = 1 << 20
+
+// growPipe asks the kernel to make the buffer of the pipe w is (when w
+// is an *os.File on a pipe) n bytes. It leaves the pipe as it was when
+// it cannot (n past fs.pipe-max-size for an unprivileged user, or less
+// than what the pipe holds), or when the pipe's buffer is already as
+// large: the ask is only for speed.
+func growPipe(w io.Writer, n int) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		var st unix.Stat_t
+		if unix.Fstat(int(fd), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+			return
+		}
+		if size, err := unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0); err == nil && size < n {
+			_, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, n)
+		}
+	})
 }
 
 // liveHeapGCPercent is the garbage collector's target (GOGC) of a
