@@ -38,8 +38,19 @@ func (r Reach) CredsOptions() ([]nats.Option, string, error) {
 // listener from serve.json) with the file's user, else the data dir's
 // credentials of r.Role (writer unless the command asks for another).
 // It reports false when there is no server to try, or credentials
-// cannot be read.
+// cannot be read. serve.json is read only when r names no URL.
 func (d Dir) ServerURL(r Reach) (string, []nats.Option, bool) {
+	if r.URL != "" {
+		return d.ServerURLOf(r, ServeInfo{}, false)
+	}
+	si, ok := d.ReadServeInfo()
+	return d.ServerURLOf(r, si, ok)
+}
+
+// ServerURLOf is ServerURL with serve.json as si, as a caller read it
+// once (ReadServeInfo: ok reports there was one) to take the URL, the
+// role (ConnRoleOf) and the API prefix from the same file.
+func (d Dir) ServerURLOf(r Reach, si ServeInfo, ok bool) (string, []nats.Option, bool) {
 	opts, credsURL, err := r.CredsOptions()
 	if err != nil {
 		return "", nil, false
@@ -47,7 +58,6 @@ func (d Dir) ServerURL(r Reach) (string, []nats.Option, bool) {
 	if r.URL != "" {
 		return r.URL, opts, true
 	}
-	si, ok := d.ReadServeInfo()
 	if !ok {
 		if credsURL != "" {
 			return credsURL, opts, true
@@ -73,8 +83,19 @@ func (d Dir) ServerURL(r Reach) (string, []nats.Option, bool) {
 
 // ConnRole returns the role ServerURL connects as, or "" when unknown
 // (an external URL without credentials, or with credentials of its
-// own, or a credentials file that cannot be read).
+// own, or a credentials file that cannot be read). serve.json is read
+// only when r names neither a URL nor a credentials file.
 func (d Dir) ConnRole(r Reach) string {
+	if r.CredsPath != "" || r.URL != "" {
+		return ConnRoleOf(r, ServeInfo{}, false)
+	}
+	si, ok := d.ReadServeInfo()
+	return ConnRoleOf(r, si, ok)
+}
+
+// ConnRoleOf is ConnRole with serve.json as si, read once by the caller
+// (ReadServeInfo: ok reports there was one), as for ServerURLOf.
+func ConnRoleOf(r Reach, si ServeInfo, ok bool) string {
 	if r.CredsPath != "" {
 		c, err := ReadCreds(r.CredsPath)
 		if err != nil {
@@ -85,7 +106,7 @@ func (d Dir) ConnRole(r Reach) string {
 	if r.URL != "" {
 		return ""
 	}
-	if si, ok := d.ReadServeInfo(); !ok || strings.Contains(si.URL, "@") {
+	if !ok || strings.Contains(si.URL, "@") {
 		return ""
 	}
 	if r.Role == "" {

@@ -161,16 +161,29 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 	// ServeStartWait), not taken for one that does not answer.
 	var waited time.Time
 	said := false
+	// serve.json, read once a try for the URL, the role and the API
+	// prefix alike: again only when the file was replaced since (a dead
+	// serve's, by a serve starting).
+	var (
+		si   datadir.ServeInfo
+		siOK bool
+	)
 	for {
-		if url, opts, ok := dd.ServerURL(reach); ok {
-			d, handle := api.Watch(dd.ConnRole(reach))
+		read := serveInfoStamp(dd)
+		si, siOK = dd.ReadServeInfo()
+		if url, opts, ok := dd.ServerURLOf(reach, si, siOK); ok {
+			d, handle := api.Watch(datadir.ConnRoleOf(reach, si, siOK))
 			nc, err := natslog.Connect(url, append(opts, nats.Timeout(time.Second), nats.MaxReconnects(3), nats.ReconnectWait(200*time.Millisecond), nats.ErrorHandler(handle))...)
 			if err == nil {
 				o.NC, o.Remote = nc, true
 				d.Register(nc)
-				// The API prefix serve.json names beside the URL (read
-				// now: a dead serve's file may have been replaced).
-				if si, ok := dd.ReadServeInfo(); ok && si.API != "" {
+				// The API prefix serve.json names beside the URL it
+				// answers on: the file is read again when a dead serve's
+				// was replaced while the connection was made.
+				if !sameStamp(read, serveInfoStamp(dd)) {
+					si, siOK = dd.ReadServeInfo()
+				}
+				if siOK && si.API != "" {
 					o.API = si.API
 				}
 				break
@@ -233,7 +246,7 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 	// On the errors below the connection's close ends it; a log found
 	// down returns without waiting for it.
 	cl := datadir.Client{Own: reach.URL == "" && reach.CredsPath == "", Remote: o.Remote, CredsPath: reach.CredsPath,
-		Role: reach.Role, ConnRole: natslog.Role(dd.ConnRole(reach))}
+		Role: reach.Role, ConnRole: natslog.Role(datadir.ConnRoleOf(reach, si, siOK))}
 	at, err := dd.Attest(cl, natslog.Config{Registry: o.Registry})
 	if err != nil {
 		o.Close()
@@ -280,6 +293,26 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 	}
 	settled()
 	return o, nil
+}
+
+// serveInfoStamp returns what tells serve.json as it stands from
+// another (its file's identity, size and time); nil when there is none.
+func serveInfoStamp(dd datadir.Dir) os.FileInfo {
+	fi, err := os.Stat(dd.Path("serve.json"))
+	if err != nil {
+		return nil
+	}
+	return fi
+}
+
+// sameStamp reports whether a and b (serveInfoStamp) are serve.json
+// unchanged: the same file, neither written since nor replaced, or
+// absent both times.
+func sameStamp(a, b os.FileInfo) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
 // lockFor takes the data dir's lock for c: a reader's when c only

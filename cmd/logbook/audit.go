@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/term"
@@ -47,10 +50,20 @@ from.`,
 			}
 			defer b.Close()
 			clock.mark(bench.AuditConnected)
+			// The session id is looked up while the fast path reads its
+			// statement and proves its tree: both wait on the server,
+			// neither on the other (the look-up reads no event).
+			resolved := make(chan resolvedID, 1)
+			go func() {
+				id, err := resolveID(cmd.Context(), b, events.KindSession, args[0])
+				resolved <- resolvedID{id, err}
+			}()
 			b.fastPath(cmd.Context())
 			clock.timeChecks(b.log)
 			clock.mark(bench.AuditJudgment)
-			items, err := auditItemsMarked(cmd.Context(), b, args[0], clock.mark)
+			r := <-resolved
+			clock.mark(bench.AuditResolved)
+			items, err := auditTimeline(cmd.Context(), b, args[0], r.id, r.err, clock.mark)
 			if err != nil {
 				return err
 			}
@@ -66,10 +79,41 @@ from.`,
 // emitAudit writes items as JSON with --json, else as the timeline's
 // text (term.PrintAudit, as wide as stdout). Errors are stdout's.
 func emitAudit(g *globals, items []replay.Item) error {
+	growPipe(g.stdout, auditPipeSize)
 	if g.json {
 		return writeJSON(g.stdout, items)
 	}
 	return term.PrintAudit(g.stdout, items, term.Width(g.stdout))
+}
+
+// auditPipeSize is the buffer audit asks of a pipe it writes to
+// (growPipe): a timeline of 20,000 events is 3 MB, which through a
+// pipe's default 64 KiB waits on its reader 48 times.
+const auditPipeSize = 1 << 20
+
+// growPipe asks the kernel to make the buffer of the pipe w is (when w
+// is an *os.File on a pipe) n bytes. It leaves the pipe as it was when
+// it cannot (n past fs.pipe-max-size for an unprivileged user, or less
+// than what the pipe holds), or when the pipe's buffer is already as
+// large: the ask is only for speed.
+func growPipe(w io.Writer, n int) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		var st unix.Stat_t
+		if unix.Fstat(int(fd), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+			return
+		}
+		if size, err := unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0); err == nil && size < n {
+			_, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, n)
+		}
+	})
 }
 
 // liveHeapGCPercent is the garbage collector's target (GOGC) of a
@@ -124,18 +168,20 @@ func liveHeapGC() (restore func()) {
 // prefix) or, when no session has that id, of the workspace named so:
 // every event, with the ones the log could not attest in their place.
 func auditItems(ctx context.Context, b *backend, arg string) ([]replay.Item, error) {
-	return auditItemsMarked(ctx, b, arg, nil)
+	id, err := resolveID(ctx, b, events.KindSession, arg)
+	return auditTimeline(ctx, b, arg, id, err, nil)
 }
 
-// auditItemsMarked is auditItems that calls mark (when not nil) with
-// the name of each stage as it ends: bench.AuditResolved, then
-// worker.SessionAudit's.
-func auditItemsMarked(ctx context.Context, b *backend, arg string, mark func(stage string)) ([]replay.Item, error) {
-	if mark == nil {
-		mark = func(string) {}
-	}
-	id, err := resolveID(ctx, b, events.KindSession, arg)
-	mark(bench.AuditResolved)
+// resolvedID is resolveID's answer.
+type resolvedID struct {
+	id  string
+	err error
+}
+
+// auditTimeline is auditItems once arg is resolved (resolveID's id and
+// err): it calls mark (when not nil) with the name of each of
+// worker.SessionAudit's stages as it ends.
+func auditTimeline(ctx context.Context, b *backend, arg, id string, err error, mark func(stage string)) ([]replay.Item, error) {
 	var nf *notFoundError
 	if errors.As(err, &nf) {
 		// Not a session: a workspace's whole life, if it is one.
@@ -160,7 +206,9 @@ func auditItemsMarked(ctx context.Context, b *backend, arg string, mark func(sta
 // (bench.AuditStagesEnv) names a file: write puts the marks there, one
 // line each, "<stage> <unix time in ns>", and one line
 // "verified <ns>" with the time the fast path's leaf checks took, summed
-// over goroutines. A nil *auditClock (the variable unset) notes nothing.
+// over goroutines, and one "peak-resident <KiB>" with the process's peak
+// resident set (VmHWM) when it writes them. A nil *auditClock (the
+// variable unset) notes nothing.
 type auditClock struct {
 	path     string
 	marks    []string
@@ -212,8 +260,29 @@ func (c *auditClock) write() error {
 		return nil
 	}
 	out := strings.Join(c.marks, "") + fmt.Sprintf("%s %d\n", bench.AuditVerified, c.verified.Load())
+	if kib, ok := peakResidentKiB(); ok {
+		out += fmt.Sprintf("%s %d\n", bench.AuditPeakResident, kib)
+	}
 	if err := os.WriteFile(c.path, []byte(out), 0o600); err != nil {
 		return fmt.Errorf("$%s: %w", bench.AuditStagesEnv, err)
 	}
 	return nil
+}
+
+// peakResidentKiB returns the process's peak resident set so far in KiB,
+// VmHWM of /proc/self/status; false where that cannot be read.
+func peakResidentKiB() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(b)) {
+		v, ok := strings.CutPrefix(line, "VmHWM:")
+		if !ok {
+			continue
+		}
+		kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		return kib, err == nil
+	}
+	return 0, false
 }

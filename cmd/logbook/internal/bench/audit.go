@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/worker"
@@ -22,7 +24,9 @@ import (
 // "<stage> <unix time in ns>" (stage one of the Audit* marks), and one
 // "<AuditVerified> <ns>" line with the time spent checking messages
 // against the fast path's proven tree, summed over the goroutines that
-// checked them. Unset (the default): audit times nothing.
+// checked them, and, where the system says it, one
+// "<AuditPeakResident> <KiB>" line with the process's peak resident set
+// so far. Unset (the default): audit times nothing.
 const AuditStagesEnv = "LOGBOOK_AUDIT_STAGES"
 
 // The marks `logbook audit` writes (AuditStagesEnv), each when a stage
@@ -37,6 +41,11 @@ const (
 	// AuditVerified is not a mark but a duration: the time the fast
 	// path's leaf checks took, summed over goroutines.
 	AuditVerified = "verified"
+	// AuditPeakResident is not a mark but a size: the audit process's
+	// peak resident set (VmHWM) in KiB, read as it writes the file. The
+	// wait's rusage cannot say it: a child forked from a large process
+	// reports that process's peak until it execs.
+	AuditPeakResident = "peak-resident"
 )
 
 // auditStages are the stages of the audit row's breakdown, in order:
@@ -61,6 +70,7 @@ type auditTimes struct {
 	begin, end time.Time
 	marks      map[string]time.Time
 	verified   time.Duration
+	peakKiB    int64 // AuditPeakResident; 0: not said
 }
 
 // readAuditTimes parses the file an audit process wrote (AuditStagesEnv)
@@ -78,8 +88,12 @@ func readAuditTimes(path string, t *auditTimes) error {
 		if !ok || err != nil {
 			return fmt.Errorf("audit stages %s: line %d: want \"<stage> <ns>\", got %q", path, n, sc.Text())
 		}
-		if key == AuditVerified {
+		switch key {
+		case AuditVerified:
 			t.verified = time.Duration(ns)
+			continue
+		case AuditPeakResident:
+			t.peakKiB = ns
 			continue
 		}
 		t.marks[key] = time.Unix(0, ns)
@@ -155,6 +169,7 @@ func (e *benchEnv) scaleAudit(ctx context.Context) (benchSample, error) {
 		}
 		t.end = time.Now()
 		lat = append(lat, t.end.Sub(t.begin))
+		u, ok := usageOf(c.ProcessState)
 		if got := bytes.Count(out.Bytes(), []byte("\n#")) + 1; got < e.cfg.ScaleEvents {
 			return benchSample{}, fmt.Errorf("logbook %v: printed %d items, want %d", args, got, e.cfg.ScaleEvents)
 		}
@@ -162,6 +177,60 @@ func (e *benchEnv) scaleAudit(ctx context.Context) (benchSample, error) {
 			return benchSample{}, err
 		}
 		times = append(times, t)
+		if ok {
+			u.peakKiB = t.peakKiB
+			e.auditUse = append(e.auditUse, u)
+		}
+	}
+	if len(e.auditUse) > 0 {
+		// One note, over every run of the row so far.
+		note := fmt.Sprintf("audit, one session of %s events: each audit process (medians of %d) %s",
+			benchThousands(int64(e.cfg.ScaleEvents)), len(e.auditUse), medianUsage(slices.Clone(e.auditUse)))
+		if e.auditNote == 0 {
+			e.notes = append(e.notes, note)
+			e.auditNote = len(e.notes)
+		} else {
+			e.notes[e.auditNote-1] = note
+		}
 	}
 	return benchSample{ops: e.cfg.ScaleEvents * e.cfg.Queries, elapsed: time.Since(start), lat: lat, stages: auditBreakdown(times)}, nil
+}
+
+// auditUsage is what one audit process used: its CPU time and page
+// faults as its parent's wait reported them (the child's rusage), its
+// peak resident set as it said it (AuditPeakResident).
+type auditUsage struct {
+	cpu     time.Duration // user and system time
+	minflt  int64         // minor page faults: pages first touched
+	peakKiB int64         // peak resident set, KiB; 0: not said
+}
+
+// usageOf returns the usage ps reports, its peakKiB unset; false where
+// the system reports none (not a syscall.Rusage).
+func usageOf(ps *os.ProcessState) (auditUsage, bool) {
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok || ru == nil {
+		return auditUsage{}, false
+	}
+	return auditUsage{cpu: ps.UserTime() + ps.SystemTime(), minflt: ru.Minflt}, true
+}
+
+// medianUsage says the median of each of us's measures: CPU time,
+// minor page faults and peak resident set (left out when the median
+// process did not say it). us must not be empty; it is
+// sorted in place, measure by measure.
+func medianUsage(us []auditUsage) string {
+	mid := (len(us) - 1) / 2
+	slices.SortFunc(us, func(a, b auditUsage) int { return cmp.Compare(a.cpu, b.cpu) })
+	cpu := us[mid].cpu
+	slices.SortFunc(us, func(a, b auditUsage) int { return cmp.Compare(a.minflt, b.minflt) })
+	flt := us[mid].minflt
+	slices.SortFunc(us, func(a, b auditUsage) int { return cmp.Compare(a.peakKiB, b.peakKiB) })
+	rss := us[mid].peakKiB
+	out := fmt.Sprintf("took %.1f ms of CPU (user and system), %s minor page faults (pages first touched)",
+		float64(cpu.Microseconds())/1000, benchThousands(flt))
+	if rss > 0 {
+		out += fmt.Sprintf(", peak resident %.1f MiB", float64(rss)/1024)
+	}
+	return out
 }

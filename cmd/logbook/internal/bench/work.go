@@ -47,6 +47,12 @@ type benchEnv struct {
 
 	appendLogs map[natslog.Fsync]*benchLog
 
+	// auditUse is what each audit process of the audit row used, over
+	// all its runs; auditNote, once set, is 1 + the index of the note
+	// that says their medians.
+	auditUse  []auditUsage
+	auditNote int
+
 	read     *benchLog // holds exactly the read rows' log
 	readLast uint64    // its last sequence
 	readHash string    // the state hash every replay of it must give
