@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -123,5 +124,64 @@ func TestFollowRaw_ServerRestart(t *testing.T) {
 	cancel()
 	if err := <-ended; err != nil {
 		t.Errorf("FollowRaw after cancel ended with %v, want no error", err)
+	}
+}
+
+// TestFollow_NewAggregateJudgedAsFromStart: a signed log followed from
+// its end meets a new aggregate's first event (stored on an empty
+// subject, so its order state before is the empty one, not loaded) and
+// the ones after it live, and judges each as a read from the start does.
+func TestFollow_NewAggregateJudgedAsFromStart(t *testing.T) {
+	writer := mustKey(t, "writer@h", attestation.RoleServe)
+	s, admin, l := startSigning(t, writer)
+	l.SetSigner(writer)
+	reg := events.NewRegistry()
+	mustAppend(t, l, decision(reg, session("a"), 0, 1, 2))
+	from := lastSeq(t, l) + 1
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	ctx = events.WithQuarantined(ctx)
+	got := make(chan events.Record)
+	go func() {
+		defer close(got)
+		for r, err := range signedLog(t, s, admin).Follow(ctx, from) {
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got <- r
+		}
+	}()
+	b := session("b")
+	first := mustAppend(t, l, decision(reg, b, 0, 1, 1))
+	second := mustAppend(t, l, decision(reg, b, first.Last, 2, 3))
+	var live []events.Record
+	for len(live) < 4 {
+		select {
+		case r, ok := <-got:
+			if !ok {
+				t.Fatal("Follow ended")
+			}
+			live = append(live, r)
+		case <-ctx.Done():
+			t.Fatalf("Follow delivered %d of 4 events", len(live))
+		}
+	}
+	cancel()
+	var whole []events.Record
+	for _, r := range readAll(t, signedLog(t, s, admin), 1) {
+		if r.Agg == b {
+			whole = append(whole, r)
+		}
+	}
+	if len(whole) != 4 || live[3].Seq != second.Last {
+		t.Fatalf("Read from 1 has %d events of %s, Follow ended at seq %d; want 4 and seq %d", len(whole), b, live[3].Seq, second.Last)
+	}
+	for i, r := range live {
+		w := whole[i]
+		if r.Seq != w.Seq || r.Quarantined || r.Signer != w.Signer || r.Signer.Status != "attested" || r.Ver != uint64(i+1) {
+			t.Errorf("Follow event %d: seq %d ver %d signer %q quarantined %v; Read from 1: seq %d signer %q", i, r.Seq, r.Ver, r.Signer, r.Quarantined, w.Seq, w.Signer)
+		}
 	}
 }

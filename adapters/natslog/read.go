@@ -386,12 +386,17 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 					quiet(events.Record{}, err)
 					return
 				}
+				h := msgHeader(m)
+				if ord.aggs[m.Subject] == nil && storedOnEmpty(h) {
+					// Its aggregate's first event: no state to load.
+					ord.aggs[m.Subject] = new(attestation.AggState)
+				}
 				st, err := ord.state(ctx, m.Subject, m.Seq)
 				if err != nil {
 					quiet(events.Record{}, fmt.Errorf("follow: the order of %s before seq %d: %w", m.Subject, m.Seq, err))
 					return
 				}
-				vd, fold := l.judge(attestMsg(m.Seq, m.Subject, msgHeader(m), m.Data), rec, 0, st)
+				vd, fold := l.judge(attestMsg(m.Seq, m.Subject, h, m.Data), rec, 0, st)
 				rec.Signer = signerOf(vd)
 				l.orders.put(m.Subject, *st)
 				l.cfg.Verifier.Advance(m.Seq)
@@ -407,6 +412,15 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 			}
 		}
 	}
+}
+
+// storedOnEmpty reports whether h, a stored message's headers, say the
+// server stored it on a subject that held no message: an expected last
+// sequence of 0 on its own subject, which the server checks before it
+// stores (as the Judger's stateAt reads it). The order state of its
+// aggregate before it is then the empty one, without a load.
+func storedOnEmpty(h nats.Header) bool {
+	return h.Get(jetstream.ExpectedLastSubjSeqHeader) == "0" && len(h.Values(jetstream.ExpectedLastSubjSeqSubjHeader)) == 0
 }
 
 // eventFilter matches every event subject and no command output.
