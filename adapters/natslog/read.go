@@ -55,7 +55,9 @@ type Msg struct {
 	// hdr is the header block as the server sent it, when Header is
 	// still to be decoded from it: a raw read's (consumeRaw), whose
 	// Header decodeParallel makes of the headers judging reads
-	// (decodeHeader) before anything reads it; nil otherwise.
+	// (decodeHeader) before anything reads it, or a raw follower's
+	// (followRaw for Follow), whose Header msgHeader makes when it is
+	// needed; nil otherwise.
 	hdr []byte
 }
 
@@ -362,14 +364,15 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 			return
 		}
 		d := l.reg.NewDecoder()
-		for m, err := range l.FollowRaw(ctx, eventFilter, max(from, end+1)) {
+		msgs := func(y func(Msg, error) bool) { l.follow(ctx, eventFilter, max(from, end+1), true, y) }
+		for m, err := range msgs {
 			if err != nil {
 				quiet(events.Record{}, err)
 				return
 			}
 			rec, err := l.decode(d, m.Seq, m.Subject, m.Data)
 			if err != nil {
-				q, qerr := l.undecodable(ctx, m.Seq, m.Subject, m.Header, m.Data, 0, err)
+				q, qerr := l.undecodable(ctx, m.Seq, m.Subject, msgHeader(m), m.Data, 0, err)
 				switch {
 				case qerr != nil:
 					err = qerr
@@ -383,12 +386,17 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 					quiet(events.Record{}, err)
 					return
 				}
+				h := msgHeader(m)
+				if ord.aggs[m.Subject] == nil && storedOnEmpty(h) {
+					// Its aggregate's first event: no state to load.
+					ord.aggs[m.Subject] = new(attestation.AggState)
+				}
 				st, err := ord.state(ctx, m.Subject, m.Seq)
 				if err != nil {
 					quiet(events.Record{}, fmt.Errorf("follow: the order of %s before seq %d: %w", m.Subject, m.Seq, err))
 					return
 				}
-				vd, fold := l.judge(attestMsg(m.Seq, m.Subject, m.Header, m.Data), rec, 0, st)
+				vd, fold := l.judge(attestMsg(m.Seq, m.Subject, h, m.Data), rec, 0, st)
 				rec.Signer = signerOf(vd)
 				l.orders.put(m.Subject, *st)
 				l.cfg.Verifier.Advance(m.Seq)
@@ -404,6 +412,15 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 			}
 		}
 	}
+}
+
+// storedOnEmpty reports whether h, a stored message's headers, say the
+// server stored it on a subject that held no message: an expected last
+// sequence of 0 on its own subject, which the server checks before it
+// stores (as the Judger's stateAt reads it). The order state of its
+// aggregate before it is then the empty one, without a load.
+func storedOnEmpty(h nats.Header) bool {
+	return h.Get(jetstream.ExpectedLastSubjSeqHeader) == "0" && len(h.Values(jetstream.ExpectedLastSubjSeqSubjHeader)) == 0
 }
 
 // eventFilter matches every event subject and no command output.
@@ -496,11 +513,38 @@ func (l *Log) ReadRaw(ctx context.Context, filter string, from uint64) iter.Seq2
 }
 
 // FollowRaw is ReadRaw that does not stop at the end: it waits for new
-// messages until ctx is done, then ends without yielding an error.
+// messages until ctx is done, then ends without yielding an error. Each
+// Msg's Header holds at least the headers a read judges by (those of the
+// Lb- prefix and Nats-Expected-…, see decodeHeader). On a stream of one
+// replica it holds those alone, not the server's bookkeeping
+// (Nats-Msg-Id, the batch headers): the messages are read over a
+// connection of its own (followRaw), which recreates its consumer from
+// the first message not yet yielded after a gap, a missed heartbeat or a
+// server restart, as an ordered consumer does.
 func (l *Log) FollowRaw(ctx context.Context, filter string, from uint64) iter.Seq2[Msg, error] {
 	return func(yield func(Msg, error) bool) {
-		l.consume(ctx, filter, from, 0, yield)
+		l.follow(ctx, filter, from, false, yield)
 	}
+}
+
+// follow is FollowRaw; with raw, a Msg read over a raw connection
+// carries its header block in hdr and Header nil, for the caller to
+// decode when it needs it (msgHeader).
+func (l *Log) follow(ctx context.Context, filter string, from uint64, raw bool, yield func(Msg, error) bool) {
+	if l.leaderReads {
+		l.consume(ctx, filter, from, 0, yield)
+		return
+	}
+	l.followRaw(ctx, filter, from, raw, yield)
+}
+
+// msgHeader returns m's Header, decoded from its header block when a
+// raw read left it undecoded (decodeHeader).
+func msgHeader(m Msg) nats.Header {
+	if m.Header == nil && m.hdr != nil {
+		return decodeHeader(m.hdr)
+	}
+	return m.Header
 }
 
 // consume runs an ordered consumer on filter from sequence from and
