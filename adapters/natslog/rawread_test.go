@@ -201,6 +201,12 @@ func TestRawHeader_ParsesAsNatsDecodes(t *testing.T) {
 		{"no judged header", "NATS/1.0\r\nNats-Msg-Id: x\r\n\r\n", true},
 		{"case kept", "NATS/1.0\r\nlb-key: k\r\nLB-KEY: K\r\nLb-Key: kk\r\n\r\n", true},
 		{"bytes after the blank line", "NATS/1.0\r\nLb-Key: k\r\n\r\nLb-Sig: s\r\n", true},
+		{"colon in a value, blank values", "NATS/1.0\r\nLb-Key: a:b\r\nLb-Sig: \r\nLb-Root:\r\nLb-Batch:\n\r\n", true},
+		{"carriage return inside a name", "NATS/1.0\r\nLb-\rKey: k\r\n\r\n", true},
+		{"two carriage returns", "NATS/1.0\r\nLb-Key: k\r\n\r\r\n\r\n", false},
+		{"no line end after a name", "NATS/1.0\r\nLb-Key", false},
+		{"no line end after a value", "NATS/1.0\r\nLb-Key: k", false},
+		{"a line without a colon among others", "NATS/1.0\r\nNats-Msg-Id x\r\nLb-Key: k\r\n\r\n", false},
 		{"status", "NATS/1.0 408 Request Timeout\r\n\r\n", false},
 		{"no blank line", "NATS/1.0\r\nLb-Key: k\r\n", false},
 		{"line without a colon", "NATS/1.0\r\nLb-Key k\r\n\r\n", false},
@@ -269,4 +275,37 @@ func TestMsg_HeaderBlock(t *testing.T) {
 	if again := d.Decoded(); !reflect.DeepEqual(again, d) {
 		t.Fatalf("Decoded of a decoded message = %+v, want %+v", again, d)
 	}
+}
+
+// BenchmarkJudgedFields takes a signed event's judged fields from its
+// raw header block (the batch form, as serve stores a decision):
+// parsed in place (RawHeader, attestRaw) or decoded into a reused map
+// (decodeHeaderInto, attestMsg), per message.
+func BenchmarkJudgedFields(b *testing.B) {
+	blk := []byte("NATS/1.0\r\nNats-Msg-Id: 01M8YD9HEAEZ7FF4BMH18FDEVN\r\nLb-Type: session.activity_changed\r\n" +
+		"Nats-Expected-Last-Subject-Sequence: 41\r\nLb-Key: bef59efe181efab6\r\nLb-Batch: 17/500\r\n" +
+		"Lb-Root: " + strings.Repeat("r", 44) + "\r\nLb-Batch-Sig: " + strings.Repeat("s", 88) + "\r\n" +
+		"Lb-Proof: " + strings.Repeat("p", 396) + "\r\nNats-Batch-Id: 5AdPTVz444PfRs7ttQki2m\r\nNats-Batch-Sequence: 18\r\n\r\n")
+	data := []byte("{}")
+	b.Run("raw", func(b *testing.B) {
+		var h RawHeader
+		b.ReportAllocs()
+		for b.Loop() {
+			if !h.Parse(blk) {
+				b.Fatal("not parsed")
+			}
+			attestRaw(7, "lb.ev.session.s", &h, data)
+		}
+	})
+	b.Run("map", func(b *testing.B) {
+		var (
+			h    nats.Header
+			vals []string
+		)
+		b.ReportAllocs()
+		for b.Loop() {
+			h, vals = decodeHeaderInto(h, vals[:0], blk)
+			attestMsg(7, "lb.ev.session.s", h, data)
+		}
+	})
 }
