@@ -28,7 +28,10 @@ const HeaderPrefix = "Lb-"
 //	<message data>
 //
 // Headers outside Lb- (Nats-Msg-Id, Nats-Expected-*, the batch headers)
-// are the server's bookkeeping and are not covered. The sequence is part
+// are the server's bookkeeping and are not covered. m's headers are its
+// Header or, for a message a raw read left undecoded
+// (natslog.Msg.HeaderBlock), those of its header block as the server
+// sent it, parsed in place (natslog.RawHeader): the same leaf. The sequence is part
 // of the leaf, so a message moved to another sequence hashes differently
 // even when its leaf index were the same.
 func LeafData(m natslog.Msg) []byte {
