@@ -230,6 +230,13 @@ func TestFastPath_DroppedMessageInRangeNamedAtItsSequence(t *testing.T) {
 // the statement and stored hashes a reader then finds.
 func rewritten(t *testing.T, s *signed, cp *Checkpointer, seq uint64, edit func([]byte) []byte) {
 	t.Helper()
+	rewrittenMsg(t, s, cp, seq, func(m *nats.Msg) { m.Data = edit(m.Data) })
+}
+
+// rewrittenMsg is rewritten with seq's message, headers and body, edited
+// by edit.
+func rewrittenMsg(t *testing.T, s *signed, cp *Checkpointer, seq uint64, edit func(*nats.Msg)) {
+	t.Helper()
 	ctx := t.Context()
 	var msgs []natslog.Msg
 	for m, err := range s.log.ReadRaw(ctx, natslog.StreamSubjects, 1) {
@@ -248,7 +255,7 @@ func rewritten(t *testing.T, s *signed, cp *Checkpointer, seq uint64, edit func(
 		nm := nats.NewMsg(m.Subject)
 		nm.Header, nm.Data = m.Header, m.Data
 		if m.Seq == seq {
-			nm.Data = edit(m.Data)
+			edit(nm)
 		}
 		if _, err := s.js.PublishMsg(ctx, nm); err != nil {
 			t.Fatal(err)

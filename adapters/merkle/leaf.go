@@ -28,7 +28,10 @@ const HeaderPrefix = "Lb-"
 //	<message data>
 //
 // Headers outside Lb- (Nats-Msg-Id, Nats-Expected-*, the batch headers)
-// are the server's bookkeeping and are not covered. The sequence is part
+// are the server's bookkeeping and are not covered. m's headers are its
+// Header or, for a message a raw read left undecoded
+// (natslog.Msg.HeaderBlock), those of its header block as the server
+// sent it, parsed in place (natslog.RawHeader): the same leaf. The sequence is part
 // of the leaf, so a message moved to another sequence hashes differently
 // even when its leaf index were the same.
 func LeafData(m natslog.Msg) []byte {
@@ -40,6 +43,15 @@ func LeafData(m natslog.Msg) []byte {
 // format's line, the sequence, the subject, the Lb- headers and the
 // blank line. LeafData and LeafHash share it, so the two never differ.
 func appendLeafHead(b []byte, m natslog.Msg) []byte {
+	if blk := m.HeaderBlock(); blk != nil {
+		// A raw read's message, its header block undecoded: the Lb-
+		// headers are taken from the block in one walk, with no map.
+		var h natslog.RawHeader
+		if h.Parse(blk) {
+			return appendLeafHeadFields(b, m.Seq, m.Subject, h.Fields())
+		}
+		m = m.Decoded()
+	}
 	// One pass over the header map takes each Lb- header's name and
 	// values, kept sorted by name as they come (insertion: a message has
 	// a few): a sort of the names and a lookup of each name's values
@@ -73,6 +85,40 @@ func appendLeafHead(b []byte, m natslog.Msg) []byte {
 	}
 	b = append(b, '\n')
 	return b
+}
+
+// appendLeafHeadFields is appendLeafHead of the message at seq on
+// subject whose headers are fs, in stored order (natslog.RawHeader):
+// the Lb- ones sorted by name, stably, so that the values of one name
+// keep their stored order, as a decoded Header's do.
+func appendLeafHeadFields(b []byte, seq uint64, subject string, fs []natslog.HeaderField) []byte {
+	var few [16]int // indices into fs: pointers would move fs's array to the heap
+	hs := few[:0]
+	for i := range fs {
+		name := fs[i].Name
+		if len(name) < len(HeaderPrefix) || name[:len(HeaderPrefix)] != HeaderPrefix {
+			continue
+		}
+		k := len(hs)
+		hs = append(hs, i)
+		for k > 0 && fs[hs[k-1]].Name > name {
+			hs[k] = hs[k-1]
+			k--
+		}
+		hs[k] = i
+	}
+	b = append(b, LeafPrefix...)
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, '\n')
+	b = append(b, subject...)
+	b = append(b, '\n')
+	for _, i := range hs {
+		b = append(b, fs[i].Name...)
+		b = append(b, ": "...)
+		b = append(b, fs[i].Value...)
+		b = append(b, '\n')
+	}
+	return append(b, '\n')
 }
 
 // leafHeader is one Lb- header of a message: its name and its values in

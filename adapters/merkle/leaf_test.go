@@ -84,3 +84,34 @@ func BenchmarkLeafHead(b *testing.B) {
 		appendLeafHead(buf[:0], m)
 	}
 }
+
+// The leaf of a message's headers in stored order (a raw read's,
+// natslog.RawHeader) is the leaf of the same headers decoded into a
+// Header: the Lb- ones sorted by name, the values of one name in stored
+// order, however the names come in the block.
+func TestLeafHeadOfFieldsIsLeafHeadOfHeader(t *testing.T) {
+	fs := []natslog.HeaderField{
+		{Name: "Lb-Type", Value: "a"}, {Name: "Nats-Expected-Last-Subject-Sequence", Value: "0"}, {Name: "Lb-Sig", Value: "c2ln"}, {Name: "Lb-Z", Value: ""},
+		{Name: "Lb-Type", Value: "b"}, {Name: "Lb-Key", Value: "k1"}, {Name: "Lb-A", Value: "1"}, {Name: "Lb-Type", Value: "c"}, {Name: "Lb-", Value: "empty name"}, {Name: "Lb-A", Value: "0"},
+	}
+	h := nats.Header{}
+	for _, f := range fs {
+		h[f.Name] = append(h[f.Name], f.Value)
+	}
+	m := natslog.Msg{Seq: 42, Subject: "lb.ev.session.s1", Header: h}
+	want := string(appendLeafHead(nil, m))
+	if got := string(appendLeafHeadFields(nil, m.Seq, m.Subject, fs)); got != want {
+		t.Fatalf("leaf head of the fields:\n%q\nof the header:\n%q", got, want)
+	}
+	many := make([]natslog.HeaderField, 0, 40)
+	mh := nats.Header{}
+	for i := range 40 {
+		f := natslog.HeaderField{Name: fmt.Sprintf("Lb-H%02d", (i*7)%40), Value: fmt.Sprint(i)}
+		many = append(many, f)
+		mh[f.Name] = append(mh[f.Name], f.Value)
+	}
+	m = natslog.Msg{Seq: 7, Subject: "lb.out.c", Header: mh}
+	if got, want := string(appendLeafHeadFields(nil, m.Seq, m.Subject, many)), string(appendLeafHead(nil, m)); got != want {
+		t.Fatalf("leaf head of 40 fields:\n%q\nof the header:\n%q", got, want)
+	}
+}

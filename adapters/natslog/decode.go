@@ -6,8 +6,6 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -28,14 +26,9 @@ type chunk struct {
 	// quarantined (Judged); tampered those that are not its tree's
 	// leaves, their error in errs.
 	stated, tampered []bool
-	// hdrs and vals are the maps and values of the headers decoded
-	// from the messages' raw header blocks (Msg.hdr), reused each time
-	// the chunk is (decodeHeaderInto).
-	hdrs   []nats.Header
-	vals   []string
-	judged *Judged       // the fast path the chunk was judged with
-	err    error         // from the source, after msgs; ends the sequence
-	done   chan struct{} // closed when recs and errs are filled
+	judged           *Judged       // the fast path the chunk was judged with
+	err              error         // from the source, after msgs; ends the sequence
+	done             chan struct{} // closed when recs and errs are filled
 }
 
 // decodeParallel yields, in order, the records of the messages src
@@ -74,23 +67,15 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 	for range workers {
 		wg.Go(func() {
 			d := l.reg.NewDecoder()
+			// The judged headers of the message at hand, parsed from its
+			// raw header block in place: no map, no copy.
+			var rh RawHeader
 			for c := range work {
 				if cap(c.recs) < len(c.msgs) {
 					c.recs = make([]events.Record, len(c.msgs))
 					c.errs = make([]error, len(c.msgs))
 				}
 				c.recs, c.errs = c.recs[:len(c.msgs)], c.errs[:len(c.msgs)]
-				if len(c.hdrs) < len(c.msgs) {
-					c.hdrs = append(c.hdrs, make([]nats.Header, len(c.msgs)-len(c.hdrs))...)
-				}
-				vals := c.vals[:0]
-				for i := range c.msgs {
-					if m := &c.msgs[i]; m.hdr != nil {
-						c.hdrs[i], vals = decodeHeaderInto(c.hdrs[i], vals, m.hdr)
-						m.Header, m.hdr = c.hdrs[i], nil
-					}
-				}
-				c.vals = vals
 				for i, m := range c.msgs {
 					c.recs[i], c.errs[i] = l.decode(d, m.Seq, m.Subject, m.Data)
 				}
@@ -109,11 +94,20 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 						c.tampered = make([]bool, len(c.msgs))
 					}
 					c.stated, c.tampered = c.stated[:len(c.msgs)], c.tampered[:len(c.msgs)]
-					for i, m := range c.msgs {
+					for i := range c.msgs {
+						m := &c.msgs[i]
 						c.stated[i], c.tampered[i] = false, false
-						c.ams[i] = attestMsg(m.Seq, m.Subject, m.Header, m.Data)
+						if m.hdr != nil && rh.Parse(m.hdr) {
+							// One walk of the block gives the
+							// fields judged here; the leaf check
+							// (Judged.Check) takes the block as it is.
+							c.ams[i] = attestRaw(m.Seq, m.Subject, &rh, m.Data)
+						} else {
+							*m = m.Decoded()
+							c.ams[i] = attestMsg(m.Seq, m.Subject, m.Header, m.Data)
+						}
 						if j != nil && m.Seq <= j.Through {
-							pre, stated, err := j.vouched(m)
+							pre, stated, err := j.vouched(*m)
 							if err != nil {
 								c.tampered[i], c.errs[i] = true, err
 								continue
@@ -212,7 +206,7 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 				c.errs[i] = nil
 			} else if c.errs[i] != nil && l.cfg.Verifier != nil {
 				m := &c.msgs[i]
-				q, err := l.undecodable(ctx, m.Seq, m.Subject, m.Header, m.Data, c.pres[i], c.errs[i])
+				q, err := l.undecodable(ctx, m.Seq, m.Subject, m.Decoded().Header, m.Data, c.pres[i], c.errs[i])
 				switch {
 				case err != nil:
 					c.errs[i] = err

@@ -37,6 +37,10 @@ type Judged struct {
 	// Check returns nil when m (at a sequence ≤ Through) is the leaf
 	// of the statement's tree at its sequence, and otherwise an error
 	// naming m's sequence. It is called from several goroutines at once.
+	// m's Header may be nil with its header block still undecoded
+	// (Msg.HeaderBlock, as a raw read leaves it): its headers are then
+	// those RawHeader.Parse (or, when that fails, Msg.Decoded) makes of
+	// the block, which m's leaf covers as it covers a decoded Header's.
 	Check func(m Msg) error
 }
 
@@ -413,10 +417,7 @@ func (j *Judged) whole(l *Log, from, end uint64) func(context.Context, func(Msg,
 				return true
 			}
 			if m.Seq <= j.Through {
-				if m.Header == nil && m.hdr != nil {
-					m.Header, m.hdr = decodeHeader(m.hdr), nil // the leaf hashes the Lb- headers
-				}
-				if err := j.Check(m); err != nil {
+				if err := j.Check(m); err != nil { // a raw read's block as it is
 					stopped = true
 					y(Msg{}, err)
 					return false

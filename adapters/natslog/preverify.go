@@ -67,15 +67,14 @@ var preverifyMin uint64 = 256 // a variable for the test that pre-verifies a sho
 // from there; checking every message's proof here too cost as much as
 // the read's own checks of them.
 func prechecks(ctx context.Context, l *Log, v *attestation.Verifier, from, end uint64) {
-	batch := make([]Msg, 0, judgeBatch)
+	batch := make([]attestation.Message, 0, judgeBatch)
 	flush := func() {
 		workers := runtime.GOMAXPROCS(0)
 		var wg sync.WaitGroup
 		for w := range workers {
 			wg.Go(func() {
 				for i := w; i < len(batch) && ctx.Err() == nil; i += workers {
-					m := batch[i]
-					v.Precheck(attestMsg(m.Seq, m.Subject, m.Header, m.Data))
+					v.Precheck(batch[i])
 				}
 			})
 		}
@@ -86,21 +85,28 @@ func prechecks(ctx context.Context, l *Log, v *attestation.Verifier, from, end u
 	if !l.leaderReads {
 		read = l.consumeRaw
 	}
-	var root, sig string // the last batch statement taken
+	var (
+		root, sig string    // the last batch statement taken
+		rh        RawHeader // the message's judged headers, parsed in place
+	)
 	read(ctx, eventFilter, from, end, func(m Msg, err error) bool {
 		if err != nil {
 			return false
 		}
-		if m.Header == nil && m.hdr != nil {
-			m.Header, m.hdr = decodeHeader(m.hdr), nil
+		var am attestation.Message
+		if m.hdr != nil && rh.Parse(m.hdr) {
+			am = attestRaw(m.Seq, m.Subject, &rh, m.Data)
+		} else {
+			m = m.Decoded()
+			am = attestMsg(m.Seq, m.Subject, m.Header, m.Data)
 		}
-		if r, s := m.Header.Get(attestation.HeaderRoot), m.Header.Get(attestation.HeaderBatchSig); r != "" || s != "" {
-			if r == root && s == sig {
+		if am.Root != "" || am.BatchSig != "" {
+			if am.Root == root && am.BatchSig == sig {
 				return ctx.Err() == nil
 			}
-			root, sig = r, s
+			root, sig = am.Root, am.BatchSig
 		}
-		batch = append(batch, m)
+		batch = append(batch, am)
 		if len(batch) == judgeBatch {
 			flush()
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -179,4 +180,132 @@ func TestDecodeHeader_AsNatsGo(t *testing.T) {
 			t.Errorf("decodeHeader(%q) = %v; nats.go decodes %v", block, got, want)
 		}
 	}
+}
+
+// RawHeader.Parse makes of a header block what nats.go's decoding does
+// (the judged headers, names as stored, values in stored order, leading
+// blanks cut) or refuses it, which sends the block to that decoding; a
+// signed event's block parses. attestRaw of what it parses is attestMsg
+// of the decoded block.
+func TestRawHeader_ParsesAsNatsDecodes(t *testing.T) {
+	const signed = "NATS/1.0\r\nNats-Msg-Id: 01M8YD9HEAEZ7FF4BMH18FDEVN\r\nLb-Type: session.started\r\n" +
+		"Nats-Expected-Last-Subject-Sequence: 0\r\nLb-Key: bef59efe181efab6\r\nLb-Batch: 3/7\r\n" +
+		"Lb-Root: cm9vdA==\r\nLb-Batch-Sig: c2ln\r\nLb-Proof: cHJvb2Y=\r\nNats-Batch-Id: x\r\n\r\n"
+	for _, tc := range []struct {
+		name, block string
+		parses      bool
+	}{
+		{"signed event", signed, true},
+		{"single form, LF only", "NATS/1.0\nLb-Key: k\nLb-Sig: s\n\n", true},
+		{"repeated name, blanks", "NATS/1.0\r\nLb-Sig:\t a\r\nLb-Key: k\r\nLb-Sig:b \r\nLb-Sig: \r\n\r\n", true},
+		{"no judged header", "NATS/1.0\r\nNats-Msg-Id: x\r\n\r\n", true},
+		{"case kept", "NATS/1.0\r\nlb-key: k\r\nLB-KEY: K\r\nLb-Key: kk\r\n\r\n", true},
+		{"bytes after the blank line", "NATS/1.0\r\nLb-Key: k\r\n\r\nLb-Sig: s\r\n", true},
+		{"colon in a value, blank values", "NATS/1.0\r\nLb-Key: a:b\r\nLb-Sig: \r\nLb-Root:\r\nLb-Batch:\n\r\n", true},
+		{"carriage return inside a name", "NATS/1.0\r\nLb-\rKey: k\r\n\r\n", true},
+		{"two carriage returns", "NATS/1.0\r\nLb-Key: k\r\n\r\r\n\r\n", false},
+		{"no line end after a name", "NATS/1.0\r\nLb-Key", false},
+		{"no line end after a value", "NATS/1.0\r\nLb-Key: k", false},
+		{"a line without a colon among others", "NATS/1.0\r\nNats-Msg-Id x\r\nLb-Key: k\r\n\r\n", false},
+		{"status", "NATS/1.0 408 Request Timeout\r\n\r\n", false},
+		{"no blank line", "NATS/1.0\r\nLb-Key: k\r\n", false},
+		{"line without a colon", "NATS/1.0\r\nLb-Key k\r\n\r\n", false},
+		{"empty name", "NATS/1.0\r\n: v\r\nLb-Key: k\r\n\r\n", false},
+		{"not a header block", "HTTP/1.1\r\n\r\n", false},
+		{"empty", "", false},
+		{"seventeen judged headers", "NATS/1.0\r\n" + strings.Repeat("Lb-X: v\r\n", 17) + "\r\n", false},
+		{"sixteen judged headers", "NATS/1.0\r\n" + strings.Repeat("Lb-X: v\r\n", 16) + "\r\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			blk := []byte(tc.block)
+			var h RawHeader
+			h.f[0] = HeaderField{"stale", "stale"}
+			h.n = 1
+			if got := h.Parse(blk); got != tc.parses {
+				t.Fatalf("Parse = %v, want %v", got, tc.parses)
+			}
+			want := slowHeader(blk)
+			if !tc.parses {
+				if len(h.Fields()) != 0 {
+					t.Errorf("a refused block left %d fields", len(h.Fields()))
+				}
+				if got := decodeHeader(blk); !reflect.DeepEqual(got, want) {
+					t.Errorf("decodeHeader = %v, nats.go decodes %v", got, want)
+				}
+				return
+			}
+			got := nats.Header{}
+			for _, f := range h.Fields() {
+				got[f.Name] = append(got[f.Name], f.Value)
+			}
+			if len(want) == 0 && len(got) == 0 {
+				return
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("parsed %v, nats.go decodes %v", got, want)
+			}
+			if dh := decodeHeader(blk); !reflect.DeepEqual(dh, want) {
+				t.Errorf("decodeHeader = %v, nats.go decodes %v", dh, want)
+			}
+			for name := range want {
+				if h.Get(name) != want.Get(name) {
+					t.Errorf("Get(%q) = %q, nats.go %q", name, h.Get(name), want.Get(name))
+				}
+			}
+			data := []byte("{}")
+			if a, b := attestRaw(7, "lb.ev.session.s", &h, data), attestMsg(7, "lb.ev.session.s", want, data); !reflect.DeepEqual(a, b) {
+				t.Errorf("attestRaw = %+v, attestMsg %+v", a, b)
+			}
+		})
+	}
+}
+
+// A Msg a raw read left undecoded gives its block (HeaderBlock) and
+// decodes it (Decoded); a decoded one gives none and stays as it is.
+func TestMsg_HeaderBlock(t *testing.T) {
+	blk := []byte("NATS/1.0\r\nLb-Key: k\r\nNats-Msg-Id: x\r\n\r\n")
+	m := Msg{Seq: 1, Subject: "lb.ev.session.s", hdr: blk}
+	if got := m.HeaderBlock(); string(got) != string(blk) {
+		t.Fatalf("HeaderBlock = %q", got)
+	}
+	d := m.Decoded()
+	if d.HeaderBlock() != nil || !reflect.DeepEqual(d.Header, nats.Header{"Lb-Key": {"k"}}) {
+		t.Fatalf("Decoded = %+v", d)
+	}
+	if again := d.Decoded(); !reflect.DeepEqual(again, d) {
+		t.Fatalf("Decoded of a decoded message = %+v, want %+v", again, d)
+	}
+}
+
+// BenchmarkJudgedFields takes a signed event's judged fields from its
+// raw header block (the batch form, as serve stores a decision):
+// parsed in place (RawHeader, attestRaw) or decoded into a reused map
+// (decodeHeaderInto, attestMsg), per message.
+func BenchmarkJudgedFields(b *testing.B) {
+	blk := []byte("NATS/1.0\r\nNats-Msg-Id: 01M8YD9HEAEZ7FF4BMH18FDEVN\r\nLb-Type: session.activity_changed\r\n" +
+		"Nats-Expected-Last-Subject-Sequence: 41\r\nLb-Key: bef59efe181efab6\r\nLb-Batch: 17/500\r\n" +
+		"Lb-Root: " + strings.Repeat("r", 44) + "\r\nLb-Batch-Sig: " + strings.Repeat("s", 88) + "\r\n" +
+		"Lb-Proof: " + strings.Repeat("p", 396) + "\r\nNats-Batch-Id: 5AdPTVz444PfRs7ttQki2m\r\nNats-Batch-Sequence: 18\r\n\r\n")
+	data := []byte("{}")
+	b.Run("raw", func(b *testing.B) {
+		var h RawHeader
+		b.ReportAllocs()
+		for b.Loop() {
+			if !h.Parse(blk) {
+				b.Fatal("not parsed")
+			}
+			attestRaw(7, "lb.ev.session.s", &h, data)
+		}
+	})
+	b.Run("map", func(b *testing.B) {
+		var (
+			h    nats.Header
+			vals []string
+		)
+		b.ReportAllocs()
+		for b.Loop() {
+			h, vals = decodeHeaderInto(h, vals[:0], blk)
+			attestMsg(7, "lb.ev.session.s", h, data)
+		}
+	})
 }
