@@ -53,11 +53,10 @@ type Msg struct {
 	Data    []byte      // the body; owned by the receiver
 	Time    time.Time   // when the server stored it
 	// hdr is the header block as the server sent it, when Header is
-	// still to be decoded from it: a raw read's (consumeRaw), whose
-	// Header decodeParallel makes of the headers judging reads
-	// (decodeHeader) before anything reads it, or a raw follower's
-	// (followRaw for Follow), whose Header msgHeader makes when it is
-	// needed; nil otherwise.
+	// still to be decoded from it (a raw read's, consumeRaw, or a raw
+	// follower's, followRaw for Follow): a reader takes the judged
+	// fields from it in place (RawHeader) and decodes Header only when
+	// it needs one (Decoded); nil otherwise.
 	hdr []byte
 }
 
@@ -372,7 +371,7 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 			}
 			rec, err := l.decode(d, m.Seq, m.Subject, m.Data)
 			if err != nil {
-				q, qerr := l.undecodable(ctx, m.Seq, m.Subject, msgHeader(m), m.Data, 0, err)
+				q, qerr := l.undecodable(ctx, m.Seq, m.Subject, m.Decoded().Header, m.Data, 0, err)
 				switch {
 				case qerr != nil:
 					err = qerr
@@ -386,7 +385,7 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 					quiet(events.Record{}, err)
 					return
 				}
-				h := msgHeader(m)
+				h := m.Decoded().Header
 				if ord.aggs[m.Subject] == nil && storedOnEmpty(h) {
 					// Its aggregate's first event: no state to load.
 					ord.aggs[m.Subject] = new(attestation.AggState)
@@ -529,22 +528,13 @@ func (l *Log) FollowRaw(ctx context.Context, filter string, from uint64) iter.Se
 
 // follow is FollowRaw; with raw, a Msg read over a raw connection
 // carries its header block in hdr and Header nil, for the caller to
-// decode when it needs it (msgHeader).
+// decode when it needs it (Msg.Decoded).
 func (l *Log) follow(ctx context.Context, filter string, from uint64, raw bool, yield func(Msg, error) bool) {
 	if l.leaderReads {
 		l.consume(ctx, filter, from, 0, yield)
 		return
 	}
 	l.followRaw(ctx, filter, from, raw, yield)
-}
-
-// msgHeader returns m's Header, decoded from its header block when a
-// raw read left it undecoded (decodeHeader).
-func msgHeader(m Msg) nats.Header {
-	if m.Header == nil && m.hdr != nil {
-		return decodeHeader(m.hdr)
-	}
-	return m.Header
 }
 
 // consume runs an ordered consumer on filter from sequence from and
