@@ -274,6 +274,7 @@ func TestFollower_NeverLocksOutAWriter(t *testing.T) {
 // held by a reader that never gives it up (a one-shot read that hangs)
 // is waited for, saying so, until ctx ends.
 func TestLockOver_WriterHolderRefused(t *testing.T) {
+	t.Parallel()
 	d := dataDir(t.TempDir())
 	held, err := d.lock("logbook import claude")
 	if err != nil {
@@ -284,7 +285,7 @@ func TestLockOver_WriterHolderRefused(t *testing.T) {
 		t.Errorf("lock held by a writer: %v", err)
 	}
 	held.Close()
-	held, err = d.lock("logbook sessions" + datadir.ReaderMark)
+	held, err = lockAgain(d.dir(), "logbook sessions"+datadir.ReaderMark)
 	if err != nil {
 		t.Fatal(err)
 	}
