@@ -27,7 +27,7 @@ package main
 //	LOGBOOK_SOAK_HEAP_PER_10K    the bound, in MiB of heap per 10k events (default 1)
 //	LOGBOOK_SOAK_HOOK_RATE       hooks a second, all four processes together: a
 //	                             steady load (default 0: as fast as they go)
-//	LOGBOOK_SOAK_BIN             a logbook binary to run instead of building one
+//	LOGBOOK_SOAK_BIN             a logbook binary to run instead of the soaks' copy of this one
 //
 // `.ci/soak --memory 60m` runs the long form.
 
