@@ -202,6 +202,7 @@ func exactlyOnce(got, want []uint64) error {
 // stream's newest event (live at once), and again with Last-Event-ID after
 // cutting a stream mid-burst. Each must see every sequence once, in order.
 func TestStream_HandOverDuringBurst(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	base := e.prompt(sid(1), "p") // something before the burst
 	var before []uint64
@@ -267,6 +268,7 @@ func after(seqs []uint64, seq uint64) []uint64 {
 // log runs past the live buffer is dropped with an event naming where to
 // resume, and resuming there loses and repeats nothing.
 func TestStream_SlowClientDropped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, smallSendBuffers, func(c *envSettings) {
 		c.StreamBuffer = 64
 		c.Stream.WriteTimeout = 5 * time.Minute // here only falling behind drops it
@@ -307,6 +309,7 @@ func TestStream_SlowClientDropped(t *testing.T) {
 }
 
 func TestStream_HeartbeatAndBadStart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := dial(t, e.http.URL+"/v1/stream", nil)
 	defer c.close()
