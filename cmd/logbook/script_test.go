@@ -126,6 +126,11 @@ func TestScripts(t *testing.T) {
 			env.Setenv("LOGBOOK_HTTP", "off")
 			env.Setenv("FIXTURES", filepath.Join(root, "testdata"))
 			env.Setenv("CORPUS", filepath.Join(root, "..", "shared", "corpus"))
+			// RUN is digits of this script's own work dir: a script that
+			// looks for its processes machine-wide by their command line
+			// (noprocess) puts it there, so that another run of the
+			// script on the same machine is not found, nor killed.
+			env.Setenv("RUN", runDigits(env.WorkDir))
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
@@ -436,4 +441,17 @@ func scriptConnect(ts *testscript.TestScript, path string, denied func(error)) (
 	}))
 	ts.Check(err)
 	return nc, si, c
+}
+
+// runDigits returns the last 9 digits of dir (a script's work dir, whose
+// parent's name ends in digits no other run has at the same time), for
+// $RUN.
+func runDigits(dir string) string {
+	d := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, dir)
+	return d[max(len(d)-9, 0):]
 }
