@@ -43,6 +43,21 @@ func (p followProcs) run(ctx context.Context, stdin string, args ...string) (str
 	return string(out), err
 }
 
+// stdout is run with standard output alone in what it returns (for
+// JSON to parse: a notice on stderr, say "waiting up to 10s for logbook
+// serve", stays out of it); standard error goes in the error's text.
+func (p followProcs) stdout(ctx context.Context, stdin string, args ...string) (string, error) {
+	c := p.cmd(ctx, args...)
+	c.Stdin = strings.NewReader(stdin)
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	out, err := c.Output()
+	if err != nil {
+		err = fmt.Errorf("%w\n%s", err, errb.String())
+	}
+	return string(out), err
+}
+
 // hooks sends each line of the testdata file name as one hook payload.
 func (p followProcs) hooks(ctx context.Context, name string) {
 	p.t.Helper()
