@@ -194,7 +194,16 @@ func TestHookSock_Concurrent(t *testing.T) {
 			t.Fatalf("%d entries still spooled after 30s", len(spooled(t, data)))
 		}
 	}
-	got := prompts(t, b)
+	// Each hook acknowledged is in serve's journal, appended just after
+	// its answer; serve's status waits for those appends only so long
+	// (api.IntakeWait), which a loaded machine can outlast: the log is
+	// read until it holds n prompts, or for 60 s.
+	var got []string
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if got = prompts(t, b); len(got) >= n || time.Now().After(deadline) {
+			break
+		}
+	}
 	slices.Sort(got)
 	var want []string
 	for i := range n {
