@@ -3,9 +3,11 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"time"
 )
 
 // Available reports whether restricted commands can run with the bubblewrap
@@ -43,6 +45,10 @@ func findBwrap(p string) (string, error) {
 	return abs, nil
 }
 
+// probeWaitDelay is how long probe awaits bubblewrap's output once the
+// process has ended or its context is done.
+const probeWaitDelay = 2 * time.Second
+
 // probe runs bubblewrap bw with the boundary options of every restricted
 // command around "bw --version", bw bound onto itself read-only. Errors
 // wrap ErrRefused and carry bwrap's own message.
@@ -52,7 +58,15 @@ func probe(ctx context.Context, bw string) error {
 	cmd := exec.CommandContext(ctx, bw, args...)
 	cmd.Env = []string{} // not the worker's
 	cmd.Dir = "/"
+	// Once bwrap has ended, or ctx has, its output is awaited only
+	// probeWaitDelay: a process of its namespace still holding the pipe
+	// (being torn down on a loaded machine) would otherwise hold the
+	// probe, and a cancelled command with it, until it lets go.
+	cmd.WaitDelay = probeWaitDelay
 	out, err := cmd.CombinedOutput()
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
+		err = nil // bwrap built the boundary and ran --version in it
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("probe bubblewrap %s: %w", bw, ctx.Err())

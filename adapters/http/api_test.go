@@ -17,6 +17,7 @@ import (
 )
 
 func TestSessions_FiltersSortAndPages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var last uint64
 	for i := range 7 {
@@ -97,6 +98,7 @@ func ids(ss []SessionSummary) []string {
 }
 
 func TestSession_PageAuditAndPending(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.prompt(sid(1), "p1")
 	e.waitSeq(e.permission(sid(1), "Bash"))
@@ -150,6 +152,7 @@ func TestSession_PageAuditAndPending(t *testing.T) {
 }
 
 func TestEvents_PagesBySequence(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var last uint64
 	for i := range 5 {
@@ -182,6 +185,7 @@ func TestEvents_PagesBySequence(t *testing.T) {
 func itoa(n uint64) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestObservations(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	post := func(body string, want int) observeReply {
 		t.Helper()
@@ -313,6 +317,7 @@ func TestErrorsInOneShape(t *testing.T) {
 }
 
 func TestGuard(t *testing.T) {
+	t.Parallel()
 	tok := &Tokens{Reader: "r-token", Writer: "w-token"}
 	e := newEnv(t, func(c *envSettings) { c.Tokens = tok })
 	obs := `{"harness":"h","id":"x","session":"s","kind":"k","signals":[{"kind":"prompt"}]}`
@@ -348,6 +353,7 @@ func TestGuard(t *testing.T) {
 }
 
 func TestMetrics_Names(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.waitSeq(e.prompt(sid(1), "p"))
 	e.do("POST", "/v1/observations", `{"harness":"h","id":"x","session":"s","kind":"k","signals":[{"kind":"prompt"}]}`, nil, 200, nil)
@@ -371,6 +377,7 @@ func TestMetrics_Names(t *testing.T) {
 }
 
 func TestPhases_WorkingWaitingWorking(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var sum struct{ Session SessionSummary }
 	phase := func(seq uint64) string {
@@ -390,6 +397,7 @@ func TestPhases_WorkingWaitingWorking(t *testing.T) {
 }
 
 func TestReviews_PersonVerdict(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.waitSeq(e.prompt(sid(1), "p1"))
 	id := "toolu_push"
@@ -439,6 +447,7 @@ func TestReviews_PersonVerdict(t *testing.T) {
 // empty (the decided review ends the wait in the reducer, not at the
 // agent's next hook).
 func TestReviews_VerdictEndsTheWait(t *testing.T) {
+	t.Parallel()
 	for i, verdict := range []string{"deny", "allow"} {
 		t.Run(verdict, func(t *testing.T) {
 			e := newEnv(t)
@@ -480,6 +489,7 @@ func TestReviews_VerdictEndsTheWait(t *testing.T) {
 // command line; an ambiguous prefix is a bad request listing the ids; a
 // prefix nothing begins with is not found.
 func TestIDPrefixes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.prompt(sid(3), "p1")
 	e.waitSeq(e.prompt(sid(12), "p1"))
@@ -536,6 +546,7 @@ func TestIDPrefixes(t *testing.T) {
 // Logbook), not two "review" rows nobody can answer; once the call's
 // result comes, none.
 func TestPending_RecorderDialogIsOneWaitingRow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.prompt(sid(1), "p1")
 	e.hook(sid(1), "PermissionRequest", map[string]any{"tool_name": "Bash", "tool_input": map[string]any{"command": "rm -rf build"}})
@@ -558,6 +569,7 @@ func TestPending_RecorderDialogIsOneWaitingRow(t *testing.T) {
 // its tool and no action. The session list prices each session's own
 // spend as `session show` does and says what time the server had.
 func TestPending_ToolActionAndBudget(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.prompt(sid(1), "p1")
 	e.hook(sid(1), "PermissionRequest", map[string]any{"tool_name": "Bash", "tool_input": map[string]any{

@@ -40,6 +40,7 @@ func limitsRollout(t *testing.T, at, resets, reset time.Time) string {
 // sum is theirs, and each plan-limit bar is a window's reading with its
 // reset time.
 func TestBoard_SpendCharts(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	e := newEnv(t)
 	importDir(t, e, usageFixture(t))

@@ -95,6 +95,7 @@ func checkRunsEnv(t *testing.T, e *env) (string, []check.State) {
 // TestWorkspaces_API: GET /v1/workspaces answers each workspace with its
 // check runs, newest first, as the projection holds them.
 func TestWorkspaces_API(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id, runs := checkRunsEnv(t, e)
 	var got struct {
@@ -117,6 +118,7 @@ func TestWorkspaces_API(t *testing.T) {
 // check runs — status, exit status, timed out, the tree judged, when,
 // the pushes allowed, the reason — with hostileText text shown as text.
 func TestBoard_CheckRuns(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	e := newEnv(t)
 	id, runs := checkRunsEnv(t, e)

@@ -89,6 +89,7 @@ func evaluate[T any](t *testing.T, ctx context.Context, expr string) T {
 // stale mark, hostile titles and inputs shown as text, and a narrow
 // window with nothing wider than it.
 func TestBoard_ListInABrowser(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	e := newEnv(t)
 	dir := filepath.Join(t.TempDir(), "projects", "-home-user-list")

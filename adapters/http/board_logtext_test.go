@@ -52,6 +52,7 @@ const rawText = `(() => {
 // before it, and the stale mark's chain shows the reconciler tick's
 // facts. A session URL with an unknown id names it once.
 func TestBoard_LogTextShownEscaped(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	e := newEnv(t)
 	const id = "h-evil"

@@ -24,6 +24,7 @@ import (
 // notification.sent, the board's live stream carries it, and board.js
 // makes a Notification of it, once.
 func TestBoard_BrowserNotification(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	e := newEnv(t)
 	conf := filepath.Join(t.TempDir(), notify.File)

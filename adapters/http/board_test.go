@@ -94,6 +94,7 @@ func row(id, group, phase string) string {
 // second each, without a reload; then opens the session page from the
 // keyboard. Screenshots are saved (see artifacts).
 func TestBoard_LiveInABrowser(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	e := newEnv(t)
 	// Some sessions before the page loads.

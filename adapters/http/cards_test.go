@@ -99,6 +99,7 @@ func checkOwnRows(t *testing.T, e *env, r cardsReply) map[string]session.Card {
 // subagent ran in the foreground and is done; the other was launched in
 // the background and still runs; what it said is redacted.
 func TestSession_Cards(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	importCards(t, e, "testdata/cards")
 	var r cardsReply
@@ -153,6 +154,7 @@ func TestSession_Cards(t *testing.T) {
 // whose numbers are the subagent sessions' own rows, all done, and the
 // parent 0 running of 3. Skipped when the corpus is absent.
 func TestSession_CardsCorpus(t *testing.T) {
+	t.Parallel()
 	dir, _ := filepath.Abs("../../../shared/corpus/claude/subagent-spawn")
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("no shared corpus at %s", dir)
@@ -254,6 +256,7 @@ func corpusAgentTypes(t *testing.T, path string) map[string]string {
 // delegated nothing shows no Subagents section. Screenshot saved (see
 // artifacts).
 func TestBoard_SubagentCards(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	e := newEnv(t)
 	importCards(t, e, "testdata/cards")

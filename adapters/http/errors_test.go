@@ -15,6 +15,7 @@ import (
 // TestErrors_NoGoInternalText: bad bodies and ids are answered in the
 // request's terms, never with Go types, package prefixes or escaped bytes.
 func TestErrors_NoGoInternalText(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.waitSeq(e.prompt(sid(1), "p1"))
 	for _, tt := range []struct {
@@ -144,6 +145,7 @@ func TestObservations_AnotherAgentsSession(t *testing.T) {
 // it is cut off at the body timeout instead of holding its connection
 // open, and appends nothing.
 func TestWrite_SlowBodyCutOff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(s *envSettings) { s.BodyTimeout = 300 * time.Millisecond })
 	c, err := net.Dial("tcp", e.http.Listener.Addr().String())
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 // re-sent copy of what the session knows); only its id sent again is a
 // duplicate.
 func TestObservations_DedupByID(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	post := func(body string) observeReply {
 		t.Helper()

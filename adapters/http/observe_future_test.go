@@ -11,6 +11,7 @@ import (
 // its receipt (events.BoundTime), the posted time kept as the
 // observation's agent_time.
 func TestObservations_FutureTime(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	before := time.Now()
 	var rep observeReply

@@ -44,6 +44,7 @@ func postedSecrets() []postedSecret {
 // secret (the observation's, or an agent's id in meta or a signal) is
 // refused naming the field, not the value, and appends nothing.
 func TestObservations_Redacted(t *testing.T) {
+	t.Parallel()
 	red, err := redact.New([]string{`acme-[0-9]{7}`})
 	if err != nil {
 		t.Fatal(err)

@@ -115,6 +115,7 @@ func TestGuard_TrustedUIDs(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the socket tables are Linux's")
 	}
+	t.Parallel()
 	me := uint32(os.Geteuid())
 	tok := &Tokens{Reader: "r-token-0123456789", Writer: "w-token-0123456789"}
 	obs := `{"harness":"h","id":"x","session":"s","kind":"k","signals":[{"kind":"prompt"}]}`

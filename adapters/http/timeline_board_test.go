@@ -31,6 +31,7 @@ func evalJS[T any](t *testing.T, ctx context.Context, expr string) T {
 // its cause and observed input, and "state just before" the state the
 // call was open in.
 func TestBoard_Timeline(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	e := newEnv(t)
 	st := e.tellStory()
@@ -102,6 +103,7 @@ func TestBoard_Timeline(t *testing.T) {
 // replay --seq N --session ID --json` prints (replay.StateAt); then drags
 // it along the strip.
 func TestBoard_Scrubber(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	e := newEnv(t)
 	st := e.tellStory()
@@ -148,6 +150,7 @@ func TestBoard_Scrubber(t *testing.T) {
 // calls recorded with the activity in lower case) and finds the first
 // divergence marked on the timeline, with both decisions side by side.
 func TestBoard_Divergence(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	e := newEnv(t)
 	st := e.tellStory()
@@ -221,6 +224,7 @@ func TestBoard_TimelineManyEvents(t *testing.T) {
 // TestBoard_TimelineHostileText: a tool name that is markup is drawn as
 // text in the timeline, never parsed.
 func TestBoard_TimelineHostileText(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	e := newEnv(t)
 	evil := `<img src=x onerror=\"document.title='pwned'\">`
@@ -245,6 +249,7 @@ func TestBoard_TimelineHostileText(t *testing.T) {
 // command's entry events (events.TransitionOf); the phase lane draws them
 // as it draws a session.transitioned.
 func TestBoard_TimelineCommandMovesPhase(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	e := newEnv(t)
 	e.observe("idle", "", "start", `{"kind":"session_start","name":"startup"}`, `{"kind":"mode","name":"bypassPermissions"}`)

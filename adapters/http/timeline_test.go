@@ -176,6 +176,7 @@ func (e *env) replayJSON(id string, seq uint64) any {
 // TestSessionAt: /v1/sessions/{id}/at answers what replay folds, for
 // every event of a session; bad input is refused naming it.
 func TestSessionAt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	st := e.tellStory()
 	for _, seq := range e.axis(st.main) {
@@ -217,6 +218,7 @@ func TestSessionAt(t *testing.T) {
 // agrees; one written by an older reducer shows its first divergence
 // with both decision lists.
 func TestRederiveAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	st := e.tellStory()
 	type env struct {

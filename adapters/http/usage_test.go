@@ -105,6 +105,7 @@ func importUsage(t *testing.T, e *env) {
 // row carries its spend and its subagents' apart, and bad parameters are
 // refused naming the parameter.
 func TestUsage_API(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	importUsage(t, e)
 	ss, err := e.store.Sessions("")
@@ -208,6 +209,7 @@ func TestUsage_API(t *testing.T) {
 // session's page shows its spend and its subagents' as `session show`
 // does.
 func TestBoard_UsageInABrowser(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	e := newEnv(t)
 	importUsage(t, e)
@@ -303,6 +305,7 @@ func TestBoard_UsageInABrowser(t *testing.T) {
 // tokens show, and price_error says why; the usage view, which is
 // nothing but prices, is refused naming the file.
 func TestUsage_BadPrices(t *testing.T) {
+	t.Parallel()
 	bad := errors.New("price table /data/prices.json: line 2, column 30: \"models.input\" is a JSON string, want float64")
 	e := newEnv(t, func(s *envSettings) {
 		s.Prices = func() (*usage.Table, error) { return nil, bad }
@@ -340,6 +343,7 @@ func TestUsage_BadPrices(t *testing.T) {
 // 200 without a cost (never 500 "unsupported value: +Inf") and the
 // usage view is refused naming the model and the field.
 func TestUsage_HugePrices(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "prices.json")
 	if err := os.WriteFile(path, []byte(`{"version":2,"models":{"claude-opus-4-7":{"input":1e308,"output":1e308,"cache_write":1e308,"cache_read":1e308}}}`), 0o644); err != nil {
 		t.Fatal(err)

@@ -291,6 +291,7 @@ func tailString(s string, n int) string {
 // open for writing refuses a read-only remount, EBUSY, so the read-only
 // case is this probe's, not a running serve's.)
 func TestDiskPauseProbe(t *testing.T) {
+	t.Parallel()
 	disk := filepath.Join(t.TempDir(), "disk")
 	mountTmpfs(t, disk, 4<<20)
 	if why := diskfull.Probe(disk, true); why != "" {

@@ -17,6 +17,7 @@ import (
 // so a rule written between two execs holds for the second: the same
 // argument runs first and is refused as a secret after.
 func TestExecSocket_RulesApplyToTheNextExec(t *testing.T) {
+	t.Parallel()
 	data, ws := t.TempDir(), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

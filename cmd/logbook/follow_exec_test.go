@@ -43,6 +43,21 @@ func (p followProcs) run(ctx context.Context, stdin string, args ...string) (str
 	return string(out), err
 }
 
+// stdout is run with standard output alone in what it returns (for
+// JSON to parse: a notice on stderr, say "waiting up to 10s for logbook
+// serve", stays out of it); standard error goes in the error's text.
+func (p followProcs) stdout(ctx context.Context, stdin string, args ...string) (string, error) {
+	c := p.cmd(ctx, args...)
+	c.Stdin = strings.NewReader(stdin)
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	out, err := c.Output()
+	if err != nil {
+		err = fmt.Errorf("%w\n%s", err, errb.String())
+	}
+	return string(out), err
+}
+
 // hooks sends each line of the testdata file name as one hook payload.
 func (p followProcs) hooks(ctx context.Context, name string) {
 	p.t.Helper()
@@ -274,6 +289,7 @@ func TestFollower_NeverLocksOutAWriter(t *testing.T) {
 // held by a reader that never gives it up (a one-shot read that hangs)
 // is waited for, saying so, until ctx ends.
 func TestLockOver_WriterHolderRefused(t *testing.T) {
+	t.Parallel()
 	d := dataDir(t.TempDir())
 	held, err := d.lock("logbook import claude")
 	if err != nil {
@@ -284,7 +300,7 @@ func TestLockOver_WriterHolderRefused(t *testing.T) {
 		t.Errorf("lock held by a writer: %v", err)
 	}
 	held.Close()
-	held, err = d.lock("logbook sessions" + datadir.ReaderMark)
+	held, err = lockAgain(d.dir(), "logbook sessions"+datadir.ReaderMark)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,6 +180,7 @@ func TestForgedVerdict_Quarantined(t *testing.T) {
 // view; audit of its id shows each forged event as unattested instead of
 // saying there is no such session.
 func TestAudit_SessionOfForgeriesOnly(t *testing.T) {
+	t.Parallel()
 	r := newGateRig(t, "f0a9ed00-0000-4000-8000-00000000f0b1", nil)
 	_, wnc := connectAs(t, dataDir(r.data), natslog.RoleWorker)
 	const sid = "f0a9ed00-0000-4000-8000-00000000f0b2"

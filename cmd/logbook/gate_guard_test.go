@@ -14,6 +14,7 @@ import (
 // answer it times out as a deny. A project policy the agent did write
 // anyway cannot widen a deny of the user's: a deny in either wins.
 func TestGate_ShellCannotRewriteThePolicy(t *testing.T) {
+	t.Parallel()
 	r := newGateRig(t, "5e551011-0000-4000-8000-0000000009a4", map[string]string{
 		"policy.toml": "allow = [\"Bash(echo:*)\", \"Bash(cd:*)\", \"Bash(tee:*)\"]\ndeny = [\"Bash(curl:*)\"]\n",
 	}, "--review-budget", "300ms")

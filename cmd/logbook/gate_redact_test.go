@@ -115,6 +115,7 @@ func (r *gateRig) onDisk(s string) []string {
 // `audit`, `events tail --json`, `review list` or what serve logs; the
 // answers the agent gets do not quote them either.
 func TestGate_RecordsRedacted(t *testing.T) {
+	t.Parallel()
 	aws := "AK" + "IA" + "Q1W2E3R4T5Y6U7I8"
 	gh := "gh" + "p_" + "4Nd8fKq2ZbX9vLm3Qw7Rt1Yp6Hs0Jc5Ue2Ia"
 	pass := "Zx9Secr3t" + "Passw0rdQ"

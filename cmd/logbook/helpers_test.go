@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -315,6 +316,25 @@ func runCLIAgain(ctx context.Context, args []string, out, errb *bytes.Buffer) er
 		}
 		out.Reset()
 		errb.Reset()
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lockAgain takes data dir d's lock as role (datadir.Dir.Lock) for a
+// test that closed this process's own hold on it just before: a lock
+// found held by this very process is a child that a parallel test forked
+// meanwhile, holding a copy of the closed descriptor until its exec (see
+// runCLIAgain). It tries again for up to 10 s; any other error, or the
+// same one after that, is returned as Lock gave it. The caller closes
+// the file.
+func lockAgain(d datadir.Dir, role string) (*os.File, error) {
+	self := regexp.MustCompile(fmt.Sprintf(` pid %d\b`, os.Getpid()))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f, err := d.Lock(role)
+		if !errors.Is(err, datadir.ErrBusy) || !self.MatchString(err.Error()) || time.Now().After(deadline) {
+			return f, err
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -19,6 +19,7 @@ import (
 // delivers all of them in order. With the spool empty, the next hook goes
 // straight to the server and the spool stays empty.
 func TestHook_BehindSpool(t *testing.T) {
+	t.Parallel()
 	data, b, _ := apiServe(t)
 	ctx := t.Context()
 	sp := openSpool(t, data)

@@ -114,6 +114,7 @@ func denyReason(t *testing.T, out string) string {
 // cannot use in the spool, for serve to set aside, redacted, in the
 // spool's rejected/ folder.
 func TestLogbookHook_NoLogbook(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(installHookAs(t, "logbook-hook"), "logbook-hook")
 	data := t.TempDir()
 

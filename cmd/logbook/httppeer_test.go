@@ -20,6 +20,7 @@ import (
 // review verdict and an observation, and nothing is recorded; with the
 // writer's token from http-tokens.json the same client is served.
 func TestHTTP_LoopbackPeerUser(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	addr := freeLoopbackPort(t)
 	serveInProcess(t, data, "--workers", "0", "--reconcile-every", "0", "--fsync", "interval", "--http", addr)

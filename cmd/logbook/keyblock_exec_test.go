@@ -19,6 +19,7 @@ func TestExec_KeyBlockPrintedSlowly(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("commands need bubblewrap")
 	}
+	t.Parallel()
 	data, ws := t.TempDir(), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

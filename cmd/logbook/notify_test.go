@@ -170,7 +170,7 @@ sinks = %s
 	p.serve(ctx, &log2)
 	var items []replay.Item
 	for {
-		out, err := p.run(ctx, "", "audit", "--json", sid)
+		out, err := p.stdout(ctx, "", "audit", "--json", sid)
 		items = items[:0]
 		if err == nil {
 			if err := json.Unmarshal([]byte(out), &items); err != nil {
@@ -246,7 +246,7 @@ sinks = %s
 // auditHas reports whether `audit SESSION` shows a notification.sent
 // whose detail has want.
 func auditHas(ctx context.Context, p followProcs, sid, want string) bool {
-	out, err := p.run(ctx, "", "audit", "--json", sid)
+	out, err := p.stdout(ctx, "", "audit", "--json", sid)
 	if err != nil {
 		return false
 	}
@@ -366,7 +366,7 @@ sinks = ["failing", "hook", "nobody"]
 		mu.Unlock()
 		return ok && auditHas(ctx, p, sid, "sink=failing(webhook)")
 	})
-	out, err := p.run(ctx, "", "audit", "--json", sid)
+	out, err := p.stdout(ctx, "", "audit", "--json", sid)
 	if err != nil {
 		t.Fatalf("audit: %v\n%s", err, out)
 	}

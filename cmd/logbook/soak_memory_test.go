@@ -17,17 +17,17 @@ package main
 // when the heap drifts more than 10% over its last two thirds (the median
 // of that part's first third of samples against its last third's).
 //
-// The normal suite runs a short form: 24 s, sampled every 3 s.
+// The normal suite runs a short form: 12 s, sampled every 2 s.
 // Settings, from the environment:
 //
 //	LOGBOOK_SOAK_MEMORY          how long to drive the load (a Go duration: 60m)
-//	LOGBOOK_SOAK_SAMPLE          the sample interval (default 30s, 3s for the short form)
+//	LOGBOOK_SOAK_SAMPLE          the sample interval (default 30s, 2s for the short form)
 //	LOGBOOK_SOAK_PROFILES        a directory to keep the heap profiles and the table in
 //	                             (start.pb.gz, mid.pb.gz, end.pb.gz, table.txt)
 //	LOGBOOK_SOAK_HEAP_PER_10K    the bound, in MiB of heap per 10k events (default 1)
 //	LOGBOOK_SOAK_HOOK_RATE       hooks a second, all four processes together: a
 //	                             steady load (default 0: as fast as they go)
-//	LOGBOOK_SOAK_BIN             a logbook binary to run instead of building one
+//	LOGBOOK_SOAK_BIN             a logbook binary to run instead of the soaks' copy of this one
 //
 // `.ci/soak --memory 60m` runs the long form.
 
@@ -59,7 +59,7 @@ func TestSoakMemory(t *testing.T) {
 		t.Skip("the memory soak does not run with -short")
 	}
 	t.Parallel() // a fixed time of steady load: beside the other slow tests
-	dur, every := 24*time.Second, 3*time.Second
+	dur, every := 12*time.Second, 2*time.Second
 	if v := os.Getenv("LOGBOOK_SOAK_MEMORY"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 30*time.Second {

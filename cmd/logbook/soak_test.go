@@ -185,10 +185,13 @@ func (s *soak) intN(n int) int {
 	return s.rng.IntN(n)
 }
 
-// soakBuild returns the logbook binary, built once per test binary into
+// soakBuild returns the logbook binary, made once per test binary into
 // a directory of its own that TestMain removes, and that a process of
 // its own removes once the test binary has ended however it ended (a
-// -timeout panic runs no TestMain code after m.Run).
+// -timeout panic runs no TestMain code after m.Run). It is a copy of
+// this test binary named logbook, which runs logbook's main as the
+// scripts' logbook does (TestMain): the same code as a go build of this
+// package, without linking it a second time.
 func soakBuild(t *testing.T) string {
 	t.Helper()
 	return soakBin.get(t, func() (string, error) {
@@ -207,7 +210,11 @@ func soakBuild(t *testing.T) string {
 			// test built, copied into a folder of this run's own.
 			return bin, copyExecutable(from, bin)
 		}
-		return goBuild(".", bin)
+		self, err := os.Executable()
+		if err != nil {
+			return "", err
+		}
+		return bin, copyExecutable(self, bin)
 	})
 }
 

@@ -102,6 +102,7 @@ func TestHook_Caps(t *testing.T) {
 // same raw text: exact bytes, spacing and "<", ">", "&" kept, redacted
 // the same way.
 func TestHook_SameBytesBothPaths(t *testing.T) {
+	t.Parallel()
 	ctx, data, sp := spoolAlone(t, 60*time.Second)
 	const sid = "5e551011-0000-4000-8000-00000000b17e"
 	aws := "AK" + "IA" + "ZXCVBNMASDFGHJKL"
@@ -188,6 +189,7 @@ func drainData(t *testing.T, ctx context.Context, data string) int {
 // refused by the drain too and set aside, redacted, with its reason; the
 // good payload behind them is delivered.
 func TestSpool_RefusedKinds(t *testing.T) {
+	t.Parallel()
 	ctx, data, sp := spoolAlone(t, 120*time.Second)
 	const sid = "5e551011-0000-4000-8000-00000000d00d"
 	aws := "AK" + "IA" + "QWERTYUIOPASDFGH"

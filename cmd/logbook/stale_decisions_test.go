@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,6 +155,7 @@ func TestQuorumLoss_NoDecisionFromTheProjection(t *testing.T) {
 
 	// The gate: a gated call gets no verdict, nor does a person's answer
 	// to a review.
+	var wg sync.WaitGroup
 	for _, call := range []struct {
 		verb          string
 		req           any
@@ -164,19 +166,23 @@ func TestQuorumLoss_NoDecisionFromTheProjection(t *testing.T) {
 		{gate.VerbReviewDecide, gate.DecideRequest{ID: "rv-1", Verdict: "allow", Reason: "looks fine", Actor: "person:test@host", Ref: ulid.Make().String()},
 			"a person's verdict during the loss was recorded", "a person's verdict not recorded"},
 	} {
-		req, _ := json.Marshal(call.req)
-		// A verdict taken from the projection would come at once; one
-		// from the log cannot come while it has no quorum, however long
-		// the call waits. A few seconds tell both.
-		cctx, cancel := context.WithTimeout(stale, 5*time.Second)
-		start := time.Now()
-		answer, err := gs.Handlers()[call.verb](cctx, req)
-		cancel()
-		if err == nil {
-			t.Errorf("%s: %+v", call.decided, answer)
-		}
-		t.Logf("%s in %s: %v", call.held, time.Since(start).Round(time.Millisecond), err)
+		// Both calls wait at once: each is given its own few seconds.
+		wg.Go(func() {
+			req, _ := json.Marshal(call.req)
+			// A verdict taken from the projection would come at once; one
+			// from the log cannot come while it has no quorum, however long
+			// the call waits. A few seconds tell both.
+			cctx, cancel := context.WithTimeout(stale, 5*time.Second)
+			start := time.Now()
+			answer, err := gs.Handlers()[call.verb](cctx, req)
+			cancel()
+			if err == nil {
+				t.Errorf("%s: %+v", call.decided, answer)
+			}
+			t.Logf("%s in %s: %v", call.held, time.Since(start).Round(time.Millisecond), err)
+		})
 	}
+	wg.Wait()
 
 	for _, nd := range c.Nodes[1:] {
 		if err := nd.Start(); err != nil {

@@ -102,6 +102,7 @@ func TestSystemMode(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("system mode needs two users: run as root")
 	}
+	t.Parallel()
 	agent := lookupSystemUser(t, "lbtest")
 	other := lookupSystemUser(t, "lbother")
 	bin, hookBin, data := systemBins(t)
@@ -534,6 +535,7 @@ func TestSystemMode_ReadsOwnSessions(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("system mode needs two users: run as root")
 	}
+	t.Parallel()
 	a := lookupSystemUser(t, "lbtest")
 	b := lookupSystemUser(t, "lbother")
 	bin, hookBin, data := systemBins(t)
@@ -582,6 +584,7 @@ func TestDataDirOfAnotherUser_Unprivileged(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run as another user")
 	}
+	t.Parallel()
 	u := lookupSystemUser(t, "lbtest")
 	bin := soakBuild(t)
 	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
@@ -633,6 +636,7 @@ func TestSystemMode_SocketGroup(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("system mode needs two users: run as root")
 	}
+	t.Parallel()
 	a := lookupSystemUser(t, "lbtest")
 	b := lookupSystemUser(t, "lbother")
 	bin, _, data := systemBins(t)

@@ -422,6 +422,14 @@ func benchPublish(ctx context.Context, js jetstream.JetStream, subject string, b
 		msgs[i] = nats.NewMsg(subject)
 		msgs[i].Data = b
 	}
+	if _, ok := ctx.Deadline(); !ok {
+		// Without a deadline, an ack is awaited for the client's default
+		// 5 s, which a loaded machine outlasts with benchAtomicInflight
+		// batches in flight: the run would fail rather than measure.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, benchAckWait)
+		defer cancel()
+	}
 	if len(msgs) == 1 {
 		_, err := js.PublishMsg(ctx, msgs[0])
 		return err
@@ -429,6 +437,10 @@ func benchPublish(ctx context.Context, js jetstream.JetStream, subject string, b
 	_, err := jetstreamext.PublishMsgBatch(ctx, js, msgs)
 	return err
 }
+
+// benchAckWait is how long benchPublish awaits one publish's or batch's
+// ack when its context sets no deadline.
+const benchAckWait = time.Minute
 
 // readRuns is how often each read row and its baseline run: nine, so
 // that the median of the runs' ratios holds against two bursts of load
