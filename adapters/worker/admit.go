@@ -92,7 +92,7 @@ func admission(sess session.State, by, mode, elevation, ws, home string, cwdHere
 	if home != "" && (ws == home || strings.HasPrefix(home, ws+"/")) {
 		return fmt.Sprintf("refused: workspace %s is the home directory %s or holds it", ws, home)
 	}
-	if cwd := filepath.Clean(sess.Cwd); sess.Cwd != "" && cwdHere && ws != cwd && !strings.HasPrefix(ws, cwd+"/") {
+	if cwd := filepath.Clean(sess.Cwd); sess.Cwd != "" && cwdHere && !within(ws, cwd) {
 		return fmt.Sprintf("refused: workspace %s is outside session %s's directory %s", ws, sess.ID, cwd)
 	}
 	return ""

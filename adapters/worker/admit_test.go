@@ -51,6 +51,8 @@ func TestAdmission(t *testing.T) {
 		{"PersonMayElevate", sess(events.ModeWorkspaceWrite, ""), "person:alice@build-3", events.ModeFullAccess, "/home/u/p", false, ""},
 		{"PersonStillNotInEtc", sess(events.ModeWorkspaceWrite, ""), "person:alice@build-3", events.ModeFullAccess, "/etc", false, "system directory"},
 		{"PersonLookalikeHeld", sess(events.ModeWorkspaceWrite, ""), "personal-harness", events.ModeFullAccess, "/home/u/p", false, "wider"},
+		{"InsideRootSessionDir", sess(events.ModeFullAccess, "/"), "claude-code", events.ModeReadOnly, "/tmp/x", true, ""},
+		{"RootSessionDirStillNotRoot", sess(events.ModeFullAccess, "/"), "claude-code", events.ModeReadOnly, "/", true, "system directory"},
 		{"SessionDirElsewhere", sess(events.ModeFullAccess, "/home/u/p"), "claude-code", events.ModeReadOnly, "/home/u/q", false, ""},
 	}
 	for _, tt := range tests {
