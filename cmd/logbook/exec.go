@@ -305,7 +305,8 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 }
 
 // waitExec prints command f.id's output for up to f.wait (worker.Client.Wait)
-// and returns its exit as exec's; when the wait expires first the command
+// and returns its exit as exec's, with a line on stderr when output past
+// the worker's cap was dropped; when the wait expires first the command
 // is marked as in the background and exec returns nil.
 func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output, f execFlags) error {
 	r, err := cl.Wait(ctx, f.id, f.wait, p.Print)
@@ -335,6 +336,9 @@ func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output
 		}
 		fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background after %s\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.wait, f.id)
 		return nil
+	}
+	if d := r.State.OutputDropped; d > 0 {
+		fmt.Fprintf(g.stderr, "logbook: command %s: %d bytes of its output dropped, past the %d bytes the worker stores for a command\n", f.id, d, r.State.OutputBytes)
 	}
 	if g.json {
 		if err := term.JSONLine(g.stdout, p.Result(f.id, r.State, false)); err != nil {
