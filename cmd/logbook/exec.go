@@ -325,6 +325,9 @@ func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output
 		return &exitError{code: code, err: fmt.Errorf("exec interrupted by %s: command %s %s", by, f.id, goes)}
 	}
 	if err != nil {
+		if natslog.Unreachable(err) {
+			return lostExec(p, f.id, r.State)
+		}
 		return fmt.Errorf("exec: %w", err)
 	}
 	if r.Background {
@@ -346,6 +349,20 @@ func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output
 		}
 	}
 	return exitOf(r.State)
+}
+
+// lostExec is exec's error when the connection to the server closed
+// while it waited for command id (st as last read, p what was printed):
+// what is known of the command, and how to come back to its output from
+// where exec stopped printing it.
+func lostExec(p *term.Output, id string, st command.State) error {
+	p.Close()
+	known := "whether it ran, and whether it ended, is unknown"
+	if p.Pos > 0 || st.Status == command.StatusStarted {
+		known = fmt.Sprintf("it ran (%d bytes of output so far); whether it ended is unknown", p.Pos)
+	}
+	return fmt.Errorf("exec: the connection to the log's server closed before command %s ended (did `logbook serve` stop?): the command was requested; %s: come back with `logbook command output %s --follow --after %d`",
+		id, known, id, p.Pos)
 }
 
 // resolveSession resolves the session id or prefix id as resolveID does.
