@@ -304,16 +304,28 @@ func (r fdReader) Read(p []byte) (int, error) {
 	}
 }
 
+// lostAnswer is the error of an answer whose connection closed before
+// its exit status, after output bytes of the command's output on stdout:
+// with some, the command ran and it is unknown whether it ended; with
+// none, it is unknown whether it was requested or ran.
+func lostAnswer(output int64) error {
+	if output > 0 {
+		return fmt.Errorf("the server closed the connection before the exit status, after %d bytes of the command's output: the command ran; whether it ended is unknown (see `logbook commands --active`, then `logbook command output ID --follow` with its id)", output)
+	}
+	return errors.New("the server closed the connection before the exit status: whether the command was requested, or ran, is unknown (see `logbook commands`)")
+}
+
 // readAnswer copies the answer's output frames on fd to stdout and
 // stderr and returns its exit status.
 func readAnswer(fd int, stdout, stderr io.Writer) (int, error) {
 	var hdr [5]byte
 	buf := make([]byte, 4096)
 	r := fdReader(fd)
+	var output int64 // bytes of stdout frames: the command's output, which only a command that ran has
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return 1, errors.New("the server closed the connection before the exit status: whether the command ran is unknown (see `logbook commands`)")
+				return 1, lostAnswer(output)
 			}
 			return 1, err
 		}
@@ -330,6 +342,7 @@ func readAnswer(fd int, stdout, stderr io.Writer) (int, error) {
 		}
 		switch hdr[0] {
 		case KindStdout:
+			output += int64(n)
 			stdout.Write(body) // a closed output is the caller's; the exit status still comes
 		case KindStderr:
 			stderr.Write(body)

@@ -175,6 +175,11 @@ type Summary struct {
 	// stopped because the server went away; both are among Errors.
 	Diverged int `json:"-"`
 	Lost     int `json:"-"`
+	// refused counts the Errors no later import gets past as the file
+	// stands: a path that is not a regular file or leads into the data
+	// dir, and the paths the plan refused; invalid those at a line that
+	// does not parse.
+	refused, invalid int
 	// stopped counts the Files that stopped at an error: not read to
 	// their end.
 	stopped int
@@ -227,7 +232,19 @@ func (s Summary) Err(noun, paused string) error {
 	if s.Lost > 0 {
 		why += fmt.Sprintf("; %d because the server went away (did `logbook serve` stop?)", s.Lost)
 	}
-	return fmt.Errorf("%s stopped early (errors above)%s; the lines before each error are imported, and importing again resumes at the line that stopped it (a line that does not parse must be fixed first, or passed with --skip-invalid)", plural(len(s.Errors), noun), why)
+	if s.Diverged > 0 {
+		why += fmt.Sprintf("; %d changed under Logbook (import with --as-new to record them as new histories)", s.Diverged)
+	}
+	if len(s.Errors)-s.refused-s.Diverged == 0 {
+		// Nothing a second run would resume: files never read, or
+		// changed under Logbook.
+		return fmt.Errorf("%s not imported (errors above)%s", plural(len(s.Errors), noun), why)
+	}
+	again := "importing again resumes at the line that stopped it"
+	if s.invalid > 0 {
+		again += " (a line that does not parse must be fixed first, or passed with --skip-invalid)"
+	}
+	return fmt.Errorf("%s stopped early (errors above)%s; the lines before each error are imported, and %s", plural(len(s.Errors), noun), why, again)
 }
 
 // Run imports the plan's units with r on r.Workers goroutines, a group
@@ -278,6 +295,12 @@ func (p *Plan[U]) Run(ctx context.Context, r Runner[U], progress io.Writer) Summ
 						if r.Lost != nil && r.Lost(err) {
 							sum.Lost++
 						}
+						if errors.Is(err, hookspool.ErrNotRegular) || errors.Is(err, ErrPrivate) {
+							sum.refused++
+						}
+						if _, ok := errors.AsType[*LineError](err); ok {
+							sum.invalid++
+						}
 					}
 					mu.Unlock()
 					prog.file()
@@ -297,6 +320,7 @@ func (p *Plan[U]) Run(ctx context.Context, r Runner[U], progress io.Writer) Summ
 	slices.Sort(nothing)
 	sum.NotTranscripts = append(nothing, p.skipped...)
 	sum.Errors = append(sum.Errors, p.errs...)
+	sum.refused += len(p.errs)
 	if sum.Files == nil {
 		sum.Files = []SummaryFile{}
 	}

@@ -3,12 +3,15 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 )
 
 // testFormat takes files as named; a file is one of its own when its
@@ -148,5 +151,53 @@ func TestPlan_Run(t *testing.T) {
 	}}, io.Discard)
 	if got := sum.Line("log file"); got != "imported 1 log file: 3 lines appended, 0 already in the log; 1 stopped at an error" {
 		t.Errorf("Line with a file stopped part way = %q", got)
+	}
+}
+
+// TestSummaryErr_ResumeHint: "importing again resumes at the line that
+// stopped it" is said only when a file stopped at a line, and the advice
+// on a line that does not parse only when one did; files never read (not
+// regular, leading into the data dir) are not imported, nothing resumes.
+func TestSummaryErr_ResumeHint(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a.jsonl", "b.jsonl"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("{}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := PlanImport(testFormat(), []string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := fmt.Errorf("read transcript: x.jsonl: %w (a FIFO)", hookspool.ErrNotRegular)
+	private := fmt.Errorf("x.jsonl: %w /data: it is a hard link to /data/lock", ErrPrivate)
+	line := &LineError{Path: "x.jsonl", Line: 3, Err: ErrSyntax}
+	appendErr := errors.New("append: no space left on device")
+	for _, tt := range []struct {
+		name       string
+		errs       []error
+		resume     bool
+		unparsable bool
+	}{
+		{"NotRegular", []error{fifo, fifo}, false, false},
+		{"Private", []error{private, fifo}, false, false},
+		{"Line", []error{line, fifo}, true, true},
+		{"Append", []error{appendErr, private}, true, false},
+	} {
+		i := 0
+		sum := p.Run(t.Context(), Runner[string]{Workers: 1, Import: func(_ context.Context, path string, _ func()) ([]FileResult, error) {
+			i++
+			return nil, tt.errs[i-1]
+		}}, io.Discard)
+		err := sum.Err("log", "")
+		if err == nil {
+			t.Fatalf("%s: no error", tt.name)
+		}
+		if got := strings.Contains(err.Error(), "importing again resumes"); got != tt.resume {
+			t.Errorf("%s: %v; want the resume hint: %v", tt.name, err, tt.resume)
+		}
+		if got := strings.Contains(err.Error(), "--skip-invalid"); got != tt.unparsable {
+			t.Errorf("%s: %v; want the advice on a line that does not parse: %v", tt.name, err, tt.unparsable)
+		}
 	}
 }

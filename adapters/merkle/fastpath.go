@@ -64,6 +64,9 @@ func lastStatement(ctx context.Context, l *natslog.Log, js jetstream.JetStream, 
 	}
 	m, err := s.GetLastMsgForSubject(ctx, JudgmentSubject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		if s.CachedInfo().State.Msgs == 0 {
+			return nil, "no checkpoints yet", nil // a new log, or one only imported into
+		}
 		return nil, "no judgment statement (a log checkpointed before serve stated its judgments)", nil
 	}
 	if err != nil {

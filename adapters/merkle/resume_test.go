@@ -315,8 +315,10 @@ func TestActor_RestartTakesUpFromItsLastStatement(t *testing.T) {
 	trust = keys(t, s.dir) // the checkpoint key the first run made
 	stated(8)
 	stop()
-	if !said("judgments: judging the log from its start") {
-		t.Errorf("the first run said %q; want it judging from the start", lines)
+	// A log never checkpointed is said to be one, not one checkpointed
+	// before serve stated its judgments.
+	if !said("judgments: judging the log from its start: no checkpoints yet") {
+		t.Errorf("the first run said %q; want it judging from the start, with no checkpoints yet", lines)
 	}
 	appendStarted(t, s.log, "s5", "/work/e")
 	appendStarted(t, s.log, "s6", "/work/f")

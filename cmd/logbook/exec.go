@@ -305,7 +305,8 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 }
 
 // waitExec prints command f.id's output for up to f.wait (worker.Client.Wait)
-// and returns its exit as exec's; when the wait expires first the command
+// and returns its exit as exec's, with a line on stderr when output past
+// the worker's cap was dropped; when the wait expires first the command
 // is marked as in the background and exec returns nil.
 func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output, f execFlags) error {
 	r, err := cl.Wait(ctx, f.id, f.wait, p.Print)
@@ -324,6 +325,9 @@ func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output
 		return &exitError{code: code, err: fmt.Errorf("exec interrupted by %s: command %s %s", by, f.id, goes)}
 	}
 	if err != nil {
+		if natslog.Unreachable(err) {
+			return lostExec(p, f.id, r.State)
+		}
 		return fmt.Errorf("exec: %w", err)
 	}
 	if r.Background {
@@ -336,12 +340,29 @@ func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output
 		fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background after %s\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.wait, f.id)
 		return nil
 	}
+	if d := r.State.OutputDropped; d > 0 {
+		fmt.Fprintf(g.stderr, "logbook: command %s: %d bytes of its output dropped, past the %d bytes the worker stores for a command\n", f.id, d, r.State.OutputBytes)
+	}
 	if g.json {
 		if err := term.JSONLine(g.stdout, p.Result(f.id, r.State, false)); err != nil {
 			return err
 		}
 	}
 	return exitOf(r.State)
+}
+
+// lostExec is exec's error when the connection to the server closed
+// while it waited for command id (st as last read, p what was printed):
+// what is known of the command, and how to come back to its output from
+// where exec stopped printing it.
+func lostExec(p *term.Output, id string, st command.State) error {
+	p.Close()
+	known := "whether it ran, and whether it ended, is unknown"
+	if p.Pos > 0 || st.Status == command.StatusStarted {
+		known = fmt.Sprintf("it ran (%d bytes of output so far); whether it ended is unknown", p.Pos)
+	}
+	return fmt.Errorf("exec: the connection to the log's server closed before command %s ended (did `logbook serve` stop?): the command was requested; %s: come back with `logbook command output %s --follow --after %d`",
+		id, known, id, p.Pos)
 }
 
 // resolveSession resolves the session id or prefix id as resolveID does.
