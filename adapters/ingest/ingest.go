@@ -539,10 +539,19 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	lastFP, _ = s.Fingerprint(path)
 	// A line with no time of its own takes the time of the line before
 	// it: on a resumed import, when the agent was last heard from
-	// (ObservedAt), never the time of the session's last event, which
-	// may be the server's (a stale mark, a person's verdict) and would
-	// date history now.
+	// (ObservedAt, on the agent's clock when the session learned its
+	// offset), never the time of the session's last event, which may be
+	// the server's (a stale mark, a person's verdict) and would date
+	// history now.
 	last := s.ObservedAt
+	if !last.IsZero() && !s.ClockOffsetAt.IsZero() {
+		// ObservedAt is on the server's clock, and a history line is
+		// dated on the agent's (its own timestamp), to which the session
+		// adds the offset it learned from lines read live: the line
+		// before is put back on the agent's clock, or a line with no
+		// time of its own would be moved by the offset twice.
+		last = last.Add(-time.Duration(s.ClockOffsetMS) * time.Millisecond)
+	}
 	if last.IsZero() {
 		last = s.UpdatedAt
 	}
