@@ -161,9 +161,11 @@ func (in *Ingester) Sessions() *events.Executor[session.State] { return in.x }
 
 // Observe appends the observation p, with event id id and time at, and
 // the decisions it causes, to agg as one batch. An at past the clock's
-// bound (events.BoundTime) is recorded at the bound. An observation the
-// session has already seen appends nothing (Appended is zero). Errors:
-// the reducer's refusal (events.ErrRejected), validation errors, the log's.
+// bound (events.BoundTime), or past the observation's receipt
+// (events.Observation.Received) when it has one, is recorded at the
+// bound. An observation the session has already seen appends nothing
+// (Appended is zero). Errors: the reducer's refusal (events.ErrRejected),
+// validation errors, the log's.
 func (in *Ingester) Observe(ctx context.Context, agg events.Aggregate, id ulid.ULID, at time.Time, p events.Payload) (events.Appended, session.State, error) {
 	return in.ObserveThen(ctx, agg, id, at, p, nil)
 }
@@ -182,9 +184,14 @@ type Then func(st session.State) (events.Decision, error)
 // after the batch. Errors: Observe's, then's.
 func (in *Ingester) ObserveThen(ctx context.Context, agg events.Aggregate, id ulid.ULID, at time.Time, p events.Payload, then Then) (events.Appended, session.State, error) {
 	at, _ = events.BoundTime(at, in.clock())
+	o, _ := events.Observed(p)
+	if o != nil && !o.Received.IsZero() {
+		// Never dated past its own receipt, taken from an earlier
+		// reading of the clock than the one above.
+		at, _ = events.BoundTime(at, o.Received)
+	}
 	obs := in.reg.New(p)
 	obs.ID, obs.Agg, obs.At = id, agg, at.UTC().Truncate(time.Microsecond)
-	o, _ := events.Observed(p)
 	var (
 		thenErr error
 		fresh   bool // the batch holds the observation
@@ -532,10 +539,19 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	lastFP, _ = s.Fingerprint(path)
 	// A line with no time of its own takes the time of the line before
 	// it: on a resumed import, when the agent was last heard from
-	// (ObservedAt), never the time of the session's last event, which
-	// may be the server's (a stale mark, a person's verdict) and would
-	// date history now.
+	// (ObservedAt, on the agent's clock when the session learned its
+	// offset), never the time of the session's last event, which may be
+	// the server's (a stale mark, a person's verdict) and would date
+	// history now.
 	last := s.ObservedAt
+	if !last.IsZero() && !s.ClockOffsetAt.IsZero() {
+		// ObservedAt is on the server's clock, and a history line is
+		// dated on the agent's (its own timestamp), to which the session
+		// adds the offset it learned from lines read live: the line
+		// before is put back on the agent's clock, or a line with no
+		// time of its own would be moved by the offset twice.
+		last = last.Add(-time.Duration(s.ClockOffsetMS) * time.Millisecond)
+	}
 	if last.IsZero() {
 		last = s.UpdatedAt
 	}

@@ -302,6 +302,18 @@ func (s *State) heard(o *events.Observation, e events.Envelope) {
 		}
 		at = at.Add(time.Duration(s.ClockOffsetMS) * time.Millisecond)
 	}
+	// Nothing was heard of the agent after the report of it came in: a
+	// time derived past the observation's receipt is its receipt. An
+	// offset learned from a clock that has moved since, or added to the
+	// time of a line that had none of its own and was dated on the
+	// server's clock already (an import going on after lines read live),
+	// would otherwise date the agent ahead of the server and keep the
+	// session the newest of all for months. An observation stored
+	// without a receipt (logs written before receipts were kept) keeps
+	// the time derived.
+	if !o.Received.IsZero() && at.After(recv) {
+		at = recv
+	}
 	if s.ObservedAt.IsZero() || at.After(s.ObservedAt) {
 		s.ObservedAt = at
 		s.ObservedRef = ""

@@ -88,8 +88,9 @@ type State struct {
 	// clock: what staleness is measured from. A live observation
 	// (events.Observation.Live) counts at its receipt; a history line at
 	// its agent time plus ClockOffsetMS when an offset is known, else at
-	// its own time; the latest of these, so history read after a live
-	// report never moves it back.
+	// its own time; each never past the observation's receipt when it
+	// has one; the latest of these, so history read after a live report
+	// never moves it back.
 	ObservedAt time.Time `json:"observed_at"`
 	// ObservedRef is the event id of the observation ObservedAt was
 	// taken from.
