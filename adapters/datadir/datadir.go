@@ -135,9 +135,6 @@ func (d Dir) Lock(role string) (*os.File, error) {
 }
 
 // TryLock is Lock without the data dir's checks: one attempt at the flock.
-// When the flock is free but another process holds the projections'
-// store (ViewsHolder: the lock file was removed while it ran), it writes
-// nothing and returns an error wrapping ErrBusy and ErrViewsHeld.
 func (d Dir) TryLock(role string) (*os.File, error) {
 	f, err := os.OpenFile(d.Path("lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -156,13 +153,6 @@ func (d Dir) TryLock(role string) (*os.File, error) {
 		owner, _ := os.ReadFile(d.Path("lock"))
 		f.Close()
 		return nil, fmt.Errorf("%w: %s is held by %s", ErrBusy, d, lockHolder(owner))
-	}
-	// A lock file removed while its holder ran is made anew and taken:
-	// the projections' store lock, which that holder still has, says so
-	// before this process writes its name or opens anything.
-	if pid, held := d.ViewsHolder(); held {
-		f.Close()
-		return nil, d.viewsHeldError(pid)
 	}
 	f.Truncate(0)
 	fmt.Fprintf(f, "%s pid %d\n", role, os.Getpid())
@@ -258,8 +248,8 @@ const HandoverPoll = 50 * time.Millisecond
 // ctx ends first.
 func (d Dir) LockOver(ctx context.Context, role string, wait func(holder string)) (*os.File, error) {
 	f, err := d.Lock(role)
-	if !errors.Is(err, ErrBusy) || errors.Is(err, ErrViewsHeld) {
-		return f, err // no reader to ask
+	if !errors.Is(err, ErrBusy) {
+		return f, err
 	}
 	h, err := d.askHandover(ctx)
 	if err != nil {
@@ -269,7 +259,7 @@ func (d Dir) LockOver(ctx context.Context, role string, wait func(holder string)
 	start, told := time.Now(), false
 	for {
 		f, err := d.TryLock(role)
-		if !errors.Is(err, ErrBusy) || errors.Is(err, ErrViewsHeld) {
+		if !errors.Is(err, ErrBusy) {
 			return f, err
 		}
 		b, _ := os.ReadFile(d.Path("lock"))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -43,9 +42,7 @@ type Views struct {
 // and other permissions away from the data dir (Pebble makes its
 // directory 0755). A corrupt store fails with an error wrapping
 // projections.ErrCorrupt; any other open error names the folder and the
-// fix, or, when nothing was there, that it could not be made; one
-// another process holds open (Pebble's LOCK) names that process
-// (ViewsHolder, serve.json) and advises no removal. The
+// fix, or, when nothing was there, that it could not be made. The
 // caller owns the store and closes it.
 func OpenViews(ctx context.Context, v Views) (*projections.Store, error) {
 	dd, log := v.Dir, v.Log
@@ -61,17 +58,6 @@ func OpenViews(ctx context.Context, v Views) (*projections.Store, error) {
 	if err != nil && lerr != nil {
 		// Nothing was there to remove: the folder could not be made.
 		return nil, fmt.Errorf("create projections in %s: %w (check that the data dir is a directory you may write, with room)", dd.Path("views"), err)
-	}
-	if errors.Is(err, syscall.EAGAIN) {
-		// Pebble's LOCK is another process's: the store is in use, not
-		// broken, and nothing is to be removed.
-		holder := "another process"
-		if pid, ok := dd.ViewsHolder(); ok {
-			holder = dd.HolderName(pid)
-		} else if si, ok := dd.ReadServeInfo(); ok && si.PID > 0 {
-			holder = fmt.Sprintf("another process (serve.json names logbook serve pid %d)", si.PID)
-		}
-		return nil, fmt.Errorf("open projections in %s: %s holds them: stop it first, or use it", dd.Path("views"), holder)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open projections in %s: %w (remove it to rebuild from the log)", dd.Path("views"), err)
