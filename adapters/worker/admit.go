@@ -59,9 +59,8 @@ func CheckSystem(ws string) error {
 // requester (an agent, a harness) is held to the mode. The workspace checks
 // hold for everyone. home is the worker's home directory ("" if unknown);
 // cwdHere reports whether the session's working directory exists on this
-// host (a session of another host is not held to it; a session with no
-// directory, sess.Cwd empty or not absolute, is refused in every mode).
-// It decides from state alone.
+// host (a session of another host is not held to it). It decides from
+// state alone.
 func admission(sess session.State, by, mode, elevation, ws, home string, cwdHere bool) string {
 	if sess.Ver == 0 {
 		return fmt.Sprintf("refused: session %s does not exist, so its permission mode is unknown", sess.ID)
@@ -93,12 +92,7 @@ func admission(sess session.State, by, mode, elevation, ws, home string, cwdHere
 	if home != "" && (ws == home || strings.HasPrefix(home, ws+"/")) {
 		return fmt.Sprintf("refused: workspace %s is the home directory %s or holds it", ws, home)
 	}
-	cwd := events.WorkDir(sess.Cwd)
-	if cwd == "" {
-		// No directory bounds the workspace: no workspace passes.
-		return fmt.Sprintf("refused: session %s's directory is unknown (its agent gave no absolute working directory), so workspace %s cannot be checked against it; start the session from its project's directory", sess.ID, ws)
-	}
-	if cwd = filepath.Clean(cwd); cwdHere && !within(ws, cwd) {
+	if cwd := filepath.Clean(sess.Cwd); sess.Cwd != "" && cwdHere && !within(ws, cwd) {
 		return fmt.Sprintf("refused: workspace %s is outside session %s's directory %s", ws, sess.ID, cwd)
 	}
 	return ""
