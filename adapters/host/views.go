@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -41,7 +42,8 @@ type Views struct {
 // to rebuild. It writes stream.json when there was none and takes group
 // and other permissions away from the data dir (Pebble makes its
 // directory 0755). A corrupt store fails with an error wrapping
-// projections.ErrCorrupt; any other open error names the folder and the
+// projections.ErrCorrupt; one because another process holds the
+// store's lock says so; any other open error names the folder and the
 // fix, or, when nothing was there, that it could not be made. The
 // caller owns the store and closes it.
 func OpenViews(ctx context.Context, v Views) (*projections.Store, error) {
@@ -58,6 +60,11 @@ func OpenViews(ctx context.Context, v Views) (*projections.Store, error) {
 	if err != nil && lerr != nil {
 		// Nothing was there to remove: the folder could not be made.
 		return nil, fmt.Errorf("create projections in %s: %w (check that the data dir is a directory you may write, with room)", dd.Path("views"), err)
+	}
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		// Pebble's LOCK is held: another process has these projections
+		// open, and they are in use, not broken.
+		return nil, fmt.Errorf("open projections in %s: %w: another process has them open (a serve on this data dir whose lock file was removed?); stop it first", dd.Path("views"), err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open projections in %s: %w (remove it to rebuild from the log)", dd.Path("views"), err)
