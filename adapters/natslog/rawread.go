@@ -142,6 +142,13 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 		_ = l.js.DeleteConsumer(dctx, StreamName, info.Name)
 	}()
 	if info.NumPending == 0 {
+		// A consumer made just after a restart of JetStream has been
+		// seen to count nothing pending on a stream that holds
+		// messages on its filter: only the stream's answer ends the
+		// read here; consume takes over otherwise.
+		if none, err := l.noneFrom(ctx, filter, next, end); err != nil || !none {
+			return next, false, errors.Join(err, errPendingNone)
+		}
 		return next, false, nil
 	}
 	// Another message came: the watch lets the read wait on.
@@ -229,7 +236,13 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 		if !yield(Msg{Seq: seq, Subject: subject, hdr: f.hdr, Data: f.data, Time: time.Unix(0, int64(ns))}, nil) {
 			return next, true, nil
 		}
-		if seq >= end || pending == 0 {
+		if seq >= end {
+			return next, false, nil
+		}
+		if pending == 0 {
+			if none, err := l.noneFrom(ctx, filter, next, end); err != nil || !none {
+				return next, false, errors.Join(err, errPendingNone)
+			}
 			return next, false, nil
 		}
 		if len(pulls) > 0 {
@@ -244,6 +257,10 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 		}
 	}
 }
+
+// errPendingNone reports a consumer that counted nothing pending while
+// the stream held messages on its filter up to the read's end.
+var errPendingNone = errors.New("raw read: the consumer counts nothing pending, the stream holds more")
 
 // rawStatus returns the status code and description of a status
 // message's header block ("NATS/1.0 408 Request Timeout\r\n…").

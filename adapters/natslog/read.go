@@ -585,10 +585,12 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 	defer unwatch()
 	// The consumer's pending count is its replica's: on a replicated
 	// stream the consumer may sit on a follower that is still catching
-	// up (a node just restarted), whose count reaches 0 before end. There
-	// a count of 0 ends the read only once the stream leader holds no
-	// message on filter from there up to end.
-	exact := end > 0 && l.leaderReads
+	// up (a node just restarted), whose count reaches 0 before end; on
+	// one server, a consumer made just after a restart of JetStream has
+	// been seen to count 0 on a stream holding messages on its filter.
+	// A count of 0 ends the read only once the stream (its leader) holds
+	// no message on filter from there up to end.
+	exact := end > 0
 	atEnd := func(next uint64) bool {
 		if !exact {
 			return true
