@@ -15,6 +15,13 @@ import (
 // the whole log, raw or decoded, bounded or followed, and each load
 // gives every message, never a short history or "stream not found".
 func TestReadsAcrossJetStreamRestarts(t *testing.T) {
+	if raceEnabled {
+		// nats-server 2.15.3's EnableJetStream writes the account's
+		// export subscriptions while in-flight requests read them
+		// (setJetStreamExportSubs): dozens of restarts trip the race
+		// detector inside the server.
+		t.Skip("restarts JetStream dozens of times: nats-server races in EnableJetStream")
+	}
 	s := startServer(t, t.TempDir())
 	l := openLogWith(t, s, Config{Timeout: 500 * time.Millisecond})
 	reg := events.NewRegistry()
