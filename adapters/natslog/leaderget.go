@@ -124,14 +124,23 @@ func served(m *jetstream.RawStreamMsg) *jetstream.RawStreamMsg {
 	return m
 }
 
-// getMsg is l.stream.GetMsg, from the leader on a replicated stream.
+// getMsg is l.stream.GetMsg, from the leader on a replicated stream; on
+// one replica asked again while no server takes the request (within
+// Config.Timeout) or JetStream restarted meanwhile (acrossHeals): "no
+// message" answered during a restart is not taken for the stream's.
 func (l *Log) getMsg(ctx context.Context, seq uint64, subject string) (*jetstream.RawStreamMsg, error) {
 	if !l.leaderReads {
 		var opts []jetstream.GetMsgOpt
 		if subject != "" {
 			opts = append(opts, jetstream.WithGetMsgSubject(subject))
 		}
-		m, err := l.stream.GetMsg(ctx, seq, opts...)
+		var m *jetstream.RawStreamMsg
+		err := l.acrossHeals(ctx, func() error {
+			return l.untilAnswered(ctx, func(actx context.Context) (err error) {
+				m, err = l.stream.GetMsg(actx, seq, opts...)
+				return err
+			})
+		})
 		return served(m), err
 	}
 	return l.leaderGet(ctx, msgGetRequest{Seq: seq, NextBySubj: subject})

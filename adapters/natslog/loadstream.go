@@ -82,9 +82,11 @@ func (l *Log) subjectState(ctx context.Context, subject string) (last, count uin
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	var info *jetstream.StreamInfo
-	err = l.untilAnswered(ctx, func(ctx context.Context) (err error) {
-		info, err = l.stream.Info(ctx, jetstream.WithSubjectFilter(subject))
-		return err
+	err = l.acrossHeals(ctx, func() error {
+		return l.untilAnswered(ctx, func(ctx context.Context) (err error) {
+			info, err = l.stream.Info(ctx, jetstream.WithSubjectFilter(subject))
+			return err
+		})
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("last seq of %s: %w", StreamName, err)

@@ -51,6 +51,10 @@ type Log struct {
 	// leaderReads is set on a replicated stream: reads that must see
 	// every acknowledged append go to the leader (see leaderGet).
 	leaderReads bool
+	// srv is the embedded Server of this process the Log's connection
+	// is connected to (nil: none), whose JetStream restarts its reads
+	// wait out (acrossHeals).
+	srv *Server
 
 	reqs      chan *request // to the committer; unbuffered
 	quit      chan struct{} // closed by Close
@@ -130,6 +134,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 	}
 	l := &Log{
 		leaderReads: st.CachedInfo().Config.Replicas > 1,
+		srv:         embeddedOf(nc),
 		cfg:         cfg,
 		reg:         cfg.Registry,
 		js:          js,

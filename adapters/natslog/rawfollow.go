@@ -53,7 +53,9 @@ var errRawReset = errors.New("raw follow: consumer to reset")
 // connected again, a second after the last try. As with the ordered
 // consumer, ResetAttempts creations of the consumer failing in a row end
 // the sequence with the last one's error, and so does the Log's
-// connection closed. A raw connection that cannot be made as the Log's
+// connection closed; a failure while the embedded Server restarted
+// JetStream (the consumer gone, or none made) is not counted: the
+// follow starts again once the restart is over (ElectionWait at most). A raw connection that cannot be made as the Log's
 // was (errRawUnsupported), or that fails ResetAttempts times in a row
 // with no message between, hands the follow over to consume, the
 // ordered consumer, from that sequence on.
@@ -61,6 +63,7 @@ func (l *Log) followRaw(ctx context.Context, filter string, from uint64, raw boo
 	next := max(from, 1)
 	created, conn := 0, 0 // failures in a row: of the consumer's creation, of the rest
 	for {
+		gen := l.restartsNow()
 		n, stopped, err := l.rawFollowOnce(ctx, filter, next, raw, yield)
 		if stopped || ctx.Err() != nil {
 			return
@@ -70,6 +73,18 @@ func (l *Log) followRaw(ctx context.Context, filter string, from uint64, raw boo
 		}
 		next = n
 		var cerr *createError
+		if l.restartedSince(gen) {
+			// The embedded server restarted JetStream (the consumer
+			// gone, or none made: no responders, the stream not found):
+			// try again once the restart is over, not counted.
+			if werr := l.awaitRestarted(ctx, time.Now().Add(ElectionWait)); werr != nil {
+				if ctx.Err() == nil {
+					yield(Msg{}, fmt.Errorf("read %s from %d: %w", filter, next, errors.Join(werr, err)))
+				}
+				return
+			}
+			continue
+		}
 		if errors.As(err, &cerr) {
 			if created++; created >= ResetAttempts {
 				yield(Msg{}, fmt.Errorf("read %s from %d: %w", filter, next, cerr.err))
@@ -127,6 +142,13 @@ func (l *Log) awaitConnected(ctx context.Context) error {
 // returns the first sequence not yet yielded, whether the loop stopped,
 // and why it ended otherwise.
 func (l *Log) rawFollowOnce(ctx context.Context, filter string, next uint64, raw bool, yield func(Msg, error) bool) (uint64, bool, error) {
+	if l.srv != nil {
+		// A restart of JetStream ends the follow at once (the
+		// consumer is gone); followRaw starts again after it.
+		var cancel context.CancelFunc
+		ctx, cancel = l.srv.untilRestart(ctx)
+		defer cancel()
+	}
 	rc, err := l.dialRaw(ctx)
 	if err != nil {
 		return next, false, err

@@ -64,15 +64,29 @@ var errRawUnsupported = errors.New("raw read: connection not supported")
 // cannot be set up, and when it fails after some messages (a gap, a
 // dropped connection, an answer it does not expect, no message for
 // readStall), the read goes on with consume from the first message not
-// yet yielded: what consume guarantees holds either way. Errors of
+// yet yielded: what consume guarantees holds either way. A read that
+// ended early while the embedded Server restarted JetStream goes on
+// from there once the restart is over (resumeAcrossHeals). Errors of
 // ctx are yielded as consume yields them.
 func (l *Log) consumeRaw(ctx context.Context, filter string, from, end uint64, yield func(Msg, error) bool) {
+	l.resumeAcrossHeals(ctx, from, end, yield, func(ctx context.Context, from uint64, yield func(Msg, error) bool) {
+		l.consumeRawOnce(ctx, filter, from, end, yield)
+	})
+}
+
+// consumeRawOnce is consumeRaw, one run of resumeAcrossHeals.
+func (l *Log) consumeRawOnce(ctx context.Context, filter string, from, end uint64, yield func(Msg, error) bool) {
 	next, stopped, err := l.rawRead(ctx, filter, from, end, yield)
 	if stopped {
 		return
 	}
 	if err != nil && ctx.Err() != nil {
 		yield(Msg{}, fmt.Errorf("read %s from %d: %w", filter, from, ctx.Err()))
+		return
+	}
+	if errors.Is(err, errJSRestarted) {
+		// resumeAcrossHeals goes on from next after the restart.
+		yield(Msg{}, err)
 		return
 	}
 	if err == nil || next > end {
@@ -85,9 +99,20 @@ func (l *Log) consumeRaw(ctx context.Context, filter string, from, end uint64, y
 // yields each message. It returns the first sequence it has not
 // yielded, whether the loop stopped (yield returned false), and why it
 // ended early (nil: it reached end, or the consumer holds nothing
-// more).
+// more; errJSRestarted: the embedded server began a restart of
+// JetStream).
 func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yield func(Msg, error) bool) (next uint64, stopped bool, err error) {
 	next = max(from, 1)
+	if l.srv != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = l.srv.untilRestart(ctx)
+		defer cancel()
+		defer func() {
+			if err != nil && errors.Is(context.Cause(ctx), errJSRestarted) {
+				err = errJSRestarted
+			}
+		}()
+	}
 	rc, err := l.dialRaw(ctx)
 	if err != nil {
 		return next, false, err
@@ -117,6 +142,13 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 		_ = l.js.DeleteConsumer(dctx, StreamName, info.Name)
 	}()
 	if info.NumPending == 0 {
+		// A consumer made just after a restart of JetStream has been
+		// seen to count nothing pending on a stream that holds
+		// messages on its filter: only the stream's answer ends the
+		// read here; consume takes over otherwise.
+		if none, err := l.noneFrom(ctx, filter, next, end); err != nil || !none {
+			return next, false, errors.Join(err, errPendingNone)
+		}
 		return next, false, nil
 	}
 	// Another message came: the watch lets the read wait on.
@@ -204,7 +236,13 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 		if !yield(Msg{Seq: seq, Subject: subject, hdr: f.hdr, Data: f.data, Time: time.Unix(0, int64(ns))}, nil) {
 			return next, true, nil
 		}
-		if seq >= end || pending == 0 {
+		if seq >= end {
+			return next, false, nil
+		}
+		if pending == 0 {
+			if none, err := l.noneFrom(ctx, filter, next, end); err != nil || !none {
+				return next, false, errors.Join(err, errPendingNone)
+			}
 			return next, false, nil
 		}
 		if len(pulls) > 0 {
@@ -219,6 +257,10 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 		}
 	}
 }
+
+// errPendingNone reports a consumer that counted nothing pending while
+// the stream held messages on its filter up to the read's end.
+var errPendingNone = errors.New("raw read: the consumer counts nothing pending, the stream holds more")
 
 // rawStatus returns the status code and description of a status
 // message's header block ("NATS/1.0 408 Request Timeout\r\n…").

@@ -190,30 +190,37 @@ func (l *Log) loadPage(ctx context.Context, p page, st *attestation.AggState, re
 	if l.leaderReads {
 		return l.leaderPage(ctx, p, st, recs, last)
 	}
-	msgs, err := jetstreamext.GetBatch(ctx, l.js, StreamName, loadPage,
-		jetstreamext.GetBatchSeq(p.from), jetstreamext.GetBatchSubject(p.subject))
-	if err != nil {
-		return 0, false, err
-	}
 	// The page is read whole before any of it is judged: its last
 	// sequence, which the stream held, bounds the key catch-ups (see
-	// page.known).
+	// page.known). Read again whole if JetStream restarted meanwhile.
 	var ms []*jetstream.RawStreamMsg
 	past := false // a message past p.upto was met: no more follow
-	for m, err := range msgs {
-		if errors.Is(err, jetstreamext.ErrNoMessages) {
-			break
-		}
+	err = l.acrossHeals(ctx, func() error {
+		ms, past, p.known = ms[:0], false, 0
+		msgs, err := jetstreamext.GetBatch(ctx, l.js, StreamName, loadPage,
+			jetstreamext.GetBatchSeq(p.from), jetstreamext.GetBatchSubject(p.subject))
 		if err != nil {
-			return 0, false, err
+			return err
 		}
-		served(m)
-		if p.upto > 0 && m.Sequence > p.upto {
-			past = true
-			break
+		for m, err := range msgs {
+			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			served(m)
+			if p.upto > 0 && m.Sequence > p.upto {
+				past = true
+				break
+			}
+			ms = append(ms, m)
+			p.known = m.Sequence
 		}
-		ms = append(ms, m)
-		p.known = m.Sequence
+		return nil
+	})
+	if err != nil {
+		return 0, false, err
 	}
 	d := l.reg.NewDecoder()
 	for _, m := range ms {
@@ -277,7 +284,16 @@ func (l *Log) loaded(ctx context.Context, p page, m *jetstream.RawStreamMsg, d *
 // answers for itself while it catches up, is taken for the end, so a read
 // up to it is never short. Asking is bounded by ElectionWait when ctx
 // has no deadline; then its error says it waited for a leader.
-func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
+func (l *Log) LastSeq(ctx context.Context) (last uint64, err error) {
+	err = l.acrossHeals(ctx, func() (err error) {
+		last, err = l.lastSeq(ctx)
+		return err
+	})
+	return last, err
+}
+
+// lastSeq is LastSeq, one attempt of acrossHeals.
+func (l *Log) lastSeq(ctx context.Context) (uint64, error) {
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	last, err := l.infoLastSeq(ctx)
@@ -507,7 +523,9 @@ func (l *Log) ReadRaw(ctx context.Context, filter string, from uint64) iter.Seq2
 		if end == 0 || from > end {
 			return
 		}
-		l.consume(ctx, filter, from, end, yield)
+		l.resumeAcrossHeals(ctx, from, end, yield, func(ctx context.Context, from uint64, y func(Msg, error) bool) {
+			l.consume(ctx, filter, from, end, y)
+		})
 	}
 }
 
@@ -567,10 +585,12 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 	defer unwatch()
 	// The consumer's pending count is its replica's: on a replicated
 	// stream the consumer may sit on a follower that is still catching
-	// up (a node just restarted), whose count reaches 0 before end. There
-	// a count of 0 ends the read only once the stream leader holds no
-	// message on filter from there up to end.
-	exact := end > 0 && l.leaderReads
+	// up (a node just restarted), whose count reaches 0 before end; on
+	// one server, a consumer made just after a restart of JetStream has
+	// been seen to count 0 on a stream holding messages on its filter.
+	// A count of 0 ends the read only once the stream (its leader) holds
+	// no message on filter from there up to end.
+	exact := end > 0
 	atEnd := func(next uint64) bool {
 		if !exact {
 			return true
@@ -651,9 +671,11 @@ func (l *Log) orderedConsumer(ctx context.Context, cfg jetstream.OrderedConsumer
 	defer cancel()
 	start := time.Now()
 	var cons jetstream.Consumer
-	err := l.untilAnswered(wctx, func(actx context.Context) (err error) {
-		cons, err = l.js.OrderedConsumer(actx, StreamName, cfg)
-		return err
+	err := l.acrossHeals(ctx, func() error {
+		return l.untilAnswered(wctx, func(actx context.Context) (err error) {
+			cons, err = l.js.OrderedConsumer(actx, StreamName, cfg)
+			return err
+		})
 	})
 	if err != nil && wctx.Err() != nil {
 		return nil, fmt.Errorf("create a consumer on %s: no leader answered in %v: %w", StreamName, time.Since(start).Round(time.Second), err)
@@ -703,8 +725,13 @@ func (l *Log) LastEventSeq(ctx context.Context) (uint64, error) {
 	if l.leaderReads {
 		m, err = l.leaderGet(ctx, msgGetRequest{LastBySubj: events.SubjectEvents + ".>"})
 	} else {
-		m, err = l.stream.GetLastMsgForSubject(ctx, events.SubjectEvents+".>")
-		served(m)
+		err = l.acrossHeals(ctx, func() (err error) {
+			return l.untilAnswered(ctx, func(actx context.Context) (err error) {
+				m, err = l.stream.GetLastMsgForSubject(actx, events.SubjectEvents+".>")
+				served(m)
+				return err
+			})
+		})
 	}
 	if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, errNoMsg) {
 		return 0, nil

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -207,6 +208,13 @@ type Server struct {
 	err      error
 	quit     chan struct{} // closed by Shutdown: stops heal
 	healMu   sync.Mutex    // one HealStore at a time
+	// restarts counts the JetStream restarts HealStore began and ended:
+	// odd while one runs (see Log.acrossHeals).
+	restarts atomic.Uint64
+	// restartMu guards restarted, closed and replaced when a restart of
+	// JetStream begins (untilRestart).
+	restartMu sync.Mutex
+	restarted chan struct{}
 }
 
 // StartEmbedded starts a JetStream server storing under cfg.StoreDir and
@@ -270,7 +278,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Server, error) {
 		ns.WaitForShutdown()
 		return nil, fmt.Errorf("natslog: embedded %s: not ready after %s", dir, wait)
 	}
-	s := &Server{cfg: cfg, storeDir: dir, ns: ns, quit: make(chan struct{})}
+	s := &Server{cfg: cfg, storeDir: dir, ns: ns, quit: make(chan struct{}), restarted: make(chan struct{})}
 	nc, err := s.Connect(nats.Name("logbook-embedded"))
 	if err != nil {
 		ns.Shutdown()
@@ -284,6 +292,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Server, error) {
 		ns.WaitForShutdown()
 		return nil, err
 	}
+	embedded.Store(ns.ID(), s)
 	go s.heal()
 	return s, nil
 }
@@ -398,6 +407,7 @@ func (s *Server) Shutdown() error {
 				s.err = fmt.Errorf("natslog: shutdown: drain: %w", err)
 			}
 		}
+		embedded.Delete(s.ns.ID())
 		s.ns.Shutdown()
 		s.ns.WaitForShutdown()
 	})
