@@ -2,7 +2,6 @@ package natslog
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -180,45 +179,9 @@ func (l *Log) rawFollowOnce(ctx context.Context, filter string, next uint64, raw
 	var progress atomic.Uint64
 	defer rc.watch(ctx, rawFollowStall, &progress)()
 
-	inbox := l.js.Conn().NewInbox()
-	pullSubj := jsAPI("CONSUMER.MSG.NEXT", StreamName, name)
-	maxBytes := int(max(readPullBytes, 2*l.js.Conn().MaxPayload()))
-	pull, err := json.Marshal(struct {
-		Batch     int           `json:"batch"`
-		MaxBytes  int           `json:"max_bytes"`
-		Expires   time.Duration `json:"expires"`
-		Heartbeat time.Duration `json:"idle_heartbeat"`
-	}{readPull, maxBytes, readExpiry, readHeartbeat})
+	pulls, err := l.startPulls(rc, name, readPull, readHeartbeat)
 	if err != nil {
 		return next, false, err
-	}
-	// pulls holds what is left of each outstanding pull request, oldest
-	// first: the server serves them in that order.
-	type left struct{ n, b int }
-	var pulls []left
-	send := func() error {
-		pulls = append(pulls, left{readPull, maxBytes})
-		return rc.pub(pullSubj, inbox, pull)
-	}
-	if err := rc.sub(inbox); err != nil {
-		return next, false, err
-	}
-	for range rawPulls {
-		if err := send(); err != nil {
-			return next, false, err
-		}
-	}
-	if err := rc.flush(); err != nil {
-		return next, false, err
-	}
-	served := func() error { // the oldest pull is done: ask again
-		if len(pulls) > 0 {
-			pulls = pulls[1:]
-		}
-		if err := send(); err != nil {
-			return err
-		}
-		return rc.flush()
 	}
 	var (
 		subject string // the last subject met, not allocated again
@@ -241,7 +204,7 @@ func (l *Log) rawFollowOnce(ctx context.Context, filter string, next uint64, raw
 				continue
 			case code == "408" || code == "409" && strings.Contains(text, "MaxBytes"):
 				// The oldest pull expired, or ended on its bytes.
-				if err := served(); err != nil {
+				if err := pulls.served(); err != nil {
 					return next, false, err
 				}
 				continue
@@ -269,15 +232,8 @@ func (l *Log) rawFollowOnce(ctx context.Context, filter string, next uint64, raw
 		if !yield(m, nil) {
 			return next, true, nil
 		}
-		if len(pulls) > 0 {
-			p := &pulls[0]
-			p.n--
-			p.b -= len(f.subject) + len(f.reply) + len(f.hdr) + len(f.data)
-			if p.n <= 0 || p.b <= 0 {
-				if err := served(); err != nil {
-					return next, false, err
-				}
-			}
+		if err := pulls.delivered(f); err != nil {
+			return next, false, err
 		}
 	}
 }

@@ -155,42 +155,9 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 	var progress atomic.Uint64
 	defer rc.watch(ctx, l.readStall(), &progress)()
 
-	inbox := l.js.Conn().NewInbox()
-	pullSubj := jsAPI("CONSUMER.MSG.NEXT", StreamName, info.Name)
-	maxBytes := int(max(readPullBytes, 2*l.js.Conn().MaxPayload()))
-	pull, err := json.Marshal(struct {
-		Batch    int           `json:"batch"`
-		MaxBytes int           `json:"max_bytes"`
-		Expires  time.Duration `json:"expires"`
-	}{readPullMsgs, maxBytes, readExpiry})
+	pulls, err := l.startPulls(rc, info.Name, readPullMsgs, 0)
 	if err != nil {
 		return next, false, err
-	}
-	// pulls holds what is left of each outstanding pull request, oldest
-	// first: the server serves them in that order.
-	type left struct{ n, b int }
-	var pulls []left
-	send := func() error {
-		pulls = append(pulls, left{readPullMsgs, maxBytes})
-		return rc.pub(pullSubj, inbox, pull)
-	}
-	if err := rc.sub(inbox); err != nil {
-		return next, false, err
-	}
-	for range rawPulls {
-		if err := send(); err != nil {
-			return next, false, err
-		}
-	}
-	if err := rc.flush(); err != nil {
-		return next, false, err
-	}
-	served := func() error { // the oldest pull is done: ask again
-		pulls = pulls[1:]
-		if err := send(); err != nil {
-			return err
-		}
-		return rc.flush()
 	}
 	var (
 		subject string // the last subject met, not allocated again
@@ -209,10 +176,8 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 			// sorts out. The pulls ask for no heartbeats.
 			code, text := rawStatus(f.hdr)
 			if code == "409" && (strings.Contains(text, "MaxBytes") || strings.Contains(text, "Batch Completed")) {
-				if len(pulls) > 0 {
-					if err := served(); err != nil {
-						return next, false, err
-					}
+				if err := pulls.served(); err != nil {
+					return next, false, err
 				}
 				continue
 			}
@@ -245,15 +210,8 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 			}
 			return next, false, nil
 		}
-		if len(pulls) > 0 {
-			p := &pulls[0]
-			p.n--
-			p.b -= len(f.subject) + len(f.reply) + len(f.hdr) + len(f.data)
-			if p.n <= 0 || p.b <= 0 {
-				if err := served(); err != nil {
-					return next, false, err
-				}
-			}
+		if err := pulls.delivered(f); err != nil {
+			return next, false, err
 		}
 	}
 }
@@ -272,6 +230,78 @@ func rawStatus(hdr []byte) (code, text string) {
 	}
 	code, text, _ = strings.Cut(strings.TrimSpace(string(rest)), " ")
 	return code, text
+}
+
+// rawPullSet keeps a raw read's pull requests outstanding on its
+// connection: rawPulls of them at once, each for n messages or b bytes
+// (the larger of readPullBytes and twice the largest payload). The
+// server serves them oldest first; one served is asked again.
+type rawPullSet struct {
+	rc    *rawConn
+	subj  string // the consumer's CONSUMER.MSG.NEXT subject
+	inbox string
+	req   []byte // the pull request
+	n, b  int
+	left  []struct{ n, b int } // what is left of each, oldest first
+}
+
+// startPulls subscribes rc to an inbox and sends rawPulls pull requests
+// to consumer for n messages each, with a heartbeat every heartbeat (0:
+// none), each expiring after readExpiry.
+func (l *Log) startPulls(rc *rawConn, consumer string, n int, heartbeat time.Duration) (*rawPullSet, error) {
+	p := &rawPullSet{rc: rc, subj: jsAPI("CONSUMER.MSG.NEXT", StreamName, consumer), inbox: l.js.Conn().NewInbox(), n: n, b: int(max(readPullBytes, 2*l.js.Conn().MaxPayload()))}
+	req, err := json.Marshal(struct {
+		Batch     int           `json:"batch"`
+		MaxBytes  int           `json:"max_bytes"`
+		Expires   time.Duration `json:"expires"`
+		Heartbeat time.Duration `json:"idle_heartbeat,omitempty"`
+	}{n, p.b, readExpiry, heartbeat})
+	if err != nil {
+		return nil, err
+	}
+	p.req = req
+	if err := rc.sub(p.inbox); err != nil {
+		return nil, err
+	}
+	for range rawPulls {
+		if err := p.send(); err != nil {
+			return nil, err
+		}
+	}
+	return p, rc.flush()
+}
+
+// send sends one more pull request.
+func (p *rawPullSet) send() error {
+	p.left = append(p.left, struct{ n, b int }{p.n, p.b})
+	return p.rc.pub(p.subj, p.inbox, p.req)
+}
+
+// served says the oldest pull is done (expired, or ended on its
+// bytes) and asks again.
+func (p *rawPullSet) served() error {
+	if len(p.left) > 0 {
+		p.left = p.left[1:]
+	}
+	if err := p.send(); err != nil {
+		return err
+	}
+	return p.rc.flush()
+}
+
+// delivered counts message f against the oldest pull, and asks again
+// once that pull has had all it asked for.
+func (p *rawPullSet) delivered(f rawFrame) error {
+	if len(p.left) == 0 {
+		return nil
+	}
+	o := &p.left[0]
+	o.n--
+	o.b -= len(f.subject) + len(f.reply) + len(f.hdr) + len(f.data)
+	if o.n <= 0 || o.b <= 0 {
+		return p.served()
+	}
+	return nil
 }
 
 // rawConn is a NATS protocol connection of the raw read's own.
