@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -108,6 +109,12 @@ func (c *checkHarness) started(t *testing.T) []string {
 	return ids
 }
 
+// sleepy returns a sleep duration, in seconds, that names this test
+// process's sleep k: no other run of these tests (another -count, another
+// package's binary beside it) has a sleep of that length, so alive finds only
+// this run's processes.
+func sleepy(k int) string { return strconv.Itoa(10_000_000 + os.Getpid()*10 + k) }
+
 // alive reports whether a process whose command line holds word runs.
 func alive(word string) bool {
 	ms, _ := filepath.Glob("/proc/[0-9]*/cmdline")
@@ -137,7 +144,7 @@ func TestCheck_Verdicts(t *testing.T) {
 		{"fails", "check = \"echo FAIL: TestLogin; exit 3\"\n", events.CheckFailed, "", "FAIL: TestLogin", 3, false},
 		{"not executable", "check = \"./check.sh\"\n", events.CheckError, "could not execute (exit status 126)", "", 126, false},
 		{"not found", "check = \"no-such-check-tool\"\n", events.CheckError, "found no such command (exit status 127)", "", 127, false},
-		{"hangs past its timeout", "check = \"echo begun; sh -c 'sleep 987654' & sleep 987653; wait\"\ncheck_timeout = \"1s\"\n", events.CheckFailed, "killed at its timeout (1s)", "begun", -1, true},
+		{"hangs past its timeout", "check = \"echo begun; sh -c 'sleep " + sleepy(4) + "' & sleep " + sleepy(3) + "; wait\"\ncheck_timeout = \"1s\"\n", events.CheckFailed, "killed at its timeout (1s)", "begun", -1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c.setCheck(t, tc.toml)
@@ -154,7 +161,7 @@ func TestCheck_Verdicts(t *testing.T) {
 			if r.Commit != run(t, c.ws.Path, "git", "rev-parse", "HEAD") || r.Trigger != check.TriggerManual || r.Mode != events.ModeWorkspaceWrite {
 				t.Errorf("spec %+v", r)
 			}
-			if tc.timedOut && (alive("987654") || alive("987653")) {
+			if tc.timedOut && (alive(sleepy(4)) || alive(sleepy(3))) {
 				t.Error("a process of the timed-out check outlived it")
 			}
 		})
@@ -175,7 +182,7 @@ func TestCheck_Verdicts(t *testing.T) {
 
 func TestCheck_Cancel(t *testing.T) {
 	c := newCheckHarness(t)
-	c.setCheck(t, "check = \"echo begun; sleep 987655\"\n")
+	c.setCheck(t, "check = \"echo begun; sleep "+sleepy(5)+"\"\n")
 	pr, pw := ioPipe()
 	var res CheckResult
 	var wg sync.WaitGroup
@@ -186,7 +193,7 @@ func TestCheck_Cancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if res.Run.Status != events.CheckCancelled || res.Run.Reason != "cancelled by person:bob@test-host" || alive("987655") {
+	if res.Run.Status != events.CheckCancelled || res.Run.Reason != "cancelled by person:bob@test-host" || alive(sleepy(5)) {
 		t.Errorf("cancelled run %+v", res.Run)
 	}
 	if _, err := c.m.CancelCheck(t.Context(), ids[0], "person:bob@test-host", ""); err == nil {
@@ -345,7 +352,7 @@ func TestCheck_OutputCapped(t *testing.T) {
 // going away is never judged passed.
 func TestCheck_ArchiveCancels(t *testing.T) {
 	c := newCheckHarness(t)
-	c.setCheck(t, "check = \"echo begun; sleep 987656; echo survived\"\n")
+	c.setCheck(t, "check = \"echo begun; sleep "+sleepy(6)+"; echo survived\"\n")
 	pr, pw := ioPipe()
 	var res CheckResult
 	var wg sync.WaitGroup
@@ -355,7 +362,7 @@ func TestCheck_ArchiveCancels(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if res.Run.Status != events.CheckCancelled || !strings.Contains(res.Run.Reason, "cancelled by the workspace's archive") || alive("987656") {
+	if res.Run.Status != events.CheckCancelled || !strings.Contains(res.Run.Reason, "cancelled by the workspace's archive") || alive(sleepy(6)) {
 		t.Errorf("run of an archived workspace %+v", res.Run)
 	}
 }
