@@ -56,6 +56,7 @@ func TestMarshalJSON_SameBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkAppendJSON(t, e, got)
 		if string(got) != string(want) {
 			t.Fatalf("envelope %d:\n got %s\nwant %s", i, got, want)
 		}

@@ -197,6 +197,25 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 	return e.appendWire(make([]byte, 0, len(data)+256), data), nil
 }
 
+// AppendJSON appends the envelope's wire form, the bytes MarshalJSON
+// returns, to b and returns the extended buffer; on an error (MarshalJSON's)
+// it returns b as it was. The caller owns b and what it returns.
+func (e Envelope) AppendJSON(b []byte) ([]byte, error) {
+	if e.Data == nil {
+		return b, fmt.Errorf("%w: %s %s: no data", ErrMalformed, e.Type, e.ID)
+	}
+	if o, ok := observationOf(e.Data); ok {
+		if out, ok := appendObservation(e.appendWireHead(b), o); ok {
+			return append(out, '}'), nil
+		}
+	}
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return b, fmt.Errorf("marshal %s data: %w", e.Type, err)
+	}
+	return e.appendWire(b, data), nil
+}
+
 // wireScratch holds *[]byte buffers MarshalJSON writes an observation's
 // envelope into before copying it out; one that grew past
 // maxWireScratch bytes (an oversized line's) is let go.

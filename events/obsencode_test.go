@@ -136,12 +136,27 @@ func TestMarshalJSON_ObservationSameBytes(t *testing.T) {
 		if string(got) != string(want) {
 			t.Fatalf("observation %d:\n got %s\nwant %s", i, got, want)
 		}
+		checkAppendJSON(t, e, got)
 		if _, ok := appendObservation(nil, &o); ok {
 			fast++
 		}
 	}
 	if fast < 2500 {
 		t.Errorf("appendObservation wrote %d of 5000 observations; want most", fast)
+	}
+}
+
+// checkAppendJSON holds e.AppendJSON to want, e's MarshalJSON bytes,
+// appended after a prefix that it must keep.
+func checkAppendJSON(t *testing.T, e Envelope, want []byte) {
+	t.Helper()
+	prefix := []byte("prefix,")
+	got, err := e.AppendJSON(prefix[:len(prefix):len(prefix)])
+	if err != nil {
+		t.Fatalf("AppendJSON: %v", err)
+	}
+	if string(got) != string(prefix)+string(want) {
+		t.Fatalf("AppendJSON:\n got %s\nwant %s%s", got, prefix, want)
 	}
 }
 

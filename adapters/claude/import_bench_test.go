@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
@@ -36,8 +38,12 @@ import (
 // 2000x500 is 180 s on 2 cores), reimport-s (5 s) and import-cpu-s, the
 // CPU time the import took, importer and server together (on a loaded
 // machine a steadier measure than import-s), raw-cpu-s, the CPU time the
-// baseline took (publishers and server), and ev/batch, the events per
-// commit the import sent. Run:
+// baseline took (publishers and server), ev/batch, the events per
+// commit the import sent, and import-allocs/ev and import-B/ev, the heap
+// allocations the import made per event and their bytes (importer and
+// server together: counts that a loaded machine does not move). With
+// LOGBOOK_BENCH_SIGN set, the import signs what it appends with a writer
+// key, as `logbook import claude` does with its data dir's. Run:
 //
 //	go test -run '^$' -bench Import -benchtime 1x -count 5 ./adapters/claude/
 //	LOGBOOK_BENCH_TREE=2000x500 go test -run '^$' -bench Import -benchtime 1x -timeout 30m ./adapters/claude/
@@ -58,11 +64,18 @@ func BenchmarkImport(b *testing.B) {
 	}
 	ctx := context.Background()
 	var imp, re, raw, impCPU, rawCPU time.Duration
-	var batches uint64
+	var batches, mallocs, alloced uint64
 	var evs int
 	for range b.N {
 		b.StopTimer()
 		log, srv := natslogtest.Start(b, natslog.FsyncAlways)
+		if os.Getenv("LOGBOOK_BENCH_SIGN") != "" {
+			k, err := attestation.NewKey("bench", attestation.RoleWriter)
+			if err != nil {
+				b.Fatal(err)
+			}
+			log.SetSigner(k)
+		}
 		x, err := ingest.OpenSkipIndex(filepath.Join(b.TempDir(), "import-index.json"), "bench")
 		if err != nil {
 			b.Fatal(err)
@@ -77,12 +90,17 @@ func BenchmarkImport(b *testing.B) {
 		}
 		b.StartTimer()
 		stop := profileImport(b)
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
 		start, cpu0, st0 := time.Now(), processCPU(), log.Stats()
 		if n, err := importAll(ctx, in, ts); err != nil || n != sessions*lines {
 			b.Fatalf("import: %d lines, %v", n, err)
 		}
 		imp += time.Since(start)
 		impCPU += processCPU() - cpu0
+		runtime.ReadMemStats(&ms1)
+		mallocs += ms1.Mallocs - ms0.Mallocs
+		alloced += ms1.TotalAlloc - ms0.TotalAlloc
 		stop()
 		batches += log.Stats().Batches - st0.Batches
 		start = time.Now()
@@ -123,6 +141,8 @@ func BenchmarkImport(b *testing.B) {
 	b.ReportMetric(impCPU.Seconds()/float64(b.N), "import-cpu-s")
 	b.ReportMetric(rawCPU.Seconds()/float64(b.N), "raw-cpu-s")
 	b.ReportMetric(float64(evs)/float64(batches), "ev/batch")
+	b.ReportMetric(float64(mallocs)/float64(evs), "import-allocs/ev")
+	b.ReportMetric(float64(alloced)/float64(evs), "import-B/ev")
 }
 
 // profileImport starts a CPU profile of the first import alone (the raw

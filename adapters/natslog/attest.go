@@ -82,10 +82,20 @@ func sign(s Signer, m *nats.Msg) string {
 	if s == nil {
 		return ""
 	}
-	id, sig := s.Sign(m.Subject, m.Header.Get(jetstream.ExpectedLastSubjSeqHeader), m.Data)
-	m.Header[attestation.HeaderKey] = []string{id}
-	m.Header[attestation.HeaderSig] = []string{sig}
+	id, sig := s.Sign(m.Subject, expectOf(m), m.Data)
+	v := []string{id, sig}
+	m.Header[attestation.HeaderKey] = v[0:1:1]
+	m.Header[attestation.HeaderSig] = v[1:2:2]
 	return id
+}
+
+// expectOf returns m's Nats-Expected-Last-Subject-Sequence header ("" when
+// it carries none).
+func expectOf(m *nats.Msg) string {
+	if v := m.Header[jetstream.ExpectedLastSubjSeqHeader]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // sigHeaders are the headers a signature puts on a message, in either
@@ -98,29 +108,39 @@ var sigHeaders = [...]string{attestation.HeaderKey, attestation.HeaderSig,
 // Lb-Sig form), two or more with one batch signature when s is a
 // BatchSigner (the Lb-Batch form), else each alone. It returns the key
 // id ("" when s is nil: the messages go out unsigned).
-func signMsgs(s Signer, msgs []*nats.Msg) string {
+func signMsgs(s Signer, msgs []*nats.Msg) string { return signMsgsOnce(s, msgs, false) }
+
+// signMsgsOnce is signMsgs; fresh says that no message of msgs was
+// signed before (none carries a signature header to drop).
+func signMsgsOnce(s Signer, msgs []*nats.Msg, fresh bool) string {
 	if s == nil || len(msgs) == 0 {
 		return "" // a request's Signer never changes: nil, it signed nothing before
 	}
-	for _, m := range msgs {
-		for _, h := range sigHeaders {
-			delete(m.Header, h)
+	if !fresh {
+		for _, m := range msgs {
+			for _, h := range sigHeaders {
+				delete(m.Header, h)
+			}
 		}
 	}
 	bs, ok := s.(BatchSigner)
 	if len(msgs) > 1 && ok {
 		items := make([]attestation.Signable, len(msgs))
 		for i, m := range msgs {
-			items[i] = attestation.Signable{Subject: m.Subject, Expect: m.Header.Get(jetstream.ExpectedLastSubjSeqHeader), Data: m.Data}
+			items[i] = attestation.Signable{Subject: m.Subject, Expect: expectOf(m), Data: m.Data}
 		}
 		if sigs, err := bs.SignBatch(items); err == nil {
+			// The headers' values, allocated together: they live as
+			// long as the messages do.
+			vals := make([]string, 5*len(msgs))
 			for i, m := range msgs {
-				g := sigs[i]
-				m.Header[attestation.HeaderKey] = []string{g.Key}
-				m.Header[attestation.HeaderBatch] = []string{g.Batch}
-				m.Header[attestation.HeaderRoot] = []string{g.Root}
-				m.Header[attestation.HeaderBatchSig] = []string{g.Sig}
-				m.Header[attestation.HeaderProof] = []string{g.Proof}
+				g, v := sigs[i], vals[5*i:5*i+5:5*i+5]
+				v[0], v[1], v[2], v[3], v[4] = g.Key, g.Batch, g.Root, g.Sig, g.Proof
+				m.Header[attestation.HeaderKey] = v[0:1:1]
+				m.Header[attestation.HeaderBatch] = v[1:2:2]
+				m.Header[attestation.HeaderRoot] = v[2:3:3]
+				m.Header[attestation.HeaderBatchSig] = v[3:4:4]
+				m.Header[attestation.HeaderProof] = v[4:5:5]
 			}
 			return sigs[0].Key
 		}
@@ -142,7 +162,7 @@ func signMsgs(s Signer, msgs []*nats.Msg) string {
 func signRequests(reqs []*request) {
 	if len(reqs) == 1 {
 		r := reqs[0]
-		r.keyID, r.covered = signMsgs(r.signer, r.msgs), len(r.msgs)
+		r.keyID, r.covered = signMsgsOnce(r.signer, r.msgs, r.covered == 0), len(r.msgs)
 		return
 	}
 	done := make([]bool, len(reqs))
@@ -153,14 +173,16 @@ func signRequests(reqs []*request) {
 			continue
 		}
 		msgs, group = msgs[:0], group[:0]
+		fresh := true // no message of the group signed before
 		for j := i; j < len(reqs); j++ {
 			if !done[j] && reqs[j].signer == r.signer {
 				done[j] = true
 				group = append(group, reqs[j])
 				msgs = append(msgs, reqs[j].msgs...)
+				fresh = fresh && reqs[j].covered == 0
 			}
 		}
-		id := signMsgs(r.signer, msgs)
+		id := signMsgsOnce(r.signer, msgs, fresh)
 		for _, g := range group {
 			g.keyID, g.covered = id, len(msgs)
 		}

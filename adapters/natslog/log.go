@@ -1,6 +1,7 @@
 package natslog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -469,12 +470,13 @@ func newRequest(b events.Batch, s Signer) (*request, error) {
 	if s != nil {
 		room = 13
 	}
+	datas, err := encodeEvents(b.Events)
+	if err != nil {
+		return nil, err
+	}
 	for i := range b.Events {
 		e := &b.Events[i]
-		data, err := e.MarshalJSON()
-		if err != nil {
-			return nil, fmt.Errorf("event %d: %w", i, err)
-		}
+		data := datas[i]
 		h := make(nats.Header, room)
 		v := vals[2*i : 2*i+2 : 2*i+2]
 		v[0], v[1] = e.ID.String(), e.Type
@@ -499,6 +501,45 @@ func newRequest(b events.Batch, s Signer) (*request, error) {
 		done:    make(chan outcome, 1),
 	}, nil
 }
+
+// encodeEvents returns the wire form of each of evs (events.Envelope's
+// MarshalJSON bytes), in order: each a slice of one buffer of their
+// total size, its capacity its own length, so that appending to one
+// never reaches the next. Errors name the event at fault.
+func encodeEvents(evs []events.Envelope) ([][]byte, error) {
+	bp := encodeScratch.Get().(*[]byte)
+	buf := (*bp)[:0]
+	defer func() {
+		if cap(buf) <= maxEncodeScratch {
+			*bp = buf[:0]
+			encodeScratch.Put(bp)
+		}
+	}()
+	ends := make([]int, len(evs))
+	for i := range evs {
+		var err error
+		if buf, err = evs[i].AppendJSON(buf); err != nil {
+			return nil, fmt.Errorf("event %d: %w", i, err)
+		}
+		ends[i] = len(buf)
+	}
+	all := bytes.Clone(buf)
+	out := make([][]byte, len(evs))
+	start := 0
+	for i, end := range ends {
+		out[i] = all[start:end:end]
+		start = end
+	}
+	return out, nil
+}
+
+// encodeScratch holds *[]byte buffers encodeEvents writes a decision's
+// events into before copying them out at their size; one that grew past
+// maxEncodeScratch bytes is let go.
+var encodeScratch = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// maxEncodeScratch is the largest buffer, in bytes, encodeScratch keeps.
+const maxEncodeScratch = 4 << 20
 
 // answer delivers o to the request's caller; called once per request.
 func (r *request) answer(o outcome) { r.done <- o }
