@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,11 @@ from.`,
 			}
 			clock := newAuditClock()
 			clock.mark(bench.AuditStarted)
+			stop, err := auditProfile()
+			if err != nil {
+				return err
+			}
+			defer stop()
 			defer liveHeapGC()()
 			b, err := openBackend(cmd.Context(), g)
 			if err != nil {
@@ -199,6 +205,34 @@ func auditTimeline(ctx context.Context, b *backend, arg, id string, err error, m
 	// The log left the events it could not attest out of the timeline:
 	// each is shown, in its place, as unattested.
 	return worker.SessionAudit(ctx, b.log, id, func() []replay.Unattested { return unattested(b.log, "") }, mark)
+}
+
+// auditProfileEnv names the environment variable through which audit
+// writes a CPU profile of itself (runtime/pprof, for go tool pprof) to
+// the file it names, from the command's start to the timeline written;
+// unset (the default), none is taken.
+const auditProfileEnv = "LOGBOOK_AUDIT_CPUPROFILE"
+
+// auditProfile starts the CPU profile $LOGBOOK_AUDIT_CPUPROFILE asks for
+// and returns the function that stops it and closes its file (a no-op
+// when none is asked for). Errors name the variable and the file.
+func auditProfile() (stop func(), err error) {
+	path := os.Getenv(auditProfileEnv)
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("$%s: %w", auditProfileEnv, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("$%s: %w", auditProfileEnv, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // auditClock notes when each stage of an audit ended, for the bench's
