@@ -20,7 +20,6 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/term"
-	"github.com/logbook-dev/logbook/adapters/worker"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/cmd/logbook/internal/bench"
 	"github.com/logbook-dev/logbook/events"
@@ -124,17 +123,18 @@ func growPipe(w io.Writer, n int) {
 
 // liveHeapGCPercent is the garbage collector's target (GOGC) of a
 // command whose heap is nearly all live until it ends: audit keeps every
-// event it reads until it prints the timeline, so at Go's default of 100
-// a collection at every doubling of the heap marked the same records
-// again and again. At 400 an audit of 20,000 events took 16% less CPU
-// (user+sys, median of 10, 315 → 265 ms) and its peak RSS grew by 14%
-// (94 → 108 MB).
+// item of the timeline until it prints it, so at Go's default of 100 a
+// collection at every doubling of the heap marked the same items again
+// and again. At 400 an audit of 20,000 events (which then kept their
+// records too) took 16% less CPU (user+sys, median of 10, 315 → 265 ms)
+// and its peak RSS grew by 14% (94 → 108 MB).
 const liveHeapGCPercent = 400
 
 // firstGCPercent is the target until the first collection: its heap
 // target, 80 MB (the runtime's 4 MB minimum × 20), is more than an audit
-// of 20,000 events allocates (42 MB, nearly all of it live to the end),
-// which so runs without collecting: 7% less CPU than at 400 (task-clock,
+// of 20,000 events allocates (25 MB, its items live to the end; 42 MB
+// when it kept the records and the read's buffers too), which so runs
+// without collecting: 7% less CPU than at 400 (task-clock,
 // median of 11: 148 → 138 ms), 10% fewer page faults, peak RSS 5%
 // larger. A longer session's audit collects once at 80 MB and then runs
 // at liveHeapGCPercent, its heap at most 5 times what is live rather
@@ -186,7 +186,7 @@ type resolvedID struct {
 
 // auditTimeline is auditItems once arg is resolved (resolveID's id and
 // err): it calls mark (when not nil) with the name of each of
-// worker.SessionAudit's stages as it ends.
+// worker.SessionAudit's stages as it ends (sessionAudit).
 func auditTimeline(ctx context.Context, b *backend, arg, id string, err error, mark func(stage string)) ([]replay.Item, error) {
 	var nf *notFoundError
 	if errors.As(err, &nf) {
@@ -204,7 +204,7 @@ func auditTimeline(ctx context.Context, b *backend, arg, id string, err error, m
 	}
 	// The log left the events it could not attest out of the timeline:
 	// each is shown, in its place, as unattested.
-	return worker.SessionAudit(ctx, b.log, id, func() []replay.Unattested { return unattested(b.log, "") }, mark)
+	return sessionAudit(ctx, b.log, id, func() []replay.Unattested { return unattested(b.log, "") }, mark)
 }
 
 // auditProfileEnv names the environment variable through which audit
