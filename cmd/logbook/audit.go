@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -81,14 +82,29 @@ from.`,
 	}
 }
 
-// emitAudit writes items as JSON with --json, else as the timeline's
-// text (term.PrintAudit, as wide as stdout). Errors are stdout's.
-func emitAudit(g *globals, items []replay.Item) error {
+// emitAudit writes the timeline as JSON with --json, else as its text
+// (term.PrintAudit, as wide as stdout): run by run, with no copy of the
+// whole, when stdout is no terminal (its lines whole) and no item names
+// an observation (whose times WriteText compares across items). Errors
+// are stdout's.
+func emitAudit(g *globals, runs auditRuns) error {
 	growPipe(g.stdout, auditPipeSize)
 	if g.json {
-		return writeJSON(g.stdout, items)
+		return writeJSON(g.stdout, runs.flat())
 	}
-	return term.PrintAudit(g.stdout, items, term.Width(g.stdout))
+	width := term.Width(g.stdout)
+	if width >= 40 || len(runs) == 1 || runs.observed() {
+		return term.PrintAudit(g.stdout, runs.flat(), width)
+	}
+	// As term.PrintAudit writes to what is not a terminal.
+	bw := bufio.NewWriterSize(g.stdout, 64<<10)
+	var err error
+	for _, run := range runs {
+		if err = replay.WriteText(bw, run); err != nil {
+			break
+		}
+	}
+	return errors.Join(err, bw.Flush())
 }
 
 // auditPipeSize is the buffer audit asks of a pipe it writes to
@@ -175,7 +191,8 @@ func liveHeapGC() (restore func()) {
 // every event, with the ones the log could not attest in their place.
 func auditItems(ctx context.Context, b *backend, arg string) ([]replay.Item, error) {
 	id, err := resolveID(ctx, b, events.KindSession, arg)
-	return auditTimeline(ctx, b, arg, id, err, nil)
+	runs, err := auditTimeline(ctx, b, arg, id, err, nil)
+	return runs.flat(), err
 }
 
 // resolvedID is resolveID's answer.
@@ -185,15 +202,15 @@ type resolvedID struct {
 }
 
 // auditTimeline is auditItems once arg is resolved (resolveID's id and
-// err): it calls mark (when not nil) with the name of each of
-// worker.SessionAudit's stages as it ends (sessionAudit).
-func auditTimeline(ctx context.Context, b *backend, arg, id string, err error, mark func(stage string)) ([]replay.Item, error) {
+// err), the timeline in runs (sessionAudit): it calls mark (when not
+// nil) with the name of each of worker.SessionAudit's stages as it ends.
+func auditTimeline(ctx context.Context, b *backend, arg, id string, err error, mark func(stage string)) (auditRuns, error) {
 	var nf *notFoundError
 	if errors.As(err, &nf) {
 		// Not a session: a workspace's whole life, if it is one.
 		wi, werr := wsadapter.Timeline(ctx, b.log, arg)
 		if werr == nil {
-			return wi, nil
+			return auditRuns{wi}, nil
 		}
 		if errors.Is(werr, events.ErrNotFound) {
 			return nil, &notFoundError{msg: fmt.Sprintf("%q not found: neither a session nor a workspace has that id (see `logbook sessions --all`, `logbook workspace list`)", arg)}

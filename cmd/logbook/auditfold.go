@@ -23,9 +23,11 @@ import (
 // name; when an observation turns out to come after an event that
 // names it (or two observations share an id), whose item the whole
 // session's observations would have changed, the session is read again
-// and folded whole, by worker.SessionAudit. mark is called as
-// SessionAudit calls it.
-func sessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined func() []replay.Unattested, mark func(stage string)) ([]replay.Item, error) {
+// and folded whole, by worker.SessionAudit. The items are returned in
+// the runs they were folded in when nothing is merged into them (no
+// command, notification or unattested event of the session), else in
+// one run. mark is called as SessionAudit calls it.
+func sessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined func() []replay.Unattested, mark func(stage string)) (auditRuns, error) {
 	if mark == nil {
 		mark = func(string) {}
 	}
@@ -50,7 +52,7 @@ func sessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	})
 	agg := events.Aggregate{Kind: events.KindSession, ID: id}
 	var f timelineFold
-	_, rerr := log.LoadEach(ctx, agg, f.size, f.add)
+	_, rerr := log.LoadEach(ctx, agg, nil, f.add)
 	if rerr == nil {
 		f.flush()
 	}
@@ -62,8 +64,8 @@ func sessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	mark(worker.AuditCommandsFound)
 	// A scan's own error is the cause, not the read it cut short.
 	var (
-		items []replay.Item
-		terr  error
+		cmds []replay.Item
+		terr error
 	)
 	switch {
 	case rerr != nil:
@@ -73,16 +75,15 @@ func sessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	case nerr != nil:
 		return nil, nerr
 	case !f.exact():
-		return worker.SessionAudit(ctx, log, id, quarantined, mark)
+		items, err := worker.SessionAudit(ctx, log, id, quarantined, mark)
+		return auditRuns{items}, err
 	default:
-		items, terr = f.timeline(ctx, log, agg, ids)
+		cmds, terr = f.commandItems(ctx, log, agg, ids)
 	}
 	notFound := errors.Is(terr, events.ErrNotFound)
 	if terr != nil && !notFound {
 		return nil, terr
 	}
-	items = append(items, told...)
-	replay.SortBySeq(items)
 	subjects := map[string]bool{agg.Subject(): true}
 	for _, c := range ids {
 		subjects[events.Aggregate{Kind: events.KindCommand, ID: c}.Subject()] = true
@@ -96,9 +97,48 @@ func sessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	if notFound && len(us) == 0 {
 		return nil, terr
 	}
+	if terr == nil && len(cmds) == 0 && len(told) == 0 && len(us) == 0 {
+		// The session's own items, in stream order as folded.
+		mark(worker.AuditFolded)
+		return f.runs, nil
+	}
+	var items []replay.Item
+	if terr == nil {
+		// As replay.SessionTimeline orders them.
+		items = append(f.runs.flat(), cmds...)
+		replay.SortBySeq(items)
+	}
+	items = append(items, told...)
+	replay.SortBySeq(items)
 	items = replay.WithUnattested(items, us)
 	mark(worker.AuditFolded)
-	return items, nil
+	return auditRuns{items}, nil
+}
+
+// auditRuns is an audit timeline held in the runs of items it was made
+// in: the timeline is the runs one after the other.
+type auditRuns [][]replay.Item
+
+// flat returns the timeline in one slice: the run itself when there is
+// one, else a copy of them all.
+func (r auditRuns) flat() []replay.Item {
+	if len(r) == 1 {
+		return r[0]
+	}
+	return slices.Concat(r...)
+}
+
+// observed reports whether an item of r names the observation it came
+// from (replay.Item.Obs).
+func (r auditRuns) observed() bool {
+	for _, run := range r {
+		for i := range run {
+			if run[i].Obs != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // notificationItems is the timeline of every notification sent about
@@ -122,23 +162,21 @@ func notificationItems(ctx context.Context, log *natslog.Log, session string) ([
 }
 
 // foldBatch is how many of a session's records timelineFold folds at once.
-const foldBatch = 256
+const foldBatch = 2048
 
 // timelineFold folds a session's records, handed over in stream order,
 // into the items replay.TimelineOf makes of them all: every
 // foldBatchth record it folds the batch, with the observations seen
 // before it that the batch's events name (replay.TimelineOf takes an
 // event's observation from those it is given: its cause's, and a
-// verdict's evidence), and keeps the items. It keeps every observation,
-// as an item may name it, and notes what tells whether the batches made
-// the items the whole session would (exact). The zero timelineFold is
-// empty.
+// verdict's evidence), and keeps the items, one run a batch. It keeps
+// every observation, as an item may name it, and notes what tells
+// whether the batches made the items the whole session would (exact).
+// The zero timelineFold is empty.
 type timelineFold struct {
 	batch []events.Record
-	// named is the scratch slice a batch is folded from: the
-	// observations it names, then the batch.
-	named []events.Record
-	items []replay.Item
+	runs  auditRuns
+	items int                  // items in runs
 	obs   map[string]foldedObs // every observation so far, by id
 	// evidence holds the ids a verdict's evidence names that were not
 	// among the observations up to its batch's end.
@@ -153,11 +191,6 @@ type timelineFold struct {
 type foldedObs struct {
 	rec    events.Record
 	before int
-}
-
-// size sizes the fold's items for n records (natslog.Log.LoadEach).
-func (f *timelineFold) size(n uint64) {
-	f.items = make([]replay.Item, 0, n)
 }
 
 // add folds r, the session's next record. It never fails.
@@ -183,7 +216,7 @@ func (f *timelineFold) flush() {
 	if len(f.batch) == 0 {
 		return
 	}
-	before := len(f.items)
+	before := f.items
 	for _, r := range f.batch {
 		if _, ok := events.Observed(r.Data); !ok {
 			continue
@@ -197,10 +230,10 @@ func (f *timelineFold) flush() {
 		}
 		f.obs[id] = foldedObs{rec: r, before: before}
 	}
-	// The observations of earlier batches the batch's events name; the
-	// batch's own are in it.
-	f.named = f.named[:0]
-	for _, r := range f.batch {
+	// The observations of earlier batches the batch's events name go
+	// after it, where they make no item (the batch's own are in it).
+	n := len(f.batch)
+	for _, r := range f.batch[:n] {
 		for _, ref := range refsOf(r) {
 			o, ok := f.obs[ref]
 			switch {
@@ -211,14 +244,15 @@ func (f *timelineFold) flush() {
 					}
 					f.evidence[ref] = true
 				}
-			case o.before < before && !slices.ContainsFunc(f.named, func(n events.Record) bool { return n.ID == o.rec.ID }):
-				f.named = append(f.named, o.rec)
+			case o.before < before && !slices.ContainsFunc(f.batch[n:], func(n events.Record) bool { return n.ID == o.rec.ID }):
+				f.batch = append(f.batch, o.rec)
 			}
 		}
 	}
-	f.named = append(f.named, f.batch...)
-	f.items = append(f.items, replay.TimelineOf(f.named)...)
-	clear(f.named)
+	if run := replay.TimelineOf(f.batch); len(run) > 0 {
+		f.runs = append(f.runs, run)
+		f.items += len(run)
+	}
 	clear(f.batch)
 	f.batch = f.batch[:0]
 }
@@ -247,26 +281,31 @@ func (f *timelineFold) exact() bool {
 	if len(f.obs) == 0 {
 		return true
 	}
-	for i, it := range f.items {
-		if it.Cause == nil {
-			continue
-		}
-		if o, ok := f.obs[it.Cause.Ref]; ok && i < o.before {
-			return false
+	i := 0
+	for _, run := range f.runs {
+		for _, it := range run {
+			if it.Cause != nil {
+				if o, ok := f.obs[it.Cause.Ref]; ok && i < o.before {
+					return false
+				}
+			}
+			i++
 		}
 	}
 	return true
 }
 
-// timeline returns what replay.SessionTimeline returns of the session
-// agg, its items folded, with the events of commands (those the session
-// opened an entry of and those given) read with Load.
-func (f *timelineFold) timeline(ctx context.Context, log events.Log, agg events.Aggregate, commands []string) ([]replay.Item, error) {
+// commandItems returns the items of the commands replay.SessionTimeline
+// merges into the session agg's (those the session opened an entry of
+// and those given), each read with Load, in the order it reads them, or
+// the error SessionTimeline returns when neither the session nor its
+// commands have an item.
+func (f *timelineFold) commandItems(ctx context.Context, log events.Log, agg events.Aggregate, commands []string) ([]replay.Item, error) {
 	ids := append(slices.Clone(commands), f.commands...)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	items := f.items
-	found := len(items) > 0 // observations alone do not start a session
+	var items []replay.Item
+	found := f.items > 0 // observations alone do not start a session
 	for _, c := range ids {
 		crecs, _, err := log.Load(ctx, events.Aggregate{Kind: events.KindCommand, ID: c})
 		if err != nil {
@@ -283,6 +322,5 @@ func (f *timelineFold) timeline(ctx context.Context, log events.Log, agg events.
 	if !found {
 		return nil, fmt.Errorf("timeline %s: %w", agg, events.ErrNotFound)
 	}
-	replay.SortBySeq(items)
 	return items, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/events"
@@ -76,7 +77,6 @@ func TestTimelineFold(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var f timelineFold
-			f.size(uint64(len(tc.recs)))
 			for _, r := range tc.recs {
 				if err := f.add(r); err != nil {
 					t.Fatal(err)
@@ -90,11 +90,11 @@ func TestTimelineFold(t *testing.T) {
 				return
 			}
 			want := replay.TimelineOf(tc.recs)
-			if diff := cmp.Diff(want, f.items); diff != "" {
+			if diff := cmp.Diff(want, f.runs.flat(), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("folded batch by batch (-whole +batches):\n%s", diff)
 			}
-			if f.records != len(tc.recs) {
-				t.Errorf("records = %d, want %d", f.records, len(tc.recs))
+			if f.records != len(tc.recs) || f.items != len(want) {
+				t.Errorf("records = %d, items = %d, want %d and %d", f.records, f.items, len(tc.recs), len(want))
 			}
 		})
 	}
