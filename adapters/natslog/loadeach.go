@@ -69,6 +69,7 @@ func (l *Log) LoadEach(ctx context.Context, agg events.Aggregate, size func(n ui
 	var (
 		ferr, eerr error
 		signer     events.Signer // the last signer met, its strings the read's own
+		handed     int           // records handed to each
 	)
 	l.decodeParallel(ctx, ord, src, func(r events.Record, err error) bool {
 		if err != nil {
@@ -87,7 +88,9 @@ func (l *Log) LoadEach(ctx context.Context, agg events.Aggregate, size func(n ui
 			return false
 		}
 		last = r.Seq
-		blocks.done(r.Seq, l.quarantinedCount())
+		if handed++; handed%blockCheck == 0 {
+			blocks.done(r.Seq, l.quarantinedCount())
+		}
 		return true
 	})
 	if eerr != nil {
@@ -101,6 +104,11 @@ func (l *Log) LoadEach(ctx context.Context, agg events.Aggregate, size func(n ui
 	}
 	return last, nil
 }
+
+// blockCheck is how many records LoadEach hands over between two looks
+// at which of its blocks it is done with: a block holds several hundred
+// messages.
+const blockCheck = 64
 
 // cloneString returns a copy of s that shares no memory with it ("" as
 // it is).
