@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -234,7 +235,7 @@ func (f *timelineFold) flush() {
 	// after it, where they make no item (the batch's own are in it).
 	n := len(f.batch)
 	for _, r := range f.batch[:n] {
-		for _, ref := range refsOf(r) {
+		for ref := range refsOf(r) {
 			o, ok := f.obs[ref]
 			switch {
 			case !ok:
@@ -257,17 +258,21 @@ func (f *timelineFold) flush() {
 	f.batch = f.batch[:0]
 }
 
-// refsOf returns the ids of the observations r's item may be made with
+// refsOf yields the ids of the observations r's item may be made with
 // (replay.TimelineOf): its cause's ref, and a verdict's evidence.
-func refsOf(r events.Record) []string {
-	var refs []string
-	if r.Cause != nil && r.Cause.Ref != "" {
-		refs = append(refs, r.Cause.Ref)
+func refsOf(r events.Record) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		if r.Cause != nil && r.Cause.Ref != "" && !yield(r.Cause.Ref) {
+			return
+		}
+		if d, ok := r.Data.(events.ReviewDecided); ok {
+			for _, ref := range d.Evidence {
+				if !yield(ref) {
+					return
+				}
+			}
+		}
 	}
-	if d, ok := r.Data.(events.ReviewDecided); ok {
-		refs = append(refs, d.Evidence...)
-	}
-	return refs
 }
 
 // exact reports whether the items folded batch by batch are those
