@@ -118,6 +118,7 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 		return next, false, err
 	}
 	defer rc.close()
+	rc.blocks = blocksOf(ctx)
 	cfg := jetstream.ConsumerConfig{
 		FilterSubject:     filter,
 		AckPolicy:         jetstream.AckNonePolicy,
@@ -311,6 +312,9 @@ type rawConn struct {
 	w    *bufio.Writer
 	slab []byte // what is left of the block message bodies are cut from
 	meta []byte // the last frame's subject and reply
+	// blocks hands out the blocks slab is cut from (LoadEach's, which
+	// takes them back); nil: each is made anew.
+	blocks *blockPool
 }
 
 // rawFrame is one message the server sent: subject, reply and header
@@ -562,7 +566,7 @@ func (rc *rawConn) alloc(n int) []byte {
 		return make([]byte, n)
 	}
 	if len(rc.slab) < n {
-		rc.slab = make([]byte, rawSlab)
+		rc.slab = rc.blocks.get()
 	}
 	b := rc.slab[:n:n]
 	rc.slab = rc.slab[n:]

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +21,6 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/term"
-	"github.com/logbook-dev/logbook/adapters/worker"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/cmd/logbook/internal/bench"
 	"github.com/logbook-dev/logbook/events"
@@ -43,6 +44,11 @@ from.`,
 			}
 			clock := newAuditClock()
 			clock.mark(bench.AuditStarted)
+			stop, err := auditProfile()
+			if err != nil {
+				return err
+			}
+			defer stop()
 			defer liveHeapGC()()
 			b, err := openBackend(cmd.Context(), g)
 			if err != nil {
@@ -76,14 +82,29 @@ from.`,
 	}
 }
 
-// emitAudit writes items as JSON with --json, else as the timeline's
-// text (term.PrintAudit, as wide as stdout). Errors are stdout's.
-func emitAudit(g *globals, items []replay.Item) error {
+// emitAudit writes the timeline as JSON with --json, else as its text
+// (term.PrintAudit, as wide as stdout): run by run, with no copy of the
+// whole, when stdout is no terminal (its lines whole) and no item names
+// an observation (whose times WriteText compares across items). Errors
+// are stdout's.
+func emitAudit(g *globals, runs auditRuns) error {
 	growPipe(g.stdout, auditPipeSize)
 	if g.json {
-		return writeJSON(g.stdout, items)
+		return writeJSON(g.stdout, runs.flat())
 	}
-	return term.PrintAudit(g.stdout, items, term.Width(g.stdout))
+	width := term.Width(g.stdout)
+	if width >= 40 || len(runs) == 1 || runs.observed() {
+		return term.PrintAudit(g.stdout, runs.flat(), width)
+	}
+	// As term.PrintAudit writes to what is not a terminal.
+	bw := bufio.NewWriterSize(g.stdout, 64<<10)
+	var err error
+	for _, run := range runs {
+		if err = replay.WriteText(bw, run); err != nil {
+			break
+		}
+	}
+	return errors.Join(err, bw.Flush())
 }
 
 // auditPipeSize is the buffer audit asks of a pipe it writes to
@@ -118,17 +139,18 @@ func growPipe(w io.Writer, n int) {
 
 // liveHeapGCPercent is the garbage collector's target (GOGC) of a
 // command whose heap is nearly all live until it ends: audit keeps every
-// event it reads until it prints the timeline, so at Go's default of 100
-// a collection at every doubling of the heap marked the same records
-// again and again. At 400 an audit of 20,000 events took 16% less CPU
-// (user+sys, median of 10, 315 → 265 ms) and its peak RSS grew by 14%
-// (94 → 108 MB).
+// item of the timeline until it prints it, so at Go's default of 100 a
+// collection at every doubling of the heap marked the same items again
+// and again. At 400 an audit of 20,000 events (which then kept their
+// records too) took 16% less CPU (user+sys, median of 10, 315 → 265 ms)
+// and its peak RSS grew by 14% (94 → 108 MB).
 const liveHeapGCPercent = 400
 
 // firstGCPercent is the target until the first collection: its heap
 // target, 80 MB (the runtime's 4 MB minimum × 20), is more than an audit
-// of 20,000 events allocates (42 MB, nearly all of it live to the end),
-// which so runs without collecting: 7% less CPU than at 400 (task-clock,
+// of 20,000 events allocates (25 MB, its items live to the end; 42 MB
+// when it kept the records and the read's buffers too), which so runs
+// without collecting: 7% less CPU than at 400 (task-clock,
 // median of 11: 148 → 138 ms), 10% fewer page faults, peak RSS 5%
 // larger. A longer session's audit collects once at 80 MB and then runs
 // at liveHeapGCPercent, its heap at most 5 times what is live rather
@@ -169,7 +191,8 @@ func liveHeapGC() (restore func()) {
 // every event, with the ones the log could not attest in their place.
 func auditItems(ctx context.Context, b *backend, arg string) ([]replay.Item, error) {
 	id, err := resolveID(ctx, b, events.KindSession, arg)
-	return auditTimeline(ctx, b, arg, id, err, nil)
+	runs, err := auditTimeline(ctx, b, arg, id, err, nil)
+	return runs.flat(), err
 }
 
 // resolvedID is resolveID's answer.
@@ -179,15 +202,15 @@ type resolvedID struct {
 }
 
 // auditTimeline is auditItems once arg is resolved (resolveID's id and
-// err): it calls mark (when not nil) with the name of each of
-// worker.SessionAudit's stages as it ends.
-func auditTimeline(ctx context.Context, b *backend, arg, id string, err error, mark func(stage string)) ([]replay.Item, error) {
+// err), the timeline in runs (sessionAudit): it calls mark (when not
+// nil) with the name of each of worker.SessionAudit's stages as it ends.
+func auditTimeline(ctx context.Context, b *backend, arg, id string, err error, mark func(stage string)) (auditRuns, error) {
 	var nf *notFoundError
 	if errors.As(err, &nf) {
 		// Not a session: a workspace's whole life, if it is one.
 		wi, werr := wsadapter.Timeline(ctx, b.log, arg)
 		if werr == nil {
-			return wi, nil
+			return auditRuns{wi}, nil
 		}
 		if errors.Is(werr, events.ErrNotFound) {
 			return nil, &notFoundError{msg: fmt.Sprintf("%q not found: neither a session nor a workspace has that id (see `logbook sessions --all`, `logbook workspace list`)", arg)}
@@ -198,7 +221,35 @@ func auditTimeline(ctx context.Context, b *backend, arg, id string, err error, m
 	}
 	// The log left the events it could not attest out of the timeline:
 	// each is shown, in its place, as unattested.
-	return worker.SessionAudit(ctx, b.log, id, func() []replay.Unattested { return unattested(b.log, "") }, mark)
+	return sessionAudit(ctx, b.log, id, func() []replay.Unattested { return unattested(b.log, "") }, mark)
+}
+
+// auditProfileEnv names the environment variable through which audit
+// writes a CPU profile of itself (runtime/pprof, for go tool pprof) to
+// the file it names, from the command's start to the timeline written;
+// unset (the default), none is taken.
+const auditProfileEnv = "LOGBOOK_AUDIT_CPUPROFILE"
+
+// auditProfile starts the CPU profile $LOGBOOK_AUDIT_CPUPROFILE asks for
+// and returns the function that stops it and closes its file (a no-op
+// when none is asked for). Errors name the variable and the file.
+func auditProfile() (stop func(), err error) {
+	path := os.Getenv(auditProfileEnv)
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("$%s: %w", auditProfileEnv, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("$%s: %w", auditProfileEnv, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // auditClock notes when each stage of an audit ended, for the bench's
