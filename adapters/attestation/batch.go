@@ -217,6 +217,153 @@ type roots struct {
 	m    map[[32]byte]*check // guarded by mu; made on first use
 	ring [][32]byte          // the keys of m in the order they were added, rootSlots of them; guarded by mu
 	next int                 // guarded by mu
+
+	// trees holds the nodes proven under the last treeSlots batch trees
+	// met (batchNodes), the oldest replaced first; guarded by mu.
+	trees    [treeSlots]*batchNodes
+	treeNext int // guarded by mu
+}
+
+// treeSlots is how many batch trees' proven nodes a roots record keeps:
+// a batch's messages are stored together, and the decoding goroutines
+// of one read take consecutive runs of them, so the few last met are
+// those met again.
+const treeSlots = 16
+
+// treeMaxLeaves is the largest batch whose proven nodes are kept (at
+// most 2·treeMaxLeaves-1 hashes, 256 KiB); a proof in a larger one is
+// checked whole each time (tlog.CheckRecord), so that a message that
+// claims a batch of MaxBatchLeaves costs no memory of its size.
+const treeMaxLeaves = 4096
+
+// batchNodes is the nodes of one batch tree, its leaf count n and its
+// root, that a proof checked so far showed to lie under root: each node
+// on the path of a leaf proven, and each sibling of one. Nodes are kept
+// by in-order index (leaf i at 2i, the inner node whose halves meet
+// before leaf s at 2s-1: each of the n-1 places between two leaves is
+// the split of one inner node), 2n-1 of them. A proven node's hash is
+// the one hash that node can have under root (SHA-256 collision
+// resistance), so a proof that reaches a proven node with that node's
+// hash, and whose hashes above it are the proven siblings of the path
+// on to root, holds exactly when the whole proof would
+// (tlog.CheckRecord): its check hashes nothing more, and each proof of
+// a batch of n messages hashes, all told, about n inner nodes rather
+// than n·log2(n).
+type batchNodes struct {
+	n    int64
+	root tlog.Hash
+
+	mu    sync.Mutex
+	hash  []tlog.Hash // by in-order index; guarded by mu
+	known []bool      // hash[i] is proven; guarded by mu
+}
+
+// tree returns the record of the nodes proven under the batch tree of n
+// leaves (2 to treeMaxLeaves) and root, made empty when none is kept
+// (replacing the oldest).
+func (c *roots) tree(n int64, root tlog.Hash) *batchNodes {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.trees {
+		if t != nil && t.n == n && t.root == root {
+			return t
+		}
+	}
+	t := &batchNodes{n: n, root: root, hash: make([]tlog.Hash, 2*n-1), known: make([]bool, 2*n-1)}
+	c.trees[c.treeNext] = t
+	c.treeNext = (c.treeNext + 1) % treeSlots
+	return t
+}
+
+// maxProofLen is the longest proof of a leaf of a batch of treeMaxLeaves.
+const maxProofLen = 12
+
+// check reports whether proof shows leaf, the hash of leaf index (below
+// t.n), under t.root: what tlog.CheckRecord(proof, t.n, t.root, index,
+// leaf) reports, taking the nodes proven before. When it holds, every
+// node of the path and each sibling is proven from then on. Safe for
+// concurrent use.
+func (t *batchNodes) check(proof tlog.RecordProof, index int64, leaf tlog.Hash) bool {
+	// The path from the root down to the leaf: at each depth the node
+	// on it, its sibling, and which of the two is the left one.
+	var (
+		node, sib [maxProofLen]int64
+		left      [maxProofLen]bool
+		hs        [maxProofLen]tlog.Hash // the hash the proof gives each node of the path
+	)
+	d := 0
+	for lo, hi := int64(0), t.n; hi-lo > 1; d++ {
+		if d == maxProofLen {
+			return false // not a tree of treeMaxLeaves leaves
+		}
+		s := lo + int64(1)<<(bits.Len64(uint64(hi-lo-1))-1) // the largest power of 2 < hi-lo, past lo
+		if index < s {
+			node[d], sib[d], left[d], hi = inorder(lo, s), inorder(s, hi), true, s
+		} else {
+			node[d], sib[d], left[d], lo = inorder(s, hi), inorder(lo, s), false, s
+		}
+	}
+	if len(proof) != d {
+		return false // as CheckRecord: no hash missing, none too many
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := leaf
+	j := 0 // proof[j] is the sibling at depth d-1-j
+	for ; j < d; j++ {
+		e := d - 1 - j
+		if t.known[node[e]] && t.hash[node[e]] == h && t.provenAbove(proof[j:], sib[:e+1]) {
+			break // the rest of the path is proven
+		}
+		hs[e] = h
+		if left[e] {
+			h = tlog.NodeHash(h, proof[j])
+		} else {
+			h = tlog.NodeHash(proof[j], h)
+		}
+	}
+	if j == d && h != t.root {
+		return false
+	}
+	for k := range j { // the nodes below the proven ones, and their siblings
+		e := d - 1 - k
+		t.hash[node[e]], t.known[node[e]] = hs[e], true
+		t.hash[sib[e]], t.known[sib[e]] = proof[k], true
+	}
+	return true
+}
+
+// provenAbove reports whether each hash of rest, a proof's hashes from
+// one depth up to the root's child, is the proven hash of the sibling it
+// stands for (sibs, from the root's child down to that depth).
+func (t *batchNodes) provenAbove(rest tlog.RecordProof, sibs []int64) bool {
+	for j, p := range rest {
+		s := sibs[len(sibs)-1-j]
+		if !t.known[s] || t.hash[s] != p {
+			return false
+		}
+	}
+	return true
+}
+
+// inorder returns the in-order index of the node of a batch tree that
+// covers leaves [lo, hi) (batchTree's shape): 2lo for a leaf, else 2s-1
+// where s is where its halves meet.
+func inorder(lo, hi int64) int64 {
+	if hi-lo == 1 {
+		return 2 * lo
+	}
+	return 2*(lo+int64(1)<<(bits.Len64(uint64(hi-lo-1))-1)) - 1
+}
+
+// checkProof reports whether f's proof shows leaf, its message's leaf
+// hash, at its index under its root: tlog.CheckRecord's answer, taking
+// the nodes of f's tree proven by the proofs checked before (batchNodes).
+func (c *roots) checkProof(f *batchForm, leaf tlog.Hash) bool {
+	if f.n > treeMaxLeaves {
+		return tlog.CheckRecord(f.proof, f.n, f.root, f.index, leaf) == nil
+	}
+	return c.tree(f.n, f.root).check(f.proof, f.index, leaf)
 }
 
 // rootSlots is how many batch verdicts a roots record keeps (about
@@ -253,14 +400,15 @@ func (c *roots) verify(pub ed25519.PublicKey, sig, statement []byte, count *atom
 
 // verifyBatch reports whether m, a message in the batch form, is signed
 // by pub: its leaf (BatchLeaf of its subject, expect and data) is at its
-// index under its root by its proof, and the batch statement of its
-// count and root verifies (once per key, root and signature: rs).
+// index under its root by its proof (each node proven once per batch
+// tree: rs.checkProof), and the batch statement of its count and root
+// verifies (once per key, root and signature: rs).
 func verifyBatch(rs *roots, pub ed25519.PublicKey, m Message, count *atomic.Uint64) bool {
 	f, err := parseBatch(m)
 	if err != nil {
 		return false
 	}
-	if tlog.CheckRecord(f.proof, f.n, f.root, f.index, BatchLeaf(m.Subject, m.Expect, m.Data)) != nil {
+	if !rs.checkProof(&f, BatchLeaf(m.Subject, m.Expect, m.Data)) {
 		return false
 	}
 	return rs.verify(pub, f.sig, BatchStatement(f.n, f.root), count)
