@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -141,12 +142,28 @@ func batchTree(leaves []tlog.Hash) (tlog.Hash, []tlog.RecordProof) {
 	return build(0, len(leaves)), proofs
 }
 
-// batchForm is a message's batch headers, parsed.
+// batchForm is a message's batch headers, parsed: a value with no
+// pointer, so that parsing one allocates nothing.
 type batchForm struct {
 	index, n int64
 	root     tlog.Hash
-	sig      []byte
-	proof    tlog.RecordProof
+	sig      [ed25519.SignatureSize]byte
+	// proof holds the proof's first hashes, proofLen of them when
+	// proofLen is at most maxProof (a longer one is too long for any
+	// batch: tlog.CheckRecord refuses it).
+	proof    [maxProof]tlog.Hash
+	proofLen int
+}
+
+// maxProof is the longest proof of a leaf of a batch of MaxBatchLeaves.
+const maxProof = 16
+
+// hashes returns f's proof, and false when it is longer than any batch's.
+func (f *batchForm) hashes() (tlog.RecordProof, bool) {
+	if f.proofLen > len(f.proof) {
+		return nil, false
+	}
+	return f.proof[:f.proofLen], true
 }
 
 // errBatchForm is wrapped by every error parseBatch returns.
@@ -156,7 +173,8 @@ var errBatchForm = errors.New("malformed batch signature headers")
 // is not canonical decimal, a count below 2 or above MaxBatchLeaves, an
 // index not below it, a root, signature or proof that is not standard
 // base64 of the right length (a proof of a whole number of 32-byte
-// hashes; whether it has the length the tree needs is CheckRecord's).
+// hashes, at most 64 of them; whether it has the length the tree needs
+// is CheckRecord's).
 func parseBatch(m Message) (batchForm, error) {
 	var f batchForm
 	is, ns, ok := strings.Cut(m.Batch, "/")
@@ -174,31 +192,51 @@ func parseBatch(m Message) (batchForm, error) {
 	case f.index >= f.n:
 		return f, fmt.Errorf("%w: %s %q: index past the batch", errBatchForm, HeaderBatch, m.Batch)
 	}
-	root, err := base64.StdEncoding.DecodeString(m.Root)
+	// Each decoded on the stack: base64 of n bytes decodes into at most
+	// n+2 before its length is checked.
+	var buf [64*sha256.Size + 3]byte
+	root, err := decodeBase64(buf[:0:sha256.Size+3], m.Root)
 	if err != nil || len(root) != sha256.Size {
 		return f, fmt.Errorf("%w: %s is not standard base64 of %d bytes", errBatchForm, HeaderRoot, sha256.Size)
 	}
 	copy(f.root[:], root)
-	f.sig, err = base64.StdEncoding.DecodeString(m.BatchSig)
-	if err != nil || len(f.sig) != ed25519.SignatureSize {
+	sig, err := decodeBase64(buf[:0:ed25519.SignatureSize+3], m.BatchSig)
+	if err != nil || len(sig) != ed25519.SignatureSize {
 		return f, fmt.Errorf("%w: %s is not standard base64 of %d bytes", errBatchForm, HeaderBatchSig, ed25519.SignatureSize)
 	}
-	proof, err := base64.StdEncoding.DecodeString(m.Proof)
+	copy(f.sig[:], sig)
+	proof, err := decodeBase64(buf[:0], m.Proof)
 	if err != nil || len(proof) == 0 || len(proof)%sha256.Size != 0 || len(proof)/sha256.Size > 64 {
 		return f, fmt.Errorf("%w: %s is not standard base64 of 32-byte hashes", errBatchForm, HeaderProof)
 	}
-	f.proof = make(tlog.RecordProof, len(proof)/sha256.Size)
-	for i := range f.proof {
+	f.proofLen = len(proof) / sha256.Size
+	for i := range min(f.proofLen, len(f.proof)) {
 		copy(f.proof[i][:], proof[i*sha256.Size:])
 	}
 	return f, nil
 }
 
+// decodeBase64 returns the standard base64 decoding of s
+// (base64.StdEncoding.DecodeString's), in dst's memory when it fits in
+// its capacity (else in memory of its own).
+func decodeBase64(dst []byte, s string) ([]byte, error) {
+	if base64.StdEncoding.DecodedLen(len(s)) > cap(dst) {
+		return base64.StdEncoding.DecodeString(s)
+	}
+	src := unsafe.Slice(unsafe.StringData(s), len(s)) // only read
+	n, err := base64.StdEncoding.Decode(dst[:cap(dst)], src)
+	return dst[:n], err
+}
+
 // canonicalInt parses s as a non-negative decimal integer written as
 // strconv writes it: no sign, no leading zero, no space.
 func canonicalInt(s string) (int64, error) {
+	canonical := s != "" && (s[0] != '0' || len(s) == 1)
+	for i := 0; canonical && i < len(s); i++ {
+		canonical = '0' <= s[i] && s[i] <= '9'
+	}
 	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 || strconv.FormatInt(v, 10) != s {
+	if !canonical || err != nil {
 		return 0, fmt.Errorf("%q is not a canonical decimal", s)
 	}
 	return v, nil
@@ -256,6 +294,32 @@ type batchNodes struct {
 	mu    sync.Mutex
 	hash  []tlog.Hash // by in-order index; guarded by mu
 	known []bool      // hash[i] is proven; guarded by mu
+
+	// The last verdict on the tree's statement (BatchStatement of n and
+	// root): whether sig is pub's signature of it; guarded by mu.
+	pub    ed25519.PublicKey // nil: none yet
+	sig    [ed25519.SignatureSize]byte
+	sigged bool
+}
+
+// verdict returns the verdict kept on whether sig (SignatureSize bytes)
+// is pub's signature of t's statement, and whether one is kept.
+func (t *batchNodes) verdict(pub ed25519.PublicKey, sig []byte) (ok, known bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pub == nil || !t.pub.Equal(pub) || string(t.sig[:]) != string(sig) {
+		return false, false
+	}
+	return t.sigged, true
+}
+
+// keepVerdict keeps ok, the verdict on whether sig is pub's signature
+// of t's statement, in place of the one kept before.
+func (t *batchNodes) keepVerdict(pub ed25519.PublicKey, sig []byte, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pub, t.sigged = pub, ok
+	copy(t.sig[:], sig)
 }
 
 // tree returns the record of the nodes proven under the batch tree of n
@@ -356,16 +420,6 @@ func inorder(lo, hi int64) int64 {
 	return 2*(lo+int64(1)<<(bits.Len64(uint64(hi-lo-1))-1)) - 1
 }
 
-// checkProof reports whether f's proof shows leaf, its message's leaf
-// hash, at its index under its root: tlog.CheckRecord's answer, taking
-// the nodes of f's tree proven by the proofs checked before (batchNodes).
-func (c *roots) checkProof(f *batchForm, leaf tlog.Hash) bool {
-	if f.n > treeMaxLeaves {
-		return tlog.CheckRecord(f.proof, f.n, f.root, f.index, leaf) == nil
-	}
-	return c.tree(f.n, f.root).check(f.proof, f.index, leaf)
-}
-
 // rootSlots is how many batch verdicts a roots record keeps (about
 // 200 KiB).
 const rootSlots = 2048
@@ -401,15 +455,48 @@ func (c *roots) verify(pub ed25519.PublicKey, sig, statement []byte, count *atom
 // verifyBatch reports whether m, a message in the batch form, is signed
 // by pub: its leaf (BatchLeaf of its subject, expect and data) is at its
 // index under its root by its proof (each node proven once per batch
-// tree: rs.checkProof), and the batch statement of its count and root
+// tree: batchNodes), and the batch statement of its count and root
 // verifies (once per key, root and signature: rs).
 func verifyBatch(rs *roots, pub ed25519.PublicKey, m Message, count *atomic.Uint64) bool {
 	f, err := parseBatch(m)
 	if err != nil {
 		return false
 	}
-	if !rs.checkProof(&f, BatchLeaf(m.Subject, m.Expect, m.Data)) {
+	proof, ok := f.hashes()
+	if !ok {
 		return false
 	}
-	return rs.verify(pub, f.sig, BatchStatement(f.n, f.root), count)
+	leaf := batchLeaf(m.Subject, m.Expect, m.Data)
+	if f.n > treeMaxLeaves {
+		if tlog.CheckRecord(proof, f.n, f.root, f.index, leaf) != nil {
+			return false
+		}
+		return rs.verify(pub, f.sig[:], BatchStatement(f.n, f.root), count)
+	}
+	t := rs.tree(f.n, f.root)
+	if !t.check(proof, f.index, leaf) {
+		return false
+	}
+	if ok, known := t.verdict(pub, f.sig[:]); known {
+		return ok
+	}
+	ok = rs.verify(pub, f.sig[:], BatchStatement(f.n, f.root), count)
+	t.keepVerdict(pub, f.sig[:], ok)
+	return ok
+}
+
+// batchLeaf is BatchLeaf, the bytes hashed written out on the stack
+// when they fit.
+func batchLeaf(subject, expect string, data []byte) tlog.Hash {
+	if expect == "" {
+		expect = "-"
+	}
+	var buf [2048]byte
+	b := append(buf[:0], 0x00)
+	b = append(b, signedPrefix...)
+	b = append(b, subject...)
+	b = append(b, '\n')
+	b = append(b, expect...)
+	b = append(b, '\n')
+	return sha256.Sum256(append(b, data...))
 }

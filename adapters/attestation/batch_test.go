@@ -355,8 +355,7 @@ func TestBatchNodes_IsCheckRecord(t *testing.T) {
 		var rs roots
 		for _, tr := range tries {
 			want := tlog.CheckRecord(tr.proof, int64(n), root, int64(tr.index), tr.leaf) == nil
-			f := batchForm{index: int64(tr.index), n: int64(n), root: root, proof: tr.proof}
-			if got := rs.checkProof(&f, tr.leaf); got != want {
+			if got := rs.tree(int64(n), root).check(tr.proof, int64(tr.index), tr.leaf); got != want {
 				t.Fatalf("n=%d, leaf %d: check = %v, CheckRecord says %v", n, tr.index, got, want)
 			}
 		}
@@ -365,6 +364,21 @@ func TestBatchNodes_IsCheckRecord(t *testing.T) {
 			if !k && int64(i) != inorder(0, int64(n)) { // the root is compared, not kept
 				t.Fatalf("n=%d: node %d not proven once every leaf was", n, i)
 			}
+		}
+	}
+}
+
+// canonicalInt takes a decimal as strconv writes a non-negative int64,
+// and nothing else.
+func TestCanonicalInt(t *testing.T) {
+	for _, s := range []string{"0", "1", "9", "10", "1000", "65536", "9223372036854775807"} {
+		if v, err := canonicalInt(s); err != nil || fmt.Sprint(v) != s {
+			t.Errorf("canonicalInt(%q) = %d, %v", s, v, err)
+		}
+	}
+	for _, s := range []string{"", "00", "01", "+1", "-1", "-0", " 1", "1 ", "1_000", "0x10", "9223372036854775808", "1e3", "١"} {
+		if v, err := canonicalInt(s); err == nil {
+			t.Errorf("canonicalInt(%q) = %d, want an error", s, v)
 		}
 	}
 }
