@@ -28,6 +28,13 @@ func TestBatchStatement(t *testing.T) {
 	if BatchLeaf("s", "3", []byte("d")) != tlog.RecordHash(Signed("s", "3", []byte("d"))) {
 		t.Error("BatchLeaf is not the RFC 6962 leaf hash of Signed")
 	}
+	for _, d := range [][]byte{nil, []byte("d"), []byte(strings.Repeat("x", 5000))} { // on the stack, and past it
+		for _, e := range []string{"", "0", "12345"} {
+			if batchLeaf("lb.ev.session.s", e, d) != BatchLeaf("lb.ev.session.s", e, d) {
+				t.Errorf("batchLeaf of %d bytes, expect %q: not BatchLeaf", len(d), e)
+			}
+		}
+	}
 }
 
 // batchMsgs signs n messages with k as one batch and returns them as a
