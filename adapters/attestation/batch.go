@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -141,12 +142,28 @@ func batchTree(leaves []tlog.Hash) (tlog.Hash, []tlog.RecordProof) {
 	return build(0, len(leaves)), proofs
 }
 
-// batchForm is a message's batch headers, parsed.
+// batchForm is a message's batch headers, parsed: a value with no
+// pointer, so that parsing one allocates nothing.
 type batchForm struct {
 	index, n int64
 	root     tlog.Hash
-	sig      []byte
-	proof    tlog.RecordProof
+	sig      [ed25519.SignatureSize]byte
+	// proof holds the proof's first hashes, proofLen of them when
+	// proofLen is at most maxProof (a longer one is too long for any
+	// batch: tlog.CheckRecord refuses it).
+	proof    [maxProof]tlog.Hash
+	proofLen int
+}
+
+// maxProof is the longest proof of a leaf of a batch of MaxBatchLeaves.
+const maxProof = 16
+
+// hashes returns f's proof, and false when it is longer than any batch's.
+func (f *batchForm) hashes() (tlog.RecordProof, bool) {
+	if f.proofLen > len(f.proof) {
+		return nil, false
+	}
+	return f.proof[:f.proofLen], true
 }
 
 // errBatchForm is wrapped by every error parseBatch returns.
@@ -156,7 +173,8 @@ var errBatchForm = errors.New("malformed batch signature headers")
 // is not canonical decimal, a count below 2 or above MaxBatchLeaves, an
 // index not below it, a root, signature or proof that is not standard
 // base64 of the right length (a proof of a whole number of 32-byte
-// hashes; whether it has the length the tree needs is CheckRecord's).
+// hashes, at most 64 of them; whether it has the length the tree needs
+// is CheckRecord's).
 func parseBatch(m Message) (batchForm, error) {
 	var f batchForm
 	is, ns, ok := strings.Cut(m.Batch, "/")
@@ -174,31 +192,51 @@ func parseBatch(m Message) (batchForm, error) {
 	case f.index >= f.n:
 		return f, fmt.Errorf("%w: %s %q: index past the batch", errBatchForm, HeaderBatch, m.Batch)
 	}
-	root, err := base64.StdEncoding.DecodeString(m.Root)
+	// Each decoded on the stack: base64 of n bytes decodes into at most
+	// n+2 before its length is checked.
+	var buf [64*sha256.Size + 3]byte
+	root, err := decodeBase64(buf[:0:sha256.Size+3], m.Root)
 	if err != nil || len(root) != sha256.Size {
 		return f, fmt.Errorf("%w: %s is not standard base64 of %d bytes", errBatchForm, HeaderRoot, sha256.Size)
 	}
 	copy(f.root[:], root)
-	f.sig, err = base64.StdEncoding.DecodeString(m.BatchSig)
-	if err != nil || len(f.sig) != ed25519.SignatureSize {
+	sig, err := decodeBase64(buf[:0:ed25519.SignatureSize+3], m.BatchSig)
+	if err != nil || len(sig) != ed25519.SignatureSize {
 		return f, fmt.Errorf("%w: %s is not standard base64 of %d bytes", errBatchForm, HeaderBatchSig, ed25519.SignatureSize)
 	}
-	proof, err := base64.StdEncoding.DecodeString(m.Proof)
+	copy(f.sig[:], sig)
+	proof, err := decodeBase64(buf[:0], m.Proof)
 	if err != nil || len(proof) == 0 || len(proof)%sha256.Size != 0 || len(proof)/sha256.Size > 64 {
 		return f, fmt.Errorf("%w: %s is not standard base64 of 32-byte hashes", errBatchForm, HeaderProof)
 	}
-	f.proof = make(tlog.RecordProof, len(proof)/sha256.Size)
-	for i := range f.proof {
+	f.proofLen = len(proof) / sha256.Size
+	for i := range min(f.proofLen, len(f.proof)) {
 		copy(f.proof[i][:], proof[i*sha256.Size:])
 	}
 	return f, nil
 }
 
+// decodeBase64 returns the standard base64 decoding of s
+// (base64.StdEncoding.DecodeString's), in dst's memory when it fits in
+// its capacity (else in memory of its own).
+func decodeBase64(dst []byte, s string) ([]byte, error) {
+	if base64.StdEncoding.DecodedLen(len(s)) > cap(dst) {
+		return base64.StdEncoding.DecodeString(s)
+	}
+	src := unsafe.Slice(unsafe.StringData(s), len(s)) // only read
+	n, err := base64.StdEncoding.Decode(dst[:cap(dst)], src)
+	return dst[:n], err
+}
+
 // canonicalInt parses s as a non-negative decimal integer written as
 // strconv writes it: no sign, no leading zero, no space.
 func canonicalInt(s string) (int64, error) {
+	canonical := s != "" && (s[0] != '0' || len(s) == 1)
+	for i := 0; canonical && i < len(s); i++ {
+		canonical = '0' <= s[i] && s[i] <= '9'
+	}
 	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 || strconv.FormatInt(v, 10) != s {
+	if !canonical || err != nil {
 		return 0, fmt.Errorf("%q is not a canonical decimal", s)
 	}
 	return v, nil
@@ -217,6 +255,169 @@ type roots struct {
 	m    map[[32]byte]*check // guarded by mu; made on first use
 	ring [][32]byte          // the keys of m in the order they were added, rootSlots of them; guarded by mu
 	next int                 // guarded by mu
+
+	// trees holds the nodes proven under the last treeSlots batch trees
+	// met (batchNodes), the oldest replaced first; guarded by mu.
+	trees    [treeSlots]*batchNodes
+	treeNext int // guarded by mu
+}
+
+// treeSlots is how many batch trees' proven nodes a roots record keeps:
+// a batch's messages are stored together, and the decoding goroutines
+// of one read take consecutive runs of them, so the few last met are
+// those met again.
+const treeSlots = 16
+
+// treeMaxLeaves is the largest batch whose proven nodes are kept (at
+// most 2·treeMaxLeaves-1 hashes, 256 KiB); a proof in a larger one is
+// checked whole each time (tlog.CheckRecord), so that a message that
+// claims a batch of MaxBatchLeaves costs no memory of its size.
+const treeMaxLeaves = 4096
+
+// batchNodes is the nodes of one batch tree, its leaf count n and its
+// root, that a proof checked so far showed to lie under root: each node
+// on the path of a leaf proven, and each sibling of one. Nodes are kept
+// by in-order index (leaf i at 2i, the inner node whose halves meet
+// before leaf s at 2s-1: each of the n-1 places between two leaves is
+// the split of one inner node), 2n-1 of them. A proven node's hash is
+// the one hash that node can have under root (SHA-256 collision
+// resistance), so a proof that reaches a proven node with that node's
+// hash, and whose hashes above it are the proven siblings of the path
+// on to root, holds exactly when the whole proof would
+// (tlog.CheckRecord): its check hashes nothing more, and each proof of
+// a batch of n messages hashes, all told, about n inner nodes rather
+// than n·log2(n).
+type batchNodes struct {
+	n    int64
+	root tlog.Hash
+
+	mu    sync.Mutex
+	hash  []tlog.Hash // by in-order index; guarded by mu
+	known []bool      // hash[i] is proven; guarded by mu
+
+	// The last verdict on the tree's statement (BatchStatement of n and
+	// root): whether sig is pub's signature of it; guarded by mu.
+	pub    ed25519.PublicKey // nil: none yet
+	sig    [ed25519.SignatureSize]byte
+	sigged bool
+}
+
+// verdict returns the verdict kept on whether sig (SignatureSize bytes)
+// is pub's signature of t's statement, and whether one is kept.
+func (t *batchNodes) verdict(pub ed25519.PublicKey, sig []byte) (ok, known bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pub == nil || !t.pub.Equal(pub) || string(t.sig[:]) != string(sig) {
+		return false, false
+	}
+	return t.sigged, true
+}
+
+// keepVerdict keeps ok, the verdict on whether sig is pub's signature
+// of t's statement, in place of the one kept before.
+func (t *batchNodes) keepVerdict(pub ed25519.PublicKey, sig []byte, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pub, t.sigged = pub, ok
+	copy(t.sig[:], sig)
+}
+
+// tree returns the record of the nodes proven under the batch tree of n
+// leaves (2 to treeMaxLeaves) and root, made empty when none is kept
+// (replacing the oldest).
+func (c *roots) tree(n int64, root tlog.Hash) *batchNodes {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.trees {
+		if t != nil && t.n == n && t.root == root {
+			return t
+		}
+	}
+	t := &batchNodes{n: n, root: root, hash: make([]tlog.Hash, 2*n-1), known: make([]bool, 2*n-1)}
+	c.trees[c.treeNext] = t
+	c.treeNext = (c.treeNext + 1) % treeSlots
+	return t
+}
+
+// maxProofLen is the longest proof of a leaf of a batch of treeMaxLeaves.
+const maxProofLen = 12
+
+// check reports whether proof shows leaf, the hash of leaf index (below
+// t.n), under t.root: what tlog.CheckRecord(proof, t.n, t.root, index,
+// leaf) reports, taking the nodes proven before. When it holds, every
+// node of the path and each sibling is proven from then on. Safe for
+// concurrent use.
+func (t *batchNodes) check(proof tlog.RecordProof, index int64, leaf tlog.Hash) bool {
+	// The path from the root down to the leaf: at each depth the node
+	// on it, its sibling, and which of the two is the left one.
+	var (
+		node, sib [maxProofLen]int64
+		left      [maxProofLen]bool
+		hs        [maxProofLen]tlog.Hash // the hash the proof gives each node of the path
+	)
+	d := 0
+	for lo, hi := int64(0), t.n; hi-lo > 1; d++ {
+		if d == maxProofLen {
+			return false // not a tree of treeMaxLeaves leaves
+		}
+		s := lo + int64(1)<<(bits.Len64(uint64(hi-lo-1))-1) // the largest power of 2 < hi-lo, past lo
+		if index < s {
+			node[d], sib[d], left[d], hi = inorder(lo, s), inorder(s, hi), true, s
+		} else {
+			node[d], sib[d], left[d], lo = inorder(s, hi), inorder(lo, s), false, s
+		}
+	}
+	if len(proof) != d {
+		return false // as CheckRecord: no hash missing, none too many
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := leaf
+	j := 0 // proof[j] is the sibling at depth d-1-j
+	for ; j < d; j++ {
+		e := d - 1 - j
+		if t.known[node[e]] && t.hash[node[e]] == h && t.provenAbove(proof[j:], sib[:e+1]) {
+			break // the rest of the path is proven
+		}
+		hs[e] = h
+		if left[e] {
+			h = tlog.NodeHash(h, proof[j])
+		} else {
+			h = tlog.NodeHash(proof[j], h)
+		}
+	}
+	if j == d && h != t.root {
+		return false
+	}
+	for k := range j { // the nodes below the proven ones, and their siblings
+		e := d - 1 - k
+		t.hash[node[e]], t.known[node[e]] = hs[e], true
+		t.hash[sib[e]], t.known[sib[e]] = proof[k], true
+	}
+	return true
+}
+
+// provenAbove reports whether each hash of rest, a proof's hashes from
+// one depth up to the root's child, is the proven hash of the sibling it
+// stands for (sibs, from the root's child down to that depth).
+func (t *batchNodes) provenAbove(rest tlog.RecordProof, sibs []int64) bool {
+	for j, p := range rest {
+		s := sibs[len(sibs)-1-j]
+		if !t.known[s] || t.hash[s] != p {
+			return false
+		}
+	}
+	return true
+}
+
+// inorder returns the in-order index of the node of a batch tree that
+// covers leaves [lo, hi) (batchTree's shape): 2lo for a leaf, else 2s-1
+// where s is where its halves meet.
+func inorder(lo, hi int64) int64 {
+	if hi-lo == 1 {
+		return 2 * lo
+	}
+	return 2*(lo+int64(1)<<(bits.Len64(uint64(hi-lo-1))-1)) - 1
 }
 
 // rootSlots is how many batch verdicts a roots record keeps (about
@@ -253,15 +454,49 @@ func (c *roots) verify(pub ed25519.PublicKey, sig, statement []byte, count *atom
 
 // verifyBatch reports whether m, a message in the batch form, is signed
 // by pub: its leaf (BatchLeaf of its subject, expect and data) is at its
-// index under its root by its proof, and the batch statement of its
-// count and root verifies (once per key, root and signature: rs).
+// index under its root by its proof (each node proven once per batch
+// tree: batchNodes), and the batch statement of its count and root
+// verifies (once per key, root and signature: rs).
 func verifyBatch(rs *roots, pub ed25519.PublicKey, m Message, count *atomic.Uint64) bool {
 	f, err := parseBatch(m)
 	if err != nil {
 		return false
 	}
-	if tlog.CheckRecord(f.proof, f.n, f.root, f.index, BatchLeaf(m.Subject, m.Expect, m.Data)) != nil {
+	proof, ok := f.hashes()
+	if !ok {
 		return false
 	}
-	return rs.verify(pub, f.sig, BatchStatement(f.n, f.root), count)
+	leaf := batchLeaf(m.Subject, m.Expect, m.Data)
+	if f.n > treeMaxLeaves {
+		if tlog.CheckRecord(proof, f.n, f.root, f.index, leaf) != nil {
+			return false
+		}
+		return rs.verify(pub, f.sig[:], BatchStatement(f.n, f.root), count)
+	}
+	t := rs.tree(f.n, f.root)
+	if !t.check(proof, f.index, leaf) {
+		return false
+	}
+	if ok, known := t.verdict(pub, f.sig[:]); known {
+		return ok
+	}
+	ok = rs.verify(pub, f.sig[:], BatchStatement(f.n, f.root), count)
+	t.keepVerdict(pub, f.sig[:], ok)
+	return ok
+}
+
+// batchLeaf is BatchLeaf, the bytes hashed written out on the stack
+// when they fit.
+func batchLeaf(subject, expect string, data []byte) tlog.Hash {
+	if expect == "" {
+		expect = "-"
+	}
+	var buf [2048]byte
+	b := append(buf[:0], 0x00)
+	b = append(b, signedPrefix...)
+	b = append(b, subject...)
+	b = append(b, '\n')
+	b = append(b, expect...)
+	b = append(b, '\n')
+	return sha256.Sum256(append(b, data...))
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,6 +27,13 @@ func TestBatchStatement(t *testing.T) {
 	}
 	if BatchLeaf("s", "3", []byte("d")) != tlog.RecordHash(Signed("s", "3", []byte("d"))) {
 		t.Error("BatchLeaf is not the RFC 6962 leaf hash of Signed")
+	}
+	for _, d := range [][]byte{nil, []byte("d"), []byte(strings.Repeat("x", 5000))} { // on the stack, and past it
+		for _, e := range []string{"", "0", "12345"} {
+			if batchLeaf("lb.ev.session.s", e, d) != BatchLeaf("lb.ev.session.s", e, d) {
+				t.Errorf("batchLeaf of %d bytes, expect %q: not BatchLeaf", len(d), e)
+			}
+		}
 	}
 }
 
@@ -171,6 +179,17 @@ func TestBatchForm_Malformed(t *testing.T) {
 			if got := v.Precheck(ms[3]); got != preGood {
 				t.Errorf("an untouched message: Precheck = %d, want verified", got)
 			}
+			// Met after every message of its batch was proven, with
+			// each node of the batch tree proven: refused still.
+			v = NewVerifier(admin.Public())
+			for i, o := range ms {
+				if got := v.Precheck(o); got != preGood {
+					t.Fatalf("message %d: Precheck = %d, want verified", i, got)
+				}
+			}
+			if got := v.Precheck(m); got != preBad {
+				t.Errorf("after the batch was proven: Precheck = %d, want a bad signature", got)
+			}
 		})
 	}
 	// A public key and signature that verify a statement do not verify
@@ -259,5 +278,114 @@ func TestRoots_KeepsTheLast(t *testing.T) {
 	bad[0] ^= 1
 	if rs.verify(k.Public(), bad, st, &count) {
 		t.Error("a changed signature verifies")
+	}
+}
+
+// A batch whose proof holds for one message and not for another is
+// caught however much of its tree earlier proofs proved: a second
+// message forged under the same root, signature and proof as a real
+// one (its data, its subject or its expected sequence changed, or it
+// claims another message's index) does not verify, before or after the
+// real one, and the real one still does.
+func TestBatchNodes_ForgedMemberCaught(t *testing.T) {
+	admin, err := NewKey("admin@h", RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{2, 3, 5, 8, 64, 1000} {
+		ms := batchMsgs(t, admin, n)
+		forgeries := map[string]Message{}
+		m := ms[1]
+		m.Data = append([]byte(nil), m.Data...)
+		m.Data[len(m.Data)-2] ^= 1
+		forgeries["data"] = m
+		m = ms[1]
+		m.Subject += "x"
+		forgeries["subject"] = m
+		m = ms[1]
+		m.Expect = "7"
+		forgeries["expect"] = m
+		m = ms[1]
+		m.Batch = fmt.Sprintf("0/%d", n) // the first message's index, its own proof
+		forgeries["index"] = m
+		m = ms[0]
+		m.Proof = ms[1].Proof // its neighbour's proof
+		forgeries["proof"] = m
+		for name, f := range forgeries {
+			v := NewVerifier(admin.Public())
+			if got := v.Precheck(f); got != preBad {
+				t.Errorf("n=%d, %s changed, met first: Precheck = %d, want a bad signature", n, name, got)
+			}
+			for i, o := range ms {
+				if got := v.Precheck(o); got != preGood {
+					t.Fatalf("n=%d: message %d: Precheck = %d, want verified", n, i, got)
+				}
+			}
+			if got := v.Precheck(f); got != preBad {
+				t.Errorf("n=%d, %s changed, met once every message was proven: Precheck = %d, want a bad signature", n, name, got)
+			}
+			if got := v.Checked(); got != 1 {
+				t.Errorf("n=%d: %d Ed25519 verifications, want 1", n, got)
+			}
+		}
+	}
+}
+
+// batchNodes.check answers as tlog.CheckRecord for every proof of every
+// leaf of batch trees of 2 to 70 leaves, whole or with one hash changed,
+// dropped or added, against the right leaf or another, whatever the
+// nodes proven by the proofs checked before it.
+func TestBatchNodes_IsCheckRecord(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 2; n <= 70; n++ {
+		leaves := make([]tlog.Hash, n)
+		for i := range leaves {
+			leaves[i] = tlog.RecordHash(fmt.Appendf(nil, "leaf %d", i))
+		}
+		root, proofs := batchTree(leaves)
+		type try struct {
+			proof tlog.RecordProof
+			index int
+			leaf  tlog.Hash
+		}
+		var tries []try
+		for i, p := range proofs {
+			tries = append(tries, try{p, i, leaves[i]}, try{p, i, leaves[(i+1)%n]}, try{p, (i + 1) % n, leaves[i]})
+			for j := range p {
+				q := append(tlog.RecordProof(nil), p...)
+				q[j][rng.IntN(32)] ^= 1 << rng.IntN(8)
+				tries = append(tries, try{q, i, leaves[i]})
+			}
+			tries = append(tries, try{p[:len(p)-1], i, leaves[i]}, try{append(append(tlog.RecordProof(nil), p...), leaves[i]), i, leaves[i]})
+		}
+		rng.Shuffle(len(tries), func(a, b int) { tries[a], tries[b] = tries[b], tries[a] })
+		var rs roots
+		for _, tr := range tries {
+			want := tlog.CheckRecord(tr.proof, int64(n), root, int64(tr.index), tr.leaf) == nil
+			if got := rs.tree(int64(n), root).check(tr.proof, int64(tr.index), tr.leaf); got != want {
+				t.Fatalf("n=%d, leaf %d: check = %v, CheckRecord says %v", n, tr.index, got, want)
+			}
+		}
+		bn := rs.tree(int64(n), root)
+		for i, k := range bn.known {
+			if !k && int64(i) != inorder(0, int64(n)) { // the root is compared, not kept
+				t.Fatalf("n=%d: node %d not proven once every leaf was", n, i)
+			}
+		}
+	}
+}
+
+// canonicalInt takes a decimal as strconv writes a non-negative int64,
+// and nothing else.
+func TestCanonicalInt(t *testing.T) {
+	for _, s := range []string{"0", "1", "9", "10", "1000", "65536", "9223372036854775807"} {
+		if v, err := canonicalInt(s); err != nil || fmt.Sprint(v) != s {
+			t.Errorf("canonicalInt(%q) = %d, %v", s, v, err)
+		}
+	}
+	for _, s := range []string{"", "00", "01", "+1", "-1", "-0", " 1", "1 ", "1_000", "0x10", "9223372036854775808", "1e3", "١"} {
+		if v, err := canonicalInt(s); err == nil {
+			t.Errorf("canonicalInt(%q) = %d, want an error", s, v)
+		}
 	}
 }

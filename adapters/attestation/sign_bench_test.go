@@ -9,7 +9,7 @@ package attestation
 //	BenchmarkSign/verify  Verifier.Precheck of the same message: what
 //	                      each message a reader verifies pays (past a
 //	                      judgment statement, or with none)
-//	BenchmarkSignBatch    Key.SignBatch of 1,000 such messages, and
+//	BenchmarkSignBatch    Key.SignBatch of 64 and of 1,000 such messages, and
 //	                      Precheck of each by a fresh Verifier: the
 //	                      per-message cost (ns/msg) of a held import
 //	                      batch's signature, and of verifying it
@@ -61,7 +61,13 @@ func BenchmarkSign(b *testing.B) {
 }
 
 func BenchmarkSignBatch(b *testing.B) {
-	const n = 1000
+	for _, n := range []int{64, 1000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) { benchSignBatch(b, n) })
+	}
+}
+
+// benchSignBatch is BenchmarkSignBatch of a batch of n messages.
+func benchSignBatch(b *testing.B, n int) {
 	k, err := NewKey("serve@bench", RoleServe)
 	if err != nil {
 		b.Fatal(err)
@@ -83,6 +89,7 @@ func BenchmarkSignBatch(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		b.ReportAllocs()
 		for b.Loop() {
 			v := NewVerifier(k.Public())
 			for i, s := range sigs {

@@ -101,7 +101,7 @@ func lastStatement(ctx context.Context, l *natslog.Log, js jetstream.JetStream, 
 	if err != nil {
 		return nil, fmt.Sprintf("judgment statement %d: %v", m.Sequence, err), nil
 	}
-	return &natslog.Judged{Through: uint64(j.Size), Quarantined: j.Quarantined, Check: p.Check},
+	return &natslog.Judged{Through: uint64(j.Size), Quarantined: j.Quarantined, Check: p.Check, CheckHeader: p.CheckHeader},
 		fmt.Sprintf("seq 1..%d judged by %s (statement %d, %d quarantined)", j.Size, signer, m.Sequence, len(j.Quarantined)), nil
 }
 

@@ -144,6 +144,9 @@ func fastPath(t *testing.T, s *signed, l *natslog.Log) (*natslog.Judged, *atomic
 	var n atomic.Int64
 	check := j.Check
 	j.Check = func(m natslog.Msg) error { n.Add(1); return check(m) }
+	if checkHeader := j.CheckHeader; checkHeader != nil {
+		j.CheckHeader = func(m natslog.Msg, h *natslog.RawHeader) error { n.Add(1); return checkHeader(m, h) }
+	}
 	l.SetJudged(j)
 	return j, &n
 }

@@ -137,3 +137,12 @@ func LeafHash(m natslog.Msg) tlog.Hash {
 	b := appendLeafHead(append(buf[:0], 0x00), m)
 	return sha256.Sum256(append(b, m.Data...))
 }
+
+// leafHashFields is LeafHash of the message at seq on subject with body
+// data whose headers are fs, in stored order (natslog.RawHeader.Fields
+// of its header block).
+func leafHashFields(seq uint64, subject string, fs []natslog.HeaderField, data []byte) tlog.Hash {
+	var buf [2048]byte
+	b := appendLeafHeadFields(append(buf[:0], 0x00), seq, subject, fs)
+	return sha256.Sum256(append(b, data...))
+}

@@ -103,6 +103,10 @@ func TestLeafHeadOfFieldsIsLeafHeadOfHeader(t *testing.T) {
 	if got := string(appendLeafHeadFields(nil, m.Seq, m.Subject, fs)); got != want {
 		t.Fatalf("leaf head of the fields:\n%q\nof the header:\n%q", got, want)
 	}
+	m.Data = []byte(`{"id":"x"}`)
+	if got, want := leafHashFields(m.Seq, m.Subject, fs, m.Data), LeafHash(m); got != want {
+		t.Fatalf("leaf hash of the fields %s, of the header %s", got, want)
+	}
 	many := make([]natslog.HeaderField, 0, 40)
 	mh := nats.Header{}
 	for i := range 40 {

@@ -149,8 +149,27 @@ func (p *Proven) Check(m natslog.Msg) error {
 	if err != nil {
 		return fmt.Errorf("seq %d: %w", m.Seq, err)
 	}
-	if got := LeafHash(m); got != want {
-		return fmt.Errorf("seq %d: the stored message hashes to %s, the signed checkpoint's tree (seq 1..%d, root %s) holds %s: changed since serve judged it (run `logbook verify`)", m.Seq, got, p.n, p.root, want)
+	return p.compare(m.Seq, LeafHash(m), want)
+}
+
+// CheckHeader is Check of m, a raw read's message whose header block
+// (m.HeaderBlock(), not nil) h holds parsed by h.Parse, which reported
+// true: the leaf is hashed from h's fields, the block not walked again
+// (natslog.Judged.CheckHeader). Given a message whose block h was not
+// parsed from, it checks the headers h holds, not the block's.
+func (p *Proven) CheckHeader(m natslog.Msg, h *natslog.RawHeader) error {
+	want, err := p.Leaf(int64(m.Seq) - 1)
+	if err != nil {
+		return fmt.Errorf("seq %d: %w", m.Seq, err)
+	}
+	return p.compare(m.Seq, leafHashFields(m.Seq, m.Subject, h.Fields(), m.Data), want)
+}
+
+// compare returns nil when got, the leaf hash of the message at seq,
+// is want, the proven one, and Check's error otherwise.
+func (p *Proven) compare(seq uint64, got, want tlog.Hash) error {
+	if got != want {
+		return fmt.Errorf("seq %d: the stored message hashes to %s, the signed checkpoint's tree (seq 1..%d, root %s) holds %s: changed since serve judged it (run `logbook verify`)", seq, got, p.n, p.root, want)
 	}
 	return nil
 }

@@ -97,17 +97,19 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 					for i := range c.msgs {
 						m := &c.msgs[i]
 						c.stated[i], c.tampered[i] = false, false
+						parsed := (*RawHeader)(nil)
 						if m.hdr != nil && rh.Parse(m.hdr) {
 							// One walk of the block gives the
-							// fields judged here; the leaf check
-							// (Judged.Check) takes the block as it is.
+							// fields judged here and the leaf
+							// checked (Judged.CheckHeader).
 							c.ams[i] = attestRaw(m.Seq, m.Subject, &rh, m.Data)
+							parsed = &rh
 						} else {
 							*m = m.Decoded()
 							c.ams[i] = attestMsg(m.Seq, m.Subject, m.Header, m.Data)
 						}
 						if j != nil && m.Seq <= j.Through {
-							pre, stated, err := j.vouched(*m)
+							pre, stated, err := j.vouchedParsed(*m, parsed)
 							if err != nil {
 								c.tampered[i], c.errs[i] = true, err
 								continue

@@ -42,6 +42,14 @@ type Judged struct {
 	// those RawHeader.Parse (or, when that fails, Msg.Decoded) makes of
 	// the block, which m's leaf covers as it covers a decoded Header's.
 	Check func(m Msg) error
+	// CheckHeader, when set, is Check of a message m a raw read left
+	// undecoded (m.HeaderBlock() not nil) whose judged headers h holds,
+	// parsed from that block by h.Parse, which reported true: the same
+	// answer as Check(m), with the block not walked again. A read that
+	// parsed the block to judge the message calls it instead of Check;
+	// nil: Check is called. It is called from several goroutines at
+	// once, each with its own h.
+	CheckHeader func(m Msg, h *RawHeader) error
 }
 
 // SetJudged makes the Log's reads take j's fast path from now on (nil:
@@ -56,10 +64,21 @@ func (l *Log) Judgment() *Judged { return l.judged.Load() }
 // under j, or an error when m is not the leaf j's tree holds. stated
 // reports an event j's statement quarantined.
 func (j *Judged) vouched(m Msg) (pre attestation.Pre, stated bool, err error) {
+	return j.vouchedParsed(m, nil)
+}
+
+// vouchedParsed is vouched of m whose header block h holds parsed (nil:
+// not parsed), as Judged.CheckHeader takes it.
+func (j *Judged) vouchedParsed(m Msg, h *RawHeader) (pre attestation.Pre, stated bool, err error) {
 	if j == nil || m.Seq > j.Through {
 		return 0, false, nil
 	}
-	if err := j.Check(m); err != nil {
+	if h != nil && j.CheckHeader != nil && m.HeaderBlock() != nil {
+		err = j.CheckHeader(m, h)
+	} else {
+		err = j.Check(m)
+	}
+	if err != nil {
 		return 0, false, err
 	}
 	if _, ok := j.Quarantined[m.Seq]; ok {

@@ -3,6 +3,8 @@ package natslog
 import (
 	"context"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
@@ -14,8 +16,10 @@ import (
 // a Judger that takes up from j (ResumeJudger: the key events up to
 // j.Through, each checked against j's tree), whose Verifier is a Sibling
 // of the Log's and so shares its record of the signatures checked. It
-// reads those events once more and checks each batch of judgeBatch of
-// them on GOMAXPROCS goroutines (attestation.Verifier.Precheck), only
+// checks the first message of each long signed batch there with a get
+// of it alone (hopBatches), then reads the events left once more and
+// checks each batch of judgeBatch of them on GOMAXPROCS goroutines
+// (attestation.Verifier.Precheck), only
 // whether a signature verifies under the public key its Lb-Key names,
 // for keys registered up to j.Through; events of other keys are left to
 // the read. The read's own checks then take each verdict from the record
@@ -65,8 +69,13 @@ var preverifyMin uint64 = 256 // a variable for the test that pre-verifies a sho
 // batch's statement, whose verdict the shared record keeps, and the
 // read, which checks each message's proof to the root itself, takes it
 // from there; checking every message's proof here too cost as much as
-// the read's own checks of them.
+// the read's own checks of them. A tail signed in long batches is not
+// read at all: hopBatches checks the first message of each, and the
+// stream is read from the first message it did not hop over.
 func prechecks(ctx context.Context, l *Log, v *attestation.Verifier, from, end uint64) {
+	if from = hopBatches(ctx, l, v, from, end); from > end || ctx.Err() != nil {
+		return
+	}
 	batch := make([]attestation.Message, 0, judgeBatch)
 	flush := func() {
 		workers := runtime.GOMAXPROCS(0)
@@ -115,6 +124,53 @@ func prechecks(ctx context.Context, l *Log, v *attestation.Verifier, from, end u
 	if ctx.Err() == nil {
 		flush()
 	}
+}
+
+// hopMin is the fewest messages left of a signed batch, from the one at
+// hand, that hopBatches hops over: fewer cost the server less to
+// deliver than a get of one message does.
+var hopMin uint64 = 16 // a variable for the tests of short batches
+
+// hopBatches checks with v, from sequence from on, the first message of
+// each signed batch, got alone (Log.getMsg), and hops over the rest of
+// its batch, as long as what is left of each batch from there is at
+// least hopMin messages: its other messages share its statement, whose
+// verdict v's shared record then holds, and a tail signed in long
+// batches is not delivered a second time to check a few of its
+// messages. It returns the first sequence neither checked nor hopped
+// over (end+1 when it reached end): that of a message that is not an
+// event of such a batch, that the get did not answer, or where ctx
+// ended. Its hops follow the batch headers as stored, unchecked: a
+// message hopped over is verified by the read as any other is.
+func hopBatches(ctx context.Context, l *Log, v *attestation.Verifier, from, end uint64) uint64 {
+	seq := from
+	for seq <= end && ctx.Err() == nil {
+		m, err := l.getMsg(ctx, seq, "")
+		if err != nil || m.Sequence != seq || !isEvent(m.Subject) {
+			return seq
+		}
+		am := attestMsg(m.Sequence, m.Subject, m.Header, m.Data)
+		left, ok := batchLeft(am.Batch)
+		if !ok || left < hopMin {
+			return seq
+		}
+		v.Precheck(am)
+		seq += left
+	}
+	return seq
+}
+
+// batchLeft returns how many messages of its batch a message whose
+// Lb-Batch header is b ("<index>/<n>") is followed by, itself included
+// (n - index), and false when b is not that.
+func batchLeft(b string) (uint64, bool) {
+	is, ns, ok := strings.Cut(b, "/")
+	i, err1 := strconv.ParseUint(is, 10, 32)
+	n, err2 := strconv.ParseUint(ns, 10, 32)
+	if !ok || err1 != nil || err2 != nil || i >= n || n > attestation.MaxBatchLeaves {
+		return 0, false
+	}
+	return n - i, true
 }
 
 // noPreverify turns preverify off, for tests that compare a read with

@@ -169,3 +169,71 @@ func foldBothWays(t *testing.T, s *Server, admin *attestation.Key, j *Judged) (m
 	}
 	return folds, checked
 }
+
+// A tail signed in long batches is pre-verified by a get of the first
+// message of each batch (hopBatches), the rest of each hopped over and
+// not read a second time, up to the first event that is not of a long
+// batch; the read then folds and quarantines what a read without
+// pre-verification does: a message changed inside a batch whose first
+// message was checked is still caught by its own proof.
+func TestAttest_PreverifiedLongBatchesHopped(t *testing.T) {
+	serve := mustKey(t, "serve@h", attestation.RoleServe)
+	s, admin, l := startSigning(t, serve)
+	l.SetSigner(serve)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	mustAppend(t, l, decision(reg, session("a"), 0, 1, 10))
+	through := lastSeq(t, l)
+	for i := range 3 {
+		mustAppend(t, l, decision(reg, session(fmt.Sprintf("b%d", i)), 0, 1, 20))
+	}
+	r, err := newRequest(decision(reg, session("f"), 0, 1, 20), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signMsgs(serve, r.msgs)
+	// The batch's last message changed (none of its aggregate follows).
+	last := len(r.msgs) - 1
+	edited := bytes.Replace(r.msgs[last].Data, []byte("tool:20"), []byte("tool:21"), 1)
+	if bytes.Equal(edited, r.msgs[last].Data) {
+		t.Fatalf("no tool:20 in %s", r.msgs[last].Data)
+	}
+	r.msgs[last].Data = edited
+	var changed uint64
+	for i, m := range r.msgs {
+		seq := publishMsg(t, s.Conn(), m, "a batch")
+		if i == last {
+			changed = seq
+		}
+	}
+	mustAppend(t, l, decision(reg, session("g"), 0, 1, 1)) // signed alone
+	single := lastSeq(t, l)
+	mustAppend(t, l, decision(reg, session("h"), 0, 1, 20))
+
+	jr := signedLog(t, s, admin).NewJudger(admin.Public())
+	if err := jr.CatchUp(ctx, through); err != nil {
+		t.Fatal(err)
+	}
+	before := jr.v.Checked()
+	if got := hopBatches(ctx, l, jr.v, through+1, lastSeq(t, l)); got != single {
+		t.Errorf("hopBatches stopped at seq %d, want %d (the event signed alone)", got, single)
+	}
+	if got := jr.v.Checked() - before; got != 4 {
+		t.Errorf("hopBatches made %d Ed25519 verifications, want 4 (one a batch)", got)
+	}
+
+	j := &Judged{Through: through, Quarantined: jr.Quarantined(), Check: func(Msg) error { return nil }}
+	folds, checked := foldBothWays(t, s, admin, j)
+	if diff := cmp.Diff(folds[false], folds[true]); diff != "" {
+		t.Errorf("fold (-without preverify +with):\n%s", diff)
+	}
+	if checked[true] > checked[false] {
+		t.Errorf("%d Ed25519 verifications with preverify, %d without", checked[true], checked[false])
+	}
+	if q := folds[true].Quarantined; len(q) != 1 || q[0].Seq != changed || q[0].Verdict.Status != attestation.BadSignature || !strings.Contains(q[0].Verdict.Why, "not the leaf") {
+		t.Errorf("quarantined %+v, want seq %d alone, a bad batch signature", q, changed)
+	}
+	if got, want := len(folds[true].Read), int(lastSeq(t, l))-1; got != want {
+		t.Errorf("folded %d events, want every one but the changed one, %d", got, want)
+	}
+}
