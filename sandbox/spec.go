@@ -342,11 +342,14 @@ func validate(s Spec) (plan, error) {
 	var l layout
 	if restricted {
 		home, _ := envValue(env, "HOME")
+		// One resolver for the plan: the hidden paths and the
+		// allowlist share most of their directories.
+		var r resolver
 		hidden := s.Hidden
 		if len(s.Keep) > 0 {
-			hidden = HideAround(s.Hidden, s.Keep)
+			hidden = hideAround(s.Hidden, s.Keep, &r)
 		}
-		l = newLayout(s.Mode, ws, dir, home, s.Allow, hidden, s.Etc)
+		l = planLayout(s.Mode, ws, dir, home, s.Allow, hidden, s.Etc, &r)
 		if l.inHidden != "" {
 			return plan{}, fmt.Errorf("start %q in mode %s: %w: workspace %s lies in %s, which restricted commands must not see", name, s.Mode, ErrRefused, ws, l.inHidden)
 		}
