@@ -169,8 +169,10 @@ type Spec struct {
 	// Hold starts a restricted command's boundary but not the command:
 	// bubblewrap sets its sandbox up and waits until Process.Release, so
 	// a caller can finish what must come before the command runs (record
-	// it, say) while the boundary is being built. A held command that is
-	// stopped (Stop, or ctx done) before Release never runs. FullAccess
+	// it, say) while the boundary is being built, and its limits (the
+	// cgroup, RLIMIT_NPROC) put on the sandbox's first process. A held
+	// command that is stopped (Stop, or ctx done) before Release never
+	// runs. FullAccess
 	// has no boundary to set up: Start refuses Hold there
 	// (ErrInvalidSpec).
 	Hold bool
