@@ -141,6 +141,11 @@ func ResolveAllow(as []Allow) []Allow {
 // made later in such a directory is not in the result, so Start calls it
 // anew for each command (Spec.Keep). The caller owns the returned slice.
 func HideAround(hidden, keep []string) []string {
+	return hideAround(hidden, keep, &resolver{})
+}
+
+// hideAround is HideAround with the hidden paths resolved by r.
+func hideAround(hidden, keep []string, r *resolver) []string {
 	var out []string
 	var add func(h string)
 	add = func(h string) {
@@ -165,7 +170,7 @@ func HideAround(hidden, keep []string) []string {
 		}
 	}
 	for _, h := range hidden {
-		if real, err := filepath.EvalSymlinks(h); err == nil {
+		if real, err := r.eval(h); err == nil {
 			add(real)
 		} else {
 			out = append(out, h)

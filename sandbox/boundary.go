@@ -91,6 +91,12 @@ type layout struct {
 // etc holds /etc's covered paths (nil: /etc is searched). It does not
 // search the workspace (scan does).
 func newLayout(m Mode, ws, dir, home string, allow []Allow, hide []string, etc *EtcWatch) layout {
+	return planLayout(m, ws, dir, home, allow, hide, etc, &resolver{})
+}
+
+// planLayout is newLayout with the allowlist and the hidden paths
+// resolved by r.
+func planLayout(m Mode, ws, dir, home string, allow []Allow, hide []string, etc *EtcWatch, r *resolver) layout {
 	l := layout{mode: m, ws: ws, dir: dir, tmpBytes: DefaultTmpBytes}
 	l.system, l.sysLink = systemMounts()
 
@@ -100,11 +106,11 @@ func newLayout(m Mode, ws, dir, home string, allow []Allow, hide []string, etc *
 	}
 	views := []view{{ws, wsKind}}
 	for _, a := range allow {
-		real, err := filepath.EvalSymlinks(a.Path)
+		real, err := r.eval(a.Path)
 		if err != nil || real == "/" || within(ws, real) || real != filepath.Clean(a.Path) {
 			continue // missing, the workspace's own mode decides, or swapped for a link
 		}
-		if fi, err := os.Stat(real); err != nil || !fi.IsDir() && !fi.Mode().IsRegular() {
+		if fi, err := r.stat(real); err != nil || !fi.IsDir() && !fi.Mode().IsRegular() {
 			continue
 		}
 		k := viewRO
@@ -133,7 +139,7 @@ func newLayout(m Mode, ws, dir, home string, allow []Allow, hide []string, etc *
 		if !filepath.IsAbs(h) {
 			continue
 		}
-		real, err := filepath.EvalSymlinks(filepath.Clean(h))
+		real, err := r.eval(filepath.Clean(h))
 		if err != nil || real == "/" {
 			continue // missing
 		}
@@ -147,7 +153,7 @@ func newLayout(m Mode, ws, dir, home string, allow []Allow, hide []string, etc *
 		if !l.sees(real) {
 			continue // already out of sight
 		}
-		fi, err := os.Stat(real)
+		fi, err := r.stat(real)
 		if err != nil {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -35,6 +36,35 @@ func TestStart_Hold(t *testing.T) {
 			res, err := p.Wait()
 			if err != nil || res.ExitCode != 0 || r.text(Stdout) != "ran\n" {
 				t.Errorf("after Release: %+v, %v, output %q; want exit 0 and \"ran\"", res, err, r.text(Stdout))
+			}
+		})
+	}
+	// The limits go on a held sandbox while it waits (Release only lets
+	// it go on): released, it is bounded as a command started unheld is,
+	// and 100 processes run only under a limit above that.
+	for _, mode := range []Mode{WorkspaceWrite, ReadOnly} {
+		t.Run(string(mode)+"/limits", func(t *testing.T) {
+			t.Parallel()
+			for _, procs := range []int{32, 1024} {
+				s := newSpec(t, mode, false, "sh", "-c", `i=0; while [ $i -lt 100 ]; do sleep 30.$$ & i=$((i+1)); done 2>/dev/null
+					for t in $(seq 50); do n=$(pgrep -fc "^sleep 30.$$"); [ "$n" -ge 100 ] && break; sleep 0.1; done
+					pkill -f "^sleep 30.$$"; [ "$n" -ge 100 ] && echo ESCAPED; true`)
+				s.Hold, s.Limits.Procs = true, procs
+				r := newRecorder("")
+				p := start(t, s, r)
+				if err := p.Release(); err != nil {
+					t.Fatal(err)
+				}
+				res, err := p.Wait()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Limits.Procs == 0 {
+					t.Skipf("no process limit here: %v", res.Limits)
+				}
+				if ran := strings.Contains(r.text(Stdout), "ESCAPED"); ran != (procs > 100) {
+					t.Errorf("100 processes ran: %v, under a limit of %d (%v)", ran, procs, res.Limits)
+				}
 			}
 		})
 	}

@@ -120,6 +120,8 @@ type Process struct {
 	statusR    *bufio.Reader
 	procs      int           // restricted: the process limit Release puts in place
 	released   chan struct{} // restricted: closed once Release is done, or will not be
+	limited    chan struct{} // held: closed once limit has run (limitRes is set); nil otherwise
+	limitRes   limitResult   // held: what limit came to, once limited is closed
 	unlocked   chan struct{} // ReadOnly: closed once its locks are let go after the setup; nil before Release
 	cg         *cgroup       // the command's cgroup; nil if none could be made
 	limits     Applied
@@ -312,7 +314,16 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 	}
 	if pl.restricted {
 		p.block, p.procs, p.released = block, pl.procs, make(chan struct{})
-		if !spec.Hold {
+		if spec.Hold {
+			// The limits go on the sandbox while it is held, as soon
+			// as bubblewrap names its first process: Release then only
+			// lets it go on, once they are in place.
+			p.limited = make(chan struct{})
+			go func() {
+				defer close(p.limited)
+				p.limitRes = p.limit(pl.procs)
+			}()
+		} else {
 			_ = p.Release() // an error is Wait's
 		}
 	}
@@ -346,9 +357,10 @@ func (p *Process) setLimits(pl plan) {
 	p.cg, p.limits = cg, a
 }
 
-// Release lets a command started with Spec.Hold run: it waits for
-// bubblewrap to report its sandbox's first process (up to 10 s), puts the
-// limits on it and unblocks it. For a command started without Hold,
+// Release lets a command started with Spec.Hold run: it waits until the
+// limits are on the sandbox's first process (Start puts them there as
+// soon as bubblewrap reports it, up to 10 s, while the sandbox is held)
+// and unblocks it. For a command started without Hold,
 // released before, or already exited it does nothing and returns nil. An
 // error wraps ErrRefused: the limits could not be put in place, so the
 // command never runs; bubblewrap and its sandbox are killed and Wait
@@ -376,17 +388,30 @@ func (p *Process) Release() error {
 	return err
 }
 
-// release puts the limits on bwrap's sandbox, whose first process waits on
-// block, and lets it go on. Errors mean it must not go on.
-func (p *Process) release(block *os.File, procs int) error {
+// limitResult is what limit came to: the sandbox's first process, or
+// none (bubblewrap failed before its sandbox, gone: Wait reports it), or
+// why the limits could not be put on it.
+type limitResult struct {
+	pid  int
+	gone bool
+	err  error
+}
+
+// limit waits for bwrap to name its sandbox's first process (up to
+// releaseWait), which waits on block, and puts the limits on it: the
+// cgroup v1 it joins, or RLIMIT_NPROC. It runs once a Process, on
+// Release's goroutine or, for a held one, on its own from Start (see
+// Process.limited); it reads statusR's first line, which nothing else
+// reads before it is done.
+func (p *Process) limit(procs int) limitResult {
 	_ = p.status.SetReadDeadline(time.Now().Add(releaseWait))
 	pid, err := readChildPid(p.statusR)
 	_ = p.status.SetReadDeadline(time.Time{})
 	if errors.Is(err, io.EOF) {
-		return nil // bwrap failed before its sandbox: Wait reports it
+		return limitResult{gone: true}
 	}
 	if err != nil {
-		return err
+		return limitResult{err: err}
 	}
 	// A handle on the sandbox's pid 1, whose end (after the kernel has
 	// killed the rest of its PID namespace) awaitSandbox awaits before
@@ -397,14 +422,35 @@ func (p *Process) release(block *os.File, procs int) error {
 	}
 	if p.cg != nil && !p.cg.v2 {
 		if err := p.cg.add(pid); err != nil {
-			return err
+			return limitResult{pid: pid, err: err}
 		}
 	}
 	if p.limits.ProcsBy == ByRlimit {
 		if err := setNproc(pid, procs); err != nil {
-			return err
+			return limitResult{pid: pid, err: err}
 		}
 	}
+	return limitResult{pid: pid}
+}
+
+// release puts the limits on bwrap's sandbox, whose first process waits on
+// block (or waits until a held one's are on), and lets it go on. Errors
+// mean it must not go on.
+func (p *Process) release(block *os.File, procs int) error {
+	var r limitResult
+	if p.limited != nil {
+		<-p.limited
+		r = p.limitRes
+	} else {
+		r = p.limit(procs)
+	}
+	if r.gone {
+		return nil // bwrap failed before its sandbox: Wait reports it
+	}
+	if r.err != nil {
+		return r.err
+	}
+	pid := r.pid
 	if _, err := block.Write([]byte{1}); err != nil {
 		return fmt.Errorf("release the sandbox: %w", err)
 	}
@@ -764,6 +810,11 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult, trace fu
 	stopCtx()
 	if block != nil {
 		closeAll(block)
+		if p.limited != nil {
+			// Never released: the limits' goroutine reads the status
+			// (to its end, the sandbox being gone) and may hold a pidfd.
+			<-p.limited
+		}
 	} else if p.released != nil {
 		<-p.released
 	}

@@ -169,8 +169,10 @@ type Spec struct {
 	// Hold starts a restricted command's boundary but not the command:
 	// bubblewrap sets its sandbox up and waits until Process.Release, so
 	// a caller can finish what must come before the command runs (record
-	// it, say) while the boundary is being built. A held command that is
-	// stopped (Stop, or ctx done) before Release never runs. FullAccess
+	// it, say) while the boundary is being built, and its limits (the
+	// cgroup, RLIMIT_NPROC) put on the sandbox's first process. A held
+	// command that is stopped (Stop, or ctx done) before Release never
+	// runs. FullAccess
 	// has no boundary to set up: Start refuses Hold there
 	// (ErrInvalidSpec).
 	Hold bool
@@ -342,11 +344,14 @@ func validate(s Spec) (plan, error) {
 	var l layout
 	if restricted {
 		home, _ := envValue(env, "HOME")
+		// One resolver for the plan: the hidden paths and the
+		// allowlist share most of their directories.
+		var r resolver
 		hidden := s.Hidden
 		if len(s.Keep) > 0 {
-			hidden = HideAround(s.Hidden, s.Keep)
+			hidden = hideAround(s.Hidden, s.Keep, &r)
 		}
-		l = newLayout(s.Mode, ws, dir, home, s.Allow, hidden, s.Etc)
+		l = planLayout(s.Mode, ws, dir, home, s.Allow, hidden, s.Etc, &r)
 		if l.inHidden != "" {
 			return plan{}, fmt.Errorf("start %q in mode %s: %w: workspace %s lies in %s, which restricted commands must not see", name, s.Mode, ErrRefused, ws, l.inHidden)
 		}

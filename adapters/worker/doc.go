@@ -36,10 +36,12 @@
 //  4. once both have landed, starts the process (sandbox.Start) and
 //     appends command.running with the process id, its start time, the
 //     boot id and its cgroup while the process runs. In a restricted
-//     mode bubblewrap builds the boundary while the attach is appended:
-//     it starts held (sandbox Spec.Hold) and the command runs only once
-//     released after the attach; a held sandbox that must not go on (the
-//     session ended, a stop came) is killed unreleased;
+//     mode bubblewrap builds the boundary while command.started and the
+//     attach are appended: it starts held (sandbox Spec.Hold), and the
+//     command runs only once released, after both have landed and the
+//     start won its check; a held sandbox that must not go on (the start
+//     was lost or its fate is unknown, the session ended, a stop came)
+//     is killed unreleased, its output dropped;
 //  5. acks the request once command.started or command.refused is stored.
 //
 // Claims and heartbeats live in memory storage: each is worth only its

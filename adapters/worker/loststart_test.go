@@ -1,11 +1,13 @@
 package worker
 
 import (
+	"os"
 	"testing"
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
 	"github.com/logbook-dev/logbook/reducers/session"
+	"github.com/logbook-dev/logbook/sandbox"
 )
 
 // A start decided on a state a stop overtook loses its check, and the
@@ -77,6 +79,70 @@ func TestWorker_LostStartSettlesItsEntry(t *testing.T) {
 		}
 		if s := e.sessionState(); s.Phase == events.PhaseWorking {
 			t.Errorf("session phase %s; want it settled", s.Phase)
+		}
+	})
+
+	// A restricted command's boundary is built, held, while its start is
+	// appended: a start that loses kills it unreleased, so the command
+	// never runs, and what the boundary made in the workspace is gone.
+	t.Run("restricted, stopped before the start", func(t *testing.T) {
+		needBwrap(t)
+		before, err := os.ReadDir(e.ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "echo ran > ran"))
+		st, last := stale(id)
+		if err := e.client.Stop(t.Context(), id, "test", "test"); err != nil {
+			t.Fatal(err)
+		}
+		spec, reason := w.spec(st)
+		if reason != "" {
+			t.Fatal(reason)
+		}
+		if v, err := w.start(t.Context(), t.Context(), st, last, spec); v != verdictDone || err != nil {
+			t.Fatalf("start = %v, %v; want done", v, err)
+		}
+		if now, _ := e.client.Command(t.Context(), id); now.Status != command.StatusRefused || now.Pid != 0 {
+			t.Errorf("status %s pid %d; want refused, never run", now.Status, now.Pid)
+		}
+		after, err := os.ReadDir(e.ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after) != len(before) {
+			t.Errorf("workspace holds %d entries after the lost start, %d before: %v", len(after), len(before), after)
+		}
+		// Its locks are let go: the workspace is free for the next start.
+		if sandbox.Busy(spec) {
+			t.Error("the lost start's workspace is still locked")
+		}
+	})
+
+	// A lost start whose held boundary still waits for its workspace
+	// (another command holds it) stops waiting: it does not wait for
+	// that command to end.
+	t.Run("restricted, lost while its workspace is held", func(t *testing.T) {
+		needBwrap(t)
+		id := e.submit(e.request(events.ModeWorkspaceWrite, "true"))
+		st, last := stale(id)
+		if err := e.client.Stop(t.Context(), id, "test", "test"); err != nil {
+			t.Fatal(err)
+		}
+		spec, reason := w.spec(st)
+		if reason != "" {
+			t.Fatal(reason)
+		}
+		holder := spec
+		holder.Argv = []string{"sleep", "600"}
+		hp, err := sandbox.Start(t.Context(), holder, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hp.Wait()
+		defer hp.Stop()
+		if v, err := w.start(t.Context(), t.Context(), st, last, spec); v != verdictDone || err != nil {
+			t.Fatalf("start = %v, %v; want done", v, err)
 		}
 	})
 

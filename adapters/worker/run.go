@@ -440,6 +440,15 @@ func (w *Worker) refuse(ctx context.Context, id, reason, event string) error {
 	return nil
 }
 
+// heldStart is what a restricted command's held start came to: the
+// process, whose command waits for Release, or why there is none; held
+// says bubblewrap passed its probe and Start was called, held.
+type heldStart struct {
+	p    *sandbox.Process
+	err  error
+	held bool
+}
+
 // refusal turns a sandbox.Start error into a readable reason.
 func refusal(err error) string {
 	switch {
@@ -507,6 +516,43 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	// entry to the worker that won it, or closes it (settleLost).
 	attached := make(chan bool, 1)
 	go func() { attached <- w.attach(actx, j, st) }()
+	// A restricted command's boundary is built while command.started is
+	// appended too: bubblewrap starts held (sandbox Spec.Hold), which
+	// sets the sandbox up but runs nothing of the command until it is
+	// released, after the start has won its check and the session is
+	// attached. Its output (bubblewrap's own messages) waits behind
+	// j.gate until then; a start that is lost kills the held sandbox
+	// unreleased.
+	spec.Trace = sandboxTrace(st.ID)
+	var held chan heldStart
+	if spec.Mode != sandbox.FullAccess {
+		held = make(chan heldStart, 1)
+		go func(spec sandbox.Spec) {
+			var h heldStart
+			if h.err = w.probe.check(procCtx, spec.Bwrap); h.err == nil {
+				spec.Probed, spec.Hold, h.held = true, true, true
+				h.p, h.err = sandbox.Start(procCtx, spec, func(c sandbox.Chunk) { w.emit(j, c) })
+			}
+			held <- h
+		}(spec)
+	}
+	// dropHeld kills the held sandbox of a start that was not won: it
+	// never ran the command, and its output goes nowhere. The process's
+	// context ends first, so a held start still waiting for its
+	// workspace (another command's, maybe the winner's) stops waiting.
+	dropHeld := func() {
+		if held == nil {
+			return
+		}
+		j.cancel()
+		h := <-held
+		if h.p != nil {
+			j.discard.Store(true)
+			close(j.gate)
+			h.p.Stop()
+			h.p.Wait()
+		}
+	}
 	// Decide on the state just loaded; only a conflict costs a reload.
 	evs, err := decide(st)
 	if err == nil {
@@ -523,6 +569,7 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	}
 	if err != nil {
 		forget()
+		dropHeld()
 		<-attached
 		if errors.Is(err, events.ErrRejected) || errors.Is(err, events.ErrNotFound) {
 			w.log.Info("lost the start", "command", st.ID, "why", err)
@@ -555,19 +602,18 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	}
 	// The session first, so it is working before the command runs; a
 	// session that has ended gets no command. A restricted command's
-	// boundary is built meanwhile if the attach is still under way:
-	// bubblewrap starts held (sandbox Spec.Hold) and the command runs
+	// boundary is being built meanwhile (held, above); the command runs
 	// only once released, after the attach; a held sandbox that must not
 	// go on is killed unreleased.
-	spec.Trace = sandboxTrace(st.ID)
 	var p *sandbox.Process
 	var serr error
-	if spec.Mode != sandbox.FullAccess {
-		if serr = w.probe.check(procCtx, spec.Bwrap); serr == nil {
+	if held != nil {
+		h := <-held
+		p, serr = h.p, h.err
+		if h.held {
 			spec.Probed, spec.Hold = true, true
 			close(j.gate)
 			go w.publish(j) // owned by the supervisor, which waits for it
-			p, serr = sandbox.Start(procCtx, spec, func(c sandbox.Chunk) { w.emit(j, c) })
 		}
 	}
 	abort := func(reason, event string) (verdict, error) {
