@@ -1,6 +1,7 @@
 package natslog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -202,13 +203,20 @@ func (l *Log) loadPage(ctx context.Context, p page, st *attestation.AggState, re
 		if err != nil {
 			return err
 		}
+		// The iterator ends without an error when the request times out
+		// (orbit.go natsext v0.1.3's RequestMany): a page that got
+		// neither a message nor the server's "no messages" was not
+		// answered, and is never taken for an aggregate with no events.
+		answered := false
 		for m, err := range msgs {
 			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				answered = true
 				break
 			}
 			if err != nil {
 				return err
 			}
+			answered = true
 			served(m)
 			if p.upto > 0 && m.Sequence > p.upto {
 				past = true
@@ -216,6 +224,9 @@ func (l *Log) loadPage(ctx context.Context, p page, st *attestation.AggState, re
 			}
 			ms = append(ms, m)
 			p.known = m.Sequence
+		}
+		if !answered {
+			return fmt.Errorf("direct get of %s from seq %d: no answer: %w", p.subject, p.from, cmp.Or(ctx.Err(), context.DeadlineExceeded))
 		}
 		return nil
 	})

@@ -3,6 +3,7 @@ package natslog
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func TestReadsAcrossJetStreamRestarts(t *testing.T) {
 		t.Skip("restarts JetStream dozens of times: nats-server races in EnableJetStream")
 	}
 	s := startServer(t, t.TempDir())
-	l := openLogWith(t, s, Config{Timeout: 500 * time.Millisecond})
+	l := openLogWith(t, s, Config{Timeout: 2 * time.Second})
 	reg := events.NewRegistry()
 	const aggs, per = 4, 300
 	for a := range aggs {
@@ -112,4 +113,24 @@ func TestReadsAcrossJetStreamRestarts(t *testing.T) {
 		}
 	}
 	t.Logf("%d restarts of JetStream during the reads", restarts)
+}
+
+// A load whose direct get gets no answer before its timeout fails: an
+// aggregate with events is never read as one with none (the batch get's
+// iterator ends without an error at its deadline).
+func TestLoadUnansweredIsNoEmptyHistory(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	l := openLogWith(t, s, Config{})
+	reg := events.NewRegistry()
+	agg := session("unanswered")
+	mustAppend(t, l, decision(reg, agg, 0, 1, 3))
+	l.cfg.Timeout = time.Nanosecond
+	recs, last, err := l.Load(t.Context(), agg)
+	if err == nil || !strings.Contains(err.Error(), "no answer") {
+		t.Fatalf("Load with no time to answer = %d events, last %d, %v; want an error saying no answer came", len(recs), last, err)
+	}
+	l.cfg.Timeout = 5 * time.Second
+	if recs, _, err := l.Load(t.Context(), agg); err != nil || len(recs) != 3 {
+		t.Fatalf("Load = %d events, %v; want 3", len(recs), err)
+	}
 }
