@@ -145,14 +145,18 @@ type benchBaseline struct {
 
 // Report is the result of a run; its JSON is what --json prints.
 type Report struct {
-	Version string   `json:"version"`
-	Go      string   `json:"go"`
-	OS      string   `json:"os"`
-	CPUs    int      `json:"cpus"`
-	Quick   bool     `json:"quick"`
-	Dir     string   `json:"dir"`
-	Notes   []string `json:"notes,omitempty"` // about the workloads' data
-	Rows    []Row    `json:"rows"`
+	Version string `json:"version"`
+	Go      string `json:"go"`
+	OS      string `json:"os"`
+	CPUs    int    `json:"cpus"`
+	Quick   bool   `json:"quick"`
+	Dir     string `json:"dir"`
+	// PageTouchNs is what this machine charged, at the start of the
+	// run, for the first touch of a page of memory (pageTouchCost), in
+	// nanoseconds; 0 when it could not be measured.
+	PageTouchNs int64    `json:"page_touch_ns"`
+	Notes       []string `json:"notes,omitempty"` // about the workloads' data
+	Rows        []Row    `json:"rows"`
 }
 
 // Row is one workload's result.
@@ -293,6 +297,7 @@ func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Write
 	rep := Report{
 		Version: BuildVersion(cli.Version), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH,
 		CPUs: runtime.NumCPU(), Quick: cfg.Quick, Dir: dir,
+		PageTouchNs: int64(pageTouchCost(5)),
 	}
 	var ws []benchWorkload
 	for _, w := range env.workloads() {
@@ -404,6 +409,9 @@ func (r Report) WriteText(w io.Writer, kept bool) error {
 		mode = "quick"
 	}
 	fmt.Fprintf(w, "logbook bench (%s run): %s, %s, %d CPUs; working dir %s (%s)\n", mode, r.Version, r.OS, r.CPUs, r.Dir, where)
+	if r.PageTouchNs > 0 {
+		fmt.Fprintf(w, "machine: a page of memory first touched costs %.2f µs (page fault; median of 5 maps of 16 MiB): process starts and growing heaps pay it per page, so the rows that start processes move with it between machines\n", float64(r.PageTouchNs)/1e3)
+	}
 	fmt.Fprintln(w, "RATIO = Logbook's rate ÷ the baseline's rate, both measured on the same server in this run (1.00: as fast as raw); P50/P99: Logbook's latency per operation")
 	fmt.Fprintln(w, "FLOOR = the least ratio (≥) or the most latency (≤) Logbook holds itself to: ok met, LOW or MISSED not met (--check exits 1)")
 	for _, n := range r.Notes {
