@@ -94,6 +94,10 @@ func TestReadsAcrossJetStreamRestarts(t *testing.T) {
 		if err != nil || len(recs) != per {
 			t.Fatalf("round %d: Load(%s) = %d events, %v; want %d", round, agg, len(recs), err, per)
 		}
+		n = 0
+		if _, err := l.LoadEach(ctx, agg, nil, func(events.Record) error { n++; return nil }); err != nil || n != per {
+			t.Fatalf("round %d: LoadEach(%s) handed over %d events, %v; want %d", round, agg, n, err, per)
+		}
 		fctx, cancel := context.WithCancel(ctx)
 		n = 0
 		for r, err := range l.Follow(fctx, 1) {
