@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Available reports whether restricted commands can run with the bubblewrap
@@ -63,7 +66,19 @@ func probe(ctx context.Context, bw string) error {
 	// (being torn down on a loaded machine) would otherwise hold the
 	// probe, and a cancelled command with it, until it lets go.
 	cmd.WaitDelay = probeWaitDelay
+	// bubblewrap's child (pid 1 of the boundary's pid namespace) waits
+	// for its parent to write its uid map before it sets its own
+	// parent-death signal: a parent killed or failed in between leaves
+	// it waiting for good (bubblewrap 0.8.0). It stays in bubblewrap's
+	// session, which is the probe's own: a cancel kills the session, and
+	// so does a probe that did not succeed, once bubblewrap is reaped
+	// (what is left of the session keeps its id from being reused).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return unix.Kill(-cmd.Process.Pid, unix.SIGKILL) }
 	out, err := cmd.CombinedOutput()
+	if err != nil && cmd.Process != nil {
+		_ = unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
+	}
 	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
 		err = nil // bwrap built the boundary and ran --version in it
 	}

@@ -1,0 +1,95 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestProbe_CancelledLeavesNoProcess cancels probes at moments spread
+// over bubblewrap's start and then looks for any process left of them.
+// bubblewrap's child (pid 1 of the boundary's pid namespace) waits on an
+// eventfd for its parent to write its uid map: a parent killed before it
+// writes leaves that child waiting for good, outside every wait of the
+// worker, --die-with-parent notwithstanding (bubblewrap 0.8.0 sets the
+// parent-death signal after that wait). The probe runs bubblewrap in a
+// session of its own and kills the whole session.
+func TestProbe_CancelledLeavesNoProcess(t *testing.T) {
+	requireBwrap(t)
+	sys, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A copy at a path of this test's own names the test's processes.
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bw := filepath.Join(dir, "bwrap")
+	data, err := os.ReadFile(sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bw, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := probe(context.Background(), bw); err != nil {
+		t.Skipf("bubblewrap cannot build the boundary here: %v", err)
+	}
+	const tries = 80
+	for i := range tries {
+		// From 0 to 4 ms after the start, in steps of 50 µs.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%80)*50*time.Microsecond)
+		_ = probe(ctx, bw)
+		cancel()
+	}
+	// A process being torn down goes within moments; one left waiting
+	// stays.
+	var left []int
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left = processesOf(t, bw)
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, pid := range left {
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+	if len(left) > 0 {
+		t.Fatalf("%d of %d cancelled probes left a process of bubblewrap behind (pids %v)", len(left), tries, left)
+	}
+}
+
+// processesOf returns the pids of the processes whose executable path,
+// as their command line's first argument, is exe.
+func processesOf(t *testing.T, exe string) []int {
+	t.Helper()
+	des, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, de := range des {
+		pid, err := strconv.Atoi(de.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", de.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if arg0, _, _ := bytes.Cut(cmdline, []byte{0}); string(arg0) == exe {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
