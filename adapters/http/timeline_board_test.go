@@ -252,7 +252,9 @@ func TestBoard_TimelineCommandMovesPhase(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
 	e := newEnv(t)
-	e.observe("idle", "", "start", `{"kind":"session_start","name":"startup"}`, `{"kind":"mode","name":"bypassPermissions"}`)
+	// The audit below resolves the session through the projection: it
+	// must hold the session before the first look.
+	e.waitSeq(e.observe("idle", "", "start", `{"kind":"session_start","name":"startup"}`, `{"kind":"mode","name":"bypassPermissions"}`))
 	e.runCommand("h-idle", "true")
 	// The detach follows the exit the command's state shows.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {

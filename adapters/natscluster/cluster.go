@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -69,8 +70,58 @@ type Cluster struct {
 // nats-server authorization block, as `logbook creds cluster` writes
 // users.conf) included by each. It waits until every node answers
 // /healthz and all agree on one JetStream meta leader (WaitMetaLeader), at
-// most until ctx ends. On error the nodes it started are killed.
+// most until ctx ends. A port picked free can be taken by another
+// process before its node listens on it: a node that exits saying so is
+// started again, with every node of the cluster on fresh ports and an
+// empty store, up to startAttempts times in all. On error the nodes it
+// started are killed.
 func Start(ctx context.Context, bin, dir string, n int, usersConf []byte) (*Cluster, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := start(ctx, bin, dir, n, usersConf)
+		if err == nil || attempt == startAttempts || !errors.Is(err, errPortTaken) || ctx.Err() != nil {
+			return c, err
+		}
+		for i := range n {
+			if err := os.RemoveAll(filepath.Join(dir, fmt.Sprintf("n%d", i+1), "jetstream")); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// startAttempts is how many times Start starts a cluster whose ports
+// were taken before its nodes listened on them.
+const startAttempts = 3
+
+// errPortTaken is wrapped by a *ExitedError whose node's log says a port
+// of its was in use.
+var errPortTaken = errors.New("a port of the node is in use")
+
+// ExitedError is a node's process that exited while it was awaited
+// (WaitHealthy), with the last lines of its node.log.
+type ExitedError struct {
+	Node string // server_name
+	Log  string // the end of node.log, at most exitedLogTail bytes
+}
+
+// exitedLogTail is how much of node.log an ExitedError carries.
+const exitedLogTail = 2048
+
+// Error names the node and quotes the end of its log.
+func (e *ExitedError) Error() string {
+	return fmt.Sprintf("natscluster: %s exited before it was healthy; the end of its node.log:\n%s", e.Node, e.Log)
+}
+
+// Unwrap returns errPortTaken when the log says a port was in use.
+func (e *ExitedError) Unwrap() error {
+	if strings.Contains(e.Log, "address already in use") {
+		return errPortTaken
+	}
+	return nil
+}
+
+// start is one attempt of Start.
+func start(ctx context.Context, bin, dir string, n int, usersConf []byte) (*Cluster, error) {
 	ports, err := freePorts(3 * n)
 	if err != nil {
 		return nil, err
@@ -294,8 +345,12 @@ func (nd *Node) Kill() {
 }
 
 // WaitHealthy polls the node's /healthz until it answers 200 (the server
-// is up and its JetStream is current), or ctx ends.
+// is up and its JetStream is current), or ctx ends. It fails at once,
+// with an *ExitedError, when the node's process exits first.
 func (nd *Node) WaitHealthy(ctx context.Context) error {
+	nd.mu.Lock()
+	done := nd.done // nil when the node does not run: only ctx ends the wait
+	nd.mu.Unlock()
 	for {
 		err := nd.healthy(ctx)
 		if err == nil {
@@ -304,9 +359,31 @@ func (nd *Node) WaitHealthy(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("natscluster: %s not healthy: %v: %w", nd.Name, err, ctx.Err())
+		case <-done:
+			return &ExitedError{Node: nd.Name, Log: nd.logTail(exitedLogTail)}
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// logTail returns the last n bytes of the node's node.log, or what
+// reading it failed with.
+func (nd *Node) logTail(n int64) string {
+	f, err := os.Open(filepath.Join(nd.Dir, "node.log"))
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > n {
+		if _, err := f.Seek(fi.Size()-n, io.SeekStart); err != nil {
+			return err.Error()
+		}
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
 
 // healthy asks the node's /healthz once; nil for 200, else an error with

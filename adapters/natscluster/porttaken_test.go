@@ -1,0 +1,56 @@
+package natscluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWaitHealthy_PortTaken: a node whose client port another process
+// holds exits at once; WaitHealthy says so at once, with the node's log,
+// rather than polling a dead node until its context ends. Start, whose
+// ports another process can take between picking and listening, starts
+// such a cluster again on fresh ports (errPortTaken).
+func TestWaitHealthy_PortTaken(t *testing.T) {
+	t.Parallel()
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ports, err := freePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	nd := &Node{Name: "n1", Dir: dir, ClientPort: l.Addr().(*net.TCPAddr).Port, ClusterPort: ports[0], HTTPPort: ports[1], bin: natsServerBin}
+	if err := os.WriteFile(filepath.Join(dir, "users.conf"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nd.Conf(), []byte(NodeConfig(nd.Name, nd.ClientPort, nd.ClusterPort, nd.HTTPPort, filepath.Join(dir, "jetstream"), []string{fmt.Sprintf("nats://127.0.0.1:%d", ports[0])})), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := nd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer nd.Kill()
+	ctx := t.Context()
+	start := time.Now()
+	err = nd.WaitHealthy(ctx)
+	var exited *ExitedError
+	if !errors.As(err, &exited) || !errors.Is(err, errPortTaken) {
+		t.Fatalf("WaitHealthy = %v; want an *ExitedError wrapping errPortTaken", err)
+	}
+	if !strings.Contains(err.Error(), "n1 exited before it was healthy") {
+		t.Errorf("the error %q does not name the node", err)
+	}
+	t.Logf("failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
+}
