@@ -128,17 +128,20 @@ func (w *Worker) admit(ctx context.Context, st command.State, pre *sessionRead) 
 	}
 	cwdHere := false
 	if sess.Cwd != "" && filepath.IsAbs(sess.Cwd) {
-		// The session's directory as this worker first found it bounds
-		// every later command: one that has since gone, or resolves
-		// elsewhere (another command moved it, or swapped it for a
-		// link), does not widen the bound.
+		// The session's directory as the first worker of this host
+		// found it bounds every later command: one that has since
+		// gone, or resolves elsewhere (another command moved it, or
+		// swapped it for a link), does not widen the bound, whichever
+		// worker judges it (cwdPin).
 		r, err := filepath.EvalSymlinks(sess.Cwd)
-		pin, pinned := w.cwdPins.Load(sess.ID)
+		if err != nil {
+			r = ""
+		}
+		pin, pinned := w.cwdPin(sess.ID, r)
 		switch {
-		case pinned && (err != nil || r != pin.(string)):
-			return fmt.Sprintf("refused: session %s's directory %s no longer resolves to %s, as when this worker first ran a command of it", sess.ID, sess.Cwd, pin), nil
-		case err == nil:
-			w.cwdPins.LoadOrStore(sess.ID, r)
+		case pinned && r != pin:
+			return fmt.Sprintf("refused: session %s's directory %s no longer resolves to %s, as when a worker of this host first ran a command of it", sess.ID, sess.Cwd, pin), nil
+		case pinned:
 			sess.Cwd, cwdHere = r, true
 		}
 	}

@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,6 +162,95 @@ func TestWorker_SessionDirectoryPinned(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(elsewhere, "ran")); err == nil {
 		t.Error("a command ran outside the session's directory")
+	}
+}
+
+// TestWorker_SessionDirectoryPinnedForEveryWorker: the pin is the
+// host's, not one worker's. A worker that never ran a command of the
+// session, started after another pinned its directory and the directory
+// was swapped for a link, refuses the session's command as the first
+// worker would; it used to take the link for the directory as first
+// found. The pins are files in Config.Pins, one per session, whole.
+func TestWorker_SessionDirectoryPinnedForEveryWorker(t *testing.T) {
+	e := newEnv(t, false)
+	pins := t.TempDir()
+	cfg := e.workerConfig()
+	cfg.Pins = pins
+	_, stopFirst := e.startWorker(cfg)
+	first := e.submit(e.request(events.ModeFullAccess, "true"))
+	if st, _ := e.follow(first, 10*time.Second); st.Status != command.StatusExited {
+		t.Fatalf("first: %s", st.Status)
+	}
+	if err := stopFirst(); err != nil {
+		t.Fatal(err)
+	}
+	real, err := filepath.EvalSymlinks(e.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	des, err := os.ReadDir(pins)
+	if err != nil || len(des) != 1 {
+		t.Fatalf("pins: %v, %v; want one file", des, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(pins, des[0].Name())); err != nil || string(b) != real+"\n" {
+		t.Fatalf("the pin holds %q (%v), want %q", b, err, real+"\n")
+	}
+	elsewhere := t.TempDir()
+	if err := os.Rename(e.ws, e.ws+".gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, e.ws); err != nil {
+		t.Fatal(err)
+	}
+	e.startWorker(cfg) // a second worker of the host: never saw the session
+	req := e.request(events.ModeFullAccess, "touch", "ran")
+	req.Workspace = elsewhere
+	st, _ := e.follow(e.submit(req), 10*time.Second)
+	if st.Status != command.StatusRefused || !strings.Contains(st.EndReason, "no longer resolves to "+real) {
+		t.Errorf("status %s (%s), want refused: the session's directory was swapped for a link", st.Status, st.EndReason)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "ran")); err == nil {
+		t.Error("a command ran outside the session's directory")
+	}
+}
+
+// TestPinFile_FirstWins: of pins made from different resolutions, the
+// first stays; a reader without a resolution reads it; a torn pin is an
+// error, never a pin.
+func TestPinFile_FirstWins(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pins")
+	if pin, ok, err := pinFile(dir, "s1", ""); ok || err != nil || pin != "" {
+		t.Fatalf("no pin yet: %q %v %v", pin, ok, err)
+	}
+	var wg sync.WaitGroup
+	got := make([]string, 8)
+	for i := range got {
+		wg.Go(func() {
+			pin, ok, err := pinFile(dir, "s1", fmt.Sprintf("/r/%d", i))
+			if !ok || err != nil {
+				t.Errorf("pin %d: %q %v %v", i, pin, ok, err)
+			}
+			got[i] = pin
+		})
+	}
+	wg.Wait()
+	for _, g := range got {
+		if g != got[0] {
+			t.Fatalf("pins made at once disagree: %q", got)
+		}
+	}
+	if pin, ok, err := pinFile(dir, "s1", "/other"); !ok || err != nil || pin != got[0] {
+		t.Errorf("a later pin: %q %v %v, want %q", pin, ok, err, got[0])
+	}
+	des, _ := os.ReadDir(dir)
+	if len(des) != 1 {
+		t.Errorf("%d files in the pins directory, want 1 (no temporary file left)", len(des))
+	}
+	if err := os.WriteFile(filepath.Join(dir, des[0].Name()), []byte("/r/tor"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := pinFile(dir, "s1", ""); ok || err == nil {
+		t.Errorf("a torn pin: ok %v, err %v; want an error", ok, err)
 	}
 }
 

@@ -118,6 +118,12 @@ type Config struct {
 	// is removed when a worker starts and when one finds a dead worker
 	// (sandbox.SweepPlaceholders); "" records nothing.
 	Ledger string
+	// Pins is the directory, in the data dir, where the workers of this
+	// host record each session's directory, resolved, as the first of
+	// them to judge one of its commands found it (cwdPin): every worker
+	// refuses a command once the directory resolves elsewhere. "" keeps
+	// each worker's pins in its own memory.
+	Pins string
 	// Keep lists directories inside Hidden where workspaces lie, as
 	// sandbox.Spec.Keep: hidden around at each command's start.
 	Keep []string
@@ -180,7 +186,7 @@ type Worker struct {
 	js       jetstream.JetStream
 	log      *slog.Logger
 	cmds     *events.Executor[command.State]
-	cwdPins  sync.Map // session id → its directory, resolved, as admit first found it
+	cwdPins  sync.Map // session id → its pin (cwdPin), cached: a pin never changes
 	sessions *events.Executor[session.State]
 
 	beats  jetstream.KeyValue

@@ -104,6 +104,7 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 		Hidden:   hide,
 		Keep:     keep,
 		Ledger:   b.dd.path(placeholderLedger),
+		Pins:     b.dd.path(sessionPins),
 		Allow:    allow,
 		Logger:   servelog.PartLogger(logw, "worker"),
 		Redactor: red,
@@ -113,6 +114,10 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 // placeholderLedger is the data dir's directory where workers record the
 // placeholders their commands make in workspaces (sandbox.Spec.Ledger).
 const placeholderLedger = "placeholders"
+
+// sessionPins is the data dir's directory where workers record each
+// session's directory as the first of them found it (worker.Config.Pins).
+const sessionPins = "pins"
 
 func workerCmd(g *globals) *cobra.Command {
 	var f workerFlags
