@@ -140,7 +140,11 @@ func (w *Worker) admit(ctx context.Context, st command.State, pre *sessionRead) 
 		pin, pinned := w.cwdPin(sess.ID, r)
 		switch {
 		case pinned && r != pin:
-			return fmt.Sprintf("refused: session %s's directory %s no longer resolves to %s, as when a worker of this host first ran a command of it", sess.ID, sess.Cwd, pin), nil
+			now := "it resolves to " + r
+			if r == "" {
+				now = fmt.Sprintf("it does not resolve: %v", err)
+			}
+			return fmt.Sprintf("refused: session %s's directory %s no longer resolves to %s, as when a worker of this host first ran a command of it (now %s)", sess.ID, sess.Cwd, pin, now), nil
 		case pinned:
 			sess.Cwd, cwdHere = r, true
 		}
