@@ -79,10 +79,12 @@ func (l *Log) LoadStreamed(ctx context.Context, agg events.Aggregate) ([]events.
 // the stream's last sequence, and how many messages subject (a literal
 // subject) holds, from one stream info request. Errors are LastSeq's.
 func (l *Log) subjectState(ctx context.Context, subject string) (last, count uint64, err error) {
-	ctx, cancel := l.withTimeout(ctx)
-	defer cancel()
 	var info *jetstream.StreamInfo
+	// Each attempt has the Log's Timeout, as LastSeq's has: the wait
+	// across a restart of JetStream is acrossHeals's (ElectionWait).
 	err = l.acrossHeals(ctx, func() error {
+		ctx, cancel := l.withTimeout(ctx)
+		defer cancel()
 		return l.untilAnswered(ctx, func(ctx context.Context) (err error) {
 			info, err = l.stream.Info(ctx, jetstream.WithSubjectFilter(subject))
 			return err

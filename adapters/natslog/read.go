@@ -729,14 +729,18 @@ func (l *Log) stopConsumer(ctx context.Context, cons jetstream.Consumer, it jets
 // lb.ev.>), ignoring command output after it; 0 when there is none. A
 // projection whose checkpoint has reached it has seen every event.
 func (l *Log) LastEventSeq(ctx context.Context) (uint64, error) {
-	ctx, cancel := l.withTimeout(ctx)
-	defer cancel()
 	var m *jetstream.RawStreamMsg
 	var err error
 	if l.leaderReads {
+		ctx, cancel := l.withTimeout(ctx)
+		defer cancel()
 		m, err = l.leaderGet(ctx, msgGetRequest{LastBySubj: events.SubjectEvents + ".>"})
 	} else {
+		// Each attempt has the Log's Timeout; the wait across a restart
+		// of JetStream is acrossHeals's (ElectionWait).
 		err = l.acrossHeals(ctx, func() (err error) {
+			ctx, cancel := l.withTimeout(ctx)
+			defer cancel()
 			return l.untilAnswered(ctx, func(actx context.Context) (err error) {
 				m, err = l.stream.GetLastMsgForSubject(actx, events.SubjectEvents+".>")
 				served(m)
