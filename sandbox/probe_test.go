@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // TestProbe_CancelledLeavesNoProcess cancels probes at moments spread
@@ -33,11 +35,7 @@ func TestProbe_CancelledLeavesNoProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	bw := filepath.Join(dir, "bwrap")
-	data, err := os.ReadFile(sys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bw, data, 0o755); err != nil {
+	if err := sandboxtest.CopyExecutable(sys, bw); err != nil {
 		t.Fatal(err)
 	}
 	if err := probe(context.Background(), bw); err != nil {

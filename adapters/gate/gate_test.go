@@ -20,6 +20,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // rig is a gate on a real embedded log, with an ingester to feed it hooks.
@@ -175,7 +176,7 @@ func TestGate_TwoPeopleAnswerAtOnce(t *testing.T) {
 func script(t *testing.T, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "reviewer.sh")
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+	if err := sandboxtest.WriteExecutable(p, []byte("#!/bin/sh\n"+body+"\n")); err != nil {
 		t.Fatal(err)
 	}
 	return p

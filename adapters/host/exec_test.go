@@ -19,6 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/execsock"
+
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // serveExecAt serves an exec socket in a fresh directory with run and
@@ -213,12 +215,8 @@ func TestServeExec_OtherUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin := filepath.Join(dir, "host.test")
-	if err := os.WriteFile(bin, exe, 0o755); err != nil {
+	if err := sandboxtest.CopyExecutable(self, bin); err != nil {
 		t.Fatal(err)
 	}
 	for d := dir; d != "/"; d = filepath.Dir(d) { // t.TempDir's parents are 0700

@@ -24,6 +24,7 @@ import (
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/reducers/command"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 func TestWorker_RunsACommand(t *testing.T) {
@@ -703,7 +704,7 @@ func TestWorker_ProbesBwrapOnce(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	starts := filepath.Join(dir, "starts")
 	script := filepath.Join(dir, "bwrap")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$*\" >> "+starts+"\nexec "+real+" \"$@\"\n"), 0o755); err != nil {
+	if err := sandboxtest.WriteExecutable(script, []byte("#!/bin/sh\necho \"$*\" >> "+starts+"\nexec "+real+" \"$@\"\n")); err != nil {
 		t.Fatal(err)
 	}
 	e := newEnv(t, false)

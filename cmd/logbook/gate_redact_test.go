@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // gateRig is a real `logbook serve` (in this process, as main runs it)
@@ -133,7 +135,7 @@ case "$cmd" in
 esac
 printf '{"verdict":"deny","risk":"low","reason":"I refuse %s"}\n' "$cmd"
 `
-	if err := os.WriteFile(reviewer, []byte(script), 0o755); err != nil {
+	if err := sandboxtest.WriteExecutable(reviewer, []byte(script)); err != nil {
 		t.Fatal(err)
 	}
 	r := newGateRig(t, "5e551011-0000-4000-8000-00000000ga7e", map[string]string{

@@ -40,11 +40,7 @@ func installHookAs(t *testing.T, names ...string) string {
 	dir := t.TempDir()
 	for _, n := range names {
 		if err := os.Link(self, filepath.Join(dir, n)); err != nil {
-			b, rerr := os.ReadFile(self)
-			if rerr != nil {
-				t.Fatal(rerr)
-			}
-			if err := os.WriteFile(filepath.Join(dir, n), b, 0o755); err != nil {
+			if err := copyExecutable(self, filepath.Join(dir, n)); err != nil {
 				t.Fatal(err)
 			}
 		}

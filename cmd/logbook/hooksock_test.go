@@ -243,16 +243,12 @@ func TestHookSock_OtherUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin := filepath.Join(data, "bin")
 	if err := os.Mkdir(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	call := filepath.Join(bin, "hooksockcall")
-	if err := os.WriteFile(call, exe, 0o755); err != nil {
+	if err := copyExecutable(self, call); err != nil {
 		t.Fatal(err)
 	}
 	req, _ := json.Marshal(api.HookRequest{ID: ulid.Make().String(), Text: sockPrompt(1)})

@@ -218,14 +218,9 @@ func soakBuild(t *testing.T) string {
 	})
 }
 
-// copyExecutable copies the executable file from to a new file to.
-func copyExecutable(from, to string) error {
-	b, err := os.ReadFile(from)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(to, b, 0o755)
-}
+// copyExecutable is sandboxtest.CopyExecutable: the copy never open
+// for writing in this process, which forks from many tests at once.
+func copyExecutable(from, to string) error { return sandboxtest.CopyExecutable(from, to) }
 
 // soakBin is the binary soakBuild built, shared by the soaks, and the
 // directory it is in.
