@@ -19,7 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/execsock"
-
 	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
