@@ -153,15 +153,37 @@ func start(ctx context.Context, bin, dir string, n int, usersConf []byte) (*Clus
 			return nil, err
 		}
 	}
+	// A node that exits ends the wait for every node: the others would
+	// wait for a meta leader it can no longer help elect.
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	for _, nd := range c.Nodes {
-		if err := nd.WaitHealthy(ctx); err != nil {
-			c.Stop()
-			return nil, err
+		go func() {
+			nd.mu.Lock()
+			done := nd.done
+			nd.mu.Unlock()
+			select {
+			case <-done:
+				cancel(&ExitedError{Node: nd.Name, Log: nd.logTail(exitedLogTail)})
+			case <-wctx.Done():
+			}
+		}()
+	}
+	fail := func(err error) (*Cluster, error) {
+		c.Stop()
+		var exited *ExitedError
+		if cause := context.Cause(wctx); errors.As(cause, &exited) && !errors.As(err, &exited) {
+			err = cause
+		}
+		return nil, err
+	}
+	for _, nd := range c.Nodes {
+		if err := nd.WaitHealthy(wctx); err != nil {
+			return fail(err)
 		}
 	}
-	if err := c.WaitMetaLeader(ctx); err != nil {
-		c.Stop()
-		return nil, err
+	if err := c.WaitMetaLeader(wctx); err != nil {
+		return fail(err)
 	}
 	return c, nil
 }
