@@ -34,23 +34,8 @@ func SessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var (
-		wg         sync.WaitGroup
-		ids        []string
-		cerr, nerr error
-		told       []replay.Item
-	)
-	defer wg.Wait()
-	wg.Go(func() {
-		if ids, cerr = SessionCommands(ctx, log, id); cerr != nil {
-			cancel()
-		}
-	})
-	wg.Go(func() {
-		if told, nerr = notificationItems(ctx, log, id); nerr != nil {
-			cancel()
-		}
-	})
+	lk := StartAuditLookups(ctx, cancel, log, id)
+	defer lk.Wait()
 	agg := events.Aggregate{Kind: events.KindSession, ID: id}
 	read := readSession{Log: log, agg: agg}
 	read.recs, read.last, read.err = log.LoadStreamed(ctx, agg)
@@ -58,15 +43,16 @@ func SessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	if read.err != nil {
 		cancel() // the read's error is the answer (SessionTimeline's)
 	}
-	wg.Wait()
+	lk.Wait()
+	ids, told := lk.Commands, lk.Told
 	mark(AuditCommandsFound)
 	// A scan's own error is the cause, not the read it cut short.
 	switch {
 	case read.err != nil:
-	case cerr != nil:
-		return nil, cerr
-	case nerr != nil:
-		return nil, nerr
+	case lk.CommandsErr != nil:
+		return nil, lk.CommandsErr
+	case lk.ToldErr != nil:
+		return nil, lk.ToldErr
 	}
 	// A session whose every event the log quarantined reads as none: it
 	// is shown, as what it is.
@@ -77,16 +63,7 @@ func SessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	}
 	items = append(items, told...)
 	replay.SortBySeq(items)
-	subjects := map[string]bool{agg.Subject(): true}
-	for _, c := range ids {
-		subjects[events.Aggregate{Kind: events.KindCommand, ID: c}.Subject()] = true
-	}
-	var us []replay.Unattested
-	for _, u := range quarantined() {
-		if subjects[u.Subject] {
-			us = append(us, u)
-		}
-	}
+	us := SessionUnattested(quarantined(), id, ids)
 	if notFound && len(us) == 0 {
 		return nil, terr
 	}
@@ -95,10 +72,44 @@ func SessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	return items, nil
 }
 
-// notificationItems returns the timeline of every notification sent
+// AuditLookups are the look-ups SessionAudit makes beside its read of a
+// session, each on a goroutine of its own: the ids of the commands
+// requested for it (SessionCommands) and the timeline of the
+// notifications sent about it (NotificationItems). Their fields are set
+// once Wait has returned.
+type AuditLookups struct {
+	wg          sync.WaitGroup
+	Commands    []string
+	CommandsErr error // SessionCommands'
+	Told        []replay.Item
+	ToldErr     error // NotificationItems'
+}
+
+// StartAuditLookups starts the look-ups of session on log under ctx; a
+// look-up that fails calls cancel (ctx's), which ends the caller's read
+// too. Call Wait before reading the fields, and before returning.
+func StartAuditLookups(ctx context.Context, cancel context.CancelFunc, log *natslog.Log, session string) *AuditLookups {
+	lk := &AuditLookups{}
+	lk.wg.Go(func() {
+		if lk.Commands, lk.CommandsErr = SessionCommands(ctx, log, session); lk.CommandsErr != nil {
+			cancel()
+		}
+	})
+	lk.wg.Go(func() {
+		if lk.Told, lk.ToldErr = NotificationItems(ctx, log, session); lk.ToldErr != nil {
+			cancel()
+		}
+	})
+	return lk
+}
+
+// Wait returns once both look-ups have ended. Safe to call more than once.
+func (lk *AuditLookups) Wait() { lk.wg.Wait() }
+
+// NotificationItems returns the timeline of every notification sent
 // about session (SessionNotifications), each read with Load, in stream
 // order. Errors are the log's, naming the session and the notification.
-func notificationItems(ctx context.Context, log *natslog.Log, session string) ([]replay.Item, error) {
+func NotificationItems(ctx context.Context, log *natslog.Log, session string) ([]replay.Item, error) {
 	told, err := SessionNotifications(ctx, log, session)
 	if err != nil {
 		return nil, err
@@ -112,6 +123,23 @@ func notificationItems(ctx context.Context, log *natslog.Log, session string) ([
 		items = append(items, replay.TimelineOf(recs)...)
 	}
 	return items, nil
+}
+
+// SessionUnattested returns those of quarantined that belong to the
+// audit of session: stored on its subject or on the subject of one of
+// commands, the commands requested for it; in quarantined's order.
+func SessionUnattested(quarantined []replay.Unattested, session string, commands []string) []replay.Unattested {
+	subjects := map[string]bool{events.Aggregate{Kind: events.KindSession, ID: session}.Subject(): true}
+	for _, c := range commands {
+		subjects[events.Aggregate{Kind: events.KindCommand, ID: c}.Subject()] = true
+	}
+	var us []replay.Unattested
+	for _, u := range quarantined {
+		if subjects[u.Subject] {
+			us = append(us, u)
+		}
+	}
+	return us
 }
 
 // The stages of SessionAudit, as its mark names them when each ends.

@@ -7,7 +7,6 @@ import (
 	"iter"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/worker"
@@ -34,23 +33,8 @@ func sessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var (
-		wg         sync.WaitGroup
-		ids        []string
-		cerr, nerr error
-		told       []replay.Item
-	)
-	defer wg.Wait()
-	wg.Go(func() {
-		if ids, cerr = worker.SessionCommands(ctx, log, id); cerr != nil {
-			cancel()
-		}
-	})
-	wg.Go(func() {
-		if told, nerr = notificationItems(ctx, log, id); nerr != nil {
-			cancel()
-		}
-	})
+	lk := worker.StartAuditLookups(ctx, cancel, log, id)
+	defer lk.Wait()
 	agg := events.Aggregate{Kind: events.KindSession, ID: id}
 	var f timelineFold
 	_, rerr := log.LoadEach(ctx, agg, nil, f.add)
@@ -61,7 +45,8 @@ func sessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	if rerr != nil {
 		cancel() // the read's error is the answer (SessionTimeline's)
 	}
-	wg.Wait()
+	lk.Wait()
+	ids, told := lk.Commands, lk.Told
 	mark(worker.AuditCommandsFound)
 	// A scan's own error is the cause, not the read it cut short.
 	var (
@@ -71,10 +56,10 @@ func sessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	switch {
 	case rerr != nil:
 		terr = fmt.Errorf("timeline %s: %w", agg, rerr)
-	case cerr != nil:
-		return nil, cerr
-	case nerr != nil:
-		return nil, nerr
+	case lk.CommandsErr != nil:
+		return nil, lk.CommandsErr
+	case lk.ToldErr != nil:
+		return nil, lk.ToldErr
 	case !f.exact():
 		items, err := worker.SessionAudit(ctx, log, id, quarantined, mark)
 		return auditRuns{items}, err
@@ -85,16 +70,7 @@ func sessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	if terr != nil && !notFound {
 		return nil, terr
 	}
-	subjects := map[string]bool{agg.Subject(): true}
-	for _, c := range ids {
-		subjects[events.Aggregate{Kind: events.KindCommand, ID: c}.Subject()] = true
-	}
-	var us []replay.Unattested
-	for _, u := range quarantined() {
-		if subjects[u.Subject] {
-			us = append(us, u)
-		}
-	}
+	us := worker.SessionUnattested(quarantined(), id, ids)
 	if notFound && len(us) == 0 {
 		return nil, terr
 	}
@@ -140,26 +116,6 @@ func (r auditRuns) observed() bool {
 		}
 	}
 	return false
-}
-
-// notificationItems is the timeline of every notification sent about
-// session, as worker.SessionAudit makes it: each read with Load, in
-// stream order. Errors are the log's, naming the session and the
-// notification.
-func notificationItems(ctx context.Context, log *natslog.Log, session string) ([]replay.Item, error) {
-	told, err := worker.SessionNotifications(ctx, log, session)
-	if err != nil {
-		return nil, err
-	}
-	var items []replay.Item
-	for _, n := range told {
-		recs, _, err := log.Load(ctx, events.Aggregate{Kind: events.KindNotification, ID: n})
-		if err != nil {
-			return nil, fmt.Errorf("audit %s: notification %s: %w", session, n, err)
-		}
-		items = append(items, replay.TimelineOf(recs)...)
-	}
-	return items, nil
 }
 
 // foldBatch is how many of a session's records timelineFold folds at once.
