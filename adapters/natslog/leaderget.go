@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -59,6 +60,26 @@ const (
 	jsErrClusterNotAvail = 10008
 	jsErrNoPeers         = 10005
 )
+
+// jsErrConsumerCreate is the API's error code for a consumer it could not
+// create; with the description errConsumerStore it could not write the
+// consumer's store (nats-server 2.15, jetstream_api.go
+// errConsumerStoreFailed, which hides the write's own error).
+const (
+	jsErrConsumerCreate = 10012
+	errConsumerStore    = "error creating store for consumer"
+)
+
+// StoreRefused reports whether err is the server's refusal to create a
+// durable consumer because it could not write the consumer's store: a
+// full disk or a file system remounted read-only, most often. Asking
+// again once the disk takes writes succeeds, so a reactor that creates
+// its consumer at start waits rather than fails (what serve's workers
+// do: see adapters/diskfull).
+func StoreRefused(err error) bool {
+	ae, ok := errors.AsType[*jetstream.APIError](err)
+	return ok && ae.ErrorCode == jsErrConsumerCreate && strings.HasPrefix(ae.Description, errConsumerStore)
+}
 
 // errLeaderless reports an answer given while the stream had no leader:
 // asked again, the elected leader answers.

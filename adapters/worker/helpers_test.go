@@ -55,8 +55,14 @@ func (e *testEnv) consumers() int {
 // for helper processes) and opens everything on it, closed at test end.
 func newEnv(t testing.TB, listen bool) *testEnv {
 	t.Helper()
+	return newEnvIn(t, listen, t.TempDir())
+}
+
+// newEnvIn is newEnv with the server's store in storeDir.
+func newEnvIn(t testing.TB, listen bool, storeDir string) *testEnv {
+	t.Helper()
 	e := &testEnv{t: t, reg: events.NewRegistry(), ws: t.TempDir(), session: "s-" + strings.ToLower(ulid.Make().String())}
-	cfg := natslog.EmbeddedConfig{StoreDir: t.TempDir()}
+	cfg := natslog.EmbeddedConfig{StoreDir: storeDir}
 	if listen {
 		e.user, e.pw = "test", natslog.NewPassword()
 		cfg.Listen, cfg.User, cfg.Password = "127.0.0.1:0", e.user, e.pw

@@ -13,11 +13,13 @@ import (
 // 2 s, then 2 s for good.
 var retryWaits = []time.Duration{100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second}
 
-// untilServed runs req until it succeeds, fails with an error that is not
-// one natslog.Unserved names, or ctx ends (then ctx's error joined with the last one). A
-// worker that starts while its cluster elects a leader, or is loaded, must
-// wait for it rather than exit: each such failure is logged at WARN
-// as what, once per failure.
+// untilServed runs req until it succeeds, fails with an error that is
+// neither one natslog.Unserved names nor a store refusal
+// (natslog.StoreRefused), or ctx ends (then ctx's error joined with the
+// last one). A worker that starts while its cluster elects a leader, or
+// is loaded, or while the server's disk is full, must wait for it rather
+// than exit (serve ends when one of its workers does): each such failure
+// is logged at WARN as what, once per failure.
 func untilServed(ctx context.Context, log *slog.Logger, what string, req func(context.Context) error) error {
 	for i := 0; ; i++ {
 		err := req(ctx)
@@ -25,10 +27,16 @@ func untilServed(ctx context.Context, log *slog.Logger, what string, req func(co
 			// Ended during the attempt: Unserved says no to any error then.
 			return errors.Join(ctx.Err(), err)
 		}
-		if err == nil || !natslog.Unserved(ctx, err) {
+		switch {
+		case err == nil:
+			return nil
+		case natslog.StoreRefused(err):
+			log.Warn(what+": the server could not write its store (a full disk?); trying again", "err", err)
+		case natslog.Unserved(ctx, err):
+			log.Warn(what+": the cluster did not serve the request; trying again", "err", err)
+		default:
 			return err
 		}
-		log.Warn(what+": the cluster did not serve the request; trying again", "err", err)
 		select {
 		case <-ctx.Done():
 			return errors.Join(ctx.Err(), err)

@@ -17,14 +17,23 @@ import (
 func TestUntilServed(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	unavailable := &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}
-	answers := []error{context.DeadlineExceeded, unavailable, nil}
+	storeFull := &jetstream.APIError{Code: 500, ErrorCode: 10012, Description: "error creating store for consumer"}
+	answers := []error{context.DeadlineExceeded, unavailable, storeFull, nil}
 	calls := 0
 	err := untilServed(t.Context(), quiet, "test", func(context.Context) error {
 		calls++
 		return answers[calls-1]
 	})
-	if err != nil || calls != 3 {
-		t.Errorf("after a timeout and a 503: err %v after %d calls, want nil after 3", err, calls)
+	if err != nil || calls != 4 {
+		t.Errorf("after a timeout, a 503 and a store refusal: err %v after %d calls, want nil after 4", err, calls)
+	}
+
+	// A consumer the server refuses for its config is no store refusal.
+	badConfig := &jetstream.APIError{Code: 500, ErrorCode: 10012, Description: "consumer subject filters cannot overlap"}
+	calls = 0
+	err = untilServed(t.Context(), quiet, "test", func(context.Context) error { calls++; return badConfig })
+	if !errors.Is(err, badConfig) || calls != 1 {
+		t.Errorf("a refused config: err %v after %d calls, want it at once", err, calls)
 	}
 
 	refused := errors.New("permissions violation")

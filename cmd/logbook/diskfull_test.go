@@ -267,12 +267,16 @@ func testDiskFull(t *testing.T, part string) {
 
 // waitFor polls cond every 50 ms until it holds, failing the test with
 // what after within.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool, last ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %s", what, within)
+			var said string
+			for _, f := range last {
+				said += "\n" + f()
+			}
+			t.Fatalf("no %s within %s%s", what, within, said)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -354,9 +358,16 @@ func TestDiskFullImport(t *testing.T) {
 	ctx := t.Context()
 	s.startServe(ctx)
 	filler := fillDisk(t, disk)
+	var doctor string
 	waitFor(t, 30*time.Second, "doctor saying appends are paused", func() bool {
 		out, _ := s.run(ctx, nil, "doctor")
-		return strings.Contains(string(out), "appends paused: disk full since")
+		doctor = string(out)
+		return strings.Contains(doctor, "appends paused: disk full since")
+	}, func() string {
+		var st syscall.Statfs_t
+		_ = syscall.Statfs(disk, &st)
+		log, _ := os.ReadFile(filepath.Join(root, "serve.log"))
+		return fmt.Sprintf("%s: %d bytes free\ndoctor last said:\n%s\nserve.log ends:\n%s", disk, int64(st.Bavail)*st.Bsize, doctor, tailString(string(log), 4000))
 	})
 	out, err := s.run(ctx, nil, "import", "claude", s.dir)
 	if err == nil {
