@@ -185,6 +185,20 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 			err = nil
 		}
 	}()
+	// A start that fails on a full disk fails with whatever the server or
+	// Pebble answered ("insufficient resources", most often): say which
+	// part of the data dir takes no writes, and what to do.
+	defer func() {
+		if err == nil || announced || cfg.Reader {
+			return
+		}
+		for _, dir := range []string{string(cfg.Dir), cfg.Dir.Path("jetstream"), cfg.Dir.Path("views"), cfg.Dir.Path("spool")} {
+			if why := diskfull.Probe(dir, false); why != "" {
+				err = fmt.Errorf("%w\n%s takes no writes (%s): free space there and start serve again", err, dir, why)
+				return
+			}
+		}
+	}()
 	var sayMu sync.Mutex
 	say := func(format string, args ...any) {
 		sayMu.Lock()

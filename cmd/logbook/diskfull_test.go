@@ -446,3 +446,38 @@ func TestReadOnlyDataDir(t *testing.T) {
 		t.Errorf("doctor on a read-only data dir: %q\n%s", line, out)
 	}
 }
+
+// serve started on a data dir whose JetStream store is full, first made
+// then after a stop: it fails, and the error names the part of the data
+// dir that takes no writes and what to do, whatever the server answered.
+func TestDiskFullServeStart(t *testing.T) {
+	t.Parallel() // its own data dir and tmpfs; it mostly waits for processes
+	root := t.TempDir()
+	data := filepath.Join(root, "data")
+	disk := filepath.Join(data, "jetstream")
+	mountTmpfs(t, disk, 16<<20)
+	s := &soak{t: t, bin: soakBuild(t), data: data, dir: filepath.Join(root, "projects")}
+	t.Cleanup(s.procs.killAll)
+	for _, made := range []bool{false, true} {
+		if made {
+			ctx, cancel := context.WithCancel(t.Context())
+			srv, _ := s.startServe(ctx)
+			cancel()
+			<-srv.gone
+		}
+		filler := fillDisk(t, disk)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		out, err := s.run(ctx, nil, "serve", "--listen", "127.0.0.1:0")
+		waited := ctx.Err()
+		cancel()
+		if err == nil || waited != nil {
+			t.Fatalf("serve on a full store (made before: %v): err %v, ctx %v\n%s", made, err, waited, out)
+		}
+		if want := disk + " takes no writes (0 bytes free): free space there and start serve again"; !strings.Contains(string(out), want) {
+			t.Errorf("serve on a full store (made before: %v) does not say %q:\n%s", made, want, out)
+		}
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
