@@ -329,9 +329,10 @@ const maxAncestorMounts = 256
 // read-only for their hard links, and the hidden paths last. bwrap
 // reports on statusFD; it writes an "exit-code" there only if the command
 // was actually executed, and its first line names the sandbox's first
-// process, which then waits on blockFD until its limits are in place.
+// process, which then waits on blockFD until its limits are in place
+// (and for good if the worker dies first: see holdFD).
 func (l layout) args(argv []string) []string {
-	a := append(boundaryBase(l.system, l.sysLink, l.tmpBytes), "--json-status-fd", strconv.Itoa(statusFD), "--block-fd", strconv.Itoa(blockFD))
+	a := append(boundaryBase(l.system, l.sysLink, l.tmpBytes), "--json-status-fd", strconv.Itoa(statusFD), "--block-fd", strconv.Itoa(blockFD), "--sync-fd", strconv.Itoa(holdFD))
 	for _, v := range l.views {
 		switch v.kind {
 		case viewRO:

@@ -62,6 +62,17 @@ type ledgerRecord struct {
 	Boot      string        `json:"boot,omitempty"`
 	Workspace string        `json:"workspace"`
 	Made      []ledgerEntry `json:"made"`
+	// Boundary is the bubblewrap process the start forked, the leader of
+	// the command's session; nil before the fork and once the boundary
+	// is gone.
+	Boundary *ledgerProc `json:"boundary,omitempty"`
+}
+
+// ledgerProc names a process across pid reuse: its pid and its start
+// time (clock ticks after boot, as ProcStart returns).
+type ledgerProc struct {
+	Pid   int    `json:"pid"`
+	Start uint64 `json:"start"`
 }
 
 // ledger is one start's record.
@@ -126,7 +137,14 @@ func (g *ledger) drop(name string) {
 	g.dirty = true
 }
 
-// flush writes the record if made or drop changed it since the last
+// forked notes bubblewrap's process, pid started at start; it reaches
+// the record with the next write (see flush).
+func (g *ledger) forked(pid int, start uint64) {
+	g.rec.Boundary = &ledgerProc{Pid: pid, Start: start}
+	g.dirty = true
+}
+
+// flush writes the record if made, drop or forked changed it since the last
 // write, not durably: should the write be lost (a power cut), the
 // record made durable before stands, which names every entry still
 // made.
@@ -169,7 +187,7 @@ func (g *ledger) remove() {
 	if g == nil || g.slot == nil {
 		return
 	}
-	g.rec.Made = nil
+	g.rec.Made, g.rec.Boundary = nil, nil
 	// Not durable: should the empty record be lost, the one before names
 	// entries that are gone, or are no longer what this start made.
 	if g.slot.broken || g.slot.put(emptyRecord(g.rec), false) != nil {
@@ -182,7 +200,7 @@ func (g *ledger) remove() {
 
 // emptyRecord is rec naming nothing.
 func emptyRecord(rec ledgerRecord) []byte {
-	rec.Made = nil
+	rec.Made, rec.Boundary = nil, nil
 	b, _ := json.Marshal(rec)
 	return b
 }
@@ -365,13 +383,23 @@ func syncDir(dir string) error {
 // placeholder at its end. Records done with are deleted. It returns how
 // many placeholders it removed and the first error met (it goes on past
 // it). A missing dir holds nothing.
-func SweepPlaceholders(dir string) (removed int, err error) {
+//
+// A dead process's record that still names the bubblewrap process its
+// start forked has that process's tree killed first (KillTree: the
+// leader if it is still that process, and what is left of its session):
+// bubblewrap's first child waits, blocked, for bubblewrap to let it go on
+// (its user namespace's maps), and takes its parent-death signal only
+// after that wait; bubblewrap killed in between by its own parent-death
+// signal (the worker died) leaves that child blocked for good, pid 1 of
+// an empty pid namespace (bubblewrap 0.8.0). killed says how many
+// processes that signalled.
+func SweepPlaceholders(dir string) (removed, killed int, err error) {
 	ents, rerr := os.ReadDir(dir)
 	if errors.Is(rerr, fs.ErrNotExist) {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if rerr != nil {
-		return 0, fmt.Errorf("placeholder ledger: %w", rerr)
+		return 0, 0, fmt.Errorf("placeholder ledger: %w", rerr)
 	}
 	note := func(e error) {
 		if err == nil && e != nil {
@@ -420,6 +448,11 @@ func SweepPlaceholders(dir string) (removed int, err error) {
 		if runs(rec.Pid, rec.Start, rec.Boot, boot) {
 			continue
 		}
+		if b := rec.Boundary; b != nil {
+			n, kerr := KillTree(b.Pid, b.Start, rec.Boot)
+			killed += n
+			note(kerr)
+		}
 		n, done, serr := sweepRecord(rec)
 		removed += n
 		note(serr)
@@ -427,7 +460,7 @@ func SweepPlaceholders(dir string) (removed int, err error) {
 			_ = os.Remove(p)
 		}
 	}
-	return removed, err
+	return removed, killed, err
 }
 
 // sweepRecord removes the placeholders rec names; done says the record

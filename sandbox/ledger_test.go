@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,15 +10,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Environment of TestHelperPlaceholderWorker.
 const (
 	helperWorkspace = "LOGBOOK_TEST_PLACEHOLDER_WS"
 	helperLedger    = "LOGBOOK_TEST_PLACEHOLDER_LEDGER"
+	helperMode      = "LOGBOOK_TEST_PLACEHOLDER_MODE" // "" is WorkspaceWrite
+	helperHold      = "LOGBOOK_TEST_PLACEHOLDER_HOLD" // not "": Spec.Hold, never released
 )
 
 // TestHelperPlaceholderWorker is not a test: run as a child process by
@@ -28,7 +33,11 @@ func TestHelperPlaceholderWorker(t *testing.T) {
 	if ws == "" {
 		t.Skip("helper process for TestSweepPlaceholders_KilledWorker")
 	}
-	s := Spec{Argv: []string{"sleep", "300"}, Env: testEnv(), Workspace: ws, Mode: WorkspaceWrite, Ledger: os.Getenv(helperLedger)}
+	mode := WorkspaceWrite
+	if m := os.Getenv(helperMode); m != "" {
+		mode = Mode(m)
+	}
+	s := Spec{Argv: []string{"sleep", "300"}, Env: testEnv(), Workspace: ws, Mode: mode, Ledger: os.Getenv(helperLedger), Hold: os.Getenv(helperHold) != ""}
 	p, err := Start(context.Background(), s, nil)
 	if err != nil {
 		fmt.Println("start:", err)
@@ -115,7 +124,7 @@ func TestSweepPlaceholders_KilledWorker(t *testing.T) {
 	p := start(t, live, newRecorder(""))
 	defer func() { p.Stop(); _, _ = p.Wait() }()
 
-	removed, err := SweepPlaceholders(ledger)
+	removed, _, err := SweepPlaceholders(ledger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +162,7 @@ func TestSweepPlaceholders_KilledWorker(t *testing.T) {
 	if recs := ledgerRecords(t, ledger); len(recs) != 0 {
 		t.Errorf("ledger holds %+v after the live command ended", recs)
 	}
-	if n, err := SweepPlaceholders(ledger); n != 0 || err != nil {
+	if n, _, err := SweepPlaceholders(ledger); n != 0 || err != nil {
 		t.Errorf("second sweep: %d, %v", n, err)
 	}
 }
@@ -361,7 +370,7 @@ func TestSweepPlaceholders_FileOfItsOwn(t *testing.T) {
 	if err := os.WriteFile(rec, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := SweepPlaceholders(dir); n != 1 || err != nil {
+	if n, _, err := SweepPlaceholders(dir); n != 1 || err != nil {
 		t.Fatalf("sweep: %d, %v; want 1", n, err)
 	}
 	if _, err := os.Lstat(p); !os.IsNotExist(err) {
@@ -369,5 +378,144 @@ func TestSweepPlaceholders_FileOfItsOwn(t *testing.T) {
 	}
 	if _, err := os.Lstat(rec); !os.IsNotExist(err) {
 		t.Errorf("record after the sweep: %v", err)
+	}
+}
+
+// A worker killed at any moment of a restricted start leaves nothing of
+// the command running once the sweep has run, and a held boundary's
+// command never runs at all. bubblewrap's first child waits, blocked,
+// until bubblewrap lets it go on, and takes its own parent-death signal
+// only later; bubblewrap killed in that window (by the parent-death
+// signal of the worker's death) leaves it behind, either blocked for good
+// or, once past that wait, going on to run the command with nobody
+// watching. The sweep finds it from the ledger's record of bubblewrap's
+// process. Killed 0–3 ms after Start returns, in both restricted modes,
+// and 0–3 ms or 150 ms after a held start returns.
+func TestSweepPlaceholders_KilledWorkerLeavesNoProcess(t *testing.T) {
+	requireBwrap(t)
+	ledger := filepath.Join(t.TempDir(), "ledger")
+	marker := t.TempDir() // every workspace below it: bwrap's arguments name it
+	const tries = 24
+	for i := range tries {
+		ws := filepath.Join(marker, fmt.Sprint(i))
+		if err := os.Mkdir(ws, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := WorkspaceWrite
+		if i%2 == 1 {
+			mode = ReadOnly
+		}
+		hold := i%3 == 2
+		child := exec.Command(os.Args[0], "-test.run=^TestHelperPlaceholderWorker$")
+		child.Env = append(os.Environ(), helperWorkspace+"="+ws, helperLedger+"="+ledger, helperMode+"="+string(mode))
+		if hold {
+			child.Env = append(child.Env, helperHold+"=1")
+		}
+		out, err := child.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		child.Stderr = os.Stderr
+		if err := child.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if !strings.HasPrefix(line, "running") {
+			_ = child.Process.Kill()
+			_ = child.Wait()
+			t.Fatalf("helper worker: %q, %v", line, err)
+		}
+		wait := time.Duration(i%4) * time.Millisecond
+		if hold && i%4 == 3 {
+			wait = 150 * time.Millisecond // well past bubblewrap's setup
+		}
+		time.Sleep(wait)
+		_ = child.Process.Signal(syscall.SIGKILL)
+		_ = child.Wait()
+	}
+	// No held boundary's command ever ran: a sleep 300 of one of them
+	// would be a process named sleep whose session is a held start's.
+	ran := func() []string {
+		var found []string
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			if err != nil || !bytes.HasPrefix(b, []byte("sleep\x00300")) {
+				continue
+			}
+			if cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd"); err == nil && strings.HasPrefix(cwd, marker+"/") {
+				if n, _ := strconv.Atoi(filepath.Base(cwd)); n%3 == 2 {
+					found = append(found, e.Name()+" in "+cwd)
+				}
+			}
+		}
+		return found
+	}
+	left := func() []string {
+		var found []string
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if _, err := strconv.Atoi(e.Name()); err != nil {
+				continue
+			}
+			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			if err == nil && bytes.Contains(b, []byte(marker+"/")) && !exited("/proc/"+e.Name()) {
+				found = append(found, e.Name())
+			}
+		}
+		return found
+	}
+	time.Sleep(200 * time.Millisecond) // for a released bubblewrap to run its command
+	if r := ran(); len(r) > 0 {
+		t.Errorf("held boundaries' commands ran after their worker died: %v", r)
+	}
+	_, killed, err := SweepPlaceholders(ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(left()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if l := left(); len(l) > 0 {
+		for _, pid := range l {
+			st, _ := os.ReadFile("/proc/" + pid + "/stack")
+			t.Logf("pid %s, kernel stack:\n%s", pid, st)
+		}
+		t.Fatalf("%d of %d killed workers' commands left a process after the sweep (it killed %d): pids %v", len(l), tries, killed, l)
+	}
+	t.Logf("the sweep killed %d processes of %d killed workers' starts", killed, tries)
+	if recs := ledgerRecords(t, ledger); len(recs) != 0 {
+		t.Errorf("ledger holds %+v after the sweep", recs)
+	}
+}
+
+// The command of a restricted boundary holds no descriptor but its
+// standard input, output and error: not bwrap's status or block pipe,
+// nor the block pipe's write end the sandbox keeps (--sync-fd), held or
+// not.
+func TestRestricted_CommandHoldsOnlyStdio(t *testing.T) {
+	for _, mode := range []Mode{ReadOnly, WorkspaceWrite} {
+		for _, hold := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/held=%v", mode, hold), func(t *testing.T) {
+				// ls lists the shell's descriptors from a process of its own,
+				// so its own directory's descriptor is not among them.
+				s := newSpec(t, mode, false, "sh", "-c", `ls /proc/$$/fd`)
+				s.Hold = hold
+				r := newRecorder("")
+				p := start(t, s, r)
+				if hold {
+					if err := p.Release(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := p.Wait(); err != nil {
+					t.Fatal(err)
+				}
+				if got := strings.Join(strings.Fields(r.text(Stdout)), " "); got != "0 1 2" {
+					t.Errorf("the command's descriptors: %q, want 0 1 2 (stderr %q)", got, r.text(Stderr))
+				}
+			})
+		}
 	}
 }

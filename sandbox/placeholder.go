@@ -110,15 +110,19 @@ func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error
 	return nil
 }
 
-// recordInodes writes the device and inode of each placeholder claim
-// made to the ledger, if any (one write, not waited on to reach the disk).
-// Start calls it once bubblewrap is forked, so that the write overlaps
-// bubblewrap's start rather than delaying it: the placeholders are
-// recorded by name (and Since) before they are made, which is what a
-// sweep needs; the inodes only narrow what it takes for a placeholder.
-// Should the write fail or be lost, the record made durable before stands.
-func (l *layout) recordInodes() {
+// recordForked writes to the ledger, if any, bubblewrap's process (pid,
+// started at start) and the device and inode of each placeholder claim
+// made (one write, not waited on to reach the disk). Start calls it once
+// bubblewrap is forked, so that the write overlaps bubblewrap's start
+// rather than delaying it, and is made well before bubblewrap forks its
+// own first child, the process a sweep must be able to find. The
+// placeholders are recorded by name (and Since) before they are made,
+// which is what a sweep needs; the inodes only narrow what it takes for
+// a placeholder. Should the write fail or be lost, the record made
+// durable before stands.
+func (l *layout) recordForked(pid int, start uint64) {
 	if l.ledger != nil {
+		l.ledger.forked(pid, start)
 		_ = l.ledger.flush()
 	}
 }
@@ -202,6 +206,7 @@ func (l *layout) claimName(p string, dir bool) error {
 // boundary is gone. Idempotent.
 func (l *layout) release() {
 	if l.held == nil {
+		l.ledger.remove() // a start with no lock: its boundary's record alone
 		return
 	}
 	l.removePlaceholders()

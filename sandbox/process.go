@@ -252,7 +252,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 				return nil, fmt.Errorf("start %q: pipe: %w", pl.name, err)
 			}
 		}
-		cmd.ExtraFiles = []*os.File{f[1], f[2]} // statusFD, blockFD
+		cmd.ExtraFiles = []*os.File{f[1], f[2], f[3]} // statusFD, blockFD, holdFD
 		child = append(child, f[1], f[2])
 		p.status, p.statusR, block = f[0], bufio.NewReader(f[0]), f[3]
 	}
@@ -275,9 +275,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 			again, err := validate(spec)
 			return again.layout, err
 		}
-		if pl.layout.mode == WorkspaceWrite {
-			pl.layout.ledger = newLedger(spec.Ledger, pl.layout.ws)
-		}
+		pl.layout.ledger = newLedger(spec.Ledger, pl.layout.ws)
 		if err := pl.layout.claim(ctx, replan); err != nil {
 			p.closeFiles()
 			closeAll(child...)
@@ -310,7 +308,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 	spec.trace(StepForked)
 	p.procStart, _ = ProcStart(p.pid)
 	if pl.restricted {
-		p.layout.recordInodes() // while bubblewrap starts
+		p.layout.recordForked(p.pid, p.procStart) // while bubblewrap starts
 	}
 	if pl.restricted {
 		p.block, p.procs, p.released = block, pl.procs, make(chan struct{})

@@ -158,13 +158,17 @@ type Spec struct {
 	// Ledger is a directory (the worker's, in its data dir) where a
 	// WorkspaceWrite start records each placeholder it makes in the
 	// workspace, durably and before making it, and its device and inode
-	// once made; the record is emptied when the placeholders go (its file
-	// stays for the process's later starts, and goes with a sweep once
-	// the process is gone). A worker that dies leaves them, and
-	// SweepPlaceholders removes them. "" records
-	// nothing: what a dead worker left stays until the next
-	// WorkspaceWrite command in that workspace ends. Ignored in the other
-	// modes.
+	// once made; and where every restricted start records the bubblewrap
+	// process it forked (pid and start time, not durably: it matters
+	// until the host boots again). The record is emptied when the
+	// command's boundary is gone (its file stays for the process's later
+	// starts, and goes with a sweep once the process is gone). A worker
+	// that dies leaves the placeholders, and may leave bubblewrap's first
+	// child blocked for good (killed before it let that child go on, see
+	// SweepPlaceholders); SweepPlaceholders removes the one and kills the
+	// other. "" records nothing: what a dead worker left stays until the
+	// next WorkspaceWrite command in that workspace ends. Ignored in
+	// FullAccess.
 	Ledger string
 	// Hold starts a restricted command's boundary but not the command:
 	// bubblewrap sets its sandbox up and waits until Process.Release, so
@@ -514,8 +518,18 @@ func gitFileTarget(gitFile string) (string, bool) {
 }
 
 // statusFD is the descriptor bwrap writes its JSON status to:
-// ExtraFiles[0]; blockFD the one it waits on: ExtraFiles[1].
+// ExtraFiles[0]; blockFD the one it waits on: ExtraFiles[1], the read end
+// of a pipe; holdFD the same pipe's write end, ExtraFiles[2], which
+// bwrap's sandbox keeps open as its --sync-fd (closed in the command
+// before its exec, bubblewrap 0.8.0). bwrap goes on at the first byte
+// read from blockFD and at end of file alike, and the worker's write end
+// closes when the worker dies: without the sandbox's own write end, a
+// worker killed while the boundary is held would let the command run,
+// with nobody to release it, watch it or record its exit. With it, the
+// sandbox waits for good, and the next worker's sweep kills it (see
+// SweepPlaceholders).
 const (
 	statusFD = 3
 	blockFD  = 4
+	holdFD   = 5
 )

@@ -480,9 +480,12 @@ func (w *Worker) sweepPlaceholders() {
 	if w.cfg.Ledger == "" {
 		return
 	}
-	removed, err := sandbox.SweepPlaceholders(w.cfg.Ledger)
+	removed, killed, err := sandbox.SweepPlaceholders(w.cfg.Ledger)
 	if err != nil {
 		w.log.Warn("sweep placeholders of dead workers", "err", err)
+	}
+	if killed > 0 {
+		w.log.Warn("killed what dead workers' sandboxes left running", "processes", killed)
 	}
 	if removed > 0 {
 		w.log.Warn("removed placeholders dead workers left", "placeholders", removed)

@@ -211,7 +211,7 @@ func (f liveFlags) reconciler(b *backend, svc *api.Service, stderr io.Writer) *r
 		// ended. The records of live processes are kept for a later pass,
 		// and so the sweep runs on every pass, not only while a run is
 		// open: the process a record names may die after its run ended.
-		if _, err := sandbox.SweepPlaceholders(b.dd.path(placeholderLedger)); err != nil {
+		if _, _, err := sandbox.SweepPlaceholders(b.dd.path(placeholderLedger)); err != nil {
 			return 0, fmt.Errorf("sweep the placeholders dead check runners left: %w", err)
 		}
 		runs, err := runningChecks(svc.Store)
