@@ -170,6 +170,11 @@ func (CommandExited) EventType() string { return "command.exited" }
 type CommandAbandoned struct {
 	Reason string `json:"reason"` // e.g. "worker_lost", "host_restarted"
 	Worker string `json:"worker"` // the dead worker: the one that started the command
+	// OutputBytes is how many bytes of output the dead worker stored on
+	// lb.out.<id>, as the worker that abandons the command finds them
+	// (the end of the last chunk stored); 0 when none was, and in
+	// events appended before it was recorded.
+	OutputBytes int64 `json:"output_bytes,omitempty"`
 }
 
 // EventType implements Payload.

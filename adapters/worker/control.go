@@ -442,8 +442,9 @@ func (w *Worker) abandon(ctx context.Context, id string, t tracked, reason strin
 	agg := events.Aggregate{Kind: events.KindCommand, ID: id}
 	cause := events.Cause{Kind: "worker", Event: "worker.dead", Detail: reason + ", judged by " + w.id.ID, Ref: worker}
 	abandonID := w.cfg.IDs()
+	stored := w.storedOutput(ctx, id)
 	_, _, err := w.cmds.Execute(ctx, agg, func(s command.State) (events.Decision, error) {
-		evs, err := command.Decide(s, command.Abandon{Reason: reason, Worker: worker, At: w.now(), Cause: cause})
+		evs, err := command.Decide(s, command.Abandon{Reason: reason, Worker: worker, OutputBytes: stored, At: w.now(), Cause: cause})
 		if err == nil {
 			evs[0].ID = abandonID
 		}
@@ -458,6 +459,34 @@ func (w *Worker) abandon(ctx context.Context, id string, t tracked, reason strin
 	}
 	w.log.Warn("abandoned", "command", id, "dead_worker", worker, "reason", reason)
 	w.detach(ctx, id, sessionID, "abandoned: "+reason, events.Cause{Kind: "worker", Event: "command.abandoned", Detail: id, Ref: abandonID.String()})
+}
+
+// storedOutput returns how many bytes of command id's output are stored
+// on its output subject: the end (HeaderPos plus length) of the last
+// chunk there, 0 when there is none or it cannot be read (said at WARN).
+// The dead worker stored its chunks one batch after another, in order,
+// so the last one ends the output.
+func (w *Worker) storedOutput(ctx context.Context, id string) int64 {
+	ctx, cancel := context.WithTimeout(ctx, DefaultAppendTimeout)
+	defer cancel()
+	stream, err := w.js.Stream(ctx, natslog.StreamName)
+	var m *jetstream.RawStreamMsg
+	if err == nil {
+		m, err = stream.GetLastMsgForSubject(ctx, natslog.OutputSubject(id))
+	}
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0
+	}
+	if err != nil {
+		w.log.Warn("output stored by the dead worker's command: counted as 0", "command", id, "err", err)
+		return 0
+	}
+	pos, err := strconv.ParseInt(m.Header.Get(HeaderPos), 10, 64)
+	if err != nil || pos < 0 {
+		w.log.Warn("output stored by the dead worker's command: counted as 0", "command", id, "err", fmt.Sprintf("last chunk (seq %d) has %s %q", m.Sequence, HeaderPos, m.Header.Get(HeaderPos)))
+		return 0
+	}
+	return pos + int64(len(m.Data))
 }
 
 // sweepCgroups kills and removes what dead workers of this host left in

@@ -127,6 +127,10 @@ func TestWorker_KilledWorker(t *testing.T) {
 	if !bytes.Equal(after.all.Bytes(), before.all.Bytes()) {
 		t.Errorf("output changed after the kill: %d bytes, then %d", before.all.Len(), after.all.Len())
 	}
+	// The abandoned command says how much output it left.
+	if st.OutputBytes != int64(after.all.Len()) {
+		t.Errorf("abandoned command's output_bytes %d, its output stored %d bytes", st.OutputBytes, after.all.Len())
+	}
 	checkContiguous(t, after)
 	var want strings.Builder
 	for i := 1; want.Len() < after.all.Len(); i++ {

@@ -104,12 +104,13 @@ type Exit struct {
 
 // Abandon marks a started command whose worker is known dead. Worker is
 // the dead worker; "" means the one that started the command. Reason is
-// required.
+// required. OutputBytes (≥ 0) is how much output the dead worker stored.
 type Abandon struct {
-	Reason string
-	Worker string
-	At     time.Time
-	Cause  events.Cause
+	Reason      string
+	Worker      string
+	OutputBytes int64
+	At          time.Time
+	Cause       events.Cause
 }
 
 // Refuse records that a requested command will never run, for Reason
@@ -246,6 +247,9 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		if c.Reason == "" {
 			return nil, invalid("abandon", s, "no reason")
 		}
+		if c.OutputBytes < 0 {
+			return nil, invalid("abandon", s, "negative output %d bytes", c.OutputBytes)
+		}
 		if s.Status != StatusStarted {
 			return nil, refuse("abandon", s)
 		}
@@ -256,7 +260,7 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		if worker != s.Worker {
 			return nil, rejectf("abandon", s, "was started by worker %s, not %s", s.Worker, worker)
 		}
-		return emitOne(s, c.At, c.Cause, events.CommandAbandoned{Reason: c.Reason, Worker: worker}), nil
+		return emitOne(s, c.At, c.Cause, events.CommandAbandoned{Reason: c.Reason, Worker: worker, OutputBytes: c.OutputBytes}), nil
 	case Refuse:
 		if c.Reason == "" {
 			return nil, invalid("refuse", s, "no reason")

@@ -258,6 +258,11 @@ func TestDecide(t *testing.T) {
 			when: command.Abandon{Reason: "worker_lost", At: t1, Cause: cause}, wantErr: events.ErrRejected, says: "has not started"},
 		{name: "abandon without a reason", given: []events.Payload{requested, started},
 			when: command.Abandon{At: t1, Cause: cause}, wantErr: events.ErrRejected, says: "no reason"},
+		{name: "abandon with the output stored", given: []events.Payload{requested, started},
+			when: command.Abandon{Reason: "worker_lost", OutputBytes: 4096, At: t1, Cause: cause},
+			then: []events.Payload{events.CommandAbandoned{Reason: "worker_lost", Worker: "w1", OutputBytes: 4096}}},
+		{name: "abandon with negative output", given: []events.Payload{requested, started},
+			when: command.Abandon{Reason: "worker_lost", OutputBytes: -1, At: t1, Cause: cause}, wantErr: events.ErrRejected, says: "negative output"},
 
 		// Refuse.
 		{name: "refuse a requested command", given: []events.Payload{requested},

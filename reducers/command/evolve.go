@@ -50,6 +50,7 @@ func Evolve(s State, e events.Envelope) State {
 	case events.CommandAbandoned:
 		s.Status = StatusAbandoned
 		s.EndReason = d.Reason
+		s.OutputBytes = d.OutputBytes
 		if d.Worker != "" {
 			s.Worker = d.Worker
 		}
