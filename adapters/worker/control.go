@@ -105,14 +105,20 @@ func (w *Worker) putBeat(ctx context.Context) error {
 }
 
 // beat puts the heartbeat every quarter of the bucket's TTL and, once the
-// control feed has caught up, checks the workers of open commands.
+// control feed has caught up, checks the workers of open commands; every
+// Config.LedgerSweep it sweeps the ledger.
 func (w *Worker) beat(ctx context.Context) error {
 	every := max(w.lapse/4, 10*time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	swept := time.Now() // Run swept at the start
 	for {
 		if w.caughtUp.Load() {
 			w.reap(ctx)
+		}
+		if time.Since(swept) >= w.cfg.LedgerSweep {
+			w.sweepPlaceholders()
+			swept = time.Now()
 		}
 		select {
 		case <-ctx.Done():

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -214,4 +215,96 @@ func TestWorker_KilledWorkerPlaceholders(t *testing.T) {
 	if recs, _ := filepath.Glob(filepath.Join(ledger, "*")); len(recs) != 0 {
 		t.Errorf("ledger still holds %q", recs)
 	}
+}
+
+// Environment of TestHelperHeldBoundary.
+const (
+	helperHeldWS     = "LOGBOOK_TEST_HELD_WS"
+	helperHeldLedger = "LOGBOOK_TEST_HELD_LEDGER"
+)
+
+// TestHelperHeldBoundary is not a test: run as a child process by
+// TestWorker_SweepsAHeldBoundaryOfADeadWorker, it builds a held boundary
+// as a worker does before its command.started, says so, and waits to be
+// killed.
+func TestHelperHeldBoundary(t *testing.T) {
+	ws := os.Getenv(helperHeldWS)
+	if ws == "" {
+		t.Skip("helper process for TestWorker_SweepsAHeldBoundaryOfADeadWorker")
+	}
+	p, err := sandbox.Start(context.Background(), sandbox.Spec{Argv: []string{"sleep", "300"}, Env: []string{"PATH=/usr/bin:/bin"},
+		Workspace: ws, Mode: sandbox.ReadOnly, Ledger: os.Getenv(helperHeldLedger), Hold: true}, nil)
+	if err != nil {
+		fmt.Println("start:", err)
+		os.Exit(1)
+	}
+	time.Sleep(200 * time.Millisecond) // bubblewrap's setup done: it waits for Release
+	fmt.Println("held", p.Pid())
+	select {}
+}
+
+// A worker process killed while it holds a boundary (its command not yet
+// started, so nothing for another worker to abandon) leaves bubblewrap's
+// sandbox waiting for good; a live worker of the host kills it at its
+// next ledger sweep, and the command never ran.
+func TestWorker_SweepsAHeldBoundaryOfADeadWorker(t *testing.T) {
+	needBwrap(t)
+	e := newEnv(t, false)
+	ledger := filepath.Join(t.TempDir(), "ledger")
+	cfg := e.workerConfig()
+	cfg.Ledger, cfg.LedgerSweep = ledger, 200*time.Millisecond
+	e.startWorker(cfg)
+	// Its consumers come after its start's sweeps: only a later sweep can
+	// find what the helper leaves.
+	e.waitFor("the worker's consumers", func() bool { return e.consumers() > 0 })
+	// Its consumers come after its start's sweeps: only a later sweep can
+	// find what the helper leaves.
+	e.waitFor("the worker's consumers", func() bool { return e.consumers() > 0 })
+
+	ws := t.TempDir()
+	child := exec.Command(os.Args[0], "-test.run=^TestHelperHeldBoundary$")
+	child.Env = append(os.Environ(), helperHeldWS+"="+ws, helperHeldLedger+"="+ledger)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if !strings.HasPrefix(line, "held") {
+		t.Fatalf("helper: %q", line)
+	}
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	inSandbox := func() (bwrap, sleep int) {
+		ents, _ := os.ReadDir("/proc")
+		for _, d := range ents {
+			b, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+			if err != nil {
+				continue
+			}
+			cwd, _ := os.Readlink("/proc/" + d.Name() + "/cwd")
+			switch {
+			case bytes.HasPrefix(b, []byte("sleep\x00")) && cwd == ws:
+				sleep++
+			case bytes.Contains(b, []byte(ws)):
+				bwrap++
+			}
+		}
+		return bwrap, sleep
+	}
+	if n, _ := inSandbox(); n == 0 {
+		t.Log("bubblewrap left nothing behind this time")
+	}
+	e.waitFor("the live worker's sweep to kill what the dead one's bubblewrap left", func() bool {
+		n, s := inSandbox()
+		if s > 0 {
+			t.Fatalf("the held boundary's command runs after its worker died")
+		}
+		return n == 0
+	})
 }

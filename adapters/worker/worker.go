@@ -60,6 +60,8 @@ const (
 	// DefaultAppendTimeout bounds each append a worker makes when its own
 	// context is gone (reporting an exit during shutdown).
 	DefaultAppendTimeout = 10 * time.Second
+	// DefaultLedgerSweep is Config.LedgerSweep's default.
+	DefaultLedgerSweep = 30 * time.Second
 )
 
 // maxAckPending bounds the requests delivered and not yet acked across
@@ -113,11 +115,18 @@ type Config struct {
 	// as sandbox.Spec.Hidden.
 	Hidden []string
 	// Ledger is the directory, in the data dir, where restricted starts
-	// record the placeholders they make in workspaces (as
-	// sandbox.Spec.Ledger), so that what a worker killed mid-command left
-	// is removed when a worker starts and when one finds a dead worker
+	// record the placeholders they make in workspaces and the bubblewrap
+	// process they fork (as sandbox.Spec.Ledger), so that what a worker
+	// killed mid-command left is removed, and killed, when a worker
+	// starts, when one finds a dead worker, and every LedgerSweep
 	// (sandbox.SweepPlaceholders); "" records nothing.
 	Ledger string
+	// LedgerSweep is how often the worker sweeps Ledger besides those
+	// times: a worker process of the host that died with no started
+	// command (killed while a boundary was held, before its
+	// command.started) leaves nothing to abandon, and what its
+	// bubblewrap left waits for this sweep. 0 means DefaultLedgerSweep.
+	LedgerSweep time.Duration
 	// Pins is the directory, in the data dir, where the workers of this
 	// host record each session's directory, resolved, as the first of
 	// them to judge one of its commands found it (cwdPin): every worker
@@ -255,8 +264,11 @@ func New(cfg Config) (*Worker, error) {
 		}
 		cfg.Host = h
 	}
-	if cfg.Grace < 0 || cfg.Lapse < 0 || cfg.AckWait < 0 || cfg.MaxRunning < 0 {
-		return nil, fmt.Errorf("worker: negative Grace %v, Lapse %v, AckWait %v or MaxRunning %d", cfg.Grace, cfg.Lapse, cfg.AckWait, cfg.MaxRunning)
+	if cfg.Grace < 0 || cfg.Lapse < 0 || cfg.AckWait < 0 || cfg.MaxRunning < 0 || cfg.LedgerSweep < 0 {
+		return nil, fmt.Errorf("worker: negative Grace %v, Lapse %v, AckWait %v, MaxRunning %d or LedgerSweep %v", cfg.Grace, cfg.Lapse, cfg.AckWait, cfg.MaxRunning, cfg.LedgerSweep)
+	}
+	if cfg.LedgerSweep == 0 {
+		cfg.LedgerSweep = DefaultLedgerSweep
 	}
 	if cfg.Lapse == 0 {
 		cfg.Lapse = DefaultLapse
