@@ -371,7 +371,7 @@ func SweepCgroups() (removed, killed int, err error) {
 		}
 		for _, e := range ents {
 			pid, ok := cgroupOwner(e.Name())
-			if !ok || !e.IsDir() || pid == os.Getpid() || alive(pid) {
+			if !ok || !e.IsDir() || pid == os.Getpid() || alive(pid) || !mine(filepath.Join(parent, e.Name())) {
 				continue
 			}
 			n, kerr := KillCgroup(filepath.Join(parent, e.Name()))
@@ -386,6 +386,20 @@ func SweepCgroups() (removed, killed int, err error) {
 		}
 	}
 	return removed, killed, err
+}
+
+// mine reports whether this process may take down cgroup directory dir:
+// it is root, or dir is its user's. On a host where every user's
+// processes share one cgroup (cgroup v1, most often), the dead commands'
+// cgroups of a root worker sit beside an unprivileged worker's, which
+// can neither kill what they hold nor remove them.
+func mine(dir string) bool {
+	euid := os.Geteuid()
+	if euid == 0 {
+		return true
+	}
+	var st unix.Stat_t
+	return unix.Stat(dir, &st) == nil && int(st.Uid) == euid
 }
 
 // cgroupOwner returns the pid in a cgroup name newCgroup made

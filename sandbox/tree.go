@@ -325,8 +325,9 @@ func KillCgroup(dir string) (int, error) {
 		// Empty now, or soon: a dead worker's cgroup is removed by whoever
 		// killed what was in it.
 		for range cgRetries {
-			if err := unix.Rmdir(dir); err == nil || errors.Is(err, unix.ENOENT) {
-				return
+			err := unix.Rmdir(dir)
+			if err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+				return // gone, or never to be ours to remove
 			}
 			time.Sleep(cgRound)
 		}

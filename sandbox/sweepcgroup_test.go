@@ -1,0 +1,110 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
+)
+
+// helperSweep makes TestHelperSweepCgroups run SweepCgroups.
+const helperSweep = "LOGBOOK_TEST_SWEEP_CGROUPS"
+
+// TestHelperSweepCgroups is not a test: run as another user by
+// TestSweepCgroups_OtherUsersLeftAlone, it sweeps and says how long it
+// took and what it found.
+func TestHelperSweepCgroups(t *testing.T) {
+	if os.Getenv(helperSweep) == "" {
+		t.Skip("helper process for TestSweepCgroups_OtherUsersLeftAlone")
+	}
+	start := time.Now()
+	removed, killed, err := SweepCgroups()
+	fmt.Printf("swept in %d ms: removed %d, killed %d, err %v\n", time.Since(start).Milliseconds(), removed, killed, err)
+	os.Exit(0)
+}
+
+// A dead command's cgroup that root's worker left, on a host where every
+// user's processes share one cgroup (cgroup v1), sits beside an
+// unprivileged worker's: that worker's sweep, run at every worker start,
+// leaves it to root at once rather than trying, for a second each, to
+// kill and remove what it may not. Root's sweep then removes it.
+func TestSweepCgroups_OtherUsersLeftAlone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("makes a cgroup as root and sweeps as another user")
+	}
+	u, err := user.Lookup("lbtest")
+	if err != nil {
+		t.Skipf("no user lbtest on this host (.ci/run makes it): %v", err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	self := selfCgroups()
+	p, ok := self["pids"]
+	if !ok {
+		t.Skip("no cgroup v1 pids hierarchy")
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for range 3 {
+		dir := filepath.Join("/sys/fs/cgroup/pids", p, fmt.Sprintf("%s%d-%d", cgPrefix, dead.Process.Pid, len(dirs)+900000))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Skipf("make a v1 pids cgroup: %v", err)
+		}
+		t.Cleanup(func() { _ = syscall.Rmdir(dir) })
+		dirs = append(dirs, dir)
+	}
+
+	// t.TempDir's parent is root's alone: the copy goes where lbtest may
+	// run it.
+	tmp, err := os.MkdirTemp("", "sweepcgroups-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(tmp, "sandbox.test")
+	if err := sandboxtest.CopyExecutable(os.Args[0], bin); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(bin, "-test.run=^TestHelperSweepCgroups$")
+	c.Dir = "/"
+	c.Env = []string{helperSweep + "=1", "PATH=/usr/bin:/bin", "HOME=" + u.HomeDir}
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sweep as lbtest: %v\n%s", err, out)
+	}
+	var ms, removed, killed int
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "swept in %d ms: removed %d, killed %d", &ms, &removed, &killed); err != nil {
+		t.Fatalf("helper said %q: %v", out, err)
+	}
+	if removed != 0 || ms > 500 {
+		t.Errorf("lbtest's sweep of root's dead cgroups: %s", out)
+	}
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("root's cgroup %s after lbtest's sweep: %v", dir, err)
+		}
+	}
+	if removed, _, err := SweepCgroups(); err != nil || removed < len(dirs) {
+		t.Errorf("root's sweep: removed %d, %v; want at least %d", removed, err, len(dirs))
+	}
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("root's cgroup %s after root's sweep: %v", dir, err)
+		}
+	}
+}
