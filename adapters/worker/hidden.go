@@ -4,23 +4,33 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/sandbox"
 )
 
 // HiddenPaths returns what restricted commands must not see — the data
-// dir dd and the credential paths in the process's home
-// (sandbox.CredentialPaths) — and, as keep, the directories in them where
+// dir dd and the credential paths (sandbox.CredentialPaths) in the
+// process's home and in every local account's home (AccountHomes: a
+// worker run as root serves sessions whose directories may be other
+// users' homes) — and, as keep, the directories in them where
 // workspaces lie (workspace.DefaultRoot, and workspace.LegacyRoot, the
 // one inside the data dir where they went before), resolved through
 // symbolic links, which they are hidden around at each command's start
 // (Config.Hidden and Config.Keep). A root that does not resolve is left
-// out.
+// out. Accounts made after the call are not covered until the worker
+// starts again.
 func HiddenPaths(dd string) (hide, keep []string) {
 	hide = []string{dd}
-	if home, err := os.UserHomeDir(); err == nil {
+	homes := AccountHomes("/etc/passwd")
+	if home, err := os.UserHomeDir(); err == nil && !slices.Contains(homes, filepath.Clean(home)) {
+		homes = append(homes, filepath.Clean(home))
+	}
+	for _, home := range homes {
 		hide = append(hide, sandbox.CredentialPaths(home)...)
 	}
 	for _, root := range []func() (string, error){workspace.DefaultRoot, workspace.LegacyRoot} {
@@ -31,6 +41,37 @@ func HiddenPaths(dd string) (hide, keep []string) {
 		}
 	}
 	return hide, keep
+}
+
+// AccountHomes returns the home directories of the accounts in passwd
+// (a passwd(5) file, /etc/passwd) that are theirs: an absolute path
+// other than /, a directory owned by the account's uid. That leaves out
+// the homes system accounts share with the system (daemon's /usr/sbin,
+// nobody's /nonexistent) and keeps root's, people's and services' own
+// (postgres's /var/lib/postgresql). An unreadable file gives none.
+func AccountHomes(passwd string) []string {
+	b, err := os.ReadFile(passwd)
+	if err != nil {
+		return nil
+	}
+	var homes []string
+	for line := range strings.Lines(string(b)) {
+		f := strings.Split(strings.TrimRight(line, "\n"), ":")
+		if len(f) < 7 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		uid, err := strconv.ParseUint(f[2], 10, 32)
+		home := filepath.Clean(f[5])
+		if err != nil || !filepath.IsAbs(f[5]) || home == "/" || slices.Contains(homes, home) {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(home, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || uint64(st.Uid) != uid {
+			continue
+		}
+		homes = append(homes, home)
+	}
+	return homes
 }
 
 // CheckHidden refuses a workspace ws (absolute) that is, or lies inside,
