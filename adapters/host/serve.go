@@ -287,6 +287,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	}
 	p.Server, p.NC = conn.Server, conn.NC
 	lcfg, pinned, durability := conn.Config, conn.Pinned, conn.Durability
+	lcfg.OnQuarantine = sayMissing(say)
 	defer func() {
 		if p.Log != nil {
 			p.Log.Close()
@@ -572,6 +573,39 @@ type workerConn struct {
 	log   *natslog.Log
 	owned bool
 	mk    func(nc *nats.Conn, l *natslog.Log) ([]*worker.Worker, error)
+}
+
+// sayMissing returns a natslog.Config.OnQuarantine that says, at ERROR,
+// each event a read found following a missing one of its aggregate
+// (attestation.FollowsMissing): a message lost under the server, most
+// often a block file damaged in place, which the server's own counts do
+// not show until the message is read, so that neither serve's start nor
+// doctor can tell it. It says the first such event of each aggregate
+// (of the first 1000), then every 1000th event with the count.
+func sayMissing(say func(string, ...any)) func(natslog.Quarantined) {
+	var (
+		mu   sync.Mutex
+		n    uint64
+		told = map[events.Aggregate]bool{}
+	)
+	return func(q natslog.Quarantined) {
+		if q.Verdict.Status != attestation.FollowsMissing {
+			return
+		}
+		mu.Lock()
+		n++
+		c, first := n, !told[q.Agg] && len(told) < 1000
+		if first {
+			told[q.Agg] = true
+		}
+		mu.Unlock()
+		switch {
+		case first:
+			say("ERROR: the log lost an event of %s: seq %d: %s; its events after the loss are left out of every fold, and decisions on it go on from its last event before it; run `logbook verify` to see what is missing", q.Agg, q.Seq, q.Verdict.Why)
+		case c%1000 == 0:
+			say("ERROR: %d events follow one their aggregate lost; run `logbook verify`", c)
+		}
+	}
 }
 
 // startWorkers opens the workers' connection of cfg on p (see

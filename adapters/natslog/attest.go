@@ -226,14 +226,16 @@ func clip(s string, n int) string {
 	return s
 }
 
-func (qs *quarantine) add(q Quarantined) {
+// add records q and reports whether it is new (its sequence not seen
+// before).
+func (qs *quarantine) add(q Quarantined) bool {
 	q.Subject, q.Type, q.ID = clip(q.Subject, maxQuarantinedField), clip(q.Type, maxQuarantinedField), clip(q.ID, maxQuarantinedField)
 	q.Verdict.Key, q.Verdict.Why = clip(q.Verdict.Key, maxQuarantinedField), clip(q.Verdict.Why, 4*maxQuarantinedField)
 	q.Agg.ID = clip(q.Agg.ID, maxQuarantinedField)
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
 	if _, ok := qs.seen[q.Seq]; ok {
-		return
+		return false
 	}
 	if qs.seen == nil {
 		qs.seen = make(map[uint64]Quarantined)
@@ -241,6 +243,14 @@ func (qs *quarantine) add(q Quarantined) {
 	qs.n++
 	if len(qs.seen) < maxQuarantined {
 		qs.seen[q.Seq] = q
+	}
+	return true
+}
+
+// quarantine records q and tells Config.OnQuarantine when it is new.
+func (l *Log) quarantine(q Quarantined) {
+	if l.quar.add(q) && l.cfg.OnQuarantine != nil {
+		l.cfg.OnQuarantine(q)
 	}
 }
 
@@ -286,7 +296,7 @@ func (l *Log) judge(m attestation.Message, rec events.Record, pre attestation.Pr
 	if !vd.Status.Quarantined() {
 		return vd, true
 	}
-	l.quar.add(Quarantined{Seq: rec.Seq, Subject: rec.Subject, Type: rec.Type, Agg: rec.Agg, ID: rec.ID.String(), Verdict: vd, At: rec.At})
+	l.quarantine(Quarantined{Seq: rec.Seq, Subject: rec.Subject, Type: rec.Type, Agg: rec.Agg, ID: rec.ID.String(), Verdict: vd, At: rec.At})
 	return vd, false
 }
 
@@ -315,7 +325,7 @@ func (l *Log) undecodable(ctx context.Context, seq uint64, subject string, h nat
 	if vd.Status == attestation.OutOfRole {
 		vd.Why = "signed, but " + vd.Why
 	}
-	l.quar.add(Quarantined{Seq: seq, Subject: subject, Verdict: vd})
+	l.quarantine(Quarantined{Seq: seq, Subject: subject, Verdict: vd})
 	return true, nil
 }
 

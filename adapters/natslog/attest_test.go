@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -899,11 +900,19 @@ func TestAttest_JudgerSharesTheLogsChecks(t *testing.T) {
 // skips past its aggregate's next (the one between lost from the stream,
 // or never appended) is quarantined as following a missing one, naming
 // the ver that is missing, not as a copy of an earlier event; so is each
-// after it, which cannot be folded onto a state that lacks it.
+// after it, which cannot be folded onto a state that lacks it. Each is
+// told to Config.OnQuarantine once, however often it is read.
 func TestAttest_GapQuarantinedAsFollowsMissing(t *testing.T) {
 	writer := mustKey(t, "writer@h", attestation.RoleServe)
 	_, _, l := startSigning(t, writer)
 	l.SetSigner(writer)
+	told := map[uint64]int{}
+	var toldMu sync.Mutex
+	l.cfg.OnQuarantine = func(q Quarantined) {
+		toldMu.Lock()
+		defer toldMu.Unlock()
+		told[q.Seq]++
+	}
 	reg := events.NewRegistry()
 	a := session("gap")
 	first := mustAppend(t, l, decision(reg, a, 0, 1, 1))
@@ -915,6 +924,14 @@ func TestAttest_GapQuarantinedAsFollowsMissing(t *testing.T) {
 			t.Errorf("folded ver %d at seq %d past the gap", r.Ver, r.Seq)
 		}
 	}
+	if _, _, err := l.Load(t.Context(), a); err != nil {
+		t.Fatal(err)
+	}
+	toldMu.Lock()
+	if want := map[uint64]int{skip.Last: 1, next.Last: 1}; !maps.Equal(told, want) {
+		t.Errorf("told OnQuarantine %v, want %v", told, want)
+	}
+	toldMu.Unlock()
 	qs, _ := l.Quarantined()
 	got := map[uint64]attestation.Verdict{}
 	for _, q := range qs {

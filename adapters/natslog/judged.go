@@ -100,7 +100,7 @@ func (l *Log) quarantineStated(j *Judged, m attestation.Message, rec events.Reco
 	if rec.Seq != 0 {
 		id = rec.ID.String()
 	}
-	l.quar.add(Quarantined{Seq: m.Seq, Subject: m.Subject, Type: rec.Type, Agg: rec.Agg, ID: id, Verdict: vd, At: rec.At})
+	l.quarantine(Quarantined{Seq: m.Seq, Subject: m.Subject, Type: rec.Type, Agg: rec.Agg, ID: id, Verdict: vd, At: rec.At})
 	return signerOf(vd)
 }
 

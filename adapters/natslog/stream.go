@@ -58,6 +58,12 @@ type Config struct {
 	// LoadAfter) against the log's key events: a quarantined one is not
 	// yielded but kept for Quarantined. nil reads every event unjudged.
 	Verifier *attestation.Verifier
+	// OnQuarantine, if set, is called once for each distinct event a
+	// read of this Log quarantines (Log.Quarantined), after it is
+	// recorded, on the reading goroutine: it must return soon. serve
+	// says at ERROR an event that follows a missing one (a damaged
+	// block), which nothing else tells at the time.
+	OnQuarantine func(Quarantined)
 }
 
 // DefaultMergeMin is Config.MergeMin's default, measured under fsync
