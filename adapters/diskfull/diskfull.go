@@ -53,7 +53,7 @@ type Pause struct {
 
 // NewPause returns a Pause that says on logf (printf-style, one line
 // without a newline, called with the Pause's lock held) when writes pause
-// and resume.
+// (a fault: the line begins "WARN: ", servelog's marker) and resume.
 func NewPause(logf func(format string, args ...any)) *Pause {
 	return &Pause{logf: logf, stop: make(chan struct{})}
 }
@@ -67,7 +67,7 @@ func (p *Pause) Set(dir, why string) {
 		return
 	}
 	p.since, p.dir, p.why = time.Now().UTC(), dir, why
-	p.logf("appends paused: disk full since %s (%s: %s); hooks wait in the journal and go in, in order, once it takes writes", p.since.Format(time.RFC3339), dir, why)
+	p.logf("WARN: appends paused: disk full since %s (%s: %s); hooks wait in the journal and go in, in order, once it takes writes", p.since.Format(time.RFC3339), dir, why)
 }
 
 // Clear marks writes going on again.

@@ -329,8 +329,8 @@ func TestDiskPauseProbe(t *testing.T) {
 		t.Fatalf("remount read-write: %v", err)
 	}
 	waitFor(t, 30*time.Second, "pause ended after the remount", func() bool { return p.String() == "" })
-	if got := logs.String(); !strings.Contains(got, "appends resumed") {
-		t.Errorf("log: %s", got)
+	if got := logs.String(); !strings.Contains(got, "appends resumed") || !strings.Contains(got, "WARN: appends paused: disk full since") {
+		t.Errorf("log (want the pause said as a fault, WARN): %s", got)
 	}
 }
 
