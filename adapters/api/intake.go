@@ -373,6 +373,11 @@ func (in *Intake) Wait(ctx context.Context) error {
 		if why != nil {
 			err = fmt.Errorf("%w; last: %w", err, why)
 		}
+		if in.svc.Paused != nil {
+			if p := in.svc.Paused(); p != "" {
+				err = fmt.Errorf("serve's %s: free space there; %w", p, err)
+			}
+		}
 		return fmt.Errorf("hooks taken on the socket are not all in the log yet (%d left): %w", n, err)
 	}
 }

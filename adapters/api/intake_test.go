@@ -362,6 +362,17 @@ func TestIntake_WaitTimesOut(t *testing.T) {
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not all in the log yet (1 left)") {
 		t.Fatalf("CaughtUp: %v", err)
 	}
+
+	// While serve's appends are paused for a full disk, the error says so.
+	svc.Paused = func() string {
+		return "appends paused: disk full since 2026-12-05T07:00:00Z (/d/jetstream: 0 bytes free)"
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	err = svc.CaughtUp(ctx)
+	if err == nil || !strings.Contains(err.Error(), "not all in the log yet (1 left): serve's appends paused: disk full since 2026-12-05T07:00:00Z (/d/jetstream: 0 bytes free): free space there") {
+		t.Fatalf("CaughtUp while paused: %v", err)
+	}
 }
 
 // TestIntake_Concurrent: hooks of several sessions taken at once while

@@ -69,6 +69,10 @@ type Service struct {
 	// stray file it moves out of the way: a hook that exited 0 once its
 	// payload was spooled has no one else to say it was not recorded.
 	Said func(format string, args ...any)
+	// Paused, when set (serve sets it), says why appends wait for disk
+	// space (diskfull.Pause.String), "" while they go on: a wait for the
+	// hook intake that times out says it.
+	Paused func() string
 	// pageBytes is the most bytes of rows a page of a listing holds, so
 	// that it fits one message of the connection.
 	pageBytes int
