@@ -133,18 +133,30 @@ func (w *Worker) admit(ctx context.Context, st command.State, pre *sessionRead) 
 		// gone, or resolves elsewhere (another command moved it, or
 		// swapped it for a link), does not widen the bound, whichever
 		// worker judges it (cwdPin).
+		// The pin is the directory's resolved path and its device and
+		// inode: a directory moved away and another made at its path is
+		// not the one first found either.
 		r, err := filepath.EvalSymlinks(sess.Cwd)
+		here := ""
 		if err != nil {
 			r = ""
+		} else if id, serr := dirIdentity(r); serr == nil {
+			here = r + pinSep + id
+		} else {
+			r, err = "", serr
 		}
-		pin, pinned := w.cwdPin(sess.ID, r)
+		pin, pinned := w.cwdPin(sess.ID, here)
+		pinPath, pinID, _ := strings.Cut(pin, pinSep)
+		hereID := strings.TrimPrefix(here, r+pinSep)
 		switch {
-		case pinned && r != pin:
+		case pinned && r != pinPath:
 			now := "it resolves to " + r
 			if r == "" {
 				now = fmt.Sprintf("it does not resolve: %v", err)
 			}
-			return fmt.Sprintf("refused: session %s's directory %s no longer resolves to %s, as when a worker of this host first ran a command of it (now %s)", sess.ID, sess.Cwd, pin, now), nil
+			return fmt.Sprintf("refused: session %s's directory %s no longer resolves to %s, as when a worker of this host first ran a command of it (now %s)", sess.ID, sess.Cwd, pinPath, now), nil
+		case pinned && pinID != "" && hereID != pinID:
+			return fmt.Sprintf("refused: session %s's directory %s is no longer the directory a worker of this host first ran a command of it in: it was moved or replaced (device and inode now %s, then %s)", sess.ID, pinPath, hereID, pinID), nil
 		case pinned:
 			sess.Cwd, cwdHere = r, true
 		}

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -131,6 +133,58 @@ func TestAdmission_Elevation(t *testing.T) {
 	}
 }
 
+// A session's directory moved away and another made at its path is not
+// the directory first found: a command of the session is refused there,
+// nothing of it run; a pin made before identities were kept (the path
+// alone) still admits the directory at its path.
+func TestWorker_SessionDirectoryReplacedAtItsPath(t *testing.T) {
+	e := newEnv(t, false)
+	cfg := e.workerConfig()
+	cfg.Pins = filepath.Join(t.TempDir(), "pins")
+	e.startWorker(cfg)
+	first := e.submit(e.request(events.ModeFullAccess, "true"))
+	if st, _ := e.follow(first, 10*time.Second); st.Status != command.StatusExited {
+		t.Fatalf("first: %s", st.Status)
+	}
+	if err := os.Rename(e.ws, e.ws+".gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(e.ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id := e.submit(e.request(events.ModeFullAccess, "touch", "ran"))
+	st, _ := e.follow(id, 10*time.Second)
+	if st.Status != command.StatusRefused || !strings.Contains(st.EndReason, "is no longer the directory a worker of this host first ran a command of it in: it was moved or replaced") {
+		t.Errorf("status %s (%s), want refused: the directory was replaced", st.Status, st.EndReason)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "ran")); err == nil {
+		t.Error("a command ran in the directory made in the session's directory's place")
+	}
+
+	// A pin of the path alone, as made before: the path still admits.
+	old := newEnv(t, false)
+	ocfg := old.workerConfig()
+	ocfg.Pins = cfg.Pins
+	sum := sha256.Sum256([]byte(old.session))
+	if err := os.WriteFile(filepath.Join(cfg.Pins, hex.EncodeToString(sum[:16])), []byte(filepath.Clean(mustEval(t, old.ws))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old.startWorker(ocfg)
+	if st, _ := old.follow(old.submit(old.request(events.ModeFullAccess, "true")), 10*time.Second); st.Status != command.StatusExited {
+		t.Errorf("under a pin of the path alone: %s (%s)", st.Status, st.EndReason)
+	}
+}
+
+// mustEval returns p with its symbolic links resolved.
+func mustEval(t *testing.T, p string) string {
+	t.Helper()
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // A session's directory that another command moves away, or swaps for a
 // link, after this worker first ran a command of the session, does not
 // widen the bound: a later command outside it is refused.
@@ -192,8 +246,12 @@ func TestWorker_SessionDirectoryPinnedForEveryWorker(t *testing.T) {
 	if err != nil || len(des) != 1 {
 		t.Fatalf("pins: %v, %v; want one file", des, err)
 	}
-	if b, err := os.ReadFile(filepath.Join(pins, des[0].Name())); err != nil || string(b) != real+"\n" {
-		t.Fatalf("the pin holds %q (%v), want %q", b, err, real+"\n")
+	id, err := dirIdentity(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(pins, des[0].Name())); err != nil || string(b) != real+pinSep+id+"\n" {
+		t.Fatalf("the pin holds %q (%v), want %q", b, err, real+pinSep+id+"\n")
 	}
 	elsewhere := t.TempDir()
 	if err := os.Rename(e.ws, e.ws+".gone"); err != nil {

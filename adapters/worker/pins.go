@@ -8,12 +8,29 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
-// cwdPin returns session's directory, resolved, as the first worker of
-// this host to judge one of its commands found it, and whether there is
-// one. When there is none yet and resolved (this worker's resolution of
-// the directory now) is not "", resolved becomes the pin: the first
+// pinSep parts a pin's resolved path from the directory's identity
+// (dirIdentity): NUL, which no path holds. A pin made before identities
+// were kept is the path alone.
+const pinSep = "\x00"
+
+// dirIdentity returns "<device>:<inode>" of directory dir (stat(2),
+// following a last symbolic link).
+func dirIdentity(dir string) (string, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return "", fmt.Errorf("stat %s: %w", dir, err)
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino), nil
+}
+
+// cwdPin returns session's directory, resolved (with its identity, after
+// pinSep), as the first worker of this host to judge one of its commands
+// found it, and whether there is one. When there is none yet and
+// resolved (this worker's resolution of the directory now, with its
+// identity) is not "", resolved becomes the pin: the first
 // resolution wins, for every worker of the data dir, whatever their
 // order. Pins are kept in Config.Pins, one file per session, so that
 // the workers of one serve and the workers started apart with the same
