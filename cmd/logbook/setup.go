@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -89,6 +91,11 @@ that are still as it wrote them (the user's are left, and named).`,
 
 // runSetup runs the steps of `logbook setup`, printing each.
 func runSetup(cmd *cobra.Command, g *globals, f setupFlags) error {
+	// Setup changes the user's files and records what it changed for
+	// --undo: output cut short (`setup | head`) must not kill it between
+	// the two, as a write to a closed pipe otherwise does (SIGPIPE). Its
+	// writes then fail, unseen, and it goes on.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, w := cmd.Context(), g.stdout
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
