@@ -212,10 +212,21 @@ func (d Dir) ForeignError() error {
 // spool holds hook payloads (hooks ran with no server), that `logbook
 // serve` delivers them. When what d holds cannot be seen, it says why
 // instead (AccessError): d belongs to another user, or d or a directory
-// above it does not let the process look inside.
+// above it does not let the process look inside. A d that holds what a
+// log leaves beside it (views/, stream.json, merkle/) but no log is a log
+// gone, not a new data dir; one that holds only files not Logbook's is
+// refused as ForeignError says.
 func (d Dir) NoDataError() error {
 	if err := d.AccessError(); err != nil {
 		return err
+	}
+	if err := d.ForeignError(); err != nil {
+		return err
+	}
+	for _, name := range []string{"views", "stream.json", "merkle"} {
+		if _, err := os.Stat(d.Path(name)); err == nil {
+			return fmt.Errorf("data dir %s has no log (%s is missing) but holds %s, which one left: the log was removed or moved; restore %s from a copy (`logbook serve` would start a new, empty log and refuse the projection made from the old one)", d, d.Path("jetstream"), d.Path(name), d.Path("jetstream"))
+		}
 	}
 	switch n := d.spooled(); {
 	case n == 1:

@@ -28,3 +28,23 @@ func TestNoDataError_SaysWhatWaits(t *testing.T) {
 		t.Errorf("data dir with a spool: %v", err)
 	}
 }
+
+// TestNoDataError_LogGoneOrForeign: a data dir whose log is gone but
+// whose projection is there is not called new; one holding another
+// project's files is named for what it holds.
+func TestNoDataError_LogGoneOrForeign(t *testing.T) {
+	d := Dir(t.TempDir())
+	if err := os.Mkdir(d.Path("views"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.NoDataError(); !strings.Contains(err.Error(), "has no log ("+d.Path("jetstream")+" is missing) but holds "+d.Path("views")) || strings.Contains(err.Error(), "create it with") {
+		t.Errorf("data dir with views and no log: %v", err)
+	}
+	f := Dir(t.TempDir())
+	if err := os.WriteFile(f.Path("main.go"), []byte("package main\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.NoDataError(); !strings.Contains(err.Error(), "holds files that are not Logbook's (main.go)") {
+		t.Errorf("a project's directory: %v", err)
+	}
+}
