@@ -24,6 +24,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/claude/settings"
 	"github.com/logbook-dev/logbook/adapters/datadir"
+	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/journal"
 	"github.com/logbook-dev/logbook/sandbox"
@@ -324,6 +325,15 @@ func DataDir(dd datadir.Dir, hasData bool) Check {
 		c.Status, c.Detail = Fail, fmt.Sprintf("%s is on a read-only file system: no command can run on it, not even a read", dd)
 		c.Fix = fmt.Sprintf("remount it read-write, or copy it (cp -a %s DIR) and give DIR to --data", dd)
 		return c
+	}
+	// A full part stops every append, with or without a serve running
+	// (a running serve also says so in the server check).
+	for _, part := range []string{string(dd), dd.Path("jetstream"), dd.Path("views"), dd.Path("spool")} {
+		if why := diskfull.Probe(part, false); why != "" {
+			c.Status, c.Detail = Fail, fmt.Sprintf("%s takes no writes (%s): nothing can be appended", part, why)
+			c.Fix = "free space on its file system; a running serve goes on by itself"
+			return c
+		}
 	}
 	if !hasData {
 		c.Status, c.Detail = Warn, fmt.Sprintf("%s holds no Logbook data yet", dd)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -475,6 +476,13 @@ func TestDiskFullServeStart(t *testing.T) {
 		}
 		if want := disk + " takes no writes (0 bytes free): free space there and start serve again"; !strings.Contains(string(out), want) {
 			t.Errorf("serve on a full store (made before: %v) does not say %q:\n%s", made, want, out)
+		}
+		// doctor, with no serve running, fails the data dir for it.
+		dctx, dcancel := context.WithTimeout(t.Context(), time.Minute)
+		doc, derr := s.run(dctx, nil, "doctor")
+		dcancel()
+		if want := regexp.MustCompile(`(?m)^fail +data dir +` + regexp.QuoteMeta(disk) + ` takes no writes \(0 bytes free\)`); derr == nil || !want.Match(doc) {
+			t.Errorf("doctor on a full store (made before: %v): %v\n%s", made, derr, doc)
 		}
 		if err := os.Remove(filler); err != nil {
 			t.Fatal(err)
