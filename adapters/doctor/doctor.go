@@ -121,13 +121,7 @@ func Run(ctx context.Context, env Env) []Check {
 	if env.DataDirErr != nil {
 		return append(out, Check{Name: "data dir", Status: Fail, Detail: env.DataDirErr.Error(), Fix: "set --data or $LOGBOOK_DATA"})
 	}
-	hasData := env.DataDir.HasData()
-	server := ServerCheck(ctx, env)
-	out = append(out, DataDir(env.DataDir, hasData), server)
-	if c, ok := LogCheck(ctx, env, hasData, server); ok {
-		out = append(out, c)
-	}
-	out = append(out, SandboxView(env))
+	out = append(out, DataDir(env.DataDir, env.DataDir.HasData()), ServerCheck(ctx, env), SandboxView(env))
 	if c, ok := Journal(env.DataDir, env.Journal); ok {
 		out = append(out, c)
 	}
@@ -159,41 +153,6 @@ func agentDirs() []Check {
 		out = append(out, c)
 	}
 	return out
-}
-
-// LogCheck opens the data dir's log as a command does when no server
-// runs for it (server, ServerCheck's answer, a warning), and fails with
-// what that open says when it refuses: a stream that lost events the
-// projection had seen, a damaged stream, a journal or views that do not
-// open. ok is false (no check) when a server answers for the data dir,
-// or it holds no Logbook data.
-func LogCheck(ctx context.Context, env Env, hasData bool, server Check) (Check, bool) {
-	if !hasData || server.Status != Warn || !strings.HasPrefix(server.Detail, "no server running") || env.Server.Open == nil {
-		return Check{}, false
-	}
-	c := Check{Name: "log"}
-	b, err := env.Server.Open(ctx)
-	if err != nil {
-		c.Status, c.Detail = Fail, env.message(err)
-		c.Fix = "every command that opens the data dir refuses it until this is fixed: see the message"
-		return c, true
-	}
-	defer b.Close()
-	last, err := b.LastSeq(ctx)
-	if err != nil {
-		c.Status, c.Detail = Fail, env.message(err)
-		return c, true
-	}
-	c.Status, c.Detail = OK, fmt.Sprintf("%s opens, ends at seq %d", env.DataDir, last)
-	return c, true
-}
-
-// message words err as env.Message does, or as its text.
-func (env Env) message(err error) string {
-	if env.Message != nil {
-		return env.Message(err)
-	}
-	return err.Error()
 }
 
 // SocketCheck checks a serve in system mode through its socket at path:
