@@ -223,10 +223,8 @@ func (d Dir) NoDataError() error {
 	if err := d.ForeignError(); err != nil {
 		return err
 	}
-	for _, name := range []string{"views", "stream.json", "merkle"} {
-		if _, err := os.Stat(d.Path(name)); err == nil {
-			return fmt.Errorf("data dir %s has no log (%s is missing) but holds %s, which one left: the log was removed or moved; restore %s from a copy (`logbook serve` would start a new, empty log and refuse the projection made from the old one)", d, d.Path("jetstream"), d.Path(name), d.Path("jetstream"))
-		}
+	if err := d.LogGone(); err != nil {
+		return err
 	}
 	switch n := d.spooled(); {
 	case n == 1:
@@ -235,6 +233,22 @@ func (d Dir) NoDataError() error {
 		return fmt.Errorf("no Logbook data in %s yet: %d hook payloads wait in its spool; start `logbook serve` to deliver them", d, n)
 	}
 	return fmt.Errorf("no Logbook data in %s: check --data or $LOGBOOK_DATA, or create it with `logbook serve` or `logbook import claude`", d)
+}
+
+// LogGone returns an error when d has no log (no jetstream/) but holds
+// what a log leaves beside it (views/, stream.json, merkle/): the log was
+// removed or moved, and a new, empty one must not be made in its place;
+// nil otherwise.
+func (d Dir) LogGone() error {
+	if _, err := os.Stat(d.Path("jetstream")); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	for _, name := range []string{"views", "stream.json", "merkle"} {
+		if _, err := os.Stat(d.Path(name)); err == nil {
+			return fmt.Errorf("data dir %s has no log (%s is missing) but holds %s, which one left: the log was removed or moved; restore %s from a copy (a new, empty log is not made in its place)", d, d.Path("jetstream"), d.Path(name), d.Path("jetstream"))
+		}
+	}
+	return nil
 }
 
 // AccessError returns why the process cannot see what data dir d holds,

@@ -48,3 +48,24 @@ func TestNoDataError_LogGoneOrForeign(t *testing.T) {
 		t.Errorf("a project's directory: %v", err)
 	}
 }
+
+// TestLogGone: a data dir with views/ (or stream.json, or merkle/) and no
+// jetstream/ has lost its log; one with its log, or with neither, has not.
+func TestLogGone(t *testing.T) {
+	d := Dir(t.TempDir())
+	if err := d.LogGone(); err != nil {
+		t.Errorf("empty data dir: %v", err)
+	}
+	if err := os.WriteFile(d.Path("stream.json"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.LogGone(); err == nil || !strings.Contains(err.Error(), "a new, empty log is not made in its place") {
+		t.Errorf("stream.json and no log: %v", err)
+	}
+	if err := os.Mkdir(d.Path("jetstream"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.LogGone(); err != nil {
+		t.Errorf("with its log: %v", err)
+	}
+}

@@ -294,6 +294,11 @@ func DataDir(dd datadir.Dir, hasData bool) Check {
 			return c
 		}
 	}
+	if err := dd.LogGone(); err != nil {
+		c.Status, c.Detail = Fail, err.Error()
+		c.Fix = "restore jetstream/ from a copy: every command refuses the data dir until then"
+		return c
+	}
 	if !hasData {
 		c.Status, c.Detail = Warn, fmt.Sprintf("%s holds no Logbook data yet", dd)
 		c.Fix = "`logbook serve` or `logbook import claude` creates it"
