@@ -236,17 +236,27 @@ func (d Dir) NoDataError() error {
 }
 
 // LogGone returns an error when d has no log (no jetstream/) but holds
-// what a log leaves beside it (views/, stream.json, merkle/): the log was
-// removed or moved, and a new, empty one must not be made in its place;
-// nil otherwise.
+// what a log leaves beside it (stream.json, or views/ or merkle/ with
+// something in them): the log was removed or moved, which a read says
+// rather than "no data"; nil otherwise. serve still starts a new log
+// there, and then refuses it as a stream created again (until
+// --accept-stream-loss).
 func (d Dir) LogGone() error {
 	if _, err := os.Stat(d.Path("jetstream")); err == nil || !errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	for _, name := range []string{"views", "stream.json", "merkle"} {
-		if _, err := os.Stat(d.Path(name)); err == nil {
-			return fmt.Errorf("data dir %s has no log (%s is missing) but holds %s, which one left: the log was removed or moved; restore %s from a copy (a new, empty log is not made in its place)", d, d.Path("jetstream"), d.Path(name), d.Path("jetstream"))
+	for _, name := range []string{"stream.json", "views", "merkle"} {
+		p := d.Path(name)
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
 		}
+		if fi.IsDir() {
+			if ents, err := os.ReadDir(p); err != nil || len(ents) == 0 {
+				continue // an empty directory (a mount point) left nothing
+			}
+		}
+		return fmt.Errorf("data dir %s has no log (%s is missing) but holds %s, which one left: the log was removed or moved; restore %s from a copy, or run `logbook serve --accept-stream-loss` to start a new log and rebuild the projection from it", d, d.Path("jetstream"), p, d.Path("jetstream"))
 	}
 	return nil
 }

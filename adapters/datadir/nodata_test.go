@@ -37,6 +37,12 @@ func TestNoDataError_LogGoneOrForeign(t *testing.T) {
 	if err := os.Mkdir(d.Path("views"), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	if err := d.LogGone(); err != nil {
+		t.Errorf("an empty views/ (a mount point) is no projection: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(d.Path("views"), "MANIFEST-000001"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := d.NoDataError(); !strings.Contains(err.Error(), "has no log ("+d.Path("jetstream")+" is missing) but holds "+d.Path("views")) || strings.Contains(err.Error(), "create it with") {
 		t.Errorf("data dir with views and no log: %v", err)
 	}
@@ -59,7 +65,7 @@ func TestLogGone(t *testing.T) {
 	if err := os.WriteFile(d.Path("stream.json"), []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.LogGone(); err == nil || !strings.Contains(err.Error(), "a new, empty log is not made in its place") {
+	if err := d.LogGone(); err == nil || !strings.Contains(err.Error(), "--accept-stream-loss") {
 		t.Errorf("stream.json and no log: %v", err)
 	}
 	if err := os.Mkdir(d.Path("jetstream"), 0o700); err != nil {

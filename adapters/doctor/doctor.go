@@ -296,7 +296,7 @@ func DataDir(dd datadir.Dir, hasData bool) Check {
 	}
 	if err := dd.LogGone(); err != nil {
 		c.Status, c.Detail = Fail, err.Error()
-		c.Fix = "restore jetstream/ from a copy: every command refuses the data dir until then"
+		c.Fix = "restore jetstream/ from a copy, or `logbook serve --accept-stream-loss`"
 		return c
 	}
 	if !hasData {

@@ -389,9 +389,6 @@ func (o *Opened) logDown(ctx context.Context) bool {
 // server does not start, with an error naming the data dir. The caller
 // connects in process with the server's Conn and shuts it down.
 func StartLocal(ctx context.Context, dd datadir.Dir, lock *os.File) (*natslog.Server, error) {
-	if err := dd.LogGone(); err != nil {
-		return nil, err // not a new, empty log in the old one's place
-	}
 	srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{StoreDir: dd.Path("jetstream")})
 	if err != nil {
 		lock.Close()

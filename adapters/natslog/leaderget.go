@@ -78,7 +78,17 @@ const (
 // do: see adapters/diskfull).
 func StoreRefused(err error) bool {
 	ae, ok := errors.AsType[*jetstream.APIError](err)
-	return ok && ae.ErrorCode == jsErrConsumerCreate && strings.HasPrefix(ae.Description, errConsumerStore)
+	if !ok || ae.ErrorCode != jsErrConsumerCreate {
+		return false
+	}
+	// The server hides the write's error behind errConsumerStore on one
+	// path and gives it as is on another (the consumer's meta.inf write).
+	for _, s := range []string{errConsumerStore, "no space left on device", "read-only file system", "disk quota exceeded"} {
+		if strings.Contains(ae.Description, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // errLeaderless reports an answer given while the stream had no leader:

@@ -18,14 +18,15 @@ func TestUntilServed(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	unavailable := &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}
 	storeFull := &jetstream.APIError{Code: 500, ErrorCode: 10012, Description: "error creating store for consumer"}
-	answers := []error{context.DeadlineExceeded, unavailable, storeFull, nil}
+	metaFull := &jetstream.APIError{Code: 500, ErrorCode: 10012, Description: "write /d/jetstream/jetstream/$G/streams/LOGBOOK/obs/workers/meta.inf.tmp: no space left on device"}
+	answers := []error{context.DeadlineExceeded, unavailable, storeFull, metaFull, nil}
 	calls := 0
 	err := untilServed(t.Context(), quiet, "test", func(context.Context) error {
 		calls++
 		return answers[calls-1]
 	})
-	if err != nil || calls != 4 {
-		t.Errorf("after a timeout, a 503 and a store refusal: err %v after %d calls, want nil after 4", err, calls)
+	if err != nil || calls != 5 {
+		t.Errorf("after a timeout, a 503 and two store refusals: err %v after %d calls, want nil after 5", err, calls)
 	}
 
 	// A consumer the server refuses for its config is no store refusal.
