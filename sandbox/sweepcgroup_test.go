@@ -34,8 +34,8 @@ func TestHelperSweepCgroups(t *testing.T) {
 // A dead command's cgroup that root's worker left, on a host where every
 // user's processes share one cgroup (cgroup v1), sits beside an
 // unprivileged worker's: that worker's sweep, run at every worker start,
-// leaves it to root at once rather than trying, for a second each, to
-// kill and remove what it may not. Root's sweep then removes it.
+// leaves it to root rather than trying, for a second each, to kill and
+// remove what it may not. Root's sweep then removes it.
 func TestSweepCgroups_OtherUsersLeftAlone(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("makes a cgroup as root and sweeps as another user")
@@ -91,8 +91,13 @@ func TestSweepCgroups_OtherUsersLeftAlone(t *testing.T) {
 	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "swept in %d ms: removed %d, killed %d", &ms, &removed, &killed); err != nil {
 		t.Fatalf("helper said %q: %v", out, err)
 	}
-	if removed != 0 || ms > 500 {
-		t.Errorf("lbtest's sweep of root's dead cgroups: %s", out)
+	// What it took is said, not checked (speed lives in benchmarks):
+	// before the fix it was about a second a cgroup, spent retrying an
+	// rmdir that cannot succeed; the fix is that it takes them on not at
+	// all, which removed shows (KillCgroup counts each one it took on).
+	t.Logf("lbtest's sweep took %d ms", ms)
+	if removed != 0 {
+		t.Errorf("lbtest's sweep took on root's dead cgroups: %s", out)
 	}
 	for _, dir := range dirs {
 		if _, err := os.Stat(dir); err != nil {
