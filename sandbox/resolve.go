@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // resolver resolves absolute paths through their symbolic links as
@@ -15,6 +16,49 @@ import (
 // The zero value is ready for use; it is not safe for concurrent use.
 type resolver struct {
 	seen map[string]resolved // cleaned absolute path → what it resolved to
+	// dirs holds, by real path, the names in the directories list read
+	// (DirNames), so that a name not there costs no lstat(2).
+	dirs map[string]map[string]fs.FileMode
+}
+
+// listAt is how many of the paths list is given must lie directly in a
+// directory for it to be read whole: one getdents(2) pass costs about
+// what a handful of lstat(2)s do, and most credential paths are not
+// there, so reading a home once answers two dozen of them.
+const listAt = 6
+
+// list reads whole (DirNames) each directory at least listAt of paths
+// (clean absolute paths, others skipped) lie directly in, so that lookup
+// knows a name it does not hold is not there without an lstat(2). A
+// directory that does not resolve, or cannot be read, is left to
+// lstat(2) name by name.
+func (r *resolver) list(paths []string) {
+	n := make(map[string]int)
+	for _, p := range paths {
+		if filepath.IsAbs(p) && filepath.Clean(p) == p && p != "/" {
+			n[filepath.Dir(p)]++
+		}
+	}
+	for dir, k := range n {
+		if k < listAt {
+			continue
+		}
+		d := r.lookup(dir)
+		if d.err != nil {
+			continue
+		}
+		if _, done := r.dirs[d.real]; done {
+			continue
+		}
+		names, err := DirNames(d.real)
+		if err != nil {
+			continue
+		}
+		if r.dirs == nil {
+			r.dirs = make(map[string]map[string]fs.FileMode)
+		}
+		r.dirs[d.real] = names
+	}
 }
 
 // resolved is what one path resolved to: its real path and the
@@ -61,8 +105,19 @@ func (r *resolver) lookup(p string) resolved {
 	if parent.err != nil {
 		res.err = parent.err
 	} else {
-		c := filepath.Join(parent.real, filepath.Base(p))
-		fi, err := os.Lstat(c)
+		name := filepath.Base(p)
+		c := filepath.Join(parent.real, name)
+		var fi fs.FileInfo
+		var err error
+		if names := r.dirs[parent.real]; names != nil {
+			if _, there := names[name]; !there {
+				// What lstat(2) would have said.
+				err = &fs.PathError{Op: "lstat", Path: c, Err: syscall.ENOENT}
+			}
+		}
+		if err == nil {
+			fi, err = os.Lstat(c)
+		}
 		switch {
 		case err != nil:
 			res.err = err

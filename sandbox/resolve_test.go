@@ -44,7 +44,26 @@ func TestResolverAsEvalSymlinks(t *testing.T) {
 		"home/cfg", "home/cfg/gh", "home/loop1", "home/loop1/x", "home/.ssh", "home/.ssh/id_ed25519",
 		"nothing/at/all", "",
 	}
-	var r resolver
+	var abs []string
+	for _, p := range paths {
+		abs = append(abs, filepath.Join(root, p))
+	}
+	for _, listed := range []bool{false, true} {
+		var r resolver
+		if listed {
+			// The directories most paths lie in read whole: a name not
+			// there costs no lstat, and answers the same.
+			r.list(abs)
+			if len(r.dirs) == 0 {
+				t.Fatalf("list read no directory of %q", abs)
+			}
+		}
+		resolverAsEvalSymlinks(t, &r, root, paths)
+	}
+}
+
+func resolverAsEvalSymlinks(t *testing.T, r *resolver, root string, paths []string) {
+	t.Helper()
 	for range 2 { // the second time from what it remembers
 		for _, p := range paths {
 			abs := filepath.Join(root, p)

@@ -351,6 +351,7 @@ func validate(s Spec) (plan, error) {
 		// One resolver for the plan: the hidden paths and the
 		// allowlist share most of their directories.
 		var r resolver
+		r.list(s.Hidden)
 		hidden := s.Hidden
 		if len(s.Keep) > 0 {
 			hidden = hideAround(s.Hidden, s.Keep, &r)

@@ -164,7 +164,8 @@ func (w *Worker) admit(ctx context.Context, st command.State, pre *sessionRead) 
 	if why := admission(sess, st.RequestedBy, st.Mode, st.Elevation, ws, home, cwdHere); why != "" {
 		return why, nil
 	}
-	if err := CheckHidden(ws, w.cfg.Hidden, w.cfg.Keep); err != nil {
+	hide, keep := w.hidden()
+	if err := CheckHidden(ws, hide, keep); err != nil {
 		return "refused: " + err.Error(), nil
 	}
 	return "", nil

@@ -2,12 +2,16 @@ package worker
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/sandbox"
@@ -25,14 +29,28 @@ import (
 // out. Accounts made after the call are not covered until the worker
 // starts again.
 func HiddenPaths(dd string) (hide, keep []string) {
-	hide = []string{dd}
-	homes := AccountHomes("/etc/passwd")
-	if home, err := os.UserHomeDir(); err == nil && !slices.Contains(homes, filepath.Clean(home)) {
+	home, _ := os.UserHomeDir()
+	return hiddenPaths(dd, "/etc/passwd", home), workspaceRoots()
+}
+
+// hiddenPaths is HiddenPaths' hide with the passwd file and the
+// process's home ("" for none) given.
+func hiddenPaths(dd, passwd, home string) []string {
+	hide := []string{dd}
+	homes := AccountHomes(passwd)
+	if home != "" && !slices.Contains(homes, filepath.Clean(home)) {
 		homes = append(homes, filepath.Clean(home))
 	}
 	for _, home := range homes {
 		hide = append(hide, sandbox.CredentialPaths(home)...)
 	}
+	return hide
+}
+
+// workspaceRoots is HiddenPaths' keep: the workspace roots that resolve,
+// resolved.
+func workspaceRoots() []string {
+	var keep []string
 	for _, root := range []func() (string, error){workspace.DefaultRoot, workspace.LegacyRoot} {
 		if r, err := root(); err == nil {
 			if real, err := filepath.EvalSymlinks(r); err == nil {
@@ -40,7 +58,61 @@ func HiddenPaths(dd string) (hide, keep []string) {
 			}
 		}
 	}
-	return hide, keep
+	return keep
+}
+
+// HiddenSet is HiddenPaths of one data dir kept current for a process
+// that checks many commands: Paths reads the accounts' homes again only
+// when /etc/passwd changed since the last call (its device, inode, size
+// or modification time: an account was added, removed or given another
+// home) or the process's home did, and else returns the hidden paths it
+// returned before (shared: the caller must not change them); the
+// workspace roots are resolved at each call. So an account made after a
+// worker started is covered from its next command on, at the cost of one
+// stat(2) a command. A HiddenSet is safe for concurrent use; make one
+// with NewHiddenSet.
+type HiddenSet struct {
+	dd     string
+	passwd string
+
+	mu     sync.Mutex
+	stamp  fileStamp
+	home   string
+	filled bool
+	hide   []string
+}
+
+// NewHiddenSet returns the HiddenSet of the data dir dd.
+func NewHiddenSet(dd string) *HiddenSet { return &HiddenSet{dd: dd, passwd: "/etc/passwd"} }
+
+// fileStamp is what tells a file changed: device, inode, size and
+// modification time (ns); the zero stamp is a file that is not there.
+type fileStamp struct {
+	dev, ino uint64
+	size     int64
+	mtime    int64
+}
+
+func stampOf(path string) fileStamp {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return fileStamp{}
+	}
+	return fileStamp{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano()}
+}
+
+// Paths returns HiddenPaths(dd) as of now (see HiddenSet).
+func (h *HiddenSet) Paths() (hide, keep []string) {
+	stamp := stampOf(h.passwd)
+	home, _ := os.UserHomeDir()
+	h.mu.Lock()
+	if !h.filled || stamp != h.stamp || home != h.home {
+		h.hide = hiddenPaths(h.dd, h.passwd, home)
+		h.stamp, h.home, h.filled = stamp, home, true
+	}
+	hide = h.hide
+	h.mu.Unlock()
+	return hide, workspaceRoots()
 }
 
 // AccountHomes returns the home directories of the accounts in passwd
@@ -84,7 +156,9 @@ func AccountHomes(passwd string) []string {
 // in.
 func CheckHidden(ws string, hide, keep []string) error {
 	// The paths share most of their directories (the home, its
-	// .config): each is looked at once a call, not once a path.
+	// .config): each is looked at once a call, not once a path, and a
+	// directory most of them lie in is read once rather than each of its
+	// names looked up (rs.list).
 	var rs resolver
 	ws = rs.resolved(ws)
 	for _, k := range keep {
@@ -92,6 +166,7 @@ func CheckHidden(ws string, hide, keep []string) error {
 			return nil
 		}
 	}
+	rs.list(hide)
 	for _, h := range hide {
 		if h == "" {
 			continue
@@ -120,6 +195,9 @@ func resolved(p string) string {
 // is not looked at again).
 type resolver struct {
 	seen map[string]resolution
+	// dirs holds, by resolved path, the names in the directories list
+	// read, each with its type bits (fs.FileMode.Type).
+	dirs map[string]map[string]fs.FileMode
 }
 
 // resolution is what a cleaned absolute path resolved to: real, or
@@ -127,6 +205,46 @@ type resolver struct {
 type resolution struct {
 	real string
 	ok   bool
+}
+
+// listAt is how many of the paths resolver.list is given must lie
+// directly in a directory for it to be read whole: one getdents(2) pass
+// costs about what a handful of lstat(2)s do, and most credential paths
+// do not exist, so reading a home once answers two dozen of them.
+const listAt = 6
+
+// list reads whole each directory that at least listAt of paths (clean
+// absolute paths, else skipped) lie directly in, so that resolve answers
+// its names from what it read: a name it does not hold does not exist,
+// one that is no symbolic link resolves to itself. A directory that
+// does not resolve, or cannot be read, is left to lstat(2) name by name.
+func (rs *resolver) list(paths []string) {
+	n := make(map[string]int)
+	for _, p := range paths {
+		if filepath.IsAbs(p) && filepath.Clean(p) == p && p != "/" {
+			n[filepath.Dir(p)]++
+		}
+	}
+	for dir, k := range n {
+		if k < listAt {
+			continue
+		}
+		d := rs.resolve(dir)
+		if !d.ok {
+			continue
+		}
+		if _, done := rs.dirs[d.real]; done {
+			continue
+		}
+		names, err := sandbox.DirNames(d.real)
+		if err != nil {
+			continue
+		}
+		if rs.dirs == nil {
+			rs.dirs = make(map[string]map[string]fs.FileMode)
+		}
+		rs.dirs[d.real] = names
+	}
 }
 
 // resolved returns p cleaned, with its symbolic links resolved when it
@@ -144,8 +262,9 @@ func (rs *resolver) resolved(p string) string {
 }
 
 // resolve resolves the clean absolute path p: its parent through rs,
-// then p's last component by one lstat(2); a symbolic link there is
-// resolved in full (filepath.EvalSymlinks).
+// then p's last component by one lstat(2), or from the parent's names
+// when list read them; a symbolic link there is resolved in full
+// (filepath.EvalSymlinks).
 func (rs *resolver) resolve(p string) resolution {
 	if p == "/" {
 		return resolution{real: "/", ok: true}
@@ -155,9 +274,22 @@ func (rs *resolver) resolve(p string) resolution {
 	}
 	var r resolution
 	if parent := rs.resolve(filepath.Dir(p)); parent.ok {
-		next := filepath.Join(parent.real, filepath.Base(p))
-		if fi, err := os.Lstat(next); err == nil {
-			if fi.Mode()&os.ModeSymlink == 0 {
+		name := filepath.Base(p)
+		next := filepath.Join(parent.real, name)
+		mode, err := fs.FileMode(0), error(nil)
+		if t, there := rs.dirs[parent.real][name]; rs.dirs[parent.real] != nil && (!there || t != sandbox.UnknownType) {
+			if !there {
+				err = fs.ErrNotExist
+			}
+			mode = t
+		} else {
+			var fi os.FileInfo
+			if fi, err = os.Lstat(next); err == nil {
+				mode = fi.Mode()
+			}
+		}
+		if err == nil {
+			if mode&os.ModeSymlink == 0 {
 				r = resolution{real: next, ok: true}
 			} else if real, err := filepath.EvalSymlinks(next); err == nil {
 				r = resolution{real: real, ok: true}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/logbook-dev/logbook/sandbox"
 )
 
 // The homes whose credential paths a worker hides: the accounts' own
@@ -75,4 +77,118 @@ func TestHiddenPaths_OtherAccounts(t *testing.T) {
 func ownedBy(fi os.FileInfo, uid int) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == uid
+}
+
+// A HiddenSet covers an account made after it was first asked: the
+// passwd file changed, so the next Paths reads it again; unchanged, it
+// answers from what it read.
+func TestHiddenSet_NewAccount(t *testing.T) {
+	dir := t.TempDir()
+	uid := os.Getuid()
+	first, later := filepath.Join(dir, "first"), filepath.Join(dir, "later")
+	for _, d := range []string{first, later} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(dir, "passwd")
+	line := func(name, home string) string { return fmt.Sprintf("%s:x:%d:%d::%s:/bin/sh\n", name, uid, uid, home) }
+	if err := os.WriteFile(p, []byte(line("first", first)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := NewHiddenSet(filepath.Join(dir, "data"))
+	h.passwd = p
+	hide, _ := h.Paths()
+	if !slices.Contains(hide, filepath.Join(first, ".ssh")) || slices.Contains(hide, filepath.Join(later, ".ssh")) {
+		t.Fatalf("before: hide = %q", hide)
+	}
+	if again, _ := h.Paths(); &again[0] != &hide[0] {
+		t.Errorf("an unchanged passwd file was read again")
+	}
+	if err := os.WriteFile(p, []byte(line("first", first)+line("later", later)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hide, _ = h.Paths()
+	if !slices.Contains(hide, filepath.Join(later, ".ssh")) {
+		t.Errorf("an account added to passwd has its credential paths in sight: hide = %q", hide)
+	}
+	if err := CheckHidden(filepath.Join(later, ".ssh", "x"), hide, nil); err == nil {
+		t.Errorf("a workspace in the new account's .ssh is not refused")
+	}
+}
+
+// CheckHidden reads a directory most hidden paths lie in whole rather
+// than looking each name up; its answers are those of resolving each
+// path alone (filepath.EvalSymlinks), for names that are there, are not,
+// are links out of the directory, links to links, and dangling links.
+func TestCheckHidden_ListedAsResolved(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	elsewhere := filepath.Join(dir, "elsewhere")
+	for _, d := range []string{home, elsewhere, filepath.Join(elsewhere, "aws"), filepath.Join(elsewhere, "ws"), filepath.Join(home, ".ssh"), filepath.Join(home, ".config"), filepath.Join(elsewhere, "gh")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := map[string]string{
+		filepath.Join(home, ".aws"):           filepath.Join(elsewhere, "aws"),
+		filepath.Join(home, ".kube"):          filepath.Join(home, ".aws"), // a link to a link
+		filepath.Join(home, ".docker"):        filepath.Join(dir, "nowhere"),
+		filepath.Join(home, ".config", "gh"):  filepath.Join(elsewhere, "gh"),
+		filepath.Join(home, ".config", "gcp"): "../.ssh",
+	}
+	for from, to := range links {
+		if err := os.Symlink(to, from); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var hide []string
+	for _, n := range []string{".ssh", ".aws", ".kube", ".docker", ".gnupg", ".netrc", ".npmrc", ".config/gh", ".config/gcp", ".config/a", ".config/b", ".config/c", ".config/d", ".config/e"} {
+		hide = append(hide, filepath.Join(home, n))
+	}
+	for _, ws := range []string{
+		filepath.Join(elsewhere, "aws"), filepath.Join(elsewhere, "aws", "x"), filepath.Join(elsewhere, "gh"),
+		filepath.Join(home, ".ssh", "k"), filepath.Join(home, ".gnupg", "x"), filepath.Join(home, ".config", "a"),
+		filepath.Join(elsewhere, "ws"), home, filepath.Join(home, ".config"), filepath.Join(dir, "nowhere"),
+	} {
+		var want error
+		real := resolved(ws)
+		for _, h := range hide {
+			if within(real, resolved(h)) {
+				want = fmt.Errorf("in %s", resolved(h))
+				break
+			}
+		}
+		got := CheckHidden(ws, hide, nil)
+		if (got == nil) != (want == nil) {
+			t.Errorf("CheckHidden(%s) = %v, resolving each alone: %v", ws, got, want)
+		}
+	}
+}
+
+// BenchmarkCheckHidden checks one workspace against the credential
+// paths of six homes (sandbox.CredentialPaths), most of them not there,
+// as a worker does at each command.
+func BenchmarkCheckHidden(b *testing.B) {
+	dir := b.TempDir()
+	hide := []string{filepath.Join(dir, "data")}
+	for i := range 6 {
+		home := filepath.Join(dir, fmt.Sprintf("home%d", i))
+		for _, d := range []string{".config", ".ssh", ".local/share"} {
+			if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+		hide = append(hide, sandbox.CredentialPaths(home)...)
+	}
+	ws := filepath.Join(dir, "home0", "work", "app")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(hide)), "paths")
+	for b.Loop() {
+		if err := CheckHidden(ws, hide, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

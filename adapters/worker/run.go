@@ -413,12 +413,23 @@ func (w *Worker) spec(st command.State) (sandbox.Spec, string) {
 	if err := checkCwd(st.Workspace, st.Cwd, true); err != nil {
 		return sandbox.Spec{}, "invalid: " + err.Error()
 	}
+	hide, keep := w.hidden()
 	return sandbox.Spec{
 		Argv: st.Argv, Env: st.Env, Workspace: st.Workspace, Dir: st.Cwd, Mode: mode, TTY: st.TTY,
 		Protected: append(slices.Clone(w.cfg.Protected), workspace.ProtectedIn(st.Workspace)...),
-		Hidden:    w.cfg.Hidden, Keep: w.cfg.Keep, Ledger: w.cfg.Ledger, Allow: w.cfg.Allow, Grace: w.cfg.Grace, Bwrap: w.cfg.Bwrap,
+		Hidden:    hide, Keep: keep, Ledger: w.cfg.Ledger, Allow: w.cfg.Allow, Grace: w.cfg.Grace, Bwrap: w.cfg.Bwrap,
 		Etc: w.etc,
 	}, ""
+}
+
+// hidden returns what restricted commands must not see and the
+// workspace roots in it: Config.HiddenSet's paths now when it is set,
+// else Config.Hidden and Config.Keep.
+func (w *Worker) hidden() (hide, keep []string) {
+	if w.cfg.HiddenSet != nil {
+		return w.cfg.HiddenSet.Paths()
+	}
+	return w.cfg.Hidden, w.cfg.Keep
 }
 
 // refuse appends command.refused for id with reason; the cause names the

@@ -136,6 +136,11 @@ type Config struct {
 	// Keep lists directories inside Hidden where workspaces lie, as
 	// sandbox.Spec.Keep: hidden around at each command's start.
 	Keep []string
+	// HiddenSet, when set, gives Hidden and Keep at each command
+	// instead (HiddenSet.Paths), so that an account made after the
+	// worker started has its credential paths hidden from its next
+	// command on; Hidden and Keep are then not used.
+	HiddenSet *HiddenSet
 	// Allow lists the host paths restricted commands see besides their
 	// workspace and the system directories, as sandbox.Spec.Allow; nil
 	// means none (serve and worker pass sandbox.DefaultAllow unless

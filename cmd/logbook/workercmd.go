@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -97,17 +98,15 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 	if err != nil {
 		return nil, err
 	}
-	hide, keep := worker.HiddenPaths(string(b.dd))
 	return worker.NewN(n, worker.Config{
 		Conn: b.nc, Log: b.log, Reg: b.reg,
 		Grace: f.grace, Bwrap: f.bwrap, Lapse: f.lapse,
-		Hidden:   hide,
-		Keep:     keep,
-		Ledger:   b.dd.path(placeholderLedger),
-		Pins:     b.dd.path(sessionPins),
-		Allow:    allow,
-		Logger:   servelog.PartLogger(logw, "worker"),
-		Redactor: red,
+		HiddenSet: b.hiddenSet(),
+		Ledger:    b.dd.path(placeholderLedger),
+		Pins:      b.dd.path(sessionPins),
+		Allow:     allow,
+		Logger:    servelog.PartLogger(logw, "worker"),
+		Redactor:  red,
 	})
 }
 
@@ -167,4 +166,19 @@ commands it runs and records their exits.`,
 	}
 	f.register(cmd)
 	return cmd
+}
+
+// hiddenSets holds this process's worker.HiddenSet of each data dir
+// (dataDir → *worker.HiddenSet): serve's exec socket and its workers
+// check every command against one, kept current, rather than reading
+// /etc/passwd and the homes again for each.
+var hiddenSets sync.Map
+
+// hiddenSet returns the process's worker.HiddenSet of b's data dir.
+func (b *backend) hiddenSet() *worker.HiddenSet {
+	if h, ok := hiddenSets.Load(b.dd); ok {
+		return h.(*worker.HiddenSet)
+	}
+	h, _ := hiddenSets.LoadOrStore(b.dd, worker.NewHiddenSet(string(b.dd)))
+	return h.(*worker.HiddenSet)
 }
