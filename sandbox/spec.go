@@ -356,6 +356,7 @@ func validate(s Spec) (plan, error) {
 		if len(s.Keep) > 0 {
 			hidden = hideAround(s.Hidden, s.Keep, &r)
 		}
+		hidden = withMountAliases(hidden, &r)
 		l = planLayout(s.Mode, ws, dir, home, s.Allow, hidden, s.Etc, &r)
 		if l.inHidden != "" {
 			return plan{}, fmt.Errorf("start %q in mode %s: %w: workspace %s lies in %s, which restricted commands must not see", name, s.Mode, ErrRefused, ws, l.inHidden)

@@ -167,12 +167,23 @@ func CheckHidden(ws string, hide, keep []string) error {
 		}
 	}
 	rs.list(hide)
+	var reals []string
 	for _, h := range hide {
 		if h == "" {
 			continue
 		}
-		if r := rs.resolved(h); within(ws, r) {
+		r := rs.resolved(h)
+		if within(ws, r) {
 			return fmt.Errorf("workspace %s lies in %s (the data dir or a credential directory), which no command may work on in any mode", ws, r)
+		}
+		if rs.seen[h].ok {
+			reals = append(reals, r)
+		}
+	}
+	// A bind mount shows a hidden path at another place too.
+	for _, a := range sandbox.MountAliases(reals) {
+		if within(ws, a) {
+			return fmt.Errorf("workspace %s lies in %s, a mount of the data dir or a credential directory, which no command may work on in any mode", ws, a)
 		}
 	}
 	return nil

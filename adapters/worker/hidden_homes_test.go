@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/sandbox"
 )
@@ -190,5 +191,33 @@ func BenchmarkCheckHidden(b *testing.B) {
 		if err := CheckHidden(ws, hide, nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A workspace that is a bind mount of the data dir, or lies in one, is
+// refused in every mode as the data dir itself is. Making mounts needs
+// root.
+func TestCheckHidden_BindMount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making bind mounts needs root")
+	}
+	dir := t.TempDir()
+	data, ws := filepath.Join(dir, "data"), filepath.Join(dir, "work", "data")
+	for _, d := range []string{filepath.Join(data, "views"), ws} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mount(data, ws, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("bind mount: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(ws, unix.MNT_DETACH) })
+	for _, w := range []string{ws, filepath.Join(ws, "views")} {
+		if err := CheckHidden(w, []string{data}, nil); err == nil {
+			t.Errorf("CheckHidden(%s), a mount of the data dir: nil", w)
+		}
+	}
+	if err := CheckHidden(filepath.Join(dir, "work"), []string{data}, nil); err != nil {
+		t.Errorf("CheckHidden of the directory holding the mount: %v", err)
 	}
 }
