@@ -188,11 +188,13 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	// A start that fails on a full disk fails with whatever the server or
 	// Pebble answered ("insufficient resources", most often): say which
 	// part of the data dir takes no writes, and what to do.
+	parts := []string{string(cfg.Dir), cfg.Dir.Path("jetstream"), cfg.Dir.Path("views"), cfg.Dir.Path("spool")}
+	full := false
 	defer func() {
-		if err == nil || announced || cfg.Reader {
+		if err == nil || announced || cfg.Reader || full {
 			return
 		}
-		for _, dir := range []string{string(cfg.Dir), cfg.Dir.Path("jetstream"), cfg.Dir.Path("views"), cfg.Dir.Path("spool")} {
+		for _, dir := range parts {
 			if why := diskfull.Probe(dir, false); why != "" {
 				err = fmt.Errorf("%w\n%s takes no writes (%s): free space there and start serve again", err, dir, why)
 				return
@@ -217,6 +219,17 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 			return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 		}
 		l.Close()
+	}
+	// A serve started on a full disk does not start, a fresh store or
+	// one made before alike: the server would take an existing store
+	// and wait, paused, for space, but refuse to make a new one.
+	if !cfg.Reader {
+		for _, dir := range parts {
+			if why := diskfull.Probe(dir, false); why != "" {
+				full = true
+				return fmt.Errorf("%s takes no writes (%s): free space there and start serve again", dir, why)
+			}
+		}
 	}
 	var otlpL net.Listener
 	if cfg.OTLPAddr != "" && !cfg.Reader {

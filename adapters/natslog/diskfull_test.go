@@ -142,3 +142,94 @@ func aggVersion(t *testing.T, l *Log, agg events.Aggregate) uint64 {
 	}
 	return v
 }
+
+// A server started on a nearly full disk: the log fills the rest, and
+// once space is freed it takes appends again, past what was free when it
+// started, without a restart of the process. JetStream would otherwise
+// limit the store to three quarters of the space free at its start (and
+// keep that limit across the restarts that clear a write error), and
+// refuse every append with "insufficient resources" for good.
+func TestDiskFullStartedNearlyFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a full disk is a tmpfs mounted for the test: needs root")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=8388608,mode=0700"); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	filler := filepath.Join(dir, "filler")
+	if err := os.WriteFile(filler, make([]byte, 6<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, filepath.Join(dir, "js"))
+	l, err := Open(t.Context(), s.Conn(), Config{Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	reg := events.NewRegistry()
+	agg := session("nearly-full")
+	var ver uint64
+	acked := map[string]bool{}
+	var count int
+	appendN := func(n int) error {
+		b := decision(reg, agg, ver, ver+1, n)
+		if _, err := l.Append(t.Context(), b); err != nil {
+			return err
+		}
+		ver += uint64(n)
+		for _, e := range b.Events {
+			acked[e.ID.String()] = true
+		}
+		count += n
+		return nil
+	}
+	full := false
+	for range 2000 {
+		if err := appendN(100); err != nil {
+			full = true
+			ver = aggVersion(t, l, agg)
+			break
+		}
+	}
+	if !full {
+		t.Fatal("the disk never filled")
+	}
+	before := count
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	// Past what was free at the start: twice as many events again as
+	// filled it.
+	deadline := time.Now().Add(30 * time.Second)
+	for count < 3*before {
+		if err := appendN(100); err != nil {
+			if time.Now().After(deadline) {
+				if v, verr := s.ns.Varz(nil); verr == nil && v.JetStream.Stats != nil && v.JetStream.Config != nil {
+					t.Logf("JetStream store: %d bytes used of %d", v.JetStream.Stats.Store, v.JetStream.Config.MaxStore)
+				}
+				t.Fatalf("appends do not go on after the disk was freed (%d events acknowledged before, %d since): %v", before, count-before, err)
+			}
+			ver = aggVersion(t, l, agg)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	seen := map[string]int{}
+	var want uint64
+	for r, err := range l.Read(t.Context(), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want++; r.Ver != want {
+			t.Fatalf("version %d at sequence %d, want %d", r.Ver, r.Seq, want)
+		}
+		seen[r.ID.String()]++
+	}
+	for id := range acked {
+		if seen[id] != 1 {
+			t.Errorf("acknowledged event %s is in the log %d times", id, seen[id])
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package natslog
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,6 +22,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sys/unix"
 )
 
 // Fsync says when the embedded server flushes stream files to disk.
@@ -92,7 +95,14 @@ type EmbeddedConfig struct {
 	// permissions.
 	Grants Grants
 	// MaxStore and MaxMemory cap JetStream file and memory storage in
-	// bytes; 0 lets the server pick (the free disk, 75% of RAM).
+	// bytes. MaxStore 0 means the size of the file system StoreDir is
+	// on (storeCapacity): what stops the store is the disk itself, whose
+	// write errors pause appends until space is freed, never a limit the
+	// server would otherwise derive from the space free when JetStream
+	// starts (three quarters of it, kept across the restarts that clear a
+	// write error), which a log started on a nearly full disk, or
+	// restarted while it was full, stays above for good. MaxMemory 0
+	// lets the server pick (75% of RAM).
 	MaxStore, MaxMemory int64
 	// Logger receives the server's notices, warnings and errors; nil
 	// (the default) turns server logging off.
@@ -242,7 +252,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Server, error) {
 		Username:   cfg.User,
 		Password:   cfg.Password,
 
-		JetStreamMaxStore:  cfg.MaxStore,
+		JetStreamMaxStore:  cmp.Or(cfg.MaxStore, storeCapacity(dir)),
 		JetStreamMaxMemory: cfg.MaxMemory,
 		// The server remembers closed connections for its monitoring
 		// endpoint, which the embedded server does not serve; its default
@@ -452,3 +462,26 @@ func (a slogAdapter) Fatalf(format string, v ...any)  { a.l.Error(fmt.Sprintf(fo
 func (a slogAdapter) Errorf(format string, v ...any)  { a.l.Error(fmt.Sprintf(format, v...)) }
 func (a slogAdapter) Debugf(format string, v ...any)  { a.l.Debug(fmt.Sprintf(format, v...)) }
 func (a slogAdapter) Tracef(format string, v ...any)  { a.l.Debug(fmt.Sprintf(format, v...)) }
+
+// storeCapacity returns the size in bytes of the file system dir is on,
+// or will be made on (its nearest existing parent's; statfs(2): blocks ×
+// block size), or 0 when statfs fails, which leaves the limit to the
+// server.
+func storeCapacity(dir string) int64 {
+	var st unix.Statfs_t
+	for {
+		err := unix.Statfs(dir, &st)
+		if err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if !errors.Is(err, unix.ENOENT) || parent == dir {
+			return 0
+		}
+		dir = parent
+	}
+	if st.Blocks == 0 {
+		return 0
+	}
+	return int64(min(st.Blocks*uint64(st.Bsize), math.MaxInt64/2))
+}
