@@ -62,10 +62,11 @@ func ListSessions[T any](ctx context.Context, call Caller, req SessionsRequest, 
 // it stood while its log did not answer (a ctx from AllowStale).
 func ListSessionsAsOf[T any](ctx context.Context, call Caller, req SessionsRequest, limit int) ([]T, Stale, error) {
 	type page struct {
-		raw []byte
-		out []T
-		err error
-		ok  chan struct{}
+		raw  []byte
+		rows int // as the page says: its rows decode into a slice made for them
+		out  []T
+		err  error
+		ok   chan struct{}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -77,6 +78,9 @@ func ListSessionsAsOf[T any](ctx context.Context, call Caller, req SessionsReque
 				var sp struct {
 					Sessions []T `json:"sessions"`
 				}
+				// Made to size, rather than grown (and copied) as
+				// the rows decode: a row is a few hundred bytes.
+				sp.Sessions = make([]T, 0, p.rows)
 				p.err = json.Unmarshal(p.raw, &sp)
 				p.out, p.raw = sp.Sessions, nil
 				close(p.ok)
@@ -102,9 +106,11 @@ func ListSessionsAsOf[T any](ctx context.Context, call Caller, req SessionsReque
 			next string
 			st   Stale
 		)
+		before := n
 		if next, n, st, err = pageNext(p.raw, n); err != nil {
 			break
 		}
+		p.rows = max(n-before, 0)
 		if first {
 			stale, first = st, false
 		}

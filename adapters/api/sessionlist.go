@@ -71,8 +71,16 @@ func (l SessionList) From(now time.Time) time.Time {
 // them; hidden counts the ended sessions left out for their age. rs is
 // not modified.
 func (l SessionList) Select(rs []SessionRow, now time.Time) (out []SessionRow, hidden int) {
+	// The rows are ordered by their keys, then copied once each: a row
+	// is a few hundred bytes, too many to move at every step of a sort.
 	from := l.From(now)
-	for _, r := range rs {
+	type key struct {
+		last time.Time
+		id   string
+		i    int
+	}
+	keys := make([]key, 0, len(rs))
+	for i, r := range rs {
 		last := r.LastActivity()
 		if !from.IsZero() && last.Before(from) {
 			continue
@@ -84,19 +92,28 @@ func (l SessionList) Select(rs []SessionRow, now time.Time) (out []SessionRow, h
 			hidden++
 			continue
 		}
-		out = append(out, r)
+		keys = append(keys, key{last, r.ID, i})
 	}
-	slices.SortStableFunc(out, func(a, b SessionRow) int {
-		if c := b.LastActivity().Compare(a.LastActivity()); c != 0 {
+	slices.SortStableFunc(keys, func(a, b key) int {
+		if c := b.last.Compare(a.last); c != 0 {
 			return c
 		}
-		return strings.Compare(a.ID, b.ID)
+		return strings.Compare(a.id, b.id)
 	})
+	if !l.Tree && l.Limit > 0 && len(keys) > l.Limit {
+		keys = keys[:l.Limit]
+	}
+	if len(keys) > 0 {
+		out = make([]SessionRow, 0, len(keys))
+	}
+	for _, k := range keys {
+		out = append(out, rs[k.i])
+	}
 	if l.Tree {
 		out = TreeOrder(out)
-	}
-	if l.Limit > 0 && len(out) > l.Limit {
-		out = out[:l.Limit]
+		if l.Limit > 0 && len(out) > l.Limit {
+			out = out[:l.Limit]
+		}
 	}
 	return out, hidden
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -63,5 +64,22 @@ func TestSelectSessions(t *testing.T) {
 				t.Errorf("child at depth %d, want 1", got[len(got)-1].Depth)
 			}
 		})
+	}
+}
+
+// BenchmarkSelectSessions orders 10,000 rows, as `logbook sessions` does
+// for a history of 10,000 sessions.
+func BenchmarkSelectSessions(b *testing.B) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	rows := make([]SessionRow, 10_000)
+	for i := range rows {
+		rows[i].ID = fmt.Sprintf("s-%05d", i*7919%10_000)
+		rows[i].Phase = "ready"
+		rows[i].UpdatedAt = now.Add(-time.Duration(i*7919%997) * time.Minute)
+	}
+	for b.Loop() {
+		if got, _ := (SessionList{}).Select(rows, now); len(got) != len(rows) {
+			b.Fatalf("%d rows", len(got))
+		}
 	}
 }
