@@ -82,7 +82,12 @@ type layout struct {
 	inHidden  string   // a hidden path the workspace lies in: the start is refused
 	hideDirs  []string // directories covered by an empty read-only tmpfs
 	hideFiles []string // files covered by /dev/null
-	tmpBytes  int64
+	// aliases holds the hidden paths (in hideDirs and hideFiles) that
+	// are other places a mount shows a hidden path at (withMountAliases):
+	// the mount table they come from may change between the plans of
+	// one start, which covers those of the later one (see differs).
+	aliases  map[string]bool
+	tmpBytes int64
 }
 
 // newLayout computes the layout of a restricted command in mode m on

@@ -157,6 +157,15 @@ func openDir(p string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), p), nil
 }
 
+// unaliased returns ps without l's aliases (a new slice when it has
+// any).
+func (l *layout) unaliased(ps []string) []string {
+	if len(l.aliases) == 0 {
+		return ps
+	}
+	return slices.DeleteFunc(slices.Clone(ps), func(p string) bool { return l.aliases[p] })
+}
+
 // differs reports what differs between layout l, planned before its locks
 // were taken, and fresh, planned again under them ("" if nothing): the
 // paths a command mounts must be those it was planned and admitted with.
@@ -168,7 +177,7 @@ func (l *layout) differs(fresh layout) string {
 		return fmt.Sprintf("the working directory resolved to %s, now to %s", l.dir, fresh.dir)
 	case !slices.Equal(l.views, fresh.views):
 		return "the allowlist or the home resolves elsewhere"
-	case !slices.Equal(l.hideDirs, fresh.hideDirs) || !slices.Equal(l.hideFiles, fresh.hideFiles):
+	case !slices.Equal(l.unaliased(l.hideDirs), fresh.unaliased(fresh.hideDirs)) || !slices.Equal(l.unaliased(l.hideFiles), fresh.unaliased(fresh.hideFiles)):
 		return "a hidden path resolves elsewhere"
 	case !slices.Equal(l.system, fresh.system):
 		return "the system directories changed"

@@ -106,21 +106,21 @@ func mountAliases(ms []mountEntry, p string) []string {
 }
 
 // withMountAliases returns hidden with the other places the mount table
-// shows each path that resolves through r at (MountAliases), so that a
-// bind mount of the data dir or of a home inside a workspace or an
-// allowlisted directory shows its credentials no more than the original
-// place does.
-func withMountAliases(hidden []string, r *resolver) []string {
+// shows each path that resolves through r at (MountAliases) after it,
+// and those places alone: a bind mount of the data dir or of a home
+// inside a workspace or an allowlisted directory shows its credentials
+// no more than the original place does.
+func withMountAliases(hidden []string, r *resolver) (all, aliases []string) {
 	var reals []string
 	for _, h := range hidden {
 		if real, err := r.eval(h); err == nil {
 			reals = append(reals, real)
 		}
 	}
-	if as := MountAliases(reals); len(as) > 0 {
-		return append(slices.Clone(hidden), as...)
+	if aliases = MountAliases(reals); len(aliases) > 0 {
+		return append(slices.Clone(hidden), aliases...), aliases
 	}
-	return hidden
+	return hidden, nil
 }
 
 // MountAliases returns the other places this process's mount table

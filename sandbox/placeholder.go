@@ -76,6 +76,10 @@ func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error
 	if err == nil {
 		if d := l.differs(fresh); d != "" {
 			err = errors.New(d)
+		} else {
+			// The same but for the places mounts show hidden paths
+			// at: those of the mount table as it is now are covered.
+			l.hideDirs, l.hideFiles, l.aliases = fresh.hideDirs, fresh.hideFiles, fresh.aliases
 		}
 	}
 	if err != nil {

@@ -356,8 +356,16 @@ func validate(s Spec) (plan, error) {
 		if len(s.Keep) > 0 {
 			hidden = hideAround(s.Hidden, s.Keep, &r)
 		}
-		hidden = withMountAliases(hidden, &r)
+		hidden, aliases := withMountAliases(hidden, &r)
 		l = planLayout(s.Mode, ws, dir, home, s.Allow, hidden, s.Etc, &r)
+		for _, a := range aliases {
+			if real, err := r.eval(a); err == nil {
+				if l.aliases == nil {
+					l.aliases = map[string]bool{}
+				}
+				l.aliases[real] = true
+			}
+		}
 		if l.inHidden != "" {
 			return plan{}, fmt.Errorf("start %q in mode %s: %w: workspace %s lies in %s, which restricted commands must not see", name, s.Mode, ErrRefused, ws, l.inHidden)
 		}

@@ -220,17 +220,6 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		}
 		l.Close()
 	}
-	// A serve started on a full disk does not start, a fresh store or
-	// one made before alike: the server would take an existing store
-	// and wait, paused, for space, but refuse to make a new one.
-	if !cfg.Reader {
-		for _, dir := range parts {
-			if why := diskfull.Probe(dir, false); why != "" {
-				full = true
-				return fmt.Errorf("%s takes no writes (%s): free space there and start serve again", dir, why)
-			}
-		}
-	}
 	var otlpL net.Listener
 	if cfg.OTLPAddr != "" && !cfg.Reader {
 		l, err := otel.Listen(cfg.OTLPAddr)
@@ -281,6 +270,17 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	defer lock.Close()
+	// A serve started on a full disk does not start, a fresh store or
+	// one made before alike: the server would take an existing store
+	// and wait, paused, for space, but refuse to make a new one.
+	if !cfg.Reader {
+		for _, dir := range parts {
+			if why := diskfull.Probe(dir, false); why != "" {
+				full = true
+				return fmt.Errorf("%s takes no writes (%s): free space there and start serve again", dir, why)
+			}
+		}
+	}
 	if !cfg.Reader {
 		// A notify.toml that does not parse is refused at the start, as
 		// policy.toml is; later faults keep the last good config.
