@@ -172,6 +172,22 @@ func planLayout(m Mode, ws, dir, home string, allow []Allow, hide []string, etc 
 		dirs, files := etc.secrets()
 		l.hideDirs = append(l.hideDirs, dirs...)
 		l.hideFiles = append(l.hideFiles, files...)
+		// A bind mount of /etc (or of /) in sight shows them too.
+		for _, a := range MountAliases(slices.Concat(dirs, files)) {
+			fi, err := os.Stat(a)
+			if err != nil || !l.sees(a) {
+				continue
+			}
+			if fi.IsDir() {
+				l.hideDirs = append(l.hideDirs, a)
+			} else {
+				l.hideFiles = append(l.hideFiles, a)
+			}
+			if l.aliases == nil {
+				l.aliases = map[string]bool{}
+			}
+			l.aliases[a] = true
+		}
 	}
 	return l
 }
@@ -515,9 +531,13 @@ func CredentialPaths(home string) []string {
 		// Git, forges and package registries.
 		".netrc", ".git-credentials", ".config/git/credentials", ".config/gh", ".config/hub",
 		".config/glab-cli", ".npmrc", ".yarnrc.yml", ".pypirc", ".cargo/credentials.toml",
-		".cargo/credentials", ".gem/credentials", ".m2/settings-security.xml", ".gradle/gradle.properties",
+		".cargo/credentials", ".gem/credentials", ".m2/settings-security.xml", ".m2/settings.xml",
+		".gradle/gradle.properties", ".config/github-copilot", ".config/configstore",
 		// Databases.
 		".pgpass", ".my.cnf", ".mylogin.cnf",
+		// Shells' and REPLs' histories: tokens typed on a command line.
+		".bash_history", ".zsh_history", ".local/share/fish/fish_history", ".python_history",
+		".node_repl_history", ".psql_history", ".mysql_history", ".sqlite_history",
 		// Password stores, keyrings and browser profiles.
 		".password-store", ".local/share/keyrings", ".config/op", ".mozilla", ".config/google-chrome",
 		".config/chromium", ".config/BraveSoftware", ".config/microsoft-edge",

@@ -92,6 +92,8 @@ func TestBoundary_HiddenThroughBindMount(t *testing.T) {
 		}
 		t.Cleanup(func() { unix.Unmount(to, unix.MNT_DETACH) })
 	}
+	must(t, os.MkdirAll(filepath.Join(ws, "etc"), 0o700))
+	bind("/etc", filepath.Join(ws, "etc"))
 	bind(data, filepath.Join(ws, "data"))
 	bind(home, filepath.Join(ws, "home"))
 	bind(filepath.Join(data, "keys"), filepath.Join(ws, "keys"))
@@ -104,6 +106,15 @@ func TestBoundary_HiddenThroughBindMount(t *testing.T) {
 		_, r := run(t, s)
 		if out := r.text(Stdout); out != "" {
 			t.Errorf("%s: through bind mounts in the workspace:\n%s", m, out)
+		}
+		// /etc's secrets, covered at /etc, are covered where a bind
+		// mount of /etc shows them.
+		s.Argv = []string{"sh", "-c", `cd "$1" && head -c 16 etc/shadow`, "sh", ws}
+		if _, err := os.Stat("/etc/shadow"); err == nil {
+			_, r = run(t, s)
+			if out := r.text(Stdout); out != "" {
+				t.Errorf("%s: /etc/shadow through a bind mount of /etc: %q", m, out)
+			}
 		}
 		s.Etc.Close()
 		// The workspace a bind mount of the data dir: refused, as the

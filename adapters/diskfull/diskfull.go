@@ -117,8 +117,10 @@ func Probe(dir string, write bool) string {
 	if st.Flags&unix.ST_RDONLY != 0 {
 		return "read-only file system"
 	}
-	if free := int64(st.Bavail) * int64(st.Bsize); free < MinFree {
-		return fmt.Sprintf("%d bytes free", free)
+	if free := int64(st.Bavail) * int64(st.Bsize); free == 0 {
+		return "0 bytes free"
+	} else if free < MinFree {
+		return fmt.Sprintf("%d bytes free, under the %d KiB it needs", free, MinFree>>10)
 	}
 	if !write {
 		return ""

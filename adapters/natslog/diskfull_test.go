@@ -144,8 +144,8 @@ func aggVersion(t *testing.T, l *Log, agg events.Aggregate) uint64 {
 }
 
 // A server started on a nearly full disk: the log fills the rest, and
-// once space is freed it takes appends again, past what was free when it
-// started, without a restart of the process. JetStream would otherwise
+// once space is freed, or the file system grown, it takes appends again,
+// past what was free when it started, without a restart of the process. JetStream would otherwise
 // limit the store to three quarters of the space free at its start (and
 // keep that limit across the restarts that clear a write error), and
 // refuse every append with "insufficient resources" for good.
@@ -154,6 +154,18 @@ func TestDiskFullStartedNearlyFull(t *testing.T) {
 		t.Skip("a full disk is a tmpfs mounted for the test: needs root")
 	}
 	t.Parallel()
+	for _, grow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "freed", true: "grown"}[grow], func(t *testing.T) {
+			t.Parallel()
+			startedNearlyFull(t, grow)
+		})
+	}
+}
+
+// startedNearlyFull is TestDiskFullStartedNearlyFull with space made by
+// removing a file, or (grow) by growing the file system (a tmpfs
+// remounted larger, as resize2fs grows a disk).
+func startedNearlyFull(t *testing.T, grow bool) {
 	dir := t.TempDir()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=8388608,mode=0700"); err != nil {
 		t.Skipf("mount tmpfs: %v", err)
@@ -198,13 +210,21 @@ func TestDiskFullStartedNearlyFull(t *testing.T) {
 		t.Fatal("the disk never filled")
 	}
 	before := count
-	if err := os.Remove(filler); err != nil {
+	if grow {
+		if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, "size=33554432,mode=0700"); err != nil {
+			t.Skipf("remount tmpfs larger: %v", err)
+		}
+	} else if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
 	// Past what was free at the start: twice as many events again as
-	// filled it.
+	// filled it; grown, past the file system's size at the start too.
+	target := 3 * before
+	if grow {
+		target = 5 * before
+	}
 	deadline := time.Now().Add(30 * time.Second)
-	for count < 3*before {
+	for count < target {
 		if err := appendN(100); err != nil {
 			if time.Now().After(deadline) {
 				if v, verr := s.ns.Varz(nil); verr == nil && v.JetStream.Stats != nil && v.JetStream.Config != nil {

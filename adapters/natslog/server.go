@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,7 +21,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/sys/unix"
 )
 
 // Fsync says when the embedded server flushes stream files to disk.
@@ -95,14 +93,14 @@ type EmbeddedConfig struct {
 	// permissions.
 	Grants Grants
 	// MaxStore and MaxMemory cap JetStream file and memory storage in
-	// bytes. MaxStore 0 means the size of the file system StoreDir is
-	// on (storeCapacity): what stops the store is the disk itself, whose
-	// write errors pause appends until space is freed, never a limit the
-	// server would otherwise derive from the space free when JetStream
-	// starts (three quarters of it, kept across the restarts that clear a
-	// write error), which a log started on a nearly full disk, or
-	// restarted while it was full, stays above for good. MaxMemory 0
-	// lets the server pick (75% of RAM).
+	// bytes. MaxStore 0 means no cap short of the disk (NoStoreCap):
+	// what stops the store is the disk itself, whose write errors pause
+	// appends until space is freed or the file system grown, never a
+	// limit the server would otherwise derive from the space free when
+	// JetStream starts (three quarters of it, kept across the restarts
+	// that clear a write error), which a log started on a nearly full
+	// disk, or restarted while it was full, stays above for good.
+	// MaxMemory 0 lets the server pick (75% of RAM).
 	MaxStore, MaxMemory int64
 	// Logger receives the server's notices, warnings and errors; nil
 	// (the default) turns server logging off.
@@ -252,7 +250,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Server, error) {
 		Username:   cfg.User,
 		Password:   cfg.Password,
 
-		JetStreamMaxStore:  cmp.Or(cfg.MaxStore, storeCapacity(dir)),
+		JetStreamMaxStore:  cmp.Or(cfg.MaxStore, NoStoreCap),
 		JetStreamMaxMemory: cfg.MaxMemory,
 		// The server remembers closed connections for its monitoring
 		// endpoint, which the embedded server does not serve; its default
@@ -463,25 +461,7 @@ func (a slogAdapter) Errorf(format string, v ...any)  { a.l.Error(fmt.Sprintf(fo
 func (a slogAdapter) Debugf(format string, v ...any)  { a.l.Debug(fmt.Sprintf(format, v...)) }
 func (a slogAdapter) Tracef(format string, v ...any)  { a.l.Debug(fmt.Sprintf(format, v...)) }
 
-// storeCapacity returns the size in bytes of the file system dir is on,
-// or will be made on (its nearest existing parent's; statfs(2): blocks ×
-// block size), or 0 when statfs fails, which leaves the limit to the
-// server.
-func storeCapacity(dir string) int64 {
-	var st unix.Statfs_t
-	for {
-		err := unix.Statfs(dir, &st)
-		if err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if !errors.Is(err, unix.ENOENT) || parent == dir {
-			return 0
-		}
-		dir = parent
-	}
-	if st.Blocks == 0 {
-		return 0
-	}
-	return int64(min(st.Blocks*uint64(st.Bsize), math.MaxInt64/2))
-}
+// NoStoreCap is the JetStream store limit EmbeddedConfig.MaxStore 0
+// stands for: 1 EiB, past any disk, so that the file system's own size,
+// as it is now (it may be grown while serve runs), is the only one.
+const NoStoreCap int64 = 1 << 60

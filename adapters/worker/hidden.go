@@ -11,8 +11,6 @@ import (
 	"sync"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/sandbox"
 )
@@ -30,14 +28,14 @@ import (
 // starts again.
 func HiddenPaths(dd string) (hide, keep []string) {
 	home, _ := os.UserHomeDir()
-	return hiddenPaths(dd, "/etc/passwd", home), workspaceRoots()
+	return hiddenPaths(dd, AccountHomes("/etc/passwd"), home), workspaceRoots()
 }
 
-// hiddenPaths is HiddenPaths' hide with the passwd file and the
-// process's home ("" for none) given.
-func hiddenPaths(dd, passwd, home string) []string {
+// hiddenPaths is HiddenPaths' hide with the accounts' homes
+// (AccountHomes) and the process's home ("" for none) given.
+func hiddenPaths(dd string, homes []string, home string) []string {
 	hide := []string{dd}
-	homes := AccountHomes(passwd)
+	homes = slices.Clone(homes)
 	if home != "" && !slices.Contains(homes, filepath.Clean(home)) {
 		homes = append(homes, filepath.Clean(home))
 	}
@@ -62,22 +60,21 @@ func workspaceRoots() []string {
 }
 
 // HiddenSet is HiddenPaths of one data dir kept current for a process
-// that checks many commands: Paths reads the accounts' homes again only
-// when /etc/passwd changed since the last call (its device, inode, size
-// or modification time: an account was added, removed or given another
-// home) or the process's home did, and else returns the hidden paths it
-// returned before (shared: the caller must not change them); the
-// workspace roots are resolved at each call. So an account made after a
-// worker started is covered from its next command on, at the cost of one
-// stat(2) a command. A HiddenSet is safe for concurrent use; make one
-// with NewHiddenSet.
+// that checks many commands: Paths reads the accounts' homes again at
+// each call (AccountHomes: /etc/passwd, and a stat(2) of each home it
+// names), and builds the hidden paths again only when those homes, or
+// the process's home, changed since the last call; else it returns the
+// hidden paths it returned before (shared: the caller must not change
+// them). The workspace roots are resolved at each call. So an account
+// made after a worker started, or a home made or given to its account
+// since, is covered from the next command on. A HiddenSet is safe for
+// concurrent use; make one with NewHiddenSet.
 type HiddenSet struct {
 	dd     string
 	passwd string
 
 	mu     sync.Mutex
-	stamp  fileStamp
-	home   string
+	homes  []string // AccountHomes, then the process's home ("" for none)
 	filled bool
 	hide   []string
 }
@@ -85,30 +82,14 @@ type HiddenSet struct {
 // NewHiddenSet returns the HiddenSet of the data dir dd.
 func NewHiddenSet(dd string) *HiddenSet { return &HiddenSet{dd: dd, passwd: "/etc/passwd"} }
 
-// fileStamp is what tells a file changed: device, inode, size and
-// modification time (ns); the zero stamp is a file that is not there.
-type fileStamp struct {
-	dev, ino uint64
-	size     int64
-	mtime    int64
-}
-
-func stampOf(path string) fileStamp {
-	var st unix.Stat_t
-	if unix.Stat(path, &st) != nil {
-		return fileStamp{}
-	}
-	return fileStamp{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano()}
-}
-
 // Paths returns HiddenPaths(dd) as of now (see HiddenSet).
 func (h *HiddenSet) Paths() (hide, keep []string) {
-	stamp := stampOf(h.passwd)
 	home, _ := os.UserHomeDir()
+	homes := append(AccountHomes(h.passwd), home)
 	h.mu.Lock()
-	if !h.filled || stamp != h.stamp || home != h.home {
-		h.hide = hiddenPaths(h.dd, h.passwd, home)
-		h.stamp, h.home, h.filled = stamp, home, true
+	if !h.filled || !slices.Equal(homes, h.homes) {
+		h.hide = hiddenPaths(h.dd, homes[:len(homes)-1], home)
+		h.homes, h.filled = homes, true
 	}
 	hide = h.hide
 	h.mu.Unlock()

@@ -64,7 +64,7 @@ func TestHiddenPaths_OtherAccounts(t *testing.T) {
 		t.Skipf("%s is not lbtest's", u.HomeDir)
 	}
 	hide, _ := HiddenPaths(t.TempDir())
-	for _, p := range []string{".ssh", ".aws", ".config/gh", ".claude.json", ".local/share/logbook"} {
+	for _, p := range []string{".ssh", ".aws", ".config/gh", ".claude.json", ".local/share/logbook", ".bash_history", ".m2/settings.xml"} {
 		if !slices.Contains(hide, filepath.Join(u.HomeDir, p)) {
 			t.Errorf("HiddenPaths leaves %s in sight", filepath.Join(u.HomeDir, p))
 		}
@@ -80,9 +80,9 @@ func ownedBy(fi os.FileInfo, uid int) bool {
 	return ok && int(st.Uid) == uid
 }
 
-// A HiddenSet covers an account made after it was first asked: the
-// passwd file changed, so the next Paths reads it again; unchanged, it
-// answers from what it read.
+// A HiddenSet covers an account made after it was first asked, and a
+// home made after its account; with the homes unchanged, it answers with
+// the paths it built before.
 func TestHiddenSet_NewAccount(t *testing.T) {
 	dir := t.TempDir()
 	uid := os.Getuid()
@@ -104,7 +104,7 @@ func TestHiddenSet_NewAccount(t *testing.T) {
 		t.Fatalf("before: hide = %q", hide)
 	}
 	if again, _ := h.Paths(); &again[0] != &hide[0] {
-		t.Errorf("an unchanged passwd file was read again")
+		t.Errorf("the hidden paths were built again for the same homes")
 	}
 	if err := os.WriteFile(p, []byte(line("first", first)+line("later", later)), 0o644); err != nil {
 		t.Fatal(err)
@@ -115,6 +115,21 @@ func TestHiddenSet_NewAccount(t *testing.T) {
 	}
 	if err := CheckHidden(filepath.Join(later, ".ssh", "x"), hide, nil); err == nil {
 		t.Errorf("a workspace in the new account's .ssh is not refused")
+	}
+	// An account whose home is made after it (useradd -M, then mkdir):
+	// passwd is as it was, the home is covered once it is there.
+	made := filepath.Join(dir, "made")
+	if err := os.WriteFile(p, []byte(line("first", first)+line("later", later)+line("made", made)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if hide, _ = h.Paths(); slices.Contains(hide, filepath.Join(made, ".ssh")) {
+		t.Errorf("a home that is not there yet is hidden: hide = %q", hide)
+	}
+	if err := os.Mkdir(made, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if hide, _ = h.Paths(); !slices.Contains(hide, filepath.Join(made, ".ssh")) {
+		t.Errorf("a home made after its account has its credential paths in sight: hide = %q", hide)
 	}
 }
 

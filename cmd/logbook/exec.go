@@ -322,6 +322,11 @@ func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output
 		if !r.Background {
 			goes = "goes on (not marked as in the background); see: logbook command output " + f.id + " --follow"
 		}
+		if _, ok := stoppedBy(ctx); ok && g.served != nil {
+			// The signal went to serve, which stops its own workers'
+			// commands as it stops.
+			return &exitError{code: code, err: fmt.Errorf("exec interrupted: serve is stopping (%s), and with it the commands its own workers run: command %s goes on only if a worker of another process runs it; see: logbook command output %s", by, f.id, f.id)}
+		}
 		return &exitError{code: code, err: fmt.Errorf("exec interrupted by %s: command %s %s", by, f.id, goes)}
 	}
 	if err != nil {
