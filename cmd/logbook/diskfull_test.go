@@ -212,6 +212,23 @@ func testDiskFull(t *testing.T, part string) {
 		doc = string(out)
 		return strings.Contains(doc, "appends paused: disk full since")
 	})
+	if part == "jetstream" {
+		// A session whose SessionStart serve took into its journal
+		// while the disk is full: exec on it says appends are paused,
+		// not only that the session is not there.
+		ws := filepath.Join(root, "ws")
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		start := fmt.Appendf(nil, `{"session_id":"paused-new","hook_event_name":"SessionStart","cwd":%q,"source":"startup"}`, ws)
+		if out, err := d.runHook(ctx, start); err != nil {
+			t.Fatalf("hook on the full disk: %v\n%s", err, out)
+		}
+		out, err := s.run(ctx, nil, "exec", "--session", "paused-new", "--workspace", ws, "--", "true")
+		if err == nil || !strings.Contains(string(out), "appends paused: disk full since") || !strings.Contains(string(out), "wait in its journal") {
+			t.Errorf("exec on a session whose hooks wait for the disk: %v\n%s", err, out)
+		}
+	}
 	time.Sleep(time.Until(full.Add(3 * time.Second)))
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)

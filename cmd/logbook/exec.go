@@ -384,7 +384,15 @@ func resolveSession(ctx context.Context, b *backend, id string) (string, error) 
 	}
 	host.Settle(ctx, b.nc, b.api)
 	execsock.Mark(ctx, execsock.StageSettled)
-	return resolveID(ctx, b, events.KindSession, id)
+	got, err = resolveID(ctx, b, events.KindSession, id)
+	if errors.Is(err, events.ErrNotFound) {
+		// Its hooks may be in serve's journal, waiting for a disk that
+		// takes writes: say so rather than only that it is not there.
+		if paused := b.diskPaused(ctx); paused != "" {
+			err = &notFoundError{fmt.Sprintf("%s; serve's %s, and the hooks it took since wait in its journal: a session they start is found once the disk takes writes", err, paused)}
+		}
+	}
+	return got, err
 }
 
 // workerGrace is how long exec waits for a live worker (one starting
