@@ -225,6 +225,15 @@ func (p *Plan) Apply(ctx context.Context, w io.Writer) error {
 // applyHooks writes the settings change and records it.
 func (p *Plan) applyHooks(w io.Writer) error {
 	c := p.hooks
+	// The outermost directory of the file's that is not there yet, which
+	// the write makes.
+	made := ""
+	for d := filepath.Dir(c.Target); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || !errors.Is(err, fs.ErrNotExist) || d == filepath.Dir(d) {
+			break
+		}
+		made = d
+	}
 	backup, err := c.Write()
 	if backup != "" {
 		say(w, "backed up the old file to %s", backup)
@@ -238,7 +247,7 @@ func (p *Plan) applyHooks(w io.Writer) error {
 	rec := p.manifest.Settings
 	switch {
 	case rec == nil:
-		rec = &SettingsRecord{Path: c.Path, Created: !c.Existed, Backup: backup}
+		rec = &SettingsRecord{Path: c.Path, Created: !c.Existed, CreatedDir: made, Backup: backup}
 		if c.Existed {
 			rec.BackupSHA256 = digest(c.Old)
 		}

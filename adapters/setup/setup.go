@@ -68,6 +68,11 @@ type SettingsRecord struct {
 	Path string `json:"path"`
 	// Created is set when there was no file before setup.
 	Created bool `json:"created,omitempty"`
+	// CreatedDir is the outermost directory setup made for the file
+	// (~/.claude when there was none), "" when its directory was there:
+	// undo removes it, and those between it and the file, when nothing
+	// else was put in them since.
+	CreatedDir string `json:"created_dir,omitempty"`
 	// Backup is the copy of the file before setup's first change
 	// (settings.WriteBackup), BackupSHA256 its SHA-256 in hex.
 	Backup       string `json:"backup,omitempty"`

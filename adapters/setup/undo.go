@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/logbook-dev/logbook/adapters/claude/settings"
 	"github.com/logbook-dev/logbook/adapters/datadir"
@@ -131,6 +132,7 @@ func undoSettings(rec SettingsRecord, w io.Writer) error {
 			}
 			removeBackups(backups)
 			say(w, "removed %s: setup created it", rec.Path)
+			removeMadeDirs(w, filepath.Dir(target), rec.CreatedDir)
 			return nil
 		}
 		if old, ok := readBackup(rec); ok {
@@ -206,4 +208,23 @@ func entries(n int) string {
 		return "1 hook entry"
 	}
 	return fmt.Sprintf("%d hook entries", n)
+}
+
+// removeMadeDirs removes dir and each directory above it up to made,
+// the outermost one setup made for the settings file (nothing when made
+// is ""), while they are empty: one something else was put in since
+// stays, and the ones above it with it.
+func removeMadeDirs(w io.Writer, dir, made string) {
+	if made == "" || (dir != made && !strings.HasPrefix(dir, made+string(filepath.Separator))) {
+		return
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if err := os.Remove(d); err != nil {
+			return // not empty, or gone
+		}
+		say(w, "removed %s: setup created it", d)
+		if d == made {
+			return
+		}
+	}
 }
