@@ -107,22 +107,7 @@ func TestDiskFullStoreRecovers(t *testing.T) {
 				}
 				ok++
 			}
-			seen := map[string]int{}
-			var want uint64
-			for r, err := range l.Read(t.Context(), 1) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if want++; r.Ver != want {
-					t.Fatalf("version %d at sequence %d, want %d", r.Ver, r.Seq, want)
-				}
-				seen[r.ID.String()]++
-			}
-			for id := range acked {
-				if seen[id] != 1 {
-					t.Errorf("acknowledged event %s is in the log %d times", id, seen[id])
-				}
-			}
+			want := checkAcked(t, l, acked)
 			t.Logf("%d of 30 appends failed while full; %d events acknowledged, %d in the log", failed, len(acked), want)
 		})
 	}
@@ -236,6 +221,14 @@ func startedNearlyFull(t *testing.T, grow bool) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	checkAcked(t, l, acked)
+}
+
+// checkAcked reads l, whose events are one aggregate's: their versions
+// must run 1, 2, … with no gap, and each event id in acked must be
+// there exactly once. It returns how many events l holds.
+func checkAcked(t *testing.T, l *Log, acked map[string]bool) uint64 {
+	t.Helper()
 	seen := map[string]int{}
 	var want uint64
 	for r, err := range l.Read(t.Context(), 1) {
@@ -252,4 +245,5 @@ func startedNearlyFull(t *testing.T, grow bool) {
 			t.Errorf("acknowledged event %s is in the log %d times", id, seen[id])
 		}
 	}
+	return want
 }
