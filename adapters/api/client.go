@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 
+	jsonv1 "github.com/go-json-experiment/json/v1"
+
 	"github.com/logbook-dev/logbook/reducers/command"
 )
 
@@ -81,7 +83,7 @@ func ListSessionsAsOf[T any](ctx context.Context, call Caller, req SessionsReque
 				// Made to size, rather than grown (and copied) as
 				// the rows decode: a row is a few hundred bytes.
 				sp.Sessions = make([]T, 0, p.rows)
-				p.err = json.Unmarshal(p.raw, &sp)
+				p.err = jsonv1.Unmarshal(p.raw, &sp)
 				p.out, p.raw = sp.Sessions, nil
 				close(p.ok)
 			}

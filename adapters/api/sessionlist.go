@@ -71,15 +71,69 @@ func (l SessionList) From(now time.Time) time.Time {
 // them; hidden counts the ended sessions left out for their age. rs is
 // not modified.
 func (l SessionList) Select(rs []SessionRow, now time.Time) (out []SessionRow, hidden int) {
-	// The rows are ordered by their keys, then copied once each: a row
-	// is a few hundred bytes, too many to move at every step of a sort.
-	from := l.From(now)
-	type key struct {
-		last time.Time
-		id   string
-		i    int
+	keys, hidden := l.order(rs, now)
+	if len(keys) > 0 {
+		out = make([]SessionRow, 0, len(keys))
 	}
-	keys := make([]key, 0, len(rs))
+	for _, k := range keys {
+		out = append(out, rs[k.i])
+	}
+	return l.tree(out), hidden
+}
+
+// SelectInPlace is Select that orders rs itself, by swaps along the
+// cycles of the order, allocating no second slice of rows: out is a
+// prefix of rs (its tree order's rows, with l.Tree), and the rows past
+// it are left in no particular order. For a caller that owns rs (a
+// list of 10,000s of rows decoded for it).
+func (l SessionList) SelectInPlace(rs []SessionRow, now time.Time) (out []SessionRow, hidden int) {
+	keys, hidden := l.order(rs, now)
+	if len(keys) == 0 {
+		return l.tree(nil), hidden // as Select's
+	}
+	// Row keys[j].i goes to place j. dst[i] is where row i goes: a
+	// permutation of rs once the rows left out take the places after
+	// the kept ones; each cycle of it is walked once, one row held aside.
+	dst := make([]int32, len(rs))
+	for i := range dst {
+		dst[i] = -1
+	}
+	for j, k := range keys {
+		dst[k.i] = int32(j)
+	}
+	next := int32(len(keys))
+	for i := range dst {
+		if dst[i] < 0 {
+			dst[i] = next
+			next++
+		}
+	}
+	for i := range rs {
+		for int(dst[i]) != i {
+			j := dst[i]
+			rs[i], rs[j] = rs[j], rs[i]
+			dst[i], dst[j] = dst[j], j
+		}
+	}
+	return l.tree(rs[:len(keys)]), hidden
+}
+
+// rowKey is a row's place in Select's order: the row's last activity and
+// id, and its index in the rows given.
+type rowKey struct {
+	last time.Time
+	id   string
+	i    int
+}
+
+// order returns the keys of the rows of rs l keeps, in the list's order
+// and cut to l.Limit (unless l.Tree, which cuts after TreeOrder), and
+// how many ended sessions it left out for their age. The rows are
+// ordered by their keys: a row is a few hundred bytes, too many to move
+// at every step of a sort.
+func (l SessionList) order(rs []SessionRow, now time.Time) (keys []rowKey, hidden int) {
+	from := l.From(now)
+	keys = make([]rowKey, 0, len(rs))
 	for i, r := range rs {
 		last := r.LastActivity()
 		if !from.IsZero() && last.Before(from) {
@@ -92,9 +146,9 @@ func (l SessionList) Select(rs []SessionRow, now time.Time) (out []SessionRow, h
 			hidden++
 			continue
 		}
-		keys = append(keys, key{last, r.ID, i})
+		keys = append(keys, rowKey{last, r.ID, i})
 	}
-	slices.SortStableFunc(keys, func(a, b key) int {
+	slices.SortStableFunc(keys, func(a, b rowKey) int {
 		if c := b.last.Compare(a.last); c != 0 {
 			return c
 		}
@@ -103,19 +157,20 @@ func (l SessionList) Select(rs []SessionRow, now time.Time) (out []SessionRow, h
 	if !l.Tree && l.Limit > 0 && len(keys) > l.Limit {
 		keys = keys[:l.Limit]
 	}
-	if len(keys) > 0 {
-		out = make([]SessionRow, 0, len(keys))
+	return keys, hidden
+}
+
+// tree is out in tree order (TreeOrder) cut to l.Limit when l asks for
+// the tree, else out.
+func (l SessionList) tree(out []SessionRow) []SessionRow {
+	if !l.Tree {
+		return out
 	}
-	for _, k := range keys {
-		out = append(out, rs[k.i])
+	out = TreeOrder(out)
+	if l.Limit > 0 && len(out) > l.Limit {
+		out = out[:l.Limit]
 	}
-	if l.Tree {
-		out = TreeOrder(out)
-		if l.Limit > 0 && len(out) > l.Limit {
-			out = out[:l.Limit]
-		}
-	}
-	return out, hidden
+	return out
 }
 
 // MostRecent is Select for a list with a Limit (and no Tree): it reads

@@ -1,11 +1,14 @@
 package api
 
 import (
+	"cmp"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/logbook-dev/logbook/reducers/session"
 )
@@ -57,13 +60,66 @@ func TestSelectSessions(t *testing.T) {
 				}
 			}
 			got, hidden := tc.f.Select(in, now)
-			if diff := cmp.Diff(tc.want, ids(got)); diff != "" || hidden != tc.hidden {
+			if diff := gocmp.Diff(tc.want, ids(got)); diff != "" || hidden != tc.hidden {
 				t.Errorf("ids (-want +got):\n%s\nhidden %d, want %d", diff, hidden, tc.hidden)
 			}
 			if tc.f.Tree && got[len(got)-1].Depth != 1 {
 				t.Errorf("child at depth %d, want 1", got[len(got)-1].Depth)
 			}
+			own := slices.Clone(in)
+			gotIn, hiddenIn := tc.f.SelectInPlace(own, now)
+			if diff := gocmp.Diff(got, gotIn); diff != "" || hiddenIn != hidden {
+				t.Errorf("SelectInPlace (-Select +SelectInPlace):\n%s\nhidden %d, Select's %d", diff, hiddenIn, hidden)
+			}
 		})
+	}
+}
+
+// TestSelectInPlace checks SelectInPlace against Select on random lists:
+// random activity times with ties, ended sessions old and new, a cwd
+// filter, --since, --limit and --tree with subagents; the rows past the
+// selection must be the rest of the input.
+func TestSelectInPlace(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(7, 11))
+	phases := []string{"ready", "working", "waiting", "ended"}
+	for round := range 300 {
+		n := rng.IntN(60)
+		rows := make([]SessionRow, n)
+		for i := range rows {
+			r := &rows[i]
+			r.ID = fmt.Sprintf("s-%03d", rng.IntN(1000))
+			r.Phase = phases[rng.IntN(len(phases))]
+			r.UpdatedAt = now.Add(-time.Duration(rng.IntN(50)) * time.Hour)
+			r.Cwd = []string{"/w/a", "/w/ab", "/w/a/x"}[rng.IntN(3)]
+			if i > 0 && rng.IntN(4) == 0 {
+				r.Parent = rows[rng.IntN(i)].ID
+			}
+		}
+		l := SessionList{All: rng.IntN(3) == 0, Tree: rng.IntN(3) == 0, Limit: rng.IntN(3) * rng.IntN(20)}
+		if rng.IntN(4) == 0 {
+			l.Cwd = "/w/a"
+		}
+		if rng.IntN(4) == 0 {
+			l.Since = "20h"
+		}
+		want, wantHidden := l.Select(rows, now)
+		own := slices.Clone(rows)
+		got, hidden := l.SelectInPlace(own, now)
+		if diff := gocmp.Diff(want, got); diff != "" || hidden != wantHidden {
+			t.Fatalf("round %d, %+v: (-Select +SelectInPlace):\n%s\nhidden %d, Select's %d", round, l, diff, hidden, wantHidden)
+		}
+		if l.Tree {
+			continue // TreeOrder's rows are copies: own holds the selection before it
+		}
+		byID := func(rs []SessionRow) []SessionRow {
+			return slices.SortedFunc(slices.Values(rs), func(a, b SessionRow) int {
+				return cmp.Compare(a.ID+a.UpdatedAt.String()+a.Phase+a.Cwd+a.Parent, b.ID+b.UpdatedAt.String()+b.Phase+b.Cwd+b.Parent)
+			})
+		}
+		if diff := gocmp.Diff(byID(rows), byID(own)); diff != "" {
+			t.Fatalf("round %d: the rows after SelectInPlace are not the rows given (-given +after):\n%s", round, diff)
+		}
 	}
 }
 
@@ -77,9 +133,20 @@ func BenchmarkSelectSessions(b *testing.B) {
 		rows[i].Phase = "ready"
 		rows[i].UpdatedAt = now.Add(-time.Duration(i*7919%997) * time.Minute)
 	}
-	for b.Loop() {
-		if got, _ := (SessionList{}).Select(rows, now); len(got) != len(rows) {
-			b.Fatalf("%d rows", len(got))
+	b.Run("copy", func(b *testing.B) {
+		for b.Loop() {
+			if got, _ := (SessionList{}).Select(rows, now); len(got) != len(rows) {
+				b.Fatalf("%d rows", len(got))
+			}
 		}
-	}
+	})
+	b.Run("in-place", func(b *testing.B) {
+		own := make([]SessionRow, len(rows))
+		for b.Loop() {
+			copy(own, rows)
+			if got, _ := (SessionList{}).SelectInPlace(own, now); len(got) != len(rows) {
+				b.Fatalf("%d rows", len(got))
+			}
+		}
+	})
 }

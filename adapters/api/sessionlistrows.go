@@ -46,6 +46,6 @@ func (l SessionList) Rows(ctx context.Context, call Caller, now time.Time) (sel 
 	if err != nil {
 		return nil, 0, err
 	}
-	sel, hidden = l.Select(rows, now)
+	sel, hidden = l.SelectInPlace(rows, now)
 	return sel, hidden, nil
 }
