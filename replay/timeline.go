@@ -396,12 +396,28 @@ func obsRef(r events.Record) *ObsRef {
 // Escape: one item is one line whatever its fields hold. It returns the
 // first write error.
 func WriteText(w io.Writer, items []Item) error {
-	var (
-		b    []byte
-		last time.Time
-	)
+	t := TextWriter{W: w}
+	return t.Write(items)
+}
+
+// TextWriter writes a timeline handed over in parts, one after the
+// other, as WriteText writes the whole of it: an item decided from an
+// observation is compared with such items of the parts before it too.
+// Write it a part at a time; the zero TextWriter with W set is ready. It
+// is not safe for concurrent use.
+type TextWriter struct {
+	W    io.Writer
+	last time.Time // the latest agent time of the items written so far
+	b    []byte    // reused across parts
+}
+
+// Write writes items, the timeline's next part, one line each (WriteText's
+// format). It returns the first write error of W.
+func (t *TextWriter) Write(items []Item) error {
+	b, last := t.b[:0], t.last
+	defer func() { t.b, t.last = b[:0], last }()
 	flush := func() error {
-		if _, err := w.Write(b); err != nil {
+		if _, err := t.W.Write(b); err != nil {
 			return fmt.Errorf("write timeline: %w", err)
 		}
 		b = b[:0]

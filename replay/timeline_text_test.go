@@ -43,6 +43,47 @@ func TestWriteText_ClockBack(t *testing.T) {
 	}
 }
 
+// TestTextWriter_Parts: a timeline written in parts through one
+// TextWriter is WriteText's text of the whole, byte for byte, at every
+// cut: the agent clock that went back between two parts says so.
+func TestTextWriter_Parts(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 10, 0, 5, 0, time.UTC)
+	obs := &replay.ObsRef{ID: "o", Type: "obs.claude.line", Kind: "user"}
+	var items []replay.Item
+	for i := range 40 {
+		it := replay.Item{Seq: uint64(i + 1), At: t0.Add(time.Duration(i%7-i%3) * time.Second), Type: "session.transitioned", From: "ready", To: "working"}
+		if i%5 != 4 {
+			it.Obs = obs
+		}
+		items = append(items, it)
+	}
+	var whole bytes.Buffer
+	if err := replay.WriteText(&whole, items); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(whole.String(), "clock went back") {
+		t.Fatal("no clock went back in the whole: the test proves nothing")
+	}
+	for cut := range len(items) + 1 {
+		for step := 1; step <= 3; step++ {
+			var b bytes.Buffer
+			tw := replay.TextWriter{W: &b}
+			parts := [][]replay.Item{items[:cut]}
+			for i := cut; i < len(items); i += step {
+				parts = append(parts, items[i:min(i+step, len(items))])
+			}
+			for _, p := range parts {
+				if err := tw.Write(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if b.String() != whole.String() {
+				t.Fatalf("cut at %d, then parts of %d: the text differs from WriteText's\n got: %q\nwant: %q", cut, step, b.String(), whole.String())
+			}
+		}
+	}
+}
+
 // TestWriteText_Times: every time prints as events.TimeFormat lays it
 // out in UTC, to the microsecond (truncated), the years before 0 and
 // after 9999 too.

@@ -84,23 +84,25 @@ from.`,
 
 // emitAudit writes the timeline as JSON with --json, else as its text
 // (term.PrintAudit, as wide as stdout): run by run, with no copy of the
-// whole, when stdout is no terminal (its lines whole) and no item names
-// an observation (whose times WriteText compares across items). Errors
-// are stdout's.
+// whole, when stdout is no terminal (its lines whole), through one
+// replay.TextWriter (which compares an observation's time with those of
+// the runs before it). Errors are stdout's.
 func emitAudit(g *globals, runs auditRuns) error {
 	growPipe(g.stdout, auditPipeSize)
 	if g.json {
 		return writeJSON(g.stdout, runs.flat())
 	}
 	width := term.Width(g.stdout)
-	if width >= 40 || len(runs) == 1 || runs.observed() {
+	if width >= 40 || len(runs) == 1 {
 		return term.PrintAudit(g.stdout, runs.flat(), width)
 	}
-	// As term.PrintAudit writes to what is not a terminal.
+	// As term.PrintAudit writes to what is not a terminal, a run at a
+	// time: the runs are not copied into one slice first.
 	bw := bufio.NewWriterSize(g.stdout, 64<<10)
+	tw := replay.TextWriter{W: bw}
 	var err error
 	for _, run := range runs {
-		if err = replay.WriteText(bw, run); err != nil {
+		if err = tw.Write(run); err != nil {
 			break
 		}
 	}

@@ -105,19 +105,6 @@ func (r auditRuns) flat() []replay.Item {
 	return slices.Concat(r...)
 }
 
-// observed reports whether an item of r names the observation it came
-// from (replay.Item.Obs).
-func (r auditRuns) observed() bool {
-	for _, run := range r {
-		for i := range run {
-			if run[i].Obs != nil {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // foldBatch is how many of a session's records timelineFold folds at once.
 const foldBatch = 2048
 
