@@ -299,3 +299,29 @@ func TestIDSet_AddUpTo(t *testing.T) {
 		t.Error("AddUpTo changed the set it was called on")
 	}
 }
+
+// TestUsage_RecentMessagesNotShared: folding a new message's usage never
+// changes the recent messages of the state it was folded from (a state
+// is a value: an older one, kept by a caller, stays as it was), and the
+// recent messages keep the last RecentMessages, oldest first.
+func TestUsage_RecentMessagesNotShared(t *testing.T) {
+	s := Init(events.Aggregate{Kind: events.KindSession, ID: "s1"})
+	var kept []State
+	for i := range RecentMessages + 10 {
+		kept = append(kept, s)
+		s = foldObs(s, i+1, i, usageSig("msg_"+strconv.Itoa(i), "claude-opus-4-7", 1, 1))
+	}
+	for i, k := range kept {
+		if len(k.RecentMessages) != min(i, RecentMessages) {
+			t.Fatalf("state %d: %d recent messages, want %d", i, len(k.RecentMessages), min(i, RecentMessages))
+		}
+		for j, m := range k.RecentMessages {
+			if want := "msg_" + strconv.Itoa(max(i-RecentMessages, 0)+j); m.ID != want {
+				t.Fatalf("state %d, recent message %d: %s, want %s (changed by a later fold)", i, j, m.ID, want)
+			}
+		}
+	}
+	if n := len(s.RecentMessages); n != RecentMessages || s.RecentMessages[n-1].ID != "msg_"+strconv.Itoa(RecentMessages+9) {
+		t.Fatalf("last state: %d recent messages ending %s", n, s.RecentMessages[n-1].ID)
+	}
+}
