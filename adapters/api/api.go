@@ -217,17 +217,19 @@ func answer(nc *nats.Conn, m *nats.Msg, subject string, handle func(ctx context.
 // work works on request data of verb with handle, for at most
 // handleTimeout under parent, and returns the answer as sent (Reply's
 // wire form): handle's answer, or its error with the error's code. It
-// calls done, when not nil, as soon as handle returns. An answer over
-// MaxReply bytes becomes a too_large error; errors that are not about
-// the request itself are also written to logf.
+// calls done, when not nil, once the answer is in its wire form, just
+// before it returns: encoding an answer of MaxReply bytes takes seconds
+// on a loaded machine, and the heartbeats done stops go on meanwhile.
+// An answer over MaxReply bytes becomes a too_large error; errors that
+// are not about the request itself are also written to logf.
 func work(parent context.Context, verb string, data []byte, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any), done func()) []byte {
 	ctx, cancel := context.WithTimeout(parent, handleTimeout)
 	defer cancel()
+	if done != nil {
+		defer done()
+	}
 	var r Reply
 	v, err := handle(ctx, data)
-	if done != nil {
-		done()
-	}
 	if err == nil {
 		r.Data, err = encode(v)
 	}

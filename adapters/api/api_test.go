@@ -115,6 +115,58 @@ func TestAPI_AnswerSizes(t *testing.T) {
 	}
 }
 
+// slowJSON is an answer whose encoding takes d.
+type slowJSON struct{ d time.Duration }
+
+func (s slowJSON) MarshalJSON() ([]byte, error) {
+	time.Sleep(s.d)
+	return []byte(`"encoded"`), nil
+}
+
+// TestServe_HeartbeatsWhileEncoding: an answer whose encoding takes
+// longer than a heartbeat's period (a large one on a loaded machine)
+// gets heartbeats until it is sent, as a slow handler does, and none
+// after it: a client's idle timeout counts from the last thing the
+// server sent. Under load, a 32 MiB answer took over 15 s to encode
+// after its handler returned, heartbeats stopped, and the client gave
+// up ("the server sent nothing for 15s").
+func TestServe_HeartbeatsWhileEncoding(t *testing.T) {
+	t.Parallel() // it mostly waits
+	srv, nc := loopback(t)
+	serveTest(t, srv, "test.enc", func(context.Context, []byte) (any, error) {
+		return slowJSON{heartbeatEvery + heartbeatEvery/2}, nil
+	}, func(string, ...any) {})
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.PublishRequest("test.enc", inbox, nil); err != nil {
+		t.Fatal(err)
+	}
+	var beats int
+	for {
+		m, err := sub.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("after %d heartbeats: %v", beats, err)
+		}
+		if m.Header.Get(headerWorking) != "" {
+			beats++
+			continue
+		}
+		if !strings.Contains(string(m.Data), "encoded") {
+			t.Fatalf("answer %q", m.Data)
+		}
+		break
+	}
+	if beats == 0 {
+		t.Errorf("no heartbeat while the answer was encoded for %v", heartbeatEvery+heartbeatEvery/2)
+	}
+	if m, err := sub.NextMsg(heartbeatEvery + time.Second); err == nil {
+		t.Errorf("a message after the answer: %q %v", m.Data, m.Header)
+	}
+}
+
 // TestServe_SlowRequestHoldsUpNoOther holds one request of a verb open
 // (as a gate review waits for a person) and asks the same verb again:
 // the second is answered while the first still waits, and the first is
