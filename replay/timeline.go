@@ -385,10 +385,12 @@ func obsRef(r events.Record) *ObsRef {
 // and absent when the log was read unjudged and on an unattested item
 // (whose detail names who appended it).
 //
-// Times are in UTC, all of them. An item decided from an observation
-// (its time the agent's) earlier than such an item before it (the agent's
-// clock went back) says so after its type; items of other clocks (a
-// workspace's, a task's, the server's) are not compared. A tool call's or a
+// Times are in UTC, all of them. An item decided from a transcript line
+// (ObsRef.Line set: its time the agent's own) earlier than such an item
+// before it (the agent's clock went back) says so after its type; items
+// of other clocks are not compared: a workspace's, a task's, and the
+// server's, which dates what it receives (a hook, a notification) and
+// its reconciler's ticks. A tool call's or a
 // permission prompt's signal carries its command or file, cut to 80
 // characters: tool_use:Bash(go test ./...).
 //
@@ -430,7 +432,7 @@ func (t *TextWriter) Write(items []Item) error {
 		b = appendTime(b, it.At)
 		b = append(b, ' ')
 		b = appendEscape(b, it.Type)
-		if it.Obs != nil {
+		if it.Obs != nil && it.Obs.Line > 0 {
 			if !last.IsZero() && it.At.Before(last) {
 				// The agent's clock went back (a clock step, or lines
 				// of another host).

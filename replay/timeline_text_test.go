@@ -10,13 +10,13 @@ import (
 	"github.com/logbook-dev/logbook/replay"
 )
 
-// TestWriteText_ClockBack: an item decided from an observation earlier
+// TestWriteText_ClockBack: an item decided from a transcript line earlier
 // than such an item before it says the agent's clock went back, and by
 // how much; items of other clocks (a workspace's, a task's) are not
 // compared with them; times print in UTC whatever zone they came in.
 func TestWriteText_ClockBack(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 10, 0, 5, 0, time.FixedZone("CEST", 2*3600))
-	obs := &replay.ObsRef{ID: "o", Type: "obs.claude.line", Kind: "user"}
+	obs := &replay.ObsRef{ID: "o", Type: "obs.claude.line", Kind: "user", Line: 3}
 	items := []replay.Item{
 		{Seq: 1, At: t0, Type: "session.started", Obs: obs},
 		{Seq: 2, At: t0.Add(-3 * time.Second), Type: "session.transitioned", From: "ready", To: "working", Obs: obs},
@@ -43,12 +43,46 @@ func TestWriteText_ClockBack(t *testing.T) {
 	}
 }
 
+// TestWriteText_ServerClockNotCompared: items from observations the
+// server dated as it received them (a hook, a Codex notification) or made
+// (a reconciler's tick) are of the server's clock, not the agent's: a
+// transcript line dated before them (as every line of an older turn is,
+// imported after a stale mark, or after its own turn's hooks) is no clock
+// going back, and they are not compared with the lines around them.
+func TestWriteText_ServerClockNotCompared(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	line := func(n int) *replay.ObsRef {
+		return &replay.ObsRef{ID: "l", Type: "obs.claude.line", Kind: "assistant", Line: n}
+	}
+	items := []replay.Item{
+		{Seq: 1, At: t0, Type: "session.started", Obs: line(1)},
+		{Seq: 2, At: t0.Add(time.Hour), Type: "session.transitioned", Obs: &replay.ObsRef{ID: "h", Type: "obs.claude.hook", Kind: "UserPromptSubmit", Key: "hook:1"}},
+		{Seq: 3, At: t0.Add(26 * time.Hour), Type: "session.entry_abandoned", Obs: &replay.ObsRef{ID: "t", Type: "obs.reconciler.tick", Kind: "tick", Key: "tick:1"}},
+		{Seq: 4, At: t0.Add(3 * time.Second), Type: "session.entry_late_result", Obs: line(2)},
+		{Seq: 5, At: t0.Add(4 * time.Second), Type: "session.transitioned", Obs: line(3)},
+		{Seq: 6, At: t0.Add(2 * time.Second), Type: "session.transitioned", Obs: line(4)},
+	}
+	var b bytes.Buffer
+	if err := replay.WriteText(&b, items); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	for i, l := range lines[:5] {
+		if strings.Contains(l, "clock went back") {
+			t.Errorf("line %d %q: compared with the server's clock", i+1, l)
+		}
+	}
+	if !strings.Contains(lines[5], "(agent clock went back 2s)") {
+		t.Errorf("last line %q, want the agent's clock gone back 2s from its line before", lines[5])
+	}
+}
+
 // TestTextWriter_Parts: a timeline written in parts through one
 // TextWriter is WriteText's text of the whole, byte for byte, at every
 // cut: the agent clock that went back between two parts says so.
 func TestTextWriter_Parts(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 10, 0, 5, 0, time.UTC)
-	obs := &replay.ObsRef{ID: "o", Type: "obs.claude.line", Kind: "user"}
+	obs := &replay.ObsRef{ID: "o", Type: "obs.claude.line", Kind: "user", Line: 1}
 	var items []replay.Item
 	for i := range 40 {
 		it := replay.Item{Seq: uint64(i + 1), At: t0.Add(time.Duration(i%7-i%3) * time.Second), Type: "session.transitioned", From: "ready", To: "working"}
