@@ -173,38 +173,39 @@ func (l SessionList) tree(out []SessionRow) []SessionRow {
 	return out
 }
 
-// MostRecent is Select for a list with a Limit (and no Tree): it reads
-// the sessions the most recently active first, page after page, and stops
-// as soon as it has l.Limit of them (or, with Since, reaches one active
-// before it), so the answer costs the same at any number of sessions.
-// Errors are call's.
-func (l SessionList) MostRecent(ctx context.Context, call Caller, now time.Time) (out []SessionRow, hidden int, err error) {
+// MostRecent is Select for a list with a Limit (and no Tree) when one
+// page of the sessions the most recently active first settles it: it
+// asks for that page alone, so the answer costs the same at any number
+// of sessions. settled is false when it does not (the limit reaches past
+// the page, and the page's last row is not older than Since): out is
+// then nil, and the caller reads the whole list (Rows does). A list read
+// page after page in that order would lose a session that became active
+// between two pages, moving from a page not yet read to before the
+// cursor. Errors are call's.
+func (l SessionList) MostRecent(ctx context.Context, call Caller, now time.Time) (out []SessionRow, hidden int, settled bool, err error) {
 	req := l.Request()
 	req.Summaries, req.Order = true, OrderActivity
-	for len(out) < l.Limit {
-		req.Limit = max(2*(l.Limit-len(out)), 100)
-		var p struct {
-			Next string `json:"next"`
-			Stale
-			Sessions []SessionRow `json:"sessions"`
-		}
-		if err := call(ctx, VerbSessions, req, &p); err != nil {
-			return nil, 0, err
-		}
-		sel, h := l.Select(p.Sessions, now)
-		out, hidden = append(out, sel...), hidden+h
-		if p.Next == "" || len(p.Sessions) == 0 {
-			break
-		}
-		if from := l.From(now); !from.IsZero() && p.Sessions[len(p.Sessions)-1].LastActivity().Before(from) {
-			break // every later page is older still
-		}
-		req.After = p.Next
+	req.Limit = max(2*l.Limit, 100)
+	var p struct {
+		Next string `json:"next"`
+		Stale
+		Sessions []SessionRow `json:"sessions"`
+	}
+	if err := call(ctx, VerbSessions, req, &p); err != nil {
+		return nil, 0, false, err
+	}
+	out, hidden = l.Select(p.Sessions, now)
+	switch {
+	case len(out) >= l.Limit, p.Next == "", len(p.Sessions) == 0:
+	case !l.From(now).IsZero() && p.Sessions[len(p.Sessions)-1].LastActivity().Before(l.From(now)):
+		// every later page is older still
+	default:
+		return nil, 0, false, nil
 	}
 	if len(out) > l.Limit {
 		out = out[:l.Limit]
 	}
-	return out, hidden, nil
+	return out, hidden, true, nil
 }
 
 // TreeOrder puts each session's subagents right after it (and theirs

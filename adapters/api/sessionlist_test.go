@@ -2,6 +2,7 @@ package api
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -149,4 +150,69 @@ func BenchmarkSelectSessions(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestSessionList_LimitWhileUpdated: a limited list that one page of the
+// most recently active does not hold is read whole, not page after page
+// by activity: a session on a later page that becomes active once the
+// first page is read moves before the cursor, and a read by activity
+// never meets it. Every session is listed, once. Pages here hold a few
+// rows each (a small page size); the update comes through the real
+// intake, between the first page and the next call.
+func TestSessionList_LimitWhileUpdated(t *testing.T) {
+	e := newIntakeEnv(t)
+	svc := e.service()
+	svc.pageBytes = 3000
+	runCtx, stop := context.WithCancel(context.Background())
+	projected := make(chan error, 1)
+	go func() { projected <- svc.Runner.Run(runCtx) }()
+	defer func() {
+		stop()
+		<-projected
+	}()
+	ctx := t.Context()
+	hook := func(sid, call string) {
+		t.Helper()
+		if _, _, err := svc.HookThen(ctx, hookReq(t, sid, "pre", call), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 30
+	for i := range n {
+		hook(fmt.Sprintf("s%02d", i), fmt.Sprintf("toolu_%d", i))
+	}
+	base := InProcess(map[string]func(context.Context, []byte) (any, error){VerbSessions: svc.Sessions}, t.Logf)
+	var byActivity, calls int
+	call := func(ctx context.Context, verb string, req, resp any) error {
+		err := base(ctx, verb, req, resp)
+		if r, ok := req.(SessionsRequest); ok && r.Order == OrderActivity {
+			byActivity++
+		}
+		if calls++; calls == 1 {
+			hook("s00", "toolu_again") // the oldest, on the last page by activity
+			if err := svc.CaughtUp(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return err
+	}
+	rows, _, err := SessionList{Limit: n}.Rows(ctx, call, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, r := range rows {
+		seen[r.ID]++
+	}
+	for i := range n {
+		if id := fmt.Sprintf("s%02d", i); seen[id] != 1 {
+			t.Errorf("session %s listed %d times, want once (%d rows)", id, seen[id], len(rows))
+		}
+	}
+	if byActivity != 1 {
+		t.Errorf("%d pages asked by activity, want the first alone", byActivity)
+	}
+	if len(rows) > 0 && rows[0].ID != "s00" {
+		t.Errorf("first row %s, want s00, active last", rows[0].ID)
+	}
 }

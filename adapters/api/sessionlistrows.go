@@ -34,11 +34,16 @@ func (l SessionList) RawRows(ctx context.Context, call Caller, now time.Time) ([
 
 // Rows returns the rows l selects as of now with their summaries, and
 // how many ended sessions it left out as too old: the most recent ones
-// asked for alone (MostRecent) when l is a plain limited list, else the
-// whole list selected here (Select). Errors are call's.
+// asked for alone (MostRecent) when l is a plain limited list that one
+// page settles, else the whole list, read in id order (where a session
+// updated meanwhile is read once, as it was or as it is) and selected
+// here (Select). Errors are call's.
 func (l SessionList) Rows(ctx context.Context, call Caller, now time.Time) (sel []SessionRow, hidden int, err error) {
 	if l.Limit > 0 && !l.Tree && l.Stale <= 0 {
-		return l.MostRecent(ctx, call, now)
+		sel, hidden, settled, err := l.MostRecent(ctx, call, now)
+		if err != nil || settled {
+			return sel, hidden, err
+		}
 	}
 	req := l.Request()
 	req.Summaries = true
