@@ -223,9 +223,13 @@ func watchSessions(ctx context.Context, g *globals, f *sessionsFlags) error {
 	tty := term.IsTerminal(g.stdout)
 	draw := func() error {
 		now := time.Now()
-		if tty {
+		switch {
+		case g.json:
+			// One JSON array a drawing, one after the other: a stream
+			// of JSON values, as jq reads one, with nothing between.
+		case tty:
 			fmt.Fprint(g.stdout, "\x1b[H\x1b[2J")
-		} else {
+		default:
 			fmt.Fprintf(g.stdout, "-- %s\n", now.Format("15:04:05"))
 		}
 		return listSessionsOnce(ctx, g, b.call, f, now)
