@@ -2,7 +2,6 @@ package term
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -115,7 +114,7 @@ func PrintAudit(w io.Writer, items []replay.Item, width int) error {
 		return Print(w, func(w io.Writer) error { return Audit(w, items, width) })
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	return errors.Join(replay.WriteText(bw, items), bw.Flush())
+	return Flushed(replay.WriteText(bw, items), bw)
 }
 
 // Audit writes an audit timeline (replay.WriteText) wrapped to width

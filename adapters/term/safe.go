@@ -204,7 +204,17 @@ func Print(w io.Writer, print func(io.Writer) error) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	tw := NewWriter(bw)
 	err := print(tw)
-	return errors.Join(err, tw.Close(), bw.Flush())
+	return Flushed(errors.Join(err, tw.Close()), bw)
+}
+
+// Flushed returns err when it is not nil, else bw's Flush: a write that
+// failed through bw (a full disk, a closed pipe) is failed once, not a
+// second time by the Flush that would report the same error again.
+func Flushed(err error, bw *bufio.Writer) error {
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // Table is a table of tab-separated cells (widthTabber) whose cells are

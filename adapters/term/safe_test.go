@@ -2,6 +2,7 @@ package term
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -102,6 +103,33 @@ func TestTermSafe_LogValues(t *testing.T) {
 	for _, want := range []string{`recorded:  session.ended\x1b[31m \x1b]0;owned\x07bye\x1b[2J\rrm`, `rederived: session.entry_abandoned toolu_\x1b]52;c;cm0K\x07 \x1b]0;owned`, `refused today: refused: \x1b]0;owned\x07bye\x1b[2J\rrm`, `(obs.claude.hook\u009b2J)`, `/ v0  \x1b]0;owned\x07bye\x1b[2J\rrm`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// failWriter fails every write with err.
+type failWriter struct{ err error }
+
+func (f failWriter) Write([]byte) (int, error) { return 0, f.err }
+
+// TestFlushed_FailsOnce: a write that fails through the buffered writer
+// (a full disk) is reported once, by Print and by PrintAudit, whether it
+// failed while the text was written or at the final flush: not a second
+// time by the flush that holds the same error.
+func TestFlushed_FailsOnce(t *testing.T) {
+	full := failWriter{errors.New("write /dev/stdout: no space left on device")}
+	var items []replay.Item
+	for i := range 2000 { // over the 64 KiB buffer: fails while written
+		items = append(items, replay.Item{Seq: uint64(i + 1), Type: "session.transitioned", From: "ready", To: "working"})
+	}
+	for name, err := range map[string]error{
+		"PrintAudit, long":  PrintAudit(full, items, 0),
+		"PrintAudit, short": PrintAudit(full, items[:1], 0),
+		"Print, long":       Print(full, func(w io.Writer) error { _, err := io.WriteString(w, strings.Repeat("x\n", 40<<10)); return err }),
+		"Print, short":      Print(full, func(w io.Writer) error { _, err := io.WriteString(w, "x\n"); return err }),
+	} {
+		if err == nil || strings.Count(err.Error(), "no space left") != 1 {
+			t.Errorf("%s: error %q, want the write's error once", name, err)
 		}
 	}
 }

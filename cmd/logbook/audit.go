@@ -106,7 +106,7 @@ func emitAudit(g *globals, runs auditRuns) error {
 			break
 		}
 	}
-	return errors.Join(err, bw.Flush())
+	return term.Flushed(err, bw)
 }
 
 // auditPipeSize is the buffer audit asks of a pipe it writes to
