@@ -111,9 +111,16 @@ func Dash(s string) string {
 	return s
 }
 
+// subagentIDPrefix begins a subagent's session id (reducers/session).
+const subagentIDPrefix = "agent-"
+
 // ShortIDs returns, for each of ids, its shortest prefix of at least
 // least characters that no other of ids begins with; an id of up to
-// 2*least characters is shown whole. The result is in the order of ids.
+// 2*least characters is shown whole. A subagent's session id counts its
+// characters after "agent-" (reducers/session: "agent-" and the agent's
+// own id, which Claude Code begins with "a"): "agent-a3" would name
+// every subagent whose id begins with "a3". The result is in the order
+// of ids.
 func ShortIDs(ids []string, least int) []string {
 	sorted := slices.Clone(ids)
 	slices.Sort(sorted)
@@ -126,14 +133,18 @@ func ShortIDs(ids []string, least int) []string {
 	}
 	need := make(map[string]int, len(ids))
 	for i, id := range sorted {
-		n := least
+		fixed := 0 // leading characters that tell nothing apart
+		if strings.HasPrefix(id, subagentIDPrefix) {
+			fixed = len(subagentIDPrefix)
+		}
+		n := fixed + least
 		if i > 0 {
 			n = max(n, common(id, sorted[i-1])+1)
 		}
 		if i+1 < len(sorted) {
 			n = max(n, common(id, sorted[i+1])+1)
 		}
-		if len(id) <= 2*least {
+		if len(id)-fixed <= 2*least {
 			n = len(id) // short enough to show whole
 		}
 		need[id] = min(n, len(id))

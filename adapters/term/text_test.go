@@ -35,6 +35,13 @@ func TestSessionsView(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ShortIDs (-want +got):\n%s", diff)
 	}
+	// A subagent's id counts from after "agent-": 8 of the agent's own
+	// characters at least, as a session's.
+	got = ShortIDs([]string{"agent-a3f0000000000000009", "agent-a3e1111111111111118", "abcdef12-0000-4000-8000-000000000001", "agent-a12"}, 8)
+	want = []string{"agent-a3f00000", "agent-a3e11111", "abcdef12", "agent-a12"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ShortIDs of subagents (-want +got):\n%s", diff)
+	}
 	if got := Plural(1, "transcript file"); got != "1 transcript file" {
 		t.Errorf("Plural(1) = %q", got)
 	}
