@@ -109,7 +109,7 @@ func TestSweepPlaceholders_KilledWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.Rename(mine, filepath.Join(ws, ".agents")); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, describeDir(ws, ".agents"))
 	}
 	if err := os.Remove(filepath.Join(ws, ".envrc")); err != nil {
 		t.Fatal(err)
@@ -518,4 +518,32 @@ func TestRestricted_CommandHoldsOnlyStdio(t *testing.T) {
 			})
 		}
 	}
+}
+
+// describeDir says what a failure needs to be understood: the entries of
+// dir and of its child name (mode, size, inode), and the lines of this
+// process's mount table under dir.
+func describeDir(dir, name string) string {
+	var b strings.Builder
+	for _, d := range []string{dir, filepath.Join(dir, name)} {
+		ents, err := os.ReadDir(d)
+		fmt.Fprintf(&b, "%s: %d entries, %v\n", d, len(ents), err)
+		for _, e := range ents {
+			if fi, err := e.Info(); err == nil {
+				st, _ := fi.Sys().(*syscall.Stat_t)
+				ino := uint64(0)
+				if st != nil {
+					ino = st.Ino
+				}
+				fmt.Fprintf(&b, "  %s %v %d bytes inode %d\n", e.Name(), fi.Mode(), fi.Size(), ino)
+			}
+		}
+	}
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	for line := range strings.Lines(string(mi)) {
+		if strings.Contains(line, dir) {
+			b.WriteString("  mount: " + line)
+		}
+	}
+	return b.String()
 }
