@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -456,7 +457,14 @@ func (nd *Node) JetStream(ctx context.Context) (JetStreamConfig, error) {
 }
 
 // freePorts returns n distinct loopback ports that were free a moment
-// ago.
+// ago, picked below the kernel's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range) when there is room there: a
+// node is killed and started again on its own ports, and a port of the
+// ephemeral range, free while the node is down, can be taken meanwhile
+// as the local port of any outgoing connection (a route between the
+// other nodes, a client), where a port below it is taken only by a
+// listener that names it. Ports from the range itself (a listener on
+// port 0) are the fallback.
 func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
@@ -464,16 +472,42 @@ func freePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
+	lo, hi := staticPorts()
 	var ps []int
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
+		var l net.Listener
+		for try := 0; l == nil && hi > lo && try < 64; try++ {
+			l, _ = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lo+rand.IntN(hi-lo)))
+		}
+		if l == nil {
+			var err error
+			if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+				return nil, err
+			}
 		}
 		ls = append(ls, l)
 		ps = append(ps, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ps, nil
+}
+
+// staticPorts returns the ports freePorts picks from, [lo, hi): from
+// 10000 up to the start of the kernel's ephemeral range; an empty range
+// when the range starts at 10000 or below or cannot be read.
+func staticPorts() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0
+	}
+	first, err := strconv.Atoi(f[0])
+	if err != nil || first <= 10000 {
+		return 0, 0
+	}
+	return 10000, first
 }
 
 // StartIsolated starts the node's process (it must not run) with its
