@@ -22,13 +22,7 @@ import (
 func TestSession_TaskCardOfAnotherUser(t *testing.T) {
 	e := newIntakeEnv(t)
 	svc := e.service()
-	runCtx, stop := context.WithCancel(context.Background())
-	projected := make(chan error, 1)
-	go func() { projected <- svc.Runner.Run(runCtx) }()
-	defer func() {
-		stop()
-		<-projected
-	}()
+	defer runProjector(svc)()
 	alice := context.WithValue(t.Context(), peerKey{}, Peer{UID: 64101, User: "alice"})
 	bob := context.WithValue(t.Context(), peerKey{}, Peer{UID: 64102, User: "bob"})
 	if _, _, err := svc.HookThen(alice, hookReq(t, "s1", "pre", "a1"), nil); err != nil {

@@ -78,6 +78,18 @@ func (e *intakeEnv) service() *Service {
 	return svc
 }
 
+// runProjector runs svc's projector (svc.Runner) and returns the function
+// that stops it and waits until it has returned.
+func runProjector(svc *Service) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	projected := make(chan error, 1)
+	go func() { projected <- svc.Runner.Run(ctx) }()
+	return func() {
+		cancel()
+		<-projected
+	}
+}
+
 func (e *intakeEnv) open(svc *Service) *Intake {
 	e.t.Helper()
 	in, err := OpenIntake(svc, e.journal, e.t.Logf)

@@ -163,13 +163,7 @@ func TestSessionList_LimitWhileUpdated(t *testing.T) {
 	e := newIntakeEnv(t)
 	svc := e.service()
 	svc.pageBytes = 3000
-	runCtx, stop := context.WithCancel(context.Background())
-	projected := make(chan error, 1)
-	go func() { projected <- svc.Runner.Run(runCtx) }()
-	defer func() {
-		stop()
-		<-projected
-	}()
+	defer runProjector(svc)()
 	ctx := t.Context()
 	hook := func(sid, call string) {
 		t.Helper()

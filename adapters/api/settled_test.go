@@ -20,13 +20,7 @@ func TestHooksSettled(t *testing.T) {
 	in := e.open(svc)
 	defer in.Close()
 	ctx := t.Context()
-	runCtx, stop := context.WithCancel(context.Background())
-	projected := make(chan error, 1)
-	go func() { projected <- svc.Runner.Run(runCtx) }()
-	defer func() {
-		stop()
-		<-projected
-	}()
+	defer runProjector(svc)()
 	settled := func() error {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
