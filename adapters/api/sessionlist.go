@@ -195,9 +195,9 @@ func (l SessionList) MostRecent(ctx context.Context, call Caller, now time.Time)
 		return nil, 0, false, err
 	}
 	out, hidden = l.Select(p.Sessions, now)
-	switch {
+	switch from := l.From(now); {
 	case len(out) >= l.Limit, p.Next == "", len(p.Sessions) == 0:
-	case !l.From(now).IsZero() && p.Sessions[len(p.Sessions)-1].LastActivity().Before(l.From(now)):
+	case !from.IsZero() && p.Sessions[len(p.Sessions)-1].LastActivity().Before(from):
 		// every later page is older still
 	default:
 		return nil, 0, false, nil
