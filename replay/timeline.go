@@ -403,8 +403,8 @@ func WriteText(w io.Writer, items []Item) error {
 }
 
 // TextWriter writes a timeline handed over in parts, one after the
-// other, as WriteText writes the whole of it: an item decided from an
-// observation is compared with such items of the parts before it too.
+// other, as WriteText writes the whole of it: an item decided from a
+// transcript line is compared with such items of the parts before it too.
 // Write it a part at a time; the zero TextWriter with W set is ready. It
 // is not safe for concurrent use.
 type TextWriter struct {

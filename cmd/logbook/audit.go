@@ -93,7 +93,7 @@ func emitAudit(g *globals, runs auditRuns) error {
 		return writeJSON(g.stdout, runs.flat())
 	}
 	width := term.Width(g.stdout)
-	if width >= 40 || len(runs) == 1 {
+	if width >= 40 {
 		return term.PrintAudit(g.stdout, runs.flat(), width)
 	}
 	// As term.PrintAudit writes to what is not a terminal, a run at a
