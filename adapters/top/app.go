@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 )
 
 // Source is what `logbook top` reads and acts through: the server's API
@@ -57,11 +57,7 @@ func Run(ctx context.Context, src Source, in io.Reader, out io.Writer, o Options
 	a := &app{m: New(), src: src, o: o}
 	a.ctx, a.cancel = context.WithCancel(ctx)
 	defer a.cancel()
-	opts := []tea.ProgramOption{tea.WithContext(a.ctx), tea.WithInput(in), tea.WithOutput(out)}
-	if o.AltScreen {
-		opts = append(opts, tea.WithAltScreen())
-	}
-	a.prog = tea.NewProgram(a, opts...)
+	a.prog = tea.NewProgram(a, tea.WithContext(a.ctx), tea.WithInput(in), tea.WithOutput(out))
 	_, err := a.prog.Run()
 	if ctx.Err() != nil {
 		return nil
@@ -150,8 +146,10 @@ func (a *app) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		a.m.SetSize(msg.Width, msg.Height)
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		return a, a.do(a.m.Key(msg))
+	case tea.PasteMsg:
+		a.m.Paste(msg.Content)
 	case snapshotMsg:
 		a.reading = false
 		a.m.SetSnapshot(msg.s, a.o.Now(), msg.err)
@@ -224,4 +222,8 @@ func (a *app) stopFollow() {
 	}
 }
 
-func (a *app) View() string { return a.m.View() }
+func (a *app) View() tea.View {
+	v := tea.NewView(a.m.View())
+	v.AltScreen = a.o.AltScreen
+	return v
+}

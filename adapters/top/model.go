@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/term"
@@ -303,7 +303,7 @@ func clean(s string) string {
 }
 
 // Key applies key k and returns what the program is to do.
-func (m *Model) Key(k tea.KeyMsg) Action {
+func (m *Model) Key(k tea.KeyPressMsg) Action {
 	if k.String() == "ctrl+c" {
 		return Quit{}
 	}
@@ -373,9 +373,9 @@ func (m *Model) Key(k tea.KeyMsg) Action {
 
 // confirmKey takes a key while a verdict's reason is typed: text,
 // backspace, enter to send, esc to cancel.
-func (m *Model) confirmKey(k tea.KeyMsg) Action {
-	switch k.Type {
-	case tea.KeyEsc:
+func (m *Model) confirmKey(k tea.KeyPressMsg) Action {
+	switch k.Code {
+	case tea.KeyEscape:
 		m.view = viewList
 		m.status = "cancelled"
 		return nil
@@ -394,25 +394,41 @@ func (m *Model) confirmKey(k tea.KeyMsg) Action {
 		if n := len(m.confirm.reason); n > 0 {
 			m.confirm.reason = m.confirm.reason[:n-1]
 		}
-	case tea.KeySpace:
-		m.status = ""
-		m.confirm.reason = append(m.confirm.reason, ' ')
-	case tea.KeyRunes:
-		m.status = ""
-		for _, r := range k.Runes {
-			if r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f) && len(m.confirm.reason) < maxReason {
-				m.confirm.reason = append(m.confirm.reason, r)
-			}
+		return nil
+	}
+	// Text is set for a printable key (space included), empty for one
+	// held with ctrl or alt.
+	m.typeReason(k.Text)
+	return nil
+}
+
+// Paste types text pasted on the terminal (a bracketed paste) into the
+// reason being typed, if one is; elsewhere it is ignored.
+func (m *Model) Paste(text string) {
+	if m.view == viewConfirm {
+		m.typeReason(text)
+	}
+}
+
+// typeReason appends text's printable characters to the reason typed,
+// up to maxReason of them.
+func (m *Model) typeReason(text string) {
+	if text == "" {
+		return
+	}
+	m.status = ""
+	for _, r := range text {
+		if r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f) && len(m.confirm.reason) < maxReason {
+			m.confirm.reason = append(m.confirm.reason, r)
 		}
 	}
-	return nil
 }
 
 // maxReason is the most characters of a reason typed.
 const maxReason = 300
 
 // pagerKey takes a key in the audit or output view.
-func (m *Model) pagerKey(k tea.KeyMsg) Action {
+func (m *Model) pagerKey(k tea.KeyPressMsg) Action {
 	page := max(m.pagerRows()-1, 1)
 	switch k.String() {
 	case "q", "esc", "left", "h":
@@ -432,7 +448,7 @@ func (m *Model) pagerKey(k tea.KeyMsg) Action {
 	case "pgup", "b":
 		m.pager.top -= page
 		m.pager.stick = false
-	case "pgdown", " ", "f":
+	case "pgdown", "space", "f":
 		m.pager.top += page
 	case "home", "g":
 		m.pager.top = 0
