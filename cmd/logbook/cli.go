@@ -101,9 +101,13 @@ var projectionCommands = map[string]bool{
 
 // neverEmpty are the flags whose empty value would silently mean "not
 // given" (no filter, the default data dir, the current directory as the
-// workspace, a new id, standard output): given empty, they are a usage
-// error.
-var neverEmpty = []string{"data", "session", "by", "since", "tz", "workspace", "cwd", "mode", "id", "key", "out"}
+// workspace or project, a new id, standard output, the folder's name, no
+// reviewer, $LOGBOOK_SOCKET): given empty, they are a usage error.
+var neverEmpty = []string{
+	"data", "session", "by", "since", "tz", "workspace", "cwd", "mode", "id", "key", "out",
+	"phase", "status", "project", "owned-by", "at", "socket", "name", "base", "push",
+	"reviewer", "title", "principal", "role", "url",
+}
 
 // refuseEmpty returns a usage error for a flag of neverEmpty that cmd's
 // command line gives an empty value.
