@@ -155,7 +155,8 @@ func TestParser_HookErrors(t *testing.T) {
 		{"NUL session", `{"hook_event_name":"Stop","session_id":"S1\u0000"}`, events.ErrMalformed, "session_id", `claude hook Stop: field "session_id": events: malformed event: id "S1\x00": byte '\x00' at 2 is not [A-Za-z0-9_-]`},
 		{"dotted agent", `{"hook_event_name":"Stop","session_id":"S1","agent_id":"a.b"}`, events.ErrMalformed, "agent_id", `claude hook Stop: field "agent_id": events: malformed event: id "a.b": byte '.' at 1 is not [A-Za-z0-9_-]`},
 		{"subagent start dotted agent", `{"hook_event_name":"SubagentStart","session_id":"S1","agent_id":"*"}`, events.ErrMalformed, "agent_id", `claude hook SubagentStart: field "agent_id": events: malformed event: id "*": byte '*' at 0 is not [A-Za-z0-9_-]`},
-		{"long agent", `{"hook_event_name":"Stop","session_id":"S1","agent_id":"` + strings.Repeat("a", events.MaxIDLen) + `"}`, events.ErrMalformed, "agent_id", `claude hook Stop: field "agent_id": session id: aggregate session: events: malformed event: id "agent-` + strings.Repeat("a", events.MaxIDLen) + `": want 1..128 bytes`},
+		{"long agent", `{"hook_event_name":"Stop","session_id":"S1","agent_id":"` + strings.Repeat("a", events.MaxIDLen) + `"}`, events.ErrMalformed, "agent_id", `claude hook Stop: field "agent_id": events: malformed event: 128 bytes: want at most 122, since the subagent's session id ("agent-" and the agent id) is at most 128`},
+		{"agent one byte long", `{"hook_event_name":"Stop","session_id":"S1","agent_id":"` + strings.Repeat("a", events.MaxIDLen-5) + `"}`, events.ErrMalformed, "agent_id", `claude hook Stop: field "agent_id": events: malformed event: 123 bytes: want at most 122, since the subagent's session id ("agent-" and the agent id) is at most 128`},
 	}
 	p := newTestParser(t, Config{})
 	for _, tt := range tests {

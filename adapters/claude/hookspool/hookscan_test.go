@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
+	"github.com/logbook-dev/logbook/events"
 )
 
 // decodeObject is the reference the scan is held to: encoding/json's
@@ -116,5 +117,20 @@ func TestScanHook_DuplicateKey(t *testing.T) {
 		if _, err := scanHook([]byte(in), 0); err != nil {
 			t.Errorf("%s: %v, want no error", in, err)
 		}
+	}
+}
+
+// A subagent's session id is "agent-" and its agent id: an agent id of
+// MaxIDLen-6 bytes names a session, one byte more is refused in the agent
+// id's own terms.
+func TestSessionAggregate_AgentIDLimit(t *testing.T) {
+	longest := strings.Repeat("a", events.MaxIDLen-len("agent-"))
+	a, err := SessionAggregate("S1", longest)
+	if err != nil || a.ID != "agent-"+longest {
+		t.Fatalf("agent id of %d bytes: %v, %v", len(longest), a, err)
+	}
+	_, err = SessionAggregate("S1", longest+"a")
+	if !errors.Is(err, events.ErrMalformed) || !strings.Contains(err.Error(), "123 bytes: want at most 122") {
+		t.Fatalf("agent id of %d bytes: %v", len(longest)+1, err)
 	}
 }

@@ -334,6 +334,10 @@ func SessionAggregate(sessionID, agentID string) (events.Aggregate, error) {
 	id := sessionID
 	if agentID != "" {
 		id = "agent-" + agentID
+		if len(id) > events.MaxIDLen {
+			return events.Aggregate{}, fmt.Errorf("%w: %d bytes: want at most %d, since the subagent's session id (%q and the agent id) is at most %d",
+				events.ErrMalformed, len(agentID), events.MaxIDLen-len("agent-"), "agent-", events.MaxIDLen)
+		}
 	}
 	a := events.Aggregate{Kind: events.KindSession, ID: id}
 	if err := a.Validate(); err != nil {
