@@ -158,6 +158,13 @@ type CommandExited struct {
 	// output after that point was not read, and the worker killed every
 	// descendant it could still find (see the worker's stop).
 	Lingering bool `json:"lingering,omitempty"`
+	// NotRun, when set, says why the command itself never ran although
+	// its process (bubblewrap, in a restricted mode) was started: the
+	// boundary could not be built or the command's exec failed, and
+	// bubblewrap exited, with Code, before running it (its message is in
+	// the output). "" when the command ran, and in events from before it
+	// was recorded.
+	NotRun string `json:"not_run,omitempty"`
 }
 
 // EventType implements Payload.

@@ -130,6 +130,7 @@ func describeCommand(it *Item, p events.Payload) {
 		if d.Lingering {
 			kv.add("lingering", "true")
 		}
+		kv.add("not_run", d.NotRun)
 	case events.CommandAbandoned:
 		kv.add("reason", d.Reason)
 		kv.add("worker", d.Worker)

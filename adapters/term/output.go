@@ -82,7 +82,9 @@ type OutputResult struct {
 	ExitCode   *int   `json:"exit_code,omitempty"`
 	Signal     string `json:"signal,omitempty"`
 	Reason     string `json:"reason,omitempty"`
-	OutputPos  int64  `json:"output_pos"` // where `command output --after` resumes
+	// NotRun says why an exited command never ran (command.State.NotRun).
+	NotRun    string `json:"not_run,omitempty"`
+	OutputPos int64  `json:"output_pos"` // where `command output --after` resumes
 }
 
 // Result is the result line of command id in state st, its output_pos
@@ -90,7 +92,7 @@ type OutputResult struct {
 func (p *Output) Result(id string, st command.State, background bool) OutputResult {
 	return OutputResult{
 		Type: "result", ID: id, Status: st.Status, Background: background, ExitCode: st.ExitCode, Signal: st.Signal,
-		Reason: st.EndReason, OutputPos: p.Pos,
+		Reason: st.EndReason, NotRun: st.NotRun, OutputPos: p.Pos,
 	}
 }
 

@@ -315,6 +315,9 @@ func Commands(w io.Writer, cs []command.State, withSession bool) error {
 			if c.Signal != "" {
 				code = c.Signal
 			}
+			if c.NotRun != "" {
+				code = "not run"
+			}
 		}
 		status := c.Status
 		if c.Background && !c.Ended() {
@@ -353,6 +356,9 @@ func Commands(w io.Writer, cs []command.State, withSession bool) error {
 func CommandStatus(st command.State) string {
 	switch st.Status {
 	case command.StatusExited:
+		if st.NotRun != "" {
+			return "did not run: " + st.NotRun
+		}
 		s := "exited with code " + fmt.Sprint(*st.ExitCode)
 		if st.Signal != "" {
 			s = "was killed by " + st.Signal

@@ -84,12 +84,15 @@ func CheckWorkspace(ws string) error {
 // ExitStatus maps an ended command to the exit status of the process
 // that waited for it, and the error that says why when it is not 0: its
 // own exit status (128 + the signal number when a signal killed it), 127
-// for a command not found, 126 for another refusal, 1 for an abandoned
-// or evicted one. A command not ended is code 0 with an error naming
-// its status.
+// for a command not found, 126 for another refusal or for a command
+// that never ran (command.State.NotRun), 1 for an abandoned or evicted
+// one. A command not ended is code 0 with an error naming its status.
 func ExitStatus(st command.State) (code int, err error) {
 	switch st.Status {
 	case command.StatusExited:
+		if st.NotRun != "" {
+			return 126, fmt.Errorf("command %s did not run: %s", st.ID, st.NotRun)
+		}
 		if st.ExitCode != nil {
 			code = *st.ExitCode
 		}

@@ -827,6 +827,13 @@ func (w *Worker) supervise(j *job, st command.State) {
 		exit.Code, exit.Signal = -1, res.Signal
 		detail = "signal " + res.Signal
 	}
+	if errors.Is(werr, sandbox.ErrRefused) && res.Signal == "" && !res.Stopped {
+		// bubblewrap ended without running the command: its boundary
+		// was not built, or the exec failed (a script whose interpreter
+		// the boundary hides). Its exit status is not the command's.
+		exit.NotRun = fmt.Sprintf("bubblewrap exited with status %d before running it; its message is in the output", res.ExitCode)
+		detail = "not run"
+	}
 	exitID := w.cfg.IDs()
 	exit.Cause = events.Cause{Kind: "worker", Event: "process.exited", Detail: detail, Ref: j.started.String()}
 	agg := events.Aggregate{Kind: events.KindCommand, ID: j.id}
@@ -858,6 +865,8 @@ func (w *Worker) supervise(j *job, st command.State) {
 	w.log.Info("exited", "command", j.id, "code", exit.Code, "signal", exit.Signal, "stopped", exit.Stopped, "output_bytes", exit.OutputBytes)
 	outcome := events.OutcomeOK
 	switch {
+	case exit.NotRun != "":
+		outcome = "not run"
 	case res.Stopped:
 		outcome = "stopped"
 	case exit.Signal != "":

@@ -402,6 +402,49 @@ func TestWorker_Restricted(t *testing.T) {
 		}
 	})
 
+	t.Run("NotRunIsNoExit", func(t *testing.T) {
+		// A script whose interpreter the boundary hides (/tmp is private
+		// inside it): bubblewrap's exec fails and it exits 1 before
+		// running anything. The record says the command never ran, not
+		// that it exited 1.
+		dir, err := os.MkdirTemp("/tmp", "logbook-interp-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		sh, err := exec.LookPath("sh")
+		if err != nil {
+			t.Fatal(err)
+		}
+		interp := filepath.Join(dir, "interp")
+		if err := os.Symlink(sh, interp); err != nil {
+			t.Fatal(err)
+		}
+		script := filepath.Join(e.ws, "hidden-interp.sh")
+		if err := os.WriteFile(script, []byte("#!"+interp+"\necho ran\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []string{events.ModeReadOnly, events.ModeWorkspaceWrite} {
+			id := e.submit(e.request(mode, "./hidden-interp.sh"))
+			st, out := e.follow(id, 10*time.Second)
+			if st.Status != command.StatusExited || !strings.Contains(st.NotRun, "bubblewrap exited with status 1 before running it") {
+				t.Errorf("%s: status %s exit %v not_run %q: want exited, not run", mode, st.Status, st.ExitCode, st.NotRun)
+			}
+			if strings.Contains(out.all.String(), "ran") && !strings.Contains(out.all.String(), "execvp") {
+				t.Errorf("%s: output %q: the script ran", mode, out.all.String())
+			}
+			code, err := ExitStatus(st)
+			if code != 126 || err == nil || !strings.Contains(err.Error(), "did not run") {
+				t.Errorf("%s: ExitStatus %d, %v: want 126, did not run", mode, code, err)
+			}
+		}
+		// The same script run unconfined sees its interpreter.
+		st, out := e.follow(e.submit(e.request(events.ModeFullAccess, "./hidden-interp.sh")), 10*time.Second)
+		if st.NotRun != "" || st.ExitCode == nil || *st.ExitCode != 0 || !strings.Contains(out.all.String(), "ran") {
+			t.Errorf("full_access: exit %v not_run %q output %q: want it run", st.ExitCode, st.NotRun, out.all.String())
+		}
+	})
+
 	t.Run("SetsidGrandchildDiesOnStop", func(t *testing.T) {
 		// The grandchild leaves the group and ignores SIGTERM, and keeps
 		// writing ticks into the workspace.

@@ -98,8 +98,10 @@ type Exit struct {
 	OutputDropped int64
 	Limits        string
 	Lingering     bool
-	At            time.Time
-	Cause         events.Cause
+	// NotRun is as in events.CommandExited: why the command never ran.
+	NotRun string
+	At     time.Time
+	Cause  events.Cause
 }
 
 // Abandon marks a started command whose worker is known dead. Worker is
@@ -241,7 +243,7 @@ func Decide(s State, cmd Command) ([]events.Envelope, error) {
 		}
 		d := newDecider(s, c.At, c.Cause)
 		d.emit(events.CommandExited{Code: c.Code, Signal: c.Signal, Stopped: c.Stopped, DurationMS: c.DurationMS, OutputBytes: c.OutputBytes,
-			OutputDropped: c.OutputDropped, Limits: c.Limits, Lingering: c.Lingering})
+			OutputDropped: c.OutputDropped, Limits: c.Limits, Lingering: c.Lingering, NotRun: c.NotRun})
 		return d.out, nil
 	case Abandon:
 		if c.Reason == "" {

@@ -237,6 +237,9 @@ func TestDecide(t *testing.T) {
 		{name: "exit after a stop", given: []events.Payload{requested, started, stopped},
 			when: command.Exit{Code: -1, Signal: "SIGTERM", Stopped: true, DurationMS: 9, At: t1, Cause: cause},
 			then: []events.Payload{events.CommandExited{Code: -1, Signal: "SIGTERM", Stopped: true, DurationMS: 9}}},
+		{name: "exit of a command that never ran", given: []events.Payload{requested, started},
+			when: command.Exit{Code: 1, DurationMS: 12, NotRun: "bubblewrap exited with status 1 before running it", At: t1, Cause: cause},
+			then: []events.Payload{events.CommandExited{Code: 1, DurationMS: 12, NotRun: "bubblewrap exited with status 1 before running it"}}},
 		{name: "exit before the start", given: []events.Payload{requested},
 			when: command.Exit{At: t1, Cause: cause}, wantErr: events.ErrRejected, says: "has not started (status requested)"},
 		{name: "exit twice", given: []events.Payload{requested, started, exited},
@@ -379,6 +382,19 @@ func TestEvolve_Ends(t *testing.T) {
 				t.Errorf("ended %v but ended_at %v", s.Ended(), s.EndedAt)
 			}
 		})
+	}
+}
+
+// An exit that says the command never ran is kept in the state, and an
+// exit that ran says nothing of it.
+func TestEvolve_NotRun(t *testing.T) {
+	const why = "bubblewrap exited with status 1 before running it"
+	s := fold(command.Init(agg), requested, started, events.CommandExited{Code: 1, NotRun: why})
+	if s.Status != command.StatusExited || s.NotRun != why || s.ExitCode == nil || *s.ExitCode != 1 {
+		t.Errorf("status %q not_run %q exit %v", s.Status, s.NotRun, s.ExitCode)
+	}
+	if s := fold(command.Init(agg), requested, started, exited); s.NotRun != "" {
+		t.Errorf("a command that ran: not_run %q", s.NotRun)
 	}
 }
 

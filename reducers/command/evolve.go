@@ -45,7 +45,7 @@ func Evolve(s State, e events.Envelope) State {
 		s.Signal, s.Stopped = d.Signal, d.Stopped
 		s.DurationMS, s.OutputBytes = d.DurationMS, d.OutputBytes
 		s.OutputDropped, s.Limits = d.OutputDropped, d.Limits
-		s.Lingering = d.Lingering
+		s.Lingering, s.NotRun = d.Lingering, d.NotRun
 		s.EndedAt = e.At
 	case events.CommandAbandoned:
 		s.Status = StatusAbandoned

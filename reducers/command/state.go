@@ -71,6 +71,9 @@ type State struct {
 	OutputDropped int64  `json:"output_dropped,omitempty"`
 	Limits        string `json:"limits,omitempty"`
 	Lingering     bool   `json:"lingering,omitempty"` // descendants outside its group outlived it
+	// NotRun says why an exited command never ran (its boundary not
+	// built, its exec failed), as in events.CommandExited; "" if it ran.
+	NotRun string `json:"not_run,omitempty"`
 	// EndReason is the reason of a refusal or an abandonment.
 	EndReason string `json:"end_reason,omitempty"`
 
