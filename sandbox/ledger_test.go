@@ -23,11 +23,15 @@ const (
 	helperLedger    = "LOGBOOK_TEST_PLACEHOLDER_LEDGER"
 	helperMode      = "LOGBOOK_TEST_PLACEHOLDER_MODE" // "" is WorkspaceWrite
 	helperHold      = "LOGBOOK_TEST_PLACEHOLDER_HOLD" // not "": Spec.Hold, never released
+	helperRuns      = "LOGBOOK_TEST_PLACEHOLDER_RUNS" // not "": say running once the command itself runs
 )
 
 // TestHelperPlaceholderWorker is not a test: run as a child process by
 // TestSweepPlaceholders_KilledWorker, it starts a WorkspaceWrite command
-// that sleeps, says so, and waits to be killed.
+// that sleeps, says so, and waits to be killed. It says so once Start
+// returns, while bubblewrap may still build the boundary, or with
+// helperRuns once the command has printed its first line: bubblewrap's
+// setup is done, and its sandbox dies with it (--die-with-parent).
 func TestHelperPlaceholderWorker(t *testing.T) {
 	ws := os.Getenv(helperWorkspace)
 	if ws == "" {
@@ -38,11 +42,26 @@ func TestHelperPlaceholderWorker(t *testing.T) {
 		mode = Mode(m)
 	}
 	s := Spec{Argv: []string{"sleep", "300"}, Env: testEnv(), Workspace: ws, Mode: mode, Ledger: os.Getenv(helperLedger), Hold: os.Getenv(helperHold) != ""}
-	p, err := Start(context.Background(), s, nil)
+	runs := make(chan struct{})
+	var emit func(Chunk)
+	if os.Getenv(helperRuns) != "" {
+		s.Argv = []string{"sh", "-c", "echo ready; exec sleep 300"}
+		var once bool
+		emit = func(Chunk) { // on one goroutine, in order
+			if !once {
+				once = true
+				close(runs)
+			}
+		}
+	} else {
+		close(runs)
+	}
+	p, err := Start(context.Background(), s, emit)
 	if err != nil {
 		fmt.Println("start:", err)
 		os.Exit(1)
 	}
+	<-runs
 	fmt.Println("running", p.Pid())
 	_, _ = p.Wait()
 	os.Exit(1)
@@ -64,7 +83,10 @@ func TestSweepPlaceholders_KilledWorker(t *testing.T) {
 	ws := t.TempDir()
 	ledger := filepath.Join(t.TempDir(), "ledger")
 	child := exec.Command(os.Args[0], "-test.run=^TestHelperPlaceholderWorker$")
-	child.Env = append(os.Environ(), helperWorkspace+"="+ws, helperLedger+"="+ledger)
+	// Killed once its command runs: a worker killed while bubblewrap
+	// still builds the boundary leaves a sandbox that outlives it, and
+	// its lock, until the next sweep (TestSweepPlaceholders_KilledWorkerLeavesNoProcess).
+	child.Env = append(os.Environ(), helperWorkspace+"="+ws, helperLedger+"="+ledger, helperRuns+"=1")
 	out, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
