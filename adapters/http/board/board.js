@@ -597,7 +597,7 @@ async function pageEvent() {
     const entry = prev || { offset: 0, pre, busy: false };
     entry.state = c;
     page.commands.set(c.id, entry);
-    root.append(el("h3", { class: "mono", text: c.id + " · " + c.status + (c.exit_code !== undefined ? " · exit " + c.exit_code : "") + " · " + (c.argv || []).join(" ") }), pre);
+    root.append(el("h3", { class: "mono", text: c.id + " · " + c.status + (c.not_run ? " · did not run: " + c.not_run : c.exit_code !== undefined ? " · exit " + c.exit_code : "") + " · " + (c.argv || []).join(" ") }), pre);
     readOutput(c.id);
   }
   root.append(el("h2", { text: "Audit timeline" }));
