@@ -250,6 +250,22 @@ func (g *Gate) Decide(ctx context.Context, req Request) (v Verdict, err error) {
 		return Verdict{}, err
 	}
 	agg := events.Aggregate{Kind: events.KindSession, ID: req.Session}
+	// The decision is bounded by the budget, when await decides the
+	// review timed_out, not by a deadline of ctx: the API gives a request
+	// at most 5 minutes (adapters/api), less than a budget a person may
+	// set. A cancellation of ctx ends it: whoever asked is gone (the
+	// hook's connection closed, serve stopping), and a review asked is
+	// decided unavailable, so that no answer given later is recorded for
+	// a call that nobody waits for and that the hook, failing closed,
+	// denied.
+	asked := ctx
+	ctx, cancel := context.WithCancel(context.WithoutCancel(asked))
+	defer cancel()
+	defer context.AfterFunc(asked, func() {
+		if !errors.Is(asked.Err(), context.DeadlineExceeded) {
+			cancel()
+		}
+	})()
 	if err := g.requireCheck(ctx, agg, &req); err != nil {
 		return Verdict{}, err
 	}
@@ -263,6 +279,11 @@ func (g *Gate) Decide(ctx context.Context, req Request) (v Verdict, err error) {
 		return p.decs, err
 	})
 	if err != nil {
+		if ctx.Err() != nil && p.early == nil && !p.wait && p.rq.ReviewID != "" {
+			// The review may have been appended (an append's outcome
+			// unknown when ctx ended): nothing will wait for it.
+			g.unwaited(agg, p.rq.ReviewID, p.rq.Risk, ctx.Err())
+		}
 		return Verdict{}, err
 	}
 	return g.finish(ctx, agg, req, p, st, budget)
@@ -503,7 +524,8 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 
 // finish answers req once plan p is appended and st is the session's
 // state after it: at once when a rule decided, else after the reviewer
-// program or a person (await).
+// program or a person (await). ctx is Decide's, which only a
+// cancellation ends.
 func (g *Gate) finish(ctx context.Context, agg events.Aggregate, req Request, p plan, st session.State, budget time.Duration) (Verdict, error) {
 	switch {
 	case p.early != nil:
@@ -574,6 +596,9 @@ func (g *Gate) await(ctx context.Context, agg events.Aggregate, id string, budge
 	for {
 		st, err := g.Sessions.State(ctx, agg)
 		if err != nil {
+			if ctx.Err() != nil {
+				g.unwaited(agg, id, "", ctx.Err())
+			}
 			return Verdict{}, err
 		}
 		if r, ok := st.DecidedReview(id); ok {
@@ -596,10 +621,27 @@ func (g *Gate) await(ctx context.Context, agg events.Aggregate, id string, budge
 		}
 		select {
 		case <-ctx.Done():
+			g.unwaited(agg, id, p.Risk, ctx.Err())
 			return Verdict{}, ctx.Err()
 		case <-t.C:
 		}
 	}
+}
+
+// unwaitedTimeout bounds the append of unwaited, whose caller's context
+// has ended.
+const unwaitedTimeout = 10 * time.Second
+
+// unwaited decides review id unavailable once nothing waits for its
+// verdict any more (why: the waiter's context's error), unless someone
+// decided it first. A failure to append is left to the next Sweep, which
+// decides every review left open.
+func (g *Gate) unwaited(agg events.Aggregate, id, risk string, why error) {
+	ctx, cancel := context.WithTimeout(context.Background(), unwaitedTimeout)
+	defer cancel()
+	a := review.Answer{Outcome: events.ReviewUnavailable, Risk: risk, By: events.DecidedBy{Kind: events.DecidedByTimeout, Name: "request ended"},
+		Reason: fmt.Sprintf("nothing waits for a verdict any more: the request that asked for it ended (%v)", why)}
+	_ = g.answer(ctx, agg, id, a, "", ulid.Make().String())
 }
 
 func verdictOf(r session.DecidedReview, st session.State) Verdict {

@@ -349,18 +349,75 @@ func TestGate_SweepAfterAStop(t *testing.T) {
 	if err := <-errc; err == nil {
 		t.Fatal("no one answered, yet a verdict came")
 	}
+	// The wait that ended decided the review unavailable (nothing waits
+	// for it); a serve that stopped before it could is swept at its next
+	// start. Either way the review is closed, and a person's later
+	// answer is refused: it would be recorded for a call nobody runs.
 	agg := events.Aggregate{Kind: events.KindSession, ID: r.sess}
 	st, _ := r.gate.Sessions.State(t.Context(), agg)
-	n, err := r.gate.Sweep(t.Context(), st, "stopped")
-	if err != nil || n != 1 {
-		t.Fatalf("swept %d: %v", n, err)
+	if n, err := r.gate.Sweep(t.Context(), st, "stopped"); err != nil || n != 0 {
+		t.Fatalf("swept %d: %v: want the review decided when its wait ended", n, err)
 	}
 	st, _ = r.gate.Sessions.State(t.Context(), agg)
 	d, ok := st.DecidedReview("toolu_1")
-	if !ok || d.Outcome != "unavailable" || d.Verdict != "deny" {
+	if !ok || d.Outcome != "unavailable" || d.Verdict != "deny" || !strings.Contains(d.Reason, "nothing waits for a verdict") {
 		t.Errorf("%+v %v", d, ok)
 	}
+	if _, err := r.gate.Answer(t.Context(), r.sess, "toolu_1", "allow", "late", "person:test@host", ulid.Make().String()); !errors.Is(err, events.ErrRejected) {
+		t.Errorf("a later allow: %v, want it rejected", err)
+	}
 }
+
+// A deadline of the request's context shorter than the review's budget
+// (the API's limit on one request is 5 minutes; a person may set a
+// budget of 9) does not end the wait: the person's answer within the
+// budget is the verdict, and nothing is left open.
+func TestGate_WaitOutlivesRequestDeadline(t *testing.T) {
+	r := newRig(t, `review = ["Bash(git push:*)"]`)
+	r.gate.Budget = time.Minute
+	r.hook("UserPromptSubmit", map[string]any{"prompt": "push it"})
+	ref := r.hook("PreToolUse", map[string]any{"tool_name": "Bash", "tool_input": map[string]any{"command": "git push"}, "tool_use_id": "toolu_1"})
+	ctx := &deadlineCtx{Context: t.Context(), done: make(chan struct{})}
+	type result struct {
+		v   Verdict
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := r.gate.Decide(ctx, Request{Session: r.sess, Event: EventPreToolUse, Tool: "Bash", Input: json.RawMessage(`{"command":"git push"}`), ID: "toolu_1", Ref: ref})
+		done <- result{v, err}
+	}()
+	waitPending(t, r.gate, r.sess, "toolu_1")
+	ctx.pass()
+	time.Sleep(100 * time.Millisecond) // past the deadline, still waiting
+	if _, err := r.gate.Answer(t.Context(), r.sess, "toolu_1", "allow", "ship it", "person:test@host", ulid.Make().String()); err != nil {
+		t.Fatalf("answer after the request's deadline: %v", err)
+	}
+	res := <-done
+	if res.err != nil || res.v.Decision != DecideAllow || res.v.Outcome != "approved" {
+		t.Fatalf("verdict %+v, %v: want the person's allow", res.v, res.err)
+	}
+}
+
+// deadlineCtx is a context whose deadline passes when pass is called.
+type deadlineCtx struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func (c *deadlineCtx) Done() <-chan struct{} { return c.done }
+
+func (c *deadlineCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+func (c *deadlineCtx) pass() { c.once.Do(func() { close(c.done) }) }
 
 func TestGate_ModesAndElevation(t *testing.T) {
 	r := newRig(t, `allow = ["Edit"]`)
