@@ -292,8 +292,9 @@ func (s *Service) decide(ctx context.Context, data []byte) (any, error) {
 // id is id, else the one review, open or decided, whose id begins with
 // id (MatchReviews). Session sess is read alone (Store.Session); with
 // none, the rows holding a review whose id begins with id. Errors:
-// events.ErrNotFound when none is, events.ErrRejected when several
-// sessions hold the id or several reviews begin with it.
+// events.ErrNotFound when none is, events.ErrMalformed (the request
+// names no one review) when several sessions hold the id or several
+// reviews, open or decided, begin with it.
 func (s *Service) reviewOf(ctx context.Context, sess, id string) (string, string, error) {
 	if id == "" {
 		return "", "", fmt.Errorf("review: %w: no review id", events.ErrMalformed)
@@ -352,13 +353,13 @@ func (s *Service) reviewOf(ctx context.Context, sess, id string) (string, string
 		for _, h := range found {
 			ss = append(ss, h.Session)
 		}
-		return "", "", fmt.Errorf("review %s: %w: held by sessions %s; name one with --session", id, events.ErrRejected, strings.Join(ss, ", "))
+		return "", "", fmt.Errorf("review %s: %w: held by sessions %s; name one with --session", id, events.ErrMalformed, strings.Join(ss, ", "))
 	case len(found) > 1:
 		var ids []string
 		for _, h := range found {
 			ids = append(ids, h.ID+" (session "+h.Session+")")
 		}
-		return "", "", fmt.Errorf("review %s: %w: a prefix of %d reviews: %s; give more of the id", id, events.ErrRejected, len(found), strings.Join(ids, ", "))
+		return "", "", fmt.Errorf("review %s: %w: a prefix of %d reviews: %s; give more of the id", id, events.ErrMalformed, len(found), strings.Join(ids, ", "))
 	}
 	return found[0].Session, found[0].ID, nil
 }

@@ -292,9 +292,9 @@ func TestService_ReviewOf(t *testing.T) {
 	}{
 		{a, "toolu_1", a, "toolu_1", nil},
 		{b, "toolu_1", b, "toolu_1", nil},
-		{"", "toolu_1", "", "", events.ErrRejected}, // held by both
+		{"", "toolu_1", "", "", events.ErrMalformed}, // held by both
 		{"", "toolu_ab1", a, "toolu_ab1", nil},
-		{"", "toolu_ab", "", "", events.ErrRejected}, // a prefix of two
+		{"", "toolu_ab", "", "", events.ErrMalformed}, // a prefix of two
 		{a, "toolu_ab", a, "toolu_ab1", nil},
 		{"", "toolu_on", a, "toolu_only_a", nil},
 		{b, "toolu_only_a", "", "", events.ErrNotFound},

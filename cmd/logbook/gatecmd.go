@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -223,6 +224,11 @@ func reviewAnswerCmd(g *globals, verdict string) *cobra.Command {
 				}
 				var out gate.DecideReply
 				if err := call(cmd.Context(), gate.VerbReviewDecide, req, &out); err != nil {
+					if errors.Is(err, events.ErrMalformed) {
+						// An id that names no one review: several sessions'
+						// or a prefix of several, open or decided.
+						return usageErrorf("%s", userMessage(err))
+					}
 					return err
 				}
 				// The winner's reason is typed text (this one's or a rival
@@ -284,13 +290,14 @@ func reviewStdin(ctx context.Context, b *backend, cl *worker.Client, id string, 
 
 // resolveReview returns the session and review that sess (a session id
 // or a unique prefix of one; "" for any session) and id (a review id or
-// a unique prefix of the open reviews' ids) name. An id that is an open
-// review's whole id names it; else the one open review whose id begins
-// with it. A prefix several open reviews begin with is a usage error
-// listing them. An id no open review has or begins with is passed on as
-// it is: the gate finds it among the decided reviews too (a whole id or
-// a unique prefix), and answers for a review decided before (naming who
-// decided it), for several a prefix names, or for one it does not know.
+// a unique prefix of the reviews' ids) name. An id that is an open
+// review's whole id names it. A prefix several open reviews begin with
+// is a usage error listing them. Any other id is passed on as it is:
+// the gate matches it against the decided reviews too (a whole id or a
+// unique prefix), so a prefix of one open and one decided review is
+// refused as ambiguous rather than taken for the open one, and answers
+// for a review decided before (naming who decided it), for several a
+// prefix names (events.ErrMalformed), or for one it does not know.
 func resolveReview(ctx context.Context, b *backend, call api.Caller, sess, id string) (string, string, error) {
 	if id == "" {
 		return "", "", usageErrorf("want a review id (or a prefix of one; logbook review list shows them)")
@@ -306,11 +313,11 @@ func resolveReview(ctx context.Context, b *backend, call api.Caller, sess, id st
 		return "", "", err
 	}
 	cands, exact := gate.MatchReviews(open.Reviews, sess, id)
-	switch len(cands) {
-	case 0:
-		return sess, id, nil
-	case 1:
+	switch {
+	case len(cands) == 1 && exact:
 		return cands[0].Session, cands[0].ID, nil
+	case len(cands) <= 1:
+		return sess, id, nil
 	}
 	return "", "", usageErrorf("%s", term.AmbiguousReviews(cands, id, exact))
 }
