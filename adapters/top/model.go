@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -118,6 +119,10 @@ type Model struct {
 		verdict string
 		review  gate.PendingRow
 		reason  []rune
+		// gone: the review was decided while the reason was typed. The
+		// prompt stays until esc, taking the keys typed ahead, so that
+		// none of them acts on the list (answering another review).
+		gone bool
 	}
 	pager struct {
 		title  string
@@ -177,9 +182,9 @@ func (m *Model) SetSnapshot(s Snapshot, now time.Time, err error) {
 			}
 		}
 	}
-	if m.view == viewConfirm && !m.reviewOpen(m.confirm.review) {
-		m.view = viewList
-		m.status = "review " + term.Field(m.confirm.review.ID) + " was decided meanwhile"
+	if m.view == viewConfirm && !m.confirm.gone && !m.reviewOpen(m.confirm.review) {
+		m.confirm.gone = true
+		m.status = "review " + term.Field(m.confirm.review.ID) + " was decided meanwhile: nothing typed is sent; esc to go back"
 	}
 }
 
@@ -342,7 +347,7 @@ func (m *Model) Key(k tea.KeyPressMsg) Action {
 			return nil
 		}
 		m.view = viewConfirm
-		m.confirm.review, m.confirm.reason = r, nil
+		m.confirm.review, m.confirm.reason, m.confirm.gone = r, nil, false
 		m.confirm.verdict = events.VerdictAllow
 		if k.String() == "d" {
 			m.confirm.verdict = events.VerdictDeny
@@ -374,14 +379,21 @@ func (m *Model) Key(k tea.KeyPressMsg) Action {
 // confirmKey takes a key while a verdict's reason is typed: text,
 // backspace, enter to send, esc to cancel.
 func (m *Model) confirmKey(k tea.KeyPressMsg) Action {
+	if m.confirm.gone {
+		if k.Code == tea.KeyEscape {
+			m.view = viewList
+			m.status = ""
+		}
+		return nil // typed ahead for a review no longer open
+	}
 	switch k.Code {
 	case tea.KeyEscape:
 		m.view = viewList
 		m.status = "cancelled"
 		return nil
 	case tea.KeyEnter:
-		reason := strings.TrimSpace(string(m.confirm.reason))
-		if reason == "" {
+		reason := string(m.confirm.reason)
+		if strings.TrimSpace(reason) == "" {
 			m.status = "type a reason first (it is recorded with the verdict), or esc to cancel"
 			return nil
 		}
@@ -398,34 +410,45 @@ func (m *Model) confirmKey(k tea.KeyPressMsg) Action {
 	}
 	// Text is set for a printable key (space included), empty for one
 	// held with ctrl or alt.
-	m.typeReason(k.Text)
+	m.typeReason(k.Text, false)
 	return nil
 }
 
 // Paste types text pasted on the terminal (a bracketed paste) into the
-// reason being typed, if one is; elsewhere it is ignored.
+// reason being typed, if one is, its line breaks and tabs kept as
+// `logbook review --reason` keeps them; elsewhere it is ignored.
 func (m *Model) Paste(text string) {
-	if m.view == viewConfirm {
-		m.typeReason(text)
+	if m.view == viewConfirm && !m.confirm.gone {
+		text = strings.ReplaceAll(text, "\r\n", "\n")
+		m.typeReason(strings.ReplaceAll(text, "\r", "\n"), true)
 	}
 }
 
-// typeReason appends text's printable characters to the reason typed,
-// up to maxReason of them.
-func (m *Model) typeReason(text string) {
+// typeReason appends text's printable characters (with pasted, line
+// feeds and tabs too) to the reason typed, up to maxReason bytes; past
+// them it says so rather than cutting silently.
+func (m *Model) typeReason(text string, pasted bool) {
 	if text == "" {
 		return
 	}
 	m.status = ""
+	n := len(string(m.confirm.reason))
 	for _, r := range text {
-		if r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f) && len(m.confirm.reason) < maxReason {
-			m.confirm.reason = append(m.confirm.reason, r)
+		if !(r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f)) && !(pasted && (r == '\n' || r == '\t')) {
+			continue
 		}
+		if n+utf8.RuneLen(r) > maxReason {
+			m.status = fmt.Sprintf("the reason is at its limit of %d bytes: the rest is not typed", maxReason)
+			return
+		}
+		m.confirm.reason = append(m.confirm.reason, r)
+		n += utf8.RuneLen(r)
 	}
 }
 
-// maxReason is the most characters of a reason typed.
-const maxReason = 300
+// maxReason is the most bytes of a reason, the gate's limit (and
+// `logbook review --reason`'s).
+const maxReason = 1000
 
 // pagerKey takes a key in the audit or output view.
 func (m *Model) pagerKey(k tea.KeyPressMsg) Action {

@@ -171,6 +171,59 @@ func TestModel_ReviewDecidedWhileConfirming(t *testing.T) {
 	}
 }
 
+// Keys typed ahead into a prompt whose review was decided meanwhile
+// stay in the prompt until esc: none reaches the list, where the
+// reason's letters would answer another review (a opens an allow, enter
+// sends it).
+func TestModel_TypeAheadAfterReviewDecided(t *testing.T) {
+	m := loaded()
+	m.Key(key("a"))
+	typeText(m, "ok, ")
+	s := snap()
+	s.Reviews = []gate.PendingRow{{Session: "5e55aaaa-0002", PendingReview: session.PendingReview{
+		ID: "toolu_force", Tool: "Bash", Action: "git push --force origin main", RequestedAt: t0, BudgetMS: 60_000}}}
+	m.SetSnapshot(s, t0.Add(time.Second), nil)
+	for _, k := range []string{"a", "l", "l", "o", "w", " ", "i", "t", "enter", "d", "enter", "q", "j"} {
+		if act := m.Key(key(k)); act != nil {
+			t.Fatalf("key %q typed ahead acted: %#v", k, act)
+		}
+	}
+	if v := plainView(m); !strings.Contains(v, "toolu_push (Bash git push origin main) was decided meanwhile") || !strings.Contains(v, "esc to go back") {
+		t.Errorf("the prompt of a decided review:\n%s", v)
+	}
+	m.Key(key("esc"))
+	if v := plainView(m); strings.Contains(v, "decided meanwhile") || !strings.Contains(v, "toolu_force") {
+		t.Errorf("after esc:\n%s", v)
+	}
+	// Back in the list, keys act again.
+	if m.Key(key("a")); !strings.Contains(plainView(m), "reason:") {
+		t.Errorf("a after esc opens no prompt:\n%s", plainView(m))
+	}
+}
+
+// The reason is what was typed: spaces around it kept, a paste's line
+// breaks and tabs kept (its CRs as line feeds), up to the gate's 1000
+// bytes, past which it says so.
+func TestModel_ReasonAsTyped(t *testing.T) {
+	m := loaded()
+	m.Key(key("a"))
+	typeText(m, "  ship ")
+	m.Paste("it\r\nnow\tok  ")
+	act, ok := m.Key(key("enter")).(Decide)
+	if !ok || act.Reason != "  ship it\nnow\tok  " {
+		t.Fatalf("decide %#v", act)
+	}
+	m.Key(key("a"))
+	m.Paste(strings.Repeat("é", 600)) // 1200 bytes
+	if v := plainView(m); !strings.Contains(v, "at its limit of 1000 bytes") {
+		t.Errorf("no word of the limit:\n%s", v)
+	}
+	act, ok = m.Key(key("enter")).(Decide)
+	if !ok || act.Reason != strings.Repeat("é", 500) {
+		t.Fatalf("decide: %d bytes", len(act.Reason))
+	}
+}
+
 func TestModel_SelectionStaysOnItsItem(t *testing.T) {
 	m := loaded()
 	m.Key(key("down"))

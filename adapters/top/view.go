@@ -156,6 +156,12 @@ func (m *Model) footLines() []string {
 		if m.status != "" {
 			hint = m.status
 		}
+		if m.confirm.gone {
+			return []string{
+				fmt.Sprintf("%sreview %s (%s %s) was decided meanwhile%s", bold, term.Field(r.ID), term.Field(r.Tool), term.Field(term.Blanks(r.Action)), plain),
+				hint,
+			}
+		}
 		return []string{
 			fmt.Sprintf("%s%s review %s (%s %s)?%s reason: %s▏", bold, m.confirm.verdict, term.Field(r.ID), term.Field(r.Tool), term.Field(term.Blanks(r.Action)), plain, term.Field(string(m.confirm.reason))),
 			hint,

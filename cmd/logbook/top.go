@@ -48,6 +48,9 @@ system socket (--socket), where output cannot be followed.`,
 			if !term.IsTerminal(g.stdout) {
 				return usageErrorf("top draws on a terminal, and standard output is not one: for a list that prints, use logbook sessions and logbook review list")
 			}
+			if f, ok := g.stdin.(*os.File); !ok || !term.IsTerminal(f) {
+				return usageErrorf("top reads its keys from a terminal, and standard input is not one: run it without redirecting standard input")
+			}
 			g.requireServer = true
 			ctx := cmd.Context()
 			return withAPI(ctx, g, func(b *backend, call api.Caller) error {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 )
 
 // TestTop_RefusesWithoutATerminal checks top's usage errors: it draws on
@@ -32,6 +34,20 @@ func TestTop_RefusesWithoutATerminal(t *testing.T) {
 		if out.Len() > 0 {
 			t.Errorf("%v printed %q", c.args, out.String())
 		}
+	}
+	// On a terminal, with its keys redirected (`logbook top </dev/null`,
+	// `cmd | logbook top`): refused too, rather than a screen no key
+	// quits.
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	var errb bytes.Buffer
+	err = runCLI(t.Context(), []string{"--data", data, "top"}, strings.NewReader(""), tty, &errb)
+	if want := "top reads its keys from a terminal, and standard input is not one"; err == nil || !strings.Contains(err.Error(), want) || exitCode(err) != codeUsage {
+		t.Errorf("top with stdin a pipe: %v (exit %d), want a usage error saying %q", err, exitCode(err), want)
 	}
 	if entries, _ := os.ReadDir(data); len(entries) > 0 {
 		t.Errorf("a refused top left %d files in the data dir", len(entries))
