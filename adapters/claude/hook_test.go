@@ -156,6 +156,10 @@ func TestParser_HookErrors(t *testing.T) {
 		{"dotted agent", `{"hook_event_name":"Stop","session_id":"S1","agent_id":"a.b"}`, events.ErrMalformed, "agent_id", `claude hook Stop: field "agent_id": events: malformed event: id "a.b": byte '.' at 1 is not [A-Za-z0-9_-]`},
 		{"subagent start dotted agent", `{"hook_event_name":"SubagentStart","session_id":"S1","agent_id":"*"}`, events.ErrMalformed, "agent_id", `claude hook SubagentStart: field "agent_id": events: malformed event: id "*": byte '*' at 0 is not [A-Za-z0-9_-]`},
 		{"long agent", `{"hook_event_name":"Stop","session_id":"S1","agent_id":"` + strings.Repeat("a", events.MaxIDLen) + `"}`, events.ErrMalformed, "agent_id", `claude hook Stop: field "agent_id": events: malformed event: 128 bytes: want at most 122, since the subagent's session id ("agent-" and the agent id) is at most 128`},
+		{"subagent start without agent", `{"hook_event_name":"SubagentStart","session_id":"S1","agent_type":"Explore"}`, ErrMissingField, "agent_id", `claude hook SubagentStart: field "agent_id": missing field`},
+		{"subagent stop with null agent", `{"hook_event_name":"SubagentStop","session_id":"S1","agent_id":null}`, ErrMissingField, "agent_id", `claude hook SubagentStop: field "agent_id": missing field`},
+		{"subagent start with empty agent", `{"hook_event_name":"SubagentStart","session_id":"S1","agent_id":""}`, ErrMissingField, "agent_id", `claude hook SubagentStart: field "agent_id": missing field`},
+		{"session its own subagent", `{"hook_event_name":"Stop","session_id":"agent-zz","agent_id":"zz"}`, events.ErrMalformed, "agent_id", `claude hook Stop: field "agent_id": events: malformed event: the subagent's session id, "agent-zz", is the session's own: a session is no subagent of itself`},
 		{"agent one byte long", `{"hook_event_name":"Stop","session_id":"S1","agent_id":"` + strings.Repeat("a", events.MaxIDLen-5) + `"}`, events.ErrMalformed, "agent_id", `claude hook Stop: field "agent_id": events: malformed event: 123 bytes: want at most 122, since the subagent's session id ("agent-" and the agent id) is at most 128`},
 	}
 	p := newTestParser(t, Config{})

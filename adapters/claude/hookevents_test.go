@@ -18,7 +18,7 @@ func TestHookEvents_AreTheOnesHookUnderstands(t *testing.T) {
 	}
 	parse := func(ev string) []string {
 		t.Helper()
-		payload := fmt.Sprintf(`{"session_id":"5e551011-0000-4000-8000-000000000001","cwd":"/tmp","hook_event_name":%q,"tool_name":"Bash","tool_use_id":"toolu_1","tool_input":{"command":"ls"}}`, ev)
+		payload := fmt.Sprintf(`{"session_id":"5e551011-0000-4000-8000-000000000001","cwd":"/tmp","hook_event_name":%q,"tool_name":"Bash","tool_use_id":"toolu_1","tool_input":{"command":"ls"},"agent_id":"a1","agent_type":"Explore"}`, ev)
 		o, err := p.Hook([]byte(payload))
 		if err != nil {
 			t.Fatalf("%s: %v", ev, err)

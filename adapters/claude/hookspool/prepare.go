@@ -103,10 +103,19 @@ func checkHook(top map[string]json.RawMessage) (string, error) {
 	if err := events.ValidID(topStr(top, "session_id")); err != nil {
 		return "", &HookError{Event: event, Field: "session_id", Err: err}
 	}
-	if a := topStr(top, "agent_id"); a != "" {
+	a := topStr(top, "agent_id")
+	if a == "" && (event == "SubagentStart" || event == "SubagentStop") {
+		// The subagent the event is about: without it, a subagent named
+		// "agent-" of no session.
+		return "", &HookError{Event: event, Field: "agent_id", Err: ErrMissingField}
+	}
+	if a != "" {
 		err := events.ValidID(a)
 		if err == nil {
 			_, err = SessionAggregate("", a) // "agent-"+a within MaxIDLen
+		}
+		if err == nil && "agent-"+a == topStr(top, "session_id") {
+			err = fmt.Errorf("%w: the subagent's session id, %q, is the session's own: a session is no subagent of itself", events.ErrMalformed, "agent-"+a)
 		}
 		if err != nil {
 			return "", &HookError{Event: event, Field: "agent_id", Err: err}
