@@ -115,6 +115,8 @@ type Model struct {
 	prev    view // the view help returns to
 	width   int
 	height  int
+	short  map[string]string // session id → its short form (shortIDs)
+	shortW int               // the widest short form, in columns
 	confirm struct {
 		verdict string
 		review  gate.PendingRow
@@ -163,6 +165,7 @@ func (m *Model) SetSnapshot(s Snapshot, now time.Time, err error) {
 	m.err = ""
 	kind, id, had := m.selected()
 	m.snap, m.loaded = s, true
+	m.shortIDs(s)
 	m.rows = m.rows[:0]
 	for i := range s.Reviews {
 		m.rows = append(m.rows, row{rowReview, i})
@@ -186,6 +189,44 @@ func (m *Model) SetSnapshot(s Snapshot, now time.Time, err error) {
 		m.confirm.gone = true
 		m.status = "review " + term.Field(m.confirm.review.ID) + " was decided meanwhile: nothing typed is sent; esc to go back"
 	}
+}
+
+// shortIDs sets the short form of each session id s names (its
+// sessions', its reviews' and its commands' sessions), as `logbook
+// sessions` shortens them (term.ShortIDs, 8 characters at least), and
+// the width of the widest.
+func (m *Model) shortIDs(s Snapshot) {
+	seen := map[string]bool{}
+	var ids []string
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	for _, x := range s.Sessions {
+		add(x.ID)
+	}
+	for _, r := range s.Reviews {
+		add(r.Session)
+	}
+	for _, c := range s.Commands {
+		add(c.Session)
+	}
+	short := term.ShortIDs(ids, 8)
+	m.short, m.shortW = make(map[string]string, len(ids)), 8
+	for i, id := range ids {
+		m.short[id] = term.Field(short[i])
+		m.shortW = max(m.shortW, term.DisplayWidth(m.short[id]))
+	}
+}
+
+// sessionID is session id's short form (shortIDs).
+func (m *Model) sessionID(id string) string {
+	if s, ok := m.short[id]; ok {
+		return s
+	}
+	return prefix(term.Field(id), 8)
 }
 
 // SetStatus shows msg, the outcome of the last action (it may quote the

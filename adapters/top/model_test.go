@@ -99,7 +99,7 @@ func TestModel_AllowAsksAReasonThenDecides(t *testing.T) {
 	if act := m.Key(key("a")); act != nil {
 		t.Fatalf("a: %#v, want nothing before the reason", act)
 	}
-	if v := plainView(m); !strings.Contains(v, "allow review toolu_push (Bash git push origin main)? reason:") {
+	if v := plainView(m); !strings.Contains(v, "allow review toolu_push (Bash git push origin main)?\nreason: ▏") {
 		t.Fatalf("no prompt:\n%s", v)
 	}
 	// Enter with no reason sends nothing, and says why.
@@ -374,5 +374,55 @@ func TestModel_HelpAndQuit(t *testing.T) {
 	m.Key(key("esc"))
 	if _, ok := m.Key(key("r")).(Refresh); !ok {
 		t.Errorf("r does not refresh")
+	}
+}
+
+// Columns line up in terminal cells, wide characters taking two; session
+// ids are shortened as `logbook sessions` shortens them, so subagents
+// whose ids share a start stay apart; and the reason being typed is in
+// sight however long the action.
+func TestModel_Layout(t *testing.T) {
+	m := New()
+	m.SetSize(100, 30)
+	s := snap()
+	s.Reviews = []gate.PendingRow{
+		{Session: "agent-a1f00001", PendingReview: session.PendingReview{ID: "toolu_wide", Tool: "Bash", Action: "echo 全角文字で書かれた説明", Risk: "high", RequestedAt: t0, BudgetMS: 60_000}},
+		{Session: "agent-a1f00002", PendingReview: session.PendingReview{ID: "toolu_narrow", Tool: "Bash", Action: "echo plain", Risk: "high", RequestedAt: t0, BudgetMS: 60_000}},
+	}
+	s.Sessions = append(s.Sessions,
+		session.Summary{ID: "agent-a1f00001", Phase: events.PhaseWaiting, Agent: "claude-code", Title: "one", Since: t0},
+		session.Summary{ID: "agent-a1f00002", Phase: events.PhaseWaiting, Agent: "claude-code", Title: "two", Since: t0},
+		session.Summary{ID: "agent-a1f00003", Phase: events.PhaseWaiting, Agent: "claude-code", Title: "three", Since: t0})
+	m.SetSnapshot(s, t0, nil)
+	v := plainView(m)
+	riskAt := func(id string) int {
+		for line := range strings.Lines(v) {
+			if strings.Contains(line, id) {
+				return term.DisplayWidth(line[:strings.Index(line, " high ")])
+			}
+		}
+		t.Fatalf("no line of %s:\n%s", id, v)
+		return 0
+	}
+	if a, b := riskAt("toolu_wide"), riskAt("toolu_narrow"); a != b {
+		t.Errorf("the risk column at cell %d after a wide action, %d after a narrow one:\n%s", a, b, v)
+	}
+	for _, id := range []string{"agent-a1f00001", "agent-a1f00002", "agent-a1f00003"} {
+		if !strings.Contains(v, id+" ") {
+			t.Errorf("session %s not told apart:\n%s", id, v)
+		}
+	}
+	if budget := "1m00s left"; strings.Count(v, budget) != 2 {
+		t.Errorf("a review's budget is cut off at 100 columns:\n%s", v)
+	}
+
+	m.SetSize(60, 30)
+	s.Reviews[1].Action = "git push origin " + strings.Repeat("b", 320)
+	m.SetSnapshot(s, t0, nil)
+	m.Key(key("down"))
+	m.Key(key("a"))
+	typeText(m, "release it")
+	if v := plainView(m); !strings.Contains(v, "reason: release it▏") {
+		t.Errorf("the reason typed is out of sight:\n%s", v)
 	}
 }

@@ -117,7 +117,7 @@ func (m *Model) listLines() []string {
 	if len(m.snap.Commands) > 0 {
 		head(fmt.Sprintf("ACTIVE COMMANDS (%d)", len(m.snap.Commands)))
 		for ; j < len(m.rows); j++ {
-			body = append(body, listLine{commandLine(m.snap.Commands[m.rows[j].i]), j})
+			body = append(body, listLine{m.commandLine(m.snap.Commands[m.rows[j].i]), j})
 		}
 	}
 	if m.loaded && len(body) == 0 {
@@ -162,8 +162,12 @@ func (m *Model) footLines() []string {
 				hint,
 			}
 		}
+		// The reason has a line of its own, its end in sight however
+		// long the action or the reason: what is typed is always shown.
+		reason := term.EllipsizeLeft(term.Field(string(m.confirm.reason)), max(m.width-len("reason: ")-1, 2))
 		return []string{
-			fmt.Sprintf("%s%s review %s (%s %s)?%s reason: %s▏", bold, m.confirm.verdict, term.Field(r.ID), term.Field(r.Tool), term.Field(term.Blanks(r.Action)), plain, term.Field(string(m.confirm.reason))),
+			fmt.Sprintf("%s%s review %s (%s %s)?%s", bold, m.confirm.verdict, term.Field(r.ID), term.Field(r.Tool), term.Field(term.Blanks(r.Action)), plain),
+			"reason: " + reason + "▏",
 			hint,
 		}
 	}
@@ -183,9 +187,25 @@ func (m *Model) reviewLine(r gate.PendingRow) string {
 		left = short(d) + " left"
 	}
 	action := term.Dash(r.Action)
-	return fmt.Sprintf("%-14s %-8s %-10s %-40s %-8s %s", cutRight(term.Field(r.ID), 14), prefix(term.Field(r.Session), 8),
-		cutRight(term.Field(r.Tool), 10), cutRight(term.Field(term.Blanks(action)), 40), cutRight(term.Field(term.Dash(r.Risk)), 8), left)
+	// The action takes what the other cells leave of the line (the mark
+	// of the selected row, 2 columns, included), 40 columns at most.
+	aw := min(40, max(12, m.width-2-(14+1+m.shortW+1+10+1)-(1+8+1+len("1m00s left"))))
+	return cols(col(cutRight(term.Field(r.ID), 14), 14), col(m.sessionID(r.Session), m.shortW),
+		col(cutRight(term.Field(r.Tool), 10), 10), col(cutRight(term.Field(term.Blanks(action)), aw), aw), col(cutRight(term.Field(term.Dash(r.Risk)), 8), 8), left)
 }
+
+// col pads s with spaces to width terminal columns (term.DisplayWidth:
+// a wide character takes two), as fmt's %-*s pads to a count of
+// characters.
+func col(s string, width int) string {
+	if n := term.DisplayWidth(stripOwn(s)); n < width {
+		return s + strings.Repeat(" ", width-n)
+	}
+	return s
+}
+
+// cols joins a line's cells with one space.
+func cols(cells ...string) string { return strings.Join(cells, " ") }
 
 // sessionLine draws a session: its id's first characters, agent, title
 // (or working directory), activity and phase age.
@@ -202,15 +222,15 @@ func (m *Model) sessionLine(s session.Summary) string {
 	if !s.Since.IsZero() && !m.now.IsZero() {
 		age = short(m.now.Sub(s.Since))
 	}
-	return fmt.Sprintf("%-8s %-12s %-40s %-22s %s", prefix(term.Field(s.ID), 8), cutRight(term.Field(term.Dash(s.Agent)), 12),
-		cutRight(title, 40), cutRight(term.Field(term.Dash(s.Activity)), 22), age)
+	return cols(col(m.sessionID(s.ID), m.shortW), col(cutRight(term.Field(term.Dash(s.Agent)), 12), 12),
+		col(cutRight(title, 40), 40), col(cutRight(term.Field(term.Dash(s.Activity)), 22), 22), age)
 }
 
 // commandLine draws an active command: id, session, status and argv.
-func commandLine(c command.State) string {
+func (m *Model) commandLine(c command.State) string {
 	argv := strings.Join(c.Argv, " ")
-	return fmt.Sprintf("%-12s %-8s %-10s %s", prefix(term.Field(c.ID), 12), prefix(term.Field(c.Session), 8),
-		cutRight(term.Field(term.Dash(c.Status)), 10), term.Field(term.Blanks(argv)))
+	return cols(col(prefix(term.Field(c.ID), 12), 12), col(m.sessionID(c.Session), m.shortW),
+		col(cutRight(term.Field(term.Dash(c.Status)), 10), 10), term.Field(term.Blanks(argv)))
 }
 
 // pagerLines draws the audit or output view.

@@ -125,7 +125,8 @@ func TestTop_TmuxAllowIsRecordedAsThePerson(t *testing.T) {
 		}
 	}
 	tm("send-keys", "-t", "top", "a")
-	waitPane("allow review toolu_toppush (Bash git push origin main)? reason:")
+	waitPane("allow review toolu_toppush (Bash git push origin main)?")
+	waitPane("reason: ▏")
 	tm("send-keys", "-t", "top", "-l", "release from tmux")
 	waitPane("reason: release from tmux")
 	tm("send-keys", "-t", "top", "Enter")
