@@ -115,8 +115,8 @@ type Model struct {
 	prev    view // the view help returns to
 	width   int
 	height  int
-	short  map[string]string // session id → its short form (shortIDs)
-	shortW int               // the widest short form, in columns
+	short   map[string]string // session id → its short form (shortIDs)
+	shortW  int               // the widest short form, in columns
 	confirm struct {
 		verdict string
 		review  gate.PendingRow
