@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -50,6 +52,11 @@ other commands on a loopback listener protected by generated credentials
 was down.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A closed standard output or error (`serve 2>&1 | tee log`,
+			// and ctrl+c, which ends tee first) is a failed write of a
+			// log line, never serve's end by SIGPIPE in the middle of its
+			// orderly stop.
+			signal.Ignore(syscall.SIGPIPE)
 			switch logFormat {
 			case "text", "json":
 			default:
