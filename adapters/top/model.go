@@ -24,11 +24,13 @@ import (
 // clock when it was read. Every text in it is as the log holds it,
 // hostile or not: the Model escapes it before drawing. Note, when set,
 // says what the snapshot lacks and why (reviews a reader's credentials
-// may not list), under the header.
+// may not list), under the header; ReviewsHidden says that Reviews is
+// empty because they could not be read, not because none is open.
 type Snapshot struct {
-	Server   string
-	Host     string
-	Note     string
+	Server        string
+	Host          string
+	Note          string
+	ReviewsHidden bool
 	At       time.Time
 	Reviews  []gate.PendingRow
 	Sessions []session.Summary

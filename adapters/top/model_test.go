@@ -426,3 +426,16 @@ func TestModel_Layout(t *testing.T) {
 		t.Errorf("the reason typed is out of sight:\n%s", v)
 	}
 }
+
+// Reviews a reader's credentials may not list are said to be hidden, not
+// counted as none pending.
+func TestModel_ReviewsHidden(t *testing.T) {
+	m := New()
+	m.SetSize(120, 30)
+	s := snap()
+	s.Reviews, s.ReviewsHidden, s.Note = nil, true, "reviews not shown: denied"
+	m.SetSnapshot(s, t0, nil)
+	if v := plainView(m); strings.Contains(v, "0 reviews pending") || !strings.Contains(v, "reviews not shown ·") {
+		t.Errorf("header:\n%s", v)
+	}
+}

@@ -77,7 +77,11 @@ func (m *Model) header() []string {
 	if len(parts) > 0 {
 		n += " (" + strings.Join(parts, ", ") + ")"
 	}
-	n += fmt.Sprintf(" · %s pending · %s", term.Plural(len(m.snap.Reviews), "review"), term.Plural(len(m.snap.Commands), "active command"))
+	reviews := term.Plural(len(m.snap.Reviews), "review") + " pending"
+	if m.snap.ReviewsHidden {
+		reviews = "reviews not shown"
+	}
+	n += fmt.Sprintf(" · %s · %s", reviews, term.Plural(len(m.snap.Commands), "active command"))
 	return []string{where, n}
 }
 

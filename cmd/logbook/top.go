@@ -39,8 +39,8 @@ with --creds (a reader's credentials read, a writer's also answer), or a
 system socket (--socket), where output cannot be followed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if interval < 100*time.Millisecond {
-				return usageErrorf("--interval %s: want 100ms or more", interval)
+			if interval < 100*time.Millisecond || interval > time.Hour {
+				return usageErrorf("--interval %s: want 100ms to 1h", interval)
 			}
 			if g.json {
 				return usageErrorf("--json: top draws on a terminal; for JSON use logbook sessions --json and logbook review list --json")
@@ -56,6 +56,11 @@ system socket (--socket), where output cannot be followed.`,
 			return withAPI(ctx, g, func(b *backend, call api.Caller) error {
 				src := &topSource{g: g, b: b, call: call}
 				src.server, src.host = topWhere(g, b)
+				// A server that does not answer (no socket there, serve
+				// gone) is said here, before the screen is taken.
+				if _, err := src.Snapshot(ctx); err != nil {
+					return err
+				}
 				opts := top.Options{Interval: interval, AltScreen: true}
 				if b.log != nil {
 					last, err := b.log.LastSeq(ctx)
@@ -110,6 +115,7 @@ func (s *topSource) Snapshot(ctx context.Context) (top.Snapshot, error) {
 		// A reader's credentials list sessions but not reviews: the
 		// rest shows, and the header says why no review does.
 		out.Note = "reviews not shown: " + err.Error()
+		out.ReviewsHidden = true
 	} else if err != nil {
 		return out, err
 	}

@@ -24,7 +24,8 @@ func TestTop_RefusesWithoutATerminal(t *testing.T) {
 	}{
 		{[]string{"top"}, "top draws on a terminal, and standard output is not one"},
 		{[]string{"--json", "top"}, "--json: top draws on a terminal"},
-		{[]string{"top", "--interval", "0"}, "--interval 0s: want 100ms or more"},
+		{[]string{"top", "--interval", "0"}, "--interval 0s: want 100ms to 1h"},
+		{[]string{"top", "--interval", "100h"}, "--interval 100h0m0s: want 100ms to 1h"},
 	} {
 		var out, errb bytes.Buffer
 		err := runCLI(t.Context(), append([]string{"--data", data}, c.args...), strings.NewReader(""), &out, &errb)
