@@ -31,10 +31,10 @@ type Snapshot struct {
 	Host          string
 	Note          string
 	ReviewsHidden bool
-	At       time.Time
-	Reviews  []gate.PendingRow
-	Sessions []session.Summary
-	Commands []command.State
+	At            time.Time
+	Reviews       []gate.PendingRow
+	Sessions      []session.Summary
+	Commands      []command.State
 }
 
 // Action is what a key asks of the program around the Model: nil for
