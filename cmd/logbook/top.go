@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 
@@ -55,6 +57,7 @@ system socket (--socket), where output cannot be followed.`,
 			ctx := cmd.Context()
 			return withAPI(ctx, g, func(b *backend, call api.Caller) error {
 				src := &topSource{g: g, b: b, call: call}
+				defer src.close()
 				src.server, src.host = topWhere(g, b)
 				// A server that does not answer (no socket there, serve
 				// gone) is said here, before the screen is taken.
@@ -96,21 +99,86 @@ func topWhere(g *globals, b *backend) (server, hostname string) {
 
 // topSource is top's top.Source: the server's API through call (the
 // verbs `logbook sessions`, `review`, `commands` ask), the log through b
-// for an audit and a command's output.
+// for an audit and a command's output. Its methods run on goroutines of
+// their own: b, call and server change together, under mu, when the
+// data dir's serve has restarted (reopen).
 type topSource struct {
-	g            *globals
-	b            *backend
-	call         api.Caller
-	server, host string
+	g        *globals
+	host     string
+	mu       sync.Mutex
+	b        *backend
+	call     api.Caller
+	server   string
+	reopened *backend // a backend reopen opened, closed by close
+}
+
+// conn returns the backend, the caller and the server's name in use.
+func (s *topSource) conn() (*backend, api.Caller, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b, s.call, s.server
+}
+
+// reopen connects again to the data dir's serve when err says the
+// connection to it is gone (nats.go gives up after a few tries, and a
+// serve started again listens on a port of its own), and reports
+// whether it did. Only a data dir's serve is reopened: a socket's and
+// --nats-url's connection are their own.
+func (s *topSource) reopen(ctx context.Context, err error) bool {
+	b, _, _ := s.conn()
+	if !b.remote || b.socket != "" || s.g.natsURL != "" ||
+		!errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, nats.ErrTimeout) {
+		return false
+	}
+	nb, oerr := openBackend(ctx, s.g)
+	if oerr != nil {
+		return false
+	}
+	if !nb.remote {
+		nb.Close()
+		return false
+	}
+	server, _ := topWhere(s.g, nb)
+	s.mu.Lock()
+	old := s.reopened
+	s.b, s.reopened, s.server = nb, nb, server
+	s.call = func(ctx context.Context, verb string, req, resp any) error {
+		return api.Call(ctx, nb.nc, nb.api, verb, req, resp)
+	}
+	s.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	return true
+}
+
+// close closes what reopen opened.
+func (s *topSource) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reopened != nil {
+		s.reopened.Close()
+		s.reopened = nil
+	}
 }
 
 // Snapshot reads the open reviews, the sessions `logbook sessions` lists
-// and the active commands.
+// and the active commands, connecting again to a data dir's serve that
+// restarted.
 func (s *topSource) Snapshot(ctx context.Context) (top.Snapshot, error) {
+	out, err := s.snapshot(ctx)
+	if err != nil && s.reopen(ctx, err) {
+		out, err = s.snapshot(ctx)
+	}
+	return out, err
+}
+
+func (s *topSource) snapshot(ctx context.Context) (top.Snapshot, error) {
+	b, call, server := s.conn()
 	now := time.Now()
-	out := top.Snapshot{Server: s.server, Host: s.host, At: now}
+	out := top.Snapshot{Server: server, Host: s.host, At: now}
 	var reviews gate.ReviewsReply
-	err := s.call(ctx, gate.VerbReviews, gate.ReviewsRequest{}, &reviews)
+	err := call(ctx, gate.VerbReviews, gate.ReviewsRequest{}, &reviews)
 	if _, denied := errors.AsType[*api.DeniedError](err); denied {
 		// A reader's credentials list sessions but not reviews: the
 		// rest shows, and the header says why no review does.
@@ -120,7 +188,7 @@ func (s *topSource) Snapshot(ctx context.Context) (top.Snapshot, error) {
 		return out, err
 	}
 	out.Reviews = reviews.Reviews
-	rows, _, err := api.SessionList{}.Rows(ctx, s.call, now)
+	rows, _, err := api.SessionList{}.Rows(ctx, call, now)
 	if err != nil {
 		return out, err
 	}
@@ -128,9 +196,9 @@ func (s *topSource) Snapshot(ctx context.Context) (top.Snapshot, error) {
 	for i, r := range rows {
 		out.Sessions[i] = r.Summary
 	}
-	if s.b.socket == "" {
+	if b.socket == "" {
 		// The system socket lists no commands: they are serve's user's.
-		if out.Commands, err = api.ListCommands(ctx, s.call, api.CommandsRequest{Active: true}, 0); err != nil {
+		if out.Commands, err = api.ListCommands(ctx, call, api.CommandsRequest{Active: true}, 0); err != nil {
 			return out, err
 		}
 	}
@@ -150,7 +218,8 @@ func (s *topSource) Decide(ctx context.Context, d top.Decide) (string, error) {
 	}
 	req := gate.DecideRequest{Session: d.Session, ID: d.Review, Verdict: d.Verdict, Reason: reason, Actor: personActor(), Ref: ulid.Make().String()}
 	var out gate.DecideReply
-	if err := s.call(ctx, gate.VerbReviewDecide, req, &out); err != nil {
+	_, call, _ := s.conn()
+	if err := call(ctx, gate.VerbReviewDecide, req, &out); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("review %s of session %s: %s", out.Review.ID, out.Session, out.Review.Winner()), nil
@@ -158,17 +227,18 @@ func (s *topSource) Decide(ctx context.Context, d top.Decide) (string, error) {
 
 // Audit returns session sess's audit as `logbook audit` prints it.
 func (s *topSource) Audit(ctx context.Context, sess string) (string, error) {
-	if s.b.socket != "" {
+	b, call, _ := s.conn()
+	if b.socket != "" {
 		var out host.AuditReply
-		if err := s.call(ctx, host.VerbAudit, host.AuditRequest{ID: sess}, &out); err != nil {
+		if err := call(ctx, host.VerbAudit, host.AuditRequest{ID: sess}, &out); err != nil {
 			return "", err
 		}
 		return out.Text, nil
 	}
-	if s.b.log == nil {
+	if b.log == nil {
 		return "", errors.New("the audit reads the log, which does not answer")
 	}
-	items, err := auditItems(ctx, s.b, sess)
+	items, err := auditItems(ctx, b, sess)
 	if err != nil {
 		return "", err
 	}
@@ -182,10 +252,11 @@ func (s *topSource) Audit(ctx context.Context, sess string) (string, error) {
 // Follow follows command cmd's output as `logbook command output
 // --follow` does, through the log.
 func (s *topSource) Follow(ctx context.Context, cmd string, out func([]byte)) (string, error) {
-	if s.b.socket != "" || s.b.log == nil {
+	b, _, _ := s.conn()
+	if b.socket != "" || b.log == nil {
 		return "", errors.New("a command's output is read from the log over NATS, which the system socket does not give: run top as serve's user with --data, or with --nats-url and --creds")
 	}
-	cl, err := newCommandClient(s.b)
+	cl, err := newCommandClient(b)
 	if err != nil {
 		return "", err
 	}

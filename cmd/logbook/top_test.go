@@ -3,14 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/top"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // TestTop_RefusesWithoutATerminal checks top's usage errors: it draws on
@@ -179,4 +186,53 @@ func TestTop_TmuxAllowIsRecordedAsThePerson(t *testing.T) {
 	waitPane("↑↓ select")
 	tm("send-keys", "-t", "top", "q")
 	waitPane("top exited 0")
+}
+
+// TestTop_ReconnectsToRestartedServe: top's source reads through the data
+// dir's serve, which stops and starts again (on a port of its own); the
+// next reads reach the new serve, and the header names it, rather than
+// "connection closed" until top is started again.
+func TestTop_ReconnectsToRestartedServe(t *testing.T) {
+	bin := soakBuild(t)
+	data := t.TempDir()
+	startServe := func() *exec.Cmd {
+		c := exec.Command(bin, "serve", "--data", data, "--http", "off", "--workers", "0")
+		sandboxtest.DieWithTest(c)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitServer(t, dataDir(data))
+		return c
+	}
+	first := startServe()
+	g := &globals{data: data, requireServer: true, stdout: io.Discard, stderr: io.Discard}
+	err := withAPI(t.Context(), g, func(b *backend, call api.Caller) error {
+		src := &topSource{g: g, b: b, call: call}
+		defer src.close()
+		src.server, src.host = topWhere(g, b)
+		if _, err := src.Snapshot(t.Context()); err != nil {
+			return fmt.Errorf("first read: %w", err)
+		}
+		_ = first.Process.Signal(syscall.SIGINT)
+		_ = first.Wait()
+		second := startServe()
+		defer func() { _ = second.Process.Signal(syscall.SIGINT); _ = second.Wait() }()
+		var snap top.Snapshot
+		var err error
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if snap, err = src.Snapshot(t.Context()); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("read after serve started again: %w", err)
+		}
+		if want := fmt.Sprintf("serve pid %d ", second.Process.Pid); !strings.Contains(snap.Server, want) {
+			return fmt.Errorf("header names %q, want %q", snap.Server, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
