@@ -8,7 +8,8 @@ import (
 
 // TestExec_ExitCodes holds exec's exit codes to the README's list: the
 // command's own status (128 + signal), 127 not found or not executable,
-// 126 any other refusal, 1 abandoned or evicted.
+// 126 any other refusal and a command bubblewrap never ran, 1 abandoned
+// or evicted.
 func TestExec_ExitCodes(t *testing.T) {
 	code := func(n int) *int { return &n }
 	for _, tt := range []struct {
@@ -25,6 +26,7 @@ func TestExec_ExitCodes(t *testing.T) {
 		{"workspace", command.State{Status: command.StatusRefused, EndReason: "refused: workspace / is a system directory"}, 126},
 		{"no boundary", command.State{Status: command.StatusRefused, EndReason: "no boundary: bubblewrap not found in PATH"}, 126},
 		{"cannot start", command.State{Status: command.StatusRefused, EndReason: "cannot start: fork: resource temporarily unavailable"}, 126},
+		{"not run", command.State{Status: command.StatusExited, ExitCode: code(1), NotRun: "bubblewrap exited with status 1 before running it"}, 126},
 		{"abandoned", command.State{Status: command.StatusAbandoned, EndReason: "worker_gone"}, 1},
 		{"evicted", command.State{Status: command.StatusEvicted, EvictedBy: "w2"}, 1},
 	} {
