@@ -53,6 +53,9 @@ system socket (--socket), where output cannot be followed.`,
 			if f, ok := g.stdin.(*os.File); !ok || !term.IsTerminal(f) {
 				return usageErrorf("top reads its keys from a terminal, and standard input is not one: run it without redirecting standard input")
 			}
+			if os.Getenv("TERM") == "dumb" {
+				return usageErrorf("top draws with escape sequences, which TERM=dumb says this terminal does not take: for a list that prints, use logbook sessions and logbook review list")
+			}
 			g.requireServer = true
 			ctx := cmd.Context()
 			return withAPI(ctx, g, func(b *backend, call api.Caller) error {

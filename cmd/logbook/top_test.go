@@ -57,6 +57,13 @@ func TestTop_RefusesWithoutATerminal(t *testing.T) {
 	if want := "top reads its keys from a terminal, and standard input is not one"; err == nil || !strings.Contains(err.Error(), want) || exitCode(err) != codeUsage {
 		t.Errorf("top with stdin a pipe: %v (exit %d), want a usage error saying %q", err, exitCode(err), want)
 	}
+	// A terminal that says it takes no escape sequences.
+	t.Setenv("TERM", "dumb")
+	errb.Reset()
+	err = runCLI(t.Context(), []string{"--data", data, "top"}, tty, tty, &errb)
+	if want := "TERM=dumb says this terminal does not take"; err == nil || !strings.Contains(err.Error(), want) || exitCode(err) != codeUsage {
+		t.Errorf("top with TERM=dumb: %v (exit %d), want a usage error saying %q", err, exitCode(err), want)
+	}
 	if entries, _ := os.ReadDir(data); len(entries) > 0 {
 		t.Errorf("a refused top left %d files in the data dir", len(entries))
 	}
