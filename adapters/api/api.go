@@ -206,7 +206,12 @@ func answer(nc *nats.Conn, m *nats.Msg, subject string, handle func(ctx context.
 	if m.Header.Get(headerStaleOK) != "" {
 		ctx = AllowStale(ctx)
 	}
-	b := work(ctx, verb, m.Data, handle, logf, heartbeat(nc, m.Reply))
+	// The handler's context is canceled once the client is gone (see
+	// heartbeat): a gate review's wait then ends, and the review with
+	// it, rather than waiting its budget for nobody.
+	ctx, gone := context.WithCancel(ctx)
+	defer gone()
+	b := work(ctx, verb, m.Data, handle, logf, heartbeat(nc, m.Reply, gone))
 	if err := respond(nc, m, b); err != nil {
 		logf("api %s: answer of %d bytes not sent: %v", verb, len(b), err)
 		b, _ = json.Marshal(Reply{Error: fmt.Sprintf("%s: answer of %d bytes not sent: %v", verb, len(b), err)})
@@ -248,11 +253,19 @@ func work(parent context.Context, verb string, data []byte, handle func(ctx cont
 // heartbeat sends a heartbeat to reply on nc every heartbeatEvery until
 // the function it returns is called; that function returns once the last
 // heartbeat is sent, so none follows the answer.
-func heartbeat(nc *nats.Conn, reply string) (stop func()) {
+//
+// Each heartbeat is sent as a request, which the client never answers
+// (Call reads it as a heartbeat by its header): while the client's reply
+// subscription lives, the request waits out heartbeatProbe for nothing;
+// once the client is gone (its process ended, its connection closed),
+// the server answers at once that no one subscribes
+// (nats.ErrNoResponders), and heartbeat calls gone and sends no more.
+func heartbeat(nc *nats.Conn, reply string, gone func()) (stop func()) {
 	if reply == "" {
 		return func() {}
 	}
 	done, exited := make(chan struct{}), make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer close(exited)
 		t := time.NewTicker(heartbeatEvery)
@@ -263,15 +276,28 @@ func heartbeat(nc *nats.Conn, reply string) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				_ = nc.PublishMsg(&nats.Msg{Subject: reply, Header: nats.Header{headerWorking: []string{time.Since(start).Round(time.Second).String()}}})
+				msg := &nats.Msg{Subject: reply, Header: nats.Header{headerWorking: []string{time.Since(start).Round(time.Second).String()}}}
+				pctx, pcancel := context.WithTimeout(ctx, heartbeatProbe)
+				_, err := nc.RequestMsgWithContext(pctx, msg)
+				pcancel()
+				if errors.Is(err, nats.ErrNoResponders) {
+					gone()
+					return
+				}
 			}
 		}
 	}()
 	return func() {
+		cancel() // a probe waiting for nothing ends now: the answer goes out
 		close(done)
 		<-exited
 	}
 }
+
+// heartbeatProbe is how long a heartbeat waits to learn that its client
+// is gone: the server's no-responders answer comes at once, so this only
+// bounds the wait for the answer that never comes from a live client.
+const heartbeatProbe = 250 * time.Millisecond
 
 // respond sends answer b to request m on nc: one message when it fits,
 // else consecutive parts (see headerPart).

@@ -167,6 +167,55 @@ func TestServe_HeartbeatsWhileEncoding(t *testing.T) {
 	}
 }
 
+// TestServe_ClientGoneCancels: a client that asks and goes away (its
+// connection closed, as when its process is killed) while the handler
+// works cancels the handler's context at the next heartbeat, so that a
+// wait for someone's answer (a gate review) ends with its asker; a
+// client still waiting keeps it, heartbeats and all.
+func TestServe_ClientGoneCancels(t *testing.T) {
+	t.Parallel() // it mostly waits
+	srv, nc := loopback(t)
+	ended := make(chan error, 2)
+	serveTest(t, srv, "test.hold", func(ctx context.Context, data []byte) (any, error) {
+		select {
+		case <-ctx.Done():
+			ended <- context.Cause(ctx)
+			return nil, ctx.Err()
+		case <-time.After(3 * heartbeatEvery):
+			ended <- nil
+			return "held", nil
+		}
+	}, func(string, ...any) {})
+
+	// A client that stays gets its answer after several heartbeats.
+	var got string
+	if err := Call(t.Context(), nc, "test.", "hold", nil, &got); err != nil || got != "held" {
+		t.Fatalf("a client that waited: %q, %v", got, err)
+	}
+	if err := <-ended; err != nil {
+		t.Fatalf("the handler of a client that waited ended: %v", err)
+	}
+
+	// A client that goes away.
+	gone, err := natslog.Connect(srv.ClientURL(), nats.UserInfo("u", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	called := make(chan error, 1)
+	go func() { called <- Call(t.Context(), gone, "test.", "hold", nil, nil) }()
+	time.Sleep(heartbeatEvery / 2)
+	gone.Close()
+	<-called
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the handler of a client that went away ended with %v, want its context canceled", err)
+		}
+	case <-time.After(2*heartbeatEvery + time.Second):
+		t.Fatal("the handler of a client that went away still works, past the next heartbeat")
+	}
+}
+
 // TestServe_SlowRequestHoldsUpNoOther holds one request of a verb open
 // (as a gate review waits for a person) and asks the same verb again:
 // the second is answered while the first still waits, and the first is
