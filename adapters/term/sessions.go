@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -333,11 +332,8 @@ func Commands(w io.Writer, cs []command.State, withSession bool) error {
 			dur = (time.Duration(c.DurationMS) * time.Millisecond).String()
 			output = strconv.FormatInt(c.OutputBytes, 10)
 		}
-		argv := strings.Join(c.Argv, " ")
-		if len(c.Argv) > 0 {
-			argv = strings.Join(append([]string{path.Base(c.Argv[0])}, c.Argv[1:]...), " ")
-		}
-		argv = Cell(argv) // cut on the escaped text, which is printed
+		// The program as named, path and all: /tmp/ws/ls is not ls.
+		argv := Cell(strings.Join(c.Argv, " ")) // cut on the escaped text, which is printed
 		if r := []rune(argv); len(r) > 60 {
 			argv = string(r[:57]) + "..."
 		}

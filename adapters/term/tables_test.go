@@ -120,6 +120,26 @@ func TestCommandsTableAlignsEscapedFields(t *testing.T) {
 	}
 }
 
+// TestCommandsTableNamesTheProgramWhole: the ARGV column shows the
+// program as the command named it, path and all: a /tmp/ws/ls is not the
+// system's ls; and a command bubblewrap never ran shows "not run" as its
+// code.
+func TestCommandsTableNamesTheProgramWhole(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	one := 1
+	cs := []command.State{
+		{ID: "c1", Session: "s1", Status: command.StatusStarted, Mode: "read_only", RequestedAt: now, Argv: []string{"/tmp/ws/ls", "-la"}},
+		{ID: "c2", Session: "s1", Status: command.StatusExited, ExitCode: &one, NotRun: "bubblewrap exited with status 1 before running it", Mode: "read_only", RequestedAt: now, Argv: []string{"./s1.sh"}},
+	}
+	var buf bytes.Buffer
+	if err := Print(&buf, func(w io.Writer) error { return Commands(w, cs, false) }); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "/tmp/ws/ls -la") || !strings.Contains(buf.String(), "not run") {
+		t.Errorf("commands table:\n%s", buf.String())
+	}
+}
+
 // TestUsageTableAlignsEscapedFields: the usage tables, by session, model
 // and project, measure a cell as sessions does (escaped, in terminal
 // columns), so a model or cwd holding escape sequences and controls keeps
