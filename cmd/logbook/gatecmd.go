@@ -218,6 +218,13 @@ func reviewAnswerCmd(g *globals, verdict string) *cobra.Command {
 			}
 			req := gate.DecideRequest{Session: sess, ID: args[0], Verdict: verdict, Reason: reason, Actor: personActor(), Ref: ulid.Make().String()}
 			return withAPI(cmd.Context(), g, func(b *backend, call api.Caller) error {
+				if !b.remote && b.socket == "" {
+					// Only serve's gate waits for a verdict: with none
+					// running, every hook that asked has denied its call,
+					// and an answer here would be recorded for a call
+					// that never ran.
+					return fmt.Errorf("no serve runs for %s: no hook waits for a verdict (one that was waiting has denied its call); start serve, which decides the reviews left open unavailable", b.dd)
+				}
 				var err error
 				if req.Session, req.ID, err = resolveReview(cmd.Context(), b, call, req.Session, req.ID); err != nil {
 					return err
@@ -290,14 +297,14 @@ func reviewStdin(ctx context.Context, b *backend, cl *worker.Client, id string, 
 
 // resolveReview returns the session and review that sess (a session id
 // or a unique prefix of one; "" for any session) and id (a review id or
-// a unique prefix of the reviews' ids) name. An id that is an open
-// review's whole id names it. A prefix several open reviews begin with
-// is a usage error listing them. Any other id is passed on as it is:
-// the gate matches it against the decided reviews too (a whole id or a
-// unique prefix), so a prefix of one open and one decided review is
-// refused as ambiguous rather than taken for the open one, and answers
-// for a review decided before (naming who decided it), for several a
-// prefix names (events.ErrMalformed), or for one it does not know.
+// a unique prefix of the reviews' ids) name. An id several open reviews
+// have or begin with is a usage error listing them. Any other id is
+// passed on as it is: the gate matches it against the decided reviews
+// too (a whole id or a unique prefix), so an id or prefix of one open
+// and one decided review is refused as naming no one review
+// (events.ErrMalformed) rather than taken for the open one, and it
+// answers for a review decided before (naming who decided it) or for
+// one it does not know.
 func resolveReview(ctx context.Context, b *backend, call api.Caller, sess, id string) (string, string, error) {
 	if id == "" {
 		return "", "", usageErrorf("want a review id (or a prefix of one; logbook review list shows them)")
@@ -313,10 +320,7 @@ func resolveReview(ctx context.Context, b *backend, call api.Caller, sess, id st
 		return "", "", err
 	}
 	cands, exact := gate.MatchReviews(open.Reviews, sess, id)
-	switch {
-	case len(cands) == 1 && exact:
-		return cands[0].Session, cands[0].ID, nil
-	case len(cands) <= 1:
+	if len(cands) <= 1 {
 		return sess, id, nil
 	}
 	return "", "", usageErrorf("%s", term.AmbiguousReviews(cands, id, exact))
