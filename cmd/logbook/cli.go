@@ -106,7 +106,7 @@ var projectionCommands = map[string]bool{
 var neverEmpty = []string{
 	"data", "session", "by", "since", "tz", "workspace", "cwd", "mode", "id", "key", "out",
 	"phase", "status", "project", "owned-by", "at", "socket", "name", "base", "push",
-	"reviewer", "title", "principal", "role", "url",
+	"reviewer", "title", "principal", "role", "url", "nats-url", "creds",
 }
 
 // refuseEmpty returns a usage error for a flag of neverEmpty that cmd's
