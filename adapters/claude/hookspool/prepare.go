@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 	"github.com/logbook-dev/logbook/adapters/redact/cut"
@@ -103,6 +104,12 @@ func checkHook(top map[string]json.RawMessage) (string, error) {
 	if err := events.ValidID(topStr(top, "session_id")); err != nil {
 		return "", &HookError{Event: event, Field: "session_id", Err: err}
 	}
+	if strings.HasPrefix(topStr(top, "session_id"), "agent-") {
+		// A subagent's session id is "agent-" and its agent_id: a
+		// session of that name would be taken for one, and a subagent's
+		// events land in it.
+		return "", &HookError{Event: event, Field: "session_id", Err: fmt.Errorf("%w: a session id beginning with %q names a subagent (%q and its agent_id); Claude Code sends the parent's session_id and the agent_id", events.ErrMalformed, "agent-", "agent-")}
+	}
 	a := topStr(top, "agent_id")
 	if a == "" && (event == "SubagentStart" || event == "SubagentStop") {
 		// The subagent the event is about: without it, a subagent named
@@ -113,9 +120,6 @@ func checkHook(top map[string]json.RawMessage) (string, error) {
 		err := events.ValidID(a)
 		if err == nil {
 			_, err = SessionAggregate("", a) // "agent-"+a within MaxIDLen
-		}
-		if err == nil && "agent-"+a == topStr(top, "session_id") {
-			err = fmt.Errorf("%w: the subagent's session id, %q, is the session's own: a session is no subagent of itself", events.ErrMalformed, "agent-"+a)
 		}
 		if err != nil {
 			return "", &HookError{Event: event, Field: "agent_id", Err: err}
