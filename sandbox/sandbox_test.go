@@ -303,8 +303,19 @@ func TestStart_NotFound(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := newSpec(t, WorkspaceWrite, false, script)
-		if _, err := Start(t.Context(), s, nil); !errors.Is(err, ErrNotFound) {
-			t.Errorf("Start(%s) in workspace_write = %v, want ErrNotFound", script, err)
+		if _, err := Start(t.Context(), s, nil); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "inside the boundary, which hides it") {
+			t.Errorf("Start(%s) in workspace_write = %v, want ErrNotFound saying the boundary hides it", script, err)
+		}
+		// Found through PATH: the file is named, and that the boundary
+		// hides it, not only that it is not in PATH.
+		named := filepath.Join(dir, "lb-hidden-tool")
+		if err := os.Link(script, named); err != nil {
+			t.Fatal(err)
+		}
+		byName := newSpec(t, WorkspaceWrite, false, "lb-hidden-tool")
+		byName.Env = append(slices.DeleteFunc(slices.Clone(byName.Env), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }), "PATH="+dir+":/usr/bin:/bin")
+		if _, err := Start(t.Context(), byName, nil); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), named+" is, but the boundary hides it") {
+			t.Errorf("Start(lb-hidden-tool) through PATH in workspace_write = %v, want ErrNotFound naming %s hidden", err, named)
 		}
 		s.Mode = FullAccess
 		if _, r := run(t, s); r.text(Stdout) != "ran\n" {

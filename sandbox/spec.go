@@ -429,8 +429,11 @@ func lookPath(name string, env []string, dir string, visible func(string) bool) 
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
-		if err := executable(p); err != nil || !visible(p) {
+		if err := executable(p); err != nil {
 			return "", fmt.Errorf("%w: no executable file %s", ErrNotFound, p)
+		}
+		if !visible(p) {
+			return "", fmt.Errorf("%w: no executable file %s inside the boundary, which hides it", ErrNotFound, p)
 		}
 		return p, nil
 	}
@@ -438,6 +441,7 @@ func lookPath(name string, env []string, dir string, visible func(string) bool) 
 	if !ok {
 		pathList = DefaultPath
 	}
+	hidden := "" // the first match the boundary hides
 	for _, d := range filepath.SplitList(pathList) {
 		if d == "" {
 			d = "."
@@ -446,9 +450,17 @@ func lookPath(name string, env []string, dir string, visible func(string) bool) 
 			d = filepath.Join(dir, d)
 		}
 		p := filepath.Join(d, name)
-		if executable(p) == nil && visible(p) {
-			return p, nil
+		if executable(p) == nil {
+			if visible(p) {
+				return p, nil
+			}
+			if hidden == "" {
+				hidden = p
+			}
 		}
+	}
+	if hidden != "" {
+		return "", fmt.Errorf("%w: %s is not in PATH %q inside the boundary: %s is, but the boundary hides it", ErrNotFound, name, pathList, hidden)
 	}
 	return "", fmt.Errorf("%w: %s is not in PATH %q", ErrNotFound, name, pathList)
 }
