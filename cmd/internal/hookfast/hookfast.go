@@ -34,10 +34,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -399,10 +401,38 @@ func handOver(args []string, payload []byte, stderr io.Writer, logbook string, r
 	var answer bytes.Buffer
 	c := exec.Command(logbook, append([]string{"hook"}, args...)...)
 	c.Stdin, c.Stdout, c.Stderr = bytes.NewReader(payload), os.Stdout, stderr
+	// logbook dies with this process however it ends (SIGKILL too): a
+	// gated logbook left waiting would keep its review open for an agent
+	// that no longer waits.
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	var sigs chan os.Signal
 	if gated {
 		c.Stdout = &answer
+		// A stop signal goes to logbook, which answers deny at once (and
+		// its review is decided so); that answer is printed here, exit 0,
+		// as every gated answer is.
+		sigs = make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		defer signal.Stop(sigs)
 	}
-	err := c.Run()
+	err := c.Start()
+	if err == nil {
+		done := make(chan struct{})
+		if sigs != nil {
+			go func() {
+				for {
+					select {
+					case s := <-sigs:
+						_ = c.Process.Signal(s)
+					case <-done:
+						return
+					}
+				}
+			}()
+		}
+		err = c.Wait()
+		close(done)
+	}
 	ee, exited := errors.AsType[*exec.ExitError](err)
 	if gated {
 		if answer.Len() > 0 {
