@@ -193,6 +193,9 @@ type Request struct {
 	// any other request: a project's policy is then read only when it
 	// is the peer's (Policies.For). Only the hook verb sets it.
 	peer *uint32
+	// limit, set by Decide, says what cut the budget below the gate's
+	// (the request's deadline), for the timed_out reason.
+	limit string
 }
 
 // Verdict is the gate's answer.
@@ -251,13 +254,16 @@ func (g *Gate) Decide(ctx context.Context, req Request) (v Verdict, err error) {
 	}
 	agg := events.Aggregate{Kind: events.KindSession, ID: req.Session}
 	// The decision is bounded by the budget, when await decides the
-	// review timed_out, not by a deadline of ctx: the API gives a request
-	// at most 5 minutes (adapters/api), less than a budget a person may
-	// set. A cancellation of ctx ends it: whoever asked is gone (the
-	// hook's connection closed, serve stopping), and a review asked is
-	// decided unavailable, so that no answer given later is recorded for
-	// a call that nobody waits for and that the hook, failing closed,
-	// denied.
+	// review timed_out, and the budget by ctx's deadline (the API gives a
+	// request at most 5 minutes, adapters/api, and a responder's reply
+	// may be refused past 6, natslog's replyWindow): a review is decided
+	// timed_out, saying why, requestMargin before the request would end
+	// with no verdict, never left open behind a hook that failed closed.
+	// So no deadline of ctx ends the decision; a cancellation of ctx
+	// does: whoever asked is gone (the hook's connection closed, serve
+	// stopping), and a review asked is decided unavailable, so that no
+	// answer given later is recorded for a call that nobody waits for
+	// and that the hook, failing closed, denied.
 	asked := ctx
 	ctx, cancel := context.WithCancel(context.WithoutCancel(asked))
 	defer cancel()
@@ -271,7 +277,14 @@ func (g *Gate) Decide(ctx context.Context, req Request) (v Verdict, err error) {
 	}
 	// One decision on the session's current state: the state is read
 	// once, by the executor that appends.
-	budget := g.budget(req)
+	budget, limit := g.budget(req), ""
+	if dl, ok := asked.Deadline(); ok {
+		if left := time.Until(dl) - requestMargin; left < budget {
+			budget = max(left, time.Millisecond)
+			limit = "the server's limit on one request"
+		}
+	}
+	req.limit = limit
 	var p plan
 	_, st, err := g.Sessions.Execute(ctx, agg, func(st session.State) (events.Decision, error) {
 		var err error
@@ -531,7 +544,7 @@ func (g *Gate) finish(ctx context.Context, agg events.Aggregate, req Request, p 
 	case p.early != nil:
 		return *p.early, nil
 	case p.wait:
-		return g.await(ctx, agg, p.rq.ReviewID, budget, req.BudgetMS)
+		return g.await(ctx, agg, p.rq.ReviewID, budget, req.BudgetMS, req.limit)
 	}
 	id := p.rq.ReviewID
 	if r, ok := st.DecidedReview(id); ok {
@@ -542,7 +555,7 @@ func (g *Gate) finish(ctx context.Context, agg events.Aggregate, req Request, p 
 			return Verdict{}, err
 		}
 	}
-	return g.await(ctx, agg, id, budget, req.BudgetMS)
+	return g.await(ctx, agg, id, budget, req.BudgetMS, req.limit)
 }
 
 func (g *Gate) runReviewer(ctx context.Context, agg events.Aggregate, id string, req Request, rq events.ReviewRequested, st session.State, budget time.Duration) error {
@@ -586,7 +599,7 @@ func (g *Gate) answer(ctx context.Context, agg events.Aggregate, id string, a re
 // first) and returns the verdict recorded. askedMS is the budget the
 // request asked for (Request.BudgetMS): when the gate's own was shorter,
 // the timed_out reason says so.
-func (g *Gate) await(ctx context.Context, agg events.Aggregate, id string, budget time.Duration, askedMS int64) (Verdict, error) {
+func (g *Gate) await(ctx context.Context, agg events.Aggregate, id string, budget time.Duration, askedMS int64, limit string) (Verdict, error) {
 	poll := g.Poll
 	if poll <= 0 {
 		poll = 20 * time.Millisecond
@@ -611,7 +624,10 @@ func (g *Gate) await(ctx context.Context, agg events.Aggregate, id string, budge
 		if g.now().Sub(p.RequestedAt) >= budget {
 			a := review.Answer{Outcome: events.ReviewTimedOut, Risk: p.Risk, By: events.DecidedBy{Kind: events.DecidedByTimeout, Name: "gate budget " + budget.String()},
 				Reason: fmt.Sprintf("no verdict within %s", budget)}
-			if asked := time.Duration(askedMS) * time.Millisecond; asked > budget {
+			switch asked := time.Duration(askedMS) * time.Millisecond; {
+			case limit != "":
+				a.Reason += fmt.Sprintf(" (%s, %s)", limit, handleLimit)
+			case asked > budget:
 				a.Reason += fmt.Sprintf(" (the server's review budget, --review-budget; the hook asked for %s)", asked)
 			}
 			if err := g.answer(ctx, agg, id, a, "", ulid.Make().String()); err != nil {
@@ -627,6 +643,18 @@ func (g *Gate) await(ctx context.Context, agg events.Aggregate, id string, budge
 		}
 	}
 }
+
+// requestMargin is how long before its request's deadline a review is
+// decided timed_out (Decide), for the verdict to be answered in time.
+const requestMargin = 2 * time.Second
+
+// MaxWait is the API's limit on one request (adapters/api), which bounds
+// every review's wait: a review is decided timed_out requestMargin
+// before it, whatever its budget.
+const MaxWait = 5 * time.Minute
+
+// handleLimit names MaxWait in a timed_out reason.
+var handleLimit = MaxWait.String()
 
 // unwaitedTimeout bounds the append of unwaited, whose caller's context
 // has ended.

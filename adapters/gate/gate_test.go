@@ -368,10 +368,10 @@ func TestGate_SweepAfterAStop(t *testing.T) {
 	}
 }
 
-// A deadline of the request's context shorter than the review's budget
-// (the API's limit on one request is 5 minutes; a person may set a
-// budget of 9) does not end the wait: the person's answer within the
-// budget is the verdict, and nothing is left open.
+// A context that ends by a deadline it did not announce (Deadline says
+// none, so the budget was not cut to it) does not end the wait: only the
+// budget and a cancellation do; the person's answer within the budget is
+// the verdict, and nothing is left open.
 func TestGate_WaitOutlivesRequestDeadline(t *testing.T) {
 	r := newRig(t, `review = ["Bash(git push:*)"]`)
 	r.gate.Budget = time.Minute
@@ -396,6 +396,30 @@ func TestGate_WaitOutlivesRequestDeadline(t *testing.T) {
 	res := <-done
 	if res.err != nil || res.v.Decision != DecideAllow || res.v.Outcome != "approved" {
 		t.Fatalf("verdict %+v, %v: want the person's allow", res.v, res.err)
+	}
+}
+
+// A request's deadline (the API's limit on one request) shorter than the
+// budget cuts the budget: the review is decided timed_out before the
+// request ends, saying why, and that verdict is the answer, never an
+// error with the review left open.
+func TestGate_RequestDeadlineCutsTheBudget(t *testing.T) {
+	r := newRig(t, `review = ["Bash(git push:*)"]`)
+	r.gate.Budget = time.Minute
+	r.hook("UserPromptSubmit", map[string]any{"prompt": "push it"})
+	ref := r.hook("PreToolUse", map[string]any{"tool_name": "Bash", "tool_input": map[string]any{"command": "git push"}, "tool_use_id": "toolu_1"})
+	ctx, cancel := context.WithTimeout(t.Context(), requestMargin+time.Second)
+	defer cancel()
+	v, err := r.gate.Decide(ctx, Request{Session: r.sess, Event: EventPreToolUse, Tool: "Bash", Input: json.RawMessage(`{"command":"git push"}`), ID: "toolu_1", Ref: ref, BudgetMS: 420_000})
+	if err != nil {
+		t.Fatalf("no verdict before the request's deadline: %v", err)
+	}
+	if v.Decision != DecideDeny || v.Outcome != "timed_out" || !strings.Contains(v.Reason, "the server's limit on one request, 5m0s") {
+		t.Fatalf("verdict %+v", v)
+	}
+	st, _ := r.gate.Sessions.State(t.Context(), events.Aggregate{Kind: events.KindSession, ID: r.sess})
+	if _, open := st.PendingReview("toolu_1"); open {
+		t.Error("the review is left open")
 	}
 }
 

@@ -32,12 +32,12 @@ type gateFlags struct {
 
 func (f *gateFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.reviewer, "reviewer", "", `reviewer program for actions the policy sends to review, run with /bin/sh -c: the request as JSON on stdin, the answer as JSON on stdout (see README); without it a person answers with "logbook review allow" or "logbook review deny"`)
-	cmd.Flags().DurationVar(&f.budget, "review-budget", gate.DefaultBudget, "how long a review waits for the reviewer or a person before it is decided timed_out, at most 24h (0: the default)")
+	cmd.Flags().DurationVar(&f.budget, "review-budget", gate.DefaultBudget, "how long a review waits for the reviewer or a person before it is decided timed_out, at most 5m, the API's limit on one request (0: the default)")
 }
 
 func (f gateFlags) check() error {
-	if f.budget <= 0 || f.budget > maxGateBudget {
-		return usageErrorf("--review-budget %v: want 1ms to %v (0: the default, %v)", f.budget, maxGateBudget, gate.DefaultBudget)
+	if f.budget <= 0 || f.budget > gate.MaxWait {
+		return usageErrorf("--review-budget %v: want 1ms to %v, the API's limit on one request (0: the default, %v)", f.budget, gate.MaxWait, gate.DefaultBudget)
 	}
 	return nil
 }

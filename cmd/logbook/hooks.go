@@ -68,7 +68,11 @@ passed on to the hook as --data.`,
 				// The server's own budget bounds every review: say so
 				// rather than let a longer one be cut unseen.
 				b := settings.BudgetFlag(f.budget)
-				fmt.Fprintf(g.stderr, "note: a review waits at most serve's --review-budget (default %s), whatever the hook's --budget: start serve with --review-budget %s for reviews to wait %s\n", settings.BudgetFlag(gate.DefaultBudget), b, b)
+				if f.budget > gate.MaxWait {
+					fmt.Fprintf(g.stderr, "note: a review waits at most %s, the API's limit on one request, whatever the hook's --budget: start serve with --review-budget %s for reviews to wait that long\n", gate.MaxWait, settings.BudgetFlag(gate.MaxWait))
+				} else {
+					fmt.Fprintf(g.stderr, "note: a review waits at most serve's --review-budget (default %s), whatever the hook's --budget: start serve with --review-budget %s for reviews to wait %s\n", settings.BudgetFlag(gate.DefaultBudget), b, b)
+				}
 			}
 			return nil
 		},

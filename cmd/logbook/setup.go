@@ -165,7 +165,11 @@ func runSetup(cmd *cobra.Command, g *globals, f setupFlags) error {
 		// As hooks install --gate says it: serve's own budget bounds
 		// every review.
 		b := settings.BudgetFlag(f.budget)
-		fmt.Fprintf(g.stderr, "note: a review waits at most serve's --review-budget (default %s), whatever the hook's --budget: start serve with --review-budget %s for reviews to wait %s\n", settings.BudgetFlag(gate.DefaultBudget), b, b)
+		if f.budget > gate.MaxWait {
+			fmt.Fprintf(g.stderr, "note: a review waits at most %s, the API's limit on one request, whatever the hook's --budget: start serve with --review-budget %s for reviews to wait that long\n", gate.MaxWait, settings.BudgetFlag(gate.MaxWait))
+		} else {
+			fmt.Fprintf(g.stderr, "note: a review waits at most serve's --review-budget (default %s), whatever the hook's --budget: start serve with --review-budget %s for reviews to wait %s\n", settings.BudgetFlag(gate.DefaultBudget), b, b)
+		}
 	}
 	if f.noService {
 		argv, env, err := serveArgv(dd)
