@@ -121,7 +121,8 @@ func TestObservations_AnotherAgentsSession(t *testing.T) {
 	var rep observeReply
 	e.do("POST", "/v1/observations", `{"harness":"h","id":"o1","session":"A","kind":"k","meta":{"agent":"tool-one"},"signals":[{"kind":"session_start"}]}`, nil, 200, &rep)
 	e.do("POST", "/v1/observations", `{"harness":"h","id":"o2","session":"A","kind":"k","signals":[{"kind":"prompt"}]}`, nil, 200, &rep)
-	e.waitSeq(max(rep.Last, e.hook("agent-sub1", "UserPromptSubmit", map[string]any{"prompt": "hi"})))
+	// A Claude Code subagent: its session is "agent-" and its agent_id.
+	e.waitSeq(max(rep.Last, e.hook("parent1", "UserPromptSubmit", map[string]any{"prompt": "hi", "agent_id": "sub1"})))
 	last, _ := e.log.LastSeq(t.Context())
 	for _, c := range []struct {
 		body, status, want string
