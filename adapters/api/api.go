@@ -136,9 +136,12 @@ const (
 	headerWorking  = "Logbook-Working"
 	heartbeatEvery = 2 * time.Second
 	idleTimeout    = 15 * time.Second
-	// handleTimeout bounds the work on one request.
-	handleTimeout = 5 * time.Minute
 )
+
+// HandleTimeout bounds the work on one request: its handler's context
+// ends then. A handler that waits for someone (a gate review) decides
+// before it (adapters/gate's MaxWait).
+const HandleTimeout = 5 * time.Minute
 
 // ErrTooLarge is wrapped by the error of an answer over MaxReply bytes.
 var ErrTooLarge = errors.New("answer too large")
@@ -158,7 +161,7 @@ const MaxInFlight = 64
 // Serve answers subject (a prefix and a verb) on nc with handle until
 // the subscription ends, working on up to MaxInFlight requests at once
 // (so handle must be safe for concurrent use) and sending heartbeats
-// while handle works (at most handleTimeout each). Failures to answer —
+// while handle works (at most HandleTimeout each). Failures to answer —
 // an answer too large to send, a publish refused — and handler errors
 // that are not about the request itself are written to logf as well as,
 // when possible, to the client.
@@ -176,7 +179,7 @@ func Serve(nc *nats.Conn, subject string, handle func(ctx context.Context, data 
 // InProcess returns a Caller that answers each verb with its handler in
 // handlers, in this process, as Serve answers it on a connection and
 // Call decodes the answer: the request encoded as Call encodes it, the
-// handler run by the rules of Serve (at most handleTimeout; an answer
+// handler run by the rules of Serve (at most HandleTimeout; an answer
 // over MaxReply bytes a too_large error; errors not about the request
 // written to logf) and its answer decoded as Call decodes one, so the
 // caller sees the same answers and errors (a *RemoteError wrapping the
@@ -220,7 +223,7 @@ func answer(nc *nats.Conn, m *nats.Msg, subject string, handle func(ctx context.
 }
 
 // work works on request data of verb with handle, for at most
-// handleTimeout under parent, and returns the answer as sent (Reply's
+// HandleTimeout under parent, and returns the answer as sent (Reply's
 // wire form): handle's answer, or its error with the error's code. It
 // calls done, when not nil, once the answer is in its wire form, just
 // before it returns: encoding an answer of MaxReply bytes takes seconds
@@ -228,7 +231,7 @@ func answer(nc *nats.Conn, m *nats.Msg, subject string, handle func(ctx context.
 // An answer over MaxReply bytes becomes a too_large error; errors that
 // are not about the request itself are also written to logf.
 func work(parent context.Context, verb string, data []byte, handle func(ctx context.Context, data []byte) (any, error), logf func(format string, args ...any), done func()) []byte {
-	ctx, cancel := context.WithTimeout(parent, handleTimeout)
+	ctx, cancel := context.WithTimeout(parent, HandleTimeout)
 	defer cancel()
 	if done != nil {
 		defer done()

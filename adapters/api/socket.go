@@ -112,7 +112,7 @@ func fileKind(m fs.FileMode) string {
 // done, then closes l and returns once every connection is over (their
 // handlers' contexts are canceled). Each connection carries one request
 // (see adapters/hooksock) and gets the answer the NATS API gives it
-// (Serve): the same wire bytes, error codes, handleTimeout and MaxReply.
+// (Serve): the same wire bytes, error codes, HandleTimeout and MaxReply.
 // At most MaxInFlight connections are worked on at once; others wait in
 // the listener's backlog.
 //

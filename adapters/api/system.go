@@ -600,7 +600,7 @@ func ListenSystem(dir string, gid int) (*Socket, error) {
 
 // SocketCaller returns a Caller that asks the server on the system socket
 // at path, one connection a call, waiting until ctx is done (at most
-// handleTimeout plus a minute when ctx has no deadline). Its errors name
+// HandleTimeout plus a minute when ctx has no deadline). Its errors name
 // path: no socket there (no server, or not in system mode), one nothing
 // listens on, a socket this user may not reach (permission denied), and
 // the server's refusal of this user (wrapping ErrPeerRefused). It is safe
@@ -645,7 +645,7 @@ func socketRequest(ctx context.Context, path, verb string, b []byte) ([]byte, er
 	defer c.Close()
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		deadline = time.Now().Add(handleTimeout + time.Minute)
+		deadline = time.Now().Add(HandleTimeout + time.Minute)
 	}
 	c.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })

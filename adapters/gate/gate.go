@@ -14,6 +14,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
@@ -344,10 +345,10 @@ func (g *Gate) scrub(decs events.Decision) events.Decision {
 		switch d := e.Data.(type) {
 		case events.ReviewRequested:
 			d.ReviewID, d.Tool, d.Grant = g.redact(d.ReviewID), g.redact(d.Tool), g.redact(d.Grant)
-			d.Action, d.Justification = g.redactCut(d.Action, maxAction), g.redactCut(d.Justification, maxReason)
+			d.Action, d.Justification = g.redactCut(d.Action, maxAction), g.redactCut(d.Justification, MaxReason)
 			e.Data = d
 		case events.ReviewDecided:
-			d.ReviewID, d.Reason = g.redact(d.ReviewID), g.redactCut(d.Reason, maxReason)
+			d.ReviewID, d.Reason = g.redact(d.ReviewID), g.redactCut(d.Reason, MaxReason)
 			if d.DecidedBy != nil {
 				by := *d.DecidedBy
 				by.Name = g.redact(by.Name)
@@ -362,7 +363,7 @@ func (g *Gate) scrub(decs events.Decision) events.Decision {
 			}
 			e.Data = d
 		case events.ReviewBreakerReset:
-			d.Reason = g.redactCut(d.Reason, maxReason)
+			d.Reason = g.redactCut(d.Reason, MaxReason)
 			e.Data = d
 		case events.SessionEntryClosed:
 			d.EntryID = g.redact(d.EntryID)
@@ -384,10 +385,11 @@ func (g *Gate) scrub(decs events.Decision) events.Decision {
 }
 
 // The most bytes of an action and of a reason the gate records (and
-// "…" past them).
+// "…" past them); MaxReason is also the most a person's reason may hold
+// (Answer).
 const (
 	maxAction = 400
-	maxReason = 1000
+	MaxReason = 1000
 )
 
 // check refuses a request that names no valid session, ref or tool.
@@ -482,7 +484,7 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 	}
 	p.rq = events.ReviewRequested{
 		ReviewID: id, Tool: req.Tool, Action: g.redactCut(call.action(), maxAction), Event: req.Event,
-		ArgsDigest: sum, Grant: req.Grant, Justification: g.redactCut(req.Reason, maxReason),
+		ArgsDigest: sum, Grant: req.Grant, Justification: g.redactCut(req.Reason, MaxReason),
 		Risk: m.Risk, BudgetMS: budget.Milliseconds(),
 	}
 	var answer *review.Answer
@@ -626,7 +628,7 @@ func (g *Gate) await(ctx context.Context, agg events.Aggregate, id string, budge
 				Reason: fmt.Sprintf("no verdict within %s", budget)}
 			switch asked := time.Duration(askedMS) * time.Millisecond; {
 			case limit != "":
-				a.Reason += fmt.Sprintf(" (%s, %s)", limit, handleLimit)
+				a.Reason += fmt.Sprintf(" (%s, %s)", limit, MaxWait)
 			case asked > budget:
 				a.Reason += fmt.Sprintf(" (the server's review budget, --review-budget; the hook asked for %s)", asked)
 			}
@@ -648,13 +650,10 @@ func (g *Gate) await(ctx context.Context, agg events.Aggregate, id string, budge
 // decided timed_out (Decide), for the verdict to be answered in time.
 const requestMargin = 2 * time.Second
 
-// MaxWait is the API's limit on one request (adapters/api), which bounds
-// every review's wait: a review is decided timed_out requestMargin
-// before it, whatever its budget.
-const MaxWait = 5 * time.Minute
-
-// handleLimit names MaxWait in a timed_out reason.
-var handleLimit = MaxWait.String()
+// MaxWait is the API's limit on one request (api.HandleTimeout), which
+// bounds every review's wait: a review is decided timed_out
+// requestMargin before it, whatever its budget.
+const MaxWait = api.HandleTimeout
 
 // unwaitedTimeout bounds the append of unwaited, whose caller's context
 // has ended.
@@ -695,7 +694,7 @@ func (g *Gate) Answer(ctx context.Context, sess, id, verdict, reason, actor, ref
 	if verdict != events.VerdictAllow && verdict != events.VerdictDeny {
 		return session.DecidedReview{}, fmt.Errorf("review: %w: verdict %q: want allow or deny", events.ErrMalformed, verdict)
 	}
-	if strings.TrimSpace(reason) == "" || len(reason) > 1000 {
+	if strings.TrimSpace(reason) == "" || len(reason) > MaxReason {
 		return session.DecidedReview{}, fmt.Errorf("review: %w: want a reason of 1..1000 bytes, not blank", events.ErrMalformed)
 	}
 	if _, err := ulid.ParseStrict(ref); err != nil {

@@ -204,7 +204,7 @@ func (s *Service) request(ctx context.Context, data []byte) (any, error) {
 	default:
 		return nil, fmt.Errorf("gate request: %w: event %q: want exec or stdin (hooks use the gate verb)", events.ErrMalformed, req.Event)
 	}
-	req.Reason = s.redactTyped(req.Reason, 1000)
+	req.Reason = s.redactTyped(req.Reason, MaxReason)
 	return s.Gate.Decide(ctx, req)
 }
 
@@ -280,7 +280,7 @@ func (s *Service) decide(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.Gate.Answer(ctx, sess, id, req.Verdict, s.redactTyped(req.Reason, 1000), req.Actor, req.Ref)
+	r, err := s.Gate.Answer(ctx, sess, id, req.Verdict, s.redactTyped(req.Reason, MaxReason), req.Actor, req.Ref)
 	if err != nil {
 		return nil, err
 	}

@@ -489,9 +489,9 @@ func (m *Model) typeReason(text string, pasted bool) {
 	}
 }
 
-// maxReason is the most bytes of a reason, the gate's limit (and
-// `logbook review --reason`'s).
-const maxReason = 1000
+// maxReason is the most bytes of a reason: the gate's limit, as
+// `logbook review --reason` has it.
+const maxReason = gate.MaxReason
 
 // pagerKey takes a key in the audit or output view.
 func (m *Model) pagerKey(k tea.KeyPressMsg) Action {

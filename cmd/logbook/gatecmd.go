@@ -200,7 +200,7 @@ func reviewCmd(g *globals) *cobra.Command {
 
 // maxReviewReason is the most bytes of a review's reason kept, as the
 // HTTP API keeps.
-const maxReviewReason = 1000
+const maxReviewReason = gate.MaxReason
 
 func reviewAnswerCmd(g *globals, verdict string) *cobra.Command {
 	var reason, sess string
