@@ -26,6 +26,22 @@ func newService(b *backend, store *projections.Store) (*api.Service, error) {
 	})
 }
 
+// remoteCaller returns the caller of b's server: with g.staleOK, one
+// that takes an answer from a projection as it stands while the log does
+// not answer, and keeps in *stale the first such answer's staleness.
+func remoteCaller(g *globals, b *backend, stale *api.Stale) api.Caller {
+	return func(ctx context.Context, verb string, req, resp any) error {
+		if !g.staleOK {
+			return api.Call(ctx, b.nc, b.api, verb, req, resp)
+		}
+		err := api.Call(api.AllowStale(ctx), b.nc, b.api, verb, req, resp)
+		if st := api.StaleOf(verb, resp); err == nil && st.IsStale() && !stale.IsStale() {
+			*stale = st
+		}
+		return err
+	}
+}
+
 // withAPI runs fn with a caller that reaches the running server, or, when
 // none runs, a service of this process's own on the data dir whose
 // projection has first caught up with the log.
@@ -40,16 +56,7 @@ func withAPI(ctx context.Context, g *globals, fn func(b *backend, call api.Calle
 	defer b.Close()
 	if b.remote {
 		var stale api.Stale
-		err := fn(b, func(ctx context.Context, verb string, req, resp any) error {
-			if !g.staleOK {
-				return api.Call(ctx, b.nc, b.api, verb, req, resp)
-			}
-			err := api.Call(api.AllowStale(ctx), b.nc, b.api, verb, req, resp)
-			if st := api.StaleOf(verb, resp); err == nil && st.IsStale() && !stale.IsStale() {
-				stale = st
-			}
-			return err
-		})
+		err := fn(b, remoteCaller(g, b, &stale))
 		if err == nil {
 			staleNote(g, stale)
 		}

@@ -145,9 +145,7 @@ func (s *topSource) reopen(ctx context.Context, err error) bool {
 	s.mu.Lock()
 	old := s.reopened
 	s.b, s.reopened, s.server = nb, nb, server
-	s.call = func(ctx context.Context, verb string, req, resp any) error {
-		return api.Call(ctx, nb.nc, nb.api, verb, req, resp)
-	}
+	s.call = remoteCaller(s.g, nb, new(api.Stale))
 	s.mu.Unlock()
 	if old != nil {
 		old.Close()
