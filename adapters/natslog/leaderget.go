@@ -159,6 +159,9 @@ func served(m *jetstream.RawStreamMsg) *jetstream.RawStreamMsg {
 // one replica asked again while no server takes the request (within
 // Config.Timeout) or JetStream restarted meanwhile (acrossHeals): "no
 // message" answered during a restart is not taken for the stream's.
+// When ctx has no deadline each attempt across a restart is bounded by
+// Config.Timeout (ElectionWait on a replicated stream), never the whole
+// wait by one.
 func (l *Log) getMsg(ctx context.Context, seq uint64, subject string) (*jetstream.RawStreamMsg, error) {
 	if !l.leaderReads {
 		var opts []jetstream.GetMsgOpt
@@ -167,6 +170,8 @@ func (l *Log) getMsg(ctx context.Context, seq uint64, subject string) (*jetstrea
 		}
 		var m *jetstream.RawStreamMsg
 		err := l.acrossHeals(ctx, func() error {
+			ctx, cancel := l.withTimeout(ctx)
+			defer cancel()
 			return l.untilAnswered(ctx, func(actx context.Context) (err error) {
 				m, err = l.stream.GetMsg(actx, seq, opts...)
 				return err
@@ -174,6 +179,8 @@ func (l *Log) getMsg(ctx context.Context, seq uint64, subject string) (*jetstrea
 		})
 		return served(m), err
 	}
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
 	return l.leaderGet(ctx, msgGetRequest{Seq: seq, NextBySubj: subject})
 }
 

@@ -186,18 +186,22 @@ type page struct {
 // last one read (a quarantined event among them too, which it leaves out
 // of recs). It reports how many it read and whether more follow.
 func (l *Log) loadPage(ctx context.Context, p page, st *attestation.AggState, recs *[]events.Record, last *uint64) (got int, more bool, err error) {
-	ctx, cancel := l.withTimeout(ctx)
-	defer cancel()
 	if l.leaderReads {
+		ctx, cancel := l.withTimeout(ctx)
+		defer cancel()
 		return l.leaderPage(ctx, p, st, recs, last)
 	}
 	// The page is read whole before any of it is judged: its last
 	// sequence, which the stream held, bounds the key catch-ups (see
-	// page.known). Read again whole if JetStream restarted meanwhile.
+	// page.known). Read again whole if JetStream restarted meanwhile,
+	// each attempt with its own Config.Timeout: a restart that swallowed
+	// the first request leaves the next its whole time.
 	var ms []*jetstream.RawStreamMsg
 	past := false // a message past p.upto was met: no more follow
 	err = l.acrossHeals(ctx, func() error {
 		ms, past, p.known = ms[:0], false, 0
+		ctx, cancel := l.withTimeout(ctx)
+		defer cancel()
 		msgs, err := jetstreamext.GetBatch(ctx, l.js, StreamName, loadPage,
 			jetstreamext.GetBatchSeq(p.from), jetstreamext.GetBatchSubject(p.subject))
 		if err != nil {
@@ -233,6 +237,8 @@ func (l *Log) loadPage(ctx context.Context, p page, st *attestation.AggState, re
 	if err != nil {
 		return 0, false, err
 	}
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
 	d := l.reg.NewDecoder()
 	for _, m := range ms {
 		got++
@@ -678,17 +684,20 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 // bounded by ElectionWait when ctx has no deadline (Config.Timeout on a
 // stream of one replica); then the error says what it waited for.
 func (l *Log) orderedConsumer(ctx context.Context, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
-	wctx, cancel := l.withTimeout(ctx)
-	defer cancel()
 	start := time.Now()
 	var cons jetstream.Consumer
+	waited := false // the last attempt's bound ended it
 	err := l.acrossHeals(ctx, func() error {
-		return l.untilAnswered(wctx, func(actx context.Context) (err error) {
+		wctx, cancel := l.withTimeout(ctx)
+		defer cancel()
+		err := l.untilAnswered(wctx, func(actx context.Context) (err error) {
 			cons, err = l.js.OrderedConsumer(actx, StreamName, cfg)
 			return err
 		})
+		waited = err != nil && wctx.Err() != nil
+		return err
 	})
-	if err != nil && wctx.Err() != nil {
+	if waited {
 		return nil, fmt.Errorf("create a consumer on %s: no leader answered in %v: %w", StreamName, time.Since(start).Round(time.Second), err)
 	}
 	return cons, err
@@ -700,8 +709,6 @@ func (l *Log) noneFrom(ctx context.Context, filter string, next, end uint64) (bo
 	if next > end {
 		return true, nil
 	}
-	ctx, cancel := l.withTimeout(ctx)
-	defer cancel()
 	m, err := l.getMsg(ctx, next, filter)
 	if errors.Is(err, errNoMsg) || errors.Is(err, jetstream.ErrMsgNotFound) {
 		return true, nil

@@ -119,6 +119,86 @@ func TestReadsAcrossJetStreamRestarts(t *testing.T) {
 	t.Logf("%d restarts of JetStream during the reads", restarts)
 }
 
+// A restart of JetStream that lasts longer than one read's
+// Config.Timeout is waited out by each read, which asks again with a
+// timeout of its own once JetStream is back: the attempt the restart
+// swallowed does not use up the next one's time.
+func TestReadsOutlastTheirTimeoutAcrossARestart(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	l := openLogWith(t, s, Config{Timeout: 300 * time.Millisecond})
+	reg := events.NewRegistry()
+	agg := session("slow")
+	mustAppend(t, l, decision(reg, agg, 0, 1, 5))
+	reads := map[string]func(ctx context.Context) (int, error){
+		"Load": func(ctx context.Context) (int, error) {
+			recs, _, err := l.Load(ctx, agg)
+			return len(recs), err
+		},
+		"LoadStreamed": func(ctx context.Context) (int, error) {
+			recs, _, err := l.LoadStreamed(ctx, agg)
+			return len(recs), err
+		},
+		"LoadEach": func(ctx context.Context) (n int, err error) {
+			_, err = l.LoadEach(ctx, agg, nil, func(events.Record) error { n++; return nil })
+			return n, err
+		},
+		"LastEventSeq": func(ctx context.Context) (int, error) {
+			seq, err := l.LastEventSeq(ctx)
+			return int(seq), err
+		},
+		"Read": func(ctx context.Context) (n int, err error) {
+			for _, err := range l.Read(ctx, 1) {
+				if err != nil {
+					return n, err
+				}
+				n++
+			}
+			return n, nil
+		},
+		"ReadRaw": func(ctx context.Context) (n int, err error) {
+			for _, err := range l.ReadRaw(ctx, StreamSubjects, 1) {
+				if err != nil {
+					return n, err
+				}
+				n++
+			}
+			return n, nil
+		},
+	}
+	for name, read := range reads {
+		t.Run(name, func(t *testing.T) {
+			// Half a restart: JetStream is down, and the Server says it
+			// is restarting, as restartJetStream does.
+			s.healMu.Lock()
+			defer s.healMu.Unlock()
+			cfg := *s.ns.JetStreamConfig()
+			cfg.StoreDir = s.storeDir
+			s.restarts.Add(1)
+			if err := s.ns.ShutdownJetStream(); err != nil {
+				t.Fatalf("shut down JetStream: %v", err)
+			}
+			type result struct {
+				n   int
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				n, err := read(t.Context())
+				done <- result{n, err}
+			}()
+			time.Sleep(4 * l.cfg.Timeout)
+			err := s.ns.EnableJetStream(&cfg)
+			s.restarts.Add(1)
+			if err != nil {
+				t.Fatalf("enable JetStream: %v", err)
+			}
+			if r := <-done; r.err != nil || r.n != 5 {
+				t.Fatalf("%s across a restart of %v = %d events, %v; want 5", name, 4*l.cfg.Timeout, r.n, r.err)
+			}
+		})
+	}
+}
+
 // A load whose direct get gets no answer before its timeout fails: an
 // aggregate with events is never read as one with none (the batch get's
 // iterator ends without an error at its deadline).
