@@ -59,23 +59,15 @@ system socket (--socket), where output cannot be followed.`,
 			g.requireServer = true
 			ctx := cmd.Context()
 			return withAPI(ctx, g, func(b *backend, call api.Caller) error {
-				src := &topSource{g: g, b: b, call: call}
+				src := newTopSource(ctx, g, b, call)
 				defer src.close()
-				src.server, src.host = topWhere(g, b)
 				// A server that does not answer (no socket there, serve
 				// gone) is said here, before the screen is taken.
 				if _, err := src.Snapshot(ctx); err != nil {
 					return err
 				}
-				opts := top.Options{Interval: interval, AltScreen: true}
-				if b.log != nil {
-					last, err := b.log.LastSeq(ctx)
-					if err == nil {
-						fctx, cancel := context.WithCancel(ctx)
-						defer cancel()
-						opts.Changed, _ = b.log.Changes(fctx, events.SubjectEvents+"."+events.KindSession+".>", last+1)
-					}
-				}
+				src.follow(b)
+				opts := top.Options{Interval: interval, AltScreen: true, Changed: src.changed}
 				return top.Run(ctx, src, g.stdin, g.stdout, opts)
 			})
 		},
@@ -104,15 +96,65 @@ func topWhere(g *globals, b *backend) (server, hostname string) {
 // verbs `logbook sessions`, `review`, `commands` ask), the log through b
 // for an audit and a command's output. Its methods run on goroutines of
 // their own: b, call and server change together, under mu, when the
-// data dir's serve has restarted (reopen).
+// data dir's serve has restarted (reopen), and the change feed with
+// them (follow).
 type topSource struct {
 	g        *globals
 	host     string
+	ctx      context.Context // top's: the change feeds end with it
+	changed  chan struct{}   // top.Options.Changed: each feed's signals, coalesced
 	mu       sync.Mutex
 	b        *backend
 	call     api.Caller
 	server   string
-	reopened *backend // a backend reopen opened, closed by close
+	reopened *backend           // a backend reopen opened, closed by close
+	stopFeed context.CancelFunc // ends the feed follow started last
+}
+
+// newTopSource returns the source of a top that runs until ctx ends,
+// reading through b and call; its change feed starts with follow.
+func newTopSource(ctx context.Context, g *globals, b *backend, call api.Caller) *topSource {
+	s := &topSource{g: g, ctx: ctx, changed: make(chan struct{}, 1), b: b, call: call}
+	s.server, s.host = topWhere(g, b)
+	return s
+}
+
+// sessionEvents is the filter of top's change feed: a session's events.
+const sessionEvents = events.SubjectEvents + "." + events.KindSession + ".>"
+
+// follow signals s.changed at each session event that b's log holds
+// after its last message now, in place of the feed of the backend
+// before: a serve started again is followed too, not only read every
+// interval. Without a log (a system socket) there is no feed.
+func (s *topSource) follow(b *backend) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.mu.Lock()
+	if s.stopFeed != nil {
+		s.stopFeed()
+	}
+	s.stopFeed = cancel
+	s.mu.Unlock()
+	if b.log == nil {
+		return
+	}
+	last, err := b.log.LastSeq(ctx)
+	if err != nil {
+		return
+	}
+	changed, ended := b.log.Changes(ctx, sessionEvents, last+1)
+	go func() {
+		for {
+			select {
+			case <-changed:
+				select {
+				case s.changed <- struct{}{}:
+				default:
+				}
+			case <-ended:
+				return
+			}
+		}
+	}()
 }
 
 // conn returns the backend, the caller and the server's name in use.
@@ -150,13 +192,17 @@ func (s *topSource) reopen(ctx context.Context, err error) bool {
 	if old != nil {
 		old.Close()
 	}
+	s.follow(nb)
 	return true
 }
 
-// close closes what reopen opened.
+// close ends the change feed and closes what reopen opened.
 func (s *topSource) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stopFeed != nil {
+		s.stopFeed()
+	}
 	if s.reopened != nil {
 		s.reopened.Close()
 		s.reopened = nil

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -214,12 +215,12 @@ func TestTop_ReconnectsToRestartedServe(t *testing.T) {
 	first := startServe()
 	g := &globals{data: data, requireServer: true, stdout: io.Discard, stderr: io.Discard}
 	err := withAPI(t.Context(), g, func(b *backend, call api.Caller) error {
-		src := &topSource{g: g, b: b, call: call}
+		src := newTopSource(t.Context(), g, b, call)
 		defer src.close()
-		src.server, src.host = topWhere(g, b)
 		if _, err := src.Snapshot(t.Context()); err != nil {
 			return fmt.Errorf("first read: %w", err)
 		}
+		src.follow(b)
 		_ = first.Process.Signal(syscall.SIGINT)
 		_ = first.Wait()
 		second := startServe()
@@ -236,6 +237,22 @@ func TestTop_ReconnectsToRestartedServe(t *testing.T) {
 		}
 		if want := fmt.Sprintf("serve pid %d ", second.Process.Pid); !strings.Contains(snap.Server, want) {
 			return fmt.Errorf("header names %q, want %q", snap.Server, want)
+		}
+		// The change feed follows the new serve's log: a session that
+		// starts there is signalled, not only read at the next interval.
+		select {
+		case <-src.changed:
+		default:
+		}
+		hook := exec.Command(bin, "hook", "claude", "--data", data)
+		hook.Stdin = strings.NewReader(fmt.Sprintf(`{"session_id":"after-restart","hook_event_name":"SessionStart","cwd":%q,"source":"startup"}`, t.TempDir()))
+		if out, err := hook.CombinedOutput(); err != nil {
+			return fmt.Errorf("hook on the new serve: %v\n%s", err, out)
+		}
+		select {
+		case <-src.changed:
+		case <-time.After(15 * time.Second):
+			return errors.New("no change signalled for a session started on the new serve within 15s")
 		}
 		return nil
 	})
