@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"sync"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/gate"
@@ -26,17 +27,41 @@ func newService(b *backend, store *projections.Store) (*api.Service, error) {
 	})
 }
 
+// staleSeen keeps the first stale answer a remoteCaller got; its
+// callers run on goroutines of their own (top's reads and keys).
+type staleSeen struct {
+	mu sync.Mutex
+	st api.Stale
+}
+
+// note keeps st if it is stale and none was before.
+func (s *staleSeen) note(st api.Stale) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.IsStale() && !s.st.IsStale() {
+		s.st = st
+	}
+}
+
+// first returns the first stale answer's staleness (zero: none).
+func (s *staleSeen) first() api.Stale {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st
+}
+
 // remoteCaller returns the caller of b's server: with g.staleOK, one
 // that takes an answer from a projection as it stands while the log does
-// not answer, and keeps in *stale the first such answer's staleness.
-func remoteCaller(g *globals, b *backend, stale *api.Stale) api.Caller {
+// not answer, and notes in stale the first such answer's staleness. It
+// may be called from several goroutines at once.
+func remoteCaller(g *globals, b *backend, stale *staleSeen) api.Caller {
 	return func(ctx context.Context, verb string, req, resp any) error {
 		if !g.staleOK {
 			return api.Call(ctx, b.nc, b.api, verb, req, resp)
 		}
 		err := api.Call(api.AllowStale(ctx), b.nc, b.api, verb, req, resp)
-		if st := api.StaleOf(verb, resp); err == nil && st.IsStale() && !stale.IsStale() {
-			*stale = st
+		if err == nil {
+			stale.note(api.StaleOf(verb, resp))
 		}
 		return err
 	}
@@ -55,10 +80,10 @@ func withAPI(ctx context.Context, g *globals, fn func(b *backend, call api.Calle
 	}
 	defer b.Close()
 	if b.remote {
-		var stale api.Stale
+		var stale staleSeen
 		err := fn(b, remoteCaller(g, b, &stale))
 		if err == nil {
-			staleNote(g, stale)
+			staleNote(g, stale.first())
 		}
 		return err
 	}

@@ -187,7 +187,7 @@ func (s *topSource) reopen(ctx context.Context, err error) bool {
 	s.mu.Lock()
 	old := s.reopened
 	s.b, s.reopened, s.server = nb, nb, server
-	s.call = remoteCaller(s.g, nb, new(api.Stale))
+	s.call = remoteCaller(s.g, nb, new(staleSeen))
 	s.mu.Unlock()
 	if old != nil {
 		old.Close()

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -258,5 +259,26 @@ func TestTop_ReconnectsToRestartedServe(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A caller's staleness is noted from the goroutines top reads and answers
+// on at once, and the first stale answer is the one kept.
+func TestStaleSeen_Concurrent(t *testing.T) {
+	var seen staleSeen
+	first := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	seen.note(api.Stale{LogUnavailableSince: &first, AsOfSeq: 1})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			at := first.Add(time.Duration(i+1) * time.Second)
+			seen.note(api.Stale{LogUnavailableSince: &at, AsOfSeq: uint64(i + 2)})
+			seen.note(api.Stale{})
+			_ = seen.first()
+		})
+	}
+	wg.Wait()
+	if got := seen.first(); got.AsOfSeq != 1 || !got.LogUnavailableSince.Equal(first) {
+		t.Fatalf("first stale answer kept = %+v, want the one as of sequence 1", got)
 	}
 }
