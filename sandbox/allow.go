@@ -141,11 +141,11 @@ func ResolveAllow(as []Allow) []Allow {
 // made later in such a directory is not in the result, so Start calls it
 // anew for each command (Spec.Keep). The caller owns the returned slice.
 func HideAround(hidden, keep []string) []string {
-	return hideAround(hidden, keep, &resolver{})
+	return hideAround(hidden, keep, &Resolver{})
 }
 
 // hideAround is HideAround with the hidden paths resolved by r.
-func hideAround(hidden, keep []string, r *resolver) []string {
+func hideAround(hidden, keep []string, r *Resolver) []string {
 	var out []string
 	var add func(h string)
 	add = func(h string) {
@@ -170,7 +170,7 @@ func hideAround(hidden, keep []string, r *resolver) []string {
 		}
 	}
 	for _, h := range hidden {
-		if real, err := r.eval(h); err == nil {
+		if real, err := r.EvalSymlinks(h); err == nil {
 			add(real)
 		} else {
 			out = append(out, h)

@@ -96,12 +96,12 @@ type layout struct {
 // etc holds /etc's covered paths (nil: /etc is searched). It does not
 // search the workspace (scan does).
 func newLayout(m Mode, ws, dir, home string, allow []Allow, hide []string, etc *EtcWatch) layout {
-	return planLayout(m, ws, dir, home, allow, hide, etc, &resolver{})
+	return planLayout(m, ws, dir, home, allow, hide, etc, &Resolver{})
 }
 
 // planLayout is newLayout with the allowlist and the hidden paths
 // resolved by r.
-func planLayout(m Mode, ws, dir, home string, allow []Allow, hide []string, etc *EtcWatch, r *resolver) layout {
+func planLayout(m Mode, ws, dir, home string, allow []Allow, hide []string, etc *EtcWatch, r *Resolver) layout {
 	l := layout{mode: m, ws: ws, dir: dir, tmpBytes: DefaultTmpBytes}
 	l.system, l.sysLink = systemMounts()
 
@@ -111,7 +111,7 @@ func planLayout(m Mode, ws, dir, home string, allow []Allow, hide []string, etc 
 	}
 	views := []view{{ws, wsKind}}
 	for _, a := range allow {
-		real, err := r.eval(a.Path)
+		real, err := r.EvalSymlinks(a.Path)
 		if err != nil || real == "/" || within(ws, real) || real != filepath.Clean(a.Path) {
 			continue // missing, the workspace's own mode decides, or swapped for a link
 		}
@@ -144,7 +144,7 @@ func planLayout(m Mode, ws, dir, home string, allow []Allow, hide []string, etc 
 		if !filepath.IsAbs(h) {
 			continue
 		}
-		real, err := r.eval(filepath.Clean(h))
+		real, err := r.EvalSymlinks(filepath.Clean(h))
 		if err != nil || real == "/" {
 			continue // missing
 		}

@@ -110,10 +110,10 @@ func mountAliases(ms []mountEntry, p string) []string {
 // and those places alone: a bind mount of the data dir or of a home
 // inside a workspace or an allowlisted directory shows its credentials
 // no more than the original place does.
-func withMountAliases(hidden []string, r *resolver) (all, aliases []string) {
+func withMountAliases(hidden []string, r *Resolver) (all, aliases []string) {
 	var reals []string
 	for _, h := range hidden {
-		if real, err := r.eval(h); err == nil {
+		if real, err := r.EvalSymlinks(h); err == nil {
 			reals = append(reals, real)
 		}
 	}

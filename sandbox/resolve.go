@@ -7,17 +7,19 @@ import (
 	"syscall"
 )
 
-// resolver resolves absolute paths through their symbolic links as
-// filepath.EvalSymlinks does, for one plan of a start: the paths it is
-// given (the hidden list, the allowlist) share most of their
-// directories (the home, its .config), and each directory is looked at
-// once a plan rather than once a path. It remembers nothing past the
-// plan that made it, so every start sees the file system as it is then.
-// The zero value is ready for use; it is not safe for concurrent use.
-type resolver struct {
+// Resolver resolves absolute paths through their symbolic links as
+// filepath.EvalSymlinks does, for one check or one plan of a start: the
+// paths it is given (the hidden list, the allowlist, a workspace) share
+// most of their directories (the home, its .config), and each directory
+// is looked at once a Resolver rather than once a path. It remembers
+// nothing past the Resolver, so each check and each start sees the file
+// system as it is then. The zero value is ready for use; it is not safe
+// for concurrent use.
+type Resolver struct {
 	seen map[string]resolved // cleaned absolute path → what it resolved to
-	// dirs holds, by real path, the names in the directories list read
-	// (DirNames), so that a name not there costs no lstat(2).
+	// dirs holds, by real path, the names in the directories List read
+	// (DirNames), so that a name not there costs no lstat(2), nor one
+	// whose type the directory entry gave and is no symbolic link.
 	dirs map[string]map[string]fs.FileMode
 }
 
@@ -27,12 +29,13 @@ type resolver struct {
 // there, so reading a home once answers two dozen of them.
 const listAt = 6
 
-// list reads whole (DirNames) each directory at least listAt of paths
-// (clean absolute paths, others skipped) lie directly in, so that lookup
-// knows a name it does not hold is not there without an lstat(2). A
-// directory that does not resolve, or cannot be read, is left to
-// lstat(2) name by name.
-func (r *resolver) list(paths []string) {
+// List reads whole (DirNames) each directory at least listAt of paths
+// (clean absolute paths, others skipped) lie directly in, so that
+// EvalSymlinks knows a name it does not hold is not there, and one it
+// holds that is no symbolic link resolves to itself, without an
+// lstat(2). A directory that does not resolve, or cannot be read, is
+// left to lstat(2) name by name.
+func (r *Resolver) List(paths []string) {
 	n := make(map[string]int)
 	for _, p := range paths {
 		if filepath.IsAbs(p) && filepath.Clean(p) == p && p != "/" {
@@ -61,31 +64,35 @@ func (r *resolver) list(paths []string) {
 	}
 }
 
-// resolved is what one path resolved to: its real path and the
-// file info of what lies there (never a symbolic link), or the error
-// that stopped the resolution.
+// resolved is what one path resolved to: its real path and the file
+// info of what lies there (never a symbolic link; nil when a listed
+// directory's entry answered), or the error that stopped the
+// resolution.
 type resolved struct {
 	real string
 	fi   fs.FileInfo
 	err  error
 }
 
-// eval returns the path p resolves to, as filepath.EvalSymlinks(p)
+// EvalSymlinks returns the path p resolves to, as filepath.EvalSymlinks(p)
 // would: p's directories resolved one by one from the root, each
-// symbolic link followed. A relative p is handed to EvalSymlinks. The
-// error is non-nil where EvalSymlinks's would be (its text may differ).
-func (r *resolver) eval(p string) (string, error) {
-	if !filepath.IsAbs(p) {
+// symbolic link followed, each directory looked at once a Resolver. A
+// relative p, or one with a "." or ".." component (a ".." after a link
+// goes up from where the link leads), is handed to
+// filepath.EvalSymlinks. The error is non-nil where EvalSymlinks's
+// would be (its text may differ).
+func (r *Resolver) EvalSymlinks(p string) (string, error) {
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 		return filepath.EvalSymlinks(p)
 	}
-	res := r.lookup(filepath.Clean(p))
+	res := r.lookup(p)
 	return res.real, res.err
 }
 
-// stat returns what os.Stat(p) returns for a path p that eval resolved
-// to (a real path, no symbolic link in it), from what eval saw of it
+// stat returns what os.Stat(p) returns for a path p that EvalSymlinks resolved
+// to (a real path, no symbolic link in it), from what it saw of it
 // where it can, else from os.Stat.
-func (r *resolver) stat(p string) (fs.FileInfo, error) {
+func (r *Resolver) stat(p string) (fs.FileInfo, error) {
 	if res, ok := r.seen[p]; ok && res.err == nil && res.real == p && res.fi != nil {
 		return res.fi, nil
 	}
@@ -93,7 +100,7 @@ func (r *resolver) stat(p string) (fs.FileInfo, error) {
 }
 
 // lookup resolves clean absolute path p.
-func (r *resolver) lookup(p string) resolved {
+func (r *Resolver) lookup(p string) resolved {
 	if p == "/" {
 		return resolved{real: "/"}
 	}
@@ -109,16 +116,21 @@ func (r *resolver) lookup(p string) resolved {
 		c := filepath.Join(parent.real, name)
 		var fi fs.FileInfo
 		var err error
+		known := false // the listed entry's type says it is no link
 		if names := r.dirs[parent.real]; names != nil {
-			if _, there := names[name]; !there {
+			t, there := names[name]
+			if !there {
 				// What lstat(2) would have said.
 				err = &fs.PathError{Op: "lstat", Path: c, Err: syscall.ENOENT}
 			}
+			known = there && t != UnknownType && t&fs.ModeSymlink == 0
 		}
-		if err == nil {
+		if err == nil && !known {
 			fi, err = os.Lstat(c)
 		}
 		switch {
+		case known:
+			res.real = c
 		case err != nil:
 			res.err = err
 		case fi.Mode()&fs.ModeSymlink != 0:

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The resolver answers as filepath.EvalSymlinks does, path by path,
+// A Resolver answers as filepath.EvalSymlinks does, path by path,
 // where the paths share directories, links (relative, absolute, with
 // "..", chained) and missing parts included.
 func TestResolverAsEvalSymlinks(t *testing.T) {
@@ -49,28 +49,39 @@ func TestResolverAsEvalSymlinks(t *testing.T) {
 		abs = append(abs, filepath.Join(root, p))
 	}
 	for _, listed := range []bool{false, true} {
-		var r resolver
+		var r Resolver
 		if listed {
 			// The directories most paths lie in read whole: a name not
 			// there costs no lstat, and answers the same.
-			r.list(abs)
+			r.List(abs)
 			if len(r.dirs) == 0 {
 				t.Fatalf("list read no directory of %q", abs)
 			}
 		}
 		resolverAsEvalSymlinks(t, &r, root, paths)
 	}
+	// A ".." after a link goes up from where the link leads, not
+	// lexically from the link; "." and a relative path as EvalSymlinks.
+	var r Resolver
+	r.List([]string{root + "/home/a", root + "/home/b", root + "/home/c", root + "/home/d", root + "/home/e", root + "/home/f"})
+	for _, p := range []string{root + "/home/pkg/../pkg", root + "/home/chain/../store", root + "/home/./pkg", "rel/x", "."} {
+		want, werr := filepath.EvalSymlinks(p)
+		got, gerr := r.EvalSymlinks(p)
+		if (werr == nil) != (gerr == nil) || got != want {
+			t.Errorf("EvalSymlinks(%s) = %q, %v; filepath.EvalSymlinks: %q, %v", p, got, gerr, want, werr)
+		}
+	}
 }
 
-func resolverAsEvalSymlinks(t *testing.T, r *resolver, root string, paths []string) {
+func resolverAsEvalSymlinks(t *testing.T, r *Resolver, root string, paths []string) {
 	t.Helper()
 	for range 2 { // the second time from what it remembers
 		for _, p := range paths {
 			abs := filepath.Join(root, p)
 			want, werr := filepath.EvalSymlinks(abs)
-			got, gerr := r.eval(abs)
+			got, gerr := r.EvalSymlinks(abs)
 			if (werr == nil) != (gerr == nil) || got != want {
-				t.Errorf("eval(%s) = %q, %v; EvalSymlinks: %q, %v", p, got, gerr, want, werr)
+				t.Errorf("EvalSymlinks(%s) = %q, %v; EvalSymlinks: %q, %v", p, got, gerr, want, werr)
 			}
 			if gerr == nil {
 				fi, err := r.stat(got)

@@ -348,10 +348,10 @@ func validate(s Spec) (plan, error) {
 	var l layout
 	if restricted {
 		home, _ := envValue(env, "HOME")
-		// One resolver for the plan: the hidden paths and the
+		// One Resolver for the plan: the hidden paths and the
 		// allowlist share most of their directories.
-		var r resolver
-		r.list(s.Hidden)
+		var r Resolver
+		r.List(s.Hidden)
 		hidden := s.Hidden
 		if len(s.Keep) > 0 {
 			hidden = hideAround(s.Hidden, s.Keep, &r)
@@ -359,7 +359,7 @@ func validate(s Spec) (plan, error) {
 		hidden, aliases := withMountAliases(hidden, &r)
 		l = planLayout(s.Mode, ws, dir, home, s.Allow, hidden, s.Etc, &r)
 		for _, a := range aliases {
-			if real, err := r.eval(a); err == nil {
+			if real, err := r.EvalSymlinks(a); err == nil {
 				if l.aliases == nil {
 					l.aliases = map[string]bool{}
 				}

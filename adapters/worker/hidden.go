@@ -2,7 +2,6 @@ package worker
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -139,25 +138,28 @@ func CheckHidden(ws string, hide, keep []string) error {
 	// The paths share most of their directories (the home, its
 	// .config): each is looked at once a call, not once a path, and a
 	// directory most of them lie in is read once rather than each of its
-	// names looked up (rs.list).
-	var rs resolver
-	ws = rs.resolved(ws)
+	// names looked up (List).
+	var rs sandbox.Resolver
+	ws = resolvedBy(&rs, ws)
 	for _, k := range keep {
-		if within(ws, rs.resolved(k)) {
+		if within(ws, resolvedBy(&rs, k)) {
 			return nil
 		}
 	}
-	rs.list(hide)
+	rs.List(hide)
 	var reals []string
 	for _, h := range hide {
 		if h == "" {
 			continue
 		}
-		r := rs.resolved(h)
+		r, err := rs.EvalSymlinks(h)
+		if err != nil {
+			r = filepath.Clean(h)
+		}
 		if within(ws, r) {
 			return fmt.Errorf("workspace %s lies in %s (the data dir or a credential directory), which no command may work on in any mode", ws, r)
 		}
-		if rs.seen[h].ok {
+		if err == nil {
 			reals = append(reals, r)
 		}
 	}
@@ -179,120 +181,13 @@ func resolved(p string) string {
 	return filepath.Clean(p)
 }
 
-// resolver is resolved for many paths at once: it remembers, by
-// cleaned absolute path, what each directory along them resolved to,
-// so that paths in the same directories cost one lstat(2) each rather
-// than one a component. Its answers are resolved's. The zero resolver
-// is ready; it is for one goroutine and one check (what it remembers
-// is not looked at again).
-type resolver struct {
-	seen map[string]resolution
-	// dirs holds, by resolved path, the names in the directories list
-	// read, each with its type bits (fs.FileMode.Type).
-	dirs map[string]map[string]fs.FileMode
-}
-
-// resolution is what a cleaned absolute path resolved to: real, or
-// nothing (ok false) when it does not resolve.
-type resolution struct {
-	real string
-	ok   bool
-}
-
-// listAt is how many of the paths resolver.list is given must lie
-// directly in a directory for it to be read whole: one getdents(2) pass
-// costs about what a handful of lstat(2)s do, and most credential paths
-// do not exist, so reading a home once answers two dozen of them.
-const listAt = 6
-
-// list reads whole each directory that at least listAt of paths (clean
-// absolute paths, else skipped) lie directly in, so that resolve answers
-// its names from what it read: a name it does not hold does not exist,
-// one that is no symbolic link resolves to itself. A directory that
-// does not resolve, or cannot be read, is left to lstat(2) name by name.
-func (rs *resolver) list(paths []string) {
-	n := make(map[string]int)
-	for _, p := range paths {
-		if filepath.IsAbs(p) && filepath.Clean(p) == p && p != "/" {
-			n[filepath.Dir(p)]++
-		}
-	}
-	for dir, k := range n {
-		if k < listAt {
-			continue
-		}
-		d := rs.resolve(dir)
-		if !d.ok {
-			continue
-		}
-		if _, done := rs.dirs[d.real]; done {
-			continue
-		}
-		names, err := sandbox.DirNames(d.real)
-		if err != nil {
-			continue
-		}
-		if rs.dirs == nil {
-			rs.dirs = make(map[string]map[string]fs.FileMode)
-		}
-		rs.dirs[d.real] = names
-	}
-}
-
-// resolved returns p cleaned, with its symbolic links resolved when it
-// resolves (filepath.EvalSymlinks), as the package's resolved does.
-func (rs *resolver) resolved(p string) string {
-	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
-		// A .. after a link goes up from where the link leads, not
-		// from the link: such a path is resolved alone.
-		return resolved(p)
-	}
-	if r := rs.resolve(p); r.ok {
-		return r.real
-	}
-	return p
-}
-
-// resolve resolves the clean absolute path p: its parent through rs,
-// then p's last component by one lstat(2), or from the parent's names
-// when list read them; a symbolic link there is resolved in full
-// (filepath.EvalSymlinks).
-func (rs *resolver) resolve(p string) resolution {
-	if p == "/" {
-		return resolution{real: "/", ok: true}
-	}
-	if r, ok := rs.seen[p]; ok {
+// resolvedBy is resolved through rs, which looks at each directory
+// along the paths of one check once.
+func resolvedBy(rs *sandbox.Resolver, p string) string {
+	if r, err := rs.EvalSymlinks(p); err == nil {
 		return r
 	}
-	var r resolution
-	if parent := rs.resolve(filepath.Dir(p)); parent.ok {
-		name := filepath.Base(p)
-		next := filepath.Join(parent.real, name)
-		mode, err := fs.FileMode(0), error(nil)
-		if t, there := rs.dirs[parent.real][name]; rs.dirs[parent.real] != nil && (!there || t != sandbox.UnknownType) {
-			if !there {
-				err = fs.ErrNotExist
-			}
-			mode = t
-		} else {
-			var fi os.FileInfo
-			if fi, err = os.Lstat(next); err == nil {
-				mode = fi.Mode()
-			}
-		}
-		if err == nil {
-			if mode&os.ModeSymlink == 0 {
-				r = resolution{real: next, ok: true}
-			} else if real, err := filepath.EvalSymlinks(next); err == nil {
-				r = resolution{real: real, ok: true}
-			}
-		}
-	}
-	if rs.seen == nil {
-		rs.seen = make(map[string]resolution)
-	}
-	rs.seen[p] = r
-	return r
+	return filepath.Clean(p)
 }
 
 // within reports whether p is dir or lies inside it (both clean).

@@ -4,9 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/logbook-dev/logbook/sandbox"
 )
 
-// TestResolver_AsEvalSymlinks: a resolver answers for every path what
+// TestResolver_AsEvalSymlinks: resolvedBy answers for every path what
 // resolved (filepath.EvalSymlinks, else the path cleaned) does, through
 // directories, files, missing paths, absolute and relative links, links
 // to links, links out through .., and a file taken for a directory,
@@ -41,25 +43,37 @@ func TestResolver_AsEvalSymlinks(t *testing.T) {
 		"home/u/.netrc/x", "home/u/.dangling", "home/u/.dangling/x", "h/.ssh", "h/.config/gh", "h/missing/x",
 		"ws/la/b", "ws/a/b", "ws/la/../a", "nowhere/at/all", "", "home/u/./.ssh",
 	}
-	var rs resolver
+	var rs sandbox.Resolver
 	for pass := 0; pass < 2; pass++ { // the second from what the first remembered
 		for _, p := range paths {
 			abs := filepath.Join(root, p)
-			if got, want := rs.resolved(abs), resolved(abs); got != want {
-				t.Errorf("pass %d: resolver.resolved(%s) = %s, want %s", pass, abs, got, want)
+			if got, want := resolvedBy(&rs, abs), resolved(abs); got != want {
+				t.Errorf("pass %d: resolvedBy(%s) = %s, want %s", pass, abs, got, want)
 			}
 		}
 		for i := len(paths) - 1; i >= 0; i-- { // and in the other order, afresh
 			abs := filepath.Join(root, paths[i])
-			var fresh resolver
-			if got, want := fresh.resolved(abs), resolved(abs); got != want {
-				t.Errorf("resolver.resolved(%s) afresh = %s, want %s", abs, got, want)
+			var fresh sandbox.Resolver
+			if got, want := resolvedBy(&fresh, abs), resolved(abs); got != want {
+				t.Errorf("resolvedBy(%s) afresh = %s, want %s", abs, got, want)
 			}
 		}
 	}
+	// With the directories most paths lie in read whole (List).
+	var abs []string
+	for _, p := range paths {
+		abs = append(abs, filepath.Join(root, p))
+	}
+	var listed sandbox.Resolver
+	listed.List(abs)
+	for _, p := range abs {
+		if got, want := resolvedBy(&listed, p), resolved(p); got != want {
+			t.Errorf("resolvedBy(%s) listed = %s, want %s", p, got, want)
+		}
+	}
 	for _, p := range []string{"rel/x", filepath.Join(root, "h") + "/../u/.ssh", filepath.Join(root, "ws/la") + "/../a"} {
-		if got, want := rs.resolved(p), resolved(p); got != want {
-			t.Errorf("resolver.resolved(%s) = %s, want %s", p, got, want)
+		if got, want := resolvedBy(&rs, p), resolved(p); got != want {
+			t.Errorf("resolvedBy(%s) = %s, want %s", p, got, want)
 		}
 	}
 }
