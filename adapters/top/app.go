@@ -147,7 +147,7 @@ func (a *app) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		a.m.SetSize(msg.Width, msg.Height)
 	case tea.KeyPressMsg:
-		return a, a.do(a.m.Key(msg))
+		return a, a.do(a.m.KeyAt(msg, time.Now()))
 	case tea.PasteMsg:
 		a.m.Paste(msg.Content)
 	case snapshotMsg:

@@ -101,9 +101,9 @@ type row struct {
 // Model is the state of `logbook top` and its rules: which view shows,
 // the selected row, a verdict being confirmed, the pager's text. It does
 // no I/O and reads no clock: snapshots, audit text and output arrive
-// through its Set and Add methods, keys through Key, which returns the
-// Action to carry out; View draws it as text for a terminal of the size
-// SetSize gave. The zero Model is not ready: use New. Not safe for
+// through its Set and Add methods, keys through Key (KeyAt, with the
+// time each came), which returns the Action to carry out; View draws it
+// as text for a terminal of the size SetSize gave. The zero Model is not ready: use New. Not safe for
 // concurrent use.
 type Model struct {
 	snap    Snapshot
@@ -119,6 +119,8 @@ type Model struct {
 	height  int
 	short   map[string]string // session id → its short form (shortIDs)
 	shortW  int               // the widest short form, in columns
+	lastKey time.Time         // when the key before came (KeyAt; zero: unknown)
+	burst   bool              // the key taken came within burstGap of the one before
 	confirm struct {
 		verdict string
 		review  gate.PendingRow
@@ -352,6 +354,24 @@ func clean(s string) string {
 
 // Key applies key k and returns what the program is to do.
 func (m *Model) Key(k tea.KeyPressMsg) Action {
+	return m.KeyAt(k, time.Time{})
+}
+
+// burstGap is the least time a person's keys come apart: keys closer
+// than it came in one read of the terminal, as the text of a paste the
+// terminal did not bracket does (a person types a key in 50 ms at the
+// fastest; one read's keys come microseconds apart).
+const burstGap = 10 * time.Millisecond
+
+// KeyAt is Key for a key that came at at (the zero time: unknown). An
+// enter that would send a verdict and came within burstGap of the key
+// before it is a line break of pasted text, not the person's enter: it
+// sends nothing, and the status says to press enter again, so that text
+// pasted on a terminal that does not bracket pastes ("a", a reason, a
+// line break) never answers a review by itself.
+func (m *Model) KeyAt(k tea.KeyPressMsg, at time.Time) Action {
+	m.burst = !at.IsZero() && !m.lastKey.IsZero() && at.Sub(m.lastKey) < burstGap
+	m.lastKey = at
 	if k.String() == "ctrl+c" {
 		return Quit{}
 	}
@@ -438,6 +458,10 @@ func (m *Model) confirmKey(k tea.KeyPressMsg) Action {
 		reason := string(m.confirm.reason)
 		if strings.TrimSpace(reason) == "" {
 			m.status = "type a reason first (it is recorded with the verdict), or esc to cancel"
+			return nil
+		}
+		if m.burst {
+			m.status = "that enter came with a burst of keys, as pasted text does: check the reason, then press enter to send, or esc to cancel"
 			return nil
 		}
 		m.view = viewList

@@ -201,6 +201,40 @@ func TestModel_TypeAheadAfterReviewDecided(t *testing.T) {
 	}
 }
 
+// Text pasted on a terminal that does not bracket pastes comes as keys
+// microseconds apart: an "a" in it opens the prompt, the rest types a
+// reason, and its line break is an enter that sends nothing. An enter
+// the person presses afterwards sends the verdict, as does one typed at
+// a person's pace.
+func TestModel_UnbracketedPasteAnswersNothing(t *testing.T) {
+	m := loaded()
+	at := t0
+	press := func(k string, gap time.Duration) Action {
+		at = at.Add(gap)
+		return m.KeyAt(key(k), at)
+	}
+	for _, k := range []string{"a", "b", "c", "enter", "d", "e", "enter"} {
+		if act := press(k, 20*time.Microsecond); act != nil {
+			t.Fatalf("pasted key %q acted: %#v", k, act)
+		}
+	}
+	if v := plainView(m); !strings.Contains(v, "came with a burst of keys") || !strings.Contains(v, "reason: bcde") {
+		t.Errorf("after a paste with line breaks:\n%s", v)
+	}
+	act, ok := press("enter", 400*time.Millisecond).(Decide)
+	if !ok || act.Verdict != events.VerdictAllow || act.Reason != "bcde" {
+		t.Fatalf("enter pressed after the paste = %#v, want the allow with its reason", act)
+	}
+	// Typed at a person's pace, keys 60 ms apart, the enter sends.
+	press("d", time.Second)
+	for _, k := range []string{"n", "o"} {
+		press(k, 60*time.Millisecond)
+	}
+	if act, ok := press("enter", 60*time.Millisecond).(Decide); !ok || act.Verdict != events.VerdictDeny || act.Reason != "no" {
+		t.Fatalf("enter typed at a person's pace = %#v, want the deny", act)
+	}
+}
+
 // The reason is what was typed: spaces around it kept, a paste's line
 // breaks and tabs kept (its CRs as line feeds), up to the gate's 1000
 // bytes, past which it says so.
