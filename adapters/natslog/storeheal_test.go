@@ -124,6 +124,11 @@ func TestReadsAcrossJetStreamRestarts(t *testing.T) {
 // timeout of its own once JetStream is back: the attempt the restart
 // swallowed does not use up the next one's time.
 func TestReadsOutlastTheirTimeoutAcrossARestart(t *testing.T) {
+	if raceEnabled {
+		// As in TestReadsAcrossJetStreamRestarts: EnableJetStream
+		// writes what an in-flight request reads, inside nats-server.
+		t.Skip("restarts JetStream under reads: nats-server races in EnableJetStream")
+	}
 	s := startServer(t, t.TempDir())
 	l := openLogWith(t, s, Config{Timeout: 300 * time.Millisecond})
 	reg := events.NewRegistry()
