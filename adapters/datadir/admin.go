@@ -238,12 +238,16 @@ func (d Dir) NoDataError() error {
 // LogGone returns an error when d has no log (no jetstream/) but holds
 // what a log leaves beside it (stream.json, or views/ or merkle/ with
 // something in them): the log was removed or moved, which a read says
-// rather than "no data"; nil otherwise. serve still starts a new log
+// rather than "no data" (FollowerError's, when the projection was made
+// from another server's log); nil otherwise. serve still starts a new log
 // there, and then refuses it as a stream created again (until
 // --accept-stream-loss).
 func (d Dir) LogGone() error {
 	if _, err := os.Stat(d.Path("jetstream")); err == nil || !errors.Is(err, os.ErrNotExist) {
 		return nil
+	}
+	if err := d.FollowerError(); err != nil {
+		return err
 	}
 	for _, name := range []string{"stream.json", "views", "merkle"} {
 		p := d.Path(name)

@@ -19,6 +19,11 @@ type StreamRecord struct {
 	Stream  string    `json:"stream"`         // natslog.StreamName
 	Created time.Time `json:"created"`        // the stream's creation time, as its server reports it
 	Gone    uint64    `json:"gone,omitempty"` // sequences missing from the stream, accepted
+	// Remote is the server the stream was read from when it is not the
+	// data dir's own (a follower's serve, --nats-url or a credentials
+	// file's URL), its password hidden (natslog.RedactURL); "" for the
+	// data dir's own log in jetstream/.
+	Remote string `json:"remote,omitempty"`
 }
 
 // ReadStreamRecord reads the data dir's stream.json; have is false when
@@ -39,10 +44,29 @@ func (d Dir) ReadStreamRecord() (r StreamRecord, have bool, err error) {
 }
 
 // WriteStreamRecord writes stream.json (0600, whole or not at all) for the
-// stream id.
-func (d Dir) WriteStreamRecord(id natslog.Identity) error {
-	b, _ := json.MarshalIndent(StreamRecord{Stream: natslog.StreamName, Created: id.Created, Gone: id.Gone()}, "", "  ")
+// stream id, read from remote (StreamRecord.Remote; "" for the data
+// dir's own log).
+func (d Dir) WriteStreamRecord(id natslog.Identity, remote string) error {
+	b, _ := json.MarshalIndent(StreamRecord{Stream: natslog.StreamName, Created: id.Created, Gone: id.Gone(), Remote: natslog.RedactURL(remote)}, "", "  ")
 	return WriteFileAtomic(d.Path("stream.json"), b, 0o600)
+}
+
+// FollowerError returns an error when d holds no log of its own (no
+// jetstream/) and its projection was made from a log on another server
+// (stream.json's Remote): a follower's data dir, whose serve is not
+// running. A log started there would be a new, empty one, which the
+// projection would then be refused against (or, with
+// --accept-stream-loss, thrown away for): the error names the server and
+// how to reach it. nil otherwise.
+func (d Dir) FollowerError() error {
+	if _, err := os.Stat(d.Path("jetstream")); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	r, have, err := d.ReadStreamRecord()
+	if err != nil || !have || r.Remote == "" {
+		return nil
+	}
+	return fmt.Errorf("data dir %s follows the log at %s (its projection was made from there) and holds no log of its own: start its serve again (logbook serve --data %s --nats-url %s --creds FILE --role reader), or read that log with --nats-url %s --creds FILE; a log started here would be a new, empty one", d, r.Remote, d, r.Remote, r.Remote)
 }
 
 // StreamLoss compares the stream the log has now (id, whose newest

@@ -198,6 +198,15 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 			if err := dd.ForeignError(); err != nil {
 				return nil, err
 			}
+			// A read never creates a store: a data dir with no log, and
+			// no serve that answers for it, is said to be so, whatever
+			// credentials came along (a follower's data dir whose serve
+			// stopped, read with a reader's credentials but no URL).
+			if c.Reads && !dd.HasData() {
+				if _, starting := serveStarting(dd); !starting {
+					return nil, dd.NoDataError()
+				}
+			}
 			var lock *os.File
 			if lock, err = lockFor(ctx, c); err == nil {
 				if o.Server, err = StartLocal(ctx, dd, lock); err != nil {
@@ -389,6 +398,10 @@ func (o *Opened) logDown(ctx context.Context) bool {
 // server does not start, with an error naming the data dir. The caller
 // connects in process with the server's Conn and shuts it down.
 func StartLocal(ctx context.Context, dd datadir.Dir, lock *os.File) (*natslog.Server, error) {
+	if err := dd.FollowerError(); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	srv, err := natslog.StartEmbedded(ctx, natslog.EmbeddedConfig{StoreDir: dd.Path("jetstream")})
 	if err != nil {
 		lock.Close()

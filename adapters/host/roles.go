@@ -52,6 +52,9 @@ func Grants() natslog.Grants {
 // restart of JetStream that clears a store write error
 // (natslog.EmbeddedConfig). A start error is "start log in DIR: …".
 func StartRoles(ctx context.Context, dir datadir.Dir, mode natslog.Fsync, listen string, admin datadir.Creds, cfg natslog.Config, healed func(writeError string, err error)) (*natslog.Server, error) {
+	if err := dir.FollowerError(); err != nil {
+		return nil, err
+	}
 	users, err := dir.EmbeddedUsers(admin)
 	if err != nil {
 		return nil, err

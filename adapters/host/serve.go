@@ -329,8 +329,14 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	// goes on once the disk takes writes again (adapters/diskfull).
 	p.Pause = diskfull.NewPause(say)
 	defer p.Pause.Close()
+	// A follower's data dir keeps where its log is: a command that finds
+	// it without its serve says so rather than start a log there.
+	remote := ""
+	if p.Server == nil {
+		remote = cfg.URL
+	}
 	p.Store, err = OpenViews(ctx, Views{Dir: dd, Log: p.Log, CacheSize: cfg.ViewsCache, FS: p.Pause.ViewsFS(dd.Path("views")),
-		AcceptLoss: cfg.AcceptLoss, Said: func(line string) { fmt.Fprintf(cfg.Stderr, "logbook: %s\n", line) }})
+		AcceptLoss: cfg.AcceptLoss, Said: func(line string) { fmt.Fprintf(cfg.Stderr, "logbook: %s\n", line) }, Remote: remote})
 	if err != nil {
 		return err
 	}

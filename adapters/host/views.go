@@ -32,6 +32,11 @@ type Views struct {
 	// Said receives the one line said when a projection is set aside
 	// (without a newline); nil says nothing.
 	Said func(line string)
+	// Remote is the server Log reads from when it is not the data
+	// dir's own (a follower's serve): kept in stream.json, so that a
+	// command that finds the data dir without its serve says where its
+	// log is rather than starting an empty one (datadir.Dir.FollowerError).
+	Remote string
 }
 
 // OpenViews opens the projections in v.Dir, after checking that v.Log
@@ -101,8 +106,8 @@ func OpenViews(ctx context.Context, v Views) (*projections.Store, error) {
 		}
 		have = false
 	}
-	if !have {
-		if err := dd.WriteStreamRecord(id); err != nil {
+	if !have || rec.Remote != natslog.RedactURL(v.Remote) {
+		if err := dd.WriteStreamRecord(id, v.Remote); err != nil {
 			store.Close()
 			return nil, fmt.Errorf("write %s: %w", dd.Path("stream.json"), err)
 		}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
+)
+
+// TestFollowerStopped_NoLogStartedThere: a follower's data dir whose
+// serve stopped holds the projection of another server's log and no log
+// of its own. A read there (with a reader's credentials and no URL, or
+// with none) and a serve there without --nats-url each say where its log
+// is and start none: no empty log is made, which the projection would
+// then be refused against. The follower started again as before follows
+// the log as it did.
+func TestFollowerStopped_NoLogStartedThere(t *testing.T) {
+	bin := soakBuild(t)
+	origin, follower := t.TempDir(), filepath.Join(t.TempDir(), "follower")
+	start := func(args ...string) *exec.Cmd {
+		c := exec.Command(bin, args...)
+		sandboxtest.DieWithTest(c)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	stop := func(c *exec.Cmd) {
+		_ = c.Process.Signal(syscall.SIGINT)
+		_ = c.Wait()
+	}
+	run := func(stdin string, args ...string) (string, error) {
+		c := exec.Command(bin, args...)
+		c.Stdin = strings.NewReader(stdin)
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	o := start("serve", "--data", origin, "--http", "off", "--workers", "0")
+	defer stop(o)
+	waitServer(t, dataDir(origin))
+	if out, err := run(fmt.Sprintf(`{"session_id":"followed","hook_event_name":"SessionStart","cwd":%q,"source":"startup"}`, t.TempDir()),
+		"hook", "claude", "--data", origin); err != nil {
+		t.Fatalf("hook: %v\n%s", err, out)
+	}
+	si, ok := dataDir(origin).readServeInfo()
+	if !ok {
+		t.Fatal("no serve.json in the origin's data dir")
+	}
+	followArgs := []string{"serve", "--data", follower, "--nats-url", si.URL, "--creds", filepath.Join(origin, "creds-follower.json"),
+		"--role", "reader", "--http", "off"}
+	sessionsSeen := func() bool {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if out, err := run("", "sessions", "--data", follower, "--creds", filepath.Join(origin, "creds-reader.json")); err == nil && strings.Contains(out, "followed") {
+				return true
+			}
+		}
+		return false
+	}
+	f := start(followArgs...)
+	if !sessionsSeen() {
+		stop(f)
+		t.Fatal("the follower never listed the origin's session")
+	}
+	stop(f)
+
+	for _, args := range [][]string{
+		{"sessions", "--data", follower, "--creds", filepath.Join(origin, "creds-reader.json")},
+		{"sessions", "--data", follower},
+		{"serve", "--data", follower, "--http", "off", "--workers", "0"},
+	} {
+		out, err := run("", args...)
+		if err == nil || !strings.Contains(out, "follows the log at nats://") || !strings.Contains(out, "--nats-url") {
+			t.Errorf("logbook %s on a stopped follower's data dir: %v\n%s\nwant an error saying where its log is", strings.Join(args, " "), err, out)
+		}
+		if _, err := os.Stat(filepath.Join(follower, "jetstream")); err == nil {
+			t.Fatalf("logbook %s made a log in the follower's data dir", strings.Join(args, " "))
+		}
+	}
+
+	f = start(followArgs...)
+	defer stop(f)
+	if !sessionsSeen() {
+		t.Fatal("the follower started again does not list the origin's session")
+	}
+}
