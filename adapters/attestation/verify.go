@@ -35,6 +35,11 @@ const (
 	// (lost from the stream, a damaged block or a deleted message, or
 	// never appended). It cannot be folded onto a state that lacks them.
 	FollowsMissing Status = "follows-missing"
+	// Undecodable is a message stored after a signing.began that does not
+	// decode, as a reader that pins no admin key (judges no signature)
+	// finds it: what does not decode has no type, which no role may
+	// append, so every pinned reader quarantines it as well.
+	Undecodable Status = "undecodable"
 )
 
 // Quarantined reports whether s keeps an event out of every fold.

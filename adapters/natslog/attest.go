@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -305,12 +306,23 @@ func (l *Log) judge(m attestation.Message, rec events.Record, pre attestation.Pr
 // unsigned, badly signed or signed by a key the key events do not attest
 // (a forger's junk) is never folded and stops no read, and so is one a
 // registered key signed, which no role may append (its type unknown). It
-// is recorded among the Quarantined, its error in Why. A message before
-// signing, or on a Log without a Verifier, keeps its decode error.
+// is recorded among the Quarantined, its error in Why. A Log without a
+// Verifier, which judges no signature, quarantines alike every one
+// stored after a signing.began (signingBefore), as Undecodable: what a
+// pinned reader quarantines, so that a host that pins no admin key folds
+// what the others fold and is not stopped by one. A message stored
+// before signing keeps its decode error.
 func (l *Log) undecodable(ctx context.Context, seq uint64, subject string, h nats.Header, data []byte, pre attestation.Pre, derr error) (bool, error) {
 	v := l.cfg.Verifier
 	if v == nil {
-		return false, nil
+		began, err := l.signingBefore(ctx, seq)
+		if err != nil || !began {
+			return false, err
+		}
+		vd := attestation.Verdict{Status: attestation.Undecodable, Key: h.Get(attestation.HeaderKey),
+			Why: "does not decode: " + derr.Error()}
+		l.quarantine(Quarantined{Seq: seq, Subject: subject, Verdict: vd})
+		return true, nil
 	}
 	if err := l.catchUpKeys(ctx, seq-1); err != nil {
 		return false, err
@@ -327,6 +339,62 @@ func (l *Log) undecodable(ctx context.Context, seq uint64, subject string, h nat
 	}
 	l.quarantine(Quarantined{Seq: seq, Subject: subject, Verdict: vd})
 	return true, nil
+}
+
+// signingSubject is the subject of the log's signing.began.
+var signingSubject = events.Aggregate{Kind: events.KindKey, ID: events.SigningAggregate}.Subject()
+
+// signingSeen is what the reads of a Log without a Verifier found of
+// the log's signing.began (see signingBefore).
+type signingSeen struct {
+	began atomic.Uint64 // sequence of the first stored one; 0: none found yet
+	none  atomic.Uint64 // the signing subject holds none up to this sequence
+}
+
+// signingBefore reports whether a message that decodes as a
+// signing.began is stored before seq, a sequence the stream holds: how a
+// Log without a Verifier, which checks no signature, tells a message
+// that does not decode stored once signing began from one stored
+// before. It asks for the signing subject's messages one get each, from
+// where an earlier call stopped, until it finds one, and never again
+// after. It cannot tell the admin's signing.began from one published
+// before it by a holder of the stream's credentials: it counts the
+// first.
+func (l *Log) signingBefore(ctx context.Context, seq uint64) (bool, error) {
+	if b := l.signing.began.Load(); b != 0 {
+		return b < seq, nil
+	}
+	d := l.reg.NewDecoder()
+	for from := l.signing.none.Load() + 1; from < seq; {
+		m, err := l.getMsg(ctx, from, signingSubject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, errNoMsg) {
+			break
+		}
+		if err != nil {
+			return false, fmt.Errorf("signing.began before seq %d: %w", seq, err)
+		}
+		if m.Sequence >= seq {
+			break
+		}
+		if rec, err := l.decode(d, m.Sequence, m.Subject, m.Data); err == nil && rec.Type == (events.SigningBegan{}).EventType() {
+			l.signing.began.CompareAndSwap(0, m.Sequence)
+			return true, nil
+		}
+		storeMax(&l.signing.none, m.Sequence)
+		from = m.Sequence + 1
+	}
+	storeMax(&l.signing.none, seq-1)
+	return false, nil
+}
+
+// storeMax sets a to n unless it holds more.
+func storeMax(a *atomic.Uint64, n uint64) {
+	for {
+		old := a.Load()
+		if old >= n || a.CompareAndSwap(old, n) {
+			return
+		}
+	}
 }
 
 // keySubjects matches every key event.

@@ -206,9 +206,15 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 					c.recs[i], c.recs[i].Signer, c.recs[i].Quarantined = rec, signer, true
 				}
 				c.errs[i] = nil
-			} else if c.errs[i] != nil && l.cfg.Verifier != nil {
+			} else if c.errs[i] != nil {
+				// Quarantined once signing began, with a Verifier
+				// or without (undecodable).
 				m := &c.msgs[i]
-				q, err := l.undecodable(ctx, m.Seq, m.Subject, m.Decoded().Header, m.Data, c.pres[i], c.errs[i])
+				var pre attestation.Pre
+				if l.cfg.Verifier != nil {
+					pre = c.pres[i]
+				}
+				q, err := l.undecodable(ctx, m.Seq, m.Subject, m.Decoded().Header, m.Data, pre, c.errs[i])
 				switch {
 				case err != nil:
 					c.errs[i] = err

@@ -92,6 +92,9 @@ type Log struct {
 	judged atomic.Pointer[Judged]    // a trusted checkpoint statement's fast path; nil: none
 	orders aggStates                 // aggregate order states loads judged up to, by subject
 	keys   keyWatch                  // the key events' watch, with a Verifier (see refuseKeys)
+	// signing is what reads without a Verifier found of the log's
+	// signing.began (signingBefore).
+	signing signingSeen
 }
 
 // DirectMin is the fewest events in one decision that its caller sends

@@ -109,7 +109,8 @@ func (l *Log) withTimeout(ctx context.Context) (context.Context, context.CancelF
 // stream sequence of the last one (0 and no records if agg has none). It
 // reads with batched direct gets (one request per 1000 events), each a
 // consistent snapshot. Errors wrap events.ErrMalformed for an invalid agg
-// and a *DecodeError for a stored event that does not decode.
+// and a *DecodeError for a stored event that does not decode and is not
+// quarantined (one stored before signing began).
 func (l *Log) Load(ctx context.Context, agg events.Aggregate) ([]events.Record, uint64, error) {
 	return l.LoadAfter(ctx, agg, 0)
 }
@@ -363,8 +364,9 @@ func (l *Log) infoLastSeq(ctx context.Context) (uint64, error) {
 // Read implements events.Log: the events with from ≤ Seq ≤ LastSeq at the
 // time of the call, in order (from 0 reads from the start). Command
 // output (lb.out.*) is skipped. A stored event that does not decode is
-// yielded as a *DecodeError naming its sequence, and reading goes on if
-// the loop does. Other errors (ctx, the server) are yielded once and end
+// quarantined once signing began (undecodable); before, it is yielded
+// as a *DecodeError naming its sequence, and reading goes on if the loop
+// does. Other errors (ctx, the server) are yielded once and end
 // the sequence. On a replicated stream a read that ends before the
 // leader's last event (a replica still catching up) yields an error
 // saying so: a short history never passes for the whole. The iterator

@@ -56,7 +56,9 @@ type Config struct {
 	Signer Signer
 	// Verifier, when set, judges every event read (Read, Follow, Load,
 	// LoadAfter) against the log's key events: a quarantined one is not
-	// yielded but kept for Quarantined. nil reads every event unjudged.
+	// yielded but kept for Quarantined. nil reads every event unjudged,
+	// but for one that does not decode stored after a signing.began,
+	// which it quarantines as a Verifier does (attestation.Undecodable).
 	Verifier *attestation.Verifier
 	// OnQuarantine, if set, is called once for each distinct event a
 	// read of this Log quarantines (Log.Quarantined), after it is
