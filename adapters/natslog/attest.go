@@ -190,8 +190,9 @@ func signRequests(reqs []*request) {
 	}
 }
 
-// Quarantined is a stored event a Verifier refused: never folded by a
-// reader of this Log, always shown.
+// Quarantined is a stored event a Verifier refused, or that a Log
+// without one found not to decode once signing began (undecodable):
+// never folded by a reader of this Log, always shown.
 type Quarantined struct {
 	Seq     uint64              `json:"seq"`
 	Subject string              `json:"subject"`
