@@ -81,10 +81,15 @@ var Table = []Rule{
 // events it may append: a worker appends only what a worker decided (its
 // commands' starts and ends, its processes' sessions), never an event
 // that claims a person, the gate or a hook caused it. A role not listed
-// may append any cause its types allow.
+// may append any cause its types allow. WorkerPermits narrows a worker's
+// events further, by their data and their aggregate's state.
 var CauseKinds = map[Role][]string{
-	RoleWorker: {"worker"},
+	RoleWorker: {CauseWorker},
 }
+
+// CauseWorker is the cause kind (events.Cause.Kind) of what a sandbox
+// worker decides.
+const CauseWorker = "worker"
 
 // CausePermitted reports whether role may append an event with cause c
 // (nil: an event with none, an observation), by CauseKinds.
@@ -92,6 +97,129 @@ func CausePermitted(role Role, c *events.Cause) bool {
 	kinds, bounded := CauseKinds[role]
 	return !bounded || c == nil || slices.Contains(kinds, c.Kind)
 }
+
+// WorkerPermits returns why a worker's key (id key) may not append rec,
+// the next event of its aggregate after st (AggState.Fold's state of the
+// events folded before it), or "" when it may. A worker appends only its
+// commands' starts and ends and its processes' sessions (README, "What
+// the log proves"):
+//
+//   - command.started, cause worker/command.requested naming the command,
+//     on a command no key has started: the worker's claim;
+//   - command.running, command.exited and command.stdin_written, cause
+//     kind worker, on a command the same key started (or one started
+//     before signing, whose starter no key tells);
+//   - command.refused, cause kind worker, on a command no key started or
+//     the same key started;
+//   - command.abandoned, cause worker/worker.dead, on a command some key
+//     started: another worker's, found dead;
+//   - command.stop_requested for its session's end only: cause
+//     session/session.ended, by "session <the session its request
+//     names>";
+//   - session.entry_opened of its command's entry ("cmd-<id>", lane
+//     background), cause worker/command.started naming the command (Ref
+//     and Detail), moving the phase from ready to working or not at all;
+//   - session.entry_closed of a command's entry ("cmd-<id>"), cause kind
+//     worker, moving the phase from working to ready or not at all;
+//   - session.transitioned (one of those two moves) and
+//     session.activity_changed only right after such an entry event of
+//     the same cause: the move the entry's decision made.
+//
+// Whether the command an entry names belongs to the session, and
+// whether a move agrees with the session's state, are not judged here:
+// the session's AggState holds neither.
+//
+// Nothing else: no session's start, end, mode, turn or description, no
+// request, eviction or backgrounding of a command.
+func WorkerPermits(rec events.Envelope, key string, st AggState) string {
+	c := rec.Cause
+	if d, ok := rec.Data.(events.CommandStopRequested); ok {
+		if c == nil || c.Kind != "session" || c.Event != "session.ended" || st.Session == "" || d.By != "session "+st.Session {
+			return fmt.Sprintf("a worker stops command %s only for its session's end (cause session/session.ended, by %q)", rec.Agg.ID, "session "+st.Session)
+		}
+		return ""
+	}
+	if c == nil || c.Kind != CauseWorker {
+		kind := "nothing"
+		if c != nil {
+			kind = c.Kind
+		}
+		return fmt.Sprintf("a worker may append only what it caused itself, not an event caused by %s", kind)
+	}
+	ownedBy := func() string {
+		if st.Claim == "" {
+			return fmt.Sprintf("command %s was not started", rec.Agg.ID)
+		}
+		if st.Claim != key && st.Claim != ClaimUnsigned {
+			return fmt.Sprintf("command %s was started by key %s, not this one", rec.Agg.ID, st.Claim)
+		}
+		return ""
+	}
+	// moves checks a phase move a worker's decision made: an attach
+	// moves a ready session to working, a detach settles a working one
+	// to ready (session.Attach, session.Detach).
+	moves := func(m *events.SessionTransitioned, from, to string) string {
+		if m != nil && (m.From != from || m.To != to) {
+			return fmt.Sprintf("a worker's %s moves session %s from %s to %s, not from %s to %s", rec.Type, rec.Agg.ID, m.From, m.To, from, to)
+		}
+		return ""
+	}
+	switch d := rec.Data.(type) {
+	case events.CommandStarted:
+		if c.Event != "command.requested" || c.Ref != rec.Agg.ID {
+			return fmt.Sprintf("a worker starts command %s only with cause worker/command.requested naming it", rec.Agg.ID)
+		}
+		if st.Claim != "" {
+			return fmt.Sprintf("command %s was started already", rec.Agg.ID)
+		}
+	case events.CommandRunning, events.CommandExited, events.CommandStdinWritten:
+		return ownedBy()
+	case events.CommandRefused:
+		if st.Claim != "" {
+			return ownedBy()
+		}
+	case events.CommandAbandoned:
+		if c.Event != "worker.dead" {
+			return fmt.Sprintf("a worker abandons command %s only with cause worker/worker.dead", rec.Agg.ID)
+		}
+		if st.Claim == "" {
+			return fmt.Sprintf("command %s was not started", rec.Agg.ID)
+		}
+	case events.SessionEntryOpened:
+		if c.Event != "command.started" || c.Ref == "" || c.Detail != c.Ref || d.EntryID != EntryPrefix+c.Ref || d.Lane != events.LaneBackground {
+			return fmt.Sprintf("a worker opens on session %s only its command's entry (%s<id>, background, cause worker/command.started naming the command), not %q", rec.Agg.ID, EntryPrefix, d.EntryID)
+		}
+		return moves(d.Moves, events.PhaseReady, events.PhaseWorking)
+	case events.SessionEntryClosed:
+		if len(d.EntryID) <= len(EntryPrefix) || !strings.HasPrefix(d.EntryID, EntryPrefix) {
+			return fmt.Sprintf("a worker closes on session %s only a command's entry (%s<id>), not %q", rec.Agg.ID, EntryPrefix, d.EntryID)
+		}
+		return moves(d.Moves, events.PhaseWorking, events.PhaseReady)
+	case events.SessionTransitioned, events.SessionActivityChanged:
+		if st.Entry != *c {
+			return fmt.Sprintf("a worker moves session %s only in the decision that opens or closes its command's entry", rec.Agg.ID)
+		}
+		if t, ok := d.(events.SessionTransitioned); ok {
+			// Stored as an event of its own before entry events
+			// carried their move.
+			if t.From == events.PhaseReady {
+				return moves(&t, events.PhaseReady, events.PhaseWorking)
+			}
+			return moves(&t, events.PhaseWorking, events.PhaseReady)
+		}
+	default:
+		return fmt.Sprintf("a worker may not append %s", rec.Type)
+	}
+	return ""
+}
+
+// EntryPrefix begins the id of the session entry a worker keeps open for
+// a command it started: "cmd-<command id>" (adapters/worker.EntryID).
+const EntryPrefix = "cmd-"
+
+// ClaimUnsigned is AggState.Claim of a command whose command.started
+// carries no key: stored before signing, its starter untold.
+const ClaimUnsigned = "-"
 
 // Permitted reports whether role may append events of type typ, by Table.
 // No role may append an event without a type ("": one whose envelope

@@ -25,7 +25,7 @@ const (
 	Unsigned      Status = "unsigned"       // no Lb-Key or Lb-Sig after signing.began
 	BadSignature  Status = "bad-signature"  // the signature does not verify over Signed
 	UnknownKey    Status = "unknown-or-revoked-key"
-	OutOfRole     Status = "out-of-role" // the key's role may not append the type (Table)
+	OutOfRole     Status = "out-of-role" // the key's role may not append the type (Table), the cause (CauseKinds) or, a worker's, the event (WorkerPermits)
 	// Replayed is a copy of an attested event stored again: its event
 	// id is its aggregate's last attested one, or its ver does not
 	// follow the aggregate's last attested ver.
@@ -225,11 +225,50 @@ func (v *Verifier) verify(pub ed25519.PublicKey, m Message) bool {
 // sequence, say of its order: the last folded (attested, or stored
 // before signing) event. It is a few words whatever the aggregate's
 // length. The zero AggState is an aggregate with no events.
+//
+// It also keeps what a worker's role needs of the aggregate
+// (WorkerPermits): of a command, the session its request names and the
+// key that started it; of a session, the cause of its last folded event
+// when that opened or closed an entry.
 type AggState struct {
 	Through uint64    // every event of the aggregate up to this stream sequence was judged
 	Ver     uint64    // ver of the last folded event (0: none)
 	Seq     uint64    // its stream sequence
 	ID      ulid.ULID // its event id
+	// Session is, for a command, the session its folded
+	// command.requested names ("" before it).
+	Session string
+	// Claim is, for a command, the id of the key that signed its folded
+	// command.started, ClaimUnsigned when that carries none, "" before
+	// it.
+	Claim string
+	// Entry is the cause of the last folded event when it is a
+	// session.entry_opened or session.entry_closed, the zero Cause
+	// otherwise.
+	Entry events.Cause
+}
+
+// Fold moves st past rec, folded at stream sequence seq, signed by the
+// key of id key ("" for none). Judge folds each event it does not
+// quarantine; a reader that takes up an aggregate's judgement from
+// elsewhere (a checkpoint's statement) folds each event it says folded.
+func (st *AggState) Fold(seq uint64, rec events.Envelope, key string) {
+	st.Ver, st.Seq, st.ID = rec.Ver, seq, rec.ID
+	st.Through = max(st.Through, seq)
+	st.Entry = events.Cause{}
+	switch d := rec.Data.(type) {
+	case events.CommandRequested:
+		st.Session = strings.Clone(d.Session)
+	case events.CommandStarted:
+		st.Claim = ClaimUnsigned
+		if key != "" {
+			st.Claim = strings.Clone(key)
+		}
+	case events.SessionEntryOpened, events.SessionEntryClosed:
+		if c := rec.Cause; c != nil {
+			st.Entry = events.Cause{Kind: strings.Clone(c.Kind), Event: strings.Clone(c.Event), Detail: strings.Clone(c.Detail), Ref: strings.Clone(c.Ref)}
+		}
+	}
 }
 
 // Judge returns the verdict on m, the stored event rec (its Type and
@@ -238,6 +277,10 @@ type AggState struct {
 // have been observed first (Horizon ≥ m.Seq-1, or the caller feeds every
 // event in stream order); a caller that reads every event in order calls
 // Advance after each.
+//
+// An event a worker's key signed is judged by WorkerPermits, given st
+// (the zero AggState when st is nil); another role's by Table and
+// CauseKinds.
 //
 // With st, the state of rec's aggregate as of every event of it before
 // m.Seq, Judge also checks rec's place in its aggregate, and moves st
@@ -255,7 +298,17 @@ type AggState struct {
 // observed out of a read).
 func (v *Verifier) Judge(m Message, rec events.Envelope, pre Pre, st *AggState) Verdict {
 	vd := v.judge(m, rec.Type, pre)
-	if vd.Status == Attested && !CausePermitted(vd.Role, rec.Cause) {
+	switch {
+	case vd.Status != Attested:
+	case vd.Role == RoleWorker:
+		var prev AggState
+		if st != nil {
+			prev = *st
+		}
+		if why := WorkerPermits(rec, vd.Key, prev); why != "" {
+			vd.Status, vd.Why = OutOfRole, fmt.Sprintf("role %s (%s): %s", vd.Role, vd.Principal, why)
+		}
+	case !CausePermitted(vd.Role, rec.Cause):
 		vd.Status, vd.Why = OutOfRole, fmt.Sprintf("role %s (%s) may append only what it caused itself, not an event caused by %s", vd.Role, vd.Principal, rec.Cause.Kind)
 	}
 	if st != nil {
@@ -270,7 +323,7 @@ func (v *Verifier) Judge(m Message, rec events.Envelope, pre Pre, st *AggState) 
 			}
 		}
 		if !vd.Status.Quarantined() {
-			st.Ver, st.Seq, st.ID = rec.Ver, m.Seq, rec.ID
+			st.Fold(m.Seq, rec, m.KeyID)
 		}
 		st.Through = max(st.Through, m.Seq)
 	}

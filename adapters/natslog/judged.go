@@ -262,7 +262,7 @@ func (j *Judger) stateAt(ctx context.Context, m Msg) (attestation.AggState, erro
 		if err != nil {
 			return st, &distrustError{fmt.Errorf("seq %d: the statement folds an event that does not decode: %w", p.Seq, err)}
 		}
-		st.Ver, st.Seq, st.ID = rec.Ver, p.Seq, rec.ID
+		st.Fold(p.Seq, rec.Envelope, p.Header.Get(attestation.HeaderKey))
 	}
 	return st, nil
 }
