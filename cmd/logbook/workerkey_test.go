@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
+)
+
+// TestWorkerKey_EndsNoSession: what a worker host holds (the worker's
+// credentials and keys/worker.key) signs a session.ended caused by a
+// command that is not there, published straight to the stream. The
+// origin and a follower pinned to its admin key leave it out as out of
+// the worker's role (the session stays where it was), replay --verify
+// names it and nothing else: the events a `logbook worker` process
+// appended for the commands it ran, before the forgery and after it, are
+// all attested.
+func TestWorkerKey_EndsNoSession(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("commands need bubblewrap")
+	}
+	t.Parallel() // its own data dirs, processes and ports: beside the other slow tests
+	data, follower, ws := t.TempDir(), t.TempDir(), t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // a hang guard
+	defer cancel()
+	logs := serveInProcess(t, data, "--workers", "0", "--reconcile-every", "0", "--http", "off")
+	sctx, stop := context.WithCancel(ctx)
+	run := func(data string, args ...string) {
+		done := make(chan error, 1)
+		go func() {
+			done <- runCLI(sctx, append([]string{"--data", data}, args...), strings.NewReader(""), logs, logs)
+		}()
+		t.Cleanup(func() {
+			stop()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("logbook %s: %v\n%s", args[0], err, logs.String())
+			}
+		})
+	}
+	run(data, "worker", "--grace", "300ms")
+	const sid = "0c7e4a11-0000-4000-8000-0000000c0de5"
+	promptSession(t, ctx, data, sid, ws)
+	execTrue := func() {
+		t.Helper()
+		var out syncBuffer
+		if err := runCLI(ctx, []string{"--data", data, "exec", "--session", sid, "--workspace", ws, "--", "true"}, strings.NewReader(""), &out, &out); err != nil {
+			t.Fatalf("exec true: %v\n%s\n%s", err, out.String(), logs.String())
+		}
+	}
+	execTrue()
+
+	dd := dataDir(data)
+	l, wnc := connectAs(t, dd, natslog.RoleWorker)
+	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
+	recs, last, err := l.Load(ctx, agg)
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("load %s: %d events, %v", agg, len(recs), err)
+	}
+	wkey, err := dd.principalKey("worker.key", attestation.RoleWorker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEvent(agg, recs[len(recs)-1].Ver+1, time.Time{}, "worker", "command.exited",
+		events.SessionEnded{From: events.PhaseWorking, Reason: "prompt_input_exit", Evidence: "the user closed the session"})
+	m := eventMsg(t, e, last)
+	m.Header.Set(natslog.HeaderType, e.Type)
+	id, sig := wkey.Sign(m.Subject, m.Header.Get(jetstream.ExpectedLastSubjSeqHeader), m.Data)
+	m.Header.Set(attestation.HeaderKey, id)
+	m.Header.Set(attestation.HeaderSig, sig)
+	forged := publish(t, wnc, m).Sequence
+
+	execTrue() // the worker's events after the forgery
+	end, err := l.LastSeq(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := verifyNames(t, data, fmt.Sprintf("seq %d session.ended", forged), fmt.Sprintf("live projection at seq %d:", end))
+	if n := strings.Count(out, "UNATTESTED:"); n != 1 || !strings.Contains(out, string(attestation.OutOfRole)) {
+		t.Errorf("replay --verify names %d unattested events; want the forgery alone, out of role:\n%s", n, out)
+	}
+	if show := cli(t, data, "session", "show", sid); !strings.Contains(show, "phase          working") {
+		t.Errorf("the origin folds the forged end:\n%s", show)
+	}
+
+	pub, err := os.ReadFile(dd.keyPath("admin.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli(t, follower, "keys", "pin", strings.TrimSpace(string(pub)))
+	si, _ := dd.readServeInfo()
+	run(follower, "serve", "--nats-url", si.URL, "--creds", filepath.Join(data, "creds-follower.json"), "--role", "reader", "--http", "off")
+	// Asked before the follower is up, `session show` would open its
+	// data dir itself.
+	for si, ok := dataDir(follower).readServeInfo(); !ok || si.PID == 0; si, ok = dataDir(follower).readServeInfo() {
+		if ctx.Err() != nil {
+			t.Fatalf("the follower did not start:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var show string
+	for at := uint64(0); at < end; time.Sleep(50 * time.Millisecond) {
+		if ctx.Err() != nil {
+			t.Fatalf("the follower did not reach seq %d:\n%s", end, show)
+		}
+		show, _, _ = cliExit(t, follower, "session", "show", sid, "--creds", filepath.Join(data, "creds-reader.json"))
+		if _, rest, ok := strings.Cut(show, "as of          projection at event "); ok {
+			at, _ = strconv.ParseUint(strings.Fields(rest)[0], 10, 64)
+		}
+	}
+	if !strings.Contains(show, "phase          working") {
+		t.Errorf("the follower folds the forged end:\n%s", show)
+	}
+}
