@@ -66,7 +66,7 @@ type Rule struct {
 // credentials or the HTTP token. Only serve's notifier records what it told
 // people (notification.sent). A writer appends observations, session
 // decisions, workspaces and commands' requests; a worker the events of
-// its commands and their sessions. The README's "What the log proves"
+// its commands and their sessions, as WorkerPermits narrows them. The README's "What the log proves"
 // mirrors this table.
 var Table = []Rule{
 	{RoleAdmin, true, []string{"key.", "signing.began"}},
