@@ -21,6 +21,7 @@ import (
 //
 // role is reader, follower, worker, writer, serve or admin (absent:
 // writer, as creds.json was before roles); url is optional (where the issuing server listened).
+// A follower's also holds follower_id, the one follower it answers for.
 // Files are written 0600. ReadCreds reads one, WriteCreds writes one.
 type Creds struct {
 	User     string `json:"user"`
@@ -34,6 +35,12 @@ type Creds struct {
 	// judges what it reads against Admin.
 	Key   *attestation.Key `json:"key,omitempty"`
 	Admin string           `json:"admin,omitempty"`
+	// FollowerID, in a follower's credentials, is the API id of the one
+	// follower they answer for (12 hex digits, natslog.NewFollowerID):
+	// the server lets them subscribe to logbook.ro.<FollowerID>.<verb>
+	// and no other follower's subjects, and serve --role reader with
+	// them answers there. Other roles have none.
+	FollowerID string `json:"follower_id,omitempty"`
 }
 
 // CredsFile is the data dir's file of role's credentials.
@@ -56,7 +63,8 @@ const MaxCredsBytes = 64 << 10
 // hookspool.ErrNotRegular), larger than MaxCredsBytes (wrapping
 // hookspool.ErrFileTooLarge), not readable, not JSON or a
 // member of the wrong type (with the line and column), a user or
-// password missing.
+// password missing, a follower_id that is not 12 hex digits or in
+// credentials of a role but follower.
 func ReadCreds(path string) (Creds, error) {
 	var c Creds
 	b, err := hookspool.ReadRegular(path, MaxCredsBytes)
@@ -85,6 +93,14 @@ func ReadCreds(path string) (Creds, error) {
 	if _, err := natslog.ParseRole(c.Role); err != nil {
 		return c, fmt.Errorf("credentials %s: %w", path, err)
 	}
+	if c.FollowerID != "" {
+		if c.Role != string(natslog.RoleFollower) {
+			return c, fmt.Errorf("credentials %s: a follower_id in credentials of role %s; only a follower's have one", path, c.Role)
+		}
+		if err := natslog.CheckFollowerID(c.FollowerID); err != nil {
+			return c, fmt.Errorf("credentials %s: %w", path, err)
+		}
+	}
 	return c, nil
 }
 
@@ -96,7 +112,9 @@ func WriteCreds(path string, c Creds) error {
 
 // RoleCredentials loads the data dir's credentials of role (reader,
 // follower, worker or writer), creating them (0600, a fresh random
-// password) if absent. The data dir never holds admin or serve
+// password, and a follower's a fresh follower id) if absent; a
+// follower's file of before follower ids gets one, written into it, its
+// password kept. The data dir never holds admin or serve
 // credentials: serve's password lives only in the serve process, so that
 // nothing the data dir holds can answer a request made to serve.
 func (d Dir) RoleCredentials(role natslog.Role) (Creds, error) {
@@ -112,6 +130,12 @@ func (d Dir) RoleCredentials(role natslog.Role) (Creds, error) {
 		if c.Role != string(role) {
 			return c, fmt.Errorf("credentials %s: role %s, want %s; remove it to generate new ones", path, c.Role, role)
 		}
+		if role == natslog.RoleFollower && c.FollowerID == "" {
+			c.FollowerID = natslog.NewFollowerID()
+			if err := WriteCreds(path, c); err != nil {
+				return c, fmt.Errorf("credentials: %w", err)
+			}
+		}
 		return c, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
@@ -121,6 +145,9 @@ func (d Dir) RoleCredentials(role natslog.Role) (Creds, error) {
 		return c, err
 	}
 	c = Creds{User: string(role), Password: natslog.NewPassword(), Role: string(role)}
+	if role == natslog.RoleFollower {
+		c.FollowerID = natslog.NewFollowerID()
+	}
 	if err := WriteCreds(path, c); err != nil {
 		return c, fmt.Errorf("credentials: %w", err)
 	}
@@ -130,7 +157,8 @@ func (d Dir) RoleCredentials(role natslog.Role) (Creds, error) {
 // EmbeddedUsers returns the users of the data dir's embedded server:
 // serve first (the server's own connection, with a fresh random password
 // no file holds), writer, reader, follower and worker with the data
-// dir's credentials, and admin with admin's.
+// dir's credentials (the follower answering for the follower id its
+// credentials name), and admin with admin's.
 func (d Dir) EmbeddedUsers(admin Creds) ([]natslog.User, error) {
 	us := []natslog.User{{Name: string(natslog.RoleServe), Password: natslog.NewPassword(), Role: natslog.RoleServe}}
 	for _, r := range []natslog.Role{natslog.RoleWriter, natslog.RoleReader, natslog.RoleFollower, natslog.RoleWorker} {
@@ -138,7 +166,7 @@ func (d Dir) EmbeddedUsers(admin Creds) ([]natslog.User, error) {
 		if err != nil {
 			return nil, err
 		}
-		us = append(us, natslog.User{Name: c.User, Password: c.Password, Role: r})
+		us = append(us, natslog.User{Name: c.User, Password: c.Password, Role: r, FollowerID: c.FollowerID})
 	}
 	return append(us, natslog.User{Name: admin.User, Password: admin.Password, Role: natslog.RoleAdmin}), nil
 }

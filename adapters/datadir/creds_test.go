@@ -39,6 +39,44 @@ func TestRoleCredentials(t *testing.T) {
 	}
 }
 
+// TestRoleCredentials_FollowerID: the data dir's follower credentials
+// name a follower id, the embedded server's follower user answers for
+// it, and a file of before follower ids gets one, its password kept.
+func TestRoleCredentials_FollowerID(t *testing.T) {
+	d := Dir(filepath.Join(t.TempDir(), "data"))
+	c, err := d.RoleCredentials(natslog.RoleFollower)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if natslog.CheckFollowerID(c.FollowerID) != nil {
+		t.Fatalf("follower credentials %+v: want a follower id", c)
+	}
+	us, err := d.EmbeddedUsers(Creds{User: "admin", Password: "p", Role: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range us {
+		want := ""
+		if u.Role == natslog.RoleFollower {
+			want = c.FollowerID
+		}
+		if u.FollowerID != want {
+			t.Errorf("embedded user %s: follower id %q, want %q", u.Name, u.FollowerID, want)
+		}
+	}
+	old := Creds{User: "follower", Password: "old-password", Role: "follower"}
+	if err := WriteCreds(d.CredsFile(natslog.RoleFollower), old); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.RoleCredentials(natslog.RoleFollower)
+	if err != nil || got.Password != old.Password || natslog.CheckFollowerID(got.FollowerID) != nil {
+		t.Fatalf("old follower credentials read as %+v, %v: want the password kept and a follower id", got, err)
+	}
+	if again, err := ReadCreds(d.CredsFile(natslog.RoleFollower)); err != nil || again.FollowerID != got.FollowerID {
+		t.Errorf("the file holds %+v, %v: want follower id %s written into it", again, err, got.FollowerID)
+	}
+}
+
 // TestReadCreds: the faults of a credentials file are named with its path.
 func TestReadCreds(t *testing.T) {
 	dir := t.TempDir()
@@ -49,6 +87,8 @@ func TestReadCreds(t *testing.T) {
 		{`{"user":"u"}`, `no "user" or no "password"`},
 		{`{"user":"u","password":"p","role":"king"}`, "king"},
 		{`{"user":`, "credentials"},
+		{`{"user":"u","password":"p","role":"follower","follower_id":"*"}`, `follower id "*"`},
+		{`{"user":"u","password":"p","role":"reader","follower_id":"0a1b2c3d4e5f"}`, "only a follower's have one"},
 	} {
 		p := filepath.Join(dir, "c.json")
 		if err := os.WriteFile(p, []byte(tc.text), 0o600); err != nil {

@@ -95,15 +95,21 @@ func SayHealed(say func(format string, args ...any)) func(writeError string, err
 }
 
 // WriteClusterUsers writes, in the directory out (created 0700), a user
-// per role with a new password: users.conf, a nats-server authorization
-// block with the permissions of Grants, and <role>.json, each role's
-// credentials file (0600) with url as its URL. A users.conf already in
-// out is refused: new passwords would lock out every host that has the
-// old ones. Errors of the directory and the files name --out, the flag
-// out comes from; AuthorizationConf's are returned as they are.
-func WriteClusterUsers(out, url string) error {
+// per role with a new password, and followers (at least 1) follower
+// users, each answering for a follower id of its own: users.conf, a
+// nats-server authorization block with the permissions of Grants, and
+// <role>.json, each role's credentials file (0600) with url as its URL,
+// the followers' follower.json, follower-2.json, … follower-N.json. A
+// users.conf already in out is refused: new passwords would lock out
+// every host that has the old ones. Errors of the directory and the
+// files name --out, the flag out comes from, and a followers below 1
+// names --followers; AuthorizationConf's are returned as they are.
+func WriteClusterUsers(out, url string, followers int) error {
 	if out == "" {
 		return errors.New("--out: want a directory")
+	}
+	if followers < 1 {
+		return fmt.Errorf("--followers %d: want at least 1", followers)
 	}
 	if _, err := os.Stat(filepath.Join(out, "users.conf")); err == nil {
 		return fmt.Errorf("--out %s: users.conf is there already; new passwords would lock out every host that has the old ones", out)
@@ -114,14 +120,24 @@ func WriteClusterUsers(out, url string) error {
 	var users []natslog.User
 	for _, r := range natslog.Roles {
 		users = append(users, natslog.User{Name: string(r), Password: natslog.NewPassword(), Role: r})
+		if r != natslog.RoleFollower {
+			continue
+		}
+		// Each follower answers for its own id only: one follower's
+		// credentials cannot answer a request made to another.
+		users[len(users)-1].FollowerID = natslog.NewFollowerID()
+		for i := 2; i <= followers; i++ {
+			users = append(users, natslog.User{Name: fmt.Sprintf("follower-%d", i), Password: natslog.NewPassword(), Role: r, FollowerID: natslog.NewFollowerID()})
+		}
 	}
 	conf, err := natslog.AuthorizationConf(users, Grants())
 	if err != nil {
 		return err
 	}
 	for _, u := range users {
-		path := filepath.Join(out, string(u.Role)+".json")
-		if err := datadir.WriteCreds(path, datadir.Creds{User: u.Name, Password: u.Password, Role: string(u.Role), URL: url}); err != nil {
+		path := filepath.Join(out, u.Name+".json")
+		c := datadir.Creds{User: u.Name, Password: u.Password, Role: string(u.Role), URL: url, FollowerID: u.FollowerID}
+		if err := datadir.WriteCreds(path, c); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}

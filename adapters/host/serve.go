@@ -63,6 +63,12 @@ type Config struct {
 	// Reader is serve --role reader: it builds the projection and answers
 	// the read verbs on the follower's subjects, and appends nothing.
 	Reader bool
+	// FollowerID, with Reader, is the follower id its credentials name
+	// (datadir.Creds.FollowerID): it answers on
+	// "logbook.ro.<FollowerID>.", the only follower subjects the server
+	// lets those credentials take. "" (admin's credentials) answers on
+	// api.FollowerPrefixFor of the host and data dir.
+	FollowerID string
 	// Unsigned makes serve sign nothing: no key made or registered, no
 	// signing.began appended, so its log stays what a log was before
 	// signing (every event "before signing", no signature verified by
@@ -410,6 +416,12 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	prefix := api.PrefixFor(hostname, string(dd))
 	if cfg.Reader {
 		prefix = api.FollowerPrefixFor(hostname, string(dd))
+		if cfg.FollowerID != "" {
+			prefix = api.FollowerRoot + cfg.FollowerID + "."
+		}
+		if err := prefixFree(p.NC, prefix); err != nil {
+			return err
+		}
 	}
 	unsubscribe, err := ServeVerbs(p.NC, verbs, prefix, cfg.Reader, say)
 	if err != nil {

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -76,4 +77,26 @@ func ServeIntake(ctx context.Context, in *api.Intake, path string, handle Handle
 		defer cancel()
 		return in.Flush(fctx)
 	}, nil
+}
+
+// prefixProbeWait is how long prefixFree waits for an answer on a
+// prefix that has a subscriber: a guard against a subscriber that never
+// answers (a killed process the server has not yet dropped), not a
+// time the check needs.
+const prefixProbeWait = 2 * time.Second
+
+// prefixFree refuses a follower's prefix that another process answers
+// on already: a status request there that is answered. Two followers
+// on one prefix would each take a share of the requests made to one of
+// them; each follower needs credentials of its own (the server lets a
+// follower's credentials answer on their own follower id only). No
+// responder, or none answering within prefixProbeWait, passes.
+func prefixFree(nc *nats.Conn, prefix string) error {
+	if _, err := nc.Request(prefix+api.VerbStatus, []byte("{}"), prefixProbeWait); err != nil {
+		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) {
+			return nil
+		}
+		return fmt.Errorf("serve %s: ask whether another follower answers there: %w", prefix, err)
+	}
+	return fmt.Errorf("serve %s: another follower answers there already, with the same credentials; each follower needs credentials of its own (`logbook creds cluster --followers N` writes N; on a data dir's own server, one follower follows with creds-follower.json)", prefix)
 }

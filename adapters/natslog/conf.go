@@ -10,12 +10,12 @@ import (
 
 // AuthorizationConf returns a nats-server configuration block (the
 // server's own config file syntax, as of nats-server v2.15) that defines
-// users, each with Permissions(Role, g): the same users and permissions
+// users, each with Permissions(User, g): the same users and permissions
 // the embedded server gives them, for a cluster of stock nats-server
 // nodes to `include`. Every node of a cluster must include the same
 // block. Passwords are written as they are (plain text): keep the file
 // 0600. It refuses users Validate of EmbeddedConfig would refuse (empty
-// name or password, a name twice, an unknown role).
+// name or password, a name twice, an unknown role, a bad follower id).
 func AuthorizationConf(users []User, g Grants) (string, error) {
 	if err := (EmbeddedConfig{StoreDir: ".", Users: users}).Validate(); err != nil {
 		return "", err
@@ -27,7 +27,7 @@ func AuthorizationConf(users []User, g Grants) (string, error) {
 	b.WriteString("authorization {\n  users: [\n")
 	for _, u := range users {
 		fmt.Fprintf(&b, "    {\n      user: %s\n      password: %s\n", strconv.Quote(u.Name), strconv.Quote(u.Password))
-		if p := Permissions(u.Role, g); p != nil {
+		if p := Permissions(u, g); p != nil {
 			b.WriteString("      permissions: {\n")
 			writeSubjects(&b, "publish", p.Publish)
 			writeSubjects(&b, "subscribe", p.Subscribe)

@@ -343,6 +343,10 @@ func TestEmbeddedConfig_Validate(t *testing.T) {
 		{"role user twice", EmbeddedConfig{StoreDir: "d", Users: []User{{Name: "r", Password: "p", Role: RoleReader}, {Name: "r", Password: "q", Role: RoleWriter}}}, `user "r" twice`},
 		{"unknown role", EmbeddedConfig{StoreDir: "d", Users: []User{{Name: "r", Password: "p", Role: "root"}}}, `role "root"`},
 		{"role user without password", EmbeddedConfig{StoreDir: "d", Users: []User{{Name: "r", Role: RoleReader}}}, "empty name or password"},
+		{"follower with id", EmbeddedConfig{StoreDir: "d", Users: []User{{Name: "f", Password: "p", Role: RoleFollower, FollowerID: "0a1b2c3d4e5f"}}}, ""},
+		{"follower id wildcard", EmbeddedConfig{StoreDir: "d", Users: []User{{Name: "f", Password: "p", Role: RoleFollower, FollowerID: "*"}}}, `follower id "*"`},
+		{"follower id of many tokens", EmbeddedConfig{StoreDir: "d", Users: []User{{Name: "f", Password: "p", Role: RoleFollower, FollowerID: "0a1b2c.3d4e5"}}}, "12 lowercase hex digits"},
+		{"reader with a follower id", EmbeddedConfig{StoreDir: "d", Users: []User{{Name: "r", Password: "p", Role: RoleReader, FollowerID: "0a1b2c3d4e5f"}}}, "only a follower has one"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

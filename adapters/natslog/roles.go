@@ -3,6 +3,7 @@ package natslog
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -26,10 +27,11 @@ const (
 	// publishes nothing on lb.> and calls no stream API that changes
 	// anything.
 	RoleReader Role = "reader"
-	// RoleFollower is RoleReader plus answering the read verbs on the
-	// followers' subjects (Grants.FollowerAPI): what `serve --role
-	// reader` does on a host that follows a log. It cannot subscribe to
-	// the API subjects of a server that appends (Grants.API).
+	// RoleFollower is RoleReader plus answering the read verbs on its
+	// own follower's subjects (Grants.FollowerAPI with the user's
+	// FollowerID): what `serve --role reader` does on a host that
+	// follows a log. It cannot subscribe to another follower's subjects,
+	// nor to the API subjects of a server that appends (Grants.API).
 	RoleFollower Role = "follower"
 	// RoleWorker is RoleReader plus what a sandbox worker does: append
 	// command and session events and command output, take requests off
@@ -87,8 +89,11 @@ type Grants struct {
 	// them.
 	ReadAPI []string
 	// FollowerAPI are the subjects, outside API, on which followers
-	// answer the read verbs (e.g. "logbook.ro.*.sessions"): every role
-	// but RoleWorker may call them, and RoleFollower answers them.
+	// answer the read verbs, the follower's id as a "*" token (e.g.
+	// "logbook.ro.*.sessions"): every role but RoleWorker may call them,
+	// and a RoleFollower user answers those with its own FollowerID in
+	// place of the "*" ("logbook.ro.0a1b2c3d4e5f.sessions"), no other
+	// follower's.
 	FollowerAPI []string
 	// WorkerControl is the core subject filter workers answer on (e.g.
 	// "logbook.worker.>"): RoleWorker subscribes, RoleWriter sends.
@@ -189,13 +194,33 @@ func ackSubjects(stream string) string { return "$JS.ACK." + stream + ".>" }
 // kvStream is the stream that holds KV bucket b.
 func kvStream(b string) string { return "KV_" + b }
 
-// Permissions returns the subject permissions of role on a server where g
-// names the workers' and the API's subjects; nil (everything) for
-// RoleAdmin. Every role but admin gets an allow list (anything else is
-// refused), and an explicit deny of the stream's create, update, delete,
-// purge, message delete, snapshot and restore, which holds even if an
-// allow above is widened one day.
-func Permissions(role Role, g Grants) *server.Permissions {
+// followerSubjects returns the subjects of FollowerAPI that the follower
+// with API id id answers: each with its first "*" token replaced by id.
+// It returns none for an empty id.
+func followerSubjects(api []string, id string) []string {
+	if id == "" {
+		return nil
+	}
+	var subs []string
+	for _, s := range api {
+		toks := strings.Split(s, ".")
+		if i := slices.Index(toks, "*"); i >= 0 {
+			toks[i] = id
+		}
+		subs = append(subs, strings.Join(toks, "."))
+	}
+	return subs
+}
+
+// Permissions returns the subject permissions of user u (by its Role,
+// and a follower's by its FollowerID too) on a server where g names the
+// workers' and the API's subjects; nil (everything) for RoleAdmin. Every
+// role but admin gets an allow list (anything else is refused), and an
+// explicit deny of the stream's create, update, delete, purge, message
+// delete, snapshot and restore, which holds even if an allow above is
+// widened one day.
+func Permissions(u User, g Grants) *server.Permissions {
+	role := u.Role
 	if role == RoleAdmin {
 		return nil
 	}
@@ -251,8 +276,11 @@ func Permissions(role Role, g Grants) *server.Permissions {
 	case RoleReader, RoleFollower:
 		pub = append(pub, g.ReadAPI...)
 		pub = append(pub, g.FollowerAPI...)
-		if role == RoleFollower && len(g.FollowerAPI) > 0 {
-			sub = append(sub, g.FollowerAPI...)
+		if own := followerSubjects(g.FollowerAPI, u.FollowerID); role == RoleFollower && len(own) > 0 {
+			// Its own follower's subjects only: with another's id, or
+			// "*", a follower's credentials would answer for every
+			// follower.
+			sub = append(sub, own...)
 			resp = &server.ResponsePermission{MaxMsgs: -1, Expires: replyWindow}
 		}
 	case RoleWriter, RoleServe:

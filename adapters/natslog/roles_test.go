@@ -24,14 +24,29 @@ var testGrants = Grants{
 	WorkerControl:     "logbook.worker.>",
 }
 
-// rolesServer starts an embedded server with one user per role, creates
-// the stream as admin and appends one event, and returns the server.
+// The followers' ids on rolesServer: the user named "follower" answers
+// for followerA, "follower-b" for followerB; "follower-none" has no id.
+const (
+	followerA = "0a1b2c3d4e5f"
+	followerB = "b0b0b0b0b0b0"
+)
+
+// rolesServer starts an embedded server with one user per role (and two
+// more followers), creates the stream as admin and appends one event,
+// and returns the server.
 func rolesServer(t *testing.T) *Server {
 	t.Helper()
 	var users []User
 	for _, r := range []Role{RoleWriter, RoleReader, RoleFollower, RoleWorker, RoleServe, RoleAdmin} {
-		users = append(users, User{Name: string(r), Password: NewPassword(), Role: r})
+		u := User{Name: string(r), Password: NewPassword(), Role: r}
+		if r == RoleFollower {
+			u.FollowerID = followerA
+		}
+		users = append(users, u)
 	}
+	users = append(users,
+		User{Name: "follower-b", Password: NewPassword(), Role: RoleFollower, FollowerID: followerB},
+		User{Name: "follower-none", Password: NewPassword(), Role: RoleFollower})
 	s, err := StartEmbedded(t.Context(), EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", Users: users, Grants: testGrants})
 	if err != nil {
 		t.Fatal(err)
@@ -68,14 +83,23 @@ func (v *violations) wait(t *testing.T, subject string) error {
 
 func connectRole(t *testing.T, s *Server, role Role) (*nats.Conn, *violations) {
 	t.Helper()
-	var pass string
-	for _, u := range s.cfg.Users {
-		if u.Role == role {
-			pass = u.Password
+	return connectUser(t, s, string(role))
+}
+
+// connectUser is connectRole as the user named name.
+func connectUser(t *testing.T, s *Server, name string) (*nats.Conn, *violations) {
+	t.Helper()
+	var u User
+	for _, u = range s.cfg.Users {
+		if u.Name == name {
+			break
 		}
 	}
+	if u.Name != name {
+		t.Fatalf("no user %q", name)
+	}
 	v := &violations{}
-	nc, err := nats.Connect(s.ClientURL(), nats.UserInfo(string(role), pass), InboxOption(role), nats.ErrorHandler(v.Handler))
+	nc, err := nats.Connect(s.ClientURL(), nats.UserInfo(u.Name, u.Password), InboxOption(u.Role), nats.ErrorHandler(v.Handler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +254,11 @@ func TestRoles_AckOnlyOwnConsumers(t *testing.T) {
 		})
 	}
 	for _, role := range []Role{RoleReader, RoleFollower, RoleWriter, RoleServe, RoleWorker} {
-		p := Permissions(role, testGrants)
+		u := User{Role: role}
+		if role == RoleFollower {
+			u.FollowerID = followerA
+		}
+		p := Permissions(u, testGrants)
 		if !slices.Contains(p.Publish.Allow, ackSubjects(StreamName)) {
 			t.Errorf("%s may not ack its own consumers' deliveries: allow %v", role, p.Publish.Allow)
 		}
@@ -324,18 +352,66 @@ func TestRoles_SpoofedAnswerRefused(t *testing.T) {
 	// A follower answers its own kind of subject, and a writer or a
 	// reader reaches it there.
 	f, fv := connectRole(t, s, RoleFollower)
-	if _, err := f.Subscribe("logbook.ro.0a1b2c3d4e5f.verify", func(m *nats.Msg) { m.Respond([]byte("follower")) }); err != nil {
+	if _, err := f.Subscribe("logbook.ro."+followerA+".verify", func(m *nats.Msg) { m.Respond([]byte("follower")) }); err != nil {
 		t.Fatal(err)
 	}
 	f.Flush()
 	for _, role := range []Role{RoleReader, RoleWriter} {
 		nc, _ := connectRole(t, s, role)
-		if got := ask(t, nc, "logbook.ro.0a1b2c3d4e5f.verify", fmt.Sprintf("%s calling a follower", role)); got != "follower" {
+		if got := ask(t, nc, "logbook.ro."+followerA+".verify", fmt.Sprintf("%s calling a follower", role)); got != "follower" {
 			t.Fatalf("%s calling a follower: answered %q", role, got)
 		}
 	}
 	if errs := fv.Errs(); len(errs) > 0 {
 		t.Errorf("the follower was refused: %v", errs)
+	}
+}
+
+// A follower answers for itself only: with one follower's credentials,
+// a subscription to another follower's verb subjects, or to every
+// follower's, is the server's permissions violation, as is any
+// follower subject with credentials that name no follower id; a reader
+// asking the other follower gets that follower's answers alone.
+func TestRoles_FollowerAnswersForItselfOnly(t *testing.T) {
+	s := rolesServer(t)
+	b, bv := connectUser(t, s, "follower-b")
+	for _, v := range []string{"verify", "sessions"} {
+		if _, err := b.Subscribe("logbook.ro."+followerB+"."+v, func(m *nats.Msg) { m.Respond([]byte("follower-b")) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ user, subject string }{
+		{"follower", "logbook.ro." + followerB + ".verify"},
+		{"follower", "logbook.ro." + followerB + ".sessions"},
+		{"follower", "logbook.ro.*.verify"},
+		{"follower", "logbook.ro.>"},
+		{"follower", "logbook.ro." + followerB + ".>"},
+		{"follower-none", "logbook.ro." + followerA + ".verify"},
+		{"follower-none", "logbook.ro." + followerB + ".verify"},
+	} {
+		t.Run(tc.user+"/"+tc.subject, func(t *testing.T) {
+			nc, v := connectUser(t, s, tc.user)
+			if _, err := nc.Subscribe(tc.subject, func(m *nats.Msg) { m.Respond([]byte("spoofed-by-" + tc.user)) }); err != nil {
+				t.Fatal(err)
+			}
+			nc.Flush()
+			t.Log(v.wait(t, tc.subject))
+		})
+	}
+	reader, _ := connectRole(t, s, RoleReader)
+	for i := range 5 {
+		for _, v := range []string{"verify", "sessions"} {
+			subject := "logbook.ro." + followerB + "." + v
+			if got := ask(t, reader, subject, fmt.Sprintf("call %d of %s", i, subject)); got != "follower-b" {
+				t.Fatalf("call %d of %s answered %q", i, subject, got)
+			}
+		}
+	}
+	if errs := bv.Errs(); len(errs) > 0 {
+		t.Errorf("follower-b was refused its own subjects: %v", errs)
 	}
 }
 

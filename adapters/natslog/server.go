@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,7 +85,7 @@ type EmbeddedConfig struct {
 	// Users (see NewPassword); set neither for an in-process-only server.
 	User, Password string
 	// Users are NATS users with a Role each, instead of User and
-	// Password: each gets Permissions(Role, Grants), and the server
+	// Password: each gets Permissions(User, Grants), and the server
 	// refuses what a role may not do. Names must be unique and passwords
 	// non-empty. The server's own connection (Conn) is Users[0]'s;
 	// ConnectAs connects as another.
@@ -158,6 +159,14 @@ func (c EmbeddedConfig) Validate() error {
 		if _, err := ParseRole(string(u.Role)); err != nil {
 			return fmt.Errorf("natslog: embedded: user %q: %w", u.Name, err)
 		}
+		if u.FollowerID != "" {
+			if u.Role != RoleFollower {
+				return fmt.Errorf("natslog: embedded: user %q: a follower id for role %s; only a follower has one", u.Name, u.Role)
+			}
+			if err := CheckFollowerID(u.FollowerID); err != nil {
+				return fmt.Errorf("natslog: embedded: user %q: %w", u.Name, err)
+			}
+		}
 	}
 	return nil
 }
@@ -166,6 +175,35 @@ func (c EmbeddedConfig) Validate() error {
 type User struct {
 	Name, Password string
 	Role           Role
+	// FollowerID, for a RoleFollower user, is the API id of the one
+	// follower it answers for (see NewFollowerID): it subscribes to
+	// Grants.FollowerAPI with this id as the id token, and to no other
+	// follower's subjects. Empty, a follower answers on no follower's
+	// subjects. Other roles must leave it empty.
+	FollowerID string
+}
+
+// followerIDLen is the length of a follower's API id: 12 hex digits, as
+// the ids of a server's prefix.
+const followerIDLen = 12
+
+// NewFollowerID returns a new random follower API id, 12 lowercase hex
+// digits (e.g. "0a1b2c3d4e5f"): the token after "logbook.ro." on the
+// subjects the follower answers.
+func NewFollowerID() string {
+	b := make([]byte, followerIDLen/2)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
+
+// CheckFollowerID refuses an id NewFollowerID would not make: anything
+// but 12 lowercase hex digits (a '.', '*' or '>' in it would widen the
+// subjects it grants). The error names the id.
+func CheckFollowerID(id string) error {
+	if len(id) != followerIDLen || strings.Trim(id, "0123456789abcdef") != "" {
+		return fmt.Errorf("follower id %q: want 12 lowercase hex digits", id)
+	}
+	return nil
 }
 
 // loopback splits hostport and refuses a host that is not loopback.
@@ -267,7 +305,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Server, error) {
 		opts.Host, opts.Port, _ = loopback(cfg.Listen) // checked by Validate
 	}
 	for _, u := range cfg.Users {
-		opts.Users = append(opts.Users, &server.User{Username: u.Name, Password: u.Password, Permissions: Permissions(u.Role, cfg.Grants)})
+		opts.Users = append(opts.Users, &server.User{Username: u.Name, Password: u.Password, Permissions: Permissions(u, cfg.Grants)})
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

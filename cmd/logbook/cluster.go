@@ -87,32 +87,41 @@ client cannot see or set it.`,
 // nodes of one's own, and a credentials file per role.
 func credsClusterCmd(g *globals) *cobra.Command {
 	var out, url string
+	var followers int
 	cmd := &cobra.Command{
-		Use:   "cluster --out DIR [--url URLS]",
+		Use:   "cluster --out DIR [--url URLS] [--followers N]",
 		Short: "Write the users of every role for your own nats-server nodes",
 		Long: `cluster writes, in DIR (created 0700; refused if it holds users.conf),
 users.conf — a nats-server authorization block with one user per role and
 the permissions the embedded server gives them — for every node's config
 to include, and reader.json, follower.json, worker.json, writer.json,
 serve.json and admin.json, the credentials files of those users (0600)
-with --url as their url.
+with --url as their url. Each follower's credentials answer for a
+follower id of their own only (logbook.ro.<id>.<verb>): with
+--followers N, follower-2.json … follower-N.json are N-1 more followers.
 
 Give each host only the file of its role: admin.json to whoever runs
 ` + "`logbook stream init`" + `, serve.json to serve hosts that append, writer.json
-to the hooks and the CLI that reach them, follower.json to followers
-(serve --role reader), reader.json to tools that only read, worker.json to
+to the hooks and the CLI that reach them, a follower file to each
+follower (serve --role reader), reader.json to tools that only read, worker.json to
 worker hosts. Only serve.json may take and answer a request made to a
 serve (the gate's, verify's): keep it where no agent runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := host.WriteClusterUsers(out, url); err != nil {
+			if err := host.WriteClusterUsers(out, url, followers); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stderr, "logbook creds: users.conf and reader, follower, worker, writer, serve and admin credentials in %s\n", out)
+			fol := "follower"
+			if followers > 1 {
+				fol = fmt.Sprintf("%d followers'", followers)
+			}
+			fmt.Fprintf(g.stderr, "logbook creds: users.conf and reader, %s, worker, writer, serve and admin credentials in %s\n", fol, out)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory to write users.conf and the credentials files in")
 	cmd.Flags().StringVar(&url, "url", "", "the cluster's client URLs, comma-separated, written into each credentials file")
+	cmd.Flags().IntVar(&followers, "followers", 1, "how many followers' credentials to write, each answering for a follower id of its own")
+	bound(cmd.Flags(), "followers", 1, maxFollowers)
 	return cmd
 }

@@ -29,8 +29,9 @@ refused (to pipe the credentials, leave out --out).
 
   reader    reads the stream (consumers, gets) and calls the read verbs;
             appends nothing, takes and answers no request
-  follower  a reader that answers the read verbs on a follower's own
-            subjects (serve --role reader --nats-url URL --creds FILE)
+  follower  a reader that answers the read verbs on the subjects of the
+            follower id it names, and no other follower's (serve --role
+            reader --nats-url URL --creds FILE): one follower's
   worker    runs commands: command and session events, output, its buckets
   writer    what hook and the CLI do: any event, calls to the API; it
             cannot take or answer a request made to serve

@@ -18,6 +18,9 @@ const (
 	maxViewsCacheMiB = 64 << 10
 	// maxListed bounds sessions --limit.
 	maxListed = 1_000_000
+	// maxFollowers bounds creds cluster --followers (a user and a
+	// credentials file each).
+	maxFollowers = 1000
 )
 
 // The ranges of count, size and duration flags (adapters/flagrange):

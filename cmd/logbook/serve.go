@@ -247,6 +247,15 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 		},
 		Wire: func(ctx context.Context, p host.Parts) (host.Wired, error) { return wireServe(dd, g, wp, p) },
 	}
+	if wp.reader && g.credsPath != "" {
+		// A follower answers for the follower id its credentials name,
+		// the only follower subjects the server lets it take.
+		c, err := datadir.ReadCreds(g.credsPath)
+		if err != nil {
+			return fmt.Errorf("--creds: %w", err)
+		}
+		cfg.FollowerID = c.FollowerID
+	}
 	return host.Serve(ctx, cfg)
 }
 
@@ -337,8 +346,9 @@ func openViews(ctx context.Context, g *globals, b *backend) (*projections.Store,
 // cannot do what serve --role role does: serve answers the API, which
 // takes serve credentials (a writer's may only call it), and a follower
 // (--role reader) answers the read verbs on its own subjects, which takes
-// follower credentials (a reader's answer nothing). Credentials that
-// cannot be read are left for the connection to report.
+// follower credentials naming its follower id (a reader's answer
+// nothing). Credentials that cannot be read are left for the connection
+// to report.
 func checkServeCreds(g *globals, role string) error {
 	if g.credsPath == "" {
 		return nil
@@ -350,6 +360,9 @@ func checkServeCreds(g *globals, role string) error {
 	want := natslog.RoleServe
 	if role == string(natslog.RoleReader) {
 		want = natslog.RoleFollower
+	}
+	if c.Role == string(want) && want == natslog.RoleFollower && c.FollowerID == "" {
+		return usageErrorf("--creds %s: follower credentials that name no follower_id; a follower answers on its own id's subjects only: take new ones (`logbook creds issue --role follower` on the followed data dir, `logbook creds cluster` for a cluster of your own)", g.credsPath)
 	}
 	if c.Role == string(want) || c.Role == string(natslog.RoleAdmin) {
 		return nil
