@@ -25,8 +25,10 @@ import (
 // answer for their own projection; all of them also answer, as one queue
 // group, on AnyPrefix, for a client that knows no server. A follower
 // (serve --role reader) answers the verbs that only read on a prefix of
-// its own outside logbook.api., FollowerPrefixFor, so that credentials
-// that may answer a follower's requests cannot take a writing server's.
+// its own outside logbook.api., FollowerRoot and the follower id its
+// credentials name (FollowerPrefixFor with admin's, which name none), so
+// that credentials that may answer a follower's requests cannot take a
+// writing server's, nor another follower's.
 const AnyPrefix = "logbook.api.any."
 
 // FollowerRoot begins every follower's API prefix.
@@ -40,7 +42,8 @@ func PrefixFor(host, dir string) string {
 }
 
 // FollowerPrefixFor returns the API prefix of a follower (serve --role
-// reader) for the data dir at absolute path dir on host:
+// reader) whose credentials name no follower id (admin's) for the data
+// dir at absolute path dir on host:
 // "logbook.ro.<12 hex digits>.", the same digits as PrefixFor.
 func FollowerPrefixFor(host, dir string) string {
 	return FollowerRoot + strings.TrimPrefix(PrefixFor(host, dir), "logbook.api.")
