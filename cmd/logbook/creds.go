@@ -31,7 +31,8 @@ refused (to pipe the credentials, leave out --out).
             appends nothing, takes and answers no request
   follower  a reader that answers the read verbs on the subjects of the
             follower id it names, and no other follower's (serve --role
-            reader --nats-url URL --creds FILE): one follower's
+            reader --nats-url URL --creds FILE); the data dir holds one
+            follower's
   worker    runs commands: command and session events, output, its buckets
   writer    what hook and the CLI do: any event, calls to the API; it
             cannot take or answer a request made to serve
