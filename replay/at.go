@@ -19,24 +19,30 @@ import (
 type Point struct {
 	// Seq, if > 0, keeps the records with Seq ≤ Seq.
 	Seq uint64
-	// Time, if not zero, keeps the records whose envelope At ≤ Time. The
-	// log is ordered by Seq, not by At (clocks of different hosts
-	// disagree), so a Time point reads the whole log and filters.
+	// Time, if not zero, keeps the longest prefix (in stream order, of
+	// the records the other conditions keep) whose envelope At are all
+	// ≤ Time: the records before the first one dated after Time. The log
+	// is ordered by Seq, not by At (clocks of different hosts disagree,
+	// an agent's clock goes back), so filtering on At alone could fold a
+	// record without one it follows: a state that never existed. A
+	// prefix is one that did: the state Seq set to its last record gives.
+	// Quarantined records are never folded and do not end it.
 	Time time.Time
 	// Agg, if its Kind is set, keeps only that aggregate's records, read
 	// with Log.Load instead of the whole log.
 	Agg events.Aggregate
 }
 
-// Includes reports whether r is part of the history p selects.
-func (p Point) Includes(r events.Record) bool {
-	return (p.Seq == 0 || r.Seq <= p.Seq) &&
-		(p.Time.IsZero() || !r.At.After(p.Time)) &&
-		(p.Agg.Kind == "" || r.Agg == p.Agg)
+// ends reports whether r, read in stream order (of p.Agg's records when
+// set), ends the prefix p selects: it is past Seq, or dated after Time
+// and not quarantined.
+func (p Point) ends(r events.Record) bool {
+	return (p.Seq > 0 && r.Seq > p.Seq) ||
+		(!p.Time.IsZero() && !r.Quarantined && r.At.After(p.Time))
 }
 
-// String returns e.g. "seq ≤ 42, at ≤ 2026-04-24T19:19:00.000000Z,
-// session/s1", or "whole log".
+// String returns e.g. "seq ≤ 42, up to the first event dated after
+// 2026-04-24T19:19:00.000000Z, session/s1", or "whole log".
 func (p Point) String() string {
 	s := ""
 	add := func(part string) {
@@ -49,7 +55,7 @@ func (p Point) String() string {
 		add(fmt.Sprintf("seq ≤ %d", p.Seq))
 	}
 	if !p.Time.IsZero() {
-		add("at ≤ " + p.Time.UTC().Format(events.TimeFormat))
+		add("up to the first event dated after " + p.Time.UTC().Format(events.TimeFormat))
 	}
 	if p.Agg.Kind != "" {
 		add(p.Agg.String())
@@ -60,7 +66,9 @@ func (p Point) String() string {
 	return s
 }
 
-// Records yields the records of log that p selects, in stream order. A
+// Records yields the records of log that p selects, in stream order: a
+// prefix of the log, or of p.Agg's records, that ends before the first
+// record p.ends at. A
 // record the log cannot decode is yielded as its error and ends the
 // sequence: a replay never skips silently.
 func Records(ctx context.Context, log events.Log, p Point) iter.Seq2[events.Record, error] {
@@ -72,10 +80,10 @@ func Records(ctx context.Context, log events.Log, p Point) iter.Seq2[events.Reco
 				return
 			}
 			for _, r := range recs {
-				if p.Seq > 0 && r.Seq > p.Seq {
+				if p.ends(r) {
 					return
 				}
-				if p.Includes(r) && !yield(r, nil) {
+				if !yield(r, nil) {
 					return
 				}
 			}
@@ -86,10 +94,10 @@ func Records(ctx context.Context, log events.Log, p Point) iter.Seq2[events.Reco
 				yield(r, fmt.Errorf("replay %s: %w", p, err))
 				return
 			}
-			if p.Seq > 0 && r.Seq > p.Seq {
+			if p.ends(r) {
 				return
 			}
-			if p.Includes(r) && !yield(r, nil) {
+			if !yield(r, nil) {
 				return
 			}
 		}

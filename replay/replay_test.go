@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
@@ -103,6 +104,76 @@ func TestAt(t *testing.T) {
 			t.Error("At into a used directory: no error")
 		}
 	})
+}
+
+// TestAtClockBack: on a log whose events' At go backwards (an agent's
+// clock set back), a Time point folds the longest prefix whose events are
+// all dated at or before it, for the whole log and for one session: the
+// state the Seq of its last event gives, never one that skips an event
+// dated later to fold one after it dated earlier.
+func TestAtClockBack(t *testing.T) {
+	t.Parallel()
+	h := projectionstest.NewHistory(projectionstest.Epoch())
+	r := rand.New(rand.NewPCG(7, 3))
+	for i := range 160 {
+		if i%8 == 7 {
+			h.Tick(-3 * time.Second) // the clock goes back
+		}
+		if err := h.Step(r, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs := h.Records
+	log := logWith(t, h)
+	// prefix returns the records of recs before the first dated after at.
+	prefix := func(recs []events.Record, at time.Time) []events.Record {
+		for i, r := range recs {
+			if r.At.After(at) {
+				return recs[:i]
+			}
+		}
+		return recs
+	}
+	skipped := 0 // Time points where an At filter would differ from the prefix
+	for i := 0; i < len(recs); i += 7 {
+		at := recs[i].At
+		points := []replay.Point{{Time: at}}
+		for _, id := range h.Sessions {
+			points = append(points, replay.Point{Time: at, Agg: events.Aggregate{Kind: events.KindSession, ID: id}})
+		}
+		for _, p := range points {
+			sel := filter(recs, func(r events.Record) bool { return p.Agg.Kind == "" || r.Agg == p.Agg })
+			want := prefix(sel, at)
+			if len(want) != len(filter(sel, func(r events.Record) bool { return !r.At.After(at) })) {
+				skipped++
+			}
+			s, err := replay.At(t.Context(), log, p, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotHash, gotCP := storeHash(t, s)
+			s.Close()
+			wantHash, wantCP := storeHash(t, memStore(t, want))
+			if gotHash != wantHash || gotCP != wantCP {
+				t.Errorf("At(%s) = %s at %d, want the prefix's %s at %d", p, gotHash, gotCP, wantHash, wantCP)
+			}
+			if gotCP == 0 {
+				continue
+			}
+			bySeq, err := replay.At(t.Context(), log, replay.Point{Seq: gotCP, Agg: p.Agg}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			seqHash, _ := storeHash(t, bySeq)
+			bySeq.Close()
+			if seqHash != gotHash {
+				t.Errorf("At(%s) = %s at seq %d, but seq %d alone gives %s: a state that never existed", p, gotHash, gotCP, gotCP, seqHash)
+			}
+		}
+	}
+	if skipped == 0 {
+		t.Fatal("no Time point where the clock going back matters: the history does not test it")
+	}
 }
 
 // TestVerify: a live projection made by a Runner from the log verifies

@@ -30,7 +30,11 @@ func replayCmd(g *globals) *cobra.Command {
 		Short: "Rebuild state from the log at any point; verify the live projection; re-derive decisions",
 		Long: `replay folds the log into a fresh, in-memory projection and prints its state
 hash and sessions: as of the end, or of a stream sequence (--seq) or a time
-(--at), for the whole log or one session (--session).
+(--at), for the whole log or one session (--session). --at folds the
+longest prefix (in stream order) whose events are all dated at or before
+it: an event dated later ends it, though events after it may be dated
+earlier (a clock set back), so the state is the one --seq of the last
+event folded gives.
 
 --verify compares the live projection's state hash with a fresh replay's up
 to the live checkpoint and prints both (exit 1 when they differ).
@@ -126,7 +130,7 @@ recorded (exit 1 when any do).
 	}
 	f := cmd.Flags()
 	f.Uint64Var(&seq, "seq", 0, "replay up to and including this stream sequence")
-	f.StringVar(&at, "at", "", "replay the events decided up to this time (RFC 3339)")
+	f.StringVar(&at, "at", "", "replay up to the first event dated after this time (RFC 3339)")
 	f.StringVar(&sess, "session", "", "replay only this session (an id or a unique prefix)")
 	f.BoolVar(&verify, "verify", false, "compare the live projection with a fresh replay")
 	f.BoolVar(&rederive, "rederive", false, "decide a session's observations again with today's reducer (needs --session)")
