@@ -16,14 +16,17 @@ type ReportJSON struct {
 	Checkpoints []Verified `json:"checkpoints"`
 	Untrusted   int        `json:"untrusted"`
 	Problems    []Problem  `json:"problems"`
-	Inclusion   *Inclusion `json:"inclusion,omitempty"`
+	// Proven is Report.Proven: false when nothing was compared with
+	// the recomputed tree.
+	Proven    bool       `json:"proven"`
+	Inclusion *Inclusion `json:"inclusion,omitempty"`
 }
 
 // JSON returns r as ReportJSON, with inc (nil: none asked for or none
 // made).
 func (r Report) JSON(inc *Inclusion) ReportJSON {
 	out := ReportJSON{Origin: r.Origin, Size: r.Size, LastSeq: r.LastSeq, Stored: r.Stored, Checkpoints: r.Checkpoints,
-		Untrusted: r.Untrusted, Problems: r.Problems, Inclusion: inc}
+		Untrusted: r.Untrusted, Problems: r.Problems, Proven: r.Proven(), Inclusion: inc}
 	if out.Checkpoints == nil {
 		out.Checkpoints = []Verified{}
 	}
@@ -31,6 +34,27 @@ func (r Report) JSON(inc *Inclusion) ReportJSON {
 		out.Problems = []Problem{} // an empty list, never null
 	}
 	return out
+}
+
+// Proven reports whether the recomputed tree was compared with anything:
+// a stored hash or a checkpoint signed by a trusted key. A log no serve
+// has run on (an import alone), or a follower's before its writer's
+// checkpoint key is trusted, has neither: its tree agrees with nothing,
+// so nothing is proven. An empty stream (Size 0) has nothing to prove.
+func (r Report) Proven() bool {
+	return r.Size == 0 || r.Stored > 0 || len(r.Checkpoints) > 0
+}
+
+// NothingProven returns the error that says r proved nothing (see
+// Proven), naming what was missing; nil when r proved something.
+func (r Report) NothingProven() error {
+	if r.Proven() {
+		return nil
+	}
+	if r.Untrusted > 0 {
+		return fmt.Errorf("verify: nothing proven: seq 1..%d compared with no stored hash and no trusted checkpoint (%d signed by a key this data dir does not trust)", r.Size, r.Untrusted)
+	}
+	return fmt.Errorf("verify: nothing proven: seq 1..%d compared with no stored hash and no checkpoint", r.Size)
 }
 
 // Failure returns the error that names r's first problem (FirstBad):

@@ -17,7 +17,7 @@ func Verify(w io.Writer, rep merkle.Report, inc *merkle.Inclusion, stored string
 	switch {
 	case rep.Stored >= rep.Size:
 		fmt.Fprintf(w, "stored hashes: %s\n", Plural(int(rep.Stored), "leaf", "leaves"))
-	case rep.Stored >= 0:
+	case rep.Stored > 0:
 		// The stored hashes are serve's cache of the tree: a prefix
 		// is what a serve that has not caught up (or a damaged
 		// file cut to its whole leaves) leaves; the rest is
@@ -55,24 +55,29 @@ func Verify(w io.Writer, rep merkle.Report, inc *merkle.Inclusion, stored string
 }
 
 // VerifyOK writes the line of a verify that found nothing wrong: what the
-// stored log agrees with, and, when there was nothing to compare it with
-// (no stored hashes, no trusted checkpoint), that nothing was proven.
-// Errors are w's.
+// stored log agrees with, or, when there was nothing to compare it with
+// (no stored hashes, no trusted checkpoint: merkle.Report.Proven), that
+// nothing was proven and what would prove it. Errors are w's.
 func VerifyOK(w io.Writer, rep merkle.Report) error {
+	if !rep.Proven() {
+		how := "serve stores each leaf's hash as it appends and signs checkpoints; an imported log no serve has run on has neither"
+		if rep.Untrusted > 0 {
+			how = fmt.Sprintf("%s signed by a key this data dir does not trust: pin the writer's with `logbook checkpoint trust KEY`, KEY from `logbook checkpoint key` on it",
+				Plural(rep.Untrusted, "checkpoint", "checkpoints"))
+		}
+		_, err := fmt.Fprintf(w, "NOTHING PROVEN: no stored hashes and no trusted checkpoint to compare the recomputed tree with (%s)\n", how)
+		return err
+	}
 	var with []string
 	if n := len(rep.Checkpoints); n > 0 {
 		with = append(with, "every trusted checkpoint ("+Plural(n, "checkpoint", "checkpoints")+")")
 	}
 	switch {
-	case rep.Stored < 0:
+	case rep.Stored <= 0:
 	case rep.Stored < rep.Size:
 		with = append(with, fmt.Sprintf("the stored hashes of seq 1..%d", rep.Stored))
 	default:
 		with = append(with, "the stored hashes")
-	}
-	if len(with) == 0 {
-		_, err := fmt.Fprintf(w, "ok, but nothing proven: no stored hashes and no trusted checkpoint to compare the recomputed tree with (serve stores each leaf's hash as it appends and signs checkpoints; an imported log no serve has run on has neither)\n")
-		return err
 	}
 	line := "ok: the stored log agrees with " + strings.Join(with, " and ")
 	if len(rep.Checkpoints) == 0 {

@@ -22,7 +22,7 @@ var unbounded = map[string]string{
 	"logbook events tail --lines":    "the last N events are read as a stream, one at a time: any N up to the log's length costs what printing them does",
 	"logbook events tail --from":     "a stream sequence: past the log's end it is a usage error naming the last, unless --follow waits for it",
 	"logbook replay --seq":           "a stream sequence, checked against the log (replay.CheckSeq)",
-	"logbook verify --seq":           "a stream sequence: one the log does not hold is exit 1 naming the log's range",
+	"logbook verify --seq":           "a stream sequence, checked against the log (replay.CheckSeq): past its end a usage error",
 	"logbook command output --after": "a byte offset into the command's output, read page by page from there",
 }
 

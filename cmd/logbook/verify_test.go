@@ -138,15 +138,26 @@ func TestVerifyCLINamesTheFlippedSequence(t *testing.T) {
 
 // `logbook verify` on a log no serve has run on (an import alone) has
 // nothing to compare the recomputed tree with: it says nothing was
-// proven, rather than that the log agrees with checkpoints there are
-// none of.
+// proven and exits 1, rather than that the log agrees with checkpoints
+// there are none of; --json says "proven": false and exits 1 too.
 func TestVerifyCLISaysWhenNothingIsProven(t *testing.T) {
 	data := t.TempDir()
 	if err := runCLI(t.Context(), []string{"--data", data, "import", "claude", "../../testdata/claude/projects"}, strings.NewReader(""), io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	out, code := verifyCLI(t, data)
-	if code != 0 || !strings.Contains(out, "ok, but nothing proven: no stored hashes and no trusted checkpoint") || strings.Contains(out, "agrees with") {
-		t.Fatalf("verify of an imported log: exit %d:\n%s", code, out)
+	if code != codeError || !strings.Contains(out, "NOTHING PROVEN: no stored hashes and no trusted checkpoint") ||
+		!strings.Contains(out, "verify: nothing proven: seq 1..") || strings.Contains(out, "agrees with") || strings.Contains(out, "ok:") {
+		t.Fatalf("verify of an imported log: exit %d, want %d:\n%s", code, codeError, out)
+	}
+	// A sequence past the log's end is a usage error, as for replay
+	// --seq and events tail --from.
+	out, code = verifyCLI(t, data, "--seq", "999999")
+	if code != codeUsage || !strings.Contains(out, "--seq 999999: past the log's last event sequence") {
+		t.Fatalf("verify --seq past the end: exit %d, want %d:\n%s", code, codeUsage, out)
+	}
+	out, code = verifyCLI(t, data, "--json")
+	if code != codeError || !strings.Contains(out, `"proven": false`) {
+		t.Fatalf("verify --json of an imported log: exit %d, want %d and \"proven\": false:\n%s", code, codeError, out)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/replay"
 )
 
 func verifyCmd(g *globals) *cobra.Command {
@@ -38,8 +40,10 @@ With --seq N or --id ULID it also prints the inclusion proof of that
 message in a checkpoint that covers it.
 
 It exits 0 when everything agrees, 1 naming the first sequence where the
-stored log and a checkpoint or the stored hashes disagree, 2 on a usage
-error.`,
+stored log and a checkpoint or the stored hashes disagree, 1 saying
+nothing was proven when there was nothing to compare the recomputed tree
+with (no stored hashes and no trusted checkpoint: a log only imported, or
+a follower's before ` + "`logbook checkpoint trust`" + `), 2 on a usage error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("seq") && seq == 0 {
@@ -73,6 +77,16 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 	js, err := jetstream.New(b.nc)
 	if err != nil {
 		return err
+	}
+	// A sequence past the log's end is the caller's mistake, as for
+	// replay --seq and events tail --from: a usage error.
+	if seq > 0 {
+		if err := replay.CheckSeq(ctx, b.log, seq); err != nil {
+			if _, ok := errors.AsType[*replay.SeqError](err); ok {
+				return usageErrorf("%w", err)
+			}
+			return err
+		}
 	}
 	keys, err := merkle.LoadKeys(string(b.dd))
 	if err != nil {
@@ -116,7 +130,12 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		return &exitError{codeError, fmt.Errorf("verify: %w", incErr)}
 	}
 	if !g.json {
-		return term.VerifyOK(g.stdout, rep)
+		if err := term.VerifyOK(g.stdout, rep); err != nil {
+			return err
+		}
+	}
+	if err := rep.NothingProven(); err != nil {
+		return &exitError{codeError, err}
 	}
 	return nil
 }
