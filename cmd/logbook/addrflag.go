@@ -37,3 +37,23 @@ func checkAddrFlags(flags map[string]string) error {
 	}
 	return nil
 }
+
+// checkListen refuses, as a usage error naming the value, a --listen that
+// is not a loopback host:port (localhost or a loopback IP address, a port
+// of 0 to 65535): the embedded server takes clients of this machine only.
+func checkListen(listen string) error {
+	if listen == "" {
+		return usageErrorf("--listen: want a loopback host:port such as 127.0.0.1:0")
+	}
+	h, p, err := net.SplitHostPort(listen)
+	if err != nil {
+		return usageErrorf("--listen %s: want a loopback host:port such as 127.0.0.1:0", listen)
+	}
+	if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+		return usageErrorf("--listen %s: port %q: want 0 to 65535 (0 picks one)", listen, p)
+	}
+	if ip := net.ParseIP(h); h != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return usageErrorf("--listen %s: %q is not a loopback address: clients reach serve from this machine only (127.0.0.1, ::1 or localhost)", listen, h)
+	}
+	return nil
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/logbook-dev/logbook/adapters/term"
 )
@@ -102,22 +103,34 @@ var projectionCommands = map[string]bool{
 // neverEmpty are the flags whose empty value would silently mean "not
 // given" (no filter, the default data dir, the current directory as the
 // workspace or project, a new id, standard output, the folder's name, no
-// reviewer, $LOGBOOK_SOCKET): given empty, they are a usage error.
+// reviewer, $LOGBOOK_SOCKET, bwrap in PATH, no TLS file, no system
+// socket) or something else than it reads as (an empty serve --http
+// no HTTP at all, where "off" says so; an empty --watch a directory
+// named ""): given empty, they are a usage error. A repeatable flag is
+// refused when any of its values is empty.
 var neverEmpty = []string{
 	"data", "session", "by", "since", "tz", "workspace", "cwd", "mode", "id", "key", "out",
 	"phase", "status", "project", "owned-by", "at", "socket", "name", "base", "push",
 	"reviewer", "title", "principal", "role", "url", "nats-url", "creds",
+	"http", "http-cert", "http-key", "watch", "bwrap", "admin-creds", "socket-dir", "socket-group",
 }
 
 // refuseEmpty returns a usage error for a flag of neverEmpty that cmd's
-// command line gives an empty value.
+// command line gives an empty value (for a repeatable one, any empty
+// value).
 func refuseEmpty(cmd *cobra.Command) error {
 	for _, name := range neverEmpty {
 		f := cmd.Flags().Lookup(name)
-		if f == nil || !f.Changed || f.Value.Type() != "string" || f.Value.String() != "" {
+		if f == nil || !f.Changed {
 			continue
 		}
-		return usageErrorf("--%s is given empty: give it a value or leave the flag out", name)
+		empty := f.Value.Type() == "string" && f.Value.String() == ""
+		if sv, ok := f.Value.(pflag.SliceValue); ok && strings.HasPrefix(f.Value.Type(), "string") {
+			empty = slices.Contains(sv.GetSlice(), "")
+		}
+		if empty {
+			return usageErrorf("--%s is given empty: give it a value or leave the flag out", name)
+		}
 	}
 	return nil
 }

@@ -228,8 +228,10 @@ func serve(ctx context.Context, g *globals, listen, fsync string, pool ...worker
 	default:
 		return usageErrorf("--fsync %q: want always or interval", fsync)
 	}
-	if listen == "" && g.natsURL == "" {
-		return usageErrorf("--listen: want a loopback host:port such as 127.0.0.1:0")
+	if g.natsURL == "" {
+		if err := checkListen(listen); err != nil {
+			return err
+		}
 	}
 	access, deciders, gid, err := wp.sys.parse(wp.reader)
 	if err != nil {
