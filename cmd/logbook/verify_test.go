@@ -4,16 +4,22 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/oklog/ulid/v2"
+
 	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
+	"github.com/logbook-dev/logbook/events"
 )
 
 // verifyCLI runs `logbook --data data verify ARGS...` and returns its
@@ -159,5 +165,53 @@ func TestVerifyCLISaysWhenNothingIsProven(t *testing.T) {
 	out, code = verifyCLI(t, data, "--json")
 	if code != codeError || !strings.Contains(out, `"proven": false`) {
 		t.Fatalf("verify --json of an imported log: exit %d, want %d and \"proven\": false:\n%s", code, codeError, out)
+	}
+}
+
+// TestVerifyCLI_IDOfAQuarantinedEvent: verify --id of an event every fold
+// leaves out (published unsigned with the worker's credentials: one that
+// decodes, one that does not) finds it at its sequence and says it is
+// quarantined and why, with --json too, rather than that the log holds
+// no such event.
+func TestVerifyCLI_IDOfAQuarantinedEvent(t *testing.T) {
+	t.Parallel()
+	r := newGateRig(t, "f0a9ed00-0000-4000-8000-00000000f0c1", nil)
+	_, wnc := connectAs(t, dataDir(r.data), natslog.RoleWorker)
+	agg := events.Aggregate{Kind: events.KindSession, ID: "f0a9ed00-0000-4000-8000-00000000f0c2"}
+	e := newEvent(agg, 1, time.Time{}, "hook", "SessionStart", events.SessionStarted{Agent: "claude", Cwd: "/work"})
+	m := eventMsg(t, e, 0)
+	m.Header.Set(natslog.HeaderType, e.Type)
+	unsigned := publish(t, wnc, m).Sequence
+	// The same event under another id, with a field no event has: it
+	// does not decode.
+	bad := ulid.Make()
+	data := strings.Replace(strings.Replace(string(m.Data), e.ID.String(), bad.String(), 1), "{", `{"nonsense":1,`, 1)
+	bm := &nats.Msg{Subject: agg.Subject(), Header: nats.Header{}, Data: []byte(data)}
+	undecodable := publish(t, wnc, bm).Sequence
+	for _, c := range []struct {
+		id  ulid.ULID
+		seq uint64
+		why string
+	}{{e.ID, unsigned, "(unsigned: "}, {bad, undecodable, "(unsigned: does not decode: "}} {
+		out, errOut, code := cliExit(t, r.data, "verify", "--id", c.id.String())
+		want := fmt.Sprintf("seq %d: event %s is in the log but QUARANTINED %s", c.seq, c.id, c.why)
+		if !strings.Contains(out, want) || strings.Contains(errOut, "no such event") {
+			t.Errorf("verify --id %s: exit %d; want %q:\n%s%s", c.id, code, want, out, errOut)
+		}
+		out, errOut, code = cliExit(t, r.data, "--json", "verify", "--id", c.id.String())
+		if want := fmt.Sprintf(`"quarantined": {
+    "seq": %d,
+    "status": "unsigned",`, c.seq); !strings.Contains(out, want) {
+			t.Errorf("verify --json --id %s: exit %d; want %q:\n%s%s", c.id, code, want, out, errOut)
+		}
+	}
+	// An event folded as usual is not said to be quarantined.
+	tail, errOut, _ := cliExit(t, r.data, "--json", "events", "tail", "--from", "1")
+	folded := regexp.MustCompile(`"id": ?"([0-9A-Z]{26})"`).FindStringSubmatch(tail)
+	if folded == nil {
+		t.Fatalf("events tail gives no id:\n%s%s", tail, errOut)
+	}
+	if out, errOut, _ := cliExit(t, r.data, "verify", "--id", folded[1]); strings.Contains(out, "QUARANTINED") || strings.Contains(errOut, "no such event") {
+		t.Errorf("verify --id %s of a folded event:\n%s%s", folded[1], out, errOut)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,7 +38,9 @@ root against the stored log at its size, its witnesses' cosignatures, and
 its consistency with the other checkpoints.
 
 With --seq N or --id ULID it also prints the inclusion proof of that
-message in a checkpoint that covers it.
+message in a checkpoint that covers it; for an event the log's reads
+leave out of every fold (found by --id even when it does not decode), also
+that it is quarantined and why.
 
 It exits 0 when everything agrees, 1 naming the first sequence where the
 stored log and a checkpoint or the stored hashes disagree, 1 saying
@@ -100,12 +103,18 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 	if err != nil {
 		return err
 	}
+	var note *quarantineNote
 	if id != (ulid.ULID{}) {
 		var found bool
 		if seq, found, err = b.log.FindEvent(ctx, b.reg, id); err != nil {
 			return err
 		} else if !found {
 			return &exitError{codeError, fmt.Errorf("verify: --id %s: no such event in the log", id)}
+		}
+		// An event every fold leaves out is stored all the same: its
+		// proof is made as for any other, and why it is left out said.
+		if note, err = quarantined(ctx, g, b, seq); err != nil {
+			return err
 		}
 	}
 	var inc *merkle.Inclusion
@@ -117,11 +126,19 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		}
 	}
 	if g.json {
-		if err := writeJSON(g.stdout, rep.JSON(inc)); err != nil {
+		if err := writeJSON(g.stdout, verifyJSON{rep.JSON(inc), note}); err != nil {
 			return err
 		}
-	} else if err := term.Verify(g.stdout, rep, inc, b.dd.path(merkle.TreeDir)); err != nil {
-		return err
+	} else {
+		if err := term.Verify(g.stdout, rep, inc, b.dd.path(merkle.TreeDir)); err != nil {
+			return err
+		}
+		if note != nil {
+			if _, err := fmt.Fprintf(g.stdout, "seq %d: event %s is in the log but QUARANTINED (%s: %s): every fold leaves it out\n",
+				note.Seq, id, note.Status, term.Field(note.Why)); err != nil {
+				return err
+			}
+		}
 	}
 	if err := rep.Failure(); err != nil {
 		return &exitError{codeError, err}
@@ -138,6 +155,80 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		return &exitError{codeError, err}
 	}
 	return nil
+}
+
+// verifyJSON is what `logbook verify --json` prints: the report, and
+// for --id an event the reads quarantine, why.
+type verifyJSON struct {
+	merkle.ReportJSON
+	Quarantined *quarantineNote `json:"quarantined,omitempty"`
+}
+
+// quarantineNote says why the log's reads leave the stored event message
+// at Seq out of every fold: Status is the verifier's (unsigned,
+// out-of-role, follows-missing, …) or "undecodable", Why in words.
+type quarantineNote struct {
+	Seq    uint64 `json:"seq"`
+	Status string `json:"status"`
+	Why    string `json:"why"`
+}
+
+// quarantined returns why the reads of b's log leave the event message at
+// seq out of every fold, nil when they fold it. It reads the log up to
+// seq as a reading command does: judged by the data dir's admin key (its
+// own on its own server, its pin on a cluster's), or, with no pin,
+// unjudged, where only a message that does not decode is left out.
+func quarantined(ctx context.Context, g *globals, b *backend, seq uint64) (*quarantineNote, error) {
+	cfg := natslog.Config{Registry: events.NewRegistry()}
+	var err error
+	if g.natsURL == "" && g.credsPath == "" {
+		cfg, err = b.dd.attestConfig(cfg)
+	} else {
+		cfg, _, err = b.dd.dir().ClusterAttestConfig(cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l, err := host.OpenLogWithin(ctx, b.nc, cfg, g.logWait)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	if cfg.Verifier == nil {
+		d := cfg.Registry.NewDecoder()
+		for m, err := range l.ReadRaw(ctx, events.SubjectEvents+".>", seq) {
+			if err != nil {
+				return nil, err
+			}
+			if m.Seq != seq {
+				break
+			}
+			if _, err := d.Decode(m.Data); err != nil {
+				return &quarantineNote{Seq: seq, Status: "undecodable", Why: err.Error()}, nil
+			}
+			break
+		}
+		return nil, nil
+	}
+	for r, err := range l.Read(events.WithQuarantined(ctx), 1) {
+		if err != nil {
+			return nil, fmt.Errorf("verify: reading the log up to seq %d: %w", seq, err)
+		}
+		if r.Seq < seq {
+			continue
+		}
+		if r.Seq > seq || !r.Quarantined {
+			return nil, nil
+		}
+		qs, _ := l.Quarantined()
+		for _, q := range qs {
+			if q.Seq == seq {
+				return &quarantineNote{Seq: seq, Status: string(q.Verdict.Status), Why: q.Verdict.Why}, nil
+			}
+		}
+		return &quarantineNote{Seq: seq, Status: cmp.Or(r.Signer.Status, "quarantined"), Why: "the log's reads leave it out"}, nil
+	}
+	return nil, nil
 }
 
 // openVerify reaches the log as openBackend does, but on the data dir's
