@@ -172,7 +172,7 @@ func TestVerifyCLISaysWhenNothingIsProven(t *testing.T) {
 // leaves out (published unsigned with the worker's credentials: one that
 // decodes, one that does not) finds it at its sequence and says it is
 // quarantined and why, with --json too, rather than that the log holds
-// no such event.
+// no such event; verify --seq of it says so too.
 func TestVerifyCLI_IDOfAQuarantinedEvent(t *testing.T) {
 	t.Parallel()
 	r := newGateRig(t, "f0a9ed00-0000-4000-8000-00000000f0c1", nil)
@@ -197,6 +197,10 @@ func TestVerifyCLI_IDOfAQuarantinedEvent(t *testing.T) {
 		want := fmt.Sprintf("seq %d: event %s is in the log but QUARANTINED %s", c.seq, c.id, c.why)
 		if !strings.Contains(out, want) || strings.Contains(errOut, "no such event") {
 			t.Errorf("verify --id %s: exit %d; want %q:\n%s%s", c.id, code, want, out, errOut)
+		}
+		out, errOut, code = cliExit(t, r.data, "verify", "--seq", strconv.FormatUint(c.seq, 10))
+		if want := fmt.Sprintf("seq %d: the event message is in the log but QUARANTINED %s", c.seq, c.why); !strings.Contains(out, want) {
+			t.Errorf("verify --seq %d: exit %d; want %q:\n%s%s", c.seq, code, want, out, errOut)
 		}
 		out, errOut, code = cliExit(t, r.data, "--json", "verify", "--id", c.id.String())
 		if want := fmt.Sprintf(`"quarantined": {

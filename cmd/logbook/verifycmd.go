@@ -111,8 +111,10 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		} else if !found {
 			return &exitError{codeError, fmt.Errorf("verify: --id %s: no such event in the log", id)}
 		}
-		// An event every fold leaves out is stored all the same: its
-		// proof is made as for any other, and why it is left out said.
+	}
+	// An event every fold leaves out is stored all the same: its proof
+	// is made as for any other, and why it is left out said.
+	if seq > 0 {
 		if note, err = quarantined(ctx, g, b, seq); err != nil {
 			return err
 		}
@@ -134,8 +136,12 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 			return err
 		}
 		if note != nil {
-			if _, err := fmt.Fprintf(g.stdout, "seq %d: event %s is in the log but QUARANTINED (%s: %s): every fold leaves it out\n",
-				note.Seq, id, note.Status, term.Field(note.Why)); err != nil {
+			what := "the event message"
+			if id != (ulid.ULID{}) {
+				what = "event " + id.String()
+			}
+			if _, err := fmt.Fprintf(g.stdout, "seq %d: %s is in the log but QUARANTINED (%s: %s): every fold leaves it out\n",
+				note.Seq, what, note.Status, term.Field(note.Why)); err != nil {
 				return err
 			}
 		}
@@ -158,7 +164,7 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 }
 
 // verifyJSON is what `logbook verify --json` prints: the report, and
-// for --id an event the reads quarantine, why.
+// for the message of --seq or --id, when the reads quarantine it, why.
 type verifyJSON struct {
 	merkle.ReportJSON
 	Quarantined *quarantineNote `json:"quarantined,omitempty"`
