@@ -134,3 +134,60 @@ func TestSessionAggregate_AgentIDLimit(t *testing.T) {
 		t.Fatalf("agent id of %d bytes: %v", len(longest)+1, err)
 	}
 }
+
+// TestPrepareHook_NoSumRefusesAsWithOne: without a sum (logbook-hook),
+// PrepareHook refuses what it refuses with one: a payload over the send
+// cap that its cut and drops cannot bring under it (a call's input of
+// many small strings, which is never dropped) is ErrTooLarge, not
+// ErrMustCut, which would have the hook spool it for the drain to refuse
+// after the hook exited 0. One the cut brings under is ErrMustCut, as
+// it came.
+func TestPrepareHook_NoSumRefusesAsWithOne(t *testing.T) {
+	sum := func(b []byte) [32]byte { return [32]byte{1} }
+	// edits returns a MultiEdit call of n edits, its other member, extra,
+	// m small strings (a member that may be dropped).
+	edits := func(n, m int) []byte {
+		var b strings.Builder
+		b.WriteString(`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"MultiEdit","tool_use_id":"t","tool_input":{"file_path":"/f","edits":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"old_string":"a%d","new_string":"b"}`, i)
+		}
+		b.WriteString(`]},"extra":[`)
+		for i := range m {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"e%d"`, i)
+		}
+		b.WriteString(`]}`)
+		return []byte(b.String())
+	}
+	big := []byte(`{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Read","tool_use_id":"t","tool_response":"` + strings.Repeat("x", MaxHookSend) + `"}`)
+	for _, c := range []struct {
+		name    string
+		payload []byte
+		refused bool
+	}{
+		{"input of many small strings", edits(30000, 0), true},
+		{"a member of many small strings, dropped", edits(1000, 40000), false},
+		{"one long string", big, false},
+	} {
+		if len(c.payload) <= MaxHookSend {
+			t.Fatalf("%s: %d bytes, not over the send cap", c.name, len(c.payload))
+		}
+		_, withSum := PrepareHook(c.payload, sum)
+		got, err := PrepareHook(c.payload, nil)
+		if c.refused {
+			if !errors.Is(withSum, ErrTooLarge) || !errors.Is(err, ErrTooLarge) || err.Error() != withSum.Error() {
+				t.Errorf("%s: without a sum %v, with one %v; want both ErrTooLarge, worded alike", c.name, err, withSum)
+			}
+			continue
+		}
+		if withSum != nil || !errors.Is(err, ErrMustCut) || !bytes.Equal(got, c.payload) {
+			t.Errorf("%s: without a sum %v (%d bytes), with one %v; want ErrMustCut with the payload as it came", c.name, err, len(got), withSum)
+		}
+	}
+}

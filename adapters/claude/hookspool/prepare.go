@@ -191,9 +191,11 @@ const (
 // payload still over MaxHookSend after cutting and dropping.
 //
 // With sum nil (a binary that links no hash: logbook-hook), a payload
-// over MaxHookSend is checked but not cut: PrepareHook returns it
-// trimmed with ErrMustCut, for the caller to spool as it is (serve's
-// drain cuts it, as here) or hand to a program that cuts it.
+// over MaxHookSend is checked, and its cut made to see that it fits, but
+// not returned cut: PrepareHook returns it trimmed with ErrMustCut, for
+// the caller to spool as it is (serve's drain cuts it, as here) or hand
+// to a program that cuts it; a payload the cut cannot bring under
+// MaxHookSend is ErrTooLarge, as with a sum.
 func PrepareHook(b []byte, sum func([]byte) [32]byte) ([]byte, error) {
 	b = bytes.TrimRight(b, " \t\r\n")
 	long := 0
@@ -211,8 +213,23 @@ func PrepareHook(b []byte, sum func([]byte) [32]byte) ([]byte, error) {
 		return b, nil
 	}
 	if sum == nil {
+		// The cut's size and checks do not depend on the sum it records
+		// (64 hex digits whatever they are): cut with a placeholder, so
+		// that a payload the cut cannot bring under the cap is refused
+		// here, by the hook, not by the drain after the hook exited 0.
+		if _, err := cutHook(b, s, func([]byte) [32]byte { return [32]byte{} }); err != nil {
+			return nil, err
+		}
 		return b, ErrMustCut
 	}
+	return cutHook(b, s, sum)
+}
+
+// cutHook is PrepareHook's cut of payload b, over MaxHookSend bytes and
+// scanned (s, its strings over MaxHookString noted) and checked: each
+// long string cut, the CutMember added with sum(b), and members dropped
+// until it fits. Errors: ErrTooLarge when it does not fit, CheckHook's.
+func cutHook(b []byte, s *hookScan, sum func([]byte) [32]byte) ([]byte, error) {
 	// The cut strings first, to know the result's size before building it.
 	size := len(b)
 	cuts := make([]string, len(s.longs))
