@@ -327,3 +327,77 @@ func TestHookSock_OverCap(t *testing.T) {
 		t.Errorf("cut observations %v, want one: %s", cuts, want)
 	}
 }
+
+// TestHookSock_OverCapRefused: a payload over the send cap that serve
+// would refuse once cut (a call's input of many small strings, which a
+// cut never drops, still over the cap; a call id a redaction rule
+// matches) is refused by logbook-hook before it exits, as `logbook hook
+// claude` refuses it: exit 1 with the same reason, kept aside in
+// rejected/, nothing left in the spool or the journal for serve to
+// refuse after the hook said it had the payload. Real processes (with
+// logbook beside logbook-hook, to cut what it cannot) against a real
+// server.
+func TestHookSock_OverCapRefused(t *testing.T) {
+	t.Parallel()
+	data, b, serveLog := apiServe(t)
+	dir := installHookAs(t, "logbook-hook", "logbook")
+	start := fmt.Sprintf(`{"session_id":%q,"cwd":"/tmp","hook_event_name":"SessionStart","source":"startup"}`, sockSession)
+	if _, stderr, code := runHook(t, data, filepath.Join(dir, "logbook-hook"), start, "claude"); code != 0 {
+		t.Fatalf("SessionStart: logbook-hook exit %d: %s", code, stderr)
+	}
+	var edits strings.Builder
+	for i := range 30000 {
+		if i > 0 {
+			edits.WriteByte(',')
+		}
+		fmt.Fprintf(&edits, `{"old_string":"a%d","new_string":"b"}`, i)
+	}
+	aws := "AK" + "IA" + "QWERTYUIOPASDFGH"
+	cases := []struct{ name, why, payload string }{
+		{"input of many small strings", "payload too large",
+			fmt.Sprintf(`{"session_id":%q,"cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"MultiEdit","tool_use_id":"big-%%s","tool_input":{"file_path":"/tmp/f","edits":[%s]}}`, sockSession, edits.String())},
+		{"call id a rule matches", "looks like a secret",
+			fmt.Sprintf(`{"session_id":%q,"cwd":"/tmp","hook_event_name":"PostToolUse","tool_name":"Read","tool_use_id":"%%s-%s","tool_input":{"file_path":"/tmp/f"},"tool_response":%q}`, sockSession, aws, strings.Repeat("x", 300<<10))},
+	}
+	for _, c := range cases {
+		for _, bin := range []struct {
+			name string
+			args []string
+		}{
+			{"logbook-hook", []string{"claude"}},
+			{"logbook", []string{"hook", "claude"}},
+		} {
+			payload := fmt.Sprintf(c.payload, bin.name)
+			if len(payload) <= hookspool.MaxHookSend {
+				t.Fatalf("%s: %d bytes, not over the send cap", c.name, len(payload))
+			}
+			_, stderr, code := runHook(t, data, filepath.Join(dir, bin.name), payload, bin.args...)
+			if code != 1 || !strings.Contains(stderr, c.why) || !strings.Contains(stderr, "kept aside as "+filepath.Join(data, "spool", "rejected")) {
+				t.Errorf("%s, %s: exit %d, stderr %q; want 1, %q, kept aside", c.name, bin.name, code, stderr, c.why)
+			}
+			if strings.Contains(stderr, aws) {
+				t.Errorf("%s, %s: stderr quotes the call id: %s", c.name, bin.name, stderr)
+			}
+		}
+	}
+	// Nothing waits to be refused: the spool is empty, rejected/ holds
+	// what the hooks refused, and the log holds the session's start alone.
+	if left := spooled(t, data); len(left) > 0 {
+		t.Errorf("spooled %v, want nothing", left)
+	}
+	kept, _ := filepath.Glob(filepath.Join(data, "spool", "rejected", "*.json"))
+	if len(kept) != 2*len(cases) {
+		t.Errorf("rejected/ holds %d payloads, want %d", len(kept), 2*len(cases))
+	}
+	b.settle(t.Context())
+	if obs := observations(t, t.Context(), b, sockSession); len(obs) != 1 || obs[0].Kind != "SessionStart" {
+		var kinds []string
+		for _, o := range obs {
+			kinds = append(kinds, o.Kind)
+		}
+		t.Errorf("observed %v, want the SessionStart alone", kinds)
+	}
+	if strings.Contains(serveLog.String(), "refused, not recorded") {
+		t.Errorf("serve refused a hook after it was taken:\n%s", serveLog.String())
+	}
+}

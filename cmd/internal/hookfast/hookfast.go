@@ -12,9 +12,11 @@
 // has it in its intake journal (adapters/api.Intake), to be appended
 // right after; with entries waiting, or no server answering, it spools
 // the payload (adapters/claude/hookspool.Spool) for the server to
-// deliver. A payload over the send cap (256 KiB) is spooled as it came,
-// checked but not cut: the cut records the original's SHA-256, and this
-// binary links no crypto; serve's drain cuts it as logbook would. A server that does not listen on the socket (a reader, an
+// deliver. A payload over the send cap (256 KiB) is handed to `logbook
+// hook claude`, which cuts it: the cut records the original's SHA-256,
+// and this binary links no crypto; with no logbook to run, it is
+// spooled as it came, checked (its cut fits) but not cut, and serve's
+// drain cuts it as logbook would. A server that does not listen on the socket (a reader, an
 // older logbook) gets the payload from `logbook hook claude`. Everything
 // else (a payload it cannot use, --nats-url, --creds, a gate, or any flag
 // it does not know) it hands to `logbook hook claude` with the same
@@ -172,6 +174,13 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 	if err != nil && !mustCut {
 		return handOver(args, payload, stderr, logbook, err) // it keeps the payload aside
 	}
+	if mustCut && canRun(logbook) {
+		// Over the send cap: logbook cuts it (this binary links no hash
+		// for the cut's sum) and delivers it as it delivers any, so that
+		// the server's checks (a redaction rule that matches an id, say)
+		// refuse it before the hook exits, not after, in the drain.
+		return handOver(args, payload, stderr, logbook, nil)
+	}
 	dir, err := locate.Path(data)
 	if err != nil {
 		return handOver(args, payload, stderr, logbook, nil)
@@ -186,9 +195,10 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 	id := ulid.Make().String()
 	waiting, err := sp.HasPending()
 	if mustCut {
-		// Over the send cap, checked but not cut: this binary links no
-		// hash for the cut's sum. serve's drain, which the new entry
-		// wakes, cuts it as `logbook hook claude` would have.
+		// Over the send cap with no logbook to cut it, checked (its cut
+		// fits) but not cut: this binary links no hash for the cut's
+		// sum. serve's drain, which the new entry wakes, cuts it as
+		// `logbook hook claude` would have.
 		waiting, err = true, nil
 	}
 	if err == nil && !waiting {
@@ -519,6 +529,21 @@ func dataFlag(args []string) string {
 		}
 	}
 	return ""
+}
+
+// canRun reports whether logbook, the full binary as Main takes it (""
+// finds it as findLogbook does), names a program that can be run: a
+// regular, executable file, found on $PATH when it names no path.
+func canRun(logbook string) bool {
+	if logbook == "" {
+		logbook = findLogbook()
+	}
+	p, err := exec.LookPath(logbook)
+	if err != nil {
+		return false
+	}
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // findLogbook returns the logbook program beside this binary (its own

@@ -64,7 +64,7 @@ func TestElideQuoted(t *testing.T) {
 }
 
 // TestMain_RefusedNoLogbook: with no logbook to hand it to, a refused
-// payload is kept in the spool as a pending entry, as it came, for serve
+// payload (one over the send cap whose cut does not fit among them) is kept in the spool as a pending entry, as it came, for serve
 // to set aside; exit 1; the refusal printed names no part of the payload,
 // so a secret in it never reaches stderr.
 func TestMain_RefusedNoLogbook(t *testing.T) {
@@ -73,12 +73,15 @@ func TestMain_RefusedNoLogbook(t *testing.T) {
 		`{"session_id":"s","hook_event_name":"Stop","` + secret + `":1,"` + secret + `":2}`,
 		`{"session_id":"s/` + secret + `","hook_event_name":"Stop"}`,
 		`{"session_id":"s","hook_event_name":"Stop","tool_use_id":"` + secret + strings.Repeat("x", 300) + `"}`,
+		// Over the send cap, and still over once cut: a call's input,
+		// never dropped, of many small strings.
+		`{"session_id":"s","hook_event_name":"PreToolUse","tool_use_id":"t","tool_input":{"` + secret + `":[` + strings.Repeat(`"a",`, 100000) + `"a"]}}`,
 	} {
 		data := t.TempDir()
 		var stderr bytes.Buffer
 		code := Main([]string{"--data", data, "claude"}, strings.NewReader(payload), &stderr, "/nonexistent/logbook")
 		if code != 1 {
-			t.Errorf("%s: exit %d, want 1", payload, code)
+			t.Errorf("%.200s: exit %d, want 1", payload, code)
 		}
 		if strings.Contains(stderr.String(), secret[:8]) {
 			t.Errorf("stderr quotes the payload: %s", stderr.String())
