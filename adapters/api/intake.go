@@ -110,7 +110,8 @@ func OpenIntake(svc *Service, path string, logf func(format string, args ...any)
 
 // Accept is the hook verb for the socket (HookRequest → HookReply): a
 // Claude Code payload that passes the checks HookThen makes before
-// deciding is written to the journal and answered with its place there
+// deciding, and the reducer's as its session stands now
+// (claude.Ingester.CheckHookNow), is written to the journal and answered with its place there
 // (HookReply.Queued), for Run to ingest; a Codex notify payload, and a
 // request the journal cannot take (full, say), is ingested at once as
 // Hook does. A payload that fails the checks is refused with the error
@@ -131,7 +132,12 @@ func (in *Intake) Accept(ctx context.Context, data []byte) (any, error) {
 	if codex.IsNotify(e.Payload) {
 		return in.svc.Hook(ctx, data)
 	}
-	agg, err := in.svc.Ing.CheckHook(e)
+	// The reducer's verdict too, as the session stands now: a hook it
+	// refuses (a session of another agent's) is refused here, before
+	// the answer, not set aside after the hook exited 0. The hooks of
+	// this session still queued are all Claude Code's, which change no
+	// verdict it gives.
+	agg, err := in.svc.Ing.CheckHookNow(ctx, e)
 	if err != nil {
 		return nil, inputError(err)
 	}

@@ -578,3 +578,38 @@ func TestIntake_JournalDropsPayloads(t *testing.T) {
 		t.Errorf("%d observations, want %d", total, n)
 	}
 }
+
+// TestIntake_RefusedByReducer: a hook the reducer would refuse as its
+// session stands (a Claude Code hook for a session that is Codex's) is
+// refused by Accept, code "rejected", before the answer: nothing is
+// taken, and nothing is set aside later, after the hook was told its
+// payload was had. A hook of another session is taken as ever.
+func TestIntake_RefusedByReducer(t *testing.T) {
+	e := newIntakeEnv(t)
+	svc := e.service()
+	in := e.open(svc)
+	runDrained(t, in, svc)
+	notify, err := json.Marshal(HookRequest{ID: ulid.Make().String(), Text: `{"type":"agent-turn-complete","thread-id":"thr-1","turn-id":"t1","input-messages":["hi"],"last-assistant-message":"ok"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Hook(t.Context(), notify); err != nil {
+		t.Fatalf("codex notify: %v", err)
+	}
+	_, err = in.Accept(t.Context(), hookReq(t, "thr-1", "pre", "call-1"))
+	if err == nil || errCode(err) != "rejected" || !strings.Contains(err.Error(), "the session is codex's") {
+		t.Fatalf("Accept of a Claude Code hook for a Codex session: %v (code %q), want rejected", err, errCode(err))
+	}
+	if in.Pending() != 0 || in.j.Pending() != 0 {
+		t.Errorf("taken: %d queued, %d in the journal", in.Pending(), in.j.Pending())
+	}
+	if _, err := in.Accept(t.Context(), hookReq(t, "s-claude", "pre", "call-2")); err != nil {
+		t.Fatalf("Accept of another session's hook: %v", err)
+	}
+	if err := svc.WaitIntake(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(e.dir, "spool", claude.RejectedDir)); len(ents) != 0 {
+		t.Errorf("set aside %d files after the answer", len(ents))
+	}
+}

@@ -122,16 +122,44 @@ func (in *Ingester) HookThen(ctx context.Context, e Entry, then ingest.Then) (ev
 // or entry id. It appends nothing. What the reducer refuses
 // (ErrRejected) shows only when HookThen decides.
 func (in *Ingester) CheckHook(e Entry) (events.Aggregate, error) {
+	_, agg, err := in.checkHook(e)
+	return agg, err
+}
+
+// checkHook is CheckHook, returning the hook's observation too.
+func (in *Ingester) checkHook(e Entry) (events.Observation, events.Aggregate, error) {
 	o, err := in.parser.SpooledHook(e)
 	if err != nil {
-		return events.Aggregate{}, err
+		return o, events.Aggregate{}, err
 	}
 	agg, err := hookAggregate(o)
 	if err != nil {
-		return events.Aggregate{}, fmt.Errorf("hook %s: %w", e.ID, err)
+		return o, events.Aggregate{}, fmt.Errorf("hook %s: %w", e.ID, err)
 	}
 	if _, err := ulid.ParseStrict(e.ID); err != nil {
-		return events.Aggregate{}, fmt.Errorf("hook %s: entry id: %w", e.ID, err)
+		return o, events.Aggregate{}, fmt.Errorf("hook %s: entry id: %w", e.ID, err)
+	}
+	return o, agg, nil
+}
+
+// CheckHookNow is CheckHook, then the reducer's verdict on the hook's
+// observation as its session stands in the log now
+// (ingest.Ingester.CheckObserve): an error wrapping events.ErrRejected
+// when the reducer refuses it (a session of another agent's, say), as
+// HookThen would, with nothing appended to the session in between. A
+// session that cannot be read is no refusal: CheckHookNow returns the
+// aggregate and nil, and HookThen decides. It appends nothing.
+func (in *Ingester) CheckHookNow(ctx context.Context, e Entry) (events.Aggregate, error) {
+	o, agg, err := in.checkHook(e)
+	if err != nil {
+		return agg, err
+	}
+	err = in.CheckObserve(ctx, agg, events.ClaudeHookObserved{Observation: o})
+	if err != nil && !errors.Is(err, events.ErrRejected) {
+		return agg, nil
+	}
+	if err != nil {
+		return agg, fmt.Errorf("hook %s: %w", e.ID, err)
 	}
 	return agg, nil
 }

@@ -179,6 +179,24 @@ func (in *Ingester) Observe(ctx context.Context, agg events.Aggregate, id ulid.U
 // observation's batch is appended.
 type Then func(st session.State) (events.Decision, error)
 
+// CheckObserve returns the reducer's refusal (an error wrapping
+// events.ErrRejected) of observation p on agg as the session stands in
+// the log now: what ObserveThen, with nothing appended to agg in
+// between, would meet before appending. It appends nothing; nil when
+// the reducer takes p, or has seen it. Other errors are the log's: the
+// session could not be read, and nothing is known of the reducer's
+// verdict.
+func (in *Ingester) CheckObserve(ctx context.Context, agg events.Aggregate, p events.Payload) error {
+	st, err := in.x.State(ctx, agg)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", agg.ID, err)
+	}
+	obs := in.reg.New(p)
+	obs.Agg, obs.At = agg, in.clock().UTC().Truncate(time.Microsecond)
+	_, err = session.Decide(st, session.Observe{Obs: obs})
+	return err
+}
+
 // ObserveThen is Observe with then deciding more in the observation's
 // batch (see Then): one append for both. It returns the session's state
 // after the batch. Errors: Observe's, then's.
