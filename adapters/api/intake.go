@@ -70,6 +70,10 @@ type intakeItem struct {
 // waits in its own spool, and the records queued in memory stay bounded.
 const IntakeMaxBytes = 64 << 20
 
+// intakeCheckWait bounds how long Accept waits for the log to read the
+// hook's session by, for the reducer's verdict (CheckHookNow).
+const intakeCheckWait = 250 * time.Millisecond
+
 // IntakeWait bounds how long Wait waits for the records taken before it:
 // longer means the log is not taking appends.
 const IntakeWait = 5 * time.Second
@@ -136,8 +140,12 @@ func (in *Intake) Accept(ctx context.Context, data []byte) (any, error) {
 	// refuses (a session of another agent's) is refused here, before
 	// the answer, not set aside after the hook exited 0. The hooks of
 	// this session still queued are all Claude Code's, which change no
-	// verdict it gives.
-	agg, err := in.svc.Ing.CheckHookNow(ctx, e)
+	// verdict it gives. A log that does not answer within
+	// intakeCheckWait leaves the verdict to the ingest: the hook is
+	// journaled as ever.
+	cctx, cancel := context.WithTimeout(ctx, intakeCheckWait)
+	agg, err := in.svc.Ing.CheckHookNow(cctx, e)
+	cancel()
 	if err != nil {
 		return nil, inputError(err)
 	}
