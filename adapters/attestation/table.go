@@ -213,6 +213,28 @@ func WorkerPermits(rec events.Envelope, key string, st AggState) string {
 	return ""
 }
 
+// Refusal returns why role, the role of principal's key, may not append
+// an event of type typ with cause c (nil: none), by Table (Permitted) and
+// CauseKinds (CausePermitted), in words naming the role, the principal
+// and the type or the cause; "" when it may. It is the one rule both
+// sides apply: a Verifier quarantines such an event as OutOfRole with
+// this reason, and an appender (adapters/natslog) refuses to send it.
+func Refusal(role Role, principal, typ string, c *events.Cause) string {
+	if !Permitted(role, typ) {
+		return fmt.Sprintf("role %s (%s) may not append %s", role, principal, typ)
+	}
+	// A worker stops its command for its session's end, a stop the
+	// session caused: WorkerPermits judges it whole, with the command's
+	// state.
+	if role == RoleWorker && typ == (events.CommandStopRequested{}).EventType() {
+		return ""
+	}
+	if !CausePermitted(role, c) {
+		return fmt.Sprintf("role %s (%s) may append only what it caused itself, not an event caused by %s", role, principal, c.Kind)
+	}
+	return ""
+}
+
 // EntryPrefix begins the id of the session entry a worker keeps open for
 // a command it started: "cmd-<command id>" (adapters/worker.EntryID).
 const EntryPrefix = "cmd-"

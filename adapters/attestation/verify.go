@@ -25,7 +25,7 @@ const (
 	Unsigned      Status = "unsigned"       // no Lb-Key or Lb-Sig after signing.began
 	BadSignature  Status = "bad-signature"  // the signature does not verify over Signed
 	UnknownKey    Status = "unknown-or-revoked-key"
-	OutOfRole     Status = "out-of-role" // the key's role may not append the type (Table), the cause (CauseKinds) or, a worker's, the event (WorkerPermits)
+	OutOfRole     Status = "out-of-role" // the key's role may not append the type or cause (Refusal) or, a worker's, the event (WorkerPermits)
 	// Replayed is a copy of an attested event stored again: its event
 	// id is its aggregate's last attested one, or its ver does not
 	// follow the aggregate's last attested ver.
@@ -297,10 +297,8 @@ func (st *AggState) Fold(seq uint64, rec events.Envelope, key string) {
 // signing are not checked (nothing tells a copy then) but move st. With st nil the order is not checked (how key events are
 // observed out of a read).
 func (v *Verifier) Judge(m Message, rec events.Envelope, pre Pre, st *AggState) Verdict {
-	vd := v.judge(m, rec.Type, pre)
-	switch {
-	case vd.Status != Attested:
-	case vd.Role == RoleWorker:
+	vd := v.judge(m, rec.Type, rec.Cause, pre)
+	if vd.Status == Attested && vd.Role == RoleWorker {
 		var prev AggState
 		if st != nil {
 			prev = *st
@@ -308,8 +306,6 @@ func (v *Verifier) Judge(m Message, rec events.Envelope, pre Pre, st *AggState) 
 		if why := WorkerPermits(rec, vd.Key, prev); why != "" {
 			vd.Status, vd.Why = OutOfRole, fmt.Sprintf("role %s (%s): %s", vd.Role, vd.Principal, why)
 		}
-	case !CausePermitted(vd.Role, rec.Cause):
-		vd.Status, vd.Why = OutOfRole, fmt.Sprintf("role %s (%s) may append only what it caused itself, not an event caused by %s", vd.Role, vd.Principal, rec.Cause.Kind)
 	}
 	if st != nil {
 		if vd.Status == Attested {
@@ -333,7 +329,7 @@ func (v *Verifier) Judge(m Message, rec events.Envelope, pre Pre, st *AggState) 
 	return vd
 }
 
-func (v *Verifier) judge(m Message, typ string, pre Pre) Verdict {
+func (v *Verifier) judge(m Message, typ string, cause *events.Cause, pre Pre) Verdict {
 	v.mu.RLock()
 	signing := v.signing
 	k := v.keys[m.KeyID]
@@ -396,8 +392,8 @@ func (v *Verifier) judge(m Message, typ string, pre Pre) Verdict {
 		vd.Principal, vd.Role = "", ""
 		return vd
 	}
-	if !Permitted(vd.Role, typ) {
-		vd.Status, vd.Why = OutOfRole, fmt.Sprintf("role %s (%s) may not append %s", vd.Role, vd.Principal, typ)
+	if why := Refusal(vd.Role, vd.Principal, typ, cause); why != "" {
+		vd.Status, vd.Why = OutOfRole, why
 		return vd
 	}
 	vd.Status = Attested

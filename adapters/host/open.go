@@ -256,7 +256,7 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 	// down returns without waiting for it.
 	cl := datadir.Client{Own: reach.URL == "" && reach.CredsPath == "", Remote: o.Remote, CredsPath: reach.CredsPath,
 		Role: reach.Role, ConnRole: natslog.Role(datadir.ConnRoleOf(reach, si, siOK))}
-	at, err := dd.Attest(cl, natslog.Config{Registry: o.Registry})
+	at, err := dd.Attest(cl, natslog.Config{Registry: o.Registry, ConnRole: cl.ConnRole})
 	if err != nil {
 		o.Close()
 		return nil, err

@@ -57,6 +57,9 @@ func (l *Log) currentSigner() Signer {
 // Log's signer: how a key event is appended with the admin key. Its
 // outcomes are Append's; b goes out alone (never merged).
 func (l *Log) AppendSigned(ctx context.Context, b events.Batch, s Signer) (events.Appended, error) {
+	if err := l.connRefusal(); err != nil {
+		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, err)
+	}
 	if err := l.validate(b); err != nil {
 		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, err)
 	}

@@ -1013,3 +1013,119 @@ func TestAttest_HoldWarmsKeyWatch(t *testing.T) {
 		t.Fatalf("last seq %d after the refused append, want %d", last, rev)
 	}
 }
+
+// TestAttest_RefusesOutOfRole appends with keys whose role may not
+// append what they sign (a worker's decision caused by a person, a
+// writer's verdict): each append, lone, sent directly or merged with
+// others, is refused before it is sent with an error naming the role,
+// the principal and the type or cause, and nothing of it is stored,
+// while decisions of the role merged with the refused ones are stored and
+// read as attested. A Log on a reader's connection refuses every append
+// as the reader's, not as unsigned.
+func TestAttest_RefusesOutOfRole(t *testing.T) {
+	worker, writer := mustKey(t, "worker@h", attestation.RoleWorker), mustKey(t, "writer@h", attestation.RoleWriter)
+	s, admin, l := startSigning(t, worker, writer)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	start := lastSeq(t, l)
+	check := func(what string, err error, want ...string) {
+		t.Helper()
+		var re *RoleRefusedError
+		if !errors.As(err, &re) || !errors.Is(err, ErrRoleRefused) {
+			t.Fatalf("%s: %v, want a RoleRefusedError", what, err)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not name %q", what, err, w)
+			}
+		}
+	}
+	byWorker := func(b events.Batch) events.Batch {
+		for i := range b.Events {
+			b.Events[i].Cause = &events.Cause{Kind: "worker", Event: "start", Ref: "r1"}
+		}
+		return b
+	}
+	l.SetSigner(worker)
+	notCaused := []string{"role worker", "worker@h", "caused itself", "cli", worker.ID, "nothing appended"}
+	_, err := l.Append(ctx, decision(reg, session("a"), 0, 1, 1))
+	check("lone", err, notCaused...)
+	_, err = l.Append(ctx, decision(reg, session("big"), 0, 1, DirectMin))
+	check("direct", err, notCaused...)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			b := decision(reg, session(fmt.Sprintf("m%d", i)), 0, 1, 1)
+			if i%2 == 1 {
+				b = byWorker(b)
+			}
+			_, errs[i] = l.Append(ctx, b)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if i%2 == 1 {
+			if err != nil {
+				t.Errorf("merged %d, the worker's own: %v", i, err)
+			}
+			continue
+		}
+		check(fmt.Sprintf("merged %d", i), err, notCaused...)
+	}
+	if last := lastSeq(t, l); last != start+uint64(len(errs)/2) {
+		t.Fatalf("last seq %d after the appends, want %d: only the worker's own stored", last, start+uint64(len(errs)/2))
+	}
+	l.SetSigner(writer)
+	_, err = l.Append(ctx, events.Batch{Agg: session("v"), Events: []events.Envelope{verdict(reg, session("v"), 1)}})
+	check("writer's verdict", err, "role writer", "writer@h", "may not append review.decided", writer.ID)
+	if last := lastSeq(t, l); last != start+uint64(len(errs)/2) {
+		t.Fatalf("last seq %d after the writer's verdict, want %d: nothing stored", last, start+uint64(len(errs)/2))
+	}
+	// What was stored is the worker's own, and every reader folds it.
+	l2 := signedLog(t, s, admin)
+	n := 0
+	for r, err := range l2.Read(ctx, start+1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Signer.Status != string(attestation.Attested) || r.Signer.Role != string(attestation.RoleWorker) {
+			t.Errorf("seq %d read as %+v, want attested, the worker's", r.Seq, r.Signer)
+		}
+		n++
+	}
+	if _, q := l2.Quarantined(); n != len(errs)/2 || q != 0 {
+		t.Errorf("read %d events, %d quarantined; want %d, none", n, q, len(errs)/2)
+	}
+	// A reader's connection appends nothing: its refusal says so.
+	reader := openLogWith(t, s, Config{Verifier: attestation.NewVerifier(admin.Public()), ConnRole: RoleReader})
+	_, err = reader.Append(ctx, decision(reg, session("r"), 0, 1, 1))
+	check("reader", err, "role reader", "may not append")
+	if strings.Contains(err.Error(), "unsigned") {
+		t.Errorf("reader: %q, want the role's refusal, not an unsigned one", err)
+	}
+}
+
+// TestAttest_ExecutorDecidesPastQuarantinedStart stores a quarantined
+// session.started (unsigned, as a forger or an append out of its key's
+// role leaves one) on an empty session: an Executor's next decision
+// there is appended, as the session's first folded event, not refused
+// as a version 1 on a subject that holds an event, and a fresh reader
+// folds it and quarantines the other.
+func TestAttest_ExecutorDecidesPastQuarantinedStart(t *testing.T) {
+	s, l := signingLog(t)
+	reg := events.NewRegistry()
+	forged := forge(t, s.Conn(), envelope(reg, session("q"), 1, events.SessionStarted{Agent: "cli", Cwd: "/forged"}), 0, nil, nil)
+	x := countingExecutor(l, reg, 0)
+	if n := execNext(t, x, reg, "q"); n != 1 {
+		t.Fatalf("state after the decision counts %d events, want 1 (the quarantined start is not folded)", n)
+	}
+	fresh := openLogWith(t, s, Config{Verifier: attestation.NewVerifier(l.Verifier().Admin())})
+	recs, last, err := fresh.Load(t.Context(), session("q"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Seq <= forged || recs[0].Seq != last || recs[0].Signer.Status != string(attestation.Attested) {
+		t.Fatalf("a fresh load: %+v (last %d), want the decision alone, attested, after the forgery at seq %d", recs, last, forged)
+	}
+}

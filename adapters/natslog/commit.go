@@ -184,7 +184,8 @@ func pick(pending []*request, flying map[string]int) (batch, rest []*request) {
 
 // commit sends batch as one atomic batch and answers its members; a
 // member signed by a key the log's key state refuses (refuseKeys) is
-// answered with a *KeyRefusedError and not sent. If the
+// answered with a *KeyRefusedError, one holding an event its key's role
+// may not append with a *RoleRefusedError, and not sent. If the
 // server refuses a merged batch (one member conflicts, was committed
 // before, …), nothing of it was stored, and each member is sent alone so
 // that only the offending one fails.

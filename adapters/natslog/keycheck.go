@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
+	"github.com/logbook-dev/logbook/events"
 )
 
 // ErrKeyRefused is wrapped by every KeyRefusedError: an append its
@@ -48,6 +49,102 @@ func (e *KeyRefusedError) Error() string {
 
 // Unwrap returns ErrKeyRefused.
 func (e *KeyRefusedError) Unwrap() error { return ErrKeyRefused }
+
+// ErrRoleRefused is wrapped by every RoleRefusedError: an append that
+// the role it is made in may not make, refused before it was sent.
+var ErrRoleRefused = errors.New("append refused by role")
+
+// RoleRefusedError is an append refused, nothing of it sent, because of
+// the role it is made in: either the role its signing key is registered
+// for may not append one of its events (attestation.Refusal: the type,
+// or the cause, is out of the role), which every reader would quarantine
+// as out-of-role, so acknowledging it would lose it from every
+// projection; or the connection's role (Config.ConnRole) appends nothing
+// at all, which the server would refuse.
+type RoleRefusedError struct {
+	// Key is the id of the signing key ("" for a connection's refusal).
+	Key string
+	// Principal and Role are the signing key's, as the key events
+	// registered it ("" for a connection's refusal).
+	Principal string
+	Role      attestation.Role
+	// Type is the type of the first event of the append its role may not
+	// append, Event its index in the append (0-based).
+	Type  string
+	Event int
+	// Why is attestation.Refusal's reason.
+	Why string
+	// Conn is the connection's role when it is the connection that
+	// appends nothing (RoleReader, RoleFollower); "" otherwise.
+	Conn Role
+}
+
+// Error names the role, what it may not append, and the fix.
+func (e *RoleRefusedError) Error() string {
+	if e.Conn != "" {
+		return fmt.Sprintf("%s: the connection's role %s reads the log and may not append anything; nothing appended: append with writer credentials (`logbook creds issue --role writer`), or none on the data dir's own server", ErrRoleRefused, e.Conn)
+	}
+	return fmt.Sprintf("%s: %s (event %d, signed by key %s): every reader would quarantine it as out-of-role; nothing appended: append with credentials whose role may (a writer's: `logbook creds issue --role writer`), or none on the data dir's own server", ErrRoleRefused, e.Why, e.Event, e.Key)
+}
+
+// Unwrap returns ErrRoleRefused.
+func (e *RoleRefusedError) Unwrap() error { return ErrRoleRefused }
+
+// CheckRole returns a *RoleRefusedError when the Log's readers would
+// quarantine as out-of-role an event of type typ with cause c (nil: none)
+// signed by the key id (attestation.Refusal, by the role the key events
+// the Log has observed registered the key for). It returns nil on a Log
+// without a Verifier, before signing began, for an unsigned append and
+// for a key not registered (CheckSigner refuses those). Call CatchUpKeys
+// first to judge by the key events other processes appended.
+func (l *Log) CheckRole(id, typ string, c *events.Cause) error {
+	v := l.cfg.Verifier
+	if v == nil || id == "" || v.SigningFrom() == 0 {
+		return nil
+	}
+	role, principal := attestation.RoleAdmin, "admin"
+	if id != v.AdminID() {
+		k, ok := v.Key(id)
+		if !ok {
+			return nil
+		}
+		role, principal = k.Role, k.Principal
+	}
+	if why := attestation.Refusal(role, principal, typ, c); why != "" {
+		return &RoleRefusedError{Key: id, Principal: principal, Role: role, Type: typ, Why: why}
+	}
+	return nil
+}
+
+// checkRoles is CheckRole for each event of r: the first its key's role
+// may not append refuses r.
+func (l *Log) checkRoles(r *request) error {
+	for i, m := range r.msgs {
+		var c *events.Cause
+		if i < len(r.causes) && r.causes[i].has {
+			c = &events.Cause{Kind: r.causes[i].kind}
+		}
+		var typ string
+		if v := m.Header[HeaderType]; len(v) > 0 {
+			typ = v[0]
+		}
+		if err := l.CheckRole(r.keyID, typ, c); err != nil {
+			err.(*RoleRefusedError).Event = i
+			return err
+		}
+	}
+	return nil
+}
+
+// connRefusal returns a *RoleRefusedError when the Log's connection
+// appends nothing (Config.ConnRole is RoleReader or RoleFollower), nil
+// otherwise.
+func (l *Log) connRefusal() error {
+	if r := l.cfg.ConnRole; r == RoleReader || r == RoleFollower {
+		return &RoleRefusedError{Conn: r}
+	}
+	return nil
+}
 
 // CatchUpKeys makes the Log's Verifier observe every key event stored so
 // far: one get of the last key event, and, when it is past the
@@ -108,7 +205,8 @@ func (l *Log) CheckSigner(id string) error {
 }
 
 // refuseKeys answers, before anything of batch is sent, each request
-// that CheckSigner refuses, and returns the others. It judges by the key
+// that CheckSigner refuses, or one of whose events CheckRole refuses, and
+// returns the others. It judges by the key
 // state the Log's watch of the key events (keyWatch) has observed; until
 // the watch is live (the first checks of a Log, and the first after the
 // watch broke) it catches the key events up to the log's end first. A
@@ -134,6 +232,11 @@ func (l *Log) refuseKeys(batch []*request) []*request {
 		if err != nil && !caught {
 			caught = l.CatchUpKeys(context.Background()) == nil
 			err = l.CheckSigner(r.keyID)
+		}
+		if err == nil {
+			// A key's role never changes once registered: the key state
+			// CheckSigner accepted judges it.
+			err = l.checkRoles(r)
 		}
 		if err != nil {
 			r.answer(outcome{err: fmt.Errorf("append %s: %w", r.agg, err)})

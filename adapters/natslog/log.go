@@ -248,7 +248,10 @@ func (l *Log) Stats() Stats {
 // unknown (or b is unsigned once signing began), judged by the key events
 // the Log has observed (see refuseKeys: its first commits catch them up
 // to the log's end, later ones take each as the server delivers it, and
-// a refusal is confirmed to the log's end); ErrClosed after Close; ctx's error alone if ctx ended
+// a refusal is confirmed to the log's end); a *RoleRefusedError (wrapping
+// ErrRoleRefused), nothing sent, if an event of b is one the signing
+// key's role may not append (attestation.Refusal), or the Log's
+// connection appends nothing (Config.ConnRole); ErrClosed after Close; ctx's error alone if ctx ended
 // before the batch was sent (nothing stored); one wrapping
 // ErrUnknownOutcome if the batch was sent and its answer was lost.
 //
@@ -334,6 +337,9 @@ func (l *Log) appendDirect(ctx context.Context, b events.Batch) (events.Appended
 
 // prepare validates b and encodes it into a request for the committer.
 func (l *Log) prepare(b events.Batch) (*request, error) {
+	if err := l.connRefusal(); err != nil {
+		return nil, err
+	}
 	if err := l.validate(b); err != nil {
 		return nil, err
 	}
@@ -440,6 +446,10 @@ type request struct {
 	msgs    []*nats.Msg
 	signer  Signer // signs msgs when they go out (signRequests); nil: unsigned
 	keyID   string // the Lb-Key its messages are signed with; "" unsigned or not signed yet
+	// causes holds, per message of a signed request, its event's cause
+	// as the signing key's role rule judges it (refuseRoles); nil when
+	// the request is unsigned.
+	causes []causeKind
 	// covered is how many messages the signature its messages carry
 	// covers (0: not signed yet): len(msgs) when they were signed by
 	// themselves, more when with other requests' (one batch signature).
@@ -493,6 +503,15 @@ func newRequest(b events.Batch, s Signer) (*request, error) {
 		m.Subject, m.Header, m.Data = subject, h, data
 		msgs[i] = m
 	}
+	var causes []causeKind
+	if s != nil {
+		causes = make([]causeKind, n)
+		for i := range b.Events {
+			if c := b.Events[i].Cause; c != nil {
+				causes[i] = causeKind{kind: c.Kind, has: true}
+			}
+		}
+	}
 	return &request{
 		agg:     b.Agg,
 		subject: subject,
@@ -501,8 +520,16 @@ func newRequest(b events.Batch, s Signer) (*request, error) {
 		lastID:  b.Events[len(b.Events)-1].ID.String(),
 		msgs:    msgs,
 		signer:  s,
+		causes:  causes,
 		done:    make(chan outcome, 1),
 	}, nil
+}
+
+// causeKind is what the role rule (attestation.Refusal) reads of an
+// event's cause: its kind, and whether it has one.
+type causeKind struct {
+	kind string
+	has  bool
 }
 
 // encodeEvents returns the wire form of each of evs (events.Envelope's

@@ -54,6 +54,12 @@ type Config struct {
 	// Signer, when set, signs every appended message (see Signer); nil
 	// appends unsigned messages. SetSigner replaces it after Open.
 	Signer Signer
+	// ConnRole is the role of the connection the Log is opened on, when
+	// the caller knows it ("": unknown). On a reader's or a follower's
+	// connection every append is refused before it is sent, with a
+	// *RoleRefusedError, rather than left to the server's permissions
+	// violation or taken for an unsigned append.
+	ConnRole Role
 	// Verifier, when set, judges every event read (Read, Follow, Load,
 	// LoadAfter) against the log's key events: a quarantined one is not
 	// yielded but kept for Quarantined. nil reads every event unjudged,
