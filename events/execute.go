@@ -131,13 +131,14 @@ func (x *Executor[S]) Execute(ctx context.Context, agg Aggregate, decide func(S)
 			return Appended{}, fresh.s, nil
 		}
 		s := c.s
+		base := nextBase(c)
 		for i := range evs {
 			e := &evs[i]
 			if e.ID.IsZero() {
 				e.ID = x.IDs()
 			}
 			e.Agg = agg
-			e.Ver = c.ver + uint64(i) + 1
+			e.Ver = base + uint64(i) + 1
 			if e.Host == "" {
 				e.Host = x.Host
 			}
@@ -172,10 +173,23 @@ func (x *Executor[S]) Execute(ctx context.Context, agg Aggregate, decide func(S)
 			x.forget(agg)
 			return Appended{}, c.s, err
 		}
-		x.remember(cached[S]{agg: agg, s: s, ver: c.ver + uint64(len(evs)), last: ap.Last})
+		x.remember(cached[S]{agg: agg, s: s, ver: base + uint64(len(evs)), last: ap.Last})
 		return ap, s, nil
 	}
 	return Appended{}, zero, fmt.Errorf("decide %s: %w after %d attempts", agg, ErrConflict, attempts)
+}
+
+// nextBase returns the ver the next decision on c's aggregate follows:
+// the last folded event's, or 1 when none was folded but the aggregate's
+// subject holds events the log left out (a quarantined copy or forgery):
+// version 1 is for an empty subject only (a Log refuses it with an Expect
+// past 0), and a reader folds an aggregate's first attested event
+// whatever its ver (attestation.Verifier.Judge).
+func nextBase[S any](c cached[S]) uint64 {
+	if c.ver == 0 && c.last > 0 {
+		return 1
+	}
+	return c.ver
 }
 
 func (x *Executor[S]) init() {
