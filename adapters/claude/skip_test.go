@@ -2,6 +2,7 @@ package claude
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -118,6 +119,20 @@ func TestSkipIndex(t *testing.T) {
 	}
 	if y, err := ingest.OpenSkipIndex(ipath, "two"); err != nil || y.Len() != 0 {
 		t.Fatalf("another stream: %d files, %v; want none", y.Len(), err)
+	}
+	// An index of an older build (no version) may remember a file whose
+	// lines every reader quarantined (appended out of the signing key's
+	// role): it opens empty.
+	saved, _ := os.ReadFile(ipath)
+	var unversioned map[string]json.RawMessage
+	if err := json.Unmarshal(saved, &unversioned); err != nil || unversioned["version"] == nil {
+		t.Fatalf("saved index %s: %v; want a version", saved, err)
+	}
+	delete(unversioned, "version")
+	saved, _ = json.Marshal(unversioned)
+	os.WriteFile(ipath, saved, 0o600)
+	if y, err := ingest.OpenSkipIndex(ipath, "one"); err != nil || y.Len() != 0 {
+		t.Fatalf("an index without a version: %d files, %v; want none", y.Len(), err)
 	}
 	os.WriteFile(ipath, []byte("{"), 0o600)
 	if y, err := ingest.OpenSkipIndex(ipath, "one"); err == nil || y == nil || y.Len() != 0 {

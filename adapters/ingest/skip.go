@@ -45,13 +45,22 @@ type SkipEntry struct {
 
 // skipFile is a SkipIndex on disk (JSON).
 type skipFile struct {
-	Stream string               `json:"stream"`
-	Files  map[string]SkipEntry `json:"files"`
+	Version int                  `json:"version"` // skipVersion
+	Stream  string               `json:"stream"`
+	Files   map[string]SkipEntry `json:"files"`
 }
 
+// skipVersion is the version of the index Save writes; a file of
+// another version opens empty. Version 2 is written since an append its
+// signing key's role may not make is refused (natslog.RoleRefusedError);
+// a file without a version (an older build's) may remember files whose
+// lines an import appended with such a key, which every reader
+// quarantines: importing them again must find those lines not in the log.
+const skipVersion = 2
+
 // OpenSkipIndex reads the index at path for the log incarnation stream.
-// A missing file, or one written for another stream, gives an empty
-// index. Errors: a file that cannot be read or does not parse (naming
+// A missing file, or one written for another stream or of another
+// version (skipVersion), gives an empty index. Errors: a file that cannot be read or does not parse (naming
 // path); the index returned with them is empty and usable, and Save
 // replaces the file.
 func OpenSkipIndex(path, stream string) (*SkipIndex, error) {
@@ -67,7 +76,7 @@ func OpenSkipIndex(path, stream string) (*SkipIndex, error) {
 	if err := json.Unmarshal(b, &f); err != nil {
 		return x, fmt.Errorf("import index %s: %w", path, err)
 	}
-	if f.Stream == stream && f.Files != nil {
+	if f.Version == skipVersion && f.Stream == stream && f.Files != nil {
 		x.files = f.Files
 	}
 	return x, nil
@@ -81,7 +90,7 @@ func (x *SkipIndex) Save() error {
 	if !x.dirty {
 		return nil
 	}
-	b, err := json.Marshal(skipFile{Stream: x.stream, Files: x.files})
+	b, err := json.Marshal(skipFile{Version: skipVersion, Stream: x.stream, Files: x.files})
 	if err != nil {
 		return err
 	}
