@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/events"
 )
 
 // Agent is the name Claude Code's ingester stamps as the actor of what
@@ -55,11 +56,12 @@ imported, the divergence is recorded on the session, and the command exits
 non-zero naming the file and line. --as-new then imports the file as it is
 now as a new history, session <id>-r<n>, linked to the old one; later
 imports of the file go on there.`,
-		Workers: "transcripts read and parsed at once (up to 4 times as many are under way, waiting for the log)",
-		File:    "transcript",
-		Roots:   []string{".claude/projects"},
-		DirEnv:  "CLAUDE_CONFIG_DIR",
-		Import:  ingest.NewImport(ImportFormat(), openImport),
+		Workers:  "transcripts read and parsed at once (up to 4 times as many are under way, waiting for the log)",
+		File:     "transcript",
+		Roots:    []string{".claude/projects"},
+		DirEnv:   "CLAUDE_CONFIG_DIR",
+		LineType: events.ClaudeLineObserved{}.EventType(),
+		Import:   ingest.NewImport(ImportFormat(), openImport),
 		Open: func(env ingest.Env) (ingest.Follower, error) {
 			return NewIngester(IngestConfig{Log: env.Log, Reg: env.Reg, Parser: parserOf(env.Redaction), Host: env.Host, Private: env.Private})
 		},

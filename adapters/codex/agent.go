@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/events"
 )
 
 // Descriptor returns Codex CLI as cmd/logbook lists it: `logbook import
@@ -29,12 +30,13 @@ A rollout that no longer holds what was imported from it (truncated or
 rewritten) stops with an error naming it, recorded on its session as
 session.transcript_diverged; --as-new then imports the file as it is now
 as a new session linked to the old one.`,
-		Workers: "rollouts imported at once",
-		File:    "rollout",
-		Roots:   []string{".codex/sessions"},
-		DirEnv:  "CODEX_HOME",
-		Owns:    IsSessionsDir,
-		Import:  ingest.NewImport(ImportFormat(), openImport),
+		Workers:  "rollouts imported at once",
+		File:     "rollout",
+		Roots:    []string{".codex/sessions"},
+		DirEnv:   "CODEX_HOME",
+		Owns:     IsSessionsDir,
+		LineType: events.CodexLineObserved{}.EventType(),
+		Import:   ingest.NewImport(ImportFormat(), openImport),
 		Open: func(env ingest.Env) (ingest.Follower, error) {
 			return NewIngester(IngestConfig{Log: env.Log, Reg: env.Reg, Parser: parserOf(env.Redaction), Host: env.Host, Private: env.Private})
 		},

@@ -48,6 +48,10 @@ type Agent struct {
 	// folder no other agent owns (Claude Code's); at most one listed
 	// agent has no Owns (Owner).
 	Owns func(dir string) bool
+	// LineType is the event type of the agent's line observations
+	// ("obs.claude.line"): what an import appends, each with the session
+	// decisions it causes.
+	LineType string
 	// Import is the agent's import (NewImport).
 	Import Import
 	// Open opens the agent's ingester to follow its files (serve

@@ -69,7 +69,8 @@ type RoleRefusedError struct {
 	Principal string
 	Role      attestation.Role
 	// Type is the type of the first event of the append its role may not
-	// append, Event its index in the append (0-based).
+	// append, Event its index in the append (0-based; 0 from CheckRole
+	// and CheckAppend, which judge one event).
 	Type  string
 	Event int
 	// Why is attestation.Refusal's reason.
@@ -84,7 +85,7 @@ func (e *RoleRefusedError) Error() string {
 	if e.Conn != "" {
 		return fmt.Sprintf("%s: the connection's role %s reads the log and may not append anything; nothing appended: append with writer credentials (`logbook creds issue --role writer`), or none on the data dir's own server", ErrRoleRefused, e.Conn)
 	}
-	return fmt.Sprintf("%s: %s (event %d, signed by key %s): every reader would quarantine it as out-of-role; nothing appended: append with credentials whose role may (a writer's: `logbook creds issue --role writer`), or none on the data dir's own server", ErrRoleRefused, e.Why, e.Event, e.Key)
+	return fmt.Sprintf("%s: %s (signed by key %s): every reader would quarantine it as out-of-role; nothing appended: append with credentials whose role may (a writer's: `logbook creds issue --role writer`), or none on the data dir's own server", ErrRoleRefused, e.Why, e.Key)
 }
 
 // Unwrap returns ErrRoleRefused.
@@ -114,6 +115,40 @@ func (l *Log) CheckRole(id, typ string, c *events.Cause) error {
 		return &RoleRefusedError{Key: id, Principal: principal, Role: role, Type: typ, Why: why}
 	}
 	return nil
+}
+
+// CheckAppend returns the error an append of an event of type typ with
+// cause c (nil: none), signed by the Log's signer, would be refused with
+// now, before anything of it is sent: the connection's
+// *RoleRefusedError (Config.ConnRole), or, judged by the key events
+// caught up to the log's end (CatchUpKeys), CheckSigner's
+// *KeyRefusedError or CheckRole's *RoleRefusedError; nil when it would be
+// sent. How a command that is about to append many times (an import)
+// refuses once, before its first. A signer that is not an
+// attestation.Key is not judged; errors reading the key events are
+// returned as they are.
+func (l *Log) CheckAppend(ctx context.Context, typ string, c *events.Cause) error {
+	if err := l.connRefusal(); err != nil {
+		return err
+	}
+	if l.cfg.Verifier == nil {
+		return nil
+	}
+	id := ""
+	if s := l.currentSigner(); s != nil {
+		k, ok := s.(*attestation.Key)
+		if !ok {
+			return nil
+		}
+		id = k.ID
+	}
+	if err := l.CatchUpKeys(ctx); err != nil {
+		return err
+	}
+	if err := l.CheckSigner(id); err != nil {
+		return err
+	}
+	return l.CheckRole(id, typ, c)
 }
 
 // checkRoles is CheckRole for each event of r: the first its key's role

@@ -109,6 +109,14 @@ func runImport(ctx context.Context, g *globals, a ingest.Agent, paths []string, 
 	if err != nil {
 		return err
 	}
+	// Credentials whose role may not append the agent's lines (a
+	// worker's, a reader's) refuse the import once, before any file is
+	// read, rather than each file at its first line.
+	if b.log != nil {
+		if err := b.log.CheckAppend(ctx, a.LineType, nil); err != nil {
+			return fmt.Errorf("import %s: %w", a.Verb, err)
+		}
+	}
 	sum, err := plan.Run(ctx, env, natslog.ServerGone, g.stderr)
 	if err != nil {
 		return err
