@@ -1040,11 +1040,12 @@ func TestAttest_RefusesOutOfRole(t *testing.T) {
 			}
 		}
 	}
-	byWorker := func(b events.Batch) events.Batch {
-		for i := range b.Events {
-			b.Events[i].Cause = &events.Cause{Kind: "worker", Event: "start", Ref: "r1"}
-		}
-		return b
+	// The worker's own: its claim on a command (WorkerPermits).
+	byWorker := func(id string) events.Batch {
+		a := events.Aggregate{Kind: events.KindCommand, ID: id}
+		e := envelope(reg, a, 1, events.CommandStarted{Worker: "w1", Host: "h"})
+		e.Cause = &events.Cause{Kind: "worker", Event: "command.requested", Detail: "w1", Ref: id}
+		return events.Batch{Agg: a, Events: []events.Envelope{e}}
 	}
 	l.SetSigner(worker)
 	notCaused := []string{"role worker", "worker@h", "caused itself", "cli", worker.ID, "nothing appended"}
@@ -1058,7 +1059,7 @@ func TestAttest_RefusesOutOfRole(t *testing.T) {
 		wg.Go(func() {
 			b := decision(reg, session(fmt.Sprintf("m%d", i)), 0, 1, 1)
 			if i%2 == 1 {
-				b = byWorker(b)
+				b = byWorker(fmt.Sprintf("m%d", i))
 			}
 			_, errs[i] = l.Append(ctx, b)
 		})
