@@ -15,6 +15,27 @@ type Process struct {
 	Host  string `json:"host"`           // host name
 	Boot  string `json:"boot_id"`        // /proc/sys/kernel/random/boot_id of the host, "" if unknown
 	Comm  string `json:"comm,omitempty"` // the process's command name, e.g. "claude", for people
+	// Chain is set on the process a hook recorded (Observation.Process):
+	// that process first, then each of its ancestors that is not a shell
+	// or a command wrapper, nearest first, up to and excluding pid 1, all
+	// on Host and Boot; at most MaxChain of them. The session's agent is
+	// the deepest process the chains of two hooks in a row share
+	// (reducers/session): an intermediate process that runs one hook and
+	// exits, such as a dispatcher script, is never taken for it. nil on
+	// processes recorded before chains were kept, and on every other
+	// Process.
+	Chain []ProcessRef `json:"chain,omitempty"`
+}
+
+// MaxChain is the most entries a Process.Chain holds; a session reads no
+// more of a longer one.
+const MaxChain = 64
+
+// ProcessRef is one process of a Process.Chain, on its host and boot.
+type ProcessRef struct {
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start"`          // start time in clock ticks after boot: field 22 of /proc/<pid>/stat
+	Comm  string `json:"comm,omitempty"` // the process's command name, for people
 }
 
 // Same reports whether p and q name the same process instance: same pid,

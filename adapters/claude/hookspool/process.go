@@ -101,9 +101,16 @@ func BootID() string {
 // the nearest ancestor of pid (pid itself excluded) that is not a shell
 // or a command wrapper such as timeout or env. For a hook, pid is its own
 // process id: Claude Code runs the hook's command through a shell, so the
-// shell is skipped and Claude Code's own process is found. It returns nil
-// and no error when the walk reaches init (pid 1) or the chain is longer
-// than 64 processes; an error when /proc cannot be read. host and boot
+// shell is skipped and Claude Code's own process is found. Its Chain is
+// that process and each ancestor above it that is no shell or wrapper
+// either, nearest first, up to and excluding pid 1 (at most
+// events.MaxChain): when a program between the agent and the hook (a
+// dispatcher script that runs the hook and exits) is found first, the
+// session takes the agent from the chains its hooks share. A chain is
+// cut where an ancestor above the process found cannot be read (it
+// exited meanwhile). It returns nil and no error when the walk reaches
+// init (pid 1) or the chain of ancestors is longer than 64 processes
+// before one is found; an error when /proc cannot be read. host and boot
 // are stamped on the result.
 func AgentProcess(pid int, host, boot string) (*events.Process, error) {
 	var st procStat
@@ -115,20 +122,31 @@ func AgentProcess(pid int, host, boot string) (*events.Process, error) {
 			return nil, fmt.Errorf("find agent process: %w", err)
 		}
 	}
+	var agent *events.Process
 	for range 64 {
 		if st.ppid <= 1 {
-			return nil, nil
+			break
 		}
 		cur := st.ppid
 		var err error
 		if st, err = readStat(cur); err != nil {
+			if agent != nil {
+				break // an ancestor gone since: the chain up to it
+			}
 			return nil, fmt.Errorf("find agent process: %w", err)
 		}
-		if !passThrough(st.comm) {
-			return &events.Process{PID: cur, Start: st.start, Host: host, Boot: boot, Comm: st.comm}, nil
+		if passThrough(st.comm) {
+			continue
+		}
+		if agent == nil {
+			agent = &events.Process{PID: cur, Start: st.start, Host: host, Boot: boot, Comm: st.comm}
+		}
+		agent.Chain = append(agent.Chain, events.ProcessRef{PID: cur, Start: st.start, Comm: st.comm})
+		if len(agent.Chain) == events.MaxChain {
+			break
 		}
 	}
-	return nil, nil
+	return agent, nil
 }
 
 // CheckProcess reports whether process p still runs, checked on this

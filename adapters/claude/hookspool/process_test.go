@@ -117,3 +117,38 @@ func TestPassThrough_LogbookPrograms(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentProcess_Chain: a program between the agent and the hook that
+// is no shell (here xargs, as a dispatcher script would be) is found
+// first, and the chain goes on above it to the agent (this test process)
+// and the agent's own ancestors that are no shells, each with its start
+// time: the session takes its agent from the chains its hooks share.
+func TestAgentProcess_Chain(t *testing.T) {
+	if _, err := exec.LookPath("xargs"); err != nil {
+		t.Skip("no xargs")
+	}
+	// this test process → sh → xargs → sh → sleep
+	pid := startTree(t, `echo | xargs sh -c 'echo $$; exec sleep 30'`)
+	p, err := AgentProcess(pid, "h", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p == nil || p.Comm != "xargs" || len(p.Chain) < 2 {
+		t.Fatalf("agent = %+v, want xargs with a chain above it", p)
+	}
+	if c := p.Chain[0]; c.PID != p.PID || c.Start != p.Start || c.Comm != "xargs" {
+		t.Errorf("chain[0] = %+v, want the process found (%d)", c, p.PID)
+	}
+	self, err := readStat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Chain[1]; c.PID != os.Getpid() || c.Start != self.start {
+		t.Errorf("chain[1] = %+v, want this test process (%d, start %d)", c, os.Getpid(), self.start)
+	}
+	for _, c := range p.Chain {
+		if c.PID <= 1 || passThrough(c.Comm) {
+			t.Errorf("chain holds %+v: pid 1 and shells are left out", c)
+		}
+	}
+}

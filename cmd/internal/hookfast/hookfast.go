@@ -94,6 +94,24 @@ func (r hookRequest) appendJSON(b []byte) []byte {
 		b = append(b, `,"comm":`...)
 		b = hooksock.AppendString(b, p.Comm)
 	}
+	if len(p.Chain) > 0 {
+		b = append(b, `,"chain":[`...)
+		for i, r := range p.Chain {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"pid":`...)
+			b = strconv.AppendInt(b, int64(r.PID), 10)
+			b = append(b, `,"start":`...)
+			b = strconv.AppendUint(b, r.Start, 10)
+			if r.Comm != "" {
+				b = append(b, `,"comm":`...)
+				b = hooksock.AppendString(b, r.Comm)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
 	return append(b, "}}"...)
 }
 

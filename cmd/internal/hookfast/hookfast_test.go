@@ -153,20 +153,33 @@ func TestHookRequest_JSON(t *testing.T) {
 		Text    string `json:"text,omitempty"`
 		Process any    `json:"process,omitempty"`
 	}
-	var full events.Process
-	v := reflect.ValueOf(&full).Elem()
-	for i := range v.NumField() {
-		switch f := v.Field(i); f.Kind() {
-		case reflect.String:
-			f.SetString("v" + strconv.Itoa(i) + "\u2028<&>\"\\\x01é\xff")
-		case reflect.Int:
-			f.SetInt(-1 << 62)
-		case reflect.Uint64:
-			f.SetUint(1<<64 - 1 - uint64(i))
-		default:
-			t.Fatalf("events.Process.%s is a %s, which appendJSON does not write", v.Type().Field(i).Name, f.Kind())
+	// fill sets every field of the struct v to a value that is hard to
+	// encode; a slice of structs gets two filled elements and an empty
+	// one.
+	var fill func(v reflect.Value, at string)
+	fill = func(v reflect.Value, at string) {
+		for i := range v.NumField() {
+			switch f := v.Field(i); f.Kind() {
+			case reflect.String:
+				f.SetString("v" + strconv.Itoa(i) + "\u2028<&>\"\\\x01é\xff")
+			case reflect.Int:
+				f.SetInt(-1 << 62)
+			case reflect.Uint64:
+				f.SetUint(1<<64 - 1 - uint64(i))
+			case reflect.Slice:
+				if f.Type().Elem().Kind() != reflect.Struct {
+					t.Fatalf("%s.%s is a %s, which appendJSON does not write", at, v.Type().Field(i).Name, f.Type())
+				}
+				f.Set(reflect.MakeSlice(f.Type(), 3, 3))
+				fill(f.Index(0), at+"."+v.Type().Field(i).Name)
+				fill(f.Index(2), at+"."+v.Type().Field(i).Name)
+			default:
+				t.Fatalf("%s.%s is a %s, which appendJSON does not write", at, v.Type().Field(i).Name, f.Kind())
+			}
 		}
 	}
+	var full events.Process
+	fill(reflect.ValueOf(&full).Elem(), "events.Process")
 	noComm := events.Process{PID: 4242, Start: 77, Host: "build-3", Boot: "3f2a-…"}
 	text := `{"session_id":"s","hook_event_name":"PreToolUse","tool_input":{"command":"echo \"<a>\" && cat\tx\n"}}`
 	for _, r := range []hookRequest{
