@@ -74,8 +74,7 @@ func (s *State) evolve(e events.Envelope, inPlace bool) {
 		s.foldSaid(o)
 		s.heard(o, e)
 		if o.Process != nil {
-			p := *o.Process
-			s.AgentProcess = &p
+			s.foldAgent(*o.Process)
 		}
 		if o.Line == 0 && o.Key != "" {
 			s.RecentKeys = s.RecentKeys.push(o.Key, RecentKeys, inPlace)
@@ -347,4 +346,39 @@ func agentTime(o *events.Observation) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t.UTC().Truncate(time.Microsecond), true
+}
+
+// foldAgent takes in p, the agent process a hook found. A process
+// without a chain (recorded before chains were kept) is the agent, as it
+// was then. One with its chain becomes HookProcess, and the agent is the
+// deepest process of its chain that the previous HookProcess's chain
+// holds too (same pid and start time, same host and boot): nil when
+// there was none or they share none. An intermediate process differs
+// from hook to hook; the agent that runs them all is common to all.
+func (s *State) foldAgent(p events.Process) {
+	if len(p.Chain) == 0 {
+		p.Chain = nil
+		s.AgentProcess, s.HookProcess = &p, nil
+		return
+	}
+	p.Chain = slices.Clone(p.Chain[:min(len(p.Chain), events.MaxChain)])
+	s.AgentProcess = commonProcess(s.HookProcess, &p)
+	s.HookProcess = &p
+}
+
+// commonProcess returns the first process of cur's chain that prev's
+// chain holds too, as a Process on their host and boot without a chain;
+// nil when prev is nil, on another host or boot, or shares none.
+func commonProcess(prev, cur *events.Process) *events.Process {
+	if prev == nil || prev.Host != cur.Host || prev.Boot != cur.Boot {
+		return nil
+	}
+	for _, r := range cur.Chain {
+		for _, q := range prev.Chain {
+			if r.PID == q.PID && r.Start == q.Start {
+				return &events.Process{PID: r.PID, Start: r.Start, Host: cur.Host, Boot: cur.Boot, Comm: r.Comm}
+			}
+		}
+	}
+	return nil
 }

@@ -112,9 +112,22 @@ type State struct {
 	// ClockOffsetAt is the receipt of the line ClockOffsetMS was learned
 	// from; zero: no offset known.
 	ClockOffsetAt time.Time `json:"clock_offset_at,omitzero"`
-	// AgentProcess is the agent process the newest hook that found one
-	// ran under; nil when none is known (transcripts only).
+	// AgentProcess is the session's agent process, the one the
+	// reconciler checks: for hooks that record their chain of ancestors
+	// (events.Process.Chain), the deepest process the chains of the two
+	// newest such hooks share, so that a process standing between the
+	// agent and one hook (a dispatcher that runs the hook and exits) is
+	// never taken for the agent; nil after the first such hook, or when
+	// the two share none (another agent process, another host). For a
+	// hook recorded before chains were kept, the process it found. nil
+	// when none is known (transcripts only). Never holds a Chain.
 	AgentProcess *events.Process `json:"agent_process,omitempty"`
+	// HookProcess is the process the newest hook that recorded a chain
+	// ran under, with its chain (at most events.MaxChain entries): the
+	// next hook's chain is compared with it. nil when the newest hook
+	// that found a process recorded none (and in every log written before
+	// chains were kept).
+	HookProcess *events.Process `json:"hook_process,omitempty"`
 	// Owner is the sender of the session's first observation
 	// (events.Observation.Sender): the user of the host whose hook
 	// opened the session on serve's system socket. nil when the first

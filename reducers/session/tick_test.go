@@ -175,3 +175,85 @@ func TestDecide_TickAgentGone(t *testing.T) {
 		}
 	})
 }
+
+// TestDecide_TickAgentFromChains: hooks that record their chain of
+// ancestors name the agent by the process their chains share. A
+// dispatcher that runs one hook and exits is never the agent: its death
+// marks nothing, while the agent's, once two hooks agree on it, ends the
+// session. One hook alone names no agent; an agent process that resumes
+// the session is taken once two of its hooks agree.
+func TestDecide_TickAgentFromChains(t *testing.T) {
+	agent := events.ProcessRef{PID: 4242, Start: 99, Comm: "python3"}
+	shell := events.ProcessRef{PID: 100, Start: 5, Comm: "tmux: server"}
+	// via is the process a hook finds first when dispatcher d runs it
+	// under the agent: d, with the agent and the user's terminal above.
+	via := func(d events.ProcessRef, above ...events.ProcessRef) events.Process {
+		return events.Process{PID: d.PID, Start: d.Start, Host: "h", Boot: "b", Comm: d.Comm,
+			Chain: append([]events.ProcessRef{d}, above...)}
+	}
+	disp := func(n int) events.ProcessRef {
+		return events.ProcessRef{PID: 5000 + n, Start: 200 + uint64(n), Comm: "python3"}
+	}
+	gone := func(r events.ProcessRef) *events.ProcessCheck {
+		return &events.ProcessCheck{Process: events.Process{PID: r.PID, Start: r.Start, Host: "h", Boot: "b"}, Result: events.ProcessGone}
+	}
+	open := func(t *testing.T) *history {
+		h := newHistory(t)
+		h.hookFrom(via(disp(1), agent, shell), "hook:1", sig(events.SigPrompt, "id", "p1"))
+		if h.s.AgentProcess != nil {
+			t.Fatalf("after one hook: agent process %+v, want none yet", h.s.AgentProcess)
+		}
+		h.hookFrom(via(disp(2), agent, shell), "hook:2", sig(events.SigToolUse, "id", "toolu_1", "name", "Bash"))
+		return h
+	}
+	t.Run("DispatcherGone", func(t *testing.T) {
+		h := open(t)
+		if p := h.s.AgentProcess; p == nil || p.PID != agent.PID || p.Start != agent.Start || p.Comm != "python3" || p.Chain != nil {
+			t.Fatalf("agent process = %+v, want pid %d", p, agent.PID)
+		}
+		for _, d := range []events.ProcessRef{disp(1), disp(2)} {
+			if got := h.tick(h.s.ObservedAt.Add(time.Second), 30*time.Minute, gone(d)); got != nil {
+				t.Fatalf("dispatcher %d gone decided %v", d.PID, types(got))
+			}
+		}
+	})
+	t.Run("AgentGone", func(t *testing.T) {
+		h := open(t)
+		got := h.tick(h.s.ObservedAt.Add(time.Second), 30*time.Minute, gone(agent))
+		want := []string{"session.entry_abandoned", "session.turn_ended", "session.ended"}
+		if diff := cmp.Diff(want, types(got)); diff != "" {
+			t.Fatalf("events (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("OneHookNamesNone", func(t *testing.T) {
+		h := newHistory(t)
+		h.hookFrom(via(disp(1), agent, shell), "hook:1", sig(events.SigPrompt, "id", "p1"))
+		if got := h.tick(h.s.ObservedAt.Add(time.Second), 30*time.Minute, gone(disp(1))); got != nil {
+			t.Fatalf("an unconfirmed process's death decided %v", types(got))
+		}
+	})
+	t.Run("Resumed", func(t *testing.T) {
+		h := open(t)
+		again := events.ProcessRef{PID: 6000, Start: 900, Comm: "python3"}
+		h.hookFrom(via(disp(3), again, shell), "hook:3", sig(events.SigSessionStart, "name", "resume"))
+		if p := h.s.AgentProcess; p != nil && p.PID == agent.PID {
+			t.Fatalf("agent process = %+v after another agent's hook", p)
+		}
+		h.hookFrom(via(disp(4), again, shell), "hook:4", sig(events.SigPrompt, "id", "p2"))
+		if p := h.s.AgentProcess; p == nil || p.PID != again.PID {
+			t.Fatalf("agent process = %+v, want the resumed agent %d", p, again.PID)
+		}
+		if got := h.tick(h.s.ObservedAt.Add(time.Second), 30*time.Minute, gone(agent)); got != nil {
+			t.Fatalf("the old agent's death decided %v", types(got))
+		}
+	})
+	t.Run("OtherHost", func(t *testing.T) {
+		h := open(t)
+		p := via(disp(3), agent, shell)
+		p.Host = "other"
+		h.hookFrom(p, "hook:3", sig(events.SigPrompt, "id", "p2"))
+		if h.s.AgentProcess != nil {
+			t.Fatalf("agent process = %+v after a hook on another host", h.s.AgentProcess)
+		}
+	})
+}
