@@ -42,6 +42,27 @@ func fakeAgent() {
 	os.Exit(0)
 }
 
+// dispatch is `dispatch PROGRAM ARGS...`: a program that is not a shell
+// and stands between an agent and its hook, as a harness's dispatcher
+// script does. It runs PROGRAM with its own standard streams and exits
+// with its exit code.
+func dispatch() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: dispatch PROGRAM ARGS...")
+		os.Exit(2)
+	}
+	cmd := exec.Command(os.Args[1], os.Args[2:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			os.Exit(ee.ExitCode())
+		}
+		fmt.Fprintf(os.Stderr, "dispatch: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
 // waitOut REGEX ARGS... runs `logbook ARGS...` (in this process, on the
 // script's data dir) until its output matches REGEX, for at most 20 s.
 // With !, it waits until the output does not match. The last run's

@@ -340,3 +340,131 @@ func TestReconciler_HoldsOffForTheIntake(t *testing.T) {
 	}
 	checkHooksDecided(t, goneRecords(t, b))
 }
+
+// TestReconciler_DispatcherIsNotTheAgent: an agent runs each of its hooks
+// through a dispatcher, a program that is not a shell and exits once the
+// hook has (here `dispatch`), so each hook finds a dispatcher before the
+// agent. Once the hooks are in the log, every dispatcher is gone and the
+// agent lives: the session's agent process is the agent, and a reconciler
+// pass marks nothing. Once the agent is killed, a pass ends the session
+// (agent_gone) and abandons its open entry.
+func TestReconciler_DispatcherIsNotTheAgent(t *testing.T) {
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
+	ctx := t.Context()
+	data := filepath.Join(t.TempDir(), "data")
+	b, svc := localService(t, data) // no server: this process's own log, as serve opens it
+	runCtx, stopRun := context.WithCancel(context.Background())
+	projected := make(chan error, 1)
+	go func() { projected <- svc.Runner.Run(runCtx) }()
+	defer func() {
+		stopRun()
+		<-projected
+	}()
+	in, err := api.OpenIntake(svc, b.dd.path(host.IntakeJournal), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	sock, err := api.ListenSocket(b.dd.path(hooksock.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	sockDone := make(chan struct{})
+	go func() {
+		defer close(sockDone)
+		api.ServeSocket(runCtx, sock.UnixListener, api.VerbHook, in.Accept, t.Logf)
+	}()
+	defer func() {
+		stopRun()
+		<-sockDone
+	}()
+
+	bin := hookBin(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"fakeagent", "dispatch"} {
+		if err := os.Symlink(self, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	work := t.TempDir()
+	script := ""
+	for _, ev := range []string{"SessionStart", "UserPromptSubmit", "PreToolUse"} {
+		name := filepath.Join(work, ev+".json")
+		if err := os.WriteFile(name, []byte(goneHook(ev, "tu_1")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		script += "dispatch logbook-hook --data " + data + " claude < " + name + " && "
+	}
+	out := &syncBuffer{}
+	agent := exec.Command(filepath.Join(bin, "fakeagent"), script+"true")
+	agent.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + os.Getenv("HOME"), "FAKEAGENT_DONE=" + filepath.Join(work, "done")}
+	agent.Stdout, agent.Stderr = out, out
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		agent.Process.Kill()
+		agent.Wait()
+	})
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(work, "done")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent did not send its hooks:\n%s", out.String())
+		}
+	}
+	if _, err := in.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.CaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := spooled(t, data); len(left) != 0 {
+		t.Fatalf("spooled %v, want every hook taken on the socket\n%s", left, out.String())
+	}
+
+	st, due, err := dueNow(t, svc, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := st.AgentProcess; p == nil || p.PID != agent.Process.Pid || p.Comm != "fakeagent" {
+		t.Fatalf("agent process %+v, want the agent, pid %d (fakeagent)", p, agent.Process.Pid)
+	}
+	if st.Phase != events.PhaseWorking || due {
+		t.Fatalf("session %s, due %v; want working, not due", st.Phase, due)
+	}
+	host, _ := os.Hostname()
+	r := reconcile.New(reconcile.Config{Service: svc, Interval: reconcile.MinInterval, Host: host, Boot: claude.BootID(),
+		Report: func(msg string) { t.Logf("reconciler: %s", msg) }})
+	if n, err := r.Pass(ctx); err != nil || n != 0 {
+		t.Fatalf("pass with the agent alive: %d marked, %v; want none", n, err)
+	}
+	for _, rec := range goneRecords(t, b) {
+		if rec.Actor == claude.ActorReconciler {
+			t.Fatalf("seq %d: %s by the reconciler while the agent lives", rec.Seq, rec.Type)
+		}
+	}
+
+	if err := agent.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	agent.Wait()
+	if n, err := r.Pass(ctx); err != nil || n != 1 {
+		t.Fatalf("pass with the agent killed: %d marked, %v; want 1", n, err)
+	}
+	if err := svc.CaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err = svc.Store.Session(goneSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Phase != events.PhaseEnded || st.EndReason != session.ReasonAgentGone {
+		t.Errorf("after the agent was killed: %s (%s), want ended agent_gone", st.Phase, st.EndReason)
+	}
+}

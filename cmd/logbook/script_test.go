@@ -45,6 +45,7 @@ func TestMain(m *testing.M) {
 		"logbook-exec": func() { _ = sandboxtest.DieWithParent(); os.Exit(execfast.Main(os.Args[1:], os.Stdout, os.Stderr, "")) },
 		"fakeagent":    fakeAgent,
 		"hooksockcall": hookSockCall,
+		"dispatch":     dispatch,
 	})
 }
 
