@@ -72,10 +72,13 @@ type ProcessCheck struct {
 // re-deciding the log (replay --rederive) reproduces its marks. The
 // session reducer decides from these fields and its own state alone.
 type Tick struct {
-	Now          time.Time     `json:"now"`              // the reconciler's clock when it looked
-	LastObserved time.Time     `json:"last_observed"`    // the session's last observation of the agent, as read
-	AbandonAfter int64         `json:"abandon_after_ms"` // idle time after which open entries are stale, ms; 0: never
-	Check        *ProcessCheck `json:"check,omitempty"`  // the agent process and its check; nil: none known
+	Now          time.Time `json:"now"`              // the reconciler's clock when it looked
+	LastObserved time.Time `json:"last_observed"`    // the session's last observation of the agent, as read
+	AbandonAfter int64     `json:"abandon_after_ms"` // idle time after which open entries are stale, ms; 0: never
+	// Check is the agent process and its check (before a session's hooks
+	// agree on its agent, the process its newest hook found); nil: none
+	// known.
+	Check *ProcessCheck `json:"check,omitempty"`
 	// LastRef is the event id of the observation LastObserved was taken
 	// from: the mark's evidence resolves to a stored observation. ""
 	// in ticks stored before it was kept.

@@ -38,7 +38,9 @@ func quietFor(s session.State) time.Duration {
 }
 
 // Reconcile looks at session agg once at time now: when the session has
-// an agent process, check reports whether it still runs; abandonAfter
+// an agent process (or, before its hooks agree on one, the process its
+// newest hook found: session.State.HookProcess), check reports whether
+// it still runs; abandonAfter
 // (0: never) is how long a session without a known process may go
 // unobserved before its open entries are marked stale; nothing is marked
 // stale within Quiet of the session's last receipt (QuietImporting while
@@ -82,8 +84,18 @@ func (in *Ingester) tick(s session.State, agg events.Aggregate, now time.Time, a
 	if !s.ClockOffsetAt.IsZero() {
 		t.ClockOffsetMS = s.ClockOffsetMS
 	}
-	if s.AgentProcess != nil && check != nil {
+	switch {
+	case check == nil:
+	case s.AgentProcess != nil:
 		c := check(*s.AgentProcess)
+		t.Check = &c
+	case s.HookProcess != nil:
+		// No agent agreed on yet: the process the newest hook found is
+		// checked, whose life holds off a stale mark (never an
+		// agent_gone end).
+		p := *s.HookProcess
+		p.Chain = nil
+		c := check(p)
 		t.Check = &c
 	}
 

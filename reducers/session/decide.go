@@ -547,7 +547,8 @@ const (
 // tick decides what a reconciler tick means, from the evidence it carries
 // and s alone. When the session's known agent process was found gone,
 // every open entry is abandoned and the session ends (agent_gone). When
-// no process is known, the session is working, waits on no person
+// no process is known (or, before its hooks agree on one, the process
+// its newest hook found was found gone), the session is working, waits on no person
 // (State.PersonWait), nothing was heard from the agent for at least the
 // tick's abandon-after time (ObservedAt, on the server's clock) and
 // nothing was taken in for the tick's quiet period (ReceivedAt), every
@@ -581,6 +582,9 @@ func (d *decider) tick(t events.Tick) {
 	}
 	if s.Phase != events.PhaseWorking && s.Phase != events.PhaseWaiting {
 		return
+	}
+	if c := t.Check; s.HookProcess != nil && c != nil && c.Result != events.ProcessGone && c.Process.Same(*s.HookProcess) {
+		return // no agent agreed on yet, and the process the hook found was not found gone: the agent may live
 	}
 	if _, _, waits := s.PersonWait(); waits {
 		return

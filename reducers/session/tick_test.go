@@ -257,3 +257,48 @@ func TestDecide_TickAgentFromChains(t *testing.T) {
 		}
 	})
 }
+
+// TestDecide_TickOneHookChain: before two hooks agree on the agent, the
+// process the one hook found holds off a stale mark while it is not
+// found gone, as a known agent does; found gone (it may have been a
+// dispatcher), it ends nothing, and the session is stale as one with no
+// process known.
+func TestDecide_TickOneHookChain(t *testing.T) {
+	const after = 30 * time.Minute
+	found := events.Process{PID: 5001, Start: 201, Host: "h", Boot: "b", Comm: "python3",
+		Chain: []events.ProcessRef{{PID: 5001, Start: 201}, {PID: 4242, Start: 99}}}
+	plain := found
+	plain.Chain = nil
+	open := func(t *testing.T) *history {
+		h := newHistory(t)
+		h.hookFrom(found, "hook:1", sig(events.SigPrompt, "id", "p1"))
+		h.line(events.Meta{SessionID: "s1"}, sig(events.SigToolUse, "id", "toolu_1", "name", "Bash"))
+		if h.s.AgentProcess != nil || h.s.HookProcess == nil {
+			t.Fatalf("agent %+v, hook process %+v; want none, the one found", h.s.AgentProcess, h.s.HookProcess)
+		}
+		return h
+	}
+	for _, result := range []string{events.ProcessAlive, events.ProcessUnknown} {
+		t.Run(result, func(t *testing.T) {
+			h := open(t)
+			if got := h.tick(h.s.ObservedAt.Add(100*time.Hour), after, &events.ProcessCheck{Process: plain, Result: result}); got != nil {
+				t.Errorf("decided %v", types(got))
+			}
+		})
+	}
+	t.Run("Gone", func(t *testing.T) {
+		h := open(t)
+		gone := &events.ProcessCheck{Process: plain, Result: events.ProcessGone}
+		if got := h.tick(h.s.ObservedAt.Add(time.Second), after, gone); got != nil {
+			t.Fatalf("decided %v before the abandon-after time", types(got))
+		}
+		got := h.tick(h.s.ObservedAt.Add(time.Hour), after, gone)
+		want := []string{"session.entry_abandoned", "session.turn_ended", "session.transitioned"}
+		if diff := cmp.Diff(want, types(got)); diff != "" {
+			t.Fatalf("events (-want +got):\n%s", diff)
+		}
+		if a := got[0].Data.(events.SessionEntryAbandoned); a.Reason != session.ReasonStale {
+			t.Errorf("abandoned %+v, want stale", a)
+		}
+	})
+}
