@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/user"
 	"strings"
@@ -136,11 +138,13 @@ func (f liveFlags) check() error {
 	}
 	for _, d := range f.watch {
 		st, err := os.Stat(d)
-		if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return usageErrorf("--watch %s: no such directory", d)
+		case err != nil:
 			return fmt.Errorf("--watch: %w", err)
-		}
-		if !st.IsDir() {
-			return fmt.Errorf("--watch %s: not a directory", d)
+		case !st.IsDir():
+			return usageErrorf("--watch %s: not a directory", d)
 		}
 	}
 	return nil
