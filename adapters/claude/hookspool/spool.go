@@ -621,12 +621,14 @@ func (s *Spool) keepAside(id string, payload []byte, why error, red Redactor) er
 	}
 	const keep = 1 << 20 // what a rejected entry keeps of its payload
 	text := strings.ToValidUTF8(string(payload), "\uFFFD")
+	whyText := red.Redact(why.Error())
 	if len(text) > keep {
+		whyText += fmt.Sprintf(" (the payload kept beside this is its first %d of %d bytes)", keep, len(payload))
 		text = red.Redact(cut.Prefix(text, keep)) // cut JSON is text
 	} else {
 		text = red.JSON(text)
 	}
-	if err := writeFileSync(filepath.Join(dir, id+".why"), []byte(red.Redact(why.Error())+"\n")); err != nil {
+	if err := writeFileSync(filepath.Join(dir, id+".why"), []byte(whyText+"\n")); err != nil {
 		return fmt.Errorf("spool reject %s: %w", id, err)
 	}
 	if err := writeFileSync(filepath.Join(dir, id+spoolExt), []byte(text)); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -234,5 +235,33 @@ func TestSpool_RejectedBounded(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(s.dir, RejectedDir, ids[len(ids)-1]+".why")); err != nil {
 		t.Errorf("newest entry's reason: %v", err)
+	}
+}
+
+// A refused payload over the 1 MiB a rejected entry keeps is kept cut,
+// and its reason says so: the copy aside is not taken for the whole.
+func TestSpool_RejectedCutSaysSo(t *testing.T) {
+	s := openSpool(t)
+	big := []byte(`{"x":"` + strings.Repeat("a", 1<<20+100) + `"}`)
+	for _, tc := range []struct {
+		payload []byte
+		cut     bool
+	}{{[]byte(`{"n":1}`), false}, {big, true}} {
+		id, err := s.KeepAside(tc.payload, errors.New("too large"), plainRedactor{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		why, err := os.ReadFile(filepath.Join(s.dir, RejectedDir, id+".why"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, err := os.ReadFile(filepath.Join(s.dir, RejectedDir, id+spoolExt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		says := strings.Contains(string(why), fmt.Sprintf("its first %d of %d bytes", 1<<20, len(tc.payload)))
+		if says != tc.cut || tc.cut != (len(kept) < len(tc.payload)) {
+			t.Errorf("payload of %d bytes kept as %d bytes, reason %q; want the reason to say so exactly when it is cut", len(tc.payload), len(kept), why)
+		}
 	}
 }
