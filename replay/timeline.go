@@ -429,7 +429,13 @@ func (t *TextWriter) Write(items []Item) error {
 		b = append(b, '#')
 		b = strconv.AppendUint(b, it.Seq, 10)
 		b = append(b, ' ')
-		b = appendTime(b, it.At)
+		if it.At.IsZero() {
+			// An event that does not decode, quarantined, says no time
+			// that can be read.
+			b = append(b, "(no time)"...)
+		} else {
+			b = appendTime(b, it.At)
+		}
 		b = append(b, ' ')
 		b = appendEscape(b, it.Type)
 		if it.Obs != nil && it.Obs.Line > 0 {

@@ -120,7 +120,8 @@ func TestTextWriter_Parts(t *testing.T) {
 
 // TestWriteText_Times: every time prints as events.TimeFormat lays it
 // out in UTC, to the microsecond (truncated), the years before 0 and
-// after 9999 too.
+// after 9999 too; the zero time, which only an event that does not
+// decode has, as "(no time)".
 func TestWriteText_Times(t *testing.T) {
 	times := []time.Time{
 		time.Date(2026, 12, 3, 17, 4, 5, 123456789, time.UTC),
@@ -131,7 +132,6 @@ func TestWriteText_Times(t *testing.T) {
 		time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC),
 		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(-1, 6, 15, 1, 2, 3, 4000, time.UTC),
-		{},
 		time.Unix(0, 0),
 	}
 	for ns := int64(1); ns < 1<<62; ns = ns*7 + 12345 {
@@ -145,5 +145,12 @@ func TestWriteText_Times(t *testing.T) {
 		if got, want := b.String(), "#1 "+at.UTC().Format(events.TimeFormat)+" x\n"; got != want {
 			t.Errorf("time %v: got %q, want %q", at, got, want)
 		}
+	}
+	var b bytes.Buffer
+	if err := replay.WriteText(&b, []replay.Item{{Seq: 1, Type: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.String(), "#1 (no time) x\n"; got != want {
+		t.Errorf("the zero time: got %q, want %q", got, want)
 	}
 }
