@@ -21,9 +21,12 @@ import (
 // answers again. The zero value is a log that answers. Safe for
 // concurrent use.
 type LogHealth struct {
-	mu    sync.Mutex
-	since time.Time // zero while the log answers
-	why   string    // the last error that said it does not
+	// Reader is a follower's (serve --role reader): it takes no hooks,
+	// so what Probe says while the log is away names no journal.
+	Reader bool
+	mu     sync.Mutex
+	since  time.Time // zero while the log answers
+	why    string    // the last error that said it does not
 }
 
 // Failed records err, an error natslog.Unavailable names, as the log not
@@ -78,11 +81,19 @@ func (h *LogHealth) Probe(ctx context.Context, l *natslog.Log, say func(format s
 			return
 		case err == nil:
 			if since, _ := h.State(); !since.IsZero() && h.OK() {
-				say("log available again after %s unavailable; appending what waits in the journal", time.Since(since).Round(time.Second))
+				if h.Reader {
+					say("log available again after %s unavailable", time.Since(since).Round(time.Second))
+				} else {
+					say("log available again after %s unavailable; appending what waits in the journal", time.Since(since).Round(time.Second))
+				}
 			}
 		case natslog.Unavailable(err):
 			if since, _ := h.State(); since.IsZero() {
-				say("log unavailable (%v); taking hooks into the journal and answering reads from the projection until it answers again", err)
+				if h.Reader {
+					say("log unavailable (%v); answering reads from the projection until it answers again", err)
+				} else {
+					say("log unavailable (%v); taking hooks into the journal and answering reads from the projection until it answers again", err)
+				}
 			}
 			h.Failed(err)
 		}

@@ -381,7 +381,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 			info("appending first %s taken before the last stop (%s)", term.Plural(n, "hook payload"), dd.Path(IntakeJournal))
 		}
 	}
-	health := &LogHealth{}
+	health := &LogHealth{Reader: cfg.Reader}
 	if p.Server == nil {
 		// While the cluster's log does not answer (no stream leader), the
 		// read verbs a client allows to be stale answer from the
