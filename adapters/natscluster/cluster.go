@@ -463,8 +463,13 @@ func (nd *Node) JetStream(ctx context.Context) (JetStreamConfig, error) {
 // ephemeral range, free while the node is down, can be taken meanwhile
 // as the local port of any outgoing connection (a route between the
 // other nodes, a client), where a port below it is taken only by a
-// listener that names it. Ports from the range itself (a listener on
-// port 0) are the fallback.
+// listener that names it. Such a listener is another process's
+// freePorts (clusters of other test binaries run beside this one), so
+// each port picked there is also claimed, for the life of the process,
+// by an flock(2) on a file named after it (claimPort), which every
+// freePorts takes before it picks a port: a node's port is not picked
+// elsewhere while the node is down. Ports from the range itself (a
+// listener on port 0) are the fallback.
 func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
@@ -477,7 +482,11 @@ func freePorts(n int) ([]int, error) {
 	for range n {
 		var l net.Listener
 		for try := 0; l == nil && hi > lo && try < 64; try++ {
-			l, _ = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lo+rand.IntN(hi-lo)))
+			port := lo + rand.IntN(hi-lo)
+			if !claimPort(port) {
+				continue
+			}
+			l, _ = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		}
 		if l == nil {
 			var err error
@@ -489,6 +498,37 @@ func freePorts(n int) ([]int, error) {
 		ps = append(ps, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ps, nil
+}
+
+// claimed holds the files whose locks claim this process's ports
+// (claimPort) open until it exits.
+var claimed struct {
+	sync.Mutex
+	files []*os.File
+}
+
+// claimPort claims port for this process, across the processes that
+// run freePorts on this host: an exclusive flock(2) on
+// <temp dir>/logbook-natscluster-ports/<port>, held until the process
+// exits. It reports false when another process holds it; a claim that
+// cannot be made at all (no temp dir) does not stop the pick.
+func claimPort(port int) bool {
+	dir := filepath.Join(os.TempDir(), "logbook-natscluster-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_RDWR|os.O_CREATE, 0o666)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return !errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	claimed.Lock()
+	claimed.files = append(claimed.files, f)
+	claimed.Unlock()
+	return true
 }
 
 // staticPorts returns the ports freePorts picks from, [lo, hi): from

@@ -6,7 +6,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -79,5 +81,37 @@ func TestFreePorts_OutsideEphemeralRange(t *testing.T) {
 			t.Errorf("port %d picked twice", p)
 		}
 		seen[p] = true
+	}
+}
+
+// A port another process has claimed (its flock held on the port's file,
+// as that process's freePorts holds it while its node is down) is not
+// claimed again here; once let go, it is.
+func TestClaimPort_HeldElsewhere(t *testing.T) {
+	lo, hi := staticPorts()
+	if hi <= lo {
+		t.Skip("the ephemeral range leaves no room below it here")
+	}
+	port := lo + (os.Getpid()*7919)%(hi-lo)
+	dir := filepath.Join(os.TempDir(), "logbook-natscluster-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	// Another open file description holds the lock, as another process's
+	// would.
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_RDWR|os.O_CREATE, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		t.Skipf("port %d is claimed already: %v", port, err)
+	}
+	if claimPort(port) {
+		t.Errorf("port %d claimed while another holds it", port)
+	}
+	f.Close()
+	if !claimPort(port) {
+		t.Errorf("port %d not claimed once let go", port)
 	}
 }
