@@ -248,6 +248,43 @@ func TestReconciler_SpooledHooksDecideFirst(t *testing.T) {
 	}
 }
 
+// hookSocketService opens data as serve does, with no server (this
+// process's own log), runs its projector, and takes hooks on the data
+// dir's hook socket into the intake as serve does, without the intake's
+// Run: what the socket takes stays queued until the test flushes it. It
+// returns the backend, the service and the intake; all stop at test end.
+func hookSocketService(t *testing.T, data string) (*backend, *api.Service, *api.Intake) {
+	t.Helper()
+	b, svc := localService(t, data)
+	runCtx, stopRun := context.WithCancel(context.Background())
+	projected := make(chan error, 1)
+	go func() { projected <- svc.Runner.Run(runCtx) }()
+	t.Cleanup(func() {
+		stopRun()
+		<-projected
+	})
+	in, err := api.OpenIntake(svc, b.dd.path(host.IntakeJournal), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	sock, err := api.ListenSocket(b.dd.path(hooksock.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sock.Close() })
+	sockDone := make(chan struct{})
+	go func() {
+		defer close(sockDone)
+		api.ServeSocket(runCtx, sock.UnixListener, api.VerbHook, in.Accept, t.Logf)
+	}()
+	t.Cleanup(func() {
+		stopRun()
+		<-sockDone
+	})
+	return b, svc, in
+}
+
 // TestReconciler_HoldsOffForTheIntake: the agent's last hooks (PostToolUse
 // tu_1, Stop, SessionEnd) are taken on the hook socket (answered, exit 0)
 // but still queued in the intake when its process exits. A reconciler
@@ -258,35 +295,7 @@ func TestReconciler_HoldsOffForTheIntake(t *testing.T) {
 	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	ctx := t.Context()
 	data := filepath.Join(t.TempDir(), "data")
-	b, svc := localService(t, data) // no server: this process's own log, as serve opens it
-	runCtx, stopRun := context.WithCancel(context.Background())
-	projected := make(chan error, 1)
-	go func() { projected <- svc.Runner.Run(runCtx) }()
-	defer func() {
-		stopRun()
-		<-projected
-	}()
-	in, err := api.OpenIntake(svc, b.dd.path(host.IntakeJournal), t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	// The hook socket as serve has it, without the intake's Run: what it
-	// takes stays queued until the test flushes it.
-	sock, err := api.ListenSocket(b.dd.path(hooksock.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sock.Close()
-	sockDone := make(chan struct{})
-	go func() {
-		defer close(sockDone)
-		api.ServeSocket(runCtx, sock.UnixListener, api.VerbHook, in.Accept, t.Logf)
-	}()
-	defer func() {
-		stopRun()
-		<-sockDone
-	}()
+	b, svc, in := hookSocketService(t, data)
 	settle := func() {
 		t.Helper()
 		if _, err := in.Flush(ctx); err != nil {
@@ -352,33 +361,7 @@ func TestReconciler_DispatcherIsNotTheAgent(t *testing.T) {
 	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	ctx := t.Context()
 	data := filepath.Join(t.TempDir(), "data")
-	b, svc := localService(t, data) // no server: this process's own log, as serve opens it
-	runCtx, stopRun := context.WithCancel(context.Background())
-	projected := make(chan error, 1)
-	go func() { projected <- svc.Runner.Run(runCtx) }()
-	defer func() {
-		stopRun()
-		<-projected
-	}()
-	in, err := api.OpenIntake(svc, b.dd.path(host.IntakeJournal), t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	sock, err := api.ListenSocket(b.dd.path(hooksock.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sock.Close()
-	sockDone := make(chan struct{})
-	go func() {
-		defer close(sockDone)
-		api.ServeSocket(runCtx, sock.UnixListener, api.VerbHook, in.Accept, t.Logf)
-	}()
-	defer func() {
-		stopRun()
-		<-sockDone
-	}()
+	b, svc, in := hookSocketService(t, data)
 
 	bin := hookBin(t)
 	self, err := os.Executable()
