@@ -55,7 +55,8 @@ func Verify(w io.Writer, rep merkle.Report, inc *merkle.Inclusion, stored string
 }
 
 // VerifyOK writes the line of a verify that found nothing wrong: what the
-// stored log agrees with, or, when there was nothing to compare it with
+// stored log agrees with and the sequences that covers (those past it,
+// recomputed and compared with nothing, named as such), or, when there was nothing to compare it with
 // (no stored hashes, no trusted checkpoint: merkle.Report.Proven), that
 // nothing was proven and what would prove it. Errors are w's.
 func VerifyOK(w io.Writer, rep merkle.Report) error {
@@ -69,8 +70,14 @@ func VerifyOK(w io.Writer, rep merkle.Report) error {
 		return err
 	}
 	var with []string
+	covered := max(rep.Stored, 0)
 	if n := len(rep.Checkpoints); n > 0 {
-		with = append(with, "every trusted checkpoint ("+Plural(n, "checkpoint", "checkpoints")+")")
+		var latest int64
+		for _, v := range rep.Checkpoints {
+			latest = max(latest, v.Checkpoint.Size)
+		}
+		covered = max(covered, latest)
+		with = append(with, fmt.Sprintf("every trusted checkpoint (%s, the latest of seq 1..%d)", Plural(n, "checkpoint", "checkpoints"), latest))
 	}
 	switch {
 	case rep.Stored <= 0:
@@ -80,6 +87,11 @@ func VerifyOK(w io.Writer, rep merkle.Report) error {
 		with = append(with, "the stored hashes")
 	}
 	line := "ok: the stored log agrees with " + strings.Join(with, " and ")
+	if covered < rep.Size {
+		// The rest was recomputed and compared with nothing: saying ok
+		// of it would claim more than was proven.
+		line += fmt.Sprintf("; seq %d..%d recomputed only: no stored hash or trusted checkpoint covers them yet", covered+1, rep.Size)
+	}
 	if len(rep.Checkpoints) == 0 {
 		line += " (no trusted checkpoint yet: serve signs one every --checkpoint-every messages or --checkpoint-interval)"
 	}

@@ -22,8 +22,10 @@ func TestVerifyOKSaysWhatWasProven(t *testing.T) {
 	}{
 		{"follower before trust", merkle.Report{Size: 120, Stored: 0, Untrusted: 49}, false, "NOTHING PROVEN: no stored hashes and no trusted checkpoint to compare the recomputed tree with (49 checkpoints signed by a key this data dir does not trust: pin the writer's with `logbook checkpoint trust KEY`"},
 		{"import alone", merkle.Report{Size: 12, Stored: -1}, false, "NOTHING PROVEN: no stored hashes and no trusted checkpoint to compare the recomputed tree with (serve stores"},
-		{"stored hashes cut short", merkle.Report{Size: 12, Stored: 2}, true, "ok: the stored log agrees with the stored hashes of seq 1..2 (no trusted checkpoint yet"},
-		{"checkpoints", merkle.Report{Size: 12, Stored: 0, Checkpoints: make([]merkle.Verified, 2)}, true, "ok: the stored log agrees with every trusted checkpoint (2 checkpoints)\n"},
+		{"stored hashes cut short", merkle.Report{Size: 12, Stored: 2}, true, "ok: the stored log agrees with the stored hashes of seq 1..2; seq 3..12 recomputed only: no stored hash or trusted checkpoint covers them yet (no trusted checkpoint yet"},
+		{"checkpoints", merkle.Report{Size: 12, Stored: 0, Checkpoints: checkpoints(5, 12)}, true, "ok: the stored log agrees with every trusted checkpoint (2 checkpoints, the latest of seq 1..12)\n"},
+		{"checkpoints of a prefix", merkle.Report{Size: 12, Stored: 0, Checkpoints: checkpoints(5, 9)}, true, "ok: the stored log agrees with every trusted checkpoint (2 checkpoints, the latest of seq 1..9); seq 10..12 recomputed only: no stored hash or trusted checkpoint covers them yet\n"},
+		{"stored hashes past the checkpoints", merkle.Report{Size: 12, Stored: 12, Checkpoints: checkpoints(9)}, true, "ok: the stored log agrees with every trusted checkpoint (1 checkpoint, the latest of seq 1..9) and the stored hashes\n"},
 		{"empty", merkle.Report{Stored: -1}, true, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -49,4 +51,13 @@ func TestVerifyOKSaysWhatWasProven(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkpoints returns verified checkpoints of the sizes given, in order.
+func checkpoints(sizes ...int64) []merkle.Verified {
+	var vs []merkle.Verified
+	for _, n := range sizes {
+		vs = append(vs, merkle.Verified{Checkpoint: merkle.Checkpoint{Size: n}})
+	}
+	return vs
 }
