@@ -160,6 +160,13 @@ func TestAtClockBack(t *testing.T) {
 			if gotCP == 0 {
 				continue
 			}
+			st, err := replay.StateAt(t.Context(), log, p, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(wantCut(sel, len(want), at), st.Cut); diff != "" {
+				t.Errorf("StateAt(%s).Cut (-want +got):\n%s", p, diff)
+			}
 			bySeq, err := replay.At(t.Context(), log, replay.Point{Seq: gotCP, Agg: p.Agg}, "")
 			if err != nil {
 				t.Fatal(err)
@@ -174,6 +181,22 @@ func TestAtClockBack(t *testing.T) {
 	if skipped == 0 {
 		t.Fatal("no Time point where the clock going back matters: the history does not test it")
 	}
+}
+
+// wantCut is the Cut of a Time point at whose selection sel the prefix
+// ends after n records: nil when it reached sel's end.
+func wantCut(sel []events.Record, n int, at time.Time) *replay.Cut {
+	if n == len(sel) {
+		return nil
+	}
+	c := &replay.Cut{Seq: sel[n].Seq}
+	for _, r := range sel[n+1:] {
+		if !r.At.After(at) {
+			c.Left++
+			c.Last = r.Seq
+		}
+	}
+	return c
 }
 
 // TestVerify: a live projection made by a Runner from the log verifies

@@ -16,10 +16,26 @@ type State struct {
 	Seq      uint64          `json:"seq"`
 	Hash     string          `json:"hash"`
 	Sessions []session.State `json:"sessions"`
+	// Cut is where a Time point's prefix ended; nil for a point with no
+	// Time, or one whose prefix reached the end of its selection.
+	Cut *Cut `json:"cut,omitempty"`
+}
+
+// Cut says where a Time point's prefix ended and what that left out:
+// the record dated after the point that ended it, and the records after
+// that one, still within the point's other conditions, dated at or
+// before the point (a clock set back) — events of that time the state
+// does not hold, because folding them without the one before them would
+// give a state that never existed.
+type Cut struct {
+	Seq  uint64 `json:"seq"`  // the stream sequence of the record that ended the prefix
+	Left int    `json:"left"` // later records dated at or before the point, left out
+	Last uint64 `json:"last"` // the sequence of the last of them (0 when Left is 0)
 }
 
 // StateAt folds log up to p into a fresh in-memory projection (At) and
-// returns its State: every session, or only session sess when it is not
+// returns its State, with the Cut of a Time point (read from the records
+// after the fold's last, to the end of p's selection): every session, or only session sess when it is not
 // "" (an error wrapping events.ErrNotFound when the fold has none by that
 // id). The projection is closed before it returns.
 func StateAt(ctx context.Context, log events.Log, p Point, sess string) (State, error) {
@@ -31,6 +47,11 @@ func StateAt(ctx context.Context, log events.Log, p Point, sess string) (State, 
 	st := State{Point: p.String()}
 	if st.Hash, st.Seq, err = store.Hash(); err != nil {
 		return State{}, err
+	}
+	if !p.Time.IsZero() {
+		if st.Cut, err = cutAfter(ctx, log, p, st.Seq); err != nil {
+			return State{}, err
+		}
 	}
 	if sess != "" {
 		s, err := store.Session(sess)
@@ -66,3 +87,45 @@ func CheckSeq(ctx context.Context, log events.Log, seq uint64) error {
 type SeqError struct{ msg string }
 
 func (e *SeqError) Error() string { return e.msg }
+
+// cutAfter reads the records p selects after seq, the last one folded,
+// and returns where p's Time ended the prefix and how many records after
+// that point are dated at or before it: nil when none ends it.
+func cutAfter(ctx context.Context, log events.Log, p Point, seq uint64) (*Cut, error) {
+	var c *Cut
+	visit := func(r events.Record) bool {
+		if p.Seq > 0 && r.Seq > p.Seq {
+			return false
+		}
+		switch {
+		case r.Seq <= seq || r.Quarantined:
+		case c == nil:
+			c = &Cut{Seq: r.Seq}
+		case !r.At.After(p.Time):
+			c.Left++
+			c.Last = r.Seq
+		}
+		return true
+	}
+	if p.Agg.Kind != "" {
+		recs, _, err := log.Load(ctx, p.Agg)
+		if err != nil {
+			return nil, fmt.Errorf("replay %s: %w", p, err)
+		}
+		for _, r := range recs {
+			if !visit(r) {
+				break
+			}
+		}
+		return c, nil
+	}
+	for r, err := range log.Read(ctx, seq+1) {
+		if err != nil {
+			return nil, fmt.Errorf("replay %s: %w", p, err)
+		}
+		if !visit(r) {
+			break
+		}
+	}
+	return c, nil
+}

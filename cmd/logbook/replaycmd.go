@@ -34,7 +34,8 @@ hash and sessions: as of the end, or of a stream sequence (--seq) or a time
 longest prefix (in stream order) whose events are all dated at or before
 it: an event dated later ends it, though events after it may be dated
 earlier (a clock set back), so the state is the one --seq of the last
-event folded gives.
+event folded gives; replay names the event that ended the prefix and
+counts the later ones dated at or before the time, left out.
 
 --verify compares the live projection's state hash with a fresh replay's up
 to the live checkpoint and prints both (exit 1 when they differ).
@@ -124,7 +125,16 @@ recorded (exit 1 when any do).
 			if g.json {
 				return writeJSON(g.stdout, st)
 			}
-			fmt.Fprintf(g.stdout, "replayed %s: seq %d, state hash %s\n\n", p, st.Seq, st.Hash)
+			fmt.Fprintf(g.stdout, "replayed %s: seq %d, state hash %s\n", p, st.Seq, st.Hash)
+			if c := st.Cut; c != nil {
+				at := p.Time.UTC().Format(events.TimeFormat)
+				fmt.Fprintf(g.stdout, "the prefix ends before seq %d, the first event dated after %s", c.Seq, at)
+				if c.Left > 0 {
+					fmt.Fprintf(g.stdout, "; %s after it dated at or before %s (the last at seq %d) left out: a clock set back", term.Plural(c.Left, "event", "events"), at, c.Last)
+				}
+				fmt.Fprintln(g.stdout)
+			}
+			fmt.Fprintln(g.stdout)
 			return term.Print(g.stdout, func(w io.Writer) error { return term.States(w, st.Sessions, time.Now()) })
 		},
 	}
