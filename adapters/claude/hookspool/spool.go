@@ -182,6 +182,8 @@ func (kernelRandom) Read(p []byte) (int, error) {
 }
 
 // PutAs is PutFrom under a given id, a ULID the caller made (ulid.Make):
+// when the payload cannot be written, the files kept beside it (its
+// process, and a verdict PutVerdict kept for it) are removed too.
 // a hook that tried to deliver its payload straight to the server and
 // failed spools it under the id it already sent, so a server that did
 // take it sees the spooled copy as the same observation.
@@ -199,6 +201,10 @@ func (s *Spool) PutAs(id string, payload []byte, p *events.Process) error {
 		}
 	}
 	if err := s.write(id, spoolExt, payload); err != nil {
+		// The payload never landed (a full disk, most often): the files
+		// kept beside it would only wait for Sweep.
+		_ = os.Remove(filepath.Join(s.dir, id+processExt))
+		_ = os.Remove(filepath.Join(s.dir, id+verdictExt))
 		return fmt.Errorf("spool put %s: %w", id, err)
 	}
 	if err := s.syncDir(); err != nil {

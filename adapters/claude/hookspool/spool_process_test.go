@@ -51,3 +51,28 @@ func TestSpool_Process(t *testing.T) {
 	}
 	sweepsOneOrphan(t, s, withoutID)
 }
+
+// A payload that cannot be written (here a directory holds its name, as
+// a full disk refuses it) leaves neither its process nor its verdict
+// file behind.
+func TestSpool_PutFailedLeavesNothing(t *testing.T) {
+	s := openSpool(t)
+	id := "01JDQ7Z8V6T8Q2W3E4R5T6Y7Z9"
+	if err := os.Mkdir(filepath.Join(s.Dir(), id+spoolExt), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Dir(), id+spoolExt, "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutVerdict(id, LocalVerdict{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutAs(id, []byte(`{"a":1}`), &events.Process{PID: 42, Start: 7}); err == nil {
+		t.Fatal("PutAs over a directory succeeded")
+	}
+	for _, ext := range []string{processExt, verdictExt} {
+		if _, err := os.Stat(filepath.Join(s.Dir(), id+ext)); !os.IsNotExist(err) {
+			t.Errorf("%s left behind a failed put: %v", ext, err)
+		}
+	}
+}
