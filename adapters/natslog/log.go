@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -178,6 +179,9 @@ func openStream(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstr
 			return st, err
 		}
 		if waited := time.Since(start); waited+pause > ElectionWait {
+			if down := connDown(js.Conn()); down != "" {
+				return nil, fmt.Errorf("no server answered for %s in %v: %s: %w", StreamName, waited.Round(time.Second), down, err)
+			}
 			return nil, fmt.Errorf("no leader answered for %s (waited %v for an election, at most %v): %w",
 				StreamName, waited.Round(time.Second), ElectionWait, err)
 		}
@@ -189,6 +193,24 @@ func openStream(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstr
 			return nil, errors.Join(ctx.Err(), err)
 		}
 		pause = min(pause*2, maxPause)
+	}
+}
+
+// connDown says why nc reaches no server, when it does not: it lost its
+// server and is reconnecting (a server that is gone, or moved to another
+// address, elects nothing), or it is closed; "" while it is connected,
+// when a missing answer is the cluster's (an election).
+func connDown(nc *nats.Conn) string {
+	if nc == nil {
+		return ""
+	}
+	switch st := nc.Status(); st {
+	case nats.CONNECTED, nats.DRAINING_SUBS, nats.DRAINING_PUBS:
+		return ""
+	case nats.CLOSED:
+		return "the connection to the server is closed"
+	default:
+		return fmt.Sprintf("the connection lost its server and is %s (the server is gone, or not at the address it was reached at)", strings.ToLower(st.String()))
 	}
 }
 

@@ -700,6 +700,9 @@ func (l *Log) orderedConsumer(ctx context.Context, cfg jetstream.OrderedConsumer
 		return err
 	})
 	if waited {
+		if down := connDown(l.js.Conn()); down != "" {
+			return nil, fmt.Errorf("create a consumer on %s: no server answered in %v: %s: %w", StreamName, time.Since(start).Round(time.Second), down, err)
+		}
 		return nil, fmt.Errorf("create a consumer on %s: no leader answered in %v: %w", StreamName, time.Since(start).Round(time.Second), err)
 	}
 	return cons, err
