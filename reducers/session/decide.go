@@ -244,6 +244,12 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 		// harness's own sessions may name their agent as they like.
 		return nil, fmt.Errorf("observe %s in session %s: %w: the session is %s's, the observation %s's", c.Obs.Type, s.ID, events.ErrRejected, s.Agent, agent)
 	}
+	if m := o.Meta; s.Parent != "" && m.AgentID != "" && m.SessionID != "" && m.SessionID != s.Parent && m.SessionID != s.ID {
+		// A subagent's session is one parent's: another session whose
+		// subagent has the same agent id (ids two parents share, by
+		// chance or by a hostile payload) never moves it.
+		return nil, fmt.Errorf("observe %s in session %s: %w: the subagent is session %s's, the observation names parent %s", c.Obs.Type, s.ID, events.ErrRejected, s.Parent, m.SessionID)
+	}
 	if o.Line == 0 && len(o.Signals) == 0 {
 		// A hook that says nothing the reducer knows (an event newer
 		// than this parser, a notification of another kind) is kept as

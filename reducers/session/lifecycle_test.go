@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -199,5 +200,26 @@ func TestDecide_ResultBeforeUse(t *testing.T) {
 	}
 	if len(closed) != 1 || closed[0].Outcome != events.OutcomeError {
 		t.Errorf("closed %+v, want a's one close, error", closed)
+	}
+}
+
+// A subagent's session is its parent's: an observation of the same agent
+// id that names another parent session is refused, and the subagent's
+// own observations go on moving it.
+func TestDecide_SubagentOfAnotherParent(t *testing.T) {
+	h := newHistory(t)
+	mine := events.Meta{SessionID: "parent", AgentID: "a1", AgentType: "Explore"}
+	h.line(mine, sig(events.SigPrompt))
+	reg := events.NewRegistry()
+	other := events.Observation{Key: "x", Parser: "test/1", Kind: "hook", Meta: events.Meta{SessionID: "intruder", AgentID: "a1"},
+		Signals: []events.Sig{sig(events.SigTurnEnd)}}
+	obs := h.stamp(reg.New(events.ClaudeHookObserved{Observation: other}))
+	_, err := session.Decide(h.s, session.Observe{Obs: obs})
+	if !errors.Is(err, events.ErrRejected) || !strings.Contains(err.Error(), "the subagent is session parent's, the observation names parent intruder") {
+		t.Fatalf("another parent's observation: %v, want it rejected naming both parents", err)
+	}
+	h.line(mine, sig(events.SigToolUse, "id", "t1", "name", "Grep"))
+	if h.s.Parent != "parent" || h.s.Phase != events.PhaseWorking {
+		t.Errorf("parent %q phase %s, want parent working", h.s.Parent, h.s.Phase)
 	}
 }
