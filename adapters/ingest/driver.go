@@ -242,7 +242,7 @@ func (s Summary) Err(noun, paused string) error {
 	}
 	again := "importing again resumes at the line that stopped it"
 	if s.invalid > 0 {
-		again += " (a line that does not parse must be fixed first, or passed with --skip-invalid)"
+		again += " (a line that does not parse, or that reuses an earlier line's uuid with other content, must be fixed first, or passed with --skip-invalid)"
 	}
 	return fmt.Errorf("%s stopped early (errors above)%s; the lines before each error are imported, and %s", plural(len(s.Errors), noun), why, again)
 }

@@ -23,6 +23,11 @@ var (
 	// rewritten id is no longer valid, or names another's entry): the
 	// input is refused.
 	ErrSecretID = errors.New("looks like a secret to a redaction rule, and an id is never redacted: send ids that hold none, or narrow the rule")
+	// ErrUUIDConflict reports a transcript line whose uuid (its identity
+	// in the session, session.LineID) is an earlier line's, from this
+	// file or another the session imported, while its bytes are not that
+	// line's: it is neither a copy of that line nor a line of its own.
+	ErrUUIDConflict = errors.New("reuses an earlier line's uuid with other content")
 	// ErrSyntax is hookspool.ErrSyntax: input that is not well-formed JSON.
 	ErrSyntax = hookspool.ErrSyntax
 	// ErrInvalidUTF8 is hookspool.ErrInvalidUTF8: input that is not
@@ -43,8 +48,8 @@ var (
 )
 
 // LineError reports a transcript line that could not be parsed, or read.
-// It wraps ErrSyntax, ErrInvalidUTF8, ErrNotObject, ErrLineTooLong or
-// ErrSecretID.
+// It wraps ErrSyntax, ErrInvalidUTF8, ErrNotObject, ErrLineTooLong,
+// ErrSecretID or ErrUUIDConflict.
 type LineError struct {
 	Path string // transcript path as given
 	Line int    // 1-based line number

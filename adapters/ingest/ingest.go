@@ -594,6 +594,9 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		}
 	}
 	var run []runLine
+	// Where the session took in each line identity it holds, read from
+	// the log when a line's identity is found held (appendRun).
+	refs := &lineRefs{}
 	// A parse slot (Config.Parsers), and with it a hold on the log
 	// (Holder), is held while lines are read and parsed (the hold also
 	// while waiting for the slot), never while a run is decided and
@@ -642,7 +645,7 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	// are in the log.
 	flush := func(stop error) error {
 		let()
-		if err := in.appendRun(ctx, agg, path, src, run, &res, progress); err != nil {
+		if err := in.appendRun(ctx, agg, path, src, run, refs, &res, progress); err != nil {
 			return err
 		}
 		if len(run) > 0 {
@@ -905,6 +908,105 @@ func copyObservation(reg *events.Registry, src LineSource, lines []runLine) even
 	return e
 }
 
+// lineRef is where a session took in a transcript line of a given
+// identity (session.LineID) first: its file and line number, and the
+// SHA-256 of its bytes ("" when the log keeps none: a line imported
+// before fingerprints were kept).
+type lineRef struct {
+	path string
+	line int
+	sum  string
+}
+
+// refOf returns the lineRef of the stored observation o.
+func refOf(o *events.Observation) lineRef {
+	r := lineRef{path: o.Path, line: o.Line}
+	if o.Fingerprint != nil {
+		r.sum = o.Fingerprint.SHA256
+	}
+	return r
+}
+
+// lineRefs maps the line identities a session holds to where it took
+// each in (lineRef), as read from its events up to version ver, and the
+// lines appended since by the import that read them.
+type lineRefs struct {
+	byID map[string]lineRef
+	ver  uint64
+}
+
+// errStaleRefs is what appendRun's decision returns when it meets a
+// line identity the session holds and refs does not know, on a state
+// past the version refs was read at: refs is read again and the run
+// decided again.
+var errStaleRefs = errors.New("line identities not yet read from the log")
+
+// load reads refs from agg's events in log: for each line identity, the
+// first transcript line that holds it.
+func (r *lineRefs) load(ctx context.Context, log events.Log, agg events.Aggregate) error {
+	recs, _, err := log.Load(ctx, agg)
+	if err != nil {
+		return fmt.Errorf("session %s: read its lines: %w", agg.ID, err)
+	}
+	r.byID = map[string]lineRef{}
+	for _, rec := range recs {
+		r.ver = max(r.ver, rec.Ver)
+		o, ok := events.Observed(rec.Data)
+		if !ok || o.Line <= 0 {
+			continue
+		}
+		if id := session.LineID(o); id != "" {
+			if _, ok := r.byID[id]; !ok {
+				r.byID[id] = refOf(o)
+			}
+		}
+	}
+	return nil
+}
+
+// add adds the refs of lines just appended, keeping those known before.
+func (r *lineRefs) add(refs map[string]lineRef) {
+	if len(refs) == 0 {
+		return
+	}
+	if r.byID == nil {
+		r.byID = map[string]lineRef{}
+	}
+	for id, ref := range refs {
+		if _, ok := r.byID[id]; !ok {
+			r.byID[id] = ref
+		}
+	}
+}
+
+// conflictError returns the *LineError of line n of the transcript at
+// path, observed as o, whose identity is that of the earlier line ref
+// with other bytes (ErrUUIDConflict).
+func conflictError(path string, n int, o *events.Observation, ref lineRef) *LineError {
+	where := fmt.Sprintf("line %d of %s", ref.line, ref.path)
+	if ref.path == path {
+		where = fmt.Sprintf("line %d above", ref.line)
+	}
+	id := o.UUID
+	if id == "" {
+		id = session.LineID(o)
+	}
+	return &LineError{Path: path, Line: n, Err: fmt.Errorf("%w: uuid %s is that of %s", ErrUUIDConflict, id, where)}
+}
+
+// conflicted returns the observation recorded, under SkipInvalid, of the
+// transcript line o that err reports in conflict with an earlier line
+// (ErrUUIDConflict): kind "invalid", no uuid, link, metadata or signals,
+// the error in Problems, and o's text, fingerprint and receipt.
+func conflicted(o *events.Observation, err error) events.Observation {
+	return events.Observation{
+		Key: o.Key, Parser: o.Parser, Path: o.Path, Line: o.Line, Kind: "invalid",
+		Meta: events.Meta{Agent: o.Meta.Agent}, Raw: o.Raw, Cut: o.Cut,
+		Problems:    []string{fmt.Sprintf("line %d: %v; recorded without signals", o.Line, errors.Unwrap(err))},
+		Fingerprint: o.Fingerprint, Received: o.Received, Live: o.Live, More: o.More, RewrittenFrom: o.RewrittenFrom,
+	}
+}
+
 // maxRunLines bounds the lines ImportFile decides together; each line
 // yields at least one event, so more could not go into one atomic batch
 // (events.MaxBatch) anyway.
@@ -938,20 +1040,23 @@ type lineOutcome struct {
 // log refuses whole is appended again line by line, with the same result. After each
 // batch the subagents its lines report done are released, and res and
 // progress hear of every line.
-func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path string, src LineSource, run []runLine, res *FileResult, progress func(line int)) error {
+func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path string, src LineSource, run []runLine, refs *lineRefs, res *FileResult, progress func(line int)) error {
 	for len(run) > 0 {
 		var (
-			outs   []lineOutcome
-			stop   error
-			stopAt int
-			taken  int
+			outs      []lineOutcome
+			stop      error
+			stopAt    int
+			taken     int
+			mine      map[string]lineRef // the lines this attempt appends, by LineID
+			conflicts []string           // the warnings of lines recorded as conflicts
 		)
-		_, st, err := in.x.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+		decide := func(s session.State) (events.Decision, error) {
 			// s is this call's copy of the cached state, decided on under
 			// the Executor's lock of agg: it evolves in place (its id
 			// sets grow in their arrays, past the end of every other
 			// state that shares them), not copied at each event.
 			outs, stop, stopAt, taken = outs[:0], nil, 0, 0
+			mine, conflicts = map[string]lineRef{}, conflicts[:0]
 			// Most lines decide one or two events: room for three a
 			// line spares the batch its regrowth.
 			evs := make([]events.Envelope, 0, min(events.MaxBatch, 3*len(run)))
@@ -979,14 +1084,39 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 					taken++
 					continue
 				}
-				if id := session.LineID(o); id != "" && s.LineIDs.Has(id) && len(evs)+1 < events.MaxBatch {
-					copied = append(copied, rl)
-					outs = append(outs, lineOutcome{})
-					taken++
-					continue
+				line := rl.obs
+				id := session.LineID(o)
+				if id != "" && s.LineIDs.Has(id) {
+					// The session holds a line of this identity: a copy
+					// when its bytes are this line's, a conflict when not
+					// (an identity whose line the log keeps no bytes of
+					// is taken for a copy).
+					ref, ok := mine[id]
+					if !ok {
+						ref, ok = refs.byID[id]
+					}
+					if !ok && s.Ver > refs.ver {
+						return nil, errStaleRefs // refs.load, and decide again
+					}
+					if !ok || ref.sum == "" || o.Fingerprint == nil || ref.sum == o.Fingerprint.SHA256 {
+						if len(evs)+1 < events.MaxBatch {
+							copied = append(copied, rl)
+							outs = append(outs, lineOutcome{})
+							taken++
+							continue
+						}
+					} else {
+						cerr := conflictError(path, rl.n, o, ref)
+						if !in.skip {
+							stop, stopAt = cerr, rl.n
+							break
+						}
+						line.Data = src.Wrap(conflicted(o, cerr))
+						conflicts = append(conflicts, fmt.Sprintf("%v (recorded without signals)", cerr))
+					}
 				}
 				addCopied()
-				obs := s.Account(rl.obs) // its usage's evidence, from s
+				obs := s.Account(line) // its usage's evidence, from s
 				decs, err := session.Decide(s, session.Observe{Obs: obs})
 				if err != nil {
 					stop, stopAt = err, rl.n
@@ -1001,12 +1131,30 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 					e.Agg, e.Ver = agg, s.Ver+1
 					s.Evolve(e)
 				}
+				if lo, _ := events.Observed(obs.Data); lo != nil {
+					if id := session.LineID(lo); id != "" {
+						if _, ok := mine[id]; !ok {
+							mine[id] = refOf(lo)
+						}
+					}
+				}
 				outs = append(outs, lineOutcome{appended: true, parent: s.Parent, agentID: s.AgentID, turnOpen: s.TurnOpen})
 				taken++
 			}
 			addCopied()
 			return evs, nil
-		})
+		}
+		_, st, err := in.x.Execute(ctx, agg, decide)
+		for tries := 0; errors.Is(err, errStaleRefs) && tries < 8; tries++ {
+			if err = refs.load(ctx, in.x.Log, agg); err != nil {
+				return fmt.Errorf("%s:%d: %w", path, run[0].n, err)
+			}
+			_, st, err = in.x.Execute(ctx, agg, decide)
+		}
+		if err == nil {
+			refs.add(mine)
+			res.Warnings = append(res.Warnings, conflicts...)
+		}
 		if err != nil {
 			if len(run) == 1 || ctx.Err() != nil {
 				return fmt.Errorf("%s:%d: %w", path, run[0].n, err)
@@ -1015,7 +1163,7 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 			// say): append it line by line, so the lines before the one
 			// at fault are imported and the error names that line.
 			for i := range run {
-				if err := in.appendRun(ctx, agg, path, src, run[i:i+1], res, progress); err != nil {
+				if err := in.appendRun(ctx, agg, path, src, run[i:i+1], refs, res, progress); err != nil {
 					return err
 				}
 			}
@@ -1041,6 +1189,9 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 			}
 		}
 		res.Lines = st.Cursor(path)
+		if _, ok := errors.AsType[*LineError](stop); ok {
+			return stop // it names path and line
+		}
 		if stop != nil {
 			return fmt.Errorf("%s:%d: %w", path, stopAt, stop)
 		}
