@@ -1,12 +1,15 @@
 package claude
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
@@ -78,7 +81,41 @@ func (in *Ingester) Lines() ingest.LineSource {
 		Parse:  in.parser.Line,
 		Wrap:   func(o events.Observation) events.Payload { return events.ClaudeLineObserved{Observation: o} },
 		Parser: ParserLine,
+		Same:   sameLine,
 	}
+}
+
+// placement lists the members of a Claude Code transcript line that
+// place it (its links, its session) rather than say what it says: a
+// fork of a session copies its lines with the fork's sessionId and a
+// forkedFrom stamp, and may write a line a second time without the stamp
+// or with its parentUuid cleared.
+var placement = []string{"parentUuid", "logicalParentUuid", "sessionId", "forkedFrom"}
+
+// sameLine reports whether a and b, two transcript lines, say the same:
+// JSON objects equal once the members that place them (placement) are
+// left out, numbers compared as written. false when either is not an
+// object.
+func sameLine(a, b []byte) bool {
+	x, y := map[string]any{}, map[string]any{}
+	for _, l := range []struct {
+		b []byte
+		m *map[string]any
+	}{{a, &x}, {b, &y}} {
+		d := json.NewDecoder(bytes.NewReader(l.b))
+		d.UseNumber()
+		if err := d.Decode(l.m); err != nil || *l.m == nil {
+			return false
+		}
+		if _, err := d.Token(); err != io.EOF {
+			return false // more after the object
+		}
+	}
+	for _, k := range placement {
+		delete(x, k)
+		delete(y, k)
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // ImportFile imports the Claude Code transcript at path into agg from the

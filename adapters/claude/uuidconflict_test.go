@@ -82,6 +82,21 @@ func TestImportFile_UUIDConflict(t *testing.T) {
 		t.Errorf("conflict within one file: %+v, %v", r, err)
 	}
 
+	// A fork's copy of a line with its forkedFrom stamp, written again
+	// without it and with its parentUuid cleared (as Claude Code's
+	// /branch may), says the same: a copy.
+	agg4, _ := SessionAggregate("s-4", "")
+	branch := filepath.Join(t.TempDir(), "s-4.jsonl")
+	a2 := strings.ReplaceAll(fxAssistant("a2", "u1", "hello"), "s-1", "s-4")
+	stamped := strings.Replace(a2, "{", `{"forkedFrom":{"sessionId":"s-0","messageUuid":"a2"},`, 1)
+	ingesttest.AppendFile(t, branch, strings.ReplaceAll(fxUser("u1", "", "hi"), "s-1", "s-4"), stamped,
+		strings.Replace(a2, `"parentUuid":"u1"`, `"parentUuid":null`, 1),
+		strings.ReplaceAll(fxUser("u4", "a2", "next"), "s-1", "s-4"))
+	r, err = in.ImportFile(t.Context(), branch, agg4, nil)
+	if err != nil || r.Appended != 3 || r.Lines != 4 || len(r.Warnings) != 0 {
+		t.Errorf("a fork's stamped copy written again: %+v, %v; want lines 1, 2 and 4 appended, 3 a copy", r, err)
+	}
+
 	// A uuid written as the identity of a line without one (its number
 	// and the SHA-256 of its bytes) is no copy of that line either.
 	agg3, _ := SessionAggregate("s-3", "")

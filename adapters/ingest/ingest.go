@@ -3,6 +3,8 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -370,6 +372,14 @@ type LineSource struct {
 	Parse  func(path string, n int, b []byte) (events.Observation, error)
 	Wrap   func(events.Observation) events.Payload
 	Parser string
+	// Same, if set, reports whether a and b, two lines (without their
+	// newlines) whose bytes differ and whose identity (session.LineID)
+	// is one, say the same: the agent wrote one line twice, placed
+	// apart (Claude Code's fork of a session stamps its copies, and
+	// may write a line both with and without the stamp). Such a line is
+	// a copy; one that says something else is a conflict
+	// (ErrUUIDConflict). nil: only lines of equal bytes are copies.
+	Same func(a, b []byte) bool
 }
 
 // Indexed returns the session aggregate an earlier import of the file at
@@ -913,18 +923,63 @@ func copyObservation(reg *events.Registry, src LineSource, lines []runLine) even
 // SHA-256 of its bytes ("" when the log keeps none: a line imported
 // before fingerprints were kept).
 type lineRef struct {
-	path string
-	line int
-	sum  string
+	path     string
+	line     int
+	sum      string
+	off, end int64 // where the line and its newline lie in path
 }
 
 // refOf returns the lineRef of the stored observation o.
 func refOf(o *events.Observation) lineRef {
 	r := lineRef{path: o.Path, line: o.Line}
 	if o.Fingerprint != nil {
-		r.sum = o.Fingerprint.SHA256
+		r.sum, r.off, r.end = o.Fingerprint.SHA256, o.Fingerprint.Offset, o.Fingerprint.End
 	}
 	return r
+}
+
+// sameLine reports whether line fp of the transcript at path and the
+// earlier line ref of the same identity say the same (src.Same), each
+// read again from its file where its fingerprint places it; false when
+// src has no Same, or either file no longer holds its line there (or
+// leads into a private dir). memo keeps the verdict by fp.Line.
+func (in *Ingester) sameLine(src LineSource, ref lineRef, path string, fp events.Fingerprint, memo map[int]bool) bool {
+	if src.Same == nil {
+		return false
+	}
+	if v, ok := memo[fp.Line]; ok {
+		return v
+	}
+	a, aok := in.lineAt(ref.path, ref.off, ref.end, ref.sum)
+	b, bok := in.lineAt(path, fp.Offset, fp.End, fp.SHA256)
+	v := aok && bok && src.Same(a, b)
+	memo[fp.Line] = v
+	return v
+}
+
+// lineAt returns the line of the transcript at path that lies in bytes
+// [off, end), its newline included, without the newline, when the file
+// holds it there with the SHA-256 sum; false otherwise.
+func (in *Ingester) lineAt(path string, off, end int64, sum string) ([]byte, bool) {
+	if end <= off || end-off > MaxLineBytes+2 || sum == "" {
+		return nil, false
+	}
+	f, _, err := OpenTranscript(path, in.private)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	b := make([]byte, end-off)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return nil, false
+	}
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	b = bytes.TrimSuffix(b, []byte("\r"))
+	h := sha256.Sum256(b)
+	if hex.EncodeToString(h[:]) != sum {
+		return nil, false
+	}
+	return bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), true // a first line's byte order mark
 }
 
 // lineRefs maps the line identities a session holds to where it took
@@ -1041,6 +1096,7 @@ type lineOutcome struct {
 // batch the subagents its lines report done are released, and res and
 // progress hear of every line.
 func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path string, src LineSource, run []runLine, refs *lineRefs, res *FileResult, progress func(line int)) error {
+	same := map[int]bool{} // sameLine's verdicts, by line, kept across attempts
 	for len(run) > 0 {
 		var (
 			outs      []lineOutcome
@@ -1098,7 +1154,7 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 					if !ok && s.Ver > refs.ver {
 						return nil, errStaleRefs // refs.load, and decide again
 					}
-					if !ok || ref.sum == "" || o.Fingerprint == nil || ref.sum == o.Fingerprint.SHA256 {
+					if !ok || ref.sum == "" || o.Fingerprint == nil || ref.sum == o.Fingerprint.SHA256 || in.sameLine(src, ref, path, *o.Fingerprint, same) {
 						if len(evs)+1 < events.MaxBatch {
 							copied = append(copied, rl)
 							outs = append(outs, lineOutcome{})
