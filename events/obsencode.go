@@ -195,6 +195,11 @@ func appendUsage(b []byte, u *Usage) []byte {
 		b = appendComma(b, start)
 		b = append(b, `"cumulative":true`...)
 	}
+	if u.CopiedFrom != "" {
+		b = appendComma(b, start)
+		b = append(b, `"copied_from":`...)
+		b = appendMarshalString(b, u.CopiedFrom)
+	}
 	return append(b, '}')
 }
 
@@ -328,6 +333,7 @@ var observationFields = map[reflect.Type][]string{
 		"CacheWrite int64 cache_write,omitempty", "CacheRead int64 cache_read,omitempty", "Reasoning int64 reasoning,omitempty",
 		"CacheWrite1h int64 cache_write_1h,omitempty", "ServiceTier string service_tier,omitempty",
 		"RunningTotal *events.Usage running_total,omitempty", "Cumulative bool cumulative,omitempty",
+		"CopiedFrom string copied_from,omitempty",
 	},
 	reflect.TypeFor[Cut](): {"Size int64 size", "SHA256 string sha256", "Kept int kept"},
 	reflect.TypeFor[Fingerprint](): {

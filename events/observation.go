@@ -254,6 +254,14 @@ type Usage struct {
 	// token_count total_token_usage): the reducer counts its growth over
 	// the previous total, not the reading itself.
 	Cumulative bool `json:"cumulative,omitempty"`
+	// CopiedFrom is the agent's session id of the session this reading's
+	// call was made in, when the line that reports it is a copy of that
+	// session's (Claude Code's fork of a session stamps each line it
+	// copies with forkedFrom): the call is spent there, and the reducer
+	// keeps the reading apart from the session's own spend
+	// (session.State.Copied), so a total over sessions counts it once.
+	// "" for a reading of the session's own call.
+	CopiedFrom string `json:"copied_from,omitempty"`
 }
 
 // MaxUsageTokens is the largest token count one usage reading may carry;

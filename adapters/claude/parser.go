@@ -19,7 +19,7 @@ import (
 // Parser names and versions stamped on Observation.Parser. A change in
 // what a parser emits for the same input bumps its version.
 const (
-	ParserLine = "claude-transcript/4" // 3: usage signals; 4: answer signals, prefilled questions
+	ParserLine = "claude-transcript/5" // 3: usage signals; 4: answer signals, prefilled questions; 5: a fork's copied usage (Usage.CopiedFrom)
 	ParserHook = "claude-hook/3"       // 3: answer signals, prefilled questions
 )
 

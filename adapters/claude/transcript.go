@@ -368,6 +368,17 @@ func assistantLine(t object, meta *events.Meta) []events.Sig {
 			// api_request telemetry event's request_id does: the reducer
 			// counts the call once from either.
 			sig.Request = t.quiet().str("requestId")
+			// A line a fork of a session copied from it (forkedFrom)
+			// reports a call spent there: the reducer keeps it apart.
+			if f, ok := t.quiet().obj("forkedFrom"); ok {
+				if from := f.quiet().str("sessionId"); from != "" {
+					if pr := ingest.SessionIDProblem("forkedFrom.sessionId", from); pr != "" {
+						*t.Probs = append(*t.Probs, pr+"; its usage is counted as the session's own")
+					} else {
+						sig.Usage.CopiedFrom = from
+					}
+				}
+			}
 			sigs = append(sigs, sig)
 		}
 	}

@@ -73,7 +73,7 @@ type Redaction interface {
 // SecretID returns nil, or an error wrapping ErrSecretID that names the
 // first of o's ids a rule of r matches, and the rules, never the id. The
 // ids are Meta.SessionID, Meta.AgentID, Meta.ForkedFrom, UUID,
-// ParentUUID and each signal's ID and Task.
+// ParentUUID and each signal's ID, Task and usage's CopiedFrom.
 func SecretID(r *redact.Redactor, o events.Observation) error {
 	check := func(what, v string) error {
 		if v == "" {
@@ -99,6 +99,11 @@ func SecretID(r *redact.Redactor, o events.Observation) error {
 		}
 		if err := check(sg.Kind+" task id", sg.Task); err != nil {
 			return err
+		}
+		if sg.Usage != nil {
+			if err := check(sg.Kind+" copied-from session id", sg.Usage.CopiedFrom); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

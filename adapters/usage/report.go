@@ -38,6 +38,35 @@ type Report struct {
 	// Checks, with Query.Check, compare each selected session's spend
 	// with the agent's own count, in session order.
 	Checks []Check `json:"checks,omitempty"`
+	// Copied is, for each selected session that holds copies of another
+	// session's calls (a fork's copy of its origin's history,
+	// session.State.Copied), their tokens by origin and model, whatever
+	// Since: spent and counted in the origin, in no line above, in
+	// session order.
+	Copied []CopiedLine `json:"copied,omitempty"`
+}
+
+// CopiedLine is what the calls Session holds copies of from another
+// session (From) spent with one model: counted in From, not in Session.
+type CopiedLine struct {
+	Session string `json:"session"`
+	session.CopiedSpend
+}
+
+// copiedOf returns the Copied lines of the sessions of ss that q
+// selects: q.Session and its subagents, or all.
+func copiedOf(ss []session.State, q Query) []CopiedLine {
+	var out []CopiedLine
+	for _, s := range ss {
+		if q.Session != "" && s.ID != q.Session && s.Parent != q.Session {
+			continue
+		}
+		for _, c := range s.Copied {
+			out = append(out, CopiedLine{Session: s.ID, CopiedSpend: c})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Session < out[j].Session })
+	return out
 }
 
 // CheckTolerance is the largest difference, in percent, between
@@ -222,6 +251,7 @@ func NewReport(ss []session.State, q Query, t *Table, now time.Time) (Report, er
 	if q.Check {
 		rep.Checks = checks(ss, q)
 	}
+	rep.Copied = copiedOf(ss, q)
 	return rep, nil
 }
 
@@ -377,6 +407,13 @@ func (r Report) WriteTextTables(w io.Writer, now time.Time, table func(head []st
 		}
 	}
 	fmt.Fprintf(w, "\n%s\n", r.TotalText())
+	if len(r.Copied) > 0 {
+		fmt.Fprintln(w, "\ncopied from another session (a fork's history: counted there, not in the lines above):")
+		for _, c := range r.Copied {
+			fmt.Fprintf(w, "%s: from %s, %s: %d tokens (input %d, output %d, cache write %d, cache read %d) in %d calls\n",
+				c.Session, c.From, dash(c.Model), c.Tokens(), c.Input, c.Output, c.CacheWrite, c.CacheRead, c.Calls)
+		}
+	}
 	for _, x := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", x)
 	}

@@ -184,6 +184,13 @@ type State struct {
 	// long-context band, in (minute, model, tier, band) order; its own
 	// spend only (a subagent's is in the subagent's session).
 	Usage []UsageBucket `json:"usage,omitempty"`
+	// Copied is the spend of the calls the session holds copies of from
+	// another session (events.Usage.CopiedFrom: a fork's copy of its
+	// origin's history), by that session and model, in order of first
+	// reading: counted there, never in Usage, so a total over sessions
+	// counts each call once. Empty in a session that copied none (and in
+	// every log written before copies were told apart).
+	Copied []CopiedSpend `json:"copied,omitempty"`
 	// UsageTotal is the last cumulative usage reading (Codex
 	// token_count), which the next one is counted against.
 	UsageTotal *events.Usage `json:"usage_total,omitempty"`

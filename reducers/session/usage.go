@@ -53,6 +53,55 @@ type UsageBucket struct {
 	Calls        int64 `json:"calls,omitempty"` // usage readings counted
 }
 
+// MaxCopied bounds a State's Copied entries (one per session copied
+// from and model); past it, a new one folds into the last entry.
+const MaxCopied = 64
+
+// CopiedSpend is what the calls a session holds copies of from another
+// session (From, the agent's session id) spent with one model, in
+// tokens: spent in From, and counted there.
+type CopiedSpend struct {
+	From         string `json:"from"`
+	Model        string `json:"model"` // "" when the agent did not name it
+	Input        int64  `json:"input,omitempty"`
+	Output       int64  `json:"output,omitempty"`
+	CacheWrite   int64  `json:"cache_write,omitempty"`
+	CacheWrite1h int64  `json:"cache_write_1h,omitempty"` // of CacheWrite, the one-hour kind
+	CacheRead    int64  `json:"cache_read,omitempty"`
+	Reasoning    int64  `json:"reasoning,omitempty"`
+	Calls        int64  `json:"calls,omitempty"` // readings copied
+}
+
+// Tokens returns the entry's input, output and cache tokens summed.
+func (c CopiedSpend) Tokens() int64 { return c.Input + c.Output + c.CacheWrite + c.CacheRead }
+
+// addCopied returns cs with usage d copied from session from with model
+// added (and a call, when call is set), as a new slice: cs is never
+// written.
+func addCopied(cs []CopiedSpend, from, model string, d events.Usage, call bool) []CopiedSpend {
+	i := slices.IndexFunc(cs, func(c CopiedSpend) bool { return c.From == from && c.Model == model })
+	out := slices.Clone(cs)
+	if i < 0 {
+		if len(out) >= MaxCopied {
+			i = len(out) - 1
+		} else {
+			out = append(out, CopiedSpend{From: from, Model: model})
+			i = len(out) - 1
+		}
+	}
+	c := &out[i]
+	c.Input += d.Input
+	c.Output += d.Output
+	c.CacheWrite += d.CacheWrite
+	c.CacheWrite1h += d.CacheWrite1h
+	c.CacheRead += d.CacheRead
+	c.Reasoning += d.Reasoning
+	if call {
+		c.Calls++
+	}
+	return out
+}
+
 // LongContextThresholds are the input sizes, in tokens, past which a
 // vendor bills a call at a long-context rate (LiteLLM's
 // *_above_128k_tokens, *_above_200k_tokens, *_above_256k_tokens and
@@ -260,7 +309,13 @@ func foldUsage(s *State, o *events.Observation, at time.Time) {
 			if !u.Cumulative {
 				above = aboveOf(u.Input + u.CacheWrite + u.CacheRead)
 			}
-			s.Usage = addBucket(s.Usage, model, at.UTC().Truncate(time.Minute), u.ServiceTier, above, d, !repeat)
+			if u.CopiedFrom != "" && !u.Cumulative {
+				// Spent in the session it was copied from: kept
+				// apart, out of this session's own spend.
+				s.Copied = addCopied(s.Copied, u.CopiedFrom, model, d, !repeat)
+			} else {
+				s.Usage = addBucket(s.Usage, model, at.UTC().Truncate(time.Minute), u.ServiceTier, above, d, !repeat)
+			}
 			if rt := u.RunningTotal; rt != nil && (s.AgentTotal == nil || rt.Total() > s.AgentTotal.Total()) {
 				t := *rt
 				t.RunningTotal = nil
