@@ -182,6 +182,9 @@ func Session(w io.Writer, r api.SessionReply, now time.Time, prices *usage.Table
 			row("subagents' tokens", subs)
 		}
 	}
+	for _, c := range s.Copied {
+		row("copied tokens", fmt.Sprintf("%d (%s, %s) from session %s, a fork's copy of its history: counted there, not here", c.Tokens(), Dash(c.Model), Plural(int(c.Calls), "call"), c.From))
+	}
 	if s.LateResults > 0 {
 		row("late results", fmt.Sprintf("%d (results of abandoned calls: they ran)", s.LateResults))
 	}
