@@ -117,7 +117,7 @@ measured on the same server in the same run, and their ratio:
             audit is broken down stage by stage (process start, connect,
             fast path, id resolved, session read and verified, its
             commands and notifications found while it was read, timeline
-            folded, written, exit)
+            folded, written, exit); --only audit runs the audit row alone
   cluster   (--cluster, or --only cluster) three nats-server nodes in this
             process on loopback, sync_interval always, the stream at R3:
             appends by 8 writers on one node; baselines: the same messages
@@ -169,7 +169,7 @@ floor is missed, naming each.`,
 	f := cmd.Flags()
 	f.BoolVar(&quick, "quick", false, "smaller workloads: the whole run takes under a minute on 2 cores")
 	f.StringSliceVar(&fsync, "fsync", []string{"always", "interval"}, "durability modes of the append rows: always, interval, or both (always,interval)")
-	f.StringSliceVar(&cfg.Only, "only", nil, "run only these groups: append, read, import, hook, command, signing, scale, cluster")
+	f.StringSliceVar(&cfg.Only, "only", nil, "run only these groups: append, read, import, hook, command, signing, scale (audit: its audit row alone), cluster")
 	f.BoolVar(&cfg.Cluster, "cluster", false, "also run the cluster rows: appends and a follower's lag on a three-node R3 cluster")
 	f.IntVar(&cfg.Appends, "appends", 0, "events per append row (default 10000, --quick 2000)")
 	f.IntVar(&cfg.Events, "events", 0, "events in the log that read rows replay (default 200000, --quick 20000)")

@@ -48,7 +48,9 @@ type Config struct {
 
 // Groups are the names Config.Only selects rows by, in the table's order.
 // The cluster group runs only when asked for (Config.Cluster, or Only).
-var Groups = []string{"append", "read", "import", "hook", "command", "signing", "scale", "cluster"}
+// "audit" is a narrower name: the audit row of the scale group alone
+// (scale runs it too).
+var Groups = []string{"append", "read", "import", "hook", "command", "signing", "scale", "audit", "cluster"}
 
 // Preset returns the sizes of a full run (a few minutes on 2 cores)
 // or of a quick one (under a minute). A quick run still sends 100 hooks:
@@ -106,7 +108,10 @@ type benchSample struct {
 // benchWorkload is one row of the table: a Logbook run and the raw
 // JetStream runs it is compared with.
 type benchWorkload struct {
-	group     string // what --only selects
+	group string // what --only selects
+	// row, when set, is a name --only selects this row by alone, beside
+	// its group (a Groups name no other row's group is).
+	row       string
 	name      string
 	unit      string // what one operation is, e.g. "ev"
 	logbook   benchRun
@@ -301,7 +306,7 @@ func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Write
 	}
 	var ws []benchWorkload
 	for _, w := range env.workloads() {
-		if cfg.wants(w.group) {
+		if cfg.wants(w.group) || w.row != "" && slices.Contains(cfg.Only, w.row) {
 			ws = append(ws, w)
 		}
 	}

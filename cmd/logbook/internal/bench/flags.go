@@ -17,7 +17,7 @@ import (
 func (c Config) Check() error {
 	for _, o := range c.Only {
 		if !slices.Contains(Groups, o) {
-			return fmt.Errorf("--only %q: no such group (want append, read, import, hook, command, signing, scale or cluster)", o)
+			return fmt.Errorf("--only %q: no such group (want append, read, import, hook, command, signing, scale, audit or cluster)", o)
 		}
 	}
 	// A size given is 1 or more (0 is the default's value, so one given

@@ -74,7 +74,7 @@ func (e *benchEnv) scaleRows() []benchWorkload {
 				logbook: e.scaleLong("session", "show"), baselines: version,
 			},
 			benchWorkload{
-				group: "scale", name: fmt.Sprintf("audit, one session of %s events", size), unit: "ev",
+				group: "scale", row: "audit", name: fmt.Sprintf("audit, one session of %s events", size), unit: "ev",
 				logbook: e.scaleAudit, baselines: []benchBaseline{{name: "ordered consumer read of its subject", run: e.scaleLongRead, floor: auditFloor}},
 				runs: 3,
 			},
