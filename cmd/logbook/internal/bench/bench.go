@@ -94,6 +94,12 @@ func (c Config) wants(group string) bool {
 	return len(c.Only) == 0 && group != "cluster" || slices.Contains(c.Only, group)
 }
 
+// wantsRow reports whether w is selected by --only: by its group, or
+// by its own name (benchWorkload.row).
+func (c Config) wantsRow(w benchWorkload) bool {
+	return c.wants(w.group) || w.row != "" && slices.Contains(c.Only, w.row)
+}
+
 // A benchRun does one workload once and says what it measured.
 type benchRun func(ctx context.Context) (benchSample, error)
 
@@ -306,7 +312,7 @@ func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Write
 	}
 	var ws []benchWorkload
 	for _, w := range env.workloads() {
-		if cfg.wants(w.group) || w.row != "" && slices.Contains(cfg.Only, w.row) {
+		if cfg.wantsRow(w) {
 			ws = append(ws, w)
 		}
 	}
