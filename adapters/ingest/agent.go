@@ -195,9 +195,11 @@ func NewImport[U any](f Format[U], open func(ctx context.Context, env ImportEnv)
 			}
 			r.Lost = lost
 			sum := p.Run(ctx, r, progress)
+			Mark(ctx, MarkImported, "")
 			if end != nil {
 				end()
 			}
+			Mark(ctx, MarkSaved, "")
 			return sum, nil
 		}}, nil
 	}}

@@ -414,6 +414,8 @@ func (in *Ingester) Indexed(path string) (string, bool) { return in.index.Known(
 // (Config.Skip), a file unchanged since an import left nothing behind is
 // skipped without loading its session.
 func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggregate, src LineSource, progress func(line int)) (FileResult, error) {
+	Mark(ctx, MarkFileStarted, path)
+	defer Mark(ctx, MarkFileDone, path)
 	if err := CheckPrivate(path, in.private); err != nil {
 		return FileResult{Path: path, Session: agg.ID}, err
 	}
@@ -490,6 +492,8 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	if err != nil {
 		return res, lastFP, err
 	}
+	given := path // as ImportFile marks it (Mark)
+	Mark(ctx, MarkFileSession, given)
 	// The per-file cursor is kept under the file's real path, so that a
 	// symbolic link to a transcript imported before finds its lines in
 	// the log; a cursor the log already keeps under the path as given
@@ -653,8 +657,13 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	// flush appends the lines in run; stop is the error that ended the
 	// run (a line that does not parse), returned once the lines before it
 	// are in the log.
+	parsed := false // the first run was marked parsed (Mark)
 	flush := func(stop error) error {
 		let()
+		if !parsed {
+			parsed = true
+			Mark(ctx, MarkFileParsed, given)
+		}
 		if err := in.appendRun(ctx, agg, path, src, run, refs, &res, progress); err != nil {
 			return err
 		}

@@ -58,8 +58,12 @@ measured on the same server in the same run, and their ratio:
             headers the import stored (ids, expected sequences,
             signatures: the work the server does for the import's
             messages, shown beside the ceiling, held to nothing); broken
-            down: the import, its lines parsed alone, serve's projection
-            after it
+            down stage by stage (paths checked and transcripts found,
+            connect and log opened, files imported, with each file's
+            wait for a worker, session read, lines parsed and run
+            appended, the import index saved, summary written and log
+            closed), beside its lines parsed alone and serve's
+            projection after it
   hook      logbook-hook claude (when found beside this binary or on
             $PATH; it exits once serve has the payload in its fsynced
             hook journal) and logbook hook claude (it exits once the

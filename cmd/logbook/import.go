@@ -97,6 +97,7 @@ func runImport(ctx context.Context, g *globals, a ingest.Agent, paths []string, 
 	} else if err != nil {
 		return err
 	}
+	ingest.Mark(ctx, ingest.MarkPlanned, "")
 	if plan.Warning != "" {
 		fmt.Fprintf(g.stderr, "warning: %s\n", plan.Warning)
 	}
@@ -104,6 +105,8 @@ func runImport(ctx context.Context, g *globals, a ingest.Agent, paths []string, 
 	if err != nil {
 		return err
 	}
+	// Deferred first, so that it marks the end once the log is closed.
+	defer ingest.Mark(ctx, ingest.MarkDone, "")
 	defer b.Close()
 	env, err := importEnv(b, g, o)
 	if err != nil {
@@ -117,6 +120,7 @@ func runImport(ctx context.Context, g *globals, a ingest.Agent, paths []string, 
 			return fmt.Errorf("import %s: %w", a.Verb, err)
 		}
 	}
+	ingest.Mark(ctx, ingest.MarkConnected, "")
 	sum, err := plan.Run(ctx, env, natslog.ServerGone, g.stderr)
 	if err != nil {
 		return err

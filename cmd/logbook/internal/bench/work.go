@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
@@ -832,8 +834,9 @@ func (e *benchEnv) importRun(row string, sessions, lines int) benchRun {
 			return benchSample{}, err
 		}
 		var out bytes.Buffer
+		marks := &importMarks{}
 		start, cpu0 := time.Now(), processCPU()
-		err = e.cli.Run(ctx, []string{"import", "claude", "--data", s.data, "--json", "--workers", "4", dir}, bytes.NewReader(nil), &out, io.Discard)
+		err = e.cli.Run(ingest.WithMarks(ctx, marks.add), []string{"import", "claude", "--data", s.data, "--json", "--workers", "4", dir}, bytes.NewReader(nil), &out, io.Discard)
 		elapsed, cpu := time.Since(start), processCPU()-cpu0
 		if err != nil {
 			return benchSample{}, err
@@ -869,7 +872,7 @@ func (e *benchEnv) importRun(row string, sessions, lines int) benchRun {
 		if err != nil {
 			return benchSample{}, err
 		}
-		stages, err := importStages(ts, elapsed, caughtUp)
+		stages, err := importStages(ts, start, elapsed, caughtUp, marks)
 		return benchSample{ops: msgs, elapsed: elapsed, stages: stages}, err
 	}
 }
@@ -898,16 +901,114 @@ func (e *benchEnv) caughtUp(ctx context.Context, s *benchServe, start time.Time)
 	}
 }
 
-// importStages breaks an import of ts that took took down: beside it,
-// the time one goroutine takes to parse every line of ts alone (the
-// claude parser, no log), and how long after its summary serve's
-// projection held its last event (caughtUp).
-func importStages(ts []*SynthTranscript, took, caughtUp time.Duration) ([]StageTime, error) {
+// importMarks collects the stages an import marks as they end
+// (ingest.WithMarks). Safe for concurrent use.
+type importMarks struct {
+	mu    sync.Mutex
+	own   map[string]time.Time            // the import's own stages, by stage
+	files map[string]map[string]time.Time // each file's stages, by path, then stage
+}
+
+// add records that stage of path ("" for the import's own) ended at at;
+// a stage marked again keeps its first time.
+func (m *importMarks) add(stage, path string, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.own == nil {
+		m.own, m.files = map[string]time.Time{}, map[string]map[string]time.Time{}
+	}
+	if path == "" {
+		if _, ok := m.own[stage]; !ok {
+			m.own[stage] = at
+		}
+		return
+	}
+	f := m.files[path]
+	if f == nil {
+		f = map[string]time.Time{}
+		m.files[path] = f
+	}
+	if _, ok := f[stage]; !ok {
+		f[stage] = at
+	}
+}
+
+// importOwnStages are the import's own stages of its breakdown, in
+// order: each mark and the stage it ends, timed from the mark before it
+// (the first from the import's start).
+var importOwnStages = []struct{ mark, stage string }{
+	{ingest.MarkPlanned, "  paths checked, transcripts found (plan)"},
+	{ingest.MarkConnected, "  connected to serve, log opened, append checked"},
+	{ingest.MarkImported, "  files imported: each one's last append answered (below: per file)"},
+	{ingest.MarkSaved, "  import index saved"},
+	{ingest.MarkDone, "  summary written, log closed"},
+}
+
+// importFileStages are the stages of each file's import, in order, each
+// timed from the mark before it (the first from the file's start); their
+// medians over the files are shown.
+var importFileStages = []struct{ from, to, stage string }{
+	{ingest.MarkConnected, ingest.MarkFileStarted, "    per file: waits for a worker"},
+	{ingest.MarkFileStarted, ingest.MarkFileSession, "    per file: its session read from the log"},
+	{ingest.MarkFileSession, ingest.MarkFileParsed, "    per file: its lines read and parsed (waiting for a parse slot too)"},
+	{ingest.MarkFileParsed, ingest.MarkFileDone, "    per file: its run decided and appended (waiting for its merged batch's answer)"},
+}
+
+// stages returns the breakdown of an import that began at start: its own
+// stages, each file's (medians over the files that reached them), and
+// how long after the last stage it ended (end).
+func (m *importMarks) stages(start, end time.Time) []StageTime {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	var out []StageTime
+	last := start
+	for _, st := range importOwnStages {
+		at, ok := m.own[st.mark]
+		if !ok {
+			continue
+		}
+		out = append(out, StageTime{Stage: st.stage, P50ms: ms(at.Sub(last)), N: 1})
+		last = at
+		if st.mark != ingest.MarkImported {
+			continue
+		}
+		for _, fs := range importFileStages {
+			var ds []time.Duration
+			for _, f := range m.files {
+				from, ok1 := f[fs.from]
+				if fs.from == ingest.MarkConnected {
+					from, ok1 = m.own[fs.from]
+				}
+				to, ok2 := f[fs.to]
+				if ok1 && ok2 {
+					ds = append(ds, to.Sub(from))
+				}
+			}
+			if len(ds) == 0 {
+				continue
+			}
+			slices.Sort(ds)
+			out = append(out, StageTime{Stage: fs.stage, P50ms: ms(ds[(len(ds)-1)/2]), N: len(ds)})
+		}
+	}
+	if len(out) > 0 && end.After(last) {
+		out = append(out, StageTime{Stage: "  command returns", P50ms: ms(end.Sub(last)), N: 1})
+	}
+	return out
+}
+
+// importStages breaks an import of ts that began at start and took took
+// down: its stages as it marked them (marks), and beside it, the time one
+// goroutine takes to parse every line of ts alone (the claude parser, no
+// log), and how long after its summary serve's projection held its last
+// event (caughtUp).
+func importStages(ts []*SynthTranscript, start time.Time, took, caughtUp time.Duration, marks *importMarks) ([]StageTime, error) {
 	p, err := claude.NewParser(claude.Config{})
 	if err != nil {
 		return nil, err
 	}
-	start, n := time.Now(), 0
+	begin, n := time.Now(), 0
 	for _, t := range ts {
 		data, err := os.ReadFile(t.Path)
 		if err != nil {
@@ -922,13 +1023,14 @@ func importStages(ts []*SynthTranscript, took, caughtUp time.Duration) ([]StageT
 		}
 		n += i
 	}
-	parse := time.Since(start)
+	parse := time.Since(begin)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return []StageTime{
-		{Stage: "import claude, start to summary (the timed part)", P50ms: ms(took), N: 1},
-		{Stage: fmt.Sprintf("  beside it: its %d lines parsed alone, one goroutine, no log", n), P50ms: ms(parse), N: n},
-		{Stage: "serve's projection holds the import's last event, after the summary", P50ms: ms(caughtUp), N: 1},
-	}, nil
+	out := []StageTime{{Stage: "import claude, start to summary (the timed part)", P50ms: ms(took), N: 1}}
+	out = append(out, marks.stages(start, start.Add(took))...)
+	return append(out,
+		StageTime{Stage: fmt.Sprintf("beside the import: its %d lines parsed alone, one goroutine, no log", n), P50ms: ms(parse), N: n},
+		StageTime{Stage: "serve's projection holds the import's last event, after the summary", P50ms: ms(caughtUp), N: 1},
+	), nil
 }
 
 // benchDecisionsFrom reads the log from seq from and returns each session's
