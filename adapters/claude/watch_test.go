@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,13 @@ type reports struct {
 }
 
 func (r *reports) add(m string) { r.mu.Lock(); r.msgs = append(r.msgs, m); r.mu.Unlock() }
+
+// all returns the messages reported so far.
+func (r *reports) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.msgs)
+}
 
 func (r *reports) has(sub string) bool {
 	r.mu.Lock()
@@ -314,5 +322,88 @@ func TestWatch_CopyIsOneSession(t *testing.T) {
 	ingesttest.Eventually(t, "every line", func() bool { return ingesttest.StateOf(t, log, "transcript").Lines == len(lines) })
 	if n := ingesttest.StateOf(t, log, sid).Lines; n != 0 {
 		t.Errorf("%d lines went to a second session, %s", n, sid)
+	}
+}
+
+// TestWatch_CopyBeingWritten: a transcript copied under its own name into
+// another folder after its import, seen while the copy is empty and then
+// while it holds a beginning of the transcript, is a copy, not a
+// truncation: no divergence is recorded, the copy is followed on, nothing
+// of it is appended twice, and the lines it gains past what was imported
+// go to the session.
+func TestWatch_CopyBeingWritten(t *testing.T) {
+	const sid = "5e551011-0000-4000-8000-000000000001"
+	lines := fixtureLines(t, sid)
+	k := len(lines) - 2
+	log, in, root := watchRig(t)
+	app := filepath.Join(projectDir(t, root, "-home-user-app"), sid+".jsonl")
+	ingesttest.WriteFile(t, app, string(bytes.Join(lines[:k], nil)))
+	if _, err := in.ImportFile(t.Context(), app, ingesttest.Session(sid), nil); err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(projectDir(t, root, "-home-user-other"), sid+".jsonl")
+	ingesttest.WriteFile(t, cp, "")
+
+	// Each import of the copy tells the size it found and its error; the
+	// copy is written on only after an import read it as it is.
+	type read struct {
+		size int64
+		err  error
+	}
+	seen := make(chan read, 64)
+	rep := &reports{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- in.Watch(ctx, ingest.WatchConfig{Roots: []string{root}, Rescan: time.Hour, Report: rep.add,
+			Import: func(ctx context.Context, path, session string) ([]ingest.FileResult, error) {
+				rs, err := in.importWatched(ctx, path, session)
+				if path == cp {
+					if st, serr := os.Stat(cp); serr == nil {
+						seen <- read{st.Size(), err}
+					}
+				}
+				return rs, err
+			}})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("watch: %v", err)
+		}
+	})
+	var size int64
+	readAt := func(what string) {
+		t.Helper()
+		hang := time.After(20 * time.Second)
+		for {
+			select {
+			case r := <-seen:
+				if r.err != nil {
+					t.Fatalf("the copy %s: %v", what, r.err)
+				}
+				if r.size == size {
+					return
+				}
+			case <-hang:
+				t.Fatalf("waited 20s for an import of the copy %s", what)
+			}
+		}
+	}
+	readAt("while empty")
+	for i, part := range [][][]byte{lines[:k-1], lines[k-1 : k]} {
+		chunk := bytes.Join(part, nil)
+		ingesttest.AppendFile(t, cp, chunk)
+		size += int64(len(chunk))
+		readAt(fmt.Sprintf("holding %d of the %d lines imported", len(lines[:k-1])+i, k))
+	}
+	ingesttest.AppendFile(t, cp, bytes.Join(lines[k:], nil))
+	ingesttest.Eventually(t, "the copy's new lines", func() bool { return ingesttest.StateOf(t, log, sid).Lines == len(lines) })
+	st := ingesttest.StateOf(t, log, sid)
+	if len(st.Diverged) > 0 || rep.has("followed no more") {
+		t.Errorf("the copy is taken for a changed transcript: diverged %v, reports %q", st.Diverged, rep.all())
+	}
+	if st.Observations != len(lines) {
+		t.Errorf("%d observations, want %d (each line once)", st.Observations, len(lines))
 	}
 }

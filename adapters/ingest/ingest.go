@@ -407,7 +407,13 @@ func (in *Ingester) Indexed(path string) (string, bool) { return in.index.Known(
 // session.transcript_diverged once and returns a *DivergedError, unless
 // the rewritten form was already imported as a new history (it goes on
 // there, with a warning) or the Ingester imports AsNew (it starts it).
-// The lines already imported are never touched.
+// The lines already imported are never touched. A file that holds a
+// beginning of what was imported of its name, contradicting no line of
+// it, and every line imported from its own path (a copy of the
+// transcript in another folder, being written or even empty; the
+// transcript behind such a copy) changed nothing: nothing is appended,
+// no error is returned, and its lines are read on once it holds the
+// last line imported.
 //
 // A path that leads into a private dir (Config.Private) is refused with
 // an error wrapping ErrPrivate before anything is read. With a SkipIndex
@@ -529,10 +535,22 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		if same {
 			break
 		}
-		if f, err := in.firstDifference(ctx, agg, f, path); err != nil {
+		d, err := in.firstDifference(ctx, agg, f, path)
+		if err != nil {
 			return res, lastFP, err
-		} else if f != nil {
-			found = *f
+		}
+		if d.copied {
+			// A file of the transcript's name that holds no line other
+			// than what was imported, and every line imported from its
+			// own path: a copy of the transcript (being written, even
+			// empty, in another folder) or the transcript behind a copy
+			// that went on. It changed nothing: its lines are in the
+			// log, and the import reads on once it holds the last one.
+			res.Lines, res.Skipped = d.lines, d.lines
+			return res, events.Fingerprint{}, nil
+		}
+		if d.found != nil {
+			found = *d.found
 		}
 		letEarly() // diverge appends
 		next, err := in.diverge(ctx, agg, path, fp, found, size)
@@ -1286,28 +1304,56 @@ func (in *Ingester) diverge(ctx context.Context, agg events.Aggregate, path stri
 	return next, nil
 }
 
-// firstDifference compares f, the transcript opened from path, line by line, with the
-// fingerprints agg's stored observations of it hold, and returns the
-// fingerprint of the first line that differs, or, for a file that is a
-// shorter prefix of what was imported, its end (Line: its complete lines,
-// no SHA256). It returns nil when no stored line has a fingerprint to
-// compare with, or every one matches.
-func (in *Ingester) firstDifference(ctx context.Context, agg events.Aggregate, f *os.File, path string) (*events.Fingerprint, error) {
+// difference is what firstDifference finds of a transcript file
+// against what was imported of its name.
+type difference struct {
+	// found is the fingerprint of the first line that differs, or, for
+	// a file that is a shorter prefix of what was imported, its end
+	// (Line: its complete lines, no SHA256); nil when no stored line
+	// has a fingerprint to compare with, or every one matches.
+	found *events.Fingerprint
+	// copied is set when the file contradicts no line imported and
+	// holds every line imported from its own path (none, for a file
+	// never imported): what it lacks was imported from another file of
+	// its name (a copy), so it was neither truncated nor rewritten.
+	copied bool
+	lines  int // the file's complete lines, when copied
+}
+
+// firstDifference compares f, the transcript opened from path, line by
+// line, with the fingerprints agg's stored observations of its file name
+// hold (difference). A line imported from path itself is one whose
+// observation names path or a path that leads to the same file
+// (samePath).
+func (in *Ingester) firstDifference(ctx context.Context, agg events.Aggregate, f *os.File, path string) (difference, error) {
 	recs, _, err := in.x.Log.Load(ctx, agg)
 	if err != nil {
-		return nil, err
+		return difference{}, err
 	}
 	imported := map[int]string{}
-	last := 0
+	last, own := 0, 0 // the last line imported of the name, and from path
+	here := canonicalPath(path)
+	seen := map[string]bool{} // observed paths: whether each is path's file
 	for _, r := range recs {
 		o, ok := events.Observed(r.Data)
-		if ok && o.Line > 0 && o.Fingerprint != nil && filepath.Base(o.Path) == filepath.Base(path) {
+		if !ok || o.Line <= 0 || filepath.Base(o.Path) != filepath.Base(path) {
+			continue
+		}
+		same, ok := seen[o.Path]
+		if !ok {
+			same = canonicalPath(o.Path) == here
+			seen[o.Path] = same
+		}
+		if same {
+			own = max(own, o.Line)
+		}
+		if o.Fingerprint != nil {
 			imported[o.Line] = o.Fingerprint.SHA256
 			last = max(last, o.Line)
 		}
 	}
 	if len(imported) == 0 {
-		return nil, nil
+		return difference{}, nil
 	}
 	n := 0
 	var end int64
@@ -1317,7 +1363,7 @@ func (in *Ingester) firstDifference(ctx context.Context, agg events.Aggregate, f
 				if ok {
 					continue
 				}
-				return nil, err
+				return difference{}, err
 			}
 		}
 		if l.Torn || l.N > last {
@@ -1325,14 +1371,27 @@ func (in *Ingester) firstDifference(ctx context.Context, agg events.Aggregate, f
 		}
 		fp := LineFingerprint(l)
 		if sum, ok := imported[l.N]; ok && sum != fp.SHA256 {
-			return &fp, nil
+			return difference{found: &fp}, nil
 		}
 		n, end = l.N, l.End
 	}
 	if n < last {
-		return &events.Fingerprint{Line: n, Offset: end, End: end}, nil
+		return difference{found: &events.Fingerprint{Line: n, Offset: end, End: end}, copied: n >= own, lines: n}, nil
 	}
-	return nil, nil
+	return difference{}, nil
+}
+
+// canonicalPath is path absolute with every symbolic link resolved
+// (realPath), or only made absolute when it cannot be resolved (the file
+// is gone); a relative path is taken from the working directory.
+func canonicalPath(path string) string {
+	r := realPath(path)
+	if !filepath.IsAbs(r) {
+		if a, err := filepath.Abs(r); err == nil {
+			return a
+		}
+	}
+	return r
 }
 
 // headLines is how many leading lines FirstOf looks at.
