@@ -1323,8 +1323,7 @@ type difference struct {
 // firstDifference compares f, the transcript opened from path, line by
 // line, with the fingerprints agg's stored observations of its file name
 // hold (difference). A line imported from path itself is one whose
-// observation names path or a path that leads to the same file
-// (samePath).
+// observation names a path that leads to path's file (samePath).
 func (in *Ingester) firstDifference(ctx context.Context, agg events.Aggregate, f *os.File, path string) (difference, error) {
 	recs, _, err := in.x.Log.Load(ctx, agg)
 	if err != nil {
@@ -1341,7 +1340,7 @@ func (in *Ingester) firstDifference(ctx context.Context, agg events.Aggregate, f
 		}
 		same, ok := seen[o.Path]
 		if !ok {
-			same = canonicalPath(o.Path) == here
+			same = samePath(o.Path, here)
 			seen[o.Path] = same
 		}
 		if same {
@@ -1379,6 +1378,18 @@ func (in *Ingester) firstDifference(ctx context.Context, agg events.Aggregate, f
 		return difference{found: &events.Fingerprint{Line: n, Offset: end, End: end}, copied: n >= own, lines: n}, nil
 	}
 	return difference{}, nil
+}
+
+// samePath reports whether observed, the path an observation names,
+// leads to here, a canonical path (canonicalPath). An import resumed
+// under a relative path names it as given: it leads to here when it
+// does from the working directory, or when here ends with it.
+func samePath(observed, here string) bool {
+	if canonicalPath(observed) == here {
+		return true
+	}
+	rel := filepath.Clean(observed)
+	return !filepath.IsAbs(rel) && !strings.HasPrefix(rel, "..") && strings.HasSuffix(here, string(filepath.Separator)+rel)
 }
 
 // canonicalPath is path absolute with every symbolic link resolved
