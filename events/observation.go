@@ -57,7 +57,13 @@ type Observation struct {
 	// way while the last line a session took in says so. The last line a
 	// pass read (at the file's end, at a line that stops it) has it
 	// clear, and so has every line imported before it was recorded.
-	More bool  `json:"more,omitempty"`
+	More bool `json:"more,omitempty"`
+	// Held is set on the last line an import pass took in when the pass
+	// stopped at the line after it, which does not parse (and was not
+	// skipped): the file goes on past a line Logbook could not read, so
+	// what the agent wrote after it is not known yet, and its silence is
+	// not the agent's (session.State.HeldPath).
+	Held bool  `json:"held,omitempty"`
 	Tick *Tick `json:"tick,omitempty"` // set in a TickObserved only
 	// RewrittenFrom is set on the first line imported into a session that
 	// holds a rewritten transcript as a new history (import --as-new): the

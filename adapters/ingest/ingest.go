@@ -708,7 +708,8 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			if le, ok := errors.AsType[*LineError](err); ok && errors.Is(le, ErrLineTooLong) && l.Sum != "" {
 				long = le
 			} else {
-				ended(run, src)
+				_, bad := errors.AsType[*LineError](err)
+				ended(run, src, bad)
 				err = flush(err)
 				return res, lastFP, err
 			}
@@ -732,7 +733,7 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			o = events.Observation{Key: fmt.Sprintf("line:%d", l.N), Parser: src.Parser, Path: path, Line: l.N, Kind: "blank", Problems: []string{"blank line"}}
 		} else if o, err = src.Parse(path, l.N, l.Bytes); err != nil {
 			if !in.skip || o.Kind != "invalid" {
-				ended(run, src)
+				ended(run, src, true)
 				err = flush(err)
 				return res, lastFP, err
 			}
@@ -830,21 +831,23 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		}
 		run = append(run, runLine{n: l.N, obs: obs})
 	}
-	ended(run, src)
+	ended(run, src, false)
 	err = flush(nil)
 	return res, lastFP, err
 }
 
 // ended marks the last line of run, the last this pass of an import read
-// of its file, as such: its observation's More is cleared.
-func ended(run []runLine, src LineSource) {
+// of its file, as such: its observation's More is cleared. held says the
+// pass stopped at the next line, one that does not read or parse: the
+// observation's Held is set.
+func ended(run []runLine, src LineSource, held bool) {
 	if len(run) == 0 {
 		return
 	}
 	r := &run[len(run)-1]
-	if o, ok := events.Observed(r.obs.Data); ok && o.More {
+	if o, ok := events.Observed(r.obs.Data); ok && (o.More || held) {
 		c := *o
-		c.More = false
+		c.More, c.Held = false, held
 		r.obs.Data = src.Wrap(c)
 	}
 }

@@ -209,6 +209,10 @@ func Session(w io.Writer, r api.SessionReply, now time.Time, prices *usage.Table
 		// Shown, never acted on: staleness is judged on this host's clock.
 		row("agent clock", fmt.Sprintf("%s (learned from a line received at %s; staleness is judged on the server's clock)", strings.TrimPrefix(off, "agent clock "), s.ClockOffsetAt.Format(time.RFC3339)))
 	}
+	if s.HeldPath != "" {
+		// Nothing past the line is known: the silence is Logbook's.
+		row("held", fmt.Sprintf("%s:%d does not parse: the lines after it are not imported, and the session is not marked stale, until it is skipped (import --skip-invalid)", s.HeldPath, s.HeldLine))
+	}
 	if p := s.AgentProcess; p != nil {
 		row("agent process", fmt.Sprintf("%s, started at tick %d, boot %s", p, p.Start, Dash(p.Boot)))
 	}

@@ -562,7 +562,8 @@ const (
 // stale mark, the turn ends, and the phase follows. Anything else
 // decides nothing: a question, a permission prompt, a plan approval or
 // an open review waits on a person, and a person's silence is not the
-// agent's.
+// agent's; a transcript whose import stopped at a line that does not
+// parse (State.HeldPath) holds what the agent wrote after it.
 func (d *decider) tick(t events.Tick) {
 	s := d.s
 	if !s.Exists() || s.Phase == events.PhaseEnded {
@@ -594,6 +595,9 @@ func (d *decider) tick(t events.Tick) {
 	}
 	if _, _, waits := s.PersonWait(); waits {
 		return
+	}
+	if s.HeldPath != "" {
+		return // an import stopped at a line that does not parse: the silence is Logbook's, not the agent's
 	}
 	after := time.Duration(t.AbandonAfter) * time.Millisecond
 	idle := t.Now.Sub(s.ObservedAt)

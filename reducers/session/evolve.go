@@ -278,6 +278,12 @@ func (s *State) heard(o *events.Observation, e events.Envelope) {
 		s.ReceivedAt = recv
 	}
 	s.Importing = o.More && !o.Live && o.Line > 0
+	switch {
+	case o.Held && o.Line > 0 && o.Path != "":
+		s.HeldPath, s.HeldLine = o.Path, o.Line+1
+	case s.HeldPath != "" && o.Path == s.HeldPath && o.Line >= s.HeldLine:
+		s.HeldPath, s.HeldLine = "", 0
+	}
 	agent, hasAgent := agentTime(o)
 	if hasAgent && !clockReading(agent, e.At, recv) {
 		// A time further from the server's than a time.Duration reaches

@@ -104,6 +104,15 @@ type State struct {
 	// (events.Observation.More): an import is under way, and may pause
 	// between its runs. Any other observation of the agent clears it.
 	Importing bool `json:"importing,omitempty"`
+	// HeldPath is the transcript an import stopped in at a line that does
+	// not parse (events.Observation.Held), and HeldLine that line's
+	// number: the agent wrote on past what Logbook could read, so the
+	// session's silence is not the agent's, and no stale mark comes
+	// while it is set. A later line of that file at or past HeldLine (an
+	// import with --skip-invalid, the line repaired) clears them; "" and
+	// 0: nothing held.
+	HeldPath string `json:"held_path,omitempty"`
+	HeldLine int    `json:"held_line,omitempty"`
 	// ClockOffsetMS is the agent clock's offset learned from the last
 	// live transcript line: its receipt minus its agent time, ms;
 	// positive when the agent's clock is behind the server's, negative
