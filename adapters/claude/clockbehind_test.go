@@ -13,8 +13,9 @@ import (
 )
 
 // TestWatch_ClockBehindThenImport: Watch follows a transcript whose lines
-// are dated seven months back, so the session learns an agent clock that
-// far behind this host's; then an import with --skip-invalid reads on
+// are dated seven months back (its first line, there when the file
+// appeared, history; the lines appended after it live), so the session
+// learns an agent clock that far behind this host's; then an import with --skip-invalid reads on
 // from there, starting at a line with no time of its own (one that does
 // not parse, which the watcher stopped at, or a blank one, the watcher
 // stopped before it), or at a line dated a month after the lines read
@@ -72,8 +73,13 @@ func TestWatch_ClockBehindThenImport(t *testing.T) {
 				}
 			}
 			t.Cleanup(stop)
+			// The file appears with its first line, dated more than
+			// ingest.HistoryAge back: history, as a copy's would be.
+			// What the agent writes after it is read live.
+			ingesttest.AppendFile(t, path, line(1, day.Add(time.Second)))
+			ingesttest.Eventually(t, "the first line", func() bool { return ingesttest.StateOf(t, log, sid).Lines == 1 })
 			var live []byte
-			for n := 1; n <= 4; n++ {
+			for n := 2; n <= 4; n++ {
 				live = append(live, line(n, day.Add(time.Duration(n)*time.Second))...)
 			}
 			ingesttest.AppendFile(t, path, live)

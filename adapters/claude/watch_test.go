@@ -304,6 +304,81 @@ func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
 	}
 }
 
+// TestWatch_AppearedOldLinesAreHistory: a transcript that appears in a
+// watched folder holding lines dated long before their receipt (a copy or
+// a restore of an old session) is history, as an import reads it: its
+// lines are dated by their own timestamps (usage counts on their days), no
+// agent clock offset is learned from them, and the same bytes imported
+// without a watcher give the same times. A line appended to it later is
+// live.
+func TestWatch_AppearedOldLinesAreHistory(t *testing.T) {
+	const sid = "5e551011-0000-4000-8000-000000000077"
+	old := time.Now().Add(-200 * 24 * time.Hour).UTC().Truncate(time.Millisecond)
+	line := func(n int, at time.Time) []byte {
+		parent, body := "null", `"type":"user","message":{"role":"user","content":"build it"}`
+		if n > 1 {
+			parent = fmt.Sprintf(`"u%d"`, n-1)
+			body = `"type":"assistant","message":{"role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":4}}`
+		}
+		return fmt.Appendf(nil, `{%s,"uuid":"u%d","parentUuid":%s,"sessionId":%q,"timestamp":%q}`+"\n", body, n, parent, sid, at.Format("2006-01-02T15:04:05.000Z"))
+	}
+	log, in, root := watchRig(t)
+	startWatch(t, in, 20*time.Millisecond, root)
+	// Once the watcher has taken in a file that appeared, its first walk
+	// is done: a file that appears after is new to it.
+	const probe = "5e551011-0000-4000-8000-000000000078"
+	dir := projectDir(t, root, "-home-user-shop")
+	ingesttest.AppendFile(t, filepath.Join(dir, probe+".jsonl"), bytes.ReplaceAll(line(1, time.Now()), []byte(sid), []byte(probe)))
+	ingesttest.Eventually(t, "the probe", func() bool { return ingesttest.StateOf(t, log, probe).Lines == 1 })
+
+	path := filepath.Join(dir, sid+".jsonl")
+	ingesttest.AppendFile(t, path, append(line(1, old), line(2, old.Add(3*time.Second))...))
+	ingesttest.Eventually(t, "the copied lines", func() bool { return ingesttest.StateOf(t, log, sid).Lines == 2 })
+	st := ingesttest.StateOf(t, log, sid)
+	if !st.ClockOffsetAt.IsZero() {
+		t.Errorf("an agent clock offset of %s learned from a copy of old lines", st.ClockOffset())
+	}
+	if !st.ObservedAt.Equal(old.Add(3 * time.Second)) {
+		t.Errorf("observed_at %s, want the last line's own time %s", st.ObservedAt, old.Add(3*time.Second))
+	}
+	recs, _, err := log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if o, ok := events.Observed(r.Data); ok && o.Line > 0 {
+			if o.Live || !r.At.Equal(old.Add(time.Duration(o.Line-1)*3*time.Second)) {
+				t.Errorf("line %d: live %v, at %s; want history at its own time", o.Line, o.Live, r.At)
+			}
+		}
+	}
+
+	// The agent writes on in the copy: that line is live.
+	ingesttest.AppendFile(t, path, line(3, old.Add(time.Minute)))
+	ingesttest.Eventually(t, "the appended line", func() bool { return ingesttest.StateOf(t, log, sid).Lines == 3 })
+	if st := ingesttest.StateOf(t, log, sid); st.ClockOffsetAt.IsZero() {
+		t.Errorf("a line appended to the copy: no offset learned, it was not taken as live")
+	}
+
+	// A copy that is created empty, then written (as cp does), and whose
+	// first write ends in a torn line: its old lines are history too.
+	const sid2 = "5e551011-0000-4000-8000-000000000079"
+	path2 := filepath.Join(dir, sid2+".jsonl")
+	ingesttest.AppendFile[[]byte](t, path2)
+	const probe2 = "5e551011-0000-4000-8000-00000000007a"
+	ingesttest.AppendFile(t, filepath.Join(dir, probe2+".jsonl"), bytes.ReplaceAll(line(1, time.Now()), []byte(sid), []byte(probe2)))
+	ingesttest.Eventually(t, "the second probe", func() bool { return ingesttest.StateOf(t, log, probe2).Lines == 1 })
+	copied := bytes.ReplaceAll(append(line(1, old), line(2, old.Add(3*time.Second))...), []byte(sid), []byte(sid2))
+	cut := len(copied) - 10
+	ingesttest.AppendFile(t, path2, copied[:cut])
+	ingesttest.Eventually(t, "the copy's first line", func() bool { return ingesttest.StateOf(t, log, sid2).Lines == 1 })
+	ingesttest.AppendFile(t, path2, copied[cut:])
+	ingesttest.Eventually(t, "the copy's last line", func() bool { return ingesttest.StateOf(t, log, sid2).Lines == 2 })
+	if st := ingesttest.StateOf(t, log, sid2); !st.ClockOffsetAt.IsZero() || !st.ObservedAt.Equal(old.Add(3*time.Second)) {
+		t.Errorf("a copy written in two parts: offset %q, observed_at %s; want none, the last line's own time %s", st.ClockOffset(), st.ObservedAt, old.Add(3*time.Second))
+	}
+}
+
 // A transcript copied into a watched folder under a name that is not its
 // session's, read while the copy is under way (its first complete line
 // carries no sessionId yet): every line goes to the session its first

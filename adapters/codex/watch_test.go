@@ -93,7 +93,8 @@ func TestWatch_SpecialFiles(t *testing.T) {
 }
 
 // TestWatch_LiveRolloutLaggingClock: a rollout that appears under a
-// watched sessions tree is followed live: each line carries its receipt,
+// watched sessions tree is followed live: each line appended after it
+// appeared carries its receipt,
 // the agent clock's offset (here months behind: the lines are dated
 // May) is learned, and the session, still working, is not stale however
 // old its own timestamps look (issue case claude-phase/75, Codex CLI).
@@ -110,7 +111,16 @@ func TestWatch_LiveRolloutLaggingClock(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond) // the watcher has started: the file is new
 	path := filepath.Join(day, "rollout-2026-05-23T18-54-05-"+tid+".jsonl")
-	ingesttest.AppendFile(t, path, meta(tid, ""), turnStart(1, "t1"), userMsg(1, "build it"))
+	// The rollout appears with its session_meta, dated months back: more
+	// than ingest.HistoryAge before its receipt, it is history (a copied
+	// rollout's lines would be). The lines Codex writes after it are live.
+	ingesttest.AppendFile(t, path, meta(tid, ""))
+	for deadline := time.Now().Add(20 * time.Second); ingesttest.StateOf(t, l, tid).Lines != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("waited 20s for the session_meta")
+		}
+	}
+	ingesttest.AppendFile(t, path, turnStart(1, "t1"), userMsg(1, "build it"))
 	ingesttest.AppendFile(t, path, call(2, "call_1", "shell", `{"command":["make"]}`))
 	var st session.State
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {

@@ -610,7 +610,8 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		// import decides the same events on every host.
 		last = firstTime(f, path)
 	}
-	live := isLiveRead(ctx)
+	read := liveReadOf(ctx)
+	live := read != readHistory
 	future := false // a line far past its reading was warned of
 	uuids := map[string]bool{}
 	var unknown []int // oversized lines whose uuid their head does not hold
@@ -771,7 +772,18 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		o.Fingerprint = &fp
 		// When this host took the line in, and whether it was read as
 		// the agent wrote it (Watch) or is history (an import).
-		o.Received, o.Live = in.clock().UTC().Truncate(time.Microsecond), live
+		o.Received = in.clock().UTC().Truncate(time.Microsecond)
+		if read == readAppeared {
+			// A file that appeared while Watch ran, not read whole
+			// yet: a line dated long before its receipt was in the
+			// file before it appeared (a copy, a restore), history as
+			// an import reads it; a line with no time of its own goes
+			// with the line before it.
+			if t, ok := usableTime(o.AgentTime); ok {
+				live = o.Received.Sub(t) <= HistoryAge
+			}
+		}
+		o.Live = live
 		if rewrittenFrom != "" {
 			o.RewrittenFrom, rewrittenFrom = rewrittenFrom, ""
 		}
@@ -1475,15 +1487,45 @@ func realPath(path string) string {
 // liveKey is the context key of a live read (withLiveRead).
 type liveKey struct{}
 
+// liveRead is how the transcript reads made under a context are live.
+type liveRead int
+
+const (
+	// readHistory: an import, or the first read of a file present when
+	// Watch started: every line is history.
+	readHistory liveRead = iota
+	// readFollowed: lines appended to a file Watch follows: every line is
+	// live.
+	readFollowed
+	// readAppeared: a read of a file that appeared while Watch ran, before
+	// it was read whole once: a line dated more than HistoryAge before its
+	// receipt was in the file before it appeared (a copy, a restore) and
+	// is history; any other is live.
+	readAppeared
+)
+
+// HistoryAge is how far before its receipt a line of a transcript that
+// appeared in a watched folder is dated for it to be history, not a line
+// the agent writes now (a copy or a restore of an old transcript): more
+// than any time zone's offset, so an agent whose clock is off by a zone
+// or by hours is still followed live from its first line.
+const HistoryAge = 24 * time.Hour
+
 // withLiveRead returns ctx marking the transcript reads made under it as
 // live: the lines were appended while Watch followed the file, so each
-// observation is dated by its receipt (events.Observation.Live).
-func withLiveRead(ctx context.Context) context.Context {
-	return context.WithValue(ctx, liveKey{}, true)
+// observation is dated by its receipt (events.Observation.Live). With
+// appeared set, the read is the first of a file that appeared while Watch
+// ran, not yet read whole: its lines dated more than HistoryAge before
+// their receipt are history.
+func withLiveRead(ctx context.Context, appeared bool) context.Context {
+	if appeared {
+		return context.WithValue(ctx, liveKey{}, readAppeared)
+	}
+	return context.WithValue(ctx, liveKey{}, readFollowed)
 }
 
-// isLiveRead reports whether ctx marks a live read (withLiveRead).
-func isLiveRead(ctx context.Context) bool {
-	live, _ := ctx.Value(liveKey{}).(bool)
+// liveReadOf reports how ctx marks the reads made under it (withLiveRead).
+func liveReadOf(ctx context.Context) liveRead {
+	live, _ := ctx.Value(liveKey{}).(liveRead)
 	return live
 }

@@ -80,10 +80,18 @@ type watched struct {
 	failed   string
 	// live is set once the file's lines are read as the agent writes
 	// them: after its first import, or from the start for a file that
-	// appeared after Watch started. What a file held when Watch started,
-	// or when the awaited directory it is in appeared, is history
-	// (events.Observation.Live).
+	// appeared after Watch started (but for its lines dated more than
+	// HistoryAge before their receipt: a copy, a restore). What a file
+	// held when Watch started, or when the awaited directory it is in
+	// appeared, is history (events.Observation.Live).
 	live bool
+	// appeared is set while the file, which appeared after Watch started,
+	// has not been read whole yet: until a read appends lines and ends at
+	// a complete line (a copy is written in chunks, the first may find it
+	// empty), a line in it dated more than HistoryAge before its receipt
+	// was there before the file appeared (a copy, a restore) and is
+	// history.
+	appeared bool
 	// session is the aggregate id the file's first import went to: the
 	// later ones are told it (WatchConfig.Import).
 	session string
@@ -456,6 +464,7 @@ func (w *watcher) prepare(ctx context.Context, name string) *watchJob {
 	switch {
 	case !seen:
 		f = &watched{live: w.started && !w.held[name]}
+		f.appeared = f.live
 		delete(w.held, name)
 		w.files[name] = f
 		if ok, why := w.cfg.Accept(name); !ok {
@@ -475,7 +484,7 @@ func (w *watcher) prepare(ctx context.Context, name string) *watchJob {
 	// differ, records session.transcript_diverged and appends nothing.
 	ictx := ctx
 	if f.live && changed == "" {
-		ictx = withLiveRead(ctx)
+		ictx = withLiveRead(ctx, f.appeared)
 	}
 	return &watchJob{name: name, f: f, ctx: ictx, session: f.session, changed: changed, dev: dev, ino: ino, size: size}
 }
@@ -506,6 +515,9 @@ func (w *watcher) done(ctx context.Context, j *watchJob) {
 		f.session = res[0].Session
 	}
 	for _, r := range res {
+		if r.Path == j.name && r.Appended > 0 && !r.Torn {
+			f.appeared = false // read whole once: what comes after is written live
+		}
 		// What an import warns of ("FILE:LINE: …": a line stored cut, a
 		// timestamp past the clock, usage refused), serve's log tells
 		// too; but for a torn last line (the last warning), which a live
