@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -28,6 +29,15 @@ the spool's rejected/ folder with the reason; nothing is appended for it.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var payload []byte
 			if len(args) == 1 {
+				if strings.TrimSpace(args[0]) == "" {
+					// Said as what it is: an argument given empty, not a
+					// payload missing from stdin, which was not read.
+					what := "empty"
+					if args[0] != "" {
+						what = fmt.Sprintf("%d bytes of white space", len(args[0]))
+					}
+					return usageErrorf("hook codex: the payload argument is %s: Codex CLI passes its notify payload, one JSON object, as the last argument (without one it is read from stdin); nothing recorded or kept", what)
+				}
 				payload = []byte(args[0])
 			} else {
 				var err error
