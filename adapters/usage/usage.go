@@ -84,8 +84,10 @@ type Query struct {
 }
 
 // Line is the tokens of one group and model. For BySession, Parent names
-// the parent of a subagent's session, and a parent's lines carry its
-// subagents' sum in Subagents (never folded into its own tokens).
+// the parent of a subagent's session, and a parent's first line (in model
+// order) carries its subagents' sum in Subagents: over all of them and
+// every model they used, whichever models the parent used itself (never
+// folded into its own tokens; its other lines carry none).
 type Line struct {
 	Key       string  `json:"key"`   // session id, model, day (YYYY-MM-DD), week, month, block or project (cwd)
 	Model     string  `json:"model"` // "" when the agent did not name it
@@ -151,7 +153,7 @@ func Group(ss []session.State, q Query) ([]Line, error) {
 	}
 	type key struct{ k, model string }
 	sums := map[key]*Line{}
-	children := map[key]*Line{} // parent session and model → its subagents' sum
+	children := map[string]*Line{} // parent session → its subagents' sum, every model
 	for _, s := range ss {
 		chosen := q.Session == "" || s.ID == q.Session || s.Parent == q.Session
 		if !chosen && (by != BySession || s.Parent == "") {
@@ -164,10 +166,10 @@ func Group(ss []session.State, q Query) ([]Line, error) {
 			if by == BySession && s.Parent != "" {
 				// A parent's subagents' sum is over all of them, even
 				// when the query selects only one.
-				c := children[key{s.Parent, b.Model}]
+				c := children[s.Parent]
 				if c == nil {
 					c = &Line{}
-					children[key{s.Parent, b.Model}] = c
+					children[s.Parent] = c
 				}
 				c.Tokens.add(b)
 				c.buckets = append(c.buckets, b)
@@ -212,15 +214,6 @@ func Group(ss []session.State, q Query) ([]Line, error) {
 			l.buckets = append(l.buckets, b)
 		}
 	}
-	for k, c := range children {
-		// Only on a line the parent spent on itself: a model only its
-		// subagents used gets no line of zeros (Report.Subagents has the
-		// sum over all models).
-		if l := sums[k]; l != nil {
-			t := c.Tokens
-			l.Subagents, l.subBuckets = &t, c.buckets
-		}
-	}
 	out := make([]Line, 0, len(sums))
 	for _, l := range sums {
 		out = append(out, *l)
@@ -231,6 +224,16 @@ func Group(ss []session.State, q Query) ([]Line, error) {
 		}
 		return out[i].Model < out[j].Model
 	})
+	for i := range out {
+		// On the parent's first line, whatever models its subagents
+		// used: a parent with no line of its own in the selection gets
+		// no line of zeros (Report.Subagents has its sum).
+		if c := children[out[i].Key]; by == BySession && c != nil {
+			t := c.Tokens
+			out[i].Subagents, out[i].subBuckets = &t, c.buckets
+			delete(children, out[i].Key)
+		}
+	}
 	return out, nil
 }
 

@@ -304,6 +304,63 @@ func TestReportSession(t *testing.T) {
 	}
 }
 
+// TestReport_ParentLineCarriesSubagents: by session and with --session
+// of a parent, the parent's first line carries the sum over all its
+// subagents, though they used a model the parent did not (haiku under an
+// opus and sonnet parent), priced, in the SUBAGENTS column and in JSON;
+// its other lines and the subagents' own carry none, and the sum is
+// counted once.
+func TestReport_ParentLineCarriesSubagents(t *testing.T) {
+	ss := append(states(), session.State{ID: "agent-y", Parent: "p", Usage: []session.UsageBucket{
+		{Model: "claude-haiku-4-5-20251001", Minute: hour(23, 22), Input: 1, CacheRead: 2000, Calls: 1},
+	}})
+	now := hour(24, 3)
+	for _, q := range []Query{{By: BySession}, {Session: "p"}} {
+		rep, err := NewReport(ss, q, Shipped(), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		carried := 0
+		for _, l := range rep.Lines {
+			if l.Subagents == nil {
+				continue
+			}
+			carried++
+			if l.Key != "p" || l.Model != "claude-opus-4-5" || l.Subagents.Total() != 3006 || l.SubagentsCost == nil || *l.SubagentsCost <= 0 {
+				t.Errorf("%+v: subagents' sum on %s/%s: %+v, cost %v; want on p/claude-opus-4-5, 3006 tokens, priced", q, l.Key, l.Model, l.Subagents, CostText(l.SubagentsCost))
+			}
+		}
+		if carried != 1 {
+			t.Errorf("%+v: %d lines carry a subagents' sum, want 1", q, carried)
+		}
+		_, rows := rep.Columns()
+		for i, r := range rows {
+			if r[0] == "p" && r[1] == "claude-opus-4-5" {
+				if !strings.HasPrefix(r[len(r)-1], "3006 tokens, $") {
+					t.Errorf("%+v: p's first row %q; want its subagents' 3006 tokens and their cost", q, r)
+				}
+				if b, _ := json.Marshal(rep.Lines[i]); !strings.Contains(string(b), `"subagents_cost":0.`) {
+					t.Errorf("%+v: JSON of p's first line %s; want its subagents' cost", q, b)
+				}
+			}
+		}
+	}
+	// A parent that spent nothing in the selection gets no line of
+	// zeros: its sum is in Report.Subagents alone.
+	rep, _ := NewReport(ss, Query{Since: hour(23, 22), By: BySession}, Shipped(), now)
+	for _, l := range rep.Lines {
+		if l.Tokens.Total() == 0 {
+			t.Errorf("a line of zeros: %+v", l)
+		}
+	}
+	late, _ := NewReport(ss, Query{Since: hour(24, 0)}, Shipped(), now)
+	for _, l := range late.Lines {
+		if l.Subagents != nil {
+			t.Errorf("since the subagents' last minute, %s/%s carries %+v", l.Key, l.Model, l.Subagents)
+		}
+	}
+}
+
 // TestGroup_AnyZone cuts days at each zone's own midnight, to the minute:
 // +5:30 (Asia/Kolkata), +5:45 (Asia/Kathmandu), -9:30 (Pacific/Marquesas)
 // and both sides of a DST change day (America/New_York, 2026-03-08, a day

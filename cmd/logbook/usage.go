@@ -37,9 +37,12 @@ rewrites history. A model or tier without a price shows its tokens, "no
 price" and a warning, never $0. --check compares each session's tokens
 with the agent's own running total where it keeps one (Codex) and exits 1
 when one differs by more than 1%. With --session, the context window the
-last call used is shown against the model's. By session, a subagent is its own line and, under
-the table, each parent shows the sum over all its subagents apart from
-its own spend (--session of a subagent shows the subagent's own spend). The
+last call used is shown against the model's. By session, a subagent is its own line, and
+a parent's first line shows in SUBAGENTS (JSON: subagents, subagents_cost)
+the sum over all its subagents and their models, apart from its own spend;
+under the table each parent shows that sum again, also one with no spend
+of its own in the selection (--session of a subagent shows the subagent's
+own spend). The
 latest plan-limit reading per account and window follows (with --session,
 only of the accounts that session reported), with when it was measured; a
 window past its reset shows as expired.`,
