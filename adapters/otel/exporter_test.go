@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -273,14 +274,42 @@ func TestExporter_Tree(t *testing.T) {
 		t.Errorf("spans sent again with other content: %v", diff)
 	}
 	by := trees(t, spans)
-	if want := len(corpus) + 1; len(by) != want {
-		t.Errorf("%d traces, want %d (one a session)", len(by), want)
+	// A session whose log names no model and closes no span (a prompt
+	// interrupted before any reply, the turn left open) has sent no root
+	// yet: it is sent with the first span the session closes (the
+	// reconciler ending the turn, the session's end).
+	silent := map[string]bool{}
+	for id := range corpus {
+		recs, _, err := l.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent[id] = !slices.ContainsFunc(recs, func(r events.Record) bool {
+			switch d := r.Data.(type) {
+			case events.SessionStarted:
+				return d.Model != ""
+			case events.SessionDescribed:
+				return d.Model != ""
+			}
+			return otel.SpanTypes[r.Type]
+		})
+	}
+	if want := len(corpus) - len(slices.Collect(func(yield func(bool) bool) {
+		for _, v := range silent {
+			if v && !yield(v) {
+				return
+			}
+		}
+	})) + 1; len(by) != want {
+		t.Errorf("%d traces, want %d (one a session that named its model or closed a span)", len(by), want)
 	}
 	total := 0
 	for id := range corpus {
 		ss := by[otel.TraceID(id).String()]
-		if _, ok := spans[otel.RootSpanID(id).String()]; !ok {
+		if _, ok := spans[otel.RootSpanID(id).String()]; !ok && !silent[id] {
 			t.Errorf("corpus session %s: no root span among %v", id, names(ss))
+		} else if silent[id] && len(ss) > 0 {
+			t.Errorf("corpus session %s names no model and closes no span, yet sent %v", id, names(ss))
 		}
 		total += len(ss)
 	}
@@ -363,6 +392,99 @@ func names(ss []span) []string {
 	return out
 }
 
+// TestExporter_RootAttributes: a Claude Code transcript names the
+// session's cwd and model only after its first line, which starts the
+// session (session.described gives them later); the root span still
+// carries both, once, and the replay makes it alike. A session fed by
+// hooks alone, whose model the log never learns, still has its root, sent
+// with its first other span, with its cwd.
+func TestExporter_RootAttributes(t *testing.T) {
+	t.Parallel() // its own log, exporter and sink; it mostly waits on the export
+	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
+	in, err := claude.NewIngester(claude.IngestConfig{Log: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sid = "5e551011-0000-4000-8000-000000000001"
+	path := "../../testdata/claude/projects/-home-user-project/" + sid + ".jsonl"
+	if _, err := in.ImportFile(t.Context(), path, events.Aggregate{Kind: events.KindSession, ID: sid}, nil); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	const hooked = "5e551011-0000-4000-8000-0000000000e2"
+	for _, h := range []map[string]any{
+		{"hook_event_name": "UserPromptSubmit", "prompt": "Go.", "prompt_id": "p1"},
+		{"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_use_id": "toolu_1", "tool_input": map[string]any{"file_path": "/tmp/x"}},
+		{"hook_event_name": "PostToolUse", "tool_name": "Read", "tool_use_id": "toolu_1", "tool_input": map[string]any{"file_path": "/tmp/x"}, "tool_response": map[string]any{"content": "x"}},
+		{"hook_event_name": "Stop"},
+	} {
+		h["session_id"], h["cwd"] = hooked, "/home/user/hooked"
+		b, _ := json.Marshal(h)
+		if _, err := in.Hook(t.Context(), claude.Entry{ID: ulid.Make().String(), Time: time.Now(), Payload: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var all []events.Record
+	for r, err := range l.Read(t.Context(), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, r)
+	}
+	if i := slices.IndexFunc(all, func(r events.Record) bool { _, ok := r.Data.(events.SessionStarted); return ok && r.Agg.ID == sid }); i < 0 {
+		t.Fatal("the transcript started no session")
+	} else if st := all[i].Data.(events.SessionStarted); st.Model != "" || st.Cwd != "" {
+		t.Fatalf("the session started with model %q, cwd %q: the transcript no longer tests what arrives later", st.Model, st.Cwd)
+	}
+
+	sink := newTraceSink(t)
+	runExporter(t, l, srv, sink.url())
+	exportDrained(t, l, srv)
+	spans, times, diff := sink.snapshot()
+	if len(diff) > 0 {
+		t.Errorf("spans sent again with other content: %v", diff)
+	}
+	trees(t, spans)
+	for id, want := range map[string]map[string]any{
+		sid:    {"gen_ai.request.model": "claude-opus-4-7", "logbook.cwd": "/home/user/project", "gen_ai.agent.name": "claude-code", "gen_ai.conversation.id": sid},
+		hooked: {"logbook.cwd": "/home/user/hooked", "gen_ai.agent.name": "claude-code"},
+	} {
+		root := otel.RootSpanID(id).String()
+		if times[root] != 1 {
+			t.Errorf("%s: root span came %d times, want once", id, times[root])
+			continue
+		}
+		for k, v := range want {
+			if got := spans[root].Attrs[k]; got != v {
+				t.Errorf("%s: root %s = %v, want %v (attributes %v)", id, k, got, v, spans[root].Attrs)
+			}
+		}
+	}
+
+	// A replay: the log read again makes the same spans.
+	again := ptrace.NewSpanSlice()
+	for _, r := range all {
+		if !otel.SpanTypes[r.Type] {
+			continue
+		}
+		var h []events.Record
+		for _, o := range all {
+			if o.Agg == r.Agg {
+				h = append(h, o)
+			}
+		}
+		otel.Spans(again, r, h)
+	}
+	if again.Len() != len(spans) {
+		t.Fatalf("the replay made %d spans, the export %d", again.Len(), len(spans))
+	}
+	for i := 0; i < again.Len(); i++ {
+		s := spanOf(again.At(i))
+		if got := spans[s.ID]; got.Wire != s.Wire {
+			t.Errorf("replayed span %s %q differs from the one exported", s.ID, s.Name)
+		}
+	}
+}
+
 // TestExporter_Retries: an endpoint that fails (503) is tried
 // again with the batch kept; nothing is lost and the spans come once,
 // every request with the exporter's headers.
@@ -373,9 +495,15 @@ func TestExporter_Retries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(map[string]any{"hook_event_name": "UserPromptSubmit", "prompt": "Go.", "prompt_id": "p1", "session_id": "s-retry", "cwd": "/tmp"})
-	if _, err := in.Hook(t.Context(), claude.Entry{ID: ulid.Make().String(), Time: time.Now(), Payload: b}); err != nil {
-		t.Fatal(err)
+	for _, h := range []map[string]any{
+		{"hook_event_name": "UserPromptSubmit", "prompt": "Go.", "prompt_id": "p1"},
+		{"hook_event_name": "Stop"},
+	} {
+		h["session_id"], h["cwd"] = "s-retry", "/tmp"
+		b, _ := json.Marshal(h)
+		if _, err := in.Hook(t.Context(), claude.Entry{ID: ulid.Make().String(), Time: time.Now(), Payload: b}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	sink := newTraceSink(t)
 	var mu sync.Mutex
@@ -397,7 +525,7 @@ func TestExporter_Retries(t *testing.T) {
 	runExporter(t, l, srv, front.URL+"/v1/traces", http.Header{"X-Api-Key": {"k1"}})
 	exportDrained(t, l, srv)
 	spans, times, _ := sink.snapshot()
-	if len(spans) != 1 || times[otel.RootSpanID("s-retry").String()] != 1 {
+	if len(spans) != 2 || times[otel.RootSpanID("s-retry").String()] != 1 {
 		t.Fatalf("spans %v, times %v", spans, times)
 	}
 	mu.Lock()

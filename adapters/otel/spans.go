@@ -3,6 +3,7 @@ package otel
 import (
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,12 +47,19 @@ func spanID(s string) pcommon.SpanID {
 	return id
 }
 
-// SpanTypes are the event types the exporter makes spans of; the others
-// make none.
+// SpanTypes are the event types the exporter may make spans of (Spans);
+// the others make none.
 var SpanTypes = map[string]bool{
-	"session.started": true, "session.turn_ended": true, "session.entry_closed": true,
+	"session.started": true, "session.described": true, "session.turn_ended": true, "session.entry_closed": true,
 	"session.entry_abandoned": true, "review.decided": true, "session.ended": true,
 	"command.exited": true, "command.abandoned": true,
+}
+
+// closesSpan are the session's event types that close a span of their
+// own (not the root's).
+var closesSpan = map[string]bool{
+	"session.turn_ended": true, "session.entry_closed": true, "session.entry_abandoned": true,
+	"review.decided": true, "session.ended": true,
 }
 
 // Spans appends to ss the spans rec closes, reading what came before it
@@ -59,9 +67,15 @@ var SpanTypes = map[string]bool{
 // after rec are not read). A span is sent once, when the event that
 // closes it is read, with its start from the event that opened it:
 //
-//	session.started        the session's root span "invoke_agent <agent>"
-//	                       (zero length: the session's start), trace
-//	                       TraceID, span RootSpanID
+//	session.started,       the session's root span "invoke_agent <agent>"
+//	session.described,     (zero length: the session's start), trace
+//	or the first span the  TraceID, span RootSpanID, sent once: with the
+//	session closes         session.started or session.described that
+//	                       names the model (an agent names it after the
+//	                       session started, with its first reply), or
+//	                       else with the first other span the session
+//	                       closes; its attributes from the session.started
+//	                       and every session.described up to then
 //	session.turn_ended     "turn <n>" from its session.turn_started, child
 //	                       of the root
 //	session.entry_closed,  "execute_tool <tool>" (or the entry's activity)
@@ -92,19 +106,10 @@ func Spans(ss ptrace.SpanSlice, rec events.Record, history []events.Record) {
 		}
 	}
 	agg := rec.Agg.ID
+	if rec.Agg.Kind == events.KindSession && rootDue(rec) && !rootSent(before) {
+		rootSpan(ss, append(before[:len(before):len(before)], rec))
+	}
 	switch d := rec.Data.(type) {
-	case events.SessionStarted:
-		s := newSpan(ss, TraceID(agg), RootSpanID(agg), pcommon.SpanID{}, "invoke_agent "+d.Agent, rec.At, rec.At)
-		a := s.Attributes()
-		a.PutStr("gen_ai.operation.name", "invoke_agent")
-		a.PutStr("gen_ai.agent.name", d.Agent)
-		a.PutStr("gen_ai.conversation.id", cmpOr(d.AgentSessionID, agg))
-		putNonEmpty(a, "gen_ai.request.model", d.Model)
-		a.PutStr("logbook.session", agg)
-		putNonEmpty(a, "logbook.session.parent", d.Parent)
-		putNonEmpty(a, "logbook.agent_type", d.AgentType)
-		putNonEmpty(a, "logbook.cwd", d.Cwd)
-		putNonEmpty(a, "logbook.mode", d.Mode)
 	case events.SessionTurnEnded:
 		start, id := rec.At, SpanID(rec.ID.String())
 		for i := len(before) - 1; i >= 0; i-- {
@@ -188,6 +193,59 @@ func Spans(ss ptrace.SpanSlice, rec events.Record, history []events.Record) {
 	case events.CommandExited, events.CommandAbandoned:
 		commandSpan(ss, rec, before)
 	}
+}
+
+// rootDue reports whether rec, an event of a session, sends the
+// session's root span unless an earlier one did (rootSent): a
+// session.started or session.described naming the model, or an event
+// that closes a span of its own.
+func rootDue(rec events.Record) bool {
+	switch d := rec.Data.(type) {
+	case events.SessionStarted:
+		return d.Model != ""
+	case events.SessionDescribed:
+		return d.Model != ""
+	}
+	return closesSpan[rec.Type]
+}
+
+// rootSent reports whether an event of before (a session's, in order)
+// sent the session's root span.
+func rootSent(before []events.Record) bool {
+	for _, r := range before {
+		if rootDue(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// rootSpan adds the root span of the session whose events, in order, are
+// recs: from its session.started (none without one), with the cwd and
+// model the last session.described among recs that names them gives.
+func rootSpan(ss ptrace.SpanSlice, recs []events.Record) {
+	i := slices.IndexFunc(recs, func(r events.Record) bool { _, ok := r.Data.(events.SessionStarted); return ok })
+	if i < 0 {
+		return
+	}
+	rec, d := recs[i], recs[i].Data.(events.SessionStarted)
+	for _, r := range recs[i+1:] {
+		if p, ok := r.Data.(events.SessionDescribed); ok {
+			d.Cwd, d.Model = cmpOr(p.Cwd, d.Cwd), cmpOr(p.Model, d.Model)
+		}
+	}
+	agg := rec.Agg.ID
+	s := newSpan(ss, TraceID(agg), RootSpanID(agg), pcommon.SpanID{}, "invoke_agent "+d.Agent, rec.At, rec.At)
+	a := s.Attributes()
+	a.PutStr("gen_ai.operation.name", "invoke_agent")
+	a.PutStr("gen_ai.agent.name", d.Agent)
+	a.PutStr("gen_ai.conversation.id", cmpOr(d.AgentSessionID, agg))
+	putNonEmpty(a, "gen_ai.request.model", d.Model)
+	a.PutStr("logbook.session", agg)
+	putNonEmpty(a, "logbook.session.parent", d.Parent)
+	putNonEmpty(a, "logbook.agent_type", d.AgentType)
+	putNonEmpty(a, "logbook.cwd", d.Cwd)
+	putNonEmpty(a, "logbook.mode", d.Mode)
 }
 
 // entrySpan adds the span of entry id, closed by rec.
