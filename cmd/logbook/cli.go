@@ -48,6 +48,21 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
+// refuseEmptyArg refuses, as a usage error led by cmd ("import claude")
+// naming the argument (what, "PATH"), an argument given empty: no file
+// or folder has an empty name, and a caller that read one as the current
+// folder, or passed it to the file system, would say something else than
+// what went wrong (most often a variable that expanded to nothing). hint
+// says what to give instead. It runs before anything is read or sent.
+func refuseEmptyArg(cmd, what, hint string, args []string) error {
+	for i, a := range args {
+		if a == "" {
+			return usageErrorf("%s: %s %d of %d is empty: %s", cmd, what, i+1, len(args), hint)
+		}
+	}
+	return nil
+}
+
 // checkTyped refuses, as a usage error naming flag, text a person types
 // for the log (a reason, a justification) that is blank (empty or only
 // white space) or longer than max bytes, the most the receiving side

@@ -65,6 +65,9 @@ func policyCmd(g *globals) *cobra.Command {
 		Use:   "check [FILE...]",
 		Short: "Parse policy files (default: the data dir's policy.toml and ./.logbook/policy.toml) and name the line and column of the first fault",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := refuseEmptyArg("policy check", "FILE", "name a policy file, or none for the default ones", args); err != nil {
+				return err
+			}
 			if len(args) == 0 {
 				dd, err := resolveDataDir(g.data)
 				if err != nil {

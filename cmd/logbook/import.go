@@ -82,12 +82,8 @@ func importFlags(cmd *cobra.Command, o *importOptions, workers, file string) {
 // returns a usage error when a path is empty, and an *exitError when a
 // named path cannot be imported or a file stopped early.
 func runImport(ctx context.Context, g *globals, a ingest.Agent, paths []string, o importOptions) error {
-	for i, p := range paths {
-		if p == "" {
-			// No file has an empty name: a variable that expanded to
-			// nothing, most often. Said before anything is opened.
-			return usageErrorf("import %s: PATH %d of %d is empty: name a %s, or a folder of them", a.Verb, i+1, len(paths), a.File)
-		}
+	if err := refuseEmptyArg("import "+a.Verb, "PATH", "name a "+a.File+", or a folder of them", paths); err != nil {
+		return err
 	}
 	var private []string // the data dir, whose files the import refuses to read
 	if dd, err := resolveDataDir(g.data); err == nil {

@@ -107,6 +107,9 @@ project. A folder that is no repository, a subdirectory of one or a linked
 worktree is refused.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := refuseEmptyArg("project add", "PATH", "name the top level of a git repository (. for this folder)", args); err != nil {
+				return err
+			}
 			if err := refuseSecrets(g, "project add", typedField{"--name", "name", []string{name, project.Slug(name)}},
 				typedField{"PATH", "folder", []string{args[0]}}); err != nil {
 				return err
