@@ -287,7 +287,7 @@ func TestExporter_Tree(t *testing.T) {
 		silent[id] = !slices.ContainsFunc(recs, func(r events.Record) bool {
 			switch d := r.Data.(type) {
 			case events.SessionStarted:
-				return d.Model != ""
+				return false
 			case events.SessionDescribed:
 				return d.Model != ""
 			}
@@ -397,7 +397,8 @@ func names(ss []span) []string {
 // session (session.described gives them later); the root span still
 // carries both, once, and the replay makes it alike. A session fed by
 // hooks alone, whose model the log never learns, still has its root, sent
-// with its first other span, with its cwd.
+// with its first other span, with its cwd; one started naming its model
+// and no cwd waits for the cwd too.
 func TestExporter_RootAttributes(t *testing.T) {
 	t.Parallel() // its own log, exporter and sink; it mostly waits on the export
 	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
@@ -423,12 +424,31 @@ func TestExporter_RootAttributes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A session started naming its model and no cwd (as telemetry
+	// starts one), the cwd named by the next hook.
+	const later = "5e551011-0000-4000-8000-0000000000e3"
+	for _, h := range []map[string]any{
+		{"hook_event_name": "SessionStart", "source": "startup", "model": "claude-sonnet-4-5"},
+		{"hook_event_name": "UserPromptSubmit", "prompt": "Go.", "prompt_id": "p1", "cwd": "/home/user/later"},
+		{"hook_event_name": "Stop", "cwd": "/home/user/later"},
+	} {
+		h["session_id"] = later
+		b, _ := json.Marshal(h)
+		if _, err := in.Hook(t.Context(), claude.Entry{ID: ulid.Make().String(), Time: time.Now(), Payload: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var all []events.Record
 	for r, err := range l.Read(t.Context(), 0) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		all = append(all, r)
+	}
+	if i := slices.IndexFunc(all, func(r events.Record) bool { _, ok := r.Data.(events.SessionStarted); return ok && r.Agg.ID == later }); i < 0 {
+		t.Fatal("the hooks started no session")
+	} else if st := all[i].Data.(events.SessionStarted); st.Model == "" || st.Cwd != "" {
+		t.Fatalf("the session started with model %q, cwd %q: want a model and no cwd", st.Model, st.Cwd)
 	}
 	if i := slices.IndexFunc(all, func(r events.Record) bool { _, ok := r.Data.(events.SessionStarted); return ok && r.Agg.ID == sid }); i < 0 {
 		t.Fatal("the transcript started no session")
@@ -447,6 +467,7 @@ func TestExporter_RootAttributes(t *testing.T) {
 	for id, want := range map[string]map[string]any{
 		sid:    {"gen_ai.request.model": "claude-opus-4-7", "logbook.cwd": "/home/user/project", "gen_ai.agent.name": "claude-code", "gen_ai.conversation.id": sid},
 		hooked: {"logbook.cwd": "/home/user/hooked", "gen_ai.agent.name": "claude-code"},
+		later:  {"logbook.cwd": "/home/user/later", "gen_ai.request.model": "claude-sonnet-4-5"},
 	} {
 		root := otel.RootSpanID(id).String()
 		if times[root] != 1 {

@@ -70,9 +70,10 @@ var closesSpan = map[string]bool{
 //	session.started,       the session's root span "invoke_agent <agent>"
 //	session.described,     (zero length: the session's start), trace
 //	or the first span the  TraceID, span RootSpanID, sent once: with the
-//	session closes         session.started or session.described that
-//	                       names the model (an agent names it after the
-//	                       session started, with its first reply), or
+//	session closes         session.started or session.described by which
+//	                       the session's cwd and model are both named (an
+//	                       agent often names them after the session
+//	                       started: the model with its first reply), or
 //	                       else with the first other span the session
 //	                       closes; its attributes from the session.started
 //	                       and every session.described up to then
@@ -106,8 +107,8 @@ func Spans(ss ptrace.SpanSlice, rec events.Record, history []events.Record) {
 		}
 	}
 	agg := rec.Agg.ID
-	if rec.Agg.Kind == events.KindSession && rootDue(rec) && !rootSent(before) {
-		rootSpan(ss, append(before[:len(before):len(before)], rec))
+	if recs := append(before[:len(before):len(before)], rec); rec.Agg.Kind == events.KindSession && rootAt(recs) == len(recs)-1 {
+		rootSpan(ss, recs)
 	}
 	switch d := rec.Data.(type) {
 	case events.SessionTurnEnded:
@@ -195,29 +196,26 @@ func Spans(ss ptrace.SpanSlice, rec events.Record, history []events.Record) {
 	}
 }
 
-// rootDue reports whether rec, an event of a session, sends the
-// session's root span unless an earlier one did (rootSent): a
-// session.started or session.described naming the model, or an event
-// that closes a span of its own.
-func rootDue(rec events.Record) bool {
-	switch d := rec.Data.(type) {
-	case events.SessionStarted:
-		return d.Model != ""
-	case events.SessionDescribed:
-		return d.Model != ""
-	}
-	return closesSpan[rec.Type]
-}
-
-// rootSent reports whether an event of before (a session's, in order)
-// sent the session's root span.
-func rootSent(before []events.Record) bool {
-	for _, r := range before {
-		if rootDue(r) {
-			return true
+// rootAt returns the index of the event of recs (a session's, in order)
+// that sends the session's root span, or -1 when none of them does: the
+// first, after the session.started, by which the session.started and the
+// session.described events name both the cwd and the model, or the first
+// that closes a span of its own, whichever comes first.
+func rootAt(recs []events.Record) int {
+	started := false
+	var cwd, model string
+	for i, r := range recs {
+		switch d := r.Data.(type) {
+		case events.SessionStarted:
+			started, cwd, model = true, d.Cwd, d.Model
+		case events.SessionDescribed:
+			cwd, model = cmpOr(d.Cwd, cwd), cmpOr(d.Model, model)
+		}
+		if started && (cwd != "" && model != "" || closesSpan[r.Type]) {
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // rootSpan adds the root span of the session whose events, in order, are
