@@ -11,18 +11,22 @@ import (
 )
 
 // chunkLevel is the level of the stored subtree hashes Prove proves
-// against a root: chunks of 2^chunkLevel = 1024 leaves.
-const chunkLevel = 10
+// against a root: chunks of 2^chunkLevel = 256 leaves, the size of the
+// runs of messages a read's decoding goroutines take (natslog's
+// decodeChunk), so that two of them checking consecutive runs bind
+// chunks of their own at once rather than one waiting while the other
+// binds a chunk both runs lie in.
+const chunkLevel = 8
 
 // Proven is a stored tree whose first Size leaves are bound to a signed
 // root, lazily: Prove binds the stored hash of every complete chunk of
-// 1024 leaves (and each leaf of the last, incomplete chunk) to the root;
+// 256 leaves (and each leaf of the last, incomplete chunk) to the root;
 // a complete chunk's leaves are bound to its hash the first time Check
 // is asked about one of them. A stored hash proven so is the hash of the
 // leaf the signed tree holds (SHA-256 collision resistance), whatever
 // wrote the file, so Check compares a message read from the stream with
 // it: RFC 6962 leaf hashing costs a SHA-256 of the leaf and, once per
-// chunk, 1023 interior hashes. Safe for concurrent use.
+// chunk, 255 interior hashes. Safe for concurrent use.
 type Proven struct {
 	t *Tree
 	// hashes is t's stored hashes when Prove ran, at least those of the
@@ -35,10 +39,10 @@ type Proven struct {
 	full   int64         // complete chunks among the first n leaves
 	bound  []atomic.Bool // per complete chunk: its leaves checked against its stored hash
 	// binding serializes the binding of a chunk (chunk c takes
-	// binding[c%len]): the decoding goroutines of one read take
-	// consecutive runs of 256 messages, so two of them may meet the
-	// same unbound chunk at once, and each hashed its 1023 interior
-	// nodes.
+	// binding[c%len]): a run of messages a decoding goroutine takes
+	// may straddle two chunks (a read from mid-history, messages other
+	// than events), so two of them may meet the same unbound chunk at
+	// once, and each hashed its 255 interior nodes.
 	binding [16]sync.Mutex
 }
 
