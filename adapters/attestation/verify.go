@@ -113,7 +113,10 @@ type Verifier struct {
 	keys    map[string]*keyState // guarded by mu
 	pubs    sync.Map             // key id → ed25519.PublicKey, for Precheck
 	signing uint64               // sequence of signing.began; 0: not yet; guarded by mu
-	horizon uint64               // guarded by mu
+	// horizon is the sequence up to which every key event has been
+	// observed: moved on, never back, after each event a read judges,
+	// with no lock (a read's judging took mu twice per event).
+	horizon atomic.Uint64
 
 	// checks is the record of the signatures checked, shared with its
 	// siblings; nil until the first Sibling: a lone Verifier keeps none.
@@ -169,17 +172,16 @@ func (v *Verifier) AdminID() string { return v.adminID }
 
 // Horizon returns the sequence up to which every key event has been
 // observed (Judge or Advance).
-func (v *Verifier) Horizon() uint64 {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	return v.horizon
-}
+func (v *Verifier) Horizon() uint64 { return v.horizon.Load() }
 
 // Advance records that every key event up to seq has been observed.
 func (v *Verifier) Advance(seq uint64) {
-	v.mu.Lock()
-	v.horizon = max(v.horizon, seq)
-	v.mu.Unlock()
+	for {
+		h := v.horizon.Load()
+		if seq <= h || v.horizon.CompareAndSwap(h, seq) {
+			return
+		}
+	}
 }
 
 // SigningFrom returns the sequence of the log's signing.began (0: none
