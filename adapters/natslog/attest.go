@@ -502,6 +502,11 @@ func (a *aggStates) get(subject string) (attestation.AggState, bool) {
 func (a *aggStates) put(subject string, st attestation.AggState) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.putLocked(subject, st)
+}
+
+// putLocked is put with a.mu held.
+func (a *aggStates) putLocked(subject string, st attestation.AggState) {
 	old, ok := a.m[subject]
 	if ok && old.Through >= st.Through {
 		return

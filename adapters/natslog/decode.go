@@ -164,6 +164,12 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 	})
 
 	marked := events.WantsQuarantined(parent)
+	// The order states the events judged so far moved are kept in the
+	// Log's cache (l.orders) once a chunk's events are judged, each
+	// aggregate's once, under one lock, rather than one put per event:
+	// a cache, it only lags a chunk meanwhile.
+	var moved orderMoves
+	defer moved.flush(&l.orders)
 	for c := range ordered {
 		<-c.done
 		for i := range c.msgs {
@@ -196,7 +202,7 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 				signer := l.quarantineStated(c.judged, c.ams[i], rec, st)
 				l.cfg.Verifier.Advance(m.Seq)
 				if st != nil {
-					l.orders.put(m.Subject, *st)
+					moved.add(m.Seq, m.Subject, st)
 				}
 				if !marked {
 					continue
@@ -233,7 +239,7 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 				}
 				vd, fold := l.judge(c.ams[i], c.recs[i], c.pres[i], st)
 				c.recs[i].Signer = signerOf(vd)
-				l.orders.put(m.Subject, *st)
+				moved.add(m.Seq, m.Subject, st)
 				l.cfg.Verifier.Advance(m.Seq)
 				if !fold {
 					if !marked {
@@ -246,6 +252,7 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 				return false
 			}
 		}
+		moved.flush(&l.orders)
 		if c.err != nil {
 			yield(events.Record{}, c.err)
 			return false
@@ -267,4 +274,39 @@ func (l *Log) decodeParallel(ctx context.Context, ord *order, src func(context.C
 		return false
 	}
 	return ctx.Err() == nil
+}
+
+// orderMoves is the order states a read's judging moved since they were
+// last kept in the Log's cache: for each event judged, its sequence,
+// subject and its aggregate's state in the read (order.aggs), which
+// later events of the aggregate move on.
+type orderMoves []orderMove
+
+type orderMove struct {
+	seq     uint64
+	subject string
+	st      *attestation.AggState
+}
+
+// add records that judging the event at seq on subject moved st.
+func (o *orderMoves) add(seq uint64, subject string, st *attestation.AggState) {
+	*o = append(*o, orderMove{seq, subject, st})
+}
+
+// flush keeps in a each state o holds, once per aggregate (at its last
+// event recorded: the state then is what judging all of them left), as
+// aggStates.put keeps it, and empties o.
+func (o *orderMoves) flush(a *aggStates) {
+	if len(*o) == 0 {
+		return
+	}
+	a.mu.Lock()
+	for _, mv := range *o {
+		if mv.st.Through == mv.seq {
+			a.putLocked(mv.subject, *mv.st)
+		}
+	}
+	a.mu.Unlock()
+	clear(*o)
+	*o = (*o)[:0]
 }

@@ -237,3 +237,56 @@ func TestAttest_PreverifiedLongBatchesHopped(t *testing.T) {
 		t.Errorf("folded %d events, want every one but the changed one, %d", got, want)
 	}
 }
+
+// A verified read keeps in the Log's cache the order state of each
+// aggregate it judged as of its last event judged, what a load that
+// takes up from it needs (aggStates), and moves the Verifier's horizon
+// to its last event: through a whole read of several chunks, and through
+// one stopped mid-chunk.
+func TestAttest_ReadKeepsOrderStates(t *testing.T) {
+	serve := mustKey(t, "serve@h", attestation.RoleServe)
+	s, admin, l := startSigning(t, serve)
+	l.SetSigner(serve)
+	reg := events.NewRegistry()
+	ver := map[string]uint64{}
+	expect := map[string]uint64{}
+	for i := range 12 { // 3 aggregates, 600 events: decodeChunk runs straddling them
+		agg := session(fmt.Sprint("a", i%3))
+		app := mustAppend(t, l, decision(reg, agg, expect[agg.ID], ver[agg.ID]+1, 50))
+		expect[agg.ID], ver[agg.ID] = app.Last, ver[agg.ID]+50
+	}
+	end := lastSeq(t, l)
+	for _, stop := range []int{0, 300} { // 0: read to the end
+		r := signedLog(t, s, admin)
+		want := map[string]attestation.AggState{}
+		n := 0
+		for rec, err := range r.Read(t.Context(), 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Agg.Kind == events.KindSession {
+				want[rec.Subject] = attestation.AggState{Through: rec.Seq, Ver: rec.Ver, Seq: rec.Seq, ID: rec.ID}
+			}
+			if n++; n == stop {
+				break
+			}
+		}
+		if stop == 0 && r.cfg.Verifier.Horizon() != end {
+			t.Errorf("after a whole read: horizon %d, want %d", r.cfg.Verifier.Horizon(), end)
+		}
+		if len(want) != 3 {
+			t.Fatalf("stop %d: read %d aggregates, want 3", stop, len(want))
+		}
+		for subject, w := range want {
+			got, ok := r.orders.get(subject)
+			if !ok {
+				t.Errorf("stop %d: no order state kept for %s", stop, subject)
+				continue
+			}
+			got.Entry, got.Session, got.Claim = events.Cause{}, "", ""
+			if got != w {
+				t.Errorf("stop %d: order state of %s %+v, want %+v", stop, subject, got, w)
+			}
+		}
+	}
+}
