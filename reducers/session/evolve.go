@@ -281,7 +281,7 @@ func (s *State) heard(o *events.Observation, e events.Envelope) {
 	switch {
 	case o.Held && o.Line > 0 && o.Path != "":
 		s.HeldPath, s.HeldLine = o.Path, o.Line+1
-	case s.HeldPath != "" && o.Path == s.HeldPath && o.Line >= s.HeldLine:
+	case s.HeldPath != "" && source(o.Path) == source(s.HeldPath) && o.Line >= s.HeldLine:
 		s.HeldPath, s.HeldLine = "", 0
 	}
 	agent, hasAgent := agentTime(o)

@@ -223,3 +223,24 @@ func TestDecide_SubagentOfAnotherParent(t *testing.T) {
 		t.Errorf("parent %q phase %s, want parent working", h.s.Parent, h.s.Phase)
 	}
 }
+
+// A hold at a line that does not parse is cleared by the file's next
+// line however the import that reads on names the file (a relative path,
+// another folder): lines are counted per file name, as Cursor counts.
+func TestHeld_ClearedByTheSameFileUnderAnotherPath(t *testing.T) {
+	h := newHistory(t)
+	obs := func(path string, line int, held bool) {
+		o := events.Observation{Key: fmt.Sprintf("line:%d", line), Parser: "test/1", Path: path, Line: line, Kind: "user", Held: held,
+			Signals: []events.Sig{sig(events.SigText)}}
+		h.observe(events.ClaudeLineObserved{Observation: o})
+	}
+	obs("/home/u/.claude/projects/p/s.jsonl", 1, false)
+	obs("/home/u/.claude/projects/p/s.jsonl", 2, true)
+	if h.s.HeldPath == "" || h.s.HeldLine != 3 {
+		t.Fatalf("held %q:%d, want line 3 held", h.s.HeldPath, h.s.HeldLine)
+	}
+	obs("p/s.jsonl", 3, false)
+	if h.s.HeldPath != "" || h.s.HeldLine != 0 {
+		t.Errorf("held %q:%d after line 3 read under a relative path, want nothing held", h.s.HeldPath, h.s.HeldLine)
+	}
+}

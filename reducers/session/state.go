@@ -108,7 +108,8 @@ type State struct {
 	// not parse (events.Observation.Held), and HeldLine that line's
 	// number: the agent wrote on past what Logbook could read, so the
 	// session's silence is not the agent's, and no stale mark comes
-	// while it is set. A later line of that file at or past HeldLine (an
+	// while it is set. A later line of that file (by name, as Cursor
+	// counts lines) at or past HeldLine (an
 	// import with --skip-invalid, the line repaired) clears them; "" and
 	// 0: nothing held.
 	HeldPath string `json:"held_path,omitempty"`
