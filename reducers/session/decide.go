@@ -1107,18 +1107,6 @@ func (d *decider) toolResult(sig events.Sig) {
 		return
 	} else if d.s.Calls.Has(sig.ID) {
 		return // a late copy of a result already recorded
-	} else if sig.ID != "" && sig.Status != events.OutcomeBackground {
-		// The result came before its call's use (two hooks that raced,
-		// or sources read out of order): the call ran and is over, so it
-		// is recorded opened and closed, and its use, when it comes, is
-		// a late copy of a call that is over rather than an entry that
-		// stays open until its turn ends.
-		ended := events.SessionEntryClosed{EntryID: sig.ID, Outcome: or(sig.Status, events.OutcomeOK)}
-		if sig.Status == events.OutcomeRejected {
-			ended.By, ended.Reason = sig.By, refusalReason(sig)
-		}
-		d.emit(events.SessionEntryOpened{EntryID: sig.ID, Activity: "tool:" + sig.Name, Lane: events.LaneMain})
-		d.emit(ended)
 	}
 	if sig.Status != events.OutcomeBackground && sig.Task != "" {
 		// The result of a subagent the session ran: its work is over.

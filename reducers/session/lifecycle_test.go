@@ -175,34 +175,6 @@ func TestDecide_LatePromptCopy(t *testing.T) {
 	}
 }
 
-// A call's result that comes before its use (two hooks that raced)
-// records the call opened and closed with that result; the use that
-// follows is a late copy, so the turn's end abandons nothing.
-func TestDecide_ResultBeforeUse(t *testing.T) {
-	h := newHistory(t)
-	h.hook("p1", sig(events.SigPrompt))
-	decs := h.hook("post:a", sig(events.SigToolResult, "id", "a", "name", "Bash", "status", events.OutcomeError))
-	if got := strings.Join(types(decs), " "); !strings.HasPrefix(got, "session.entry_opened session.entry_closed") {
-		t.Fatalf("result before use decided %s", got)
-	}
-	if decs := h.hook("pre:a", sig(events.SigToolUse, "id", "a", "name", "Bash")); len(decs) != 0 {
-		t.Errorf("use after its result decided %v", types(decs))
-	}
-	h.hook("stop", sig(events.SigTurnEnd))
-	if h.s.Abandoned != 0 || h.s.Phase != events.PhaseReady || h.s.ToolCalls != 1 {
-		t.Errorf("abandoned %d phase %s tool calls %d, want 0 ready 1", h.s.Abandoned, h.s.Phase, h.s.ToolCalls)
-	}
-	var closed []events.SessionEntryClosed
-	for _, e := range h.evs {
-		if d, ok := e.Data.(events.SessionEntryClosed); ok {
-			closed = append(closed, d)
-		}
-	}
-	if len(closed) != 1 || closed[0].Outcome != events.OutcomeError {
-		t.Errorf("closed %+v, want a's one close, error", closed)
-	}
-}
-
 // A subagent's session is its parent's: an observation of the same agent
 // id that names another parent session is refused, and the subagent's
 // own observations go on moving it.
