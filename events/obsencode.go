@@ -116,6 +116,7 @@ func appendObservation(b []byte, o *Observation) ([]byte, bool) {
 	b = appendTrueMember(b, `,"live":true`, o.Live)
 	b = appendTrueMember(b, `,"more":true`, o.More)
 	b = appendTrueMember(b, `,"held":true`, o.Held)
+	b = appendIntMember(b, `,"held_line":`, int64(o.HeldLine))
 	b = appendStringMember(b, `,"rewritten_from":`, o.RewrittenFrom)
 	b = appendIntMember(b, `,"copied":`, int64(o.Copied))
 	return append(b, '}'), true
@@ -314,7 +315,7 @@ var observationFields = map[reflect.Type][]string{
 		"Raw string raw,omitempty", "Cut *events.Cut cut,omitempty", "Problems []string problems,omitempty",
 		"Fingerprint *events.Fingerprint fingerprint,omitempty", "Process *events.Process process,omitempty",
 		"Sender *events.Sender sender,omitempty", "Received time.Time received,omitzero", "Live bool live,omitempty",
-		"More bool more,omitempty", "Held bool held,omitempty", "Tick *events.Tick tick,omitempty", "RewrittenFrom string rewritten_from,omitempty",
+		"More bool more,omitempty", "Held bool held,omitempty", "HeldLine int held_line,omitempty", "Tick *events.Tick tick,omitempty", "RewrittenFrom string rewritten_from,omitempty",
 		"Copied int copied,omitempty",
 	},
 	reflect.TypeFor[Meta](): {

@@ -62,9 +62,17 @@ type Observation struct {
 	// stopped at the line after it, which does not parse (and was not
 	// skipped): the file goes on past a line Logbook could not read, so
 	// what the agent wrote after it is not known yet, and its silence is
-	// not the agent's (session.State.HeldPath).
-	Held bool  `json:"held,omitempty"`
-	Tick *Tick `json:"tick,omitempty"` // set in a TickObserved only
+	// not the agent's (session.State.HeldPath). It is set too on the
+	// observation of Kind KindHeld that records such a stop when the
+	// pass took in no line before it (HeldLine).
+	Held bool `json:"held,omitempty"`
+	// HeldLine is set on an observation of Kind KindHeld only: the
+	// 1-based line of Path an import pass stopped at, one that does not
+	// parse, when every line before it was in the session already. Such
+	// an observation is no transcript line (Line 0): it moves no import
+	// cursor, and decides nothing. 0 on every other observation.
+	HeldLine int   `json:"held_line,omitempty"`
+	Tick     *Tick `json:"tick,omitempty"` // set in a TickObserved only
 	// RewrittenFrom is set on the first line imported into a session that
 	// holds a rewritten transcript as a new history (import --as-new): the
 	// session the file diverged from. The session's start links to it.
@@ -81,6 +89,19 @@ type Observation struct {
 // KindCopy is the Kind of an observation that stands for a run of
 // transcript lines the session already holds (Observation.Copied).
 const KindCopy = "copy"
+
+// KindHeld is the Kind of an observation that records an import pass's
+// stop at a line that does not parse (Observation.HeldLine), when the
+// pass took in no line before it to carry Held: the agent wrote on in
+// a live transcript past what the session holds. It is stored as the
+// transcript's own line type, with Held and Path set and Line 0.
+const KindHeld = "held"
+
+// HeldStop reports whether o is the record of an import pass's stop
+// (KindHeld): Kind KindHeld, Held, Path and HeldLine set, Line 0.
+func (o *Observation) HeldStop() bool {
+	return o.Kind == KindHeld && o.Held && o.HeldLine > 0 && o.Line == 0 && o.Path != ""
+}
 
 // Meta is session metadata carried by an observation; empty fields are
 // unknown, not cleared.

@@ -214,6 +214,18 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 	if s.Seen(o) {
 		return nil, nil
 	}
+	if o.HeldStop() {
+		// Where an import stopped, at a line that does not parse: it
+		// decides nothing, and holds only a session that has taken in
+		// every line of the file before that one.
+		if !s.Exists() {
+			return nil, fmt.Errorf("observe the stop at line %d of %s in session %s: %w: no such session", o.HeldLine, o.Path, c.Obs.Agg.ID, events.ErrRejected)
+		}
+		if next := s.Cursor(o.Path) + 1; o.HeldLine != next {
+			return nil, fmt.Errorf("observe the stop at line %d of %s in session %s: %w: next line is %d", o.HeldLine, o.Path, c.Obs.Agg.ID, events.ErrRejected, next)
+		}
+		return nil, nil
+	}
 	if next := s.Cursor(o.Path) + 1; o.Line > 0 && o.Line-max(o.Copied, 1)+1 != next {
 		return nil, fmt.Errorf("observe line %d of %s in session %s: %w: next line is %d", o.Line-max(o.Copied, 1)+1, o.Path, c.Obs.Agg.ID, events.ErrRejected, next)
 	}

@@ -70,6 +70,14 @@ func (s *State) evolve(e events.Envelope, inPlace bool) {
 		if o.Tick != nil {
 			return // the reconciler's, not the agent's
 		}
+		if o.HeldStop() {
+			// Logbook's stop at a line that does not parse, not a line
+			// of the agent's: it says nothing of when the agent was
+			// heard from, and the pass it ends reads no more.
+			s.HeldPath, s.HeldLine = o.Path, o.HeldLine
+			s.Importing = false
+			return
+		}
 		foldUsage(s, o, e.At)
 		s.foldSaid(o)
 		s.heard(o, e)

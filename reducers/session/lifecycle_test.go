@@ -216,3 +216,54 @@ func TestHeld_ClearedByTheSameFileUnderAnotherPath(t *testing.T) {
 		t.Errorf("held %q:%d after line 3 read under a relative path, want nothing held", h.s.HeldPath, h.s.HeldLine)
 	}
 }
+
+// The record of an import's stop at a line that does not parse, when the
+// pass took in no line before it (events.KindHeld), holds the session at
+// that line as a last line's Held does: it moves no cursor, says nothing
+// of when the agent was heard from, takes no key, and is seen once the
+// session is held there; a stop at a line other than the next is
+// refused, and the next line read clears the hold.
+func TestHeld_StopRecord(t *testing.T) {
+	h := newHistory(t)
+	const path = "/home/u/.claude/projects/p/s.jsonl"
+	line := func(n int) {
+		o := events.Observation{Key: fmt.Sprintf("line:%d", n), Parser: "test/1", Path: path, Line: n, Kind: "user",
+			Signals: []events.Sig{sig(events.SigText)}}
+		h.observe(events.ClaudeLineObserved{Observation: o})
+	}
+	stop := func(n int) events.Observation {
+		return events.Observation{Key: fmt.Sprintf("held:%d", n), Parser: "test/1", Path: path, Kind: events.KindHeld, Held: true, HeldLine: n}
+	}
+	line(1)
+	line(2)
+	before, stored := h.s, len(h.evs)
+	held := stop(3)
+	h.observe(events.ClaudeLineObserved{Observation: held})
+	s := h.s
+	if len(h.evs) != stored+1 || s.HeldPath != path || s.HeldLine != 3 {
+		t.Fatalf("%d events stored, held %q:%d; want the stop stored alone, line 3 held", len(h.evs)-stored, s.HeldPath, s.HeldLine)
+	}
+	if s.Cursor(path) != 2 || s.Lines != before.Lines || !s.ObservedAt.Equal(before.ObservedAt) || s.Keys.Has(held.Key) || s.RecentKeys.Has(held.Key) {
+		t.Errorf("cursor %d, %d lines, observed at %s, key taken %v; want cursor 2, %d lines, observed at %s, no key",
+			s.Cursor(path), s.Lines, s.ObservedAt, s.Keys.Has(held.Key), before.Lines, before.ObservedAt)
+	}
+	if !s.Seen(&held) {
+		t.Error("the stop is not seen once the session is held at its line")
+	}
+	h.observe(events.ClaudeLineObserved{Observation: held})
+	if len(h.evs) != stored+1 {
+		t.Errorf("the stop observed again stored %d events", len(h.evs)-stored-1)
+	}
+	far := events.NewRegistry().New(events.ClaudeLineObserved{Observation: stop(5)})
+	far.Agg = events.Aggregate{Kind: events.KindSession, ID: s.ID}
+	if _, err := session.Decide(s, session.Observe{Obs: far}); !errors.Is(err, events.ErrRejected) {
+		t.Errorf("a stop past the next line: %v; want it refused", err)
+	}
+	line(3)
+	if h.s.HeldPath != "" || h.s.HeldLine != 0 || h.s.Cursor(path) != 3 {
+		t.Errorf("after line 3: held %q:%d, cursor %d; want nothing held, cursor 3", h.s.HeldPath, h.s.HeldLine, h.s.Cursor(path))
+	}
+	if !h.s.Seen(&held) {
+		t.Error("a stop at a line the session took in since is not seen")
+	}
+}

@@ -108,8 +108,10 @@ type State struct {
 	// not parse (events.Observation.Held), and HeldLine that line's
 	// number: the agent wrote on past what Logbook could read, so the
 	// session's silence is not the agent's, and no stale mark comes
-	// while it is set. A later line of that file (by name, as Cursor
-	// counts lines) at or past HeldLine (an
+	// while it is set. A record of the stop itself
+	// (events.Observation.HeldStop: a pass that took in no line before
+	// it) sets them as well. A later line of that file (by name, as
+	// Cursor counts lines) at or past HeldLine (an
 	// import with --skip-invalid, the line repaired) clears them; "" and
 	// 0: nothing held.
 	HeldPath string `json:"held_path,omitempty"`
@@ -345,8 +347,13 @@ func (s State) lane(lane string) bool {
 // folded into s: a transcript line at or before the cursor, a key among
 // the recent ones (or, in a state folded from the log, any key the
 // session took in: Keys), or a hook that only repeats calls s knows
-// closed (LateDuplicate).
+// closed (LateDuplicate). A record of an import's stop
+// (events.Observation.HeldStop) is seen once s is held at its line, or
+// has taken that line in since.
 func (s State) Seen(o *events.Observation) bool {
+	if o.HeldStop() {
+		return o.HeldLine <= s.Cursor(o.Path) || s.HeldPath != "" && source(s.HeldPath) == source(o.Path) && s.HeldLine == o.HeldLine
+	}
 	if o.Line > 0 {
 		return o.Line <= s.Cursor(o.Path)
 	}
