@@ -133,16 +133,23 @@ func TestImportFile_GrowsTornAndBad(t *testing.T) {
 	if err != nil || r.Appended != 1 || r.Skipped != 1 || r.Torn {
 		t.Fatalf("grown import: %+v, %v", r, err)
 	}
-	// A malformed line stops the file with its position; nothing of it is appended.
+	// A malformed line stops the file with its position; nothing of it is
+	// appended, but the stop (every line before it was in the log): the
+	// session is held there, once however often the file is read again.
 	before, _ := l.LastSeq(ctx)
 	ingesttest.AppendFile(t, path, "{not json}\n", fxUser("u3", "a1", "later"))
-	r, err = in.ImportFile(ctx, path, agg, nil)
 	var le *LineError
-	if !errors.As(err, &le) || le.Line != 3 || !strings.Contains(err.Error(), "s-1.jsonl:3") {
-		t.Fatalf("bad line: err = %v, want a LineError at line 3", err)
+	for range 2 {
+		r, err = in.ImportFile(ctx, path, agg, nil)
+		if !errors.As(err, &le) || le.Line != 3 || !strings.Contains(err.Error(), "s-1.jsonl:3") {
+			t.Fatalf("bad line: err = %v, want a LineError at line 3", err)
+		}
 	}
-	if after, _ := l.LastSeq(ctx); after != before {
-		t.Errorf("a bad line appended %d messages", after-before)
+	if after, _ := l.LastSeq(ctx); after != before+1 {
+		t.Errorf("a bad line appended %d messages, want 1 (the stop)", after-before)
+	}
+	if st := ingesttest.StateOf(t, l, "s-1"); st.HeldPath != path || st.HeldLine != 3 || st.Cursor(path) != 2 {
+		t.Errorf("after the bad line: held at %q:%d, cursor %d; want held at line 3, cursor 2", st.HeldPath, st.HeldLine, st.Cursor(path))
 	}
 	// Invalid UTF-8 is refused the same way.
 	p2 := filepath.Join(t.TempDir(), "s-2.jsonl")

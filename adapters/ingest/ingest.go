@@ -675,7 +675,7 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	defer let()
 	// flush appends the lines in run; stop is the error that ended the
 	// run (a line that does not parse), returned once the lines before it
-	// are in the log.
+	// are in the log, and the session held at that line (stopped).
 	parsed := false // the first run was marked parsed (Mark)
 	flush := func(stop error) error {
 		let()
@@ -684,14 +684,14 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			Mark(ctx, MarkFileParsed, given)
 		}
 		if err := in.appendRun(ctx, agg, path, src, run, refs, &res, progress); err != nil {
-			return err
+			return in.stopped(ctx, agg, path, src, err)
 		}
 		if len(run) > 0 {
 			o, _ := events.Observed(run[len(run)-1].obs.Data)
 			lastFP = *o.Fingerprint
 		}
 		run = run[:0]
-		return stop
+		return in.stopped(ctx, agg, path, src, stop)
 	}
 	// Read on from the end of the last line imported when the session
 	// remembers where it ends (the fingerprint check above found it
@@ -846,6 +846,69 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	ended(run, src, false)
 	err = flush(nil)
 	return res, lastFP, err
+}
+
+// stopped returns err, the error an import pass of the transcript at
+// path (src's format) into agg ends with. When err is a *LineError (a
+// line that does not read or parse, a uuid taken by other content: the
+// pass stops there, and the next pass stops there again), the session is
+// held at that line first (holdStop), whatever this pass appended: the
+// lines before it may all have been in the log already (serve following
+// the file as the agent writes it), so that no line this pass took in
+// carries Held. A failure to record the hold is added to err.
+func (in *Ingester) stopped(ctx context.Context, agg events.Aggregate, path string, src LineSource, err error) error {
+	le, ok := errors.AsType[*LineError](err)
+	if !ok || le.Line <= 0 {
+		return err
+	}
+	if herr := in.holdStop(ctx, agg, path, src, le.Line); herr != nil {
+		return fmt.Errorf("%w (and the session could not be held at that line: %v)", err, herr)
+	}
+	return err
+}
+
+// holdStop records on agg that an import pass of the transcript at path
+// (src's format) stopped at line n: an observation of Kind
+// events.KindHeld (events.Observation.HeldStop), stored as src's line
+// type, so the session is held at n (session.State.HeldPath). Nothing is
+// appended when the session does not exist, does not hold every line of
+// the file before n, or is held at n already (the last line a pass took
+// in carries Held, or a pass recorded the stop before). Its event id is
+// derived from agg, the file's name and n, and its time is the session's
+// last (State.UpdatedAt), so a pass that stops there again (serve's next
+// poll) appends nothing, and the record moves neither the file's cursor
+// nor when the agent was last heard from. Errors are the log's.
+func (in *Ingester) holdStop(ctx context.Context, agg events.Aggregate, path string, src LineSource, n int) error {
+	_, _, err := in.x.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+		o := events.Observation{Key: fmt.Sprintf("held:%d", n), Parser: src.Parser, Path: path, Kind: events.KindHeld, Held: true, HeldLine: n}
+		if !s.Exists() || s.Cursor(path) != n-1 || s.Seen(&o) {
+			return nil, nil
+		}
+		e := in.reg.New(src.Wrap(o))
+		e.ID, e.Agg, e.At = heldStopID(agg, path, n, s.UpdatedAt), agg, s.UpdatedAt
+		decs, err := session.Decide(s, session.Observe{Obs: e})
+		if err != nil {
+			return nil, err
+		}
+		return append(events.Decision{e}, decs...), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s:%d: record the stop: %w", path, n, err)
+	}
+	return nil
+}
+
+// heldStopID returns the event id of the record of a stop at line n of
+// the transcript named like path in session agg (holdStop): its time
+// part at's milliseconds, its entropy the SHA-256 of agg's id, the
+// file's name and n, so every pass that records that stop names it alike
+// and the log takes it once (Nats-Msg-Id).
+func heldStopID(agg events.Aggregate, path string, n int, at time.Time) ulid.ULID {
+	var id ulid.ULID
+	_ = id.SetTime(ulid.Timestamp(at)) // out of ULID's range (before 1970): time part 0
+	h := sha256.Sum256([]byte(agg.ID + "\x00" + filepath.Base(path) + "\x00" + strconv.Itoa(n)))
+	_ = id.SetEntropy(h[:10])
+	return id
 }
 
 // ended marks the last line of run, the last this pass of an import read
