@@ -877,7 +877,8 @@ func (in *Ingester) stopped(ctx context.Context, agg events.Aggregate, path stri
 // derived from agg, the file's name and n, and its time is the session's
 // last (State.UpdatedAt), so a pass that stops there again (serve's next
 // poll) appends nothing, and the record moves neither the file's cursor
-// nor when the agent was last heard from. Errors are the log's.
+// nor when the agent was last heard from. Errors are the log's, or the
+// reducer's refusal (events.ErrRejected) of a stop it cannot place.
 func (in *Ingester) holdStop(ctx context.Context, agg events.Aggregate, path string, src LineSource, n int) error {
 	_, _, err := in.x.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
 		o := events.Observation{Key: fmt.Sprintf("held:%d", n), Parser: src.Parser, Path: path, Kind: events.KindHeld, Held: true, HeldLine: n}
