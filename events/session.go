@@ -87,6 +87,13 @@ type SessionEntryOpened struct {
 	// moves are separate session.transitioned events. Read a move with
 	// TransitionOf. An event that carries one needs a complete cause.
 	Moves *SessionTransitioned `json:"moves,omitempty"`
+	// FromResult is set when the entry is opened by its call's result,
+	// which came before the call's use (two hooks that raced, sources
+	// read out of order): the call ran, and the session.entry_closed
+	// that follows closes it. Its use, when it comes, is recorded as an
+	// observation and opens nothing. false otherwise and in events
+	// stored before the field existed.
+	FromResult bool `json:"from_result,omitempty"`
 }
 
 // EventType implements Payload.

@@ -841,11 +841,14 @@ func (d *decider) signalNow(sig events.Sig) {
 	case events.SigToolResult:
 		d.toolResult(sig)
 	case events.SigQuestion:
-		if sig.ID != "" && d.s.entry(sig.ID) < 0 && d.s.RecentClosed.Has(sig.ID) {
+		if sig.ID != "" && d.s.entry(sig.ID) < 0 && (d.s.RecentClosed.Has(sig.ID) || d.s.Inferred.Has(sig.ID)) {
 			return // the question was answered already
 		}
 		d.phase(events.PhaseWaiting, "question", sig.ID)
 	case events.SigPermission:
+		if sig.ID != "" && d.s.entry(sig.ID) < 0 && d.s.Inferred.Has(sig.ID) {
+			return // asked before its call's result, which came first: answered already
+		}
 		id := sig.ID
 		if id == "" {
 			// Permission dialogs carry no tool_use_id: they are about the
@@ -1079,6 +1082,15 @@ func (d *decider) toolResult(sig events.Sig) {
 	} else if contains(d.s.OpenReviews, id) {
 		d.answerReview(id, sig, "approved by the user")
 	}
+	closed := d.s.entry(id) >= 0 // an entry its use opened
+	if !closed && !d.late && sig.ID != "" && !d.s.closedCall(sig.ID) {
+		// The result came before its call's use (two hooks that raced,
+		// sources read out of order): the call ran, so it is recorded
+		// opened here and closed below as any call is by its result.
+		// Its use, when it comes, is recorded and opens nothing
+		// (State.Inferred); the turn's end finds nothing of it open.
+		d.emit(events.SessionEntryOpened{EntryID: sig.ID, Activity: "tool:" + sig.Name, Lane: events.LaneMain, FromResult: true})
+	}
 	if i := d.s.entry(id); i >= 0 && d.s.Entries[i].Lane == events.LaneMain {
 		// A permission dialog that named no call (review "gate-" and its
 		// hook's spool id) held the agent: a result of a main-lane call
@@ -1091,7 +1103,6 @@ func (d *decider) toolResult(sig events.Sig) {
 			d.answerReview(r, sig, "approved by the user: the agent went on")
 		}
 	}
-	closed := d.s.entry(id) >= 0
 	if i := d.s.entry(id); i >= 0 {
 		tool := d.s.Entries[i].Activity
 		switch sig.Status {

@@ -80,6 +80,7 @@ func (s *State) evolve(e events.Envelope, inPlace bool) {
 		}
 		foldUsage(s, o, e.At)
 		s.foldSaid(o)
+		s.foldReports(o, inPlace)
 		s.heard(o, e)
 		if o.Process != nil {
 			s.foldAgent(*o.Process)
@@ -122,6 +123,9 @@ func (s *State) evolve(e events.Envelope, inPlace bool) {
 		if d.Lane == events.LaneMain {
 			s.ToolCalls++
 			s.TurnCalls++
+		}
+		if d.FromResult {
+			s.Inferred = s.Inferred.add1(d.EntryID, inPlace)
 		}
 		if d.Moves != nil {
 			s.move(*d.Moves, e.At)
@@ -223,6 +227,23 @@ func (s *State) evolve(e events.Envelope, inPlace bool) {
 		s.Verdicts = nil
 	}
 	return
+}
+
+// foldReports records in Inferred the uses, permissions and questions o
+// reports of calls opened from their result, each the first time it is
+// reported: a later report of the same is a copy (LateDuplicate).
+func (s *State) foldReports(o *events.Observation, inPlace bool) {
+	if s.Inferred.Len() == 0 {
+		return
+	}
+	for _, sig := range o.Signals {
+		switch sig.Kind {
+		case events.SigToolUse, events.SigPermission, events.SigQuestion:
+			if s.firstReport(sig) {
+				s.Inferred = s.Inferred.add1(reportKey(sig), inPlace)
+			}
+		}
+	}
 }
 
 // move folds phase move d made at time at: a session.transitioned, or the

@@ -267,3 +267,178 @@ func TestHeld_StopRecord(t *testing.T) {
 		t.Error("a stop at a line the session took in since is not seen")
 	}
 }
+// stored returns how many observations with key h's history holds.
+func stored(h *history, key string) int {
+	n := 0
+	for _, e := range h.evs {
+		if o, ok := events.Observed(e.Data); ok && o.Key == key {
+			n++
+		}
+	}
+	return n
+}
+
+// entryEvents returns the entry events of h's history: opened, closed,
+// abandoned.
+func entryEvents(h *history) (opened []events.SessionEntryOpened, closed []events.SessionEntryClosed, abandoned []events.SessionEntryAbandoned) {
+	for _, e := range h.evs {
+		switch d := e.Data.(type) {
+		case events.SessionEntryOpened:
+			opened = append(opened, d)
+		case events.SessionEntryClosed:
+			closed = append(closed, d)
+		case events.SessionEntryAbandoned:
+			abandoned = append(abandoned, d)
+		}
+	}
+	return opened, closed, abandoned
+}
+
+// A call's result that comes before its use (two hooks that raced)
+// records the call opened from its result and closed with it. The use
+// that follows is the call's own report: it is stored, and opens
+// nothing, so the turn's end abandons nothing; a copy of it, or of the
+// result, is dropped.
+func TestDecide_ResultBeforeUse(t *testing.T) {
+	h := newHistory(t)
+	h.hook("p1", sig(events.SigPrompt))
+	decs := h.hook("post:a", sig(events.SigToolResult, "id", "a", "name", "Bash", "status", events.OutcomeError))
+	if got := strings.Join(types(decs), " "); !strings.HasPrefix(got, "session.entry_opened session.entry_closed") {
+		t.Fatalf("result before use decided %s", got)
+	}
+	if len(h.s.Entries) != 0 || h.s.ToolCalls != 1 {
+		t.Fatalf("after the result: entries %v tool calls %d, want none open and 1", h.s.Entries, h.s.ToolCalls)
+	}
+	if decs := h.hook("pre:a", sig(events.SigToolUse, "id", "a", "name", "Bash")); len(decs) != 0 {
+		t.Errorf("use after its result decided %v", types(decs))
+	}
+	if n := stored(h, "pre:a"); n != 1 {
+		t.Fatalf("use after its result stored %d times, want once: an acknowledged hook is recorded", n)
+	}
+	// Copies, from any source and under other keys, are dropped.
+	for _, o := range []events.Observation{
+		{Key: "pre:a-again", Signals: []events.Sig{sig(events.SigToolUse, "id", "a", "name", "Bash")}},
+		{Key: "post:a-again", Signals: []events.Sig{sig(events.SigToolResult, "id", "a", "name", "Bash")}},
+	} {
+		if !h.s.Seen(&o) {
+			t.Errorf("copy %s not seen", o.Key)
+		}
+	}
+	if decs := h.line(events.Meta{}, sig(events.SigToolUse, "id", "a", "name", "Bash")); len(decs) != 0 {
+		t.Errorf("the use's transcript line decided %v", types(decs))
+	}
+	if decs := h.line(events.Meta{}, sig(events.SigToolResult, "id", "a")); len(decs) != 0 {
+		t.Errorf("the result's transcript line decided %v", types(decs))
+	}
+	h.hook("stop", sig(events.SigTurnEnd))
+	if h.s.Abandoned != 0 || h.s.Phase != events.PhaseReady || h.s.ToolCalls != 1 {
+		t.Errorf("abandoned %d phase %s tool calls %d, want 0 ready 1", h.s.Abandoned, h.s.Phase, h.s.ToolCalls)
+	}
+	opened, closed, _ := entryEvents(h)
+	if len(opened) != 1 || !opened[0].FromResult || len(closed) != 1 || closed[0].Outcome != events.OutcomeError {
+		t.Errorf("opened %+v closed %+v, want a's one open from its result and one close, error", opened, closed)
+	}
+	// A state read back from its row knows the call's use was seen.
+	back := reducertest.RoundTrip(t, h.s)
+	if o := (events.Observation{Key: "pre:a-3", Signals: []events.Sig{sig(events.SigToolUse, "id", "a")}}); !back.Seen(&o) {
+		t.Error("a state read from its row takes a copy of the use for the call's own")
+	}
+}
+
+// The orders a call's use and result can arrive in, and what each leaves.
+func TestDecide_ResultBeforeUse_Orders(t *testing.T) {
+	t.Run("UseThenResult", func(t *testing.T) {
+		h := newHistory(t)
+		h.hook("p1", sig(events.SigPrompt))
+		h.hook("pre:a", sig(events.SigToolUse, "id", "a", "name", "Bash"))
+		h.hook("post:a", sig(events.SigToolResult, "id", "a", "name", "Bash"))
+		if o := (events.Observation{Key: "pre:a-again", Signals: []events.Sig{sig(events.SigToolUse, "id", "a")}}); !h.s.Seen(&o) {
+			t.Error("a late copy of a use seen before its result is not dropped")
+		}
+		opened, closed, _ := entryEvents(h)
+		if len(opened) != 1 || opened[0].FromResult || len(closed) != 1 || !h.s.Inferred.IsZero() {
+			t.Errorf("opened %+v closed %+v inferred %d: want one call opened by its use", opened, closed, h.s.Inferred.Len())
+		}
+	})
+	t.Run("ResultNoUse", func(t *testing.T) {
+		h := newHistory(t)
+		h.hook("p1", sig(events.SigPrompt))
+		h.hook("post:a", sig(events.SigToolResult, "id", "a", "name", "Read"))
+		h.hook("stop", sig(events.SigTurnEnd))
+		if h.s.Abandoned != 0 || h.s.Phase != events.PhaseReady || h.s.ToolCalls != 1 {
+			t.Errorf("abandoned %d phase %s tool calls %d, want 0 ready 1", h.s.Abandoned, h.s.Phase, h.s.ToolCalls)
+		}
+	})
+	t.Run("AfterTurnEnd", func(t *testing.T) {
+		// The result's hook came after the Stop hook, the use's after
+		// both: the session stays ready.
+		h := newHistory(t)
+		h.hook("p1", sig(events.SigPrompt))
+		h.hook("stop", sig(events.SigTurnEnd))
+		h.hook("post:a", sig(events.SigToolResult, "id", "a", "name", "Bash"))
+		if decs := h.hook("pre:a", sig(events.SigToolUse, "id", "a", "name", "Bash")); len(decs) != 0 || stored(h, "pre:a") != 1 {
+			t.Errorf("use after its result and the turn's end decided %v, stored %d times", types(decs), stored(h, "pre:a"))
+		}
+		if h.s.Phase != events.PhaseReady || len(h.s.Entries) != 0 {
+			t.Errorf("phase %s entries %v, want ready and nothing open", h.s.Phase, h.s.Entries)
+		}
+	})
+	t.Run("Background", func(t *testing.T) {
+		// A backgrounded call's work stays open, in the background lane.
+		h := newHistory(t)
+		h.hook("p1", sig(events.SigPrompt))
+		h.hook("post:a", sig(events.SigToolResult, "id", "a", "name", "Bash", "status", events.OutcomeBackground, "task", "b1"))
+		if decs := h.hook("pre:a", sig(events.SigToolUse, "id", "a", "name", "Bash")); len(decs) != 0 || stored(h, "pre:a") != 1 {
+			t.Errorf("use after its backgrounded result decided %v, stored %d times", types(decs), stored(h, "pre:a"))
+		}
+		h.hook("stop", sig(events.SigTurnEnd))
+		if h.s.Abandoned != 0 || len(h.s.Entries) != 1 || h.s.Entries[0].EntryID != "bg-b1" || h.s.Activity != "background" {
+			t.Fatalf("abandoned %d entries %v activity %s, want bg-b1 open, working in the background", h.s.Abandoned, h.s.Entries, h.s.Activity)
+		}
+		h.hook("done", sig(events.SigBackgroundDone, "task", "b1"))
+		if h.s.Phase != events.PhaseReady {
+			t.Errorf("phase %s after the background work ended, want ready", h.s.Phase)
+		}
+	})
+	t.Run("Rejected", func(t *testing.T) {
+		h := newHistory(t)
+		h.hook("p1", sig(events.SigPrompt))
+		h.hook("denied:a", events.Sig{Kind: events.SigToolResult, ID: "a", Name: "Bash", Status: events.OutcomeRejected, By: "classifier", Text: "destructive"})
+		h.hook("pre:a", sig(events.SigToolUse, "id", "a", "name", "Bash"))
+		h.hook("stop", sig(events.SigTurnEnd))
+		_, closed, abandoned := entryEvents(h)
+		if len(closed) != 1 || closed[0].Outcome != events.OutcomeRejected || closed[0].By != "classifier" || closed[0].Reason != "destructive" || len(abandoned) != 0 {
+			t.Errorf("closed %+v abandoned %+v, want a rejected by classifier: destructive", closed, abandoned)
+		}
+	})
+	t.Run("Subagent", func(t *testing.T) {
+		// The Task call's result ends the subagent's work it names.
+		h := newHistory(t)
+		h.hook("p1", sig(events.SigPrompt))
+		h.hook("start:x", sig(events.SigSubagentStart, "id", "x", "name", "Explore"))
+		h.hook("post:a", sig(events.SigToolResult, "id", "a", "name", "Task", "task", "x"))
+		h.hook("pre:a", sig(events.SigToolUse, "id", "a", "name", "Task"))
+		h.hook("stop", sig(events.SigTurnEnd))
+		if h.s.Abandoned != 0 || len(h.s.Entries) != 0 || h.s.Phase != events.PhaseReady || stored(h, "pre:a") != 1 {
+			t.Errorf("abandoned %d entries %v phase %s use stored %d times, want 0, none, ready, once", h.s.Abandoned, h.s.Entries, h.s.Phase, stored(h, "pre:a"))
+		}
+	})
+	t.Run("PermissionAndQuestion", func(t *testing.T) {
+		// A dialog or question reported after the call's result was
+		// answered: recorded once, it waits on nobody.
+		h := newHistory(t)
+		h.hook("p1", sig(events.SigPrompt))
+		h.hook("post:a", sig(events.SigToolResult, "id", "a", "name", "AskUserQuestion"))
+		h.hook("pre:a", sig(events.SigToolUse, "id", "a", "name", "AskUserQuestion"), sig(events.SigQuestion, "id", "a", "name", "AskUserQuestion"))
+		h.hook("perm:a", sig(events.SigPermission, "id", "a", "name", "AskUserQuestion"))
+		if stored(h, "pre:a") != 1 || stored(h, "perm:a") != 1 {
+			t.Errorf("use and question stored %d times, permission %d, want each once", stored(h, "pre:a"), stored(h, "perm:a"))
+		}
+		if h.s.Phase != events.PhaseWorking || len(h.s.OpenReviews) != 0 {
+			t.Errorf("phase %s/%s reviews %v, want working and none open", h.s.Phase, h.s.Activity, h.s.OpenReviews)
+		}
+		if o := (events.Observation{Key: "perm:a-again", Signals: []events.Sig{sig(events.SigPermission, "id", "a")}}); !h.s.Seen(&o) {
+			t.Error("a copy of the permission is not dropped")
+		}
+	})
+}

@@ -161,7 +161,17 @@ type State struct {
 	LineIDs IDSet `json:"line_ids,omitzero"`
 	// Unfinished holds every abandoned entry: its result, if it comes
 	// later, is recorded as a late result (session.entry_late_result).
-	Unfinished  IDSet `json:"unfinished,omitzero"`
+	Unfinished IDSet `json:"unfinished,omitzero"`
+	// Inferred holds the id of every call opened from its result
+	// (session.entry_opened with FromResult: the result came before the
+	// call's use), and "<kind>:<id>" (kind tool_use, permission or
+	// question) once an observation reported that signal of the call
+	// after it, for the session's life (bounded by MaxIDs): the first
+	// such report is the call's own, recorded, and a later one a copy
+	// (LateDuplicate). Empty in a session whose results never came
+	// first (and in every log written before such calls were told
+	// apart).
+	Inferred    IDSet `json:"inferred,omitzero"`
 	LateResults int   `json:"late_results,omitempty"` // results that came for abandoned entries
 	Forks       int   `json:"forks,omitempty"`        // turns that began while another turn's calls were open (session.forked)
 	// Fingerprints holds, per transcript file name, the fingerprint of
@@ -369,7 +379,10 @@ func (s State) Seen(o *events.Observation) bool {
 // whose turn already began. Such a
 // hook is a re-sent or redelivered copy, however many hooks came between
 // (the recent-key window alone forgets after RecentKeys). A result for an
-// abandoned call is not a duplicate: it is that call's late result.
+// abandoned call is not a duplicate: it is that call's late result. Nor
+// is the first use, permission or question of a call whose result came
+// before its use (Inferred): the call was recorded from its result, and
+// that report is its own, not a copy.
 func (s State) LateDuplicate(o *events.Observation) bool {
 	if len(o.Signals) == 0 {
 		return false
@@ -377,7 +390,7 @@ func (s State) LateDuplicate(o *events.Observation) bool {
 	for _, sig := range o.Signals {
 		switch sig.Kind {
 		case events.SigToolUse, events.SigPermission, events.SigQuestion:
-			if !s.closedCall(sig.ID) {
+			if !s.closedCall(sig.ID) || s.firstReport(sig) {
 				return false
 			}
 		case events.SigToolResult, events.SigAnswer:
@@ -394,6 +407,18 @@ func (s State) LateDuplicate(o *events.Observation) bool {
 	}
 	return true
 }
+
+// firstReport reports whether sig, a call's use, permission or question,
+// is the first of its kind for a call whose result came before its use
+// (Inferred): the call's own report, not a copy, though the call is
+// closed.
+func (s State) firstReport(sig events.Sig) bool {
+	return sig.ID != "" && s.Inferred.Has(sig.ID) && !s.Inferred.Has(reportKey(sig))
+}
+
+// reportKey is what Inferred holds once signal sig of an inferred call
+// was observed: "<kind>:<id>".
+func reportKey(sig events.Sig) string { return sig.Kind + ":" + sig.ID }
 
 // closedCall reports whether entry id was closed or abandoned.
 func (s State) closedCall(id string) bool {
