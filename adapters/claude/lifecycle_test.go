@@ -203,6 +203,47 @@ func TestHooks_LateDuplicate(t *testing.T) {
 	}
 }
 
+// TestHooks_ResultBeforeUse: a call's PostToolUse that reaches the log
+// before its PreToolUse (two hooks that raced) records the call opened
+// and closed; the PreToolUse that follows is appended (every hook
+// acknowledged leaves its observation) and opens nothing, so the turn's
+// end abandons nothing. The same PreToolUse sent again appends nothing.
+func TestHooks_ResultBeforeUse(t *testing.T) {
+	l, in, f := newHookFeeder(t)
+	const id = "5e551011-0000-4000-8000-000000000022"
+	hook := func(event, extra string) string {
+		return fmt.Sprintf(`{"session_id":%q,"cwd":"/home/user/app","permission_mode":"default","hook_event_name":%q%s}`, id, event, extra)
+	}
+	pre := hook("PreToolUse", `,"tool_name":"Bash","tool_input":{"command":"go vet ./..."},"tool_use_id":"toolu_22x"`)
+	f.send(hook("SessionStart", `,"source":"startup"`))
+	f.send(hook("UserPromptSubmit", `,"prompt":"vet the module"`))
+	f.send(hook("PostToolUse", `,"tool_name":"Bash","tool_input":{"command":"go vet ./..."},"tool_response":{"stdout":""},"tool_use_id":"toolu_22x"`))
+	if ap := f.send(pre); ap.Last == 0 {
+		t.Fatal("the PreToolUse after its PostToolUse appended nothing: an acknowledged hook is lost")
+	}
+	f.send(hook("Stop", ``))
+	if ap := f.send(pre); ap.Last != 0 {
+		t.Errorf("the PreToolUse sent again appended at %d", ap.Last)
+	}
+	s := stateOf(t, in, id)
+	if s.Abandoned != 0 || s.Phase != events.PhaseReady || len(s.Entries) != 0 || s.ToolCalls != 1 {
+		t.Errorf("abandoned %d phase %s entries %v tool calls %d, want 0, ready, none, 1", s.Abandoned, s.Phase, s.Entries, s.ToolCalls)
+	}
+	recs, _, err := l.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]int{}
+	for _, r := range recs {
+		if o, ok := events.Observed(r.Data); ok {
+			keys[o.Key]++
+		}
+	}
+	if keys["hook:PreToolUse:toolu_22x"] != 1 || keys["hook:PostToolUse:toolu_22x"] != 1 {
+		t.Errorf("observations by key %v, want the call's PreToolUse and PostToolUse once each", keys)
+	}
+}
+
 // TestHooks_LateAfterTranscript: a PreToolUse hook that arrives after the
 // transcript's lines closed its call (another source, another key) is a
 // late copy too: it appends nothing and the session stays ready.

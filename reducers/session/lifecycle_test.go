@@ -267,6 +267,7 @@ func TestHeld_StopRecord(t *testing.T) {
 		t.Error("a stop at a line the session took in since is not seen")
 	}
 }
+
 // stored returns how many observations with key h's history holds.
 func stored(h *history, key string) int {
 	n := 0
