@@ -3,6 +3,7 @@ package events
 import (
 	"reflect"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -41,7 +42,7 @@ func observationOf(p Payload) (*Observation, bool) {
 // Observation or of a type it holds are not the ones it was written for
 // (observationFieldsKnown): the caller then uses json.Marshal.
 func appendObservation(b []byte, o *Observation) ([]byte, bool) {
-	if !observationFieldsKnown || o.Process != nil || o.Sender != nil || o.Tick != nil {
+	if !observationFieldsKnown() || o.Process != nil || o.Sender != nil || o.Tick != nil {
 		return b, false
 	}
 	if !o.Received.IsZero() && (o.Received.Location() != time.UTC || o.Received.Year() < 0 || o.Received.Year() > 9999) {
@@ -343,8 +344,11 @@ var observationFields = map[reflect.Type][]string{
 	},
 }
 
-// observationFieldsKnown is observationFieldsCheck's answer, taken once.
-var observationFieldsKnown = observationFieldsCheck()
+// observationFieldsKnown returns observationFieldsCheck's answer, taken
+// once, at the first observation encoded: not as the package
+// initializes, which every logbook process, encoding or not, paid for
+// at its start (the check reflects over a dozen types and their fields).
+var observationFieldsKnown = sync.OnceValue(observationFieldsCheck)
 
 // observationFieldsCheck reports whether every type appendObservation
 // writes has the fields it was written for (observationFields), and
