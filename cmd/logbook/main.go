@@ -130,7 +130,7 @@ func main() {
 // run executes one logbook command line.
 func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
-	root := newRoot(g)
+	root := newRootFor(g, args)
 	root.SetArgs(args)
 	if gatedHookArgs(root, args) {
 		return runGatedHook(ctx, root, g, hookfast.AsksHelp(args) && !hookfast.StdinIsTerminal(stdin))
@@ -159,7 +159,41 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 // newRoot builds the whole command tree over g, conventions applied;
 // for an exec served on the exec socket (g.served set), the exec verb
 // alone.
-func newRoot(g *globals) *cobra.Command {
+func newRoot(g *globals) *cobra.Command { return newRootFor(g, nil) }
+
+// topVerb is a verb under logbook: its name, and what builds it.
+type topVerb struct {
+	name  string
+	build func(*globals) *cobra.Command
+}
+
+// topCommands returns the verbs under logbook, in the order the tree
+// adds them, each by the name its command has (TestTopCommands holds the
+// two equal). A function, not a table: the verbs' commands build roots
+// of their own (execAnswer).
+func topCommands() []topVerb {
+	return []topVerb{
+		{"serve", serveCmd}, {"import", importCmd}, {"hook", hookCmd}, {"sessions", sessionsCmd},
+		{"session", sessionCmd}, {"usage", usageCmd}, {"audit", auditCmd}, {"replay", replayCmd},
+		{"events", eventsCmd}, {"bench", benchCmd}, {"exec", execCmd}, {"command", commandCmd},
+		{"commands", commandsCmd}, {"worker", workerCmd}, {"creds", credsCmd}, {"stream", streamCmd},
+		{"version", versionCmd}, {"review", reviewCmd}, {"policy", policyCmd}, {"hooks", hooksCmd},
+		{"doctor", doctorCmd}, {"setup", setupCmd}, {"project", projectCmd}, {"workspace", workspaceCmd},
+		{"task", taskCmd}, {"checkpoint", checkpointCmd}, {"verify", verifyCmd}, {"keys", keysCmd},
+		{"top", topCmd},
+	}
+}
+
+// newRootFor builds the command tree over g for the command line args,
+// conventions applied: when args name a verb of topCommands (namedVerb),
+// that verb alone under the root, which is all that running it, its
+// help and its usage errors read; otherwise (no verb, help, completion,
+// a verb mistyped, a flag the root does not know before it) the whole
+// tree, which help lists and suggestions search. Every logbook process
+// builds its tree once; the whole of it, thirty verbs and their flags,
+// cost each a millisecond more than one. For an exec served on the exec
+// socket (g.served set), the exec verb alone.
+func newRootFor(g *globals, args []string) *cobra.Command {
 	stdin, stdout, stderr := g.stdin, g.stdout, g.stderr
 	root := &cobra.Command{
 		Use:   "logbook",
@@ -185,7 +219,6 @@ Ids: any unique prefix of a session or command id names it.`,
 			}
 			return refuseEmpty(cmd)
 		},
-		Version: versionText(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(stdin)
@@ -208,39 +241,52 @@ Ids: any unique prefix of a session or command id names it.`,
 		conventions(root)
 		return root
 	}
-	root.AddCommand(
-		serveCmd(g),
-		importCmd(g),
-		hookCmd(g),
-		sessionsCmd(g),
-		sessionCmd(g),
-		usageCmd(g),
-		auditCmd(g),
-		replayCmd(g),
-		eventsCmd(g),
-		benchCmd(g),
-		execCmd(g),
-		commandCmd(g),
-		commandsCmd(g),
-		workerCmd(g),
-		credsCmd(g),
-		streamCmd(g),
-		versionCmd(g),
-		reviewCmd(g),
-		policyCmd(g),
-		hooksCmd(g),
-		doctorCmd(g),
-		setupCmd(g),
-		projectCmd(g),
-		workspaceCmd(g),
-		taskCmd(g),
-		checkpointCmd(g),
-		verifyCmd(g),
-		keysCmd(g),
-		topCmd(g),
-	)
+	verb := namedVerb(root, args)
+	for _, c := range topCommands() {
+		if verb == "" || c.name == verb {
+			root.AddCommand(c.build(g))
+		}
+	}
+	if verb == "" {
+		// The root's --version, which cobra adds to the command it
+		// runs: a command line that names a verb runs that verb, which
+		// has none (nor reads the build info for it).
+		root.Version = versionText()
+	} else {
+		// Nor the completion verb cobra adds as it executes: a command
+		// line that names a verb asks for no completion.
+		root.CompletionOptions.DisableDefaultCmd = true
+	}
 	conventions(root)
 	return root
+}
+
+// namedVerb returns the verb of topCommands that args name first, after
+// the root's own flags (root's persistent flags, with their values), or
+// "" when they name none: no verb, one that is not a verb (help,
+// completion, a mistyped one), or a flag before it that root does not
+// know, whose value cobra might take the next word for.
+func namedVerb(root *cobra.Command, args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			for _, c := range topCommands() {
+				if c.name == a {
+					return a
+				}
+			}
+			return ""
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		f := root.PersistentFlags().Lookup(name)
+		if !strings.HasPrefix(a, "--") || f == nil {
+			return ""
+		}
+		if !hasValue && f.NoOptDefVal == "" {
+			i++ // --data DIR: the next word is the flag's value
+		}
+	}
+	return ""
 }
 
 func versionCmd(g *globals) *cobra.Command {
