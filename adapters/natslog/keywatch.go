@@ -113,9 +113,11 @@ func (l *Log) observeKeyEvent(jm jetstream.Msg) {
 	l.keys.observed.Add(1)
 }
 
-// stopKeyWatch stops the watch, if it runs, and deletes its consumer
-// (best effort: the server drops an ordered consumer after a few minutes
-// of inactivity anyway); none starts after it. Called by Close.
+// stopKeyWatch stops the watch, if it runs, and asks the server to
+// delete its consumer without waiting for the answer (dropConsumer):
+// none starts after it. Called by Close, which a process that is done
+// with the log (an import) calls last, and should not wait for a
+// deletion it never reads the outcome of.
 func (l *Log) stopKeyWatch() {
 	w := &l.keys
 	w.mu.Lock()
@@ -123,8 +125,27 @@ func (l *Log) stopKeyWatch() {
 	w.closed = true
 	w.live.Store(false)
 	if w.cons != nil {
-		w.stop(l)
+		w.cc.Stop()
+		l.dropConsumer(w.cons)
+		w.cons, w.cc = nil, nil
 	}
+}
+
+// dropConsumer asks the server to delete cons's current consumer and
+// does not wait for its answer: the request, sent without a reply
+// subject, goes out with the connection's next flush (the client flushes
+// moments after a publish, and when the connection is closed or
+// drained). Best effort, as deleteConsumer: a consumer whose deletion
+// was lost (the process ended first) is ephemeral, held in memory and
+// dropped by the server after the inactivity threshold of an ordered
+// consumer (5 minutes, nats.go's default), and a refusal (credentials
+// that may not delete it) changes nothing.
+func (l *Log) dropConsumer(cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	_ = l.js.Conn().Publish(jsAPI("CONSUMER.DELETE", StreamName, info.Name), nil)
 }
 
 // deleteConsumer deletes cons's current consumer on the server, waiting

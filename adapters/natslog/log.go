@@ -43,7 +43,7 @@ var (
 // Close, and the goroutines it sends batches on (at most maxSending,
 // each ending with its send's answer; Close waits for them); one with a Verifier that appends more than once also owns an
 // ordered consumer on the key events (its watch of them, see refuseKeys),
-// deleted by Close. It does not own the *nats.Conn it was opened on: close the Log
+// whose deletion Close asks for without waiting for the answer. It does not own the *nats.Conn it was opened on: close the Log
 // first, then the connection (or Server.Shutdown).
 type Log struct {
 	cfg    Config
@@ -219,8 +219,9 @@ func connDown(nc *nats.Conn) string {
 // fail with ErrClosed. Reads in progress end with their own ctx. Close
 // blocks until the committer has finished the batches in flight (each send
 // is bounded by Config.Timeout), then stops the watch of the key events
-// and deletes its consumer (waiting at most a second); it is idempotent
-// and does not close the connection.
+// and asks the server to delete its consumer, without waiting for the
+// answer (dropConsumer); it is idempotent and does not close the
+// connection.
 func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
 		l.closeMu.Lock()
