@@ -240,6 +240,37 @@ func (x *Executor[S]) State(ctx context.Context, agg Aggregate) (S, error) {
 	return c.s, err
 }
 
+// Exists reports whether a log holds an event of agg (or a message on
+// its subject that the log leaves out of agg's loads), as
+// natslog.Log.AggregateExists does. Errors are the read's.
+type Exists func(ctx context.Context, agg Aggregate) (bool, error)
+
+// StateUnlessNew is State, but for an aggregate with no state cached it
+// first asks exists: when the log holds nothing of agg, agg's Init state
+// is cached (with no last sequence) and returned without reading the
+// log. Such an answer is as current as State's read: a decision taken on
+// it appends with optimistic concurrency on an empty aggregate, so an
+// event another writer appended since conflicts, and Execute decides
+// again on the log's state. An aggregate that exists, an error of exists
+// (the log is then read as State reads it: its errors are State's), or a
+// state cached meanwhile, and the log is read as by State. A nil exists
+// makes it State.
+func (x *Executor[S]) StateUnlessNew(ctx context.Context, agg Aggregate, exists Exists) (S, error) {
+	x.once.Do(x.init)
+	x.mu.Lock()
+	_, hit := x.cache[agg]
+	x.mu.Unlock()
+	if !hit && exists != nil {
+		if ok, err := exists(ctx, agg); err == nil && !ok {
+			c := cached[S]{agg: agg, s: x.Init(agg)}
+			if x.rememberNew(c) {
+				return c.s, nil
+			}
+		}
+	}
+	return x.State(ctx, agg)
+}
+
 // refresh brings c, a state from load, up to date with the events the log
 // holds past it, remembers the result and reports whether there were any
 // (or the aggregate's last sequence moved past events the log left out).
@@ -327,6 +358,28 @@ func (x *Executor[S]) remember(c cached[S]) {
 		x.lru.MoveToFront(el)
 		return
 	}
+	x.pushLocked(c)
+}
+
+// rememberNew caches c, a state of an aggregate found empty, unless a
+// state of it is cached already (another decision's, since): it reports
+// whether c stands. A Settled c is returned, not cached.
+func (x *Executor[S]) rememberNew(c cached[S]) bool {
+	if x.Settled != nil && x.Settled(c.s) {
+		return true
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if _, ok := x.cache[c.agg]; ok {
+		return false
+	}
+	x.pushLocked(c)
+	return true
+}
+
+// pushLocked caches c, not cached yet, as the most recently used state,
+// dropping the least recently used beyond MaxCached; x.mu is held.
+func (x *Executor[S]) pushLocked(c cached[S]) {
 	x.cache[c.agg] = x.lru.PushFront(&c)
 	max := x.MaxCached
 	if max <= 0 {
