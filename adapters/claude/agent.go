@@ -106,6 +106,7 @@ func openImport(ctx context.Context, env ingest.ImportEnv) (ingest.Runner[Transc
 	if err != nil {
 		return r, nil, err
 	}
+	r.Begin = ing.knowNew
 	r.Workers = env.Workers * importWaiting * importSmall
 	room := semaphore.NewWeighted(int64(env.Workers * importWaiting * importShare))
 	r.Import = func(ctx context.Context, t Transcript, line func()) ([]ingest.FileResult, error) {

@@ -230,6 +230,33 @@ func (in *Ingester) sessionIDOf(path string) string {
 	return v.SessionID
 }
 
+// knowNew tells the ingester which sessions of ts are new
+// (ingest.Ingester.KnowNew), before an import of ts begins: those of
+// the transcripts named after their session, as Claude Code names them,
+// and their subagents'; the session of a file named otherwise is known
+// only once its lines are read, and read with the file.
+func (in *Ingester) knowNew(ctx context.Context, ts []Transcript) {
+	var aggs []events.Aggregate
+	for _, t := range ts {
+		if t.Path != "" && !looksLikeUUID(t.SessionID) && !t.Pinned {
+			continue
+		}
+		if agg, err := SessionAggregate(t.SessionID, ""); err == nil && t.Path != "" {
+			aggs = append(aggs, agg)
+		}
+		for _, sa := range t.Subagents {
+			agentID := strings.TrimPrefix(sa.AgentID, "agent-")
+			if agentID == "" {
+				agentID = ingest.SanitizeID(strings.TrimSuffix(filepath.Base(sa.Path), ".jsonl"))
+			}
+			if agg, err := SessionAggregate(t.SessionID, agentID); err == nil {
+				aggs = append(aggs, agg)
+			}
+		}
+	}
+	in.Ingester.KnowNew(ctx, aggs)
+}
+
 // ImportTranscript imports t and its subagents' transcripts (the
 // subagents' first) and returns t's result first, then its subagents'.
 // The session is the one the transcript's lines name (sessionId), else

@@ -159,6 +159,9 @@ type Runner[U any] struct {
 	// Lost reports whether an import's error says the log's server went
 	// away; nil: never.
 	Lost func(error) bool
+	// Begin, if not nil, is called with every unit of the plan before
+	// the first is imported (Ingester.KnowNew: which sessions are new).
+	Begin func(ctx context.Context, units []U)
 }
 
 // Summary is what an import did, as `logbook import <agent> --json`
@@ -266,6 +269,9 @@ func (p *Plan[U]) Run(ctx context.Context, r Runner[U], progress io.Writer) Summ
 		for _, u := range p.units {
 			groups = append(groups, []U{u})
 		}
+	}
+	if r.Begin != nil {
+		r.Begin(ctx, p.units)
 	}
 	work := make(chan []U)
 	for range max(r.Workers, 1) {

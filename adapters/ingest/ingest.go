@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -46,6 +47,57 @@ type Ingester struct {
 	// log is Config.Log when it can be told that a decision is on its
 	// way (Holder) and Config.Parsers is set; nil otherwise.
 	log Holder
+	// fresh holds the sessions KnowNew found new, each taken by the
+	// first file of it imported; guarded by fmu.
+	fmu   sync.Mutex
+	fresh map[events.Aggregate]bool
+}
+
+// NewFinder is a log that tells which of many aggregates it holds
+// nothing of in few requests (natslog.Log.NewAggregates).
+type NewFinder interface {
+	NewAggregates(ctx context.Context, aggs []events.Aggregate) ([]events.Aggregate, error)
+}
+
+// KnowNew asks the log (a NewFinder) which of aggs, the sessions an
+// import is about to import into, it holds nothing of, before the
+// import's first append: the first file imported into such a session
+// then does not read it (nor wait for a read behind the import's own
+// batches being stored). A session found new may have been written
+// since (by another process): the file's first append, made with
+// optimistic concurrency on an empty session, then conflicts and its
+// run is decided again on the log's state, as when a session read
+// before is written meanwhile. It does nothing when the Ingester's log
+// is no NewFinder, and learns nothing when the log cannot answer.
+func (in *Ingester) KnowNew(ctx context.Context, aggs []events.Aggregate) {
+	f, ok := in.x.Log.(NewFinder)
+	if !ok || len(aggs) == 0 {
+		return
+	}
+	news, err := f.NewAggregates(ctx, aggs)
+	if err != nil {
+		return
+	}
+	in.fmu.Lock()
+	defer in.fmu.Unlock()
+	if in.fresh == nil {
+		in.fresh = make(map[events.Aggregate]bool, len(news))
+	}
+	for _, agg := range news {
+		in.fresh[agg] = true
+	}
+}
+
+// existsUnlessNew is the events.Exists a file's import reads its
+// session by (events.Executor.StateUnlessNew): false for a session
+// KnowNew found new, taken once (another file of it then reads what the
+// first one left), true for any other, which is then read from the log.
+func (in *Ingester) existsUnlessNew(_ context.Context, agg events.Aggregate) (bool, error) {
+	in.fmu.Lock()
+	defer in.fmu.Unlock()
+	fresh := in.fresh[agg]
+	delete(in.fresh, agg)
+	return !fresh, nil
 }
 
 // Holder is a log whose committer can be told that its caller is
@@ -494,7 +546,8 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		}
 	}
 	defer letEarly()
-	s, err := in.x.State(ctx, agg)
+	// A session KnowNew found new (the common import) is not read.
+	s, err := in.x.StateUnlessNew(ctx, agg, in.existsUnlessNew)
 	if err != nil {
 		return res, lastFP, err
 	}

@@ -16,7 +16,7 @@ const (
 	MarkDone      = "done"      // the summary written, the log closed
 
 	MarkFileStarted = "file-started" // a file's import began (before its session is read)
-	MarkFileSession = "file-session" // its session read from the log
+	MarkFileSession = "file-session" // its session read from the log (or found new: Ingester.KnowNew)
 	MarkFileParsed  = "file-parsed"  // its first run of lines read and parsed, about to be decided and appended
 	MarkFileDone    = "file-done"    // its last run appended (or its import stopped)
 )
