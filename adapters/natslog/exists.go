@@ -48,13 +48,14 @@ const existsChunk = 256
 
 // lastOfSubjects returns which of subjects (literal, at most
 // existsChunk) hold a message: one direct get of the last message of
-// each (a stream's direct gets, any replica's), asked again if the
-// embedded server restarted JetStream meanwhile (acrossHeals), so that
-// an answer given during a restart is never taken for the stream's. An
+// each (a stream's direct gets, any replica's), bounded by ctx and
+// Config.Timeout, asked again if the embedded server restarted JetStream
+// meanwhile (acrossHeals), so that an answer given during a restart is
+// never taken for the stream's. An
 // answer cut short (the server stops at its pending-bytes bound), or a
 // status other than "no results" and the end of the batch, is an error:
 // nothing is then said of any subject.
-func (l *Log) lastOfSubjects(subjects []string) (map[string]bool, error) {
+func (l *Log) lastOfSubjects(ctx context.Context, subjects []string) (map[string]bool, error) {
 	var found map[string]bool
 	req, err := json.Marshal(struct {
 		MultiLast []string `json:"multi_last"`
@@ -62,9 +63,9 @@ func (l *Log) lastOfSubjects(subjects []string) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = l.acrossHeals(context.Background(), func() error {
+	err = l.acrossHeals(ctx, func() error {
 		found = make(map[string]bool, len(subjects))
-		ctx, cancel := l.withTimeout(context.Background())
+		ctx, cancel := l.withTimeout(ctx)
 		defer cancel()
 		msgs, err := natsext.RequestMany(ctx, l.js.Conn(), jsAPI("DIRECT.GET", StreamName), req,
 			natsext.RequestManySentinel(func(*nats.Msg) bool { return false }))
@@ -128,10 +129,7 @@ func (l *Log) NewAggregates(ctx context.Context, aggs []events.Aggregate) ([]eve
 			}
 			subjects = append(subjects, agg.Subject())
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		found, err := l.lastOfSubjects(subjects)
+		found, err := l.lastOfSubjects(ctx, subjects)
 		if err != nil {
 			return nil, err
 		}
