@@ -479,7 +479,11 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 		g.notePolicies(call.Dir, perrs, stale)
 	}
 	var m Match
+	unusable := ""
 	if req.unjudged == "" {
+		unusable = unusableInput(req.Tool, req.Input)
+	}
+	if req.unjudged == "" && unusable == "" {
 		m = Decide(pols, call)
 	}
 	p.rq = events.ReviewRequested{
@@ -500,6 +504,10 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 		// Never judged on a cut copy, nor on what is too large to read:
 		// no judgement is made, so nothing is allowed.
 		answer = rule(events.VerdictDeny, judgeRule, req.unjudged)
+		answer.Outcome = events.ReviewUnavailable
+	case unusable != "":
+		// No rule can read it: nothing says it is allowed.
+		answer = rule(events.VerdictDeny, inputRule, unusable)
 		answer.Outcome = events.ReviewUnavailable
 	case len(perrs) > 0 && m.Action != ActionDeny:
 		// A broken policy with no good version before it: nothing

@@ -24,6 +24,69 @@ const MaxJudgedInput = 512 << 10
 // does not judge: the policy sees whole inputs only.
 const judgeRule = "whole input"
 
+// inputRule is the DecidedBy name of the deny the gate gives a call
+// whose input it cannot use (unusableInput).
+const inputRule = "usable input"
+
+// unusableInput returns why the gate cannot use tool input in of a call
+// to tool, or "" when it can: an input that is not a JSON object (null,
+// a number, a string, an array, nothing), and a Bash call whose
+// "command" is missing or not a string (nor, as Codex gives it, an array
+// of strings). No rule reads such an input, so the call is denied, never
+// left to the agent's own permission flow: the gate fails closed.
+func unusableInput(tool string, in json.RawMessage) string {
+	t := bytes.TrimSpace(in)
+	if len(t) == 0 || t[0] != '{' || !json.Valid(t) {
+		return fmt.Sprintf("the %s call's tool input is %s, not a JSON object: the gate cannot judge it", tool, jsonKind(t))
+	}
+	if !shellTool(tool) {
+		return ""
+	}
+	var v struct {
+		Command json.RawMessage `json:"command"`
+	}
+	if json.Unmarshal(t, &v) != nil {
+		return fmt.Sprintf("the %s call's tool input does not decode: the gate cannot judge it", tool)
+	}
+	c := bytes.TrimSpace(v.Command)
+	var str string
+	var strs []string
+	switch {
+	case len(c) == 0 || string(c) == "null":
+		return fmt.Sprintf("the %s call's tool input has no command: the gate cannot judge it", tool)
+	case json.Unmarshal(c, &str) == nil:
+		return ""
+	case json.Unmarshal(c, &strs) == nil && len(strs) > 0:
+		return ""
+	}
+	return fmt.Sprintf("the %s call's command is not a string: the gate cannot judge it", tool)
+}
+
+// jsonKind names what JSON text t is, for a reason: "missing", "null",
+// "a string", "a number", "an array", "a boolean", "an object", or "not
+// JSON".
+func jsonKind(t []byte) string {
+	switch {
+	case len(t) == 0:
+		return "missing"
+	case !json.Valid(t):
+		return "not JSON"
+	}
+	switch t[0] {
+	case 'n':
+		return "null"
+	case '"':
+		return "a string"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case '{':
+		return "an object"
+	}
+	return "a number"
+}
+
 // TooLargeError refuses a tool input over MaxJudgedInput bytes: the call
 // is denied unjudged.
 type TooLargeError struct {

@@ -1,0 +1,69 @@
+package gate
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/logbook-dev/logbook/events"
+)
+
+// TestGate_UnusableInputIsDenied: a gated call whose input the gate
+// cannot use (not a JSON object; a Bash call with no command, or one
+// that is not a string nor an array of strings) is denied, fail-closed,
+// and the deny is recorded; a usable input no rule speaks of still gets
+// no answer.
+func TestGate_UnusableInputIsDenied(t *testing.T) {
+	r := newRig(t, "")
+	for i, tc := range []struct {
+		tool, input string
+		deny        bool
+	}{
+		{"Bash", `null`, true},
+		{"Bash", `42`, true},
+		{"Bash", `"ls"`, true},
+		{"Bash", `["ls"]`, true},
+		{"Bash", `{}`, true},
+		{"Bash", `{"command": null}`, true},
+		{"Bash", `{"command": 42}`, true},
+		{"Bash", `{"command": {"x": "ls"}}`, true},
+		{"Bash", `{"command": ["ls", 1]}`, true},
+		{"Edit", `null`, true},
+		{"Read", `[]`, true},
+		{"Bash", `{"command": "ls"}`, false},
+		{"Bash", `{"command": ["ls", "-l"]}`, false},
+		{"Read", `{"file_path": "/tmp/x"}`, false},
+	} {
+		// A session each: three denies in a row trip the breaker.
+		r.sess = fmt.Sprintf("9a7e0000-0000-4000-8000-%012d", i)
+		use := "toolu_unusable_" + string(rune('a'+i))
+		fields := map[string]any{"tool_name": tc.tool, "tool_use_id": use}
+		if tc.input == "null" || strings.HasPrefix(tc.input, "{") {
+			// The recorder takes no other tool_input; the gate may be
+			// asked of one all the same.
+			fields["tool_input"] = json.RawMessage(tc.input)
+		}
+		ref := r.hook("PreToolUse", fields)
+		v, err := r.gate.Decide(t.Context(), Request{Session: r.sess, Event: EventPreToolUse, Tool: tc.tool, Input: json.RawMessage(tc.input), ID: use, Cwd: "/tmp", Ref: ref})
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.tool, tc.input, err)
+		}
+		if !tc.deny {
+			if v.Decision != DecideNone {
+				t.Errorf("%s %s: got %+v, want no answer", tc.tool, tc.input, v)
+			}
+			continue
+		}
+		if v.Decision != DecideDeny || v.Outcome != events.ReviewUnavailable || v.By.Name != inputRule || !strings.Contains(v.Reason, "cannot judge") {
+			t.Errorf("%s %s: got %+v, want a deny by rule %q", tc.tool, tc.input, v, inputRule)
+		}
+		st, err := r.gate.Sessions.State(t.Context(), events.Aggregate{Kind: events.KindSession, ID: r.sess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rv, ok := st.DecidedReview(use); !ok || rv.Verdict != events.VerdictDeny {
+			t.Errorf("%s %s: the deny is not recorded: %+v %v", tc.tool, tc.input, rv, ok)
+		}
+	}
+}
