@@ -697,10 +697,13 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 	case *syntax.DeclClause:
 		c := Command{Parent: parent, Via: via, Maybe: maybe}
 		c.Args = append(c.Args, lit(x.Variant.Value))
+		var naked []Word
 		for _, a := range x.Args {
 			switch {
 			case a.Naked && a.Name == nil && a.Value != nil:
-				c.Args = append(c.Args, r.words(a.Value, depth)...) // an option such as -x
+				ws := r.words(a.Value, depth)
+				naked = append(naked, ws...)
+				c.Args = append(c.Args, ws...) // an option such as -x
 			default:
 				as := r.assign(a, depth)
 				c.Assigns = append(c.Assigns, as)
@@ -720,6 +723,7 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 					r.s.Commands[at].Opaque = why
 				}
 			}
+			r.declNames(at, c, naked, depth)
 		}
 		return at
 	case *syntax.TimeClause:
@@ -744,6 +748,48 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 		r.fault(fmt.Sprintf("a %T the gate cannot judge", x))
 	}
 	return -1
+}
+
+// declNames judges what declare, typeset, local, export or readonly
+// (command at, read as c, with naked its words that are no assignment
+// as written) give values by name beyond its assignments: a quoted word
+// it still reads as NAME=value ("PATH=/x"), a word known only when it
+// runs (which may be any NAME=value), and, with -n, the variable each
+// nameref names, which its next assignments assign (a nameref given no
+// name yet takes one from its next assignment, so it may be any).
+func (r *reader) declNames(at int, c Command, naked []Word, depth int) {
+	nameref := false
+	for _, w := range naked {
+		v := w.Value
+		switch {
+		case !w.Static:
+			r.opaque(at, c.Args[0].Value+" of a word known only when it runs, which may give any variable a value")
+		case strings.HasPrefix(v, "-"):
+			nameref = nameref || strings.Contains(v, "n")
+		case strings.Contains(v, "="):
+			n, _, _ := strings.Cut(v, "=")
+			n, _, _ = strings.Cut(n, "[")
+			if why := r.assignEffect(Assignment{Name: strings.TrimSuffix(n, "+"), Value: Word{Reading: WildPart, Glob: "${_}"}}, at, depth); why != "" {
+				r.opaque(at, why)
+			}
+		}
+	}
+	if !nameref {
+		return
+	}
+	for _, a := range c.Assigns {
+		switch {
+		case !a.Value.Static:
+			r.opaque(at, "a nameref to a variable whose name is known only when it runs")
+		case a.Value.Value == "":
+			r.opaque(at, "a nameref given no name yet, whose next assignment may name any variable")
+		default:
+			n, _, _ := strings.Cut(a.Value.Value, "[")
+			if why := r.assignEffect(Assignment{Name: n, Value: Word{Reading: WildPart, Glob: "${_}"}}, at, depth); why != "" {
+				r.opaque(at, why)
+			}
+		}
+	}
 }
 
 // timeProgram reads statement st, a time clause tc, as the time

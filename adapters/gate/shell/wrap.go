@@ -185,6 +185,9 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 	}
 	args := c.Args
 	prog := args[0]
+	if prog.Static {
+		r.assignsByName(at, base(prog), args[1:], depth)
+	}
 	if !prog.Static {
 		// A program known only when it runs may be any of the wrappers:
 		// its arguments are read as each would read them, as readings
@@ -388,6 +391,124 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 		}
 	case optArgsHas(name):
 		r.simpleWrapper(at, name, rest, depth)
+	}
+}
+
+// nameOpts are, per builtin that gives variables values by their names
+// (bash 5.2; compgen -V of bash 5.3), the short options that take an
+// argument (as the rest of the word or the next word) and, among them,
+// those whose argument is such a name.
+var nameOpts = map[string]struct{ arg, name string }{
+	"printf":    {"v", "v"},
+	"read":      {"adeinNptu", "a"},
+	"mapfile":   {"dunOCcs", ""},
+	"readarray": {"dunOCcs", ""},
+	"getopts":   {"", ""},
+	"wait":      {"p", "p"},
+	"compgen":   {"AGWFCXPSoV", "V"},
+	"unset":     {"", ""},
+}
+
+// assignedNames returns the words of builtin name's arguments rest that
+// name a variable it gives a value (or, for unset, removes), each cut to
+// the name (a cluster's "-vNAME" is NAME), as bash reads its options:
+// up to "--" or the first word not an option. ok is false when a word
+// known only when it runs stands where an option may: then any name may
+// be given.
+func assignedNames(name string, rest []Word) (names []Word, ok bool) {
+	opts, takes := nameOpts[name]
+	if !takes {
+		return nil, true
+	}
+	funcs := false // unset -f: the names are functions'
+	i := 0
+options:
+	for ; i < len(rest); i++ {
+		w := rest[i]
+		if !w.Static {
+			return nil, false
+		}
+		v := w.Value
+		if v == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(v, "-") || v == "-" {
+			break
+		}
+		for j := 1; j < len(v); j++ {
+			c := v[j]
+			if name == "unset" && c == 'f' {
+				funcs = true
+			}
+			if strings.IndexByte(opts.arg, c) < 0 {
+				continue
+			}
+			arg := Word{}
+			if j+1 < len(v) {
+				arg = Word{Value: v[j+1:], Static: true, Reading: v[j+1:], Glob: v[j+1:]}
+			} else if i+1 < len(rest) {
+				i++
+				arg = rest[i]
+			} else {
+				break options
+			}
+			if strings.IndexByte(opts.name, c) >= 0 {
+				names = append(names, arg)
+			}
+			break
+		}
+	}
+	pos := rest[min(i, len(rest)):]
+	switch name {
+	case "read":
+		names = append(names, pos...)
+	case "unset":
+		if !funcs {
+			names = append(names, pos...)
+		}
+	case "mapfile", "readarray":
+		if len(pos) > 0 {
+			names = append(names, pos[0])
+		}
+	case "getopts":
+		if len(pos) > 1 {
+			names = append(names, pos[1])
+		}
+	}
+	return names, true
+}
+
+// assignsByName judges the variables builtin name, run as command at
+// with arguments rest, gives values by their names (assignedNames:
+// printf -v, read, mapfile, getopts, wait -p, compgen -V, unset) as an
+// assignment NAME=value of a value known only when it runs: PATH,
+// LD_*, BASH* and the other names assignEffect knows make the command
+// opaque, as does a name known only when it runs; a subscript is
+// evaluated as arithmetic.
+func (r *reader) assignsByName(at int, name string, rest []Word, depth int) {
+	names, ok := assignedNames(name, rest)
+	if !ok {
+		r.opaque(at, name+" with an option known only when it runs, which may name any variable")
+		return
+	}
+	for _, w := range names {
+		if !w.Static {
+			r.opaque(at, name+" gives a value to a variable whose name is known only when it runs")
+			continue
+		}
+		n := w.Value
+		if i := strings.IndexByte(n, '['); i >= 0 {
+			r.evaluate("a variable name with a subscript, which bash evaluates as arithmetic")
+			if strings.ContainsAny(n[i:], "$`") {
+				// Its substitutions run: read them, for deny.
+				r.source(": "+n[i:], at, name+" subscript", true, depth+1)
+			}
+			n = n[:i]
+		}
+		if why := r.assignEffect(Assignment{Name: n, Value: Word{Reading: WildPart, Glob: "${_}"}}, at, depth); why != "" {
+			r.opaque(at, why)
+		}
 	}
 }
 
