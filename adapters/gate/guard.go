@@ -29,9 +29,13 @@ const SettingsGuardPattern = "built-in: commands that name .claude/settings.json
 
 // LeverGuardPattern names the built-in rule that sends a shell command
 // running Logbook's own levers to review at critical risk: logbook-hook,
-// or logbook with hook, review, serve, creds, session mode|end|abandon,
-// hooks install|uninstall, so a prompt, a verdict or a mode cannot be
-// forged from inside the session the gate governs.
+// or logbook with hook, review, serve, creds, setup, worker, session
+// mode|end|abandon, hooks install|uninstall, keys pin|register|revoke,
+// checkpoint trust, and logbook exec or logbook-exec asking for a mode
+// wider than the session's, --elevate, or another data dir or server
+// (--data, --nats-url, --creds, --socket, LOGBOOK_*), so a prompt, a
+// verdict, a mode or a sandbox cannot be forged from inside the session
+// the gate governs.
 const LeverGuardPattern = "built-in: commands that run Logbook's own levers"
 
 // UnreadablePattern names the built-in rule that sends a shell command

@@ -287,6 +287,11 @@ type Call struct {
 	Tool  string          // e.g. "Bash", "Edit", "mcp__github__create_issue"
 	Input json.RawMessage // the tool's input as the agent sent it
 	Dir   string          // the project directory relative paths are taken from
+	// Mode is the session's permission mode as Logbook holds it
+	// (events.ModeReadOnly, ModeWorkspaceWrite, ModeAuto,
+	// ModeFullAccess; "" unknown): the widest mode its commands may ask
+	// `logbook exec` for without pulling a lever (modeCeiling).
+	Mode string
 	// sh is the shell reading of a shell tool's command, set by parsed;
 	// nil: read when needed.
 	sh *shell.Script

@@ -12,6 +12,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/gate/shell"
+	"github.com/logbook-dev/logbook/events"
 )
 
 // shellTool reports whether tool's "command" input is a command line
@@ -696,14 +697,20 @@ func aliasPaths(sc *shell.Script, dir string) []string {
 // decide, record or wire what the gate governs.
 var (
 	leverPrograms = []string{"logbook", "logbook-hook"}
-	leverCommands = []string{"hook", "review", "serve", "creds"}
+	leverCommands = []string{"hook", "review", "serve", "creds", "setup", "worker"}
 	leverSession  = []string{"mode", "end", "abandon"}
 	leverHooks    = []string{"install", "uninstall"}
+	// leverKeys are the keys and checkpoint subcommands that change
+	// which keys the log is trusted by.
+	leverKeys       = []string{"pin", "register", "revoke"}
+	leverCheckpoint = []string{"trust"}
 )
 
 // pullsLever reports whether shell call c may run logbook-hook, or
 // logbook with a lever subcommand (leverCommands, session
-// leverSession, hooks leverHooks), on any reading of its words.
+// leverSession, hooks leverHooks, keys leverKeys, checkpoint
+// leverCheckpoint), or logbook exec or logbook-exec with a lever of
+// execLever, on any reading of its words.
 func pullsLever(c Call) bool {
 	if !shellLike(c.Tool) && !shellTool(c.Tool) {
 		return false
@@ -716,13 +723,17 @@ func pullsLever(c Call) bool {
 		}
 		return false
 	}
-	for _, cmd := range c.script().Commands {
+	sc := c.script()
+	for _, cmd := range sc.Commands {
 		if len(cmd.Args) == 0 {
 			continue
 		}
 		prog := cmd.Args[0]
 		b := shell.Word{Value: path.Base(prog.Value), Static: prog.Static, Reading: shell.Base(prog.Reading)}
 		if mayBe(b, "logbook-hook") {
+			return true
+		}
+		if mayBe(b, "logbook-exec") && execLever(cmd.Args[1:], c.Mode, sc, mayBe) {
 			return true
 		}
 		if !mayBe(b, "logbook") {
@@ -737,7 +748,103 @@ func pullsLever(c Call) bool {
 				return true
 			case mayBe(w, "hooks") && i+1 < len(args) && mayBe(args[i+1], leverHooks...):
 				return true
+			case mayBe(w, "keys") && i+1 < len(args) && mayBe(args[i+1], leverKeys...):
+				return true
+			case mayBe(w, "checkpoint") && i+1 < len(args) && mayBe(args[i+1], leverCheckpoint...):
+				return true
+			case mayBe(w, "exec") && execLever(args, c.Mode, sc, mayBe):
+				return true
 			}
+		}
+	}
+	return false
+}
+
+// execServerFlags are the flags of `logbook exec` (and logbook-exec)
+// that name another data dir or server than the one the gate's session
+// is recorded in.
+var execServerFlags = []string{"--data", "--nats-url", "--creds", "--socket"}
+
+// modeRank orders the modes of `logbook exec` by what they let a
+// command reach: read_only 0, workspace_write 1, full_access 2; -1 for
+// a name exec refuses.
+func modeRank(m string) int {
+	switch m {
+	case events.ModeReadOnly:
+		return 0
+	case events.ModeWorkspaceWrite:
+		return 1
+	case events.ModeFullAccess:
+		return 2
+	}
+	return -1
+}
+
+// modeCeiling returns the rank (modeRank) of the widest mode a session
+// in permission mode m may run commands in: read_only for read_only,
+// full_access for full_access, workspace_write otherwise (auto, and a
+// mode not known).
+func modeCeiling(m string) int {
+	switch m {
+	case events.ModeReadOnly:
+		return 0
+	case events.ModeFullAccess:
+		return 2
+	}
+	return 1
+}
+
+// execLever reports whether the arguments args of `logbook exec` or
+// logbook-exec (read by script sc, for a session in permission mode
+// mode) may pull a lever, on any reading of its words (mayBe): a --mode
+// wider than the session's ceiling (modeCeiling) or known only when it
+// runs, --elevate, a flag of execServerFlags, or a LOGBOOK_* variable
+// the line gives (before the command, through env, by export): each
+// reaches past what the session's own mode and server allow. Only the
+// words before "--" are exec's.
+func execLever(args []shell.Word, mode string, sc *shell.Script, mayBe func(shell.Word, ...string) bool) bool {
+	for _, a := range sc.Given {
+		if strings.HasPrefix(a.Name, "LOGBOOK_") {
+			return true
+		}
+	}
+	for _, cmd := range sc.Commands {
+		for _, a := range cmd.Assigns {
+			if strings.HasPrefix(a.Name, "LOGBOOK_") {
+				return true
+			}
+		}
+		for _, w := range cmd.Args {
+			if intersects("LOGBOOK_*=*", w.Reading) {
+				return true
+			}
+		}
+	}
+	flag := func(w shell.Word, name string) bool {
+		return mayBe(w, name) || !w.Static && intersects(name+"=*", w.Reading) || w.Static && strings.HasPrefix(w.Value, name+"=")
+	}
+	for i, w := range args {
+		if w.Static && w.Value == "--" {
+			return false
+		}
+		for _, f := range append([]string{"--elevate"}, execServerFlags...) {
+			if flag(w, f) {
+				return true
+			}
+		}
+		if !flag(w, "--mode") {
+			continue
+		}
+		v, ok := shell.Word{}, false
+		switch {
+		case w.Static && strings.HasPrefix(w.Value, "--mode="):
+			val := strings.TrimPrefix(w.Value, "--mode=")
+			v, ok = shell.Word{Value: val, Static: true, Reading: val}, true
+		case w.Static && w.Value == "--mode" && i+1 < len(args):
+			v, ok = args[i+1], true
+		}
+		if !ok || !v.Static || modeRank(v.Value) > modeCeiling(mode) {
+			return true
 		}
 	}
 	return false

@@ -354,6 +354,10 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 		}
 	case name == "env":
 		r.env(at, rest, depth)
+	case name == "logbook-exec":
+		r.logbookExec(at, rest, depth)
+	case name == "logbook":
+		r.logbook(at, rest, depth)
 	case name == "chroot":
 		if len(rest) > 1 {
 			r.sub(at, "chroot", skipOpts(rest[1:], ""), false, depth)
@@ -509,6 +513,104 @@ func (r *reader) assignsByName(at int, name string, rest []Word, depth int) {
 		if why := r.assignEffect(Assignment{Name: n, Value: Word{Reading: WildPart, Glob: "${_}"}}, at, depth); why != "" {
 			r.opaque(at, why)
 		}
+	}
+}
+
+// execValueFlags are the flags of `logbook exec` (its own and logbook's
+// global ones) that take a value, as the next word unless given as
+// --flag=value: those of cmd/internal/execfast.
+var execValueFlags = map[string]bool{
+	"session": true, "mode": true, "cwd": true, "workspace": true, "wait": true, "id": true, "key": true,
+	"env": true, "justification": true, "data": true, "nats-url": true, "creds": true, "socket": true,
+}
+
+// logbookExec reads `logbook-exec ARGS…`, which is `logbook exec ARGS…`.
+func (r *reader) logbookExec(at int, rest []Word, depth int) {
+	r.execArgs(at, "logbook-exec", rest, false, depth)
+}
+
+// logbook reads `logbook [global flags] exec ARGS…`: exec runs the
+// command its arguments name. A subcommand known only when it runs may
+// be exec: its arguments are read so, as a reading that may not happen.
+func (r *reader) logbook(at int, rest []Word, depth int) {
+	for i := 0; i < len(rest); i++ {
+		w := rest[i]
+		if !w.Static {
+			r.execArgs(at, "logbook exec", rest[i+1:], true, depth)
+			return
+		}
+		v := w.Value
+		if !strings.HasPrefix(v, "-") || v == "-" {
+			if v == "exec" {
+				r.execArgs(at, "logbook exec", rest[i+1:], false, depth)
+			}
+			return
+		}
+		if v == "--" {
+			return
+		}
+		if n, ok := strings.CutPrefix(v, "--"); ok && !strings.Contains(n, "=") && execValueFlags[n] {
+			i++
+		}
+	}
+}
+
+// execArgs reads exec's arguments (cobra's reading, as
+// cmd/internal/execfast's): the command is the words that are no flag
+// nor a flag's value, flags interspersed, then every word after "--";
+// it runs as those words (no shell), a reading that may not happen when
+// maybe is set. Each --env NAME=VALUE is judged as an assignment in the
+// command's environment.
+func (r *reader) execArgs(at int, via string, rest []Word, maybe bool, depth int) {
+	var cmd []Word
+	for i := 0; i < len(rest); i++ {
+		w := rest[i]
+		v := w.Value
+		if !w.Static {
+			cmd = append(cmd, w)
+			continue
+		}
+		if v == "--" {
+			cmd = append(cmd, rest[i+1:]...)
+			break
+		}
+		n, ok := strings.CutPrefix(v, "--")
+		if !ok {
+			// A word of one dash exec refuses as a flag (nothing
+			// runs) is read as the command's too: deny sees more.
+			cmd = append(cmd, w)
+			continue
+		}
+		n, val, has := strings.Cut(n, "=")
+		if !execValueFlags[n] {
+			continue
+		}
+		vw := Word{Value: val, Static: true, Reading: val, Glob: val}
+		if !has {
+			if i+1 >= len(rest) {
+				break
+			}
+			i++
+			vw = rest[i]
+		}
+		if n != "env" {
+			continue
+		}
+		name, value, _ := strings.Cut(src(vw), "=")
+		_, gv, _ := strings.Cut(vw.Glob, "=")
+		if !isName(name) {
+			if !vw.Static {
+				r.opaque(at, via+" --env with a name known only when it runs")
+			}
+			continue
+		}
+		a := Assignment{Name: name, Value: Word{Value: value, Static: vw.Static, Reading: value, Glob: gv}}
+		if why := r.assignEffect(a, at, depth); why != "" {
+			r.opaque(at, why)
+		}
+	}
+	if len(cmd) > 0 {
+		r.sub(at, via, cmd, maybe, depth)
 	}
 }
 
@@ -1099,7 +1201,7 @@ func (r *reader) assignEffect(a Assignment, at, depth int) string {
 		}
 		return ""
 	case loaderVars[a.Name], strings.HasPrefix(a.Name, "BASH"), strings.HasPrefix(a.Name, "GIT_"),
-		strings.HasPrefix(a.Name, "LD_"), strings.HasPrefix(a.Name, "XDG_"):
+		strings.HasPrefix(a.Name, "LD_"), strings.HasPrefix(a.Name, "XDG_"), strings.HasPrefix(a.Name, "LOGBOOK_"):
 		if a.Name == "BASH_ALIASES" {
 			r.aliasDefined = true
 		}
