@@ -48,6 +48,11 @@ deny  = ["Bash(rm -rf:*)", "Bash(curl:*)"]
 		{"lever/socket", `logbook exec --socket /tmp/s --session S -- ls`, "", "review", review.RiskCritical},
 		{"lever/env-data", `LOGBOOK_DATA=/tmp/other logbook-exec --session S -- ls`, "", "review", review.RiskCritical},
 		{"lever/env-wrapper", `env LOGBOOK_NATS_URL=nats://h logbook-exec --session S -- ls`, "", "review", review.RiskCritical},
+		{"lever/other-session", `logbook-exec --session T -- ls`, "", "review", review.RiskCritical},
+		{"lever/other-session-eq", `logbook exec --session=T -- ls`, "", "review", review.RiskCritical},
+		{"lever/second-session", `logbook-exec --session S --session T -- ls`, "", "review", review.RiskCritical},
+		{"lever/empty-session", `logbook-exec --session '' -- ls`, "", "review", review.RiskCritical},
+		{"plain/parent-session", `logbook-exec --session P -- ls`, "", "allow", ""},
 		{"plain/ls", `logbook-exec --session S -- ls -la`, "", "allow", ""},
 		{"plain/mode-same", `logbook-exec --session S --mode workspace_write -- make test`, "", "allow", ""},
 		{"plain/read-only", `logbook-exec --session S --mode read_only -- ls`, "", "allow", ""},
@@ -67,6 +72,7 @@ deny  = ["Bash(rm -rf:*)", "Bash(curl:*)"]
 		t.Run(tc.name, func(t *testing.T) {
 			c := bash(tc.cmd)
 			c.Mode = tc.mode
+			c.Sessions = []string{"S", "P"}
 			got := Decide(pols, c)
 			if got.Action != tc.want || tc.risk != "" && got.Risk != tc.risk {
 				t.Errorf("%s: %q (session mode %q): got action %q pattern %q risk %q, want %q risk %q",

@@ -468,7 +468,10 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 	if id == "" {
 		return p, fmt.Errorf("gate: %w: review %s is held by another call (tool or input differ)", events.ErrRejected, claude.PermissionID(req.Ref))
 	}
-	call := Call{Tool: req.Tool, Input: req.Input, Dir: events.WorkDir(req.Cwd), Mode: st.Mode}
+	call := Call{Tool: req.Tool, Input: req.Input, Dir: events.WorkDir(req.Cwd), Mode: st.Mode, Sessions: []string{req.Session}}
+	if st.Parent != "" {
+		call.Sessions = append(call.Sessions, st.Parent)
+	}
 	if call.Dir == "" {
 		call.Dir = st.Cwd
 	}

@@ -32,7 +32,8 @@ const SettingsGuardPattern = "built-in: commands that name .claude/settings.json
 // or logbook with hook, review, serve, creds, setup, worker, session
 // mode|end|abandon, hooks install|uninstall, keys pin|register|revoke,
 // checkpoint trust, and logbook exec or logbook-exec asking for a mode
-// wider than the session's, --elevate, or another data dir or server
+// wider than the session's, another session, --elevate, or another data
+// dir or server
 // (--data, --nats-url, --creds, --socket, LOGBOOK_*), so a prompt, a
 // verdict, a mode or a sandbox cannot be forged from inside the session
 // the gate governs.

@@ -292,6 +292,11 @@ type Call struct {
 	// ModeFullAccess; "" unknown): the widest mode its commands may ask
 	// `logbook exec` for without pulling a lever (modeCeiling).
 	Mode string
+	// Sessions are the ids of the session the call is made in and of
+	// its parent session, if any: the sessions a `logbook exec` it runs
+	// may name without pulling a lever (execLever). Empty: not known,
+	// and not checked.
+	Sessions []string
 	// sh is the shell reading of a shell tool's command, set by parsed;
 	// nil: read when needed.
 	sh *shell.Script

@@ -5,6 +5,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -733,7 +734,7 @@ func pullsLever(c Call) bool {
 		if mayBe(b, "logbook-hook") {
 			return true
 		}
-		if mayBe(b, "logbook-exec") && execLever(cmd.Args[1:], c.Mode, sc, mayBe) {
+		if mayBe(b, "logbook-exec") && execLever(cmd.Args[1:], c, sc, mayBe) {
 			return true
 		}
 		if !mayBe(b, "logbook") {
@@ -752,7 +753,7 @@ func pullsLever(c Call) bool {
 				return true
 			case mayBe(w, "checkpoint") && i+1 < len(args) && mayBe(args[i+1], leverCheckpoint...):
 				return true
-			case mayBe(w, "exec") && execLever(args, c.Mode, sc, mayBe):
+			case mayBe(w, "exec") && execLever(args, c, sc, mayBe):
 				return true
 			}
 		}
@@ -795,14 +796,16 @@ func modeCeiling(m string) int {
 }
 
 // execLever reports whether the arguments args of `logbook exec` or
-// logbook-exec (read by script sc, for a session in permission mode
-// mode) may pull a lever, on any reading of its words (mayBe): a --mode
-// wider than the session's ceiling (modeCeiling) or known only when it
-// runs, --elevate, a flag of execServerFlags, or a LOGBOOK_* variable
-// the line gives (before the command, through env, by export): each
-// reaches past what the session's own mode and server allow. Only the
-// words before "--" are exec's.
-func execLever(args []shell.Word, mode string, sc *shell.Script, mayBe func(shell.Word, ...string) bool) bool {
+// logbook-exec (read by script sc, in call c) may pull a lever, on any
+// reading of its words (mayBe): a --mode wider than the ceiling of the
+// session's mode c.Mode (modeCeiling) or known only when it runs, a
+// --session other than one of c.Sessions (by a prefix of its id, as exec
+// takes it; one known only when it runs), whose own mode exec would run
+// in, --elevate, a flag of execServerFlags, or a LOGBOOK_* variable the
+// line gives (before the command, through env, by export): each reaches
+// past what the session's own mode and server allow. Only the words
+// before "--" are exec's.
+func execLever(args []shell.Word, c Call, sc *shell.Script, mayBe func(shell.Word, ...string) bool) bool {
 	for _, a := range sc.Given {
 		if strings.HasPrefix(a.Name, "LOGBOOK_") {
 			return true
@@ -832,19 +835,29 @@ func execLever(args []shell.Word, mode string, sc *shell.Script, mayBe func(shel
 				return true
 			}
 		}
-		if !flag(w, "--mode") {
-			continue
-		}
-		v, ok := shell.Word{}, false
-		switch {
-		case w.Static && strings.HasPrefix(w.Value, "--mode="):
-			val := strings.TrimPrefix(w.Value, "--mode=")
-			v, ok = shell.Word{Value: val, Static: true, Reading: val}, true
-		case w.Static && w.Value == "--mode" && i+1 < len(args):
-			v, ok = args[i+1], true
-		}
-		if !ok || !v.Static || modeRank(v.Value) > modeCeiling(mode) {
-			return true
+		for _, name := range []string{"--mode", "--session"} {
+			if !flag(w, name) {
+				continue
+			}
+			v, ok := shell.Word{}, false
+			switch {
+			case w.Static && strings.HasPrefix(w.Value, name+"="):
+				val := strings.TrimPrefix(w.Value, name+"=")
+				v, ok = shell.Word{Value: val, Static: true, Reading: val}, true
+			case w.Static && w.Value == name && i+1 < len(args):
+				v, ok = args[i+1], true
+			}
+			if !ok || !v.Static {
+				return true
+			}
+			if name == "--mode" && modeRank(v.Value) > modeCeiling(c.Mode) {
+				return true
+			}
+			if name == "--session" && len(c.Sessions) > 0 && !slices.ContainsFunc(c.Sessions, func(s string) bool {
+				return v.Value != "" && strings.HasPrefix(s, v.Value)
+			}) {
+				return true
+			}
 		}
 	}
 	return false
