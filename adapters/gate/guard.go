@@ -33,10 +33,9 @@ const SettingsGuardPattern = "built-in: commands that name .claude/settings.json
 // mode|end|abandon, hooks install|uninstall, keys pin|register|revoke,
 // checkpoint trust, and logbook exec or logbook-exec asking for a mode
 // wider than the session's, another session, --elevate, or another data
-// dir or server
-// (--data, --nats-url, --creds, --socket, LOGBOOK_*), so a prompt, a
-// verdict, a mode or a sandbox cannot be forged from inside the session
-// the gate governs.
+// dir or server (--data, --nats-url, --creds, --socket, LOGBOOK_*), so a
+// prompt, a verdict, a mode or a sandbox cannot be forged from inside
+// the session the gate governs.
 const LeverGuardPattern = "built-in: commands that run Logbook's own levers"
 
 // UnreadablePattern names the built-in rule that sends a shell command
