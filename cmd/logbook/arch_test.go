@@ -300,3 +300,24 @@ func TestHookSockDeps(t *testing.T) {
 		}
 	}
 }
+
+// TestLogbookStartDeps keeps out of logbook packages whose initializers
+// every logbook process (each command, hook and exec) ran at its start
+// for what it did not need: golang/protobuf, which an old prometheus
+// client_model linked, with protobuf's descriptor packages (their
+// initializers build every descriptor of descriptor.proto).
+func TestLogbookStartDeps(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/logbook-dev/logbook/cmd/logbook").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	heavy := []string{"github.com/golang/protobuf",
+		"google.golang.org/protobuf/reflect/protodesc", "google.golang.org/protobuf/types/descriptorpb"}
+	for _, p := range strings.Fields(string(out)) {
+		for _, h := range heavy {
+			if p == h || strings.HasPrefix(p, h+"/") {
+				t.Errorf("logbook links %s", p)
+			}
+		}
+	}
+}
