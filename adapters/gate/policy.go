@@ -499,8 +499,40 @@ func ParsePattern(s string) (Pattern, error) {
 	return p, nil
 }
 
+// editTools are Claude Code's built-in tools that edit files, and
+// readTools those that read them: a path rule of one edit tool applies
+// to every edit tool, and a Read path rule to every read tool, as in
+// Claude Code's permission rules ("Edit rules apply to all built-in
+// tools that edit files"; Read rules apply "to all built-in tools that
+// read files like Grep and Glob", https://code.claude.com/docs/en/permissions).
+var (
+	editTools = map[string]bool{"Edit": true, "MultiEdit": true, "Write": true, "NotebookEdit": true}
+	readTools = map[string]bool{"Read": true, "NotebookRead": true, "Grep": true, "Glob": true, "LS": true}
+)
+
+// appliesTo reports whether pattern p speaks of calls of tool: its tool
+// glob matches the name, or p is a path rule of the same family
+// (editTools, readTools). A Read rule speaks of a search tool (Grep,
+// Glob, LS) for deny and review only: allowing a Read path does not
+// allow a search of a tree.
+func (p Pattern) appliesTo(tool string, allow bool) bool {
+	if ok, _ := path.Match(p.Tool, tool); ok {
+		return true
+	}
+	if !p.HasArg {
+		return false
+	}
+	switch {
+	case editTools[p.Tool] && editTools[tool]:
+		return true
+	case p.Tool == "Read" && (tool == "NotebookRead" || readTools[tool] && !allow):
+		return true
+	}
+	return false
+}
+
 func (p Pattern) matches(c Call, allow bool) bool {
-	if ok, _ := path.Match(p.Tool, c.Tool); !ok {
+	if !p.appliesTo(c.Tool, allow) {
 		return false
 	}
 	if !p.HasArg {
@@ -509,6 +541,9 @@ func (p Pattern) matches(c Call, allow bool) bool {
 	var in map[string]any
 	_ = json.Unmarshal(c.Input, &in)
 	str := func(k string) string { s, _ := in[k].(string); return s }
+	if p.Tool == "Read" && (c.Tool == "Grep" || c.Tool == "Glob" || c.Tool == "LS") {
+		return !allow && searchMayRead(p.Spec, str("path"), str("pattern"), c.Tool, c.Dir)
+	}
 	switch c.Tool {
 	case "Bash":
 		sc := c.script()
@@ -518,7 +553,7 @@ func (p Pattern) matches(c Call, allow bool) bool {
 		one := &Policy{allow: []Pattern{p}}
 		_, ok := one.shellAllows(c, sc)
 		return ok
-	case "Edit", "Write", "Read", "MultiEdit", "NotebookEdit":
+	case "Edit", "Write", "Read", "MultiEdit", "NotebookEdit", "NotebookRead":
 		f := str("file_path")
 		if f == "" {
 			f = str("notebook_path")
@@ -597,6 +632,98 @@ func pathMatches(spec, file, dir string) bool {
 	}
 	file = filepath.Clean(file)
 	return matchSegments(strings.Split(strings.Trim(spec, "/"), "/"), strings.Split(strings.Trim(file, "/"), "/"))
+}
+
+// searchMayRead reports whether a search tool's call (Grep, Glob, LS)
+// from directory dir may read a file path glob spec matches: the tree it
+// searches is path (dir when ""), for Glob below the part of its
+// pattern before the first glob character, as written and as the kernel
+// resolves it now; spec matches the tree, a path inside it, or a path
+// it lies inside.
+func searchMayRead(spec, dirPath, pattern, tool, dir string) bool {
+	root := or(dirPath, dir)
+	if h := homeReading(root); h != "" {
+		root = h
+	}
+	if root == "" {
+		return true // a tree the gate cannot place: any
+	}
+	if tool == "Glob" && pattern != "" {
+		var fixed []string
+		for _, seg := range strings.Split(pattern, "/") {
+			if strings.ContainsAny(seg, "*?[{") {
+				break
+			}
+			fixed = append(fixed, seg)
+		}
+		pre := strings.Join(fixed, "/")
+		if h := homeReading(pre); h != "" {
+			pre = h
+		}
+		switch {
+		case strings.HasPrefix(pattern, "/"):
+			root = "/" + pre
+		case pre != "":
+			root = filepath.Join(root, pre)
+		}
+	}
+	if !filepath.IsAbs(root) {
+		if dir == "" {
+			return true
+		}
+		root = filepath.Join(dir, root)
+	}
+	for _, r := range []string{filepath.Clean(root), resolvedPath(root, dir)} {
+		if r == "" {
+			continue
+		}
+		pat, ok := specSegments(spec, dir)
+		if !ok || treeMatches(pat, strings.Split(strings.Trim(r, "/"), "/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// specSegments returns path glob spec's segments as an absolute path
+// (pathMatches), false when it cannot be placed (a home directory or a
+// project directory that is unknown).
+func specSegments(spec, dir string) ([]string, bool) {
+	switch {
+	case strings.HasPrefix(spec, "~/"):
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil, false
+		}
+		spec = filepath.Join(home, spec[2:])
+	case strings.HasPrefix(spec, "//"):
+		spec = spec[1:]
+	case strings.HasPrefix(spec, "/"), strings.HasPrefix(spec, "**"):
+	default:
+		if dir == "" {
+			return nil, false
+		}
+		spec = filepath.Join(dir, spec)
+	}
+	return strings.Split(strings.Trim(spec, "/"), "/"), true
+}
+
+// treeMatches reports whether path glob segments pat may match the
+// tree segs names, a path below it, or a path it lies below.
+func treeMatches(pat, segs []string) bool {
+	if len(segs) == 1 && segs[0] == "" {
+		return true // the root: every path lies below it
+	}
+	for len(pat) > 0 && len(segs) > 0 {
+		if pat[0] == "**" {
+			return true
+		}
+		if ok, _ := path.Match(pat[0], segs[0]); !ok {
+			return false
+		}
+		pat, segs = pat[1:], segs[1:]
+	}
+	return true
 }
 
 func matchSegments(pat, segs []string) bool {

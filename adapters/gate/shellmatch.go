@@ -429,13 +429,14 @@ func (pt Pattern) shellMayMatch(c Call, sc *shell.Script) bool {
 }
 
 // fileRedirections returns the redirections of sc whose kind pattern pt's
-// tool names: the files written (Write, Edit), then those read (Read).
+// tool names: the files written (an edit tool's, editTools), then those
+// read (Read).
 func (pt Pattern) fileRedirections(sc *shell.Script) []shell.Redirection {
 	var rs []shell.Redirection
 	for _, set := range []struct {
 		tools []string
 		rs    []shell.Redirection
-	}{{[]string{"Write", "Edit"}, sc.Writes}, {[]string{"Read"}, sc.Reads}} {
+	}{{[]string{"Write", "Edit", "MultiEdit", "NotebookEdit"}, sc.Writes}, {[]string{"Read"}, sc.Reads}} {
 		for _, tool := range set.tools {
 			if ok, _ := path.Match(pt.Tool, tool); ok {
 				rs = append(rs, set.rs...)
@@ -523,7 +524,7 @@ func (p *Policy) shellAllows(c Call, sc *shell.Script) (string, bool) {
 		}
 		found := false
 		for _, pt := range p.allow {
-			if !pt.HasArg || (pt.Tool != "Write" && pt.Tool != "Edit") {
+			if !pt.HasArg || !editTools[pt.Tool] {
 				continue
 			}
 			if pathMatches(pt.Spec, rd.Target.Value, c.Dir) {
