@@ -367,7 +367,10 @@ func mentionsSpec(spec string, sc *shell.Script) bool {
 		if len(cmd.Args) == 0 {
 			continue
 		}
-		if !read[at] && !(cmd.Args[0].Static && dataPrograms[shell.Base(cmd.Args[0].Value)]) {
+		if !read[at] && !(cmd.Args[0].Static && dataPrograms[shell.Base(cmd.Args[0].Value)]) || cmd.Opaque != "" || gitWritesOrRuns(cmd) {
+			// A program of dataPrograms with an option or script command
+			// that runs what the gate cannot read through (sed's s///e,
+			// a git option that runs a configured program) runs code too.
 			runsCode = true
 		}
 		toks = append(toks, codeTokens(append(append([]shell.Word(nil), cmd.Args...), cmd.Input...))...)

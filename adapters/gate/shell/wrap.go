@@ -310,6 +310,17 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 		r.xargs(at, rest, depth)
 	case name == "find":
 		r.find(at, rest, depth)
+		r.findWrites(at, rest)
+	case name == "sed" || name == "gsed":
+		r.sed(at, rest, depth)
+	case name == "sort":
+		r.sortOpts(at, rest, depth)
+	case name == "rg":
+		r.rgOpts(at, rest, depth)
+	case name == "less":
+		r.lessOpts(at, rest)
+	case name == "tar" || name == "gtar":
+		r.tarOpts(at, rest, depth)
 	case name == "parallel":
 		r.parallel(at, rest, depth)
 	case name == "watch":
@@ -1012,6 +1023,7 @@ func (r *reader) git(at int, rest []Word, depth int) {
 		w := rest[i]
 		v := w.Value
 		if !w.Static {
+			r.opaque(at, "git with a subcommand or option known only when it runs")
 			return
 		}
 		switch {
@@ -1041,6 +1053,7 @@ func (r *reader) git(at int, rest []Word, depth int) {
 			r.gitSet(at, rest[i+1:], depth)
 			return
 		default:
+			r.gitSub(at, v, rest[i+1:], depth)
 			return
 		}
 	}
