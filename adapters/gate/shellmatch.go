@@ -570,9 +570,11 @@ func netDevice(w shell.Word) bool {
 // decoded words of all its commands as one line (Word.Glob: unquoted
 // globs and a leading "~" kept, "${…}" for each part known only when it
 // runs), redirection targets included, and each target alone, and each
-// word the line holds wherever it stands (shell.Script.Mentions); removes says whether one of its
-// commands may remove or move a tree (treeRemovers, find -delete or
-// -exec, git reading a tree (gitTakesTree), or a program known only
+// word the line holds wherever it stands (shell.Script.Mentions), and
+// where the links inside the trees of a read that follows them lead
+// (linkTargets); removes says whether one of its commands may remove or
+// move a tree (treeRemovers, find -delete or -exec, git reading a tree
+// (gitTakesTree), a read that follows links, or a program known only
 // when it runs). raw is false when the
 // command read cleanly, so its decoded words stand for its text.
 func guardTexts(c Call) (texts []string, removes, raw bool) {
@@ -611,6 +613,12 @@ func guardTexts(c Call) (texts []string, removes, raw bool) {
 		}
 	}
 	texts = append(texts, aliasPaths(sc, c.Dir)...)
+	// A read that follows the links inside its tree (grep -R, find -L)
+	// reads where they lead: it names their targets, and takes a tree
+	// along.
+	lt, follows := linkTargets(sc, c.Dir)
+	texts = append(texts, lt...)
+	removes = removes || follows
 	// Every word the line holds, wherever it stands (an assignment's
 	// value, a for loop's list, a here-document's body): a name reaches
 	// a command by a variable as well as by an argument. A word that is
