@@ -54,4 +54,8 @@ allow = ["Write(/work/p/**)", "Read(/work/p/**)", "Grep", "Glob", "LS", "Edit(sr
 			t.Errorf("%s: got %q by %q, want %q", tc.name, got.Action, got.Pattern, tc.want)
 		}
 	}
+	nb := call("NotebookRead", map[string]any{"notebook_path": "/proc/self/root/tmp/n.ipynb"})
+	if m := Decide([]*Policy{builtinFor(""), p}, nb); m.Action != ActionReview || m.Pattern != LinkGuardPattern {
+		t.Errorf("NotebookRead through a magic link: %+v, want review by %q", m, LinkGuardPattern)
+	}
 }

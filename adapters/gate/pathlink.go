@@ -231,7 +231,7 @@ func unknownTarget(w shell.Word, dir string) bool {
 // option's "="), or an assignment's value.
 func linkGuarded(c Call) bool {
 	switch c.Tool {
-	case "Edit", "Write", "Read", "MultiEdit", "NotebookEdit":
+	case "Edit", "Write", "Read", "MultiEdit", "NotebookEdit", "NotebookRead":
 		var in struct {
 			File     string `json:"file_path"`
 			Notebook string `json:"notebook_path"`

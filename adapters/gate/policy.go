@@ -318,7 +318,7 @@ func (c Call) action() string {
 	switch c.Tool {
 	case "Bash":
 		a = str("command")
-	case "Edit", "Write", "Read", "MultiEdit", "NotebookEdit":
+	case "Edit", "Write", "Read", "MultiEdit", "NotebookEdit", "NotebookRead":
 		a = str("file_path")
 		if a == "" {
 			a = str("notebook_path")
