@@ -11,7 +11,7 @@ import (
 const readersPolicy = `
 allow = ["Bash(git submodule:*)", "Bash(git bisect:*)", "Bash(git filter-branch:*)", "Bash(git rebase:*)",
          "Bash(git send-email:*)", "Bash(git clone:*)", "Bash(git status)", "Bash(sed:*)", "Bash(echo:*)",
-         "Bash(sort:*)", "Bash(rg:*)", "Bash(less:*)", "Bash(tar:*)", "Bash(find:*)", "Bash(make:*)"]
+         "Bash(sort:*)", "Bash(rg:*)", "Bash(less:*)", "Bash(tar:*)", "Bash(find:*)", "Bash(make:*)", "Bash(ssh:*)", "Bash(ls:*)"]
 deny  = ["Bash(rm -rf:*)", "Bash(curl:*)", "Edit(/etc/**)"]
 `
 
@@ -75,6 +75,10 @@ func TestDecide_ReadersThatRunCommands(t *testing.T) {
 		{"less/bang-other", `less '+!id' f`, ""},
 		{"less/log", `less -o /tmp/log f`, ""},
 		{"find/fprint-etc", `find . -fprint /etc/x`, "deny"},
+		{"ssh/proxy-command", `ssh -o ProxyCommand='curl x' h ls`, "deny"},
+		{"ssh/proxy-command-attached", `ssh -oLocalCommand='rm -rf /x' -o PermitLocalCommand=yes h`, "deny"},
+		{"ssh/config-file", `ssh -F ./cfg h ls`, ""},
+		{"plain/ssh", `ssh -p 22 -o BatchMode=yes h ls`, "allow"},
 		{"plain/submodule", `git submodule update --init`, "allow"},
 		{"plain/bisect", `git bisect good HEAD~3`, "allow"},
 		{"plain/bisect-run", `git bisect run make test`, "allow"},

@@ -1188,7 +1188,48 @@ func (r *reader) watch(at int, rest []Word, depth int) {
 
 // ssh reads OpenSSH's "ssh [opts] host [command…]": the command words
 // are joined and run by the remote user's shell.
+//
+// The options that run a command here (ssh_config(5)): -o
+// ProxyCommand=CMD, LocalCommand=CMD and KnownHostsCommand=CMD are read
+// as commands; -F FILE (a configuration the gate does not read, which
+// may name such commands) makes the command opaque.
 func (r *reader) ssh(at int, rest []Word, depth int) {
+	for i := 0; i < len(rest); i++ {
+		w := rest[i]
+		if !w.Static || !strings.HasPrefix(w.Value, "-") || w.Value == "--" {
+			break
+		}
+		for k := 1; k < len(w.Value); k++ {
+			c := w.Value[k]
+			if strings.IndexByte(optArgs["ssh"], c) < 0 {
+				continue
+			}
+			val := Word{}
+			if v := w.Value[k+1:]; v != "" {
+				val = lit(v)
+			} else if i+1 < len(rest) {
+				i++
+				val = rest[i]
+			}
+			switch c {
+			case 'F':
+				r.opaque(at, "ssh -F reads a configuration the gate did not read")
+			case 'o':
+				kv := src(val)
+				key, cmd, ok := strings.Cut(kv, "=")
+				if !ok {
+					key, cmd, _ = strings.Cut(kv, " ")
+				}
+				switch strings.ToLower(strings.TrimSpace(key)) {
+				case "proxycommand", "localcommand", "knownhostscommand":
+					r.text(at, "ssh -o "+key, cmd, val.Static, depth)
+				case "include":
+					r.opaque(at, "ssh -o Include reads a configuration the gate did not read")
+				}
+			}
+			break
+		}
+	}
 	ws := skipOpts(rest, optArgs["ssh"])
 	if len(ws) < 2 {
 		return
