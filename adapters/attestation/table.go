@@ -64,7 +64,8 @@ type Rule struct {
 // breaker) or trips and resets the breaker: a person's verdict reaches
 // the log through serve, which names the person from the socket's peer
 // credentials or the HTTP token. Only serve's notifier records what it told
-// people (notification.sent). A writer appends observations, session
+// people (notification.sent), and what its reconciler saw
+// (obs.reconciler.tick) and decided (ServeFinding). A writer appends observations, session
 // decisions, workspaces and commands' requests; a worker the events of
 // its commands and their sessions, as WorkerPermits narrows them. The README's "What the log proves"
 // mirrors this table.
@@ -72,7 +73,7 @@ var Table = []Rule{
 	{RoleAdmin, true, []string{"key.", "signing.began"}},
 	{RoleServe, false, []string{"key.", "signing.began"}},
 	{RoleServe, true, []string{"*"}},
-	{RoleWriter, false, []string{"key.", "signing.began", "review.decided", "review.breaker_tripped", "review.breaker_reset", "notification."}},
+	{RoleWriter, false, []string{"key.", "signing.began", "review.decided", "review.breaker_tripped", "review.breaker_reset", "notification.", TypeTick}},
 	{RoleWriter, true, []string{"*"}},
 	{RoleWorker, true, []string{"command.", "session."}},
 }
@@ -90,6 +91,76 @@ var CauseKinds = map[Role][]string{
 // CauseWorker is the cause kind (events.Cause.Kind) of what a sandbox
 // worker decides.
 const CauseWorker = "worker"
+
+// What serve's reconciler appends, as adapters/ingest and
+// reducers/session name it: its observation's type, the cause kind of
+// the decisions that follow from one, and the actor of both.
+const (
+	TypeTick        = "obs.reconciler.tick"
+	CauseReconciler = "reconciler"
+	ActorReconciler = "logbook-reconciler"
+)
+
+// The reasons the reconciler's findings carry: reducers/session's
+// ReasonAgentGone and ReasonStale, and the prefix of a check run's end
+// whose runner vanished (reducers/check.VanishedPrefix).
+const (
+	reasonAgentGone = "agent_gone"
+	reasonStale     = "stale"
+	vanishedPrefix  = "runner vanished: "
+)
+
+// ServeFinding returns, in words, what rec claims that only serve finds,
+// or "" when it claims nothing of the kind. Serve's reconciler alone
+// decides that an agent's process is gone, that a session went quiet
+// past --abandon-after, or that a check run's runner vanished: rec
+// claims it when its cause is the reconciler's (kind reconciler, or
+// system/reconcile, a vanished runner's), its actor is the
+// reconciler's, or its data is such a finding under a cause that is not
+// an observation's (hook or transcript: the agent's own word, such as a
+// SessionEnd hook's reason): a session.ended or session.entry_abandoned
+// with reason agent_gone or stale, a session.turn_ended with that
+// outcome, a check.ended whose reason says its runner vanished. No role but serve may append what ServeFinding names
+// (Refusal judges the cause kind; a Verifier, and an appender before it
+// sends, the rest): so a writer's key cannot end a session as the
+// reconciler would, nor leave a stale mark, and what every host projects
+// of a session's end on the reconciler's word is serve's.
+func ServeFinding(rec events.Envelope) string {
+	if c := rec.Cause; c != nil {
+		switch {
+		case c.Kind == CauseReconciler:
+			return fmt.Sprintf("%s caused by the reconciler (%s/%s)", rec.Type, c.Kind, c.Event)
+		case c.Kind == "system" && c.Event == "reconcile":
+			return fmt.Sprintf("%s caused by the reconciler (%s/%s, %s)", rec.Type, c.Kind, c.Event, c.Detail)
+		}
+	}
+	if rec.Actor == ActorReconciler {
+		return fmt.Sprintf("%s by actor %s", rec.Type, ActorReconciler)
+	}
+	if c := rec.Cause; c != nil && (c.Kind == "hook" || c.Kind == "transcript") {
+		// What an observation says is the agent's word, decided
+		// again from it by replay --rederive: a SessionEnd hook's
+		// reason is its payload's, whatever it says.
+		return ""
+	}
+	reason := ""
+	switch d := rec.Data.(type) {
+	case events.SessionEnded:
+		reason = d.Reason
+	case events.SessionEntryAbandoned:
+		reason = d.Reason
+	case events.SessionTurnEnded:
+		reason = d.Outcome
+	case events.CheckEnded:
+		if strings.HasPrefix(d.Reason, vanishedPrefix) {
+			return fmt.Sprintf("%s with reason %q, the reconciler's finding", rec.Type, d.Reason)
+		}
+	}
+	if reason == reasonAgentGone || reason == reasonStale {
+		return fmt.Sprintf("%s with reason %s, the reconciler's finding", rec.Type, reason)
+	}
+	return ""
+}
 
 // CausePermitted reports whether role may append an event with cause c
 // (nil: an event with none, an observation), by CauseKinds.
@@ -232,7 +303,20 @@ func Refusal(role Role, principal, typ string, c *events.Cause) string {
 	if !CausePermitted(role, c) {
 		return fmt.Sprintf("role %s (%s) may append only what it caused itself, not an event caused by %s", role, principal, c.Kind)
 	}
+	if role != RoleServe && c != nil && c.Kind == CauseReconciler {
+		return fmt.Sprintf("role %s (%s) may not append an event caused by the reconciler: serve's decision", role, principal)
+	}
 	return ""
+}
+
+// FindingRefusal returns why role, the role of principal's key, may not
+// append an event that claims finding (ServeFinding's words, "" for
+// none): only serve may; "" when it may.
+func FindingRefusal(role Role, principal, finding string) string {
+	if finding == "" || role == RoleServe {
+		return ""
+	}
+	return fmt.Sprintf("role %s (%s) may not append %s: only serve's reconciler decides it", role, principal, finding)
 }
 
 // EntryPrefix begins the id of the session entry a worker keeps open for

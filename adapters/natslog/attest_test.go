@@ -1130,3 +1130,122 @@ func TestAttest_ExecutorDecidesPastQuarantinedStart(t *testing.T) {
 		t.Fatalf("a fresh load: %+v (last %d), want the decision alone, attested, after the forgery at seq %d", recs, last, forged)
 	}
 }
+
+// TestAttest_ReconcilersFindingsAreServes: what only serve's reconciler
+// finds — its tick, a decision it caused (kind reconciler, or
+// system/reconcile: a check run's vanished runner), its actor, an end or
+// a mark whose reason is agent_gone or stale under a cause that is not
+// an observation's — signed by a writer's key is refused before it is
+// sent, and published straight to the stream with the writer's
+// signature (as anything holding keys/writer.key can) it is quarantined
+// out-of-role by every reader, while serve's own reconciler decisions
+// stay attested and a SessionEnd hook whose payload says agent_gone,
+// the agent's word, is the writer's to append.
+func TestAttest_ReconcilersFindingsAreServes(t *testing.T) {
+	serve, writer := mustKey(t, "serve@h", attestation.RoleServe), mustKey(t, "writer@h", attestation.RoleWriter)
+	s, admin, l := startSigning(t, serve, writer)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	a := session("gone")
+	l.SetSigner(serve)
+	app := mustAppend(t, l, decision(reg, a, 0, 1, 1))
+	tick := envelope(reg, a, 2, events.TickObserved{Observation: events.Observation{Key: "tick:1", Parser: "logbook-reconciler/1", Kind: "tick"}})
+	tick.Cause, tick.Actor = nil, attestation.ActorReconciler
+	byReconciler := func(ver uint64, p events.Payload) events.Envelope {
+		e := envelope(reg, a, ver, p)
+		e.Cause = &events.Cause{Kind: attestation.CauseReconciler, Event: "tick", Detail: "agent_gone", Ref: tick.ID.String()}
+		e.Actor = attestation.ActorReconciler
+		return e
+	}
+	ended := byReconciler(3, events.SessionEnded{From: events.PhaseWorking, Reason: "agent_gone", Evidence: "pid 1 is gone"})
+	app = mustAppend(t, l, events.Batch{Agg: a, Expect: app.Last, Events: []events.Envelope{tick, ended}})
+
+	b := session("b")
+	l.SetSigner(writer)
+	bapp := mustAppend(t, l, decision(reg, b, 0, 1, 1))
+	// The agent's SessionEnd hook says agent_gone: its word, the writer's.
+	hookEnd := envelope(reg, b, 2, events.SessionEnded{From: events.PhaseReady, Reason: "agent_gone"})
+	hookEnd.Cause = &events.Cause{Kind: "hook", Event: "SessionEnd", Ref: "obs1"}
+	bapp = mustAppend(t, l, events.Batch{Agg: b, Expect: bapp.Last, Events: []events.Envelope{hookEnd}})
+
+	c := session("c")
+	capp := mustAppend(t, l, decision(reg, c, 0, 1, 1))
+	forgeries := []struct {
+		name string
+		e    func(ver uint64) events.Envelope
+		want string
+	}{
+		{"reconciler's end", func(ver uint64) events.Envelope {
+			e := byReconciler(ver, events.SessionEnded{From: events.PhaseWorking, Reason: "agent_gone", Evidence: "pid 1 is gone"})
+			e.Agg = c
+			return e
+		}, "caused by the reconciler"},
+		{"tick", func(ver uint64) events.Envelope {
+			e := envelope(reg, c, ver, events.TickObserved{Observation: events.Observation{Key: "tick:2", Parser: "logbook-reconciler/1", Kind: "tick"}})
+			e.Cause = nil
+			return e
+		}, "may not append obs.reconciler.tick"},
+		{"agent_gone end by a person", func(ver uint64) events.Envelope {
+			return envelope(reg, c, ver, events.SessionEnded{From: events.PhaseWorking, Reason: "agent_gone"})
+		}, "reason agent_gone"},
+		{"stale mark", func(ver uint64) events.Envelope {
+			return envelope(reg, c, ver, events.SessionEntryAbandoned{EntryID: "e1", Reason: "stale"})
+		}, "reason stale"},
+		{"reconciler's actor", func(ver uint64) events.Envelope {
+			e := envelope(reg, c, ver, events.SessionEntryAbandoned{EntryID: "e1", Reason: "requested"})
+			e.Actor = attestation.ActorReconciler
+			return e
+		}, "actor logbook-reconciler"},
+		{"vanished runner", func(ver uint64) events.Envelope {
+			e := envelope(reg, c, ver, events.CheckEnded{Status: "error", Reason: "runner vanished: no verdict"})
+			e.Cause = &events.Cause{Kind: "system", Event: "reconcile", Detail: "check runner vanished", Ref: "x"}
+			return e
+		}, "caused by the reconciler"},
+	}
+	for _, f := range forgeries {
+		_, err := l.Append(ctx, events.Batch{Agg: c, Expect: capp.Last, Events: []events.Envelope{f.e(2)}})
+		var re *RoleRefusedError
+		if !errors.As(err, &re) || !strings.Contains(err.Error(), f.want) || !strings.Contains(err.Error(), "role writer") {
+			t.Errorf("writer appends the %s: %v, want a RoleRefusedError naming role writer and %q", f.name, err, f.want)
+		}
+	}
+	if last := lastSeq(t, l); last != capp.Last {
+		t.Fatalf("last seq %d after the refused appends, want %d: nothing stored", last, capp.Last)
+	}
+	forged := map[uint64]string{}
+	last := capp.Last
+	for _, f := range forgeries {
+		last = forge(t, s.Conn(), f.e(2), last, writer, nil)
+		forged[last] = f.want
+	}
+
+	l2 := signedLog(t, s, admin)
+	for r, err := range l2.Read(ctx, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, bad := forged[r.Seq]; bad {
+			t.Errorf("Read folded the writer's forgery at seq %d (%s)", r.Seq, r.Type)
+		}
+		if r.Seq == app.Last && (r.Signer.Status != string(attestation.Attested) || r.Signer.Role != string(attestation.RoleServe)) {
+			t.Errorf("serve's reconciler end at seq %d read as %+v, want attested, serve's", r.Seq, r.Signer)
+		}
+		if r.Seq == bapp.Last && r.Signer.Status != string(attestation.Attested) {
+			t.Errorf("the writer's hook end at seq %d read as %+v, want attested", r.Seq, r.Signer)
+		}
+	}
+	qs, n := l2.Quarantined()
+	if n != uint64(len(forged)) {
+		t.Errorf("quarantined %d, want the %d forgeries: %+v", n, len(forged), qs)
+	}
+	for _, q := range qs {
+		want, ok := forged[q.Seq]
+		if !ok || q.Verdict.Status != attestation.OutOfRole || !strings.Contains(q.Verdict.Why, want) {
+			t.Errorf("seq %d: %s (%s), want out-of-role naming %q", q.Seq, q.Verdict.Status, q.Verdict.Why, want)
+		}
+	}
+	recs, _, err := l2.Load(ctx, c)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("Load(%s) = %d records, %v; want its start alone", c, len(recs), err)
+	}
+}

@@ -99,6 +99,13 @@ func (e *RoleRefusedError) Unwrap() error { return ErrRoleRefused }
 // for a key not registered (CheckSigner refuses those). Call CatchUpKeys
 // first to judge by the key events other processes appended.
 func (l *Log) CheckRole(id, typ string, c *events.Cause) error {
+	return l.checkRole(id, typ, c, "")
+}
+
+// checkRole is CheckRole for an event that also claims finding, a
+// finding of serve's reconciler (attestation.ServeFinding; "" for
+// none), which only serve's key may append (attestation.FindingRefusal).
+func (l *Log) checkRole(id, typ string, c *events.Cause, finding string) error {
 	v := l.cfg.Verifier
 	if v == nil || id == "" || v.SigningFrom() == 0 {
 		return nil
@@ -111,7 +118,11 @@ func (l *Log) CheckRole(id, typ string, c *events.Cause) error {
 		}
 		role, principal = k.Role, k.Principal
 	}
-	if why := attestation.Refusal(role, principal, typ, c); why != "" {
+	why := attestation.Refusal(role, principal, typ, c)
+	if why == "" && role != attestation.RoleAdmin {
+		why = attestation.FindingRefusal(role, principal, finding)
+	}
+	if why != "" {
 		return &RoleRefusedError{Key: id, Principal: principal, Role: role, Type: typ, Why: why}
 	}
 	return nil
@@ -156,14 +167,18 @@ func (l *Log) CheckAppend(ctx context.Context, typ string, c *events.Cause) erro
 func (l *Log) checkRoles(r *request) error {
 	for i, m := range r.msgs {
 		var c *events.Cause
-		if i < len(r.causes) && r.causes[i].has {
-			c = &events.Cause{Kind: r.causes[i].kind}
+		var finding string
+		if i < len(r.causes) {
+			if r.causes[i].has {
+				c = &events.Cause{Kind: r.causes[i].kind}
+			}
+			finding = r.causes[i].finding
 		}
 		var typ string
 		if v := m.Header[HeaderType]; len(v) > 0 {
 			typ = v[0]
 		}
-		if err := l.CheckRole(r.keyID, typ, c); err != nil {
+		if err := l.checkRole(r.keyID, typ, c, finding); err != nil {
 			err.(*RoleRefusedError).Event = i
 			return err
 		}

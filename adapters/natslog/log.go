@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -533,6 +534,7 @@ func newRequest(b events.Batch, s Signer) (*request, error) {
 			if c := b.Events[i].Cause; c != nil {
 				causes[i] = causeKind{kind: c.Kind, has: true}
 			}
+			causes[i].finding = attestation.ServeFinding(b.Events[i])
 		}
 	}
 	return &request{
@@ -549,10 +551,13 @@ func newRequest(b events.Batch, s Signer) (*request, error) {
 }
 
 // causeKind is what the role rule (attestation.Refusal) reads of an
-// event's cause: its kind, and whether it has one.
+// event's cause: its kind, and whether it has one; and what it claims
+// that only serve's reconciler finds (attestation.ServeFinding, "" for
+// nothing), which attestation.FindingRefusal reads.
 type causeKind struct {
-	kind string
-	has  bool
+	kind    string
+	has     bool
+	finding string
 }
 
 // encodeEvents returns the wire form of each of evs (events.Envelope's
