@@ -18,7 +18,9 @@ type Rederivation struct {
 	// Observations is how many stored observations were decided again.
 	Observations int `json:"observations"`
 	// Diverged counts the observations whose decisions, or usage
-	// evidence (Divergence.Evidence), differ.
+	// evidence (Divergence.Evidence), differ, and the events that
+	// claim a decision of the reconciler no stored tick made
+	// (Divergence.Undecided).
 	Diverged int `json:"diverged"`
 	// First is the earliest divergence; nil when every decision agrees.
 	First *Divergence `json:"first,omitempty"`
@@ -50,6 +52,14 @@ type Divergence struct {
 	// index, folded from the events before it, gives today
 	// (session.State.Evidence); the decisions may still agree.
 	Evidence string `json:"evidence,omitempty"`
+	// Undecided, when set, says why the event Recorded holds alone, at
+	// stream sequence Seq, is a decision no stored observation made: its
+	// cause names the reconciler (cause kind reconciler) but it does not
+	// follow, in the batch the reconciler appends, the tick observation
+	// its cause names. Obs is then the zero envelope, ObsSeq 0 and
+	// Rederived empty.
+	Undecided string `json:"undecided,omitempty"`
+	Seq       uint64 `json:"seq,omitempty"`
 }
 
 // Rederive runs today's reducers/session.Decide over the stored
@@ -66,7 +76,10 @@ type Divergence struct {
 // counts the decisions that changed. Events that no observation caused
 // (requests such as an end or a mode change from the CLI, and the gate's
 // reviews and verdicts, events.CauseGate, even in an observation's batch)
-// are folded as recorded. The error wraps events.ErrNotFound for a session with no
+// are folded as recorded; but an event whose cause names the reconciler
+// that does not follow the tick observation its cause names is a
+// divergence of its own (Divergence.Undecided): the reconciler decides
+// only on a tick it stores first, in the same batch. The error wraps events.ErrNotFound for a session with no
 // events; a divergence is not an error.
 func Rederive(ctx context.Context, log events.Log, id string) (Rederivation, error) {
 	agg := events.Aggregate{Kind: events.KindSession, ID: id}
@@ -93,6 +106,15 @@ func RederiveRecords(recs []events.Record) Rederivation {
 			rep.Session = r.Agg.ID
 		}
 		if _, ok := events.Observed(r.Data); !ok {
+			if c := r.Cause; c != nil && c.Kind == causeReconciler {
+				// Left over by the runs of its observations: the
+				// reconciler decided it on no tick stored before it.
+				rep.Diverged++
+				if rep.First == nil {
+					rep.First = &Divergence{Seq: r.Seq, Recorded: []events.Envelope{r.Envelope},
+						Undecided: fmt.Sprintf("its cause names the reconciler's tick %s, but no tick observation stored before it decided it", c.Ref)}
+				}
+			}
 			s.Evolve(r.Envelope)
 			i++
 			continue
@@ -125,6 +147,10 @@ func RederiveRecords(recs []events.Record) Rederivation {
 	}
 	return rep
 }
+
+// causeReconciler is the cause kind of the reconciler's decisions
+// (reducers/session's tick).
+const causeReconciler = "reconciler"
 
 // causedBy reports whether d is a decision of observation o: not an
 // observation itself, with a cause naming o, and not the gate's (a
@@ -165,8 +191,12 @@ func (r Rederivation) WriteText(w io.Writer) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "session %s: %d observations re-decided, %d diverged\n", Escape(r.Session), r.Observations, r.Diverged)
 	if d := r.First; d != nil {
-		o, _ := events.Observed(d.Obs.Data)
-		fmt.Fprintf(&b, "first at #%d %s %s (key %s), event %d\n", d.ObsSeq, Escape(d.Obs.Type), Escape(o.Kind), Escape(o.Key), d.Index)
+		if d.Undecided != "" {
+			fmt.Fprintf(&b, "first at #%d, decided by no observation: %s\n", d.Seq, Escape(d.Undecided))
+		} else {
+			o, _ := events.Observed(d.Obs.Data)
+			fmt.Fprintf(&b, "first at #%d %s %s (key %s), event %d\n", d.ObsSeq, Escape(d.Obs.Type), Escape(o.Kind), Escape(o.Key), d.Index)
+		}
 		if d.Refused != "" {
 			fmt.Fprintf(&b, "today: refused: %s\n", Escape(d.Refused))
 		}

@@ -246,3 +246,79 @@ func TestRederive_GateEventsInTheHooksBatch(t *testing.T) {
 		t.Errorf("a gated session disagrees:\n%s", b.String())
 	}
 }
+
+// TestRederive_ReconcilerDecisionOfNoTick: the reconciler's decisions
+// follow the tick observation that decided them, in its batch, and are
+// decided again from it; a decision that claims the reconciler as its
+// cause with no stored tick before it that decided it (a forged
+// agent_gone end, appended alone) is a divergence of its own, named
+// with its sequence, not folded as recorded in silence.
+func TestRederive_ReconcilerDecisionOfNoTick(t *testing.T) {
+	t.Parallel()
+	recs := scenario(t).Records
+	// The first point between batches where the session is working and
+	// a tick past --abandon-after marks it stale.
+	var (
+		s     session.State
+		k     = -1
+		batch []events.Record
+	)
+	for i, r := range recs {
+		if _, ok := events.Observed(r.Data); ok && i > 0 && s.Phase == events.PhaseWorking {
+			obs := events.NewRegistry().New(events.TickObserved{})
+			obs.ID, obs.Agg, obs.At, obs.Actor = ulid.Make(), r.Agg, s.ObservedAt.Add(time.Hour), "logbook-reconciler"
+			obs.Ver = s.Ver + 1
+			obs.Data = events.TickObserved{Observation: events.Observation{Key: "tick:" + obs.ID.String(), Parser: "logbook-reconciler/1", Kind: "tick",
+				Tick: &events.Tick{Now: obs.At, LastObserved: s.ObservedAt, AbandonAfter: time.Minute.Milliseconds()}}}
+			decs, err := session.Decide(s, session.Observe{Obs: obs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(decs) > 0 {
+				k = i
+				batch = append(batch, events.Record{Seq: r.Seq, Envelope: obs})
+				for j, d := range decs {
+					d.ID, d.Ver = ulid.Make(), obs.Ver+1+uint64(j)
+					batch = append(batch, events.Record{Seq: r.Seq + 1 + uint64(j), Envelope: d})
+				}
+				break
+			}
+		}
+		s = session.Evolve(s, r.Envelope)
+	}
+	if k < 0 {
+		t.Fatal("the scenario is never working between batches")
+	}
+	prefix := slices.Clone(recs[:k])
+	if got := replay.RederiveRecords(append(slices.Clone(prefix), batch...)); !got.Agree() {
+		var b bytes.Buffer
+		got.WriteText(&b)
+		t.Fatalf("the reconciler's tick and its marks disagree:\n%s", b.String())
+	}
+
+	// Its decisions alone, with no tick before them: each is named.
+	orphans := append(slices.Clone(prefix), batch[1:]...)
+	got := replay.RederiveRecords(orphans)
+	if got.Diverged != len(batch)-1 || got.First == nil || got.First.Seq != batch[1].Seq || got.First.Undecided == "" {
+		t.Fatalf("RederiveRecords of the reconciler's marks without their tick = %+v, want %d divergences, the first at seq %d decided by no observation", got, len(batch)-1, batch[1].Seq)
+	}
+	var text bytes.Buffer
+	if err := got.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("first at #%d, decided by no observation", batch[1].Seq); !strings.Contains(text.String(), want) || !strings.Contains(text.String(), batch[1].Type) {
+		t.Errorf("WriteText lacks %q and %s:\n%s", want, batch[1].Type, text.String())
+	}
+
+	// A tick that is stored but decided nothing of the kind: its
+	// decisions named another tick.
+	moved := append(slices.Clone(prefix), batch...)
+	for i := len(prefix) + 1; i < len(moved); i++ {
+		c := *moved[i].Cause
+		c.Ref = ulid.Make().String()
+		moved[i].Cause = &c
+	}
+	if got := replay.RederiveRecords(moved); got.Agree() {
+		t.Error("the reconciler's marks naming another tick agree")
+	}
+}

@@ -65,8 +65,13 @@ func Rederivation(w io.Writer, r replay.Rederivation) error {
 		_, err := fmt.Fprintf(w, "session %s: %d observations decided again, all agree with the log\n", Field(r.Session), r.Observations)
 		return err
 	}
-	fmt.Fprintf(w, "session %s: %d of %d observations decide differently today; first at seq %d (%s), event %d:\n",
-		Field(r.Session), r.Diverged, r.Observations, r.First.ObsSeq, Field(r.First.Obs.Type), r.First.Index)
+	if d := r.First; d.Undecided != "" {
+		fmt.Fprintf(w, "session %s: %d of %d observations decide differently today, or an event claims a decision none made; first at seq %d (%s), decided by no observation: %s\n",
+			Field(r.Session), r.Diverged, r.Observations, d.Seq, Field(d.Recorded[0].Type), Field(d.Undecided))
+	} else {
+		fmt.Fprintf(w, "session %s: %d of %d observations decide differently today; first at seq %d (%s), event %d:\n",
+			Field(r.Session), r.Diverged, r.Observations, d.ObsSeq, Field(d.Obs.Type), d.Index)
+	}
 	for _, e := range r.First.Recorded {
 		fmt.Fprintf(w, "  recorded:  %s %s\n", Field(e.Type), Field(Summary(e)))
 	}
