@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -42,8 +43,13 @@ message in a checkpoint that covers it; for an event the log's reads
 leave out of every fold (found by --id even when it does not decode), also
 that it is quarantined and why.
 
-It exits 0 when everything agrees, 1 naming the first sequence where the
-stored log and a checkpoint or the stored hashes disagree, 1 saying
+It also judges every event as the log's reads do, and says how many the
+reads leave out of every fold as unattested (unsigned, out of their key's
+role, replayed, …) and the first of them.
+
+It exits 0 when everything agrees and no event is unattested, 1 naming
+the first sequence where the stored log and a checkpoint or the stored
+hashes disagree, 1 naming the first unattested event, 1 saying
 nothing was proven when there was nothing to compare the recomputed tree
 with (no stored hashes and no trusted checkpoint: a log only imported, or
 a follower's before ` + "`logbook checkpoint trust`" + `), 2 on a usage error.`,
@@ -119,6 +125,12 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 			return err
 		}
 	}
+	// Every event the log's reads leave out of every fold: a log that
+	// holds forged or damaged entries is not ok, whatever its tree says.
+	qn, qfirst, err := unattestedIn(ctx, g, b, js)
+	if err != nil {
+		return err
+	}
 	var inc *merkle.Inclusion
 	var incErr error
 	if seq > 0 {
@@ -128,7 +140,7 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		}
 	}
 	if g.json {
-		if err := writeJSON(g.stdout, verifyJSON{rep.JSON(inc), note}); err != nil {
+		if err := writeJSON(g.stdout, verifyJSON{rep.JSON(inc), note, qn, qfirst}); err != nil {
 			return err
 		}
 	} else {
@@ -146,6 +158,17 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 			}
 		}
 	}
+	var unattestedErr error
+	if qn > 0 {
+		unattestedErr = fmt.Errorf("verify: the log holds %s, left out of every fold: the first at seq %d (%s on %s: %s); `logbook audit` shows them",
+			term.Plural(int(qn), "unattested event"), qfirst.Seq, term.Field(qfirst.Type), term.Field(qfirst.Subject), term.Field(qfirst.Status))
+		if !g.json {
+			if _, err := fmt.Fprintf(g.stdout, "NOT OK: %s in the log unattested (quarantined: left out of every fold), the first at seq %d: %s on %s, %s: %s; `logbook audit` shows them\n",
+				term.Plural(int(qn), "event is", "events are"), qfirst.Seq, term.Field(qfirst.Type), term.Field(qfirst.Subject), term.Field(qfirst.Status), term.Field(qfirst.Why)); err != nil {
+				return err
+			}
+		}
+	}
 	if err := rep.Failure(); err != nil {
 		return &exitError{codeError, err}
 	}
@@ -153,14 +176,69 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		return &exitError{codeError, fmt.Errorf("verify: %w", incErr)}
 	}
 	if !g.json {
-		if err := term.VerifyOK(g.stdout, rep); err != nil {
+		var line bytes.Buffer
+		if err := term.VerifyOK(&line, rep); err != nil {
+			return err
+		}
+		out := line.Bytes()
+		if qn > 0 {
+			// The tree agrees; the log is not ok all the same.
+			out = bytes.TrimPrefix(out, []byte("ok: "))
+		}
+		if _, err := g.stdout.Write(out); err != nil {
 			return err
 		}
 	}
 	if err := rep.NothingProven(); err != nil {
 		return &exitError{codeError, err}
 	}
+	if unattestedErr != nil {
+		return &exitError{codeError, unattestedErr}
+	}
 	return nil
+}
+
+// unattestedIn reads the whole of b's log as a reading command does
+// (quarantined's judgement, through serve's fast path where it holds)
+// and returns how many events every fold leaves out and the first of
+// them by sequence (nil when none).
+func unattestedIn(ctx context.Context, g *globals, b *backend, js jetstream.JetStream) (uint64, *replay.Unattested, error) {
+	l, judged, err := readerLog(ctx, g, b)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer l.Close()
+	if !judged {
+		// No pin: only what does not decode is left out.
+		d := b.reg.NewDecoder()
+		var (
+			n     uint64
+			first *replay.Unattested
+		)
+		for m, err := range l.ReadRaw(ctx, events.SubjectEvents+".>", 1) {
+			if err != nil {
+				return 0, nil, err
+			}
+			if _, err := d.Decode(m.Data); err != nil {
+				if n++; first == nil {
+					first = &replay.Unattested{Seq: m.Seq, Subject: m.Subject, Status: "undecodable", Why: err.Error()}
+				}
+			}
+		}
+		return n, first, nil
+	}
+	_, _ = merkle.UseFastPath(ctx, l, js, string(b.dd))
+	for _, err := range l.Read(events.WithQuarantined(ctx), 1) {
+		if err != nil {
+			return 0, nil, fmt.Errorf("verify: reading the log for unattested events: %w", err)
+		}
+	}
+	us := unattested(l, "")
+	_, n := l.Quarantined()
+	if n == 0 || len(us) == 0 {
+		return 0, nil, nil
+	}
+	return n, &us[0], nil
 }
 
 // verifyJSON is what `logbook verify --json` prints: the report, and
@@ -168,6 +246,10 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 type verifyJSON struct {
 	merkle.ReportJSON
 	Quarantined *quarantineNote `json:"quarantined,omitempty"`
+	// Unattested counts the events every fold of the log leaves out,
+	// FirstUnattested is the first of them by sequence.
+	Unattested      uint64             `json:"unattested"`
+	FirstUnattested *replay.Unattested `json:"first_unattested,omitempty"`
 }
 
 // quarantineNote says why the log's reads leave the stored event message
@@ -185,23 +267,13 @@ type quarantineNote struct {
 // own on its own server, its pin on a cluster's), or, with no pin,
 // unjudged, where only a message that does not decode is left out.
 func quarantined(ctx context.Context, g *globals, b *backend, seq uint64) (*quarantineNote, error) {
-	cfg := natslog.Config{Registry: events.NewRegistry()}
-	var err error
-	if g.natsURL == "" && g.credsPath == "" {
-		cfg, err = b.dd.attestConfig(cfg)
-	} else {
-		cfg, _, err = b.dd.dir().ClusterAttestConfig(cfg)
-	}
-	if err != nil {
-		return nil, err
-	}
-	l, err := host.OpenLogWithin(ctx, b.nc, cfg, g.logWait)
+	l, judged, err := readerLog(ctx, g, b)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
-	if cfg.Verifier == nil {
-		d := cfg.Registry.NewDecoder()
+	if !judged {
+		d := b.reg.NewDecoder()
 		for m, err := range l.ReadRaw(ctx, events.SubjectEvents+".>", seq) {
 			if err != nil {
 				return nil, err
@@ -235,6 +307,27 @@ func quarantined(ctx context.Context, g *globals, b *backend, seq uint64) (*quar
 		return &quarantineNote{Seq: seq, Status: cmp.Or(r.Signer.Status, "quarantined"), Why: "the log's reads leave it out"}, nil
 	}
 	return nil, nil
+}
+
+// readerLog opens b's log as a reading command does: judged by the data
+// dir's admin key (its own on its own server, its pin on a cluster's),
+// or, with no pin, unjudged (judged false). Close it when done.
+func readerLog(ctx context.Context, g *globals, b *backend) (*natslog.Log, bool, error) {
+	cfg := natslog.Config{Registry: events.NewRegistry()}
+	var err error
+	if g.natsURL == "" && g.credsPath == "" {
+		cfg, err = b.dd.attestConfig(cfg)
+	} else {
+		cfg, _, err = b.dd.dir().ClusterAttestConfig(cfg)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	l, err := host.OpenLogWithin(ctx, b.nc, cfg, g.logWait)
+	if err != nil {
+		return nil, false, err
+	}
+	return l, cfg.Verifier != nil, nil
 }
 
 // openVerify reaches the log as openBackend does, but on the data dir's
