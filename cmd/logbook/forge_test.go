@@ -175,6 +175,69 @@ func TestForgedVerdict_Quarantined(t *testing.T) {
 	}
 }
 
+// TestForgedReconcilerEnd_Quarantined forges, as anything that reads the
+// data dir can, the reconciler's end of a live session: a session.ended
+// caused by the reconciler (cause reconciler/tick, actor
+// logbook-reconciler, reason agent_gone), published straight to the
+// stream with the writer's credentials and signed by keys/writer.key.
+// Only serve decides what its reconciler found: the session is not
+// ended, audit shows the end UNATTESTED out-of-role with who appended
+// it, replay --rederive exits 1 naming it, and verify, which said ok of
+// the log before, says NOT OK naming it (seq, type, subject, why) and
+// exits 1.
+func TestForgedReconcilerEnd_Quarantined(t *testing.T) {
+	t.Parallel()
+	r := newGateRig(t, "f0a9ed00-0000-4000-8000-00000000f0d1", nil)
+	dd := dataDir(r.data)
+	// Before the forgery the log is ok, once serve stored the hashes of
+	// what it appended.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		out, errOut, code := cliExit(t, r.data, "verify")
+		if code == 0 && strings.Contains(out, "ok: ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("verify of the log before the forgery: exit %d:\n%s%s", code, out, errOut)
+		}
+	}
+	writer, wnc := connectAs(t, dd, natslog.RoleWriter)
+	agg := events.Aggregate{Kind: events.KindSession, ID: r.sid}
+	recs, last, err := writer.Load(t.Context(), agg)
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("Load(%s) = %d records, %v", agg, len(recs), err)
+	}
+	wkey, err := dd.principalKey("writer.key", attestation.RoleWriter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEvent(agg, recs[len(recs)-1].Ver+1, time.Time{}, "reconciler", "tick",
+		events.SessionEnded{From: events.PhaseReady, Reason: "agent_gone", Evidence: "pid 4242 is gone"})
+	e.Cause.Detail, e.Actor = "agent_gone", "logbook-reconciler"
+	m := eventMsg(t, e, last)
+	m.Header.Set(natslog.HeaderType, e.Type)
+	id, sig := wkey.Sign(m.Subject, m.Header.Get(jetstream.ExpectedLastSubjSeqHeader), m.Data)
+	m.Header.Set(attestation.HeaderKey, id)
+	m.Header.Set(attestation.HeaderSig, sig)
+	seq := publish(t, wnc, m).Sequence
+
+	out, errOut, code := cliExit(t, r.data, "audit", r.sid)
+	if line := auditLine(out, seq); code != 0 || !strings.Contains(line, "UNATTESTED (out-of-role)") || !strings.Contains(line, wkey.ID) || !strings.Contains(line, "reconciler") {
+		t.Errorf("audit: exit %d, line of the forged end %q; want it UNATTESTED out-of-role, the writer's key %s, naming the reconciler:\n%s%s", code, line, wkey.ID, out, errOut)
+	}
+	if out, _, _ := cliExit(t, r.data, "session", "show", r.sid); strings.Contains(out, "ended") {
+		t.Errorf("session show after the forged end says ended:\n%s", out)
+	}
+	out, errOut, code = cliExit(t, r.data, "replay", "--rederive", "--session", r.sid)
+	if code != 1 || !strings.Contains(out, fmt.Sprintf("seq %d session.ended", seq)) {
+		t.Errorf("replay --rederive: exit %d, want 1 naming seq %d session.ended:\n%s%s", code, seq, out, errOut)
+	}
+	out, errOut, code = cliExit(t, r.data, "verify")
+	want := fmt.Sprintf("NOT OK: 1 event is in the log unattested (quarantined: left out of every fold), the first at seq %d: session.ended on %s, out-of-role: role writer", seq, agg.Subject())
+	if code != 1 || !strings.Contains(out, want) || strings.Contains(out, "ok: ") || !strings.Contains(errOut, "1 unattested event") {
+		t.Errorf("verify: exit %d, want 1 with %q and no ok:\n%s%s", code, want, out, errOut)
+	}
+}
+
 // TestAudit_SessionOfForgeriesOnly: a session whose every event is a
 // forgery (appended with the worker's credentials, unsigned) is in no
 // view; audit of its id shows each forged event as unattested instead of
