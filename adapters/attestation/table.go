@@ -120,9 +120,9 @@ const (
 // an observation's (hook or transcript: the agent's own word, such as a
 // SessionEnd hook's reason): a session.ended or session.entry_abandoned
 // with reason agent_gone or stale, a session.turn_ended with that
-// outcome, a check.ended whose reason says its runner vanished. No role but serve may append what ServeFinding names
-// (Refusal judges the cause kind; a Verifier, and an appender before it
-// sends, the rest): so a writer's key cannot end a session as the
+// outcome, a check.ended whose reason says its runner vanished. No role
+// but serve may append what ServeFinding names (Refusal judges the cause
+// kind; a Verifier, and an appender before it sends, the rest): so a writer's key cannot end a session as the
 // reconciler would, nor leave a stale mark, and what every host projects
 // of a session's end on the reconciler's word is serve's.
 func ServeFinding(rec events.Envelope) string {

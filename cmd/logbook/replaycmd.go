@@ -41,7 +41,8 @@ counts the later ones dated at or before the time, left out.
 to the live checkpoint and prints both (exit 1 when they differ).
 --rederive runs today's session reducer over a session's stored
 observations and reports the first one whose decisions differ from those
-recorded (exit 1 when any do).
+recorded, or an event whose cause names the reconciler that no stored tick
+decided (exit 1 when any do).
 --dump prints one line per record of the selected history.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
