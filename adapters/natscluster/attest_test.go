@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,7 +128,7 @@ func forge(t *testing.T, nc *nats.Conn, reg *events.Registry, agg events.Aggrega
 // its role) are quarantined on every host alike: one state hash at one
 // sequence everywhere, and the same quarantined sequences. The writer's
 // checkpoints over the signed log are co-signed by the follower, and
-// verify agrees.
+// verify agrees with them, yet names the forgeries the log holds.
 func TestSigningAcrossHosts(t *testing.T) {
 	t.Parallel() // a cluster, processes and ports of its own
 	e := newStreamEnv(t)
@@ -272,8 +273,14 @@ func TestSigningAcrossHosts(t *testing.T) {
 	if _, stderr, err := a.cli("checkpoint", "trust", cks.Witness); err != nil {
 		t.Fatalf("checkpoint trust: %v\n%s", err, stderr)
 	}
+	// The stored log agrees with the witnessed checkpoints; it holds the
+	// forgeries all the same, so verify is not ok: it names the first
+	// and exits 1.
 	out, stderr, err = a.cli("verify")
-	if err != nil || strings.Contains(out, " 0 of them witnessed") {
-		t.Fatalf("verify on the writer: %v\n%s%s", err, out, stderr)
+	firstForged := slices.Min(slices.Collect(maps.Keys(want)))
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || strings.Contains(out, " 0 of them witnessed") || !strings.Contains(out, "the stored log agrees with every trusted checkpoint") ||
+		!strings.Contains(out, fmt.Sprintf("NOT OK: %d events are in the log unattested", len(want))) || !strings.Contains(out, fmt.Sprintf("the first at seq %d:", firstForged)) {
+		t.Fatalf("verify on the writer: %v, want exit 1, the checkpoints witnessed and agreed with, NOT OK naming %d unattested events, the first seq %d\n%s%s", err, len(want), firstForged, out, stderr)
 	}
 }
