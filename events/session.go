@@ -24,6 +24,21 @@ const (
 	ModeFullAccess     = "full_access"
 )
 
+// ModeRank orders a session's permission mode m by the widest mode its
+// commands may run in without a person's say: 0 for read_only, 2 for
+// full_access, 1 for workspace_write, auto and a mode not known. The
+// worker's admission and the gate's lever check both hold an agent's
+// command to it.
+func ModeRank(m string) int {
+	switch m {
+	case ModeReadOnly:
+		return 0
+	case ModeFullAccess:
+		return 2
+	}
+	return 1
+}
+
 // SessionStarted opens a session aggregate in phase ready. It is a
 // transition from nothing, so it needs a complete cause.
 type SessionStarted struct {

@@ -290,7 +290,7 @@ type Call struct {
 	// Mode is the session's permission mode as Logbook holds it
 	// (events.ModeReadOnly, ModeWorkspaceWrite, ModeAuto,
 	// ModeFullAccess; "" unknown): the widest mode its commands may ask
-	// `logbook exec` for without pulling a lever (modeCeiling).
+	// `logbook exec` for without pulling a lever (events.ModeRank).
 	Mode string
 	// Sessions are the ids of the session the call is made in and of
 	// its parent session, if any: the sessions a `logbook exec` it runs

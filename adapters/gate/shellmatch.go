@@ -793,24 +793,10 @@ func modeRank(m string) int {
 	return -1
 }
 
-// modeCeiling returns the rank (modeRank) of the widest mode a session
-// in permission mode m may run commands in: read_only for read_only,
-// full_access for full_access, workspace_write otherwise (auto, and a
-// mode not known).
-func modeCeiling(m string) int {
-	switch m {
-	case events.ModeReadOnly:
-		return 0
-	case events.ModeFullAccess:
-		return 2
-	}
-	return 1
-}
-
 // execLever reports whether the arguments args of `logbook exec` or
 // logbook-exec (read by script sc, in call c) may pull a lever, on any
 // reading of its words (mayBe): a --mode wider than the ceiling of the
-// session's mode c.Mode (modeCeiling) or known only when it runs, a
+// session's mode c.Mode (events.ModeRank) or known only when it runs, a
 // --session other than one of c.Sessions (by a prefix of its id, as exec
 // takes it; one known only when it runs), whose own mode exec would run
 // in, --elevate, a flag of execServerFlags, or a LOGBOOK_* variable the
@@ -862,7 +848,7 @@ func execLever(args []shell.Word, c Call, sc *shell.Script, mayBe func(shell.Wor
 			if !ok || !v.Static {
 				return true
 			}
-			if name == "--mode" && modeRank(v.Value) > modeCeiling(c.Mode) {
+			if name == "--mode" && modeRank(v.Value) > events.ModeRank(c.Mode) {
 				return true
 			}
 			if name == "--session" && len(c.Sessions) > 0 && !slices.ContainsFunc(c.Sessions, func(s string) bool {

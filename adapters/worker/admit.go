@@ -12,18 +12,6 @@ import (
 	"github.com/logbook-dev/logbook/reducers/session"
 )
 
-// modeRank orders the modes by how much they allow; a session mode the
-// worker does not know (or "auto") allows as much as workspace_write.
-func modeRank(m string) int {
-	switch m {
-	case events.ModeReadOnly:
-		return 0
-	case events.ModeFullAccess:
-		return 2
-	}
-	return 1
-}
-
 // systemDirs are directories a restricted or unrestricted command must not
 // take as its workspace, nor anything inside the first group.
 var (
@@ -79,7 +67,7 @@ func admission(sess session.State, by, mode, elevation, ws, home string, cwdHere
 		case r.Revision != sess.ModeRevision:
 			return fmt.Sprintf("refused: elevation review %s was granted at mode revision %d; session %s is at revision %d now", elevation, r.Revision, sess.ID, sess.ModeRevision)
 		}
-	} else if modeRank(mode) > modeRank(sess.Mode) && !IsPerson(by) {
+	} else if events.ModeRank(mode) > events.ModeRank(sess.Mode) && !IsPerson(by) {
 		have := sess.Mode
 		if have == "" {
 			have = "unknown (workspace_write at most)"
