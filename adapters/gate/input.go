@@ -30,14 +30,19 @@ const inputRule = "usable input"
 
 // unusableInput returns why the gate cannot use tool input in of a call
 // to tool, or "" when it can: an input that is not a JSON object (null,
-// a number, a string, an array, nothing), and a Bash call whose
-// "command" is missing or not a string (nor, as Codex gives it, an array
-// of strings). No rule reads such an input, so the call is denied, never
+// a number, a string, an array, nothing), a Bash call whose "command"
+// is missing or not a string (nor, as Codex gives it, an array of
+// strings), and a built-in file tool's call whose path is unusable
+// (unusablePath: a path field not a string, a required one missing).
+// No rule reads such an input, so the call is denied, never
 // left to the agent's own permission flow: the gate fails closed.
 func unusableInput(tool string, in json.RawMessage) string {
 	t := bytes.TrimSpace(in)
 	if len(t) == 0 || t[0] != '{' || !json.Valid(t) {
 		return fmt.Sprintf("the %s call's tool input is %s, not a JSON object: the gate cannot judge it", tool, jsonKind(t))
+	}
+	if fields, ok := pathFields[tool]; ok {
+		return unusablePath(tool, t, fields)
 	}
 	if !shellTool(tool) {
 		return ""
@@ -60,6 +65,60 @@ func unusableInput(tool string, in json.RawMessage) string {
 		return ""
 	}
 	return fmt.Sprintf("the %s call's command is not a string: the gate cannot judge it", tool)
+}
+
+// pathFields holds, for each built-in file tool, the input fields the
+// gate reads as a path and whether each is required. Glob's "pattern"
+// is a path too: its fixed head places the tree searched.
+var pathFields = map[string][]pathField{
+	"Read":         {{"file_path", true}, {"notebook_path", false}},
+	"Write":        {{"file_path", true}, {"notebook_path", false}},
+	"Edit":         {{"file_path", true}, {"notebook_path", false}},
+	"MultiEdit":    {{"file_path", true}, {"notebook_path", false}},
+	"NotebookEdit": {{"notebook_path", true}, {"file_path", false}},
+	"NotebookRead": {{"notebook_path", true}, {"file_path", false}},
+	"Grep":         {{"path", false}},
+	"Glob":         {{"path", false}, {"pattern", false}},
+	"LS":           {{"path", false}},
+}
+
+// pathField is a path field of a file tool's input (pathFields).
+type pathField struct {
+	name     string
+	required bool
+}
+
+// unusablePath returns why the gate cannot use object input t of a call
+// to file tool tool, whose path fields are fields, or "" when it can: a
+// path field present and not a string, a required one missing (or null,
+// or empty), or both "file_path" and "notebook_path" given and not the
+// same (the gate reads one, the tool may act on the other).
+func unusablePath(tool string, t []byte, fields []pathField) string {
+	var in map[string]json.RawMessage
+	if json.Unmarshal(t, &in) != nil {
+		return fmt.Sprintf("the %s call's tool input does not decode: the gate cannot judge it", tool)
+	}
+	got := map[string]string{}
+	for _, f := range fields {
+		raw, ok := in[f.name]
+		raw = bytes.TrimSpace(raw)
+		var s string
+		switch {
+		case !ok && !f.required:
+			continue
+		case !ok || string(raw) == "null" || (json.Unmarshal(raw, &s) == nil && s == "" && f.required):
+			return fmt.Sprintf("the %s call's tool input has no %s: the gate cannot judge it", tool, f.name)
+		case json.Unmarshal(raw, &s) != nil:
+			return fmt.Sprintf("the %s call's %s is %s, not a string: the gate cannot judge it", tool, f.name, jsonKind(raw))
+		}
+		got[f.name] = s
+	}
+	f, fok := got["file_path"]
+	n, nok := got["notebook_path"]
+	if fok && nok && f != n {
+		return fmt.Sprintf("the %s call gives both a file_path and a notebook_path that differ: the gate cannot judge it", tool)
+	}
+	return ""
 }
 
 // jsonKind names what JSON text t is, for a reason: "missing", "null",

@@ -13,7 +13,8 @@ import (
 // cannot use (not a JSON object; a Bash call with no command, or one
 // that is not a string nor an array of strings) is denied, fail-closed,
 // and the deny is recorded; a usable input no rule speaks of still gets
-// no answer.
+// no answer. A file tool's path that is not a string, or a required one
+// missing, is unusable too: no path rule reads it.
 func TestGate_UnusableInputIsDenied(t *testing.T) {
 	r := newRig(t, "")
 	for i, tc := range []struct {
@@ -31,7 +32,24 @@ func TestGate_UnusableInputIsDenied(t *testing.T) {
 		{"Bash", `{"command": ["ls", 1]}`, true},
 		{"Edit", `null`, true},
 		{"Read", `[]`, true},
+		{"Read", `{"file_path": ["/root/x"]}`, true},
+		{"Read", `{"file_path": {"p": "/root/x"}}`, true},
+		{"Read", `{"file_path": 5}`, true},
+		{"Read", `{}`, true},
+		{"Read", `{"file_path": "/tmp/x", "notebook_path": "/root/x"}`, true},
+		{"Write", `{"file_path": 5, "content": "x"}`, true},
+		{"Edit", `{"file_path": null}`, true},
+		{"MultiEdit", `{"edits": []}`, true},
+		{"NotebookEdit", `{"file_path": "/tmp/x", "new_source": ""}`, true},
+		{"NotebookEdit", `{"notebook_path": 1}`, true},
+		{"NotebookRead", `{"notebook_path": ["/root/x"]}`, true},
+		{"Grep", `{"pattern": "k", "path": 7}`, true},
+		{"Glob", `{"pattern": ["/root/*"]}`, true},
+		{"LS", `{"path": true}`, true},
 		{"Bash", `{"command": "ls"}`, false},
+		{"Grep", `{"pattern": "k"}`, false},
+		{"LS", `{"path": "/tmp"}`, false},
+		{"NotebookEdit", `{"notebook_path": "/tmp/x.ipynb"}`, false},
 		{"Bash", `{"command": ["ls", "-l"]}`, false},
 		{"Read", `{"file_path": "/tmp/x"}`, false},
 	} {
@@ -65,5 +83,35 @@ func TestGate_UnusableInputIsDenied(t *testing.T) {
 		if rv, ok := st.DecidedReview(use); !ok || rv.Verdict != events.VerdictDeny {
 			t.Errorf("%s %s: the deny is not recorded: %+v %v", tc.tool, tc.input, rv, ok)
 		}
+	}
+}
+
+// TestGate_UnusablePathIsNotAllowed: a Read whose file_path is not a
+// string is denied, not allowed by a bare Read allow around a path deny
+// that could not read it.
+func TestGate_UnusablePathIsNotAllowed(t *testing.T) {
+	r := newRig(t, "allow = [\"Read\"]\ndeny = [\"Read(/root/**)\"]\n")
+	for i, input := range []string{`{"file_path": ["/root/x"]}`, `{"file_path": {"p": "/root/x"}}`, `{"file_path": 5}`} {
+		r.sess = fmt.Sprintf("9a7e0000-0000-4000-8001-%012d", i)
+		use := "toolu_unusable_path_" + string(rune('a'+i))
+		ref := r.hook("PreToolUse", map[string]any{"tool_name": "Read", "tool_use_id": use, "tool_input": json.RawMessage(input)})
+		v, err := r.gate.Decide(t.Context(), Request{Session: r.sess, Event: EventPreToolUse, Tool: "Read", Input: json.RawMessage(input), ID: use, Cwd: "/tmp", Ref: ref})
+		if err != nil {
+			t.Fatalf("Read %s: %v", input, err)
+		}
+		if v.Decision != DecideDeny || v.By.Name != inputRule {
+			t.Errorf("Read %s: got %+v, want a deny by rule %q", input, v, inputRule)
+		}
+	}
+	// A usable path is judged as before.
+	r.sess = "9a7e0000-0000-4000-8001-999999999999"
+	in := `{"file_path": "/tmp/x"}`
+	ref := r.hook("PreToolUse", map[string]any{"tool_name": "Read", "tool_use_id": "toolu_usable_path", "tool_input": json.RawMessage(in)})
+	v, err := r.gate.Decide(t.Context(), Request{Session: r.sess, Event: EventPreToolUse, Tool: "Read", Input: json.RawMessage(in), ID: "toolu_usable_path", Cwd: "/tmp", Ref: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Decision != DecideAllow {
+		t.Errorf("Read %s: got %+v, want an allow", in, v)
 	}
 }
