@@ -58,9 +58,17 @@ func moveSummary(mv *events.SessionTransitioned) string {
 	return fmt.Sprintf(" %s→%s %s", mv.From, mv.To, mv.Activity)
 }
 
-// Rederivation writes what `replay --rederive` found, as text. Its
-// values come from the log: write it through Print.
-func Rederivation(w io.Writer, r replay.Rederivation) error {
+// Rederivation writes what `replay --rederive` found, as text, for a
+// session of which the log left out unattested events (quarantined:
+// neither folded nor decided again; the caller names them after): the
+// log agrees only when r does and unattested is 0. Its values come from
+// the log: write it through Print.
+func Rederivation(w io.Writer, r replay.Rederivation, unattested int) error {
+	if r.Agree() && unattested > 0 {
+		_, err := fmt.Fprintf(w, "session %s: %d observations decided again and decide as recorded, but the log holds %s of the session, left out of the fold and decided by none:\n",
+			Field(r.Session), r.Observations, Plural(unattested, "unattested event", "unattested events"))
+		return err
+	}
 	if r.Agree() {
 		_, err := fmt.Fprintf(w, "session %s: %d observations decided again, all agree with the log\n", Field(r.Session), r.Observations)
 		return err

@@ -90,7 +90,7 @@ func TestTermSafe_LogValues(t *testing.T) {
 		Refused:   "refused: " + evil,
 	}}
 	var b bytes.Buffer
-	if err := Print(&b, func(w io.Writer) error { return Rederivation(w, r) }); err != nil {
+	if err := Print(&b, func(w io.Writer) error { return Rederivation(w, r, 0) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := Record(&b, events.Record{Seq: 9, Envelope: ended}); err != nil {

@@ -228,8 +228,8 @@ func TestForgedReconcilerEnd_Quarantined(t *testing.T) {
 		t.Errorf("session show after the forged end says ended:\n%s", out)
 	}
 	out, errOut, code = cliExit(t, r.data, "replay", "--rederive", "--session", r.sid)
-	if code != 1 || !strings.Contains(out, fmt.Sprintf("seq %d session.ended", seq)) {
-		t.Errorf("replay --rederive: exit %d, want 1 naming seq %d session.ended:\n%s%s", code, seq, out, errOut)
+	if code != 1 || !strings.Contains(out, fmt.Sprintf("seq %d session.ended", seq)) || strings.Contains(out, "all agree") || !strings.Contains(out, "1 unattested event") {
+		t.Errorf("replay --rederive: exit %d, want 1 naming seq %d session.ended, one unattested event, and no \"all agree\":\n%s%s", code, seq, out, errOut)
 	}
 	out, errOut, code = cliExit(t, r.data, "verify")
 	want := fmt.Sprintf("NOT OK: 1 event is in the log unattested (quarantined: left out of every fold), the first at seq %d: session.ended on %s, out-of-role: role writer", seq, agg.Subject())

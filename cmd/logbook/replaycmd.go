@@ -90,15 +90,16 @@ decided (exit 1 when any do).
 				if err != nil {
 					return err
 				}
-				if err := emit(g, r, func(w io.Writer) error { return term.Rederivation(w, r) }); err != nil {
+				// The events of the session the log left out as
+				// unattested: neither folded nor decided again.
+				us := unattested(b.log, p.Agg.Subject())
+				if err := emit(g, r, func(w io.Writer) error { return term.Rederivation(w, r, len(us)) }); err != nil {
 					return err
 				}
 				if !r.Agree() {
 					return &exitError{code: 1, err: fmt.Errorf("decisions diverge")}
 				}
-				// The events of the session the log left out as
-				// unattested: neither folded nor decided again.
-				if us := unattested(b.log, p.Agg.Subject()); len(us) > 0 {
+				if len(us) > 0 {
 					g.shownUnattested = true
 					if !g.json {
 						term.Unattested(g.stdout, "  UNATTESTED: ", us)
