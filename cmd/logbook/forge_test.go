@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -235,6 +236,15 @@ func TestForgedReconcilerEnd_Quarantined(t *testing.T) {
 	want := fmt.Sprintf("NOT OK: 1 event is in the log unattested (quarantined: left out of every fold), the first at seq %d: session.ended on %s, out-of-role: role writer", seq, agg.Subject())
 	if code != 1 || !strings.Contains(out, want) || strings.Contains(out, "ok: ") || !strings.Contains(errOut, "1 unattested event") {
 		t.Errorf("verify: exit %d, want 1 with %q and no ok:\n%s%s", code, want, out, errOut)
+	}
+	// --json says so too: its overall verdict, whatever the tree says.
+	out, errOut, code = cliExit(t, r.data, "--json", "verify")
+	var v struct {
+		OK         *bool  `json:"ok"`
+		Unattested uint64 `json:"unattested"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 1 || v.OK == nil || *v.OK || v.Unattested != 1 {
+		t.Errorf("verify --json: exit %d, %v, want 1 with \"ok\": false and 1 unattested:\n%s%s", code, err, out, errOut)
 	}
 }
 

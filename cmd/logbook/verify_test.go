@@ -102,7 +102,7 @@ func TestVerifyCLINamesTheFlippedSequence(t *testing.T) {
 		t.Fatalf("--seq 0: exit %d, want %d:\n%s", code, codeUsage, out)
 	}
 	// --json: one style of names, and a list is never null.
-	if out, code := verifyCLI(t, data, "--json"); code != 0 || !strings.Contains(out, `"problems": []`) || strings.Contains(out, `"Seq"`) {
+	if out, code := verifyCLI(t, data, "--json"); code != 0 || !strings.Contains(out, `"problems": []`) || strings.Contains(out, `"Seq"`) || !strings.Contains(out, `"ok": true`) {
 		t.Fatalf("verify --json: exit %d:\n%s", code, out)
 	}
 	stop()
@@ -163,8 +163,8 @@ func TestVerifyCLISaysWhenNothingIsProven(t *testing.T) {
 		t.Fatalf("verify --seq past the end: exit %d, want %d:\n%s", code, codeUsage, out)
 	}
 	out, code = verifyCLI(t, data, "--json")
-	if code != codeError || !strings.Contains(out, `"proven": false`) {
-		t.Fatalf("verify --json of an imported log: exit %d, want %d and \"proven\": false:\n%s", code, codeError, out)
+	if code != codeError || !strings.Contains(out, `"proven": false`) || !strings.Contains(out, `"ok": false`) {
+		t.Fatalf("verify --json of an imported log: exit %d, want %d, \"proven\": false and \"ok\": false:\n%s", code, codeError, out)
 	}
 }
 

@@ -140,7 +140,8 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		}
 	}
 	if g.json {
-		if err := writeJSON(g.stdout, verifyJSON{rep.JSON(inc), note, qn, qfirst}); err != nil {
+		ok := rep.Failure() == nil && incErr == nil && rep.NothingProven() == nil && qn == 0
+		if err := writeJSON(g.stdout, verifyJSON{ok, rep.JSON(inc), note, qn, qfirst}); err != nil {
 			return err
 		}
 	} else {
@@ -241,9 +242,14 @@ func unattestedIn(ctx context.Context, g *globals, b *backend, js jetstream.JetS
 	return n, &us[0], nil
 }
 
-// verifyJSON is what `logbook verify --json` prints: the report, and
-// for the message of --seq or --id, when the reads quarantine it, why.
+// verifyJSON is what `logbook verify --json` prints: the overall
+// verdict, the report, and for the message of --seq or --id, when the
+// reads quarantine it, why.
 type verifyJSON struct {
+	// OK is true exactly when verify exits 0: the tree agrees with
+	// everything it was compared with, something was proven, the asked
+	// proof was made, and no event is unattested.
+	OK bool `json:"ok"`
 	merkle.ReportJSON
 	Quarantined *quarantineNote `json:"quarantined,omitempty"`
 	// Unattested counts the events every fold of the log leaves out,
