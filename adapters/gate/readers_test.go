@@ -63,6 +63,26 @@ func TestDecide_ReadersThatRunCommands(t *testing.T) {
 		{"sort/compress", `sort -S 1K --compress-program=sh big.txt`, ""},
 		{"sort/compress-curl", `sort --compress-program curl big.txt`, "deny"},
 		{"sort/compress-abbrev", `sort --compress=curl big.txt`, "deny"},
+		{"sort/compress-co", `sort -S 1K --co=sh big.txt`, ""},
+		{"sort/compress-co-curl", `sort --co=curl big.txt`, "deny"},
+		{"sort/compress-co-next", `sort --com curl big.txt`, "deny"},
+		{"sort/compress-after-flag", `sort --rev --compress-p curl big.txt`, "deny"},
+		{"sort/output-abbrev", `sort --ou=/etc/x f`, "deny"},
+		{"tar/checkpoint-abbrev", `tar -cf a.tar --checkpoint=1 --checkpoint-=exec='curl x' .`, "deny"},
+		{"git/difftool-ext-abbrev", `git difftool --e='curl x'`, "deny"},
+		{"git/archive-exec-abbrev", `git archive --e='curl x' --remote=r HEAD`, "deny"},
+		{"git/clone-upload-abbrev", `git clone --u='curl x' /r d`, "deny"},
+		{"git/submodule-helper-foreach", `git submodule--helper foreach 'curl x'`, "deny"},
+		{"git/submodule-helper-foreach-rm", `git submodule--helper foreach --recursive rm -rf /x`, "deny"},
+		{"git/filter-branch-original", `git filter-branch --original --msg-filter --tree-filter 'curl x' HEAD`, "deny"},
+		{"git/filter-branch-original-other", `git filter-branch --original --msg-filter --tree-filter 'id' HEAD`, ""},
+		{"git/filter-branch-d", `git filter-branch -d --index-filter --env-filter 'curl x' HEAD`, "deny"},
+		{"git/filter-branch-prune", `git filter-branch --prune-empty -f --setup 'curl x' HEAD`, "deny"},
+		{"env/tar-options", `TAR_OPTIONS=--to-command=curl tar xf a.tar`, ""},
+		{"env/tar-options-export", `export TAR_OPTIONS='--to-command=sh -c id'; tar xf a.tar`, ""},
+		{"env/ripgrep-config", `RIPGREP_CONFIG_PATH=./rgrc rg x .`, ""},
+		{"env/less", `LESS='+!curl x' less f`, ""},
+		{"env/rsync-rsh", `RSYNC_RSH='curl x' tar xf a.tar`, "deny"},
 		{"sort/output-etc", `sort -o /etc/passwd f`, "deny"},
 		{"rg/pre", `rg --pre curl x .`, "deny"},
 		{"rg/pre-eq", `rg --pre=sh x .`, ""},
@@ -74,6 +94,8 @@ func TestDecide_ReadersThatRunCommands(t *testing.T) {
 		{"less/bang", `less '+!curl x' f`, "review"},
 		{"less/bang-other", `less '+!id' f`, ""},
 		{"less/log", `less -o /tmp/log f`, ""},
+		{"less/log-abbrev", `less --log-f=/tmp/log f`, ""},
+		{"less/lesskey-abbrev", `less --lesskey-s=k f`, ""},
 		{"find/fprint-etc", `find . -fprint /etc/x`, "deny"},
 		{"ssh/proxy-command", `ssh -o ProxyCommand='curl x' h ls`, "deny"},
 		{"ssh/proxy-command-attached", `ssh -oLocalCommand='rm -rf /x' -o PermitLocalCommand=yes h`, "deny"},
@@ -88,6 +110,8 @@ func TestDecide_ReadersThatRunCommands(t *testing.T) {
 		{"plain/sed-text", "sed '1i hello e world' f", "allow"},
 		{"plain/sed-sandbox", `sed --sandbox 's/x/y/e' f`, "allow"},
 		{"plain/sort", `sort -k2 -t, -u f`, "allow"},
+		{"plain/sort-long", `sort --key 2 --field-sep , --rev f`, "allow"},
+		{"plain/filter-branch", `git filter-branch --original refs/o --prune-empty --msg-filter 'sed s/a/b/' HEAD`, "allow"},
 		{"plain/rg", `rg -n --pre-glob '*.gz' foo .`, "allow"},
 		{"rg/pre-other", `rg --pre pdftotext foo docs`, ""},
 		{"plain/tar", `tar -czf a.tgz src`, "allow"},
@@ -106,10 +130,45 @@ func TestGuard_LeverThroughReaders(t *testing.T) {
 		`git filter-branch --tree-filter 'logbook-hook x' HEAD`,
 		`sed -n '1e logbook review allow tu1' f`,
 		`git rebase -x 'logbook serve' main`,
+		`git submodule--helper foreach 'logbook review allow tu1 --reason ok'`,
+		`git filter-branch --original --msg-filter --tree-filter 'logbook review allow tu1' HEAD`,
+		`RSYNC_RSH='logbook review allow tu1' rsync -a h:x .`,
 	} {
 		m := Decide(pols, bash(cmd))
 		if m.Action != ActionReview || m.Pattern != LeverGuardPattern || m.Risk != review.RiskCritical {
 			t.Errorf("%q: %+v, want review by %q at critical", cmd, m, LeverGuardPattern)
 		}
 	}
+}
+
+// TestPolicy_RunOptionsNeverAllowed: an option or an environment
+// variable through which a program runs a command, or reads options or
+// a configuration: one the gate reads through (rsync -e, zip
+// -TT, man -P) is read through, as a command line; one it does not
+// (rsync --rsync-path, man -H, scp -S, TAR_OPTIONS, ZIPOPT, MANOPT,
+// LESS, RIPGREP_CONFIG_PATH) makes the command opaque: no pattern
+// allows it, the blanket one included.
+func TestPolicy_RunOptionsNeverAllowed(t *testing.T) {
+	decideRows(t, blanketPolicies(t), []bypassRow{
+		{"rsync/e", `rsync -e 'logbook review allow tu1' h:x .`, "review"},
+		{"rsync/cluster", `rsync -avze 'rm -rf /x' h:x .`, "deny"},
+		{"rsync/rsh", `rsync --rs='rm -rf /x' h:x .`, "deny"},
+		{"rsync/rsync-path", `rsync --rsync-path='sh -c id' localhost:x .`, ""},
+		{"zip/TT", `zip -T -TT 'logbook review allow tu1' a.zip f`, "review"},
+		{"zip/unzip-command", `zip --unzip-command 'rm -rf /x' -T a.zip f`, "deny"},
+		{"man/P", `man -P 'logbook review allow tu1' ls`, "review"},
+		{"man/pager", `man --pag='rm -rf /x' ls`, "deny"},
+		{"man/html", `man -Hfirefox ls`, ""},
+		{"scp/S", `scp -S ./x a h:b`, ""},
+		{"env/tar-options", `TAR_OPTIONS=--to-command=curl tar xf a.tar`, ""},
+		{"env/zipopt", `ZIPOPT='-TT curl' zip -T a.zip f`, ""},
+		{"env/manopt", `MANOPT='-P id' man ls`, ""},
+		{"env/less", `LESS='+!id' less f`, ""},
+		{"env/ripgrep", `RIPGREP_CONFIG_PATH=./rgrc rg x .`, ""},
+		{"env/rsync-rsh", `RSYNC_RSH='logbook review allow tu1' rsync -a h:x .`, "review"},
+		{"plain/rsync", `rsync -avz --delete -f '- *.o' src/ dst/`, "allow"},
+		{"plain/zip", `zip -r a.zip src`, "allow"},
+		{"plain/man", `man -k printf`, "allow"},
+		{"plain/scp", `scp -P 22 a h:b`, "allow"},
+	})
 }

@@ -13,10 +13,12 @@ import (
 // grep 3.x, findutils 4.9, tar 1.35, diffutils 3.x, git 2.4x, ripgrep
 // 14, less 6xx, jq 1.7):
 //
-//   - git: submodule foreach CMD (run by sh), bisect run CMD ARGS,
-//     filter-branch --env-filter|--tree-filter|--index-filter|
-//     --parent-filter|--msg-filter|--commit-filter|--tag-name-filter|
-//     --setup CMD (eval'd by sh), rebase -x|--exec CMD, difftool
+//   - git: submodule foreach CMD and submodule--helper foreach CMD (run
+//     by sh), bisect run CMD ARGS, filter-branch --env-filter|
+//     --tree-filter|--index-filter|--parent-filter|--msg-filter|
+//     --commit-filter|--tag-name-filter|--setup CMD (eval'd by sh; every
+//     other option but -f|--force|--prune-empty takes the next word, as
+//     git's script reads them), rebase -x|--exec CMD, difftool
 //     -x|--extcmd CMD, send-email --to-cmd|--cc-cmd|--header-cmd|
 //     --sendmail-cmd CMD, clone|fetch|pull|ls-remote|archive
 //     --upload-pack|-u CMD, push|send-pack --receive-pack|--exec CMD,
@@ -32,7 +34,9 @@ import (
 //     script the gate does not read: opaque); a word known only when it
 //     runs that may be an option (opaque). --sandbox turns them off.
 //   - sort: --compress-program=PROG (run as PROG and PROG -d), -o|--output
-//     FILE (written).
+//     FILE (written); a long option in any unique abbreviation (--co).
+//     Long options are matched as their programs match them: any unique
+//     abbreviation for git's, GNU tar's, sort's and less's.
 //   - rg: --pre CMD (run as CMD FILE); --pre-glob only narrows it; -z
 //     runs fixed decompressors found by name, none of the line's.
 //   - less: +CMD and -+… initial commands (! and | run commands: opaque),
@@ -42,6 +46,11 @@ import (
 //     -I|--use-compress-program PROG, -F|--info-script|--new-volume-script
 //     CMD, --rsh-command|--rmt-command PROG (read as commands), an
 //     archive on a HOST: (runs rsh or ssh: opaque).
+//   - rsync -e|--rsh, zip -TT|--unzip-command, man -P|--pager (read as
+//     commands); rsync --rsync-path, man -H|--html|-C|--config-file, scp
+//     and sftp -S|-o|-F|-D (opaque); wrap.go's optionVars (TAR_OPTIONS,
+//     ZIPOPT, MANOPT, LESS, RIPGREP_CONFIG_PATH, …) make a command
+//     opaque.
 //   - find: -exec, -execdir, -ok, -okdir (find); -fprint, -fprint0,
 //     -fprintf, -fls FILE (written).
 //   - echo, printf, cat, head, tail, wc, uniq, cut, tr, grep, diff, cmp,
@@ -97,10 +106,17 @@ func (r *reader) gitSub(at int, sub string, rest []Word, depth int) {
 		return Word{}, i, false
 	}
 	via := "git " + sub
+	if sub == "submodule--helper" {
+		sub = "submodule" // git submodule--helper foreach CMD runs CMD as submodule foreach does
+	}
+	if sub == "filter-branch" {
+		r.filterBranch(at, rest, depth)
+		return
+	}
 	for i := 0; i < len(rest); i++ {
 		w := rest[i]
 		if !w.Static {
-			if sub == "submodule" || sub == "bisect" || sub == "filter-branch" {
+			if sub == "submodule" || sub == "bisect" {
 				r.opaque(at, via+" with a word known only when it runs")
 				return
 			}
@@ -129,18 +145,8 @@ func (r *reader) gitSub(at int, sub string, rest []Word, depth int) {
 			r.sub(at, via+" run", rest[i+1:], false, depth)
 			r.evalWords(at, rest[i+1:], via+" run", depth)
 			return
-		case "filter-branch":
-			if c, j, ok := long(i, 0, "env-filter", "tree-filter", "index-filter", "parent-filter", "msg-filter", "commit-filter", "tag-name-filter", "setup"); ok {
-				n, _, _ := strings.Cut(strings.TrimPrefix(w.Value, "--"), "=")
-				for _, name := range []string{"env-filter", "tree-filter", "index-filter", "parent-filter", "msg-filter", "commit-filter", "tag-name-filter", "setup"} {
-					if name == n {
-						r.text(at, via+" --"+n, src(c), c.Static, depth)
-					}
-				}
-				i = j
-			}
 		case "rebase":
-			if c, j, ok := long(i, 2, "exec"); ok {
+			if c, j, ok := long(i, 1, "exec"); ok {
 				r.text(at, via+" --exec", src(c), c.Static, depth)
 				i = j
 			} else if c, j, ok := short(i, 'x'); ok {
@@ -148,13 +154,13 @@ func (r *reader) gitSub(at int, sub string, rest []Word, depth int) {
 				i = j
 			}
 		case "difftool":
-			if c, j, ok := long(i, 2, "extcmd"); ok {
+			if c, j, ok := long(i, 1, "extcmd"); ok {
 				r.text(at, via+" --extcmd", src(c)+" "+WildPart+" "+WildPart, false, depth)
 				i = j
 			} else if c, j, ok := short(i, 'x'); ok {
 				r.text(at, via+" -x", src(c)+" "+WildPart+" "+WildPart, false, depth)
 				i = j
-			} else if _, j, ok := long(i, 2, "tool"); ok {
+			} else if _, j, ok := long(i, 1, "tool"); ok {
 				r.opaque(at, via+" --tool runs a configured tool")
 				i = j
 			} else if _, j, ok := short(i, 't'); ok {
@@ -162,7 +168,7 @@ func (r *reader) gitSub(at int, sub string, rest []Word, depth int) {
 				i = j
 			}
 		case "mergetool":
-			if _, j, ok := long(i, 2, "tool"); ok {
+			if _, j, ok := long(i, 1, "tool"); ok {
 				r.opaque(at, via+" --tool runs a configured tool")
 				i = j
 			} else if _, j, ok := short(i, 't'); ok {
@@ -178,10 +184,10 @@ func (r *reader) gitSub(at int, sub string, rest []Word, depth int) {
 				i = j
 			}
 		case "clone", "fetch", "pull", "ls-remote", "archive", "push", "send-pack", "fetch-pack":
-			if c, j, ok := long(i, 2, "upload-pack", "receive-pack"); ok {
+			if c, j, ok := long(i, 1, "upload-pack", "receive-pack"); ok {
 				r.text(at, via+" "+w.Value, src(c)+" "+WildPart, false, depth)
 				i = j
-			} else if c, j, ok := long(i, 3, "exec"); ok && (sub == "archive" || sub == "push" || sub == "send-pack" || sub == "fetch-pack") {
+			} else if c, j, ok := long(i, 1, "exec"); ok && (sub == "archive" || sub == "push" || sub == "send-pack" || sub == "fetch-pack") {
 				r.text(at, via+" --exec", src(c)+" "+WildPart, false, depth)
 				i = j
 			} else if sub != "push" && sub != "archive" && !strings.HasPrefix(w.Value, "--") {
@@ -208,6 +214,102 @@ func (r *reader) gitSub(at int, sub string, rest []Word, depth int) {
 		}
 	}
 }
+
+// filterBranchFilters are git filter-branch's options whose value sh
+// evals.
+var filterBranchFilters = map[string]bool{
+	"--setup": true, "--env-filter": true, "--tree-filter": true, "--index-filter": true, "--parent-filter": true,
+	"--msg-filter": true, "--commit-filter": true, "--tag-name-filter": true,
+}
+
+// filterBranch reads git filter-branch's options as its script does:
+// up to -- or the first word that is no option, --force, -f,
+// --prune-empty and --remap-to-ancestor take no value and every other
+// option takes the next word, whatever it looks like (--original
+// --msg-filter --tree-filter CMD runs CMD as the tree filter). Each
+// filter's value is read as a command; so is the word after any word
+// that names a filter, or names one with =VALUE (VALUE), wherever it
+// stands: deny and review win on any reading.
+func (r *reader) filterBranch(at int, rest []Word, depth int) {
+	via := "git filter-branch"
+	read := map[int]bool{}
+	for i := 0; i < len(rest); i++ {
+		w := rest[i]
+		if !w.Static {
+			r.opaque(at, via+" with a word known only when it runs")
+			return
+		}
+		if w.Value == "--" || !strings.HasPrefix(w.Value, "-") {
+			break
+		}
+		switch w.Value {
+		case "--force", "-f", "--prune-empty", "--remap-to-ancestor":
+			continue
+		}
+		if i+1 < len(rest) && filterBranchFilters[w.Value] {
+			read[i+1] = true
+		}
+		i++
+	}
+	for i, w := range rest {
+		if !w.Static {
+			r.opaque(at, via+" with a word known only when it runs")
+			return
+		}
+		n, val, eq := strings.Cut(w.Value, "=")
+		switch {
+		case !filterBranchFilters[n]:
+		case eq:
+			r.text(at, via+" "+n, val, true, depth)
+		case i+1 < len(rest):
+			read[i+1] = true
+		}
+	}
+	for i, w := range rest {
+		if read[i] {
+			r.text(at, via+" "+rest[i-1].Value, src(w), w.Static, depth)
+		}
+	}
+}
+
+// longOpt returns the long option of names that word n (the text after
+// "--", before any "=") stands for, as getopt_long reads it: the option
+// itself, or the one option it is a unique abbreviation of; "" for none
+// or an ambiguous one (which the program refuses).
+func longOpt(n string, names []string) string {
+	found := ""
+	for _, name := range names {
+		if name == n {
+			return name
+		}
+		if n != "" && strings.HasPrefix(name, n) {
+			if found != "" {
+				return ""
+			}
+			found = name
+		}
+	}
+	return found
+}
+
+// sortLongOpts are GNU sort's long options (coreutils 9.1 sort --help),
+// with "=" after those that take a value.
+var sortLongOpts = []string{
+	"ignore-leading-blanks", "dictionary-order", "ignore-case", "general-numeric-sort", "ignore-nonprinting",
+	"month-sort", "human-numeric-sort", "numeric-sort", "random-sort", "random-source=", "reverse", "sort=",
+	"version-sort", "batch-size=", "check", "compress-program=", "debug", "files0-from=", "key=", "merge",
+	"output=", "stable", "buffer-size=", "field-separator=", "temporary-directory=", "parallel=", "unique",
+	"zero-terminated", "help", "version",
+}
+
+// sortLongNames are sortLongOpts without their "=".
+var sortLongNames = func() []string {
+	out := make([]string, len(sortLongOpts))
+	for i, o := range sortLongOpts {
+		out[i] = strings.TrimSuffix(o, "=")
+	}
+	return out
+}()
 
 // sed reads GNU sed's options and script (see the list above).
 func (r *reader) sed(at int, rest []Word, depth int) {
@@ -530,33 +632,30 @@ func (r *reader) sortOpts(at int, rest []Word, depth int) {
 			return
 		}
 		if n, val, eq := strings.Cut(strings.TrimPrefix(v, "--"), "="); strings.HasPrefix(v, "--") && n != "" {
-			// A unique abbreviation: --compress-program from --com, --output
-			// from --o.
+			// Any unique abbreviation: --compress-program from --co, --output
+			// from --o; an ambiguous one (--c) makes sort refuse the line.
+			name := longOpt(n, sortLongNames)
+			takes := false
+			for _, o := range sortLongOpts {
+				if o == name+"=" {
+					takes = true
+				}
+			}
 			var pw Word
 			ok := false
 			if eq {
 				pw, ok = lit(val), true
-			} else if i+1 < len(rest) {
+			} else if takes && i+1 < len(rest) {
 				i++
 				pw, ok = rest[i], true
 			}
 			switch {
-			case len(n) >= 3 && strings.HasPrefix("compress-program", n):
-				if ok {
-					r.sub(at, "sort --compress-program", []Word{pw}, false, depth)
-					r.sub(at, "sort --compress-program", []Word{pw, lit("-d")}, false, depth)
-				}
-			case strings.HasPrefix("output", n):
-				if ok {
-					r.s.Writes = append(r.s.Writes, Redirection{Op: "sort -o", Target: pw, Command: at})
-				}
-			case strings.HasPrefix("files0-from", n) || strings.HasPrefix("key", n) || strings.HasPrefix("field-separator", n) ||
-				strings.HasPrefix("buffer-size", n) || strings.HasPrefix("temporary-directory", n) ||
-				strings.HasPrefix("parallel", n) || strings.HasPrefix("batch-size", n) || strings.HasPrefix("sort", n) || strings.HasPrefix("random-source", n):
-			default:
-				if !eq && ok {
-					i-- // a flag: the next word is its own
-				}
+			case !ok:
+			case name == "compress-program":
+				r.sub(at, "sort --compress-program", []Word{pw}, false, depth)
+				r.sub(at, "sort --compress-program", []Word{pw, lit("-d")}, false, depth)
+			case name == "output":
+				r.s.Writes = append(r.s.Writes, Redirection{Op: "sort -o", Target: pw, Command: at})
 			}
 			continue
 		}
@@ -640,12 +739,29 @@ func (r *reader) lessOpts(at int, rest []Word) {
 		switch {
 		case strings.HasPrefix(v, "+") && len(v) > 1 && strings.ContainsAny(v, "!|sEv"):
 			r.opaque(at, "less runs its initial commands, which may run a program or write a file")
-		case strings.HasPrefix(v, "--log-file") || strings.HasPrefix(v, "--LOG-FILE") || strings.HasPrefix(v, "--lesskey") || strings.HasPrefix(v, "--cmd") || strings.HasPrefix(v, "--editor"):
+		case strings.HasPrefix(v, "--") && lessRunsOpt(v[2:]):
 			r.opaque(at, "less "+v+" writes a file or runs a command")
 		case strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.ContainsAny(v[1:], "oOk"):
 			r.opaque(at, "less -o|-O|-k writes a log file or reads key bindings")
 		}
 	}
+}
+
+// lessRunsOpt reports whether long option n (the text after "--") is
+// one of less's options that write a log file, read key bindings or
+// run a command, in any abbreviation and any case (less takes unique
+// abbreviations of its long options).
+func lessRunsOpt(n string) bool {
+	n, _, _ = strings.Cut(strings.ToLower(n), "=")
+	if n == "" {
+		return false
+	}
+	for _, name := range []string{"log-file", "lesskey-file", "lesskey-src", "lesskey-content", "cmd", "editor"} {
+		if strings.HasPrefix(name, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // tarOpts reads GNU tar's options that run a program: --to-command,
@@ -682,7 +798,7 @@ func (r *reader) tarOpts(at int, rest []Word, depth int) {
 				if c, ok := take(); ok {
 					r.text(at, "tar --to-command", src(c), c.Static, depth)
 				}
-			case len(n) >= 12 && strings.HasPrefix("checkpoint-action", n):
+			case len(n) >= 11 && strings.HasPrefix("checkpoint-action", n): // --checkpoint itself is another option
 				if c, ok := take(); ok {
 					if s, found := strings.CutPrefix(src(c), "exec="); found {
 						r.text(at, "tar --checkpoint-action=exec", s, c.Static, depth)

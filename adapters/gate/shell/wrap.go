@@ -132,6 +132,20 @@ var commandVars = map[string]bool{
 	"PAGER": true, "MANPAGER": true, "SYSTEMD_PAGER": true, "EDITOR": true, "VISUAL": true,
 	"SSH_ASKPASS": true, "SUDO_ASKPASS": true, "LESSOPEN": true, "LESSCLOSE": true,
 	"PROMPT_COMMAND": true, "BROWSER": true, "TERMINAL": true, "DIFF": true,
+	"RSYNC_RSH": true, "RSYNC_CONNECT_PROG": true, "FCEDIT": true, "SUDO_EDITOR": true, "LESSEDIT": true,
+}
+
+// optionVars name environment variables a program reads as options,
+// an options file or a command it runs (TAR_OPTIONS=--to-command=CMD,
+// ZIPOPT='-TT CMD', MANOPT='-P CMD', LESS='+!CMD', RIPGREP_CONFIG_PATH,
+// MAKEFLAGS, SHELL, …): the gate does not read them as that program's
+// words, so the command is opaque.
+var optionVars = map[string]bool{
+	"TAR_OPTIONS": true, "ZIPOPT": true, "ZIP": true, "UNZIP": true, "UNZIPOPT": true, "ZIPINFO": true,
+	"ZIPINFOOPT": true, "MANOPT": true, "MANROFFOPT": true, "LESS": true, "LESSKEY": true, "LESSKEYIN": true,
+	"LESSKEY_CONTENT": true, "LESSKEYIN_SYSTEM": true, "RIPGREP_CONFIG_PATH": true, "GREP_OPTIONS": true,
+	"PARALLEL": true, "MAKEFLAGS": true, "MFLAGS": true, "GNUMAKEFLAGS": true, "SHELL": true, "WGETRC": true,
+	"CURL_HOME": true, "XZ_OPT": true, "XZ_DEFAULTS": true, "RSYNC_OLD_ARGS": true, "RSYNC_PROTECT_ARGS": true,
 }
 
 // loaderVars name environment variables that change which code runs
@@ -327,6 +341,14 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 		r.watch(at, rest, depth)
 	case name == "ssh":
 		r.ssh(at, rest, depth)
+	case name == "rsync":
+		r.runOpts(at, "rsync", rest, "e", "", "fBMT@", []string{"rsh"}, []string{"rsync-path"}, depth)
+	case name == "zip":
+		r.runOpts(at, "zip", rest, "", "", "", []string{"unzip-command"}, nil, depth)
+	case name == "man":
+		r.runOpts(at, "man", rest, "P", "HC", "LmMSsepRrET", []string{"pager"}, []string{"html", "config-file"}, depth)
+	case name == "scp" || name == "sftp":
+		r.runOpts(at, name, rest, "", "SFDo", "cilPJB", nil, nil, depth)
 	case name == "su" || name == "runuser" || name == "script" || name == "flock" || name == "sg":
 		for i, w := range rest {
 			short := w.Static && len(w.Value) > 2 && w.Value[0] == '-' && w.Value[1] != '-' && strings.HasSuffix(w.Value, "c") && !strings.ContainsAny(w.Value, "=/")
@@ -1254,6 +1276,8 @@ func (r *reader) assignEffect(a Assignment, at, depth int) string {
 			r.text(i, a.Name, src(a.Value), a.Value.Static, depth)
 		}
 		return ""
+	case optionVars[a.Name]:
+		return "sets " + a.Name + ", which a program reads as its options or a command it runs"
 	case loaderVars[a.Name], strings.HasPrefix(a.Name, "BASH"), strings.HasPrefix(a.Name, "GIT_"),
 		strings.HasPrefix(a.Name, "LD_"), strings.HasPrefix(a.Name, "XDG_"), strings.HasPrefix(a.Name, "LOGBOOK_"):
 		if a.Name == "BASH_ALIASES" {
@@ -1262,4 +1286,91 @@ func (r *reader) assignEffect(a Assignment, at, depth int) string {
 		return "sets " + a.Name + ", which changes what code runs or where programs read their settings"
 	}
 	return ""
+}
+
+// runOpts reads the options of program prog that run a command: those
+// whose value is a command line (rsync -e|--rsh, zip -TT|--unzip-command,
+// man -P|--pager) are read through as one, given one more word after
+// it; those that run a program or read a configuration the gate does
+// not read through (rsync --rsync-path, man -H|--html|-C|--config-file,
+// scp and sftp -S|-o|-F|-D) make the command opaque. texts and runs are
+// such short options, args the other short options that take a value
+// (the rest of the word or the next word); longTexts and longRuns such
+// long options, matched in any abbreviation.
+func (r *reader) runOpts(at int, prog string, rest []Word, texts, runs, args string, longTexts, longRuns []string, depth int) {
+	for i := 0; i < len(rest); i++ {
+		w := rest[i]
+		v := w.Value
+		if !w.Static {
+			if strings.HasPrefix(w.Reading, "-") || strings.HasPrefix(w.Reading, Wild) || strings.HasPrefix(w.Reading, WildPart) {
+				r.opaque(at, prog+" with a word known only when it runs, which may be an option")
+				return
+			}
+			continue
+		}
+		if v == "--" {
+			return
+		}
+		// value returns the value of the option ending word i at k: the
+		// rest of the word, or the next word.
+		value := func(k int) (Word, bool) {
+			if k < len(v) {
+				return lit(v[k:]), true
+			}
+			if i+1 < len(rest) {
+				i++
+				return rest[i], true
+			}
+			return Word{}, false
+		}
+		if n, ok := strings.CutPrefix(v, "--"); ok {
+			n, val, eq := strings.Cut(n, "=")
+			for _, name := range longTexts {
+				if n != "" && strings.HasPrefix(name, n) {
+					c, ok := lit(val), eq
+					if !eq {
+						c, ok = value(len(v))
+					}
+					if ok {
+						r.text(at, prog+" --"+name, src(c)+" "+WildPart, false, depth)
+					}
+				}
+			}
+			for _, name := range longRuns {
+				if n != "" && strings.HasPrefix(name, n) {
+					r.opaque(at, prog+" --"+name+" runs a program or reads a configuration the gate does not read through")
+					return
+				}
+			}
+			continue
+		}
+		if !strings.HasPrefix(v, "-") || v == "-" {
+			continue
+		}
+		if prog == "zip" {
+			if k := strings.Index(v, "TT"); k > 0 {
+				if c, ok := value(k + 2); ok {
+					r.text(at, "zip -TT", src(c)+" "+WildPart, false, depth)
+				}
+			}
+			continue
+		}
+		for k := 1; k < len(v); k++ {
+			c := v[k]
+			if strings.IndexByte(runs, c) >= 0 {
+				r.opaque(at, prog+" -"+string(c)+" runs a program or reads a configuration the gate does not read through")
+				return
+			}
+			if strings.IndexByte(texts, c) >= 0 {
+				if val, ok := value(k + 1); ok {
+					r.text(at, prog+" -"+string(c), src(val)+" "+WildPart, false, depth)
+				}
+				break
+			}
+			if strings.IndexByte(args, c) >= 0 {
+				value(k + 1)
+				break
+			}
+		}
+	}
 }
