@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"path"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -1290,8 +1291,7 @@ func (r *reader) assignEffect(a Assignment, at, depth int) string {
 
 // runOpts reads the options of program prog that run a command: those
 // whose value is a command line (rsync -e|--rsh, zip -TT|--unzip-command,
-// man -P|--pager) are read through as one, given one more word after
-// it; those that run a program or read a configuration the gate does
+// man -P|--pager) are read through as one (see runText); those that run a program or read a configuration the gate does
 // not read through (rsync --rsync-path, man -H|--html|-C|--config-file,
 // scp and sftp -S|-o|-F|-D) make the command opaque. texts and runs are
 // such short options, args the other short options that take a value
@@ -1332,7 +1332,7 @@ func (r *reader) runOpts(at int, prog string, rest []Word, texts, runs, args str
 						c, ok = value(len(v))
 					}
 					if ok {
-						r.text(at, prog+" --"+name, src(c)+" "+WildPart, false, depth)
+						r.runText(at, prog+" --"+name, c, depth)
 					}
 				}
 			}
@@ -1350,7 +1350,7 @@ func (r *reader) runOpts(at int, prog string, rest []Word, texts, runs, args str
 		if prog == "zip" {
 			if k := strings.Index(v, "TT"); k > 0 {
 				if c, ok := value(k + 2); ok {
-					r.text(at, "zip -TT", src(c)+" "+WildPart, false, depth)
+					r.runText(at, "zip -TT", c, depth)
 				}
 			}
 			continue
@@ -1363,7 +1363,7 @@ func (r *reader) runOpts(at int, prog string, rest []Word, texts, runs, args str
 			}
 			if strings.IndexByte(texts, c) >= 0 {
 				if val, ok := value(k + 1); ok {
-					r.text(at, prog+" -"+string(c), src(val)+" "+WildPart, false, depth)
+					r.runText(at, prog+" -"+string(c), val, depth)
 				}
 				break
 			}
@@ -1372,5 +1372,35 @@ func (r *reader) runOpts(at int, prog string, rest []Word, texts, runs, args str
 				break
 			}
 		}
+	}
+}
+
+// runText reads the command line c that option via (rsync -e, zip -TT,
+// man -P) runs: rsync splits it into words itself and adds the host and
+// its own words (read without them: a program other than ssh or rsh,
+// or a quote or a backslash, which rsync reads its own way, makes the
+// command opaque);
+// zip runs it by sh with a name of its own added, man as the pager.
+func (r *reader) runText(at int, via string, c Word, depth int) {
+	if !strings.HasPrefix(via, "rsync") {
+		r.text(at, via, src(c), c.Static, depth)
+		return
+	}
+	if !c.Static || strings.ContainsAny(c.Value, "'\"\\") {
+		r.opaque(at, via+" of a command the gate cannot split as rsync does")
+		return
+	}
+	var ws []Word
+	for _, f := range strings.Fields(c.Value) {
+		ws = append(ws, lit(f))
+	}
+	if len(ws) == 0 {
+		return
+	}
+	r.sub(at, via, ws, false, depth)
+	if n := path.Base(ws[0].Value); n != "ssh" && n != "rsh" {
+		// ssh and rsh take the host and run rsync's words there; another
+		// program may run them here.
+		r.opaque(at, via+" runs "+n+" with words rsync adds, which the gate does not read")
 	}
 }
