@@ -321,7 +321,7 @@ func (r *reader) sed(at int, rest []Word, depth int) {
 		w := rest[i]
 		v := w.Value
 		if !w.Static {
-			if strings.HasPrefix(w.Reading, "-") || strings.HasPrefix(w.Reading, Wild) || strings.HasPrefix(w.Reading, WildPart) {
+			if mayBeOption(w, "-") {
 				r.opaque(at, "sed with a word known only when it runs, which may be a script")
 				return
 			}
@@ -616,6 +616,18 @@ func (p *sedScript) parse() {
 	}
 }
 
+// mayBeOption reports whether w, a word known only when it runs, may
+// begin with one of the option prefixes (as "-", "+"): its reading
+// begins with one, or with a wildcard that may stand for one.
+func mayBeOption(w Word, prefixes ...string) bool {
+	for _, p := range append(prefixes, Wild, WildPart) {
+		if strings.HasPrefix(w.Reading, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // sortOpts reads GNU sort's --compress-program (run to compress and,
 // with -d, to decompress) and -o|--output (a file written).
 func (r *reader) sortOpts(at int, rest []Word, depth int) {
@@ -623,7 +635,7 @@ func (r *reader) sortOpts(at int, rest []Word, depth int) {
 		w := rest[i]
 		v := w.Value
 		if !w.Static {
-			if strings.HasPrefix(w.Reading, "-") || strings.HasPrefix(w.Reading, Wild) || strings.HasPrefix(w.Reading, WildPart) {
+			if mayBeOption(w, "-") {
 				r.opaque(at, "sort with a word known only when it runs, which may be an option")
 			}
 			continue
@@ -691,7 +703,7 @@ func (r *reader) rgOpts(at int, rest []Word, depth int) {
 		w := rest[i]
 		v := w.Value
 		if !w.Static {
-			if strings.HasPrefix(w.Reading, "-") || strings.HasPrefix(w.Reading, Wild) || strings.HasPrefix(w.Reading, WildPart) {
+			if mayBeOption(w, "-") {
 				r.opaque(at, "rg with a word known only when it runs, which may be --pre")
 			}
 			continue
@@ -728,7 +740,7 @@ func (r *reader) lessOpts(at int, rest []Word) {
 	for _, w := range rest {
 		v := w.Value
 		if !w.Static {
-			if strings.HasPrefix(w.Reading, "-") || strings.HasPrefix(w.Reading, "+") || strings.HasPrefix(w.Reading, Wild) || strings.HasPrefix(w.Reading, WildPart) {
+			if mayBeOption(w, "-", "+") {
 				r.opaque(at, "less with a word known only when it runs, which may be a command")
 			}
 			continue
@@ -773,7 +785,7 @@ func (r *reader) tarOpts(at int, rest []Word, depth int) {
 		w := rest[i]
 		v := w.Value
 		if !w.Static {
-			if strings.HasPrefix(w.Reading, "-") || strings.HasPrefix(w.Reading, Wild) || strings.HasPrefix(w.Reading, WildPart) {
+			if mayBeOption(w, "-") {
 				r.opaque(at, "tar with a word known only when it runs, which may be an option")
 			}
 			continue

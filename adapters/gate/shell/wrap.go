@@ -1302,7 +1302,7 @@ func (r *reader) runOpts(at int, prog string, rest []Word, texts, runs, args str
 		w := rest[i]
 		v := w.Value
 		if !w.Static {
-			if strings.HasPrefix(w.Reading, "-") || strings.HasPrefix(w.Reading, Wild) || strings.HasPrefix(w.Reading, WildPart) {
+			if mayBeOption(w, "-") {
 				r.opaque(at, prog+" with a word known only when it runs, which may be an option")
 				return
 			}
