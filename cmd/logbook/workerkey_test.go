@@ -59,15 +59,36 @@ func TestWorkerKey_EndsNoSession(t *testing.T) {
 			t.Fatalf("exec true: %v\n%s\n%s", err, out.String(), logs.String())
 		}
 	}
-	execTrue()
-
 	dd := dataDir(data)
 	l, wnc := connectAs(t, dd, natslog.RoleWorker)
 	agg := events.Aggregate{Kind: events.KindSession, ID: sid}
-	recs, last, err := l.Load(ctx, agg)
-	if err != nil || len(recs) == 0 {
-		t.Fatalf("load %s: %d events, %v", agg, len(recs), err)
+	// closed waits for the session's entry of the nth command to close:
+	// exec returns at command.exited, and the session's entry_closed
+	// follows it, appended on its own.
+	closed := func(n int) ([]events.Record, uint64) {
+		t.Helper()
+		for {
+			recs, last, err := l.Load(ctx, agg)
+			if err != nil {
+				t.Fatalf("load %s: %v", agg, err)
+			}
+			c := 0
+			for _, r := range recs {
+				if r.Type == "session.entry_closed" {
+					c++
+				}
+			}
+			if c >= n {
+				return recs, last
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the entry of command %d did not close: %d events on %s", n, len(recs), agg)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
+	execTrue()
+	recs, last := closed(1)
 	wkey, err := dd.principalKey("worker.key", attestation.RoleWorker)
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +103,7 @@ func TestWorkerKey_EndsNoSession(t *testing.T) {
 	forged := publish(t, wnc, m).Sequence
 
 	execTrue() // the worker's events after the forgery
+	closed(2)
 	end, err := l.LastSeq(ctx)
 	if err != nil {
 		t.Fatal(err)
