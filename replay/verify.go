@@ -28,6 +28,13 @@ type Report struct {
 	// unattested (filled in by a caller whose log judges signatures);
 	// any makes the check fail.
 	Unattested []Unattested `json:"unattested,omitempty"`
+	// SignedUnjudged is the stream sequence of the log's signing.began
+	// when the log is signed and the host that folded it pins no admin
+	// key (filled in by a caller whose log reads unjudged), 0 otherwise.
+	// Any makes the check fail: such a host folds what every host that
+	// pins the key leaves out, so equal hashes here vouch for nothing
+	// they agree on.
+	SignedUnjudged uint64 `json:"signed_unjudged,omitempty"`
 }
 
 // Diff is one key whose value differs between two projections.

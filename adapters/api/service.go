@@ -702,11 +702,17 @@ func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
 }
 
 // Verify answers VerbVerify: replay.Verify of the live store, with the
-// events the log left out as unattested (Unattested).
+// events the log left out as unattested (Unattested) and, when the log
+// is signed and read unjudged, its signing.began (SignedUnjudged).
 func (s *Service) Verify(ctx context.Context, _ []byte) (any, error) {
 	r, err := replay.Verify(ctx, s.Log, s.Store)
 	if err == nil && s.Unattested != nil {
 		r.Unattested = s.Unattested()
+	}
+	if l, ok := s.Log.(interface {
+		SignedUnjudged(context.Context) (uint64, error)
+	}); ok && err == nil {
+		r.SignedUnjudged, err = l.SignedUnjudged(ctx)
 	}
 	return r, err
 }

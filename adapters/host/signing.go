@@ -80,6 +80,12 @@ func (s Signing) Start(ctx context.Context) (*KeyWatch, *attestation.Key, error)
 		}
 		return sk, key, nil
 	case !s.Pinned:
+		if began, err := l.SignedUnjudged(ctx); err == nil && began > 0 {
+			s.Say("WARNING: the log is signed since seq %d but no admin key is pinned in %s: events are appended unsigned and read unjudged, "+
+				"folding what every host that pins the key quarantines (unsigned, forged, out-of-role events), so this host's state may differ from theirs; "+
+				"pin the log's admin key with `logbook keys pin`", began, dd.KeyPath("admin.pub"))
+			return nil, nil, nil
+		}
 		s.Say("no admin key pinned in %s: events are appended unsigned and read unjudged; pin the cluster's admin key with `logbook keys pin`", dd.KeyPath("admin.pub"))
 		return nil, nil, nil
 	case s.Reader:

@@ -283,6 +283,27 @@ func (l *Log) Quarantined() ([]Quarantined, uint64) {
 // Verifier returns the Log's Verifier (nil when it reads unjudged).
 func (l *Log) Verifier() *attestation.Verifier { return l.cfg.Verifier }
 
+// SignedUnjudged returns the stream sequence of the log's signing.began
+// when the log is signed and l reads it unjudged (no admin key pinned),
+// and 0 when l judges what it reads or the log was never signed. A log
+// read unjudged folds what every host that pins the admin key leaves
+// out (unsigned, forged, out-of-role events), so its state may differ
+// from theirs at the same sequence: a caller that vouches for the state
+// must say so. The error is the log's, reading the signing aggregate.
+func (l *Log) SignedUnjudged(ctx context.Context) (uint64, error) {
+	if l.cfg.Verifier != nil {
+		return 0, nil
+	}
+	recs, _, err := l.Load(ctx, events.Aggregate{Kind: events.KindKey, ID: events.SigningAggregate})
+	if err != nil {
+		return 0, fmt.Errorf("read %s.%s: %w", events.KindKey, events.SigningAggregate, err)
+	}
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	return recs[0].Seq, nil
+}
+
 // attestMsg is what the Verifier judges of a stored message.
 func attestMsg(seq uint64, subject string, h nats.Header, data []byte) attestation.Message {
 	return attestation.Message{Seq: seq, Subject: subject, Expect: h.Get(jetstream.ExpectedLastSubjSeqHeader),

@@ -111,6 +111,19 @@ func VerifyReport(w io.Writer, r replay.Report) {
 		fmt.Fprintf(w, "DIFFERENT: %s\n", r)
 	}
 	Unattested(w, "UNATTESTED: ", r.Unattested)
+	if r.SignedUnjudged > 0 {
+		fmt.Fprintln(w, Unjudged(r.SignedUnjudged))
+	}
+}
+
+// Unjudged is the line that says a signed log was read unjudged: its
+// signing.began is at stream sequence seq and this host pins no admin
+// key, so it folds what every host that pins the key leaves out.
+func Unjudged(seq uint64) string {
+	return fmt.Sprintf("NOT JUDGED: the log is signed since seq %d (signing.began) and this host pins no admin key: "+
+		"it folds what every host that pins the key quarantines (unsigned, forged, out-of-role events), "+
+		"so its state may differ from theirs at the same sequence; pin the log's admin key with "+
+		"`logbook keys pin PUBLIC` (`logbook keys admin` prints it where the key was made)", seq)
 }
 
 // PrintAudit writes an audit timeline to w, byte for byte as Print of

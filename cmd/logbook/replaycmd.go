@@ -205,6 +205,9 @@ func replayVerify(ctx context.Context, g *globals) error {
 			g.shownUnattested = true
 			return &exitError{code: 1, err: fmt.Errorf("the log holds %s, left out of every fold", term.Plural(n, "unattested event"))}
 		}
+		if r.SignedUnjudged > 0 {
+			return &exitError{code: 1, err: fmt.Errorf("the log is signed since seq %d and was read unjudged: pin its admin key (`logbook keys pin`)", r.SignedUnjudged)}
+		}
 		return nil
 	})
 }

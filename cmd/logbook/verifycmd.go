@@ -131,6 +131,11 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 	if err != nil {
 		return err
 	}
+	// A signed log read unjudged may hold what it cannot tell: not ok.
+	unjudged, err := signedUnjudged(ctx, g, b)
+	if err != nil {
+		return err
+	}
 	var inc *merkle.Inclusion
 	var incErr error
 	if seq > 0 {
@@ -140,8 +145,8 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 		}
 	}
 	if g.json {
-		ok := rep.Failure() == nil && incErr == nil && rep.NothingProven() == nil && qn == 0
-		if err := writeJSON(g.stdout, verifyJSON{ok, rep.JSON(inc), note, qn, qfirst}); err != nil {
+		ok := rep.Failure() == nil && incErr == nil && rep.NothingProven() == nil && qn == 0 && unjudged == 0
+		if err := writeJSON(g.stdout, verifyJSON{ok, rep.JSON(inc), note, qn, qfirst, unjudged}); err != nil {
 			return err
 		}
 	} else {
@@ -170,6 +175,11 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 			}
 		}
 	}
+	if unjudged > 0 && !g.json {
+		if _, err := fmt.Fprintln(g.stdout, term.Unjudged(unjudged)); err != nil {
+			return err
+		}
+	}
 	if err := rep.Failure(); err != nil {
 		return &exitError{codeError, err}
 	}
@@ -182,7 +192,7 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 			return err
 		}
 		out := line.Bytes()
-		if qn > 0 {
+		if qn > 0 || unjudged > 0 {
 			// The tree agrees; the log is not ok all the same.
 			out = bytes.TrimPrefix(out, []byte("ok: "))
 		}
@@ -196,7 +206,22 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 	if unattestedErr != nil {
 		return &exitError{codeError, unattestedErr}
 	}
+	if unjudged > 0 {
+		return &exitError{codeError, fmt.Errorf("verify: the log is signed since seq %d and this host reads it unjudged: pin its admin key (`logbook keys pin`)", unjudged)}
+	}
 	return nil
+}
+
+// signedUnjudged returns the sequence of the log's signing.began when
+// b's log is signed and this host reads it unjudged (no admin key
+// pinned), 0 otherwise (natslog.Log.SignedUnjudged).
+func signedUnjudged(ctx context.Context, g *globals, b *backend) (uint64, error) {
+	l, judged, err := readerLog(ctx, g, b)
+	if err != nil || judged {
+		return 0, err
+	}
+	defer l.Close()
+	return l.SignedUnjudged(ctx)
 }
 
 // unattestedIn reads the whole of b's log as a reading command does
@@ -248,7 +273,8 @@ func unattestedIn(ctx context.Context, g *globals, b *backend, js jetstream.JetS
 type verifyJSON struct {
 	// OK is true exactly when verify exits 0: the tree agrees with
 	// everything it was compared with, something was proven, the asked
-	// proof was made, and no event is unattested.
+	// proof was made, no event is unattested, and a signed log was
+	// judged.
 	OK bool `json:"ok"`
 	merkle.ReportJSON
 	Quarantined *quarantineNote `json:"quarantined,omitempty"`
@@ -256,6 +282,10 @@ type verifyJSON struct {
 	// FirstUnattested is the first of them by sequence.
 	Unattested      uint64             `json:"unattested"`
 	FirstUnattested *replay.Unattested `json:"first_unattested,omitempty"`
+	// SignedUnjudged is the sequence of the log's signing.began when the
+	// log is signed and this host pins no admin key (it reads the log
+	// unjudged), 0 otherwise; any makes OK false.
+	SignedUnjudged uint64 `json:"signed_unjudged,omitempty"`
 }
 
 // quarantineNote says why the log's reads leave the stored event message

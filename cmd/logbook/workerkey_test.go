@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,17 +38,25 @@ func TestWorkerKey_EndsNoSession(t *testing.T) {
 	defer cancel()
 	logs := serveInProcess(t, data, "--workers", "0", "--reconcile-every", "0", "--http", "off")
 	sctx, stop := context.WithCancel(ctx)
-	run := func(data string, args ...string) {
+	// run runs the CLI until the test ends; the func it returns stops it
+	// sooner and waits for it.
+	run := func(data string, args ...string) func() {
+		rctx, rstop := context.WithCancel(sctx)
 		done := make(chan error, 1)
 		go func() {
-			done <- runCLI(sctx, append([]string{"--data", data}, args...), strings.NewReader(""), logs, logs)
+			done <- runCLI(rctx, append([]string{"--data", data}, args...), strings.NewReader(""), logs, logs)
 		}()
-		t.Cleanup(func() {
-			stop()
-			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("logbook %s: %v\n%s", args[0], err, logs.String())
-			}
-		})
+		var once sync.Once
+		end := func() {
+			once.Do(func() {
+				rstop()
+				if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("logbook %s: %v\n%s", args[0], err, logs.String())
+				}
+			})
+		}
+		t.Cleanup(func() { stop(); end() })
+		return end
 	}
 	run(data, "worker", "--grace", "300ms")
 	const sid = "0c7e4a11-0000-4000-8000-0000000c0de5"
@@ -116,32 +125,56 @@ func TestWorkerKey_EndsNoSession(t *testing.T) {
 		t.Errorf("the origin folds the forged end:\n%s", show)
 	}
 
+	// follow starts a follower of the origin's log on dir and returns
+	// `session show` on it once it has folded the log to its end.
+	si, _ := dd.readServeInfo()
+	follow := func(dir string) (string, func()) {
+		t.Helper()
+		stopF := run(dir, "serve", "--nats-url", si.URL, "--creds", filepath.Join(data, "creds-follower.json"), "--role", "reader", "--http", "off")
+		// Asked before the follower is up, `session show` would open its
+		// data dir itself.
+		for si, ok := dataDir(dir).readServeInfo(); !ok || si.PID == 0; si, ok = dataDir(dir).readServeInfo() {
+			if ctx.Err() != nil {
+				t.Fatalf("the follower did not start:\n%s", logs.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		var show string
+		for at := uint64(0); at < end; time.Sleep(50 * time.Millisecond) {
+			if ctx.Err() != nil {
+				t.Fatalf("the follower did not reach seq %d:\n%s", end, show)
+			}
+			show, _, _ = cliExit(t, dir, "session", "show", sid, "--creds", filepath.Join(data, "creds-reader.json"))
+			if _, rest, ok := strings.Cut(show, "as of          projection at event "); ok {
+				at, _ = strconv.ParseUint(strings.Fields(rest)[0], 10, 64)
+			}
+		}
+		return show, stopF
+	}
+
+	// A follower that pins no admin key reads the signed log unjudged and
+	// folds the forgery: neither of its checks vouches for its state.
+	unpinned := t.TempDir()
+	_, end1 := follow(unpinned)
+	creds := filepath.Join(data, "creds-reader.json")
+	for _, args := range [][]string{{"replay", "--verify"}, {"verify"}} {
+		out, errOut, code := cliExit(t, unpinned, append(args, "--creds", creds)...)
+		if code != 1 || !strings.Contains(out, "NOT JUDGED: the log is signed since seq 1 ") {
+			t.Errorf("%s on a follower that pins no admin key: exit %d; want 1 and NOT JUDGED named:\n%s%s", args, code, out, errOut)
+		}
+	}
+	jout, _, _ := cliExit(t, unpinned, "replay", "--verify", "--json", "--creds", creds)
+	if !strings.Contains(jout, `"signed_unjudged": 1`) {
+		t.Errorf("replay --verify --json on the unpinned follower lacks signed_unjudged:\n%s", jout)
+	}
+	end1() // a follower's credentials answer for one follower at a time
+
 	pub, err := os.ReadFile(dd.keyPath("admin.pub"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cli(t, follower, "keys", "pin", strings.TrimSpace(string(pub)))
-	si, _ := dd.readServeInfo()
-	run(follower, "serve", "--nats-url", si.URL, "--creds", filepath.Join(data, "creds-follower.json"), "--role", "reader", "--http", "off")
-	// Asked before the follower is up, `session show` would open its
-	// data dir itself.
-	for si, ok := dataDir(follower).readServeInfo(); !ok || si.PID == 0; si, ok = dataDir(follower).readServeInfo() {
-		if ctx.Err() != nil {
-			t.Fatalf("the follower did not start:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	var show string
-	for at := uint64(0); at < end; time.Sleep(50 * time.Millisecond) {
-		if ctx.Err() != nil {
-			t.Fatalf("the follower did not reach seq %d:\n%s", end, show)
-		}
-		show, _, _ = cliExit(t, follower, "session", "show", sid, "--creds", filepath.Join(data, "creds-reader.json"))
-		if _, rest, ok := strings.Cut(show, "as of          projection at event "); ok {
-			at, _ = strconv.ParseUint(strings.Fields(rest)[0], 10, 64)
-		}
-	}
-	if !strings.Contains(show, "phase          working") {
+	if show, _ := follow(follower); !strings.Contains(show, "phase          working") {
 		t.Errorf("the follower folds the forged end:\n%s", show)
 	}
 }
