@@ -30,7 +30,8 @@ import (
 //   - sed: the e command (e CMD runs CMD by sh; a bare e runs the
 //     pattern space: opaque), the s command's e flag (opaque), w, W and
 //     the s command's w flag (a file written), r and R (a file read),
-//     in every -e, --expression and the script operand; -f|--file (a
+//     in every -e, --expression and the script operand (-i's files are
+//     Script.Changes); -f|--file (a
 //     script the gate does not read: opaque); a word known only when it
 //     runs that may be an option (opaque). --sandbox turns them off.
 //   - sort: --compress-program=PROG (run as PROG and PROG -d), -o|--output
@@ -59,8 +60,9 @@ import (
 //     more, jq, base64, sha256sum, md5sum, od, xxd, hexdump, du, df,
 //     which, type, mktemp, nl, paste, join, fold, column: no option or
 //     script runs a program (printf -v, read, declare, export are
-//     builtins read in wrap.go; the programs that write their operands,
-//     cp, mv, tee, touch, uniq OUT, are judged by their words).
+//     builtins read in wrap.go; the files the programs that write
+//     their operands write, cp, mv, tee, touch, uniq OUT, …, are
+//     Script.Changes, read in changes.go).
 
 // gitSub reads git subcommand sub's arguments rest for the commands it
 // runs (see the list above).
@@ -317,12 +319,37 @@ func (r *reader) sed(at int, rest []Word, depth int) {
 	given := false // a script given by -e, --expression or -f
 	sandbox := false
 	var operands []Word
+	// -i, --in-place: each file operand is written, and its backup
+	// when a suffix is given (inPlace).
+	inplace, suffix, read := false, "", false
+	defer func() {
+		if !inplace {
+			return
+		}
+		files := operands
+		if !given && len(files) > 0 {
+			files = files[1:] // the script
+		}
+		if !read {
+			// Left before every word was read (a script file, a word
+			// known only when it runs): every word that is no option may
+			// be a file, the script's too.
+			files = nil
+			for _, o := range rest {
+				if !o.Static || !strings.HasPrefix(o.Value, "-") {
+					files = append(files, o)
+				}
+			}
+		}
+		r.inPlace(at, "sed -i", files, suffix)
+	}()
 	for i := 0; i < len(rest); i++ {
 		w := rest[i]
 		v := w.Value
 		if !w.Static {
 			if mayBeOption(w, "-") {
 				r.opaque(at, "sed with a word known only when it runs, which may be a script")
+				inplace, suffix = true, "" // it may be -i
 				return
 			}
 			operands = append(operands, w)
@@ -361,6 +388,8 @@ func (r *reader) sed(at int, rest []Word, depth int) {
 				return
 			case strings.HasPrefix("line-length", n):
 				next()
+			case strings.HasPrefix("in-place", n):
+				inplace, suffix = true, val
 			case len(n) >= 2 && strings.HasPrefix("sandbox", n):
 				sandbox = true
 			}
@@ -392,6 +421,7 @@ func (r *reader) sed(at int, rest []Word, depth int) {
 					}
 					break cluster
 				case 'i':
+					inplace, suffix = true, v[k+1:]
 					break cluster // the rest is the suffix
 				}
 			}
@@ -399,6 +429,7 @@ func (r *reader) sed(at int, rest []Word, depth int) {
 			operands = append(operands, w)
 		}
 	}
+	read = true
 	if !given && len(operands) > 0 {
 		if !operands[0].Static {
 			r.opaque(at, "sed with a script known only when it runs")

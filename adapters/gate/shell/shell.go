@@ -174,6 +174,10 @@ type Redirection struct {
 	Op      string // ">", ">>", ">|", "&>", "&>>", "<>", ">&", "<"
 	Target  Word
 	Command int // index in Script.Commands; -1 for a compound command's
+	// Tree is true when the command may change every path under
+	// Target as well as Target (a folder it extracts or copies into, a
+	// tree it removes): Changes only.
+	Tree bool
 }
 
 // Script is what Read found in one input.
@@ -184,6 +188,12 @@ type Script struct {
 	Writes []Redirection
 	// Reads are the targets of < redirections.
 	Reads []Redirection
+	// Changes are the files programs write, create or remove by their
+	// operands (cp's destination, rm's operands, sed -i's files, tar
+	// -x's folder, dd's of=…; changes.go lists them), Op naming the
+	// program: judged as Writes are for deny and review, while allowing
+	// the program allows them.
+	Changes []Redirection
 	// Faults are reasons the input cannot be judged: a parse error, a
 	// limit passed. A script with a fault must never be allowed.
 	Faults []string
@@ -247,7 +257,7 @@ func Read(src string) *Script {
 				back(&c.Assigns[j].Value)
 			}
 		}
-		for _, rs := range [][]Redirection{s.Writes, s.Reads} {
+		for _, rs := range [][]Redirection{s.Writes, s.Reads, s.Changes} {
 			for i := range rs {
 				back(&rs[i].Target)
 			}

@@ -200,6 +200,7 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 	}
 	args := c.Args
 	prog := args[0]
+	r.changes(at, prog, args[1:])
 	if prog.Static {
 		r.assignsByName(at, base(prog), args[1:], depth)
 	}
