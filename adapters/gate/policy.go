@@ -445,9 +445,13 @@ func (p *Policy) ruleRisk(c Call) string {
 // text; /bin/rm is also rm); the policy allows the command only when it
 // reads whole, runs nothing the gate cannot see (eval "$x", source f,
 // bash reading stdin), and every command is known without running it and
-// matched by one of its allow patterns, and every file it writes is
-// allowed by a Write or Edit pattern (or is /dev/null, /dev/stdout,
-// /dev/stderr, /dev/tty). The pattern "Bash" alone allows every command
+// matched by one of its allow patterns, and every file it writes by a
+// redirection or an option is allowed by a Write or Edit pattern (or is
+// /dev/null, /dev/stdout, /dev/stderr, /dev/tty). A file a program
+// writes, creates or removes by its operands (cp x .env, rm f, sed -i,
+// tar -x -C DIR: shell.Script.Changes) meets the Write and Edit deny
+// and review patterns, while the pattern that allows the program
+// allows it. The pattern "Bash" alone allows every command
 // line that reads whole and runs nothing the gate cannot see.
 type Pattern struct {
 	Source string // as written
@@ -722,6 +726,58 @@ func treeMatches(pat, segs []string) bool {
 			return false
 		}
 		pat, segs = pat[1:], segs[1:]
+	}
+	return true
+}
+
+// treeMayHold reports whether path glob spec may match a path below
+// folder dir (as written, read from cwd; as the kernel resolves it now;
+// with a leading "~" the home directory), or dir itself: a file a
+// program may write under a folder whose files the gate cannot list.
+func treeMayHold(spec, dir, cwd string) bool {
+	pat, ok := specSegments(spec, cwd)
+	if !ok {
+		return false // as pathMatches: a rule it cannot place matches nothing
+	}
+	for _, d := range []string{dir, homeReading(dir)} {
+		if d == "" {
+			continue
+		}
+		if !filepath.IsAbs(d) {
+			if cwd == "" {
+				continue
+			}
+			d = filepath.Join(cwd, d)
+		}
+		for _, r := range []string{filepath.Clean(d), resolvedPath(d, cwd)} {
+			if r == "" {
+				continue
+			}
+			var segs []string
+			if t := strings.Trim(r, "/"); t != "" {
+				segs = strings.Split(t, "/")
+			}
+			if belowMatches(pat, segs) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// belowMatches reports whether path glob segments pat may match segs
+// followed by any number of segments.
+func belowMatches(pat, segs []string) bool {
+	for ; len(segs) > 0; pat, segs = pat[1:], segs[1:] {
+		if len(pat) == 0 {
+			return false
+		}
+		if pat[0] == "**" {
+			return true
+		}
+		if ok, _ := path.Match(pat[0], segs[0]); !ok {
+			return false
+		}
 	}
 	return true
 }

@@ -233,11 +233,12 @@ var harmlessTargets = map[string]bool{
 }
 
 // decideShell returns what p says of c, whose command bash runs: deny
-// when any reading of any command (inner ones too), redirection target
-// or file it reads may match a deny rule; review likewise; allow only
-// when the input reads whole, nothing in it is opaque, every command is
-// static and matched by an allow rule, and every file it writes is
-// allowed by a Write or Edit rule.
+// when any reading of any command (inner ones too), redirection target,
+// file a program writes by its operands (shell.Script.Changes) or file
+// it reads may match a deny rule; review likewise; allow only when the
+// input reads whole, nothing in it is opaque, every command is static
+// and matched by an allow rule, and every file it writes by a
+// redirection or an option is allowed by a Write or Edit rule.
 func (p *Policy) decideShell(c Call) Match {
 	sc := c.script()
 	for _, set := range []struct {
@@ -271,8 +272,10 @@ func (p *Policy) decideShell(c Call) Match {
 
 // unknownFileRule returns a deny or review Write or Edit rule of p when
 // shell call c, read as sc, writes a file the gate cannot know
-// (unknownTarget), or a Read one when it reads such a file: that file
-// cannot be proved outside the rule, so the call is reviewed.
+// (unknownTarget) or one of a tree below which the rule's glob may match
+// a path (treeMayHold: tar -x's members, rm -r's files), or a Read one
+// when it reads such a file: that file cannot be proved outside the
+// rule, so the call is reviewed.
 //
 // The built-in rules are not these: the guards read such a target with
 // their own globs.
@@ -286,7 +289,7 @@ func (p *Policy) unknownFileRule(c Call, sc *shell.Script) (Pattern, bool) {
 				continue
 			}
 			for _, rd := range pt.fileRedirections(sc) {
-				if unknownTarget(rd.Target, c.Dir) {
+				if unknownTarget(rd.Target, c.Dir) || rd.Tree && treeMayHold(pt.Spec, rd.Target.Value, c.Dir) {
 					return pt, true
 				}
 			}
@@ -399,8 +402,9 @@ func mentionsSpec(spec string, sc *shell.Script) bool {
 }
 
 // shellMayMatch reports whether pattern pt may match some part of the
-// shell call c read as sc: a command (Bash patterns), a file written
-// (Write and Edit patterns) or read (Read patterns).
+// shell call c read as sc: a command (Bash patterns), a file written,
+// created or removed, a folder a program writes files under among them
+// (Write and Edit patterns), or read (Read patterns).
 func (pt Pattern) shellMayMatch(c Call, sc *shell.Script) bool {
 	if ok, _ := path.Match(pt.Tool, c.Tool); ok {
 		if !pt.HasArg {
@@ -432,14 +436,15 @@ func (pt Pattern) shellMayMatch(c Call, sc *shell.Script) bool {
 }
 
 // fileRedirections returns the redirections of sc whose kind pattern pt's
-// tool names: the files written (an edit tool's, editTools), then those
-// read (Read).
+// tool names: the files written (an edit tool's, editTools), by a
+// redirection or an option and by a program's operands (Changes), then
+// those read (Read).
 func (pt Pattern) fileRedirections(sc *shell.Script) []shell.Redirection {
 	var rs []shell.Redirection
 	for _, set := range []struct {
 		tools []string
 		rs    []shell.Redirection
-	}{{[]string{"Write", "Edit", "MultiEdit", "NotebookEdit"}, sc.Writes}, {[]string{"Read"}, sc.Reads}} {
+	}{{[]string{"Write", "Edit", "MultiEdit", "NotebookEdit"}, append(sc.Writes[:len(sc.Writes):len(sc.Writes)], sc.Changes...)}, {[]string{"Read"}, sc.Reads}} {
 		for _, tool := range set.tools {
 			if ok, _ := path.Match(pt.Tool, tool); ok {
 				rs = append(rs, set.rs...)
@@ -461,10 +466,13 @@ func (p *Policy) shellAllows(c Call, sc *shell.Script) (string, bool) {
 	for _, pt := range p.allow {
 		if ok, _ := path.Match(pt.Tool, c.Tool); ok && !pt.HasArg {
 			// "Bash": every command line read whole that runs nothing
-			// unseen and writes no file a variable of unknown value names.
-			for _, rd := range sc.Writes {
-				if unknownStart(rd.Target, commandOf(c.Input)) {
-					return "", false
+			// unseen and writes no file a variable of unknown value names,
+			// by a redirection or by a program's operands.
+			for _, rs := range [][]shell.Redirection{sc.Writes, sc.Changes} {
+				for _, rd := range rs {
+					if unknownStart(rd.Target, commandOf(c.Input)) {
+						return "", false
+					}
 				}
 			}
 			return pt.Source, true
