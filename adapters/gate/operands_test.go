@@ -11,7 +11,8 @@ allow  = ["Bash(cp:*)", "Bash(mv:*)", "Bash(tee:*)", "Bash(touch:*)", "Bash(sed:
           "Bash(unlink:*)", "Bash(shred:*)", "Bash(perl:*)", "Bash(awk:*)", "Bash(gawk:*)", "Bash(mkdir:*)",
           "Bash(uniq:*)", "Bash(gzip:*)", "Bash(gunzip:*)", "Bash(zstd:*)", "Bash(zip:*)", "Bash(mktemp:*)",
           "Bash(split:*)", "Bash(xxd:*)", "Bash(link:*)", "Bash(mkfifo:*)", "Bash(sudo:*)", "Bash(xargs:*)",
-          "Bash(cat:*)", "Bash(echo:*)", "Bash(find:*)", "Bash(ls:*)", "Bash(grep:*)", "Bash(sort:*)", "Bash(wc:*)"]
+          "Bash(cat:*)", "Bash(echo:*)", "Bash(find:*)",
+          "Bash(curl:*)", "Bash(wget:*)", "Bash(vim:*)", "Bash(ed:*)", "Bash(ls:*)", "Bash(grep:*)", "Bash(sort:*)", "Bash(wc:*)"]
 deny   = ["Edit(.env)", "Write(/etc/**)"]
 review = ["Write(/srv/**)"]
 `
@@ -107,6 +108,17 @@ var operandRows = []bypassRow{
 	{"list/second", `ls && cp x .env`, "deny"},
 	{"find/delete", `find /etc -name '*.conf' -delete`, "deny"},
 	{"find/delete-cwd", `find -delete`, "review"},
+	{"curl/o", `curl -sSo .env https://example.com/x`, "deny"},
+	{"curl/output", `curl --output /etc/x https://example.com/x`, "deny"},
+	{"curl/remote-name", `curl -O 'https://example.com/a/.env?x=1'`, "deny"},
+	{"curl/output-dir", `curl --output-dir /etc -O https://example.com/x`, "deny"},
+	{"curl/cookie-jar", `curl -c /srv/jar https://example.com/`, "review"},
+	{"wget/O", `wget -O .env https://example.com/x`, "deny"},
+	{"wget/name", `wget https://example.com/a/.env`, "deny"},
+	{"wget/P", `wget -P /etc https://example.com/x`, "deny"},
+	{"wget/recursive", `wget -r https://example.com/`, "review"},
+	{"vim/file", `vim -c wq .env`, "deny"},
+	{"ed/file", `printf 'w\n' | ed -s .env`, "deny"},
 	{"program/unknown", `c=cp; $c x .env`, "deny"},
 	{"program/unknown-tree", `c=rm; $c -r /srv/app`, "review"},
 	{"plain/cp", `cp a b`, "allow"},
@@ -135,6 +147,9 @@ var operandRows = []bypassRow{
 	{"plain/patch", `patch -p1 -d build -i x.patch`, "allow"},
 	{"plain/mktemp", `mktemp`, "allow"},
 	{"plain/find", `find . -name '*.go' -newer go.mod`, "allow"},
+	{"plain/curl", `curl -fsS -H 'Accept: x' https://example.com/api`, "allow"},
+	{"plain/curl-o", `curl -o out.json https://example.com/api`, "allow"},
+	{"plain/wget", `wget -q https://example.com/a.tgz`, "allow"},
 	{"plain/readers", `cat .env /etc/hosts | sort | wc -l; ls /etc; grep -r x /srv`, "allow"},
 }
 

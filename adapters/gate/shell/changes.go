@@ -61,6 +61,15 @@ import (
 //     trees), mv (as mv), clean (a tree under each pathspec, else the
 //     working directory); under -C DIR, each relative to DIR.
 //   - find -delete: a tree under each starting point.
+//   - curl -o|--output, -D|--dump-header, -c|--cookie-jar, --trace,
+//     --trace-ascii, --stderr, --etag-save, --libcurl FILE; -O,
+//     --remote-name(-all), -J: a tree under --output-dir DIR or the
+//     working directory; -K|--config: any path. wget: a tree under
+//     -P|--directory-prefix DIR or the working directory, or
+//     -O|--output-document FILE; -o|--output-file, -a|--append-output
+//     FILE; -e|--execute (a wgetrc command): any path.
+//   - ed, ex, vi, vim, nvim, nano, emacs: every word that is no option
+//     (what their own commands write, :w FILE, the gate cannot see).
 //   - a program known only when it runs: each word that is no option
 //     (a tree: it may be rm -r).
 //
@@ -283,6 +292,10 @@ var changers = map[string]func(r *reader, at int, name string, rest []Word){
 	"unzip": (*reader).unzipChanges, "zip": (*reader).zipChanges,
 	"rsync": (*reader).rsyncChanges, "patch": (*reader).patchChanges,
 	"git": (*reader).gitChanges, "find": (*reader).findChanges,
+	"curl": (*reader).curlChanges, "wget": (*reader).wgetChanges,
+	"ed": (*reader).editorChanges, "ex": (*reader).editorChanges, "vi": (*reader).editorChanges,
+	"vim": (*reader).editorChanges, "nvim": (*reader).editorChanges, "nano": (*reader).editorChanges,
+	"emacs": (*reader).editorChanges,
 }
 
 func init() {
@@ -1253,5 +1266,129 @@ func (r *reader) gitChanges(at int, name string, rest []Word) {
 			ws = append(ws, in(w))
 		}
 		r.copyChanges(at, "mv", ws)
+	}
+}
+
+// curlGetopt is curl's short options that take a value, and the long
+// ones that write a file or take a value.
+var curlGetopt = getopt{short: "AbcCdDeEFHKmoPQrtTuUwxXyYz", long: []string{
+	"output=", "dump-header=", "cookie-jar=", "trace=", "trace-ascii=", "stderr=", "etag-save=", "libcurl=",
+	"output-dir=", "config=", "remote-name", "remote-name-all", "remote-header-name", "create-dirs",
+	"user-agent=", "cookie=", "continue-at=", "data=", "data-raw=", "data-binary=", "data-urlencode=",
+	"data-ascii=", "referer=", "cert=", "form=", "header=", "max-time=", "request=", "proxy=", "user=",
+	"upload-file=", "write-out=", "range=", "json=", "url=", "connect-timeout=", "retry=", "key=", "cacert=",
+}}
+
+// curlChanges reads curl: see the list above.
+func (r *reader) curlChanges(at int, name string, rest []Word) {
+	p := curlGetopt.parse(rest)
+	if r.unknownOptions(at, name, p) {
+		return
+	}
+	for _, o := range p.opts {
+		switch o.name {
+		case "-o", "--output", "-D", "--dump-header", "-c", "--cookie-jar", "--trace", "--trace-ascii",
+			"--stderr", "--etag-save", "--libcurl":
+			r.change(at, name+" "+o.name, o.val, false)
+		case "-K", "--config":
+			r.change(at, name+" "+o.name, unknownPath(), changeTree)
+		}
+	}
+	if p.has("-O", "--remote-name", "--remote-name-all", "-J", "--remote-header-name") {
+		dir := lit("")
+		if d := p.values("--output-dir"); len(d) > 0 {
+			dir = d[len(d)-1]
+		}
+		if p.has("-J", "--remote-header-name") {
+			r.change(at, name+" -J", or2(dir, lit(".")), changeTree) // a name the server gives
+			return
+		}
+		for _, u := range append(p.values("--url"), p.operands...) {
+			r.change(at, name+" -O", relativeTo(dir, urlName(u, "")), false)
+		}
+	}
+}
+
+// or2 returns w, or def when w is the empty word.
+func or2(w, def Word) Word {
+	if w.Static && w.Value == "" {
+		return def
+	}
+	return w
+}
+
+// urlName returns the file name a download of URL u takes from it: the
+// last part of its path (def when it has none; a name known only when
+// it runs when u is).
+func urlName(u Word, def string) Word {
+	if !u.Static {
+		return Word{Reading: WildPart, Glob: "${_}"}
+	}
+	v := u.Value
+	if _, after, ok := strings.Cut(v, "://"); ok {
+		v = after
+		if k := strings.IndexByte(v, '/'); k >= 0 {
+			v = v[k:]
+		} else {
+			v = ""
+		}
+	}
+	v, _, _ = strings.Cut(v, "#")
+	v, _, _ = strings.Cut(v, "?")
+	b := v[strings.LastIndexByte(v, '/')+1:]
+	if b == "" {
+		b = def
+	}
+	return lit(b)
+}
+
+// wgetChanges reads wget: see the list above.
+func (r *reader) wgetChanges(at int, name string, rest []Word) {
+	p := getopt{short: "oaeiBtOTwQPlARDIXU", long: []string{
+		"output-file=", "append-output=", "execute=", "input-file=", "base=", "tries=", "output-document=",
+		"timeout=", "wait=", "quota=", "directory-prefix=", "level=", "accept=", "reject=", "domains=",
+		"include-directories=", "exclude-directories=", "user-agent=", "header=", "post-data=", "post-file=",
+		"spider", "recursive", "mirror", "user=", "password=", "config=", "save-cookies=", "load-cookies=",
+		"warc-file=", "rejected-log=", "method=", "body-data=", "body-file=",
+	}}.parse(rest)
+	if r.unknownOptions(at, name, p) {
+		return
+	}
+	for _, o := range p.opts {
+		switch o.name {
+		case "-o", "--output-file", "-a", "--append-output", "-O", "--output-document", "--save-cookies",
+			"--rejected-log":
+			r.change(at, name+" "+o.name, o.val, false)
+		case "--warc-file":
+			r.change(at, name+" "+o.name, unknownSuffix(o.val), false)
+		case "-e", "--execute", "--config":
+			r.change(at, name+" "+o.name, unknownPath(), changeTree)
+		}
+	}
+	if p.has("--spider") || p.has("-O", "--output-document") && !p.has("-r", "--recursive", "-m", "--mirror") {
+		return
+	}
+	dir := lit("")
+	if d := p.values("-P", "--directory-prefix"); len(d) > 0 {
+		dir = d[len(d)-1]
+	}
+	if p.has("-r", "--recursive", "-m", "--mirror", "-i", "--input-file", "--content-disposition", "--trust-server-names") {
+		// Names the server or a list gives.
+		r.change(at, name, or2(dir, lit(".")), changeTree)
+		return
+	}
+	for _, u := range p.operands {
+		n := urlName(u, "index.html")
+		r.change(at, name, relativeTo(dir, n), false)
+	}
+}
+
+// editorChanges reads an editor's words: each that is no option may
+// be a file it writes.
+func (r *reader) editorChanges(at int, name string, rest []Word) {
+	for _, w := range rest {
+		if !w.Static || !strings.HasPrefix(w.Value, "-") && !strings.HasPrefix(w.Value, "+") {
+			r.change(at, name, w, false)
+		}
 	}
 }
